@@ -1,0 +1,130 @@
+// Package liveness answers "is this agent process running?" (ADR-014). Processes
+// write heartbeats to cks_agent_liveness; this package reads them back and
+// computes each instance's status at read time with the TTL rule, so no cleanup
+// job is ever needed.
+package liveness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+)
+
+// Status is the computed state of a process instance.
+type Status string
+
+// The statuses a process read can have.
+const (
+	// Alive: the instance heartbeated within 3 × its liveness interval.
+	Alive Status = "alive"
+	// Stopped: the instance's last heartbeat is older than that.
+	Stopped Status = "stopped"
+	// NotFound: no instance of the kind has ever reported (a normal answer).
+	NotFound Status = "not_found"
+)
+
+// TTLFactor is how many liveness intervals may pass without a heartbeat before
+// an instance reads as stopped: one missed tick is absorbed without flapping.
+const TTLFactor = 3
+
+// KnownKinds returns the process kinds cks runs, sorted.
+func KnownKinds() []string {
+	return []string{"critic", "enrichment", "exec", "fork_resolution", "pipeline"}
+}
+
+// UnknownKindError is returned for a process kind outside KnownKinds. It
+// matches store.ErrInvalid.
+type UnknownKindError struct{ Kind string }
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("unknown process kind %q; expected one of %s", e.Kind, strings.Join(KnownKinds(), ", "))
+}
+
+// Unwrap makes errors.Is(err, store.ErrInvalid) hold.
+func (e *UnknownKindError) Unwrap() error { return store.ErrInvalid }
+
+// Process is one liveness row with its computed status.
+type Process struct {
+	store.AgentLiveness
+	Status Status `json:"status"`
+	// HeartbeatAgeS is the number of seconds since the last heartbeat at read time.
+	HeartbeatAgeS float64 `json:"heartbeat_age_s,omitempty"`
+}
+
+// StatusAt applies the TTL rule: alive iff now - last_heartbeat_at <= 3 × interval.
+func StatusAt(r store.AgentLiveness, now time.Time) Status {
+	ttl := time.Duration(TTLFactor * r.LivenessIntervalS * float64(time.Second))
+	if now.Sub(r.LastHeartbeatAt) <= ttl {
+		return Alive
+	}
+	return Stopped
+}
+
+// Service reads processes from a store with an injected clock. It is the one
+// place the API, MCP tools, studio and metrics get process state from.
+type Service struct {
+	store store.Liveness
+	clock clock.Clock
+}
+
+// NewService returns a Service over s that reads time from c.
+func NewService(s store.Liveness, c clock.Clock) *Service {
+	return &Service{store: s, clock: c}
+}
+
+func (s *Service) annotate(r store.AgentLiveness, now time.Time) Process {
+	return Process{AgentLiveness: r, Status: StatusAt(r, now), HeartbeatAgeS: now.Sub(r.LastHeartbeatAt).Seconds()}
+}
+
+// ListProcesses returns every instance that ever reported, newest-started first,
+// each with its computed status.
+func (s *Service) ListProcesses(ctx context.Context) ([]Process, error) {
+	rows, err := s.store.ListAgentLiveness(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	out := make([]Process, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, s.annotate(r, now))
+	}
+	return out, nil
+}
+
+// ProcessStatus returns the most recently started instance of kind with its
+// status. A known kind that never reported yields Status NotFound, not an error;
+// a kind cks does not know is an *UnknownKindError.
+func (s *Service) ProcessStatus(ctx context.Context, kind string) (Process, error) {
+	if !slices.Contains(KnownKinds(), kind) {
+		return Process{}, &UnknownKindError{Kind: kind}
+	}
+	r, err := s.store.LatestAgentLiveness(ctx, kind)
+	if errors.Is(err, store.ErrNotFound) {
+		return Process{AgentLiveness: store.AgentLiveness{ProcessKind: kind}, Status: NotFound}, nil
+	}
+	if err != nil {
+		return Process{}, err
+	}
+	return s.annotate(r, s.clock.Now()), nil
+}
+
+// CountAlive returns the number of alive instances per known kind, including
+// kinds with none.
+func CountAlive(ps []Process) map[string]int {
+	out := map[string]int{}
+	for _, k := range KnownKinds() {
+		out[k] = 0
+	}
+	for _, p := range ps {
+		if p.Status == Alive {
+			out[p.ProcessKind]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/store"
+)
+
+const livenessColumns = `instance_id, process_kind, hostname, pid, liveness_interval_s,
+	started_at, last_heartbeat_at, current_task_id, current_task_type`
+
+// UpsertAgentLiveness implements store.Liveness.
+func (s *Store) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	var taskType sql.NullString
+	if r.CurrentTaskType != "" {
+		taskType = sql.NullString{String: r.CurrentTaskType, Valid: true}
+	}
+	_, err := s.writer.ExecContext(ctx, `
+INSERT INTO cks_agent_liveness (`+livenessColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(instance_id) DO UPDATE SET
+	process_kind = excluded.process_kind,
+	hostname = excluded.hostname,
+	pid = excluded.pid,
+	liveness_interval_s = excluded.liveness_interval_s,
+	last_heartbeat_at = excluded.last_heartbeat_at,
+	current_task_id = excluded.current_task_id,
+	current_task_type = excluded.current_task_type`,
+		r.InstanceID, r.ProcessKind, r.Hostname, r.PID, r.LivenessIntervalS,
+		fmtTime(r.StartedAt), fmtTime(r.LastHeartbeatAt), r.CurrentTaskID, taskType)
+	if err != nil {
+		return fmt.Errorf("sqlite: upsert liveness %s: %w", r.InstanceID, err)
+	}
+	return nil
+}
+
+// ListAgentLiveness implements store.Liveness.
+func (s *Store) ListAgentLiveness(ctx context.Context) ([]store.AgentLiveness, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+livenessColumns+`
+FROM cks_agent_liveness ORDER BY started_at DESC, instance_id`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list liveness: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AgentLiveness
+	for rows.Next() {
+		r, err := scanLiveness(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list liveness: %w", err)
+	}
+	return out, nil
+}
+
+// GetAgentLiveness implements store.Liveness.
+func (s *Store) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
+	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessColumns+`
+FROM cks_agent_liveness WHERE instance_id = ?`, instanceID)
+	r, err := scanLiveness(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("process instance %q: %w", instanceID, store.ErrNotFound)
+	}
+	return r, err
+}
+
+// LatestAgentLiveness implements store.Liveness.
+func (s *Store) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
+	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessColumns+`
+FROM cks_agent_liveness WHERE process_kind = ?
+ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id LIMIT 1`, kind)
+	r, err := scanLiveness(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("process kind %q: %w", kind, store.ErrNotFound)
+	}
+	return r, err
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanLiveness(sc scanner) (store.AgentLiveness, error) {
+	var (
+		r                  store.AgentLiveness
+		started, heartbeat string
+		taskID             sql.NullInt64
+		taskType           sql.NullString
+	)
+	err := sc.Scan(&r.InstanceID, &r.ProcessKind, &r.Hostname, &r.PID, &r.LivenessIntervalS,
+		&started, &heartbeat, &taskID, &taskType)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return r, err
+		}
+		return r, fmt.Errorf("sqlite: scan liveness: %w", err)
+	}
+	if r.StartedAt, err = parseTime(started); err != nil {
+		return r, err
+	}
+	if r.LastHeartbeatAt, err = parseTime(heartbeat); err != nil {
+		return r, err
+	}
+	if taskID.Valid {
+		id := taskID.Int64
+		r.CurrentTaskID = &id
+	}
+	r.CurrentTaskType = taskType.String
+	return r, nil
+}

@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// CreatePrincipal implements store.Principals.
+func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
+	if p.ID == "" || p.Name == "" || tokenHash == "" {
+		return &store.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: create principal: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	_, err = tx.ExecContext(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at)
+VALUES (?, ?, ?, ?)`, p.ID, p.Name, tokenHash, fmtTime(p.CreatedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create principal: %w", err)
+	}
+	for _, g := range grants {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO cks_grants (principal_id, resource, permission)
+VALUES (?, ?, ?)`, p.ID, g.Resource, g.Permission); err != nil {
+			return fmt.Errorf("sqlite: grant %s on %s: %w", g.Permission, g.Resource, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: create principal: %w", err)
+	}
+	return nil
+}
+
+// PrincipalByTokenHash implements store.Principals.
+func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+	var (
+		p       store.Principal
+		created string
+	)
+	err := s.reader.QueryRowContext(ctx, `SELECT principal_id, name, created_at
+FROM cks_principals WHERE token_hash = ?`, tokenHash).Scan(&p.ID, &p.Name, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("token: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("sqlite: principal by token: %w", err)
+	}
+	p.CreatedAt, err = parseTime(created)
+	return p, err
+}
+
+// GrantsOf implements store.Principals.
+func (s *Store) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT resource, permission FROM cks_grants
+WHERE principal_id = ? ORDER BY resource, permission`, principalID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: grants of %s: %w", principalID, err)
+	}
+	defer rows.Close()
+	var out []store.Grant
+	for rows.Next() {
+		var g store.Grant
+		if err := rows.Scan(&g.Resource, &g.Permission); err != nil {
+			return nil, fmt.Errorf("sqlite: grants of %s: %w", principalID, err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// column is one column of a table. Columns after a table's first release must be
+// addable by ALTER TABLE ADD COLUMN: nullable or with a default.
+type column struct {
+	name string
+	def  string
+}
+
+// table is the current shape of one table. ensureSchema creates it when missing
+// and adds every column an older database lacks (the seeds' convention: no
+// migration runner, no version table).
+type table struct {
+	name        string
+	columns     []column
+	constraints []string
+	// after holds statements run after the table has its full shape (indexes,
+	// triggers), each idempotent.
+	after []string
+}
+
+func (t table) create() string {
+	parts := make([]string, 0, len(t.columns)+len(t.constraints))
+	for _, c := range t.columns {
+		parts = append(parts, c.name+" "+c.def)
+	}
+	parts = append(parts, t.constraints...)
+	return "CREATE TABLE IF NOT EXISTS " + t.name + " (\n    " + strings.Join(parts, ",\n    ") + "\n)"
+}
+
+var schema = []table{
+	{
+		name: "cks_agent_liveness",
+		columns: []column{
+			{"instance_id", "TEXT PRIMARY KEY"},
+			{"process_kind", "TEXT NOT NULL"},
+			{"hostname", "TEXT NOT NULL"},
+			{"pid", "INTEGER NOT NULL"},
+			{"liveness_interval_s", "REAL NOT NULL"},
+			{"started_at", "TEXT NOT NULL"},
+			{"last_heartbeat_at", "TEXT NOT NULL"},
+			{"current_task_id", "INTEGER"},
+			{"current_task_type", "TEXT"},
+		},
+		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process_kind, last_heartbeat_at)`,
+		},
+	},
+	{
+		name: "cks_principals",
+		columns: []column{
+			{"principal_id", "TEXT PRIMARY KEY"},
+			{"name", "TEXT NOT NULL"},
+			{"token_hash", "TEXT NOT NULL UNIQUE"},
+			{"created_at", "TEXT NOT NULL"},
+		},
+	},
+	{
+		name: "cks_grants",
+		columns: []column{
+			{"principal_id", "TEXT NOT NULL REFERENCES cks_principals(principal_id) ON DELETE CASCADE"},
+			{"resource", "TEXT NOT NULL"},
+			{"permission", "TEXT NOT NULL"},
+		},
+		constraints: []string{"PRIMARY KEY (principal_id, resource, permission)"},
+	},
+}
+
+// ensureSchema brings the database to the current shape in one transaction.
+func ensureSchema(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	for _, t := range schema {
+		if _, err := tx.ExecContext(ctx, t.create()); err != nil {
+			return fmt.Errorf("create %s: %w", t.name, err)
+		}
+		have, err := columnsOf(ctx, tx, t.name)
+		if err != nil {
+			return err
+		}
+		for _, c := range t.columns {
+			if have[c.name] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+t.name+" ADD COLUMN "+c.name+" "+c.def); err != nil {
+				return fmt.Errorf("add column %s.%s: %w", t.name, c.name, err)
+			}
+		}
+		for _, stmt := range t.after {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema of %s: %w", t.name, err)
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+func columnsOf(ctx context.Context, tx *sql.Tx, table string) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		have[name] = true
+	}
+	return have, rows.Err()
+}

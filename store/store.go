@@ -1,0 +1,133 @@
+// Package store defines the domain records cks persists and the interfaces every
+// storage backend implements. The SQLite (store/sqlite) and Postgres
+// (store/postgres) backends both pass the shared conformance suite in
+// store/storetest, so code above this package never depends on which one it runs on.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors that callers handle. Backends wrap them with %w.
+var (
+	// ErrNotFound means the addressed record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the write contradicts the current state of the record.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid means the input was rejected before anything was written.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// Store is the whole persistence surface of cks.
+type Store interface {
+	Liveness
+	Principals
+	// Backend names the implementation: "sqlite" or "postgres".
+	Backend() string
+	// Close releases every connection. The store is unusable afterwards.
+	Close() error
+}
+
+// AgentLiveness is one row of cks_agent_liveness (ADR-014): the heartbeat of one
+// standalone agent process instance. A restarted process writes a new row under a
+// new InstanceID; old rows stay as history.
+type AgentLiveness struct {
+	InstanceID        string    `json:"instance_id,omitempty"`
+	ProcessKind       string    `json:"process_kind"`
+	Hostname          string    `json:"hostname,omitempty"`
+	PID               int       `json:"pid,omitempty"`
+	LivenessIntervalS float64   `json:"liveness_interval_s,omitempty"`
+	StartedAt         time.Time `json:"started_at,omitzero"`
+	LastHeartbeatAt   time.Time `json:"last_heartbeat_at,omitzero"`
+	// CurrentTaskID is the outbox task the process holds, nil when idle.
+	CurrentTaskID *int64 `json:"current_task_id"`
+	// CurrentTaskType is denormalised for display; empty when idle.
+	CurrentTaskType string `json:"current_task_type,omitempty"`
+}
+
+// Validate reports the first field of r that a backend must not store.
+func (r AgentLiveness) Validate() error {
+	switch {
+	case r.InstanceID == "":
+		return fieldError("instance_id", "a non-empty process instance id")
+	case r.ProcessKind == "":
+		return fieldError("process_kind", "a non-empty process kind")
+	case r.Hostname == "":
+		return fieldError("hostname", "a non-empty host name")
+	case r.PID <= 0:
+		return fieldError("pid", "a positive process id")
+	case !(r.LivenessIntervalS > 0):
+		return fieldError("liveness_interval_s", "a positive number of seconds")
+	case r.StartedAt.IsZero():
+		return fieldError("started_at", "a timestamp")
+	case r.LastHeartbeatAt.IsZero():
+		return fieldError("last_heartbeat_at", "a timestamp")
+	}
+	return nil
+}
+
+// Liveness stores process heartbeats (ADR-014).
+type Liveness interface {
+	// UpsertAgentLiveness inserts the row for r.InstanceID or updates every field
+	// except StartedAt, which is set once by the first write.
+	UpsertAgentLiveness(ctx context.Context, r AgentLiveness) error
+	// ListAgentLiveness returns every row, newest-started first.
+	ListAgentLiveness(ctx context.Context) ([]AgentLiveness, error)
+	// GetAgentLiveness returns one instance's row or ErrNotFound.
+	GetAgentLiveness(ctx context.Context, instanceID string) (AgentLiveness, error)
+	// LatestAgentLiveness returns the most recently started instance of kind, or
+	// ErrNotFound when no instance of that kind ever reported.
+	LatestAgentLiveness(ctx context.Context, kind string) (AgentLiveness, error)
+}
+
+// Principal is an identity that authenticates with a bearer token. Only the
+// token's hash is stored.
+type Principal struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Grant gives a principal one permission on a resource subtree such as "/" or
+// "/tasks/42".
+type Grant struct {
+	Resource   string `json:"resource"`
+	Permission string `json:"permission"`
+}
+
+// Principals stores identities, their token hashes and their grants.
+type Principals interface {
+	// CreatePrincipal stores p with the hash of its token and its grants in one
+	// transaction. A duplicate ID or token hash is ErrConflict.
+	CreatePrincipal(ctx context.Context, p Principal, tokenHash string, grants []Grant) error
+	// PrincipalByTokenHash returns the principal whose token hashes to tokenHash,
+	// or ErrNotFound.
+	PrincipalByTokenHash(ctx context.Context, tokenHash string) (Principal, error)
+	// GrantsOf returns the grants of a principal, ordered by resource then permission.
+	GrantsOf(ctx context.Context, principalID string) ([]Grant, error)
+}
+
+// FieldError is an ErrInvalid that names the offending field and what was expected.
+type FieldError struct {
+	Field    string
+	Expected string
+}
+
+func (e *FieldError) Error() string {
+	return "invalid " + e.Field + ": expected " + e.Expected
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldError(field, expected string) error {
+	return &FieldError{Field: field, Expected: expected}
+}
+
+// Time normalises t to what every backend can store exactly: UTC with
+// microsecond precision (Postgres timestamptz resolution).
+func Time(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Microsecond)
+}
