@@ -128,3 +128,44 @@ func CountAlive(ps []Process) map[string]int {
 	}
 	return out
 }
+
+// fingerprint summarises what a viewer of the processes would see change.
+func fingerprint(ps []Process) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%s|%s|%d|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.CurrentTaskType)
+		if p.CurrentTaskID != nil {
+			fmt.Fprint(&b, *p.CurrentTaskID)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Watch reads the processes every interval until ctx ends and calls changed
+// after the first read and whenever a row or a computed status differs from
+// the previous read. Status
+// flips caused only by time passing are caught too, which a row-change trigger
+// would miss. Read errors are passed to onErr (may be nil) and retried.
+func (s *Service) Watch(ctx context.Context, every time.Duration, changed func(), onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, first := "", true
+	for {
+		ps, err := s.ListProcesses(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && onErr != nil:
+			onErr(err)
+		case err == nil:
+			if fp := fingerprint(ps); first || fp != last {
+				last, first = fp, false
+				changed()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

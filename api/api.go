@@ -1,0 +1,343 @@
+// Package api is the HTTP face of a cks hub: the JSON API under /v1, Server-Sent
+// Events at /v1/events, Prometheus metrics, health, and bearer-token auth in
+// front of everything else it mounts (the MCP endpoint and the studio). It holds
+// no behaviour of its own: every answer comes from the service packages.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// CookieName is the cookie in which the studio keeps a browser's token.
+const CookieName = "cks_token"
+
+// Config is what the API serves from.
+type Config struct {
+	Liveness *liveness.Service
+	Auth     *auth.Authenticator
+	Bus      *events.Bus
+	// MCP, when set, is mounted at /mcp behind auth.
+	MCP http.Handler
+	// Studio, when set, is mounted at / behind auth; its /login and /static/
+	// routes are public.
+	Studio  http.Handler
+	Logger  *slog.Logger
+	Version string
+	// KeepAlive is the SSE comment interval (default 15 s).
+	KeepAlive time.Duration
+}
+
+// API is the hub's HTTP handler.
+type API struct {
+	cfg     Config
+	mux     *http.ServeMux
+	streams context.Context // cancelled when the server starts shutting down
+	closeSt context.CancelFunc
+}
+
+// New builds the handler.
+func New(cfg Config) *API {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Bus == nil {
+		cfg.Bus = &events.Bus{}
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a.streams, a.closeSt = context.WithCancel(context.Background())
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&processCollector{svc: cfg.Liveness, log: cfg.Logger})
+
+	// Public.
+	a.mux.HandleFunc("GET /healthz", a.healthz)
+	a.mux.HandleFunc("POST /login", a.login)
+	a.mux.HandleFunc("POST /logout", a.logout)
+	// Authenticated.
+	a.mux.Handle("GET /metrics", a.authed(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	a.mux.Handle("GET /v1/processes", a.authed(http.HandlerFunc(a.listProcesses)))
+	a.mux.Handle("GET /v1/processes/{kind}", a.authed(http.HandlerFunc(a.processStatus)))
+	a.mux.Handle("GET /v1/events", a.authed(http.HandlerFunc(a.events)))
+	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})))
+	if cfg.MCP != nil {
+		a.mux.Handle("/mcp", a.authed(cfg.MCP))
+	}
+	if cfg.Studio != nil {
+		a.mux.Handle("GET /login", cfg.Studio)
+		a.mux.Handle("GET /static/", cfg.Studio)
+		a.mux.Handle("/", a.authedPage(cfg.Studio))
+	}
+	return a
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// CloseStreams ends every open event stream, so a graceful shutdown does not
+// wait on them. The HTTP server calls it when it starts shutting down.
+func (a *API) CloseStreams() { a.closeSt() }
+
+// ErrorBody is the shape of every error response.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// WriteError writes {"error":{"code":…,"message":…}} with status.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	var b ErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v) //nolint:errcheck // the client went away
+}
+
+// fail maps a service error to a status and code.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrInvalid):
+		WriteError(w, http.StatusBadRequest, "invalid_argument", err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		WriteError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, store.ErrConflict):
+		WriteError(w, http.StatusConflict, "conflict", err.Error())
+	case errors.Is(err, auth.ErrUnauthenticated):
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+	default:
+		a.cfg.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		WriteError(w, http.StatusInternalServerError, "internal", "internal error; see the hub log")
+	}
+}
+
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.cfg.Version})
+}
+
+// ProcessList is the body of GET /v1/processes.
+type ProcessList struct {
+	Processes []liveness.Process `json:"processes"`
+}
+
+func (a *API) listProcesses(w http.ResponseWriter, r *http.Request) {
+	ps, err := a.cfg.Liveness.ListProcesses(r.Context())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []liveness.Process{}
+	}
+	writeJSON(w, http.StatusOK, ProcessList{Processes: ps})
+}
+
+func (a *API) processStatus(w http.ResponseWriter, r *http.Request) {
+	p, err := a.cfg.Liveness.ProcessStatus(r.Context(), r.PathValue("kind"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// events streams bus events as Server-Sent Events until the client leaves or
+// the server shuts down. Events carry no payload beyond their type and time:
+// a client re-reads what it shows.
+func (a *API) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		WriteError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	ch, unsubscribe := a.cfg.Bus.Subscribe()
+	defer unsubscribe()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte(": connected\n\n")) //nolint:errcheck
+	fl.Flush()
+	keep := time.NewTicker(a.cfg.KeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-a.streams.Done():
+			return
+		case <-keep.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+				return
+			}
+		case e, ok := <-ch:
+			if !ok {
+				return
+			}
+			data, _ := json.Marshal(e)
+			if _, err := w.Write([]byte("event: " + e.Type + "\ndata: " + string(data) + "\n\n")); err != nil {
+				return
+			}
+		}
+		fl.Flush()
+	}
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the authenticated principal of a request.
+func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(store.Principal)
+	return p, ok
+}
+
+// tokenOf reads the bearer token from the Authorization header, or else the
+// studio cookie.
+func tokenOf(r *http.Request) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return "", errors.New("malformed Authorization header: expected \"Bearer <token>\"")
+		}
+		return strings.TrimSpace(tok), nil
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		return c.Value, nil
+	}
+	return "", nil
+}
+
+func (a *API) authenticate(r *http.Request) (*http.Request, error) {
+	tok, err := tokenOf(r)
+	if err != nil {
+		return r, errors.Join(err, auth.ErrUnauthenticated)
+	}
+	p, err := a.cfg.Auth.Authenticate(r.Context(), tok)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), nil
+}
+
+// authed answers 401 with a JSON error unless the request carries a valid token.
+func (a *API) authed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, err := a.authenticate(r)
+		if err != nil {
+			if !errors.Is(err, auth.ErrUnauthenticated) {
+				a.fail(w, r, err)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
+			WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authedPage sends a browser without a valid token to the login form.
+func (a *API) authedPage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, err := a.authenticate(r)
+		if err != nil {
+			if !errors.Is(err, auth.ErrUnauthenticated) {
+				a.fail(w, r, err)
+				return
+			}
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *API) login(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	if _, err := a.cfg.Auth.Authenticate(r.Context(), tok); err != nil {
+		if !errors.Is(err, auth.ErrUnauthenticated) {
+			a.fail(w, r, err)
+			return
+		}
+		http.Redirect(w, r, "/login?error=1", http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (a *API) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// processCollector exports process liveness at scrape time.
+type processCollector struct {
+	svc *liveness.Service
+	log *slog.Logger
+}
+
+var (
+	aliveDesc = prometheus.NewDesc("cks_processes_alive",
+		"Agent process instances whose last heartbeat is within 3 liveness intervals, by kind.",
+		[]string{"process_kind"}, nil)
+	instancesDesc = prometheus.NewDesc("cks_process_instances",
+		"Agent process instances ever recorded, by kind and computed status.",
+		[]string{"process_kind", "status"}, nil)
+)
+
+func (c *processCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- aliveDesc
+	ch <- instancesDesc
+}
+
+func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ps, err := c.svc.ListProcesses(ctx)
+	if err != nil {
+		c.log.Error("metrics: list processes", "err", err)
+		ch <- prometheus.NewInvalidMetric(aliveDesc, err)
+		return
+	}
+	for kind, n := range liveness.CountAlive(ps) {
+		ch <- prometheus.MustNewConstMetric(aliveDesc, prometheus.GaugeValue, float64(n), kind)
+	}
+	type key struct{ kind, status string }
+	counts := map[key]int{}
+	for _, p := range ps {
+		counts[key{p.ProcessKind, string(p.Status)}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), k.kind, k.status)
+	}
+}

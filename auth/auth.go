@@ -1,0 +1,119 @@
+// Package auth authenticates bearer tokens. Tokens are random, shown once, and
+// stored only as SHA-256 hashes; a principal's grants on the resource tree
+// (/tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID) say what it may do.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/store"
+	"github.com/google/uuid"
+)
+
+// Permissions on the resource tree (DESIGN.md §10).
+const (
+	PermRead    = "read"
+	PermAppend  = "append"
+	PermCreate  = "create"
+	PermUpdate  = "update"
+	PermStop    = "stop"
+	PermStart   = "start"
+	PermCancel  = "cancel"
+	PermControl = "control"
+	PermAdmin   = "admin"
+)
+
+const (
+	tokenPrefix = "cks_"
+	tokenBytes  = 32
+)
+
+// ErrUnauthenticated means the request carried no valid token.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// NewToken returns a fresh random bearer token.
+func NewToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("auth: random token: %w", err)
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// HashToken returns the stored form of a token.
+func HashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckFormat reports whether tok has the shape NewToken produces.
+func CheckFormat(tok string) error {
+	rest, ok := strings.CutPrefix(tok, tokenPrefix)
+	if tok == "" {
+		return fmt.Errorf("missing token: expected an Authorization: Bearer %s… header: %w", tokenPrefix, ErrUnauthenticated)
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(rest); !ok || err != nil || len(b) != tokenBytes {
+		return fmt.Errorf("malformed token: expected %q followed by %d base64url characters: %w",
+			tokenPrefix, base64.RawURLEncoding.EncodedLen(tokenBytes), ErrUnauthenticated)
+	}
+	return nil
+}
+
+// Authenticator resolves bearer tokens to principals.
+type Authenticator struct {
+	store store.Principals
+}
+
+// NewAuthenticator returns an Authenticator backed by s.
+func NewAuthenticator(s store.Principals) *Authenticator { return &Authenticator{store: s} }
+
+// Authenticate returns the principal tok belongs to. Every failure matches
+// ErrUnauthenticated and says whether the token was missing, malformed or unknown.
+func (a *Authenticator) Authenticate(ctx context.Context, tok string) (store.Principal, error) {
+	if err := CheckFormat(tok); err != nil {
+		return store.Principal{}, err
+	}
+	p, err := a.store.PrincipalByTokenHash(ctx, HashToken(tok))
+	if errors.Is(err, store.ErrNotFound) {
+		return p, fmt.Errorf("unknown token: %w", ErrUnauthenticated)
+	}
+	return p, err
+}
+
+// EnsureAdminToken makes the data directory's token file hold a valid admin
+// token for this database. If the file is missing, or its token is unknown to
+// the database (a fresh database), a new admin principal is created, only its
+// hash is stored, and the token is written with mode 0600. It reports whether a
+// token was created.
+func EnsureAdminToken(ctx context.Context, s store.Principals, dir datadir.Dir, c clock.Clock) (bool, error) {
+	if tok, err := dir.ReadToken(); err == nil && CheckFormat(tok) == nil {
+		_, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
+	}
+	tok, err := NewToken()
+	if err != nil {
+		return false, err
+	}
+	p := store.Principal{ID: uuid.NewString(), Name: "admin", CreatedAt: c.Now()}
+	if err := s.CreatePrincipal(ctx, p, HashToken(tok), []store.Grant{{Resource: "/", Permission: PermAdmin}}); err != nil {
+		return false, fmt.Errorf("auth: create admin principal: %w", err)
+	}
+	if err := dir.WriteToken(tok); err != nil {
+		return false, fmt.Errorf("auth: write %s: %w", dir.TokenFile(), err)
+	}
+	return true, nil
+}

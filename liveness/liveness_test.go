@@ -1,0 +1,165 @@
+package liveness_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+func newService(t testing.TB) (*liveness.Service, store.Store, *clock.Fake) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := clock.NewFake(storetest.T0)
+	return liveness.NewService(s, c), s, c
+}
+
+func TestStatusFlipsAtThreeIntervals(t *testing.T) {
+	r := storetest.Liveness("i", "critic", 0) // interval 30 s, heartbeat at T0
+	cases := []struct {
+		after time.Duration
+		want  liveness.Status
+	}{
+		{0, liveness.Alive},
+		{89 * time.Second, liveness.Alive},
+		{90 * time.Second, liveness.Alive}, // exactly 3 × 30 s: still alive
+		{90*time.Second + time.Nanosecond, liveness.Stopped},
+		{90*time.Second + time.Microsecond, liveness.Stopped},
+		{time.Hour, liveness.Stopped},
+	}
+	for _, c := range cases {
+		if got := liveness.StatusAt(r, storetest.T0.Add(c.after)); got != c.want {
+			t.Errorf("StatusAt(heartbeat + %v) = %s, want %s", c.after, got, c.want)
+		}
+	}
+}
+
+func TestListProcessesUsesInjectedClock(t *testing.T) {
+	svc, s, c := newService(t)
+	fast := storetest.Liveness("fast", "critic", 0)
+	fast.LivenessIntervalS = 2 // TTL 6 s
+	slow := storetest.Liveness("slow", "fork_resolution", 0)
+	slow.LivenessIntervalS = 60 // TTL 180 s
+	storetest.MustUpsert(t, s, fast)
+	storetest.MustUpsert(t, s, slow)
+
+	statuses := func() map[string]liveness.Status {
+		t.Helper()
+		ps, err := svc.ListProcesses(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]liveness.Status{}
+		for _, p := range ps {
+			out[p.InstanceID] = p.Status
+		}
+		return out
+	}
+	c.Set(storetest.T0.Add(6 * time.Second))
+	if got := statuses(); got["fast"] != liveness.Alive || got["slow"] != liveness.Alive {
+		t.Fatalf("at +6s: %v, want both alive", got)
+	}
+	c.Advance(time.Microsecond)
+	if got := statuses(); got["fast"] != liveness.Stopped || got["slow"] != liveness.Alive {
+		t.Fatalf("at +6s+1µs: %v, want fast stopped, slow alive", got)
+	}
+	c.Set(storetest.T0.Add(180*time.Second + time.Microsecond))
+	if got := statuses(); got["slow"] != liveness.Stopped {
+		t.Fatalf("at +180s+1µs: %v, want slow stopped", got)
+	}
+	// A fresh heartbeat brings it back.
+	fast.LastHeartbeatAt = c.Now()
+	storetest.MustUpsert(t, s, fast)
+	if got := statuses(); got["fast"] != liveness.Alive {
+		t.Fatalf("after a new heartbeat: %v, want fast alive", got)
+	}
+}
+
+func TestProcessStatus(t *testing.T) {
+	svc, s, c := newService(t)
+	storetest.MustUpsert(t, s, storetest.Liveness("c-old", "critic", 0))
+	storetest.MustUpsert(t, s, storetest.Liveness("c-new", "critic", time.Minute))
+	c.Set(storetest.T0.Add(time.Minute))
+
+	p, err := svc.ProcessStatus(context.Background(), "critic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.InstanceID != "c-new" || p.Status != liveness.Alive || p.ProcessKind != "critic" {
+		t.Fatalf("critic = %+v, want c-new alive", p)
+	}
+
+	p, err = svc.ProcessStatus(context.Background(), "enrichment")
+	if err != nil {
+		t.Fatalf("never-started kind is an error: %v", err)
+	}
+	if p.Status != liveness.NotFound || p.ProcessKind != "enrichment" || p.InstanceID != "" {
+		t.Fatalf("enrichment = %+v, want not_found", p)
+	}
+
+	_, err = svc.ProcessStatus(context.Background(), "critc")
+	var uk *liveness.UnknownKindError
+	if !errors.As(err, &uk) || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("unknown kind: err = %v, want UnknownKindError matching ErrInvalid", err)
+	}
+}
+
+func TestCountAlive(t *testing.T) {
+	ps := []liveness.Process{
+		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Alive},
+		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Alive},
+		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Stopped},
+		{AgentLiveness: store.AgentLiveness{ProcessKind: "pipeline"}, Status: liveness.Stopped},
+	}
+	got := liveness.CountAlive(ps)
+	if got["critic"] != 2 || got["pipeline"] != 0 || len(got) != len(liveness.KnownKinds()) {
+		t.Fatalf("CountAlive = %v", got)
+	}
+}
+
+func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
+	svc, s, c := newService(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	changed := make(chan struct{}, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.Watch(ctx, time.Millisecond, func() { changed <- struct{}{} }, func(err error) { t.Error(err) })
+	}()
+	defer func() { cancel(); <-done }()
+
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change signalled after %s", what)
+		}
+	}
+	drain := func() {
+		for {
+			select {
+			case <-changed:
+			default:
+				return
+			}
+		}
+	}
+	wait("start") // the first read always signals
+	storetest.MustUpsert(t, s, storetest.Liveness("i", "critic", 0))
+	wait("upsert")
+	drain()
+	c.Advance(91 * time.Second) // no row change, but alive -> stopped
+	wait("status flip")
+}
