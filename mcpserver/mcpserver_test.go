@@ -1,0 +1,394 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// env is one MCP server over a fresh SQLite store with a fake clock at T0.
+type env struct {
+	store *sqlite.Store
+	clock *clock.Fake
+	srv   *mcp.Server
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	st, err := sqlite.Open(ctx(t), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := clock.NewFake(storetest.T0)
+	return &env{store: st, clock: clk, srv: mcpserver.New(liveness.NewService(st, clk), "v-test")}
+}
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "cks-test", Version: "v0"}, nil)
+}
+
+// connectInMemory connects an SDK client to srv over in-memory transports.
+func connectInMemory(t testing.TB, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx(t), st, nil)
+	if err != nil {
+		t.Fatalf("server connect: %v", err)
+	}
+	cs, err := newClient().Connect(ctx(t), ct, nil)
+	if err != nil {
+		t.Fatalf("client connect: %v", err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// call calls a tool and fails the test on a protocol error.
+func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx(t), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool(%s, %v): protocol error %v", name, args, err)
+	}
+	return res
+}
+
+// text returns the text of a result's only content, which must be text.
+func text(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("got %d content items, want exactly 1: %+v", len(res.Content), res.Content)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content is %T, want *mcp.TextContent", res.Content[0])
+	}
+	return tc.Text
+}
+
+// decode checks that a successful result carries structured content and the
+// same JSON as its one text content, and decodes it into out.
+func decode(t testing.TB, res *mcp.CallToolResult, out any) {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("tool error: %s", text(t, res))
+	}
+	structured, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatalf("marshal structured content: %v", err)
+	}
+	var a, b any
+	if err := json.Unmarshal(structured, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text(t, res)), &b); err != nil {
+		t.Fatalf("text content is not JSON: %v", err)
+	}
+	if ja, jb := mustJSON(t, a), mustJSON(t, b); ja != jb {
+		t.Fatalf("text content differs from structured content:\n text: %s\nstructured: %s", jb, ja)
+	}
+	if err := json.Unmarshal(structured, out); err != nil {
+		t.Fatalf("decode %s: %v", structured, err)
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func schemaOf(t testing.TB, v any) *jsonschema.Schema {
+	t.Helper()
+	var s jsonschema.Schema
+	if err := json.Unmarshal([]byte(mustJSON(t, v)), &s); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	return &s
+}
+
+func TestToolsList(t *testing.T) {
+	t.Parallel()
+	cs := connectInMemory(t, newEnv(t).srv)
+	if got := cs.InitializeResult().ServerInfo; got == nil || got.Name != "cks" || got.Version != "v-test" {
+		t.Errorf("server info = %+v, want name cks version v-test", got)
+	}
+	res, err := cs.ListTools(ctx(t), nil)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		tools[tool.Name] = tool
+	}
+	tests := []struct {
+		name     string
+		required []string
+		props    []string
+	}{
+		{name: "list_processes"},
+		{name: "process_status", required: []string{"process_kind"}, props: []string{"process_kind"}},
+	}
+	if len(tools) != len(tests) {
+		t.Errorf("got %d tools, want %d", len(tools), len(tests))
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := tools[tc.name]
+			if tool == nil {
+				t.Fatalf("tool %s missing", tc.name)
+			}
+			for _, want := range []string{"3 × liveness_interval_s", `"alive"`, `"stopped"`} {
+				if !strings.Contains(tool.Description, want) {
+					t.Errorf("description lacks %q: %s", want, tool.Description)
+				}
+			}
+			if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
+				t.Errorf("annotations = %+v, want read-only", tool.Annotations)
+			}
+			in := schemaOf(t, tool.InputSchema)
+			if in.Type != "object" {
+				t.Errorf("input schema type = %q, want object", in.Type)
+			}
+			if !slices.Equal(in.Required, tc.required) {
+				t.Errorf("input schema requires %v, want %v", in.Required, tc.required)
+			}
+			for _, p := range tc.props {
+				if in.Properties[p] == nil || in.Properties[p].Type != "string" || in.Properties[p].Description == "" {
+					t.Errorf("input property %s = %+v, want a described string", p, in.Properties[p])
+				}
+			}
+			if out := schemaOf(t, tool.OutputSchema); out.Type != "object" {
+				t.Errorf("output schema type = %q, want object", out.Type)
+			}
+		})
+	}
+	for _, kind := range liveness.KnownKinds() {
+		if !strings.Contains(tools["process_status"].Description, kind) {
+			t.Errorf("process_status description does not name kind %s", kind)
+		}
+	}
+}
+
+func TestListProcessesTTL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := connectInMemory(t, e.srv)
+	row := storetest.Liveness("i-1", "critic", 0) // interval 30 s, heartbeat at T0
+	task := int64(7)
+	row.CurrentTaskID, row.CurrentTaskType = &task, "research"
+	storetest.MustUpsert(t, e.store, row)
+	ttl := time.Duration(liveness.TTLFactor*row.LivenessIntervalS) * time.Second
+
+	tests := []struct {
+		name    string
+		elapsed time.Duration
+		want    liveness.Status
+	}{
+		{"at heartbeat", 0, liveness.Alive},
+		{"exactly 3x interval", ttl, liveness.Alive},
+		{"1us past 3x interval", ttl + time.Microsecond, liveness.Stopped},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.clock.Set(storetest.T0.Add(tc.elapsed))
+			var got mcpserver.ProcessList
+			decode(t, call(t, cs, "list_processes", nil), &got)
+			if len(got.Processes) != 1 {
+				t.Fatalf("got %d processes, want 1: %+v", len(got.Processes), got)
+			}
+			p := got.Processes[0]
+			storetest.EqualLiveness(t, p.AgentLiveness, row)
+			if p.Status != tc.want {
+				t.Errorf("status = %q, want %q", p.Status, tc.want)
+			}
+			if p.HeartbeatAgeS != tc.elapsed.Seconds() {
+				t.Errorf("heartbeat_age_s = %v, want %v", p.HeartbeatAgeS, tc.elapsed.Seconds())
+			}
+		})
+	}
+}
+
+func TestListProcessesEmpty(t *testing.T) {
+	t.Parallel()
+	res := call(t, connectInMemory(t, newEnv(t).srv), "list_processes", map[string]any{})
+	if got := text(t, res); got != `{"processes":[]}` {
+		t.Errorf("text = %s, want {\"processes\":[]}", got)
+	}
+}
+
+func TestProcessStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := connectInMemory(t, e.srv)
+	old := storetest.Liveness("critic-old", "critic", 0)
+	old.LastHeartbeatAt = storetest.T0.Add(10 * time.Minute) // heartbeats later than newer, still not "current"
+	storetest.MustUpsert(t, e.store, old)
+	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-new", "critic", time.Minute))
+	storetest.MustUpsert(t, e.store, storetest.Liveness("pipe-1", "pipeline", 0))
+	e.clock.Set(storetest.T0.Add(2 * time.Minute))
+
+	tests := []struct {
+		name       string
+		args       map[string]any
+		wantID     string
+		wantStatus liveness.Status
+		wantErr    []string // substrings of the tool error; nil means success
+	}{
+		{name: "newest started wins", args: map[string]any{"process_kind": "critic"}, wantID: "critic-new", wantStatus: liveness.Alive},
+		{name: "stopped", args: map[string]any{"process_kind": "pipeline"}, wantID: "pipe-1", wantStatus: liveness.Stopped},
+		{name: "known kind never reported", args: map[string]any{"process_kind": "enrichment"}, wantStatus: liveness.NotFound},
+		{name: "unknown kind", args: map[string]any{"process_kind": "janitor"}, wantErr: append([]string{`"janitor"`}, liveness.KnownKinds()...)},
+		{name: "missing argument", args: map[string]any{}, wantErr: []string{"process_kind"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, cs, "process_status", tc.args)
+			if tc.wantErr != nil {
+				if !res.IsError {
+					t.Fatalf("IsError = false, want a tool error; result %s", text(t, res))
+				}
+				msg := text(t, res)
+				for _, want := range tc.wantErr {
+					if !strings.Contains(msg, want) {
+						t.Errorf("tool error %q does not mention %q", msg, want)
+					}
+				}
+				return
+			}
+			var got liveness.Process
+			decode(t, res, &got)
+			if got.InstanceID != tc.wantID || got.Status != tc.wantStatus || got.ProcessKind != tc.args["process_kind"] {
+				t.Errorf("got %s/%s/%s, want %s/%s/%s", got.ProcessKind, got.InstanceID, got.Status,
+					tc.args["process_kind"], tc.wantID, tc.wantStatus)
+			}
+		})
+	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	row := storetest.Liveness("i-http", "exec", 0)
+	storetest.MustUpsert(t, e.store, row)
+	hs := httptest.NewServer(mcpserver.HTTPHandler(e.srv))
+	t.Cleanup(hs.Close)
+
+	tests := []struct {
+		name    string
+		version string // client protocol version; "" is the SDK's latest
+	}{
+		{"latest protocol", ""},
+		{"initialize handshake 2025-11-25", "2025-11-25"},
+		{"initialize handshake 2025-03-26", "2025-03-26"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := newClient().Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1},
+				&mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			defer cs.Close()
+			var got mcpserver.ProcessList
+			decode(t, call(t, cs, "list_processes", nil), &got)
+			if len(got.Processes) != 1 || got.Processes[0].InstanceID != row.InstanceID || got.Processes[0].Status != liveness.Alive {
+				t.Fatalf("processes = %+v, want %s alive", got.Processes, row.InstanceID)
+			}
+			if res := call(t, cs, "process_status", map[string]any{"process_kind": "nope"}); !res.IsError {
+				t.Errorf("unknown kind over HTTP: IsError = false")
+			}
+		})
+	}
+}
+
+// TestServeStdio runs ServeStdio on pipes swapped in for stdin and stdout, so
+// it must not run in parallel with anything.
+func TestServeStdio(t *testing.T) {
+	tests := []struct {
+		name string
+		stop func(cancel context.CancelFunc, cs *mcp.ClientSession)
+	}{
+		{"client disconnects", func(_ context.CancelFunc, cs *mcp.ClientSession) { cs.Close() }},
+		{"context ends", func(cancel context.CancelFunc, _ *mcp.ClientSession) { cancel() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			storetest.MustUpsert(t, e.store, storetest.Liveness("i-stdio", "critic", 0))
+			serverIn, clientOut := pipe(t)
+			clientIn, serverOut := pipe(t)
+			stdin, stdout := os.Stdin, os.Stdout
+			os.Stdin, os.Stdout = serverIn, serverOut
+			t.Cleanup(func() { os.Stdin, os.Stdout = stdin, stdout })
+
+			sctx, cancel := context.WithCancel(ctx(t))
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- mcpserver.ServeStdio(sctx, e.srv) }()
+
+			cs, err := newClient().Connect(ctx(t), &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			var got mcpserver.ProcessList
+			decode(t, call(t, cs, "list_processes", nil), &got)
+			if len(got.Processes) != 1 || got.Processes[0].InstanceID != "i-stdio" {
+				t.Fatalf("processes = %+v, want i-stdio", got.Processes)
+			}
+			tc.stop(cancel, cs)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("ServeStdio = %v, want nil", err)
+				}
+			case <-ctx(t).Done():
+				t.Fatal("ServeStdio did not return")
+			}
+			serverOut.Close() // the transport never closes stdout; the client sees EOF
+			cs.Close()
+		})
+	}
+}
+
+func pipe(t testing.TB) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
