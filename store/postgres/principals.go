@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// CreatePrincipal implements store.Principals.
+func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
+	if p.ID == "" || p.Name == "" || tokenHash == "" {
+		return &store.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: create principal: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	_, err = tx.Exec(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at)
+VALUES ($1, $2, $3, $4)`, p.ID, p.Name, tokenHash, store.Time(p.CreatedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create principal: %w", err)
+	}
+	for _, g := range grants {
+		if _, err := tx.Exec(ctx, `INSERT INTO cks_grants (principal_id, resource, permission)
+VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, p.ID, g.Resource, g.Permission); err != nil {
+			return fmt.Errorf("postgres: grant %s on %s: %w", g.Permission, g.Resource, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: create principal: %w", err)
+	}
+	return nil
+}
+
+// PrincipalByTokenHash implements store.Principals.
+func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+	var p store.Principal
+	err := s.pool.QueryRow(ctx, `SELECT principal_id, name, created_at
+FROM cks_principals WHERE token_hash = $1`, tokenHash).Scan(&p.ID, &p.Name, &p.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Principal{}, fmt.Errorf("token: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Principal{}, fmt.Errorf("postgres: principal by token: %w", err)
+	}
+	p.CreatedAt = store.Time(p.CreatedAt)
+	return p, nil
+}
+
+// GrantsOf implements store.Principals.
+func (s *Store) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+	rows, err := s.pool.Query(ctx, `SELECT resource, permission FROM cks_grants
+WHERE principal_id = $1 ORDER BY resource COLLATE "C", permission COLLATE "C"`, principalID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: grants of %s: %w", principalID, err)
+	}
+	defer rows.Close()
+	var out []store.Grant
+	for rows.Next() {
+		var g store.Grant
+		if err := rows.Scan(&g.Resource, &g.Permission); err != nil {
+			return nil, fmt.Errorf("postgres: grants of %s: %w", principalID, err)
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: grants of %s: %w", principalID, err)
+	}
+	return out, nil
+}
