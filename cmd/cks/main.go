@@ -1,0 +1,147 @@
+// Command cks is the control plane and shared blackboard for fleets of AI agents.
+// This file only wires flags and environment to the packages that do the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cks-dev/cks/datadir"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `cks — control plane and shared blackboard for fleets of AI agents
+
+Usage:
+  cks serve   [--listen ADDR] [--database URL] [--data-dir DIR]   run a hub
+  cks dev     [--listen ADDR] [--data-dir DIR]                    run a hub on the embedded SQLite default
+  cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
+  cks process list [--json]                                       list agent process instances
+  cks process status KIND [--json]                                newest instance of one kind
+  cks version
+
+Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
+CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
+falls back to the hub URL and admin token in the data directory (default ./.cks).
+`
+
+// env carries the process environment and streams into the commands.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
+
+// errUsage marks an error caused by how the command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], e, false)
+	case "dev":
+		err = cmdServe(ctx, args[1:], e, true)
+	case "mcp":
+		err = cmdMCP(ctx, args[1:], e)
+	case "process":
+		err = cmdProcess(ctx, args[1:], e)
+	case "version":
+		fmt.Fprintln(e.stdout, "cks", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, usage)
+	default:
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process or version", errUsage, args[0])
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(e.stderr, "cks:", err)
+		return 2
+	default:
+		fmt.Fprintln(e.stderr, "cks:", err)
+		return 1
+	}
+}
+
+// flagSet returns a flag set whose errors are returned, not printed and exited.
+func flagSet(name string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parse parses args, allowing flags after positional arguments (`status KIND
+// --json`), and returns the positional ones. Everything after "--" is
+// positional. A flag error is a usage error.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// or returns the first non-empty string.
+func or(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// storeFlags are the flags of commands that open the store themselves.
+type storeFlags struct {
+	database, dataDir string
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.database, "database", "", "database URL: a file path, sqlite:PATH or postgres://… (env CKS_DATABASE_URL; default the data directory's cks.db)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory for the SQLite file, admin token and hub URL (env CKS_DATA_DIR; default "+datadir.Default+")")
+}
+
+func (f *storeFlags) resolve(e env) (datadir.Dir, string) {
+	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	return dir, or(f.database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL())
+}
+
+func logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

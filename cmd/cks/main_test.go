@@ -1,0 +1,418 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// cksBin is the cks binary the process-level tests run, built once.
+var cksBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cks-bin-")
+	if err != nil {
+		panic(err)
+	}
+	cksBin = filepath.Join(dir, "cks")
+	build := exec.Command("go", "build", "-o", cksBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building cks:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is a finished cks command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cks runs the binary to completion with a clean CKS_* environment plus env.
+func cks(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cksBin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cks %v: %v", args, err)
+	}
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CKS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// hubProc is a running `cks serve`.
+type hubProc struct {
+	cmd    *exec.Cmd
+	dir    datadir.Dir
+	url    string
+	token  string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startHub starts `cks <mode> --listen 127.0.0.1:0` on a temp data directory
+// and waits until it has written its URL.
+func startHub(t testing.TB, mode string, extra ...string) *hubProc {
+	t.Helper()
+	dir := datadir.Dir(t.TempDir())
+	args := append([]string{mode, "--listen", "127.0.0.1:0", "--data-dir", string(dir)}, extra...)
+	cmd := exec.Command(cksBin, args...)
+	cmd.Env = cleanEnv()
+	h := &hubProc{cmd: cmd, dir: dir, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = h.stderr
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { h.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-h.done
+	})
+	waitFor(t, "hub URL file", func() bool {
+		u, err := dir.ReadURL()
+		h.url = u
+		return err == nil
+	})
+	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.token = tok
+	return h
+}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *hubProc) get(t testing.TB, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", h.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// openStore opens the hub's SQLite database from the test process, as an agent
+// process would.
+func openStore(t testing.TB, dir datadir.Dir) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), strings.TrimPrefix(dir.DatabaseURL(), "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// freshRow is a liveness row heartbeating now, so it reads alive on a real clock.
+func freshRow(id, kind string) store.AgentLiveness {
+	r := storetest.Liveness(id, kind, 0)
+	r.StartedAt = time.Now().UTC()
+	r.LastHeartbeatAt = r.StartedAt
+	r.LivenessIntervalS = 3600
+	task := int64(31)
+	r.CurrentTaskID, r.CurrentTaskType = &task, "critique"
+	return r
+}
+
+func TestHubEndToEnd(t *testing.T) {
+	h := startHub(t, "serve")
+	if code, body := h.get(t, "/healthz"); code != 200 || !strings.Contains(body, `"ok"`) {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	st, err := os.Stat(h.dir.TokenFile())
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v, want mode 0600", st, err)
+	}
+	if !strings.Contains(h.stderr.String(), h.dir.TokenFile()) {
+		t.Fatalf("hub log does not say where the token is:\n%s", h.stderr.String())
+	}
+
+	s := openStore(t, h.dir)
+	alive := freshRow("proc-alive-1", "critic")
+	dead := storetest.Liveness("proc-dead-1", "pipeline", -24*time.Hour)
+	storetest.MustUpsert(t, s, alive)
+	storetest.MustUpsert(t, s, dead)
+
+	// CLI, JSON: finds URL and token in the data directory.
+	res := cks(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
+	if res.code != 0 {
+		t.Fatalf("process list --json: exit %d: %s", res.code, res.stderr)
+	}
+	var pl struct {
+		Processes []struct {
+			InstanceID    string `json:"instance_id"`
+			ProcessKind   string `json:"process_kind"`
+			Status        string `json:"status"`
+			CurrentTaskID *int64 `json:"current_task_id"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &pl); err != nil {
+		t.Fatalf("process list --json is not JSON: %v\n%s", err, res.stdout)
+	}
+	got := map[string]string{}
+	for _, p := range pl.Processes {
+		got[p.InstanceID] = p.ProcessKind + "/" + p.Status
+	}
+	if got["proc-alive-1"] != "critic/alive" || got["proc-dead-1"] != "pipeline/stopped" {
+		t.Fatalf("process list --json = %v", got)
+	}
+
+	// CLI, table; URL and token from the environment.
+	res = cks(t, []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token}, "process", "list", "--data-dir", t.TempDir())
+	if res.code != 0 || !strings.Contains(res.stdout, "STATUS") || !strings.Contains(res.stdout, "proc-ali") ||
+		!strings.Contains(res.stdout, "#31 critique") {
+		t.Fatalf("process list table: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = cks(t, nil, "process", "status", "critic", "--json", "--data-dir", string(h.dir))
+	if res.code != 0 || !strings.Contains(res.stdout, `"instance_id": "proc-alive-1"`) || !strings.Contains(res.stdout, `"status": "alive"`) {
+		t.Fatalf("process status critic: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	res = cks(t, nil, "process", "status", "enrichment", "--data-dir", string(h.dir))
+	if res.code != 0 || !strings.Contains(res.stdout, "no enrichment process has ever reported") {
+		t.Fatalf("process status of a never-started kind: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+
+	// HTTP API.
+	code, body := h.get(t, "/v1/processes")
+	if code != 200 || !strings.Contains(body, `"instance_id": "proc-alive-1"`) {
+		t.Fatalf("GET /v1/processes: %d %s", code, body)
+	}
+
+	// Studio page.
+	code, body = h.get(t, "/")
+	if code != 200 || !strings.Contains(body, "proc-alive-1") || !strings.Contains(body, "alive") {
+		t.Fatalf("studio page: %d, lacks the process card:\n%s", code, body)
+	}
+
+	// MCP over streamable HTTP at /mcp, with the bearer token.
+	sess := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{h.token}}})
+	assertMCPListsAlive(t, sess, "proc-alive-1")
+
+	// Graceful shutdown on SIGTERM: exit 0 and the URL file is removed.
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatalf("hub exited with %v after SIGTERM\n%s", err, h.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hub did not stop after SIGTERM")
+	}
+	h.done <- nil // for the cleanup
+	if _, err := os.Stat(h.dir.URLFile()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("hub.url still present after shutdown: %v", err)
+	}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connectMCP(t testing.TB, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c := mcp.NewClient(&mcp.Implementation{Name: "cks-test", Version: "0"}, nil)
+	sess, err := c.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+func assertMCPListsAlive(t testing.TB, sess *mcp.ClientSession, instance string) {
+	t.Helper()
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_processes", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_processes: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var rows struct {
+		Processes []map[string]any `json:"processes"`
+	}
+	json.Unmarshal(b, &rows)
+	for _, p := range rows.Processes {
+		if p["instance_id"] == instance {
+			if p["status"] != "alive" {
+				t.Fatalf("mcp list_processes: %s is %v, want alive", instance, p["status"])
+			}
+			return
+		}
+	}
+	t.Fatalf("mcp list_processes lacks %s: %s", instance, b)
+}
+
+func TestMCPStdio(t *testing.T) {
+	dir := datadir.Dir(t.TempDir())
+	s := openStore(t, dir)
+	storetest.MustUpsert(t, s, freshRow("stdio-1", "enrichment"))
+	cmd := exec.Command(cksBin, "mcp", "--data-dir", string(dir))
+	cmd.Env = cleanEnv()
+	sess := connectMCP(t, &mcp.CommandTransport{Command: cmd})
+	assertMCPListsAlive(t, sess, "stdio-1")
+	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "process_status",
+		Arguments: map[string]any{"process_kind": "nonsense"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("process_status(nonsense): err %v, IsError %v; want a tool error", err, res != nil && res.IsError)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, "critic") || !strings.Contains(text, "fork_resolution") {
+		t.Fatalf("unknown-kind error does not name the known kinds: %s", text)
+	}
+}
+
+func TestDevPrintsURLAndToken(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(cksBin, "dev", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	buf := make([]byte, 4096)
+	var seen string
+	waitFor(t, "dev banner", func() bool {
+		n, _ := out.Read(buf)
+		seen += string(buf[:n])
+		return strings.Contains(seen, "Press Ctrl-C")
+	})
+	tok, _ := datadir.Dir(dir).ReadToken()
+	u, _ := datadir.Dir(dir).ReadURL()
+	if !strings.Contains(seen, u+"/") || !strings.Contains(seen, tok) || !strings.Contains(seen, "(sqlite)") {
+		t.Fatalf("dev banner lacks URL, token or backend:\n%s", seen)
+	}
+	resp, err := http.Get(u + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz of cks dev: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestBadInput: each mistake exits non-zero with a one-line error naming what
+// was wrong and what was expected, and leaves the data directory untouched.
+func TestBadInput(t *testing.T) {
+	notDB := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notDB, []byte("hello"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"unknown scheme", []string{"serve", "--listen", "127.0.0.1:0", "--database", "mysql://x/y"}, nil,
+			[]string{`unknown database scheme "mysql"`, "postgres://"}},
+		{"scheme from env", []string{"serve", "--listen", "127.0.0.1:0"}, []string{"CKS_DATABASE_URL=redis://x"},
+			[]string{`unknown database scheme "redis"`}},
+		{"unreachable postgres", []string{"serve", "--listen", "127.0.0.1:0", "--database", "postgres://postgres@127.0.0.1:1/cks"}, nil,
+			[]string{"127.0.0.1:1"}},
+		{"not a sqlite file", []string{"serve", "--listen", "127.0.0.1:0", "--database", notDB}, nil,
+			[]string{"not a SQLite database"}},
+		{"bad listen", []string{"serve", "--listen", "nonsense"}, nil,
+			[]string{`bad --listen address "nonsense"`, "HOST:PORT"}},
+		{"unknown command", []string{"frobnicate"}, nil, []string{`unknown command "frobnicate"`}},
+		{"unknown flag", []string{"serve", "--nope"}, nil, []string{"flag provided but not defined: -nope"}},
+		{"status without kind", []string{"process", "status"}, nil, []string{"exactly one KIND"}},
+		{"no hub", []string{"process", "list"}, nil, []string{"no hub URL", "--url", "CKS_URL"}},
+		{"no token", []string{"process", "list", "--url", "http://127.0.0.1:1"}, nil, []string{"no token", "CKS_TOKEN"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			res := cks(t, c.env, append(c.args, "--data-dir", dir)...)
+			if res.code == 0 {
+				t.Fatalf("exit 0, want failure\n%s", res.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			last := lines[len(lines)-1]
+			for _, w := range c.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("error line %q lacks %q", last, w)
+				}
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("failed command created %s", dir)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(notDB); string(b) != "hello" {
+		t.Fatal("the non-SQLite file was modified")
+	}
+}
+
+func TestClientErrorsFromHub(t *testing.T) {
+	h := startHub(t, "serve")
+	res := cks(t, nil, "process", "status", "bogus", "--data-dir", string(h.dir))
+	if res.code == 0 || !strings.Contains(res.stderr, `unknown process kind "bogus"`) || !strings.Contains(res.stderr, "HTTP 400") {
+		t.Fatalf("status bogus: exit %d: %s", res.code, res.stderr)
+	}
+	wrong := "cks_" + strings.Repeat("A", 43)
+	res = cks(t, []string{"CKS_TOKEN=" + wrong}, "process", "list", "--data-dir", string(h.dir))
+	if res.code == 0 || !strings.Contains(res.stderr, "unknown token") || !strings.Contains(res.stderr, "HTTP 401") {
+		t.Fatalf("wrong token: exit %d: %s", res.code, res.stderr)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/liveness"
+)
+
+// clientFlags are the flags of commands that talk to a hub.
+type clientFlags struct {
+	url, token, dataDir string
+	json                bool
+}
+
+func (f *clientFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.StringVar(&f.url, "url", "", "hub URL (env CKS_URL; default from the data directory)")
+	fs.StringVar(&f.token, "token", "", "bearer token (env CKS_TOKEN; default the data directory's admin token)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of a local hub (env CKS_DATA_DIR; default "+datadir.Default+")")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
+}
+
+func (f *clientFlags) client(e env) (*client.Client, error) {
+	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	url, tok, err := client.Discover(or(f.url, e.getenv("CKS_URL")), or(f.token, e.getenv("CKS_TOKEN")), dir)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(url, tok), nil
+}
+
+func cmdProcess(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: process needs a subcommand: list or status KIND", errUsage)
+	}
+	fs := flagSet("process "+args[0], e)
+	var cf clientFlags
+	cf.register(fs)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "list":
+		if len(pos) > 0 {
+			return fmt.Errorf("%w: process list takes no arguments, got %q", errUsage, pos)
+		}
+		c, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		ps, err := c.ListProcesses(ctx)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			if ps == nil {
+				ps = []liveness.Process{}
+			}
+			return printJSON(e.stdout, map[string]any{"processes": ps})
+		}
+		return printProcesses(e.stdout, ps)
+	case "status":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: process status needs exactly one KIND (one of %v)", errUsage, liveness.KnownKinds())
+		}
+		c, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		p, err := c.ProcessStatus(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, p)
+		}
+		if p.Status == liveness.NotFound {
+			fmt.Fprintf(e.stdout, "no %s process has ever reported\n", p.ProcessKind)
+			return nil
+		}
+		return printProcesses(e.stdout, []liveness.Process{p})
+	default:
+		return fmt.Errorf("%w: unknown process subcommand %q; expected list or status", errUsage, args[0])
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printProcesses(w io.Writer, ps []liveness.Process) error {
+	if len(ps) == 0 {
+		fmt.Fprintln(w, "no agent processes have reported")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tINSTANCE\tHOST\tPID\tSTATUS\tLAST HEARTBEAT\tTASK")
+	for _, p := range ps {
+		task := "idle"
+		if p.CurrentTaskID != nil {
+			task = fmt.Sprintf("#%d %s", *p.CurrentTaskID, p.CurrentTaskType)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s ago\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
+			p.Status, age(time.Duration(p.HeartbeatAgeS*float64(time.Second))), task)
+	}
+	return tw.Flush()
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}

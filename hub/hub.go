@@ -1,0 +1,185 @@
+// Package hub assembles one `cks serve` process: it opens the store, makes sure
+// an admin token exists, starts the background loops that feed the event bus,
+// and serves the HTTP API, the MCP endpoint and the studio until its context
+// ends, then shuts down gracefully.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/studio"
+)
+
+// DefaultListen is the address a hub listens on unless told otherwise.
+const DefaultListen = "127.0.0.1:7433"
+
+// Config is how one hub runs.
+type Config struct {
+	// DatabaseURL names the store; empty means the data directory's SQLite file.
+	DatabaseURL string
+	DataDir     datadir.Dir
+	Listen      string
+	Version     string
+	Logger      *slog.Logger
+	Clock       clock.Clock
+	// WatchInterval is how often process liveness is re-read to publish
+	// change events (default 1 s).
+	WatchInterval time.Duration
+	// ShutdownTimeout bounds the graceful shutdown (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+// Ready describes a hub that has started serving.
+type Ready struct {
+	URL          string
+	Backend      string
+	TokenFile    string
+	TokenCreated bool
+}
+
+// Run serves until ctx ends. It calls onReady (if non-nil) once the listener,
+// store and token are in place. A bad listen address or database is reported
+// before anything is written to disk or the database.
+func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = datadir.Default
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = cfg.DataDir.DatabaseURL()
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	log := cfg.Logger
+
+	ln, err := Listen(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	st, err := backend.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	created, err := auth.EnsureAdminToken(ctx, st, cfg.DataDir, cfg.Clock)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("admin token created", "file", cfg.DataDir.TokenFile())
+	}
+
+	url := "http://" + reachable(ln.Addr())
+	if err := cfg.DataDir.WriteURL(url); err != nil {
+		return fmt.Errorf("write %s: %w", cfg.DataDir.URLFile(), err)
+	}
+	defer func() {
+		if got, _ := cfg.DataDir.ReadURL(); got == url {
+			cfg.DataDir.RemoveURL() //nolint:errcheck // best effort
+		}
+	}()
+
+	bus := &events.Bus{}
+	svc := liveness.NewService(st, cfg.Clock)
+	a := api.New(api.Config{
+		Liveness: svc,
+		Auth:     auth.NewAuthenticator(st),
+		Bus:      bus,
+		MCP:      mcpserver.HTTPHandler(mcpserver.New(svc, cfg.Version)),
+		Studio:   studio.New(svc, studio.Options{Version: cfg.Version, Logger: log}),
+		Logger:   log,
+		Version:  cfg.Version,
+	})
+
+	bg, stopBG := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		svc.Watch(bg, cfg.WatchInterval,
+			func() { bus.Publish(events.Event{Type: events.ProcessesChanged, At: cfg.Clock.Now()}) },
+			func(err error) { log.Warn("liveness watch", "err", err) })
+	}()
+	defer func() { stopBG(); <-watchDone }()
+
+	srv := &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(a.CloseStreams)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	log.Info("hub serving", "url", url, "backend", st.Backend(), "data_dir", string(cfg.DataDir))
+	if onReady != nil {
+		onReady(Ready{URL: url, Backend: st.Backend(), TokenFile: cfg.DataDir.TokenFile(), TokenCreated: created})
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("hub shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown incomplete; closing connections", "err", err)
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("hub stopped")
+	return nil
+}
+
+// Listen opens a TCP listener on addr, with an error that says what was expected.
+func Listen(addr string) (net.Listener, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("bad --listen address %q: expected HOST:PORT, e.g. %s", addr, DefaultListen)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %q: %w (expected a free HOST:PORT, e.g. %s)", addr, err, DefaultListen)
+	}
+	return ln, nil
+}
+
+// reachable turns a wildcard listen address into one a local client can dial.
+func reachable(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
+}
