@@ -1,0 +1,346 @@
+// Package studio is the cks web UI: server-rendered html/template pages plus a
+// little JavaScript that refreshes them when the hub's Server-Sent Events say
+// something changed. There is no front-end build step; the templates, the
+// stylesheet and the script are embedded in the binary.
+//
+// The hub mounts the handler returned by New at "/" behind its auth middleware.
+// The hub owns authentication, cookies, POST /login and /v1/events; studio only
+// renders pages and serves its own assets.
+package studio
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cks-dev/cks/liveness"
+)
+
+// Options configures the studio handler.
+type Options struct {
+	// Version is the cks version shown in the page footer.
+	Version string
+	// Logger receives errors from the liveness service and from rendering.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// The routes New serves, relative to where the hub mounts the handler ("/").
+const (
+	// FragmentPath serves only the process cards; the page script fetches it to
+	// refresh them in place.
+	FragmentPath = "/studio/processes"
+	// LoginPath renders the login form. The hub handles the form's POST.
+	LoginPath = "/login"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// asset is one embedded static file, prepared once at start-up.
+type asset struct {
+	data        []byte
+	contentType string
+	hash        string // short content hash, used as the ?v= cache buster
+	etag        string
+}
+
+var assets = loadAssets()
+
+// pages holds one template set per page; each is the layout plus the page's
+// "content" block.
+var pages = map[string]*template.Template{
+	"panel":    parsePage("panel.html"),
+	"login":    parsePage("login.html"),
+	"notfound": parsePage("notfound.html"),
+}
+
+func loadAssets() map[string]asset {
+	out := map[string]asset{}
+	entries, err := fs.ReadDir(staticFS, "static")
+	if err != nil {
+		panic(fmt.Sprintf("studio: read embedded assets: %v", err))
+	}
+	for _, e := range entries {
+		data, err := fs.ReadFile(staticFS, "static/"+e.Name())
+		if err != nil {
+			panic(fmt.Sprintf("studio: read embedded asset %s: %v", e.Name(), err))
+		}
+		sum := sha256.Sum256(data)
+		hash := hex.EncodeToString(sum[:6])
+		out[e.Name()] = asset{
+			data:        data,
+			contentType: contentType(e.Name()),
+			hash:        hash,
+			etag:        `"` + hash + `"`,
+		}
+	}
+	return out
+}
+
+// contentType pins the types of the asset kinds studio ships, so they do not
+// depend on the host's MIME tables.
+func contentType(name string) string {
+	switch ext := path.Ext(name); ext {
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	default:
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+		return "application/octet-stream"
+	}
+}
+
+// assetURL is the versioned URL of an embedded asset; it changes whenever the
+// file's content does, so the asset can be cached for good.
+func assetURL(name string) (string, error) {
+	a, ok := assets[name]
+	if !ok {
+		return "", fmt.Errorf("studio: no embedded asset %q", name)
+	}
+	return "/static/" + name + "?v=" + a.hash, nil
+}
+
+func parsePage(name string) *template.Template {
+	return template.Must(template.New(name).
+		Funcs(template.FuncMap{"asset": assetURL}).
+		ParseFS(templateFS, "templates/layout.html", "templates/"+name))
+}
+
+// New returns the studio handler over svc.
+func New(svc *liveness.Service, opts Options) http.Handler {
+	s := &server{svc: svc, version: opts.Version, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.panel)
+	mux.HandleFunc("GET "+FragmentPath, s.fragment)
+	mux.HandleFunc("GET /static/{file}", s.static)
+	mux.HandleFunc("GET "+LoginPath, s.login)
+	mux.HandleFunc("GET /", s.notFound)
+	return mux
+}
+
+type server struct {
+	svc     *liveness.Service
+	version string
+	log     *slog.Logger
+}
+
+// layout is what every full page passes to the "layout" template.
+type layout struct {
+	Title   string
+	Version string
+	// Live includes the page script and the live indicator.
+	Live bool
+	Body any
+}
+
+// processesView is the data of the "processes" block.
+type processesView struct {
+	Cards          []card
+	Alive, Stopped int
+	// Failed means the service could not list processes; the block shows an
+	// error instead of cards.
+	Failed bool
+}
+
+// card is one process instance, formatted for display.
+type card struct {
+	Kind        string
+	InstanceID  string
+	ShortID     string
+	Host        string
+	PID         int
+	Status      liveness.Status
+	Alive       bool
+	Age         string // "12s ago"
+	HeartbeatAt string // RFC 3339, for <time datetime>
+	Interval    string // "30s"
+	TaskID      string // "" when idle
+	TaskType    string
+}
+
+type loginView struct{ Error bool }
+
+func (s *server) panel(w http.ResponseWriter, r *http.Request) {
+	v, status := s.processes(r)
+	s.render(w, r, status, pages["panel"], "layout",
+		layout{Title: "Agent Panel", Version: s.version, Live: true, Body: v})
+}
+
+func (s *server) fragment(w http.ResponseWriter, r *http.Request) {
+	v, status := s.processes(r)
+	// The script swaps a response in only when it carries this header, so a
+	// login page or a proxy error never ends up inside the card container.
+	w.Header().Set("X-Studio-Fragment", "processes")
+	s.render(w, r, status, pages["panel"], "processes", v)
+}
+
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	failed := r.URL.Query().Get("error")
+	s.render(w, r, http.StatusOK, pages["login"], "layout",
+		layout{Title: "Sign in", Version: s.version, Body: loginView{Error: failed != "" && failed != "0"}})
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusNotFound, pages["notfound"], "layout",
+		layout{Title: "Not found", Version: s.version})
+}
+
+// processes reads the process list and formats it, alive instances first and
+// otherwise in the service's newest-started-first order.
+func (s *server) processes(r *http.Request) (processesView, int) {
+	ps, err := s.svc.ListProcesses(r.Context())
+	if err != nil {
+		level := slog.LevelError
+		if errors.Is(err, context.Canceled) {
+			level = slog.LevelDebug // the browser went away
+		}
+		s.log.Log(r.Context(), level, "studio: list processes", "path", r.URL.Path, "err", err)
+		return processesView{Failed: true}, http.StatusInternalServerError
+	}
+	slices.SortStableFunc(ps, func(a, b liveness.Process) int {
+		return cmp.Compare(rank(a.Status), rank(b.Status))
+	})
+	v := processesView{Cards: make([]card, 0, len(ps))}
+	for _, p := range ps {
+		c := card{
+			Kind:        p.ProcessKind,
+			InstanceID:  p.InstanceID,
+			ShortID:     shortID(p.InstanceID),
+			Host:        p.Hostname,
+			PID:         p.PID,
+			Status:      p.Status,
+			Alive:       p.Status == liveness.Alive,
+			Age:         humanAge(p.HeartbeatAgeS),
+			HeartbeatAt: p.LastHeartbeatAt.UTC().Format(time.RFC3339),
+			Interval:    strconv.FormatFloat(p.LivenessIntervalS, 'f', -1, 64) + "s",
+			TaskType:    p.CurrentTaskType,
+		}
+		if p.CurrentTaskID != nil {
+			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
+		}
+		if c.Alive {
+			v.Alive++
+		} else {
+			v.Stopped++
+		}
+		v.Cards = append(v.Cards, c)
+	}
+	return v, http.StatusOK
+}
+
+func rank(s liveness.Status) int {
+	if s == liveness.Alive {
+		return 0
+	}
+	return 1
+}
+
+// shortID keeps the first 8 characters of a long instance id (a uuid4 in
+// practice); the page shows the full id in a title attribute.
+func shortID(id string) string {
+	const keep = 8
+	if utf8.RuneCountInString(id) <= keep+4 {
+		return id
+	}
+	n := 0
+	for i := range id {
+		if n == keep {
+			return id[:i] + "…"
+		}
+		n++
+	}
+	return id
+}
+
+// humanAge renders a heartbeat age in seconds as "12s ago", "3m ago", "2h ago"
+// or "4d ago". Ages under a second, and negative ones from clock skew between
+// hosts, read "just now".
+func humanAge(seconds float64) string {
+	d := time.Duration(seconds * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", d/time.Minute)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh ago", d/time.Hour)
+	default:
+		return fmt.Sprintf("%dd ago", d/(24*time.Hour))
+	}
+}
+
+// contentSecurityPolicy allows only same-origin scripts, styles and
+// connections; the pages have no inline script or style.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; " +
+	"connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// render executes the template into a buffer first, so a template error becomes
+// a clean 500 instead of half a page.
+func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, name string, data any) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.ErrorContext(r.Context(), "studio: render", "template", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "studio: the page could not be rendered; the error was logged", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes()) // a failed write means the client went away
+}
+
+// static serves an embedded asset. A request carrying the current content hash
+// (as the pages link it) may be cached for a year; any other request must
+// revalidate against the ETag.
+func (s *server) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	a, ok := assets[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.contentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("ETag", a.etag)
+	if r.URL.Query().Get("v") == a.hash {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(a.data))
+}

@@ -1,0 +1,341 @@
+package studio_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/studio"
+)
+
+// env is a studio handler over a real SQLite store and a fake clock at T0.
+type env struct {
+	store *sqlite.Store
+	clock *clock.Fake
+	h     http.Handler
+}
+
+func newEnv(t testing.TB) env {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := clock.NewFake(storetest.T0)
+	return env{store: s, clock: c, h: studio.New(liveness.NewService(s, c), studio.Options{Version: "v-test"})}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func get(t testing.TB, h http.Handler, target string) response {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	body, err := io.ReadAll(rec.Result().Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", target, err)
+	}
+	return response{status: rec.Code, header: rec.Result().Header, body: string(body)}
+}
+
+func mustContain(t testing.TB, what, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s does not contain %q\n%s", what, w, body)
+		}
+	}
+}
+
+func mustNotContain(t testing.TB, what, body string, unwanted ...string) {
+	t.Helper()
+	for _, u := range unwanted {
+		if strings.Contains(body, u) {
+			t.Errorf("%s contains %q\n%s", what, u, body)
+		}
+	}
+}
+
+func wantHTML(t testing.TB, r response, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status = %d, want %d\n%s", r.status, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type = %q, want text/html; charset=utf-8", ct)
+	}
+}
+
+const instanceID = "3f2a9c1e-7b4d-4e8a-9c0f-1a2b3c4d5e6f"
+
+func TestPanelShowsProcessAndTurnsStopped(t *testing.T) {
+	e := newEnv(t)
+	r := storetest.Liveness(instanceID, "critic", 0) // host-a, pid 4242, every 30s
+	storetest.MustUpsert(t, e.store, r)
+
+	steps := []struct {
+		name       string
+		advance    time.Duration // moved before this step
+		wantStatus string
+		wantAge    string
+	}{
+		{"fresh", 12 * time.Second, "alive", "12s ago"},
+		{"exactly 3 intervals", 78 * time.Second, "alive", "1m ago"},
+		{"past 3 intervals", time.Second, "stopped", "1m ago"},
+		{"minutes", 2 * time.Minute, "stopped", "3m ago"},
+		{"hours", 2 * time.Hour, "stopped", "2h ago"},
+	}
+	for _, st := range steps {
+		e.clock.Advance(st.advance)
+		page := get(t, e.h, "/")
+		wantHTML(t, page, http.StatusOK)
+		mustContain(t, st.name+" page", page.body,
+			"<h2 id=\"processes-heading\">Processes</h2>",
+			">critic<", ">host-a<", ">4242<",
+			`class="status status--`+st.wantStatus+`"`,
+			`</span>`+st.wantStatus+`</span>`,
+			">"+st.wantAge+"<",
+			`title="`+instanceID+`"`, ">3f2a9c1e…<",
+			`<span class="idle">idle</span>`,
+		)
+		stoppedCard := strings.Contains(page.body, `class="card card--stopped"`)
+		if want := st.wantStatus == "stopped"; stoppedCard != want {
+			t.Errorf("%s: muted stopped card = %v, want %v", st.name, stoppedCard, want)
+		}
+	}
+}
+
+func TestPanelShowsCurrentTaskAndAliveFirst(t *testing.T) {
+	e := newEnv(t)
+	busy := storetest.Liveness("busy-instance-0000000001", "pipeline", 0)
+	task := int64(77)
+	busy.CurrentTaskID, busy.CurrentTaskType = &task, "research"
+	old := storetest.Liveness("old-instance-00000000002", "enrichment", -time.Hour) // long silent
+	newer := storetest.Liveness("new-instance-00000000003", "fork_resolution", time.Minute)
+	newer.LastHeartbeatAt = storetest.T0.Add(-5 * time.Minute) // started later, but silent
+	for _, r := range []store.AgentLiveness{busy, old, newer} {
+		storetest.MustUpsert(t, e.store, r)
+	}
+
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "page", page.body,
+		`<span class="task">#77</span> research`,
+		`<span class="count count--alive">1 alive</span>`,
+		`<span class="count">2 stopped</span>`,
+	)
+	// Alive instances come first; stopped ones keep newest-started-first order.
+	order := []string{">pipeline<", ">fork_resolution<", ">enrichment<"}
+	last := -1
+	for _, k := range order {
+		i := strings.Index(page.body, k)
+		if i < last {
+			t.Errorf("%s is out of order; want %v", k, order)
+		}
+		last = i
+	}
+}
+
+func TestPanelEscapesStoredText(t *testing.T) {
+	e := newEnv(t)
+	r := storetest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)
+	r.Hostname = "<b>evil</b>"
+	r.CurrentTaskID = new(int64)
+	r.CurrentTaskType = "<img src=x onerror=alert(2)>"
+	storetest.MustUpsert(t, e.store, r)
+
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustNotContain(t, "page", page.body, "<script>alert", "<b>evil", "<img src=x")
+	mustContain(t, "page", page.body, "&lt;b&gt;evil&lt;/b&gt;", "&lt;img src=x")
+}
+
+func TestFragmentHasCardsWithoutChrome(t *testing.T) {
+	e := newEnv(t)
+	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
+
+	frag := get(t, e.h, studio.FragmentPath)
+	wantHTML(t, frag, http.StatusOK)
+	if got := frag.header.Get("X-Studio-Fragment"); got != "processes" {
+		t.Errorf("X-Studio-Fragment = %q, want processes", got)
+	}
+	if got := frag.header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", got)
+	}
+	mustContain(t, "fragment", frag.body, `<ul class="cards">`, ">critic<", ">host-a<", "alive")
+	mustNotContain(t, "fragment", frag.body, "<html", "<head", "cks studio", "Sweepers", "<script")
+
+	// The page embeds exactly the same block inside its container.
+	page := get(t, e.h, "/")
+	mustContain(t, "page", page.body, `<div id="processes" class="processes">`, strings.TrimSpace(frag.body))
+}
+
+func TestEmptyState(t *testing.T) {
+	e := newEnv(t)
+	for _, target := range []string{"/", studio.FragmentPath} {
+		t.Run(target, func(t *testing.T) {
+			r := get(t, e.h, target)
+			wantHTML(t, r, http.StatusOK)
+			mustContain(t, target, r.body, `class="empty"`, "No agent processes have reported yet.")
+			mustNotContain(t, target, r.body, `class="card`)
+		})
+	}
+}
+
+func TestPanelHasSweepersPlaceholder(t *testing.T) {
+	e := newEnv(t)
+	page := get(t, e.h, "/")
+	mustContain(t, "page", page.body, ">cks studio<", ">Sweepers</h2>", "later release", "cks v-test")
+}
+
+// failingStore is a liveness store whose reads fail.
+type failingStore struct{ store.Liveness }
+
+func (failingStore) ListAgentLiveness(context.Context) ([]store.AgentLiveness, error) {
+	return nil, errors.New("disk on fire")
+}
+
+func TestServiceErrorRendersMessage(t *testing.T) {
+	var logs bytes.Buffer
+	svc := liveness.NewService(failingStore{}, clock.NewFake(storetest.T0))
+	h := studio.New(svc, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	for _, target := range []string{"/", studio.FragmentPath} {
+		t.Run(target, func(t *testing.T) {
+			logs.Reset()
+			r := get(t, h, target)
+			wantHTML(t, r, http.StatusInternalServerError)
+			mustContain(t, target, r.body, `role="alert"`, "Could not load processes.")
+			mustNotContain(t, target, r.body, "disk on fire") // details go to the log, not the page
+			mustContain(t, "log", logs.String(), "level=ERROR", "studio: list processes", "disk on fire")
+		})
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		path        string
+		contentType string
+		contains    string
+	}{
+		{"/static/studio.css", "text/css; charset=utf-8", ".card"},
+		{"/static/studio.js", "text/javascript; charset=utf-8", "EventSource"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			r := get(t, e.h, tc.path)
+			if r.status != http.StatusOK {
+				t.Fatalf("status = %d, want 200", r.status)
+			}
+			if got := r.header.Get("Content-Type"); got != tc.contentType {
+				t.Errorf("Content-Type = %q, want %q", got, tc.contentType)
+			}
+			if got := r.header.Get("Cache-Control"); got != "no-cache" {
+				t.Errorf("unversioned Cache-Control = %q, want no-cache", got)
+			}
+			mustContain(t, tc.path, r.body, tc.contains)
+
+			etag := r.header.Get("ETag")
+			req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+			req.Header.Set("If-None-Match", etag)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			if etag == "" || rec.Code != http.StatusNotModified {
+				t.Errorf("revalidation with ETag %q: status %d, want 304", etag, rec.Code)
+			}
+		})
+	}
+	if r := get(t, e.h, "/static/missing.js"); r.status != http.StatusNotFound {
+		t.Errorf("missing asset: status %d, want 404", r.status)
+	}
+}
+
+var assetRef = regexp.MustCompile(`(?:src|href)="(/static/[^"]+)"`)
+
+// TestPageWiresLiveUpdates follows the page's own asset links: the versioned
+// URLs are cacheable for good, and the script listens to /v1/events and
+// refreshes from the fragment endpoint.
+func TestPageWiresLiveUpdates(t *testing.T) {
+	e := newEnv(t)
+	page := get(t, e.h, "/")
+	refs := assetRef.FindAllStringSubmatch(page.body, -1)
+	if len(refs) != 2 {
+		t.Fatalf("page links %d assets, want 2 (css, js)\n%s", len(refs), page.body)
+	}
+	var js string
+	for _, m := range refs {
+		r := get(t, e.h, strings.ReplaceAll(m[1], "&amp;", "&"))
+		if r.status != http.StatusOK {
+			t.Fatalf("GET %s: status %d", m[1], r.status)
+		}
+		if got := r.header.Get("Cache-Control"); !strings.Contains(got, "immutable") {
+			t.Errorf("GET %s: Cache-Control = %q, want long-lived immutable", m[1], got)
+		}
+		if strings.Contains(m[1], ".js") {
+			js = r.body
+		}
+	}
+	mustContain(t, "studio.js", js,
+		`new EventSource("/v1/events")`,
+		`addEventListener("processes"`,
+		`"`+studio.FragmentPath+`"`,
+		"10000",
+		`"live"`, `"reconnecting…"`,
+	)
+}
+
+func TestLoginForm(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		target    string
+		wantError bool
+	}{
+		{studio.LoginPath, false},
+		{studio.LoginPath + "?error=1", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.target, func(t *testing.T) {
+			r := get(t, e.h, tc.target)
+			wantHTML(t, r, http.StatusOK)
+			mustContain(t, "login", r.body, `<form method="post" action="/login">`,
+				`name="token" type="password"`, ">cks studio<")
+			mustNotContain(t, "login", r.body, "<script") // no event stream before signing in
+			if got := strings.Contains(r.body, "That token was not accepted."); got != tc.wantError {
+				t.Errorf("error message shown = %v, want %v", got, tc.wantError)
+			}
+		})
+	}
+}
+
+func TestRouting(t *testing.T) {
+	e := newEnv(t)
+	r := get(t, e.h, "/no/such/page")
+	wantHTML(t, r, http.StatusNotFound)
+	mustContain(t, "404 page", r.body, "Page not found", `href="/"`)
+
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, studio.FragmentPath, nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST %s: status %d, want 405", studio.FragmentPath, rec.Code)
+	}
+}
