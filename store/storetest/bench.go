@@ -1,0 +1,72 @@
+package storetest
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Bench measures the liveness hot paths of a backend: the heartbeat upsert every
+// agent process runs each interval, and the reads behind list_processes and
+// process_status with 100 instances recorded.
+func Bench(b *testing.B, newStore NewStore) {
+	b.Run("UpsertAgentLiveness", func(b *testing.B) {
+		s := newStore(b)
+		r := Liveness("bench-1", "critic", 0)
+		MustUpsert(b, s, r)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			r.LastHeartbeatAt = T0.Add(time.Duration(i) * time.Millisecond)
+			if err := s.UpsertAgentLiveness(ctx(b), r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("UpsertAgentLivenessParallel", func(b *testing.B) {
+		s := newStore(b)
+		var workers atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			r := Liveness(fmt.Sprintf("bench-p-%d", workers.Add(1)), "pipeline", 0)
+			i := 0
+			for pb.Next() {
+				i++
+				r.LastHeartbeatAt = T0.Add(time.Duration(i) * time.Millisecond)
+				if err := s.UpsertAgentLiveness(ctx(b), r); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("ListAgentLiveness100", func(b *testing.B) {
+		s := newStore(b)
+		for i := range 100 {
+			MustUpsert(b, s, Liveness(fmt.Sprintf("i-%03d", i), "critic", time.Duration(i)*time.Second))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			rows, err := s.ListAgentLiveness(ctx(b))
+			if err != nil || len(rows) != 100 {
+				b.Fatal(len(rows), err)
+			}
+		}
+	})
+	b.Run("LatestAgentLiveness100", func(b *testing.B) {
+		s := newStore(b)
+		for i := range 100 {
+			MustUpsert(b, s, Liveness(fmt.Sprintf("i-%03d", i), "critic", time.Duration(i)*time.Second))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := s.LatestAgentLiveness(ctx(b), "critic"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
