@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,8 +86,26 @@ type hubProc struct {
 	dir    datadir.Dir
 	url    string
 	token  string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startHub starts `cks <mode> --listen 127.0.0.1:0` on a temp data directory
@@ -97,7 +116,7 @@ func startHub(t testing.TB, mode string, extra ...string) *hubProc {
 	args := append([]string{mode, "--listen", "127.0.0.1:0", "--data-dir", string(dir)}, extra...)
 	cmd := exec.Command(cksBin, args...)
 	cmd.Env = cleanEnv()
-	h := &hubProc{cmd: cmd, dir: dir, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = h.stderr
 	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -326,21 +345,14 @@ func TestDevPrintsURLAndToken(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(cksBin, "dev", "--listen", "127.0.0.1:0", "--data-dir", dir)
 	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := &syncBuffer{}
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-	buf := make([]byte, 4096)
-	var seen string
-	waitFor(t, "dev banner", func() bool {
-		n, _ := out.Read(buf)
-		seen += string(buf[:n])
-		return strings.Contains(seen, "Press Ctrl-C")
-	})
+	waitFor(t, "dev banner", func() bool { return strings.Contains(out.String(), "Press Ctrl-C") })
+	seen := out.String()
 	tok, _ := datadir.Dir(dir).ReadToken()
 	u, _ := datadir.Dir(dir).ReadURL()
 	if !strings.Contains(seen, u+"/") || !strings.Contains(seen, tok) || !strings.Contains(seen, "(sqlite)") {
