@@ -248,34 +248,32 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 
 // authed answers 401 with a JSON error unless the request carries a valid token.
 func (a *API) authed(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, err := a.authenticate(r)
-		if err != nil {
-			if !errors.Is(err, auth.ErrUnauthenticated) {
-				a.fail(w, r, err)
-				return
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
-			WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
-			return
-		}
-		next.ServeHTTP(w, r)
+	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, err error) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
+		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
 	})
 }
 
 // authedPage sends a browser without a valid token to the login form.
 func (a *API) authedPage(next http.Handler) http.Handler {
+	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	})
+}
+
+// requireAuth runs next for an authenticated request, denied for one without a
+// valid token, and answers 500 when the token could not be checked at all.
+func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, err := a.authenticate(r)
-		if err != nil {
-			if !errors.Is(err, auth.ErrUnauthenticated) {
-				a.fail(w, r, err)
-				return
-			}
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
+		switch {
+		case err == nil:
+			next.ServeHTTP(w, r)
+		case errors.Is(err, auth.ErrUnauthenticated):
+			denied(w, r, err)
+		default:
+			a.fail(w, r, err)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 

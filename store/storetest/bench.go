@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cks-dev/cks/store"
 )
 
 // Bench measures the liveness hot paths of a backend: the heartbeat upsert every
@@ -43,12 +45,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		})
 	})
 	b.Run("ListAgentLiveness100", func(b *testing.B) {
-		s := newStore(b)
-		for i := range 100 {
-			MustUpsert(b, s, Liveness(fmt.Sprintf("i-%03d", i), "critic", time.Duration(i)*time.Second))
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		s := seed(b, newStore(b), 100)
 		for range b.N {
 			rows, err := s.ListAgentLiveness(ctx(b))
 			if err != nil || len(rows) != 100 {
@@ -57,16 +54,22 @@ func Bench(b *testing.B, newStore NewStore) {
 		}
 	})
 	b.Run("LatestAgentLiveness100", func(b *testing.B) {
-		s := newStore(b)
-		for i := range 100 {
-			MustUpsert(b, s, Liveness(fmt.Sprintf("i-%03d", i), "critic", time.Duration(i)*time.Second))
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		s := seed(b, newStore(b), 100)
 		for range b.N {
 			if _, err := s.LatestAgentLiveness(ctx(b), "critic"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// seed records n critic instances in s and resets the benchmark timer.
+func seed(b *testing.B, s store.Store, n int) store.Store {
+	b.Helper()
+	for i := range n {
+		MustUpsert(b, s, Liveness(fmt.Sprintf("i-%03d", i), "critic", time.Duration(i)*time.Second))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	return s
 }
