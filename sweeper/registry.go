@@ -1,0 +1,156 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// UnknownSweeperError is returned by Registry.Get for an id that is not
+// registered. It matches ErrUnknownSweeper.
+type UnknownSweeperError struct {
+	// ID is the requested id.
+	ID string
+	// Known lists the registered ids in registration order.
+	Known []string
+}
+
+// Error names the requested id and the known ones.
+func (e *UnknownSweeperError) Error() string {
+	known := "none"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("unknown sweeper %q; known sweepers: %s", e.ID, known)
+}
+
+// Unwrap makes errors.Is(err, ErrUnknownSweeper) hold.
+func (e *UnknownSweeperError) Unwrap() error { return ErrUnknownSweeper }
+
+// Registry is the ordered set of a process's sweeper runners, keyed by id.
+// The zero value is ready to use.
+type Registry struct {
+	mu      sync.RWMutex
+	runners []*Runner
+	byID    map[string]*Runner
+}
+
+// NewRegistry returns an empty Registry.
+func NewRegistry() *Registry { return &Registry{} }
+
+// Register adds a runner for s: registering a sweeper is this one call. The
+// runner is not started; see StartAll.
+func (g *Registry) Register(s Sweeper, opts Options) (*Runner, error) {
+	r, err := NewRunner(s, opts)
+	if err != nil {
+		return nil, fmt.Errorf("register sweeper: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.byID[r.id]; ok {
+		return nil, fmt.Errorf("register sweeper %s: %w", r.id, ErrDuplicateSweeper)
+	}
+	if g.byID == nil {
+		g.byID = map[string]*Runner{}
+	}
+	g.byID[r.id] = r
+	g.runners = append(g.runners, r)
+	return r, nil
+}
+
+// Get returns the runner of id, or an *UnknownSweeperError naming the known ids.
+func (g *Registry) Get(id string) (*Runner, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if r, ok := g.byID[id]; ok {
+		return r, nil
+	}
+	return nil, &UnknownSweeperError{ID: id, Known: g.idsLocked()}
+}
+
+// IDs returns the registered ids in registration order.
+func (g *Registry) IDs() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.idsLocked()
+}
+
+func (g *Registry) idsLocked() []string {
+	ids := make([]string, 0, len(g.runners))
+	for _, r := range g.runners {
+		ids = append(ids, r.id)
+	}
+	return ids
+}
+
+// Runners returns the runners in registration order.
+func (g *Registry) Runners() []*Runner {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return append([]*Runner(nil), g.runners...)
+}
+
+// List returns every sweeper's status in registration order.
+func (g *Registry) List() []Status {
+	rs := g.Runners()
+	out := make([]Status, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Status())
+	}
+	return out
+}
+
+// StartAll applies the start-up rule (StartIfAllowed) to every runner in
+// registration order. A runner that fails does not keep the others from
+// starting; the failures are returned joined.
+func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
+	var errs []error
+	for _, r := range g.Runners() {
+		if _, err := StartIfAllowed(ctx, r, o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StopAll stops every runner, in reverse registration order, and returns the
+// failures joined.
+func (g *Registry) StopAll(ctx context.Context) error {
+	rs := g.Runners()
+	var errs []error
+	for i := len(rs) - 1; i >= 0; i-- {
+		if err := rs[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StartIfAllowed is the start-up rule of ADR-015 §2. A config-disabled runner
+// is never started, whatever the override says; otherwise the override is read
+// once (o may be nil: no override store) and the runner is started unless it
+// is explicitly false. It reports whether the runner is running afterwards. A
+// failed override read is returned as an error and the runner is left stopped.
+func StartIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, err error) {
+	if !r.ConfigEnabled() {
+		r.log.Info("sweeper disabled by configuration; not started")
+		return false, nil
+	}
+	if o != nil {
+		want, err := o.GetSweeperDesiredRunning(ctx, r.id)
+		if err != nil {
+			return false, fmt.Errorf("start sweeper %s: read override: %w", r.id, err)
+		}
+		r.update(func(s *Status) { s.DesiredRunning = want })
+		if want != nil && !*want {
+			r.log.Info("sweeper stopped by its override (desired_running=false); not started")
+			return false, nil
+		}
+	}
+	if err := r.Start(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}

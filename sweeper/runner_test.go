@@ -1,0 +1,397 @@
+package sweeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+)
+
+func TestNewRunnerRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		s    Sweeper
+		opts Options
+		want error
+	}{
+		{"nil sweeper", nil, Options{Interval: time.Second}, nil},
+		{"empty id", noop(""), Options{Interval: time.Second}, ErrInvalidID},
+		{"upper-case id", noop("Lease_Reaper"), Options{Interval: time.Second}, ErrInvalidID},
+		{"dash in id", noop("lease-reaper"), Options{Interval: time.Second}, ErrInvalidID},
+		{"zero interval", noop("x"), Options{}, nil},
+		{"negative interval", noop("x"), Options{Interval: -time.Second}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewRunner(c.s, c.opts)
+			if err == nil {
+				t.Fatalf("NewRunner = %v, nil; want an error", r)
+			}
+			if c.want != nil && !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+func TestStatusRecordsEachPass(t *testing.T) {
+	c := clock.NewFake(t0())
+	sw := sweeperFunc("lease_reaper", func(_ context.Context, call int) (int, error) {
+		c.Advance(250 * time.Millisecond)
+		if call == 2 {
+			return 1, errors.New("store down")
+		}
+		return 7, nil
+	})
+	var mu sync.Mutex
+	var runs []string
+	r, p := newTestRunner(t, sw, Options{
+		Interval: time.Millisecond, ConfigEnabled: true, Clock: c,
+		OnRun: func(id string, d time.Duration, count int, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(runs) < 3 {
+				runs = append(runs, strings.Join([]string{id, d.String(), strings.Repeat("x", count), errString(err)}, "|"))
+			}
+		},
+	})
+
+	st := r.Status()
+	want := Status{AgentID: "lease_reaper", Kind: "sweeper", ConfigEnabled: true, IntervalS: 0.001}
+	if st != want {
+		t.Fatalf("before start: %+v, want %+v", st, want)
+	}
+	mustStart(t, r)
+	st = p.waitFor(t, r, "three passes", func(s Status) bool { return s.RunCount >= 3 })
+	if !st.Running || st.LastRunAt == nil || st.LastResultCount == nil || st.LastRunDurationMS == nil {
+		t.Fatalf("after passes: %+v", st)
+	}
+	if *st.LastRunDurationMS != 250 {
+		t.Errorf("last_run_duration_ms = %v, want 250 (from the injected clock)", *st.LastRunDurationMS)
+	}
+	if !st.LastRunAt.After(t0()) || st.LastRunAt.Sub(t0())%(250*time.Millisecond) != 0 {
+		t.Errorf("last_run_at = %v, want t0 + a multiple of 250ms", st.LastRunAt)
+	}
+	mustStop(t, r)
+	mu.Lock()
+	got := slices.Clone(runs)
+	mu.Unlock()
+	wantRuns := []string{"lease_reaper|250ms|xxxxxxx|", "lease_reaper|250ms|x|store down", "lease_reaper|250ms|xxxxxxx|"}
+	if !slices.Equal(got, wantRuns) {
+		t.Errorf("OnRun calls = %q, want %q", got, wantRuns)
+	}
+	if st := r.Status(); st.Running || p.live.Load() != 0 {
+		t.Errorf("after stop: running %v, live loops %d", st.Running, p.live.Load())
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestStatusJSONShape(t *testing.T) {
+	at := t0()
+	st := Status{
+		AgentID: "graph_health", Kind: Kind, ConfigEnabled: true, Running: true, IntervalS: 300,
+		LastRunAt: &at, LastResultCount: ptr(3), LastRunDurationMS: ptr(12.5),
+		LastError: ptr("boom"), RunCount: 4, DesiredRunning: ptr(true),
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"agent_id":"graph_health","kind":"sweeper","config_enabled":true,"running":true,"interval_s":300,` +
+		`"last_run_at":"2025-03-04T05:06:07Z","last_result_count":3,"last_run_duration_ms":12.5,"last_error":"boom",` +
+		`"run_count":4,"desired_running":true}`
+	if string(b) != want {
+		t.Errorf("json = %s\nwant   %s", b, want)
+	}
+	b, err = json.Marshal(Status{AgentID: "x", Kind: Kind, IntervalS: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"agent_id":"x","kind":"sweeper","config_enabled":false,"running":false,"interval_s":60,"last_run_at":null,` +
+		`"last_result_count":null,"last_run_duration_ms":null,"last_error":null,"run_count":0,"desired_running":null}`
+	if string(b) != want {
+		t.Errorf("json of a never-run sweeper = %s\nwant   %s", b, want)
+	}
+}
+
+func TestConfigDisabledRunnerNeverStarts(t *testing.T) {
+	r, p := newTestRunner(t, noop("fork_detection"), Options{Interval: time.Millisecond})
+	err := r.Start(context.Background())
+	if !errors.Is(err, ErrDisabledByConfig) || !strings.Contains(err.Error(), "CKS_FORK_DETECTION_SWEEPER_ENABLED") {
+		t.Fatalf("Start = %v, want ErrDisabledByConfig naming CKS_FORK_DETECTION_SWEEPER_ENABLED", err)
+	}
+	if r.Status().Running || p.entered.Load() != 0 {
+		t.Fatalf("a disabled runner started a loop")
+	}
+}
+
+func TestStopWaitsForTheLoopToExit(t *testing.T) {
+	inPass := make(chan struct{})
+	var returned bool // written by the loop before it exits, read after Stop
+	sw := sweeperFunc("contradiction", func(ctx context.Context, _ int) (int, error) {
+		close(inPass)
+		<-ctx.Done()
+		returned = true
+		return 0, ctx.Err()
+	})
+	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true})
+	mustStart(t, r)
+	recv(t, inPass, "the first pass")
+	mustStop(t, r)
+	if !returned || p.live.Load() != 0 {
+		t.Fatalf("Stop returned before the loop exited (pass returned %v, live loops %d)", returned, p.live.Load())
+	}
+	st := r.Status()
+	if st.Running || st.RunCount != 0 || st.LastError != nil {
+		t.Fatalf("a pass cut short by Stop is not recorded: %+v", st)
+	}
+	mustStop(t, r) // a second Stop is a no-op
+	if got, want := p.opsSnapshot(), []string{"start", "stop", "stop"}; !slices.Equal(got, want) {
+		t.Errorf("lock order = %v, want %v", got, want)
+	}
+}
+
+// A Stop whose context ends while the pass ignores cancellation returns the
+// context's error; the next Start waits for that loop to exit before starting
+// another, so there is never more than one.
+func TestAbandonedStopThenStartKeepsOneLoop(t *testing.T) {
+	inPass := make(chan struct{})
+	release := make(chan struct{})
+	sw := sweeperFunc("stale_stop_report", func(_ context.Context, call int) (int, error) {
+		if call == 1 {
+			close(inPass)
+			<-release // ignores cancellation
+		}
+		return 1, nil
+	})
+	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true})
+	stopCtx, cancelStop := context.WithCancel(context.Background())
+	defer cancelStop()
+	record := r.hooks.locked
+	r.hooks.locked = func(op string) {
+		record(op)
+		if op == "stop" {
+			cancelStop() // the Stop's context ends while it holds the lock
+		}
+	}
+	mustStart(t, r)
+	recv(t, inPass, "the first pass")
+	if err := r.Stop(stopCtx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stop = %v, want context.Canceled", err)
+	}
+	if r.Status().Running {
+		t.Fatal("after an abandoned Stop the runner still reads running")
+	}
+	close(release)
+	mustStart(t, r)
+	st := p.waitFor(t, r, "a pass of the new loop", func(s Status) bool { return s.RunCount == 1 })
+	if !st.Running || p.maxLive.Load() != 1 || p.entered.Load() != 2 {
+		t.Fatalf("running %v, max live loops %d, loops started %d; want true, 1, 2", st.Running, p.maxLive.Load(), p.entered.Load())
+	}
+}
+
+func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
+	release := make(chan struct{})
+	sw := sweeperFunc("inference_staleness", func(ctx context.Context, call int) (int, error) {
+		switch call {
+		case 1:
+			panic("kaboom")
+		case 2:
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return 3, nil
+	})
+	runErrs := make(chan error, 1)
+	r, p := newTestRunner(t, sw, Options{
+		Interval: time.Millisecond, ConfigEnabled: true,
+		OnRun: func(_ string, _ time.Duration, _ int, err error) {
+			select {
+			case runErrs <- err:
+			default:
+			}
+		},
+	})
+	mustStart(t, r)
+	st := p.waitFor(t, r, "the panicking pass", func(s Status) bool { return s.RunCount == 1 })
+	if err := recv(t, runErrs, "OnRun"); !errors.Is(err, ErrSweepPanicked) {
+		t.Errorf("OnRun err = %v, want ErrSweepPanicked", err)
+	}
+	if got := errText(st.LastError); got != "sweep panicked: kaboom" || !st.Running || *st.LastResultCount != 0 {
+		t.Fatalf("after the panic: last_error %q, running %v, count %d", got, st.Running, *st.LastResultCount)
+	}
+	close(release)
+	st = p.waitFor(t, r, "a pass after the panic", func(s Status) bool { return s.RunCount >= 2 })
+	if st.LastError != nil || *st.LastResultCount != 3 || !st.Running {
+		t.Fatalf("after a good pass: %+v", st)
+	}
+}
+
+// The per-tick check: at the end of each interval the loop reads its
+// override and stops itself when it is false.
+func TestOverrideFalseStopsTheLoopAtTheNextTick(t *testing.T) {
+	o := &atomicOverride{}
+	o.set(ptr(false))
+	r, p := newTestRunner(t, noop("graph_health"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o})
+	mustStart(t, r)
+	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning || o.reads.Load() != 1 {
+		t.Fatalf("status %+v, reads %d; want one pass, desired_running false, one read", st, o.reads.Load())
+	}
+	if got, want := p.opsSnapshot(), []string{"start", "selfstop"}; !slices.Equal(got, want) {
+		t.Errorf("lock order = %v, want %v", got, want)
+	}
+}
+
+// Poke makes the check happen now, not after a one-hour interval; after a
+// self-stop, Stop is a no-op and Start starts a fresh loop.
+func TestPokeAppliesTheOverrideWithoutWaitingTheInterval(t *testing.T) {
+	o := &atomicOverride{} // no row
+	r, p := newTestRunner(t, noop("dependency_release"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
+	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+
+	r.Poke() // no row: keeps running
+	p.waitFor(t, r, "the first read", func(Status) bool { return o.reads.Load() == 1 })
+	if st := r.Status(); !st.Running || st.DesiredRunning != nil {
+		t.Fatalf("no row must not stop the loop: %+v", st)
+	}
+
+	o.set(ptr(false))
+	r.Poke()
+	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning {
+		t.Fatalf("after the poke: %+v", st)
+	}
+
+	mustStop(t, r) // no deadlock, no-op
+	o.set(ptr(true))
+	mustStart(t, r)
+	st = p.waitFor(t, r, "a pass of the restarted loop", func(s Status) bool { return s.RunCount == 2 })
+	if !st.Running || p.maxLive.Load() != 1 {
+		t.Fatalf("restart: running %v, max live loops %d", st.Running, p.maxLive.Load())
+	}
+	if got, want := p.opsSnapshot(), []string{"start", "selfstop", "stop", "start"}; !slices.Equal(got, want) {
+		t.Errorf("lock order = %v, want %v", got, want)
+	}
+}
+
+// A Stop that holds the lock while the loop is about to stop itself must not
+// deadlock: the loop gives up the lock as soon as Stop cancels it.
+func TestSelfStopRacingStopDoesNotDeadlock(t *testing.T) {
+	o := &atomicOverride{}
+	o.set(ptr(false))
+	atSelfStop := make(chan struct{})
+	release := make(chan struct{})
+	stopLocked := make(chan struct{})
+	r, p := newTestRunner(t, noop("lease_reaper"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
+	r.hooks.selfStop = func() {
+		close(atSelfStop)
+		<-release
+	}
+	record := r.hooks.locked
+	var once sync.Once // the test's cleanup stops again
+	r.hooks.locked = func(op string) {
+		record(op)
+		if op == "stop" {
+			once.Do(func() { close(stopLocked) })
+		}
+	}
+	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	r.Poke()
+	recv(t, atSelfStop, "the loop to decide to stop itself")
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.Stop(context.Background()) }()
+	recv(t, stopLocked, "Stop to take the lock")
+	close(release) // the loop now tries to take the lock Stop holds
+	if err := recv(t, stopped, "Stop to return"); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.Running || p.live.Load() != 0 {
+		t.Fatalf("after Stop: running %v, live loops %d", st.Running, p.live.Load())
+	}
+	if got, want := p.opsSnapshot(), []string{"start", "stop"}; !slices.Equal(got, want) {
+		t.Errorf("lock order = %v, want %v (the loop must not have taken the lock)", got, want)
+	}
+}
+
+// A Start that takes the lock while the loop's override read is in flight
+// wins over that read: start_agent writes desired_running=true before it
+// starts the local runner, so a false read that began earlier is stale.
+func TestStartDuringOverrideReadWinsOverAStaleFalse(t *testing.T) {
+	inRead := make(chan struct{})
+	release := make(chan struct{})
+	var reads int // only the loop goroutine reads the override
+	o := overridesFunc(func(context.Context, string) (*bool, error) {
+		reads++
+		if reads == 1 {
+			close(inRead)
+			<-release
+		}
+		return ptr(false), nil
+	})
+	r, p := newTestRunner(t, noop("fork_detection"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
+	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	r.Poke()
+	recv(t, inRead, "the override read")
+	mustStart(t, r) // already running: a no-op that still takes the lock
+	close(release)
+	r.Poke() // the second read (false, after no newer Start) stops the loop
+	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	if reads != 2 {
+		t.Fatalf("the loop stopped after %d override reads, want 2 (the stale first read must not stop it)", reads)
+	}
+	if st.RunCount != 1 || p.entered.Load() != 1 {
+		t.Fatalf("status %+v, loops started %d", st, p.entered.Load())
+	}
+	if got, want := p.opsSnapshot(), []string{"start", "start", "selfstop"}; !slices.Equal(got, want) {
+		t.Errorf("lock order = %v, want %v", got, want)
+	}
+}
+
+func TestOverrideReadErrorIsRecordedAndTheLoopContinues(t *testing.T) {
+	t.Run("poked", func(t *testing.T) {
+		var reads int
+		o := overridesFunc(func(context.Context, string) (*bool, error) {
+			reads++
+			return nil, errors.New("store down")
+		})
+		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
+		mustStart(t, r)
+		p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+		r.Poke()
+		st := p.waitFor(t, r, "the read error", func(s Status) bool { return s.LastError != nil })
+		if got := errText(st.LastError); got != "read override: store down" || !st.Running || p.live.Load() != 1 {
+			t.Fatalf("last_error %q, running %v, live loops %d", got, st.Running, p.live.Load())
+		}
+		mustStop(t, r)
+		if reads != 1 {
+			t.Errorf("reads = %d, want 1", reads)
+		}
+	})
+	t.Run("ticking", func(t *testing.T) {
+		o := overridesFunc(func(context.Context, string) (*bool, error) { return nil, errors.New("store down") })
+		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o})
+		mustStart(t, r)
+		st := p.waitFor(t, r, "passes after failed reads", func(s Status) bool { return s.RunCount >= 3 })
+		if !st.Running || p.entered.Load() != 1 {
+			t.Fatalf("running %v, loops started %d", st.Running, p.entered.Load())
+		}
+	})
+}
