@@ -24,6 +24,7 @@ var (
 type Store interface {
 	Liveness
 	Principals
+	Tasks
 	// Backend names the implementation: "sqlite" or "postgres".
 	Backend() string
 	// Close releases every connection. The store is unusable afterwards.

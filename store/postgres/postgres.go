@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,7 +27,8 @@ const ConnectTimeout = 5 * time.Second
 // Store is the Postgres implementation of store.Store. It is safe for
 // concurrent use by many goroutines and by many processes sharing a database.
 type Store struct {
-	pool *pgxpool.Pool
+	clock clock.Clock
+	pool  *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,7 +39,8 @@ var _ store.Store = (*Store)(nil)
 // server answers within ConnectTimeout, and brings the schema named by the
 // search_path up to date. A malformed url is an error wrapping store.ErrInvalid;
 // an unreachable server is a one-line error naming its host and port.
-func Open(ctx context.Context, url string) (*Store, error) {
+// Options (such as store.WithClock) apply to the returned handle only.
+func Open(ctx context.Context, url string, opts ...store.Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: malformed database URL (%w; expected postgres://USER@HOST:PORT/DB[?PARAMS]): %s",
@@ -64,7 +67,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema of %s (%s): %w", addr, who, err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{clock: store.ApplyOptions(opts).Clock, pool: pool}, nil
 }
 
 // connectError turns a failed first connection into one line that names the

@@ -86,9 +86,9 @@ func withSearchPath(t testing.TB, base, schema string) string {
 	return u.String()
 }
 
-func open(t testing.TB, dbURL string) *postgres.Store {
+func open(t testing.TB, dbURL string, opts ...store.Option) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(testCtx(t), dbURL)
+	s, err := postgres.Open(testCtx(t), dbURL, opts...)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -98,13 +98,15 @@ func open(t testing.TB, dbURL string) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	baseURL(t)
-	storetest.Run(t, func(t testing.TB) store.Store {
+	storetest.Run(t, func(t testing.TB) storetest.Opener {
 		_, u := freshSchema(t)
-		s := open(t, u)
-		if s.Backend() != "postgres" {
-			t.Fatalf("Backend() = %q", s.Backend())
+		return func(t testing.TB, opts ...store.Option) store.Store {
+			s := open(t, u, opts...)
+			if s.Backend() != "postgres" {
+				t.Fatalf("Backend() = %q", s.Backend())
+			}
+			return s
 		}
-		return s
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cks-dev/cks/store"
 )
@@ -21,7 +22,8 @@ func (s *Store) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) 
 	if r.CurrentTaskType != "" {
 		taskType = sql.NullString{String: r.CurrentTaskType, Valid: true}
 	}
-	_, err := s.writer.ExecContext(ctx, `
+	err := s.write(ctx, "upsert liveness", func(tx *wtx, _ time.Time) error {
+		_, err := tx.ExecContext(ctx, `
 INSERT INTO cks_agent_liveness (`+livenessColumns+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(instance_id) DO UPDATE SET
@@ -32,8 +34,10 @@ ON CONFLICT(instance_id) DO UPDATE SET
 	last_heartbeat_at = excluded.last_heartbeat_at,
 	current_task_id = excluded.current_task_id,
 	current_task_type = excluded.current_task_type`,
-		r.InstanceID, r.ProcessKind, r.Hostname, r.PID, r.LivenessIntervalS,
-		fmtTime(r.StartedAt), fmtTime(r.LastHeartbeatAt), r.CurrentTaskID, taskType)
+			r.InstanceID, r.ProcessKind, r.Hostname, r.PID, r.LivenessIntervalS,
+			fmtTime(r.StartedAt), fmtTime(r.LastHeartbeatAt), r.CurrentTaskID, taskType)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite: upsert liveness %s: %w", r.InstanceID, err)
 	}

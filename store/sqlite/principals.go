@@ -14,7 +14,7 @@ func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHas
 	if p.ID == "" || p.Name == "" || tokenHash == "" {
 		return &store.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
 	}
-	tx, err := s.writer.BeginTx(ctx, nil)
+	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
 		return fmt.Errorf("sqlite: create principal: %w", err)
 	}

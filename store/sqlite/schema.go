@@ -71,11 +71,100 @@ var schema = []table{
 		},
 		constraints: []string{"PRIMARY KEY (principal_id, resource, permission)"},
 	},
+	{
+		name: "cks_outbox_tasks",
+		columns: []column{
+			{"task_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{"type", "TEXT NOT NULL"},
+			{"title", "TEXT NOT NULL DEFAULT ''"},
+			{"description", "TEXT NOT NULL DEFAULT ''"},
+			{"acceptance_criteria", "TEXT NOT NULL DEFAULT ''"},
+			{"payload", "TEXT NOT NULL DEFAULT '{}'"},
+			{"state", "TEXT NOT NULL"},
+			{"priority", "INTEGER NOT NULL DEFAULT 0"},
+			{"attempts", "INTEGER NOT NULL DEFAULT 0"},
+			{"max_attempts", "INTEGER NOT NULL DEFAULT 3"},
+			{"restarts", "INTEGER NOT NULL DEFAULT 0"},
+			{"revision", "INTEGER NOT NULL DEFAULT 1"},
+			{"parent_id", "INTEGER REFERENCES cks_outbox_tasks(task_id)"},
+			{"dedupe_key", "TEXT NOT NULL DEFAULT ''"},
+			{"created_by", "TEXT NOT NULL DEFAULT ''"},
+			{"claimed_by", "TEXT NOT NULL DEFAULT ''"},
+			{"claimed_at", "TEXT"},
+			{"lease_token", "TEXT NOT NULL DEFAULT ''"},
+			{"lease_expires_at", "TEXT"},
+			{"lease_renewed_at", "TEXT"},
+			{"lease_ms", "INTEGER NOT NULL DEFAULT 0"},
+			{"run_after", "TEXT"},
+			{"result", "TEXT NOT NULL DEFAULT ''"},
+			{"last_error", "TEXT NOT NULL DEFAULT ''"},
+			{"question", "TEXT NOT NULL DEFAULT ''"},
+			{"answer", "TEXT NOT NULL DEFAULT ''"},
+			{"review_note", "TEXT NOT NULL DEFAULT ''"},
+			{"created_at", "TEXT NOT NULL"},
+			{"updated_at", "TEXT NOT NULL"},
+		},
+		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)`,
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at)`,
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent ON cks_outbox_tasks(parent_id)`,
+			`CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(dedupe_key)
+	WHERE dedupe_key <> '' AND state NOT IN ` + terminalSQL(),
+		},
+	},
+	{
+		name: "cks_task_deps",
+		columns: []column{
+			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{"depends_on", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+		},
+		constraints: []string{"PRIMARY KEY (task_id, depends_on)"},
+		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on)`,
+		},
+	},
+	{
+		name: "cks_task_events",
+		columns: []column{
+			{"event_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{"at", "TEXT NOT NULL"},
+			{"actor", "TEXT NOT NULL DEFAULT ''"},
+			{"from_state", "TEXT NOT NULL DEFAULT ''"},
+			{"to_state", "TEXT NOT NULL"},
+			{"attempt", "INTEGER NOT NULL DEFAULT 0"},
+			{"reason", "TEXT NOT NULL DEFAULT ''"},
+		},
+		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_task_events_task ON cks_task_events(task_id, event_id)`,
+			// Append-only, enforced by the database itself (DESIGN §4).
+			`CREATE TRIGGER IF NOT EXISTS cks_task_events_no_update BEFORE UPDATE ON cks_task_events
+BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: UPDATE refused'); END`,
+			`CREATE TRIGGER IF NOT EXISTS cks_task_events_no_delete BEFORE DELETE ON cks_task_events
+BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: DELETE refused'); END`,
+		},
+	},
+	{
+		name: "cks_task_evidence",
+		columns: []column{
+			{"evidence_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{"attempt", "INTEGER NOT NULL"},
+			{"revision", "INTEGER NOT NULL"},
+			{"kind", "TEXT NOT NULL"},
+			{"body", "TEXT NOT NULL DEFAULT ''"},
+			{"actor", "TEXT NOT NULL DEFAULT ''"},
+			{"created_at", "TEXT NOT NULL"},
+		},
+		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_task_evidence_task ON cks_task_evidence(task_id, attempt, evidence_id)`,
+		},
+	},
 }
 
 // ensureSchema brings the database to the current shape in one transaction.
 func ensureSchema(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := beginImmediate(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -29,19 +31,27 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 // connection or process before failing with SQLITE_BUSY.
 const BusyTimeout = 5 * time.Second
 
+// WriteLockTimeout is how long a write waits for the database's write lock
+// (see beginImmediate) before failing with SQLITE_BUSY.
+const WriteLockTimeout = 30 * time.Second
+
 // Store is the SQLite implementation of store.Store.
 type Store struct {
+	clock  clock.Clock
 	path   string
 	writer *sql.DB // exactly one connection; transactions are BEGIN IMMEDIATE
 	reader *sql.DB // a pool of query-only connections
+	cache  stmtCache
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database file at path, with its directory,
 // and brings its schema up to date. A file that exists but is not a SQLite
-// database is refused before the driver touches it.
-func Open(ctx context.Context, path string) (*Store, error) {
+// database is refused before the driver touches it. Options (such as
+// store.WithClock) apply to the returned handle only; several handles may
+// share one file, each with its own writer connection.
+func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
@@ -53,7 +63,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	pragmas := url.Values{}
 	for _, p := range []string{
-		fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()),
+		// The writer waits for the write lock in beginImmediate, not in
+		// SQLite's busy handler.
+		"busy_timeout(0)",
 		"journal_mode(WAL)",
 		"foreign_keys(1)",
 		"synchronous(NORMAL)",
@@ -68,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
-	if err := writer.PingContext(ctx); err != nil {
+	if err := pingWriter(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -90,7 +102,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(4)
-	return &Store{path: path, writer: writer, reader: reader}, nil
+	return &Store{clock: store.ApplyOptions(opts).Clock, path: path, writer: writer, reader: reader}, nil
 }
 
 // checkHeader refuses an existing, non-empty file that does not start with the
@@ -130,7 +142,56 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both connection pools.
 func (s *Store) Close() error {
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	return errors.Join(s.closeStatements(), s.reader.Close(), s.writer.Close())
+}
+
+// pingWriter opens the writer's connection, which sets journal_mode=WAL and
+// so may meet a lock held by another process: it retries like beginImmediate.
+func pingWriter(ctx context.Context, db *sql.DB) error {
+	return pollLock(ctx, func() error { return db.PingContext(ctx) })
+}
+
+// beginImmediate starts a BEGIN IMMEDIATE transaction on the writer (the DSN's
+// _txlock=immediate makes BeginTx do that). The writer's busy_timeout is zero
+// and the wait for the write lock happens here instead, polling with short
+// jittered sleeps (from 50µs, doubling up to 2ms) until WriteLockTimeout
+// passes or ctx ends. SQLite's own busy handler backs off to 100ms sleeps, so
+// writers that loop tightly starve the waiting ones; fine polling keeps many
+// handles or processes writing one file fair enough.
+func beginImmediate(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	var tx *sql.Tx
+	err := pollLock(ctx, func() error {
+		var err error
+		tx, err = db.BeginTx(ctx, nil)
+		return err
+	})
+	return tx, err
+}
+
+// pollLock runs try until it does not fail with SQLITE_BUSY, sleeping a little
+// more each time, for at most WriteLockTimeout.
+func pollLock(ctx context.Context, try func() error) error {
+	deadline := time.Now().Add(WriteLockTimeout)
+	sleep := 50 * time.Microsecond
+	for {
+		err := try()
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(sleep/2 + rand.N(sleep))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		sleep = min(2*sleep, 2*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY (another connection holds the lock).
+func isBusy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
 }
 
 // fmtTime renders t in the fixed-width UTC format.

@@ -16,9 +16,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func open(t testing.TB, path string) *sqlite.Store {
+func open(t testing.TB, path string, opts ...store.Option) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path)
+	s, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
@@ -27,8 +27,9 @@ func open(t testing.TB, path string) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t testing.TB) store.Store {
-		return open(t, filepath.Join(t.TempDir(), "cks.db"))
+	storetest.Run(t, func(t testing.TB) storetest.Opener {
+		path := filepath.Join(t.TempDir(), "cks.db")
+		return func(t testing.TB, opts ...store.Option) store.Store { return open(t, path, opts...) }
 	})
 }
 

@@ -17,9 +17,19 @@ import (
 // NewStore returns a fresh, empty store for one test and arranges its cleanup.
 type NewStore func(t testing.TB) store.Store
 
-// Run runs the whole conformance suite against the backend newStore opens.
-func Run(t *testing.T, newStore NewStore) {
+// Opener opens a new, independent handle (with its own connections) on one
+// database, closed when t ends. Several handles on one database behave like
+// several processes sharing it.
+type Opener func(t testing.TB, opts ...store.Option) store.Store
+
+// NewDB creates a fresh, empty database for one test, arranges for it to be
+// removed when t ends, and returns an Opener for it.
+type NewDB func(t testing.TB) Opener
+
+// Run runs the whole conformance suite against the backend newDB creates.
+func Run(t *testing.T, newDB NewDB) {
 	t.Helper()
+	newStore := func(t testing.TB) store.Store { return newDB(t)(t) }
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -38,6 +48,12 @@ func Run(t *testing.T, newStore NewStore) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, newStore(t))
+		})
+	}
+	for _, tc := range taskTests() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newDB(t))
 		})
 	}
 }

@@ -1,0 +1,158 @@
+// Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
+// task states, which of them are terminal, the allowed-transition table, the
+// dispatch-exclusion set and the retry backoff. It is pure data and functions;
+// the backends (store/sqlite, store/postgres) import it and route every state
+// change through Check inside their one transition function, so the table
+// here is the only place a transition is allowed.
+//
+// Import direction: ledger imports store (for store.TaskState and the sentinel
+// errors) and the backends import ledger; store never imports ledger. The
+// operator operations of the next issue (stop, start, update) build on
+// store.Store from here without a cycle.
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// State is a task state; it is the type of store.Task.State.
+type State = store.TaskState
+
+// The twelve task states of ADR 0020.
+const (
+	// Open tasks are claimable (unless run_after is in the future).
+	Open State = "OPEN"
+	// Waiting tasks have a dependency that is not COMPLETED yet.
+	Waiting State = "WAITING"
+	// Blocked tasks have a dependency that FAILED or was CANCELLED.
+	Blocked State = "BLOCKED"
+	// Claimed tasks are leased by a worker that has not started yet.
+	Claimed State = "CLAIMED"
+	// Running tasks are being executed under a lease.
+	Running State = "RUNNING"
+	// NeedsReview tasks finished an attempt and wait for a reviewer.
+	NeedsReview State = "NEEDS_REVIEW"
+	// NeedsInput tasks are parked until a person answers their question.
+	NeedsInput State = "NEEDS_INPUT"
+	// Reviewing tasks are held by a reviewer.
+	Reviewing State = "REVIEWING"
+	// Completed is terminal success.
+	Completed State = "COMPLETED"
+	// Failed is terminal failure (including the dead letter "max attempts").
+	Failed State = "FAILED"
+	// Cancelled is terminal abandonment.
+	Cancelled State = "CANCELLED"
+	// Stopped tasks are held by an operator (live work, not terminal).
+	Stopped State = "STOPPED"
+)
+
+// All lists the twelve states in lifecycle order.
+var All = [...]State{Open, Waiting, Blocked, Claimed, Running, NeedsReview, NeedsInput,
+	Reviewing, Completed, Failed, Cancelled, Stopped}
+
+// Terminal lists the states a task never leaves.
+var Terminal = [...]State{Completed, Failed, Cancelled}
+
+// DispatchExcluded is the one set of states that every claim query, sweeper
+// and reaper skips (ADR 0020: STOPPED inherits NEEDS_INPUT's dispatch
+// semantics exactly). The backends build the NOT IN clause of their claim
+// and reclaim SQL from this value, and their tests assert that every such
+// query uses exactly this set.
+var DispatchExcluded = [...]State{NeedsInput, Stopped}
+
+// Initial lists the states Enqueue may create a task in (the creation event
+// has an empty From state).
+var Initial = [...]State{Open, Waiting, Blocked}
+
+// transitions is the allowed-transition table: from → the states it may move
+// to. A pair not listed is illegal. It is read-only.
+var transitions = map[State][]State{
+	Open:    {Claimed, Waiting, Cancelled, Stopped},
+	Waiting: {Open, Blocked, Cancelled, Stopped},
+	// A BLOCKED task is re-evaluated only by an operator (update/start of the
+	// next issue), which may make it WAITING or OPEN again.
+	Blocked: {Open, Waiting, Cancelled, Stopped},
+	// Claimed/Running: finish, fail or retry (OPEN), park, cancel, stop.
+	Claimed:     {Running, Completed, NeedsReview, NeedsInput, Open, Failed, Cancelled, Stopped},
+	Running:     {Completed, NeedsReview, NeedsInput, Open, Failed, Cancelled, Stopped},
+	NeedsReview: {Reviewing, Cancelled, Stopped},
+	NeedsInput:  {Open, Waiting, Cancelled, Stopped},
+	Reviewing:   {Completed, Open, NeedsReview, Cancelled, Stopped},
+	// start re-evaluates dependencies: OPEN, or WAITING when unmet.
+	Stopped:   {Open, Waiting, Cancelled},
+	Completed: nil,
+	Failed:    nil,
+	Cancelled: nil,
+}
+
+// Transitions returns a copy of the allowed-transition table.
+func Transitions() map[State][]State {
+	out := make(map[State][]State, len(transitions))
+	for from, tos := range transitions {
+		out[from] = slices.Clone(tos)
+	}
+	return out
+}
+
+// Valid reports whether s is one of the twelve states.
+func Valid(s State) bool { return slices.Contains(All[:], s) }
+
+// IsTerminal reports whether s is terminal.
+func IsTerminal(s State) bool { return slices.Contains(Terminal[:], s) }
+
+// IsDispatchExcluded reports whether s is in DispatchExcluded.
+func IsDispatchExcluded(s State) bool { return slices.Contains(DispatchExcluded[:], s) }
+
+// Allowed reports whether the table allows from → to.
+func Allowed(from, to State) bool { return slices.Contains(transitions[from], to) }
+
+// Check returns nil when from → to is allowed, and otherwise an error wrapping
+// store.ErrConflict that names both states.
+func Check(from, to State) error {
+	if Allowed(from, to) {
+		return nil
+	}
+	return &TransitionError{From: from, To: to}
+}
+
+// TransitionError is an illegal transition. It unwraps to store.ErrConflict.
+type TransitionError struct {
+	From, To State
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("illegal transition: task is %s, cannot move to %s", e.From, e.To)
+}
+
+// Unwrap makes errors.Is(err, store.ErrConflict) hold.
+func (e *TransitionError) Unwrap() error { return store.ErrConflict }
+
+// Retry backoff bounds (see Backoff).
+const (
+	BackoffBase = time.Second
+	BackoffMax  = time.Hour
+	// BackoffJitter is the largest extra fraction added to the base delay.
+	BackoffJitter = 0.25
+)
+
+// Backoff is the delay before a retried task may be claimed again after its
+// attempt-th attempt failed: BackoffBase·2^(attempt-1), capped at BackoffMax,
+// plus up to BackoffJitter of itself chosen by r in [0, 1) (the caller passes
+// a random number, so this function stays deterministic for tests).
+func Backoff(attempt int, r float64) time.Duration {
+	d := BackoffMax
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt <= 32 {
+		if e := BackoffBase << (attempt - 1); e < BackoffMax {
+			d = e
+		}
+	}
+	r = min(max(r, 0), 1)
+	return d + time.Duration(float64(d)*BackoffJitter*r)
+}

@@ -1,0 +1,103 @@
+package ledger_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+func TestTableCoversEveryState(t *testing.T) {
+	table := ledger.Transitions()
+	if len(ledger.All) != 12 || len(table) != 12 {
+		t.Fatalf("%d states, %d table rows; want 12 and 12", len(ledger.All), len(table))
+	}
+	for _, from := range ledger.All {
+		tos, ok := table[from]
+		if !ok {
+			t.Errorf("state %s has no row in the table", from)
+		}
+		if ledger.IsTerminal(from) && len(tos) != 0 {
+			t.Errorf("terminal %s may move to %v", from, tos)
+		}
+		for _, to := range tos {
+			if !ledger.Valid(to) {
+				t.Errorf("%s → unknown state %q", from, to)
+			}
+			if to == from {
+				t.Errorf("self transition %s → %s", from, to)
+			}
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		from, to ledger.State
+		ok       bool
+	}{
+		{ledger.Open, ledger.Claimed, true},
+		{ledger.Claimed, ledger.Running, true},
+		{ledger.Running, ledger.Completed, true},
+		{ledger.Stopped, ledger.Open, true},
+		{ledger.NeedsInput, ledger.Open, true},
+		{ledger.Open, ledger.Completed, false},
+		{ledger.Completed, ledger.Open, false},
+		{ledger.Cancelled, ledger.Stopped, false},
+		{ledger.Waiting, ledger.Claimed, false},
+		{ledger.NeedsInput, ledger.Claimed, false},
+		{ledger.Stopped, ledger.Claimed, false},
+	}
+	for _, c := range cases {
+		err := ledger.Check(c.from, c.to)
+		if c.ok != (err == nil) {
+			t.Errorf("Check(%s, %s) = %v, want ok=%v", c.from, c.to, err, c.ok)
+		}
+		if err != nil {
+			if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("Check(%s, %s) = %v, want ErrConflict", c.from, c.to, err)
+			}
+			if !strings.Contains(err.Error(), string(c.from)) || !strings.Contains(err.Error(), string(c.to)) {
+				t.Errorf("Check error %q does not name both states", err)
+			}
+		}
+	}
+}
+
+// TestDispatchExclusion pins ADR 0020's set and its key property: a state in it
+// is never claimable, never terminal, and can be left only by an explicit
+// operator or answer transition.
+func TestDispatchExclusion(t *testing.T) {
+	if got := ledger.DispatchExcluded; len(got) != 2 || got[0] != ledger.NeedsInput || got[1] != ledger.Stopped {
+		t.Fatalf("DispatchExcluded = %v, want [NEEDS_INPUT STOPPED]", got)
+	}
+	for _, s := range ledger.DispatchExcluded {
+		if ledger.IsTerminal(s) || ledger.Allowed(s, ledger.Claimed) {
+			t.Errorf("%s is terminal or claimable", s)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	cases := []struct {
+		attempt int
+		r       float64
+		want    time.Duration
+	}{
+		{1, 0, time.Second},
+		{2, 0, 2 * time.Second},
+		{3, 0.5, 4*time.Second + 500*time.Millisecond},
+		{1, 0.999999999, time.Second + 249999999},
+		{40, 0, time.Hour},
+		{13, 1, time.Hour + 15*time.Minute},
+		{0, 0, time.Second},
+	}
+	for _, c := range cases {
+		if got := ledger.Backoff(c.attempt, c.r); got != c.want {
+			t.Errorf("Backoff(%d, %v) = %v, want %v", c.attempt, c.r, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,906 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// taskColumns is the column list every task query reads, in scanTask's order.
+const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
+	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
+	result, last_error, question, answer, review_note, created_at, updated_at`
+
+// revokeLease is the SET fragment that ends the current lease: the token stops
+// being current, so the executor's next call fails with ErrLeaseLost.
+const revokeLease = `lease_token = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
+
+// newToken is the SQL expression of a fresh random lease token.
+const newToken = `replace(gen_random_uuid()::text, '-', '')`
+
+// stateList renders states as a parenthesised SQL list of string literals.
+// States are package ledger constants, never user input.
+func stateList(states []ledger.State) string {
+	q := make([]string, len(states))
+	for i, s := range states {
+		q[i] = "'" + string(s) + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// terminalSQL is the list of terminal states, for the dedupe index.
+func terminalSQL() string { return stateList(ledger.Terminal[:]) }
+
+// excludedSQL is the dispatch-exclusion list every claim and reclaim query
+// uses, built from ledger.DispatchExcluded (and nothing else).
+func excludedSQL() string { return stateList(ledger.DispatchExcluded[:]) }
+
+// args accumulates positional query arguments; add returns the placeholder.
+type args struct{ vals []any }
+
+func (a *args) add(v any) string {
+	a.vals = append(a.vals, v)
+	return "$" + strconv.Itoa(len(a.vals))
+}
+
+func (a *args) list(vs []string) string {
+	ph := make([]string, len(vs))
+	for i, v := range vs {
+		ph[i] = a.add(v)
+	}
+	return "(" + strings.Join(ph, ", ") + ")"
+}
+
+// Row locks the candidate subquery of a move takes.
+const (
+	// lockWait waits for rows other transactions hold.
+	lockWait = "FOR UPDATE"
+	// lockSkip skips them (claims and the reaper: someone else is on it).
+	lockSkip = "FOR UPDATE SKIP LOCKED"
+)
+
+// move is one state change applied to every task a predicate selects.
+type move struct {
+	from, to ledger.State
+	// where selects the candidates (alias c), ANDed with c.state = from.
+	where func(a *args) string
+	// order and limit bound the candidates (claims); limit 0 means all.
+	order string
+	limit int
+	// lock is lockWait (the default) or lockSkip.
+	lock string
+	// set holds extra assignments, each starting with ", ".
+	set func(a *args) string
+	// actor and reason go to the event; attempt, when > 0, replaces the
+	// task's attempts after the change as the event's attempt.
+	actor, reason string
+	attempt       int
+}
+
+// transition is the one function through which every state change of this
+// backend goes. It checks the ledger's table for from → to, updates every
+// selected task still in from in one statement (candidates locked by the
+// subquery, with SKIP LOCKED for claims), and appends one cks_task_events row
+// per task in a second statement, both in tx. It returns the changed tasks as
+// they now are.
+func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move) ([]store.Task, error) {
+	if err := ledger.Check(m.from, m.to); err != nil {
+		return nil, err
+	}
+	a := &args{}
+	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(now)
+	if m.set != nil {
+		q += m.set(a)
+	}
+	from := a.add(string(m.from))
+	q += " WHERE state = " + from + " AND task_id = ANY(ARRAY(SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + from
+	if m.where != nil {
+		q += " AND (" + m.where(a) + ")"
+	}
+	q += " " + m.order
+	if m.limit > 0 {
+		q += " LIMIT " + a.add(m.limit)
+	}
+	lock := m.lock
+	if lock == "" {
+		lock = lockWait
+	}
+	q += " " + lock + ")) RETURNING " + taskColumns
+	rows, err := tx.Query(ctx, q, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s → %s: %w", m.from, m.to, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Task, error) { return scanTask(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s → %s: %w", m.from, m.to, err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(out))
+	attempts := make([]int32, len(out))
+	for i, t := range out {
+		ids[i], attempts[i] = t.ID, int32(t.Attempts)
+		if m.attempt > 0 {
+			attempts[i] = int32(m.attempt)
+		}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+SELECT unnest($1::bigint[]), $2, $3, $4, $5, unnest($6::int[]), $7`,
+		ids, now, m.actor, string(m.from), string(m.to), attempts, m.reason)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of %s → %s: %w", m.from, m.to, err)
+	}
+	return out, nil
+}
+
+// moveOne applies m to the single task cur (read and locked in the same
+// transaction).
+func (s *Store) moveOne(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, to ledger.State, m move) (store.Task, error) {
+	if err := ledger.Check(cur.State, to); err != nil {
+		return cur, fmt.Errorf("task %d: %w", cur.ID, err)
+	}
+	m.from, m.to = cur.State, to
+	m.where = func(a *args) string { return "c.task_id = " + a.add(cur.ID) }
+	ts, err := s.transition(ctx, tx, now, m)
+	if err != nil {
+		return cur, fmt.Errorf("task %d: %w", cur.ID, err)
+	}
+	if len(ts) != 1 {
+		return cur, fmt.Errorf("task %d changed concurrently: %w", cur.ID, store.ErrConflict)
+	}
+	ts[0].DependsOn = cur.DependsOn
+	return ts[0], nil
+}
+
+func appendEvent(ctx context.Context, tx pgx.Tx, e store.TaskEvent) error {
+	_, err := tx.Exec(ctx, `INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.TaskID, e.At, e.Actor, string(e.From), string(e.To), e.Attempt, e.Reason)
+	if err != nil {
+		return fmt.Errorf("postgres: event of task %d: %w", e.TaskID, err)
+	}
+	return nil
+}
+
+// write runs fn in one READ COMMITTED transaction and commits it when fn
+// succeeds. Rows fn changes are locked first (SELECT … FOR UPDATE).
+func (s *Store) write(ctx context.Context, what string, fn func(tx pgx.Tx, now time.Time) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	if err := fn(tx, store.Time(s.clock.Now())); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	return nil
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// getTask reads one task without its history; lock appends a row lock
+// clause such as "FOR UPDATE" (empty for none).
+func getTask(ctx context.Context, q querier, id int64, lock string) (store.Task, error) {
+	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskColumns+` FROM cks_outbox_tasks WHERE task_id = $1 `+lock, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return t, err
+	}
+	deps, err := depsOf(ctx, q, []int64{id})
+	if err != nil {
+		return t, err
+	}
+	t.DependsOn = deps[id]
+	return t, nil
+}
+
+// leased reads and locks task id and checks that token is its current lease
+// token and that it is in one of states; otherwise ErrLeaseLost (or
+// ErrNotFound).
+func leased(ctx context.Context, q querier, id int64, token string, states ...ledger.State) (store.Task, error) {
+	t, err := getTask(ctx, q, id, lockWait)
+	if err != nil {
+		return t, err
+	}
+	if token == "" || t.LeaseToken != token || !slices.Contains(states, t.State) {
+		return t, fmt.Errorf("task %d (now %s): %w", id, t.State, store.ErrLeaseLost)
+	}
+	return t, nil
+}
+
+// wrongState is the conflict of an operation that needs the task in want.
+func wrongState(t store.Task, op string, want ledger.State) error {
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, store.ErrConflict)
+}
+
+func depsOf(ctx context.Context, q querier, ids []int64) (map[int64][]int64, error) {
+	out := map[int64][]int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = ANY($1)
+ORDER BY task_id, depends_on`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dependencies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, dep int64
+		if err := rows.Scan(&id, &dep); err != nil {
+			return nil, fmt.Errorf("postgres: dependencies: %w", err)
+		}
+		out[id] = append(out[id], dep)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: dependencies: %w", err)
+	}
+	return out, nil
+}
+
+// Enqueue implements store.Tasks. Two enqueues racing on one dedupe key meet
+// at the unique index; the loser retries and returns the winner's task.
+func (s *Store) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
+	n, err := n.Validate()
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	for try := 0; ; try++ {
+		t, created, err := s.enqueue(ctx, n)
+		if isUniqueViolation(err) && n.DedupeKey != "" && try < 3 {
+			continue
+		}
+		return t, created, err
+	}
+}
+
+func (s *Store) enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
+	var (
+		out     store.Task
+		created bool
+	)
+	err := s.write(ctx, "enqueue", func(tx pgx.Tx, now time.Time) error {
+		if n.DedupeKey != "" {
+			var id int64
+			err := tx.QueryRow(ctx, `SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = $1 AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
+			if err == nil {
+				out, err = getTask(ctx, tx, id, "")
+				return err
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("postgres: enqueue: dedupe: %w", err)
+			}
+		}
+		if n.ParentID != nil {
+			if _, err := getTask(ctx, tx, *n.ParentID, ""); errors.Is(err, store.ErrNotFound) {
+				return &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+			} else if err != nil {
+				return err
+			}
+		}
+		state, reason := ledger.Open, "enqueued"
+		for _, d := range n.DependsOn {
+			// FOR SHARE: a dependency completing concurrently either waits
+			// for this task to exist (and then releases it) or is seen
+			// COMPLETED here.
+			var st string
+			err := tx.QueryRow(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE`, d).Scan(&st)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &store.FieldError{Field: "depends_on", Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+			}
+			if err != nil {
+				return fmt.Errorf("postgres: enqueue: dependency %d: %w", d, err)
+			}
+			dep := ledger.State(st)
+			switch {
+			case dep == ledger.Failed || dep == ledger.Cancelled:
+				state, reason = ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep)
+			case dep != ledger.Completed && state == ledger.Open:
+				state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
+			}
+		}
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
+	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
+	created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING task_id`,
+			n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
+			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, now).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("postgres: enqueue: %w", err)
+		}
+		if len(n.DependsOn) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO cks_task_deps (task_id, depends_on)
+SELECT $1, unnest($2::bigint[])`, id, n.DependsOn); err != nil {
+				return fmt.Errorf("postgres: enqueue: dependencies: %w", err)
+			}
+		}
+		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
+			To: state, Reason: reason}); err != nil {
+			return err
+		}
+		created = true
+		out, err = getTask(ctx, tx, id, "")
+		return err
+	})
+	return out, created, err
+}
+
+// GetTask implements store.Tasks.
+func (s *Store) GetTask(ctx context.Context, id int64) (store.Task, error) {
+	t, err := getTask(ctx, s.pool, id, "")
+	if err != nil {
+		return t, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
+FROM cks_task_events WHERE task_id = $1 ORDER BY event_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("postgres: events of task %d: %w", id, err)
+	}
+	t.Events, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.TaskEvent, error) {
+		var (
+			e        store.TaskEvent
+			from, to string
+		)
+		err := r.Scan(&e.ID, &e.TaskID, &e.At, &e.Actor, &from, &to, &e.Attempt, &e.Reason)
+		e.From, e.To, e.At = ledger.State(from), ledger.State(to), store.Time(e.At)
+		return e, err
+	})
+	if err != nil {
+		return t, fmt.Errorf("postgres: events of task %d: %w", id, err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT evidence_id, task_id, attempt, revision, kind, body, actor, created_at
+FROM cks_task_evidence WHERE task_id = $1 ORDER BY evidence_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("postgres: evidence of task %d: %w", id, err)
+	}
+	t.Evidence, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Evidence, error) {
+		var e store.Evidence
+		err := r.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Revision, &e.Kind, &e.Body, &e.Actor, &e.CreatedAt)
+		e.CreatedAt = store.Time(e.CreatedAt)
+		return e, err
+	})
+	if err != nil {
+		return t, fmt.Errorf("postgres: evidence of task %d: %w", id, err)
+	}
+	if len(t.Evidence) == 0 {
+		t.Evidence = nil
+	}
+	return t, nil
+}
+
+// ListTasks implements store.Tasks.
+func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+	f, err := f.Validate()
+	if err != nil {
+		return store.TaskPage{}, err
+	}
+	a := &args{}
+	q := `SELECT ` + taskColumns + ` FROM cks_outbox_tasks WHERE task_id > ` + a.add(f.After)
+	if len(f.States) > 0 {
+		states := make([]string, len(f.States))
+		for i, st := range f.States {
+			if !ledger.Valid(st) {
+				return store.TaskPage{}, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", ledger.All, st)}
+			}
+			states[i] = string(st)
+		}
+		q += ` AND state = ANY(` + a.add(states) + `)`
+	}
+	if len(f.Types) > 0 {
+		q += ` AND type = ANY(` + a.add(f.Types) + `)`
+	}
+	q += ` ORDER BY task_id LIMIT ` + a.add(f.Limit+1)
+	rows, err := s.pool.Query(ctx, q, a.vals...)
+	if err != nil {
+		return store.TaskPage{}, fmt.Errorf("postgres: list tasks: %w", err)
+	}
+	var page store.TaskPage
+	page.Tasks, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Task, error) { return scanTask(r) })
+	if err != nil {
+		return page, fmt.Errorf("postgres: list tasks: %w", err)
+	}
+	if len(page.Tasks) == 0 {
+		page.Tasks = nil
+	}
+	if len(page.Tasks) > f.Limit {
+		page.Tasks = page.Tasks[:f.Limit]
+		page.Next = page.Tasks[f.Limit-1].ID
+	}
+	ids := make([]int64, len(page.Tasks))
+	for i, t := range page.Tasks {
+		ids[i] = t.ID
+	}
+	deps, err := depsOf(ctx, s.pool, ids)
+	if err != nil {
+		return page, err
+	}
+	for i := range page.Tasks {
+		page.Tasks[i].DependsOn = deps[page.Tasks[i].ID]
+	}
+	return page, nil
+}
+
+// claimSQL is the candidate predicate of Claim (alias c): due, of the given
+// types, and not dispatch-excluded.
+func claimSQL(a *args, now time.Time, types []string) string {
+	w := "(c.run_after IS NULL OR c.run_after <= " + a.add(now) + ") AND c.state NOT IN " + excludedSQL()
+	if len(types) > 0 {
+		w += " AND c.type = ANY(" + a.add(types) + ")"
+	}
+	return w
+}
+
+// reclaimSQL is the candidate predicate of ReclaimExpired (alias c).
+func reclaimSQL(a *args, now time.Time, staleWindow time.Duration, exhausted bool) string {
+	w := "c.lease_expires_at <= " + a.add(now) +
+		" AND (c.lease_renewed_at IS NULL OR c.lease_renewed_at <= " + a.add(now.Add(-staleWindow)) + ")" +
+		" AND c.state NOT IN " + excludedSQL()
+	if exhausted {
+		return w + " AND c.attempts >= c.max_attempts"
+	}
+	return w + " AND c.attempts < c.max_attempts"
+}
+
+// Claim implements store.Tasks.
+func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+	if err := checkClaim(worker, n, lease); err != nil {
+		return nil, err
+	}
+	var out []store.Task
+	err := s.write(ctx, "claim", func(tx pgx.Tx, now time.Time) error {
+		var err error
+		out, err = s.transition(ctx, tx, now, move{
+			from: ledger.Open, to: ledger.Claimed,
+			where: func(a *args) string { return claimSQL(a, now, types) },
+			order: "ORDER BY c.priority DESC, c.created_at, c.task_id",
+			limit: n,
+			lock:  lockSkip,
+			set: func(a *args) string {
+				return ", claimed_by = " + a.add(worker) + ", claimed_at = " + a.add(now) +
+					", lease_token = " + newToken + ", lease_expires_at = " + a.add(now.Add(lease)) +
+					", lease_renewed_at = " + a.add(now) + ", lease_ms = " + a.add(lease.Milliseconds()) +
+					", attempts = attempts + 1, run_after = NULL"
+			},
+			actor: worker, reason: "claimed",
+		})
+		if err != nil {
+			return err
+		}
+		return fillDeps(ctx, tx, out)
+	})
+	sortClaimed(out)
+	return out, err
+}
+
+func checkClaim(worker string, n int, lease time.Duration) error {
+	switch {
+	case worker == "":
+		return &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}
+	case n < 1 || n > store.MaxListLimit:
+		return &store.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
+	case lease < time.Millisecond:
+		return &store.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
+	}
+	return nil
+}
+
+// fillDeps sets DependsOn of every task in ts.
+func fillDeps(ctx context.Context, q querier, ts []store.Task) error {
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	deps, err := depsOf(ctx, q, ids)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		ts[i].DependsOn = deps[ts[i].ID]
+	}
+	return nil
+}
+
+// sortClaimed orders claimed tasks as the claim picked them: highest priority,
+// then oldest (RETURNING gives no order).
+func sortClaimed(ts []store.Task) {
+	slices.SortFunc(ts, func(x, y store.Task) int {
+		if x.Priority != y.Priority {
+			return y.Priority - x.Priority
+		}
+		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
+			return c
+		}
+		return int(x.ID - y.ID)
+	})
+}
+
+// MarkRunning implements store.Tasks.
+func (s *Store) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "mark running", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Running, move{actor: cur.ClaimedBy, reason: "running"})
+		return err
+	})
+	return out, err
+}
+
+// Touch implements store.Tasks.
+func (s *Store) Touch(ctx context.Context, id int64, token string) (bool, error) {
+	err := s.write(ctx, "touch", func(tx pgx.Tx, now time.Time) error {
+		if _, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running, ledger.Reviewing); err != nil {
+			return err
+		}
+		var ms int64
+		if err := tx.QueryRow(ctx, `SELECT lease_ms FROM cks_outbox_tasks WHERE task_id = $1`, id).Scan(&ms); err != nil {
+			return fmt.Errorf("postgres: touch task %d: %w", id, err)
+		}
+		expires := now.Add(time.Duration(ms) * time.Millisecond)
+		_, err := tx.Exec(ctx, `UPDATE cks_outbox_tasks SET lease_renewed_at = $1, lease_expires_at = $2, updated_at = $1
+WHERE task_id = $3`, now, expires, id)
+		if err != nil {
+			return fmt.Errorf("postgres: touch task %d: %w", id, err)
+		}
+		return nil
+	})
+	return err == nil, err
+}
+
+// AddEvidence implements store.Tasks.
+func (s *Store) AddEvidence(ctx context.Context, id int64, token, kind, body string) (store.Evidence, error) {
+	if kind == "" {
+		return store.Evidence{}, &store.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
+	}
+	var out store.Evidence
+	err := s.write(ctx, "add evidence", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out = store.Evidence{TaskID: id, Attempt: cur.Attempts, Revision: cur.Revision, Kind: kind,
+			Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
+		err = tx.QueryRow(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, revision, kind, body, actor, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING evidence_id`, id, out.Attempt, out.Revision, kind, body, out.Actor, now).Scan(&out.ID)
+		if err != nil {
+			return fmt.Errorf("postgres: evidence of task %d: %w", id, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Complete implements store.Tasks.
+func (s *Store) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "complete", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		to, reason := ledger.Completed, "completed"
+		if needsReview {
+			to, reason = ledger.NeedsReview, "needs review"
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string { return ", result = " + a.add(result) + ", " + revokeLease }})
+		if err != nil || to != ledger.Completed {
+			return err
+		}
+		return s.releaseDependants(ctx, tx, now, id)
+	})
+	return out, err
+}
+
+// releaseDependants moves the WAITING dependants of the just completed task
+// id whose dependencies are now all COMPLETED to OPEN. It locks the
+// dependants first, in a statement of its own, so that the check that follows
+// runs on a snapshot taken after any concurrent completion of another of
+// their dependencies has committed (under READ COMMITTED two such
+// completions would otherwise each miss the other's and leave the dependant
+// WAITING).
+func (s *Store) releaseDependants(ctx context.Context, tx pgx.Tx, now time.Time, id int64) error {
+	if _, err := tx.Exec(ctx, `SELECT task_id FROM cks_outbox_tasks
+WHERE state = $1 AND task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = $2)
+ORDER BY task_id FOR UPDATE`, string(ledger.Waiting), id); err != nil {
+		return fmt.Errorf("postgres: lock dependants of %d: %w", id, err)
+	}
+	_, err := s.transition(ctx, tx, now, move{
+		from: ledger.Waiting, to: ledger.Open,
+		where: func(a *args) string {
+			return "c.task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = " + a.add(id) + `)
+AND NOT EXISTS (SELECT 1 FROM cks_task_deps d JOIN cks_outbox_tasks p ON p.task_id = d.depends_on
+	WHERE d.task_id = c.task_id AND p.state <> ` + a.add(string(ledger.Completed)) + ")"
+		},
+		actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", id),
+	})
+	return err
+}
+
+// blockDependants moves the WAITING dependants of task id, which just became
+// FAILED or CANCELLED, to BLOCKED, and so on down the dependency graph.
+func (s *Store) blockDependants(ctx context.Context, tx pgx.Tx, now time.Time, id int64, state ledger.State, why string) error {
+	type item struct {
+		id     int64
+		reason string
+	}
+	queue := []item{{id, fmt.Sprintf("dependency %d is %s: %s", id, state, why)}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		blocked, err := s.transition(ctx, tx, now, move{
+			from: ledger.Waiting, to: ledger.Blocked,
+			where: func(a *args) string {
+				return "c.task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = " + a.add(it.id) + ")"
+			},
+			set:   func(a *args) string { return ", last_error = " + a.add(it.reason) },
+			actor: "ledger", reason: it.reason,
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range blocked {
+			queue = append(queue, item{b.ID, fmt.Sprintf("dependency %d is BLOCKED (%s)", b.ID, it.reason)})
+		}
+	}
+	return nil
+}
+
+// Fail implements store.Tasks.
+func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "fail", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		if retryable && cur.Attempts < cur.MaxAttempts {
+			runAfter := now.Add(ledger.Backoff(cur.Attempts, rand.Float64()))
+			out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: cur.ClaimedBy, reason: "retry: " + reason,
+				set: func(a *args) string {
+					return ", last_error = " + a.add(reason) + ", run_after = " + a.add(runAfter) + ", " + revokeLease
+				}})
+			return err
+		}
+		if retryable {
+			reason = "max attempts: " + reason
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Failed, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+		if err != nil {
+			return err
+		}
+		return s.blockDependants(ctx, tx, now, id, ledger.Failed, reason)
+	})
+	return out, err
+}
+
+// RequestInput implements store.Tasks.
+func (s *Store) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
+	if question == "" {
+		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	}
+	var out store.Task
+	err := s.write(ctx, "request input", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.NeedsInput, move{actor: cur.ClaimedBy, reason: question,
+			attempt: cur.Attempts,
+			set: func(a *args) string {
+				return ", question = " + a.add(question) + ", answer = '', attempts = attempts - 1, " + revokeLease
+			}})
+		return err
+	})
+	return out, err
+}
+
+// Answer implements store.Tasks.
+func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
+	if text == "" {
+		return store.Task{}, &store.FieldError{Field: "answer", Expected: "a non-empty answer"}
+	}
+	var out store.Task
+	err := s.write(ctx, "answer", func(tx pgx.Tx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		if cur.State != ledger.NeedsInput {
+			return wrongState(cur, "answer", ledger.NeedsInput)
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
+			set: func(a *args) string { return ", answer = " + a.add(text) + ", run_after = NULL" }})
+		return err
+	})
+	return out, err
+}
+
+// ClaimReview implements store.Tasks.
+func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
+	if err := checkClaim(reviewer, 1, lease); err != nil {
+		return store.Task{}, err
+	}
+	var out store.Task
+	err := s.write(ctx, "claim review", func(tx pgx.Tx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		if cur.State != ledger.NeedsReview {
+			return wrongState(cur, "claim review", ledger.NeedsReview)
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
+			set: func(a *args) string {
+				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(now) +
+					", lease_token = " + newToken + ", lease_expires_at = " + a.add(now.Add(lease)) +
+					", lease_renewed_at = " + a.add(now) + ", lease_ms = " + a.add(lease.Milliseconds())
+			}})
+		return err
+	})
+	return out, err
+}
+
+// Approve implements store.Tasks.
+func (s *Store) Approve(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, true, note)
+}
+
+// Reject implements store.Tasks.
+func (s *Store) Reject(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, false, note)
+}
+
+func (s *Store) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "review", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Reviewing)
+		if err != nil {
+			return err
+		}
+		to, reason := ledger.Open, "review rejected: "+note
+		if approve {
+			to, reason = ledger.Completed, "review approved: "+note
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string {
+				return ", review_note = " + a.add(note) + ", run_after = NULL, " + revokeLease
+			}})
+		if err != nil || !approve {
+			return err
+		}
+		return s.releaseDependants(ctx, tx, now, id)
+	})
+	return out, err
+}
+
+// Cancel implements store.Tasks.
+func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "cancel", func(tx pgx.Tx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
+			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+		if err != nil {
+			return err
+		}
+		return s.blockDependants(ctx, tx, now, id, ledger.Cancelled, reason)
+	})
+	return out, err
+}
+
+// ReclaimExpired implements store.Tasks.
+func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
+	if staleWindow < 0 {
+		return 0, &store.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
+	}
+	now = store.Time(now)
+	total := 0
+	err := s.write(ctx, "reclaim", func(tx pgx.Tx, _ time.Time) error {
+		for _, from := range []ledger.State{ledger.Claimed, ledger.Running} {
+			failed, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Failed, lock: lockSkip,
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, true) },
+				set: func(a *args) string {
+					return ", last_error = " + a.add("max attempts") + ", " + revokeLease
+				},
+				actor: "reaper", reason: "max attempts"})
+			if err != nil {
+				return err
+			}
+			for _, t := range failed {
+				if err := s.blockDependants(ctx, tx, now, t.ID, ledger.Failed, "max attempts"); err != nil {
+					return err
+				}
+			}
+			reopened, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Open, lock: lockSkip,
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, false) },
+				set: func(a *args) string {
+					return ", last_error = " + a.add("lease expired") + ", " + revokeLease
+				},
+				actor: "reaper", reason: "lease expired"})
+			if err != nil {
+				return err
+			}
+			total += len(failed) + len(reopened)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+// Transition moves task id to state to through the ledger's table, recording
+// an event by actor with reason, and nothing else: no lease, dependency or
+// attempt effects. It exists for the conformance suite and repair tools;
+// the operations of store.Tasks are what callers use.
+func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "transition", func(tx pgx.Tx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
+		return err
+	})
+	return out, err
+}
+
+func scanTask(row pgx.Row) (store.Task, error) {
+	var (
+		t                                     store.Task
+		payload                               []byte
+		state                                 string
+		claimedAt, expires, renewed, runAfter *time.Time
+	)
+	err := row.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
+		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &t.ParentID, &t.DedupeKey, &t.CreatedBy,
+		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &t.CreatedAt, &t.UpdatedAt)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Task{}, err
+		}
+		return store.Task{}, fmt.Errorf("postgres: scan task: %w", err)
+	}
+	t.Payload = payload
+	t.State = ledger.State(state)
+	for _, f := range []struct {
+		src *time.Time
+		dst *time.Time
+	}{{claimedAt, &t.ClaimedAt}, {expires, &t.LeaseExpiresAt}, {renewed, &t.LeaseRenewedAt}, {runAfter, &t.RunAfter}} {
+		if f.src != nil {
+			*f.dst = store.Time(*f.src)
+		}
+	}
+	t.CreatedAt = store.Time(t.CreatedAt)
+	t.UpdatedAt = store.Time(t.UpdatedAt)
+	return t, nil
+}

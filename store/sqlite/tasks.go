@@ -1,0 +1,987 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// taskColumns is the column list every task query reads, in scanTask's order.
+const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
+	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
+	result, last_error, question, answer, review_note, created_at, updated_at`
+
+// revokeLease is the SET fragment that ends the current lease: the token stops
+// being current, so the executor's next call fails with ErrLeaseLost.
+const revokeLease = `lease_token = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
+
+// newToken is the SQL expression of a fresh random lease token.
+const newToken = `lower(hex(randomblob(16)))`
+
+// stateList renders states as a parenthesised SQL list of string literals.
+// States are package ledger constants, never user input.
+func stateList(states []ledger.State) string {
+	q := make([]string, len(states))
+	for i, s := range states {
+		q[i] = "'" + string(s) + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// terminalSQL is the list of terminal states, for the dedupe index.
+func terminalSQL() string { return stateList(ledger.Terminal[:]) }
+
+// excludedSQL is the dispatch-exclusion list every claim and reclaim query
+// uses, built from ledger.DispatchExcluded (and nothing else).
+func excludedSQL() string { return stateList(ledger.DispatchExcluded[:]) }
+
+// args accumulates positional query arguments; add returns the placeholder.
+type args struct{ vals []any }
+
+func (a *args) add(v any) string { a.vals = append(a.vals, v); return "?" }
+
+func (a *args) list(vs []string) string {
+	ph := make([]string, len(vs))
+	for i, v := range vs {
+		ph[i] = a.add(v)
+	}
+	return "(" + strings.Join(ph, ", ") + ")"
+}
+
+// move is one state change applied to every task a predicate selects.
+type move struct {
+	from, to ledger.State
+	// where selects the candidates (alias c), ANDed with c.state = from.
+	where func(a *args) string
+	// order and limit bound the candidates (claims); limit 0 means all.
+	order string
+	limit int
+	// set holds extra assignments, each starting with ", ".
+	set func(a *args) string
+	// actor and reason go to the event; attempt, when > 0, replaces the
+	// task's attempts after the change as the event's attempt.
+	actor, reason string
+	attempt       int
+}
+
+// transition is the one function through which every state change of this
+// backend goes. It checks the ledger's table for from → to, updates every
+// selected task still in from, and appends one cks_task_events row per task,
+// all in tx. It returns the changed tasks as they now are.
+func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) ([]store.Task, error) {
+	if err := ledger.Check(m.from, m.to); err != nil {
+		return nil, err
+	}
+	a := &args{}
+	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(fmtTime(now))
+	if m.set != nil {
+		q += m.set(a)
+	}
+	q += " WHERE task_id IN (SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + a.add(string(m.from))
+	if m.where != nil {
+		q += " AND (" + m.where(a) + ")"
+	}
+	q += " " + m.order
+	if m.limit > 0 {
+		q += " LIMIT " + a.add(m.limit)
+	}
+	q += ") RETURNING " + taskColumns
+	rows, err := tx.QueryContext(ctx, q, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
+	}
+	var out []store.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
+	}
+	for _, t := range out {
+		attempt := t.Attempts
+		if m.attempt > 0 {
+			attempt = m.attempt
+		}
+		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: t.ID, At: now, Actor: m.actor,
+			From: m.from, To: m.to, Attempt: attempt, Reason: m.reason}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// moveOne applies m to the single task cur (read in the same transaction).
+func (s *Store) moveOne(ctx context.Context, tx *wtx, now time.Time, cur store.Task, to ledger.State, m move) (store.Task, error) {
+	if err := ledger.Check(cur.State, to); err != nil {
+		return cur, fmt.Errorf("task %d: %w", cur.ID, err)
+	}
+	m.from, m.to = cur.State, to
+	m.where = func(a *args) string { return "c.task_id = " + a.add(cur.ID) }
+	ts, err := s.transition(ctx, tx, now, m)
+	if err != nil {
+		return cur, fmt.Errorf("task %d: %w", cur.ID, err)
+	}
+	if len(ts) != 1 {
+		return cur, fmt.Errorf("task %d changed concurrently: %w", cur.ID, store.ErrConflict)
+	}
+	ts[0].DependsOn = cur.DependsOn
+	return ts[0], nil
+}
+
+func appendEvent(ctx context.Context, tx *wtx, e store.TaskEvent) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES (?, ?, ?, ?, ?, ?, ?)`, e.TaskID, fmtTime(e.At), e.Actor, string(e.From), string(e.To), e.Attempt, e.Reason)
+	if err != nil {
+		return fmt.Errorf("sqlite: event of task %d: %w", e.TaskID, err)
+	}
+	return nil
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
+// and commits it when fn succeeds. Statements fn runs through the wtx use the
+// store's prepared-statement cache.
+func (s *Store) write(ctx context.Context, what string, fn func(tx *wtx, now time.Time) error) error {
+	tx, err := beginImmediate(ctx, s.writer)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	w := &wtx{Tx: tx, s: s}
+	defer func() {
+		tx.Rollback() //nolint:errcheck // no-op after commit
+		s.prepare(ctx, w.missed)
+	}()
+	if err := fn(w, store.Time(s.clock.Now())); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return nil
+}
+
+// maxCachedStatements bounds the prepared-statement cache (queries with IN
+// lists of varying length have many texts).
+const maxCachedStatements = 256
+
+// stmtCache holds statements prepared on the writer, by query text. Parsing
+// is a large share of a small write's cost, so the hot statements are
+// prepared once. A statement is prepared after the transaction that first
+// ran it (the writer has one connection, which that transaction held).
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func (s *Store) cached(q string) *sql.Stmt {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	return s.cache.stmts[q]
+}
+
+func (s *Store) prepare(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		s.cache.mu.Lock()
+		_, have := s.cache.stmts[q]
+		full := len(s.cache.stmts) >= maxCachedStatements
+		s.cache.mu.Unlock()
+		if have || full {
+			continue
+		}
+		st, err := s.writer.PrepareContext(ctx, q)
+		if err != nil {
+			continue // the query runs unprepared next time too
+		}
+		s.cache.mu.Lock()
+		if s.cache.stmts == nil {
+			s.cache.stmts = map[string]*sql.Stmt{}
+		}
+		if _, have := s.cache.stmts[q]; have {
+			st.Close()
+		} else {
+			s.cache.stmts[q] = st
+		}
+		s.cache.mu.Unlock()
+	}
+}
+
+// closeStatements closes every cached statement.
+func (s *Store) closeStatements() error {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	var errs []error
+	for _, st := range s.cache.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.cache.stmts = nil
+	return errors.Join(errs...)
+}
+
+// wtx is a write transaction that runs cached statements where it can and
+// remembers the queries it ran unprepared.
+type wtx struct {
+	*sql.Tx
+	s      *Store
+	missed []string
+}
+
+func (w *wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st := w.s.cached(q); st != nil {
+		return w.Tx.StmtContext(ctx, st)
+	}
+	w.missed = append(w.missed, q)
+	return nil
+}
+
+// QueryContext runs q in the transaction.
+func (w *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return w.Tx.QueryContext(ctx, q, args...)
+}
+
+// QueryRowContext runs q in the transaction.
+func (w *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return w.Tx.QueryRowContext(ctx, q, args...)
+}
+
+// ExecContext runs q in the transaction.
+func (w *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return w.Tx.ExecContext(ctx, q, args...)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// getTask reads one task without its history.
+func getTask(ctx context.Context, q querier, id int64) (store.Task, error) {
+	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM cks_outbox_tasks WHERE task_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return t, err
+	}
+	deps, err := depsOf(ctx, q, []int64{id})
+	if err != nil {
+		return t, err
+	}
+	t.DependsOn = deps[id]
+	return t, nil
+}
+
+// leased reads task id and checks that token is its current lease token and
+// that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound).
+func leased(ctx context.Context, q querier, id int64, token string, states ...ledger.State) (store.Task, error) {
+	t, err := getTask(ctx, q, id)
+	if err != nil {
+		return t, err
+	}
+	if token == "" || t.LeaseToken != token || !slices.Contains(states, t.State) {
+		return t, fmt.Errorf("task %d (now %s): %w", id, t.State, store.ErrLeaseLost)
+	}
+	return t, nil
+}
+
+// wrongState is the conflict of an operation that needs the task in want.
+func wrongState(t store.Task, op string, want ledger.State) error {
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, store.ErrConflict)
+}
+
+func depsOf(ctx context.Context, q querier, ids []int64) (map[int64][]int64, error) {
+	out := map[int64][]int64{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	a := &args{}
+	ph := make([]string, len(ids))
+	for i, id := range ids {
+		ph[i] = a.add(id)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT task_id, depends_on FROM cks_task_deps WHERE task_id IN (`+
+		strings.Join(ph, ", ")+`) ORDER BY task_id, depends_on`, a.vals...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: dependencies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, dep int64
+		if err := rows.Scan(&id, &dep); err != nil {
+			return nil, fmt.Errorf("sqlite: dependencies: %w", err)
+		}
+		out[id] = append(out[id], dep)
+	}
+	return out, rows.Err()
+}
+
+// Enqueue implements store.Tasks.
+func (s *Store) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
+	n, err := n.Validate()
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	var (
+		out     store.Task
+		created bool
+	)
+	err = s.write(ctx, "enqueue", func(tx *wtx, now time.Time) error {
+		if n.DedupeKey != "" {
+			var id int64
+			err := tx.QueryRowContext(ctx, `SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = ? AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
+			if err == nil {
+				out, err = getTask(ctx, tx, id)
+				return err
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: enqueue: dedupe: %w", err)
+			}
+		}
+		if n.ParentID != nil {
+			if _, err := getTask(ctx, tx, *n.ParentID); errors.Is(err, store.ErrNotFound) {
+				return &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+			} else if err != nil {
+				return err
+			}
+		}
+		state, reason := ledger.Open, "enqueued"
+		for _, d := range n.DependsOn {
+			var st string
+			err := tx.QueryRowContext(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = ?`, d).Scan(&st)
+			if errors.Is(err, sql.ErrNoRows) {
+				return &store.FieldError{Field: "depends_on", Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: enqueue: dependency %d: %w", d, err)
+			}
+			dep := ledger.State(st)
+			switch {
+			case dep == ledger.Failed || dep == ledger.Cancelled:
+				state, reason = ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep)
+			case dep != ledger.Completed && state == ledger.Open:
+				state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
+			}
+		}
+		var id int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
+	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
+	created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
+			n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
+			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, fmtTime(now), fmtTime(now)).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("sqlite: enqueue: %w", err)
+		}
+		for _, d := range n.DependsOn {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO cks_task_deps (task_id, depends_on) VALUES (?, ?)`, id, d); err != nil {
+				return fmt.Errorf("sqlite: enqueue: dependency %d: %w", d, err)
+			}
+		}
+		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
+			To: state, Reason: reason}); err != nil {
+			return err
+		}
+		created = true
+		out, err = getTask(ctx, tx, id)
+		return err
+	})
+	return out, created, err
+}
+
+// GetTask implements store.Tasks.
+func (s *Store) GetTask(ctx context.Context, id int64) (store.Task, error) {
+	t, err := getTask(ctx, s.reader, id)
+	if err != nil {
+		return t, err
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
+FROM cks_task_events WHERE task_id = ? ORDER BY event_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			e        store.TaskEvent
+			at       string
+			from, to string
+		)
+		if err := rows.Scan(&e.ID, &e.TaskID, &at, &e.Actor, &from, &to, &e.Attempt, &e.Reason); err != nil {
+			return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+		}
+		e.From, e.To = ledger.State(from), ledger.State(to)
+		if e.At, err = parseTime(at); err != nil {
+			return t, err
+		}
+		t.Events = append(t.Events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+	}
+	erows, err := s.reader.QueryContext(ctx, `SELECT evidence_id, task_id, attempt, revision, kind, body, actor, created_at
+FROM cks_task_evidence WHERE task_id = ? ORDER BY evidence_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+	}
+	defer erows.Close()
+	for erows.Next() {
+		var (
+			e  store.Evidence
+			at string
+		)
+		if err := erows.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Revision, &e.Kind, &e.Body, &e.Actor, &at); err != nil {
+			return t, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+		}
+		if e.CreatedAt, err = parseTime(at); err != nil {
+			return t, err
+		}
+		t.Evidence = append(t.Evidence, e)
+	}
+	return t, erows.Err()
+}
+
+// ListTasks implements store.Tasks.
+func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+	f, err := f.Validate()
+	if err != nil {
+		return store.TaskPage{}, err
+	}
+	a := &args{}
+	q := `SELECT ` + taskColumns + ` FROM cks_outbox_tasks WHERE task_id > ` + a.add(f.After)
+	if len(f.States) > 0 {
+		states := make([]string, len(f.States))
+		for i, st := range f.States {
+			if !ledger.Valid(st) {
+				return store.TaskPage{}, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", ledger.All, st)}
+			}
+			states[i] = string(st)
+		}
+		q += ` AND state IN ` + a.list(states)
+	}
+	if len(f.Types) > 0 {
+		q += ` AND type IN ` + a.list(f.Types)
+	}
+	q += ` ORDER BY task_id LIMIT ` + a.add(f.Limit+1)
+	rows, err := s.reader.QueryContext(ctx, q, a.vals...)
+	if err != nil {
+		return store.TaskPage{}, fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	defer rows.Close()
+	var page store.TaskPage
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return page, err
+		}
+		page.Tasks = append(page.Tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return page, fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	if len(page.Tasks) > f.Limit {
+		page.Tasks = page.Tasks[:f.Limit]
+		page.Next = page.Tasks[f.Limit-1].ID
+	}
+	ids := make([]int64, len(page.Tasks))
+	for i, t := range page.Tasks {
+		ids[i] = t.ID
+	}
+	deps, err := depsOf(ctx, s.reader, ids)
+	if err != nil {
+		return page, err
+	}
+	for i := range page.Tasks {
+		page.Tasks[i].DependsOn = deps[page.Tasks[i].ID]
+	}
+	return page, nil
+}
+
+// claimSQL is the candidate predicate of Claim (alias c): due, of the given
+// types, and not dispatch-excluded.
+func claimSQL(a *args, now time.Time, types []string) string {
+	w := "(c.run_after IS NULL OR c.run_after <= " + a.add(fmtTime(now)) + ") AND c.state NOT IN " + excludedSQL()
+	if len(types) > 0 {
+		w += " AND c.type IN " + a.list(types)
+	}
+	return w
+}
+
+// reclaimSQL is the candidate predicate of ReclaimExpired (alias c).
+func reclaimSQL(a *args, now time.Time, staleWindow time.Duration, exhausted bool) string {
+	w := "c.lease_expires_at <= " + a.add(fmtTime(now)) +
+		" AND (c.lease_renewed_at IS NULL OR c.lease_renewed_at <= " + a.add(fmtTime(now.Add(-staleWindow))) + ")" +
+		" AND c.state NOT IN " + excludedSQL()
+	if exhausted {
+		return w + " AND c.attempts >= c.max_attempts"
+	}
+	return w + " AND c.attempts < c.max_attempts"
+}
+
+// Claim implements store.Tasks.
+func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+	if err := checkClaim(worker, n, lease); err != nil {
+		return nil, err
+	}
+	var out []store.Task
+	err := s.write(ctx, "claim", func(tx *wtx, now time.Time) error {
+		var err error
+		out, err = s.transition(ctx, tx, now, move{
+			from: ledger.Open, to: ledger.Claimed,
+			where: func(a *args) string { return claimSQL(a, now, types) },
+			order: "ORDER BY c.priority DESC, c.created_at, c.task_id",
+			limit: n,
+			set: func(a *args) string {
+				return ", claimed_by = " + a.add(worker) + ", claimed_at = " + a.add(fmtTime(now)) +
+					", lease_token = " + newToken + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
+					", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds()) +
+					", attempts = attempts + 1, run_after = NULL"
+			},
+			actor: worker, reason: "claimed",
+		})
+		if err != nil {
+			return err
+		}
+		return fillDeps(ctx, tx, out)
+	})
+	sortClaimed(out)
+	return out, err
+}
+
+func checkClaim(worker string, n int, lease time.Duration) error {
+	switch {
+	case worker == "":
+		return &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}
+	case n < 1 || n > store.MaxListLimit:
+		return &store.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
+	case lease < time.Millisecond:
+		return &store.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
+	}
+	return nil
+}
+
+// fillDeps sets DependsOn of every task in ts.
+func fillDeps(ctx context.Context, q querier, ts []store.Task) error {
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	deps, err := depsOf(ctx, q, ids)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		ts[i].DependsOn = deps[ts[i].ID]
+	}
+	return nil
+}
+
+// sortClaimed orders claimed tasks as the claim picked them: highest priority,
+// then oldest (RETURNING gives no order).
+func sortClaimed(ts []store.Task) {
+	slices.SortFunc(ts, func(x, y store.Task) int {
+		if x.Priority != y.Priority {
+			return y.Priority - x.Priority
+		}
+		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
+			return c
+		}
+		return int(x.ID - y.ID)
+	})
+}
+
+// MarkRunning implements store.Tasks.
+func (s *Store) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "mark running", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Running, move{actor: cur.ClaimedBy, reason: "running"})
+		return err
+	})
+	return out, err
+}
+
+// Touch implements store.Tasks.
+func (s *Store) Touch(ctx context.Context, id int64, token string) (bool, error) {
+	err := s.write(ctx, "touch", func(tx *wtx, now time.Time) error {
+		if _, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running, ledger.Reviewing); err != nil {
+			return err
+		}
+		var ms int64
+		if err := tx.QueryRowContext(ctx, `SELECT lease_ms FROM cks_outbox_tasks WHERE task_id = ?`, id).Scan(&ms); err != nil {
+			return fmt.Errorf("sqlite: touch task %d: %w", id, err)
+		}
+		expires := now.Add(time.Duration(ms) * time.Millisecond)
+		_, err := tx.ExecContext(ctx, `UPDATE cks_outbox_tasks SET lease_renewed_at = ?, lease_expires_at = ?, updated_at = ?
+WHERE task_id = ?`, fmtTime(now), fmtTime(expires), fmtTime(now), id)
+		if err != nil {
+			return fmt.Errorf("sqlite: touch task %d: %w", id, err)
+		}
+		return nil
+	})
+	return err == nil, err
+}
+
+// AddEvidence implements store.Tasks.
+func (s *Store) AddEvidence(ctx context.Context, id int64, token, kind, body string) (store.Evidence, error) {
+	if kind == "" {
+		return store.Evidence{}, &store.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
+	}
+	var out store.Evidence
+	err := s.write(ctx, "add evidence", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out = store.Evidence{TaskID: id, Attempt: cur.Attempts, Revision: cur.Revision, Kind: kind,
+			Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
+		err = tx.QueryRowContext(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, revision, kind, body, actor, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING evidence_id`, id, out.Attempt, out.Revision, kind, body, out.Actor, fmtTime(now)).Scan(&out.ID)
+		if err != nil {
+			return fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Complete implements store.Tasks.
+func (s *Store) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "complete", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		to, reason := ledger.Completed, "completed"
+		if needsReview {
+			to, reason = ledger.NeedsReview, "needs review"
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string { return ", result = " + a.add(result) + ", " + revokeLease }})
+		if err != nil || to != ledger.Completed {
+			return err
+		}
+		return s.releaseDependants(ctx, tx, now, id)
+	})
+	return out, err
+}
+
+// releaseDependants moves the WAITING dependants of the just completed task
+// id whose dependencies are now all COMPLETED to OPEN.
+func (s *Store) releaseDependants(ctx context.Context, tx *wtx, now time.Time, id int64) error {
+	_, err := s.transition(ctx, tx, now, move{
+		from: ledger.Waiting, to: ledger.Open,
+		where: func(a *args) string {
+			return "c.task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = " + a.add(id) + `)
+AND NOT EXISTS (SELECT 1 FROM cks_task_deps d JOIN cks_outbox_tasks p ON p.task_id = d.depends_on
+	WHERE d.task_id = c.task_id AND p.state <> ` + a.add(string(ledger.Completed)) + ")"
+		},
+		actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", id),
+	})
+	return err
+}
+
+// blockDependants moves the WAITING dependants of task id, which just became
+// FAILED or CANCELLED, to BLOCKED, and so on down the dependency graph.
+func (s *Store) blockDependants(ctx context.Context, tx *wtx, now time.Time, id int64, state ledger.State, why string) error {
+	type item struct {
+		id     int64
+		reason string
+	}
+	queue := []item{{id, fmt.Sprintf("dependency %d is %s: %s", id, state, why)}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		blocked, err := s.transition(ctx, tx, now, move{
+			from: ledger.Waiting, to: ledger.Blocked,
+			where: func(a *args) string {
+				return "c.task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = " + a.add(it.id) + ")"
+			},
+			set:   func(a *args) string { return ", last_error = " + a.add(it.reason) },
+			actor: "ledger", reason: it.reason,
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range blocked {
+			queue = append(queue, item{b.ID, fmt.Sprintf("dependency %d is BLOCKED (%s)", b.ID, it.reason)})
+		}
+	}
+	return nil
+}
+
+// Fail implements store.Tasks.
+func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "fail", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		if retryable && cur.Attempts < cur.MaxAttempts {
+			runAfter := now.Add(ledger.Backoff(cur.Attempts, rand.Float64()))
+			out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: cur.ClaimedBy, reason: "retry: " + reason,
+				set: func(a *args) string {
+					return ", last_error = " + a.add(reason) + ", run_after = " + a.add(fmtTime(runAfter)) + ", " + revokeLease
+				}})
+			return err
+		}
+		if retryable {
+			reason = "max attempts: " + reason
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Failed, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+		if err != nil {
+			return err
+		}
+		return s.blockDependants(ctx, tx, now, id, ledger.Failed, reason)
+	})
+	return out, err
+}
+
+// RequestInput implements store.Tasks.
+func (s *Store) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
+	if question == "" {
+		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	}
+	var out store.Task
+	err := s.write(ctx, "request input", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.NeedsInput, move{actor: cur.ClaimedBy, reason: question,
+			attempt: cur.Attempts,
+			set: func(a *args) string {
+				return ", question = " + a.add(question) + ", answer = '', attempts = attempts - 1, " + revokeLease
+			}})
+		return err
+	})
+	return out, err
+}
+
+// Answer implements store.Tasks.
+func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
+	if text == "" {
+		return store.Task{}, &store.FieldError{Field: "answer", Expected: "a non-empty answer"}
+	}
+	var out store.Task
+	err := s.write(ctx, "answer", func(tx *wtx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if cur.State != ledger.NeedsInput {
+			return wrongState(cur, "answer", ledger.NeedsInput)
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
+			set: func(a *args) string { return ", answer = " + a.add(text) + ", run_after = NULL" }})
+		return err
+	})
+	return out, err
+}
+
+// ClaimReview implements store.Tasks.
+func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
+	if err := checkClaim(reviewer, 1, lease); err != nil {
+		return store.Task{}, err
+	}
+	var out store.Task
+	err := s.write(ctx, "claim review", func(tx *wtx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if cur.State != ledger.NeedsReview {
+			return wrongState(cur, "claim review", ledger.NeedsReview)
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
+			set: func(a *args) string {
+				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(fmtTime(now)) +
+					", lease_token = " + newToken + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
+					", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds())
+			}})
+		return err
+	})
+	return out, err
+}
+
+// Approve implements store.Tasks.
+func (s *Store) Approve(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, true, note)
+}
+
+// Reject implements store.Tasks.
+func (s *Store) Reject(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, false, note)
+}
+
+func (s *Store) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "review", func(tx *wtx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Reviewing)
+		if err != nil {
+			return err
+		}
+		to, reason := ledger.Open, "review rejected: "+note
+		if approve {
+			to, reason = ledger.Completed, "review approved: "+note
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: cur.ClaimedBy, reason: reason,
+			set: func(a *args) string {
+				return ", review_note = " + a.add(note) + ", run_after = NULL, " + revokeLease
+			}})
+		if err != nil || !approve {
+			return err
+		}
+		return s.releaseDependants(ctx, tx, now, id)
+	})
+	return out, err
+}
+
+// Cancel implements store.Tasks.
+func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "cancel", func(tx *wtx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
+			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+		if err != nil {
+			return err
+		}
+		return s.blockDependants(ctx, tx, now, id, ledger.Cancelled, reason)
+	})
+	return out, err
+}
+
+// ReclaimExpired implements store.Tasks.
+func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
+	if staleWindow < 0 {
+		return 0, &store.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
+	}
+	now = store.Time(now)
+	total := 0
+	err := s.write(ctx, "reclaim", func(tx *wtx, _ time.Time) error {
+		for _, from := range []ledger.State{ledger.Claimed, ledger.Running} {
+			failed, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Failed,
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, true) },
+				set: func(a *args) string {
+					return ", last_error = " + a.add("max attempts") + ", " + revokeLease
+				},
+				actor: "reaper", reason: "max attempts"})
+			if err != nil {
+				return err
+			}
+			for _, t := range failed {
+				if err := s.blockDependants(ctx, tx, now, t.ID, ledger.Failed, "max attempts"); err != nil {
+					return err
+				}
+			}
+			reopened, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Open,
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, false) },
+				set: func(a *args) string {
+					return ", last_error = " + a.add("lease expired") + ", " + revokeLease
+				},
+				actor: "reaper", reason: "lease expired"})
+			if err != nil {
+				return err
+			}
+			total += len(failed) + len(reopened)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+// Transition moves task id to state to through the ledger's table, recording
+// an event by actor with reason, and nothing else: no lease, dependency or
+// attempt effects. It exists for the conformance suite and repair tools;
+// the operations of store.Tasks are what callers use.
+func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, "transition", func(tx *wtx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
+		return err
+	})
+	return out, err
+}
+
+func scanTask(sc scanner) (store.Task, error) {
+	var (
+		t                                     store.Task
+		payload, state                        string
+		parent                                sql.NullInt64
+		claimedAt, expires, renewed, runAfter sql.NullString
+		created, updated                      string
+	)
+	err := sc.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
+		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &parent, &t.DedupeKey, &t.CreatedBy,
+		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return t, err
+		}
+		return t, fmt.Errorf("sqlite: scan task: %w", err)
+	}
+	t.Payload = []byte(payload)
+	t.State = ledger.State(state)
+	if parent.Valid {
+		p := parent.Int64
+		t.ParentID = &p
+	}
+	for _, f := range []struct {
+		src sql.NullString
+		dst *time.Time
+	}{{claimedAt, &t.ClaimedAt}, {expires, &t.LeaseExpiresAt}, {renewed, &t.LeaseRenewedAt}, {runAfter, &t.RunAfter}} {
+		if f.src.Valid {
+			if *f.dst, err = parseTime(f.src.String); err != nil {
+				return t, err
+			}
+		}
+	}
+	if t.CreatedAt, err = parseTime(created); err != nil {
+		return t, err
+	}
+	if t.UpdatedAt, err = parseTime(updated); err != nil {
+		return t, err
+	}
+	return t, nil
+}

@@ -1,0 +1,40 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestTaskEventsAppendOnly checks that the database itself refuses UPDATE and
+// DELETE on cks_task_events, whoever connects.
+func TestTaskEventsAppendOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s := open(t, path)
+	task := storetest.MustEnqueue(t, s, store.NewTask{Title: "x"})
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`UPDATE cks_task_events SET reason = 'rewritten'`,
+		`DELETE FROM cks_task_events`,
+	} {
+		_, err := db.Exec(stmt)
+		if err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want the append-only refusal", stmt, err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO cks_task_events (task_id, at, to_state) VALUES (?, '2026-01-01T00:00:00.000000000Z', 'OPEN')`, task.ID); err != nil {
+		t.Errorf("insert refused: %v", err)
+	}
+	got := storetest.MustGet(t, s, task.ID)
+	if len(got.Events) != 2 || got.Events[0].Reason != "enqueued" {
+		t.Fatalf("events after refused writes: %+v", got.Events)
+	}
+}

@@ -1,0 +1,820 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// Transitioner is the low-level state change every backend exposes for this
+// suite: one transition through the ledger's table with its event, nothing else.
+type Transitioner interface {
+	Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error)
+}
+
+type taskTest struct {
+	name string
+	fn   func(t *testing.T, open Opener)
+}
+
+func taskTests() []taskTest {
+	return []taskTest{
+		{"TaskEnqueueAndGet", testTaskEnqueueAndGet},
+		{"TaskBadInput", testTaskBadInput},
+		{"TaskNotFound", testTaskNotFound},
+		{"TaskTransitionTable", testTaskTransitionTable},
+		{"TaskClaimOrder", testTaskClaimOrder},
+		{"TaskFencing", testTaskFencing},
+		{"TaskTouchRenewsLease", testTaskTouchRenewsLease},
+		{"TaskReclaimToFailed", testTaskReclaimToFailed},
+		{"TaskBackoff", testTaskBackoff},
+		{"TaskDependencies", testTaskDependencies},
+		{"TaskDedupe", testTaskDedupe},
+		{"TaskAskAnswer", testTaskAskAnswer},
+		{"TaskReview", testTaskReview},
+		{"TaskCancel", testTaskCancel},
+		{"TaskList", testTaskList},
+		{"TaskEvidencePerAttempt", testTaskEvidencePerAttempt},
+		{"TaskExactlyOnce", testTaskExactlyOnce},
+	}
+}
+
+// Lease is the lease duration the suite claims with.
+const Lease = time.Minute
+
+// fakeStore opens a handle on open's database whose clock is a fake at T0.
+func fakeStore(t testing.TB, open Opener) (store.Store, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(T0)
+	return open(t, store.WithClock(clk)), clk
+}
+
+// MustEnqueue enqueues n (type "build" when empty) or fails the test.
+func MustEnqueue(t testing.TB, s store.Store, n store.NewTask) store.Task {
+	t.Helper()
+	if n.Type == "" {
+		n.Type = "build"
+	}
+	task, _, err := s.Enqueue(ctx(t), n)
+	if err != nil {
+		t.Fatalf("Enqueue(%+v): %v", n, err)
+	}
+	return task
+}
+
+// MustGet returns task id or fails the test.
+func MustGet(t testing.TB, s store.Store, id int64) store.Task {
+	t.Helper()
+	task, err := s.GetTask(ctx(t), id)
+	if err != nil {
+		t.Fatalf("GetTask(%d): %v", id, err)
+	}
+	return task
+}
+
+// MustClaimOne claims exactly one task of any type for worker or fails the test.
+func MustClaimOne(t testing.TB, s store.Store, worker string) store.Task {
+	t.Helper()
+	ts, err := s.Claim(ctx(t), worker, nil, 1, Lease)
+	if err != nil {
+		t.Fatalf("Claim(%s): %v", worker, err)
+	}
+	if len(ts) != 1 {
+		t.Fatalf("Claim(%s) got %d tasks, want 1", worker, len(ts))
+	}
+	return ts[0]
+}
+
+// wantState fails the test unless task id is in state want.
+func wantState(t testing.TB, s store.Store, id int64, want ledger.State) store.Task {
+	t.Helper()
+	task := MustGet(t, s, id)
+	if task.State != want {
+		t.Fatalf("task %d is %s, want %s (events %+v)", id, task.State, want, task.Events)
+	}
+	return task
+}
+
+// wantErr fails the test unless errors.Is(err, target).
+func wantErr(t testing.TB, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+// lastEvent returns the newest event of task.
+func lastEvent(t testing.TB, task store.Task) store.TaskEvent {
+	t.Helper()
+	if len(task.Events) == 0 {
+		t.Fatalf("task %d has no events", task.ID)
+	}
+	return task.Events[len(task.Events)-1]
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func testTaskEnqueueAndGet(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	parent := MustEnqueue(t, s, store.NewTask{Type: "plan", Title: "parent"})
+	n := store.NewTask{Type: "build", Title: "t", Description: "d", AcceptanceCriteria: "ac",
+		Payload: json.RawMessage(`{"b": [1, 2], "a": "x"}`), Priority: 7, MaxAttempts: 5,
+		ParentID: &parent.ID, CreatedBy: "alice"}
+	got, created, err := s.Enqueue(ctx(t), n)
+	if err != nil || !created {
+		t.Fatalf("Enqueue: %v, created %v", err, created)
+	}
+	got = MustGet(t, s, got.ID)
+	switch {
+	case got.ID <= parent.ID, got.Type != "build", got.Title != "t", got.Description != "d",
+		got.AcceptanceCriteria != "ac", got.Priority != 7, got.MaxAttempts != 5,
+		got.ParentID == nil || *got.ParentID != parent.ID, got.CreatedBy != "alice",
+		got.State != ledger.Open, got.Attempts != 0, got.Restarts != 0, got.Revision != 1,
+		got.LeaseToken != "", got.ClaimedBy != "", !got.RunAfter.IsZero(),
+		!got.CreatedAt.Equal(T0), !got.UpdatedAt.Equal(T0), len(got.DependsOn) != 0:
+		t.Fatalf("round trip: %+v", got)
+	}
+	if !jsonEqual(got.Payload, n.Payload) {
+		t.Fatalf("payload %s, want %s", got.Payload, n.Payload)
+	}
+	e := lastEvent(t, got)
+	if len(got.Events) != 1 || e.From != "" || e.To != ledger.Open || e.Actor != "alice" || !e.At.Equal(T0) || e.TaskID != got.ID {
+		t.Fatalf("creation event %+v", got.Events)
+	}
+	if !jsonEqual(parent.Payload, []byte(`{}`)) || parent.MaxAttempts != store.DefaultMaxAttempts {
+		t.Fatalf("defaults: payload %s, max attempts %d", parent.Payload, parent.MaxAttempts)
+	}
+}
+
+func testTaskBadInput(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	existing := MustEnqueue(t, s, store.NewTask{Title: "ok"})
+	missing := existing.ID + 100
+	cases := []struct {
+		field string
+		n     store.NewTask
+	}{
+		{"type", store.NewTask{}},
+		{"priority", store.NewTask{Type: "x", Priority: -1}},
+		{"priority", store.NewTask{Type: "x", Priority: store.MaxPriority + 1}},
+		{"max_attempts", store.NewTask{Type: "x", MaxAttempts: -1}},
+		{"max_attempts", store.NewTask{Type: "x", MaxAttempts: store.MaxMaxAttempts + 1}},
+		{"payload", store.NewTask{Type: "x", Payload: json.RawMessage(`{not json`)}},
+		{"parent_id", store.NewTask{Type: "x", ParentID: &missing}},
+		{"depends_on", store.NewTask{Type: "x", DependsOn: []int64{existing.ID, missing}}},
+		{"depends_on", store.NewTask{Type: "x", DependsOn: []int64{-3}}},
+	}
+	for _, c := range cases {
+		_, _, err := s.Enqueue(ctx(t), c.n)
+		var fe *store.FieldError
+		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("Enqueue(%+v): err = %v, want a FieldError naming %s", c.n, err, c.field)
+		}
+		if c.field == "depends_on" && len(c.n.DependsOn) == 2 && !strings.Contains(fmt.Sprint(err), fmt.Sprint(missing)) {
+			t.Errorf("missing dependency error %q does not name task %d", err, missing)
+		}
+	}
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	if err != nil || len(page.Tasks) != 1 {
+		t.Fatalf("after refused enqueues: %d tasks, %v; want only the first", len(page.Tasks), err)
+	}
+	claims := []struct {
+		field, worker string
+		n             int
+		lease         time.Duration
+	}{
+		{"worker", "", 1, Lease},
+		{"n", "w", 0, Lease},
+		{"lease", "w", 1, 0},
+	}
+	for _, c := range claims {
+		_, err := s.Claim(ctx(t), c.worker, nil, c.n, c.lease)
+		if !store.IsFieldError(err, c.field) {
+			t.Errorf("Claim(%q, %d, %v): err = %v, want a FieldError naming %s", c.worker, c.n, c.lease, err, c.field)
+		}
+	}
+	filters := []struct {
+		field string
+		f     store.TaskFilter
+	}{
+		{"state", store.TaskFilter{States: []store.TaskState{"OPEN", "SLEEPING"}}},
+		{"limit", store.TaskFilter{Limit: -1}},
+		{"limit", store.TaskFilter{Limit: store.MaxListLimit + 1}},
+	}
+	for _, c := range filters {
+		_, err := s.ListTasks(ctx(t), c.f)
+		if !store.IsFieldError(err, c.field) {
+			t.Errorf("ListTasks(%+v): err = %v, want a FieldError naming %s", c.f, err, c.field)
+		}
+	}
+}
+
+func testTaskNotFound(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	const id = 424242
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"GetTask", func() error { _, err := s.GetTask(ctx(t), id); return err }},
+		{"Cancel", func() error { _, err := s.Cancel(ctx(t), id, "op", "x"); return err }},
+		{"Answer", func() error { _, err := s.Answer(ctx(t), id, "op", "x"); return err }},
+		{"ClaimReview", func() error { _, err := s.ClaimReview(ctx(t), id, "r", Lease); return err }},
+		{"Complete", func() error { _, err := s.Complete(ctx(t), id, "tok", false, ""); return err }},
+		{"Touch", func() error { _, err := s.Touch(ctx(t), id, "tok"); return err }},
+	}
+	for _, c := range calls {
+		err := c.call()
+		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(id)) {
+			t.Errorf("%s(%d): err = %v, want ErrNotFound naming the id", c.name, id, err)
+		}
+	}
+}
+
+// pathTo returns the shortest sequence of allowed transitions from OPEN to
+// target (empty for OPEN), or nil when target is unreachable.
+func pathTo(target ledger.State) []ledger.State {
+	table := ledger.Transitions()
+	prev := map[ledger.State]ledger.State{ledger.Open: ""}
+	queue := []ledger.State{ledger.Open}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == target {
+			var path []ledger.State
+			for s := cur; s != ledger.Open; s = prev[s] {
+				path = append([]ledger.State{s}, path...)
+			}
+			return path
+		}
+		for _, next := range table[cur] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return nil
+}
+
+// testTaskTransitionTable drives a task into every state through the backend's
+// transition function and tries every pair: the allowed ones succeed with an
+// event, every illegal one is ErrConflict naming both states and changes
+// nothing.
+func testTaskTransitionTable(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	tr, ok := s.(Transitioner)
+	if !ok {
+		t.Fatalf("%T does not implement storetest.Transitioner", s)
+	}
+	into := func(target ledger.State) store.Task {
+		t.Helper()
+		task := MustEnqueue(t, s, store.NewTask{Title: "to " + string(target)})
+		path := pathTo(target)
+		if target != ledger.Open && path == nil {
+			t.Fatalf("%s is unreachable from OPEN in the table", target)
+		}
+		for _, st := range path {
+			if _, err := tr.Transition(ctx(t), task.ID, st, "suite", "setup"); err != nil {
+				t.Fatalf("setup of task %d towards %s: %s: %v", task.ID, target, st, err)
+			}
+		}
+		return wantState(t, s, task.ID, target)
+	}
+	for _, from := range ledger.All {
+		task := into(from)
+		for _, to := range ledger.All {
+			if ledger.Allowed(from, to) {
+				continue
+			}
+			_, err := tr.Transition(ctx(t), task.ID, to, "suite", "illegal")
+			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), string(from)) ||
+				!strings.Contains(err.Error(), string(to)) {
+				t.Errorf("%s → %s: err = %v, want ErrConflict naming both states", from, to, err)
+			}
+		}
+		after := MustGet(t, s, task.ID)
+		if after.State != from || len(after.Events) != len(task.Events) || !after.UpdatedAt.Equal(task.UpdatedAt) {
+			t.Errorf("illegal transitions from %s changed the task: %+v", from, after)
+		}
+		for _, to := range ledger.Transitions()[from] {
+			task := into(from)
+			got, err := tr.Transition(ctx(t), task.ID, to, "suite", "legal")
+			if err != nil {
+				t.Errorf("%s → %s: %v", from, to, err)
+				continue
+			}
+			e := lastEvent(t, MustGet(t, s, task.ID))
+			if got.State != to || e.From != from || e.To != to || e.Actor != "suite" || e.Reason != "legal" {
+				t.Errorf("%s → %s: state %s, event %+v", from, to, got.State, e)
+			}
+		}
+	}
+}
+
+func testTaskClaimOrder(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	low := MustEnqueue(t, s, store.NewTask{Title: "low", Priority: 1})
+	clk.Advance(time.Second)
+	high := MustEnqueue(t, s, store.NewTask{Title: "high", Priority: 9})
+	clk.Advance(time.Second)
+	high2 := MustEnqueue(t, s, store.NewTask{Title: "high, younger", Priority: 9})
+	other := MustEnqueue(t, s, store.NewTask{Type: "review", Title: "other type", Priority: 100})
+	parked := MustEnqueue(t, s, store.NewTask{Title: "parked", Priority: 500})
+	p := MustClaimOne(t, s, "asker")
+	if p.ID != parked.ID {
+		t.Fatalf("claimed %d, want %d", p.ID, parked.ID)
+	}
+	if _, err := s.RequestInput(ctx(t), p.ID, p.LeaseToken, "?"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	now := clk.Now()
+	got, err := s.Claim(ctx(t), "w1", []string{"build"}, 2, Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != high.ID || got[1].ID != high2.ID {
+		t.Fatalf("claimed %+v, want [%d %d]", got, high.ID, high2.ID)
+	}
+	for _, c := range got {
+		if c.State != ledger.Claimed || c.ClaimedBy != "w1" || !c.ClaimedAt.Equal(now) || c.Attempts != 1 ||
+			!c.LeaseExpiresAt.Equal(now.Add(Lease)) || len(c.LeaseToken) < 16 {
+			t.Fatalf("claimed task %+v", c)
+		}
+		e := lastEvent(t, MustGet(t, s, c.ID))
+		if e.From != ledger.Open || e.To != ledger.Claimed || e.Actor != "w1" || e.Attempt != 1 {
+			t.Fatalf("claim event %+v", e)
+		}
+	}
+	if got[0].LeaseToken == got[1].LeaseToken {
+		t.Fatal("two claims share a lease token")
+	}
+	rest, err := s.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, Lease)
+	if err != nil || len(rest) != 1 || rest[0].ID != low.ID {
+		t.Fatalf("second claim = %+v, %v; want only %d (the parked task is excluded)", rest, err, low.ID)
+	}
+	any, err := s.Claim(ctx(t), "w3", nil, 10, Lease)
+	if err != nil || len(any) != 1 || any[0].ID != other.ID {
+		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
+	}
+	wantState(t, s, parked.ID, ledger.NeedsInput)
+}
+
+// testTaskFencing: an executor whose lease was reclaimed cannot write, and the
+// task's result is the second executor's.
+func testTaskFencing(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "fenced"})
+	a := MustClaimOne(t, s, "A")
+	if _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(Lease)
+	n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0)
+	if err != nil || n != 1 {
+		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
+	}
+	reopened := wantState(t, s, task.ID, ledger.Open)
+	if e := lastEvent(t, reopened); e.From != ledger.Running || e.Actor != "reaper" || reopened.Attempts != 1 || reopened.LeaseToken != "" {
+		t.Fatalf("reclaimed task %+v, event %+v", reopened, e)
+	}
+	b := MustClaimOne(t, s, "B")
+	if b.Attempts != 2 || b.LeaseToken == a.LeaseToken {
+		t.Fatalf("second claim %+v", b)
+	}
+	zombie := []struct {
+		name string
+		call func() error
+	}{
+		{"Complete", func() error { _, err := s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A"); return err }},
+		{"Fail", func() error { _, err := s.Fail(ctx(t), a.ID, a.LeaseToken, true, "A"); return err }},
+		{"MarkRunning", func() error { _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); return err }},
+		{"AddEvidence", func() error { _, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, "log", "A"); return err }},
+		{"RequestInput", func() error { _, err := s.RequestInput(ctx(t), a.ID, a.LeaseToken, "A?"); return err }},
+		{"Complete empty token", func() error { _, err := s.Complete(ctx(t), a.ID, "", false, "A"); return err }},
+	}
+	for _, z := range zombie {
+		wantErr(t, "zombie "+z.name, z.call(), store.ErrLeaseLost)
+	}
+	held, err := s.Touch(ctx(t), a.ID, a.LeaseToken)
+	if held || !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
+	}
+	done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
+	if err != nil || done.State != ledger.Completed || done.LeaseToken != "" {
+		t.Fatalf("B's Complete = %+v, %v", done, err)
+	}
+	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
+	wantErr(t, "zombie Complete after B", err, store.ErrLeaseLost)
+	_, err = s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B again")
+	wantErr(t, "second Complete by B", err, store.ErrLeaseLost)
+	final := wantState(t, s, task.ID, ledger.Completed)
+	if final.Result != "B" {
+		t.Fatalf("result = %q, want B's", final.Result)
+	}
+}
+
+func testTaskTouchRenewsLease(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	MustEnqueue(t, s, store.NewTask{Title: "long"})
+	c := MustClaimOne(t, s, "w")
+	clk.Advance(50 * time.Second)
+	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
+	if !held || err != nil {
+		t.Fatalf("Touch = %v, %v", held, err)
+	}
+	got := MustGet(t, s, c.ID)
+	if !got.LeaseExpiresAt.Equal(clk.Now().Add(Lease)) || !got.LeaseRenewedAt.Equal(clk.Now()) {
+		t.Fatalf("after touch: expires %v renewed %v, now %v", got.LeaseExpiresAt, got.LeaseRenewedAt, clk.Now())
+	}
+	clk.Advance(50 * time.Second) // past the original expiry, within the renewed one
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+		t.Fatalf("reclaim of a renewed lease = %d, %v", n, err)
+	}
+	clk.Advance(20 * time.Second) // expired, but renewed 70s ago: within a 5m stale window
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 0 || err != nil {
+		t.Fatalf("reclaim within the stale window = %d, %v", n, err)
+	}
+	clk.Advance(store.DefaultStaleWindow)
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 1 || err != nil {
+		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
+	}
+	wantState(t, s, c.ID, ledger.Open)
+}
+
+func testTaskReclaimToFailed(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "flaky", MaxAttempts: 2})
+	dependant := MustEnqueue(t, s, store.NewTask{Title: "after", DependsOn: []int64{task.ID}})
+	for attempt := 1; attempt <= 2; attempt++ {
+		c := MustClaimOne(t, s, fmt.Sprintf("w%d", attempt))
+		if c.Attempts != attempt {
+			t.Fatalf("attempt %d: claim says %d", attempt, c.Attempts)
+		}
+		clk.Advance(Lease + time.Second)
+		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
+		}
+	}
+	got := wantState(t, s, task.ID, ledger.Failed)
+	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
+		t.Fatalf("dead letter: %+v, event %+v", got, e)
+	}
+	if ts, err := s.Claim(ctx(t), "w", nil, 5, Lease); err != nil || len(ts) != 0 {
+		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
+	}
+	blocked := wantState(t, s, dependant.ID, ledger.Blocked)
+	if !strings.Contains(blocked.LastError, "max attempts") {
+		t.Fatalf("blocked dependant's reason %q", blocked.LastError)
+	}
+}
+
+func testTaskBackoff(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "retry", MaxAttempts: 2})
+	c := MustClaimOne(t, s, "w")
+	got, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
+	if err != nil || got.State != ledger.Open || got.LastError != "transient" || got.LeaseToken != "" {
+		t.Fatalf("retryable Fail = %+v, %v", got, err)
+	}
+	now := clk.Now()
+	lo, hi := now.Add(ledger.Backoff(1, 0)), now.Add(ledger.Backoff(1, 1))
+	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
+		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
+	}
+	if ts, err := s.Claim(ctx(t), "w", nil, 1, Lease); err != nil || len(ts) != 0 {
+		t.Fatalf("claim before run_after = %+v, %v", ts, err)
+	}
+	clk.Set(hi)
+	c = MustClaimOne(t, s, "w")
+	if c.Attempts != 2 || !c.RunAfter.IsZero() {
+		t.Fatalf("retry claim %+v", c)
+	}
+	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
+	if err != nil || got.State != ledger.Failed || got.LastError != "max attempts: again" {
+		t.Fatalf("exhausted Fail = %+v, %v", got, err)
+	}
+	other := MustEnqueue(t, s, store.NewTask{Title: "permanent"})
+	c = MustClaimOne(t, s, "w")
+	if c.ID != other.ID {
+		t.Fatalf("claimed %d, want %d", c.ID, other.ID)
+	}
+	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, false, "bad input")
+	if err != nil || got.State != ledger.Failed || got.LastError != "bad input" || got.Attempts != 1 {
+		t.Fatalf("permanent Fail = %+v, %v", got, err)
+	}
+	wantState(t, s, task.ID, ledger.Failed)
+}
+
+func testTaskDependencies(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	a := MustEnqueue(t, s, store.NewTask{Title: "a", Priority: 10})
+	b := MustEnqueue(t, s, store.NewTask{Title: "b", Priority: 5})
+	c := MustEnqueue(t, s, store.NewTask{Title: "c", DependsOn: []int64{a.ID, b.ID, a.ID}})
+	if c.State != ledger.Waiting || !slices.Equal(c.DependsOn, []int64{a.ID, b.ID}) {
+		t.Fatalf("c = %s deps %v, want WAITING on [%d %d]", c.State, c.DependsOn, a.ID, b.ID)
+	}
+	d := MustEnqueue(t, s, store.NewTask{Title: "d", DependsOn: []int64{c.ID}})
+	e := MustEnqueue(t, s, store.NewTask{Title: "e", DependsOn: []int64{d.ID}})
+	child := MustEnqueue(t, s, store.NewTask{Title: "child", ParentID: &c.ID})
+	if child.State != ledger.Open || *child.ParentID != c.ID {
+		t.Fatalf("child %+v", child)
+	}
+	if _, err := s.Cancel(ctx(t), child.ID, "op", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+
+	ca := MustClaimOne(t, s, "w")
+	if ca.ID != a.ID {
+		t.Fatalf("claimed %d, want a=%d (waiting tasks are not claimable)", ca.ID, a.ID)
+	}
+	if _, err := s.Complete(ctx(t), a.ID, ca.LeaseToken, false, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, s, c.ID, ledger.Waiting)
+	cb := MustClaimOne(t, s, "w")
+	if _, err := s.Complete(ctx(t), cb.ID, cb.LeaseToken, false, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	released := wantState(t, s, c.ID, ledger.Open)
+	if ev := lastEvent(t, released); ev.From != ledger.Waiting || ev.Actor != "ledger" {
+		t.Fatalf("release event %+v", ev)
+	}
+	wantState(t, s, d.ID, ledger.Waiting)
+	if late := MustEnqueue(t, s, store.NewTask{Title: "late", DependsOn: []int64{a.ID}}); late.State != ledger.Open {
+		t.Fatalf("task on a completed dependency starts %s, want OPEN", late.State)
+	}
+
+	cc := MustClaimOne(t, s, "w")
+	if cc.ID != c.ID {
+		t.Fatalf("claimed %d, want c=%d", cc.ID, c.ID)
+	}
+	if _, err := s.Fail(ctx(t), c.ID, cc.LeaseToken, false, "broken"); err != nil {
+		t.Fatal(err)
+	}
+	bd := wantState(t, s, d.ID, ledger.Blocked)
+	be := wantState(t, s, e.ID, ledger.Blocked)
+	if !strings.Contains(bd.LastError, "broken") || !strings.Contains(lastEvent(t, bd).Reason, fmt.Sprint(c.ID)) ||
+		!strings.Contains(be.LastError, fmt.Sprint(d.ID)) {
+		t.Fatalf("blocked reasons: d %q, e %q", bd.LastError, be.LastError)
+	}
+	if f := MustEnqueue(t, s, store.NewTask{Title: "f", DependsOn: []int64{c.ID}}); f.State != ledger.Blocked {
+		t.Fatalf("task on a failed dependency starts %s, want BLOCKED", f.State)
+	}
+	if g := MustEnqueue(t, s, store.NewTask{Title: "g", DependsOn: []int64{child.ID}}); g.State != ledger.Blocked {
+		t.Fatalf("task on a cancelled dependency starts %s, want BLOCKED", g.State)
+	}
+	// Cancelling a dependency blocks its waiting dependants too.
+	h := MustEnqueue(t, s, store.NewTask{Title: "h"})
+	i := MustEnqueue(t, s, store.NewTask{Title: "i", DependsOn: []int64{h.ID}})
+	if _, err := s.Cancel(ctx(t), h.ID, "op", "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, s, i.ID, ledger.Blocked)
+}
+
+func testTaskDedupe(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	first, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
+	if err != nil || !created {
+		t.Fatal(err)
+	}
+	again, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "two", DedupeKey: "k"})
+	if err != nil || created || again.ID != first.ID || again.Title != "one" {
+		t.Fatalf("second enqueue = %+v, created %v, %v; want the first task", again, created, err)
+	}
+	other, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "other", DedupeKey: "k2"})
+	if err != nil || !created || other.ID == first.ID {
+		t.Fatalf("other key = %+v, %v", other, err)
+	}
+	c := MustClaimOne(t, s, "w")
+	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	next, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
+	if err != nil || !created || next.ID == first.ID {
+		t.Fatalf("enqueue after the first completed = %+v, created %v, %v; want a new task", next, created, err)
+	}
+}
+
+func testTaskAskAnswer(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "ask"})
+	c := MustClaimOne(t, s, "w")
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, ""); !store.IsFieldError(err, "question") {
+		t.Fatalf("empty question: %v", err)
+	}
+	parked, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
+	if err != nil || parked.State != ledger.NeedsInput || parked.Question != "which region?" ||
+		parked.LeaseToken != "" || parked.Attempts != 0 {
+		t.Fatalf("RequestInput = %+v, %v", parked, err)
+	}
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != ledger.NeedsInput || e.Attempt != 1 {
+		t.Fatalf("ask event %+v", e)
+	}
+	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
+	wantErr(t, "Complete of a parked task", err, store.ErrLeaseLost)
+	if ts, err := s.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
+		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
+	}
+	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !store.IsFieldError(err, "answer") {
+		t.Fatalf("empty answer: %v", err)
+	}
+	answered, err := s.Answer(ctx(t), task.ID, "op", "eu-west")
+	if err != nil || answered.State != ledger.Open || answered.Answer != "eu-west" || answered.Question != "which region?" {
+		t.Fatalf("Answer = %+v, %v", answered, err)
+	}
+	_, err = s.Answer(ctx(t), task.ID, "op", "again")
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "OPEN") {
+		t.Fatalf("Answer of an OPEN task: %v, want ErrConflict naming OPEN", err)
+	}
+	again := MustClaimOne(t, s, "w2")
+	if again.Attempts != 1 {
+		t.Fatalf("claim after answer: attempts %d, want 1 (asking burns no attempt)", again.Attempts)
+	}
+	if cur := MustGet(t, s, task.ID).CurrentEvidence(); len(cur) != 1 || cur[0].Body != "before asking" {
+		t.Fatalf("current evidence after answer %+v", cur)
+	}
+}
+
+func testTaskReview(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "reviewed"})
+	dep := MustEnqueue(t, s, store.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
+	c := MustClaimOne(t, s, "w")
+	got, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
+	if err != nil || got.State != ledger.NeedsReview || got.Result != "draft 1" || got.LeaseToken != "" {
+		t.Fatalf("Complete(needsReview) = %+v, %v", got, err)
+	}
+	wantState(t, s, dep.ID, ledger.Waiting)
+	if _, err := s.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("ClaimReview of a WAITING task: %v", err)
+	}
+	r, err := s.ClaimReview(ctx(t), task.ID, "rev", Lease)
+	if err != nil || r.State != ledger.Reviewing || r.ClaimedBy != "rev" || r.LeaseToken == "" {
+		t.Fatalf("ClaimReview = %+v, %v", r, err)
+	}
+	_, err = s.Approve(ctx(t), task.ID, "wrong", "lgtm")
+	wantErr(t, "Approve with a wrong token", err, store.ErrLeaseLost)
+	rej, err := s.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
+	if err != nil || rej.State != ledger.Open || rej.ReviewNote != "missing tests" || rej.LeaseToken != "" {
+		t.Fatalf("Reject = %+v, %v", rej, err)
+	}
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Reviewing || e.To != ledger.Open ||
+		e.Actor != "rev" || !strings.Contains(e.Reason, "missing tests") {
+		t.Fatalf("reject event %+v", e)
+	}
+	c = MustClaimOne(t, s, "w")
+	if c.Attempts != 2 {
+		t.Fatalf("claim after reject: attempts %d, want 2", c.Attempts)
+	}
+	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 2"); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.ClaimReview(ctx(t), task.ID, "rev2", Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := s.Approve(ctx(t), task.ID, r.LeaseToken, "lgtm")
+	if err != nil || ok.State != ledger.Completed || ok.Result != "draft 2" || ok.ReviewNote != "lgtm" {
+		t.Fatalf("Approve = %+v, %v", ok, err)
+	}
+	wantState(t, s, dep.ID, ledger.Open)
+}
+
+func testTaskCancel(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "doomed"})
+	c := MustClaimOne(t, s, "w")
+	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Cancel(ctx(t), task.ID, "op", "no longer wanted")
+	if err != nil || got.State != ledger.Cancelled || got.LeaseToken != "" {
+		t.Fatalf("Cancel = %+v, %v", got, err)
+	}
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Running || e.Actor != "op" || e.Reason != "no longer wanted" {
+		t.Fatalf("cancel event %+v", e)
+	}
+	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
+	if held || !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
+	}
+	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
+	wantErr(t, "Complete after cancel", err, store.ErrLeaseLost)
+	_, err = s.Cancel(ctx(t), task.ID, "op", "twice")
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "CANCELLED") {
+		t.Fatalf("second Cancel: %v, want ErrConflict naming CANCELLED", err)
+	}
+	if final := MustGet(t, s, task.ID); final.Result != "" || len(final.Events) != 4 {
+		t.Fatalf("after refused writes: %+v", final)
+	}
+}
+
+func testTaskList(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	var ids []int64
+	for i := range 7 {
+		typ := "a"
+		if i%2 == 1 {
+			typ = "b"
+		}
+		ids = append(ids, MustEnqueue(t, s, store.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
+	}
+	c, err := s.Claim(ctx(t), "w", []string{"b"}, 1, Lease)
+	if err != nil || len(c) != 1 {
+		t.Fatal(err)
+	}
+	var seen []int64
+	var cursor int64
+	for pages := 0; ; pages++ {
+		page, err := s.ListTasks(ctx(t), store.TaskFilter{After: cursor, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range page.Tasks {
+			seen = append(seen, task.ID)
+			if task.Events != nil {
+				t.Fatal("ListTasks returned events")
+			}
+		}
+		if page.Next == 0 {
+			if pages != 2 {
+				t.Fatalf("%d pages, want 3", pages+1)
+			}
+			break
+		}
+		cursor = page.Next
+	}
+	if !slices.Equal(seen, ids) {
+		t.Fatalf("paged ids %v, want %v", seen, ids)
+	}
+	cases := []struct {
+		f    store.TaskFilter
+		want []int64
+	}{
+		{store.TaskFilter{Types: []string{"b"}}, []int64{ids[1], ids[3], ids[5]}},
+		{store.TaskFilter{States: []store.TaskState{ledger.Claimed}}, []int64{c[0].ID}},
+		{store.TaskFilter{States: []store.TaskState{ledger.Open}, Types: []string{"b"}}, []int64{ids[3], ids[5]}},
+		{store.TaskFilter{Types: []string{"a"}, After: ids[2]}, []int64{ids[4], ids[6]}},
+		{store.TaskFilter{Types: []string{"none"}}, nil},
+	}
+	for _, tc := range cases {
+		page, err := s.ListTasks(ctx(t), tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, task := range page.Tasks {
+			got = append(got, task.ID)
+		}
+		if !slices.Equal(got, tc.want) || page.Next != 0 {
+			t.Errorf("ListTasks(%+v) = %v next %d, want %v", tc.f, got, page.Next, tc.want)
+		}
+	}
+}
+
+func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "evidence"})
+	c := MustClaimOne(t, s, "w1")
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !store.IsFieldError(err, "kind") {
+		t.Fatalf("empty kind: %v", err)
+	}
+	ev, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "plan_decomposed", "first")
+	if err != nil || ev.Attempt != 1 || ev.Revision != 1 || ev.Actor != "w1" || ev.ID == 0 {
+		t.Fatalf("AddEvidence = %+v, %v", ev, err)
+	}
+	clk.Advance(Lease)
+	if _, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+	c = MustClaimOne(t, s, "w2")
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "decision", "second"); err != nil {
+		t.Fatal(err)
+	}
+	got := MustGet(t, s, task.ID)
+	if len(got.Evidence) != 2 || got.Evidence[0].Attempt != 1 || got.Evidence[1].Attempt != 2 {
+		t.Fatalf("evidence %+v", got.Evidence)
+	}
+	if cur := got.CurrentEvidence(); len(cur) != 1 || cur[0].Body != "second" {
+		t.Fatalf("current evidence %+v", cur)
+	}
+}
