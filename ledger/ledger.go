@@ -124,6 +124,7 @@ type TransitionError struct {
 	From, To State
 }
 
+// Error names both states.
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("illegal transition: task is %s, cannot move to %s", e.From, e.To)
 }
@@ -133,8 +134,10 @@ func (e *TransitionError) Unwrap() error { return store.ErrConflict }
 
 // Retry backoff bounds (see Backoff).
 const (
+	// BackoffBase is the delay after the first failed attempt.
 	BackoffBase = time.Second
-	BackoffMax  = time.Hour
+	// BackoffMax caps the delay before jitter.
+	BackoffMax = time.Hour
 	// BackoffJitter is the largest extra fraction added to the base delay.
 	BackoffJitter = 0.25
 )
@@ -155,4 +158,40 @@ func Backoff(attempt int, r float64) time.Duration {
 	}
 	r = min(max(r, 0), 1)
 	return d + time.Duration(float64(d)*BackoffJitter*r)
+}
+
+// Cycle reports whether giving task id the dependencies deps would close a
+// cycle in the dependency graph, whose existing edges dependsOn returns, and
+// if so returns one such cycle as a path id → … → id. A new task cannot close
+// a cycle (nothing depends on it yet), so Enqueue never meets one; edits of
+// an existing task's dependencies must check with this before writing.
+func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
+	prev := map[int64]int64{}
+	queue := make([]int64, 0, len(deps))
+	for _, d := range deps {
+		if _, seen := prev[d]; !seen {
+			prev[d] = id
+			queue = append(queue, d)
+		}
+	}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == id {
+			path := []int64{id}
+			for n := prev[id]; n != id; n = prev[n] {
+				path = append(path, n)
+			}
+			path = append(path, id)
+			slices.Reverse(path)
+			return path
+		}
+		for _, next := range dependsOn(cur) {
+			if _, seen := prev[next]; !seen {
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return nil
 }

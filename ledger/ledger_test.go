@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,28 @@ func TestBackoff(t *testing.T) {
 	for _, c := range cases {
 		if got := ledger.Backoff(c.attempt, c.r); got != c.want {
 			t.Errorf("Backoff(%d, %v) = %v, want %v", c.attempt, c.r, got, c.want)
+		}
+	}
+}
+
+func TestCycle(t *testing.T) {
+	graph := map[int64][]int64{1: {2}, 2: {3}, 3: nil, 4: {1, 3}}
+	dependsOn := func(id int64) []int64 { return graph[id] }
+	cases := []struct {
+		id   int64
+		deps []int64
+		want []int64
+	}{
+		{5, []int64{1, 4}, nil},           // a new task closes nothing
+		{3, []int64{4}, []int64{3, 4, 3}}, // shortest: 4 depends on 3 directly
+		{3, []int64{1}, []int64{3, 1, 2, 3}},
+		{2, []int64{1}, []int64{2, 1, 2}},
+		{3, []int64{3}, []int64{3, 3}}, // self-dependency
+		{1, []int64{3}, nil},
+	}
+	for _, c := range cases {
+		if got := ledger.Cycle(c.id, c.deps, dependsOn); !slices.Equal(got, c.want) {
+			t.Errorf("Cycle(%d, %v) = %v, want %v", c.id, c.deps, got, c.want)
 		}
 	}
 }

@@ -223,7 +223,9 @@ type Tasks interface {
 	// COMPLETED yet, or BLOCKED when one is already FAILED or CANCELLED. When
 	// DedupeKey matches a non-terminal task, that task is returned instead,
 	// with created false and no error. A missing dependency or parent is a
-	// FieldError naming depends_on or parent_id.
+	// FieldError naming depends_on or parent_id. A new task cannot close a
+	// dependency cycle (nothing depends on it yet); dependency edits (next
+	// issue) check with ledger.Cycle.
 	Enqueue(ctx context.Context, n NewTask) (t Task, created bool, err error)
 	// GetTask returns the task with its dependencies, events and evidence.
 	GetTask(ctx context.Context, id int64) (Task, error)
@@ -280,7 +282,8 @@ type Tasks interface {
 	// expired (lease_expires_at <= now) and was not renewed within staleWindow
 	// (lease_renewed_at <= now-staleWindow): back to OPEN (the attempt stays
 	// counted), or FAILED with reason "max attempts" when attempts reached
-	// max_attempts. It returns how many tasks it reclaimed.
+	// max_attempts. A REVIEWING task whose review lease is stale in the same
+	// sense goes back to NEEDS_REVIEW. It returns how many tasks it reclaimed.
 	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
 }
 

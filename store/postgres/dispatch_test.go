@@ -14,10 +14,9 @@ import (
 func TestDispatchExclusionSet(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	queries := map[string]string{
-		"claim":             claimSQL(&args{}, now, nil),
-		"claim typed":       claimSQL(&args{}, now, []string{"a", "b"}),
-		"reclaim to open":   reclaimSQL(&args{}, now, time.Minute, false),
-		"reclaim to failed": reclaimSQL(&args{}, now, time.Minute, true),
+		"claim":       claimSQL(&args{}, now, nil),
+		"claim typed": claimSQL(&args{}, now, []string{"a", "b"}),
+		"reclaim":     reclaimSQL(&args{}, now, time.Minute),
 	}
 	want := ledger.DispatchExcluded[:]
 	notIn := regexp.MustCompile(`state NOT IN \(([^)]*)\)`)

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // taskColumns is the column list every task query reads, in scanTask's order.
@@ -173,8 +174,20 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.TaskID, e.At, e.Actor, string(e.From), s
 }
 
 // write runs fn in one READ COMMITTED transaction and commits it when fn
-// succeeds. Rows fn changes are locked first (SELECT … FOR UPDATE).
+// succeeds. Rows fn changes are locked first (SELECT … FOR UPDATE). A
+// transaction that Postgres aborts to break a deadlock (SQLSTATE 40P01; rare,
+// e.g. a cancel blocking dependants while another completion releases them)
+// is run again, up to three times; fn must therefore only assign its results.
 func (s *Store) write(ctx context.Context, what string, fn func(tx pgx.Tx, now time.Time) error) error {
+	for try := 1; ; try++ {
+		err := s.writeOnce(ctx, what, fn)
+		if !isDeadlock(err) || try == 3 {
+			return err
+		}
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, what string, fn func(tx pgx.Tx, now time.Time) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", what, err)
@@ -187,6 +200,12 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx pgx.Tx, now t
 		return fmt.Errorf("postgres: %s: %w", what, err)
 	}
 	return nil
+}
+
+// isDeadlock reports whether err is Postgres' deadlock_detected.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
 type querier interface {
@@ -277,6 +296,7 @@ func (s *Store) enqueue(ctx context.Context, n store.NewTask) (store.Task, bool,
 		created bool
 	)
 	err := s.write(ctx, "enqueue", func(tx pgx.Tx, now time.Time) error {
+		created = false
 		if n.DedupeKey != "" {
 			var id int64
 			err := tx.QueryRow(ctx, `SELECT task_id FROM cks_outbox_tasks
@@ -449,15 +469,12 @@ func claimSQL(a *args, now time.Time, types []string) string {
 	return w
 }
 
-// reclaimSQL is the candidate predicate of ReclaimExpired (alias c).
-func reclaimSQL(a *args, now time.Time, staleWindow time.Duration, exhausted bool) string {
-	w := "c.lease_expires_at <= " + a.add(now) +
+// reclaimSQL is the candidate predicate of ReclaimExpired (alias c): the
+// lease expired and was not renewed within staleWindow; not dispatch-excluded.
+func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
+	return "c.lease_expires_at <= " + a.add(now) +
 		" AND (c.lease_renewed_at IS NULL OR c.lease_renewed_at <= " + a.add(now.Add(-staleWindow)) + ")" +
 		" AND c.state NOT IN " + excludedSQL()
-	if exhausted {
-		return w + " AND c.attempts >= c.max_attempts"
-	}
-	return w + " AND c.attempts < c.max_attempts"
 }
 
 // Claim implements store.Tasks.
@@ -822,9 +839,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 	now = store.Time(now)
 	total := 0
 	err := s.write(ctx, "reclaim", func(tx pgx.Tx, _ time.Time) error {
+		total = 0
 		for _, from := range []ledger.State{ledger.Claimed, ledger.Running} {
 			failed, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Failed, lock: lockSkip,
-				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, true) },
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow) + " AND c.attempts >= c.max_attempts" },
 				set: func(a *args) string {
 					return ", last_error = " + a.add("max attempts") + ", " + revokeLease
 				},
@@ -838,7 +856,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 				}
 			}
 			reopened, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Open, lock: lockSkip,
-				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, false) },
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow) + " AND c.attempts < c.max_attempts" },
 				set: func(a *args) string {
 					return ", last_error = " + a.add("lease expired") + ", " + revokeLease
 				},
@@ -848,7 +866,13 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 			}
 			total += len(failed) + len(reopened)
 		}
-		return nil
+		// An abandoned review goes back to the review queue.
+		reviews, err := s.transition(ctx, tx, now, move{from: ledger.Reviewing, to: ledger.NeedsReview, lock: lockSkip,
+			where: func(a *args) string { return reclaimSQL(a, now, staleWindow) },
+			set:   func(a *args) string { return ", " + revokeLease },
+			actor: "reaper", reason: "review lease expired"})
+		total += len(reviews)
+		return err
 	})
 	if err != nil {
 		return 0, err

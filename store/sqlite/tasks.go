@@ -349,6 +349,7 @@ func (s *Store) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool,
 		created bool
 	)
 	err = s.write(ctx, "enqueue", func(tx *wtx, now time.Time) error {
+		created = false
 		if n.DedupeKey != "" {
 			var id int64
 			err := tx.QueryRowContext(ctx, `SELECT task_id FROM cks_outbox_tasks
@@ -406,8 +407,19 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
 			return err
 		}
 		created = true
-		out, err = getTask(ctx, tx, id)
-		return err
+		// The row is exactly what was inserted: build it instead of reading it back.
+		out = store.Task{ID: id, Type: n.Type, Title: n.Title, Description: n.Description,
+			AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: state, Priority: n.Priority,
+			MaxAttempts: n.MaxAttempts, Revision: 1, ParentID: n.ParentID, DependsOn: n.DependsOn,
+			DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now}
+		if len(out.DependsOn) == 0 {
+			out.DependsOn = nil
+		}
+		if n.ParentID != nil {
+			p := *n.ParentID
+			out.ParentID = &p
+		}
+		return nil
 	})
 	return out, created, err
 }
@@ -530,15 +542,12 @@ func claimSQL(a *args, now time.Time, types []string) string {
 	return w
 }
 
-// reclaimSQL is the candidate predicate of ReclaimExpired (alias c).
-func reclaimSQL(a *args, now time.Time, staleWindow time.Duration, exhausted bool) string {
-	w := "c.lease_expires_at <= " + a.add(fmtTime(now)) +
+// reclaimSQL is the candidate predicate of ReclaimExpired (alias c): the
+// lease expired and was not renewed within staleWindow; not dispatch-excluded.
+func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
+	return "c.lease_expires_at <= " + a.add(fmtTime(now)) +
 		" AND (c.lease_renewed_at IS NULL OR c.lease_renewed_at <= " + a.add(fmtTime(now.Add(-staleWindow))) + ")" +
 		" AND c.state NOT IN " + excludedSQL()
-	if exhausted {
-		return w + " AND c.attempts >= c.max_attempts"
-	}
-	return w + " AND c.attempts < c.max_attempts"
 }
 
 // Claim implements store.Tasks.
@@ -892,9 +901,10 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 	now = store.Time(now)
 	total := 0
 	err := s.write(ctx, "reclaim", func(tx *wtx, _ time.Time) error {
+		total = 0
 		for _, from := range []ledger.State{ledger.Claimed, ledger.Running} {
 			failed, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Failed,
-				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, true) },
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow) + " AND c.attempts >= c.max_attempts" },
 				set: func(a *args) string {
 					return ", last_error = " + a.add("max attempts") + ", " + revokeLease
 				},
@@ -908,7 +918,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 				}
 			}
 			reopened, err := s.transition(ctx, tx, now, move{from: from, to: ledger.Open,
-				where: func(a *args) string { return reclaimSQL(a, now, staleWindow, false) },
+				where: func(a *args) string { return reclaimSQL(a, now, staleWindow) + " AND c.attempts < c.max_attempts" },
 				set: func(a *args) string {
 					return ", last_error = " + a.add("lease expired") + ", " + revokeLease
 				},
@@ -918,7 +928,13 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 			}
 			total += len(failed) + len(reopened)
 		}
-		return nil
+		// An abandoned review goes back to the review queue.
+		reviews, err := s.transition(ctx, tx, now, move{from: ledger.Reviewing, to: ledger.NeedsReview,
+			where: func(a *args) string { return reclaimSQL(a, now, staleWindow) },
+			set:   func(a *args) string { return ", " + revokeLease },
+			actor: "reaper", reason: "review lease expired"})
+		total += len(reviews)
+		return err
 	})
 	if err != nil {
 		return 0, err

@@ -38,3 +38,27 @@ func TestTaskEventsAppendOnly(t *testing.T) {
 		t.Fatalf("events after refused writes: %+v", got.Events)
 	}
 }
+
+// TestUpgradesOlderTaskSchema opens a database whose cks_outbox_tasks lacks
+// most of today's columns and finds them added, with the old row intact.
+func TestUpgradesOlderTaskSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE cks_outbox_tasks (
+		task_id INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL,
+		payload TEXT NOT NULL DEFAULT '{}', state TEXT NOT NULL,
+		priority INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,
+		max_attempts INTEGER NOT NULL DEFAULT 3, claimed_by TEXT NOT NULL DEFAULT '',
+		lease_expires_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+	INSERT INTO cks_outbox_tasks (type, payload, state, priority, created_at, updated_at)
+	VALUES ('critique', '{"object_id": 7}', 'OPEN', 2,
+		'2026-11-30T12:00:00.000000000Z', '2026-11-30T12:00:00.000000000Z');`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.CheckUpgradedTasks(t, open(t, path))
+}

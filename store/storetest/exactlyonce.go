@@ -75,13 +75,13 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	if testing.Short() {
 		total /= 10
 	}
-	c, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	c, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	x := &exactlyOnce{ctx: c, clk: clock.NewFake(T0), kick: make(chan struct{}, 1), done: make(chan struct{}),
 		tick: make(chan struct{}), completed: map[int64][]string{}}
 	x.remaining.Store(int64(total))
 	seed := open(t, store.WithClock(x.clk))
-	enqueueMany(t, open, x.clk, total)
+	enqueueMany(t, x.ctx, open, x.clk, total)
 
 	handles := make([]store.Store, ExactlyOnceWorkers)
 	for w := range handles {
@@ -143,10 +143,9 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 
 // enqueueMany enqueues n tasks (max attempts at the maximum, so that no task
 // is dead-lettered by the churn) from several handles at once.
-func enqueueMany(t testing.TB, open Opener, clk clock.Clock, n int) {
+func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, n int) {
 	t.Helper()
 	const feeders = 4
-	c := ctx(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, feeders)
 	handles := make([]store.Store, feeders)

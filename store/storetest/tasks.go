@@ -655,7 +655,7 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 }
 
 func testTaskReview(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, store.NewTask{Title: "reviewed"})
 	dep := MustEnqueue(t, s, store.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
 	c := MustClaimOne(t, s, "w")
@@ -688,6 +688,19 @@ func testTaskReview(t *testing.T, open Opener) {
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 2"); err != nil {
 		t.Fatal(err)
 	}
+	gone, err := s.ClaimReview(ctx(t), task.ID, "rev-gone", Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(Lease)
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
+	}
+	if back := wantState(t, s, task.ID, ledger.NeedsReview); back.LeaseToken != "" || back.Attempts != 2 {
+		t.Fatalf("abandoned review back in the queue: %+v", back)
+	}
+	_, err = s.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
+	wantErr(t, "Approve after the review lease was reclaimed", err, store.ErrLeaseLost)
 	r, err = s.ClaimReview(ctx(t), task.ID, "rev2", Lease)
 	if err != nil {
 		t.Fatal(err)
@@ -816,5 +829,31 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	}
 	if cur := got.CurrentEvidence(); len(cur) != 1 || cur[0].Body != "second" {
 		t.Fatalf("current evidence %+v", cur)
+	}
+}
+
+// CheckUpgradedTasks checks a store opened on a database whose
+// cks_outbox_tasks predates this release: it had only task_id, type, payload,
+// state, priority, attempts, max_attempts, claimed_by, lease_expires_at,
+// created_at and updated_at, and held one OPEN task (id 1, type "critique",
+// payload {"object_id": 7}, priority 2, created T0). The row reads back with
+// the new columns at their defaults, and the ledger works on it.
+func CheckUpgradedTasks(t testing.TB, s store.Store) {
+	t.Helper()
+	old := MustGet(t, s, 1)
+	if old.Type != "critique" || old.State != ledger.Open || old.Priority != 2 || old.MaxAttempts != 3 ||
+		old.Revision != 1 || old.Title != "" || old.LeaseToken != "" || !old.CreatedAt.Equal(T0) ||
+		!jsonEqual(old.Payload, []byte(`{"object_id": 7}`)) || len(old.Events) != 0 {
+		t.Fatalf("upgraded row: %+v", old)
+	}
+	c := MustClaimOne(t, s, "w")
+	if c.ID != 1 || c.Attempts != 1 {
+		t.Fatalf("claim of the upgraded row: %+v", c)
+	}
+	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if n := MustEnqueue(t, s, store.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 {
+		t.Fatalf("new task after upgrade has id %d, want 2", n.ID)
 	}
 }
