@@ -28,8 +28,10 @@ const CookieName = "cks_token"
 // Config is what the API serves from.
 type Config struct {
 	Liveness *liveness.Service
-	Auth     *auth.Authenticator
-	Bus      *events.Bus
+	// Tasks is the task ledger; when nil the /v1/tasks endpoints are absent.
+	Tasks store.Tasks
+	Auth  *auth.Authenticator
+	Bus   *events.Bus
 	// MCP, when set, is mounted at /mcp behind auth.
 	MCP http.Handler
 	// Studio, when set, is mounted at / behind auth; its /login and /static/
@@ -76,6 +78,9 @@ func New(cfg Config) *API {
 	a.mux.Handle("GET /v1/processes", a.authed(http.HandlerFunc(a.listProcesses)))
 	a.mux.Handle("GET /v1/processes/{kind}", a.authed(http.HandlerFunc(a.processStatus)))
 	a.mux.Handle("GET /v1/events", a.authed(http.HandlerFunc(a.events)))
+	if cfg.Tasks != nil {
+		a.routeTasks()
+	}
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})))
@@ -102,6 +107,8 @@ type ErrorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// Field names the offending input field of an invalid_argument error.
+		Field string `json:"field,omitempty"`
 	} `json:"error"`
 }
 
@@ -122,9 +129,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // fail maps a service error to a status and code.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *store.FieldError
 	switch {
+	case errors.As(err, &fe):
+		var b ErrorBody
+		b.Error.Code, b.Error.Message, b.Error.Field = "invalid_argument", err.Error(), fe.Field
+		writeJSON(w, http.StatusBadRequest, b)
 	case errors.Is(err, store.ErrInvalid):
 		WriteError(w, http.StatusBadRequest, "invalid_argument", err.Error())
+	case errors.Is(err, store.ErrLeaseLost):
+		WriteError(w, http.StatusConflict, "lease_lost", err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		WriteError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, store.ErrConflict):

@@ -55,6 +55,7 @@ func newFixture(t testing.TB) *fixture {
 	studio := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })
 	a := api.New(api.Config{
 		Liveness: liveness.NewService(s, c),
+		Tasks:    s,
 		Auth:     auth.NewAuthenticator(s),
 		Bus:      bus,
 		Studio:   studio,

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,8 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Field names the offending input field of an invalid_argument error.
+	Field string `json:"field,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status) }
@@ -73,10 +76,23 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, nil)
+// do sends in (when non-nil) as a JSON body and decodes the answer into out
+// (when non-nil). An error answer becomes an *Error.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var reqBody io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request of %s %s: %w", method, path, err)
+		}
+		reqBody = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reqBody)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
@@ -110,7 +126,7 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 
 // Health checks that the hub answers /healthz.
 func (c *Client) Health(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/healthz", nil)
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
 }
 
 // ListProcesses returns every agent process instance with its computed status.
@@ -118,7 +134,7 @@ func (c *Client) ListProcesses(ctx context.Context) ([]liveness.Process, error) 
 	var out struct {
 		Processes []liveness.Process `json:"processes"`
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/processes", &out)
+	err := c.do(ctx, http.MethodGet, "/v1/processes", nil, &out)
 	return out.Processes, err
 }
 
@@ -126,6 +142,6 @@ func (c *Client) ListProcesses(ctx context.Context) ([]liveness.Process, error) 
 // none ever reported.
 func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Process, error) {
 	var p liveness.Process
-	err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(kind), &p)
+	err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(kind), nil, &p)
 	return p, err
 }

@@ -110,11 +110,14 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 
 	bus := &events.Bus{}
 	svc := liveness.NewService(st, cfg.Clock)
+	mcpSrv := mcpserver.New(svc, cfg.Version)
+	mcpserver.AddTaskTools(mcpSrv, st)
 	a := api.New(api.Config{
 		Liveness: svc,
+		Tasks:    st,
 		Auth:     auth.NewAuthenticator(st),
 		Bus:      bus,
-		MCP:      mcpserver.HTTPHandler(mcpserver.New(svc, cfg.Version)),
+		MCP:      mcpserver.HTTPHandler(mcpSrv),
 		Studio:   studio.New(svc, studio.Options{Version: cfg.Version, Logger: log}),
 		Logger:   log,
 		Version:  cfg.Version,

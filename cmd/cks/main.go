@@ -27,6 +27,13 @@ Usage:
   cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
   cks process list [--json]                                       list agent process instances
   cks process status KIND [--json]                                newest instance of one kind
+  cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--json]
+  cks task show ID [--json]
+  cks task create --type T [--title …] [--priority N] [--payload JSON]
+                  [--depends-on ID]… [--parent ID] [--dedupe-key K] [--json]
+  cks task answer ID TEXT [--json]
+  cks task cancel ID [--reason R] [--json]
+  cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
   cks version
 
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
@@ -66,12 +73,16 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdMCP(ctx, args[1:], e)
 	case "process":
 		err = cmdProcess(ctx, args[1:], e)
+	case "task":
+		err = cmdTask(ctx, args[1:], e)
+	case "bench":
+		err = cmdBench(ctx, args[1:], e)
 	case "version":
 		fmt.Fprintln(e.stdout, "cks", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

@@ -30,5 +30,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	}
 	defer st.Close()
 	logger(e.stderr).Info("mcp serving on stdio", "backend", st.Backend())
-	return mcpserver.ServeStdio(ctx, mcpserver.New(liveness.NewService(st, clock.System{}), version))
+	srv := mcpserver.New(liveness.NewService(st, clock.System{}), version)
+	mcpserver.AddTaskTools(srv, st)
+	return mcpserver.ServeStdio(ctx, srv)
 }

@@ -1,0 +1,441 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// maxBody bounds every JSON request body.
+const maxBody = 1 << 20
+
+// DefaultLease is the lease given to a claim that does not ask for one.
+const DefaultLease = 5 * time.Minute
+
+func (a *API) routeTasks() {
+	h := func(pattern string, f http.HandlerFunc) { a.mux.Handle(pattern, a.authed(f)) }
+	h("POST /v1/tasks", a.createTask)
+	h("GET /v1/tasks", a.listTasks)
+	h("GET /v1/tasks/{id}", a.getTask)
+	h("POST /v1/tasks/{id}/answer", a.answerTask)
+	h("POST /v1/tasks/{id}/cancel", a.cancelTask)
+	// Executor endpoints: agents in any language work the ledger over HTTP.
+	h("POST /v1/tasks/claim", a.claimTasks)
+	h("POST /v1/tasks/{id}/running", a.markRunning)
+	h("POST /v1/tasks/{id}/touch", a.touchTask)
+	h("POST /v1/tasks/{id}/evidence", a.addEvidence)
+	h("POST /v1/tasks/{id}/complete", a.completeTask)
+	h("POST /v1/tasks/{id}/fail", a.failTask)
+	h("POST /v1/tasks/{id}/request-input", a.requestInput)
+	h("POST /v1/tasks/{id}/review/claim", a.claimReview)
+	h("POST /v1/tasks/{id}/review/approve", a.approveReview)
+	h("POST /v1/tasks/{id}/review/reject", a.rejectReview)
+}
+
+// decode reads a JSON request body into v, refusing unknown fields, trailing
+// data and oversized bodies with an error naming what was wrong.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("empty request body: expected a JSON object: %w", store.ErrInvalid)
+		case errors.As(err, &te):
+			return &store.FieldError{Field: te.Field, Expected: "a JSON " + te.Type.String()}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return &store.FieldError{Field: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`),
+				Expected: "no such field (it is not part of this request)"}
+		}
+		return fmt.Errorf("request body is not valid JSON (%v): %w", err, store.ErrInvalid)
+	}
+	if dec.More() {
+		return fmt.Errorf("request body has data after the JSON object: %w", store.ErrInvalid)
+	}
+	return nil
+}
+
+// taskID parses the {id} path value.
+func taskID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &store.FieldError{Field: "task_id", Expected: fmt.Sprintf("a positive integer, got %q", r.PathValue("id"))}
+	}
+	return id, nil
+}
+
+// actor names the authenticated principal for the event log.
+func actor(r *http.Request) string {
+	if p, ok := PrincipalFrom(r.Context()); ok {
+		return p.Name
+	}
+	return "unknown"
+}
+
+// CreatedTask is the body of POST /v1/tasks.
+type CreatedTask struct {
+	Task store.Task `json:"task"`
+	// Created is false when the dedupe key matched a live task, which is returned.
+	Created bool `json:"created"`
+}
+
+func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
+	var n store.NewTask
+	if err := decode(r, &n); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if n.CreatedBy == "" {
+		n.CreatedBy = actor(r)
+	}
+	t, created, err := a.cfg.Tasks.Enqueue(r.Context(), n)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, CreatedTask{Task: t, Created: created})
+}
+
+// ParseTaskFilter reads the query of GET /v1/tasks: state and type (repeatable
+// or comma-separated), cursor and limit.
+func ParseTaskFilter(q map[string][]string) (store.TaskFilter, error) {
+	var f store.TaskFilter
+	for _, s := range splitAll(q["state"]) {
+		st := store.TaskState(strings.ToUpper(s))
+		if !ledger.Valid(st) {
+			return f, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %s, got %q", statesList(), s)}
+		}
+		f.States = append(f.States, st)
+	}
+	f.Types = splitAll(q["type"])
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"cursor", &f.After}, {"limit", nil}} {
+		v := first(q[p.name])
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return f, &store.FieldError{Field: p.name, Expected: fmt.Sprintf("a non-negative integer, got %q", v)}
+		}
+		if p.dst != nil {
+			*p.dst = n
+		} else {
+			f.Limit = int(n)
+		}
+	}
+	return f.Validate()
+}
+
+func statesList() string {
+	var s []string
+	for _, st := range ledger.All {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+func splitAll(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+func first(vals []string) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	return vals[0]
+}
+
+func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseTaskFilter(r.URL.Query())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	page, err := a.cfg.Tasks.ListTasks(r.Context(), f)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if page.Tasks == nil {
+		page.Tasks = []store.Task{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	t, err := a.cfg.Tasks.GetTask(r.Context(), id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// taskCall decodes the body into req, parses the task id and runs call,
+// answering with the task it returns. It is the shape of every per-task POST.
+func taskCall[Req any](a *API, w http.ResponseWriter, r *http.Request, call func(id int64, req Req) (store.Task, error)) {
+	id, err := taskID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req Req
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	t, err := call(id, req)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// AnswerRequest is the body of POST /v1/tasks/{id}/answer.
+type AnswerRequest struct {
+	Text string `json:"text"`
+}
+
+func (a *API) answerTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req AnswerRequest) (store.Task, error) {
+		if strings.TrimSpace(req.Text) == "" {
+			return store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
+		}
+		return a.cfg.Tasks.Answer(r.Context(), id, actor(r), req.Text)
+	})
+}
+
+// CancelRequest is the body of POST /v1/tasks/{id}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (a *API) cancelTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req CancelRequest) (store.Task, error) {
+		return a.cfg.Tasks.Cancel(r.Context(), id, actor(r), req.Reason)
+	})
+}
+
+// ClaimRequest is the body of POST /v1/tasks/claim.
+type ClaimRequest struct {
+	// Worker names the executor instance; default the principal's name.
+	Worker string   `json:"worker"`
+	Types  []string `json:"types"`
+	// N is how many tasks to lease at most (default 1).
+	N int `json:"n"`
+	// LeaseS is the lease in seconds (default 300).
+	LeaseS float64 `json:"lease_s"`
+}
+
+// ClaimedTasks is the answer of POST /v1/tasks/claim.
+type ClaimedTasks struct {
+	Tasks []store.Task `json:"tasks"`
+}
+
+func (a *API) claimTasks(w http.ResponseWriter, r *http.Request) {
+	var req ClaimRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if req.Worker == "" {
+		req.Worker = actor(r)
+	}
+	if req.N == 0 {
+		req.N = 1
+	}
+	lease, err := leaseOf(req.LeaseS)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ts, err := a.cfg.Tasks.Claim(r.Context(), req.Worker, req.Types, req.N, lease)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if ts == nil {
+		ts = []store.Task{}
+	}
+	writeJSON(w, http.StatusOK, ClaimedTasks{Tasks: ts})
+}
+
+func leaseOf(seconds float64) (time.Duration, error) {
+	switch {
+	case seconds == 0:
+		return DefaultLease, nil
+	case seconds < 1 || seconds > 24*3600:
+		return 0, &store.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+// LeaseRequest is the body of executor calls that carry only the lease token.
+type LeaseRequest struct {
+	LeaseToken string `json:"lease_token"`
+}
+
+func (a *API) markRunning(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req LeaseRequest) (store.Task, error) {
+		return a.cfg.Tasks.MarkRunning(r.Context(), id, req.LeaseToken)
+	})
+}
+
+// TouchResult is the answer of POST /v1/tasks/{id}/touch: whether the lease is
+// still held (the seed's touch convention: a lost lease is an answer, not an error).
+type TouchResult struct {
+	Held bool `json:"held"`
+}
+
+func (a *API) touchTask(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req LeaseRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	held, err := a.cfg.Tasks.Touch(r.Context(), id, req.LeaseToken)
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TouchResult{Held: held})
+}
+
+// EvidenceRequest is the body of POST /v1/tasks/{id}/evidence.
+type EvidenceRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Kind       string `json:"kind"`
+	Body       string `json:"body"`
+}
+
+func (a *API) addEvidence(w http.ResponseWriter, r *http.Request) {
+	id, err := taskID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req EvidenceRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ev, err := a.cfg.Tasks.AddEvidence(r.Context(), id, req.LeaseToken, req.Kind, req.Body)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ev)
+}
+
+// CompleteRequest is the body of POST /v1/tasks/{id}/complete.
+type CompleteRequest struct {
+	LeaseToken  string `json:"lease_token"`
+	NeedsReview bool   `json:"needs_review"`
+	Result      string `json:"result"`
+}
+
+func (a *API) completeTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req CompleteRequest) (store.Task, error) {
+		return a.cfg.Tasks.Complete(r.Context(), id, req.LeaseToken, req.NeedsReview, req.Result)
+	})
+}
+
+// FailRequest is the body of POST /v1/tasks/{id}/fail.
+type FailRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Retryable  bool   `json:"retryable"`
+	Reason     string `json:"reason"`
+}
+
+func (a *API) failTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req FailRequest) (store.Task, error) {
+		return a.cfg.Tasks.Fail(r.Context(), id, req.LeaseToken, req.Retryable, req.Reason)
+	})
+}
+
+// InputRequest is the body of POST /v1/tasks/{id}/request-input.
+type InputRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Question   string `json:"question"`
+}
+
+func (a *API) requestInput(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req InputRequest) (store.Task, error) {
+		if strings.TrimSpace(req.Question) == "" {
+			return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+		}
+		return a.cfg.Tasks.RequestInput(r.Context(), id, req.LeaseToken, req.Question)
+	})
+}
+
+// ReviewClaimRequest is the body of POST /v1/tasks/{id}/review/claim.
+type ReviewClaimRequest struct {
+	Reviewer string  `json:"reviewer"`
+	LeaseS   float64 `json:"lease_s"`
+}
+
+func (a *API) claimReview(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req ReviewClaimRequest) (store.Task, error) {
+		lease, err := leaseOf(req.LeaseS)
+		if err != nil {
+			return store.Task{}, err
+		}
+		if req.Reviewer == "" {
+			req.Reviewer = actor(r)
+		}
+		return a.cfg.Tasks.ClaimReview(r.Context(), id, req.Reviewer, lease)
+	})
+}
+
+// ReviewRequest is the body of review approve and reject.
+type ReviewRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Note       string `json:"note"`
+}
+
+func (a *API) approveReview(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req ReviewRequest) (store.Task, error) {
+		return a.cfg.Tasks.Approve(r.Context(), id, req.LeaseToken, req.Note)
+	})
+}
+
+func (a *API) rejectReview(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req ReviewRequest) (store.Task, error) {
+		return a.cfg.Tasks.Reject(r.Context(), id, req.LeaseToken, req.Note)
+	})
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/store/postgres"
+)
+
+// cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
+// in a temp directory, or a fresh schema in the given Postgres database.
+func cmdBench(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 || args[0] != "ledger" {
+		return fmt.Errorf("%w: bench needs a benchmark name: ledger", errUsage)
+	}
+	fs := flagSet("bench ledger", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	tasks := fs.Int("tasks", 100_000, "tasks to enqueue and work per run")
+	workers := fs.String("workers", "1,4,16", "comma-separated worker counts, one run each")
+	batch := fs.Int("batch", 10, "tasks leased per claim")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args[1:]); err != nil {
+		return err
+	}
+	var ws []int
+	for _, s := range strings.Split(*workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 256 {
+			return fmt.Errorf("%w: --workers: expected comma-separated counts from 1 to 256, got %q", errUsage, *workers)
+		}
+		ws = append(ws, n)
+	}
+	if *tasks < 1 || *batch < 1 {
+		return fmt.Errorf("%w: --tasks and --batch must be positive", errUsage)
+	}
+	var results []bench.LedgerResult
+	var backendName string
+	for _, w := range ws {
+		url, cleanup, err := scratchStore(ctx, *database)
+		if err != nil {
+			return err
+		}
+		st, err := backend.Open(ctx, url)
+		if err != nil {
+			cleanup()
+			return err
+		}
+		backendName = st.Backend()
+		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
+		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
+			Progress: func(phase string, done, total int) {
+				fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
+				if done == total {
+					fmt.Fprintln(e.stderr)
+				}
+			}})
+		st.Close()
+		cleanup()
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": backendName, "results": results})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tworkers\ttasks\tenqueue/s\tcomplete/s\tclaim p50\tclaim p99\t\n")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t\n", backendName, r.Workers, r.Tasks, r.EnqueueRate, r.CompleteRate,
+			r.ClaimP50.Round(time.Microsecond), r.ClaimP99.Round(time.Microsecond))
+	}
+	return tw.Flush()
+}
+
+// scratchStore returns the URL of an empty store for one run and its cleanup.
+func scratchStore(ctx context.Context, database string) (string, func(), error) {
+	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
+		url, drop, err := postgres.ScratchSchema(ctx, database)
+		if err != nil {
+			return "", nil, err
+		}
+		return url, func() { drop(context.Background()) }, nil
+	}
+	if database != "" {
+		return "", nil, fmt.Errorf("%w: bench --database takes a postgres:// URL; SQLite runs use a temporary file", errUsage)
+	}
+	dir, err := os.MkdirTemp("", "cks-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return "sqlite:" + filepath.Join(dir, "bench.db"), func() { os.RemoveAll(dir) }, nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestTaskCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	dd := []string{"--data-dir", string(h.dir)}
+	run := func(args ...string) result {
+		t.Helper()
+		return cks(t, nil, append(args, dd...)...)
+	}
+	type task struct {
+		ID        int64   `json:"task_id"`
+		State     string  `json:"state"`
+		Priority  int     `json:"priority"`
+		DependsOn []int64 `json:"depends_on"`
+		Answer    string  `json:"answer"`
+		Events    []struct {
+			To string `json:"to"`
+		} `json:"events"`
+	}
+	decode := func(r result) task {
+		t.Helper()
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		var v task
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, r.stdout)
+		}
+		return v
+	}
+
+	a := decode(run("task", "create", "--type", "research", "--title", "first", "--priority", "9",
+		"--payload", `{"topic":"bees"}`, "--dedupe-key", "bees", "--json"))
+	if a.ID == 0 || a.State != "OPEN" || a.Priority != 9 {
+		t.Fatalf("create = %+v", a)
+	}
+	b := decode(run("task", "create", "--type", "research", "--depends-on", fmt.Sprint(a.ID), "--json"))
+	if b.State != "WAITING" || len(b.DependsOn) != 1 || b.DependsOn[0] != a.ID {
+		t.Fatalf("dependent create = %+v", b)
+	}
+	if dup := decode(run("task", "create", "--type", "research", "--dedupe-key", "bees", "--json")); dup.ID != a.ID {
+		t.Fatalf("dedupe returned %d, want %d", dup.ID, a.ID)
+	}
+
+	r := run("task", "list", "--state", "WAITING", "--json")
+	var page struct {
+		Tasks []task `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &page); r.code != 0 || err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != b.ID {
+		t.Fatalf("list --state WAITING: %d %v %s", r.code, err, r.stdout)
+	}
+	r = run("task", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "STATE") || !strings.Contains(r.stdout, "first") {
+		t.Fatalf("list table:\n%s%s", r.stdout, r.stderr)
+	}
+	r = run("task", "show", fmt.Sprint(a.ID))
+	if r.code != 0 || !strings.Contains(r.stdout, "bees") || !strings.Contains(r.stdout, "events:") {
+		t.Fatalf("show:\n%s%s", r.stdout, r.stderr)
+	}
+	if c := decode(run("task", "cancel", fmt.Sprint(a.ID), "--reason", "enough", "--json")); c.State != "CANCELLED" {
+		t.Fatalf("cancel = %+v", c)
+	}
+	if got := decode(run("task", "show", fmt.Sprint(b.ID), "--json")); got.State != "BLOCKED" {
+		t.Fatalf("dependant of a cancelled task is %s, want BLOCKED", got.State)
+	}
+
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"task", "create", "--title", "x"}, "type"},
+		{[]string{"task", "create", "--type", "t", "--payload", "{nope"}, "--payload: expected a JSON value"},
+		{[]string{"task", "create", "--type", "t", "--priority", "-4"}, "priority"},
+		{[]string{"task", "create", "--type", "t", "--depends-on", "99999"}, "depends_on"},
+		{[]string{"task", "list", "--state", "DONE"}, "state"},
+		{[]string{"task", "show", "99999"}, "99999"},
+		{[]string{"task", "show", "abc"}, "expected a task ID"},
+		{[]string{"task", "answer", fmt.Sprint(a.ID), "late"}, "CANCELLED"},
+	}
+	for _, c := range bad {
+		r := run(c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want failure mentioning %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	r = run("task", "list", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 2 {
+		t.Fatalf("bad input changed the ledger: %d tasks", len(page.Tasks))
+	}
+}
+
+func TestBenchLedgerSmoke(t *testing.T) {
+	r := cks(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json")
+	if r.code != 0 {
+		t.Fatalf("bench: exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		Backend string `json:"backend"`
+		Results []struct {
+			Workers      int     `json:"workers"`
+			CompleteRate float64 `json:"complete_per_s"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Backend != "sqlite" || len(out.Results) != 2 ||
+		out.Results[1].Workers != 3 || out.Results[1].CompleteRate <= 0 {
+		t.Fatalf("bench output: %v\n%s", err, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "work") || !strings.Contains(r.stderr, "300/300") {
+		t.Fatalf("bench shows no progress:\n%s", r.stderr)
+	}
+}
