@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,8 @@ func taskTests() []taskTest {
 		{"TaskList", testTaskList},
 		{"TaskEvidencePerAttempt", testTaskEvidencePerAttempt},
 		{"TaskExactlyOnce", testTaskExactlyOnce},
+		{"TaskConcurrentDependencyRelease", testTaskConcurrentDependencyRelease},
+		{"TaskConcurrentDedupe", testTaskConcurrentDedupe},
 	}
 }
 
@@ -855,5 +858,87 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	}
 	if n := MustEnqueue(t, s, store.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 {
 		t.Fatalf("new task after upgrade has id %d, want 2", n.ID)
+	}
+}
+
+// testTaskConcurrentDependencyRelease completes the two dependencies of each
+// of many tasks at the same time from two handles: whichever completion
+// commits second must see the first and release the dependant.
+func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
+	const n = 40
+	s, clk := fakeStore(t, open)
+	var dependants []int64
+	for i := range n {
+		a := MustEnqueue(t, s, store.NewTask{Type: "a", Title: fmt.Sprint("a", i)})
+		b := MustEnqueue(t, s, store.NewTask{Type: "b", Title: fmt.Sprint("b", i)})
+		dependants = append(dependants, MustEnqueue(t, s, store.NewTask{Type: "d", DependsOn: []int64{a.ID, b.ID}}).ID)
+	}
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	for _, typ := range []string{"a", "b"} {
+		h := open(t, store.WithClock(clk))
+		wg.Go(func() {
+			for {
+				ts, err := h.Claim(ctx(t), "w-"+typ, []string{typ}, 1, Lease)
+				if err != nil || len(ts) == 0 {
+					errs <- err
+					return
+				}
+				if _, err := h.Complete(ctx(t), ts[0].ID, ts[0].LeaseToken, false, ""); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range dependants {
+		wantState(t, s, id, ledger.Open)
+	}
+}
+
+// testTaskConcurrentDedupe enqueues one dedupe key from many handles at once:
+// exactly one task is created and every caller gets it.
+func testTaskConcurrentDedupe(t *testing.T, open Opener) {
+	const n = 8
+	handles := make([]store.Store, n)
+	for i := range handles {
+		handles[i], _ = fakeStore(t, open)
+	}
+	ids := make([]int64, n)
+	created := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Go(func() {
+			var task store.Task
+			task, created[i], errs[i] = h.Enqueue(ctx(t), store.NewTask{Type: "sweep", DedupeKey: "same"})
+			ids[i] = task.ID
+		})
+	}
+	wg.Wait()
+	made := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("enqueue %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("enqueues returned tasks %v, want one task", ids)
+		}
+		if created[i] {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Fatalf("%d enqueues report creating the task, want 1", made)
+	}
+	if page, err := handles[0].ListTasks(ctx(t), store.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
+		t.Fatalf("%d tasks, %v; want 1", len(page.Tasks), err)
 	}
 }
