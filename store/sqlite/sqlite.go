@@ -37,9 +37,12 @@ const WriteLockTimeout = 30 * time.Second
 
 // Store is the SQLite implementation of store.Store.
 type Store struct {
-	clock  clock.Clock
-	path   string
-	writer *sql.DB // exactly one connection; transactions are BEGIN IMMEDIATE
+	clock clock.Clock
+	path  string
+	// writer has exactly one connection; transactions are BEGIN IMMEDIATE.
+	// Its busy_timeout is 0: write through s.write (or beginImmediate),
+	// which waits for the lock, never with writer.ExecContext directly.
+	writer *sql.DB
 	reader *sql.DB // a pool of query-only connections
 	cache  stmtCache
 }
