@@ -13,3 +13,10 @@ func BenchmarkStore(b *testing.B) {
 		return open(t, u)
 	})
 }
+
+func BenchmarkLedger(b *testing.B) {
+	storetest.BenchLedger(b, func(t testing.TB) store.Store {
+		_, u := freshSchema(t)
+		return open(t, u)
+	})
+}

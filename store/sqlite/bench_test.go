@@ -13,3 +13,9 @@ func BenchmarkStore(b *testing.B) {
 		return open(t, filepath.Join(t.TempDir(), "cks.db"))
 	})
 }
+
+func BenchmarkLedger(b *testing.B) {
+	storetest.BenchLedger(b, func(t testing.TB) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "cks.db"))
+	})
+}

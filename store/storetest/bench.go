@@ -63,6 +63,40 @@ func Bench(b *testing.B, newStore NewStore) {
 	})
 }
 
+// BenchLedger measures the ledger's hot path on a backend: enqueue one task,
+// and claim-then-complete one task, each per op.
+func BenchLedger(b *testing.B, newStore NewStore) {
+	b.Run("Enqueue", func(b *testing.B) {
+		s := newStore(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, _, err := s.Enqueue(ctx(b), store.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ClaimComplete", func(b *testing.B) {
+		s := newStore(b)
+		for i := range b.N {
+			if _, _, err := s.Enqueue(ctx(b), store.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			ts, err := s.Claim(ctx(b), "bench", []string{"bench"}, 1, time.Hour)
+			if err != nil || len(ts) != 1 {
+				b.Fatal(len(ts), err)
+			}
+			if _, err := s.Complete(ctx(b), ts[0].ID, ts[0].LeaseToken, false, "ok"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // seed records n critic instances in s and resets the benchmark timer.
 func seed(b *testing.B, s store.Store, n int) store.Store {
 	b.Helper()
