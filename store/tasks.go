@@ -78,6 +78,11 @@ type Task struct {
 	ReviewNote string    `json:"review_note,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// StateChangedAt is the time of the last state change (set at enqueue
+	// and by every transition; other writes such as Touch leave it). Rows
+	// written before the column existed got their updated_at as a backfill
+	// when the database was upgraded.
+	StateChangedAt time.Time `json:"state_changed_at"`
 	// Events is the task's history, oldest first; filled by GetTask only.
 	Events []TaskEvent `json:"events,omitempty"`
 	// Evidence is every attempt's evidence, oldest first; filled by GetTask only.
@@ -182,6 +187,9 @@ type TaskFilter struct {
 	// States and Types restrict the result when non-empty (any of them).
 	States []TaskState
 	Types  []string
+	// StateChangedBefore, when not zero, keeps only tasks whose state last
+	// changed at or before it (Task.StateChangedAt <= StateChangedBefore).
+	StateChangedBefore time.Time
 	// After is the cursor: only tasks with task_id > After are listed.
 	After int64
 	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
@@ -231,6 +239,11 @@ type Tasks interface {
 	GetTask(ctx context.Context, id int64) (Task, error)
 	// ListTasks returns one page of tasks (without events and evidence).
 	ListTasks(ctx context.Context, f TaskFilter) (TaskPage, error)
+	// CountTasks counts the tasks f selects, with ListTasks' semantics for
+	// States, Types and StateChangedBefore; After and Limit are ignored. An
+	// unknown state is a FieldError naming state. (The stale_stop_report
+	// sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
+	CountTasks(ctx context.Context, f TaskFilter) (int, error)
 
 	// Claim leases up to n claimable tasks of the given types (any type when
 	// types is empty) to worker: state OPEN, run_after passed, not in the
@@ -285,7 +298,20 @@ type Tasks interface {
 	// max_attempts. A REVIEWING task whose review lease is stale in the same
 	// sense goes back to NEEDS_REVIEW. It returns how many tasks it reclaimed.
 	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
+	// ReleaseDependencies is the safety net of the dependency_release
+	// sweeper for WAITING tasks (Complete, Fail and Cancel already do this
+	// work in their own transactions): every WAITING task whose dependencies
+	// are all COMPLETED (vacuously, one with none) moves to OPEN, and every
+	// WAITING task with a FAILED or CANCELLED dependency moves to BLOCKED
+	// with a reason naming that dependency, cascading to its own WAITING
+	// dependants as Fail does. Every change goes through the transition
+	// table with an event by actor "dependency_release"; dispatch-excluded
+	// tasks (ledger.DispatchExcluded) are never touched. One transaction.
+	ReleaseDependencies(ctx context.Context) (DependencyRelease, error)
 }
+
+// ActorDependencyRelease is the event actor of ReleaseDependencies.
+const ActorDependencyRelease = "dependency_release"
 
 // DefaultStaleWindow is the reaper's default: a lease not renewed for five
 // minutes is reclaimed.

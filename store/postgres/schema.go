@@ -24,6 +24,9 @@ type table struct {
 	name        string
 	columns     []column
 	constraints []string
+	// backfill maps a column to the statement that fills it in the rows an
+	// older database already holds; it runs only when that column is added.
+	backfill map[string]string
 	// after holds statements run after the table has its full shape (indexes,
 	// triggers), each idempotent.
 	after []string
@@ -106,8 +109,16 @@ var schema = []table{
 			{"review_note", "TEXT NOT NULL DEFAULT ''"},
 			{"created_at", "TIMESTAMPTZ NOT NULL"},
 			{"updated_at", "TIMESTAMPTZ NOT NULL"},
+			// Set at enqueue and by every transition; nullable only because
+			// ADD COLUMN on a filled table needs it. Older rows get updated_at
+			// (the best estimate there is) when the column is added.
+			{"state_changed_at", "TIMESTAMPTZ"},
+		},
+		backfill: map[string]string{
+			"state_changed_at": `UPDATE cks_outbox_tasks SET state_changed_at = updated_at`,
 		},
 		after: []string{
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_state_changed ON cks_outbox_tasks(state, state_changed_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent ON cks_outbox_tasks(parent_id)`,
@@ -216,6 +227,11 @@ func ensureSchema(ctx context.Context, pool *pgxpool.Pool) error {
 			}
 			if _, err := tx.Exec(ctx, "ALTER TABLE "+t.name+" ADD COLUMN "+c.name+" "+c.def); err != nil {
 				return fmt.Errorf("add column %s.%s: %w", t.name, c.name, err)
+			}
+			if fill := t.backfill[c.name]; fill != "" {
+				if _, err := tx.Exec(ctx, fill); err != nil {
+					return fmt.Errorf("backfill %s.%s: %w", t.name, c.name, err)
+				}
 			}
 		}
 		for _, stmt := range t.after {

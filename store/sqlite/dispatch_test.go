@@ -9,14 +9,18 @@ import (
 	"github.com/cks-dev/cks/ledger"
 )
 
-// TestDispatchExclusionSet asserts that every claim and reclaim query excludes
-// exactly ledger.DispatchExcluded (ADR 0020: the sets must stay identical).
+// TestDispatchExclusionSet asserts that every claim, reclaim and dependency
+// release query excludes exactly ledger.DispatchExcluded (ADR 0020: the sets
+// must stay identical).
 func TestDispatchExclusionSet(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	queries := map[string]string{
 		"claim":       claimSQL(&args{}, now, nil),
 		"claim typed": claimSQL(&args{}, now, []string{"a", "b"}),
 		"reclaim":     reclaimSQL(&args{}, now, time.Minute),
+		// ReleaseDependencies (the dependency_release sweeper).
+		"release":           releaseSQL(&args{}),
+		"dead dependencies": deadDepsSQL(&args{}),
 	}
 	want := ledger.DispatchExcluded[:]
 	notIn := regexp.MustCompile(`state NOT IN \(([^)]*)\)`)

@@ -19,7 +19,7 @@ import (
 const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
 	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
 	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
-	result, last_error, question, answer, review_note, created_at, updated_at`
+	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at`
 
 // revokeLease is the SET fragment that ends the current lease: the token stops
 // being current, so the executor's next call fails with ErrLeaseLost.
@@ -77,13 +77,15 @@ type move struct {
 // transition is the one function through which every state change of this
 // backend goes. It checks the ledger's table for from → to, updates every
 // selected task still in from, and appends one cks_task_events row per task,
-// all in tx. It returns the changed tasks as they now are.
+// all in tx; it sets state_changed_at (and updated_at) to now. It returns
+// the changed tasks as they now are.
 func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) ([]store.Task, error) {
 	if err := ledger.Check(m.from, m.to); err != nil {
 		return nil, err
 	}
 	a := &args{}
-	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(fmtTime(now))
+	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(fmtTime(now)) +
+		", state_changed_at = " + a.add(fmtTime(now))
 	if m.set != nil {
 		q += m.set(a)
 	}
@@ -390,10 +392,10 @@ WHERE dedupe_key = ? AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
 		var id int64
 		err := tx.QueryRowContext(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
 	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
-	created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
+	created_at, updated_at, state_changed_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
 			n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
-			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, fmtTime(now), fmtTime(now)).Scan(&id)
+			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("sqlite: enqueue: %w", err)
 		}
@@ -411,7 +413,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
 		out = store.Task{ID: id, Type: n.Type, Title: n.Title, Description: n.Description,
 			AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: state, Priority: n.Priority,
 			MaxAttempts: n.MaxAttempts, Revision: 1, ParentID: n.ParentID, DependsOn: n.DependsOn,
-			DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now}
+			DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now, StateChangedAt: now}
 		if len(out.DependsOn) == 0 {
 			out.DependsOn = nil
 		}
@@ -484,20 +486,11 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPa
 	}
 	a := &args{}
 	q := `SELECT ` + taskColumns + ` FROM cks_outbox_tasks WHERE task_id > ` + a.add(f.After)
-	if len(f.States) > 0 {
-		states := make([]string, len(f.States))
-		for i, st := range f.States {
-			if !ledger.Valid(st) {
-				return store.TaskPage{}, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", ledger.All, st)}
-			}
-			states[i] = string(st)
-		}
-		q += ` AND state IN ` + a.list(states)
+	where, err := filterSQL(a, f) // after the cursor's argument: SQLite's ? are positional
+	if err != nil {
+		return store.TaskPage{}, err
 	}
-	if len(f.Types) > 0 {
-		q += ` AND type IN ` + a.list(f.Types)
-	}
-	q += ` ORDER BY task_id LIMIT ` + a.add(f.Limit+1)
+	q += where + ` ORDER BY task_id LIMIT ` + a.add(f.Limit+1)
 	rows, err := s.reader.QueryContext(ctx, q, a.vals...)
 	if err != nil {
 		return store.TaskPage{}, fmt.Errorf("sqlite: list tasks: %w", err)
@@ -530,6 +523,43 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPa
 		page.Tasks[i].DependsOn = deps[page.Tasks[i].ID]
 	}
 	return page, nil
+}
+
+// filterSQL renders the States, Types and StateChangedBefore of f as
+// " AND …" conditions (empty when f selects everything).
+func filterSQL(a *args, f store.TaskFilter) (string, error) {
+	var q string
+	if len(f.States) > 0 {
+		states := make([]string, len(f.States))
+		for i, st := range f.States {
+			if !ledger.Valid(st) {
+				return "", &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", ledger.All, st)}
+			}
+			states[i] = string(st)
+		}
+		q += ` AND state IN ` + a.list(states)
+	}
+	if len(f.Types) > 0 {
+		q += ` AND type IN ` + a.list(f.Types)
+	}
+	if !f.StateChangedBefore.IsZero() {
+		q += ` AND state_changed_at <= ` + a.add(fmtTime(f.StateChangedBefore))
+	}
+	return q, nil
+}
+
+// CountTasks implements store.Tasks.
+func (s *Store) CountTasks(ctx context.Context, f store.TaskFilter) (int, error) {
+	a := &args{}
+	where, err := filterSQL(a, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM cks_outbox_tasks WHERE 1 = 1`+where, a.vals...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count tasks: %w", err)
+	}
+	return n, nil
 }
 
 // claimSQL is the candidate predicate of Claim (alias c): due, of the given
@@ -718,13 +748,16 @@ AND NOT EXISTS (SELECT 1 FROM cks_task_deps d JOIN cks_outbox_tasks p ON p.task_
 }
 
 // blockDependants moves the WAITING dependants of task id, which just became
-// FAILED or CANCELLED, to BLOCKED, and so on down the dependency graph.
-func (s *Store) blockDependants(ctx context.Context, tx *wtx, now time.Time, id int64, state ledger.State, why string) error {
+// (or, for ReleaseDependencies, is) FAILED or CANCELLED, to BLOCKED, and so
+// on down the dependency graph, with events by actor. It returns how many
+// tasks it blocked.
+func (s *Store) blockDependants(ctx context.Context, tx *wtx, now time.Time, actor string, id int64, state ledger.State, why string) (int, error) {
 	type item struct {
 		id     int64
 		reason string
 	}
 	queue := []item{{id, fmt.Sprintf("dependency %d is %s: %s", id, state, why)}}
+	n := 0
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
@@ -734,16 +767,17 @@ func (s *Store) blockDependants(ctx context.Context, tx *wtx, now time.Time, id 
 				return "c.task_id IN (SELECT task_id FROM cks_task_deps WHERE depends_on = " + a.add(it.id) + ")"
 			},
 			set:   func(a *args) string { return ", last_error = " + a.add(it.reason) },
-			actor: "ledger", reason: it.reason,
+			actor: actor, reason: it.reason,
 		})
 		if err != nil {
-			return err
+			return n, err
 		}
+		n += len(blocked)
 		for _, b := range blocked {
 			queue = append(queue, item{b.ID, fmt.Sprintf("dependency %d is BLOCKED (%s)", b.ID, it.reason)})
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // Fail implements store.Tasks.
@@ -770,7 +804,8 @@ func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool
 		if err != nil {
 			return err
 		}
-		return s.blockDependants(ctx, tx, now, id, ledger.Failed, reason)
+		_, err = s.blockDependants(ctx, tx, now, "ledger", id, ledger.Failed, reason)
+		return err
 	})
 	return out, err
 }
@@ -888,7 +923,8 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (sto
 		if err != nil {
 			return err
 		}
-		return s.blockDependants(ctx, tx, now, id, ledger.Cancelled, reason)
+		_, err = s.blockDependants(ctx, tx, now, "ledger", id, ledger.Cancelled, reason)
+		return err
 	})
 	return out, err
 }
@@ -913,7 +949,7 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 				return err
 			}
 			for _, t := range failed {
-				if err := s.blockDependants(ctx, tx, now, t.ID, ledger.Failed, "max attempts"); err != nil {
+				if _, err := s.blockDependants(ctx, tx, now, "ledger", t.ID, ledger.Failed, "max attempts"); err != nil {
 					return err
 				}
 			}
@@ -942,6 +978,73 @@ func (s *Store) ReclaimExpired(ctx context.Context, now time.Time, staleWindow t
 	return total, nil
 }
 
+// releaseSQL is the candidate predicate of ReleaseDependencies' WAITING →
+// OPEN (alias c): no dependency that is not COMPLETED; not dispatch-excluded.
+func releaseSQL(a *args) string {
+	return "NOT EXISTS (SELECT 1 FROM cks_task_deps d JOIN cks_outbox_tasks p ON p.task_id = d.depends_on" +
+		" WHERE d.task_id = c.task_id AND p.state <> " + a.add(string(ledger.Completed)) + ")" +
+		" AND c.state NOT IN " + excludedSQL()
+}
+
+// deadDepsSQL selects (task_id, state) of every FAILED or CANCELLED task that
+// a WAITING, not dispatch-excluded task depends on, in task_id order.
+func deadDepsSQL(a *args) string {
+	return "SELECT DISTINCT p.task_id, p.state FROM cks_task_deps d" +
+		" JOIN cks_outbox_tasks p ON p.task_id = d.depends_on" +
+		" JOIN cks_outbox_tasks c ON c.task_id = d.task_id" +
+		" WHERE c.state = " + a.add(string(ledger.Waiting)) +
+		" AND p.state IN (" + a.add(string(ledger.Failed)) + ", " + a.add(string(ledger.Cancelled)) + ")" +
+		" AND c.state NOT IN " + excludedSQL() +
+		" ORDER BY p.task_id"
+}
+
+// ReleaseDependencies implements store.Tasks.
+func (s *Store) ReleaseDependencies(ctx context.Context) (store.DependencyRelease, error) {
+	var out store.DependencyRelease
+	err := s.write(ctx, "release dependencies", func(tx *wtx, now time.Time) error {
+		out = store.DependencyRelease{}
+		a := &args{}
+		rows, err := tx.QueryContext(ctx, deadDepsSQL(a), a.vals...)
+		if err != nil {
+			return fmt.Errorf("sqlite: release dependencies: %w", err)
+		}
+		type dead struct {
+			id    int64
+			state string
+		}
+		var deads []dead
+		for rows.Next() {
+			var d dead
+			if err := rows.Scan(&d.id, &d.state); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: release dependencies: %w", err)
+			}
+			deads = append(deads, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: release dependencies: %w", err)
+		}
+		for _, d := range deads {
+			n, err := s.blockDependants(ctx, tx, now, store.ActorDependencyRelease, d.id, ledger.State(d.state),
+				"found by the dependency_release sweeper")
+			if err != nil {
+				return err
+			}
+			out.Blocked += n
+		}
+		released, err := s.transition(ctx, tx, now, move{from: ledger.Waiting, to: ledger.Open,
+			where: releaseSQL,
+			actor: store.ActorDependencyRelease, reason: "dependencies complete (found by the dependency_release sweeper)"})
+		out.Released = len(released)
+		return err
+	})
+	if err != nil {
+		return store.DependencyRelease{}, err
+	}
+	return out, nil
+}
+
 // Transition moves task id to state to through the ledger's table, recording
 // an event by actor with reason, and nothing else: no lease, dependency or
 // attempt effects. It exists for the conformance suite and repair tools;
@@ -965,12 +1068,13 @@ func scanTask(sc scanner) (store.Task, error) {
 		payload, state                        string
 		parent                                sql.NullInt64
 		claimedAt, expires, renewed, runAfter sql.NullString
+		stateChanged                          sql.NullString
 		created, updated                      string
 	)
 	err := sc.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
 		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &parent, &t.DedupeKey, &t.CreatedBy,
 		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
-		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated)
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated, &stateChanged)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return t, err
@@ -986,7 +1090,8 @@ func scanTask(sc scanner) (store.Task, error) {
 	for _, f := range []struct {
 		src sql.NullString
 		dst *time.Time
-	}{{claimedAt, &t.ClaimedAt}, {expires, &t.LeaseExpiresAt}, {renewed, &t.LeaseRenewedAt}, {runAfter, &t.RunAfter}} {
+	}{{claimedAt, &t.ClaimedAt}, {expires, &t.LeaseExpiresAt}, {renewed, &t.LeaseRenewedAt}, {runAfter, &t.RunAfter},
+		{stateChanged, &t.StateChangedAt}} {
 		if f.src.Valid {
 			if *f.dst, err = parseTime(f.src.String); err != nil {
 				return t, err

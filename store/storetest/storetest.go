@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func Run(t *testing.T, newDB NewDB) {
 			tc.fn(t, newStore(t))
 		})
 	}
-	for _, tc := range taskTests() {
+	for _, tc := range slices.Concat(taskTests(), sweepTaskTests()) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, newDB(t))

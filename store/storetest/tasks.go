@@ -849,6 +849,13 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 		!jsonEqual(old.Payload, []byte(`{"object_id": 7}`)) || len(old.Events) != 0 {
 		t.Fatalf("upgraded row: %+v", old)
 	}
+	// state_changed_at was added and backfilled from updated_at.
+	if !old.StateChangedAt.Equal(T0) {
+		t.Fatalf("upgraded row: state_changed_at %v, want the backfilled updated_at %v", old.StateChangedAt, T0)
+	}
+	if n, err := s.CountTasks(ctx(t), store.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
+		t.Fatalf("CountTasks on the upgraded row = %d, %v; want 1", n, err)
+	}
 	c := MustClaimOne(t, s, "w")
 	if c.ID != 1 || c.Attempts != 1 {
 		t.Fatalf("claim of the upgraded row: %+v", c)
@@ -856,8 +863,8 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if n := MustEnqueue(t, s, store.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 {
-		t.Fatalf("new task after upgrade has id %d, want 2", n.ID)
+	if n := MustEnqueue(t, s, store.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 || n.StateChangedAt.IsZero() {
+		t.Fatalf("new task after upgrade has id %d, state_changed_at %v; want id 2 and a time", n.ID, n.StateChangedAt)
 	}
 }
 

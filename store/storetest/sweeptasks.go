@@ -1,0 +1,240 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+func sweepTaskTests() []taskTest {
+	return []taskTest{
+		{"TaskStateChangedAt", testTaskStateChangedAt},
+		{"TaskStateChangedBefore", testTaskStateChangedBefore},
+		{"TaskReleaseDependencies", testTaskReleaseDependencies},
+	}
+}
+
+// transitioner returns s's low-level Transition or fails the test.
+func transitioner(t testing.TB, s store.Store) Transitioner {
+	t.Helper()
+	tr, ok := s.(Transitioner)
+	if !ok {
+		t.Fatalf("%T does not implement storetest.Transitioner", s)
+	}
+	return tr
+}
+
+// mustMove moves task id through the states path with the low-level
+// Transition (no dependency, lease or attempt effects).
+func mustMove(t testing.TB, s store.Store, id int64, path ...ledger.State) store.Task {
+	t.Helper()
+	var out store.Task
+	for _, st := range path {
+		var err error
+		if out, err = transitioner(t, s).Transition(ctx(t), id, st, "suite", "setup"); err != nil {
+			t.Fatalf("task %d → %s: %v", id, st, err)
+		}
+	}
+	return out
+}
+
+// testTaskStateChangedAt: enqueue and every state change set
+// state_changed_at; writes that keep the state (Touch, AddEvidence) do not.
+func testTaskStateChangedAt(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "timed"})
+	check := func(step string, want time.Time) store.Task {
+		t.Helper()
+		got := MustGet(t, s, task.ID)
+		if !got.StateChangedAt.Equal(want) || got.StateChangedAt.Location() != time.UTC {
+			t.Fatalf("%s: state_changed_at %v, want %v", step, got.StateChangedAt, want)
+		}
+		return got
+	}
+	if !task.StateChangedAt.Equal(T0) {
+		t.Fatalf("Enqueue returned state_changed_at %v, want %v", task.StateChangedAt, T0)
+	}
+	check("enqueue", T0)
+	clk.Advance(time.Minute)
+	c := MustClaimOne(t, s, "w")
+	if !c.StateChangedAt.Equal(clk.Now()) {
+		t.Fatalf("Claim returned state_changed_at %v, want %v", c.StateChangedAt, clk.Now())
+	}
+	claimed := clk.Now()
+	clk.Advance(time.Minute)
+	if _, err := s.Touch(ctx(t), c.ID, c.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := check("touch and evidence", claimed); !got.UpdatedAt.Equal(clk.Now()) {
+		t.Fatalf("touch left updated_at %v, want %v", got.UpdatedAt, clk.Now())
+	}
+	clk.Advance(time.Minute)
+	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	check("running", clk.Now())
+	clk.Advance(time.Minute)
+	mustMove(t, s, task.ID, ledger.Stopped)
+	stopped := check("stopped", clk.Now())
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	if err != nil || len(page.Tasks) != 1 || !page.Tasks[0].StateChangedAt.Equal(clk.Now()) {
+		t.Fatalf("ListTasks = %+v, %v; want state_changed_at %v", page.Tasks, err, clk.Now())
+	}
+	b, err := json.Marshal(stopped)
+	if err != nil || !strings.Contains(string(b), `"state_changed_at":"`+clk.Now().Format(time.RFC3339)) {
+		t.Fatalf("JSON %s lacks state_changed_at", b)
+	}
+}
+
+// testTaskStateChangedBefore: the stale_stop_report query, CountTasks with
+// States and StateChangedBefore, and ListTasks with the same filter.
+func testTaskStateChangedBefore(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	enqueue := func(title string) int64 { return MustEnqueue(t, s, store.NewTask{Title: title}).ID }
+	open0 := enqueue("open since T0")
+	stop0 := enqueue("stopped at T0")
+	mustMove(t, s, stop0, ledger.Stopped)
+	clk.Advance(10 * time.Hour)
+	stop10 := enqueue("stopped at T0+10h")
+	mustMove(t, s, stop10, ledger.Stopped)
+	restarted := enqueue("stopped at T0+10h, started at T0+30h")
+	mustMove(t, s, restarted, ledger.Stopped)
+	clk.Advance(20 * time.Hour)
+	mustMove(t, s, restarted, ledger.Open)
+	stop30 := enqueue("stopped at T0+30h")
+	mustMove(t, s, stop30, ledger.Stopped)
+	clk.Advance(18 * time.Hour) // now T0+48h
+
+	stopped := []store.TaskState{ledger.Stopped}
+	cases := []struct {
+		name string
+		f    store.TaskFilter
+		want []int64
+	}{
+		{"stale stops (24h)", store.TaskFilter{States: stopped, StateChangedBefore: clk.Now().Add(-24 * time.Hour)}, []int64{stop0, stop10}},
+		{"boundary is inclusive", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour)}, []int64{stop0, stop10}},
+		{"just before the boundary", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10*time.Hour - time.Microsecond)}, []int64{stop0}},
+		{"zero cutoff: no time filter", store.TaskFilter{States: stopped}, []int64{stop0, stop10, stop30}},
+		{"any state", store.TaskFilter{StateChangedBefore: T0.Add(time.Hour)}, []int64{open0, stop0}},
+		{"cutoff before everything", store.TaskFilter{StateChangedBefore: T0.Add(-time.Second)}, nil},
+		{"with types", store.TaskFilter{Types: []string{"other"}, StateChangedBefore: clk.Now()}, nil},
+		{"cutoff in another zone", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
+	}
+	for _, tc := range cases {
+		n, err := s.CountTasks(ctx(t), tc.f)
+		if err != nil || n != len(tc.want) {
+			t.Errorf("%s: CountTasks = %d, %v; want %d", tc.name, n, err, len(tc.want))
+		}
+		page, err := s.ListTasks(ctx(t), tc.f)
+		if err != nil {
+			t.Fatalf("%s: ListTasks: %v", tc.name, err)
+		}
+		var got []int64
+		for _, task := range page.Tasks {
+			got = append(got, task.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: ListTasks = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// CountTasks ignores the page fields.
+	if n, err := s.CountTasks(ctx(t), store.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
+		t.Errorf("CountTasks with After and Limit = %d, %v; want all 5", n, err)
+	}
+	if _, err := s.CountTasks(ctx(t), store.TaskFilter{States: []store.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
+		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
+	}
+}
+
+// testTaskReleaseDependencies builds, with the low-level Transition (which
+// has no dependency effects), the situations the inline release of
+// Complete/Fail/Cancel would have handled, and checks the safety net.
+func testTaskReleaseDependencies(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	enq := func(title string, deps ...int64) int64 {
+		return MustEnqueue(t, s, store.NewTask{Title: title, DependsOn: deps}).ID
+	}
+	done1, done2 := enq("done 1"), enq("done 2")
+	failed, cancelled, pending, blockedDep := enq("failed"), enq("cancelled"), enq("pending"), enq("blocked")
+	allDone := enq("all deps completed", done1, done2)
+	onFailed := enq("on a failed dependency", done1, failed)
+	chained := enq("on the task on the failed one", onFailed)
+	onCancelled := enq("on a cancelled dependency", cancelled)
+	mixed := enq("on a completed and a pending one", done1, pending)
+	onBlocked := enq("on a BLOCKED dependency", blockedDep)
+	stoppedAllDone := enq("stopped, deps completed", done1)
+	mustMove(t, s, stoppedAllDone, ledger.Stopped)
+	noDeps := enq("waiting without dependencies")
+	mustMove(t, s, noDeps, ledger.Waiting)
+	for _, id := range []int64{done1, done2} {
+		mustMove(t, s, id, ledger.Claimed, ledger.Completed)
+	}
+	mustMove(t, s, failed, ledger.Claimed, ledger.Failed)
+	mustMove(t, s, cancelled, ledger.Cancelled)
+	mustMove(t, s, blockedDep, ledger.Waiting, ledger.Blocked)
+	for _, id := range []int64{allDone, onFailed, chained, onCancelled, mixed, onBlocked} {
+		wantState(t, s, id, ledger.Waiting) // the inline release did not run
+	}
+
+	clk.Advance(time.Minute)
+	got, err := s.ReleaseDependencies(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (store.DependencyRelease{Released: 2, Blocked: 3}) {
+		t.Errorf("ReleaseDependencies = %+v, want released 2, blocked 3", got)
+	}
+	cases := []struct {
+		id     int64
+		want   ledger.State
+		reason string // a substring of the event's reason; "" = no new event
+	}{
+		{allDone, ledger.Open, "dependencies complete"},
+		{noDeps, ledger.Open, "dependencies complete"},
+		{onFailed, ledger.Blocked, fmt.Sprintf("dependency %d is FAILED", failed)},
+		{chained, ledger.Blocked, fmt.Sprintf("dependency %d is BLOCKED", onFailed)},
+		{onCancelled, ledger.Blocked, fmt.Sprintf("dependency %d is CANCELLED", cancelled)},
+		{mixed, ledger.Waiting, ""},
+		{onBlocked, ledger.Waiting, ""},
+		{stoppedAllDone, ledger.Stopped, ""}, // dispatch-excluded: never touched
+	}
+	for _, tc := range cases {
+		task := wantState(t, s, tc.id, tc.want)
+		e := lastEvent(t, task)
+		if tc.reason == "" {
+			if e.Actor == store.ActorDependencyRelease {
+				t.Errorf("task %d (%s) got an event %+v", tc.id, task.Title, e)
+			}
+			continue
+		}
+		if e.Actor != store.ActorDependencyRelease || e.From != ledger.Waiting || e.To != tc.want ||
+			!strings.Contains(e.Reason, tc.reason) || !e.At.Equal(clk.Now()) || !task.StateChangedAt.Equal(clk.Now()) {
+			t.Errorf("task %d (%s): event %+v, want one by %s to %s with a reason containing %q",
+				tc.id, task.Title, e, store.ActorDependencyRelease, tc.want, tc.reason)
+		}
+		if tc.want == ledger.Blocked && !strings.Contains(task.LastError, tc.reason) {
+			t.Errorf("task %d: last_error %q, want it to contain %q", tc.id, task.LastError, tc.reason)
+		}
+	}
+	if again, err := s.ReleaseDependencies(ctx(t)); err != nil || again != (store.DependencyRelease{}) {
+		t.Errorf("second ReleaseDependencies = %+v, %v; want nothing to do", again, err)
+	}
+	ts, err := s.Claim(ctx(t), "w", nil, 10, Lease)
+	var claimed []int64
+	for _, task := range ts {
+		claimed = append(claimed, task.ID)
+	}
+	slices.Sort(claimed)
+	if want := []int64{pending, allDone, noDeps}; err != nil || !slices.Equal(claimed, want) {
+		t.Errorf("claim after release = %v, %v; want the released tasks and the untouched OPEN one %v", claimed, err, want)
+	}
+}
