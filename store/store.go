@@ -25,6 +25,8 @@ type Store interface {
 	Liveness
 	Principals
 	Tasks
+	SweeperControl
+	Changes
 	// Backend names the implementation: "sqlite" or "postgres".
 	Backend() string
 	// Close releases every connection. The store is unusable afterwards.

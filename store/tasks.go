@@ -321,6 +321,9 @@ const DefaultStaleWindow = 5 * time.Minute
 type Options struct {
 	// Clock tells the time of every write whose time is not an argument.
 	Clock clock.Clock
+	// ChangePollInterval is the change poll period of a polling backend
+	// (see WithChangePollInterval); DefaultChangePollInterval when <= 0.
+	ChangePollInterval time.Duration
 }
 
 // Option sets one of the Options.
@@ -338,6 +341,9 @@ func ApplyOptions(opts []Option) Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.System{}
+	}
+	if o.ChangePollInterval <= 0 {
+		o.ChangePollInterval = DefaultChangePollInterval
 	}
 	return o
 }

@@ -27,8 +27,9 @@ const ConnectTimeout = 5 * time.Second
 // Store is the Postgres implementation of store.Store. It is safe for
 // concurrent use by many goroutines and by many processes sharing a database.
 type Store struct {
-	clock clock.Clock
-	pool  *pgxpool.Pool
+	clock  clock.Clock
+	pool   *pgxpool.Pool
+	listen listeners // WatchChanges' dedicated connections
 }
 
 var _ store.Store = (*Store)(nil)

@@ -176,6 +176,16 @@ END $$`,
 			`CREATE INDEX IF NOT EXISTS idx_task_evidence_task ON cks_task_evidence(task_id, attempt, evidence_id)`,
 		},
 	},
+	{
+		// ADR-015: a row only for a sweeper whose default was overridden.
+		// (Changes need no table here: they are NOTIFYs, see publish.)
+		name: "cks_sweeper_control",
+		columns: []column{
+			{"agent_id", "TEXT PRIMARY KEY"},
+			{"desired_running", "BOOLEAN NOT NULL"},
+			{"updated_at", "TIMESTAMPTZ NOT NULL"},
+		},
+	},
 }
 
 // appendOnlyTrigger creates trigger name on table, rejecting ops, unless the

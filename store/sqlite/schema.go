@@ -171,6 +171,23 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: DELETE refused'); END
 			`CREATE INDEX IF NOT EXISTS idx_task_evidence_task ON cks_task_evidence(task_id, attempt, evidence_id)`,
 		},
 	},
+	{
+		// ADR-015: a row only for a sweeper whose default was overridden.
+		name: "cks_sweeper_control",
+		columns: []column{
+			{"agent_id", "TEXT PRIMARY KEY"},
+			{"desired_running", "BOOLEAN NOT NULL"},
+			{"updated_at", "TEXT NOT NULL"},
+		},
+	},
+	{
+		// The per-topic change counters behind WatchChanges (see publish).
+		name: "cks_changes",
+		columns: []column{
+			{"topic", "TEXT PRIMARY KEY"},
+			{"seq", "INTEGER NOT NULL"},
+		},
+	},
 }
 
 // ensureSchema brings the database to the current shape in one transaction.

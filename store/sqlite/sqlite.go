@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cks-dev/cks/clock"
@@ -45,6 +46,11 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB // a pool of query-only connections
 	cache  stmtCache
+	// pollInterval is WatchChanges' poll period; local wakes this handle's
+	// watchers after a commit that published a change.
+	pollInterval time.Duration
+	localMu      sync.Mutex
+	local        localChanges
 }
 
 var _ store.Store = (*Store)(nil)
@@ -105,7 +111,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(4)
-	return &Store{clock: store.ApplyOptions(opts).Clock, path: path, writer: writer, reader: reader}, nil
+	o := store.ApplyOptions(opts)
+	return &Store{clock: o.Clock, path: path, writer: writer, reader: reader, pollInterval: o.ChangePollInterval}, nil
 }
 
 // checkHeader refuses an existing, non-empty file that does not start with the

@@ -174,6 +174,9 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *wtx, now tim
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
+	if w.published {
+		s.wake()
+	}
 	return nil
 }
 
@@ -240,6 +243,8 @@ type wtx struct {
 	*sql.Tx
 	s      *Store
 	missed []string
+	// published is set by publish: the commit wakes this handle's watchers.
+	published bool
 }
 
 func (w *wtx) stmt(ctx context.Context, q string) *sql.Stmt {

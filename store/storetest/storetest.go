@@ -51,7 +51,7 @@ func Run(t *testing.T, newDB NewDB) {
 			tc.fn(t, newStore(t))
 		})
 	}
-	for _, tc := range slices.Concat(taskTests(), sweepTaskTests()) {
+	for _, tc := range slices.Concat(taskTests(), sweepTaskTests(), controlTests()) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, newDB(t))

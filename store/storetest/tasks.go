@@ -856,6 +856,9 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	if n, err := s.CountTasks(ctx(t), store.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
 		t.Fatalf("CountTasks on the upgraded row = %d, %v; want 1", n, err)
 	}
+	if ctl, err := s.GetSweeperDesiredRunning(ctx(t), "lease_reaper"); ctl != nil || err != nil {
+		t.Fatalf("sweeper control on an upgraded database = %v, %v; want no row", show(ctl), err)
+	}
 	c := MustClaimOne(t, s, "w")
 	if c.ID != 1 || c.Attempts != 1 {
 		t.Fatalf("claim of the upgraded row: %+v", c)

@@ -1,0 +1,67 @@
+package postgres_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/postgres"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestListenerReconnects terminates the watcher's dedicated connection from
+// an admin connection: the watcher reconnects, calls f once for every topic,
+// and delivers the changes made afterwards.
+func TestListenerReconnects(t *testing.T) {
+	_, u := freshSchema(t)
+	writer, watched := open(t, u), open(t, u)
+	topics := []string{store.TopicSweeperControl, "storetest_other"}
+	w := storetest.Watch(t, watched, topics...)
+	w.Ready(t, topics...)
+	for round := range 2 {
+		pids := postgres.ListenerPIDs(watched)
+		if len(pids) != 1 {
+			t.Fatalf("round %d: listener pids %v, want one", round, pids)
+		}
+		admin(t, baseURL(t), fmt.Sprintf("SELECT pg_terminate_backend(%d)", pids[0]))
+		w.Ready(t, topics...) // the reconnect's calls
+		now := postgres.ListenerPIDs(watched)
+		if len(now) != 1 || slices.Contains(now, pids[0]) {
+			t.Fatalf("round %d: after reconnect listener pids %v, want one new (old %d)", round, now, pids[0])
+		}
+		if err := writer.SetSweeperDesiredRunning(testCtx(t), "lease_reaper", round == 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Next(t); got != store.TopicSweeperControl {
+			t.Fatalf("round %d: after reconnect got %q", round, got)
+		}
+		w.Quiet(t)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := postgres.ListenerPIDs(watched); len(pids) != 0 {
+		t.Fatalf("stopped watcher left listener pids %v", pids)
+	}
+}
+
+// TestChangesScopedToSchema: NOTIFY is database-wide, but a watcher only
+// hears changes of its own schema.
+func TestChangesScopedToSchema(t *testing.T) {
+	_, u1 := freshSchema(t)
+	_, u2 := freshSchema(t)
+	mine, theirs := open(t, u1), open(t, u2)
+	w := storetest.Watch(t, mine, store.TopicSweeperControl)
+	w.Ready(t, store.TopicSweeperControl)
+	if err := theirs.SetSweeperDesiredRunning(testCtx(t), "contradiction", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.SetSweeperDesiredRunning(testCtx(t), "contradiction", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Next(t); got != store.TopicSweeperControl {
+		t.Fatalf("got %q", got)
+	}
+	w.Quiet(t) // the other schema's earlier change was not reported
+}
