@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func sweepTaskTests() []taskTest {
 		{"TaskStateChangedAt", testTaskStateChangedAt},
 		{"TaskStateChangedBefore", testTaskStateChangedBefore},
 		{"TaskReleaseDependencies", testTaskReleaseDependencies},
+		{"TaskReleaseDependenciesConcurrent", testTaskReleaseDependenciesConcurrent},
 	}
 }
 
@@ -236,5 +238,57 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	slices.Sort(claimed)
 	if want := []int64{pending, allDone, noDeps}; err != nil || !slices.Equal(claimed, want) {
 		t.Errorf("claim after release = %v, %v; want the released tasks and the untouched OPEN one %v", claimed, err, want)
+	}
+}
+
+// testTaskReleaseDependenciesConcurrent runs the safety net from several
+// handles at once, as sweepers on several nodes do: every task is moved
+// exactly once, and the counts add up.
+func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
+	const n, nodes = 20, 3
+	s, clk := fakeStore(t, open)
+	done, failed := MustEnqueue(t, s, store.NewTask{Title: "done"}).ID, MustEnqueue(t, s, store.NewTask{Title: "failed"}).ID
+	var toOpen, toBlock []int64
+	for i := range n {
+		toOpen = append(toOpen, MustEnqueue(t, s, store.NewTask{Title: fmt.Sprint("open ", i), DependsOn: []int64{done}}).ID)
+		toBlock = append(toBlock, MustEnqueue(t, s, store.NewTask{Title: fmt.Sprint("block ", i), DependsOn: []int64{failed}}).ID)
+	}
+	mustMove(t, s, done, ledger.Claimed, ledger.Completed)
+	mustMove(t, s, failed, ledger.Claimed, ledger.Failed)
+	results := make([]store.DependencyRelease, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		h := open(t, store.WithClock(clk))
+		wg.Go(func() { results[i], errs[i] = h.ReleaseDependencies(ctx(t)) })
+	}
+	wg.Wait()
+	var total store.DependencyRelease
+	for i := range nodes {
+		if errs[i] != nil {
+			t.Fatalf("node %d: %v", i, errs[i])
+		}
+		total.Released += results[i].Released
+		total.Blocked += results[i].Blocked
+	}
+	if total != (store.DependencyRelease{Released: n, Blocked: n}) {
+		t.Fatalf("nodes moved %+v in total (%+v), want %d released and %d blocked", total, results, n, n)
+	}
+	for _, ids := range []struct {
+		ids  []int64
+		want ledger.State
+	}{{toOpen, ledger.Open}, {toBlock, ledger.Blocked}} {
+		for _, id := range ids.ids {
+			task := wantState(t, s, id, ids.want)
+			moves := 0
+			for _, e := range task.Events {
+				if e.Actor == store.ActorDependencyRelease {
+					moves++
+				}
+			}
+			if moves != 1 {
+				t.Fatalf("task %d has %d dependency_release events, want 1: %+v", id, moves, task.Events)
+			}
+		}
 	}
 }
