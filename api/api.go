@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +32,12 @@ type Config struct {
 	Liveness *liveness.Service
 	// Tasks is the task ledger; when nil the /v1/tasks endpoints are absent.
 	Tasks store.Tasks
+	// Sweepers controls this process's sweepers; when nil /v1/sweepers is absent.
+	Sweepers *sweeper.Controller
+	// Collectors are extra Prometheus collectors served at /metrics.
+	Collectors []prometheus.Collector
+	// Clock tells the time for time-relative filters (default the system clock).
+	Clock clock.Clock
 	Auth  *auth.Authenticator
 	Bus   *events.Bus
 	// MCP, when set, is mounted at /mcp behind auth.
@@ -59,6 +67,9 @@ func New(cfg Config) *API {
 	if cfg.Bus == nil {
 		cfg.Bus = &events.Bus{}
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
@@ -68,6 +79,10 @@ func New(cfg Config) *API {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&processCollector{svc: cfg.Liveness, log: cfg.Logger})
+	reg.MustRegister(cfg.Collectors...)
+	if cfg.Sweepers != nil {
+		reg.MustRegister(sweeperCollector{reg: cfg.Sweepers.Registry()})
+	}
 
 	// Public.
 	a.mux.HandleFunc("GET /healthz", a.healthz)
@@ -80,6 +95,9 @@ func New(cfg Config) *API {
 	a.mux.Handle("GET /v1/events", a.authed(http.HandlerFunc(a.events)))
 	if cfg.Tasks != nil {
 		a.routeTasks()
+	}
+	if cfg.Sweepers != nil {
+		a.routeSweepers()
 	}
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
@@ -137,9 +155,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusBadRequest, b)
 	case errors.Is(err, store.ErrInvalid):
 		WriteError(w, http.StatusBadRequest, "invalid_argument", err.Error())
+	case errors.Is(err, sweeper.ErrDisabledByConfig):
+		WriteError(w, http.StatusConflict, "disabled_by_config", err.Error())
 	case errors.Is(err, store.ErrLeaseLost):
 		WriteError(w, http.StatusConflict, "lease_lost", err.Error())
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, sweeper.ErrUnknownSweeper):
 		WriteError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		WriteError(w, http.StatusConflict, "conflict", err.Error())

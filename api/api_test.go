@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/sqlite"
@@ -39,15 +40,19 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
-	s, err := sqlite.Open(context.Background(), filepath.Join(string(dir), "cks.db"))
+	c := clock.NewFake(storetest.T0)
+	s, err := sqlite.Open(context.Background(), filepath.Join(string(dir), "cks.db"), store.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := clock.NewFake(storetest.T0)
 	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hub.NewRuntime(s, hub.RuntimeConfig{Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +61,8 @@ func newFixture(t testing.TB) *fixture {
 	a := api.New(api.Config{
 		Liveness: liveness.NewService(s, c),
 		Tasks:    s,
+		Sweepers: rt.Sweepers,
+		Clock:    c,
 		Auth:     auth.NewAuthenticator(s),
 		Bus:      bus,
 		Studio:   studio,
@@ -63,6 +70,7 @@ func newFixture(t testing.TB) *fixture {
 	})
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
+		rt.Close(context.Background())
 		a.CloseStreams()
 		srv.Close()
 		s.Close()

@@ -110,9 +110,22 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // ParseTaskFilter reads the query of GET /v1/tasks: state and type (repeatable
-// or comma-separated), cursor and limit.
-func ParseTaskFilter(q map[string][]string) (store.TaskFilter, error) {
+// or comma-separated), cursor, limit, and stopped_longer_than (a duration such
+// as 24h: STOPPED tasks whose state has not changed for at least that long,
+// relative to now).
+func ParseTaskFilter(q map[string][]string, now time.Time) (store.TaskFilter, error) {
 	var f store.TaskFilter
+	if v := first(q["stopped_longer_than"]); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return f, &store.FieldError{Field: "stopped_longer_than", Expected: fmt.Sprintf("a duration such as 24h or 90m, got %q", v)}
+		}
+		if len(q["state"]) > 0 {
+			return f, &store.FieldError{Field: "state", Expected: "no state filter together with stopped_longer_than (it selects STOPPED)"}
+		}
+		f.States = []store.TaskState{ledger.Stopped}
+		f.StateChangedBefore = now.Add(-d)
+	}
 	for _, s := range splitAll(q["state"]) {
 		st := store.TaskState(strings.ToUpper(s))
 		if !ledger.Valid(st) {
@@ -170,7 +183,7 @@ func first(vals []string) string {
 }
 
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request) {
-	f, err := ParseTaskFilter(r.URL.Query())
+	f, err := ParseTaskFilter(r.URL.Query(), a.cfg.Clock.Now())
 	if err != nil {
 		a.fail(w, r, err)
 		return

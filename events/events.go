@@ -12,6 +12,8 @@ import (
 const (
 	// ProcessesChanged: a liveness row or a computed process status changed.
 	ProcessesChanged = "processes"
+	// SweepersChanged: a sweeper was started or stopped, here or on another node.
+	SweepersChanged = "sweepers"
 )
 
 // Event is one notification.

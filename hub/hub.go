@@ -11,17 +11,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/events"
-	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/studio"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultListen is the address a hub listens on unless told otherwise.
@@ -39,6 +39,8 @@ type Config struct {
 	// WatchInterval is how often process liveness is re-read to publish
 	// change events (default 1 s).
 	WatchInterval time.Duration
+	// Getenv reads sweeper settings (see ParseSettings); nil means os.Getenv.
+	Getenv func(string) string
 	// ShutdownTimeout bounds the graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 }
@@ -73,11 +75,18 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if cfg.WatchInterval <= 0 {
 		cfg.WatchInterval = time.Second
 	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	log := cfg.Logger
 
+	settings, err := ParseSettings(cfg.Getenv)
+	if err != nil {
+		return err
+	}
 	ln, err := Listen(cfg.Listen)
 	if err != nil {
 		return err
@@ -108,30 +117,42 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		}
 	}()
 
-	bus := &events.Bus{}
-	svc := liveness.NewService(st, cfg.Clock)
-	mcpSrv := mcpserver.New(svc, cfg.Version)
-	mcpserver.AddTaskTools(mcpSrv, st)
-	a := api.New(api.Config{
-		Liveness: svc,
-		Tasks:    st,
-		Auth:     auth.NewAuthenticator(st),
-		Bus:      bus,
-		MCP:      mcpserver.HTTPHandler(mcpSrv),
-		Studio:   studio.New(svc, studio.Options{Version: cfg.Version, Logger: log}),
-		Logger:   log,
-		Version:  cfg.Version,
-	})
-
-	bg, stopBG := context.WithCancel(ctx)
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		svc.Watch(bg, cfg.WatchInterval,
-			func() { bus.Publish(events.Event{Type: events.ProcessesChanged, At: cfg.Clock.Now()}) },
-			func(err error) { log.Warn("liveness watch", "err", err) })
+	sweepRuns := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "cks_sweeper_run_duration_seconds",
+		Help:    "Duration of sweeper passes, by sweeper.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"agent_id"})
+	rt, err := NewRuntime(st, RuntimeConfig{Clock: cfg.Clock, Logger: log, Settings: settings, WatchInterval: cfg.WatchInterval,
+		OnSweep: func(id string, d time.Duration, _ int, _ error) { sweepRuns.WithLabelValues(id).Observe(d.Seconds()) }})
+	if err != nil {
+		return err
+	}
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := rt.Close(cctx); err != nil {
+			log.Warn("stopping sweepers", "err", err)
+		}
 	}()
-	defer func() { stopBG(); <-watchDone }()
+
+	mcpSrv := mcpserver.New(rt.Liveness, cfg.Version)
+	mcpserver.AddTaskTools(mcpSrv, st)
+	mcpserver.AddSweeperTools(mcpSrv, rt.Sweepers)
+	a := api.New(api.Config{
+		Liveness:   rt.Liveness,
+		Tasks:      st,
+		Sweepers:   rt.Sweepers,
+		Auth:       auth.NewAuthenticator(st),
+		Bus:        rt.Bus,
+		MCP:        mcpserver.HTTPHandler(mcpSrv),
+		Studio:     studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log}),
+		Logger:     log,
+		Version:    cfg.Version,
+		Collectors: []prometheus.Collector{sweepRuns},
+	})
 
 	srv := &http.Server{
 		Handler:           a,

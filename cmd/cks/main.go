@@ -33,6 +33,7 @@ Usage:
                   [--depends-on ID]… [--parent ID] [--dedupe-key K] [--json]
   cks task answer ID TEXT [--json]
   cks task cancel ID [--reason R] [--json]
+  cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
   cks version
 
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdProcess(ctx, args[1:], e)
 	case "task":
 		err = cmdTask(ctx, args[1:], e)
+	case "sweeper":
+		err = cmdSweeper(ctx, args[1:], e)
 	case "bench":
 		err = cmdBench(ctx, args[1:], e)
 	case "version":
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, sweeper, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

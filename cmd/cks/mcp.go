@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store/backend"
 )
 
-// cmdMCP serves the MCP tools over stdio, on its own store connection, for
-// desktop LLM clients. Logs go to stderr: stdout carries the protocol.
+// cmdMCP serves the MCP tools over stdio for desktop LLM clients. Like the
+// seed's MCP server it is a node of its own: its own store connection and its
+// own Runtime, whose sweepers list_agents/start_agent/stop_agent control.
+// Logs go to stderr: stdout carries the protocol.
 func cmdMCP(ctx context.Context, args []string, e env) error {
 	fs := flagSet("mcp", e)
 	var sf storeFlags
@@ -23,14 +24,28 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: mcp takes no arguments, got %q", errUsage, pos)
 	}
+	settings, err := hub.ParseSettings(e.getenv)
+	if err != nil {
+		return err
+	}
 	_, dbURL := sf.resolve(e)
 	st, err := backend.Open(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	logger(e.stderr).Info("mcp serving on stdio", "backend", st.Backend())
-	srv := mcpserver.New(liveness.NewService(st, clock.System{}), version)
+	log := logger(e.stderr)
+	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Logger: log, Settings: settings})
+	if err != nil {
+		return err
+	}
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	defer rt.Close(context.Background())
+	srv := mcpserver.New(rt.Liveness, version)
 	mcpserver.AddTaskTools(srv, st)
+	mcpserver.AddSweeperTools(srv, rt.Sweepers)
+	log.Info("mcp serving on stdio", "backend", st.Backend())
 	return mcpserver.ServeStdio(ctx, srv)
 }

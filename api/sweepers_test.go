@@ -1,0 +1,80 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+func TestSweepersOverHTTP(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	ctx := context.Background()
+
+	sts, err := c.ListSweepers(ctx)
+	if err != nil || len(sts) != 3 || sts[0].AgentID != sweeper.LeaseReaperID || sts[0].Kind != "sweeper" {
+		t.Fatalf("list: %+v %v", sts, err)
+	}
+	st, err := c.StartSweeper(ctx, sweeper.LeaseReaperID)
+	if err != nil || !st.Running || st.DesiredRunning == nil || !*st.DesiredRunning {
+		t.Fatalf("start: %+v %v", st, err)
+	}
+	st, err = c.StopSweeper(ctx, sweeper.LeaseReaperID)
+	if err != nil || st.Running || st.DesiredRunning == nil || *st.DesiredRunning {
+		t.Fatalf("stop: %+v %v", st, err)
+	}
+	if o, _ := f.store.GetSweeperDesiredRunning(ctx, sweeper.LeaseReaperID); o == nil || *o {
+		t.Fatal("stop did not persist desired_running=false")
+	}
+	_, err = c.SweeperStatus(ctx, "contradictions")
+	if e := apiErr(t, err); e.Status != 404 || !strings.Contains(e.Message, "lease_reaper") {
+		t.Fatalf("unknown sweeper: %v, want 404 naming the known ids", err)
+	}
+	resp, body := f.get(t, "/metrics", f.token)
+	if resp.StatusCode != 200 || !strings.Contains(body, `cks_sweeper_running{agent_id="lease_reaper"} 0`) {
+		t.Fatalf("/metrics lacks the sweeper gauge:\n%s", body)
+	}
+}
+
+func TestStoppedLongerThan(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	task, _, err := f.store.Enqueue(ctx, store.NewTask{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := f.store.(interface {
+		Transition(context.Context, int64, store.TaskState, string, string) (store.Task, error)
+	})
+	if _, err := tr.Transition(ctx, task.ID, ledger.Stopped, "test", "hold"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(q string) int {
+		t.Helper()
+		resp, body := f.get(t, "/v1/tasks?"+q, f.token)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
+		}
+		var page store.TaskPage
+		json.Unmarshal([]byte(body), &page)
+		return len(page.Tasks)
+	}
+	f.clock.Advance(23 * time.Hour)
+	if n := count("stopped_longer_than=24h"); n != 0 {
+		t.Fatalf("after 23h: %d listed", n)
+	}
+	f.clock.Advance(time.Hour)
+	if n := count("stopped_longer_than=24h"); n != 1 {
+		t.Fatalf("after 24h: %d listed, want 1", n)
+	}
+	resp, body := f.get(t, "/v1/tasks?stopped_longer_than=soon", f.token)
+	if resp.StatusCode != 400 || decodeError(t, body).Error.Field != "stopped_longer_than" {
+		t.Fatalf("bad duration: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cks-dev/cks/sweeper"
+)
+
+func cmdSweeper(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: sweeper needs a subcommand: list, status ID, start ID or stop ID", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs := flagSet("sweeper "+sub, e)
+	var cf clientFlags
+	cf.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		if len(pos) > 0 {
+			return fmt.Errorf("%w: sweeper list takes no arguments, got %q", errUsage, pos)
+		}
+		cl, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		sts, err := cl.ListSweepers(ctx)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			if sts == nil {
+				sts = []sweeper.Status{}
+			}
+			return printJSON(e.stdout, map[string]any{"sweepers": sts})
+		}
+		printSweepers(e.stdout, sts)
+		return nil
+	case "status", "start", "stop":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: sweeper %s needs exactly one sweeper ID", errUsage, sub)
+		}
+		cl, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		call := map[string]func(context.Context, string) (sweeper.Status, error){
+			"status": cl.SweeperStatus, "start": cl.StartSweeper, "stop": cl.StopSweeper,
+		}[sub]
+		st, err := call(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, st)
+		}
+		printSweepers(e.stdout, []sweeper.Status{st})
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown sweeper subcommand %q; expected list, status, start or stop", errUsage, sub)
+	}
+}
+
+func printSweepers(w io.Writer, sts []sweeper.Status) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SWEEPER\tRUNNING\tENABLED\tOVERRIDE\tINTERVAL\tLAST RUN\tLAST COUNT\tRUNS\tLAST ERROR")
+	for _, st := range sts {
+		override := "-"
+		if st.DesiredRunning != nil {
+			override = map[bool]string{true: "start", false: "stop"}[*st.DesiredRunning]
+		}
+		last, count, lastErr := "never", "-", ""
+		if st.LastRunAt != nil {
+			last = st.LastRunAt.Local().Format(time.TimeOnly)
+		}
+		if st.LastResultCount != nil {
+			count = fmt.Sprint(*st.LastResultCount)
+		}
+		if st.LastError != nil {
+			lastErr = *st.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", st.AgentID, st.Running, st.ConfigEnabled, override,
+			time.Duration(st.IntervalS*float64(time.Second)), last, count, st.RunCount, lastErr)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestSweeperCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	run := func(args ...string) result {
+		t.Helper()
+		return cks(t, nil, append(args, "--data-dir", string(h.dir))...)
+	}
+	r := run("sweeper", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "lease_reaper") || !strings.Contains(r.stdout, "RUNNING") {
+		t.Fatalf("sweeper list:\n%s%s", r.stdout, r.stderr)
+	}
+	r = run("sweeper", "stop", "dependency_release", "--json")
+	var st struct {
+		Running        bool  `json:"running"`
+		DesiredRunning *bool `json:"desired_running"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); r.code != 0 || err != nil || st.Running || st.DesiredRunning == nil || *st.DesiredRunning {
+		t.Fatalf("sweeper stop: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	r = run("sweeper", "list", "--json")
+	var list struct {
+		Sweepers []struct {
+			AgentID string `json:"agent_id"`
+			Running bool   `json:"running"`
+		} `json:"sweepers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Sweepers) != 3 {
+		t.Fatalf("sweeper list --json: %v\n%s", err, r.stdout)
+	}
+	for _, s := range list.Sweepers {
+		if s.AgentID == "dependency_release" && s.Running {
+			t.Fatal("stopped sweeper still running on the hub")
+		}
+	}
+	r = run("sweeper", "status", "nope")
+	if r.code == 0 || !strings.Contains(r.stderr, "lease_reaper") {
+		t.Fatalf("unknown sweeper: exit %d %s", r.code, r.stderr)
+	}
+	if r = run("sweeper", "start", "dependency_release"); r.code != 0 || !strings.Contains(r.stdout, "true") {
+		t.Fatalf("sweeper start:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+func TestBadSweeperSetting(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	r := cks(t, []string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL=often"}, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "CKS_LEASE_REAPER_SWEEPER_INTERVAL") {
+		t.Fatalf("bad interval: exit %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused start created %s", dir)
+	}
+}

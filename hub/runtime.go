@@ -1,0 +1,206 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// SweeperSetting is one sweeper's configured enablement and interval.
+type SweeperSetting struct {
+	Enabled  bool
+	Interval time.Duration
+}
+
+// Settings are a hub's sweeper settings, read from the environment.
+type Settings struct {
+	// Sweepers by id: CKS_<ID>_SWEEPER_ENABLED and CKS_<ID>_SWEEPER_INTERVAL.
+	Sweepers map[string]SweeperSetting
+	// StaleWindow is the lease reaper's window (CKS_STALE_WINDOW, default 5m).
+	StaleWindow time.Duration
+	// StaleStopThreshold is when a STOPPED task is reported
+	// (CKS_STALE_STOP_THRESHOLD, default 24h).
+	StaleStopThreshold time.Duration
+}
+
+// sweeperDefaults are each ledger sweeper's default enablement and interval.
+func sweeperDefaults() map[string]SweeperSetting {
+	return map[string]SweeperSetting{
+		sweeper.LeaseReaperID:       {true, 30 * time.Second},
+		sweeper.DependencyReleaseID: {true, time.Minute},
+		sweeper.StaleStopReportID:   {true, 5 * time.Minute},
+	}
+}
+
+// ParseSettings reads Settings with getenv; a bad value is an error naming the
+// variable and what was expected.
+func ParseSettings(getenv func(string) string) (Settings, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	s := Settings{Sweepers: map[string]SweeperSetting{}}
+	for id, def := range sweeperDefaults() {
+		enabled, interval, err := sweeper.FromEnv(id, def.Enabled, def.Interval, getenv)
+		if err != nil {
+			return s, err
+		}
+		s.Sweepers[id] = SweeperSetting{enabled, interval}
+	}
+	var err error
+	if s.StaleWindow, err = durationSetting(getenv, "CKS_STALE_WINDOW", store.DefaultStaleWindow); err != nil {
+		return s, err
+	}
+	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// RuntimeConfig configures the in-process machinery of a hub.
+type RuntimeConfig struct {
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	Settings Settings
+	// WatchInterval is how often process liveness is re-read to publish
+	// change events (default 1 s).
+	WatchInterval time.Duration
+	// NoChangeWatch turns off the change-notification fast path, leaving only
+	// the per-tick override check (for tests and measurements of that path).
+	NoChangeWatch bool
+	// OnSweep, if set, is called after every sweeper pass (for metrics).
+	OnSweep func(id string, d time.Duration, count int, err error)
+}
+
+// Runtime is one process's event bus, sweepers and the watchers that feed
+// them, over one store. Several Runtimes (hubs) may share a store: sweeper
+// overrides are read from it at start, at every tick, and at once when a
+// change notification arrives.
+type Runtime struct {
+	Store    store.Store
+	Bus      *events.Bus
+	Liveness *liveness.Service
+	Sweepers *sweeper.Controller
+
+	cfg    RuntimeConfig
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewRuntime registers the sweepers with cfg.Settings (zero Settings: every
+// default). Nothing runs until Start.
+func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = time.Second
+	}
+	set := cfg.Settings
+	if set.Sweepers == nil {
+		var err error
+		if set, err = ParseSettings(nil); err != nil {
+			return nil, err
+		}
+	}
+	bus := &events.Bus{}
+	onRun := func(id string, d time.Duration, count int, err error) {
+		if cfg.OnSweep != nil {
+			cfg.OnSweep(id, d, count, err)
+		}
+		bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
+	}
+	reg := sweeper.NewRegistry()
+	for _, sw := range []sweeper.Sweeper{
+		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow},
+		sweeper.DependencyRelease{Tasks: st},
+		sweeper.StaleStopReport{Tasks: st, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
+	} {
+		conf := set.Sweepers[sw.ID()]
+		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st,
+			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun}); err != nil {
+			return nil, err
+		}
+	}
+	return &Runtime{
+		Store:    st,
+		Bus:      bus,
+		Liveness: liveness.NewService(st, cfg.Clock),
+		Sweepers: sweeper.NewController(reg, st),
+		cfg:      cfg,
+	}, nil
+}
+
+func durationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 24h", name, v)
+	}
+	return d, nil
+}
+
+// Start starts every config-enabled sweeper whose stored override is not
+// false, and the background watchers. It returns once they are running.
+func (rt *Runtime) Start(ctx context.Context) error {
+	bg, cancel := context.WithCancel(context.Background())
+	rt.cancel = cancel
+	rt.done = make(chan struct{})
+	if err := rt.Sweepers.Registry().StartAll(ctx, rt.Store); err != nil {
+		// A failed override read leaves that sweeper stopped; say so, go on.
+		rt.cfg.Logger.Error("starting sweepers", "err", err)
+	}
+	watchers := []func(){
+		func() {
+			rt.Liveness.Watch(bg, rt.cfg.WatchInterval,
+				func() { rt.Bus.Publish(events.Event{Type: events.ProcessesChanged, At: rt.cfg.Clock.Now()}) },
+				func(err error) { rt.cfg.Logger.Warn("liveness watch", "err", err) })
+		},
+	}
+	if !rt.cfg.NoChangeWatch {
+		watchers = append(watchers, func() {
+			// The fast path of ADR-015's cross-node stop: a change to the
+			// override table, made by any node, wakes every local runner to
+			// re-read its override now instead of at its next tick.
+			err := rt.Store.WatchChanges(bg, []string{store.TopicSweeperControl}, func(string) {
+				for _, r := range rt.Sweepers.Registry().Runners() {
+					r.Poke()
+				}
+				rt.Bus.Publish(events.Event{Type: events.SweepersChanged, At: rt.cfg.Clock.Now()})
+			})
+			if err != nil && !errors.Is(err, context.Canceled) {
+				rt.cfg.Logger.Error("sweeper control watch ended", "err", err)
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	for _, w := range watchers {
+		wg.Go(w)
+	}
+	go func() { wg.Wait(); close(rt.done) }()
+	return nil
+}
+
+// Close stops the sweepers and the watchers and waits for them.
+func (rt *Runtime) Close(ctx context.Context) error {
+	err := rt.Sweepers.Registry().StopAll(ctx)
+	if rt.cancel != nil {
+		rt.cancel()
+		<-rt.done
+	}
+	return err
+}

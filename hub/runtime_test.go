@@ -1,0 +1,209 @@
+package hub_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/postgres"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/sweeper"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// backend opens handles on one fresh database of one backend.
+type backend struct {
+	name string
+	// newDB creates an empty database and returns an opener of handles on it.
+	newDB func(t testing.TB) opener
+}
+
+// opener opens one more handle on a test database.
+type opener func(t testing.TB, opts ...store.Option) store.Store
+
+func backends() []backend {
+	return []backend{
+		{"sqlite", func(t testing.TB) opener {
+			path := filepath.Join(t.TempDir(), "cks.db")
+			return func(t testing.TB, opts ...store.Option) store.Store {
+				t.Helper()
+				s, err := sqlite.Open(context.Background(), path, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+		}},
+		{"postgres", func(t testing.TB) opener {
+			base := os.Getenv("CKS_TEST_DATABASE_URL")
+			if base == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
+				}
+				t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
+			}
+			url, drop, err := postgres.ScratchSchema(context.Background(), base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { drop(context.Background()) })
+			return func(t testing.TB, opts ...store.Option) store.Store {
+				t.Helper()
+				s, err := postgres.Open(context.Background(), url, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+		}},
+	}
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, open opener)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, b.newDB(t))
+		})
+	}
+}
+
+func env(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+
+func newRuntime(t testing.TB, st store.Store, vars map[string]string, noWatch bool) *hub.Runtime {
+	t.Helper()
+	set, err := hub.ParseSettings(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Settings: set, NoChangeWatch: noWatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
+
+func running(t testing.TB, rt *hub.Runtime, id string) bool {
+	t.Helper()
+	r, err := rt.Sweepers.Registry().Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status().Running
+}
+
+// waitStopped waits until rt's runner id stops, and returns how long it took.
+func waitStopped(t testing.TB, rt *hub.Runtime, id string, from time.Time) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for running(t, rt, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still running 30s after the stop", id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(from)
+}
+
+func TestOverridePersistsAcrossRestarts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		rt1 := newRuntime(t, open(t), nil, false)
+		for _, id := range []string{sweeper.LeaseReaperID, sweeper.DependencyReleaseID, sweeper.StaleStopReportID} {
+			if !running(t, rt1, id) {
+				t.Fatalf("no override row: %s not started", id)
+			}
+		}
+		if _, err := rt1.Sweepers.Stop(ctx, sweeper.LeaseReaperID); err != nil {
+			t.Fatal(err)
+		}
+		rt1.Close(ctx)
+
+		rt2 := newRuntime(t, open(t), nil, false) // a restart
+		if running(t, rt2, sweeper.LeaseReaperID) {
+			t.Fatal("a stopped sweeper came back after a restart")
+		}
+		if !running(t, rt2, sweeper.DependencyReleaseID) {
+			t.Fatal("an untouched sweeper did not start")
+		}
+		st, err := rt2.Sweepers.Start(ctx, sweeper.LeaseReaperID)
+		if err != nil || !st.Running || st.DesiredRunning == nil || !*st.DesiredRunning {
+			t.Fatalf("start: %+v %v", st, err)
+		}
+		rt2.Close(ctx)
+
+		rt3 := newRuntime(t, open(t), nil, false)
+		if !running(t, rt3, sweeper.LeaseReaperID) {
+			t.Fatal("a started sweeper did not start after a restart")
+		}
+	})
+}
+
+func TestConfigDisabledNeverStarts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		st := open(t)
+		vars := map[string]string{"CKS_LEASE_REAPER_SWEEPER_ENABLED": "false"}
+		rt := newRuntime(t, st, vars, false)
+		if running(t, rt, sweeper.LeaseReaperID) {
+			t.Fatal("config-disabled sweeper running")
+		}
+		_, err := rt.Sweepers.Start(context.Background(), sweeper.LeaseReaperID)
+		if err == nil {
+			t.Fatal("start of a config-disabled sweeper succeeded")
+		}
+		if o, _ := st.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); o != nil {
+			t.Fatal("refused start wrote an override")
+		}
+	})
+}
+
+// TestCrossNodeStop: two runtimes (nodes) on one store; stop_agent on A stops
+// B's runner by B's per-tick check, and with the change notification without
+// waiting for the tick.
+func TestCrossNodeStop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		id := sweeper.LeaseReaperID
+
+		t.Run("tick", func(t *testing.T) {
+			const interval = 200 * time.Millisecond
+			vars := map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": interval.String()}
+			a := newRuntime(t, open(t), vars, true)
+			b := newRuntime(t, open(t), vars, true)
+			start := time.Now()
+			if _, err := a.Sweepers.Stop(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			took := waitStopped(t, b, id, start)
+			t.Logf("%s tick path: B stopped %v after A's stop (interval %v)", a.Store.Backend(), took, interval)
+			a.Sweepers.Start(ctx, id) // leave the shared row as found for the next subtest
+		})
+		t.Run("notification", func(t *testing.T) {
+			// An hour-long interval: only the notification can stop B in time.
+			vars := map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": "1h"}
+			a := newRuntime(t, open(t), vars, false)
+			b := newRuntime(t, open(t), vars, false)
+			if !running(t, b, id) {
+				t.Fatal("B's sweeper not running")
+			}
+			start := time.Now()
+			if _, err := a.Sweepers.Stop(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			took := waitStopped(t, b, id, start)
+			t.Logf("%s notification path: B stopped %v after A's stop (interval 1h)", a.Store.Backend(), took)
+		})
+	})
+}

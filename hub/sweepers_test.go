@@ -1,0 +1,150 @@
+package hub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// transitioner is the backends' low-level state move, used here to build the
+// inconsistent or aged states the sweepers exist for.
+type transitioner interface {
+	Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error)
+}
+
+func enqueue(t testing.TB, st store.Store, n store.NewTask) store.Task {
+	t.Helper()
+	task, _, err := st.Enqueue(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func move(t testing.TB, st store.Store, id int64, states ...store.TaskState) {
+	t.Helper()
+	for _, to := range states {
+		if _, err := st.(transitioner).Transition(context.Background(), id, to, "test", "setup"); err != nil {
+			t.Fatalf("task %d → %s: %v", id, to, err)
+		}
+	}
+}
+
+func stateOf(t testing.TB, st store.Store, id int64) store.TaskState {
+	t.Helper()
+	task, err := st.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task.State
+}
+
+func sweep(t testing.TB, s sweeper.Sweeper) int {
+	t.Helper()
+	n, err := s.SweepOnce(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", s.ID(), err)
+	}
+	return n
+}
+
+func TestLeaseReaper(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		retry := enqueue(t, st, store.NewTask{Type: "t", MaxAttempts: 2})
+		dead := enqueue(t, st, store.NewTask{Type: "u", MaxAttempts: 1})
+		held := enqueue(t, st, store.NewTask{Type: "v"})
+		for _, typ := range []string{"t", "u", "v"} {
+			if ts, err := st.Claim(ctx, "w", []string{typ}, 1, time.Minute); err != nil || len(ts) != 1 {
+				t.Fatalf("claim %s: %v %v", typ, ts, err)
+			}
+		}
+		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		c.Advance(4 * time.Minute) // expired, but renewed within the window
+		if n := sweep(t, reaper); n != 0 {
+			t.Fatalf("reaped %d leases inside the stale window", n)
+		}
+		// Keep one lease alive, let the others go stale.
+		c.Advance(2 * time.Minute)
+		task, _ := st.GetTask(ctx, held.ID)
+		if ok, err := st.Touch(ctx, held.ID, task.LeaseToken); !ok || err != nil {
+			t.Fatalf("touch: %v %v", ok, err)
+		}
+		if n := sweep(t, reaper); n != 2 {
+			t.Fatalf("reaped %d, want 2", n)
+		}
+		if s := stateOf(t, st, retry.ID); s != ledger.Open {
+			t.Fatalf("retryable task is %s, want OPEN", s)
+		}
+		if s := stateOf(t, st, dead.ID); s != ledger.Failed {
+			t.Fatalf("exhausted task is %s, want FAILED (dead letter)", s)
+		}
+		if s := stateOf(t, st, held.ID); s != ledger.Claimed {
+			t.Fatalf("renewed task is %s, want CLAIMED", s)
+		}
+	})
+}
+
+func TestDependencyRelease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		st := open(t)
+		dep := enqueue(t, st, store.NewTask{Type: "t"})
+		bad := enqueue(t, st, store.NewTask{Type: "t"})
+		ok := enqueue(t, st, store.NewTask{Type: "t", DependsOn: []int64{dep.ID}})
+		blocked := enqueue(t, st, store.NewTask{Type: "t", DependsOn: []int64{dep.ID, bad.ID}})
+		// Finish the dependencies behind the ledger's back, as a crash between
+		// two writes (or a repair) could leave them.
+		move(t, st, dep.ID, ledger.Claimed, ledger.Completed)
+		move(t, st, bad.ID, ledger.Cancelled)
+		if stateOf(t, st, ok.ID) != ledger.Waiting {
+			t.Fatal("setup released the dependant already")
+		}
+		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 2 {
+			t.Fatalf("moved %d, want 2", n)
+		}
+		if s := stateOf(t, st, ok.ID); s != ledger.Open {
+			t.Fatalf("dependant of a completed task is %s, want OPEN", s)
+		}
+		if s := stateOf(t, st, blocked.ID); s != ledger.Blocked {
+			t.Fatalf("dependant of a cancelled task is %s, want BLOCKED", s)
+		}
+		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 0 {
+			t.Fatalf("second pass moved %d, want 0", n)
+		}
+	})
+}
+
+func TestStaleStopReport(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		old := enqueue(t, st, store.NewTask{Type: "t"})
+		move(t, st, old.ID, ledger.Stopped)
+		c.Advance(2 * time.Hour)
+		recent := enqueue(t, st, store.NewTask{Type: "t"})
+		move(t, st, recent.ID, ledger.Stopped)
+		enqueue(t, st, store.NewTask{Type: "t"}) // OPEN: never reported
+
+		report := sweeper.StaleStopReport{Tasks: st, Clock: c, Threshold: 24 * time.Hour}
+		c.Set(storetest.T0.Add(24*time.Hour - time.Second))
+		if n := sweep(t, report); n != 0 {
+			t.Fatalf("before the threshold: %d reported", n)
+		}
+		c.Set(storetest.T0.Add(24 * time.Hour))
+		if n := sweep(t, report); n != 1 {
+			t.Fatalf("at the threshold: %d reported, want 1", n)
+		}
+		c.Set(storetest.T0.Add(27 * time.Hour))
+		if n := sweep(t, report); n != 2 {
+			t.Fatalf("past both: %d reported, want 2", n)
+		}
+	})
+}

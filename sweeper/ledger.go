@@ -1,0 +1,83 @@
+package sweeper
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// Ids of the ledger sweepers.
+const (
+	LeaseReaperID       = "lease_reaper"
+	DependencyReleaseID = "dependency_release"
+	StaleStopReportID   = "stale_stop_report"
+)
+
+// DefaultStaleStopThreshold is how long a task may stay STOPPED before the
+// stale_stop_report sweeper reports it.
+const DefaultStaleStopThreshold = 24 * time.Hour
+
+// LeaseReaper reclaims leases that were not renewed within the stale window:
+// back to OPEN, or FAILED ("max attempts") when attempts are used up. It is the
+// periodic caller of store.Tasks.ReclaimExpired, which skips the
+// dispatch-excluded states.
+type LeaseReaper struct {
+	Tasks       store.Tasks
+	Clock       clock.Clock
+	StaleWindow time.Duration
+}
+
+// ID returns "lease_reaper".
+func (LeaseReaper) ID() string { return LeaseReaperID }
+
+// SweepOnce reclaims every stale lease and returns how many it reclaimed.
+func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
+	return r.Tasks.ReclaimExpired(ctx, r.Clock.Now(), r.StaleWindow)
+}
+
+// DependencyRelease is the safety net behind the ledger's own release on
+// completion: WAITING tasks whose dependencies are all COMPLETED become OPEN,
+// and those with a FAILED or CANCELLED dependency become BLOCKED.
+type DependencyRelease struct {
+	Tasks store.Tasks
+}
+
+// ID returns "dependency_release".
+func (DependencyRelease) ID() string { return DependencyReleaseID }
+
+// SweepOnce releases or blocks what it can and returns how many tasks moved.
+func (d DependencyRelease) SweepOnce(ctx context.Context) (int, error) {
+	res, err := d.Tasks.ReleaseDependencies(ctx)
+	return res.Released + res.Blocked, err
+}
+
+// StaleStopReport counts tasks held STOPPED longer than Threshold (an operator
+// hold that may have been forgotten) and logs them. The count is the pass's
+// result, so it shows in the sweeper status and metrics; the tasks themselves
+// are listed by GET /v1/tasks?stopped_longer_than=.
+type StaleStopReport struct {
+	Tasks     store.Tasks
+	Clock     clock.Clock
+	Threshold time.Duration
+	Logger    *slog.Logger
+}
+
+// ID returns "stale_stop_report".
+func (StaleStopReport) ID() string { return StaleStopReportID }
+
+// SweepOnce counts the tasks stopped for longer than the threshold.
+func (s StaleStopReport) SweepOnce(ctx context.Context) (int, error) {
+	n, err := s.Tasks.CountTasks(ctx, store.TaskFilter{
+		States:             []store.TaskState{ledger.Stopped},
+		StateChangedBefore: s.Clock.Now().Add(-s.Threshold),
+	})
+	if err == nil && n > 0 && s.Logger != nil {
+		s.Logger.Warn("tasks stopped longer than the threshold", "count", n, "threshold", s.Threshold.String(),
+			"list", "cks task list --state STOPPED")
+	}
+	return n, err
+}
