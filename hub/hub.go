@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Auth:       auth.NewAuthenticator(st),
 		Bus:        rt.Bus,
 		MCP:        mcpserver.HTTPHandler(mcpSrv),
-		Studio:     studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log}),
+		Studio:     studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st, Clock: cfg.Clock}),
 		Logger:     log,
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},

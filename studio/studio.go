@@ -1,6 +1,8 @@
 // Package studio is the cks web UI: server-rendered html/template pages plus a
 // little JavaScript that refreshes them when the hub's Server-Sent Events say
-// something changed. There is no front-end build step; the templates, the
+// something changed. The pages are the Agent Panel (process cards; sweeper
+// cards whose Start and Stop buttons call the hub's /v1/sweepers API) and the
+// read-only task board (/tasks, /tasks/{id}). There is no front-end build step; the templates, the
 // stylesheet and the script are embedded in the binary.
 //
 // The hub mounts the handler returned by New at "/" behind its auth middleware.
@@ -28,7 +30,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
 )
 
 // Options configures the studio handler.
@@ -38,6 +43,15 @@ type Options struct {
 	// Logger receives errors from the liveness service and from rendering.
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Sweepers, when set, gives the Agent Panel its sweeper cards with start
+	// and stop buttons (which call the hub's /v1/sweepers API).
+	Sweepers *sweeper.Controller
+	// Tasks, when set, serves the task board at /tasks and task pages at
+	// /tasks/{id}.
+	Tasks store.Tasks
+	// Clock tells the time for ages ("12s ago", stopped longer than 24 h);
+	// nil means the system clock.
+	Clock clock.Clock
 }
 
 // The routes New serves, relative to where the hub mounts the handler ("/").
@@ -45,6 +59,8 @@ const (
 	// FragmentPath serves only the process cards; the page script fetches it to
 	// refresh them in place.
 	FragmentPath = "/studio/processes"
+	// SweepersFragmentPath serves only the sweeper cards, likewise.
+	SweepersFragmentPath = "/studio/sweepers"
 	// LoginPath renders the login form. The hub handles the form's POST.
 	LoginPath = "/login"
 )
@@ -71,6 +87,9 @@ var pages = map[string]*template.Template{
 	"panel":    parsePage("panel.html"),
 	"login":    parsePage("login.html"),
 	"notfound": parsePage("notfound.html"),
+	"error":    parsePage("error.html"),
+	"tasks":    parsePage("tasks.html"),
+	"task":     parsePage("task.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -130,9 +149,12 @@ func parsePage(name string) *template.Template {
 
 // New returns the studio handler over svc.
 func New(svc *liveness.Service, opts Options) http.Handler {
-	s := &server{svc: svc, version: opts.Version, log: opts.Logger}
+	s := &server{svc: svc, version: opts.Version, log: opts.Logger, sweeperCtl: opts.Sweepers, tasks: opts.Tasks, clock: opts.Clock}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = clock.System{}
 	}
 	if s.version == "" {
 		s.version = "dev"
@@ -140,6 +162,11 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.panel)
 	mux.HandleFunc("GET "+FragmentPath, s.fragment)
+	mux.HandleFunc("GET "+SweepersFragmentPath, s.sweepersFragment)
+	if s.tasks != nil {
+		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
+		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
+	}
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.HandleFunc("GET "+LoginPath, s.login)
 	mux.HandleFunc("GET /", s.notFound)
@@ -147,18 +174,59 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 }
 
 type server struct {
-	svc     *liveness.Service
-	version string
-	log     *slog.Logger
+	svc        *liveness.Service
+	sweeperCtl *sweeper.Controller // nil: no sweeper cards
+	tasks      store.Tasks         // nil: no task board
+	clock      clock.Clock
+	version    string
+	log        *slog.Logger
 }
 
 // layout is what every full page passes to the "layout" template.
 type layout struct {
 	Title   string
 	Version string
+	// Nav names the header link of the current page: "panel" or "tasks".
+	Nav string
+	// Tasks shows the header link to the task board.
+	Tasks bool
 	// Live includes the page script and the live indicator.
 	Live bool
-	Body any
+	// Public leaves out the navigation (the login form).
+	Public bool
+	Body   any
+}
+
+// page is the layout of a signed-in page.
+func (s *server) page(title, nav string, live bool, body any) layout {
+	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.tasks != nil, Live: live, Body: body}
+}
+
+// panelView is the data of the Agent Panel.
+type panelView struct {
+	Processes processesView
+	Sweepers  sweepersView
+}
+
+// errorView is the data of the error page.
+type errorView struct {
+	Heading string
+	Message string
+}
+
+// errorPage renders a full page with a heading and a message.
+func (s *server) errorPage(w http.ResponseWriter, r *http.Request, status int, heading, msg string) {
+	s.render(w, r, status, pages["error"], "layout", s.page(heading, "", false, errorView{Heading: heading, Message: msg}))
+}
+
+// logErr logs a service error; a cancelled request (the browser went away)
+// is only a debug message.
+func (s *server) logErr(r *http.Request, msg string, err error, attrs ...any) {
+	level := slog.LevelError
+	if errors.Is(err, context.Canceled) {
+		level = slog.LevelDebug
+	}
+	s.log.Log(r.Context(), level, msg, append([]any{"path", r.URL.Path, "err", err}, attrs...)...)
 }
 
 // processesView is the data of the "processes" block.
@@ -189,9 +257,10 @@ type card struct {
 type loginView struct{ Error bool }
 
 func (s *server) panel(w http.ResponseWriter, r *http.Request) {
-	v, status := s.processes(r)
-	s.render(w, r, status, pages["panel"], "layout",
-		layout{Title: "Agent Panel", Version: s.version, Live: true, Body: v})
+	pv, status := s.processes(r)
+	sv, sweepStatus := s.sweepers(r)
+	s.render(w, r, max(status, sweepStatus), pages["panel"], "layout",
+		s.page("Agent Panel", "panel", true, panelView{Processes: pv, Sweepers: sv}))
 }
 
 func (s *server) fragment(w http.ResponseWriter, r *http.Request) {
@@ -205,12 +274,11 @@ func (s *server) fragment(w http.ResponseWriter, r *http.Request) {
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	failed := r.URL.Query().Get("error")
 	s.render(w, r, http.StatusOK, pages["login"], "layout",
-		layout{Title: "Sign in", Version: s.version, Body: loginView{Error: failed != "" && failed != "0"}})
+		layout{Title: "Sign in", Version: s.version, Public: true, Body: loginView{Error: failed != "" && failed != "0"}})
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusNotFound, pages["notfound"], "layout",
-		layout{Title: "Not found", Version: s.version})
+	s.render(w, r, http.StatusNotFound, pages["notfound"], "layout", s.page("Not found", "", false, nil))
 }
 
 // processes reads the process list and formats it, alive instances first and
@@ -218,11 +286,7 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 func (s *server) processes(r *http.Request) (processesView, int) {
 	ps, err := s.svc.ListProcesses(r.Context())
 	if err != nil {
-		level := slog.LevelError
-		if errors.Is(err, context.Canceled) {
-			level = slog.LevelDebug // the browser went away
-		}
-		s.log.Log(r.Context(), level, "studio: list processes", "path", r.URL.Path, "err", err)
+		s.logErr(r, "studio: list processes", err)
 		return processesView{Failed: true}, http.StatusInternalServerError
 	}
 	slices.SortStableFunc(ps, func(a, b liveness.Process) int {

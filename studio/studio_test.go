@@ -201,10 +201,15 @@ func TestEmptyState(t *testing.T) {
 	}
 }
 
-func TestPanelHasSweepersPlaceholder(t *testing.T) {
+func TestPanelWithoutSweeperController(t *testing.T) {
 	e := newEnv(t)
 	page := get(t, e.h, "/")
-	mustContain(t, "page", page.body, ">cks studio<", ">Sweepers</h2>", "later release", "cks v-test")
+	mustContain(t, "page", page.body, ">cks studio<", ">Sweepers</h2>",
+		"Sweeper control is not available in this studio.", "cks v-test")
+	mustNotContain(t, "page", page.body, "data-sweeper-action", `href="/tasks"`)
+	frag := get(t, e.h, studio.SweepersFragmentPath)
+	wantHTML(t, frag, http.StatusOK)
+	mustContain(t, "fragment", frag.body, "Sweeper control is not available")
 }
 
 // failingStore is a liveness store whose reads fail.
@@ -301,6 +306,9 @@ func TestPageWiresLiveUpdates(t *testing.T) {
 		`"`+studio.FragmentPath+`"`,
 		"10000",
 		`"live"`, `"reconnecting…"`,
+		`addEventListener("sweepers"`,
+		`"`+studio.SweepersFragmentPath+`"`,
+		`"/v1/sweepers/"`, `method: "POST"`, `credentials: "same-origin"`, "body.error.message",
 	)
 }
 

@@ -1,21 +1,17 @@
-// cks studio: keeps the Agent Panel's process cards current.
+// cks studio: keeps the Agent Panel's process and sweeper cards current, and
+// wires the sweepers' Start and Stop buttons.
 //
-// The hub's /v1/events stream says *that* something changed ("processes"
-// events carry no data); on each one this script re-fetches the server-rendered
-// cards and swaps them in. A 10 s poll is the fallback and keeps heartbeat ages
-// ("12s ago") moving between events.
+// The hub's /v1/events stream says *that* something changed ("processes" and
+// "sweepers" events carry no data); on each one this script re-fetches the
+// server-rendered cards of that kind and swaps them in. A 10 s poll is the
+// fallback and keeps ages ("12s ago") moving between events.
 (() => {
   "use strict";
 
-  const FRAGMENT_URL = "/studio/processes";
   const POLL_MS = 10000;
   const MAX_RETRY_MS = 30000;
 
-  const container = document.getElementById("processes");
   const indicator = document.getElementById("live");
-  if (!container) {
-    return;
-  }
 
   function setIndicator(state, text) {
     if (!indicator) {
@@ -26,41 +22,132 @@
     indicator.textContent = text;
   }
 
-  // One fetch at a time; a request made meanwhile runs once the current one ends.
-  let inFlight = false;
-  let again = false;
-
-  async function refresh() {
-    if (inFlight) {
-      again = true;
-      return;
+  // A region is one server-rendered block the script refreshes in place.
+  function region(id, url, kind, afterSwap) {
+    const container = document.getElementById(id);
+    if (!container) {
+      return null;
     }
-    inFlight = true;
-    try {
-      const res = await fetch(FRAGMENT_URL, {
-        credentials: "same-origin",
-        cache: "no-store",
-        headers: { Accept: "text/html" },
-      });
-      // Only studio's own fragment (including its error block) goes into the page.
-      if (res.headers.get("X-Studio-Fragment") === "processes") {
-        container.innerHTML = await res.text();
-        container.classList.remove("stale");
-      } else if (res.status === 401 || res.status === 403 || res.redirected) {
-        // The session ended: reload so the hub can send the browser to sign in.
-        window.location.reload();
-      } else {
+    // One fetch at a time; a request made meanwhile runs once the current one ends.
+    let inFlight = false;
+    let again = false;
+
+    async function refresh() {
+      if (inFlight) {
+        again = true;
+        return;
+      }
+      inFlight = true;
+      try {
+        const res = await fetch(url, {
+          credentials: "same-origin",
+          cache: "no-store",
+          headers: { Accept: "text/html" },
+        });
+        // Only studio's own fragment (including its error block) goes into the page.
+        if (res.headers.get("X-Studio-Fragment") === kind) {
+          container.innerHTML = await res.text();
+          container.classList.remove("stale");
+          if (afterSwap) {
+            afterSwap(container);
+          }
+        } else if (res.status === 401 || res.status === 403 || res.redirected) {
+          // The session ended: reload so the hub can send the browser to sign in.
+          window.location.reload();
+        } else {
+          container.classList.add("stale");
+        }
+      } catch (_) {
         container.classList.add("stale");
+      } finally {
+        inFlight = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      }
+    }
+    return { container, refresh };
+  }
+
+  // Sweeper actions. A failed start or stop leaves its message on the card
+  // until the next action on that sweeper, across refreshes.
+  const actionErrors = new Map();
+
+  function showActionErrors(container) {
+    for (const card of container.querySelectorAll("[data-sweeper-card]")) {
+      const slot = card.querySelector("[data-action-error]");
+      if (!slot) {
+        continue;
+      }
+      const msg = actionErrors.get(card.dataset.sweeperCard);
+      slot.textContent = msg || "";
+      slot.hidden = !msg;
+    }
+  }
+
+  async function errorMessage(res) {
+    try {
+      const body = await res.json();
+      if (body && body.error && body.error.message) {
+        return body.error.message;
       }
     } catch (_) {
-      container.classList.add("stale");
-    } finally {
-      inFlight = false;
-      if (again) {
-        again = false;
-        refresh();
-      }
+      // not JSON
     }
+    return "The request failed (HTTP " + res.status + ").";
+  }
+
+  const processes = region("processes", "/studio/processes", "processes");
+  const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
+  const regions = [processes, sweepers].filter((r) => r !== null);
+  if (regions.length === 0) {
+    return;
+  }
+
+  function refreshAll() {
+    for (const r of regions) {
+      r.refresh();
+    }
+  }
+
+  if (sweepers) {
+    sweepers.container.addEventListener("click", async (ev) => {
+      const btn = ev.target.closest("button[data-sweeper-action]");
+      if (!btn || !sweepers.container.contains(btn)) {
+        return;
+      }
+      const id = btn.dataset.sweeper;
+      const action = btn.dataset.sweeperAction;
+      if (action !== "start" && action !== "stop") {
+        return;
+      }
+      btn.disabled = true;
+      btn.textContent = action === "stop" ? "Stopping…" : "Starting…";
+      try {
+        const res = await fetch("/v1/sweepers/" + encodeURIComponent(id) + "/" + action, {
+          method: "POST",
+          credentials: "same-origin",
+          cache: "no-store",
+          headers: { Accept: "application/json" },
+        });
+        if (res.ok) {
+          actionErrors.delete(id);
+        } else if (res.status === 401) {
+          window.location.reload();
+          return;
+        } else {
+          actionErrors.set(id, await errorMessage(res));
+        }
+      } catch (err) {
+        actionErrors.set(id, "The hub could not be reached: " + err.message);
+      }
+      // Show the outcome at once, then bring the cards up to date.
+      btn.disabled = false;
+      btn.textContent = action === "stop" ? "Stop" : "Start";
+      showActionErrors(sweepers.container);
+      sweepers.refresh();
+    });
   }
 
   let retryMs = 1000;
@@ -75,9 +162,14 @@
     es.addEventListener("open", () => {
       retryMs = 1000;
       setIndicator("live", "live");
-      refresh(); // catch up on anything missed while disconnected
+      refreshAll(); // catch up on anything missed while disconnected
     });
-    es.addEventListener("processes", refresh);
+    if (processes) {
+      es.addEventListener("processes", processes.refresh);
+    }
+    if (sweepers) {
+      es.addEventListener("sweepers", sweepers.refresh);
+    }
     es.addEventListener("error", () => {
       setIndicator("reconnecting", "reconnecting…");
       // The browser retries by itself unless the server refused the stream.
@@ -91,12 +183,12 @@
   connect();
   setInterval(() => {
     if (!document.hidden) {
-      refresh();
+      refreshAll();
     }
   }, POLL_MS);
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden) {
-      refresh();
+      refreshAll();
     }
   });
 })();

@@ -1,0 +1,432 @@
+package studio_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/studio"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// fullEnv is a studio with sweeper cards and the task board over a real
+// SQLite store whose clock (and the studio's) is a fake at T0.
+type fullEnv struct {
+	store *sqlite.Store
+	clock *clock.Fake
+	ctl   *sweeper.Controller
+	h     http.Handler
+	logs  *bytes.Buffer
+}
+
+// stepSweeper counts its passes and fails with err when err is set.
+type stepSweeper struct {
+	id    string
+	count int
+	err   error
+}
+
+func (s stepSweeper) ID() string                             { return s.id }
+func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s.err }
+
+func newFullEnv(t *testing.T) fullEnv {
+	t.Helper()
+	c := clock.NewFake(storetest.T0)
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	reg := sweeper.NewRegistry()
+	for _, sw := range []struct {
+		sw       stepSweeper
+		interval time.Duration
+		enabled  bool
+	}{
+		{stepSweeper{id: "lease_reaper", count: 3}, 30 * time.Second, true},
+		{stepSweeper{id: "flaky", err: errors.New(`store said <b>no</b>`)}, time.Minute, true},
+		{stepSweeper{id: "stale_stop_report"}, 5 * time.Minute, false},
+	} {
+		if _, err := reg.Register(sw.sw, sweeper.Options{Interval: sw.interval, ConfigEnabled: sw.enabled,
+			Overrides: s, Clock: c, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := reg.StopAll(context.Background()); err != nil {
+			t.Errorf("StopAll: %v", err)
+		}
+	})
+	ctl := sweeper.NewController(reg, s)
+	logs := &bytes.Buffer{}
+	h := studio.New(liveness.NewService(s, c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s, Clock: c,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return fullEnv{store: s, clock: c, ctl: ctl, h: h, logs: logs}
+}
+
+// waitRuns waits until sweeper id has completed at least n passes.
+func waitRuns(t *testing.T, ctl *sweeper.Controller, id string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ctl.Status(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.RunCount >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d passes after 10 s, want %d", id, st.RunCount, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sweeperCard returns the HTML of sweeper id's card in body.
+func sweeperCard(t *testing.T, body, id string) string {
+	t.Helper()
+	for _, part := range strings.Split(body, "<li ")[1:] {
+		if strings.Contains(part, `data-sweeper-card="`+id+`"`) {
+			return part[:strings.Index(part, "</li>")]
+		}
+	}
+	t.Fatalf("no card for sweeper %s in\n%s", id, body)
+	return ""
+}
+
+func TestSweeperCardsFollowStartAndStop(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+
+	// Nothing started yet: every card reads stopped with no override.
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "page", page.body, `<div id="sweepers" class="processes">`, "0 running", "3 stopped",
+		`<a href="/tasks">Tasks</a>`)
+	mustNotContain(t, "page", page.body, "later release")
+	c := sweeperCard(t, page.body, "lease_reaper")
+	mustContain(t, "idle card", c, "</span>stopped</span>", `override--none">none<`, "<dd>30s</dd>",
+		`<span class="idle">never</span>`, `data-sweeper="lease_reaper" data-sweeper-action="start">Start</button>`)
+
+	// Started: running, override start, a completed pass, a Stop button.
+	if _, err := e.ctl.Start(ctx, "lease_reaper"); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, e.ctl, "lease_reaper", 1)
+	e.clock.Advance(12 * time.Second)
+	page = get(t, e.h, "/")
+	c = sweeperCard(t, page.body, "lease_reaper")
+	mustContain(t, "running card", c, `class="card card--sweeper"`, "</span>running</span>", `override--start">start<`,
+		">12s ago<", "<dt>Last result</dt><dd>3</dd>", "<dt>Last duration</dt><dd>0.0 ms</dd>", "<dt>Runs</dt><dd>1</dd>",
+		`data-sweeper-action="stop">Stop</button>`)
+	mustNotContain(t, "running card", c, "Last error")
+
+	// Stopped through the controller: stopped, override stop, a Start button.
+	if _, err := e.ctl.Stop(ctx, "lease_reaper"); err != nil {
+		t.Fatal(err)
+	}
+	frag := get(t, e.h, studio.SweepersFragmentPath)
+	wantHTML(t, frag, http.StatusOK)
+	if got := frag.header.Get("X-Studio-Fragment"); got != "sweepers" {
+		t.Errorf("X-Studio-Fragment = %q, want sweepers", got)
+	}
+	mustNotContain(t, "fragment", frag.body, "<html", "Processes")
+	c = sweeperCard(t, frag.body, "lease_reaper")
+	mustContain(t, "stopped card", c, "card--stopped", "</span>stopped</span>", `override--stop">stop<`,
+		"<dt>Runs</dt><dd>1</dd>", `data-sweeper-action="start">Start</button>`)
+	mustNotContain(t, "stopped card", c, `data-sweeper-action="stop"`)
+	mustContain(t, "page", get(t, e.h, "/").body, strings.TrimSpace(frag.body))
+}
+
+func TestSweeperCardShowsLastErrorAndDisabled(t *testing.T) {
+	e := newFullEnv(t)
+	if _, err := e.ctl.Start(context.Background(), "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, e.ctl, "flaky", 1)
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+
+	c := sweeperCard(t, page.body, "flaky")
+	mustContain(t, "failing card", c, "card--error", `class="card__error" role="alert"`,
+		"<strong>Last error:</strong> store said &lt;b&gt;no&lt;/b&gt;")
+	mustNotContain(t, "failing card", c, "<b>no")
+
+	off := sweeperCard(t, page.body, "stale_stop_report")
+	mustContain(t, "disabled card", off, "disabled by configuration", "</span>stopped</span>", "cannot be started")
+	mustNotContain(t, "disabled card", off, "<button", "data-sweeper-action")
+}
+
+// brokenOverrides fails every override read.
+type brokenOverrides struct{}
+
+func (brokenOverrides) GetSweeperDesiredRunning(context.Context, string) (*bool, error) {
+	return nil, errors.New("override table on fire")
+}
+func (brokenOverrides) SetSweeperDesiredRunning(context.Context, string, bool) error { return nil }
+
+func TestSweeperListErrorRendersMessage(t *testing.T) {
+	var logs bytes.Buffer
+	reg := sweeper.NewRegistry()
+	if _, err := reg.Register(stepSweeper{id: "lease_reaper"}, sweeper.Options{Interval: time.Minute, ConfigEnabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Sweepers: sweeper.NewController(reg, brokenOverrides{}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for _, target := range []string{"/", studio.SweepersFragmentPath} {
+		logs.Reset()
+		r := get(t, h, target)
+		wantHTML(t, r, http.StatusInternalServerError)
+		mustContain(t, target, r.body, "Could not load sweepers.")
+		mustNotContain(t, target, r.body, "on fire")
+		mustContain(t, "log", logs.String(), "level=ERROR", "studio: list sweepers", "override table on fire")
+	}
+}
+
+// Task board.
+
+func enqueue(t *testing.T, s store.Store, typ, title string) store.Task {
+	t.Helper()
+	return storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
+}
+
+func claim(t *testing.T, s store.Store, typ string) store.Task {
+	t.Helper()
+	ts, err := s.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("claim %s: %v, %d tasks", typ, err, len(ts))
+	}
+	return ts[0]
+}
+
+func move(t *testing.T, s *sqlite.Store, id int64, to store.TaskState) {
+	t.Helper()
+	if _, err := s.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
+		t.Fatalf("task %d → %s: %v", id, to, err)
+	}
+}
+
+// section returns the part of body from the first from up to the first to.
+func section(t *testing.T, body, from, to string) string {
+	t.Helper()
+	i := strings.Index(body, from)
+	j := strings.Index(body, to)
+	if i < 0 || j < 0 || j < i {
+		t.Fatalf("no section %q … %q in\n%s", from, to, body)
+	}
+	return body[i:j]
+}
+
+func TestTaskBoardSections(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	open := enqueue(t, e.store, "plain", "Just open")
+	oldStop := enqueue(t, e.store, "plain", "Stopped long ago")
+	move(t, e.store, oldStop.ID, ledger.Stopped)
+	ask := enqueue(t, e.store, "ask", "Needs a human")
+	c := claim(t, e.store, "ask")
+	if _, err := e.store.RequestInput(ctx, ask.ID, c.LeaseToken, "Which <b>bucket</b> should I use?"); err != nil {
+		t.Fatal(err)
+	}
+	done := enqueue(t, e.store, "finish", "All done")
+	c = claim(t, e.store, "finish")
+	if _, err := e.store.Complete(ctx, done.ID, c.LeaseToken, false, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(25 * time.Hour)
+	newStop := enqueue(t, e.store, "plain", "Stopped just now")
+	move(t, e.store, newStop.ID, ledger.Stopped)
+	e.clock.Advance(time.Minute)
+
+	page := get(t, e.h, "/tasks")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "board", page.body, `<a href="/tasks" aria-current="page">Tasks</a>`,
+		`chip--stopped`, `STOPPED <span class="chip__n">2</span>`, `NEEDS_INPUT <span class="chip__n">1</span>`,
+		`All <span class="chip__n">5</span>`)
+
+	// The STOPPED section comes first, is highlighted, and flags the old stop.
+	stopped := section(t, page.body, `id="stopped-heading"`, `id="inbox-heading"`)
+	if strings.Index(page.body, `id="stopped-heading"`) > strings.Index(page.body, `id="live-heading"`) {
+		t.Errorf("stopped section is not before the live work")
+	}
+	mustContain(t, "stopped section", page.body, `board-stopped board-stopped--some`)
+	mustContain(t, "stopped section", stopped, `Stopped <span class="count">2</span>`,
+		"1 stopped for longer than 24 h.",
+		fmt.Sprintf(`<a href="/tasks/%d">#%d</a>`, oldStop.ID, oldStop.ID), "Stopped long ago",
+		fmt.Sprintf(`<a href="/tasks/%d">#%d</a>`, newStop.ID, newStop.ID), "Stopped just now",
+		`<tr class="row--stopped row--stale">`, "over 24 h", ">1d ago<", ">1m ago<")
+	if n := strings.Count(stopped, "row--stale"); n != 1 {
+		t.Errorf("%d stale rows, want 1 (only task %d)", n, oldStop.ID)
+	}
+	mustNotContain(t, "stopped section", stopped, "Just open", "Needs a human")
+
+	inbox := section(t, page.body, `id="inbox-heading"`, `id="live-heading"`)
+	mustContain(t, "inbox", inbox, "Needs a human", `<span class="question__label">Question:</span>`,
+		"Which &lt;b&gt;bucket&lt;/b&gt; should I use?")
+	mustNotContain(t, "inbox", inbox, "<b>bucket")
+
+	live := section(t, page.body, `id="live-heading"`, `id="finished-heading"`)
+	mustContain(t, "live", live, "Just open", fmt.Sprintf("#%d<", open.ID), `<td class="num">0/3</td>`)
+	mustNotContain(t, "live", live, "All done", "Stopped")
+	mustContain(t, "finished", page.body, `<a href="/tasks?state=COMPLETED">COMPLETED 1</a>`)
+
+	// One state.
+	r := get(t, e.h, "/tasks?state=COMPLETED")
+	wantHTML(t, r, http.StatusOK)
+	mustContain(t, "COMPLETED list", r.body, "All done", `class="chip chip--completed chip--active"`)
+	mustNotContain(t, "COMPLETED list", r.body, "Just open", "Stopped long ago", "Needs a human")
+}
+
+func TestTaskBoardRejectsUnknownState(t *testing.T) {
+	e := newFullEnv(t)
+	for _, tc := range []struct{ query, want string }{
+		{"state=BOGUS", "There is no task state &#34;BOGUS&#34;. The states are OPEN, WAITING"},
+		{"state=%3Cscript%3E", "There is no task state &#34;&lt;script&gt;&#34;"},
+		{"state=OPEN&after=x", "after=&#34;x&#34; is not a task id"},
+	} {
+		r := get(t, e.h, "/tasks?"+tc.query)
+		wantHTML(t, r, http.StatusBadRequest)
+		mustContain(t, tc.query, r.body, "<h1>Bad task filter</h1>", tc.want)
+		mustNotContain(t, tc.query, r.body, "<script>")
+	}
+}
+
+func TestTaskBoardCapsLongLists(t *testing.T) {
+	e := newFullEnv(t)
+	var last int64
+	for i := range studio.BoardCap + 5 {
+		last = enqueue(t, e.store, "bulk", fmt.Sprintf("bulk %d", i)).ID
+	}
+	page := get(t, e.h, "/tasks")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "board", page.body, fmt.Sprintf("Showing the first %d of %d.", studio.BoardCap, studio.BoardCap+5))
+	if n := strings.Count(page.body, "<tr class=\"row--open\">"); n != studio.BoardCap {
+		t.Errorf("%d rows, want %d", n, studio.BoardCap)
+	}
+
+	first := get(t, e.h, "/tasks?state=OPEN")
+	mustContain(t, "first page", first.body, "Next page →", fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN"`, studio.BoardCap))
+	second := get(t, e.h, fmt.Sprintf("/tasks?state=OPEN&after=%d", studio.BoardCap))
+	wantHTML(t, second, http.StatusOK)
+	if n := strings.Count(second.body, "<tr class=\"row--open\">"); n != 5 {
+		t.Errorf("second page has %d rows, want 5", n)
+	}
+	mustContain(t, "second page", second.body, fmt.Sprintf("#%d<", last), "Back to the first page")
+	mustNotContain(t, "second page", second.body, "Next page")
+}
+
+func TestTaskPage(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	task := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "research", Title: "Find <the> answer",
+		Description: "Look it up.", Payload: []byte(`{"q":"<script>alert(1)</script>","n":1}`), Priority: 7, CreatedBy: "tester"})
+
+	c := claim(t, e.store, "research")
+	if _, err := e.store.AddEvidence(ctx, task.ID, c.LeaseToken, "note", "first try evidence"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Fail(ctx, task.ID, c.LeaseToken, true, "network flake"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Hour) // past the retry backoff
+	c = claim(t, e.store, "research")
+	if _, err := e.store.AddEvidence(ctx, task.ID, c.LeaseToken, "log", "second try evidence"); err != nil {
+		t.Fatal(err)
+	}
+
+	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
+	wantHTML(t, r, http.StatusOK)
+	mustContain(t, "task page", r.body, "Find &lt;the&gt; answer", `state--claimed">CLAIMED<`, "2 of 3",
+		"Look it up.", `id="task-actions"`, "read-only",
+		"{\n  &#34;q&#34;: &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;,\n  &#34;n&#34;: 1\n}</pre>",
+		"<dt>Claimed by</dt><dd>worker-1</dd>")
+	mustNotContain(t, "task page", r.body, "<script>alert", "<the>")
+
+	current := section(t, r.body, `id="evidence-heading"`, `id="older-heading"`)
+	mustContain(t, "current evidence", current, "current attempt (2)", "second try evidence", "attempt 2")
+	mustNotContain(t, "current evidence", current, "first try evidence")
+	older := section(t, r.body, `id="older-heading"`, `id="events-heading"`)
+	mustContain(t, "older evidence", older, "<h3>Attempt 1</h3>", "first try evidence")
+	mustNotContain(t, "older evidence", older, "second try evidence")
+
+	events := r.body[strings.Index(r.body, `id="events-heading"`):]
+	mustContain(t, "events", events, `<span class="idle">created</span> → <span class="state state--open">OPEN</span>`,
+		`OPEN → <span class="state state--claimed">CLAIMED</span>`, "network flake", "<td>tester</td>",
+		"2026-11-30 12:00:00 UTC")
+	if n := strings.Count(events, "<tr>"); n != 5 { // header, created, claimed, failed→open, claimed
+		t.Errorf("event table has %d rows, want 5 (header + 4 events)\n%s", n, events)
+	}
+}
+
+func TestTaskPageStaleStopAndNotFound(t *testing.T) {
+	e := newFullEnv(t)
+	task := enqueue(t, e.store, "plain", "Held")
+	move(t, e.store, task.ID, ledger.Stopped)
+	e.clock.Advance(48 * time.Hour)
+	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
+	wantHTML(t, r, http.StatusOK)
+	mustContain(t, "page", r.body, "Stopped for longer than 24 h (since 2d ago).", "held for inspection", "<td>operator</td>")
+
+	for target, want := range map[string]string{
+		"/tasks/999":   "There is no task 999.",
+		"/tasks/abc":   "There is no task &#34;abc&#34;",
+		"/tasks/-3":    "There is no task &#34;-3&#34;",
+		"/tasks/x<b>y": "There is no task &#34;x&lt;b&gt;y&#34;",
+	} {
+		r := get(t, e.h, strings.ReplaceAll(target, "<b>", "%3Cb%3E"))
+		wantHTML(t, r, http.StatusNotFound)
+		mustContain(t, target, r.body, "<h1>Task not found</h1>", want)
+	}
+}
+
+func TestTasksAbsentWithoutStore(t *testing.T) {
+	e := newEnv(t)
+	r := get(t, e.h, "/tasks")
+	wantHTML(t, r, http.StatusNotFound)
+	mustContain(t, "404", r.body, "Page not found")
+}
+
+// failingTasks is a task ledger whose reads fail.
+type failingTasks struct{ store.Tasks }
+
+func (failingTasks) CountTasks(context.Context, store.TaskFilter) (int, error) {
+	return 0, errors.New("ledger on fire")
+}
+
+func (failingTasks) GetTask(context.Context, int64) (store.Task, error) {
+	return store.Task{}, errors.New("ledger on fire")
+}
+
+func TestTaskServiceErrorsRenderMessage(t *testing.T) {
+	var logs bytes.Buffer
+	e := newEnv(t)
+	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Tasks: failingTasks{},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for target, want := range map[string]string{
+		"/tasks":   "Could not load tasks",
+		"/tasks/7": "Task 7 could not be read",
+	} {
+		logs.Reset()
+		r := get(t, h, target)
+		wantHTML(t, r, http.StatusInternalServerError)
+		mustContain(t, target, r.body, want, `role="alert"`)
+		mustNotContain(t, target, r.body, "on fire")
+		mustContain(t, "log", logs.String(), "level=ERROR", "ledger on fire")
+	}
+}

@@ -1,0 +1,139 @@
+package studio
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// sweepersView is the data of the "sweepers" block.
+type sweepersView struct {
+	// Configured is false when the studio has no sweeper controller; the block
+	// then says so instead of showing cards.
+	Configured       bool
+	Cards            []sweeperCard
+	Running, Stopped int
+	// Failed means the controller could not list the sweepers.
+	Failed bool
+}
+
+// sweeperCard is one sweeper's status, formatted for display.
+type sweeperCard struct {
+	ID            string
+	Running       bool
+	ConfigEnabled bool
+	// Override is the stored desired_running: "none", "start" or "stop".
+	Override string
+	Interval string // "30s", "5m"
+	// LastRun is "never" before the first completed pass, else "12s ago".
+	LastRun   string
+	LastRunAt string // RFC 3339, "" before the first pass
+	// LastCount and LastDuration are "—" before the first completed pass.
+	LastCount    string
+	LastDuration string
+	RunCount     int64
+	LastError    string
+	// Action is the button the card offers: "start", "stop", or "" for a
+	// sweeper disabled by configuration.
+	Action string
+}
+
+func (s *server) sweepersFragment(w http.ResponseWriter, r *http.Request) {
+	v, status := s.sweepers(r)
+	w.Header().Set("X-Studio-Fragment", "sweepers")
+	s.render(w, r, status, pages["panel"], "sweepers", v)
+}
+
+// sweepers reads every sweeper's status (registration order) and formats it.
+func (s *server) sweepers(r *http.Request) (sweepersView, int) {
+	if s.sweeperCtl == nil {
+		return sweepersView{}, http.StatusOK
+	}
+	sts, err := s.sweeperCtl.List(r.Context())
+	if err != nil {
+		s.logErr(r, "studio: list sweepers", err)
+		return sweepersView{Configured: true, Failed: true}, http.StatusInternalServerError
+	}
+	now := s.clock.Now()
+	v := sweepersView{Configured: true, Cards: make([]sweeperCard, 0, len(sts))}
+	for _, st := range sts {
+		c := sweeperCard{
+			ID:            st.AgentID,
+			Running:       st.Running,
+			ConfigEnabled: st.ConfigEnabled,
+			Override:      overrideText(st.DesiredRunning),
+			Interval:      shortDuration(time.Duration(st.IntervalS * float64(time.Second))),
+			LastRun:       "never",
+			LastCount:     "—",
+			LastDuration:  "—",
+			RunCount:      st.RunCount,
+		}
+		if st.LastRunAt != nil {
+			c.LastRun = humanAge(now.Sub(*st.LastRunAt).Seconds())
+			c.LastRunAt = st.LastRunAt.UTC().Format(time.RFC3339)
+		}
+		if st.LastResultCount != nil {
+			c.LastCount = strconv.Itoa(*st.LastResultCount)
+		}
+		if st.LastRunDurationMS != nil {
+			c.LastDuration = millis(*st.LastRunDurationMS)
+		}
+		if st.LastError != nil {
+			c.LastError = *st.LastError
+		}
+		switch {
+		case !st.ConfigEnabled:
+		case st.Running:
+			c.Action = "stop"
+		default:
+			c.Action = "start"
+		}
+		if st.Running {
+			v.Running++
+		} else {
+			v.Stopped++
+		}
+		v.Cards = append(v.Cards, c)
+	}
+	return v, http.StatusOK
+}
+
+func overrideText(b *bool) string {
+	switch {
+	case b == nil:
+		return "none"
+	case *b:
+		return "start"
+	default:
+		return "stop"
+	}
+}
+
+// shortDuration drops the zero tails of time.Duration's format: 5m, 1h30m, 24h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0 && d > time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, d%time.Hour/time.Minute)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return d.String()
+	}
+}
+
+// millis formats a pass duration: "0.4 ms", "12 ms", "1.25 s".
+func millis(ms float64) string {
+	switch {
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	default:
+		return strconv.FormatFloat(ms/1000, 'f', 2, 64) + " s"
+	}
+}
