@@ -39,6 +39,10 @@ func stateList(states []ledger.State) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
+// stateLiteral renders one state as an SQL string literal. States are package
+// ledger constants, never user input.
+func stateLiteral(st ledger.State) string { return "'" + string(st) + "'" }
+
 // terminalSQL is the list of terminal states, for the dedupe index.
 func terminalSQL() string { return stateList(ledger.Terminal[:]) }
 
@@ -104,7 +108,10 @@ func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move
 	if m.set != nil {
 		q += m.set(a)
 	}
-	from := a.add(string(m.from))
+	// The from state is a literal, not a parameter (it is a ledger constant,
+	// checked above): a generic plan of the prepared statement then still
+	// knows it, and can use the partial index of OPEN tasks.
+	from := stateLiteral(m.from)
 	q += " WHERE state = " + from + " AND task_id = ANY(ARRAY(SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + from
 	if m.where != nil {
 		q += " AND (" + m.where(a) + ")"
@@ -492,7 +499,15 @@ func (s *Store) CountTasks(ctx context.Context, f store.TaskFilter) (int, error)
 // types, and not dispatch-excluded.
 func claimSQL(a *args, now time.Time, types []string) string {
 	w := "(c.run_after IS NULL OR c.run_after <= " + a.add(now) + ") AND c.state NOT IN " + excludedSQL()
-	if len(types) > 0 {
+	// One type is an equality, so that the scan of idx_outbox_tasks_claim
+	// (state, type, priority DESC, created_at, task_id) comes out in claim
+	// order: with = ANY the planner sorts every OPEN task of the type. No type
+	// or several use idx_outbox_tasks_claim_open.
+	switch len(types) {
+	case 0:
+	case 1:
+		w += " AND c.type = " + a.add(types[0])
+	default:
 		w += " AND c.type = ANY(" + a.add(types) + ")"
 	}
 	return w

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/cks-dev/cks/ledger"
 )
 
 // column is one column of a table. Columns after a table's first release must be
@@ -117,6 +119,9 @@ var schema = []table{
 		after: []string{
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_state_changed ON cks_outbox_tasks(state, state_changed_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)`,
+			// Claims of any type (or of several): the OPEN tasks in claim order.
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
+	WHERE state = ` + stateLiteral(ledger.Open),
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent ON cks_outbox_tasks(parent_id)`,
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(dedupe_key)

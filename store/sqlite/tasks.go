@@ -38,6 +38,10 @@ func stateList(states []ledger.State) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
+// stateLiteral renders one state as an SQL string literal. States are package
+// ledger constants, never user input.
+func stateLiteral(st ledger.State) string { return "'" + string(st) + "'" }
+
 // terminalSQL is the list of terminal states, for the dedupe index.
 func terminalSQL() string { return stateList(ledger.Terminal[:]) }
 
@@ -89,7 +93,10 @@ func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) 
 	if m.set != nil {
 		q += m.set(a)
 	}
-	q += " WHERE task_id IN (SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + a.add(string(m.from))
+	// The from state is a literal, not a parameter (it is a ledger constant,
+	// checked above): SQLite uses a partial index only when the query's WHERE
+	// implies its predicate at prepare time, as for idx_outbox_tasks_claim_open.
+	q += " WHERE task_id IN (SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + stateLiteral(m.from)
 	if m.where != nil {
 		q += " AND (" + m.where(a) + ")"
 	}
@@ -571,7 +578,15 @@ func (s *Store) CountTasks(ctx context.Context, f store.TaskFilter) (int, error)
 // types, and not dispatch-excluded.
 func claimSQL(a *args, now time.Time, types []string) string {
 	w := "(c.run_after IS NULL OR c.run_after <= " + a.add(fmtTime(now)) + ") AND c.state NOT IN " + excludedSQL()
-	if len(types) > 0 {
+	// One type is an equality, served in claim order by idx_outbox_tasks_claim
+	// (state, type, priority DESC, created_at, task_id). No type or several use
+	// idx_outbox_tasks_claim_open; a type IN list on idx_outbox_tasks_claim
+	// would need a temp B-tree to sort.
+	switch len(types) {
+	case 0:
+	case 1:
+		w += " AND c.type = " + a.add(types[0])
+	default:
 		w += " AND c.type IN " + a.list(types)
 	}
 	return w
