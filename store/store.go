@@ -110,6 +110,29 @@ type Principals interface {
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (Principal, error)
 	// GrantsOf returns the grants of a principal, ordered by resource then permission.
 	GrantsOf(ctx context.Context, principalID string) ([]Grant, error)
+	// ListPrincipals returns every principal with its grants, oldest first
+	// (ties by id). Token hashes are never returned.
+	ListPrincipals(ctx context.Context) ([]PrincipalGrants, error)
+	// DeletePrincipal removes a principal and its grants, so its token stops
+	// authenticating at once. An unknown id is ErrNotFound. Deleting the last
+	// principal holding admin on "/" is ErrConflict: nobody could then manage
+	// tokens, and only a fresh database would recover an admin. The check and
+	// the delete are one transaction, so two concurrent deletes cannot remove
+	// the last two admins.
+	DeletePrincipal(ctx context.Context, principalID string) error
+}
+
+// AdminResource and AdminPermission name the grant that DeletePrincipal keeps
+// at least one principal holding: admin on the root of the resource tree.
+const (
+	AdminResource   = "/"
+	AdminPermission = "admin"
+)
+
+// PrincipalGrants is a principal with its grants, as ListPrincipals returns it.
+type PrincipalGrants struct {
+	Principal
+	Grants []Grant `json:"grants"`
 }
 
 // FieldError is an ErrInvalid that names the offending field and what was expected.

@@ -75,3 +75,75 @@ WHERE principal_id = $1 ORDER BY resource COLLATE "C", permission COLLATE "C"`, 
 	}
 	return out, nil
 }
+
+// ListPrincipals implements store.Principals.
+func (s *Store) ListPrincipals(ctx context.Context) ([]store.PrincipalGrants, error) {
+	rows, err := s.pool.Query(ctx, `SELECT p.principal_id, p.name, p.created_at, g.resource, g.permission
+FROM cks_principals p LEFT JOIN cks_grants g ON g.principal_id = p.principal_id
+ORDER BY p.created_at, p.principal_id COLLATE "C", g.resource COLLATE "C", g.permission COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list principals: %w", err)
+	}
+	defer rows.Close()
+	var out []store.PrincipalGrants
+	for rows.Next() {
+		var (
+			p         store.Principal
+			res, perm *string
+		)
+		if err := rows.Scan(&p.ID, &p.Name, &p.CreatedAt, &res, &perm); err != nil {
+			return nil, fmt.Errorf("postgres: list principals: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].ID != p.ID {
+			p.CreatedAt = store.Time(p.CreatedAt)
+			out = append(out, store.PrincipalGrants{Principal: p, Grants: []store.Grant{}})
+		}
+		if res != nil && perm != nil {
+			last := &out[len(out)-1]
+			last.Grants = append(last.Grants, store.Grant{Resource: *res, Permission: *perm})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list principals: %w", err)
+	}
+	return out, nil
+}
+
+// DeletePrincipal implements store.Principals. The admin grants on / are
+// locked FOR UPDATE before they are counted, so of two concurrent deletes of
+// the last two admins the second waits, no longer sees the first's row, and is
+// refused.
+func (s *Store) DeletePrincipal(ctx context.Context, principalID string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: delete principal: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	rows, err := tx.Query(ctx, `SELECT principal_id FROM cks_grants
+WHERE resource = $1 AND permission = $2 FOR UPDATE`, store.AdminResource, store.AdminPermission)
+	if err != nil {
+		return fmt.Errorf("postgres: delete principal: %w", err)
+	}
+	admins, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: delete principal: %w", err)
+	}
+	isAdmin := false
+	for _, id := range admins {
+		isAdmin = isAdmin || id == principalID
+	}
+	if isAdmin && len(admins) <= 1 {
+		return fmt.Errorf("principal %q is the last one holding admin on /; create another admin token first: %w", principalID, store.ErrConflict)
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM cks_principals WHERE principal_id = $1`, principalID)
+	if err != nil {
+		return fmt.Errorf("postgres: delete principal: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("principal %q: %w", principalID, store.ErrNotFound)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: delete principal: %w", err)
+	}
+	return nil
+}

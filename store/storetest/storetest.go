@@ -45,6 +45,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"LivenessConcurrentUpserts", testLivenessConcurrentUpserts},
 		{"Principals", testPrincipals},
 	}
+	tests = append(tests, principalTests()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,143 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// principalTests are the conformance tests of ListPrincipals and DeletePrincipal.
+func principalTests() []struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+} {
+	return []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"PrincipalsList", testPrincipalsList},
+		{"PrincipalsDelete", testPrincipalsDelete},
+		{"PrincipalsDeleteLastAdmin", testPrincipalsDeleteLastAdmin},
+		{"PrincipalsDeleteConcurrentAdmins", testPrincipalsDeleteConcurrentAdmins},
+	}
+}
+
+func mustPrincipal(t *testing.T, s store.Store, id string, at time.Time, grants ...store.Grant) {
+	t.Helper()
+	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: id, Name: "name-" + id, CreatedAt: at}, "hash-"+id, grants); err != nil {
+		t.Fatalf("create principal %s: %v", id, err)
+	}
+}
+
+var adminGrant = store.Grant{Resource: store.AdminResource, Permission: store.AdminPermission}
+
+func testPrincipalsList(t *testing.T, s store.Store) {
+	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
+		t.Fatalf("empty store: %v, %v; want none", ps, err)
+	}
+	mustPrincipal(t, s, "b", T0.Add(time.Minute), store.Grant{Resource: "/tasks/12", Permission: "read"},
+		store.Grant{Resource: "/tasks/12", Permission: "append"}, store.Grant{Resource: "/tasks", Permission: "create"})
+	mustPrincipal(t, s, "a", T0, adminGrant)
+	mustPrincipal(t, s, "c", T0.Add(time.Minute)) // no grants; same time as b, after it by id
+	ps, err := s.ListPrincipals(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[{a name-a [{/ admin}]} {b name-b [{/tasks create} {/tasks/12 append} {/tasks/12 read}]} {c name-c []}]"
+	var got []string
+	for _, p := range ps {
+		got = append(got, fmt.Sprintf("{%s %s %v}", p.ID, p.Name, p.Grants))
+	}
+	if fmt.Sprint(got) != want {
+		t.Fatalf("ListPrincipals = %v, want %s", got, want)
+	}
+	if !ps[0].CreatedAt.Equal(T0) || !ps[1].CreatedAt.Equal(T0.Add(time.Minute)) {
+		t.Fatalf("created_at = %v, %v; want %v, %v", ps[0].CreatedAt, ps[1].CreatedAt, T0, T0.Add(time.Minute))
+	}
+	if ps[2].Grants == nil {
+		t.Fatal("a principal without grants lists nil grants; want an empty list")
+	}
+}
+
+func testPrincipalsDelete(t *testing.T, s store.Store) {
+	mustPrincipal(t, s, "admin", T0, adminGrant)
+	mustPrincipal(t, s, "agent", T0, store.Grant{Resource: "/tasks/1", Permission: "read"})
+	if err := s.DeletePrincipal(ctx(t), "agent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-agent"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted principal's token: err = %v, want ErrNotFound", err)
+	}
+	if gs, err := s.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
+		t.Fatalf("deleted principal's grants = %v, %v; want none", gs, err)
+	}
+	if err := s.DeletePrincipal(ctx(t), "agent"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
+	}
+	if err := s.DeletePrincipal(ctx(t), "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown id: err = %v, want ErrNotFound", err)
+	}
+	// A new principal may reuse the deleted one's id; it starts without the old grants.
+	mustPrincipal(t, s, "agent", T0)
+	if gs, err := s.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
+		t.Fatalf("recreated principal's grants = %v, %v; want none", gs, err)
+	}
+}
+
+func testPrincipalsDeleteLastAdmin(t *testing.T, s store.Store) {
+	mustPrincipal(t, s, "admin-1", T0, adminGrant)
+	// Admin on a subtree is not admin on /.
+	mustPrincipal(t, s, "sub", T0, store.Grant{Resource: "/tasks", Permission: store.AdminPermission})
+	err := s.DeletePrincipal(ctx(t), "admin-1")
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("deleting the last admin: err = %v, want ErrConflict", err)
+	}
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-admin-1"); err != nil {
+		t.Fatalf("refused delete removed the admin: %v", err)
+	}
+	mustPrincipal(t, s, "admin-2", T0, adminGrant)
+	if err := s.DeletePrincipal(ctx(t), "admin-1"); err != nil {
+		t.Fatalf("deleting one of two admins: %v", err)
+	}
+	if err := s.DeletePrincipal(ctx(t), "admin-2"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("deleting the remaining admin: err = %v, want ErrConflict", err)
+	}
+	if err := s.DeletePrincipal(ctx(t), "sub"); err != nil {
+		t.Fatalf("deleting a non-admin: %v", err)
+	}
+}
+
+func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
+	const n = 4
+	for i := range n {
+		mustPrincipal(t, s, fmt.Sprint("admin-", i), T0, adminGrant)
+	}
+	var (
+		wg                  sync.WaitGroup
+		mu                  sync.Mutex
+		deleted, conflicted int
+	)
+	for i := range n {
+		wg.Go(func() {
+			err := s.DeletePrincipal(ctx(t), fmt.Sprint("admin-", i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				deleted++
+			case errors.Is(err, store.ErrConflict):
+				conflicted++
+			default:
+				t.Errorf("delete admin-%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if deleted != n-1 || conflicted != 1 {
+		t.Fatalf("concurrent deletes of %d admins: %d deleted, %d refused; want %d and 1", n, deleted, conflicted, n-1)
+	}
+}
