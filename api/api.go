@@ -54,6 +54,8 @@ type Config struct {
 // API is the hub's HTTP handler.
 type API struct {
 	cfg     Config
+	authz   *auth.Authorizer
+	routes  []Route
 	mux     *http.ServeMux
 	streams context.Context // cancelled when the server starts shutting down
 	closeSt context.CancelFunc
@@ -73,7 +75,7 @@ func New(cfg Config) *API {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), authz: auth.NewAuthorizer(cfg.Auth.Principals())}
 	a.streams, a.closeSt = context.WithCancel(context.Background())
 
 	reg := prometheus.NewRegistry()
@@ -88,21 +90,24 @@ func New(cfg Config) *API {
 	a.mux.HandleFunc("GET /healthz", a.healthz)
 	a.mux.HandleFunc("POST /login", a.login)
 	a.mux.HandleFunc("POST /logout", a.logout)
-	// Authenticated.
-	a.mux.Handle("GET /metrics", a.authed(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	a.mux.Handle("GET /v1/processes", a.authed(http.HandlerFunc(a.listProcesses)))
-	a.mux.Handle("GET /v1/processes/{kind}", a.authed(http.HandlerFunc(a.processStatus)))
-	a.mux.Handle("GET /v1/events", a.authed(http.HandlerFunc(a.events)))
+	// Authenticated, each with the permission it needs (see Routes).
+	a.route("GET /metrics", auth.PermRead, auth.ResourceRoot, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	a.route("GET /v1/processes", auth.PermRead, auth.ResourceProcesses, http.HandlerFunc(a.listProcesses))
+	a.route("GET /v1/processes/{kind}", auth.PermRead, "/processes/{kind}", http.HandlerFunc(a.processStatus))
+	a.route("GET /v1/events", auth.PermRead, auth.ResourceRoot, http.HandlerFunc(a.events))
 	if cfg.Tasks != nil {
 		a.routeTasks()
 	}
 	if cfg.Sweepers != nil {
 		a.routeSweepers()
 	}
+	a.routeTokens()
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})))
 	if cfg.MCP != nil {
+		// Each MCP tool checks its own permission with the same Authorizer,
+		// through the principal authenticate puts in the request context.
 		a.mux.Handle("/mcp", a.authed(cfg.MCP))
 	}
 	if cfg.Studio != nil {
@@ -165,6 +170,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusConflict, "conflict", err.Error())
 	case errors.Is(err, auth.ErrUnauthenticated):
 		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+	case errors.Is(err, auth.ErrForbidden):
+		WriteError(w, http.StatusForbidden, "forbidden", err.Error())
 	default:
 		a.cfg.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		WriteError(w, http.StatusInternalServerError, "internal", "internal error; see the hub log")
@@ -244,12 +251,9 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type principalKey struct{}
-
 // PrincipalFrom returns the authenticated principal of a request.
 func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(store.Principal)
-	return p, ok
+	return auth.PrincipalFrom(ctx)
 }
 
 // tokenOf reads the bearer token from the Authorization header, or else the
@@ -277,7 +281,7 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return r, err
 	}
-	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), nil
+	return r.WithContext(auth.WithPrincipal(r.Context(), a.authz, p)), nil
 }
 
 // authed answers 401 with a JSON error unless the request carries a valid token.
@@ -288,11 +292,45 @@ func (a *API) authed(next http.Handler) http.Handler {
 	})
 }
 
-// authedPage sends a browser without a valid token to the login form.
+// authedPage sends a browser without a valid token to the login form, and
+// answers 403 to a principal without read on what the page shows.
 func (a *API) authedPage(next http.Handler) http.Handler {
-	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
+	return a.requireAuth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, res := range StudioResources(r.URL.Path) {
+			if err := auth.Require(r.Context(), auth.PermRead, res); err != nil {
+				if !errors.Is(err, auth.ErrForbidden) {
+					a.fail(w, r, err)
+					return
+				}
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	}), func(w http.ResponseWriter, r *http.Request, _ error) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
+}
+
+// StudioResources returns what a studio page at path shows, each of which the
+// viewer needs read on: the agent panel (/) shows /processes and /sweepers,
+// its fragments one each, the task board /tasks and a task page /tasks/ID.
+// Any other path needs read on /.
+func StudioResources(path string) []string {
+	switch {
+	case path == "/":
+		return []string{auth.ResourceProcesses, auth.ResourceSweepers}
+	case path == "/studio/processes":
+		return []string{auth.ResourceProcesses}
+	case path == "/studio/sweepers":
+		return []string{auth.ResourceSweepers}
+	case path == "/tasks":
+		return []string{auth.ResourceTasks}
+	}
+	if id, ok := strings.CutPrefix(path, "/tasks/"); ok && auth.ValidResource(path) == nil {
+		return []string{auth.ResourceTasks + "/" + id}
+	}
+	return []string{auth.ResourceRoot}
 }
 
 // requireAuth runs next for an authenticated request, denied for one without a

@@ -5,16 +5,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/sweeper"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// routeSweepers registers the sweeper endpoints: list and status need read,
+// start and stop need control on the sweeper.
 func (a *API) routeSweepers() {
-	h := func(pattern string, f http.HandlerFunc) { a.mux.Handle(pattern, a.authed(f)) }
-	h("GET /v1/sweepers", a.listSweepers)
-	h("GET /v1/sweepers/{id}", a.sweeperStatus)
-	h("POST /v1/sweepers/{id}/start", a.startSweeper)
-	h("POST /v1/sweepers/{id}/stop", a.stopSweeper)
+	h := func(pattern, perm, res string, f http.HandlerFunc) { a.route(pattern, perm, res, f) }
+	h("GET /v1/sweepers", auth.PermRead, auth.ResourceSweepers, a.listSweepers)
+	h("GET /v1/sweepers/{id}", auth.PermRead, "/sweepers/{id}", a.sweeperStatus)
+	h("POST /v1/sweepers/{id}/start", auth.PermControl, "/sweepers/{id}", a.startSweeper)
+	h("POST /v1/sweepers/{id}/stop", auth.PermControl, "/sweepers/{id}", a.stopSweeper)
 }
 
 // SweeperList is the body of GET /v1/sweepers.

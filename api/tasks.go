@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -20,24 +21,35 @@ const maxBody = 1 << 20
 // DefaultLease is the lease given to a claim that does not ask for one.
 const DefaultLease = 5 * time.Minute
 
+// routeTasks registers the task endpoints. Operator calls: list and show need
+// read, create needs create (on /tasks, or /tasks/P for a child of P),
+// answer needs update (answering is an operator edit), cancel needs cancel.
+// Executor calls: claim needs append on /tasks (it may lease any task);
+// running, touch, evidence, complete, fail and request-input need append on
+// the task; review claim, approve and reject need update on it. A claim hands
+// back a task-scoped agent credential per task (read, append, create on
+// /tasks/ID), which can therefore report on its task but never stop, start,
+// update, cancel or review it.
 func (a *API) routeTasks() {
-	h := func(pattern string, f http.HandlerFunc) { a.mux.Handle(pattern, a.authed(f)) }
-	h("POST /v1/tasks", a.createTask)
-	h("GET /v1/tasks", a.listTasks)
-	h("GET /v1/tasks/{id}", a.getTask)
-	h("POST /v1/tasks/{id}/answer", a.answerTask)
-	h("POST /v1/tasks/{id}/cancel", a.cancelTask)
+	h := func(pattern, perm, res string, f http.HandlerFunc) { a.route(pattern, perm, res, f) }
+	const task = "/tasks/{id}"
+	a.addRoute(Route{Pattern: "POST /v1/tasks", Permission: auth.PermCreate, Resource: auth.ResourceTasks,
+		handler: http.HandlerFunc(a.createTask), resourceOf: createResource})
+	h("GET /v1/tasks", auth.PermRead, auth.ResourceTasks, a.listTasks)
+	h("GET /v1/tasks/{id}", auth.PermRead, task, a.getTask)
+	h("POST /v1/tasks/{id}/answer", auth.PermUpdate, task, a.answerTask)
+	h("POST /v1/tasks/{id}/cancel", auth.PermCancel, task, a.cancelTask)
 	// Executor endpoints: agents in any language work the ledger over HTTP.
-	h("POST /v1/tasks/claim", a.claimTasks)
-	h("POST /v1/tasks/{id}/running", a.markRunning)
-	h("POST /v1/tasks/{id}/touch", a.touchTask)
-	h("POST /v1/tasks/{id}/evidence", a.addEvidence)
-	h("POST /v1/tasks/{id}/complete", a.completeTask)
-	h("POST /v1/tasks/{id}/fail", a.failTask)
-	h("POST /v1/tasks/{id}/request-input", a.requestInput)
-	h("POST /v1/tasks/{id}/review/claim", a.claimReview)
-	h("POST /v1/tasks/{id}/review/approve", a.approveReview)
-	h("POST /v1/tasks/{id}/review/reject", a.rejectReview)
+	h("POST /v1/tasks/claim", auth.PermAppend, auth.ResourceTasks, a.claimTasks)
+	h("POST /v1/tasks/{id}/running", auth.PermAppend, task, a.markRunning)
+	h("POST /v1/tasks/{id}/touch", auth.PermAppend, task, a.touchTask)
+	h("POST /v1/tasks/{id}/evidence", auth.PermAppend, task, a.addEvidence)
+	h("POST /v1/tasks/{id}/complete", auth.PermAppend, task, a.completeTask)
+	h("POST /v1/tasks/{id}/fail", auth.PermAppend, task, a.failTask)
+	h("POST /v1/tasks/{id}/request-input", auth.PermAppend, task, a.requestInput)
+	h("POST /v1/tasks/{id}/review/claim", auth.PermUpdate, task, a.claimReview)
+	h("POST /v1/tasks/{id}/review/approve", auth.PermUpdate, task, a.approveReview)
+	h("POST /v1/tasks/{id}/review/reject", auth.PermUpdate, task, a.rejectReview)
 }
 
 // decode reads a JSON request body into v, refusing unknown fields, trailing
@@ -273,6 +285,11 @@ type ClaimRequest struct {
 // ClaimedTasks is the answer of POST /v1/tasks/claim.
 type ClaimedTasks struct {
 	Tasks []store.Task `json:"tasks"`
+	// AgentTokens maps each claimed task's id (as a decimal string) to a
+	// task-scoped agent credential (read, append, create on /tasks/ID) for
+	// the executor to work that task with. A task whose credential could not
+	// be issued is absent (the hub logs why); the claim stands regardless.
+	AgentTokens map[string]string `json:"agent_tokens"`
 }
 
 func (a *API) claimTasks(w http.ResponseWriter, r *http.Request) {
@@ -300,7 +317,16 @@ func (a *API) claimTasks(w http.ResponseWriter, r *http.Request) {
 	if ts == nil {
 		ts = []store.Task{}
 	}
-	writeJSON(w, http.StatusOK, ClaimedTasks{Tasks: ts})
+	toks := make(map[string]string, len(ts))
+	for _, t := range ts {
+		tok, err := auth.IssueTaskToken(r.Context(), a.cfg.Auth.Principals(), t.ID, req.Worker)
+		if err != nil {
+			a.cfg.Logger.Error("claim: issue agent token", "task_id", t.ID, "err", err)
+			continue
+		}
+		toks[strconv.FormatInt(t.ID, 10)] = tok
+	}
+	writeJSON(w, http.StatusOK, ClaimedTasks{Tasks: ts, AgentTokens: toks})
 }
 
 func leaseOf(seconds float64) (time.Duration, error) {

@@ -1,6 +1,8 @@
-// Package auth authenticates bearer tokens. Tokens are random, shown once, and
-// stored only as SHA-256 hashes; a principal's grants on the resource tree
-// (/tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID) say what it may do.
+// Package auth authenticates bearer tokens and authorizes what their
+// principals do. Tokens are random, shown once, and stored only as SHA-256
+// hashes; a principal's grants on the resource tree (/tasks/ID, /sweepers/ID,
+// /processes/KIND, /objects/ID) say what it may do, and Authorizer.Check is
+// the one place that decides it for the API, the MCP tools and the studio.
 package auth
 
 import (
@@ -75,6 +77,10 @@ type Authenticator struct {
 
 // NewAuthenticator returns an Authenticator backed by s.
 func NewAuthenticator(s store.Principals) *Authenticator { return &Authenticator{store: s} }
+
+// Principals returns the store the Authenticator reads, for the Authorizer and
+// the token management that share it.
+func (a *Authenticator) Principals() store.Principals { return a.store }
 
 // Authenticate returns the principal tok belongs to. Every failure matches
 // ErrUnauthenticated and says whether the token was missing, malformed or unknown.

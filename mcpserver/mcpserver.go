@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
 )
 
@@ -66,6 +67,9 @@ func New(svc *liveness.Service, version string) *mcp.Server {
 		Annotations:  readOnly,
 		OutputSchema: listSchema(),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ProcessList, error) {
+		if err := auth.Require(ctx, auth.PermRead, auth.ResourceProcesses); err != nil {
+			return nil, ProcessList{}, err
+		}
 		ps, err := svc.ListProcesses(ctx)
 		if err != nil {
 			return nil, ProcessList{}, fmt.Errorf("list processes: %w", err)
@@ -83,6 +87,9 @@ func New(svc *liveness.Service, version string) *mcp.Server {
 		Annotations:  readOnly,
 		OutputSchema: processSchema(liveness.Alive, liveness.Stopped, liveness.NotFound),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in processStatusInput) (*mcp.CallToolResult, liveness.Process, error) {
+		if err := requireOn(ctx, auth.PermRead, auth.ResourceProcesses, in.ProcessKind); err != nil {
+			return nil, liveness.Process{}, err
+		}
 		p, err := svc.ProcessStatus(ctx, in.ProcessKind)
 		if err != nil {
 			// The SDK turns a returned error into an IsError result whose text
@@ -149,9 +156,9 @@ func listSchema() *jsonschema.Schema {
 
 // ServeStdio serves srv to one client over stdin/stdout until ctx ends or the
 // client disconnects, both of which return nil. Nothing else may write to
-// stdout meanwhile.
+// stdout meanwhile. The client is the local operator, who holds admin.
 func ServeStdio(ctx context.Context, srv *mcp.Server) error {
-	return serve(ctx, srv, &mcp.StdioTransport{})
+	return serve(auth.WithLocalOperator(ctx), srv, &mcp.StdioTransport{})
 }
 
 // serve runs srv over t, treating the end of ctx as a normal shutdown.
@@ -167,9 +174,45 @@ func serve(ctx context.Context, srv *mcp.Server, t mcp.Transport) error {
 // transport. It runs stateless: every request is served on its own, so no
 // session outlives its request and both the session-less (2026-07-28) and the
 // initialize-handshake protocol versions work. It does no authentication; the
-// caller mounts it behind its own.
+// caller mounts it behind its own, which must put the principal in the request
+// context (auth.WithPrincipal): every tool checks its permission against it
+// and refuses, as a tool error, when there is none.
 func HTTPHandler(srv *mcp.Server) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless: true,
 	})
+}
+
+// Access is the permission each tool needs and the resource it is checked
+// on. {name} in a resource stands for the tool's argument of that name;
+// create_task with a parent_id P needs create on /tasks/P instead of /tasks,
+// as POST /v1/tasks does. A caller without it gets a tool error (IsError,
+// text "forbidden: … needs PERM on RESOURCE"), not an HTTP or JSON-RPC error.
+var Access = map[string]ToolAccess{
+	ToolListProcesses: {auth.PermRead, auth.ResourceProcesses},
+	ToolProcessStatus: {auth.PermRead, auth.ResourceProcesses + "/{process_kind}"},
+	ToolListAgents:    {auth.PermRead, auth.ResourceSweepers},
+	ToolAgentStatus:   {auth.PermRead, auth.ResourceSweepers + "/{agent_id}"},
+	ToolStartAgent:    {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
+	ToolStopAgent:     {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
+	ToolListTasks:     {auth.PermRead, auth.ResourceTasks},
+	ToolGetTask:       {auth.PermRead, auth.ResourceTasks + "/{task_id}"},
+	ToolCreateTask:    {auth.PermCreate, auth.ResourceTasks},
+	ToolAnswerTask:    {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
+	ToolCancelTask:    {auth.PermCancel, auth.ResourceTasks + "/{task_id}"},
+}
+
+// ToolAccess is a permission and the resource template it is needed on.
+type ToolAccess struct {
+	Permission string
+	Resource   string
+}
+
+// requireOn checks perm on root/id. An id that is empty or holds a "/" would
+// name another node of the tree, so it is refused as bad input.
+func requireOn(ctx context.Context, perm, root, id string) error {
+	if id == "" || strings.Contains(id, "/") {
+		return fmt.Errorf("expected a single id segment under %s, got %q", root, id)
+	}
+	return auth.Require(ctx, perm, root+"/"+id)
 }

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -15,9 +16,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -57,7 +60,8 @@ func newClient() *mcp.Client {
 func connectInMemory(t testing.TB, srv *mcp.Server) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx(t), st, nil)
+	// In memory, as over stdio, the client is the local operator (admin).
+	ss, err := srv.Connect(auth.WithLocalOperator(ctx(t)), st, nil)
 	if err != nil {
 		t.Fatalf("server connect: %v", err)
 	}
@@ -303,7 +307,15 @@ func TestStreamableHTTP(t *testing.T) {
 	e := newEnv(t)
 	row := storetest.Liveness("i-http", "exec", 0)
 	storetest.MustUpsert(t, e.store, row)
-	hs := httptest.NewServer(mcpserver.HTTPHandler(e.srv))
+	admin := store.Principal{ID: "admin", Name: "admin", CreatedAt: storetest.T0}
+	if err := e.store.CreatePrincipal(ctx(t), admin, "hash", []store.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
+		t.Fatal(err)
+	}
+	authz := auth.NewAuthorizer(e.store)
+	h := mcpserver.HTTPHandler(e.srv)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), authz, admin)))
+	}))
 	t.Cleanup(hs.Close)
 
 	tests := []struct {

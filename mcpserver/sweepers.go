@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -45,6 +46,9 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 			"(null when the config default applies)." + sweeperNote,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, AgentList, error) {
+		if err := auth.Require(ctx, auth.PermRead, auth.ResourceSweepers); err != nil {
+			return nil, AgentList{}, err
+		}
 		sts, err := ctl.List(ctx)
 		if sts == nil {
 			sts = []sweeper.Status{}
@@ -57,6 +61,9 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 		Description: "The status of one sweeper, in the shape of a list_agents row." + sweeperNote,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in agentIDInput) (*mcp.CallToolResult, sweeper.Status, error) {
+		if err := requireOn(ctx, auth.PermRead, auth.ResourceSweepers, in.AgentID); err != nil {
+			return nil, sweeper.Status{}, err
+		}
 		st, err := ctl.Status(ctx, in.AgentID)
 		return nil, st, err
 	})
@@ -67,6 +74,9 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 			"process. A sweeper disabled by configuration cannot be started." + asymmetry + sweeperNote,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in agentIDInput) (*mcp.CallToolResult, sweeper.Status, error) {
+		if err := requireOn(ctx, auth.PermControl, auth.ResourceSweepers, in.AgentID); err != nil {
+			return nil, sweeper.Status{}, err
+		}
 		st, err := ctl.Start(ctx, in.AgentID)
 		return nil, st, err
 	})
@@ -77,6 +87,9 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 			"process, waiting for its loop to exit." + asymmetry + sweeperNote,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in agentIDInput) (*mcp.CallToolResult, sweeper.Status, error) {
+		if err := requireOn(ctx, auth.PermControl, auth.ResourceSweepers, in.AgentID); err != nil {
+			return nil, sweeper.Status{}, err
+		}
 		st, err := ctl.Stop(ctx, in.AgentID)
 		return nil, st, err
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -80,6 +81,9 @@ func AddTaskTools(srv *mcp.Server, tasks store.Tasks) {
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
 		OutputSchema: outputSchema[store.TaskPage](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in listTasksInput) (*mcp.CallToolResult, store.TaskPage, error) {
+		if err := auth.Require(ctx, auth.PermRead, auth.ResourceTasks); err != nil {
+			return nil, store.TaskPage{}, err
+		}
 		f := store.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
 		for _, s := range in.State {
 			st := store.TaskState(strings.ToUpper(s))
@@ -105,6 +109,9 @@ func AddTaskTools(srv *mcp.Server, tasks store.Tasks) {
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
 		OutputSchema: outputSchema[store.Task](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in taskIDInput) (*mcp.CallToolResult, store.Task, error) {
+		if err := auth.Require(ctx, auth.PermRead, auth.TaskResource(in.TaskID)); err != nil {
+			return nil, store.Task{}, err
+		}
 		t, err := tasks.GetTask(ctx, in.TaskID)
 		return nil, t, err
 	})
@@ -115,6 +122,13 @@ func AddTaskTools(srv *mcp.Server, tasks store.Tasks) {
 			"With a dedupe_key that a live task already has, that task is returned with created=false instead.",
 		OutputSchema: outputSchema[createdTask](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in createTaskInput) (*mcp.CallToolResult, createdTask, error) {
+		res := auth.ResourceTasks
+		if in.ParentID != nil && *in.ParentID > 0 {
+			res = auth.TaskResource(*in.ParentID)
+		}
+		if err := auth.Require(ctx, auth.PermCreate, res); err != nil {
+			return nil, createdTask{}, err
+		}
 		var payload json.RawMessage
 		if in.Payload != nil {
 			b, err := json.Marshal(in.Payload)
@@ -136,6 +150,9 @@ func AddTaskTools(srv *mcp.Server, tasks store.Tasks) {
 		Description:  "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded.",
 		OutputSchema: outputSchema[store.Task](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in answerInput) (*mcp.CallToolResult, store.Task, error) {
+		if err := auth.Require(ctx, auth.PermUpdate, auth.TaskResource(in.TaskID)); err != nil {
+			return nil, store.Task{}, err
+		}
 		if strings.TrimSpace(in.Text) == "" {
 			return nil, store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
 		}
@@ -149,6 +166,9 @@ func AddTaskTools(srv *mcp.Server, tasks store.Tasks) {
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: new(true)},
 		OutputSchema: outputSchema[store.Task](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in cancelInput) (*mcp.CallToolResult, store.Task, error) {
+		if err := auth.Require(ctx, auth.PermCancel, auth.TaskResource(in.TaskID)); err != nil {
+			return nil, store.Task{}, err
+		}
 		t, err := tasks.Cancel(ctx, in.TaskID, mcpActor, in.Reason)
 		return nil, t, err
 	})

@@ -34,6 +34,9 @@ Usage:
   cks task answer ID TEXT [--json]
   cks task cancel ID [--reason R] [--json]
   cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
+  cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
+                                                                  new bearer token (shown once)
+  cks token list [--json] | revoke ID                             principals and their grants
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
   cks version
 
@@ -78,6 +81,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdTask(ctx, args[1:], e)
 	case "sweeper":
 		err = cmdSweeper(ctx, args[1:], e)
+	case "token":
+		err = cmdToken(ctx, args[1:], e)
 	case "bench":
 		err = cmdBench(ctx, args[1:], e)
 	case "version":
@@ -85,7 +90,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, sweeper, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, sweeper, token, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

@@ -1,0 +1,250 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+	"github.com/google/uuid"
+)
+
+// ErrForbidden means an authenticated principal lacks the permission an
+// operation needs. Errors matching it are *ForbiddenError values naming the
+// permission and the resource.
+var ErrForbidden = errors.New("forbidden")
+
+// ForbiddenError is the error Check returns: Principal does not hold
+// Permission (nor admin) on Resource or any prefix of it.
+type ForbiddenError struct {
+	// Principal names the caller (its name, or "" when there was none).
+	Principal  string
+	Permission string
+	Resource   string
+}
+
+func (e *ForbiddenError) Error() string {
+	who := "the caller"
+	if e.Principal != "" {
+		who = fmt.Sprintf("principal %q", e.Principal)
+	}
+	return fmt.Sprintf("forbidden: %s needs %s on %s", who, e.Permission, e.Resource)
+}
+
+// Unwrap makes errors.Is(err, ErrForbidden) hold.
+func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// Permissions lists every permission, in the order of DESIGN.md §10. Admin
+// implies every other; no other permission implies anything (stop does not
+// grant start, update does not grant stop).
+var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermStop, PermStart, PermCancel, PermControl, PermAdmin}
+
+// Roots of the resource tree. A resource is "/", a root, or a root followed by
+// one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID.
+const (
+	ResourceRoot      = "/"
+	ResourceTasks     = "/tasks"
+	ResourceSweepers  = "/sweepers"
+	ResourceProcesses = "/processes"
+	ResourceObjects   = "/objects"
+)
+
+var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects}
+
+// TaskResource returns /tasks/ID.
+func TaskResource(id int64) string { return ResourceTasks + "/" + strconv.FormatInt(id, 10) }
+
+// SweeperResource returns /sweepers/ID.
+func SweeperResource(id string) string { return ResourceSweepers + "/" + id }
+
+// ProcessResource returns /processes/KIND.
+func ProcessResource(kind string) string { return ResourceProcesses + "/" + kind }
+
+// ValidPermission reports whether perm is one of Permissions.
+func ValidPermission(perm string) error {
+	if !slices.Contains(Permissions, perm) {
+		return &store.FieldError{Field: "permission", Expected: fmt.Sprintf("one of %s, got %q", strings.Join(Permissions, ", "), perm)}
+	}
+	return nil
+}
+
+// ValidResource reports whether res is a node of the resource tree: "/",
+// /tasks, /tasks/ID (a positive integer), /sweepers, /sweepers/ID, /processes,
+// /processes/KIND, /objects or /objects/ID.
+func ValidResource(res string) error {
+	if res == ResourceRoot {
+		return nil
+	}
+	bad := &store.FieldError{Field: "resource", Expected: fmt.Sprintf(
+		"/, or one of %s optionally followed by /ID (a positive integer under /tasks), got %q", strings.Join(roots, ", "), res)}
+	for _, root := range roots {
+		if res == root {
+			return nil
+		}
+		id, ok := strings.CutPrefix(res, root+"/")
+		if !ok {
+			continue
+		}
+		if id == "" || strings.ContainsAny(id, "/ \t\n") {
+			return bad
+		}
+		if root == ResourceTasks {
+			if n, err := strconv.ParseInt(id, 10, 64); err != nil || n <= 0 || strconv.FormatInt(n, 10) != id {
+				return bad
+			}
+		}
+		return nil
+	}
+	return bad
+}
+
+// ParseGrant reads PERM:RESOURCE (e.g. "read:/tasks" or "append:/tasks/42")
+// and validates both halves.
+func ParseGrant(s string) (store.Grant, error) {
+	perm, res, ok := strings.Cut(s, ":")
+	if !ok {
+		return store.Grant{}, &store.FieldError{Field: "grant", Expected: fmt.Sprintf("PERMISSION:RESOURCE such as read:/tasks, got %q", s)}
+	}
+	g := store.Grant{Permission: perm, Resource: res}
+	return g, ValidGrant(g)
+}
+
+// ValidGrant reports whether g names a known permission on a valid resource.
+func ValidGrant(g store.Grant) error {
+	if err := ValidPermission(g.Permission); err != nil {
+		return err
+	}
+	return ValidResource(g.Resource)
+}
+
+// Covers reports whether a grant on prefix applies to resource: prefix is "/",
+// resource itself, or an ancestor by whole path segments ("/tasks/1" covers
+// neither "/tasks/12" nor "/tasks").
+func Covers(prefix, resource string) bool {
+	return prefix == ResourceRoot || resource == prefix || strings.HasPrefix(resource, prefix+"/")
+}
+
+// Allows reports whether grants give perm on resource: a grant of perm or of
+// admin on resource or on an ancestor of it.
+func Allows(grants []store.Grant, perm, resource string) bool {
+	for _, g := range grants {
+		if (g.Permission == perm || g.Permission == PermAdmin) && Covers(g.Resource, resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// Authorizer decides what an authenticated principal may do. It is the one
+// place permissions are checked, for the HTTP API, the MCP tools and the
+// studio alike. It caches nothing: every Check reads the principal's grants,
+// so a revoked or changed grant applies to the next request.
+type Authorizer struct {
+	store store.Principals
+}
+
+// NewAuthorizer returns an Authorizer reading grants from s.
+func NewAuthorizer(s store.Principals) *Authorizer { return &Authorizer{store: s} }
+
+// Check returns nil when p holds perm (or admin) on resource or an ancestor
+// of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
+// missing permission and the resource.
+func (a *Authorizer) Check(ctx context.Context, p store.Principal, perm, resource string) error {
+	grants, err := a.store.GrantsOf(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
+	}
+	if Allows(grants, perm, resource) {
+		return nil
+	}
+	return &ForbiddenError{Principal: p.Name, Permission: perm, Resource: resource}
+}
+
+type callerKey struct{}
+
+type caller struct {
+	authz     *Authorizer
+	principal store.Principal
+	local     bool
+}
+
+// WithPrincipal returns ctx carrying an authenticated principal and the
+// Authorizer that checks it, for Require further down the call.
+func WithPrincipal(ctx context.Context, authz *Authorizer, p store.Principal) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller{authz: authz, principal: p})
+}
+
+// WithLocalOperator returns ctx marking the caller as the local operator (the
+// person at the terminal of `cks mcp` over stdio), who holds admin.
+func WithLocalOperator(ctx context.Context) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller{local: true})
+}
+
+// PrincipalFrom returns the principal WithPrincipal put in ctx.
+func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	return c.principal, ok && !c.local
+}
+
+// Require checks that the caller recorded in ctx holds perm on resource. The
+// local operator holds everything. A ctx with no caller is refused: callers
+// that forgot to authenticate fail closed.
+func Require(ctx context.Context, perm, resource string) error {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	switch {
+	case !ok:
+		return &ForbiddenError{Permission: perm, Resource: resource}
+	case c.local:
+		return nil
+	}
+	return c.authz.Check(ctx, c.principal, perm, resource)
+}
+
+// TaskTokenGrants are the grants of a task-scoped agent credential for task
+// id: read, append and create on /tasks/ID only. Create there lets the agent
+// enqueue children of its task (parent_id = ID); it cannot stop, start,
+// update, cancel or review its task, nor touch any other.
+func TaskTokenGrants(id int64) []store.Grant {
+	res := TaskResource(id)
+	return []store.Grant{{Resource: res, Permission: PermRead}, {Resource: res, Permission: PermAppend}, {Resource: res, Permission: PermCreate}}
+}
+
+// CreateToken creates a principal named name with grants and returns it with
+// its bearer token, which is not stored (only its hash is) and cannot be
+// shown again. Every grant must be valid (ValidGrant).
+func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name string, grants []store.Grant) (store.Principal, string, error) {
+	if strings.TrimSpace(name) == "" {
+		return store.Principal{}, "", &store.FieldError{Field: "name", Expected: "a non-empty token name"}
+	}
+	for _, g := range grants {
+		if err := ValidGrant(g); err != nil {
+			return store.Principal{}, "", err
+		}
+	}
+	if c == nil {
+		c = clock.System{}
+	}
+	tok, err := NewToken()
+	if err != nil {
+		return store.Principal{}, "", err
+	}
+	p := store.Principal{ID: uuid.NewString(), Name: name, CreatedAt: store.Time(c.Now())}
+	if err := s.CreatePrincipal(ctx, p, HashToken(tok), grants); err != nil {
+		return store.Principal{}, "", fmt.Errorf("auth: create token %q: %w", name, err)
+	}
+	return p, tok, nil
+}
+
+// IssueTaskToken creates a task-scoped agent credential for task taskID (the
+// grants of TaskTokenGrants) named "task/ID name", and returns its token.
+func IssueTaskToken(ctx context.Context, s store.Principals, taskID int64, name string) (string, error) {
+	if taskID <= 0 {
+		return "", &store.FieldError{Field: "task_id", Expected: "a positive task id"}
+	}
+	_, tok, err := CreateToken(ctx, s, nil, strings.TrimSpace("task/"+strconv.FormatInt(taskID, 10)+" "+name), TaskTokenGrants(taskID))
+	return tok, err
+}

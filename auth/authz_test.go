@@ -1,0 +1,112 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+)
+
+func TestCovers(t *testing.T) {
+	cases := []struct {
+		prefix, res string
+		want        bool
+	}{
+		{"/", "/", true},
+		{"/", "/tasks/12", true},
+		{"/tasks", "/tasks", true},
+		{"/tasks", "/tasks/12", true},
+		{"/tasks/1", "/tasks/1", true},
+		{"/tasks/1", "/tasks/12", false},
+		{"/tasks/1", "/tasks", false},
+		{"/tasks", "/tasksx", false},
+		{"/tasks", "/", false},
+		{"/sweepers/a", "/sweepers/ab", false},
+	}
+	for _, c := range cases {
+		if got := auth.Covers(c.prefix, c.res); got != c.want {
+			t.Errorf("Covers(%q, %q) = %v, want %v", c.prefix, c.res, got, c.want)
+		}
+	}
+}
+
+func TestValidGrant(t *testing.T) {
+	for _, ok := range []string{"read:/", "admin:/", "append:/tasks/42", "control:/sweepers/lease_reaper",
+		"read:/processes/critic", "update:/objects/x1", "create:/tasks"} {
+		if _, err := auth.ParseGrant(ok); err != nil {
+			t.Errorf("ParseGrant(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"read", "write:/", "read:tasks", "read:/tasks/", "read:/tasks/abc", "read:/tasks/0",
+		"read:/tasks/01", "read:/tasks/1/2", "read:/other", "read:/tasks/1 "} {
+		if _, err := auth.ParseGrant(bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("ParseGrant(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestAllowsNoImplication(t *testing.T) {
+	for _, held := range auth.Permissions {
+		for _, want := range auth.Permissions {
+			got := auth.Allows([]store.Grant{{Resource: "/", Permission: held}}, want, "/tasks/1")
+			if exp := held == want || held == auth.PermAdmin; got != exp {
+				t.Errorf("holding %s, Allows(%s) = %v, want %v", held, want, got, exp)
+			}
+		}
+	}
+}
+
+func TestCheckAndRequire(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tok, err := auth.IssueTaskToken(ctx, s, 7, "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := auth.NewAuthenticator(s).Authenticate(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "task/7 worker" {
+		t.Fatalf("name %q", p.Name)
+	}
+	az := auth.NewAuthorizer(s)
+	for _, perm := range []string{auth.PermRead, auth.PermAppend, auth.PermCreate} {
+		if err := az.Check(ctx, p, perm, "/tasks/7"); err != nil {
+			t.Errorf("task token %s on /tasks/7: %v", perm, err)
+		}
+	}
+	for _, perm := range []string{auth.PermUpdate, auth.PermStop, auth.PermStart, auth.PermCancel, auth.PermControl, auth.PermAdmin} {
+		err := az.Check(ctx, p, perm, "/tasks/7")
+		var fe *auth.ForbiddenError
+		if !errors.Is(err, auth.ErrForbidden) || !errors.As(err, &fe) || fe.Permission != perm || fe.Resource != "/tasks/7" ||
+			!strings.Contains(err.Error(), "needs "+perm+" on /tasks/7") {
+			t.Errorf("task token %s on /tasks/7: %v, want forbidden naming it", perm, err)
+		}
+	}
+	if err := az.Check(ctx, p, auth.PermRead, "/tasks/70"); !errors.Is(err, auth.ErrForbidden) {
+		t.Errorf("task token read on /tasks/70: %v", err)
+	}
+	// Require: the caller in the context; none fails closed; local is admin.
+	if err := auth.Require(auth.WithPrincipal(ctx, az, p), auth.PermAppend, "/tasks/7"); err != nil {
+		t.Errorf("Require with the principal: %v", err)
+	}
+	if err := auth.Require(ctx, auth.PermRead, "/"); !errors.Is(err, auth.ErrForbidden) {
+		t.Errorf("Require without a caller: %v, want forbidden", err)
+	}
+	if err := auth.Require(auth.WithLocalOperator(ctx), auth.PermAdmin, "/"); err != nil {
+		t.Errorf("Require as the local operator: %v", err)
+	}
+	if _, ok := auth.PrincipalFrom(auth.WithLocalOperator(ctx)); ok {
+		t.Error("the local operator is not a principal")
+	}
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// grantFlags collects repeated --grant PERMISSION:RESOURCE flags.
+type grantFlags []store.Grant
+
+func (g *grantFlags) String() string { return fmt.Sprint([]store.Grant(*g)) }
+
+func (g *grantFlags) Set(s string) error {
+	gr, err := auth.ParseGrant(s)
+	if err != nil {
+		return err
+	}
+	*g = append(*g, gr)
+	return nil
+}
+
+// cmdToken manages bearer tokens: create, list, revoke. Each needs admin on /.
+func cmdToken(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: token needs a subcommand: create, list or revoke ID", errUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs := flagSet("token "+sub, e)
+	var cf clientFlags
+	cf.register(fs)
+	var (
+		grants grantFlags
+		name   *string
+		task   *int64
+	)
+	if sub == "create" {
+		name = fs.String("name", "", `name of the token's principal (default "task/ID" with --task, else required)`)
+		task = fs.Int64("task", 0, "make a task-scoped agent credential: read, append, create on /tasks/ID")
+		fs.Var(&grants, "grant", "PERMISSION:RESOURCE to grant, e.g. read:/tasks or control:/sweepers/lease_reaper (repeatable); permissions: "+
+			strings.Join(auth.Permissions, ", "))
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		if len(pos) > 0 {
+			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, pos)
+		}
+		if len(grants) == 0 && *task == 0 {
+			return fmt.Errorf("%w: token create needs --grant PERMISSION:RESOURCE (repeatable) or --task ID", errUsage)
+		}
+		if *name == "" && *task == 0 {
+			return fmt.Errorf("%w: token create needs --name", errUsage)
+		}
+		cl, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		created, err := cl.CreateToken(ctx, api.TokenRequest{Name: *name, Grants: grants, TaskID: *task})
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, created)
+		}
+		fmt.Fprintf(e.stdout, "%s\n\nThe token above is shown only this once; the hub stores only its hash.\n", created.Token)
+		printTokens(e.stdout, []store.PrincipalGrants{created.PrincipalGrants})
+		return nil
+	case "list":
+		if len(pos) > 0 {
+			return fmt.Errorf("%w: token list takes no arguments, got %q", errUsage, pos)
+		}
+		cl, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		ps, err := cl.ListTokens(ctx)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			if ps == nil {
+				ps = []store.PrincipalGrants{}
+			}
+			return printJSON(e.stdout, api.TokenList{Tokens: ps})
+		}
+		printTokens(e.stdout, ps)
+		return nil
+	case "revoke":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: token revoke needs exactly one token ID (see cks token list)", errUsage)
+		}
+		cl, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		if err := cl.RevokeToken(ctx, pos[0]); err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, map[string]string{"revoked": pos[0]})
+		}
+		fmt.Fprintf(e.stdout, "revoked %s\n", pos[0])
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown token subcommand %q; expected create, list or revoke", errUsage, sub)
+	}
+}
+
+func printTokens(w io.Writer, ps []store.PrincipalGrants) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tCREATED\tGRANTS")
+	for _, p := range ps {
+		gs := make([]string, 0, len(p.Grants))
+		for _, g := range p.Grants {
+			gs = append(gs, g.Permission+":"+g.Resource)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, p.CreatedAt.Local().Format(time.DateTime), strings.Join(gs, " "))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,149 @@
+package mcpserver_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// mcpOverAPI serves every tool at /mcp of a real api.API (bearer auth in
+// front, the principal passed to the tools in the request context) and
+// returns the server with a task to address.
+func mcpOverAPI(t *testing.T) (*httptest.Server, *env, store.Task) {
+	t.Helper()
+	e := newEnv(t)
+	rt, err := hub.NewRuntime(e.store, hub.RuntimeConfig{Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	mcpserver.AddTaskTools(e.srv, e.store)
+	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
+	a := api.New(api.Config{Liveness: liveness.NewService(e.store, e.clock), Auth: auth.NewAuthenticator(e.store),
+		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
+	hs := httptest.NewServer(a)
+	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
+	task, _, err := e.store.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs, e, task
+}
+
+func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := newClient().Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func token(t *testing.T, s store.Principals, grants ...store.Grant) string {
+	t.Helper()
+	_, tok, err := auth.CreateToken(ctx(t), s, nil, "p", grants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestMCPToolMatrix: over streamable HTTP, a principal holding exactly one
+// permission P on a tool's resource may call it iff P (or admin) is the
+// tool's permission; otherwise the answer is a tool error (IsError, not an
+// HTTP 403: the HTTP request itself is authenticated) naming the permission
+// and the resource.
+func TestMCPToolMatrix(t *testing.T) {
+	hs, e, task := mcpOverAPI(t)
+	id := task.ID
+	args := map[string]map[string]any{
+		mcpserver.ToolListProcesses: nil,
+		mcpserver.ToolProcessStatus: {"process_kind": "critic"},
+		mcpserver.ToolListAgents:    nil,
+		mcpserver.ToolAgentStatus:   {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolStartAgent:    {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolStopAgent:     {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolListTasks:     nil,
+		mcpserver.ToolGetTask:       {"task_id": id},
+		mcpserver.ToolCreateTask:    {"type": "t"},
+		mcpserver.ToolAnswerTask:    {"task_id": id, "text": "yes"},
+		mcpserver.ToolCancelTask:    {"task_id": id},
+	}
+	if len(args) != len(mcpserver.Access) {
+		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access))
+	}
+	for tool, acc := range mcpserver.Access {
+		res := acc.Resource
+		for k, v := range args[tool] {
+			res = strings.ReplaceAll(res, "{"+k+"}", strings.TrimSpace(strings.Trim(jsonString(v), `"`)))
+		}
+		if strings.Contains(res, "{") {
+			t.Fatalf("%s: resource %s not expanded", tool, res)
+		}
+		for _, perm := range auth.Permissions {
+			cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: res, Permission: perm}))
+			r := call(t, cs, tool, args[tool])
+			forbidden := r.IsError && strings.Contains(text(t, r), "forbidden")
+			allowed := perm == acc.Permission || perm == auth.PermAdmin
+			if allowed == forbidden {
+				t.Errorf("%s with only %s on %s: forbidden=%v, want %v (%s)", tool, perm, res, forbidden, !allowed, text(t, r))
+			}
+			if forbidden && !strings.Contains(text(t, r), "needs "+acc.Permission+" on "+res) {
+				t.Errorf("%s: forbidden text %q does not name %s on %s", tool, text(t, r), acc.Permission, res)
+			}
+		}
+	}
+}
+
+// TestMCPReadOnlyCannotCancelOrStop: a principal with read on / sees
+// everything and changes nothing.
+func TestMCPReadOnlyCannotCancelOrStop(t *testing.T) {
+	hs, e, task := mcpOverAPI(t)
+	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	if r := call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": task.ID}); r.IsError {
+		t.Fatalf("get_task with read on /: %s", text(t, r))
+	}
+	for tool, a := range map[string]map[string]any{
+		mcpserver.ToolCancelTask: {"task_id": task.ID},
+		mcpserver.ToolStopAgent:  {"agent_id": sweeper.LeaseReaperID},
+	} {
+		r := call(t, cs, tool, a)
+		if !r.IsError || !strings.Contains(text(t, r), "forbidden") {
+			t.Errorf("%s with read on /: IsError=%v %q, want a forbidden tool error", tool, r.IsError, text(t, r))
+		}
+	}
+	got, err := e.store.GetTask(ctx(t), task.ID)
+	if err != nil || got.State != task.State {
+		t.Fatalf("task after refused cancel: %v, %v; want %s", got.State, err, task.State)
+	}
+}
+
+// TestMCPWithoutPrincipalFailsClosed: the HTTP handler mounted without auth
+// in front refuses every tool.
+func TestMCPWithoutPrincipalFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	hs := httptest.NewServer(mcpserver.HTTPHandler(e.srv))
+	t.Cleanup(hs.Close)
+	cs, err := newClient().Connect(ctx(t), &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if r := call(t, cs, mcpserver.ToolListProcesses, nil); !r.IsError || !strings.Contains(text(t, r), "needs read on /processes") {
+		t.Fatalf("list_processes without a principal: %v %q", r.IsError, text(t, r))
+	}
+}
