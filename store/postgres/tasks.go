@@ -94,17 +94,18 @@ type move struct {
 
 // transition is the one function through which every state change of this
 // backend goes. It checks the ledger's table for from → to, updates every
-// selected task still in from in one statement (candidates locked by the
-// subquery, with SKIP LOCKED for claims), and appends one cks_task_events row
-// per task in a second statement, both in tx; it sets state_changed_at (and
-// updated_at) to now. It returns the changed tasks as they now are.
+// selected task still in from (candidates locked by the subquery, with SKIP
+// LOCKED for claims) and appends one cks_task_events row per task, in one
+// statement (the INSERT is a data-modifying CTE over the UPDATE's RETURNING)
+// in tx; it sets state_changed_at (and updated_at) to now. It returns the
+// changed tasks as they now are.
 func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move) ([]store.Task, error) {
 	if err := ledger.Check(m.from, m.to); err != nil {
 		return nil, err
 	}
 	a := &args{}
 	ts := a.add(now)
-	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + ts + ", state_changed_at = " + ts
+	q := "WITH moved AS (UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + ts + ", state_changed_at = " + ts
 	if m.set != nil {
 		q += m.set(a)
 	}
@@ -124,7 +125,17 @@ func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move
 	if lock == "" {
 		lock = lockWait
 	}
-	q += " " + lock + ")) RETURNING " + taskColumns
+	q += " " + lock + ")) RETURNING " + taskColumns + ")"
+	// The event's attempt is the task's attempts after the change, unless the
+	// move names one.
+	attempt := "attempts"
+	if m.attempt > 0 {
+		attempt = a.add(m.attempt)
+	}
+	q += ", events AS (INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)" +
+		" SELECT task_id, " + ts + ", " + a.add(m.actor) + ", " + from + ", " + stateLiteral(m.to) + ", " + attempt +
+		", " + a.add(m.reason) + " FROM moved ORDER BY task_id)" +
+		" SELECT " + taskColumns + " FROM moved"
 	rows, err := tx.Query(ctx, q, a.vals...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s → %s: %w", m.from, m.to, err)
@@ -135,20 +146,6 @@ func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move
 	}
 	if len(out) == 0 {
 		return nil, nil
-	}
-	ids := make([]int64, len(out))
-	attempts := make([]int32, len(out))
-	for i, t := range out {
-		ids[i], attempts[i] = t.ID, int32(t.Attempts)
-		if m.attempt > 0 {
-			attempts[i] = int32(m.attempt)
-		}
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-SELECT unnest($1::bigint[]), $2, $3, $4, $5, unnest($6::int[]), $7`,
-		ids, now, m.actor, string(m.from), string(m.to), attempts, m.reason)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: events of %s → %s: %w", m.from, m.to, err)
 	}
 	return out, nil
 }
