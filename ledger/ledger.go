@@ -195,3 +195,9 @@ func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
 	}
 	return nil
 }
+
+// WrongState is the conflict of operation op, which needs task t in state
+// want; it wraps store.ErrConflict and names the task, its state and want.
+func WrongState(t store.Task, op string, want State) error {
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, store.ErrConflict)
+}

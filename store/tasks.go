@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cks-dev/cks/clock"
@@ -352,4 +354,32 @@ func ApplyOptions(opts []Option) Options {
 func IsFieldError(err error, field string) bool {
 	var fe *FieldError
 	return errors.As(err, &fe) && fe.Field == field
+}
+
+// ValidateClaim reports the first bad argument of a claim: an empty worker, a
+// batch size outside 1..MaxListLimit, or a lease shorter than a millisecond.
+func ValidateClaim(worker string, n int, lease time.Duration) error {
+	switch {
+	case worker == "":
+		return &FieldError{Field: "worker", Expected: "a non-empty worker name"}
+	case n < 1 || n > MaxListLimit:
+		return &FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", MaxListLimit)}
+	case lease < time.Millisecond:
+		return &FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
+	}
+	return nil
+}
+
+// SortClaimed orders claimed tasks as a claim picks them: highest priority,
+// then oldest, then lowest id (RETURNING gives no order).
+func SortClaimed(ts []Task) {
+	slices.SortFunc(ts, func(x, y Task) int {
+		if x.Priority != y.Priority {
+			return y.Priority - x.Priority
+		}
+		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
 }

@@ -4,119 +4,89 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store/internal/schema"
 )
 
-// column is one column of a table. Columns after a table's first release must be
-// addable by ALTER TABLE ADD COLUMN: nullable or with a default.
-type column struct {
-	name string
-	def  string
-}
-
-// table is the current shape of one table. ensureSchema creates it when missing
-// and adds every column an older database lacks (the seeds' convention: no
-// migration runner, no version table).
-type table struct {
-	name        string
-	columns     []column
-	constraints []string
-	// backfill maps a column to the statement that fills it in the rows an
-	// older database already holds; it runs only when that column is added.
-	backfill map[string]string
-	// after holds statements run after the table has its full shape (indexes,
-	// triggers), each idempotent.
-	after []string
-}
-
-func (t table) create() string {
-	parts := make([]string, 0, len(t.columns)+len(t.constraints))
-	for _, c := range t.columns {
-		parts = append(parts, c.name+" "+c.def)
-	}
-	parts = append(parts, t.constraints...)
-	return "CREATE TABLE IF NOT EXISTS " + t.name + " (\n    " + strings.Join(parts, ",\n    ") + "\n)"
-}
-
-var schema = []table{
+// tables is the current schema, in creation order.
+var tables = []schema.Table{
 	{
-		name: "cks_agent_liveness",
-		columns: []column{
-			{"instance_id", "TEXT PRIMARY KEY"},
-			{"process_kind", "TEXT NOT NULL"},
-			{"hostname", "TEXT NOT NULL"},
-			{"pid", "INTEGER NOT NULL"},
-			{"liveness_interval_s", "REAL NOT NULL"},
-			{"started_at", "TEXT NOT NULL"},
-			{"last_heartbeat_at", "TEXT NOT NULL"},
-			{"current_task_id", "INTEGER"},
-			{"current_task_type", "TEXT"},
+		Name: "cks_agent_liveness",
+		Columns: []schema.Column{
+			{Name: "instance_id", Def: "TEXT PRIMARY KEY"},
+			{Name: "process_kind", Def: "TEXT NOT NULL"},
+			{Name: "hostname", Def: "TEXT NOT NULL"},
+			{Name: "pid", Def: "INTEGER NOT NULL"},
+			{Name: "liveness_interval_s", Def: "REAL NOT NULL"},
+			{Name: "started_at", Def: "TEXT NOT NULL"},
+			{Name: "last_heartbeat_at", Def: "TEXT NOT NULL"},
+			{Name: "current_task_id", Def: "INTEGER"},
+			{Name: "current_task_type", Def: "TEXT"},
 		},
-		after: []string{
+		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process_kind, last_heartbeat_at)`,
 		},
 	},
 	{
-		name: "cks_principals",
-		columns: []column{
-			{"principal_id", "TEXT PRIMARY KEY"},
-			{"name", "TEXT NOT NULL"},
-			{"token_hash", "TEXT NOT NULL UNIQUE"},
-			{"created_at", "TEXT NOT NULL"},
+		Name: "cks_principals",
+		Columns: []schema.Column{
+			{Name: "principal_id", Def: "TEXT PRIMARY KEY"},
+			{Name: "name", Def: "TEXT NOT NULL"},
+			{Name: "token_hash", Def: "TEXT NOT NULL UNIQUE"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
 		},
 	},
 	{
-		name: "cks_grants",
-		columns: []column{
-			{"principal_id", "TEXT NOT NULL REFERENCES cks_principals(principal_id) ON DELETE CASCADE"},
-			{"resource", "TEXT NOT NULL"},
-			{"permission", "TEXT NOT NULL"},
+		Name: "cks_grants",
+		Columns: []schema.Column{
+			{Name: "principal_id", Def: "TEXT NOT NULL REFERENCES cks_principals(principal_id) ON DELETE CASCADE"},
+			{Name: "resource", Def: "TEXT NOT NULL"},
+			{Name: "permission", Def: "TEXT NOT NULL"},
 		},
-		constraints: []string{"PRIMARY KEY (principal_id, resource, permission)"},
+		Constraints: []string{"PRIMARY KEY (principal_id, resource, permission)"},
 	},
 	{
-		name: "cks_outbox_tasks",
-		columns: []column{
-			{"task_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
-			{"type", "TEXT NOT NULL"},
-			{"title", "TEXT NOT NULL DEFAULT ''"},
-			{"description", "TEXT NOT NULL DEFAULT ''"},
-			{"acceptance_criteria", "TEXT NOT NULL DEFAULT ''"},
-			{"payload", "TEXT NOT NULL DEFAULT '{}'"},
-			{"state", "TEXT NOT NULL"},
-			{"priority", "INTEGER NOT NULL DEFAULT 0"},
-			{"attempts", "INTEGER NOT NULL DEFAULT 0"},
-			{"max_attempts", "INTEGER NOT NULL DEFAULT 3"},
-			{"restarts", "INTEGER NOT NULL DEFAULT 0"},
-			{"revision", "INTEGER NOT NULL DEFAULT 1"},
-			{"parent_id", "INTEGER REFERENCES cks_outbox_tasks(task_id)"},
-			{"dedupe_key", "TEXT NOT NULL DEFAULT ''"},
-			{"created_by", "TEXT NOT NULL DEFAULT ''"},
-			{"claimed_by", "TEXT NOT NULL DEFAULT ''"},
-			{"claimed_at", "TEXT"},
-			{"lease_token", "TEXT NOT NULL DEFAULT ''"},
-			{"lease_expires_at", "TEXT"},
-			{"lease_renewed_at", "TEXT"},
-			{"lease_ms", "INTEGER NOT NULL DEFAULT 0"},
-			{"run_after", "TEXT"},
-			{"result", "TEXT NOT NULL DEFAULT ''"},
-			{"last_error", "TEXT NOT NULL DEFAULT ''"},
-			{"question", "TEXT NOT NULL DEFAULT ''"},
-			{"answer", "TEXT NOT NULL DEFAULT ''"},
-			{"review_note", "TEXT NOT NULL DEFAULT ''"},
-			{"created_at", "TEXT NOT NULL"},
-			{"updated_at", "TEXT NOT NULL"},
+		Name: "cks_outbox_tasks",
+		Columns: []schema.Column{
+			{Name: "task_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "type", Def: "TEXT NOT NULL"},
+			{Name: "title", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "description", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "acceptance_criteria", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "payload", Def: "TEXT NOT NULL DEFAULT '{}'"},
+			{Name: "state", Def: "TEXT NOT NULL"},
+			{Name: "priority", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "attempts", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "max_attempts", Def: "INTEGER NOT NULL DEFAULT 3"},
+			{Name: "restarts", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "revision", Def: "INTEGER NOT NULL DEFAULT 1"},
+			{Name: "parent_id", Def: "INTEGER REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "dedupe_key", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_by", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "claimed_by", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "claimed_at", Def: "TEXT"},
+			{Name: "lease_token", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "lease_expires_at", Def: "TEXT"},
+			{Name: "lease_renewed_at", Def: "TEXT"},
+			{Name: "lease_ms", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "run_after", Def: "TEXT"},
+			{Name: "result", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "last_error", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "question", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "answer", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "review_note", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
+			{Name: "updated_at", Def: "TEXT NOT NULL"},
 			// Set at enqueue and by every transition; nullable only because
 			// ALTER TABLE ADD COLUMN needs it. Older rows get updated_at (the
 			// best estimate there is) when the column is added.
-			{"state_changed_at", "TEXT"},
+			{Name: "state_changed_at", Def: "TEXT"},
 		},
-		backfill: map[string]string{
+		Backfill: map[string]string{
 			"state_changed_at": `UPDATE cks_outbox_tasks SET state_changed_at = updated_at`,
 		},
-		after: []string{
+		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_state_changed ON cks_outbox_tasks(state, state_changed_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)`,
 			// Claims of any type (or of several): the OPEN tasks in claim order.
@@ -129,29 +99,29 @@ var schema = []table{
 		},
 	},
 	{
-		name: "cks_task_deps",
-		columns: []column{
-			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
-			{"depends_on", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+		Name: "cks_task_deps",
+		Columns: []schema.Column{
+			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "depends_on", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
 		},
-		constraints: []string{"PRIMARY KEY (task_id, depends_on)"},
-		after: []string{
+		Constraints: []string{"PRIMARY KEY (task_id, depends_on)"},
+		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on)`,
 		},
 	},
 	{
-		name: "cks_task_events",
-		columns: []column{
-			{"event_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
-			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
-			{"at", "TEXT NOT NULL"},
-			{"actor", "TEXT NOT NULL DEFAULT ''"},
-			{"from_state", "TEXT NOT NULL DEFAULT ''"},
-			{"to_state", "TEXT NOT NULL"},
-			{"attempt", "INTEGER NOT NULL DEFAULT 0"},
-			{"reason", "TEXT NOT NULL DEFAULT ''"},
+		Name: "cks_task_events",
+		Columns: []schema.Column{
+			{Name: "event_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "at", Def: "TEXT NOT NULL"},
+			{Name: "actor", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "from_state", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "to_state", Def: "TEXT NOT NULL"},
+			{Name: "attempt", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "reason", Def: "TEXT NOT NULL DEFAULT ''"},
 		},
-		after: []string{
+		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_task_events_task ON cks_task_events(task_id, event_id)`,
 			// Append-only, enforced by the database itself (DESIGN §4).
 			`CREATE TRIGGER IF NOT EXISTS cks_task_events_no_update BEFORE UPDATE ON cks_task_events
@@ -161,36 +131,36 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: DELETE refused'); END
 		},
 	},
 	{
-		name: "cks_task_evidence",
-		columns: []column{
-			{"evidence_id", "INTEGER PRIMARY KEY AUTOINCREMENT"},
-			{"task_id", "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
-			{"attempt", "INTEGER NOT NULL"},
-			{"revision", "INTEGER NOT NULL"},
-			{"kind", "TEXT NOT NULL"},
-			{"body", "TEXT NOT NULL DEFAULT ''"},
-			{"actor", "TEXT NOT NULL DEFAULT ''"},
-			{"created_at", "TEXT NOT NULL"},
+		Name: "cks_task_evidence",
+		Columns: []schema.Column{
+			{Name: "evidence_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "attempt", Def: "INTEGER NOT NULL"},
+			{Name: "revision", Def: "INTEGER NOT NULL"},
+			{Name: "kind", Def: "TEXT NOT NULL"},
+			{Name: "body", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "actor", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
 		},
-		after: []string{
+		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_task_evidence_task ON cks_task_evidence(task_id, attempt, evidence_id)`,
 		},
 	},
 	{
 		// ADR-015: a row only for a sweeper whose default was overridden.
-		name: "cks_sweeper_control",
-		columns: []column{
-			{"agent_id", "TEXT PRIMARY KEY"},
-			{"desired_running", "BOOLEAN NOT NULL"},
-			{"updated_at", "TEXT NOT NULL"},
+		Name: "cks_sweeper_control",
+		Columns: []schema.Column{
+			{Name: "agent_id", Def: "TEXT PRIMARY KEY"},
+			{Name: "desired_running", Def: "BOOLEAN NOT NULL"},
+			{Name: "updated_at", Def: "TEXT NOT NULL"},
 		},
 	},
 	{
 		// The per-topic change counters behind WatchChanges (see publish).
-		name: "cks_changes",
-		columns: []column{
-			{"topic", "TEXT PRIMARY KEY"},
-			{"seq", "INTEGER NOT NULL"},
+		Name: "cks_changes",
+		Columns: []schema.Column{
+			{Name: "topic", Def: "TEXT PRIMARY KEY"},
+			{Name: "seq", Def: "INTEGER NOT NULL"},
 		},
 	},
 }
@@ -202,30 +172,17 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	for _, t := range schema {
-		if _, err := tx.ExecContext(ctx, t.create()); err != nil {
-			return fmt.Errorf("create %s: %w", t.name, err)
+	for _, t := range tables {
+		if _, err := tx.ExecContext(ctx, t.Create()); err != nil {
+			return fmt.Errorf("create %s: %w", t.Name, err)
 		}
-		have, err := columnsOf(ctx, tx, t.name)
+		have, err := columnsOf(ctx, tx, t.Name)
 		if err != nil {
 			return err
 		}
-		for _, c := range t.columns {
-			if have[c.name] {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+t.name+" ADD COLUMN "+c.name+" "+c.def); err != nil {
-				return fmt.Errorf("add column %s.%s: %w", t.name, c.name, err)
-			}
-			if fill := t.backfill[c.name]; fill != "" {
-				if _, err := tx.ExecContext(ctx, fill); err != nil {
-					return fmt.Errorf("backfill %s.%s: %w", t.name, c.name, err)
-				}
-			}
-		}
-		for _, stmt := range t.after {
+		for _, stmt := range t.Upgrade(have) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("schema of %s: %w", t.name, err)
+				return fmt.Errorf("schema of %s: %q: %w", t.Name, stmt, err)
 			}
 		}
 	}

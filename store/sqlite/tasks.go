@@ -321,11 +321,6 @@ func leased(ctx context.Context, q querier, id int64, token string, states ...le
 	return t, nil
 }
 
-// wrongState is the conflict of an operation that needs the task in want.
-func wrongState(t store.Task, op string, want ledger.State) error {
-	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, store.ErrConflict)
-}
-
 func depsOf(ctx context.Context, q querier, ids []int64) (map[int64][]int64, error) {
 	out := map[int64][]int64{}
 	if len(ids) == 0 {
@@ -602,7 +597,7 @@ func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
 
 // Claim implements store.Tasks.
 func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
-	if err := checkClaim(worker, n, lease); err != nil {
+	if err := store.ValidateClaim(worker, n, lease); err != nil {
 		return nil, err
 	}
 	var out []store.Task
@@ -626,20 +621,8 @@ func (s *Store) Claim(ctx context.Context, worker string, types []string, n int,
 		}
 		return fillDeps(ctx, tx, out)
 	})
-	sortClaimed(out)
+	store.SortClaimed(out)
 	return out, err
-}
-
-func checkClaim(worker string, n int, lease time.Duration) error {
-	switch {
-	case worker == "":
-		return &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}
-	case n < 1 || n > store.MaxListLimit:
-		return &store.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
-	case lease < time.Millisecond:
-		return &store.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
-	}
-	return nil
 }
 
 // fillDeps sets DependsOn of every task in ts.
@@ -656,20 +639,6 @@ func fillDeps(ctx context.Context, q querier, ts []store.Task) error {
 		ts[i].DependsOn = deps[ts[i].ID]
 	}
 	return nil
-}
-
-// sortClaimed orders claimed tasks as the claim picked them: highest priority,
-// then oldest (RETURNING gives no order).
-func sortClaimed(ts []store.Task) {
-	slices.SortFunc(ts, func(x, y store.Task) int {
-		if x.Priority != y.Priority {
-			return y.Priority - x.Priority
-		}
-		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
-			return c
-		}
-		return int(x.ID - y.ID)
-	})
 }
 
 // MarkRunning implements store.Tasks.
@@ -863,7 +832,7 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 			return err
 		}
 		if cur.State != ledger.NeedsInput {
-			return wrongState(cur, "answer", ledger.NeedsInput)
+			return ledger.WrongState(cur, "answer", ledger.NeedsInput)
 		}
 		out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
 			set: func(a *args) string { return ", answer = " + a.add(text) + ", run_after = NULL" }})
@@ -874,7 +843,7 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 
 // ClaimReview implements store.Tasks.
 func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
-	if err := checkClaim(reviewer, 1, lease); err != nil {
+	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
 		return store.Task{}, err
 	}
 	var out store.Task
@@ -884,7 +853,7 @@ func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, leas
 			return err
 		}
 		if cur.State != ledger.NeedsReview {
-			return wrongState(cur, "claim review", ledger.NeedsReview)
+			return ledger.WrongState(cur, "claim review", ledger.NeedsReview)
 		}
 		out, err = s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
 			set: func(a *args) string {
