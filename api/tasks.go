@@ -226,8 +226,13 @@ func (a *API) getTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskCall decodes the body into req, parses the task id and runs call,
-// answering with the task it returns. It is the shape of every per-task POST.
-func taskCall[Req any](a *API, w http.ResponseWriter, r *http.Request, call func(id int64, req Req) (store.Task, error)) {
+// answering 200 with what it returns. It is the shape of every per-task POST.
+func taskCall[Req, Resp any](a *API, w http.ResponseWriter, r *http.Request, call func(id int64, req Req) (Resp, error)) {
+	taskCallStatus(a, w, r, http.StatusOK, call)
+}
+
+// taskCallStatus is taskCall answering with status on success.
+func taskCallStatus[Req, Resp any](a *API, w http.ResponseWriter, r *http.Request, status int, call func(id int64, req Req) (Resp, error)) {
 	id, err := taskID(r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -238,12 +243,12 @@ func taskCall[Req any](a *API, w http.ResponseWriter, r *http.Request, call func
 		a.fail(w, r, err)
 		return
 	}
-	t, err := call(id, req)
+	out, err := call(id, req)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, status, out)
 }
 
 // AnswerRequest is the body of POST /v1/tasks/{id}/answer.
@@ -357,22 +362,13 @@ type TouchResult struct {
 }
 
 func (a *API) touchTask(w http.ResponseWriter, r *http.Request) {
-	id, err := taskID(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	var req LeaseRequest
-	if err := decode(r, &req); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	held, err := a.cfg.Tasks.Touch(r.Context(), id, req.LeaseToken)
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, TouchResult{Held: held})
+	taskCall(a, w, r, func(id int64, req LeaseRequest) (TouchResult, error) {
+		held, err := a.cfg.Tasks.Touch(r.Context(), id, req.LeaseToken)
+		if errors.Is(err, store.ErrLeaseLost) {
+			err = nil // a lost lease is the answer held=false, not an error
+		}
+		return TouchResult{Held: held}, err
+	})
 }
 
 // EvidenceRequest is the body of POST /v1/tasks/{id}/evidence.
@@ -383,22 +379,9 @@ type EvidenceRequest struct {
 }
 
 func (a *API) addEvidence(w http.ResponseWriter, r *http.Request) {
-	id, err := taskID(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	var req EvidenceRequest
-	if err := decode(r, &req); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	ev, err := a.cfg.Tasks.AddEvidence(r.Context(), id, req.LeaseToken, req.Kind, req.Body)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, ev)
+	taskCallStatus(a, w, r, http.StatusCreated, func(id int64, req EvidenceRequest) (store.Evidence, error) {
+		return a.cfg.Tasks.AddEvidence(r.Context(), id, req.LeaseToken, req.Kind, req.Body)
+	})
 }
 
 // CompleteRequest is the body of POST /v1/tasks/{id}/complete.

@@ -72,9 +72,6 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
-	if cfg.WatchInterval <= 0 {
-		cfg.WatchInterval = time.Second
-	}
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}

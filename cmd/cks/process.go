@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -19,10 +20,7 @@ type clientFlags struct {
 	json                bool
 }
 
-func (f *clientFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "hub URL (env CKS_URL; default from the data directory)")
 	fs.StringVar(&f.token, "token", "", "bearer token (env CKS_TOKEN; default the data directory's admin token)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of a local hub (env CKS_DATA_DIR; default "+datadir.Default+")")
