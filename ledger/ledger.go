@@ -1,14 +1,13 @@
 // Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
 // task states, which of them are terminal, the allowed-transition table, the
-// dispatch-exclusion set and the retry backoff. It is pure data and functions;
+// dispatch-exclusion set and the retry backoff, as pure data and functions;
 // the backends (store/sqlite, store/postgres) import it and route every state
 // change through Check inside their one transition function, so the table
-// here is the only place a transition is allowed.
+// here is the only place a transition is allowed. Control adds the operator
+// operations (stop, start, update) with the bounded wait for an abort.
 //
 // Import direction: ledger imports store (for store.TaskState and the sentinel
-// errors) and the backends import ledger; store never imports ledger. The
-// operator operations of the next issue (stop, start, update) build on
-// store.Store from here without a cycle.
+// errors) and the backends import ledger; store never imports ledger.
 package ledger
 
 import (
@@ -71,7 +70,8 @@ var Initial = [...]State{Open, Waiting, Blocked}
 // transitions is the allowed-transition table: from → the states it may move
 // to. A pair not listed is illegal. It is read-only.
 var transitions = map[State][]State{
-	Open:    {Claimed, Waiting, Cancelled, Stopped},
+	// Open → Waiting/Blocked: a dependency added by an update.
+	Open:    {Claimed, Waiting, Blocked, Cancelled, Stopped},
 	Waiting: {Open, Blocked, Cancelled, Stopped},
 	// A BLOCKED task is re-evaluated only by an operator (update/start of the
 	// next issue), which may make it WAITING or OPEN again.
@@ -82,8 +82,9 @@ var transitions = map[State][]State{
 	NeedsReview: {Reviewing, Cancelled, Stopped},
 	NeedsInput:  {Open, Waiting, Cancelled, Stopped},
 	Reviewing:   {Completed, Open, NeedsReview, Cancelled, Stopped},
-	// start re-evaluates dependencies: OPEN, or WAITING when unmet.
-	Stopped:   {Open, Waiting, Cancelled},
+	// start re-evaluates dependencies: OPEN, WAITING when one is unmet,
+	// BLOCKED when one failed or was cancelled.
+	Stopped:   {Open, Waiting, Blocked, Cancelled},
 	Completed: nil,
 	Failed:    nil,
 	Cancelled: nil,

@@ -25,6 +25,7 @@ type Store interface {
 	Liveness
 	Principals
 	Tasks
+	TaskControl
 	SweeperControl
 	Changes
 	// Backend names the implementation: "sqlite" or "postgres".

@@ -56,13 +56,17 @@ type Task struct {
 	MaxAttempts int `json:"max_attempts"`
 	// Restarts counts operator restarts (STOPPED → OPEN); never attempts.
 	Restarts int `json:"restarts"`
-	// Revision is bumped by material edits (next issue); decisions and
-	// evidence record the revision they were derived from.
-	Revision  int     `json:"revision"`
-	ParentID  *int64  `json:"parent_id"`
-	DependsOn []int64 `json:"depends_on"`
-	DedupeKey string  `json:"dedupe_key,omitempty"`
-	CreatedBy string  `json:"created_by,omitempty"`
+	// Revision starts at 1 and is bumped by material edits (see
+	// TaskPatch); evidence and decisions record the revision they were
+	// made under.
+	Revision int `json:"revision"`
+	// Metadata is a free-form JSON object for operators (owner, links, …);
+	// editing it is not material.
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	ParentID  *int64          `json:"parent_id"`
+	DependsOn []int64         `json:"depends_on"`
+	DedupeKey string          `json:"dedupe_key,omitempty"`
+	CreatedBy string          `json:"created_by,omitempty"`
 	// ClaimedBy is the worker (or reviewer) holding the lease; empty when none.
 	ClaimedBy string    `json:"claimed_by,omitempty"`
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
@@ -85,22 +89,27 @@ type Task struct {
 	// written before the column existed got their updated_at as a backfill
 	// when the database was upgraded.
 	StateChangedAt time.Time `json:"state_changed_at"`
+	// LastAbort is the task's most recent abort request, if any; filled by
+	// GetTask and ListTasks (so a listing can show an unconfirmed abort).
+	LastAbort *Abort `json:"last_abort,omitempty"`
 	// Events is the task's history, oldest first; filled by GetTask only.
 	Events []TaskEvent `json:"events,omitempty"`
-	// Evidence is every attempt's evidence, oldest first; filled by GetTask only.
-	Evidence []Evidence `json:"evidence,omitempty"`
+	// Current is what the current attempt recorded (evidence, decisions,
+	// workspace); History every earlier attempt, oldest first, including
+	// aborted ones. Filled by GetTask only (see GroupAttempts).
+	Current *AttemptView  `json:"current,omitempty"`
+	History []AttemptView `json:"history,omitempty"`
+	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
+	Aborts []Abort `json:"aborts,omitempty"`
 }
 
-// CurrentEvidence returns the evidence of the current attempt only; older
-// attempts' evidence stays in Evidence as history.
+// CurrentEvidence returns the evidence of the current attempt only (nil
+// unless the task came from GetTask); older attempts' evidence is in History.
 func (t Task) CurrentEvidence() []Evidence {
-	var out []Evidence
-	for _, e := range t.Evidence {
-		if e.Attempt == t.Attempts {
-			out = append(out, e)
-		}
+	if t.Current == nil {
+		return nil
 	}
-	return out
+	return t.Current.Evidence
 }
 
 // TaskEvent is one append-only row of cks_task_events: one state change.
@@ -121,6 +130,7 @@ type Evidence struct {
 	ID        int64     `json:"evidence_id"`
 	TaskID    int64     `json:"task_id"`
 	Attempt   int       `json:"attempt"`
+	Restart   int       `json:"restart"`
 	Revision  int       `json:"revision"`
 	Kind      string    `json:"kind"`
 	Body      string    `json:"body"`
@@ -146,6 +156,8 @@ type NewTask struct {
 	DedupeKey string `json:"dedupe_key,omitempty"`
 	// CreatedBy names who enqueued the task; recorded as the creation event's actor.
 	CreatedBy string `json:"created_by,omitempty"`
+	// Metadata, when set, must be a JSON object; empty means {}.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Validate reports the first field of n that Enqueue must refuse, and fills in
@@ -160,6 +172,8 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, fieldError("max_attempts", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxMaxAttempts, DefaultMaxAttempts))
 	case len(n.Payload) > 0 && !json.Valid(n.Payload):
 		return n, fieldError("payload", "a JSON value")
+	case len(n.Metadata) > 0 && !isJSONObject(n.Metadata):
+		return n, fieldError("metadata", "a JSON object")
 	case n.ParentID != nil && *n.ParentID <= 0:
 		return n, fieldError("parent_id", "the id of an existing task")
 	}
@@ -177,6 +191,9 @@ func (n NewTask) Validate() (NewTask, error) {
 	n.DependsOn = deps
 	if len(n.Payload) == 0 {
 		n.Payload = json.RawMessage(`{}`)
+	}
+	if len(n.Metadata) == 0 {
+		n.Metadata = json.RawMessage(`{}`)
 	}
 	if n.MaxAttempts == 0 {
 		n.MaxAttempts = DefaultMaxAttempts
@@ -239,7 +256,8 @@ type Tasks interface {
 	Enqueue(ctx context.Context, n NewTask) (t Task, created bool, err error)
 	// GetTask returns the task with its dependencies, events and evidence.
 	GetTask(ctx context.Context, id int64) (Task, error)
-	// ListTasks returns one page of tasks (without events and evidence).
+	// ListTasks returns one page of tasks (without events and evidence,
+	// with LastAbort).
 	ListTasks(ctx context.Context, f TaskFilter) (TaskPage, error)
 	// CountTasks counts the tasks f selects, with ListTasks' semantics for
 	// States, Types and StateChangedBefore; After and Limit are ignored. An
@@ -291,7 +309,10 @@ type Tasks interface {
 	Reject(ctx context.Context, id int64, leaseToken, note string) (Task, error)
 	// Cancel moves a non-terminal task to CANCELLED (terminal), revoking any
 	// lease, so its executor gets ErrLeaseLost on its next call; WAITING
-	// dependants become BLOCKED.
+	// dependants become BLOCKED. A CLAIMED or RUNNING task also gets a
+	// pending Abort (deadline DefaultAbortDeadline) and TopicTaskAborts is
+	// published, so its executor learns of the cancel at once and confirms;
+	// Cancel itself does not wait.
 	Cancel(ctx context.Context, id int64, actor, reason string) (Task, error)
 	// ReclaimExpired reclaims every CLAIMED or RUNNING task whose lease has
 	// expired (lease_expires_at <= now) and was not renewed within staleWindow

@@ -20,7 +20,7 @@ import (
 const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
 	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
 	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
-	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at`
+	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata`
 
 // revokeLease is the SET fragment that ends the current lease: the token stops
 // being current, so the executor's next call fails with ErrLeaseLost.
@@ -296,81 +296,115 @@ func (s *Store) enqueue(ctx context.Context, n store.NewTask) (store.Task, bool,
 		created bool
 	)
 	err := s.write(ctx, "enqueue", func(tx pgx.Tx, now time.Time) error {
-		created = false
-		if n.DedupeKey != "" {
-			var id int64
-			err := tx.QueryRow(ctx, `SELECT task_id FROM cks_outbox_tasks
-WHERE dedupe_key = $1 AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
-			if err == nil {
-				out, err = getTask(ctx, tx, id, "")
-				return err
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("postgres: enqueue: dedupe: %w", err)
-			}
-		}
-		if n.ParentID != nil {
-			if _, err := getTask(ctx, tx, *n.ParentID, ""); errors.Is(err, store.ErrNotFound) {
-				return &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
-			} else if err != nil {
-				return err
-			}
-		}
-		state, reason := ledger.Open, "enqueued"
-		for _, d := range n.DependsOn {
-			// FOR SHARE: a dependency completing concurrently either waits
-			// for this task to exist (and then releases it) or is seen
-			// COMPLETED here.
-			var st string
-			err := tx.QueryRow(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE`, d).Scan(&st)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return &store.FieldError{Field: "depends_on", Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
-			}
-			if err != nil {
-				return fmt.Errorf("postgres: enqueue: dependency %d: %w", d, err)
-			}
-			dep := ledger.State(st)
-			switch {
-			case dep == ledger.Failed || dep == ledger.Cancelled:
-				state, reason = ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep)
-			case dep != ledger.Completed && state == ledger.Open:
-				state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
-			}
-		}
-		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
-	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
-	created_at, updated_at, state_changed_at)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $12, $12) RETURNING task_id`,
-			n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
-			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, now).Scan(&id)
-		if err != nil {
-			return fmt.Errorf("postgres: enqueue: %w", err)
-		}
-		if len(n.DependsOn) > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO cks_task_deps (task_id, depends_on)
-SELECT $1, unnest($2::bigint[])`, id, n.DependsOn); err != nil {
-				return fmt.Errorf("postgres: enqueue: dependencies: %w", err)
-			}
-		}
-		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
-			To: state, Reason: reason}); err != nil {
-			return err
-		}
-		created = true
-		out, err = getTask(ctx, tx, id, "")
+		var err error
+		out, created, err = s.enqueueTx(ctx, tx, now, n)
 		return err
 	})
 	return out, created, err
 }
 
-// GetTask implements store.Tasks.
+// enqueueTx is Enqueue's work inside tx, for a validated n: it returns the
+// live task of n's dedupe key (created false) or inserts the task with its
+// dependencies and creation event. Update's AddChildren uses it too.
+func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, now time.Time, n store.NewTask) (store.Task, bool, error) {
+	if n.DedupeKey != "" {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = $1 AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
+		if err == nil {
+			t, err := getTask(ctx, tx, id, "")
+			return t, false, err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.Task{}, false, fmt.Errorf("postgres: enqueue: dedupe: %w", err)
+		}
+	}
+	if n.ParentID != nil {
+		if _, err := getTask(ctx, tx, *n.ParentID, ""); errors.Is(err, store.ErrNotFound) {
+			return store.Task{}, false, &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+		} else if err != nil {
+			return store.Task{}, false, err
+		}
+	}
+	state, reason, err := depState(ctx, tx, n.DependsOn, "depends_on")
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	if state == ledger.Open {
+		reason = "enqueued"
+	}
+	metadata := n.Metadata
+	if len(metadata) == 0 {
+		metadata = []byte(`{}`)
+	}
+	var id int64
+	err = tx.QueryRow(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
+	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
+	created_at, updated_at, state_changed_at, metadata)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $12, $12, $13::jsonb) RETURNING task_id`,
+		n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
+		n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, now, string(metadata)).Scan(&id)
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("postgres: enqueue: %w", err)
+	}
+	if len(n.DependsOn) > 0 {
+		if _, err := tx.Exec(ctx, `INSERT INTO cks_task_deps (task_id, depends_on)
+SELECT $1, unnest($2::bigint[])`, id, n.DependsOn); err != nil {
+			return store.Task{}, false, fmt.Errorf("postgres: enqueue: dependencies: %w", err)
+		}
+	}
+	if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
+		To: state, Reason: reason}); err != nil {
+		return store.Task{}, false, err
+	}
+	t, err := getTask(ctx, tx, id, "")
+	return t, err == nil, err
+}
+
+// depState is the state a task with dependencies deps belongs in now, as
+// Enqueue, Start and Update evaluate it: BLOCKED when one FAILED or was
+// CANCELLED, WAITING when one is not COMPLETED, else OPEN, with the reason
+// ("dependencies complete" for OPEN). The dependencies are read FOR SHARE: a dependency completing
+// concurrently either waits for this transaction (and then sees the task in
+// its new state) or is seen COMPLETED here. A missing dependency is a
+// FieldError naming field.
+func depState(ctx context.Context, tx pgx.Tx, deps []int64, field string) (ledger.State, string, error) {
+	state, reason := ledger.Open, "dependencies complete"
+	for _, d := range deps {
+		var st string
+		err := tx.QueryRow(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE`, d).Scan(&st)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", "", &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("postgres: dependency %d: %w", d, err)
+		}
+		dep := ledger.State(st)
+		switch {
+		case dep == ledger.Failed || dep == ledger.Cancelled:
+			return ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
+		case dep != ledger.Completed && state == ledger.Open:
+			state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
+		}
+	}
+	return state, reason, nil
+}
+
+// GetTask implements store.Tasks. It reads the task and everything recorded
+// for it in one REPEATABLE READ snapshot, so the grouping by attempt sees the
+// counters the records were made under.
 func (s *Store) GetTask(ctx context.Context, id int64) (store.Task, error) {
-	t, err := getTask(ctx, s.pool, id, "")
+	var t store.Task
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return t, fmt.Errorf("postgres: get task %d: %w", id, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read only; nothing to keep
+	t, err = getTask(ctx, tx, id, "")
 	if err != nil {
 		return t, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
+	rows, err := tx.Query(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
 FROM cks_task_events WHERE task_id = $1 ORDER BY event_id`, id)
 	if err != nil {
 		return t, fmt.Errorf("postgres: events of task %d: %w", id, err)
@@ -387,23 +421,40 @@ FROM cks_task_events WHERE task_id = $1 ORDER BY event_id`, id)
 	if err != nil {
 		return t, fmt.Errorf("postgres: events of task %d: %w", id, err)
 	}
-	rows, err = s.pool.Query(ctx, `SELECT evidence_id, task_id, attempt, revision, kind, body, actor, created_at
+	rows, err = tx.Query(ctx, `SELECT evidence_id, task_id, attempt, restart, revision, kind, body, actor, created_at
 FROM cks_task_evidence WHERE task_id = $1 ORDER BY evidence_id`, id)
 	if err != nil {
 		return t, fmt.Errorf("postgres: evidence of task %d: %w", id, err)
 	}
-	t.Evidence, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Evidence, error) {
+	evidence, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Evidence, error) {
 		var e store.Evidence
-		err := r.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Revision, &e.Kind, &e.Body, &e.Actor, &e.CreatedAt)
+		err := r.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Restart, &e.Revision, &e.Kind, &e.Body, &e.Actor, &e.CreatedAt)
 		e.CreatedAt = store.Time(e.CreatedAt)
 		return e, err
 	})
 	if err != nil {
 		return t, fmt.Errorf("postgres: evidence of task %d: %w", id, err)
 	}
-	if len(t.Evidence) == 0 {
-		t.Evidence = nil
+	rows, err = tx.Query(ctx, `SELECT `+decisionColumns+` FROM cks_task_decisions WHERE task_id = $1 ORDER BY decision_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("postgres: decisions of task %d: %w", id, err)
 	}
+	decisions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Decision, error) { return scanDecision(r) })
+	if err != nil {
+		return t, fmt.Errorf("postgres: decisions of task %d: %w", id, err)
+	}
+	rows, err = tx.Query(ctx, `SELECT `+abortColumns+` FROM cks_task_aborts WHERE task_id = $1 ORDER BY abort_id`, id)
+	if err != nil {
+		return t, fmt.Errorf("postgres: aborts of task %d: %w", id, err)
+	}
+	aborts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Abort, error) { return scanAbort(r) })
+	if err != nil {
+		return t, fmt.Errorf("postgres: aborts of task %d: %w", id, err)
+	}
+	if len(aborts) == 0 {
+		aborts = nil
+	}
+	store.GroupAttempts(&t, evidence, decisions, aborts)
 	return t, nil
 }
 
@@ -444,8 +495,13 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPa
 	if err != nil {
 		return page, err
 	}
+	last, err := lastAborts(ctx, s.pool, ids)
+	if err != nil {
+		return page, err
+	}
 	for i := range page.Tasks {
 		page.Tasks[i].DependsOn = deps[page.Tasks[i].ID]
+		page.Tasks[i].LastAbort = last[page.Tasks[i].ID]
 	}
 	return page, nil
 }
@@ -606,16 +662,24 @@ func (s *Store) AddEvidence(ctx context.Context, id int64, token, kind, body str
 		if err != nil {
 			return err
 		}
-		out = store.Evidence{TaskID: id, Attempt: cur.Attempts, Revision: cur.Revision, Kind: kind,
-			Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
-		err = tx.QueryRow(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, revision, kind, body, actor, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING evidence_id`, id, out.Attempt, out.Revision, kind, body, out.Actor, now).Scan(&out.ID)
-		if err != nil {
-			return fmt.Errorf("postgres: evidence of task %d: %w", id, err)
-		}
-		return nil
+		out, err = addEvidence(ctx, tx, now, cur, kind, body)
+		return err
 	})
 	return out, err
+}
+
+// addEvidence records evidence for cur's current attempt, restart and
+// revision (cur read and fenced in tx).
+func addEvidence(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, kind, body string) (store.Evidence, error) {
+	e := store.Evidence{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts, Revision: cur.Revision,
+		Kind: kind, Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
+	err := tx.QueryRow(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, restart, revision, kind, body, actor, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING evidence_id`,
+		e.TaskID, e.Attempt, e.Restart, e.Revision, kind, body, e.Actor, now).Scan(&e.ID)
+	if err != nil {
+		return e, fmt.Errorf("postgres: evidence of task %d: %w", cur.ID, err)
+	}
+	return e, nil
 }
 
 // Complete implements store.Tasks.
@@ -754,20 +818,13 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 	if text == "" {
 		return store.Task{}, &store.FieldError{Field: "answer", Expected: "a non-empty answer"}
 	}
-	var out store.Task
-	err := s.write(ctx, "answer", func(tx pgx.Tx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id, lockWait)
-		if err != nil {
-			return err
-		}
+	return s.onTask(ctx, "answer", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsInput {
-			return ledger.WrongState(cur, "answer", ledger.NeedsInput)
+			return cur, ledger.WrongState(cur, "answer", ledger.NeedsInput)
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
+		return s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
 			set: func(a *args) string { return ", answer = " + a.add(text) + ", run_after = NULL" }})
-		return err
 	})
-	return out, err
 }
 
 // ClaimReview implements store.Tasks.
@@ -775,24 +832,17 @@ func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, leas
 	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
 		return store.Task{}, err
 	}
-	var out store.Task
-	err := s.write(ctx, "claim review", func(tx pgx.Tx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id, lockWait)
-		if err != nil {
-			return err
-		}
+	return s.onTask(ctx, "claim review", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsReview {
-			return ledger.WrongState(cur, "claim review", ledger.NeedsReview)
+			return cur, ledger.WrongState(cur, "claim review", ledger.NeedsReview)
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
+		return s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
 			set: func(a *args) string {
 				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(now) +
 					", lease_token = " + newToken + ", lease_expires_at = " + a.add(now.Add(lease)) +
 					", lease_renewed_at = " + a.add(now) + ", lease_ms = " + a.add(lease.Milliseconds())
 			}})
-		return err
 	})
-	return out, err
 }
 
 // Approve implements store.Tasks.
@@ -828,22 +878,44 @@ func (s *Store) decideReview(ctx context.Context, id int64, token string, approv
 	return out, err
 }
 
-// Cancel implements store.Tasks.
-func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+// onTask runs fn on task id, read (and, where the backend locks, locked) in
+// one write transaction, and returns the task fn returns.
+func (s *Store) onTask(ctx context.Context, what string, id int64, fn func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error)) (store.Task, error) {
 	var out store.Task
-	err := s.write(ctx, "cancel", func(tx pgx.Tx, now time.Time) error {
+	err := s.write(ctx, what, func(tx pgx.Tx, now time.Time) error {
 		cur, err := getTask(ctx, tx, id, lockWait)
 		if err != nil {
 			return err
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
-			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
-		if err != nil {
-			return err
-		}
-		_, err = s.blockDependants(ctx, tx, now, "ledger", id, ledger.Cancelled, reason)
+		out, err = fn(tx, now, cur)
 		return err
 	})
+	return out, err
+}
+
+// Cancel implements store.Tasks.
+func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	return s.onTask(ctx, "cancel", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
+		return s.cancelTx(ctx, tx, now, cur, actor, reason)
+	})
+}
+
+// cancelTx is Cancel's work inside tx on cur (read and locked): CANCELLED with
+// the lease revoked, a pending abort (published on TopicTaskAborts) when cur
+// was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
+// CancelChildren uses it too.
+func (s *Store) cancelTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason string) (store.Task, error) {
+	out, err := s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
+		set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+	if err != nil {
+		return out, err
+	}
+	if cur.State == ledger.Claimed || cur.State == ledger.Running {
+		if _, err := insertAbort(ctx, tx, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+			return out, err
+		}
+	}
+	_, err = s.blockDependants(ctx, tx, now, "ledger", cur.ID, ledger.Cancelled, reason)
 	return out, err
 }
 
@@ -966,22 +1038,15 @@ func (s *Store) ReleaseDependencies(ctx context.Context) (store.DependencyReleas
 // attempt effects. It exists for the conformance suite and repair tools;
 // the operations of store.Tasks are what callers use.
 func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
-	var out store.Task
-	err := s.write(ctx, "transition", func(tx pgx.Tx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id, lockWait)
-		if err != nil {
-			return err
-		}
-		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
-		return err
+	return s.onTask(ctx, "transition", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
+		return s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
 	})
-	return out, err
 }
 
 func scanTask(row pgx.Row) (store.Task, error) {
 	var (
 		t                                     store.Task
-		payload                               []byte
+		payload, metadata                     []byte
 		state                                 string
 		claimedAt, expires, renewed, runAfter *time.Time
 		stateChanged                          *time.Time
@@ -989,7 +1054,7 @@ func scanTask(row pgx.Row) (store.Task, error) {
 	err := row.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
 		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &t.ParentID, &t.DedupeKey, &t.CreatedBy,
 		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
-		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &t.CreatedAt, &t.UpdatedAt, &stateChanged)
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &t.CreatedAt, &t.UpdatedAt, &stateChanged, &metadata)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.Task{}, err
@@ -997,6 +1062,7 @@ func scanTask(row pgx.Row) (store.Task, error) {
 		return store.Task{}, fmt.Errorf("postgres: scan task: %w", err)
 	}
 	t.Payload = payload
+	t.Metadata = metadata
 	t.State = ledger.State(state)
 	for _, f := range []struct {
 		src *time.Time

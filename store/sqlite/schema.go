@@ -76,6 +76,7 @@ var tables = []schema.Table{
 			{Name: "question", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "answer", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "review_note", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "metadata", Def: "TEXT NOT NULL DEFAULT '{}'"},
 			{Name: "created_at", Def: "TEXT NOT NULL"},
 			{Name: "updated_at", Def: "TEXT NOT NULL"},
 			// Set at enqueue and by every transition; nullable only because
@@ -141,9 +142,55 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: DELETE refused'); END
 			{Name: "body", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "actor", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "created_at", Def: "TEXT NOT NULL"},
+			{Name: "restart", Def: "INTEGER NOT NULL DEFAULT 0"},
 		},
 		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_task_evidence_task ON cks_task_evidence(task_id, attempt, evidence_id)`,
+		},
+	},
+	{
+		// Decisions of executors (ADR 0020 §6), append-only.
+		Name: "cks_task_decisions",
+		Columns: []schema.Column{
+			{Name: "decision_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "attempt", Def: "INTEGER NOT NULL"},
+			{Name: "restart", Def: "INTEGER NOT NULL"},
+			{Name: "revision", Def: "INTEGER NOT NULL"},
+			{Name: "derived_from_revision", Def: "INTEGER NOT NULL"},
+			{Name: "kind", Def: "TEXT NOT NULL"},
+			{Name: "text", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "actor", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_task_decisions_task ON cks_task_decisions(task_id, decision_id)`,
+			`CREATE TRIGGER IF NOT EXISTS cks_task_decisions_no_update BEFORE UPDATE ON cks_task_decisions
+BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: UPDATE refused'); END`,
+			`CREATE TRIGGER IF NOT EXISTS cks_task_decisions_no_delete BEFORE DELETE ON cks_task_decisions
+BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); END`,
+		},
+	},
+	{
+		// Abort requests of stop, update and cancel (ADR 0020 §5).
+		Name: "cks_task_aborts",
+		Columns: []schema.Column{
+			{Name: "abort_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
+			{Name: "lease_token", Def: "TEXT NOT NULL"},
+			{Name: "executor", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "attempt", Def: "INTEGER NOT NULL"},
+			{Name: "restart", Def: "INTEGER NOT NULL"},
+			{Name: "requested_by", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "reason", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "requested_at", Def: "TEXT NOT NULL"},
+			{Name: "deadline_at", Def: "TEXT NOT NULL"},
+			{Name: "outcome", Def: "TEXT NOT NULL"},
+			{Name: "resolved_at", Def: "TEXT"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_task_aborts_task ON cks_task_aborts(task_id, lease_token)`,
+			`CREATE INDEX IF NOT EXISTS idx_task_aborts_pending ON cks_task_aborts(deadline_at) WHERE outcome = 'abort_pending'`,
 		},
 	},
 	{

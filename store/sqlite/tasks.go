@@ -19,7 +19,7 @@ import (
 const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
 	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
 	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
-	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at`
+	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata`
 
 // revokeLease is the SET fragment that ends the current lease: the token stops
 // being current, so the executor's next call fails with ErrLeaseLost.
@@ -358,79 +358,102 @@ func (s *Store) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool,
 		created bool
 	)
 	err = s.write(ctx, "enqueue", func(tx *wtx, now time.Time) error {
-		created = false
-		if n.DedupeKey != "" {
-			var id int64
-			err := tx.QueryRowContext(ctx, `SELECT task_id FROM cks_outbox_tasks
-WHERE dedupe_key = ? AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
-			if err == nil {
-				out, err = getTask(ctx, tx, id)
-				return err
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("sqlite: enqueue: dedupe: %w", err)
-			}
-		}
-		if n.ParentID != nil {
-			if _, err := getTask(ctx, tx, *n.ParentID); errors.Is(err, store.ErrNotFound) {
-				return &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
-			} else if err != nil {
-				return err
-			}
-		}
-		state, reason := ledger.Open, "enqueued"
-		for _, d := range n.DependsOn {
-			var st string
-			err := tx.QueryRowContext(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = ?`, d).Scan(&st)
-			if errors.Is(err, sql.ErrNoRows) {
-				return &store.FieldError{Field: "depends_on", Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: enqueue: dependency %d: %w", d, err)
-			}
-			dep := ledger.State(st)
-			switch {
-			case dep == ledger.Failed || dep == ledger.Cancelled:
-				state, reason = ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep)
-			case dep != ledger.Completed && state == ledger.Open:
-				state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
-			}
-		}
-		var id int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
-	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
-	created_at, updated_at, state_changed_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
-			n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
-			n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, fmtTime(now), fmtTime(now), fmtTime(now)).Scan(&id)
-		if err != nil {
-			return fmt.Errorf("sqlite: enqueue: %w", err)
-		}
-		for _, d := range n.DependsOn {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO cks_task_deps (task_id, depends_on) VALUES (?, ?)`, id, d); err != nil {
-				return fmt.Errorf("sqlite: enqueue: dependency %d: %w", d, err)
-			}
-		}
-		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
-			To: state, Reason: reason}); err != nil {
-			return err
-		}
-		created = true
-		// The row is exactly what was inserted: build it instead of reading it back.
-		out = store.Task{ID: id, Type: n.Type, Title: n.Title, Description: n.Description,
-			AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: state, Priority: n.Priority,
-			MaxAttempts: n.MaxAttempts, Revision: 1, ParentID: n.ParentID, DependsOn: n.DependsOn,
-			DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now, StateChangedAt: now}
-		if len(out.DependsOn) == 0 {
-			out.DependsOn = nil
-		}
-		if n.ParentID != nil {
-			p := *n.ParentID
-			out.ParentID = &p
-		}
-		return nil
+		var err error
+		out, created, err = s.enqueueTx(ctx, tx, now, n)
+		return err
 	})
 	return out, created, err
+}
+
+// enqueueTx is Enqueue of the validated n inside tx (also used by Update
+// for new children).
+func (s *Store) enqueueTx(ctx context.Context, tx *wtx, now time.Time, n store.NewTask) (store.Task, bool, error) {
+	if n.DedupeKey != "" {
+		var id int64
+		err := tx.QueryRowContext(ctx, `SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = ? AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
+		if err == nil {
+			t, err := getTask(ctx, tx, id)
+			return t, false, err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return store.Task{}, false, fmt.Errorf("sqlite: enqueue: dedupe: %w", err)
+		}
+	}
+	if n.ParentID != nil {
+		if _, err := getTask(ctx, tx, *n.ParentID); errors.Is(err, store.ErrNotFound) {
+			return store.Task{}, false, &store.FieldError{Field: "parent_id", Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+		} else if err != nil {
+			return store.Task{}, false, err
+		}
+	}
+	state, reason, err := depState(ctx, tx, n.DependsOn, "depends_on")
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	if state == ledger.Open {
+		reason = "enqueued"
+	}
+	var id int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO cks_outbox_tasks (type, title, description,
+	acceptance_criteria, payload, state, priority, max_attempts, parent_id, dedupe_key, created_by,
+	created_at, updated_at, state_changed_at, metadata)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
+		n.Type, n.Title, n.Description, n.AcceptanceCriteria, string(n.Payload), string(state),
+		n.Priority, n.MaxAttempts, n.ParentID, n.DedupeKey, n.CreatedBy, fmtTime(now), fmtTime(now), fmtTime(now),
+		string(n.Metadata)).Scan(&id)
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("sqlite: enqueue: %w", err)
+	}
+	for _, d := range n.DependsOn {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cks_task_deps (task_id, depends_on) VALUES (?, ?)`, id, d); err != nil {
+			return store.Task{}, false, fmt.Errorf("sqlite: enqueue: dependency %d: %w", d, err)
+		}
+	}
+	if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
+		To: state, Reason: reason}); err != nil {
+		return store.Task{}, false, err
+	}
+	// The row is exactly what was inserted: build it instead of reading it back.
+	out := store.Task{ID: id, Type: n.Type, Title: n.Title, Description: n.Description,
+		AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: state, Priority: n.Priority,
+		MaxAttempts: n.MaxAttempts, Revision: 1, ParentID: n.ParentID, DependsOn: n.DependsOn,
+		DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
+		Metadata: n.Metadata}
+	if len(out.DependsOn) == 0 {
+		out.DependsOn = nil
+	}
+	if n.ParentID != nil {
+		p := *n.ParentID
+		out.ParentID = &p
+	}
+	return out, true, nil
+}
+
+// depState is the state a task with dependencies deps belongs in now:
+// BLOCKED when one FAILED or was CANCELLED, WAITING when one is not
+// COMPLETED, else OPEN, with the reason. A missing dependency is a
+// FieldError naming field.
+func depState(ctx context.Context, q querier, deps []int64, field string) (ledger.State, string, error) {
+	state, reason := ledger.Open, "dependencies complete"
+	for _, d := range deps {
+		var st string
+		err := q.QueryRowContext(ctx, `SELECT state FROM cks_outbox_tasks WHERE task_id = ?`, d).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", "", &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("sqlite: dependency %d: %w", d, err)
+		}
+		dep := ledger.State(st)
+		switch {
+		case dep == ledger.Failed || dep == ledger.Cancelled:
+			return ledger.Blocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
+		case dep != ledger.Completed && state == ledger.Open:
+			state, reason = ledger.Waiting, fmt.Sprintf("waiting for dependency %d", d)
+		}
+	}
+	return state, reason, nil
 }
 
 // GetTask implements store.Tasks.
@@ -439,12 +462,33 @@ func (s *Store) GetTask(ctx context.Context, id int64) (store.Task, error) {
 	if err != nil {
 		return t, err
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
+	if t.Events, err = eventsOf(ctx, s.reader, id); err != nil {
+		return t, err
+	}
+	evidence, err := evidenceOf(ctx, s.reader, id)
+	if err != nil {
+		return t, err
+	}
+	decisions, err := decisionsOf(ctx, s.reader, id)
+	if err != nil {
+		return t, err
+	}
+	aborts, err := abortsOf(ctx, s.reader, `task_id = ?`, id)
+	if err != nil {
+		return t, err
+	}
+	store.GroupAttempts(&t, evidence, decisions, aborts)
+	return t, nil
+}
+
+func eventsOf(ctx context.Context, q querier, id int64) ([]store.TaskEvent, error) {
+	rows, err := q.QueryContext(ctx, `SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason
 FROM cks_task_events WHERE task_id = ? ORDER BY event_id`, id)
 	if err != nil {
-		return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+		return nil, fmt.Errorf("sqlite: events of task %d: %w", id, err)
 	}
 	defer rows.Close()
+	var out []store.TaskEvent
 	for rows.Next() {
 		var (
 			e        store.TaskEvent
@@ -452,37 +496,45 @@ FROM cks_task_events WHERE task_id = ? ORDER BY event_id`, id)
 			from, to string
 		)
 		if err := rows.Scan(&e.ID, &e.TaskID, &at, &e.Actor, &from, &to, &e.Attempt, &e.Reason); err != nil {
-			return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+			return nil, fmt.Errorf("sqlite: events of task %d: %w", id, err)
 		}
 		e.From, e.To = ledger.State(from), ledger.State(to)
 		if e.At, err = parseTime(at); err != nil {
-			return t, err
+			return nil, err
 		}
-		t.Events = append(t.Events, e)
+		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return t, fmt.Errorf("sqlite: events of task %d: %w", id, err)
+		return nil, fmt.Errorf("sqlite: events of task %d: %w", id, err)
 	}
-	erows, err := s.reader.QueryContext(ctx, `SELECT evidence_id, task_id, attempt, revision, kind, body, actor, created_at
+	return out, nil
+}
+
+func evidenceOf(ctx context.Context, q querier, id int64) ([]store.Evidence, error) {
+	rows, err := q.QueryContext(ctx, `SELECT evidence_id, task_id, attempt, restart, revision, kind, body, actor, created_at
 FROM cks_task_evidence WHERE task_id = ? ORDER BY evidence_id`, id)
 	if err != nil {
-		return t, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+		return nil, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
 	}
-	defer erows.Close()
-	for erows.Next() {
+	defer rows.Close()
+	var out []store.Evidence
+	for rows.Next() {
 		var (
 			e  store.Evidence
 			at string
 		)
-		if err := erows.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Revision, &e.Kind, &e.Body, &e.Actor, &at); err != nil {
-			return t, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+		if err := rows.Scan(&e.ID, &e.TaskID, &e.Attempt, &e.Restart, &e.Revision, &e.Kind, &e.Body, &e.Actor, &at); err != nil {
+			return nil, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
 		}
 		if e.CreatedAt, err = parseTime(at); err != nil {
-			return t, err
+			return nil, err
 		}
-		t.Evidence = append(t.Evidence, e)
+		out = append(out, e)
 	}
-	return t, erows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
+	}
+	return out, nil
 }
 
 // ListTasks implements store.Tasks.
@@ -526,8 +578,13 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPa
 	if err != nil {
 		return page, err
 	}
+	last, err := lastAborts(ctx, s.reader, ids)
+	if err != nil {
+		return page, err
+	}
 	for i := range page.Tasks {
 		page.Tasks[i].DependsOn = deps[page.Tasks[i].ID]
+		page.Tasks[i].LastAbort = last[page.Tasks[i].ID]
 	}
 	return page, nil
 }
@@ -687,16 +744,23 @@ func (s *Store) AddEvidence(ctx context.Context, id int64, token, kind, body str
 		if err != nil {
 			return err
 		}
-		out = store.Evidence{TaskID: id, Attempt: cur.Attempts, Revision: cur.Revision, Kind: kind,
-			Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
-		err = tx.QueryRowContext(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, revision, kind, body, actor, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING evidence_id`, id, out.Attempt, out.Revision, kind, body, out.Actor, fmtTime(now)).Scan(&out.ID)
-		if err != nil {
-			return fmt.Errorf("sqlite: evidence of task %d: %w", id, err)
-		}
-		return nil
+		out, err = addEvidence(ctx, tx, now, cur, kind, body)
+		return err
 	})
 	return out, err
+}
+
+// addEvidence records evidence for the current attempt of cur.
+func addEvidence(ctx context.Context, tx *wtx, now time.Time, cur store.Task, kind, body string) (store.Evidence, error) {
+	e := store.Evidence{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts, Revision: cur.Revision,
+		Kind: kind, Body: body, Actor: cur.ClaimedBy, CreatedAt: now}
+	err := tx.QueryRowContext(ctx, `INSERT INTO cks_task_evidence (task_id, attempt, restart, revision, kind, body, actor, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING evidence_id`, e.TaskID, e.Attempt, e.Restart, e.Revision, kind, body,
+		e.Actor, fmtTime(now)).Scan(&e.ID)
+	if err != nil {
+		return e, fmt.Errorf("sqlite: evidence of task %d: %w", cur.ID, err)
+	}
+	return e, nil
 }
 
 // Complete implements store.Tasks.
@@ -825,20 +889,13 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 	if text == "" {
 		return store.Task{}, &store.FieldError{Field: "answer", Expected: "a non-empty answer"}
 	}
-	var out store.Task
-	err := s.write(ctx, "answer", func(tx *wtx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	return s.onTask(ctx, "answer", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsInput {
-			return ledger.WrongState(cur, "answer", ledger.NeedsInput)
+			return cur, ledger.WrongState(cur, "answer", ledger.NeedsInput)
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
+		return s.moveOne(ctx, tx, now, cur, ledger.Open, move{actor: actor, reason: "answered: " + text,
 			set: func(a *args) string { return ", answer = " + a.add(text) + ", run_after = NULL" }})
-		return err
 	})
-	return out, err
 }
 
 // ClaimReview implements store.Tasks.
@@ -846,24 +903,17 @@ func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, leas
 	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
 		return store.Task{}, err
 	}
-	var out store.Task
-	err := s.write(ctx, "claim review", func(tx *wtx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	return s.onTask(ctx, "claim review", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsReview {
-			return ledger.WrongState(cur, "claim review", ledger.NeedsReview)
+			return cur, ledger.WrongState(cur, "claim review", ledger.NeedsReview)
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
+		return s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
 			set: func(a *args) string {
 				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(fmtTime(now)) +
 					", lease_token = " + newToken + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
 					", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds())
 			}})
-		return err
 	})
-	return out, err
 }
 
 // Approve implements store.Tasks.
@@ -899,22 +949,42 @@ func (s *Store) decideReview(ctx context.Context, id int64, token string, approv
 	return out, err
 }
 
-// Cancel implements store.Tasks.
-func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+// onTask runs fn on task id, read (and, where the backend locks, locked) in
+// one write transaction, and returns the task fn returns.
+func (s *Store) onTask(ctx context.Context, what string, id int64, fn func(tx *wtx, now time.Time, cur store.Task) (store.Task, error)) (store.Task, error) {
 	var out store.Task
-	err := s.write(ctx, "cancel", func(tx *wtx, now time.Time) error {
+	err := s.write(ctx, what, func(tx *wtx, now time.Time) error {
 		cur, err := getTask(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		out, err = s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
-			set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
-		if err != nil {
-			return err
-		}
-		_, err = s.blockDependants(ctx, tx, now, "ledger", id, ledger.Cancelled, reason)
+		out, err = fn(tx, now, cur)
 		return err
 	})
+	return out, err
+}
+
+// Cancel implements store.Tasks.
+func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	return s.onTask(ctx, "cancel", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
+		return s.cancelTx(ctx, tx, now, cur, actor, reason)
+	})
+}
+
+// cancelTx cancels cur: CANCELLED with the lease revoked, an abort request
+// when it was CLAIMED or RUNNING, and its WAITING dependants BLOCKED.
+func (s *Store) cancelTx(ctx context.Context, tx *wtx, now time.Time, cur store.Task, actor, reason string) (store.Task, error) {
+	out, err := s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
+		set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
+	if err != nil {
+		return out, err
+	}
+	if cur.State == ledger.Claimed || cur.State == ledger.Running {
+		if _, err := insertAbort(ctx, tx, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+			return out, err
+		}
+	}
+	_, err = s.blockDependants(ctx, tx, now, "ledger", cur.ID, ledger.Cancelled, reason)
 	return out, err
 }
 
@@ -1039,16 +1109,9 @@ func (s *Store) ReleaseDependencies(ctx context.Context) (store.DependencyReleas
 // attempt effects. It exists for the conformance suite and repair tools;
 // the operations of store.Tasks are what callers use.
 func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
-	var out store.Task
-	err := s.write(ctx, "transition", func(tx *wtx, now time.Time) error {
-		cur, err := getTask(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		out, err = s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
-		return err
+	return s.onTask(ctx, "transition", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
+		return s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason})
 	})
-	return out, err
 }
 
 func scanTask(sc scanner) (store.Task, error) {
@@ -1058,12 +1121,12 @@ func scanTask(sc scanner) (store.Task, error) {
 		parent                                sql.NullInt64
 		claimedAt, expires, renewed, runAfter sql.NullString
 		stateChanged                          sql.NullString
-		created, updated                      string
+		created, updated, metadata            string
 	)
 	err := sc.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
 		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &parent, &t.DedupeKey, &t.CreatedBy,
 		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
-		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated, &stateChanged)
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated, &stateChanged, &metadata)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return t, err
@@ -1071,6 +1134,7 @@ func scanTask(sc scanner) (store.Task, error) {
 		return t, fmt.Errorf("sqlite: scan task: %w", err)
 	}
 	t.Payload = []byte(payload)
+	t.Metadata = []byte(metadata)
 	t.State = ledger.State(state)
 	if parent.Valid {
 		p := parent.Int64

@@ -39,6 +39,35 @@ func TestTaskEventsAppendOnly(t *testing.T) {
 	}
 }
 
+// TestTaskDecisionsAppendOnly checks that the database itself refuses UPDATE
+// and DELETE on cks_task_decisions.
+func TestTaskDecisionsAppendOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s := open(t, path)
+	storetest.MustEnqueue(t, s, store.NewTask{Title: "x"})
+	c := storetest.MustClaimOne(t, s, "w")
+	if _, err := s.RecordDecision(t.Context(), c.ID, c.LeaseToken, "plan", "atomic", 1); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`UPDATE cks_task_decisions SET text = 'rewritten'`,
+		`DELETE FROM cks_task_decisions`,
+	} {
+		_, err := db.Exec(stmt)
+		if err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want the append-only refusal", stmt, err)
+		}
+	}
+	if got := storetest.MustGet(t, s, c.ID); len(got.Current.Decisions) != 1 || got.Current.Decisions[0].Text != "atomic" {
+		t.Fatalf("decisions after refused writes: %+v", got.Current)
+	}
+}
+
 // TestUpgradesOlderTaskSchema opens a database whose cks_outbox_tasks lacks
 // most of today's columns and finds them added, with the old row intact.
 func TestUpgradesOlderTaskSchema(t *testing.T) {

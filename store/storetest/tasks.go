@@ -827,8 +827,12 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	got := MustGet(t, s, task.ID)
-	if len(got.Evidence) != 2 || got.Evidence[0].Attempt != 1 || got.Evidence[1].Attempt != 2 {
-		t.Fatalf("evidence %+v", got.Evidence)
+	if len(got.History) != 1 || got.History[0].Attempt != 1 || len(got.History[0].Evidence) != 1 ||
+		got.History[0].Evidence[0].Body != "first" || got.History[0].Aborted {
+		t.Fatalf("history %+v", got.History)
+	}
+	if got.Current == nil || got.Current.Attempt != 2 {
+		t.Fatalf("current %+v", got.Current)
 	}
 	if cur := got.CurrentEvidence(); len(cur) != 1 || cur[0].Body != "second" {
 		t.Fatalf("current evidence %+v", cur)

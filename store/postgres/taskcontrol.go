@@ -1,0 +1,532 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// abortColumns is the column list every abort query reads, in scanAbort's order.
+const abortColumns = `abort_id, task_id, lease_token, executor, attempt, restart, requested_by, reason,
+	requested_at, deadline_at, outcome, resolved_at`
+
+func scanAbort(row pgx.Row) (store.Abort, error) {
+	var (
+		a        store.Abort
+		outcome  string
+		resolved *time.Time
+	)
+	err := row.Scan(&a.ID, &a.TaskID, &a.LeaseToken, &a.Executor, &a.Attempt, &a.Restart, &a.RequestedBy,
+		&a.Reason, &a.RequestedAt, &a.DeadlineAt, &outcome, &resolved)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Abort{}, err
+		}
+		return store.Abort{}, fmt.Errorf("postgres: scan abort: %w", err)
+	}
+	a.Outcome = store.AbortOutcome(outcome)
+	a.RequestedAt = store.Time(a.RequestedAt)
+	a.DeadlineAt = store.Time(a.DeadlineAt)
+	if resolved != nil {
+		a.ResolvedAt = store.Time(*resolved)
+	}
+	return a, nil
+}
+
+// decisionColumns is the column list every decision query reads, in
+// scanDecision's order.
+const decisionColumns = `decision_id, task_id, attempt, restart, revision, derived_from_revision,
+	kind, text, actor, created_at`
+
+func scanDecision(row pgx.Row) (store.Decision, error) {
+	var d store.Decision
+	err := row.Scan(&d.ID, &d.TaskID, &d.Attempt, &d.Restart, &d.Revision, &d.DerivedFromRevision,
+		&d.Kind, &d.Text, &d.Actor, &d.CreatedAt)
+	if err != nil {
+		return store.Decision{}, fmt.Errorf("postgres: scan decision: %w", err)
+	}
+	d.CreatedAt = store.Time(d.CreatedAt)
+	return d, nil
+}
+
+// lastAborts returns the most recent abort of each of the tasks ids that has one.
+func lastAborts(ctx context.Context, q querier, ids []int64) (map[int64]*store.Abort, error) {
+	out := map[int64]*store.Abort{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT DISTINCT ON (task_id) `+abortColumns+` FROM cks_task_aborts
+WHERE task_id = ANY($1) ORDER BY task_id, abort_id DESC`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: last aborts: %w", err)
+	}
+	aborts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Abort, error) { return scanAbort(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: last aborts: %w", err)
+	}
+	for i := range aborts {
+		out[aborts[i].TaskID] = &aborts[i]
+	}
+	return out, nil
+}
+
+// insertAbort records a pending abort of cur's current lease (cur read and
+// locked in tx, CLAIMED or RUNNING) and publishes TopicTaskAborts.
+func insertAbort(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason string, deadline time.Duration) (store.Abort, error) {
+	ab, err := scanAbort(tx.QueryRow(ctx, `INSERT INTO cks_task_aborts (task_id, lease_token, executor, attempt,
+	restart, requested_by, reason, requested_at, deadline_at, outcome)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+abortColumns,
+		cur.ID, cur.LeaseToken, cur.ClaimedBy, cur.Attempts, cur.Restarts, actor, reason,
+		now, store.Time(now.Add(deadline)), string(store.AbortPending)))
+	if err != nil {
+		return ab, fmt.Errorf("postgres: abort of task %d: %w", cur.ID, err)
+	}
+	return ab, publish(ctx, tx, store.TopicTaskAborts)
+}
+
+// Stop implements store.TaskControl.
+func (s *Store) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+	if strings.TrimSpace(reason) == "" {
+		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
+	}
+	deadline, err := store.ValidateDeadline(deadline)
+	if err != nil {
+		return store.Task{}, nil, err
+	}
+	var (
+		out store.Task
+		ab  *store.Abort
+	)
+	err = s.write(ctx, "stop", func(tx pgx.Tx, now time.Time) error {
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		out, ab, err = s.stopTx(ctx, tx, now, cur, actor, "stopped: "+reason, reason, deadline)
+		return err
+	})
+	return out, ab, err
+}
+
+// stopTx moves cur (read and locked in tx) to STOPPED, revoking any lease. A
+// CLAIMED or RUNNING task also gives its attempt back (attempts-1; the event
+// carries the aborted attempt) and gets a pending abort naming its executor.
+// reason goes to the event, abortReason to the abort request.
+func (s *Store) stopTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason, abortReason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+	if cur.State == ledger.Stopped {
+		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
+	}
+	leased := cur.State == ledger.Claimed || cur.State == ledger.Running
+	out, err := s.moveOne(ctx, tx, now, cur, ledger.Stopped, move{actor: actor, reason: reason, attempt: cur.Attempts,
+		set: func(a *args) string {
+			if leased {
+				return ", attempts = attempts - 1, " + revokeLease
+			}
+			return ", " + revokeLease
+		}})
+	if err != nil || !leased {
+		return out, nil, err
+	}
+	ab, err := insertAbort(ctx, tx, now, cur, actor, abortReason, deadline)
+	if err != nil {
+		return out, nil, err
+	}
+	return out, &ab, nil
+}
+
+// Start implements store.TaskControl.
+func (s *Store) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	return s.onTask(ctx, "start", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
+		return s.startTx(ctx, tx, now, cur, actor, reason)
+	})
+}
+
+// startTx releases the STOPPED task cur (read and locked in tx) to the state
+// its dependencies call for now: restarts+1, run_after cleared.
+func (s *Store) startTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason string) (store.Task, error) {
+	if cur.State != ledger.Stopped {
+		return cur, ledger.WrongState(cur, "start", ledger.Stopped)
+	}
+	to, why, err := depState(ctx, tx, cur.DependsOn, "depends_on")
+	if err != nil {
+		return cur, err
+	}
+	if reason == "" {
+		reason = "started"
+	}
+	return s.moveOne(ctx, tx, now, cur, to, move{actor: actor, reason: reason + " (" + why + ")",
+		set: func(a *args) string { return ", restarts = restarts + 1, run_after = NULL" }})
+}
+
+// Update implements store.TaskControl. An update that adds dependencies
+// first takes a transaction-scoped advisory lock of the schema's dependency
+// graph, so that two updates cannot each pass the cycle check and together
+// close a cycle. An update whose new children lose a dedupe race is run
+// again (the retry then finds the winner), as Enqueue is.
+func (s *Store) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	p, err := p.Validate()
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	if deadline, err = store.ValidateDeadline(deadline); err != nil {
+		return store.UpdateResult{}, err
+	}
+	dedupe := slices.ContainsFunc(p.AddChildren, func(n store.NewTask) bool { return n.DedupeKey != "" })
+	for try := 0; ; try++ {
+		out, err := s.update(ctx, id, actor, p, deadline)
+		if isUniqueViolation(err) && dedupe && try < 3 {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Store) update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	var out store.UpdateResult
+	err := s.write(ctx, "update", func(tx pgx.Tx, now time.Time) error {
+		out = store.UpdateResult{}
+		if len(p.AddDependsOn) > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0))`); err != nil {
+				return fmt.Errorf("postgres: update task %d: dependency lock: %w", id, err)
+			}
+		}
+		cur, err := getTask(ctx, tx, id, lockWait)
+		if err != nil {
+			return err
+		}
+		material := p.Material()
+		fields := strings.Join(p.Fields(), ", ")
+		summary := "update: " + fields
+		running := cur.State == ledger.Claimed || cur.State == ledger.Running
+		switch {
+		case ledger.IsTerminal(cur.State):
+			return fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, cur.State, store.ErrConflict)
+		case running && material:
+			// stop → apply → start in this one transaction: no reader sees STOPPED.
+			out.Path = store.UpdateRestart
+			stopped, ab, err := s.stopTx(ctx, tx, now, cur, actor, summary, summary, deadline)
+			if err != nil {
+				return err
+			}
+			out.Abort = ab
+			applied, children, err := s.applyPatch(ctx, tx, now, stopped, actor, p)
+			if err != nil {
+				return err
+			}
+			out.Children = children
+			out.Task, err = s.startTx(ctx, tx, now, applied, actor, "restarted after "+summary)
+			return err
+		case running:
+			out.Path = store.UpdateLive
+		case material && (cur.State == ledger.NeedsInput || cur.State == ledger.NeedsReview || cur.State == ledger.Reviewing):
+			return fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
+				id, cur.State, fields, store.ErrConflict)
+		default:
+			out.Path = store.UpdateInPlace
+		}
+		applied, children, err := s.applyPatch(ctx, tx, now, cur, actor, p)
+		if err != nil {
+			return err
+		}
+		out.Children = children
+		out.Task = applied
+		if len(p.AddDependsOn)+len(p.RemoveDependsOn) == 0 ||
+			!slices.Contains([]ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked}, applied.State) {
+			return nil
+		}
+		// A dependency edit re-evaluates the task as Enqueue would.
+		to, why, err := depState(ctx, tx, applied.DependsOn, "add_depends_on")
+		if err != nil || to == applied.State {
+			return err
+		}
+		out.Task, err = s.moveOne(ctx, tx, now, applied, to, move{actor: actor, reason: summary + " (" + why + ")"})
+		return err
+	})
+	return out, err
+}
+
+// applyPatch writes p to cur (read and locked in tx) without changing its
+// state, and returns the task as it now is with the children p created.
+// Cancelled children go through cancelTx, like Cancel (which may block a
+// WAITING cur that depends on one).
+func (s *Store) applyPatch(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor string, p store.TaskPatch) (store.Task, []store.Task, error) {
+	deps := slices.Clone(cur.DependsOn)
+	var removed []int64
+	for _, d := range p.RemoveDependsOn {
+		if !slices.Contains(deps, d) {
+			return cur, nil, &store.FieldError{Field: "remove_depends_on",
+				Expected: fmt.Sprintf("ids of current dependencies (task %d does not depend on %d)", cur.ID, d)}
+		}
+		deps = slices.DeleteFunc(deps, func(x int64) bool { return x == d })
+		removed = append(removed, d)
+	}
+	if len(removed) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM cks_task_deps WHERE task_id = $1 AND depends_on = ANY($2)`,
+			cur.ID, removed); err != nil {
+			return cur, nil, fmt.Errorf("postgres: update task %d: dependencies: %w", cur.ID, err)
+		}
+	}
+	var added []int64
+	for _, d := range p.AddDependsOn {
+		if d == cur.ID {
+			return cur, nil, &store.FieldError{Field: "add_depends_on",
+				Expected: fmt.Sprintf("ids of other tasks (task %d cannot depend on itself)", d)}
+		}
+		if !slices.Contains(deps, d) && !slices.Contains(added, d) {
+			added = append(added, d)
+		}
+	}
+	if len(added) > 0 {
+		if _, _, err := depState(ctx, tx, added, "add_depends_on"); err != nil {
+			return cur, nil, err
+		}
+		var qerr error
+		cycle := ledger.Cycle(cur.ID, added, func(id int64) []int64 {
+			if qerr != nil {
+				return nil
+			}
+			m, err := depsOf(ctx, tx, []int64{id})
+			if err != nil {
+				qerr = err
+			}
+			return m[id]
+		})
+		if qerr != nil {
+			return cur, nil, qerr
+		}
+		if cycle != nil {
+			return cur, nil, &store.FieldError{Field: "add_depends_on",
+				Expected: fmt.Sprintf("dependencies that close no cycle (this one would: %s)", formatPath(cycle))}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO cks_task_deps (task_id, depends_on)
+SELECT $1, unnest($2::bigint[])`, cur.ID, added); err != nil {
+			return cur, nil, fmt.Errorf("postgres: update task %d: dependencies: %w", cur.ID, err)
+		}
+	}
+	for _, c := range p.CancelChildren {
+		child, err := getTask(ctx, tx, c, lockWait)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (child.ParentID == nil || *child.ParentID != cur.ID)) {
+			return cur, nil, &store.FieldError{Field: "cancel_children",
+				Expected: fmt.Sprintf("ids of children of task %d (%d is not one)", cur.ID, c)}
+		}
+		if err != nil {
+			return cur, nil, err
+		}
+		if _, err := s.cancelTx(ctx, tx, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
+			return cur, nil, fmt.Errorf("cancel_children: %w", err)
+		}
+	}
+	var children []store.Task
+	for i, n := range p.AddChildren {
+		parent := cur.ID
+		n.ParentID = &parent
+		if n.CreatedBy == "" {
+			n.CreatedBy = actor
+		}
+		child, _, err := s.enqueueTx(ctx, tx, now, n)
+		var fe *store.FieldError
+		if errors.As(err, &fe) {
+			return cur, nil, &store.FieldError{Field: fmt.Sprintf("add_children[%d].%s", i, fe.Field), Expected: fe.Expected}
+		}
+		if err != nil {
+			return cur, nil, err
+		}
+		children = append(children, child)
+	}
+	a := &args{}
+	q := `UPDATE cks_outbox_tasks SET updated_at = ` + a.add(now)
+	for _, f := range []struct {
+		col string
+		val *string
+	}{{"title", p.Title}, {"description", p.Description}, {"acceptance_criteria", p.AcceptanceCriteria}} {
+		if f.val != nil {
+			q += ", " + f.col + " = " + a.add(*f.val)
+		}
+	}
+	if len(p.Payload) > 0 {
+		q += ", payload = " + a.add(string(p.Payload)) + "::jsonb"
+	}
+	if len(p.Metadata) > 0 {
+		q += ", metadata = " + a.add(string(p.Metadata)) + "::jsonb"
+	}
+	if p.Priority != nil {
+		q += ", priority = " + a.add(*p.Priority)
+	}
+	if p.Material() {
+		q += ", revision = revision + 1"
+	}
+	q += " WHERE task_id = " + a.add(cur.ID)
+	if _, err := tx.Exec(ctx, q, a.vals...); err != nil {
+		return cur, nil, fmt.Errorf("postgres: update task %d: %w", cur.ID, err)
+	}
+	t, err := getTask(ctx, tx, cur.ID, "")
+	return t, children, err
+}
+
+// formatPath renders a dependency cycle as "1 → 2 → 1".
+func formatPath(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, " → ")
+}
+
+// GetAbort implements store.TaskControl.
+func (s *Store) GetAbort(ctx context.Context, abortID int64) (store.Abort, error) {
+	ab, err := scanAbort(s.pool.QueryRow(ctx, `SELECT `+abortColumns+` FROM cks_task_aborts WHERE abort_id = $1`, abortID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ab, fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+	}
+	return ab, err
+}
+
+// ConfirmAbort implements store.TaskControl. Confirming an abort that is
+// already confirmed changes nothing (its resolved_at stays the first
+// confirmation's).
+func (s *Store) ConfirmAbort(ctx context.Context, id int64, token string) (store.Abort, error) {
+	var out store.Abort
+	err := s.write(ctx, "confirm abort", func(tx pgx.Tx, now time.Time) error {
+		ab, err := scanAbort(tx.QueryRow(ctx, `UPDATE cks_task_aborts
+SET resolved_at = CASE WHEN outcome = $1 THEN resolved_at ELSE $2 END, outcome = $1
+WHERE abort_id = (SELECT max(abort_id) FROM cks_task_aborts WHERE task_id = $3 AND lease_token = $4 AND lease_token <> '')
+RETURNING `+abortColumns, string(store.AbortConfirmed), now, id, token))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("no abort of task %d for that lease: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out = ab
+		return publish(ctx, tx, store.TopicTaskAborts)
+	})
+	return out, err
+}
+
+// ResolveAbort implements store.TaskControl.
+func (s *Store) ResolveAbort(ctx context.Context, abortID int64) (store.Abort, error) {
+	var out store.Abort
+	err := s.write(ctx, "resolve abort", func(tx pgx.Tx, now time.Time) error {
+		ab, err := scanAbort(tx.QueryRow(ctx, `UPDATE cks_task_aborts SET outcome = $1, resolved_at = $2
+WHERE abort_id = $3 AND outcome = $4 RETURNING `+abortColumns,
+			string(store.AbortUnconfirmed), now, abortID, string(store.AbortPending)))
+		if errors.Is(err, pgx.ErrNoRows) { // not pending (or no such abort): read it as it is
+			out, err = scanAbort(tx.QueryRow(ctx, `SELECT `+abortColumns+` FROM cks_task_aborts WHERE abort_id = $1`, abortID))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		out = ab
+		return publish(ctx, tx, store.TopicTaskAborts)
+	})
+	return out, err
+}
+
+// ExpireAborts implements store.TaskControl.
+func (s *Store) ExpireAborts(ctx context.Context, now time.Time) (int, error) {
+	now = store.Time(now)
+	var n int64
+	err := s.write(ctx, "expire aborts", func(tx pgx.Tx, _ time.Time) error {
+		tag, err := tx.Exec(ctx, `UPDATE cks_task_aborts SET outcome = $1, resolved_at = $2
+WHERE outcome = $3 AND deadline_at <= $2`, string(store.AbortUnconfirmed), now, string(store.AbortPending))
+		if err != nil {
+			return fmt.Errorf("postgres: expire aborts: %w", err)
+		}
+		if n = tag.RowsAffected(); n == 0 {
+			return nil
+		}
+		return publish(ctx, tx, store.TopicTaskAborts)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// LeaseHeld implements store.TaskControl.
+func (s *Store) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
+	var cur string
+	err := s.pool.QueryRow(ctx, `SELECT lease_token FROM cks_outbox_tasks WHERE task_id = $1`, id).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: lease of task %d: %w", id, err)
+	}
+	return token != "" && cur == token, nil
+}
+
+// RecordDecision implements store.TaskControl.
+func (s *Store) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (store.Decision, error) {
+	if kind == "" {
+		return store.Decision{}, &store.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
+	}
+	var out store.Decision
+	err := s.write(ctx, "record decision", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		out, err = insertDecision(ctx, tx, now, cur, kind, text, derivedFrom)
+		return err
+	})
+	return out, err
+}
+
+// insertDecision records a decision of cur's current attempt, restart and
+// revision (cur read and fenced in tx).
+func insertDecision(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, kind, text string, derivedFrom int) (store.Decision, error) {
+	if derivedFrom < 1 || derivedFrom > cur.Revision {
+		return store.Decision{}, &store.FieldError{Field: "derived_from_revision",
+			Expected: fmt.Sprintf("a revision of task %d from 1 to %d (its current one)", cur.ID, cur.Revision)}
+	}
+	d, err := scanDecision(tx.QueryRow(ctx, `INSERT INTO cks_task_decisions (task_id, attempt, restart, revision,
+	derived_from_revision, kind, text, actor, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+decisionColumns,
+		cur.ID, cur.Attempts, cur.Restarts, cur.Revision, derivedFrom, kind, text, cur.ClaimedBy, now))
+	if err != nil {
+		return d, fmt.Errorf("postgres: decision of task %d: %w", cur.ID, err)
+	}
+	return d, nil
+}
+
+// ReuseWorkspace implements store.TaskControl.
+func (s *Store) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (store.Decision, error) {
+	if path == "" {
+		return store.Decision{}, &store.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
+	}
+	var out store.Decision
+	err := s.write(ctx, "reuse workspace", func(tx pgx.Tx, now time.Time) error {
+		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
+		if err != nil {
+			return err
+		}
+		var earlier bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cks_task_evidence
+WHERE task_id = $1 AND kind = $2 AND body = $3 AND NOT (restart = $4 AND attempt = $5))`,
+			id, store.EvidenceWorkspace, path, cur.Restarts, cur.Attempts).Scan(&earlier); err != nil {
+			return fmt.Errorf("postgres: workspaces of task %d: %w", id, err)
+		}
+		if !earlier {
+			return &store.FieldError{Field: "path",
+				Expected: fmt.Sprintf("the path of a workspace an earlier attempt of task %d recorded (none recorded %q)", id, path)}
+		}
+		if out, err = insertDecision(ctx, tx, now, cur, store.DecisionReuseWorkspace, path, derivedFrom); err != nil {
+			return err
+		}
+		_, err = addEvidence(ctx, tx, now, cur, store.EvidenceWorkspace, path)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,1470 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// The operator side of the ledger (ADR 0020, store.TaskControl): stop,
+// start, update, abort requests and their outcomes, decisions, and re-entry
+// from the top of a restarted task.
+func taskControlTests() []taskTest {
+	return []taskTest{
+		{"TaskStopEachState", testTaskStopEachState},
+		{"TaskStopRefused", testTaskStopRefused},
+		{"TaskDispatchExclusion", testTaskDispatchExclusion},
+		{"TaskStart", testTaskStart},
+		{"TaskUpdateInPlace", testTaskUpdateInPlace},
+		{"TaskUpdateRunning", testTaskUpdateRunning},
+		{"TaskUpdateDependencies", testTaskUpdateDependencies},
+		{"TaskUpdateRefused", testTaskUpdateRefused},
+		{"TaskUpdateChildren", testTaskUpdateChildren},
+		{"TaskMetadata", testTaskMetadata},
+		{"TaskAborts", testTaskAborts},
+		{"TaskAbortsPublished", testTaskAbortsPublished},
+		{"TaskLeaseHeld", testTaskLeaseHeld},
+		{"TaskReentryFromTheTop", testTaskReentryFromTheTop},
+		{"TaskRecordDecision", testTaskRecordDecision},
+		{"TaskControlNotFound", testTaskControlNotFound},
+		{"TaskControlConcurrent", testTaskControlConcurrent},
+		{"TaskUpdateConcurrentCycle", testTaskUpdateConcurrentCycle},
+	}
+}
+
+// leased reports whether a task in state st holds an executor's lease.
+func leased(st ledger.State) bool { return st == ledger.Claimed || st == ledger.Running }
+
+// claimType claims exactly one task of type typ for worker or fails the test.
+func claimType(t testing.TB, s store.Store, worker, typ string) store.Task {
+	t.Helper()
+	ts, err := s.Claim(ctx(t), worker, []string{typ}, 1, Lease)
+	if err != nil {
+		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
+	}
+	if len(ts) != 1 {
+		t.Fatalf("Claim(%s, %s) got %d tasks, want 1", worker, typ, len(ts))
+	}
+	return ts[0]
+}
+
+// mustRunning enqueues a task of type typ, claims it for worker and marks it
+// RUNNING; it returns the claimed task (with its lease token).
+func mustRunning(t testing.TB, s store.Store, typ, worker string) store.Task {
+	t.Helper()
+	MustEnqueue(t, s, store.NewTask{Type: typ, Title: typ})
+	c := claimType(t, s, worker, typ)
+	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+		t.Fatalf("MarkRunning(%d): %v", c.ID, err)
+	}
+	return c
+}
+
+// mustStop stops task id or fails the test.
+func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (store.Task, *store.Abort) {
+	t.Helper()
+	task, ab, err := s.Stop(ctx(t), id, "op", "hold it", deadline)
+	if err != nil {
+		t.Fatalf("Stop(%d): %v", id, err)
+	}
+	return task, ab
+}
+
+// mustStart starts task id or fails the test.
+func mustStart(t testing.TB, s store.Store, id int64) store.Task {
+	t.Helper()
+	task, err := s.Start(ctx(t), id, "op", "go again")
+	if err != nil {
+		t.Fatalf("Start(%d): %v", id, err)
+	}
+	return task
+}
+
+// mustUpdate applies p to task id or fails the test.
+func mustUpdate(t testing.TB, s store.Store, id int64, p store.TaskPatch) store.UpdateResult {
+	t.Helper()
+	res, err := s.Update(ctx(t), id, "op", p, 0)
+	if err != nil {
+		t.Fatalf("Update(%d, %+v): %v", id, p, err)
+	}
+	return res
+}
+
+// into makes a task of type typ in state st through real operations and
+// returns it with the lease token of its executor or reviewer ("" when none).
+// Dependencies it needs have type typ+"-dep", so a claim of typ never takes them.
+func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task, string) {
+	t.Helper()
+	enq := func(deps ...int64) store.Task {
+		return MustEnqueue(t, s, store.NewTask{Type: typ, Title: string(st), DependsOn: deps})
+	}
+	claim := func() store.Task {
+		enq()
+		return claimType(t, s, "w-"+typ, typ)
+	}
+	var (
+		id  int64
+		tok string
+		err error
+	)
+	switch st {
+	case ledger.Open:
+		id = enq().ID
+	case ledger.Waiting:
+		dep := MustEnqueue(t, s, store.NewTask{Type: typ + "-dep", Title: "open dependency"})
+		id = enq(dep.ID).ID
+	case ledger.Blocked:
+		dep := MustEnqueue(t, s, store.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
+		if _, err := s.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
+			t.Fatal(err)
+		}
+		id = enq(dep.ID).ID
+	case ledger.Claimed:
+		c := claim()
+		id, tok = c.ID, c.LeaseToken
+	case ledger.Running:
+		c := claim()
+		id, tok = c.ID, c.LeaseToken
+		_, err = s.MarkRunning(ctx(t), id, tok)
+	case ledger.NeedsInput:
+		c := claim()
+		id = c.ID
+		_, err = s.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
+	case ledger.NeedsReview:
+		c := claim()
+		id = c.ID
+		_, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft")
+	case ledger.Reviewing:
+		c := claim()
+		id = c.ID
+		if _, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
+			var r store.Task
+			r, err = s.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
+			tok = r.LeaseToken
+		}
+	case ledger.Completed:
+		c := claim()
+		id = c.ID
+		_, err = s.Complete(ctx(t), id, c.LeaseToken, false, "done")
+	case ledger.Failed:
+		c := claim()
+		id = c.ID
+		_, err = s.Fail(ctx(t), id, c.LeaseToken, false, "broken")
+	case ledger.Cancelled:
+		id = enq().ID
+		_, err = s.Cancel(ctx(t), id, "op", "dropped")
+	case ledger.Stopped:
+		id = enq().ID
+		_, _, err = s.Stop(ctx(t), id, "op", "setup", 0)
+	default:
+		t.Fatalf("into(%s): no recipe", st)
+	}
+	if err != nil {
+		t.Fatalf("setup of a %s task: %v", st, err)
+	}
+	return wantState(t, s, id, st), tok
+}
+
+// fingerprint is what "nothing changed" compares: every field an operator
+// operation could write, and the lengths of the task's append-only records.
+func fingerprint(task store.Task) string {
+	return fmt.Sprintf("state=%s rev=%d restarts=%d attempts=%d title=%q desc=%q ac=%q prio=%d meta=%s payload=%s deps=%v parent=%v events=%d aborts=%d lease=%q updated=%v",
+		task.State, task.Revision, task.Restarts, task.Attempts, task.Title, task.Description, task.AcceptanceCriteria,
+		task.Priority, task.Metadata, task.Payload, task.DependsOn, parentOf(task), len(task.Events), len(task.Aborts),
+		task.LeaseToken, task.UpdatedAt)
+}
+
+func parentOf(task store.Task) int64 {
+	if task.ParentID == nil {
+		return 0
+	}
+	return *task.ParentID
+}
+
+// snapshot fingerprints tasks ids and counts every task of the store.
+func snapshot(t testing.TB, s store.Store, ids ...int64) map[int64]string {
+	t.Helper()
+	out := map[int64]string{}
+	for _, id := range ids {
+		out[id] = fingerprint(MustGet(t, s, id))
+	}
+	n, err := s.CountTasks(ctx(t), store.TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[0] = fmt.Sprint("tasks=", n)
+	return out
+}
+
+// unchanged reports (as a test error) every difference from before.
+func unchanged(t testing.TB, s store.Store, what string, before map[int64]string) {
+	t.Helper()
+	var ids []int64
+	for id := range before {
+		if id != 0 {
+			ids = append(ids, id)
+		}
+	}
+	after := snapshot(t, s, ids...)
+	for id, was := range before {
+		if after[id] != was {
+			t.Errorf("%s changed task %d:\n was %s\n now %s", what, id, was, after[id])
+		}
+	}
+}
+
+// checkEventChain fails the test unless task's events form a chain of
+// allowed transitions ending in its state.
+func checkEventChain(t testing.TB, task store.Task) {
+	t.Helper()
+	if len(task.Events) == 0 {
+		t.Fatalf("task %d has no events", task.ID)
+	}
+	first := task.Events[0]
+	if first.From != "" || !slices.Contains(ledger.Initial[:], first.To) {
+		t.Errorf("task %d: creation event %+v", task.ID, first)
+	}
+	for i := 1; i < len(task.Events); i++ {
+		prev, e := task.Events[i-1], task.Events[i]
+		if e.From != prev.To || !ledger.Allowed(e.From, e.To) {
+			t.Errorf("task %d: event %d %s → %s after %s → %s (chain broken or transition not allowed)",
+				task.ID, i, e.From, e.To, prev.From, prev.To)
+		}
+	}
+	if last := lastEvent(t, task); last.To != task.State {
+		t.Errorf("task %d is %s but its last event is %s → %s", task.ID, task.State, last.From, last.To)
+	}
+}
+
+// wantFenced fails the test unless every executor write with token is
+// refused with ErrLeaseLost.
+func wantFenced(t testing.TB, s store.Store, id int64, token, what string) {
+	t.Helper()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"Complete", func() error { _, err := s.Complete(ctx(t), id, token, false, "zombie"); return err }},
+		{"Touch", func() error { _, err := s.Touch(ctx(t), id, token); return err }},
+		{"AddEvidence", func() error { _, err := s.AddEvidence(ctx(t), id, token, "log", "zombie"); return err }},
+		{"RecordDecision", func() error { _, err := s.RecordDecision(ctx(t), id, token, "atomic", "zombie", 1); return err }},
+		{"MarkRunning", func() error { _, err := s.MarkRunning(ctx(t), id, token); return err }},
+	}
+	for _, c := range calls {
+		if err := c.call(); !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("%s: %s with the revoked token: err = %v, want ErrLeaseLost", what, c.name, err)
+		}
+	}
+	if held, err := s.LeaseHeld(ctx(t), id, token); held || err != nil {
+		t.Errorf("%s: LeaseHeld(revoked token) = %v, %v; want false, nil", what, held, err)
+	}
+}
+
+// testTaskStopEachState stops a task in every stoppable state.
+func testTaskStopEachState(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	stoppable := []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.NeedsInput,
+		ledger.NeedsReview, ledger.Reviewing, ledger.Claimed, ledger.Running}
+	for _, st := range stoppable {
+		before, tok := into(t, s, st, strings.ToLower(string(st)))
+		clk.Advance(time.Second)
+		now := clk.Now()
+		got, ab, err := s.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
+		if err != nil {
+			t.Errorf("Stop of a %s task: %v", st, err)
+			continue
+		}
+		after := wantState(t, s, before.ID, ledger.Stopped)
+		if got.State != ledger.Stopped || got.LeaseToken != "" || after.LeaseToken != "" ||
+			after.Restarts != before.Restarts || after.Revision != before.Revision || !after.StateChangedAt.Equal(now) {
+			t.Errorf("Stop of a %s task returned %+v, stored %+v", st, got, after)
+		}
+		if e := lastEvent(t, after); len(after.Events) != len(before.Events)+1 || e.From != st || e.To != ledger.Stopped ||
+			e.Actor != "op" || !strings.Contains(e.Reason, "hold "+string(st)) || !e.At.Equal(now) {
+			t.Errorf("Stop of a %s task: %d events (was %d), last %+v", st, len(after.Events), len(before.Events), e)
+		}
+		checkEventChain(t, after)
+		switch {
+		case leased(st):
+			want := store.Abort{TaskID: before.ID, LeaseToken: tok, Executor: before.ClaimedBy, Attempt: before.Attempts,
+				Restart: before.Restarts, RequestedBy: "op", Reason: "hold " + string(st), RequestedAt: now,
+				DeadlineAt: now.Add(2 * time.Minute), Outcome: store.AbortPending}
+			if ab == nil {
+				t.Errorf("Stop of a %s task returned no Abort", st)
+				continue
+			}
+			if d := diffAbort(*ab, want); d != "" || ab.ID == 0 {
+				t.Errorf("Stop of a %s task: abort differs in %s (id %d)\n got %+v\nwant %+v", st, d, ab.ID, *ab, want)
+			}
+			if after.Attempts != before.Attempts-1 {
+				t.Errorf("Stop of a %s task: attempts %d, want %d (the attempt is given back)", st, after.Attempts, before.Attempts-1)
+			}
+			if len(after.Aborts) != 1 || after.LastAbort == nil || after.LastAbort.ID != ab.ID ||
+				after.LastAbort.Outcome != store.AbortPending {
+				t.Errorf("Stop of a %s task: GetTask shows aborts %+v, last %+v", st, after.Aborts, after.LastAbort)
+			}
+			if stored, err := s.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
+				t.Errorf("GetAbort(%d) = %+v, %v; want %+v", ab.ID, stored, err, *ab)
+			}
+			wantFenced(t, s, before.ID, tok, "after Stop of a "+string(st)+" task")
+		default:
+			if ab != nil {
+				t.Errorf("Stop of a %s task returned an abort %+v; only a leased executor gets one", st, *ab)
+			}
+			if after.Attempts != before.Attempts || len(after.Aborts) != 0 || after.LastAbort != nil {
+				t.Errorf("Stop of a %s task: attempts %d (was %d), aborts %+v", st, after.Attempts, before.Attempts, after.Aborts)
+			}
+			if st == ledger.Reviewing {
+				_, err := s.Approve(ctx(t), before.ID, tok, "late")
+				wantErr(t, "Approve with the reviewer's token after Stop", err, store.ErrLeaseLost)
+			}
+		}
+	}
+	// Deadline 0 is the default deadline.
+	c := mustRunning(t, s, "default-deadline", "w")
+	_, ab := mustStop(t, s, c.ID, 0)
+	if ab == nil || !ab.DeadlineAt.Equal(clk.Now().Add(store.DefaultAbortDeadline)) {
+		t.Fatalf("Stop with deadline 0: abort %+v, want deadline now+%v", ab, store.DefaultAbortDeadline)
+	}
+}
+
+func diffAbort(got, want store.Abort) string {
+	switch {
+	case want.ID != 0 && got.ID != want.ID:
+		return "id"
+	case got.TaskID != want.TaskID:
+		return "task_id"
+	case got.LeaseToken != want.LeaseToken:
+		return "lease_token"
+	case got.Executor != want.Executor:
+		return "executor"
+	case got.Attempt != want.Attempt:
+		return "attempt"
+	case got.Restart != want.Restart:
+		return "restart"
+	case got.RequestedBy != want.RequestedBy:
+		return "requested_by"
+	case !strings.Contains(got.Reason, want.Reason):
+		return "reason" // the stored reason contains the caller's
+	case !got.RequestedAt.Equal(want.RequestedAt):
+		return "requested_at"
+	case !got.DeadlineAt.Equal(want.DeadlineAt):
+		return "deadline_at"
+	case got.Outcome != want.Outcome:
+		return "outcome"
+	case !got.ResolvedAt.Equal(want.ResolvedAt):
+		return "resolved_at"
+	}
+	return ""
+}
+
+// testTaskStopRefused: terminal and STOPPED tasks, bad input and unknown
+// ids are refused and change nothing.
+func testTaskStopRefused(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	for _, st := range []ledger.State{ledger.Completed, ledger.Failed, ledger.Cancelled, ledger.Stopped} {
+		task, _ := into(t, s, st, strings.ToLower(string(st)))
+		before := snapshot(t, s, task.ID)
+		_, ab, err := s.Stop(ctx(t), task.ID, "op", "again", 0)
+		if !errors.Is(err, store.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
+			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, ab, err, st)
+		}
+		unchanged(t, s, "Stop of a "+string(st)+" task", before)
+	}
+	open1, _ := into(t, s, ledger.Open, "open")
+	run, tok := into(t, s, ledger.Running, "running")
+	bad := []struct {
+		field    string
+		reason   string
+		deadline time.Duration
+	}{
+		{"reason", "", 0},
+		{"deadline", "r", -time.Second},
+		{"deadline", "r", store.MaxAbortDeadline + time.Millisecond},
+	}
+	for _, b := range bad {
+		before := snapshot(t, s, open1.ID, run.ID)
+		for _, id := range []int64{open1.ID, run.ID} {
+			if _, _, err := s.Stop(ctx(t), id, "op", b.reason, b.deadline); !store.IsFieldError(err, b.field) {
+				t.Errorf("Stop(%d, reason %q, deadline %v): err = %v, want a FieldError naming %s", id, b.reason, b.deadline, err, b.field)
+			}
+		}
+		unchanged(t, s, "refused Stop", before)
+	}
+	if held, err := s.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
+		t.Fatalf("after refused stops LeaseHeld = %v, %v; want the executor's lease intact", held, err)
+	}
+	// The largest deadline is allowed.
+	if _, ab, err := s.Stop(ctx(t), run.ID, "op", "r", store.MaxAbortDeadline); err != nil || ab == nil {
+		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
+	}
+	_, _, err := s.Stop(ctx(t), run.ID+1000, "op", "r", 0)
+	wantErr(t, "Stop of an unknown task", err, store.ErrNotFound)
+}
+
+// testTaskDispatchExclusion: STOPPED and NEEDS_INPUT tasks are skipped by
+// every claim, reaper and dependency pass, and never burn an attempt.
+func testTaskDispatchExclusion(t *testing.T, open Opener) {
+	got := slices.Clone(ledger.DispatchExcluded[:])
+	slices.Sort(got)
+	if want := []ledger.State{ledger.NeedsInput, ledger.Stopped}; !slices.Equal(got, want) {
+		t.Fatalf("ledger.DispatchExcluded = %v, want exactly %v", got, want)
+	}
+	s, clk := fakeStore(t, open)
+	// Each excluded task has held a lease, so a reaper has something to be wrong about.
+	stoppedRun, _ := into(t, s, ledger.Running, "x")
+	mustStop(t, s, stoppedRun.ID, time.Second)
+	stoppedClaim, _ := into(t, s, ledger.Claimed, "x")
+	mustStop(t, s, stoppedClaim.ID, time.Second)
+	parked, _ := into(t, s, ledger.NeedsInput, "x")
+	stoppedOpen, _ := into(t, s, ledger.Open, "x")
+	mustStop(t, s, stoppedOpen.ID, 0)
+	// Stopped while WAITING: its dependency completing, failing or being
+	// cancelled must not move it (only Start evaluates a stopped task).
+	var stoppedWaiting []int64
+	var deps []int64
+	for range 3 {
+		dep := MustEnqueue(t, s, store.NewTask{Type: "dep", Title: "dependency"})
+		w := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "waiting", DependsOn: []int64{dep.ID}})
+		mustStop(t, s, w.ID, 0)
+		stoppedWaiting = append(stoppedWaiting, w.ID)
+		deps = append(deps, dep.ID)
+	}
+	d := claimType(t, s, "w", "dep")
+	if _, err := s.Complete(ctx(t), d.ID, d.LeaseToken, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	d = claimType(t, s, "w", "dep")
+	if _, err := s.Fail(ctx(t), d.ID, d.LeaseToken, false, "broken"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctx(t), deps[2], "op", "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	excluded := append([]int64{stoppedRun.ID, stoppedClaim.ID, parked.ID, stoppedOpen.ID}, stoppedWaiting...)
+	before := snapshot(t, s, excluded...)
+
+	for _, far := range []time.Duration{Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
+		clk.Advance(far)
+		if ts, err := s.Claim(ctx(t), "w2", nil, 100, Lease); err != nil || len(ts) != 0 {
+			t.Fatalf("Claim with only excluded tasks = %d tasks (%+v), %v; want none", len(ts), ts, err)
+		}
+		if ts, err := s.Claim(ctx(t), "w2", []string{"x"}, 100, Lease); err != nil || len(ts) != 0 {
+			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
+		}
+		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+			t.Fatalf("ReclaimExpired %v later = %d, %v; want 0", far, n, err)
+		}
+		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 0 || err != nil {
+			t.Fatalf("ReclaimExpired with a stale window %v later = %d, %v; want 0", far, n, err)
+		}
+		if r, err := s.ReleaseDependencies(ctx(t)); err != nil || r != (store.DependencyRelease{}) {
+			t.Fatalf("ReleaseDependencies = %+v, %v; want nothing moved", r, err)
+		}
+	}
+	unchanged(t, s, "dispatch passes", before)
+	for _, id := range excluded {
+		task := MustGet(t, s, id)
+		if !ledger.IsDispatchExcluded(task.State) || task.Attempts != 0 {
+			t.Errorf("task %d (%s): %s with %d attempts; want excluded with none burned", id, task.Title, task.State, task.Attempts)
+		}
+	}
+}
+
+// testTaskStart: STOPPED → OPEN/WAITING/BLOCKED re-evaluated at start,
+// restarts+1, attempts neither burned nor reset, run_after cleared.
+func testTaskStart(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Title: "retried", MaxAttempts: 5})
+	c := MustClaimOne(t, s, "w")
+	failed, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "flaky")
+	if err != nil || failed.State != ledger.Open || failed.Attempts != 1 || failed.RunAfter.IsZero() {
+		t.Fatalf("retryable Fail = %+v, %v", failed, err)
+	}
+	stopped, ab := mustStop(t, s, task.ID, 0)
+	if ab != nil || stopped.Attempts != 1 {
+		t.Fatalf("Stop of an OPEN task: abort %v, attempts %d; want none, 1", ab, stopped.Attempts)
+	}
+	clk.Advance(time.Second) // well before the backoff ends
+	started := mustStart(t, s, task.ID)
+	got := wantState(t, s, task.ID, ledger.Open)
+	if started.State != ledger.Open || got.Restarts != 1 || got.Attempts != 1 || !got.RunAfter.IsZero() || got.Revision != 1 {
+		t.Fatalf("Start = %+v, stored %+v; want OPEN, restarts 1, attempts 1 (not reset), run_after cleared", started, got)
+	}
+	if e := lastEvent(t, got); e.From != ledger.Stopped || e.To != ledger.Open || e.Actor != "op" || !e.At.Equal(clk.Now()) {
+		t.Fatalf("start event %+v", e)
+	}
+	again := MustClaimOne(t, s, "w")
+	if again.ID != task.ID || again.Attempts != 2 || again.Restarts != 1 {
+		t.Fatalf("claim after start: %+v; want attempt 2 of restart 1", again)
+	}
+	// Stopped, then running and stopped again: restarts count on, attempts are given back.
+	mustStop(t, s, task.ID, 0)
+	if got := mustStart(t, s, task.ID); got.Restarts != 2 || got.Attempts != 1 {
+		t.Fatalf("second restart: restarts %d, attempts %d; want 2, 1", got.Restarts, got.Attempts)
+	}
+
+	// A dependency added while stopped is evaluated by Start.
+	dep := MustEnqueue(t, s, store.NewTask{Type: "dep", Title: "dependency"})
+	w, _ := into(t, s, ledger.Open, "w")
+	mustStop(t, s, w.ID, 0)
+	if res := mustUpdate(t, s, w.ID, store.TaskPatch{AddDependsOn: []int64{dep.ID}}); res.Task.State != ledger.Stopped || res.Path != store.UpdateInPlace {
+		t.Fatalf("dependency edit of a STOPPED task: %s via %s; want STOPPED in place", res.Task.State, res.Path)
+	}
+	wantState(t, s, w.ID, ledger.Stopped)
+	if got := mustStart(t, s, w.ID); got.State != ledger.Waiting || got.Restarts != 1 {
+		t.Fatalf("Start with an unmet dependency = %s, restarts %d; want WAITING, 1", got.State, got.Restarts)
+	}
+	if e := lastEvent(t, MustGet(t, s, w.ID)); e.From != ledger.Stopped || e.To != ledger.Waiting {
+		t.Fatalf("start event %+v", e)
+	}
+	dc := claimType(t, s, "w", "dep")
+	if _, err := s.Complete(ctx(t), dc.ID, dc.LeaseToken, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, s, w.ID, ledger.Open)
+
+	// A dependency that completed while the task was stopped: OPEN at start.
+	done := dc.ID
+	w2, _ := into(t, s, ledger.Open, "w2")
+	mustStop(t, s, w2.ID, 0)
+	mustUpdate(t, s, w2.ID, store.TaskPatch{AddDependsOn: []int64{done}})
+	if got := mustStart(t, s, w2.ID); got.State != ledger.Open {
+		t.Fatalf("Start with a completed dependency = %s, want OPEN", got.State)
+	}
+
+	// Failed or cancelled dependencies: BLOCKED at start.
+	for _, st := range []ledger.State{ledger.Failed, ledger.Cancelled} {
+		bad, _ := into(t, s, st, "bad-"+strings.ToLower(string(st)))
+		b, _ := into(t, s, ledger.Open, "b-"+strings.ToLower(string(st)))
+		mustStop(t, s, b.ID, 0)
+		mustUpdate(t, s, b.ID, store.TaskPatch{AddDependsOn: []int64{bad.ID}})
+		if got := mustStart(t, s, b.ID); got.State != ledger.Blocked {
+			t.Fatalf("Start with a %s dependency = %s, want BLOCKED", st, got.State)
+		}
+		wantState(t, s, b.ID, ledger.Blocked)
+	}
+
+	// Start of anything but STOPPED is a conflict naming the state.
+	for _, st := range []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.Claimed, ledger.Running,
+		ledger.NeedsInput, ledger.NeedsReview, ledger.Reviewing, ledger.Completed, ledger.Failed, ledger.Cancelled} {
+		task, _ := into(t, s, st, "not-stopped-"+strings.ToLower(string(st)))
+		before := snapshot(t, s, task.ID)
+		_, err := s.Start(ctx(t), task.ID, "op", "go")
+		if !errors.Is(err, store.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) {
+			t.Errorf("Start of a %s task: err = %v, want ErrConflict naming %s", st, err, st)
+		}
+		unchanged(t, s, "Start of a "+string(st)+" task", before)
+	}
+	_, err = s.Start(ctx(t), 424242, "op", "go")
+	wantErr(t, "Start of an unknown task", err, store.ErrNotFound)
+}
+
+// testTaskUpdateInPlace: tasks nobody executes are edited in place;
+// material edits bump the revision, title/priority/metadata do not.
+func testTaskUpdateInPlace(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	for _, st := range []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.Stopped} {
+		task, _ := into(t, s, st, strings.ToLower(string(st)))
+		res := mustUpdate(t, s, task.ID, store.TaskPatch{Description: ptr("new text"), AcceptanceCriteria: ptr("new criteria"),
+			Payload: json.RawMessage(`{"v": 2}`)})
+		got := wantState(t, s, task.ID, st)
+		if res.Path != store.UpdateInPlace || res.Abort != nil || res.Task.State != st || res.Task.Revision != 2 ||
+			got.Revision != 2 || got.Description != "new text" || got.AcceptanceCriteria != "new criteria" ||
+			!jsonEqual(got.Payload, []byte(`{"v": 2}`)) || got.Restarts != task.Restarts || len(got.Events) != len(task.Events) {
+			t.Errorf("material edit of a %s task: path %s, abort %v, returned %+v, stored %+v", st, res.Path, res.Abort, res.Task, got)
+		}
+		res = mustUpdate(t, s, task.ID, store.TaskPatch{Title: ptr("renamed"), Priority: ptr(7), Metadata: json.RawMessage(`{"owner": "ann"}`)})
+		got = wantState(t, s, task.ID, st)
+		if res.Path != store.UpdateInPlace || res.Abort != nil || got.Revision != 2 || got.Title != "renamed" ||
+			got.Priority != 7 || !jsonEqual(got.Metadata, []byte(`{"owner": "ann"}`)) || got.Description != "new text" {
+			t.Errorf("non-material edit of a %s task: path %s, stored %+v; want in place, revision still 2", st, res.Path, got)
+		}
+	}
+	// Parked and reviewed tasks take non-material edits in place.
+	for _, st := range []ledger.State{ledger.NeedsInput, ledger.NeedsReview, ledger.Reviewing} {
+		task, tok := into(t, s, st, strings.ToLower(string(st)))
+		res, err := s.Update(ctx(t), task.ID, "op", store.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
+		if err != nil || res.Path != store.UpdateInPlace || res.Abort != nil {
+			t.Errorf("non-material edit of a %s task: %+v, %v; want in place", st, res, err)
+			continue
+		}
+		got := wantState(t, s, task.ID, st)
+		if got.Priority != 3 || got.Title != "renamed" || got.Revision != 1 || got.LeaseToken != task.LeaseToken {
+			t.Errorf("non-material edit of a %s task stored %+v", st, got)
+		}
+		if st == ledger.Reviewing {
+			if held, err := s.LeaseHeld(ctx(t), task.ID, tok); !held || err != nil {
+				t.Errorf("reviewer's lease after a non-material edit: %v, %v", held, err)
+			}
+		}
+	}
+}
+
+// testTaskUpdateRunning: a material edit of a leased task is stop → apply →
+// start in one operation; a non-material one is applied live.
+func testTaskUpdateRunning(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	for _, st := range []ledger.State{ledger.Running, ledger.Claimed} {
+		typ := strings.ToLower(string(st))
+		task, tok := into(t, s, st, typ)
+		clk.Advance(time.Second)
+		now := clk.Now()
+		res, err := s.Update(ctx(t), task.ID, "op", store.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
+		if err != nil {
+			t.Fatalf("material edit of a %s task: %v", st, err)
+		}
+		got := wantState(t, s, task.ID, ledger.Open) // never STOPPED to a reader
+		if res.Path != store.UpdateRestart || res.Task.State != ledger.Open || got.Restarts != task.Restarts+1 ||
+			got.Revision != 2 || got.Attempts != task.Attempts-1 || got.LeaseToken != "" || got.AcceptanceCriteria != "rewritten" {
+			t.Fatalf("material edit of a %s task: path %s, returned %+v, stored %+v", st, res.Path, res.Task, got)
+		}
+		n := len(got.Events)
+		if n != len(task.Events)+2 || got.Events[n-2].From != st || got.Events[n-2].To != ledger.Stopped ||
+			got.Events[n-1].From != ledger.Stopped || got.Events[n-1].To != ledger.Open {
+			t.Fatalf("material edit of a %s task: events %+v; want %s → STOPPED → OPEN appended", st, got.Events, st)
+		}
+		checkEventChain(t, got)
+		want := store.Abort{TaskID: task.ID, LeaseToken: tok, Executor: task.ClaimedBy, Attempt: task.Attempts,
+			Restart: task.Restarts, RequestedBy: "op", RequestedAt: now, DeadlineAt: now.Add(45 * time.Second),
+			Outcome: store.AbortPending}
+		if res.Abort == nil {
+			t.Fatalf("material edit of a %s task returned no abort", st)
+		}
+		want.Reason = res.Abort.Reason
+		if d := diffAbort(*res.Abort, want); d != "" || got.LastAbort == nil || got.LastAbort.ID != res.Abort.ID {
+			t.Fatalf("restart abort differs in %q: %+v (task's last abort %+v)", d, *res.Abort, got.LastAbort)
+		}
+		wantFenced(t, s, task.ID, tok, "after a restarting Update of a "+string(st)+" task")
+		again := claimType(t, s, "w2", typ)
+		if again.ID != task.ID || again.AcceptanceCriteria != "rewritten" || again.Revision != 2 || again.Attempts != task.Attempts {
+			t.Fatalf("claim after the restart: %+v", again)
+		}
+	}
+
+	// Non-material edits of a running task are live.
+	c := mustRunning(t, s, "live", "w")
+	res, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
+		Metadata: json.RawMessage(`{"owner": "bob"}`)}, 0)
+	if err != nil || res.Path != store.UpdateLive || res.Abort != nil || res.Task.State != ledger.Running {
+		t.Fatalf("non-material edit of a RUNNING task = %+v, %v; want live, still RUNNING", res, err)
+	}
+	got := wantState(t, s, c.ID, ledger.Running)
+	if got.Revision != 1 || got.Priority != 9 || got.Title != "renamed" || !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) ||
+		got.LeaseToken != c.LeaseToken || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 3 {
+		t.Fatalf("after a live edit: %+v", got)
+	}
+	if held, err := s.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
+		t.Fatalf("Touch after a live edit = %v, %v; want the lease intact", held, err)
+	}
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
+		t.Fatalf("AddEvidence after a live edit: %v", err)
+	}
+	if done, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil || done.State != ledger.Completed {
+		t.Fatalf("Complete after a live edit = %+v, %v", done, err)
+	}
+}
+
+// testTaskUpdateDependencies: dependency edits re-evaluate OPEN, WAITING
+// and BLOCKED tasks as Enqueue would, and a running task comes back WAITING.
+func testTaskUpdateDependencies(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	dep, _ := into(t, s, ledger.Open, "dep")
+	done, _ := into(t, s, ledger.Completed, "done")
+	failed, _ := into(t, s, ledger.Failed, "failed")
+
+	x, _ := into(t, s, ledger.Open, "x")
+	res := mustUpdate(t, s, x.ID, store.TaskPatch{AddDependsOn: []int64{dep.ID}})
+	got := wantState(t, s, x.ID, ledger.Waiting)
+	if res.Path != store.UpdateInPlace || res.Task.State != ledger.Waiting || !slices.Equal(got.DependsOn, []int64{dep.ID}) || got.Revision != 2 {
+		t.Fatalf("adding an incomplete dependency to an OPEN task: %s via %s, stored %+v", res.Task.State, res.Path, got)
+	}
+	if e := lastEvent(t, got); e.From != ledger.Open || e.To != ledger.Waiting || e.Actor != "op" {
+		t.Fatalf("re-evaluation event %+v", e)
+	}
+	res = mustUpdate(t, s, x.ID, store.TaskPatch{AddDependsOn: []int64{done.ID}})
+	if got := wantState(t, s, x.ID, ledger.Waiting); res.Task.State != ledger.Waiting || len(got.DependsOn) != 2 {
+		t.Fatalf("adding a completed dependency to a WAITING task: %+v", got)
+	}
+	res = mustUpdate(t, s, x.ID, store.TaskPatch{RemoveDependsOn: []int64{dep.ID}})
+	got = wantState(t, s, x.ID, ledger.Open)
+	if res.Task.State != ledger.Open || !slices.Equal(got.DependsOn, []int64{done.ID}) || got.Revision != 4 {
+		t.Fatalf("removing the last incomplete dependency: %+v", got)
+	}
+
+	y, _ := into(t, s, ledger.Open, "y")
+	if res := mustUpdate(t, s, y.ID, store.TaskPatch{AddDependsOn: []int64{done.ID}}); res.Task.State != ledger.Open {
+		t.Fatalf("adding a completed dependency to an OPEN task: %s", res.Task.State)
+	}
+	if res := mustUpdate(t, s, y.ID, store.TaskPatch{AddDependsOn: []int64{failed.ID}}); res.Task.State != ledger.Blocked {
+		t.Fatalf("adding a failed dependency: %s, want BLOCKED", res.Task.State)
+	}
+	wantState(t, s, y.ID, ledger.Blocked)
+	if res := mustUpdate(t, s, y.ID, store.TaskPatch{RemoveDependsOn: []int64{failed.ID}}); res.Task.State != ledger.Open {
+		t.Fatalf("removing the failed dependency of a BLOCKED task: %s, want OPEN", res.Task.State)
+	}
+	wantState(t, s, y.ID, ledger.Open)
+
+	// A running task given an incomplete dependency comes back WAITING.
+	r, tok := into(t, s, ledger.Running, "r")
+	res, err := s.Update(ctx(t), r.ID, "op", store.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
+	if err != nil || res.Path != store.UpdateRestart || res.Abort == nil || res.Task.State != ledger.Waiting {
+		t.Fatalf("adding an incomplete dependency to a RUNNING task = %+v, %v; want a restart into WAITING", res, err)
+	}
+	got = wantState(t, s, r.ID, ledger.Waiting)
+	if n := len(got.Events); got.Events[n-2].To != ledger.Stopped || got.Events[n-1].From != ledger.Stopped ||
+		got.Events[n-1].To != ledger.Waiting || got.Restarts != 1 || got.Attempts != 0 {
+		t.Fatalf("running task after a dependency edit: %+v", got)
+	}
+	checkEventChain(t, got)
+	wantFenced(t, s, r.ID, tok, "after a dependency edit of a RUNNING task")
+	if ts, err := s.Claim(ctx(t), "w", []string{"r"}, 1, Lease); err != nil || len(ts) != 0 {
+		t.Fatalf("claim of the WAITING task = %+v, %v", ts, err)
+	}
+}
+
+// testTaskUpdateRefused: every refused Update changes nothing.
+func testTaskUpdateRefused(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	b := MustEnqueue(t, s, store.NewTask{Type: "b", Title: "B"})
+	a := MustEnqueue(t, s, store.NewTask{Type: "a", Title: "A", DependsOn: []int64{b.ID}})
+	c := MustEnqueue(t, s, store.NewTask{Type: "c", Title: "C", DependsOn: []int64{a.ID}})
+	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "X"})
+	child := MustEnqueue(t, s, store.NewTask{Type: "child", Title: "child of X", ParentID: &x.ID})
+	y := MustEnqueue(t, s, store.NewTask{Type: "y", Title: "Y"})
+	run, tok := into(t, s, ledger.Running, "run")
+	done, _ := into(t, s, ledger.Completed, "done")
+	stopped, _ := into(t, s, ledger.Stopped, "stopped")
+	parked, _ := into(t, s, ledger.NeedsInput, "parked")
+	review, _ := into(t, s, ledger.NeedsReview, "review")
+	reviewing, _ := into(t, s, ledger.Reviewing, "reviewing")
+	missing := int64(424242)
+	all := []int64{a.ID, b.ID, c.ID, x.ID, child.ID, y.ID, run.ID, done.ID, stopped.ID, parked.ID, review.ID, reviewing.ID}
+
+	invalid := []struct {
+		name  string
+		id    int64
+		field string
+		p     store.TaskPatch
+	}{
+		{"empty patch", x.ID, "patch", store.TaskPatch{}},
+		{"empty patch of a running task", run.ID, "patch", store.TaskPatch{}},
+		{"unknown dependency", x.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{missing}}},
+		{"unknown dependency with a valid edit", x.ID, "add_depends_on",
+			store.TaskPatch{Description: ptr("changed"), Priority: ptr(5), AddDependsOn: []int64{y.ID, missing}}},
+		{"unknown dependency of a running task", run.ID, "add_depends_on",
+			store.TaskPatch{AcceptanceCriteria: ptr("changed"), AddDependsOn: []int64{missing}}},
+		{"unknown dependency of a stopped task", stopped.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{missing}}},
+		{"cycle", b.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{a.ID}}},
+		{"longer cycle", b.ID, "add_depends_on", store.TaskPatch{Description: ptr("changed"), AddDependsOn: []int64{c.ID}}},
+		{"self dependency", x.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{x.ID}}},
+		{"cancel a task that is not a child", x.ID, "cancel_children", store.TaskPatch{CancelChildren: []int64{y.ID}}},
+		{"cancel a non-child with a new child", x.ID, "cancel_children",
+			store.TaskPatch{AddChildren: []store.NewTask{{Type: "child", Title: "new"}}, CancelChildren: []int64{child.ID, y.ID}}},
+		{"cancel an unknown child", x.ID, "cancel_children", store.TaskPatch{CancelChildren: []int64{missing}}},
+		{"payload not JSON", x.ID, "payload", store.TaskPatch{Payload: json.RawMessage(`{not json`)}},
+		{"metadata not an object", x.ID, "metadata", store.TaskPatch{Metadata: json.RawMessage(`[1, 2]`)}},
+		{"metadata not JSON", run.ID, "metadata", store.TaskPatch{Metadata: json.RawMessage(`{"a":`)}},
+		{"priority below range", x.ID, "priority", store.TaskPatch{Priority: ptr(-1)}},
+		{"priority above range", run.ID, "priority", store.TaskPatch{Priority: ptr(store.MaxPriority + 1)}},
+		{"child without a type", x.ID, "add_children[0].type", store.TaskPatch{AddChildren: []store.NewTask{{Title: "no type"}}}},
+	}
+	for _, tc := range invalid {
+		before := snapshot(t, s, all...)
+		res, err := s.Update(ctx(t), tc.id, "op", tc.p, 0)
+		if !store.IsFieldError(err, tc.field) || !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: Update = %+v, err = %v; want a FieldError naming %s", tc.name, res, err, tc.field)
+		}
+		unchanged(t, s, tc.name, before)
+	}
+	conflicts := []struct {
+		name string
+		id   int64
+		p    store.TaskPatch
+	}{
+		{"title of a COMPLETED task", done.ID, store.TaskPatch{Title: ptr("x")}},
+		{"description of a COMPLETED task", done.ID, store.TaskPatch{Description: ptr("x")}},
+		{"material edit of a NEEDS_INPUT task", parked.ID, store.TaskPatch{AcceptanceCriteria: ptr("x")}},
+		{"dependency edit of a NEEDS_INPUT task", parked.ID, store.TaskPatch{AddDependsOn: []int64{y.ID}}},
+		{"material edit of a NEEDS_REVIEW task", review.ID, store.TaskPatch{Description: ptr("x"), Priority: ptr(4)}},
+		{"material edit of a REVIEWING task", reviewing.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "child"}}}},
+	}
+	for _, tc := range conflicts {
+		before := snapshot(t, s, all...)
+		if _, err := s.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: err = %v, want ErrConflict", tc.name, err)
+		}
+		unchanged(t, s, tc.name, before)
+	}
+	if held, err := s.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
+		t.Fatalf("the running task's lease after refused edits: %v, %v; want held", held, err)
+	}
+	_, err := s.Update(ctx(t), missing, "op", store.TaskPatch{Title: ptr("x")}, 0)
+	wantErr(t, "Update of an unknown task", err, store.ErrNotFound)
+}
+
+// testTaskUpdateChildren: AddChildren creates children of the task,
+// CancelChildren cancels them; one revision bump per Update.
+func testTaskUpdateChildren(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "parent"})
+	old := MustEnqueue(t, s, store.NewTask{Type: "sub", Title: "old child", ParentID: &x.ID})
+	res := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{
+		{Type: "sub", Title: "c1", AcceptanceCriteria: "ac1"},
+		{Type: "sub", Title: "c2", DependsOn: []int64{old.ID}},
+	}})
+	if res.Path != store.UpdateInPlace || len(res.Children) != 2 || res.Task.Revision != 2 {
+		t.Fatalf("AddChildren: path %s, %d children, revision %d; want in place, 2, 2", res.Path, len(res.Children), res.Task.Revision)
+	}
+	for i, want := range []struct {
+		title string
+		state ledger.State
+	}{{"c1", ledger.Open}, {"c2", ledger.Waiting}} {
+		c := MustGet(t, s, res.Children[i].ID)
+		if c.ParentID == nil || *c.ParentID != x.ID || c.Title != want.title || c.State != want.state || c.Type != "sub" ||
+			res.Children[i].Title != want.title || c.Revision != 1 {
+			t.Fatalf("child %d: returned %+v, stored %+v; want %s, %s, parent %d", i, res.Children[i], c, want.title, want.state, x.ID)
+		}
+	}
+	if c := MustGet(t, s, res.Children[0].ID); c.AcceptanceCriteria != "ac1" {
+		t.Fatalf("child acceptance criteria %q", c.AcceptanceCriteria)
+	}
+	res = mustUpdate(t, s, x.ID, store.TaskPatch{CancelChildren: []int64{old.ID, res.Children[0].ID}})
+	if res.Task.Revision != 3 || len(res.Children) != 0 {
+		t.Fatalf("CancelChildren: revision %d, children %+v; want 3, none", res.Task.Revision, res.Children)
+	}
+	// c2 depended on the cancelled old child: it is BLOCKED, as after any Cancel.
+	states := map[string]ledger.State{}
+	byTitle := map[string]int64{}
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"sub"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range page.Tasks {
+		states[task.Title] = task.State
+		byTitle[task.Title] = task.ID
+	}
+	if want := map[string]ledger.State{"old child": ledger.Cancelled, "c1": ledger.Cancelled, "c2": ledger.Blocked}; fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Fatalf("children after CancelChildren: %v, want %v", states, want)
+	}
+	if e := lastEvent(t, MustGet(t, s, old.ID)); e.From != ledger.Open || e.To != ledger.Cancelled || e.Actor != "op" {
+		t.Fatalf("cancel event of a child %+v", e)
+	}
+	// Both in one patch: one revision bump.
+	res = mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "c3"}},
+		CancelChildren: []int64{byTitle["c2"]}})
+	if res.Task.Revision != 4 || len(res.Children) != 1 || res.Children[0].Title != "c3" {
+		t.Fatalf("add and cancel in one patch: revision %d, children %+v", res.Task.Revision, res.Children)
+	}
+	wantState(t, s, byTitle["c2"], ledger.Cancelled)
+	if c3 := wantState(t, s, res.Children[0].ID, ledger.Open); c3.ParentID == nil || *c3.ParentID != x.ID {
+		t.Fatalf("c3 %+v", c3)
+	}
+	if got := wantState(t, s, x.ID, ledger.Open); got.Revision != 4 {
+		t.Fatalf("parent revision %d, want 4", got.Revision)
+	}
+}
+
+// testTaskMetadata: metadata round-trips, defaults to {}, and is refused
+// unless a JSON object.
+func testTaskMetadata(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	plain := MustEnqueue(t, s, store.NewTask{Title: "plain"})
+	if got := MustGet(t, s, plain.ID); !jsonEqual(got.Metadata, []byte(`{}`)) {
+		t.Fatalf("default metadata %s, want {}", got.Metadata)
+	}
+	meta := json.RawMessage(`{"owner": "ann", "links": ["https://x/1"]}`)
+	with := MustEnqueue(t, s, store.NewTask{Title: "with", Metadata: meta})
+	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, meta) || !jsonEqual(with.Metadata, meta) {
+		t.Fatalf("metadata %s (returned %s), want %s", got.Metadata, with.Metadata, meta)
+	}
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	if err != nil || len(page.Tasks) != 2 || !jsonEqual(page.Tasks[1].Metadata, meta) {
+		t.Fatalf("ListTasks metadata: %+v, %v", page.Tasks, err)
+	}
+	for _, bad := range []string{`[1]`, `"s"`, `{"a":`, `null`} {
+		if _, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !store.IsFieldError(err, "metadata") {
+			t.Errorf("Enqueue with metadata %s: err = %v, want a FieldError naming metadata", bad, err)
+		}
+	}
+	mustUpdate(t, s, with.ID, store.TaskPatch{Metadata: json.RawMessage(`{"owner": "bob"}`)})
+	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) || got.Revision != 1 {
+		t.Fatalf("after replacing metadata: %s, revision %d", got.Metadata, got.Revision)
+	}
+}
+
+// testTaskAborts: the outcomes of abort requests.
+func testTaskAborts(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	t1 := mustRunning(t, s, "a1", "w1")
+	t2 := mustRunning(t, s, "a2", "w2")
+	t3 := mustRunning(t, s, "a3", "w3")
+	t4 := mustRunning(t, s, "a4", "w4")
+	quiet := MustEnqueue(t, s, store.NewTask{Type: "quiet", Title: "never aborted"})
+	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
+	_, a2 := mustStop(t, s, t2.ID, time.Minute)
+	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
+	cancelled, err := s.Cancel(ctx(t), t3.ID, "op", "abandoned")
+	if err != nil || cancelled.State != ledger.Cancelled {
+		t.Fatalf("Cancel of a RUNNING task = %+v, %v", cancelled, err)
+	}
+	c3 := MustGet(t, s, t3.ID)
+	a3 := c3.LastAbort
+	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != store.AbortPending || a3.Executor != "w3" || a3.LeaseToken != t3.LeaseToken ||
+		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(T0.Add(store.DefaultAbortDeadline)) || a3.Attempt != 1 {
+		t.Fatalf("Cancel of a RUNNING task recorded aborts %+v, last %+v; want one pending with the default deadline", c3.Aborts, a3)
+	}
+	wantFenced(t, s, t3.ID, t3.LeaseToken, "after Cancel")
+
+	if n, err := s.ExpireAborts(ctx(t), T0.Add(9*time.Second)); n != 0 || err != nil {
+		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
+	}
+	getAbort := func(id int64) store.Abort {
+		t.Helper()
+		a, err := s.GetAbort(ctx(t), id)
+		if err != nil {
+			t.Fatalf("GetAbort(%d): %v", id, err)
+		}
+		return a
+	}
+	for _, a := range []*store.Abort{a1, a2, a3, a4} {
+		if got := getAbort(a.ID); got.Outcome != store.AbortPending || !got.ResolvedAt.IsZero() {
+			t.Fatalf("abort %d before its deadline: %+v", a.ID, got)
+		}
+	}
+
+	// The executor confirms.
+	clk.Advance(time.Second)
+	conf, err := s.ConfirmAbort(ctx(t), t1.ID, t1.LeaseToken)
+	if err != nil || conf.ID != a1.ID || conf.Outcome != store.AbortConfirmed || !conf.ResolvedAt.Equal(clk.Now()) {
+		t.Fatalf("ConfirmAbort = %+v, %v; want a1 confirmed at %v", conf, err, clk.Now())
+	}
+	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
+		t.Fatalf("GetAbort after confirm = %+v, want %+v", got, conf)
+	}
+	// A confirmed abort stays confirmed when resolved.
+	clk.Advance(time.Second)
+	if got, err := s.ResolveAbort(ctx(t), a1.ID); err != nil || diffAbort(got, conf) != "" {
+		t.Fatalf("ResolveAbort of a confirmed abort = %+v, %v; want it unchanged %+v", got, err, conf)
+	}
+	// Nothing to confirm: a token no abort names.
+	done := mustRunning(t, s, "done", "wd")
+	if _, err := s.Complete(ctx(t), done.ID, done.LeaseToken, false, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		id    int64
+		token string
+	}{
+		{"a completed lease", done.ID, done.LeaseToken},
+		{"a made-up token", t1.ID, "no-such-token"},
+		{"another task's revoked token", quiet.ID, t2.LeaseToken},
+	} {
+		_, err := s.ConfirmAbort(ctx(t), c.id, c.token)
+		wantErr(t, "ConfirmAbort with "+c.name, err, store.ErrNotFound)
+	}
+
+	// The deadline passes without a confirmation; a late one still counts.
+	unconf, err := s.ResolveAbort(ctx(t), a2.ID)
+	if err != nil || unconf.Outcome != store.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
+		t.Fatalf("ResolveAbort of a pending abort = %+v, %v; want unconfirmed naming w2", unconf, err)
+	}
+	clk.Advance(time.Second)
+	if got, err := s.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
+		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
+	}
+	if got := wantState(t, s, t2.ID, ledger.Stopped); got.LastAbort == nil || got.LastAbort.Outcome != store.AbortUnconfirmed {
+		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
+	}
+	late, err := s.ConfirmAbort(ctx(t), t2.ID, t2.LeaseToken)
+	if err != nil || late.ID != a2.ID || late.Outcome != store.AbortConfirmed || !late.ResolvedAt.Equal(clk.Now()) {
+		t.Fatalf("ConfirmAbort after unconfirmed = %+v, %v; want confirmed now", late, err)
+	}
+
+	// ExpireAborts resolves exactly the pending aborts due at now (inclusive).
+	clk.Set(T0.Add(20 * time.Second)) // a4's deadline; a3's (30s) is later
+	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("ExpireAborts at a4's deadline = %d, %v; want 1", n, err)
+	}
+	if got := getAbort(a4.ID); got.Outcome != store.AbortUnconfirmed || got.ResolvedAt.IsZero() || got.ResolvedAt.Before(got.DeadlineAt) {
+		t.Fatalf("expired abort %+v", got)
+	}
+	for _, id := range []int64{a1.ID, a2.ID} {
+		if got := getAbort(id); got.Outcome != store.AbortConfirmed {
+			t.Fatalf("ExpireAborts touched confirmed abort %+v", got)
+		}
+	}
+	if got := getAbort(a3.ID); got.Outcome != store.AbortPending {
+		t.Fatalf("ExpireAborts resolved an abort before its deadline: %+v", got)
+	}
+	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+		t.Fatalf("second ExpireAborts = %d, %v; want 0", n, err)
+	}
+	clk.Advance(time.Hour)
+	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("ExpireAborts an hour later = %d, %v; want 1 (the cancel's)", n, err)
+	}
+	if got := getAbort(a3.ID); got.Outcome != store.AbortUnconfirmed {
+		t.Fatalf("cancel's abort after expiry %+v", got)
+	}
+	// A late confirmation of an expired abort, after its deadline.
+	if got, err := s.ConfirmAbort(ctx(t), t4.ID, t4.LeaseToken); err != nil || got.Outcome != store.AbortConfirmed || !got.ResolvedAt.After(got.DeadlineAt) {
+		t.Fatalf("late ConfirmAbort = %+v, %v; want confirmed after the deadline", got, err)
+	}
+
+	// A second abort of one task: Aborts lists both, LastAbort is the newer.
+	mustStart(t, s, t1.ID)
+	again := claimType(t, s, "w1b", "a1")
+	_, a1b := mustStop(t, s, t1.ID, 0)
+	g1 := MustGet(t, s, t1.ID)
+	if len(g1.Aborts) != 2 || g1.Aborts[0].ID != a1.ID || g1.Aborts[1].ID != a1b.ID || g1.LastAbort == nil ||
+		g1.LastAbort.ID != a1b.ID || a1b.Executor != "w1b" || a1b.LeaseToken != again.LeaseToken || a1b.Restart != 1 || a1b.Attempt != 1 {
+		t.Fatalf("two aborts: %+v, last %+v (second %+v)", g1.Aborts, g1.LastAbort, a1b)
+	}
+	if g1.Aborts[0].Outcome != store.AbortConfirmed || g1.Aborts[1].Outcome != store.AbortPending {
+		t.Fatalf("aborts' outcomes %+v", g1.Aborts)
+	}
+
+	// ListTasks shows each task's last abort.
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]struct {
+		id      int64
+		outcome store.AbortOutcome
+	}{
+		t1.ID: {a1b.ID, store.AbortPending}, t2.ID: {a2.ID, store.AbortConfirmed},
+		t3.ID: {a3.ID, store.AbortUnconfirmed}, t4.ID: {a4.ID, store.AbortConfirmed},
+	}
+	for _, task := range page.Tasks {
+		w, ok := want[task.ID]
+		switch {
+		case !ok && task.LastAbort != nil:
+			t.Errorf("ListTasks: task %d (%s) has last abort %+v, want none", task.ID, task.Title, *task.LastAbort)
+		case ok && (task.LastAbort == nil || task.LastAbort.ID != w.id || task.LastAbort.Outcome != w.outcome):
+			t.Errorf("ListTasks: task %d last abort %+v, want %d %s", task.ID, task.LastAbort, w.id, w.outcome)
+		}
+	}
+	if len(page.Tasks) != 6 {
+		t.Fatalf("ListTasks: %d tasks, want 6", len(page.Tasks))
+	}
+}
+
+// testTaskAbortsPublished: every abort write wakes a watcher of
+// TopicTaskAborts on another handle.
+func testTaskAbortsPublished(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	stopped := mustRunning(t, s, "stop", "w")
+	updated := mustRunning(t, s, "update", "w")
+	cancelled := mustRunning(t, s, "cancel", "w")
+	watched := open(t, store.WithClock(clk), store.WithChangePollInterval(fastPoll))
+	w := Watch(t, watched, store.TopicTaskAborts)
+	w.Ready(t, store.TopicTaskAborts)
+	var abortID int64
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"Stop", func() error {
+			_, ab, err := s.Stop(ctx(t), stopped.ID, "op", "hold", 0)
+			if ab != nil {
+				abortID = ab.ID
+			}
+			return err
+		}},
+		{"Update with a restart", func() error {
+			_, err := s.Update(ctx(t), updated.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+			return err
+		}},
+		{"Cancel", func() error { _, err := s.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
+		{"ResolveAbort", func() error { _, err := s.ResolveAbort(ctx(t), abortID); return err }},
+		{"ConfirmAbort", func() error { _, err := s.ConfirmAbort(ctx(t), stopped.ID, stopped.LeaseToken); return err }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := w.Next(t); got != store.TopicTaskAborts {
+			t.Fatalf("%s woke the watcher with %q", st.name, got)
+		}
+	}
+}
+
+// testTaskLeaseHeld: the executor's cheap, read-only lease check.
+func testTaskLeaseHeld(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	end := []struct {
+		name string
+		end  func(c store.Task) error
+	}{
+		{"Stop", func(c store.Task) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Cancel", func(c store.Task) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
+		{"Complete", func(c store.Task) error { _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); return err }},
+		{"restarting Update", func(c store.Task) error {
+			_, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+			return err
+		}},
+	}
+	for i, e := range end {
+		c := mustRunning(t, s, fmt.Sprint("t", i), "w")
+		before := MustGet(t, s, c.ID)
+		clk.Advance(30 * time.Second)
+		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
+			t.Fatalf("LeaseHeld(current token) = %v, %v; want true", held, err)
+		}
+		if held, err := s.LeaseHeld(ctx(t), c.ID, "wrong"); held || err != nil {
+			t.Fatalf("LeaseHeld(wrong token) = %v, %v; want false, nil", held, err)
+		}
+		if held, err := s.LeaseHeld(ctx(t), c.ID, ""); held || err != nil {
+			t.Fatalf("LeaseHeld(empty token) = %v, %v; want false, nil", held, err)
+		}
+		// Reading only: the lease is not renewed.
+		if after := MustGet(t, s, c.ID); !after.LeaseRenewedAt.Equal(before.LeaseRenewedAt) ||
+			!after.LeaseExpiresAt.Equal(before.LeaseExpiresAt) || !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("LeaseHeld wrote: renewed %v → %v, expires %v → %v", before.LeaseRenewedAt, after.LeaseRenewedAt,
+				before.LeaseExpiresAt, after.LeaseExpiresAt)
+		}
+		if err := e.end(c); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
+			t.Fatalf("LeaseHeld after %s = %v, %v; want false, nil", e.name, held, err)
+		}
+	}
+	// The doc names no error for an unknown task: false, with no error or ErrNotFound.
+	if held, err := s.LeaseHeld(ctx(t), 424242, "tok"); held || (err != nil && !errors.Is(err, store.ErrNotFound)) {
+		t.Fatalf("LeaseHeld(unknown task) = %v, %v; want false (nil or ErrNotFound)", held, err)
+	}
+}
+
+// testTaskReentryFromTheTop is ADR 0020's key test at store level: stop a
+// task mid-execution, change its acceptance criteria and its children, start
+// it, and the next agent's first decision is derived from the new revision;
+// nothing of the aborted attempt is current, and its workspace is only
+// reused by an explicit decision.
+func testTaskReentryFromTheTop(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Type: "build", Title: "feature", Description: "build X",
+		AcceptanceCriteria: "criteria v1"})
+	oldChild := MustEnqueue(t, s, store.NewTask{Type: "sub", Title: "old part", ParentID: &task.ID})
+
+	// Worker A works on revision 1.
+	a := claimType(t, s, "A", "build")
+	if a.Revision != 1 || a.AcceptanceCriteria != "criteria v1" {
+		t.Fatalf("A's claim %+v", a)
+	}
+	if _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	evA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, "plan_decomposed", "two parts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, store.EvidenceWorkspace, "/work/ws-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decA, err := s.RecordDecision(ctx(t), a.ID, a.LeaseToken, "atomic", "not atomic: decompose", a.Revision)
+	if err != nil || decA.Attempt != 1 || decA.Restart != 0 || decA.Revision != 1 || decA.DerivedFromRevision != 1 ||
+		decA.Kind != "atomic" || decA.Text != "not atomic: decompose" || decA.Actor != "A" || decA.TaskID != task.ID ||
+		decA.ID == 0 || !decA.CreatedAt.Equal(clk.Now()) {
+		t.Fatalf("A's decision = %+v, %v", decA, err)
+	}
+	if evA.Restart != 0 || evA.Attempt != 1 || wsA.Restart != 0 {
+		t.Fatalf("A's evidence %+v, %+v", evA, wsA)
+	}
+	if cur := MustGet(t, s, task.ID).Current; cur == nil || cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 1 || len(cur.Evidence) != 2 {
+		t.Fatalf("A's current attempt %+v", cur)
+	}
+
+	// The operator stops it, rewrites criteria and children, starts it.
+	clk.Advance(time.Minute)
+	_, ab := mustStop(t, s, task.ID, 0)
+	if ab == nil || ab.Executor != "A" {
+		t.Fatalf("stop abort %+v", ab)
+	}
+	res := mustUpdate(t, s, task.ID, store.TaskPatch{AcceptanceCriteria: ptr("criteria v2"),
+		AddChildren: []store.NewTask{{Type: "sub", Title: "new part"}}, CancelChildren: []int64{oldChild.ID}})
+	if res.Path != store.UpdateInPlace || res.Task.Revision != 2 || res.Task.State != ledger.Stopped || len(res.Children) != 1 {
+		t.Fatalf("edit of the stopped task = %+v", res)
+	}
+	newChild := res.Children[0]
+	if started := mustStart(t, s, task.ID); started.State != ledger.Open || started.Restarts != 1 || started.Attempts != 0 {
+		t.Fatalf("Start = %+v", started)
+	}
+
+	// Worker B re-enters from the top: the task as it is now.
+	clk.Advance(time.Minute)
+	b := claimType(t, s, "B", "build")
+	if b.ID != task.ID || b.AcceptanceCriteria != "criteria v2" || b.Revision != 2 || b.Attempts != 1 || b.Restarts != 1 {
+		t.Fatalf("B's claim %+v; want criteria v2 at revision 2, attempt 1 of restart 1", b)
+	}
+	decB, err := s.RecordDecision(ctx(t), b.ID, b.LeaseToken, "atomic", "atomic now", b.Revision)
+	if err != nil || decB.Revision != 2 || decB.DerivedFromRevision != 2 || decB.Attempt != 1 || decB.Restart != 1 || decB.Actor != "B" {
+		t.Fatalf("B's decision = %+v, %v", decB, err)
+	}
+
+	got := MustGet(t, s, task.ID)
+	cur := got.Current
+	if cur == nil || cur.Restart != 1 || cur.Attempt != 1 || cur.Aborted || len(cur.Evidence) != 0 || cur.Workspace != "" ||
+		len(cur.Decisions) != 1 || cur.Decisions[0].ID != decB.ID || cur.Decisions[0].DerivedFromRevision != 2 {
+		t.Fatalf("current attempt %+v; want only B's decision, derived from revision 2, no evidence, no workspace", cur)
+	}
+	if len(got.CurrentEvidence()) != 0 {
+		t.Fatalf("current evidence %+v; A's must not count", got.CurrentEvidence())
+	}
+	if len(got.History) != 1 {
+		t.Fatalf("history %+v; want A's aborted attempt only", got.History)
+	}
+	h := got.History[0]
+	if h.Restart != 0 || h.Attempt != 1 || !h.Aborted || h.Workspace != "/work/ws-a" || len(h.Evidence) != 2 ||
+		h.Evidence[0].ID != evA.ID || h.Evidence[1].ID != wsA.ID || len(h.Decisions) != 1 || h.Decisions[0].ID != decA.ID {
+		t.Fatalf("A's attempt in history %+v", h)
+	}
+	if len(got.Aborts) != 1 || got.LastAbort == nil || got.LastAbort.ID != ab.ID {
+		t.Fatalf("aborts %+v", got.Aborts)
+	}
+	wantState(t, s, oldChild.ID, ledger.Cancelled)
+	if c := wantState(t, s, newChild.ID, ledger.Open); c.ParentID == nil || *c.ParentID != task.ID {
+		t.Fatalf("new child %+v", c)
+	}
+
+	// A is a zombie.
+	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "built to v1")
+	wantErr(t, "A's late Complete", err, store.ErrLeaseLost)
+	_, err = s.ReuseWorkspace(ctx(t), a.ID, a.LeaseToken, "/work/ws-a", 1)
+	wantErr(t, "A's ReuseWorkspace", err, store.ErrLeaseLost)
+
+	// The workspace is only inherited by an explicit decision.
+	if ws := got.Workspaces(); !slices.Equal(ws, []string{"/work/ws-a"}) {
+		t.Fatalf("Workspaces() = %v, want A's", ws)
+	}
+	for _, bad := range []string{"/work/ws-other", ""} {
+		before := snapshot(t, s, task.ID)
+		if _, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, bad, b.Revision); !store.IsFieldError(err, "path") {
+			t.Fatalf("ReuseWorkspace(%q): err = %v, want a FieldError naming path", bad, err)
+		}
+		unchanged(t, s, "refused ReuseWorkspace", before)
+		if c := MustGet(t, s, task.ID).Current; len(c.Decisions) != 1 || c.Workspace != "" {
+			t.Fatalf("refused ReuseWorkspace recorded %+v", c)
+		}
+	}
+	reuse, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, "/work/ws-a", b.Revision)
+	if err != nil || reuse.Kind != store.DecisionReuseWorkspace || reuse.Attempt != 1 || reuse.Restart != 1 ||
+		reuse.DerivedFromRevision != 2 || reuse.Actor != "B" {
+		t.Fatalf("ReuseWorkspace = %+v, %v", reuse, err)
+	}
+	got = MustGet(t, s, task.ID)
+	if cur := got.Current; cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 2 || cur.Decisions[1].Kind != store.DecisionReuseWorkspace ||
+		len(got.History) != 1 || got.History[0].Workspace != "/work/ws-a" {
+		t.Fatalf("after ReuseWorkspace: current %+v, history %+v", cur, got.History)
+	}
+	if done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != ledger.Completed {
+		t.Fatalf("B's Complete = %+v, %v", done, err)
+	}
+	if final := MustGet(t, s, task.ID); final.Result != "built to v2" || final.Current == nil || final.Current.Restart != 1 {
+		t.Fatalf("final %+v", final)
+	}
+}
+
+// testTaskRecordDecision: validation and fencing of RecordDecision.
+func testTaskRecordDecision(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	c := mustRunning(t, s, "d", "w")
+	bad := []struct {
+		field, kind string
+		rev         int
+	}{
+		{"kind", "", 1},
+		{"derived_from_revision", "atomic", 0},
+		{"derived_from_revision", "atomic", -1},
+		{"derived_from_revision", "atomic", 2},
+	}
+	for _, b := range bad {
+		if _, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, b.kind, "x", b.rev); !store.IsFieldError(err, b.field) {
+			t.Errorf("RecordDecision(kind %q, revision %d): err = %v, want a FieldError naming %s", b.kind, b.rev, err, b.field)
+		}
+	}
+	_, err := s.RecordDecision(ctx(t), c.ID, "wrong", "atomic", "x", 1)
+	wantErr(t, "RecordDecision with a wrong token", err, store.ErrLeaseLost)
+	if cur := MustGet(t, s, c.ID).Current; cur == nil || len(cur.Decisions) != 0 {
+		t.Fatalf("refused decisions were recorded: %+v", cur)
+	}
+	d, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, "needs_review", "yes", 1)
+	if err != nil || d.Kind != "needs_review" || d.Text != "yes" {
+		t.Fatalf("RecordDecision = %+v, %v", d, err)
+	}
+	if cur := MustGet(t, s, c.ID).Current; len(cur.Decisions) != 1 || cur.Decisions[0].ID != d.ID {
+		t.Fatalf("current decisions %+v", cur.Decisions)
+	}
+	// A decision may derive from an earlier revision than the current one.
+	mustStop(t, s, c.ID, 0)
+	mustUpdate(t, s, c.ID, store.TaskPatch{Description: ptr("v2")})
+	mustUpdate(t, s, c.ID, store.TaskPatch{Description: ptr("v3")})
+	mustStart(t, s, c.ID)
+	c2 := claimType(t, s, "w", "d")
+	if c2.Revision != 3 {
+		t.Fatalf("revision after two material edits %d, want 3", c2.Revision)
+	}
+	if d, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "stale", 2); err != nil || d.Revision != 3 || d.DerivedFromRevision != 2 {
+		t.Fatalf("decision derived from an older revision = %+v, %v", d, err)
+	}
+	if _, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "future", 4); !store.IsFieldError(err, "derived_from_revision") {
+		t.Fatalf("decision derived from a future revision: %v", err)
+	}
+}
+
+// testTaskControlNotFound: unknown ids are ErrNotFound.
+func testTaskControlNotFound(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	const id = 424242
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"Stop", func() error { _, _, err := s.Stop(ctx(t), id, "op", "x", 0); return err }},
+		{"Start", func() error { _, err := s.Start(ctx(t), id, "op", "x"); return err }},
+		{"Update", func() error { _, err := s.Update(ctx(t), id, "op", store.TaskPatch{Title: ptr("x")}, 0); return err }},
+		{"GetAbort", func() error { _, err := s.GetAbort(ctx(t), id); return err }},
+		{"ResolveAbort", func() error { _, err := s.ResolveAbort(ctx(t), id); return err }},
+		{"ConfirmAbort", func() error { _, err := s.ConfirmAbort(ctx(t), id, "tok"); return err }},
+	}
+	for _, c := range calls {
+		if err := c.call(); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s(%d): err = %v, want ErrNotFound", c.name, id, err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"RecordDecision", func() error { _, err := s.RecordDecision(ctx(t), id, "tok", "k", "x", 1); return err }},
+		{"ReuseWorkspace", func() error { _, err := s.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
+	} {
+		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Touch).
+		if err := c.call(); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("%s(%d): err = %v, want ErrNotFound or ErrLeaseLost", c.name, id, err)
+		}
+	}
+}
+
+// testTaskControlConcurrent races Stop, Start, Update and the executor's
+// Complete on one running task from separate handles: the task ends in a
+// state its events explain, and the executor cannot both be stopped and
+// complete.
+func testTaskControlConcurrent(t *testing.T, open Opener) {
+	const rounds = 12
+	s, clk := fakeStore(t, open)
+	handles := make([]store.Store, 4)
+	for i := range handles {
+		handles[i] = open(t, store.WithClock(clk))
+	}
+	for r := range rounds {
+		typ := fmt.Sprint("race", r)
+		c := mustRunning(t, s, typ, "w")
+		var (
+			wg                                  sync.WaitGroup
+			stopErr, startErr, updErr, complErr error
+			stopAbort                           *store.Abort
+			upd                                 store.UpdateResult
+		)
+		begin := make(chan struct{})
+		wg.Go(func() {
+			<-begin
+			_, stopAbort, stopErr = handles[0].Stop(ctx(t), c.ID, "op", "race", 0)
+		})
+		wg.Go(func() {
+			<-begin
+			_, startErr = handles[1].Start(ctx(t), c.ID, "op", "race")
+		})
+		wg.Go(func() {
+			<-begin
+			upd, updErr = handles[2].Update(ctx(t), c.ID, "op", store.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
+		})
+		wg.Go(func() {
+			<-begin
+			// The executor works a little first (more each round), so the
+			// operators win some rounds and lose others.
+			for i := range r % 4 {
+				if _, err := handles[3].AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", fmt.Sprint(i)); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+					t.Errorf("round %d: AddEvidence: %v", r, err)
+				}
+			}
+			_, complErr = handles[3].Complete(ctx(t), c.ID, c.LeaseToken, false, "done")
+		})
+		close(begin)
+		wg.Wait()
+		for name, err := range map[string]error{"Stop": stopErr, "Start": startErr, "Update": updErr, "Complete": complErr} {
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				t.Errorf("round %d: %s: %v (only success or a conflict is acceptable)", r, name, err)
+			}
+		}
+		final := MustGet(t, s, c.ID)
+		checkEventChain(t, final)
+		if complErr == nil && stopErr == nil {
+			t.Errorf("round %d: both Complete with the original token and Stop succeeded", r)
+		}
+		if complErr == nil && updErr == nil {
+			t.Errorf("round %d: both Complete with the original token and Update succeeded (path %s)", r, upd.Path)
+		}
+		if complErr == nil {
+			if final.State != ledger.Completed || final.Result != "done" || len(final.Aborts) != 0 {
+				t.Errorf("round %d: Complete succeeded but the task is %s, result %q, aborts %+v", r, final.State, final.Result, final.Aborts)
+			}
+		} else {
+			if final.State != ledger.Stopped && final.State != ledger.Open {
+				t.Errorf("round %d: Complete lost, task is %s; want STOPPED or OPEN", r, final.State)
+			}
+			if final.Attempts != 0 || len(final.Aborts) != 1 || final.Aborts[0].Executor != "w" || final.Aborts[0].Attempt != 1 {
+				t.Errorf("round %d: after the executor was aborted: attempts %d, aborts %+v; want 0 and exactly one abort of w's attempt",
+					r, final.Attempts, final.Aborts)
+			}
+			if (stopAbort != nil) == (updErr == nil && upd.Abort != nil) {
+				t.Errorf("round %d: abort returned by Stop %v and by Update %v; want exactly one", r, stopAbort, upd.Abort)
+			}
+		}
+		if final.LeaseToken != "" {
+			t.Errorf("round %d: task holds lease %q after the race", r, final.LeaseToken)
+		}
+		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
+			t.Errorf("round %d: LeaseHeld(original) = %v, %v", r, held, err)
+		}
+	}
+}
+
+// testTaskUpdateConcurrentCycle races, on two handles, updates adding a → b
+// and b → a: each alone is fine, together they close a cycle, so exactly one
+// must be refused (FieldError add_depends_on) every time.
+func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
+	s1, s2 := open(t), open(t)
+	for range 10 {
+		a := MustEnqueue(t, s1, store.NewTask{Type: "a"})
+		b := MustEnqueue(t, s1, store.NewTask{Type: "b"})
+		errs := make(chan error, 2)
+		go func() {
+			_, err := s1.Update(ctx(t), a.ID, "op", store.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
+			errs <- err
+		}()
+		go func() {
+			_, err := s2.Update(ctx(t), b.ID, "op", store.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
+			errs <- err
+		}()
+		e1, e2 := <-errs, <-errs
+		if (e1 == nil) == (e2 == nil) {
+			t.Fatalf("updates closing a cycle: %v / %v; want exactly one refused", e1, e2)
+		}
+		if err := errors.Join(e1, e2); !store.IsFieldError(err, "add_depends_on") {
+			t.Fatalf("refusal %v, want a FieldError naming add_depends_on", err)
+		}
+	}
+}
