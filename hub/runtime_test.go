@@ -2,78 +2,24 @@ package hub_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/postgres"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// backend opens handles on one fresh database of one backend.
-type backend struct {
-	name string
-	// newDB creates an empty database and returns an opener of handles on it.
-	newDB func(t testing.TB) opener
-}
-
 // opener opens one more handle on a test database.
-type opener func(t testing.TB, opts ...store.Option) store.Store
-
-func backends() []backend {
-	return []backend{
-		{"sqlite", func(t testing.TB) opener {
-			path := filepath.Join(t.TempDir(), "cks.db")
-			return func(t testing.TB, opts ...store.Option) store.Store {
-				t.Helper()
-				s, err := sqlite.Open(context.Background(), path, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return s
-			}
-		}},
-		{"postgres", func(t testing.TB) opener {
-			base := os.Getenv("CKS_TEST_DATABASE_URL")
-			if base == "" {
-				if os.Getenv("CI") == "true" {
-					t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
-				}
-				t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
-			}
-			url, drop, err := postgres.ScratchSchema(context.Background(), base)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { drop(context.Background()) })
-			return func(t testing.TB, opts ...store.Option) store.Store {
-				t.Helper()
-				s, err := postgres.Open(context.Background(), url, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return s
-			}
-		}},
-	}
-}
+type opener = storetest.Opener
 
 func forEachBackend(t *testing.T, f func(t *testing.T, open opener)) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			f(t, b.newDB(t))
-		})
-	}
+	backendtest.ForEach(t, f)
 }
 
 func env(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }

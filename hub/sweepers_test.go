@@ -93,6 +93,39 @@ func TestLeaseReaper(t *testing.T) {
 	})
 }
 
+// TestLeaseReaperSettlesAborts: an abort nobody waits for any more is
+// declared unconfirmed by the reaper once its deadline has passed, and not
+// before.
+func TestLeaseReaperSettlesAborts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		enqueue(t, st, store.NewTask{Type: "t"})
+		claimed, err := st.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
+		if err != nil || len(claimed) != 1 {
+			t.Fatal(claimed, err)
+		}
+		_, ab, err := st.Stop(ctx, claimed[0].ID, "operator", "halt", 30*time.Second)
+		if err != nil || ab == nil {
+			t.Fatal(ab, err)
+		}
+		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		c.Advance(29 * time.Second)
+		if n := sweep(t, reaper); n != 0 {
+			t.Fatalf("settled %d before the deadline", n)
+		}
+		c.Advance(time.Second)
+		if n := sweep(t, reaper); n != 1 {
+			t.Fatalf("settled %d at the deadline, want 1", n)
+		}
+		got, err := st.GetAbort(ctx, ab.ID)
+		if err != nil || got.Outcome != store.AbortUnconfirmed || got.Executor != "agent-gone" {
+			t.Fatalf("abort %+v, %v", got, err)
+		}
+	})
+}
+
 func TestDependencyRelease(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		st := open(t)

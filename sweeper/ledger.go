@@ -24,19 +24,35 @@ const DefaultStaleStopThreshold = 24 * time.Hour
 // LeaseReaper reclaims leases that were not renewed within the stale window:
 // back to OPEN, or FAILED ("max attempts") when attempts are used up. It is the
 // periodic caller of store.Tasks.ReclaimExpired, which skips the
-// dispatch-excluded states.
+// dispatch-excluded states. It also settles abort requests whose deadline
+// passed with nobody left waiting for them (store.TaskControl.ExpireAborts),
+// so every abort ends confirmed or unconfirmed even when the stop's caller
+// went away.
 type LeaseReaper struct {
-	Tasks       store.Tasks
+	Tasks       LeaseStore
 	Clock       clock.Clock
 	StaleWindow time.Duration
+}
+
+// LeaseStore is what LeaseReaper needs of the ledger.
+type LeaseStore interface {
+	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
+	ExpireAborts(ctx context.Context, now time.Time) (int, error)
 }
 
 // ID returns "lease_reaper".
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
-// SweepOnce reclaims every stale lease and returns how many it reclaimed.
+// SweepOnce reclaims every stale lease and settles every overdue abort; it
+// returns how many of both it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
-	return r.Tasks.ReclaimExpired(ctx, r.Clock.Now(), r.StaleWindow)
+	now := r.Clock.Now()
+	n, err := r.Tasks.ReclaimExpired(ctx, now, r.StaleWindow)
+	if err != nil {
+		return n, err
+	}
+	m, err := r.Tasks.ExpireAborts(ctx, now)
+	return n + m, err
 }
 
 // DependencyRelease is the safety net behind the ledger's own release on

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/worker"
+)
+
+// AbortConfig is one run of the abort benchmark.
+type AbortConfig struct {
+	// Rounds is how many stops and how many updates are measured (default 200).
+	Rounds int
+	// Type is the task type used (default "bench-abort").
+	Type string
+	// Progress, when set, is called after every round with the phase name
+	// and how far it got.
+	Progress func(phase string, done, total int)
+}
+
+// AbortResult is what one run measured. Every latency is one operator call
+// as the API makes it (ledger.Control with wait): from the call to its
+// return with a definite outcome.
+type AbortResult struct {
+	Rounds int `json:"rounds"`
+	// Stop: stop of a RUNNING task until the executor's abort is confirmed.
+	StopP50 time.Duration `json:"stop_confirmed_p50_ns"`
+	StopP99 time.Duration `json:"stop_confirmed_p99_ns"`
+	// Update: material update of a RUNNING task (stop → apply → start)
+	// until the abort is confirmed.
+	UpdateP50 time.Duration `json:"update_running_p50_ns"`
+	UpdateP99 time.Duration `json:"update_running_p99_ns"`
+	// Live: priority-only update of a RUNNING task (no stop).
+	LiveP50 time.Duration `json:"update_live_p50_ns"`
+	LiveP99 time.Duration `json:"update_live_p99_ns"`
+}
+
+// Abort measures how long an operator waits for a running executor to
+// confirm an abort. The executor runs on agent (a handle of its own, as an
+// agent process would have) with a heartbeat far longer than the run, so
+// every abort reaches it through the change notification (Postgres NOTIFY,
+// SQLite's change poll); the operator acts through op.
+func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortResult, error) {
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = 200
+	}
+	if cfg.Type == "" {
+		cfg.Type = "bench-abort"
+	}
+	ex := worker.New(agent, worker.Options{Heartbeat: time.Hour})
+	ctl := ledger.NewControl(op)
+	res := AbortResult{Rounds: cfg.Rounds}
+	var stops, updates, lives []time.Duration
+	for i := range cfg.Rounds {
+		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t store.Task) (*store.Abort, error) {
+			r, err := ctl.Stop(ctx, t.ID, "bench", "bench stop", 30*time.Second, true)
+			return r.Abort, err
+		})
+		if err != nil {
+			return res, fmt.Errorf("stop round %d: %w", i, err)
+		}
+		stops = append(stops, d)
+		if cfg.Progress != nil {
+			cfg.Progress("stop", i+1, cfg.Rounds)
+		}
+	}
+	for i := range cfg.Rounds {
+		var live time.Duration
+		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t store.Task) (*store.Abort, error) {
+			prio := i % store.MaxPriority
+			begin := time.Now()
+			if _, err := ctl.Update(ctx, t.ID, "bench", store.TaskPatch{Priority: &prio}, 0, true); err != nil {
+				return nil, err
+			}
+			live = time.Since(begin)
+			desc := fmt.Sprintf("revision for round %d", i)
+			r, err := ctl.Update(ctx, t.ID, "bench", store.TaskPatch{Description: &desc}, 30*time.Second, true)
+			if err == nil && r.Path != store.UpdateRestart {
+				err = fmt.Errorf("update took path %s, want %s", r.Path, store.UpdateRestart)
+			}
+			// The restarted task is OPEN again; take it out of the way.
+			if err == nil {
+				_, err = op.Cancel(ctx, t.ID, "bench", "round over")
+			}
+			return r.Abort, err
+		})
+		if err != nil {
+			return res, fmt.Errorf("update round %d: %w", i, err)
+		}
+		updates = append(updates, d-live)
+		lives = append(lives, live)
+		if cfg.Progress != nil {
+			cfg.Progress("update", i+1, cfg.Rounds)
+		}
+	}
+	for _, l := range [][]time.Duration{stops, updates, lives} {
+		slices.Sort(l)
+	}
+	res.StopP50, res.StopP99 = percentile(stops, 0.50), percentile(stops, 0.99)
+	res.UpdateP50, res.UpdateP99 = percentile(updates, 0.50), percentile(updates, 0.99)
+	res.LiveP50, res.LiveP99 = percentile(lives, 0.50), percentile(lives, 0.99)
+	return res, nil
+}
+
+// abortRound enqueues and claims one task, runs it on ex with a resolver
+// that works until aborted, and times act, which must abort it and return
+// the abort with a confirmed outcome.
+func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ string, act func(store.Task) (*store.Abort, error)) (time.Duration, error) {
+	if _, _, err := agent.Enqueue(ctx, store.NewTask{Type: typ, Title: "abort round"}); err != nil {
+		return 0, err
+	}
+	claimed, err := agent.Claim(ctx, "bench-executor", []string{typ}, 1, time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	if len(claimed) != 1 {
+		return 0, fmt.Errorf("claimed %d tasks, want 1", len(claimed))
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		r, err := ex.Run(ctx, claimed[0], func(rctx context.Context, _ *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-rctx.Done()
+			return worker.Result{}, rctx.Err()
+		})
+		if err == nil && r.Outcome != worker.Aborted {
+			err = fmt.Errorf("executor outcome %s, want %s", r.Outcome, worker.Aborted)
+		}
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		return 0, fmt.Errorf("executor ended before it started: %v", err)
+	}
+	begin := time.Now()
+	ab, err := act(claimed[0])
+	d := time.Since(begin)
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	if err == nil && (ab == nil || ab.Outcome != store.AbortConfirmed) {
+		err = fmt.Errorf("abort %+v, want %s", ab, store.AbortConfirmed)
+	}
+	return d, err
+}

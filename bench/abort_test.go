@@ -1,0 +1,27 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestAbort runs a few rounds of the abort benchmark on both backends: every
+// round must end with a confirmed abort (bench.Abort fails otherwise).
+func TestAbort(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		var calls int
+		r, err := bench.Abort(context.Background(), open(t), open(t), bench.AbortConfig{Rounds: 3,
+			Progress: func(string, int, int) { calls++ }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rounds != 3 || r.StopP50 <= 0 || r.UpdateP50 <= 0 || r.LiveP50 <= 0 || calls != 6 {
+			t.Fatalf("result %+v after %d progress calls", r, calls)
+		}
+		t.Logf("stop→confirmed p50 %s, update→confirmed p50 %s, live update p50 %s", r.StopP50, r.UpdateP50, r.LiveP50)
+	})
+}

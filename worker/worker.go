@@ -1,0 +1,344 @@
+// Package worker runs one claimed task the way every cks executor must: the
+// resolver works under a context that is cancelled the moment the task's
+// lease is lost, a lease heartbeat runs alongside it, and the outcome is
+// written back fenced by the lease token. It is the Go form of the seeds'
+// run_resolver_with_heartbeat, with abort delivery (ADR 0020 §5) built in:
+// an Executor watches store.TopicTaskAborts (LISTEN/NOTIFY on Postgres, the
+// change counter poll on SQLite), so a stop, update or cancel reaches a
+// running resolver well before its next heartbeat, and the executor
+// confirms the abort once the resolver has returned.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// Store is the part of the ledger an executor uses.
+type Store interface {
+	MarkRunning(ctx context.Context, id int64, leaseToken string) (store.Task, error)
+	Touch(ctx context.Context, id int64, leaseToken string) (bool, error)
+	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (store.Task, error)
+	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (store.Task, error)
+	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (store.Evidence, error)
+	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error)
+	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error)
+	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error)
+	LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error)
+	GetTask(ctx context.Context, id int64) (store.Task, error)
+	store.Changes
+}
+
+// Resolver does the work of one attempt. It must return promptly once ctx
+// is done (an abort, or the executor shutting down). A nil error completes
+// the task with the Result; an error fails the attempt, retryably unless it
+// wraps ErrPermanent.
+type Resolver func(ctx context.Context, a *Attempt) (Result, error)
+
+// Result is what a successful attempt produced.
+type Result struct {
+	// Output becomes the task's result.
+	Output string
+	// NeedsReview sends the task to NEEDS_REVIEW instead of COMPLETED.
+	NeedsReview bool
+}
+
+// ErrPermanent marks a resolver error that retrying cannot fix: the task
+// goes to FAILED at once instead of back to OPEN.
+var ErrPermanent = errors.New("permanent failure")
+
+// Permanent wraps err so that it fails the task without retry.
+func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// errLeaseLost is the cancel cause of a resolver context whose lease is gone.
+var errLeaseLost = fmt.Errorf("worker: %w", store.ErrLeaseLost)
+
+// Outcome says how Run ended.
+type Outcome string
+
+// The outcomes of Run.
+const (
+	// Completed: the task is COMPLETED.
+	Completed Outcome = "completed"
+	// NeedsReview: the task is NEEDS_REVIEW.
+	NeedsReview Outcome = "needs_review"
+	// Failed: the attempt failed; the task is OPEN again (retry) or FAILED.
+	Failed Outcome = "failed"
+	// Aborted: a stop, update or cancel revoked the lease; the resolver was
+	// cancelled and the abort confirmed.
+	Aborted Outcome = "aborted"
+	// LeaseLost: the lease ended without an abort request (reclaimed after
+	// it expired); the resolver was cancelled and nothing was written.
+	LeaseLost Outcome = "lease_lost"
+	// Interrupted: ctx ended (the executor is shutting down); the attempt
+	// was failed retryably so another executor can take the task.
+	Interrupted Outcome = "interrupted"
+)
+
+// Report is the result of Run.
+type Report struct {
+	Outcome Outcome `json:"outcome"`
+	// Task is the task as the final write left it (zero when none succeeded).
+	Task store.Task `json:"task"`
+	// Abort is the confirmed abort request when Outcome is Aborted.
+	Abort *store.Abort `json:"abort,omitempty"`
+	// Err is the resolver's error when Outcome is Failed.
+	Err error `json:"-"`
+}
+
+// Options configure an Executor.
+type Options struct {
+	// Heartbeat is the lease heartbeat period; 0 means a third of the
+	// task's lease (at least 10ms).
+	Heartbeat time.Duration
+	// Logger receives warnings (a failed heartbeat); nil discards them.
+	Logger *slog.Logger
+}
+
+// Executor runs claimed tasks (Run) and delivers aborts to them. One
+// Executor serves any number of concurrent Runs with a single watch of
+// store.TopicTaskAborts, started by the first Run and ended with the last.
+type Executor struct {
+	st   Store
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	running map[*running]struct{}
+	watch   *watch
+}
+
+type running struct {
+	id    int64
+	token string
+	abort context.CancelCauseFunc
+}
+
+type watch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns an Executor over st.
+func New(st Store, opts Options) *Executor {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{st: st, opts: opts, log: log, running: map[*running]struct{}{}}
+}
+
+// Run executes the claimed task t with resolve: it marks t RUNNING, runs
+// resolve under a context cancelled when the lease is lost (abort request
+// seen through the watch, or a heartbeat that finds the lease gone) or ctx
+// ends, renews the lease every heartbeat meanwhile, and writes the outcome:
+// Complete, Fail, or — after a lost lease — ConfirmAbort. The error is
+// non-nil only when the ledger could not be written (the resolver's own
+// error is in Report.Err).
+func (e *Executor) Run(ctx context.Context, t store.Task, resolve Resolver) (Report, error) {
+	if t.ID == 0 || t.LeaseToken == "" {
+		return Report{}, &store.FieldError{Field: "task", Expected: "a claimed task with its lease token"}
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &running{id: t.ID, token: t.LeaseToken, abort: cancel}
+	e.register(r)
+	defer e.unregister(r)
+
+	if t.State != "RUNNING" {
+		cur, err := e.st.MarkRunning(rctx, t.ID, t.LeaseToken)
+		if errors.Is(err, store.ErrLeaseLost) {
+			return e.lost(ctx, t)
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("worker: task %d: mark running: %w", t.ID, err)
+		}
+		t = cur
+	}
+
+	hbDone := make(chan struct{})
+	hbCtx, stopHB := context.WithCancel(rctx)
+	go func() {
+		defer close(hbDone)
+		e.heartbeat(hbCtx, t, cancel)
+	}()
+	res, rerr := resolve(rctx, &Attempt{e: e, task: t})
+	stopHB()
+	<-hbDone
+
+	// The outcome is written even when ctx has ended: it must not be lost.
+	wctx := context.WithoutCancel(ctx)
+	if errors.Is(context.Cause(rctx), errLeaseLost) {
+		return e.lost(wctx, t)
+	}
+	if ctx.Err() != nil {
+		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, true, "interrupted: the executor is shutting down")
+		if errors.Is(err, store.ErrLeaseLost) {
+			return e.lost(wctx, t)
+		}
+		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
+	}
+	if rerr != nil {
+		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, !errors.Is(rerr, ErrPermanent), rerr.Error())
+		if errors.Is(err, store.ErrLeaseLost) {
+			return e.lost(wctx, t)
+		}
+		return Report{Outcome: Failed, Task: cur, Err: rerr}, wrap(t, "fail", err)
+	}
+	cur, err := e.st.Complete(wctx, t.ID, t.LeaseToken, res.NeedsReview, res.Output)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return e.lost(wctx, t)
+	}
+	out := Completed
+	if res.NeedsReview {
+		out = NeedsReview
+	}
+	return Report{Outcome: out, Task: cur}, wrap(t, "complete", err)
+}
+
+func wrap(t store.Task, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("worker: task %d: %s: %w", t.ID, op, err)
+}
+
+// lost ends a run whose lease is gone: the resolver has returned, so the
+// abort (if one was requested) is confirmed.
+func (e *Executor) lost(ctx context.Context, t store.Task) (Report, error) {
+	ab, err := e.st.ConfirmAbort(ctx, t.ID, t.LeaseToken)
+	if errors.Is(err, store.ErrNotFound) {
+		return Report{Outcome: LeaseLost}, nil
+	}
+	if err != nil {
+		return Report{Outcome: Aborted}, wrap(t, "confirm abort", err)
+	}
+	return Report{Outcome: Aborted, Abort: &ab}, nil
+}
+
+// heartbeat renews t's lease until ctx ends, and cancels the run when the
+// lease is found lost.
+func (e *Executor) heartbeat(ctx context.Context, t store.Task, abort context.CancelCauseFunc) {
+	every := e.opts.Heartbeat
+	if every <= 0 {
+		every = max(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)/3, 10*time.Millisecond)
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := e.st.Touch(ctx, t.ID, t.LeaseToken); errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+			abort(errLeaseLost)
+			return
+		} else if err != nil && ctx.Err() == nil {
+			e.log.Warn("lease heartbeat failed", "task_id", t.ID, "err", err)
+		}
+	}
+}
+
+func (e *Executor) register(r *running) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running[r] = struct{}{}
+	if e.watch != nil {
+		return
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &watch{cancel: cancel, done: make(chan struct{})}
+	e.watch = w
+	go func() {
+		defer close(w.done)
+		if err := e.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) { e.check(wctx) }); err != nil {
+			e.log.Warn("abort watch ended", "err", err)
+		}
+	}()
+}
+
+func (e *Executor) unregister(r *running) {
+	e.mu.Lock()
+	delete(e.running, r)
+	var w *watch
+	if len(e.running) == 0 {
+		w, e.watch = e.watch, nil
+	}
+	e.mu.Unlock()
+	if w != nil {
+		w.cancel()
+		<-w.done
+	}
+}
+
+// check cancels every run whose lease is no longer held.
+func (e *Executor) check(ctx context.Context) {
+	e.mu.Lock()
+	runs := make([]*running, 0, len(e.running))
+	for r := range e.running {
+		runs = append(runs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range runs {
+		held, err := e.st.LeaseHeld(ctx, r.id, r.token)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			if ctx.Err() == nil {
+				e.log.Warn("abort check failed", "task_id", r.id, "err", err)
+			}
+			continue
+		}
+		if !held {
+			r.abort(errLeaseLost)
+		}
+	}
+}
+
+// Attempt is the resolver's handle on its attempt: the task as claimed
+// (re-entered from the top: its current text and revision) and the fenced
+// writes an executor may make while it holds the lease.
+type Attempt struct {
+	e    *Executor
+	task store.Task
+}
+
+// Task returns the task as it stood when claimed.
+func (a *Attempt) Task() store.Task { return a.task }
+
+// Evidence records evidence for this attempt.
+func (a *Attempt) Evidence(ctx context.Context, kind, body string) (store.Evidence, error) {
+	return a.e.st.AddEvidence(ctx, a.task.ID, a.task.LeaseToken, kind, body)
+}
+
+// Decide records a decision derived from the revision this attempt claimed.
+func (a *Attempt) Decide(ctx context.Context, kind, text string) (store.Decision, error) {
+	return a.e.st.RecordDecision(ctx, a.task.ID, a.task.LeaseToken, kind, text, a.task.Revision)
+}
+
+// SetWorkspace records path as this attempt's workspace.
+func (a *Attempt) SetWorkspace(ctx context.Context, path string) error {
+	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.task.LeaseToken, store.EvidenceWorkspace, path)
+	return err
+}
+
+// PreviousWorkspaces lists the workspaces earlier attempts left. They are
+// not this attempt's unless it calls ReuseWorkspace.
+func (a *Attempt) PreviousWorkspaces(ctx context.Context) ([]string, error) {
+	t, err := a.e.st.GetTask(ctx, a.task.ID)
+	if err != nil {
+		return nil, err
+	}
+	return t.Workspaces(), nil
+}
+
+// ReuseWorkspace records the explicit decision to continue in path, a
+// workspace of an earlier attempt, and makes it this attempt's workspace.
+func (a *Attempt) ReuseWorkspace(ctx context.Context, path string) (store.Decision, error) {
+	return a.e.st.ReuseWorkspace(ctx, a.task.ID, a.task.LeaseToken, path, a.task.Revision)
+}

@@ -1,0 +1,368 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/worker"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// noHeartbeat is a heartbeat period no test lives to see: an abort that
+// arrives within a test's deadline came through the change watch.
+const noHeartbeat = time.Hour
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// claim enqueues a task of type "build" and claims it for worker with a
+// lease of an hour.
+func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.Task {
+	t.Helper()
+	n.Type = "build"
+	if _, _, err := st.Enqueue(ctx(t), n); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Claim(ctx(t), worker, []string{"build"}, 1, time.Hour)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	return got[0]
+}
+
+// runAsync runs task in the background and returns the channel of its report.
+func runAsync(t testing.TB, ex *worker.Executor, task store.Task, r worker.Resolver) <-chan worker.Report {
+	t.Helper()
+	out := make(chan worker.Report, 1)
+	go func() {
+		rep, err := ex.Run(context.Background(), task, r)
+		if err != nil {
+			t.Errorf("Run(%d): %v", task.ID, err)
+		}
+		out <- rep
+	}()
+	return out
+}
+
+func report(t testing.TB, ch <-chan worker.Report) worker.Report {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute")
+		return worker.Report{}
+	}
+}
+
+func wait(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestStopAbortsRunningResolver: an operator's stop, made through another
+// handle on the database, cancels the resolver's context, the executor
+// confirms, and the stop returns abort_confirmed — with a heartbeat period
+// of an hour, so the notification path delivered it.
+func TestStopAbortsRunningResolver(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		agentStore, opStore := open(t), open(t)
+		task := claim(t, agentStore, store.NewTask{Title: "long"}, "agent-1")
+		ex := worker.New(agentStore, worker.Options{Heartbeat: noHeartbeat})
+		started := make(chan struct{})
+		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return worker.Result{}, ctx.Err()
+		})
+		wait(t, started, "the resolver to start")
+		begin := time.Now()
+		res, err := ledger.NewControl(opStore).Stop(ctx(t), task.ID, "operator", "investigate", 30*time.Second, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: stop → abort confirmed in %s", opStore.Backend(), time.Since(begin))
+		if res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed ||
+			res.Abort.Executor != "agent-1" || res.Abort.ResolvedAt.IsZero() {
+			t.Fatalf("stop = %+v / abort %+v", res.Task.State, res.Abort)
+		}
+		r := report(t, rep)
+		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.ID != res.Abort.ID {
+			t.Fatalf("report %+v", r)
+		}
+		got, err := opStore.GetTask(ctx(t), task.ID)
+		if err != nil || got.State != ledger.Stopped || got.Attempts != 0 || got.LastAbort.Outcome != store.AbortConfirmed {
+			t.Fatalf("task %+v, %v", got, err)
+		}
+	})
+}
+
+// TestStopUnconfirmed: an executor that ignores the abort leaves the stop
+// to its deadline: abort_unconfirmed, stored, naming the executor, and the
+// task STOPPED all the same. When the executor finally returns, its write
+// is refused and it confirms late.
+func TestStopUnconfirmed(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		task := claim(t, st, store.NewTask{Title: "wedged"}, "agent-wedged")
+		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		started, release := make(chan struct{}), make(chan struct{})
+		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-release // ignores ctx: a wedged executor
+			return worker.Result{Output: "done anyway"}, nil
+		})
+		wait(t, started, "the resolver to start")
+		res, err := ledger.NewControl(st).Stop(ctx(t), task.ID, "operator", "runaway", 200*time.Millisecond, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Abort == nil || res.Abort.Outcome != store.AbortUnconfirmed || res.Abort.Executor != "agent-wedged" {
+			t.Fatalf("abort %+v", res.Abort)
+		}
+		got, err := st.GetTask(ctx(t), task.ID)
+		if err != nil || got.State != ledger.Stopped || got.LastAbort == nil ||
+			got.LastAbort.Outcome != store.AbortUnconfirmed || got.LastAbort.Executor != "agent-wedged" {
+			t.Fatalf("stored %+v / %+v, %v", got.State, got.LastAbort, err)
+		}
+		close(release)
+		r := report(t, rep)
+		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != store.AbortConfirmed {
+			t.Fatalf("late report %+v", r)
+		}
+		got, _ = st.GetTask(ctx(t), task.ID)
+		if got.State != ledger.Stopped || got.Result != "" {
+			t.Fatalf("the wedged executor's result landed: %+v", got)
+		}
+	})
+}
+
+// TestReentryFromTheTop is ADR 0020's key test: stop a task mid-execution,
+// change its acceptance criteria and its children, start it; the next
+// agent's first recorded decision is derived from the new revision, and the
+// first agent's late Complete fails with ErrLeaseLost.
+func TestReentryFromTheTop(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st, op := open(t), open(t)
+		ctl := ledger.NewControl(op)
+		if _, _, err := st.Enqueue(ctx(t), store.NewTask{Type: "build", Title: "login page",
+			AcceptanceCriteria: "a form with user and password"}); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := st.Claim(ctx(t), "agent-a", []string{"build"}, 1, time.Hour)
+		if err != nil || len(claimed) != 1 {
+			t.Fatal(claimed, err)
+		}
+		a := claimed[0]
+		oldChild, _, err := st.Enqueue(ctx(t), store.NewTask{Type: "sub", Title: "password form", ParentID: &a.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		exA := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		started, release := make(chan struct{}), make(chan struct{})
+		repA := runAsync(t, exA, a, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
+			if _, err := at.Decide(ctx, "plan_decomposed", "one child: password form"); err != nil {
+				return worker.Result{}, err
+			}
+			if err := at.SetWorkspace(ctx, "/work/a-1"); err != nil {
+				return worker.Result{}, err
+			}
+			close(started)
+			<-release // keeps going on the old criteria, as a slow agent would
+			return worker.Result{Output: "built a password form"}, nil
+		})
+		wait(t, started, "agent A to decide")
+
+		if _, err := ctl.Stop(ctx(t), a.ID, "operator", "wrong criteria", time.Second, false); err != nil {
+			t.Fatal(err)
+		}
+		criteria := "sign in with a passkey; no passwords"
+		up, err := ctl.Update(ctx(t), a.ID, "operator", store.TaskPatch{
+			AcceptanceCriteria: &criteria,
+			AddChildren:        []store.NewTask{{Type: "sub", Title: "passkey ceremony"}},
+			CancelChildren:     []int64{oldChild.ID},
+		}, 0, false)
+		if err != nil || up.Path != store.UpdateInPlace || up.Task.Revision != 2 || len(up.Children) != 1 {
+			t.Fatalf("update = %+v, %v", up, err)
+		}
+		if started, err := ctl.Start(ctx(t), a.ID, "operator", "criteria fixed"); err != nil ||
+			started.State != ledger.Open || started.Restarts != 1 || started.Attempts != 0 {
+			t.Fatalf("start = %+v, %v", started, err)
+		}
+
+		claimed, err = st.Claim(ctx(t), "agent-b", []string{"build"}, 1, time.Hour)
+		if err != nil || len(claimed) != 1 {
+			t.Fatal(claimed, err)
+		}
+		b := claimed[0]
+		if b.AcceptanceCriteria != criteria || b.Revision != 2 || b.Attempts != 1 || b.Restarts != 1 {
+			t.Fatalf("agent B claimed %+v", b)
+		}
+		exB := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		var firstB store.Decision
+		rb, err := exB.Run(ctx(t), b, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
+			prev, err := at.PreviousWorkspaces(ctx)
+			if err != nil || len(prev) != 1 || prev[0] != "/work/a-1" {
+				return worker.Result{}, errors.New("previous workspaces: " + strings.Join(prev, ","))
+			}
+			// B re-derives from the top and chooses not to reuse A's tree.
+			firstB, err = at.Decide(ctx, "plan_decomposed", "one child: passkey ceremony")
+			return worker.Result{Output: "passkey sign-in"}, err
+		})
+		if err != nil || rb.Outcome != worker.Completed {
+			t.Fatalf("agent B: %+v, %v", rb, err)
+		}
+
+		// A's late Complete, as the raw ledger call: the lease is gone.
+		if _, err := st.Complete(ctx(t), a.ID, a.LeaseToken, false, "built a password form"); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("agent A's late Complete: %v, want ErrLeaseLost", err)
+		}
+		close(release)
+		if ra := report(t, repA); ra.Outcome != worker.Aborted {
+			t.Fatalf("agent A report %+v", ra)
+		}
+
+		got, err := st.GetTask(ctx(t), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != ledger.Completed || got.Result != "passkey sign-in" {
+			t.Fatalf("final task %s %q", got.State, got.Result)
+		}
+		cur := got.Current
+		if cur == nil || len(cur.Decisions) != 1 || cur.Decisions[0].ID != firstB.ID ||
+			cur.Decisions[0].DerivedFromRevision != 2 || cur.Decisions[0].Actor != "agent-b" {
+			t.Fatalf("current attempt %+v", cur)
+		}
+		if cur.Workspace != "" {
+			t.Fatalf("B inherited workspace %q without deciding to", cur.Workspace)
+		}
+		if len(got.History) != 1 || !got.History[0].Aborted || len(got.History[0].Decisions) != 1 ||
+			got.History[0].Decisions[0].DerivedFromRevision != 1 || got.History[0].Workspace != "/work/a-1" {
+			t.Fatalf("history %+v", got.History)
+		}
+		child, _ := st.GetTask(ctx(t), oldChild.ID)
+		if child.State != ledger.Cancelled {
+			t.Fatalf("old child %s", child.State)
+		}
+	})
+}
+
+// TestUpdateRunningTask: a material update of a running task stops, edits
+// and restarts it in one operation, and the executor's abort is confirmed;
+// a priority-only update leaves it running.
+func TestUpdateRunningTask(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st, op := open(t), open(t)
+		ctl := ledger.NewControl(op)
+		task := claim(t, st, store.NewTask{Title: "t", Description: "v1"}, "agent-1")
+		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		started := make(chan struct{})
+		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return worker.Result{}, ctx.Err()
+		})
+		wait(t, started, "the resolver to start")
+		prio := 9
+		live, err := ctl.Update(ctx(t), task.ID, "operator", store.TaskPatch{Priority: &prio}, 0, true)
+		if err != nil || live.Path != store.UpdateLive || live.Task.State != ledger.Running || live.Abort != nil ||
+			live.Task.Priority != 9 || live.Task.Revision != 1 {
+			t.Fatalf("live update = %+v, %v", live, err)
+		}
+		desc := "v2"
+		res, err := ctl.Update(ctx(t), task.ID, "operator", store.TaskPatch{Description: &desc}, 30*time.Second, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Path != store.UpdateRestart || res.Task.State != ledger.Open || res.Task.Revision != 2 ||
+			res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+			t.Fatalf("update = %+v / %+v", res, res.Abort)
+		}
+		if r := report(t, rep); r.Outcome != worker.Aborted {
+			t.Fatalf("report %+v", r)
+		}
+	})
+}
+
+// TestRunOutcomes: the resolver's result decides the write.
+func TestRunOutcomes(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		for _, tc := range []struct {
+			name    string
+			result  worker.Result
+			err     error
+			outcome worker.Outcome
+			state   ledger.State
+		}{
+			{"complete", worker.Result{Output: "ok"}, nil, worker.Completed, ledger.Completed},
+			{"review", worker.Result{NeedsReview: true}, nil, worker.NeedsReview, ledger.NeedsReview},
+			{"retry", worker.Result{}, errors.New("flaky"), worker.Failed, ledger.Open},
+			{"permanent", worker.Result{}, worker.Permanent(errors.New("bad input")), worker.Failed, ledger.Failed},
+		} {
+			task := claim(t, st, store.NewTask{Title: tc.name}, "w")
+			r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
+				return tc.result, tc.err
+			})
+			if err != nil || r.Outcome != tc.outcome || r.Task.State != tc.state {
+				t.Errorf("%s: %+v, %v", tc.name, r, err)
+			}
+		}
+		if _, err := ex.Run(ctx(t), store.Task{ID: 1}, nil); !store.IsFieldError(err, "task") {
+			t.Errorf("unclaimed task: %v", err)
+		}
+	})
+}
+
+// TestHeartbeatFindsLostLease: with the change watch unable to help (the
+// task is reclaimed by a write that publishes nothing), the heartbeat finds
+// the lease gone and cancels the resolver; there is no abort to confirm.
+func TestHeartbeatFindsLostLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		n := store.NewTask{Type: "build", Title: "short lease"}
+		if _, _, err := st.Enqueue(ctx(t), n); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Claim(ctx(t), "w", []string{"build"}, 1, time.Millisecond)
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		ex := worker.New(st, worker.Options{Heartbeat: 5 * time.Millisecond})
+		started := make(chan struct{})
+		rep := runAsync(t, ex, got[0], func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return worker.Result{}, ctx.Err()
+		})
+		wait(t, started, "the resolver to start")
+		// Reclaim as the reaper does once the lease is stale.
+		if n, err := st.ReclaimExpired(ctx(t), time.Now().Add(time.Hour), 0); err != nil || n != 1 {
+			t.Fatalf("reclaim = %d, %v", n, err)
+		}
+		r := report(t, rep)
+		if r.Outcome != worker.LeaseLost {
+			t.Fatalf("report %+v", r)
+		}
+	})
+}
