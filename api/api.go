@@ -16,6 +16,7 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
@@ -30,8 +31,9 @@ const CookieName = "cks_token"
 // Config is what the API serves from.
 type Config struct {
 	Liveness *liveness.Service
-	// Tasks is the task ledger; when nil the /v1/tasks endpoints are absent.
-	Tasks store.Tasks
+	// Tasks is the task ledger with its operator controls (ADR 0020); when
+	// nil the /v1/tasks endpoints are absent. A store.Store satisfies it.
+	Tasks TaskStore
 	// Sweepers controls this process's sweepers; when nil /v1/sweepers is absent.
 	Sweepers *sweeper.Controller
 	// Collectors are extra Prometheus collectors served at /metrics.
@@ -51,9 +53,19 @@ type Config struct {
 	KeepAlive time.Duration
 }
 
+// TaskStore is what the task endpoints need of a store: the ledger, its
+// operator controls, and the change notifications the bounded wait for an
+// abort confirmation listens to.
+type TaskStore interface {
+	store.Tasks
+	store.TaskControl
+	store.Changes
+}
+
 // API is the hub's HTTP handler.
 type API struct {
 	cfg     Config
+	control *ledger.Control // nil when cfg.Tasks is nil
 	authz   *auth.Authorizer
 	routes  []Route
 	mux     *http.ServeMux
@@ -96,6 +108,7 @@ func New(cfg Config) *API {
 	a.route("GET /v1/processes/{kind}", auth.PermRead, "/processes/{kind}", http.HandlerFunc(a.processStatus))
 	a.route("GET /v1/events", auth.PermRead, auth.ResourceRoot, http.HandlerFunc(a.events))
 	if cfg.Tasks != nil {
+		a.control = ledger.NewControl(cfg.Tasks)
 		a.routeTasks()
 	}
 	if cfg.Sweepers != nil {

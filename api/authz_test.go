@@ -86,8 +86,8 @@ func TestACLMatrix(t *testing.T) {
 			t.Fatalf("%s: resource %s: %v", rt.Pattern, res, err)
 		}
 		body := ""
-		if method == http.MethodPost {
-			body = "{}"
+		if method != http.MethodGet {
+			body = "{}" // enough to get past authorization to the handler
 		}
 		for _, perm := range auth.Permissions {
 			tok := f.tokenWith(t, store.Grant{Resource: res, Permission: perm})
@@ -190,9 +190,26 @@ func TestTaskScopedAgentToken(t *testing.T) {
 		{"/review/claim", `{}`, "update"},
 		{"/review/approve", `{}`, "update"},
 		{"/review/reject", `{}`, "update"},
+		{"/stop", `{"reason":"escape the gate"}`, "stop"},
+		{"/start", `{}`, "start"},
 	} {
 		status, body := f.do(t, agentTok, "POST", "/v1/tasks/"+fmt.Sprint(mine.ID)+c.path, c.body)
 		wantForbidden(t, status, body, c.perm, tid)
+	}
+	// Nor rewrite the criteria it is judged against.
+	status, body := f.do(t, agentTok, "PATCH", "/v1/tasks/"+fmt.Sprint(mine.ID), `{"acceptance_criteria":"whatever I did"}`)
+	wantForbidden(t, status, body, "update", tid)
+	// It records its decisions, with the revision they were derived from.
+	dec, err := agent.RecordDecision(ctx, mine.ID, lease, "atomic", "no decomposition needed", claimed.Tasks[0].Revision)
+	if err != nil || dec.DerivedFromRevision != 1 || dec.Kind != "atomic" || dec.ID == 0 {
+		t.Fatalf("agent records a decision: %+v %v", dec, err)
+	}
+	if _, err := agent.RecordDecision(ctx, mine.ID, lease, "atomic", "from the future", 2); apiErr(t, err).Field != "derived_from_revision" {
+		t.Fatalf("decision from a revision that does not exist: %v, want 400 naming derived_from_revision", err)
+	}
+	// Nothing to confirm: its lease was never aborted.
+	if _, err := agent.ConfirmAbort(ctx, mine.ID, lease); apiErr(t, err).Status != http.StatusNotFound {
+		t.Fatalf("confirm an abort nobody requested: %v, want 404", err)
 	}
 	// Other tasks and the ledger as a whole.
 	ot := fmt.Sprint(other.ID)
@@ -209,8 +226,10 @@ func TestTaskScopedAgentToken(t *testing.T) {
 		status, body := f.do(t, agentTok, c.method, c.path, c.body)
 		wantForbidden(t, status, body, c.perm, c.res)
 	}
-	if got, _ := f.store.GetTask(ctx, mine.ID); got.State != "RUNNING" {
-		t.Fatalf("task after refused operator calls: %s, want RUNNING", got.State)
+	if got, _ := f.store.GetTask(ctx, mine.ID); got.State != "RUNNING" || got.Revision != 1 || len(got.Aborts) != 0 ||
+		got.Current == nil || len(got.Current.Decisions) != 1 {
+		t.Fatalf("task after refused operator calls: %s revision %d, %d aborts, current %+v; want RUNNING, unchanged, one decision",
+			got.State, got.Revision, len(got.Aborts), got.Current)
 	}
 	// It can finish its task.
 	if _, err := agent.Complete(ctx, mine.ID, lease, false, "done"); err != nil {

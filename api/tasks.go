@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,13 +24,15 @@ const DefaultLease = 5 * time.Minute
 
 // routeTasks registers the task endpoints. Operator calls: list and show need
 // read, create needs create (on /tasks, or /tasks/P for a child of P),
-// answer needs update (answering is an operator edit), cancel needs cancel.
-// Executor calls: claim needs append on /tasks (it may lease any task);
-// running, touch, evidence, complete, fail and request-input need append on
-// the task; review claim, approve and reject need update on it. A claim hands
-// back a task-scoped agent credential per task (read, append, create on
-// /tasks/ID), which can therefore report on its task but never stop, start,
-// update, cancel or review it.
+// answer and PATCH (update) need update (answering is an operator edit),
+// stop needs stop, start needs start and cancel needs cancel: four separate
+// permissions (ADR 0020), so holding stop does not grant start. Executor
+// calls: claim needs append on /tasks (it may lease any task); running,
+// touch, evidence, decisions, workspace/reuse, abort/confirm, complete, fail
+// and request-input need append on the task; review claim, approve and reject
+// need update on it. A claim hands back a task-scoped agent credential per
+// task (read, append, create on /tasks/ID), which can therefore report on its
+// task but never stop, start, update, cancel or review it.
 func (a *API) routeTasks() {
 	h := func(pattern, perm, res string, f http.HandlerFunc) { a.route(pattern, perm, res, f) }
 	const task = "/tasks/{id}"
@@ -39,11 +42,17 @@ func (a *API) routeTasks() {
 	h("GET /v1/tasks/{id}", auth.PermRead, task, a.getTask)
 	h("POST /v1/tasks/{id}/answer", auth.PermUpdate, task, a.answerTask)
 	h("POST /v1/tasks/{id}/cancel", auth.PermCancel, task, a.cancelTask)
+	h("POST /v1/tasks/{id}/stop", auth.PermStop, task, a.stopTask)
+	h("POST /v1/tasks/{id}/start", auth.PermStart, task, a.startTask)
+	h("PATCH /v1/tasks/{id}", auth.PermUpdate, task, a.updateTask)
 	// Executor endpoints: agents in any language work the ledger over HTTP.
 	h("POST /v1/tasks/claim", auth.PermAppend, auth.ResourceTasks, a.claimTasks)
 	h("POST /v1/tasks/{id}/running", auth.PermAppend, task, a.markRunning)
 	h("POST /v1/tasks/{id}/touch", auth.PermAppend, task, a.touchTask)
 	h("POST /v1/tasks/{id}/evidence", auth.PermAppend, task, a.addEvidence)
+	h("POST /v1/tasks/{id}/decisions", auth.PermAppend, task, a.recordDecision)
+	h("POST /v1/tasks/{id}/workspace/reuse", auth.PermAppend, task, a.reuseWorkspace)
+	h("POST /v1/tasks/{id}/abort/confirm", auth.PermAppend, task, a.confirmAbort)
 	h("POST /v1/tasks/{id}/complete", auth.PermAppend, task, a.completeTask)
 	h("POST /v1/tasks/{id}/fail", auth.PermAppend, task, a.failTask)
 	h("POST /v1/tasks/{id}/request-input", auth.PermAppend, task, a.requestInput)
@@ -63,7 +72,7 @@ func decode(r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return fmt.Errorf("empty request body: expected a JSON object: %w", store.ErrInvalid)
 		case errors.As(err, &te):
-			return &store.FieldError{Field: te.Field, Expected: "a JSON " + te.Type.String()}
+			return &store.FieldError{Field: jsonField(te.Field), Expected: "a JSON " + te.Type.String()}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return &store.FieldError{Field: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`),
 				Expected: "no such field (it is not part of this request)"}
@@ -74,6 +83,20 @@ func decode(r *http.Request, v any) error {
 		return fmt.Errorf("request body has data after the JSON object: %w", store.ErrInvalid)
 	}
 	return nil
+}
+
+// jsonField turns the path of a type error into the JSON field name: an
+// embedded struct (UpdateRequest's TaskPatch) shows in it under its Go name,
+// which is no field of the request, so capitalised segments are dropped
+// (every JSON field of this API is lower case).
+func jsonField(path string) string {
+	var out []string
+	for _, seg := range strings.Split(path, ".") {
+		if seg != "" && (seg[0] < 'A' || seg[0] > 'Z') {
+			out = append(out, seg)
+		}
+	}
+	return strings.Join(out, ".")
 }
 
 // taskID parses the {id} path value.
@@ -459,5 +482,138 @@ func (a *API) approveReview(w http.ResponseWriter, r *http.Request) {
 func (a *API) rejectReview(w http.ResponseWriter, r *http.Request) {
 	taskCall(a, w, r, func(id int64, req ReviewRequest) (store.Task, error) {
 		return a.cfg.Tasks.Reject(r.Context(), id, req.LeaseToken, req.Note)
+	})
+}
+
+// StopRequest is the body of POST /v1/tasks/{id}/stop.
+type StopRequest struct {
+	// Reason is required; it is recorded in the task's events and abort.
+	Reason string `json:"reason"`
+	// Deadline is how long to wait for the executor of a CLAIMED or RUNNING
+	// task to confirm its abort, a Go duration such as "30s" (empty or "0":
+	// store.DefaultAbortDeadline).
+	Deadline string `json:"deadline,omitempty"`
+	// Wait, default true, makes the call wait up to Deadline for the
+	// confirmation; false answers at once with the abort abort_pending.
+	Wait *bool `json:"wait,omitempty"`
+}
+
+// StartRequest is the body of POST /v1/tasks/{id}/start; the body may be empty.
+type StartRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// UpdateRequest is the body of PATCH /v1/tasks/{id}: the fields of
+// store.TaskPatch, plus the abort deadline and wait of a running task's
+// stop → apply → start, as in StopRequest.
+type UpdateRequest struct {
+	store.TaskPatch
+	Deadline string `json:"deadline,omitempty"`
+	Wait     *bool  `json:"wait,omitempty"`
+}
+
+// abortWait reads the deadline and wait fields of a stop or update.
+func abortWait(deadline string, wait *bool) (time.Duration, bool, error) {
+	var d time.Duration
+	if strings.TrimSpace(deadline) != "" {
+		var err error
+		if d, err = time.ParseDuration(strings.TrimSpace(deadline)); err != nil {
+			return 0, false, &store.FieldError{Field: "deadline",
+				Expected: fmt.Sprintf("a duration such as 30s or 2m (empty for the default %s), got %q", store.DefaultAbortDeadline, deadline)}
+		}
+	}
+	d, err := store.ValidateDeadline(d)
+	return d, wait == nil || *wait, err
+}
+
+func (a *API) stopTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req StopRequest) (ledger.StopResult, error) {
+		if strings.TrimSpace(req.Reason) == "" {
+			return ledger.StopResult{}, &store.FieldError{Field: "reason", Expected: "a non-empty reason (why the task is held)"}
+		}
+		d, wait, err := abortWait(req.Deadline, req.Wait)
+		if err != nil {
+			return ledger.StopResult{}, err
+		}
+		return a.control.Stop(r.Context(), id, actor(r), req.Reason, d, wait)
+	})
+}
+
+func (a *API) startTask(w http.ResponseWriter, r *http.Request) {
+	if err := emptyAsObject(r); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	taskCall(a, w, r, func(id int64, req StartRequest) (store.Task, error) {
+		return a.control.Start(r.Context(), id, actor(r), req.Reason)
+	})
+}
+
+func (a *API) updateTask(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req UpdateRequest) (store.UpdateResult, error) {
+		d, wait, err := abortWait(req.Deadline, req.Wait)
+		if err != nil {
+			return store.UpdateResult{}, err
+		}
+		return a.control.Update(r.Context(), id, actor(r), req.TaskPatch, d, wait)
+	})
+}
+
+// emptyAsObject lets a request without a body (or with only white space)
+// stand for {}: the body of calls whose every field is optional.
+func emptyAsObject(r *http.Request) error {
+	if r.Body == nil {
+		r.Body = io.NopCloser(strings.NewReader("{}"))
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return fmt.Errorf("read request body: %w", store.ErrInvalid)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = []byte("{}")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// DecisionRequest is the body of POST /v1/tasks/{id}/decisions.
+type DecisionRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Kind       string `json:"kind"`
+	Text       string `json:"text"`
+	// DerivedFromRevision is the task revision the decision was made from
+	// (the revision of the task as the executor read it at claim).
+	DerivedFromRevision int `json:"derived_from_revision"`
+}
+
+func (a *API) recordDecision(w http.ResponseWriter, r *http.Request) {
+	taskCallStatus(a, w, r, http.StatusCreated, func(id int64, req DecisionRequest) (store.Decision, error) {
+		return a.cfg.Tasks.RecordDecision(r.Context(), id, req.LeaseToken, req.Kind, req.Text, req.DerivedFromRevision)
+	})
+}
+
+// ReuseWorkspaceRequest is the body of POST /v1/tasks/{id}/workspace/reuse.
+type ReuseWorkspaceRequest struct {
+	LeaseToken string `json:"lease_token"`
+	// Path is a workspace recorded by an earlier attempt of the task.
+	Path                string `json:"path"`
+	DerivedFromRevision int    `json:"derived_from_revision"`
+}
+
+func (a *API) reuseWorkspace(w http.ResponseWriter, r *http.Request) {
+	taskCallStatus(a, w, r, http.StatusCreated, func(id int64, req ReuseWorkspaceRequest) (store.Decision, error) {
+		return a.cfg.Tasks.ReuseWorkspace(r.Context(), id, req.LeaseToken, req.Path, req.DerivedFromRevision)
+	})
+}
+
+// confirmAbort is the executor's confirmation that the work of its revoked
+// lease has stopped; 404 when no abort names that lease.
+func (a *API) confirmAbort(w http.ResponseWriter, r *http.Request) {
+	taskCall(a, w, r, func(id int64, req LeaseRequest) (store.Abort, error) {
+		if req.LeaseToken == "" {
+			return store.Abort{}, &store.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
+		}
+		return a.cfg.Tasks.ConfirmAbort(r.Context(), id, req.LeaseToken)
 	})
 }

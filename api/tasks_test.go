@@ -97,8 +97,8 @@ func TestTaskLifecycleOverHTTP(t *testing.T) {
 		t.Fatalf("dependant after completion: %s %v, want OPEN", got.State, err)
 	}
 	full, err := c.GetTask(ctx, a.ID)
-	if err != nil || len(full.Events) < 4 || len(full.Evidence) != 1 || full.Result != "42" {
-		t.Fatalf("show: %d events, %d evidence, result %q, %v", len(full.Events), len(full.Evidence), full.Result, err)
+	if err != nil || len(full.Events) < 4 || len(full.CurrentEvidence()) != 1 || full.Result != "42" {
+		t.Fatalf("show: %d events, %d evidence, result %q, %v", len(full.Events), len(full.CurrentEvidence()), full.Result, err)
 	}
 
 	// Ask and answer.

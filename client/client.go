@@ -79,6 +79,21 @@ func unwrapPath(err error) error {
 // do sends in (when non-nil) as a JSON body and decodes the answer into out
 // (when non-nil). An error answer becomes an *Error.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doWith(ctx, c.http, method, path, in, out)
+}
+
+// doLong is do for a call the hub may hold open for up to wait (a stop or
+// update waiting for an abort confirmation): the client's timeout is
+// extended by wait, so the call is not cut off before the hub answers.
+func (c *Client) doLong(ctx context.Context, wait time.Duration, method, path string, in, out any) error {
+	hc := *c.http
+	if hc.Timeout > 0 {
+		hc.Timeout += wait
+	}
+	return c.doWith(ctx, &hc, method, path, in, out)
+}
+
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
 	var reqBody io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -96,7 +111,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach the hub at %s: %w", c.baseURL, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -122,4 +123,102 @@ func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, questio
 func IsLeaseLost(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == "lease_lost"
+}
+
+// StopRequest is what StopTask sends. The zero value of Deadline is the
+// hub's default (store.DefaultAbortDeadline) and the zero value of NoWait
+// waits for the executor's confirmation, as the API does.
+type StopRequest struct {
+	// Reason is required: why the task is held.
+	Reason string
+	// Deadline bounds the wait for the executor of a CLAIMED or RUNNING
+	// task to confirm its abort (0: the default, 30 s).
+	Deadline time.Duration
+	// NoWait answers at once, with the abort abort_pending.
+	NoWait bool
+}
+
+// UpdateRequest is what UpdateTask sends: the patch, and the deadline and
+// wait (as in StopRequest) of a running task's stop → apply → start.
+type UpdateRequest struct {
+	Patch    store.TaskPatch
+	Deadline time.Duration
+	NoWait   bool
+}
+
+// wire returns the deadline and wait fields of a stop or update body.
+func wire(deadline time.Duration, noWait bool) (string, *bool) {
+	var d string
+	if deadline != 0 {
+		d = deadline.String()
+	}
+	var w *bool
+	if noWait {
+		w = new(bool)
+	}
+	return d, w
+}
+
+// waitOf is how long the hub may hold a stop or update open.
+func waitOf(deadline time.Duration, noWait bool) time.Duration {
+	switch {
+	case noWait:
+		return 0
+	case deadline <= 0:
+		return store.DefaultAbortDeadline
+	}
+	return deadline
+}
+
+// StopTask holds a task in STOPPED (ADR 0020). For a CLAIMED or RUNNING task
+// the result's Abort is the abort request of its executor: confirmed or
+// unconfirmed once waited for, abort_pending with NoWait.
+func (c *Client) StopTask(ctx context.Context, id int64, req StopRequest) (ledger.StopResult, error) {
+	var out ledger.StopResult
+	body := api.StopRequest{Reason: req.Reason}
+	body.Deadline, body.Wait = wire(req.Deadline, req.NoWait)
+	err := c.doLong(ctx, waitOf(req.Deadline, req.NoWait), http.MethodPost, taskPath(id, "stop"), body, &out)
+	return out, err
+}
+
+// StartTask releases a STOPPED task to OPEN (or WAITING/BLOCKED when its
+// dependencies say so).
+func (c *Client) StartTask(ctx context.Context, id int64, reason string) (store.Task, error) {
+	return c.taskPost(ctx, id, "start", api.StartRequest{Reason: reason})
+}
+
+// UpdateTask applies a patch as one operation; the result says which path
+// was taken (in_place, live or stop_apply_start) and the abort outcome.
+func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (store.UpdateResult, error) {
+	var out store.UpdateResult
+	body := api.UpdateRequest{TaskPatch: req.Patch}
+	body.Deadline, body.Wait = wire(req.Deadline, req.NoWait)
+	err := c.doLong(ctx, waitOf(req.Deadline, req.NoWait), http.MethodPatch, taskPath(id, ""), body, &out)
+	return out, err
+}
+
+// RecordDecision records an executor's decision for the current attempt,
+// with the task revision it was derived from.
+func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error) {
+	var d store.Decision
+	err := c.do(ctx, http.MethodPost, taskPath(id, "decisions"), api.DecisionRequest{LeaseToken: leaseToken, Kind: kind,
+		Text: text, DerivedFromRevision: derivedFromRevision}, &d)
+	return d, err
+}
+
+// ReuseWorkspace records the explicit decision to continue in a workspace
+// left by an earlier attempt of the task.
+func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error) {
+	var d store.Decision
+	err := c.do(ctx, http.MethodPost, taskPath(id, "workspace/reuse"), api.ReuseWorkspaceRequest{LeaseToken: leaseToken,
+		Path: path, DerivedFromRevision: derivedFromRevision}, &d)
+	return d, err
+}
+
+// ConfirmAbort confirms, with the revoked lease token, that the aborted
+// attempt's work has stopped. A 404 means no abort names that lease.
+func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error) {
+	var a store.Abort
+	err := c.do(ctx, http.MethodPost, taskPath(id, "abort/confirm"), api.LeaseRequest{LeaseToken: leaseToken}, &a)
+	return a, err
 }

@@ -18,8 +18,11 @@ import (
 // cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
 // in a temp directory, or a fresh schema in the given Postgres database.
 func cmdBench(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 || args[0] != "ledger" {
-		return fmt.Errorf("%w: bench needs a benchmark name: ledger", errUsage)
+	switch {
+	case len(args) > 0 && args[0] == "abort":
+		return cmdBenchAbort(ctx, args[1:], e)
+	case len(args) == 0 || args[0] != "ledger":
+		return fmt.Errorf("%w: bench needs a benchmark name: ledger or abort", errUsage)
 	}
 	fs := flagSet("bench ledger", e)
 	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
@@ -77,6 +80,64 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%s\t%s\t\n", backendName, r.Workers, r.Tasks, r.EnqueueRate, r.CompleteRate,
 			r.ClaimP50.Round(time.Microsecond), r.ClaimP99.Round(time.Microsecond))
+	}
+	return tw.Flush()
+}
+
+// cmdBenchAbort measures stop → abort-confirmed and update-of-a-running-task
+// latency (bench.Abort) with the executor and the operator on separate
+// handles of one scratch store.
+func cmdBenchAbort(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench abort", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	rounds := fs.Int("rounds", 200, "stops and updates to measure")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *rounds < 1 {
+		return fmt.Errorf("%w: --rounds must be positive", errUsage)
+	}
+	url, cleanup, err := scratchStore(ctx, *database)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	agent, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+	op, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	fmt.Fprintf(e.stderr, "bench abort: %s, %d rounds\n", op.Backend(), *rounds)
+	r, err := bench.Abort(ctx, agent, op, bench.AbortConfig{Rounds: *rounds,
+		Progress: func(phase string, done, total int) {
+			fmt.Fprintf(e.stderr, "\r  %-8s %5d/%d", phase, done, total)
+			if done == total {
+				fmt.Fprintln(e.stderr)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": op.Backend(), "result": r})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\toperation\tp50\tp99\t\n")
+	for _, row := range []struct {
+		name     string
+		p50, p99 time.Duration
+	}{
+		{"stop → abort confirmed", r.StopP50, r.StopP99},
+		{"update running (restart) → confirmed", r.UpdateP50, r.UpdateP99},
+		{"update running (priority, live)", r.LiveP50, r.LiveP99},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", op.Backend(), row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
 	}
 	return tw.Flush()
 }

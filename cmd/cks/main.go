@@ -28,9 +28,21 @@ Usage:
   cks process list [--json]                                       list agent process instances
   cks process status KIND [--json]                                newest instance of one kind
   cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--json]
-  cks task show ID [--json]
+                                  without --state: STOPPED tasks first, with how long
+                                  they have been held and any unconfirmed abort
+  cks task show ID [--json]       current attempt, earlier attempts, aborts, events
   cks task create --type T [--title …] [--priority N] [--payload JSON]
                   [--depends-on ID]… [--parent ID] [--dedupe-key K] [--json]
+  cks task update ID [--title T] [--description D] [--criteria C] [--payload JSON]
+                  [--priority N] [--metadata JSON] [--add-dep ID]… [--remove-dep ID]…
+                  [--add-child TYPE:TITLE]… [--cancel-child ID]… [--deadline 30s]
+                  [--wait=true] [--json]
+                                  a material edit of a running task is stop → apply →
+                                  start in one operation; prints the path taken
+  cks task stop ID --reason R [--deadline 30s] [--wait=true] [--json]
+                                  hold a task (ADR 0020); aborts a running executor
+  cks task start ID [--reason R] [--json]
+                                  release a STOPPED task (OPEN, or WAITING if blocked)
   cks task answer ID TEXT [--json]
   cks task cancel ID [--reason R] [--json]
   cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
@@ -43,6 +55,10 @@ Usage:
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
 CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
 falls back to the hub URL and admin token in the data directory (default ./.cks).
+
+Exit status: 0 success, 1 error, 2 usage error, 3 a stop or update whose
+executor did not confirm its abort within the deadline (the task IS stopped or
+restarted, but that executor may still be running against it).
 `
 
 // env carries the process environment and streams into the commands.
@@ -100,6 +116,9 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 2
+	case errors.Is(err, errAbortUnconfirmed):
+		fmt.Fprintln(e.stderr, "cks: warning:", err)
+		return 3
 	default:
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 1

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/store"
+)
+
+// TestTaskControlCLI: task stop, start and update, their output and exit
+// codes, and task list showing STOPPED tasks first.
+func TestTaskControlCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	ctx := context.Background()
+	api := client.New(h.url, h.token)
+	run := func(args ...string) result {
+		t.Helper()
+		return cks(t, nil, append(args, "--data-dir", string(h.dir))...)
+	}
+	ok := func(r result) result {
+		t.Helper()
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	create := func(typ, title string) int64 {
+		t.Helper()
+		task, _, err := api.CreateTask(ctx, store.NewTask{Type: typ, Title: title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.ID
+	}
+	running := func(typ, worker string, id int64) string {
+		t.Helper()
+		claimed, err := api.Claim(ctx, worker, []string{typ}, 1, time.Minute)
+		if err != nil || len(claimed) != 1 || claimed[0].ID != id {
+			t.Fatalf("claim %s: %+v %v", typ, claimed, err)
+		}
+		if _, err := api.MarkRunning(ctx, id, claimed[0].LeaseToken); err != nil {
+			t.Fatal(err)
+		}
+		return claimed[0].LeaseToken
+	}
+	x := create("build", "the build")
+	y := create("other", "held one")
+	z1, z2 := create("dep", "z1"), create("dep", "z2")
+	ids := func(ns ...int64) string {
+		var s []string
+		for _, n := range ns {
+			s = append(s, fmt.Sprint(n))
+		}
+		return strings.Join(s, ",")
+	}
+
+	// Stop an OPEN task.
+	r := ok(run("task", "stop", fmt.Sprint(y), "--reason", "look at it"))
+	if want := fmt.Sprintf("task %d STOPPED (was OPEN); no executor held it", y); !strings.Contains(r.stdout, want) {
+		t.Fatalf("stop OPEN printed %q, want %q", r.stdout, want)
+	}
+
+	// List: the STOPPED task first, in its own marked section.
+	r = ok(run("task", "list"))
+	lines := strings.Split(r.stdout, "\n")
+	if !strings.HasPrefix(lines[0], "!! STOPPED: 1 task") || !strings.Contains(lines[1], "STOPPED FOR") ||
+		!strings.HasPrefix(lines[2], fmt.Sprint(y)+" ") || !strings.Contains(lines[2], "held one") {
+		t.Fatalf("list does not open with the STOPPED section:\n%s", r.stdout)
+	}
+	if i := strings.Index(r.stdout, "the build"); i < strings.Index(r.stdout, "held one") {
+		t.Fatalf("list shows other tasks before the STOPPED one:\n%s", r.stdout)
+	}
+	var listing struct {
+		Stopped int `json:"stopped"`
+		Tasks   []struct {
+			ID        int64  `json:"task_id"`
+			State     string `json:"state"`
+			LastAbort *struct {
+				Outcome  string `json:"outcome"`
+				Executor string `json:"executor"`
+			} `json:"last_abort"`
+		} `json:"tasks"`
+	}
+	r = ok(run("task", "list", "--json"))
+	if err := json.Unmarshal([]byte(r.stdout), &listing); err != nil || listing.Stopped != 1 || len(listing.Tasks) != 4 ||
+		listing.Tasks[0].ID != y || listing.Tasks[0].State != "STOPPED" {
+		t.Fatalf("list --json: %v %+v\n%s", err, listing, r.stdout)
+	}
+
+	// Update a STOPPED task in place, with id lists repeated and comma-separated.
+	var up struct {
+		Path string `json:"path"`
+		Task struct {
+			Revision  int     `json:"revision"`
+			State     string  `json:"state"`
+			DependsOn []int64 `json:"depends_on"`
+		} `json:"task"`
+		Abort *struct {
+			Outcome  string `json:"outcome"`
+			Executor string `json:"executor"`
+		} `json:"abort"`
+		Children []struct {
+			ID    int64  `json:"task_id"`
+			Title string `json:"title"`
+		} `json:"children"`
+	}
+	r = ok(run("task", "update", fmt.Sprint(y), "--criteria", "it works", "--add-dep", ids(z1, z2), "--add-child", "sub:first, part", "--json"))
+	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil || up.Path != "in_place" || up.Task.Revision != 2 ||
+		up.Task.State != "STOPPED" || len(up.Task.DependsOn) != 2 || len(up.Children) != 1 || up.Children[0].Title != "first, part" {
+		t.Fatalf("update --json: %v %+v\n%s", err, up, r.stdout)
+	}
+	r = ok(run("task", "update", fmt.Sprint(y), "--remove-dep", fmt.Sprint(z1), "--remove-dep", fmt.Sprint(z2), "--title", "held"))
+	if want := fmt.Sprintf("task %d updated (title, remove_depends_on): path in_place, revision 3, now STOPPED", y); !strings.Contains(r.stdout, want) {
+		t.Fatalf("update printed %q, want %q", r.stdout, want)
+	}
+	ok(run("task", "update", fmt.Sprint(y), "--add-dep", fmt.Sprint(z1)))
+	// Start re-evaluates: the added dependency is unmet.
+	r = ok(run("task", "start", fmt.Sprint(y)))
+	if want := fmt.Sprintf("task %d started: WAITING (restart 1", y); !strings.Contains(r.stdout, want) {
+		t.Fatalf("start printed %q, want %q", r.stdout, want)
+	}
+
+	// Refusals: exit 1 with the hub's reason, or 2 for a usage error.
+	bad := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"task", "start", fmt.Sprint(y)}, 1, "WAITING"},
+		{[]string{"task", "stop", fmt.Sprint(y)}, 2, "--reason"},
+		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "soon"}, 2, "deadline"},
+		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "1h"}, 1, "deadline"},
+		{[]string{"task", "update", fmt.Sprint(y)}, 2, "at least one change"},
+		{[]string{"task", "update", fmt.Sprint(y), "--payload", "{nope"}, 2, "--payload"},
+		{[]string{"task", "update", fmt.Sprint(y), "--add-dep", "x1"}, 2, "expected a task id"},
+		{[]string{"task", "update", fmt.Sprint(z1), "--add-dep", fmt.Sprint(y)}, 1, "add_depends_on"},
+		{[]string{"task", "update", fmt.Sprint(y), "--add-child", ":no type"}, 2, "TYPE:TITLE"},
+		{[]string{"task", "update", "99999", "--title", "t"}, 1, "99999"},
+	}
+	for _, c := range bad {
+		r := run(c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+
+	// Stop a RUNNING task whose executor confirms the abort.
+	lease := running("build", "agent-1", x)
+	confirmed := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := api.ConfirmAbort(ctx, x, lease)
+			if err == nil || time.Now().After(deadline) {
+				confirmed <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	r = ok(run("task", "stop", fmt.Sprint(x), "--reason", "runaway"))
+	if err := <-confirmed; err != nil {
+		t.Fatalf("executor confirm: %v", err)
+	}
+	if want := fmt.Sprintf("task %d STOPPED (was RUNNING); abort confirmed by agent-1", x); !strings.Contains(r.stdout, want) {
+		t.Fatalf("stop RUNNING printed %q, want %q", r.stdout, want)
+	}
+
+	// Update a RUNNING task materially without waiting: stop_apply_start.
+	ok(run("task", "start", fmt.Sprint(x)))
+	running("build", "agent-2", x)
+	r = ok(run("task", "update", fmt.Sprint(x), "--criteria", "v2", "--wait=false", "--json"))
+	up.Abort, up.Children = nil, nil
+	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil || up.Path != "stop_apply_start" || up.Task.State != "OPEN" ||
+		up.Abort == nil || up.Abort.Outcome != "abort_pending" || up.Abort.Executor != "agent-2" {
+		t.Fatalf("update RUNNING --wait=false --json: %v %+v\n%s", err, up, r.stdout)
+	}
+	// A non-material edit leaves it running.
+	running("build", "agent-3", x)
+	r = ok(run("task", "update", fmt.Sprint(x), "--priority", "9"))
+	if !strings.Contains(r.stdout, "path live") || !strings.Contains(r.stdout, "now RUNNING") {
+		t.Fatalf("live update printed %q", r.stdout)
+	}
+
+	// An executor that ignores the abort: exit 3, impossible to miss.
+	r = run("task", "stop", fmt.Sprint(x), "--reason", "wedged", "--deadline", "100ms")
+	want := fmt.Sprintf("task %d STOPPED (was RUNNING)\nabort UNCONFIRMED after 100ms: executor agent-3 may still be running", x)
+	if r.code != 3 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stderr, "agent-3 may still be running") {
+		t.Fatalf("unconfirmed stop: exit %d\n%s%s\nwant exit 3 and %q", r.code, r.stdout, r.stderr, want)
+	}
+	r = run("task", "stop", fmt.Sprint(x), "--reason", "again", "--json")
+	if r.code != 1 || !strings.Contains(r.stderr, "STOPPED") || !strings.Contains(r.stderr, "409") {
+		t.Fatalf("stop a STOPPED task: exit %d %s", r.code, r.stderr)
+	}
+	r = ok(run("task", "list"))
+	if !strings.HasPrefix(r.stdout, "!! STOPPED: 1 task") || !strings.Contains(r.stdout, "UNCONFIRMED: agent-3 may still be running") {
+		t.Fatalf("list does not show the unconfirmed abort:\n%s", r.stdout)
+	}
+	r = ok(run("task", "list", "--json"))
+	if err := json.Unmarshal([]byte(r.stdout), &listing); err != nil || listing.Stopped != 1 || listing.Tasks[0].ID != x ||
+		listing.Tasks[0].LastAbort == nil || listing.Tasks[0].LastAbort.Outcome != "abort_unconfirmed" || listing.Tasks[0].LastAbort.Executor != "agent-3" {
+		t.Fatalf("list --json after an unconfirmed abort: %v %+v", err, listing)
+	}
+	// Show: the current attempt apart from the aborted history, and the aborts.
+	r = ok(run("task", "show", fmt.Sprint(x)))
+	for _, s := range []string{"current attempt", "history (earlier attempts", "ABORTED", "aborts:", "UNCONFIRMED", "CONFIRMED", "agent-1", "runaway"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("show does not mention %q:\n%s", s, r.stdout)
+		}
+	}
+
+	// stop --json: parseable, and still exit 3 when unconfirmed.
+	ok(run("task", "start", fmt.Sprint(x)))
+	running("build", "agent-4", x)
+	r = run("task", "stop", fmt.Sprint(x), "--reason", "json", "--deadline", "50ms", "--json")
+	var sr struct {
+		Task struct {
+			State string `json:"state"`
+		} `json:"task"`
+		Abort struct {
+			Outcome  string `json:"outcome"`
+			Executor string `json:"executor"`
+		} `json:"abort"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sr); r.code != 3 || err != nil || sr.Task.State != "STOPPED" ||
+		sr.Abort.Outcome != "abort_unconfirmed" || sr.Abort.Executor != "agent-4" {
+		t.Fatalf("stop --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+}
