@@ -82,6 +82,9 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolCreateTask:    {"type": "t"},
 		mcpserver.ToolAnswerTask:    {"task_id": id, "text": "yes"},
 		mcpserver.ToolCancelTask:    {"task_id": id},
+		mcpserver.ToolStopTask:      {"task_id": id, "reason": "matrix"},
+		mcpserver.ToolStartTask:     {"task_id": id},
+		mcpserver.ToolUpdateTask:    {"task_id": id, "priority": 3},
 	}
 	if len(args) != len(mcpserver.Access) {
 		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access))
@@ -145,5 +148,71 @@ func TestMCPWithoutPrincipalFailsClosed(t *testing.T) {
 	defer cs.Close()
 	if r := call(t, cs, mcpserver.ToolListProcesses, nil); !r.IsError || !strings.Contains(text(t, r), "needs read on /processes") {
 		t.Fatalf("list_processes without a principal: %v %q", r.IsError, text(t, r))
+	}
+}
+
+// TestMCPStopDoesNotGrantStartOrUpdate: a principal holding only stop on a
+// task can stop it, but neither start it again nor edit it (ADR 0020: stop
+// does not imply start). The stop is recorded under the principal's name.
+func TestMCPStopDoesNotGrantStartOrUpdate(t *testing.T) {
+	hs, e, task := mcpOverAPI(t)
+	res := auth.TaskResource(task.ID)
+	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: res, Permission: auth.PermStop}))
+	if r := call(t, cs, mcpserver.ToolStopTask, map[string]any{"task_id": task.ID, "reason": "hold"}); r.IsError {
+		t.Fatalf("stop_task with stop on %s: %s", res, text(t, r))
+	}
+	for tool, c := range map[string]struct {
+		args map[string]any
+		perm string
+	}{
+		mcpserver.ToolStartTask:  {map[string]any{"task_id": task.ID}, auth.PermStart},
+		mcpserver.ToolUpdateTask: {map[string]any{"task_id": task.ID, "acceptance_criteria": "mine now"}, auth.PermUpdate},
+	} {
+		r := call(t, cs, tool, c.args)
+		if !r.IsError || !strings.Contains(text(t, r), "needs "+c.perm+" on "+res) {
+			t.Errorf("%s with only stop: IsError=%v %q, want forbidden naming %s on %s", tool, r.IsError, text(t, r), c.perm, res)
+		}
+	}
+	got, err := e.store.GetTask(ctx(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "STOPPED" || got.Revision != task.Revision || got.AcceptanceCriteria != task.AcceptanceCriteria {
+		t.Errorf("task after refused start/update: %s r%d %q; want STOPPED, unchanged", got.State, got.Revision, got.AcceptanceCriteria)
+	}
+	if last := got.Events[len(got.Events)-1]; last.To != "STOPPED" || last.Actor != "p" {
+		t.Errorf("stop event %+v, want → STOPPED by the principal p", last)
+	}
+}
+
+// TestMCPAgentCredentialCannotControlItsTask: a task-scoped agent credential
+// (read, append, create on /tasks/ID) can neither stop, start nor update its
+// own task, so it can neither escape a gate nor rewrite its criteria.
+func TestMCPAgentCredentialCannotControlItsTask(t *testing.T) {
+	hs, e, task := mcpOverAPI(t)
+	res := auth.TaskResource(task.ID)
+	cs := connectAs(t, hs.URL, token(t, e.store, auth.TaskTokenGrants(task.ID)...))
+	if r := call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": task.ID}); r.IsError {
+		t.Fatalf("get_task with the agent credential: %s", text(t, r))
+	}
+	for tool, c := range map[string]struct {
+		args map[string]any
+		perm string
+	}{
+		mcpserver.ToolStopTask:   {map[string]any{"task_id": task.ID, "reason": "escape"}, auth.PermStop},
+		mcpserver.ToolStartTask:  {map[string]any{"task_id": task.ID}, auth.PermStart},
+		mcpserver.ToolUpdateTask: {map[string]any{"task_id": task.ID, "acceptance_criteria": "easier"}, auth.PermUpdate},
+	} {
+		r := call(t, cs, tool, c.args)
+		if !r.IsError || !strings.Contains(text(t, r), "needs "+c.perm+" on "+res) {
+			t.Errorf("%s with an agent credential: IsError=%v %q, want forbidden naming %s on %s", tool, r.IsError, text(t, r), c.perm, res)
+		}
+	}
+	got, err := e.store.GetTask(ctx(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != task.State || got.Revision != task.Revision || got.AcceptanceCriteria != task.AcceptanceCriteria {
+		t.Errorf("task after refused calls: %s r%d %q; want unchanged", got.State, got.Revision, got.AcceptanceCriteria)
 	}
 }

@@ -200,6 +200,9 @@ var Access = map[string]ToolAccess{
 	ToolCreateTask:    {auth.PermCreate, auth.ResourceTasks},
 	ToolAnswerTask:    {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
 	ToolCancelTask:    {auth.PermCancel, auth.ResourceTasks + "/{task_id}"},
+	ToolStopTask:      {auth.PermStop, auth.ResourceTasks + "/{task_id}"},
+	ToolStartTask:     {auth.PermStart, auth.ResourceTasks + "/{task_id}"},
+	ToolUpdateTask:    {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
 }
 
 // ToolAccess is a permission and the resource template it is needed on.

@@ -353,17 +353,18 @@ func TestTaskPage(t *testing.T) {
 	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
 	wantHTML(t, r, http.StatusOK)
 	mustContain(t, "task page", r.body, "Find &lt;the&gt; answer", `state--claimed">CLAIMED<`, "2 of 3",
-		"Look it up.", `id="task-actions"`, "read-only",
+		"Look it up.", `id="task-actions"`, fmt.Sprintf(`data-task-actions="%d"`, task.ID), `data-task-action="stop"`,
 		"{\n  &#34;q&#34;: &#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;,\n  &#34;n&#34;: 1\n}</pre>",
 		"<dt>Claimed by</dt><dd>worker-1</dd>")
 	mustNotContain(t, "task page", r.body, "<script>alert", "<the>")
 
-	current := section(t, r.body, `id="evidence-heading"`, `id="older-heading"`)
-	mustContain(t, "current evidence", current, "current attempt (2)", "second try evidence", "attempt 2")
+	current := section(t, r.body, `id="current-heading"`, `id="history-heading"`)
+	mustContain(t, "current evidence", current, "(restart 0, attempt 2, task revision 1)", "second try evidence", "attempt 2")
 	mustNotContain(t, "current evidence", current, "first try evidence")
-	older := section(t, r.body, `id="older-heading"`, `id="events-heading"`)
-	mustContain(t, "older evidence", older, "<h3>Attempt 1</h3>", "first try evidence")
-	mustNotContain(t, "older evidence", older, "second try evidence")
+	older := section(t, r.body, `id="history-heading"`, `id="aborts-heading"`)
+	mustContain(t, "older evidence", older, "<h3>Restart 0 · attempt 1</h3>", "first try evidence")
+	mustNotContain(t, "older evidence", older, "second try evidence", "badge--aborted")
+	mustContain(t, "aborts", r.body, "No abort was ever requested.")
 
 	events := r.body[strings.Index(r.body, `id="events-heading"`):]
 	mustContain(t, "events", events, `<span class="idle">created</span> → <span class="state state--open">OPEN</span>`,

@@ -1,8 +1,9 @@
 // Package studio is the cks web UI: server-rendered html/template pages plus a
 // little JavaScript that refreshes them when the hub's Server-Sent Events say
 // something changed. The pages are the Agent Panel (process cards; sweeper
-// cards whose Start and Stop buttons call the hub's /v1/sweepers API) and the
-// read-only task board (/tasks, /tasks/{id}). There is no front-end build step; the templates, the
+// cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
+// task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
+// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API). There is no front-end build step; the templates, the
 // stylesheet and the script are embedded in the binary.
 //
 // The hub mounts the handler returned by New at "/" behind its auth middleware.
@@ -143,9 +144,18 @@ func assetURL(name string) (string, error) {
 
 func parsePage(name string) *template.Template {
 	return template.Must(template.New(name).
-		Funcs(template.FuncMap{"asset": assetURL}).
+		Funcs(template.FuncMap{"asset": assetURL, "pair": pair}).
 		ParseFS(templateFS, "templates/layout.html", "templates/"+name))
 }
+
+// attemptArgs is the argument of the task page's "attempt" template: an
+// attempt and the task's current revision.
+type attemptArgs struct {
+	A   attemptView
+	Rev int
+}
+
+func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
 
 // New returns the studio handler over svc.
 func New(svc *liveness.Service, opts Options) http.Handler {
@@ -192,6 +202,9 @@ type layout struct {
 	Tasks bool
 	// Live includes the page script and the live indicator.
 	Live bool
+	// Script includes the page script without the live indicator (for the
+	// task page's buttons).
+	Script bool
 	// Public leaves out the navigation (the login form).
 	Public bool
 	Body   any

@@ -61,8 +61,50 @@ type taskRow struct {
 	InState     string // since the last state change: "2d ago"
 	ChangedAt   string // RFC 3339
 	Question    string
+	changed     time.Time
 	// StaleStop marks a task STOPPED for longer than StaleStopAge.
 	StaleStop bool
+	// StoppedFor is how long a STOPPED task has been held ("1d 1h"); "" for
+	// any other state.
+	StoppedFor string
+	// Abort flags the task's last abort request while its outcome says the
+	// old executor may still be working; nil otherwise.
+	Abort *abortFlag
+}
+
+// abortFlag is the badge of an abort request that is not confirmed.
+type abortFlag struct {
+	// Class is "unconfirmed" or "pending", for the CSS class.
+	Class    string
+	Outcome  string
+	Executor string
+	// Text says what the badge means, naming the executor.
+	Text string
+	// Deadline is the abort's deadline_at (RFC 3339).
+	Deadline string
+}
+
+// flagAbort returns the badge of a, nil when a is nil or confirmed.
+func flagAbort(a *store.Abort) *abortFlag {
+	if a == nil {
+		return nil
+	}
+	who := a.Executor
+	if who == "" {
+		who = "the executor"
+	}
+	f := &abortFlag{Outcome: string(a.Outcome), Executor: a.Executor, Deadline: stamp(a.DeadlineAt)}
+	switch a.Outcome {
+	case store.AbortUnconfirmed:
+		f.Class = "unconfirmed"
+		f.Text = "abort unconfirmed: " + who + " may still be running"
+	case store.AbortPending:
+		f.Class = "pending"
+		f.Text = "abort pending: waiting for " + who + " to confirm"
+	default:
+		return nil
+	}
+	return f
 }
 
 // chip is one state with its task count, linking to the state's list.
@@ -99,10 +141,13 @@ type boardView struct {
 	// The default board's sections.
 	Stopped      taskList
 	StaleStopped int // STOPPED for longer than StaleStopAge
-	Inbox        taskList
-	Live         taskList
-	Finished     []chip
-	FinishedAll  int
+	// UnsureStopped counts the listed STOPPED tasks whose last abort is
+	// unconfirmed or pending: a process may still be working on them.
+	UnsureStopped int
+	Inbox         taskList
+	Live          taskList
+	Finished      []chip
+	FinishedAll   int
 	// Filtered is the list of a filtered board.
 	Filtered taskList
 }
@@ -204,6 +249,13 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if v.Stopped, err = list([]store.TaskState{ledger.Stopped}, 0); err != nil {
 		return v, err
 	}
+	// Longest held first: a stop that has been forgotten is the one to see.
+	slices.SortStableFunc(v.Stopped.Rows, func(a, b taskRow) int { return cmp.Compare(a.changed.UnixNano(), b.changed.UnixNano()) })
+	for _, r := range v.Stopped.Rows {
+		if r.Abort != nil {
+			v.UnsureStopped++
+		}
+	}
 	if v.Stopped.Count > 0 {
 		v.StaleStopped, err = s.tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{ledger.Stopped},
 			StateChangedBefore: now.Add(-StaleStopAge)})
@@ -241,7 +293,7 @@ func boardURL(st store.TaskState, after int64) string {
 func stateClass(st store.TaskState) string { return strings.ToLower(string(st)) }
 
 func row(t store.Task, now time.Time) taskRow {
-	return taskRow{
+	r := taskRow{
 		ID:          t.ID,
 		State:       string(t.State),
 		StateClass:  stateClass(t.State),
@@ -257,7 +309,36 @@ func row(t store.Task, now time.Time) taskRow {
 		InState:     since(now, t.StateChangedAt),
 		ChangedAt:   stamp(t.StateChangedAt),
 		Question:    t.Question,
+		changed:     t.StateChangedAt,
 		StaleStop:   t.State == ledger.Stopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= StaleStopAge,
+		Abort:       flagAbort(t.LastAbort),
+	}
+	if t.State == ledger.Stopped && !t.StateChangedAt.IsZero() {
+		r.StoppedFor = span(now.Sub(t.StateChangedAt))
+	}
+	return r
+}
+
+// span is a duration as the board prints how long a task has been held:
+// "40s", "12m", "3h 5m", "2d 4h".
+func span(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "under a second"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d < 24*time.Hour:
+		if m := d % time.Hour / time.Minute; m > 0 {
+			return fmt.Sprintf("%dh %dm", d/time.Hour, m)
+		}
+		return fmt.Sprintf("%dh", d/time.Hour)
+	default:
+		if h := d % (24 * time.Hour) / time.Hour; h > 0 {
+			return fmt.Sprintf("%dd %dh", d/(24*time.Hour), h)
+		}
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
 }
 
@@ -291,11 +372,62 @@ type taskDetail struct {
 	Result      string
 	LastError   string
 	ReviewNote  string
-	// Current is the current attempt's evidence; Older the earlier attempts',
-	// newest attempt first.
-	Current []evidenceView
-	Older   []attemptEvidence
-	Events  []eventView
+	// Current is what the current attempt recorded; History the earlier
+	// attempts, newest first (aborted ones marked). Nothing of an aborted
+	// attempt is ever in Current.
+	Current attemptView
+	History []attemptView
+	// Aborts are the task's abort requests, newest first.
+	Aborts []abortView
+	Events []eventView
+	// CanStop offers the Stop form, CanStart the Start button. The API
+	// decides whether the viewer may; the page only offers what the state
+	// allows.
+	CanStop, CanStart bool
+	// Finished is set for a terminal task (no actions).
+	Finished bool
+}
+
+// attemptView is one attempt of a task, formatted for display.
+type attemptView struct {
+	Restart   int
+	Attempt   int
+	Aborted   bool
+	Workspace string
+	Evidence  []evidenceView
+	Decisions []decisionView
+	// Empty: nothing recorded.
+	Empty bool
+}
+
+type decisionView struct {
+	ID          int64
+	Kind        string
+	Text        string
+	DerivedFrom int
+	Revision    int
+	// Stale: derived from an older revision of the task than its current one.
+	Stale bool
+	Actor string
+	At    string
+	Shown string
+}
+
+type abortView struct {
+	ID          int64
+	Executor    string
+	Attempt     int
+	Restart     int
+	RequestedBy string
+	Reason      string
+	Requested   timeField
+	Deadline    timeField
+	Resolved    timeField // zero At while pending
+	Outcome     string
+	// Class is "confirmed", "unconfirmed" or "pending".
+	Class string
+	// Late: confirmed only after the deadline had passed.
+	Late bool
 }
 
 type timeField struct {
@@ -308,17 +440,13 @@ type timeField struct {
 type evidenceView struct {
 	ID       int64
 	Attempt  int
+	Restart  int
 	Revision int
 	Kind     string
 	Body     string
 	Actor    string
 	At       string
 	Shown    string
-}
-
-type attemptEvidence struct {
-	Attempt int
-	Items   []evidenceView
 }
 
 type eventView struct {
@@ -384,31 +512,63 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		if f.at.IsZero() {
 			continue
 		}
-		ago := humanAge(now.Sub(f.at).Seconds())
-		if f.at.After(now.Add(time.Second)) {
-			ago = "in " + strings.TrimSuffix(humanAge(f.at.Sub(now).Seconds()), " ago")
-		}
-		d.Times = append(d.Times, timeField{Label: f.label, At: stamp(f.at), Ago: ago, Shown: shown(f.at)})
+		tf := at(now, f.at)
+		tf.Label = f.label
+		d.Times = append(d.Times, tf)
 	}
-	older := map[int][]evidenceView{}
-	for _, e := range t.Evidence {
-		ev := evidenceView{ID: e.ID, Attempt: e.Attempt, Revision: e.Revision, Kind: e.Kind, Body: e.Body,
-			Actor: e.Actor, At: stamp(e.CreatedAt), Shown: shown(e.CreatedAt)}
-		if e.Attempt == t.Attempts {
-			d.Current = append(d.Current, ev)
-		} else {
-			older[e.Attempt] = append(older[e.Attempt], ev)
-		}
+	if t.Current != nil {
+		d.Current = attempt(*t.Current, t.Revision)
+	} else {
+		d.Current = attemptView{Restart: t.Restarts, Attempt: t.Attempts, Empty: true}
 	}
-	for a, items := range older {
-		d.Older = append(d.Older, attemptEvidence{Attempt: a, Items: items})
+	for i := len(t.History) - 1; i >= 0; i-- {
+		d.History = append(d.History, attempt(t.History[i], t.Revision))
 	}
-	slices.SortFunc(d.Older, func(a, b attemptEvidence) int { return cmp.Compare(b.Attempt, a.Attempt) })
+	for i := len(t.Aborts) - 1; i >= 0; i-- {
+		a := t.Aborts[i]
+		v := abortView{ID: a.ID, Executor: a.Executor, Attempt: a.Attempt, Restart: a.Restart, RequestedBy: a.RequestedBy,
+			Reason: a.Reason, Requested: at(now, a.RequestedAt), Deadline: at(now, a.DeadlineAt), Resolved: at(now, a.ResolvedAt),
+			Outcome: string(a.Outcome), Class: strings.TrimPrefix(string(a.Outcome), "abort_")}
+		v.Late = a.Outcome == store.AbortConfirmed && !a.ResolvedAt.IsZero() && a.ResolvedAt.After(a.DeadlineAt)
+		d.Aborts = append(d.Aborts, v)
+	}
+	d.Finished = ledger.IsTerminal(t.State)
+	d.CanStart = t.State == ledger.Stopped
+	d.CanStop = !d.Finished && !d.CanStart
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
-	s.render(w, r, http.StatusOK, pages["task"], "layout", s.page(fmt.Sprintf("Task %d", t.ID), "tasks", false, d))
+	p := s.page(fmt.Sprintf("Task %d", t.ID), "tasks", false, d)
+	p.Script = true // the Stop and Start buttons
+	s.render(w, r, http.StatusOK, pages["task"], "layout", p)
+}
+
+// at formats a time for the task page; the zero time gives a zero field.
+func at(now, t time.Time) timeField {
+	if t.IsZero() {
+		return timeField{}
+	}
+	ago := humanAge(now.Sub(t).Seconds())
+	if t.After(now.Add(time.Second)) {
+		ago = "in " + strings.TrimSuffix(humanAge(t.Sub(now).Seconds()), " ago")
+	}
+	return timeField{At: stamp(t), Ago: ago, Shown: shown(t)}
+}
+
+// attempt formats one attempt of a task whose revision is now revision.
+func attempt(a store.AttemptView, revision int) attemptView {
+	v := attemptView{Restart: a.Restart, Attempt: a.Attempt, Aborted: a.Aborted, Workspace: a.Workspace,
+		Empty: len(a.Evidence) == 0 && len(a.Decisions) == 0 && a.Workspace == ""}
+	for _, e := range a.Evidence {
+		v.Evidence = append(v.Evidence, evidenceView{ID: e.ID, Attempt: e.Attempt, Restart: e.Restart, Revision: e.Revision,
+			Kind: e.Kind, Body: e.Body, Actor: e.Actor, At: stamp(e.CreatedAt), Shown: shown(e.CreatedAt)})
+	}
+	for _, d := range a.Decisions {
+		v.Decisions = append(v.Decisions, decisionView{ID: d.ID, Kind: d.Kind, Text: d.Text, DerivedFrom: d.DerivedFromRevision,
+			Revision: d.Revision, Stale: d.DerivedFromRevision < revision, Actor: d.Actor, At: stamp(d.CreatedAt), Shown: shown(d.CreatedAt)})
+	}
+	return v
 }
 
 // shown is a timestamp as the pages print it.

@@ -1,5 +1,7 @@
-// cks studio: keeps the Agent Panel's process and sweeper cards current, and
-// wires the sweepers' Start and Stop buttons.
+// cks studio: keeps the Agent Panel's process and sweeper cards current,
+// wires the sweepers' Start and Stop buttons, and the task page's Stop and
+// Start buttons (POST /v1/tasks/{id}/stop|start with the browser's cookie;
+// the API checks the stop and start permissions).
 //
 // The hub's /v1/events stream says *that* something changed ("processes" and
 // "sweepers" events carry no data); on each one this script re-fetches the
@@ -96,6 +98,70 @@
       // not JSON
     }
     return "The request failed (HTTP " + res.status + ").";
+  }
+
+  // Task page actions. Stop sends the reason and does not wait for the
+  // executor's abort confirmation (the page shows the abort as pending, and
+  // its outcome once settled); on success the page reloads to show the new
+  // state, on failure the API's message stays under the buttons.
+  const taskActions = document.querySelector("[data-task-actions]");
+  if (taskActions) {
+    const taskId = taskActions.dataset.taskActions;
+    const slot = taskActions.querySelector("[data-action-error]");
+    const showError = (msg) => {
+      if (slot) {
+        slot.textContent = msg;
+        slot.hidden = !msg;
+      }
+    };
+    taskActions.addEventListener("submit", async (ev) => {
+      const form = ev.target.closest("form[data-task-action]");
+      if (!form) {
+        return;
+      }
+      ev.preventDefault();
+      const action = form.dataset.taskAction;
+      if (action !== "stop" && action !== "start") {
+        return;
+      }
+      let body = {};
+      if (action === "stop") {
+        const reason = (form.elements.reason.value || "").trim();
+        if (!reason) {
+          showError("Give a reason for the stop.");
+          form.elements.reason.focus();
+          return;
+        }
+        body = { reason: reason, wait: false };
+      }
+      const btn = form.querySelector("[data-task-action-button]");
+      const label = btn ? btn.textContent : "";
+      if (btn) {
+        btn.disabled = true;
+        btn.textContent = action === "stop" ? "Stopping…" : "Starting…";
+      }
+      showError("");
+      try {
+        const res = await fetch("/v1/tasks/" + encodeURIComponent(taskId) + "/" + action, {
+          method: "POST",
+          credentials: "same-origin",
+          cache: "no-store",
+          headers: { Accept: "application/json", "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        if (res.ok || res.status === 401) {
+          window.location.reload();
+          return;
+        }
+        showError(await errorMessage(res));
+      } catch (err) {
+        showError("The hub could not be reached: " + err.message);
+      }
+      if (btn) {
+        btn.disabled = false;
+        btn.textContent = label;
+      }
+    });
   }
 
   const processes = region("processes", "/studio/processes", "processes");

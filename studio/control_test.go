@@ -1,0 +1,249 @@
+package studio_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/studio"
+)
+
+// running enqueues a task of type typ and has worker claim it and run it.
+func running(t *testing.T, s *sqlite.Store, typ, title, worker string) store.Task {
+	t.Helper()
+	ctx := context.Background()
+	task := storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
+	ts, err := s.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
+		t.Fatalf("claim %s: %v, %+v", typ, err, ts)
+	}
+	if _, err := s.MarkRunning(ctx, task.ID, ts[0].LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	return ts[0]
+}
+
+func stop(t *testing.T, s *sqlite.Store, id int64, reason string) *store.Abort {
+	t.Helper()
+	_, ab, err := s.Stop(context.Background(), id, "operator", reason, time.Minute)
+	if err != nil {
+		t.Fatalf("stop %d: %v", id, err)
+	}
+	return ab
+}
+
+// before reports whether a occurs in body before b (both must occur).
+func before(t *testing.T, body, a, b string) bool {
+	t.Helper()
+	i, j := strings.Index(body, a), strings.Index(body, b)
+	if i < 0 || j < 0 {
+		t.Fatalf("%q at %d, %q at %d in\n%s", a, i, b, j, body)
+	}
+	return i < j
+}
+
+// rowOf returns the board row of task id in body.
+func rowOf(t *testing.T, body string, id int64) string {
+	t.Helper()
+	i := strings.Index(body, fmt.Sprintf(`<a href="/tasks/%d">#%d</a>`, id, id))
+	if i < 0 {
+		t.Fatalf("no row for task %d in\n%s", id, body)
+	}
+	start := strings.LastIndex(body[:i], "<tr")
+	end := i + strings.Index(body[i:], "</tr>")
+	return body[start:end]
+}
+
+// TestBoardStoppedFirstWithDurationAndAbortFlags: the STOPPED section leads
+// the board, longest held first; every row says for how long (from the
+// injected clock) and flags an abort that is unconfirmed (naming the
+// executor that may still be running) or still pending.
+func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	open := enqueue(t, e.store, "plain", "Still open")
+	idle := enqueue(t, e.store, "plain", "Held before it ran")
+	stop(t, e.store, idle.ID, "wait for the quarter")
+	e.clock.Advance(50 * time.Hour)
+	gone := running(t, e.store, "gone", "Executor vanished", "worker-gone")
+	ab := stop(t, e.store, gone.ID, "runaway")
+	if ab == nil || ab.Outcome != store.AbortPending {
+		t.Fatalf("stop of a running task: abort %+v, want pending", ab)
+	}
+	if got, err := e.store.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != store.AbortUnconfirmed {
+		t.Fatalf("resolve: %+v, %v", got, err)
+	}
+	e.clock.Advance(90 * time.Minute)
+	slow := running(t, e.store, "slow", "Executor still answering", "worker-slow")
+	stop(t, e.store, slow.ID, "pause")
+	e.clock.Advance(5 * time.Minute)
+	run := running(t, e.store, "run", "Running along", "worker-run")
+
+	page := get(t, e.h, "/tasks")
+	wantHTML(t, page, http.StatusOK)
+	if !before(t, page.body, `id="stopped-heading"`, `id="inbox-heading"`) || !before(t, page.body, `id="stopped-heading"`, `id="live-heading"`) {
+		t.Errorf("the STOPPED section is not first")
+	}
+	stopped := section(t, page.body, `id="stopped-heading"`, `id="inbox-heading"`)
+	mustContain(t, "stopped section", page.body, `board-stopped board-stopped--some`, `STOPPED <span class="chip__n">3</span>`)
+	mustContain(t, "stopped section", stopped, `Stopped <span class="count">3</span>`, "1 stopped for longer than 24 h.",
+		"2 with an abort that is not confirmed")
+	mustNotContain(t, "stopped section", stopped, "Still open", "Running along")
+
+	// Longest held first.
+	if !before(t, stopped, "Held before it ran", "Executor vanished") || !before(t, stopped, "Executor vanished", "Executor still answering") {
+		t.Errorf("stopped rows are not longest-held first:\n%s", stopped)
+	}
+	r := rowOf(t, stopped, idle.ID)
+	mustContain(t, "long stop", r, `row--stopped row--stale`, `state--stopped">STOPPED<`, "stopped for <time", ">2d 3h</time>", "over 24 h")
+	mustNotContain(t, "long stop", r, "badge--abort")
+	r = rowOf(t, stopped, gone.ID)
+	mustContain(t, "unconfirmed stop", r, ">1h 35m</time>", `badge badge--abort-unconfirmed`,
+		"abort unconfirmed: worker-gone may still be running")
+	mustNotContain(t, "unconfirmed stop", r, "row--stale")
+	r = rowOf(t, stopped, slow.ID)
+	mustContain(t, "pending stop", r, ">5m</time>", `badge badge--abort-pending`, "abort pending: waiting for worker-slow to confirm")
+
+	live := section(t, page.body, `id="live-heading"`, `id="finished-heading"`)
+	mustContain(t, "live", live, "Still open", "Running along")
+	mustNotContain(t, "live", live, "stopped for", "badge--abort")
+	_, _ = open, run
+
+	// The STOPPED filter shows the same markers.
+	f := get(t, e.h, "/tasks?state=STOPPED")
+	mustContain(t, "STOPPED list", f.body, "abort unconfirmed: worker-gone may still be running", ">2d 3h</time>")
+
+	// The task page of the unconfirmed stop says so, naming the executor.
+	p := get(t, e.h, fmt.Sprintf("/tasks/%d", gone.ID))
+	wantHTML(t, p, http.StatusOK)
+	mustContain(t, "task page", p.body, `notice--abort-unconfirmed`, "Abort unconfirmed.", "<code>worker-gone</code>",
+		"may still be running", "Stopped for 1h 35m")
+	aborts := p.body[strings.Index(p.body, `id="aborts-heading"`):strings.Index(p.body, `id="events-heading"`)]
+	mustContain(t, "aborts", aborts, `Aborts <span class="count">1</span>`, "<td>runaway</td>", "<td>operator</td>",
+		"<code>worker-gone</code>", "abort_unconfirmed", "worker-gone may still be running", "2026-12-02 14:01:00 UTC")
+}
+
+// TestTaskPageSeparatesCurrentAttemptFromHistory: what an aborted attempt
+// recorded (evidence, decisions, workspace) appears only under history,
+// marked aborted; the current attempt shows its own, with decisions derived
+// from an older revision of the task marked stale.
+func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	first := running(t, e.store, "build", "Build the thing", "worker-1")
+	id := first.ID
+	for kind, body := range map[string]string{store.EvidenceWorkspace: "/work/ws-aborted", "note": "evidence of the aborted attempt"} {
+		if _, err := e.store.AddEvidence(ctx, id, first.LeaseToken, kind, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.store.RecordDecision(ctx, id, first.LeaseToken, "plan_decomposed", "split into two parts", 1); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	ab := stop(t, e.store, id, "rewrite the criteria")
+	if _, err := e.store.ConfirmAbort(ctx, id, first.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	crit := "the new criteria"
+	if _, err := e.store.Update(ctx, id, "operator", store.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// STOPPED: the page offers Start, not Stop.
+	p := get(t, e.h, fmt.Sprintf("/tasks/%d", id))
+	wantHTML(t, p, http.StatusOK)
+	actions := section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
+	mustContain(t, "stopped actions", actions, `data-task-action="start"`, `>Start</button>`)
+	mustNotContain(t, "stopped actions", actions, `data-task-action="stop"`)
+
+	if _, err := e.store.Start(ctx, id, "operator", "criteria fixed"); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	ts, err := e.store.Claim(ctx, "worker-2", []string{"build"}, 1, time.Hour)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("claim after start: %v %+v", err, ts)
+	}
+	second := ts[0]
+	if _, err := e.store.AddEvidence(ctx, id, second.LeaseToken, "note", "evidence of the current attempt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RecordDecision(ctx, id, second.LeaseToken, "atomic", "no decomposition needed", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.RecordDecision(ctx, id, second.LeaseToken, "needs_review", "judged on the old text", 1); err != nil {
+		t.Fatal(err)
+	}
+
+	p = get(t, e.h, fmt.Sprintf("/tasks/%d", id))
+	wantHTML(t, p, http.StatusOK)
+	mustContain(t, "fields", p.body, "<dt>Revision</dt><dd>2</dd>", "<dt>Restarts</dt><dd>1</dd>", "<dt>Attempts</dt><dd>1 of 3</dd>")
+
+	current := section(t, p.body, `id="current-heading"`, `id="history-heading"`)
+	mustContain(t, "current", current, "(restart 1, attempt 1, task revision 2)", "evidence of the current attempt",
+		"no decomposition needed", "derived from revision 2", "judged on the old text", "derived from revision 1",
+		"stale: derived from revision 1, task is at 2")
+	mustNotContain(t, "current", current, "evidence of the aborted attempt", "split into two parts", "/work/ws-aborted", "badge--aborted")
+	if n := strings.Count(current, "badge--stale"); n != 1 {
+		t.Errorf("current attempt has %d stale decisions, want 1:\n%s", n, current)
+	}
+
+	history := section(t, p.body, `id="history-heading"`, `id="aborts-heading"`)
+	mustContain(t, "history", history, `History of earlier attempts <span class="count">1</span>`,
+		`attempt attempt--aborted`, `Restart 0 · attempt 1 <span class="badge badge--aborted">aborted</span>`,
+		"evidence of the aborted attempt", "split into two parts", "<code>/work/ws-aborted</code>",
+		"stale: derived from revision 1, task is at 2")
+	mustNotContain(t, "history", history, "evidence of the current attempt", "no decomposition needed")
+
+	aborts := section(t, p.body, `id="aborts-heading"`, `id="events-heading"`)
+	mustContain(t, "aborts", aborts, "<td>rewrite the criteria</td>", "<code>worker-1</code>", "abort_confirmed",
+		`badge--abort-confirmed`, `<td class="num">0 · 1</td>`, shownTime(ab.DeadlineAt))
+	mustNotContain(t, "aborts", aborts, "may still be running")
+	mustNotContain(t, "page", p.body, "notice--abort")
+
+	// CLAIMED: the page offers Stop with a reason, not Start.
+	actions = section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
+	mustContain(t, "running actions", actions, fmt.Sprintf(`data-task-actions="%d"`, id), `<form class="task-action" data-task-action="stop">`,
+		`<input id="stop-reason" name="reason" type="text" required`, `>Stop</button>`, "data-action-error")
+	mustNotContain(t, "running actions", actions, `data-task-action="start"`)
+
+	// Finished: neither.
+	if _, err := e.store.Complete(ctx, id, second.LeaseToken, false, "done"); err != nil {
+		t.Fatal(err)
+	}
+	p = get(t, e.h, fmt.Sprintf("/tasks/%d", id))
+	actions = section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
+	mustContain(t, "finished actions", actions, "finished, nothing to stop or start")
+	mustNotContain(t, "finished actions", actions, "<button")
+}
+
+func shownTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// TestTaskPageWiresStopAndStart: the task page loads the script, and the
+// script posts to the HTTP API's stop and start endpoints with the cookie.
+func TestTaskPageWiresStopAndStart(t *testing.T) {
+	e := newFullEnv(t)
+	task := enqueue(t, e.store, "plain", "Wire me")
+	p := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
+	refs := assetRef.FindAllStringSubmatch(p.body, -1)
+	var js string
+	for _, m := range refs {
+		if strings.Contains(m[1], ".js") {
+			js = get(t, e.h, strings.ReplaceAll(m[1], "&amp;", "&")).body
+		}
+	}
+	if js == "" {
+		t.Fatalf("task page does not load the script\n%s", p.body)
+	}
+	mustNotContain(t, "task page", p.body, `id="live"`)
+	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/"`, `"/" + action`, `action !== "stop" && action !== "start"`,
+		"reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
+	_ = studio.TasksPath
+}
