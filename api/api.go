@@ -185,6 +185,11 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
 	case errors.Is(err, auth.ErrForbidden):
 		WriteError(w, http.StatusForbidden, "forbidden", err.Error())
+	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+		// The client went away (e.g. during a stop's abort wait): not a
+		// failure of the hub. The write goes nowhere; log it at debug.
+		a.cfg.Logger.Debug("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		WriteError(w, 499, "client_closed_request", err.Error())
 	default:
 		a.cfg.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		WriteError(w, http.StatusInternalServerError, "internal", "internal error; see the hub log")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -298,3 +299,24 @@ func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 }
 
 var _ = api.StopRequest{}
+
+// TestAbandonedRequestIsNotAHubFailure: a request whose client went away
+// (its context is cancelled, as when a CLI gives up during a stop's abort
+// wait) is answered 499, not logged and counted as a 500.
+func TestAbandonedRequestIsNotAHubFailure(t *testing.T) {
+	f := newFixture(t)
+	task, _, err := f.client().CreateTask(context.Background(), store.NewTask{Type: "build", Title: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("/v1/tasks/%d/stop", task.ID),
+		strings.NewReader(`{"reason":"gone"}`))
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	rec := httptest.NewRecorder()
+	f.api.ServeHTTP(rec, req)
+	if rec.Code != 499 {
+		t.Fatalf("status %d (%s), want 499", rec.Code, rec.Body)
+	}
+}
