@@ -33,6 +33,10 @@ func ValidateSweeperID(id string) error {
 const (
 	// TopicSweeperControl: a row of cks_sweeper_control changed.
 	TopicSweeperControl = "sweeper_control"
+	// TopicAgentStop: a stop was requested for an agent process instance
+	// (RequestAgentStop). Processes watch it to stop without waiting for
+	// their next liveness tick.
+	TopicAgentStop = "agent_stop"
 )
 
 // Changes delivers cross-process change notifications: a wake-up that tells a

@@ -49,7 +49,14 @@ type AgentLiveness struct {
 	CurrentTaskID *int64 `json:"current_task_id"`
 	// CurrentTaskType is denormalised for display; empty when idle.
 	CurrentTaskType string `json:"current_task_type,omitempty"`
+	// DesiredState is "" (no stop requested; rows written before the column
+	// existed read so too) or DesiredStopRequested (ADR-016). It is written
+	// only by RequestAgentStop; UpsertAgentLiveness never changes it.
+	DesiredState string `json:"desired_state,omitempty"`
 }
+
+// DesiredStopRequested is the desired_state of a process asked to stop.
+const DesiredStopRequested = "stop_requested"
 
 // Validate reports the first field of r that a backend must not store.
 func (r AgentLiveness) Validate() error {
@@ -84,6 +91,12 @@ type Liveness interface {
 	// LatestAgentLiveness returns the most recently started instance of kind, or
 	// ErrNotFound when no instance of that kind ever reported.
 	LatestAgentLiveness(ctx context.Context, kind string) (AgentLiveness, error)
+	// RequestAgentStop sets desired_state to DesiredStopRequested on the row
+	// of instanceID and publishes TopicAgentStop in the same transaction
+	// (ADR-016). It only ever updates: it returns false, and no error, when
+	// no such row exists, and it never touches last_heartbeat_at (a stop
+	// request is no evidence that the process is alive).
+	RequestAgentStop(ctx context.Context, instanceID string) (bool, error)
 }
 
 // Principal is an identity that authenticates with a bearer token. Only the

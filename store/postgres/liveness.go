@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,9 @@ import (
 // SQLite backend, whatever the database's default collation.
 const livenessColumns = `instance_id, process_kind, hostname, pid, liveness_interval_s,
 	started_at, last_heartbeat_at, current_task_id, current_task_type`
+
+// livenessRead is the column list of every liveness read, in scanLiveness' order.
+const livenessRead = livenessColumns + `, desired_state`
 
 // UpsertAgentLiveness implements store.Liveness.
 func (s *Store) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
@@ -44,7 +48,7 @@ ON CONFLICT (instance_id) DO UPDATE SET
 
 // ListAgentLiveness implements store.Liveness.
 func (s *Store) ListAgentLiveness(ctx context.Context) ([]store.AgentLiveness, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+livenessColumns+`
+	rows, err := s.pool.Query(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness ORDER BY started_at DESC, instance_id COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list liveness: %w", err)
@@ -66,7 +70,7 @@ FROM cks_agent_liveness ORDER BY started_at DESC, instance_id COLLATE "C"`)
 
 // GetAgentLiveness implements store.Liveness.
 func (s *Store) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
-	row := s.pool.QueryRow(ctx, `SELECT `+livenessColumns+`
+	row := s.pool.QueryRow(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE instance_id = $1`, instanceID)
 	r, err := scanLiveness(row)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -77,7 +81,7 @@ FROM cks_agent_liveness WHERE instance_id = $1`, instanceID)
 
 // LatestAgentLiveness implements store.Liveness.
 func (s *Store) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
-	row := s.pool.QueryRow(ctx, `SELECT `+livenessColumns+`
+	row := s.pool.QueryRow(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE process_kind = $1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C" LIMIT 1`, kind)
 	r, err := scanLiveness(row)
@@ -89,11 +93,11 @@ ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C" LIMIT 
 
 func scanLiveness(row pgx.Row) (store.AgentLiveness, error) {
 	var (
-		r        store.AgentLiveness
-		taskType *string
+		r                 store.AgentLiveness
+		taskType, desired *string
 	)
 	err := row.Scan(&r.InstanceID, &r.ProcessKind, &r.Hostname, &r.PID, &r.LivenessIntervalS,
-		&r.StartedAt, &r.LastHeartbeatAt, &r.CurrentTaskID, &taskType)
+		&r.StartedAt, &r.LastHeartbeatAt, &r.CurrentTaskID, &taskType, &desired)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.AgentLiveness{}, err
@@ -105,5 +109,25 @@ func scanLiveness(row pgx.Row) (store.AgentLiveness, error) {
 	if taskType != nil {
 		r.CurrentTaskType = *taskType
 	}
+	if desired != nil {
+		r.DesiredState = *desired
+	}
 	return r, nil
+}
+
+// RequestAgentStop implements store.Liveness.
+func (s *Store) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
+	var found bool
+	err := s.write(ctx, "request agent stop", func(tx pgx.Tx, _ time.Time) error {
+		tag, err := tx.Exec(ctx, `UPDATE cks_agent_liveness SET desired_state = $1 WHERE instance_id = $2`,
+			store.DesiredStopRequested, instanceID)
+		if err != nil {
+			return fmt.Errorf("postgres: request stop of %s: %w", instanceID, err)
+		}
+		if found = tag.RowsAffected() > 0; !found {
+			return nil
+		}
+		return publish(ctx, tx, store.TopicAgentStop)
+	})
+	return found, err
 }

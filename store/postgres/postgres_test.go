@@ -146,7 +146,7 @@ WHERE table_schema = current_schema() AND table_name = 'cks_agent_liveness' ORDE
 	}
 	want := "instance_id text, process_kind text, hostname text, pid integer, " +
 		"liveness_interval_s double precision, started_at timestamp with time zone, " +
-		"last_heartbeat_at timestamp with time zone, current_task_id bigint, current_task_type text"
+		"last_heartbeat_at timestamp with time zone, current_task_id bigint, current_task_type text, desired_state text"
 	if got := strings.Join(cols, ", "); got != want {
 		t.Errorf("cks_agent_liveness columns:\n got: %s\nwant: %s", got, want)
 	}

@@ -13,6 +13,9 @@ import (
 const livenessColumns = `instance_id, process_kind, hostname, pid, liveness_interval_s,
 	started_at, last_heartbeat_at, current_task_id, current_task_type`
 
+// livenessRead is the column list of every liveness read, in scanLiveness' order.
+const livenessRead = livenessColumns + `, desired_state`
+
 // UpsertAgentLiveness implements store.Liveness.
 func (s *Store) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
 	if err := r.Validate(); err != nil {
@@ -46,7 +49,7 @@ ON CONFLICT(instance_id) DO UPDATE SET
 
 // ListAgentLiveness implements store.Liveness.
 func (s *Store) ListAgentLiveness(ctx context.Context) ([]store.AgentLiveness, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+livenessColumns+`
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness ORDER BY started_at DESC, instance_id`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list liveness: %w", err)
@@ -68,7 +71,7 @@ FROM cks_agent_liveness ORDER BY started_at DESC, instance_id`)
 
 // GetAgentLiveness implements store.Liveness.
 func (s *Store) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessColumns+`
+	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE instance_id = ?`, instanceID)
 	r, err := scanLiveness(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -79,7 +82,7 @@ FROM cks_agent_liveness WHERE instance_id = ?`, instanceID)
 
 // LatestAgentLiveness implements store.Liveness.
 func (s *Store) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessColumns+`
+	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE process_kind = ?
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id LIMIT 1`, kind)
 	r, err := scanLiveness(row)
@@ -96,10 +99,10 @@ func scanLiveness(sc scanner) (store.AgentLiveness, error) {
 		r                  store.AgentLiveness
 		started, heartbeat string
 		taskID             sql.NullInt64
-		taskType           sql.NullString
+		taskType, desired  sql.NullString
 	)
 	err := sc.Scan(&r.InstanceID, &r.ProcessKind, &r.Hostname, &r.PID, &r.LivenessIntervalS,
-		&started, &heartbeat, &taskID, &taskType)
+		&started, &heartbeat, &taskID, &taskType, &desired)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
@@ -117,5 +120,25 @@ func scanLiveness(sc scanner) (store.AgentLiveness, error) {
 		r.CurrentTaskID = &id
 	}
 	r.CurrentTaskType = taskType.String
+	r.DesiredState = desired.String
 	return r, nil
+}
+
+// RequestAgentStop implements store.Liveness.
+func (s *Store) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
+	var found bool
+	err := s.write(ctx, "request agent stop", func(tx *wtx, _ time.Time) error {
+		res, err := tx.ExecContext(ctx, `UPDATE cks_agent_liveness SET desired_state = ? WHERE instance_id = ?`,
+			store.DesiredStopRequested, instanceID)
+		if err != nil {
+			return fmt.Errorf("sqlite: request stop of %s: %w", instanceID, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		found = true
+		return publish(ctx, tx, store.TopicAgentStop)
+	})
+	return found, err
 }

@@ -23,6 +23,8 @@ var tables = []schema.Table{
 			{Name: "last_heartbeat_at", Def: "TEXT NOT NULL"},
 			{Name: "current_task_id", Def: "INTEGER"},
 			{Name: "current_task_type", Def: "TEXT"},
+			// ADR-016: NULL = no stop requested, 'stop_requested' = pending.
+			{Name: "desired_state", Def: "TEXT"},
 		},
 		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process_kind, last_heartbeat_at)`,

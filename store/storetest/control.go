@@ -25,6 +25,7 @@ func controlTests() []taskTest {
 		{"ChangesDefaultPollInterval", testChangesDefaultPollInterval},
 		{"ChangesBadInput", testChangesBadInput},
 		{"ChangesStopWithContext", testChangesStopWithContext},
+		{"LivenessRequestStop", testLivenessRequestStop},
 	}
 }
 
@@ -263,5 +264,52 @@ func testChangesStopWithContext(t *testing.T, open Opener) {
 	w.Ready(t, store.TopicSweeperControl)
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testLivenessRequestStop: ADR-016's request_agent_stop only ever updates,
+// leaves the heartbeat alone, survives the process's own upserts, and wakes
+// watchers of TopicAgentStop on other handles.
+func testLivenessRequestStop(t *testing.T, open Opener) {
+	s := open(t)
+	watched := open(t, store.WithChangePollInterval(fastPoll))
+	w := Watch(t, watched, store.TopicAgentStop)
+	w.Ready(t, store.TopicAgentStop)
+
+	found, err := s.RequestAgentStop(ctx(t), "never-ran")
+	if err != nil || found {
+		t.Fatalf("stop of an unknown instance = %v, %v; want false, nil", found, err)
+	}
+	if _, err := s.GetAgentLiveness(ctx(t), "never-ran"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the stop request created a row: %v", err)
+	}
+	w.Quiet(t)
+
+	r := Liveness("inst-1", "critic", 0)
+	MustUpsert(t, s, r)
+	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != "" {
+		t.Fatalf("new row desired_state %q, want empty (no stop requested)", got.DesiredState)
+	}
+	found, err = s.RequestAgentStop(ctx(t), "inst-1")
+	if err != nil || !found {
+		t.Fatalf("RequestAgentStop = %v, %v; want true", found, err)
+	}
+	if got := w.Next(t); got != store.TopicAgentStop {
+		t.Fatalf("watcher woke with %q", got)
+	}
+	got, err := watched.GetAgentLiveness(ctx(t), "inst-1")
+	if err != nil || got.DesiredState != store.DesiredStopRequested {
+		t.Fatalf("after the request: %+v, %v", got, err)
+	}
+	got.DesiredState = ""
+	EqualLiveness(t, got, r) // last_heartbeat_at untouched
+	// The process keeps heartbeating until it notices: the request stays.
+	r.LastHeartbeatAt = r.LastHeartbeatAt.Add(time.Minute)
+	MustUpsert(t, s, r)
+	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != store.DesiredStopRequested {
+		t.Fatalf("an upsert cleared the stop request: %+v", got)
+	}
+	if all, _ := s.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != store.DesiredStopRequested {
+		t.Fatalf("list: %+v", all)
 	}
 }

@@ -121,6 +121,8 @@ func diffLiveness(got, want store.AgentLiveness) string {
 		return "current_task_id"
 	case got.CurrentTaskType != want.CurrentTaskType:
 		return "current_task_type"
+	case got.DesiredState != want.DesiredState:
+		return "desired_state"
 	}
 	return ""
 }
@@ -364,6 +366,11 @@ func CheckUpgradedLiveness(t testing.TB, s store.Store) {
 	}
 	EqualLiveness(t, all[0], old2)
 	EqualLiveness(t, all[1], old1)
+	for _, r := range all {
+		if r.DesiredState != "" {
+			t.Fatalf("row %s written before desired_state existed reads %q, want no stop requested", r.InstanceID, r.DesiredState)
+		}
+	}
 	task := int64(9)
 	old1.CurrentTaskID, old1.CurrentTaskType = &task, "critique"
 	MustUpsert(t, s, old1)
