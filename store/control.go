@@ -37,6 +37,10 @@ const (
 	// (RequestAgentStop). Processes watch it to stop without waiting for
 	// their next liveness tick.
 	TopicAgentStop = "agent_stop"
+	// TopicTasksReady: a task became OPEN (enqueued, released, retried,
+	// reclaimed, answered, started). Idle agents watch it to claim at once
+	// instead of at their next poll.
+	TopicTasksReady = "tasks_ready"
 )
 
 // Changes delivers cross-process change notifications: a wake-up that tells a

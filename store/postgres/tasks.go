@@ -147,6 +147,11 @@ func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move
 	if len(out) == 0 {
 		return nil, nil
 	}
+	if m.to == ledger.Open {
+		if err := publish(ctx, tx, store.TopicTasksReady); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -356,6 +361,11 @@ SELECT $1, unnest($2::bigint[])`, id, n.DependsOn); err != nil {
 	if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
 		To: state, Reason: reason}); err != nil {
 		return store.Task{}, false, err
+	}
+	if state == ledger.Open {
+		if err := publish(ctx, tx, store.TopicTasksReady); err != nil {
+			return store.Task{}, false, err
+		}
 	}
 	t, err := getTask(ctx, tx, id, "")
 	return t, err == nil, err

@@ -122,6 +122,11 @@ func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
 	}
+	if m.to == ledger.Open && len(out) > 0 {
+		if err := publish(ctx, tx, store.TopicTasksReady); err != nil {
+			return nil, err
+		}
+	}
 	for _, t := range out {
 		attempt := t.Attempts
 		if m.attempt > 0 {
@@ -413,6 +418,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING task_id`,
 	if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: n.CreatedBy,
 		To: state, Reason: reason}); err != nil {
 		return store.Task{}, false, err
+	}
+	if state == ledger.Open {
+		if err := publish(ctx, tx, store.TopicTasksReady); err != nil {
+			return store.Task{}, false, err
+		}
 	}
 	// The row is exactly what was inserted: build it instead of reading it back.
 	out := store.Task{ID: id, Type: n.Type, Title: n.Title, Description: n.Description,

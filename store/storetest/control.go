@@ -26,6 +26,7 @@ func controlTests() []taskTest {
 		{"ChangesBadInput", testChangesBadInput},
 		{"ChangesStopWithContext", testChangesStopWithContext},
 		{"LivenessRequestStop", testLivenessRequestStop},
+		{"TasksReadyPublished", testTasksReadyPublished},
 	}
 }
 
@@ -311,5 +312,29 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	}
 	if all, _ := s.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != store.DesiredStopRequested {
 		t.Fatalf("list: %+v", all)
+	}
+}
+
+// testTasksReadyPublished: every write that makes a task OPEN wakes watchers
+// of TopicTasksReady on other handles; one that makes none OPEN does not.
+func testTasksReadyPublished(t *testing.T, open Opener) {
+	s := open(t)
+	w := Watch(t, open(t, store.WithChangePollInterval(fastPoll)), store.TopicTasksReady)
+	w.Ready(t, store.TopicTasksReady)
+	dep := MustEnqueue(t, s, store.NewTask{Title: "dep"}) // OPEN
+	if got := w.Next(t); got != store.TopicTasksReady {
+		t.Fatalf("enqueue woke %q", got)
+	}
+	waiting := MustEnqueue(t, s, store.NewTask{Title: "waiting", DependsOn: []int64{dep.ID}})
+	if waiting.State != "WAITING" {
+		t.Fatalf("setup: %s", waiting.State)
+	}
+	c := MustClaimOne(t, s, "w") // OPEN → CLAIMED: nothing became OPEN
+	w.Quiet(t)
+	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil { // releases waiting
+		t.Fatal(err)
+	}
+	if got := w.Next(t); got != store.TopicTasksReady {
+		t.Fatalf("release woke %q", got)
 	}
 }
