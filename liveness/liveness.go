@@ -114,6 +114,54 @@ func (s *Service) ProcessStatus(ctx context.Context, kind string) (Process, erro
 	return s.annotate(r, s.clock.Now()), nil
 }
 
+// StopResult is the answer to a stop request for a process (ADR-016).
+type StopResult struct {
+	// Found is false when there was no alive instance to ask: the kind
+	// never ran or its newest instance is stopped, or the instance is gone.
+	// That is an answer, not an error.
+	Found       bool   `json:"found"`
+	InstanceID  string `json:"instance_id,omitempty"`
+	ProcessKind string `json:"process_kind,omitempty"`
+}
+
+// ResolveProcess names the instance a stop request for target would go to:
+// target is a process kind (its newest instance, as ProcessStatus reads it)
+// or an instance id. A kind cks does not know that is not the id of a
+// reported instance either is an *UnknownKindError. The Process is returned
+// with Status NotFound when the kind never reported.
+func (s *Service) ResolveProcess(ctx context.Context, target string) (Process, error) {
+	if slices.Contains(KnownKinds(), target) {
+		return s.ProcessStatus(ctx, target)
+	}
+	r, err := s.store.GetAgentLiveness(ctx, target)
+	if errors.Is(err, store.ErrNotFound) {
+		return Process{}, &UnknownKindError{Kind: target}
+	}
+	if err != nil {
+		return Process{}, err
+	}
+	return s.annotate(r, s.clock.Now()), nil
+}
+
+// RequestStop asks a process to stop: the newest instance of a kind, or one
+// instance by id (see ResolveProcess). Only an alive instance is asked (the
+// request is stored as its desired_state and published on
+// store.TopicAgentStop); otherwise the result says Found false. The process
+// drains — finishes its current task, claims nothing more — and exits; there
+// is no start (ADR-016 §4).
+func (s *Service) RequestStop(ctx context.Context, target string) (StopResult, error) {
+	p, err := s.ResolveProcess(ctx, target)
+	if err != nil {
+		return StopResult{}, err
+	}
+	res := StopResult{InstanceID: p.InstanceID, ProcessKind: p.ProcessKind}
+	if p.Status != Alive {
+		return res, nil
+	}
+	res.Found, err = s.store.RequestAgentStop(ctx, p.InstanceID)
+	return res, err
+}
+
 // CountAlive returns the number of alive instances per known kind, including
 // kinds with none.
 func CountAlive(ps []Process) map[string]int {

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -162,4 +163,43 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	drain()
 	c.Advance(91 * time.Second) // no row change, but alive -> stopped
 	wait("status flip")
+}
+
+// TestRequestStop: a stop goes to the newest alive instance of a kind, or to
+// an instance by id; anything not alive is found:false (nothing written); an
+// unknown kind is an error listing the kinds. Both backends.
+func TestRequestStop(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		c := clock.NewFake(storetest.T0.Add(time.Minute))
+		svc := liveness.NewService(st, c)
+		storetest.MustUpsert(t, st, storetest.Liveness("critic-old", "critic", -time.Hour)) // stopped long ago
+		storetest.MustUpsert(t, st, storetest.Liveness("critic-new", "critic", 30*time.Second))
+		storetest.MustUpsert(t, st, storetest.Liveness("pipeline-dead", "pipeline", -time.Hour))
+		ctx := context.Background()
+		for _, tc := range []struct {
+			target string
+			want   liveness.StopResult
+		}{
+			{"critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+			{"pipeline", liveness.StopResult{InstanceID: "pipeline-dead", ProcessKind: "pipeline"}},
+			{"enrichment", liveness.StopResult{ProcessKind: "enrichment"}}, // never ran
+			{"critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
+			{"critic-new", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+		} {
+			got, err := svc.RequestStop(ctx, tc.target)
+			if err != nil || got != tc.want {
+				t.Errorf("RequestStop(%q) = %+v, %v; want %+v", tc.target, got, err, tc.want)
+			}
+		}
+		for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "critic-old": "", "pipeline-dead": ""} {
+			if r, _ := st.GetAgentLiveness(ctx, id); r.DesiredState != want {
+				t.Errorf("%s desired_state %q, want %q", id, r.DesiredState, want)
+			}
+		}
+		var unknown *liveness.UnknownKindError
+		if _, err := svc.RequestStop(ctx, "critics"); !errors.As(err, &unknown) || !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("unknown kind: %v", err)
+		}
+	})
 }
