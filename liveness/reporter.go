@@ -1,0 +1,239 @@
+package liveness
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+)
+
+// DefaultInterval is the liveness interval of a process that names none
+// (ADR-014 §2: 30 s, independent of the lease heartbeat).
+const DefaultInterval = 30 * time.Second
+
+// Epoch is the heartbeat a process writes when it exits gracefully: older
+// than any TTL, so the row reads stopped at once (ADR-016 §3).
+var Epoch = time.Unix(0, 0).UTC()
+
+// ReporterStore is what a Reporter needs of the store.
+type ReporterStore interface {
+	UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error
+	GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error)
+	store.Changes
+}
+
+// ReporterConfig configures a Reporter.
+type ReporterConfig struct {
+	// Kind is the process kind (one of KnownKinds).
+	Kind string
+	// Interval is the liveness interval; DefaultInterval when 0.
+	Interval time.Duration
+	// OnStopRequested is called once when the process's row asks it to stop
+	// (desired_state stop_requested). Agents pass the cancel function of the
+	// same context SIGTERM cancels, so both end the process the same way.
+	OnStopRequested func()
+	// NoFastPath turns off the change watch on store.TopicAgentStop, leaving
+	// the tick's read-back as the only way a stop request arrives (the
+	// ADR-016 baseline; for measurements).
+	NoFastPath bool
+	// Clock tells the heartbeat times; the system clock when nil.
+	Clock clock.Clock
+	// Logger receives failed ticks (the process keeps running); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Reporter is the heartbeat of one agent process instance (ADR-014, with
+// the stop request of ADR-016): it writes its row at Start and every
+// interval, reads the row back on each tick and, beyond the seed, whenever
+// store.TopicAgentStop is published, and calls OnStopRequested when asked
+// to stop. Stop writes a final heartbeat backdated to the epoch.
+type Reporter struct {
+	st  ReporterStore
+	cfg ReporterConfig
+	log *slog.Logger
+
+	mu   sync.Mutex
+	row  store.AgentLiveness
+	once sync.Once // OnStopRequested
+
+	poke   chan struct{} // the current task changed: write soon
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// NewReporter returns a Reporter for a new process instance of cfg.Kind with
+// a fresh random instance id. Nothing is written before Start.
+func NewReporter(st ReporterStore, cfg ReporterConfig) *Reporter {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return &Reporter{st: st, cfg: cfg, log: log, poke: make(chan struct{}, 1),
+		row: store.AgentLiveness{InstanceID: NewInstanceID(), ProcessKind: cfg.Kind, Hostname: host,
+			PID: os.Getpid(), LivenessIntervalS: cfg.Interval.Seconds()}}
+}
+
+// NewInstanceID returns a random UUID (version 4), the id of one process
+// instance.
+func NewInstanceID() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// InstanceID returns this process instance's id.
+func (r *Reporter) InstanceID() string { return r.row.InstanceID }
+
+// Row returns the row as last written (or about to be).
+func (r *Reporter) Row() store.AgentLiveness {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.row
+}
+
+// Start writes the first heartbeat (started_at = last_heartbeat_at = now)
+// and starts the tick and, unless NoFastPath, the watch for stop requests.
+// A failure of the first write is returned and nothing is started: a
+// process that cannot reach its store at start should say so and exit.
+func (r *Reporter) Start(ctx context.Context) error {
+	now := store.Time(r.cfg.Clock.Now())
+	r.mu.Lock()
+	r.row.StartedAt, r.row.LastHeartbeatAt = now, now
+	row := r.row
+	r.mu.Unlock()
+	if err := r.st.UpsertAgentLiveness(ctx, row); err != nil {
+		return fmt.Errorf("liveness: first heartbeat of %s %s: %w", r.cfg.Kind, row.InstanceID, err)
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		r.tickLoop(bg)
+	}()
+	if !r.cfg.NoFastPath {
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			err := r.st.WatchChanges(bg, []string{store.TopicAgentStop}, func(string) { r.checkStop(bg) })
+			if err != nil {
+				r.log.Warn("stop-request watch ended", "instance_id", row.InstanceID, "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// tickLoop writes the heartbeat every interval (sooner when the current task
+// changed) and reads the row back for a stop request.
+func (r *Reporter) tickLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.write(ctx, false)
+			r.checkStop(ctx)
+		case <-r.poke:
+			r.write(ctx, false)
+		}
+	}
+}
+
+// write upserts the row with a fresh heartbeat (or the epoch when final).
+// A failure is logged and left to the next tick.
+func (r *Reporter) write(ctx context.Context, final bool) error {
+	r.mu.Lock()
+	if final {
+		r.row.LastHeartbeatAt = Epoch
+		r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
+	} else {
+		r.row.LastHeartbeatAt = store.Time(r.cfg.Clock.Now())
+	}
+	row := r.row
+	r.mu.Unlock()
+	err := r.st.UpsertAgentLiveness(ctx, row)
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("liveness heartbeat failed; retrying at the next tick", "instance_id", row.InstanceID, "err", err)
+	}
+	return err
+}
+
+// checkStop reads the row back and calls OnStopRequested once if it asks
+// the process to stop.
+func (r *Reporter) checkStop(ctx context.Context) {
+	got, err := r.st.GetAgentLiveness(ctx, r.row.InstanceID)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
+			r.log.Warn("reading own liveness row failed", "instance_id", r.row.InstanceID, "err", err)
+		}
+		return
+	}
+	if got.DesiredState == store.DesiredStopRequested {
+		r.once.Do(func() {
+			r.log.Info("stop requested", "instance_id", r.row.InstanceID, "process_kind", r.cfg.Kind)
+			if r.cfg.OnStopRequested != nil {
+				r.cfg.OnStopRequested()
+			}
+		})
+	}
+}
+
+// SetCurrentTask records the task the process now holds; it is written
+// with the next heartbeat, which comes at once (best effort: the ledger, not
+// this row, is the truth about tasks).
+func (r *Reporter) SetCurrentTask(id int64, taskType string) {
+	r.mu.Lock()
+	r.row.CurrentTaskID, r.row.CurrentTaskType = &id, taskType
+	r.mu.Unlock()
+	r.nudge()
+}
+
+// ClearCurrentTask records that the process holds no task.
+func (r *Reporter) ClearCurrentTask() {
+	r.mu.Lock()
+	r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
+	r.mu.Unlock()
+	r.nudge()
+}
+
+func (r *Reporter) nudge() {
+	select {
+	case r.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the tick and the watch and writes the final heartbeat,
+// backdated to the epoch with no current task, so the process reads stopped
+// at once. ctx bounds that write.
+func (r *Reporter) Stop(ctx context.Context) error {
+	if r.cancel != nil {
+		r.cancel()
+		r.done.Wait()
+		r.cancel = nil
+	}
+	return r.write(ctx, true)
+}

@@ -1,0 +1,175 @@
+package liveness_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"go.uber.org/goleak"
+)
+
+// waitUntil polls cond until it holds or a minute passes.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func row(t testing.TB, st store.Store, id string) store.AgentLiveness {
+	t.Helper()
+	r, err := st.GetAgentLiveness(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestInstanceIDIsAUUID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	a, b := liveness.NewInstanceID(), liveness.NewInstanceID()
+	if !re.MatchString(a) || a == b {
+		t.Fatalf("ids %q, %q", a, b)
+	}
+}
+
+// TestReporterLifecycle: the first write, the current task, the tick, and
+// the graceful exit that reads stopped at once.
+func TestReporterLifecycle(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		c := clock.NewFake(storetest.T0)
+		svc := liveness.NewService(st, c)
+		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 20 * time.Millisecond, Clock: c})
+		if err := r.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		first := row(t, st, r.InstanceID())
+		if !first.StartedAt.Equal(storetest.T0) || !first.LastHeartbeatAt.Equal(storetest.T0) ||
+			first.ProcessKind != "critic" || first.LivenessIntervalS != 0.02 || first.PID == 0 {
+			t.Fatalf("first heartbeat %+v", first)
+		}
+		r.SetCurrentTask(42, "critique")
+		waitUntil(t, "the current task written", func() bool {
+			got := row(t, st, r.InstanceID())
+			return got.CurrentTaskID != nil && *got.CurrentTaskID == 42 && got.CurrentTaskType == "critique"
+		})
+		c.Advance(time.Minute)
+		waitUntil(t, "a tick", func() bool { return row(t, st, r.InstanceID()).LastHeartbeatAt.Equal(storetest.T0.Add(time.Minute)) })
+		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != liveness.Alive {
+			t.Fatalf("status %s while running", p.Status)
+		}
+		if err := r.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		last := row(t, st, r.InstanceID())
+		if !last.LastHeartbeatAt.Equal(liveness.Epoch) || last.CurrentTaskID != nil || !last.StartedAt.Equal(storetest.T0) {
+			t.Fatalf("final heartbeat %+v", last)
+		}
+		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != liveness.Stopped {
+			t.Fatalf("status %s right after a graceful exit, want stopped", p.Status)
+		}
+	})
+}
+
+// TestReporterStopRequest: a stop request made through another handle
+// reaches OnStopRequested through the change watch (interval one hour, so
+// the tick cannot be what delivered it), and through the tick alone when
+// the watch is off.
+func TestReporterStopRequest(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		for _, tc := range []struct {
+			name     string
+			interval time.Duration
+			noFast   bool
+		}{
+			{"fast path", time.Hour, false},
+			{"tick only", 20 * time.Millisecond, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st, op := open(t), open(t)
+				stopped := make(chan struct{})
+				var calls atomic.Int32
+				r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "pipeline", Interval: tc.interval,
+					NoFastPath: tc.noFast, OnStopRequested: func() {
+						if calls.Add(1) == 1 {
+							close(stopped)
+						}
+					}})
+				if err := r.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				defer r.Stop(context.Background())
+				begin := time.Now()
+				if found, err := op.RequestAgentStop(context.Background(), r.InstanceID()); !found || err != nil {
+					t.Fatalf("RequestAgentStop = %v, %v", found, err)
+				}
+				select {
+				case <-stopped:
+					t.Logf("%s, %s: stop request seen after %s", op.Backend(), tc.name, time.Since(begin))
+				case <-time.After(time.Minute):
+					t.Fatal("OnStopRequested was not called")
+				}
+				// Later wakes and ticks do not call it again.
+				op.RequestAgentStop(context.Background(), r.InstanceID())
+				if err := r.Stop(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if n := calls.Load(); n != 1 {
+					t.Fatalf("OnStopRequested called %d times", n)
+				}
+			})
+		}
+	})
+}
+
+// flaky fails every liveness write while down is set: the store is
+// unreachable for a while.
+type flaky struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (f *flaky) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
+	if f.down.Load() {
+		return errors.New("connection refused")
+	}
+	return f.Store.UpsertAgentLiveness(ctx, r)
+}
+
+// TestReporterSurvivesStoreOutage: failed ticks are logged and retried; the
+// reporter neither stops the process nor gives up.
+func TestReporterSurvivesStoreOutage(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := &flaky{Store: open(t)}
+		c := clock.NewFake(storetest.T0)
+		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 10 * time.Millisecond, Clock: c,
+			OnStopRequested: func() { t.Error("an outage asked the process to stop") }})
+		if err := r.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Stop(context.Background())
+		st.down.Store(true)
+		c.Advance(time.Minute)
+		r.SetCurrentTask(1, "x") // forces a write attempt now
+		st.down.Store(false)
+		c.Advance(time.Minute)
+		waitUntil(t, "heartbeats to resume", func() bool {
+			return row(t, st.Store, r.InstanceID()).LastHeartbeatAt.Equal(storetest.T0.Add(2 * time.Minute))
+		})
+	})
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
