@@ -106,6 +106,7 @@ func New(cfg Config) *API {
 	a.route("GET /metrics", auth.PermRead, auth.ResourceRoot, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	a.route("GET /v1/processes", auth.PermRead, auth.ResourceProcesses, http.HandlerFunc(a.listProcesses))
 	a.route("GET /v1/processes/{kind}", auth.PermRead, "/processes/{kind}", http.HandlerFunc(a.processStatus))
+	a.routeProcessStop()
 	a.route("GET /v1/events", auth.PermRead, auth.ResourceRoot, http.HandlerFunc(a.events))
 	if cfg.Tasks != nil {
 		a.control = ledger.NewControl(cfg.Tasks)

@@ -160,3 +160,13 @@ func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Proce
 	err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(kind), nil, &p)
 	return p, err
 }
+
+// StopProcess asks a standalone agent process to finish its current task and
+// exit (ADR-016): target is a process kind (its newest instance) or an
+// instance id. Found is false, with no error, when no alive instance was
+// there to ask. There is no start.
+func (c *Client) StopProcess(ctx context.Context, target string) (liveness.StopResult, error) {
+	var res liveness.StopResult
+	err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(target)+"/stop", nil, &res)
+	return res, err
+}

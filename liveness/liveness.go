@@ -73,8 +73,12 @@ type Service struct {
 	clock clock.Clock
 }
 
-// NewService returns a Service over s that reads time from c.
+// NewService returns a Service over s that reads time from c (the system
+// clock when nil).
 func NewService(s store.Liveness, c clock.Clock) *Service {
+	if c == nil {
+		c = clock.System{}
+	}
 	return &Service{store: s, clock: c}
 }
 

@@ -71,20 +71,21 @@ func TestMCPToolMatrix(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
 	id := task.ID
 	args := map[string]map[string]any{
-		mcpserver.ToolListProcesses: nil,
-		mcpserver.ToolProcessStatus: {"process_kind": "critic"},
-		mcpserver.ToolListAgents:    nil,
-		mcpserver.ToolAgentStatus:   {"agent_id": sweeper.LeaseReaperID},
-		mcpserver.ToolStartAgent:    {"agent_id": sweeper.LeaseReaperID},
-		mcpserver.ToolStopAgent:     {"agent_id": sweeper.LeaseReaperID},
-		mcpserver.ToolListTasks:     nil,
-		mcpserver.ToolGetTask:       {"task_id": id},
-		mcpserver.ToolCreateTask:    {"type": "t"},
-		mcpserver.ToolAnswerTask:    {"task_id": id, "text": "yes"},
-		mcpserver.ToolCancelTask:    {"task_id": id},
-		mcpserver.ToolStopTask:      {"task_id": id, "reason": "matrix"},
-		mcpserver.ToolStartTask:     {"task_id": id},
-		mcpserver.ToolUpdateTask:    {"task_id": id, "priority": 3},
+		mcpserver.ToolListProcesses:      nil,
+		mcpserver.ToolProcessStatus:      {"process_kind": "critic"},
+		mcpserver.ToolRequestProcessStop: {"process_kind": "critic"},
+		mcpserver.ToolListAgents:         nil,
+		mcpserver.ToolAgentStatus:        {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolStartAgent:         {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolStopAgent:          {"agent_id": sweeper.LeaseReaperID},
+		mcpserver.ToolListTasks:          nil,
+		mcpserver.ToolGetTask:            {"task_id": id},
+		mcpserver.ToolCreateTask:         {"type": "t"},
+		mcpserver.ToolAnswerTask:         {"task_id": id, "text": "yes"},
+		mcpserver.ToolCancelTask:         {"task_id": id},
+		mcpserver.ToolStopTask:           {"task_id": id, "reason": "matrix"},
+		mcpserver.ToolStartTask:          {"task_id": id},
+		mcpserver.ToolUpdateTask:         {"task_id": id, "priority": 3},
 	}
 	if len(args) != len(mcpserver.Access) {
 		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access))

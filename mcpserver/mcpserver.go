@@ -1,7 +1,8 @@
 // Package mcpserver exposes cks over the Model Context Protocol (official Go
 // SDK). It serves the process-liveness tools of ADR-014 §4, list_processes and
-// process_status, over stdio (the `cks mcp` command) and over the streamable
-// HTTP transport (mounted by the hub at /mcp behind its bearer auth).
+// process_status, and the graceful process stop of ADR-016,
+// request_process_stop, over stdio (the `cks mcp` command) and over the
+// streamable HTTP transport (mounted by the hub at /mcp behind its bearer auth).
 //
 // The tools read through liveness.Service, so their status rule and row shape
 // are the same ones the HTTP API, the studio and the metrics use.
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,6 +29,9 @@ const (
 	ToolListProcesses = "list_processes"
 	// ToolProcessStatus reports the newest-started instance of one process kind.
 	ToolProcessStatus = "process_status"
+	// ToolRequestProcessStop asks the current alive instance of a kind to
+	// finish its current task and exit (ADR-016, cks-mcp ADR-010).
+	ToolRequestProcessStop = "request_process_stop"
 )
 
 // ProcessList is the structured result of list_processes. The SDK requires
@@ -35,7 +40,8 @@ type ProcessList struct {
 	Processes []liveness.Process `json:"processes"`
 }
 
-// processStatusInput is the argument object of process_status.
+// processStatusInput is the argument object of process_status and
+// request_process_stop.
 type processStatusInput struct {
 	ProcessKind string `json:"process_kind" jsonschema:"the kind of standalone agent process to report on, for example critic or pipeline; the tool description lists the known kinds"`
 }
@@ -44,7 +50,7 @@ type processStatusInput struct {
 var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_heartbeat_at <= %d × liveness_interval_s, otherwise "stopped"`, liveness.TTLFactor)
 
 // New returns an MCP server named "cks" at version that serves the
-// list_processes and process_status tools from svc.
+// list_processes, process_status and request_process_stop tools from svc.
 func New(svc *liveness.Service, version string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "cks", Title: "cks", Version: version}, &mcp.ServerOptions{
 		// No logging capability: the server sends no log messages. The tools
@@ -101,7 +107,58 @@ func New(svc *liveness.Service, version string) *mcp.Server {
 		}
 		return nil, p, nil
 	})
+
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:  ToolRequestProcessStop,
+		Title: "Request process stop",
+		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +
+			"(the most recently started one, as process_status reports it) is asked to finish its current task, if any, " +
+			"claim nothing more, and exit. The request is recorded on the instance's liveness row (desired_state " +
+			"\"stop_requested\") and the process sees it within one liveness interval, usually much sooner; the tool " +
+			"returns at once and does not wait for the exit. Once the process exits it reads \"stopped\" in " +
+			"list_processes and process_status. Returns {\"found\": true, \"instance_id\", \"process_kind\"} for the " +
+			"instance asked, or {\"found\": false} (a normal answer, not an error) when the kind has no alive instance: " +
+			"never started, or its newest instance already stopped. There is no start: cks cannot launch an agent " +
+			"process; restarting one is up to whatever launched it (systemd, a container orchestrator, a shell). " +
+			"There is no pause or resume either; a stop is the graceful drain. Known kinds: " + kinds +
+			". Any other kind is a tool error.",
+		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
+		OutputSchema: stopSchema(),
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in processStatusInput) (*mcp.CallToolResult, liveness.StopResult, error) {
+		if err := requireOn(ctx, auth.PermControl, auth.ResourceProcesses, in.ProcessKind); err != nil {
+			return nil, liveness.StopResult{}, err
+		}
+		// Only kinds: the permission is checked on /processes/{process_kind}.
+		if !slices.Contains(liveness.KnownKinds(), in.ProcessKind) {
+			return nil, liveness.StopResult{}, &liveness.UnknownKindError{Kind: in.ProcessKind}
+		}
+		res, err := svc.RequestStop(ctx, in.ProcessKind)
+		if err != nil {
+			return nil, liveness.StopResult{}, fmt.Errorf("request stop of %q: %w", in.ProcessKind, err)
+		}
+		return nil, res, nil
+	})
 	return srv
+}
+
+// stopSchema returns the output schema of request_process_stop.
+func stopSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[liveness.StopResult](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: stop result schema: %v", err))
+	}
+	for name, doc := range map[string]string{
+		"found":        "true when an alive instance was asked to stop; false (not an error) when the kind has no alive instance",
+		"instance_id":  "the instance asked to stop (with found false: the kind's newest, already stopped, instance; absent when none ever reported)",
+		"process_kind": "the kind of that instance",
+	} {
+		p, ok := s.Properties[name]
+		if !ok {
+			panic(fmt.Sprintf("mcpserver: liveness.StopResult has no JSON field %q", name))
+		}
+		p.Description = doc
+	}
+	return s
 }
 
 // processFieldDocs describes each property of a liveness.Process for clients.
@@ -189,20 +246,21 @@ func HTTPHandler(srv *mcp.Server) http.Handler {
 // as POST /v1/tasks does. A caller without it gets a tool error (IsError,
 // text "forbidden: … needs PERM on RESOURCE"), not an HTTP or JSON-RPC error.
 var Access = map[string]ToolAccess{
-	ToolListProcesses: {auth.PermRead, auth.ResourceProcesses},
-	ToolProcessStatus: {auth.PermRead, auth.ResourceProcesses + "/{process_kind}"},
-	ToolListAgents:    {auth.PermRead, auth.ResourceSweepers},
-	ToolAgentStatus:   {auth.PermRead, auth.ResourceSweepers + "/{agent_id}"},
-	ToolStartAgent:    {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
-	ToolStopAgent:     {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
-	ToolListTasks:     {auth.PermRead, auth.ResourceTasks},
-	ToolGetTask:       {auth.PermRead, auth.ResourceTasks + "/{task_id}"},
-	ToolCreateTask:    {auth.PermCreate, auth.ResourceTasks},
-	ToolAnswerTask:    {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
-	ToolCancelTask:    {auth.PermCancel, auth.ResourceTasks + "/{task_id}"},
-	ToolStopTask:      {auth.PermStop, auth.ResourceTasks + "/{task_id}"},
-	ToolStartTask:     {auth.PermStart, auth.ResourceTasks + "/{task_id}"},
-	ToolUpdateTask:    {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
+	ToolListProcesses:      {auth.PermRead, auth.ResourceProcesses},
+	ToolProcessStatus:      {auth.PermRead, auth.ResourceProcesses + "/{process_kind}"},
+	ToolRequestProcessStop: {auth.PermControl, auth.ResourceProcesses + "/{process_kind}"},
+	ToolListAgents:         {auth.PermRead, auth.ResourceSweepers},
+	ToolAgentStatus:        {auth.PermRead, auth.ResourceSweepers + "/{agent_id}"},
+	ToolStartAgent:         {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
+	ToolStopAgent:          {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
+	ToolListTasks:          {auth.PermRead, auth.ResourceTasks},
+	ToolGetTask:            {auth.PermRead, auth.ResourceTasks + "/{task_id}"},
+	ToolCreateTask:         {auth.PermCreate, auth.ResourceTasks},
+	ToolAnswerTask:         {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
+	ToolCancelTask:         {auth.PermCancel, auth.ResourceTasks + "/{task_id}"},
+	ToolStopTask:           {auth.PermStop, auth.ResourceTasks + "/{task_id}"},
+	ToolStartTask:          {auth.PermStart, auth.ResourceTasks + "/{task_id}"},
+	ToolUpdateTask:         {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
 }
 
 // ToolAccess is a permission and the resource template it is needed on.

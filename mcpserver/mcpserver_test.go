@@ -161,9 +161,11 @@ func TestToolsList(t *testing.T) {
 		name     string
 		required []string
 		props    []string
+		control  bool // a control tool, not a read-only one
 	}{
 		{name: "list_processes"},
 		{name: "process_status", required: []string{"process_kind"}, props: []string{"process_kind"}},
+		{name: "request_process_stop", required: []string{"process_kind"}, props: []string{"process_kind"}, control: true},
 	}
 	if len(tools) != len(tests) {
 		t.Errorf("got %d tools, want %d", len(tools), len(tests))
@@ -174,13 +176,17 @@ func TestToolsList(t *testing.T) {
 			if tool == nil {
 				t.Fatalf("tool %s missing", tc.name)
 			}
-			for _, want := range []string{"3 × liveness_interval_s", `"alive"`, `"stopped"`} {
+			wants := []string{"3 × liveness_interval_s", `"alive"`, `"stopped"`}
+			if tc.control {
+				wants = []string{"finish its current task", "exit", "There is no start", `{"found": false}`, `"stopped"`}
+			}
+			for _, want := range wants {
 				if !strings.Contains(tool.Description, want) {
 					t.Errorf("description lacks %q: %s", want, tool.Description)
 				}
 			}
-			if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
-				t.Errorf("annotations = %+v, want read-only", tool.Annotations)
+			if tool.Annotations == nil || tool.Annotations.ReadOnlyHint == tc.control {
+				t.Errorf("annotations = %+v, want read-only %v", tool.Annotations, !tc.control)
 			}
 			in := schemaOf(t, tool.InputSchema)
 			if in.Type != "object" {
@@ -200,8 +206,10 @@ func TestToolsList(t *testing.T) {
 		})
 	}
 	for _, kind := range liveness.KnownKinds() {
-		if !strings.Contains(tools["process_status"].Description, kind) {
-			t.Errorf("process_status description does not name kind %s", kind)
+		for _, name := range []string{"process_status", "request_process_stop"} {
+			if !strings.Contains(tools[name].Description, kind) {
+				t.Errorf("%s description does not name kind %s", name, kind)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package studio is the cks web UI: server-rendered html/template pages plus a
 // little JavaScript that refreshes them when the hub's Server-Sent Events say
-// something changed. The pages are the Agent Panel (process cards; sweeper
+// something changed. The pages are the Agent Panel (process cards whose Stop
+// button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
 // task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
 // Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API). There is no front-end build step; the templates, the
@@ -265,6 +266,12 @@ type card struct {
 	Interval    string // "30s"
 	TaskID      string // "" when idle
 	TaskType    string
+	// StopRequested: the instance is alive and has been asked to stop
+	// (desired_state stop_requested, ADR-016); it is draining.
+	StopRequested bool
+	// CanStop offers the Stop button: alive and not already asked. There is
+	// never a start button; cks cannot launch a process (ADR-016 §4).
+	CanStop bool
 }
 
 type loginView struct{ Error bool }
@@ -323,6 +330,8 @@ func (s *server) processes(r *http.Request) (processesView, int) {
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
 		}
+		c.StopRequested = c.Alive && p.DesiredState == store.DesiredStopRequested
+		c.CanStop = c.Alive && !c.StopRequested
 		if c.Alive {
 			v.Alive++
 		} else {

@@ -27,6 +27,7 @@ Usage:
   cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
   cks process list [--json]                                       list agent process instances
   cks process status KIND [--json]                                newest instance of one kind
+  cks process stop KIND|ID [--json]                               ask a process to finish its task and exit
   cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--json]
                                   without --state: STOPPED tasks first, with how long
                                   they have been held and any unconfirmed abort

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -38,7 +40,7 @@ func (f *clientFlags) client(e env) (*client.Client, error) {
 
 func cmdProcess(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: process needs a subcommand: list or status KIND", errUsage)
+		return fmt.Errorf("%w: process needs a subcommand: %s", errUsage, processSubcommands)
 	}
 	fs := flagSet("process "+args[0], e)
 	var cf clientFlags
@@ -87,9 +89,48 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 			return nil
 		}
 		return printProcesses(e.stdout, []liveness.Process{p})
+	case "stop":
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: process stop needs exactly one KIND (one of %v) or instance ID", errUsage, liveness.KnownKinds())
+		}
+		c, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		res, err := c.StopProcess(ctx, pos[0])
+		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Status == http.StatusBadRequest {
+			// Neither a kind nor an instance id: the hub's message lists the kinds.
+			return fmt.Errorf("%w: process stop: %s", errUsage, ce.Message)
+		}
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, res)
+		}
+		printStopResult(e.stdout, pos[0], res)
+		return nil
 	default:
-		return fmt.Errorf("%w: unknown process subcommand %q; expected list or status", errUsage, args[0])
+		return fmt.Errorf("%w: unknown process subcommand %q; expected %s", errUsage, args[0], processSubcommands)
 	}
+}
+
+// processSubcommands is what `cks process` offers. There is no start: cks
+// cannot launch an agent process (ADR-016 §4).
+const processSubcommands = "list, status KIND or stop KIND|ID"
+
+// printStopResult says what a stop request did, for people.
+func printStopResult(w io.Writer, target string, res liveness.StopResult) {
+	kind := or(res.ProcessKind, target)
+	switch {
+	case !res.Found && res.InstanceID != "" && res.InstanceID == target:
+		fmt.Fprintf(w, "%s instance %s is not alive: nothing to stop\n", kind, res.InstanceID)
+		return
+	case !res.Found:
+		fmt.Fprintf(w, "no alive %s process: nothing to stop\n", kind)
+		return
+	}
+	fmt.Fprintf(w, "stop requested: %s instance %s; it finishes its current task and exits\n", kind, res.InstanceID)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -1,5 +1,7 @@
 // cks studio: keeps the Agent Panel's process and sweeper cards current,
-// wires the sweepers' Start and Stop buttons, and the task page's Stop and
+// wires the process cards' Stop buttons (POST /v1/processes/{instance_id}/stop:
+// the process finishes its current task and exits; there is no start), the
+// sweepers' Start and Stop buttons, and the task page's Stop and
 // Start buttons (POST /v1/tasks/{id}/stop|start with the browser's cookie;
 // the API checks the stop and start permissions).
 //
@@ -88,6 +90,22 @@
     }
   }
 
+  // Process stop requests. A failed request leaves its message on the card
+  // until the next request for that instance, across refreshes.
+  const processErrors = new Map();
+
+  function showProcessErrors(container) {
+    for (const card of container.querySelectorAll("[data-process-card]")) {
+      const slot = card.querySelector("[data-action-error]");
+      if (!slot) {
+        continue;
+      }
+      const msg = processErrors.get(card.dataset.processCard);
+      slot.textContent = msg || "";
+      slot.hidden = !msg;
+    }
+  }
+
   async function errorMessage(res) {
     try {
       const body = await res.json();
@@ -164,7 +182,7 @@
     });
   }
 
-  const processes = region("processes", "/studio/processes", "processes");
+  const processes = region("processes", "/studio/processes", "processes", showProcessErrors);
   const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
   const regions = [processes, sweepers].filter((r) => r !== null);
   if (regions.length === 0) {
@@ -213,6 +231,47 @@
       btn.textContent = action === "stop" ? "Stop" : "Start";
       showActionErrors(sweepers.container);
       sweepers.refresh();
+    });
+  }
+
+  if (processes) {
+    processes.container.addEventListener("click", async (ev) => {
+      const btn = ev.target.closest("button[data-process-stop]");
+      if (!btn || !processes.container.contains(btn)) {
+        return;
+      }
+      const id = btn.dataset.processStop;
+      btn.disabled = true;
+      btn.textContent = "Requesting…";
+      try {
+        const res = await fetch("/v1/processes/" + encodeURIComponent(id) + "/stop", {
+          method: "POST",
+          credentials: "same-origin",
+          cache: "no-store",
+          headers: { Accept: "application/json" },
+        });
+        if (res.ok) {
+          const body = await res.json();
+          if (body && body.found === false) {
+            processErrors.set(id, "This instance is no longer alive: nothing to stop.");
+          } else {
+            processErrors.delete(id);
+          }
+        } else if (res.status === 401) {
+          window.location.reload();
+          return;
+        } else {
+          processErrors.set(id, await errorMessage(res));
+        }
+      } catch (err) {
+        processErrors.set(id, "The hub could not be reached: " + err.message);
+      }
+      // Show the outcome at once, then bring the cards up to date (an
+      // accepted request turns the card to "stop requested").
+      btn.disabled = false;
+      btn.textContent = "Stop";
+      showProcessErrors(processes.container);
+      processes.refresh();
     });
   }
 

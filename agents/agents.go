@@ -1,0 +1,154 @@
+// Package agents is the runtime of the standalone agent processes (`cks agent
+// KIND`, ADR-014/016): one Run shared by every kind, which reports liveness,
+// claims tasks of the kind's types, works each with the lease heartbeat and
+// abort delivery of package worker, waits between claims until new work or a
+// stop arrives, and drains on stop — the current task is finished, nothing
+// more is claimed, and Run returns nil. A stop is the cancellation of Run's
+// context (SIGTERM/SIGINT in a process) or a stop request read from the
+// store (`cks process stop`); both take the same path.
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/worker"
+)
+
+// Options are the optional parts of Run.
+type Options struct {
+	// Logger receives the agent's log; nil discards it.
+	Logger *slog.Logger
+	// Clock tells liveness times; the system clock when nil.
+	Clock clock.Clock
+	// NoFastStop leaves the liveness tick as the only path of a stop
+	// request (for measurements; see liveness.ReporterConfig.NoFastPath).
+	NoFastStop bool
+	// Started, when set, is called with the reporter once the first
+	// heartbeat is written (tests and `cks dev` learn the instance id).
+	Started func(*liveness.Reporter)
+}
+
+// Run runs the agent until ctx ends or a stop is requested, then drains and
+// returns nil. resolve works one claimed task; with no resolver, or no
+// task types, the agent claims nothing and only reports liveness and obeys
+// stop. An error is returned only when the agent cannot start (its first
+// heartbeat cannot be written); store failures later are logged and retried.
+func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// run ends on SIGTERM (ctx) and on a stop request alike.
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	rep := liveness.NewReporter(st, liveness.ReporterConfig{Kind: set.Kind, Interval: set.LivenessInterval,
+		OnStopRequested: stop, NoFastPath: opts.NoFastStop, Clock: opts.Clock, Logger: log})
+	if err := rep.Start(ctx); err != nil {
+		return err
+	}
+	log = log.With("process_kind", set.Kind, "instance_id", rep.InstanceID())
+	log.Info("agent started", "types", set.Types, "poll_interval", set.PollInterval.String(),
+		"liveness_interval", set.LivenessInterval.String(), "heartbeat_interval", set.HeartbeatInterval.String())
+	if opts.Started != nil {
+		opts.Started(rep)
+	}
+	defer func() {
+		// The final, backdated heartbeat is written even though ctx ended.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := rep.Stop(wctx); err != nil {
+			log.Warn("final heartbeat failed", "err", err)
+		}
+		log.Info("agent stopped")
+	}()
+
+	claims := resolve != nil && len(set.Types) > 0
+	wake := make(chan struct{}, 1)
+	if claims {
+		watchDone := make(chan struct{})
+		defer func() { stop(); <-watchDone }()
+		go func() {
+			defer close(watchDone)
+			st.WatchChanges(run, []string{store.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+		}()
+	}
+	// Say when the drain begins (signal or stop request alike).
+	drainLogged := make(chan struct{})
+	go func() {
+		defer close(drainLogged)
+		<-run.Done()
+		log.Info(MsgDraining)
+	}()
+	defer func() { stop(); <-drainLogged }()
+	ex := worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Logger: log})
+	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
+	for run.Err() == nil {
+		if !claims {
+			<-run.Done()
+			break
+		}
+		tasks, err := st.Claim(run, name, set.Types, 1, set.Lease)
+		if err != nil {
+			if run.Err() == nil {
+				log.Warn("claim failed; retrying after the poll interval", "err", err)
+			}
+			idle(run, set.PollInterval, nil)
+			continue
+		}
+		if len(tasks) == 0 {
+			idle(run, set.PollInterval, wake)
+			continue
+		}
+		t := tasks[0]
+		rep.SetCurrentTask(t.ID, t.Type)
+		// The task is finished even when a stop arrives meanwhile (drain);
+		// only an abort of the task itself cancels its resolver.
+		r, err := ex.Run(context.WithoutCancel(run), t, capRetries(resolve, set.MaxRetries))
+		rep.ClearCurrentTask()
+		if err != nil {
+			log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)
+			continue
+		}
+		log.Info("task done", "task_id", t.ID, "type", t.Type, "attempt", t.Attempts, "outcome", r.Outcome)
+	}
+	return nil
+}
+
+// MsgDraining is the log message of an agent that was told to stop: it
+// finishes the task in hand, claims nothing more, and exits.
+const MsgDraining = "stopping: finishing the current task, claiming nothing more"
+
+// idle waits d, or less when ctx ends or wake fires.
+func idle(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-wake:
+	}
+}
+
+// capRetries makes a failure permanent once the task has had maxRetries
+// retries (attempt maxRetries+1 or later).
+func capRetries(resolve worker.Resolver, maxRetries int) worker.Resolver {
+	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+		res, err := resolve(ctx, a)
+		if err != nil && a.Task().Attempts > maxRetries && !errors.Is(err, worker.ErrPermanent) {
+			err = worker.Permanent(fmt.Errorf("after %d retries: %w", maxRetries, err))
+		}
+		return res, err
+	}
+}

@@ -1,0 +1,385 @@
+package agents_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/worker"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSettingsFromEnv(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	for _, tc := range []struct {
+		kind    string
+		vars    map[string]string
+		check   func(agents.Settings) bool
+		wantErr string // the variable the error must name
+	}{
+		{"critic", nil, func(s agents.Settings) bool {
+			return s.PollInterval == 5*time.Second && s.HeartbeatInterval == time.Minute &&
+				s.LivenessInterval == 30*time.Second && s.MaxRetries == 3 && s.Lease == store.DefaultStaleWindow
+		}, ""},
+		{"fork_resolution", nil, func(s agents.Settings) bool { return s.PollInterval == 30*time.Second }, ""},
+		{"fork_resolution", map[string]string{"CKS_FORK_AGENT_LIVENESS_INTERVAL": "2.5"},
+			func(s agents.Settings) bool { return s.LivenessInterval == 2500*time.Millisecond }, ""},
+		{"pipeline", map[string]string{"CKS_PIPELINE_POLL_INTERVAL": "250ms", "CKS_PIPELINE_MAX_RETRIES": "0"},
+			func(s agents.Settings) bool { return s.PollInterval == 250*time.Millisecond && s.MaxRetries == 0 }, ""},
+		{"enrichment", map[string]string{"CKS_ENRICHMENT_HEARTBEAT_INTERVAL": "300"},
+			func(s agents.Settings) bool { return s.Lease == 15*time.Minute }, ""},
+		{"exec", map[string]string{"CKS_EXEC_TYPES": "build, test,build"},
+			func(s agents.Settings) bool { return strings.Join(s.Types, "|") == "build|test" }, ""},
+		{"critic", map[string]string{"CKS_CRITIC_LIVENESS_INTERVAL": "soon"}, nil, "CKS_CRITIC_LIVENESS_INTERVAL"},
+		{"critic", map[string]string{"CKS_CRITIC_POLL_INTERVAL": "-1"}, nil, "CKS_CRITIC_POLL_INTERVAL"},
+		{"fork_resolution", map[string]string{"CKS_FORK_AGENT_MAX_RETRIES": "many"}, nil, "CKS_FORK_AGENT_MAX_RETRIES"},
+		{"critics", nil, nil, "critic, enrichment"},
+	} {
+		s, err := agents.SettingsFromEnv(tc.kind, env(tc.vars))
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s %v: err %v, want one naming %s", tc.kind, tc.vars, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || !tc.check(s)):
+			t.Errorf("%s %v: %+v, %v", tc.kind, tc.vars, s, err)
+		}
+	}
+}
+
+func TestFlagsOverrideEnv(t *testing.T) {
+	s, err := agents.SettingsFromEnv("critic", func(k string) string {
+		return map[string]string{"CKS_CRITIC_POLL_INTERVAL": "9", "CKS_CRITIC_TYPES": "critique"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--poll-interval", "1s", "--heartbeat-interval", "200", "--types", "a,b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if s.PollInterval != time.Second || s.HeartbeatInterval != 200*time.Second || strings.Join(s.Types, ",") != "a,b" ||
+		s.Lease != 10*time.Minute {
+		t.Fatalf("settings %+v", s)
+	}
+	if err := fs.Parse([]string{"--liveness-interval", "never"}); err == nil || !strings.Contains(err.Error(), "liveness-interval") {
+		t.Fatalf("bad flag: %v", err)
+	}
+}
+
+// settings are fast test settings for kind claiming types.
+func settings(kind string, types ...string) agents.Settings {
+	s, _ := agents.Defaults(kind)
+	s.Types = types
+	s.PollInterval = time.Hour // only TopicTasksReady or a stop ends an idle wait
+	s.LivenessInterval = time.Hour
+	return s
+}
+
+// draining is a slog handler that closes ch when the agent logs that its
+// drain began.
+type draining struct {
+	slog.Handler
+	ch   chan struct{}
+	once *sync.Once
+}
+
+func (d draining) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == agents.MsgDraining {
+		d.once.Do(func() { close(d.ch) })
+	}
+	return nil
+}
+
+func (d draining) Enabled(context.Context, slog.Level) bool { return true }
+
+func (d draining) WithAttrs([]slog.Attr) slog.Handler { return d }
+
+// start runs an agent in the background; the returned function waits for Run
+// to return and fails the test on an error.
+func start(t testing.TB, ctx context.Context, st store.Store, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func()) {
+	rep, wait, _ := startDraining(t, ctx, st, set, r)
+	return rep, wait
+}
+
+// startDraining is start that also returns a channel closed when the agent
+// begins to drain.
+func startDraining(t testing.TB, ctx context.Context, st store.Store, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func(), <-chan struct{}) {
+	t.Helper()
+	started := make(chan *liveness.Reporter, 1)
+	done := make(chan error, 1)
+	drain := draining{Handler: slog.DiscardHandler, ch: make(chan struct{}), once: &sync.Once{}}
+	go func() {
+		done <- agents.Run(ctx, st, set, r, agents.Options{Logger: slog.New(drain),
+			Started: func(rep *liveness.Reporter) { started <- rep }})
+	}()
+	var rep *liveness.Reporter
+	select {
+	case rep = <-started:
+	case err := <-done:
+		t.Fatalf("Run returned before it started: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("agent did not start")
+	}
+	return rep, func() {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Run did not return")
+		}
+	}, drain.ch
+}
+
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func taskState(t testing.TB, st store.Store, id int64) store.Task {
+	t.Helper()
+	got, err := st.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestDrainOnStop: SIGTERM (the context) and a remote stop request end the
+// agent the same way: the task in progress is finished, nothing more is
+// claimed, Run returns nil, and the row reads stopped at once.
+func TestDrainOnStop(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		for _, how := range []string{"signal", "stop request"} {
+			t.Run(how, func(t *testing.T) {
+				st, op := open(t), open(t)
+				typ := "drain-" + strings.ReplaceAll(how, " ", "-")
+				inFlight := storetest.MustEnqueue(t, op, store.NewTask{Type: typ, Title: "in flight"})
+				queued := storetest.MustEnqueue(t, op, store.NewTask{Type: typ, Title: "queued", Priority: 0})
+				started, finish := make(chan struct{}), make(chan struct{})
+				ctx, signal := context.WithCancel(context.Background())
+				defer signal()
+				rep, wait, drainBegan := startDraining(t, ctx, st, settings("critic", typ), func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+					close(started)
+					<-finish
+					return worker.Result{Output: "finished during the drain"}, ctx.Err()
+				})
+				<-started
+				if how == "signal" {
+					signal()
+				} else if res, err := liveness.NewService(op, nil).RequestStop(context.Background(), rep.InstanceID()); err != nil || !res.Found {
+					t.Fatalf("RequestStop = %+v, %v", res, err)
+				}
+				select {
+				case <-drainBegan:
+				case <-time.After(time.Minute):
+					t.Fatal("the agent did not begin to drain")
+				}
+				close(finish) // the task in hand finishes during the drain
+				wait()
+				if got := taskState(t, op, inFlight.ID); got.State != ledger.Completed || got.Result != "finished during the drain" {
+					t.Fatalf("in-flight task %s %q", got.State, got.Result)
+				}
+				if got := taskState(t, op, queued.ID); got.State != ledger.Open || got.Attempts != 0 {
+					t.Fatalf("queued task was touched during the drain: %s, attempts %d", got.State, got.Attempts)
+				}
+				row, err := op.GetAgentLiveness(context.Background(), rep.InstanceID())
+				if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) || row.CurrentTaskID != nil {
+					t.Fatalf("row after exit %+v, %v", row, err)
+				}
+			})
+		}
+	})
+}
+
+// TestWakesOnNewWork: an idle agent (poll interval one hour) claims a task
+// enqueued through another handle at once.
+func TestWakesOnNewWork(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st, op := open(t), open(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, wait := start(t, ctx, st, settings("enrichment", "enrich"), func(context.Context, *worker.Attempt) (worker.Result, error) {
+			return worker.Result{Output: "ok"}, nil
+		})
+		defer wait()
+		defer cancel()
+		task := storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich"})
+		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == ledger.Completed })
+	})
+}
+
+// TestNoResolverClaimsNothing: a kind without a resolver reports liveness
+// and obeys stop, and never claims.
+func TestNoResolverClaimsNothing(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "critique"})
+		ctx, cancel := context.WithCancel(context.Background())
+		rep, wait := start(t, ctx, st, settings("critic", "critique"), nil)
+		if p, _ := liveness.NewService(st, nil).ProcessStatus(context.Background(), "critic"); p.Status != liveness.Alive || p.InstanceID != rep.InstanceID() {
+			t.Fatalf("status %+v", p)
+		}
+		cancel()
+		wait()
+		if got := taskState(t, st, task.ID); got.State != ledger.Open {
+			t.Fatalf("task %s", got.State)
+		}
+	})
+}
+
+// TestMaxRetries: a failure after MaxRetries retries is permanent.
+func TestMaxRetries(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "flaky", MaxAttempts: 10})
+		set := settings("exec", "flaky")
+		set.MaxRetries = 0
+		ctx, cancel := context.WithCancel(context.Background())
+		_, wait := start(t, ctx, st, set, func(context.Context, *worker.Attempt) (worker.Result, error) {
+			return worker.Result{}, errors.New("boom")
+		})
+		defer wait()
+		defer cancel()
+		waitUntil(t, "the task failed", func() bool { return taskState(t, st, task.ID).State == ledger.Failed })
+		if got := taskState(t, st, task.ID); got.Attempts != 1 || !strings.Contains(got.LastError, "after 0 retries: boom") {
+			t.Fatalf("task %+v", got)
+		}
+	})
+}
+
+// claim enqueues one task of typ and claims it.
+func claim(t testing.TB, st store.Store, typ string, payload string) store.Task {
+	t.Helper()
+	storetest.MustEnqueue(t, st, store.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
+	got, err := st.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
+	if err != nil || len(got) != 1 {
+		t.Fatal(got, err)
+	}
+	return got[0]
+}
+
+// TestExec: exit 0 completes with stdout (the task arrives as JSON on stdin,
+// its identity in the environment); a non-zero exit fails retryably with
+// stderr; the output is capped.
+func TestExec(t *testing.T) {
+	st := backendtest.SQLite(t)(t)
+	ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+	ok := claim(t, st, "ok", `{"n": 7}`)
+	r, err := ex.Run(context.Background(), ok, agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c",
+		`echo "id=$CKS_TASK_ID attempt=$CKS_TASK_ATTEMPT revision=$CKS_TASK_REVISION"; cat`}}))
+	if err != nil || r.Outcome != worker.Completed {
+		t.Fatalf("ok: %+v, %v", r, err)
+	}
+	out := taskState(t, st, ok.ID)
+	want := "id=" + strconv.FormatInt(ok.ID, 10) + " attempt=1 revision=1\n"
+	if !strings.HasPrefix(out.Result, want) || !strings.Contains(out.Result, `"n":7`) || strings.Contains(out.Result, "lease_token") {
+		t.Fatalf("result %q", out.Result)
+	}
+	if ev := out.CurrentEvidence(); len(ev) != 1 || ev[0].Kind != "stdout" || ev[0].Body != out.Result {
+		t.Fatalf("evidence %+v", ev)
+	}
+
+	bad := claim(t, st, "bad", `{}`)
+	r, err = ex.Run(context.Background(), bad, agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c", "echo nope >&2; exit 3"}}))
+	if err != nil || r.Outcome != worker.Failed || r.Task.State != ledger.Open || !strings.Contains(r.Task.LastError, "nope") ||
+		!strings.Contains(r.Task.LastError, "exit status 3") {
+		t.Fatalf("bad: %+v / %q, %v", r, r.Task.LastError, err)
+	}
+
+	big := claim(t, st, "big", `{}`)
+	r, err = ex.Run(context.Background(), big, agents.Exec(agents.ExecConfig{MaxOutput: 10, Command: []string{"sh", "-c", "printf 0123456789abcdef"}}))
+	if err != nil || r.Task.Result != "0123456789\n[6 more bytes cut]" {
+		t.Fatalf("big: %q, %v", r.Task.Result, err)
+	}
+}
+
+// TestExecAbortKillsTheGroup: a stop of the task kills the command and the
+// child it started (the whole process group), and the abort is confirmed.
+func TestExecAbortKillsTheGroup(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st, op := open(t), open(t)
+		dir := t.TempDir()
+		task := claim(t, st, "long", `{}`)
+		ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+		// The command starts a child that would outlive it, records both
+		// pids, and then waits "forever".
+		script := `sleep 3600 & echo $! > ` + filepath.Join(dir, "child") + `; echo $$ > ` + filepath.Join(dir, "leader") + `; wait`
+		done := make(chan worker.Report, 1)
+		go func() {
+			r, err := ex.Run(context.Background(), task, agents.Exec(agents.ExecConfig{KillGrace: 2 * time.Second,
+				Command: []string{"sh", "-c", script}}))
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		pid := func(name string) int {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				return 0
+			}
+			n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			return n
+		}
+		waitUntil(t, "the command to start", func() bool { return pid("leader") > 0 && pid("child") > 0 })
+		res, err := ledger.NewControl(op).Stop(context.Background(), task.ID, "operator", "runaway", 30*time.Second, true)
+		if err != nil || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+			t.Fatalf("stop = %+v / %+v, %v", res.Task.State, res.Abort, err)
+		}
+		if r := <-done; r.Outcome != worker.Aborted {
+			t.Fatalf("report %+v", r)
+		}
+		for _, name := range []string{"leader", "child"} {
+			if !gone(pid(name)) {
+				t.Errorf("%s process %d still runs after the abort", name, pid(name))
+			}
+		}
+	})
+}
+
+// gone reports whether process pid has exited: no such process, or a zombie
+// waiting for a parent to reap it (in a container, PID 1 may never do so).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
+}

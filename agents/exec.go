@@ -1,0 +1,157 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cks-dev/cks/worker"
+)
+
+// Exec defaults.
+const (
+	// DefaultMaxOutput is how much of a command's stdout is kept (as the
+	// task's result and as evidence); the rest is cut, and the cut is said.
+	DefaultMaxOutput = 64 << 10
+	// DefaultKillGrace is how long an aborted command's process group has
+	// between SIGTERM and SIGKILL.
+	DefaultKillGrace = 5 * time.Second
+	// stderrTail is how much of stderr a failure reports.
+	stderrTail = 4 << 10
+)
+
+// ExecConfig configures the resolver of the exec agent kind.
+type ExecConfig struct {
+	// Command is the program and its arguments, run once per task.
+	Command []string
+	// MaxOutput bounds the stdout kept; DefaultMaxOutput when 0.
+	MaxOutput int
+	// KillGrace is the SIGTERM → SIGKILL wait on abort; DefaultKillGrace when 0.
+	KillGrace time.Duration
+}
+
+// Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
+// the task in a process group of its own, with the task as JSON on stdin
+// (without its lease token) and CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT,
+// CKS_TASK_RESTART and CKS_TASK_REVISION in its environment. Exit status 0
+// completes the task with stdout (capped) as its result and as evidence
+// "stdout"; any other status fails the attempt, retryably, with the tail of
+// stderr. When the attempt is aborted (stop, update, cancel) the whole
+// process group gets SIGTERM, then SIGKILL after the grace period, and the
+// resolver returns only once the command is gone, so the abort is
+// confirmed truthfully.
+func Exec(cfg ExecConfig) worker.Resolver {
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+		if len(cfg.Command) == 0 {
+			return worker.Result{}, worker.Permanent(errors.New("exec agent: no command"))
+		}
+		t := a.Task()
+		t.LeaseToken = ""
+		input, err := json.Marshal(t)
+		if err != nil {
+			return worker.Result{}, err
+		}
+		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stdin = bytes.NewReader(input)
+		stdout, stderr := &capped{max: cfg.MaxOutput}, &capped{max: stderrTail, tail: true}
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.Env = append(os.Environ(),
+			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
+			"CKS_TASK_TYPE="+t.Type,
+			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
+			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
+			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))
+		// Output held open by a straggler of the group must not hold Wait.
+		cmd.WaitDelay = cfg.KillGrace
+		if err := cmd.Start(); err != nil {
+			return worker.Result{}, fmt.Errorf("exec agent: start %q: %w", cfg.Command[0], err)
+		}
+		pgid := cmd.Process.Pid
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var werr error
+		select {
+		case werr = <-done:
+			killGroup(pgid, syscall.SIGKILL) // stragglers of a finished command
+		case <-ctx.Done():
+			killGroup(pgid, syscall.SIGTERM)
+			grace := time.NewTimer(cfg.KillGrace)
+			select {
+			case <-done:
+				grace.Stop()
+			case <-grace.C:
+				killGroup(pgid, syscall.SIGKILL)
+				<-done
+			}
+			killGroup(pgid, syscall.SIGKILL)
+			return worker.Result{}, fmt.Errorf("exec agent: command killed: %w", context.Cause(ctx))
+		}
+		if werr != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = "(no stderr)"
+			}
+			if _, err := a.Evidence(ctx, "stderr", stderr.String()); err != nil {
+				return worker.Result{}, err
+			}
+			return worker.Result{}, fmt.Errorf("command %s: %s", werr, msg)
+		}
+		out := stdout.String()
+		if _, err := a.Evidence(ctx, "stdout", out); err != nil {
+			return worker.Result{}, err
+		}
+		return worker.Result{Output: out}, nil
+	}
+}
+
+// killGroup signals every process of group pgid; a group already gone is fine.
+func killGroup(pgid int, sig syscall.Signal) {
+	syscall.Kill(-pgid, sig) //nolint:errcheck // ESRCH: nothing left to signal
+}
+
+// capped keeps at most max bytes of what is written: the head, or with tail
+// the end. It notes how much it dropped.
+type capped struct {
+	buf     []byte
+	max     int
+	tail    bool
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.buf = append(c.buf, p...)
+	if over := len(c.buf) - c.max; over > 0 {
+		c.dropped += over
+		if c.tail {
+			c.buf = append(c.buf[:0], c.buf[over:]...)
+		} else {
+			c.buf = c.buf[:c.max]
+		}
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	switch {
+	case c.dropped == 0:
+		return string(c.buf)
+	case c.tail:
+		return fmt.Sprintf("[%d bytes cut]\n%s", c.dropped, c.buf)
+	}
+	return fmt.Sprintf("%s\n[%d more bytes cut]", c.buf, c.dropped)
+}

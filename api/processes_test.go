@@ -1,0 +1,164 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// stopRows writes, at T0+2m: critic-old (heartbeat T0, stopped), critic-new
+// (newest critic, alive), enr-1 (alive enrichment) and pipe-1 (a pipeline
+// silent for an hour).
+func stopRows(t *testing.T, f *fixture) {
+	t.Helper()
+	storetest.MustUpsert(t, f.store, storetest.Liveness("critic-old", "critic", 0))
+	storetest.MustUpsert(t, f.store, storetest.Liveness("critic-new", "critic", time.Minute))
+	storetest.MustUpsert(t, f.store, storetest.Liveness("enr-1", "enrichment", time.Minute))
+	storetest.MustUpsert(t, f.store, storetest.Liveness("pipe-1", "pipeline", -time.Hour))
+	f.clock.Set(storetest.T0.Add(2 * time.Minute))
+}
+
+func desiredState(t *testing.T, f *fixture, id string) string {
+	t.Helper()
+	r, err := f.store.GetAgentLiveness(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetAgentLiveness(%s): %v", id, err)
+	}
+	return r.DesiredState
+}
+
+// TestProcessStopOverHTTP: POST /v1/processes/{kind}/stop by kind (the newest
+// instance) and by instance id; found false, not an error, when no alive
+// instance is there; an unknown kind is a 400 listing the kinds.
+func TestProcessStopOverHTTP(t *testing.T) {
+	f := newFixture(t)
+	stopRows(t, f)
+	c := f.client()
+	ctx := context.Background()
+	ch, unsubscribe := f.bus.Subscribe()
+	defer unsubscribe()
+
+	for _, tc := range []struct {
+		name, target string
+		want         liveness.StopResult
+	}{
+		{"kind: newest instance", "critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+		{"instance id", "enr-1", liveness.StopResult{Found: true, InstanceID: "enr-1", ProcessKind: "enrichment"}},
+		{"kind whose newest is stopped", "pipeline", liveness.StopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
+		{"kind that never reported", "fork_resolution", liveness.StopResult{ProcessKind: "fork_resolution"}},
+		{"stopped instance id", "critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
+	} {
+		got, err := c.StopProcess(ctx, tc.target)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: StopProcess(%s) = %+v, %v; want %+v", tc.name, tc.target, got, err, tc.want)
+		}
+		if tc.want.Found {
+			select {
+			case e := <-ch:
+				if e.Type != events.ProcessesChanged {
+					t.Errorf("%s: event %s, want %s", tc.name, e.Type, events.ProcessesChanged)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: no processes event after a stop request", tc.name)
+			}
+		}
+	}
+	for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "enr-1": store.DesiredStopRequested,
+		"critic-old": "", "pipe-1": ""} {
+		if got := desiredState(t, f, id); got != want {
+			t.Errorf("%s desired_state %q, want %q", id, got, want)
+		}
+	}
+	// The raw body says found false explicitly.
+	status, body := f.do(t, f.token, "POST", "/v1/processes/fork_resolution/stop", "")
+	if status != http.StatusOK || !strings.Contains(body, `"found": false`) {
+		t.Fatalf("stop of a kind with no alive instance: %d %s, want 200 found false", status, body)
+	}
+	// A repeated request is answered the same way (the instance is still alive).
+	if got, err := c.StopProcess(ctx, "critic"); err != nil || !got.Found || got.InstanceID != "critic-new" {
+		t.Fatalf("repeated stop: %+v %v", got, err)
+	}
+
+	_, err := c.StopProcess(ctx, "janitor")
+	e := apiErr(t, err)
+	if e.Status != http.StatusBadRequest || e.Code != "invalid_argument" || !strings.Contains(e.Message, `"janitor"`) {
+		t.Fatalf("unknown kind: %v, want 400 invalid_argument naming it", err)
+	}
+	for _, k := range liveness.KnownKinds() {
+		if !strings.Contains(e.Message, k) {
+			t.Errorf("unknown kind message %q does not list %s", e.Message, k)
+		}
+	}
+	// No start for processes (ADR-016 §4).
+	if status, body := f.do(t, f.token, "POST", "/v1/processes/critic/start", "{}"); status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /v1/processes/critic/start: %d %s, want no such endpoint", status, body)
+	}
+}
+
+// TestProcessStopPermissions: control on /processes/KIND of the process the
+// target names, whether the target is a kind or an instance id.
+func TestProcessStopPermissions(t *testing.T) {
+	f := newFixture(t)
+	stopRows(t, f)
+	ctx := context.Background()
+
+	enr := client.New(f.srv.URL, f.tokenWith(t, store.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl}))
+	if got, err := enr.StopProcess(ctx, "enr-1"); err != nil || !got.Found {
+		t.Fatalf("control on /processes/enrichment, stop enr-1: %+v %v", got, err)
+	}
+	if got, err := enr.StopProcess(ctx, "enrichment"); err != nil || !got.Found || got.InstanceID != "enr-1" {
+		t.Fatalf("control on /processes/enrichment, stop enrichment: %+v %v", got, err)
+	}
+	tok := f.tokenWith(t, store.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl})
+	for _, target := range []string{"critic", "critic-new"} {
+		status, body := f.do(t, tok, "POST", "/v1/processes/"+target+"/stop", "")
+		wantForbidden(t, status, body, auth.PermControl, "/processes/critic")
+	}
+	// Reading everything is not controlling anything.
+	reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+	for _, target := range []string{"critic", "critic-new", "enr-1"} {
+		status, body := f.do(t, reader, "POST", "/v1/processes/"+target+"/stop", "")
+		kind := map[string]string{"critic": "critic", "critic-new": "critic", "enr-1": "enrichment"}[target]
+		wantForbidden(t, status, body, auth.PermControl, "/processes/"+kind)
+	}
+	if got := desiredState(t, f, "critic-new"); got != "" {
+		t.Fatalf("critic-new desired_state %q after refused requests, want none", got)
+	}
+	// Neither a kind nor an instance: checked as itself, so only a caller
+	// who may control it is told it names nothing.
+	status, body := f.do(t, tok, "POST", "/v1/processes/janitor/stop", "")
+	wantForbidden(t, status, body, auth.PermControl, "/processes/janitor")
+	all := f.tokenWith(t, store.Grant{Resource: "/processes", Permission: auth.PermControl})
+	status, body = f.do(t, all, "POST", "/v1/processes/janitor/stop", "")
+	if e := decodeError(t, body); status != http.StatusBadRequest || !strings.Contains(e.Error.Message, "fork_resolution") {
+		t.Fatalf("unknown kind with control on /processes: %d %s, want 400 listing the kinds", status, body)
+	}
+	// Controlling the sweepers is not controlling the processes.
+	sw := f.tokenWith(t, store.Grant{Resource: "/sweepers", Permission: auth.PermControl})
+	status, body = f.do(t, sw, "POST", "/v1/processes/critic/stop", "")
+	wantForbidden(t, status, body, auth.PermControl, "/processes/critic")
+}
+
+// TestProcessStopInRouteTable: the route is in the table the ACL matrix
+// iterates, with control on /processes/{kind}.
+func TestProcessStopInRouteTable(t *testing.T) {
+	f := newFixture(t)
+	for _, rt := range f.api.Routes() {
+		if rt.Pattern == "POST /v1/processes/{kind}/stop" {
+			if rt.Permission != auth.PermControl || rt.Resource != "/processes/{kind}" {
+				t.Fatalf("route %+v, want control on /processes/{kind}", rt)
+			}
+			return
+		}
+	}
+	t.Fatal("POST /v1/processes/{kind}/stop is not in the route table")
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestProcessStopCLI: `cks process stop KIND|ID` against a real hub, with
+// the liveness rows written from this process as agent processes would.
+func TestProcessStopCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	s := openStore(t, h.dir)
+	storetest.MustUpsert(t, s, freshRow("c0ffee00-1111-4222-8333-444455556666", "critic"))
+	storetest.MustUpsert(t, s, freshRow("e0000000-1111-4222-8333-444455556666", "enrichment"))
+	gone := freshRow("d0000000-1111-4222-8333-444455556666", "pipeline")
+	gone.LastHeartbeatAt = time.Now().Add(-48 * time.Hour)
+	storetest.MustUpsert(t, s, gone)
+	run := func(env []string, args ...string) result {
+		t.Helper()
+		return cks(t, env, append(args, "--data-dir", string(h.dir))...)
+	}
+	desired := func(id string) string {
+		t.Helper()
+		r, err := s.GetAgentLiveness(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.DesiredState
+	}
+
+	r := run(nil, "process", "stop", "critic")
+	if want := "stop requested: critic instance c0ffee00-1111-4222-8333-444455556666; it finishes its current task and exits\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("process stop critic: exit %d\n%q\nwant %q\n%s", r.code, r.stdout, want, r.stderr)
+	}
+	if got := desired("c0ffee00-1111-4222-8333-444455556666"); got != store.DesiredStopRequested {
+		t.Fatalf("critic desired_state %q after stop, want %s", got, store.DesiredStopRequested)
+	}
+
+	// By instance id, as JSON.
+	r = run(nil, "process", "stop", "e0000000-1111-4222-8333-444455556666", "--json")
+	var res liveness.StopResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil ||
+		res != (liveness.StopResult{Found: true, InstanceID: "e0000000-1111-4222-8333-444455556666", ProcessKind: "enrichment"}) {
+		t.Fatalf("process stop ID --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+
+	// Nothing alive: exit 0, says so.
+	for _, c := range []struct{ target, want string }{
+		{"pipeline", "no alive pipeline process: nothing to stop\n"},
+		{"fork_resolution", "no alive fork_resolution process: nothing to stop\n"},
+		{"d0000000-1111-4222-8333-444455556666", "pipeline instance d0000000-1111-4222-8333-444455556666 is not alive: nothing to stop\n"},
+	} {
+		if r := run(nil, "process", "stop", c.target); r.code != 0 || r.stdout != c.want {
+			t.Errorf("process stop %s: exit %d %q, want 0 %q\n%s", c.target, r.code, r.stdout, c.want, r.stderr)
+		}
+	}
+	r = run(nil, "process", "stop", "fork_resolution", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"found": false`) {
+		t.Fatalf("process stop fork_resolution --json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := desired("d0000000-1111-4222-8333-444455556666"); got != "" {
+		t.Fatalf("stopped pipeline desired_state %q, want none", got)
+	}
+
+	// Unknown kind: a usage error listing the kinds.
+	r = run(nil, "process", "stop", "janitor")
+	if r.code != 2 || !strings.Contains(r.stderr, `"janitor"`) {
+		t.Fatalf("process stop janitor: exit %d %s, want 2", r.code, r.stderr)
+	}
+	for _, k := range liveness.KnownKinds() {
+		if !strings.Contains(r.stderr, k) {
+			t.Errorf("process stop janitor: %q does not list %s", r.stderr, k)
+		}
+	}
+	for _, args := range [][]string{{"process", "stop"}, {"process", "stop", "critic", "pipeline"}} {
+		if r := run(nil, args...); r.code != 2 || !strings.Contains(r.stderr, "exactly one KIND") {
+			t.Errorf("%v: exit %d %s, want 2", args, r.code, r.stderr)
+		}
+	}
+	if r := run(nil, "process", "start", "critic"); r.code != 2 || !strings.Contains(r.stderr, "stop KIND|ID") {
+		t.Errorf("process start: exit %d %s, want 2 naming the subcommands", r.code, r.stderr)
+	}
+
+	// Permission: control on /processes/KIND of the process named.
+	_, pipeTok, err := auth.CreateToken(context.Background(), s, nil, "ops",
+		[]store.Grant{{Resource: "/processes/pipeline", Permission: auth.PermControl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = run([]string{"CKS_TOKEN=" + pipeTok}, "process", "stop", "critic")
+	if r.code != 1 || !strings.Contains(r.stderr, "needs control on /processes/critic") || !strings.Contains(r.stderr, "HTTP 403") {
+		t.Fatalf("process stop critic with control on /processes/pipeline: exit %d %s", r.code, r.stderr)
+	}
+	if r = run([]string{"CKS_TOKEN=" + pipeTok}, "process", "stop", "pipeline"); r.code != 0 || !strings.Contains(r.stdout, "nothing to stop") {
+		t.Fatalf("process stop pipeline with control on it: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,104 @@
+package mcpserver_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestRequestProcessStop: the newest alive instance of the kind is asked to
+// stop; a kind with no alive instance answers found false, not an error; an
+// unknown kind is a tool error naming the known kinds.
+func TestRequestProcessStop(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := connectInMemory(t, e.srv)
+	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-old", "critic", 0))
+	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-new", "critic", time.Minute))
+	storetest.MustUpsert(t, e.store, storetest.Liveness("pipe-1", "pipeline", -time.Hour))
+	e.clock.Set(storetest.T0.Add(2 * time.Minute))
+
+	for _, tc := range []struct {
+		kind string
+		want liveness.StopResult
+	}{
+		{"critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+		{"pipeline", liveness.StopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
+		{"enrichment", liveness.StopResult{ProcessKind: "enrichment"}},
+	} {
+		res := call(t, cs, mcpserver.ToolRequestProcessStop, map[string]any{"process_kind": tc.kind})
+		var got liveness.StopResult
+		decode(t, res, &got)
+		if got != tc.want {
+			t.Errorf("request_process_stop(%s) = %+v, want %+v", tc.kind, got, tc.want)
+		}
+		if !tc.want.Found && !strings.Contains(text(t, res), `"found":false`) {
+			t.Errorf("request_process_stop(%s) text %s lacks \"found\":false", tc.kind, text(t, res))
+		}
+	}
+	for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "critic-old": "", "pipe-1": ""} {
+		r, err := e.store.GetAgentLiveness(ctx(t), id)
+		if err != nil || r.DesiredState != want {
+			t.Errorf("%s desired_state %q (%v), want %q", id, r.DesiredState, err, want)
+		}
+	}
+
+	for _, c := range []struct {
+		args map[string]any
+		want []string
+	}{
+		{map[string]any{"process_kind": "janitor"}, append([]string{`"janitor"`}, liveness.KnownKinds()...)},
+		// Kinds only: an instance id is not a process_kind.
+		{map[string]any{"process_kind": "critic-new"}, []string{`"critic-new"`, "critic, enrichment"}},
+		{map[string]any{}, []string{"process_kind"}},
+	} {
+		res := call(t, cs, mcpserver.ToolRequestProcessStop, c.args)
+		if !res.IsError {
+			t.Errorf("request_process_stop(%v): IsError false, want a tool error; %s", c.args, text(t, res))
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(text(t, res), w) {
+				t.Errorf("request_process_stop(%v): %q does not mention %q", c.args, text(t, res), w)
+			}
+		}
+	}
+}
+
+// TestRequestProcessStopNeedsControl: over the hub's /mcp, a principal that
+// can read everything gets a tool error naming control on the kind's
+// resource, and nothing is requested; control on exactly that kind suffices.
+func TestRequestProcessStopNeedsControl(t *testing.T) {
+	hs, e, _ := mcpOverAPI(t)
+	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-1", "critic", 0))
+	args := map[string]any{"process_kind": "critic"}
+
+	reader := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	r := call(t, reader, mcpserver.ToolRequestProcessStop, args)
+	if !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
+		t.Fatalf("request_process_stop with read on /: IsError=%v %q, want forbidden naming control on /processes/critic", r.IsError, text(t, r))
+	}
+	other := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/processes/pipeline", Permission: auth.PermControl}))
+	if r := call(t, other, mcpserver.ToolRequestProcessStop, args); !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
+		t.Fatalf("request_process_stop with control on another kind: IsError=%v %q", r.IsError, text(t, r))
+	}
+	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != "" {
+		t.Fatalf("desired_state %q after refused requests, want none", row.DesiredState)
+	}
+
+	ctl := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/processes/critic", Permission: auth.PermControl}))
+	var got liveness.StopResult
+	decode(t, call(t, ctl, mcpserver.ToolRequestProcessStop, args), &got)
+	if !got.Found || got.InstanceID != "critic-1" {
+		t.Fatalf("request_process_stop with control on /processes/critic = %+v, want critic-1 found", got)
+	}
+	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != store.DesiredStopRequested {
+		t.Fatalf("desired_state %q, want %s", row.DesiredState, store.DesiredStopRequested)
+	}
+}
