@@ -25,3 +25,18 @@ func TestAbort(t *testing.T) {
 		t.Logf("stop→confirmed p50 %s, update→confirmed p50 %s, live update p50 %s", r.StopP50, r.UpdateP50, r.LiveP50)
 	})
 }
+
+// TestLiveness runs the liveness benchmark on a small history on both
+// backends: process_status must find the live instance among the history
+// and list_processes must return every row (bench.Liveness fails otherwise).
+func TestLiveness(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		r, err := bench.Liveness(context.Background(), open(t), bench.LivenessConfig{History: 50, Samples: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.History != 50 || r.HeartbeatP50 <= 0 || r.StatusP50 <= 0 || r.ListP50 <= 0 || r.ReadBackP50 <= 0 {
+			t.Fatalf("result %+v", r)
+		}
+	})
+}

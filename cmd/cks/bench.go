@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,8 +23,12 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	switch {
 	case len(args) > 0 && args[0] == "abort":
 		return cmdBenchAbort(ctx, args[1:], e)
+	case len(args) > 0 && args[0] == "liveness":
+		return cmdBenchLiveness(ctx, args[1:], e)
+	case len(args) > 0 && args[0] == "stop":
+		return cmdBenchStop(ctx, args[1:], e)
 	case len(args) == 0 || args[0] != "ledger":
-		return fmt.Errorf("%w: bench needs a benchmark name: ledger or abort", errUsage)
+		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness or stop", errUsage)
 	}
 	fs := flagSet("bench ledger", e)
 	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
@@ -159,4 +165,161 @@ func scratchStore(ctx context.Context, database string) (string, func(), error) 
 		return "", nil, err
 	}
 	return "sqlite:" + filepath.Join(dir, "bench.db"), func() { os.RemoveAll(dir) }, nil
+}
+
+// cmdBenchLiveness measures heartbeat, read-back, process_status and
+// list_processes over a history of instance rows (bench.Liveness).
+func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench liveness", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	history := fs.Int("history", 100_000, "historical instance rows written first")
+	samples := fs.Int("samples", 500, "timed calls of each kind (a tenth for list_processes)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *history < 1 || *samples < 1 {
+		return fmt.Errorf("%w: --history and --samples must be positive", errUsage)
+	}
+	url, cleanup, err := scratchStore(ctx, *database)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintf(e.stderr, "bench liveness: %s, %d historical rows\n", st.Backend(), *history)
+	r, err := bench.Liveness(ctx, st, bench.LivenessConfig{History: *history, Samples: *samples,
+		Progress: func(phase string, done, total int) {
+			fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
+			if done == total {
+				fmt.Fprintln(e.stderr)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": st.Backend(), "result": r})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tcall\tp50\tp99\t\n")
+	for _, row := range []struct {
+		name     string
+		p50, p99 time.Duration
+	}{
+		{"heartbeat (upsert)", r.HeartbeatP50, r.HeartbeatP99},
+		{"read-back (own row)", r.ReadBackP50, r.ReadBackP99},
+		{"process_status", r.StatusP50, r.StatusP99},
+		{fmt.Sprintf("list_processes (%d rows)", r.History+1), r.ListP50, r.ListP99},
+	} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", st.Backend(), row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
+	}
+	return tw.Flush()
+}
+
+// cmdBenchStop measures remote stop latency (bench.ProcessStop): it starts
+// idle `cks agent pipeline` processes of this binary and times each from
+// the stop request to the process's exit, with the notification fast path
+// and with the liveness tick only.
+func cmdBenchStop(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench stop", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	rounds := fs.Int("rounds", 20, "processes started and stopped per path")
+	interval := fs.Duration("liveness-interval", time.Second, "the agents' liveness interval (the tick-only path waits up to one)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *rounds < 1 || *interval <= 0 {
+		return fmt.Errorf("%w: --rounds and --liveness-interval must be positive", errUsage)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	url, cleanup, err := scratchStore(ctx, *database)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	results := map[string]bench.StopResult{}
+	paths := []string{"fast path", "tick only"}
+	for _, path := range paths {
+		fmt.Fprintf(e.stderr, "bench stop: %s, %s, %d rounds, liveness interval %s\n", st.Backend(), path, *rounds, *interval)
+		launch := func(ctx context.Context) (string, func() error, error) {
+			cmdArgs := []string{"agent", "pipeline", "--database", url, "--liveness-interval", interval.String()}
+			if path == "tick only" {
+				cmdArgs = append(cmdArgs, "--no-fast-stop")
+			}
+			return launchAgent(ctx, self, cmdArgs)
+		}
+		r, err := bench.ProcessStop(ctx, st, bench.StopConfig{Rounds: *rounds, Launch: launch, Settle: *interval,
+			Progress: func(done, total int) {
+				fmt.Fprintf(e.stderr, "\r  %-10s %4d/%d", path, done, total)
+				if done == total {
+					fmt.Fprintln(e.stderr)
+				}
+			}})
+		if err != nil {
+			return err
+		}
+		results[path] = r
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": st.Backend(), "liveness_interval_ns": *interval, "results": results})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tpath\trounds\tp50\tp99\tmax\t\n")
+	for _, path := range paths {
+		r := results[path]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", st.Backend(), path, r.Rounds,
+			r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond))
+	}
+	return tw.Flush()
+}
+
+// launchAgent starts `self args…` and returns, once the agent has logged its
+// start, its instance id and a function waiting for its exit. The process is
+// killed if ctx ends first.
+func launchAgent(ctx context.Context, self string, args []string) (string, func() error, error) {
+	cmd := exec.CommandContext(ctx, self, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	ids := make(chan string, 1)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			if i := strings.Index(line, "instance_id="); !sent && strings.Contains(line, "agent started") && i >= 0 {
+				ids <- strings.Fields(line[i+len("instance_id="):])[0]
+				sent = true
+			}
+		}
+		if !sent {
+			close(ids)
+		}
+	}()
+	id, ok := <-ids
+	if !ok {
+		<-drained
+		return "", nil, fmt.Errorf("agent exited before it started: %v", cmd.Wait())
+	}
+	return id, func() error { <-drained; return cmd.Wait() }, nil
 }

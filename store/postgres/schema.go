@@ -30,6 +30,8 @@ var tables = []schema.Table{
 		},
 		After: []string{
 			`CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process_kind, last_heartbeat_at)`,
+			// process_status: the newest instance of a kind, in LatestAgentLiveness' order.
+			`CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(process_kind, started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C")`,
 		},
 	},
 	{
