@@ -154,12 +154,22 @@ func (r *Reporter) tickLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.write(ctx, false)
+			r.tick(ctx)
 			r.checkStop(ctx)
 		case <-r.poke:
-			r.write(ctx, false)
+			r.tick(ctx)
 		}
 	}
+}
+
+// tick writes one heartbeat. Stop does not cancel it (Stop waits for it
+// instead): a cancelled write can still commit on Postgres, after Stop's
+// final epoch heartbeat, and make an exited process read alive. Its time
+// is bounded by the interval.
+func (r *Reporter) tick(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(r.cfg.Interval, time.Second))
+	defer cancel()
+	r.write(wctx, false) //nolint:errcheck // logged; the next tick retries
 }
 
 // write upserts the row with a fresh heartbeat (or the epoch when final).

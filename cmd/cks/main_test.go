@@ -19,6 +19,8 @@ import (
 
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/store/postgres"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -427,4 +429,148 @@ func TestClientErrorsFromHub(t *testing.T) {
 	if res.code == 0 || !strings.Contains(res.stderr, "unknown token") || !strings.Contains(res.stderr, "HTTP 401") {
 		t.Fatalf("wrong token: exit %d: %s", res.code, res.stderr)
 	}
+}
+
+// testDB is a fresh database of one backend for process-level tests: url is
+// what hub and agents get as --database; open gives the test its own handle.
+type testDB struct {
+	backend string
+	url     string
+	open    func(t testing.TB) store.Store
+}
+
+// forBackends runs f as a parallel subtest on a fresh SQLite file and on a
+// scratch schema of CKS_TEST_DATABASE_URL (skipped when unset, unless CI=true).
+func forBackends(t *testing.T, f func(t *testing.T, db testDB)) {
+	t.Helper()
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var db testDB
+			if name == "sqlite" {
+				db = testDB{backend: name, url: "sqlite:" + filepath.Join(t.TempDir(), "cks.db")}
+			} else {
+				base := os.Getenv("CKS_TEST_DATABASE_URL")
+				if base == "" {
+					if os.Getenv("CI") == "true" {
+						t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
+					}
+					t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
+				}
+				url, drop, err := postgres.ScratchSchema(context.Background(), base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { drop(context.Background()) })
+				db = testDB{backend: name, url: url}
+			}
+			db.open = func(t testing.TB) store.Store {
+				t.Helper()
+				s, err := backend.Open(context.Background(), db.url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			f(t, db)
+		})
+	}
+}
+
+// agentProc is a running `cks agent …`.
+type agentProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	code   int // exit status, valid once done is closed
+}
+
+// startAgent starts `cks agent ARGS…` with a clean CKS_* environment plus env;
+// the cleanup kills it if the test has not ended it.
+func startAgent(t testing.TB, env []string, args ...string) *agentProc {
+	t.Helper()
+	cmd := exec.Command(cksBin, append([]string{"agent"}, args...)...)
+	cmd.Env = append(cleanEnv(), env...)
+	a := &agentProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = io.Discard, a.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		a.code = 0
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			a.code = ee.ExitCode()
+		} else if err != nil {
+			a.code = -1
+		}
+		close(a.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-a.done
+	})
+	return a
+}
+
+func (a *agentProc) exited() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the agent to exit and returns its exit status.
+func (a *agentProc) wait(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-a.done:
+		return a.code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent did not exit\n%s", a.stderr.String())
+		return 0
+	}
+}
+
+// waitLog waits until the agent's stderr contains s.
+func (a *agentProc) waitLog(t testing.TB, s string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("agent log %q", s), func() bool {
+		if a.exited() && !strings.Contains(a.stderr.String(), s) {
+			t.Fatalf("agent exited (status %d) before logging %q\n%s", a.code, s, a.stderr.String())
+		}
+		return strings.Contains(a.stderr.String(), s)
+	})
+}
+
+// pidGone reports whether process pid no longer runs: no /proc entry, or a
+// zombie (PID 1 of a container may never reap an orphan).
+func pidGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
+}
+
+// readPID reads a pid a test command wrote to file, waiting for it.
+func readPID(t testing.TB, file string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "pid file "+file, func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false
+		}
+		_, err = fmt.Sscan(string(b), &pid)
+		return err == nil && pid > 0
+	})
+	return pid
 }

@@ -151,8 +151,12 @@ func printProcesses(w io.Writer, ps []liveness.Process) error {
 		if p.CurrentTaskID != nil {
 			task = fmt.Sprintf("#%d %s", *p.CurrentTaskID, p.CurrentTaskType)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s ago\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
-			p.Status, age(time.Duration(p.HeartbeatAgeS*float64(time.Second))), task)
+		last := age(time.Duration(p.HeartbeatAgeS*float64(time.Second))) + " ago"
+		if p.LastHeartbeatAt.Equal(liveness.Epoch) {
+			last = "exited" // the backdated heartbeat of a graceful exit (ADR-016 §3)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
+			p.Status, last, task)
 	}
 	return tw.Flush()
 }

@@ -7,14 +7,13 @@ import (
 	"github.com/cks-dev/cks/hub"
 )
 
-// cmdServe runs a hub. dev mode pins the embedded SQLite default and prints
-// how to open the studio with the admin token.
+// cmdServe runs a hub. dev mode is `cks dev` (dev.go): a hub on the embedded
+// SQLite default plus the seed agents as child processes.
 func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
-	name := "serve"
 	if dev {
-		name = "dev"
+		return cmdDev(ctx, args, e)
 	}
-	fs := flagSet(name, e)
+	fs := flagSet("serve", e)
 	var sf storeFlags
 	sf.register(fs)
 	listen := fs.String("listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
@@ -23,12 +22,9 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, pos)
+		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, pos)
 	}
 	dir, dbURL := sf.resolve(e)
-	if dev && sf.database == "" {
-		dbURL = dir.DatabaseURL() // dev always uses the embedded default
-	}
 	cfg := hub.Config{
 		DatabaseURL: dbURL,
 		DataDir:     dir,
@@ -36,19 +32,5 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 		Version:     version,
 		Logger:      logger(e.stderr),
 	}
-	return hub.Run(ctx, cfg, func(r hub.Ready) {
-		if !dev {
-			return
-		}
-		tok, _ := dir.ReadToken()
-		fmt.Fprintf(e.stdout, `
-cks dev is running on %s (%s).
-
-  Studio:  %s/   (sign in with the admin token)
-  Token:   %s   (also in %s)
-  CLI:     go run ./cmd/cks process list
-
-Press Ctrl-C to stop.
-`, r.URL, r.Backend, r.URL, tok, r.TokenFile)
-	})
+	return hub.Run(ctx, cfg, nil)
 }

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/store"
+)
+
+// fastAgent are agent flags that make a test quick: liveness every 0.3 s
+// (stopped 0.9 s after a crash) and a short idle wait.
+var fastAgent = []string{"--liveness-interval", "0.3", "--poll-interval", "0.2"}
+
+// blockUntilGo is an exec agent command: it records its pid, then blocks
+// until the file "go" appears in $T_DIR.
+const blockUntilGo = `echo $$ > "$T_DIR/pid.$CKS_TASK_ID"
+while [ ! -e "$T_DIR/go" ]; do sleep 0.02; done
+echo "finished $CKS_TASK_ID"`
+
+// processes lists the hub's processes through the CLI (`process list --json`).
+func processes(t testing.TB, h *hubProc) []liveness.Process {
+	t.Helper()
+	r := cks(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
+	if r.code != 0 {
+		t.Fatalf("process list --json: exit %d\n%s", r.code, r.stderr)
+	}
+	var out struct {
+		Processes []liveness.Process `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("process list --json: %v\n%s", err, r.stdout)
+	}
+	return out.Processes
+}
+
+// processOf waits until the process with pid has reported and returns its row.
+func processOf(t testing.TB, h *hubProc, pid int) liveness.Process {
+	t.Helper()
+	var p liveness.Process
+	waitFor(t, fmt.Sprintf("liveness row of pid %d", pid), func() bool {
+		for _, q := range processes(t, h) {
+			if q.PID == pid {
+				p = q
+				return true
+			}
+		}
+		return false
+	})
+	return p
+}
+
+// processByID returns the row of instance id (fails when it is missing).
+func processByID(t testing.TB, h *hubProc, id string) liveness.Process {
+	t.Helper()
+	for _, p := range processes(t, h) {
+		if p.InstanceID == id {
+			return p
+		}
+	}
+	t.Fatalf("no liveness row for instance %s", id)
+	return liveness.Process{}
+}
+
+func newTask(t testing.TB, api *client.Client, typ, title string) int64 {
+	t.Helper()
+	task, _, err := api.CreateTask(context.Background(), store.NewTask{Type: typ, Title: title})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task.ID
+}
+
+func getTask(t testing.TB, api *client.Client, id int64) store.Task {
+	t.Helper()
+	task, err := api.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func waitState(t testing.TB, api *client.Client, id int64, want ledger.State) store.Task {
+	t.Helper()
+	var task store.Task
+	waitFor(t, fmt.Sprintf("task %d %s", id, want), func() bool {
+		task = getTask(t, api, id)
+		return task.State == want
+	})
+	return task
+}
+
+// TestAgentStopPaths: SIGTERM and a remote stop request (`cks process stop
+// ID`) end an exec agent the same way: it logs the drain, finishes the task
+// in hand (COMPLETED), claims nothing more, exits 0, and its row reads
+// stopped at once (epoch heartbeat).
+func TestAgentStopPaths(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHub(t, "serve", "--database", db.url)
+		api := client.New(h.url, h.token)
+		for _, path := range []string{"sigterm", "remote"} {
+			t.Run(path, func(t *testing.T) {
+				dir := t.TempDir()
+				typ := "drain-" + path
+				first := newTask(t, api, typ, "in hand at the stop")
+				a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", typ},
+					append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
+				readPID(t, filepath.Join(dir, fmt.Sprint("pid.", first)))
+				waitState(t, api, first, ledger.Running)
+				row := processOf(t, h, a.cmd.Process.Pid)
+				if row.Status != liveness.Alive || row.CurrentTaskID == nil || *row.CurrentTaskID != first {
+					t.Fatalf("running agent's row: %+v, want alive holding task %d", row, first)
+				}
+				second := newTask(t, api, typ, "created before the stop, never claimed")
+
+				switch path {
+				case "sigterm":
+					a.cmd.Process.Signal(syscall.SIGTERM)
+				case "remote":
+					r := cks(t, nil, "process", "stop", row.InstanceID, "--json", "--data-dir", string(h.dir))
+					if r.code != 0 || !strings.Contains(r.stdout, `"found": true`) {
+						t.Fatalf("process stop %s: exit %d\n%s%s", row.InstanceID, r.code, r.stdout, r.stderr)
+					}
+				}
+				a.waitLog(t, agents.MsgDraining)
+				if a.exited() {
+					t.Fatalf("agent exited before its task finished\n%s", a.stderr.String())
+				}
+				if s := getTask(t, api, first).State; s != ledger.Running {
+					t.Fatalf("task in hand is %s during the drain, want RUNNING", s)
+				}
+				os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+				if code := a.wait(t); code != 0 {
+					t.Fatalf("agent exit status %d after %s, want 0\n%s", code, path, a.stderr.String())
+				}
+
+				// At once: no waiting for the TTL.
+				p := processByID(t, h, row.InstanceID)
+				if p.Status != liveness.Stopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil {
+					t.Fatalf("row after a graceful exit: %+v, want stopped, epoch heartbeat, no task", p)
+				}
+				r := cks(t, nil, "process", "status", "exec", "--json", "--data-dir", string(h.dir))
+				if r.code != 0 || !strings.Contains(r.stdout, `"instance_id": "`+row.InstanceID) || !strings.Contains(r.stdout, `"status": "stopped"`) {
+					t.Fatalf("process status exec: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				}
+				r = cks(t, nil, "process", "list", "--data-dir", string(h.dir))
+				if !strings.Contains(r.stdout, "exited") || strings.Contains(r.stdout, "d ago") {
+					t.Fatalf("process list shows a graceful exit as:\n%s", r.stdout)
+				}
+				if task := getTask(t, api, first); task.State != ledger.Completed || task.Result != fmt.Sprintf("finished %d\n", first) {
+					t.Fatalf("task in hand: %s %q, want COMPLETED with the command's output", task.State, task.Result)
+				}
+				if task := getTask(t, api, second); task.State != ledger.Open || task.Attempts != 0 {
+					t.Fatalf("task created during the run: %s, %d attempts; want OPEN, never claimed", task.State, task.Attempts)
+				}
+			})
+		}
+	})
+}
+
+// TestAgentKilled: `kill -9` of an agent holding a task. Its row reads alive
+// until 3 × its liveness interval has passed since its last heartbeat, then
+// stopped; the ledger reclaims its task once the lease has expired, and a
+// second agent completes it.
+//
+// The lease an agent takes is max(5 min, 3 × heartbeat interval), so a real
+// lease reaper would need five real minutes: the test reclaims with
+// ReclaimExpired on a store handle at a time past the lease instead.
+func TestAgentKilled(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHub(t, "serve", "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) }) // ends the orphaned command
+		// The first attempt blocks; a later one (after the reclaim) finishes.
+		cmd := `echo $$ > "$T_DIR/pid.$CKS_TASK_ATTEMPT"
+if [ "$CKS_TASK_ATTEMPT" = 1 ]; then while [ ! -e "$T_DIR/go" ]; do sleep 0.02; done; fi
+echo "attempt $CKS_TASK_ATTEMPT"`
+		agentArgs := append([]string{"exec", "--database", db.url, "--types", "crash"}, append(fastAgent, "--", "sh", "-c", cmd)...)
+		env := []string{"T_DIR=" + dir}
+		id := newTask(t, api, "crash", "outlives its agent")
+		a := startAgent(t, env, agentArgs...)
+		cmdPID := readPID(t, filepath.Join(dir, "pid.1"))
+		t.Cleanup(func() { syscall.Kill(-cmdPID, syscall.SIGKILL) })
+		waitState(t, api, id, ledger.Running)
+		row := processOf(t, h, a.cmd.Process.Pid)
+
+		a.cmd.Process.Signal(syscall.SIGKILL)
+		a.wait(t)
+		killed := time.Now()
+		ttl := time.Duration(liveness.TTLFactor * row.LivenessIntervalS * float64(time.Second))
+		if ttl < 899*time.Millisecond || ttl > 901*time.Millisecond {
+			t.Fatalf("TTL %s, want 3 × 0.3 s", ttl)
+		}
+		// Every read: alive exactly while the frozen heartbeat is younger
+		// than the TTL; the heartbeat is never backdated (no graceful exit).
+		var sawAlive bool
+		var last time.Time
+		waitFor(t, "killed agent to read stopped", func() bool {
+			p := processByID(t, h, row.InstanceID)
+			if p.LastHeartbeatAt.Equal(liveness.Epoch) {
+				t.Fatalf("a killed agent wrote the graceful-exit heartbeat: %+v", p)
+			}
+			if !last.IsZero() && !p.LastHeartbeatAt.Equal(last) {
+				// A tick in flight at the kill may land once; later ones may not.
+				if time.Since(killed) > time.Second {
+					t.Fatalf("heartbeat moved from %s to %s after the kill", last, p.LastHeartbeatAt)
+				}
+			}
+			last = p.LastHeartbeatAt
+			young := time.Duration(p.HeartbeatAgeS*float64(time.Second)) <= ttl
+			if young != (p.Status == liveness.Alive) {
+				t.Fatalf("status %s with heartbeat age %.3fs and TTL %s", p.Status, p.HeartbeatAgeS, ttl)
+			}
+			sawAlive = sawAlive || p.Status == liveness.Alive
+			return p.Status == liveness.Stopped
+		})
+		if !sawAlive {
+			t.Log("the first read after the kill was already past the TTL (slow machine): alive phase not observed")
+		}
+		if since := time.Since(last); since < ttl {
+			t.Fatalf("read stopped %s after the last heartbeat, before the TTL %s", since, ttl)
+		}
+		if task := getTask(t, api, id); task.State != ledger.Running {
+			t.Fatalf("task of the killed agent is %s before the lease expired, want RUNNING", task.State)
+		}
+
+		// A second agent, then the reclaim at a time past the lease.
+		b := startAgent(t, env, agentArgs...)
+		processOf(t, h, b.cmd.Process.Pid)
+		s := db.open(t)
+		set, _ := agents.Defaults("exec")
+		n, err := s.ReclaimExpired(context.Background(), time.Now().Add(set.Lease+time.Minute), store.DefaultStaleWindow)
+		if err != nil || n != 1 {
+			t.Fatalf("ReclaimExpired past the lease: %d, %v; want 1 task", n, err)
+		}
+		task := waitState(t, api, id, ledger.Completed)
+		if task.Attempts != 2 || task.Result != "attempt 2\n" {
+			t.Fatalf("reclaimed task: attempts %d, result %q; want attempt 2 completed", task.Attempts, task.Result)
+		}
+		b.waitLog(t, fmt.Sprintf(`msg="task done" process_kind=exec instance_id=%s task_id=%d`, processOf(t, h, b.cmd.Process.Pid).InstanceID, id))
+		b.cmd.Process.Signal(syscall.SIGTERM)
+		if code := b.wait(t); code != 0 {
+			t.Fatalf("second agent exit status %d\n%s", code, b.stderr.String())
+		}
+	})
+}
+
+// TestExecAgentTaskStop: `cks task stop` of a task whose exec command runs:
+// the command's whole process group is gone, the abort is confirmed, the task
+// is STOPPED and the agent keeps running; `cks task start` runs the command
+// again from the top (CKS_TASK_RESTART=1) and the task completes.
+func TestExecAgentTaskStop(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHub(t, "serve", "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		// A shell with a child of its own; the first run never ends by itself.
+		cmd := `R=$CKS_TASK_RESTART
+sleep 1000 & echo $! > "$T_DIR/child.$R"
+echo $$ > "$T_DIR/pid.$R"
+if [ "$R" != 0 ]; then kill $!; echo "run $R from the top"; exit 0; fi
+while :; do sleep 0.02; done`
+		a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", "long"},
+			append(fastAgent, "--", "sh", "-c", cmd)...)...)
+		id := newTask(t, api, "long", "a long command")
+		shell, child := readPID(t, filepath.Join(dir, "pid.0")), readPID(t, filepath.Join(dir, "child.0"))
+		t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
+		waitState(t, api, id, ledger.Running)
+		if pidGone(shell) || pidGone(child) {
+			t.Fatal("command not running before the stop")
+		}
+
+		r := cks(t, nil, "task", "stop", fmt.Sprint(id), "--reason", "operator hold", "--deadline", "20s", "--json", "--data-dir", string(h.dir))
+		var res ledger.StopResult
+		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
+			t.Fatalf("task stop: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		if res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed ||
+			!strings.HasPrefix(res.Abort.Executor, "exec/") {
+			t.Fatalf("task stop result: %s %+v; want STOPPED, abort confirmed by the exec agent", res.Task.State, res.Abort)
+		}
+		// Confirmed means the group is gone already: no waiting here.
+		for _, pid := range []int{shell, child} {
+			if !pidGone(pid) {
+				t.Errorf("pid %d of the command's group still runs after the confirmed abort", pid)
+			}
+		}
+		if task := getTask(t, api, id); task.State != ledger.Stopped {
+			t.Fatalf("task is %s after stop, want STOPPED", task.State)
+		}
+		if a.exited() {
+			t.Fatalf("the agent exited on a task stop\n%s", a.stderr.String())
+		}
+
+		r = cks(t, nil, "task", "start", fmt.Sprint(id), "--reason", "go on", "--data-dir", string(h.dir))
+		if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("task %d started", id)) {
+			t.Fatalf("task start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		task := waitState(t, api, id, ledger.Completed)
+		if task.Restarts != 1 || task.Result != "run 1 from the top\n" {
+			t.Fatalf("restarted task: restarts %d, result %q; want the command run again with CKS_TASK_RESTART=1", task.Restarts, task.Result)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pid.1")); err != nil {
+			t.Fatalf("second run did not start from the top: %v", err)
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM)
+		if code := a.wait(t); code != 0 {
+			t.Fatalf("agent exit status %d\n%s", code, a.stderr.String())
+		}
+	})
+}
+
+// TestAgentBadInput: usage errors exit 2 naming what was wrong.
+func TestAgentBadInput(t *testing.T) {
+	dir := t.TempDir()
+	r := cks(t, nil, "agent", "nosuch", "--data-dir", dir)
+	if r.code != 2 || !strings.Contains(r.stderr, `"nosuch"`) {
+		t.Fatalf("agent nosuch: exit %d %s, want 2", r.code, r.stderr)
+	}
+	for _, k := range agents.Kinds() {
+		if !strings.Contains(r.stderr, k) {
+			t.Errorf("agent nosuch: %q does not list %s", r.stderr, k)
+		}
+	}
+	r = cks(t, []string{"CKS_CRITIC_LIVENESS_INTERVAL=x"}, "agent", "critic", "--data-dir", dir)
+	if r.code != 2 || !strings.Contains(r.stderr, "CKS_CRITIC_LIVENESS_INTERVAL") {
+		t.Fatalf("CKS_CRITIC_LIVENESS_INTERVAL=x: exit %d %s, want 2 naming the variable", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent"}, "needs a kind"},
+		{[]string{"agent", "exec", "--types", "x"}, "a command after --"},
+		{[]string{"agent", "critic", "--", "true"}, "only agent exec takes a command"},
+		{[]string{"agent", "critic", "--liveness-interval", "-1"}, "positive"},
+		{[]string{"dev", "--exec-types", "x"}, "command after --"},
+		{[]string{"dev", "--", "true"}, "needs --exec-types"},
+	} {
+		r := cks(t, nil, append(c.args, "--data-dir", filepath.Join(dir, "never"))...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never")); err == nil {
+		t.Error("a usage error created the data directory")
+	}
+}
+
+// TestAgentSecondSignal: a second SIGTERM during the drain exits at once,
+// non-zero, with the task still running.
+func TestAgentSecondSignal(t *testing.T) {
+	h := startHub(t, "serve")
+	api := client.New(h.url, h.token)
+	dir := t.TempDir()
+	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+	id := newTask(t, api, "slow", "never finishes here")
+	a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--data-dir", string(h.dir), "--types", "slow"},
+		append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
+	shell := readPID(t, filepath.Join(dir, fmt.Sprint("pid.", id)))
+	t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
+	waitState(t, api, id, ledger.Running)
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	a.waitLog(t, agents.MsgDraining)
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	if code := a.wait(t); code == 0 {
+		t.Fatalf("exit status 0 after a second SIGTERM, want non-zero\n%s", a.stderr.String())
+	}
+	if !strings.Contains(a.stderr.String(), "second signal") {
+		t.Fatalf("no word of the second signal:\n%s", a.stderr.String())
+	}
+	if task := getTask(t, api, id); task.State != ledger.Running {
+		t.Fatalf("task is %s after the hard exit, want RUNNING (its lease left to expire)", task.State)
+	}
+}
