@@ -14,12 +14,35 @@ const (
 	ProcessesChanged = "processes"
 	// SweepersChanged: a sweeper was started or stopped, here or on another node.
 	SweepersChanged = "sweepers"
+	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
+	// Data is a StepEvent.
+	AgentStepStarted = "agent_step_started"
+	// AgentStepCompleted: a pipeline step finished work on an object; Data is
+	// a StepEvent with the outcome.
+	AgentStepCompleted = "agent_step_completed"
 )
+
+// StepEvent is the Data of AgentStepStarted and AgentStepCompleted.
+type StepEvent struct {
+	Step     string `json:"step"`
+	Worker   string `json:"worker"`
+	ObjectID int64  `json:"object_id"`
+	// From is the status the step claimed the object in; To and Outcome
+	// are set on completion (Outcome: completed, rejected, parked, failed,
+	// skipped, released).
+	From    string `json:"from"`
+	To      string `json:"to,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	// DurationMS is the step's run time, on completion.
+	DurationMS float64 `json:"duration_ms,omitempty"`
+}
 
 // Event is one notification.
 type Event struct {
 	Type string    `json:"type"`
 	At   time.Time `json:"at"`
+	// Data is the event's detail, when its type has one.
+	Data any `json:"data,omitempty"`
 }
 
 // Bus fans events out to subscribers. A slow subscriber misses events rather

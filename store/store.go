@@ -26,6 +26,7 @@ type Store interface {
 	Principals
 	Tasks
 	TaskControl
+	Knowledge
 	SweeperControl
 	Changes
 	// Backend names the implementation: "sqlite" or "postgres".

@@ -16,3 +16,9 @@ func PublishAndRollBack(s *Store, ctx context.Context, topic string) error {
 		return errors.New("rolled back on purpose")
 	})
 }
+
+// The statements of the knowledge store whose query plans the tests check.
+const (
+	ClaimObjectsSQL = claimObjectsSQL
+	ReleaseStaleSQL = releaseStaleSQL
+)

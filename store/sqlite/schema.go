@@ -207,6 +207,76 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 		},
 	},
 	{
+		// Objects of the knowledge store (ADR-007): nodes of the knowledge
+		// graph, with the pipeline status and claim of each.
+		Name: "cks_objects",
+		Columns: []schema.Column{
+			{Name: "object_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "kind", Def: "TEXT NOT NULL"},
+			{Name: "title", Def: "TEXT NOT NULL DEFAULT ''"},
+			// Canonical JSON (store.CanonicalJSON); content_hash its SHA-256, hex.
+			{Name: "content", Def: "TEXT NOT NULL DEFAULT '{}'"},
+			{Name: "content_hash", Def: "TEXT NOT NULL"},
+			{Name: "current_status", Def: "TEXT NOT NULL DEFAULT ''"},
+			// '' when unclaimed; claimed_at is then NULL.
+			{Name: "claimed_by", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "claim_token", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "claimed_at", Def: "TEXT"},
+			{Name: "round", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "created_by", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
+			{Name: "updated_at", Def: "TEXT NOT NULL"},
+		},
+		After: []string{
+			// ClaimObjects: the unclaimed objects of one status, oldest first.
+			`CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, claimed_by, object_id)`,
+			`CREATE INDEX IF NOT EXISTS idx_objects_kind ON cks_objects(kind, object_id)`,
+			// ReleaseStaleClaims: only claimed objects have a claimed_at.
+			`CREATE INDEX IF NOT EXISTS idx_objects_claimed_at ON cks_objects(claimed_at) WHERE claimed_at IS NOT NULL`,
+		},
+	},
+	{
+		// Edges of the knowledge graph: base_type is structural (graph
+		// algorithms), semantic_type what the edge means (ADR-007 §4).
+		Name: "cks_edges",
+		Columns: []schema.Column{
+			{Name: "edge_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "src", Def: "INTEGER NOT NULL REFERENCES cks_objects(object_id)"},
+			{Name: "dst", Def: "INTEGER NOT NULL REFERENCES cks_objects(object_id)"},
+			{Name: "base_type", Def: "TEXT NOT NULL"},
+			{Name: "semantic_type", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "weight", Def: "REAL"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_edges_src ON cks_edges(src)`,
+			`CREATE INDEX IF NOT EXISTS idx_edges_dst ON cks_edges(dst)`,
+		},
+	},
+	{
+		// The transition log of objects (ADR-007 §1, §4), append-only.
+		Name: "cks_transition_log",
+		Columns: []schema.Column{
+			{Name: "seq", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "object_id", Def: "INTEGER NOT NULL REFERENCES cks_objects(object_id)"},
+			{Name: "ts", Def: "TEXT NOT NULL"},
+			{Name: "agent", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "action", Def: "TEXT NOT NULL"},
+			{Name: "transitioned_to", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "reasoning_node_id", Def: "INTEGER REFERENCES cks_objects(object_id)"},
+			{Name: "content_hash", Def: "TEXT NOT NULL"},
+			{Name: "round", Def: "INTEGER NOT NULL DEFAULT 0"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_transition_log_object ON cks_transition_log(object_id, seq)`,
+			// Append-only, enforced by the database itself (DESIGN §4).
+			`CREATE TRIGGER IF NOT EXISTS cks_transition_log_no_update BEFORE UPDATE ON cks_transition_log
+BEGIN SELECT RAISE(ABORT, 'cks_transition_log is append-only: UPDATE refused'); END`,
+			`CREATE TRIGGER IF NOT EXISTS cks_transition_log_no_delete BEFORE DELETE ON cks_transition_log
+BEGIN SELECT RAISE(ABORT, 'cks_transition_log is append-only: DELETE refused'); END`,
+		},
+	},
+	{
 		// The per-topic change counters behind WatchChanges (see publish).
 		Name: "cks_changes",
 		Columns: []schema.Column{

@@ -1,0 +1,447 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// questions resolve against testdata/corpus in one round with the offline model.
+var questions = []string{
+	"How does the waggle dance tell foragers the direction of the flowers?",
+	"What causes spring tides when the sun and the moon line up?",
+	"Why are stratovolcanoes eruptions explosive?",
+	"What does the duration of the waggle run tell about the distance to the flowers?",
+}
+
+// absent is a question the corpus cannot answer.
+const absent = "Which programming language did the first compiler target?"
+
+func corpus(t testing.TB) *llm.Corpus {
+	t.Helper()
+	c, err := llm.LoadCorpus("testdata/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// kstore returns the knowledge side of a store.
+func kstore(t testing.TB, s store.Store) pipeline.Store {
+	t.Helper()
+	k, ok := s.(pipeline.Store)
+	if !ok {
+		t.Fatalf("%s has no knowledge store", s.Backend())
+	}
+	return k
+}
+
+// counting wraps a model, counts its calls per method and question, and can
+// inject faults: fault is called before each call and may panic or return an
+// error to return instead.
+type counting struct {
+	llm.Model
+	mu    sync.Mutex
+	calls map[string]int
+	fault func(method, question string, n int) error
+}
+
+func newCounting(fault func(method, question string, n int) error) *counting {
+	return &counting{Model: llm.NewOffline(), calls: map[string]int{}, fault: fault}
+}
+
+func (c *counting) count(method, question string) error {
+	c.mu.Lock()
+	c.calls[method+"|"+question]++
+	n := c.calls[method+"|"+question]
+	c.mu.Unlock()
+	if c.fault != nil {
+		return c.fault(method, question, n)
+	}
+	return nil
+}
+
+func (c *counting) n(method, question string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method+"|"+question]
+}
+
+func (c *counting) Research(ctx context.Context, in llm.ResearchInput) (llm.ResearchOutput, error) {
+	if err := c.count("research", in.Question); err != nil {
+		return llm.ResearchOutput{}, err
+	}
+	return c.Model.Research(ctx, in)
+}
+
+func (c *counting) Critique(ctx context.Context, in llm.CritiqueInput) (llm.CritiqueOutput, error) {
+	if err := c.count("critique", in.Question); err != nil {
+		return llm.CritiqueOutput{}, err
+	}
+	return c.Model.Critique(ctx, in)
+}
+
+func (c *counting) Synthesize(ctx context.Context, in llm.SynthesisInput) (llm.SynthesisOutput, error) {
+	if err := c.count("synthesize", in.Question); err != nil {
+		return llm.SynthesisOutput{}, err
+	}
+	return c.Model.Synthesize(ctx, in)
+}
+
+func (c *counting) Validate(ctx context.Context, in llm.ValidationInput) (llm.ValidationOutput, error) {
+	if err := c.count("validate", in.Question); err != nil {
+		return llm.ValidationOutput{}, err
+	}
+	return c.Model.Validate(ctx, in)
+}
+
+// submit creates a question awaiting research.
+func submit(t testing.TB, k pipeline.Store, q string) store.Object {
+	t.Helper()
+	obj, err := k.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion, Title: q,
+		Content: []byte(fmt.Sprintf(`{"question": %q}`, q)), Status: pipeline.AwaitingResearch, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// start runs an orchestrator in the background until the test ends.
+func start(t testing.TB, cfg pipeline.Config) {
+	t.Helper()
+	o, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// settle waits until every id is terminal and returns them with log and edges.
+func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	out := make([]store.Object, len(ids))
+	for i, id := range ids {
+		for {
+			o, err := k.GetObject(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pipeline.Terminal(o.Status) {
+				out[i] = o
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("object %d still %s (round %d) after two minutes; log %+v", id, o.Status, o.Round, o.Log)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// chain renders an object's log as "agent:action→status" steps.
+func chain(o store.Object) string {
+	var parts []string
+	for _, e := range o.Log {
+		parts = append(parts, e.Agent+":"+e.Action+"→"+e.TransitionedTo)
+	}
+	return strings.Join(parts, " ")
+}
+
+const resolvedChain = "test:created→awaiting_research researcher:researched→awaiting_critique " +
+	"critic:critiqued→awaiting_synthesis synthesizer:synthesized→awaiting_arbitration arbiter:validated→resolved"
+
+// synthesis returns the synthesis linked to q.
+func synthesis(t testing.TB, k pipeline.Store, q store.Object) pipeline.SynthesisContent {
+	t.Helper()
+	for _, e := range q.Edges {
+		if e.Dst == q.ID && e.SemanticType == pipeline.SemSynthesizes {
+			o, err := k.GetObject(context.Background(), e.Src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc pipeline.SynthesisContent
+			if err := jsonUnmarshal(o.Content, &sc); err != nil {
+				t.Fatal(err)
+			}
+			return sc
+		}
+	}
+	t.Fatalf("question %d has no synthesis", q.ID)
+	return pipeline.SynthesisContent{}
+}
+
+// TestResolvesQuestions: questions the corpus answers go through the four
+// steps, concurrently (two workers per step), each ending resolved with a
+// cited synthesis, its log the full chain, and the steps' events published.
+func TestResolvesQuestions(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		bus := &events.Bus{}
+		evs, unsub := bus.Subscribe()
+		var started, completed atomic.Int32
+		go func() {
+			for e := range evs {
+				switch e.Type {
+				case events.AgentStepStarted:
+					started.Add(1)
+				case events.AgentStepCompleted:
+					completed.Add(1)
+				}
+			}
+		}()
+		defer unsub()
+		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), Workers: 2, Bus: bus})
+		var ids []int64
+		for _, q := range questions {
+			ids = append(ids, submit(t, k, q).ID)
+		}
+		for i, o := range settle(t, k, ids...) {
+			if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
+				t.Errorf("%q: %s, chain %s", questions[i], o.Status, chain(o))
+				continue
+			}
+			sc := synthesis(t, k, o)
+			if sc.Answer == "" || len(sc.Citations) == 0 || len(sc.ClaimIDs) == 0 {
+				t.Errorf("%q: synthesis %+v", questions[i], sc)
+			}
+			for _, e := range o.Log[2:] {
+				if e.Action != "synthesized" && e.ReasoningNodeID == nil {
+					t.Errorf("%q: %s's entry has no reasoning node", questions[i], e.Agent)
+				}
+			}
+		}
+		if s, c := started.Load(), completed.Load(); s < int32(4*len(questions)) || c < int32(4*len(questions)) {
+			t.Errorf("events: %d started, %d completed; want at least %d each", s, c, 4*len(questions))
+		}
+	})
+}
+
+// TestSequential drives one question end to end.
+func TestSequential(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[1])
+		got, err := o.RunSequential(context.Background(), q.ID)
+		if err != nil || got.Status != pipeline.Resolved || chain(got) != resolvedChain {
+			t.Fatalf("%s, %v: %s", got.Status, err, chain(got))
+		}
+	})
+}
+
+// TestParksAfterRounds: a question the corpus cannot answer is sent back
+// with reasons and parked in needs_input after MaxRounds, never looping.
+func TestParksAfterRounds(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
+		o := settle(t, k, submit(t, k, absent).ID)[0]
+		if o.Status != pipeline.NeedsInput || o.Round != 1 {
+			t.Fatalf("%s round %d: %s", o.Status, o.Round, chain(o))
+		}
+		last := o.Log[len(o.Log)-1]
+		if last.Action != pipeline.ActionParked || last.ReasoningNodeID == nil {
+			t.Fatalf("last entry %+v", last)
+		}
+		why, err := k.GetObject(context.Background(), *last.ReasoningNodeID)
+		if err != nil || !strings.Contains(string(why.Content), "parked after 2 rounds") {
+			t.Fatalf("parking reason %s, %v", why.Content, err)
+		}
+		rejections := 0
+		for _, e := range o.Log {
+			if e.Action == "rejected" {
+				rejections++
+				if e.ReasoningNodeID == nil {
+					t.Errorf("rejection without its reasoning: %+v", e)
+				}
+			}
+		}
+		if rejections != 1 {
+			t.Fatalf("%d rejections before parking, want 1: %s", rejections, chain(o))
+		}
+	})
+}
+
+// TestModelRunsOncePerObject: with several workers per step under the one
+// claim discipline, and duplicate wake-ups from every transition, no step
+// ever asks the model twice about one question (500 questions).
+func TestModelRunsOncePerObject(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		m := newCounting(nil)
+		const n = 500
+		var ids []int64
+		for i := range n {
+			ids = append(ids, submit(t, k, fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)).ID)
+		}
+		// Two orchestrators (as two processes would), two workers per step each.
+		for i := range 2 {
+			start(t, pipeline.Config{Store: kstore(t, open(t)), Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
+		}
+		for i, o := range settle(t, k, ids...) {
+			if o.Status != pipeline.Resolved {
+				t.Fatalf("question %d: %s: %s", i, o.Status, chain(o))
+			}
+		}
+		for i := range n {
+			q := fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)
+			for _, method := range []string{"research", "critique", "synthesize", "validate"} {
+				if c := m.n(method, q); c != 1 {
+					t.Fatalf("%s was asked %d times about question %d", method, c, i)
+				}
+			}
+		}
+	})
+}
+
+// TestPanickingStepIsRestarted: a step that panics is restarted by the
+// orchestrator and the question still resolves.
+func TestPanickingStepIsRestarted(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		m := newCounting(func(method, _ string, n int) error {
+			if method == "critique" && n == 1 {
+				panic("critic crashed")
+			}
+			return nil
+		})
+		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
+		o := settle(t, k, submit(t, k, questions[0]).ID)[0]
+		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("critique", questions[0]) != 2 {
+			t.Fatalf("%s after a panic (%d critiques): %s", o.Status, m.n("critique", questions[0]), chain(o))
+		}
+	})
+}
+
+// TestRedeliveryCallsNoModel: an object re-delivered to a step that already
+// completed it (same content, same round) is moved on without a model call.
+func TestRedeliveryCallsNoModel(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		m := newCounting(nil)
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[2])
+		if _, err := o.RunSequential(context.Background(), q.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Put it back to awaiting_critique as a stale redelivery would:
+		// same content, same round.
+		c, err := k.ClaimObject(context.Background(), q.ID, "test", []string{pipeline.Resolved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := k.TransitionObject(context.Background(), q.ID, c.ClaimToken, store.ObjectTransition{
+			From: pipeline.Resolved, To: pipeline.AwaitingCritique, Action: "redelivered", Agent: "test", Reasoning: -1}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.RunSequential(context.Background(), q.ID)
+		if err != nil || got.Status != pipeline.Resolved {
+			t.Fatalf("%s, %v", got.Status, err)
+		}
+		for _, method := range []string{"critique", "synthesize", "validate"} {
+			if n := m.n(method, questions[2]); n != 1 {
+				t.Errorf("%s called %d times", method, n)
+			}
+		}
+		if !strings.Contains(chain(got), "critic:replayed→awaiting_synthesis") {
+			t.Fatalf("chain %s", chain(got))
+		}
+	})
+}
+
+// TestUnusableReplies: an unusable reply is kept as a reasoning node and
+// logged as the step's failure, the question is retried; a step that keeps
+// getting unusable replies parks it.
+func TestUnusableReplies(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		m := newCounting(func(method, q string, n int) error {
+			if method == "synthesize" && (n == 1 || strings.HasPrefix(q, "always")) {
+				return &llm.ReplyError{Raw: "I think the answer is bees", Err: errors.New("not JSON")}
+			}
+			return nil
+		})
+		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t), MaxFailures: 2})
+		once := submit(t, k, questions[3])
+		always := submit(t, k, "always "+questions[3])
+		got := settle(t, k, once.ID, always.ID)
+		if got[0].Status != pipeline.Resolved || !strings.Contains(chain(got[0]), "synthesizer:failed→awaiting_synthesis synthesizer:synthesized") {
+			t.Fatalf("once: %s: %s", got[0].Status, chain(got[0]))
+		}
+		var failed store.TransitionEntry
+		for _, e := range got[0].Log {
+			if e.Action == pipeline.ActionFailed {
+				failed = e
+			}
+		}
+		reply, err := k.GetObject(context.Background(), *failed.ReasoningNodeID)
+		if err != nil || reply.Kind != pipeline.KindModelReply || !strings.Contains(string(reply.Content), "I think the answer is bees") {
+			t.Fatalf("kept reply %+v, %v", reply, err)
+		}
+		if got[1].Status != pipeline.NeedsInput || !strings.HasSuffix(chain(got[1]), "synthesizer:failed→awaiting_synthesis synthesizer:failed→awaiting_synthesis synthesizer:parked→needs_input") {
+			t.Fatalf("always: %s: %s", got[1].Status, chain(got[1]))
+		}
+	})
+}
+
+// TestModelDown: while the model is unreachable the claim is given back
+// (no log entry, nothing lost) and the step backs off; then it resolves.
+func TestModelDown(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		m := newCounting(func(method, _ string, n int) error {
+			if method == "research" && n <= 2 {
+				return fmt.Errorf("connect: %w", llm.ErrUnavailable)
+			}
+			return nil
+		})
+		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
+		o := settle(t, k, submit(t, k, questions[0]).ID)[0]
+		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("research", questions[0]) != 3 {
+			t.Fatalf("%s after %d research calls: %s", o.Status, m.n("research", questions[0]), chain(o))
+		}
+	})
+}
+
+// TestFallbackPoll: with notifications off, the poll alone moves questions.
+func TestFallbackPoll(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := kstore(t, open(t))
+		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: 20 * time.Millisecond})
+		if o := settle(t, k, submit(t, k, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
+			t.Fatalf("%s: %s", o.Status, chain(o))
+		}
+	})
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,75 @@
+package pipeline_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestListenConnectionKilled: with the fallback poll at an hour, only the
+// notification can wake the steps; after the LISTEN connection is killed
+// (pg_terminate_backend), questions still progress because the listener
+// reconnects (and re-queries on reconnecting).
+func TestListenConnectionKilled(t *testing.T) {
+	base := os.Getenv("CKS_TEST_DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
+		}
+		t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
+	}
+	ctx := context.Background()
+	scratch, drop, err := postgres.ScratchSchema(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drop(context.Background()) })
+	// A distinct application_name marks this test's connections, so only
+	// they are killed (other packages' tests share the server).
+	app := "cks-listen-kill-" + liveness.NewInstanceID()[:8]
+	u, err := url.Parse(scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	st, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	start(t, pipeline.Config{Store: st, Model: llm.NewOffline(), Corpus: corpus(t), Poll: time.Hour})
+	if o := settle(t, st, submit(t, st, questions[0]).ID)[0]; o.Status != pipeline.Resolved {
+		t.Fatalf("before the kill: %s", o.Status)
+	}
+
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	deadline := time.Now().Add(time.Minute)
+	for killed == 0 {
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE application_name = $1 AND query LIKE 'LISTEN%') k`, app).Scan(&killed); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no LISTEN connection of the orchestrator found")
+		}
+	}
+	if o := settle(t, st, submit(t, st, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
+		t.Fatalf("after the kill: %s", o.Status)
+	}
+}

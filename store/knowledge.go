@@ -1,0 +1,434 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Limits on knowledge input, enforced by the Validate methods.
+const (
+	// MaxObjectContent bounds an object's canonical JSON content (bytes).
+	MaxObjectContent = 1 << 20
+	// MaxKindLen bounds kinds, statuses, actions and edge types.
+	MaxKindLen = 64
+)
+
+// TopicObjects is the change topic of the knowledge store: published in the
+// same transaction as every write that makes an object claimable — one
+// created with a status, a status change, a claim given back or released as
+// stale — so pipeline steps wake and re-query by status. Taking a claim does
+// not publish: it makes nothing claimable, and waking every worker for it
+// would only cost them an empty claim each. The notification never carries
+// the object (ADR-007 §3).
+const TopicObjects = "objects"
+
+// Object is one row of cks_objects: a node of the knowledge graph (a
+// question moving through the research pipeline, a claim, a synthesis, or a
+// reasoning node: a critique, a rationale, a rejected model reply).
+type Object struct {
+	ID    int64  `json:"object_id"`
+	Kind  string `json:"kind"`
+	Title string `json:"title,omitempty"`
+	// Content is a JSON object; ContentHash is the SHA-256 of its
+	// canonical encoding (CanonicalJSON), hex.
+	Content     json.RawMessage `json:"content"`
+	ContentHash string          `json:"content_hash"`
+	// Status is the object's current_status in a pipeline ("" for objects
+	// no pipeline moves, such as reasoning nodes). It changes only together
+	// with an appended TransitionEntry.
+	Status string `json:"current_status,omitempty"`
+	// ClaimedBy and ClaimToken identify the step worker that claimed the
+	// object (ClaimObjects); empty when unclaimed.
+	ClaimedBy  string    `json:"claimed_by,omitempty"`
+	ClaimToken string    `json:"claim_token,omitempty"`
+	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
+	// Round counts the times the object was sent back to an earlier stage.
+	Round     int       `json:"round"`
+	CreatedBy string    `json:"created_by,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Log is the object's transition log, oldest first; Edges every edge
+	// from or to it, oldest first. Both filled by GetObject only.
+	Log   []TransitionEntry `json:"log,omitempty"`
+	Edges []Edge            `json:"edges,omitempty"`
+}
+
+// TransitionEntry is one append-only row of cks_transition_log.
+type TransitionEntry struct {
+	Seq      int64     `json:"seq"`
+	ObjectID int64     `json:"object_id"`
+	TS       time.Time `json:"ts"`
+	// Agent is the step (or actor) that wrote the entry; Action what it
+	// did ("created", "completed", "rejected", "failed", "parked", …).
+	Agent  string `json:"agent"`
+	Action string `json:"action"`
+	// TransitionedTo is the status after the entry (equal to the one
+	// before when the entry records a failure that changed nothing).
+	TransitionedTo string `json:"transitioned_to"`
+	// ReasoningNodeID names the object holding the reasoning, if any: the
+	// log itself stays short (ADR-007 §4).
+	ReasoningNodeID *int64 `json:"reasoning_node_id,omitempty"`
+	// ContentHash and Round are the object's after the entry: a step's
+	// completion is recognised by (agent, content hash, round).
+	ContentHash string `json:"content_hash"`
+	Round       int    `json:"round"`
+}
+
+// Edge is one row of cks_edges. BaseType is the structural type graph
+// algorithms use (e.g. depends_on); SemanticType what the edge means
+// (critiques, supports, refutes, resolves, cites, …).
+type Edge struct {
+	ID           int64    `json:"edge_id"`
+	Src          int64    `json:"src"`
+	Dst          int64    `json:"dst"`
+	BaseType     string   `json:"base_type"`
+	SemanticType string   `json:"semantic_type,omitempty"`
+	Weight       *float64 `json:"weight,omitempty"`
+	// CreatedAt is when the edge was written.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewObject is the input of CreateObject, and of an object created by a
+// transition (Attachment).
+type NewObject struct {
+	Kind  string `json:"kind"`
+	Title string `json:"title,omitempty"`
+	// Content must be a JSON object; empty means {}.
+	Content json.RawMessage `json:"content,omitempty"`
+	// Status, when set, puts the object into a pipeline; its creation is
+	// then the first log entry (action "created").
+	Status    string `json:"status,omitempty"`
+	CreatedBy string `json:"created_by,omitempty"`
+}
+
+// Validate reports the first bad field of n (naming it as prefix+field)
+// and returns n with its content in canonical form.
+func (n NewObject) Validate(prefix string) (NewObject, error) {
+	if err := validName(prefix+"kind", n.Kind, true); err != nil {
+		return n, err
+	}
+	if err := validName(prefix+"status", n.Status, false); err != nil {
+		return n, err
+	}
+	if len(n.Title) > 1000 {
+		return n, fieldError(prefix+"title", "at most 1000 bytes")
+	}
+	c, _, err := CanonicalContent(n.Content, prefix+"content")
+	if err != nil {
+		return n, err
+	}
+	n.Content = c
+	return n, nil
+}
+
+// NewEdge is an edge to write between existing objects.
+type NewEdge struct {
+	Src          int64    `json:"src"`
+	Dst          int64    `json:"dst"`
+	BaseType     string   `json:"base_type"`
+	SemanticType string   `json:"semantic_type,omitempty"`
+	Weight       *float64 `json:"weight,omitempty"`
+}
+
+// Validate reports the first bad field of e, named prefix+field.
+func (e NewEdge) Validate(prefix string) error {
+	switch {
+	case e.Src <= 0:
+		return fieldError(prefix+"src", "the id of an existing object")
+	case e.Dst <= 0:
+		return fieldError(prefix+"dst", "the id of an existing object")
+	}
+	return validEdgeTypes(prefix, e.BaseType, e.SemanticType, e.Weight)
+}
+
+func validEdgeTypes(prefix, base, semantic string, weight *float64) error {
+	if err := validName(prefix+"base_type", base, true); err != nil {
+		return err
+	}
+	if err := validName(prefix+"semantic_type", semantic, false); err != nil {
+		return err
+	}
+	if weight != nil && (math.IsNaN(*weight) || *weight < -1 || *weight > 1) {
+		return fieldError(prefix+"weight", "a number from -1 to 1")
+	}
+	return nil
+}
+
+// validName checks a kind, status, action or edge type: lower-case
+// letters, digits and underscores, at most MaxKindLen bytes.
+func validName(field, v string, required bool) error {
+	if v == "" {
+		if required {
+			return fieldError(field, "a non-empty name of lower-case letters, digits and _")
+		}
+		return nil
+	}
+	if len(v) > MaxKindLen || strings.TrimLeft(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fieldError(field, fmt.Sprintf("a name of lower-case letters, digits and _ (at most %d bytes), got %q", MaxKindLen, v))
+	}
+	return nil
+}
+
+// Attachment is an object a transition creates together with an edge from
+// it to the transitioned object (Src = the new object, Dst = the subject):
+// a reasoning node (critique, rationale, rejected reply), a claim a
+// researcher found, a synthesis. Links are further edges from the new
+// object to existing objects (a synthesis supported by claims).
+type Attachment struct {
+	Object       NewObject  `json:"object"`
+	BaseType     string     `json:"base_type"`
+	SemanticType string     `json:"semantic_type,omitempty"`
+	Weight       *float64   `json:"weight,omitempty"`
+	Links        []LinkFrom `json:"links,omitempty"`
+}
+
+// LinkFrom is an edge from an attachment to the existing object Dst.
+type LinkFrom struct {
+	Dst          int64    `json:"dst"`
+	BaseType     string   `json:"base_type"`
+	SemanticType string   `json:"semantic_type,omitempty"`
+	Weight       *float64 `json:"weight,omitempty"`
+}
+
+// ObjectTransition is the input of TransitionObject: everything one pipeline step
+// writes about the object it claimed, applied in one transaction.
+type ObjectTransition struct {
+	// From is the status the object must still have; To the status after.
+	// To == From records an outcome that does not move the object (a
+	// failure), still with a log entry.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Action is the log entry's action.
+	Action string `json:"action"`
+	// Agent is the log entry's agent (the step's name).
+	Agent string `json:"agent"`
+	// Content, when set, replaces the object's content (a JSON object).
+	Content json.RawMessage `json:"content,omitempty"`
+	// NextRound increments the object's round (a step sending it back).
+	NextRound bool `json:"next_round,omitempty"`
+	// Attach creates objects linked to this one.
+	Attach []Attachment `json:"attach,omitempty"`
+	// Reasoning is the index in Attach of the node the log entry points
+	// to, or -1 for none.
+	Reasoning int `json:"reasoning"`
+	// Edges are further edges between existing objects.
+	Edges []NewEdge `json:"edges,omitempty"`
+	// SetStatus changes the status of other objects (e.g. a claim marked
+	// disputed), each with its own log entry by Agent pointing to the same
+	// reasoning node. Naming the transitioned object itself is a
+	// FieldError (its status is To).
+	SetStatus []StatusChange `json:"set_status,omitempty"`
+}
+
+// StatusChange sets the status of another object, with a log entry.
+type StatusChange struct {
+	ObjectID int64  `json:"object_id"`
+	Status   string `json:"status"`
+	Action   string `json:"action"`
+}
+
+// Validate reports the first bad field of t and returns t with its
+// contents in canonical form.
+func (t ObjectTransition) Validate() (ObjectTransition, error) {
+	for _, f := range []struct {
+		name, v string
+	}{{"from", t.From}, {"to", t.To}, {"action", t.Action}} {
+		if err := validName(f.name, f.v, true); err != nil {
+			return t, err
+		}
+	}
+	if strings.TrimSpace(t.Agent) == "" {
+		return t, fieldError("agent", "the name of the step writing the transition")
+	}
+	if len(t.Content) > 0 {
+		c, _, err := CanonicalContent(t.Content, "content")
+		if err != nil {
+			return t, err
+		}
+		t.Content = c
+	}
+	if t.Reasoning < -1 || t.Reasoning >= len(t.Attach) {
+		return t, fieldError("reasoning", fmt.Sprintf("-1 or an index into attach (0..%d)", len(t.Attach)-1))
+	}
+	attach := make([]Attachment, len(t.Attach))
+	for i, a := range t.Attach {
+		p := fmt.Sprintf("attach[%d].", i)
+		o, err := a.Object.Validate(p + "object.")
+		if err != nil {
+			return t, err
+		}
+		a.Object = o
+		if err := validEdgeTypes(p, a.BaseType, a.SemanticType, a.Weight); err != nil {
+			return t, err
+		}
+		for j, l := range a.Links {
+			lp := fmt.Sprintf("%slinks[%d].", p, j)
+			if l.Dst <= 0 {
+				return t, fieldError(lp+"dst", "the id of an existing object")
+			}
+			if err := validEdgeTypes(lp, l.BaseType, l.SemanticType, l.Weight); err != nil {
+				return t, err
+			}
+		}
+		attach[i] = a
+	}
+	t.Attach = attach
+	for i, e := range t.Edges {
+		if err := e.Validate(fmt.Sprintf("edges[%d].", i)); err != nil {
+			return t, err
+		}
+	}
+	for i, c := range t.SetStatus {
+		p := fmt.Sprintf("set_status[%d].", i)
+		if c.ObjectID <= 0 {
+			return t, fieldError(p+"object_id", "the id of an existing object")
+		}
+		if err := validName(p+"status", c.Status, true); err != nil {
+			return t, err
+		}
+		if err := validName(p+"action", c.Action, true); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// ObjectFilter selects a page of ListObjects.
+type ObjectFilter struct {
+	// Kinds and Statuses restrict the result when non-empty (any of them).
+	Kinds    []string
+	Statuses []string
+	// After is the cursor: only objects with object_id > After.
+	After int64
+	// Unclaimed keeps only objects no worker has claimed (a cheap read a
+	// step makes before it tries to claim).
+	Unclaimed bool
+	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
+	Limit int
+}
+
+// Validate reports the first bad field of f and fills the default limit.
+func (f ObjectFilter) Validate() (ObjectFilter, error) {
+	switch {
+	case f.Limit < 0 || f.Limit > MaxListLimit:
+		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
+	case f.After < 0:
+		return f, fieldError("cursor", "an object id")
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	return f, nil
+}
+
+// ObjectPage is one page of ListObjects, ordered by object_id.
+type ObjectPage struct {
+	Objects []Object `json:"objects"`
+	// Next is the cursor of the following page, 0 on the last.
+	Next int64 `json:"next_cursor,omitempty"`
+}
+
+// Knowledge is the knowledge store of ADR-007: objects with a status and an
+// append-only transition log (the database refuses UPDATE and DELETE on
+// cks_transition_log), edges, and the claim discipline of pipeline steps.
+// A status changes only together with a log entry, in one transaction that
+// also publishes TopicObjects. Unknown ids are ErrNotFound naming the id.
+type Knowledge interface {
+	// CreateObject stores a new object (content canonicalised and hashed).
+	// With a Status, the creation is logged (agent CreatedBy, action
+	// "created") and TopicObjects is published.
+	CreateObject(ctx context.Context, n NewObject) (Object, error)
+	// GetObject returns the object with its log and edges.
+	GetObject(ctx context.Context, id int64) (Object, error)
+	// ListObjects returns one page of objects (without log and edges).
+	ListObjects(ctx context.Context, f ObjectFilter) (ObjectPage, error)
+	// AddEdges writes edges between existing objects (a missing one is a
+	// FieldError naming edges[i].src or .dst), all or none.
+	AddEdges(ctx context.Context, edges []NewEdge) ([]Edge, error)
+
+	// ClaimObjects claims up to n unclaimed objects of status for worker,
+	// oldest first (Postgres SKIP LOCKED; SQLite a conditional update on
+	// claimed_by being empty): each gets claimed_by = worker, a fresh
+	// claim token and claimed_at = now. No two calls ever claim one object.
+	ClaimObjects(ctx context.Context, status, worker string, n int) ([]Object, error)
+	// ClaimObject claims the one object id for worker if it is unclaimed
+	// and its status is one of statuses (the sequential mode drives one
+	// object end to end). ErrConflict names the holder when it is claimed,
+	// or the status when it is not one of statuses; ErrNotFound when there
+	// is no such object.
+	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (Object, error)
+	// TouchClaim renews a claim (claimed_at = now) so the lease reaper does
+	// not release it while a long model call runs. ErrLeaseLost when the
+	// token is no longer the object's claim.
+	TouchClaim(ctx context.Context, id int64, claimToken string) error
+	// ReleaseClaim gives a claim back without a transition (nothing was
+	// done). ErrLeaseLost when the token is no longer the object's claim.
+	ReleaseClaim(ctx context.Context, id int64, claimToken string) error
+	// TransitionObject applies t (validated with ObjectTransition.Validate) to
+	// the object claimed with claimToken, in one transaction: it checks the
+	// claim (ErrLeaseLost) and that the status is still t.From
+	// (ErrConflict), creates the attachments and their edges, writes the
+	// edges, replaces the content (new hash), increments the round when
+	// asked, sets the status to t.To, clears the claim, appends the log
+	// entry (pointing to the reasoning node) and one per SetStatus change,
+	// and publishes TopicObjects. It returns the object as it now is
+	// (without log and edges) and the created attachments, in order.
+	TransitionObject(ctx context.Context, id int64, claimToken string, t ObjectTransition) (Object, []Object, error)
+	// ReleaseStaleClaims releases every claim taken (or last touched) at or
+	// before olderThan, appending no log entry (nothing happened), and
+	// publishes TopicObjects when it released any. It returns how many.
+	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
+}
+
+// CanonicalJSON returns the canonical encoding of a JSON value: object keys
+// sorted, no insignificant white space, numbers and strings as written
+// (numbers are kept as their literal text). Two encodings of the same
+// value, whatever their key order and spacing, have the same canonical form.
+func CanonicalJSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	// More is false before a stray ] or }, so look for the end itself.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON value")
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // maps encode with sorted keys
+		return nil, err
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
+}
+
+// CanonicalContent checks that content is a JSON object (empty means {}) of
+// at most MaxObjectContent bytes and returns its canonical encoding and
+// content hash; errors are FieldErrors naming field.
+func CanonicalContent(content json.RawMessage, field string) (json.RawMessage, string, error) {
+	if len(bytes.TrimSpace(content)) == 0 {
+		content = json.RawMessage(`{}`)
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(content), []byte("{")) {
+		return nil, "", fieldError(field, "a JSON object")
+	}
+	c, err := CanonicalJSON(content)
+	if err != nil {
+		return nil, "", fieldError(field, fmt.Sprintf("a JSON object (%v)", err))
+	}
+	if len(c) > MaxObjectContent {
+		return nil, "", fieldError(field, fmt.Sprintf("at most %d bytes of JSON, got %d", MaxObjectContent, len(c)))
+	}
+	sum := sha256.Sum256(c)
+	return c, hex.EncodeToString(sum[:]), nil
+}
