@@ -2,9 +2,13 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/corpus"
+	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -39,4 +43,27 @@ func TestLiveness(t *testing.T) {
 			t.Fatalf("result %+v", r)
 		}
 	})
+}
+
+// TestPipeline runs the pipeline benchmark on a few questions of the shipped
+// corpus on both backends, with notifications and with the poll only.
+func TestPipeline(t *testing.T) {
+	c, err := llm.LoadCorpusFS(corpus.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
+			backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+				r, err := bench.Pipeline(context.Background(), open(t), bench.PipelineConfig{Questions: 8, Corpus: c,
+					Question: bench.ResearchQuestion, NoNotify: !notify, Poll: 20 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Questions != 8 || r.Transitions < 32 || r.ObjectsRate <= 0 || r.CoordP50 <= 0 || r.WakeP50 <= 0 {
+					t.Fatalf("result %+v", r)
+				}
+			})
+		})
+	}
 }

@@ -55,8 +55,13 @@ type Bus struct {
 
 // Subscribe returns a channel of events and a function that ends the
 // subscription and closes the channel.
-func (b *Bus) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event, 16)
+func (b *Bus) Subscribe() (<-chan Event, func()) { return b.SubscribeBuffered(16) }
+
+// SubscribeBuffered is Subscribe with a channel buffer of n events, for a
+// subscriber that must miss as few as possible of a burst (a benchmark
+// sampling every step).
+func (b *Bus) SubscribeBuffered(n int) (<-chan Event, func()) {
+	ch := make(chan Event, max(n, 1))
 	b.mu.Lock()
 	if b.subs == nil {
 		b.subs = map[chan Event]struct{}{}

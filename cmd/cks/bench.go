@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/corpus"
+	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/postgres"
 )
@@ -27,8 +29,10 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		return cmdBenchLiveness(ctx, args[1:], e)
 	case len(args) > 0 && args[0] == "stop":
 		return cmdBenchStop(ctx, args[1:], e)
+	case len(args) > 0 && args[0] == "pipeline":
+		return cmdBenchPipeline(ctx, args[1:], e)
 	case len(args) == 0 || args[0] != "ledger":
-		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness or stop", errUsage)
+		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness, stop or pipeline", errUsage)
 	}
 	fs := flagSet("bench ledger", e)
 	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
@@ -322,4 +326,85 @@ func launchAgent(ctx context.Context, self string, args []string) (string, func(
 		return "", nil, fmt.Errorf("agent exited before it started: %v", cmd.Wait())
 	}
 	return id, func() error { <-drained; return cmd.Wait() }, nil
+}
+
+// cmdBenchPipeline runs questions through the research pipeline with the
+// offline model and the shipped corpus (bench.Pipeline): for each worker
+// count, once woken by notifications and once by the poll alone.
+func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench pipeline", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	questions := fs.Int("questions", 1000, "questions per run")
+	workers := fs.String("workers", "1,4", "comma-separated workers per step, one run each")
+	poll := fs.Duration("poll", time.Second, "the fallback poll interval of the poll-only runs")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	var ws []int
+	for _, s := range strings.Split(*workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("%w: --workers: expected comma-separated counts from 1 to 64, got %q", errUsage, *workers)
+		}
+		ws = append(ws, n)
+	}
+	if *questions < 1 || *poll <= 0 {
+		return fmt.Errorf("%w: --questions and --poll must be positive", errUsage)
+	}
+	c, err := llm.LoadCorpusFS(corpus.FS, ".")
+	if err != nil {
+		return err
+	}
+	var (
+		results     []bench.PipelineResult
+		backendName string
+	)
+	for _, w := range ws {
+		for _, notify := range []bool{true, false} {
+			url, cleanup, err := scratchStore(ctx, *database)
+			if err != nil {
+				return err
+			}
+			st, err := backend.Open(ctx, url)
+			if err != nil {
+				cleanup()
+				return err
+			}
+			backendName = st.Backend()
+			mode := "notify"
+			if !notify {
+				mode = "poll " + poll.String()
+			}
+			fmt.Fprintf(e.stderr, "bench pipeline: %s, %d questions, %d workers per step, %s\n", backendName, *questions, w, mode)
+			r, err := bench.Pipeline(ctx, st, bench.PipelineConfig{Questions: *questions, Question: bench.ResearchQuestion,
+				Corpus: c, Workers: w, NoNotify: !notify, Poll: *poll,
+				Progress: func(done, total int) {
+					fmt.Fprintf(e.stderr, "\r  resolved %6d/%d", done, total)
+					if done == total {
+						fmt.Fprintln(e.stderr)
+					}
+				}})
+			st.Close()
+			cleanup()
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": backendName, "results": results})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tworkers\twake\tquestions\tquestions/s\tcoord p50\tcoord p99\twake p50\twake p99\t\n")
+	for _, r := range results {
+		wake := "notify"
+		if !r.Notify {
+			wake = "poll " + poll.String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", backendName, r.Workers, wake, r.Questions, r.ObjectsRate,
+			r.CoordP50.Round(time.Microsecond), r.CoordP99.Round(time.Microsecond), r.WakeP50.Round(time.Microsecond), r.WakeP99.Round(time.Microsecond))
+	}
+	return tw.Flush()
 }
