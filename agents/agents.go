@@ -33,14 +33,24 @@ type Options struct {
 	// Started, when set, is called with the reporter once the first
 	// heartbeat is written (tests and `cks dev` learn the instance id).
 	Started func(*liveness.Reporter)
+	// Background, when set, runs for the agent's lifetime alongside the
+	// claim loop: a kind whose work is not tasks of the ledger (the
+	// pipeline agent's orchestrator) does it here. It starts after the
+	// first heartbeat, and its context is cancelled on stop (signal or stop
+	// request) once the claim loop has drained; Run waits for it to return
+	// before the final heartbeat. When it returns before the stop, the agent
+	// stops too: a non-nil error is then Run's error (the process exits
+	// non-zero); nil ends the agent normally.
+	Background func(ctx context.Context) error
 }
 
 // Run runs the agent until ctx ends or a stop is requested, then drains and
 // returns nil. resolve works one claimed task; with no resolver, or no
 // task types, the agent claims nothing and only reports liveness and obeys
 // stop. An error is returned only when the agent cannot start (its first
-// heartbeat cannot be written); store failures later are logged and retried.
-func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, opts Options) error {
+// heartbeat cannot be written) or its Options.Background failed; store
+// failures later are logged and retried.
+func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -68,6 +78,34 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		}
 		log.Info("agent stopped")
 	}()
+	if opts.Background != nil {
+		// Deferred after the final heartbeat's defer, so it runs first: the
+		// background function has returned before the agent reads stopped.
+		bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+		type ended struct {
+			err   error
+			early bool // it returned before the stop
+		}
+		bgDone := make(chan ended, 1)
+		go func() {
+			err := opts.Background(bgCtx)
+			early := bgCtx.Err() == nil
+			switch {
+			case early && err != nil:
+				log.Error("background work failed; stopping the agent", "err", err)
+			case early:
+				log.Info("background work ended; stopping the agent")
+			}
+			stop() // when it ended by itself, so does the agent
+			bgDone <- ended{err, early}
+		}()
+		defer func() {
+			bgCancel()
+			if e := <-bgDone; e.early && e.err != nil && err == nil {
+				err = e.err
+			}
+		}()
+	}
 
 	claims := resolve != nil && len(set.Types) > 0
 	wake := make(chan struct{}, 1)

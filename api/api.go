@@ -34,6 +34,9 @@ type Config struct {
 	// Tasks is the task ledger with its operator controls (ADR 0020); when
 	// nil the /v1/tasks endpoints are absent. A store.Store satisfies it.
 	Tasks TaskStore
+	// Objects is the knowledge store (ADR-007); when nil the /v1/objects
+	// endpoints are absent. A store.Store satisfies it.
+	Objects ObjectStore
 	// Sweepers controls this process's sweepers; when nil /v1/sweepers is absent.
 	Sweepers *sweeper.Controller
 	// Collectors are extra Prometheus collectors served at /metrics.
@@ -114,6 +117,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.Sweepers != nil {
 		a.routeSweepers()
+	}
+	if cfg.Objects != nil {
+		a.routeObjects()
 	}
 	a.routeTokens()
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -61,6 +61,7 @@ func newFixture(t testing.TB) *fixture {
 	a := api.New(api.Config{
 		Liveness: liveness.NewService(s, c),
 		Tasks:    s,
+		Objects:  s,
 		Sweepers: rt.Sweepers,
 		Clock:    c,
 		Auth:     auth.NewAuthenticator(s),

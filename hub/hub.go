@@ -135,12 +135,30 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		}
 	}()
 
+	if settings.Pipeline.InProcess {
+		// The research pipeline in this process (ADR-007 §5): its step
+		// events go on the hub's bus, so /v1/events carries them.
+		orch, err := NewPipeline(st, settings.Pipeline, cfg.Getenv, rt.Bus, log.With("component", "pipeline"), "hub")
+		if err != nil {
+			return err
+		}
+		pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
+		pipelineDone := make(chan struct{})
+		go func() {
+			defer close(pipelineDone)
+			orch.Run(pctx) //nolint:errcheck // returns nil when pctx ends
+		}()
+		defer func() { stopPipeline(); <-pipelineDone }()
+	}
+
 	mcpSrv := mcpserver.New(rt.Liveness, cfg.Version)
 	mcpserver.AddTaskTools(mcpSrv, st)
 	mcpserver.AddSweeperTools(mcpSrv, rt.Sweepers)
+	mcpserver.AddObjectTools(mcpSrv, st)
 	a := api.New(api.Config{
 		Liveness:   rt.Liveness,
 		Tasks:      st,
+		Objects:    st,
 		Sweepers:   rt.Sweepers,
 		Auth:       auth.NewAuthenticator(st),
 		Bus:        rt.Bus,

@@ -30,6 +30,9 @@ type Settings struct {
 	// StaleStopThreshold is when a STOPPED task is reported
 	// (CKS_STALE_STOP_THRESHOLD, default 24h).
 	StaleStopThreshold time.Duration
+	// Pipeline is where the research pipeline runs (CKS_PIPELINE_*); a hub
+	// runs it in-process when Pipeline.InProcess is set.
+	Pipeline PipelineSettings
 }
 
 // sweeperDefaults are each ledger sweeper's default enablement and interval.
@@ -60,6 +63,9 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
+		return s, err
+	}
+	if s.Pipeline, err = ParsePipelineSettings(getenv); err != nil {
 		return s, err
 	}
 	return s, nil

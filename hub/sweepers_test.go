@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -122,6 +123,57 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		got, err := st.GetAbort(ctx, ab.ID)
 		if err != nil || got.Outcome != store.AbortUnconfirmed || got.Executor != "agent-gone" {
 			t.Fatalf("abort %+v, %v", got, err)
+		}
+	})
+}
+
+// TestLeaseReaperReleasesObjectClaims: a pipeline object claimed by a step
+// worker that neither finished nor renewed its claim within the stale window
+// is released (claimable again), counted in the pass's result; a renewed
+// claim is kept.
+func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		for _, q := range []string{"dead worker", "live worker"} {
+			if _, err := st.CreateObject(ctx, store.NewObject{Kind: "question", Content: []byte(`{"question":"` + q + `"}`),
+				Status: "awaiting_research", CreatedBy: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claimed, err := st.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/0", 2)
+		if err != nil || len(claimed) != 2 {
+			t.Fatalf("claim: %v %v", claimed, err)
+		}
+		dead, live := claimed[0], claimed[1]
+		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		c.Advance(4 * time.Minute)
+		if n := sweep(t, reaper); n != 0 {
+			t.Fatalf("released %d claims inside the stale window", n)
+		}
+		if err := st.TouchClaim(ctx, live.ID, live.ClaimToken); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(2 * time.Minute) // dead: 6 min old; live: renewed 2 min ago
+		if n := sweep(t, reaper); n != 1 {
+			t.Fatalf("released %d claims, want 1", n)
+		}
+		if o, err := st.GetObject(ctx, dead.ID); err != nil || o.ClaimedBy != "" {
+			t.Fatalf("stale claim: claimed_by %q, %v; want released", o.ClaimedBy, err)
+		}
+		if o, err := st.GetObject(ctx, live.ID); err != nil || o.ClaimedBy == "" {
+			t.Fatalf("renewed claim: claimed_by %q, %v; want kept", o.ClaimedBy, err)
+		}
+		if err := st.ReleaseClaim(ctx, dead.ID, dead.ClaimToken); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("the dead worker's token after the release: %v, want ErrLeaseLost", err)
+		}
+		again, err := st.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/1", 2)
+		if err != nil || len(again) != 1 || again[0].ID != dead.ID {
+			t.Fatalf("reclaim: %v %v; want object %d", again, err, dead.ID)
+		}
+		if n := sweep(t, reaper); n != 0 {
+			t.Fatalf("second pass released %d", n)
 		}
 	})
 }

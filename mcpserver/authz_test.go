@@ -31,6 +31,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, store.Task) {
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	mcpserver.AddTaskTools(e.srv, e.store)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
+	mcpserver.AddObjectTools(e.srv, e.store)
 	a := api.New(api.Config{Liveness: liveness.NewService(e.store, e.clock), Auth: auth.NewAuthenticator(e.store),
 		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
@@ -86,6 +87,8 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolStopTask:           {"task_id": id, "reason": "matrix"},
 		mcpserver.ToolStartTask:          {"task_id": id},
 		mcpserver.ToolUpdateTask:         {"task_id": id, "priority": 3},
+		mcpserver.ToolSubmitResearch:     {"question": "Why is the sky blue?"},
+		mcpserver.ToolGetObject:          {"object_id": id},
 	}
 	if len(args) != len(mcpserver.Access) {
 		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access))

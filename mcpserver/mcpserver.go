@@ -261,6 +261,8 @@ var Access = map[string]ToolAccess{
 	ToolStopTask:           {auth.PermStop, auth.ResourceTasks + "/{task_id}"},
 	ToolStartTask:          {auth.PermStart, auth.ResourceTasks + "/{task_id}"},
 	ToolUpdateTask:         {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
+	ToolSubmitResearch:     {auth.PermCreate, auth.ResourceObjects},
+	ToolGetObject:          {auth.PermRead, auth.ResourceObjects + "/{object_id}"},
 }
 
 // ToolAccess is a permission and the resource template it is needed on.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store/postgres"
 	"github.com/jackc/pgx/v5"

@@ -27,7 +27,10 @@ const DefaultStaleStopThreshold = 24 * time.Hour
 // dispatch-excluded states. It also settles abort requests whose deadline
 // passed with nobody left waiting for them (store.TaskControl.ExpireAborts),
 // so every abort ends confirmed or unconfirmed even when the stop's caller
-// went away.
+// went away. And it releases the claims of the knowledge store's pipeline
+// objects (ADR-007 §2) not taken or renewed within the stale window
+// (store.Knowledge.ReleaseStaleClaims), so an object whose step worker died
+// is claimed again by another worker.
 type LeaseReaper struct {
 	Tasks       LeaseStore
 	Clock       clock.Clock
@@ -38,13 +41,15 @@ type LeaseReaper struct {
 type LeaseStore interface {
 	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
 	ExpireAborts(ctx context.Context, now time.Time) (int, error)
+	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
 }
 
 // ID returns "lease_reaper".
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
-// SweepOnce reclaims every stale lease and settles every overdue abort; it
-// returns how many of both it handled.
+// SweepOnce reclaims every stale lease, settles every overdue abort and
+// releases every object claim older than the stale window; it returns how
+// many of all three it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
 	n, err := r.Tasks.ReclaimExpired(ctx, now, r.StaleWindow)
@@ -52,7 +57,11 @@ func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err := r.Tasks.ExpireAborts(ctx, now)
-	return n + m, err
+	if err != nil {
+		return n + m, err
+	}
+	o, err := r.Tasks.ReleaseStaleClaims(ctx, now.Add(-r.StaleWindow))
+	return n + m + o, err
 }
 
 // DependencyRelease is the safety net behind the ledger's own release on

@@ -23,8 +23,23 @@ const usage = `cks — control plane and shared blackboard for fleets of AI agen
 
 Usage:
   cks serve   [--listen ADDR] [--database URL] [--data-dir DIR]   run a hub
-  cks dev     [--listen ADDR] [--data-dir DIR]                    run a hub on the embedded SQLite default
+  cks dev     [--listen ADDR] [--data-dir DIR] [--database URL] [--no-agents]
+              [--exec-types T1,T2 -- COMMAND ARGS…]
+                                  a hub on the embedded SQLite default plus the four seed
+                                  agents (and an exec agent) as child processes; their
+                                  logs on stderr prefixed with the kind; Ctrl-C stops
+                                  the agents, then the hub
   cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
+  cks agent KIND [--database URL] [--poll-interval D] [--liveness-interval D]
+                 [--heartbeat-interval D] [--max-retries N] [--types T1,T2]
+                                  one agent process: critic, enrichment, fork_resolution,
+                                  pipeline; drains on SIGTERM or a stop request
+  cks agent pipeline [--corpus DIR] [--workers N] [--poll D] [--max-rounds N] [agent flags]
+                                  the research pipeline (Researcher → Critic → Synthesizer →
+                                  Arbiter) as its own process; model from CKS_LLM_*
+  cks agent exec --types T1,T2 [flags] -- COMMAND ARGS…
+                                  run COMMAND once per claimed task (task JSON on stdin;
+                                  exit 0 completes, non-zero fails; killed on abort)
   cks process list [--json]                                       list agent process instances
   cks process status KIND [--json]                                newest instance of one kind
   cks process stop KIND|ID [--json]                               ask a process to finish its task and exit
@@ -46,6 +61,13 @@ Usage:
                                   release a STOPPED task (OPEN, or WAITING if blocked)
   cks task answer ID TEXT [--json]
   cks task cancel ID [--reason R] [--json]
+  cks research "QUESTION" [--corpus DIR] [--wait] [--timeout 5m] [--json]
+                                  submit a question to the research pipeline; --wait follows
+                                  it (one line per transition) and prints the answer with
+                                  its citations, or why it parked (exit 4)
+  cks object show ID [--json]     an object's transition log as a chain, with its reasoning,
+                                  claims and synthesis
+  cks object list [--status S] [--kind K] [--cursor ID] [--limit N] [--json]
   cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
   cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
                                                                   new bearer token (shown once)
@@ -59,7 +81,8 @@ falls back to the hub URL and admin token in the data directory (default ./.cks)
 
 Exit status: 0 success, 1 error, 2 usage error, 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
-restarted, but that executor may still be running against it).
+restarted, but that executor may still be running against it), 4 a research
+question followed with --wait that parked in needs_input.
 `
 
 // env carries the process environment and streams into the commands.
@@ -94,8 +117,14 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdMCP(ctx, args[1:], e)
 	case "process":
 		err = cmdProcess(ctx, args[1:], e)
+	case "agent":
+		err = cmdAgent(ctx, args[1:], e)
 	case "task":
 		err = cmdTask(ctx, args[1:], e)
+	case "research":
+		err = cmdResearch(ctx, args[1:], e)
+	case "object":
+		err = cmdObject(ctx, args[1:], e)
 	case "sweeper":
 		err = cmdSweeper(ctx, args[1:], e)
 	case "token":
@@ -107,7 +136,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, process, task, sweeper, token, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:
@@ -120,6 +149,9 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, errAbortUnconfirmed):
 		fmt.Fprintln(e.stderr, "cks: warning:", err)
 		return 3
+	case errors.Is(err, errParked):
+		fmt.Fprintln(e.stderr, "cks:", err)
+		return 4
 	default:
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 1

@@ -46,6 +46,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	srv := mcpserver.New(rt.Liveness, version)
 	mcpserver.AddTaskTools(srv, st)
 	mcpserver.AddSweeperTools(srv, rt.Sweepers)
+	mcpserver.AddObjectTools(srv, st)
 	log.Info("mcp serving on stdio", "backend", st.Backend())
 	return mcpserver.ServeStdio(ctx, srv)
 }

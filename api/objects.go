@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store"
+)
+
+// MaxQuestionLen bounds a research question (bytes).
+const MaxQuestionLen = 2000
+
+// maxCorpusPathLen bounds the corpus directory a question may name.
+const maxCorpusPathLen = 4096
+
+// ObjectStore is what the object endpoints need of a store: the knowledge
+// store of ADR-007. A store.Store satisfies it.
+type ObjectStore = store.Knowledge
+
+// ResearchRequest is the body of POST /v1/objects (and the arguments of the
+// MCP tool submit_research): a question for the research pipeline.
+type ResearchRequest struct {
+	Question string `json:"question"`
+	// Corpus, optional, is a directory (an absolute path on the host the
+	// pipeline runs on) the Researcher reads instead of its default corpus.
+	Corpus string `json:"corpus,omitempty"`
+}
+
+// NewQuestion validates r and returns the question object to create for
+// createdBy: kind question, status awaiting_research, content
+// {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
+func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
+	q := strings.TrimSpace(r.Question)
+	switch {
+	case q == "":
+		return store.NewObject{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	case len(r.Question) > MaxQuestionLen:
+		return store.NewObject{}, &store.FieldError{Field: "question",
+			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
+	}
+	if r.Corpus != "" {
+		switch {
+		case len(r.Corpus) > maxCorpusPathLen:
+			return store.NewObject{}, &store.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
+		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
+			// A relative path would be resolved by whichever process runs
+			// the pipeline, which is not the caller's working directory.
+			return store.NewObject{}, &store.FieldError{Field: "corpus",
+				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
+		}
+	}
+	content, err := json.Marshal(pipeline.Question{Question: q, Corpus: r.Corpus})
+	if err != nil {
+		return store.NewObject{}, err
+	}
+	title := q
+	if len(title) > 200 {
+		title = strings.ToValidUTF8(title[:197], "") + "..."
+	}
+	return store.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
+		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
+}
+
+// ObjectView is the body of GET /v1/objects/{id} (and of the MCP tool
+// get_object): the object with its transition log and edges, and under
+// "reasoning" every object at the other end of one of its edges, each with
+// its own log and edges — for a question, its claims, critiques, syntheses,
+// rationales and unusable model replies — so one call shows the whole chain.
+// Reasoning is ordered by object id (creation order).
+type ObjectView struct {
+	store.Object
+	Reasoning []store.Object `json:"reasoning"`
+}
+
+// ViewObject reads object id and resolves its linked objects (ObjectView).
+// Claim tokens are left out: they are the claiming worker's secret.
+func ViewObject(ctx context.Context, k store.Knowledge, id int64) (ObjectView, error) {
+	o, err := k.GetObject(ctx, id)
+	if err != nil {
+		return ObjectView{}, err
+	}
+	o.ClaimToken = ""
+	v := ObjectView{Object: o, Reasoning: []store.Object{}}
+	var ids []int64
+	for _, e := range o.Edges {
+		other := e.Src
+		if other == id {
+			other = e.Dst
+		}
+		if other != id && !slices.Contains(ids, other) {
+			ids = append(ids, other)
+		}
+	}
+	slices.Sort(ids)
+	for _, oid := range ids {
+		l, err := k.GetObject(ctx, oid)
+		if err != nil {
+			return ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
+		}
+		l.ClaimToken = ""
+		v.Reasoning = append(v.Reasoning, l)
+	}
+	return v, nil
+}
+
+// routeObjects registers the knowledge-store endpoints: submitting a
+// research question needs create on /objects, reading an object read on
+// /objects/ID, listing read on /objects.
+func (a *API) routeObjects() {
+	a.route("POST /v1/objects", auth.PermCreate, auth.ResourceObjects, http.HandlerFunc(a.createObject))
+	a.route("GET /v1/objects", auth.PermRead, auth.ResourceObjects, http.HandlerFunc(a.listObjects))
+	a.route("GET /v1/objects/{id}", auth.PermRead, auth.ResourceObjects+"/{id}", http.HandlerFunc(a.getObject))
+}
+
+func (a *API) createObject(w http.ResponseWriter, r *http.Request) {
+	var req ResearchRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	n, err := NewQuestion(req, actor(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	o, err := a.cfg.Objects.CreateObject(r.Context(), n)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, o)
+}
+
+// objectID parses the {id} path value.
+func objectID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &store.FieldError{Field: "object_id", Expected: fmt.Sprintf("a positive integer, got %q", r.PathValue("id"))}
+	}
+	return id, nil
+}
+
+func (a *API) getObject(w http.ResponseWriter, r *http.Request) {
+	id, err := objectID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	v, err := ViewObject(r.Context(), a.cfg.Objects, id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// ParseObjectFilter reads the query of GET /v1/objects: status and kind
+// (repeatable or comma-separated), cursor and limit.
+func ParseObjectFilter(q map[string][]string) (store.ObjectFilter, error) {
+	f := store.ObjectFilter{Statuses: splitAll(q["status"]), Kinds: splitAll(q["kind"])}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"cursor", &f.After}, {"limit", nil}} {
+		v := first(q[p.name])
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return f, &store.FieldError{Field: p.name, Expected: fmt.Sprintf("a non-negative integer, got %q", v)}
+		}
+		if p.dst != nil {
+			*p.dst = n
+		} else {
+			f.Limit = int(n)
+		}
+	}
+	return f.Validate()
+}
+
+func (a *API) listObjects(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseObjectFilter(r.URL.Query())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	page, err := a.cfg.Objects.ListObjects(r.Context(), f)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if page.Objects == nil {
+		page.Objects = []store.Object{}
+	}
+	for i := range page.Objects {
+		page.Objects[i].ClaimToken = ""
+	}
+	writeJSON(w, http.StatusOK, page)
+}

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/store"
+)
+
+// SubmitResearch submits a question to the research pipeline: a question
+// object awaiting research, created by the caller's principal. r.Corpus,
+// when set, must be an absolute directory path on the pipeline's host.
+func (c *Client) SubmitResearch(ctx context.Context, r api.ResearchRequest) (store.Object, error) {
+	var o store.Object
+	err := c.do(ctx, http.MethodPost, "/v1/objects", r, &o)
+	return o, err
+}
+
+// GetObject returns an object with its transition log, its edges and the
+// objects linked to it (claims, critiques, syntheses, rationales).
+func (c *Client) GetObject(ctx context.Context, id int64) (api.ObjectView, error) {
+	var v api.ObjectView
+	err := c.do(ctx, http.MethodGet, "/v1/objects/"+strconv.FormatInt(id, 10), nil, &v)
+	return v, err
+}
+
+// ListObjects returns one page of objects (without log and edges).
+func (c *Client) ListObjects(ctx context.Context, f store.ObjectFilter) (store.ObjectPage, error) {
+	q := url.Values{}
+	for _, s := range f.Statuses {
+		q.Add("status", s)
+	}
+	for _, k := range f.Kinds {
+		q.Add("kind", k)
+	}
+	if f.After > 0 {
+		q.Set("cursor", strconv.FormatInt(f.After, 10))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	path := "/v1/objects"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page store.ObjectPage
+	err := c.do(ctx, http.MethodGet, path, nil, &page)
+	return page, err
+}
+
+// StreamEvents reads the hub's event stream (GET /v1/events, Server-Sent
+// Events; it needs read on /) and calls on with each event's type and data
+// (the JSON of an events.Event) until ctx ends (nil) or the stream breaks
+// (an error). ready, when set, is called once the stream is open.
+func (c *Client) StreamEvents(ctx context.Context, ready func(), on func(typ string, data []byte)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/v1/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "text/event-stream")
+	hc := *c.http
+	hc.Timeout = 0 // the stream stays open; ctx ends it
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("cannot reach the hub at %s: %w", c.baseURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &Error{Status: resp.StatusCode, Code: "http", Message: "event stream refused: " + resp.Status}
+	}
+	if ready != nil {
+		ready()
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var typ string
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if typ != "" || data.Len() > 0 {
+				on(typ, []byte(data.String()))
+			}
+			typ = ""
+			data.Reset()
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			typ = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("event stream: %w", err)
+	}
+	return fmt.Errorf("event stream: the hub closed it")
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/pipeline"
+)
+
+// startHubWith is startHub (`cks serve`) with env added to its environment.
+func startHubWith(t testing.TB, env []string) *hubProc {
+	t.Helper()
+	dir := datadir.Dir(t.TempDir())
+	cmd := exec.Command(cksBin, "serve", "--listen", "127.0.0.1:0", "--data-dir", string(dir))
+	cmd.Env = append(cleanEnv(), env...)
+	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr, cmd.Stdout = h.stderr, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { h.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-h.done
+	})
+	waitFor(t, "hub URL file", func() bool {
+		u, err := dir.ReadURL()
+		h.url = u
+		return err == nil
+	})
+	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.token = tok
+	return h
+}
+
+var submitted = regexp.MustCompile(`question (\d+) submitted`)
+
+// questionID returns the id `cks research` printed.
+func questionID(t testing.TB, r result) string {
+	t.Helper()
+	m := submitted.FindStringSubmatch(r.stdout + r.stderr)
+	if m == nil {
+		t.Fatalf("no question id in the output:\n%s\n%s", r.stdout, r.stderr)
+	}
+	return m[1]
+}
+
+func wantAll(t testing.TB, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s: no %q in\n%s", what, w, out)
+		}
+	}
+}
+
+// TestResearchCLI: with the pipeline in the hub (CKS_PIPELINE_IN_PROCESS)
+// and with the hub plus a `cks agent pipeline` process, `cks research
+// --wait` follows a question through the four transitions to an answer
+// with citations of the shipped corpus (exit 0), follows an unanswerable one
+// to needs_input with its reason (exit 4), and `cks object show` prints the
+// chain with its reasoning.
+func TestResearchCLI(t *testing.T) {
+	for _, mode := range []string{"in-process", "agent process"} {
+		t.Run(mode, func(t *testing.T) {
+			var h *hubProc
+			if mode == "in-process" {
+				h = startHubWith(t, []string{"CKS_PIPELINE_IN_PROCESS=true"})
+			} else {
+				h = startHub(t, "serve")
+				a := startAgent(t, nil, "pipeline", "--data-dir", string(h.dir), "--liveness-interval", "0.3", "--poll", "1s")
+				a.waitLog(t, "pipeline running")
+			}
+			dir := string(h.dir)
+
+			r := cks(t, nil, "research", "How does cks stop a running task?", "--wait", "--data-dir", dir)
+			if r.code != 0 {
+				t.Fatalf("research --wait: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			wantAll(t, "resolved question", r.stdout,
+				"admin: created → awaiting_research",
+				"researcher: researched → awaiting_critique (",
+				"critic: critiqued → awaiting_synthesis (",
+				"synthesizer: synthesized → awaiting_arbitration (",
+				"arbiter: validated → resolved (",
+				"Answer (question ", "Sources:", "[1] ")
+			if !regexp.MustCompile(`\[1\] [a-z-]+\.md — .+ \([a-z-]+\.md#\d+\)`).MatchString(r.stdout) {
+				t.Errorf("no numbered citation of a corpus file (FILE — Heading (FILE#N)):\n%s", r.stdout)
+			}
+			resolved := questionID(t, r)
+
+			r = cks(t, nil, "research", "What is the boiling point of mercury on Venus?", "--wait", "--data-dir", dir)
+			if r.code != 4 {
+				t.Fatalf("unanswerable research --wait: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			wantAll(t, "parked question", r.stdout, "critic: rejected → needs_research", "parked → needs_input",
+				"Parked (question ", "parked after 3 rounds")
+			wantAll(t, "parked question's stderr", r.stderr, "needs_input")
+			parked := questionID(t, r)
+
+			r = cks(t, nil, "object", "show", resolved, "--data-dir", dir)
+			if r.code != 0 {
+				t.Fatalf("object show: exit %d\n%s", r.code, r.stderr)
+			}
+			wantAll(t, "object show (resolved)", r.stdout, "question "+resolved+" · resolved", "Transition log:",
+				"critic: critiqued → awaiting_synthesis", "critique #", "accepted claim #", "arbiter: validated → resolved",
+				"rationale #", "Claims:", "cites ", "Synthesis #", "Sources:")
+			r = cks(t, nil, "object", "show", parked, "--data-dir", dir)
+			wantAll(t, "object show (parked)", r.stdout, "needs_input", "critic: rejected → needs_research",
+				"critique #", "parked → needs_input", "parked after 3 rounds")
+
+			r = cks(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
+			var v api.ObjectView
+			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
+				t.Fatalf("object show --json: %v, %+v\n%s", err, v.Status, r.stdout)
+			}
+			if r := cks(t, nil, "object", "list", "--kind", "question", "--data-dir", dir); r.code != 0 ||
+				!strings.Contains(r.stdout, "resolved") || !strings.Contains(r.stdout, "needs_input") {
+				t.Fatalf("object list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if r := cks(t, nil, "object", "show", "999999", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
+				t.Fatalf("object show of an unknown id: exit %d %s", r.code, r.stderr)
+			}
+
+			if mode == "agent process" {
+				// A question naming its own corpus is researched there.
+				corpus, err := filepath.Abs("../../pipeline/testdata/corpus")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r = cks(t, nil, "research", "How does the waggle dance tell foragers the direction of the flowers?",
+					"--corpus", "../../pipeline/testdata/corpus", "--wait", "--json", "--data-dir", dir)
+				if r.code != 0 {
+					t.Fatalf("research --corpus: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved {
+					t.Fatalf("research --json: %v %s\n%s", err, v.Status, r.stdout)
+				}
+				var q pipeline.Question
+				if err := json.Unmarshal(v.Content, &q); err != nil || q.Corpus != corpus {
+					t.Fatalf("question content %s: want corpus %s", v.Content, corpus)
+				}
+				if !strings.Contains(r.stderr, "arbiter: validated → resolved") || (!strings.Contains(r.stderr, "bees.md") && !strings.Contains(r.stdout, "bees.md")) {
+					t.Fatalf("progress or citations missing:\n%s\n%s", r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestResearchBadInput: a corpus that does not exist, an empty or too long
+// question, and a pipeline agent with a missing corpus or a bad model
+// setting are usage errors (exit 2) that say what is wrong.
+func TestResearchBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"research", "Why?", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist: directory does not exist"},
+		{nil, []string{"research", "  ", "--data-dir", dir}, "question"},
+		{nil, []string{"research", strings.Repeat("why ", 600), "--data-dir", dir}, "at most 2000 bytes"},
+		{nil, []string{"research", "--data-dir", dir}, "exactly one QUESTION"},
+		{nil, []string{"object", "show", "abc", "--data-dir", dir}, "object ID"},
+		{nil, []string{"agent", "pipeline", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist"},
+		{[]string{"CKS_PIPELINE_CORPUS=/does/not/exist"}, []string{"agent", "pipeline", "--data-dir", dir}, "CKS_PIPELINE_CORPUS"},
+		{[]string{"CKS_LLM_PROVIDER=bogus"}, []string{"agent", "pipeline", "--data-dir", dir}, "CKS_LLM_PROVIDER"},
+		{[]string{"CKS_PIPELINE_WORKERS=0"}, []string{"agent", "pipeline", "--data-dir", dir}, "CKS_PIPELINE_WORKERS"},
+	} {
+		r := cks(t, c.env, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want 2 naming %q", c.env, c.args, r.code, r.stderr, c.want)
+		}
+	}
+}

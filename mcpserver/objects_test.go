@@ -1,0 +1,104 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/corpus"
+	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store"
+)
+
+// TestObjectTools: submit_research creates a question awaiting research,
+// recorded as created by the caller; once the pipeline has run, get_object
+// shows its log and, under reasoning, the claims, critique, synthesis and
+// rationale of the chain. Bad input is a tool error naming the field.
+func TestObjectTools(t *testing.T) {
+	e := newEnv(t)
+	mcpserver.AddObjectTools(e.srv, e.store)
+	cs := connectInMemory(t, e.srv)
+
+	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
+	if q.Kind != pipeline.KindQuestion || q.Status != pipeline.AwaitingResearch || q.CreatedBy != "mcp" || q.ID <= 0 {
+		t.Fatalf("submit_research = %+v", q)
+	}
+	var content pipeline.Question
+	if err := json.Unmarshal(q.Content, &content); err != nil || content.Question != "How does cks stop a running task?" || content.Corpus != "" {
+		t.Fatalf("content %s, %v", q.Content, err)
+	}
+
+	c, err := llm.LoadCorpusFS(corpus.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := pipeline.New(pipeline.Config{Store: e.store, Model: llm.NewOffline(), Corpus: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.RunSequential(context.Background(), q.ID); err != nil || got.Status != pipeline.Resolved {
+		t.Fatalf("pipeline: %s, %v", got.Status, err)
+	}
+
+	v := structured[api.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	if v.ID != q.ID || v.Status != pipeline.Resolved || len(v.Log) != 5 || len(v.Edges) == 0 {
+		t.Fatalf("get_object: status %s, %d log entries, %d edges", v.Status, len(v.Log), len(v.Edges))
+	}
+	kinds := map[string]int{}
+	for _, r := range v.Reasoning {
+		kinds[r.Kind]++
+	}
+	for _, k := range []string{pipeline.KindClaim, pipeline.KindCritique, pipeline.KindSynthesis, pipeline.KindRationale} {
+		if kinds[k] == 0 {
+			t.Errorf("reasoning has no %s (kinds %v)", k, kinds)
+		}
+	}
+	for _, e := range v.Log {
+		if e.ReasoningNodeID == nil {
+			continue
+		}
+		found := false
+		for _, r := range v.Reasoning {
+			found = found || r.ID == *e.ReasoningNodeID
+		}
+		if !found {
+			t.Errorf("log entry %s/%s points to node %d, which reasoning does not hold", e.Agent, e.Action, *e.ReasoningNodeID)
+		}
+	}
+
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{mcpserver.ToolSubmitResearch, map[string]any{"question": "  "}, "question"},
+		{mcpserver.ToolSubmitResearch, map[string]any{"question": strings.Repeat("why ", 501)}, "at most 2000 bytes"},
+		{mcpserver.ToolSubmitResearch, map[string]any{"question": "why?", "corpus": "relative/dir"}, "corpus"},
+		{mcpserver.ToolGetObject, map[string]any{"object_id": 999999}, "999999"},
+	} {
+		r := call(t, cs, c.tool, c.args)
+		if !r.IsError || !strings.Contains(text(t, r), c.want) {
+			t.Errorf("%s %v: IsError=%v %q, want a tool error naming %q", c.tool, c.args, r.IsError, text(t, r), c.want)
+		}
+	}
+}
+
+// TestObjectToolsReadOnly: a principal with read on / may read objects but
+// not submit questions.
+func TestObjectToolsReadOnly(t *testing.T) {
+	hs, e, _ := mcpOverAPI(t)
+	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	r := call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Why?"})
+	if !r.IsError || !strings.Contains(text(t, r), "needs create on /objects") {
+		t.Fatalf("submit_research with read on /: IsError=%v %q", r.IsError, text(t, r))
+	}
+	page, err := e.store.ListObjects(ctx(t), store.ObjectFilter{})
+	if err != nil || len(page.Objects) != 0 {
+		t.Fatalf("objects after a refused submit: %v, %v", page.Objects, err)
+	}
+}
