@@ -88,19 +88,22 @@ func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	var (
 		last    store.Abort
 		lastErr error
+		settled bool
 	)
 	// f runs once when the watch is established (so nothing before it is
-	// missed) and again at every change of the topic.
+	// missed) and again at every change of the topic. It may never run when
+	// d passes before the watch is established.
 	werr := c.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) {
 		last, lastErr = c.st.GetAbort(wctx, abortID)
 		if lastErr == nil && last.Outcome != store.AbortPending {
+			settled = true
 			cancel()
 		}
 	})
 	switch {
 	case werr != nil:
 		return last, fmt.Errorf("wait for abort %d: %w", abortID, werr)
-	case lastErr == nil && last.Outcome != store.AbortPending:
+	case settled:
 		return last, nil
 	case ctx.Err() != nil:
 		return last, fmt.Errorf("wait for abort %d: %w", abortID, ctx.Err())
