@@ -51,10 +51,14 @@ type Object struct {
 	ClaimToken string    `json:"claim_token,omitempty"`
 	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
 	// Round counts the times the object was sent back to an earlier stage.
-	Round     int       `json:"round"`
-	CreatedBy string    `json:"created_by,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Round int `json:"round"`
+	// HeadVersion is the latest written version (whose content this is);
+	// Forked says the object has other heads too (Versions).
+	HeadVersion int64     `json:"head_version"`
+	Forked      bool      `json:"forked,omitempty"`
+	CreatedBy   string    `json:"created_by,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 	// Log is the object's transition log, oldest first; Edges every edge
 	// from or to it, oldest first. Both filled by GetObject only.
 	Log   []TransitionEntry `json:"log,omitempty"`

@@ -27,6 +27,7 @@ type Store interface {
 	Tasks
 	TaskControl
 	Knowledge
+	Versions
 	SweeperControl
 	Changes
 	// Backend names the implementation: "sqlite" or "postgres".

@@ -154,6 +154,12 @@ type NewTask struct {
 	// DedupeKey, when set, is unique among non-terminal tasks: enqueueing a
 	// second task with the key of a live one returns the live one.
 	DedupeKey string `json:"dedupe_key,omitempty"`
+	// DedupeOnce makes DedupeKey match finished tasks too, so a key is
+	// used at most once ever: the task that had it (live first, else the
+	// latest) is returned instead. Sweepers use it for keys naming a state
+	// that cannot come back (a fork's heads, a premise's hashes), so a
+	// sweep that raced the task's completion enqueues nothing.
+	DedupeOnce bool `json:"dedupe_once,omitempty"`
 	// CreatedBy names who enqueued the task; recorded as the creation event's actor.
 	CreatedBy string `json:"created_by,omitempty"`
 	// Metadata, when set, must be a JSON object; empty means {}.
@@ -172,6 +178,8 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, fieldError("max_attempts", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxMaxAttempts, DefaultMaxAttempts))
 	case len(n.Payload) > 0 && !json.Valid(n.Payload):
 		return n, fieldError("payload", "a JSON value")
+	case n.DedupeOnce && n.DedupeKey == "":
+		return n, fieldError("dedupe_once", "a dedupe_key to apply to")
 	case len(n.Metadata) > 0 && !isJSONObject(n.Metadata):
 		return n, fieldError("metadata", "a JSON object")
 	case n.ParentID != nil && *n.ParentID <= 0:

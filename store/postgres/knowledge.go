@@ -18,7 +18,7 @@ var _ store.Knowledge = (*Store)(nil)
 // objectColumns is the column list every object query reads, in scanObject's
 // order.
 const objectColumns = `object_id, kind, title, content, content_hash, current_status,
-	claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at`
+	claimed_by, claim_token, claimed_at, round, head_version, heads > 1, created_by, created_at, updated_at`
 
 // edgeColumns is the column list every edge query reads, in scanEdge's order.
 const edgeColumns = `edge_id, src, dst, base_type, semantic_type, weight, created_at`
@@ -38,7 +38,7 @@ func scanObject(row pgx.Row) (store.Object, error) {
 		claimedAt *time.Time
 	)
 	err := row.Scan(&o.ID, &o.Kind, &o.Title, &content, &o.ContentHash, &o.Status,
-		&o.ClaimedBy, &o.ClaimToken, &claimedAt, &o.Round, &o.CreatedBy, &o.CreatedAt, &o.UpdatedAt)
+		&o.ClaimedBy, &o.ClaimToken, &claimedAt, &o.Round, &o.HeadVersion, &o.Forked, &o.CreatedBy, &o.CreatedAt, &o.UpdatedAt)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.Object{}, err
@@ -109,16 +109,25 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 	return nil
 }
 
-// insertObject stores n (validated: content canonical) and, when it has a
-// status, its "created" log entry by n.CreatedBy. It does not publish.
+// insertObject stores n (validated: content canonical) with its first
+// version (no parents, by n.CreatedBy, the only head) and, when it has a
+// status, its "created" log entry by n.CreatedBy. It does not publish. The
+// version id is drawn first so object and version are written by one
+// statement, the object never without its head_version.
 func insertObject(ctx context.Context, tx pgx.Tx, now time.Time, n store.NewObject) (store.Object, error) {
 	content, hash, err := store.CanonicalContent(n.Content, "content")
 	if err != nil {
 		return store.Object{}, err
 	}
-	o, err := scanObject(tx.QueryRow(ctx, `INSERT INTO cks_objects (kind, title, content, content_hash,
-	current_status, created_by, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+objectColumns,
+	o, err := scanObject(tx.QueryRow(ctx, `WITH o AS (
+	INSERT INTO cks_objects (kind, title, content, content_hash, current_status, created_by, created_at, updated_at,
+		head_version, heads)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $7, nextval(pg_get_serial_sequence('cks_object_versions', 'version_id')), 1)
+	RETURNING *),
+v AS (
+	INSERT INTO cks_object_versions (version_id, object_id, parents, content, content_hash, author, created_at, is_head)
+	SELECT head_version, object_id, '{}', content, content_hash, created_by, created_at, true FROM o)
+SELECT `+objectColumns+` FROM o`,
 		n.Kind, n.Title, string(content), hash, n.Status, n.CreatedBy, now))
 	if err != nil {
 		return o, fmt.Errorf("postgres: create object: %w", err)
@@ -182,6 +191,31 @@ VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+edgeColumns, e.Src, e.Dst, e.BaseTyp
 		return out, fmt.Errorf("postgres: edge %d → %d: %w", e.Src, e.Dst, err)
 	}
 	return out, nil
+}
+
+// insertAttachment creates the object of a (validated) with an edge from it
+// to object id and its links, the object created by agent unless it names
+// its creator. The objects it names must have been checked to exist.
+func insertAttachment(ctx context.Context, tx pgx.Tx, now time.Time, id int64, a store.Attachment, agent string) (store.Object, error) {
+	n := a.Object
+	if n.CreatedBy == "" {
+		n.CreatedBy = agent
+	}
+	o, err := insertObject(ctx, tx, now, n)
+	if err != nil {
+		return o, err
+	}
+	if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: id,
+		BaseType: a.BaseType, SemanticType: a.SemanticType, Weight: a.Weight}); err != nil {
+		return o, err
+	}
+	for _, l := range a.Links {
+		if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: l.Dst,
+			BaseType: l.BaseType, SemanticType: l.SemanticType, Weight: l.Weight}); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // CreateObject implements store.Knowledge.
@@ -460,25 +494,11 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 		}
 
 		for _, a := range t.Attach {
-			n := a.Object
-			if n.CreatedBy == "" {
-				n.CreatedBy = t.Agent
-			}
-			o, err := insertObject(ctx, tx, now, n)
+			o, err := insertAttachment(ctx, tx, now, id, a, t.Agent)
 			if err != nil {
 				return err
 			}
 			attached = append(attached, o)
-			if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: id,
-				BaseType: a.BaseType, SemanticType: a.SemanticType, Weight: a.Weight}); err != nil {
-				return err
-			}
-			for _, l := range a.Links {
-				if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: l.Dst,
-					BaseType: l.BaseType, SemanticType: l.SemanticType, Weight: l.Weight}); err != nil {
-					return err
-				}
-			}
 		}
 		for _, e := range t.Edges {
 			if _, err := insertEdge(ctx, tx, now, e); err != nil {
@@ -489,11 +509,18 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 		a := &args{}
 		q := `UPDATE cks_objects SET current_status = ` + a.add(t.To) + `, updated_at = ` + a.add(now) + `, ` + releaseClaim
 		if len(t.Content) > 0 {
+			// A new version based on the latest one (always a head), by the
+			// step; the claim's lock on the row orders it with version writes.
 			content, hash, err := store.CanonicalContent(t.Content, "content")
 			if err != nil {
 				return err
 			}
-			q += `, content = ` + a.add(string(content)) + `, content_hash = ` + a.add(hash)
+			v, added, err := insertVersion(ctx, tx, now, id, cur.HeadVersion, content, hash, t.Agent)
+			if err != nil {
+				return err
+			}
+			q += `, content = ` + a.add(string(content)) + `, content_hash = ` + a.add(hash) +
+				`, head_version = ` + a.add(v.ID) + `, heads = heads + ` + a.add(added)
 		}
 		if t.NextRound {
 			q += `, round = round + 1`

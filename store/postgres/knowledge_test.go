@@ -34,7 +34,7 @@ func TestTransitionLogAppendOnly(t *testing.T) {
 		`DELETE FROM cks_transition_log`,
 		`TRUNCATE cks_transition_log`,
 		`TRUNCATE cks_objects CASCADE`,
-		`TRUNCATE cks_objects, cks_edges, cks_transition_log`,
+		`TRUNCATE cks_objects, cks_edges, cks_transition_log, cks_object_versions`,
 	} {
 		_, err := conn.Exec(ctx, q)
 		if err == nil || !strings.Contains(err.Error(), "append-only") {

@@ -314,8 +314,7 @@ func (s *Store) enqueue(ctx context.Context, n store.NewTask) (store.Task, bool,
 func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, now time.Time, n store.NewTask) (store.Task, bool, error) {
 	if n.DedupeKey != "" {
 		var id int64
-		err := tx.QueryRow(ctx, `SELECT task_id FROM cks_outbox_tasks
-WHERE dedupe_key = $1 AND state NOT IN `+terminalSQL(), n.DedupeKey).Scan(&id)
+		err := tx.QueryRow(ctx, dedupeSQL(n.DedupeOnce), n.DedupeKey).Scan(&id)
 		if err == nil {
 			t, err := getTask(ctx, tx, id, "")
 			return t, false, err
@@ -1086,4 +1085,14 @@ func scanTask(row pgx.Row) (store.Task, error) {
 	t.CreatedAt = store.Time(t.CreatedAt)
 	t.UpdatedAt = store.Time(t.UpdatedAt)
 	return t, nil
+}
+
+// dedupeSQL finds the task a dedupe key names: the live one, or with once
+// (NewTask.DedupeOnce) the live one first, else the latest finished one.
+func dedupeSQL(once bool) string {
+	if once {
+		return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = $1
+ORDER BY CASE WHEN state IN ` + terminalSQL() + ` THEN 1 ELSE 0 END, task_id DESC LIMIT 1`
+	}
+	return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = $1 AND state NOT IN ` + terminalSQL()
 }

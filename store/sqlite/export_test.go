@@ -19,6 +19,9 @@ func PublishAndRollBack(s *Store, ctx context.Context, topic string) error {
 
 // The statements of the knowledge store whose query plans the tests check.
 const (
-	ClaimObjectsSQL = claimObjectsSQL
-	ReleaseStaleSQL = releaseStaleSQL
+	ClaimObjectsSQL  = claimObjectsSQL
+	ReleaseStaleSQL  = releaseStaleSQL
+	ForkedObjectsSQL = forkedObjectsSQL
+	// CountHeadsSQL is how every version write recounts an object's heads.
+	CountHeadsSQL = `UPDATE cks_objects SET heads = ` + countHeadsSQL + ` WHERE object_id = ?`
 )

@@ -17,7 +17,7 @@ var _ store.Knowledge = (*Store)(nil)
 
 // objectColumns is the column list every object query reads, in scanObject's order.
 const objectColumns = `object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token,
-	claimed_at, round, created_by, created_at, updated_at`
+	claimed_at, round, head_version, heads, created_by, created_at, updated_at`
 
 // releaseObjectClaim is the SET fragment that ends an object's claim: the
 // token stops being current, so its holder's next call fails with ErrLeaseLost.
@@ -29,9 +29,10 @@ func scanObject(sc scanner) (store.Object, error) {
 		content          string
 		claimedAt        sql.NullString
 		created, updated string
+		heads            int
 	)
 	err := sc.Scan(&o.ID, &o.Kind, &o.Title, &content, &o.ContentHash, &o.Status, &o.ClaimedBy, &o.ClaimToken,
-		&claimedAt, &o.Round, &o.CreatedBy, &created, &updated)
+		&claimedAt, &o.Round, &o.HeadVersion, &heads, &o.CreatedBy, &created, &updated)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return o, err
@@ -39,6 +40,7 @@ func scanObject(sc scanner) (store.Object, error) {
 		return o, fmt.Errorf("sqlite: scan object: %w", err)
 	}
 	o.Content = []byte(content)
+	o.Forked = heads > 1
 	if claimedAt.Valid {
 		if o.ClaimedAt, err = parseTime(claimedAt.String); err != nil {
 			return o, err
@@ -144,6 +146,14 @@ func insertObject(ctx context.Context, tx *wtx, now time.Time, n store.NewObject
 	if err != nil {
 		return o, fmt.Errorf("sqlite: create object: %w", err)
 	}
+	v, err := insertVersion(ctx, tx, now, o.ID, nil, o.Content, o.ContentHash, o.CreatedBy)
+	if err != nil {
+		return o, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cks_objects SET head_version = ? WHERE object_id = ?`, v.ID, o.ID); err != nil {
+		return o, fmt.Errorf("sqlite: create object %d: %w", o.ID, err)
+	}
+	o.HeadVersion = v.ID
 	if o.Status != "" {
 		if _, err := appendLog(ctx, tx, store.TransitionEntry{ObjectID: o.ID, TS: now, Agent: o.CreatedBy,
 			Action: "created", TransitionedTo: o.Status, ContentHash: o.ContentHash}); err != nil {
@@ -166,6 +176,31 @@ VALUES (?, ?, ?, ?, ?, ?) RETURNING edge_id`, e.Src, e.Dst, e.BaseType, e.Semant
 		return out, fmt.Errorf("sqlite: edge %d → %d: %w", e.Src, e.Dst, err)
 	}
 	return out, nil
+}
+
+// insertAttachment creates the validated attachment at (fields named with
+// prefix) with its edge to subject and its links, whose ends the caller
+// checked. The object's creator defaults to agent.
+func insertAttachment(ctx context.Context, tx *wtx, now time.Time, subject int64, at store.Attachment, prefix, agent string) (store.Object, error) {
+	obj := at.Object
+	if obj.CreatedBy == "" {
+		obj.CreatedBy = agent
+	}
+	o, err := insertObject(ctx, tx, now, obj, prefix+"object.content")
+	if err != nil {
+		return o, err
+	}
+	if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: subject, BaseType: at.BaseType,
+		SemanticType: at.SemanticType, Weight: at.Weight}); err != nil {
+		return o, err
+	}
+	for _, l := range at.Links {
+		if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: l.Dst, BaseType: l.BaseType,
+			SemanticType: l.SemanticType, Weight: l.Weight}); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // checkEdgeEnds returns a FieldError naming edges[i].src or .dst for the
@@ -255,11 +290,18 @@ func logOf(ctx context.Context, q querier, id int64) ([]store.TransitionEntry, e
 }
 
 func edgesOf(ctx context.Context, q querier, id int64) ([]store.Edge, error) {
-	rows, err := q.QueryContext(ctx, `SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at
-FROM cks_edges WHERE src = ? OR dst = ? ORDER BY edge_id`, id, id)
+	rows, err := q.QueryContext(ctx, `SELECT `+edgeColumns+` FROM cks_edges WHERE src = ? OR dst = ? ORDER BY edge_id`, id, id)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: edges of object %d: %w", id, err)
 	}
+	return scanEdges(rows, fmt.Sprintf("edges of object %d", id))
+}
+
+// edgeColumns is the column list edge queries read, in scanEdges' order.
+const edgeColumns = `edge_id, src, dst, base_type, semantic_type, weight, created_at`
+
+// scanEdges reads every row of rows (edgeColumns) and closes rows.
+func scanEdges(rows *sql.Rows, what string) ([]store.Edge, error) {
 	defer rows.Close()
 	var out []store.Edge
 	for rows.Next() {
@@ -269,19 +311,20 @@ FROM cks_edges WHERE src = ? OR dst = ? ORDER BY edge_id`, id, id)
 			at     string
 		)
 		if err := rows.Scan(&e.ID, &e.Src, &e.Dst, &e.BaseType, &e.SemanticType, &weight, &at); err != nil {
-			return nil, fmt.Errorf("sqlite: edges of object %d: %w", id, err)
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 		}
 		if weight.Valid {
 			w := weight.Float64
 			e.Weight = &w
 		}
+		var err error
 		if e.CreatedAt, err = parseTime(at); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: edges of object %d: %w", id, err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
 }
@@ -515,24 +558,9 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 		}
 		attached = make([]store.Object, 0, len(t.Attach))
 		for i, at := range t.Attach {
-			p := fmt.Sprintf("attach[%d].", i)
-			obj := at.Object
-			if obj.CreatedBy == "" {
-				obj.CreatedBy = t.Agent
-			}
-			o, err := insertObject(ctx, tx, now, obj, p+"object.content")
+			o, err := insertAttachment(ctx, tx, now, id, at, fmt.Sprintf("attach[%d].", i), t.Agent)
 			if err != nil {
 				return err
-			}
-			if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: id, BaseType: at.BaseType,
-				SemanticType: at.SemanticType, Weight: at.Weight}); err != nil {
-				return err
-			}
-			for _, l := range at.Links {
-				if _, err := insertEdge(ctx, tx, now, store.NewEdge{Src: o.ID, Dst: l.Dst, BaseType: l.BaseType,
-					SemanticType: l.SemanticType, Weight: l.Weight}); err != nil {
-					return err
-				}
 			}
 			attached = append(attached, o)
 		}
@@ -542,18 +570,30 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 			}
 		}
 		content, hash := cur.Content, cur.ContentHash
+		head := cur.HeadVersion
 		if len(t.Content) > 0 {
 			if content, hash, err = store.CanonicalContent(t.Content, "content"); err != nil {
 				return err
 			}
+			// A version based on the latest one (a head, so this adds none).
+			var parents []int64
+			if cur.HeadVersion > 0 {
+				parents = []int64{cur.HeadVersion}
+			}
+			v, err := addVersion(ctx, tx, now, id, parents, content, hash, t.Agent)
+			if err != nil {
+				return err
+			}
+			head = v.ID
 		}
 		round := cur.Round
 		if t.NextRound {
 			round++
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE cks_objects SET content = ?, content_hash = ?, round = ?,
-	current_status = ?, `+releaseObjectClaim+`, updated_at = ? WHERE object_id = ? RETURNING `+objectColumns,
-			string(content), hash, round, t.To, fmtTime(now), id)
+		rows, err := tx.QueryContext(ctx, `UPDATE cks_objects SET content = ?, content_hash = ?, head_version = ?,
+	heads = `+countHeadsSQL+`, round = ?, current_status = ?, `+releaseObjectClaim+`, updated_at = ?
+	WHERE object_id = ? RETURNING `+objectColumns,
+			string(content), hash, head, round, t.To, fmtTime(now), id)
 		if err != nil {
 			return fmt.Errorf("sqlite: transition object %d: %w", id, err)
 		}

@@ -99,6 +99,8 @@ var tables = []schema.Table{
 	WHERE state = ` + stateLiteral(ledger.Open),
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at)`,
 			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent ON cks_outbox_tasks(parent_id)`,
+			// DedupeOnce looks a key up in every state.
+			`CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key) WHERE dedupe_key <> ''`,
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '' AND state NOT IN ` + terminalSQL(),
 		},
@@ -207,6 +209,29 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 		},
 	},
 	{
+		// The versions of objects (issue 8): one row per content write,
+		// forming a DAG through parents (a JSON array of version ids,
+		// ascending). is_head marks the versions no later version is based
+		// on. It precedes cks_objects, whose upgrade backfills it.
+		Name: "cks_object_versions",
+		Columns: []schema.Column{
+			{Name: "version_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
+			{Name: "object_id", Def: "INTEGER NOT NULL REFERENCES cks_objects(object_id)"},
+			{Name: "parents", Def: "TEXT NOT NULL DEFAULT '[]'"},
+			{Name: "content", Def: "TEXT NOT NULL DEFAULT '{}'"},
+			{Name: "content_hash", Def: "TEXT NOT NULL"},
+			{Name: "author", Def: "TEXT NOT NULL DEFAULT ''"},
+			{Name: "created_at", Def: "TEXT NOT NULL"},
+			{Name: "is_head", Def: "INTEGER NOT NULL DEFAULT 1"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_object_versions_object ON cks_object_versions(object_id, version_id)`,
+			// Heads: the head versions of one object, ascending (the rowid
+			// is version_id).
+			`CREATE INDEX IF NOT EXISTS idx_object_versions_head ON cks_object_versions(object_id) WHERE is_head = 1`,
+		},
+	},
+	{
 		// Objects of the knowledge store (ADR-007): nodes of the knowledge
 		// graph, with the pipeline status and claim of each.
 		Name: "cks_objects",
@@ -226,8 +251,19 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 			{Name: "created_by", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "created_at", Def: "TEXT NOT NULL"},
 			{Name: "updated_at", Def: "TEXT NOT NULL"},
+			// The latest written version (cks_object_versions), whose content
+			// the row carries; heads counts the object's head versions (more
+			// than one: a fork). Objects written before versions existed get a
+			// first version from their content when head_version is added.
+			{Name: "head_version", Def: "INTEGER NOT NULL DEFAULT 0"},
+			{Name: "heads", Def: "INTEGER NOT NULL DEFAULT 1"},
+		},
+		Backfill: map[string]string{
+			"head_version": backfillVersionsSQL,
 		},
 		After: []string{
+			// ForkedObjects: only forked objects are in it.
+			`CREATE INDEX IF NOT EXISTS idx_objects_forked ON cks_objects(object_id) WHERE heads > 1`,
 			// ClaimObjects: the unclaimed objects of one status, oldest first.
 			`CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, claimed_by, object_id)`,
 			`CREATE INDEX IF NOT EXISTS idx_objects_kind ON cks_objects(kind, object_id)`,
@@ -285,6 +321,16 @@ BEGIN SELECT RAISE(ABORT, 'cks_transition_log is append-only: DELETE refused'); 
 		},
 	},
 }
+
+// backfillVersionsSQL gives every object of a database older than versions
+// its first version (its content, by its creator, at its last update) and
+// points head_version at it. It runs in the upgrade that adds head_version,
+// after cks_object_versions was created (it precedes cks_objects in tables).
+const backfillVersionsSQL = `INSERT INTO cks_object_versions (object_id, parents, content, content_hash, author, created_at, is_head)
+SELECT object_id, '[]', content, content_hash, created_by, updated_at, 1 FROM cks_objects WHERE head_version = 0
+ORDER BY object_id;
+UPDATE cks_objects SET head_version = (SELECT max(v.version_id) FROM cks_object_versions v
+	WHERE v.object_id = cks_objects.object_id) WHERE head_version = 0`
 
 // ensureSchema brings the database to the current shape in one transaction.
 func ensureSchema(ctx context.Context, db *sql.DB) error {

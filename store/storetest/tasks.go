@@ -608,9 +608,22 @@ func testTaskDedupe(t *testing.T, open Opener) {
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
+	// DedupeOnce: the finished task still holds its key.
+	once, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "once", DedupeKey: "k", DedupeOnce: true})
+	if err != nil || created || once.ID != first.ID || once.State != ledger.Completed {
+		t.Fatalf("dedupe-once enqueue after the first completed = %+v, created %v, %v; want the completed first task", once, created, err)
+	}
 	next, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
 	if err != nil || !created || next.ID == first.ID {
 		t.Fatalf("enqueue after the first completed = %+v, created %v, %v; want a new task", next, created, err)
+	}
+	// With a live and a finished task of the key, the live one is returned.
+	live, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "four", DedupeKey: "k", DedupeOnce: true})
+	if err != nil || created || live.ID != next.ID {
+		t.Fatalf("dedupe-once with a live task = %+v, created %v, %v; want task %d", live, created, err, next.ID)
+	}
+	if _, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", DedupeOnce: true}); !store.IsFieldError(err, "dedupe_once") {
+		t.Fatalf("dedupe_once without a key: %v", err)
 	}
 }
 

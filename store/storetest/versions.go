@@ -1,0 +1,1032 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+)
+
+// The version history of knowledge objects (store.Versions, issue 8): every
+// content write records a version, a write from a stale base forks the
+// object, MergeVersions joins the heads. Run them alone with
+// -run 'TestConformance/Version'.
+func versionTests() []taskTest {
+	return []taskTest{
+		{"VersionCreateWritesFirst", testVersionCreateWritesFirst},
+		{"VersionWriteFromHead", testVersionWriteFromHead},
+		{"VersionFork", testVersionFork},
+		{"VersionMerge", testVersionMerge},
+		{"VersionMergeStale", testVersionMergeStale},
+		{"VersionMergeSingleHead", testVersionMergeSingleHead},
+		{"VersionBadInput", testVersionBadInput},
+		{"VersionTransition", testVersionTransition},
+		{"VersionDAG", testVersionDAG},
+		{"VersionForkedObjectsPaging", testVersionForkedObjectsPaging},
+		{"VersionListEdgesPaging", testVersionListEdgesPaging},
+		{"VersionConcurrentWrites", testVersionConcurrentWrites},
+		{"VersionConcurrentMerges", testVersionConcurrentMerges},
+	}
+}
+
+// vstore returns the version store of s, or skips the test while the
+// backend has none.
+func vstore(t testing.TB, s store.Store) store.Versions {
+	t.Helper()
+	v, ok := s.(store.Versions)
+	if !ok {
+		t.Skipf("backend %s has no versions yet", s.Backend())
+	}
+	return v
+}
+
+// versionStore opens a handle on open's database whose clock is a fake at
+// T0 and returns its knowledge and version stores.
+func versionStore(t testing.TB, open Opener) (store.Knowledge, store.Versions, *clock.Fake) {
+	t.Helper()
+	s, clk := fakeStore(t, open)
+	return kstore(t, s), vstore(t, s), clk
+}
+
+func versionIDs(vs []store.Version) []int64 {
+	ids := make([]int64, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	return ids
+}
+
+func sorted(ids ...int64) []int64 {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return ids
+}
+
+// versionKey describes v (content canonical, no parents and empty parents
+// alike, time in UTC) for comparing versions read by different calls.
+func versionKey(t testing.TB, v store.Version) string {
+	t.Helper()
+	c, err := store.CanonicalJSON(v.Content)
+	if err != nil {
+		t.Fatalf("version %d: content %s: %v", v.ID, v.Content, err)
+	}
+	return fmt.Sprintf("id=%d object=%d parents=%v hash=%s author=%q at=%s content=%s",
+		v.ID, v.ObjectID, v.Parents, v.ContentHash, v.Author, v.CreatedAt.UTC().Format(time.RFC3339Nano), c)
+}
+
+// wantVersion fails the test unless v is a version of object with exactly
+// parents (in this order), content (any encoding of its canonical form) and
+// its hash, by author at at.
+func wantVersion(t testing.TB, what string, v store.Version, object int64, parents []int64, content, author string, at time.Time) {
+	t.Helper()
+	want, hash := canonical(t, content)
+	got, err := store.CanonicalJSON(v.Content)
+	if v.ID <= 0 || v.ObjectID != object || fmt.Sprint(v.Parents) != fmt.Sprint(parents) || err != nil ||
+		string(got) != want || v.ContentHash != hash || v.Author != author || !v.CreatedAt.Equal(at) {
+		t.Fatalf("%s: version %s\nwant object %d, parents %v, content %s (hash %s), author %q, created at %v",
+			what, asJSON(t, v), object, parents, want, hash, author, at)
+	}
+}
+
+func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author string) store.Version {
+	t.Helper()
+	w, err := v.WriteVersion(ctx(t), id, base, json.RawMessage(content), author)
+	if err != nil {
+		t.Fatalf("WriteVersion(%d, base %d, %s, %q): %v", id, base, content, author, err)
+	}
+	return w
+}
+
+func mustHeads(t testing.TB, v store.Versions, id int64) []store.Version {
+	t.Helper()
+	hs, err := v.Heads(ctx(t), id)
+	if err != nil {
+		t.Fatalf("Heads(%d): %v", id, err)
+	}
+	return hs
+}
+
+func mustVersions(t testing.TB, v store.Versions, id int64) []store.Version {
+	t.Helper()
+	vs, err := v.ObjectVersions(ctx(t), id)
+	if err != nil {
+		t.Fatalf("ObjectVersions(%d): %v", id, err)
+	}
+	return vs
+}
+
+func mustForks(t testing.TB, v store.Versions, after int64, limit int) []store.Fork {
+	t.Helper()
+	fs, err := v.ForkedObjects(ctx(t), after, limit)
+	if err != nil {
+		t.Fatalf("ForkedObjects(%d, %d): %v", after, limit, err)
+	}
+	return fs
+}
+
+// wantHeads fails the test unless the heads of object id are exactly ids,
+// ascending, each equal to the version of that id in ObjectVersions.
+func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
+	t.Helper()
+	hs := mustHeads(t, v, id)
+	if fmt.Sprint(versionIDs(hs)) != fmt.Sprint(ids) {
+		t.Fatalf("object %d: heads %v, want %v (ascending)", id, versionIDs(hs), ids)
+	}
+	all := map[int64]string{}
+	for _, x := range mustVersions(t, v, id) {
+		all[x.ID] = versionKey(t, x)
+	}
+	for _, h := range hs {
+		if all[h.ID] != versionKey(t, h) {
+			t.Fatalf("object %d: head %s\nObjectVersions has %s", id, versionKey(t, h), all[h.ID])
+		}
+	}
+}
+
+// wantObjectHead fails the test unless object id (read with GetObject and
+// ListObjects) carries the content and hash of version head, HeadVersion
+// head.ID and Forked forked.
+func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head store.Version, forked bool) store.Object {
+	t.Helper()
+	o := MustGetObject(t, k, id)
+	got, err := store.CanonicalJSON(o.Content)
+	want, _ := store.CanonicalJSON(head.Content)
+	if o.HeadVersion != head.ID || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
+		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.ID, forked, want, head.ContentHash)
+	}
+	page, err := k.ListObjects(ctx(t), store.ObjectFilter{After: id - 1, Limit: 1})
+	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != id {
+		t.Fatalf("ListObjects(after %d, limit 1) = %s, %v", id-1, asJSON(t, page), err)
+	}
+	bare := o
+	bare.Log, bare.Edges = nil, nil
+	if l := page.Objects[0]; asJSON(t, l) != asJSON(t, bare) {
+		t.Fatalf("object %d listed %s\nread %s", id, asJSON(t, l), asJSON(t, bare))
+	}
+	return o
+}
+
+// versionSnapshot returns every object's versions, by object id.
+func versionSnapshot(t testing.TB, k store.Knowledge, v store.Versions) map[int64]string {
+	t.Helper()
+	m := map[int64]string{}
+	for _, o := range allObjects(t, k) {
+		var keys []string
+		for _, x := range mustVersions(t, v, o.ID) {
+			keys = append(keys, versionKey(t, x))
+		}
+		m[o.ID] = strings.Join(keys, "\n")
+	}
+	return m
+}
+
+// versionsState is the state a refused call must leave as it was.
+type versionsState struct {
+	objects, versions map[int64]string
+	forks             string
+}
+
+func takeSnapshot(t testing.TB, k store.Knowledge, v store.Versions) versionsState {
+	t.Helper()
+	return versionsState{objectSnapshot(t, k), versionSnapshot(t, k, v), asJSON(t, mustForks(t, v, 0, store.MaxListLimit))}
+}
+
+// wantNothingWritten fails the test unless objects, logs, edges, versions
+// and forks are those of before.
+func wantNothingWritten(t testing.TB, what string, k store.Knowledge, v store.Versions, before versionsState) {
+	t.Helper()
+	wantUnchanged(t, what, k, before.objects)
+	after := versionSnapshot(t, k, v)
+	for id, b := range before.versions {
+		if a := after[id]; a != b {
+			t.Errorf("%s changed the versions of object %d:\n got: %s\nwant: %s", what, id, a, b)
+		}
+	}
+	if f := asJSON(t, mustForks(t, v, 0, store.MaxListLimit)); f != before.forks {
+		t.Errorf("%s changed the forks: %s, want %s", what, f, before.forks)
+	}
+}
+
+// fork writes two versions of object o from its head (the second from a
+// base that is no longer the head) and returns them.
+func fork(t testing.TB, v store.Versions, o store.Object, tag string) (store.Version, store.Version) {
+	t.Helper()
+	a := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"a","tag":%q}`, tag), "alice")
+	b := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"b","tag":%q}`, tag), "bob")
+	return a, b
+}
+
+func resolvesReason(content string) *store.Attachment {
+	return &store.Attachment{Object: store.NewObject{Kind: "rationale", Content: json.RawMessage(content), CreatedBy: "fork_resolution"},
+		BaseType: "depends_on", SemanticType: "resolves"}
+}
+
+// testVersionCreateWritesFirst: CreateObject records the object's first
+// version (no parents, its content, by its creator), which is its only head.
+func testVersionCreateWritesFirst(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	const content = `{ "b": 1, "a": [1, {"d": 2, "c": 1}] }`
+	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(content),
+		Status: "awaiting_research", CreatedBy: "operator"})
+	clk.Advance(time.Minute)
+	r := MustCreateObject(t, k, store.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
+	if o.HeadVersion <= 0 || o.Forked || r.HeadVersion <= 0 || r.Forked || r.HeadVersion == o.HeadVersion {
+		t.Fatalf("created objects %s\n%s: want distinct head versions, not forked", asJSON(t, o), asJSON(t, r))
+	}
+	for _, c := range []struct {
+		o       store.Object
+		content string
+		by      string
+		at      time.Time
+	}{
+		{o, content, "operator", T0},
+		{r, `{"text":"weak"}`, "critic", T0.Add(time.Minute)},
+	} {
+		hs := mustHeads(t, v, c.o.ID)
+		if len(hs) != 1 {
+			t.Fatalf("object %d: heads %s, want the first version alone", c.o.ID, asJSON(t, hs))
+		}
+		wantVersion(t, fmt.Sprintf("first version of object %d", c.o.ID), hs[0], c.o.ID, nil, c.content, c.by, c.at)
+		if hs[0].ID != c.o.HeadVersion || hs[0].ContentHash != c.o.ContentHash {
+			t.Fatalf("object %d: head_version %d hash %s, first version %s", c.o.ID, c.o.HeadVersion, c.o.ContentHash, asJSON(t, hs[0]))
+		}
+		if vs := mustVersions(t, v, c.o.ID); len(vs) != 1 || versionKey(t, vs[0]) != versionKey(t, hs[0]) {
+			t.Fatalf("object %d: versions %s, want the first version alone", c.o.ID, asJSON(t, vs))
+		}
+		wantObjectHead(t, k, c.o.ID, hs[0], false)
+	}
+	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("fresh objects listed as forked: %s", asJSON(t, fs))
+	}
+}
+
+// testVersionWriteFromHead: a write from the head replaces it as the only
+// head, and the object follows it.
+func testVersionWriteFromHead(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`), Status: "supported", CreatedBy: "op"})
+	other := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":true}`)})
+	otherBefore := MustGetObject(t, k, other.ID)
+	prev := o.HeadVersion
+	var chain []int64
+	chain = append(chain, prev)
+	for i, content := range []string{`{ "x": 2, "a": 1 }`, `{"a":1,"x":3,"nested":{"z":1,"y":[2,1]}}`, `{}`} {
+		clk.Advance(time.Minute)
+		w := mustWrite(t, v, o.ID, prev, content, fmt.Sprintf("editor-%d", i))
+		wantVersion(t, fmt.Sprintf("write %d", i), w, o.ID, []int64{prev}, content, fmt.Sprintf("editor-%d", i), clk.Now())
+		if w.ID <= prev {
+			t.Fatalf("write %d: version id %d after %d, want ascending", i, w.ID, prev)
+		}
+		wantHeads(t, v, o.ID, w.ID)
+		got := wantObjectHead(t, k, o.ID, w, false)
+		if got.Status != "supported" || got.Round != 0 || !got.CreatedAt.Equal(T0) || !got.UpdatedAt.Equal(clk.Now()) || got.CreatedBy != "op" {
+			t.Fatalf("write %d: object %s, want status, round and creation kept, updated_at %v", i, asJSON(t, got), clk.Now())
+		}
+		wantUnclaimed(t, "written object", got)
+		prev = w.ID
+		chain = append(chain, w.ID)
+	}
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint(chain) {
+		t.Fatalf("versions %v, want %v", versionIDs(vs), chain)
+	}
+	if got := MustGetObject(t, k, other.ID); asJSON(t, got) != asJSON(t, otherBefore) {
+		t.Fatalf("writes to object %d changed object %d: %s", o.ID, other.ID, asJSON(t, got))
+	}
+	if vs := mustVersions(t, v, other.ID); len(vs) != 1 {
+		t.Fatalf("object %d: versions %s, want its first alone", other.ID, asJSON(t, vs))
+	}
+	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("linear writes listed as forks: %s", asJSON(t, fs))
+	}
+}
+
+// testVersionFork: a write from a base that is no longer the head adds a
+// second head instead of overwriting.
+func testVersionFork(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	plain := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	linear := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	mustWrite(t, v, linear.ID, linear.HeadVersion, `{"n":1}`, "w")
+	base := mustHeads(t, v, o.ID)[0]
+	clk.Advance(time.Minute)
+	a := mustWrite(t, v, o.ID, base.ID, `{"text":"alice"}`, "alice")
+	clk.Advance(time.Minute)
+	b := mustWrite(t, v, o.ID, base.ID, `{"text":"bob"}`, "bob")
+	wantVersion(t, "second write from the base", b, o.ID, []int64{base.ID}, `{"text":"bob"}`, "bob", clk.Now())
+	wantHeads(t, v, o.ID, sorted(a.ID, b.ID)...)
+	wantObjectHead(t, k, o.ID, b, true) // the latest write
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint([]int64{base.ID, a.ID, b.ID}) {
+		t.Fatalf("versions %v, want all kept: %v", versionIDs(vs), []int64{base.ID, a.ID, b.ID})
+	}
+	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(a.ID, b.ID)}})
+	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
+	}
+	// A write from one head replaces that head; the object stays forked.
+	clk.Advance(time.Minute)
+	c := mustWrite(t, v, o.ID, a.ID, `{"text":"carol"}`, "carol")
+	wantVersion(t, "write from one head", c, o.ID, []int64{a.ID}, `{"text":"carol"}`, "carol", clk.Now())
+	wantHeads(t, v, o.ID, sorted(b.ID, c.ID)...)
+	wantObjectHead(t, k, o.ID, c, true)
+	want = asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.ID, c.ID)}})
+	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects after a write from one head = %s, want %s", asJSON(t, fs), want)
+	}
+	// And from the other, the older head: the object follows the latest write.
+	clk.Advance(time.Minute)
+	d := mustWrite(t, v, o.ID, b.ID, `{"text":"dave"}`, "dave")
+	wantHeads(t, v, o.ID, sorted(c.ID, d.ID)...)
+	wantObjectHead(t, k, o.ID, d, true)
+	if vs := mustVersions(t, v, o.ID); len(vs) != 5 {
+		t.Fatalf("versions %v, want 5", versionIDs(vs))
+	}
+	for _, id := range []int64{plain.ID, linear.ID} {
+		if got := MustGetObject(t, k, id); got.Forked {
+			t.Fatalf("object %d forked: %s", id, asJSON(t, got))
+		}
+	}
+}
+
+// testVersionMerge: merging exactly the heads makes one head with all of
+// them as parents, and writes the reason node linked to the object.
+func testVersionMerge(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	cited := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	a, b := fork(t, v, o, "1")
+	before := MustGetObject(t, k, o.ID)
+	why := resolvesReason(`{"rule":"latest wins", "heads": 2}`)
+	why.Links = []store.LinkFrom{{Dst: cited.ID, BaseType: "depends_on", SemanticType: "cites"}}
+	clk.Advance(time.Minute)
+	now := clk.Now()
+	const merged = `{ "text": "merged", "sides": ["a", "b"] }`
+	m, reason, err := v.MergeVersions(ctx(t), o.ID, []int64{max(a.ID, b.ID), min(a.ID, b.ID)}, json.RawMessage(merged),
+		"fork_resolution", why)
+	if err != nil {
+		t.Fatalf("MergeVersions: %v", err)
+	}
+	wantVersion(t, "merge version", m, o.ID, sorted(a.ID, b.ID), merged, "fork_resolution", now)
+	if m.ID <= max(a.ID, b.ID) {
+		t.Fatalf("merge version id %d, want after the heads %d, %d", m.ID, a.ID, b.ID)
+	}
+	wantHeads(t, v, o.ID, m.ID)
+	got := wantObjectHead(t, k, o.ID, m, false)
+	if got.Status != before.Status || got.Round != before.Round || !got.UpdatedAt.Equal(now) {
+		t.Fatalf("merged object %s, want status and round kept, updated_at %v", asJSON(t, got), now)
+	}
+	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("merged object still listed as forked: %s", asJSON(t, fs))
+	}
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.ID, b.ID, m.ID}) {
+		t.Fatalf("versions %v, want %v", versionIDs(vs), []int64{o.HeadVersion, a.ID, b.ID, m.ID})
+	}
+	// The reason node: created in the merge, linked reason → object.
+	if reason == nil || reason.ID <= cited.ID || reason.Kind != "rationale" || reason.CreatedBy != "fork_resolution" ||
+		!reason.CreatedAt.Equal(now) || reason.HeadVersion <= 0 {
+		t.Fatalf("reason object %s", asJSON(t, reason))
+	}
+	wantContent(t, "reason object", *reason, `{"heads":2,"rule":"latest wins"}`)
+	rr := MustGetObject(t, k, reason.ID)
+	rr.Log, rr.Edges = nil, nil
+	if asJSON(t, rr) != asJSON(t, *reason) {
+		t.Fatalf("reason returned %s\nreads %s", asJSON(t, *reason), asJSON(t, rr))
+	}
+	wantEdges(t, MustGetObject(t, k, o.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil))
+	wantEdges(t, MustGetObject(t, k, reason.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil),
+		edgeKey(reason.ID, cited.ID, "depends_on", "cites", nil))
+	rv := mustVersions(t, v, reason.ID)
+	if len(rv) != 1 || rv[0].ID != reason.HeadVersion {
+		t.Fatalf("reason object versions %s, want its first alone (head %d)", asJSON(t, rv), reason.HeadVersion)
+	}
+	wantVersion(t, "reason's first version", rv[0], reason.ID, nil, `{"heads":2,"rule":"latest wins"}`, "fork_resolution", now)
+	// The merge is an ordinary head to write from.
+	clk.Advance(time.Minute)
+	w := mustWrite(t, v, o.ID, m.ID, `{"text":"after"}`, "editor")
+	wantHeads(t, v, o.ID, w.ID)
+	wantObjectHead(t, k, o.ID, w, false)
+
+	// A merge without a reason creates no object and no edge.
+	o2 := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	a2, b2 := fork(t, v, o2, "2")
+	objects := len(allObjects(t, k))
+	m2, r2, err := v.MergeVersions(ctx(t), o2.ID, []int64{a2.ID, b2.ID}, json.RawMessage(`{"m":2}`), "fork_resolution", nil)
+	if err != nil || r2 != nil {
+		t.Fatalf("MergeVersions without a reason = %s, %s, %v", asJSON(t, m2), asJSON(t, r2), err)
+	}
+	wantVersion(t, "merge without a reason", m2, o2.ID, sorted(a2.ID, b2.ID), `{"m":2}`, "fork_resolution", clk.Now())
+	wantHeads(t, v, o2.ID, m2.ID)
+	wantObjectHead(t, k, o2.ID, m2, false)
+	if n := len(allObjects(t, k)); n != objects {
+		t.Fatalf("merge without a reason: %d objects, want %d", n, objects)
+	}
+	if got := MustGetObject(t, k, o2.ID); len(got.Edges) != 0 {
+		t.Fatalf("merge without a reason wrote edges %s", asJSON(t, got.Edges))
+	}
+}
+
+// testVersionMergeStale: a merge of anything but exactly the current heads
+// is ErrConflict naming them, and writes nothing.
+func testVersionMergeStale(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	other := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	a, b := fork(t, v, o, "1")
+	clk.Advance(time.Minute)
+	c := mustWrite(t, v, o.ID, b.ID, `{"text":"c"}`, "carol") // a writer came first: heads a, c
+	wantHeads(t, v, o.ID, sorted(a.ID, c.ID)...)
+	clk.Advance(time.Minute)
+	before := takeSnapshot(t, k, v)
+	for _, heads := range [][]int64{
+		{a.ID, b.ID},                // the heads before the write
+		{b.ID, a.ID},                // in another order
+		{a.ID},                      // a subset
+		{c.ID},                      // the other subset
+		{a.ID, c.ID, b.ID},          // plus a former head
+		{a.ID, c.ID, o.HeadVersion}, // plus the root
+		{a.ID, c.ID, 424242},        // plus an unknown version
+		{a.ID, other.HeadVersion},   // another object's version
+	} {
+		what := fmt.Sprintf("MergeVersions(heads %v) with heads %v", heads, sorted(a.ID, c.ID))
+		m, r, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"text":"merged"}`), "fork_resolution",
+			resolvesReason(`{"rule":"x"}`))
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: err = %v (version %s, reason %s), want ErrConflict", what, err, asJSON(t, m), asJSON(t, r))
+		} else if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(a.ID)) || !strings.Contains(msg, fmt.Sprint(c.ID)) {
+			t.Errorf("%s: err = %v, want it to name the current heads %d and %d", what, err, a.ID, c.ID)
+		}
+		wantNothingWritten(t, what, k, v, before)
+	}
+	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{c.ID, a.ID}, json.RawMessage(`{"text":"merged"}`), "fork_resolution", nil)
+	if err != nil {
+		t.Fatalf("merge of the current heads after the refused ones: %v", err)
+	}
+	wantVersion(t, "merge", m, o.ID, sorted(a.ID, c.ID), `{"text":"merged"}`, "fork_resolution", clk.Now())
+	// The fork was already resolved: a second merge of the same heads is
+	// refused and changes nothing.
+	clk.Advance(time.Minute)
+	before = takeSnapshot(t, k, v)
+	_, r, err := v.MergeVersions(ctx(t), o.ID, []int64{a.ID, c.ID}, json.RawMessage(`{"text":"again"}`), "fork_resolution",
+		resolvesReason(`{"rule":"y"}`))
+	if !errors.Is(err, store.ErrConflict) || r != nil {
+		t.Errorf("merge of an already merged fork: err = %v, reason %s; want ErrConflict", err, asJSON(t, r))
+	}
+	wantNothingWritten(t, "merge of an already merged fork", k, v, before)
+}
+
+// testVersionMergeSingleHead: "merging" the one head of an object that is
+// not forked names exactly its heads; the doc allows it (a version with the
+// head as its parent). A backend that refuses it must refuse with
+// ErrConflict and write nothing.
+func testVersionMergeSingleHead(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	clk.Advance(time.Minute)
+	before := takeSnapshot(t, k, v)
+	m, r, err := v.MergeVersions(ctx(t), o.ID, []int64{o.HeadVersion}, json.RawMessage(`{"text":"same"}`), "fork_resolution", nil)
+	switch {
+	case err == nil:
+		t.Logf("MergeVersions of the single head is allowed (a version with one parent)")
+		if r != nil {
+			t.Fatalf("merge without a reason returned reason %s", asJSON(t, r))
+		}
+		wantVersion(t, "single-head merge", m, o.ID, []int64{o.HeadVersion}, `{"text":"same"}`, "fork_resolution", clk.Now())
+		wantHeads(t, v, o.ID, m.ID)
+		wantObjectHead(t, k, o.ID, m, false)
+	case errors.Is(err, store.ErrConflict):
+		t.Logf("MergeVersions of the single head is refused: %v", err)
+		wantNothingWritten(t, "refused single-head merge", k, v, before)
+	default:
+		t.Fatalf("MergeVersions of the single head: err = %v, want success or ErrConflict", err)
+	}
+}
+
+// testVersionBadInput: refused writes and merges write nothing.
+func testVersionBadInput(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	other := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
+	otherNext := mustWrite(t, v, other.ID, other.HeadVersion, `{"other":2}`, "w")
+	a, b := fork(t, v, o, "1") // forked, so merges have real heads to name
+	clk.Advance(time.Minute)
+	before := takeSnapshot(t, k, v)
+	const missing = 424242
+	big := `{"a":"` + strings.Repeat("x", store.MaxObjectContent) + `"}`
+	writes := []struct {
+		name         string
+		id, base     int64
+		content, by  string
+		field        string // the FieldError's field, unless wantNotFound
+		wantNotFound bool
+	}{
+		{"base of another object", o.ID, other.HeadVersion, `{"x":1}`, "w", "base_version", false},
+		{"base of another object (its head)", o.ID, otherNext.ID, `{"x":1}`, "w", "base_version", false},
+		{"unknown base", o.ID, missing, `{"x":1}`, "w", "base_version", false},
+		{"base 0", o.ID, 0, `{"x":1}`, "w", "base_version", false},
+		{"negative base", o.ID, -1, `{"x":1}`, "w", "base_version", false},
+		{"array content", o.ID, a.ID, `[1]`, "w", "content", false},
+		{"string content", o.ID, a.ID, `"x"`, "w", "content", false},
+		{"null content", o.ID, a.ID, `null`, "w", "content", false},
+		{"broken content", o.ID, a.ID, `{"a":`, "w", "content", false},
+		{"two values", o.ID, a.ID, `{"a":1} {"b":2}`, "w", "content", false},
+		{"content too large", o.ID, a.ID, big, "w", "content", false},
+		{"empty author", o.ID, a.ID, `{"x":1}`, "", "author", false},
+		{"unknown object", missing, a.ID, `{"x":1}`, "w", "", true},
+	}
+	for _, c := range writes {
+		w, err := v.WriteVersion(ctx(t), c.id, c.base, json.RawMessage(c.content), c.by)
+		what := "WriteVersion with " + c.name
+		if c.wantNotFound {
+			if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(c.id)) {
+				t.Errorf("%s: err = %v, want ErrNotFound naming %d", what, err, c.id)
+			}
+		} else {
+			wantFieldError(t, what, err, c.field)
+		}
+		if err == nil {
+			t.Errorf("%s wrote %s", what, asJSON(t, w))
+		}
+		wantNothingWritten(t, what, k, v, before)
+	}
+	heads := []int64{a.ID, b.ID}
+	badReason := resolvesReason(`{"rule":"x"}`)
+	badReason.Object.Kind = ""
+	badLink := resolvesReason(`{"rule":"x"}`)
+	badLink.Links = []store.LinkFrom{{Dst: missing, BaseType: "depends_on"}}
+	merges := []struct {
+		name    string
+		id      int64
+		heads   []int64
+		content string
+		by      string
+		reason  *store.Attachment
+		check   func(error) bool
+		want    string
+	}{
+		{"nil heads", o.ID, nil, `{"m":1}`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "heads") }, "a FieldError naming heads"},
+		{"empty heads", o.ID, []int64{}, `{"m":1}`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "heads") }, "a FieldError naming heads"},
+		{"array content", o.ID, heads, `[1]`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "content") }, "a FieldError naming content"},
+		{"null content", o.ID, heads, `null`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "content") }, "a FieldError naming content"},
+		{"empty author", o.ID, heads, `{"m":1}`, "", nil, func(err error) bool { return store.IsFieldError(err, "author") }, "a FieldError naming author"},
+		{"reason without a kind", o.ID, heads, `{"m":1}`, "fr", badReason,
+			func(err error) bool { return store.IsFieldError(err, "reason.object.kind") }, "a FieldError naming reason.object.kind"},
+		{"reason linked to a missing object", o.ID, heads, `{"m":1}`, "fr", badLink,
+			func(err error) bool { return store.IsFieldError(err, "reason.links[0].dst") }, "a FieldError naming reason.links[0].dst"},
+		{"unknown object", missing, heads, `{"m":1}`, "fr", nil, func(err error) bool {
+			return errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))
+		}, fmt.Sprintf("ErrNotFound naming %d", missing)},
+	}
+	for _, c := range merges {
+		for _, reason := range []*store.Attachment{c.reason, resolvesReason(`{"rule":"y"}`)} {
+			what := "MergeVersions with " + c.name
+			m, r, err := v.MergeVersions(ctx(t), c.id, c.heads, json.RawMessage(c.content), c.by, reason)
+			if !c.check(err) {
+				t.Errorf("%s: err = %v, want %s", what, err, c.want)
+			}
+			if err == nil || r != nil {
+				t.Errorf("%s: returned %s, reason %s", what, asJSON(t, m), asJSON(t, r))
+			}
+			wantNothingWritten(t, what, k, v, before)
+			if c.reason != nil {
+				break
+			}
+		}
+	}
+	if _, err := v.Heads(ctx(t), missing); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Heads(%d): err = %v, want ErrNotFound", missing, err)
+	}
+	if vs, err := v.ObjectVersions(ctx(t), missing); !errors.Is(err, store.ErrNotFound) && (err != nil || len(vs) != 0) {
+		t.Errorf("ObjectVersions(%d) = %s, %v; want ErrNotFound (or nothing)", missing, asJSON(t, vs), err)
+	}
+	// Every refused write left the fork as it was, ready to merge.
+	if _, _, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"m":1}`), "fr", nil); err != nil {
+		t.Fatalf("merge after the refused calls: %v", err)
+	}
+}
+
+// testVersionTransition: a transition with content writes a version based
+// on the object's latest version; its attachments get a first version.
+func testVersionTransition(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "a", CreatedBy: "op"})
+	first := o.HeadVersion
+	claim := mustClaimObjects(t, k, "a", "critic-1", 1, 1)[0]
+	clk.Advance(time.Minute)
+	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{
+		From: "a", To: "b", Action: "completed", Agent: "critic", Content: json.RawMessage(`{ "q": 2, "v": [1] }`),
+		Attach: []store.Attachment{
+			{Object: store.NewObject{Kind: "critique", Content: json.RawMessage(`{"t":1}`), CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "critiques"},
+			{Object: store.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "supports"},
+		},
+		Reasoning: 0,
+	})
+	if err != nil {
+		t.Fatalf("TransitionObject: %v", err)
+	}
+	hs := mustHeads(t, v, o.ID)
+	if len(hs) != 1 || got.HeadVersion != hs[0].ID || got.Forked {
+		t.Fatalf("transitioned object %s, heads %s: want one new head", asJSON(t, got), asJSON(t, hs))
+	}
+	tv := hs[0]
+	if tv.Author == "" {
+		t.Errorf("transition version has no author: %s", asJSON(t, tv))
+	}
+	wantVersion(t, "transition version", tv, o.ID, []int64{first}, `{"q":2,"v":[1]}`, tv.Author, clk.Now())
+	wantObjectHead(t, k, o.ID, tv, false)
+	if len(atts) != 2 {
+		t.Fatalf("attachments %s", asJSON(t, atts))
+	}
+	for i, want := range []string{`{"t":1}`, `{}`} {
+		a := atts[i]
+		vs := mustVersions(t, v, a.ID)
+		if len(vs) != 1 || a.HeadVersion != vs[0].ID || a.Forked {
+			t.Fatalf("attachment %d: %s, versions %s; want its first version as head", i, asJSON(t, a), asJSON(t, vs))
+		}
+		wantVersion(t, fmt.Sprintf("attachment %d first version", i), vs[0], a.ID, nil, want, "critic", clk.Now())
+		wantObjectHead(t, k, a.ID, vs[0], false)
+	}
+	// A transition without content writes no version.
+	claim = mustClaimObjects(t, k, "b", "critic-1", 1, 1)[0]
+	clk.Advance(time.Minute)
+	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "b", To: "c", Action: "completed", Agent: "critic", Reasoning: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := mustVersions(t, v, o.ID); len(vs) != 2 || got.HeadVersion != tv.ID {
+		t.Fatalf("transition without content: versions %v, head_version %d; want %v and %d", versionIDs(vs), got.HeadVersion, []int64{first, tv.ID}, tv.ID)
+	}
+	// On a forked object, the transition writes from the latest version
+	// (the object's head_version) and leaves the other head.
+	clk.Advance(time.Minute)
+	side := mustWrite(t, v, o.ID, first, `{"q":"side"}`, "editor") // from a stale base: forked
+	wantHeads(t, v, o.ID, sorted(tv.ID, side.ID)...)
+	wantObjectHead(t, k, o.ID, side, true)
+	claim = mustClaimObjects(t, k, "c", "critic-1", 1, 1)[0]
+	clk.Advance(time.Minute)
+	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "c", To: "d", Action: "completed",
+		Agent: "critic", Content: json.RawMessage(`{"q":3}`), Reasoning: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs = mustHeads(t, v, o.ID)
+	if len(hs) != 2 || hs[0].ID != tv.ID || got.HeadVersion != hs[1].ID || !got.Forked {
+		t.Fatalf("transition of a forked object: %s, heads %s; want heads %d and a new one based on %d", asJSON(t, got), asJSON(t, hs), tv.ID, side.ID)
+	}
+	wantVersion(t, "transition of a forked object", hs[1], o.ID, []int64{side.ID}, `{"q":3}`, hs[1].Author, clk.Now())
+	wantObjectHead(t, k, o.ID, hs[1], true)
+}
+
+// testVersionDAG: ObjectVersions returns the whole DAG ascending, every
+// version with its parents; Heads and fork heads are ascending.
+func testVersionDAG(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"n":0}`), CreatedBy: "op"})
+	noise := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	type step struct {
+		name    string
+		parents []int64
+		v       store.Version
+	}
+	var steps []step
+	add := func(name string, w store.Version, parents ...int64) store.Version {
+		steps = append(steps, step{name, parents, w})
+		return w
+	}
+	root := add("root", mustHeads(t, v, o.ID)[0])
+	write := func(name string, base store.Version) store.Version {
+		t.Helper()
+		clk.Advance(time.Second)
+		mustWrite(t, v, noise.ID, mustHeads(t, v, noise.ID)[0].ID, fmt.Sprintf(`{"noise":%q}`, name), "noise") // interleaved ids
+		return add(name, mustWrite(t, v, o.ID, base.ID, fmt.Sprintf(`{"n":%q}`, name), "w-"+name), base.ID)
+	}
+	a := write("a", root)
+	b := write("b", root)
+	c := write("c", a)
+	d := write("d", root)
+	wantHeads(t, v, o.ID, sorted(b.ID, c.ID, d.ID)...)
+	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.ID, c.ID, d.ID)}})
+	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
+	}
+	clk.Advance(time.Second)
+	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{d.ID, b.ID, c.ID}, json.RawMessage(`{"n":"m"}`), "fr", nil)
+	if err != nil {
+		t.Fatalf("three-way MergeVersions: %v", err)
+	}
+	add("m", m, sorted(b.ID, c.ID, d.ID)...)
+	e := write("e", m)
+	vs := mustVersions(t, v, o.ID)
+	if len(vs) != len(steps) {
+		t.Fatalf("versions %v, want %d", versionIDs(vs), len(steps))
+	}
+	for i, s := range steps {
+		if i > 0 && vs[i].ID <= vs[i-1].ID {
+			t.Fatalf("versions not ascending: %v", versionIDs(vs))
+		}
+		if versionKey(t, vs[i]) != versionKey(t, s.v) || fmt.Sprint(vs[i].Parents) != fmt.Sprint(s.parents) {
+			t.Fatalf("version %d (%s): %s\nwritten as %s, parents %v", i, s.name, versionKey(t, vs[i]), versionKey(t, s.v), s.parents)
+		}
+	}
+	wantHeads(t, v, o.ID, e.ID)
+	wantObjectHead(t, k, o.ID, e, false)
+}
+
+// testVersionForkedObjectsPaging: ForkedObjects pages by object id.
+func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
+	k, v, _ := versionStore(t, open)
+	var os []store.Object
+	for i := range 7 {
+		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+	}
+	want := map[int64][]int64{}
+	for _, i := range []int{0, 2, 3, 6} {
+		a, b := fork(t, v, os[i], fmt.Sprint(i))
+		want[os[i].ID] = sorted(a.ID, b.ID)
+	}
+	// Three heads on one of them.
+	x := mustWrite(t, v, os[3].ID, os[3].HeadVersion, `{"third":true}`, "w")
+	want[os[3].ID] = sorted(append(want[os[3].ID], x.ID)...)
+	// Forked then merged; written linearly: not forked.
+	a, b := fork(t, v, os[4], "4")
+	if _, _, err := v.MergeVersions(ctx(t), os[4].ID, []int64{a.ID, b.ID}, json.RawMessage(`{}`), "fr", nil); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v, os[1].ID, os[1].HeadVersion, `{"linear":true}`, "w")
+	forked := []int64{os[0].ID, os[2].ID, os[3].ID, os[6].ID}
+	wantForks := func(ids ...int64) string {
+		fs := []store.Fork{}
+		for _, id := range ids {
+			fs = append(fs, store.Fork{ObjectID: id, Heads: want[id]})
+		}
+		return asJSON(t, fs)
+	}
+	show := func(fs []store.Fork) string {
+		if fs == nil {
+			fs = []store.Fork{}
+		}
+		return asJSON(t, fs)
+	}
+	cases := []struct {
+		after int64
+		limit int
+		want  string
+	}{
+		{0, store.MaxListLimit, wantForks(forked...)},
+		{0, 1, wantForks(forked[0])},
+		{0, 2, wantForks(forked[:2]...)},
+		{forked[1], 2, wantForks(forked[2:]...)},
+		{forked[1] - 1, 2, wantForks(forked[1:3]...)},
+		{os[4].ID, 10, wantForks(forked[3])},
+		{forked[3], 10, wantForks()},
+		{forked[3] + 1000, 1, wantForks()},
+	}
+	for _, c := range cases {
+		if got := show(mustForks(t, v, c.after, c.limit)); got != c.want {
+			t.Errorf("ForkedObjects(after %d, limit %d) = %s, want %s", c.after, c.limit, got, c.want)
+		}
+	}
+	// Following the cursor one page at a time visits every fork once.
+	var got []store.Fork
+	for after, pages := int64(0), 0; ; pages++ {
+		fs := mustForks(t, v, after, 3)
+		if len(fs) > 3 || pages > 5 {
+			t.Fatalf("page after %d: %s", after, show(fs))
+		}
+		got = append(got, fs...)
+		if len(fs) < 3 {
+			break
+		}
+		after = fs[len(fs)-1].ObjectID
+	}
+	if show(got) != wantForks(forked...) {
+		t.Fatalf("paged forks %s, want %s", show(got), wantForks(forked...))
+	}
+	for _, limit := range []int{0, -1, store.MaxListLimit + 1} {
+		fs, err := v.ForkedObjects(ctx(t), 0, limit)
+		wantFieldError(t, fmt.Sprintf("ForkedObjects(0, %d) = %s", limit, show(fs)), err, "limit")
+	}
+}
+
+// testVersionListEdgesPaging: ListEdges pages through every edge by id.
+func testVersionListEdgesPaging(t *testing.T, open Opener) {
+	k, v, clk := versionStore(t, open)
+	if es, err := v.ListEdges(ctx(t), 0, store.MaxListLimit); err != nil || len(es) != 0 {
+		t.Fatalf("ListEdges of an empty store = %s, %v", asJSON(t, es), err)
+	}
+	var os []store.Object
+	for i := range 4 {
+		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+	}
+	w := func(f float64) *float64 { return &f }
+	var in []store.NewEdge
+	for i := range 7 {
+		in = append(in, store.NewEdge{Src: os[i%4].ID, Dst: os[(i+1)%4].ID, BaseType: "depends_on", SemanticType: []string{"supports", "refutes", ""}[i%3]})
+		if i%2 == 0 {
+			in[i].Weight = w(float64(i) / 10)
+		}
+	}
+	clk.Advance(time.Minute)
+	edges, err := k.AddEdges(ctx(t), in[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	more, err := k.AddEdges(ctx(t), in[4:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges = append(edges, more...)
+	// A merge's reason edge is an edge too.
+	a, b := fork(t, v, os[0], "x")
+	clk.Advance(time.Minute)
+	_, r, err := v.MergeVersions(ctx(t), os[0].ID, []int64{a.ID, b.ID}, json.RawMessage(`{}`), "fr", resolvesReason(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := MustGetObject(t, k, os[0].ID)
+	for _, e := range got.Edges {
+		if e.Src == r.ID {
+			edges = append(edges, e)
+		}
+	}
+	if len(edges) != 8 {
+		t.Fatalf("edges %s, want 7 added and the reason edge", asJSON(t, edges))
+	}
+	slices.SortFunc(edges, func(x, y store.Edge) int { return int(x.ID - y.ID) })
+	show := func(es []store.Edge) string {
+		if es == nil {
+			es = []store.Edge{}
+		}
+		return asJSON(t, es)
+	}
+	list := func(after int64, limit int) []store.Edge {
+		t.Helper()
+		es, err := v.ListEdges(ctx(t), after, limit)
+		if err != nil {
+			t.Fatalf("ListEdges(%d, %d): %v", after, limit, err)
+		}
+		return es
+	}
+	cases := []struct {
+		after int64
+		limit int
+		want  []store.Edge
+	}{
+		{0, store.MaxListLimit, edges},
+		{0, 3, edges[:3]},
+		{edges[2].ID, 3, edges[3:6]},
+		{edges[5].ID, 3, edges[6:]},
+		{edges[3].ID - 1, 1, edges[3:4]},
+		{edges[7].ID, 10, nil},
+	}
+	for _, c := range cases {
+		if got := show(list(c.after, c.limit)); got != show(c.want) {
+			t.Errorf("ListEdges(after %d, limit %d) =\n %s\nwant %s", c.after, c.limit, got, show(c.want))
+		}
+	}
+	for _, limit := range []int{0, -1, store.MaxListLimit + 1} {
+		es, err := v.ListEdges(ctx(t), 0, limit)
+		wantFieldError(t, fmt.Sprintf("ListEdges(0, %d) = %s", limit, show(es)), err, "limit")
+	}
+}
+
+// versionHandles opens n handles on open's database sharing one fake clock.
+func versionHandles(t testing.TB, open Opener, n int) ([]store.Knowledge, []store.Versions) {
+	t.Helper()
+	clk := clock.NewFake(T0)
+	var ks []store.Knowledge
+	var vs []store.Versions
+	for range n {
+		s := open(t, store.WithClock(clk))
+		ks, vs = append(ks, kstore(t, s)), append(vs, vstore(t, s))
+	}
+	return ks, vs
+}
+
+// testVersionConcurrentWrites: two handles writing from one base at once
+// always fork the object; neither write is lost.
+func testVersionConcurrentWrites(t *testing.T, open Opener) {
+	const rounds = 20
+	ks, vs := versionHandles(t, open, 2)
+	c := ctx(t)
+	var forked []int64
+	for round := range rounds {
+		o := MustCreateObject(t, ks[0], store.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
+		var (
+			wg   sync.WaitGroup
+			got  [2]store.Version
+			errs [2]error
+		)
+		start := make(chan struct{})
+		for i, v := range vs {
+			wg.Go(func() {
+				<-start
+				got[i], errs[i] = v.WriteVersion(c, o.ID, o.HeadVersion, json.RawMessage(fmt.Sprintf(`{"writer":%d,"round":%d}`, i, round)), fmt.Sprintf("w%d", i))
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: writer %d: %v", round, i, err)
+			}
+			if fmt.Sprint(got[i].Parents) != fmt.Sprint([]int64{o.HeadVersion}) || got[i].Author != fmt.Sprintf("w%d", i) {
+				t.Fatalf("round %d: writer %d wrote %s, want parents [%d]", round, i, asJSON(t, got[i]), o.HeadVersion)
+			}
+		}
+		wantHeads(t, vs[1], o.ID, sorted(got[0].ID, got[1].ID)...)
+		if all := mustVersions(t, vs[0], o.ID); fmt.Sprint(versionIDs(all)) != fmt.Sprint(sorted(o.HeadVersion, got[0].ID, got[1].ID)) {
+			t.Fatalf("round %d: versions %v, want the base and both writes", round, versionIDs(all))
+		}
+		r := MustGetObject(t, ks[1], o.ID)
+		if !r.Forked || (r.HeadVersion != got[0].ID && r.HeadVersion != got[1].ID) {
+			t.Fatalf("round %d: object %s, want forked at one of the writes %d, %d", round, asJSON(t, r), got[0].ID, got[1].ID)
+		}
+		w := got[0]
+		if r.HeadVersion == got[1].ID {
+			w = got[1]
+		}
+		wantObjectHead(t, ks[0], o.ID, w, true)
+		forked = append(forked, o.ID)
+	}
+	var listed []int64
+	for _, f := range mustForks(t, vs[0], 0, store.MaxListLimit) {
+		listed = append(listed, f.ObjectID)
+	}
+	if fmt.Sprint(listed) != fmt.Sprint(forked) {
+		t.Fatalf("ForkedObjects lists %v, want %v", listed, forked)
+	}
+}
+
+// testVersionConcurrentMerges: two handles merging one fork at once: one
+// merge wins, the other is ErrConflict, and the object has one head.
+func testVersionConcurrentMerges(t *testing.T, open Opener) {
+	const rounds = 20
+	ks, vs := versionHandles(t, open, 2)
+	c := ctx(t)
+	for round := range rounds {
+		o := MustCreateObject(t, ks[0], store.NewObject{Kind: "claim", Title: fmt.Sprint(round)})
+		a, b := fork(t, vs[round%2], o, fmt.Sprint(round))
+		objects := len(allObjects(t, ks[0]))
+		var (
+			wg      sync.WaitGroup
+			got     [2]store.Version
+			reasons [2]*store.Object
+			errs    [2]error
+		)
+		start := make(chan struct{})
+		for i, v := range vs {
+			heads := []int64{a.ID, b.ID}
+			if i == 1 {
+				heads = []int64{b.ID, a.ID}
+			}
+			wg.Go(func() {
+				<-start
+				got[i], reasons[i], errs[i] = v.MergeVersions(c, o.ID, heads, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
+					fmt.Sprintf("fr%d", i), resolvesReason(fmt.Sprintf(`{"merger":%d}`, i)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		var won []int
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won = append(won, i)
+			case !errors.Is(err, store.ErrConflict):
+				t.Fatalf("round %d: merger %d: err = %v, want success or ErrConflict", round, i, err)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d merges succeeded (errors %v), want exactly one", round, len(won), errs)
+		}
+		w := won[0]
+		if reasons[1-w] != nil {
+			t.Fatalf("round %d: the refused merge returned reason %s", round, asJSON(t, reasons[1-w]))
+		}
+		if fmt.Sprint(got[w].Parents) != fmt.Sprint(sorted(a.ID, b.ID)) || got[w].Author != fmt.Sprintf("fr%d", w) {
+			t.Fatalf("round %d: merge %s, want parents %v", round, asJSON(t, got[w]), sorted(a.ID, b.ID))
+		}
+		wantHeads(t, vs[1-w], o.ID, got[w].ID)
+		wantObjectHead(t, ks[0], o.ID, got[w], false)
+		if all := mustVersions(t, vs[0], o.ID); len(all) != 4 {
+			t.Fatalf("round %d: versions %v, want base, two sides and one merge", round, versionIDs(all))
+		}
+		if n := len(allObjects(t, ks[1])); n != objects+1 || reasons[w] == nil {
+			t.Fatalf("round %d: %d objects after the merges, %d before; reason %s: want exactly one reason node", round, n, objects, asJSON(t, reasons[w]))
+		}
+		if e := MustGetObject(t, ks[0], o.ID).Edges; len(e) != 1 || e[0].Src != reasons[w].ID {
+			t.Fatalf("round %d: edges %s, want the winner's reason edge alone", round, asJSON(t, e))
+		}
+	}
+	if fs := mustForks(t, vs[0], 0, store.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("forks left after the merges: %s", asJSON(t, fs))
+	}
+}
