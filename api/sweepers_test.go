@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestSweepersOverHTTP(t *testing.T) {
 	ctx := context.Background()
 
 	sts, err := c.ListSweepers(ctx)
-	if err != nil || len(sts) != 3 || sts[0].AgentID != sweeper.LeaseReaperID || sts[0].Kind != "sweeper" {
+	if err != nil || len(sts) != 7 || sts[0].AgentID != sweeper.LeaseReaperID || sts[0].Kind != "sweeper" {
 		t.Fatalf("list: %+v %v", sts, err)
 	}
 	st, err := c.StartSweeper(ctx, sweeper.LeaseReaperID)
@@ -76,5 +77,67 @@ func TestStoppedLongerThan(t *testing.T) {
 	resp, body := f.get(t, "/v1/tasks?stopped_longer_than=soon", f.token)
 	if resp.StatusCode != 400 || decodeError(t, body).Error.Field != "stopped_longer_than" {
 		t.Fatalf("bad duration: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestGraphHealthDetailsOverHTTP: graph_health's counts are in its status at
+// GET /v1/sweepers/graph_health.
+func TestGraphHealthDetailsOverHTTP(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	ctx := context.Background()
+	var ids []int64
+	for range 5 {
+		o, err := f.store.CreateObject(ctx, store.NewObject{Kind: "claim"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.ID)
+	}
+	// ids[0..2] form a depends_on cycle; ids[3] and ids[4] are orphans.
+	if _, err := f.store.AddEdges(ctx, []store.NewEdge{{Src: ids[0], Dst: ids[1], BaseType: "depends_on"},
+		{Src: ids[1], Dst: ids[2], BaseType: "depends_on"}, {Src: ids[2], Dst: ids[0], BaseType: "depends_on"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartSweeper(ctx, sweeper.GraphHealthID); err != nil { // the first pass runs at once
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var body string
+	for {
+		var resp *http.Response
+		resp, body = f.get(t, "/v1/sweepers/graph_health", f.token)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		if strings.Contains(body, `"details"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no details after 30s: %s", body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var st struct {
+		LastResultCount int `json:"last_result_count"`
+		Details         struct {
+			Objects       int       `json:"objects"`
+			Orphans       int       `json:"orphans"`
+			DanglingEdges int       `json:"dangling_edges"`
+			CycleMembers  int       `json:"cycle_members"`
+			Cycles        [][]int64 `json:"cycles"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	d := st.Details
+	if st.LastResultCount != 5 || d.Objects != 5 || d.Orphans != 2 || d.DanglingEdges != 0 || d.CycleMembers != 3 ||
+		len(d.Cycles) != 1 || len(d.Cycles[0]) != 4 || d.Cycles[0][0] != ids[0] {
+		t.Fatalf("graph_health status %s", body)
+	}
+	// The other sweepers' statuses carry no details.
+	if _, body := f.get(t, "/v1/sweepers/lease_reaper", f.token); strings.Contains(body, "details") {
+		t.Fatalf("lease_reaper status has details: %s", body)
 	}
 }

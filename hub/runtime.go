@@ -35,12 +35,17 @@ type Settings struct {
 	Pipeline PipelineSettings
 }
 
-// sweeperDefaults are each ledger sweeper's default enablement and interval.
+// sweeperDefaults are each sweeper's default enablement and interval.
 func sweeperDefaults() map[string]SweeperSetting {
 	return map[string]SweeperSetting{
 		sweeper.LeaseReaperID:       {true, 30 * time.Second},
 		sweeper.DependencyReleaseID: {true, time.Minute},
 		sweeper.StaleStopReportID:   {true, 5 * time.Minute},
+		// The knowledge sweepers (issue 8).
+		sweeper.ForkDetectionID:      {true, time.Minute},
+		sweeper.ContradictionID:      {true, 5 * time.Minute},
+		sweeper.InferenceStalenessID: {true, 5 * time.Minute},
+		sweeper.GraphHealthID:        {true, 10 * time.Minute},
 	}
 }
 
@@ -132,8 +137,15 @@ func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
 		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow},
 		sweeper.DependencyRelease{Tasks: st},
 		sweeper.StaleStopReport{Tasks: st, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
+		sweeper.ForkDetection{Tasks: st, Forks: st},
+		sweeper.Contradiction{Tasks: st, Objects: st},
+		sweeper.InferenceStaleness{Tasks: st, Objects: st},
+		&sweeper.GraphHealth{Tasks: st, Objects: st, Edges: st},
 	} {
-		conf := set.Sweepers[sw.ID()]
+		conf, ok := set.Sweepers[sw.ID()]
+		if !ok { // Settings built by hand without this sweeper: its defaults
+			conf = sweeperDefaults()[sw.ID()]
+		}
 		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st,
 			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun}); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -152,4 +153,69 @@ func TestCrossNodeStop(t *testing.T) {
 			t.Logf("%s notification path: B stopped %v after A's stop (interval 1h)", a.Store.Backend(), took)
 		})
 	})
+}
+
+// TestSevenSweepers: a hub registers the three ledger and the four knowledge
+// sweepers, all enabled by default and running with live status; the
+// knowledge sweepers take their settings from the same environment
+// variables.
+func TestSevenSweepers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		rt := newRuntime(t, open(t), map[string]string{"CKS_GRAPH_HEALTH_SWEEPER_INTERVAL": "90s",
+			"CKS_CONTRADICTION_SWEEPER_ENABLED": "false"}, false)
+		want := []string{sweeper.LeaseReaperID, sweeper.DependencyReleaseID, sweeper.StaleStopReportID,
+			sweeper.ForkDetectionID, sweeper.ContradictionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID}
+		if got := rt.Sweepers.Registry().IDs(); !slices.Equal(got, want) {
+			t.Fatalf("sweepers %v, want %v", got, want)
+		}
+		sts, err := rt.Sweepers.List(ctx)
+		if err != nil || len(sts) != 7 {
+			t.Fatalf("list: %d %v", len(sts), err)
+		}
+		intervals := map[string]float64{}
+		for _, st := range sts {
+			intervals[st.AgentID] = st.IntervalS
+			if st.Kind != sweeper.Kind || st.Running != (st.AgentID != sweeper.ContradictionID) {
+				t.Fatalf("%s: %+v", st.AgentID, st)
+			}
+		}
+		if intervals[sweeper.ForkDetectionID] != 60 || intervals[sweeper.InferenceStalenessID] != 300 ||
+			intervals[sweeper.GraphHealthID] != 90 || intervals[sweeper.ContradictionID] != 300 {
+			t.Fatalf("intervals %v", intervals)
+		}
+		// The first passes run at start: each knowledge sweeper completes one
+		// on the empty store without error, graph_health with its details.
+		for _, id := range []string{sweeper.ForkDetectionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID} {
+			st := waitStatus(t, rt, id, func(s sweeper.Status) bool { return s.RunCount >= 1 })
+			if st.LastError != nil || st.LastResultCount == nil || *st.LastResultCount != 0 {
+				t.Fatalf("%s first pass: %+v (error %v)", id, st, st.LastError)
+			}
+			if id == sweeper.GraphHealthID {
+				if d, ok := st.Details.(sweeper.GraphReport); !ok || d.Objects != 0 || d.Cycles == nil {
+					t.Fatalf("graph_health details %#v", st.Details)
+				}
+			}
+		}
+	})
+}
+
+// waitStatus waits until rt's sweeper id has a status satisfying cond,
+// re-reading it on every SweepersChanged event.
+func waitStatus(t testing.TB, rt *hub.Runtime, id string, cond func(sweeper.Status) bool) sweeper.Status {
+	t.Helper()
+	r, err := rt.Sweepers.Registry().Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st := r.Status(); cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: timed out; status %+v", id, r.Status())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -35,7 +35,7 @@ func TestSweeperTools(t *testing.T) {
 	list := structured[struct {
 		Agents []status `json:"agents"`
 	}](t, call(t, cs, mcpserver.ToolListAgents, nil))
-	if len(list.Agents) != 3 || list.Agents[0].Kind != "sweeper" || list.Agents[2].ConfigEnabled {
+	if len(list.Agents) != 7 || list.Agents[0].Kind != "sweeper" || list.Agents[2].ConfigEnabled {
 		t.Fatalf("list_agents = %+v", list)
 	}
 	st := structured[status](t, call(t, cs, mcpserver.ToolStartAgent, map[string]any{"agent_id": "lease_reaper"}))

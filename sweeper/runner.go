@@ -265,7 +265,12 @@ func (r *Runner) pass(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	var details any
+	if dt, ok := r.sw.(Detailer); ok {
+		details = dt.Details()
+	}
 	r.update(func(s *Status) {
+		s.Details = details
 		s.LastRunAt = &start
 		s.LastResultCount = &count
 		ms := float64(d) / float64(time.Millisecond)

@@ -110,4 +110,8 @@ type Status struct {
 	// DesiredRunning is the stored override as last read: nil for no row or
 	// not read yet.
 	DesiredRunning *bool `json:"desired_running"`
+	// Details is what the last completed pass reported beyond its count, for
+	// a sweeper that implements Detailer (graph_health: its counts and
+	// example cycles); omitted for the others.
+	Details any `json:"details,omitempty"`
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -62,6 +64,7 @@ func cmdSweeper(ctx context.Context, args []string, e env) error {
 			return printJSON(e.stdout, st)
 		}
 		printSweepers(e.stdout, []sweeper.Status{st})
+		printDetails(e.stdout, st.Details)
 		return nil
 	default:
 		return fmt.Errorf("%w: unknown sweeper subcommand %q; expected list, status, start or stop", errUsage, sub)
@@ -88,6 +91,35 @@ func printSweepers(w io.Writer, sts []sweeper.Status) {
 		}
 		fmt.Fprintf(tw, "%s\t%v\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", st.AgentID, st.Running, st.ConfigEnabled, override,
 			time.Duration(st.IntervalS*float64(time.Second)), last, count, st.RunCount, lastErr)
+	}
+	tw.Flush()
+}
+
+// printDetails lists what a sweeper's last pass reported beyond its count
+// (graph_health: orphans, dangling edges, objects on cycles, example cycles),
+// one "key: value" line each, keys sorted; nothing when there are none.
+func printDetails(w io.Writer, details any) {
+	if details == nil {
+		return
+	}
+	b, err := json.Marshal(details)
+	if err != nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		fmt.Fprintf(w, "\nDetails: %s\n", b)
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Fprintln(w, "\nDetails of the last pass:")
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s:\t%s\n", k, m[k])
 	}
 	tw.Flush()
 }

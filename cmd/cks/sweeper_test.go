@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cks-dev/cks/sweeper"
 )
 
 func TestSweeperCLI(t *testing.T) {
@@ -33,7 +35,7 @@ func TestSweeperCLI(t *testing.T) {
 			Running bool   `json:"running"`
 		} `json:"sweepers"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Sweepers) != 3 {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Sweepers) != 7 {
 		t.Fatalf("sweeper list --json: %v\n%s", err, r.stdout)
 	}
 	for _, s := range list.Sweepers {
@@ -47,6 +49,41 @@ func TestSweeperCLI(t *testing.T) {
 	}
 	if r = run("sweeper", "start", "dependency_release"); r.code != 0 || !strings.Contains(r.stdout, "true") {
 		t.Fatalf("sweeper start:\n%s%s", r.stdout, r.stderr)
+	}
+	// graph_health's first pass runs at start-up; its status lists the counts.
+	waitFor(t, "graph_health's first pass", func() bool {
+		r = run("sweeper", "status", "graph_health")
+		return r.code == 0 && strings.Contains(r.stdout, "Details of the last pass:")
+	})
+	for _, want := range []string{"graph_health", "orphans:", "dangling_edges:", "cycle_members:", "cycles:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("sweeper status graph_health lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestPrintDetails(t *testing.T) {
+	var b strings.Builder
+	printDetails(&b, sweeper.GraphReport{Objects: 5, Edges: 4, Orphans: 2, CycleMembers: 3, Cycles: [][]int64{{1, 2, 3, 1}}})
+	got := map[string]string{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			got[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	for k, want := range map[string]string{"orphans": "2", "cycle_members": "3", "cycles": "[[1,2,3,1]]", "dangling_edges": "0",
+		"objects": "5"} {
+		if got[k] != want {
+			t.Fatalf("details: %s is %q, want %q:\n%s", k, got[k], want, b.String())
+		}
+	}
+	if !strings.HasPrefix(b.String(), "\nDetails of the last pass:\n") {
+		t.Fatalf("details header:\n%s", b.String())
+	}
+	b.Reset()
+	printDetails(&b, nil)
+	if b.Len() != 0 {
+		t.Fatalf("nil details printed %q", b.String())
 	}
 }
 

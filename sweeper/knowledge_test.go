@@ -1,0 +1,483 @@
+package sweeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// kfix is one backend's store for a knowledge sweeper test.
+type kfix struct {
+	t    *testing.T
+	open storetest.Opener
+	st   store.Store
+}
+
+func newKFix(t *testing.T, open storetest.Opener) *kfix {
+	return &kfix{t: t, open: open, st: open(t, store.WithClock(clock.NewFake(storetest.T0)))}
+}
+
+func (f *kfix) versions() store.Versions {
+	f.t.Helper()
+	v, ok := f.st.(store.Versions)
+	if !ok {
+		f.t.Skipf("%s store does not implement store.Versions yet", f.st.Backend())
+	}
+	return v
+}
+
+func (f *kfix) obj(kind, status string, content any) int64 {
+	f.t.Helper()
+	var raw json.RawMessage
+	if content != nil {
+		b, err := json.Marshal(content)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		raw = b
+	}
+	return storetest.MustCreateObject(f.t, f.st, store.NewObject{Kind: kind, Status: status, Content: raw}).ID
+}
+
+func (f *kfix) edge(src, dst int64, base string) {
+	f.t.Helper()
+	if _, err := f.st.AddEdges(context.Background(), []store.NewEdge{{Src: src, Dst: dst, BaseType: base}}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// tasks returns the payloads and dedupe keys of the tasks of typ, by id.
+func (f *kfix) tasks(typ string) (payloads []string, keys []string) {
+	f.t.Helper()
+	page, err := f.st.ListTasks(context.Background(), store.TaskFilter{Types: []string{typ}, Limit: store.MaxListLimit})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, task := range page.Tasks {
+		c, err := store.CanonicalJSON(task.Payload)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		payloads = append(payloads, string(c))
+		keys = append(keys, task.DedupeKey)
+	}
+	return payloads, keys
+}
+
+func (f *kfix) sweep(s Sweeper, want int) {
+	f.t.Helper()
+	n, err := s.SweepOnce(context.Background())
+	if err != nil {
+		f.t.Fatalf("%s: %v", s.ID(), err)
+	}
+	if n != want {
+		f.t.Fatalf("%s: pass returned %d, want %d", s.ID(), n, want)
+	}
+}
+
+func wantStrings(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+// fork makes object id forked with n heads (n-1 extra writes from its first
+// version) and returns the heads, ascending.
+func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
+	f.t.Helper()
+	ctx := context.Background()
+	vs, err := v.ObjectVersions(ctx, id)
+	if err != nil || len(vs) == 0 {
+		f.t.Fatalf("versions of %d: %v %v", id, vs, err)
+	}
+	base := vs[0].ID
+	for i := range n {
+		if _, err := v.WriteVersion(ctx, id, base, json.RawMessage(fmt.Sprintf(`{"edit":%d}`, i)), "test"); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	heads, err := v.Heads(ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ids []int64
+	for _, h := range heads {
+		ids = append(ids, h.ID)
+	}
+	if len(ids) != n {
+		f.t.Fatalf("object %d has heads %v, want %d", id, ids, n)
+	}
+	return ids
+}
+
+func TestForkDetection(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		v := f.versions()
+		plain := f.obj("note", "", map[string]any{"a": 1})
+		edited := f.obj("note", "", map[string]any{"a": 1})
+		two := f.obj("note", "", map[string]any{"a": 1})
+		three := f.obj("claim", "", map[string]any{"a": 1})
+		_ = plain
+		// A linear edit is not a fork.
+		vs, _ := v.ObjectVersions(context.Background(), edited)
+		if _, err := v.WriteVersion(context.Background(), edited, vs[0].ID, json.RawMessage(`{"a":2}`), "t"); err != nil {
+			t.Fatal(err)
+		}
+		h2 := f.fork(v, two, 2)
+		h3 := f.fork(v, three, 3)
+		s := ForkDetection{Tasks: f.st, Forks: v}
+		f.sweep(s, 2)
+		p, k := f.tasks(TaskResolveFork)
+		wantStrings(t, "payloads", p, []string{
+			fmt.Sprintf(`{"heads":[%d,%d],"object_id":%d}`, h2[0], h2[1], two),
+			fmt.Sprintf(`{"heads":[%d,%d,%d],"object_id":%d}`, h3[0], h3[1], h3[2], three),
+		})
+		wantStrings(t, "keys", k, []string{
+			fmt.Sprintf("resolve_fork:%d:%d,%d", two, h2[0], h2[1]),
+			fmt.Sprintf("resolve_fork:%d:%d,%d,%d", three, h3[0], h3[1], h3[2]),
+		})
+		f.sweep(s, 0) // dedupe: nothing new
+		if p, _ := f.tasks(TaskResolveFork); len(p) != 2 {
+			t.Fatalf("second pass: %d tasks", len(p))
+		}
+	})
+}
+
+// TestForkDetectionTwoHubs: two sweepers on two handles of one database sweep
+// the same fork at the same time; exactly one task results.
+func TestForkDetectionTwoHubs(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		v := f.versions()
+		id := f.obj("note", "", nil)
+		f.fork(v, id, 2)
+		for round := range 5 {
+			var sweepers []ForkDetection
+			for range 2 {
+				h := open(t)
+				hv, ok := h.(store.Versions)
+				if !ok {
+					t.Skip("no versions")
+				}
+				sweepers = append(sweepers, ForkDetection{Tasks: h, Forks: hv})
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			counts := make([]int, len(sweepers))
+			errs := make([]error, len(sweepers))
+			for i, s := range sweepers {
+				wg.Go(func() {
+					<-start
+					counts[i], errs[i] = s.SweepOnce(context.Background())
+				})
+			}
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := 0
+			if round == 0 {
+				want = 1
+			}
+			if counts[0]+counts[1] != want {
+				t.Fatalf("round %d: created %v, want %d in all", round, counts, want)
+			}
+			n, err := f.st.CountTasks(context.Background(), store.TaskFilter{Types: []string{TaskResolveFork}})
+			if err != nil || n != 1 {
+				t.Fatalf("round %d: %d resolve_fork tasks (%v), want exactly 1", round, n, err)
+			}
+		}
+	})
+}
+
+func TestForkDetectionWithoutVersions(t *testing.T) {
+	_, err := ForkDetection{}.SweepOnce(context.Background())
+	if err == nil || !errors.Is(err, ErrNoVersions) {
+		t.Fatalf("got %v, want ErrNoVersions", err)
+	}
+	_, err = (&GraphHealth{}).SweepOnce(context.Background())
+	if err == nil || !errors.Is(err, ErrNoVersions) {
+		t.Fatalf("got %v, want ErrNoVersions", err)
+	}
+}
+
+func claim(s, p, v string) map[string]any {
+	return map[string]any{"subject": s, "predicate": p, "value": v}
+}
+
+func TestContradiction(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		a := f.obj("claim", "", claim("Paris", "capital_of", "France"))
+		b := f.obj("claim", "", claim(" paris ", "Capital_Of", "Germany"))                            // contradicts a
+		c := f.obj("claim", "", claim("PARIS", "capital_of", " france "))                             // agrees with a, contradicts b
+		f.obj("claim", "disputed", claim("paris", "capital_of", "Spain"))                             // disputed: ignored
+		f.obj("claim", "", claim("Paris", "population", "2M"))                                        // other predicate
+		f.obj("claim", "", claim("Lyon", "capital_of", "Germany"))                                    // other subject
+		f.obj("claim", "", map[string]any{"subject": "Paris", "predicate": "capital_of"})             // no value
+		f.obj("claim", "", map[string]any{"subject": "Paris", "predicate": "capital_of", "value": 7}) // not a string
+		f.obj("note", "", claim("Paris", "capital_of", "Italy"))                                      // not a claim
+		x := f.obj("claim", "", claim("water", "boils_at", "100C"))
+		y := f.obj("claim", "", claim("Water", "boils_at", "90C"))
+		s := Contradiction{Tasks: f.st, Objects: f.st}
+		f.sweep(s, 3)
+		p, k := f.tasks(TaskCritique)
+		pair := func(a, b int64) string { return fmt.Sprintf(`{"claims":[%d,%d]}`, a, b) }
+		wantStrings(t, "payloads", p, []string{pair(a, b), pair(b, c), pair(x, y)})
+		wantStrings(t, "keys", k, []string{
+			fmt.Sprintf("critique:%d,%d", a, b), fmt.Sprintf("critique:%d,%d", b, c), fmt.Sprintf("critique:%d,%d", x, y)})
+		f.sweep(s, 0)
+	})
+}
+
+// changeContent gives object id new content through a pipeline transition.
+func (f *kfix) changeContent(id int64, status string, content string) {
+	f.t.Helper()
+	ctx := context.Background()
+	o, err := f.st.ClaimObject(ctx, id, "test", []string{status})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, _, err := f.st.TransitionObject(ctx, id, o.ClaimToken, store.ObjectTransition{From: status, To: status,
+		Action: "edited", Agent: "test", Content: json.RawMessage(content), Reasoning: -1}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestInferenceStaleness(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		ctx := context.Background()
+		p1 := f.obj("claim", "found", map[string]any{"v": 1})
+		p2 := f.obj("claim", "found", map[string]any{"v": 2})
+		hash := func(id int64) string { return storetest.MustGetObject(t, f.st, id).ContentHash }
+		h1, h2 := hash(p1), hash(p2)
+		premises := func(m map[int64]string) map[string]any {
+			out := map[string]string{}
+			for k, v := range m {
+				out[fmt.Sprint(k)] = v
+			}
+			return map[string]any{"premises": out, "text": "therefore"}
+		}
+		fresh := f.obj("inference", "", premises(map[int64]string{p1: h1}))
+		stale := f.obj("inference", "", premises(map[int64]string{p1: h1, p2: h2}))
+		gone := f.obj("inference", "", premises(map[int64]string{p1: h1, 999999: "abc"}))
+		f.obj("inference", "", map[string]any{"text": "no premises"})
+		f.obj("inference", "", map[string]any{"premises": map[string]string{"x": "abc"}}) // malformed: ignored
+		f.obj("note", "", premises(map[int64]string{p2: "old"}))                          // not an inference
+		_ = fresh
+		s := InferenceStaleness{Tasks: f.st, Objects: f.st}
+		// Only the inference with a missing premise is stale so far.
+		f.sweep(s, 1)
+		p, k := f.tasks(TaskRederive)
+		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone)})
+		wantStrings(t, "keys", k, []string{fmt.Sprintf("rederive:%d:%s,missing", gone, h1)})
+
+		f.changeContent(p2, "found", `{"v": 3}`)
+		h2new := hash(p2)
+		f.sweep(s, 1)
+		p, k = f.tasks(TaskRederive)
+		hs := []string{h1, h2new}
+		slices.Sort(hs)
+		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone), fmt.Sprintf(`{"object_id":%d}`, stale)})
+		wantStrings(t, "keys", k[1:], []string{fmt.Sprintf("rederive:%d:%s,%s", stale, hs[0], hs[1])})
+		f.sweep(s, 0) // dedupe
+
+		// A premise that changes again while the task waits is new work.
+		f.changeContent(p2, "found", `{"v": 4}`)
+		f.sweep(s, 1)
+		// A premise changed back to the recorded content is fresh again.
+		f.changeContent(p2, "found", `{"v": 2}`)
+		if h := hash(p2); h != h2 {
+			t.Fatalf("hash of restored content %s, want %s", h, h2)
+		}
+		f.sweep(s, 0)
+		_ = ctx
+	})
+}
+
+// TestGraphHealth plants a small graph:
+//
+//	q (question, alone)         not an orphan by design
+//	o1, o2 (no edges)           orphans
+//	a → b → c → a (depends_on)  a cycle of 3
+//	d → a, c → e                upstream and downstream of it, not on it
+//	b → h → f                   between two cycles, not on one
+//	f → g → f (depends_on)      a cycle of 2
+//	x → y, y → x (supports)     not depends_on: no cycle
+func TestGraphHealth(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		v := f.versions()
+		f.obj("question", "awaiting_research", map[string]any{"text": "why?"})
+		o1 := f.obj("note", "", nil)
+		ids := map[string]int64{}
+		for _, n := range []string{"a", "b", "c", "d", "e", "h", "f", "g", "x", "y"} {
+			ids[n] = f.obj("claim", "", map[string]any{"n": n})
+		}
+		o2 := f.obj("claim", "", nil)
+		for _, e := range [][3]string{{"a", "b", "depends_on"}, {"b", "c", "depends_on"}, {"c", "a", "depends_on"},
+			{"d", "a", "depends_on"}, {"c", "e", "depends_on"}, {"b", "h", "depends_on"}, {"h", "f", "depends_on"},
+			{"f", "g", "depends_on"}, {"g", "f", "depends_on"}, {"x", "y", "supports"}, {"y", "x", "supports"}} {
+			f.edge(ids[e[0]], ids[e[1]], e[2])
+		}
+		g := &GraphHealth{Tasks: f.st, Objects: f.st, Edges: v}
+		if g.Details() != nil {
+			t.Fatal("details before the first pass")
+		}
+		f.sweep(g, 2+5) // two orphans, five objects on cycles
+		r := g.Report()
+		a, b, c, ff, gg := ids["a"], ids["b"], ids["c"], ids["f"], ids["g"]
+		want := GraphReport{Objects: 13, Edges: 11, Orphans: 2, DanglingEdges: 0, CycleMembers: 5,
+			Cycles: [][]int64{{a, b, c, a}, {ff, gg, ff}}, EnrichEnqueued: 2}
+		if got, _ := json.Marshal(r); string(got) != string(mustJSON(t, want)) {
+			t.Fatalf("report %s, want %s", got, mustJSON(t, want))
+		}
+		if d, ok := g.Details().(GraphReport); !ok || d.Orphans != 2 {
+			t.Fatalf("details %#v", g.Details())
+		}
+		p, k := f.tasks(TaskEnrich)
+		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, o1), fmt.Sprintf(`{"object_id":%d}`, o2)})
+		wantStrings(t, "keys", k, []string{fmt.Sprintf("enrich:%d", o1), fmt.Sprintf("enrich:%d", o2)})
+
+		// Second pass: same counts, no new tasks.
+		f.sweep(g, 7)
+		if r := g.Report(); r.EnrichEnqueued != 0 || r.Orphans != 2 {
+			t.Fatalf("second pass %+v", r)
+		}
+		// Linking an orphan and breaking a cycle show in the next pass.
+		f.edge(o1, ids["x"], "related_to")
+		f.sweep(g, 1+5)
+		if r := g.Report(); r.Orphans != 1 || r.Edges != 12 {
+			t.Fatalf("after linking: %+v", r)
+		}
+	})
+}
+
+// TestGraphHealthDangling uses an edge lister that invents edges to missing
+// objects, which the backends' foreign keys cannot hold.
+func TestGraphHealthDangling(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		v := f.versions()
+		a := f.obj("claim", "", nil)
+		b := f.obj("claim", "", nil)
+		f.edge(a, b, "depends_on")
+		extra := []store.Edge{{ID: 1 << 40, Src: a, Dst: 1 << 40, BaseType: "cites"},
+			{ID: 1<<40 + 1, Src: 1<<40 + 1, Dst: 1<<40 + 2, BaseType: "cites"}}
+		g := &GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+			es, err := v.ListEdges(ctx, after, limit)
+			if err != nil || len(es) == limit {
+				return es, err
+			}
+			for _, e := range extra {
+				if e.ID > after {
+					es = append(es, e)
+				}
+			}
+			return es, nil
+		})}
+		f.sweep(g, 2)
+		if r := g.Report(); r.DanglingEdges != 2 || r.Orphans != 0 || r.Edges != 3 {
+			t.Fatalf("report %+v", r)
+		}
+	})
+}
+
+type edgesFunc func(ctx context.Context, after int64, limit int) ([]store.Edge, error)
+
+func (f edgesFunc) ListEdges(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+	return f(ctx, after, limit)
+}
+
+func TestDependsCycles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		adj     map[int64][]int64
+		members int
+		cycles  [][]int64
+	}{
+		{"empty", nil, 0, nil},
+		{"dag", map[int64][]int64{1: {2, 3}, 2: {3}}, 0, nil},
+		{"self loop", map[int64][]int64{1: {1}, 2: {1}}, 1, [][]int64{{1, 1}}},
+		{"two cycles joined", map[int64][]int64{1: {2}, 2: {1, 5}, 5: {6}, 6: {7}, 7: {6}}, 4, [][]int64{{1, 2, 1}, {6, 7, 6}}},
+		{"figure eight", map[int64][]int64{1: {2}, 2: {1, 3}, 3: {4}, 4: {2}}, 4, [][]int64{{1, 2, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, cs := dependsCycles(tc.adj)
+			if m != tc.members || fmt.Sprint(cs) != fmt.Sprint(tc.cycles) {
+				t.Fatalf("got %d %v, want %d %v", m, cs, tc.members, tc.cycles)
+			}
+		})
+	}
+	// More than MaxCycleExamples cycles: all counted, ten shown.
+	adj := map[int64][]int64{}
+	for i := int64(0); i < 15; i++ {
+		adj[2*i+1] = []int64{2*i + 2}
+		adj[2*i+2] = []int64{2*i + 1}
+	}
+	if m, cs := dependsCycles(adj); m != 30 || len(cs) != MaxCycleExamples {
+		t.Fatalf("got %d members, %d examples", m, len(cs))
+	}
+}
+
+// TestRunnerRecordsDetails: a Detailer's details show in the status after a
+// pass.
+func TestRunnerRecordsDetails(t *testing.T) {
+	s := &detailSweeper{}
+	r, p := newTestRunner(t, s, Options{Interval: waitLimit * 10, ConfigEnabled: true})
+	mustStart(t, r)
+	st := p.waitFor(t, r, "a pass", func(s Status) bool { return s.RunCount == 1 })
+	if st.Details != "pass 1" {
+		t.Fatalf("details %#v", st.Details)
+	}
+	b, _ := json.Marshal(st)
+	if !json.Valid(b) || !strings.Contains(string(b), `"details":"pass 1"`) {
+		t.Fatalf("status JSON %s", b)
+	}
+	if b, _ := json.Marshal(Status{}); strings.Contains(string(b), "details") {
+		t.Fatalf("details not omitted: %s", b)
+	}
+}
+
+type detailSweeper struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (*detailSweeper) ID() string { return "detailed" }
+func (d *detailSweeper) SweepOnce(context.Context) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n++
+	return d.n, nil
+}
+func (d *detailSweeper) Details() any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("pass %d", d.n)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
