@@ -29,6 +29,11 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if len(set.Types) == 0 {
+		// critic → critique, enrichment → rederive and enrich,
+		// fork_resolution → resolve_fork, unless CKS_<AGENT>_TYPES says.
+		set.Types = agents.DefaultTypes(kind)
+	}
 	fs := flagSet("agent "+kind, e)
 	var sf storeFlags
 	sf.register(fs)
@@ -84,12 +89,29 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	case len(command) > 0:
 		return fmt.Errorf("%w: only agent exec takes a command", errUsage)
 	}
+	var model llm.Model
+	if kind == "critic" || kind == "fork_resolution" {
+		// The model decides when it implements the agents' optional
+		// methods (agents.ContradictionJudge, agents.ConflictModel); the
+		// offline model does not, so the documented rules decide.
+		if model, err = llm.FromEnv(e.getenv); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
 	_, dbURL := sf.resolve(e)
 	st, err := backend.Open(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	switch kind {
+	case "critic":
+		resolve = agents.Critic(st, agents.CriticConfig{Model: model})
+	case "enrichment":
+		resolve = agents.Enrichment(st)
+	case "fork_resolution":
+		resolve = agents.ForkResolver(st, agents.ForkConfig{Model: model})
+	}
 	log := logger(e.stderr)
 	var background func(context.Context) error
 	if kind == "pipeline" {

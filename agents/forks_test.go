@@ -1,0 +1,195 @@
+package agents_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/worker"
+)
+
+// runTask enqueues a task of typ with payload, claims it and works it with
+// r, as an agent would, and returns the report (the task as the outcome
+// left it).
+func runTask(t testing.TB, st store.Store, typ string, payload any, r worker.Resolver) worker.Report {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storetest.MustEnqueue(t, st, store.NewTask{Type: typ, Title: "knowledge task", Payload: b})
+	got, err := st.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
+	if err != nil || len(got) != 1 || got[0].ID != want.ID {
+		t.Fatalf("claim of task %d: %v %v", want.ID, got, err)
+	}
+	rep, err := worker.New(st, worker.Options{}).Run(context.Background(), got[0], r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// outcome decodes a completed task's result and fails unless it completed
+// with the given outcome.
+func outcome(t testing.TB, rep worker.Report, want string, v any) {
+	t.Helper()
+	if rep.Outcome != worker.Completed {
+		t.Fatalf("task %d: %s (%v), want completed with outcome %s", rep.Task.ID, rep.Outcome, rep.Err, want)
+	}
+	var o struct {
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(rep.Task.Result), &o); err != nil || o.Outcome != want {
+		t.Fatalf("task %d result %s: want outcome %q", rep.Task.ID, rep.Task.Result, want)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(rep.Task.Result), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func vstore(t testing.TB, st store.Store) store.Versions {
+	t.Helper()
+	v, ok := st.(store.Versions)
+	if !ok {
+		t.Skipf("backend %s records no versions yet", st.Backend())
+	}
+	return v
+}
+
+func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) store.Version {
+	t.Helper()
+	v, err := vs.WriteVersion(context.Background(), id, base, json.RawMessage(content), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []store.Version) {
+	t.Helper()
+	hs, err := vs.Heads(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID
+	}
+	return ids, hs
+}
+
+// TestForkResolver: a fork made by two writes from one base is merged
+// three-way (a change on one side merges cleanly, sets add-wins, a true
+// conflict by the deterministic rule) into one head whose parents are both
+// former heads, with a rationale node linked by resolves; the same task
+// again, and a task naming heads that are no longer the object's, are
+// no-ops; a bad payload fails permanently.
+func TestForkResolver(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		vs := vstore(t, st)
+		resolve := agents.ForkResolver(st, agents.ForkConfig{})
+		o := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Title: "fork me",
+			Content: json.RawMessage(`{"title":"a","tags":["x"],"n":1,"keep":true}`)})
+		base := o.HeadVersion
+		v2 := mustWrite(t, vs, o.ID, base, `{"title":"b","tags":["x","y"],"n":1,"keep":true}`)
+		v3 := mustWrite(t, vs, o.ID, base, `{"title":"c","tags":["x","z"],"n":2,"keep":true}`)
+		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v2.ID, v3.ID}) {
+			t.Fatalf("heads %v, want a fork of %d and %d", ids, v2.ID, v3.ID)
+		}
+
+		var merged agents.ForkMerged
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.ID, v2.ID}}, resolve), "merged", &merged)
+		ids, hs := headIDs(t, vs, o.ID)
+		if len(ids) != 1 || ids[0] != merged.MergedVersion || !slices.Equal(hs[0].Parents, []int64{v2.ID, v3.ID}) {
+			t.Fatalf("after the merge: heads %v (parents %v), result %+v; want one head with parents %d, %d", ids, hs[0].Parents, merged, v2.ID, v3.ID)
+		}
+		if want := `{"keep":true,"n":2,"tags":["x","y","z"],"title":"c"}`; string(hs[0].Content) != want || hs[0].Author != agents.AuthorForkResolution {
+			t.Fatalf("merged content %s by %s, want %s by fork_resolution", hs[0].Content, hs[0].Author, want)
+		}
+		if merged.MergeBase != base || merged.Conflicts != 1 {
+			t.Fatalf("result %+v: want merge base %d and 1 conflict", merged, base)
+		}
+		got := storetest.MustGetObject(t, st, o.ID)
+		if string(got.Content) != string(hs[0].Content) || got.Forked {
+			t.Fatalf("object after the merge: content %s, forked %v", got.Content, got.Forked)
+		}
+		if !slices.ContainsFunc(got.Edges, func(e store.Edge) bool {
+			return e.Src == merged.RationaleID && e.Dst == o.ID && e.BaseType == "depends_on" && e.SemanticType == "resolves"
+		}) {
+			t.Fatalf("no rationale %d → object depends_on/resolves edge: %+v", merged.RationaleID, got.Edges)
+		}
+		node := storetest.MustGetObject(t, st, merged.RationaleID)
+		var r agents.MergeRationale
+		if err := json.Unmarshal(node.Content, &r); err != nil || node.Kind != "rationale" {
+			t.Fatalf("rationale %s %s: %v", node.Kind, node.Content, err)
+		}
+		if r.MergeBase != base || !slices.Equal(r.Heads, []int64{v2.ID, v3.ID}) || len(r.Conflicts) != 1 || r.Conflicts[0].Path != "title" ||
+			string(r.Conflicts[0].Chosen) != `"c"` || r.Resolver != "deterministic" || !strings.Contains(r.Text, "title") {
+			t.Fatalf("rationale content %s", node.Content)
+		}
+
+		// The same task again: one head, nothing to do.
+		var nop struct{ Reason string }
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.ID, v3.ID}}, resolve), "noop", &nop)
+		if !strings.Contains(nop.Reason, "already resolved") {
+			t.Fatalf("no-op reason %q", nop.Reason)
+		}
+		// A new fork, but the task names other heads: nothing merged.
+		v5 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"d"}`)
+		v6 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"e"}`)
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.ID, v6.ID}}, resolve), "noop", &nop)
+		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v5.ID, v6.ID}) || !strings.Contains(nop.Reason, "not the task's") {
+			t.Fatalf("heads %v after a stale task (%q), want %d, %d untouched", ids, nop.Reason, v5.ID, v6.ID)
+		}
+
+		// Bad payloads fail permanently.
+		for _, p := range []any{map[string]any{"object_id": o.ID}, map[string]any{"object": 1}, map[string]any{"object_id": 999999, "heads": []int64{1, 2}}} {
+			rep := runTask(t, st, agents.TypeResolveFork, p, resolve)
+			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) || rep.Task.State != "FAILED" {
+				t.Fatalf("payload %v: %s %v (state %s), want a permanent failure", p, rep.Outcome, rep.Err, rep.Task.State)
+			}
+		}
+
+		// A write landing while the agent merges: the merge is refused and
+		// the attempt fails retryably.
+		racy := agents.ForkResolver(racingStore{Store: st, t: t}, agents.ForkConfig{})
+		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.ID, v6.ID}}, racy)
+		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, store.ErrConflict) || rep.Task.State != "OPEN" {
+			t.Fatalf("merge raced by a write: %s %v (state %s), want a retryable failure", rep.Outcome, rep.Err, rep.Task.State)
+		}
+		if ids, _ := headIDs(t, vs, o.ID); len(ids) != 2 || ids[0] != v6.ID {
+			t.Fatalf("heads %v after the raced merge, want %d and the racer's (nothing merged)", ids, v6.ID)
+		}
+	})
+}
+
+// racingStore writes a version from the object's first head right after
+// the resolver read the version history, as a concurrent editor would.
+type racingStore struct {
+	store.Store
+	t testing.TB
+}
+
+func (r racingStore) ObjectVersions(ctx context.Context, id int64) ([]store.Version, error) {
+	vs, err := r.Store.ObjectVersions(ctx, id)
+	if err != nil {
+		return vs, err
+	}
+	hs, err := r.Store.Heads(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	mustWrite(r.t, r.Store, id, hs[0].ID, `{"title":"racer"}`)
+	return vs, nil
+}
