@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -74,10 +76,116 @@ func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
 // "reasoning" every object at the other end of one of its edges, each with
 // its own log and edges — for a question, its claims, critiques, syntheses,
 // rationales and unusable model replies — so one call shows the whole chain.
-// Reasoning is ordered by object id (creation order).
+// Reasoning is ordered by object id (creation order). Heads are the
+// object's head versions (store.Versions), ascending; Forked is true when
+// there is more than one (the fork_detection sweeper then enqueues a
+// resolve_fork task).
 type ObjectView struct {
 	store.Object
+	Heads []store.Version `json:"heads"`
+	// Forked shadows Object.Forked so that the body always says it.
+	Forked    bool           `json:"forked"`
 	Reasoning []store.Object `json:"reasoning"`
+}
+
+// VersionList is the body of GET /v1/objects/{id}/versions: every version
+// of the object, ascending by id (each names its parents, so the list is
+// the version DAG), and the ids of its heads.
+type VersionList struct {
+	ObjectID int64           `json:"object_id"`
+	Versions []store.Version `json:"versions"`
+	Heads    []int64         `json:"heads"`
+	Forked   bool            `json:"forked"`
+}
+
+// WriteVersionRequest is the body of POST /v1/objects/{id}/versions: the
+// new content (a JSON object) and the version it was written from. A base
+// that is no longer a head makes a fork.
+type WriteVersionRequest struct {
+	BaseVersion int64           `json:"base_version"`
+	Content     json.RawMessage `json:"content"`
+}
+
+// errNoVersions is returned when the store does not keep versions.
+var errNoVersions = errors.New("this store does not keep object versions")
+
+// versionsOf returns k's version history, when it keeps one.
+func versionsOf(k store.Knowledge) (store.Versions, bool) {
+	v, ok := k.(store.Versions)
+	return v, ok
+}
+
+// CheckVersionContent validates the content of a version write: a JSON
+// object (a FieldError naming content otherwise).
+func CheckVersionContent(content json.RawMessage) error {
+	b := bytes.TrimSpace(content)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		got := string(b)
+		if got == "" {
+			got = "nothing"
+		} else if len(got) > 40 {
+			got = got[:37] + "..."
+		}
+		return &store.FieldError{Field: "content", Expected: "a JSON object, got " + got}
+	}
+	return nil
+}
+
+// WriteObjectVersion validates and writes content as a version of object
+// id based on version base, by author: a base that is not a positive
+// integer is a FieldError naming base_version, content that is not a JSON
+// object one naming content, an unknown object ErrNotFound; nothing is
+// written on error.
+func WriteObjectVersion(ctx context.Context, k store.Knowledge, id, base int64, content json.RawMessage, author string) (store.Version, error) {
+	vs, ok := versionsOf(k)
+	if !ok {
+		return store.Version{}, errNoVersions
+	}
+	if base <= 0 {
+		return store.Version{}, &store.FieldError{Field: "base_version",
+			Expected: fmt.Sprintf("the id of a version of object %d (a positive integer), got %d", id, base)}
+	}
+	if err := CheckVersionContent(content); err != nil {
+		return store.Version{}, err
+	}
+	// An unknown object is a 404, not a bad base.
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return store.Version{}, err
+	}
+	return vs.WriteVersion(ctx, id, base, content, author)
+}
+
+// ListObjectVersions returns the version DAG of object id (VersionList).
+func ListObjectVersions(ctx context.Context, k store.Knowledge, id int64) (VersionList, error) {
+	vs, ok := versionsOf(k)
+	if !ok {
+		return VersionList{}, errNoVersions
+	}
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return VersionList{}, err
+	}
+	all, err := vs.ObjectVersions(ctx, id)
+	if err != nil {
+		return VersionList{}, err
+	}
+	l := VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
+	if l.Versions == nil {
+		l.Versions = []store.Version{}
+	}
+	// The heads of this very list: the versions no other names as a parent.
+	parent := map[int64]bool{}
+	for _, v := range all {
+		for _, p := range v.Parents {
+			parent[p] = true
+		}
+	}
+	for _, v := range all {
+		if !parent[v.ID] {
+			l.Heads = append(l.Heads, v.ID)
+		}
+	}
+	l.Forked = len(l.Heads) > 1
+	return l, nil
 }
 
 // ViewObject reads object id and resolves its linked objects (ObjectView).
@@ -88,7 +196,18 @@ func ViewObject(ctx context.Context, k store.Knowledge, id int64) (ObjectView, e
 		return ObjectView{}, err
 	}
 	o.ClaimToken = ""
-	v := ObjectView{Object: o, Reasoning: []store.Object{}}
+	v := ObjectView{Object: o, Heads: []store.Version{}, Reasoning: []store.Object{}}
+	if vs, ok := versionsOf(k); ok {
+		heads, err := vs.Heads(ctx, id)
+		if err != nil {
+			return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
+		}
+		if heads != nil {
+			v.Heads = heads
+		}
+	}
+	v.Forked = len(v.Heads) > 1 || o.Forked
+	v.Object.Forked = v.Forked
 	var ids []int64
 	for _, e := range o.Edges {
 		other := e.Src
@@ -112,12 +231,48 @@ func ViewObject(ctx context.Context, k store.Knowledge, id int64) (ObjectView, e
 }
 
 // routeObjects registers the knowledge-store endpoints: submitting a
-// research question needs create on /objects, reading an object read on
-// /objects/ID, listing read on /objects.
+// research question needs create on /objects, reading an object or its
+// versions read on /objects/ID, writing a version update on /objects/ID,
+// listing read on /objects.
 func (a *API) routeObjects() {
 	a.route("POST /v1/objects", auth.PermCreate, auth.ResourceObjects, http.HandlerFunc(a.createObject))
 	a.route("GET /v1/objects", auth.PermRead, auth.ResourceObjects, http.HandlerFunc(a.listObjects))
 	a.route("GET /v1/objects/{id}", auth.PermRead, auth.ResourceObjects+"/{id}", http.HandlerFunc(a.getObject))
+	a.route("GET /v1/objects/{id}/versions", auth.PermRead, auth.ResourceObjects+"/{id}", http.HandlerFunc(a.listVersions))
+	a.route("POST /v1/objects/{id}/versions", auth.PermUpdate, auth.ResourceObjects+"/{id}", http.HandlerFunc(a.writeVersion))
+}
+
+func (a *API) listVersions(w http.ResponseWriter, r *http.Request) {
+	id, err := objectID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	l, err := ListObjectVersions(r.Context(), a.cfg.Objects, id)
+	if err != nil {
+		a.failVersions(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+func (a *API) writeVersion(w http.ResponseWriter, r *http.Request) {
+	id, err := objectID(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req WriteVersionRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	v, err := WriteObjectVersion(r.Context(), a.cfg.Objects, id, req.BaseVersion, req.Content, actor(r))
+	if err != nil {
+		a.failVersions(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
 }
 
 func (a *API) createObject(w http.ResponseWriter, r *http.Request) {
@@ -205,4 +360,13 @@ func (a *API) listObjects(w http.ResponseWriter, r *http.Request) {
 		page.Objects[i].ClaimToken = ""
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// failVersions is fail, with a store that keeps no versions a 501.
+func (a *API) failVersions(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errNoVersions) {
+		WriteError(w, http.StatusNotImplemented, "not_implemented", err.Error())
+		return
+	}
+	a.fail(w, r, err)
 }

@@ -196,3 +196,168 @@ func TestObjectsPermissions(t *testing.T) {
 	status, body = f.do(t, one, "GET", "/v1/objects", "")
 	wantForbidden(t, status, body, "read", "/objects")
 }
+
+// versionFixture creates a question object and returns its id and first
+// version.
+func versionFixture(t *testing.T, f *fixture) (int64, int64) {
+	t.Helper()
+	q, err := f.client().SubmitResearch(context.Background(), api.ResearchRequest{Question: "Which version wins?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.HeadVersion <= 0 {
+		t.Fatalf("new object has head_version %d", q.HeadVersion)
+	}
+	return q.ID, q.HeadVersion
+}
+
+// TestObjectVersionsRoundTrip: a write from the head replaces it; a second
+// write from the old base forks the object, and GET /v1/objects/{id} shows
+// both heads with forked true; GET …/versions lists the DAG.
+func TestObjectVersionsRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.client()
+	id, v1 := versionFixture(t, f)
+
+	v, err := c.GetObject(ctx, id)
+	if err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != v1 {
+		t.Fatalf("fresh object: forked %v, heads %+v, %v", v.Forked, v.Heads, err)
+	}
+	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), ""); !strings.Contains(body, `"forked": false`) ||
+		!strings.Contains(body, `"heads": [`) {
+		t.Fatalf("GET body without heads and forked: %.400s", body)
+	}
+
+	status, body := f.do(t, f.token, "POST", fmt.Sprintf("/v1/objects/%d/versions", id),
+		fmt.Sprintf(`{"base_version":%d,"content":{"question":"A","tags":["x"]}}`, v1))
+	if status != http.StatusCreated {
+		t.Fatalf("write from the head: %d %s", status, body)
+	}
+	var v2 store.Version
+	if err := json.Unmarshal([]byte(body), &v2); err != nil || v2.ID <= v1 || len(v2.Parents) != 1 || v2.Parents[0] != v1 ||
+		v2.Author != "admin" || v2.ContentHash == "" {
+		t.Fatalf("version %s: %v", body, err)
+	}
+	if v, err := c.GetObject(ctx, id); err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != v2.ID || v.HeadVersion != v2.ID {
+		t.Fatalf("after a write from the head: forked %v, heads %+v, head_version %d, %v", v.Forked, v.Heads, v.HeadVersion, err)
+	}
+
+	v3, err := c.WriteVersion(ctx, id, v1, json.RawMessage(`{"question":"B","tags":["x"]}`))
+	if err != nil || len(v3.Parents) != 1 || v3.Parents[0] != v1 {
+		t.Fatalf("write from the old base: %+v, %v", v3, err)
+	}
+	v, err = c.GetObject(ctx, id)
+	if err != nil || !v.Forked || len(v.Heads) != 2 || v.Heads[0].ID != v2.ID || v.Heads[1].ID != v3.ID {
+		t.Fatalf("after a write from the old base: forked %v, heads %+v, %v", v.Forked, v.Heads, err)
+	}
+	var hc struct{ Question string }
+	if err := json.Unmarshal(v.Heads[1].Content, &hc); err != nil || hc.Question != "B" {
+		t.Fatalf("second head's content %s", v.Heads[1].Content)
+	}
+	_, body = f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), "")
+	if !strings.Contains(body, `"forked": true`) {
+		t.Fatalf("GET body does not say forked: %.400s", body)
+	}
+
+	l, err := c.ObjectVersions(ctx, id)
+	if err != nil || l.ObjectID != id || len(l.Versions) != 3 || !l.Forked || fmt.Sprint(l.Heads) != fmt.Sprint([]int64{v2.ID, v3.ID}) {
+		t.Fatalf("versions: %+v, %v", l, err)
+	}
+	if l.Versions[0].ID != v1 || len(l.Versions[0].Parents) != 0 {
+		t.Fatalf("first version %+v, want v%d without parents", l.Versions[0], v1)
+	}
+}
+
+// TestObjectVersionsBadInput: an unknown base, content that is not a JSON
+// object, a missing field and an unknown object are refused naming what was
+// wrong, and nothing is written.
+func TestObjectVersionsBadInput(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id, v1 := versionFixture(t, f)
+	path := fmt.Sprintf("/v1/objects/%d/versions", id)
+	for _, c := range []struct{ body, field string }{
+		{`{"base_version":424242,"content":{"question":"x"}}`, "base_version"},
+		{`{"content":{"question":"x"}}`, "base_version"},
+		{`{"base_version":-1,"content":{"question":"x"}}`, "base_version"},
+		{`{"base_version":"one","content":{"question":"x"}}`, "base_version"},
+		{fmt.Sprintf(`{"base_version":%d,"content":"a string"}`, v1), "content"},
+		{fmt.Sprintf(`{"base_version":%d,"content":["a","list"]}`, v1), "content"},
+		{fmt.Sprintf(`{"base_version":%d,"content":null}`, v1), "content"},
+		{fmt.Sprintf(`{"base_version":%d,"content":42}`, v1), "content"},
+		{fmt.Sprintf(`{"base_version":%d}`, v1), "content"},
+		{fmt.Sprintf(`{"base_version":%d,"content":{},"author":"me"}`, v1), "author"},
+	} {
+		status, body := f.do(t, f.token, "POST", path, c.body)
+		if status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", c.body, status, body)
+			continue
+		}
+		if e := decodeError(t, body); e.Error.Field != c.field {
+			t.Errorf("%s: field %q (%s), want %q", c.body, e.Error.Field, e.Error.Message, c.field)
+		}
+	}
+	// A version of another object is no base for this one.
+	other, otherV := versionFixture(t, f)
+	status, body := f.do(t, f.token, "POST", path, fmt.Sprintf(`{"base_version":%d,"content":{}}`, otherV))
+	if status != http.StatusBadRequest || decodeError(t, body).Error.Field != "base_version" {
+		t.Errorf("base of another object: %d %s, want 400 naming base_version", status, body)
+	}
+	status, body = f.do(t, f.token, "POST", "/v1/objects/424242/versions", fmt.Sprintf(`{"base_version":%d,"content":{}}`, v1))
+	if status != http.StatusNotFound || !strings.Contains(decodeError(t, body).Error.Message, "424242") {
+		t.Errorf("unknown object: %d %s, want 404 naming it", status, body)
+	}
+	if status, body := f.do(t, f.token, "GET", "/v1/objects/424242/versions", ""); status != http.StatusNotFound {
+		t.Errorf("versions of an unknown object: %d %s, want 404", status, body)
+	}
+	if status, body := f.do(t, f.token, "GET", "/v1/objects/abc/versions", ""); status != http.StatusBadRequest ||
+		decodeError(t, body).Error.Field != "object_id" {
+		t.Errorf("versions of object abc: %d %s, want 400 naming object_id", status, body)
+	}
+	if _, err := f.client().WriteVersion(ctx, id, 424242, json.RawMessage(`{}`)); apiErr(t, err).Field != "base_version" {
+		t.Errorf("client WriteVersion from an unknown base: %v", err)
+	}
+	// Nothing was written.
+	for _, oid := range []int64{id, other} {
+		l, err := f.client().ObjectVersions(ctx, oid)
+		if err != nil || len(l.Versions) != 1 || l.Forked {
+			t.Errorf("object %d after refused writes: %+v, %v; want its one first version", oid, l, err)
+		}
+	}
+	if o, err := f.store.GetObject(ctx, id); err != nil || o.HeadVersion != v1 {
+		t.Errorf("object after refused writes: head_version %d, %v; want %d", o.HeadVersion, err, v1)
+	}
+}
+
+// TestObjectVersionsPermissions: reading versions needs read on
+// /objects/ID, writing one update on /objects/ID; a read-only principal is
+// refused with a 403 naming update and nothing is written.
+func TestObjectVersionsPermissions(t *testing.T) {
+	f := newFixture(t)
+	id, v1 := versionFixture(t, f)
+	res := fmt.Sprintf("/objects/%d", id)
+	path := fmt.Sprintf("/v1/objects/%d/versions", id)
+	write := fmt.Sprintf(`{"base_version":%d,"content":{"question":"mine"}}`, v1)
+	reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+	status, body := f.do(t, reader, "POST", path, write)
+	wantForbidden(t, status, body, "update", res)
+	if status, body := f.do(t, reader, "GET", path, ""); status != http.StatusOK {
+		t.Fatalf("read on /: GET %s: %d %s", path, status, body)
+	}
+	writer := f.tokenWith(t, store.Grant{Resource: res, Permission: auth.PermUpdate})
+	status, body = f.do(t, writer, "GET", path, "")
+	wantForbidden(t, status, body, "read", res)
+	l, err := f.client().ObjectVersions(context.Background(), id)
+	if err != nil || len(l.Versions) != 1 {
+		t.Fatalf("after the refused write: %+v, %v", l, err)
+	}
+	status, body = f.do(t, writer, "POST", path, write)
+	if status != http.StatusCreated {
+		t.Fatalf("update on %s: %d %s", res, status, body)
+	}
+	var v store.Version
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Author != "p" {
+		t.Fatalf("written %s: %v; want author p", body, err)
+	}
+}

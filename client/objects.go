@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -27,6 +28,26 @@ func (c *Client) SubmitResearch(ctx context.Context, r api.ResearchRequest) (sto
 func (c *Client) GetObject(ctx context.Context, id int64) (api.ObjectView, error) {
 	var v api.ObjectView
 	err := c.do(ctx, http.MethodGet, "/v1/objects/"+strconv.FormatInt(id, 10), nil, &v)
+	return v, err
+}
+
+// ObjectVersions returns the version DAG of object id: every version,
+// ascending, with its parents, and the ids of the heads.
+func (c *Client) ObjectVersions(ctx context.Context, id int64) (api.VersionList, error) {
+	var l api.VersionList
+	err := c.do(ctx, http.MethodGet, "/v1/objects/"+strconv.FormatInt(id, 10)+"/versions", nil, &l)
+	return l, err
+}
+
+// WriteVersion writes content (a JSON object) as a new version of object id
+// based on version base. A base that is no longer a head makes a fork: the
+// object then has two heads until the Fork Resolution agent merges them.
+// An unknown base or content that is not a JSON object is a 400 naming
+// base_version or content, an unknown object a 404.
+func (c *Client) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage) (store.Version, error) {
+	var v store.Version
+	err := c.do(ctx, http.MethodPost, "/v1/objects/"+strconv.FormatInt(id, 10)+"/versions",
+		api.WriteVersionRequest{BaseVersion: base, Content: content}, &v)
 	return v, err
 }
 

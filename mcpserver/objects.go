@@ -30,8 +30,8 @@ type objectIDInput struct {
 // AddObjectTools registers the knowledge-store tools on srv: submit_research
 // (create on /objects) creates a question for the research pipeline, and
 // get_object (read on /objects/{object_id}) shows an object in the shape of
-// GET /v1/objects/{id} (api.ObjectView): its transition log, edges and the
-// objects linked to it. Bad input comes back as a tool error naming the
+// GET /v1/objects/{id} (api.ObjectView): its transition log, edges, head
+// versions with the fork state, and the objects linked to it. Bad input comes back as a tool error naming the
 // field.
 func AddObjectTools(srv *mcp.Server, k store.Knowledge) {
 	mcp.AddTool(srv, &mcp.Tool{
@@ -65,7 +65,10 @@ func AddObjectTools(srv *mcp.Server, k store.Knowledge) {
 			"its current_status and round, its append-only transition log (ts, agent, action, transitioned_to, reasoning_node_id), " +
 			"its edges (base_type, semantic_type), and under \"reasoning\" every object linked to it, each with its own log and " +
 			"edges — for a question its claims (with citations and accepted/rejected status), the critiques (per-claim verdicts), " +
-			"the syntheses (answer and citations) and the arbiter's rationales — so the whole chain is in one answer.",
+			"the syntheses (answer and citations) and the arbiter's rationales — so the whole chain is in one answer. " +
+			"\"heads\" holds the object's head versions (version_id, parents, author, created_at, content, content_hash); " +
+			"\"forked\" is true when there is more than one: concurrent writes from the same base version forked the object, " +
+			"and the fork_detection sweeper enqueues a resolve_fork task for the Fork Resolution agent to merge them.",
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 		OutputSchema: objectSchema[api.ObjectView](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in objectIDInput) (*mcp.CallToolResult, api.ObjectView, error) {

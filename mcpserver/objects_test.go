@@ -102,3 +102,54 @@ func TestObjectToolsReadOnly(t *testing.T) {
 		t.Fatalf("objects after a refused submit: %v, %v", page.Objects, err)
 	}
 }
+
+// TestGetObjectHeads: get_object carries the head versions and forked —
+// one head and forked false for a fresh object, both heads and forked true
+// after two writes from the same base; the raw structured output names the
+// fields.
+func TestGetObjectHeads(t *testing.T) {
+	e := newEnv(t)
+	mcpserver.AddObjectTools(e.srv, e.store)
+	cs := connectInMemory(t, e.srv)
+	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
+
+	v := structured[api.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	if v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != q.HeadVersion {
+		t.Fatalf("fresh object: forked %v, heads %+v, want the one head v%d", v.Forked, v.Heads, q.HeadVersion)
+	}
+	vs, ok := any(e.store).(store.Versions)
+	if !ok {
+		t.Fatal("the SQLite store does not keep versions")
+	}
+	a, err := vs.WriteVersion(ctx(t), q.ID, q.HeadVersion, json.RawMessage(`{"question":"A"}`), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := vs.WriteVersion(ctx(t), q.ID, q.HeadVersion, json.RawMessage(`{"question":"B"}`), "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID})
+	v = structured[api.ObjectView](t, r)
+	if !v.Forked || len(v.Heads) != 2 || v.Heads[0].ID != a.ID || v.Heads[1].ID != b.ID ||
+		v.Heads[0].Author != "alice" || v.Heads[1].Author != "bob" || v.Heads[0].ContentHash == v.Heads[1].ContentHash {
+		t.Fatalf("forked object: forked %v, heads %+v", v.Forked, v.Heads)
+	}
+	raw, _ := json.Marshal(r.StructuredContent)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m["forked"] != true {
+		t.Fatalf("structured output without forked true: %.300s", raw)
+	}
+	heads, _ := m["heads"].([]any)
+	if len(heads) != 2 {
+		t.Fatalf("structured output heads: %.300s", raw)
+	}
+	for _, h := range heads {
+		hm, _ := h.(map[string]any)
+		for _, k := range []string{"version_id", "parents", "author", "created_at", "content", "content_hash"} {
+			if _, ok := hm[k]; !ok {
+				t.Errorf("head without %s: %v", k, hm)
+			}
+		}
+	}
+}

@@ -32,8 +32,10 @@ Usage:
   cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
   cks agent KIND [--database URL] [--poll-interval D] [--liveness-interval D]
                  [--heartbeat-interval D] [--max-retries N] [--types T1,T2]
-                                  one agent process: critic, enrichment, fork_resolution,
-                                  pipeline; drains on SIGTERM or a stop request
+                                  one agent process; drains on SIGTERM or a stop request.
+                                  critic works critique tasks, enrichment rederive and
+                                  enrich, fork_resolution resolve_fork (the knowledge
+                                  sweepers enqueue them)
   cks agent pipeline [--corpus DIR] [--workers N] [--poll D] [--max-rounds N] [agent flags]
                                   the research pipeline (Researcher → Critic → Synthesizer →
                                   Arbiter) as its own process; model from CKS_LLM_*
@@ -66,13 +68,19 @@ Usage:
                                   it (one line per transition) and prints the answer with
                                   its citations, or why it parked (exit 4)
   cks object show ID [--json]     an object's transition log as a chain, with its reasoning,
-                                  claims and synthesis
+                                  claims and synthesis; a forked object's heads side by side
   cks object list [--status S] [--kind K] [--cursor ID] [--limit N] [--json]
+  cks object edit ID [--base VERSION] (--content JSON | --set FIELD=VALUE…) [--json]
+                                  write a version (two edits from one base make a fork)
+  cks object versions ID [--json] the version DAG of an object
   cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
   cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
                                                                   new bearer token (shown once)
   cks token list [--json] | revoke ID                             principals and their grants
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
+  cks bench abort|liveness|stop|pipeline [--database postgres://…] [--json]
+                                  stop/update latency, liveness store, process stop,
+                                  research pipeline (docs/benchmarks.md)
   cks version
 
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);

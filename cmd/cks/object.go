@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -15,11 +16,13 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-const objectSubcommands = "show or list"
+const objectSubcommands = "show, list, edit or versions"
 
-// cmdObject reads the knowledge store: `cks object show ID` prints an
-// object's transition log as a readable chain with its reasoning, `cks
-// object list` a page of objects.
+// cmdObject reads and writes the knowledge store: `cks object show ID`
+// prints an object's transition log as a readable chain with its reasoning
+// (and, for a forked object, its heads side by side), `cks object list` a
+// page of objects, `cks object edit ID` writes a version, `cks object
+// versions ID` lists the version DAG.
 func cmdObject(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: object needs a subcommand: %s", errUsage, objectSubcommands)
@@ -30,14 +33,7 @@ func cmdObject(ctx context.Context, args []string, e env) error {
 	cf.register(fset)
 	switch sub {
 	case "show":
-		pos, err := parse(fset, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: object show needs exactly one object ID", errUsage)
-		}
-		id, err := parseObjectID(pos[0])
+		id, err := oneObjectID(fset, args)
 		if err != nil {
 			return err
 		}
@@ -75,9 +71,293 @@ func cmdObject(ctx context.Context, args []string, e env) error {
 			return printJSON(e.stdout, page)
 		}
 		return printObjects(e.stdout, page)
+	case "edit":
+		return cmdObjectEdit(ctx, fset, &cf, args, e)
+	case "versions":
+		id, err := oneObjectID(fset, args)
+		if err != nil {
+			return err
+		}
+		c, err := cf.client(e)
+		if err != nil {
+			return err
+		}
+		l, err := c.ObjectVersions(ctx, id)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			return printJSON(e.stdout, l)
+		}
+		return printVersions(e.stdout, l)
 	default:
 		return fmt.Errorf("%w: unknown object subcommand %q; expected %s", errUsage, sub, objectSubcommands)
 	}
+}
+
+// oneObjectID parses flags and exactly one positional object id.
+func oneObjectID(fset *flag.FlagSet, args []string) (int64, error) {
+	pos, err := parse(fset, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) != 1 {
+		return 0, fmt.Errorf("%w: %s needs exactly one object ID", errUsage, fset.Name())
+	}
+	return parseObjectID(pos[0])
+}
+
+// fieldSets is a repeatable FIELD=VALUE flag; unlike stringList it does
+// not split on commas (a value may hold them).
+type fieldSets []string
+
+func (l *fieldSets) String() string { return strings.Join(*l, " ") }
+
+func (l *fieldSets) Set(v string) error {
+	field, _, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(field) == "" {
+		return fmt.Errorf("expected FIELD=VALUE, got %q", v)
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+// cmdObjectEdit is `cks object edit ID [--base VERSION] (--content JSON |
+// --set FIELD=VALUE…)`: it writes a version of the object based on the
+// given version (default the object's latest). Two edits from the same base
+// make a fork.
+func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, args []string, e env) error {
+	base := fset.Int64("base", 0, "the version this edit is based on (see `cks object versions ID`); default the object's "+
+		"latest version. A base that is no longer a head makes a fork: two edits from one base leave the object with two heads")
+	content := fset.String("content", "", "the new content, a JSON object replacing the base version's content")
+	var sets fieldSets
+	fset.Var(&sets, "set", "FIELD=VALUE: set one top-level field of the base version's content (repeatable); VALUE is read as "+
+		"JSON when it parses (5, true, [\"a\"], {\"k\":1}, \"quoted\"), else as a string")
+	id, err := oneObjectID(fset, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *content != "" && len(sets) > 0:
+		return fmt.Errorf("%w: object edit takes --content or --set, not both", errUsage)
+	case *content == "" && len(sets) == 0:
+		return fmt.Errorf("%w: object edit needs --content JSON or at least one --set FIELD=VALUE", errUsage)
+	case *content != "" && !json.Valid([]byte(*content)):
+		return fmt.Errorf("%w: --content is not valid JSON: %s", errUsage, clip(*content, 60))
+	case *base < 0:
+		return fmt.Errorf("%w: --base must be a version id (a positive integer), got %d", errUsage, *base)
+	}
+	c, err := cf.client(e)
+	if err != nil {
+		return err
+	}
+	if *base == 0 {
+		v, err := c.GetObject(ctx, id)
+		if err != nil {
+			return err
+		}
+		if v.HeadVersion == 0 {
+			return fmt.Errorf("object %d has no versions to base an edit on; name one with --base", id)
+		}
+		*base = v.HeadVersion
+	}
+	body := json.RawMessage(*content)
+	if len(sets) > 0 {
+		l, err := c.ObjectVersions(ctx, id)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(l.Versions, func(v store.Version) bool { return v.ID == *base })
+		if i < 0 {
+			return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", id, *base, versionIDs(l.Versions))
+		}
+		if body, err = applySets(l.Versions[i].Content, sets); err != nil {
+			return err
+		}
+	}
+	ver, err := c.WriteVersion(ctx, id, *base, body)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, ver)
+	}
+	fmt.Fprintf(e.stdout, "object %d: wrote v%d (based on v%d) as %s\n", id, ver.ID, *base, or(ver.Author, "?"))
+	v, err := c.GetObject(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v.Forked {
+		fmt.Fprintln(e.stdout, forkLine(v.Heads))
+	} else {
+		fmt.Fprintf(e.stdout, "v%d is the only head\n", ver.ID)
+	}
+	return nil
+}
+
+// applySets sets FIELD=VALUE pairs on a JSON object.
+func applySets(content json.RawMessage, sets []string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(content) > 0 {
+		if err := json.Unmarshal(content, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("the base version's content is not a JSON object; use --content")
+		}
+	}
+	for _, s := range sets {
+		field, val, _ := strings.Cut(s, "=")
+		field = strings.TrimSpace(field)
+		if json.Valid([]byte(val)) && strings.TrimSpace(val) != "" {
+			m[field] = json.RawMessage(val)
+		} else {
+			b, _ := json.Marshal(val)
+			m[field] = b
+		}
+	}
+	return json.Marshal(m)
+}
+
+func versionIDs(vs []store.Version) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("v%d", v.ID)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// forkLine is the prominent mark of a forked object.
+func forkLine(heads []store.Version) string {
+	return fmt.Sprintf("FORKED: %d heads (%s) — fork_detection will enqueue a resolve_fork task", len(heads), versionIDs(heads))
+}
+
+// printVersions prints the version DAG: one line per version with its
+// parents, author, time and hash prefix, heads marked.
+func printVersions(w io.Writer, l api.VersionList) error {
+	if len(l.Versions) == 0 {
+		fmt.Fprintf(w, "object %d has no versions\n", l.ObjectID)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tPARENTS\tAUTHOR\tCREATED\tHASH\tHEAD")
+	for _, v := range l.Versions {
+		parents := "-"
+		if len(v.Parents) > 0 {
+			ps := make([]string, len(v.Parents))
+			for i, p := range v.Parents {
+				ps[i] = fmt.Sprintf("v%d", p)
+			}
+			parents = strings.Join(ps, ",")
+		}
+		head := ""
+		if slices.Contains(l.Heads, v.ID) {
+			head = "head"
+		}
+		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, parents, or(v.Author, "?"),
+			v.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), hashPrefix(v.ContentHash), head)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	heads := make([]string, len(l.Heads))
+	for i, h := range l.Heads {
+		heads[i] = fmt.Sprintf("v%d", h)
+	}
+	if l.Forked {
+		fmt.Fprintf(w, "FORKED: %d heads (%s) — fork_detection will enqueue a resolve_fork task\n", len(l.Heads), strings.Join(heads, ", "))
+	} else {
+		fmt.Fprintf(w, "head: %s\n", strings.Join(heads, ", "))
+	}
+	return nil
+}
+
+// hashPrefix is the first 12 hex digits of a content hash (any
+// "algorithm:" prefix dropped).
+func hashPrefix(h string) string {
+	if _, after, ok := strings.Cut(h, ":"); ok {
+		h = after
+	}
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return or(h, "-")
+}
+
+// printHeads prints a forked object's heads side by side: one row per
+// top-level field whose value differs between heads, one column per head,
+// then the fields equal in all heads once each.
+func printHeads(w io.Writer, heads []store.Version) {
+	fmt.Fprintln(w, forkLine(heads))
+	contents := make([]map[string]json.RawMessage, len(heads))
+	var fields []string
+	for i, h := range heads {
+		contents[i] = map[string]json.RawMessage{}
+		_ = json.Unmarshal(h.Content, &contents[i])
+		for f := range contents[i] {
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
+			}
+		}
+	}
+	slices.Sort(fields)
+	var differ, same []string
+	for _, f := range fields {
+		first := compactValue(contents[0], f)
+		equal := true
+		for _, c := range contents[1:] {
+			equal = equal && compactValue(c, f) == first
+		}
+		if equal {
+			same = append(same, f)
+		} else {
+			differ = append(differ, f)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	if len(differ) > 0 {
+		fmt.Fprintln(w, "\nHeads side by side (fields that differ):")
+		row := []string{"  FIELD"}
+		for _, h := range heads {
+			row = append(row, fmt.Sprintf("v%d by %s at %s", h.ID, or(h.Author, "?"), h.CreatedAt.Local().Format("15:04:05.000")))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		for _, f := range differ {
+			row := []string{"  " + f}
+			for _, c := range contents {
+				row = append(row, clip(compactValue(c, f), 60))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		_ = tw.Flush()
+	} else {
+		fmt.Fprintln(w, "\nThe heads' contents are equal.")
+	}
+	if len(same) > 0 {
+		fmt.Fprintln(w, "Same in all heads:")
+		for _, f := range same {
+			fmt.Fprintf(tw, "  %s\t%s\n", f, clip(compactValue(contents[0], f), 100))
+		}
+		_ = tw.Flush()
+	}
+}
+
+// compactValue is field f of content as compact JSON (object keys
+// sorted), or "(absent)".
+func compactValue(content map[string]json.RawMessage, f string) string {
+	raw, ok := content[f]
+	if !ok {
+		return "(absent)"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
 }
 
 func parseObjectID(s string) (int64, error) {
@@ -112,10 +392,16 @@ func printObjects(w io.Writer, page store.ObjectPage) error {
 // with each entry's reasoning indented under it, then the claims with their
 // status and citations, the syntheses, and any other linked objects.
 func printObject(w io.Writer, v api.ObjectView) {
-	fmt.Fprintf(w, "%s %d · %s · round %d · created by %s at %s\n", v.Kind, v.ID, or(v.Status, "no status"), v.Round,
-		or(v.CreatedBy, "?"), v.CreatedAt.Local().Format("2006-01-02 15:04:05"))
-	switch v.Kind {
-	case pipeline.KindQuestion:
+	head := ""
+	if v.HeadVersion > 0 && !v.Forked {
+		head = fmt.Sprintf(" · version v%d", v.HeadVersion)
+	}
+	fmt.Fprintf(w, "%s %d · %s · round %d · created by %s at %s%s\n", v.Kind, v.ID, or(v.Status, "no status"), v.Round,
+		or(v.CreatedBy, "?"), v.CreatedAt.Local().Format("2006-01-02 15:04:05"), head)
+	switch {
+	case v.Forked && len(v.Heads) > 1:
+		printHeads(w, v.Heads)
+	case v.Kind == pipeline.KindQuestion:
 		var q pipeline.Question
 		_ = json.Unmarshal(v.Content, &q)
 		fmt.Fprintf(w, "  %s\n", q.Question)
