@@ -67,3 +67,19 @@ func TestPipeline(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeAndSweep runs small versions of the merge and sweeper benchmarks
+// on both backends.
+func TestMergeAndSweep(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		m, err := bench.Merge(context.Background(), st, bench.MergeConfig{Fields: 50, History: 30, Merges: 3})
+		if err != nil || m.Merges != 3 || m.MergeP50 <= 0 {
+			t.Fatalf("merge: %+v, %v", m, err)
+		}
+		s, err := bench.Sweep(context.Background(), open(t), bench.SweepConfig{Objects: 200})
+		if err != nil || len(s.Pass) != 4 || s.Found["graph_health"] == 0 {
+			t.Fatalf("sweep: %+v, %v", s, err)
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/postgres"
 )
@@ -31,8 +32,10 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		return cmdBenchStop(ctx, args[1:], e)
 	case len(args) > 0 && args[0] == "pipeline":
 		return cmdBenchPipeline(ctx, args[1:], e)
+	case len(args) > 0 && args[0] == "knowledge":
+		return cmdBenchKnowledge(ctx, args[1:], e)
 	case len(args) == 0 || args[0] != "ledger":
-		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness, stop or pipeline", errUsage)
+		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness, stop, pipeline or knowledge", errUsage)
 	}
 	fs := flagSet("bench ledger", e)
 	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
@@ -405,6 +408,75 @@ func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", backendName, r.Workers, wake, r.Questions, r.ObjectsRate,
 			r.CoordP50.Round(time.Microsecond), r.CoordP99.Round(time.Microsecond), r.WakeP50.Round(time.Microsecond), r.WakeP99.Round(time.Microsecond))
+	}
+	return tw.Flush()
+}
+
+// cmdBenchKnowledge measures fork merges on a large object with a long
+// history (bench.Merge) and one pass of each knowledge sweeper over many
+// objects (bench.Sweep), each on its own scratch store.
+func cmdBenchKnowledge(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench knowledge", e)
+	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	fields := fs.Int("fields", 1000, "top-level fields of the merged object")
+	history := fs.Int("history", 1000, "versions written before the merges")
+	merges := fs.Int("merges", 50, "forks made and merged")
+	objects := fs.Int("objects", 100_000, "objects the sweepers pass over")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *fields < 1 || *history < 1 || *merges < 1 || *objects < 1 {
+		return fmt.Errorf("%w: --fields, --history, --merges and --objects must be positive", errUsage)
+	}
+	progress := func(phase string, done, total int) {
+		fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
+		if done == total {
+			fmt.Fprintln(e.stderr)
+		}
+	}
+	open := func() (store.Store, func(), error) {
+		url, cleanup, err := scratchStore(ctx, *database)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := backend.Open(ctx, url)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		return st, func() { st.Close(); cleanup() }, nil
+	}
+	st, done, err := open()
+	if err != nil {
+		return err
+	}
+	name := st.Backend()
+	fmt.Fprintf(e.stderr, "bench knowledge: %s, merges: %d fields, %d versions, %d merges\n", name, *fields, *history, *merges)
+	m, err := bench.Merge(ctx, st, bench.MergeConfig{Fields: *fields, History: *history, Merges: *merges, Progress: progress})
+	done()
+	if err != nil {
+		return err
+	}
+	if st, done, err = open(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "bench knowledge: %s, sweepers over %d objects\n", name, *objects)
+	sw, err := bench.Sweep(ctx, st, bench.SweepConfig{Objects: *objects, Progress: progress})
+	done()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": name, "merge": m, "sweep": sw})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tmeasure\tvalue\t\n")
+	fmt.Fprintf(tw, "%s\tmerges/s (%d fields, %d versions)\t%.1f\t\n", name, m.Fields, m.History, m.Rate)
+	fmt.Fprintf(tw, "%s\tmerge p50 / p99\t%s / %s\t\n", name, m.MergeP50.Round(time.Microsecond), m.MergeP99.Round(time.Microsecond))
+	fmt.Fprintf(tw, "%s\tLCA + three-way merge p50\t%s\t\n", name, m.AlgoP50.Round(time.Microsecond))
+	for _, id := range []string{"fork_detection", "contradiction", "inference_staleness", "graph_health"} {
+		fmt.Fprintf(tw, "%s\t%s pass over %d objects (found %d)\t%s\t\n", name, id, sw.Objects, sw.Found[id], sw.Pass[id].Round(time.Millisecond))
 	}
 	return tw.Flush()
 }

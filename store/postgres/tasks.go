@@ -1091,7 +1091,8 @@ func scanTask(row pgx.Row) (store.Task, error) {
 // (NewTask.DedupeOnce) the live one first, else the latest finished one.
 func dedupeSQL(once bool) string {
 	if once {
-		return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = $1
+		// dedupe_key <> '' lets the planner use the partial index.
+		return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = $1 AND dedupe_key <> ''
 ORDER BY CASE WHEN state IN ` + terminalSQL() + ` THEN 1 ELSE 0 END, task_id DESC LIMIT 1`
 	}
 	return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = $1 AND state NOT IN ` + terminalSQL()

@@ -1173,7 +1173,8 @@ func scanTask(sc scanner) (store.Task, error) {
 // (NewTask.DedupeOnce) the live one first, else the latest finished one.
 func dedupeSQL(once bool) string {
 	if once {
-		return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = ?
+		// dedupe_key <> '' lets the planner use the partial index.
+		return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = ? AND dedupe_key <> ''
 ORDER BY CASE WHEN state IN ` + terminalSQL() + ` THEN 1 ELSE 0 END, task_id DESC LIMIT 1`
 	}
 	return `SELECT task_id FROM cks_outbox_tasks WHERE dedupe_key = ? AND state NOT IN ` + terminalSQL()
