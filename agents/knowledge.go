@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode"
 
+	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
@@ -115,65 +114,16 @@ func clipString(s string, n int) string {
 
 func utfStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// stopWords are dropped by terms (function words; the same idea as the
-// offline model's index terms in package llm).
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`
-		a about above after again against all also am an and any are as at
-		be because been before being below between both but by can cannot
-		could did do does doing done down during each either else etc every
-		few for from further get gets got had has have having he her here
-		hers him his how i if in into is it its itself just let lets may me
-		might more most must my neither no nor not of off often on once only
-		or other our ours out over own per same shall she should so some
-		such than that the their theirs them then there these they this
-		those through thus to too under until up upon us very via was we
-		were what whatever when whenever where whether which while who whom
-		whose why will with within without would yet you your yours`) {
-		m[w] = true
-	}
-	return m
-}()
-
-// termSet returns the distinct terms of the texts: lower-cased runs of
-// letters and digits, without stop words and single letters, with a
-// trivial plural strip ("sses" → "ss", "ies" → "y", a final "s" dropped
-// unless the word ends in "ss", "us" or "is" or has at most three letters)
-// — the rules of the offline model's terms (package llm), restated here
-// because llm does not export them.
+// termSet returns the distinct terms of the texts (llm.Terms: the offline
+// model's terms, so the agents and the model match text alike).
 func termSet(texts ...string) map[string]bool {
 	m := map[string]bool{}
 	for _, s := range texts {
-		for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-			return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-		}) {
-			if stopWords[f] {
-				continue
-			}
-			if r := []rune(f); len(r) == 1 && !unicode.IsDigit(r[0]) {
-				continue
-			}
-			m[stem(f)] = true
+		for _, t := range llm.Terms(s) {
+			m[t] = true
 		}
 	}
 	return m
-}
-
-func stem(w string) string {
-	switch {
-	case len(w) <= 3:
-		return w
-	case strings.HasSuffix(w, "sses"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		return w
-	case strings.HasSuffix(w, "s"):
-		return w[:len(w)-1]
-	}
-	return w
 }
 
 // sharedTerms returns the sorted terms in both a and b.

@@ -321,23 +321,9 @@ func (a *API) getObject(w http.ResponseWriter, r *http.Request) {
 // (repeatable or comma-separated), cursor and limit.
 func ParseObjectFilter(q map[string][]string) (store.ObjectFilter, error) {
 	f := store.ObjectFilter{Statuses: splitAll(q["status"]), Kinds: splitAll(q["kind"])}
-	for _, p := range []struct {
-		name string
-		dst  *int64
-	}{{"cursor", &f.After}, {"limit", nil}} {
-		v := first(q[p.name])
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return f, &store.FieldError{Field: p.name, Expected: fmt.Sprintf("a non-negative integer, got %q", v)}
-		}
-		if p.dst != nil {
-			*p.dst = n
-		} else {
-			f.Limit = int(n)
-		}
+	var err error
+	if f.After, f.Limit, err = parsePage(q); err != nil {
+		return f, err
 	}
 	return f.Validate()
 }

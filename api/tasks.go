@@ -169,25 +169,31 @@ func ParseTaskFilter(q map[string][]string, now time.Time) (store.TaskFilter, er
 		f.States = append(f.States, st)
 	}
 	f.Types = splitAll(q["type"])
-	for _, p := range []struct {
-		name string
-		dst  *int64
-	}{{"cursor", &f.After}, {"limit", nil}} {
-		v := first(q[p.name])
+	var err error
+	if f.After, f.Limit, err = parsePage(q); err != nil {
+		return f, err
+	}
+	return f.Validate()
+}
+
+// parsePage reads the cursor and limit of a listing's query (0 when absent).
+func parsePage(q map[string][]string) (after int64, limit int, err error) {
+	for _, name := range []string{"cursor", "limit"} {
+		v := first(q[name])
 		if v == "" {
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return f, &store.FieldError{Field: p.name, Expected: fmt.Sprintf("a non-negative integer, got %q", v)}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || n < 0 {
+			return 0, 0, &store.FieldError{Field: name, Expected: fmt.Sprintf("a non-negative integer, got %q", v)}
 		}
-		if p.dst != nil {
-			*p.dst = n
+		if name == "cursor" {
+			after = n
 		} else {
-			f.Limit = int(n)
+			limit = int(n)
 		}
 	}
-	return f.Validate()
+	return after, limit, nil
 }
 
 func statesList() string {

@@ -140,7 +140,7 @@ func load(fsys fs.FS, root string) (*Corpus, error) {
 			c.byID[id] = doc
 			tf := map[string]int{}
 			n := 0
-			for _, t := range terms(para.heading + "\n" + para.text) {
+			for _, t := range Terms(para.heading + "\n" + para.text) {
 				tf[t]++
 				n++
 			}

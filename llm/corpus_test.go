@@ -168,7 +168,7 @@ func TestSearchBM25(t *testing.T) {
 }
 
 func TestTerms(t *testing.T) {
-	got := terms("How do the Sweepers stop across nodes? stale_stop_report, processes, dependencies; it's 3 × 30s")
+	got := Terms("How do the Sweepers stop across nodes? stale_stop_report, processes, dependencies; it's 3 × 30s")
 	want := []string{"sweeper", "stop", "across", "node", "stale", "stop", "report", "process", "dependency", "3", "30s"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("terms = %q, want %q", got, want)

@@ -28,11 +28,11 @@ var stopWords = func() map[string]bool {
 	return m
 }()
 
-// terms splits s into the index terms the corpus, the retrieval and the
-// offline heuristics share: lower-cased runs of letters and digits (so
+// Terms splits s into the index terms the corpus, the retrieval and the
+// offline heuristics share (the knowledge agents match text with them too): lower-cased runs of letters and digits (so
 // "stale_stop_report" is three terms and "don't" two), without stop words
 // and single letters, each through stem.
-func terms(s string) []string {
+func Terms(s string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
@@ -71,7 +71,7 @@ func stem(w string) string {
 // termSet is the set of terms of s.
 func termSet(s string) map[string]bool {
 	m := map[string]bool{}
-	for _, t := range terms(s) {
+	for _, t := range Terms(s) {
 		m[t] = true
 	}
 	return m

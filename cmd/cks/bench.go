@@ -72,12 +72,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		backendName = st.Backend()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
 		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
-			Progress: func(phase string, done, total int) {
-				fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
-				if done == total {
-					fmt.Fprintln(e.stderr)
-				}
-			}})
+			Progress: progressLine(e)})
 		st.Close()
 		cleanup()
 		if err != nil {
@@ -128,12 +123,7 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 	defer op.Close()
 	fmt.Fprintf(e.stderr, "bench abort: %s, %d rounds\n", op.Backend(), *rounds)
 	r, err := bench.Abort(ctx, agent, op, bench.AbortConfig{Rounds: *rounds,
-		Progress: func(phase string, done, total int) {
-			fmt.Fprintf(e.stderr, "\r  %-8s %5d/%d", phase, done, total)
-			if done == total {
-				fmt.Fprintln(e.stderr)
-			}
-		}})
+		Progress: progressLine(e)})
 	if err != nil {
 		return err
 	}
@@ -153,6 +143,32 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", op.Backend(), row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
 	}
 	return tw.Flush()
+}
+
+// progressLine returns a progress callback that rewrites one stderr line
+// "label done/total" and ends it when done reaches total.
+func progressLine(e env) func(label string, done, total int) {
+	return func(label string, done, total int) {
+		fmt.Fprintf(e.stderr, "\r  %-10s %7d/%d", label, done, total)
+		if done == total {
+			fmt.Fprintln(e.stderr)
+		}
+	}
+}
+
+// openScratch opens a store on a fresh scratch database (scratchStore);
+// the returned function closes it and drops the database.
+func openScratch(ctx context.Context, database string) (store.Store, func(), error) {
+	url, cleanup, err := scratchStore(ctx, database)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := backend.Open(ctx, url)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return st, func() { st.Close(); cleanup() }, nil
 }
 
 // scratchStore returns the URL of an empty store for one run and its cleanup.
@@ -200,12 +216,7 @@ func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 	defer st.Close()
 	fmt.Fprintf(e.stderr, "bench liveness: %s, %d historical rows\n", st.Backend(), *history)
 	r, err := bench.Liveness(ctx, st, bench.LivenessConfig{History: *history, Samples: *samples,
-		Progress: func(phase string, done, total int) {
-			fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
-			if done == total {
-				fmt.Fprintln(e.stderr)
-			}
-		}})
+		Progress: progressLine(e)})
 	if err != nil {
 		return err
 	}
@@ -270,12 +281,7 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 			return launchAgent(ctx, self, cmdArgs)
 		}
 		r, err := bench.ProcessStop(ctx, st, bench.StopConfig{Rounds: *rounds, Launch: launch, Settle: *interval,
-			Progress: func(done, total int) {
-				fmt.Fprintf(e.stderr, "\r  %-10s %4d/%d", path, done, total)
-				if done == total {
-					fmt.Fprintln(e.stderr)
-				}
-			}})
+			Progress: func(done, total int) { progressLine(e)(path, done, total) }})
 		if err != nil {
 			return err
 		}
@@ -382,12 +388,7 @@ func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
 			fmt.Fprintf(e.stderr, "bench pipeline: %s, %d questions, %d workers per step, %s\n", backendName, *questions, w, mode)
 			r, err := bench.Pipeline(ctx, st, bench.PipelineConfig{Questions: *questions, Question: bench.ResearchQuestion,
 				Corpus: c, Workers: w, NoNotify: !notify, Poll: *poll,
-				Progress: func(done, total int) {
-					fmt.Fprintf(e.stderr, "\r  resolved %6d/%d", done, total)
-					if done == total {
-						fmt.Fprintln(e.stderr)
-					}
-				}})
+				Progress: func(done, total int) { progressLine(e)("resolved", done, total) }})
 			st.Close()
 			cleanup()
 			if err != nil {
@@ -429,25 +430,8 @@ func cmdBenchKnowledge(ctx context.Context, args []string, e env) error {
 	if *fields < 1 || *history < 1 || *merges < 1 || *objects < 1 {
 		return fmt.Errorf("%w: --fields, --history, --merges and --objects must be positive", errUsage)
 	}
-	progress := func(phase string, done, total int) {
-		fmt.Fprintf(e.stderr, "\r  %-8s %7d/%d", phase, done, total)
-		if done == total {
-			fmt.Fprintln(e.stderr)
-		}
-	}
-	open := func() (store.Store, func(), error) {
-		url, cleanup, err := scratchStore(ctx, *database)
-		if err != nil {
-			return nil, nil, err
-		}
-		st, err := backend.Open(ctx, url)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		return st, func() { st.Close(); cleanup() }, nil
-	}
-	st, done, err := open()
+	progress := progressLine(e)
+	st, done, err := openScratch(ctx, *database)
 	if err != nil {
 		return err
 	}
@@ -458,7 +442,7 @@ func cmdBenchKnowledge(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	if st, done, err = open(); err != nil {
+	if st, done, err = openScratch(ctx, *database); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "bench knowledge: %s, sweepers over %d objects\n", name, *objects)

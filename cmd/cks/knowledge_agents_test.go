@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -34,30 +31,7 @@ func knowledgeHub(t testing.TB, db testDB, id string) *hubProc {
 			env = append(env, enabled+"=false")
 		}
 	}
-	dir := datadir.Dir(t.TempDir())
-	cmd := exec.Command(cksBin, "serve", "--listen", "127.0.0.1:0", "--data-dir", string(dir), "--database", db.url)
-	cmd.Env = append(cleanEnv(), env...)
-	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
-	cmd.Stderr, cmd.Stdout = h.stderr, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-h.done
-	})
-	waitFor(t, "hub URL file", func() bool {
-		u, err := dir.ReadURL()
-		h.url = u
-		return err == nil
-	})
-	tok, err := dir.ReadToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.token = tok
-	return h
+	return startHubEnv(t, "serve", env, "--database", db.url)
 }
 
 func versionsOf(t testing.TB, st store.Store) store.Versions {

@@ -114,10 +114,16 @@ func (b *syncBuffer) String() string {
 // and waits until it has written its URL.
 func startHub(t testing.TB, mode string, extra ...string) *hubProc {
 	t.Helper()
+	return startHubEnv(t, mode, nil, extra...)
+}
+
+// startHubEnv is startHub with env added to the hub's environment.
+func startHubEnv(t testing.TB, mode string, env []string, extra ...string) *hubProc {
+	t.Helper()
 	dir := datadir.Dir(t.TempDir())
 	args := append([]string{mode, "--listen", "127.0.0.1:0", "--data-dir", string(dir)}, extra...)
 	cmd := exec.Command(cksBin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), env...)
 	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = h.stderr
 	cmd.Stdout = io.Discard

@@ -2,45 +2,19 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/pipeline"
 )
 
 // startHubWith is startHub (`cks serve`) with env added to its environment.
 func startHubWith(t testing.TB, env []string) *hubProc {
 	t.Helper()
-	dir := datadir.Dir(t.TempDir())
-	cmd := exec.Command(cksBin, "serve", "--listen", "127.0.0.1:0", "--data-dir", string(dir))
-	cmd.Env = append(cleanEnv(), env...)
-	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
-	cmd.Stderr, cmd.Stdout = h.stderr, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-h.done
-	})
-	waitFor(t, "hub URL file", func() bool {
-		u, err := dir.ReadURL()
-		h.url = u
-		return err == nil
-	})
-	tok, err := dir.ReadToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.token = tok
-	return h
+	return startHubEnv(t, "serve", env)
 }
 
 var submitted = regexp.MustCompile(`question (\d+) submitted`)
