@@ -207,10 +207,16 @@ type Related struct {
 
 // Enriched is the result of an enrich task that linked the object.
 type Enriched struct {
-	Outcome  string    `json:"outcome"` // "linked"
+	Outcome  string    `json:"outcome"` // "enriched"
 	ObjectID int64     `json:"object_id"`
 	Related  []Related `json:"related"`
+	// Keywords were added to the content (a new version) when it had none.
+	Keywords []string `json:"keywords,omitempty"`
+	Version  int64    `json:"version,omitempty"`
 }
+
+// EnrichMaxKeywords bounds the keywords enrich fills in.
+const EnrichMaxKeywords = 10
 
 // reasoningKinds are never linked by enrich: they are reasoning about
 // objects, linked to them already, not knowledge of their own.
@@ -227,8 +233,10 @@ var reasoningKinds = []string{"critique", "rationale", "model_reply"}
 // lower id) get an edge object → related, related_to/related_to, weight =
 // the score rounded to two decimals. No related object → no-op. Objects
 // are read page by page, so a task costs one pass over the store. Missing
-// metadata other than links is not filled: a missing title would need a
-// store write the knowledge store does not offer (titles are not content).
+// metadata is filled in the content: an object whose content has no
+// "keywords" gets a new version with its terms, sorted, at most
+// EnrichMaxKeywords (titles are not content and are left alone). Nothing
+// to link and keywords present → no-op.
 func enrich(ctx context.Context, st store.Knowledge, id int64) (worker.Result, error) {
 	if id <= 0 {
 		return worker.Result{}, worker.Permanent(fmt.Errorf("enrich: payload needs object_id, got %d", id))
@@ -275,22 +283,50 @@ func enrich(ctx context.Context, st store.Knowledge, id int64) (worker.Result, e
 		}
 		after = page.Next
 	}
-	if len(found) == 0 {
-		return noopResult("no unlinked object shares at least %d terms and a similarity of %.2f with object %d", EnrichMinShared, EnrichMinScore, id), nil
+	out := Enriched{Outcome: "enriched", ObjectID: id}
+	var content map[string]json.RawMessage
+	if json.Unmarshal(o.Content, &content) == nil && content["keywords"] == nil {
+		for t := range mine {
+			out.Keywords = append(out.Keywords, t)
+		}
+		slices.Sort(out.Keywords)
+		out.Keywords = out.Keywords[:min(len(out.Keywords), EnrichMaxKeywords)]
 	}
-	slices.SortFunc(found, func(a, b Related) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(len(b.Shared), len(a.Shared)), cmp.Compare(a.ObjectID, b.ObjectID))
-	})
-	found = found[:min(len(found), EnrichMaxLinks)]
-	edges := make([]store.NewEdge, len(found))
-	for i, r := range found {
-		w := r.Score
-		edges[i] = store.NewEdge{Src: id, Dst: r.ObjectID, BaseType: BaseRelatedTo, SemanticType: SemRelatedTo, Weight: &w}
+	if len(found) == 0 && len(out.Keywords) == 0 {
+		return noopResult("no unlinked object shares at least %d terms and a similarity of %.2f with object %d, and it has keywords", EnrichMinShared, EnrichMinScore, id), nil
 	}
-	if _, err := st.AddEdges(ctx, edges); err != nil {
-		return worker.Result{}, fmt.Errorf("object %d: writing related_to edges: %w", id, err)
+	if len(found) > 0 {
+		slices.SortFunc(found, func(a, b Related) int {
+			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(len(b.Shared), len(a.Shared)), cmp.Compare(a.ObjectID, b.ObjectID))
+		})
+		found = found[:min(len(found), EnrichMaxLinks)]
+		edges := make([]store.NewEdge, len(found))
+		for i, r := range found {
+			w := r.Score
+			edges[i] = store.NewEdge{Src: id, Dst: r.ObjectID, BaseType: BaseRelatedTo, SemanticType: SemRelatedTo, Weight: &w}
+		}
+		if _, err := st.AddEdges(ctx, edges); err != nil {
+			return worker.Result{}, fmt.Errorf("object %d: writing related_to edges: %w", id, err)
+		}
+		out.Related = found
 	}
-	return output(Enriched{Outcome: "linked", ObjectID: id, Related: found}), nil
+	if len(out.Keywords) > 0 {
+		vs, err := versions(st)
+		if err != nil {
+			return worker.Result{}, err
+		}
+		content["keywords"], _ = json.Marshal(out.Keywords)
+		body, err := json.Marshal(content)
+		if err != nil {
+			return worker.Result{}, err
+		}
+		v, err := vs.WriteVersion(ctx, id, o.HeadVersion, body, "enrichment")
+		if err != nil {
+			return worker.Result{}, fmt.Errorf("object %d: writing keywords: %w", id, err)
+		}
+		out.Version = v.ID
+	}
+	return output(out), nil
 }
 
 // objectTerms is the term set enrich compares.

@@ -108,7 +108,7 @@ func TestEnrich(t *testing.T) {
 		}
 
 		var done agents.Enriched
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": orphan.ID}, enrich), "linked", &done)
+		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": orphan.ID}, enrich), "enriched", &done)
 		var got []int64
 		for _, r := range done.Related {
 			got = append(got, r.ObjectID)
@@ -137,7 +137,7 @@ func TestEnrich(t *testing.T) {
 
 		// Few enough candidates: all the related ones, none else; then a no-op.
 		lone := mk("claim", "", "Workers renew a task lease with a heartbeat")
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": related.ID}, enrich), "linked", &done)
+		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": related.ID}, enrich), "enriched", &done)
 		ids := []int64{}
 		for _, r := range done.Related {
 			ids = append(ids, r.ObjectID)
@@ -146,12 +146,17 @@ func TestEnrich(t *testing.T) {
 			t.Fatalf("related of %d: %v", related.ID, ids)
 		}
 		bees := mk("note", "Bees", "Honey bees dance")
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "linked", &done)
+		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "enriched", &done)
 		if len(done.Related) != 1 || done.Related[0].ObjectID != unrelated.ID {
 			t.Fatalf("bees related to %+v, want only %d", done.Related, unrelated.ID)
 		}
+		// Missing metadata filled: the content got its keywords, as a new version.
+		if got := storetest.MustGetObject(t, st, bees.ID); !strings.Contains(string(got.Content), `"keywords":["bee","dance","honey"]`) ||
+			got.HeadVersion != done.Version || done.Version == 0 {
+			t.Fatalf("bees after enrich: %s (head %d), result %+v", got.Content, got.HeadVersion, done)
+		}
 		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "noop", nil)
-		empty := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note"})
+		empty := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
 		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": empty.ID}, enrich), "noop", nil)
 		if rep := runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": 999999}, enrich); !errors.Is(rep.Err, worker.ErrPermanent) {
 			t.Fatalf("unknown object: %s %v", rep.Outcome, rep.Err)
