@@ -248,3 +248,60 @@ func IssueTaskToken(ctx context.Context, s store.Principals, taskID int64, name 
 	_, tok, err := CreateToken(ctx, s, nil, strings.TrimSpace("task/"+strconv.FormatInt(taskID, 10)+" "+name), TaskTokenGrants(taskID))
 	return tok, err
 }
+
+// claimTokenPrefix starts the name of every principal IssueTaskToken makes:
+// "task/ID WORKER".
+const claimTokenPrefix = "task/"
+
+// claimOf returns the task and worker of a principal IssueTaskToken made.
+func claimOf(p store.Principal) (id int64, worker string, ok bool) {
+	rest, found := strings.CutPrefix(p.Name, claimTokenPrefix)
+	if !found {
+		return 0, "", false
+	}
+	idText, worker, _ := strings.Cut(rest, " ")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, "", false
+	}
+	return id, worker, true
+}
+
+// TaskReader reads one task (store.Tasks.GetTask).
+type TaskReader interface {
+	GetTask(ctx context.Context, id int64) (store.Task, error)
+}
+
+// RevokeEndedClaimTokens deletes the task-scoped credentials IssueTaskToken
+// made for claims whose lease has ended: the task is gone or terminal, or is
+// not CLAIMED/RUNNING any more, or is leased by another worker. An agent's
+// credential thus lasts as long as its lease (a re-claim issues a new one),
+// and the principals table does not grow with every claim. It returns how
+// many it deleted. (Credentials made with `cks token create --task` are named
+// by the operator and are left alone.)
+func RevokeEndedClaimTokens(ctx context.Context, ps store.Principals, tasks TaskReader) (int, error) {
+	all, err := ps.ListPrincipals(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range all {
+		id, worker, ok := claimOf(p.Principal)
+		if !ok {
+			continue
+		}
+		t, err := tasks.GetTask(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return n, err
+		case (t.State == "CLAIMED" || t.State == "RUNNING") && t.ClaimedBy == worker:
+			continue // the lease it was issued for still runs
+		}
+		if err := ps.DeletePrincipal(ctx, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
@@ -134,7 +135,8 @@ func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
 	}
 	reg := sweeper.NewRegistry()
 	for _, sw := range []sweeper.Sweeper{
-		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow},
+		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
+			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st, st) }},
 		sweeper.DependencyRelease{Tasks: st},
 		sweeper.StaleStopReport{Tasks: st, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
 		sweeper.ForkDetection{Tasks: st, Forks: st},

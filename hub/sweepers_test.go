@@ -2,10 +2,13 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -230,6 +233,70 @@ func TestStaleStopReport(t *testing.T) {
 		c.Set(storetest.T0.Add(27 * time.Hour))
 		if n := sweep(t, report); n != 2 {
 			t.Fatalf("past both: %d reported, want 2", n)
+		}
+	})
+}
+
+// TestLeaseReaperRevokesEndedClaimTokens: the credential an HTTP claim
+// issued lasts as long as its lease; an operator's task token stays.
+func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		claim := func(typ, worker string) store.Task {
+			t.Helper()
+			ts, err := st.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+			if err != nil || len(ts) != 1 {
+				t.Fatalf("claim %s: %v %v", typ, ts, err)
+			}
+			if _, err := auth.IssueTaskToken(ctx, st, ts[0].ID, worker); err != nil {
+				t.Fatal(err)
+			}
+			return ts[0]
+		}
+		enqueue(t, st, store.NewTask{Type: "done"})
+		enqueue(t, st, store.NewTask{Type: "reopened"})
+		enqueue(t, st, store.NewTask{Type: "moved"})
+		done := claim("done", "w1")
+		claim("reopened", "w1")
+		claim("moved", "w1")
+		if _, err := st.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		// Both other leases go stale; "moved" is claimed again by another
+		// worker, "reopened" stays OPEN.
+		c.Advance(2 * time.Hour)
+		if n, err := st.ReclaimExpired(ctx, c.Now(), time.Minute); err != nil || n != 2 {
+			t.Fatalf("reclaim: %d, %v", n, err)
+		}
+		moved := claim("moved", "w2")
+		enqueue(t, st, store.NewTask{Type: "running"})
+		running := claim("running", "w1")
+		if _, _, err := auth.CreateToken(ctx, st, c, "ops for task "+fmt.Sprint(done.ID), auth.TaskTokenGrants(done.ID)); err != nil {
+			t.Fatal(err)
+		}
+		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: time.Hour,
+			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st, st) }}
+		if n := sweep(t, reaper); n != 3 {
+			t.Fatalf("revoked %d, want 3 (w1's on the completed, the reopened and the moved task)", n)
+		}
+		ps, err := st.ListPrincipals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		want := []string{fmt.Sprintf("task/%d w1", running.ID), fmt.Sprintf("task/%d w2", moved.ID), "ops for task " + fmt.Sprint(done.ID)}
+		for _, w := range want {
+			if !slices.Contains(names, w) {
+				t.Errorf("principal %q was revoked; left %v", w, names)
+			}
+		}
+		if len(names) != len(want) {
+			t.Fatalf("principals left %v, want %v", names, want)
 		}
 	})
 }

@@ -35,6 +35,9 @@ type LeaseReaper struct {
 	Tasks       LeaseStore
 	Clock       clock.Clock
 	StaleWindow time.Duration
+	// ClaimTokens, when set, revokes the task-scoped credentials of leases
+	// that ended (auth.RevokeEndedClaimTokens) and returns how many.
+	ClaimTokens func(context.Context) (int, error)
 }
 
 // LeaseStore is what LeaseReaper needs of the ledger.
@@ -47,9 +50,9 @@ type LeaseStore interface {
 // ID returns "lease_reaper".
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
-// SweepOnce reclaims every stale lease, settles every overdue abort and
-// releases every object claim older than the stale window; it returns how
-// many of all three it handled.
+// SweepOnce reclaims every stale lease, settles every overdue abort,
+// releases every object claim older than the stale window and revokes the
+// credentials of ended leases; it returns how many of all four it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
 	n, err := r.Tasks.ReclaimExpired(ctx, now, r.StaleWindow)
@@ -61,7 +64,11 @@ func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 		return n + m, err
 	}
 	o, err := r.Tasks.ReleaseStaleClaims(ctx, now.Add(-r.StaleWindow))
-	return n + m + o, err
+	if err != nil || r.ClaimTokens == nil {
+		return n + m + o, err
+	}
+	c, err := r.ClaimTokens(ctx)
+	return n + m + o + c, err
 }
 
 // DependencyRelease is the safety net behind the ledger's own release on
