@@ -324,6 +324,10 @@ var objectVersions = schema.Table{
 	After: []string{
 		`CREATE INDEX IF NOT EXISTS idx_object_versions_object ON cks_object_versions(object_id, version_id)`,
 		`CREATE INDEX IF NOT EXISTS idx_object_versions_heads ON cks_object_versions(object_id) WHERE is_head`,
+		// A version is never rewritten or removed: only is_head changes.
+		appendOnlyTrigger("cks_object_versions", "cks_object_versions_no_change",
+			"UPDATE OF object_id, parents, content, content_hash, author, created_at OR DELETE", "ROW"),
+		appendOnlyTrigger("cks_object_versions", "cks_object_versions_no_truncate", "TRUNCATE", "STATEMENT"),
 	},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/postgres"
+	"github.com/cks-dev/cks/store/storetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -374,4 +375,31 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestVersionsImmutable: the database refuses to rewrite, delete or
+// truncate versions; only is_head may change.
+func TestVersionsImmutable(t *testing.T) {
+	_, u := freshSchema(t)
+	s := open(t, u)
+	storetest.MustCreateObject(t, s, store.NewObject{Kind: "note", Content: []byte(`{"a":1}`)})
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, stmt := range []string{
+		`UPDATE cks_object_versions SET content = '{"a":2}'`,
+		`UPDATE cks_object_versions SET parents = '{7}'`,
+		`DELETE FROM cks_object_versions`,
+		`TRUNCATE cks_object_versions CASCADE`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want the append-only refusal", stmt, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `UPDATE cks_object_versions SET is_head = true`); err != nil {
+		t.Errorf("is_head refused: %v", err)
+	}
 }

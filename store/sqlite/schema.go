@@ -229,6 +229,12 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 			// Heads: the head versions of one object, ascending (the rowid
 			// is version_id).
 			`CREATE INDEX IF NOT EXISTS idx_object_versions_head ON cks_object_versions(object_id) WHERE is_head = 1`,
+			// A version is never rewritten or removed: only is_head changes.
+			`CREATE TRIGGER IF NOT EXISTS cks_object_versions_no_update
+BEFORE UPDATE OF object_id, parents, content, content_hash, author, created_at ON cks_object_versions
+BEGIN SELECT RAISE(ABORT, 'cks_object_versions is append-only: UPDATE refused (only is_head changes)'); END`,
+			`CREATE TRIGGER IF NOT EXISTS cks_object_versions_no_delete BEFORE DELETE ON cks_object_versions
+BEGIN SELECT RAISE(ABORT, 'cks_object_versions is append-only: DELETE refused'); END`,
 		},
 	},
 	{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestUpgradeBackfillsVersions opens a database whose knowledge tables
@@ -191,5 +192,30 @@ func TestForkedObjectsUseIndexes(t *testing.T) {
 		if !strings.Contains(plan, "idx_object_versions_head") || strings.Contains(plan, "SCAN") {
 			t.Errorf("the head count of a version write does not search idx_object_versions_head:\n%s", plan)
 		}
+	}
+}
+
+// TestVersionsImmutable: the database refuses to rewrite or delete a
+// version; only is_head may change.
+func TestVersionsImmutable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s := open(t, path)
+	storetest.MustCreateObject(t, s, store.NewObject{Kind: "note", Content: []byte(`{"a":1}`)})
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		`UPDATE cks_object_versions SET content = '{"a":2}'`,
+		`UPDATE cks_object_versions SET parents = '[7]'`,
+		`DELETE FROM cks_object_versions`,
+	} {
+		if _, err := db.Exec(stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want the append-only refusal", stmt, err)
+		}
+	}
+	if _, err := db.Exec(`UPDATE cks_object_versions SET is_head = 1`); err != nil {
+		t.Errorf("is_head refused: %v", err)
 	}
 }
