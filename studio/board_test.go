@@ -431,3 +431,31 @@ func TestTaskServiceErrorsRenderMessage(t *testing.T) {
 		mustContain(t, "log", logs.String(), "level=ERROR", "ledger on fire")
 	}
 }
+
+// detailSweeper reports details after each pass, as graph_health does.
+type detailSweeper struct{ stepSweeper }
+
+func (detailSweeper) Details() any {
+	return map[string]any{"orphans": 2, "example_cycles": [][]int64{{1, 2, 1}}}
+}
+
+// TestSweeperCardShowsDetails: what a pass reported beyond its count is on
+// the card.
+func TestSweeperCardShowsDetails(t *testing.T) {
+	reg := sweeper.NewRegistry()
+	if _, err := reg.Register(detailSweeper{stepSweeper{id: "graph_health", count: 2}}, sweeper.Options{Interval: time.Hour, ConfigEnabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	ctl := sweeper.NewController(reg, e.store)
+	if _, err := ctl.Start(context.Background(), "graph_health"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Stop(context.Background(), "graph_health") })
+	waitRuns(t, ctl, "graph_health", 1)
+	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Sweepers: ctl})
+	page := get(t, h, "/")
+	wantHTML(t, page, http.StatusOK)
+	c := sweeperCard(t, page.body, "graph_health")
+	mustContain(t, "details", c, "<dt>orphans</dt><dd><code>2</code></dd>", "<dt>example_cycles</dt><dd><code>[[1,2,1]]</code></dd>")
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/cks-dev/cks/sweeper"
 )
 
 // sweepersView is the data of the "sweepers" block.
@@ -37,6 +39,9 @@ type sweeperCard struct {
 	// Action is the button the card offers: "start", "stop", or "" for a
 	// sweeper disabled by configuration.
 	Action string
+	// Details are what the last pass reported beyond its count (e.g.
+	// graph_health's orphans and cycles).
+	Details []sweeper.Detail
 }
 
 func (s *server) sweepersFragment(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +73,7 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int) {
 			LastCount:     "—",
 			LastDuration:  "—",
 			RunCount:      st.RunCount,
+			Details:       sweeper.DetailList(st.Details),
 		}
 		if st.LastRunAt != nil {
 			c.LastRun = humanAge(now.Sub(*st.LastRunAt).Seconds())

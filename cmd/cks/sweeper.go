@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -99,27 +97,18 @@ func printSweepers(w io.Writer, sts []sweeper.Status) {
 // (graph_health: orphans, dangling edges, objects on cycles, example cycles),
 // one "key: value" line each, keys sorted; nothing when there are none.
 func printDetails(w io.Writer, details any) {
-	if details == nil {
+	list := sweeper.DetailList(details)
+	if len(list) == 0 {
 		return
 	}
-	b, err := json.Marshal(details)
-	if err != nil {
+	if len(list) == 1 && list[0].Key == "" {
+		fmt.Fprintf(w, "\nDetails: %s\n", list[0].Value)
 		return
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		fmt.Fprintf(w, "\nDetails: %s\n", b)
-		return
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	fmt.Fprintln(w, "\nDetails of the last pass:")
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	for _, k := range keys {
-		fmt.Fprintf(tw, "  %s:\t%s\n", k, m[k])
+	for _, d := range list {
+		fmt.Fprintf(tw, "  %s:\t%s\n", d.Key, d.Value)
 	}
 	tw.Flush()
 }
