@@ -2,9 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"errors"
 	"testing"
 	"time"
 
