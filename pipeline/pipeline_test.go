@@ -234,8 +234,14 @@ func TestResolvesQuestions(t *testing.T) {
 				}
 			}
 		}
-		if s, c := started.Load(), completed.Load(); s < int32(4*len(questions)) || c < int32(4*len(questions)) {
-			t.Errorf("events: %d started, %d completed; want at least %d each", s, c, 4*len(questions))
+		// The completion event follows the transition's commit: wait for it.
+		want := int32(4 * len(questions))
+		deadline := time.Now().Add(time.Minute)
+		for started.Load() < want || completed.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("events: %d started, %d completed; want at least %d each", started.Load(), completed.Load(), want)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	})
 }
