@@ -93,6 +93,23 @@ func TestResearchCLI(t *testing.T) {
 			wantAll(t, "object show (parked)", r.stdout, "needs_input", "critic: rejected → needs_research",
 				"critique #", "parked → needs_input", "parked after 3 rounds")
 
+			// Rejected by the Arbiter: the whole chain, each rejection with its
+			// rationale, in order.
+			r = cks(t, nil, "research", "How does cks stop a running task on Kubernetes clusters with GPUs and quantum entanglement?",
+				"--wait", "--data-dir", dir)
+			if r.code != 4 {
+				t.Fatalf("research (arbiter rejects): exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			rejected := questionID(t, r)
+			r = cks(t, nil, "object", "show", rejected, "--data-dir", dir)
+			wantInOrder(t, "object show (rejected by the arbiter)", r.stdout,
+				"researcher: researched → awaiting_critique", "critic: critiqued → awaiting_synthesis", "critique #",
+				"synthesizer: synthesized → awaiting_arbitration",
+				"arbiter: rejected → needs_research  [round 1]", "rationale #", "fewer than half of the question's terms", "sent back to: research",
+				"researcher: researched → awaiting_critique  [round 1]",
+				"arbiter: rejected → needs_research  [round 2]", "rationale #",
+				"arbiter: parked → needs_input", "parked after 3 rounds")
+
 			r = cks(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
 			var v api.ObjectView
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
@@ -156,5 +173,18 @@ func TestResearchBadInput(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v %v: exit %d, stderr %q; want 2 naming %q", c.env, c.args, r.code, r.stderr, c.want)
 		}
+	}
+}
+
+// wantInOrder fails unless out contains every part, each after the one before.
+func wantInOrder(t testing.TB, what, out string, parts ...string) {
+	t.Helper()
+	rest := out
+	for _, p := range parts {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			t.Fatalf("%s: %q missing (or out of order):\n%s", what, p, out)
+		}
+		rest = rest[i+len(p):]
 	}
 }
