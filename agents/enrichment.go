@@ -46,7 +46,7 @@ const (
 //     EnrichMaxLinks objects related to it by term overlap (see enrich).
 //     None related is a no-op. A missing title is not filled: titles are
 //     not content and the store has no write for them.
-func Enrichment(st store.Knowledge) worker.Resolver {
+func Enrichment(st VersionedStore) worker.Resolver {
 	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		t := a.Task()
 		var p ObjectPayload
@@ -113,13 +113,9 @@ type Rederived struct {
 // being overwritten. A premise that no longer exists is recorded as
 // MissingPremise. A payload or inference that is missing or malformed
 // fails permanently.
-func rederive(ctx context.Context, st store.Knowledge, id int64) (worker.Result, error) {
+func rederive(ctx context.Context, st VersionedStore, id int64) (worker.Result, error) {
 	if id <= 0 {
 		return worker.Result{}, worker.Permanent(fmt.Errorf("rederive: payload needs object_id, got %d", id))
-	}
-	vs, err := versions(st)
-	if err != nil {
-		return worker.Result{}, err
 	}
 	o, err := st.GetObject(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -171,7 +167,7 @@ func rederive(ctx context.Context, st store.Knowledge, id int64) (worker.Result,
 	}
 	base := o.HeadVersion
 	if base == 0 {
-		heads, err := vs.Heads(ctx, id)
+		heads, err := st.Heads(ctx, id)
 		if err != nil {
 			return worker.Result{}, err
 		}
@@ -191,7 +187,7 @@ func rederive(ctx context.Context, st store.Knowledge, id int64) (worker.Result,
 	if err != nil {
 		return worker.Result{}, worker.Permanent(err)
 	}
-	v, err := vs.WriteVersion(ctx, id, base, next, AuthorEnrichment)
+	v, err := st.WriteVersion(ctx, id, base, next, AuthorEnrichment)
 	if err != nil {
 		return worker.Result{}, fmt.Errorf("inference %d: writing the re-derived version: %w", id, err)
 	}
@@ -237,7 +233,7 @@ var reasoningKinds = []string{"critique", "rationale", "model_reply"}
 // "keywords" gets a new version with its terms, sorted, at most
 // EnrichMaxKeywords (titles are not content and are left alone). Nothing
 // to link and keywords present → no-op.
-func enrich(ctx context.Context, st store.Knowledge, id int64) (worker.Result, error) {
+func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, error) {
 	if id <= 0 {
 		return worker.Result{}, worker.Permanent(fmt.Errorf("enrich: payload needs object_id, got %d", id))
 	}
@@ -311,16 +307,12 @@ func enrich(ctx context.Context, st store.Knowledge, id int64) (worker.Result, e
 		out.Related = found
 	}
 	if len(out.Keywords) > 0 {
-		vs, err := versions(st)
-		if err != nil {
-			return worker.Result{}, err
-		}
 		content["keywords"], _ = json.Marshal(out.Keywords)
 		body, err := json.Marshal(content)
 		if err != nil {
 			return worker.Result{}, err
 		}
-		v, err := vs.WriteVersion(ctx, id, o.HeadVersion, body, "enrichment")
+		v, err := st.WriteVersion(ctx, id, o.HeadVersion, body, "enrichment")
 		if err != nil {
 			return worker.Result{}, fmt.Errorf("object %d: writing keywords: %w", id, err)
 		}

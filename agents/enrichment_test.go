@@ -23,7 +23,7 @@ import (
 func TestRederive(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		vs := vstore(t, st)
+		vs := st
 		enrich := agents.Enrichment(st)
 		p1 := storetest.MustCreateObject(t, st, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"all men are mortal"}`)})
 		p2 := storetest.MustCreateObject(t, st, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"Socrates is a man"}`)})

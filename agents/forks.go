@@ -79,7 +79,7 @@ type MergeRationale struct {
 // sees the new heads and completes as a no-op, and the sweeper enqueues the
 // new fork. A bad payload, an unknown object or contents that cannot merge
 // fail permanently.
-func ForkResolver(st store.Knowledge, cfg ForkConfig) worker.Resolver {
+func ForkResolver(st VersionedStore, cfg ForkConfig) worker.Resolver {
 	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		var p ForkPayload
 		if err := decodePayload(a.Task(), &p); err != nil {
@@ -89,18 +89,14 @@ func ForkResolver(st store.Knowledge, cfg ForkConfig) worker.Resolver {
 	}
 }
 
-func resolveFork(ctx context.Context, st store.Knowledge, cfg ForkConfig, p ForkPayload) (worker.Result, error) {
+func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkPayload) (worker.Result, error) {
 	if p.ObjectID <= 0 || len(p.Heads) == 0 {
 		return worker.Result{}, worker.Permanent(fmt.Errorf("resolve_fork: payload needs object_id and heads, got object_id %d, heads %v", p.ObjectID, p.Heads))
-	}
-	vs, err := versions(st)
-	if err != nil {
-		return worker.Result{}, err
 	}
 	want := slices.Clone(p.Heads)
 	slices.Sort(want)
 	want = slices.Compact(want)
-	cur, err := vs.Heads(ctx, p.ObjectID)
+	cur, err := st.Heads(ctx, p.ObjectID)
 	if errors.Is(err, store.ErrNotFound) {
 		return worker.Result{}, worker.Permanent(err)
 	}
@@ -119,7 +115,7 @@ func resolveFork(ctx context.Context, st store.Knowledge, cfg ForkConfig, p Fork
 		return noopResult("object %d's heads are now %s, not the task's %s: the fork changed since it was found; the sweeper enqueues it as it is now",
 			p.ObjectID, versionList(heads), versionList(want)), nil
 	}
-	all, err := vs.ObjectVersions(ctx, p.ObjectID)
+	all, err := st.ObjectVersions(ctx, p.ObjectID)
 	if err != nil {
 		return worker.Result{}, err
 	}
@@ -158,7 +154,7 @@ func resolveFork(ctx context.Context, st store.Knowledge, cfg ForkConfig, p Fork
 			Content: content, CreatedBy: AuthorForkResolution},
 		BaseType: baseDependsOn, SemanticType: semResolves,
 	}
-	v, node, err := vs.MergeVersions(ctx, p.ObjectID, heads, merged, AuthorForkResolution, reason)
+	v, node, err := st.MergeVersions(ctx, p.ObjectID, heads, merged, AuthorForkResolution, reason)
 	if errors.Is(err, store.ErrConflict) {
 		return worker.Result{}, fmt.Errorf("object %d was written while merging %s (retrying: the next attempt sees the new heads): %w",
 			p.ObjectID, versionList(heads), err)

@@ -57,15 +57,6 @@ func outcome(t testing.TB, rep worker.Report, want string, v any) {
 	}
 }
 
-func vstore(t testing.TB, st store.Store) store.Versions {
-	t.Helper()
-	v, ok := st.(store.Versions)
-	if !ok {
-		t.Skipf("backend %s records no versions yet", st.Backend())
-	}
-	return v
-}
-
 func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) store.Version {
 	t.Helper()
 	v, err := vs.WriteVersion(context.Background(), id, base, json.RawMessage(content), "test")
@@ -97,7 +88,7 @@ func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []store.Versio
 func TestForkResolver(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		vs := vstore(t, st)
+		vs := st
 		resolve := agents.ForkResolver(st, agents.ForkConfig{})
 		o := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Title: "fork me",
 			Content: json.RawMessage(`{"title":"a","tags":["x"],"n":1,"keep":true}`)})

@@ -64,14 +64,11 @@ const (
 	StatusDisputed = "disputed"
 )
 
-// versions returns st's version history, or a permanent error when the
-// backend does not record versions.
-func versions(st store.Knowledge) (store.Versions, error) {
-	v, ok := st.(store.Versions)
-	if !ok {
-		return nil, worker.Permanent(fmt.Errorf("the store (%T) does not record object versions", st))
-	}
-	return v, nil
+// VersionedStore is what the Fork Resolution and Enrichment resolvers need:
+// the knowledge store with its version history. A store.Store satisfies it.
+type VersionedStore interface {
+	store.Knowledge
+	store.Versions
 }
 
 // decodePayload decodes a task's payload into v; a payload that does not

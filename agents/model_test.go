@@ -47,7 +47,7 @@ func TestModelDecides(t *testing.T) {
 			t.Fatalf("model verdict: %+v, critique %+v", done, cc)
 		}
 
-		vs := vstore(t, st)
+		vs := st
 		o := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Content: json.RawMessage(`{"v":"a"}`)})
 		v2 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"b"}`)
 		v3 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"c"}`)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -24,8 +23,11 @@ const MaxQuestionLen = 2000
 const maxCorpusPathLen = 4096
 
 // ObjectStore is what the object endpoints need of a store: the knowledge
-// store of ADR-007. A store.Store satisfies it.
-type ObjectStore = store.Knowledge
+// store of ADR-007 with its version history. A store.Store satisfies it.
+type ObjectStore interface {
+	store.Knowledge
+	store.Versions
+}
 
 // ResearchRequest is the body of POST /v1/objects (and the arguments of the
 // MCP tool submit_research): a question for the research pipeline.
@@ -106,15 +108,6 @@ type WriteVersionRequest struct {
 	Content     json.RawMessage `json:"content"`
 }
 
-// errNoVersions is returned when the store does not keep versions.
-var errNoVersions = errors.New("this store does not keep object versions")
-
-// versionsOf returns k's version history, when it keeps one.
-func versionsOf(k store.Knowledge) (store.Versions, bool) {
-	v, ok := k.(store.Versions)
-	return v, ok
-}
-
 // CheckVersionContent validates the content of a version write: a JSON
 // object (a FieldError naming content otherwise).
 func CheckVersionContent(content json.RawMessage) error {
@@ -136,11 +129,7 @@ func CheckVersionContent(content json.RawMessage) error {
 // integer is a FieldError naming base_version, content that is not a JSON
 // object one naming content, an unknown object ErrNotFound; nothing is
 // written on error.
-func WriteObjectVersion(ctx context.Context, k store.Knowledge, id, base int64, content json.RawMessage, author string) (store.Version, error) {
-	vs, ok := versionsOf(k)
-	if !ok {
-		return store.Version{}, errNoVersions
-	}
+func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (store.Version, error) {
 	if base <= 0 {
 		return store.Version{}, &store.FieldError{Field: "base_version",
 			Expected: fmt.Sprintf("the id of a version of object %d (a positive integer), got %d", id, base)}
@@ -156,11 +145,7 @@ func WriteObjectVersion(ctx context.Context, k store.Knowledge, id, base int64, 
 }
 
 // ListObjectVersions returns the version DAG of object id (VersionList).
-func ListObjectVersions(ctx context.Context, k store.Knowledge, id int64) (VersionList, error) {
-	vs, ok := versionsOf(k)
-	if !ok {
-		return VersionList{}, errNoVersions
-	}
+func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionList, error) {
 	if _, err := vs.Heads(ctx, id); err != nil {
 		return VersionList{}, err
 	}
@@ -190,21 +175,19 @@ func ListObjectVersions(ctx context.Context, k store.Knowledge, id int64) (Versi
 
 // ViewObject reads object id and resolves its linked objects (ObjectView).
 // Claim tokens are left out: they are the claiming worker's secret.
-func ViewObject(ctx context.Context, k store.Knowledge, id int64) (ObjectView, error) {
+func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error) {
 	o, err := k.GetObject(ctx, id)
 	if err != nil {
 		return ObjectView{}, err
 	}
 	o.ClaimToken = ""
 	v := ObjectView{Object: o, Heads: []store.Version{}, Reasoning: []store.Object{}}
-	if vs, ok := versionsOf(k); ok {
-		heads, err := vs.Heads(ctx, id)
-		if err != nil {
-			return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
-		}
-		if heads != nil {
-			v.Heads = heads
-		}
+	heads, err := k.Heads(ctx, id)
+	if err != nil {
+		return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
+	}
+	if heads != nil {
+		v.Heads = heads
 	}
 	v.Forked = len(v.Heads) > 1 || o.Forked
 	v.Object.Forked = v.Forked
@@ -250,7 +233,7 @@ func (a *API) listVersions(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := ListObjectVersions(r.Context(), a.cfg.Objects, id)
 	if err != nil {
-		a.failVersions(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, l)
@@ -269,7 +252,7 @@ func (a *API) writeVersion(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := WriteObjectVersion(r.Context(), a.cfg.Objects, id, req.BaseVersion, req.Content, actor(r))
 	if err != nil {
-		a.failVersions(w, r, err)
+		a.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, v)
@@ -346,13 +329,4 @@ func (a *API) listObjects(w http.ResponseWriter, r *http.Request) {
 		page.Objects[i].ClaimToken = ""
 	}
 	writeJSON(w, http.StatusOK, page)
-}
-
-// failVersions is fail, with a store that keeps no versions a 501.
-func (a *API) failVersions(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errNoVersions) {
-		WriteError(w, http.StatusNotImplemented, "not_implemented", err.Error())
-		return
-	}
-	a.fail(w, r, err)
 }

@@ -33,7 +33,7 @@ type objectIDInput struct {
 // GET /v1/objects/{id} (api.ObjectView): its transition log, edges, head
 // versions with the fork state, and the objects linked to it. Bad input comes back as a tool error naming the
 // field.
-func AddObjectTools(srv *mcp.Server, k store.Knowledge) {
+func AddObjectTools(srv *mcp.Server, k api.ObjectStore) {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:  ToolSubmitResearch,
 		Title: "Submit research question",

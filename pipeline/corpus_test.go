@@ -47,7 +47,7 @@ func submitWith(t testing.TB, k pipeline.Store, q, dir string) store.Object {
 // load error as the reason, without a model call.
 func TestPerQuestionCorpus(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(nil)
 		start(t, pipeline.Config{Store: k, Model: m, Corpus: unrelated(t)})
 		dir, err := filepath.Abs("testdata/corpus")

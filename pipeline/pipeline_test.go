@@ -42,16 +42,6 @@ func corpus(t testing.TB) *llm.Corpus {
 	return c
 }
 
-// kstore returns the knowledge side of a store.
-func kstore(t testing.TB, s store.Store) pipeline.Store {
-	t.Helper()
-	k, ok := s.(pipeline.Store)
-	if !ok {
-		t.Fatalf("%s has no knowledge store", s.Backend())
-	}
-	return k
-}
-
 // counting wraps a model, counts its calls per method and question, and can
 // inject faults: fault is called before each call and may panic or return an
 // error to return instead.
@@ -199,7 +189,7 @@ func synthesis(t testing.TB, k pipeline.Store, q store.Object) pipeline.Synthesi
 // cited synthesis, its log the full chain, and the steps' events published.
 func TestResolvesQuestions(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		bus := &events.Bus{}
 		evs, unsub := bus.Subscribe()
 		var started, completed atomic.Int32
@@ -249,7 +239,7 @@ func TestResolvesQuestions(t *testing.T) {
 // TestSequential drives one question end to end.
 func TestSequential(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -266,7 +256,7 @@ func TestSequential(t *testing.T) {
 // with reasons and parked in needs_input after MaxRounds, never looping.
 func TestParksAfterRounds(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
 		o := settle(t, k, submit(t, k, absent).ID)[0]
 		if o.Status != pipeline.NeedsInput || o.Round != 1 {
@@ -300,7 +290,7 @@ func TestParksAfterRounds(t *testing.T) {
 // ever asks the model twice about one question (500 questions).
 func TestModelRunsOncePerObject(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(nil)
 		const n = 500
 		var ids []int64
@@ -309,7 +299,7 @@ func TestModelRunsOncePerObject(t *testing.T) {
 		}
 		// Two orchestrators (as two processes would), two workers per step each.
 		for i := range 2 {
-			start(t, pipeline.Config{Store: kstore(t, open(t)), Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
+			start(t, pipeline.Config{Store: open(t), Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
 		}
 		for i, o := range settle(t, k, ids...) {
 			if o.Status != pipeline.Resolved {
@@ -331,7 +321,7 @@ func TestModelRunsOncePerObject(t *testing.T) {
 // orchestrator and the question still resolves.
 func TestPanickingStepIsRestarted(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(func(method, _ string, n int) error {
 			if method == "critique" && n == 1 {
 				panic("critic crashed")
@@ -350,7 +340,7 @@ func TestPanickingStepIsRestarted(t *testing.T) {
 // completed it (same content, same round) is moved on without a model call.
 func TestRedeliveryCallsNoModel(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(nil)
 		o, err := pipeline.New(pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
 		if err != nil {
@@ -390,7 +380,7 @@ func TestRedeliveryCallsNoModel(t *testing.T) {
 // getting unusable replies parks it.
 func TestUnusableReplies(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(func(method, q string, n int) error {
 			if method == "synthesize" && (n == 1 || strings.HasPrefix(q, "always")) {
 				return &llm.ReplyError{Raw: "I think the answer is bees", Err: errors.New("not JSON")}
@@ -424,7 +414,7 @@ func TestUnusableReplies(t *testing.T) {
 // (no log entry, nothing lost) and the step backs off; then it resolves.
 func TestModelDown(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		m := newCounting(func(method, _ string, n int) error {
 			if method == "research" && n <= 2 {
 				return fmt.Errorf("connect: %w", llm.ErrUnavailable)
@@ -442,7 +432,7 @@ func TestModelDown(t *testing.T) {
 // TestFallbackPoll: with notifications off, the poll alone moves questions.
 func TestFallbackPoll(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := kstore(t, open(t))
+		k := open(t)
 		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: 20 * time.Millisecond})
 		if o := settle(t, k, submit(t, k, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
 			t.Fatalf("%s: %s", o.Status, chain(o))

@@ -27,14 +27,7 @@ func newKFix(t *testing.T, open storetest.Opener) *kfix {
 	return &kfix{t: t, open: open, st: open(t, store.WithClock(clock.NewFake(storetest.T0)))}
 }
 
-func (f *kfix) versions() store.Versions {
-	f.t.Helper()
-	v, ok := f.st.(store.Versions)
-	if !ok {
-		f.t.Skipf("%s store does not implement store.Versions yet", f.st.Backend())
-	}
-	return v
-}
+func (f *kfix) versions() store.Versions { return f.st }
 
 func (f *kfix) obj(kind, status string, content any) int64 {
 	f.t.Helper()
@@ -167,11 +160,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			var sweepers []ForkDetection
 			for range 2 {
 				h := open(t)
-				hv, ok := h.(store.Versions)
-				if !ok {
-					t.Skip("no versions")
-				}
-				sweepers = append(sweepers, ForkDetection{Tasks: h, Forks: hv})
+				sweepers = append(sweepers, ForkDetection{Tasks: h, Forks: h})
 			}
 			var wg sync.WaitGroup
 			start := make(chan struct{})

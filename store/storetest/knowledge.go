@@ -45,23 +45,12 @@ func knowledgeTests() []taskTest {
 	}
 }
 
-// kstore returns the knowledge store of s, or skips the test while the
-// backend has none.
-func kstore(t testing.TB, s store.Store) store.Knowledge {
-	t.Helper()
-	k, ok := s.(store.Knowledge)
-	if !ok {
-		t.Skipf("backend %s has no knowledge store yet", s.Backend())
-	}
-	return k
-}
-
 // knowledgeStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge store.
 func knowledgeStore(t testing.TB, open Opener) (store.Knowledge, *clock.Fake) {
 	t.Helper()
 	s, clk := fakeStore(t, open)
-	return kstore(t, s), clk
+	return s, clk
 }
 
 // canonical returns the canonical encoding of content and its hash, computed
@@ -828,13 +817,13 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 	const objects, workers = 300, 8
 	clk := clock.NewFake(T0)
-	seed := kstore(t, open(t, store.WithClock(clk)))
+	seed := open(t, store.WithClock(clk))
 	for i := range objects {
 		MustCreateObject(t, seed, store.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
 	}
 	handles := make([]store.Knowledge, workers)
 	for w := range handles {
-		handles[w] = kstore(t, open(t, store.WithClock(clk)))
+		handles[w] = open(t, store.WithClock(clk))
 	}
 	var (
 		mu      sync.Mutex

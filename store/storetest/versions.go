@@ -36,23 +36,12 @@ func versionTests() []taskTest {
 	}
 }
 
-// vstore returns the version store of s, or skips the test while the
-// backend has none.
-func vstore(t testing.TB, s store.Store) store.Versions {
-	t.Helper()
-	v, ok := s.(store.Versions)
-	if !ok {
-		t.Skipf("backend %s has no versions yet", s.Backend())
-	}
-	return v
-}
-
 // versionStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge and version stores.
 func versionStore(t testing.TB, open Opener) (store.Knowledge, store.Versions, *clock.Fake) {
 	t.Helper()
 	s, clk := fakeStore(t, open)
-	return kstore(t, s), vstore(t, s), clk
+	return s, s, clk
 }
 
 func versionIDs(vs []store.Version) []int64 {
@@ -905,7 +894,7 @@ func versionHandles(t testing.TB, open Opener, n int) ([]store.Knowledge, []stor
 	var vs []store.Versions
 	for range n {
 		s := open(t, store.WithClock(clk))
-		ks, vs = append(ks, kstore(t, s)), append(vs, vstore(t, s))
+		ks, vs = append(ks, s), append(vs, s)
 	}
 	return ks, vs
 }
