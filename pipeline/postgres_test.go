@@ -3,13 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/postgres"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,19 +19,8 @@ import (
 // (pg_terminate_backend), questions still progress because the listener
 // reconnects (and re-queries on reconnecting).
 func TestListenConnectionKilled(t *testing.T) {
-	base := os.Getenv("CKS_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
-		}
-		t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
-	}
+	scratch := backendtest.PostgresURL(t)
 	ctx := context.Background()
-	scratch, drop, err := postgres.ScratchSchema(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { drop(context.Background()) })
 	// A distinct application_name marks this test's connections, so only
 	// they are killed (other packages' tests share the server).
 	app := "cks-listen-kill-" + liveness.NewInstanceID()[:8]
@@ -53,7 +42,7 @@ func TestListenConnectionKilled(t *testing.T) {
 		t.Fatalf("before the kill: %s", o.Status)
 	}
 
-	admin, err := pgx.Connect(ctx, base)
+	admin, err := pgx.Connect(ctx, scratch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/postgres"
+	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -456,19 +456,7 @@ func forBackends(t *testing.T, f func(t *testing.T, db testDB)) {
 			if name == "sqlite" {
 				db = testDB{backend: name, url: "sqlite:" + filepath.Join(t.TempDir(), "cks.db")}
 			} else {
-				base := os.Getenv("CKS_TEST_DATABASE_URL")
-				if base == "" {
-					if os.Getenv("CI") == "true" {
-						t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
-					}
-					t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
-				}
-				url, drop, err := postgres.ScratchSchema(context.Background(), base)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { drop(context.Background()) })
-				db = testDB{backend: name, url: url}
+				db = testDB{backend: name, url: backendtest.PostgresURL(t)}
 			}
 			db.open = func(t testing.TB) store.Store {
 				t.Helper()

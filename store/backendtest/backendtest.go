@@ -59,6 +59,24 @@ func SQLite(t testing.TB) storetest.Opener {
 // Postgres creates a scratch schema on CKS_TEST_DATABASE_URL's server.
 func Postgres(t testing.TB) storetest.Opener {
 	t.Helper()
+	url := PostgresURL(t)
+	return func(t testing.TB, opts ...store.Option) store.Store {
+		t.Helper()
+		s, err := postgres.Open(context.Background(), url, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// PostgresURL creates a scratch schema on CKS_TEST_DATABASE_URL's server,
+// dropped at the end of the test, and returns its URL (for tests that hand
+// the database to a process). Without the variable the test is skipped, or
+// fails when CI=true.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
 	base := os.Getenv("CKS_TEST_DATABASE_URL")
 	if base == "" {
 		if os.Getenv("CI") == "true" {
@@ -71,13 +89,5 @@ func Postgres(t testing.TB) storetest.Opener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { drop(context.Background()) })
-	return func(t testing.TB, opts ...store.Option) store.Store {
-		t.Helper()
-		s, err := postgres.Open(context.Background(), url, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	return url
 }
