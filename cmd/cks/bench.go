@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,17 +131,26 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 	if *asJSON {
 		return printJSON(e.stdout, map[string]any{"backend": op.Backend(), "result": r})
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "backend\toperation\tp50\tp99\t\n")
-	for _, row := range []struct {
-		name     string
-		p50, p99 time.Duration
-	}{
+	return printLatencies(e.stdout, op.Backend(), "operation", []latencyRow{
 		{"stop → abort confirmed", r.StopP50, r.StopP99},
 		{"update running (restart) → confirmed", r.UpdateP50, r.UpdateP99},
 		{"update running (priority, live)", r.LiveP50, r.LiveP99},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", op.Backend(), row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
+	})
+}
+
+// latencyRow is one line of a p50/p99 table.
+type latencyRow struct {
+	name     string
+	p50, p99 time.Duration
+}
+
+// printLatencies prints rows as a table: backend, what (the name column's
+// title), p50, p99.
+func printLatencies(w io.Writer, backend, what string, rows []latencyRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\t%s\tp50\tp99\t\n", what)
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", backend, row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
 	}
 	return tw.Flush()
 }
@@ -223,20 +233,12 @@ func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 	if *asJSON {
 		return printJSON(e.stdout, map[string]any{"backend": st.Backend(), "result": r})
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "backend\tcall\tp50\tp99\t\n")
-	for _, row := range []struct {
-		name     string
-		p50, p99 time.Duration
-	}{
+	return printLatencies(e.stdout, st.Backend(), "call", []latencyRow{
 		{"heartbeat (upsert)", r.HeartbeatP50, r.HeartbeatP99},
 		{"read-back (own row)", r.ReadBackP50, r.ReadBackP99},
 		{"process_status", r.StatusP50, r.StatusP99},
 		{fmt.Sprintf("list_processes (%d rows)", r.History+1), r.ListP50, r.ListP99},
-	} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", st.Backend(), row.name, row.p50.Round(time.Microsecond), row.p99.Round(time.Microsecond))
-	}
-	return tw.Flush()
+	})
 }
 
 // cmdBenchStop measures remote stop latency (bench.ProcessStop): it starts
