@@ -57,19 +57,7 @@ func scanObject(sc scanner) (store.Object, error) {
 
 // scanObjects reads every row of rows (objectColumns) and closes rows.
 func scanObjects(rows *sql.Rows, what string) ([]store.Object, error) {
-	defer rows.Close()
-	var out []store.Object
-	for rows.Next() {
-		o, err := scanObject(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+	return collect(rows, what, scanObject)
 }
 
 // getObject reads one object without its log and edges.
@@ -297,36 +285,31 @@ func edgesOf(ctx context.Context, q querier, id int64) ([]store.Edge, error) {
 	return scanEdges(rows, fmt.Sprintf("edges of object %d", id))
 }
 
-// edgeColumns is the column list edge queries read, in scanEdges' order.
+// edgeColumns is the column list edge queries read, in scanEdge's order.
 const edgeColumns = `edge_id, src, dst, base_type, semantic_type, weight, created_at`
+
+// scanEdge reads one edge (edgeColumns).
+func scanEdge(sc scanner) (store.Edge, error) {
+	var (
+		e      store.Edge
+		weight sql.NullFloat64
+		at     string
+	)
+	if err := sc.Scan(&e.ID, &e.Src, &e.Dst, &e.BaseType, &e.SemanticType, &weight, &at); err != nil {
+		return e, fmt.Errorf("sqlite: scan edge: %w", err)
+	}
+	if weight.Valid {
+		w := weight.Float64
+		e.Weight = &w
+	}
+	var err error
+	e.CreatedAt, err = parseTime(at)
+	return e, err
+}
 
 // scanEdges reads every row of rows (edgeColumns) and closes rows.
 func scanEdges(rows *sql.Rows, what string) ([]store.Edge, error) {
-	defer rows.Close()
-	var out []store.Edge
-	for rows.Next() {
-		var (
-			e      store.Edge
-			weight sql.NullFloat64
-			at     string
-		)
-		if err := rows.Scan(&e.ID, &e.Src, &e.Dst, &e.BaseType, &e.SemanticType, &weight, &at); err != nil {
-			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-		}
-		if weight.Valid {
-			w := weight.Float64
-			e.Weight = &w
-		}
-		var err error
-		if e.CreatedAt, err = parseTime(at); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+	return collect(rows, what, scanEdge)
 }
 
 // ListObjects implements store.Knowledge.

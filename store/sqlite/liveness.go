@@ -54,19 +54,7 @@ FROM cks_agent_liveness ORDER BY started_at DESC, instance_id`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list liveness: %w", err)
 	}
-	defer rows.Close()
-	var out []store.AgentLiveness
-	for rows.Next() {
-		r, err := scanLiveness(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list liveness: %w", err)
-	}
-	return out, nil
+	return collect(rows, "list liveness", scanLiveness)
 }
 
 // GetAgentLiveness implements store.Liveness.

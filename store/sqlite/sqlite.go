@@ -224,3 +224,21 @@ func parseTime(s string) (time.Time, error) {
 func isUniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
+
+// collect reads every row of rows with scan and closes rows; an error of the
+// iteration itself is wrapped naming what. (Postgres has pgx.CollectRows.)
+func collect[T any](rows *sql.Rows, what string, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return out, nil
+}

@@ -53,19 +53,7 @@ func abortsOf(ctx context.Context, q querier, where string, vals ...any) ([]stor
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: aborts: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Abort
-	for rows.Next() {
-		a, err := scanAbort(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: aborts: %w", err)
-	}
-	return out, nil
+	return collect(rows, "aborts", scanAbort)
 }
 
 // lastAborts returns the most recent abort of each of the tasks ids that has one.

@@ -109,18 +109,9 @@ func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
 	}
-	var out []store.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
+	out, err := collect(rows, fmt.Sprintf("%s → %s", m.from, m.to), scanTask)
+	if err != nil {
+		return nil, err
 	}
 	if m.to == ledger.Open && len(out) > 0 {
 		if err := publish(ctx, tx, store.TopicTasksReady); err != nil {
@@ -563,17 +554,9 @@ func (s *Store) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPa
 	if err != nil {
 		return store.TaskPage{}, fmt.Errorf("sqlite: list tasks: %w", err)
 	}
-	defer rows.Close()
 	var page store.TaskPage
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return page, err
-		}
-		page.Tasks = append(page.Tasks, t)
-	}
-	if err := rows.Err(); err != nil {
-		return page, fmt.Errorf("sqlite: list tasks: %w", err)
+	if page.Tasks, err = collect(rows, "list tasks", scanTask); err != nil {
+		return page, err
 	}
 	if len(page.Tasks) > f.Limit {
 		page.Tasks = page.Tasks[:f.Limit]

@@ -43,19 +43,7 @@ func scanVersion(sc scanner) (store.Version, error) {
 
 // scanVersions reads every row of rows (versionColumns) and closes rows.
 func scanVersions(rows *sql.Rows, what string) ([]store.Version, error) {
-	defer rows.Close()
-	var out []store.Version
-	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
-	}
-	return out, nil
+	return collect(rows, what, scanVersion)
 }
 
 // insertVersion stores a head version of object id with parents (sorted
