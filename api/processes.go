@@ -59,7 +59,8 @@ func (a *API) stopProcess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Found {
-		// The row's desired_state changed: viewers of the processes re-read them.
+		// The row's desired_state changed: tell this hub's viewers now rather
+		// than at the liveness watch's next read (which notices it too).
 		a.cfg.Bus.Publish(events.Event{Type: events.ProcessesChanged, At: a.cfg.Clock.Now()})
 	}
 	writeJSON(w, http.StatusOK, res)

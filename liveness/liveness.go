@@ -185,7 +185,7 @@ func CountAlive(ps []Process) map[string]int {
 func fingerprint(ps []Process) string {
 	var b strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%s|%s|%d|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.CurrentTaskType)
+		fmt.Fprintf(&b, "%s|%s|%d|%s|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.CurrentTaskType, p.DesiredState)
 		if p.CurrentTaskID != nil {
 			fmt.Fprint(&b, *p.CurrentTaskID)
 		}

@@ -163,6 +163,12 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	drain()
 	c.Advance(91 * time.Second) // no row change, but alive -> stopped
 	wait("status flip")
+	drain()
+	// A stop request (made by any hub or process) changes what a viewer sees.
+	if found, err := s.RequestAgentStop(context.Background(), "i"); err != nil || !found {
+		t.Fatalf("RequestAgentStop = %v, %v", found, err)
+	}
+	wait("stop request")
 }
 
 // TestRequestStop: a stop goes to the newest alive instance of a kind, or to
