@@ -117,6 +117,12 @@ func (e *Env) claimObjects(ctx context.Context, q store.Object, statuses ...stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return claimsIn(all, statuses...)
+}
+
+// claimsIn picks the claim objects of all with one of statuses, and the same
+// as model claims with the passages they cite.
+func claimsIn(all []store.Object, statuses ...string) ([]store.Object, []llm.Claim, []llm.Passage, error) {
 	var (
 		objs     []store.Object
 		claims   []llm.Claim
@@ -302,11 +308,17 @@ func (s Critic) Run(ctx context.Context, e *Env, q store.Object) (Outcome, error
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
 	}
-	objs, claims, passages, err := e.claimObjects(ctx, q, ClaimProposed)
+	// One read of the question's claims serves both the proposed ones and
+	// the count of those accepted in earlier rounds.
+	all, err := e.linked(ctx, q, SemAnswers)
 	if err != nil {
 		return Outcome{}, err
 	}
-	accepted, _, _, err := e.claimObjects(ctx, q, ClaimAccepted)
+	objs, claims, passages, err := claimsIn(all, ClaimProposed)
+	if err != nil {
+		return Outcome{}, err
+	}
+	accepted, _, _, err := claimsIn(all, ClaimAccepted)
 	if err != nil {
 		return Outcome{}, err
 	}
