@@ -1,13 +1,12 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,15 +38,22 @@ type ExecConfig struct {
 }
 
 // Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
-// the task in a process group of its own, with the task as JSON on stdin
-// (without its lease token) and CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT,
-// CKS_TASK_RESTART and CKS_TASK_REVISION in its environment. Exit status 0
-// completes the task with stdout (capped) as its result and as evidence
-// "stdout"; any other status fails the attempt, retryably, with the tail of
-// stderr. When the attempt is aborted (stop, update, cancel) the whole
-// process group gets SIGTERM, then SIGKILL after the grace period, and the
-// resolver returns only once the command is gone, so the abort is
-// confirmed truthfully.
+// the task with the task as JSON on stdin (without its lease token) and
+// CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT, CKS_TASK_RESTART and
+// CKS_TASK_REVISION in its environment. Exit status 0 completes the task with
+// stdout (capped) as its result and as evidence "stdout"; any other status
+// fails the attempt, retryably, with the tail of stderr. The command runs in
+// a process group of its own; when the attempt is aborted (stop, update,
+// cancel) the group gets SIGTERM, then everything the command started gets
+// SIGKILL after the grace period, and the resolver returns only once none of
+// it is left, so the abort is confirmed truthfully. When the command exits,
+// whatever it left running is killed the same way.
+//
+// On Linux the command runs under an exec guard, this program started again
+// (see RunExecGuard), which outlives the agent: if the agent dies, even by
+// SIGKILL, the guard kills the command and everything it started, so a task
+// reclaimed from a dead agent never runs beside its orphan. A program that
+// uses Exec must call RunExecGuard first thing in main.
 func Exec(cfg ExecConfig) worker.Resolver {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultMaxOutput
@@ -65,43 +71,20 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		if err != nil {
 			return worker.Result{}, err
 		}
-		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Stdin = bytes.NewReader(input)
 		stdout, stderr := &capped{max: cfg.MaxOutput}, &capped{max: stderrTail, tail: true}
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		cmd.Env = append(os.Environ(),
+		run := commandRun{stdin: input, stdout: stdout, stderr: stderr, env: append(os.Environ(),
 			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
 			"CKS_TASK_TYPE="+t.Type,
 			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
 			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
-			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))
-		// Output held open by a straggler of the group must not hold Wait.
-		cmd.WaitDelay = cfg.KillGrace
-		if err := cmd.Start(); err != nil {
-			return worker.Result{}, fmt.Errorf("exec agent: start %q: %w", cfg.Command[0], err)
-		}
-		pgid := cmd.Process.Pid
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var werr error
-		select {
-		case werr = <-done:
-			killGroup(pgid, syscall.SIGKILL) // stragglers of a finished command
-		case <-ctx.Done():
-			killGroup(pgid, syscall.SIGTERM)
-			grace := time.NewTimer(cfg.KillGrace)
-			select {
-			case <-done:
-				grace.Stop()
-			case <-grace.C:
-				killGroup(pgid, syscall.SIGKILL)
-				<-done
-			}
-			killGroup(pgid, syscall.SIGKILL)
+			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))}
+		ended, err := runCommand(ctx, cfg, run)
+		switch {
+		case err != nil:
+			return worker.Result{}, err
+		case ended.killed:
 			return worker.Result{}, fmt.Errorf("exec agent: command killed: %w", context.Cause(ctx))
-		}
-		if werr != nil {
+		case ended.status != "":
 			msg := strings.TrimSpace(stderr.String())
 			if msg == "" {
 				msg = "(no stderr)"
@@ -109,7 +92,7 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			if _, err := a.Evidence(ctx, "stderr", stderr.String()); err != nil {
 				return worker.Result{}, err
 			}
-			return worker.Result{}, fmt.Errorf("command %s: %s", werr, msg)
+			return worker.Result{}, fmt.Errorf("command %s: %s", ended.status, msg)
 		}
 		out := stdout.String()
 		if _, err := a.Evidence(ctx, "stdout", out); err != nil {
@@ -117,6 +100,27 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		}
 		return worker.Result{Output: out}, nil
 	}
+}
+
+// commandRun is what one run of the command reads and where its output goes.
+type commandRun struct {
+	stdin          []byte
+	stdout, stderr io.Writer
+	env            []string
+}
+
+// commandEnd is how a run of the command ended, once nothing of it is left.
+type commandEnd struct {
+	// killed: ctx ended first, and the command was killed.
+	killed bool
+	// status is the command's failure, as os/exec words it ("exit status 3",
+	// "signal: killed"); empty after exit status 0.
+	status string
+}
+
+// startError is the error of a command that could not be started.
+func startError(cfg ExecConfig, reason string) error {
+	return fmt.Errorf("exec agent: start %q: %s", cfg.Command[0], reason)
 }
 
 // killGroup signals every process of group pgid; a group already gone is fine.

@@ -168,10 +168,12 @@ func TestAgentStopPaths(t *testing.T) {
 	})
 }
 
-// TestAgentKilled: `kill -9` of an agent holding a task. Its row reads alive
-// until 3 × its liveness interval has passed since its last heartbeat, then
-// stopped; the ledger reclaims its task once the lease has expired, and a
-// second agent completes it.
+// TestAgentKilled: `kill -9` of an agent holding a task. Its command dies
+// with it, the grandchild the command started included, so nothing of the
+// first attempt runs beside the next. Its row reads alive until 3 × its
+// liveness interval has passed since its last heartbeat, then stopped; the
+// ledger reclaims its task once the lease has expired, and a second agent
+// completes it.
 //
 // The lease an agent takes is max(5 min, 3 × heartbeat interval), so a real
 // lease reaper would need five real minutes: the test reclaims with
@@ -181,23 +183,30 @@ func TestAgentKilled(t *testing.T) {
 		h := startHub(t, "serve", "--database", db.url)
 		api := client.New(h.url, h.token)
 		dir := t.TempDir()
-		t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) }) // ends the orphaned command
-		// The first attempt blocks; a later one (after the reclaim) finishes.
+		// The first attempt starts a grandchild and waits for it, forever; a
+		// later one (after the reclaim) finishes.
 		cmd := `echo $$ > "$T_DIR/pid.$CKS_TASK_ATTEMPT"
-if [ "$CKS_TASK_ATTEMPT" = 1 ]; then while [ ! -e "$T_DIR/go" ]; do sleep 0.02; done; fi
+if [ "$CKS_TASK_ATTEMPT" = 1 ]; then sleep 1000 & echo $! > "$T_DIR/child.1"; wait; fi
 echo "attempt $CKS_TASK_ATTEMPT"`
 		agentArgs := append([]string{"exec", "--database", db.url, "--types", "crash"}, append(fastAgent, "--", "sh", "-c", cmd)...)
 		env := []string{"T_DIR=" + dir}
 		id := newTask(t, api, "crash", "outlives its agent")
 		a := startAgent(t, env, agentArgs...)
-		cmdPID := readPID(t, filepath.Join(dir, "pid.1"))
-		t.Cleanup(func() { syscall.Kill(-cmdPID, syscall.SIGKILL) })
+		cmdPID, childPID := readPID(t, filepath.Join(dir, "pid.1")), readPID(t, filepath.Join(dir, "child.1"))
+		t.Cleanup(func() {
+			for _, pid := range []int{cmdPID, childPID} {
+				if !pidGone(pid) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
 		waitState(t, api, id, ledger.Running)
 		row := processOf(t, h, a.cmd.Process.Pid)
 
 		a.cmd.Process.Signal(syscall.SIGKILL)
 		a.wait(t)
 		killed := time.Now()
+		waitFor(t, "the killed agent's command and its grandchild to die", func() bool { return pidGone(cmdPID) && pidGone(childPID) })
 		ttl := time.Duration(liveness.TTLFactor * row.LivenessIntervalS * float64(time.Second))
 		if ttl < 899*time.Millisecond || ttl > 901*time.Millisecond {
 			t.Fatalf("TTL %s, want 3 × 0.3 s", ttl)
@@ -359,7 +368,8 @@ func TestAgentBadInput(t *testing.T) {
 }
 
 // TestAgentSecondSignal: a second SIGTERM during the drain exits at once,
-// non-zero, with the task still running.
+// non-zero, with the task left RUNNING for its lease to expire, and its
+// command killed.
 func TestAgentSecondSignal(t *testing.T) {
 	h := startHub(t, "serve")
 	api := client.New(h.url, h.token)
@@ -383,4 +393,6 @@ func TestAgentSecondSignal(t *testing.T) {
 	if task := getTask(t, api, id); task.State != ledger.Running {
 		t.Fatalf("task is %s after the hard exit, want RUNNING (its lease left to expire)", task.State)
 	}
+	// The command does not outlive the agent that exited.
+	waitFor(t, "the command of the agent that exited to die", func() bool { return pidGone(shell) })
 }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/datadir"
 )
 
@@ -101,6 +102,9 @@ type env struct {
 }
 
 func main() {
+	// `cks agent exec` runs its commands under this binary started again
+	// as their guard; such a process is the guard, not the CLI.
+	agents.RunExecGuard()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()
