@@ -45,7 +45,8 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{"critic", nil, func(s agents.Settings) bool {
 			return s.PollInterval == 5*time.Second && s.HeartbeatInterval == time.Minute &&
-				s.LivenessInterval == 30*time.Second && s.MaxRetries == 3 && s.Lease == store.DefaultStaleWindow
+				s.LivenessInterval == 30*time.Second && s.MaxRetries == 3 && s.StaleWindow == store.DefaultStaleWindow &&
+				s.Lease == 3*time.Minute
 		}, ""},
 		{"fork_resolution", nil, func(s agents.Settings) bool { return s.PollInterval == 30*time.Second }, ""},
 		{"fork_resolution", map[string]string{"CKS_FORK_AGENT_LIVENESS_INTERVAL": "2.5"},
@@ -56,6 +57,10 @@ func TestSettingsFromEnv(t *testing.T) {
 			func(s agents.Settings) bool { return s.Lease == 15*time.Minute }, ""},
 		{"exec", map[string]string{"CKS_EXEC_TYPES": "build, test,build"},
 			func(s agents.Settings) bool { return strings.Join(s.Types, "|") == "build|test" }, ""},
+		{"exec", map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"},
+			func(s agents.Settings) bool { return s.StaleWindow == 15*time.Second && s.Lease == 15*time.Second }, ""},
+		{"exec", map[string]string{"CKS_STALE_WINDOW": "15"}, nil, "CKS_STALE_WINDOW"}, // a Go duration, as the hub reads it
+		{"exec", map[string]string{"CKS_STALE_WINDOW": "-1m"}, nil, "CKS_STALE_WINDOW"},
 		{"critic", map[string]string{"CKS_CRITIC_LIVENESS_INTERVAL": "soon"}, nil, "CKS_CRITIC_LIVENESS_INTERVAL"},
 		{"critic", map[string]string{"CKS_CRITIC_POLL_INTERVAL": "-1"}, nil, "CKS_CRITIC_POLL_INTERVAL"},
 		{"fork_resolution", map[string]string{"CKS_FORK_AGENT_MAX_RETRIES": "many"}, nil, "CKS_FORK_AGENT_MAX_RETRIES"},
@@ -81,19 +86,91 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	s.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--poll-interval", "1s", "--heartbeat-interval", "200", "--types", "a,b"}); err != nil {
+	if err := fs.Parse([]string{"--poll-interval", "1s", "--heartbeat-interval", "20", "--types", "a,b"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if s.PollInterval != time.Second || s.HeartbeatInterval != 200*time.Second || strings.Join(s.Types, ",") != "a,b" ||
-		s.Lease != 10*time.Minute {
+	if s.PollInterval != time.Second || s.HeartbeatInterval != 20*time.Second || strings.Join(s.Types, ",") != "a,b" ||
+		s.Lease != time.Minute {
 		t.Fatalf("settings %+v", s)
 	}
 	if err := fs.Parse([]string{"--liveness-interval", "never"}); err == nil || !strings.Contains(err.Error(), "liveness-interval") {
 		t.Fatalf("bad flag: %v", err)
 	}
+}
+
+// TestHeartbeatInsideTheWindow: Finish refuses a lease heartbeat set (by
+// variable or flag) that is not well inside the stale window (more than a
+// third of it), naming both settings; at a third or less the lease is three
+// heartbeats, within the window, so the window is what a dead agent's task
+// waits. A heartbeat not set is 60 s or a third of the window, if shorter.
+func TestHeartbeatInsideTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		vars    map[string]string
+		flags   []string
+		lease   time.Duration
+		wantErr bool
+	}{
+		{vars: nil, lease: 3 * time.Minute}, // the seeds' 60 s heartbeat in the 5-minute window
+		{vars: map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}, lease: 15 * time.Second},
+		{vars: map[string]string{"CKS_STALE_WINDOW": "15s"}, lease: 15 * time.Second}, // the default heartbeat follows: 5 s
+		{vars: map[string]string{"CKS_STALE_WINDOW": "1h"}, lease: 3 * time.Minute},   // ... but never beyond 60 s
+		{vars: map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "6"}, wantErr: true},
+		{vars: map[string]string{"CKS_STALE_WINDOW": "15s"}, flags: []string{"--heartbeat-interval", "5s"}, lease: 15 * time.Second},
+		{vars: map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}, flags: []string{"--heartbeat-interval", "10s"}, wantErr: true},
+		{vars: map[string]string{"CKS_EXEC_HEARTBEAT_INTERVAL": "101"}, wantErr: true}, // over a third of 5 minutes
+	} {
+		s, err := agents.SettingsFromEnv("exec", func(k string) string { return tc.vars[k] })
+		if err != nil {
+			t.Fatalf("%v: %v", tc.vars, err)
+		}
+		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+		s.RegisterFlags(fs)
+		if err := fs.Parse(tc.flags); err != nil {
+			t.Fatal(err)
+		}
+		err = s.Finish()
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), "CKS_EXEC_HEARTBEAT_INTERVAL") ||
+			!strings.Contains(err.Error(), "--heartbeat-interval") || !strings.Contains(err.Error(), "CKS_STALE_WINDOW")):
+			t.Errorf("%v %v: err %v, want one naming the heartbeat (variable and flag) and CKS_STALE_WINDOW", tc.vars, tc.flags, err)
+		case !tc.wantErr && (err != nil || s.Lease != tc.lease):
+			t.Errorf("%v %v: lease %s, %v; want %s", tc.vars, tc.flags, s.Lease, err, tc.lease)
+		}
+	}
+}
+
+// TestClaimTakesTheConfiguredLease: an agent claims with the lease its
+// settings derive (three heartbeats), not the 5-minute default window.
+func TestClaimTakesTheConfiguredLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "leased"})
+		s, err := agents.SettingsFromEnv("exec", func(k string) string {
+			return map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}[k]
+		})
+		if err != nil || s.Finish() != nil {
+			t.Fatal(err)
+		}
+		set := s
+		set.Types, set.PollInterval, set.LivenessInterval = []string{"leased"}, time.Hour, time.Hour
+		held := make(chan store.Task, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, wait := start(t, ctx, st, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			got, err := st.GetTask(ctx, a.Task().ID)
+			held <- got
+			return worker.Result{Output: "ok"}, err
+		})
+		defer wait()
+		defer cancel()
+		got := <-held
+		if got.ID != task.ID || got.LeaseExpiresAt.Sub(got.LeaseRenewedAt) != 15*time.Second {
+			t.Fatalf("task %d held with lease %s (renewed %s, expires %s), want 15s", got.ID,
+				got.LeaseExpiresAt.Sub(got.LeaseRenewedAt), got.LeaseRenewedAt, got.LeaseExpiresAt)
+		}
+	})
 }
 
 // settings are fast test settings for kind claiming types.

@@ -27,17 +27,29 @@ type Settings struct {
 	// work (store.TopicTasksReady) or a stop ends the wait early.
 	PollInterval time.Duration
 	// HeartbeatInterval renews the lease of the task being worked; it is
-	// independent of LivenessInterval (ADR-014).
+	// independent of LivenessInterval (ADR-014). SettingsFromEnv defaults it
+	// to the seeds' 60 s or a third of StaleWindow, whichever is shorter, so
+	// that a short window alone is enough to shorten recovery.
 	HeartbeatInterval time.Duration
 	// LivenessInterval is the process heartbeat (ADR-014).
 	LivenessInterval time.Duration
 	// MaxRetries is how many times a task this agent failed is retried: a
 	// failure on attempt MaxRetries+1 or later is permanent.
 	MaxRetries int
-	// Lease is the lease a claim asks for: at least store.DefaultStaleWindow
-	// and three heartbeats.
+	// StaleWindow is the lease reaper's stale window, the hub's
+	// CKS_STALE_WINDOW (store.DefaultStaleWindow when unset): a lease not
+	// renewed for that long is reclaimed. The agent reads the same variable
+	// only to check that its heartbeat fits (Finish); the hub's reaper is
+	// what applies it.
+	StaleWindow time.Duration
+	// Lease is the lease a claim asks for: three heartbeats. Finish keeps it
+	// within StaleWindow, so that the window, not the lease, is how long a
+	// dead agent's task waits before it is reclaimed.
 	Lease time.Duration
 }
+
+// EnvStaleWindow is the stale window's variable, shared with the hub.
+const EnvStaleWindow = "CKS_STALE_WINDOW"
 
 // envPrefix is each kind's variable prefix (the seeds' names).
 var envPrefix = map[string]string{
@@ -57,8 +69,8 @@ func Defaults(kind string) (Settings, error) {
 	if _, ok := envPrefix[kind]; !ok {
 		return Settings{}, &liveness.UnknownKindError{Kind: kind}
 	}
-	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: 60 * time.Second,
-		LivenessInterval: liveness.DefaultInterval, MaxRetries: 3}
+	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: defaultHeartbeat,
+		LivenessInterval: liveness.DefaultInterval, MaxRetries: 3, StaleWindow: store.DefaultStaleWindow}
 	if kind == "fork_resolution" {
 		s.PollInterval = 30 * time.Second
 	}
@@ -66,8 +78,20 @@ func Defaults(kind string) (Settings, error) {
 	return s, nil
 }
 
+// defaultHeartbeat is the seeds' lease heartbeat.
+const defaultHeartbeat = 60 * time.Second
+
+// leaseHeartbeats is how many lease heartbeats a lease lasts: a lease
+// survives two late or failed renewals.
+const leaseHeartbeats = 3
+
+// leaseFor is the lease a claim asks for. It is not stretched to the stale
+// window: the reaper reclaims only a lease that has expired and has not been
+// renewed within the window (store.Tasks.ReclaimExpired), so the window
+// already bounds recovery from below, and a longer lease would only make a
+// dead agent's task wait longer than the window that was configured.
 func leaseFor(heartbeat time.Duration) time.Duration {
-	return max(store.DefaultStaleWindow, 3*heartbeat)
+	return leaseHeartbeats * heartbeat
 }
 
 // EnvName is the variable that sets field (POLL_INTERVAL, HEARTBEAT_INTERVAL,
@@ -76,9 +100,11 @@ func leaseFor(heartbeat time.Duration) time.Duration {
 func EnvName(kind, field string) string { return envPrefix[kind] + field }
 
 // SettingsFromEnv returns kind's defaults overridden by its environment
-// variables (getenv is os.Getenv in a process). Durations are seconds
-// ("30", "0.5", as the seeds write them) or Go durations ("30s"). A bad value
-// is an error naming the variable.
+// variables (getenv is os.Getenv in a process), and the stale window of
+// CKS_STALE_WINDOW. Durations are seconds ("30", "0.5", as the seeds write
+// them) or Go durations ("30s"); CKS_STALE_WINDOW is a Go duration, as the
+// hub reads it. A bad value is an error naming the variable. Whether the
+// heartbeat fits the window is checked by Finish, once flags had their say.
 func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) {
 	s, err := Defaults(kind)
 	if err != nil {
@@ -104,6 +130,17 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 	}
 	if v := getenv(EnvName(kind, "TYPES")); v != "" {
 		s.Types = SplitTypes(v)
+	}
+	if v := getenv(EnvStaleWindow); v != "" {
+		// Parsed as the hub parses it, so that both accept the same values.
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 15s", EnvStaleWindow, v)
+		}
+		s.StaleWindow = d
+	}
+	if getenv(EnvName(kind, "HEARTBEAT_INTERVAL")) == "" {
+		s.HeartbeatInterval = min(defaultHeartbeat, s.StaleWindow/leaseHeartbeats)
 	}
 	s.Lease = leaseFor(s.HeartbeatInterval)
 	return s, nil
@@ -178,17 +215,29 @@ func (f typesFlag) Set(v string) error {
 // Finish after parsing.
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(intervalFlag{&s.PollInterval}, "poll-interval", "wait between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
-	fs.Var(intervalFlag{&s.HeartbeatInterval}, "heartbeat-interval", "lease heartbeat of the task being worked (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+")")
+	fs.Var(intervalFlag{&s.HeartbeatInterval}, "heartbeat-interval",
+		"lease heartbeat of the task being worked, at most a third of "+EnvStaleWindow+" (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+")")
 	fs.Var(intervalFlag{&s.LivenessInterval}, "liveness-interval", "process liveness heartbeat (env "+EnvName(s.Kind, "LIVENESS_INTERVAL")+")")
 	fs.IntVar(&s.MaxRetries, "max-retries", s.MaxRetries, "retries of a task this agent failed (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
 	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types to claim (env "+EnvName(s.Kind, "TYPES")+")")
 }
 
-// Finish validates s after flags were applied and derives the lease.
+// Finish validates s after flags were applied and derives the lease. The
+// heartbeat must be well inside the stale window — at most a third of it,
+// so that the lease (three heartbeats) ends within the window: a longer one
+// would make a dead agent's task wait three heartbeats instead of the window
+// that was configured.
 func (s *Settings) Finish() error {
 	if s.MaxRetries < 0 {
 		return fmt.Errorf("--max-retries: expected a non-negative integer, got %d", s.MaxRetries)
 	}
 	s.Lease = leaseFor(s.HeartbeatInterval)
+	if s.Lease > s.StaleWindow {
+		return fmt.Errorf("lease heartbeat %s (%s / --heartbeat-interval) is not well inside the stale window %s (%s): "+
+			"it must be at most a third of the window (%s here), or a dead agent's task waits %d heartbeats (%s) instead of the window; "+
+			"shorten the heartbeat or widen the window (the hub's %s)",
+			s.HeartbeatInterval, EnvName(s.Kind, "HEARTBEAT_INTERVAL"), s.StaleWindow, EnvStaleWindow,
+			s.StaleWindow/leaseHeartbeats, leaseHeartbeats, s.Lease, EnvStaleWindow)
+	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
@@ -65,7 +66,8 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 		s.Sweepers[id] = SweeperSetting{enabled, interval}
 	}
 	var err error
-	if s.StaleWindow, err = durationSetting(getenv, "CKS_STALE_WINDOW", store.DefaultStaleWindow); err != nil {
+	// The agents read the same variable to fit their lease heartbeat in it.
+	if s.StaleWindow, err = durationSetting(getenv, agents.EnvStaleWindow, store.DefaultStaleWindow); err != nil {
 		return s, err
 	}
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {

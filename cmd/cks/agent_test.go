@@ -168,19 +168,20 @@ func TestAgentStopPaths(t *testing.T) {
 	})
 }
 
-// TestAgentKilled: `kill -9` of an agent holding a task. Its command dies
-// with it, the grandchild the command started included, so nothing of the
-// first attempt runs beside the next. Its row reads alive until 3 × its
-// liveness interval has passed since its last heartbeat, then stopped; the
-// ledger reclaims its task once the lease has expired, and a second agent
-// completes it.
-//
-// The lease an agent takes is max(5 min, 3 × heartbeat interval), so a real
-// lease reaper would need five real minutes: the test reclaims with
-// ReclaimExpired on a store handle at a time past the lease instead.
+// TestAgentKilled: `kill -9` of an exec agent holding a task (issue 12
+// items 7 and 8). Its command dies with it, the grandchild the command
+// started included, so nothing of the first attempt runs beside the next.
+// Its row reads alive until 3 × its liveness interval has passed since its
+// last heartbeat, then stopped. The hub's own lease reaper, with short
+// configured values (CKS_STALE_WINDOW=3s, agents' lease heartbeat 1 s, the
+// reaper every 1 s), reclaims the task no sooner than one window after its
+// last lease heartbeat and within about one window plus one reaper interval
+// of it — not the 5-minute default — and a second agent completes it.
 func TestAgentKilled(t *testing.T) {
+	const window, reaperEvery = 3 * time.Second, time.Second
 	forBackends(t, func(t *testing.T, db testDB) {
-		h := startHub(t, "serve", "--database", db.url)
+		h := startHubEnv(t, "serve", []string{"CKS_STALE_WINDOW=" + window.String(),
+			"CKS_LEASE_REAPER_SWEEPER_INTERVAL=" + reaperEvery.String()}, "--database", db.url)
 		api := client.New(h.url, h.token)
 		dir := t.TempDir()
 		// The first attempt starts a grandchild and waits for it, forever; a
@@ -189,7 +190,7 @@ func TestAgentKilled(t *testing.T) {
 if [ "$CKS_TASK_ATTEMPT" = 1 ]; then sleep 1000 & echo $! > "$T_DIR/child.1"; wait; fi
 echo "attempt $CKS_TASK_ATTEMPT"`
 		agentArgs := append([]string{"exec", "--database", db.url, "--types", "crash"}, append(fastAgent, "--", "sh", "-c", cmd)...)
-		env := []string{"T_DIR=" + dir}
+		env := []string{"T_DIR=" + dir, "CKS_STALE_WINDOW=" + window.String(), "CKS_EXEC_HEARTBEAT_INTERVAL=1"}
 		id := newTask(t, api, "crash", "outlives its agent")
 		a := startAgent(t, env, agentArgs...)
 		cmdPID, childPID := readPID(t, filepath.Join(dir, "pid.1")), readPID(t, filepath.Join(dir, "child.1"))
@@ -206,7 +207,9 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 		a.cmd.Process.Signal(syscall.SIGKILL)
 		a.wait(t)
 		killed := time.Now()
+		held := getTask(t, api, id) // its lease frozen at the last heartbeat
 		waitFor(t, "the killed agent's command and its grandchild to die", func() bool { return pidGone(cmdPID) && pidGone(childPID) })
+
 		ttl := time.Duration(liveness.TTLFactor * row.LivenessIntervalS * float64(time.Second))
 		if ttl < 899*time.Millisecond || ttl > 901*time.Millisecond {
 			t.Fatalf("TTL %s, want 3 × 0.3 s", ttl)
@@ -240,22 +243,27 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 		if since := time.Since(last); since < ttl {
 			t.Fatalf("read stopped %s after the last heartbeat, before the TTL %s", since, ttl)
 		}
-		if task := getTask(t, api, id); task.State != ledger.Running {
-			t.Fatalf("task of the killed agent is %s before the lease expired, want RUNNING", task.State)
-		}
 
-		// A second agent, then the reclaim at a time past the lease.
+		// A second agent takes the task once the reaper has given it back.
 		b := startAgent(t, env, agentArgs...)
-		processOf(t, h, b.cmd.Process.Pid)
-		s := db.open(t)
-		set, _ := agents.Defaults("exec")
-		n, err := s.ReclaimExpired(context.Background(), time.Now().Add(set.Lease+time.Minute), store.DefaultStaleWindow)
-		if err != nil || n != 1 {
-			t.Fatalf("ReclaimExpired past the lease: %d, %v; want 1 task", n, err)
-		}
 		task := waitState(t, api, id, ledger.Completed)
 		if task.Attempts != 2 || task.Result != "attempt 2\n" {
 			t.Fatalf("reclaimed task: attempts %d, result %q; want attempt 2 completed", task.Attempts, task.Result)
+		}
+		var reclaimed time.Time
+		for _, ev := range task.Events {
+			if ev.Actor == "reaper" && ev.To == ledger.Open && ev.Reason == "lease expired" {
+				reclaimed = ev.At
+			}
+		}
+		if held.State != ledger.Running || held.LeaseRenewedAt.IsZero() || reclaimed.IsZero() {
+			t.Fatalf("task at the kill %s, last renewed %s; reclaimed at %s (events %+v)", held.State, held.LeaseRenewedAt, reclaimed, task.Events)
+		}
+		// Both times are the store's: the bound is exact below, and above it
+		// allows a loaded machine a generous 20 s beyond one reaper interval.
+		if waited := reclaimed.Sub(held.LeaseRenewedAt); waited < window || waited > window+reaperEvery+20*time.Second {
+			t.Fatalf("reclaimed %s after the last lease heartbeat; want at least the window %s and about window + reaper interval %s",
+				waited, window, window+reaperEvery)
 		}
 		b.waitLog(t, fmt.Sprintf(`msg="task done" process_kind=exec instance_id=%s task_id=%d`, processOf(t, h, b.cmd.Process.Pid).InstanceID, id))
 		b.cmd.Process.Signal(syscall.SIGTERM)
