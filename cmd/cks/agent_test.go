@@ -117,10 +117,13 @@ func TestAgentStopPaths(t *testing.T) {
 					append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
 				readPID(t, filepath.Join(dir, fmt.Sprint("pid.", first)))
 				waitState(t, api, first, ledger.Running)
-				row := processOf(t, h, a.cmd.Process.Pid)
-				if row.Status != liveness.Alive || row.CurrentTaskID == nil || *row.CurrentTaskID != first {
-					t.Fatalf("running agent's row: %+v, want alive holding task %d", row, first)
-				}
+				// The row learns of the task from a heartbeat written just
+				// after the claim, not with it.
+				var row liveness.Process
+				waitFor(t, fmt.Sprintf("the agent's row to hold task %d", first), func() bool {
+					row = processOf(t, h, a.cmd.Process.Pid)
+					return row.Status == liveness.Alive && row.CurrentTaskID != nil && *row.CurrentTaskID == first
+				})
 				second := newTask(t, api, typ, "created before the stop, never claimed")
 
 				switch path {
