@@ -90,6 +90,7 @@ type hubProc struct {
 	token  string
 	stderr *syncBuffer
 	done   chan error
+	gone   chan struct{} // closed once the process has exited
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a process writes to it.
@@ -120,44 +121,90 @@ func startHub(t testing.TB, mode string, extra ...string) *hubProc {
 // startHubEnv is startHub with env added to the hub's environment.
 func startHubEnv(t testing.TB, mode string, env []string, extra ...string) *hubProc {
 	t.Helper()
-	dir := datadir.Dir(t.TempDir())
-	args := append([]string{mode, "--listen", "127.0.0.1:0", "--data-dir", string(dir)}, extra...)
-	cmd := exec.Command(cksBin, args...)
-	cmd.Env = append(cleanEnv(), env...)
-	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1)}
-	cmd.Stderr = h.stderr
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	h, err := spawnHub(datadir.Dir(t.TempDir()), mode, env, extra...)
+	if h != nil {
+		t.Cleanup(h.kill)
 	}
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-h.done
-	})
-	waitFor(t, "hub URL file", func() bool {
-		u, err := dir.ReadURL()
-		h.url = u
-		return err == nil
-	})
-	tok, err := dir.ReadToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.token = tok
 	return h
+}
+
+// spawnHub starts `cks <mode> --listen 127.0.0.1:0 --data-dir dir` and
+// waits until it serves. dir may hold a killed hub's files: its stale
+// hub.url is not taken for the new hub's. It returns an error instead of
+// failing a test, so that a test's goroutines can restart hubs; h is set
+// whenever the process was started, and the caller ends it (h.kill).
+func spawnHub(dir datadir.Dir, mode string, env []string, extra ...string) (*hubProc, error) {
+	args := append([]string{mode, "--listen", "127.0.0.1:0", "--data-dir", string(dir)}, extra...)
+	cmd := exec.Command(cksBin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	h := &hubProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}, done: make(chan error, 1), gone: make(chan struct{})}
+	cmd.Stderr = h.stderr
+	cmd.Stdout = io.Discard
+	stale, _ := dir.ReadURL()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		err := cmd.Wait()
+		close(h.gone)
+		h.done <- err
+	}()
+	exited := false
+	served := poll(30*time.Second, func() bool {
+		select {
+		case <-h.gone:
+			exited = true
+			return true
+		default:
+		}
+		u, err := dir.ReadURL()
+		h.url = u
+		// A restarted hub that got the killed one's port writes the same
+		// URL; then its log says when it serves.
+		return err == nil && (u != stale || strings.Contains(h.stderr.String(), `msg="hub serving"`))
+	})
+	switch {
+	case exited:
+		return h, fmt.Errorf("cks %s exited before serving:\n%s", mode, h.stderr.String())
+	case !served:
+		return h, fmt.Errorf("cks %s did not write its URL in time:\n%s", mode, h.stderr.String())
+	}
+	tok, err := dir.ReadToken()
+	if err != nil {
+		return h, err
+	}
+	h.token = tok
+	return h, nil
+}
+
+// kill ends the hub with SIGKILL, if it still runs, and waits for its exit.
+func (h *hubProc) kill() {
+	h.cmd.Process.Kill()
+	<-h.gone
 }
 
 // waitFor polls cond until it holds or a deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	if !poll(30*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// poll calls cond every 10 ms until it holds (true) or timeout has passed
+// (false): waitFor for goroutines, which must not fail the test.
+func poll(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 func (h *hubProc) get(t testing.TB, path string) (int, string) {
@@ -484,12 +531,23 @@ type agentProc struct {
 // the cleanup kills it if the test has not ended it.
 func startAgent(t testing.TB, env []string, args ...string) *agentProc {
 	t.Helper()
+	a, err := spawnAgent(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.kill)
+	return a
+}
+
+// spawnAgent is startAgent for a test's goroutines: an error instead of a
+// failed test, and no cleanup (the caller ends the process, a.kill).
+func spawnAgent(env []string, args ...string) (*agentProc, error) {
 	cmd := exec.Command(cksBin, append([]string{"agent"}, args...)...)
 	cmd.Env = append(cleanEnv(), env...)
 	a := &agentProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, a.stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go func() {
 		err := cmd.Wait()
@@ -501,11 +559,13 @@ func startAgent(t testing.TB, env []string, args ...string) *agentProc {
 		}
 		close(a.done)
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-a.done
-	})
-	return a
+	return a, nil
+}
+
+// kill ends the agent with SIGKILL, if it still runs, and waits for its exit.
+func (a *agentProc) kill() {
+	a.cmd.Process.Kill()
+	<-a.done
 }
 
 func (a *agentProc) exited() bool {
