@@ -23,6 +23,9 @@ type SweeperControl interface {
 // ValidateSweeperID reports a FieldError naming agent_id when id is empty or
 // blank; backends call it before touching cks_sweeper_control.
 func ValidateSweeperID(id string) error {
+	if err := ValidateText("agent_id", id); err != nil {
+		return err
+	}
 	if strings.TrimSpace(id) == "" {
 		return fieldError("agent_id", "a non-empty sweeper id such as \"dependency_release\"")
 	}
@@ -89,6 +92,9 @@ func ValidateTopics(topics []string) (map[string]bool, error) {
 	for _, t := range topics {
 		if t == "" {
 			return nil, fieldError("topics", "non-empty change topics")
+		}
+		if err := ValidateText("topics", t); err != nil {
+			return nil, err
 		}
 		set[t] = true
 	}

@@ -116,6 +116,11 @@ type NewObject struct {
 // Validate reports the first bad field of n (naming it as prefix+field)
 // and returns n with its content in canonical form.
 func (n NewObject) Validate(prefix string) (NewObject, error) {
+	for _, f := range []struct{ name, v string }{{"title", n.Title}, {"created_by", n.CreatedBy}} {
+		if err := ValidateText(prefix+f.name, f.v); err != nil {
+			return n, err
+		}
+	}
 	if err := validName(prefix+"kind", n.Kind, true); err != nil {
 		return n, err
 	}
@@ -169,6 +174,9 @@ func validEdgeTypes(prefix, base, semantic string, weight *float64) error {
 // validName checks a kind, status, action or edge type: lower-case
 // letters, digits and underscores, at most MaxKindLen bytes.
 func validName(field, v string, required bool) error {
+	if err := ValidateText(field, v); err != nil {
+		return err
+	}
 	if v == "" {
 		if required {
 			return fieldError(field, "a non-empty name of lower-case letters, digits and _")
@@ -249,6 +257,9 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 			return t, err
 		}
 	}
+	if err := ValidateText("agent", t.Agent); err != nil {
+		return t, err
+	}
 	if strings.TrimSpace(t.Agent) == "" {
 		return t, fieldError("agent", "the name of the step writing the transition")
 	}
@@ -321,6 +332,12 @@ type ObjectFilter struct {
 
 // Validate reports the first bad field of f and fills the default limit.
 func (f ObjectFilter) Validate() (ObjectFilter, error) {
+	if err := ValidateTexts("kind", f.Kinds); err != nil {
+		return f, err
+	}
+	if err := ValidateTexts("status", f.Statuses); err != nil {
+		return f, err
+	}
 	switch {
 	case f.Limit < 0 || f.Limit > MaxListLimit:
 		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
@@ -429,6 +446,11 @@ func CanonicalContent(content json.RawMessage, field string) (json.RawMessage, s
 	c, err := CanonicalJSON(content)
 	if err != nil {
 		return nil, "", fieldError(field, fmt.Sprintf("a JSON object (%v)", err))
+	}
+	// Checked on the content as written: canonicalising would turn invalid
+	// UTF-8 and unpaired surrogates into U+FFFD.
+	if err := ValidateJSON(field, content); err != nil {
+		return nil, "", err
 	}
 	if len(c) > MaxObjectContent {
 		return nil, "", fieldError(field, fmt.Sprintf("at most %d bytes of JSON, got %d", MaxObjectContent, len(c)))

@@ -21,6 +21,13 @@ var (
 )
 
 // Store is the whole persistence surface of cks.
+//
+// Every string argument and string field of an input is checked with
+// ValidateText, and every JSON value with ValidateJSON, before anything is
+// read or written: text either backend could not store as it is (a NUL
+// byte, invalid UTF-8, a \u0000 escape, …) is a FieldError naming the
+// argument as the API spells it (lease_token, text, actor, …), alike on
+// SQLite and Postgres.
 type Store interface {
 	Liveness
 	Principals
@@ -62,6 +69,14 @@ const DesiredStopRequested = "stop_requested"
 
 // Validate reports the first field of r that a backend must not store.
 func (r AgentLiveness) Validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"instance_id", r.InstanceID}, {"process_kind", r.ProcessKind},
+		{"hostname", r.Hostname}, {"current_task_type", r.CurrentTaskType},
+	} {
+		if err := ValidateText(f.name, f.v); err != nil {
+			return err
+		}
+	}
 	switch {
 	case r.InstanceID == "":
 		return fieldError("instance_id", "a non-empty process instance id")

@@ -221,6 +221,19 @@ func (p TaskPatch) Empty() bool {
 // Validate reports the first field of p that Update must refuse, and returns
 // p with its child tasks validated (defaults filled in).
 func (p TaskPatch) Validate() (TaskPatch, error) {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"title", p.Title}, {"description", p.Description}, {"acceptance_criteria", p.AcceptanceCriteria}} {
+		if f.v != nil {
+			if err := ValidateText(f.name, *f.v); err != nil {
+				return p, err
+			}
+		}
+	}
+	if err := validJSONFields(p.Payload, p.Metadata); err != nil {
+		return p, err
+	}
 	switch {
 	case p.Empty():
 		return p, fieldError("patch", "at least one field to change")

@@ -169,6 +169,9 @@ type NewTask struct {
 // Validate reports the first field of n that Enqueue must refuse, and fills in
 // defaults (payload {}, max attempts) on the returned copy.
 func (n NewTask) Validate() (NewTask, error) {
+	if err := n.validateText(); err != nil {
+		return n, err
+	}
 	switch {
 	case n.Type == "":
 		return n, fieldError("type", "a non-empty task type")
@@ -209,6 +212,36 @@ func (n NewTask) Validate() (NewTask, error) {
 	return n, nil
 }
 
+// validateText checks n's strings with ValidateText and its JSON with
+// ValidateJSON (once it is valid JSON: Validate says so otherwise).
+func (n NewTask) validateText() error {
+	for _, f := range []struct{ name, v string }{
+		{"type", n.Type}, {"title", n.Title}, {"description", n.Description},
+		{"acceptance_criteria", n.AcceptanceCriteria}, {"dedupe_key", n.DedupeKey}, {"created_by", n.CreatedBy},
+	} {
+		if err := ValidateText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return validJSONFields(n.Payload, n.Metadata)
+}
+
+// validJSONFields is ValidateJSON of a payload and metadata that are valid
+// JSON (whether they are is each caller's own check, with its own message).
+func validJSONFields(payload, metadata json.RawMessage) error {
+	for _, f := range []struct {
+		name string
+		b    json.RawMessage
+	}{{"payload", payload}, {"metadata", metadata}} {
+		if len(f.b) > 0 && json.Valid(f.b) {
+			if err := ValidateJSON(f.name, f.b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // TaskFilter selects a page of ListTasks.
 type TaskFilter struct {
 	// States and Types restrict the result when non-empty (any of them).
@@ -226,6 +259,9 @@ type TaskFilter struct {
 // Validate reports the first bad field of f (States are checked by the
 // backends against package ledger) and returns f with its default limit.
 func (f TaskFilter) Validate() (TaskFilter, error) {
+	if err := ValidateTexts("type", f.Types); err != nil {
+		return f, err
+	}
 	switch {
 	case f.Limit < 0 || f.Limit > MaxListLimit:
 		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
@@ -388,6 +424,9 @@ func IsFieldError(err error, field string) bool {
 // ValidateClaim reports the first bad argument of a claim: an empty worker, a
 // batch size outside 1..MaxListLimit, or a lease shorter than a millisecond.
 func ValidateClaim(worker string, n int, lease time.Duration) error {
+	if err := ValidateText("worker", worker); err != nil {
+		return err
+	}
 	switch {
 	case worker == "":
 		return &FieldError{Field: "worker", Expected: "a non-empty worker name"}

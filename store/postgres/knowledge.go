@@ -87,6 +87,9 @@ func getObject(ctx context.Context, q querier, id int64, lock string) (store.Obj
 // claimedObject reads and locks object id and checks that token is its
 // current claim token; otherwise ErrLeaseLost (or ErrNotFound).
 func claimedObject(ctx context.Context, tx pgx.Tx, id int64, token string) (store.Object, error) {
+	if err := store.ValidateText("claim_token", token); err != nil {
+		return store.Object{}, err
+	}
 	o, err := getObject(ctx, tx, id, lockWait)
 	if err != nil {
 		return o, err
@@ -348,6 +351,9 @@ func (s *Store) AddEdges(ctx context.Context, edges []store.NewEdge) ([]store.Ed
 
 // validObjectClaim checks ClaimObjects' arguments (as store/sqlite does).
 func validObjectClaim(status, worker string, n int) error {
+	if err := cmp.Or(store.ValidateText("status", status), store.ValidateText("worker", worker)); err != nil {
+		return err
+	}
 	switch {
 	case status == "":
 		return &store.FieldError{Field: "status", Expected: "the status to claim objects of"}
@@ -394,6 +400,9 @@ RETURNING `+objectColumns, worker, now, status, n)
 // holds the object (it names one object, there is nothing to skip to) and
 // then decides on what that transaction left.
 func (s *Store) ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (store.Object, error) {
+	if err := cmp.Or(store.ValidateText("worker", worker), store.ValidateTexts("statuses", statuses)); err != nil {
+		return store.Object{}, err
+	}
 	switch {
 	case strings.TrimSpace(worker) == "":
 		return store.Object{}, &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}

@@ -70,6 +70,9 @@ FROM cks_agent_liveness ORDER BY started_at DESC, instance_id COLLATE "C"`)
 
 // GetAgentLiveness implements store.Liveness.
 func (s *Store) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
+	if err := store.ValidateText("instance_id", instanceID); err != nil {
+		return store.AgentLiveness{}, err
+	}
 	row := s.pool.QueryRow(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE instance_id = $1`, instanceID)
 	r, err := scanLiveness(row)
@@ -81,6 +84,9 @@ FROM cks_agent_liveness WHERE instance_id = $1`, instanceID)
 
 // LatestAgentLiveness implements store.Liveness.
 func (s *Store) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
+	if err := store.ValidateText("process_kind", kind); err != nil {
+		return store.AgentLiveness{}, err
+	}
 	row := s.pool.QueryRow(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE process_kind = $1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C" LIMIT 1`, kind)
@@ -117,6 +123,9 @@ func scanLiveness(row pgx.Row) (store.AgentLiveness, error) {
 
 // RequestAgentStop implements store.Liveness.
 func (s *Store) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
+	if err := store.ValidateText("instance_id", instanceID); err != nil {
+		return false, err
+	}
 	var found bool
 	err := s.write(ctx, "request agent stop", func(tx pgx.Tx, _ time.Time) error {
 		tag, err := tx.Exec(ctx, `UPDATE cks_agent_liveness SET desired_state = $1 WHERE instance_id = $2`,

@@ -11,8 +11,8 @@ import (
 
 // CreatePrincipal implements store.Principals.
 func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
-	if p.ID == "" || p.Name == "" || tokenHash == "" {
-		return &store.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
+	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
+		return err
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -41,6 +41,9 @@ VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, p.ID, g.Resource, g.Permission); er
 
 // PrincipalByTokenHash implements store.Principals.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+	if err := store.ValidateText("token_hash", tokenHash); err != nil {
+		return store.Principal{}, err
+	}
 	var p store.Principal
 	err := s.pool.QueryRow(ctx, `SELECT principal_id, name, created_at
 FROM cks_principals WHERE token_hash = $1`, tokenHash).Scan(&p.ID, &p.Name, &p.CreatedAt)
@@ -56,6 +59,9 @@ FROM cks_principals WHERE token_hash = $1`, tokenHash).Scan(&p.ID, &p.Name, &p.C
 
 // GrantsOf implements store.Principals.
 func (s *Store) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT resource, permission FROM cks_grants
 WHERE principal_id = $1 ORDER BY resource COLLATE "C", permission COLLATE "C"`, principalID)
 	if err != nil {
@@ -114,6 +120,9 @@ ORDER BY p.created_at, p.principal_id COLLATE "C", g.resource COLLATE "C", g.per
 // the last two admins the second waits, no longer sees the first's row, and is
 // refused.
 func (s *Store) DeletePrincipal(ctx context.Context, principalID string) error {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return err
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: delete principal: %w", err)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+abortColumns,
 
 // Stop implements store.TaskControl.
 func (s *Store) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, nil, err
+	}
 	if strings.TrimSpace(reason) == "" {
 		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
 	}
@@ -143,6 +147,9 @@ func (s *Store) stopTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.
 
 // Start implements store.TaskControl.
 func (s *Store) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, err
+	}
 	return s.onTask(ctx, "start", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
 		return s.startTx(ctx, tx, now, cur, actor, reason)
 	})
@@ -171,6 +178,9 @@ func (s *Store) startTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store
 // close a cycle. An update whose new children lose a dedupe race is run
 // again (the retry then finds the winner), as Enqueue is.
 func (s *Store) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	if err := store.ValidateText("actor", actor); err != nil {
+		return store.UpdateResult{}, err
+	}
 	p, err := p.Validate()
 	if err != nil {
 		return store.UpdateResult{}, err
@@ -392,6 +402,9 @@ func (s *Store) GetAbort(ctx context.Context, abortID int64) (store.Abort, error
 // already confirmed changes nothing (its resolved_at stays the first
 // confirmation's).
 func (s *Store) ConfirmAbort(ctx context.Context, id int64, token string) (store.Abort, error) {
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Abort{}, err
+	}
 	var out store.Abort
 	err := s.write(ctx, "confirm abort", func(tx pgx.Tx, now time.Time) error {
 		ab, err := scanAbort(tx.QueryRow(ctx, `UPDATE cks_task_aborts
@@ -469,6 +482,9 @@ func (s *Store) LeaseHeld(ctx context.Context, id int64, token string) (bool, er
 
 // RecordDecision implements store.TaskControl.
 func (s *Store) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (store.Decision, error) {
+	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("text", text)); err != nil {
+		return store.Decision{}, err
+	}
 	if kind == "" {
 		return store.Decision{}, &store.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
 	}
@@ -503,6 +519,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+decisionColumns,
 
 // ReuseWorkspace implements store.TaskControl.
 func (s *Store) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (store.Decision, error) {
+	if err := store.ValidateText("path", path); err != nil {
+		return store.Decision{}, err
+	}
 	if path == "" {
 		return store.Decision{}, &store.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
 	}

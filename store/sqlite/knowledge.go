@@ -97,6 +97,9 @@ func mustExist(ctx context.Context, q querier, id int64, field string) error {
 // claimedObject reads object id in tx and checks that token is its current
 // claim token; otherwise ErrLeaseLost (or ErrNotFound).
 func claimedObject(ctx context.Context, q querier, id int64, token string) (store.Object, error) {
+	if err := store.ValidateText("claim_token", token); err != nil {
+		return store.Object{}, err
+	}
 	o, err := getObject(ctx, q, id)
 	if err != nil {
 		return o, err
@@ -423,6 +426,9 @@ func validStatus(field, status string) error {
 
 // ClaimObject implements store.Knowledge.
 func (s *Store) ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (store.Object, error) {
+	if err := cmp.Or(store.ValidateText("worker", worker), store.ValidateTexts("statuses", statuses)); err != nil {
+		return store.Object{}, err
+	}
 	switch {
 	case strings.TrimSpace(worker) == "":
 		return store.Object{}, &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}

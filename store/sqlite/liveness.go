@@ -59,6 +59,9 @@ FROM cks_agent_liveness ORDER BY started_at DESC, instance_id`)
 
 // GetAgentLiveness implements store.Liveness.
 func (s *Store) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
+	if err := store.ValidateText("instance_id", instanceID); err != nil {
+		return store.AgentLiveness{}, err
+	}
 	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE instance_id = ?`, instanceID)
 	r, err := scanLiveness(row)
@@ -70,6 +73,9 @@ FROM cks_agent_liveness WHERE instance_id = ?`, instanceID)
 
 // LatestAgentLiveness implements store.Liveness.
 func (s *Store) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
+	if err := store.ValidateText("process_kind", kind); err != nil {
+		return store.AgentLiveness{}, err
+	}
 	row := s.reader.QueryRowContext(ctx, `SELECT `+livenessRead+`
 FROM cks_agent_liveness WHERE process_kind = ?
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id LIMIT 1`, kind)
@@ -114,6 +120,9 @@ func scanLiveness(sc scanner) (store.AgentLiveness, error) {
 
 // RequestAgentStop implements store.Liveness.
 func (s *Store) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
+	if err := store.ValidateText("instance_id", instanceID); err != nil {
+		return false, err
+	}
 	var found bool
 	err := s.write(ctx, "request agent stop", func(tx *wtx, _ time.Time) error {
 		res, err := tx.ExecContext(ctx, `UPDATE cks_agent_liveness SET desired_state = ? WHERE instance_id = ?`,

@@ -11,8 +11,8 @@ import (
 
 // CreatePrincipal implements store.Principals.
 func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
-	if p.ID == "" || p.Name == "" || tokenHash == "" {
-		return &store.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
+	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
+		return err
 	}
 	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
@@ -41,6 +41,9 @@ VALUES (?, ?, ?)`, p.ID, g.Resource, g.Permission); err != nil {
 
 // PrincipalByTokenHash implements store.Principals.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+	if err := store.ValidateText("token_hash", tokenHash); err != nil {
+		return store.Principal{}, err
+	}
 	var (
 		p       store.Principal
 		created string
@@ -59,6 +62,9 @@ FROM cks_principals WHERE token_hash = ?`, tokenHash).Scan(&p.ID, &p.Name, &crea
 
 // GrantsOf implements store.Principals.
 func (s *Store) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return nil, err
+	}
 	rows, err := s.reader.QueryContext(ctx, `SELECT resource, permission FROM cks_grants
 WHERE principal_id = ? ORDER BY resource, permission`, principalID)
 	if err != nil {
@@ -116,6 +122,9 @@ ORDER BY p.created_at, p.principal_id, g.resource, g.permission`)
 // immediate, so the last-admin check and the delete cannot interleave with
 // another writer.
 func (s *Store) DeletePrincipal(ctx context.Context, principalID string) error {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return err
+	}
 	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete principal: %w", err)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -96,6 +97,9 @@ func insertAbort(ctx context.Context, tx *wtx, now time.Time, cur store.Task, ac
 
 // Stop implements store.TaskControl.
 func (s *Store) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, nil, err
+	}
 	if strings.TrimSpace(reason) == "" {
 		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
 	}
@@ -145,6 +149,9 @@ func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Ta
 
 // Start implements store.TaskControl.
 func (s *Store) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, err
+	}
 	return s.onTask(ctx, "start", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		return s.startTx(ctx, tx, now, cur, actor, reason)
 	})
@@ -168,6 +175,9 @@ func (s *Store) startTx(ctx context.Context, tx *wtx, now time.Time, cur store.T
 
 // Update implements store.TaskControl.
 func (s *Store) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	if err := store.ValidateText("actor", actor); err != nil {
+		return store.UpdateResult{}, err
+	}
 	p, err := p.Validate()
 	if err != nil {
 		return store.UpdateResult{}, err
@@ -355,6 +365,9 @@ func (s *Store) GetAbort(ctx context.Context, abortID int64) (store.Abort, error
 
 // ConfirmAbort implements store.TaskControl.
 func (s *Store) ConfirmAbort(ctx context.Context, id int64, token string) (store.Abort, error) {
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Abort{}, err
+	}
 	var out store.Abort
 	err := s.write(ctx, "confirm abort", func(tx *wtx, now time.Time) error {
 		// A repeated confirmation keeps the time of the first.
@@ -430,6 +443,9 @@ func (s *Store) LeaseHeld(ctx context.Context, id int64, token string) (bool, er
 
 // RecordDecision implements store.TaskControl.
 func (s *Store) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (store.Decision, error) {
+	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("text", text)); err != nil {
+		return store.Decision{}, err
+	}
 	if kind == "" {
 		return store.Decision{}, &store.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
 	}
@@ -491,6 +507,9 @@ func decisionsOf(ctx context.Context, q querier, id int64) ([]store.Decision, er
 
 // ReuseWorkspace implements store.TaskControl.
 func (s *Store) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (store.Decision, error) {
+	if err := store.ValidateText("path", path); err != nil {
+		return store.Decision{}, err
+	}
 	if path == "" {
 		return store.Decision{}, &store.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
 	}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -307,6 +308,9 @@ func getTask(ctx context.Context, q querier, id int64) (store.Task, error) {
 // leased reads task id and checks that token is its current lease token and
 // that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound).
 func leased(ctx context.Context, q querier, id int64, token string, states ...ledger.State) (store.Task, error) {
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Task{}, err
+	}
 	t, err := getTask(ctx, q, id)
 	if err != nil {
 		return t, err
@@ -606,6 +610,9 @@ func filterSQL(a *args, f store.TaskFilter) (string, error) {
 
 // CountTasks implements store.Tasks.
 func (s *Store) CountTasks(ctx context.Context, f store.TaskFilter) (int, error) {
+	if err := store.ValidateTexts("type", f.Types); err != nil {
+		return 0, err
+	}
 	a := &args{}
 	where, err := filterSQL(a, f)
 	if err != nil {
@@ -646,6 +653,9 @@ func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
 
 // Claim implements store.Tasks.
 func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+	if err := store.ValidateTexts("types", types); err != nil {
+		return nil, err
+	}
 	if err := store.ValidateClaim(worker, n, lease); err != nil {
 		return nil, err
 	}
@@ -727,6 +737,9 @@ WHERE task_id = ?`, fmtTime(now), fmtTime(expires), fmtTime(now), id)
 
 // AddEvidence implements store.Tasks.
 func (s *Store) AddEvidence(ctx context.Context, id int64, token, kind, body string) (store.Evidence, error) {
+	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("body", body)); err != nil {
+		return store.Evidence{}, err
+	}
 	if kind == "" {
 		return store.Evidence{}, &store.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
 	}
@@ -757,6 +770,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING evidence_id`, e.TaskID, e.Attempt, e.R
 
 // Complete implements store.Tasks.
 func (s *Store) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
+	if err := store.ValidateText("result", result); err != nil {
+		return store.Task{}, err
+	}
 	var out store.Task
 	err := s.write(ctx, "complete", func(tx *wtx, now time.Time) error {
 		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
@@ -827,6 +843,9 @@ func (s *Store) blockDependants(ctx context.Context, tx *wtx, now time.Time, act
 
 // Fail implements store.Tasks.
 func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
+	if err := store.ValidateText("reason", reason); err != nil {
+		return store.Task{}, err
+	}
 	var out store.Task
 	err := s.write(ctx, "fail", func(tx *wtx, now time.Time) error {
 		cur, err := leased(ctx, tx, id, token, ledger.Claimed, ledger.Running)
@@ -857,6 +876,9 @@ func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool
 
 // RequestInput implements store.Tasks.
 func (s *Store) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
+	if err := store.ValidateText("question", question); err != nil {
+		return store.Task{}, err
+	}
 	if question == "" {
 		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
 	}
@@ -878,8 +900,11 @@ func (s *Store) RequestInput(ctx context.Context, id int64, token, question stri
 
 // Answer implements store.Tasks.
 func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("text", text)); err != nil {
+		return store.Task{}, err
+	}
 	if text == "" {
-		return store.Task{}, &store.FieldError{Field: "answer", Expected: "a non-empty answer"}
+		return store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
 	}
 	return s.onTask(ctx, "answer", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsInput {
@@ -892,6 +917,9 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 
 // ClaimReview implements store.Tasks.
 func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
+	if err := store.ValidateText("reviewer", reviewer); err != nil {
+		return store.Task{}, err
+	}
 	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
 		return store.Task{}, err
 	}
@@ -919,6 +947,9 @@ func (s *Store) Reject(ctx context.Context, id int64, token, note string) (store
 }
 
 func (s *Store) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (store.Task, error) {
+	if err := store.ValidateText("note", note); err != nil {
+		return store.Task{}, err
+	}
 	var out store.Task
 	err := s.write(ctx, "review", func(tx *wtx, now time.Time) error {
 		cur, err := leased(ctx, tx, id, token, ledger.Reviewing)
@@ -958,6 +989,9 @@ func (s *Store) onTask(ctx context.Context, what string, id int64, fn func(tx *w
 
 // Cancel implements store.Tasks.
 func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, err
+	}
 	return s.onTask(ctx, "cancel", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		return s.cancelTx(ctx, tx, now, cur, actor, reason)
 	})

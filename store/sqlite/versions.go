@@ -138,6 +138,9 @@ ORDER BY version_id`, id)
 
 // validAuthor reports a FieldError naming author when it is blank.
 func validAuthor(author string) error {
+	if err := store.ValidateText("author", author); err != nil {
+		return err
+	}
 	if strings.TrimSpace(author) == "" {
 		return &store.FieldError{Field: "author", Expected: "the non-empty name of the version's writer"}
 	}

@@ -650,7 +650,7 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	if ts, err := s.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
-	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !store.IsFieldError(err, "answer") {
+	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !store.IsFieldError(err, "text") {
 		t.Fatalf("empty answer: %v", err)
 	}
 	answered, err := s.Answer(ctx(t), task.ID, "op", "eu-west")

@@ -1,0 +1,28 @@
+package store
+
+import "fmt"
+
+// ValidatePrincipal reports the first argument of CreatePrincipal that a
+// backend must not store: text that is not ValidateText's (id, name,
+// token_hash, grants[i].resource and .permission), then an empty id, name or
+// token hash (FieldError principal). Whether a grant names a known
+// permission on a node of the resource tree is package auth's rule.
+func ValidatePrincipal(p Principal, tokenHash string, grants []Grant) error {
+	for _, f := range []struct{ name, v string }{{"id", p.ID}, {"name", p.Name}, {"token_hash", tokenHash}} {
+		if err := ValidateText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for i, g := range grants {
+		if err := ValidateText(fmt.Sprintf("grants[%d].resource", i), g.Resource); err != nil {
+			return err
+		}
+		if err := ValidateText(fmt.Sprintf("grants[%d].permission", i), g.Permission); err != nil {
+			return err
+		}
+	}
+	if p.ID == "" || p.Name == "" || tokenHash == "" {
+		return fieldError("principal", "an id, a name and a token hash")
+	}
+	return nil
+}

@@ -1,0 +1,434 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+func badTextTests() []taskTest {
+	return []taskTest{
+		{"BadTextRefusedByWrites", testBadTextRefusedByWrites},
+		{"BadTextRefusedByReads", testBadTextRefusedByReads},
+	}
+}
+
+// BadTexts are strings no backend may store: Postgres refuses a NUL byte
+// and invalid UTF-8 in TEXT (SQLite would store them), so the store refuses
+// them on both before anything is written.
+var BadTexts = []string{"nul\x00byte", "bad\xffutf8", "cut\xc3", "surrogate\xed\xa0\x80"}
+
+// BadJSON are JSON objects json.Valid accepts that no backend may store:
+// Postgres jsonb refuses a \u0000 escape (in a value or a key), an unpaired
+// surrogate escape and a number beyond numeric's range, and Postgres text
+// raw invalid UTF-8.
+var BadJSON = []string{
+	`{"a":"\u0000"}`,
+	`{"\u0000":1}`,
+	`{"a":["x","y\u0000z"]}`,
+	"{\"a\":\"\xff\"}",
+	`{"a":"\ud800"}`,
+	`{"a":"\udc00\ud800"}`,
+	`{"a":1e131072}`,
+	`{"a":1e-16384}`,
+}
+
+// badInput is one argument of one store operation, and the operation
+// called with a bad value in that argument (and good values in the rest).
+type badInput struct {
+	op, field string
+	// json marks a JSON argument: call gets each of BadJSON instead of
+	// each of BadTexts.
+	json bool
+	call func(v string) error
+}
+
+// storeState is everything a refused call must leave as it was, by record:
+// every task with its events, evidence, decisions and aborts; every object
+// with its log, edges and versions; the forks and edges; principals with
+// their grants; liveness rows; the sweeper overrides of sweepers.
+func storeState(t testing.TB, s store.Store, sweepers ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for cursor := int64(0); ; {
+		page, err := s.ListTasks(ctx(t), store.TaskFilter{After: cursor, Limit: store.MaxListLimit})
+		if err != nil {
+			t.Fatalf("ListTasks: %v", err)
+		}
+		for _, task := range page.Tasks {
+			out[fmt.Sprint("task ", task.ID)] = asJSON(t, MustGet(t, s, task.ID))
+		}
+		if page.Next == 0 {
+			break
+		}
+		cursor = page.Next
+	}
+	for id, o := range objectSnapshot(t, s) {
+		out[fmt.Sprint("object ", id)] = o
+	}
+	for id, v := range versionSnapshot(t, s, s) {
+		out[fmt.Sprint("versions of ", id)] = v
+	}
+	out["forks"] = asJSON(t, mustForks(t, s, 0, store.MaxListLimit))
+	edges, err := s.ListEdges(ctx(t), 0, store.MaxListLimit)
+	if err != nil {
+		t.Fatalf("ListEdges: %v", err)
+	}
+	out["edges"] = asJSON(t, edges)
+	ps, err := s.ListPrincipals(ctx(t))
+	if err != nil {
+		t.Fatalf("ListPrincipals: %v", err)
+	}
+	out["principals"] = asJSON(t, ps)
+	ls, err := s.ListAgentLiveness(ctx(t))
+	if err != nil {
+		t.Fatalf("ListAgentLiveness: %v", err)
+	}
+	out["liveness"] = asJSON(t, ls)
+	for _, id := range sweepers {
+		o, err := s.GetSweeperDesiredRunning(ctx(t), id)
+		if err != nil {
+			t.Fatalf("GetSweeperDesiredRunning(%s): %v", id, err)
+		}
+		out["sweeper "+id] = asJSON(t, o)
+	}
+	return out
+}
+
+// diffState reports (as test errors) every record that differs between
+// before and after.
+func diffState(t testing.TB, what string, before, after map[string]string) {
+	t.Helper()
+	var keys []string
+	for k := range before {
+		keys = append(keys, k)
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if before[k] != after[k] {
+			t.Errorf("%s changed %s:\n was %s\n now %s", what, k, before[k], after[k])
+		}
+	}
+}
+
+// testBadTextRefusedByWrites: every store write with a string or JSON
+// argument refuses a value Postgres cannot store with a FieldError naming
+// the argument as the API spells it, on both backends, and writes nothing.
+func testBadTextRefusedByWrites(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	const sweeperID = "lease_reaper"
+	open1, _ := into(t, s, ledger.Open, "bt-open")
+	claimed, claimedTok := into(t, s, ledger.Claimed, "bt-claimed")
+	running, runTok := into(t, s, ledger.Running, "bt-run")
+	asking, _ := into(t, s, ledger.NeedsInput, "bt-input")
+	review, _ := into(t, s, ledger.NeedsReview, "bt-review")
+	reviewing, reviewTok := into(t, s, ledger.Reviewing, "bt-reviewing")
+	stopped, _ := into(t, s, ledger.Stopped, "bt-stopped")
+	aborted, abortTok := into(t, s, ledger.Running, "bt-aborted")
+	if _, ab := mustStop(t, s, aborted.ID, time.Minute); ab == nil {
+		t.Fatal("stop of a running task recorded no abort")
+	}
+
+	question := MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "q", Status: "awaiting_bt", CreatedBy: "op"})
+	MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "c", Status: "claimed_bt", CreatedBy: "op"})
+	held := mustClaimObjects(t, s, "claimed_bt", "w-objects", 1, 1)[0]
+	versioned := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
+	forked := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
+	headA, headB := fork(t, s, forked, "bt")
+	heads := []int64{headA.ID, headB.ID}
+
+	live := Liveness("bt-instance", "critic", 0)
+	MustUpsert(t, s, live)
+	grant := store.Grant{Resource: "/tasks", Permission: "read"}
+	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "bt-principal", Name: "bt", CreatedAt: T0}, "bt-hash", []store.Grant{grant}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // any write now would change an updated_at
+
+	c := func(op, field string, call func(v string) error) badInput {
+		return badInput{op: op, field: field, call: call}
+	}
+	j := func(op, field string, call func(v string) error) badInput {
+		return badInput{op: op, field: field, json: true, call: call}
+	}
+	enqueue := func(n store.NewTask) error { _, _, err := s.Enqueue(ctx(t), n); return err }
+	update := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), open1.ID, "op", p, 0); return err }
+	updateRunning := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), running.ID, "op", p, 0); return err }
+	transition := func(tr store.ObjectTransition) error {
+		_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, tr)
+		return err
+	}
+	goodTransition := func() store.ObjectTransition {
+		return store.ObjectTransition{From: "claimed_bt", To: "done_bt", Action: "completed", Agent: "bt-step", Reasoning: -1}
+	}
+	attach := func(o store.NewObject) store.ObjectTransition {
+		tr := goodTransition()
+		if o.Kind == "" {
+			o.Kind = "critique"
+		}
+		tr.Attach = []store.Attachment{{Object: o, BaseType: "depends_on", SemanticType: "critiques"}}
+		return tr
+	}
+	merge := func(content, author string, reason *store.Attachment) error {
+		_, _, err := s.MergeVersions(ctx(t), forked.ID, heads, json.RawMessage(content), author, reason)
+		return err
+	}
+	principal := func(p store.Principal, hash string, gs ...store.Grant) error {
+		if p.ID == "" {
+			p.ID = "bt-new"
+		}
+		if p.Name == "" {
+			p.Name = "new"
+		}
+		p.CreatedAt = T0
+		return s.CreatePrincipal(ctx(t), p, hash, gs)
+	}
+	upsert := func(f func(r *store.AgentLiveness)) error {
+		r := live
+		r.LastHeartbeatAt = T0.Add(time.Minute)
+		f(&r)
+		return s.UpsertAgentLiveness(ctx(t), r)
+	}
+
+	cases := []badInput{
+		// Tasks: enqueue.
+		c("Enqueue", "type", func(v string) error { return enqueue(store.NewTask{Type: v}) }),
+		c("Enqueue", "title", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Title: v}) }),
+		c("Enqueue", "description", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Description: v}) }),
+		c("Enqueue", "acceptance_criteria", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", AcceptanceCriteria: v}) }),
+		c("Enqueue", "dedupe_key", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", DedupeKey: v}) }),
+		c("Enqueue", "created_by", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", CreatedBy: v}) }),
+		j("Enqueue", "payload", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Payload: json.RawMessage(v)}) }),
+		j("Enqueue", "metadata", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
+		// Tasks: executor calls.
+		c("Claim", "worker", func(v string) error { _, err := s.Claim(ctx(t), v, []string{"bt-open"}, 1, Lease); return err }),
+		c("Claim", "types", func(v string) error { _, err := s.Claim(ctx(t), "w", []string{"bt-open", v}, 1, Lease); return err }),
+		c("MarkRunning", "lease_token", func(v string) error { _, err := s.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),
+		c("Touch", "lease_token", func(v string) error { _, err := s.Touch(ctx(t), running.ID, runTok+v); return err }),
+		c("AddEvidence", "lease_token", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok+v, "log", "b"); return err }),
+		c("AddEvidence", "kind", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok, v, "b"); return err }),
+		c("AddEvidence", "body", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", v); return err }),
+		c("Complete", "result", func(v string) error { _, err := s.Complete(ctx(t), running.ID, runTok, false, v); return err }),
+		c("Complete", "lease_token", func(v string) error { _, err := s.Complete(ctx(t), running.ID, runTok+v, false, "r"); return err }),
+		c("Fail", "reason", func(v string) error { _, err := s.Fail(ctx(t), running.ID, runTok, true, v); return err }),
+		c("RequestInput", "question", func(v string) error { _, err := s.RequestInput(ctx(t), running.ID, runTok, v); return err }),
+		c("RecordDecision", "kind", func(v string) error { _, err := s.RecordDecision(ctx(t), running.ID, runTok, v, "t", 1); return err }),
+		c("RecordDecision", "text", func(v string) error {
+			_, err := s.RecordDecision(ctx(t), running.ID, runTok, "atomic", v, 1)
+			return err
+		}),
+		c("ReuseWorkspace", "path", func(v string) error { _, err := s.ReuseWorkspace(ctx(t), running.ID, runTok, "/ws/"+v, 1); return err }),
+		c("ConfirmAbort", "lease_token", func(v string) error { _, err := s.ConfirmAbort(ctx(t), aborted.ID, abortTok+v); return err }),
+		// Tasks: operator calls.
+		c("Answer", "text", func(v string) error { _, err := s.Answer(ctx(t), asking.ID, "op", v); return err }),
+		c("Answer", "actor", func(v string) error { _, err := s.Answer(ctx(t), asking.ID, v, "yes"); return err }),
+		c("ClaimReview", "reviewer", func(v string) error { _, err := s.ClaimReview(ctx(t), review.ID, v, Lease); return err }),
+		c("Approve", "note", func(v string) error { _, err := s.Approve(ctx(t), reviewing.ID, reviewTok, v); return err }),
+		c("Reject", "note", func(v string) error { _, err := s.Reject(ctx(t), reviewing.ID, reviewTok, v); return err }),
+		c("Approve", "lease_token", func(v string) error { _, err := s.Approve(ctx(t), reviewing.ID, reviewTok+v, "ok"); return err }),
+		c("Cancel", "reason", func(v string) error { _, err := s.Cancel(ctx(t), open1.ID, "op", v); return err }),
+		c("Cancel", "actor", func(v string) error { _, err := s.Cancel(ctx(t), open1.ID, v, "why"); return err }),
+		c("Stop", "reason", func(v string) error { _, _, err := s.Stop(ctx(t), running.ID, "op", v, 0); return err }),
+		c("Stop", "actor", func(v string) error { _, _, err := s.Stop(ctx(t), open1.ID, v, "why", 0); return err }),
+		c("Start", "reason", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, "op", v); return err }),
+		c("Start", "actor", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, v, "go"); return err }),
+		c("Update", "actor", func(v string) error {
+			_, err := s.Update(ctx(t), open1.ID, v, store.TaskPatch{Title: ptr("t")}, 0)
+			return err
+		}),
+		c("Update", "title", func(v string) error { return update(store.TaskPatch{Title: &v}) }),
+		c("Update", "description", func(v string) error { return updateRunning(store.TaskPatch{Description: &v}) }),
+		c("Update", "acceptance_criteria", func(v string) error { return update(store.TaskPatch{AcceptanceCriteria: &v}) }),
+		j("Update", "payload", func(v string) error { return updateRunning(store.TaskPatch{Payload: json.RawMessage(v)}) }),
+		j("Update", "metadata", func(v string) error { return update(store.TaskPatch{Metadata: json.RawMessage(v)}) }),
+		c("Update", "add_children[0].title", func(v string) error {
+			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child", Title: v}}})
+		}),
+		c("Update", "add_children[1].type", func(v string) error {
+			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child"}, {Type: v}}})
+		}),
+		j("Update", "add_children[0].payload", func(v string) error {
+			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child", Payload: json.RawMessage(v)}}})
+		}),
+		// Knowledge.
+		c("CreateObject", "kind", func(v string) error { _, err := s.CreateObject(ctx(t), store.NewObject{Kind: v}); return err }),
+		c("CreateObject", "title", func(v string) error {
+			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Title: v})
+			return err
+		}),
+		c("CreateObject", "status", func(v string) error {
+			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Status: v})
+			return err
+		}),
+		c("CreateObject", "created_by", func(v string) error {
+			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", CreatedBy: v})
+			return err
+		}),
+		j("CreateObject", "content", func(v string) error {
+			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Content: json.RawMessage(v)})
+			return err
+		}),
+		c("AddEdges", "edges[0].semantic_type", func(v string) error {
+			_, err := s.AddEdges(ctx(t), []store.NewEdge{{Src: question.ID, Dst: versioned.ID, BaseType: "depends_on", SemanticType: v}})
+			return err
+		}),
+		c("ClaimObjects", "worker", func(v string) error { _, err := s.ClaimObjects(ctx(t), "awaiting_bt", v, 1); return err }),
+		c("ClaimObject", "worker", func(v string) error {
+			_, err := s.ClaimObject(ctx(t), question.ID, v, []string{"awaiting_bt"})
+			return err
+		}),
+		c("TouchClaim", "claim_token", func(v string) error { return s.TouchClaim(ctx(t), held.ID, held.ClaimToken+v) }),
+		c("ReleaseClaim", "claim_token", func(v string) error { return s.ReleaseClaim(ctx(t), held.ID, held.ClaimToken+v) }),
+		c("TransitionObject", "claim_token", func(v string) error {
+			_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken+v, goodTransition())
+			return err
+		}),
+		c("TransitionObject", "agent", func(v string) error { tr := goodTransition(); tr.Agent = v; return transition(tr) }),
+		j("TransitionObject", "content", func(v string) error {
+			tr := goodTransition()
+			tr.Content = json.RawMessage(v)
+			return transition(tr)
+		}),
+		c("TransitionObject", "attach[0].object.title", func(v string) error { return transition(attach(store.NewObject{Title: v})) }),
+		c("TransitionObject", "attach[0].object.created_by", func(v string) error {
+			return transition(attach(store.NewObject{CreatedBy: v}))
+		}),
+		j("TransitionObject", "attach[0].object.content", func(v string) error {
+			return transition(attach(store.NewObject{Content: json.RawMessage(v)}))
+		}),
+		j("WriteVersion", "content", func(v string) error {
+			_, err := s.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(v), "w")
+			return err
+		}),
+		c("WriteVersion", "author", func(v string) error {
+			_, err := s.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(`{"v":2}`), v)
+			return err
+		}),
+		j("MergeVersions", "content", func(v string) error { return merge(v, "fr", nil) }),
+		c("MergeVersions", "author", func(v string) error { return merge(`{"m":1}`, v, nil) }),
+		c("MergeVersions", "reason.object.title", func(v string) error {
+			r := resolvesReason(`{"rule":"x"}`)
+			r.Object.Title = v
+			return merge(`{"m":1}`, "fr", r)
+		}),
+		j("MergeVersions", "reason.object.content", func(v string) error { return merge(`{"m":1}`, "fr", resolvesReason(v)) }),
+		// Liveness, principals, sweepers.
+		c("UpsertAgentLiveness", "instance_id", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.InstanceID = v }) }),
+		c("UpsertAgentLiveness", "process_kind", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.ProcessKind = v }) }),
+		c("UpsertAgentLiveness", "hostname", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.Hostname = v }) }),
+		c("UpsertAgentLiveness", "current_task_type", func(v string) error {
+			return upsert(func(r *store.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
+		}),
+		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
+		c("CreatePrincipal", "id", func(v string) error { return principal(store.Principal{ID: v}, "h", grant) }),
+		c("CreatePrincipal", "name", func(v string) error { return principal(store.Principal{Name: v}, "h", grant) }),
+		c("CreatePrincipal", "token_hash", func(v string) error { return principal(store.Principal{}, v, grant) }),
+		c("CreatePrincipal", "grants[1].resource", func(v string) error {
+			return principal(store.Principal{}, "h", grant, store.Grant{Resource: "/sweepers/" + v, Permission: "read"})
+		}),
+		c("CreatePrincipal", "grants[0].permission", func(v string) error {
+			return principal(store.Principal{}, "h", store.Grant{Resource: "/", Permission: v})
+		}),
+		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
+		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
+	}
+	before := storeState(t, s, sweeperID)
+	for _, bc := range cases {
+		values := BadTexts
+		if bc.json {
+			values = BadJSON
+		}
+		for _, v := range values {
+			err := bc.call(v)
+			var fe *store.FieldError
+			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
+				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
+			} else if !strings.Contains(err.Error(), "UTF-8") && !strings.Contains(err.Error(), "numeric") {
+				t.Errorf("%s with %s %q: error %q does not say what text is expected", bc.op, bc.field, v, err)
+			}
+		}
+		after := storeState(t, s, sweeperID)
+		diffState(t, bc.op+" with a bad "+bc.field, before, after)
+		before = after // report each write once
+	}
+	// The refused calls left every fixture usable: the good calls succeed.
+	if _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", "fine"); err != nil {
+		t.Errorf("AddEvidence after the refused calls: %v", err)
+	}
+	if _, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, goodTransition()); err != nil {
+		t.Errorf("TransitionObject after the refused calls: %v", err)
+	}
+	if err := merge(`{"m":1}`, "fr", nil); err != nil {
+		t.Errorf("MergeVersions after the refused calls: %v", err)
+	}
+}
+
+// testBadTextRefusedByReads: a read whose string argument Postgres could
+// not compare is refused alike on both backends (SQLite would find
+// nothing; Postgres would fail the query), with a FieldError naming it.
+func testBadTextRefusedByReads(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	reads := []badInput{
+		{op: "ListTasks", field: "type", call: func(v string) error {
+			_, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"x", v}})
+			return err
+		}},
+		{op: "CountTasks", field: "type", call: func(v string) error {
+			_, err := s.CountTasks(ctx(t), store.TaskFilter{Types: []string{v}})
+			return err
+		}},
+		{op: "ListObjects", field: "kind", call: func(v string) error {
+			_, err := s.ListObjects(ctx(t), store.ObjectFilter{Kinds: []string{v}})
+			return err
+		}},
+		{op: "ListObjects", field: "status", call: func(v string) error {
+			_, err := s.ListObjects(ctx(t), store.ObjectFilter{Statuses: []string{"ok", v}})
+			return err
+		}},
+		{op: "ClaimObjects", field: "status", call: func(v string) error { _, err := s.ClaimObjects(ctx(t), v, "w", 1); return err }},
+		{op: "ClaimObject", field: "statuses", call: func(v string) error {
+			_, err := s.ClaimObject(ctx(t), 1, "w", []string{v})
+			return err
+		}},
+		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.GetAgentLiveness(ctx(t), v); return err }},
+		{op: "LatestAgentLiveness", field: "process_kind", call: func(v string) error {
+			_, err := s.LatestAgentLiveness(ctx(t), v)
+			return err
+		}},
+		{op: "PrincipalByTokenHash", field: "token_hash", call: func(v string) error {
+			_, err := s.PrincipalByTokenHash(ctx(t), v)
+			return err
+		}},
+		{op: "GrantsOf", field: "id", call: func(v string) error { _, err := s.GrantsOf(ctx(t), v); return err }},
+		{op: "GetSweeperDesiredRunning", field: "agent_id", call: func(v string) error {
+			_, err := s.GetSweeperDesiredRunning(ctx(t), v)
+			return err
+		}},
+		{op: "WatchChanges", field: "topics", call: func(v string) error {
+			// Cancelled: a watch that is not refused returns at once.
+			c, cancel := context.WithCancel(ctx(t))
+			cancel()
+			return s.WatchChanges(c, []string{store.TopicTasksReady, v}, func(string) {})
+		}},
+	}
+	for _, r := range reads {
+		for _, v := range BadTexts {
+			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
+			}
+		}
+	}
+}
