@@ -45,6 +45,13 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fixtureOn(t, dir, s, c)
+}
+
+// fixtureOn serves the API from s (closed with the fixture), with its
+// admin token in dir.
+func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake) *fixture {
+	t.Helper()
 	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,9 @@ type ResearchRequest struct {
 // createdBy: kind question, status awaiting_research, content
 // {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
 func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
+	if err := cmp.Or(store.ValidateText("question", r.Question), store.ValidateText("corpus", r.Corpus)); err != nil {
+		return store.NewObject{}, err
+	}
 	q := strings.TrimSpace(r.Question)
 	switch {
 	case q == "":

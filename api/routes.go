@@ -43,7 +43,11 @@ func (a *API) route(pattern, perm, resource string, h http.Handler) {
 func (a *API) addRoute(rt Route) {
 	a.routes = append(a.routes, rt)
 	a.mux.Handle(rt.Pattern, a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, err := rt.resource(r)
+		err := checkRequestText(rt.Pattern, r)
+		var res string
+		if err == nil {
+			res, err = rt.resource(r)
+		}
 		if err == nil {
 			err = auth.Require(r.Context(), rt.Permission, res)
 		}

@@ -80,6 +80,11 @@ func TestTaskCLI(t *testing.T) {
 		{[]string{"task", "create", "--type", "t", "--priority", "-4"}, "priority"},
 		{[]string{"task", "create", "--type", "t", "--depends-on", "99999"}, "depends_on"},
 		{[]string{"task", "list", "--state", "DONE"}, "state"},
+		// Text no store backend stores is refused by the hub, naming the field.
+		{[]string{"task", "create", "--type", "t", "--payload", `{"a":"\u0000"}`}, "invalid payload: expected JSON in UTF-8"},
+		{[]string{"task", "create", "--type", "t", "--payload", "[\"\xff\"]"}, "invalid payload: expected JSON in UTF-8"},
+		{[]string{"task", "update", fmt.Sprint(b.ID), "--metadata", `{"\u0000":1}`}, "invalid metadata: expected JSON in UTF-8"},
+		{[]string{"task", "list", "--type", "bad\xffutf8"}, "invalid type: expected text without NUL bytes, in UTF-8"},
 		{[]string{"task", "show", "99999"}, "99999"},
 		{[]string{"task", "show", "abc"}, "expected a task ID"},
 		{[]string{"task", "answer", fmt.Sprint(a.ID), "late"}, "CANCELLED"},

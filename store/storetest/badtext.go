@@ -51,11 +51,11 @@ type badInput struct {
 	call func(v string) error
 }
 
-// storeState is everything a refused call must leave as it was, by record:
+// State is everything a refused call must leave as it was, by record:
 // every task with its events, evidence, decisions and aborts; every object
 // with its log, edges and versions; the forks and edges; principals with
 // their grants; liveness rows; the sweeper overrides of sweepers.
-func storeState(t testing.TB, s store.Store, sweepers ...string) map[string]string {
+func State(t testing.TB, s store.Store, sweepers ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for cursor := int64(0); ; {
@@ -103,9 +103,9 @@ func storeState(t testing.TB, s store.Store, sweepers ...string) map[string]stri
 	return out
 }
 
-// diffState reports (as test errors) every record that differs between
-// before and after.
-func diffState(t testing.TB, what string, before, after map[string]string) {
+// DiffState reports (as test errors of what) every record that differs
+// between two States.
+func DiffState(t testing.TB, what string, before, after map[string]string) {
 	t.Helper()
 	var keys []string
 	for k := range before {
@@ -345,7 +345,7 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
 		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
 	}
-	before := storeState(t, s, sweeperID)
+	before := State(t, s, sweeperID)
 	for _, bc := range cases {
 		values := BadTexts
 		if bc.json {
@@ -360,8 +360,8 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 				t.Errorf("%s with %s %q: error %q does not say what text is expected", bc.op, bc.field, v, err)
 			}
 		}
-		after := storeState(t, s, sweeperID)
-		diffState(t, bc.op+" with a bad "+bc.field, before, after)
+		after := State(t, s, sweeperID)
+		DiffState(t, bc.op+" with a bad "+bc.field, before, after)
 		before = after // report each write once
 	}
 	// The refused calls left every fixture usable: the good calls succeed.
@@ -431,4 +431,12 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 			}
 		}
 	}
+}
+
+// Into makes a task of type typ in state st through real operations and
+// returns it with the lease token of its executor or reviewer ("" when
+// none), for tests above the store that need tasks in every state.
+func Into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task, string) {
+	t.Helper()
+	return into(t, s, st, typ)
 }
