@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -225,4 +226,15 @@ func scanNumber(b []byte, start int) (int, bool) {
 		return i, false
 	}
 	return i, true
+}
+
+// ToText returns s with every byte ValidateText refuses (a NUL, each run of
+// invalid UTF-8) replaced by U+FFFD: a lossy but storable copy of text an
+// agent records from elsewhere — a command's output, an error message —
+// where refusing it would lose the record altogether.
+func ToText(s string) string {
+	if off, _ := badText(s); off < 0 {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }

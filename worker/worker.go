@@ -185,7 +185,9 @@ func (e *Executor) Run(ctx context.Context, t store.Task, resolve Resolver) (Rep
 		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
 	if rerr != nil {
-		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, !errors.Is(rerr, ErrPermanent), rerr.Error())
+		// The error may quote anything (a command's output): store what the
+		// store takes rather than have the failure itself refused.
+		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
 		if errors.Is(err, store.ErrLeaseLost) {
 			return e.lost(wctx, t)
 		}
