@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
@@ -220,11 +221,7 @@ func (e *Env) recordFailure(ctx context.Context, obj store.Object, agent, model 
 // reasonNode is a reasoning node of kind about the subject, linked with
 // semantic type sem.
 func reasonNode(kind, sem string, r Reasoning) *store.Attachment {
-	title := r.Text
-	if len(title) > 120 {
-		title = title[:117] + "..."
-	}
-	return &store.Attachment{Object: store.NewObject{Kind: kind, Title: title, Content: mustJSON(r)},
+	return &store.Attachment{Object: store.NewObject{Kind: kind, Title: truncate(r.Text, 120), Content: mustJSON(r)},
 		BaseType: BaseDependsOn, SemanticType: sem}
 }
 
@@ -274,12 +271,8 @@ func (s Researcher) Run(ctx context.Context, e *Env, q store.Object) (Outcome, e
 			}
 			cc.Citations = append(cc.Citations, Citation{ID: p.ID, Source: p.Source, Heading: p.Heading, Text: p.Text})
 		}
-		title := c.Text
-		if len(title) > 120 {
-			title = title[:117] + "..."
-		}
 		attach = append(attach, store.Attachment{
-			Object:   store.NewObject{Kind: KindClaim, Title: title, Content: mustJSON(cc), Status: ClaimProposed, CreatedBy: s.Name()},
+			Object:   store.NewObject{Kind: KindClaim, Title: truncate(c.Text, 120), Content: mustJSON(cc), Status: ClaimProposed, CreatedBy: s.Name()},
 			BaseType: BaseDependsOn, SemanticType: SemAnswers})
 	}
 	t := store.ObjectTransition{From: q.Status, To: AwaitingCritique, Action: "researched", Agent: s.Name(),
@@ -420,11 +413,18 @@ func (s Synthesizer) Run(ctx context.Context, e *Env, q store.Object) (Outcome, 
 	return Outcome{To: AwaitingArbitration, Action: "synthesized"}, nil
 }
 
+// truncate returns s, or when it is longer than n bytes its start and
+// "...", n bytes at most.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	// Cut at a character: half a UTF-8 sequence is not text the store takes.
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Arbiter validates the latest synthesis (validate_knowledge): resolved,
