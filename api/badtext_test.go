@@ -108,6 +108,7 @@ func TestBadTextIs400(t *testing.T) {
 			{"GET", "/v1/tasks?cursor=@", "cursor"},
 			{"GET", "/v1/tasks?limit=@", "limit"},
 			{"GET", "/v1/tasks?unknown=@", "unknown"},
+			{"GET", "/v1/tasks?@=1", "query"},
 			{"GET", "/v1/objects?kind=@", "kind"},
 			{"GET", "/v1/objects?status=@", "status"},
 			{"GET", "/v1/tasks/@", "id"},

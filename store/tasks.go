@@ -320,7 +320,8 @@ type Tasks interface {
 	// Touch is the lease heartbeat: it renews the lease for the duration given
 	// at claim and reports whether the lease is still held (the seed's
 	// touch_outbox_task convention). held is false exactly when err wraps
-	// ErrLeaseLost (or ErrNotFound), so callers may test either.
+	// ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that is
+	// not text), so callers may test either.
 	Touch(ctx context.Context, id int64, leaseToken string) (held bool, err error)
 	// AddEvidence records evidence for the current attempt and revision.
 	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (Evidence, error)
