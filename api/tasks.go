@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,8 +120,33 @@ func actor(r *http.Request) string {
 // CreatedTask is the body of POST /v1/tasks.
 type CreatedTask struct {
 	Task store.Task `json:"task"`
-	// Created is false when the dedupe key matched a live task, which is returned.
+	// Created is false when the dedupe key matched a live task, which is
+	// returned (to a caller that may read it; see CreateTask).
 	Created bool `json:"created"`
+}
+
+// ErrDedupeUnreadable is the answer to a create whose dedupe_key names a
+// task the caller may not read: a conflict that names nothing of that task
+// (not its id, not its content), so a key cannot be used to read tasks.
+var ErrDedupeUnreadable = fmt.Errorf("a task with this dedupe_key already exists (or, with dedupe_once, existed) "+
+	"and the caller may not read it; nothing was created: %w", store.ErrConflict)
+
+// CreateTask enqueues n as the authenticated caller in ctx (its created_by
+// is the caller's name, actor) for the HTTP API and the MCP tool alike. On a
+// dedupe hit the existing task is returned only when the caller may read it
+// (read on /tasks/ID); otherwise the error is ErrDedupeUnreadable.
+func CreateTask(ctx context.Context, tasks store.Tasks, n store.NewTask, actor string) (store.Task, bool, error) {
+	n.CreatedBy = actor
+	t, created, err := tasks.Enqueue(ctx, n)
+	if err != nil || created {
+		return t, created, err
+	}
+	if err := auth.Require(ctx, auth.PermRead, auth.TaskResource(t.ID)); errors.Is(err, auth.ErrForbidden) {
+		return store.Task{}, false, ErrDedupeUnreadable
+	} else if err != nil {
+		return store.Task{}, false, err
+	}
+	return t, false, nil
 }
 
 func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
@@ -129,10 +155,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if n.CreatedBy == "" {
-		n.CreatedBy = actor(r)
-	}
-	t, created, err := a.cfg.Tasks.Enqueue(r.Context(), n)
+	t, created, err := CreateTask(r.Context(), a.cfg.Tasks, n, actor(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -239,7 +240,8 @@ func AddTaskTools(srv *mcp.Server, tasks TaskStore) {
 		Name:  ToolCreateTask,
 		Title: "Create task",
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
-			"With a dedupe_key that a live task already has, that task is returned with created=false instead.",
+			"With a dedupe_key that a live task already has, that task is returned with created=false instead " +
+			"(a tool error, naming no task, when the caller may not read it).",
 		OutputSchema: outputSchema[createdTask](),
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in createTaskInput) (*mcp.CallToolResult, createdTask, error) {
 		res := auth.ResourceTasks
@@ -257,11 +259,13 @@ func AddTaskTools(srv *mcp.Server, tasks TaskStore) {
 			}
 			payload = b
 		}
-		t, created, err := tasks.Enqueue(ctx, store.NewTask{
+		// As POST /v1/tasks: the creator is the caller, and a dedupe hit on a
+		// task it may not read is refused without naming that task.
+		t, created, err := api.CreateTask(ctx, tasks, store.NewTask{
 			Type: in.Type, Title: in.Title, Description: in.Description, AcceptanceCriteria: in.AcceptanceCriteria,
 			Payload: payload, Priority: in.Priority, MaxAttempts: in.MaxAttempts, ParentID: in.ParentID,
-			DependsOn: in.DependsOn, DedupeKey: in.DedupeKey, CreatedBy: actorOf(ctx),
-		})
+			DependsOn: in.DependsOn, DedupeKey: in.DedupeKey,
+		}, actorOf(ctx))
 		return nil, createdTask{Task: t, Created: created}, err
 	})
 	mcp.AddTool(srv, &mcp.Tool{

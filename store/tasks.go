@@ -160,8 +160,11 @@ type NewTask struct {
 	// that cannot come back (a fork's heads, a premise's hashes), so a
 	// sweep that raced the task's completion enqueues nothing.
 	DedupeOnce bool `json:"dedupe_once,omitempty"`
-	// CreatedBy names who enqueued the task; recorded as the creation event's actor.
-	CreatedBy string `json:"created_by,omitempty"`
+	// CreatedBy names who enqueued the task; recorded as the creation
+	// event's actor. It is never read from JSON: the surfaces (HTTP, MCP)
+	// set it to the authenticated caller, so a request cannot name another
+	// creator (a body naming created_by is an unknown field).
+	CreatedBy string `json:"-"`
 	// Metadata, when set, must be a JSON object; empty means {}.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
