@@ -363,7 +363,7 @@ func TestMaxRetries(t *testing.T) {
 }
 
 // claim enqueues one task of typ and claims it.
-func claim(t testing.TB, st store.Store, typ string, payload string) store.Task {
+func claim(t testing.TB, st store.Store, typ string, payload string) store.ClaimedTask {
 	t.Helper()
 	storetest.MustEnqueue(t, st, store.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
 	got, err := st.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)

@@ -66,8 +66,7 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		if len(cfg.Command) == 0 {
 			return worker.Result{}, worker.Permanent(errors.New("exec agent: no command"))
 		}
-		t := a.Task()
-		t.LeaseToken = ""
+		t := a.Task() // a read view: the lease token is not part of it
 		input, err := json.Marshal(t)
 		if err != nil {
 			return worker.Result{}, err

@@ -39,13 +39,24 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
+	dir := t.TempDir()
+	return newFixtureOn(t, func(t testing.TB, opts ...store.Option) store.Store {
+		t.Helper()
+		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// newFixtureOn is newFixture on a store of open (backendtest.ForEach's
+// opener, for tests that run on both backends).
+func newFixtureOn(t testing.TB, open storetest.Opener) *fixture {
+	t.Helper()
 	dir := datadir.Dir(t.TempDir())
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(context.Background(), filepath.Join(string(dir), "cks.db"), store.WithClock(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fixtureOn(t, dir, s, c)
+	return fixtureOn(t, dir, open(t, store.WithClock(c)), c)
 }
 
 // fixtureOn serves the API from s (closed with the fixture), with its

@@ -231,29 +231,48 @@ func TestTaskScopedAgentToken(t *testing.T) {
 		t.Fatalf("task after refused operator calls: %s revision %d, %d aborts, current %+v; want RUNNING, unchanged, one decision",
 			got.State, got.Revision, len(got.Aborts), got.Current)
 	}
-	// It can finish its task.
+	// It can finish its task; with that its lease ends, and so does the
+	// credential (401 at once).
 	if _, err := agent.Complete(ctx, mine.ID, lease, false, "done"); err != nil {
 		t.Fatalf("agent completes its task: %v", err)
 	}
+	if _, err := agent.GetTask(ctx, mine.ID); apiErr(t, err).Status != http.StatusUnauthorized {
+		t.Fatalf("the credential of a completed claim: %v, want 401", err)
+	}
 
-	// Revoked: 401 at once.
+	// Revoked while its lease runs: 401 at once.
+	next, _, err := admin.CreateTask(ctx, store.NewTask{Type: "build", Title: "next"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err = worker.ClaimWithTokens(ctx, "w1", []string{"build"}, 1, time.Minute)
+	if err != nil || len(claimed.Tasks) != 1 || claimed.Tasks[0].ID != next.ID {
+		t.Fatalf("second claim: %+v, %v", claimed, err)
+	}
+	agent = client.New(f.srv.URL, claimed.AgentTokens[fmt.Sprint(next.ID)])
+	if _, err := agent.GetTask(ctx, next.ID); err != nil {
+		t.Fatalf("the second claim's credential: %v", err)
+	}
 	list, err := admin.ListTokens(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var agentID string
 	for _, p := range list {
-		if p.Name == "task/"+fmt.Sprint(mine.ID)+" w1" {
+		if p.Name == "task/"+fmt.Sprint(next.ID)+" w1" {
 			agentID = p.ID
+			if p.Lease == nil || p.Lease.TaskID != next.ID {
+				t.Fatalf("the claim's credential is listed without its lease binding: %+v", p)
+			}
 		}
 	}
 	if agentID == "" {
-		t.Fatalf("no principal task/%d w1 in %+v", mine.ID, list)
+		t.Fatalf("no principal task/%d w1 in %+v", next.ID, list)
 	}
 	if err := admin.RevokeToken(ctx, agentID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.GetTask(ctx, mine.ID); apiErr(t, err).Status != http.StatusUnauthorized {
+	if _, err := agent.GetTask(ctx, next.ID); apiErr(t, err).Status != http.StatusUnauthorized {
 		t.Fatalf("revoked token: %v, want 401", err)
 	}
 }

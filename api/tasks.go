@@ -33,7 +33,9 @@ const DefaultLease = 5 * time.Minute
 // and request-input need append on the task; review claim, approve and reject
 // need update on it. A claim hands back a task-scoped agent credential per
 // task (read, append, create on /tasks/ID), which can therefore report on its
-// task but never stop, start, update, cancel or review it.
+// task but never stop, start, update, cancel or review it, and which is bound
+// to the claim's lease: it stops authenticating when the lease ends. Lease
+// tokens appear in the answers of claim and review claim only.
 func (a *API) routeTasks() {
 	h := func(pattern, perm, res string, f http.HandlerFunc) { a.route(pattern, perm, res, f) }
 	const task = "/tasks/{id}"
@@ -339,13 +341,16 @@ type ClaimRequest struct {
 	LeaseS float64 `json:"lease_s"`
 }
 
-// ClaimedTasks is the answer of POST /v1/tasks/claim.
+// ClaimedTasks is the answer of POST /v1/tasks/claim: the only answer of the
+// API that carries lease tokens (each task's lease_token, for the claimer).
 type ClaimedTasks struct {
-	Tasks []store.Task `json:"tasks"`
+	Tasks []store.ClaimedTask `json:"tasks"`
 	// AgentTokens maps each claimed task's id (as a decimal string) to a
 	// task-scoped agent credential (read, append, create on /tasks/ID) for
-	// the executor to work that task with. A task whose credential could not
-	// be issued is absent (the hub logs why); the claim stands regardless.
+	// the executor to work that task with, bound to the task's new lease (it
+	// stops authenticating when the lease ends). A task whose credential
+	// could not be issued is absent (the hub logs why); the claim stands
+	// regardless.
 	AgentTokens map[string]string `json:"agent_tokens"`
 }
 
@@ -372,11 +377,11 @@ func (a *API) claimTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ts == nil {
-		ts = []store.Task{}
+		ts = []store.ClaimedTask{}
 	}
 	toks := make(map[string]string, len(ts))
 	for _, t := range ts {
-		tok, err := auth.IssueTaskToken(r.Context(), a.cfg.Auth.Principals(), t.ID, req.Worker)
+		tok, err := auth.IssueTaskToken(r.Context(), a.cfg.Auth.Principals(), t, req.Worker)
 		if err != nil {
 			a.cfg.Logger.Error("claim: issue agent token", "task_id", t.ID, "err", err)
 			continue
@@ -483,11 +488,13 @@ type ReviewClaimRequest struct {
 	LeaseS   float64 `json:"lease_s"`
 }
 
+// claimReview answers the task with the review lease's token (lease_token),
+// as a claim does.
 func (a *API) claimReview(w http.ResponseWriter, r *http.Request) {
-	taskCall(a, w, r, func(id int64, req ReviewClaimRequest) (store.Task, error) {
+	taskCall(a, w, r, func(id int64, req ReviewClaimRequest) (store.ClaimedTask, error) {
 		lease, err := leaseOf(req.LeaseS)
 		if err != nil {
-			return store.Task{}, err
+			return store.ClaimedTask{}, err
 		}
 		if req.Reviewer == "" {
 			req.Reviewer = actor(r)

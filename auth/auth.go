@@ -83,14 +83,16 @@ func NewAuthenticator(s store.Principals) *Authenticator { return &Authenticator
 func (a *Authenticator) Principals() store.Principals { return a.store }
 
 // Authenticate returns the principal tok belongs to. Every failure matches
-// ErrUnauthenticated and says whether the token was missing, malformed or unknown.
+// ErrUnauthenticated and says whether the token was missing, malformed or
+// unknown (a claim's credential whose lease has ended is unknown).
 func (a *Authenticator) Authenticate(ctx context.Context, tok string) (store.Principal, error) {
 	if err := CheckFormat(tok); err != nil {
 		return store.Principal{}, err
 	}
 	p, err := a.store.PrincipalByTokenHash(ctx, HashToken(tok))
 	if errors.Is(err, store.ErrNotFound) {
-		return p, fmt.Errorf("unknown token: %w", ErrUnauthenticated)
+		// Also the credential of a claim whose lease has ended.
+		return p, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
 	}
 	return p, err
 }

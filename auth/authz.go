@@ -217,7 +217,12 @@ func TaskTokenGrants(id int64) []store.Grant {
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
 func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name string, grants []store.Grant) (store.Principal, string, error) {
-	if strings.TrimSpace(name) == "" {
+	return createToken(ctx, s, c, store.Principal{Name: name}, grants)
+}
+
+// createToken is CreateToken of p (its name and lease binding).
+func createToken(ctx context.Context, s store.Principals, c clock.Clock, p store.Principal, grants []store.Grant) (store.Principal, string, error) {
+	if strings.TrimSpace(p.Name) == "" {
 		return store.Principal{}, "", &store.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
 	for _, g := range grants {
@@ -232,76 +237,34 @@ func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name st
 	if err != nil {
 		return store.Principal{}, "", err
 	}
-	p := store.Principal{ID: uuid.NewString(), Name: name, CreatedAt: store.Time(c.Now())}
+	p.ID, p.CreatedAt = uuid.NewString(), store.Time(c.Now())
 	if err := s.CreatePrincipal(ctx, p, HashToken(tok), grants); err != nil {
-		return store.Principal{}, "", fmt.Errorf("auth: create token %q: %w", name, err)
+		return store.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
 	}
 	return p, tok, nil
 }
 
-// IssueTaskToken creates a task-scoped agent credential for task taskID (the
-// grants of TaskTokenGrants) named "task/ID name", and returns its token.
-func IssueTaskToken(ctx context.Context, s store.Principals, taskID int64, name string) (string, error) {
-	if taskID <= 0 {
-		return "", &store.FieldError{Field: "task_id", Expected: "a positive task id"}
+// IssueTaskToken creates the task-scoped agent credential of claim c (the
+// grants of TaskTokenGrants on c's task), named "task/ID worker", bound to
+// c's lease (store.LeaseBinding), and returns its token. The credential
+// authenticates only while that lease is current: it stops working in the
+// transaction that ends the lease, however it ends (a re-claim issues a new
+// one).
+func IssueTaskToken(ctx context.Context, s store.Principals, c store.ClaimedTask, worker string) (string, error) {
+	if c.ID <= 0 || c.LeaseToken == "" {
+		return "", &store.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
 	}
-	_, tok, err := CreateToken(ctx, s, nil, strings.TrimSpace("task/"+strconv.FormatInt(taskID, 10)+" "+name), TaskTokenGrants(taskID))
+	p := store.Principal{Name: strings.TrimSpace("task/" + strconv.FormatInt(c.ID, 10) + " " + worker),
+		Lease: &store.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
 	return tok, err
 }
 
-// claimTokenPrefix starts the name of every principal IssueTaskToken makes:
-// "task/ID WORKER".
-const claimTokenPrefix = "task/"
-
-// claimOf returns the task and worker of a principal IssueTaskToken made.
-func claimOf(p store.Principal) (id int64, worker string, ok bool) {
-	rest, found := strings.CutPrefix(p.Name, claimTokenPrefix)
-	if !found {
-		return 0, "", false
-	}
-	idText, worker, _ := strings.Cut(rest, " ")
-	id, err := strconv.ParseInt(idText, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, "", false
-	}
-	return id, worker, true
-}
-
-// TaskReader reads one task (store.Tasks.GetTask).
-type TaskReader interface {
-	GetTask(ctx context.Context, id int64) (store.Task, error)
-}
-
-// RevokeEndedClaimTokens deletes the task-scoped credentials IssueTaskToken
-// made for claims whose lease has ended: the task is gone or terminal, or is
-// not CLAIMED/RUNNING any more, or is leased by another worker. An agent's
-// credential thus lasts as long as its lease (a re-claim issues a new one),
-// and the principals table does not grow with every claim. It returns how
-// many it deleted. (Credentials made with `cks token create --task` are named
-// by the operator and are left alone.)
-func RevokeEndedClaimTokens(ctx context.Context, ps store.Principals, tasks TaskReader) (int, error) {
-	all, err := ps.ListPrincipals(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range all {
-		id, worker, ok := claimOf(p.Principal)
-		if !ok {
-			continue
-		}
-		t, err := tasks.GetTask(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return n, err
-		case (t.State == "CLAIMED" || t.State == "RUNNING") && t.ClaimedBy == worker:
-			continue // the lease it was issued for still runs
-		}
-		if err := ps.DeletePrincipal(ctx, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+// RevokeEndedClaimTokens deletes the credentials IssueTaskToken made whose
+// lease has ended (store.Principals.DeleteEndedLeasePrincipals) and returns
+// how many. They no longer authenticate already; this keeps the principals
+// table from growing with every claim. Credentials made with `cks token
+// create --task` are not bound to a lease and are left alone.
+func RevokeEndedClaimTokens(ctx context.Context, ps store.Principals) (int, error) {
+	return ps.DeleteEndedLeasePrincipals(ctx)
 }

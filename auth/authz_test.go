@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
@@ -68,7 +69,20 @@ func TestCheckAndRequire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tok, err := auth.IssueTaskToken(ctx, s, 7, "worker")
+	for i := 1; i <= 7; i++ {
+		typ := "other"
+		if i == 7 {
+			typ = "mine"
+		}
+		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, err := s.Claim(ctx, "worker", []string{"mine"}, 1, time.Minute)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != 7 {
+		t.Fatalf("claim of task 7: %+v, %v", claimed, err)
+	}
+	tok, err := auth.IssueTaskToken(ctx, s, claimed[0], "worker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +122,71 @@ func TestCheckAndRequire(t *testing.T) {
 	}
 	if _, ok := auth.PrincipalFrom(auth.WithLocalOperator(ctx)); ok {
 		t.Error("the local operator is not a principal")
+	}
+}
+
+// TestTaskTokenEndsWithItsLease: the credential IssueTaskToken makes for a
+// claim authenticates while the lease runs and not a moment after it ends;
+// RevokeEndedClaimTokens then deletes it, and leaves alone a credential an
+// operator made for the same task (unbound) and one of a live lease.
+func TestTaskTokenEndsWithItsLease(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, typ := range []string{"done", "live"} {
+		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(typ string) store.ClaimedTask {
+		t.Helper()
+		cs, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("claim %s: %v, %v", typ, cs, err)
+		}
+		return cs[0]
+	}
+	done, live := claim("done"), claim("live")
+	if _, err := auth.IssueTaskToken(ctx, s, store.ClaimedTask{Task: done.Task}, "w"); !store.IsFieldError(err, "task_id") {
+		t.Fatalf("IssueTaskToken without the lease token: %v, want a FieldError", err)
+	}
+	doneTok, err := auth.IssueTaskToken(ctx, s, done, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveTok, err := auth.IssueTaskToken(ctx, s, live, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, opTok, err := auth.CreateToken(ctx, s, nil, "task/1", auth.TaskTokenGrants(done.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.NewAuthenticator(s)
+	for _, tok := range []string{doneTok, liveTok, opTok} {
+		if _, err := a.Authenticate(ctx, tok); err != nil {
+			t.Fatalf("before the lease ended: %v", err)
+		}
+	}
+	if _, err := s.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, doneTok); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("the credential of the completed claim: %v, want unauthenticated saying the lease ended", err)
+	}
+	for _, tok := range []string{liveTok, opTok} {
+		if _, err := a.Authenticate(ctx, tok); err != nil {
+			t.Fatalf("after another lease ended: %v", err)
+		}
+	}
+	if n, err := auth.RevokeEndedClaimTokens(ctx, s); err != nil || n != 1 {
+		t.Fatalf("RevokeEndedClaimTokens = %d, %v; want 1", n, err)
+	}
+	ps, err := s.ListPrincipals(ctx)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("principals after the cleanup: %+v, %v; want the live claim's and the operator's", ps, err)
 	}
 }

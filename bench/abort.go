@@ -139,7 +139,7 @@ func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ
 		return 0, fmt.Errorf("executor ended before it started: %v", err)
 	}
 	begin := time.Now()
-	ab, err := act(claimed[0])
+	ab, err := act(claimed[0].Task)
 	d := time.Since(begin)
 	if rerr := <-done; err == nil {
 		err = rerr

@@ -76,8 +76,9 @@ func (c *Client) CancelTask(ctx context.Context, id int64, reason string) (store
 	return c.taskPost(ctx, id, "cancel", api.CancelRequest{Reason: reason})
 }
 
-// Claim leases up to n OPEN tasks of the given types to worker.
-func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+// Claim leases up to n OPEN tasks of the given types to worker. Each comes
+// with its lease token, which the hub shows only in this answer.
+func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.ClaimedTask, error) {
 	var out api.ClaimedTasks
 	err := c.do(ctx, http.MethodPost, "/v1/tasks/claim",
 		api.ClaimRequest{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()}, &out)

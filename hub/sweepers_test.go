@@ -66,10 +66,13 @@ func TestLeaseReaper(t *testing.T) {
 		retry := enqueue(t, st, store.NewTask{Type: "t", MaxAttempts: 2})
 		dead := enqueue(t, st, store.NewTask{Type: "u", MaxAttempts: 1})
 		held := enqueue(t, st, store.NewTask{Type: "v"})
+		leases := map[string]string{}
 		for _, typ := range []string{"t", "u", "v"} {
-			if ts, err := st.Claim(ctx, "w", []string{typ}, 1, time.Minute); err != nil || len(ts) != 1 {
+			ts, err := st.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
+			leases[typ] = ts[0].LeaseToken
 		}
 		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
 		c.Advance(4 * time.Minute) // expired, but renewed within the window
@@ -78,8 +81,7 @@ func TestLeaseReaper(t *testing.T) {
 		}
 		// Keep one lease alive, let the others go stale.
 		c.Advance(2 * time.Minute)
-		task, _ := st.GetTask(ctx, held.ID)
-		if ok, err := st.Touch(ctx, held.ID, task.LeaseToken); !ok || err != nil {
+		if ok, err := st.Touch(ctx, held.ID, leases["v"]); !ok || err != nil {
 			t.Fatalf("touch: %v %v", ok, err)
 		}
 		if n := sweep(t, reaper); n != 2 {
@@ -244,13 +246,13 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		claim := func(typ, worker string) store.Task {
+		claim := func(typ, worker string) store.ClaimedTask {
 			t.Helper()
 			ts, err := st.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
-			if _, err := auth.IssueTaskToken(ctx, st, ts[0].ID, worker); err != nil {
+			if _, err := auth.IssueTaskToken(ctx, st, ts[0], worker); err != nil {
 				t.Fatal(err)
 			}
 			return ts[0]
@@ -277,7 +279,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: time.Hour,
-			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st, st) }}
+			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st) }}
 		if n := sweep(t, reaper); n != 3 {
 			t.Fatalf("revoked %d, want 3 (w1's on the completed, the reopened and the moved task)", n)
 		}

@@ -148,7 +148,7 @@ type updateOut struct {
 }
 
 // running enqueues a task of type typ and makes worker-1 run it.
-func running(t *testing.T, e *env, typ string) store.Task {
+func running(t *testing.T, e *env, typ string) store.ClaimedTask {
 	t.Helper()
 	task := storetest.MustEnqueue(t, e.store, store.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
 	got, err := e.store.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
@@ -159,8 +159,7 @@ func running(t *testing.T, e *env, typ string) store.Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.LeaseToken = got[0].LeaseToken
-	return r
+	return store.ClaimedTask{Task: r, LeaseToken: got[0].LeaseToken}
 }
 
 func TestStopStartUpdateTools(t *testing.T) {

@@ -5,7 +5,8 @@ import "fmt"
 // ValidatePrincipal reports the first argument of CreatePrincipal that a
 // backend must not store: text that is not ValidateText's (id, name,
 // token_hash, grants[i].resource and .permission), then an empty id, name or
-// token hash (FieldError principal). Whether a grant names a known
+// token hash (FieldError principal), or a lease binding that names no task
+// or no lease token hash (FieldError lease). Whether a grant names a known
 // permission on a node of the resource tree is package auth's rule.
 func ValidatePrincipal(p Principal, tokenHash string, grants []Grant) error {
 	for _, f := range []struct{ name, v string }{{"id", p.ID}, {"name", p.Name}, {"token_hash", tokenHash}} {
@@ -21,8 +22,11 @@ func ValidatePrincipal(p Principal, tokenHash string, grants []Grant) error {
 			return err
 		}
 	}
-	if p.ID == "" || p.Name == "" || tokenHash == "" {
+	switch {
+	case p.ID == "" || p.Name == "" || tokenHash == "":
 		return fieldError("principal", "an id, a name and a token hash")
+	case p.Lease != nil && (p.Lease.TaskID <= 0 || p.Lease.LeaseTokenHash == ""):
+		return fieldError("lease", "a task id and the hash of its lease token")
 	}
 	return nil
 }

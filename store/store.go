@@ -122,6 +122,22 @@ type Principal struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// Lease, when set, binds the principal to one lease: it authenticates
+	// only while that lease is current. The task-scoped credential an HTTP
+	// claim hands out is bound so; principals made by an operator (even
+	// for a task) are not.
+	Lease *LeaseBinding `json:"lease,omitempty"`
+}
+
+// LeaseBinding ties a principal to the lease of task TaskID whose token
+// hashes to LeaseTokenHash. The principal's token stops authenticating when
+// the task is no longer CLAIMED or RUNNING under that lease: in the very
+// transaction that ends the lease (complete, fail, request input, stop,
+// update, cancel, reclaim), whichever path ends it.
+type LeaseBinding struct {
+	TaskID int64 `json:"task_id"`
+	// LeaseTokenHash is HashLeaseToken of the lease's token; never shown.
+	LeaseTokenHash string `json:"-"`
 }
 
 // Grant gives a principal one permission on a resource subtree such as "/" or
@@ -133,12 +149,19 @@ type Grant struct {
 
 // Principals stores identities, their token hashes and their grants.
 type Principals interface {
-	// CreatePrincipal stores p with the hash of its token and its grants in one
-	// transaction. A duplicate ID or token hash is ErrConflict.
+	// CreatePrincipal stores p (with its lease binding, if any) with the hash
+	// of its token and its grants in one transaction. A duplicate ID or token
+	// hash is ErrConflict.
 	CreatePrincipal(ctx context.Context, p Principal, tokenHash string, grants []Grant) error
-	// PrincipalByTokenHash returns the principal whose token hashes to tokenHash,
-	// or ErrNotFound.
+	// PrincipalByTokenHash returns the principal whose token hashes to
+	// tokenHash, or ErrNotFound. A principal bound to a lease (p.Lease) that
+	// is no longer current — its task not CLAIMED or RUNNING under that
+	// lease token — is ErrNotFound too, decided in the same query.
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (Principal, error)
+	// DeleteEndedLeasePrincipals deletes, with their grants, the principals
+	// bound to leases that are no longer current (they no longer
+	// authenticate; this only removes the rows), and returns how many.
+	DeleteEndedLeasePrincipals(ctx context.Context) (int, error)
 	// GrantsOf returns the grants of a principal, ordered by resource then permission.
 	GrantsOf(ctx context.Context, principalID string) ([]Grant, error)
 	// ListPrincipals returns every principal with its grants, oldest first

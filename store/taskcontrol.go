@@ -48,8 +48,8 @@ const (
 type Abort struct {
 	ID     int64 `json:"abort_id"`
 	TaskID int64 `json:"task_id"`
-	// LeaseToken is the revoked token; the executor confirms with it.
-	LeaseToken string `json:"-"`
+	// The revoked lease is recorded by its token's hash only (never part of
+	// an Abort); its executor confirms with the plain token (ConfirmAbort).
 	// Executor is the claimed_by of the revoked lease: the worker instance
 	// that may still be running while the abort is not confirmed.
 	Executor string `json:"executor"`

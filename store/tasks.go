@@ -3,6 +3,9 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,8 +73,9 @@ type Task struct {
 	// ClaimedBy is the worker (or reviewer) holding the lease; empty when none.
 	ClaimedBy string    `json:"claimed_by,omitempty"`
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
-	// LeaseToken is the fencing token of the current lease; empty when none.
-	LeaseToken     string    `json:"lease_token,omitempty"`
+	// The fencing token of the current lease is not part of a task: only
+	// the claim that created it returns it (ClaimedTask), so no read of a
+	// task can disclose it.
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	// LeaseRenewedAt is the time of the claim or of the last Touch.
 	LeaseRenewedAt time.Time `json:"lease_renewed_at,omitzero"`
@@ -101,6 +105,36 @@ type Task struct {
 	History []AttemptView `json:"history,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
 	Aborts []Abort `json:"aborts,omitempty"`
+}
+
+// ClaimedTask is a task as Claim and ClaimReview return it to the claimer:
+// the task and the plain fencing token of the lease just created, which the
+// claimer passes to every executor call of that lease. The token is shown
+// this once: the store keeps only its hash (HashLeaseToken), Task has no
+// field for it, and no other call returns it, so nobody but the claimer can
+// make the fenced calls of the lease (a reader of the task cannot take it
+// over).
+type ClaimedTask struct {
+	Task
+	LeaseToken string `json:"lease_token"`
+}
+
+// leaseTokenBytes is the randomness of a lease token.
+const leaseTokenBytes = 16
+
+// NewLeaseToken returns a fresh random lease token (hex, 128 bits).
+func NewLeaseToken() string {
+	b := make([]byte, leaseTokenBytes)
+	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails (it aborts the program instead)
+	return hex.EncodeToString(b)
+}
+
+// HashLeaseToken returns the stored form of a lease token: its SHA-256, hex
+// (as bearer tokens are stored). Fenced calls compare hashes, so a database
+// read, a backup or a log of the table yields no usable token.
+func HashLeaseToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 // CurrentEvidence returns the evidence of the current attempt only (nil
@@ -291,7 +325,7 @@ type TaskPage struct {
 // wrapping ErrConflict that names the current and the attempted state, and
 // changes nothing. Unknown ids are ErrNotFound naming the id. Executor calls
 // take (id, leaseToken) and fail with ErrLeaseLost when the token is not the
-// task's current one. Times come from the store's clock (store.WithClock).
+// task's current one (compared by HashLeaseToken: only hashes are stored). Times come from the store's clock (store.WithClock).
 type Tasks interface {
 	// Enqueue stores a new task: OPEN, or WAITING when a dependency is not
 	// COMPLETED yet, or BLOCKED when one is already FAILED or CANCELLED. When
@@ -315,9 +349,10 @@ type Tasks interface {
 	// Claim leases up to n claimable tasks of the given types (any type when
 	// types is empty) to worker: state OPEN, run_after passed, not in the
 	// dispatch-exclusion set; highest priority first, then oldest. Each gets
-	// CLAIMED, claimed_by, claimed_at, a fresh lease token, lease_expires_at =
-	// now+lease and attempts+1. The tasks are returned in that order.
-	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]Task, error)
+	// CLAIMED, claimed_by, claimed_at, a fresh lease token (NewLeaseToken,
+	// stored as its hash), lease_expires_at = now+lease and attempts+1. The
+	// tasks are returned in that order, each with its plain token.
+	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]ClaimedTask, error)
 	// MarkRunning moves a claimed task to RUNNING.
 	MarkRunning(ctx context.Context, id int64, leaseToken string) (Task, error)
 	// Touch is the lease heartbeat: it renews the lease for the duration given
@@ -348,8 +383,9 @@ type Tasks interface {
 	// to OPEN (run_after cleared).
 	Answer(ctx context.Context, id int64, actor, text string) (Task, error)
 	// ClaimReview moves a NEEDS_REVIEW task to REVIEWING under a fresh lease
-	// held by reviewer (attempts unchanged).
-	ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (Task, error)
+	// held by reviewer (attempts unchanged), returned with its plain token
+	// as Claim returns it.
+	ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (ClaimedTask, error)
 	// Approve ends a review: REVIEWING → COMPLETED (releasing dependants like
 	// Complete), recording note.
 	Approve(ctx context.Context, id int64, leaseToken, note string) (Task, error)
@@ -444,8 +480,8 @@ func ValidateClaim(worker string, n int, lease time.Duration) error {
 
 // SortClaimed orders claimed tasks as a claim picks them: highest priority,
 // then oldest, then lowest id (RETURNING gives no order).
-func SortClaimed(ts []Task) {
-	slices.SortFunc(ts, func(x, y Task) int {
+func SortClaimed(ts []ClaimedTask) {
+	slices.SortFunc(ts, func(x, y ClaimedTask) int {
 		if x.Priority != y.Priority {
 			return y.Priority - x.Priority
 		}

@@ -206,7 +206,7 @@ func enqueue(t *testing.T, s store.Store, typ, title string) store.Task {
 	return storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
 }
 
-func claim(t *testing.T, s store.Store, typ string) store.Task {
+func claim(t *testing.T, s store.Store, typ string) store.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 {

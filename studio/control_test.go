@@ -15,7 +15,7 @@ import (
 )
 
 // running enqueues a task of type typ and has worker claim it and run it.
-func running(t *testing.T, s *sqlite.Store, typ, title, worker string) store.Task {
+func running(t *testing.T, s *sqlite.Store, typ, title, worker string) store.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
 	task := storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})

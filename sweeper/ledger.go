@@ -35,8 +35,9 @@ type LeaseReaper struct {
 	Tasks       LeaseStore
 	Clock       clock.Clock
 	StaleWindow time.Duration
-	// ClaimTokens, when set, revokes the task-scoped credentials of leases
-	// that ended (auth.RevokeEndedClaimTokens) and returns how many.
+	// ClaimTokens, when set, deletes the task-scoped credentials of leases
+	// that ended (auth.RevokeEndedClaimTokens; they stopped authenticating
+	// when their lease ended) and returns how many.
 	ClaimTokens func(context.Context) (int, error)
 }
 

@@ -134,27 +134,29 @@ func New(st Store, opts Options) *Executor {
 	return &Executor{st: st, opts: opts, log: log, running: map[*running]struct{}{}}
 }
 
-// Run executes the claimed task t with resolve: it marks t RUNNING, runs
+// Run executes the claimed task c with resolve: it marks it RUNNING, runs
 // resolve under a context cancelled when the lease is lost (abort request
 // seen through the watch, or a heartbeat that finds the lease gone) or ctx
 // ends, renews the lease every heartbeat meanwhile, and writes the outcome:
-// Complete, Fail, or — after a lost lease — ConfirmAbort. The error is
-// non-nil only when the ledger could not be written (the resolver's own
-// error is in Report.Err).
-func (e *Executor) Run(ctx context.Context, t store.Task, resolve Resolver) (Report, error) {
-	if t.ID == 0 || t.LeaseToken == "" {
+// Complete, Fail, or — after a lost lease — ConfirmAbort, each fenced by c's
+// lease token (which the resolver never sees: Attempt.Task is the task
+// without it). The error is non-nil only when the ledger could not be
+// written (the resolver's own error is in Report.Err).
+func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolver) (Report, error) {
+	t, token := c.Task, c.LeaseToken
+	if t.ID == 0 || token == "" {
 		return Report{}, &store.FieldError{Field: "task", Expected: "a claimed task with its lease token"}
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &running{id: t.ID, token: t.LeaseToken, abort: cancel}
+	r := &running{id: t.ID, token: token, abort: cancel}
 	e.register(r)
 	defer e.unregister(r)
 
 	if t.State != "RUNNING" {
-		cur, err := e.st.MarkRunning(rctx, t.ID, t.LeaseToken)
+		cur, err := e.st.MarkRunning(rctx, t.ID, token)
 		if errors.Is(err, store.ErrLeaseLost) {
-			return e.lost(ctx, t)
+			return e.lost(ctx, t, token)
 		}
 		if err != nil {
 			return Report{}, fmt.Errorf("worker: task %d: mark running: %w", t.ID, err)
@@ -166,36 +168,36 @@ func (e *Executor) Run(ctx context.Context, t store.Task, resolve Resolver) (Rep
 	hbCtx, stopHB := context.WithCancel(rctx)
 	go func() {
 		defer close(hbDone)
-		e.heartbeat(hbCtx, t, cancel)
+		e.heartbeat(hbCtx, t, token, cancel)
 	}()
-	res, rerr := resolve(rctx, &Attempt{e: e, task: t})
+	res, rerr := resolve(rctx, &Attempt{e: e, task: t, token: token})
 	stopHB()
 	<-hbDone
 
 	// The outcome is written even when ctx has ended: it must not be lost.
 	wctx := context.WithoutCancel(ctx)
 	if errors.Is(context.Cause(rctx), errLeaseLost) {
-		return e.lost(wctx, t)
+		return e.lost(wctx, t, token)
 	}
 	if ctx.Err() != nil {
-		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, true, "interrupted: the executor is shutting down")
+		cur, err := e.st.Fail(wctx, t.ID, token, true, "interrupted: the executor is shutting down")
 		if errors.Is(err, store.ErrLeaseLost) {
-			return e.lost(wctx, t)
+			return e.lost(wctx, t, token)
 		}
 		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
 	if rerr != nil {
 		// The error may quote anything (a command's output): store what the
 		// store takes rather than have the failure itself refused.
-		cur, err := e.st.Fail(wctx, t.ID, t.LeaseToken, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
+		cur, err := e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
 		if errors.Is(err, store.ErrLeaseLost) {
-			return e.lost(wctx, t)
+			return e.lost(wctx, t, token)
 		}
 		return Report{Outcome: Failed, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
-	cur, err := e.st.Complete(wctx, t.ID, t.LeaseToken, res.NeedsReview, res.Output)
+	cur, err := e.st.Complete(wctx, t.ID, token, res.NeedsReview, res.Output)
 	if errors.Is(err, store.ErrLeaseLost) {
-		return e.lost(wctx, t)
+		return e.lost(wctx, t, token)
 	}
 	out := Completed
 	if res.NeedsReview {
@@ -211,10 +213,10 @@ func wrap(t store.Task, op string, err error) error {
 	return fmt.Errorf("worker: task %d: %s: %w", t.ID, op, err)
 }
 
-// lost ends a run whose lease is gone: the resolver has returned, so the
-// abort (if one was requested) is confirmed.
-func (e *Executor) lost(ctx context.Context, t store.Task) (Report, error) {
-	ab, err := e.st.ConfirmAbort(ctx, t.ID, t.LeaseToken)
+// lost ends a run whose lease (token) is gone: the resolver has returned,
+// so the abort (if one was requested) is confirmed.
+func (e *Executor) lost(ctx context.Context, t store.Task, token string) (Report, error) {
+	ab, err := e.st.ConfirmAbort(ctx, t.ID, token)
 	if errors.Is(err, store.ErrNotFound) {
 		return Report{Outcome: LeaseLost}, nil
 	}
@@ -224,9 +226,9 @@ func (e *Executor) lost(ctx context.Context, t store.Task) (Report, error) {
 	return Report{Outcome: Aborted, Abort: &ab}, nil
 }
 
-// heartbeat renews t's lease until ctx ends, and cancels the run when the
-// lease is found lost.
-func (e *Executor) heartbeat(ctx context.Context, t store.Task, abort context.CancelCauseFunc) {
+// heartbeat renews t's lease (token) until ctx ends, and cancels the run
+// when the lease is found lost.
+func (e *Executor) heartbeat(ctx context.Context, t store.Task, token string, abort context.CancelCauseFunc) {
 	every := e.opts.Heartbeat
 	if every <= 0 {
 		every = max(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)/3, 10*time.Millisecond)
@@ -239,7 +241,7 @@ func (e *Executor) heartbeat(ctx context.Context, t store.Task, abort context.Ca
 			return
 		case <-tick.C:
 		}
-		if _, err := e.st.Touch(ctx, t.ID, t.LeaseToken); errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+		if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
 			abort(errLeaseLost)
 			return
 		} else if err != nil && ctx.Err() == nil {
@@ -306,26 +308,28 @@ func (e *Executor) check(ctx context.Context) {
 // (re-entered from the top: its current text and revision) and the fenced
 // writes an executor may make while it holds the lease.
 type Attempt struct {
-	e    *Executor
-	task store.Task
+	e     *Executor
+	task  store.Task
+	token string // the lease's; the resolver's writes go through Attempt
 }
 
-// Task returns the task as it stood when claimed.
+// Task returns the task as it stood when claimed (a read view: without the
+// lease token, which stays with the Executor).
 func (a *Attempt) Task() store.Task { return a.task }
 
 // Evidence records evidence for this attempt.
 func (a *Attempt) Evidence(ctx context.Context, kind, body string) (store.Evidence, error) {
-	return a.e.st.AddEvidence(ctx, a.task.ID, a.task.LeaseToken, kind, body)
+	return a.e.st.AddEvidence(ctx, a.task.ID, a.token, kind, body)
 }
 
 // Decide records a decision derived from the revision this attempt claimed.
 func (a *Attempt) Decide(ctx context.Context, kind, text string) (store.Decision, error) {
-	return a.e.st.RecordDecision(ctx, a.task.ID, a.task.LeaseToken, kind, text, a.task.Revision)
+	return a.e.st.RecordDecision(ctx, a.task.ID, a.token, kind, text, a.task.Revision)
 }
 
 // SetWorkspace records path as this attempt's workspace.
 func (a *Attempt) SetWorkspace(ctx context.Context, path string) error {
-	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.task.LeaseToken, store.EvidenceWorkspace, path)
+	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.token, store.EvidenceWorkspace, path)
 	return err
 }
 
@@ -342,5 +346,5 @@ func (a *Attempt) PreviousWorkspaces(ctx context.Context) ([]string, error) {
 // ReuseWorkspace records the explicit decision to continue in path, a
 // workspace of an earlier attempt, and makes it this attempt's workspace.
 func (a *Attempt) ReuseWorkspace(ctx context.Context, path string) (store.Decision, error) {
-	return a.e.st.ReuseWorkspace(ctx, a.task.ID, a.task.LeaseToken, path, a.task.Revision)
+	return a.e.st.ReuseWorkspace(ctx, a.task.ID, a.token, path, a.task.Revision)
 }

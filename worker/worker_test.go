@@ -30,7 +30,7 @@ func ctx(t testing.TB) context.Context {
 
 // claim enqueues a task of type "build" and claims it for worker with a
 // lease of an hour.
-func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.Task {
+func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.ClaimedTask {
 	t.Helper()
 	n.Type = "build"
 	if _, _, err := st.Enqueue(ctx(t), n); err != nil {
@@ -44,7 +44,7 @@ func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.T
 }
 
 // runAsync runs task in the background and returns the channel of its report.
-func runAsync(t testing.TB, ex *worker.Executor, task store.Task, r worker.Resolver) <-chan worker.Report {
+func runAsync(t testing.TB, ex *worker.Executor, task store.ClaimedTask, r worker.Resolver) <-chan worker.Report {
 	t.Helper()
 	out := make(chan worker.Report, 1)
 	go func() {
@@ -328,7 +328,7 @@ func TestRunOutcomes(t *testing.T) {
 				t.Errorf("%s: %+v, %v", tc.name, r, err)
 			}
 		}
-		if _, err := ex.Run(ctx(t), store.Task{ID: 1}, nil); !store.IsFieldError(err, "task") {
+		if _, err := ex.Run(ctx(t), store.ClaimedTask{Task: store.Task{ID: 1}}, nil); !store.IsFieldError(err, "task") {
 			t.Errorf("unclaimed task: %v", err)
 		}
 	})

@@ -181,10 +181,18 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("update RUNNING --wait=false --json: %v %+v\n%s", err, up, r.stdout)
 	}
 	// A non-material edit leaves it running.
-	running("build", "agent-3", x)
+	lease3 := running("build", "agent-3", x)
 	r = ok(run("task", "update", fmt.Sprint(x), "--priority", "9"))
 	if !strings.Contains(r.stdout, "path live") || !strings.Contains(r.stdout, "now RUNNING") {
 		t.Fatalf("live update printed %q", r.stdout)
+	}
+	// No view of the running task shows its lease token (or an earlier one).
+	for _, args := range [][]string{{"task", "show", fmt.Sprint(x), "--json"}, {"task", "show", fmt.Sprint(x)},
+		{"task", "list", "--json"}, {"task", "list"}} {
+		r := ok(run(args...))
+		if strings.Contains(r.stdout, lease3) || strings.Contains(r.stdout, lease) || strings.Contains(r.stdout, "lease_token") {
+			t.Fatalf("%v shows a lease token:\n%s", args, r.stdout)
+		}
 	}
 
 	// An executor that ignores the abort: exit 3, impossible to miss.

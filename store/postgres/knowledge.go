@@ -31,6 +31,9 @@ const logColumns = `seq, object_id, ts, agent, action, transitioned_to, reasonin
 // stops being current, so the claimer's next call fails with ErrLeaseLost.
 const releaseClaim = `claimed_by = '', claim_token = '', claimed_at = NULL`
 
+// newToken is the SQL expression of a fresh random object claim token.
+const newToken = `replace(gen_random_uuid()::text, '-', '')`
+
 func scanObject(row pgx.Row) (store.Object, error) {
 	var (
 		o         store.Object

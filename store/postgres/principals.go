@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,8 +20,15 @@ func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHas
 		return fmt.Errorf("postgres: create principal: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
-	_, err = tx.Exec(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at)
-VALUES ($1, $2, $3, $4)`, p.ID, p.Name, tokenHash, store.Time(p.CreatedAt))
+	var (
+		taskID    *int64 // NULL unless bound
+		leaseHash *string
+	)
+	if p.Lease != nil {
+		taskID, leaseHash = &p.Lease.TaskID, &p.Lease.LeaseTokenHash
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
+VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, p.Name, tokenHash, store.Time(p.CreatedAt), taskID, leaseHash)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
 	}
@@ -39,22 +47,62 @@ VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, p.ID, g.Resource, g.Permission); er
 	return nil
 }
 
-// PrincipalByTokenHash implements store.Principals.
+// principalColumns is the column list of scanPrincipal (alias p).
+const principalColumns = `p.principal_id, p.name, p.created_at, p.task_id, p.lease_token_hash`
+
+// leaseCurrentSQL holds when the lease principal p (alias) is bound to is
+// its task's current lease: CLAIMED or RUNNING under that token.
+func leaseCurrentSQL() string {
+	return `EXISTS (SELECT 1 FROM cks_outbox_tasks t WHERE t.task_id = p.task_id
+	AND t.lease_token_hash = p.lease_token_hash AND p.lease_token_hash <> ''
+	AND t.state IN ` + stateList([]ledger.State{ledger.Claimed, ledger.Running}) + `)`
+}
+
+// scanPrincipal scans principalColumns followed by the columns of extra.
+func scanPrincipal(row pgx.Row, extra ...any) (store.Principal, error) {
+	var (
+		p         store.Principal
+		taskID    *int64
+		leaseHash *string
+	)
+	if err := row.Scan(append([]any{&p.ID, &p.Name, &p.CreatedAt, &taskID, &leaseHash}, extra...)...); err != nil {
+		return p, err
+	}
+	if taskID != nil {
+		p.Lease = &store.LeaseBinding{TaskID: *taskID}
+		if leaseHash != nil {
+			p.Lease.LeaseTokenHash = *leaseHash
+		}
+	}
+	p.CreatedAt = store.Time(p.CreatedAt)
+	return p, nil
+}
+
+// PrincipalByTokenHash implements store.Principals: one query, so a bound
+// principal is refused by the same read that finds it.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
 	if err := store.ValidateText("token_hash", tokenHash); err != nil {
 		return store.Principal{}, err
 	}
-	var p store.Principal
-	err := s.pool.QueryRow(ctx, `SELECT principal_id, name, created_at
-FROM cks_principals WHERE token_hash = $1`, tokenHash).Scan(&p.ID, &p.Name, &p.CreatedAt)
+	p, err := scanPrincipal(s.pool.QueryRow(ctx, `SELECT `+principalColumns+`
+FROM cks_principals p WHERE p.token_hash = $1 AND (p.task_id IS NULL OR `+leaseCurrentSQL()+`)`, tokenHash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Principal{}, fmt.Errorf("token: %w", store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Principal{}, fmt.Errorf("postgres: principal by token: %w", err)
 	}
-	p.CreatedAt = store.Time(p.CreatedAt)
 	return p, nil
+}
+
+// DeleteEndedLeasePrincipals implements store.Principals (grants go by ON
+// DELETE CASCADE).
+func (s *Store) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM cks_principals p WHERE p.task_id IS NOT NULL AND NOT `+leaseCurrentSQL())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete ended lease principals: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // GrantsOf implements store.Principals.
@@ -84,7 +132,7 @@ WHERE principal_id = $1 ORDER BY resource COLLATE "C", permission COLLATE "C"`, 
 
 // ListPrincipals implements store.Principals.
 func (s *Store) ListPrincipals(ctx context.Context) ([]store.PrincipalGrants, error) {
-	rows, err := s.pool.Query(ctx, `SELECT p.principal_id, p.name, p.created_at, g.resource, g.permission
+	rows, err := s.pool.Query(ctx, `SELECT `+principalColumns+`, g.resource, g.permission
 FROM cks_principals p LEFT JOIN cks_grants g ON g.principal_id = p.principal_id
 ORDER BY p.created_at, p.principal_id COLLATE "C", g.resource COLLATE "C", g.permission COLLATE "C"`)
 	if err != nil {
@@ -93,15 +141,12 @@ ORDER BY p.created_at, p.principal_id COLLATE "C", g.resource COLLATE "C", g.per
 	defer rows.Close()
 	var out []store.PrincipalGrants
 	for rows.Next() {
-		var (
-			p         store.Principal
-			res, perm *string
-		)
-		if err := rows.Scan(&p.ID, &p.Name, &p.CreatedAt, &res, &perm); err != nil {
+		var res, perm *string
+		p, err := scanPrincipal(rows, &res, &perm)
+		if err != nil {
 			return nil, fmt.Errorf("postgres: list principals: %w", err)
 		}
 		if len(out) == 0 || out[len(out)-1].ID != p.ID {
-			p.CreatedAt = store.Time(p.CreatedAt)
 			out = append(out, store.PrincipalGrants{Principal: p, Grants: []store.Grant{}})
 		}
 		if res != nil && perm != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // abortColumns is the column list every abort query reads, in scanAbort's order.
-const abortColumns = `abort_id, task_id, lease_token, executor, attempt, restart, requested_by, reason,
+const abortColumns = `abort_id, task_id, executor, attempt, restart, requested_by, reason,
 	requested_at, deadline_at, outcome, resolved_at`
 
 func scanAbort(row pgx.Row) (store.Abort, error) {
@@ -24,7 +24,7 @@ func scanAbort(row pgx.Row) (store.Abort, error) {
 		outcome  string
 		resolved *time.Time
 	)
-	err := row.Scan(&a.ID, &a.TaskID, &a.LeaseToken, &a.Executor, &a.Attempt, &a.Restart, &a.RequestedBy,
+	err := row.Scan(&a.ID, &a.TaskID, &a.Executor, &a.Attempt, &a.Restart, &a.RequestedBy,
 		&a.Reason, &a.RequestedAt, &a.DeadlineAt, &outcome, &resolved)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -78,13 +78,14 @@ WHERE task_id = ANY($1) ORDER BY task_id, abort_id DESC`, ids)
 	return out, nil
 }
 
-// insertAbort records a pending abort of cur's current lease (cur read and
-// locked in tx, CLAIMED or RUNNING) and publishes TopicTaskAborts.
-func insertAbort(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason string, deadline time.Duration) (store.Abort, error) {
-	ab, err := scanAbort(tx.QueryRow(ctx, `INSERT INTO cks_task_aborts (task_id, lease_token, executor, attempt,
+// insertAbort records a pending abort of cur's lease (cur read and locked in
+// tx, CLAIMED or RUNNING), whose token hashes to leaseHash (read before the
+// lease was revoked), and publishes TopicTaskAborts.
+func insertAbort(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, leaseHash, actor, reason string, deadline time.Duration) (store.Abort, error) {
+	ab, err := scanAbort(tx.QueryRow(ctx, `INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt,
 	restart, requested_by, reason, requested_at, deadline_at, outcome)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+abortColumns,
-		cur.ID, cur.LeaseToken, cur.ClaimedBy, cur.Attempts, cur.Restarts, actor, reason,
+		cur.ID, leaseHash, cur.ClaimedBy, cur.Attempts, cur.Restarts, actor, reason,
 		now, store.Time(now.Add(deadline)), string(store.AbortPending)))
 	if err != nil {
 		return ab, fmt.Errorf("postgres: abort of task %d: %w", cur.ID, err)
@@ -128,6 +129,13 @@ func (s *Store) stopTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.
 		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
 	}
 	leased := cur.State == ledger.Claimed || cur.State == ledger.Running
+	var hash string
+	if leased {
+		var err error
+		if hash, err = leaseHashOf(ctx, tx, cur.ID); err != nil {
+			return cur, nil, err
+		}
+	}
 	out, err := s.moveOne(ctx, tx, now, cur, ledger.Stopped, move{actor: actor, reason: reason, attempt: cur.Attempts,
 		set: func(a *args) string {
 			if leased {
@@ -138,7 +146,7 @@ func (s *Store) stopTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.
 	if err != nil || !leased {
 		return out, nil, err
 	}
-	ab, err := insertAbort(ctx, tx, now, cur, actor, abortReason, deadline)
+	ab, err := insertAbort(ctx, tx, now, cur, hash, actor, abortReason, deadline)
 	if err != nil {
 		return out, nil, err
 	}
@@ -409,8 +417,8 @@ func (s *Store) ConfirmAbort(ctx context.Context, id int64, token string) (store
 	err := s.write(ctx, "confirm abort", func(tx pgx.Tx, now time.Time) error {
 		ab, err := scanAbort(tx.QueryRow(ctx, `UPDATE cks_task_aborts
 SET resolved_at = CASE WHEN outcome = $1 THEN resolved_at ELSE $2 END, outcome = $1
-WHERE abort_id = (SELECT max(abort_id) FROM cks_task_aborts WHERE task_id = $3 AND lease_token = $4 AND lease_token <> '')
-RETURNING `+abortColumns, string(store.AbortConfirmed), now, id, token))
+WHERE abort_id = (SELECT max(abort_id) FROM cks_task_aborts WHERE task_id = $3 AND lease_token_hash = $4 AND lease_token_hash <> '')
+RETURNING `+abortColumns, string(store.AbortConfirmed), now, id, store.HashLeaseToken(token)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("no abort of task %d for that lease: %w", id, store.ErrNotFound)
 		}
@@ -470,14 +478,14 @@ WHERE outcome = $3 AND deadline_at <= $2`, string(store.AbortUnconfirmed), now, 
 // LeaseHeld implements store.TaskControl.
 func (s *Store) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
 	var cur string
-	err := s.pool.QueryRow(ctx, `SELECT lease_token FROM cks_outbox_tasks WHERE task_id = $1`, id).Scan(&cur)
+	err := s.pool.QueryRow(ctx, `SELECT lease_token_hash FROM cks_outbox_tasks WHERE task_id = $1`, id).Scan(&cur)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return false, fmt.Errorf("postgres: lease of task %d: %w", id, err)
 	}
-	return token != "" && cur == token, nil
+	return token != "" && cur == store.HashLeaseToken(token), nil
 }
 
 // RecordDecision implements store.TaskControl.

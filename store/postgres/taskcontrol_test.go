@@ -17,7 +17,7 @@ func controlStore(t *testing.T) (*postgres.Store, string) {
 	return open(t, u), u
 }
 
-func claimOne(t *testing.T, s *postgres.Store, worker string) store.Task {
+func claimOne(t *testing.T, s *postgres.Store, worker string) store.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(testCtx(t), worker, nil, 1, time.Minute)
 	if err != nil || len(ts) != 1 {

@@ -20,15 +20,12 @@ import (
 // taskColumns is the column list every task query reads, in scanTask's order.
 const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
 	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
-	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
+	claimed_by, claimed_at, lease_expires_at, lease_renewed_at, run_after,
 	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata`
 
 // revokeLease is the SET fragment that ends the current lease: the token stops
 // being current, so the executor's next call fails with ErrLeaseLost.
-const revokeLease = `lease_token = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
-
-// newToken is the SQL expression of a fresh random lease token.
-const newToken = `replace(gen_random_uuid()::text, '-', '')`
+const revokeLease = `lease_token_hash = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
 
 // stateList renders states as a parenthesised SQL list of string literals.
 // States are package ledger constants, never user input.
@@ -80,6 +77,9 @@ type move struct {
 	from, to ledger.State
 	// where selects the candidates (alias c), ANDed with c.state = from.
 	where func(a *args) string
+	// ids, when set instead of where, lists the candidates, which are
+	// looked up by primary key (the UPDATE itself checks their state).
+	ids []int64
 	// order and limit bound the candidates (claims); limit 0 means all.
 	order string
 	limit int
@@ -114,9 +114,16 @@ func (s *Store) transition(ctx context.Context, tx pgx.Tx, now time.Time, m move
 	// checked above): a generic plan of the prepared statement then still
 	// knows it, and can use the partial index of OPEN tasks.
 	from := stateLiteral(m.from)
-	q += " WHERE state = " + from + " AND task_id = ANY(ARRAY(SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + from
-	if m.where != nil {
-		q += " AND (" + m.where(a) + ")"
+	q += " WHERE state = " + from + " AND task_id = ANY(ARRAY(SELECT c.task_id FROM cks_outbox_tasks c WHERE "
+	if m.ids != nil {
+		// Only the primary key: with a state term the planner, before
+		// the table has statistics, walks every task in from instead.
+		q += "c.task_id = ANY(" + a.add(m.ids) + ")"
+	} else {
+		q += "c.state = " + from
+		if m.where != nil {
+			q += " AND (" + m.where(a) + ")"
+		}
 	}
 	q += " " + m.order
 	if m.limit > 0 {
@@ -243,20 +250,39 @@ func getTask(ctx context.Context, q querier, id int64, lock string) (store.Task,
 }
 
 // leased reads and locks task id and checks that token is its current lease
-// token and that it is in one of states; otherwise ErrLeaseLost (or
-// ErrNotFound).
+// token (by hash: only the hash is stored) and that it is in one of states;
+// otherwise ErrLeaseLost (or ErrNotFound).
 func leased(ctx context.Context, q querier, id int64, token string, states ...ledger.State) (store.Task, error) {
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return store.Task{}, err
 	}
-	t, err := getTask(ctx, q, id, lockWait)
+	var hash string
+	t, err := scanTaskWith(q.QueryRow(ctx, `SELECT `+taskColumns+`, lease_token_hash FROM cks_outbox_tasks WHERE task_id = $1 `+lockWait, id), &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
+	}
 	if err != nil {
 		return t, err
 	}
-	if token == "" || t.LeaseToken != token || !slices.Contains(states, t.State) {
+	if token == "" || hash != store.HashLeaseToken(token) || !slices.Contains(states, t.State) {
 		return t, fmt.Errorf("task %d (now %s): %w", id, t.State, store.ErrLeaseLost)
 	}
+	deps, err := depsOf(ctx, q, []int64{id})
+	if err != nil {
+		return t, err
+	}
+	t.DependsOn = deps[id]
 	return t, nil
+}
+
+// leaseHashOf returns the hash of task id's current lease token, empty when
+// it has no lease.
+func leaseHashOf(ctx context.Context, q querier, id int64) (string, error) {
+	var hash string
+	if err := q.QueryRow(ctx, `SELECT lease_token_hash FROM cks_outbox_tasks WHERE task_id = $1`, id).Scan(&hash); err != nil {
+		return "", fmt.Errorf("postgres: lease of task %d: %w", id, err)
+	}
+	return hash, nil
 }
 
 func depsOf(ctx context.Context, q querier, ids []int64) (map[int64][]int64, error) {
@@ -585,26 +611,43 @@ func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
 		" AND c.state NOT IN " + excludedSQL()
 }
 
-// Claim implements store.Tasks.
-func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+// Claim implements store.Tasks. The candidates are picked and locked first
+// (SKIP LOCKED: another claim is on those), then each gets a token made
+// here, of which only the hash reaches the database: one UPDATE sets every
+// task's hash from a JSON object keyed by task id.
+func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.ClaimedTask, error) {
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateClaim(worker, n, lease); err != nil {
 		return nil, err
 	}
-	var out []store.Task
+	var out []store.ClaimedTask
 	err := s.write(ctx, "claim", func(tx pgx.Tx, now time.Time) error {
-		var err error
-		out, err = s.transition(ctx, tx, now, move{
-			from: ledger.Open, to: ledger.Claimed,
-			where: func(a *args) string { return claimSQL(a, now, types) },
-			order: "ORDER BY c.priority DESC, c.created_at, c.task_id",
-			limit: n,
-			lock:  lockSkip,
+		out = nil
+		a := &args{}
+		// The state literal lets a generic plan use idx_outbox_tasks_claim_open (see transition).
+		rows, err := tx.Query(ctx, `SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = `+stateLiteral(ledger.Open)+
+			` AND `+claimSQL(a, now, types)+` ORDER BY c.priority DESC, c.created_at, c.task_id LIMIT `+a.add(n)+` `+lockSkip, a.vals...)
+		if err != nil {
+			return fmt.Errorf("postgres: claim: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		tokens := make(map[int64]string, len(ids))
+		hashes := make(map[string]string, len(ids))
+		for _, id := range ids {
+			tokens[id] = store.NewLeaseToken()
+			hashes[strconv.FormatInt(id, 10)] = store.HashLeaseToken(tokens[id])
+		}
+		ts, err := s.transition(ctx, tx, now, move{
+			from: ledger.Open, to: ledger.Claimed, ids: ids,
 			set: func(a *args) string {
 				return ", claimed_by = " + a.add(worker) + ", claimed_at = " + a.add(now) +
-					", lease_token = " + newToken + ", lease_expires_at = " + a.add(now.Add(lease)) +
+					", lease_token_hash = " + a.add(hashes) + "::jsonb ->> task_id::text" +
+					", lease_expires_at = " + a.add(now.Add(lease)) +
 					", lease_renewed_at = " + a.add(now) + ", lease_ms = " + a.add(lease.Milliseconds()) +
 					", attempts = attempts + 1, run_after = NULL"
 			},
@@ -613,7 +656,13 @@ func (s *Store) Claim(ctx context.Context, worker string, types []string, n int,
 		if err != nil {
 			return err
 		}
-		return fillDeps(ctx, tx, out)
+		if err := fillDeps(ctx, tx, ts); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			out = append(out, store.ClaimedTask{Task: t, LeaseToken: tokens[t.ID]})
+		}
+		return nil
 	})
 	store.SortClaimed(out)
 	return out, err
@@ -862,24 +911,29 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 }
 
 // ClaimReview implements store.Tasks.
-func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
+func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.ClaimedTask, error) {
 	if err := store.ValidateText("reviewer", reviewer); err != nil {
-		return store.Task{}, err
+		return store.ClaimedTask{}, err
 	}
 	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
-		return store.Task{}, err
+		return store.ClaimedTask{}, err
 	}
-	return s.onTask(ctx, "claim review", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
+	token := store.NewLeaseToken()
+	t, err := s.onTask(ctx, "claim review", id, func(tx pgx.Tx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsReview {
 			return cur, ledger.WrongState(cur, "claim review", ledger.NeedsReview)
 		}
 		return s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
 			set: func(a *args) string {
 				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(now) +
-					", lease_token = " + newToken + ", lease_expires_at = " + a.add(now.Add(lease)) +
+					", lease_token_hash = " + a.add(store.HashLeaseToken(token)) + ", lease_expires_at = " + a.add(now.Add(lease)) +
 					", lease_renewed_at = " + a.add(now) + ", lease_ms = " + a.add(lease.Milliseconds())
 			}})
 	})
+	if err != nil {
+		return store.ClaimedTask{}, err
+	}
+	return store.ClaimedTask{Task: t, LeaseToken: token}, nil
 }
 
 // Approve implements store.Tasks.
@@ -948,13 +1002,21 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (sto
 // was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
 // CancelChildren uses it too.
 func (s *Store) cancelTx(ctx context.Context, tx pgx.Tx, now time.Time, cur store.Task, actor, reason string) (store.Task, error) {
+	leased := cur.State == ledger.Claimed || cur.State == ledger.Running
+	var hash string
+	if leased {
+		var err error
+		if hash, err = leaseHashOf(ctx, tx, cur.ID); err != nil {
+			return cur, err
+		}
+	}
 	out, err := s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
 		set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
 	if err != nil {
 		return out, err
 	}
-	if cur.State == ledger.Claimed || cur.State == ledger.Running {
-		if _, err := insertAbort(ctx, tx, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+	if leased {
+		if _, err := insertAbort(ctx, tx, now, cur, hash, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
 			return out, err
 		}
 	}
@@ -1086,7 +1148,11 @@ func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, ac
 	})
 }
 
-func scanTask(row pgx.Row) (store.Task, error) {
+func scanTask(row pgx.Row) (store.Task, error) { return scanTaskWith(row) }
+
+// scanTaskWith scans one row of taskColumns followed by the columns of extra
+// (such as the lease hash leased compares, which a Task never carries).
+func scanTaskWith(row pgx.Row, extra ...any) (store.Task, error) {
 	var (
 		t                                     store.Task
 		payload, metadata                     []byte
@@ -1094,10 +1160,10 @@ func scanTask(row pgx.Row) (store.Task, error) {
 		claimedAt, expires, renewed, runAfter *time.Time
 		stateChanged                          *time.Time
 	)
-	err := row.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
+	err := row.Scan(append([]any{&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
 		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &t.ParentID, &t.DedupeKey, &t.CreatedBy,
-		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
-		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &t.CreatedAt, &t.UpdatedAt, &stateChanged, &metadata)
+		&t.ClaimedBy, &claimedAt, &expires, &renewed, &runAfter,
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &t.CreatedAt, &t.UpdatedAt, &stateChanged, &metadata}, extra...)...)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.Task{}, err

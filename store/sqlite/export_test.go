@@ -25,3 +25,13 @@ const (
 	// CountHeadsSQL is how every version write recounts an object's heads.
 	CountHeadsSQL = `UPDATE cks_objects SET heads = ` + countHeadsSQL + ` WHERE object_id = ?`
 )
+
+// ClaimStatements returns the two statements of a claim of n tasks of types
+// by worker at now, each with its arguments: the candidate query, and the
+// update of the tasks ids to CLAIMED.
+func ClaimStatements(worker string, types []string, n int, now time.Time, ids []int64) (candidates string, cargs []any, update string, uargs []any) {
+	candidates, cargs = claimCandidates(now, types, n)
+	_, hashes, idList := leaseTokens(ids)
+	update, uargs = claimMove(worker, now, time.Hour, idList, hashes).statement(now)
+	return candidates, cargs, update, uargs
+}

@@ -469,6 +469,9 @@ func (s *Store) ClaimObject(ctx context.Context, id int64, worker string, status
 	return out, nil
 }
 
+// newToken is the SQL expression of a fresh random object claim token.
+const newToken = `lower(hex(randomblob(16)))`
+
 // claimObjectsSQL is ClaimObjects' update; the candidates come from
 // idx_objects_claim (current_status, claimed_by, object_id) in claim order.
 const claimObjectsSQL = `UPDATE cks_objects SET claimed_by = ?, claim_token = ` + newToken + `, claimed_at = ?, updated_at = ?

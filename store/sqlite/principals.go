@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -19,8 +21,13 @@ func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHas
 		return fmt.Errorf("sqlite: create principal: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	_, err = tx.ExecContext(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at)
-VALUES (?, ?, ?, ?)`, p.ID, p.Name, tokenHash, fmtTime(p.CreatedAt))
+	// NULL unless the principal is bound to a lease.
+	var taskID, leaseHash any
+	if p.Lease != nil {
+		taskID, leaseHash = p.Lease.TaskID, p.Lease.LeaseTokenHash
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
+VALUES (?, ?, ?, ?, ?, ?)`, p.ID, p.Name, tokenHash, fmtTime(p.CreatedAt), taskID, leaseHash)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
 	}
@@ -39,25 +46,69 @@ VALUES (?, ?, ?)`, p.ID, g.Resource, g.Permission); err != nil {
 	return nil
 }
 
-// PrincipalByTokenHash implements store.Principals.
+// principalColumns is the column list of scanPrincipal (alias p).
+const principalColumns = `p.principal_id, p.name, p.created_at, p.task_id, p.lease_token_hash`
+
+// leaseCurrentSQL holds when the lease principal p (alias) is bound to is
+// its task's current lease: CLAIMED or RUNNING under that token.
+func leaseCurrentSQL() string {
+	return `EXISTS (SELECT 1 FROM cks_outbox_tasks t WHERE t.task_id = p.task_id
+	AND t.lease_token_hash = p.lease_token_hash AND p.lease_token_hash <> ''
+	AND t.state IN ` + stateList([]ledger.State{ledger.Claimed, ledger.Running}) + `)`
+}
+
+// scanPrincipal scans principalColumns followed by the columns of extra.
+func scanPrincipal(sc scanner, extra ...any) (store.Principal, error) {
+	var (
+		p         store.Principal
+		created   string
+		taskID    sql.NullInt64
+		leaseHash sql.NullString
+	)
+	if err := sc.Scan(append([]any{&p.ID, &p.Name, &created, &taskID, &leaseHash}, extra...)...); err != nil {
+		return p, err
+	}
+	if taskID.Valid {
+		p.Lease = &store.LeaseBinding{TaskID: taskID.Int64, LeaseTokenHash: leaseHash.String}
+	}
+	var err error
+	p.CreatedAt, err = parseTime(created)
+	return p, err
+}
+
+// PrincipalByTokenHash implements store.Principals: one query, so a bound
+// principal is refused by the same read that finds it.
 func (s *Store) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
 	if err := store.ValidateText("token_hash", tokenHash); err != nil {
 		return store.Principal{}, err
 	}
-	var (
-		p       store.Principal
-		created string
-	)
-	err := s.reader.QueryRowContext(ctx, `SELECT principal_id, name, created_at
-FROM cks_principals WHERE token_hash = ?`, tokenHash).Scan(&p.ID, &p.Name, &created)
+	p, err := scanPrincipal(s.reader.QueryRowContext(ctx, `SELECT `+principalColumns+`
+FROM cks_principals p WHERE p.token_hash = ? AND (p.task_id IS NULL OR `+leaseCurrentSQL()+`)`, tokenHash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, fmt.Errorf("token: %w", store.ErrNotFound)
+		return store.Principal{}, fmt.Errorf("token: %w", store.ErrNotFound)
 	}
 	if err != nil {
-		return p, fmt.Errorf("sqlite: principal by token: %w", err)
+		return store.Principal{}, fmt.Errorf("sqlite: principal by token: %w", err)
 	}
-	p.CreatedAt, err = parseTime(created)
-	return p, err
+	return p, nil
+}
+
+// DeleteEndedLeasePrincipals implements store.Principals.
+func (s *Store) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+	var n int64
+	err := s.write(ctx, "delete ended lease principals", func(tx *wtx, _ time.Time) error {
+		ended := `SELECT p.principal_id FROM cks_principals p WHERE p.task_id IS NOT NULL AND NOT ` + leaseCurrentSQL()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cks_grants WHERE principal_id IN (`+ended+`)`); err != nil {
+			return fmt.Errorf("sqlite: delete ended lease principals: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM cks_principals WHERE principal_id IN (`+ended+`)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete ended lease principals: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }
 
 // GrantsOf implements store.Principals.
@@ -84,7 +135,7 @@ WHERE principal_id = ? ORDER BY resource, permission`, principalID)
 
 // ListPrincipals implements store.Principals.
 func (s *Store) ListPrincipals(ctx context.Context) ([]store.PrincipalGrants, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT p.principal_id, p.name, p.created_at, g.resource, g.permission
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+principalColumns+`, g.resource, g.permission
 FROM cks_principals p LEFT JOIN cks_grants g ON g.principal_id = p.principal_id
 ORDER BY p.created_at, p.principal_id, g.resource, g.permission`)
 	if err != nil {
@@ -93,19 +144,13 @@ ORDER BY p.created_at, p.principal_id, g.resource, g.permission`)
 	defer rows.Close()
 	var out []store.PrincipalGrants
 	for rows.Next() {
-		var (
-			id, name, created string
-			res, perm         sql.NullString
-		)
-		if err := rows.Scan(&id, &name, &created, &res, &perm); err != nil {
+		var res, perm sql.NullString
+		p, err := scanPrincipal(rows, &res, &perm)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite: list principals: %w", err)
 		}
-		if len(out) == 0 || out[len(out)-1].ID != id {
-			at, err := parseTime(created)
-			if err != nil {
-				return nil, fmt.Errorf("sqlite: list principals: %w", err)
-			}
-			out = append(out, store.PrincipalGrants{Principal: store.Principal{ID: id, Name: name, CreatedAt: at}, Grants: []store.Grant{}})
+		if len(out) == 0 || out[len(out)-1].ID != p.ID {
+			out = append(out, store.PrincipalGrants{Principal: p, Grants: []store.Grant{}})
 		}
 		if res.Valid {
 			last := &out[len(out)-1]

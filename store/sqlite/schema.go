@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/internal/schema"
 )
 
@@ -39,6 +40,13 @@ var tables = []schema.Table{
 			{Name: "name", Def: "TEXT NOT NULL"},
 			{Name: "token_hash", Def: "TEXT NOT NULL UNIQUE"},
 			{Name: "created_at", Def: "TEXT NOT NULL"},
+			// The lease binding (store.LeaseBinding) of a claim's credential:
+			// both NULL for every other principal.
+			{Name: "task_id", Def: "INTEGER"},
+			{Name: "lease_token_hash", Def: "TEXT"},
+		},
+		After: []string{
+			`CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id) WHERE task_id IS NOT NULL`,
 		},
 	},
 	{
@@ -70,7 +78,10 @@ var tables = []schema.Table{
 			{Name: "created_by", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "claimed_by", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "claimed_at", Def: "TEXT"},
-			{Name: "lease_token", Def: "TEXT NOT NULL DEFAULT ''"},
+			// HashLeaseToken of the current lease's token; '' when none. The
+			// plain token is never stored (databases that held it in
+			// lease_token are upgraded by retireLeaseTokens).
+			{Name: "lease_token_hash", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "lease_expires_at", Def: "TEXT"},
 			{Name: "lease_renewed_at", Def: "TEXT"},
 			{Name: "lease_ms", Def: "INTEGER NOT NULL DEFAULT 0"},
@@ -183,7 +194,8 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 		Columns: []schema.Column{
 			{Name: "abort_id", Def: "INTEGER PRIMARY KEY AUTOINCREMENT"},
 			{Name: "task_id", Def: "INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id)"},
-			{Name: "lease_token", Def: "TEXT NOT NULL"},
+			// HashLeaseToken of the revoked lease's token.
+			{Name: "lease_token_hash", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "executor", Def: "TEXT NOT NULL DEFAULT ''"},
 			{Name: "attempt", Def: "INTEGER NOT NULL"},
 			{Name: "restart", Def: "INTEGER NOT NULL"},
@@ -195,7 +207,7 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); 
 			{Name: "resolved_at", Def: "TEXT"},
 		},
 		After: []string{
-			`CREATE INDEX IF NOT EXISTS idx_task_aborts_task ON cks_task_aborts(task_id, lease_token)`,
+			`CREATE INDEX IF NOT EXISTS idx_task_aborts_lease ON cks_task_aborts(task_id, lease_token_hash)`,
 			`CREATE INDEX IF NOT EXISTS idx_task_aborts_pending ON cks_task_aborts(deadline_at) WHERE outcome = 'abort_pending'`,
 		},
 	},
@@ -345,6 +357,7 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	had := map[string]map[string]bool{}
 	for _, t := range tables {
 		if _, err := tx.ExecContext(ctx, t.Create()); err != nil {
 			return fmt.Errorf("create %s: %w", t.Name, err)
@@ -353,13 +366,105 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		if err != nil {
 			return err
 		}
+		had[t.Name] = have
 		for _, stmt := range t.Upgrade(have) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("schema of %s: %q: %w", t.Name, stmt, err)
 			}
 		}
 	}
+	if err := retireLeaseTokens(ctx, tx, had); err != nil {
+		return err
+	}
+	if !had["cks_principals"]["task_id"] {
+		if err := bindClaimPrincipals(ctx, tx); err != nil {
+			return err
+		}
+	}
 	return tx.Commit()
+}
+
+// retireLeaseTokens upgrades a database written before lease tokens were
+// stored hashed: the plain tokens of cks_outbox_tasks and cks_task_aborts
+// (column lease_token) are hashed into lease_token_hash, in Go (SQLite has
+// no SHA-256), so live leases and pending aborts keep working, and the
+// plain column is dropped. had holds each table's columns as the database
+// had them; a table without lease_token needs nothing.
+func retireLeaseTokens(ctx context.Context, tx *sql.Tx, had map[string]map[string]bool) error {
+	for _, r := range []struct {
+		table, key string
+		// dependents must go before the column can (SQLite refuses to drop
+		// an indexed column).
+		dependents []string
+	}{
+		{"cks_outbox_tasks", "task_id", nil},
+		{"cks_task_aborts", "abort_id", []string{`DROP INDEX IF EXISTS idx_task_aborts_task`}},
+	} {
+		if !had[r.table]["lease_token"] {
+			continue
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+r.key+`, lease_token FROM `+r.table+` WHERE lease_token <> ''`)
+		if err != nil {
+			return fmt.Errorf("upgrade lease tokens of %s: %w", r.table, err)
+		}
+		type plain struct {
+			key   int64
+			token string
+		}
+		toks, err := collect(rows, "upgrade lease tokens", func(sc scanner) (plain, error) {
+			var p plain
+			return p, sc.Scan(&p.key, &p.token)
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range toks {
+			if _, err := tx.ExecContext(ctx, `UPDATE `+r.table+` SET lease_token_hash = ? WHERE `+r.key+` = ?`,
+				store.HashLeaseToken(p.token), p.key); err != nil {
+				return fmt.Errorf("upgrade lease tokens of %s: %w", r.table, err)
+			}
+		}
+		for _, stmt := range append(r.dependents, `ALTER TABLE `+r.table+` DROP COLUMN lease_token`) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("upgrade lease tokens of %s: %q: %w", r.table, stmt, err)
+			}
+		}
+	}
+	return nil
+}
+
+// bindClaimPrincipals upgrades a database written before credentials were
+// bound to leases: each principal an HTTP claim made (named "task/ID
+// WORKER", see schema.ClaimPrincipal) is bound to the lease WORKER holds on
+// task ID now, or, when it holds none, to no lease (it no longer
+// authenticates and the lease reaper deletes it), as the reaper would have.
+// It runs after retireLeaseTokens, which hashed the leases.
+func bindClaimPrincipals(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT principal_id, name FROM cks_principals WHERE name LIKE 'task/%'`)
+	if err != nil {
+		return fmt.Errorf("upgrade principals: %w", err)
+	}
+	type named struct{ id, name string }
+	ps, err := collect(rows, "upgrade principals", func(sc scanner) (named, error) {
+		var p named
+		return p, sc.Scan(&p.id, &p.name)
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		taskID, worker, ok := schema.ClaimPrincipal(p.name)
+		if !ok {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE cks_principals SET task_id = ?, lease_token_hash = COALESCE(
+	(SELECT lease_token_hash FROM cks_outbox_tasks WHERE task_id = ? AND claimed_by = ? AND state IN `+
+			stateList([]ledger.State{ledger.Claimed, ledger.Running})+`), '')
+WHERE principal_id = ?`, taskID, taskID, worker, p.id); err != nil {
+			return fmt.Errorf("upgrade principal %s: %w", p.id, err)
+		}
+	}
+	return nil
 }
 
 func columnsOf(ctx context.Context, tx *sql.Tx, table string) (map[string]bool, error) {

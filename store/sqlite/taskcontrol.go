@@ -15,7 +15,7 @@ import (
 )
 
 // abortColumns is the column list every abort query reads, in scanAbort's order.
-const abortColumns = `abort_id, task_id, lease_token, executor, attempt, restart, requested_by, reason,
+const abortColumns = `abort_id, task_id, executor, attempt, restart, requested_by, reason,
 	requested_at, deadline_at, outcome, resolved_at`
 
 func scanAbort(sc scanner) (store.Abort, error) {
@@ -24,7 +24,7 @@ func scanAbort(sc scanner) (store.Abort, error) {
 		requested, deadline, out string
 		resolved                 sql.NullString
 	)
-	err := sc.Scan(&a.ID, &a.TaskID, &a.LeaseToken, &a.Executor, &a.Attempt, &a.Restart, &a.RequestedBy,
+	err := sc.Scan(&a.ID, &a.TaskID, &a.Executor, &a.Attempt, &a.Restart, &a.RequestedBy,
 		&a.Reason, &requested, &deadline, &out, &resolved)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -79,15 +79,16 @@ func lastAborts(ctx context.Context, q querier, ids []int64) (map[int64]*store.A
 	return out, nil
 }
 
-// insertAbort records a pending abort of cur's current lease and publishes
+// insertAbort records a pending abort of cur's lease, whose token hashes to
+// leaseHash (read before the lease was revoked), and publishes
 // TopicTaskAborts.
-func insertAbort(ctx context.Context, tx *wtx, now time.Time, cur store.Task, actor, reason string, deadline time.Duration) (store.Abort, error) {
-	ab := store.Abort{TaskID: cur.ID, LeaseToken: cur.LeaseToken, Executor: cur.ClaimedBy, Attempt: cur.Attempts,
+func insertAbort(ctx context.Context, tx *wtx, now time.Time, cur store.Task, leaseHash, actor, reason string, deadline time.Duration) (store.Abort, error) {
+	ab := store.Abort{TaskID: cur.ID, Executor: cur.ClaimedBy, Attempt: cur.Attempts,
 		Restart: cur.Restarts, RequestedBy: actor, Reason: reason, RequestedAt: now, DeadlineAt: store.Time(now.Add(deadline)),
 		Outcome: store.AbortPending}
-	err := tx.QueryRowContext(ctx, `INSERT INTO cks_task_aborts (task_id, lease_token, executor, attempt, restart,
+	err := tx.QueryRowContext(ctx, `INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart,
 	requested_by, reason, requested_at, deadline_at, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING abort_id`,
-		ab.TaskID, ab.LeaseToken, ab.Executor, ab.Attempt, ab.Restart, ab.RequestedBy, ab.Reason,
+		ab.TaskID, leaseHash, ab.Executor, ab.Attempt, ab.Restart, ab.RequestedBy, ab.Reason,
 		fmtTime(ab.RequestedAt), fmtTime(ab.DeadlineAt), string(ab.Outcome)).Scan(&ab.ID)
 	if err != nil {
 		return ab, fmt.Errorf("sqlite: abort of task %d: %w", cur.ID, err)
@@ -130,6 +131,13 @@ func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Ta
 		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
 	}
 	leased := cur.State == ledger.Claimed || cur.State == ledger.Running
+	var hash string
+	if leased {
+		var err error
+		if hash, err = leaseHashOf(ctx, tx, cur.ID); err != nil {
+			return cur, nil, err
+		}
+	}
 	out, err := s.moveOne(ctx, tx, now, cur, ledger.Stopped, move{actor: actor, reason: "stopped: " + reason, attempt: cur.Attempts,
 		set: func(a *args) string {
 			if leased {
@@ -140,7 +148,7 @@ func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Ta
 	if err != nil || !leased {
 		return out, nil, err
 	}
-	ab, err := insertAbort(ctx, tx, now, cur, actor, reason, deadline)
+	ab, err := insertAbort(ctx, tx, now, cur, hash, actor, reason, deadline)
 	if err != nil {
 		return out, nil, err
 	}
@@ -373,8 +381,8 @@ func (s *Store) ConfirmAbort(ctx context.Context, id int64, token string) (store
 		// A repeated confirmation keeps the time of the first.
 		ab, err := scanAbort(tx.QueryRowContext(ctx, `UPDATE cks_task_aborts SET outcome = ?,
 	resolved_at = CASE WHEN outcome = ? THEN resolved_at ELSE ? END
-WHERE abort_id = (SELECT max(abort_id) FROM cks_task_aborts WHERE task_id = ? AND lease_token = ? AND lease_token <> '')
-RETURNING `+abortColumns, string(store.AbortConfirmed), string(store.AbortConfirmed), fmtTime(now), id, token))
+WHERE abort_id = (SELECT max(abort_id) FROM cks_task_aborts WHERE task_id = ? AND lease_token_hash = ? AND lease_token_hash <> '')
+RETURNING `+abortColumns, string(store.AbortConfirmed), string(store.AbortConfirmed), fmtTime(now), id, store.HashLeaseToken(token)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no abort of task %d for that lease: %w", id, store.ErrNotFound)
 		}
@@ -431,14 +439,14 @@ WHERE outcome = ? AND deadline_at <= ?`, string(store.AbortUnconfirmed), fmtTime
 // LeaseHeld implements store.TaskControl.
 func (s *Store) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
 	var cur string
-	err := s.reader.QueryRowContext(ctx, `SELECT lease_token FROM cks_outbox_tasks WHERE task_id = ?`, id).Scan(&cur)
+	err := s.reader.QueryRowContext(ctx, `SELECT lease_token_hash FROM cks_outbox_tasks WHERE task_id = ?`, id).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
 		return false, fmt.Errorf("sqlite: lease of task %d: %w", id, err)
 	}
-	return token != "" && cur == token, nil
+	return token != "" && cur == store.HashLeaseToken(token), nil
 }
 
 // RecordDecision implements store.TaskControl.

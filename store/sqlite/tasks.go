@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,15 +21,12 @@ import (
 // taskColumns is the column list every task query reads, in scanTask's order.
 const taskColumns = `task_id, type, title, description, acceptance_criteria, payload, state,
 	priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
-	claimed_by, claimed_at, lease_token, lease_expires_at, lease_renewed_at, run_after,
+	claimed_by, claimed_at, lease_expires_at, lease_renewed_at, run_after,
 	result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata`
 
 // revokeLease is the SET fragment that ends the current lease: the token stops
 // being current, so the executor's next call fails with ErrLeaseLost.
-const revokeLease = `lease_token = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
-
-// newToken is the SQL expression of a fresh random lease token.
-const newToken = `lower(hex(randomblob(16)))`
+const revokeLease = `lease_token_hash = '', lease_expires_at = NULL, lease_renewed_at = NULL, claimed_by = ''`
 
 // stateList renders states as a parenthesised SQL list of string literals.
 // States are package ledger constants, never user input.
@@ -68,6 +67,9 @@ type move struct {
 	from, to ledger.State
 	// where selects the candidates (alias c), ANDed with c.state = from.
 	where func(a *args) string
+	// ids, when set instead of where, lists the candidates (a JSON array of
+	// task ids), which are looked up by primary key.
+	ids string
 	// order and limit bound the candidates (claims); limit 0 means all.
 	order string
 	limit int
@@ -88,25 +90,8 @@ func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) 
 	if err := ledger.Check(m.from, m.to); err != nil {
 		return nil, err
 	}
-	a := &args{}
-	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(fmtTime(now)) +
-		", state_changed_at = " + a.add(fmtTime(now))
-	if m.set != nil {
-		q += m.set(a)
-	}
-	// The from state is a literal, not a parameter (it is a ledger constant,
-	// checked above): SQLite uses a partial index only when the query's WHERE
-	// implies its predicate at prepare time, as for idx_outbox_tasks_claim_open.
-	q += " WHERE task_id IN (SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = " + stateLiteral(m.from)
-	if m.where != nil {
-		q += " AND (" + m.where(a) + ")"
-	}
-	q += " " + m.order
-	if m.limit > 0 {
-		q += " LIMIT " + a.add(m.limit)
-	}
-	q += ") RETURNING " + taskColumns
-	rows, err := tx.QueryContext(ctx, q, a.vals...)
+	q, vals := m.statement(now)
+	rows, err := tx.QueryContext(ctx, q, vals...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s → %s: %w", m.from, m.to, err)
 	}
@@ -130,6 +115,37 @@ func (s *Store) transition(ctx context.Context, tx *wtx, now time.Time, m move) 
 		}
 	}
 	return out, nil
+}
+
+// statement is the UPDATE … RETURNING of transition for m, with its arguments.
+func (m move) statement(now time.Time) (string, []any) {
+	a := &args{}
+	q := "UPDATE cks_outbox_tasks SET state = " + a.add(string(m.to)) + ", updated_at = " + a.add(fmtTime(now)) +
+		", state_changed_at = " + a.add(fmtTime(now))
+	if m.set != nil {
+		q += m.set(a)
+	}
+	q += " WHERE task_id IN (SELECT c.task_id FROM cks_outbox_tasks c WHERE "
+	if m.ids != "" {
+		// By primary key. The unary + keeps the planner (which has no
+		// statistics) off the state indexes: it would walk every task in
+		// from and test each against the list.
+		q += "c.task_id IN (SELECT value FROM json_each(" + a.add(m.ids) + ")) AND +c.state = " + stateLiteral(m.from)
+	} else {
+		// The from state is a literal, not a parameter (it is a ledger
+		// constant, checked by transition): SQLite uses a partial index only
+		// when the query's WHERE implies its predicate at prepare time, as
+		// for idx_outbox_tasks_claim_open.
+		q += "c.state = " + stateLiteral(m.from)
+		if m.where != nil {
+			q += " AND (" + m.where(a) + ")"
+		}
+	}
+	q += " " + m.order
+	if m.limit > 0 {
+		q += " LIMIT " + a.add(m.limit)
+	}
+	return q + ") RETURNING " + taskColumns, a.vals
 }
 
 // moveOne applies m to the single task cur (read in the same transaction).
@@ -305,20 +321,40 @@ func getTask(ctx context.Context, q querier, id int64) (store.Task, error) {
 	return t, nil
 }
 
-// leased reads task id and checks that token is its current lease token and
-// that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound).
+// leased reads task id and checks that token is its current lease token (by
+// hash: only the hash is stored) and that it is in one of states; otherwise
+// ErrLeaseLost (or ErrNotFound).
 func leased(ctx context.Context, q querier, id int64, token string, states ...ledger.State) (store.Task, error) {
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return store.Task{}, err
 	}
-	t, err := getTask(ctx, q, id)
+	var hash string
+	t, err := scanTaskWith(q.QueryRowContext(ctx, `SELECT `+taskColumns+`, lease_token_hash FROM cks_outbox_tasks WHERE task_id = ?`, id), &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("task %d: %w", id, store.ErrNotFound)
+	}
 	if err != nil {
 		return t, err
 	}
-	if token == "" || t.LeaseToken != token || !slices.Contains(states, t.State) {
+	if token == "" || hash != store.HashLeaseToken(token) || !slices.Contains(states, t.State) {
 		return t, fmt.Errorf("task %d (now %s): %w", id, t.State, store.ErrLeaseLost)
 	}
+	deps, err := depsOf(ctx, q, []int64{id})
+	if err != nil {
+		return t, err
+	}
+	t.DependsOn = deps[id]
 	return t, nil
+}
+
+// leaseHashOf returns the hash of task id's current lease token, empty when
+// it has no lease.
+func leaseHashOf(ctx context.Context, q querier, id int64) (string, error) {
+	var hash string
+	if err := q.QueryRowContext(ctx, `SELECT lease_token_hash FROM cks_outbox_tasks WHERE task_id = ?`, id).Scan(&hash); err != nil {
+		return "", fmt.Errorf("sqlite: lease of task %d: %w", id, err)
+	}
+	return hash, nil
 }
 
 func depsOf(ctx context.Context, q querier, ids []int64) (map[int64][]int64, error) {
@@ -651,37 +687,89 @@ func reclaimSQL(a *args, now time.Time, staleWindow time.Duration) string {
 		" AND c.state NOT IN " + excludedSQL()
 }
 
-// Claim implements store.Tasks.
-func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.Task, error) {
+// Claim implements store.Tasks. The candidates are picked first (the write
+// transaction is immediate, so they stay OPEN), then each gets a token made
+// here, of which only the hash reaches the database: one UPDATE sets every
+// task's hash from a JSON object keyed by task id.
+func (s *Store) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.ClaimedTask, error) {
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateClaim(worker, n, lease); err != nil {
 		return nil, err
 	}
-	var out []store.Task
+	var out []store.ClaimedTask
 	err := s.write(ctx, "claim", func(tx *wtx, now time.Time) error {
-		var err error
-		out, err = s.transition(ctx, tx, now, move{
-			from: ledger.Open, to: ledger.Claimed,
-			where: func(a *args) string { return claimSQL(a, now, types) },
-			order: "ORDER BY c.priority DESC, c.created_at, c.task_id",
-			limit: n,
-			set: func(a *args) string {
-				return ", claimed_by = " + a.add(worker) + ", claimed_at = " + a.add(fmtTime(now)) +
-					", lease_token = " + newToken + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
-					", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds()) +
-					", attempts = attempts + 1, run_after = NULL"
-			},
-			actor: worker, reason: "claimed",
+		out = nil
+		q, vals := claimCandidates(now, types, n)
+		rows, err := tx.QueryContext(ctx, q, vals...)
+		if err != nil {
+			return fmt.Errorf("sqlite: claim: %w", err)
+		}
+		ids, err := collect(rows, "claim", func(sc scanner) (int64, error) {
+			var id int64
+			return id, sc.Scan(&id)
 		})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		tokens, hashes, idList := leaseTokens(ids)
+		ts, err := s.transition(ctx, tx, now, claimMove(worker, now, lease, idList, hashes))
 		if err != nil {
 			return err
 		}
-		return fillDeps(ctx, tx, out)
+		if err := fillDeps(ctx, tx, ts); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			out = append(out, store.ClaimedTask{Task: t, LeaseToken: tokens[t.ID]})
+		}
+		return nil
 	})
 	store.SortClaimed(out)
 	return out, err
+}
+
+// claimCandidates is the query of the ids of the n tasks of types a claim
+// at now leases, in claim order, with its arguments. The state literal lets
+// SQLite use idx_outbox_tasks_claim_open (see move.statement).
+func claimCandidates(now time.Time, types []string, n int) (string, []any) {
+	a := &args{}
+	q := `SELECT c.task_id FROM cks_outbox_tasks c WHERE c.state = ` + stateLiteral(ledger.Open) + ` AND ` + claimSQL(a, now, types) +
+		` ORDER BY c.priority DESC, c.created_at, c.task_id LIMIT ` + a.add(n)
+	return q, a.vals
+}
+
+// claimMove is Claim's change of the tasks idList names (a JSON array of
+// ids) to CLAIMED by worker, each with the hash hashes (a JSON object keyed
+// by task id) gives it.
+func claimMove(worker string, now time.Time, lease time.Duration, idList, hashes string) move {
+	return move{
+		from: ledger.Open, to: ledger.Claimed, ids: idList,
+		set: func(a *args) string {
+			return ", claimed_by = " + a.add(worker) + ", claimed_at = " + a.add(fmtTime(now)) +
+				", lease_token_hash = json_extract(" + a.add(hashes) + `, '$."' || task_id || '"')` +
+				", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
+				", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds()) +
+				", attempts = attempts + 1, run_after = NULL"
+		},
+		actor: worker, reason: "claimed",
+	}
+}
+
+// leaseTokens makes a fresh lease token per task of ids and returns them by
+// id, with the JSON object of their hashes keyed by id and the JSON array of
+// the ids (the arguments of Claim's UPDATE).
+func leaseTokens(ids []int64) (tokens map[int64]string, hashes, idList string) {
+	tokens = make(map[int64]string, len(ids))
+	byID := make(map[string]string, len(ids))
+	for _, id := range ids {
+		tokens[id] = store.NewLeaseToken()
+		byID[strconv.FormatInt(id, 10)] = store.HashLeaseToken(tokens[id])
+	}
+	h, _ := json.Marshal(byID) // a map of strings always marshals
+	l, _ := json.Marshal(ids)
+	return tokens, string(h), string(l)
 }
 
 // fillDeps sets DependsOn of every task in ts.
@@ -916,24 +1004,29 @@ func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store
 }
 
 // ClaimReview implements store.Tasks.
-func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.Task, error) {
+func (s *Store) ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (store.ClaimedTask, error) {
 	if err := store.ValidateText("reviewer", reviewer); err != nil {
-		return store.Task{}, err
+		return store.ClaimedTask{}, err
 	}
 	if err := store.ValidateClaim(reviewer, 1, lease); err != nil {
-		return store.Task{}, err
+		return store.ClaimedTask{}, err
 	}
-	return s.onTask(ctx, "claim review", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
+	token := store.NewLeaseToken()
+	t, err := s.onTask(ctx, "claim review", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsReview {
 			return cur, ledger.WrongState(cur, "claim review", ledger.NeedsReview)
 		}
 		return s.moveOne(ctx, tx, now, cur, ledger.Reviewing, move{actor: reviewer, reason: "review claimed",
 			set: func(a *args) string {
 				return ", claimed_by = " + a.add(reviewer) + ", claimed_at = " + a.add(fmtTime(now)) +
-					", lease_token = " + newToken + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
+					", lease_token_hash = " + a.add(store.HashLeaseToken(token)) + ", lease_expires_at = " + a.add(fmtTime(now.Add(lease))) +
 					", lease_renewed_at = " + a.add(fmtTime(now)) + ", lease_ms = " + a.add(lease.Milliseconds())
 			}})
 	})
+	if err != nil {
+		return store.ClaimedTask{}, err
+	}
+	return store.ClaimedTask{Task: t, LeaseToken: token}, nil
 }
 
 // Approve implements store.Tasks.
@@ -1000,13 +1093,21 @@ func (s *Store) Cancel(ctx context.Context, id int64, actor, reason string) (sto
 // cancelTx cancels cur: CANCELLED with the lease revoked, an abort request
 // when it was CLAIMED or RUNNING, and its WAITING dependants BLOCKED.
 func (s *Store) cancelTx(ctx context.Context, tx *wtx, now time.Time, cur store.Task, actor, reason string) (store.Task, error) {
+	leased := cur.State == ledger.Claimed || cur.State == ledger.Running
+	var hash string
+	if leased {
+		var err error
+		if hash, err = leaseHashOf(ctx, tx, cur.ID); err != nil {
+			return cur, err
+		}
+	}
 	out, err := s.moveOne(ctx, tx, now, cur, ledger.Cancelled, move{actor: actor, reason: reason,
 		set: func(a *args) string { return ", last_error = " + a.add(reason) + ", " + revokeLease }})
 	if err != nil {
 		return out, err
 	}
-	if cur.State == ledger.Claimed || cur.State == ledger.Running {
-		if _, err := insertAbort(ctx, tx, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+	if leased {
+		if _, err := insertAbort(ctx, tx, now, cur, hash, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
 			return out, err
 		}
 	}
@@ -1140,7 +1241,11 @@ func (s *Store) Transition(ctx context.Context, id int64, to store.TaskState, ac
 	})
 }
 
-func scanTask(sc scanner) (store.Task, error) {
+func scanTask(sc scanner) (store.Task, error) { return scanTaskWith(sc) }
+
+// scanTaskWith scans one row of taskColumns followed by the columns of extra
+// (such as the lease hash leased compares, which a Task never carries).
+func scanTaskWith(sc scanner, extra ...any) (store.Task, error) {
 	var (
 		t                                     store.Task
 		payload, state                        string
@@ -1149,10 +1254,10 @@ func scanTask(sc scanner) (store.Task, error) {
 		stateChanged                          sql.NullString
 		created, updated, metadata            string
 	)
-	err := sc.Scan(&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
+	err := sc.Scan(append([]any{&t.ID, &t.Type, &t.Title, &t.Description, &t.AcceptanceCriteria, &payload, &state,
 		&t.Priority, &t.Attempts, &t.MaxAttempts, &t.Restarts, &t.Revision, &parent, &t.DedupeKey, &t.CreatedBy,
-		&t.ClaimedBy, &claimedAt, &t.LeaseToken, &expires, &renewed, &runAfter,
-		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated, &stateChanged, &metadata)
+		&t.ClaimedBy, &claimedAt, &expires, &renewed, &runAfter,
+		&t.Result, &t.LastError, &t.Question, &t.Answer, &t.ReviewNote, &created, &updated, &stateChanged, &metadata}, extra...)...)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return t, err

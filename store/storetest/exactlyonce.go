@@ -172,7 +172,7 @@ func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, 
 }
 
 type zombie struct {
-	task  store.Task
+	task  store.ClaimedTask
 	until int64 // the tick after which it wakes up
 }
 
@@ -180,7 +180,7 @@ func (x *exactlyOnce) work(s store.Store, w int) {
 	name := fmt.Sprintf("w%02d", w)
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	var zombies []zombie
-	complete := func(task store.Task) bool {
+	complete := func(task store.ClaimedTask) bool {
 		result := name + "/" + task.LeaseToken
 		_, err := s.Complete(x.ctx, task.ID, task.LeaseToken, false, result)
 		switch {

@@ -52,7 +52,7 @@ func Run(t *testing.T, newDB NewDB) {
 			tc.fn(t, newStore(t))
 		})
 	}
-	for _, tc := range slices.Concat(taskTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests()) {
+	for _, tc := range slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests()) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, newDB(t))

@@ -44,7 +44,7 @@ func taskControlTests() []taskTest {
 func leased(st ledger.State) bool { return st == ledger.Claimed || st == ledger.Running }
 
 // claimType claims exactly one task of type typ for worker or fails the test.
-func claimType(t testing.TB, s store.Store, worker, typ string) store.Task {
+func claimType(t testing.TB, s store.Store, worker, typ string) store.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(ctx(t), worker, []string{typ}, 1, Lease)
 	if err != nil {
@@ -58,7 +58,7 @@ func claimType(t testing.TB, s store.Store, worker, typ string) store.Task {
 
 // mustRunning enqueues a task of type typ, claims it for worker and marks it
 // RUNNING; it returns the claimed task (with its lease token).
-func mustRunning(t testing.TB, s store.Store, typ, worker string) store.Task {
+func mustRunning(t testing.TB, s store.Store, typ, worker string) store.ClaimedTask {
 	t.Helper()
 	MustEnqueue(t, s, store.NewTask{Type: typ, Title: typ})
 	c := claimType(t, s, worker, typ)
@@ -106,7 +106,7 @@ func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task,
 	enq := func(deps ...int64) store.Task {
 		return MustEnqueue(t, s, store.NewTask{Type: typ, Title: string(st), DependsOn: deps})
 	}
-	claim := func() store.Task {
+	claim := func() store.ClaimedTask {
 		enq()
 		return claimType(t, s, "w-"+typ, typ)
 	}
@@ -146,7 +146,7 @@ func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task,
 		c := claim()
 		id = c.ID
 		if _, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
-			var r store.Task
+			var r store.ClaimedTask
 			r, err = s.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
 			tok = r.LeaseToken
 		}
@@ -176,10 +176,10 @@ func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task,
 // fingerprint is what "nothing changed" compares: every field an operator
 // operation could write, and the lengths of the task's append-only records.
 func fingerprint(task store.Task) string {
-	return fmt.Sprintf("state=%s rev=%d restarts=%d attempts=%d title=%q desc=%q ac=%q prio=%d meta=%s payload=%s deps=%v parent=%v events=%d aborts=%d lease=%q updated=%v",
+	return fmt.Sprintf("state=%s rev=%d restarts=%d attempts=%d title=%q desc=%q ac=%q prio=%d meta=%s payload=%s deps=%v parent=%v events=%d aborts=%d lease=%q/%v/%v updated=%v",
 		task.State, task.Revision, task.Restarts, task.Attempts, task.Title, task.Description, task.AcceptanceCriteria,
 		task.Priority, task.Metadata, task.Payload, task.DependsOn, parentOf(task), len(task.Events), len(task.Aborts),
-		task.LeaseToken, task.UpdatedAt)
+		task.ClaimedBy, task.LeaseExpiresAt, task.LeaseRenewedAt, task.UpdatedAt)
 }
 
 func parentOf(task store.Task) int64 {
@@ -283,7 +283,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 			continue
 		}
 		after := wantState(t, s, before.ID, ledger.Stopped)
-		if got.State != ledger.Stopped || got.LeaseToken != "" || after.LeaseToken != "" ||
+		if got.State != ledger.Stopped || got.ClaimedBy != "" || after.ClaimedBy != "" || !after.LeaseExpiresAt.IsZero() ||
 			after.Restarts != before.Restarts || after.Revision != before.Revision || !after.StateChangedAt.Equal(now) {
 			t.Errorf("Stop of a %s task returned %+v, stored %+v", st, got, after)
 		}
@@ -294,7 +294,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 		checkEventChain(t, after)
 		switch {
 		case leased(st):
-			want := store.Abort{TaskID: before.ID, LeaseToken: tok, Executor: before.ClaimedBy, Attempt: before.Attempts,
+			want := store.Abort{TaskID: before.ID, Executor: before.ClaimedBy, Attempt: before.Attempts,
 				Restart: before.Restarts, RequestedBy: "op", Reason: "hold " + string(st), RequestedAt: now,
 				DeadlineAt: now.Add(2 * time.Minute), Outcome: store.AbortPending}
 			if ab == nil {
@@ -315,6 +315,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 				t.Errorf("GetAbort(%d) = %+v, %v; want %+v", ab.ID, stored, err, *ab)
 			}
 			wantFenced(t, s, before.ID, tok, "after Stop of a "+string(st)+" task")
+			wantAbortOf(t, s, *ab, tok)
 		default:
 			if ab != nil {
 				t.Errorf("Stop of a %s task returned an abort %+v; only a leased executor gets one", st, *ab)
@@ -336,14 +337,34 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 	}
 }
 
+// wantAbortOf fails the test unless ab is the abort of the lease whose token
+// is token (the abort keeps only the token's hash): confirming with token
+// confirms ab. It confirms ab.
+func wantAbortOf(t testing.TB, s store.Store, ab store.Abort, token string) {
+	t.Helper()
+	got, err := s.ConfirmAbort(ctx(t), ab.TaskID, token)
+	if err != nil || got.ID != ab.ID || got.Outcome != store.AbortConfirmed {
+		t.Errorf("ConfirmAbort with the revoked token = %+v, %v; want abort %d confirmed", got, err, ab.ID)
+	}
+}
+
+// mustHeld reports whether token is task id's current lease (LeaseHeld),
+// failing the test on an error.
+func mustHeld(t testing.TB, s store.Store, id int64, token string) bool {
+	t.Helper()
+	held, err := s.LeaseHeld(ctx(t), id, token)
+	if err != nil {
+		t.Fatalf("LeaseHeld(%d): %v", id, err)
+	}
+	return held
+}
+
 func diffAbort(got, want store.Abort) string {
 	switch {
 	case want.ID != 0 && got.ID != want.ID:
 		return "id"
 	case got.TaskID != want.TaskID:
 		return "task_id"
-	case got.LeaseToken != want.LeaseToken:
-		return "lease_token"
 	case got.Executor != want.Executor:
 		return "executor"
 	case got.Attempt != want.Attempt:
@@ -598,7 +619,8 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 			continue
 		}
 		got := wantState(t, s, task.ID, st)
-		if got.Priority != 3 || got.Title != "renamed" || got.Revision != 1 || got.LeaseToken != task.LeaseToken {
+		if got.Priority != 3 || got.Title != "renamed" || got.Revision != 1 || got.ClaimedBy != task.ClaimedBy ||
+			!got.LeaseExpiresAt.Equal(task.LeaseExpiresAt) || (tok != "" && !mustHeld(t, s, task.ID, tok)) {
 			t.Errorf("non-material edit of a %s task stored %+v", st, got)
 		}
 		if st == ledger.Reviewing {
@@ -624,7 +646,8 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 		}
 		got := wantState(t, s, task.ID, ledger.Open) // never STOPPED to a reader
 		if res.Path != store.UpdateRestart || res.Task.State != ledger.Open || got.Restarts != task.Restarts+1 ||
-			got.Revision != 2 || got.Attempts != task.Attempts-1 || got.LeaseToken != "" || got.AcceptanceCriteria != "rewritten" {
+			got.Revision != 2 || got.Attempts != task.Attempts-1 || got.ClaimedBy != "" || !got.LeaseExpiresAt.IsZero() ||
+			got.AcceptanceCriteria != "rewritten" {
 			t.Fatalf("material edit of a %s task: path %s, returned %+v, stored %+v", st, res.Path, res.Task, got)
 		}
 		n := len(got.Events)
@@ -633,7 +656,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 			t.Fatalf("material edit of a %s task: events %+v; want %s → STOPPED → OPEN appended", st, got.Events, st)
 		}
 		checkEventChain(t, got)
-		want := store.Abort{TaskID: task.ID, LeaseToken: tok, Executor: task.ClaimedBy, Attempt: task.Attempts,
+		want := store.Abort{TaskID: task.ID, Executor: task.ClaimedBy, Attempt: task.Attempts,
 			Restart: task.Restarts, RequestedBy: "op", RequestedAt: now, DeadlineAt: now.Add(45 * time.Second),
 			Outcome: store.AbortPending}
 		if res.Abort == nil {
@@ -644,6 +667,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 			t.Fatalf("restart abort differs in %q: %+v (task's last abort %+v)", d, *res.Abort, got.LastAbort)
 		}
 		wantFenced(t, s, task.ID, tok, "after a restarting Update of a "+string(st)+" task")
+		wantAbortOf(t, s, *res.Abort, tok)
 		again := claimType(t, s, "w2", typ)
 		if again.ID != task.ID || again.AcceptanceCriteria != "rewritten" || again.Revision != 2 || again.Attempts != task.Attempts {
 			t.Fatalf("claim after the restart: %+v", again)
@@ -659,7 +683,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 	}
 	got := wantState(t, s, c.ID, ledger.Running)
 	if got.Revision != 1 || got.Priority != 9 || got.Title != "renamed" || !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) ||
-		got.LeaseToken != c.LeaseToken || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 3 {
+		!mustHeld(t, s, c.ID, c.LeaseToken) || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 3 {
 		t.Fatalf("after a live edit: %+v", got)
 	}
 	if held, err := s.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
@@ -918,7 +942,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	}
 	c3 := MustGet(t, s, t3.ID)
 	a3 := c3.LastAbort
-	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != store.AbortPending || a3.Executor != "w3" || a3.LeaseToken != t3.LeaseToken ||
+	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != store.AbortPending || a3.Executor != "w3" ||
 		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(T0.Add(store.DefaultAbortDeadline)) || a3.Attempt != 1 {
 		t.Fatalf("Cancel of a RUNNING task recorded aborts %+v, last %+v; want one pending with the default deadline", c3.Aborts, a3)
 	}
@@ -1027,7 +1051,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	_, a1b := mustStop(t, s, t1.ID, 0)
 	g1 := MustGet(t, s, t1.ID)
 	if len(g1.Aborts) != 2 || g1.Aborts[0].ID != a1.ID || g1.Aborts[1].ID != a1b.ID || g1.LastAbort == nil ||
-		g1.LastAbort.ID != a1b.ID || a1b.Executor != "w1b" || a1b.LeaseToken != again.LeaseToken || a1b.Restart != 1 || a1b.Attempt != 1 {
+		g1.LastAbort.ID != a1b.ID || a1b.Executor != "w1b" || a1b.Restart != 1 || a1b.Attempt != 1 {
 		t.Fatalf("two aborts: %+v, last %+v (second %+v)", g1.Aborts, g1.LastAbort, a1b)
 	}
 	if g1.Aborts[0].Outcome != store.AbortConfirmed || g1.Aborts[1].Outcome != store.AbortPending {
@@ -1058,6 +1082,9 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if len(page.Tasks) != 6 {
 		t.Fatalf("ListTasks: %d tasks, want 6", len(page.Tasks))
 	}
+	// Each abort names the lease it revoked: its token confirms it.
+	wantAbortOf(t, s, *a3, t3.LeaseToken)
+	wantAbortOf(t, s, *a1b, again.LeaseToken)
 }
 
 // testTaskAbortsPublished: every abort write wakes a watcher of
@@ -1105,12 +1132,15 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	end := []struct {
 		name string
-		end  func(c store.Task) error
+		end  func(c store.ClaimedTask) error
 	}{
-		{"Stop", func(c store.Task) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
-		{"Cancel", func(c store.Task) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
-		{"Complete", func(c store.Task) error { _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); return err }},
-		{"restarting Update", func(c store.Task) error {
+		{"Stop", func(c store.ClaimedTask) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Cancel", func(c store.ClaimedTask) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
+		{"Complete", func(c store.ClaimedTask) error {
+			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
+			return err
+		}},
+		{"restarting Update", func(c store.ClaimedTask) error {
 			_, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
 			return err
 		}},
@@ -1433,8 +1463,8 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 				t.Errorf("round %d: abort returned by Stop %v and by Update %v; want exactly one", r, stopAbort, upd.Abort)
 			}
 		}
-		if final.LeaseToken != "" {
-			t.Errorf("round %d: task holds lease %q after the race", r, final.LeaseToken)
+		if hasLease(final) {
+			t.Errorf("round %d: task holds a lease (%q until %v) after the race", r, final.ClaimedBy, final.LeaseExpiresAt)
 		}
 		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
 			t.Errorf("round %d: LeaseHeld(original) = %v, %v", r, held, err)

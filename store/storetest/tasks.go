@@ -86,7 +86,7 @@ func MustGet(t testing.TB, s store.Store, id int64) store.Task {
 }
 
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
-func MustClaimOne(t testing.TB, s store.Store, worker string) store.Task {
+func MustClaimOne(t testing.TB, s store.Store, worker string) store.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(ctx(t), worker, nil, 1, Lease)
 	if err != nil {
@@ -96,6 +96,12 @@ func MustClaimOne(t testing.TB, s store.Store, worker string) store.Task {
 		t.Fatalf("Claim(%s) got %d tasks, want 1", worker, len(ts))
 	}
 	return ts[0]
+}
+
+// hasLease reports whether task shows a lease (a holder or an expiry); the
+// token itself is never part of a Task.
+func hasLease(task store.Task) bool {
+	return task.ClaimedBy != "" || !task.LeaseExpiresAt.IsZero() || !task.LeaseRenewedAt.IsZero()
 }
 
 // wantState fails the test unless task id is in state want.
@@ -146,7 +152,7 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 		got.AcceptanceCriteria != "ac", got.Priority != 7, got.MaxAttempts != 5,
 		got.ParentID == nil || *got.ParentID != parent.ID, got.CreatedBy != "alice",
 		got.State != ledger.Open, got.Attempts != 0, got.Restarts != 0, got.Revision != 1,
-		got.LeaseToken != "", got.ClaimedBy != "", !got.RunAfter.IsZero(),
+		hasLease(got), got.ClaimedBy != "", !got.RunAfter.IsZero(),
 		!got.CreatedAt.Equal(T0), !got.UpdatedAt.Equal(T0), len(got.DependsOn) != 0:
 		t.Fatalf("round trip: %+v", got)
 	}
@@ -392,7 +398,7 @@ func testTaskFencing(t *testing.T, open Opener) {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
 	reopened := wantState(t, s, task.ID, ledger.Open)
-	if e := lastEvent(t, reopened); e.From != ledger.Running || e.Actor != "reaper" || reopened.Attempts != 1 || reopened.LeaseToken != "" {
+	if e := lastEvent(t, reopened); e.From != ledger.Running || e.Actor != "reaper" || reopened.Attempts != 1 || hasLease(reopened) {
 		t.Fatalf("reclaimed task %+v, event %+v", reopened, e)
 	}
 	b := MustClaimOne(t, s, "B")
@@ -418,7 +424,7 @@ func testTaskFencing(t *testing.T, open Opener) {
 		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
 	}
 	done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
-	if err != nil || done.State != ledger.Completed || done.LeaseToken != "" {
+	if err != nil || done.State != ledger.Completed || hasLease(done) {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
 	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
@@ -491,7 +497,7 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	task := MustEnqueue(t, s, store.NewTask{Title: "retry", MaxAttempts: 2})
 	c := MustClaimOne(t, s, "w")
 	got, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
-	if err != nil || got.State != ledger.Open || got.LastError != "transient" || got.LeaseToken != "" {
+	if err != nil || got.State != ledger.Open || got.LastError != "transient" || hasLease(got) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
@@ -639,7 +645,7 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	}
 	parked, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
 	if err != nil || parked.State != ledger.NeedsInput || parked.Question != "which region?" ||
-		parked.LeaseToken != "" || parked.Attempts != 0 {
+		hasLease(parked) || parked.Attempts != 0 {
 		t.Fatalf("RequestInput = %+v, %v", parked, err)
 	}
 	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != ledger.NeedsInput || e.Attempt != 1 {
@@ -676,7 +682,7 @@ func testTaskReview(t *testing.T, open Opener) {
 	dep := MustEnqueue(t, s, store.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
 	c := MustClaimOne(t, s, "w")
 	got, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
-	if err != nil || got.State != ledger.NeedsReview || got.Result != "draft 1" || got.LeaseToken != "" {
+	if err != nil || got.State != ledger.NeedsReview || got.Result != "draft 1" || hasLease(got) {
 		t.Fatalf("Complete(needsReview) = %+v, %v", got, err)
 	}
 	wantState(t, s, dep.ID, ledger.Waiting)
@@ -690,7 +696,7 @@ func testTaskReview(t *testing.T, open Opener) {
 	_, err = s.Approve(ctx(t), task.ID, "wrong", "lgtm")
 	wantErr(t, "Approve with a wrong token", err, store.ErrLeaseLost)
 	rej, err := s.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
-	if err != nil || rej.State != ledger.Open || rej.ReviewNote != "missing tests" || rej.LeaseToken != "" {
+	if err != nil || rej.State != ledger.Open || rej.ReviewNote != "missing tests" || hasLease(rej) {
 		t.Fatalf("Reject = %+v, %v", rej, err)
 	}
 	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Reviewing || e.To != ledger.Open ||
@@ -712,7 +718,7 @@ func testTaskReview(t *testing.T, open Opener) {
 	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
-	if back := wantState(t, s, task.ID, ledger.NeedsReview); back.LeaseToken != "" || back.Attempts != 2 {
+	if back := wantState(t, s, task.ID, ledger.NeedsReview); hasLease(back) || back.Attempts != 2 {
 		t.Fatalf("abandoned review back in the queue: %+v", back)
 	}
 	_, err = s.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
@@ -736,7 +742,7 @@ func testTaskCancel(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	got, err := s.Cancel(ctx(t), task.ID, "op", "no longer wanted")
-	if err != nil || got.State != ledger.Cancelled || got.LeaseToken != "" {
+	if err != nil || got.State != ledger.Cancelled || hasLease(got) {
 		t.Fatalf("Cancel = %+v, %v", got, err)
 	}
 	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Running || e.Actor != "op" || e.Reason != "no longer wanted" {
@@ -862,7 +868,7 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	t.Helper()
 	old := MustGet(t, s, 1)
 	if old.Type != "critique" || old.State != ledger.Open || old.Priority != 2 || old.MaxAttempts != 3 ||
-		old.Revision != 1 || old.Title != "" || old.LeaseToken != "" || !old.CreatedAt.Equal(T0) ||
+		old.Revision != 1 || old.Title != "" || hasLease(old) || !old.CreatedAt.Equal(T0) ||
 		!jsonEqual(old.Payload, []byte(`{"object_id": 7}`)) || len(old.Events) != 0 {
 		t.Fatalf("upgraded row: %+v", old)
 	}

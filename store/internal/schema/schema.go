@@ -5,7 +5,10 @@
 // backend supplies its own column types and runs the statements.
 package schema
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Column is one column of a table. A column added after a table's first
 // release must be addable by ALTER TABLE ADD COLUMN: nullable or with a default.
@@ -52,4 +55,22 @@ func (t Table) Upgrade(have map[string]bool) []string {
 		}
 	}
 	return append(out, t.After...)
+}
+
+// ClaimPrincipal reads the name "task/ID WORKER" that the credentials of
+// HTTP claims got before they were bound to their lease (auth.IssueTaskToken
+// named them so, and the lease reaper found them by it). The backends bind
+// such principals when they upgrade a database. An operator's credential
+// for a task ("task/ID", no worker) is not one.
+func ClaimPrincipal(name string) (taskID int64, worker string, ok bool) {
+	rest, found := strings.CutPrefix(name, "task/")
+	if !found {
+		return 0, "", false
+	}
+	idText, worker, _ := strings.Cut(rest, " ")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != idText || worker == "" {
+		return 0, "", false
+	}
+	return id, worker, true
 }

@@ -33,3 +33,27 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("Create = %q, want %q", got, want)
 	}
 }
+
+func TestClaimPrincipal(t *testing.T) {
+	cases := []struct {
+		name   string
+		id     int64
+		worker string
+		ok     bool
+	}{
+		{"task/12 w1", 12, "w1", true},
+		{"task/12 agent exec@host", 12, "agent exec@host", true},
+		{"task/12", 0, "", false}, // an operator's cks token create --task
+		{"task/12 ", 0, "", false},
+		{"task/012 w", 0, "", false},
+		{"task/0 w", 0, "", false},
+		{"task/x w", 0, "", false},
+		{"ops", 0, "", false},
+	}
+	for _, c := range cases {
+		id, worker, ok := ClaimPrincipal(c.name)
+		if id != c.id || worker != c.worker || ok != c.ok {
+			t.Errorf("ClaimPrincipal(%q) = %d, %q, %v; want %d, %q, %v", c.name, id, worker, ok, c.id, c.worker, c.ok)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// httpClaim claims one task of typ over HTTP as worker with token and
+// returns its id, the lease token and the task-scoped agent credential the
+// answer carries (read from the raw JSON, as an agent in any language would).
+func (f *fixture) httpClaim(t testing.TB, token, typ, worker string) (id int64, lease, agentTok string) {
+	t.Helper()
+	status, body := f.do(t, token, "POST", "/v1/tasks/claim", fmt.Sprintf(`{"worker":%q,"types":[%q]}`, worker, typ))
+	var out struct {
+		Tasks []struct {
+			ID         int64  `json:"task_id"`
+			LeaseToken string `json:"lease_token"`
+		} `json:"tasks"`
+		AgentTokens map[string]string `json:"agent_tokens"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); status != http.StatusOK || err != nil || len(out.Tasks) != 1 {
+		t.Fatalf("claim %s as %s: %d %s", typ, worker, status, body)
+	}
+	c := out.Tasks[0]
+	if c.LeaseToken == "" || out.AgentTokens[fmt.Sprint(c.ID)] == "" {
+		t.Fatalf("claim answer without the lease token or the agent credential: %s", body)
+	}
+	return c.ID, c.LeaseToken, out.AgentTokens[fmt.Sprint(c.ID)]
+}
+
+// leaseIn returns the lease_token a task body shows, if any.
+func leaseIn(body string) string {
+	var v struct {
+		LeaseToken string `json:"lease_token"`
+	}
+	json.Unmarshal([]byte(body), &v) //nolint:errcheck // absent is the answer
+	return v.LeaseToken
+}
+
+// TestRevokedExecutorCannotTakeOverTheLease reproduces the fencing bypass of
+// issue 12: an executor whose lease was revoked (stop → start → another
+// worker claims) must not be able to learn the new holder's lease token —
+// neither with its own task-scoped credential nor with any other credential
+// that may read the task — and so cannot complete the task under it.
+func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newFixtureOn(t, open)
+		worker := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend})
+		status, body := f.do(t, f.token, "POST", "/v1/tasks", `{"type":"build","title":"x"}`)
+		if status != http.StatusCreated {
+			t.Fatalf("create: %d %s", status, body)
+		}
+		id, lease1, agent1 := f.httpClaim(t, worker, "build", "w1")
+		path := fmt.Sprintf("/v1/tasks/%d", id)
+		if status, body := f.do(t, f.token, "POST", path+"/stop", `{"reason":"hold","wait":false}`); status != http.StatusOK {
+			t.Fatalf("stop: %d %s", status, body)
+		}
+		if status, body := f.do(t, f.token, "POST", path+"/start", `{}`); status != http.StatusOK {
+			t.Fatalf("start: %d %s", status, body)
+		}
+		_, lease2, _ := f.httpClaim(t, worker, "build", "w2")
+		if lease2 == lease1 {
+			t.Fatal("the second claim got the revoked token")
+		}
+		// Every credential that may read the task: the revoked executor's,
+		// one made for the task by an operator (read+append on /tasks/ID),
+		// a reader of the whole ledger, and the admin.
+		readers := map[string]string{
+			"revoked executor": agent1,
+			"task credential": f.tokenWith(t, store.Grant{Resource: auth.TaskResource(id), Permission: auth.PermRead},
+				store.Grant{Resource: auth.TaskResource(id), Permission: auth.PermAppend}),
+			"ledger reader": f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermRead},
+				store.Grant{Resource: "/tasks", Permission: auth.PermAppend}),
+			"admin": f.token,
+		}
+		for who, tok := range readers {
+			for _, p := range []string{path, "/v1/tasks", "/v1/tasks?state=CLAIMED"} {
+				_, body := f.do(t, tok, "GET", p, "")
+				if strings.Contains(body, lease2) || strings.Contains(body, lease1) {
+					t.Errorf("%s: GET %s shows a lease token: %s", who, p, body)
+				}
+				// Whatever it read, it tries to complete the task with it.
+				stolen := leaseIn(body)
+				if stolen == "" {
+					continue
+				}
+				if status, out := f.do(t, tok, "POST", path+"/complete", fmt.Sprintf(`{"lease_token":%q,"result":"stolen"}`, stolen)); status == http.StatusOK {
+					t.Errorf("%s completed the task with the token GET %s showed: %s", who, p, out)
+				}
+			}
+		}
+		// The rightful executor still holds its lease and completes.
+		if status, body := f.do(t, worker, "POST", path+"/complete", fmt.Sprintf(`{"lease_token":%q,"result":"mine"}`, lease2)); status != http.StatusOK {
+			t.Fatalf("the rightful executor's complete: %d %s", status, body)
+		}
+		if got := storetest.MustGet(t, f.store, id); got.State != "COMPLETED" || got.Result != "mine" {
+			t.Fatalf("task after the run: %s %q, want COMPLETED by the rightful executor", got.State, got.Result)
+		}
+	})
+}
+
+// TestClaimCredentialEndsWithItsLease: the task-scoped credential of an HTTP
+// claim is refused (401) the moment its lease ends — by complete, fail,
+// stop, cancel or a reclaim — not at the lease reaper's next pass (the
+// principal row is still there when it is refused).
+func TestClaimCredentialEndsWithItsLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newFixtureOn(t, open)
+		worker := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend})
+		for _, c := range []struct {
+			name string
+			end  func(t *testing.T, id int64, lease, agent string)
+		}{
+			{"complete", func(t *testing.T, id int64, lease, agent string) {
+				f.mustDo(t, agent, "POST", fmt.Sprintf("/v1/tasks/%d/complete", id), fmt.Sprintf(`{"lease_token":%q}`, lease))
+			}},
+			{"fail", func(t *testing.T, id int64, lease, agent string) {
+				f.mustDo(t, agent, "POST", fmt.Sprintf("/v1/tasks/%d/fail", id), fmt.Sprintf(`{"lease_token":%q,"reason":"x"}`, lease))
+			}},
+			{"retryable fail", func(t *testing.T, id int64, lease, agent string) {
+				f.mustDo(t, agent, "POST", fmt.Sprintf("/v1/tasks/%d/fail", id), fmt.Sprintf(`{"lease_token":%q,"retryable":true,"reason":"x"}`, lease))
+			}},
+			{"request input", func(t *testing.T, id int64, lease, agent string) {
+				f.mustDo(t, agent, "POST", fmt.Sprintf("/v1/tasks/%d/request-input", id), fmt.Sprintf(`{"lease_token":%q,"question":"?"}`, lease))
+			}},
+			{"stop", func(t *testing.T, id int64, _, _ string) {
+				f.mustDo(t, f.token, "POST", fmt.Sprintf("/v1/tasks/%d/stop", id), `{"reason":"hold","wait":false}`)
+			}},
+			{"material update", func(t *testing.T, id int64, _, _ string) {
+				f.mustDo(t, f.token, "PATCH", fmt.Sprintf("/v1/tasks/%d", id), `{"description":"new","wait":false}`)
+			}},
+			{"cancel", func(t *testing.T, id int64, _, _ string) {
+				f.mustDo(t, f.token, "POST", fmt.Sprintf("/v1/tasks/%d/cancel", id), `{"reason":"no"}`)
+			}},
+			{"reclaim", func(t *testing.T, id int64, _, _ string) {
+				f.clock.Advance(2 * time.Hour)
+				if n, err := f.store.ReclaimExpired(t.Context(), f.clock.Now(), time.Minute); err != nil || n != 1 {
+					t.Fatalf("reclaim: %d %v", n, err)
+				}
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				typ := "end-" + strings.ReplaceAll(c.name, " ", "-")
+				f.mustDo(t, f.token, "POST", "/v1/tasks", fmt.Sprintf(`{"type":%q}`, typ))
+				id, lease, agent := f.httpClaim(t, worker, typ, "w")
+				path := fmt.Sprintf("/v1/tasks/%d", id)
+				if status, body := f.do(t, agent, "GET", path, ""); status != http.StatusOK {
+					t.Fatalf("the credential before its lease ended: %d %s", status, body)
+				}
+				c.end(t, id, lease, agent)
+				if status, body := f.do(t, agent, "GET", path, ""); status != http.StatusUnauthorized {
+					t.Fatalf("the credential after its lease ended (%s): %d %s, want 401", c.name, status, body)
+				}
+				name := fmt.Sprintf("task/%d w", id)
+				ps, err := f.store.ListPrincipals(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, p := range ps {
+					found = found || p.Name == name
+				}
+				if !found {
+					t.Fatalf("principal %s is gone: the credential was deleted, not refused by its lease", name)
+				}
+			})
+		}
+	})
+}

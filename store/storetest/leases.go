@@ -1,0 +1,394 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// leaseTests are the conformance tests of lease tokens (shown only to the
+// claimer, stored hashed) and of principals bound to a lease.
+func leaseTests() []taskTest {
+	return []taskTest{
+		{"LeaseTokenOnlyForTheClaimer", testLeaseTokenOnlyForTheClaimer},
+		{"LeasePrincipalEndsWithItsLease", testLeasePrincipalEndsWithItsLease},
+		{"LeasePrincipalOfAnotherLease", testLeasePrincipalOfAnotherLease},
+		{"LeasePrincipalBadInput", testLeasePrincipalBadInput},
+	}
+}
+
+// testLeaseTokenOnlyForTheClaimer: a claim returns a fresh token per task;
+// no read of the task (GetTask, ListTasks, their JSON) shows it; every
+// fenced call compares it, and the hash the store keeps is no token.
+func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	for range 3 {
+		MustEnqueue(t, s, store.NewTask{Type: "t"})
+	}
+	MustEnqueue(t, s, store.NewTask{Type: "r"})
+	claimed, err := s.Claim(ctx(t), "w", []string{"t"}, 3, Lease)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
+	}
+	seen := map[string]bool{}
+	for _, c := range claimed {
+		if len(c.LeaseToken) < 32 || seen[c.LeaseToken] {
+			t.Fatalf("claim of task %d: token %q; want a fresh token of at least 128 bits per task", c.ID, c.LeaseToken)
+		}
+		seen[c.LeaseToken] = true
+		if b, _ := json.Marshal(c); !strings.Contains(string(b), `"lease_token":"`+c.LeaseToken+`"`) {
+			t.Fatalf("the claimer's view lacks lease_token: %s", b)
+		}
+	}
+	// The reviewer's lease too.
+	rc := claimType(t, s, "w", "r")
+	if _, err := s.Complete(ctx(t), rc.ID, rc.LeaseToken, true, "draft"); err != nil {
+		t.Fatal(err)
+	}
+	review, err := s.ClaimReview(ctx(t), rc.ID, "rev", Lease)
+	if err != nil || review.LeaseToken == "" || seen[review.LeaseToken] || review.LeaseToken == rc.LeaseToken {
+		t.Fatalf("ClaimReview = %q, %v; want a fresh token", review.LeaseToken, err)
+	}
+	seen[review.LeaseToken] = true
+
+	reads := []any{}
+	for _, c := range claimed {
+		reads = append(reads, MustGet(t, s, c.ID))
+	}
+	reads = append(reads, MustGet(t, s, rc.ID))
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads = append(reads, page)
+	for _, r := range reads {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tok := range seen {
+			if strings.Contains(string(b), tok) || strings.Contains(string(b), store.HashLeaseToken(tok)) {
+				t.Fatalf("a read of the ledger shows a lease token (or its hash): %s", b)
+			}
+		}
+		if strings.Contains(string(b), "lease_token") {
+			t.Fatalf("a read of the ledger has a lease_token field: %s", b)
+		}
+	}
+	c := claimed[0]
+	// The stored form is not a token: presenting it fences nothing.
+	hash := store.HashLeaseToken(c.LeaseToken)
+	if held, err := s.LeaseHeld(ctx(t), c.ID, hash); held || err != nil {
+		t.Fatalf("LeaseHeld(hash of the token) = %v, %v; want false", held, err)
+	}
+	if _, err := s.MarkRunning(ctx(t), c.ID, hash); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("MarkRunning with the token's hash: %v, want ErrLeaseLost", err)
+	}
+	// Another task's token fences nothing either.
+	if _, err := s.Complete(ctx(t), c.ID, claimed[1].LeaseToken, false, "x"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Complete with another task's token: %v, want ErrLeaseLost", err)
+	}
+	if _, err := s.Approve(ctx(t), rc.ID, rc.LeaseToken, "x"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Approve with the executor's token: %v, want ErrLeaseLost", err)
+	}
+	if _, err := s.Approve(ctx(t), rc.ID, review.LeaseToken, "ok"); err != nil {
+		t.Fatalf("Approve with the reviewer's token: %v", err)
+	}
+	for _, c := range claimed {
+		if held := mustHeld(t, s, c.ID, c.LeaseToken); !held {
+			t.Fatalf("task %d: its own token is not held", c.ID)
+		}
+		if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
+			t.Fatalf("Complete of task %d with its token: %v", c.ID, err)
+		}
+	}
+}
+
+// leaseEnders end the lease of a claimed (CLAIMED or RUNNING) task c each in
+// one of the ways the ledger has.
+func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struct {
+	name string
+	end  func(t *testing.T, c store.ClaimedTask)
+} {
+	type ender = struct {
+		name string
+		end  func(t *testing.T, c store.ClaimedTask)
+	}
+	must := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	return []ender{
+		{"Complete", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
+			must(t, "Complete", err)
+		}},
+		{"Complete for review", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft")
+			must(t, "Complete", err)
+		}},
+		{"retryable Fail", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
+			must(t, "Fail", err)
+		}},
+		{"Fail", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, false, "broken")
+			must(t, "Fail", err)
+		}},
+		{"RequestInput", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which?")
+			must(t, "RequestInput", err)
+		}},
+		{"Stop", func(t *testing.T, c store.ClaimedTask) {
+			_, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0)
+			must(t, "Stop", err)
+		}},
+		{"restarting Update", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+			must(t, "Update", err)
+		}},
+		{"Cancel", func(t *testing.T, c store.ClaimedTask) {
+			_, err := s.Cancel(ctx(t), c.ID, "op", "gone")
+			must(t, "Cancel", err)
+		}},
+		{"ReclaimExpired", func(t *testing.T, c store.ClaimedTask) {
+			clk.Advance(2 * Lease)
+			if n, err := s.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*Lease), 0); err != nil || n != 1 {
+				t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
+			}
+		}},
+	}
+}
+
+// testLeasePrincipalEndsWithItsLease: a principal bound to a lease
+// authenticates while the lease is current and is refused (ErrNotFound) the
+// moment any operation ends it — before DeleteEndedLeasePrincipals runs,
+// which then removes exactly the ended ones.
+func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	operator := store.Principal{ID: "op", Name: "task/1", CreatedAt: T0} // cks token create --task: unbound
+	if err := s.CreatePrincipal(ctx(t), operator, "hash-op", []store.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range leaseEnders(s, clk) {
+		typ := "end-" + strings.ReplaceAll(e.name, " ", "-")
+		var c store.ClaimedTask
+		if i%2 == 0 {
+			c = mustRunning(t, s, typ, "w")
+		} else { // half of them still CLAIMED
+			c = claimedOnly(t, s, typ, "w")
+		}
+		id, hash := "p-"+e.name, "hash-"+e.name
+		p := store.Principal{ID: id, Name: "task worker", CreatedAt: T0,
+			Lease: &store.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+		if err := s.CreatePrincipal(ctx(t), p, hash, []store.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
+			t.Fatalf("%s: CreatePrincipal: %v", e.name, err)
+		}
+		got, err := s.PrincipalByTokenHash(ctx(t), hash)
+		if err != nil || got.ID != id || got.Lease == nil || got.Lease.TaskID != c.ID {
+			t.Fatalf("%s: the bound principal while its lease runs: %+v, %v", e.name, got, err)
+		}
+		e.end(t, c)
+		if got, err := s.PrincipalByTokenHash(ctx(t), hash); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s: the bound principal after its lease ended: %+v, %v; want ErrNotFound", e.name, got, err)
+		}
+		if gs, err := s.GrantsOf(ctx(t), id); err != nil || len(gs) != 1 {
+			t.Fatalf("%s: grants of the refused principal = %v, %v; want its row kept until the cleanup", e.name, gs, err)
+		}
+	}
+	// A live bound principal and the operator's are kept by the cleanup.
+	live := mustRunning(t, s, "live", "w")
+	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
+		Lease: &store.LeaseBinding{TaskID: live.ID, LeaseTokenHash: store.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
+		t.Fatalf("DeleteEndedLeasePrincipals = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
+	}
+	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 0 {
+		t.Fatalf("second DeleteEndedLeasePrincipals = %d, %v; want 0", n, err)
+	}
+	ps, err := s.ListPrincipals(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ID)
+	}
+	if strings.Join(ids, ",") != "live,op" && strings.Join(ids, ",") != "op,live" {
+		t.Fatalf("principals after the cleanup: %v; want live and op", ids)
+	}
+	for _, h := range []string{"hash-live", "hash-op"} {
+		if _, err := s.PrincipalByTokenHash(ctx(t), h); err != nil {
+			t.Fatalf("%s after the cleanup: %v", h, err)
+		}
+	}
+	if gs, err := s.GrantsOf(ctx(t), "p-Complete"); err != nil || len(gs) != 0 {
+		t.Fatalf("grants of a deleted principal = %v, %v; want none", gs, err)
+	}
+}
+
+// claimedOnly enqueues a task of type typ and claims it for worker (CLAIMED,
+// not RUNNING).
+func claimedOnly(t testing.TB, s store.Store, typ, worker string) store.ClaimedTask {
+	t.Helper()
+	MustEnqueue(t, s, store.NewTask{Type: typ, Title: typ})
+	return claimType(t, s, worker, typ)
+}
+
+// testLeasePrincipalOfAnotherLease: a principal bound to a lease of task T
+// is refused once T is leased again by someone else (same task, new lease),
+// and a binding naming a hash that is not T's lease never authenticates.
+func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	c := mustRunning(t, s, "t", "w1")
+	bind := func(id string, task int64, hash string) {
+		t.Helper()
+		if err := s.CreatePrincipal(ctx(t), store.Principal{ID: id, Name: id, CreatedAt: T0,
+			Lease: &store.LeaseBinding{TaskID: task, LeaseTokenHash: hash}}, "hash-"+id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind("first", c.ID, store.HashLeaseToken(c.LeaseToken))
+	bind("wrong", c.ID, store.HashLeaseToken("not the token"))
+	bind("plain", c.ID, c.LeaseToken) // the token itself is not its hash
+	bind("missing", 999, store.HashLeaseToken(c.LeaseToken))
+	for _, id := range []string{"wrong", "plain", "missing"} {
+		if _, err := s.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s, c.ID)
+	again := claimType(t, s, "w2", "t")
+	if again.ID != c.ID || again.State != ledger.Claimed {
+		t.Fatalf("re-claim: %+v", again)
+	}
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the first lease's principal while the task runs under another lease: %v, want ErrNotFound", err)
+	}
+	bind("second", c.ID, store.HashLeaseToken(again.LeaseToken))
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-second"); err != nil {
+		t.Fatalf("the second lease's principal: %v", err)
+	}
+}
+
+// testLeasePrincipalBadInput: a lease binding without a task or a hash is
+// refused, naming lease, and stores nothing.
+func testLeasePrincipalBadInput(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	for i, b := range []store.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
+		p := store.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
+		if err := s.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !store.IsFieldError(err, "lease") {
+			t.Errorf("CreatePrincipal with binding %+v: %v, want a FieldError naming lease", b, err)
+		}
+	}
+	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
+		t.Fatalf("principals after refused creates: %v, %v", ps, err)
+	}
+}
+
+// OldLeases is what SetUpOldLeases recorded, for a backend's upgrade test:
+// the backend rewrites the database into the shape of a release that stored
+// lease tokens in plain text and did not bind principals (setting the plain
+// tokens below), reopens it and calls CheckUpgradedLeases.
+type OldLeases struct {
+	// Live is a RUNNING task of worker "w1" whose plain token is LiveToken.
+	Live      int64
+	LiveToken string
+	// Stopped is a STOPPED task with one pending abort, of the lease whose
+	// plain token was AbortToken (executor "w2").
+	Stopped    int64
+	AbortID    int64
+	AbortToken string
+}
+
+// Principals SetUpOldLeases creates (unbound, as an old release did), by
+// token hash: the credentials of two HTTP claims, named "task/ID WORKER",
+// one of a lease still running and one of a lease that ended, and an
+// operator's credential for a task, named "task/ID".
+const (
+	OldClaimLiveHash  = "hash-claim-live"
+	OldClaimEndedHash = "hash-claim-ended"
+	OldOperatorHash   = "hash-operator"
+)
+
+// SetUpOldLeases writes the rows an upgrade test starts from (with tokens
+// the backend then replaces by the plain ones of the result).
+func SetUpOldLeases(t testing.TB, s store.Store) OldLeases {
+	t.Helper()
+	live := mustRunning(t, s, "live", "w1")
+	stopped := mustRunning(t, s, "stopped", "w2")
+	_, ab := mustStop(t, s, stopped.ID, 0)
+	for _, p := range []struct {
+		name, hash string
+		task       int64
+	}{
+		{"task/" + itoa(live.ID) + " w1", OldClaimLiveHash, live.ID},
+		{"task/" + itoa(stopped.ID) + " w2", OldClaimEndedHash, stopped.ID},
+		{"task/" + itoa(live.ID), OldOperatorHash, live.ID},
+	} {
+		if err := s.CreatePrincipal(ctx(t), store.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
+			[]store.Grant{{Resource: "/tasks/" + itoa(p.task), Permission: "read"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return OldLeases{Live: live.ID, LiveToken: "00112233445566778899aabbccddeeff",
+		Stopped: stopped.ID, AbortID: ab.ID, AbortToken: "ffeeddccbbaa99887766554433221100"}
+}
+
+// CheckUpgradedLeases checks a database upgraded from old: the plain tokens
+// still fence (the live lease and the pending abort keep working), the old
+// claim credentials are bound (the live one authenticates, the ended one
+// does not, and the cleanup removes it), the operator's stays unbound.
+func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
+	t.Helper()
+	if held := mustHeld(t, s, old.Live, old.LiveToken); !held {
+		t.Fatal("the live lease's plain token is not held after the upgrade")
+	}
+	if held := mustHeld(t, s, old.Live, store.HashLeaseToken(old.LiveToken)); held {
+		t.Fatal("the hash of the live token is held after the upgrade")
+	}
+	p, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash)
+	if err != nil || p.Lease == nil || p.Lease.TaskID != old.Live {
+		t.Fatalf("the live claim's credential after the upgrade: %+v, %v; want it bound to task %d", p, err, old.Live)
+	}
+	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the ended claim's credential after the upgrade: %v, want ErrNotFound", err)
+	}
+	if p, err := s.PrincipalByTokenHash(ctx(t), OldOperatorHash); err != nil || p.Lease != nil {
+		t.Fatalf("the operator's credential after the upgrade: %+v, %v; want it unbound", p, err)
+	}
+	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 1 {
+		t.Fatalf("DeleteEndedLeasePrincipals after the upgrade = %d, %v; want 1 (the ended claim's)", n, err)
+	}
+	ab, err := s.ConfirmAbort(ctx(t), old.Stopped, old.AbortToken)
+	if err != nil || ab.ID != old.AbortID || ab.Outcome != store.AbortConfirmed {
+		t.Fatalf("ConfirmAbort with the old plain token = %+v, %v; want abort %d confirmed", ab, err, old.AbortID)
+	}
+	if _, err := s.Complete(ctx(t), old.Live, old.LiveToken, false, "done"); err != nil {
+		t.Fatalf("Complete with the old plain token: %v", err)
+	}
+	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the live claim's credential after its task completed: %v, want ErrNotFound", err)
+	}
+	// New claims after the upgrade work as on a fresh database.
+	MustEnqueue(t, s, store.NewTask{Type: "after"})
+	c := claimType(t, s, "w3", "after")
+	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil {
+		t.Fatalf("a claim after the upgrade: %v", err)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
