@@ -20,9 +20,11 @@ import (
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/studio"
 	"go.uber.org/goleak"
 )
 
@@ -52,7 +54,13 @@ func newFixture(t testing.TB) *fixture {
 
 // newFixtureOn is newFixture on a store of open (backendtest.ForEach's
 // opener, for tests that run on both backends).
-func newFixtureOn(t testing.TB, open storetest.Opener) *fixture {
+func newFixtureOn(t testing.TB, open storetest.Opener) *fixture { return buildFixture(t, open, false) }
+
+// newHubFixture is newFixtureOn serving what a hub serves: the real studio
+// and every MCP tool at /mcp.
+func newHubFixture(t testing.TB, open storetest.Opener) *fixture { return buildFixture(t, open, true) }
+
+func buildFixture(t testing.TB, open storetest.Opener, full bool) *fixture {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
 	c := clock.NewFake(storetest.T0)
@@ -75,8 +83,7 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake) *fix
 		t.Fatal(err)
 	}
 	bus := &events.Bus{}
-	studio := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })
-	a := api.New(api.Config{
+	cfg := api.Config{
 		Liveness: liveness.NewService(s, c),
 		Tasks:    s,
 		Objects:  s,
@@ -84,9 +91,18 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake) *fix
 		Clock:    c,
 		Auth:     auth.NewAuthenticator(s),
 		Bus:      bus,
-		Studio:   studio,
+		Studio:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) }),
 		Version:  "test",
-	})
+	}
+	if full {
+		cfg.Studio = studio.New(cfg.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s, Clock: c})
+		m := mcpserver.New(cfg.Liveness, "test")
+		mcpserver.AddTaskTools(m, s)
+		mcpserver.AddSweeperTools(m, rt.Sweepers)
+		mcpserver.AddObjectTools(m, s)
+		cfg.MCP = mcpserver.HTTPHandler(m)
+	}
+	a := api.New(cfg)
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
 		rt.Close(context.Background())
