@@ -138,9 +138,6 @@ func New(cfg Config) *API {
 	return a
 }
 
-// ServeHTTP implements http.Handler.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
-
 // CloseStreams ends every open event stream, so a graceful shutdown does not
 // wait on them. The HTTP server calls it when it starts shutting down.
 func (a *API) CloseStreams() { a.closeSt() }

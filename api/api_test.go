@@ -325,7 +325,10 @@ func TestLoginCookie(t *testing.T) {
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(tok string) *http.Response {
 		t.Helper()
-		resp, err := client.PostForm(f.srv.URL+"/login", url.Values{"token": {tok}})
+		req, _ := http.NewRequest("POST", f.srv.URL+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin") // as the browser posts the studio's form
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

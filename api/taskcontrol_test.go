@@ -314,6 +314,7 @@ func TestAbandonedRequestIsNotAHubFailure(t *testing.T) {
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("/v1/tasks/%d/stop", task.ID),
 		strings.NewReader(`{"reason":"gone"}`))
 	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	f.api.ServeHTTP(rec, req)
 	if rec.Code != 499 {

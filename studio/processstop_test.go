@@ -111,6 +111,7 @@ func TestProcessStopFromBrowser(t *testing.T) {
 		req, _ := http.NewRequest("POST", hs.URL+"/v1/processes/"+instanceID+"/stop", nil)
 		req.AddCookie(&http.Cookie{Name: api.CookieName, Value: tok})
 		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin") // as the studio's fetch sends it
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Request hygiene: every request passes admit before the mux routes it, so
+// the rules below hold on every endpoint, authenticated or not, including
+// /mcp and the studio's /login.
+//
+//   - Cross-site request forgery. A browser sends the studio's cookie with
+//     every request to the hub's host, also from a page on another port of
+//     127.0.0.1 or localhost (same site, so SameSite=Strict does not stop
+//     it). An unsafe request (anything but GET, HEAD, OPTIONS) that would be
+//     authenticated by that cookie — it carries the cookie and no
+//     Authorization header — and every POST to /login and /logout must
+//     therefore prove it comes from the hub's own pages: Sec-Fetch-Site:
+//     same-origin, or, from a browser that sends no fetch metadata, an
+//     Origin equal to the hub's own scheme://host. Else 403 cross_origin.
+//     Bearer requests need no proof: a page cannot make a browser send an
+//     Authorization header to another origin without a CORS preflight,
+//     which the hub never approves. Every browser that honours SameSite
+//     sends Origin on a POST, so no CSRF token (state the hub would keep,
+//     and that the plain login form could not send without script) is
+//     needed on top.
+//   - Content types. A /v1 request with a body must declare it
+//     application/json (415 otherwise): the form encodings, the only ones a
+//     cross-site form can send without a preflight, are never read as JSON.
+//     A body-less call (start, a sweeper's stop) needs no Content-Type; one
+//     that declares a form type is refused all the same.
+//   - Size. A body is read whole, up to MaxBody, before the handler runs: a
+//     larger one is 413 request_too_large and nothing is done with it (a
+//     handler never sees a cut body).
+//   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
+//     without error), arrays and scalars are 400.
+
+// MaxBody bounds every request body (1 MiB).
+const MaxBody = maxBody
+
+// safeMethod reports whether m is a method that changes nothing (RFC 9110).
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if safeMethod(r.Method) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		}
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	r, ok := a.admit(w, r)
+	if !ok {
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// admit applies the rules above to an unsafe request and returns it with its
+// body read into memory, or answers it and returns false.
+func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if needsOriginProof(r) {
+		if err := sameOrigin(r); err != nil {
+			WriteError(w, http.StatusForbidden, "cross_origin", "cross-origin request refused: "+err.Error()+
+				"; a request signed in by the studio cookie must come from the hub's own pages"+
+				" (a script or another site sends the token as \"Authorization: Bearer TOKEN\" instead)")
+			return r, false
+		}
+	}
+	api := strings.HasPrefix(r.URL.Path, "/v1/")
+	ct := r.Header.Get("Content-Type")
+	if api && ct != "" && !isJSON(ct) {
+		writeUnsupported(w, fmt.Sprintf("Content-Type %q", ct))
+		return r, false
+	}
+	if r.ContentLength > maxBody {
+		writeTooLarge(w, r)
+		return r, false
+	}
+	var b []byte
+	if r.Body != nil {
+		var err error
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			writeTooLarge(w, r)
+			return r, false
+		}
+		if err != nil {
+			// The client went away or was too slow (the server's read
+			// timeout): the answer most likely goes nowhere.
+			a.cfg.Logger.Debug("request body unread", "method", r.Method, "path", r.URL.Path, "err", err)
+			WriteError(w, http.StatusBadRequest, "invalid_argument", "cannot read the request body: "+err.Error())
+			return r, false
+		}
+		r.Body.Close()
+	}
+	if trimmed := bytes.TrimSpace(b); api && len(trimmed) > 0 {
+		if ct == "" {
+			writeUnsupported(w, "a body without a Content-Type")
+			return r, false
+		}
+		if trimmed[0] != '{' {
+			WriteError(w, http.StatusBadRequest, "invalid_argument",
+				"invalid request body: expected a JSON object, got "+jsonKind(trimmed))
+			return r, false
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	return r, true
+}
+
+// needsOriginProof reports whether r is a request a page of another origin
+// could make a browser send with the hub's credentials: one the studio
+// cookie would authenticate, or a sign-in or sign-out.
+func needsOriginProof(r *http.Request) bool {
+	if r.URL.Path == "/login" || r.URL.Path == "/logout" {
+		return true
+	}
+	if r.Header.Get("Authorization") != "" {
+		return false // tokenOf uses the header, never the cookie
+	}
+	_, err := r.Cookie(CookieName)
+	return err == nil
+}
+
+// sameOrigin checks that a browser sent r from the hub's own origin. A
+// reverse proxy terminating TLS breaks the Origin comparison (the hub sees
+// http), but such browsers send Sec-Fetch-Site, which decides first.
+func sameOrigin(r *http.Request) error {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "same-origin":
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("Sec-Fetch-Site is %q, not same-origin", site)
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return errors.New("it carries neither Sec-Fetch-Site nor Origin")
+	}
+	self := "http://" + r.Host
+	if r.TLS != nil {
+		self = "https://" + r.Host
+	}
+	if !strings.EqualFold(origin, self) {
+		return fmt.Errorf("Origin %q is not this hub's %q", origin, self)
+	}
+	return nil
+}
+
+// isJSON reports whether a Content-Type names application/json (parameters
+// such as charset allowed).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+func writeUnsupported(w http.ResponseWriter, what string) {
+	WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+		what+" is not accepted: the request body must be JSON, sent as Content-Type: application/json")
+}
+
+func writeTooLarge(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, maxBody))
+}
+
+// jsonKind names what a JSON text that is not an object starts with.
+func jsonKind(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("null")):
+		return "null"
+	case b[0] == '[':
+		return "an array"
+	case b[0] == '"':
+		return "a string"
+	case b[0] == 't' || b[0] == 'f':
+		return "a boolean"
+	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':
+		return "a number"
+	}
+	return "something that is not JSON"
+}
