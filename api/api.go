@@ -54,6 +54,10 @@ type Config struct {
 	Version string
 	// KeepAlive is the SSE comment interval (default 15 s).
 	KeepAlive time.Duration
+	// WriteTimeout is the HTTP server's write timeout, if it has one: the
+	// event stream and /mcp lift it, and a stop or update that waits for an
+	// abort confirmation extends it by its wait.
+	WriteTimeout time.Duration
 }
 
 // TaskStore is what the task endpoints need of a store: the ledger, its
@@ -128,7 +132,9 @@ func New(cfg Config) *API {
 	if cfg.MCP != nil {
 		// Each MCP tool checks its own permission with the same Authorizer,
 		// through the principal authenticate puts in the request context.
-		a.mux.Handle("/mcp", a.authed(cfg.MCP))
+		// It streams its answers (server-sent events), so the server's
+		// timeouts are lifted for it as for /v1/events.
+		a.mux.Handle("/mcp", a.authed(streaming(cfg.MCP)))
 	}
 	if cfg.Studio != nil {
 		a.mux.Handle("GET /login", cfg.Studio)
@@ -239,6 +245,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
+	clearDeadlines(w) // the stream lasts as long as its client
 	ch, unsubscribe := a.cfg.Bus.Subscribe()
 	defer unsubscribe()
 	h := w.Header()

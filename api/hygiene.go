@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request hygiene: every request passes admit before the mux routes it, so
@@ -189,4 +190,30 @@ func jsonKind(b []byte) string {
 		return "a number"
 	}
 	return "something that is not JSON"
+}
+
+// clearDeadlines lifts the server's read and write timeouts for a streaming
+// response (the event stream, /mcp), which lives as long as its client.
+func clearDeadlines(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})  //nolint:errcheck // unsupported by test recorders: nothing to lift
+	rc.SetWriteDeadline(time.Time{}) //nolint:errcheck
+}
+
+// streaming serves h with the server's timeouts lifted.
+func streaming(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clearDeadlines(w)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// allowWait extends the write deadline of a request that waits up to wait
+// (a stop or update awaiting an abort confirmation) by wait, so the
+// server's write timeout does not cut the wait short.
+func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
+	if a.cfg.WriteTimeout <= 0 {
+		return // the server has no write timeout to extend
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
 }

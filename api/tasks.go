@@ -571,6 +571,9 @@ func (a *API) stopTask(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return ledger.StopResult{}, err
 		}
+		if wait {
+			a.allowWait(w, d)
+		}
 		return a.control.Stop(r.Context(), id, actor(r), req.Reason, d, wait)
 	})
 }
@@ -590,6 +593,9 @@ func (a *API) updateTask(w http.ResponseWriter, r *http.Request) {
 		d, wait, err := abortWait(req.Deadline, req.Wait)
 		if err != nil {
 			return store.UpdateResult{}, err
+		}
+		if wait {
+			a.allowWait(w, d)
 		}
 		return a.control.Update(r.Context(), id, actor(r), req.TaskPatch, d, wait)
 	})

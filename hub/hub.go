@@ -43,6 +43,9 @@ type Config struct {
 	Getenv func(string) string
 	// ShutdownTimeout bounds the graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
+	// HTTP bounds client connections; its non-zero fields win over the
+	// CKS_HTTP_* environment (ParseHTTPSettings), the rest take defaults.
+	HTTP HTTPSettings
 }
 
 // Ready describes a hub that has started serving.
@@ -84,11 +87,17 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if err != nil {
 		return err
 	}
+	httpSet, err := ParseHTTPSettings(cfg.Getenv)
+	if err != nil {
+		return err
+	}
+	httpSet = httpSet.over(cfg.HTTP).withDefaults()
 	ln, err := Listen(cfg.Listen)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	ln = LimitConns(ln, httpSet.MaxConnsPerIP, log)
 
 	st, err := backend.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -167,11 +176,17 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Logger:     log,
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},
+
+		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
+		KeepAlive:    httpSet.EventKeepAlive,
 	})
 
 	srv := &http.Server{
 		Handler:           a,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpSet.ReadHeaderTimeout,
+		ReadTimeout:       httpSet.ReadTimeout,
+		WriteTimeout:      httpSet.WriteTimeout,
+		IdleTimeout:       httpSet.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(a.CloseStreams)
