@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cks-dev/cks/auth"
@@ -54,6 +55,9 @@ type Config struct {
 	Version string
 	// KeepAlive is the SSE comment interval (default 15 s).
 	KeepAlive time.Duration
+	// Health, when set, is the store's StorageHealth: /healthz answers 503
+	// "degraded" while it fails (its result is reused for HealthTTL).
+	Health func(context.Context) error
 	// WriteTimeout is the HTTP server's write timeout, if it has one: the
 	// event stream and /mcp lift it, and a stop or update that waits for an
 	// abort confirmation extends it by its wait.
@@ -78,6 +82,7 @@ type API struct {
 	mux     *http.ServeMux
 	streams context.Context // cancelled when the server starts shutting down
 	closeSt context.CancelFunc
+	health  healthCache
 }
 
 // New builds the handler.
@@ -195,6 +200,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
 	case errors.Is(err, auth.ErrForbidden):
 		WriteError(w, http.StatusForbidden, "forbidden", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		// The storage's failure, not the request's: nothing was written,
+		// and the same request may succeed once the storage is fixed.
+		code, what := storageState(err)
+		a.cfg.Logger.Error("storage fault", "method", r.Method, "path", r.URL.Path, "storage", code, "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "storage_"+code, "the hub's database "+what+"; nothing was written (see the hub log)")
 	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 		// The client went away (e.g. during a stop's abort wait): not a
 		// failure of the hub. The write goes nowhere; log it at debug.
@@ -206,8 +217,79 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// HealthTTL is how long /healthz reuses a storage health check.
+const HealthTTL = 2 * time.Second
+
+// Health is the body of GET /healthz: status "ok", or "degraded" (503) when
+// the hub cannot write its database, with storage saying why: "read_only",
+// "full", "unavailable" or "error" (the check itself failed). The reason's
+// details (file paths, hosts) are in the hub log, not in this public answer.
+type Health struct {
+	Status  string `json:"status"`
+	Storage string `json:"storage,omitempty"`
+	Message string `json:"message,omitempty"`
+	Version string `json:"version"`
+}
+
+// healthCache keeps the last storage check of /healthz for HealthTTL, so
+// frequent probes cost the database one check per TTL.
+type healthCache struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+	ok  bool // at and err hold a result
+}
+
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.cfg.Version})
+	h := Health{Status: "ok", Version: a.cfg.Version}
+	if a.cfg.Health == nil {
+		writeJSON(w, http.StatusOK, h)
+		return
+	}
+	h.Storage = "ok"
+	if err := a.storageHealth(r.Context()); err != nil {
+		code, what := storageState(err)
+		h.Status, h.Storage, h.Message = "degraded", code, "the hub's database "+what
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// storageHealth runs cfg.Health at most once per HealthTTL (by cfg.Clock).
+func (a *API) storageHealth(ctx context.Context) error {
+	c := &a.health
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := a.cfg.Clock.Now()
+	if c.ok && now.Sub(c.at) < HealthTTL {
+		return c.err
+	}
+	check, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := a.cfg.Health(check)
+	if ctx.Err() != nil {
+		return err // the caller went away: nothing learnt, nothing cached
+	}
+	if err != nil {
+		a.cfg.Logger.Warn("healthz: storage check", "err", err)
+	}
+	c.at, c.err, c.ok = now, err, true
+	return err
+}
+
+// storageState names a storage fault for codes (storage_CODE, /healthz's
+// storage) and says what it is.
+func storageState(err error) (code, what string) {
+	switch {
+	case errors.Is(err, store.ErrStorageReadOnly):
+		return "read_only", "refuses writes (it is read-only)"
+	case errors.Is(err, store.ErrStorageFull):
+		return "full", "has no space left for writes"
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable", "cannot take requests"
+	}
+	return "error", "could not be checked"
 }
 
 // ProcessList is the body of GET /v1/processes.

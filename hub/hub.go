@@ -104,6 +104,11 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		return err
 	}
 	defer st.Close()
+	if err := st.StorageHealth(ctx); err != nil {
+		// A hub that cannot write would answer every write with an error:
+		// refuse to start instead, saying why.
+		return fmt.Errorf("cannot serve from this database: %w", err)
+	}
 
 	created, err := auth.EnsureAdminToken(ctx, st, cfg.DataDir, cfg.Clock)
 	if err != nil {
@@ -176,6 +181,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Logger:     log,
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},
+		Health:     st.StorageHealth,
 
 		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
 		KeepAlive:    httpSet.EventKeepAlive,

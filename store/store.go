@@ -7,6 +7,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 )
 
@@ -18,7 +20,62 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid means the input was rejected before anything was written.
 	ErrInvalid = errors.New("invalid input")
+	// ErrUnavailable means the storage could not take a request, through no
+	// fault of the request; nothing was written. ErrStorageReadOnly and
+	// ErrStorageFull match it (the API answers 503).
+	ErrUnavailable = errors.New("storage_unavailable: the database cannot take the request")
+	// ErrStorageReadOnly means the database refuses writes: a database file,
+	// directory or file system this process may not write, a Postgres server
+	// that is a hot standby or has default_transaction_read_only set.
+	ErrStorageReadOnly error = &unavailableError{"storage_read_only: the database refuses writes"}
+	// ErrStorageFull means a write failed for lack of space: a full disk
+	// (SQLite SQLITE_FULL, Postgres disk_full, SQLSTATE 53100) or a size cap.
+	ErrStorageFull error = &unavailableError{"storage_full: no space left for the write"}
 )
+
+// unavailableError is a sentinel that also matches ErrUnavailable.
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string { return e.msg }
+func (e *unavailableError) Unwrap() error { return ErrUnavailable }
+
+// StorageFault wraps err, a driver's error, as the storage fault kind
+// (ErrStorageReadOnly or ErrStorageFull), keeping both in its chain.
+func StorageFault(kind, err error) error { return fmt.Errorf("%w: %w", kind, err) }
+
+// FaultMemory is how long a handle's StorageHealth reports the storage
+// fault of a failed write. No probe tells a full disk without writing, so
+// the last failed write stands for the state of the storage that long.
+const FaultMemory = time.Minute
+
+// Faults remembers the latest storage fault a store handle's writes met, for
+// its StorageHealth. The zero value is ready; it is safe for concurrent use.
+type Faults struct {
+	mu  sync.Mutex
+	err error
+	at  time.Time
+}
+
+// Note records err, at now, when it is a storage fault (it matches
+// ErrUnavailable), and returns err unchanged.
+func (f *Faults) Note(err error, now time.Time) error {
+	if errors.Is(err, ErrUnavailable) {
+		f.mu.Lock()
+		f.err, f.at = err, now
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// Recent returns the fault noted within FaultMemory before now, or nil.
+func (f *Faults) Recent(now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil || now.Sub(f.at) >= FaultMemory {
+		return nil
+	}
+	return f.err
+}
 
 // Store is the whole persistence surface of cks.
 //
@@ -37,6 +94,13 @@ type Store interface {
 	Versions
 	SweeperControl
 	Changes
+	// StorageHealth tells, cheaply and without writing, whether the
+	// database takes writes: nil; an error matching ErrStorageReadOnly when
+	// it refuses them; one matching ErrStorageFull when a write of this
+	// handle failed for lack of space within FaultMemory; any other error
+	// when the check itself failed. A hub refuses to start on a read-only
+	// database and reports the rest at /healthz.
+	StorageHealth(ctx context.Context) error
 	// Backend names the implementation: "sqlite" or "postgres".
 	Backend() string
 	// Close releases every connection. The store is unusable afterwards.

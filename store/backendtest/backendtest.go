@@ -8,6 +8,7 @@ package backendtest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -90,4 +91,31 @@ func PostgresURL(t testing.TB) string {
 	}
 	t.Cleanup(func() { drop(context.Background()) })
 	return url
+}
+
+// ReadOnlyFile makes the file at path unwritable for this process until the
+// test ends: mode 0444, or, for root (whom modes do not stop), the
+// immutable attribute (chattr +i). The test is skipped when neither can be
+// had (root on a file system without chattr).
+func ReadOnlyFile(t testing.TB, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(path, st.Mode().Perm()) })
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("cannot make %s read-only for root (chattr +i: %v %s)", path, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("chattr", "-i", path).CombinedOutput(); err != nil {
+			t.Errorf("chattr -i %s: %v %s", path, err, out)
+		}
+	})
 }

@@ -41,7 +41,7 @@ ON CONFLICT (instance_id) DO UPDATE SET
 		r.InstanceID, r.ProcessKind, r.Hostname, r.PID, r.LivenessIntervalS,
 		store.Time(r.StartedAt), store.Time(r.LastHeartbeatAt), r.CurrentTaskID, taskType)
 	if err != nil {
-		return fmt.Errorf("postgres: upsert liveness %s: %w", r.InstanceID, err)
+		return s.fault(fmt.Errorf("postgres: upsert liveness %s: %w", r.InstanceID, err))
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type Store struct {
 	clock  clock.Clock
 	pool   *pgxpool.Pool
 	listen listeners // WatchChanges' dedicated connections
+	faults store.Faults
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,11 +65,65 @@ func Open(ctx context.Context, url string, opts ...store.Option) (*Store, error)
 		pool.Close()
 		return nil, connectError(addr, who, err, timedOut)
 	}
+	if err := readOnly(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s (%s): %w", addr, who, err)
+	}
 	if err := ensureSchema(ctx, pool); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: schema of %s (%s): %w", addr, who, err)
+		return nil, fmt.Errorf("postgres: schema of %s (%s): %w", addr, who, classify(err))
 	}
 	return &Store{clock: store.ApplyOptions(opts).Clock, pool: pool}, nil
+}
+
+// readOnly returns an error matching store.ErrStorageReadOnly when the
+// server would run this connection's transactions read-only: a hot standby,
+// or default_transaction_read_only set for the database or the user (every
+// write, even the schema check at Open, would then fail with SQLSTATE 25006).
+func readOnly(ctx context.Context, pool *pgxpool.Pool) error {
+	var ro string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')`).Scan(&ro); err != nil {
+		return fmt.Errorf("check transaction_read_only: %w", err)
+	}
+	if ro == "on" {
+		return store.StorageFault(store.ErrStorageReadOnly, errors.New("transactions are read-only (transaction_read_only is on: "+
+			"the server is a hot standby, or default_transaction_read_only is set for this database or user)"))
+	}
+	return nil
+}
+
+// StorageHealth implements store.Store: a server that runs transactions
+// read-only is ErrStorageReadOnly; otherwise the fault of a recent failed
+// write, if any. It costs one round trip.
+func (s *Store) StorageHealth(ctx context.Context) error {
+	if err := readOnly(ctx, s.pool); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return s.faults.Recent(store.Time(s.clock.Now()))
+}
+
+// classify marks err, when Postgres failed it because it refuses writes
+// (read_only_sql_transaction, SQLSTATE 25006) or has no space left
+// (disk_full, 53100), with store.ErrStorageReadOnly or store.ErrStorageFull.
+// Every write goes through write, which classifies what it returns;
+// classifying twice changes nothing.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "25006":
+		return store.StorageFault(store.ErrStorageReadOnly, err)
+	case "53100":
+		return store.StorageFault(store.ErrStorageFull, err)
+	}
+	return err
+}
+
+// fault classifies err and remembers a storage fault for StorageHealth.
+func (s *Store) fault(err error) error {
+	return s.faults.Note(classify(err), store.Time(s.clock.Now()))
 }
 
 // connectError turns a failed first connection into one line that names the

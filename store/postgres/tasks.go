@@ -196,11 +196,13 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.TaskID, e.At, e.Actor, string(e.From), s
 // transaction that Postgres aborts to break a deadlock (SQLSTATE 40P01; rare,
 // e.g. a cancel blocking dependants while another completion releases them)
 // is run again, up to three times; fn must therefore only assign its results.
+// A failure that is the storage's (read-only, full) is classified and
+// remembered for StorageHealth.
 func (s *Store) write(ctx context.Context, what string, fn func(tx pgx.Tx, now time.Time) error) error {
 	for try := 1; ; try++ {
 		err := s.writeOnce(ctx, what, fn)
 		if !isDeadlock(err) || try == 3 {
-			return err
+			return s.fault(err)
 		}
 	}
 }

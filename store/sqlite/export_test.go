@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -34,4 +35,16 @@ func ClaimStatements(worker string, types []string, n int, now time.Time, ids []
 	_, hashes, idList := leaseTokens(ids)
 	update, uargs = claimMove(worker, now, time.Hour, idList, hashes).statement(now)
 	return candidates, cargs, update, uargs
+}
+
+// CapPages caps the database at its current size plus extra pages for the
+// writer connection (PRAGMA max_page_count), so that a test can fill it as
+// a full disk would: a write past the cap fails with SQLITE_FULL.
+func CapPages(s *Store, ctx context.Context, extra int) error {
+	var n int
+	if err := s.writer.QueryRowContext(ctx, "PRAGMA page_count").Scan(&n); err != nil {
+		return err
+	}
+	_, err := s.writer.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", n+extra))
+	return err
 }

@@ -21,7 +21,8 @@ import (
 
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	driver "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // timeFormat is fixed-width so that string order equals time order.
@@ -51,6 +52,11 @@ type Store struct {
 	pollInterval time.Duration
 	localMu      sync.Mutex
 	local        localChanges
+	// readOnly is set when SQLite could open the file for reading only (the
+	// process may not write the file, its directory or its file system):
+	// every write then fails with SQLITE_READONLY.
+	readOnly bool
+	faults   store.Faults
 }
 
 var _ store.Store = (*Store)(nil)
@@ -93,9 +99,14 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	readOnly, err := openedReadOnly(ctx, writer)
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	if err := ensureSchema(ctx, writer); err != nil {
 		writer.Close()
-		return nil, fmt.Errorf("sqlite: schema of %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: schema of %s: %w", path, classify(err))
 	}
 	r := url.Values{}
 	for _, p := range []string{
@@ -112,7 +123,55 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	}
 	reader.SetMaxOpenConns(4)
 	o := store.ApplyOptions(opts)
-	return &Store{clock: o.Clock, path: path, writer: writer, reader: reader, pollInterval: o.ChangePollInterval}, nil
+	return &Store{clock: o.Clock, path: path, writer: writer, reader: reader, pollInterval: o.ChangePollInterval, readOnly: readOnly}, nil
+}
+
+// openedReadOnly reports whether SQLite opened the writer's file read-only,
+// which it does, silently, when it may not open it for writing.
+func openedReadOnly(ctx context.Context, writer *sql.DB) (bool, error) {
+	conn, err := writer.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	var ro bool
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(interface{ IsReadOnly(string) (bool, error) })
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot tell whether it is read-only", dc)
+		}
+		ro, err = c.IsReadOnly("main")
+		return err
+	})
+	return ro, err
+}
+
+// StorageHealth implements store.Store: a database opened read-only is
+// ErrStorageReadOnly; otherwise the fault of a recent failed write, if any.
+func (s *Store) StorageHealth(ctx context.Context) error {
+	if s.readOnly {
+		return store.StorageFault(store.ErrStorageReadOnly,
+			fmt.Errorf("sqlite: %s is read-only for this process (the file, its directory or its file system is not writable)", s.path))
+	}
+	return s.faults.Recent(store.Time(s.clock.Now()))
+}
+
+// classify marks err, when SQLite failed it because the database refuses
+// writes or has no space left, with store.ErrStorageReadOnly or
+// store.ErrStorageFull. Every write goes through write or beginImmediate,
+// which classify what they return; classifying twice changes nothing.
+func classify(err error) error {
+	var se *driver.Error
+	if err == nil || errors.Is(err, store.ErrUnavailable) || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary result code of an extended one
+	case sqlite3.SQLITE_READONLY:
+		return store.StorageFault(store.ErrStorageReadOnly, err)
+	case sqlite3.SQLITE_FULL:
+		return store.StorageFault(store.ErrStorageFull, err)
+	}
+	return err
 }
 
 // checkHeader refuses an existing, non-empty file that does not start with the
@@ -175,7 +234,7 @@ func beginImmediate(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 		tx, err = db.BeginTx(ctx, nil)
 		return err
 	})
-	return tx, err
+	return tx, classify(err)
 }
 
 // pollLock runs try until it does not fail with SQLITE_BUSY, sleeping a little

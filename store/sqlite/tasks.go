@@ -177,8 +177,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, e.TaskID, fmtTime(e.At), e.Actor, string(e.From),
 
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer connection
 // and commits it when fn succeeds. Statements fn runs through the wtx use the
-// store's prepared-statement cache.
-func (s *Store) write(ctx context.Context, what string, fn func(tx *wtx, now time.Time) error) error {
+// store's prepared-statement cache. A failure that is the storage's
+// (read-only, full) is classified and remembered for StorageHealth.
+func (s *Store) write(ctx context.Context, what string, fn func(tx *wtx, now time.Time) error) (err error) {
+	defer func() { err = s.faults.Note(classify(err), store.Time(s.clock.Now())) }()
 	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
 		return fmt.Errorf("sqlite: %s: %w", what, err)

@@ -1,0 +1,147 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bearer signs every request of an MCP client with a token.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestReadOnlyStorageIs503: over an API whose SQLite file this process may
+// not write, every write is 503 storage_read_only (over MCP a tool error
+// with that code) and changes nothing, reads keep working, and /healthz
+// says the hub is degraded.
+func TestReadOnlyStorageIs503(t *testing.T) {
+	dir := datadir.Dir(t.TempDir())
+	path := filepath.Join(string(dir), "cks.db")
+	c := clock.NewFake(storetest.T0)
+	s, err := sqlite.Open(context.Background(), path, store.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.ReadOnlyFile(t, path)
+	s, err = sqlite.Open(context.Background(), path, store.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	srv := mcpserver.New(liveness.NewService(s, c), "test")
+	mcpserver.AddTaskTools(srv, s)
+	a := api.New(api.Config{Liveness: liveness.NewService(s, c), Tasks: s, Objects: s, Auth: auth.NewAuthenticator(s), Clock: c,
+		Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
+	hs := httptest.NewServer(a)
+	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
+	f := &fixture{srv: hs, api: a, store: s, clock: c, token: tok}
+
+	for _, w := range []struct{ method, path, body string }{
+		{"POST", "/v1/tasks", `{"type":"t","title":"refused"}`},
+		{"POST", "/v1/tasks/" + itoa(task.ID) + "/stop", `{"reason":"hold"}`},
+		{"POST", "/v1/tasks/claim", `{}`},
+		{"POST", "/v1/objects", `{"question":"why?"}`},
+	} {
+		resp, body := f.send(t, request{method: w.method, path: w.path, bearer: tok, contentType: "application/json", body: strings.NewReader(w.body)})
+		wantError(t, resp, body, http.StatusServiceUnavailable, "storage_read_only", "read-only", "nothing was written")
+	}
+	if st, n := f.stateOf(t, task.ID), f.taskCount(t); st != "OPEN" || n != 1 {
+		t.Fatalf("after refused writes: task %s, %d tasks; want OPEN, 1", st, n)
+	}
+	if resp, body := f.get(t, "/v1/tasks/"+itoa(task.ID), tok); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a read on a read-only database: %d %s", resp.StatusCode, body)
+	}
+
+	resp, body := f.get(t, "/healthz", "")
+	var h api.Health
+	if resp.StatusCode != http.StatusServiceUnavailable || json.Unmarshal([]byte(body), &h) != nil || h.Status != "degraded" || h.Storage != "read_only" {
+		t.Fatalf("/healthz on a read-only database: %d %s, want 503 degraded read_only", resp.StatusCode, body)
+	}
+	if strings.Contains(body, path) {
+		t.Fatalf("/healthz, which anyone may read, discloses the database path: %s", body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "api-test", Version: "v0"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolCreateTask, Arguments: map[string]any{"type": "t", "title": "refused"}})
+	if err != nil || !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "storage_read_only") {
+		t.Fatalf("create_task over MCP on a read-only database: %v %+v, want a tool error naming storage_read_only", err, res)
+	}
+	if n := f.taskCount(t); n != 1 {
+		t.Fatalf("%d tasks after the refused MCP write, want 1", n)
+	}
+}
+
+// TestHealthzCachesTheStorageCheck: /healthz asks the store once per
+// HealthTTL however often it is polled, and follows a change after it.
+func TestHealthzCachesTheStorageCheck(t *testing.T) {
+	f := newFixture(t)
+	calls := 0
+	var fault error
+	a := api.New(api.Config{Liveness: liveness.NewService(f.store, f.clock), Auth: auth.NewAuthenticator(f.store), Clock: f.clock,
+		Health: func(context.Context) error { calls++; return fault }})
+	get := func() (int, api.Health) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		var h api.Health
+		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Code, h
+	}
+	for range 5 {
+		if code, h := get(); code != http.StatusOK || h.Status != "ok" || h.Storage != "ok" {
+			t.Fatalf("healthy: %d %+v", code, h)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d storage checks for 5 polls within HealthTTL, want 1", calls)
+	}
+	fault = store.StorageFault(store.ErrStorageFull, context.DeadlineExceeded)
+	f.clock.Advance(api.HealthTTL)
+	if code, h := get(); code != http.StatusServiceUnavailable || h.Status != "degraded" || h.Storage != "full" || calls != 2 {
+		t.Fatalf("after a full disk: %d %+v (%d checks), want 503 degraded full", code, h, calls)
+	}
+}

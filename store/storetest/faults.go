@@ -1,0 +1,110 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+)
+
+// FaultStores opens handles on databases whose storage fails writes, the
+// way each backend can arrange it in a test.
+type FaultStores struct {
+	// ReadOnly returns a handle on a database holding exactly the task
+	// SeedTask, on which every write is refused (a read-only file, or a
+	// server that runs transactions read-only).
+	ReadOnly Opener
+	// Full returns a handle on a database holding exactly SeedTask, with
+	// room for a few more small writes at most; nil when the backend cannot
+	// be filled in a test (its error mapping is then checked on its own).
+	Full Opener
+}
+
+// SeedTask is the task FaultStores' databases hold.
+var SeedTask = store.NewTask{Type: "seed", Title: "written before the fault"}
+
+// StorageFaults checks that writes the storage refuses fail with
+// store.ErrStorageReadOnly or store.ErrStorageFull (both matching
+// store.ErrUnavailable) and write nothing, that reads keep working, and that
+// StorageHealth reports the fault: a read-only database at once, a full one
+// after a write met it, for store.FaultMemory.
+func StorageFaults(t *testing.T, f FaultStores) {
+	t.Run("ReadOnly", func(t *testing.T) {
+		t.Parallel()
+		s := f.ReadOnly(t)
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("StorageHealth of a read-only database: %v, want ErrStorageReadOnly", err)
+		}
+		writes := map[string]func() error{
+			"Enqueue": func() error {
+				_, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "refused"})
+				return err
+			},
+			"UpsertAgentLiveness": func() error { return s.UpsertAgentLiveness(ctx(t), Liveness("i-ro", "critic", 0)) },
+			"SetSweeperDesiredRunning": func() error {
+				return s.SetSweeperDesiredRunning(ctx(t), "lease_reaper", false)
+			},
+			"Claim": func() error {
+				_, err := s.Claim(ctx(t), "w", nil, 1, time.Minute)
+				return err
+			},
+			"CreateObject": func() error {
+				_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "note", Title: "refused"})
+				return err
+			},
+		}
+		for name, write := range writes {
+			err := write()
+			if !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s on a read-only database: %v, want ErrStorageReadOnly", name, err)
+			}
+		}
+		page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != SeedTask.Title || page.Tasks[0].State != "OPEN" {
+			t.Fatalf("reads of a read-only database: %+v %v, want the seed task alone, OPEN", page.Tasks, err)
+		}
+		if _, err := s.GetAgentLiveness(ctx(t), "i-ro"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("liveness row after a refused upsert: %v, want not found", err)
+		}
+	})
+	t.Run("Full", func(t *testing.T) {
+		if f.Full == nil {
+			t.Skip("this backend's database cannot be filled in a test; its disk_full mapping is tested on its own")
+		}
+		t.Parallel()
+		clk := clock.NewFake(T0)
+		s := f.Full(t, store.WithClock(clk))
+		if err := s.StorageHealth(ctx(t)); err != nil {
+			t.Fatalf("StorageHealth before any write failed: %v", err)
+		}
+		payload, _ := json.Marshal(map[string]string{"filler": strings.Repeat("x", 8<<10)})
+		var err error
+		written := 0
+		for ; written < 10000; written++ {
+			if _, _, err = s.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "filler", Payload: payload}); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, store.ErrStorageFull) || !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("after %d writes: %v, want ErrStorageFull", written, err)
+		}
+		if n, cerr := s.CountTasks(ctx(t), store.TaskFilter{}); cerr != nil || n != 1+written {
+			t.Fatalf("%d tasks (%v) after %d writes and a failed one, want %d: the failed write must leave nothing", n, cerr, written, 1+written)
+		}
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageFull) {
+			t.Fatalf("StorageHealth after a write met a full disk: %v, want ErrStorageFull", err)
+		}
+		clk.Advance(store.FaultMemory - time.Second)
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageFull) {
+			t.Fatalf("StorageHealth within FaultMemory: %v, want ErrStorageFull", err)
+		}
+		clk.Advance(time.Second)
+		if err := s.StorageHealth(ctx(t)); err != nil {
+			t.Fatalf("StorageHealth FaultMemory after the failed write: %v, want nil", err)
+		}
+	})
+}
