@@ -1,6 +1,11 @@
 // Package datadir knows the layout of a cks data directory (default ./.cks): the
 // embedded database, the admin token file and the URL of the hub that last
 // served from it. The CLI finds a local hub through it without any flags.
+//
+// The directory holds task payloads (in the database) and the admin token, so
+// cks creates it 0700 and its files 0600. It does not tighten an existing
+// directory's or file's mode behind the user's back (a group may share it on
+// purpose); Exposed names what others may read, and a hub warns about it.
 package datadir
 
 import (
@@ -35,8 +40,39 @@ func (d Dir) ReadURL() (string, error) { return readLine(d.URLFile()) }
 // WriteToken stores tok with mode 0600, creating the directory.
 func (d Dir) WriteToken(tok string) error { return writeFile(d.TokenFile(), tok, 0o600) }
 
-// WriteURL stores the hub URL, creating the directory.
-func (d Dir) WriteURL(url string) error { return writeFile(d.URLFile(), url, 0o644) }
+// WriteURL stores the hub URL with mode 0600, creating the directory.
+func (d Dir) WriteURL(url string) error { return writeFile(d.URLFile(), url, 0o600) }
+
+// DirMode is the mode cks creates a data directory with; FileMode that of
+// the files in it (SQLite gives its -wal and -shm files the database's).
+const (
+	DirMode  os.FileMode = 0o700
+	FileMode os.FileMode = 0o600
+)
+
+// MkdirAll creates the directory (and its parents) with DirMode; an
+// existing one is left as it is.
+func (d Dir) MkdirAll() error { return os.MkdirAll(string(d), DirMode) }
+
+// Exposure is a path of the data directory others may read or enter.
+type Exposure struct {
+	Path string
+	Mode os.FileMode
+}
+
+// Exposed returns the directory and those of its files (database, its WAL
+// and shared-memory files, token, URL) that exist with any permission for
+// group or others. It changes nothing.
+func (d Dir) Exposed() []Exposure {
+	db := filepath.Join(string(d), "cks.db")
+	var out []Exposure
+	for _, p := range []string{string(d), db, db + "-wal", db + "-shm", d.TokenFile(), d.URLFile()} {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+			out = append(out, Exposure{Path: p, Mode: st.Mode().Perm()})
+		}
+	}
+	return out
+}
 
 // RemoveURL forgets the hub URL (on graceful hub shutdown). A missing file is fine.
 func (d Dir) RemoveURL() error {
@@ -60,7 +96,7 @@ func readLine(path string) (string, error) {
 }
 
 func writeFile(path, content string, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"

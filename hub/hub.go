@@ -109,6 +109,10 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		// refuse to start instead, saying why.
 		return fmt.Errorf("cannot serve from this database: %w", err)
 	}
+	for _, e := range cfg.DataDir.Exposed() {
+		log.Warn("other users may read the data directory, which holds task payloads and the admin token; "+
+			"cks leaves existing modes alone: chmod go-rwx it", "path", e.Path, "mode", e.Mode)
+	}
 
 	created, err := auth.EnsureAdminToken(ctx, st, cfg.DataDir, cfg.Clock)
 	if err != nil {

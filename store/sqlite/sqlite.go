@@ -73,8 +73,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	if err := create(path); err != nil {
+		return nil, err
 	}
 	pragmas := url.Values{}
 	for _, p := range []string{
@@ -172,6 +172,24 @@ func classify(err error) error {
 		return store.StorageFault(store.ErrStorageFull, err)
 	}
 	return err
+}
+
+// create makes a missing database file, empty, with mode 0600 in a
+// directory created 0700: it holds task payloads, and SQLite creates a new
+// file 0644 (and gives its -wal and -shm files the database's mode). An
+// existing file or directory keeps its mode.
+func create(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // checkHeader refuses an existing, non-empty file that does not start with the

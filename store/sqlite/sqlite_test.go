@@ -109,3 +109,24 @@ func TestUpgradesOlderSchema(t *testing.T) {
 	s := open(t, path)
 	storetest.CheckUpgradedLiveness(t, s)
 }
+
+// TestOpenCreatesOwnerOnlyFiles: the database holds task payloads, so a new
+// one is created 0600 in a directory created 0700, and SQLite gives its WAL
+// and shared-memory files the database file's mode.
+func TestOpenCreatesOwnerOnlyFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	path := filepath.Join(dir, "cks.db")
+	s := open(t, path)
+	if _, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %v, want %v", p, got, want)
+		}
+	}
+}
