@@ -1,8 +1,11 @@
 package datadir_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/datadir"
@@ -60,4 +63,29 @@ func TestExposedNamesLooseModes(t *testing.T) {
 	if mode(t, string(d)) != 0o755 {
 		t.Fatal("Exposed changed the directory's mode")
 	}
+}
+
+// TestLock: one holder at a time, the second told who holds it; released
+// by Unlock.
+func TestLock(t *testing.T) {
+	d := datadir.Dir(filepath.Join(t.TempDir(), "new"))
+	l, err := d.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(t, d.LockFile()); got != 0o600 {
+		t.Errorf("lock file mode %v, want 0600", got)
+	}
+	_, err = d.Lock()
+	if !errors.Is(err, datadir.ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("process %d", os.Getpid())) {
+		t.Fatalf("second Lock: %v, want ErrLocked naming process %d", err, os.Getpid())
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = d.Lock()
+	if err != nil {
+		t.Fatalf("Lock after Unlock: %v", err)
+	}
+	l.Unlock()
 }

@@ -58,7 +58,10 @@ type Ready struct {
 
 // Run serves until ctx ends. It calls onReady (if non-nil) once the listener,
 // store and token are in place. A bad listen address or database is reported
-// before anything is written to disk or the database.
+// before anything is written to disk or the database, and so is a database
+// the hub cannot write. One hub serves from a data directory at a time: Run
+// holds its lock (datadir.Lock) while it serves and refuses a directory
+// another hub holds, naming that hub's URL.
 func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -109,6 +112,19 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		// refuse to start instead, saying why.
 		return fmt.Errorf("cannot serve from this database: %w", err)
 	}
+	lock, err := cfg.DataDir.Lock()
+	if errors.Is(err, datadir.ErrLocked) {
+		other := "another hub"
+		if u, uerr := cfg.DataDir.ReadURL(); uerr == nil {
+			other += " (" + u + ")"
+		}
+		return fmt.Errorf("%s already serves from data directory %s: one hub per data directory; stop it, or give this hub "+
+			"another --data-dir (%w)", other, cfg.DataDir, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	for _, e := range cfg.DataDir.Exposed() {
 		log.Warn("other users may read the data directory, which holds task payloads and the admin token; "+
 			"cks leaves existing modes alone: chmod go-rwx it", "path", e.Path, "mode", e.Mode)

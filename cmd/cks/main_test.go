@@ -121,7 +121,20 @@ func startHub(t testing.TB, mode string, extra ...string) *hubProc {
 // startHubEnv is startHub with env added to the hub's environment.
 func startHubEnv(t testing.TB, mode string, env []string, extra ...string) *hubProc {
 	t.Helper()
-	h, err := spawnHub(datadir.Dir(t.TempDir()), mode, env, extra...)
+	return startHubDir(t, mode, datadir.Dir(t.TempDir()), env, extra...)
+}
+
+// startHubIn is startHub on the data directory dir, which may hold the
+// files of an earlier hub (spawnHub does not take its hub.url for the new one's).
+func startHubIn(t testing.TB, mode string, dir datadir.Dir, extra ...string) *hubProc {
+	t.Helper()
+	return startHubDir(t, mode, dir, nil, extra...)
+}
+
+// startHubDir is spawnHub failing t, with the hub killed at t's end.
+func startHubDir(t testing.TB, mode string, dir datadir.Dir, env []string, extra ...string) *hubProc {
+	t.Helper()
+	h, err := spawnHub(dir, mode, env, extra...)
 	if h != nil {
 		t.Cleanup(h.kill)
 	}
