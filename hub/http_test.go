@@ -18,6 +18,8 @@ import (
 
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -106,6 +108,26 @@ func (h testHub) call(t testing.TB, method, path, body string, out any) int {
 	return resp.StatusCode
 }
 
+// claimedTask enqueues a task and claims it through a handle of its own on
+// the hub's SQLite file (as an agent would), so that the setup does not pass
+// through the short timeouts a test gives the hub's HTTP server.
+func (h testHub) claimedTask(t testing.TB) int64 {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), strings.TrimPrefix(h.dir.DatabaseURL(), "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	task, _, err := st.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := st.Claim(context.Background(), "w", []string{"t"}, 1, time.Hour); err != nil || len(ts) != 1 {
+		t.Fatalf("claim: %v %v", ts, err)
+	}
+	return task.ID
+}
+
 // waitClosed reads c until the hub closes it and returns how long that
 // took; it fails the test if c is still open after limit.
 func waitClosed(t testing.TB, c net.Conn, limit time.Duration) time.Duration {
@@ -123,7 +145,7 @@ func waitClosed(t testing.TB, c net.Conn, limit time.Duration) time.Duration {
 // every 50 ms, as a slowloris does) is disconnected once the read timeout
 // has passed, and its request does nothing.
 func TestSlowBodyIsCutAtReadTimeout(t *testing.T) {
-	const readTimeout = 300 * time.Millisecond
+	const readTimeout = time.Second
 	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{ReadTimeout: readTimeout}})
 	c := h.dial(t)
 	fmt.Fprintf(c, "POST /v1/tasks HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
@@ -201,34 +223,21 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 // confirmation longer than the write timeout gets its answer (the
 // unconfirmed abort), not a cut connection.
 func TestStopWaitOutlivesWriteTimeout(t *testing.T) {
-	const writeTimeout = 200 * time.Millisecond
+	const writeTimeout = 300 * time.Millisecond
 	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{WriteTimeout: writeTimeout}})
-	var created struct {
-		Task struct {
-			ID int64 `json:"task_id"`
-		} `json:"task"`
-	}
-	if st := h.call(t, "POST", "/v1/tasks", `{"type":"t","title":"x"}`, &created); st != http.StatusCreated {
-		t.Fatalf("create: %d", st)
-	}
-	var claimed struct {
-		Tasks []json.RawMessage `json:"tasks"`
-	}
-	if st := h.call(t, "POST", "/v1/tasks/claim", `{"types":["t"]}`, &claimed); st != http.StatusOK || len(claimed.Tasks) != 1 {
-		t.Fatalf("claim: %d %d tasks", st, len(claimed.Tasks))
-	}
+	id := h.claimedTask(t)
 	var out struct {
 		Abort struct {
 			Outcome string `json:"outcome"`
 		} `json:"abort"`
 	}
 	start := time.Now()
-	st := h.call(t, "POST", fmt.Sprintf("/v1/tasks/%d/stop", created.Task.ID), `{"reason":"hold","deadline":"1s"}`, &out)
+	st := h.call(t, "POST", fmt.Sprintf("/v1/tasks/%d/stop", id), `{"reason":"hold","deadline":"2s"}`, &out)
 	if st != http.StatusOK || out.Abort.Outcome != "abort_unconfirmed" {
-		t.Fatalf("stop waiting 1s: %d %+v", st, out)
+		t.Fatalf("stop waiting 2s: %d %+v", st, out)
 	}
-	if took := time.Since(start); took < time.Second {
-		t.Fatalf("stop answered after %s, before its 1s wait", took)
+	if took := time.Since(start); took < 2*time.Second {
+		t.Fatalf("stop answered after %s, before its 2s wait", took)
 	}
 }
 
@@ -242,18 +251,12 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestMCPCallOutlivesWriteTimeout: /mcp is exempt from the write timeout: a
-// stop_task that waits a second for an abort confirmation answers over MCP
-// although the write timeout is a fifth of that.
+// stop_task that waits 2 s for an abort confirmation answers over MCP
+// although the write timeout is far shorter.
 func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
-	const writeTimeout = 200 * time.Millisecond
+	const writeTimeout = 300 * time.Millisecond
 	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{WriteTimeout: writeTimeout}})
-	var created struct {
-		Task struct {
-			ID int64 `json:"task_id"`
-		} `json:"task"`
-	}
-	h.call(t, "POST", "/v1/tasks", `{"type":"t","title":"x"}`, &created)
-	h.call(t, "POST", "/v1/tasks/claim", `{"types":["t"]}`, nil)
+	id := h.claimedTask(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hub-test", Version: "v0"}, nil).Connect(ctx,
@@ -264,12 +267,12 @@ func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
 	defer cs.Close()
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stop_task",
-		Arguments: map[string]any{"task_id": created.Task.ID, "reason": "hold", "deadline_seconds": 1}})
+		Arguments: map[string]any{"task_id": id, "reason": "hold", "deadline_seconds": 2}})
 	if err != nil || res.IsError {
-		t.Fatalf("stop_task waiting 1s over MCP: %v %+v", err, res)
+		t.Fatalf("stop_task waiting 2s over MCP: %v %+v", err, res)
 	}
-	if took := time.Since(start); took < time.Second {
-		t.Fatalf("stop_task answered after %s, before its 1s wait", took)
+	if took := time.Since(start); took < 2*time.Second {
+		t.Fatalf("stop_task answered after %s, before its 2s wait", took)
 	}
 }
 
