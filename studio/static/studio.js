@@ -3,7 +3,10 @@
 // the process finishes its current task and exits; there is no start), the
 // sweepers' Start and Stop buttons, and the task page's Stop and
 // Start buttons (POST /v1/tasks/{id}/stop|start with the browser's cookie;
-// the API checks the stop and start permissions).
+// the API checks the stop and start permissions). The hub takes these
+// cookie-signed POSTs only from its own pages: the browser's Sec-Fetch-Site
+// (or Origin) header proves it, so the script sends no token of its own; a
+// body goes as application/json, the only type the API reads.
 //
 // The hub's /v1/events stream says *that* something changed ("processes" and
 // "sweepers" events carry no data); on each one this script re-fetches the
