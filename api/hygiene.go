@@ -31,18 +31,16 @@ import (
 //     and that the plain login form could not send without script) is
 //     needed on top.
 //   - Content types. A /v1 request with a body must declare it
-//     application/json (415 otherwise): the form encodings, the only ones a
-//     cross-site form can send without a preflight, are never read as JSON.
+//     application/json (415 otherwise): the form encodings (urlencoded,
+//     multipart, text/plain), the only ones a cross-site form can send
+//     without a preflight, are never read as JSON.
 //     A body-less call (start, a sweeper's stop) needs no Content-Type; one
 //     that declares a form type is refused all the same.
-//   - Size. A body is read whole, up to MaxBody, before the handler runs: a
-//     larger one is 413 request_too_large and nothing is done with it (a
-//     handler never sees a cut body).
+//   - Size. A body is read whole, up to maxBody (1 MiB), before the handler
+//     runs: a larger one is 413 request_too_large and nothing is done with
+//     it (a handler never sees a cut body).
 //   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
 //     without error), arrays and scalars are 400.
-
-// MaxBody bounds every request body (1 MiB).
-const MaxBody = maxBody
 
 // safeMethod reports whether m is a method that changes nothing (RFC 9110).
 func safeMethod(m string) bool {
