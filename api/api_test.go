@@ -64,12 +64,12 @@ func buildFixture(t testing.TB, open storetest.Opener, full bool) *fixture {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
 	c := clock.NewFake(storetest.T0)
-	return fixtureOn(t, dir, open(t, store.WithClock(c)), c)
+	return fixtureOn(t, dir, open(t, store.WithClock(c)), c, full)
 }
 
 // fixtureOn serves the API from s (closed with the fixture), with its
-// admin token in dir.
-func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake) *fixture {
+// admin token in dir; full as in buildFixture.
+func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake, full bool) *fixture {
 	t.Helper()
 	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestBadTextIs400(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := clock.NewFake(storetest.T0)
 		s := open(t, store.WithClock(c))
-		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c)
+		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 
 		open1, _ := storetest.Into(t, s, ledger.Open, "api-open")
 		running, runTok := storetest.Into(t, s, ledger.Running, "api-run")

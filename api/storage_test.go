@@ -23,15 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bearer signs every request of an MCP client with a token.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // TestReadOnlyStorageIs503: over an API whose SQLite file this process may
 // not write, every write is 503 storage_read_only (over MCP a tool error
 // with that code) and changes nothing, reads keep working, and /healthz
@@ -99,7 +90,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "api-test", Version: "v0"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{token: tok}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
