@@ -35,6 +35,19 @@ func (l *int64List) Set(v string) error {
 	return nil
 }
 
+// jsonFlag reads the value of a JSON flag (--payload, --metadata): empty
+// means the flag was not given (nil), anything else must be a JSON value,
+// which is sent as written.
+func jsonFlag(name, val string) (json.RawMessage, error) {
+	if val == "" {
+		return nil, nil
+	}
+	if !json.Valid([]byte(val)) {
+		return nil, fmt.Errorf("%w: --%s: expected a JSON value, got %q", errUsage, name, val)
+	}
+	return json.RawMessage(val), nil
+}
+
 // stringList is a repeatable string flag (also comma-separated).
 type stringList []string
 
@@ -146,12 +159,11 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		if err := noArgs(fs, args); err != nil {
 			return err
 		}
-		if payload != "" {
-			if !json.Valid([]byte(payload)) {
-				return fmt.Errorf("%w: --payload: expected a JSON value, got %q", errUsage, payload)
-			}
-			n.Payload = json.RawMessage(payload)
+		p, err := jsonFlag("payload", payload)
+		if err != nil {
+			return err
 		}
+		n.Payload = p
 		if parent != 0 {
 			n.ParentID = &parent
 		}
@@ -301,13 +313,11 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			flag, val string
 			dst       *json.RawMessage
 		}{{"payload", payload, &p.Payload}, {"metadata", metadata, &p.Metadata}} {
-			if j.val == "" {
-				continue
+			v, err := jsonFlag(j.flag, j.val)
+			if err != nil {
+				return err
 			}
-			if !json.Valid([]byte(j.val)) {
-				return fmt.Errorf("%w: --%s: expected a JSON value, got %q", errUsage, j.flag, j.val)
-			}
-			*j.dst = json.RawMessage(j.val)
+			*j.dst = v
 		}
 		p.AddDependsOn, p.RemoveDependsOn, p.CancelChildren, p.AddChildren = addDeps, removeDeps, cancelled, children
 		if p.Empty() {
