@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/pipeline"
@@ -117,6 +118,11 @@ func (l *fieldSets) Set(v string) error {
 	field, _, ok := strings.Cut(v, "=")
 	if !ok || strings.TrimSpace(field) == "" {
 		return fmt.Errorf("expected FIELD=VALUE, got %q", v)
+	}
+	// JSON text is UTF-8: encoding would silently replace the bad bytes
+	// (a field named "\xff" would be written as "\ufffd").
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("expected FIELD=VALUE in UTF-8, got %q", v)
 	}
 	*l = append(*l, v)
 	return nil
