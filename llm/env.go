@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -51,10 +52,16 @@ func FromEnv(getenv func(string) string) (Model, error) {
 	return NewOpenAI(cfg)
 }
 
-// parseDuration reads seconds ("30", "0.5") or a Go duration ("30s").
+// parseDuration reads seconds ("30", "0.5") or a Go duration ("30s"). A
+// number of seconds a Duration cannot hold (or NaN) is refused: converting
+// it would give an arbitrary value (on amd64, a negative one).
 func parseDuration(s string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return time.Duration(f * float64(time.Second)), nil
+		ns := f * float64(time.Second)
+		if math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
+			return 0, fmt.Errorf("%s seconds is out of range", s)
+		}
+		return time.Duration(ns), nil
 	}
 	return time.ParseDuration(s)
 }

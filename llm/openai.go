@@ -303,8 +303,14 @@ func parseRetryAfter(h string, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	if secs, err := strconv.ParseFloat(h, 64); err == nil {
-		if secs <= 0 {
+		switch {
+		case !(secs > 0): // also NaN
 			return 0
+		case secs >= maxRetryAfter.Seconds():
+			// Before converting: a number of seconds too large for a
+			// Duration would overflow (on amd64 to a negative wait, read as
+			// no Retry-After at all).
+			return maxRetryAfter
 		}
 		d = time.Duration(secs * float64(time.Second))
 	} else if t, err := http.ParseTime(h); err == nil {
