@@ -1,0 +1,266 @@
+package mcpserver_test
+
+// FuzzToolArguments calls every MCP tool with arbitrary JSON arguments, as the
+// local operator (admin) or as a reader, against a fresh task in a state the
+// input picks: never a panic, the session survives whatever was sent, and a
+// call that fails (a tool error or a protocol error) changed nothing in the
+// database (PRAGMA data_version on a connection of its own).
+//
+// Arguments may name the fresh task as $ID and an existing object as $OBJ.
+//
+// Run with: go test -run '^$' -fuzz '^FuzzToolArguments$' -fuzztime 30s -parallel 1 ./mcpserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// fuzzTools is every tool the hub serves, in a fixed order.
+var fuzzTools = []string{
+	mcpserver.ToolListProcesses, mcpserver.ToolProcessStatus, mcpserver.ToolRequestProcessStop,
+	mcpserver.ToolListTasks, mcpserver.ToolGetTask, mcpserver.ToolCreateTask, mcpserver.ToolAnswerTask,
+	mcpserver.ToolCancelTask, mcpserver.ToolStopTask, mcpserver.ToolStartTask, mcpserver.ToolUpdateTask,
+	mcpserver.ToolListAgents, mcpserver.ToolAgentStatus, mcpserver.ToolStartAgent, mcpserver.ToolStopAgent,
+	mcpserver.ToolSubmitResearch, mcpserver.ToolGetObject,
+}
+
+// The task states a call is made against.
+var fuzzStates = []string{"OPEN", "STOPPED", "NEEDS_INPUT", "NEEDS_REVIEW", "COMPLETED", "RUNNING"}
+
+type toolHub struct {
+	store    *sqlite.Store
+	sweepers *sweeper.Controller
+	version  *sql.Conn
+	sessions [2]*mcp.ClientSession // the local operator, a reader
+	object   int64
+	n        int
+}
+
+func newToolHub(tb testing.TB) *toolHub {
+	tb.Helper()
+	c := context.Background()
+	path := filepath.Join(tb.TempDir(), "cks.db")
+	clk := clock.NewFake(storetest.T0)
+	st, err := sqlite.Open(c, path, store.WithClock(clk))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Clock: clk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := mcpserver.New(liveness.NewService(st, clk), "fuzz")
+	mcpserver.AddTaskTools(srv, st)
+	mcpserver.AddSweeperTools(srv, rt.Sweepers)
+	mcpserver.AddObjectTools(srv, st)
+	reader, _, err := auth.CreateToken(c, st, clk, "reader", []store.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &toolHub{store: st, sweepers: rt.Sweepers}
+	var closers []func()
+	for i, sctx := range []context.Context{auth.WithLocalOperator(c), auth.WithPrincipal(c, auth.NewAuthorizer(st), reader)} {
+		sT, cT := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(sctx, sT, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "v0"}, nil).Connect(c, cT, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		h.sessions[i] = cs
+		closers = append(closers, func() { cs.Close(); ss.Wait() })
+	}
+	n, err := api.NewQuestion(api.ResearchRequest{Question: "Which tool wins?"}, "fuzz")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o, err := st.CreateObject(c, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.object = o.ID
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if h.version, err = db.Conn(c); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		for _, f := range closers {
+			f()
+		}
+		h.version.Close()
+		db.Close()
+		rt.Close(context.Background())
+		st.Close()
+	})
+	return h
+}
+
+func (h *toolHub) dataVersion(t testing.TB) int64 {
+	t.Helper()
+	var v int64
+	if err := h.version.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// task creates a task in state (a name of fuzzStates) and returns its id and
+// lease token (of a RUNNING task).
+func (h *toolHub) task(t testing.TB, state string) (int64, string) {
+	t.Helper()
+	c := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("set up a %s task: %v", state, err)
+		}
+	}
+	h.n++
+	typ := fmt.Sprintf("fuzz-%d", h.n)
+	tk, _, err := h.store.Enqueue(c, store.NewTask{Type: typ, Title: "fuzz target"})
+	must(err)
+	if state == "OPEN" {
+		return tk.ID, ""
+	}
+	if state == "STOPPED" {
+		_, _, err := h.store.Stop(c, tk.ID, "fuzz", "held", store.DefaultAbortDeadline)
+		must(err)
+		return tk.ID, ""
+	}
+	ts, err := h.store.Claim(c, "fuzz-worker", []string{typ}, 1, time.Hour)
+	must(err)
+	if len(ts) != 1 {
+		t.Fatalf("set up a %s task: claimed %d", state, len(ts))
+	}
+	lease := ts[0].LeaseToken
+	_, err = h.store.MarkRunning(c, tk.ID, lease)
+	must(err)
+	switch state {
+	case "NEEDS_INPUT":
+		_, err = h.store.RequestInput(c, tk.ID, lease, "which?")
+	case "NEEDS_REVIEW", "COMPLETED":
+		_, err = h.store.Complete(c, tk.ID, lease, state == "NEEDS_REVIEW", "done")
+	}
+	must(err)
+	return tk.ID, lease
+}
+
+// confirmer confirms the abort of lease on task id as soon as one is
+// requested, so a stop or update that waits returns at once.
+func (h *toolHub) confirmer(id int64, lease string) (stop func()) {
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.store.WatchChanges(c, []string{store.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with c
+			if _, err := h.store.ConfirmAbort(c, id, lease); err == nil {
+				cancel()
+			}
+		})
+	}()
+	return func() { cancel(); <-done }
+}
+
+func FuzzToolArguments(f *testing.F) {
+	seeds := map[string][]string{
+		mcpserver.ToolProcessStatus:      {`{"process_kind":"critic"}`, `{"process_kind":""}`},
+		mcpserver.ToolRequestProcessStop: {`{"process_kind":"exec"}`},
+		mcpserver.ToolListTasks:          {`{}`, `{"state":["open"],"type":["t"],"cursor":1,"limit":1000}`, `{"limit":-1}`},
+		mcpserver.ToolGetTask:            {`{"task_id":$ID}`},
+		mcpserver.ToolCreateTask: {`{"type":"t","payload":{"a":[1]},"priority":3,"parent_id":$ID,"depends_on":[$ID]}`,
+			`{"type":"t","dedupe_key":"k"}`},
+		mcpserver.ToolAnswerTask: {`{"task_id":$ID,"text":"this"}`},
+		mcpserver.ToolCancelTask: {`{"task_id":$ID,"reason":"r"}`},
+		mcpserver.ToolStopTask:   {`{"task_id":$ID,"reason":"hold","deadline_seconds":2,"wait":true}`, `{"task_id":$ID,"reason":"hold","deadline_seconds":0.0001}`},
+		mcpserver.ToolStartTask:  {`{"task_id":$ID,"reason":"go"}`},
+		mcpserver.ToolUpdateTask: {`{"task_id":$ID,"title":"t","metadata":{"k":1},"add_children":[{"type":"c","payload":[1]}]}`,
+			`{"task_id":$ID,"description":"d","deadline_seconds":1}`},
+		mcpserver.ToolAgentStatus:    {`{"agent_id":"lease_reaper"}`},
+		mcpserver.ToolStartAgent:     {`{"agent_id":"lease_reaper"}`, `{"agent_id":"nope"}`},
+		mcpserver.ToolStopAgent:      {`{"agent_id":"fork_detection"}`},
+		mcpserver.ToolSubmitResearch: {`{"question":"why?","corpus":"/srv/c"}`, `{"question":""}`},
+		mcpserver.ToolGetObject:      {`{"object_id":$OBJ}`},
+	}
+	for i, name := range fuzzTools {
+		for _, s := range append(seeds[name], `{}`, `null`, `{"task_id":"1"}`, `[]`) {
+			f.Add(byte(0), byte(i), byte(0), []byte(s))
+		}
+	}
+	h := newToolHub(f)
+	f.Fuzz(func(t *testing.T, who, tool, st byte, args []byte) {
+		name := fuzzTools[int(tool)%len(fuzzTools)]
+		state := fuzzStates[int(st)%len(fuzzStates)]
+		id, lease := h.task(t, state)
+		raw := strings.NewReplacer("$ID", strconv.FormatInt(id, 10), "$OBJ", strconv.FormatInt(h.object, 10)).Replace(string(args))
+		if !json.Valid([]byte(raw)) {
+			return // the client cannot send it
+		}
+		if lease != "" {
+			defer h.confirmer(id, lease)()
+		}
+		cs := h.sessions[who%2]
+		what := fmt.Sprintf("%s(%s) as %s on a %s task", name, raw, []string{"the operator", "a reader"}[who%2], state)
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		before := h.dataVersion(t)
+		res, err := cs.CallTool(c, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+		failed := err != nil || res.IsError
+		if err == nil && len(res.Content) == 0 {
+			t.Fatalf("%s: a result without content", what)
+		}
+		if failed {
+			if after := h.dataVersion(t); after != before {
+				t.Fatalf("%s failed (%v %s) but the database changed (data_version %d → %d)", what, err, resultText(res), before, after)
+			}
+		}
+		if err == nil && !res.IsError && name == mcpserver.ToolStartAgent {
+			// Stop it again, so that no sweeper writes behind later inputs.
+			var in struct {
+				AgentID string `json:"agent_id"`
+			}
+			json.Unmarshal([]byte(raw), &in) //nolint:errcheck // it was accepted
+			if _, err := h.sweepers.Stop(context.Background(), in.AgentID); err != nil {
+				t.Fatalf("stop %q again: %v", in.AgentID, err)
+			}
+		}
+		// Whatever was sent, the session still answers.
+		if _, err := cs.ListTools(c, nil); err != nil {
+			t.Fatalf("%s: the session no longer answers: %v", what, err)
+		}
+	})
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
