@@ -564,6 +564,20 @@ func FuzzObjectPath(f *testing.F) {
 	fuzzPath(f, "GET", "/v1/objects/{seg}/versions", "1", "0", "x")
 }
 
+func FuzzProcessStatus(f *testing.F) {
+	fuzzPath(f, "GET", "/v1/processes/{seg}", "exec", "no-such-kind", "")
+}
+
+func FuzzSweeperStatus(f *testing.F) {
+	fuzzPath(f, "GET", "/v1/sweepers/{seg}", "lease_reaper", "no_such", "")
+}
+
+// FuzzRevokeToken: no fuzzed id can name a principal (they are random
+// UUIDs), so every input is a refusal that must change nothing.
+func FuzzRevokeToken(f *testing.F) {
+	fuzzPath(f, "DELETE", "/v1/tokens/{seg}", "00000000-0000-0000-0000-000000000000", "x", "")
+}
+
 func FuzzProcessStop(f *testing.F) {
 	fuzzPath(f, "POST", "/v1/processes/{seg}/stop", "exec", "critic", "no-such-kind", "00000000-0000-0000-0000-000000000000")
 }
