@@ -224,7 +224,7 @@ func FuzzToolArguments(f *testing.F) {
 			defer h.confirmer(id, lease)()
 		}
 		cs := h.sessions[who%2]
-		what := fmt.Sprintf("%s(%s) as %s on a %s task", name, raw, []string{"the operator", "a reader"}[who%2], state)
+		what := fmt.Sprintf("%s(%s) as %s (the task %s)", name, raw, []string{"the operator", "a reader"}[who%2], state)
 		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		before := h.dataVersion(t)
