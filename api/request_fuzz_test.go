@@ -249,7 +249,9 @@ func (h *fuzzHub) principal(t testing.TB, who byte, tg target) (name, token stri
 	case 1:
 		return "reader", h.reader
 	case 2:
-		tok, err := auth.IssueTaskToken(context.Background(), h.store, tg.id, "fuzz-agent")
+		// The grants of a claim's credential, unbound (as `cks token create
+		// --task` makes them): the target need not be leased.
+		_, tok, err := auth.CreateToken(context.Background(), h.store, nil, "fuzz-agent", auth.TaskTokenGrants(tg.id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,8 +267,8 @@ func expand(body []byte, tg target) []byte {
 	return []byte(r.Replace(string(body)))
 }
 
-// request is one request of a fuzz input.
-type request struct {
+// fuzzRequest is one request of a fuzz input.
+type fuzzRequest struct {
 	method, path string
 	// rawQuery, when set, is the query as sent (it need not parse).
 	rawQuery string
@@ -276,7 +278,7 @@ type request struct {
 }
 
 // serve sends req through the handler and returns the status and body.
-func (h *fuzzHub) serve(t testing.TB, req request) (int, http.Header, []byte) {
+func (h *fuzzHub) serve(t testing.TB, req fuzzRequest) (int, http.Header, []byte) {
 	t.Helper()
 	// A stop that waits is ended by the confirmer long before this; the
 	// timeout only keeps a broken harness from hanging the fuzzer.
@@ -321,7 +323,7 @@ func checkAnswer(t testing.TB, what string, status int, hdr http.Header, body []
 }
 
 // send serves req and checks the answer, and that a 4xx changed nothing.
-func (h *fuzzHub) send(t testing.TB, what string, req request) (int, []byte) {
+func (h *fuzzHub) send(t testing.TB, what string, req fuzzRequest) (int, []byte) {
 	t.Helper()
 	before := h.dataVersion(t)
 	status, hdr, body := h.serve(t, req)
@@ -385,7 +387,7 @@ func fuzzBody(f *testing.F, bt bodyTarget) {
 		path = strings.ReplaceAll(path, "{object}", strconv.FormatInt(tg.object, 10))
 		b := expand(body, tg)
 		h.send(t, fmt.Sprintf("%s %s as %s (the task %s), body %q", bt.method, path, name, state, b),
-			request{method: bt.method, path: path, body: b, token: tok})
+			fuzzRequest{method: bt.method, path: path, body: b, token: tok})
 	})
 }
 
@@ -549,7 +551,7 @@ func fuzzPath(f *testing.F, method, pattern string, seeds ...string) {
 		tg := h.task(t, open)
 		name, tok := h.principal(t, who, tg)
 		path := strings.ReplaceAll(pattern, "{seg}", url.PathEscape(seg))
-		h.send(t, fmt.Sprintf("%s %s as %s", method, path, name), request{method: method, path: path, token: tok})
+		h.send(t, fmt.Sprintf("%s %s as %s", method, path, name), fuzzRequest{method: method, path: path, token: tok})
 	})
 }
 
@@ -596,7 +598,7 @@ func FuzzSweeperControl(f *testing.F) {
 		}
 		path := "/v1/sweepers/" + url.PathEscape(id) + "/" + verb
 		before := h.sweeperStates(t)
-		status, hdr, body := h.serve(t, request{method: "POST", path: path, token: tok})
+		status, hdr, body := h.serve(t, fuzzRequest{method: "POST", path: path, token: tok})
 		what := fmt.Sprintf("POST %s as %s", path, name)
 		checkAnswer(t, what, status, hdr, body)
 		if status >= 400 {
@@ -606,7 +608,7 @@ func FuzzSweeperControl(f *testing.F) {
 		}
 		if status < 300 && start {
 			// Stop it again, so that no sweeper keeps writing.
-			h.serve(t, request{method: "POST", path: "/v1/sweepers/" + url.PathEscape(id) + "/stop", token: h.admin})
+			h.serve(t, fuzzRequest{method: "POST", path: "/v1/sweepers/" + url.PathEscape(id) + "/stop", token: h.admin})
 		}
 	})
 }
@@ -614,7 +616,7 @@ func FuzzSweeperControl(f *testing.F) {
 // sweeperStates is the running and desired state of every sweeper.
 func (h *fuzzHub) sweeperStates(t testing.TB) string {
 	t.Helper()
-	status, _, body := h.serve(t, request{method: "GET", path: "/v1/sweepers", token: h.admin})
+	status, _, body := h.serve(t, fuzzRequest{method: "GET", path: "/v1/sweepers", token: h.admin})
 	var l api.SweeperList
 	if err := json.Unmarshal(body, &l); status != http.StatusOK || err != nil {
 		t.Fatalf("GET /v1/sweepers: %d %v: %s", status, err, body)
@@ -640,7 +642,7 @@ func fuzzQuery(f *testing.F, path string, seeds ...string) {
 	f.Fuzz(func(t *testing.T, who byte, query string) {
 		name, tok := h.principal(t, who, target{id: 1})
 		status, body := h.send(t, fmt.Sprintf("GET %s?%s as %s", path, query, name),
-			request{method: "GET", path: path, rawQuery: query, token: tok})
+			fuzzRequest{method: "GET", path: path, rawQuery: query, token: tok})
 		if status == http.StatusOK && !json.Valid(body) {
 			t.Fatalf("GET %s?%s: 200 without JSON: %s", path, query, body)
 		}
@@ -666,7 +668,7 @@ func FuzzLogin(f *testing.F) {
 	f.Add("token=" + url.QueryEscape(h.admin))
 	f.Fuzz(func(t *testing.T, form string) {
 		before := h.dataVersion(t)
-		status, hdr, body := h.serve(t, request{method: "POST", path: "/login", body: []byte(form), form: true})
+		status, hdr, body := h.serve(t, fuzzRequest{method: "POST", path: "/login", body: []byte(form), form: true})
 		if status >= 500 {
 			t.Fatalf("POST /login %q: %d: %s", form, status, body)
 		}
@@ -690,7 +692,7 @@ func FuzzLogin(f *testing.F) {
 func TestFuzzHarnessSeesWrites(t *testing.T) {
 	h := newFuzzHub(t)
 	before := h.dataVersion(t)
-	status, body := h.send(t, "create", request{method: "POST", path: "/v1/tasks", body: []byte(`{"type":"t"}`), token: h.admin})
+	status, body := h.send(t, "create", fuzzRequest{method: "POST", path: "/v1/tasks", body: []byte(`{"type":"t"}`), token: h.admin})
 	if status != http.StatusCreated {
 		t.Fatalf("create: %d %s", status, body)
 	}
@@ -699,7 +701,7 @@ func TestFuzzHarnessSeesWrites(t *testing.T) {
 	}
 	// And a request the API refuses leaves it alone.
 	before = h.dataVersion(t)
-	if status, _ := h.send(t, "bad", request{method: "POST", path: "/v1/tasks", body: []byte(`{"type":""}`), token: h.admin}); status != http.StatusBadRequest {
+	if status, _ := h.send(t, "bad", fuzzRequest{method: "POST", path: "/v1/tasks", body: []byte(`{"type":""}`), token: h.admin}); status != http.StatusBadRequest {
 		t.Fatalf("empty type: %d, want 400", status)
 	}
 	if after := h.dataVersion(t); after != before {
