@@ -131,7 +131,25 @@ func start(t testing.TB, cfg pipeline.Config) {
 // settle waits until every id is terminal and returns them with log and edges.
 func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	// The wait ends in failure only when the pipeline stops moving: every
+	// step writes objects (claims, critiques, syntheses, rationales), so a
+	// new object id is progress. A fixed deadline would fail a slow but
+	// working run on a loaded machine.
+	const stall = 2 * time.Minute
+	var newest int64
+	progressed := func() bool {
+		page, err := k.ListObjects(context.Background(), store.ObjectFilter{After: newest, Limit: store.MaxListLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Objects) == 0 {
+			return false
+		}
+		newest = page.Objects[len(page.Objects)-1].ID
+		return true
+	}
+	progressed()
+	deadline := time.Now().Add(stall)
 	out := make([]store.Object, len(ids))
 	for i, id := range ids {
 		for {
@@ -143,8 +161,11 @@ func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
 				out[i] = o
 				break
 			}
+			if progressed() {
+				deadline = time.Now().Add(stall)
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("object %d still %s (round %d) after two minutes; log %+v", id, o.Status, o.Round, o.Log)
+				t.Fatalf("object %d still %s (round %d) and nothing written for %s; log %+v", id, o.Status, o.Round, stall, o.Log)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
