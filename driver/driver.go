@@ -1,0 +1,581 @@
+// Package driver is the line between the rules of cks and its SQL. A Driver
+// is one database (SQLite or Postgres); its Executor offers single-statement
+// primitives with params structs, per domain (tasks, knowledge, liveness,
+// control, principals), plus transactions and a change listener. The
+// primitives decide nothing: which state a task may move to, when a lease is
+// lost, what a claim may take — every such rule is Go code in a service
+// (ledger, knowledge, liveness, sweeper, auth) that calls them, once, for
+// both dialects. A difference between the dialects (placeholders, row locks,
+// NOTIFY versus a polled change counter, time encoding) is absorbed inside
+// a driver and never shows above this package.
+//
+// The shape follows River's riverdriver: primitives named Noun + Verb
+// (TaskGetMany, TaskUpdateMany, AbortInsert), bulk forms from the start,
+// one conformance suite (drivertest) that every driver passes.
+package driver
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a driver returns. Drivers also wrap the storage faults of package
+// store (store.ErrStorageReadOnly, store.ErrStorageFull) where they apply.
+var (
+	// ErrNoRows means a primitive that reads one row found none. Services
+	// turn it into store.ErrNotFound naming what they looked for.
+	ErrNoRows = errors.New("driver: no rows")
+	// ErrUniqueViolation means an insert or update broke a unique index
+	// (a dedupe key taken by a concurrent enqueue, a duplicate principal).
+	ErrUniqueViolation = errors.New("driver: unique violation")
+)
+
+// Driver is one database.
+type Driver interface {
+	// Dialect is "sqlite" or "postgres".
+	Dialect() string
+	// Executor runs primitives outside any transaction (each its own
+	// statement; on SQLite reads use the reader pool).
+	Executor() Executor
+	// WithTx runs fn in one transaction and commits when fn returns nil.
+	// SQLite: BEGIN IMMEDIATE on the one writer connection (read-only
+	// transactions on the reader pool); Postgres: a pool transaction,
+	// READ COMMITTED for writes, REPEATABLE READ for read-only ones, run
+	// again (up to a few times) when Postgres aborts it as a deadlock or
+	// serialization failure — so fn must only assign its results. The
+	// Executor handed to fn is valid only inside fn.
+	WithTx(ctx context.Context, opts TxOptions, fn func(ctx context.Context, ex Executor) error) error
+	// Listener returns a new, unconnected listener of change topics. A
+	// process makes one (package notifier) and multiplexes it.
+	Listener() Listener
+	// Close releases every connection.
+	Close() error
+}
+
+// TxOptions are the options of WithTx.
+type TxOptions struct {
+	// ReadOnly asks for a consistent read-only snapshot.
+	ReadOnly bool
+}
+
+// Executor is every primitive, on a pool or inside a transaction.
+type Executor interface {
+	TaskExecutor
+	KnowledgeExecutor
+	LivenessExecutor
+	ControlExecutor
+	PrincipalExecutor
+	// Notify publishes topic, delivered to listeners when (and only if)
+	// the surrounding transaction commits. Postgres: pg_notify; SQLite: a
+	// bump of the topic's counter in cks_changes, which listeners poll.
+	Notify(ctx context.Context, topic string) error
+}
+
+// Listener delivers the topics Notify published, from any process on the
+// database. It is a wake-up, never data: coalesced or missed notifications
+// lose nothing as long as the subscriber re-reads.
+type Listener interface {
+	// Connect establishes the listener (Postgres: a dedicated connection
+	// outside the pool, LISTEN; SQLite: the first read of the counters).
+	Connect(ctx context.Context) error
+	// WaitForTopics blocks until at least one topic was published since
+	// the previous call (or since Connect), and returns them, or ctx ends.
+	// An error other than ctx's means the connection is lost: the caller
+	// closes it and connects again, and must assume it missed topics.
+	WaitForTopics(ctx context.Context) ([]string, error)
+	// Close ends the connection.
+	Close(ctx context.Context) error
+}
+
+// Lock is the row lock a read takes inside a transaction. SQLite has one
+// writer, so every lock is a no-op there.
+type Lock int
+
+// The row locks.
+const (
+	// LockNone reads without locking.
+	LockNone Lock = iota
+	// LockUpdate waits for and takes the rows (FOR UPDATE).
+	LockUpdate
+	// LockUpdateSkip takes the rows no one else holds and skips the rest
+	// (FOR UPDATE SKIP LOCKED): claims and reapers.
+	LockUpdateSkip
+	// LockShare keeps the rows from changing until commit (FOR SHARE):
+	// dependency states read by an enqueue.
+	LockShare
+)
+
+// Times are UTC with microsecond precision (store.Time) on the way in and
+// out of every driver; a zero time.Time stands for SQL NULL.
+
+// TaskRow is one row of cks_outbox_tasks as stored. It is not a read view:
+// it carries the hash of the current lease token, which never leaves the
+// services.
+type TaskRow struct {
+	ID                 int64
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int
+	Attempts           int
+	MaxAttempts        int
+	Restarts           int
+	Revision           int
+	ParentID           int64 // 0: none
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          time.Time
+	// LeaseTokenHash is the SHA-256 (hex) of the current lease token; ""
+	// when there is no lease.
+	LeaseTokenHash string
+	LeaseExpiresAt time.Time
+	LeaseRenewedAt time.Time
+	// LeaseMs is the lease a Touch renews for.
+	LeaseMs        int64
+	RunAfter       time.Time
+	Result         string
+	LastError      string
+	Question       string
+	Answer         string
+	ReviewNote     string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StateChangedAt time.Time
+	Metadata       []byte
+}
+
+// TaskExecutor holds the primitives of the task ledger.
+type TaskExecutor interface {
+	// TaskInsertMany inserts tasks (every column of the row but ID, which
+	// it assigns) and returns their ids in input order.
+	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]int64, error)
+	// TaskGetMany reads the tasks ids, ordered by id, locked as asked.
+	// Unknown ids are absent from the result (no error).
+	TaskGetMany(ctx context.Context, p TaskGetManyParams) ([]TaskRow, error)
+	// TaskUpdateMany writes every column but ID, Type, CreatedAt and
+	// CreatedBy of each row, by ID. It returns how many rows it wrote.
+	TaskUpdateMany(ctx context.Context, rows []TaskRow) (int, error)
+	// TaskClaimable reads up to Limit tasks that a claim may take, locked
+	// with LockUpdateSkip, in claim order (priority descending, then
+	// created_at, then id).
+	TaskClaimable(ctx context.Context, p TaskClaimableParams) ([]TaskRow, error)
+	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
+	// not renewed since RenewedBefore, locked with LockUpdateSkip, by id.
+	TaskLeaseExpired(ctx context.Context, p TaskLeaseExpiredParams) ([]TaskRow, error)
+	// TaskList reads one page of tasks ordered by id (Limit rows at most).
+	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
+	// TaskCount counts the tasks p selects.
+	TaskCount(ctx context.Context, p TaskCountParams) (int, error)
+	// TaskDedupeFind returns the id of the task p names, or ErrNoRows.
+	TaskDedupeFind(ctx context.Context, p TaskDedupeFindParams) (int64, error)
+
+	// TaskDepInsertMany and TaskDepDeleteMany add and remove dependency
+	// edges (task depends on dependency).
+	TaskDepInsertMany(ctx context.Context, deps []TaskDep) error
+	TaskDepDeleteMany(ctx context.Context, deps []TaskDep) error
+	// TaskDepList returns the dependency edges of the tasks ids (their
+	// dependencies), ordered by task then dependency.
+	TaskDepList(ctx context.Context, ids []int64) ([]TaskDep, error)
+	// TaskDependants reads the tasks in State that depend on any of
+	// DependsOn, ordered by id, locked as asked.
+	TaskDependants(ctx context.Context, p TaskDependantsParams) ([]TaskRow, error)
+	// TaskLockDependencyGraph serialises dependency edits that could
+	// together close a cycle (Postgres: a transaction-scoped advisory lock
+	// of the schema; SQLite: nothing, its one writer already does).
+	TaskLockDependencyGraph(ctx context.Context) error
+
+	// TaskEventInsertMany appends events (append-only table).
+	TaskEventInsertMany(ctx context.Context, events []TaskEventRow) error
+	// TaskEventList returns the events of task id, oldest first.
+	TaskEventList(ctx context.Context, taskID int64) ([]TaskEventRow, error)
+	// EvidenceInsert and DecisionInsert append one record and return it
+	// with its id.
+	EvidenceInsert(ctx context.Context, e EvidenceRow) (EvidenceRow, error)
+	EvidenceList(ctx context.Context, taskID int64) ([]EvidenceRow, error)
+	DecisionInsert(ctx context.Context, d DecisionRow) (DecisionRow, error)
+	DecisionList(ctx context.Context, taskID int64) ([]DecisionRow, error)
+
+	// AbortInsert records an abort request and returns it with its id.
+	AbortInsert(ctx context.Context, a AbortRow) (AbortRow, error)
+	// AbortGet reads one abort (ErrNoRows).
+	AbortGet(ctx context.Context, abortID int64) (AbortRow, error)
+	// AbortFindLatest returns the newest abort of TaskID naming
+	// LeaseTokenHash, locked as asked (ErrNoRows).
+	AbortFindLatest(ctx context.Context, p AbortFindLatestParams) (AbortRow, error)
+	// AbortUpdate writes Outcome and ResolvedAt of an abort.
+	AbortUpdate(ctx context.Context, a AbortRow) error
+	// AbortList returns the aborts of a task, oldest first.
+	AbortList(ctx context.Context, taskID int64) ([]AbortRow, error)
+	// AbortLatestMany returns the newest abort of each of the tasks that
+	// has one.
+	AbortLatestMany(ctx context.Context, taskIDs []int64) ([]AbortRow, error)
+	// AbortPendingDue reads the aborts with Outcome whose deadline is at or
+	// before Now, locked with LockUpdateSkip.
+	AbortPendingDue(ctx context.Context, p AbortPendingDueParams) ([]AbortRow, error)
+}
+
+// TaskGetManyParams selects tasks by id.
+type TaskGetManyParams struct {
+	IDs  []int64
+	Lock Lock
+}
+
+// TaskClaimableParams selects the tasks a claim may take. The service fills
+// the states from package ledger; the driver only filters by them.
+type TaskClaimableParams struct {
+	// State is the state a claimable task is in (ledger.Open).
+	State string
+	// Excluded are states never claimed (ledger.DispatchExcluded); a
+	// driver applies them even though State already excludes them, so
+	// that no claim query can forget the set.
+	Excluded []string
+	// Types restricts the claim to these task types; empty means any.
+	Types []string
+	// Now: tasks whose run_after is later are held back.
+	Now   time.Time
+	Limit int
+}
+
+// TaskLeaseExpiredParams selects leases a reaper reclaims.
+type TaskLeaseExpiredParams struct {
+	// States are the leased states to look in (CLAIMED, RUNNING, REVIEWING).
+	States   []string
+	Excluded []string
+	// ExpiredAt: lease_expires_at <= ExpiredAt.
+	ExpiredAt time.Time
+	// RenewedBefore: lease_renewed_at is NULL or <= RenewedBefore.
+	RenewedBefore time.Time
+	Limit         int
+}
+
+// TaskListParams selects a page of tasks.
+type TaskListParams struct {
+	// States and Types restrict the page when non-empty.
+	States []string
+	Types  []string
+	// StateChangedBefore, when not zero: state_changed_at <= it.
+	StateChangedBefore time.Time
+	// After is the cursor: task_id > After.
+	After int64
+	Limit int
+}
+
+// TaskCountParams selects the tasks TaskCount counts.
+type TaskCountParams struct {
+	States             []string
+	Types              []string
+	StateChangedBefore time.Time
+}
+
+// TaskDedupeFindParams names a dedupe key lookup.
+type TaskDedupeFindParams struct {
+	Key string
+	// Terminal are the terminal states (ledger.Terminal). Without
+	// IncludeTerminal only a task in none of them matches; with it, a live
+	// task first, else the newest terminal one.
+	Terminal        []string
+	IncludeTerminal bool
+}
+
+// TaskDep is one dependency edge: TaskID depends on DependsOn.
+type TaskDep struct {
+	TaskID    int64
+	DependsOn int64
+}
+
+// TaskDependantsParams selects dependants.
+type TaskDependantsParams struct {
+	DependsOn []int64
+	State     string
+	Lock      Lock
+}
+
+// TaskEventRow is one row of cks_task_events.
+type TaskEventRow struct {
+	ID      int64
+	TaskID  int64
+	At      time.Time
+	Actor   string
+	From    string // "" for the creation event
+	To      string
+	Attempt int
+	Reason  string
+}
+
+// EvidenceRow is one row of cks_task_evidence.
+type EvidenceRow struct {
+	ID        int64
+	TaskID    int64
+	Attempt   int
+	Restart   int
+	Revision  int
+	Kind      string
+	Body      string
+	Actor     string
+	CreatedAt time.Time
+}
+
+// DecisionRow is one row of cks_task_decisions.
+type DecisionRow struct {
+	ID                  int64
+	TaskID              int64
+	Attempt             int
+	Restart             int
+	Revision            int
+	DerivedFromRevision int
+	Kind                string
+	Text                string
+	Actor               string
+	CreatedAt           time.Time
+}
+
+// AbortRow is one row of cks_task_aborts.
+type AbortRow struct {
+	ID             int64
+	TaskID         int64
+	LeaseTokenHash string
+	Executor       string
+	Attempt        int
+	Restart        int
+	RequestedBy    string
+	Reason         string
+	RequestedAt    time.Time
+	DeadlineAt     time.Time
+	Outcome        string
+	ResolvedAt     time.Time
+}
+
+// AbortFindLatestParams names the abort of one revoked lease.
+type AbortFindLatestParams struct {
+	TaskID         int64
+	LeaseTokenHash string
+	Lock           Lock
+}
+
+// AbortPendingDueParams selects aborts past their deadline.
+type AbortPendingDueParams struct {
+	Outcome string // store.AbortPending
+	Now     time.Time
+}
+
+// ObjectRow is one row of cks_objects as stored (with the claim token's hash).
+type ObjectRow struct {
+	ID             int64
+	Kind           string
+	Title          string
+	Content        []byte // canonical JSON, byte for byte
+	ContentHash    string
+	Status         string
+	ClaimedBy      string
+	ClaimTokenHash string
+	ClaimedAt      time.Time
+	Round          int
+	// HeadVersion is the id of the latest written version; Heads counts
+	// the head versions (forked when > 1).
+	HeadVersion int64
+	Heads       int
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// VersionRow is one row of cks_object_versions.
+type VersionRow struct {
+	ID          int64
+	ObjectID    int64
+	Parents     []int64 // ascending; empty for a first version
+	Content     []byte
+	ContentHash string
+	Author      string
+	CreatedAt   time.Time
+	IsHead      bool
+}
+
+// EdgeRow is one row of cks_edges.
+type EdgeRow struct {
+	ID           int64
+	Src          int64
+	Dst          int64
+	BaseType     string
+	SemanticType string
+	Weight       *float64
+	CreatedAt    time.Time
+}
+
+// TransitionRow is one row of cks_transition_log.
+type TransitionRow struct {
+	Seq             int64
+	ObjectID        int64
+	TS              time.Time
+	Agent           string
+	Action          string
+	TransitionedTo  string
+	ReasoningNodeID int64 // 0: none
+	ContentHash     string
+	Round           int
+}
+
+// KnowledgeExecutor holds the primitives of the knowledge store (ADR-007).
+type KnowledgeExecutor interface {
+	// ObjectInsert inserts an object together with its first version (no
+	// parents, the only head, by CreatedBy) and returns both with their
+	// ids; the object's HeadVersion is the version's id.
+	ObjectInsert(ctx context.Context, o ObjectRow) (ObjectRow, VersionRow, error)
+	// ObjectGetMany reads objects by id, ordered by id, locked as asked.
+	ObjectGetMany(ctx context.Context, p ObjectGetManyParams) ([]ObjectRow, error)
+	// ObjectUpdate writes every column but ID, Kind, CreatedBy, CreatedAt.
+	ObjectUpdate(ctx context.Context, o ObjectRow) error
+	// ObjectList reads a page of objects ordered by id.
+	ObjectList(ctx context.Context, p ObjectListParams) ([]ObjectRow, error)
+	// ObjectClaimable reads up to Limit unclaimed objects of Status, oldest
+	// first, locked with LockUpdateSkip.
+	ObjectClaimable(ctx context.Context, p ObjectClaimableParams) ([]ObjectRow, error)
+	// ObjectClaimedBefore reads claimed objects whose claimed_at is at or
+	// before Before, locked with LockUpdateSkip.
+	ObjectClaimedBefore(ctx context.Context, before time.Time) ([]ObjectRow, error)
+	// ObjectForked reads up to Limit objects with more than one head and
+	// id > After, ascending.
+	ObjectForked(ctx context.Context, after int64, limit int) ([]ObjectRow, error)
+
+	// VersionInsert appends a version and returns it with its id.
+	VersionInsert(ctx context.Context, v VersionRow) (VersionRow, error)
+	// VersionList reads the versions of an object (only heads when
+	// HeadsOnly), ascending by id.
+	VersionList(ctx context.Context, p VersionListParams) ([]VersionRow, error)
+	// VersionUnsetHeads clears is_head of the versions ids of ObjectID that
+	// are heads and returns how many it changed.
+	VersionUnsetHeads(ctx context.Context, objectID int64, ids []int64) (int, error)
+
+	// EdgeInsertMany writes edges and returns them with their ids, in order.
+	EdgeInsertMany(ctx context.Context, edges []EdgeRow) ([]EdgeRow, error)
+	// EdgeListOf returns every edge from or to an object, oldest first.
+	EdgeListOf(ctx context.Context, objectID int64) ([]EdgeRow, error)
+	// EdgeList returns up to limit edges with id > after, ascending.
+	EdgeList(ctx context.Context, after int64, limit int) ([]EdgeRow, error)
+
+	// TransitionInsertMany appends log entries (append-only table).
+	TransitionInsertMany(ctx context.Context, entries []TransitionRow) error
+	// TransitionList returns an object's log, oldest first.
+	TransitionList(ctx context.Context, objectID int64) ([]TransitionRow, error)
+}
+
+// ObjectGetManyParams selects objects by id.
+type ObjectGetManyParams struct {
+	IDs  []int64
+	Lock Lock
+}
+
+// ObjectListParams selects a page of objects.
+type ObjectListParams struct {
+	Kinds    []string
+	Statuses []string
+	// Unclaimed keeps only objects with no claim.
+	Unclaimed bool
+	After     int64
+	Limit     int
+}
+
+// ObjectClaimableParams selects objects a step may claim.
+type ObjectClaimableParams struct {
+	Status string
+	Limit  int
+}
+
+// VersionListParams selects the versions of one object.
+type VersionListParams struct {
+	ObjectID  int64
+	HeadsOnly bool
+}
+
+// LivenessRow is one row of cks_agent_liveness (ADR-014).
+type LivenessRow struct {
+	InstanceID        string
+	ProcessKind       string
+	Hostname          string
+	PID               int
+	LivenessIntervalS float64
+	StartedAt         time.Time
+	LastHeartbeatAt   time.Time
+	CurrentTaskID     int64 // 0: idle
+	CurrentTaskType   string
+	DesiredState      string
+}
+
+// LivenessExecutor holds the primitives of process liveness.
+type LivenessExecutor interface {
+	// LivenessUpsert inserts the row or updates every column except
+	// StartedAt and DesiredState.
+	LivenessUpsert(ctx context.Context, r LivenessRow) error
+	// LivenessList returns every row, newest-started first.
+	LivenessList(ctx context.Context) ([]LivenessRow, error)
+	// LivenessGet returns one instance (ErrNoRows).
+	LivenessGet(ctx context.Context, instanceID string) (LivenessRow, error)
+	// LivenessLatest returns the most recently started instance of a kind
+	// (ErrNoRows).
+	LivenessLatest(ctx context.Context, kind string) (LivenessRow, error)
+	// LivenessSetDesiredState sets desired_state of an instance and reports
+	// whether the row exists; it never touches last_heartbeat_at.
+	LivenessSetDesiredState(ctx context.Context, instanceID, state string) (bool, error)
+}
+
+// ControlExecutor holds the primitives of sweeper control (ADR-015).
+type ControlExecutor interface {
+	// SweeperControlUpsert records a sweeper's override.
+	SweeperControlUpsert(ctx context.Context, id string, running bool, at time.Time) error
+	// SweeperControlGet returns the override (ErrNoRows when none).
+	SweeperControlGet(ctx context.Context, id string) (bool, error)
+}
+
+// PrincipalRow is one row of cks_principals.
+type PrincipalRow struct {
+	ID        string
+	Name      string
+	TokenHash string
+	CreatedAt time.Time
+	// LeaseTaskID and LeaseTokenHash bind a task-scoped credential to the
+	// lease it was issued with (0 and "" for an unbound principal).
+	LeaseTaskID    int64
+	LeaseTokenHash string
+}
+
+// GrantRow is one row of cks_grants.
+type GrantRow struct {
+	PrincipalID string
+	Resource    string
+	Permission  string
+}
+
+// PrincipalExecutor holds the primitives of principals and grants.
+type PrincipalExecutor interface {
+	// PrincipalInsert inserts a principal (ErrUniqueViolation on a
+	// duplicate id or token hash).
+	PrincipalInsert(ctx context.Context, p PrincipalRow) error
+	// GrantInsertMany adds grants, ignoring ones the principal has.
+	GrantInsertMany(ctx context.Context, grants []GrantRow) error
+	// PrincipalByTokenHash reads the principal of a token hash (ErrNoRows).
+	// A principal bound to a lease is returned only while that lease is
+	// the task's current one (the task's lease_token_hash equals its
+	// binding), so a task credential dies with its lease.
+	PrincipalByTokenHash(ctx context.Context, tokenHash string) (PrincipalRow, error)
+	// GrantList returns a principal's grants ordered by resource, permission.
+	GrantList(ctx context.Context, principalID string) ([]GrantRow, error)
+	// PrincipalList returns every principal, oldest first (ties by id).
+	PrincipalList(ctx context.Context) ([]PrincipalRow, error)
+	// GrantListAll returns every grant, ordered by principal, resource,
+	// permission.
+	GrantListAll(ctx context.Context) ([]GrantRow, error)
+	// PrincipalDelete removes a principal and its grants and reports
+	// whether it existed.
+	PrincipalDelete(ctx context.Context, id string) (bool, error)
+	// PrincipalCountWithGrant counts principals other than excludeID
+	// holding permission on resource.
+	PrincipalCountWithGrant(ctx context.Context, resource, permission, excludeID string) (int, error)
+	// PrincipalDeleteUnboundLeases removes bound principals whose lease
+	// is no longer their task's current one, and returns how many.
+	PrincipalDeleteEndedLeases(ctx context.Context) (int, error)
+}
