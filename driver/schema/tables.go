@@ -1,0 +1,423 @@
+package schema
+
+import (
+	"strings"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// Tables returns the current schema, in creation order (a table comes after
+// the tables it references, as Postgres needs).
+func Tables() []Table {
+	return []Table{
+		agentLiveness(),
+		principals(),
+		grants(),
+		outboxTasks(),
+		taskDeps(),
+		taskEvents(),
+		taskEvidence(),
+		taskDecisions(),
+		taskAborts(),
+		sweeperControl(),
+		objects(),
+		objectVersions(),
+		edges(),
+		transitionLog(),
+		changes(),
+	}
+}
+
+// Column shorthands: the shapes that repeat.
+func pk(name string) Column { return Column{Name: name, Type: ID} }
+
+func textKey(name string) Column { return Column{Name: name, Type: Text, PrimaryKey: true} }
+
+func text(name string) Column { return Column{Name: name, Type: Text, NotNull: true} }
+
+func textOr(name string) Column {
+	return Column{Name: name, Type: Text, NotNull: true, Default: EmptyText}
+}
+
+func intOr(name string, d string) Column {
+	return Column{Name: name, Type: Int, NotNull: true, Default: Lit(d)}
+}
+
+func reqInt(name string) Column { return Column{Name: name, Type: Int, NotNull: true} }
+
+func at(name string) Column { return Column{Name: name, Type: Time, NotNull: true} }
+
+func ref(name, target string) Column {
+	return Column{Name: name, Type: BigInt, NotNull: true, References: target}
+}
+
+func agentLiveness() Table {
+	return Table{
+		Name: "cks_agent_liveness",
+		Columns: []Column{
+			textKey("instance_id"),
+			text("process_kind"),
+			text("hostname"),
+			reqInt("pid"),
+			{Name: "liveness_interval_s", Type: Float, NotNull: true},
+			at("started_at"),
+			at("last_heartbeat_at"),
+			{Name: "current_task_id", Type: BigInt},
+			{Name: "current_task_type", Type: Text},
+			// ADR-016: NULL = no stop requested, 'stop_requested' = pending.
+			{Name: "desired_state", Type: Text},
+		},
+		Indexes: []Index{
+			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},
+			// process_status: the newest instance of a kind, in LivenessLatest's order.
+			{Name: "idx_agent_liveness_latest", Keys: []Key{K("process_kind"), {Column: "started_at", Desc: true},
+				{Column: "last_heartbeat_at", Desc: true}, {Column: "instance_id", ByteOrder: true}}},
+		},
+	}
+}
+
+func principals() Table {
+	return Table{
+		Name: "cks_principals",
+		Columns: []Column{
+			textKey("principal_id"),
+			text("name"),
+			{Name: "token_hash", Type: Text, NotNull: true, Unique: true},
+			at("created_at"),
+			// A task-scoped credential is bound to the lease it was issued
+			// with: the task and the SHA-256 of that lease's token (NULL for
+			// an unbound principal). It is valid only while that lease is the
+			// task's current one.
+			{Name: "lease_task_id", Type: BigInt},
+			{Name: "lease_token_hash", Type: Text},
+		},
+	}
+}
+
+func grants() Table {
+	return Table{
+		Name: "cks_grants",
+		Columns: []Column{
+			{Name: "principal_id", Type: Text, NotNull: true, References: "cks_principals(principal_id)", OnDeleteCascade: true},
+			text("resource"),
+			text("permission"),
+		},
+		PrimaryKey: []string{"principal_id", "resource", "permission"},
+	}
+}
+
+func outboxTasks() Table {
+	return Table{
+		Name: "cks_outbox_tasks",
+		Columns: []Column{
+			pk("task_id"),
+			text("type"),
+			textOr("title"),
+			textOr("description"),
+			textOr("acceptance_criteria"),
+			{Name: "payload", Type: JSON, NotNull: true, Default: EmptyObject},
+			text("state"),
+			intOr("priority", "0"),
+			intOr("attempts", "0"),
+			intOr("max_attempts", "3"),
+			intOr("restarts", "0"),
+			intOr("revision", "1"),
+			{Name: "parent_id", Type: BigInt, References: "cks_outbox_tasks(task_id)"},
+			textOr("dedupe_key"),
+			textOr("created_by"),
+			textOr("claimed_by"),
+			{Name: "claimed_at", Type: Time},
+			textOr("lease_token"),
+			{Name: "lease_expires_at", Type: Time},
+			{Name: "lease_renewed_at", Type: Time},
+			{Name: "lease_ms", Type: BigInt, NotNull: true, Default: Zero},
+			{Name: "run_after", Type: Time},
+			textOr("result"),
+			textOr("last_error"),
+			textOr("question"),
+			textOr("answer"),
+			textOr("review_note"),
+			at("created_at"),
+			at("updated_at"),
+			// Set at enqueue and by every transition; nullable only because
+			// ADD COLUMN on a filled table needs it. Older rows get updated_at
+			// (the best estimate there is) when the column is added.
+			{Name: "state_changed_at", Type: Time},
+			// Operators' free-form JSON object (owner, links, …).
+			{Name: "metadata", Type: JSON, NotNull: true, Default: EmptyObject},
+		},
+		Indexes: []Index{
+			{Name: "idx_outbox_tasks_state_changed", Keys: []Key{K("state"), K("state_changed_at")}},
+			{Name: "idx_outbox_tasks_claim", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")}},
+			// Claims of any type (or of several): the OPEN tasks in claim order.
+			{Name: "idx_outbox_tasks_claim_open", Keys: []Key{K("state"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
+				Where: "state = " + literal(string(ledger.Open))},
+			{Name: "idx_outbox_tasks_lease", Keys: []Key{K("state"), K("lease_expires_at")}},
+			{Name: "idx_outbox_tasks_parent", Keys: []Key{K("parent_id")}},
+			// A dedupe lookup in every state.
+			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
+			// One live task per dedupe key.
+			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
+				Where: "dedupe_key <> '' AND state NOT IN " + literalList(ledger.Terminal[:])},
+		},
+	}
+}
+
+func taskDeps() Table {
+	return Table{
+		Name: "cks_task_deps",
+		Columns: []Column{
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			ref("depends_on", "cks_outbox_tasks(task_id)"),
+		},
+		PrimaryKey: []string{"task_id", "depends_on"},
+		Indexes:    []Index{{Name: "idx_task_deps_depends_on", Keys: []Key{K("depends_on")}}},
+	}
+}
+
+func taskEvents() Table {
+	return Table{
+		Name: "cks_task_events",
+		Columns: []Column{
+			pk("event_id"),
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			at("at"),
+			textOr("actor"),
+			textOr("from_state"),
+			text("to_state"),
+			intOr("attempt", "0"),
+			textOr("reason"),
+		},
+		Indexes: []Index{{Name: "idx_task_events_task", Keys: []Key{K("task_id"), K("event_id")}}},
+		// Append-only, enforced by the database itself (DESIGN §4).
+		AppendOnly: &AppendOnly{},
+	}
+}
+
+func taskEvidence() Table {
+	return Table{
+		Name: "cks_task_evidence",
+		Columns: []Column{
+			pk("evidence_id"),
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			reqInt("attempt"),
+			reqInt("revision"),
+			text("kind"),
+			textOr("body"),
+			textOr("actor"),
+			at("created_at"),
+			// The task's restarts when recorded: (restart, attempt) is the
+			// attempt's identity (store.AttemptView).
+			intOr("restart", "0"),
+		},
+		Indexes: []Index{{Name: "idx_task_evidence_task", Keys: []Key{K("task_id"), K("attempt"), K("evidence_id")}}},
+	}
+}
+
+func taskDecisions() Table {
+	return Table{
+		// Decisions an executor made during an attempt, with the task
+		// revision they were derived from (ADR 0016, ADR 0020 §6).
+		Name: "cks_task_decisions",
+		Columns: []Column{
+			pk("decision_id"),
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			reqInt("attempt"),
+			// Postgres has a default, SQLite none (as first created).
+			{Name: "restart", Type: Int, NotNull: true, Default: Default{Postgres: "0"}},
+			reqInt("revision"),
+			reqInt("derived_from_revision"),
+			text("kind"),
+			textOr("text"),
+			textOr("actor"),
+			at("created_at"),
+		},
+		Indexes:    []Index{{Name: "idx_task_decisions_task", Keys: []Key{K("task_id"), K("decision_id")}}},
+		AppendOnly: &AppendOnly{},
+	}
+}
+
+func taskAborts() Table {
+	pending := literal(string(store.AbortPending))
+	return Table{
+		// Abort requests of stop, update and cancel of a leased task, and
+		// their outcomes (ADR 0020 §5).
+		Name: "cks_task_aborts",
+		Columns: []Column{
+			pk("abort_id"),
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			text("lease_token"),
+			textOr("executor"),
+			reqInt("attempt"),
+			// Postgres has defaults for these two, SQLite none (as first created).
+			{Name: "restart", Type: Int, NotNull: true, Default: Default{Postgres: "0"}},
+			textOr("requested_by"),
+			textOr("reason"),
+			at("requested_at"),
+			at("deadline_at"),
+			{Name: "outcome", Type: Text, NotNull: true, Default: Default{Postgres: pending}},
+			{Name: "resolved_at", Type: Time},
+		},
+		Indexes: []Index{
+			// The first backends named different indexes idx_task_aborts_task.
+			{Name: "idx_task_aborts_task", Keys: []Key{K("task_id"), K("lease_token")}, Only: SQLite},
+			{Name: "idx_task_aborts_task", Keys: []Key{K("task_id"), K("abort_id")}, Only: Postgres},
+			{Name: "idx_task_aborts_token", Keys: []Key{K("task_id"), K("lease_token")}, Only: Postgres},
+			{Name: "idx_task_aborts_pending", Keys: []Key{K("deadline_at")}, Where: "outcome = " + pending},
+		},
+	}
+}
+
+func sweeperControl() Table {
+	return Table{
+		// ADR-015: a row only for a sweeper whose default was overridden.
+		Name: "cks_sweeper_control",
+		Columns: []Column{
+			textKey("agent_id"),
+			{Name: "desired_running", Type: Bool, NotNull: true},
+			at("updated_at"),
+		},
+	}
+}
+
+func objects() Table {
+	return Table{
+		// The knowledge graph's nodes (ADR-007). content is TEXT holding the
+		// canonical JSON (store.CanonicalJSON) byte for byte: JSONB would
+		// re-encode it. claimed_by = '' means unclaimed (claimed_at NULL).
+		Name: "cks_objects",
+		Columns: []Column{
+			pk("object_id"),
+			text("kind"),
+			textOr("title"),
+			{Name: "content", Type: Text, NotNull: true, Default: EmptyObject},
+			text("content_hash"),
+			textOr("current_status"),
+			textOr("claimed_by"),
+			textOr("claim_token"),
+			{Name: "claimed_at", Type: Time},
+			intOr("round", "0"),
+			textOr("created_by"),
+			at("created_at"),
+			at("updated_at"),
+			// The latest written version (cks_object_versions), whose content
+			// the row carries, and the number of head versions (forked when
+			// > 1). Objects written before versions existed get their content
+			// as a first version when head_version is added (a backfill).
+			{Name: "head_version", Type: BigInt, NotNull: true, Default: Zero},
+			intOr("heads", "1"),
+		},
+		Indexes: []Index{
+			// Claims: the unclaimed objects of one status, oldest first.
+			{Name: "idx_objects_claim", Keys: []Key{K("current_status"), K("claimed_by"), K("object_id")}, Only: SQLite},
+			{Name: "idx_objects_claim", Keys: []Key{K("current_status"), K("object_id")}, Where: "claimed_by = ''", Only: Postgres},
+			// Lists by status (claimed or not), in cursor order.
+			{Name: "idx_objects_status", Keys: []Key{K("current_status"), K("object_id")}, Only: Postgres},
+			{Name: "idx_objects_kind", Keys: []Key{K("kind"), K("object_id")}},
+			// Stale claims: only claimed objects are in it.
+			{Name: "idx_objects_claimed_at", Keys: []Key{K("claimed_at")}, Where: "claimed_at IS NOT NULL", Only: SQLite},
+			{Name: "idx_objects_claimed_at", Keys: []Key{K("claimed_at")}, Where: "claimed_by <> ''", Only: Postgres},
+			// Forked objects: only they are in it, in cursor order.
+			{Name: "idx_objects_forked", Keys: []Key{K("object_id")}, Where: "heads > 1"},
+		},
+	}
+}
+
+func objectVersions() Table {
+	return Table{
+		// One row per content write of an object (issue 8), forming a DAG
+		// through parents (ascending; empty for a first version). content is
+		// the canonical JSON byte for byte, like cks_objects.content. is_head
+		// marks the versions no later version was based on or merged.
+		Name: "cks_object_versions",
+		Columns: []Column{
+			pk("version_id"),
+			ref("object_id", "cks_objects(object_id)"),
+			{Name: "parents", Type: BigIntArray, NotNull: true, Default: EmptyList},
+			// SQLite has a default, Postgres none (as first created).
+			{Name: "content", Type: Text, NotNull: true, Default: Default{SQLite: "'{}'"}},
+			text("content_hash"),
+			textOr("author"),
+			at("created_at"),
+			// Inserts always set it; the defaults differ as first created.
+			{Name: "is_head", Type: BoolInt, NotNull: true, Default: Default{SQLite: "1", Postgres: "false"}},
+		},
+		Indexes: []Index{
+			{Name: "idx_object_versions_object", Keys: []Key{K("object_id"), K("version_id")}},
+			// The head versions of one object, ascending by id.
+			{Name: "idx_object_versions_head", Keys: []Key{K("object_id")}, Where: "is_head = 1", Only: SQLite},
+			{Name: "idx_object_versions_heads", Keys: []Key{K("object_id")}, Where: "is_head", Only: Postgres},
+		},
+		// A version is never rewritten or removed: only is_head changes.
+		AppendOnly: &AppendOnly{Mutable: []string{"is_head"}},
+	}
+}
+
+func edges() Table {
+	return Table{
+		// Edges of the knowledge graph: base_type for graph algorithms,
+		// semantic_type for what the edge means (ADR-007 §4).
+		Name: "cks_edges",
+		Columns: []Column{
+			pk("edge_id"),
+			ref("src", "cks_objects(object_id)"),
+			ref("dst", "cks_objects(object_id)"),
+			text("base_type"),
+			textOr("semantic_type"),
+			{Name: "weight", Type: Float},
+			at("created_at"),
+		},
+		Indexes: []Index{
+			{Name: "idx_edges_src", Keys: []Key{K("src")}},
+			{Name: "idx_edges_dst", Keys: []Key{K("dst")}},
+		},
+	}
+}
+
+func transitionLog() Table {
+	return Table{
+		// The objects' transition logs (ADR-007 §1, §4).
+		Name: "cks_transition_log",
+		Columns: []Column{
+			pk("seq"),
+			ref("object_id", "cks_objects(object_id)"),
+			at("ts"),
+			textOr("agent"),
+			text("action"),
+			textOr("transitioned_to"),
+			{Name: "reasoning_node_id", Type: BigInt, References: "cks_objects(object_id)"},
+			// Postgres has a default, SQLite none (as first created).
+			{Name: "content_hash", Type: Text, NotNull: true, Default: Default{Postgres: "''"}},
+			intOr("round", "0"),
+		},
+		Indexes:    []Index{{Name: "idx_transition_log_object", Keys: []Key{K("object_id"), K("seq")}}},
+		AppendOnly: &AppendOnly{},
+	}
+}
+
+func changes() Table {
+	return Table{
+		// The per-topic change counters the SQLite listener polls (Postgres
+		// has NOTIFY instead).
+		Name: "cks_changes",
+		Columns: []Column{
+			textKey("topic"),
+			{Name: "seq", Type: BigInt, NotNull: true},
+		},
+		Only: SQLite,
+	}
+}
+
+// literal renders s as an SQL string literal. Only constants of the code
+// (states, outcomes) go through it, never input.
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// literalList renders states as a parenthesised list of literals.
+func literalList(states []ledger.State) string {
+	q := make([]string, len(states))
+	for i, s := range states {
+		q[i] = literal(string(s))
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
