@@ -1,0 +1,115 @@
+// Package drivertest is the conformance suite of driver.Driver: every
+// primitive, transactions, notifications and the database facts the rules
+// rely on, run by each driver's tests against a real database, so that both
+// dialects behave alike. Run runs all of it; the per-domain functions
+// (Liveness, Control, Principals, …) run one part, for a driver's own tests
+// and for the domains added later (tasks, knowledge).
+//
+// A primitive a driver does not implement yet returns an error wrapping
+// errors.ErrUnsupported; the tests that need it are skipped, not failed.
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// DB is one fresh, empty database of the driver under test.
+type DB struct {
+	// Open opens a new Driver on the database; each call is another
+	// handle (another writer connection or pool), closed when t ends.
+	Open func(t testing.TB, opts ...store.Option) driver.Driver
+	// Exec runs one SQL statement on the database outside any Driver (test
+	// fixtures, and the database facts the suite checks) and returns its
+	// error. The suite only passes statements valid in every dialect.
+	Exec func(t testing.TB, sql string) error
+}
+
+// NewDB creates a fresh database for one test, dropped when t ends.
+type NewDB func(t testing.TB) DB
+
+// Run runs the whole suite, each part as a parallel subtest on its own
+// database.
+func Run(t *testing.T, newDB NewDB) {
+	parts := []struct {
+		name string
+		run  func(t *testing.T, newDB NewDB)
+	}{
+		{"Liveness", Liveness},
+		{"Control", Control},
+		{"Principals", Principals},
+		{"Tx", Tx},
+		{"Notify", Notify},
+		{"Times", Times},
+		{"Facts", Facts},
+	}
+	for _, p := range parts {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			p.run(t, newDB)
+		})
+	}
+}
+
+// T0 is the suite's reference time (a whole second, as a wall clock would
+// give it after store.Time).
+var T0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// T0SQL is T0 as a literal both dialects read as a time (Postgres casts it,
+// SQLite stores it as the text it is, in the SQLite driver's format).
+const T0SQL = "'2026-11-30T12:00:00.000000000Z'"
+
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens one handle of a fresh database.
+func open(t testing.TB, newDB NewDB, opts ...store.Option) (driver.Driver, DB) {
+	t.Helper()
+	db := newDB(t)
+	return db.Open(t, opts...), db
+}
+
+// exec runs a fixture statement, failing the test on an error.
+func exec(t testing.TB, db DB, sql string) {
+	t.Helper()
+	if err := db.Exec(t, sql); err != nil {
+		t.Fatalf("fixture %q: %v", sql, err)
+	}
+}
+
+// skipUnsupported skips the test when err says a primitive is not there
+// yet, and fails it on any other error.
+func skipUnsupported(t testing.TB, what string, err error) {
+	t.Helper()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("%s: %v", what, err)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// must fails the test on err.
+func must(t testing.TB, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// isNoRows fails the test unless err is driver.ErrNoRows.
+func isNoRows(t testing.TB, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, driver.ErrNoRows) {
+		t.Fatalf("%s: err = %v, want driver.ErrNoRows", what, err)
+	}
+}

@@ -1,0 +1,132 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+)
+
+// row is a liveness row started s seconds after T0.
+func row(id, kind string, s int) driver.LivenessRow {
+	at := T0.Add(time.Duration(s) * time.Second)
+	return driver.LivenessRow{InstanceID: id, ProcessKind: kind, Hostname: "h", PID: 100 + s,
+		LivenessIntervalS: 15, StartedAt: at, LastHeartbeatAt: at}
+}
+
+// Liveness checks the liveness primitives.
+func Liveness(t *testing.T, newDB NewDB) {
+	t.Run("UpsertInsertsThenUpdates", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		r := row("i-1", "agent", 0)
+		must(t, "insert", ex.LivenessUpsert(ctx, r))
+		got, err := ex.LivenessGet(ctx, "i-1")
+		must(t, "get", err)
+		if got != r {
+			t.Fatalf("inserted row reads %+v, want %+v", got, r)
+		}
+		// Every column but started_at and desired_state is updated.
+		must(t, "stop", ignore(ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")))
+		u := driver.LivenessRow{InstanceID: "i-1", ProcessKind: "pipeline", Hostname: "h2", PID: 7,
+			LivenessIntervalS: 2.5, StartedAt: T0.Add(time.Hour), LastHeartbeatAt: T0.Add(time.Minute),
+			CurrentTaskID: 42, CurrentTaskType: "critique"}
+		must(t, "update", ex.LivenessUpsert(ctx, u))
+		got, err = ex.LivenessGet(ctx, "i-1")
+		must(t, "get", err)
+		want := u
+		want.StartedAt, want.DesiredState = r.StartedAt, "stop_requested"
+		if got != want {
+			t.Fatalf("updated row reads %+v, want %+v", got, want)
+		}
+		// Idle again: 0 and "" are NULL and read back as 0 and "".
+		u.CurrentTaskID, u.CurrentTaskType = 0, ""
+		must(t, "idle", ex.LivenessUpsert(ctx, u))
+		if got, _ := ex.LivenessGet(ctx, "i-1"); got.CurrentTaskID != 0 || got.CurrentTaskType != "" {
+			t.Fatalf("idle row reads task %d %q", got.CurrentTaskID, got.CurrentTaskType)
+		}
+	})
+	t.Run("GetUnknown", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		_, err := d.Executor().LivenessGet(testCtx(t), "nope")
+		isNoRows(t, "get unknown", err)
+		_, err = d.Executor().LivenessLatest(testCtx(t), "nope")
+		isNoRows(t, "latest of unknown kind", err)
+	})
+	t.Run("ListOrder", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		if got, err := ex.LivenessList(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("empty list = %v, %v", got, err)
+		}
+		// Newest started first; ties by instance id in byte order ("B" < "a").
+		for _, r := range []driver.LivenessRow{row("a", "x", 0), row("B", "x", 0), row("c", "y", 5)} {
+			must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		}
+		got, err := ex.LivenessList(ctx)
+		must(t, "list", err)
+		if ids := livenessIDs(got); ids != "c B a" {
+			t.Fatalf("list order %q, want c B a", ids)
+		}
+	})
+	t.Run("LatestOrder", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		old := row("old", "agent", 0)
+		late := row("late", "agent", 10)
+		tie1, tie2 := row("b", "agent", 10), row("a", "agent", 10)
+		tie1.LastHeartbeatAt = late.LastHeartbeatAt.Add(time.Second)
+		tie2.LastHeartbeatAt = tie1.LastHeartbeatAt
+		for _, r := range []driver.LivenessRow{old, late, tie1, tie2, row("other", "pipeline", 20)} {
+			must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		}
+		// Newest started, then latest heartbeat, then instance id.
+		got, err := ex.LivenessLatest(ctx, "agent")
+		must(t, "latest", err)
+		if got.InstanceID != "a" {
+			t.Fatalf("latest agent = %s, want a", got.InstanceID)
+		}
+	})
+	t.Run("SetDesiredState", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		r := row("i-1", "agent", 0)
+		must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		found, err := ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")
+		if err != nil || !found {
+			t.Fatalf("set on a row = %v, %v", found, err)
+		}
+		got, _ := ex.LivenessGet(ctx, "i-1")
+		if got.DesiredState != "stop_requested" || !got.LastHeartbeatAt.Equal(r.LastHeartbeatAt) {
+			t.Fatalf("after the stop request: %+v (the heartbeat must not move)", got)
+		}
+		if found, err := ex.LivenessSetDesiredState(ctx, "i-1", ""); err != nil || !found {
+			t.Fatalf("clear = %v, %v", found, err)
+		}
+		if got, _ := ex.LivenessGet(ctx, "i-1"); got.DesiredState != "" {
+			t.Fatalf("cleared desired state reads %q", got.DesiredState)
+		}
+		if found, err := ex.LivenessSetDesiredState(ctx, "nope", "stop_requested"); err != nil || found {
+			t.Fatalf("set on no row = %v, %v; want false, nil", found, err)
+		}
+	})
+}
+
+func livenessIDs(rows []driver.LivenessRow) string {
+	s := ""
+	for i, r := range rows {
+		if i > 0 {
+			s += " "
+		}
+		s += r.InstanceID
+	}
+	return s
+}
+
+// ignore drops the first result of a (value, error) call.
+func ignore[T any](_ T, err error) error { return err }

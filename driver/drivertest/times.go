@@ -1,0 +1,43 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+)
+
+// Times checks the time mapping of every driver: a time goes in in any
+// location and with any precision, and comes out in UTC at microsecond
+// precision (store.Time), ordered by the instant at that precision.
+func Times(t *testing.T, newDB NewDB) {
+	t.Run("RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		in := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
+		r := row("i-1", "agent", 0)
+		r.StartedAt, r.LastHeartbeatAt = in, in.Add(999*time.Nanosecond)
+		must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		got, err := ex.LivenessGet(ctx, "i-1")
+		must(t, "get", err)
+		want := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
+		if got.StartedAt != want || got.LastHeartbeatAt != want.Add(time.Microsecond) {
+			t.Fatalf("times read %v, %v; want %v and %v (UTC, microseconds)",
+				got.StartedAt, got.LastHeartbeatAt, want, want.Add(time.Microsecond))
+		}
+	})
+	t.Run("OrderedByInstant", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		for i, at := range []time.Time{T0.Add(time.Microsecond), T0.Add(10 * time.Second), T0.Add(2 * time.Microsecond), T0} {
+			r := row(string(rune('a'+i)), "agent", 0)
+			r.StartedAt = at
+			must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		}
+		all, err := ex.LivenessList(ctx)
+		must(t, "list", err)
+		if ids := livenessIDs(all); ids != "b c a d" {
+			t.Fatalf("newest first: %q, want b c a d", ids)
+		}
+	})
+}
