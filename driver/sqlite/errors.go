@@ -1,0 +1,40 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/driver"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// mapErr is the one place where SQLite's errors become the driver's: every
+// primitive and transaction step passes its error through it. what names the
+// step. No rows is driver.ErrNoRows; a UNIQUE or PRIMARY KEY failure wraps
+// driver.ErrUniqueViolation (and still the SQLite error). nil stays nil.
+func mapErr(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite: %s: %w", what, driver.ErrNoRows)
+	case code(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return fmt.Errorf("sqlite: %s: %w: %w", what, driver.ErrUniqueViolation, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", what, err)
+}
+
+// code returns the extended result code of a SQLite error, or 0.
+func code(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+// isBusy reports whether err is SQLITE_BUSY (another connection holds the
+// lock), in any of its extended forms.
+func isBusy(err error) bool { return code(err)&0xff == sqlite3.SQLITE_BUSY }

@@ -1,0 +1,51 @@
+-- Principals (bearer-token identities) and their grants.
+
+-- name: PrincipalInsert :exec
+INSERT INTO cks_principals (principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash)
+VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
+
+-- @grants is a JSON array of {"principal_id", "resource", "permission"}.
+-- name: GrantInsertMany :exec
+INSERT INTO cks_grants (principal_id, resource, permission)
+SELECT json_extract(g.value, '$.principal_id'), json_extract(g.value, '$.resource'),
+    json_extract(g.value, '$.permission')
+FROM json_each(CAST(@grants AS TEXT)) g
+WHERE true -- disambiguates ON CONFLICT after a SELECT for SQLite's parser
+ON CONFLICT DO NOTHING;
+
+-- A principal bound to a lease only while that lease is its task's current
+-- one: the task has a lease and it is the bound one. (lease_token holds
+-- what the ledger stores of the current lease.)
+-- name: PrincipalByTokenHash :one
+SELECT p.* FROM cks_principals p
+WHERE p.token_hash = @token_hash
+    AND (p.lease_task_id IS NULL OR EXISTS (
+        SELECT 1 FROM cks_outbox_tasks t
+        WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
+            AND t.lease_token = p.lease_token_hash));
+
+-- name: GrantList :many
+SELECT * FROM cks_grants WHERE principal_id = @principal_id
+ORDER BY resource, permission;
+
+-- name: PrincipalList :many
+SELECT * FROM cks_principals ORDER BY created_at, principal_id;
+
+-- name: GrantListAll :many
+SELECT * FROM cks_grants ORDER BY principal_id, resource, permission;
+
+-- Its grants go with it (ON DELETE CASCADE; foreign keys are on).
+-- name: PrincipalDelete :execrows
+DELETE FROM cks_principals WHERE principal_id = @principal_id;
+
+-- SQLite has one writer: nothing to lock for the count to stay true.
+-- name: PrincipalCountWithGrant :one
+SELECT count(*) FROM cks_grants
+WHERE resource = @resource AND permission = @permission AND principal_id <> @exclude_id;
+
+-- name: PrincipalDeleteEndedLeases :execrows
+DELETE FROM cks_principals
+WHERE lease_task_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM cks_outbox_tasks t
+    WHERE t.task_id = cks_principals.lease_task_id AND t.lease_token <> ''
+        AND t.lease_token = cks_principals.lease_token_hash);

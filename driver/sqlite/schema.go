@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/cks-dev/cks/driver/schema"
+)
+
+// upgrade holds the SQL of the schema step that is not a query of the
+// driver: the catalog reads, and the backfills of columns added to an older
+// database (backfill/TABLE.COLUMN.sql).
+//
+//go:embed upgrade/*.sql upgrade/backfill/*.sql
+var upgrade embed.FS
+
+// ensureSchema brings the database to the current shape (schema.Plan) in
+// one write transaction, so that handles opening one file at once apply it
+// one after the other.
+func (d *Driver) ensureSchema(ctx context.Context) error {
+	return d.write(ctx, func(w *wtx) error {
+		have, err := existing(ctx, w.Tx)
+		if err != nil {
+			return err
+		}
+		fill, err := backfills()
+		if err != nil {
+			return err
+		}
+		for _, stmt := range schema.Plan(schema.SQLite, have, fill) {
+			if _, err := w.Tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("%q: %w", stmt, err)
+			}
+		}
+		return nil
+	})
+}
+
+// existing reads what the database holds of the schema from its catalog.
+func existing(ctx context.Context, tx *sql.Tx) (schema.Existing, error) {
+	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
+	err := catalog(ctx, tx, "columns.sql", func(table, column string) {
+		if have.Columns[table] == nil {
+			have.Columns[table] = map[string]bool{}
+		}
+		have.Columns[table][column] = true
+	})
+	if err != nil {
+		return have, err
+	}
+	err = catalog(ctx, tx, "names.sql", func(typ, name string) {
+		if typ == "index" {
+			have.Indexes[name] = true
+		} else {
+			have.Triggers[name] = true
+		}
+	})
+	return have, err
+}
+
+// catalog runs the catalog read upgrade/file, whose rows are pairs of
+// strings.
+func catalog(ctx context.Context, tx *sql.Tx, file string, row func(a, b string)) error {
+	q, err := upgrade.ReadFile("upgrade/" + file)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, string(q))
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", file, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a, b string
+		if err := rows.Scan(&a, &b); err != nil {
+			return fmt.Errorf("catalog %s: %w", file, err)
+		}
+		row(a, b)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog %s: %w", file, err)
+	}
+	return nil
+}
+
+// backfills returns the backfill of each column that has one, by
+// "table.column".
+func backfills() (schema.Backfill, error) {
+	files, err := upgrade.ReadDir("upgrade/backfill")
+	if err != nil {
+		return nil, err
+	}
+	fill := schema.Backfill{}
+	for _, f := range files {
+		q, err := upgrade.ReadFile(path.Join("upgrade/backfill", f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		fill[strings.TrimSuffix(f.Name(), ".sql")] = []string{string(q)}
+	}
+	return fill, nil
+}

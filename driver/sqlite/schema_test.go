@@ -1,0 +1,265 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/store"
+	legacy "github.com/cks-dev/cks/store/sqlite"
+)
+
+// rawDB opens path as another tool would (no pragmas but a busy timeout).
+func rawDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// strs reads a query of text columns into "a|b|…" lines.
+func strs(t testing.TB, db *sql.DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v.Valid {
+				parts[i] = v.String
+			}
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// schemaOf describes the schema of the database at path as its catalog
+// reports it, one sorted line per fact: every column (declared type, NOT
+// NULL, default, primary key position), foreign key, and index and trigger
+// (their SQL with whitespace folded). Column order is not a fact: a column
+// added by an upgrade comes last.
+func schemaOf(t testing.TB, path string) []string {
+	t.Helper()
+	db := rawDB(t, path)
+	var out []string
+	for _, tb := range strs(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'sqlite_sequence'`) {
+		for _, c := range strs(t, db, `SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)`, tb) {
+			out = append(out, "column "+tb+"|"+c)
+		}
+		for _, fk := range strs(t, db, `SELECT "from", "table", "to", on_delete FROM pragma_foreign_key_list(?)`, tb) {
+			out = append(out, "fk "+tb+"|"+fk)
+		}
+	}
+	for _, o := range strs(t, db, `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master WHERE type IN ('index', 'trigger')`) {
+		out = append(out, strings.Join(strings.Fields(o), " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rowsOf dumps every row of every table of the database at path (the
+// columns it has now), by table and rowid.
+func rowsOf(t testing.TB, path string) []string {
+	t.Helper()
+	db := rawDB(t, path)
+	var out []string
+	for _, tb := range strs(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'sqlite_sequence' ORDER BY name`) {
+		cols := strs(t, db, `SELECT name FROM pragma_table_info(?) ORDER BY name`, tb)
+		for _, r := range strs(t, db, `SELECT `+strings.Join(cols, ", ")+` FROM `+tb+` ORDER BY rowid`) {
+			out = append(out, tb+": "+r)
+		}
+	}
+	return out
+}
+
+// diff returns the lines of a not in b and of b not in a.
+func diff(a, b []string) (onlyA, onlyB []string) {
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			onlyA = append(onlyA, l)
+		}
+	}
+	for _, l := range b {
+		if !slices.Contains(a, l) {
+			onlyB = append(onlyB, l)
+		}
+	}
+	return onlyA, onlyB
+}
+
+// freshSchema is the schema the driver creates in an empty file.
+func freshSchema(t testing.TB) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fresh.db")
+	open(t, path).Close()
+	return schemaOf(t, path)
+}
+
+// TestRendersTheFirstBackendsSchema: an empty database made by store/sqlite
+// has exactly the schema the driver creates, but for the columns added
+// since (the lease binding of principals).
+func TestRendersTheFirstBackendsSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := legacy.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	old, fresh := diff(schemaOf(t, path), freshSchema(t))
+	var unexpected []string
+	for _, l := range fresh {
+		if !strings.HasPrefix(l, "column cks_principals|lease_") {
+			unexpected = append(unexpected, l)
+		}
+	}
+	if len(old) > 0 || len(unexpected) > 0 {
+		t.Fatalf("schema of store/sqlite differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
+			strings.Join(old, "\n"), strings.Join(unexpected, "\n"))
+	}
+}
+
+// TestOpensTheFirstBackendsDatabase: a database store/sqlite created and
+// filled opens with the driver, which reads what was written; then its
+// schema equals a fresh one's and no row changed (but for the columns the
+// upgrade added, which are NULL).
+func TestOpensTheFirstBackendsDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := legacy.Open(context.Background(), path, store.WithClock(clock.NewFake(drivertest.T0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.FillLegacy(t, s)
+	s.Close()
+	before := rowsOf(t, path)
+	d := open(t, path)
+	drivertest.CheckLegacy(t, d)
+	d.Close()
+	if old, fresh := diff(schemaOf(t, path), freshSchema(t)); len(old)+len(fresh) > 0 {
+		t.Fatalf("schema after opening differs from a fresh one:\nonly the opened one has:\n%s\nonly the fresh one has:\n%s",
+			strings.Join(old, "\n"), strings.Join(fresh, "\n"))
+	}
+	after := rowsOf(t, path)
+	if len(after) != len(before) {
+		t.Fatalf("%d rows before, %d after", len(before), len(after))
+	}
+	for i := range before {
+		// The principals gained lease_task_id and lease_token_hash (NULL),
+		// which sort after created_at.
+		want := before[i]
+		if strings.HasPrefix(want, "cks_principals: ") {
+			p := strings.SplitN(strings.TrimPrefix(want, "cks_principals: "), "|", 4)
+			want = fmt.Sprintf("cks_principals: %s|NULL|NULL|%s|%s|%s", p[0], p[1], p[2], p[3])
+		}
+		if after[i] != want {
+			t.Errorf("row changed:\n before: %s\n  after: %s", want, after[i])
+		}
+	}
+}
+
+// upgradeFrom creates a database with the statements of testdata/file,
+// opens it with the driver (twice: the second open must change nothing),
+// checks that its schema equals a fresh one's, and returns its path.
+func upgradeFrom(t *testing.T, file string) string {
+	t.Helper()
+	q, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := rawExec(t, path, string(q)); err != nil {
+		t.Fatalf("old shape: %v", err)
+	}
+	open(t, path).Close()
+	upgraded := rowsOf(t, path)
+	open(t, path).Close()
+	if again := rowsOf(t, path); !slices.Equal(again, upgraded) {
+		t.Fatalf("the second open changed rows:\n%s\nthen\n%s", strings.Join(upgraded, "\n"), strings.Join(again, "\n"))
+	}
+	if old, fresh := diff(schemaOf(t, path), freshSchema(t)); len(old)+len(fresh) > 0 {
+		t.Fatalf("upgraded schema differs from a fresh one:\nonly the upgraded one has:\n%s\nonly the fresh one has:\n%s",
+			strings.Join(old, "\n"), strings.Join(fresh, "\n"))
+	}
+	return path
+}
+
+// TestUpgradesOlderLiveness: cks_agent_liveness before current_task_* and
+// desired_state; the old rows read as idle, with no stop requested.
+func TestUpgradesOlderLiveness(t *testing.T) {
+	d := open(t, upgradeFrom(t, "old_liveness.sql"))
+	all, err := d.Executor().LivenessList(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%+v", all)
+	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState:} " +
+		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState:}]"
+	if got != want {
+		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
+	}
+}
+
+// TestUpgradesOlderTasks: cks_outbox_tasks lacking most of today's columns;
+// the old row gets the defaults and state_changed_at = updated_at.
+func TestUpgradesOlderTasks(t *testing.T) {
+	path := upgradeFrom(t, "old_tasks.sql")
+	got := strs(t, rawDB(t, path), `SELECT task_id, type, title, payload, state, priority, max_attempts, revision,
+		lease_token, metadata, created_at, state_changed_at FROM cks_outbox_tasks`)
+	want := []string{`1|critique||{"object_id": 7}|OPEN|2|3|1||{}|2026-11-30T12:00:00.000000000Z|2026-11-30T12:00:00.000000000Z`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("upgraded task %q, want %q", got, want)
+	}
+}
+
+// TestUpgradeBackfillsVersions: knowledge tables from before versions; every
+// object gets one head version equal to its content, by its creator, at its
+// last update, and points at it.
+func TestUpgradeBackfillsVersions(t *testing.T) {
+	path := upgradeFrom(t, "old_knowledge.sql")
+	db := rawDB(t, path)
+	got := strs(t, db, `SELECT version_id, object_id, parents, content, content_hash, author, created_at, is_head
+		FROM cks_object_versions ORDER BY version_id`)
+	want := []string{
+		`1|1|[]|{"n":1,"q":"why?"}|h1|cli|2026-11-30T12:00:05.000000000Z|1`,
+		`2|2|[]|{}|h2|researcher|2026-11-30T12:01:00.500000000Z|1`,
+		`3|3|[]|{"n":1,"q":"why?"}|h1||2026-11-30T12:02:00.000000000Z|1`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("backfilled versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if objs := strs(t, db, `SELECT object_id, head_version, heads FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|2|1", "3|3|1"}) {
+		t.Fatalf("objects after the backfill: %q", objs)
+	}
+	if edges := strs(t, db, `SELECT src, dst FROM cks_edges`); !slices.Equal(edges, []string{"2|1"}) {
+		t.Fatalf("edges after the upgrade: %q", edges)
+	}
+}

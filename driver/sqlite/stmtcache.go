@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// maxCachedStatements bounds the prepared-statement cache.
+const maxCachedStatements = 256
+
+// stmtCache holds statements prepared on the writer, by query text. Parsing
+// is a large share of a small write's cost, so the hot statements are
+// prepared once. A statement is prepared after the transaction that first
+// ran it (the writer has one connection, which that transaction held).
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(q string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[q]
+}
+
+// prepare prepares the queries not cached yet on db, while there is room.
+// A query that fails to prepare runs unprepared next time too.
+func (c *stmtCache) prepare(ctx context.Context, db *sql.DB, queries []string) {
+	for _, q := range queries {
+		c.mu.Lock()
+		_, have := c.stmts[q]
+		full := len(c.stmts) >= maxCachedStatements
+		c.mu.Unlock()
+		if have || full {
+			continue
+		}
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.stmts == nil {
+			c.stmts = map[string]*sql.Stmt{}
+		}
+		if _, have := c.stmts[q]; have {
+			st.Close()
+		} else {
+			c.stmts[q] = st
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close closes every cached statement.
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, st := range c.stmts {
+		errs = append(errs, st.Close())
+	}
+	c.stmts = nil
+	return errors.Join(errs...)
+}
+
+// wtx is a write transaction (dbsqlc.DBTX) that runs cached statements
+// where it can and remembers the queries it ran unprepared.
+type wtx struct {
+	*sql.Tx
+	cache  *stmtCache
+	missed []string
+	// notified is set by Notify: the commit wakes this Driver's listeners.
+	notified bool
+}
+
+func (w *wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st := w.cache.get(q); st != nil {
+		return w.Tx.StmtContext(ctx, st)
+	}
+	w.missed = append(w.missed, q)
+	return nil
+}
+
+// QueryContext runs q in the transaction.
+func (w *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return w.Tx.QueryContext(ctx, q, args...)
+}
+
+// QueryRowContext runs q in the transaction.
+func (w *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return w.Tx.QueryRowContext(ctx, q, args...)
+}
+
+// ExecContext runs q in the transaction.
+func (w *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := w.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return w.Tx.ExecContext(ctx, q, args...)
+}
