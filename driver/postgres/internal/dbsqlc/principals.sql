@@ -1,0 +1,53 @@
+-- Principals (bearer-token identities) and their grants.
+
+-- name: PrincipalInsert :exec
+INSERT INTO cks_principals (principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash)
+VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
+
+-- The three arrays are the grants' columns, element by element.
+-- name: GrantInsertMany :exec
+INSERT INTO cks_grants (principal_id, resource, permission)
+SELECT unnest(@principal_ids::text[]), unnest(@resources::text[]), unnest(@permissions::text[])
+ON CONFLICT DO NOTHING;
+
+-- A principal bound to a lease only while that lease is its task's current
+-- one: the task has a lease and it is the bound one. (lease_token holds
+-- what the ledger stores of the current lease.)
+-- name: PrincipalByTokenHash :one
+SELECT p.* FROM cks_principals p
+WHERE p.token_hash = @token_hash
+    AND (p.lease_task_id IS NULL OR EXISTS (
+        SELECT 1 FROM cks_outbox_tasks t
+        WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
+            AND t.lease_token = p.lease_token_hash));
+
+-- name: GrantList :many
+SELECT * FROM cks_grants WHERE principal_id = @principal_id
+ORDER BY resource COLLATE "C", permission COLLATE "C";
+
+-- name: PrincipalList :many
+SELECT * FROM cks_principals ORDER BY created_at, principal_id COLLATE "C";
+
+-- name: GrantListAll :many
+SELECT * FROM cks_grants
+ORDER BY principal_id COLLATE "C", resource COLLATE "C", permission COLLATE "C";
+
+-- Its grants go with it (ON DELETE CASCADE).
+-- name: PrincipalDelete :execrows
+DELETE FROM cks_principals WHERE principal_id = @principal_id;
+
+-- The holders of a grant, locked until the transaction ends, so that of two
+-- concurrent deletes of the last two holders the second waits, no longer
+-- sees the first's row, and counts right. (FOR UPDATE cannot go with
+-- count(); the driver counts the rows.)
+-- name: GrantHoldersLock :many
+SELECT principal_id FROM cks_grants
+WHERE resource = @resource AND permission = @permission
+FOR UPDATE;
+
+-- name: PrincipalDeleteEndedLeases :execrows
+DELETE FROM cks_principals p
+WHERE p.lease_task_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM cks_outbox_tasks t
+    WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
+        AND t.lease_token = p.lease_token_hash);

@@ -1,0 +1,58 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens a Driver on url, closed when t ends.
+func open(t testing.TB, url string, opts ...store.Option) *postgres.Driver {
+	t.Helper()
+	d, err := postgres.Open(testCtx(t), url, opts...)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// rawExec runs q on a connection of its own to url (the scratch schema).
+func rawExec(t testing.TB, url, q string, args ...any) error {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("raw connection: %v", err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, q, args...)
+	return err
+}
+
+// newDB is a fresh scratch schema on CKS_TEST_DATABASE_URL's server.
+func newDB(t testing.TB) drivertest.DB {
+	url := backendtest.PostgresURL(t)
+	return drivertest.DB{
+		Open: func(t testing.TB, opts ...store.Option) driver.Driver { return open(t, url, opts...) },
+		Exec: func(t testing.TB, q string) error { return rawExec(t, url, q) },
+	}
+}
+
+func TestConformance(t *testing.T) { drivertest.Run(t, newDB) }

@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/cks-dev/cks/driver/schema"
+	"github.com/jackc/pgx/v5"
+)
+
+// upgrade holds the SQL of the schema step that is not a query of the
+// driver: the lock, the catalog reads, and the backfills of columns added
+// to an older database (backfill/TABLE.COLUMN.sql).
+//
+//go:embed upgrade/*.sql upgrade/backfill/*.sql
+var upgrade embed.FS
+
+// ensureSchema brings the current schema (the first existing entry of the
+// search_path) to the current shape (schema.Plan) in one transaction, under
+// an advisory lock keyed by the schema's name, so that processes opening one
+// database at the same moment apply the step one after the other.
+func (d *Driver) ensureSchema(ctx context.Context) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	currentSQL, err := readSQL("current_schema.sql")
+	if err != nil {
+		return err
+	}
+	var current *string
+	if err := tx.QueryRow(ctx, currentSQL).Scan(&current); err != nil {
+		return fmt.Errorf("current schema: %w", err)
+	}
+	if current == nil {
+		return errors.New("no schema of the search_path exists; create it or fix search_path")
+	}
+	lockSQL, err := readSQL("lock.sql")
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, lockSQL, *current); err != nil {
+		return fmt.Errorf("schema lock: %w", err)
+	}
+	have, err := existing(ctx, tx)
+	if err != nil {
+		return err
+	}
+	fill, err := backfills()
+	if err != nil {
+		return err
+	}
+	for _, stmt := range schema.Plan(schema.Postgres, have, fill) {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("%q: %w", stmt, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// readSQL returns the statement in upgrade/file.
+func readSQL(file string) (string, error) {
+	b, err := upgrade.ReadFile("upgrade/" + file)
+	return string(b), err
+}
+
+// existing reads what the current schema holds from the catalog.
+func existing(ctx context.Context, tx pgx.Tx) (schema.Existing, error) {
+	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
+	err := catalog(ctx, tx, "columns.sql", func(table, column string) {
+		if have.Columns[table] == nil {
+			have.Columns[table] = map[string]bool{}
+		}
+		have.Columns[table][column] = true
+	})
+	if err != nil {
+		return have, err
+	}
+	err = catalog(ctx, tx, "names.sql", func(typ, name string) {
+		if typ == "index" {
+			have.Indexes[name] = true
+		} else {
+			have.Triggers[name] = true
+		}
+	})
+	return have, err
+}
+
+// catalog runs the catalog read upgrade/file, whose rows are pairs of text.
+func catalog(ctx context.Context, tx pgx.Tx, file string, row func(a, b string)) error {
+	q, err := readSQL(file)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, q)
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", file, err)
+	}
+	var a, b string
+	_, err = pgx.ForEachRow(rows, []any{&a, &b}, func() error { row(a, b); return nil })
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", file, err)
+	}
+	return nil
+}
+
+// backfills returns the backfill of each column that has one, by
+// "table.column".
+func backfills() (schema.Backfill, error) {
+	files, err := upgrade.ReadDir("upgrade/backfill")
+	if err != nil {
+		return nil, err
+	}
+	fill := schema.Backfill{}
+	for _, f := range files {
+		q, err := upgrade.ReadFile(path.Join("upgrade/backfill", f.Name()))
+		if err != nil {
+			return nil, err
+		}
+		fill[strings.TrimSuffix(f.Name(), ".sql")] = []string{string(q)}
+	}
+	return fill, nil
+}

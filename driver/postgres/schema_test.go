@@ -1,0 +1,310 @@
+package postgres_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	legacy "github.com/cks-dev/cks/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// conn opens a connection of its own to url, closed when t ends.
+func conn(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// texts reads a query of one text column.
+func texts(t testing.TB, c *pgx.Conn, q string, args ...any) []string {
+	t.Helper()
+	rows, err := c.Query(testCtx(t), q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
+
+// schemaName is the schema url's search_path names.
+func schemaName(t testing.TB, dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("search_path")
+}
+
+// schemaOf describes the current schema of url as the catalog reports it,
+// one sorted line per fact: every column (type, nullability, default,
+// identity), constraint, index, trigger and function, with the schema's
+// own name taken out. Column order is not a fact: a column added by an
+// upgrade comes last.
+func schemaOf(t testing.TB, url string) []string {
+	t.Helper()
+	c := conn(t, url)
+	out := texts(t, c, `SELECT concat_ws('|', 'column', table_name, column_name, data_type, udt_name, is_nullable,
+		coalesce(column_default, 'NULL'), is_identity, coalesce(identity_generation, ''))
+	FROM information_schema.columns WHERE table_schema = current_schema()`)
+	out = append(out, texts(t, c, `SELECT concat_ws('|', 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid))
+	FROM pg_constraint WHERE connamespace = current_schema()::regnamespace`)...)
+	out = append(out, texts(t, c, `SELECT concat_ws('|', 'index', indexname, indexdef) FROM pg_indexes WHERE schemaname = current_schema()`)...)
+	out = append(out, texts(t, c, `SELECT concat_ws('|', 'trigger', t.tgname, pg_get_triggerdef(t.oid)) FROM pg_trigger t
+	JOIN pg_class r ON r.oid = t.tgrelid WHERE r.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal`)...)
+	out = append(out, texts(t, c, `SELECT concat_ws('|', 'function', p.proname, pg_get_functiondef(p.oid)) FROM pg_proc p
+	WHERE p.pronamespace = current_schema()::regnamespace`)...)
+	schema := schemaName(t, url)
+	for i := range out {
+		out[i] = strings.ReplaceAll(out[i], schema+".", "SCHEMA.")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// columnsOf returns the columns of every table of url: table → names.
+func columnsOf(t testing.TB, url string) map[string][]string {
+	t.Helper()
+	cols := map[string][]string{}
+	for _, l := range texts(t, conn(t, url), `SELECT table_name || '.' || column_name FROM information_schema.columns
+	WHERE table_schema = current_schema() ORDER BY table_name, column_name`) {
+		tb, col, _ := strings.Cut(l, ".")
+		cols[tb] = append(cols[tb], col)
+	}
+	return cols
+}
+
+// rowsOf dumps every row of the tables and columns in cols, sorted.
+func rowsOf(t testing.TB, url string, cols map[string][]string) []string {
+	t.Helper()
+	c := conn(t, url)
+	var out []string
+	for tb, names := range cols {
+		vals := make([]string, len(names))
+		for i, n := range names {
+			vals[i] = "coalesce(" + n + "::text, 'NULL')"
+		}
+		for _, r := range texts(t, c, `SELECT concat_ws('|', `+strings.Join(vals, ", ")+`) FROM `+tb) {
+			out = append(out, tb+": "+r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// diff returns the lines of a not in b and of b not in a.
+func diff(a, b []string) (onlyA, onlyB []string) {
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			onlyA = append(onlyA, l)
+		}
+	}
+	for _, l := range b {
+		if !slices.Contains(a, l) {
+			onlyB = append(onlyB, l)
+		}
+	}
+	return onlyA, onlyB
+}
+
+func sameSchema(t testing.TB, what string, got, fresh []string) {
+	t.Helper()
+	if a, b := diff(got, fresh); len(a)+len(b) > 0 {
+		t.Fatalf("%s differs from a fresh schema:\nonly it has:\n%s\nonly the fresh one has:\n%s",
+			what, strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+}
+
+// freshSchema is the schema the driver creates in an empty schema.
+func freshSchema(t testing.TB) []string {
+	t.Helper()
+	url := backendtest.PostgresURL(t)
+	open(t, url).Close()
+	return schemaOf(t, url)
+}
+
+// TestRendersTheFirstBackendsSchema: an empty schema made by store/postgres
+// has exactly the schema the driver creates, but for the columns added
+// since (the lease binding of principals).
+func TestRendersTheFirstBackendsSchema(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	s, err := legacy.Open(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	old, fresh := diff(schemaOf(t, url), freshSchema(t))
+	var unexpected []string
+	for _, l := range fresh {
+		if !strings.HasPrefix(l, "column|cks_principals|lease_") {
+			unexpected = append(unexpected, l)
+		}
+	}
+	if len(old) > 0 || len(unexpected) > 0 {
+		t.Fatalf("schema of store/postgres differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
+			strings.Join(old, "\n"), strings.Join(unexpected, "\n"))
+	}
+}
+
+// TestOpensTheFirstBackendsDatabase: a schema store/postgres created and
+// filled opens with the driver, which reads what was written; then the
+// schema equals a fresh one's and no row changed.
+func TestOpensTheFirstBackendsDatabase(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	s, err := legacy.Open(testCtx(t), url, store.WithClock(clock.NewFake(drivertest.T0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.FillLegacy(t, s)
+	s.Close()
+	cols := columnsOf(t, url)
+	before := rowsOf(t, url, cols)
+	d := open(t, url)
+	drivertest.CheckLegacy(t, d)
+	d.Close()
+	sameSchema(t, "the opened schema", schemaOf(t, url), freshSchema(t))
+	if after := rowsOf(t, url, cols); !slices.Equal(after, before) {
+		a, b := diff(before, after)
+		t.Fatalf("rows changed:\nbefore:\n%s\nafter:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+}
+
+// upgradeFrom runs the statements of testdata/file in a fresh schema, opens
+// it with the driver (twice: the second open must change nothing), checks
+// that its schema equals a fresh one's, and returns its URL.
+func upgradeFrom(t *testing.T, file string) string {
+	t.Helper()
+	q, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := backendtest.PostgresURL(t)
+	if err := rawExec(t, url, string(q)); err != nil {
+		t.Fatalf("old shape: %v", err)
+	}
+	return upgradeIn(t, url)
+}
+
+// upgradeIn opens the schema of url twice and checks the result.
+func upgradeIn(t *testing.T, url string) string {
+	t.Helper()
+	open(t, url).Close()
+	cols := columnsOf(t, url)
+	upgraded := rowsOf(t, url, cols)
+	open(t, url).Close()
+	if again := rowsOf(t, url, cols); !slices.Equal(again, upgraded) {
+		t.Fatalf("the second open changed rows:\n%s\nthen\n%s", strings.Join(upgraded, "\n"), strings.Join(again, "\n"))
+	}
+	sameSchema(t, "the upgraded schema", schemaOf(t, url), freshSchema(t))
+	return url
+}
+
+// TestUpgradesOlderLiveness: cks_agent_liveness before current_task_* and
+// desired_state; the old rows read as idle, with no stop requested.
+func TestUpgradesOlderLiveness(t *testing.T) {
+	d := open(t, upgradeFrom(t, "old_liveness.sql"))
+	all, err := d.Executor().LivenessList(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].InstanceID != "old-2" || all[1].InstanceID != "old-1" || all[1].LivenessIntervalS != 30 ||
+		!all[1].LastHeartbeatAt.Equal(drivertest.T0.Add(30e9)) || all[1].CurrentTaskID != 0 || all[1].DesiredState != "" {
+		t.Fatalf("upgraded rows %+v", all)
+	}
+}
+
+// TestUpgradesOlderTasks: cks_outbox_tasks lacking most of today's columns;
+// the old row gets the defaults and state_changed_at = updated_at.
+func TestUpgradesOlderTasks(t *testing.T) {
+	url := upgradeFrom(t, "old_tasks.sql")
+	got := texts(t, conn(t, url), `SELECT concat_ws('|', task_id, type, title, payload, state, priority, max_attempts, revision,
+		lease_token, metadata, created_at = updated_at, state_changed_at = updated_at) FROM cks_outbox_tasks`)
+	if want := []string{`1|critique||{"object_id": 7}|OPEN|2|3|1||{}|t|t`}; !slices.Equal(got, want) {
+		t.Fatalf("upgraded task %q, want %q", got, want)
+	}
+}
+
+// TestUpgradesOlderEvidence: evidence before restart, tasks before
+// metadata, no aborts or decisions tables.
+func TestUpgradesOlderEvidence(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	open(t, url).Close()
+	for _, q := range []string{
+		"INSERT INTO cks_outbox_tasks (type, state, created_at, updated_at) VALUES ('a', 'RUNNING', now(), now())",
+		"INSERT INTO cks_task_evidence (task_id, attempt, revision, kind, body, created_at) VALUES (1, 1, 1, 'log', 'x', now())",
+		"ALTER TABLE cks_task_evidence DROP COLUMN restart",
+		"ALTER TABLE cks_outbox_tasks DROP COLUMN metadata",
+		"DROP TABLE cks_task_aborts",
+		"DROP TABLE cks_task_decisions",
+	} {
+		if err := rawExec(t, url, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	upgradeIn(t, url)
+	got := texts(t, conn(t, url), `SELECT concat_ws('|', t.metadata, e.restart, e.body) FROM cks_outbox_tasks t
+		JOIN cks_task_evidence e ON e.task_id = t.task_id`)
+	if want := []string{"{}|0|x"}; !slices.Equal(got, want) {
+		t.Fatalf("upgraded task and evidence %q, want %q", got, want)
+	}
+}
+
+// TestUpgradeBackfillsVersions: knowledge tables from before versions; every
+// object gets one head version equal to its content, by its creator, at its
+// last update, and points at it.
+func TestUpgradeBackfillsVersions(t *testing.T) {
+	c := conn(t, upgradeFrom(t, "old_knowledge.sql"))
+	got := texts(t, c, `SELECT concat_ws('|', version_id, object_id, parents, content, content_hash, author, created_at AT TIME ZONE 'UTC', is_head)
+		FROM cks_object_versions ORDER BY version_id`)
+	want := []string{
+		`1|1|{}|{"n":1,"q":"why?"}|h1|cli|2026-11-30 12:00:05|t`,
+		`2|2|{}|{}|h2|researcher|2026-11-30 12:01:00.5|t`,
+		`3|3|{}|{"n":1,"q":"why?"}|h1||2026-11-30 12:02:00|t`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("backfilled versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if objs := texts(t, c, `SELECT concat_ws('|', object_id, head_version, heads) FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|2|1", "3|3|1"}) {
+		t.Fatalf("objects after the backfill: %q", objs)
+	}
+}
+
+// TestConcurrentOpen opens one empty schema from many drivers at once, as
+// several hubs starting together would: the advisory lock serialises the
+// schema step.
+func TestConcurrentOpen(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	drivers := make([]*postgres.Driver, n)
+	for i := range n {
+		wg.Go(func() { drivers[i], errs[i] = postgres.Open(testCtx(t), url) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("open %d: %v", i, errs[i])
+		} else {
+			drivers[i].Close()
+		}
+	}
+	sameSchema(t, "the schema opened at once", schemaOf(t, url), freshSchema(t))
+}

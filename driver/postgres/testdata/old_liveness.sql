@@ -1,0 +1,9 @@
+-- cks_agent_liveness before current_task_id, current_task_type and
+-- desired_state, with two rows.
+CREATE TABLE cks_agent_liveness (
+    instance_id TEXT PRIMARY KEY, process_kind TEXT NOT NULL, hostname TEXT NOT NULL,
+    pid INTEGER NOT NULL, liveness_interval_s DOUBLE PRECISION NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL, last_heartbeat_at TIMESTAMPTZ NOT NULL);
+INSERT INTO cks_agent_liveness VALUES
+    ('old-1', 'critic', 'h', 10, 30, '2026-11-30T12:00:00Z', '2026-11-30T12:00:30Z'),
+    ('old-2', 'pipeline', 'h', 11, 15, '2026-11-30T12:01:00Z', '2026-11-30T12:01:00Z');

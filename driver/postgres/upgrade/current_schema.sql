@@ -1,0 +1,2 @@
+-- The schema the search_path names (NULL when none of its entries exists).
+SELECT current_schema()
