@@ -12,6 +12,14 @@
 // The shape follows River's riverdriver: primitives named Noun + Verb
 // (TaskGetMany, TaskUpdateMany, AbortInsert), bulk forms from the start,
 // one conformance suite (drivertest) that every driver passes.
+//
+// A driver is opened by its package: sqlite.Open(ctx, path, opts...) and
+// postgres.Open(ctx, url, opts...), which create or upgrade the schema
+// (package driver/schema). The options are the store's (store.Option), so
+// one list serves the driver and the services above it: a driver uses
+// store.WithChangePollInterval (the SQLite listener's poll period); the
+// clock is the services' — a driver never reads the time, every time is a
+// parameter.
 package driver
 
 import (
@@ -80,11 +88,12 @@ type Listener interface {
 	// outside the pool, LISTEN; SQLite: the first read of the counters).
 	Connect(ctx context.Context) error
 	// WaitForTopics blocks until at least one topic was published since
-	// the previous call (or since Connect), and returns them, or ctx ends.
-	// An error other than ctx's means the connection is lost: the caller
-	// closes it and connects again, and must assume it missed topics.
+	// the previous call (or since Connect), and returns them (distinct,
+	// sorted), or ctx's error when ctx ends first. Another error means the
+	// connection is lost: the caller closes the listener and connects it
+	// again, and must assume it missed topics.
 	WaitForTopics(ctx context.Context) ([]string, error)
-	// Close ends the connection.
+	// Close ends the connection; Connect may be called again after it.
 	Close(ctx context.Context) error
 }
 
@@ -559,7 +568,7 @@ type PrincipalExecutor interface {
 	GrantInsertMany(ctx context.Context, grants []GrantRow) error
 	// PrincipalByTokenHash reads the principal of a token hash (ErrNoRows).
 	// A principal bound to a lease is returned only while that lease is
-	// the task's current one (the task's lease_token_hash equals its
+	// the task's current one (the task has a lease and its hash equals the
 	// binding), so a task credential dies with its lease.
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (PrincipalRow, error)
 	// GrantList returns a principal's grants ordered by resource, permission.
@@ -573,9 +582,12 @@ type PrincipalExecutor interface {
 	// whether it existed.
 	PrincipalDelete(ctx context.Context, id string) (bool, error)
 	// PrincipalCountWithGrant counts principals other than excludeID
-	// holding permission on resource.
+	// holding permission on resource. Inside a transaction the count stays
+	// true until it ends (Postgres locks the grants it counts, excludeID's
+	// too, FOR UPDATE; SQLite has one writer), so a last-admin check and
+	// the delete it guards cannot interleave with another's.
 	PrincipalCountWithGrant(ctx context.Context, resource, permission, excludeID string) (int, error)
-	// PrincipalDeleteUnboundLeases removes bound principals whose lease
-	// is no longer their task's current one, and returns how many.
+	// PrincipalDeleteEndedLeases removes bound principals whose lease is
+	// no longer their task's current one, and returns how many.
 	PrincipalDeleteEndedLeases(ctx context.Context) (int, error)
 }
