@@ -52,7 +52,9 @@ type Driver interface {
 	// READ COMMITTED for writes, REPEATABLE READ for read-only ones, run
 	// again (up to a few times) when Postgres aborts it as a deadlock or
 	// serialization failure — so fn must only assign its results. The
-	// Executor handed to fn is valid only inside fn.
+	// Executor handed to fn is valid only inside fn, and fn writes through
+	// it alone: on SQLite a write through the Driver inside a write
+	// transaction waits for the one writer connection fn holds.
 	WithTx(ctx context.Context, opts TxOptions, fn func(ctx context.Context, ex Executor) error) error
 	// Listener returns a new, unconnected listener of change topics. A
 	// process makes one (package notifier) and multiplexes it.
