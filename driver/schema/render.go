@@ -93,25 +93,19 @@ func Triggers(t Table, d Dialect) []Trigger {
 	if t.AppendOnly == nil {
 		return nil
 	}
-	frozen := frozenColumns(t)
+	update, note := "UPDATE", ""
+	if frozen := frozenColumns(t); frozen != nil {
+		update = "UPDATE OF " + strings.Join(frozen, ", ")
+		note = " (only " + strings.Join(t.AppendOnly.Mutable, ", ") + " changes)"
+	}
 	if d == Postgres {
-		update := "UPDATE"
-		if frozen != nil {
-			update = "UPDATE OF " + strings.Join(frozen, ", ")
-		}
-		row := t.Name + "_no_change"
-		stmt := t.Name + "_no_truncate"
+		row, stmt := t.Name+"_no_change", t.Name+"_no_truncate"
 		return []Trigger{
 			{row, "CREATE TRIGGER " + row + " BEFORE " + update + " OR DELETE ON " + t.Name +
 				" FOR EACH ROW EXECUTE FUNCTION " + RejectFunction + "()"},
 			{stmt, "CREATE TRIGGER " + stmt + " BEFORE TRUNCATE ON " + t.Name +
 				" FOR EACH STATEMENT EXECUTE FUNCTION " + RejectFunction + "()"},
 		}
-	}
-	update, note := "UPDATE", ""
-	if frozen != nil {
-		update = "UPDATE OF " + strings.Join(frozen, ", ")
-		note = " (only " + strings.Join(t.AppendOnly.Mutable, ", ") + " changes)"
 	}
 	raise := func(op, note string) string {
 		return "\nBEGIN SELECT RAISE(ABORT, '" + t.Name + " is append-only: " + op + " refused" + note + "'); END"
