@@ -159,7 +159,7 @@ func leaseBinding(t *testing.T, newDB NewDB) {
 	ex, ctx := d.Executor(), testCtx(t)
 	// Tasks 1 and 2, leased with h1 and h2 (what the ledger stores of a lease).
 	for _, h := range []string{"h1", "h2"} {
-		exec(t, db, "INSERT INTO cks_outbox_tasks (type, state, lease_token, created_at, updated_at) VALUES ('t', 'RUNNING', '"+
+		exec(t, db, "INSERT INTO cks_outbox_tasks (type, state, lease_token_hash, created_at, updated_at) VALUES ('t', 'RUNNING', '"+
 			h+"', "+T0SQL+", "+T0SQL+")")
 	}
 	bound := func(id string, task int64, hash string) driver.PrincipalRow {
@@ -187,8 +187,8 @@ func leaseBinding(t *testing.T, newDB NewDB) {
 	}
 	valid("plain", "w1", "w2")
 	// Task 1's lease ends, task 2's moves to another holder.
-	exec(t, db, "UPDATE cks_outbox_tasks SET lease_token = '' WHERE task_id = 1")
-	exec(t, db, "UPDATE cks_outbox_tasks SET lease_token = 'h3' WHERE task_id = 2")
+	exec(t, db, "UPDATE cks_outbox_tasks SET lease_token_hash = '' WHERE task_id = 1")
+	exec(t, db, "UPDATE cks_outbox_tasks SET lease_token_hash = 'h3' WHERE task_id = 2")
 	valid("plain")
 	n, err := ex.PrincipalDeleteEndedLeases(ctx)
 	if err != nil || n != 3 {

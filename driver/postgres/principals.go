@@ -109,7 +109,7 @@ func principalRow(p dbsqlc.CksPrincipal) driver.PrincipalRow {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      store.Time(p.CreatedAt),
-		LeaseTaskID:    deref(p.LeaseTaskID),
+		LeaseTaskID:    deref(p.TaskID),
 		LeaseTokenHash: deref(p.LeaseTokenHash),
 	}
 }

@@ -235,7 +235,7 @@ func TestUpgradesOlderLiveness(t *testing.T) {
 func TestUpgradesOlderTasks(t *testing.T) {
 	url := upgradeFrom(t, "old_tasks.sql")
 	got := texts(t, conn(t, url), `SELECT concat_ws('|', task_id, type, title, payload, state, priority, max_attempts, revision,
-		lease_token, metadata, created_at = updated_at, state_changed_at = updated_at) FROM cks_outbox_tasks`)
+		lease_token_hash, metadata, created_at = updated_at, state_changed_at = updated_at) FROM cks_outbox_tasks`)
 	if want := []string{`1|critique||{"object_id": 7}|OPEN|2|3|1||{}|t|t`}; !slices.Equal(got, want) {
 		t.Fatalf("upgraded task %q, want %q", got, want)
 	}

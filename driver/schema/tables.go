@@ -89,8 +89,11 @@ func principals() Table {
 			// with: the task and the SHA-256 of that lease's token (NULL for
 			// an unbound principal). It is valid only while that lease is the
 			// task's current one.
-			{Name: "lease_task_id", Type: BigInt},
+			{Name: "task_id", Type: BigInt},
 			{Name: "lease_token_hash", Type: Text},
+		},
+		Indexes: []Index{
+			{Name: "idx_principals_lease", Keys: []Key{K("task_id")}, Where: "task_id IS NOT NULL"},
 		},
 	}
 }
@@ -128,7 +131,9 @@ func outboxTasks() Table {
 			textOr("created_by"),
 			textOr("claimed_by"),
 			{Name: "claimed_at", Type: Time},
-			textOr("lease_token"),
+			// store.HashLeaseToken of the current lease's token; '' when none.
+			// The plain token is never stored.
+			textOr("lease_token_hash"),
 			{Name: "lease_expires_at", Type: Time},
 			{Name: "lease_renewed_at", Type: Time},
 			{Name: "lease_ms", Type: BigInt, NotNull: true, Default: Zero},
@@ -247,7 +252,8 @@ func taskAborts() Table {
 		Columns: []Column{
 			pk("abort_id"),
 			ref("task_id", "cks_outbox_tasks(task_id)"),
-			text("lease_token"),
+			// store.HashLeaseToken of the revoked lease's token.
+			textOr("lease_token_hash"),
 			textOr("executor"),
 			reqInt("attempt"),
 			// Postgres has defaults for these two, SQLite none (as first created).
@@ -260,10 +266,10 @@ func taskAborts() Table {
 			{Name: "resolved_at", Type: Time},
 		},
 		Indexes: []Index{
-			// The first backends named different indexes idx_task_aborts_task.
-			{Name: "idx_task_aborts_task", Keys: []Key{K("task_id"), K("lease_token")}, Only: SQLite},
+			// Only the first Postgres backend had this one (SQLite's index of
+			// that name was on the plain token, dropped with it).
 			{Name: "idx_task_aborts_task", Keys: []Key{K("task_id"), K("abort_id")}, Only: Postgres},
-			{Name: "idx_task_aborts_token", Keys: []Key{K("task_id"), K("lease_token")}, Only: Postgres},
+			{Name: "idx_task_aborts_lease", Keys: []Key{K("task_id"), K("lease_token_hash")}},
 			{Name: "idx_task_aborts_pending", Keys: []Key{K("deadline_at")}, Where: "outcome = " + pending},
 		},
 	}

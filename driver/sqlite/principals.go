@@ -131,7 +131,7 @@ func principalRow(p dbsqlc.CksPrincipal) (driver.PrincipalRow, error) {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      created,
-		LeaseTaskID:    deref(p.LeaseTaskID),
+		LeaseTaskID:    deref(p.TaskID),
 		LeaseTokenHash: deref(p.LeaseTokenHash),
 	}, nil
 }

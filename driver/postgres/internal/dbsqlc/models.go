@@ -84,7 +84,7 @@ type CksOutboxTask struct {
 	CreatedBy          string
 	ClaimedBy          string
 	ClaimedAt          *time.Time
-	LeaseToken         string
+	LeaseTokenHash     string
 	LeaseExpiresAt     *time.Time
 	LeaseRenewedAt     *time.Time
 	LeaseMs            int64
@@ -105,7 +105,7 @@ type CksPrincipal struct {
 	Name           string
 	TokenHash      string
 	CreatedAt      time.Time
-	LeaseTaskID    *int64
+	TaskID         *int64
 	LeaseTokenHash *string
 }
 
@@ -116,18 +116,18 @@ type CksSweeperControl struct {
 }
 
 type CksTaskAbort struct {
-	AbortID     int64
-	TaskID      int64
-	LeaseToken  string
-	Executor    string
-	Attempt     int32
-	Restart     int32
-	RequestedBy string
-	Reason      string
-	RequestedAt time.Time
-	DeadlineAt  time.Time
-	Outcome     string
-	ResolvedAt  *time.Time
+	AbortID        int64
+	TaskID         int64
+	LeaseTokenHash string
+	Executor       string
+	Attempt        int32
+	Restart        int32
+	RequestedBy    string
+	Reason         string
+	RequestedAt    time.Time
+	DeadlineAt     time.Time
+	Outcome        string
+	ResolvedAt     *time.Time
 }
 
 type CksTaskDecision struct {

@@ -1,7 +1,7 @@
 -- Principals (bearer-token identities) and their grants.
 
 -- name: PrincipalInsert :exec
-INSERT INTO cks_principals (principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash)
+INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
 VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
 
 -- The three arrays are the grants' columns, element by element.
@@ -11,15 +11,14 @@ SELECT unnest(@principal_ids::text[]), unnest(@resources::text[]), unnest(@permi
 ON CONFLICT DO NOTHING;
 
 -- A principal bound to a lease only while that lease is its task's current
--- one: the task has a lease and it is the bound one. (lease_token holds
--- what the ledger stores of the current lease.)
+-- one: the task has a lease and its token's hash is the bound one.
 -- name: PrincipalByTokenHash :one
 SELECT p.* FROM cks_principals p
 WHERE p.token_hash = @token_hash
-    AND (p.lease_task_id IS NULL OR EXISTS (
+    AND (p.task_id IS NULL OR EXISTS (
         SELECT 1 FROM cks_outbox_tasks t
-        WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
-            AND t.lease_token = p.lease_token_hash));
+        WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+            AND t.lease_token_hash = p.lease_token_hash));
 
 -- name: GrantList :many
 SELECT * FROM cks_grants WHERE principal_id = @principal_id
@@ -47,7 +46,7 @@ FOR UPDATE;
 
 -- name: PrincipalDeleteEndedLeases :execrows
 DELETE FROM cks_principals p
-WHERE p.lease_task_id IS NOT NULL AND NOT EXISTS (
+WHERE p.task_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM cks_outbox_tasks t
-    WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
-        AND t.lease_token = p.lease_token_hash);
+    WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+        AND t.lease_token_hash = p.lease_token_hash);

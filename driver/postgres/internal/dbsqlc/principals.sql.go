@@ -114,17 +114,16 @@ func (q *Queries) GrantListAll(ctx context.Context, db DBTX) ([]CksGrant, error)
 }
 
 const principalByTokenHash = `-- name: PrincipalByTokenHash :one
-SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.lease_task_id, p.lease_token_hash FROM cks_principals p
+SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.task_id, p.lease_token_hash FROM cks_principals p
 WHERE p.token_hash = $1
-    AND (p.lease_task_id IS NULL OR EXISTS (
+    AND (p.task_id IS NULL OR EXISTS (
         SELECT 1 FROM cks_outbox_tasks t
-        WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
-            AND t.lease_token = p.lease_token_hash))
+        WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+            AND t.lease_token_hash = p.lease_token_hash))
 `
 
 // A principal bound to a lease only while that lease is its task's current
-// one: the task has a lease and it is the bound one. (lease_token holds
-// what the ledger stores of the current lease.)
+// one: the task has a lease and its token's hash is the bound one.
 func (q *Queries) PrincipalByTokenHash(ctx context.Context, db DBTX, tokenHash string) (CksPrincipal, error) {
 	row := db.QueryRow(ctx, principalByTokenHash, tokenHash)
 	var i CksPrincipal
@@ -133,7 +132,7 @@ func (q *Queries) PrincipalByTokenHash(ctx context.Context, db DBTX, tokenHash s
 		&i.Name,
 		&i.TokenHash,
 		&i.CreatedAt,
-		&i.LeaseTaskID,
+		&i.TaskID,
 		&i.LeaseTokenHash,
 	)
 	return i, err
@@ -154,10 +153,10 @@ func (q *Queries) PrincipalDelete(ctx context.Context, db DBTX, principalID stri
 
 const principalDeleteEndedLeases = `-- name: PrincipalDeleteEndedLeases :execrows
 DELETE FROM cks_principals p
-WHERE p.lease_task_id IS NOT NULL AND NOT EXISTS (
+WHERE p.task_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM cks_outbox_tasks t
-    WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
-        AND t.lease_token = p.lease_token_hash)
+    WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+        AND t.lease_token_hash = p.lease_token_hash)
 `
 
 func (q *Queries) PrincipalDeleteEndedLeases(ctx context.Context, db DBTX) (int64, error) {
@@ -170,7 +169,7 @@ func (q *Queries) PrincipalDeleteEndedLeases(ctx context.Context, db DBTX) (int6
 
 const principalInsert = `-- name: PrincipalInsert :exec
 
-INSERT INTO cks_principals (principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash)
+INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
 VALUES ($1, $2, $3, $4, $5, $6)
 `
 
@@ -197,7 +196,7 @@ func (q *Queries) PrincipalInsert(ctx context.Context, db DBTX, arg PrincipalIns
 }
 
 const principalList = `-- name: PrincipalList :many
-SELECT principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash FROM cks_principals ORDER BY created_at, principal_id COLLATE "C"
+SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals ORDER BY created_at, principal_id COLLATE "C"
 `
 
 func (q *Queries) PrincipalList(ctx context.Context, db DBTX) ([]CksPrincipal, error) {
@@ -214,7 +213,7 @@ func (q *Queries) PrincipalList(ctx context.Context, db DBTX) ([]CksPrincipal, e
 			&i.Name,
 			&i.TokenHash,
 			&i.CreatedAt,
-			&i.LeaseTaskID,
+			&i.TaskID,
 			&i.LeaseTokenHash,
 		); err != nil {
 			return nil, err

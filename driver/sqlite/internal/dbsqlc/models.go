@@ -85,7 +85,7 @@ type CksOutboxTask struct {
 	CreatedBy          string
 	ClaimedBy          string
 	ClaimedAt          *string
-	LeaseToken         string
+	LeaseTokenHash     string
 	LeaseExpiresAt     *string
 	LeaseRenewedAt     *string
 	LeaseMs            int64
@@ -106,7 +106,7 @@ type CksPrincipal struct {
 	Name           string
 	TokenHash      string
 	CreatedAt      string
-	LeaseTaskID    *int64
+	TaskID         *int64
 	LeaseTokenHash *string
 }
 
@@ -117,18 +117,18 @@ type CksSweeperControl struct {
 }
 
 type CksTaskAbort struct {
-	AbortID     int64
-	TaskID      int64
-	LeaseToken  string
-	Executor    string
-	Attempt     int64
-	Restart     int64
-	RequestedBy string
-	Reason      string
-	RequestedAt string
-	DeadlineAt  string
-	Outcome     string
-	ResolvedAt  *string
+	AbortID        int64
+	TaskID         int64
+	LeaseTokenHash string
+	Executor       string
+	Attempt        int64
+	Restart        int64
+	RequestedBy    string
+	Reason         string
+	RequestedAt    string
+	DeadlineAt     string
+	Outcome        string
+	ResolvedAt     *string
 }
 
 type CksTaskDecision struct {

@@ -1,7 +1,7 @@
 -- Principals (bearer-token identities) and their grants.
 
 -- name: PrincipalInsert :exec
-INSERT INTO cks_principals (principal_id, name, token_hash, created_at, lease_task_id, lease_token_hash)
+INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
 VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
 
 -- @grants is a JSON array of {"principal_id", "resource", "permission"}.
@@ -14,15 +14,14 @@ WHERE true -- disambiguates ON CONFLICT after a SELECT for SQLite's parser
 ON CONFLICT DO NOTHING;
 
 -- A principal bound to a lease only while that lease is its task's current
--- one: the task has a lease and it is the bound one. (lease_token holds
--- what the ledger stores of the current lease.)
+-- one: the task has a lease and its token's hash is the bound one.
 -- name: PrincipalByTokenHash :one
 SELECT p.* FROM cks_principals p
 WHERE p.token_hash = @token_hash
-    AND (p.lease_task_id IS NULL OR EXISTS (
+    AND (p.task_id IS NULL OR EXISTS (
         SELECT 1 FROM cks_outbox_tasks t
-        WHERE t.task_id = p.lease_task_id AND t.lease_token <> ''
-            AND t.lease_token = p.lease_token_hash));
+        WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+            AND t.lease_token_hash = p.lease_token_hash));
 
 -- name: GrantList :many
 SELECT * FROM cks_grants WHERE principal_id = @principal_id
@@ -45,7 +44,7 @@ WHERE resource = @resource AND permission = @permission AND principal_id <> @exc
 
 -- name: PrincipalDeleteEndedLeases :execrows
 DELETE FROM cks_principals
-WHERE lease_task_id IS NOT NULL AND NOT EXISTS (
+WHERE task_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM cks_outbox_tasks t
-    WHERE t.task_id = cks_principals.lease_task_id AND t.lease_token <> ''
-        AND t.lease_token = cks_principals.lease_token_hash);
+    WHERE t.task_id = cks_principals.task_id AND t.lease_token_hash <> ''
+        AND t.lease_token_hash = cks_principals.lease_token_hash);

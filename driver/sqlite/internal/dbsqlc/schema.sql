@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS cks_principals (
     name TEXT NOT NULL,
     token_hash TEXT NOT NULL UNIQUE,
     created_at TEXT NOT NULL,
-    lease_task_id INTEGER,
+    task_id INTEGER,
     lease_token_hash TEXT
 );
 
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     created_by TEXT NOT NULL DEFAULT '',
     claimed_by TEXT NOT NULL DEFAULT '',
     claimed_at TEXT,
-    lease_token TEXT NOT NULL DEFAULT '',
+    lease_token_hash TEXT NOT NULL DEFAULT '',
     lease_expires_at TEXT,
     lease_renewed_at TEXT,
     lease_ms INTEGER NOT NULL DEFAULT 0,
@@ -108,7 +108,7 @@ CREATE TABLE IF NOT EXISTS cks_task_decisions (
 CREATE TABLE IF NOT EXISTS cks_task_aborts (
     abort_id INTEGER PRIMARY KEY AUTOINCREMENT,
     task_id INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id),
-    lease_token TEXT NOT NULL,
+    lease_token_hash TEXT NOT NULL DEFAULT '',
     executor TEXT NOT NULL DEFAULT '',
     attempt INTEGER NOT NULL,
     restart INTEGER NOT NULL,
@@ -186,6 +186,9 @@ CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process
 
 CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(process_kind, started_at DESC, last_heartbeat_at DESC, instance_id);
 
+CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
+	WHERE task_id IS NOT NULL;
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_state_changed ON cks_outbox_tasks(state, state_changed_at);
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id);
@@ -223,7 +226,7 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: UPDATE refused'); 
 CREATE TRIGGER IF NOT EXISTS cks_task_decisions_no_delete BEFORE DELETE ON cks_task_decisions
 BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); END;
 
-CREATE INDEX IF NOT EXISTS idx_task_aborts_task ON cks_task_aborts(task_id, lease_token);
+CREATE INDEX IF NOT EXISTS idx_task_aborts_lease ON cks_task_aborts(task_id, lease_token_hash);
 
 CREATE INDEX IF NOT EXISTS idx_task_aborts_pending ON cks_task_aborts(deadline_at)
 	WHERE outcome = 'abort_pending';
