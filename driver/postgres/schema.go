@@ -5,8 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/cks-dev/cks/driver/schema"
 	"github.com/jackc/pgx/v5"
@@ -14,9 +12,10 @@ import (
 
 // upgrade holds the SQL of the schema step that is not a query of the
 // driver: the lock, the catalog reads, and the backfills of columns added
-// to an older database (backfill/TABLE.COLUMN.sql).
+// to an older database (backfill/TABLE.COLUMN.sql), and the statements that carry a retired
+// column into its replacement (retire/TABLE.COLUMN.sql).
 //
-//go:embed upgrade/*.sql upgrade/backfill/*.sql
+//go:embed upgrade/*.sql upgrade/backfill/*.sql upgrade/retire/*.sql
 var upgrade embed.FS
 
 // ensureSchema brings the current schema (the first existing entry of the
@@ -51,11 +50,11 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fill, err := backfills()
+	up, err := schema.ReadUpgrade(upgrade)
 	if err != nil {
 		return err
 	}
-	for _, stmt := range schema.Plan(schema.Postgres, have, fill) {
+	for _, stmt := range schema.Plan(schema.Postgres, have, up) {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%q: %w", stmt, err)
 		}
@@ -109,20 +108,3 @@ func catalog(ctx context.Context, tx pgx.Tx, file string, row func(a, b string))
 	return nil
 }
 
-// backfills returns the backfill of each column that has one, by
-// "table.column".
-func backfills() (schema.Backfill, error) {
-	files, err := upgrade.ReadDir("upgrade/backfill")
-	if err != nil {
-		return nil, err
-	}
-	fill := schema.Backfill{}
-	for _, f := range files {
-		q, err := upgrade.ReadFile(path.Join("upgrade/backfill", f.Name()))
-		if err != nil {
-			return nil, err
-		}
-		fill[strings.TrimSuffix(f.Name(), ".sql")] = []string{string(q)}
-	}
-	return fill, nil
-}

@@ -308,3 +308,35 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	sameSchema(t, "the schema opened at once", schemaOf(t, url), freshSchema(t))
 }
+
+// TestUpgradeHashesPlainLeaseTokens: a schema from before lease tokens were
+// stored hashed (issue 12) keeps its live lease and pending abort (their
+// tokens now stored as the hash a fenced call compares), loses the plain
+// column and its index, and binds the claim credentials of that time to the
+// lease their worker holds (or to none).
+func TestUpgradeHashesPlainLeaseTokens(t *testing.T) {
+	url := upgradeFrom(t, "old_leases.sql")
+	c := conn(t, url)
+	h0, h1 := store.HashLeaseToken("plain-0"), store.HashLeaseToken("plain-1")
+	for _, q := range []struct {
+		q    string
+		want []string
+	}{
+		{`SELECT concat_ws('|', task_id, lease_token_hash) FROM cks_outbox_tasks ORDER BY task_id`, []string{"1|" + h1, "2|"}},
+		{`SELECT concat_ws('|', abort_id, lease_token_hash) FROM cks_task_aborts`, []string{"1|" + h0}},
+		{`SELECT concat_ws('|', principal_id, coalesce(task_id::text, 'none'), coalesce(lease_token_hash, 'none'))
+			FROM cks_principals ORDER BY principal_id`,
+			[]string{"p-admin|none|none", "p-claim|1|" + h1, "p-gone|2|", "p-op|none|none"}},
+	} {
+		if got := texts(t, c, q.q); !slices.Equal(got, q.want) {
+			t.Errorf("%s:\n got %q\nwant %q", q.q, got, q.want)
+		}
+	}
+	d := open(t, url)
+	for tok, live := range map[string]bool{"h-claim": true, "h-gone": false, "h-op": true, "h-admin": true} {
+		_, err := d.Executor().PrincipalByTokenHash(context.Background(), tok)
+		if live != (err == nil) {
+			t.Errorf("principal of %s: %v, want it authenticating: %v", tok, err, live)
+		}
+	}
+}

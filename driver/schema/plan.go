@@ -1,5 +1,12 @@
 package schema
 
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"strings"
+)
+
 // Existing is what a database holds of the schema, as its driver read it
 // from the catalog (PRAGMA table_info and sqlite_master on SQLite,
 // information_schema and pg_catalog on Postgres).
@@ -13,19 +20,30 @@ type Existing struct {
 }
 
 // Backfill maps "table.column" to the statements that fill that column in
-// the rows an older database already holds. They run right after the
-// column is added, and only then. Each driver supplies its own (they are
-// SQL of its dialect).
+// the rows an older database already holds. They run once every missing
+// column is added and every retired column is retired, and only for the
+// columns that were added. Each driver supplies its own (they are SQL of its
+// dialect).
 type Backfill map[string][]string
+
+// Upgrade is what a driver hands Plan besides what its database has: the
+// backfills of added columns, and the Retire statements of retired columns,
+// by "table.column", which carry what a retired column held into its
+// replacement before it is dropped.
+type Upgrade struct {
+	Backfill Backfill
+	Retire   map[string][]string
+}
 
 // Plan returns the statements that bring a database holding have to the
 // current shape in dialect d, in order: CREATE TABLE of every missing table
-// (all of them before any backfill, which may write to another table), then
-// for every existing table an ADD COLUMN per missing column, each followed
-// by its backfill, then every missing index and trigger. A database of the
-// current shape needs none. The statements are meant to run in one
-// transaction.
-func Plan(d Dialect, have Existing, fill Backfill) []string {
+// (all of them before any backfill, which may write to another table); for
+// every existing table an ADD COLUMN per missing column; for every retired
+// column it still has, its Retire statements, DROP INDEX of the indexes on
+// it and DROP COLUMN; the backfills of the added columns; then every missing
+// index and trigger. A database of the current shape needs none. The
+// statements are meant to run in one transaction.
+func Plan(d Dialect, have Existing, up Upgrade) []string {
 	var out []string
 	tables := TablesOf(d)
 	for _, t := range tables {
@@ -33,6 +51,7 @@ func Plan(d Dialect, have Existing, fill Backfill) []string {
 			out = append(out, CreateSQL(t, d))
 		}
 	}
+	var fills []string
 	for _, t := range tables {
 		cols, ok := have.Columns[t.Name]
 		if !ok {
@@ -43,9 +62,24 @@ func Plan(d Dialect, have Existing, fill Backfill) []string {
 				continue
 			}
 			out = append(out, AddColumnSQL(t, c, d))
-			out = append(out, fill[t.Name+"."+c.Name]...)
+			fills = append(fills, up.Backfill[t.Name+"."+c.Name]...)
 		}
 	}
+	for _, t := range tables {
+		for _, r := range t.Retired {
+			if !have.Columns[t.Name][r.Column] {
+				continue
+			}
+			out = append(out, up.Retire[t.Name+"."+r.Column]...)
+			for _, ix := range r.Indexes {
+				if (ix.Only == "" || ix.Only == d) && have.Indexes[ix.Name] {
+					out = append(out, "DROP INDEX "+ix.Name)
+				}
+			}
+			out = append(out, "ALTER TABLE "+t.Name+" DROP COLUMN "+r.Column)
+		}
+	}
+	out = append(out, fills...)
 	function := false // the Postgres reject function, created once before its first trigger
 	for _, t := range tables {
 		for _, ix := range t.Indexes {
@@ -69,7 +103,7 @@ func Plan(d Dialect, have Existing, fill Backfill) []string {
 
 // Fresh returns the DDL of an empty database in d: what Plan returns for a
 // database without any of the tables.
-func Fresh(d Dialect) []string { return Plan(d, Existing{}, nil) }
+func Fresh(d Dialect) []string { return Plan(d, Existing{}, Upgrade{}) }
 
 // Script joins statements into one SQL script, each ended by a semicolon.
 func Script(statements []string) string {
@@ -78,4 +112,29 @@ func Script(statements []string) string {
 		out += s + ";\n\n"
 	}
 	return out
+}
+
+// ReadUpgrade reads a driver's Upgrade from fsys: every
+// upgrade/backfill/TABLE.COLUMN.sql and upgrade/retire/TABLE.COLUMN.sql file,
+// each one statement, keyed by "TABLE.COLUMN". A missing directory is none.
+func ReadUpgrade(fsys fs.FS) (Upgrade, error) {
+	up := Upgrade{Backfill: Backfill{}, Retire: map[string][]string{}}
+	for dir, into := range map[string]map[string][]string{"upgrade/backfill": up.Backfill, "upgrade/retire": up.Retire} {
+		files, err := fs.ReadDir(fsys, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return up, err
+		}
+		for _, f := range files {
+			q, err := fs.ReadFile(fsys, path.Join(dir, f.Name()))
+			if err != nil {
+				return up, err
+			}
+			key := strings.TrimSuffix(f.Name(), ".sql")
+			into[key] = append(into[key], string(q))
+		}
+	}
+	return up, nil
 }

@@ -200,6 +200,24 @@ type Table struct {
 	AppendOnly *AppendOnly
 	// Only restricts the table to one dialect ("" means both).
 	Only Dialect
+	// Retired are columns older shapes of the table had and the current
+	// one has not: the upgrade carries what they held into the columns that
+	// replace them (the driver's Retire statements) and drops them.
+	Retired []Retired
+}
+
+// Retired is a column an older shape had. Its Indexes go first: SQLite
+// refuses to drop an indexed column (Postgres drops them with it).
+type Retired struct {
+	Column  string
+	Indexes []RetiredIndex
+}
+
+// RetiredIndex is an index on a retired column, in the dialects Only says
+// ("" means both).
+type RetiredIndex struct {
+	Name string
+	Only Dialect
 }
 
 // In reports whether t exists in dialect d.

@@ -28,7 +28,7 @@ func current(d Dialect) Existing {
 
 func TestPlanOfCurrentDatabaseIsEmpty(t *testing.T) {
 	for _, d := range Dialects {
-		if got := Plan(d, current(d), nil); len(got) != 0 {
+		if got := Plan(d, current(d), Upgrade{}); len(got) != 0 {
 			t.Errorf("%s: Plan of a current database = %q, want nothing", d, got)
 		}
 	}
@@ -70,13 +70,17 @@ func TestFreshCreatesEverythingOnce(t *testing.T) {
 }
 
 // TestUpgrade is the add-missing-column planner's table (moved here from
-// store/internal/schema): missing tables first, then each missing column with
-// its backfill, in column order, then what is missing of indexes and triggers.
+// store/internal/schema): missing tables first, then each missing column in
+// column order, the retired columns (carried, their indexes dropped, then
+// dropped), the backfills, then what is missing of indexes and triggers.
 func TestUpgrade(t *testing.T) {
 	const d = SQLite
 	tasks := outboxTasks()
 	versions := objectVersions()
-	fill := Backfill{"cks_outbox_tasks.state_changed_at": {"BACKFILL state_changed_at"}}
+	up := Upgrade{
+		Backfill: Backfill{"cks_outbox_tasks.state_changed_at": {"BACKFILL state_changed_at"}},
+		Retire:   map[string][]string{"cks_task_aborts.lease_token": {"CARRY lease_token"}},
+	}
 	drop := func(have Existing, table string, cols ...string) {
 		for _, c := range cols {
 			delete(have.Columns[table], c)
@@ -102,6 +106,20 @@ func TestUpgrade(t *testing.T) {
 			drop(h, "cks_outbox_tasks", "title")
 			delete(h.Columns, "cks_object_versions")
 		}, []string{CreateSQL(versions, d), AddColumnSQL(tasks, col(tasks, "title"), d)}},
+		{"backfills after every column is added", func(h Existing) { drop(h, "cks_outbox_tasks", "state_changed_at", "metadata") },
+			[]string{AddColumnSQL(tasks, col(tasks, "state_changed_at"), d), AddColumnSQL(tasks, col(tasks, "metadata"), d),
+				"BACKFILL state_changed_at"}},
+		{"a retired column: carried, its index dropped, then it", func(h Existing) {
+			h.Columns["cks_task_aborts"]["lease_token"] = true
+			h.Indexes["idx_task_aborts_task"] = true
+		}, []string{"CARRY lease_token", "DROP INDEX idx_task_aborts_task", "ALTER TABLE cks_task_aborts DROP COLUMN lease_token"}},
+		{"a retired column replaced by an added one, before the backfills", func(h Existing) {
+			drop(h, "cks_outbox_tasks", "state_changed_at")
+			drop(h, "cks_task_aborts", "lease_token_hash")
+			h.Columns["cks_task_aborts"]["lease_token"] = true
+		}, []string{AddColumnSQL(tasks, col(tasks, "state_changed_at"), d),
+			AddColumnSQL(taskAborts(), col(taskAborts(), "lease_token_hash"), d),
+			"CARRY lease_token", "ALTER TABLE cks_task_aborts DROP COLUMN lease_token", "BACKFILL state_changed_at"}},
 		{"an index", func(h Existing) { delete(h.Indexes, "idx_outbox_tasks_dedupe") },
 			[]string{IndexSQL(tasks, tasks.Indexes[6], d)}},
 		{"a trigger", func(h Existing) { delete(h.Triggers, "cks_object_versions_no_delete") },
@@ -110,7 +128,7 @@ func TestUpgrade(t *testing.T) {
 	for _, c := range cases {
 		have := current(d)
 		c.edit(have)
-		if got := Plan(d, have, fill); !slices.Equal(got, c.want) {
+		if got := Plan(d, have, up); !slices.Equal(got, c.want) {
 			t.Errorf("%s: Plan =\n%q\nwant\n%q", c.name, got, c.want)
 		}
 	}
@@ -125,7 +143,7 @@ func TestPostgresRejectFunctionBeforeTriggers(t *testing.T) {
 	have := current(Postgres)
 	delete(have.Triggers, "cks_task_events_no_truncate")
 	delete(have.Triggers, "cks_transition_log_no_change")
-	got := Plan(Postgres, have, nil)
+	got := Plan(Postgres, have, Upgrade{})
 	if len(got) != 3 || got[0] != rejectFunctionSQL || !strings.Contains(got[1], "cks_task_events_no_truncate") ||
 		!strings.Contains(got[2], "cks_transition_log_no_change") {
 		t.Fatalf("Plan = %q", got)

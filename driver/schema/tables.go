@@ -166,6 +166,8 @@ func outboxTasks() Table {
 			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
 				Where: "dedupe_key <> '' AND state NOT IN " + literalList(ledger.Terminal[:])},
 		},
+		// The plain token, before issue 12.
+		Retired: []Retired{{Column: "lease_token"}},
 	}
 }
 
@@ -272,6 +274,8 @@ func taskAborts() Table {
 			{Name: "idx_task_aborts_lease", Keys: []Key{K("task_id"), K("lease_token_hash")}},
 			{Name: "idx_task_aborts_pending", Keys: []Key{K("deadline_at")}, Where: "outcome = " + pending},
 		},
+		// The plain token, before issue 12 (SQLite indexed it).
+		Retired: []Retired{{Column: "lease_token", Indexes: []RetiredIndex{{Name: "idx_task_aborts_task", Only: SQLite}}}},
 	}
 }
 

@@ -5,17 +5,16 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/cks-dev/cks/driver/schema"
 )
 
 // upgrade holds the SQL of the schema step that is not a query of the
 // driver: the catalog reads, and the backfills of columns added to an older
-// database (backfill/TABLE.COLUMN.sql).
+// database (backfill/TABLE.COLUMN.sql), and the statements that carry a retired
+// column into its replacement (retire/TABLE.COLUMN.sql).
 //
-//go:embed upgrade/*.sql upgrade/backfill/*.sql
+//go:embed upgrade/*.sql upgrade/backfill/*.sql upgrade/retire/*.sql
 var upgrade embed.FS
 
 // ensureSchema brings the database to the current shape (schema.Plan) in
@@ -27,11 +26,11 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fill, err := backfills()
+		up, err := schema.ReadUpgrade(upgrade)
 		if err != nil {
 			return err
 		}
-		for _, stmt := range schema.Plan(schema.SQLite, have, fill) {
+		for _, stmt := range schema.Plan(schema.SQLite, have, up) {
 			if _, err := w.Tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("%q: %w", stmt, err)
 			}
@@ -87,20 +86,3 @@ func catalog(ctx context.Context, tx *sql.Tx, file string, row func(a, b string)
 	return nil
 }
 
-// backfills returns the backfill of each column that has one, by
-// "table.column".
-func backfills() (schema.Backfill, error) {
-	files, err := upgrade.ReadDir("upgrade/backfill")
-	if err != nil {
-		return nil, err
-	}
-	fill := schema.Backfill{}
-	for _, f := range files {
-		q, err := upgrade.ReadFile(path.Join("upgrade/backfill", f.Name()))
-		if err != nil {
-			return nil, err
-		}
-		fill[strings.TrimSuffix(f.Name(), ".sql")] = []string{string(q)}
-	}
-	return fill, nil
-}

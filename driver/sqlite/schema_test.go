@@ -255,3 +255,34 @@ func TestUpgradeBackfillsVersions(t *testing.T) {
 		t.Fatalf("edges after the upgrade: %q", edges)
 	}
 }
+
+// TestUpgradeHashesPlainLeaseTokens: a database from before lease tokens
+// were stored hashed (issue 12) keeps its live lease and pending abort
+// (their tokens now stored as the hash a fenced call compares), loses the
+// plain column and its index, and binds the claim credentials of that time
+// to the lease their worker holds (or to none).
+func TestUpgradeHashesPlainLeaseTokens(t *testing.T) {
+	path := upgradeFrom(t, "old_leases.sql")
+	db := rawDB(t, path)
+	h0, h1 := store.HashLeaseToken("plain-0"), store.HashLeaseToken("plain-1")
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{`SELECT task_id, lease_token_hash FROM cks_outbox_tasks ORDER BY task_id`, []string{"1|" + h1, "2|"}},
+		{`SELECT abort_id, lease_token_hash FROM cks_task_aborts`, []string{"1|" + h0}},
+		{`SELECT principal_id, coalesce(task_id, 'none'), coalesce(lease_token_hash, 'none') FROM cks_principals ORDER BY principal_id`,
+			[]string{"p-admin|none|none", "p-claim|1|" + h1, "p-gone|2|", "p-op|none|none"}},
+	} {
+		if got := strs(t, db, c.q); !slices.Equal(got, c.want) {
+			t.Errorf("%s:\n got %q\nwant %q", c.q, got, c.want)
+		}
+	}
+	d := open(t, path)
+	for tok, live := range map[string]bool{"h-claim": true, "h-gone": false, "h-op": true, "h-admin": true} {
+		_, err := d.Executor().PrincipalByTokenHash(context.Background(), tok)
+		if live != (err == nil) {
+			t.Errorf("principal of %s: %v, want it authenticating: %v", tok, err, live)
+		}
+	}
+}
