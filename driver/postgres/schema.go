@@ -107,4 +107,3 @@ func catalog(ctx context.Context, tx pgx.Tx, file string, row func(a, b string))
 	}
 	return nil
 }
-

@@ -85,4 +85,3 @@ func catalog(ctx context.Context, tx *sql.Tx, file string, row func(a, b string)
 	}
 	return nil
 }
-
