@@ -22,7 +22,8 @@ type Backfill map[string][]string
 // current shape in dialect d, in order: CREATE TABLE of every missing table
 // (all of them before any backfill, which may write to another table), then
 // for every existing table an ADD COLUMN per missing column, each followed
-// by its backfill, then every missing index and trigger. A database of the
+// by its backfill (an append-only table's triggers dropped before its first
+// one), then every missing index and trigger. A database of the
 // current shape needs none. The statements are meant to run in one
 // transaction.
 func Plan(d Dialect, have Existing, fill Backfill) []string {
@@ -33,10 +34,27 @@ func Plan(d Dialect, have Existing, fill Backfill) []string {
 			out = append(out, CreateSQL(t, d))
 		}
 	}
+	// An append-only table that gains a column loses its triggers first:
+	// they name the columns they freeze (the new one is not among them), and
+	// a backfill may have to write the rows they guard. They are created
+	// again with the indexes, after every backfill.
+	dropped := map[string]bool{}
 	for _, t := range tables {
 		cols, ok := have.Columns[t.Name]
 		if !ok {
 			continue
+		}
+		grows := false
+		for _, c := range t.Columns {
+			grows = grows || !cols[c.Name]
+		}
+		if grows {
+			for _, tr := range Triggers(t, d) {
+				if have.Triggers[tr.Name] {
+					out = append(out, DropTriggerSQL(t, tr, d))
+					dropped[tr.Name] = true
+				}
+			}
 		}
 		for _, c := range t.Columns {
 			if cols[c.Name] {
@@ -54,7 +72,7 @@ func Plan(d Dialect, have Existing, fill Backfill) []string {
 			}
 		}
 		for _, tr := range Triggers(t, d) {
-			if have.Triggers[tr.Name] {
+			if have.Triggers[tr.Name] && !dropped[tr.Name] {
 				continue
 			}
 			if d == Postgres && !function {
