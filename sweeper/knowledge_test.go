@@ -94,7 +94,7 @@ func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
 	if err != nil || len(vs) == 0 {
 		f.t.Fatalf("versions of %d: %v %v", id, vs, err)
 	}
-	base := vs[0].ID
+	base := vs[0].Version
 	for i := range n {
 		if _, err := v.WriteVersion(ctx, id, base, json.RawMessage(fmt.Sprintf(`{"edit":%d}`, i)), "test"); err != nil {
 			f.t.Fatal(err)
@@ -106,7 +106,7 @@ func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
 	}
 	var ids []int64
 	for _, h := range heads {
-		ids = append(ids, h.ID)
+		ids = append(ids, h.Version)
 	}
 	if len(ids) != n {
 		f.t.Fatalf("object %d has heads %v, want %d", id, ids, n)
@@ -125,7 +125,7 @@ func TestForkDetection(t *testing.T) {
 		_ = plain
 		// A linear edit is not a fork.
 		vs, _ := v.ObjectVersions(context.Background(), edited)
-		if _, err := v.WriteVersion(context.Background(), edited, vs[0].ID, json.RawMessage(`{"a":2}`), "t"); err != nil {
+		if _, err := v.WriteVersion(context.Background(), edited, vs[0].Version, json.RawMessage(`{"a":2}`), "t"); err != nil {
 			t.Fatal(err)
 		}
 		h2 := f.fork(v, two, 2)

@@ -148,7 +148,7 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	versioned := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
 	forked := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
 	headA, headB := fork(t, s, forked, "bt")
-	heads := []int64{headA.ID, headB.ID}
+	heads := []int64{headA.Version, headB.Version}
 
 	live := Liveness("bt-instance", "critic", 0)
 	MustUpsert(t, s, live)
