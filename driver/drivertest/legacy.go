@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,19 @@ import (
 // fills it through the store API with FillLegacy, opens it with the driver,
 // and checks with CheckLegacy that the driver reads what was written (and,
 // on its own, that the schema equals a fresh one's and no row changed).
+
+// WithoutPrefixes returns the lines that start with none of prefixes: the
+// facts of a schema diff left when those known to differ from the first
+// backends' schema are taken out.
+func WithoutPrefixes(lines []string, prefixes ...string) []string {
+	var out []string
+	for _, l := range lines {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(l, p) }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // FillLegacy writes a little of everything through s, a store of the first
 // backends opened with a clock at T0: processes, principals, a sweeper

@@ -39,16 +39,7 @@ func (e *executor) ObjectInsertMany(ctx context.Context, rows []driver.ObjectRow
 			Heads:          int32(o.Heads),
 		}
 	}
-	ids := make([]int64, len(rows))
-	var errs []error
-	e.d.q.ObjectInsert(ctx, e.db, args).QueryRow(func(i int, id int64, err error) {
-		ids[i] = id
-		errs = append(errs, err)
-	})
-	if err := firstErr(errs); err != nil {
-		return nil, mapErr("object insert", err)
-	}
-	return ids, nil
+	return batchIDs(len(args), "object insert", e.d.q.ObjectInsert(ctx, e.db, args).QueryRow)
 }
 
 // ObjectGetMany implements driver.KnowledgeExecutor. LockUpdate is FOR NO
@@ -221,16 +212,7 @@ func (e *executor) VersionInsertMany(ctx context.Context, rows []driver.VersionR
 			IsHead:      v.IsHead,
 		}
 	}
-	ids := make([]int64, len(rows))
-	var errs []error
-	e.d.q.VersionInsert(ctx, e.db, args).QueryRow(func(i int, id int64, err error) {
-		ids[i] = id
-		errs = append(errs, err)
-	})
-	if err := firstErr(errs); err != nil {
-		return nil, mapErr("version insert", err)
-	}
-	return ids, nil
+	return batchIDs(len(args), "version insert", e.d.q.VersionInsert(ctx, e.db, args).QueryRow)
 }
 
 // VersionList implements driver.KnowledgeExecutor.
@@ -283,16 +265,7 @@ func (e *executor) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([
 		args[i] = dbsqlc.EdgeInsertParams{Src: ed.Src, Dst: ed.Dst, BaseType: ed.BaseType,
 			SemanticType: ed.SemanticType, Weight: ed.Weight, CreatedAt: store.Time(ed.CreatedAt)}
 	}
-	ids := make([]int64, len(rows))
-	var errs []error
-	e.d.q.EdgeInsert(ctx, e.db, args).QueryRow(func(i int, id int64, err error) {
-		ids[i] = id
-		errs = append(errs, err)
-	})
-	if err := firstErr(errs); err != nil {
-		return nil, mapErr("edge insert", err)
-	}
-	return ids, nil
+	return batchIDs(len(args), "edge insert", e.d.q.EdgeInsert(ctx, e.db, args).QueryRow)
 }
 
 // EdgeListOf implements driver.KnowledgeExecutor.
@@ -399,6 +372,21 @@ func orEmpty[T any](v []T) []T {
 		return []T{}
 	}
 	return v
+}
+
+// batchIDs reads the n ids a batch of inserts returns, in input order,
+// through the batch's QueryRow; what names the primitive in errors.
+func batchIDs(n int, what string, queryRow func(func(int, int64, error))) ([]int64, error) {
+	ids := make([]int64, n)
+	var errs []error
+	queryRow(func(i int, id int64, err error) {
+		ids[i] = id
+		errs = append(errs, err)
+	})
+	if err := firstErr(errs); err != nil {
+		return nil, mapErr(what, err)
+	}
+	return ids, nil
 }
 
 // firstErr returns the first non-nil error of a batch's results: after a

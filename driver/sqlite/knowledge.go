@@ -15,35 +15,20 @@ import (
 // save, and the statement is prepared once (stmtCache). Locks are no-ops:
 // the one writer serialises every write.
 
-// ObjectInsertMany implements driver.KnowledgeExecutor.
-func (e *executor) ObjectInsertMany(ctx context.Context, rows []driver.ObjectRow) ([]int64, error) {
+// insertEach inserts rows one statement each in one write transaction and
+// returns the ids insert returned, in input order.
+func insertEach[T any](ctx context.Context, e *executor, what string, rows []T, insert func(w *wtx, r T) (int64, error)) ([]int64, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, 0, len(rows))
-	err := e.write(ctx, "object insert", func(w *wtx) error {
-		ids = ids[:0]
-		for _, o := range rows {
-			id, err := e.d.q.ObjectInsert(ctx, w, dbsqlc.ObjectInsertParams{
-				Kind:           o.Kind,
-				Title:          o.Title,
-				Content:        string(o.Content),
-				ContentHash:    o.ContentHash,
-				CurrentStatus:  o.Status,
-				ClaimedBy:      o.ClaimedBy,
-				ClaimTokenHash: o.ClaimTokenHash,
-				ClaimedAt:      fmtNullTime(o.ClaimedAt),
-				Round:          int64(o.Round),
-				CreatedBy:      o.CreatedBy,
-				CreatedAt:      fmtTime(o.CreatedAt),
-				UpdatedAt:      fmtTime(o.UpdatedAt),
-				HeadVersion:    o.HeadVersion,
-				Heads:          int64(o.Heads),
-			})
+	ids := make([]int64, len(rows))
+	err := e.write(ctx, what, func(w *wtx) error {
+		for i, r := range rows {
+			id, err := insert(w, r)
 			if err != nil {
-				return mapErr("object insert", err)
+				return err
 			}
-			ids = append(ids, id)
+			ids[i] = id
 		}
 		return nil
 	})
@@ -51,6 +36,29 @@ func (e *executor) ObjectInsertMany(ctx context.Context, rows []driver.ObjectRow
 		return nil, err
 	}
 	return ids, nil
+}
+
+// ObjectInsertMany implements driver.KnowledgeExecutor.
+func (e *executor) ObjectInsertMany(ctx context.Context, rows []driver.ObjectRow) ([]int64, error) {
+	return insertEach(ctx, e, "object insert", rows, func(w *wtx, o driver.ObjectRow) (int64, error) {
+		id, err := e.d.q.ObjectInsert(ctx, w, dbsqlc.ObjectInsertParams{
+			Kind:           o.Kind,
+			Title:          o.Title,
+			Content:        string(o.Content),
+			ContentHash:    o.ContentHash,
+			CurrentStatus:  o.Status,
+			ClaimedBy:      o.ClaimedBy,
+			ClaimTokenHash: o.ClaimTokenHash,
+			ClaimedAt:      fmtNullTime(o.ClaimedAt),
+			Round:          int64(o.Round),
+			CreatedBy:      o.CreatedBy,
+			CreatedAt:      fmtTime(o.CreatedAt),
+			UpdatedAt:      fmtTime(o.UpdatedAt),
+			HeadVersion:    o.HeadVersion,
+			Heads:          int64(o.Heads),
+		})
+		return id, mapErr("object insert", err)
+	})
 }
 
 // ObjectGetMany implements driver.KnowledgeExecutor.
@@ -203,34 +211,19 @@ func (e *executor) ForkList(ctx context.Context, p driver.ForkListParams) ([]dri
 
 // VersionInsertMany implements driver.KnowledgeExecutor.
 func (e *executor) VersionInsertMany(ctx context.Context, rows []driver.VersionRow) ([]int64, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, 0, len(rows))
-	err := e.write(ctx, "version insert", func(w *wtx) error {
-		ids = ids[:0]
-		for _, v := range rows {
-			id, err := e.d.q.VersionInsert(ctx, w, dbsqlc.VersionInsertParams{
-				ObjectID:    v.ObjectID,
-				Version:     v.Version,
-				Parents:     jsonList(v.Parents),
-				Content:     string(v.Content),
-				ContentHash: v.ContentHash,
-				Author:      v.Author,
-				CreatedAt:   fmtTime(v.CreatedAt),
-				IsHead:      boolInt(v.IsHead),
-			})
-			if err != nil {
-				return mapErr(fmt.Sprintf("version insert %d of object %d", v.Version, v.ObjectID), err)
-			}
-			ids = append(ids, id)
-		}
-		return nil
+	return insertEach(ctx, e, "version insert", rows, func(w *wtx, v driver.VersionRow) (int64, error) {
+		id, err := e.d.q.VersionInsert(ctx, w, dbsqlc.VersionInsertParams{
+			ObjectID:    v.ObjectID,
+			Version:     v.Version,
+			Parents:     jsonList(v.Parents),
+			Content:     string(v.Content),
+			ContentHash: v.ContentHash,
+			Author:      v.Author,
+			CreatedAt:   fmtTime(v.CreatedAt),
+			IsHead:      boolInt(v.IsHead),
+		})
+		return id, mapErr(fmt.Sprintf("version insert %d of object %d", v.Version, v.ObjectID), err)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
 }
 
 // VersionList implements driver.KnowledgeExecutor.
@@ -273,32 +266,17 @@ func (e *executor) VersionUnsetHeads(ctx context.Context, p driver.VersionUnsetH
 
 // EdgeInsertMany implements driver.KnowledgeExecutor.
 func (e *executor) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([]int64, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, 0, len(rows))
-	err := e.write(ctx, "edge insert", func(w *wtx) error {
-		ids = ids[:0]
-		for _, ed := range rows {
-			id, err := e.d.q.EdgeInsert(ctx, w, dbsqlc.EdgeInsertParams{
-				Src:          ed.Src,
-				Dst:          ed.Dst,
-				BaseType:     ed.BaseType,
-				SemanticType: ed.SemanticType,
-				Weight:       ed.Weight,
-				CreatedAt:    fmtTime(ed.CreatedAt),
-			})
-			if err != nil {
-				return mapErr(fmt.Sprintf("edge insert %d → %d", ed.Src, ed.Dst), err)
-			}
-			ids = append(ids, id)
-		}
-		return nil
+	return insertEach(ctx, e, "edge insert", rows, func(w *wtx, ed driver.EdgeRow) (int64, error) {
+		id, err := e.d.q.EdgeInsert(ctx, w, dbsqlc.EdgeInsertParams{
+			Src:          ed.Src,
+			Dst:          ed.Dst,
+			BaseType:     ed.BaseType,
+			SemanticType: ed.SemanticType,
+			Weight:       ed.Weight,
+			CreatedAt:    fmtTime(ed.CreatedAt),
+		})
+		return id, mapErr(fmt.Sprintf("edge insert %d → %d", ed.Src, ed.Dst), err)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
 }
 
 // EdgeListOf implements driver.KnowledgeExecutor.
