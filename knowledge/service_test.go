@@ -231,3 +231,17 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkService runs the knowledge benchmarks of the store conformance
+// suite against the service, on both dialects (compare with the first
+// backends' BenchmarkKnowledge in store/sqlite and store/postgres).
+func BenchmarkService(b *testing.B) {
+	for _, dl := range dialects() {
+		b.Run(dl.name, func(b *testing.B) {
+			storetest.BenchKnowledge(b, func(t testing.TB) store.Store {
+				d := dl.newDB(t)(t)
+				return serviceStore{Service: knowledge.New(d, nil), d: d}
+			})
+		})
+	}
+}
