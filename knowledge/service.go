@@ -382,8 +382,12 @@ func (s *Service) AddEdges(ctx context.Context, edges []store.NewEdge) ([]store.
 	return out, nil
 }
 
-// validWorker reports a FieldError naming worker when it is blank.
+// validWorker reports a FieldError naming worker when it is not text a
+// backend stores (store.ValidateText) or blank.
 func validWorker(worker string) error {
+	if err := store.ValidateText("worker", worker); err != nil {
+		return err
+	}
 	if strings.TrimSpace(worker) == "" {
 		return &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}
 	}
@@ -395,6 +399,9 @@ func validWorker(worker string) error {
 // never claim one object; on SQLite the one writer serialises them. Each
 // claimed object gets its own token.
 func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int) ([]store.Object, error) {
+	if err := store.ValidateText("status", status); err != nil {
+		return nil, err
+	}
 	switch {
 	case status == "":
 		return nil, &store.FieldError{Field: "status", Expected: "the status to claim objects of"}
@@ -434,6 +441,9 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 	if err := validWorker(worker); err != nil {
 		return store.Object{}, err
 	}
+	if err := store.ValidateTexts("statuses", statuses); err != nil {
+		return store.Object{}, err
+	}
 	if len(statuses) == 0 {
 		return store.Object{}, &store.FieldError{Field: "statuses", Expected: "the statuses the object may be claimed in (at least one)"}
 	}
@@ -467,6 +477,9 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 // TouchClaim implements store.Knowledge. It publishes nothing: the claim's
 // holder does not change.
 func (s *Service) TouchClaim(ctx context.Context, id int64, claimToken string) error {
+	if err := store.ValidateText("claim_token", claimToken); err != nil {
+		return err
+	}
 	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		o, err := claimed(ctx, ex, id, claimToken)
 		if err != nil {
@@ -487,6 +500,9 @@ func release(o *driver.ObjectRow, now time.Time) {
 // ReleaseClaim implements store.Knowledge. It publishes TopicObjects: the
 // object is claimable again.
 func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string) error {
+	if err := store.ValidateText("claim_token", claimToken); err != nil {
+		return err
+	}
 	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		o, err := claimed(ctx, ex, id, claimToken)
 		if err != nil {
@@ -510,6 +526,9 @@ func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string)
 func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken string, t store.ObjectTransition) (store.Object, []store.Object, error) {
 	t, err := t.Validate()
 	if err != nil {
+		return store.Object{}, nil, err
+	}
+	if err := store.ValidateText("claim_token", claimToken); err != nil {
 		return store.Object{}, nil, err
 	}
 	var (

@@ -58,8 +58,12 @@ func appendVersion(ctx context.Context, ex driver.Executor, now time.Time, o *dr
 	return nil
 }
 
-// validAuthor reports a FieldError naming author when it is blank.
+// validAuthor reports a FieldError naming author when it is not text a
+// backend stores (store.ValidateText) or blank.
 func validAuthor(author string) error {
+	if err := store.ValidateText("author", author); err != nil {
+		return err
+	}
 	if strings.TrimSpace(author) == "" {
 		return &store.FieldError{Field: "author", Expected: "the non-empty name of the version's writer"}
 	}

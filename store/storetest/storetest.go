@@ -54,14 +54,14 @@ func apply(opts []Option) config {
 }
 
 // RunKnowledge runs the knowledge and version tests alone (store.Knowledge
-// and store.Versions, and the TopicObjects notifications through
-// WatchChanges), under the names Run gives them: for a knowledge store
+// and store.Versions, their refusals of bad text, and the TopicObjects
+// notifications through WatchChanges), under the names Run gives them: for a knowledge store
 // built without the rest of a store. The other methods of the stores newDB
 // opens are not called.
 func RunKnowledge(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	c := apply(opts)
-	runDB(t, newDB, c, slices.Concat(knowledgeTests(), versionTests()))
+	runDB(t, newDB, c, slices.Concat(knowledgeTests(), versionTests(), badTextKnowledgeTests()))
 }
 
 func runDB(t *testing.T, newDB NewDB, c config, tests []taskTest) {
@@ -106,7 +106,7 @@ func Run(t *testing.T, newDB NewDB, opts ...Option) {
 			tc.fn(t, newStore(t))
 		})
 	}
-	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests()))
+	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests(), badTextKnowledgeTests()))
 }
 
 // T0 is the base time of the suite's records.
