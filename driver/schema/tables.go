@@ -301,6 +301,10 @@ func objects() Table {
 			text("content_hash"),
 			textOr("current_status"),
 			textOr("claimed_by"),
+			// The SHA-256 (hex) of the current claim token, '' when unclaimed:
+			// knowledge.Service never stores the token. (The first backends
+			// stored it plain here; such a claim no longer fences once the
+			// service takes over, and the stale-claim release frees it.)
 			textOr("claim_token"),
 			{Name: "claimed_at", Type: Time},
 			intOr("round", "0"),
