@@ -2,10 +2,7 @@ package knowledge
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,22 +51,12 @@ func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex dri
 	})
 }
 
-// claimTokenBytes is the entropy of a claim token (hex-encoded, 32
-// characters, as the tokens the first backends drew).
-const claimTokenBytes = 16
-
-// newClaimToken returns a fresh random claim token.
-func newClaimToken() string {
-	b := make([]byte, claimTokenBytes)
-	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails (it aborts the program instead)
-	return hex.EncodeToString(b)
-}
+// newClaimToken returns a fresh random claim token: claims and task leases
+// share one token scheme (128 random bits, hex).
+func newClaimToken() string { return store.NewLeaseToken() }
 
 // hashClaimToken is the stored form of a claim token: its SHA-256, hex.
-func hashClaimToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+func hashClaimToken(token string) string { return store.HashLeaseToken(token) }
 
 // view is the read view of an object row: no claim token (only a claim
 // returns one), forked when it has more than one head.
