@@ -174,7 +174,7 @@ func rederive(ctx context.Context, st VersionedStore, id int64) (worker.Result, 
 		if len(heads) == 0 {
 			return worker.Result{}, worker.Permanent(fmt.Errorf("inference %d has no versions", id))
 		}
-		base = heads[len(heads)-1].ID
+		base = heads[len(heads)-1].Version
 	}
 	d.BasedOn = base
 	if content["premises"], err = json.Marshal(fresh); err != nil {
@@ -191,7 +191,7 @@ func rederive(ctx context.Context, st VersionedStore, id int64) (worker.Result, 
 	if err != nil {
 		return worker.Result{}, fmt.Errorf("inference %d: writing the re-derived version: %w", id, err)
 	}
-	return output(Rederived{Outcome: "rederived", ObjectID: id, Version: v.ID, Premises: changed}), nil
+	return output(Rederived{Outcome: "rederived", ObjectID: id, Version: v.Version, Premises: changed}), nil
 }
 
 // Related is one related_to edge an enrich task wrote.
@@ -316,7 +316,7 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 		if err != nil {
 			return worker.Result{}, fmt.Errorf("object %d: writing keywords: %w", id, err)
 		}
-		out.Version = v.ID
+		out.Version = v.Version
 	}
 	return output(out), nil
 }

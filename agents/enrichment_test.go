@@ -53,7 +53,7 @@ func TestRederive(t *testing.T) {
 		}
 		k1, k2 := fmt.Sprint(p1.ID), fmt.Sprint(p2.ID)
 		if c.Statement != "Socrates is mortal" || c.Note != "kept" || c.Premises[k1] != p1v.ContentHash || c.Premises[k2] != p2.ContentHash ||
-			c.Derivation.PremiseVersions[k1] != p1v.ID || c.Derivation.PremiseVersions[k2] != p2.HeadVersion ||
+			c.Derivation.PremiseVersions[k1] != p1v.Version || c.Derivation.PremiseVersions[k2] != p2.HeadVersion ||
 			c.Derivation.Replaced[k1] != p1.ContentHash || c.Derivation.BasedOn != inf.HeadVersion || c.Derivation.Rule != agents.RederiveRule {
 			t.Fatalf("re-derived content %s", hs[0].Content)
 		}

@@ -105,7 +105,7 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 	}
 	heads := make([]int64, len(cur))
 	for i, h := range cur {
-		heads[i] = h.ID
+		heads[i] = h.Version
 	}
 	slices.Sort(heads)
 	switch {
@@ -122,11 +122,11 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 	parents := make(map[int64][]int64, len(all))
 	contents := make(map[int64]json.RawMessage, len(all))
 	for _, v := range all {
-		parents[v.ID] = v.Parents
-		if parents[v.ID] == nil {
-			parents[v.ID] = []int64{}
+		parents[v.Version] = v.Parents
+		if parents[v.Version] == nil {
+			parents[v.Version] = []int64{}
 		}
-		contents[v.ID] = v.Content
+		contents[v.Version] = v.Content
 	}
 	base, err := knowledge.MergeBase(parents, heads)
 	if err != nil {
@@ -162,7 +162,7 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 	if err != nil {
 		return worker.Result{}, err
 	}
-	out := ForkMerged{Outcome: "merged", ObjectID: p.ObjectID, Heads: heads, MergeBase: base, MergedVersion: v.ID, Conflicts: len(conflicts)}
+	out := ForkMerged{Outcome: "merged", ObjectID: p.ObjectID, Heads: heads, MergeBase: base, MergedVersion: v.Version, Conflicts: len(conflicts)}
 	if node != nil {
 		out.RationaleID = node.ID
 	}

@@ -74,7 +74,7 @@ func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []store.Versio
 	}
 	ids := make([]int64, len(hs))
 	for i, h := range hs {
-		ids[i] = h.ID
+		ids[i] = h.Version
 	}
 	return ids, hs
 }
@@ -95,15 +95,15 @@ func TestForkResolver(t *testing.T) {
 		base := o.HeadVersion
 		v2 := mustWrite(t, vs, o.ID, base, `{"title":"b","tags":["x","y"],"n":1,"keep":true}`)
 		v3 := mustWrite(t, vs, o.ID, base, `{"title":"c","tags":["x","z"],"n":2,"keep":true}`)
-		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v2.ID, v3.ID}) {
-			t.Fatalf("heads %v, want a fork of %d and %d", ids, v2.ID, v3.ID)
+		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v2.Version, v3.Version}) {
+			t.Fatalf("heads %v, want a fork of %d and %d", ids, v2.Version, v3.Version)
 		}
 
 		var merged agents.ForkMerged
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.ID, v2.ID}}, resolve), "merged", &merged)
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.Version, v2.Version}}, resolve), "merged", &merged)
 		ids, hs := headIDs(t, vs, o.ID)
-		if len(ids) != 1 || ids[0] != merged.MergedVersion || !slices.Equal(hs[0].Parents, []int64{v2.ID, v3.ID}) {
-			t.Fatalf("after the merge: heads %v (parents %v), result %+v; want one head with parents %d, %d", ids, hs[0].Parents, merged, v2.ID, v3.ID)
+		if len(ids) != 1 || ids[0] != merged.MergedVersion || !slices.Equal(hs[0].Parents, []int64{v2.Version, v3.Version}) {
+			t.Fatalf("after the merge: heads %v (parents %v), result %+v; want one head with parents %d, %d", ids, hs[0].Parents, merged, v2.Version, v3.Version)
 		}
 		if want := `{"keep":true,"n":2,"tags":["x","y","z"],"title":"c"}`; string(hs[0].Content) != want || hs[0].Author != agents.AuthorForkResolution {
 			t.Fatalf("merged content %s by %s, want %s by fork_resolution", hs[0].Content, hs[0].Author, want)
@@ -125,23 +125,23 @@ func TestForkResolver(t *testing.T) {
 		if err := json.Unmarshal(node.Content, &r); err != nil || node.Kind != "rationale" {
 			t.Fatalf("rationale %s %s: %v", node.Kind, node.Content, err)
 		}
-		if r.MergeBase != base || !slices.Equal(r.Heads, []int64{v2.ID, v3.ID}) || len(r.Conflicts) != 1 || r.Conflicts[0].Path != "title" ||
+		if r.MergeBase != base || !slices.Equal(r.Heads, []int64{v2.Version, v3.Version}) || len(r.Conflicts) != 1 || r.Conflicts[0].Path != "title" ||
 			string(r.Conflicts[0].Chosen) != `"c"` || r.Resolver != "deterministic" || !strings.Contains(r.Text, "title") {
 			t.Fatalf("rationale content %s", node.Content)
 		}
 
 		// The same task again: one head, nothing to do.
 		var nop struct{ Reason string }
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.ID, v3.ID}}, resolve), "noop", &nop)
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}}, resolve), "noop", &nop)
 		if !strings.Contains(nop.Reason, "already resolved") {
 			t.Fatalf("no-op reason %q", nop.Reason)
 		}
 		// A new fork, but the task names other heads: nothing merged.
 		v5 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"d"}`)
 		v6 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"e"}`)
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.ID, v6.ID}}, resolve), "noop", &nop)
-		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v5.ID, v6.ID}) || !strings.Contains(nop.Reason, "not the task's") {
-			t.Fatalf("heads %v after a stale task (%q), want %d, %d untouched", ids, nop.Reason, v5.ID, v6.ID)
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v6.Version}}, resolve), "noop", &nop)
+		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v5.Version, v6.Version}) || !strings.Contains(nop.Reason, "not the task's") {
+			t.Fatalf("heads %v after a stale task (%q), want %d, %d untouched", ids, nop.Reason, v5.Version, v6.Version)
 		}
 
 		// Bad payloads fail permanently.
@@ -155,12 +155,12 @@ func TestForkResolver(t *testing.T) {
 		// A write landing while the agent merges: the merge is refused and
 		// the attempt fails retryably.
 		racy := agents.ForkResolver(racingStore{Store: st, t: t}, agents.ForkConfig{})
-		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.ID, v6.ID}}, racy)
+		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.Version, v6.Version}}, racy)
 		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, store.ErrConflict) || rep.Task.State != "OPEN" {
 			t.Fatalf("merge raced by a write: %s %v (state %s), want a retryable failure", rep.Outcome, rep.Err, rep.Task.State)
 		}
-		if ids, _ := headIDs(t, vs, o.ID); len(ids) != 2 || ids[0] != v6.ID {
-			t.Fatalf("heads %v after the raced merge, want %d and the racer's (nothing merged)", ids, v6.ID)
+		if ids, _ := headIDs(t, vs, o.ID); len(ids) != 2 || ids[0] != v6.Version {
+			t.Fatalf("heads %v after the raced merge, want %d and the racer's (nothing merged)", ids, v6.Version)
 		}
 	})
 }
@@ -181,6 +181,6 @@ func (r racingStore) ObjectVersions(ctx context.Context, id int64) ([]store.Vers
 	if err != nil {
 		return nil, err
 	}
-	mustWrite(r.t, r.Store, id, hs[0].ID, `{"title":"racer"}`)
+	mustWrite(r.t, r.Store, id, hs[0].Version, `{"title":"racer"}`)
 	return vs, nil
 }

@@ -52,7 +52,7 @@ func TestModelDecides(t *testing.T) {
 		v2 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"b"}`)
 		v3 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"c"}`)
 		var merged agents.ForkMerged
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.ID, v3.ID}},
+		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}},
 			agents.ForkResolver(st, agents.ForkConfig{Model: m})), "merged", &merged)
 		if _, hs := headIDs(t, vs, o.ID); string(hs[0].Content) != `{"v":"model"}` {
 			t.Fatalf("merged by the model: %s", hs[0].Content)

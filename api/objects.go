@@ -96,7 +96,8 @@ type ObjectView struct {
 
 // VersionList is the body of GET /v1/objects/{id}/versions: every version
 // of the object, ascending by id (each names its parents, so the list is
-// the version DAG), and the ids of its heads.
+// the version DAG), and the numbers of its heads. Versions are numbered
+// per object (store.Version).
 type VersionList struct {
 	ObjectID int64           `json:"object_id"`
 	Versions []store.Version `json:"versions"`
@@ -105,8 +106,8 @@ type VersionList struct {
 }
 
 // WriteVersionRequest is the body of POST /v1/objects/{id}/versions: the
-// new content (a JSON object) and the version it was written from. A base
-// that is no longer a head makes a fork.
+// new content (a JSON object) and the number of the version it was written
+// from. A base that is no longer a head makes a fork.
 type WriteVersionRequest struct {
 	BaseVersion int64           `json:"base_version"`
 	Content     json.RawMessage `json:"content"`
@@ -136,7 +137,7 @@ func CheckVersionContent(content json.RawMessage) error {
 func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (store.Version, error) {
 	if base <= 0 {
 		return store.Version{}, &store.FieldError{Field: "base_version",
-			Expected: fmt.Sprintf("the id of a version of object %d (a positive integer), got %d", id, base)}
+			Expected: fmt.Sprintf("the number of a version of object %d (a positive integer), got %d", id, base)}
 	}
 	if err := CheckVersionContent(content); err != nil {
 		return store.Version{}, err
@@ -169,8 +170,8 @@ func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionL
 		}
 	}
 	for _, v := range all {
-		if !parent[v.ID] {
-			l.Heads = append(l.Heads, v.ID)
+		if !parent[v.Version] {
+			l.Heads = append(l.Heads, v.Version)
 		}
 	}
 	l.Forked = len(l.Heads) > 1

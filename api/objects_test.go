@@ -221,7 +221,7 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 	id, v1 := versionFixture(t, f)
 
 	v, err := c.GetObject(ctx, id)
-	if err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != v1 {
+	if err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != v1 {
 		t.Fatalf("fresh object: forked %v, heads %+v, %v", v.Forked, v.Heads, err)
 	}
 	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), ""); !strings.Contains(body, `"forked": false`) ||
@@ -235,11 +235,11 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 		t.Fatalf("write from the head: %d %s", status, body)
 	}
 	var v2 store.Version
-	if err := json.Unmarshal([]byte(body), &v2); err != nil || v2.ID <= v1 || len(v2.Parents) != 1 || v2.Parents[0] != v1 ||
+	if err := json.Unmarshal([]byte(body), &v2); err != nil || v2.Version <= v1 || len(v2.Parents) != 1 || v2.Parents[0] != v1 ||
 		v2.Author != "admin" || v2.ContentHash == "" {
 		t.Fatalf("version %s: %v", body, err)
 	}
-	if v, err := c.GetObject(ctx, id); err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != v2.ID || v.HeadVersion != v2.ID {
+	if v, err := c.GetObject(ctx, id); err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != v2.Version || v.HeadVersion != v2.Version {
 		t.Fatalf("after a write from the head: forked %v, heads %+v, head_version %d, %v", v.Forked, v.Heads, v.HeadVersion, err)
 	}
 
@@ -248,7 +248,7 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 		t.Fatalf("write from the old base: %+v, %v", v3, err)
 	}
 	v, err = c.GetObject(ctx, id)
-	if err != nil || !v.Forked || len(v.Heads) != 2 || v.Heads[0].ID != v2.ID || v.Heads[1].ID != v3.ID {
+	if err != nil || !v.Forked || len(v.Heads) != 2 || v.Heads[0].Version != v2.Version || v.Heads[1].Version != v3.Version {
 		t.Fatalf("after a write from the old base: forked %v, heads %+v, %v", v.Forked, v.Heads, err)
 	}
 	var hc struct{ Question string }
@@ -261,10 +261,10 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 	}
 
 	l, err := c.ObjectVersions(ctx, id)
-	if err != nil || l.ObjectID != id || len(l.Versions) != 3 || !l.Forked || fmt.Sprint(l.Heads) != fmt.Sprint([]int64{v2.ID, v3.ID}) {
+	if err != nil || l.ObjectID != id || len(l.Versions) != 3 || !l.Forked || fmt.Sprint(l.Heads) != fmt.Sprint([]int64{v2.Version, v3.Version}) {
 		t.Fatalf("versions: %+v, %v", l, err)
 	}
-	if l.Versions[0].ID != v1 || len(l.Versions[0].Parents) != 0 {
+	if l.Versions[0].Version != v1 || len(l.Versions[0].Parents) != 0 {
 		t.Fatalf("first version %+v, want v%d without parents", l.Versions[0], v1)
 	}
 }

@@ -78,7 +78,7 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 		if err != nil {
 			return res, err
 		}
-		head = v.ID
+		head = v.Version
 		if cfg.Progress != nil && g%100 == 0 {
 			cfg.Progress("history", g, cfg.History)
 		}
@@ -106,11 +106,11 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 		parents := make(map[int64][]int64, len(all))
 		contents := make(map[int64]json.RawMessage, len(all))
 		for _, v := range all {
-			parents[v.ID], contents[v.ID] = v.Parents, v.Content
+			parents[v.Version], contents[v.Version] = v.Parents, v.Content
 		}
 		ids := make([]int64, len(heads))
 		for i, h := range heads {
-			ids[i] = h.ID
+			ids[i] = h.Version
 		}
 		merged, conflicts, err := knowledge.MergeHeads(parents, contents, ids, knowledge.DeterministicResolver)
 		if err != nil {
@@ -125,7 +125,7 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 			return res, err
 		}
 		merges = append(merges, time.Since(start))
-		head = v.ID
+		head = v.Version
 		if cfg.Progress != nil {
 			cfg.Progress("merge", m+1, cfg.Merges)
 		}

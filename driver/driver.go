@@ -374,19 +374,25 @@ type AbortPendingDueParams struct {
 	Now     time.Time
 }
 
-// ObjectRow is one row of cks_objects as stored (with the claim token's hash).
+// ObjectRow is one row of cks_objects as stored. It is not a read view: it
+// carries the hash of the current claim token, which never leaves the
+// services.
 type ObjectRow struct {
-	ID             int64
-	Kind           string
-	Title          string
-	Content        []byte // canonical JSON, byte for byte
-	ContentHash    string
-	Status         string
-	ClaimedBy      string
+	ID          int64
+	Kind        string
+	Title       string
+	Content     []byte // canonical JSON, byte for byte
+	ContentHash string
+	Status      string
+	ClaimedBy   string
+	// ClaimTokenHash is the SHA-256 (hex) of the current claim token; ""
+	// when the object is unclaimed.
 	ClaimTokenHash string
 	ClaimedAt      time.Time
 	Round          int
-	// HeadVersion is the id of the latest written version; Heads counts
+	// HeadVersion is the number of the latest written version (whose
+	// content the row carries). Versions are numbered 1, 2, 3 … within
+	// each object, so it is also the object's highest number. Heads counts
 	// the head versions (forked when > 1).
 	HeadVersion int64
 	Heads       int
@@ -397,14 +403,27 @@ type ObjectRow struct {
 
 // VersionRow is one row of cks_object_versions.
 type VersionRow struct {
-	ID          int64
-	ObjectID    int64
-	Parents     []int64 // ascending; empty for a first version
+	// ID is the row's id, assigned by the database; it orders versions
+	// across objects and is never shown.
+	ID       int64
+	ObjectID int64
+	// Version is the number within the object (1 for the first version);
+	// Parents are numbers of versions of the same object, ascending, empty
+	// for a first version.
+	Version     int64
+	Parents     []int64
 	Content     []byte
 	ContentHash string
 	Author      string
 	CreatedAt   time.Time
 	IsHead      bool
+}
+
+// ForkRow is an object with more than one head version.
+type ForkRow struct {
+	ObjectID int64
+	// Heads are the numbers of its head versions, ascending.
+	Heads []int64
 }
 
 // EdgeRow is one row of cks_edges.
@@ -414,7 +433,7 @@ type EdgeRow struct {
 	Dst          int64
 	BaseType     string
 	SemanticType string
-	Weight       *float64
+	Weight       *float64 // nil: NULL
 	CreatedAt    time.Time
 }
 
@@ -432,46 +451,64 @@ type TransitionRow struct {
 }
 
 // KnowledgeExecutor holds the primitives of the knowledge store (ADR-007).
+// Objects are locked for update FOR NO KEY UPDATE on Postgres: no object
+// write changes its key, so rows that reference an object (edges, versions,
+// log entries, whose foreign keys take KEY SHARE) can be inserted while a
+// writer holds it, and never deadlock with it.
 type KnowledgeExecutor interface {
-	// ObjectInsert inserts an object together with its first version (no
-	// parents, the only head, by CreatedBy) and returns both with their
-	// ids; the object's HeadVersion is the version's id.
-	ObjectInsert(ctx context.Context, o ObjectRow) (ObjectRow, VersionRow, error)
-	// ObjectGetMany reads objects by id, ordered by id, locked as asked.
+	// ObjectInsertMany inserts objects (every column of the row but ID,
+	// which it assigns) and returns their ids in input order. An object's
+	// first version is the caller's to insert (VersionInsertMany), in the
+	// same transaction.
+	ObjectInsertMany(ctx context.Context, rows []ObjectRow) ([]int64, error)
+	// ObjectGetMany reads the objects ids, ordered by id, locked as asked
+	// (LockNone or LockUpdate). Unknown ids are absent from the result.
 	ObjectGetMany(ctx context.Context, p ObjectGetManyParams) ([]ObjectRow, error)
-	// ObjectUpdate writes every column but ID, Kind, CreatedBy, CreatedAt.
-	ObjectUpdate(ctx context.Context, o ObjectRow) error
-	// ObjectList reads a page of objects ordered by id.
+	// ObjectExistMany returns which of ids name an object, ascending, each
+	// once; it reads no content.
+	ObjectExistMany(ctx context.Context, ids []int64) ([]int64, error)
+	// ObjectUpdateMany writes, by ID, the columns a claim, a transition or
+	// a version write changes: status, claimed_by, claim_token_hash,
+	// claimed_at, round, head_version, heads and updated_at, and content
+	// and content_hash when Content is not nil (a claim or a status change
+	// need not send the content back). It returns how many rows it wrote.
+	ObjectUpdateMany(ctx context.Context, rows []ObjectRow) (int, error)
+	// ObjectList reads up to Limit objects with id > After, ascending.
 	ObjectList(ctx context.Context, p ObjectListParams) ([]ObjectRow, error)
-	// ObjectClaimable reads up to Limit unclaimed objects of Status, oldest
-	// first, locked with LockUpdateSkip.
+	// ObjectClaimable reads up to Limit unclaimed objects (claimed_by '')
+	// of Status, ascending by id, locked with LockUpdateSkip.
 	ObjectClaimable(ctx context.Context, p ObjectClaimableParams) ([]ObjectRow, error)
-	// ObjectClaimedBefore reads claimed objects whose claimed_at is at or
-	// before Before, locked with LockUpdateSkip.
-	ObjectClaimedBefore(ctx context.Context, before time.Time) ([]ObjectRow, error)
-	// ObjectForked reads up to Limit objects with more than one head and
-	// id > After, ascending.
-	ObjectForked(ctx context.Context, after int64, limit int) ([]ObjectRow, error)
+	// ObjectClaimedBefore reads the claimed objects whose claimed_at is at
+	// or before Before, ascending by id, locked with LockUpdateSkip.
+	ObjectClaimedBefore(ctx context.Context, p ObjectClaimedBeforeParams) ([]ObjectRow, error)
+	// ForkList reads up to Limit objects with more than one head and
+	// id > After, ascending, each with its heads read in the same
+	// statement.
+	ForkList(ctx context.Context, p ForkListParams) ([]ForkRow, error)
 
-	// VersionInsert appends a version and returns it with its id.
-	VersionInsert(ctx context.Context, v VersionRow) (VersionRow, error)
-	// VersionList reads the versions of an object (only heads when
-	// HeadsOnly), ascending by id.
+	// VersionInsertMany appends versions (every column but ID) and returns
+	// their row ids in input order. (ObjectID, Version) is unique: a second
+	// version of one number is ErrUniqueViolation.
+	VersionInsertMany(ctx context.Context, rows []VersionRow) ([]int64, error)
+	// VersionList reads the versions of an object (only its heads when
+	// HeadsOnly), ascending by number.
 	VersionList(ctx context.Context, p VersionListParams) ([]VersionRow, error)
-	// VersionUnsetHeads clears is_head of the versions ids of ObjectID that
-	// are heads and returns how many it changed.
-	VersionUnsetHeads(ctx context.Context, objectID int64, ids []int64) (int, error)
+	// VersionUnsetHeads clears is_head of those of Versions (numbers) of
+	// ObjectID that are heads, and returns how many it changed.
+	VersionUnsetHeads(ctx context.Context, p VersionUnsetHeadsParams) (int, error)
 
-	// EdgeInsertMany writes edges and returns them with their ids, in order.
-	EdgeInsertMany(ctx context.Context, edges []EdgeRow) ([]EdgeRow, error)
-	// EdgeListOf returns every edge from or to an object, oldest first.
+	// EdgeInsertMany writes edges (every column but ID) and returns their
+	// ids in input order.
+	EdgeInsertMany(ctx context.Context, rows []EdgeRow) ([]int64, error)
+	// EdgeListOf returns every edge from or to an object, ascending by id.
 	EdgeListOf(ctx context.Context, objectID int64) ([]EdgeRow, error)
-	// EdgeList returns up to limit edges with id > after, ascending.
-	EdgeList(ctx context.Context, after int64, limit int) ([]EdgeRow, error)
+	// EdgeList reads up to Limit edges with id > After, ascending.
+	EdgeList(ctx context.Context, p EdgeListParams) ([]EdgeRow, error)
 
-	// TransitionInsertMany appends log entries (append-only table).
-	TransitionInsertMany(ctx context.Context, entries []TransitionRow) error
-	// TransitionList returns an object's log, oldest first.
+	// TransitionInsertMany appends log entries (every column but Seq, which
+	// grows in input order; append-only table).
+	TransitionInsertMany(ctx context.Context, rows []TransitionRow) error
+	// TransitionList returns an object's log, oldest (lowest seq) first.
 	TransitionList(ctx context.Context, objectID int64) ([]TransitionRow, error)
 }
 
@@ -481,26 +518,50 @@ type ObjectGetManyParams struct {
 	Lock Lock
 }
 
-// ObjectListParams selects a page of objects.
+// ObjectListParams selects a page of objects. Empty Kinds or Statuses
+// restrict nothing.
 type ObjectListParams struct {
 	Kinds    []string
 	Statuses []string
-	// Unclaimed keeps only objects with no claim.
+	// Unclaimed keeps only objects with no claim (claimed_by '').
 	Unclaimed bool
 	After     int64
 	Limit     int
 }
 
-// ObjectClaimableParams selects objects a step may claim.
+// ObjectClaimableParams selects objects a claim may take.
 type ObjectClaimableParams struct {
 	Status string
 	Limit  int
+}
+
+// ObjectClaimedBeforeParams selects claims to release as stale.
+type ObjectClaimedBeforeParams struct {
+	Before time.Time
+}
+
+// ForkListParams selects a page of forked objects.
+type ForkListParams struct {
+	After int64
+	Limit int
 }
 
 // VersionListParams selects the versions of one object.
 type VersionListParams struct {
 	ObjectID  int64
 	HeadsOnly bool
+}
+
+// VersionUnsetHeadsParams names versions of one object, by number.
+type VersionUnsetHeadsParams struct {
+	ObjectID int64
+	Versions []int64
+}
+
+// EdgeListParams selects a page of edges.
+type EdgeListParams struct {
+	After int64
+	Limit int
 }
 
 // LivenessRow is one row of cks_agent_liveness (ADR-014).

@@ -66,7 +66,7 @@ func AddObjectTools(srv *mcp.Server, k api.ObjectStore) {
 			"its edges (base_type, semantic_type), and under \"reasoning\" every object linked to it, each with its own log and " +
 			"edges — for a question its claims (with citations and accepted/rejected status), the critiques (per-claim verdicts), " +
 			"the syntheses (answer and citations) and the arbiter's rationales — so the whole chain is in one answer. " +
-			"\"heads\" holds the object's head versions (version_id, parents, author, created_at, content, content_hash); " +
+			"\"heads\" holds the object's head versions (version: its number within the object, parents: numbers of the versions it was written from, author, created_at, content, content_hash); " +
 			"\"forked\" is true when there is more than one: concurrent writes from the same base version forked the object, " +
 			"and the fork_detection sweeper enqueues a resolve_fork task for the Fork Resolution agent to merge them.",
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},

@@ -114,7 +114,7 @@ func TestGetObjectHeads(t *testing.T) {
 	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
 
 	v := structured[api.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
-	if v.Forked || len(v.Heads) != 1 || v.Heads[0].ID != q.HeadVersion {
+	if v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != q.HeadVersion {
 		t.Fatalf("fresh object: forked %v, heads %+v, want the one head v%d", v.Forked, v.Heads, q.HeadVersion)
 	}
 	vs, ok := any(e.store).(store.Versions)
@@ -131,7 +131,7 @@ func TestGetObjectHeads(t *testing.T) {
 	}
 	r := call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID})
 	v = structured[api.ObjectView](t, r)
-	if !v.Forked || len(v.Heads) != 2 || v.Heads[0].ID != a.ID || v.Heads[1].ID != b.ID ||
+	if !v.Forked || len(v.Heads) != 2 || v.Heads[0].Version != a.Version || v.Heads[1].Version != b.Version ||
 		v.Heads[0].Author != "alice" || v.Heads[1].Author != "bob" || v.Heads[0].ContentHash == v.Heads[1].ContentHash {
 		t.Fatalf("forked object: forked %v, heads %+v", v.Forked, v.Heads)
 	}
@@ -146,7 +146,7 @@ func TestGetObjectHeads(t *testing.T) {
 	}
 	for _, h := range heads {
 		hm, _ := h.(map[string]any)
-		for _, k := range []string{"version_id", "parents", "author", "created_at", "content", "content_hash"} {
+		for _, k := range []string{"version", "parents", "author", "created_at", "content", "content_hash"} {
 			if _, ok := hm[k]; !ok {
 				t.Errorf("head without %s: %v", k, hm)
 			}

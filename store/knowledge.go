@@ -52,7 +52,8 @@ type Object struct {
 	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
 	// Round counts the times the object was sent back to an earlier stage.
 	Round int `json:"round"`
-	// HeadVersion is the latest written version (whose content this is);
+	// HeadVersion is the number of the latest written version (whose
+	// content this is; versions are numbered per object, see Version);
 	// Forked says the object has other heads too (Versions).
 	HeadVersion int64     `json:"head_version"`
 	Forked      bool      `json:"forked,omitempty"`

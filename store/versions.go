@@ -9,8 +9,14 @@ import (
 // Version is one row of cks_object_versions: one content write of an
 // object. The versions of an object form a DAG through Parents: a write
 // names the version it was based on, a merge all the heads it merged.
+//
+// Versions are numbered per object: 1 for the first, then 1, 2, 3 … in
+// the order they were written, so two objects both have a version 1 and a
+// version is named by its object and its number. Every number a version
+// write takes or returns (a base, heads, parents, an object's head
+// version) is such a number of that object.
 type Version struct {
-	ID       int64 `json:"version_id"`
+	Version  int64 `json:"version"`
 	ObjectID int64 `json:"object_id"`
 	// Parents are the versions this one was written from: none for the
 	// first version, one for a write, two or more for a merge (sorted).
@@ -24,7 +30,7 @@ type Version struct {
 // Fork is an object with more than one head version.
 type Fork struct {
 	ObjectID int64 `json:"object_id"`
-	// Heads are the head version ids, ascending.
+	// Heads are the numbers of the head versions, ascending.
 	Heads []int64 `json:"heads"`
 }
 
@@ -38,16 +44,17 @@ type Fork struct {
 // (Object.HeadVersion), and Object.Forked says whether there are other
 // heads.
 type Versions interface {
-	// WriteVersion records content (a JSON object, canonicalised) as a new
-	// version of object id based on version base, by author. When base is
-	// a head it stops being one; when it is not, the new version is an
-	// additional head (a fork). A base that is not a version of the object
-	// is a FieldError naming base_version, and nothing is written.
+	// WriteVersion records content (a JSON object, canonicalised) as the
+	// next version of object id based on its version base, by author. When
+	// base is a head it stops being one; when it is not, the new version is
+	// an additional head (a fork). A base that is not a version of the
+	// object is a FieldError naming base_version, and nothing is written.
 	WriteVersion(ctx context.Context, id, base int64, content json.RawMessage, author string) (Version, error)
-	// Heads returns the head versions of object id, ascending by id
+	// Heads returns the head versions of object id, ascending by number
 	// (ErrNotFound for an unknown object).
 	Heads(ctx context.Context, id int64) ([]Version, error)
-	// ObjectVersions returns every version of object id, ascending by id.
+	// ObjectVersions returns every version of object id, ascending by
+	// number.
 	ObjectVersions(ctx context.Context, id int64) ([]Version, error)
 	// MergeVersions records content as the merge of heads, which must be
 	// exactly the object's current heads (in any order; ErrConflict naming

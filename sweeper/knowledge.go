@@ -149,10 +149,14 @@ func forEachObject(ctx context.Context, l ObjectLister, kinds []string, f func([
 // fork_detection
 
 // ForkDetection enqueues a resolve_fork task for every object with more than
-// one head version. The payload is {"object_id": N, "heads": [ids ascending]}
-// and the dedupe key "resolve_fork:<object>:<h1>,<h2>,…": a fork already
-// waiting for resolution is not enqueued again, and a fork that changed (a
-// third head) is a new task. Memory: one page of forks.
+// one head version. The payload is {"object_id": N, "heads": [numbers
+// ascending]} and the dedupe key "resolve_fork:<object>:v<h1>,v<h2>,…": a
+// fork already waiting for resolution is not enqueued again, and a fork that
+// changed (a third head) is a new task. The heads are version numbers within
+// the object; the "v" keeps them apart from the keys of forks found when
+// versions were numbered across all objects ("resolve_fork:7:12,15"), which
+// are once-ever too and would otherwise block a fork of the same digits.
+// Memory: one page of forks.
 type ForkDetection struct {
 	Tasks TaskEnqueuer
 	// Forks is the store's version history; nil (a store without
@@ -185,7 +189,7 @@ func (s ForkDetection) SweepOnce(ctx context.Context) (int, error) {
 			if len(heads) < 2 {
 				continue
 			}
-			key := fmt.Sprintf("%s:%d:%s", TaskResolveFork, f.ObjectID, joinIDs(heads))
+			key := fmt.Sprintf("%s:%d:v%s", TaskResolveFork, f.ObjectID, strings.ReplaceAll(joinIDs(heads), ",", ",v"))
 			ok, err := enqueue(ctx, s.Tasks, ForkDetectionID, TaskResolveFork,
 				fmt.Sprintf("Resolve the fork of object %d (%d heads)", f.ObjectID, len(heads)),
 				map[string]any{"object_id": f.ObjectID, "heads": heads}, key)

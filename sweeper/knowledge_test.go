@@ -94,7 +94,7 @@ func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
 	if err != nil || len(vs) == 0 {
 		f.t.Fatalf("versions of %d: %v %v", id, vs, err)
 	}
-	base := vs[0].ID
+	base := vs[0].Version
 	for i := range n {
 		if _, err := v.WriteVersion(ctx, id, base, json.RawMessage(fmt.Sprintf(`{"edit":%d}`, i)), "test"); err != nil {
 			f.t.Fatal(err)
@@ -106,7 +106,7 @@ func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
 	}
 	var ids []int64
 	for _, h := range heads {
-		ids = append(ids, h.ID)
+		ids = append(ids, h.Version)
 	}
 	if len(ids) != n {
 		f.t.Fatalf("object %d has heads %v, want %d", id, ids, n)
@@ -125,7 +125,7 @@ func TestForkDetection(t *testing.T) {
 		_ = plain
 		// A linear edit is not a fork.
 		vs, _ := v.ObjectVersions(context.Background(), edited)
-		if _, err := v.WriteVersion(context.Background(), edited, vs[0].ID, json.RawMessage(`{"a":2}`), "t"); err != nil {
+		if _, err := v.WriteVersion(context.Background(), edited, vs[0].Version, json.RawMessage(`{"a":2}`), "t"); err != nil {
 			t.Fatal(err)
 		}
 		h2 := f.fork(v, two, 2)
@@ -138,13 +138,36 @@ func TestForkDetection(t *testing.T) {
 			fmt.Sprintf(`{"heads":[%d,%d,%d],"object_id":%d}`, h3[0], h3[1], h3[2], three),
 		})
 		wantStrings(t, "keys", k, []string{
-			fmt.Sprintf("resolve_fork:%d:%d,%d", two, h2[0], h2[1]),
-			fmt.Sprintf("resolve_fork:%d:%d,%d,%d", three, h3[0], h3[1], h3[2]),
+			fmt.Sprintf("resolve_fork:%d:v%d,v%d", two, h2[0], h2[1]),
+			fmt.Sprintf("resolve_fork:%d:v%d,v%d,v%d", three, h3[0], h3[1], h3[2]),
 		})
 		f.sweep(s, 0) // dedupe: nothing new
 		if p, _ := f.tasks(TaskResolveFork); len(p) != 2 {
 			t.Fatalf("second pass: %d tasks", len(p))
 		}
+	})
+}
+
+// TestForkDetectionKeysOfPerObjectNumbers: the once-ever keys of forks
+// found while versions were numbered across objects ("resolve_fork:7:2,3",
+// global ids) never block a fork whose per-object head numbers are the same
+// digits: the keys name heads by version number ("v2,v3").
+func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		f := newKFix(t, open)
+		v := f.versions()
+		o := f.obj("note", "", map[string]any{"a": 1})
+		heads := f.fork(v, o, 2)
+		// A task of the global numbering, long done, with the same digits.
+		old, _, err := f.st.Enqueue(context.Background(), store.NewTask{Type: TaskResolveFork, DedupeOnce: true,
+			DedupeKey: fmt.Sprintf("resolve_fork:%d:%d,%d", o, heads[0], heads[1])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Cancel(context.Background(), old.ID, "test", "resolved before the upgrade"); err != nil {
+			t.Fatal(err)
+		}
+		f.sweep(ForkDetection{Tasks: f.st, Forks: v}, 1)
 	})
 }
 

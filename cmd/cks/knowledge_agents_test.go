@@ -141,7 +141,7 @@ func TestForkResolutionAgent(t *testing.T) {
 			}
 		}
 		// Both are heads until the agent merges them (it may already have).
-		former := []int64{written[0].ID, written[1].ID}
+		former := []int64{written[0].Version, written[1].Version}
 		slices.Sort(former)
 
 		task := waitTask(t, st, agents.TypeResolveFork, "merged", a)
@@ -156,7 +156,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		if want := `{"owner":"bob","tags":["a","b","c"],"text":"final text"}`; string(heads[0].Content) != want {
 			t.Fatalf("merged content %s, want %s", heads[0].Content, want)
 		}
-		if got, err := st.GetObject(ctx, o.ID); err != nil || got.Forked || got.HeadVersion != heads[0].ID {
+		if got, err := st.GetObject(ctx, o.ID); err != nil || got.Forked || got.HeadVersion != heads[0].Version {
 			t.Fatalf("object after the merge: forked %v, head %d (%v)", got.Forked, got.HeadVersion, err)
 		}
 		r := cks(t, nil, "object", "show", fmt.Sprint(o.ID), "--data-dir", string(h.dir))
@@ -248,7 +248,7 @@ func TestEnrichmentAgent(t *testing.T) {
 			t.Fatalf("rederive result %q (%v)", task.Result, err)
 		}
 		heads, err := vs.Heads(ctx, inf.ID)
-		if err != nil || len(heads) != 1 || heads[0].ID != res.Version || !slices.Equal(heads[0].Parents, []int64{inf.HeadVersion}) || heads[0].Author != "enrichment" {
+		if err != nil || len(heads) != 1 || heads[0].Version != res.Version || !slices.Equal(heads[0].Parents, []int64{inf.HeadVersion}) || heads[0].Author != "enrichment" {
 			t.Fatalf("inference heads %+v (%v): want the re-derived version %d based on %d", heads, err, res.Version, inf.HeadVersion)
 		}
 		var c struct {
@@ -261,8 +261,8 @@ func TestEnrichmentAgent(t *testing.T) {
 		}
 		k1, k2 := fmt.Sprint(p1.ID), fmt.Sprint(p2.ID)
 		if c.Statement != "a task heartbeating every minute keeps its lease" || c.Premises[k2] != changed.ContentHash || c.Premises[k1] != p1.ContentHash ||
-			c.Derivation.PremiseVersions[k2] != changed.ID {
-			t.Fatalf("re-derived content %s: want premise %d at hash %s (version %d)", heads[0].Content, p2.ID, changed.ContentHash, changed.ID)
+			c.Derivation.PremiseVersions[k2] != changed.Version {
+			t.Fatalf("re-derived content %s: want premise %d at hash %s (version %d)", heads[0].Content, p2.ID, changed.ContentHash, changed.Version)
 		}
 		if got, err := st.GetObject(ctx, inf.ID); err != nil || got.ContentHash != heads[0].ContentHash {
 			t.Fatalf("inference object: %s %v, want the new version's hash", got.ContentHash, err)

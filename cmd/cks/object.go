@@ -133,7 +133,7 @@ func (l *fieldSets) Set(v string) error {
 // given version (default the object's latest). Two edits from the same base
 // make a fork.
 func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, args []string, e env) error {
-	base := fset.Int64("base", 0, "the version this edit is based on (see `cks object versions ID`); default the object's "+
+	base := fset.Int64("base", 0, "the number of the version this edit is based on (see `cks object versions ID`); default the object's "+
 		"latest version. A base that is no longer a head makes a fork: two edits from one base leave the object with two heads")
 	content := fset.String("content", "", "the new content, a JSON object replacing the base version's content")
 	var sets fieldSets
@@ -151,7 +151,7 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 	case *content != "" && !json.Valid([]byte(*content)):
 		return fmt.Errorf("%w: --content is not valid JSON: %s", errUsage, clip(*content, 60))
 	case *base < 0:
-		return fmt.Errorf("%w: --base must be a version id (a positive integer), got %d", errUsage, *base)
+		return fmt.Errorf("%w: --base must be a version number (a positive integer), got %d", errUsage, *base)
 	}
 	c, err := cf.client(e)
 	if err != nil {
@@ -173,9 +173,9 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(l.Versions, func(v store.Version) bool { return v.ID == *base })
+		i := slices.IndexFunc(l.Versions, func(v store.Version) bool { return v.Version == *base })
 		if i < 0 {
-			return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", id, *base, versionIDs(l.Versions))
+			return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", id, *base, versionNumbers(l.Versions))
 		}
 		if body, err = applySets(l.Versions[i].Content, sets); err != nil {
 			return err
@@ -188,7 +188,7 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 	if cf.json {
 		return printJSON(e.stdout, ver)
 	}
-	fmt.Fprintf(e.stdout, "object %d: wrote v%d (based on v%d) as %s\n", id, ver.ID, *base, or(ver.Author, "?"))
+	fmt.Fprintf(e.stdout, "object %d: wrote v%d (based on v%d) as %s\n", id, ver.Version, *base, or(ver.Author, "?"))
 	v, err := c.GetObject(ctx, id)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 	if v.Forked {
 		fmt.Fprintln(e.stdout, forkLine(v.Heads))
 	} else {
-		fmt.Fprintf(e.stdout, "v%d is the only head\n", ver.ID)
+		fmt.Fprintf(e.stdout, "v%d is the only head\n", ver.Version)
 	}
 	return nil
 }
@@ -222,20 +222,20 @@ func applySets(content json.RawMessage, sets []string) (json.RawMessage, error) 
 	return json.Marshal(m)
 }
 
-func versionIDs(vs []store.Version) string {
+func versionNumbers(vs []store.Version) string {
 	if len(vs) == 0 {
 		return "none"
 	}
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = fmt.Sprintf("v%d", v.ID)
+		parts[i] = fmt.Sprintf("v%d", v.Version)
 	}
 	return strings.Join(parts, ", ")
 }
 
 // forkLine is the prominent mark of a forked object.
 func forkLine(heads []store.Version) string {
-	return fmt.Sprintf("FORKED: %d heads (%s) — fork_detection will enqueue a resolve_fork task", len(heads), versionIDs(heads))
+	return fmt.Sprintf("FORKED: %d heads (%s) — fork_detection will enqueue a resolve_fork task", len(heads), versionNumbers(heads))
 }
 
 // printVersions prints the version DAG: one line per version with its
@@ -257,10 +257,10 @@ func printVersions(w io.Writer, l api.VersionList) error {
 			parents = strings.Join(ps, ",")
 		}
 		head := ""
-		if slices.Contains(l.Heads, v.ID) {
+		if slices.Contains(l.Heads, v.Version) {
 			head = "head"
 		}
-		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%s\t%s\n", v.ID, parents, or(v.Author, "?"),
+		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%s\t%s\n", v.Version, parents, or(v.Author, "?"),
 			v.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), hashPrefix(v.ContentHash), head)
 	}
 	if err := tw.Flush(); err != nil {
@@ -325,7 +325,7 @@ func printHeads(w io.Writer, heads []store.Version) {
 		fmt.Fprintln(w, "\nHeads side by side (fields that differ):")
 		row := []string{"  FIELD"}
 		for _, h := range heads {
-			row = append(row, fmt.Sprintf("v%d by %s at %s", h.ID, or(h.Author, "?"), h.CreatedAt.Local().Format("15:04:05.000")))
+			row = append(row, fmt.Sprintf("v%d by %s at %s", h.Version, or(h.Author, "?"), h.CreatedAt.Local().Format("15:04:05.000")))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 		for _, f := range differ {

@@ -41,7 +41,7 @@ func TestObjectEditFork(t *testing.T) {
 	if len(l.Versions) != 1 || l.Forked {
 		t.Fatalf("fresh object's versions: %+v", l)
 	}
-	base := fmt.Sprint(l.Versions[0].ID)
+	base := fmt.Sprint(l.Versions[0].Version)
 
 	r = run("object", "edit", id, "--base", base, "--set", "question=Alpha, first", "--set", "tags=[\"x\"]")
 	if r.code != 0 {
@@ -59,7 +59,7 @@ func TestObjectEditFork(t *testing.T) {
 		t.Fatalf("object show: exit %d\n%s", r.code, r.stderr)
 	}
 	l = versions()
-	if len(l.Heads) != 2 || !l.Forked || l.Heads[1] != second.ID {
+	if len(l.Heads) != 2 || !l.Forked || l.Heads[1] != second.Version {
 		t.Fatalf("versions after two edits from one base: %+v", l)
 	}
 	wantAll(t, "object show (forked)", r.stdout,
@@ -95,7 +95,7 @@ func TestObjectEditFork(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("edit without --base: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	wantAll(t, "edit without --base", r.stdout, fmt.Sprintf("based on v%d", second.ID), "FORKED: 2 heads")
+	wantAll(t, "edit without --base", r.stdout, fmt.Sprintf("based on v%d", second.Version), "FORKED: 2 heads")
 
 	// Bad input: refused, nothing written.
 	before := len(versions().Versions)

@@ -2,7 +2,7 @@
 // primitive, transactions, notifications and the database facts the rules
 // rely on, run by each driver's tests against a real database, so that both
 // dialects behave alike. Run runs all of it; the per-domain functions
-// (Liveness, Control, Principals, …) run one part, for a driver's own tests
+// (Liveness, Control, Principals, Knowledge, …) run one part, for a driver's own tests
 // and for the domains added later (tasks, knowledge).
 //
 // A primitive a driver does not implement yet returns an error wrapping
@@ -43,6 +43,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Liveness", Liveness},
 		{"Control", Control},
 		{"Principals", Principals},
+		{"Knowledge", Knowledge},
 		{"Tx", Tx},
 		{"Notify", Notify},
 		{"Times", Times},

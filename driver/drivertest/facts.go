@@ -31,6 +31,7 @@ func Facts(t *testing.T, newDB NewDB) {
 			"DELETE FROM cks_transition_log",
 			"UPDATE cks_object_versions SET content = '{\"x\": 1}'",
 			"UPDATE cks_object_versions SET author = 'rewritten', is_head = false",
+			"UPDATE cks_object_versions SET version = 9",
 			"DELETE FROM cks_object_versions",
 		} {
 			if err := db.Exec(t, q); err == nil || !strings.Contains(err.Error(), "append-only") {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/store"
@@ -141,8 +143,10 @@ func freshSchema(t testing.TB) []string {
 }
 
 // TestRendersTheFirstBackendsSchema: an empty schema made by store/postgres
-// has exactly the schema the driver creates, but for the columns added
-// since (the lease binding of principals).
+// has exactly the schema the driver creates, but for what was added since:
+// the lease binding of principals, and the per-object version numbers
+// (their column and index, and the append-only trigger that freezes them
+// too).
 func TestRendersTheFirstBackendsSchema(t *testing.T) {
 	url := backendtest.PostgresURL(t)
 	s, err := legacy.Open(testCtx(t), url)
@@ -151,12 +155,10 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 	}
 	s.Close()
 	old, fresh := diff(schemaOf(t, url), freshSchema(t))
-	var unexpected []string
-	for _, l := range fresh {
-		if !strings.HasPrefix(l, "column|cks_principals|lease_") {
-			unexpected = append(unexpected, l)
-		}
-	}
+	trigger := "trigger|cks_object_versions_no_change|"
+	old = drivertest.WithoutPrefixes(old, trigger)
+	unexpected := drivertest.WithoutPrefixes(fresh, "column|cks_principals|lease_", "column|cks_object_versions|version|",
+		"index|idx_object_versions_version|", trigger)
 	if len(old) > 0 || len(unexpected) > 0 {
 		t.Fatalf("schema of store/postgres differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(unexpected, "\n"))
@@ -165,7 +167,8 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 
 // TestOpensTheFirstBackendsDatabase: a schema store/postgres created and
 // filled opens with the driver, which reads what was written; then the
-// schema equals a fresh one's and no row changed.
+// schema equals a fresh one's and no row changed (but for the versions,
+// which it numbered per object).
 func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 	url := backendtest.PostgresURL(t)
 	s, err := legacy.Open(testCtx(t), url, store.WithClock(clock.NewFake(drivertest.T0)))
@@ -175,10 +178,20 @@ func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 	drivertest.FillLegacy(t, s)
 	s.Close()
 	cols := columnsOf(t, url)
+	// The version numbers: their own check below.
+	cols["cks_objects"] = slices.DeleteFunc(cols["cks_objects"], func(c string) bool { return c == "head_version" })
 	before := rowsOf(t, url, cols)
 	d := open(t, url)
 	drivertest.CheckLegacy(t, d)
 	d.Close()
+	c := conn(t, url)
+	if got := texts(t, c, `SELECT concat_ws('|', version_id, object_id, version, parents) FROM cks_object_versions ORDER BY version_id`); !slices.Equal(got,
+		[]string{"1|1|1|{}", "2|2|1|{}", "3|1|2|{1}"}) {
+		t.Errorf("versions numbered %q, want 1 and 2 of object 1 and 1 of object 2", got)
+	}
+	if got := texts(t, c, `SELECT concat_ws('|', object_id, head_version) FROM cks_objects ORDER BY object_id`); !slices.Equal(got, []string{"1|2", "2|1"}) {
+		t.Errorf("objects' head versions %q, want 2 and 1", got)
+	}
 	sameSchema(t, "the opened schema", schemaOf(t, url), freshSchema(t))
 	if after := rowsOf(t, url, cols); !slices.Equal(after, before) {
 		a, b := diff(before, after)
@@ -267,22 +280,60 @@ func TestUpgradesOlderEvidence(t *testing.T) {
 }
 
 // TestUpgradeBackfillsVersions: knowledge tables from before versions; every
-// object gets one head version equal to its content, by its creator, at its
-// last update, and points at it.
+// object gets one head version 1 equal to its content, by its creator, at
+// its last update, and points at it.
 func TestUpgradeBackfillsVersions(t *testing.T) {
 	c := conn(t, upgradeFrom(t, "old_knowledge.sql"))
-	got := texts(t, c, `SELECT concat_ws('|', version_id, object_id, parents, content, content_hash, author, created_at AT TIME ZONE 'UTC', is_head)
+	got := texts(t, c, `SELECT concat_ws('|', version_id, object_id, version, parents, content, content_hash, author, created_at AT TIME ZONE 'UTC', is_head)
 		FROM cks_object_versions ORDER BY version_id`)
 	want := []string{
-		`1|1|{}|{"n":1,"q":"why?"}|h1|cli|2026-11-30 12:00:05|t`,
-		`2|2|{}|{}|h2|researcher|2026-11-30 12:01:00.5|t`,
-		`3|3|{}|{"n":1,"q":"why?"}|h1||2026-11-30 12:02:00|t`,
+		`1|1|1|{}|{"n":1,"q":"why?"}|h1|cli|2026-11-30 12:00:05|t`,
+		`2|2|1|{}|{}|h2|researcher|2026-11-30 12:01:00.5|t`,
+		`3|3|1|{}|{"n":1,"q":"why?"}|h1||2026-11-30 12:02:00|t`,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("backfilled versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if objs := texts(t, c, `SELECT concat_ws('|', object_id, head_version, heads) FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|2|1", "3|3|1"}) {
+	if objs := texts(t, c, `SELECT concat_ws('|', object_id, head_version, heads) FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|1|1", "3|1|1"}) {
 		t.Fatalf("objects after the backfill: %q", objs)
+	}
+}
+
+// TestUpgradeNumbersVersionsPerObject: versions numbered by one sequence
+// across objects are numbered 1, 2, 3 … within each object in id order;
+// parents and head_version follow, nothing else of the rows changes, and the
+// append-only trigger (dropped for the backfill) freezes the number too.
+func TestUpgradeNumbersVersionsPerObject(t *testing.T) {
+	q, err := os.ReadFile(filepath.Join("testdata", "old_versions.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := backendtest.PostgresURL(t)
+	if err := rawExec(t, url, string(q)); err != nil {
+		t.Fatalf("old shape: %v", err)
+	}
+	rest := `SELECT concat_ws('|', version_id, object_id, content, content_hash, author, created_at, is_head) FROM cks_object_versions ORDER BY version_id`
+	before := texts(t, conn(t, url), rest)
+	upgradeIn(t, url)
+	c := conn(t, url)
+	got := texts(t, c, `SELECT concat_ws('|', version_id, object_id, version, parents) FROM cks_object_versions ORDER BY version_id`)
+	want := []string{"1|1|1|{}", "2|2|1|{}", "3|1|2|{1}", "4|2|2|{1}", "5|1|3|{1}", "6|1|4|{2,3}", "7|2|3|{2}",
+		"8|3|1|{}", "9|3|2|{1}", "10|3|3|{1}"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("numbered versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if after := texts(t, c, rest); !slices.Equal(after, before) {
+		t.Fatalf("the upgrade changed more than numbers:\n%s\nwas\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+	}
+	if objs := texts(t, c, `SELECT concat_ws('|', object_id, head_version, heads) FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|4|1", "2|3|1", "3|3|2"}) {
+		t.Fatalf("objects after the upgrade: %q", objs)
+	}
+	if err := rawExec(t, url, `UPDATE cks_object_versions SET version = 7 WHERE version_id = 1`); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Fatalf("changing a number after the upgrade: err = %v, want the append-only refusal", err)
+	}
+	forks, err := open(t, url).Executor().ForkList(testCtx(t), driver.ForkListParams{Limit: 10})
+	if err != nil || fmt.Sprint(forks) != "[{3 [2 3]}]" {
+		t.Fatalf("forks after the upgrade: %v, %v", forks, err)
 	}
 }
 

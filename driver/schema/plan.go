@@ -41,8 +41,9 @@ type Upgrade struct {
 // every existing table an ADD COLUMN per missing column; for every retired
 // column it still has, its Retire statements, DROP INDEX of the indexes on
 // it and DROP COLUMN; the backfills of the added columns; then every missing
-// index and trigger. A database of the current shape needs none. The
-// statements are meant to run in one transaction.
+// index and trigger. An append-only table whose columns change loses its
+// triggers first and gets them again at the end. A database of the current
+// shape needs none. The statements are meant to run in one transaction.
 func Plan(d Dialect, have Existing, up Upgrade) []string {
 	var out []string
 	tables := TablesOf(d)
@@ -51,11 +52,31 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 			out = append(out, CreateSQL(t, d))
 		}
 	}
+	// An append-only table that gains or loses a column loses its triggers
+	// first: they name the columns they freeze, and a backfill may have to
+	// write the rows they guard. They are created again with the indexes,
+	// after every backfill.
+	dropped := map[string]bool{}
 	var fills []string
 	for _, t := range tables {
 		cols, ok := have.Columns[t.Name]
 		if !ok {
 			continue
+		}
+		changes := false
+		for _, c := range t.Columns {
+			changes = changes || !cols[c.Name]
+		}
+		for _, r := range t.Retired {
+			changes = changes || cols[r.Column]
+		}
+		if changes {
+			for _, tr := range Triggers(t, d) {
+				if have.Triggers[tr.Name] {
+					out = append(out, DropTriggerSQL(t, tr, d))
+					dropped[tr.Name] = true
+				}
+			}
 		}
 		for _, c := range t.Columns {
 			if cols[c.Name] {
@@ -88,7 +109,7 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 			}
 		}
 		for _, tr := range Triggers(t, d) {
-			if have.Triggers[tr.Name] {
+			if have.Triggers[tr.Name] && !dropped[tr.Name] {
 				continue
 			}
 			if d == Postgres && !function {

@@ -117,6 +117,14 @@ func Triggers(t Table, d Dialect) []Trigger {
 	}
 }
 
+// DropTriggerSQL renders the DROP TRIGGER of tr, a trigger of t, in d.
+func DropTriggerSQL(t Table, tr Trigger, d Dialect) string {
+	if d == Postgres {
+		return "DROP TRIGGER IF EXISTS " + tr.Name + " ON " + t.Name
+	}
+	return "DROP TRIGGER IF EXISTS " + tr.Name
+}
+
 // frozenColumns returns the columns an UPDATE may not change when t has
 // mutable ones (every column but those and the primary key), else nil:
 // then no UPDATE at all is allowed.

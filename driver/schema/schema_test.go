@@ -137,6 +137,43 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
+// TestUpgradeRenewsTriggersOfAGrownTable: an append-only table that gains a
+// column gets its triggers dropped before the column is added (its backfill
+// may have to write the rows they guard) and created again after every
+// backfill, naming the new column among the frozen ones.
+func TestUpgradeRenewsTriggersOfAGrownTable(t *testing.T) {
+	versions := objectVersions()
+	number, _ := versions.Column("version")
+	up := Upgrade{Backfill: Backfill{"cks_object_versions.version": {"BACKFILL version"}}}
+	for _, d := range Dialects {
+		have := current(d)
+		delete(have.Columns["cks_object_versions"], "version")
+		delete(have.Indexes, "idx_object_versions_version")
+		var want []string
+		for _, tr := range Triggers(versions, d) {
+			want = append(want, DropTriggerSQL(versions, tr, d))
+		}
+		want = append(want, AddColumnSQL(versions, number, d), "BACKFILL version")
+		for _, ix := range versions.Indexes {
+			if ix.Name == "idx_object_versions_version" {
+				want = append(want, IndexSQL(versions, ix, d))
+			}
+		}
+		if d == Postgres {
+			want = append(want, rejectFunctionSQL)
+		}
+		for _, tr := range Triggers(versions, d) {
+			want = append(want, tr.SQL)
+		}
+		if got := Plan(d, have, up); !slices.Equal(got, want) {
+			t.Errorf("%s: Plan =\n%q\nwant\n%q", d, got, want)
+		}
+		if tr := Triggers(versions, d)[0].SQL; !strings.Contains(tr, "version") {
+			t.Errorf("%s: the renewed trigger does not freeze version: %s", d, tr)
+		}
+	}
+}
+
 // TestPostgresRejectFunctionBeforeTriggers: a missing Postgres trigger is
 // created after (re)creating the function it runs, once.
 func TestPostgresRejectFunctionBeforeTriggers(t *testing.T) {
@@ -204,7 +241,7 @@ var (
 
 func TestVersionsTriggerFreezesAllButIsHead(t *testing.T) {
 	v := objectVersions()
-	want := "UPDATE OF object_id, parents, content, content_hash, author, created_at"
+	want := "UPDATE OF object_id, parents, content, content_hash, author, created_at, version"
 	for _, d := range Dialects {
 		if tr := Triggers(v, d); len(tr) != 2 || !strings.Contains(tr[0].SQL, want) {
 			t.Errorf("%s: versions triggers %q, want the first to contain %q", d, tr, want)

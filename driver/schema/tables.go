@@ -305,16 +305,21 @@ func objects() Table {
 			text("content_hash"),
 			textOr("current_status"),
 			textOr("claimed_by"),
+			// The SHA-256 (hex) of the current claim token, '' when unclaimed:
+			// knowledge.Service never stores the token. (The first backends
+			// stored it plain here; such a claim no longer fences once the
+			// service takes over, and the stale-claim release frees it.)
 			textOr("claim_token"),
 			{Name: "claimed_at", Type: Time},
 			intOr("round", "0"),
 			textOr("created_by"),
 			at("created_at"),
 			at("updated_at"),
-			// The latest written version (cks_object_versions), whose content
-			// the row carries, and the number of head versions (forked when
-			// > 1). Objects written before versions existed get their content
-			// as a first version when head_version is added (a backfill).
+			// The number (cks_object_versions.version) of the latest written
+			// version, whose content the row carries, and the number of head
+			// versions (forked when > 1). Objects written before versions
+			// existed get their content as a first version when head_version
+			// is added (a backfill).
 			{Name: "head_version", Type: BigInt, NotNull: true, Default: Zero},
 			intOr("heads", "1"),
 		},
@@ -352,9 +357,17 @@ func objectVersions() Table {
 			at("created_at"),
 			// Inserts always set it; the defaults differ as first created.
 			{Name: "is_head", Type: BoolInt, NotNull: true, Default: Default{SQLite: "1", Postgres: "false"}},
+			// The version's number within its object: 1, 2, 3 … in the order
+			// they were written (version_id is the row id, a sequence across
+			// all objects, never shown). parents and cks_objects.head_version
+			// hold these numbers. An older database's versions are numbered in
+			// version_id order when the column is added (a backfill).
+			{Name: "version", Type: BigInt, NotNull: true, Default: Zero},
 		},
 		Indexes: []Index{
 			{Name: "idx_object_versions_object", Keys: []Key{K("object_id"), K("version_id")}},
+			// One version per number of an object, and its versions by number.
+			{Name: "idx_object_versions_version", Unique: true, Keys: []Key{K("object_id"), K("version")}},
 			// The head versions of one object, ascending by id.
 			{Name: "idx_object_versions_head", Keys: []Key{K("object_id")}, Where: "is_head = 1", Only: SQLite},
 			{Name: "idx_object_versions_heads", Keys: []Key{K("object_id")}, Where: "is_head", Only: Postgres},

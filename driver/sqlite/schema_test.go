@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/store"
 	legacy "github.com/cks-dev/cks/store/sqlite"
@@ -86,13 +87,15 @@ func schemaOf(t testing.TB, path string) []string {
 }
 
 // rowsOf dumps every row of every table of the database at path (the
-// columns it has now), by table and rowid.
-func rowsOf(t testing.TB, path string) []string {
+// columns it has now but those named in skip as "table.column"), by table
+// and rowid.
+func rowsOf(t testing.TB, path string, skip ...string) []string {
 	t.Helper()
 	db := rawDB(t, path)
 	var out []string
 	for _, tb := range strs(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'sqlite_sequence' ORDER BY name`) {
-		cols := strs(t, db, `SELECT name FROM pragma_table_info(?) ORDER BY name`, tb)
+		cols := slices.DeleteFunc(strs(t, db, `SELECT name FROM pragma_table_info(?) ORDER BY name`, tb),
+			func(c string) bool { return slices.Contains(skip, tb+"."+c) })
 		for _, r := range strs(t, db, `SELECT `+strings.Join(cols, ", ")+` FROM `+tb+` ORDER BY rowid`) {
 			out = append(out, tb+": "+r)
 		}
@@ -124,8 +127,10 @@ func freshSchema(t testing.TB) []string {
 }
 
 // TestRendersTheFirstBackendsSchema: an empty database made by store/sqlite
-// has exactly the schema the driver creates, but for the columns added
-// since (the lease binding of principals).
+// has exactly the schema the driver creates, but for what was added since:
+// the lease binding of principals, and the per-object version numbers
+// (their column and index, and the append-only trigger that freezes them
+// too).
 func TestRendersTheFirstBackendsSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	s, err := legacy.Open(context.Background(), path)
@@ -134,12 +139,10 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 	}
 	s.Close()
 	old, fresh := diff(schemaOf(t, path), freshSchema(t))
-	var unexpected []string
-	for _, l := range fresh {
-		if !strings.HasPrefix(l, "column cks_principals|lease_") {
-			unexpected = append(unexpected, l)
-		}
-	}
+	trigger := "trigger|cks_object_versions_no_update|"
+	old = drivertest.WithoutPrefixes(old, trigger)
+	unexpected := drivertest.WithoutPrefixes(fresh, "column cks_principals|lease_", "column cks_object_versions|version|",
+		"index|idx_object_versions_version|", trigger)
 	if len(old) > 0 || len(unexpected) > 0 {
 		t.Fatalf("schema of store/sqlite differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(unexpected, "\n"))
@@ -148,7 +151,8 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 
 // TestOpensTheFirstBackendsDatabase: a database store/sqlite created and
 // filled opens with the driver, which reads what was written; then its
-// schema equals a fresh one's and no row changed.
+// schema equals a fresh one's and no row changed (but for the versions,
+// which it numbered per object).
 func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	s, err := legacy.Open(context.Background(), path, store.WithClock(clock.NewFake(drivertest.T0)))
@@ -157,15 +161,25 @@ func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 	}
 	drivertest.FillLegacy(t, s)
 	s.Close()
-	before := rowsOf(t, path)
+	// The version numbers: their own test below.
+	renumbered := []string{"cks_objects.head_version", "cks_object_versions.version"}
+	before := rowsOf(t, path, renumbered...)
 	d := open(t, path)
 	drivertest.CheckLegacy(t, d)
 	d.Close()
+	db := rawDB(t, path)
+	if got := strs(t, db, `SELECT version_id, object_id, version, parents FROM cks_object_versions ORDER BY version_id`); !slices.Equal(got,
+		[]string{"1|1|1|[]", "2|2|1|[]", "3|1|2|[1]"}) {
+		t.Errorf("versions numbered %q, want 1 and 2 of object 1 and 1 of object 2", got)
+	}
+	if got := strs(t, db, `SELECT object_id, head_version FROM cks_objects ORDER BY object_id`); !slices.Equal(got, []string{"1|2", "2|1"}) {
+		t.Errorf("objects' head versions %q, want 2 and 1", got)
+	}
 	if old, fresh := diff(schemaOf(t, path), freshSchema(t)); len(old)+len(fresh) > 0 {
 		t.Fatalf("schema after opening differs from a fresh one:\nonly the opened one has:\n%s\nonly the fresh one has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))
 	}
-	after := rowsOf(t, path)
+	after := rowsOf(t, path, renumbered...)
 	if len(after) != len(before) {
 		t.Fatalf("%d rows before, %d after", len(before), len(after))
 	}
@@ -189,6 +203,12 @@ func upgradeFrom(t *testing.T, file string) string {
 	if err := rawExec(t, path, string(q)); err != nil {
 		t.Fatalf("old shape: %v", err)
 	}
+	return upgradeIn(t, path)
+}
+
+// upgradeIn is upgradeFrom of the database at path, already made.
+func upgradeIn(t *testing.T, path string) string {
+	t.Helper()
 	open(t, path).Close()
 	upgraded := rowsOf(t, path)
 	open(t, path).Close()
@@ -233,22 +253,22 @@ func TestUpgradesOlderTasks(t *testing.T) {
 }
 
 // TestUpgradeBackfillsVersions: knowledge tables from before versions; every
-// object gets one head version equal to its content, by its creator, at its
-// last update, and points at it.
+// object gets one head version 1 equal to its content, by its creator, at
+// its last update, and points at it.
 func TestUpgradeBackfillsVersions(t *testing.T) {
 	path := upgradeFrom(t, "old_knowledge.sql")
 	db := rawDB(t, path)
-	got := strs(t, db, `SELECT version_id, object_id, parents, content, content_hash, author, created_at, is_head
+	got := strs(t, db, `SELECT version_id, object_id, version, parents, content, content_hash, author, created_at, is_head
 		FROM cks_object_versions ORDER BY version_id`)
 	want := []string{
-		`1|1|[]|{"n":1,"q":"why?"}|h1|cli|2026-11-30T12:00:05.000000000Z|1`,
-		`2|2|[]|{}|h2|researcher|2026-11-30T12:01:00.500000000Z|1`,
-		`3|3|[]|{"n":1,"q":"why?"}|h1||2026-11-30T12:02:00.000000000Z|1`,
+		`1|1|1|[]|{"n":1,"q":"why?"}|h1|cli|2026-11-30T12:00:05.000000000Z|1`,
+		`2|2|1|[]|{}|h2|researcher|2026-11-30T12:01:00.500000000Z|1`,
+		`3|3|1|[]|{"n":1,"q":"why?"}|h1||2026-11-30T12:02:00.000000000Z|1`,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("backfilled versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if objs := strs(t, db, `SELECT object_id, head_version, heads FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|2|1", "3|3|1"}) {
+	if objs := strs(t, db, `SELECT object_id, head_version, heads FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|1|1", "2|1|1", "3|1|1"}) {
 		t.Fatalf("objects after the backfill: %q", objs)
 	}
 	if edges := strs(t, db, `SELECT src, dst FROM cks_edges`); !slices.Equal(edges, []string{"2|1"}) {
@@ -284,5 +304,43 @@ func TestUpgradeHashesPlainLeaseTokens(t *testing.T) {
 		if live != (err == nil) {
 			t.Errorf("principal of %s: %v, want it authenticating: %v", tok, err, live)
 		}
+	}
+}
+
+// TestUpgradeNumbersVersionsPerObject: versions numbered by one sequence
+// across objects are numbered 1, 2, 3 … within each object in id order;
+// parents and head_version follow, nothing else of the rows changes, and the
+// append-only trigger (dropped for the backfill) freezes the number too.
+func TestUpgradeNumbersVersionsPerObject(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	q, err := os.ReadFile(filepath.Join("testdata", "old_versions.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rawExec(t, path, string(q)); err != nil {
+		t.Fatalf("old shape: %v", err)
+	}
+	db := rawDB(t, path)
+	before := strs(t, db, `SELECT version_id, object_id, content, content_hash, author, created_at, is_head FROM cks_object_versions ORDER BY version_id`)
+	upgradeIn(t, path)
+	got := strs(t, db, `SELECT version_id, object_id, version, parents FROM cks_object_versions ORDER BY version_id`)
+	want := []string{"1|1|1|[]", "2|2|1|[]", "3|1|2|[1]", "4|2|2|[1]", "5|1|3|[1]", "6|1|4|[2,3]", "7|2|3|[2]",
+		"8|3|1|[]", "9|3|2|[1]", "10|3|3|[1]"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("numbered versions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if after := strs(t, db, `SELECT version_id, object_id, content, content_hash, author, created_at, is_head FROM cks_object_versions ORDER BY version_id`); !slices.Equal(after, before) {
+		t.Fatalf("the upgrade changed more than numbers:\n%s\nwas\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+	}
+	if objs := strs(t, db, `SELECT object_id, head_version, heads FROM cks_objects ORDER BY object_id`); !slices.Equal(objs, []string{"1|4|1", "2|3|1", "3|3|2"}) {
+		t.Fatalf("objects after the upgrade: %q", objs)
+	}
+	if err := rawExec(t, path, `UPDATE cks_object_versions SET version = 7 WHERE version_id = 1`); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Fatalf("changing a number after the upgrade: err = %v, want the append-only refusal", err)
+	}
+	d := open(t, path)
+	heads, err := d.Executor().ForkList(context.Background(), driver.ForkListParams{Limit: 10})
+	if err != nil || fmt.Sprint(heads) != "[{3 [2 3]}]" {
+		t.Fatalf("forks after the upgrade: %v, %v", heads, err)
 	}
 }

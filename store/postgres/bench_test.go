@@ -20,3 +20,10 @@ func BenchmarkLedger(b *testing.B) {
 		return open(t, u)
 	})
 }
+
+func BenchmarkKnowledge(b *testing.B) {
+	storetest.BenchKnowledge(b, func(t testing.TB) store.Store {
+		_, u := freshSchema(t)
+		return open(t, u)
+	})
+}

@@ -258,6 +258,7 @@ func (s *Store) GetObject(ctx context.Context, id int64) (store.Object, error) {
 	if err != nil {
 		return o, err
 	}
+	o.ClaimToken = "" // only the claim's answer carries it
 	rows, err := tx.Query(ctx, `SELECT `+logColumns+` FROM cks_transition_log WHERE object_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return o, fmt.Errorf("postgres: transition log of object %d: %w", id, err)
@@ -313,6 +314,9 @@ func (s *Store) ListObjects(ctx context.Context, f store.ObjectFilter) (store.Ob
 	}
 	if page.Objects == nil {
 		page.Objects = []store.Object{} // "objects": [] in JSON
+	}
+	for i := range page.Objects {
+		page.Objects[i].ClaimToken = "" // only the claim's answer carries it
 	}
 	if len(page.Objects) > f.Limit {
 		page.Objects = page.Objects[:f.Limit]
@@ -532,7 +536,7 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 				return err
 			}
 			q += `, content = ` + a.add(string(content)) + `, content_hash = ` + a.add(hash) +
-				`, head_version = ` + a.add(v.ID) + `, heads = heads + ` + a.add(added)
+				`, head_version = ` + a.add(v.Version) + `, heads = heads + ` + a.add(added)
 		}
 		if t.NextRound {
 			q += `, round = round + 1`

@@ -112,7 +112,7 @@ ALTER TABLE cks_objects DROP COLUMN head_version, DROP COLUMN heads`); err != ni
 			if err != nil {
 				t.Fatalf("%s: ObjectVersions(%d): %v", what, id, err)
 			}
-			if len(hs) != 1 || len(vs) != 1 || vs[0].ID != hs[0].ID {
+			if len(hs) != 1 || len(vs) != 1 || vs[0].Version != hs[0].Version {
 				t.Fatalf("%s: object %d: heads %v, versions %v; want one version, its head", what, id, hs, vs)
 			}
 			v := hs[0]
@@ -125,8 +125,8 @@ ALTER TABLE cks_objects DROP COLUMN head_version, DROP COLUMN heads`); err != ni
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.HeadVersion != v.ID || o.Forked || string(o.Content) != b.content {
-				t.Errorf("%s: object %d: head_version %d forked %v, want %d, not forked", what, id, o.HeadVersion, o.Forked, v.ID)
+			if o.HeadVersion != v.Version || o.Forked || string(o.Content) != b.content {
+				t.Errorf("%s: object %d: head_version %d forked %v, want %d, not forked", what, id, o.HeadVersion, o.Forked, v.Version)
 			}
 		}
 		if fs, err := s.ForkedObjects(ctx, 0, store.MaxListLimit); err != nil || len(fs) != 0 {
@@ -148,11 +148,11 @@ ALTER TABLE cks_objects DROP COLUMN head_version, DROP COLUMN heads`); err != ni
 	// Versions written after the upgrade take ids the backfill did not.
 	head := mustHeadVersion(t, s3, ids[2])
 	w, err := s3.WriteVersion(ctx, ids[2], head, json.RawMessage(`{"after":"upgrade"}`), "editor")
-	if err != nil || w.ID <= head {
+	if err != nil || w.Version <= head {
 		t.Fatalf("write after the upgrade = %+v, %v", w, err)
 	}
 	o, err := s3.CreateObject(ctx, store.NewObject{Kind: "claim"})
-	if err != nil || o.HeadVersion <= w.ID {
+	if err != nil || o.HeadVersion <= w.Version {
 		t.Fatalf("create after the upgrade = %+v, %v", o, err)
 	}
 	checkHeadsConsistent(t, u)
@@ -287,8 +287,8 @@ func TestWriteVersionRaceForks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []int64{min(got[0].ID, got[1].ID), max(got[0].ID, got[1].ID)}
-		if ids := []int64{hs[0].ID, hs[len(hs)-1].ID}; len(hs) != 2 || !slices.Equal(ids, want) {
+		want := []int64{min(got[0].Version, got[1].Version), max(got[0].Version, got[1].Version)}
+		if ids := []int64{hs[0].Version, hs[len(hs)-1].Version}; len(hs) != 2 || !slices.Equal(ids, want) {
 			t.Fatalf("round %d: heads %+v, want %v", round, hs, want)
 		}
 		vs, err := s.ObjectVersions(ctx, o.ID)
@@ -336,7 +336,7 @@ func TestMergeVersionsRace(t *testing.T) {
 	)
 	for i := range 2 {
 		wg.Go(func() {
-			got[i], reasons[i], errs[i] = s.MergeVersions(ctx, o.ID, []int64{a.ID, b.ID}, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
+			got[i], reasons[i], errs[i] = s.MergeVersions(ctx, o.ID, []int64{a.Version, b.Version}, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
 				fmt.Sprintf("fr%d", i), &store.Attachment{Object: store.NewObject{Kind: "rationale"}, BaseType: "depends_on", SemanticType: "resolves"})
 		})
 	}
@@ -350,15 +350,15 @@ func TestMergeVersionsRace(t *testing.T) {
 	if errs[w] != nil || !errors.Is(errs[1-w], store.ErrConflict) || reasons[1-w] != nil || reasons[w] == nil {
 		t.Fatalf("merges: errors %v, reasons %+v; want one success and one ErrConflict", errs, reasons)
 	}
-	if msg := errs[1-w].Error(); !containsAll(msg, fmt.Sprint(got[w].ID), fmt.Sprint(a.ID), fmt.Sprint(b.ID)) {
-		t.Errorf("conflict %q: want it to name the current head %d and the given ones", msg, got[w].ID)
+	if msg := errs[1-w].Error(); !containsAll(msg, fmt.Sprint(got[w].Version), fmt.Sprint(a.Version), fmt.Sprint(b.Version)) {
+		t.Errorf("conflict %q: want it to name the current head %d and the given ones", msg, got[w].Version)
 	}
 	hs, err := s.Heads(ctx, o.ID)
-	if err != nil || len(hs) != 1 || hs[0].ID != got[w].ID || !slices.Equal(hs[0].Parents, []int64{a.ID, b.ID}) {
-		t.Fatalf("heads %+v, %v; want the merge %d of %d and %d alone", hs, err, got[w].ID, a.ID, b.ID)
+	if err != nil || len(hs) != 1 || hs[0].Version != got[w].Version || !slices.Equal(hs[0].Parents, []int64{a.Version, b.Version}) {
+		t.Fatalf("heads %+v, %v; want the merge %d of %d and %d alone", hs, err, got[w].Version, a.Version, b.Version)
 	}
 	g, err := s.GetObject(ctx, o.ID)
-	if err != nil || g.Forked || g.HeadVersion != got[w].ID || len(g.Edges) != 1 || g.Edges[0].Src != reasons[w].ID {
+	if err != nil || g.Forked || g.HeadVersion != got[w].Version || len(g.Edges) != 1 || g.Edges[0].Src != reasons[w].ID {
 		t.Fatalf("object %+v, %v; want merged, with the winner's reason edge alone", g, err)
 	}
 	page, err := s.ListObjects(ctx, store.ObjectFilter{Kinds: []string{"rationale"}})

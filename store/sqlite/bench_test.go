@@ -19,3 +19,9 @@ func BenchmarkLedger(b *testing.B) {
 		return open(t, filepath.Join(t.TempDir(), "cks.db"))
 	})
 }
+
+func BenchmarkKnowledge(b *testing.B) {
+	storetest.BenchKnowledge(b, func(t testing.TB) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "cks.db"))
+	})
+}

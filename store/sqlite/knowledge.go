@@ -141,10 +141,10 @@ func insertObject(ctx context.Context, tx *wtx, now time.Time, n store.NewObject
 	if err != nil {
 		return o, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cks_objects SET head_version = ? WHERE object_id = ?`, v.ID, o.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE cks_objects SET head_version = ? WHERE object_id = ?`, v.Version, o.ID); err != nil {
 		return o, fmt.Errorf("sqlite: create object %d: %w", o.ID, err)
 	}
-	o.HeadVersion = v.ID
+	o.HeadVersion = v.Version
 	if o.Status != "" {
 		if _, err := appendLog(ctx, tx, store.TransitionEntry{ObjectID: o.ID, TS: now, Agent: o.CreatedBy,
 			Action: "created", TransitionedTo: o.Status, ContentHash: o.ContentHash}); err != nil {
@@ -238,6 +238,7 @@ func (s *Store) GetObject(ctx context.Context, id int64) (store.Object, error) {
 	if err != nil {
 		return o, err
 	}
+	o.ClaimToken = "" // only the claim's answer carries it
 	if o.Log, err = logOf(ctx, s.reader, id); err != nil {
 		return o, err
 	}
@@ -340,6 +341,9 @@ func (s *Store) ListObjects(ctx context.Context, f store.ObjectFilter) (store.Ob
 	objs, err := scanObjects(rows, "list objects")
 	if err != nil {
 		return store.ObjectPage{}, err
+	}
+	for i := range objs {
+		objs[i].ClaimToken = "" // only the claim's answer carries it
 	}
 	page := store.ObjectPage{Objects: objs}
 	if len(page.Objects) > f.Limit {
@@ -576,7 +580,7 @@ func (s *Store) TransitionObject(ctx context.Context, id int64, claimToken strin
 			if err != nil {
 				return err
 			}
-			head = v.ID
+			head = v.Version
 		}
 		round := cur.Round
 		if t.NextRound {

@@ -93,9 +93,9 @@ VALUES ('question', ?, ?, 'awaiting_research', ?, '2026-11-30T12:00:00.000000000
 			v.Author != o.by || v.CreatedAt.Format("2006-01-02T15:04:05.000000000Z") != o.updated {
 			t.Errorf("object %d: backfilled version %+v, want content %s hash %s by %q at %s", id, v, o.content, o.hash, o.by, o.updated)
 		}
-		if obj.HeadVersion != v.ID || obj.Forked || string(obj.Content) != o.content {
+		if obj.HeadVersion != v.Version || obj.Forked || string(obj.Content) != o.content {
 			t.Errorf("object %d after the upgrade: head_version %d (want %d), forked %v, content %s",
-				id, obj.HeadVersion, v.ID, obj.Forked, obj.Content)
+				id, obj.HeadVersion, v.Version, obj.Forked, obj.Content)
 		}
 	}
 	// The upgraded objects take versions like new ones.
@@ -110,7 +110,7 @@ VALUES ('question', ?, ?, 'awaiting_research', ?, '2026-11-30T12:00:00.000000000
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(forks) != 1 || forks[0].ObjectID != 1 || len(forks[0].Heads) != 2 || forks[0].Heads[0] != v.ID {
+	if len(forks) != 1 || forks[0].ObjectID != 1 || len(forks[0].Heads) != 2 || forks[0].Heads[0] != v.Version {
 		t.Fatalf("forks after two writes from the backfilled version: %+v", forks)
 	}
 	edges, err := s.ListEdges(ctx, 0, 10)

@@ -142,14 +142,6 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		t.Fatal("stop of a running task recorded no abort")
 	}
 
-	question := MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "q", Status: "awaiting_bt", CreatedBy: "op"})
-	MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "c", Status: "claimed_bt", CreatedBy: "op"})
-	held := mustClaimObjects(t, s, "claimed_bt", "w-objects", 1, 1)[0]
-	versioned := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
-	forked := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
-	headA, headB := fork(t, s, forked, "bt")
-	heads := []int64{headA.ID, headB.ID}
-
 	live := Liveness("bt-instance", "critic", 0)
 	MustUpsert(t, s, live)
 	grant := store.Grant{Resource: "/tasks", Permission: "read"}
@@ -167,25 +159,6 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	enqueue := func(n store.NewTask) error { _, _, err := s.Enqueue(ctx(t), n); return err }
 	update := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), open1.ID, "op", p, 0); return err }
 	updateRunning := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), running.ID, "op", p, 0); return err }
-	transition := func(tr store.ObjectTransition) error {
-		_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, tr)
-		return err
-	}
-	goodTransition := func() store.ObjectTransition {
-		return store.ObjectTransition{From: "claimed_bt", To: "done_bt", Action: "completed", Agent: "bt-step", Reasoning: -1}
-	}
-	attach := func(o store.NewObject) store.ObjectTransition {
-		tr := goodTransition()
-		if o.Kind == "" {
-			o.Kind = "critique"
-		}
-		tr.Attach = []store.Attachment{{Object: o, BaseType: "depends_on", SemanticType: "critiques"}}
-		return tr
-	}
-	merge := func(content, author string, reason *store.Attachment) error {
-		_, _, err := s.MergeVersions(ctx(t), forked.ID, heads, json.RawMessage(content), author, reason)
-		return err
-	}
 	principal := func(p store.Principal, hash string, gs ...store.Grant) error {
 		if p.ID == "" {
 			p.ID = "bt-new"
@@ -263,7 +236,182 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		j("Update", "add_children[0].payload", func(v string) error {
 			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child", Payload: json.RawMessage(v)}}})
 		}),
-		// Knowledge.
+		// Liveness, principals, sweepers.
+		c("UpsertAgentLiveness", "instance_id", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.InstanceID = v }) }),
+		c("UpsertAgentLiveness", "process_kind", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.ProcessKind = v }) }),
+		c("UpsertAgentLiveness", "hostname", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.Hostname = v }) }),
+		c("UpsertAgentLiveness", "current_task_type", func(v string) error {
+			return upsert(func(r *store.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
+		}),
+		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
+		c("CreatePrincipal", "id", func(v string) error { return principal(store.Principal{ID: v}, "h", grant) }),
+		c("CreatePrincipal", "name", func(v string) error { return principal(store.Principal{Name: v}, "h", grant) }),
+		c("CreatePrincipal", "token_hash", func(v string) error { return principal(store.Principal{}, v, grant) }),
+		c("CreatePrincipal", "grants[1].resource", func(v string) error {
+			return principal(store.Principal{}, "h", grant, store.Grant{Resource: "/sweepers/" + v, Permission: "read"})
+		}),
+		c("CreatePrincipal", "grants[0].permission", func(v string) error {
+			return principal(store.Principal{}, "h", store.Grant{Resource: "/", Permission: v})
+		}),
+		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
+		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
+	}
+	checkBadWrites(t, cases, func() map[string]string { return State(t, s, sweeperID) })
+	// The refused calls left every fixture usable: the good calls succeed.
+	if _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", "fine"); err != nil {
+		t.Errorf("AddEvidence after the refused calls: %v", err)
+	}
+}
+
+// testBadTextRefusedByReads: a read whose string argument Postgres could
+// not compare is refused alike on both backends (SQLite would find
+// nothing; Postgres would fail the query), with a FieldError naming it.
+func testBadTextRefusedByReads(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	reads := []badInput{
+		{op: "ListTasks", field: "type", call: func(v string) error {
+			_, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"x", v}})
+			return err
+		}},
+		{op: "CountTasks", field: "type", call: func(v string) error {
+			_, err := s.CountTasks(ctx(t), store.TaskFilter{Types: []string{v}})
+			return err
+		}},
+		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.GetAgentLiveness(ctx(t), v); return err }},
+		{op: "LatestAgentLiveness", field: "process_kind", call: func(v string) error {
+			_, err := s.LatestAgentLiveness(ctx(t), v)
+			return err
+		}},
+		{op: "PrincipalByTokenHash", field: "token_hash", call: func(v string) error {
+			_, err := s.PrincipalByTokenHash(ctx(t), v)
+			return err
+		}},
+		{op: "GrantsOf", field: "id", call: func(v string) error { _, err := s.GrantsOf(ctx(t), v); return err }},
+		{op: "GetSweeperDesiredRunning", field: "agent_id", call: func(v string) error {
+			_, err := s.GetSweeperDesiredRunning(ctx(t), v)
+			return err
+		}},
+		{op: "WatchChanges", field: "topics", call: func(v string) error {
+			// Cancelled: a watch that is not refused returns at once.
+			c, cancel := context.WithCancel(ctx(t))
+			cancel()
+			return s.WatchChanges(c, []string{store.TopicTasksReady, v}, func(string) {})
+		}},
+	}
+	checkBadReads(t, reads)
+}
+
+// badTextKnowledgeTests are the bad-text tests of the knowledge store, run
+// by RunKnowledge too.
+func badTextKnowledgeTests() []taskTest {
+	return []taskTest{
+		{"BadTextRefusedByKnowledgeWrites", testBadTextRefusedByKnowledgeWrites},
+		{"BadTextRefusedByKnowledgeReads", testBadTextRefusedByKnowledgeReads},
+	}
+}
+
+// knowledgeState is everything of the knowledge store a refused call must
+// leave as it was: every object with its log, edges and versions, the forks
+// and the edges.
+func knowledgeState(t testing.TB, s store.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for id, o := range objectSnapshot(t, s) {
+		out[fmt.Sprint("object ", id)] = o
+	}
+	for id, v := range versionSnapshot(t, s, s) {
+		out[fmt.Sprint("versions of ", id)] = v
+	}
+	out["forks"] = asJSON(t, mustForks(t, s, 0, store.MaxListLimit))
+	edges, err := s.ListEdges(ctx(t), 0, store.MaxListLimit)
+	if err != nil {
+		t.Fatalf("ListEdges: %v", err)
+	}
+	out["edges"] = asJSON(t, edges)
+	return out
+}
+
+// checkBadWrites calls every case with every bad value and fails the test
+// unless each is refused with a FieldError naming the case's field that
+// says what text is expected, and state (read before and after each case)
+// did not change.
+func checkBadWrites(t *testing.T, cases []badInput, state func() map[string]string) {
+	t.Helper()
+	before := state()
+	for _, bc := range cases {
+		values := BadTexts
+		if bc.json {
+			values = BadJSON
+		}
+		for _, v := range values {
+			err := bc.call(v)
+			var fe *store.FieldError
+			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
+				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
+			} else if !strings.Contains(err.Error(), "UTF-8") && !strings.Contains(err.Error(), "numeric") {
+				t.Errorf("%s with %s %q: error %q does not say what text is expected", bc.op, bc.field, v, err)
+			}
+		}
+		after := state()
+		DiffState(t, bc.op+" with a bad "+bc.field, before, after)
+		before = after // report each write once
+	}
+}
+
+// checkBadReads fails the test unless every read refuses every bad text
+// with a FieldError naming its field.
+func checkBadReads(t *testing.T, reads []badInput) {
+	t.Helper()
+	for _, r := range reads {
+		for _, v := range BadTexts {
+			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
+			}
+		}
+	}
+}
+
+// testBadTextRefusedByKnowledgeWrites: every knowledge store write with a
+// string or JSON argument refuses a value Postgres cannot store with a
+// FieldError naming the argument as the API spells it, on both backends,
+// and writes nothing.
+func testBadTextRefusedByKnowledgeWrites(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	question := MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "q", Status: "awaiting_bt", CreatedBy: "op"})
+	MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "c", Status: "claimed_bt", CreatedBy: "op"})
+	held := mustClaimObjects(t, s, "claimed_bt", "w-objects", 1, 1)[0]
+	versioned := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
+	forked := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
+	headA, headB := fork(t, s, forked, "bt")
+	heads := []int64{headA.Version, headB.Version}
+	clk.Advance(time.Minute) // any write now would change an updated_at
+
+	c := func(op, field string, call func(v string) error) badInput {
+		return badInput{op: op, field: field, call: call}
+	}
+	j := func(op, field string, call func(v string) error) badInput {
+		return badInput{op: op, field: field, json: true, call: call}
+	}
+	transition := func(tr store.ObjectTransition) error {
+		_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, tr)
+		return err
+	}
+	goodTransition := func() store.ObjectTransition {
+		return store.ObjectTransition{From: "claimed_bt", To: "done_bt", Action: "completed", Agent: "bt-step", Reasoning: -1}
+	}
+	attach := func(o store.NewObject) store.ObjectTransition {
+		tr := goodTransition()
+		if o.Kind == "" {
+			o.Kind = "critique"
+		}
+		tr.Attach = []store.Attachment{{Object: o, BaseType: "depends_on", SemanticType: "critiques"}}
+		return tr
+	}
+	merge := func(content, author string, reason *store.Attachment) error {
+		_, _, err := s.MergeVersions(ctx(t), forked.ID, heads, json.RawMessage(content), author, reason)
+		return err
+	}
+	cases := []badInput{
 		c("CreateObject", "kind", func(v string) error { _, err := s.CreateObject(ctx(t), store.NewObject{Kind: v}); return err }),
 		c("CreateObject", "title", func(v string) error {
 			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Title: v})
@@ -325,49 +473,9 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 			return merge(`{"m":1}`, "fr", r)
 		}),
 		j("MergeVersions", "reason.object.content", func(v string) error { return merge(`{"m":1}`, "fr", resolvesReason(v)) }),
-		// Liveness, principals, sweepers.
-		c("UpsertAgentLiveness", "instance_id", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.InstanceID = v }) }),
-		c("UpsertAgentLiveness", "process_kind", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.ProcessKind = v }) }),
-		c("UpsertAgentLiveness", "hostname", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.Hostname = v }) }),
-		c("UpsertAgentLiveness", "current_task_type", func(v string) error {
-			return upsert(func(r *store.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
-		}),
-		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
-		c("CreatePrincipal", "id", func(v string) error { return principal(store.Principal{ID: v}, "h", grant) }),
-		c("CreatePrincipal", "name", func(v string) error { return principal(store.Principal{Name: v}, "h", grant) }),
-		c("CreatePrincipal", "token_hash", func(v string) error { return principal(store.Principal{}, v, grant) }),
-		c("CreatePrincipal", "grants[1].resource", func(v string) error {
-			return principal(store.Principal{}, "h", grant, store.Grant{Resource: "/sweepers/" + v, Permission: "read"})
-		}),
-		c("CreatePrincipal", "grants[0].permission", func(v string) error {
-			return principal(store.Principal{}, "h", store.Grant{Resource: "/", Permission: v})
-		}),
-		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
-		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
 	}
-	before := State(t, s, sweeperID)
-	for _, bc := range cases {
-		values := BadTexts
-		if bc.json {
-			values = BadJSON
-		}
-		for _, v := range values {
-			err := bc.call(v)
-			var fe *store.FieldError
-			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
-				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
-			} else if !strings.Contains(err.Error(), "UTF-8") && !strings.Contains(err.Error(), "numeric") {
-				t.Errorf("%s with %s %q: error %q does not say what text is expected", bc.op, bc.field, v, err)
-			}
-		}
-		after := State(t, s, sweeperID)
-		DiffState(t, bc.op+" with a bad "+bc.field, before, after)
-		before = after // report each write once
-	}
+	checkBadWrites(t, cases, func() map[string]string { return knowledgeState(t, s) })
 	// The refused calls left every fixture usable: the good calls succeed.
-	if _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", "fine"); err != nil {
-		t.Errorf("AddEvidence after the refused calls: %v", err)
-	}
 	if _, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, goodTransition()); err != nil {
 		t.Errorf("TransitionObject after the refused calls: %v", err)
 	}
@@ -376,20 +484,12 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	}
 }
 
-// testBadTextRefusedByReads: a read whose string argument Postgres could
-// not compare is refused alike on both backends (SQLite would find
-// nothing; Postgres would fail the query), with a FieldError naming it.
-func testBadTextRefusedByReads(t *testing.T, open Opener) {
+// testBadTextRefusedByKnowledgeReads: a knowledge read whose string
+// argument Postgres could not compare is refused alike on both backends,
+// with a FieldError naming it.
+func testBadTextRefusedByKnowledgeReads(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	reads := []badInput{
-		{op: "ListTasks", field: "type", call: func(v string) error {
-			_, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"x", v}})
-			return err
-		}},
-		{op: "CountTasks", field: "type", call: func(v string) error {
-			_, err := s.CountTasks(ctx(t), store.TaskFilter{Types: []string{v}})
-			return err
-		}},
+	checkBadReads(t, []badInput{
 		{op: "ListObjects", field: "kind", call: func(v string) error {
 			_, err := s.ListObjects(ctx(t), store.ObjectFilter{Kinds: []string{v}})
 			return err
@@ -403,34 +503,7 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 			_, err := s.ClaimObject(ctx(t), 1, "w", []string{v})
 			return err
 		}},
-		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.GetAgentLiveness(ctx(t), v); return err }},
-		{op: "LatestAgentLiveness", field: "process_kind", call: func(v string) error {
-			_, err := s.LatestAgentLiveness(ctx(t), v)
-			return err
-		}},
-		{op: "PrincipalByTokenHash", field: "token_hash", call: func(v string) error {
-			_, err := s.PrincipalByTokenHash(ctx(t), v)
-			return err
-		}},
-		{op: "GrantsOf", field: "id", call: func(v string) error { _, err := s.GrantsOf(ctx(t), v); return err }},
-		{op: "GetSweeperDesiredRunning", field: "agent_id", call: func(v string) error {
-			_, err := s.GetSweeperDesiredRunning(ctx(t), v)
-			return err
-		}},
-		{op: "WatchChanges", field: "topics", call: func(v string) error {
-			// Cancelled: a watch that is not refused returns at once.
-			c, cancel := context.WithCancel(ctx(t))
-			cancel()
-			return s.WatchChanges(c, []string{store.TopicTasksReady, v}, func(string) {})
-		}},
-	}
-	for _, r := range reads {
-		for _, v := range BadTexts {
-			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, store.ErrInvalid) {
-				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
-			}
-		}
-	}
+	})
 }
 
 // Into makes a task of type typ in state st through real operations and

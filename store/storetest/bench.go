@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -106,4 +107,62 @@ func seed(b *testing.B, s store.Store, n int) store.Store {
 	b.ReportAllocs()
 	b.ResetTimer()
 	return s
+}
+
+// BenchKnowledge measures the knowledge store's hot paths: a pipeline step's
+// claim and transition of one object (with a reasoning node attached), a
+// linear version write, and the read of an object with its log and edges.
+// The knowledge methods of newStore's stores are the only ones it calls.
+func BenchKnowledge(b *testing.B, newStore NewStore) {
+	b.Run("ClaimTransition", func(b *testing.B) {
+		s := newStore(b)
+		for range b.N {
+			MustCreateObject(b, s, store.NewObject{Kind: "question", Status: "todo", Content: json.RawMessage(`{"q":"why?"}`)})
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			os, err := s.ClaimObjects(ctx(b), "todo", "bench", 1)
+			if err != nil || len(os) != 1 {
+				b.Fatal(len(os), err)
+			}
+			if _, _, err := s.TransitionObject(ctx(b), os[0].ID, os[0].ClaimToken, store.ObjectTransition{From: "todo", To: "done",
+				Action: "completed", Agent: "bench", Content: json.RawMessage(`{"q":"why?","a":"because"}`), Reasoning: 0,
+				Attach: []store.Attachment{{Object: store.NewObject{Kind: "critique", Content: json.RawMessage(`{"ok":true}`)},
+					BaseType: "depends_on", SemanticType: "critiques"}}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("WriteVersion", func(b *testing.B) {
+		s := newStore(b)
+		o := MustCreateObject(b, s, store.NewObject{Kind: "claim"})
+		head := o.HeadVersion
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			v, err := s.WriteVersion(ctx(b), o.ID, head, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			head = v.Version
+		}
+	})
+	b.Run("GetObject", func(b *testing.B) {
+		s := newStore(b)
+		o := MustCreateObject(b, s, store.NewObject{Kind: "question", Status: "todo"})
+		for range 10 {
+			c := MustCreateObject(b, s, store.NewObject{Kind: "claim"})
+			if _, err := s.AddEdges(ctx(b), []store.NewEdge{{Src: c.ID, Dst: o.ID, BaseType: "supports"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if got, err := s.GetObject(ctx(b), o.ID); err != nil || len(got.Edges) != 10 {
+				b.Fatal(len(got.Edges), err)
+			}
+		}
+	})
 }

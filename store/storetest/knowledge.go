@@ -35,6 +35,7 @@ func knowledgeTests() []taskTest {
 		{"ObjectClaimBadInput", testObjectClaimBadInput},
 		{"ObjectClaimExactlyOnce", testObjectClaimExactlyOnce},
 		{"ObjectClaimOne", testObjectClaimOne},
+		{"ObjectClaimTokenOnlyForTheClaimer", testObjectClaimTokenOnlyForTheClaimer},
 		{"ObjectTransition", testObjectTransition},
 		{"ObjectTransitionSameStatus", testObjectTransitionSameStatus},
 		{"ObjectTransitionErrors", testObjectTransitionErrors},
@@ -710,8 +711,10 @@ func testObjectClaim(t *testing.T, open Opener) {
 				t.Fatalf("claim token %q handed out twice", o.ClaimToken)
 			}
 			tokens[o.ClaimToken] = true
+			// A read shows who holds the claim and since when, never the
+			// token: only the claim's answer carries it.
 			got := MustGetObject(t, k, o.ID)
-			if got.ClaimedBy != worker || got.ClaimToken != o.ClaimToken || !got.ClaimedAt.Equal(at) || got.Status != "awaiting_critique" {
+			if got.ClaimedBy != worker || got.ClaimToken != "" || !got.ClaimedAt.Equal(at) || got.Status != "awaiting_critique" {
 				t.Fatalf("read back claimed object %s, claimed as %s", asJSON(t, got), asJSON(t, o))
 			}
 		}
@@ -729,9 +732,18 @@ func testObjectClaim(t *testing.T, open Opener) {
 	}
 	check(rest, "critic-2", T0.Add(2*time.Minute))
 	mustClaimObjects(t, k, "awaiting_critique", "critic-3", 5, 0)
-	// The first claims are kept.
-	delete(tokens, first[0].ClaimToken)
-	check([]store.Object{MustGetObject(t, k, first[0].ID)}, "critic-1", T0.Add(time.Minute))
+	// The first claims are kept: held by their claimer since their claim,
+	// and their tokens still fence (checked last, a touch renews).
+	if got := MustGetObject(t, k, first[0].ID); got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(T0.Add(time.Minute)) {
+		t.Fatalf("first claim reads %s, want held by critic-1 since %v", asJSON(t, got), T0.Add(time.Minute))
+	}
+	defer func() {
+		for _, o := range first {
+			if err := k.TouchClaim(ctx(t), o.ID, o.ClaimToken); err != nil {
+				t.Errorf("first claim of object %d after the others: %v", o.ID, err)
+			}
+		}
+	}()
 	// The other status is claimable on its own.
 	other := mustClaimObjects(t, k, "awaiting_synthesis", "synth", 10, 5)
 	for _, o := range other {
@@ -797,8 +809,8 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 		t.Fatalf("ClaimObject = %s", asJSON(t, got))
 	}
 	read := MustGetObject(t, k, o.ID)
-	if read.ClaimToken != got.ClaimToken || read.ClaimedBy != "researcher-1" || len(read.Log) != 1 {
-		t.Fatalf("claimed object reads %s", asJSON(t, read))
+	if read.ClaimToken != "" || read.ClaimedBy != "researcher-1" || !read.ClaimedAt.Equal(clk.Now()) || len(read.Log) != 1 {
+		t.Fatalf("claimed object reads %s, want the holder and no token", asJSON(t, read))
 	}
 	_, err = k.ClaimObject(ctx(t), o.ID, "researcher-2", []string{"awaiting_research"})
 	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "researcher-1") {
@@ -808,6 +820,48 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 	if _, _, err := k.TransitionObject(ctx(t), o.ID, got.ClaimToken, store.ObjectTransition{From: "awaiting_research",
 		To: "awaiting_critique", Action: "completed", Agent: "researcher", Reasoning: -1}); err != nil {
 		t.Fatalf("transition with the ClaimObject token: %v", err)
+	}
+}
+
+// testObjectClaimTokenOnlyForTheClaimer: a claim token is in the answer of
+// the claim that made it and in no read (GetObject, ListObjects, the answer
+// of a transition); a token fences its own object only, and the token's
+// SHA-256 (what a store may keep of it) is no token.
+func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
+	k, clk := knowledgeStore(t, open)
+	a := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
+	b := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
+	clk.Advance(time.Minute)
+	ca := mustClaimObjects(t, k, "todo", "w1", 1, 1)[0]
+	cb, err := k.ClaimObject(ctx(t), b.ID, "w2", []string{"todo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.ID != a.ID || ca.ClaimToken == "" || cb.ClaimToken == "" || ca.ClaimToken == cb.ClaimToken {
+		t.Fatalf("claims %s and %s, want a token each", asJSON(t, ca), asJSON(t, cb))
+	}
+	page, err := k.ListObjects(ctx(t), store.ObjectFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range append(page.Objects, MustGetObject(t, k, a.ID), MustGetObject(t, k, b.ID)) {
+		if o.ClaimToken != "" || o.ClaimedBy == "" || !o.ClaimedAt.Equal(clk.Now()) {
+			t.Fatalf("read of a claimed object %s: want its holder and claim time, no token", asJSON(t, o))
+		}
+	}
+	before := objectSnapshot(t, k)
+	sum := sha256.Sum256([]byte(ca.ClaimToken))
+	for _, tok := range []string{cb.ClaimToken, hex.EncodeToString(sum[:]), strings.ToUpper(ca.ClaimToken), ca.ClaimToken + " "} {
+		wantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), store.ErrLeaseLost)
+	}
+	wantUnchanged(t, "refused touches", k, before)
+	got, _, err := k.TransitionObject(ctx(t), a.ID, ca.ClaimToken, store.ObjectTransition{From: "todo", To: "done",
+		Action: "completed", Agent: "w1", Reasoning: -1})
+	if err != nil || got.ClaimToken != "" {
+		t.Fatalf("transition = %s, %v; want no token in its answer", asJSON(t, got), err)
+	}
+	if err := k.TouchClaim(ctx(t), b.ID, cb.ClaimToken); err != nil {
+		t.Fatalf("the other claim after a transition: %v", err)
 	}
 }
 
@@ -1201,7 +1255,7 @@ func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
 		t.Fatalf("TouchClaim: %v", err)
 	}
 	got := MustGetObject(t, k, o.ID)
-	if got.ClaimedBy != "critic-1" || got.ClaimToken != claim.ClaimToken || !got.ClaimedAt.Equal(T0.Add(3*time.Minute)) ||
+	if got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(T0.Add(3*time.Minute)) ||
 		got.Status != "awaiting_critique" || len(got.Log) != 1 {
 		t.Fatalf("after TouchClaim: %s, want claimed_at %v", asJSON(t, got), T0.Add(3*time.Minute))
 	}

@@ -21,6 +21,7 @@ import (
 func versionTests() []taskTest {
 	return []taskTest{
 		{"VersionCreateWritesFirst", testVersionCreateWritesFirst},
+		{"VersionNumbersPerObject", testVersionNumbersPerObject},
 		{"VersionWriteFromHead", testVersionWriteFromHead},
 		{"VersionFork", testVersionFork},
 		{"VersionMerge", testVersionMerge},
@@ -44,12 +45,13 @@ func versionStore(t testing.TB, open Opener) (store.Knowledge, store.Versions, *
 	return s, s, clk
 }
 
-func versionIDs(vs []store.Version) []int64 {
-	ids := make([]int64, len(vs))
+// versionNumbers returns the numbers of vs.
+func versionNumbers(vs []store.Version) []int64 {
+	ns := make([]int64, len(vs))
 	for i, v := range vs {
-		ids[i] = v.ID
+		ns[i] = v.Version
 	}
-	return ids
+	return ns
 }
 
 func sorted(ids ...int64) []int64 {
@@ -64,10 +66,10 @@ func versionKey(t testing.TB, v store.Version) string {
 	t.Helper()
 	c, err := store.CanonicalJSON(v.Content)
 	if err != nil {
-		t.Fatalf("version %d: content %s: %v", v.ID, v.Content, err)
+		t.Fatalf("version %d: content %s: %v", v.Version, v.Content, err)
 	}
-	return fmt.Sprintf("id=%d object=%d parents=%v hash=%s author=%q at=%s content=%s",
-		v.ID, v.ObjectID, v.Parents, v.ContentHash, v.Author, v.CreatedAt.UTC().Format(time.RFC3339Nano), c)
+	return fmt.Sprintf("version=%d object=%d parents=%v hash=%s author=%q at=%s content=%s",
+		v.Version, v.ObjectID, v.Parents, v.ContentHash, v.Author, v.CreatedAt.UTC().Format(time.RFC3339Nano), c)
 }
 
 // wantVersion fails the test unless v is a version of object with exactly
@@ -77,7 +79,7 @@ func wantVersion(t testing.TB, what string, v store.Version, object int64, paren
 	t.Helper()
 	want, hash := canonical(t, content)
 	got, err := store.CanonicalJSON(v.Content)
-	if v.ID <= 0 || v.ObjectID != object || fmt.Sprint(v.Parents) != fmt.Sprint(parents) || err != nil ||
+	if v.Version <= 0 || v.ObjectID != object || fmt.Sprint(v.Parents) != fmt.Sprint(parents) || err != nil ||
 		string(got) != want || v.ContentHash != hash || v.Author != author || !v.CreatedAt.Equal(at) {
 		t.Fatalf("%s: version %s\nwant object %d, parents %v, content %s (hash %s), author %q, created at %v",
 			what, asJSON(t, v), object, parents, want, hash, author, at)
@@ -120,35 +122,36 @@ func mustForks(t testing.TB, v store.Versions, after int64, limit int) []store.F
 	return fs
 }
 
-// wantHeads fails the test unless the heads of object id are exactly ids,
-// ascending, each equal to the version of that id in ObjectVersions.
+// wantHeads fails the test unless the heads of object id are exactly the
+// versions numbered ids, ascending, each equal to the version of that number
+// in ObjectVersions.
 func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
 	t.Helper()
 	hs := mustHeads(t, v, id)
-	if fmt.Sprint(versionIDs(hs)) != fmt.Sprint(ids) {
-		t.Fatalf("object %d: heads %v, want %v (ascending)", id, versionIDs(hs), ids)
+	if fmt.Sprint(versionNumbers(hs)) != fmt.Sprint(ids) {
+		t.Fatalf("object %d: heads %v, want %v (ascending)", id, versionNumbers(hs), ids)
 	}
 	all := map[int64]string{}
 	for _, x := range mustVersions(t, v, id) {
-		all[x.ID] = versionKey(t, x)
+		all[x.Version] = versionKey(t, x)
 	}
 	for _, h := range hs {
-		if all[h.ID] != versionKey(t, h) {
-			t.Fatalf("object %d: head %s\nObjectVersions has %s", id, versionKey(t, h), all[h.ID])
+		if all[h.Version] != versionKey(t, h) {
+			t.Fatalf("object %d: head %s\nObjectVersions has %s", id, versionKey(t, h), all[h.Version])
 		}
 	}
 }
 
 // wantObjectHead fails the test unless object id (read with GetObject and
 // ListObjects) carries the content and hash of version head, HeadVersion
-// head.ID and Forked forked.
+// head's number and Forked forked.
 func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head store.Version, forked bool) store.Object {
 	t.Helper()
 	o := MustGetObject(t, k, id)
 	got, err := store.CanonicalJSON(o.Content)
 	want, _ := store.CanonicalJSON(head.Content)
-	if o.HeadVersion != head.ID || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
-		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.ID, forked, want, head.ContentHash)
+	if o.HeadVersion != head.Version || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
+		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.Version, forked, want, head.ContentHash)
 	}
 	page, err := k.ListObjects(ctx(t), store.ObjectFilter{After: id - 1, Limit: 1})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != id {
@@ -219,6 +222,7 @@ func resolvesReason(content string) *store.Attachment {
 
 // testVersionCreateWritesFirst: CreateObject records the object's first
 // version (no parents, its content, by its creator), which is its only head.
+// (That it is numbered 1 is testVersionNumbersPerObject's.)
 func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
 	const content = `{ "b": 1, "a": [1, {"d": 2, "c": 1}] }`
@@ -226,8 +230,8 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 		Status: "awaiting_research", CreatedBy: "operator"})
 	clk.Advance(time.Minute)
 	r := MustCreateObject(t, k, store.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
-	if o.HeadVersion <= 0 || o.Forked || r.HeadVersion <= 0 || r.Forked || r.HeadVersion == o.HeadVersion {
-		t.Fatalf("created objects %s\n%s: want distinct head versions, not forked", asJSON(t, o), asJSON(t, r))
+	if o.HeadVersion <= 0 || o.Forked || r.HeadVersion <= 0 || r.Forked {
+		t.Fatalf("created objects %s\n%s: want a head version each, not forked", asJSON(t, o), asJSON(t, r))
 	}
 	for _, c := range []struct {
 		o       store.Object
@@ -243,7 +247,7 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 			t.Fatalf("object %d: heads %s, want the first version alone", c.o.ID, asJSON(t, hs))
 		}
 		wantVersion(t, fmt.Sprintf("first version of object %d", c.o.ID), hs[0], c.o.ID, nil, c.content, c.by, c.at)
-		if hs[0].ID != c.o.HeadVersion || hs[0].ContentHash != c.o.ContentHash {
+		if hs[0].Version != c.o.HeadVersion || hs[0].ContentHash != c.o.ContentHash {
 			t.Fatalf("object %d: head_version %d hash %s, first version %s", c.o.ID, c.o.HeadVersion, c.o.ContentHash, asJSON(t, hs[0]))
 		}
 		if vs := mustVersions(t, v, c.o.ID); len(vs) != 1 || versionKey(t, vs[0]) != versionKey(t, hs[0]) {
@@ -253,6 +257,53 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 	}
 	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("fresh objects listed as forked: %s", asJSON(t, fs))
+	}
+}
+
+// testVersionNumbersPerObject: versions are numbered 1, 2, 3 … within each
+// object whatever the writes to other objects in between; bases, parents,
+// heads, forks and head_version speak those numbers.
+func testVersionNumbersPerObject(t *testing.T, open Opener) {
+	k, v, _ := versionStore(t, open)
+	a := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`)})
+	b := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1}`)})
+	if a.HeadVersion != 1 || b.HeadVersion != 1 {
+		t.Fatalf("head versions %d and %d, want both objects at their version 1", a.HeadVersion, b.HeadVersion)
+	}
+	a2 := mustWrite(t, v, a.ID, 1, `{"a":2}`, "w")
+	b2 := mustWrite(t, v, b.ID, 1, `{"b":2}`, "w")
+	b3 := mustWrite(t, v, b.ID, 2, `{"b":3}`, "w")
+	a3 := mustWrite(t, v, a.ID, 1, `{"a":"fork"}`, "w") // from a stale base: a is forked
+	for _, c := range []struct {
+		got            store.Version
+		object, number int64
+		parents        []int64
+	}{{a2, a.ID, 2, []int64{1}}, {b2, b.ID, 2, []int64{1}}, {b3, b.ID, 3, []int64{2}}, {a3, a.ID, 3, []int64{1}}} {
+		if c.got.ObjectID != c.object || c.got.Version != c.number || fmt.Sprint(c.got.Parents) != fmt.Sprint(c.parents) {
+			t.Fatalf("write %s, want version %d of object %d with parents %v", asJSON(t, c.got), c.number, c.object, c.parents)
+		}
+	}
+	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != asJSON(t, []store.Fork{{ObjectID: a.ID, Heads: []int64{2, 3}}}) {
+		t.Fatalf("ForkedObjects = %s, want object %d with heads 2 and 3", asJSON(t, fs), a.ID)
+	}
+	m, _, err := v.MergeVersions(ctx(t), a.ID, []int64{3, 2}, json.RawMessage(`{"a":"merged"}`), "fr", nil)
+	if err != nil || m.Version != 4 || fmt.Sprint(m.Parents) != "[2 3]" {
+		t.Fatalf("merge = %s, %v; want version 4 with parents [2 3]", asJSON(t, m), err)
+	}
+	if vs := mustVersions(t, v, a.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3 4]" {
+		t.Fatalf("versions of %d: %v, want [1 2 3 4]", a.ID, versionNumbers(vs))
+	}
+	if vs := mustVersions(t, v, b.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3]" {
+		t.Fatalf("versions of %d: %v, want [1 2 3]", b.ID, versionNumbers(vs))
+	}
+	wantObjectHead(t, k, a.ID, m, false)
+	wantObjectHead(t, k, b.ID, b3, false)
+	// b's number 3 is a version of a too; b has no version 4, a has.
+	if _, err := v.WriteVersion(ctx(t), b.ID, 4, json.RawMessage(`{}`), "w"); !store.IsFieldError(err, "base_version") {
+		t.Fatalf("WriteVersion(b, base 4): err = %v, want a FieldError naming base_version (b has versions 1 to 3)", err)
+	}
+	if w := mustWrite(t, v, a.ID, 4, `{"a":5}`, "w"); w.Version != 5 {
+		t.Fatalf("write from a's version 4 = %s, want version 5", asJSON(t, w))
 	}
 }
 
@@ -270,20 +321,20 @@ func testVersionWriteFromHead(t *testing.T, open Opener) {
 		clk.Advance(time.Minute)
 		w := mustWrite(t, v, o.ID, prev, content, fmt.Sprintf("editor-%d", i))
 		wantVersion(t, fmt.Sprintf("write %d", i), w, o.ID, []int64{prev}, content, fmt.Sprintf("editor-%d", i), clk.Now())
-		if w.ID <= prev {
-			t.Fatalf("write %d: version id %d after %d, want ascending", i, w.ID, prev)
+		if w.Version <= prev {
+			t.Fatalf("write %d: version %d after %d, want ascending", i, w.Version, prev)
 		}
-		wantHeads(t, v, o.ID, w.ID)
+		wantHeads(t, v, o.ID, w.Version)
 		got := wantObjectHead(t, k, o.ID, w, false)
 		if got.Status != "supported" || got.Round != 0 || !got.CreatedAt.Equal(T0) || !got.UpdatedAt.Equal(clk.Now()) || got.CreatedBy != "op" {
 			t.Fatalf("write %d: object %s, want status, round and creation kept, updated_at %v", i, asJSON(t, got), clk.Now())
 		}
 		wantUnclaimed(t, "written object", got)
-		prev = w.ID
-		chain = append(chain, w.ID)
+		prev = w.Version
+		chain = append(chain, w.Version)
 	}
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint(chain) {
-		t.Fatalf("versions %v, want %v", versionIDs(vs), chain)
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint(chain) {
+		t.Fatalf("versions %v, want %v", versionNumbers(vs), chain)
 	}
 	if got := MustGetObject(t, k, other.ID); asJSON(t, got) != asJSON(t, otherBefore) {
 		t.Fatalf("writes to object %d changed object %d: %s", o.ID, other.ID, asJSON(t, got))
@@ -306,36 +357,36 @@ func testVersionFork(t *testing.T, open Opener) {
 	mustWrite(t, v, linear.ID, linear.HeadVersion, `{"n":1}`, "w")
 	base := mustHeads(t, v, o.ID)[0]
 	clk.Advance(time.Minute)
-	a := mustWrite(t, v, o.ID, base.ID, `{"text":"alice"}`, "alice")
+	a := mustWrite(t, v, o.ID, base.Version, `{"text":"alice"}`, "alice")
 	clk.Advance(time.Minute)
-	b := mustWrite(t, v, o.ID, base.ID, `{"text":"bob"}`, "bob")
-	wantVersion(t, "second write from the base", b, o.ID, []int64{base.ID}, `{"text":"bob"}`, "bob", clk.Now())
-	wantHeads(t, v, o.ID, sorted(a.ID, b.ID)...)
+	b := mustWrite(t, v, o.ID, base.Version, `{"text":"bob"}`, "bob")
+	wantVersion(t, "second write from the base", b, o.ID, []int64{base.Version}, `{"text":"bob"}`, "bob", clk.Now())
+	wantHeads(t, v, o.ID, sorted(a.Version, b.Version)...)
 	wantObjectHead(t, k, o.ID, b, true) // the latest write
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint([]int64{base.ID, a.ID, b.ID}) {
-		t.Fatalf("versions %v, want all kept: %v", versionIDs(vs), []int64{base.ID, a.ID, b.ID})
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{base.Version, a.Version, b.Version}) {
+		t.Fatalf("versions %v, want all kept: %v", versionNumbers(vs), []int64{base.Version, a.Version, b.Version})
 	}
-	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(a.ID, b.ID)}})
+	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(a.Version, b.Version)}})
 	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
 	}
 	// A write from one head replaces that head; the object stays forked.
 	clk.Advance(time.Minute)
-	c := mustWrite(t, v, o.ID, a.ID, `{"text":"carol"}`, "carol")
-	wantVersion(t, "write from one head", c, o.ID, []int64{a.ID}, `{"text":"carol"}`, "carol", clk.Now())
-	wantHeads(t, v, o.ID, sorted(b.ID, c.ID)...)
+	c := mustWrite(t, v, o.ID, a.Version, `{"text":"carol"}`, "carol")
+	wantVersion(t, "write from one head", c, o.ID, []int64{a.Version}, `{"text":"carol"}`, "carol", clk.Now())
+	wantHeads(t, v, o.ID, sorted(b.Version, c.Version)...)
 	wantObjectHead(t, k, o.ID, c, true)
-	want = asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.ID, c.ID)}})
+	want = asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version)}})
 	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects after a write from one head = %s, want %s", asJSON(t, fs), want)
 	}
 	// And from the other, the older head: the object follows the latest write.
 	clk.Advance(time.Minute)
-	d := mustWrite(t, v, o.ID, b.ID, `{"text":"dave"}`, "dave")
-	wantHeads(t, v, o.ID, sorted(c.ID, d.ID)...)
+	d := mustWrite(t, v, o.ID, b.Version, `{"text":"dave"}`, "dave")
+	wantHeads(t, v, o.ID, sorted(c.Version, d.Version)...)
 	wantObjectHead(t, k, o.ID, d, true)
 	if vs := mustVersions(t, v, o.ID); len(vs) != 5 {
-		t.Fatalf("versions %v, want 5", versionIDs(vs))
+		t.Fatalf("versions %v, want 5", versionNumbers(vs))
 	}
 	for _, id := range []int64{plain.ID, linear.ID} {
 		if got := MustGetObject(t, k, id); got.Forked {
@@ -357,16 +408,16 @@ func testVersionMerge(t *testing.T, open Opener) {
 	clk.Advance(time.Minute)
 	now := clk.Now()
 	const merged = `{ "text": "merged", "sides": ["a", "b"] }`
-	m, reason, err := v.MergeVersions(ctx(t), o.ID, []int64{max(a.ID, b.ID), min(a.ID, b.ID)}, json.RawMessage(merged),
+	m, reason, err := v.MergeVersions(ctx(t), o.ID, []int64{max(a.Version, b.Version), min(a.Version, b.Version)}, json.RawMessage(merged),
 		"fork_resolution", why)
 	if err != nil {
 		t.Fatalf("MergeVersions: %v", err)
 	}
-	wantVersion(t, "merge version", m, o.ID, sorted(a.ID, b.ID), merged, "fork_resolution", now)
-	if m.ID <= max(a.ID, b.ID) {
-		t.Fatalf("merge version id %d, want after the heads %d, %d", m.ID, a.ID, b.ID)
+	wantVersion(t, "merge version", m, o.ID, sorted(a.Version, b.Version), merged, "fork_resolution", now)
+	if m.Version <= max(a.Version, b.Version) {
+		t.Fatalf("merge version %d, want after the heads %d, %d", m.Version, a.Version, b.Version)
 	}
-	wantHeads(t, v, o.ID, m.ID)
+	wantHeads(t, v, o.ID, m.Version)
 	got := wantObjectHead(t, k, o.ID, m, false)
 	if got.Status != before.Status || got.Round != before.Round || !got.UpdatedAt.Equal(now) {
 		t.Fatalf("merged object %s, want status and round kept, updated_at %v", asJSON(t, got), now)
@@ -374,8 +425,8 @@ func testVersionMerge(t *testing.T, open Opener) {
 	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("merged object still listed as forked: %s", asJSON(t, fs))
 	}
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionIDs(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.ID, b.ID, m.ID}) {
-		t.Fatalf("versions %v, want %v", versionIDs(vs), []int64{o.HeadVersion, a.ID, b.ID, m.ID})
+	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.Version, b.Version, m.Version}) {
+		t.Fatalf("versions %v, want %v", versionNumbers(vs), []int64{o.HeadVersion, a.Version, b.Version, m.Version})
 	}
 	// The reason node: created in the merge, linked reason → object.
 	if reason == nil || reason.ID <= cited.ID || reason.Kind != "rationale" || reason.CreatedBy != "fork_resolution" ||
@@ -392,26 +443,26 @@ func testVersionMerge(t *testing.T, open Opener) {
 	wantEdges(t, MustGetObject(t, k, reason.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil),
 		edgeKey(reason.ID, cited.ID, "depends_on", "cites", nil))
 	rv := mustVersions(t, v, reason.ID)
-	if len(rv) != 1 || rv[0].ID != reason.HeadVersion {
+	if len(rv) != 1 || rv[0].Version != reason.HeadVersion {
 		t.Fatalf("reason object versions %s, want its first alone (head %d)", asJSON(t, rv), reason.HeadVersion)
 	}
 	wantVersion(t, "reason's first version", rv[0], reason.ID, nil, `{"heads":2,"rule":"latest wins"}`, "fork_resolution", now)
 	// The merge is an ordinary head to write from.
 	clk.Advance(time.Minute)
-	w := mustWrite(t, v, o.ID, m.ID, `{"text":"after"}`, "editor")
-	wantHeads(t, v, o.ID, w.ID)
+	w := mustWrite(t, v, o.ID, m.Version, `{"text":"after"}`, "editor")
+	wantHeads(t, v, o.ID, w.Version)
 	wantObjectHead(t, k, o.ID, w, false)
 
 	// A merge without a reason creates no object and no edge.
 	o2 := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
 	a2, b2 := fork(t, v, o2, "2")
 	objects := len(allObjects(t, k))
-	m2, r2, err := v.MergeVersions(ctx(t), o2.ID, []int64{a2.ID, b2.ID}, json.RawMessage(`{"m":2}`), "fork_resolution", nil)
+	m2, r2, err := v.MergeVersions(ctx(t), o2.ID, []int64{a2.Version, b2.Version}, json.RawMessage(`{"m":2}`), "fork_resolution", nil)
 	if err != nil || r2 != nil {
 		t.Fatalf("MergeVersions without a reason = %s, %s, %v", asJSON(t, m2), asJSON(t, r2), err)
 	}
-	wantVersion(t, "merge without a reason", m2, o2.ID, sorted(a2.ID, b2.ID), `{"m":2}`, "fork_resolution", clk.Now())
-	wantHeads(t, v, o2.ID, m2.ID)
+	wantVersion(t, "merge without a reason", m2, o2.ID, sorted(a2.Version, b2.Version), `{"m":2}`, "fork_resolution", clk.Now())
+	wantHeads(t, v, o2.ID, m2.Version)
 	wantObjectHead(t, k, o2.ID, m2, false)
 	if n := len(allObjects(t, k)); n != objects {
 		t.Fatalf("merge without a reason: %d objects, want %d", n, objects)
@@ -429,40 +480,40 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 	other := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
 	a, b := fork(t, v, o, "1")
 	clk.Advance(time.Minute)
-	c := mustWrite(t, v, o.ID, b.ID, `{"text":"c"}`, "carol") // a writer came first: heads a, c
-	wantHeads(t, v, o.ID, sorted(a.ID, c.ID)...)
+	c := mustWrite(t, v, o.ID, b.Version, `{"text":"c"}`, "carol") // a writer came first: heads a, c
+	wantHeads(t, v, o.ID, sorted(a.Version, c.Version)...)
 	clk.Advance(time.Minute)
 	before := takeSnapshot(t, k, v)
 	for _, heads := range [][]int64{
-		{a.ID, b.ID},                // the heads before the write
-		{b.ID, a.ID},                // in another order
-		{a.ID},                      // a subset
-		{c.ID},                      // the other subset
-		{a.ID, c.ID, b.ID},          // plus a former head
-		{a.ID, c.ID, o.HeadVersion}, // plus the root
-		{a.ID, c.ID, 424242},        // plus an unknown version
-		{a.ID, other.HeadVersion},   // another object's version
+		{a.Version, b.Version},                // the heads before the write
+		{b.Version, a.Version},                // in another order
+		{a.Version},                           // a subset
+		{c.Version},                           // the other subset
+		{a.Version, c.Version, b.Version},     // plus a former head
+		{a.Version, c.Version, o.HeadVersion}, // plus the root
+		{a.Version, c.Version, 424242},        // plus an unknown version
+		{a.Version, other.HeadVersion},        // another object's version
 	} {
-		what := fmt.Sprintf("MergeVersions(heads %v) with heads %v", heads, sorted(a.ID, c.ID))
+		what := fmt.Sprintf("MergeVersions(heads %v) with heads %v", heads, sorted(a.Version, c.Version))
 		m, r, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"text":"merged"}`), "fork_resolution",
 			resolvesReason(`{"rule":"x"}`))
 		if !errors.Is(err, store.ErrConflict) {
 			t.Errorf("%s: err = %v (version %s, reason %s), want ErrConflict", what, err, asJSON(t, m), asJSON(t, r))
-		} else if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(a.ID)) || !strings.Contains(msg, fmt.Sprint(c.ID)) {
-			t.Errorf("%s: err = %v, want it to name the current heads %d and %d", what, err, a.ID, c.ID)
+		} else if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(a.Version)) || !strings.Contains(msg, fmt.Sprint(c.Version)) {
+			t.Errorf("%s: err = %v, want it to name the current heads %d and %d", what, err, a.Version, c.Version)
 		}
 		wantNothingWritten(t, what, k, v, before)
 	}
-	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{c.ID, a.ID}, json.RawMessage(`{"text":"merged"}`), "fork_resolution", nil)
+	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{c.Version, a.Version}, json.RawMessage(`{"text":"merged"}`), "fork_resolution", nil)
 	if err != nil {
 		t.Fatalf("merge of the current heads after the refused ones: %v", err)
 	}
-	wantVersion(t, "merge", m, o.ID, sorted(a.ID, c.ID), `{"text":"merged"}`, "fork_resolution", clk.Now())
+	wantVersion(t, "merge", m, o.ID, sorted(a.Version, c.Version), `{"text":"merged"}`, "fork_resolution", clk.Now())
 	// The fork was already resolved: a second merge of the same heads is
 	// refused and changes nothing.
 	clk.Advance(time.Minute)
 	before = takeSnapshot(t, k, v)
-	_, r, err := v.MergeVersions(ctx(t), o.ID, []int64{a.ID, c.ID}, json.RawMessage(`{"text":"again"}`), "fork_resolution",
+	_, r, err := v.MergeVersions(ctx(t), o.ID, []int64{a.Version, c.Version}, json.RawMessage(`{"text":"again"}`), "fork_resolution",
 		resolvesReason(`{"rule":"y"}`))
 	if !errors.Is(err, store.ErrConflict) || r != nil {
 		t.Errorf("merge of an already merged fork: err = %v, reason %s; want ErrConflict", err, asJSON(t, r))
@@ -487,7 +538,7 @@ func testVersionMergeSingleHead(t *testing.T, open Opener) {
 			t.Fatalf("merge without a reason returned reason %s", asJSON(t, r))
 		}
 		wantVersion(t, "single-head merge", m, o.ID, []int64{o.HeadVersion}, `{"text":"same"}`, "fork_resolution", clk.Now())
-		wantHeads(t, v, o.ID, m.ID)
+		wantHeads(t, v, o.ID, m.Version)
 		wantObjectHead(t, k, o.ID, m, false)
 	case errors.Is(err, store.ErrConflict):
 		t.Logf("MergeVersions of the single head is refused: %v", err)
@@ -502,7 +553,12 @@ func testVersionBadInput(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
 	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
 	other := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
-	otherNext := mustWrite(t, v, other.ID, other.HeadVersion, `{"other":2}`, "w")
+	// Versions are numbered per object: other's 4 and 5 are no versions of
+	// o, which has 1 to 3.
+	otherNext := other.HeadVersion
+	for i := range 4 {
+		otherNext = mustWrite(t, v, other.ID, otherNext, fmt.Sprintf(`{"other":%d}`, i+2), "w").Version
+	}
 	a, b := fork(t, v, o, "1") // forked, so merges have real heads to name
 	clk.Advance(time.Minute)
 	before := takeSnapshot(t, k, v)
@@ -515,19 +571,20 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		field        string // the FieldError's field, unless wantNotFound
 		wantNotFound bool
 	}{
-		{"base of another object", o.ID, other.HeadVersion, `{"x":1}`, "w", "base_version", false},
-		{"base of another object (its head)", o.ID, otherNext.ID, `{"x":1}`, "w", "base_version", false},
+		{"base of another object", o.ID, otherNext - 1, `{"x":1}`, "w", "base_version", false},
+		{"base of another object (its head)", o.ID, otherNext, `{"x":1}`, "w", "base_version", false},
+		{"the next number", o.ID, max(a.Version, b.Version) + 1, `{"x":1}`, "w", "base_version", false},
 		{"unknown base", o.ID, missing, `{"x":1}`, "w", "base_version", false},
 		{"base 0", o.ID, 0, `{"x":1}`, "w", "base_version", false},
 		{"negative base", o.ID, -1, `{"x":1}`, "w", "base_version", false},
-		{"array content", o.ID, a.ID, `[1]`, "w", "content", false},
-		{"string content", o.ID, a.ID, `"x"`, "w", "content", false},
-		{"null content", o.ID, a.ID, `null`, "w", "content", false},
-		{"broken content", o.ID, a.ID, `{"a":`, "w", "content", false},
-		{"two values", o.ID, a.ID, `{"a":1} {"b":2}`, "w", "content", false},
-		{"content too large", o.ID, a.ID, big, "w", "content", false},
-		{"empty author", o.ID, a.ID, `{"x":1}`, "", "author", false},
-		{"unknown object", missing, a.ID, `{"x":1}`, "w", "", true},
+		{"array content", o.ID, a.Version, `[1]`, "w", "content", false},
+		{"string content", o.ID, a.Version, `"x"`, "w", "content", false},
+		{"null content", o.ID, a.Version, `null`, "w", "content", false},
+		{"broken content", o.ID, a.Version, `{"a":`, "w", "content", false},
+		{"two values", o.ID, a.Version, `{"a":1} {"b":2}`, "w", "content", false},
+		{"content too large", o.ID, a.Version, big, "w", "content", false},
+		{"empty author", o.ID, a.Version, `{"x":1}`, "", "author", false},
+		{"unknown object", missing, a.Version, `{"x":1}`, "w", "", true},
 	}
 	for _, c := range writes {
 		w, err := v.WriteVersion(ctx(t), c.id, c.base, json.RawMessage(c.content), c.by)
@@ -544,7 +601,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		}
 		wantNothingWritten(t, what, k, v, before)
 	}
-	heads := []int64{a.ID, b.ID}
+	heads := []int64{a.Version, b.Version}
 	badReason := resolvesReason(`{"rule":"x"}`)
 	badReason.Object.Kind = ""
 	badLink := resolvesReason(`{"rule":"x"}`)
@@ -620,7 +677,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 		t.Fatalf("TransitionObject: %v", err)
 	}
 	hs := mustHeads(t, v, o.ID)
-	if len(hs) != 1 || got.HeadVersion != hs[0].ID || got.Forked {
+	if len(hs) != 1 || got.HeadVersion != hs[0].Version || got.Forked {
 		t.Fatalf("transitioned object %s, heads %s: want one new head", asJSON(t, got), asJSON(t, hs))
 	}
 	tv := hs[0]
@@ -635,7 +692,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 	for i, want := range []string{`{"t":1}`, `{}`} {
 		a := atts[i]
 		vs := mustVersions(t, v, a.ID)
-		if len(vs) != 1 || a.HeadVersion != vs[0].ID || a.Forked {
+		if len(vs) != 1 || a.HeadVersion != vs[0].Version || a.Forked {
 			t.Fatalf("attachment %d: %s, versions %s; want its first version as head", i, asJSON(t, a), asJSON(t, vs))
 		}
 		wantVersion(t, fmt.Sprintf("attachment %d first version", i), vs[0], a.ID, nil, want, "critic", clk.Now())
@@ -648,14 +705,14 @@ func testVersionTransition(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs := mustVersions(t, v, o.ID); len(vs) != 2 || got.HeadVersion != tv.ID {
-		t.Fatalf("transition without content: versions %v, head_version %d; want %v and %d", versionIDs(vs), got.HeadVersion, []int64{first, tv.ID}, tv.ID)
+	if vs := mustVersions(t, v, o.ID); len(vs) != 2 || got.HeadVersion != tv.Version {
+		t.Fatalf("transition without content: versions %v, head_version %d; want %v and %d", versionNumbers(vs), got.HeadVersion, []int64{first, tv.Version}, tv.Version)
 	}
 	// On a forked object, the transition writes from the latest version
 	// (the object's head_version) and leaves the other head.
 	clk.Advance(time.Minute)
 	side := mustWrite(t, v, o.ID, first, `{"q":"side"}`, "editor") // from a stale base: forked
-	wantHeads(t, v, o.ID, sorted(tv.ID, side.ID)...)
+	wantHeads(t, v, o.ID, sorted(tv.Version, side.Version)...)
 	wantObjectHead(t, k, o.ID, side, true)
 	claim = mustClaimObjects(t, k, "c", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
@@ -665,10 +722,10 @@ func testVersionTransition(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	hs = mustHeads(t, v, o.ID)
-	if len(hs) != 2 || hs[0].ID != tv.ID || got.HeadVersion != hs[1].ID || !got.Forked {
-		t.Fatalf("transition of a forked object: %s, heads %s; want heads %d and a new one based on %d", asJSON(t, got), asJSON(t, hs), tv.ID, side.ID)
+	if len(hs) != 2 || hs[0].Version != tv.Version || got.HeadVersion != hs[1].Version || !got.Forked {
+		t.Fatalf("transition of a forked object: %s, heads %s; want heads %d and a new one based on %d", asJSON(t, got), asJSON(t, hs), tv.Version, side.Version)
 	}
-	wantVersion(t, "transition of a forked object", hs[1], o.ID, []int64{side.ID}, `{"q":3}`, hs[1].Author, clk.Now())
+	wantVersion(t, "transition of a forked object", hs[1], o.ID, []int64{side.Version}, `{"q":3}`, hs[1].Author, clk.Now())
 	wantObjectHead(t, k, o.ID, hs[1], true)
 }
 
@@ -692,38 +749,38 @@ func testVersionDAG(t *testing.T, open Opener) {
 	write := func(name string, base store.Version) store.Version {
 		t.Helper()
 		clk.Advance(time.Second)
-		mustWrite(t, v, noise.ID, mustHeads(t, v, noise.ID)[0].ID, fmt.Sprintf(`{"noise":%q}`, name), "noise") // interleaved ids
-		return add(name, mustWrite(t, v, o.ID, base.ID, fmt.Sprintf(`{"n":%q}`, name), "w-"+name), base.ID)
+		mustWrite(t, v, noise.ID, mustHeads(t, v, noise.ID)[0].Version, fmt.Sprintf(`{"noise":%q}`, name), "noise") // interleaved ids
+		return add(name, mustWrite(t, v, o.ID, base.Version, fmt.Sprintf(`{"n":%q}`, name), "w-"+name), base.Version)
 	}
 	a := write("a", root)
 	b := write("b", root)
 	c := write("c", a)
 	d := write("d", root)
-	wantHeads(t, v, o.ID, sorted(b.ID, c.ID, d.ID)...)
-	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.ID, c.ID, d.ID)}})
+	wantHeads(t, v, o.ID, sorted(b.Version, c.Version, d.Version)...)
+	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version, d.Version)}})
 	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
 	}
 	clk.Advance(time.Second)
-	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{d.ID, b.ID, c.ID}, json.RawMessage(`{"n":"m"}`), "fr", nil)
+	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{d.Version, b.Version, c.Version}, json.RawMessage(`{"n":"m"}`), "fr", nil)
 	if err != nil {
 		t.Fatalf("three-way MergeVersions: %v", err)
 	}
-	add("m", m, sorted(b.ID, c.ID, d.ID)...)
+	add("m", m, sorted(b.Version, c.Version, d.Version)...)
 	e := write("e", m)
 	vs := mustVersions(t, v, o.ID)
 	if len(vs) != len(steps) {
-		t.Fatalf("versions %v, want %d", versionIDs(vs), len(steps))
+		t.Fatalf("versions %v, want %d", versionNumbers(vs), len(steps))
 	}
 	for i, s := range steps {
-		if i > 0 && vs[i].ID <= vs[i-1].ID {
-			t.Fatalf("versions not ascending: %v", versionIDs(vs))
+		if i > 0 && vs[i].Version <= vs[i-1].Version {
+			t.Fatalf("versions not ascending: %v", versionNumbers(vs))
 		}
 		if versionKey(t, vs[i]) != versionKey(t, s.v) || fmt.Sprint(vs[i].Parents) != fmt.Sprint(s.parents) {
 			t.Fatalf("version %d (%s): %s\nwritten as %s, parents %v", i, s.name, versionKey(t, vs[i]), versionKey(t, s.v), s.parents)
 		}
 	}
-	wantHeads(t, v, o.ID, e.ID)
+	wantHeads(t, v, o.ID, e.Version)
 	wantObjectHead(t, k, o.ID, e, false)
 }
 
@@ -737,14 +794,14 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 	want := map[int64][]int64{}
 	for _, i := range []int{0, 2, 3, 6} {
 		a, b := fork(t, v, os[i], fmt.Sprint(i))
-		want[os[i].ID] = sorted(a.ID, b.ID)
+		want[os[i].ID] = sorted(a.Version, b.Version)
 	}
 	// Three heads on one of them.
 	x := mustWrite(t, v, os[3].ID, os[3].HeadVersion, `{"third":true}`, "w")
-	want[os[3].ID] = sorted(append(want[os[3].ID], x.ID)...)
+	want[os[3].ID] = sorted(append(want[os[3].ID], x.Version)...)
 	// Forked then merged; written linearly: not forked.
 	a, b := fork(t, v, os[4], "4")
-	if _, _, err := v.MergeVersions(ctx(t), os[4].ID, []int64{a.ID, b.ID}, json.RawMessage(`{}`), "fr", nil); err != nil {
+	if _, _, err := v.MergeVersions(ctx(t), os[4].ID, []int64{a.Version, b.Version}, json.RawMessage(`{}`), "fr", nil); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, v, os[1].ID, os[1].HeadVersion, `{"linear":true}`, "w")
@@ -835,7 +892,7 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	// A merge's reason edge is an edge too.
 	a, b := fork(t, v, os[0], "x")
 	clk.Advance(time.Minute)
-	_, r, err := v.MergeVersions(ctx(t), os[0].ID, []int64{a.ID, b.ID}, json.RawMessage(`{}`), "fr", resolvesReason(`{}`))
+	_, r, err := v.MergeVersions(ctx(t), os[0].ID, []int64{a.Version, b.Version}, json.RawMessage(`{}`), "fr", resolvesReason(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -930,16 +987,16 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 				t.Fatalf("round %d: writer %d wrote %s, want parents [%d]", round, i, asJSON(t, got[i]), o.HeadVersion)
 			}
 		}
-		wantHeads(t, vs[1], o.ID, sorted(got[0].ID, got[1].ID)...)
-		if all := mustVersions(t, vs[0], o.ID); fmt.Sprint(versionIDs(all)) != fmt.Sprint(sorted(o.HeadVersion, got[0].ID, got[1].ID)) {
-			t.Fatalf("round %d: versions %v, want the base and both writes", round, versionIDs(all))
+		wantHeads(t, vs[1], o.ID, sorted(got[0].Version, got[1].Version)...)
+		if all := mustVersions(t, vs[0], o.ID); fmt.Sprint(versionNumbers(all)) != fmt.Sprint(sorted(o.HeadVersion, got[0].Version, got[1].Version)) {
+			t.Fatalf("round %d: versions %v, want the base and both writes", round, versionNumbers(all))
 		}
 		r := MustGetObject(t, ks[1], o.ID)
-		if !r.Forked || (r.HeadVersion != got[0].ID && r.HeadVersion != got[1].ID) {
-			t.Fatalf("round %d: object %s, want forked at one of the writes %d, %d", round, asJSON(t, r), got[0].ID, got[1].ID)
+		if !r.Forked || (r.HeadVersion != got[0].Version && r.HeadVersion != got[1].Version) {
+			t.Fatalf("round %d: object %s, want forked at one of the writes %d, %d", round, asJSON(t, r), got[0].Version, got[1].Version)
 		}
 		w := got[0]
-		if r.HeadVersion == got[1].ID {
+		if r.HeadVersion == got[1].Version {
 			w = got[1]
 		}
 		wantObjectHead(t, ks[0], o.ID, w, true)
@@ -972,9 +1029,9 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 		)
 		start := make(chan struct{})
 		for i, v := range vs {
-			heads := []int64{a.ID, b.ID}
+			heads := []int64{a.Version, b.Version}
 			if i == 1 {
-				heads = []int64{b.ID, a.ID}
+				heads = []int64{b.Version, a.Version}
 			}
 			wg.Go(func() {
 				<-start
@@ -1000,13 +1057,13 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 		if reasons[1-w] != nil {
 			t.Fatalf("round %d: the refused merge returned reason %s", round, asJSON(t, reasons[1-w]))
 		}
-		if fmt.Sprint(got[w].Parents) != fmt.Sprint(sorted(a.ID, b.ID)) || got[w].Author != fmt.Sprintf("fr%d", w) {
-			t.Fatalf("round %d: merge %s, want parents %v", round, asJSON(t, got[w]), sorted(a.ID, b.ID))
+		if fmt.Sprint(got[w].Parents) != fmt.Sprint(sorted(a.Version, b.Version)) || got[w].Author != fmt.Sprintf("fr%d", w) {
+			t.Fatalf("round %d: merge %s, want parents %v", round, asJSON(t, got[w]), sorted(a.Version, b.Version))
 		}
-		wantHeads(t, vs[1-w], o.ID, got[w].ID)
+		wantHeads(t, vs[1-w], o.ID, got[w].Version)
 		wantObjectHead(t, ks[0], o.ID, got[w], false)
 		if all := mustVersions(t, vs[0], o.ID); len(all) != 4 {
-			t.Fatalf("round %d: versions %v, want base, two sides and one merge", round, versionIDs(all))
+			t.Fatalf("round %d: versions %v, want base, two sides and one merge", round, versionNumbers(all))
 		}
 		if n := len(allObjects(t, ks[1])); n != objects+1 || reasons[w] == nil {
 			t.Fatalf("round %d: %d objects after the merges, %d before; reason %s: want exactly one reason node", round, n, objects, asJSON(t, reasons[w]))

@@ -64,6 +64,7 @@ type CksObjectVersion struct {
 	Author      string
 	CreatedAt   time.Time
 	IsHead      bool
+	Version     int64
 }
 
 type CksOutboxTask struct {

@@ -152,7 +152,8 @@ CREATE TABLE IF NOT EXISTS cks_object_versions (
     content_hash TEXT NOT NULL,
     author TEXT NOT NULL DEFAULT '',
     created_at TIMESTAMPTZ NOT NULL,
-    is_head BOOLEAN NOT NULL DEFAULT false
+    is_head BOOLEAN NOT NULL DEFAULT false,
+    version BIGINT NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS cks_edges (
@@ -244,10 +245,12 @@ CREATE INDEX IF NOT EXISTS idx_objects_forked ON cks_objects(object_id)
 
 CREATE INDEX IF NOT EXISTS idx_object_versions_object ON cks_object_versions(object_id, version_id);
 
+CREATE UNIQUE INDEX IF NOT EXISTS idx_object_versions_version ON cks_object_versions(object_id, version);
+
 CREATE INDEX IF NOT EXISTS idx_object_versions_heads ON cks_object_versions(object_id)
 	WHERE is_head;
 
-CREATE TRIGGER cks_object_versions_no_change BEFORE UPDATE OF object_id, parents, content, content_hash, author, created_at OR DELETE ON cks_object_versions FOR EACH ROW EXECUTE FUNCTION cks_reject_change();
+CREATE TRIGGER cks_object_versions_no_change BEFORE UPDATE OF object_id, parents, content, content_hash, author, created_at, version OR DELETE ON cks_object_versions FOR EACH ROW EXECUTE FUNCTION cks_reject_change();
 
 CREATE TRIGGER cks_object_versions_no_truncate BEFORE TRUNCATE ON cks_object_versions FOR EACH STATEMENT EXECUTE FUNCTION cks_reject_change();
 

@@ -1,10 +1,10 @@
 -- Objects written before versions existed (head_version 0) get their
--- content as a first version (no parents, by their creator, at their last
+-- content as version 1 (no parents, by their creator, at their last
 -- update), and point at it. cks_object_versions exists by now: Plan creates
 -- every missing table before any backfill.
 WITH v AS (
-	INSERT INTO cks_object_versions (object_id, parents, content, content_hash, author, created_at, is_head)
-	SELECT object_id, '{}', content, content_hash, created_by, updated_at, true
+	INSERT INTO cks_object_versions (object_id, version, parents, content, content_hash, author, created_at, is_head)
+	SELECT object_id, 1, '{}', content, content_hash, created_by, updated_at, true
 	FROM cks_objects WHERE head_version = 0 ORDER BY object_id
-	RETURNING object_id, version_id)
-UPDATE cks_objects o SET head_version = v.version_id FROM v WHERE o.object_id = v.object_id
+	RETURNING object_id)
+UPDATE cks_objects o SET head_version = 1 FROM v WHERE o.object_id = v.object_id

@@ -65,6 +65,7 @@ type CksObjectVersion struct {
 	Author      string
 	CreatedAt   string
 	IsHead      int64
+	Version     int64
 }
 
 type CksOutboxTask struct {

@@ -152,7 +152,8 @@ CREATE TABLE IF NOT EXISTS cks_object_versions (
     content_hash TEXT NOT NULL,
     author TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
-    is_head INTEGER NOT NULL DEFAULT 1
+    is_head INTEGER NOT NULL DEFAULT 1,
+    version INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS cks_edges (
@@ -243,10 +244,12 @@ CREATE INDEX IF NOT EXISTS idx_objects_forked ON cks_objects(object_id)
 
 CREATE INDEX IF NOT EXISTS idx_object_versions_object ON cks_object_versions(object_id, version_id);
 
+CREATE UNIQUE INDEX IF NOT EXISTS idx_object_versions_version ON cks_object_versions(object_id, version);
+
 CREATE INDEX IF NOT EXISTS idx_object_versions_head ON cks_object_versions(object_id)
 	WHERE is_head = 1;
 
-CREATE TRIGGER IF NOT EXISTS cks_object_versions_no_update BEFORE UPDATE OF object_id, parents, content, content_hash, author, created_at ON cks_object_versions
+CREATE TRIGGER IF NOT EXISTS cks_object_versions_no_update BEFORE UPDATE OF object_id, parents, content, content_hash, author, created_at, version ON cks_object_versions
 BEGIN SELECT RAISE(ABORT, 'cks_object_versions is append-only: UPDATE refused (only is_head changes)'); END;
 
 CREATE TRIGGER IF NOT EXISTS cks_object_versions_no_delete BEFORE DELETE ON cks_object_versions

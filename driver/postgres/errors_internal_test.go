@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestMapErr: the SQLSTATEs the driver names become its errors and the
+// store's storage faults, wrapped so that the Postgres error stays in the
+// chain; a disk_full cannot be provoked in a test, so the mapping is
+// checked on the error itself.
+func TestMapErr(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want []error
+		not  []error
+	}{
+		{pgx.ErrNoRows, []error{driver.ErrNoRows}, []error{store.ErrUnavailable}},
+		{&pgconn.PgError{Code: "23505"}, []error{driver.ErrUniqueViolation}, []error{store.ErrUnavailable}},
+		{&pgconn.PgError{Code: "25006"}, []error{store.ErrStorageReadOnly, store.ErrUnavailable}, []error{store.ErrStorageFull}},
+		{&pgconn.PgError{Code: "53100"}, []error{store.ErrStorageFull, store.ErrUnavailable}, []error{store.ErrStorageReadOnly}},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "53100"}), []error{store.ErrStorageFull}, nil},
+		{&pgconn.PgError{Code: "40P01"}, nil, []error{store.ErrUnavailable, driver.ErrNoRows}},
+	} {
+		got := mapErr("step", c.err)
+		for _, w := range c.want {
+			if !errors.Is(got, w) {
+				t.Errorf("mapErr(%v) = %v, want it to match %v", c.err, got, w)
+			}
+		}
+		for _, n := range c.not {
+			if errors.Is(got, n) {
+				t.Errorf("mapErr(%v) = %v, matches %v", c.err, got, n)
+			}
+		}
+		var pgErr *pgconn.PgError
+		if _, ok := c.err.(*pgconn.PgError); ok && !errors.As(got, &pgErr) {
+			t.Errorf("mapErr(%v) = %v lost the Postgres error", c.err, got)
+		}
+		for _, w := range c.want {
+			if again := mapErr("outer", got); !errors.Is(again, w) {
+				t.Errorf("mapErr twice of %v = %v, want it to match %v", c.err, again, w)
+			}
+		}
+	}
+}
