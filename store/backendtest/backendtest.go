@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cks-dev/cks/driver"
+	driverpostgres "github.com/cks-dev/cks/driver/postgres"
+	driversqlite "github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/postgres"
 	"github.com/cks-dev/cks/store/sqlite"
@@ -118,4 +121,59 @@ func ReadOnlyFile(t testing.TB, path string) {
 			t.Errorf("chattr -i %s: %v %s", path, err, out)
 		}
 	})
+}
+
+// DriverOpener opens handles on one fresh database of a driver, each closed
+// when the test that opened it ends.
+type DriverOpener func(t testing.TB, opts ...store.Option) driver.Driver
+
+// Driver creates fresh databases of one driver.
+type Driver struct {
+	Name  string
+	NewDB func(t testing.TB) DriverOpener
+}
+
+// Drivers returns the SQLite and the Postgres driver, on databases made as
+// SQLite's and Postgres' above.
+func Drivers() []Driver {
+	return []Driver{
+		{"sqlite", func(t testing.TB) DriverOpener {
+			t.Helper()
+			path := filepath.Join(t.TempDir(), "cks.db")
+			return func(t testing.TB, opts ...store.Option) driver.Driver {
+				t.Helper()
+				d, err := driversqlite.Open(context.Background(), path, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
+				return d
+			}
+		}},
+		{"postgres", func(t testing.TB) DriverOpener {
+			t.Helper()
+			url := PostgresURL(t)
+			return func(t testing.TB, opts ...store.Option) driver.Driver {
+				t.Helper()
+				d, err := driverpostgres.Open(context.Background(), url, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { d.Close() })
+				return d
+			}
+		}},
+	}
+}
+
+// ForEachDriver runs f as a parallel subtest per driver, each on a fresh
+// database.
+func ForEachDriver(t *testing.T, f func(t *testing.T, open DriverOpener)) {
+	t.Helper()
+	for _, d := range Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			f(t, d.NewDB(t))
+		})
+	}
 }

@@ -1,0 +1,225 @@
+// Package notifier is the one change listener of a store handle: it holds a
+// single driver.Listener (on Postgres one LISTEN connection outside the
+// pool, on SQLite one poller of cks_changes), connects it when the first
+// watcher comes, reconnects it when it is lost, and fans the topics out to
+// every watcher. However many waiters a process has — abort waits, agents,
+// the pipeline, the studio's event stream — it holds one connection for
+// them (River's internal/notifier is the model).
+package notifier
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// Reconnect timing: the first wait after a lost or failed connection, doubled
+// (with jitter) up to the maximum while connecting fails.
+const (
+	ReconnectMin = 100 * time.Millisecond
+	ReconnectMax = 5 * time.Second
+)
+
+// Notifier multiplexes one listener. It implements store.Changes.
+type Notifier struct {
+	listener func() driver.Listener
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	watchers  map[*watcher]struct{}
+	connected bool
+	started   bool
+	closed    bool
+	stop      context.CancelFunc
+	done      chan struct{}
+}
+
+var _ store.Changes = (*Notifier)(nil)
+
+// New returns a Notifier over the listeners newListener makes (a driver's
+// Listener method); nothing connects until the first WatchChanges. log
+// receives the connection's losses; nil discards them.
+func New(newListener func() driver.Listener, log *slog.Logger) *Notifier {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, done: make(chan struct{})}
+}
+
+// watcher is one WatchChanges call: the topics it wants and those delivered
+// since it last looked, coalesced.
+type watcher struct {
+	topics  map[string]bool
+	mu      sync.Mutex
+	pending map[string]bool
+	signal  chan struct{} // capacity 1: "pending is not empty"
+}
+
+func (w *watcher) add(topics []string) {
+	w.mu.Lock()
+	added := false
+	for _, t := range topics {
+		if w.topics[t] && !w.pending[t] {
+			w.pending[t] = true
+			added = true
+		}
+	}
+	w.mu.Unlock()
+	if added {
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *watcher) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.pending))
+	for t := range w.pending {
+		out = append(out, t)
+	}
+	clear(w.pending)
+	slices.Sort(out)
+	return out
+}
+
+func (w *watcher) all() []string {
+	out := make([]string, 0, len(w.topics))
+	for t := range w.topics {
+		out = append(out, t)
+	}
+	return out
+}
+
+// WatchChanges implements store.Changes: f runs for every topic once the
+// shared listener is connected (at once when it already is), again for
+// every topic after each reconnect (changes may have been missed), and for
+// each topic published meanwhile, coalesced, until ctx ends. Calls of f are
+// sequential and made on the caller's goroutine.
+func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
+	set, err := store.ValidateTopics(topics)
+	if err != nil {
+		return err
+	}
+	w := &watcher{topics: set, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+	if err := n.subscribe(w); err != nil {
+		return err
+	}
+	defer n.unsubscribe(w)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.signal:
+		}
+		for _, t := range w.take() {
+			if ctx.Err() != nil {
+				return nil
+			}
+			f(t)
+		}
+	}
+}
+
+func (n *Notifier) subscribe(w *watcher) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return store.ErrConflict
+	}
+	n.watchers[w] = struct{}{}
+	if n.connected {
+		w.add(w.all())
+	}
+	if !n.started {
+		n.started = true
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stop = cancel
+		go n.run(ctx)
+	}
+	return nil
+}
+
+func (n *Notifier) unsubscribe(w *watcher) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.watchers, w)
+}
+
+// setConnected records the listener's state; a (re)connect tells every
+// watcher to re-read everything it watches.
+func (n *Notifier) setConnected(up bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.connected = up
+	if up {
+		for w := range n.watchers {
+			w.add(w.all())
+		}
+	}
+}
+
+func (n *Notifier) deliver(topics []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for w := range n.watchers {
+		w.add(topics)
+	}
+}
+
+// run keeps the listener connected until ctx ends.
+func (n *Notifier) run(ctx context.Context) {
+	defer close(n.done)
+	wait := ReconnectMin
+	for {
+		l := n.listener()
+		err := l.Connect(ctx)
+		if err == nil {
+			n.setConnected(true)
+			wait = ReconnectMin
+			for err == nil {
+				var topics []string
+				if topics, err = l.WaitForTopics(ctx); err == nil {
+					n.deliver(topics)
+				}
+			}
+			n.setConnected(false)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		l.Close(cctx) //nolint:errcheck // the connection is being abandoned
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("change listener lost; reconnecting", "err", err, "in", wait)
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, ReconnectMax)
+	}
+}
+
+// Close ends the listener (and every WatchChanges still running stops
+// receiving); it waits for the connection to be closed.
+func (n *Notifier) Close() {
+	n.mu.Lock()
+	n.closed = true
+	started, stop := n.started, n.stop
+	n.mu.Unlock()
+	if started {
+		stop()
+		<-n.done
+	}
+}

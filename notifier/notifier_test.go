@@ -1,0 +1,180 @@
+package notifier_test
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/notifier"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// seen collects the topics one watcher was called with.
+type seen struct {
+	mu     sync.Mutex
+	topics map[string]int
+	ch     chan string
+}
+
+func newSeen() *seen { return &seen{topics: map[string]int{}, ch: make(chan string, 1000)} }
+
+func (s *seen) f(topic string) {
+	s.mu.Lock()
+	s.topics[topic]++
+	s.mu.Unlock()
+	s.ch <- topic
+}
+
+// next waits for the watcher's next call with topic.
+func (s *seen) next(t testing.TB, topic string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case got := <-s.ch:
+			if got == topic {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no call with %q within a minute", topic)
+		}
+	}
+}
+
+// watch runs WatchChanges on n until the test ends.
+func watch(t *testing.T, n *notifier.Notifier, topics ...string) *seen {
+	t.Helper()
+	s := newSeen()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.WatchChanges(ctx, topics, s.f) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("WatchChanges: %v", err)
+		}
+	})
+	return s
+}
+
+func notify(t testing.TB, d driver.Driver, topic string) {
+	t.Helper()
+	err := d.WithTx(context.Background(), driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		return ex.Notify(ctx, topic)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchers: every watcher is called for each of its topics once the
+// listener is connected, then for each topic another handle publishes, and
+// not for topics it does not watch.
+func TestWatchers(t *testing.T) {
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		d := open(t, store.WithChangePollInterval(10*time.Millisecond))
+		n := notifier.New(d.Listener, nil)
+		t.Cleanup(n.Close)
+		a, b := watch(t, n, "alpha", "beta"), watch(t, n, "beta")
+		a.next(t, "alpha")
+		a.next(t, "beta")
+		b.next(t, "beta")
+		other := open(t)
+		notify(t, other, "alpha")
+		a.next(t, "alpha")
+		notify(t, other, "beta")
+		a.next(t, "beta")
+		b.next(t, "beta")
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.topics["alpha"] != 0 {
+			t.Fatalf("a watcher of beta was called for alpha: %v", b.topics)
+		}
+	})
+}
+
+// TestBadTopics: no topic, or an empty one, is a FieldError naming topics.
+func TestBadTopics(t *testing.T) {
+	n := notifier.New(nil, nil)
+	defer n.Close()
+	for _, topics := range [][]string{nil, {""}} {
+		if err := n.WatchChanges(context.Background(), topics, func(string) {}); !store.IsFieldError(err, "topics") {
+			t.Errorf("topics %q: %v", topics, err)
+		}
+	}
+}
+
+// TestOneConnectionForManyWatchers: fifty concurrent watchers (as fifty
+// `cks task stop --wait` in one hub) share one LISTEN connection, and when
+// it is killed they are all called again (they may have missed changes),
+// over one new connection.
+func TestOneConnectionForManyWatchers(t *testing.T) {
+	pgURL := backendtest.PostgresURL(t)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", "notifier-test")
+	u.RawQuery = q.Encode()
+	drv, err := postgres.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drv.Close() })
+	n := notifier.New(drv.Listener, nil)
+	t.Cleanup(n.Close)
+	var all []*seen
+	for range 50 {
+		all = append(all, watch(t, n, "task_aborts"))
+	}
+	for _, s := range all {
+		s.next(t, "task_aborts")
+	}
+	admin := connect(t, pgURL)
+	listeners := func() []int {
+		rows, err := admin.Query(context.Background(), `SELECT pid FROM pg_stat_activity
+WHERE application_name = 'notifier-test' AND query LIKE '%LISTEN %'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pids
+	}
+	pids := listeners()
+	if len(pids) != 1 {
+		t.Fatalf("%d LISTEN connections for 50 watchers, want 1 (%v)", len(pids), pids)
+	}
+	if _, err := admin.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pids[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		s.next(t, "task_aborts")
+	}
+	if again := listeners(); len(again) != 1 || slices.Equal(again, pids) {
+		t.Fatalf("after the kill: LISTEN connections %v, want one new one (was %v)", again, pids)
+	}
+}
+
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
