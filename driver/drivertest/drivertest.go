@@ -43,6 +43,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Liveness", Liveness},
 		{"Control", Control},
 		{"Principals", Principals},
+		{"Tasks", Tasks},
 		{"Tx", Tx},
 		{"Notify", Notify},
 		{"Times", Times},
