@@ -140,3 +140,14 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLedger is storetest.BenchLedger over the service, per dialect
+// (compare with the first backends' BenchmarkLedger in store/sqlite and
+// store/postgres).
+func BenchmarkLedger(b *testing.B) {
+	for _, d := range drivers {
+		b.Run(d.name, func(b *testing.B) {
+			storetest.BenchLedger(b, func(t testing.TB) store.Store { return opener(d.newDB(t))(t) })
+		})
+	}
+}

@@ -104,13 +104,17 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 			return store.Task{}, false, err
 		}
 	}
-	// Read back: the database's form of the JSON columns.
+	// Read back: the database's form of the JSON columns. The dependencies
+	// are the ones just written, in the order a read returns them.
 	r, err := getRow(ctx, ex, id, driver.LockNone)
 	if err != nil {
 		return store.Task{}, false, err
 	}
-	t, err := taskOf(ctx, ex, r)
-	return t, err == nil, err
+	var ds []int64
+	if len(n.DependsOn) > 0 {
+		ds = slices.Sorted(slices.Values(n.DependsOn))
+	}
+	return toTask(r, ds), true, nil
 }
 
 // depState is the state a task with dependencies deps belongs in now, as

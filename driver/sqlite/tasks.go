@@ -96,7 +96,15 @@ func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) 
 	if len(p.IDs) == 0 {
 		return nil, nil
 	}
-	rows, err := e.d.q.TaskGetMany(ctx, e.read, jsonList(p.IDs))
+	var (
+		rows []dbsqlc.CksOutboxTask
+		err  error
+	)
+	if len(p.IDs) == 1 {
+		rows, err = e.d.q.TaskGet(ctx, e.read, p.IDs[0])
+	} else {
+		rows, err = e.d.q.TaskGetMany(ctx, e.read, jsonList(p.IDs))
+	}
 	if err != nil {
 		return nil, mapErr("task get", err)
 	}
@@ -261,7 +269,15 @@ func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskD
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := e.d.q.TaskDepList(ctx, e.read, jsonList(ids))
+	var (
+		rows []dbsqlc.CksTaskDep
+		err  error
+	)
+	if len(ids) == 1 {
+		rows, err = e.d.q.TaskDepListOf(ctx, e.read, ids[0])
+	} else {
+		rows, err = e.d.q.TaskDepList(ctx, e.read, jsonList(ids))
+	}
 	if err != nil {
 		return nil, mapErr("task dependency list", err)
 	}

@@ -200,30 +200,36 @@ SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id = ANY(@ids::bigint[])
 ORDER BY task_id, depends_on;
 
+-- The dependants are read by primary key from the ids the dependency index
+-- gives (an ARRAY initplan), and the state is compared as an expression no
+-- index serves: with a plain state term the planner, before the table has
+-- statistics, walks every task in @state (every WAITING task at each
+-- completion) instead.
+
 -- name: TaskDependants :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[]))
-    AND state = @state
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
 ORDER BY task_id;
 
 -- name: TaskDependantsForUpdate :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[]))
-    AND state = @state
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
 ORDER BY task_id
 FOR UPDATE;
 
 -- name: TaskDependantsForUpdateSkip :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[]))
-    AND state = @state
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
 ORDER BY task_id
 FOR UPDATE SKIP LOCKED;
 
 -- name: TaskDependantsForShare :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[]))
-    AND state = @state
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
 ORDER BY task_id
 FOR SHARE;
 

@@ -834,9 +834,10 @@ func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids []int64) ([]CksT
 }
 
 const taskDependants = `-- name: TaskDependants :many
+
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[]))
-    AND state = $2
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
+    AND (state || '') = $2::text
 ORDER BY task_id
 `
 
@@ -845,6 +846,11 @@ type TaskDependantsParams struct {
 	State      string
 }
 
+// The dependants are read by primary key from the ids the dependency index
+// gives (an ARRAY initplan), and the state is compared as an expression no
+// index serves: with a plain state term the planner, before the table has
+// statistics, walks every task in @state (every WAITING task at each
+// completion) instead.
 func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependantsParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskDependants, arg.DependsOns, arg.State)
 	if err != nil {
@@ -899,8 +905,8 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 
 const taskDependantsForShare = `-- name: TaskDependantsForShare :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[]))
-    AND state = $2
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
+    AND (state || '') = $2::text
 ORDER BY task_id
 FOR SHARE
 `
@@ -964,8 +970,8 @@ func (q *Queries) TaskDependantsForShare(ctx context.Context, db DBTX, arg TaskD
 
 const taskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[]))
-    AND state = $2
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
+    AND (state || '') = $2::text
 ORDER BY task_id
 FOR UPDATE
 `
@@ -1029,8 +1035,8 @@ func (q *Queries) TaskDependantsForUpdate(ctx context.Context, db DBTX, arg Task
 
 const taskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[]))
-    AND state = $2
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
+    AND (state || '') = $2::text
 ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `

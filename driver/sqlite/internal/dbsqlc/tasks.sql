@@ -24,6 +24,10 @@ SELECT * FROM cks_outbox_tasks
 WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
 ORDER BY task_id;
 
+-- One id: a plain key lookup is cheaper than the JSON list.
+-- name: TaskGet :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id;
+
 -- Every column but task_id, type, created_at and created_by.
 -- name: TaskUpdate :execrows
 UPDATE cks_outbox_tasks SET
@@ -42,6 +46,14 @@ WHERE task_id = @task_id;
 -- list on idx_outbox_tasks_claim would need a temp B-tree anyway), and
 -- one type as an equality, which idx_outbox_tasks_claim (state, type,
 -- priority DESC, created_at, task_id) serves in claim order.
+--
+-- A parameter compared with a column that a partial index's WHERE names
+-- (state = @state, with idx_outbox_tasks_claim_open's state = 'OPEN') makes
+-- SQLite prepare the statement again at every execution, with the bound
+-- value, so that it can use that index. The any-type claim wants exactly
+-- that (the partial index serves it in claim order). Everywhere else the
+-- state is compared as CAST(@state AS TEXT), which SQLite does not match
+-- against a partial index, so the prepared statement is kept.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
@@ -53,7 +65,7 @@ LIMIT @max;
 
 -- name: TaskClaimableOfType :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+WHERE state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
@@ -119,11 +131,18 @@ SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
 ORDER BY task_id, depends_on;
 
+-- name: TaskDepListOf :many
+SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = @task_id ORDER BY depends_on;
+
+-- The dependants are found through idx_task_deps_depends_on and read by
+-- primary key; the unary + keeps the planner off the state indexes, which
+-- would walk every task in @state (every WAITING task of the database at
+-- each completion).
 -- name: TaskDependants :many
 SELECT * FROM cks_outbox_tasks
 WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
         WHERE d.depends_on IN (SELECT value FROM json_each(CAST(@depends_on AS TEXT))))
-    AND state = @state
+    AND +state = CAST(@state AS TEXT)
 ORDER BY task_id;
 
 -- name: TaskEventInsert :exec

@@ -460,6 +460,14 @@ type TaskClaimableParams struct {
 // list on idx_outbox_tasks_claim would need a temp B-tree anyway), and
 // one type as an equality, which idx_outbox_tasks_claim (state, type,
 // priority DESC, created_at, task_id) serves in claim order.
+//
+// A parameter compared with a column that a partial index's WHERE names
+// (state = @state, with idx_outbox_tasks_claim_open's state = 'OPEN') makes
+// SQLite prepare the statement again at every execution, with the bound
+// value, so that it can use that index. The any-type claim wants exactly
+// that (the partial index serves it in claim order). Everywhere else the
+// state is compared as CAST(@state AS TEXT), which SQLite does not match
+// against a partial index, so the prepared statement is kept.
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskClaimable,
 		arg.State,
@@ -524,7 +532,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = ?1 AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+WHERE state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
 ORDER BY priority DESC, created_at, task_id
@@ -724,11 +732,38 @@ func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids string) ([]CksTa
 	return items, nil
 }
 
+const taskDepListOf = `-- name: TaskDepListOf :many
+SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = ?1 ORDER BY depends_on
+`
+
+func (q *Queries) TaskDepListOf(ctx context.Context, db DBTX, taskID int64) ([]CksTaskDep, error) {
+	rows, err := db.QueryContext(ctx, taskDepListOf, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskDep
+	for rows.Next() {
+		var i CksTaskDep
+		if err := rows.Scan(&i.TaskID, &i.DependsOn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDependants = `-- name: TaskDependants :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
         WHERE d.depends_on IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
-    AND state = ?2
+    AND +state = CAST(?2 AS TEXT)
 ORDER BY task_id
 `
 
@@ -737,6 +772,10 @@ type TaskDependantsParams struct {
 	State     string
 }
 
+// The dependants are found through idx_task_deps_depends_on and read by
+// primary key; the unary + keeps the planner off the state indexes, which
+// would walk every task in @state (every WAITING task of the database at
+// each completion).
 func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependantsParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskDependants, arg.DependsOn, arg.State)
 	if err != nil {
@@ -842,6 +881,66 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ToState,
 			&i.Attempt,
 			&i.Reason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskGet = `-- name: TaskGet :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ?1
+`
+
+// One id: a plain key lookup is cheaper than the JSON list.
+func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskGet, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
