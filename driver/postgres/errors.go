@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -12,8 +13,12 @@ import (
 // mapErr is the one place where Postgres' errors become the driver's: every
 // primitive and transaction step passes its error through it. what names the
 // step. No rows is driver.ErrNoRows; a UNIQUE or PRIMARY KEY failure (23505)
-// wraps driver.ErrUniqueViolation. The pgx error stays in the chain, so
-// WithTx still sees a deadlock through it. nil stays nil.
+// wraps driver.ErrUniqueViolation; a server that runs the transaction
+// read-only (read_only_sql_transaction, 25006: a hot standby,
+// default_transaction_read_only) is store.ErrStorageReadOnly, one without
+// space (disk_full, 53100) store.ErrStorageFull, both matching
+// store.ErrUnavailable. The pgx error stays in the chain, so WithTx still
+// sees a deadlock through it. nil stays nil.
 func mapErr(what string, err error) error {
 	switch {
 	case err == nil:
@@ -22,6 +27,12 @@ func mapErr(what string, err error) error {
 		return fmt.Errorf("postgres: %s: %w", what, driver.ErrNoRows)
 	case sqlState(err) == "23505":
 		return fmt.Errorf("postgres: %s: %w: %w", what, driver.ErrUniqueViolation, err)
+	case errors.Is(err, store.ErrUnavailable):
+		return fmt.Errorf("postgres: %s: %w", what, err) // classified already
+	case sqlState(err) == "25006":
+		return store.StorageFault(store.ErrStorageReadOnly, fmt.Errorf("postgres: %s: %w", what, err))
+	case sqlState(err) == "53100":
+		return store.StorageFault(store.ErrStorageFull, fmt.Errorf("postgres: %s: %w", what, err))
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
 }

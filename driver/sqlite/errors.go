@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -13,7 +14,11 @@ import (
 // mapErr is the one place where SQLite's errors become the driver's: every
 // primitive and transaction step passes its error through it. what names the
 // step. No rows is driver.ErrNoRows; a UNIQUE or PRIMARY KEY failure wraps
-// driver.ErrUniqueViolation (and still the SQLite error). nil stays nil.
+// driver.ErrUniqueViolation (and still the SQLite error); a database that
+// refuses writes (SQLITE_READONLY: a file, directory or file system this
+// process may not write) is store.ErrStorageReadOnly, one without space
+// (SQLITE_FULL, a full disk or max_page_count) store.ErrStorageFull, both
+// matching store.ErrUnavailable. nil stays nil.
 func mapErr(what string, err error) error {
 	switch {
 	case err == nil:
@@ -22,6 +27,12 @@ func mapErr(what string, err error) error {
 		return fmt.Errorf("sqlite: %s: %w", what, driver.ErrNoRows)
 	case code(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 		return fmt.Errorf("sqlite: %s: %w: %w", what, driver.ErrUniqueViolation, err)
+	case errors.Is(err, store.ErrUnavailable):
+		return fmt.Errorf("sqlite: %s: %w", what, err) // classified already
+	case code(err)&0xff == sqlite3.SQLITE_READONLY:
+		return store.StorageFault(store.ErrStorageReadOnly, fmt.Errorf("sqlite: %s: %w", what, err))
+	case code(err)&0xff == sqlite3.SQLITE_FULL:
+		return store.StorageFault(store.ErrStorageFull, fmt.Errorf("sqlite: %s: %w", what, err))
 	}
 	return fmt.Errorf("sqlite: %s: %w", what, err)
 }
