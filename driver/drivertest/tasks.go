@@ -470,6 +470,61 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		must(t, "first", <-first)
 		must(t, "second", <-second)
 	})
+	t.Run("SkipLocked", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		if d.Dialect() != "postgres" {
+			t.Skip("SQLite's one writer: no row is ever held by another transaction")
+		}
+		ex, ctx := d.Executor(), testCtx(t)
+		expired := func() driver.TaskRow {
+			r := task("a", stRunning)
+			r.LeaseExpiresAt = sec(0)
+			return r
+		}
+		got := insert(t, ex, expired(), expired(), task("a", stOpen))
+		heldID, freeID := got[0], got[1]
+		must(t, "dependencies", ex.TaskDepInsertMany(ctx, []driver.TaskDep{{TaskID: heldID, DependsOn: got[2]}, {TaskID: freeID, DependsOn: got[2]}}))
+		pending := func(task int64) driver.AbortRow {
+			return driver.AbortRow{TaskID: task, LeaseTokenHash: "h", Attempt: 1, RequestedAt: T0, DeadlineAt: T0, Outcome: "abort_pending"}
+		}
+		heldAbort, err := ex.AbortInsert(ctx, pending(heldID))
+		must(t, "abort", err)
+		freeAbort, err := ex.AbortInsert(ctx, pending(freeID))
+		must(t, "abort", err)
+		// Another transaction holds task heldID and its abort.
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				if _, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{heldID}, Lock: driver.LockUpdate}); err != nil {
+					return err
+				}
+				if _, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: heldAbort.ID, Lock: driver.LockUpdate}); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		leases, err1 := ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{States: []string{stRunning}, ExpiredAt: sec(1),
+			RenewedBefore: sec(1), Limit: 10})
+		rows, err2 := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{heldID, freeID}, Lock: driver.LockUpdateSkip})
+		deps, err3 := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{got[2]}, State: stRunning, Lock: driver.LockUpdateSkip})
+		due, err4 := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: "abort_pending", Now: sec(1), Limit: 10})
+		close(release)
+		must(t, "holder", <-done)
+		must(t, "reads", errors.Join(err1, err2, err3, err4))
+		for what, ids := range map[string][]int64{"lease expired": ids(leases), "get many": ids(rows), "dependants": ids(deps)} {
+			if !slices.Equal(ids, []int64{freeID}) {
+				t.Errorf("%s while %d is held = %v, want [%d]", what, heldID, ids, freeID)
+			}
+		}
+		if len(due) != 1 || due[0].ID != freeAbort.ID {
+			t.Errorf("aborts due while abort %d is held = %+v, want only %d", heldAbort.ID, due, freeAbort.ID)
+		}
+	})
 	t.Run("Events", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
