@@ -166,9 +166,11 @@ type TaskRow struct {
 // database scan a state's index to find its rows.
 type TaskExecutor interface {
 	// TaskInsertMany inserts tasks (every column of the row but ID, which
-	// it assigns) and returns their ids in input order. A dedupe key taken
-	// by a live task is ErrUniqueViolation.
-	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]int64, error)
+	// it assigns) and returns them as stored, with their ids, in input
+	// order (the stored form of the JSON columns is the database's: Postgres
+	// normalises jsonb). A dedupe key taken by a live task is
+	// ErrUniqueViolation.
+	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]TaskRow, error)
 	// TaskGetMany reads the tasks ids, ordered by id, locked as asked.
 	// Unknown ids are absent from the result (no error).
 	TaskGetMany(ctx context.Context, p TaskGetManyParams) ([]TaskRow, error)

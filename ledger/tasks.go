@@ -83,19 +83,19 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 	if n.ParentID != nil {
 		row.ParentID = *n.ParentID
 	}
-	ids, err := ex.TaskInsertMany(ctx, []driver.TaskRow{row})
+	inserted, err := ex.TaskInsertMany(ctx, []driver.TaskRow{row})
 	if err != nil {
 		return store.Task{}, false, fmt.Errorf("enqueue: %w", err)
 	}
-	id := ids[0]
+	row = inserted[0] // as stored: the database's form of the JSON columns
 	deps := make([]driver.TaskDep, len(n.DependsOn))
 	for i, d := range n.DependsOn {
-		deps[i] = driver.TaskDep{TaskID: id, DependsOn: d}
+		deps[i] = driver.TaskDep{TaskID: row.ID, DependsOn: d}
 	}
 	if err := ex.TaskDepInsertMany(ctx, deps); err != nil {
 		return store.Task{}, false, fmt.Errorf("enqueue: dependencies: %w", err)
 	}
-	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: id, At: now, Actor: n.CreatedBy,
+	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: row.ID, At: now, Actor: n.CreatedBy,
 		To: string(state), Reason: reason}}); err != nil {
 		return store.Task{}, false, err
 	}
@@ -104,17 +104,13 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 			return store.Task{}, false, err
 		}
 	}
-	// Read back: the database's form of the JSON columns. The dependencies
-	// are the ones just written, in the order a read returns them.
-	r, err := getRow(ctx, ex, id, driver.LockNone)
-	if err != nil {
-		return store.Task{}, false, err
-	}
+	// The dependencies are the ones just written, in the order a read
+	// returns them.
 	var ds []int64
 	if len(n.DependsOn) > 0 {
 		ds = slices.Sorted(slices.Values(n.DependsOn))
 	}
-	return toTask(r, ds), true, nil
+	return toTask(row, ds), true, nil
 }
 
 // depState is the state a task with dependencies deps belongs in now, as

@@ -50,15 +50,26 @@ func fullTask(parent int64) driver.TaskRow {
 	}
 }
 
-// insert inserts rows and returns their ids.
+// insert inserts rows and returns their ids, checking that the rows come
+// back as written, with ids, in input order.
 func insert(t testing.TB, ex driver.Executor, rows ...driver.TaskRow) []int64 {
 	t.Helper()
-	ids, err := ex.TaskInsertMany(testCtx(t), rows)
+	stored, err := ex.TaskInsertMany(testCtx(t), rows)
 	skipUnsupported(t, "task insert", err)
-	if len(ids) != len(rows) {
-		t.Fatalf("task insert returned %d ids for %d rows", len(ids), len(rows))
+	if len(stored) != len(rows) {
+		t.Fatalf("task insert returned %d rows for %d", len(stored), len(rows))
 	}
-	return ids
+	out := make([]int64, len(stored))
+	for i, r := range stored {
+		if r.ID == 0 || (i > 0 && r.ID <= out[i-1]) {
+			t.Fatalf("task insert returned ids %v…: want new ids, ascending in input order", ids(stored))
+		}
+		want := rows[i]
+		want.ID = r.ID
+		sameTask(t, r, want)
+		out[i] = r.ID
+	}
+	return out
 }
 
 // get reads one task.
@@ -131,8 +142,8 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{}); err != nil || len(rows) != 0 {
 			t.Fatalf("get of no ids = %v, %v", rows, err)
 		}
-		if ids, err := ex.TaskInsertMany(ctx, nil); err != nil || len(ids) != 0 {
-			t.Fatalf("insert of nothing = %v, %v", ids, err)
+		if rows, err := ex.TaskInsertMany(ctx, nil); err != nil || len(rows) != 0 {
+			t.Fatalf("insert of nothing = %v, %v", rows, err)
 		}
 		// A second live task of one dedupe key.
 		dup := task("x", stOpen)

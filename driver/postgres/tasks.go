@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,7 +14,9 @@ import (
 
 // The bulk queries take one array per column. An array element cannot be
 // NULL from a Go slice, so a NULL time is sent as the zero time and a NULL
-// parent as 0, which the queries turn back into NULL (NULLIF).
+// parent as 0, which the queries turn back into NULL (NULLIF). A single
+// row goes through the one-row form of a query (plain parameters): for one
+// row, arrays cost Postgres more than they save.
 
 // arrayTime is t as an element of a timestamptz array: store.Time, or the
 // zero time for NULL.
@@ -24,12 +27,31 @@ func arrayTime(t time.Time) time.Time {
 	return store.Time(t)
 }
 
-// TaskInsertMany implements driver.TaskExecutor. The ids come back
-// ascending, which is input order: one statement draws them from the
-// sequence row by row.
-func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]int64, error) {
+// TaskInsertMany implements driver.TaskExecutor. The rows come back in the
+// order of their ids, which is input order: one statement draws them from
+// the sequence row by row.
+func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
+	}
+	if len(rows) == 1 {
+		r := rows[0]
+		stored, err := e.d.q.TaskInsert(ctx, e.db, dbsqlc.TaskInsertParams{
+			Type: r.Type, Title: r.Title, Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
+			Payload: []byte(jsonText(r.Payload)), State: r.State, Priority: int32(r.Priority),
+			Attempts: int32(r.Attempts), MaxAttempts: int32(r.MaxAttempts), Restarts: int32(r.Restarts),
+			Revision: int32(r.Revision), ParentID: nullInt(r.ParentID), DedupeKey: r.DedupeKey,
+			CreatedBy: r.CreatedBy, ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt),
+			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: nullTime(r.LeaseExpiresAt),
+			LeaseRenewedAt: nullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter),
+			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
+			ReviewNote: r.ReviewNote, CreatedAt: store.Time(r.CreatedAt), UpdatedAt: store.Time(r.UpdatedAt),
+			StateChangedAt: nullTime(r.StateChangedAt), Metadata: []byte(jsonText(r.Metadata)),
+		})
+		if err != nil {
+			return nil, mapErr("task insert", err)
+		}
+		return taskRows([]dbsqlc.CksOutboxTask{stored}), nil
 	}
 	var a dbsqlc.TaskInsertManyParams
 	for _, r := range rows {
@@ -64,15 +86,15 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
 		a.Metadatas = append(a.Metadatas, jsonText(r.Metadata))
 	}
-	ids, err := e.d.q.TaskInsertMany(ctx, e.db, a)
+	inserted, err := e.d.q.TaskInsertMany(ctx, e.db, a)
 	if err != nil {
 		return nil, mapErr("task insert", err)
 	}
-	if len(ids) != len(rows) {
-		return nil, fmt.Errorf("postgres: task insert: %d ids for %d rows", len(ids), len(rows))
+	if len(inserted) != len(rows) {
+		return nil, fmt.Errorf("postgres: task insert: %d rows back for %d", len(inserted), len(rows))
 	}
-	slices.Sort(ids)
-	return ids, nil
+	slices.SortFunc(inserted, func(x, y dbsqlc.CksOutboxTask) int { return cmp.Compare(x.TaskID, y.TaskID) })
+	return taskRows(inserted), nil
 }
 
 // jsonText is a JSON column's value as the text the query casts to jsonb;
@@ -114,6 +136,21 @@ func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) 
 func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
+	}
+	if len(rows) == 1 {
+		r := rows[0]
+		n, err := e.d.q.TaskUpdate(ctx, e.db, dbsqlc.TaskUpdateParams{
+			TaskID: r.ID, Title: r.Title, Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
+			Payload: []byte(jsonText(r.Payload)), State: r.State, Priority: int32(r.Priority),
+			Attempts: int32(r.Attempts), MaxAttempts: int32(r.MaxAttempts), Restarts: int32(r.Restarts),
+			Revision: int32(r.Revision), ParentID: nullInt(r.ParentID), DedupeKey: r.DedupeKey,
+			ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash,
+			LeaseExpiresAt: nullTime(r.LeaseExpiresAt), LeaseRenewedAt: nullTime(r.LeaseRenewedAt),
+			LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter), Result: r.Result, LastError: r.LastError,
+			Question: r.Question, Answer: r.Answer, ReviewNote: r.ReviewNote, UpdatedAt: store.Time(r.UpdatedAt),
+			StateChangedAt: nullTime(r.StateChangedAt), Metadata: []byte(jsonText(r.Metadata)),
+		})
+		return int(n), mapErr(fmt.Sprintf("task update %d", r.ID), err)
 	}
 	var a dbsqlc.TaskUpdateManyParams
 	for _, r := range rows {
@@ -309,6 +346,12 @@ func (e *executor) TaskLockDependencyGraph(ctx context.Context) error {
 func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.TaskEventRow) error {
 	if len(events) == 0 {
 		return nil
+	}
+	if len(events) == 1 {
+		ev := events[0]
+		return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), e.d.q.TaskEventInsert(ctx, e.db, dbsqlc.TaskEventInsertParams{
+			TaskID: ev.TaskID, At: store.Time(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
+			Attempt: int32(ev.Attempt), Reason: ev.Reason}))
 	}
 	var a dbsqlc.TaskEventInsertManyParams
 	for _, ev := range events {

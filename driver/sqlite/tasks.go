@@ -38,15 +38,15 @@ func jsonText(b []byte) string {
 }
 
 // TaskInsertMany implements driver.TaskExecutor.
-func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]int64, error) {
+func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, 0, len(rows))
+	var out []driver.TaskRow
 	err := e.write(ctx, "task insert", func(w *wtx) error {
-		ids = ids[:0]
+		out = make([]driver.TaskRow, 0, len(rows))
 		for _, r := range rows {
-			id, err := e.d.q.TaskInsert(ctx, w, dbsqlc.TaskInsertParams{
+			stored, err := e.d.q.TaskInsert(ctx, w, dbsqlc.TaskInsertParams{
 				Type:               r.Type,
 				Title:              r.Title,
 				Description:        r.Description,
@@ -81,14 +81,18 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 			if err != nil {
 				return mapErr("task insert", err)
 			}
-			ids = append(ids, id)
+			t, err := taskRow(stored)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ids, nil
+	return out, nil
 }
 
 // TaskGetMany implements driver.TaskExecutor.

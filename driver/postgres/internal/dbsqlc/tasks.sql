@@ -50,7 +50,21 @@ FROM (SELECT
     unnest(@updated_ats::timestamptz[]) AS updated_at,
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
     unnest(@metadatas::text[]) AS metadata) AS u
-RETURNING task_id;
+RETURNING *;
+
+-- One row: plain parameters, cheaper for Postgres than one-element arrays.
+-- name: TaskInsert :one
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+    claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
+    result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
+    metadata)
+VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @state,
+    @priority, @attempts, @max_attempts, @restarts, @revision, sqlc.narg(parent_id), @dedupe_key, @created_by,
+    @claimed_by, sqlc.narg(claimed_at), @lease_token_hash, sqlc.narg(lease_expires_at),
+    sqlc.narg(lease_renewed_at), @lease_ms, sqlc.narg(run_after), @result, @last_error, @question,
+    @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb)
+RETURNING *;
 
 -- name: TaskGetMany :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id;
@@ -112,6 +126,21 @@ FROM (SELECT
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
     unnest(@metadatas::text[]) AS metadata) AS u
 WHERE t.task_id = u.task_id;
+
+-- One row, by primary key (as TaskInsert, plain parameters).
+-- name: TaskUpdate :execrows
+UPDATE cks_outbox_tasks SET
+    title = @title, description = @description, acceptance_criteria = @acceptance_criteria,
+    payload = @payload::jsonb, state = @state, priority = @priority, attempts = @attempts,
+    max_attempts = @max_attempts, restarts = @restarts, revision = @revision,
+    parent_id = sqlc.narg(parent_id), dedupe_key = @dedupe_key, claimed_by = @claimed_by,
+    claimed_at = sqlc.narg(claimed_at), lease_token_hash = @lease_token_hash,
+    lease_expires_at = sqlc.narg(lease_expires_at), lease_renewed_at = sqlc.narg(lease_renewed_at),
+    lease_ms = @lease_ms, run_after = sqlc.narg(run_after), result = @result,
+    last_error = @last_error, question = @question, answer = @answer, review_note = @review_note,
+    updated_at = @updated_at, state_changed_at = sqlc.narg(state_changed_at),
+    metadata = @metadata::jsonb
+WHERE task_id = @task_id;
 
 -- The claim queries come in three forms so that each has the plan it
 -- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
@@ -248,6 +277,10 @@ FROM (SELECT
     unnest(@to_states::text[]) AS to_state,
     unnest(@attempts::int[]) AS attempt,
     unnest(@reasons::text[]) AS reason) AS u;
+
+-- name: TaskEventInsert :exec
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;

@@ -1098,6 +1098,34 @@ func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg 
 	return items, nil
 }
 
+const taskEventInsert = `-- name: TaskEventInsert :exec
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type TaskEventInsertParams struct {
+	TaskID    int64
+	At        time.Time
+	Actor     string
+	FromState string
+	ToState   string
+	Attempt   int32
+	Reason    string
+}
+
+func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
+	_, err := db.Exec(ctx, taskEventInsert,
+		arg.TaskID,
+		arg.At,
+		arg.Actor,
+		arg.FromState,
+		arg.ToState,
+		arg.Attempt,
+		arg.Reason,
+	)
+	return err
+}
+
 const taskEventInsertMany = `-- name: TaskEventInsertMany :exec
 INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
 SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
@@ -1394,6 +1422,124 @@ func (q *Queries) TaskGetManyForUpdateSkip(ctx context.Context, db DBTX, ids []i
 	return items, nil
 }
 
+const taskInsert = `-- name: TaskInsert :one
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+    claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
+    result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
+    metadata)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6,
+    $7, $8, $9, $10, $11, $12, $13, $14,
+    $15, $16, $17, $18,
+    $19, $20, $21, $22, $23, $24,
+    $25, $26, $27, $28, $29, $30::jsonb)
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
+`
+
+type TaskInsertParams struct {
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          *time.Time
+	LeaseTokenHash     string
+	LeaseExpiresAt     *time.Time
+	LeaseRenewedAt     *time.Time
+	LeaseMs            int64
+	RunAfter           *time.Time
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StateChangedAt     *time.Time
+	Metadata           []byte
+}
+
+// One row: plain parameters, cheaper for Postgres than one-element arrays.
+func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
+	row := db.QueryRow(ctx, taskInsert,
+		arg.Type,
+		arg.Title,
+		arg.Description,
+		arg.AcceptanceCriteria,
+		arg.Payload,
+		arg.State,
+		arg.Priority,
+		arg.Attempts,
+		arg.MaxAttempts,
+		arg.Restarts,
+		arg.Revision,
+		arg.ParentID,
+		arg.DedupeKey,
+		arg.CreatedBy,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Result,
+		arg.LastError,
+		arg.Question,
+		arg.Answer,
+		arg.ReviewNote,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.Metadata,
+	)
+	var i CksOutboxTask
+	err := row.Scan(
+		&i.TaskID,
+		&i.Type,
+		&i.Title,
+		&i.Description,
+		&i.AcceptanceCriteria,
+		&i.Payload,
+		&i.State,
+		&i.Priority,
+		&i.Attempts,
+		&i.MaxAttempts,
+		&i.Restarts,
+		&i.Revision,
+		&i.ParentID,
+		&i.DedupeKey,
+		&i.CreatedBy,
+		&i.ClaimedBy,
+		&i.ClaimedAt,
+		&i.LeaseTokenHash,
+		&i.LeaseExpiresAt,
+		&i.LeaseRenewedAt,
+		&i.LeaseMs,
+		&i.RunAfter,
+		&i.Result,
+		&i.LastError,
+		&i.Question,
+		&i.Answer,
+		&i.ReviewNote,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StateChangedAt,
+		&i.Metadata,
+	)
+	return i, err
+}
+
 const taskInsertMany = `-- name: TaskInsertMany :many
 
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
@@ -1440,7 +1586,7 @@ FROM (SELECT
     unnest($28::timestamptz[]) AS updated_at,
     unnest($29::timestamptz[]) AS state_changed_at,
     unnest($30::text[]) AS metadata) AS u
-RETURNING task_id
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
 `
 
 type TaskInsertManyParams struct {
@@ -1482,7 +1628,7 @@ type TaskInsertManyParams struct {
 // column and address rows by primary key; a zero time or id in those
 // arrays stands for NULL (NULLIF), since an array element of a Go slice
 // cannot be nil.
-func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]int64, error) {
+func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskInsertMany,
 		arg.Types,
 		arg.Titles,
@@ -1519,13 +1665,45 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []CksOutboxTask
 	for rows.Next() {
-		var task_id int64
-		if err := rows.Scan(&task_id); err != nil {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, task_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -1695,6 +1873,90 @@ SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0
 func (q *Queries) TaskLockDependencyGraph(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, taskLockDependencyGraph)
 	return err
+}
+
+const taskUpdate = `-- name: TaskUpdate :execrows
+UPDATE cks_outbox_tasks SET
+    title = $1, description = $2, acceptance_criteria = $3,
+    payload = $4::jsonb, state = $5, priority = $6, attempts = $7,
+    max_attempts = $8, restarts = $9, revision = $10,
+    parent_id = $11, dedupe_key = $12, claimed_by = $13,
+    claimed_at = $14, lease_token_hash = $15,
+    lease_expires_at = $16, lease_renewed_at = $17,
+    lease_ms = $18, run_after = $19, result = $20,
+    last_error = $21, question = $22, answer = $23, review_note = $24,
+    updated_at = $25, state_changed_at = $26,
+    metadata = $27::jsonb
+WHERE task_id = $28
+`
+
+type TaskUpdateParams struct {
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	ClaimedBy          string
+	ClaimedAt          *time.Time
+	LeaseTokenHash     string
+	LeaseExpiresAt     *time.Time
+	LeaseRenewedAt     *time.Time
+	LeaseMs            int64
+	RunAfter           *time.Time
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	UpdatedAt          time.Time
+	StateChangedAt     *time.Time
+	Metadata           []byte
+	TaskID             int64
+}
+
+// One row, by primary key (as TaskInsert, plain parameters).
+func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
+	result, err := db.Exec(ctx, taskUpdate,
+		arg.Title,
+		arg.Description,
+		arg.AcceptanceCriteria,
+		arg.Payload,
+		arg.State,
+		arg.Priority,
+		arg.Attempts,
+		arg.MaxAttempts,
+		arg.Restarts,
+		arg.Revision,
+		arg.ParentID,
+		arg.DedupeKey,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Result,
+		arg.LastError,
+		arg.Question,
+		arg.Answer,
+		arg.ReviewNote,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.Metadata,
+		arg.TaskID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const taskUpdateMany = `-- name: TaskUpdateMany :execrows

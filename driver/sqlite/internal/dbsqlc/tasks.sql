@@ -16,7 +16,7 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
     @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
     @metadata)
-RETURNING task_id;
+RETURNING *;
 
 -- SQLite has one writer: the locks a caller asks for are all no-ops.
 -- name: TaskGetMany :many

@@ -1029,7 +1029,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?15, ?16, ?17, ?18, ?19, ?20, ?21,
     ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
     ?30)
-RETURNING task_id
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
 `
 
 type TaskInsertParams struct {
@@ -1071,7 +1071,7 @@ type TaskInsertParams struct {
 // arrays. Row writes are one statement per row, by primary key: the glue
 // runs them prepared in the caller's transaction (SQLite has no round trip
 // to save, and bound parameters keep every byte).
-func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (int64, error) {
+func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
 	row := db.QueryRowContext(ctx, taskInsert,
 		arg.Type,
 		arg.Title,
@@ -1104,9 +1104,41 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 		arg.StateChangedAt,
 		arg.Metadata,
 	)
-	var task_id int64
-	err := row.Scan(&task_id)
-	return task_id, err
+	var i CksOutboxTask
+	err := row.Scan(
+		&i.TaskID,
+		&i.Type,
+		&i.Title,
+		&i.Description,
+		&i.AcceptanceCriteria,
+		&i.Payload,
+		&i.State,
+		&i.Priority,
+		&i.Attempts,
+		&i.MaxAttempts,
+		&i.Restarts,
+		&i.Revision,
+		&i.ParentID,
+		&i.DedupeKey,
+		&i.CreatedBy,
+		&i.ClaimedBy,
+		&i.ClaimedAt,
+		&i.LeaseTokenHash,
+		&i.LeaseExpiresAt,
+		&i.LeaseRenewedAt,
+		&i.LeaseMs,
+		&i.RunAfter,
+		&i.Result,
+		&i.LastError,
+		&i.Question,
+		&i.Answer,
+		&i.ReviewNote,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StateChangedAt,
+		&i.Metadata,
+	)
+	return i, err
 }
 
 const taskLeaseExpired = `-- name: TaskLeaseExpired :many
