@@ -160,11 +160,17 @@ type TaskRow struct {
 	Metadata       []byte
 }
 
-// TaskExecutor holds the primitives of the task ledger.
+// TaskExecutor holds the primitives of the task ledger. Reads that a
+// transaction relies on take a Lock; writes address rows by primary key
+// (the service read and locked them first), so a bulk write never makes the
+// database scan a state's index to find its rows.
 type TaskExecutor interface {
 	// TaskInsertMany inserts tasks (every column of the row but ID, which
-	// it assigns) and returns their ids in input order.
-	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]int64, error)
+	// it assigns) and returns them as stored, with their ids, in input
+	// order (the stored form of the JSON columns is the database's: Postgres
+	// normalises jsonb). A dedupe key taken by a live task is
+	// ErrUniqueViolation.
+	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]TaskRow, error)
 	// TaskGetMany reads the tasks ids, ordered by id, locked as asked.
 	// Unknown ids are absent from the result (no error).
 	TaskGetMany(ctx context.Context, p TaskGetManyParams) ([]TaskRow, error)
@@ -186,7 +192,8 @@ type TaskExecutor interface {
 	TaskDedupeFind(ctx context.Context, p TaskDedupeFindParams) (int64, error)
 
 	// TaskDepInsertMany and TaskDepDeleteMany add and remove dependency
-	// edges (task depends on dependency).
+	// edges (task depends on dependency). Adding an edge that exists is
+	// ErrUniqueViolation; removing one that does not is nothing.
 	TaskDepInsertMany(ctx context.Context, deps []TaskDep) error
 	TaskDepDeleteMany(ctx context.Context, deps []TaskDep) error
 	// TaskDepList returns the dependency edges of the tasks ids (their
@@ -200,7 +207,7 @@ type TaskExecutor interface {
 	// of the schema; SQLite: nothing, its one writer already does).
 	TaskLockDependencyGraph(ctx context.Context) error
 
-	// TaskEventInsertMany appends events (append-only table).
+	// TaskEventInsertMany appends events (append-only table), in order.
 	TaskEventInsertMany(ctx context.Context, events []TaskEventRow) error
 	// TaskEventList returns the events of task id, oldest first.
 	TaskEventList(ctx context.Context, taskID int64) ([]TaskEventRow, error)
@@ -213,20 +220,22 @@ type TaskExecutor interface {
 
 	// AbortInsert records an abort request and returns it with its id.
 	AbortInsert(ctx context.Context, a AbortRow) (AbortRow, error)
-	// AbortGet reads one abort (ErrNoRows).
-	AbortGet(ctx context.Context, abortID int64) (AbortRow, error)
+	// AbortGet reads one abort, locked as asked (ErrNoRows).
+	AbortGet(ctx context.Context, p AbortGetParams) (AbortRow, error)
 	// AbortFindLatest returns the newest abort of TaskID naming
-	// LeaseTokenHash, locked as asked (ErrNoRows).
+	// LeaseTokenHash (never one naming no lease), locked as asked
+	// (ErrNoRows).
 	AbortFindLatest(ctx context.Context, p AbortFindLatestParams) (AbortRow, error)
-	// AbortUpdate writes Outcome and ResolvedAt of an abort.
-	AbortUpdate(ctx context.Context, a AbortRow) error
+	// AbortUpdateMany writes Outcome and ResolvedAt of aborts, by ID, and
+	// returns how many it wrote.
+	AbortUpdateMany(ctx context.Context, aborts []AbortRow) (int, error)
 	// AbortList returns the aborts of a task, oldest first.
 	AbortList(ctx context.Context, taskID int64) ([]AbortRow, error)
 	// AbortLatestMany returns the newest abort of each of the tasks that
-	// has one.
+	// has one, ordered by task.
 	AbortLatestMany(ctx context.Context, taskIDs []int64) ([]AbortRow, error)
-	// AbortPendingDue reads the aborts with Outcome whose deadline is at or
-	// before Now, locked with LockUpdateSkip.
+	// AbortPendingDue reads up to Limit aborts with Outcome whose deadline
+	// is at or before Now, by id, locked with LockUpdateSkip.
 	AbortPendingDue(ctx context.Context, p AbortPendingDueParams) ([]AbortRow, error)
 }
 
@@ -361,6 +370,12 @@ type AbortRow struct {
 	ResolvedAt     time.Time
 }
 
+// AbortGetParams names one abort.
+type AbortGetParams struct {
+	ID   int64
+	Lock Lock
+}
+
 // AbortFindLatestParams names the abort of one revoked lease.
 type AbortFindLatestParams struct {
 	TaskID         int64
@@ -372,6 +387,7 @@ type AbortFindLatestParams struct {
 type AbortPendingDueParams struct {
 	Outcome string // store.AbortPending
 	Now     time.Time
+	Limit   int
 }
 
 // ObjectRow is one row of cks_objects as stored. It is not a read view: it

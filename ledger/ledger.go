@@ -1,13 +1,17 @@
 // Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
 // task states, which of them are terminal, the allowed-transition table, the
 // dispatch-exclusion set and the retry backoff, as pure data and functions;
-// the backends (store/sqlite, store/postgres) import it and route every state
-// change through Check inside their one transition function, so the table
-// here is the only place a transition is allowed. Control adds the operator
-// operations (stop, start, update) with the bounded wait for an abort.
+// and Service, the task ledger itself (store.Tasks and store.TaskControl)
+// over a driver.Driver, which routes every state change through Check in
+// its one transition function, so the table here is the only place a
+// transition is allowed and every rule of the lifecycle is written once for
+// both dialects. Control adds the operator operations (stop, start, update)
+// with the bounded wait for an abort.
 //
-// Import direction: ledger imports store (for store.TaskState and the sentinel
-// errors) and the backends import ledger; store never imports ledger.
+// Import direction: ledger imports store (for store.TaskState, the records
+// and the sentinel errors) and driver (the primitives); the drivers' schema
+// imports ledger for the states its indexes name; store never imports
+// ledger.
 package ledger
 
 import (
@@ -58,9 +62,9 @@ var Terminal = [...]State{Completed, Failed, Cancelled}
 
 // DispatchExcluded is the one set of states that every claim query, sweeper
 // and reaper skips (ADR 0020: STOPPED inherits NEEDS_INPUT's dispatch
-// semantics exactly). The backends build the NOT IN clause of their claim
-// and reclaim SQL from this value, and their tests assert that every such
-// query uses exactly this set.
+// semantics exactly). Service passes this value to every claim and reclaim
+// read of the driver (TestDispatchExclusionSet), and the drivers apply it
+// (driver/drivertest).
 var DispatchExcluded = [...]State{NeedsInput, Stopped}
 
 // Initial lists the states Enqueue may create a task in (the creation event

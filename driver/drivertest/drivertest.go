@@ -44,6 +44,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Control", Control},
 		{"Principals", Principals},
 		{"Knowledge", Knowledge},
+		{"Tasks", Tasks},
 		{"Tx", Tx},
 		{"Notify", Notify},
 		{"Times", Times},

@@ -112,6 +112,7 @@ func CheckLegacy(t testing.TB, d driver.Driver) {
 		t.Errorf("sweeper control = %v, %v; want the stop override", running, err)
 	}
 	checkLegacyKnowledge(t, ex)
+	checkLegacyTasks(t, ex)
 }
 
 // checkLegacyKnowledge checks the objects FillLegacy wrote: the question
@@ -153,5 +154,51 @@ func checkLegacyKnowledge(t testing.TB, ex driver.Executor) {
 	must(t, "log", err)
 	if len(log) != 1 || log[0].Action != "created" || log[0].Agent != "cli" || log[0].TransitionedTo != "awaiting_research" || log[0].TS != T0 {
 		t.Errorf("log of the question %+v", log)
+	}
+}
+
+// checkLegacyTasks checks the tasks of FillLegacy: a, claimed, run and
+// stopped with evidence, a decision and a pending abort; b waiting for a.
+func checkLegacyTasks(t testing.TB, ex driver.Executor) {
+	t.Helper()
+	ctx := context.Background()
+	tasks, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1, 2}})
+	must(t, "tasks", err)
+	if len(tasks) != 2 {
+		t.Fatalf("tasks %+v", tasks)
+	}
+	a, b := tasks[0], tasks[1]
+	if a.Type != "critique" || a.Title != "a" || a.State != "STOPPED" || a.Attempts != 0 || a.MaxAttempts != 3 ||
+		a.DedupeKey != "k-a" || a.CreatedBy != "cli" || a.LeaseTokenHash != "" || a.ClaimedBy != "" ||
+		!a.CreatedAt.Equal(T0) || !a.StateChangedAt.Equal(T0) || a.Revision != 1 ||
+		!jsonSame(a.Payload, []byte(`{"object_id": 7}`)) || !jsonSame(a.Metadata, []byte(`{"owner": "x"}`)) {
+		t.Errorf("task a reads %+v", a)
+	}
+	if b.State != "WAITING" || b.Title != "b" || b.ParentID != 0 || !jsonSame(b.Payload, []byte(`{}`)) {
+		t.Errorf("task b reads %+v", b)
+	}
+	deps, err := ex.TaskDepList(ctx, []int64{1, 2})
+	if err != nil || len(deps) != 1 || deps[0] != (driver.TaskDep{TaskID: 2, DependsOn: 1}) {
+		t.Errorf("dependencies %+v, %v", deps, err)
+	}
+	events, err := ex.TaskEventList(ctx, 1)
+	must(t, "events", err)
+	var path []string
+	for _, e := range events {
+		path = append(path, e.From+">"+e.To)
+	}
+	if want := []string{">OPEN", "OPEN>CLAIMED", "CLAIMED>RUNNING", "RUNNING>STOPPED"}; !slices.Equal(path, want) {
+		t.Errorf("events of a: %v, want %v", path, want)
+	}
+	if ev, err := ex.EvidenceList(ctx, 1); err != nil || len(ev) != 1 || ev[0].Body != "did it" || ev[0].Attempt != 1 {
+		t.Errorf("evidence %+v, %v", ev, err)
+	}
+	if ds, err := ex.DecisionList(ctx, 1); err != nil || len(ds) != 1 || ds[0].Text != "this way" || ds[0].DerivedFromRevision != 1 {
+		t.Errorf("decisions %+v, %v", ds, err)
+	}
+	aborts, err := ex.AbortList(ctx, 1)
+	if err != nil || len(aborts) != 1 || aborts[0].Outcome != string(store.AbortPending) || aborts[0].Executor != "w1" ||
+		aborts[0].LeaseTokenHash == "" || !aborts[0].DeadlineAt.Equal(T0.Add(time.Minute)) {
+		t.Errorf("aborts %+v, %v", aborts, err)
 	}
 }

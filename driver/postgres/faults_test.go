@@ -3,35 +3,62 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// TestWriteToReadOnlyServer: on a connection whose transactions are
-// read-only (as on a hot standby, or with default_transaction_read_only
-// set), an up-to-date schema opens, reads work, and a write fails with
-// store.ErrStorageReadOnly, matching store.ErrUnavailable.
-func TestWriteToReadOnlyServer(t *testing.T) {
+// wantFault fails the test unless err is the storage fault kind (and so
+// ErrUnavailable), and no input error.
+func wantFault(t testing.TB, what string, err, kind error) {
+	t.Helper()
+	if !errors.Is(err, kind) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInvalid) {
+		t.Errorf("%s: err = %v, want %v", what, err, kind)
+	}
+}
+
+// TestStorageFaults: a server that runs this driver's transactions
+// read-only (a hot standby, default_transaction_read_only) makes every
+// write ErrStorageReadOnly while reads go on; disk_full is ErrStorageFull
+// (a test server cannot be filled: its mapping is checked on the error).
+func TestStorageFaults(t *testing.T) {
+	ctx := context.Background()
 	url := backendtest.PostgresURL(t)
-	row := driver.ObjectRow{Kind: "note", Content: []byte(`{}`), ContentHash: "h", HeadVersion: 1, Heads: 1}
-	if _, err := open(t, url).Executor().ObjectInsertMany(testCtx(t), []driver.ObjectRow{row}); err != nil {
+	seed := driver.TaskRow{Type: "seed", State: "OPEN", MaxAttempts: 3, Revision: 1,
+		CreatedAt: drivertest.T0, UpdatedAt: drivertest.T0, StateChangedAt: drivertest.T0}
+	if _, err := open(t, url).Executor().TaskInsertMany(ctx, []driver.TaskRow{seed}); err != nil {
 		t.Fatal(err)
 	}
-	d := open(t, url+"&default_transaction_read_only=on")
-	if got, err := d.Executor().ObjectList(testCtx(t), driver.ObjectListParams{Limit: 10}); err != nil || len(got) != 1 {
-		t.Fatalf("read on a read-only connection: %d objects, %v", len(got), err)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
 	}
-	_, err := d.Executor().ObjectInsertMany(testCtx(t), []driver.ObjectRow{row})
-	if !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("write on a read-only connection: %v, want ErrStorageReadOnly", err)
-	}
-	err = d.WithTx(testCtx(t), driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		return ex.Notify(ctx, "t")
+	d := open(t, url+sep+"default_transaction_read_only=on")
+	ex := d.Executor()
+	_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{seed})
+	wantFault(t, "TaskInsertMany", err, store.ErrStorageReadOnly)
+	err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1}, Lock: driver.LockUpdate})
+		if err != nil {
+			return err
+		}
+		_, err = ex.TaskUpdateMany(ctx, rows)
+		return err
 	})
-	if err != nil && !errors.Is(err, store.ErrStorageReadOnly) {
-		t.Fatalf("a transaction on a read-only connection: %v, want nil or ErrStorageReadOnly", err)
+	wantFault(t, "a write transaction", err, store.ErrStorageReadOnly)
+	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1, 2}})
+	if err != nil || len(rows) != 1 || rows[0].Type != "seed" {
+		t.Fatalf("reads of a read-only server: %+v, %v; want the seed task alone", rows, err)
+	}
+	wantFault(t, "disk_full", postgres.MapErr("task insert", &pgconn.PgError{Code: "53100", Message: "could not extend file"}),
+		store.ErrStorageFull)
+	if err := postgres.MapErr("task insert", &pgconn.PgError{Code: "23502"}); errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a not-null violation maps to %v, want no storage fault", err)
 	}
 }

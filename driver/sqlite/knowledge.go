@@ -420,19 +420,6 @@ func edgeRows(rows []dbsqlc.CksEdge) ([]driver.EdgeRow, error) {
 	return out, nil
 }
 
-// jsonList renders a list parameter as the JSON array json_each reads; an
-// empty or nil list is [].
-func jsonList[T any](v []T) string {
-	if len(v) == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("sqlite: list parameter %v: %v", v, err)) // ints and strings always marshal
-	}
-	return string(b)
-}
-
 // parseList reads a JSON array of integers (a BigIntArray column); empty
 // text or null is no element.
 func parseList(s string) ([]int64, error) {

@@ -255,6 +255,11 @@ func (s *Store) update(ctx context.Context, id int64, actor string, p store.Task
 		}
 		out.Children = children
 		out.Task = applied
+		// The edit's own event (issue 13): who changed which fields, and when.
+		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: actor, From: applied.State,
+			To: applied.State, Attempt: applied.Attempts, Reason: summary}); err != nil {
+			return err
+		}
 		if len(p.AddDependsOn)+len(p.RemoveDependsOn) == 0 ||
 			!slices.Contains([]ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked}, applied.State) {
 			return nil

@@ -117,16 +117,16 @@ func (s *Store) Stop(ctx context.Context, id int64, actor, reason string, deadli
 		if err != nil {
 			return err
 		}
-		out, ab, err = s.stopTx(ctx, tx, now, cur, actor, reason, deadline)
+		out, ab, err = s.stopTx(ctx, tx, now, cur, actor, "stopped: "+reason, reason, deadline)
 		return err
 	})
 	return out, ab, err
 }
 
 // stopTx moves cur to STOPPED; a CLAIMED or RUNNING task has its lease
-// revoked, its attempt given back and an abort recorded. reason is the
-// abort's; the event's is "stopped: " + reason.
-func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Task, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+// revoked, its attempt given back and an abort recorded. reason goes to the
+// event, abortReason to the abort request (as in the Postgres backend).
+func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Task, actor, reason, abortReason string, deadline time.Duration) (store.Task, *store.Abort, error) {
 	if cur.State == ledger.Stopped {
 		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
 	}
@@ -138,7 +138,7 @@ func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Ta
 			return cur, nil, err
 		}
 	}
-	out, err := s.moveOne(ctx, tx, now, cur, ledger.Stopped, move{actor: actor, reason: "stopped: " + reason, attempt: cur.Attempts,
+	out, err := s.moveOne(ctx, tx, now, cur, ledger.Stopped, move{actor: actor, reason: reason, attempt: cur.Attempts,
 		set: func(a *args) string {
 			if leased {
 				return ", attempts = attempts - 1, " + revokeLease
@@ -148,7 +148,7 @@ func (s *Store) stopTx(ctx context.Context, tx *wtx, now time.Time, cur store.Ta
 	if err != nil || !leased {
 		return out, nil, err
 	}
-	ab, err := insertAbort(ctx, tx, now, cur, hash, actor, reason, deadline)
+	ab, err := insertAbort(ctx, tx, now, cur, hash, actor, abortReason, deadline)
 	if err != nil {
 		return out, nil, err
 	}
@@ -208,7 +208,7 @@ func (s *Store) Update(ctx context.Context, id int64, actor string, p store.Task
 		case (cur.State == ledger.Claimed || cur.State == ledger.Running) && material:
 			// stop → apply → start in this one transaction: no reader sees STOPPED.
 			out.Path = store.UpdateRestart
-			stopped, ab, err := s.stopTx(ctx, tx, now, cur, actor, summary, deadline)
+			stopped, ab, err := s.stopTx(ctx, tx, now, cur, actor, summary, summary, deadline)
 			if err != nil {
 				return err
 			}
@@ -234,6 +234,11 @@ func (s *Store) Update(ctx context.Context, id int64, actor string, p store.Task
 		}
 		out.Children = children
 		out.Task = applied
+		// The edit's own event (issue 13): who changed which fields, and when.
+		if err := appendEvent(ctx, tx, store.TaskEvent{TaskID: id, At: now, Actor: actor, From: applied.State,
+			To: applied.State, Attempt: applied.Attempts, Reason: summary}); err != nil {
+			return err
+		}
 		if len(p.AddDependsOn)+len(p.RemoveDependsOn) == 0 ||
 			!slices.Contains([]ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked}, applied.State) {
 			return nil

@@ -24,6 +24,7 @@ func taskControlTests() []taskTest {
 		{"TaskDispatchExclusion", testTaskDispatchExclusion},
 		{"TaskStart", testTaskStart},
 		{"TaskUpdateInPlace", testTaskUpdateInPlace},
+		{"TaskUpdateRecorded", testTaskUpdateRecorded},
 		{"TaskUpdateRunning", testTaskUpdateRunning},
 		{"TaskUpdateDependencies", testTaskUpdateDependencies},
 		{"TaskUpdateRefused", testTaskUpdateRefused},
@@ -234,13 +235,24 @@ func checkEventChain(t testing.TB, task store.Task) {
 	}
 	for i := 1; i < len(task.Events); i++ {
 		prev, e := task.Events[i-1], task.Events[i]
-		if e.From != prev.To || !ledger.Allowed(e.From, e.To) {
+		// An edit (Update in place or live) is an event without a move.
+		edit := e.From == e.To && strings.HasPrefix(e.Reason, "update: ")
+		if e.From != prev.To || (!edit && !ledger.Allowed(e.From, e.To)) {
 			t.Errorf("task %d: event %d %s → %s after %s → %s (chain broken or transition not allowed)",
 				task.ID, i, e.From, e.To, prev.From, prev.To)
 		}
 	}
 	if last := lastEvent(t, task); last.To != task.State {
 		t.Errorf("task %d is %s but its last event is %s → %s", task.ID, task.State, last.From, last.To)
+	}
+}
+
+// wantEditEvent fails the test unless the last event of task records an
+// edit by actor in state st (From and To both st) with reason.
+func wantEditEvent(t testing.TB, task store.Task, actor string, st ledger.State, reason string) {
+	t.Helper()
+	if e := lastEvent(t, task); e.From != st || e.To != st || e.Actor != actor || e.Reason != reason {
+		t.Errorf("task %d: last event %+v; want the edit %s → %s by %s, %q", task.ID, e, st, st, actor, reason)
 	}
 }
 
@@ -589,6 +601,61 @@ func testTaskStart(t *testing.T, open Opener) {
 	wantErr(t, "Start of an unknown task", err, store.ErrNotFound)
 }
 
+// testTaskUpdateRecorded: every edit is in the task's log, whichever path
+// it took, so "who rewrote the criteria, and when" is answered by GetTask's
+// events alone: an edit in place and a restart each leave exactly one
+// event whose reason names the fields ("update: …"), by its actor, at its
+// time; a live edit leaves one too.
+func testTaskUpdateRecorded(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	task := MustEnqueue(t, s, store.NewTask{Type: "spec", Title: "spec", AcceptanceCriteria: "v1"})
+	edit := func(actor string, p store.TaskPatch, want store.UpdatePath) time.Time {
+		t.Helper()
+		clk.Advance(time.Minute)
+		res, err := s.Update(ctx(t), task.ID, actor, p, 0)
+		if err != nil || res.Path != want {
+			t.Fatalf("Update by %s = %+v, %v; want path %s", actor, res, err, want)
+		}
+		return clk.Now()
+	}
+	t1 := edit("alice", store.TaskPatch{AcceptanceCriteria: ptr("v2")}, store.UpdateInPlace)
+	c := claimType(t, s, "w", "spec")
+	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	t2 := edit("bob", store.TaskPatch{Priority: ptr(5)}, store.UpdateLive)
+	t3 := edit("carol", store.TaskPatch{AcceptanceCriteria: ptr("v3"), Title: ptr("spec 2")}, store.UpdateRestart)
+
+	type who struct {
+		actor string
+		at    time.Time
+	}
+	rewrote := func(field string) []who {
+		var out []who
+		for _, e := range MustGet(t, s, task.ID).Events {
+			fields, ok := strings.CutPrefix(e.Reason, "update: ")
+			if ok && slices.Contains(strings.Split(fields, ", "), field) {
+				out = append(out, who{e.Actor, e.At})
+			}
+		}
+		return out
+	}
+	if got, want := rewrote("acceptance_criteria"), []who{{"alice", t1}, {"carol", t3}}; !slices.Equal(got, want) {
+		t.Errorf("who rewrote the criteria: %v, want %v (events %+v)", got, want, MustGet(t, s, task.ID).Events)
+	}
+	if got, want := rewrote("priority"), []who{{"bob", t2}}; !slices.Equal(got, want) {
+		t.Errorf("who changed the priority: %v, want %v", got, want)
+	}
+	if got, want := rewrote("title"), []who{{"carol", t3}}; !slices.Equal(got, want) {
+		t.Errorf("who renamed it: %v, want %v", got, want)
+	}
+	got := MustGet(t, s, task.ID)
+	checkEventChain(t, got)
+	if got.AcceptanceCriteria != "v3" || got.Revision != 3 || got.Priority != 5 {
+		t.Fatalf("after the edits: %+v", got)
+	}
+}
+
 // testTaskUpdateInPlace: tasks nobody executes are edited in place;
 // material edits bump the revision, title/priority/metadata do not.
 func testTaskUpdateInPlace(t *testing.T, open Opener) {
@@ -600,15 +667,18 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 		got := wantState(t, s, task.ID, st)
 		if res.Path != store.UpdateInPlace || res.Abort != nil || res.Task.State != st || res.Task.Revision != 2 ||
 			got.Revision != 2 || got.Description != "new text" || got.AcceptanceCriteria != "new criteria" ||
-			!jsonEqual(got.Payload, []byte(`{"v": 2}`)) || got.Restarts != task.Restarts || len(got.Events) != len(task.Events) {
+			!jsonEqual(got.Payload, []byte(`{"v": 2}`)) || got.Restarts != task.Restarts || len(got.Events) != len(task.Events)+1 {
 			t.Errorf("material edit of a %s task: path %s, abort %v, returned %+v, stored %+v", st, res.Path, res.Abort, res.Task, got)
 		}
+		wantEditEvent(t, got, "op", st, "update: description, acceptance_criteria, payload")
 		res = mustUpdate(t, s, task.ID, store.TaskPatch{Title: ptr("renamed"), Priority: ptr(7), Metadata: json.RawMessage(`{"owner": "ann"}`)})
 		got = wantState(t, s, task.ID, st)
 		if res.Path != store.UpdateInPlace || res.Abort != nil || got.Revision != 2 || got.Title != "renamed" ||
-			got.Priority != 7 || !jsonEqual(got.Metadata, []byte(`{"owner": "ann"}`)) || got.Description != "new text" {
+			got.Priority != 7 || !jsonEqual(got.Metadata, []byte(`{"owner": "ann"}`)) || got.Description != "new text" ||
+			len(got.Events) != len(task.Events)+2 {
 			t.Errorf("non-material edit of a %s task: path %s, stored %+v; want in place, revision still 2", st, res.Path, got)
 		}
+		wantEditEvent(t, got, "op", st, "update: title, priority, metadata")
 	}
 	// Parked and reviewed tasks take non-material edits in place.
 	for _, st := range []ledger.State{ledger.NeedsInput, ledger.NeedsReview, ledger.Reviewing} {
@@ -623,6 +693,7 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 			!got.LeaseExpiresAt.Equal(task.LeaseExpiresAt) || (tok != "" && !mustHeld(t, s, task.ID, tok)) {
 			t.Errorf("non-material edit of a %s task stored %+v", st, got)
 		}
+		wantEditEvent(t, got, "op", st, "update: title, priority")
 		if st == ledger.Reviewing {
 			if held, err := s.LeaseHeld(ctx(t), task.ID, tok); !held || err != nil {
 				t.Errorf("reviewer's lease after a non-material edit: %v, %v", held, err)
@@ -683,8 +754,12 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 	}
 	got := wantState(t, s, c.ID, ledger.Running)
 	if got.Revision != 1 || got.Priority != 9 || got.Title != "renamed" || !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) ||
-		!mustHeld(t, s, c.ID, c.LeaseToken) || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 3 {
+		!mustHeld(t, s, c.ID, c.LeaseToken) || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 4 {
 		t.Fatalf("after a live edit: %+v", got)
+	}
+	wantEditEvent(t, got, "op", ledger.Running, "update: title, priority, metadata")
+	if e := lastEvent(t, got); e.Attempt != 1 {
+		t.Fatalf("the live edit's event carries attempt %d, want the running one (1)", e.Attempt)
 	}
 	if held, err := s.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
 		t.Fatalf("Touch after a live edit = %v, %v; want the lease intact", held, err)

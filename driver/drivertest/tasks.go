@@ -1,0 +1,711 @@
+package drivertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+)
+
+// The suite's states are plain strings: the driver knows none of them, it
+// only filters by what it is given.
+const (
+	stOpen    = "OPEN"
+	stWaiting = "WAITING"
+	stClaimed = "CLAIMED"
+	stRunning = "RUNNING"
+	stDone    = "COMPLETED"
+	stFailed  = "FAILED"
+	stParked  = "NEEDS_INPUT"
+	stHeld    = "STOPPED"
+)
+
+var terminal = []string{stDone, stFailed, "CANCELLED"}
+
+// sec is T0 plus s seconds.
+func sec(s int) time.Time { return T0.Add(time.Duration(s) * time.Second) }
+
+// task is a minimal row: every NOT NULL column set, the nullable ones NULL.
+func task(typ, state string) driver.TaskRow {
+	return driver.TaskRow{Type: typ, State: state, MaxAttempts: 3, Revision: 1,
+		Payload: []byte(`{}`), Metadata: []byte(`{}`), CreatedAt: T0, UpdatedAt: T0, StateChangedAt: T0}
+}
+
+// fullTask has every column set to something other than its default.
+func fullTask(parent int64) driver.TaskRow {
+	return driver.TaskRow{
+		Type: "build", Title: "title ü", Description: "desc", AcceptanceCriteria: "ac",
+		Payload: []byte(`{"a": [1, 2]}`), State: stRunning, Priority: 7, Attempts: 2, MaxAttempts: 5,
+		Restarts: 1, Revision: 3, ParentID: parent, DedupeKey: "key-1", CreatedBy: "alice",
+		ClaimedBy: "w1", ClaimedAt: sec(1), LeaseTokenHash: "hash-1", LeaseExpiresAt: sec(61),
+		LeaseRenewedAt: sec(2), LeaseMs: 60000, RunAfter: sec(3), Result: "r", LastError: "e",
+		Question: "q", Answer: "a", ReviewNote: "n", CreatedAt: T0, UpdatedAt: sec(4),
+		StateChangedAt: sec(5), Metadata: []byte(`{"owner": "x"}`),
+	}
+}
+
+// insert inserts rows and returns their ids, checking that the rows come
+// back as written, with ids, in input order.
+func insert(t testing.TB, ex driver.Executor, rows ...driver.TaskRow) []int64 {
+	t.Helper()
+	stored, err := ex.TaskInsertMany(testCtx(t), rows)
+	skipUnsupported(t, "task insert", err)
+	if len(stored) != len(rows) {
+		t.Fatalf("task insert returned %d rows for %d", len(stored), len(rows))
+	}
+	out := make([]int64, len(stored))
+	for i, r := range stored {
+		if r.ID == 0 || (i > 0 && r.ID <= out[i-1]) {
+			t.Fatalf("task insert returned ids %v…: want new ids, ascending in input order", ids(stored))
+		}
+		want := rows[i]
+		want.ID = r.ID
+		sameTask(t, r, want)
+		out[i] = r.ID
+	}
+	return out
+}
+
+// get reads one task.
+func get(t testing.TB, ex driver.Executor, id int64) driver.TaskRow {
+	t.Helper()
+	rows, err := ex.TaskGetMany(testCtx(t), driver.TaskGetManyParams{IDs: []int64{id}})
+	must(t, "task get", err)
+	if len(rows) != 1 {
+		t.Fatalf("task %d: %d rows", id, len(rows))
+	}
+	return rows[0]
+}
+
+// ids returns the ids of rows, in order.
+func ids(rows []driver.TaskRow) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// sameTask fails the test unless got equals want in every column (JSON
+// compared as documents: Postgres normalises jsonb).
+func sameTask(t testing.TB, got, want driver.TaskRow) {
+	t.Helper()
+	if !jsonSame(got.Payload, want.Payload) || !jsonSame(got.Metadata, want.Metadata) {
+		t.Fatalf("task %d JSON: payload %s metadata %s, want %s %s", want.ID, got.Payload, got.Metadata, want.Payload, want.Metadata)
+	}
+	got.Payload, got.Metadata, want.Payload, want.Metadata = nil, nil, nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("task reads\n %+v\nwant\n %+v", got, want)
+	}
+}
+
+func jsonSame(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// Tasks checks the task ledger's primitives.
+func Tasks(t *testing.T, newDB NewDB) {
+	t.Run("InsertAndGet", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		parent := insert(t, ex, task("plan", stOpen))[0]
+		full, bare := fullTask(parent), task("x", stOpen)
+		bare.StateChangedAt = time.Time{} // nullable: NULL reads as zero
+		got := insert(t, ex, full, bare, task("y", stOpen))
+		if !slices.IsSorted(got) || got[0] <= parent {
+			t.Fatalf("ids %v (after %d): want ascending, in input order", got, parent)
+		}
+		full.ID, bare.ID = got[0], got[1]
+		sameTask(t, get(t, ex, full.ID), full)
+		sameTask(t, get(t, ex, bare.ID), bare)
+		// By id, whatever the order asked; unknown ids absent; every lock.
+		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate, driver.LockUpdateSkip, driver.LockShare} {
+			var rows []driver.TaskRow
+			err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				var err error
+				rows, err = ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{got[2], 999, got[0], parent}, Lock: lock})
+				return err
+			})
+			must(t, "get many", err)
+			if want := []int64{parent, got[0], got[2]}; !slices.Equal(ids(rows), want) {
+				t.Fatalf("lock %d: ids %v, want %v", lock, ids(rows), want)
+			}
+		}
+		if rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{}); err != nil || len(rows) != 0 {
+			t.Fatalf("get of no ids = %v, %v", rows, err)
+		}
+		if rows, err := ex.TaskInsertMany(ctx, nil); err != nil || len(rows) != 0 {
+			t.Fatalf("insert of nothing = %v, %v", rows, err)
+		}
+		// A second live task of one dedupe key.
+		dup := task("x", stOpen)
+		dup.DedupeKey = "key-1"
+		_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{dup})
+		if !errors.Is(err, driver.ErrUniqueViolation) {
+			t.Fatalf("second live task of a dedupe key: err = %v, want ErrUniqueViolation", err)
+		}
+	})
+	t.Run("UpdateMany", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		p := insert(t, ex, task("plan", stOpen))[0]
+		got := insert(t, ex, fullTask(p), task("x", stOpen), task("y", stOpen))
+		// Every writable column of the full row back to its zero, and the
+		// bare row to full; type, created_at and created_by stay.
+		cleared := task("ignored", stOpen)
+		cleared.ID, cleared.CreatedAt, cleared.CreatedBy = got[0], sec(100), "mallory"
+		cleared.StateChangedAt, cleared.UpdatedAt = time.Time{}, sec(9)
+		filled := fullTask(p)
+		filled.ID, filled.Type, filled.DedupeKey = got[1], "ignored", "key-2"
+		n, err := ex.TaskUpdateMany(ctx, []driver.TaskRow{cleared, filled, {ID: 999, Type: "x", State: stOpen,
+			CreatedAt: T0, UpdatedAt: T0}})
+		skipUnsupported(t, "update many", err)
+		if n != 2 {
+			t.Fatalf("update wrote %d rows, want 2 (999 does not exist)", n)
+		}
+		wantCleared := cleared
+		wantCleared.Type, wantCleared.CreatedAt, wantCleared.CreatedBy = "build", T0, "alice"
+		sameTask(t, get(t, ex, got[0]), wantCleared)
+		wantFilled := filled
+		wantFilled.Type, wantFilled.CreatedBy = "x", ""
+		sameTask(t, get(t, ex, got[1]), wantFilled)
+		untouched := task("y", stOpen)
+		untouched.ID = got[2]
+		sameTask(t, get(t, ex, got[2]), untouched)
+		if n, err := ex.TaskUpdateMany(ctx, nil); err != nil || n != 0 {
+			t.Fatalf("update of nothing = %d, %v", n, err)
+		}
+		// Inside a transaction, and rolled back with it.
+		boom := errors.New("boom")
+		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			r := get(t, ex, got[2])
+			r.Title = "in tx"
+			if _, err := ex.TaskUpdateMany(ctx, []driver.TaskRow{r}); err != nil {
+				return err
+			}
+			if get(t, ex, got[2]).Title != "in tx" {
+				return errors.New("the transaction does not see its own update")
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		sameTask(t, get(t, ex, got[2]), untouched)
+	})
+	t.Run("Claimable", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		mk := func(typ string, prio, created int, runAfter time.Time) driver.TaskRow {
+			r := task(typ, stOpen)
+			r.Priority, r.CreatedAt, r.RunAfter = prio, sec(created), runAfter
+			return r
+		}
+		got := insert(t, ex,
+			mk("a", 1, 0, time.Time{}),  // 0
+			mk("b", 5, 9, time.Time{}),  // 1: highest priority
+			mk("a", 1, -1, time.Time{}), // 2: older than 0
+			mk("a", 1, -1, time.Time{}), // 3: same as 2, later id
+			mk("b", 9, 0, sec(61)),      // 4: held back until 61
+			mk("c", 3, 0, sec(60)),      // 5: due at 60 exactly
+		)
+		other := task("a", stRunning)
+		other.Priority = 100
+		insert(t, ex, other, task("a", stParked))
+		claim := func(types []string, limit int, now time.Time, excluded ...string) []int64 {
+			t.Helper()
+			rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: stOpen, Excluded: excluded,
+				Types: types, Now: now, Limit: limit})
+			skipUnsupported(t, "claimable", err)
+			return ids(rows)
+		}
+		at60 := sec(60)
+		for _, c := range []struct {
+			types []string
+			limit int
+			want  []int64
+		}{
+			{nil, 10, []int64{got[1], got[5], got[2], got[3], got[0]}},
+			{nil, 2, []int64{got[1], got[5]}},
+			{[]string{"a"}, 10, []int64{got[2], got[3], got[0]}},
+			{[]string{"a"}, 1, []int64{got[2]}},
+			{[]string{"a", "c"}, 10, []int64{got[5], got[2], got[3], got[0]}},
+			{[]string{"nope"}, 10, nil},
+		} {
+			if g := claim(c.types, c.limit, at60); !slices.Equal(g, c.want) {
+				t.Errorf("claimable %v limit %d = %v, want %v", c.types, c.limit, g, c.want)
+			}
+		}
+		if g := claim(nil, 10, sec(61)); len(g) != 6 || g[0] != got[4] {
+			t.Errorf("claimable at 61 = %v, want 4 due first", g)
+		}
+		// The excluded set applies even to the state asked for.
+		if g := claim(nil, 10, at60, stParked, stOpen); len(g) != 0 {
+			t.Errorf("claimable with OPEN excluded = %v, want none", g)
+		}
+		if d.Dialect() != "postgres" {
+			return
+		}
+		// SKIP LOCKED: a row another transaction holds is passed over.
+		held := make(chan struct{})
+		release := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				if _, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{got[1]}, Lock: driver.LockUpdate}); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		g := claim(nil, 1, at60)
+		close(release)
+		must(t, "holder", <-done)
+		if !slices.Equal(g, []int64{got[5]}) {
+			t.Fatalf("claimable while %d is held = %v, want [%d]", got[1], g, got[5])
+		}
+	})
+	t.Run("LeaseExpired", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		mk := func(state string, expires, renewed time.Time) driver.TaskRow {
+			r := task("a", state)
+			r.LeaseExpiresAt, r.LeaseRenewedAt = expires, renewed
+			return r
+		}
+		got := insert(t, ex,
+			mk(stClaimed, sec(10), sec(0)),      // 0: expired, renewed long ago
+			mk(stRunning, sec(10), time.Time{}), // 1: never renewed
+			mk(stRunning, sec(10), sec(9)),      // 2: renewed within the window
+			mk(stRunning, sec(11), sec(0)),      // 3: not expired yet
+			mk(stParked, sec(0), sec(0)),        // 4: not a leased state
+			mk(stClaimed, sec(0), sec(0)),       // 5: excluded below
+			mk(stOpen, time.Time{}, time.Time{}),
+		)
+		p := driver.TaskLeaseExpiredParams{States: []string{stClaimed, stRunning}, Excluded: []string{stParked},
+			ExpiredAt: sec(10), RenewedBefore: sec(5), Limit: 10}
+		rows, err := ex.TaskLeaseExpired(ctx, p)
+		skipUnsupported(t, "lease expired", err)
+		if want := []int64{got[0], got[1], got[5]}; !slices.Equal(ids(rows), want) {
+			t.Fatalf("expired = %v, want %v", ids(rows), want)
+		}
+		p.Limit = 1
+		if rows, _ := ex.TaskLeaseExpired(ctx, p); !slices.Equal(ids(rows), []int64{got[0]}) {
+			t.Fatalf("expired limit 1 = %v", ids(rows))
+		}
+		p.Limit, p.Excluded = 10, []string{stClaimed}
+		if rows, _ := ex.TaskLeaseExpired(ctx, p); !slices.Equal(ids(rows), []int64{got[1]}) {
+			t.Fatalf("expired with CLAIMED excluded = %v, want [%d]", ids(rows), got[1])
+		}
+	})
+	t.Run("ListAndCount", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		mk := func(typ, state string, changed int) driver.TaskRow {
+			r := task(typ, state)
+			r.StateChangedAt = sec(changed)
+			return r
+		}
+		got := insert(t, ex, mk("a", stOpen, 0), mk("b", stHeld, 10), mk("a", stHeld, 20), mk("b", stOpen, 30))
+		nullChanged := task("a", stHeld)
+		nullChanged.StateChangedAt = time.Time{}
+		got = append(got, insert(t, ex, nullChanged)...)
+		for _, c := range []struct {
+			p    driver.TaskListParams
+			want []int64
+		}{
+			{driver.TaskListParams{Limit: 10}, got},
+			{driver.TaskListParams{Limit: 2}, got[:2]},
+			{driver.TaskListParams{After: got[1], Limit: 2}, got[2:4]},
+			{driver.TaskListParams{States: []string{stHeld}, Limit: 10}, []int64{got[1], got[2], got[4]}},
+			{driver.TaskListParams{Types: []string{"b"}, Limit: 10}, []int64{got[1], got[3]}},
+			{driver.TaskListParams{States: []string{stHeld, stOpen}, Types: []string{"a"}, Limit: 10}, []int64{got[0], got[2], got[4]}},
+			// NULL state_changed_at is never before anything.
+			{driver.TaskListParams{StateChangedBefore: sec(20), Limit: 10}, got[:3]},
+			{driver.TaskListParams{States: []string{stHeld}, StateChangedBefore: sec(19), Limit: 10}, []int64{got[1]}},
+		} {
+			rows, err := ex.TaskList(ctx, c.p)
+			skipUnsupported(t, "list", err)
+			if !slices.Equal(ids(rows), c.want) {
+				t.Errorf("list %+v = %v, want %v", c.p, ids(rows), c.want)
+			}
+			if c.p.After != 0 || c.p.Limit != 10 {
+				continue
+			}
+			n, err := ex.TaskCount(ctx, driver.TaskCountParams{States: c.p.States, Types: c.p.Types, StateChangedBefore: c.p.StateChangedBefore})
+			must(t, "count", err)
+			if n != len(c.want) {
+				t.Errorf("count %+v = %d, want %d", c.p, n, len(c.want))
+			}
+		}
+	})
+	t.Run("DedupeFind", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		mk := func(key, state string) driver.TaskRow {
+			r := task("a", state)
+			r.DedupeKey = key
+			return r
+		}
+		got := insert(t, ex, mk("k", stDone), mk("k", stFailed), mk("k", stOpen), mk("once", stDone), mk("once", stFailed), mk("", stOpen))
+		find := func(key string, all bool) (int64, error) {
+			return ex.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: key, Terminal: terminal, IncludeTerminal: all})
+		}
+		id, err := find("k", false)
+		skipUnsupported(t, "dedupe find", err)
+		if id != got[2] {
+			t.Fatalf("live task of k = %d, want %d", id, got[2])
+		}
+		if id, _ := find("k", true); id != got[2] {
+			t.Fatalf("any task of k = %d, want the live one %d first", id, got[2])
+		}
+		_, err = find("once", false)
+		isNoRows(t, "live task of a finished key", err)
+		if id, _ := find("once", true); id != got[4] {
+			t.Fatalf("any task of once = %d, want the newest %d", id, got[4])
+		}
+		for _, all := range []bool{false, true} {
+			_, err = find("", all)
+			isNoRows(t, "the empty key", err)
+			_, err = find("nope", all)
+			isNoRows(t, "an unknown key", err)
+		}
+	})
+	t.Run("Dependencies", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		got := insert(t, ex, task("a", stOpen), task("a", stOpen), task("a", stWaiting), task("a", stWaiting), task("a", stOpen))
+		a, b, w1, w2, o := got[0], got[1], got[2], got[3], got[4]
+		dep := func(task, on int64) driver.TaskDep { return driver.TaskDep{TaskID: task, DependsOn: on} }
+		err := ex.TaskDepInsertMany(ctx, []driver.TaskDep{dep(w2, b), dep(w1, b), dep(w1, a), dep(w2, a), dep(o, a)})
+		skipUnsupported(t, "dependency insert", err)
+		list, err := ex.TaskDepList(ctx, []int64{w2, w1, 999})
+		must(t, "dependency list", err)
+		if want := []driver.TaskDep{dep(w1, a), dep(w1, b), dep(w2, a), dep(w2, b)}; !slices.Equal(list, want) {
+			t.Fatalf("dependencies = %v, want %v", list, want)
+		}
+		if err := ex.TaskDepInsertMany(ctx, []driver.TaskDep{dep(o, b), dep(o, a)}); !errors.Is(err, driver.ErrUniqueViolation) {
+			t.Fatalf("an edge twice: err = %v, want ErrUniqueViolation", err)
+		}
+		if l, _ := ex.TaskDepList(ctx, []int64{o}); !slices.Equal(l, []driver.TaskDep{dep(o, a)}) {
+			t.Fatalf("after the refused insert: %v", l)
+		}
+		// Dependants in one state, each once, by id, under every lock.
+		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate, driver.LockUpdateSkip, driver.LockShare} {
+			err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				rows, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{b, a}, State: stWaiting, Lock: lock})
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(ids(rows), []int64{w1, w2}) {
+					return fmt.Errorf("lock %d: dependants %v, want [%d %d]", lock, ids(rows), w1, w2)
+				}
+				return nil
+			})
+			must(t, "dependants", err)
+		}
+		rows, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{a}, State: stOpen})
+		must(t, "dependants", err)
+		if !slices.Equal(ids(rows), []int64{o}) {
+			t.Fatalf("OPEN dependants of a = %v, want [%d]", ids(rows), o)
+		}
+		must(t, "dependency delete", ex.TaskDepDeleteMany(ctx, []driver.TaskDep{dep(w1, a), dep(w1, 999), dep(o, b)}))
+		list, _ = ex.TaskDepList(ctx, []int64{w1, w2, o})
+		if want := []driver.TaskDep{dep(w1, b), dep(w2, a), dep(w2, b), dep(o, a)}; !slices.Equal(list, want) {
+			t.Fatalf("after delete: %v, want %v", list, want)
+		}
+		// An edge to a task that does not exist is refused (foreign key).
+		if err := ex.TaskDepInsertMany(ctx, []driver.TaskDep{dep(o, 999)}); err == nil {
+			t.Fatal("an edge to no task was accepted")
+		}
+		must(t, "graph lock", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			return ex.TaskLockDependencyGraph(ctx)
+		}))
+	})
+	t.Run("DependencyGraphLock", func(t *testing.T) {
+		t.Parallel()
+		d, db := open(t, newDB)
+		if d.Dialect() != "postgres" {
+			t.Skip("SQLite's one writer serialises dependency edits")
+		}
+		ctx := testCtx(t)
+		// A second holder waits until the first transaction ends.
+		release := make(chan struct{})
+		held := make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				if err := ex.TaskLockDependencyGraph(ctx); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		second := make(chan error, 1)
+		go func() {
+			second <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				return ex.TaskLockDependencyGraph(ctx)
+			})
+		}()
+		// Wait until the second one is seen waiting for the lock.
+		waitFor(t, "a waiter on the advisory lock", func() bool {
+			return db.Exec(t, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)
+THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
+		})
+		select {
+		case err := <-second:
+			t.Fatalf("the second lock was taken while the first was held (%v)", err)
+		default:
+		}
+		close(release)
+		must(t, "first", <-first)
+		must(t, "second", <-second)
+	})
+	t.Run("SkipLocked", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		if d.Dialect() != "postgres" {
+			t.Skip("SQLite's one writer: no row is ever held by another transaction")
+		}
+		ex, ctx := d.Executor(), testCtx(t)
+		expired := func() driver.TaskRow {
+			r := task("a", stRunning)
+			r.LeaseExpiresAt = sec(0)
+			return r
+		}
+		got := insert(t, ex, expired(), expired(), task("a", stOpen))
+		heldID, freeID := got[0], got[1]
+		must(t, "dependencies", ex.TaskDepInsertMany(ctx, []driver.TaskDep{{TaskID: heldID, DependsOn: got[2]}, {TaskID: freeID, DependsOn: got[2]}}))
+		pending := func(task int64) driver.AbortRow {
+			return driver.AbortRow{TaskID: task, LeaseTokenHash: "h", Attempt: 1, RequestedAt: T0, DeadlineAt: T0, Outcome: "abort_pending"}
+		}
+		heldAbort, err := ex.AbortInsert(ctx, pending(heldID))
+		must(t, "abort", err)
+		freeAbort, err := ex.AbortInsert(ctx, pending(freeID))
+		must(t, "abort", err)
+		// Another transaction holds task heldID and its abort.
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				if _, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{heldID}, Lock: driver.LockUpdate}); err != nil {
+					return err
+				}
+				if _, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: heldAbort.ID, Lock: driver.LockUpdate}); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		leases, err1 := ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{States: []string{stRunning}, ExpiredAt: sec(1),
+			RenewedBefore: sec(1), Limit: 10})
+		rows, err2 := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{heldID, freeID}, Lock: driver.LockUpdateSkip})
+		deps, err3 := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{got[2]}, State: stRunning, Lock: driver.LockUpdateSkip})
+		due, err4 := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: "abort_pending", Now: sec(1), Limit: 10})
+		close(release)
+		must(t, "holder", <-done)
+		must(t, "reads", errors.Join(err1, err2, err3, err4))
+		for what, ids := range map[string][]int64{"lease expired": ids(leases), "get many": ids(rows), "dependants": ids(deps)} {
+			if !slices.Equal(ids, []int64{freeID}) {
+				t.Errorf("%s while %d is held = %v, want [%d]", what, heldID, ids, freeID)
+			}
+		}
+		if len(due) != 1 || due[0].ID != freeAbort.ID {
+			t.Errorf("aborts due while abort %d is held = %+v, want only %d", heldAbort.ID, due, freeAbort.ID)
+		}
+	})
+	t.Run("Events", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		got := insert(t, ex, task("a", stOpen), task("a", stOpen))
+		evs := []driver.TaskEventRow{
+			{TaskID: got[0], At: sec(0), Actor: "alice", To: stOpen, Reason: "enqueued"},
+			{TaskID: got[1], At: sec(1), Actor: "bob", To: stOpen},
+			{TaskID: got[0], At: sec(2), Actor: "w", From: stOpen, To: stClaimed, Attempt: 1, Reason: "claimed"},
+			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running"},
+		}
+		err := ex.TaskEventInsertMany(ctx, evs)
+		skipUnsupported(t, "event insert", err)
+		list, err := ex.TaskEventList(ctx, got[0])
+		must(t, "event list", err)
+		if len(list) != 3 {
+			t.Fatalf("events %+v", list)
+		}
+		for i, want := range []driver.TaskEventRow{evs[0], evs[2], evs[3]} {
+			if i > 0 && list[i].ID <= list[i-1].ID {
+				t.Errorf("event ids not ascending: %+v", list)
+			}
+			want.ID = list[i].ID
+			if list[i] != want {
+				t.Errorf("event %d = %+v, want %+v", i, list[i], want)
+			}
+		}
+		if none, err := ex.TaskEventList(ctx, 999); err != nil || len(none) != 0 {
+			t.Fatalf("events of no task = %v, %v", none, err)
+		}
+		must(t, "no events", ex.TaskEventInsertMany(ctx, nil))
+	})
+	t.Run("EvidenceAndDecisions", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		id := insert(t, ex, task("a", stRunning))[0]
+		e1 := driver.EvidenceRow{TaskID: id, Attempt: 1, Restart: 0, Revision: 1, Kind: "log", Body: "b", Actor: "w", CreatedAt: sec(1)}
+		e2 := driver.EvidenceRow{TaskID: id, Attempt: 2, Restart: 1, Revision: 2, Kind: "workspace", Body: "/tmp/x", Actor: "w2", CreatedAt: sec(2)}
+		got1, err := ex.EvidenceInsert(ctx, e1)
+		skipUnsupported(t, "evidence insert", err)
+		got2, err := ex.EvidenceInsert(ctx, e2)
+		must(t, "evidence insert", err)
+		if got1.ID == 0 || got2.ID <= got1.ID {
+			t.Fatalf("evidence ids %d, %d", got1.ID, got2.ID)
+		}
+		e1.ID, e2.ID = got1.ID, got2.ID
+		if got1 != e1 || got2 != e2 {
+			t.Fatalf("evidence returned %+v %+v, want %+v %+v", got1, got2, e1, e2)
+		}
+		list, err := ex.EvidenceList(ctx, id)
+		must(t, "evidence list", err)
+		if !slices.Equal(list, []driver.EvidenceRow{e1, e2}) {
+			t.Fatalf("evidence list %+v", list)
+		}
+		d1 := driver.DecisionRow{TaskID: id, Attempt: 1, Restart: 2, Revision: 3, DerivedFromRevision: 2, Kind: "plan", Text: "t", Actor: "w", CreatedAt: sec(3)}
+		gotD, err := ex.DecisionInsert(ctx, d1)
+		must(t, "decision insert", err)
+		d1.ID = gotD.ID
+		if gotD != d1 || d1.ID == 0 {
+			t.Fatalf("decision returned %+v, want %+v", gotD, d1)
+		}
+		dl, err := ex.DecisionList(ctx, id)
+		must(t, "decision list", err)
+		if !slices.Equal(dl, []driver.DecisionRow{d1}) {
+			t.Fatalf("decision list %+v", dl)
+		}
+		if _, err := ex.EvidenceInsert(ctx, driver.EvidenceRow{TaskID: 999, Kind: "k", CreatedAt: T0}); err == nil {
+			t.Fatal("evidence of no task was accepted")
+		}
+		if none, err := ex.EvidenceList(ctx, 999); err != nil || len(none) != 0 {
+			t.Fatalf("evidence of no task = %v, %v", none, err)
+		}
+		if none, err := ex.DecisionList(ctx, 999); err != nil || len(none) != 0 {
+			t.Fatalf("decisions of no task = %v, %v", none, err)
+		}
+	})
+	t.Run("Aborts", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		got := insert(t, ex, task("a", stHeld), task("a", stHeld), task("a", stOpen))
+		mk := func(task int64, hash string, deadline int) driver.AbortRow {
+			return driver.AbortRow{TaskID: task, LeaseTokenHash: hash, Executor: "w", Attempt: 1, Restart: 2,
+				RequestedBy: "op", Reason: "r", RequestedAt: T0, DeadlineAt: sec(deadline), Outcome: "abort_pending"}
+		}
+		a1, err := ex.AbortInsert(ctx, mk(got[0], "h1", 10))
+		skipUnsupported(t, "abort insert", err)
+		want := mk(got[0], "h1", 10)
+		want.ID = a1.ID
+		if a1 != want || a1.ID == 0 {
+			t.Fatalf("abort returned %+v, want %+v", a1, want)
+		}
+		a2, _ := ex.AbortInsert(ctx, mk(got[0], "h1", 20)) // a later abort of the same lease
+		a3, _ := ex.AbortInsert(ctx, mk(got[0], "h2", 5))
+		a4, _ := ex.AbortInsert(ctx, mk(got[1], "", 5)) // names no lease
+		resolved := mk(got[1], "h3", 1)
+		resolved.Outcome, resolved.ResolvedAt = "abort_confirmed", sec(2)
+		a5, err := ex.AbortInsert(ctx, resolved)
+		must(t, "abort insert", err)
+		if a5.ResolvedAt != sec(2) {
+			t.Fatalf("resolved_at %v", a5.ResolvedAt)
+		}
+		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate} {
+			must(t, "abort get", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				g, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: a2.ID, Lock: lock})
+				if err != nil || g != a2 {
+					return fmt.Errorf("abort get %d = %+v, %v; want %+v", a2.ID, g, err, a2)
+				}
+				l, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: got[0], LeaseTokenHash: "h1", Lock: lock})
+				if err != nil || l != a2 {
+					return fmt.Errorf("latest of h1 = %+v, %v; want %+v", l, err, a2)
+				}
+				return nil
+			}))
+		}
+		_, err = ex.AbortGet(ctx, driver.AbortGetParams{ID: 999})
+		isNoRows(t, "unknown abort", err)
+		_, err = ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: got[1], LeaseTokenHash: ""})
+		isNoRows(t, "abort of no lease", err)
+		_, err = ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: got[1], LeaseTokenHash: "h1"})
+		isNoRows(t, "abort of another task's lease", err)
+
+		list, err := ex.AbortList(ctx, got[0])
+		must(t, "abort list", err)
+		if !slices.Equal(list, []driver.AbortRow{a1, a2, a3}) {
+			t.Fatalf("aborts of %d = %+v", got[0], list)
+		}
+		latest, err := ex.AbortLatestMany(ctx, []int64{got[2], got[1], got[0]})
+		must(t, "latest many", err)
+		if !slices.Equal(latest, []driver.AbortRow{a3, a5}) {
+			t.Fatalf("latest aborts = %+v, want %+v", latest, []driver.AbortRow{a3, a5})
+		}
+		due, err := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: "abort_pending", Now: sec(10), Limit: 10})
+		must(t, "pending due", err)
+		if !slices.Equal(due, []driver.AbortRow{a1, a3, a4}) {
+			t.Fatalf("due at 10 = %+v", due)
+		}
+		if due, _ := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: "abort_pending", Now: sec(10), Limit: 1}); !slices.Equal(due, []driver.AbortRow{a1}) {
+			t.Fatalf("due at 10, limit 1 = %+v", due)
+		}
+		a1.Outcome, a1.ResolvedAt = "abort_unconfirmed", sec(11)
+		a5.Outcome, a5.ResolvedAt = "abort_pending", time.Time{} // back to NULL
+		n, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a1, a5, {ID: 999, Outcome: "x"}})
+		must(t, "abort update", err)
+		if n != 2 {
+			t.Fatalf("abort update wrote %d, want 2", n)
+		}
+		for _, a := range []driver.AbortRow{a1, a5} {
+			if g, _ := ex.AbortGet(ctx, driver.AbortGetParams{ID: a.ID}); g != a {
+				t.Fatalf("abort %d after update = %+v, want %+v", a.ID, g, a)
+			}
+		}
+		if due, _ := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: "abort_pending", Now: sec(10), Limit: 10}); !slices.Equal(due, []driver.AbortRow{a3, a4, a5}) {
+			t.Fatalf("due after update = %+v", due)
+		}
+		if none, err := ex.AbortLatestMany(ctx, nil); err != nil || len(none) != 0 {
+			t.Fatalf("latest of no tasks = %v, %v", none, err)
+		}
+	})
+}
+
+// waitFor polls cond until it holds, failing the test after 10 seconds.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

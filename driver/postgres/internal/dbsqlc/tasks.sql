@@ -1,0 +1,354 @@
+-- The task ledger (ADR 0020): tasks, dependencies, events, evidence,
+-- decisions and aborts. Every state a query filters by is a parameter the
+-- ledger passes (no rule lives here). Bulk writes take one array per
+-- column and address rows by primary key; a zero time or id in those
+-- arrays stands for NULL (NULLIF), since an array element of a Go slice
+-- cannot be nil.
+
+-- name: TaskInsertMany :many
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+    claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
+    result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
+    metadata)
+SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
+    u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
+    u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
+    u.lease_token_hash, NULLIF(u.lease_expires_at, '0001-01-01 00:00:00Z'),
+    NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
+    NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
+    u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
+    u.metadata::jsonb
+FROM (SELECT
+    unnest(@types::text[]) AS type,
+    unnest(@titles::text[]) AS title,
+    unnest(@descriptions::text[]) AS description,
+    unnest(@acceptance_criterias::text[]) AS acceptance_criteria,
+    unnest(@payloads::text[]) AS payload,
+    unnest(@states::text[]) AS state,
+    unnest(@priorities::int[]) AS priority,
+    unnest(@attemptss::int[]) AS attempts,
+    unnest(@max_attemptss::int[]) AS max_attempts,
+    unnest(@restartss::int[]) AS restarts,
+    unnest(@revisions::int[]) AS revision,
+    unnest(@parent_ids::bigint[]) AS parent_id,
+    unnest(@dedupe_keys::text[]) AS dedupe_key,
+    unnest(@created_bys::text[]) AS created_by,
+    unnest(@claimed_bys::text[]) AS claimed_by,
+    unnest(@claimed_ats::timestamptz[]) AS claimed_at,
+    unnest(@lease_token_hashes::text[]) AS lease_token_hash,
+    unnest(@lease_expires_ats::timestamptz[]) AS lease_expires_at,
+    unnest(@lease_renewed_ats::timestamptz[]) AS lease_renewed_at,
+    unnest(@lease_mss::bigint[]) AS lease_ms,
+    unnest(@run_afters::timestamptz[]) AS run_after,
+    unnest(@results::text[]) AS result,
+    unnest(@last_errors::text[]) AS last_error,
+    unnest(@questions::text[]) AS question,
+    unnest(@answers::text[]) AS answer,
+    unnest(@review_notes::text[]) AS review_note,
+    unnest(@created_ats::timestamptz[]) AS created_at,
+    unnest(@updated_ats::timestamptz[]) AS updated_at,
+    unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
+    unnest(@metadatas::text[]) AS metadata) AS u
+RETURNING *;
+
+-- One row: plain parameters, cheaper for Postgres than one-element arrays.
+-- name: TaskInsert :one
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+    claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
+    result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
+    metadata)
+VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @state,
+    @priority, @attempts, @max_attempts, @restarts, @revision, sqlc.narg(parent_id), @dedupe_key, @created_by,
+    @claimed_by, sqlc.narg(claimed_at), @lease_token_hash, sqlc.narg(lease_expires_at),
+    sqlc.narg(lease_renewed_at), @lease_ms, sqlc.narg(run_after), @result, @last_error, @question,
+    @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb)
+RETURNING *;
+
+-- name: TaskGetMany :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id;
+
+-- name: TaskGetManyForUpdate :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
+FOR UPDATE;
+
+-- name: TaskGetManyForUpdateSkip :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
+FOR UPDATE SKIP LOCKED;
+
+-- name: TaskGetManyForShare :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
+FOR SHARE;
+
+-- Every column but task_id, type, created_at and created_by, by primary key.
+-- name: TaskUpdateMany :execrows
+UPDATE cks_outbox_tasks t SET
+    title = u.title, description = u.description, acceptance_criteria = u.acceptance_criteria,
+    payload = u.payload::jsonb, state = u.state, priority = u.priority, attempts = u.attempts,
+    max_attempts = u.max_attempts, restarts = u.restarts, revision = u.revision,
+    parent_id = NULLIF(u.parent_id, 0), dedupe_key = u.dedupe_key, claimed_by = u.claimed_by,
+    claimed_at = NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'), lease_token_hash = u.lease_token_hash,
+    lease_expires_at = NULLIF(u.lease_expires_at, '0001-01-01 00:00:00Z'),
+    lease_renewed_at = NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'),
+    lease_ms = u.lease_ms, run_after = NULLIF(u.run_after, '0001-01-01 00:00:00Z'),
+    result = u.result, last_error = u.last_error, question = u.question, answer = u.answer,
+    review_note = u.review_note, updated_at = u.updated_at,
+    state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
+    metadata = u.metadata::jsonb
+FROM (SELECT
+    unnest(@task_ids::bigint[]) AS task_id,
+    unnest(@titles::text[]) AS title,
+    unnest(@descriptions::text[]) AS description,
+    unnest(@acceptance_criterias::text[]) AS acceptance_criteria,
+    unnest(@payloads::text[]) AS payload,
+    unnest(@states::text[]) AS state,
+    unnest(@priorities::int[]) AS priority,
+    unnest(@attemptss::int[]) AS attempts,
+    unnest(@max_attemptss::int[]) AS max_attempts,
+    unnest(@restartss::int[]) AS restarts,
+    unnest(@revisions::int[]) AS revision,
+    unnest(@parent_ids::bigint[]) AS parent_id,
+    unnest(@dedupe_keys::text[]) AS dedupe_key,
+    unnest(@claimed_bys::text[]) AS claimed_by,
+    unnest(@claimed_ats::timestamptz[]) AS claimed_at,
+    unnest(@lease_token_hashes::text[]) AS lease_token_hash,
+    unnest(@lease_expires_ats::timestamptz[]) AS lease_expires_at,
+    unnest(@lease_renewed_ats::timestamptz[]) AS lease_renewed_at,
+    unnest(@lease_mss::bigint[]) AS lease_ms,
+    unnest(@run_afters::timestamptz[]) AS run_after,
+    unnest(@results::text[]) AS result,
+    unnest(@last_errors::text[]) AS last_error,
+    unnest(@questions::text[]) AS question,
+    unnest(@answers::text[]) AS answer,
+    unnest(@review_notes::text[]) AS review_note,
+    unnest(@updated_ats::timestamptz[]) AS updated_at,
+    unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
+    unnest(@metadatas::text[]) AS metadata) AS u
+WHERE t.task_id = u.task_id;
+
+-- One row, by primary key (as TaskInsert, plain parameters).
+-- name: TaskUpdate :execrows
+UPDATE cks_outbox_tasks SET
+    title = @title, description = @description, acceptance_criteria = @acceptance_criteria,
+    payload = @payload::jsonb, state = @state, priority = @priority, attempts = @attempts,
+    max_attempts = @max_attempts, restarts = @restarts, revision = @revision,
+    parent_id = sqlc.narg(parent_id), dedupe_key = @dedupe_key, claimed_by = @claimed_by,
+    claimed_at = sqlc.narg(claimed_at), lease_token_hash = @lease_token_hash,
+    lease_expires_at = sqlc.narg(lease_expires_at), lease_renewed_at = sqlc.narg(lease_renewed_at),
+    lease_ms = @lease_ms, run_after = sqlc.narg(run_after), result = @result,
+    last_error = @last_error, question = @question, answer = @answer, review_note = @review_note,
+    updated_at = @updated_at, state_changed_at = sqlc.narg(state_changed_at),
+    metadata = @metadata::jsonb
+WHERE task_id = @task_id;
+
+-- The claim queries come in three forms so that each has the plan it
+-- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
+-- (idx_outbox_tasks_claim comes out in claim order; with = ANY the planner
+-- sorts every candidate of the type), several types.
+
+-- name: TaskClaimable :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = @state AND state <> ALL(@excluded::text[])
+    AND (run_after IS NULL OR run_after <= @now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT @max
+FOR UPDATE SKIP LOCKED;
+
+-- name: TaskClaimableOfType :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = @state AND state <> ALL(@excluded::text[]) AND type = @type
+    AND (run_after IS NULL OR run_after <= @now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT @max
+FOR UPDATE SKIP LOCKED;
+
+-- name: TaskClaimableOfTypes :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = @state AND state <> ALL(@excluded::text[]) AND type = ANY(@types::text[])
+    AND (run_after IS NULL OR run_after <= @now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT @max
+FOR UPDATE SKIP LOCKED;
+
+-- name: TaskLeaseExpired :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = ANY(@states::text[]) AND state <> ALL(@excluded::text[])
+    AND lease_expires_at <= @expired_at
+    AND (lease_renewed_at IS NULL OR lease_renewed_at <= @renewed_before)
+ORDER BY task_id
+LIMIT @max
+FOR UPDATE SKIP LOCKED;
+
+-- An empty @states or @types selects every state or type.
+-- name: TaskList :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id > @after
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskCount :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz);
+
+-- The condition on an empty key lets the planner use the partial index of
+-- keyed tasks.
+-- name: TaskDedupeFindLive :one
+SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = @key AND dedupe_key <> '' AND state <> ALL(@terminal::text[])
+ORDER BY task_id DESC
+LIMIT 1;
+
+-- A live task first (false sorts before true), else the newest.
+-- name: TaskDedupeFindAny :one
+SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = @key AND dedupe_key <> ''
+ORDER BY state = ANY(@terminal::text[]), task_id DESC
+LIMIT 1;
+
+-- name: TaskDepInsertMany :exec
+INSERT INTO cks_task_deps (task_id, depends_on)
+SELECT unnest(@task_ids::bigint[]), unnest(@depends_ons::bigint[]);
+
+-- name: TaskDepDeleteMany :exec
+DELETE FROM cks_task_deps d
+USING (SELECT
+    unnest(@task_ids::bigint[]) AS task_id,
+    unnest(@depends_ons::bigint[]) AS depends_on) AS u
+WHERE d.task_id = u.task_id AND d.depends_on = u.depends_on;
+
+-- name: TaskDepList :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ANY(@ids::bigint[])
+ORDER BY task_id, depends_on;
+
+-- The dependants are read by primary key from the ids the dependency index
+-- gives (an ARRAY initplan), and the state is compared as an expression no
+-- index serves: with a plain state term the planner, before the table has
+-- statistics, walks every task in @state (every WAITING task at each
+-- completion) instead.
+
+-- name: TaskDependants :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
+ORDER BY task_id;
+
+-- name: TaskDependantsForUpdate :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
+ORDER BY task_id
+FOR UPDATE;
+
+-- name: TaskDependantsForUpdateSkip :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
+ORDER BY task_id
+FOR UPDATE SKIP LOCKED;
+
+-- name: TaskDependantsForShare :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+    AND (state || '') = @state::text
+ORDER BY task_id
+FOR SHARE;
+
+-- One lock per schema, held until the transaction ends.
+-- name: TaskLockDependencyGraph :exec
+SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0));
+
+-- name: TaskEventInsertMany :exec
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
+FROM (SELECT
+    unnest(@task_ids::bigint[]) AS task_id,
+    unnest(@ats::timestamptz[]) AS at,
+    unnest(@actors::text[]) AS actor,
+    unnest(@from_states::text[]) AS from_state,
+    unnest(@to_states::text[]) AS to_state,
+    unnest(@attempts::int[]) AS attempt,
+    unnest(@reasons::text[]) AS reason) AS u;
+
+-- name: TaskEventInsert :exec
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
+
+-- name: TaskEventList :many
+SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;
+
+-- name: EvidenceInsert :one
+INSERT INTO cks_task_evidence (task_id, attempt, restart, revision, kind, body, actor, created_at)
+VALUES (@task_id, @attempt, @restart, @revision, @kind, @body, @actor, @created_at)
+RETURNING *;
+
+-- name: EvidenceList :many
+SELECT * FROM cks_task_evidence WHERE task_id = @task_id ORDER BY evidence_id;
+
+-- name: DecisionInsert :one
+INSERT INTO cks_task_decisions (task_id, attempt, restart, revision, derived_from_revision,
+    kind, text, actor, created_at)
+VALUES (@task_id, @attempt, @restart, @revision, @derived_from_revision,
+    @kind, @text, @actor, @created_at)
+RETURNING *;
+
+-- name: DecisionList :many
+SELECT * FROM cks_task_decisions WHERE task_id = @task_id ORDER BY decision_id;
+
+-- name: AbortInsert :one
+INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
+    reason, requested_at, deadline_at, outcome, resolved_at)
+VALUES (@task_id, @lease_token_hash, @executor, @attempt, @restart, @requested_by,
+    @reason, @requested_at, @deadline_at, @outcome, sqlc.narg(resolved_at))
+RETURNING *;
+
+-- name: AbortGet :one
+SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
+
+-- name: AbortGetForUpdate :one
+SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id FOR UPDATE;
+
+-- name: AbortFindLatest :one
+SELECT * FROM cks_task_aborts
+WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''
+ORDER BY abort_id DESC
+LIMIT 1;
+
+-- name: AbortFindLatestForUpdate :one
+SELECT * FROM cks_task_aborts
+WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''
+ORDER BY abort_id DESC
+LIMIT 1
+FOR UPDATE;
+
+-- name: AbortUpdateMany :execrows
+UPDATE cks_task_aborts a SET outcome = u.outcome,
+    resolved_at = NULLIF(u.resolved_at, '0001-01-01 00:00:00Z')
+FROM (SELECT
+    unnest(@abort_ids::bigint[]) AS abort_id,
+    unnest(@outcomes::text[]) AS outcome,
+    unnest(@resolved_ats::timestamptz[]) AS resolved_at) AS u
+WHERE a.abort_id = u.abort_id;
+
+-- name: AbortList :many
+SELECT * FROM cks_task_aborts WHERE task_id = @task_id ORDER BY abort_id;
+
+-- name: AbortLatestMany :many
+SELECT DISTINCT ON (task_id) * FROM cks_task_aborts
+WHERE task_id = ANY(@task_ids::bigint[])
+ORDER BY task_id, abort_id DESC;
+
+-- name: AbortPendingDue :many
+SELECT * FROM cks_task_aborts
+WHERE outcome = @outcome AND deadline_at <= @now
+ORDER BY abort_id
+LIMIT @max
+FOR UPDATE SKIP LOCKED;

@@ -1,0 +1,207 @@
+-- The task ledger (ADR 0020): tasks, dependencies, events, evidence,
+-- decisions and aborts. Every state a query filters by is a parameter the
+-- ledger passes (no rule lives here). Lists of ids and states are JSON
+-- arrays. Row writes are one statement per row, by primary key: the glue
+-- runs them prepared in the caller's transaction (SQLite has no round trip
+-- to save, and bound parameters keep every byte).
+
+-- name: TaskInsert :one
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
+    claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
+    result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
+    metadata)
+VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
+    @priority, @attempts, @max_attempts, @restarts, @revision, @parent_id, @dedupe_key, @created_by,
+    @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
+    @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
+    @metadata)
+RETURNING *;
+
+-- SQLite has one writer: the locks a caller asks for are all no-ops.
+-- name: TaskGetMany :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+ORDER BY task_id;
+
+-- One id: a plain key lookup is cheaper than the JSON list.
+-- name: TaskGet :many
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id;
+
+-- Every column but task_id, type, created_at and created_by.
+-- name: TaskUpdate :execrows
+UPDATE cks_outbox_tasks SET
+    title = @title, description = @description, acceptance_criteria = @acceptance_criteria,
+    payload = @payload, state = @state, priority = @priority, attempts = @attempts,
+    max_attempts = @max_attempts, restarts = @restarts, revision = @revision,
+    parent_id = @parent_id, dedupe_key = @dedupe_key, claimed_by = @claimed_by,
+    claimed_at = @claimed_at, lease_token_hash = @lease_token_hash, lease_expires_at = @lease_expires_at,
+    lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
+    result = @result, last_error = @last_error, question = @question, answer = @answer,
+    review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at,
+    metadata = @metadata
+WHERE task_id = @task_id;
+
+-- The claim queries come in two forms: any type or several (a type IN
+-- list on idx_outbox_tasks_claim would need a temp B-tree anyway), and
+-- one type as an equality, which idx_outbox_tasks_claim (state, type,
+-- priority DESC, created_at, task_id) serves in claim order.
+--
+-- A parameter compared with a column that a partial index's WHERE names
+-- (state = @state, with idx_outbox_tasks_claim_open's state = 'OPEN') makes
+-- SQLite prepare the statement again at every execution, with the bound
+-- value, so that it can use that index. The any-type claim wants exactly
+-- that (the partial index serves it in claim order). Everywhere else the
+-- state is compared as CAST(@state AS TEXT), which SQLite does not match
+-- against a partial index, so the prepared statement is kept.
+
+-- name: TaskClaimable :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = @state AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+    AND (CAST(@any_type AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (run_after IS NULL OR run_after <= @now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT @max;
+
+-- name: TaskClaimableOfType :many
+SELECT * FROM cks_outbox_tasks
+WHERE state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+    AND type = @type
+    AND (run_after IS NULL OR run_after <= @now)
+ORDER BY priority DESC, created_at, task_id
+LIMIT @max;
+
+-- name: TaskLeaseExpired :many
+SELECT * FROM cks_outbox_tasks
+WHERE state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
+    AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+    AND lease_expires_at <= @expired_at
+    AND (lease_renewed_at IS NULL OR lease_renewed_at <= @renewed_before)
+ORDER BY task_id
+LIMIT @max;
+
+-- An empty @states or @types selects every state or type; an empty
+-- @state_changed_before no time.
+-- name: TaskList :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id > @after
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskCount :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT));
+
+-- The condition on an empty key lets the planner use the partial index of
+-- keyed tasks.
+-- name: TaskDedupeFindLive :one
+SELECT task_id FROM cks_outbox_tasks
+WHERE dedupe_key = @key AND dedupe_key <> ''
+    AND state NOT IN (SELECT value FROM json_each(CAST(@terminal AS TEXT)))
+ORDER BY task_id DESC
+LIMIT 1;
+
+-- A live task first (0 sorts before 1), else the newest. (The ordering is
+-- a column of a subquery: sqlc leaves a parameter in ORDER BY unbound.)
+-- name: TaskDedupeFindAny :one
+SELECT k.task_id FROM (
+    SELECT task_id, state IN (SELECT value FROM json_each(CAST(@terminal AS TEXT))) AS finished
+    FROM cks_outbox_tasks
+    WHERE dedupe_key = @key AND dedupe_key <> '') k
+ORDER BY k.finished, k.task_id DESC
+LIMIT 1;
+
+-- name: TaskDepInsert :exec
+INSERT INTO cks_task_deps (task_id, depends_on) VALUES (@task_id, @depends_on);
+
+-- name: TaskDepDelete :exec
+DELETE FROM cks_task_deps WHERE task_id = @task_id AND depends_on = @depends_on;
+
+-- name: TaskDepList :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+ORDER BY task_id, depends_on;
+
+-- name: TaskDepListOf :many
+SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = @task_id ORDER BY depends_on;
+
+-- The dependants are found through idx_task_deps_depends_on and read by
+-- primary key; the unary + keeps the planner off the state indexes, which
+-- would walk every task in @state (every WAITING task of the database at
+-- each completion).
+-- name: TaskDependants :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
+        WHERE d.depends_on IN (SELECT value FROM json_each(CAST(@depends_on AS TEXT))))
+    AND +state = CAST(@state AS TEXT)
+ORDER BY task_id;
+
+-- name: TaskEventInsert :exec
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
+
+-- name: TaskEventList :many
+SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;
+
+-- name: EvidenceInsert :one
+INSERT INTO cks_task_evidence (task_id, attempt, restart, revision, kind, body, actor, created_at)
+VALUES (@task_id, @attempt, @restart, @revision, @kind, @body, @actor, @created_at)
+RETURNING *;
+
+-- name: EvidenceList :many
+SELECT * FROM cks_task_evidence WHERE task_id = @task_id ORDER BY evidence_id;
+
+-- name: DecisionInsert :one
+INSERT INTO cks_task_decisions (task_id, attempt, restart, revision, derived_from_revision,
+    kind, text, actor, created_at)
+VALUES (@task_id, @attempt, @restart, @revision, @derived_from_revision,
+    @kind, @text, @actor, @created_at)
+RETURNING *;
+
+-- name: DecisionList :many
+SELECT * FROM cks_task_decisions WHERE task_id = @task_id ORDER BY decision_id;
+
+-- name: AbortInsert :one
+INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
+    reason, requested_at, deadline_at, outcome, resolved_at)
+VALUES (@task_id, @lease_token_hash, @executor, @attempt, @restart, @requested_by,
+    @reason, @requested_at, @deadline_at, @outcome, @resolved_at)
+RETURNING *;
+
+-- name: AbortGet :one
+SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
+
+-- name: AbortFindLatest :one
+SELECT * FROM cks_task_aborts
+WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''
+ORDER BY abort_id DESC
+LIMIT 1;
+
+-- name: AbortUpdate :execrows
+UPDATE cks_task_aborts SET outcome = @outcome, resolved_at = @resolved_at
+WHERE abort_id = @abort_id;
+
+-- name: AbortList :many
+SELECT * FROM cks_task_aborts WHERE task_id = @task_id ORDER BY abort_id;
+
+-- name: AbortLatestMany :many
+SELECT * FROM cks_task_aborts
+WHERE abort_id IN (SELECT max(a.abort_id) FROM cks_task_aborts a
+    WHERE a.task_id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT)))
+    GROUP BY a.task_id)
+ORDER BY task_id;
+
+-- name: AbortPendingDue :many
+SELECT * FROM cks_task_aborts
+WHERE outcome = @outcome AND deadline_at <= @now
+ORDER BY abort_id
+LIMIT @max;

@@ -1,0 +1,335 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// Service is the task ledger over a driver: it implements store.Tasks and
+// store.TaskControl, every rule once for both dialects. Each operation is
+// one driver transaction; every state change goes through transition (the
+// table's Check, the event, TopicTasksReady), every executor call is fenced
+// by the hash of its lease token, and the plain token exists only in what
+// Claim and ClaimReview return (store.ClaimedTask). Every string and JSON
+// argument is checked (store.ValidateText, ValidateJSON, through the shared
+// validators) before anything is read or written.
+type Service struct {
+	db    driver.Driver
+	clock clock.Clock
+	// jitter is the random fraction of a retry's backoff (Backoff's r).
+	jitter func() float64
+}
+
+var (
+	_ store.Tasks       = (*Service)(nil)
+	_ store.TaskControl = (*Service)(nil)
+)
+
+// NewService returns the ledger over db. Of the options it uses the clock
+// (store.WithClock), which tells the time of every write whose time is not
+// an argument.
+func NewService(db driver.Driver, opts ...store.Option) *Service {
+	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64}
+}
+
+// Batch sizes of the sweeps that work through many rows in one transaction.
+const (
+	reclaimBatch = 500
+	expireBatch  = 500
+	waitingPage  = 1000
+)
+
+// write runs fn in one write transaction with the time of the clock. On
+// Postgres the transaction may run again (deadlock, serialization), so fn
+// must only assign its results.
+func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
+	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		return fn(ctx, ex, store.Time(s.clock.Now()))
+	})
+}
+
+// read runs fn in one read-only snapshot.
+func (s *Service) read(ctx context.Context, fn func(ctx context.Context, ex driver.Executor) error) error {
+	return s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, fn)
+}
+
+// holds reports whether token is the current lease of r: the ledger stores
+// only store.HashLeaseToken of a token, and compares hashes.
+func holds(r driver.TaskRow, token string) bool {
+	return token != "" && r.LeaseTokenHash != "" && r.LeaseTokenHash == store.HashLeaseToken(token)
+}
+
+// strs renders states as the driver's parameters.
+func strs(states []State) []string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// notFound is the error of an unknown task id.
+func notFound(id int64) error { return fmt.Errorf("task %d: %w", id, store.ErrNotFound) }
+
+// getRow reads task id locked as asked, or ErrNotFound.
+func getRow(ctx context.Context, ex driver.Executor, id int64, lock driver.Lock) (driver.TaskRow, error) {
+	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{id}, Lock: lock})
+	if err != nil {
+		return driver.TaskRow{}, err
+	}
+	if len(rows) == 0 {
+		return driver.TaskRow{}, notFound(id)
+	}
+	return rows[0], nil
+}
+
+// depsOf returns the dependencies of each of the tasks ids.
+func depsOf(ctx context.Context, ex driver.Executor, ids ...int64) (map[int64][]int64, error) {
+	edges, err := ex.TaskDepList(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]int64{}
+	for _, e := range edges {
+		out[e.TaskID] = append(out[e.TaskID], e.DependsOn)
+	}
+	return out, nil
+}
+
+// tasksOf converts rows to tasks with their dependencies.
+func tasksOf(ctx context.Context, ex driver.Executor, rows ...driver.TaskRow) ([]store.Task, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	deps, err := depsOf(ctx, ex, ids...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Task, len(rows))
+	for i, r := range rows {
+		out[i] = toTask(r, deps[r.ID])
+	}
+	return out, nil
+}
+
+// taskOf converts one row to a task with its dependencies.
+func taskOf(ctx context.Context, ex driver.Executor, r driver.TaskRow) (store.Task, error) {
+	ts, err := tasksOf(ctx, ex, r)
+	if err != nil {
+		return store.Task{}, err
+	}
+	return ts[0], nil
+}
+
+// toTask is the read view of a row: everything but the lease token's hash.
+func toTask(r driver.TaskRow, deps []int64) store.Task {
+	t := store.Task{
+		ID:                 r.ID,
+		Type:               r.Type,
+		Title:              r.Title,
+		Description:        r.Description,
+		AcceptanceCriteria: r.AcceptanceCriteria,
+		Payload:            json.RawMessage(r.Payload),
+		State:              State(r.State),
+		Priority:           r.Priority,
+		Attempts:           r.Attempts,
+		MaxAttempts:        r.MaxAttempts,
+		Restarts:           r.Restarts,
+		Revision:           r.Revision,
+		Metadata:           json.RawMessage(r.Metadata),
+		DependsOn:          deps,
+		DedupeKey:          r.DedupeKey,
+		CreatedBy:          r.CreatedBy,
+		ClaimedBy:          r.ClaimedBy,
+		ClaimedAt:          r.ClaimedAt,
+		LeaseExpiresAt:     r.LeaseExpiresAt,
+		LeaseRenewedAt:     r.LeaseRenewedAt,
+		RunAfter:           r.RunAfter,
+		Result:             r.Result,
+		LastError:          r.LastError,
+		Question:           r.Question,
+		Answer:             r.Answer,
+		ReviewNote:         r.ReviewNote,
+		CreatedAt:          r.CreatedAt,
+		UpdatedAt:          r.UpdatedAt,
+		StateChangedAt:     r.StateChangedAt,
+	}
+	if r.ParentID != 0 {
+		p := r.ParentID
+		t.ParentID = &p
+	}
+	return t
+}
+
+func toEvent(e driver.TaskEventRow) store.TaskEvent {
+	return store.TaskEvent{ID: e.ID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: State(e.From),
+		To: State(e.To), Attempt: e.Attempt, Reason: e.Reason}
+}
+
+func toEvidence(e driver.EvidenceRow) store.Evidence {
+	return store.Evidence{ID: e.ID, TaskID: e.TaskID, Attempt: e.Attempt, Restart: e.Restart, Revision: e.Revision,
+		Kind: e.Kind, Body: e.Body, Actor: e.Actor, CreatedAt: e.CreatedAt}
+}
+
+func toDecision(d driver.DecisionRow) store.Decision {
+	return store.Decision{ID: d.ID, TaskID: d.TaskID, Attempt: d.Attempt, Restart: d.Restart, Revision: d.Revision,
+		DerivedFromRevision: d.DerivedFromRevision, Kind: d.Kind, Text: d.Text, Actor: d.Actor, CreatedAt: d.CreatedAt}
+}
+
+func toAbort(a driver.AbortRow) store.Abort {
+	return store.Abort{ID: a.ID, TaskID: a.TaskID, Executor: a.Executor, Attempt: a.Attempt, Restart: a.Restart,
+		RequestedBy: a.RequestedBy, Reason: a.Reason, RequestedAt: a.RequestedAt, DeadlineAt: a.DeadlineAt,
+		Outcome: store.AbortOutcome(a.Outcome), ResolvedAt: a.ResolvedAt}
+}
+
+// move is one state change of one task: the row as read (and locked) in
+// the transaction, the state it moves to, what else changes with it, and
+// its event.
+type move struct {
+	row driver.TaskRow
+	to  State
+	// set changes the other columns of the row.
+	set           func(r *driver.TaskRow)
+	actor, reason string
+	// attempt, when > 0, is the event's attempt; otherwise the row's
+	// attempts after the change.
+	attempt int
+}
+
+// transition is the one function through which every state change goes.
+// It checks each move against the table (Check), applies it, writes the
+// rows by primary key (one TaskUpdateMany), appends one event per move (one
+// TaskEventInsertMany) and publishes TopicTasksReady when a task became
+// OPEN, all in ex's transaction; state_changed_at and updated_at become
+// now. It returns the rows as written, in the order of moves.
+func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []move) ([]driver.TaskRow, error) {
+	if len(moves) == 0 {
+		return nil, nil
+	}
+	rows := make([]driver.TaskRow, len(moves))
+	events := make([]driver.TaskEventRow, len(moves))
+	ready := false
+	for i, m := range moves {
+		from := State(m.row.State)
+		if err := Check(from, m.to); err != nil {
+			return nil, fmt.Errorf("task %d: %w", m.row.ID, err)
+		}
+		r := m.row
+		if m.set != nil {
+			m.set(&r)
+		}
+		r.State, r.UpdatedAt, r.StateChangedAt = string(m.to), now, now
+		attempt := r.Attempts
+		if m.attempt > 0 {
+			attempt = m.attempt
+		}
+		rows[i] = r
+		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
+			Attempt: attempt, Reason: m.reason}
+		ready = ready || m.to == Open
+	}
+	n, err := ex.TaskUpdateMany(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(rows) {
+		return nil, fmt.Errorf("%d of %d tasks changed concurrently: %w", len(rows)-n, len(rows), store.ErrConflict)
+	}
+	if err := ex.TaskEventInsertMany(ctx, events); err != nil {
+		return nil, err
+	}
+	if ready {
+		if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// moveOne applies one move and returns the row as written.
+func moveOne(ctx context.Context, ex driver.Executor, now time.Time, m move) (driver.TaskRow, error) {
+	rows, err := transition(ctx, ex, now, []move{m})
+	if err != nil {
+		return m.row, err
+	}
+	return rows[0], nil
+}
+
+// revoke ends the current lease: the token stops being current, so the
+// executor's next call fails with ErrLeaseLost.
+func revoke(r *driver.TaskRow) {
+	r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt, r.ClaimedBy = "", time.Time{}, time.Time{}, ""
+}
+
+// leased reads and locks task id and checks that token is its current lease
+// and that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound,
+// or the FieldError of a token that is not text).
+func leased(ctx context.Context, ex driver.Executor, id int64, token string, states ...State) (driver.TaskRow, error) {
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return driver.TaskRow{}, err
+	}
+	r, err := getRow(ctx, ex, id, driver.LockUpdate)
+	if err != nil {
+		return r, err
+	}
+	if !holds(r, token) || !slices.Contains(states, State(r.State)) {
+		return r, fmt.Errorf("task %d (now %s): %w", id, r.State, store.ErrLeaseLost)
+	}
+	return r, nil
+}
+
+// onTask runs fn on task id, read and locked in one write transaction, and
+// returns the task fn's row becomes.
+func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := getRow(ctx, ex, id, driver.LockUpdate)
+		if err != nil {
+			return err
+		}
+		r, err := fn(ctx, ex, now, cur)
+		if err != nil {
+			return err
+		}
+		out, err = taskOf(ctx, ex, r)
+		return err
+	})
+	return out, err
+}
+
+// onLease runs fn on task id fenced by token (leased) in one write
+// transaction, and returns the task fn's row becomes.
+func (s *Service) onLease(ctx context.Context, id int64, token string, states []State, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
+	var out store.Task
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, states...)
+		if err != nil {
+			return err
+		}
+		r, err := fn(ctx, ex, now, cur)
+		if err != nil {
+			return err
+		}
+		out, err = taskOf(ctx, ex, r)
+		return err
+	})
+	return out, err
+}
+
+// wrongState is WrongState for a row.
+func wrongState(r driver.TaskRow, op string, want State) error {
+	return WrongState(store.Task{ID: r.ID, State: State(r.State)}, op, want)
+}
+
+// isUnique reports whether err is a unique violation of the driver.
+func isUnique(err error) bool { return errors.Is(err, driver.ErrUniqueViolation) }

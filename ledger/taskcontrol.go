@@ -1,0 +1,542 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// insertAbort records a pending abort of cur's current lease (cur read and
+// locked in the transaction, CLAIMED or RUNNING, its lease not yet revoked
+// in this copy) and publishes TopicTaskAborts.
+func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string, deadline time.Duration) (store.Abort, error) {
+	a, err := ex.AbortInsert(ctx, driver.AbortRow{TaskID: cur.ID, LeaseTokenHash: cur.LeaseTokenHash,
+		Executor: cur.ClaimedBy, Attempt: cur.Attempts, Restart: cur.Restarts, RequestedBy: actor, Reason: reason,
+		RequestedAt: now, DeadlineAt: store.Time(now.Add(deadline)), Outcome: string(store.AbortPending)})
+	if err != nil {
+		return store.Abort{}, fmt.Errorf("abort of task %d: %w", cur.ID, err)
+	}
+	return toAbort(a), ex.Notify(ctx, store.TopicTaskAborts)
+}
+
+// Stop implements store.TaskControl.
+func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, nil, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
+	}
+	deadline, err := store.ValidateDeadline(deadline)
+	if err != nil {
+		return store.Task{}, nil, err
+	}
+	var ab *store.Abort
+	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		var (
+			out driver.TaskRow
+			err error
+		)
+		out, ab, err = stopTx(ctx, ex, now, cur, actor, "stopped: "+reason, reason, deadline)
+		return out, err
+	})
+	if err != nil {
+		return t, nil, err
+	}
+	return t, ab, nil
+}
+
+// stopTx moves cur (read and locked) to STOPPED, revoking any lease. A
+// CLAIMED or RUNNING task also gives its attempt back (attempts-1; the
+// event carries the aborted attempt) and gets a pending abort naming its
+// executor. reason goes to the event, abortReason to the abort request.
+func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, abortReason string, deadline time.Duration) (driver.TaskRow, *store.Abort, error) {
+	if State(cur.State) == Stopped {
+		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
+	}
+	leased := State(cur.State) == Claimed || State(cur.State) == Running
+	out, err := moveOne(ctx, ex, now, move{row: cur, to: Stopped, actor: actor, reason: reason, attempt: cur.Attempts,
+		set: func(r *driver.TaskRow) {
+			if leased {
+				r.Attempts--
+			}
+			revoke(r)
+		}})
+	if err != nil || !leased {
+		return out, nil, err
+	}
+	ab, err := insertAbort(ctx, ex, now, cur, actor, abortReason, deadline)
+	if err != nil {
+		return out, nil, err
+	}
+	return out, &ab, nil
+}
+
+// Start implements store.TaskControl.
+func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, err
+	}
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return startTx(ctx, ex, now, cur, actor, reason)
+	})
+}
+
+// startTx releases the STOPPED task cur (read and locked) to the state its
+// dependencies call for now: restarts+1, run_after cleared.
+func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+	if State(cur.State) != Stopped {
+		return cur, wrongState(cur, "start", Stopped)
+	}
+	deps, err := depsOf(ctx, ex, cur.ID)
+	if err != nil {
+		return cur, err
+	}
+	to, why, err := depState(ctx, ex, deps[cur.ID], "depends_on")
+	if err != nil {
+		return cur, err
+	}
+	if reason == "" {
+		reason = "started"
+	}
+	return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason + " (" + why + ")",
+		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
+}
+
+// Update implements store.TaskControl. An update that adds dependencies
+// first takes the dependency graph's lock (TaskLockDependencyGraph), so
+// that two updates cannot each pass the cycle check and together close a
+// cycle. An update whose new children lose a dedupe race is run again (the
+// retry then finds the winner), as Enqueue is. An update applied in place
+// or live appends an event of its own (From and To the task's state,
+// reason "update: FIELDS"), so every edit is in the task's log; a restart
+// records the edit in its stop and start events.
+func (s *Service) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	if err := store.ValidateText("actor", actor); err != nil {
+		return store.UpdateResult{}, err
+	}
+	p, err := p.Validate()
+	if err != nil {
+		return store.UpdateResult{}, err
+	}
+	if deadline, err = store.ValidateDeadline(deadline); err != nil {
+		return store.UpdateResult{}, err
+	}
+	dedupe := slices.ContainsFunc(p.AddChildren, func(n store.NewTask) bool { return n.DedupeKey != "" })
+	for try := 0; ; try++ {
+		var out store.UpdateResult
+		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+			var err error
+			out, err = s.updateTx(ctx, ex, now, id, actor, p, deadline)
+			return err
+		})
+		if isUnique(err) && dedupe && try < maxUniqueRetries {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Time, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+	var out store.UpdateResult
+	if len(p.AddDependsOn) > 0 {
+		if err := ex.TaskLockDependencyGraph(ctx); err != nil {
+			return out, fmt.Errorf("update task %d: dependency lock: %w", id, err)
+		}
+	}
+	cur, err := getRow(ctx, ex, id, driver.LockUpdate)
+	if err != nil {
+		return out, err
+	}
+	state := State(cur.State)
+	material := p.Material()
+	fields := strings.Join(p.Fields(), ", ")
+	summary := "update: " + fields
+	running := state == Claimed || state == Running
+	switch {
+	case IsTerminal(state):
+		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, store.ErrConflict)
+	case running && material:
+		// stop → apply → start in this one transaction: no reader sees STOPPED.
+		out.Path = store.UpdateRestart
+		stopped, ab, err := stopTx(ctx, ex, now, cur, actor, summary, summary, deadline)
+		if err != nil {
+			return out, err
+		}
+		out.Abort = ab
+		applied, children, err := s.applyPatch(ctx, ex, now, stopped, actor, p)
+		if err != nil {
+			return out, err
+		}
+		out.Children = children
+		started, err := startTx(ctx, ex, now, applied, actor, "restarted after "+summary)
+		if err != nil {
+			return out, err
+		}
+		out.Task, err = taskOf(ctx, ex, started)
+		return out, err
+	case running:
+		out.Path = store.UpdateLive
+	case material && (state == NeedsInput || state == NeedsReview || state == Reviewing):
+		return out, fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
+			id, state, fields, store.ErrConflict)
+	default:
+		out.Path = store.UpdateInPlace
+	}
+	applied, children, err := s.applyPatch(ctx, ex, now, cur, actor, p)
+	if err != nil {
+		return out, err
+	}
+	out.Children = children
+	// The edit's own event: who changed which fields, and when.
+	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: id, At: now, Actor: actor,
+		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary}}); err != nil {
+		return out, err
+	}
+	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&
+		slices.Contains([]State{Open, Waiting, Blocked}, State(applied.State)) {
+		// A dependency edit re-evaluates the task as Enqueue would.
+		deps, err := depsOf(ctx, ex, id)
+		if err != nil {
+			return out, err
+		}
+		to, why, err := depState(ctx, ex, deps[id], "add_depends_on")
+		if err != nil {
+			return out, err
+		}
+		if to != State(applied.State) {
+			if applied, err = moveOne(ctx, ex, now, move{row: applied, to: to, actor: actor, reason: summary + " (" + why + ")"}); err != nil {
+				return out, err
+			}
+		}
+	}
+	out.Task, err = taskOf(ctx, ex, applied)
+	return out, err
+}
+
+// applyPatch writes p to cur (read and locked) without changing its state,
+// and returns the row as it now is with the children p created. Cancelled
+// children go through cancelTx, like Cancel (which may block a WAITING cur
+// that depends on one: the row is read again before the fields are
+// written).
+func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor string, p store.TaskPatch) (driver.TaskRow, []store.Task, error) {
+	depMap, err := depsOf(ctx, ex, cur.ID)
+	if err != nil {
+		return cur, nil, err
+	}
+	deps := depMap[cur.ID]
+	var removed []driver.TaskDep
+	for _, d := range p.RemoveDependsOn {
+		if !slices.Contains(deps, d) {
+			return cur, nil, &store.FieldError{Field: "remove_depends_on",
+				Expected: fmt.Sprintf("ids of current dependencies (task %d does not depend on %d)", cur.ID, d)}
+		}
+		deps = slices.DeleteFunc(deps, func(x int64) bool { return x == d })
+		removed = append(removed, driver.TaskDep{TaskID: cur.ID, DependsOn: d})
+	}
+	if err := ex.TaskDepDeleteMany(ctx, removed); err != nil {
+		return cur, nil, fmt.Errorf("update task %d: dependencies: %w", cur.ID, err)
+	}
+	var added []int64
+	for _, d := range p.AddDependsOn {
+		if d == cur.ID {
+			return cur, nil, &store.FieldError{Field: "add_depends_on",
+				Expected: fmt.Sprintf("ids of other tasks (task %d cannot depend on itself)", d)}
+		}
+		if !slices.Contains(deps, d) && !slices.Contains(added, d) {
+			added = append(added, d)
+		}
+	}
+	if len(added) > 0 {
+		if _, _, err := depState(ctx, ex, added, "add_depends_on"); err != nil {
+			return cur, nil, err
+		}
+		var qerr error
+		cycle := Cycle(cur.ID, added, func(id int64) []int64 {
+			if qerr != nil {
+				return nil
+			}
+			m, err := depsOf(ctx, ex, id)
+			if err != nil {
+				qerr = err
+			}
+			return m[id]
+		})
+		if qerr != nil {
+			return cur, nil, qerr
+		}
+		if cycle != nil {
+			return cur, nil, &store.FieldError{Field: "add_depends_on",
+				Expected: fmt.Sprintf("dependencies that close no cycle (this one would: %s)", formatPath(cycle))}
+		}
+		edges := make([]driver.TaskDep, len(added))
+		for i, d := range added {
+			edges[i] = driver.TaskDep{TaskID: cur.ID, DependsOn: d}
+		}
+		if err := ex.TaskDepInsertMany(ctx, edges); err != nil {
+			return cur, nil, fmt.Errorf("update task %d: dependencies: %w", cur.ID, err)
+		}
+	}
+	for _, c := range p.CancelChildren {
+		child, err := getRow(ctx, ex, c, driver.LockUpdate)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && child.ParentID != cur.ID) {
+			return cur, nil, &store.FieldError{Field: "cancel_children",
+				Expected: fmt.Sprintf("ids of children of task %d (%d is not one)", cur.ID, c)}
+		}
+		if err != nil {
+			return cur, nil, err
+		}
+		if _, err := cancelTx(ctx, ex, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
+			return cur, nil, fmt.Errorf("cancel_children: %w", err)
+		}
+	}
+	var children []store.Task
+	for i, n := range p.AddChildren {
+		parent := cur.ID
+		n.ParentID = &parent
+		if n.CreatedBy == "" {
+			n.CreatedBy = actor
+		}
+		child, _, err := s.enqueueTx(ctx, ex, now, n)
+		var fe *store.FieldError
+		if errors.As(err, &fe) {
+			return cur, nil, &store.FieldError{Field: fmt.Sprintf("add_children[%d].%s", i, fe.Field), Expected: fe.Expected}
+		}
+		if err != nil {
+			return cur, nil, err
+		}
+		children = append(children, child)
+	}
+	if len(p.CancelChildren) > 0 {
+		// A cancelled child may have blocked cur.
+		if cur, err = getRow(ctx, ex, cur.ID, driver.LockUpdate); err != nil {
+			return cur, nil, err
+		}
+	}
+	for _, f := range []struct {
+		dst *string
+		val *string
+	}{{&cur.Title, p.Title}, {&cur.Description, p.Description}, {&cur.AcceptanceCriteria, p.AcceptanceCriteria}} {
+		if f.val != nil {
+			*f.dst = *f.val
+		}
+	}
+	if len(p.Payload) > 0 {
+		cur.Payload = p.Payload
+	}
+	if len(p.Metadata) > 0 {
+		cur.Metadata = p.Metadata
+	}
+	if p.Priority != nil {
+		cur.Priority = *p.Priority
+	}
+	if p.Material() {
+		cur.Revision++
+	}
+	cur.UpdatedAt = now
+	if _, err := ex.TaskUpdateMany(ctx, []driver.TaskRow{cur}); err != nil {
+		return cur, nil, fmt.Errorf("update task %d: %w", cur.ID, err)
+	}
+	return cur, children, nil
+}
+
+// formatPath renders a dependency cycle as "1 → 2 → 1".
+func formatPath(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, " → ")
+}
+
+// GetAbort implements store.TaskControl.
+func (s *Service) GetAbort(ctx context.Context, abortID int64) (store.Abort, error) {
+	a, err := s.db.Executor().AbortGet(ctx, driver.AbortGetParams{ID: abortID})
+	if errors.Is(err, driver.ErrNoRows) {
+		return store.Abort{}, fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Abort{}, err
+	}
+	return toAbort(a), nil
+}
+
+// ConfirmAbort implements store.TaskControl. Confirming an abort that is
+// already confirmed changes nothing (its resolved_at stays the first
+// confirmation's).
+func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (store.Abort, error) {
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Abort{}, err
+	}
+	noAbort := fmt.Errorf("no abort of task %d for that lease: %w", id, store.ErrNotFound)
+	if token == "" {
+		return store.Abort{}, noAbort
+	}
+	var out store.Abort
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		a, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: id, LeaseTokenHash: store.HashLeaseToken(token),
+			Lock: driver.LockUpdate})
+		if errors.Is(err, driver.ErrNoRows) {
+			return noAbort
+		}
+		if err != nil {
+			return err
+		}
+		if a.Outcome != string(store.AbortConfirmed) {
+			a.Outcome, a.ResolvedAt = string(store.AbortConfirmed), now
+			if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
+				return err
+			}
+		}
+		out = toAbort(a)
+		return ex.Notify(ctx, store.TopicTaskAborts)
+	})
+	return out, err
+}
+
+// ResolveAbort implements store.TaskControl.
+func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (store.Abort, error) {
+	var out store.Abort
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		a, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: abortID, Lock: driver.LockUpdate})
+		if errors.Is(err, driver.ErrNoRows) {
+			return fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out = toAbort(a)
+		if a.Outcome != string(store.AbortPending) {
+			return nil // settled already: returned as it is
+		}
+		a.Outcome, a.ResolvedAt = string(store.AbortUnconfirmed), now
+		if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
+			return err
+		}
+		out = toAbort(a)
+		return ex.Notify(ctx, store.TopicTaskAborts)
+	})
+	return out, err
+}
+
+// ExpireAborts implements store.TaskControl. Pending aborts another
+// transaction holds (SKIP LOCKED) are being settled by it.
+func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) {
+	now = store.Time(now)
+	n := 0
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
+		n = 0
+		for {
+			due, err := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: string(store.AbortPending),
+				Now: now, Limit: expireBatch})
+			if err != nil {
+				return err
+			}
+			for i := range due {
+				due[i].Outcome, due[i].ResolvedAt = string(store.AbortUnconfirmed), now
+			}
+			k, err := ex.AbortUpdateMany(ctx, due)
+			if err != nil {
+				return err
+			}
+			n += k
+			if len(due) < expireBatch {
+				break
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		return ex.Notify(ctx, store.TopicTaskAborts)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// LeaseHeld implements store.TaskControl.
+func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
+	r, err := getRow(ctx, s.db.Executor(), id, driver.LockNone)
+	if err != nil {
+		return false, err
+	}
+	return holds(r, token), nil
+}
+
+// RecordDecision implements store.TaskControl.
+func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (store.Decision, error) {
+	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("text", text)); err != nil {
+		return store.Decision{}, err
+	}
+	if kind == "" {
+		return store.Decision{}, &store.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
+	}
+	var out store.Decision
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, executing...)
+		if err != nil {
+			return err
+		}
+		out, err = insertDecision(ctx, ex, now, cur, kind, text, derivedFrom)
+		return err
+	})
+	return out, err
+}
+
+// insertDecision records a decision of cur's current attempt, restart and
+// revision (cur read and fenced in the transaction).
+func insertDecision(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, text string, derivedFrom int) (store.Decision, error) {
+	if derivedFrom < 1 || derivedFrom > cur.Revision {
+		return store.Decision{}, &store.FieldError{Field: "derived_from_revision",
+			Expected: fmt.Sprintf("a revision of task %d from 1 to %d (its current one)", cur.ID, cur.Revision)}
+	}
+	d, err := ex.DecisionInsert(ctx, driver.DecisionRow{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts,
+		Revision: cur.Revision, DerivedFromRevision: derivedFrom, Kind: kind, Text: text, Actor: cur.ClaimedBy,
+		CreatedAt: now})
+	if err != nil {
+		return store.Decision{}, fmt.Errorf("decision of task %d: %w", cur.ID, err)
+	}
+	return toDecision(d), nil
+}
+
+// ReuseWorkspace implements store.TaskControl.
+func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (store.Decision, error) {
+	if err := store.ValidateText("path", path); err != nil {
+		return store.Decision{}, err
+	}
+	if path == "" {
+		return store.Decision{}, &store.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
+	}
+	var out store.Decision
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, executing...)
+		if err != nil {
+			return err
+		}
+		evidence, err := ex.EvidenceList(ctx, id)
+		if err != nil {
+			return err
+		}
+		earlier := slices.ContainsFunc(evidence, func(e driver.EvidenceRow) bool {
+			return e.Kind == store.EvidenceWorkspace && e.Body == path && !(e.Restart == cur.Restarts && e.Attempt == cur.Attempts)
+		})
+		if !earlier {
+			return &store.FieldError{Field: "path",
+				Expected: fmt.Sprintf("the path of a workspace an earlier attempt of task %d recorded (none recorded %q)", id, path)}
+		}
+		if out, err = insertDecision(ctx, ex, now, cur, store.DecisionReuseWorkspace, path, derivedFrom); err != nil {
+			return err
+		}
+		_, err = addEvidence(ctx, ex, now, cur, store.EvidenceWorkspace, path)
+		return err
+	})
+	return out, err
+}

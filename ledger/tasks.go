@@ -1,0 +1,769 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// maxUniqueRetries is how often an operation that lost a dedupe race (a
+// unique violation) runs again; the retry finds the winner.
+const maxUniqueRetries = 3
+
+// Enqueue implements store.Tasks. Two enqueues racing on one dedupe key
+// meet at the unique index; the loser runs again and returns the winner's
+// task.
+func (s *Service) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
+	n, err := n.Validate()
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	for try := 0; ; try++ {
+		var (
+			out     store.Task
+			created bool
+		)
+		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+			var err error
+			out, created, err = s.enqueueTx(ctx, ex, now, n)
+			return err
+		})
+		if isUnique(err) && n.DedupeKey != "" && try < maxUniqueRetries {
+			continue
+		}
+		return out, created, err
+	}
+}
+
+// enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
+// it returns the task of n's dedupe key (created false) or inserts the task
+// with its dependencies and creation event. Update's AddChildren uses it
+// too.
+func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n store.NewTask) (store.Task, bool, error) {
+	if n.DedupeKey != "" {
+		id, err := ex.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: n.DedupeKey, Terminal: strs(Terminal[:]),
+			IncludeTerminal: n.DedupeOnce})
+		if err == nil {
+			r, err := getRow(ctx, ex, id, driver.LockNone)
+			if err != nil {
+				return store.Task{}, false, err
+			}
+			t, err := taskOf(ctx, ex, r)
+			return t, false, err
+		}
+		if !errors.Is(err, driver.ErrNoRows) {
+			return store.Task{}, false, fmt.Errorf("enqueue: dedupe: %w", err)
+		}
+	}
+	if n.ParentID != nil {
+		if _, err := getRow(ctx, ex, *n.ParentID, driver.LockNone); errors.Is(err, store.ErrNotFound) {
+			return store.Task{}, false, &store.FieldError{Field: "parent_id",
+				Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+		} else if err != nil {
+			return store.Task{}, false, err
+		}
+	}
+	state, reason, err := depState(ctx, ex, n.DependsOn, "depends_on")
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	if state == Open {
+		reason = "enqueued"
+	}
+	row := driver.TaskRow{Type: n.Type, Title: n.Title, Description: n.Description,
+		AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: string(state), Priority: n.Priority,
+		MaxAttempts: n.MaxAttempts, Revision: 1, DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy,
+		CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Metadata: n.Metadata}
+	if n.ParentID != nil {
+		row.ParentID = *n.ParentID
+	}
+	inserted, err := ex.TaskInsertMany(ctx, []driver.TaskRow{row})
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("enqueue: %w", err)
+	}
+	row = inserted[0] // as stored: the database's form of the JSON columns
+	deps := make([]driver.TaskDep, len(n.DependsOn))
+	for i, d := range n.DependsOn {
+		deps[i] = driver.TaskDep{TaskID: row.ID, DependsOn: d}
+	}
+	if err := ex.TaskDepInsertMany(ctx, deps); err != nil {
+		return store.Task{}, false, fmt.Errorf("enqueue: dependencies: %w", err)
+	}
+	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: row.ID, At: now, Actor: n.CreatedBy,
+		To: string(state), Reason: reason}}); err != nil {
+		return store.Task{}, false, err
+	}
+	if state == Open {
+		if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
+			return store.Task{}, false, err
+		}
+	}
+	// The dependencies are the ones just written, in the order a read
+	// returns them.
+	var ds []int64
+	if len(n.DependsOn) > 0 {
+		ds = slices.Sorted(slices.Values(n.DependsOn))
+	}
+	return toTask(row, ds), true, nil
+}
+
+// depState is the state a task with dependencies deps belongs in now, as
+// Enqueue, Start and Update evaluate it: BLOCKED when one FAILED or was
+// CANCELLED, WAITING when one is not COMPLETED, else OPEN, with the reason
+// ("dependencies complete" for OPEN), deps taken in order. The dependencies
+// are read with LockShare: a dependency completing concurrently either
+// waits for this transaction (and then sees the task in its new state) or
+// is seen COMPLETED here. A missing dependency is a FieldError naming
+// field.
+func depState(ctx context.Context, ex driver.Executor, deps []int64, field string) (State, string, error) {
+	state, reason := Open, "dependencies complete"
+	if len(deps) == 0 {
+		return state, reason, nil
+	}
+	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: deps, Lock: driver.LockShare})
+	if err != nil {
+		return "", "", fmt.Errorf("dependencies: %w", err)
+	}
+	byID := make(map[int64]State, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = State(r.State)
+	}
+	for _, d := range deps {
+		dep, ok := byID[d]
+		switch {
+		case !ok:
+			return "", "", &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+		case dep == Failed || dep == Cancelled:
+			return Blocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
+		case dep != Completed && state == Open:
+			state, reason = Waiting, fmt.Sprintf("waiting for dependency %d", d)
+		}
+	}
+	return state, reason, nil
+}
+
+// GetTask implements store.Tasks. It reads the task and everything recorded
+// for it in one read-only snapshot, so the grouping by attempt sees the
+// counters the records were made under.
+func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
+	var t store.Task
+	err := s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
+		r, err := getRow(ctx, ex, id, driver.LockNone)
+		if err != nil {
+			return err
+		}
+		if t, err = taskOf(ctx, ex, r); err != nil {
+			return err
+		}
+		events, err := ex.TaskEventList(ctx, id)
+		if err != nil {
+			return err
+		}
+		t.Events = make([]store.TaskEvent, len(events))
+		for i, e := range events {
+			t.Events[i] = toEvent(e)
+		}
+		evRows, err := ex.EvidenceList(ctx, id)
+		if err != nil {
+			return err
+		}
+		evidence := make([]store.Evidence, len(evRows))
+		for i, e := range evRows {
+			evidence[i] = toEvidence(e)
+		}
+		decRows, err := ex.DecisionList(ctx, id)
+		if err != nil {
+			return err
+		}
+		decisions := make([]store.Decision, len(decRows))
+		for i, d := range decRows {
+			decisions[i] = toDecision(d)
+		}
+		abRows, err := ex.AbortList(ctx, id)
+		if err != nil {
+			return err
+		}
+		var aborts []store.Abort
+		for _, a := range abRows {
+			aborts = append(aborts, toAbort(a))
+		}
+		store.GroupAttempts(&t, evidence, decisions, aborts)
+		return nil
+	})
+	return t, err
+}
+
+// filterStates checks the states of f against the table and renders them.
+func filterStates(f store.TaskFilter) ([]string, error) {
+	for _, st := range f.States {
+		if !Valid(st) {
+			return nil, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", All, st)}
+		}
+	}
+	return strs(f.States), nil
+}
+
+// ListTasks implements store.Tasks.
+func (s *Service) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+	f, err := f.Validate()
+	if err != nil {
+		return store.TaskPage{}, err
+	}
+	states, err := filterStates(f)
+	if err != nil {
+		return store.TaskPage{}, err
+	}
+	var page store.TaskPage
+	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
+		page = store.TaskPage{}
+		rows, err := ex.TaskList(ctx, driver.TaskListParams{States: states, Types: f.Types,
+			StateChangedBefore: store.Time(f.StateChangedBefore), After: f.After, Limit: f.Limit + 1})
+		if err != nil {
+			return err
+		}
+		if len(rows) > f.Limit {
+			rows = rows[:f.Limit]
+			page.Next = rows[f.Limit-1].ID
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if page.Tasks, err = tasksOf(ctx, ex, rows...); err != nil {
+			return err
+		}
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		last, err := ex.AbortLatestMany(ctx, ids)
+		if err != nil {
+			return err
+		}
+		byTask := make(map[int64]*store.Abort, len(last))
+		for _, a := range last {
+			ab := toAbort(a)
+			byTask[a.TaskID] = &ab
+		}
+		for i := range page.Tasks {
+			page.Tasks[i].LastAbort = byTask[page.Tasks[i].ID]
+		}
+		return nil
+	})
+	return page, err
+}
+
+// CountTasks implements store.Tasks.
+func (s *Service) CountTasks(ctx context.Context, f store.TaskFilter) (int, error) {
+	if err := store.ValidateTexts("type", f.Types); err != nil {
+		return 0, err
+	}
+	states, err := filterStates(f)
+	if err != nil {
+		return 0, err
+	}
+	return s.db.Executor().TaskCount(ctx, driver.TaskCountParams{States: states, Types: f.Types,
+		StateChangedBefore: store.Time(f.StateChangedBefore)})
+}
+
+// lease gives r a fresh lease held by holder for d and returns its plain
+// token (store.NewLeaseToken); only its hash is written.
+func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) string {
+	token := store.NewLeaseToken()
+	r.ClaimedBy, r.ClaimedAt, r.LeaseTokenHash = holder, now, store.HashLeaseToken(token)
+	r.LeaseExpiresAt, r.LeaseRenewedAt, r.LeaseMs = now.Add(d), now, d.Milliseconds()
+	return token
+}
+
+// Claim implements store.Tasks: the claimable tasks are read locked (SKIP
+// LOCKED: another claimer's are passed over) and leased in one write.
+func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
+	if err := store.ValidateTexts("types", types); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateClaim(worker, n, d); err != nil {
+		return nil, err
+	}
+	var out []store.ClaimedTask
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		out = nil
+		rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: string(Open),
+			Excluded: strs(DispatchExcluded[:]), Types: types, Now: now, Limit: n})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		tokens := make(map[int64]string, len(rows))
+		moves := make([]move, len(rows))
+		for i, r := range rows {
+			moves[i] = move{row: r, to: Claimed, actor: worker, reason: "claimed", set: func(r *driver.TaskRow) {
+				tokens[r.ID] = lease(r, now, worker, d)
+				r.Attempts++
+				r.RunAfter = time.Time{}
+			}}
+		}
+		claimed, err := transition(ctx, ex, now, moves)
+		if err != nil {
+			return err
+		}
+		ts, err := tasksOf(ctx, ex, claimed...)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			out = append(out, store.ClaimedTask{Task: t, LeaseToken: tokens[t.ID]})
+		}
+		return nil
+	})
+	store.SortClaimed(out)
+	return out, err
+}
+
+// executing are the states an executor's lease is good for.
+var executing = []State{Claimed, Running}
+
+// MarkRunning implements store.Tasks.
+func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
+	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: "running"})
+	})
+}
+
+// Touch implements store.Tasks.
+func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, Claimed, Running, Reviewing)
+		if err != nil {
+			return err
+		}
+		cur.LeaseRenewedAt, cur.UpdatedAt = now, now
+		cur.LeaseExpiresAt = now.Add(time.Duration(cur.LeaseMs) * time.Millisecond)
+		_, err = ex.TaskUpdateMany(ctx, []driver.TaskRow{cur})
+		return err
+	})
+	return err == nil, err
+}
+
+// AddEvidence implements store.Tasks.
+func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (store.Evidence, error) {
+	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("body", body)); err != nil {
+		return store.Evidence{}, err
+	}
+	if kind == "" {
+		return store.Evidence{}, &store.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
+	}
+	var out store.Evidence
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, executing...)
+		if err != nil {
+			return err
+		}
+		out, err = addEvidence(ctx, ex, now, cur, kind, body)
+		return err
+	})
+	return out, err
+}
+
+// addEvidence records evidence of cur's current attempt, restart and
+// revision (cur read and fenced in the transaction).
+func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, body string) (store.Evidence, error) {
+	e, err := ex.EvidenceInsert(ctx, driver.EvidenceRow{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts,
+		Revision: cur.Revision, Kind: kind, Body: body, Actor: cur.ClaimedBy, CreatedAt: now})
+	return toEvidence(e), err
+}
+
+// Complete implements store.Tasks.
+func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
+	if err := store.ValidateText("result", result); err != nil {
+		return store.Task{}, err
+	}
+	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		to, reason := Completed, "completed"
+		if needsReview {
+			to, reason = NeedsReview, "needs review"
+		}
+		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+			set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }})
+		if err != nil || to != Completed {
+			return out, err
+		}
+		return out, releaseDependants(ctx, ex, now, id)
+	})
+}
+
+// releaseDependants moves the WAITING dependants of the just completed task
+// id whose dependencies are now all COMPLETED to OPEN. Nothing more is read
+// when it has none. It locks the dependants first, in a statement of its
+// own, so that the states of their dependencies are read in a later
+// statement, after any concurrent completion of another of them has
+// committed (Postgres, READ COMMITTED: two such completions would otherwise
+// each miss the other's and leave the dependant WAITING).
+func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, id int64) error {
+	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{id}, State: string(Waiting),
+		Lock: driver.LockUpdate})
+	if err != nil || len(waiting) == 0 {
+		return err
+	}
+	moves, err := released(ctx, ex, waiting, func(driver.TaskRow) move {
+		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", id)}
+	})
+	if err != nil {
+		return err
+	}
+	_, err = transition(ctx, ex, now, moves)
+	return err
+}
+
+// released returns the moves of those of the WAITING tasks waiting (read
+// and locked) whose dependencies are all COMPLETED, each made by mk.
+func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow, mk func(driver.TaskRow) move) ([]move, error) {
+	ids := make([]int64, len(waiting))
+	for i, r := range waiting {
+		ids[i] = r.ID
+	}
+	deps, err := depsOf(ctx, ex, ids...)
+	if err != nil {
+		return nil, err
+	}
+	var all []int64
+	for _, ds := range deps {
+		all = append(all, ds...)
+	}
+	slices.Sort(all)
+	states, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+	if err != nil {
+		return nil, err
+	}
+	done := map[int64]bool{}
+	for _, r := range states {
+		done[r.ID] = State(r.State) == Completed
+	}
+	var moves []move
+	for _, r := range waiting {
+		if State(r.State) != Waiting || IsDispatchExcluded(State(r.State)) {
+			continue
+		}
+		if !slices.ContainsFunc(deps[r.ID], func(d int64) bool { return !done[d] }) {
+			m := mk(r)
+			m.row = r
+			moves = append(moves, m)
+		}
+	}
+	return moves, nil
+}
+
+// blockDependants moves the WAITING dependants of task id, which just became
+// (or, for ReleaseDependencies, is) FAILED or CANCELLED, to BLOCKED, and so
+// on down the dependency graph, with events by actor. It returns how many
+// tasks it blocked.
+func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, actor string, id int64, state State, why string) (int, error) {
+	type item struct {
+		id     int64
+		reason string
+	}
+	queue := []item{{id, fmt.Sprintf("dependency %d is %s: %s", id, state, why)}}
+	n := 0
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{it.id},
+			State: string(Waiting), Lock: driver.LockUpdate})
+		if err != nil {
+			return n, err
+		}
+		moves := make([]move, len(waiting))
+		for i, r := range waiting {
+			moves[i] = move{row: r, to: Blocked, actor: actor, reason: it.reason,
+				set: func(r *driver.TaskRow) { r.LastError = it.reason }}
+		}
+		blocked, err := transition(ctx, ex, now, moves)
+		if err != nil {
+			return n, err
+		}
+		n += len(blocked)
+		for _, b := range blocked {
+			queue = append(queue, item{b.ID, fmt.Sprintf("dependency %d is BLOCKED (%s)", b.ID, it.reason)})
+		}
+	}
+	return n, nil
+}
+
+// Fail implements store.Tasks.
+func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
+	if err := store.ValidateText("reason", reason); err != nil {
+		return store.Task{}, err
+	}
+	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		if retryable && cur.Attempts < cur.MaxAttempts {
+			runAfter := now.Add(Backoff(cur.Attempts, s.jitter()))
+			return moveOne(ctx, ex, now, move{row: cur, to: Open, actor: cur.ClaimedBy, reason: "retry: " + reason,
+				set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }})
+		}
+		why := reason
+		if retryable {
+			why = "max attempts: " + reason
+		}
+		out, err := moveOne(ctx, ex, now, move{row: cur, to: Failed, actor: cur.ClaimedBy, reason: why,
+			set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }})
+		if err != nil {
+			return out, err
+		}
+		_, err = blockDependants(ctx, ex, now, "ledger", id, Failed, why)
+		return out, err
+	})
+}
+
+// RequestInput implements store.Tasks.
+func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
+	if err := store.ValidateText("question", question); err != nil {
+		return store.Task{}, err
+	}
+	if question == "" {
+		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	}
+	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return moveOne(ctx, ex, now, move{row: cur, to: NeedsInput, actor: cur.ClaimedBy, reason: question,
+			attempt: cur.Attempts, set: func(r *driver.TaskRow) {
+				r.Question, r.Answer = question, ""
+				r.Attempts--
+				revoke(r)
+			}})
+	})
+}
+
+// Answer implements store.Tasks.
+func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("text", text)); err != nil {
+		return store.Task{}, err
+	}
+	if text == "" {
+		return store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
+	}
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		if State(cur.State) != NeedsInput {
+			return cur, wrongState(cur, "answer", NeedsInput)
+		}
+		return moveOne(ctx, ex, now, move{row: cur, to: Open, actor: actor, reason: "answered: " + text,
+			set: func(r *driver.TaskRow) { r.Answer, r.RunAfter = text, time.Time{} }})
+	})
+}
+
+// ClaimReview implements store.Tasks.
+func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (store.ClaimedTask, error) {
+	if err := store.ValidateText("reviewer", reviewer); err != nil {
+		return store.ClaimedTask{}, err
+	}
+	if err := store.ValidateClaim(reviewer, 1, d); err != nil {
+		return store.ClaimedTask{}, err
+	}
+	var token string
+	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		if State(cur.State) != NeedsReview {
+			return cur, wrongState(cur, "claim review", NeedsReview)
+		}
+		return moveOne(ctx, ex, now, move{row: cur, to: Reviewing, actor: reviewer, reason: "review claimed",
+			set: func(r *driver.TaskRow) { token = lease(r, now, reviewer, d) }})
+	})
+	if err != nil {
+		return store.ClaimedTask{}, err
+	}
+	return store.ClaimedTask{Task: t, LeaseToken: token}, nil
+}
+
+// Approve implements store.Tasks.
+func (s *Service) Approve(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, true, note)
+}
+
+// Reject implements store.Tasks.
+func (s *Service) Reject(ctx context.Context, id int64, token, note string) (store.Task, error) {
+	return s.decideReview(ctx, id, token, false, note)
+}
+
+func (s *Service) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (store.Task, error) {
+	if err := store.ValidateText("note", note); err != nil {
+		return store.Task{}, err
+	}
+	return s.onLease(ctx, id, token, []State{Reviewing}, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		to, reason := Open, "review rejected: "+note
+		if approve {
+			to, reason = Completed, "review approved: "+note
+		}
+		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+			set: func(r *driver.TaskRow) { r.ReviewNote, r.RunAfter = note, time.Time{}; revoke(r) }})
+		if err != nil || !approve {
+			return out, err
+		}
+		return out, releaseDependants(ctx, ex, now, id)
+	})
+}
+
+// Cancel implements store.Tasks.
+func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+		return store.Task{}, err
+	}
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return cancelTx(ctx, ex, now, cur, actor, reason)
+	})
+}
+
+// cancelTx is Cancel's work on cur (read and locked): CANCELLED with the
+// lease revoked, a pending abort (published on TopicTaskAborts) when cur
+// was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
+// CancelChildren uses it too.
+func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+	out, err := moveOne(ctx, ex, now, move{row: cur, to: Cancelled, actor: actor, reason: reason,
+		set: func(r *driver.TaskRow) { r.LastError = reason; revoke(r) }})
+	if err != nil {
+		return out, err
+	}
+	if st := State(cur.State); st == Claimed || st == Running {
+		if _, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+			return out, err
+		}
+	}
+	_, err = blockDependants(ctx, ex, now, "ledger", cur.ID, Cancelled, reason)
+	return out, err
+}
+
+// ReclaimExpired implements store.Tasks. The expired leases are read in
+// batches, locked with SKIP LOCKED (a lease another transaction is
+// renewing or ending is that one's business).
+func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
+	if staleWindow < 0 {
+		return 0, &store.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
+	}
+	now = store.Time(now)
+	total := 0
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
+		total = 0
+		for {
+			rows, err := ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
+				States: strs([]State{Claimed, Running, Reviewing}), Excluded: strs(DispatchExcluded[:]),
+				ExpiredAt: now, RenewedBefore: now.Add(-staleWindow), Limit: reclaimBatch})
+			if err != nil {
+				return err
+			}
+			moves := make([]move, len(rows))
+			var failed []int64
+			for i, r := range rows {
+				switch {
+				case State(r.State) == Reviewing:
+					// An abandoned review goes back to the review queue.
+					moves[i] = move{row: r, to: NeedsReview, actor: "reaper", reason: "review lease expired", set: revoke}
+				case r.Attempts >= r.MaxAttempts:
+					moves[i] = move{row: r, to: Failed, actor: "reaper", reason: "max attempts",
+						set: func(r *driver.TaskRow) { r.LastError = "max attempts"; revoke(r) }}
+					failed = append(failed, r.ID)
+				default:
+					moves[i] = move{row: r, to: Open, actor: "reaper", reason: "lease expired",
+						set: func(r *driver.TaskRow) { r.LastError = "lease expired"; revoke(r) }}
+				}
+			}
+			if _, err := transition(ctx, ex, now, moves); err != nil {
+				return err
+			}
+			for _, id := range failed {
+				if _, err := blockDependants(ctx, ex, now, "ledger", id, Failed, "max attempts"); err != nil {
+					return err
+				}
+			}
+			total += len(rows)
+			if len(rows) < reclaimBatch {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+// ReleaseDependencies implements store.Tasks. FAILED, CANCELLED and
+// COMPLETED are terminal, so what the first reads see of dependencies
+// cannot be undone by a concurrent transaction; the WAITING tasks are then
+// locked and their dependencies read again before any is released.
+func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRelease, error) {
+	var out store.DependencyRelease
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		out = store.DependencyRelease{}
+		var waiting []driver.TaskRow
+		for after := int64(0); ; {
+			page, err := ex.TaskList(ctx, driver.TaskListParams{States: []string{string(Waiting)}, After: after, Limit: waitingPage})
+			if err != nil {
+				return err
+			}
+			waiting = append(waiting, page...)
+			if len(page) < waitingPage {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return IsDispatchExcluded(State(r.State)) })
+		if len(waiting) == 0 {
+			return nil
+		}
+		ids := make([]int64, len(waiting))
+		for i, r := range waiting {
+			ids[i] = r.ID
+		}
+		deps, err := depsOf(ctx, ex, ids...)
+		if err != nil {
+			return err
+		}
+		var all []int64
+		for _, ds := range deps {
+			all = append(all, ds...)
+		}
+		slices.Sort(all)
+		depRows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+		if err != nil {
+			return err
+		}
+		// Every FAILED or CANCELLED dependency of a WAITING task, by id.
+		for _, d := range depRows {
+			if st := State(d.State); st == Failed || st == Cancelled {
+				n, err := blockDependants(ctx, ex, now, store.ActorDependencyRelease, d.ID, st,
+					"found by the dependency_release sweeper")
+				if err != nil {
+					return err
+				}
+				out.Blocked += n
+			}
+		}
+		locked, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: ids, Lock: driver.LockUpdate})
+		if err != nil {
+			return err
+		}
+		moves, err := released(ctx, ex, locked, func(driver.TaskRow) move {
+			return move{to: Open, actor: store.ActorDependencyRelease,
+				reason: "dependencies complete (found by the dependency_release sweeper)"}
+		})
+		if err != nil {
+			return err
+		}
+		rows, err := transition(ctx, ex, now, moves)
+		out.Released = len(rows)
+		return err
+	})
+	if err != nil {
+		return store.DependencyRelease{}, err
+	}
+	return out, nil
+}
+
+// Transition moves task id to state to through the table, recording an
+// event by actor with reason, and nothing else: no lease, dependency or
+// attempt effects. It exists for the conformance suite and repair tools;
+// the operations of store.Tasks are what callers use.
+func (s *Service) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
+	})
+}
