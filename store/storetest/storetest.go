@@ -64,6 +64,16 @@ func RunKnowledge(t *testing.T, newDB NewDB, opts ...Option) {
 	runDB(t, newDB, c, slices.Concat(knowledgeTests(), versionTests(), badTextKnowledgeTests()))
 }
 
+// RunTasks runs the task ledger's part of the suite (tasks, leases, sweeps,
+// sweeper control, operator control, the ledger's bad-text cases): for an
+// implementation of store.Tasks and store.TaskControl tested before the
+// rest of store.Store is built on the same schema.
+func RunTasks(t *testing.T, newDB NewDB, opts ...Option) {
+	t.Helper()
+	c := apply(opts)
+	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), badTextTests()))
+}
+
 func runDB(t *testing.T, newDB NewDB, c config, tests []taskTest) {
 	t.Helper()
 	for _, tc := range tests {
