@@ -304,12 +304,15 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 		if n.CreatedBy == "" {
 			n.CreatedBy = actor
 		}
-		child, _, err := s.enqueueTx(ctx, ex, now, n)
+		child, created, err := s.enqueueTx(ctx, ex, now, n)
 		var fe *store.FieldError
 		if errors.As(err, &fe) {
 			return cur, nil, &store.FieldError{Field: fmt.Sprintf("add_children[%d].%s", i, fe.Field), Expected: fe.Expected}
 		}
 		if err != nil {
+			return cur, nil, err
+		}
+		if err := store.CheckChildDedupe(i, cur.ID, child, created); err != nil {
 			return cur, nil, err
 		}
 		children = append(children, child)

@@ -408,3 +408,18 @@ func (p TaskPatch) Fields() []string {
 	}
 	return out
 }
+
+// CheckChildDedupe is the rule for a dedupe hit among the add_children of an
+// Update of task parent: the i-th child found the live task child (created
+// false) under its dedupe key. Only a child of parent may be found so — the
+// update then adds it again idempotently; a hit on any other task is a
+// FieldError naming add_children[i].dedupe_key that says nothing of that
+// task (the caller may not be allowed to read it), and the update changes
+// nothing.
+func CheckChildDedupe(i int, parent int64, child Task, created bool) error {
+	if created || (child.ParentID != nil && *child.ParentID == parent) {
+		return nil
+	}
+	return fieldError(fmt.Sprintf("add_children[%d].dedupe_key", i),
+		fmt.Sprintf("a key no task but a child of task %d holds", parent))
+}

@@ -99,6 +99,9 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives warnings (a failed heartbeat); nil discards them.
 	Logger *slog.Logger
+	// RetryWait is the first wait before a write of the attempt that failed
+	// on the connection is tried again (see write); 0 means 100ms.
+	RetryWait time.Duration
 }
 
 // Executor runs claimed tasks (Run) and delivers aborts to them. One
@@ -154,8 +157,13 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 	defer e.unregister(r)
 
 	if t.State != "RUNNING" {
-		cur, err := e.st.MarkRunning(rctx, t.ID, token)
-		if errors.Is(err, store.ErrLeaseLost) {
+		var cur store.Task
+		err := e.write(rctx, t, "mark running", func() (err error) {
+			cur, err = e.st.MarkRunning(rctx, t.ID, token)
+			return err
+		})
+		// An abort seen meanwhile cancels rctx, and with it the write.
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(rctx), errLeaseLost) {
 			return e.lost(ctx, t, token)
 		}
 		if err != nil {
@@ -180,7 +188,11 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 		return e.lost(wctx, t, token)
 	}
 	if ctx.Err() != nil {
-		cur, err := e.st.Fail(wctx, t.ID, token, true, "interrupted: the executor is shutting down")
+		var cur store.Task
+		err := e.write(wctx, t, "fail", func() (err error) {
+			cur, err = e.st.Fail(wctx, t.ID, token, true, "interrupted: the executor is shutting down")
+			return err
+		})
 		if errors.Is(err, store.ErrLeaseLost) {
 			return e.lost(wctx, t, token)
 		}
@@ -189,13 +201,21 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 	if rerr != nil {
 		// The error may quote anything (a command's output): store what the
 		// store takes rather than have the failure itself refused.
-		cur, err := e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
+		var cur store.Task
+		err := e.write(wctx, t, "fail", func() (err error) {
+			cur, err = e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
+			return err
+		})
 		if errors.Is(err, store.ErrLeaseLost) {
 			return e.lost(wctx, t, token)
 		}
 		return Report{Outcome: Failed, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
-	cur, err := e.st.Complete(wctx, t.ID, token, res.NeedsReview, res.Output)
+	var cur store.Task
+	err := e.write(wctx, t, "complete", func() (err error) {
+		cur, err = e.st.Complete(wctx, t.ID, token, res.NeedsReview, res.Output)
+		return err
+	})
 	if errors.Is(err, store.ErrLeaseLost) {
 		return e.lost(wctx, t, token)
 	}
@@ -204,6 +224,49 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 		out = NeedsReview
 	}
 	return Report{Outcome: out, Task: cur}, wrap(t, "complete", err)
+}
+
+// write runs one write of t's attempt (mark running, its outcome, the abort
+// confirmation), and again, waiting RetryWait doubling to 5 s, while it fails
+// on the connection (a database restart, a dropped connection) rather than
+// with an answer of the ledger, for at most one lease of t: giving up at
+// once would leave the task RUNNING until the reaper reclaims it a stale
+// window later, and the work would be done twice. An answer (the lease is
+// lost, invalid input, a conflict) or ctx's end is returned as it is.
+func (e *Executor) write(ctx context.Context, t store.Task, op string, f func() error) error {
+	wait := e.opts.RetryWait
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
+	until := time.Now().Add(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt))
+	for {
+		err := f()
+		if !retryable(err) || ctx.Err() != nil || time.Now().After(until) {
+			return err
+		}
+		e.log.Warn("writing the attempt failed; retrying", "task_id", t.ID, "op", op, "err", err, "in", wait)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// retryable reports whether err is a failure to reach the ledger rather than
+// its answer (store's sentinel errors; storage faults are answers too: a
+// read-only or full database stays so for longer than a lease).
+func retryable(err error) bool {
+	for _, answer := range []error{store.ErrLeaseLost, store.ErrNotFound, store.ErrConflict, store.ErrInvalid,
+		store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, answer) {
+			return false
+		}
+	}
+	return err != nil
 }
 
 func wrap(t store.Task, op string, err error) error {
@@ -216,7 +279,11 @@ func wrap(t store.Task, op string, err error) error {
 // lost ends a run whose lease (token) is gone: the resolver has returned,
 // so the abort (if one was requested) is confirmed.
 func (e *Executor) lost(ctx context.Context, t store.Task, token string) (Report, error) {
-	ab, err := e.st.ConfirmAbort(ctx, t.ID, token)
+	var ab store.Abort
+	err := e.write(ctx, t, "confirm abort", func() (err error) {
+		ab, err = e.st.ConfirmAbort(ctx, t.ID, token)
+		return err
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return Report{Outcome: LeaseLost}, nil
 	}

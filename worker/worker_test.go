@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -375,6 +376,87 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		r := report(t, rep)
 		if r.Outcome != worker.LeaseLost {
 			t.Fatalf("report %+v", r)
+		}
+	})
+}
+
+// flaky is a store whose writes of an attempt fail on the connection the
+// first times they are made, as across a database restart.
+type flaky struct {
+	store.Store
+	mu    sync.Mutex
+	fails map[string]int // op → failures left
+	calls map[string]int
+}
+
+var errConnClosed = errors.New("conn closed")
+
+func (f *flaky) fail(op string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[op]++
+	if f.fails[op] > 0 {
+		f.fails[op]--
+		return errConnClosed
+	}
+	return nil
+}
+
+func (f *flaky) MarkRunning(ctx context.Context, id int64, tok string) (store.Task, error) {
+	if err := f.fail("running"); err != nil {
+		return store.Task{}, err
+	}
+	return f.Store.MarkRunning(ctx, id, tok)
+}
+
+func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool, result string) (store.Task, error) {
+	if err := f.fail("complete"); err != nil {
+		return store.Task{}, err
+	}
+	return f.Store.Complete(ctx, id, tok, review, result)
+}
+
+// TestWritesOutlastAConnectionLoss: writes of the attempt that fail on the
+// connection (not with an answer of the ledger) are made again while the
+// lease lasts, so the task completes once, by this run, instead of waiting
+// for the reaper and running twice; an answer is not retried.
+func TestWritesOutlastAConnectionLoss(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		f := &flaky{Store: st, fails: map[string]int{"running": 2, "complete": 3}, calls: map[string]int{}}
+		ex := worker.New(f, worker.Options{Heartbeat: noHeartbeat, RetryWait: time.Millisecond})
+		task := claim(t, st, store.NewTask{Title: "across a restart"}, "w")
+		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
+			return worker.Result{Output: "done"}, nil
+		})
+		if err != nil || r.Outcome != worker.Completed || r.Task.State != ledger.Completed {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		if f.calls["running"] != 3 || f.calls["complete"] != 4 {
+			t.Errorf("calls %v, want running 3 and complete 4", f.calls)
+		}
+		got, err := st.GetTask(ctx(t), task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		completions := 0
+		for _, e := range got.Events {
+			if e.To == ledger.Completed {
+				completions++
+			}
+		}
+		if completions != 1 || got.Attempts != 1 {
+			t.Errorf("%d COMPLETED events, %d attempts; want 1 and 1", completions, got.Attempts)
+		}
+
+		// A lost lease is an answer: one call, no retry.
+		lost := claim(t, st, store.NewTask{Title: "stopped"}, "w")
+		if _, _, err := st.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		f.calls = map[string]int{}
+		if r, err := ex.Run(ctx(t), lost, nil); err != nil || r.Outcome != worker.Aborted || f.calls["running"] != 1 {
+			t.Errorf("lost lease: %+v, %v, calls %v", r, err, f.calls)
 		}
 	})
 }

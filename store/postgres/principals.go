@@ -10,11 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CreatePrincipal implements store.Principals.
+// CreatePrincipal implements store.Principals. A failure that is the
+// storage's is classified, as every write's is.
 func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
 	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
+	return s.fault(s.createPrincipal(ctx, p, tokenHash, grants))
+}
+
+func (s *Store) createPrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: create principal: %w", err)
@@ -168,6 +173,10 @@ func (s *Store) DeletePrincipal(ctx context.Context, principalID string) error {
 	if err := store.ValidateText("id", principalID); err != nil {
 		return err
 	}
+	return s.fault(s.deletePrincipal(ctx, principalID))
+}
+
+func (s *Store) deletePrincipal(ctx context.Context, principalID string) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: delete principal: %w", err)

@@ -11,11 +11,16 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-// CreatePrincipal implements store.Principals.
+// CreatePrincipal implements store.Principals. A failure that is the
+// storage's is classified, as every write's is.
 func (s *Store) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
 	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
+	return s.faults.Note(classify(s.createPrincipal(ctx, p, tokenHash, grants)), store.Time(s.clock.Now()))
+}
+
+func (s *Store) createPrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
 	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
 		return fmt.Errorf("sqlite: create principal: %w", err)
@@ -170,6 +175,10 @@ func (s *Store) DeletePrincipal(ctx context.Context, principalID string) error {
 	if err := store.ValidateText("id", principalID); err != nil {
 		return err
 	}
+	return s.faults.Note(classify(s.deletePrincipal(ctx, principalID)), store.Time(s.clock.Now()))
+}
+
+func (s *Store) deletePrincipal(ctx context.Context, principalID string) error {
 	tx, err := beginImmediate(ctx, s.writer)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete principal: %w", err)

@@ -318,12 +318,15 @@ func (s *Store) applyPatch(ctx context.Context, tx *wtx, now time.Time, cur stor
 		if n.CreatedBy == "" {
 			n.CreatedBy = actor
 		}
-		child, _, err := s.enqueueTx(ctx, tx, now, n)
+		child, created, err := s.enqueueTx(ctx, tx, now, n)
 		var fe *store.FieldError
 		if errors.As(err, &fe) {
 			return cur, nil, &store.FieldError{Field: fmt.Sprintf("add_children[%d].%s", i, fe.Field), Expected: fe.Expected}
 		}
 		if err != nil {
+			return cur, nil, err
+		}
+		if err := store.CheckChildDedupe(i, cur.ID, child, created); err != nil {
 			return cur, nil, err
 		}
 		children = append(children, child)

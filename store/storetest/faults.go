@@ -56,6 +56,12 @@ func StorageFaults(t *testing.T, f FaultStores) {
 				_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "note", Title: "refused"})
 				return err
 			},
+			// A token: principals are written outside the task ledger's
+			// write path, and their faults are the storage's all the same.
+			"CreatePrincipal": func() error {
+				return s.CreatePrincipal(ctx(t), store.Principal{ID: "p-ro", Name: "refused", CreatedAt: T0}, "hash-ro",
+					[]store.Grant{{Resource: "/", Permission: "read"}})
+			},
 		}
 		for name, write := range writes {
 			err := write()

@@ -29,6 +29,7 @@ func taskControlTests() []taskTest {
 		{"TaskUpdateDependencies", testTaskUpdateDependencies},
 		{"TaskUpdateRefused", testTaskUpdateRefused},
 		{"TaskUpdateChildren", testTaskUpdateChildren},
+		{"TaskUpdateChildDedupe", testTaskUpdateChildDedupe},
 		{"TaskMetadata", testTaskMetadata},
 		{"TaskAborts", testTaskAborts},
 		{"TaskAbortsPublished", testTaskAbortsPublished},
@@ -1571,5 +1572,40 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 		if err := errors.Join(e1, e2); !store.IsFieldError(err, "add_depends_on") {
 			t.Fatalf("refusal %v, want a FieldError naming add_depends_on", err)
 		}
+	}
+}
+
+// testTaskUpdateChildDedupe: a child added with the dedupe key of one of the
+// task's children is that child again (an update run twice adds it once);
+// with the key of any other live task it is a FieldError naming
+// add_children[i].dedupe_key that says nothing of that task, and the update
+// changes nothing (issue 12: a dedupe hit reveals nothing the caller may
+// not read).
+func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "parent"})
+	secret := MustEnqueue(t, s, store.NewTask{Type: "other", Title: "not yours", DedupeKey: "k-secret",
+		Payload: json.RawMessage(`{"secret":true}`)})
+	first := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
+	again := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
+	if len(again.Children) != 1 || again.Children[0].ID != first.Children[0].ID {
+		t.Fatalf("the child's key again: children %+v, want task %d", again.Children, first.Children[0].ID)
+	}
+	before := MustGet(t, s, x.ID)
+	_, err := s.Update(ctx(t), x.ID, "op", store.TaskPatch{Title: ptr("renamed"),
+		AddChildren: []store.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
+	if !store.IsFieldError(err, "add_children[1].dedupe_key") {
+		t.Fatalf("another task's key: %v, want a FieldError naming add_children[1].dedupe_key", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, fmt.Sprint(secret.ID)) || strings.Contains(msg, "not yours") || strings.Contains(msg, "secret\"") {
+		t.Fatalf("the refusal names the other task: %s", msg)
+	}
+	after := MustGet(t, s, x.ID)
+	if after.Title != before.Title || after.Revision != before.Revision || len(after.Events) != len(before.Events) {
+		t.Fatalf("a refused update changed the task: %+v → %+v", before, after)
+	}
+	page, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"sub"}})
+	if err != nil || len(page.Tasks) != 1 {
+		t.Fatalf("children after the refused update: %+v, %v; want the one child", page.Tasks, err)
 	}
 }
