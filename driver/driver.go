@@ -17,9 +17,13 @@
 // postgres.Open(ctx, url, opts...), which create or upgrade the schema
 // (package driver/schema). The options are the store's (store.Option), so
 // one list serves the driver and the services above it: a driver uses
-// store.WithChangePollInterval (the SQLite listener's poll period); the
-// clock is the services' — a driver never reads the time, every time is a
-// parameter.
+// store.WithChangePollInterval (the SQLite listener's poll period) and
+// store.WithClock only to date the storage faults Health remembers — no
+// primitive reads the time, every time it stores is a parameter.
+//
+// Opening succeeds on a database that refuses writes as long as its schema
+// is current (nothing to create or upgrade): Health then reports it, and
+// every write fails with store.ErrStorageReadOnly.
 package driver
 
 import (
@@ -59,6 +63,19 @@ type Driver interface {
 	// Listener returns a new, unconnected listener of change topics. A
 	// process makes one (package notifier) and multiplexes it.
 	Listener() Listener
+	// Health tells, cheaply and without writing, whether the database
+	// takes writes (store.Store's StorageHealth): an error matching
+	// store.ErrStorageReadOnly when it refuses them (SQLite: the file was
+	// opened read-only, which SQLite does when this process may not write
+	// the file, its directory or its file system; Postgres: the server runs
+	// this driver's transactions read-only — a hot standby, or
+	// default_transaction_read_only set — which costs one query); else the
+	// storage fault (matching store.ErrUnavailable) that a write
+	// transaction of this driver (WithTx) met within store.FaultMemory, by
+	// the options' clock: no probe tells a full disk without writing, so
+	// the last failed write stands for the storage that long; else nil.
+	// Any other error means the check itself failed.
+	Health(ctx context.Context) error
 	// Close releases every connection.
 	Close() error
 }

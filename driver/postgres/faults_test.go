@@ -56,9 +56,38 @@ func TestStorageFaults(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Type != "seed" {
 		t.Fatalf("reads of a read-only server: %+v, %v; want the seed task alone", rows, err)
 	}
+	// Health says so, and why, for the hub's start-up error; a writable
+	// handle on the same schema is healthy.
+	err = d.Health(ctx)
+	wantFault(t, "Health", err, store.ErrStorageReadOnly)
+	if err == nil || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "default_transaction_read_only") {
+		t.Errorf("Health of a read-only server: %v, want it naming the causes", err)
+	}
+	if err := open(t, url).Health(ctx); err != nil {
+		t.Errorf("Health of a writable server: %v", err)
+	}
 	wantFault(t, "disk_full", postgres.MapErr("task insert", &pgconn.PgError{Code: "53100", Message: "could not extend file"}),
 		store.ErrStorageFull)
 	if err := postgres.MapErr("task insert", &pgconn.PgError{Code: "23502"}); errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("a not-null violation maps to %v, want no storage fault", err)
+	}
+}
+
+// TestOpenReadOnlyNeedsCurrentSchema: Open on a read-only server whose
+// schema would have to be created or upgraded fails at once with
+// ErrStorageReadOnly, saying why, before the schema step's DDL would.
+func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	d, err := postgres.Open(testCtx(t), url+sep+"default_transaction_read_only=on")
+	if err == nil {
+		d.Close()
+		t.Fatal("Open of a read-only server with an empty schema succeeded")
+	}
+	if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "default_transaction_read_only") {
+		t.Fatalf("Open of a read-only server with an empty schema: %v, want ErrStorageReadOnly naming the causes", err)
 	}
 }

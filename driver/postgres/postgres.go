@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
@@ -36,6 +37,12 @@ const ConnectTimeout = 5 * time.Second
 type Driver struct {
 	pool *pgxpool.Pool
 	q    *dbsqlc.Queries
+	// where names the server in errors: "HOST:PORT (user U, database D)".
+	where string
+	// faults remembers the storage fault of the latest failed write
+	// transaction, dated by clock, for Health.
+	faults store.Faults
+	clock  clock.Clock
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -46,9 +53,11 @@ var _ driver.Driver = (*Driver)(nil)
 // server answers within ConnectTimeout, and brings the schema named by the
 // search_path up to date. A malformed url is an error wrapping
 // store.ErrInvalid; an unreachable server is a one-line error naming its host
-// and port. The driver uses none of the options (the clock is the
-// services'; changes are pushed, not polled); they are accepted so that both
-// drivers open alike.
+// and port. A server that runs transactions read-only (Health) is opened
+// when the schema is current, and refused with store.ErrStorageReadOnly when
+// it would have to change. Of the options the driver uses the clock that
+// dates the faults Health remembers (store.WithClock); changes are pushed,
+// not polled.
 func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -72,12 +81,40 @@ func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error
 		pool.Close()
 		return nil, connectError(addr, who, err, timedOut)
 	}
-	d := &Driver{pool: pool, q: dbsqlc.New()}
+	d := &Driver{pool: pool, q: dbsqlc.New(), where: addr + " (" + who + ")", clock: store.ApplyOptions(opts).Clock}
 	if err := d.ensureSchema(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: schema of %s (%s): %w", addr, who, err)
+		return nil, fmt.Errorf("postgres: schema of %s: %w", d.where, err)
 	}
 	return d, nil
+}
+
+// errReadOnly says why every write of a read-only server fails.
+var errReadOnly = errors.New("transactions are read-only (transaction_read_only is on: " +
+	"the server is a hot standby, or default_transaction_read_only is set for this database or user)")
+
+// readOnly returns an error matching store.ErrStorageReadOnly when the
+// server runs db's transactions read-only, where every write (even a
+// schema step) would fail with SQLSTATE 25006.
+func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
+	ro, err := d.q.TransactionReadOnly(ctx, db)
+	if err != nil {
+		return fmt.Errorf("check transaction_read_only: %w", err)
+	}
+	if ro {
+		return store.StorageFault(store.ErrStorageReadOnly, errReadOnly)
+	}
+	return nil
+}
+
+// Health implements driver.Driver: a server that runs transactions
+// read-only is ErrStorageReadOnly; otherwise the fault of a recent failed
+// write transaction, if any. It costs one round trip.
+func (d *Driver) Health(ctx context.Context) error {
+	if err := d.readOnly(ctx, d.pool); err != nil {
+		return fmt.Errorf("postgres: %s: %w", d.where, err)
+	}
+	return d.faults.Recent(store.Time(d.clock.Now()))
 }
 
 // connectError turns a failed first connection into one line that names the

@@ -54,7 +54,15 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, stmt := range schema.Plan(schema.Postgres, have, up) {
+	plan := schema.Plan(schema.Postgres, have, up)
+	if len(plan) > 0 {
+		// On a read-only server the first statement would fail: say why
+		// instead.
+		if err := d.readOnly(ctx, tx); err != nil {
+			return fmt.Errorf("its schema must be created or upgraded: %w", err)
+		}
+	}
+	for _, stmt := range plan {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("%q: %w", stmt, err)
 		}

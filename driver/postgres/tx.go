@@ -5,6 +5,7 @@ import (
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
+	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -18,7 +19,8 @@ const maxTxTries = 3
 // Postgres aborts to break a deadlock (SQLSTATE 40P01; rare, e.g. a cancel
 // blocking dependants while another completion releases them) or as a
 // serialization failure (40001) is run again, up to maxTxTries times in all;
-// fn must therefore only assign its results.
+// fn must therefore only assign its results. The storage fault a
+// transaction ends with is remembered for Health.
 func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor) error) error {
 	txo := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 	if opts.ReadOnly {
@@ -27,7 +29,9 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 	for try := 1; ; try++ {
 		err := d.txOnce(ctx, txo, fn)
 		if try == maxTxTries || !retryable(err) || ctx.Err() != nil {
-			return err
+			// A storage fault is remembered for Health: the services
+			// write only in transactions.
+			return d.faults.Note(err, store.Time(d.clock.Now()))
 		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
@@ -57,24 +59,74 @@ func TestStorageFaults(t *testing.T) {
 		if err != nil || len(rows) != 1 || rows[0].Type != "seed" {
 			t.Fatalf("reads of a read-only database: %+v, %v; want the seed task alone", rows, err)
 		}
+		// Health says so, naming the file and why, for the hub's start-up
+		// error.
+		err = d.Health(ctx)
+		wantFault(t, "Health", err, store.ErrStorageReadOnly)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not writable") {
+			t.Errorf("Health of a read-only file: %v, want it naming %s, not writable", err, path)
+		}
 	})
 	t.Run("Full", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cks.db")
-		d := open(t, path)
+		clk := clock.NewFake(drivertest.T0)
+		d := open(t, path, store.WithClock(clk))
 		if err := sqlite.CapPages(ctx, d, 4); err != nil {
 			t.Fatal(err)
+		}
+		if err := d.Health(ctx); err != nil {
+			t.Fatalf("Health before any write failed: %v", err)
 		}
 		big := seedRow()
 		big.Description = strings.Repeat("x", 8<<10)
 		var err error
 		written := 0
 		for ; written < 1000 && err == nil; written++ {
-			_, err = d.Executor().TaskInsertMany(ctx, []driver.TaskRow{big})
+			err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{big})
+				return err
+			})
 		}
 		wantFault(t, "TaskInsertMany into a full database", err, store.ErrStorageFull)
 		n, cerr := d.Executor().TaskCount(ctx, driver.TaskCountParams{})
 		if cerr != nil || n != written-1 {
 			t.Fatalf("%d tasks (%v) after %d inserts, the last refused; want %d", n, cerr, written, written-1)
 		}
+		// Health remembers the fault for store.FaultMemory, by the clock of
+		// the options.
+		wantFault(t, "Health after a write met a full disk", d.Health(ctx), store.ErrStorageFull)
+		clk.Advance(store.FaultMemory - time.Second)
+		wantFault(t, "Health within FaultMemory", d.Health(ctx), store.ErrStorageFull)
+		clk.Advance(time.Second)
+		if err := d.Health(ctx); err != nil {
+			t.Fatalf("Health FaultMemory after the failed write: %v, want nil", err)
+		}
 	})
+}
+
+// TestOpenReadOnlyNeedsCurrentSchema: a read-only file whose schema would
+// have to change (tables to create; a journal mode to switch to WAL) is
+// refused at Open with store.ErrStorageReadOnly, naming the file.
+func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
+	for _, c := range []struct{ name, setup string }{
+		{"no tables", `PRAGMA journal_mode = WAL; CREATE TABLE unrelated (x INTEGER)`},
+		{"not WAL", `CREATE TABLE unrelated (x INTEGER)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cks.db")
+			if err := rawExec(t, path, c.setup); err != nil {
+				t.Fatal(err)
+			}
+			backendtest.ReadOnlyFile(t, path)
+			d, err := sqlite.Open(context.Background(), path)
+			if err == nil {
+				d.Close()
+				t.Fatal("Open of a read-only file without the schema succeeded")
+			}
+			if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), path+" is read-only") ||
+				!strings.Contains(err.Error(), "not writable") {
+				t.Fatalf("Open of a read-only file without the schema: %v, want ErrStorageReadOnly naming the file", err)
+			}
+		})
+	}
 }

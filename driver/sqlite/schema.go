@@ -19,7 +19,8 @@ var upgrade embed.FS
 
 // ensureSchema brings the database to the current shape (schema.Plan) in
 // one write transaction, so that handles opening one file at once apply it
-// one after the other.
+// one after the other. A file opened read-only whose schema is current
+// needs nothing; one whose schema must change is its read-only fault.
 func (d *Driver) ensureSchema(ctx context.Context) error {
 	return d.write(ctx, func(w *wtx) error {
 		have, err := existing(ctx, w.Tx)
@@ -30,7 +31,11 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, stmt := range schema.Plan(schema.SQLite, have, up) {
+		plan := schema.Plan(schema.SQLite, have, up)
+		if len(plan) > 0 && d.readOnly {
+			return fmt.Errorf("its schema must be created or upgraded: %w", d.readOnlyError())
+		}
+		for _, stmt := range plan {
 			if _, err := w.Tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("%q: %w", stmt, err)
 			}

@@ -23,10 +23,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // BusyTimeout is how long a reader waits for a lock held by another
@@ -55,15 +57,26 @@ type Driver struct {
 	// pollInterval is the Listener's poll period of cks_changes.
 	pollInterval time.Duration
 	local        localChanges
+	// readOnly is set when SQLite could open the file for reading only
+	// (this process may not write the file, its directory or its file
+	// system): every write then fails with SQLITE_READONLY.
+	readOnly bool
+	// faults remembers the storage fault of the latest failed write, dated
+	// by clock, for Health.
+	faults store.Faults
+	clock  clock.Clock
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
 // Open opens (creating if needed) the database file at path, with its
 // directory, and brings its schema up to date. A file that exists but is not
-// a SQLite database is refused before SQLite touches it. Of the options, the
-// driver uses the change poll interval (store.WithChangePollInterval); the
-// clock is the services'.
+// a SQLite database is refused before SQLite touches it. A file this process
+// may not write opens read-only when its schema is current (Health reports
+// it); one whose schema would have to change is refused with
+// store.ErrStorageReadOnly. Of the options, the driver uses the change poll
+// interval (store.WithChangePollInterval) and the clock that dates the
+// faults Health remembers (store.WithClock).
 func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -71,8 +84,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	if err := create(path); err != nil {
+		return nil, err
 	}
 	writer, err := sql.Open("sqlite", dsn(path, url.Values{"_pragma": {
 		// The writer waits for the write lock in beginImmediate, not in
@@ -88,11 +101,18 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
-	d := &Driver{path: path, writer: writer, q: dbsqlc.New(),
-		pollInterval: store.ApplyOptions(opts).ChangePollInterval}
+	o := store.ApplyOptions(opts)
+	d := &Driver{path: path, writer: writer, q: dbsqlc.New(), pollInterval: o.ChangePollInterval, clock: o.Clock}
 	// Opening the writer's connection sets journal_mode=WAL and so may meet
 	// a lock held by another process: it waits like a write.
 	if err := pollLock(ctx, func() error { return writer.PingContext(ctx) }); err != nil {
+		writer.Close()
+		if code(err)&0xff == sqlite3.SQLITE_READONLY { // a file in another journal mode
+			return nil, fmt.Errorf("sqlite: open %s: it must be switched to WAL mode: %w", path, d.readOnlyError())
+		}
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if d.readOnly, err = openedReadOnly(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -115,6 +135,59 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 }
 
 func dsn(path string, params url.Values) string { return "file:" + path + "?" + params.Encode() }
+
+// create makes a missing database file, empty, with mode 0600 in a
+// directory created 0700: it holds task payloads, and SQLite creates a new
+// file 0644 (and gives its -wal and -shm files the database's mode). An
+// existing file or directory keeps its mode.
+func create(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// openedReadOnly reports whether SQLite opened the writer's file read-only,
+// which it does, silently, when it may not open it for writing.
+func openedReadOnly(ctx context.Context, writer *sql.DB) (bool, error) {
+	conn, err := writer.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	var ro bool
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(interface{ IsReadOnly(string) (bool, error) })
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot tell whether it is read-only", dc)
+		}
+		ro, err = c.IsReadOnly("main")
+		return err
+	})
+	return ro, err
+}
+
+// readOnlyError is the fault of a file opened read-only, naming it.
+func (d *Driver) readOnlyError() error {
+	return store.StorageFault(store.ErrStorageReadOnly,
+		fmt.Errorf("sqlite: %s is read-only for this process (the file, its directory or its file system is not writable)", d.path))
+}
+
+// Health implements driver.Driver: a file opened read-only is
+// ErrStorageReadOnly; otherwise the fault of a recent failed write, if any.
+func (d *Driver) Health(context.Context) error {
+	if d.readOnly {
+		return d.readOnlyError()
+	}
+	return d.faults.Recent(store.Time(d.clock.Now()))
+}
 
 // checkHeader refuses an existing, non-empty file that does not start with
 // the SQLite magic string, so a wrong path never gets WAL files written next

@@ -115,3 +115,25 @@ func TestEmptyFileIsANewDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenCreatesOwnerOnlyFiles: the database holds task payloads, so a new
+// one is created 0600 in a directory created 0700, and SQLite gives its WAL
+// and shared-memory files the database file's mode.
+func TestOpenCreatesOwnerOnlyFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	path := filepath.Join(dir, "cks.db")
+	d := open(t, path)
+	if _, err := d.Executor().TaskInsertMany(context.Background(), []driver.TaskRow{{Type: "t", State: "OPEN", MaxAttempts: 3,
+		Revision: 1, Payload: []byte(`{}`), Metadata: []byte(`{}`), CreatedAt: drivertest.T0, UpdatedAt: drivertest.T0}}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %v, want %v", p, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
+	"github.com/cks-dev/cks/store"
 )
 
 // WithTx implements driver.Driver: a write transaction is BEGIN IMMEDIATE on
@@ -33,8 +34,11 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer and commits
-// it when fn succeeds; fn's errors are returned as they are.
-func (d *Driver) write(ctx context.Context, fn func(w *wtx) error) error {
+// it when fn succeeds; fn's errors are returned as they are. A storage
+// fault it ends with is remembered for Health: every write of the driver
+// passes here.
+func (d *Driver) write(ctx context.Context, fn func(w *wtx) error) (err error) {
+	defer func() { d.faults.Note(err, store.Time(d.clock.Now())) }()
 	tx, err := beginImmediate(ctx, d.writer)
 	if err != nil {
 		return mapErr("begin", err)
