@@ -13,7 +13,9 @@ import (
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
 )
 
 // seedRow is the task a fault test's database holds before the fault.
@@ -129,4 +131,48 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeOn opens the composite store over a driver on path, closed when t
+// ends; it returns both.
+func storeOn(t testing.TB, path string, opts ...store.Option) (*backend.Store, *sqlite.Driver) {
+	t.Helper()
+	d, err := sqlite.Open(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := backend.New(d, opts...)
+	t.Cleanup(func() { s.Close() })
+	return s, d
+}
+
+// TestStoreStorageFaults runs the store's fault checks (storetest.
+// StorageFaults) against the composite store over this driver: a file this
+// process may not write, and one capped by max_page_count (a full disk).
+func TestStoreStorageFaults(t *testing.T) {
+	seeded := func(t testing.TB) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "cks.db")
+		s, _ := storeOn(t, path)
+		if _, _, err := s.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return path
+	}
+	storetest.StorageFaults(t, storetest.FaultStores{
+		ReadOnly: func(t testing.TB, opts ...store.Option) store.Store {
+			path := seeded(t)
+			backendtest.ReadOnlyFile(t, path)
+			s, _ := storeOn(t, path, opts...)
+			return s
+		},
+		Full: func(t testing.TB, opts ...store.Option) store.Store {
+			s, d := storeOn(t, seeded(t), opts...)
+			if err := sqlite.CapPages(context.Background(), d, 4); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	})
 }

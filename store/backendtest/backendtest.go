@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/driver"
@@ -94,6 +95,20 @@ func PostgresURL(t testing.TB) string {
 	}
 	t.Cleanup(func() { drop(context.Background()) })
 	return url
+}
+
+// ReadOnlyURL returns the Postgres URL u with every transaction of its
+// connections read-only (default_transaction_read_only), as on a hot
+// standby. Only connections opened with the URL are affected.
+func ReadOnlyURL(u string) string {
+	if !strings.Contains(u, "://") { // keyword/value form: host=… dbname=…
+		return u + " default_transaction_read_only=on"
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "default_transaction_read_only=on"
 }
 
 // ReadOnlyFile makes the file at path unwritable for this process until the

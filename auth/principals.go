@@ -1,0 +1,185 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// Principals is store.Principals over a driver: identities, the hashes of
+// their tokens and their grants, with every rule of them here, once for
+// both dialects — the input check (store.ValidatePrincipal), a principal
+// and its grants written in one transaction, the lease binding of a task
+// credential (it authenticates only while its task's lease is the one it
+// was issued with: the driver's PrincipalByTokenHash decides it in the read
+// that finds it, so a credential dies in the very transaction that ends its
+// lease), listings that never show a token hash, and a delete that keeps
+// one principal holding admin on "/" (the check and the delete in one
+// transaction). Writes run in driver transactions, so their storage faults
+// are the driver's to remember.
+type Principals struct {
+	db driver.Driver
+}
+
+var _ store.Principals = (*Principals)(nil)
+
+// NewPrincipals returns the principals of db.
+func NewPrincipals(db driver.Driver) *Principals { return &Principals{db: db} }
+
+// CreatePrincipal implements store.Principals.
+func (s *Principals) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
+	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
+		return err
+	}
+	row := driver.PrincipalRow{ID: p.ID, Name: p.Name, TokenHash: tokenHash, CreatedAt: store.Time(p.CreatedAt)}
+	if p.Lease != nil {
+		row.LeaseTaskID, row.LeaseTokenHash = p.Lease.TaskID, p.Lease.LeaseTokenHash
+	}
+	rows := make([]driver.GrantRow, len(grants))
+	for i, g := range grants {
+		rows[i] = driver.GrantRow{PrincipalID: p.ID, Resource: g.Resource, Permission: g.Permission}
+	}
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		if err := ex.PrincipalInsert(ctx, row); err != nil {
+			return err
+		}
+		return ex.GrantInsertMany(ctx, rows)
+	})
+	switch {
+	case errors.Is(err, driver.ErrUniqueViolation):
+		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
+	case err != nil:
+		return fmt.Errorf("create principal %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// PrincipalByTokenHash implements store.Principals.
+func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+	if err := store.ValidateText("token_hash", tokenHash); err != nil {
+		return store.Principal{}, err
+	}
+	r, err := s.db.Executor().PrincipalByTokenHash(ctx, tokenHash)
+	if errors.Is(err, driver.ErrNoRows) {
+		return store.Principal{}, fmt.Errorf("token: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Principal{}, fmt.Errorf("principal by token: %w", err)
+	}
+	return principalOf(r), nil
+}
+
+// DeleteEndedLeasePrincipals implements store.Principals.
+func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		n, err = ex.PrincipalDeleteEndedLeases(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete ended lease principals: %w", err)
+	}
+	return n, nil
+}
+
+// GrantsOf implements store.Principals.
+func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Executor().GrantList(ctx, principalID)
+	if err != nil {
+		return nil, fmt.Errorf("grants of %s: %w", principalID, err)
+	}
+	var out []store.Grant
+	for _, g := range rows {
+		out = append(out, store.Grant{Resource: g.Resource, Permission: g.Permission})
+	}
+	return out, nil
+}
+
+// ListPrincipals implements store.Principals: the principals and the
+// grants are read in one snapshot.
+func (s *Principals) ListPrincipals(ctx context.Context) ([]store.PrincipalGrants, error) {
+	var (
+		ps     []driver.PrincipalRow
+		grants []driver.GrantRow
+	)
+	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		if ps, err = ex.PrincipalList(ctx); err != nil {
+			return err
+		}
+		grants, err = ex.GrantListAll(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list principals: %w", err)
+	}
+	of := map[string][]store.Grant{}
+	for _, g := range grants {
+		of[g.PrincipalID] = append(of[g.PrincipalID], store.Grant{Resource: g.Resource, Permission: g.Permission})
+	}
+	out := make([]store.PrincipalGrants, len(ps))
+	for i, p := range ps {
+		gs := of[p.ID]
+		if gs == nil {
+			gs = []store.Grant{}
+		}
+		out[i] = store.PrincipalGrants{Principal: principalOf(p), Grants: gs}
+	}
+	return out, nil
+}
+
+// DeletePrincipal implements store.Principals. The count of the other
+// admins and the delete are one transaction, in which the count stays true
+// (the driver locks what it counts), so two concurrent deletes cannot
+// remove the last two admins.
+func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) error {
+	if err := store.ValidateText("id", principalID); err != nil {
+		return err
+	}
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		others, err := ex.PrincipalCountWithGrant(ctx, store.AdminResource, store.AdminPermission, principalID)
+		if err != nil {
+			return err
+		}
+		if others == 0 {
+			grants, err := ex.GrantList(ctx, principalID)
+			if err != nil {
+				return err
+			}
+			for _, g := range grants {
+				if g.Resource == store.AdminResource && g.Permission == store.AdminPermission {
+					return fmt.Errorf("principal %q is the last one holding admin on /; create another admin token first: %w",
+						principalID, store.ErrConflict)
+				}
+			}
+		}
+		found, err := ex.PrincipalDelete(ctx, principalID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("principal %q: %w", principalID, store.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete principal %s: %w", principalID, err)
+	}
+	return err
+}
+
+// principalOf is the record of a row: everything but the token hash.
+func principalOf(r driver.PrincipalRow) store.Principal {
+	p := store.Principal{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
+	if r.LeaseTaskID != 0 {
+		p.Lease = &store.LeaseBinding{TaskID: r.LeaseTaskID, LeaseTokenHash: r.LeaseTokenHash}
+	}
+	return p
+}

@@ -1,0 +1,150 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// opener opens handles of the composite on url with backend.Open.
+func opener(url string) storetest.Opener {
+	return func(t testing.TB, opts ...store.Option) store.Store {
+		t.Helper()
+		s, err := backend.Open(context.Background(), url, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// dialects makes fresh databases of each dialect, opened with backend.Open
+// by the URL forms a deployment uses.
+var dialects = []struct {
+	name  string
+	newDB storetest.NewDB
+}{
+	{"sqlite", func(t testing.TB) storetest.Opener {
+		return opener("sqlite:" + filepath.Join(t.TempDir(), "cks.db"))
+	}},
+	{"postgres", func(t testing.TB) storetest.Opener { return opener(backendtest.PostgresURL(t)) }},
+}
+
+// TestConformance runs the whole store conformance suite against the
+// composite on both dialects: the one place where store.Store is checked
+// as a whole (ledger and knowledge run their parts against their services).
+func TestConformance(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, d.newDB)
+		})
+	}
+}
+
+// seeded opens a handle on a fresh database, writes storetest.SeedTask and
+// closes it.
+func seeded(t testing.TB, open storetest.Opener) {
+	t.Helper()
+	s := open(t)
+	if _, _, err := s.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+// TestStorageFaults: a Postgres server that runs transactions read-only (a
+// full one cannot be had from a test server; the driver's mapping of
+// disk_full is tested on its own). SQLite's faults — a read-only file and
+// one capped by max_page_count, which takes the driver's writer connection
+// — are driver/sqlite's TestStoreStorageFaults, against this composite.
+func TestStorageFaults(t *testing.T) {
+	url := backendtest.PostgresURL(t)
+	storetest.StorageFaults(t, storetest.FaultStores{
+		ReadOnly: func(t testing.TB, opts ...store.Option) store.Store {
+			seeded(t, opener(url))
+			return opener(backendtest.ReadOnlyURL(url))(t, opts...)
+		},
+	})
+}
+
+// TestReadOnlyHealthSaysWhy: the read-only report names the SQLite file
+// and why, and the Postgres causes, for the hub's start-up error.
+func TestReadOnlyHealthSaysWhy(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cks.db")
+		seeded(t, opener(path))
+		backendtest.ReadOnlyFile(t, path)
+		err := opener(path)(t).StorageHealth(context.Background())
+		if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not writable") {
+			t.Fatalf("StorageHealth: %v, want read-only naming %s", err, path)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := backendtest.PostgresURL(t)
+		seeded(t, opener(url))
+		err := opener(backendtest.ReadOnlyURL(url))(t).StorageHealth(context.Background())
+		if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") ||
+			!strings.Contains(err.Error(), "default_transaction_read_only") {
+			t.Fatalf("StorageHealth: %v, want ErrStorageReadOnly naming the causes", err)
+		}
+	})
+}
+
+// TestOpenURLForms: every accepted form opens its dialect; anything else is
+// refused with store.ErrInvalid naming the accepted forms.
+func TestOpenURLForms(t *testing.T) {
+	dir := t.TempDir()
+	for _, url := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		s := opener(url)(t)
+		if s.Backend() != "sqlite" {
+			t.Errorf("%s: Backend() = %q, want sqlite", url, s.Backend())
+		}
+	}
+	for _, url := range []string{"", "mysql://localhost/db"} {
+		s, err := backend.Open(context.Background(), url)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", url)
+			continue
+		}
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "postgres://USER@HOST:PORT/DB") {
+			t.Errorf("Open(%q): %v, want ErrInvalid naming the forms", url, err)
+		}
+	}
+	if s := opener(backendtest.PostgresURL(t))(t); s.Backend() != "postgres" {
+		t.Errorf("Backend() = %q, want postgres", s.Backend())
+	}
+}
+
+// The benchmarks of the store conformance suite, against the composite.
+func BenchmarkStore(b *testing.B) {
+	for _, d := range dialects {
+		b.Run(d.name, func(b *testing.B) { storetest.Bench(b, func(t testing.TB) store.Store { return d.newDB(t)(t) }) })
+	}
+}
+
+func BenchmarkLedger(b *testing.B) {
+	for _, d := range dialects {
+		b.Run(d.name, func(b *testing.B) { storetest.BenchLedger(b, func(t testing.TB) store.Store { return d.newDB(t)(t) }) })
+	}
+}
+
+func BenchmarkKnowledge(b *testing.B) {
+	for _, d := range dialects {
+		b.Run(d.name, func(b *testing.B) {
+			storetest.BenchKnowledge(b, func(t testing.TB) store.Store { return d.newDB(t)(t) })
+		})
+	}
+}

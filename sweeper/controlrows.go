@@ -1,0 +1,65 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// ControlRows is store.SweeperControl over a driver: the persistent
+// start/stop overrides of ADR-015 (cks_sweeper_control), with their rules
+// here — an id is checked by store.ValidateSweeperID before anything is
+// read or written, an override is an upsert dated by the clock that
+// publishes store.TopicSweeperControl in the same transaction, and no row
+// reads as no override (nil).
+type ControlRows struct {
+	db    driver.Driver
+	clock clock.Clock
+}
+
+var _ store.SweeperControl = (*ControlRows)(nil)
+
+// NewControlRows returns the sweeper overrides of db, dated by clk (the
+// system clock when nil).
+func NewControlRows(db driver.Driver, clk clock.Clock) *ControlRows {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &ControlRows{db: db, clock: clk}
+}
+
+// SetSweeperDesiredRunning implements store.SweeperControl.
+func (c *ControlRows) SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error {
+	if err := store.ValidateSweeperID(id); err != nil {
+		return err
+	}
+	err := c.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		if err := ex.SweeperControlUpsert(ctx, id, running, store.Time(c.clock.Now())); err != nil {
+			return err
+		}
+		return ex.Notify(ctx, store.TopicSweeperControl)
+	})
+	if err != nil {
+		return fmt.Errorf("set sweeper control %q: %w", id, err)
+	}
+	return nil
+}
+
+// GetSweeperDesiredRunning implements store.SweeperControl.
+func (c *ControlRows) GetSweeperDesiredRunning(ctx context.Context, id string) (*bool, error) {
+	if err := store.ValidateSweeperID(id); err != nil {
+		return nil, err
+	}
+	running, err := c.db.Executor().SweeperControlGet(ctx, id)
+	if errors.Is(err, driver.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get sweeper control %q: %w", id, err)
+	}
+	return &running, nil
+}
