@@ -22,7 +22,7 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"go.uber.org/goleak"
@@ -44,7 +44,7 @@ func newFixture(t testing.TB) *fixture {
 	dir := t.TempDir()
 	return newFixtureOn(t, func(t testing.TB, opts ...store.Option) store.Store {
 		t.Helper()
-		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
+		s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -298,9 +298,16 @@ func TestObjectVersionsBadInput(t *testing.T) {
 			t.Errorf("%s: field %q (%s), want %q", c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	// A version of another object is no base for this one.
+	// A version of another object is no base for this one: versions are
+	// numbered within each object, so the number of the other's second
+	// version names none of this one's.
 	other, otherV := versionFixture(t, f)
-	status, body := f.do(t, f.token, "POST", path, fmt.Sprintf(`{"base_version":%d,"content":{}}`, otherV))
+	status, body := f.do(t, f.token, "POST", fmt.Sprintf("/v1/objects/%d/versions", other), fmt.Sprintf(`{"base_version":%d,"content":{"v":2}}`, otherV))
+	var otherV2 store.Version
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &otherV2) != nil || otherV2.Version != otherV+1 {
+		t.Fatalf("second version of the other object: %d %s", status, body)
+	}
+	status, body = f.do(t, f.token, "POST", path, fmt.Sprintf(`{"base_version":%d,"content":{}}`, otherV2.Version))
 	if status != http.StatusBadRequest || decodeError(t, body).Error.Field != "base_version" {
 		t.Errorf("base of another object: %d %s, want 400 naming base_version", status, body)
 	}
@@ -319,10 +326,10 @@ func TestObjectVersionsBadInput(t *testing.T) {
 		t.Errorf("client WriteVersion from an unknown base: %v", err)
 	}
 	// Nothing was written.
-	for _, oid := range []int64{id, other} {
+	for oid, want := range map[int64]int{id: 1, other: 2} {
 		l, err := f.client().ObjectVersions(ctx, oid)
-		if err != nil || len(l.Versions) != 1 || l.Forked {
-			t.Errorf("object %d after refused writes: %+v, %v; want its one first version", oid, l, err)
+		if err != nil || len(l.Versions) != want || l.Forked {
+			t.Errorf("object %d after refused writes: %+v, %v; want its %d versions, unforked", oid, l, err, want)
 		}
 	}
 	if o, err := f.store.GetObject(ctx, id); err != nil || o.HeadVersion != v1 {

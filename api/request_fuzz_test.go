@@ -37,7 +37,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -61,7 +61,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	dir := datadir.Dir(tb.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(ctx, path, store.WithClock(c))
+	s, err := backend.Open(ctx, path, store.WithClock(c))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,7 +31,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(context.Background(), path, store.WithClock(c))
+	s, err := backend.Open(context.Background(), path, store.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.ReadOnlyFile(t, path)
-	s, err = sqlite.Open(context.Background(), path, store.WithClock(c))
+	s, err = backend.Open(context.Background(), path, store.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 func newService(t testing.TB) (*liveness.Service, store.Store, *clock.Fake) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -29,16 +29,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is one MCP server over a fresh SQLite store with a fake clock at T0.
 type env struct {
-	store *sqlite.Store
+	store store.Store
 	clock *clock.Fake
 	srv   *mcp.Server
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := sqlite.Open(ctx(t), filepath.Join(t.TempDir(), "cks.db"))
+	st, err := backend.Open(ctx(t), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(storetest.T0)

@@ -30,7 +30,7 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -48,7 +48,7 @@ var fuzzTools = []string{
 var fuzzStates = []string{"OPEN", "STOPPED", "NEEDS_INPUT", "NEEDS_REVIEW", "COMPLETED", "RUNNING"}
 
 type toolHub struct {
-	store    *sqlite.Store
+	store    store.Store
 	sweepers *sweeper.Controller
 	version  *sql.Conn
 	sessions [2]*mcp.ClientSession // the local operator, a reader
@@ -61,7 +61,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	c := context.Background()
 	path := filepath.Join(tb.TempDir(), "cks.db")
 	clk := clock.NewFake(storetest.T0)
-	st, err := sqlite.Open(c, path, store.WithClock(clk))
+	st, err := backend.Open(c, path, store.WithClock(clk))
 	if err != nil {
 		tb.Fatal(err)
 	}

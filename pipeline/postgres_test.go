@@ -9,8 +9,8 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/postgres"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,7 +31,7 @@ func TestListenConnectionKilled(t *testing.T) {
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
-	st, err := postgres.Open(ctx, u.String())
+	st, err := backend.Open(ctx, u.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"github.com/cks-dev/cks/sweeper"
@@ -25,7 +25,7 @@ import (
 // fullEnv is a studio with sweeper cards and the task board over a real
 // SQLite store whose clock (and the studio's) is a fake at T0.
 type fullEnv struct {
-	store *sqlite.Store
+	store store.Store
 	clock *clock.Fake
 	ctl   *sweeper.Controller
 	h     http.Handler
@@ -45,9 +45,9 @@ func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s
 func newFullEnv(t *testing.T) fullEnv {
 	t.Helper()
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 
@@ -215,9 +215,12 @@ func claim(t *testing.T, s store.Store, typ string) store.ClaimedTask {
 	return ts[0]
 }
 
-func move(t *testing.T, s *sqlite.Store, id int64, to store.TaskState) {
+func move(t *testing.T, s store.Store, id int64, to store.TaskState) {
 	t.Helper()
-	if _, err := s.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
+	tr := s.(interface {
+		Transition(context.Context, int64, store.TaskState, string, string) (store.Task, error)
+	})
+	if _, err := tr.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
 		t.Fatalf("task %d → %s: %v", id, to, err)
 	}
 }

@@ -17,23 +17,23 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
 // env is a studio handler over a real SQLite store and a fake clock at T0.
 type env struct {
-	store *sqlite.Store
+	store store.Store
 	clock *clock.Fake
 	h     http.Handler
 }
 
 func newEnv(t testing.TB) env {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	c := clock.NewFake(storetest.T0)

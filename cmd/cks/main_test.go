@@ -21,7 +21,6 @@ import (
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -237,7 +236,7 @@ func (h *hubProc) get(t testing.TB, path string) (int, string) {
 // process would.
 func openStore(t testing.TB, dir datadir.Dir) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), strings.TrimPrefix(dir.DatabaseURL(), "sqlite:"))
+	s, err := backend.Open(context.Background(), dir.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}

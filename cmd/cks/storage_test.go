@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 )
 
 // TestServeRefusesReadOnlyDatabase: `cks serve` on a database it cannot
@@ -18,7 +18,7 @@ func TestServeRefusesReadOnlyDatabase(t *testing.T) {
 		url := db.url
 		if db.backend == "sqlite" {
 			path := strings.TrimPrefix(url, "sqlite:")
-			s, err := sqlite.Open(context.Background(), path)
+			s, err := backend.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 
 // ScratchSchema creates an empty schema cks_scratch_<random> in the database at
 // dbURL and returns a URL whose search_path points at it, and a function that
-// drops it with everything in it. Benchmarks use it so they never touch a
+// drops it with everything in it. Benchmarks and tests use it so they never touch a
 // deployment's tables.
 func ScratchSchema(ctx context.Context, dbURL string) (string, func(context.Context) error, error) {
 	u, err := url.Parse(dbURL)
