@@ -375,6 +375,9 @@ func Charts(rep Report) map[string][]byte {
 	legend := []legendEntry{{colors[SystemRiver], "River"}, {colors[SystemCks], "cks claim→complete"}, {colors[SystemCksAgent], "cks agent path"}}
 	if len(rep.Postgres) > 0 || len(rep.SQLite) > 0 {
 		c := chart{title: "Claim→complete throughput (median, whiskers min–max over rounds)", axis: "jobs per second", legend: legend}
+		if len(rep.SQLite) > 0 {
+			c.legend = append(c.legend, legendEntry{colors[SystemSQLiteCeiling], "raw SQLite commits"})
+		}
 		for _, part := range []struct {
 			name string
 			runs []Run

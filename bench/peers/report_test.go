@@ -157,9 +157,9 @@ func TestChartsAreWellFormedSVG(t *testing.T) {
 		joined := strings.Join(texts, "\n")
 		switch name {
 		case throughputSVG:
-			// background + 3 legend swatches + one bar per system (4 Postgres, 2 SQLite).
-			if rects != 1+3+6 {
-				t.Errorf("%s has %d rects, want 10", name, rects)
+			// background + 4 legend swatches + one bar per system (4 Postgres, 2 SQLite).
+			if rects != 1+4+6 {
+				t.Errorf("%s has %d rects, want 11", name, rects)
 			}
 			for _, want := range []string{"River, 1,000 workers", "cks agent path, 4 workers", "20,000", "SQLite"} {
 				if !strings.Contains(joined, want) {
@@ -186,7 +186,8 @@ func TestChartScale(t *testing.T) {
 		lo, hi float64
 	}{
 		{chart{bars: []bar{{value: 18421, lo: 17000, hi: 20246}}}, 0, 25000},
-		{chart{bars: []bar{{value: 3}}}, 0, 5},
+		{chart{bars: []bar{{value: 3}}}, 0, 3},
+		{chart{bars: []bar{{value: 1300, hi: 27000}}}, 0, 30000},
 		{chart{log: true, bars: []bar{{value: 1.0, lo: 1.0, hi: 3.6}, {value: 95, hi: 985}}}, 1, 1000},
 		{chart{log: true, bars: []bar{{value: 0.4, hi: 2}}}, 0.1, 10},
 	} {

@@ -42,7 +42,7 @@ func TestPercentile(t *testing.T) {
 
 func TestSpread(t *testing.T) {
 	for _, tc := range []struct {
-		xs           []float64
+		xs          []float64
 		lo, med, hi float64
 	}{
 		{nil, 0, 0, 0},

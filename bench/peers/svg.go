@@ -115,10 +115,11 @@ func (c chart) scale() (lo, hi float64) {
 	return 0, niceCeil(top)
 }
 
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten.
+// niceCeil rounds v up to 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of
+// ten.
 func niceCeil(v float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if m*p >= v {
 			return m * p
 		}
@@ -134,14 +135,22 @@ func (c chart) ticks(lo, hi float64) []float64 {
 		}
 		return out
 	}
-	step := niceCeil(hi/5) / 2
-	if hi/step > 10 {
-		step *= 2
-	}
+	step := niceStep(hi / 6)
 	for v := lo; v <= hi*1.0001; v += step {
 		out = append(out, v)
 	}
 	return out
+}
+
+// niceStep rounds v up to 1, 2, 2.5 or 5 times a power of ten.
+func niceStep(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 func tickLabel(v float64) string {
