@@ -152,13 +152,22 @@ func describe(rep Report) string {
 		"each run in a fresh schema (SQLite: a fresh file): %s jobs enqueued, then worked until every one is completed exactly "+
 		"once (the harness checks). jobs/s is the work phase only, from the workers' start to the last completion as the system "+
 		"reports it (River: its completion event, sent after its batch completer commits). River: no-op `WorkFunc` workers, "+
-		"jobs inserted with `InsertManyFast` in batches of %s, default fetch settings. cks claim→complete: `bench.Ledger` "+
+		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
 		"(`cks bench ledger`): four writers enqueue one task per call, workers claim batches of %d and `Complete` each task. "+
 		"cks agent path: each worker claims one task and runs it through `worker.Executor` (`MarkRunning`, the lease heartbeat "+
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
-		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), thousands(int64(c.RiverInsertBatch)), c.Batch)
+		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)
 	return b.String()
+}
+
+// riverFetch says which fetch settings River's throughput runs used.
+func riverFetch(c Config) string {
+	if c.RiverDefaultFetch {
+		return "default fetch settings (`FetchCooldown` 100 ms, which caps a queue at 10 jobs/s per worker)"
+	}
+	return fmt.Sprintf("tuned fetch settings (`FetchCooldown` %s, `FetchPollInterval` %s: River's default 100 ms cooldown "+
+		"caps a queue at 10 jobs/s per worker; `--river-default-fetch` for it)", c.TunedCooldown, c.TunedPoll)
 }
 
 func capitalize(s string) string {

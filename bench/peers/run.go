@@ -61,6 +61,11 @@ type Config struct {
 	// FetchPollInterval (default 1 ms each, River's minimum).
 	TunedCooldown time.Duration `json:"river_tuned_fetch_cooldown_ns"`
 	TunedPoll     time.Duration `json:"river_tuned_fetch_poll_ns"`
+	// RiverDefaultFetch runs River's throughput runs at its default fetch
+	// settings instead of the tuned ones. The default FetchCooldown (100 ms
+	// between fetches) caps a queue at MaxWorkers jobs per 100 ms, so the
+	// tuned settings are River's best and the comparison's default.
+	RiverDefaultFetch bool `json:"river_default_fetch"`
 
 	// SQLite runs the second table: cks on its embedded SQLite against
 	// River's riversqlite driver and the raw commit ceiling, in files
@@ -79,6 +84,16 @@ type Config struct {
 	Timeout time.Duration `json:"-"`
 	// Progress, when set, receives progress lines.
 	Progress func(line string) `json:"-"`
+}
+
+// riverThroughputSettings are the River client settings of a throughput
+// run: the tuned fetch settings unless RiverDefaultFetch.
+func (c Config) riverThroughputSettings(workers int) riverSettings {
+	s := riverSettings{workers: workers}
+	if !c.RiverDefaultFetch {
+		s.cooldown, s.poll = c.TunedCooldown, c.TunedPoll
+	}
+	return s
 }
 
 func (c Config) withDefaults() Config {
@@ -307,7 +322,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 			return r, fmt.Errorf("peers: connect: %w", err)
 		}
 		closeFn = pool.Close
-		client, err := newRiverClient(riverpgxv5.New(pool), schema, riverSettings{workers: c.workers})
+		client, err := newRiverClient(riverpgxv5.New(pool), schema, cfg.riverThroughputSettings(c.workers))
 		if err == nil {
 			err = start()
 		}
@@ -469,7 +484,7 @@ func runSQLite(ctx context.Context, dir string, cfg Config, c contender, round i
 			return r, err2
 		}
 		defer db.Close()
-		client, err2 := newRiverClient(drv, "", riverSettings{workers: c.workers})
+		client, err2 := newRiverClient(drv, "", cfg.riverThroughputSettings(c.workers))
 		if err2 != nil {
 			return r, err2
 		}

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	gap := fs.Duration("latency-gap", 100*time.Millisecond, "latency jobs are 10ms plus a random pause below this apart")
 	tunedCooldown := fs.Duration("river-tuned-cooldown", time.Millisecond, "River's tuned FetchCooldown")
 	tunedPoll := fs.Duration("river-tuned-poll", time.Millisecond, "River's tuned FetchPollInterval")
+	defaultFetch := fs.Bool("river-default-fetch", false, "River's throughput runs at its default fetch settings (a 100ms FetchCooldown caps it at 10 jobs/s per worker) instead of the tuned ones")
 	withSQLite := fs.Bool("sqlite", true, "run the SQLite table (cks, River's riversqlite, the raw commit ceiling)")
 	sqliteDir := fs.String("sqlite-dir", "", "directory for the SQLite files (default the temp directory)")
 	sqliteRiver := fs.String("sqlite-river-workers", "100,1000", "River worker counts on SQLite")
@@ -83,7 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	cfg := peers.Config{Rounds: *rounds, Jobs: *jobs, Batch: *batch, RiverInsertBatch: *insertBatch, Lease: *lease,
 		LatencySamples: *samples, NoLatency: *noLatency, LatencyGap: *gap, TunedCooldown: *tunedCooldown, TunedPoll: *tunedPoll,
-		SQLite: *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
+		RiverDefaultFetch: *defaultFetch,
+		SQLite:            *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
 	for _, l := range []struct {
 		flag string
 		val  string
