@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -422,4 +423,32 @@ func CheckChildDedupe(i int, parent int64, child Task, created bool) error {
 	}
 	return fieldError(fmt.Sprintf("add_children[%d].dedupe_key", i),
 		fmt.Sprintf("a key no task but a child of task %d holds", parent))
+}
+
+// ValidateStopReason is the one rule of a stop's reason (ADR 0020: a hold
+// says why): text a backend stores, and more than white space. Every
+// surface passes its FieldError on as it is.
+func ValidateStopReason(reason string) error {
+	return nonBlank("reason", reason, "a non-empty reason (why the task is held)")
+}
+
+// ValidateAnswer is the rule of an answer to a NEEDS_INPUT task's question.
+func ValidateAnswer(text string) error { return nonBlank("text", text, "a non-empty answer") }
+
+// ValidateQuestion is the rule of the question that parks a task in
+// NEEDS_INPUT.
+func ValidateQuestion(question string) error {
+	return nonBlank("question", question, "a non-empty question")
+}
+
+// nonBlank refuses s, naming field, unless it is stored text that is more
+// than white space.
+func nonBlank(field, s, expected string) error {
+	if err := ValidateText(field, s); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) == "" {
+		return fieldError(field, expected)
+	}
+	return nil
 }
