@@ -1,0 +1,309 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// The executor operations: agents in any language work the ledger over
+// HTTP. A claim (and a review claim) hands back a fresh lease token per task,
+// and every other call of that lease carries it; a call with any other token
+// is lease_lost and changes nothing. A claim also hands back a task-scoped
+// agent credential per task (read, append, create on /tasks/ID) bound to the
+// lease, which can report on its task but never stop, start, update, cancel
+// or review it. Claim and review claim are Secret: their answers are the only
+// ones that carry lease tokens.
+
+// DefaultLease is the lease given to a claim that does not ask for one.
+const DefaultLease = 5 * time.Minute
+
+// ClaimInput is the input of claim_tasks.
+type ClaimInput struct {
+	// Worker names the executor instance; default the caller's name.
+	Worker string   `json:"worker,omitempty" jsonschema:"the executor instance (default the caller's name)"`
+	Types  []string `json:"types,omitempty" jsonschema:"task types to lease; none leases tasks of any type"`
+	// N is how many tasks to lease at most (default 1).
+	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
+	// LeaseS is the lease in seconds (default 300).
+	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default 300)"`
+}
+
+// ClaimedTasks is the output of claim_tasks: the only answer that carries
+// lease tokens (each task's lease_token, for the claimer).
+type ClaimedTasks struct {
+	Tasks []store.ClaimedTask `json:"tasks"`
+	// AgentTokens maps each claimed task's id (as a decimal string) to a
+	// task-scoped agent credential (read, append, create on /tasks/ID) for
+	// the executor to work that task with, bound to the task's new lease (it
+	// stops authenticating when the lease ends). A task whose credential
+	// could not be issued is absent (the hub logs why); the claim stands
+	// regardless.
+	AgentTokens map[string]string `json:"agent_tokens"`
+}
+
+func leaseOf(seconds float64) (time.Duration, error) {
+	switch {
+	case seconds == 0:
+		return DefaultLease, nil
+	case seconds < 1 || seconds > 24*3600:
+		return 0, &store.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+// ClaimTasks is claim_tasks.
+var ClaimTasks = define(&Op[ClaimInput, ClaimedTasks]{
+	spec: Spec{
+		Name: "claim_tasks", Title: "Claim tasks", Method: "POST", Path: "/v1/tasks/claim",
+		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
+		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker. " +
+			"Each comes with a fresh lease_token, shown in this answer only, and agent_tokens holds a task-scoped " +
+			"credential per task bound to its lease. Needs append on /tasks.",
+		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP, Needs: NeedTasks | NeedPrincipals,
+		Secret: true,
+	},
+	call: func(ctx context.Context, s *Services, in *ClaimInput) (ClaimedTasks, error) {
+		worker, n := in.Worker, in.N
+		if worker == "" {
+			worker = actor(ctx)
+		}
+		if n == 0 {
+			n = 1
+		}
+		lease, err := leaseOf(in.LeaseS)
+		if err != nil {
+			return ClaimedTasks{}, err
+		}
+		ts, err := s.Tasks.Claim(ctx, worker, in.Types, n, lease)
+		if err != nil {
+			return ClaimedTasks{}, err
+		}
+		if ts == nil {
+			ts = []store.ClaimedTask{}
+		}
+		toks := make(map[string]string, len(ts))
+		for _, t := range ts {
+			tok, err := auth.IssueTaskToken(ctx, s.Principals, t, worker)
+			if err != nil {
+				s.logger().Error("claim: issue agent token", "task_id", t.ID, "err", err)
+				continue
+			}
+			toks[strconv.FormatInt(t.ID, 10)] = tok
+		}
+		return ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
+	},
+})
+
+// LeaseInput is the input of executor calls that carry only the lease token.
+type LeaseInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+}
+
+// executorOp declares an executor call on one task: append on the task.
+func executorOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+	sp.Permission, sp.Resource = auth.PermAppend, taskResource
+	sp.Method, sp.Surfaces, sp.Needs = "POST", HTTP, NeedTasks
+	return define(&Op[In, Out]{spec: sp, call: call})
+}
+
+// MarkRunning is mark_running.
+var MarkRunning = executorOp(Spec{
+	Name: "mark_running", Title: "Mark running", Path: "/v1/tasks/{task_id}/running",
+	Summary: "move a claimed task to RUNNING", Description: "Move a CLAIMED task to RUNNING under its lease.",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Task, error) {
+	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
+})
+
+// TouchResult is the output of touch_task: whether the lease is still held
+// (the seed's touch convention: a lost lease is an answer, not an error).
+type TouchResult struct {
+	Held bool `json:"held"`
+}
+
+// TouchTask is touch_task.
+var TouchTask = executorOp(Spec{
+	Name: "touch_task", Title: "Renew lease", Path: "/v1/tasks/{task_id}/touch",
+	Summary:     "renew a lease; held false when it is lost",
+	Description: "Renew the lease (the lease heartbeat). held is false, not an error, when the lease is lost: stop working on the task.",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (TouchResult, error) {
+	held, err := s.Tasks.Touch(ctx, in.TaskID, in.LeaseToken)
+	if errors.Is(err, store.ErrLeaseLost) {
+		err = nil // a lost lease is the answer held=false, not an error
+	}
+	return TouchResult{Held: held}, err
+})
+
+// EvidenceInput is the input of add_evidence.
+type EvidenceInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	Kind       string `json:"kind" jsonschema:"what the evidence is (workspace: the attempt's workspace path)"`
+	Body       string `json:"body" jsonschema:"the evidence"`
+}
+
+// AddEvidence is add_evidence.
+var AddEvidence = executorOp(Spec{
+	Name: "add_evidence", Title: "Add evidence", Path: "/v1/tasks/{task_id}/evidence", Status: http.StatusCreated,
+	Summary: "record evidence of the current attempt", Description: "Record evidence of the current attempt (201).",
+}, func(ctx context.Context, s *Services, in *EvidenceInput) (store.Evidence, error) {
+	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
+})
+
+// DecisionInput is the input of record_decision.
+type DecisionInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	Kind       string `json:"kind" jsonschema:"what was decided"`
+	Text       string `json:"text,omitempty" jsonschema:"the decision"`
+	// DerivedFromRevision is the task revision the decision was made from
+	// (the revision of the task as the executor read it at claim).
+	DerivedFromRevision int `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
+}
+
+// RecordDecision is record_decision.
+var RecordDecision = executorOp(Spec{
+	Name: "record_decision", Title: "Record decision", Path: "/v1/tasks/{task_id}/decisions", Status: http.StatusCreated,
+	Summary:     "record a decision of the current attempt, with the revision it was derived from",
+	Description: "Record a decision of the current attempt with the task revision it was derived from (201).",
+}, func(ctx context.Context, s *Services, in *DecisionInput) (store.Decision, error) {
+	return s.Tasks.RecordDecision(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Text, in.DerivedFromRevision)
+})
+
+// ReuseWorkspaceInput is the input of reuse_workspace.
+type ReuseWorkspaceInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	// Path is a workspace recorded by an earlier attempt of the task.
+	Path                string `json:"path" jsonschema:"a workspace recorded by an earlier attempt of the task"`
+	DerivedFromRevision int    `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
+}
+
+// ReuseWorkspace is reuse_workspace.
+var ReuseWorkspace = executorOp(Spec{
+	Name: "reuse_workspace", Title: "Reuse workspace", Path: "/v1/tasks/{task_id}/workspace/reuse", Status: http.StatusCreated,
+	Summary:     "continue in a workspace an earlier attempt left (an explicit decision)",
+	Description: "Record the explicit decision to continue in a workspace left by an earlier attempt, and make it the current attempt's (201).",
+}, func(ctx context.Context, s *Services, in *ReuseWorkspaceInput) (store.Decision, error) {
+	return s.Tasks.ReuseWorkspace(ctx, in.TaskID, in.LeaseToken, in.Path, in.DerivedFromRevision)
+})
+
+// ConfirmAbort is confirm_abort.
+var ConfirmAbort = executorOp(Spec{
+	Name: "confirm_abort", Title: "Confirm abort", Path: "/v1/tasks/{task_id}/abort/confirm",
+	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped",
+	Description: "The executor's confirmation that the work of its revoked lease has stopped; not_found when no abort " +
+		"names that lease (it ended some other way).",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Abort, error) {
+	if in.LeaseToken == "" {
+		return store.Abort{}, &store.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
+	}
+	return s.Tasks.ConfirmAbort(ctx, in.TaskID, in.LeaseToken)
+})
+
+// CompleteInput is the input of complete_task.
+type CompleteInput struct {
+	TaskID      int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken  string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	NeedsReview bool   `json:"needs_review,omitempty" jsonschema:"hand the result to a reviewer (NEEDS_REVIEW) instead of completing"`
+	Result      string `json:"result,omitempty" jsonschema:"what the attempt produced"`
+}
+
+// CompleteTask is complete_task.
+var CompleteTask = executorOp(Spec{
+	Name: "complete_task", Title: "Complete task", Path: "/v1/tasks/{task_id}/complete",
+	Summary: "end an attempt successfully (or for review)", Description: "End the attempt: COMPLETED, or NEEDS_REVIEW with needs_review.",
+}, func(ctx context.Context, s *Services, in *CompleteInput) (store.Task, error) {
+	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
+})
+
+// FailInput is the input of fail_task.
+type FailInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	Retryable  bool   `json:"retryable,omitempty" jsonschema:"retry the task (OPEN again, after a backoff) while attempts remain"`
+	Reason     string `json:"reason,omitempty" jsonschema:"why it failed"`
+}
+
+// FailTask is fail_task.
+var FailTask = executorOp(Spec{
+	Name: "fail_task", Title: "Fail task", Path: "/v1/tasks/{task_id}/fail",
+	Summary: "end an attempt unsuccessfully", Description: "End the attempt unsuccessfully: FAILED, or OPEN again when retryable and attempts remain.",
+}, func(ctx context.Context, s *Services, in *FailInput) (store.Task, error) {
+	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
+})
+
+// QuestionInput is the input of request_input.
+type QuestionInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	Question   string `json:"question" jsonschema:"what a person must answer"`
+}
+
+// RequestInput is request_input.
+var RequestInput = executorOp(Spec{
+	Name: "request_input", Title: "Request input", Path: "/v1/tasks/{task_id}/request-input",
+	Summary: "park a task with a question for a person (NEEDS_INPUT)", Description: "Park the task in NEEDS_INPUT with a question; the attempt is given back.",
+}, func(ctx context.Context, s *Services, in *QuestionInput) (store.Task, error) {
+	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
+})
+
+// ReviewClaimInput is the input of claim_review.
+type ReviewClaimInput struct {
+	TaskID   int64   `json:"task_id" jsonschema:"the NEEDS_REVIEW task"`
+	Reviewer string  `json:"reviewer,omitempty" jsonschema:"who reviews (default the caller's name)"`
+	LeaseS   float64 `json:"lease_s,omitempty" jsonschema:"the review lease in seconds, 1 to 86400 (default 300)"`
+}
+
+// reviewOp declares a review call: update on the task.
+func reviewOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+	sp.Permission, sp.Resource = auth.PermUpdate, taskResource
+	sp.Method, sp.Surfaces, sp.Needs = "POST", HTTP, NeedTasks
+	return define(&Op[In, Out]{spec: sp, call: call})
+}
+
+// ClaimReview is claim_review.
+var ClaimReview = reviewOp(Spec{
+	Name: "claim_review", Title: "Claim review", Path: "/v1/tasks/{task_id}/review/claim", Secret: true,
+	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
+	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
+}, func(ctx context.Context, s *Services, in *ReviewClaimInput) (store.ClaimedTask, error) {
+	lease, err := leaseOf(in.LeaseS)
+	if err != nil {
+		return store.ClaimedTask{}, err
+	}
+	reviewer := in.Reviewer
+	if reviewer == "" {
+		reviewer = actor(ctx)
+	}
+	return s.Tasks.ClaimReview(ctx, in.TaskID, reviewer, lease)
+})
+
+// ReviewInput is the input of approve_review and reject_review.
+type ReviewInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the REVIEWING task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the review lease's token"`
+	Note       string `json:"note,omitempty" jsonschema:"the reviewer's note"`
+}
+
+// ApproveReview is approve_review.
+var ApproveReview = reviewOp(Spec{
+	Name: "approve_review", Title: "Approve review", Path: "/v1/tasks/{task_id}/review/approve",
+	Summary: "approve a reviewed task (COMPLETED)", Description: "Approve the reviewed task: COMPLETED.",
+}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
+})
+
+// RejectReview is reject_review.
+var RejectReview = reviewOp(Spec{
+	Name: "reject_review", Title: "Reject review", Path: "/v1/tasks/{task_id}/review/reject",
+	Summary: "reject a reviewed task (OPEN again)", Description: "Reject the reviewed task: OPEN again for another attempt.",
+}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)
+})

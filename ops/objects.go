@@ -1,0 +1,334 @@
+package ops
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store"
+)
+
+// The knowledge-store operations (ADR-007): submitting a research question,
+// reading objects with their reasoning, and the version DAG of an object.
+
+// MaxQuestionLen bounds a research question (bytes).
+const MaxQuestionLen = 2000
+
+// maxCorpusPathLen bounds the corpus directory a question may name.
+const maxCorpusPathLen = 4096
+
+// objectResource is the resource template of an operation on one object.
+const objectResource = auth.ResourceObjects + "/{object_id}"
+
+// ResearchRequest is the input of submit_research: a question for the
+// research pipeline.
+type ResearchRequest struct {
+	Question string `json:"question" jsonschema:"the question to research, 1 to 2000 bytes"`
+	// Corpus, optional, is a directory (an absolute path on the host the
+	// pipeline runs on) the Researcher reads instead of its default corpus.
+	Corpus string `json:"corpus,omitempty" jsonschema:"optional: an absolute path, on the host the pipeline runs on, of a directory of .md and .txt files to research instead of the pipeline's default corpus"`
+}
+
+// NewQuestion validates r and returns the question object to create for
+// createdBy: kind question, status awaiting_research, content
+// {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
+func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
+	if err := cmp.Or(store.ValidateText("question", r.Question), store.ValidateText("corpus", r.Corpus)); err != nil {
+		return store.NewObject{}, err
+	}
+	q := strings.TrimSpace(r.Question)
+	switch {
+	case q == "":
+		return store.NewObject{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	case len(r.Question) > MaxQuestionLen:
+		return store.NewObject{}, &store.FieldError{Field: "question",
+			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
+	}
+	if r.Corpus != "" {
+		switch {
+		case len(r.Corpus) > maxCorpusPathLen:
+			return store.NewObject{}, &store.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
+		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
+			// A relative path would be resolved by whichever process runs
+			// the pipeline, which is not the caller's working directory.
+			return store.NewObject{}, &store.FieldError{Field: "corpus",
+				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
+		}
+	}
+	content, err := json.Marshal(pipeline.Question{Question: q, Corpus: r.Corpus})
+	if err != nil {
+		return store.NewObject{}, err
+	}
+	title := q
+	if len(title) > 200 {
+		title = strings.ToValidUTF8(title[:197], "") + "..."
+	}
+	return store.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
+		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
+}
+
+// SubmitResearch is submit_research.
+var SubmitResearch = define(&Op[ResearchRequest, store.Object]{
+	spec: Spec{
+		Name: "submit_research", Title: "Submit research question", Method: "POST", Path: "/v1/objects",
+		Summary: "submit a research question (201, the question object in awaiting_research)",
+		Description: "Submit a question to the cks research pipeline (Researcher → Critic → Synthesizer → Arbiter). " +
+			"It creates a question object in status awaiting_research and returns it at once; the pipeline then moves it " +
+			"through awaiting_critique, awaiting_synthesis and awaiting_arbitration to resolved (a synthesis with citations) " +
+			"or, when it cannot answer within its rounds, needs_input with the reason. Follow it with get_object. " +
+			"An empty question or one over 2000 bytes, or a relative corpus, is an invalid_argument error naming the field.",
+		Permission: auth.PermCreate, Resource: auth.ResourceObjects,
+		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *ResearchRequest) (store.Object, error) {
+		n, err := NewQuestion(*in, actor(ctx))
+		if err != nil {
+			return store.Object{}, err
+		}
+		o, err := s.Objects.CreateObject(ctx, n)
+		o.ClaimToken = "" // the claiming worker's secret
+		return o, err
+	},
+})
+
+// ObjectInput names an object.
+type ObjectInput struct {
+	ObjectID int64 `json:"object_id" jsonschema:"the object's id"`
+}
+
+// ObjectView is the output of get_object: the object with its transition
+// log and edges, and under "reasoning" every object at the other end of one
+// of its edges, each with its own log and edges — for a question, its
+// claims, critiques, syntheses, rationales and unusable model replies — so
+// one call shows the whole chain. Reasoning is ordered by object id
+// (creation order). Heads are the object's head versions (store.Versions),
+// ascending; Forked is true when there is more than one (the fork_detection
+// sweeper then enqueues a resolve_fork task).
+type ObjectView struct {
+	store.Object
+	Heads []store.Version `json:"heads"`
+	// Forked shadows Object.Forked so that the body always says it.
+	Forked    bool           `json:"forked"`
+	Reasoning []store.Object `json:"reasoning"`
+}
+
+// ViewObject reads object id and resolves its linked objects (ObjectView).
+// Claim tokens are left out: they are the claiming worker's secret.
+func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error) {
+	o, err := k.GetObject(ctx, id)
+	if err != nil {
+		return ObjectView{}, err
+	}
+	o.ClaimToken = ""
+	v := ObjectView{Object: o, Heads: []store.Version{}, Reasoning: []store.Object{}}
+	heads, err := k.Heads(ctx, id)
+	if err != nil {
+		return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
+	}
+	if heads != nil {
+		v.Heads = heads
+	}
+	v.Forked = len(v.Heads) > 1 || o.Forked
+	v.Object.Forked = v.Forked
+	var ids []int64
+	for _, e := range o.Edges {
+		other := e.Src
+		if other == id {
+			other = e.Dst
+		}
+		if other != id && !slices.Contains(ids, other) {
+			ids = append(ids, other)
+		}
+	}
+	slices.Sort(ids)
+	for _, oid := range ids {
+		l, err := k.GetObject(ctx, oid)
+		if err != nil {
+			return ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
+		}
+		l.ClaimToken = ""
+		v.Reasoning = append(v.Reasoning, l)
+	}
+	return v, nil
+}
+
+// GetObject is get_object.
+var GetObject = define(&Op[ObjectInput, ObjectView]{
+	spec: Spec{
+		Name: "get_object", Title: "Get knowledge object", Method: "GET", Path: "/v1/objects/{object_id}",
+		Summary: "an object with its transition log, edges, heads and, under reasoning, every linked object",
+		Description: "Show one object of the cks knowledge store (a research question, claim, synthesis, critique or rationale): " +
+			"its current_status and round, its append-only transition log (ts, agent, action, transitioned_to, reasoning_node_id), " +
+			"its edges (base_type, semantic_type), and under \"reasoning\" every object linked to it, each with its own log and " +
+			"edges — for a question its claims (with citations and accepted/rejected status), the critiques (per-claim verdicts), " +
+			"the syntheses (answer and citations) and the arbiter's rationales — so the whole chain is in one answer. " +
+			"\"heads\" holds the object's head versions (version_id, parents, author, created_at, content, content_hash); " +
+			"\"forked\" is true when there is more than one: concurrent writes from the same base version forked the object, " +
+			"and the fork_detection sweeper enqueues a resolve_fork task for the Fork Resolution agent to merge them.",
+		Permission: auth.PermRead, Resource: objectResource, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ObjectInput) (ObjectView, error) {
+		return ViewObject(ctx, s.Objects, in.ObjectID)
+	},
+})
+
+// ListObjectsInput is the input of list_objects (over HTTP, the query of GET
+// /v1/objects).
+type ListObjectsInput struct {
+	Status []string `json:"status,omitempty" jsonschema:"only objects in any of these statuses"`
+	Kind   []string `json:"kind,omitempty" jsonschema:"only objects of any of these kinds: question, claim, synthesis, critique, rationale, model_reply"`
+	Cursor int64    `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
+	Limit  int      `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+}
+
+// ObjectFilter turns in into the store's filter.
+func (in ListObjectsInput) ObjectFilter() (store.ObjectFilter, error) {
+	return store.ObjectFilter{Statuses: in.Status, Kinds: in.Kind, After: in.Cursor, Limit: in.Limit}.Validate()
+}
+
+// ListObjects is list_objects.
+var ListObjects = define(&Op[ListObjectsInput, store.ObjectPage]{
+	spec: Spec{
+		Name: "list_objects", Title: "List knowledge objects", Method: "GET", Path: "/v1/objects",
+		Summary: "a page of objects (cursor paging), filtered by status and kind",
+		Description: "List objects of the knowledge store, oldest first, one page at a time (use next_cursor as cursor " +
+			"for the next page), filtered by status and kind.",
+		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ListObjectsInput) (store.ObjectPage, error) {
+		f, err := in.ObjectFilter()
+		if err != nil {
+			return store.ObjectPage{}, err
+		}
+		page, err := s.Objects.ListObjects(ctx, f)
+		if page.Objects == nil {
+			page.Objects = []store.Object{}
+		}
+		for i := range page.Objects {
+			page.Objects[i].ClaimToken = ""
+		}
+		return page, err
+	},
+})
+
+// VersionList is the output of list_object_versions: every version of the
+// object, ascending by id (each names its parents, so the list is the
+// version DAG), and the ids of its heads.
+type VersionList struct {
+	ObjectID int64           `json:"object_id"`
+	Versions []store.Version `json:"versions"`
+	Heads    []int64         `json:"heads"`
+	Forked   bool            `json:"forked"`
+}
+
+// ListObjectVersions returns the version DAG of object id (VersionList).
+func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionList, error) {
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return VersionList{}, err
+	}
+	all, err := vs.ObjectVersions(ctx, id)
+	if err != nil {
+		return VersionList{}, err
+	}
+	l := VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
+	if l.Versions == nil {
+		l.Versions = []store.Version{}
+	}
+	// The heads of this very list: the versions no other names as a parent.
+	parent := map[int64]bool{}
+	for _, v := range all {
+		for _, p := range v.Parents {
+			parent[p] = true
+		}
+	}
+	for _, v := range all {
+		if !parent[v.ID] {
+			l.Heads = append(l.Heads, v.ID)
+		}
+	}
+	l.Forked = len(l.Heads) > 1
+	return l, nil
+}
+
+// ListObjectVersionsOp is list_object_versions.
+var ListObjectVersionsOp = define(&Op[ObjectInput, VersionList]{
+	spec: Spec{
+		Name: "list_object_versions", Title: "List object versions", Method: "GET", Path: "/v1/objects/{object_id}/versions",
+		Summary:     `the version DAG {"versions","heads","forked"}`,
+		Description: "Every version of an object, ascending (each names its parents, so the list is the version DAG), its heads, and whether it is forked.",
+		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ObjectInput) (VersionList, error) {
+		return ListObjectVersions(ctx, s.Objects, in.ObjectID)
+	},
+})
+
+// WriteVersionRequest is the input of write_object_version: the new content
+// (a JSON object) and the version it was written from. A base that is no
+// longer a head makes a fork.
+type WriteVersionRequest struct {
+	ObjectID    int64           `json:"object_id" jsonschema:"the object to write"`
+	BaseVersion int64           `json:"base_version" jsonschema:"the version the content was written from; one that is no longer a head makes a fork"`
+	Content     json.RawMessage `json:"content" jsonschema:"the new content, a JSON object"`
+}
+
+// CheckVersionContent validates the content of a version write: a JSON
+// object (a FieldError naming content otherwise).
+func CheckVersionContent(content json.RawMessage) error {
+	b := bytes.TrimSpace(content)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		got := string(b)
+		if got == "" {
+			got = "nothing"
+		} else if len(got) > 40 {
+			got = got[:37] + "..."
+		}
+		return &store.FieldError{Field: "content", Expected: "a JSON object, got " + got}
+	}
+	return nil
+}
+
+// WriteObjectVersion validates and writes content as a version of object
+// id based on version base, by author: a base that is not a positive
+// integer is a FieldError naming base_version, content that is not a JSON
+// object one naming content, an unknown object ErrNotFound; nothing is
+// written on error.
+func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (store.Version, error) {
+	if base <= 0 {
+		return store.Version{}, &store.FieldError{Field: "base_version",
+			Expected: fmt.Sprintf("the id of a version of object %d (a positive integer), got %d", id, base)}
+	}
+	if err := CheckVersionContent(content); err != nil {
+		return store.Version{}, err
+	}
+	// An unknown object is a 404, not a bad base.
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return store.Version{}, err
+	}
+	return vs.WriteVersion(ctx, id, base, content, author)
+}
+
+// WriteObjectVersionOp is write_object_version.
+var WriteObjectVersionOp = define(&Op[WriteVersionRequest, store.Version]{
+	spec: Spec{
+		Name: "write_object_version", Title: "Write object version", Method: "POST", Path: "/v1/objects/{object_id}/versions",
+		Summary: "write a version (201); a base that is no longer a head makes a fork",
+		Description: "Write a version of an object from a base version (201). A base that is no longer a head makes a fork; " +
+			"an unknown base or content that is not a JSON object is an invalid_argument error naming base_version or " +
+			"content, an unknown object not_found, and nothing is written.",
+		Permission: auth.PermUpdate, Resource: objectResource,
+		Status: http.StatusCreated, Surfaces: HTTP | CLI, Needs: NeedObjects,
+	},
+	call: func(ctx context.Context, s *Services, in *WriteVersionRequest) (store.Version, error) {
+		return WriteObjectVersion(ctx, s.Objects, in.ObjectID, in.BaseVersion, in.Content, actor(ctx))
+	},
+})

@@ -1,0 +1,118 @@
+package ops
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// Token management: bearer tokens of principals and their grants. Every
+// call needs admin on /.
+
+// TokenRequest is the input of create_token.
+type TokenRequest struct {
+	// Name labels the principal (default "task/ID" with TaskID, else required).
+	Name string `json:"name,omitempty" jsonschema:"the principal's name (default task/ID with task_id, else required)"`
+	// Grants are PERMISSION on RESOURCE pairs (auth.ValidGrant).
+	Grants []store.Grant `json:"grants,omitempty" jsonschema:"permissions on nodes of the resource tree"`
+	// TaskID, when set, adds the grants of a task-scoped agent credential
+	// for that task (read, append, create on /tasks/ID); the task must exist.
+	TaskID int64 `json:"task_id,omitempty" jsonschema:"make a task-scoped agent credential of this task: read, append, create on /tasks/ID"`
+}
+
+// CreatedToken is the output of create_token. Token is shown this once:
+// only its hash is stored.
+type CreatedToken struct {
+	store.PrincipalGrants
+	Token string `json:"token"`
+}
+
+// TokenList is the output of list_tokens: every principal with its grants
+// (never a token or its hash).
+type TokenList struct {
+	Tokens []store.PrincipalGrants `json:"tokens"`
+}
+
+// TokenInput names a principal.
+type TokenInput struct {
+	ID string `json:"id" jsonschema:"the principal's id (list_tokens lists them)"`
+}
+
+// tokenOp declares a token call: admin on /.
+func tokenOp[In, Out any](o *Op[In, Out]) *Op[In, Out] {
+	o.spec.Permission, o.spec.Resource = auth.PermAdmin, auth.ResourceRoot
+	o.spec.Surfaces, o.spec.Needs = HTTP|CLI, NeedPrincipals
+	return define(o)
+}
+
+// CreateToken is create_token.
+var CreateToken = tokenOp(&Op[TokenRequest, CreatedToken]{
+	spec: Spec{
+		Name: "create_token", Title: "Create token", Method: "POST", Path: "/v1/tokens", Status: http.StatusCreated,
+		Summary:     "create a bearer token (shown once) with its grants",
+		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
+		Secret:      true,
+	},
+	call: func(ctx context.Context, s *Services, in *TokenRequest) (CreatedToken, error) {
+		grants, name := in.Grants, in.Name
+		if in.TaskID != 0 {
+			if in.TaskID < 0 {
+				return CreatedToken{}, &store.FieldError{Field: "task_id", Expected: "a positive task id"}
+			}
+			if s.Tasks != nil {
+				if _, err := s.Tasks.GetTask(ctx, in.TaskID); err != nil {
+					return CreatedToken{}, err
+				}
+			}
+			grants = append(auth.TaskTokenGrants(in.TaskID), grants...)
+			if name == "" {
+				name = "task/" + strconv.FormatInt(in.TaskID, 10)
+			}
+		}
+		if len(grants) == 0 {
+			return CreatedToken{}, &store.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
+		}
+		p, tok, err := auth.CreateToken(ctx, s.Principals, s.clock(), name, grants)
+		if err != nil {
+			return CreatedToken{}, err
+		}
+		gs, err := s.Principals.GrantsOf(ctx, p.ID)
+		if err != nil {
+			return CreatedToken{}, err
+		}
+		return CreatedToken{PrincipalGrants: store.PrincipalGrants{Principal: p, Grants: gs}, Token: tok}, nil
+	},
+})
+
+// ListTokens is list_tokens.
+var ListTokens = tokenOp(&Op[struct{}, TokenList]{
+	spec: Spec{
+		Name: "list_tokens", Title: "List tokens", Method: "GET", Path: "/v1/tokens",
+		Summary:     "every principal with its grants (never a token or its hash)",
+		Description: "Every principal with its grants, oldest first; never a token or its hash.",
+		Hints:       Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, _ *struct{}) (TokenList, error) {
+		ps, err := s.Principals.ListPrincipals(ctx)
+		if ps == nil {
+			ps = []store.PrincipalGrants{}
+		}
+		return TokenList{Tokens: ps}, err
+	},
+})
+
+// RevokeToken is revoke_token.
+var RevokeToken = tokenOp(&Op[TokenInput, struct{}]{
+	spec: Spec{
+		Name: "revoke_token", Title: "Revoke token", Method: "DELETE", Path: "/v1/tokens/{id}", Status: http.StatusNoContent,
+		Summary:     "revoke a principal (204); the last admin cannot be revoked",
+		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
+		Hints:       Hints{Idempotent: true, Destructive: new(true)},
+	},
+	call: func(ctx context.Context, s *Services, in *TokenInput) (struct{}, error) {
+		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
+	},
+})
