@@ -21,6 +21,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
@@ -188,7 +189,7 @@ func TestProcesses(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /v1/processes: %d %s", resp.StatusCode, body)
 		}
-		var pl api.ProcessList
+		var pl ops.ProcessList
 		if err := json.Unmarshal([]byte(body), &pl); err != nil {
 			t.Fatal(err)
 		}

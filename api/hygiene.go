@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cks-dev/cks/ops"
 	"io"
 	"mime"
 	"net/http"
@@ -36,7 +37,7 @@ import (
 //     without a preflight, are never read as JSON.
 //     A body-less call (start, a sweeper's stop) needs no Content-Type; one
 //     that declares a form type is refused all the same.
-//   - Size. A body is read whole, up to maxBody (1 MiB), before the handler
+//   - Size. A body is read whole, up to ops.MaxBody (1 MiB), before the handler
 //     runs: a larger one is 413 request_too_large and nothing is done with
 //     it (a handler never sees a cut body).
 //   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
@@ -51,7 +52,7 @@ func safeMethod(m string) bool {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if safeMethod(r.Method) {
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, ops.MaxBody)
 		}
 		a.mux.ServeHTTP(w, r)
 		return
@@ -80,14 +81,14 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 		writeUnsupported(w, fmt.Sprintf("Content-Type %q", ct))
 		return r, false
 	}
-	if r.ContentLength > maxBody {
+	if r.ContentLength > ops.MaxBody {
 		writeTooLarge(w, r)
 		return r, false
 	}
 	var b []byte
 	if r.Body != nil {
 		var err error
-		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, ops.MaxBody))
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			writeTooLarge(w, r)
 			return r, false
@@ -170,7 +171,7 @@ func writeUnsupported(w http.ResponseWriter, what string) {
 
 func writeTooLarge(w http.ResponseWriter, r *http.Request) {
 	WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large",
-		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, maxBody))
+		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, ops.MaxBody))
 }
 
 // jsonKind names what a JSON text that is not an object starts with.
@@ -204,14 +205,4 @@ func streaming(h http.Handler) http.Handler {
 		clearDeadlines(w)
 		h.ServeHTTP(w, r)
 	})
-}
-
-// allowWait extends the write deadline of a request that waits up to wait
-// (a stop or update awaiting an abort confirmation) by wait, so the
-// server's write timeout does not cut the wait short.
-func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
-	if a.cfg.WriteTimeout <= 0 {
-		return // the server has no write timeout to extend
-	}
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
 }

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 )
 
 // Client calls one hub.
@@ -76,37 +78,54 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// do sends in (when non-nil) as a JSON body and decodes the answer into out
-// (when non-nil). An error answer becomes an *Error.
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	return c.doWith(ctx, c.http, method, path, in, out)
-}
-
-// doLong is do for a call the hub may hold open for up to wait (a stop or
-// update waiting for an abort confirmation): the client's timeout is
-// extended by wait, so the call is not cut off before the hub answers.
-func (c *Client) doLong(ctx context.Context, wait time.Duration, method, path string, in, out any) error {
-	hc := *c.http
-	if hc.Timeout > 0 {
-		hc.Timeout += wait
+// Call calls operation op of the table (package ops) with input in: a
+// pointer to op's input type, or any value that encodes as the same JSON
+// object (a json.RawMessage, a map), sent as the API reads it (path, query,
+// JSON body). The output is decoded into out (nil: discarded). A call that
+// may wait (a stop awaiting an abort confirmation) gets the client's timeout
+// extended by its wait. An error answer becomes an *Error carrying the hub's
+// message as it is.
+func (c *Client) Call(ctx context.Context, op ops.Operation, in, out any) error {
+	method, path, body, err := ops.HTTPRequest(op, in)
+	if err != nil {
+		return err
 	}
-	return c.doWith(ctx, &hc, method, path, in, out)
+	typed := in
+	if reflect.TypeOf(in) != reflect.TypeOf(op.NewInput()) {
+		// Only for the wait: the hub decodes and checks the input.
+		typed = op.NewInput()
+		if raw, err := json.Marshal(in); err == nil {
+			json.Unmarshal(raw, typed) //nolint:errcheck // a bad input is the hub's to refuse
+		}
+	}
+	hc := c.http
+	if wait := op.Wait(typed); wait > 0 && hc.Timeout > 0 {
+		long := *c.http
+		long.Timeout += wait
+		hc = &long
+	}
+	return c.send(ctx, hc, method, path, body, out)
 }
 
-func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+// Do is Call with the types of op: it returns op's output for input in.
+func Do[In, Out any](ctx context.Context, c *Client, op *ops.Op[In, Out], in In) (Out, error) {
+	var out Out
+	err := c.Call(ctx, op, &in, &out)
+	return out, err
+}
+
+// send sends body (when non-nil) as JSON and decodes the answer into out
+// (when non-nil). An error answer becomes an *Error.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body []byte, out any) error {
 	var reqBody io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encode request of %s %s: %w", method, path, err)
-		}
-		reqBody = bytes.NewReader(b)
+	if body != nil {
+		reqBody = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reqBody)
 	if err != nil {
 		return err
 	}
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
@@ -116,7 +135,7 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 		return fmt.Errorf("cannot reach the hub at %s: %w", c.baseURL, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
@@ -124,16 +143,20 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 		var e struct {
 			Error Error `json:"error"`
 		}
-		if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
-			return &Error{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(body))}
+		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
+			return &Error{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
 		}
 		e.Error.Status = resp.StatusCode
 		return &e.Error
 	}
-	if out == nil {
+	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = append((*raw)[:0], data...)
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode response of %s %s: %w", method, path, err)
 	}
 	return nil
@@ -141,24 +164,19 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 
 // Health checks that the hub answers /healthz.
 func (c *Client) Health(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+	return c.send(ctx, c.http, http.MethodGet, "/healthz", nil, nil)
 }
 
 // ListProcesses returns every agent process instance with its computed status.
 func (c *Client) ListProcesses(ctx context.Context) ([]liveness.Process, error) {
-	var out struct {
-		Processes []liveness.Process `json:"processes"`
-	}
-	err := c.do(ctx, http.MethodGet, "/v1/processes", nil, &out)
+	out, err := Do(ctx, c, ops.ListProcesses, struct{}{})
 	return out.Processes, err
 }
 
 // ProcessStatus returns the newest instance of kind; Status is "not_found" when
 // none ever reported.
 func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Process, error) {
-	var p liveness.Process
-	err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(kind), nil, &p)
-	return p, err
+	return Do(ctx, c, ops.ProcessStatus, ops.ProcessInput{ProcessKind: kind})
 }
 
 // StopProcess asks a standalone agent process to finish its current task and
@@ -166,7 +184,5 @@ func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Proce
 // instance id. Found is false, with no error, when no alive instance was
 // there to ask. There is no start.
 func (c *Client) StopProcess(ctx context.Context, target string) (liveness.StopResult, error) {
-	var res liveness.StopResult
-	err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(target)+"/stop", nil, &res)
-	return res, err
+	return Do(ctx, c, ops.RequestProcessStop, ops.ProcessInput{ProcessKind: target})
 }

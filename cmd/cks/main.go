@@ -78,6 +78,8 @@ Usage:
   cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
                                                                   new bearer token (shown once)
   cks token list [--json] | revoke ID                             principals and their grants
+  cks api OP [JSON] | --list      call any operation by name with JSON as its input (default {},
+                                  "-" reads stdin) and print its output; --list lists them
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
   cks bench abort|liveness|stop|pipeline [--database postgres://…] [--json]
                                   stop/update latency, liveness store, process stop,
@@ -141,6 +143,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdSweeper(ctx, args[1:], e)
 	case "token":
 		err = cmdToken(ctx, args[1:], e)
+	case "api":
+		err = cmdAPI(ctx, args[1:], e)
 	case "bench":
 		err = cmdBench(ctx, args[1:], e)
 	case "version":
@@ -148,7 +152,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, api, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -150,14 +150,12 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 		return fmt.Errorf("%w: object edit needs --content JSON or at least one --set FIELD=VALUE", errUsage)
 	case *content != "" && !json.Valid([]byte(*content)):
 		return fmt.Errorf("%w: --content is not valid JSON: %s", errUsage, clip(*content, 60))
-	case *base < 0:
-		return fmt.Errorf("%w: --base must be a version id (a positive integer), got %d", errUsage, *base)
 	}
 	c, err := cf.client(e)
 	if err != nil {
 		return err
 	}
-	if *base == 0 {
+	if !baseSet(fset) {
 		v, err := c.GetObject(ctx, id)
 		if err != nil {
 			return err
@@ -201,6 +199,14 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 	return nil
 }
 
+// baseSet reports whether --base was given (any value of it is the hub's to
+// judge).
+func baseSet(fset *flag.FlagSet) bool {
+	set := false
+	fset.Visit(func(f *flag.Flag) { set = set || f.Name == "base" })
+	return set
+}
+
 // applySets sets FIELD=VALUE pairs on a JSON object.
 func applySets(content json.RawMessage, sets []string) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
@@ -240,7 +246,7 @@ func forkLine(heads []store.Version) string {
 
 // printVersions prints the version DAG: one line per version with its
 // parents, author, time and hash prefix, heads marked.
-func printVersions(w io.Writer, l api.VersionList) error {
+func printVersions(w io.Writer, l ops.VersionList) error {
 	if len(l.Versions) == 0 {
 		fmt.Fprintf(w, "object %d has no versions\n", l.ObjectID)
 		return nil
@@ -397,7 +403,7 @@ func printObjects(w io.Writer, page store.ObjectPage) error {
 // printObject prints v as a readable chain: a header, the transition log
 // with each entry's reasoning indented under it, then the claims with their
 // status and citations, the syntheses, and any other linked objects.
-func printObject(w io.Writer, v api.ObjectView) {
+func printObject(w io.Writer, v ops.ObjectView) {
 	head := ""
 	if v.HeadVersion > 0 && !v.Forked {
 		head = fmt.Sprintf(" · version v%d", v.HeadVersion)
@@ -534,7 +540,7 @@ func printContent(w io.Writer, o store.Object, indent string) {
 }
 
 // linkTo names the edges between the viewed object and linked object id.
-func linkTo(v api.ObjectView, id int64) string {
+func linkTo(v ops.ObjectView, id int64) string {
 	var parts []string
 	for _, e := range v.Edges {
 		switch {

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -98,10 +96,6 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		res, err := c.StopProcess(ctx, pos[0])
-		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Status == http.StatusBadRequest {
-			// Neither a kind nor an instance id: the hub's message lists the kinds.
-			return fmt.Errorf("%w: process stop: %s", errUsage, ce.Message)
-		}
 		if err != nil {
 			return err
 		}

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -51,7 +51,7 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("%w: research --timeout: expected a positive duration, got %s", errUsage, *timeout)
 	}
-	req := api.ResearchRequest{Question: pos[0]}
+	req := ops.ResearchRequest{Question: pos[0]}
 	if *corpusDir != "" {
 		abs, err := filepath.Abs(*corpusDir)
 		if err != nil {
@@ -67,10 +67,6 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w: --corpus %s: not a directory", errUsage, abs)
 		}
 		req.Corpus = abs
-	}
-	// The hub checks the same; checking here makes bad input a usage error.
-	if _, err := api.NewQuestion(req, ""); err != nil {
-		return fmt.Errorf("%w: research: %v", errUsage, err)
 	}
 	c, err := cf.client(e)
 	if err != nil {
@@ -113,7 +109,7 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 // printing one line per new log entry to w. It re-reads the object when the
 // hub's event stream reports a step event about it (a hub running the
 // pipeline in-process) and every researchPoll regardless.
-func followObject(ctx context.Context, c *client.Client, id int64, timeout time.Duration, w io.Writer) (api.ObjectView, error) {
+func followObject(ctx context.Context, c *client.Client, id int64, timeout time.Duration, w io.Writer) (ops.ObjectView, error) {
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wake := make(chan struct{}, 1)
@@ -141,7 +137,7 @@ func followObject(ctx context.Context, c *client.Client, id int64, timeout time.
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
 	printed := 0
-	var v api.ObjectView
+	var v ops.ObjectView
 	for {
 		var err error
 		v, err = c.GetObject(fctx, id)
@@ -172,7 +168,7 @@ func followObject(ctx context.Context, c *client.Client, id int64, timeout time.
 
 // transitionLine is one progress line: "researcher: researched →
 // awaiting_critique (5 claims)".
-func transitionLine(e store.TransitionEntry, v api.ObjectView) string {
+func transitionLine(e store.TransitionEntry, v ops.ObjectView) string {
 	line := fmt.Sprintf("%s: %s → %s", e.Agent, e.Action, e.TransitionedTo)
 	if d := entryDetail(e, v); d != "" {
 		line += " (" + d + ")"
@@ -181,7 +177,7 @@ func transitionLine(e store.TransitionEntry, v api.ObjectView) string {
 }
 
 // entryDetail summarises what a log entry did, from the linked objects.
-func entryDetail(e store.TransitionEntry, v api.ObjectView) string {
+func entryDetail(e store.TransitionEntry, v ops.ObjectView) string {
 	if node, ok := reasoningNode(e, v); ok {
 		var r pipeline.Reasoning
 		_ = json.Unmarshal(node.Content, &r)
@@ -240,7 +236,7 @@ func entryDetail(e store.TransitionEntry, v api.ObjectView) string {
 }
 
 // reasoningNode returns the reasoning node of a log entry from the view.
-func reasoningNode(e store.TransitionEntry, v api.ObjectView) (store.Object, bool) {
+func reasoningNode(e store.TransitionEntry, v ops.ObjectView) (store.Object, bool) {
 	if e.ReasoningNodeID == nil {
 		return store.Object{}, false
 	}
@@ -252,7 +248,7 @@ func reasoningNode(e store.TransitionEntry, v api.ObjectView) (store.Object, boo
 }
 
 // linkedOf returns the linked objects of kind, oldest first.
-func linkedOf(v api.ObjectView, kind string) []store.Object {
+func linkedOf(v ops.ObjectView, kind string) []store.Object {
 	var out []store.Object
 	for _, o := range v.Reasoning {
 		if o.Kind == kind {
@@ -286,7 +282,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // printResearchOutcome prints the resolved answer with numbered citations,
 // or why the question parked.
-func printResearchOutcome(w io.Writer, v api.ObjectView) {
+func printResearchOutcome(w io.Writer, v ops.ObjectView) {
 	fmt.Fprintln(w)
 	switch v.Status {
 	case pipeline.Resolved:
@@ -307,7 +303,7 @@ func printResearchOutcome(w io.Writer, v api.ObjectView) {
 }
 
 // parkReason is the rationale of the entry that parked v.
-func parkReason(v api.ObjectView) string {
+func parkReason(v ops.ObjectView) string {
 	for i := len(v.Log) - 1; i >= 0; i-- {
 		e := v.Log[i]
 		if e.TransitionedTo != pipeline.NeedsInput {

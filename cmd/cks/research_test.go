@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -111,7 +111,7 @@ func TestResearchCLI(t *testing.T) {
 				"arbiter: parked → needs_input", "parked after 3 rounds")
 
 			r = cks(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
-			var v api.ObjectView
+			var v ops.ObjectView
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
 				t.Fatalf("object show --json: %v, %+v\n%s", err, v.Status, r.stdout)
 			}
@@ -149,10 +149,20 @@ func TestResearchCLI(t *testing.T) {
 	}
 }
 
-// TestResearchBadInput: a corpus that does not exist, an empty or too long
-// question, and a pipeline agent with a missing corpus or a bad model
-// setting are usage errors (exit 2) that say what is wrong.
+// TestResearchBadInput: a corpus that does not exist, and a pipeline agent
+// with a missing corpus or a bad model setting are usage errors (exit 2)
+// that say what is wrong; an empty or too long question is the hub's to
+// refuse (exit 1, in the words of submit_research).
 func TestResearchBadInput(t *testing.T) {
+	h := startHub(t, "serve")
+	for _, c := range []struct{ question, want string }{
+		{"  ", "cks: invalid question: expected a non-empty question (invalid_argument, HTTP 400)\n"},
+		{strings.Repeat("why ", 600), "cks: invalid question: expected at most 2000 bytes, got 2400 (invalid_argument, HTTP 400)\n"},
+	} {
+		if r := cks(t, nil, "research", c.question, "--data-dir", string(h.dir)); r.code != 1 || r.stderr != c.want {
+			t.Errorf("research %.20q: exit %d, stderr %q; want 1, %q", c.question, r.code, r.stderr, c.want)
+		}
+	}
 	dir := t.TempDir()
 	for _, c := range []struct {
 		env  []string
@@ -160,8 +170,6 @@ func TestResearchBadInput(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"research", "Why?", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist: directory does not exist"},
-		{nil, []string{"research", "  ", "--data-dir", dir}, "question"},
-		{nil, []string{"research", strings.Repeat("why ", 600), "--data-dir", dir}, "at most 2000 bytes"},
 		{nil, []string{"research", "--data-dir", dir}, "exactly one QUESTION"},
 		{nil, []string{"object", "show", "abc", "--data-dir", dir}, "object ID"},
 		{nil, []string{"agent", "pipeline", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist"},

@@ -114,7 +114,7 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			printTasks(e.stdout, page)
 			return nil
 		}
-		l, err := listStoppedFirst(ctx, c, f)
+		l, err := ledger.ListStoppedFirst(ctx, c, ledger.StoppedFirstQuery{Types: f.Types, After: f.After, Limit: f.Limit})
 		if err != nil {
 			return err
 		}
@@ -229,9 +229,6 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		if strings.TrimSpace(*reason) == "" {
-			return fmt.Errorf("%w: task stop needs --reason (why the task is held)", errUsage)
-		}
 		c, err := cf.client(e)
 		if err != nil {
 			return err
@@ -320,9 +317,6 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			*j.dst = v
 		}
 		p.AddDependsOn, p.RemoveDependsOn, p.CancelChildren, p.AddChildren = addDeps, removeDeps, cancelled, children
-		if p.Empty() {
-			return fmt.Errorf("%w: task update needs at least one change (--title, --description, --criteria, --payload, --priority, --metadata, --add-dep, --remove-dep, --add-child or --cancel-child)", errUsage)
-		}
 		c, err := cf.client(e)
 		if err != nil {
 			return err
@@ -471,50 +465,9 @@ func stoppedFrom(ctx context.Context, c *client.Client, id int64) string {
 	return ""
 }
 
-// taskListing is `task list` without --state: STOPPED tasks first (every
-// one of them, on the first page), then one page of every other task.
-type taskListing struct {
-	// Stopped is how many of Tasks, at its head, are STOPPED.
-	Stopped int          `json:"stopped"`
-	Tasks   []store.Task `json:"tasks"`
-	Next    int64        `json:"next_cursor,omitempty"`
-}
-
-func listStoppedFirst(ctx context.Context, c *client.Client, f store.TaskFilter) (taskListing, error) {
-	var l taskListing
-	if f.After == 0 { // the held tasks head the first page only
-		sf := store.TaskFilter{States: []store.TaskState{ledger.Stopped}, Types: f.Types, Limit: store.MaxListLimit}
-		for {
-			page, err := c.ListTasks(ctx, sf)
-			if err != nil {
-				return l, err
-			}
-			l.Tasks = append(l.Tasks, page.Tasks...)
-			if page.Next == 0 {
-				break
-			}
-			sf.After = page.Next
-		}
-		l.Stopped = len(l.Tasks)
-	}
-	for _, st := range ledger.All {
-		if st != ledger.Stopped {
-			f.States = append(f.States, st)
-		}
-	}
-	page, err := c.ListTasks(ctx, f)
-	if err != nil {
-		return l, err
-	}
-	l.Tasks = append(l.Tasks, page.Tasks...)
-	if l.Tasks == nil {
-		l.Tasks = []store.Task{}
-	}
-	l.Next = page.Next
-	return l, nil
-}
-
-func printListing(w io.Writer, l taskListing, now time.Time) {
+// printListing prints `task list` without --state: the STOPPED tasks first,
+// prominently, with how long they have been held (ledger.ListStoppedFirst).
+func printListing(w io.Writer, l ledger.StoppedFirst, now time.Time) {
 	if l.Stopped > 0 {
 		fmt.Fprintf(w, "!! STOPPED: %d task(s) held by an operator; nothing runs them until `cks task start ID`\n", l.Stopped)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

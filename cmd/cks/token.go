@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -18,12 +18,14 @@ type grantFlags []store.Grant
 
 func (g *grantFlags) String() string { return fmt.Sprint([]store.Grant(*g)) }
 
+// Set reads PERMISSION:RESOURCE; whether the permission and the resource
+// exist is the hub's to say (grants[N].permission, grants[N].resource).
 func (g *grantFlags) Set(s string) error {
-	gr, err := auth.ParseGrant(s)
-	if err != nil {
-		return err
+	perm, res, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("expected PERMISSION:RESOURCE such as read:/tasks, got %q", s)
 	}
-	*g = append(*g, gr)
+	*g = append(*g, store.Grant{Permission: perm, Resource: res})
 	return nil
 }
 
@@ -56,17 +58,11 @@ func cmdToken(ctx context.Context, args []string, e env) error {
 		if len(pos) > 0 {
 			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, pos)
 		}
-		if len(grants) == 0 && *task == 0 {
-			return fmt.Errorf("%w: token create needs --grant PERMISSION:RESOURCE (repeatable) or --task ID", errUsage)
-		}
-		if *name == "" && *task == 0 {
-			return fmt.Errorf("%w: token create needs --name", errUsage)
-		}
 		cl, err := cf.client(e)
 		if err != nil {
 			return err
 		}
-		created, err := cl.CreateToken(ctx, api.TokenRequest{Name: *name, Grants: grants, TaskID: *task})
+		created, err := cl.CreateToken(ctx, ops.TokenRequest{Name: *name, Grants: grants, TaskID: *task})
 		if err != nil {
 			return err
 		}
@@ -92,7 +88,7 @@ func cmdToken(ctx context.Context, args []string, e env) error {
 			if ps == nil {
 				ps = []store.PrincipalGrants{}
 			}
-			return printJSON(e.stdout, api.TokenList{Tokens: ps})
+			return printJSON(e.stdout, ops.TokenList{Tokens: ps})
 		}
 		printTokens(e.stdout, ps)
 		return nil
