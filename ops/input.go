@@ -147,13 +147,13 @@ func topKeys(data []byte) ([]string, error) {
 
 // fillQuery sets the fields of in named by query parameters: a list field
 // takes every value, each split on commas (?state=OPEN,RUNNING&state=STOPPED),
-// any other the first. Parameters that name no field, or a path field, are
-// ignored, as a web server ignores what it does not serve.
+// any other the first. A parameter that names no field (or a path field) is
+// refused as a body's unknown field is: the same input on every surface.
 func fillQuery(in any, q url.Values, path []string) error {
 	fields := jsonFields(reflect.TypeOf(in).Elem())
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if _, ok := fields[name]; !ok || slices.Contains(path, name) {
-			continue
+			return unknownField(name)
 		}
 		f := field(in, name)
 		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {

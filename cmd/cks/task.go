@@ -371,9 +371,11 @@ func oneID(fs *flag.FlagSet, args []string) (int64, error) {
 	return parseID(pos[0])
 }
 
+// parseID reads an ID argument: an integer (whether it names a task is the
+// hub's to say).
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil {
 		return 0, fmt.Errorf("%w: expected a task ID (a positive integer), got %q", errUsage, s)
 	}
 	return id, nil
