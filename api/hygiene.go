@@ -109,7 +109,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 		}
 		if trimmed[0] != '{' {
 			WriteError(w, http.StatusBadRequest, "invalid_argument",
-				"invalid request body: expected a JSON object, got "+jsonKind(trimmed))
+				"invalid request body: expected a JSON object, got "+ops.JSONKind(trimmed))
 			return r, false
 		}
 	}
@@ -172,23 +172,6 @@ func writeUnsupported(w http.ResponseWriter, what string) {
 func writeTooLarge(w http.ResponseWriter, r *http.Request) {
 	WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large",
 		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, ops.MaxBody))
-}
-
-// jsonKind names what a JSON text that is not an object starts with.
-func jsonKind(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("null")):
-		return "null"
-	case b[0] == '[':
-		return "an array"
-	case b[0] == '"':
-		return "a string"
-	case b[0] == 't' || b[0] == 'f':
-		return "a boolean"
-	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':
-		return "a number"
-	}
-	return "something that is not JSON"
 }
 
 // clearDeadlines lifts the server's read and write timeouts for a streaming

@@ -39,7 +39,7 @@ func Decode(data []byte, in any) error {
 		return fmt.Errorf("input of %d bytes is too large: limit %d: %w", len(data), MaxBody, store.ErrInvalid)
 	}
 	if trimmed[0] != '{' {
-		return fmt.Errorf("invalid input: expected a JSON object, got %s: %w", jsonKind(trimmed), store.ErrInvalid)
+		return fmt.Errorf("invalid input: expected a JSON object, got %s: %w", JSONKind(trimmed), store.ErrInvalid)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -77,8 +77,9 @@ func jsonField(path string) string {
 	return strings.Join(out, ".")
 }
 
-// jsonKind names what a JSON text that is not an object starts with.
-func jsonKind(b []byte) string {
+// JSONKind names what a JSON text that is not an object starts with
+// ("null", "an array", "a string", …), for the messages that refuse it.
+func JSONKind(b []byte) string {
 	switch {
 	case bytes.HasPrefix(b, []byte("null")):
 		return "null"
@@ -100,7 +101,7 @@ func jsonKind(b []byte) string {
 func HTTPInput(op Operation, pathValue func(string) string, query url.Values, body []byte) (any, error) {
 	sp := op.Spec()
 	in := op.NewInput()
-	path := wildcards(sp.Path)
+	path := Wildcards(sp.Path)
 	if bodyless(sp.Method) {
 		if err := fillQuery(in, query, path); err != nil {
 			return nil, err
@@ -242,7 +243,7 @@ func HTTPRequest(op Operation, in any) (method, path string, body []byte, err er
 		return jsonTexts(m[name])
 	}
 	path = sp.Path
-	for _, name := range wildcards(sp.Path) {
+	for _, name := range Wildcards(sp.Path) {
 		v := texts(name)
 		if _, ok := m[name]; !ok || len(v) != 1 {
 			return "", "", nil, &store.FieldError{Field: name, Expected: "a string or number for the path of " + sp.Name}
@@ -319,8 +320,9 @@ func scalarText(v json.RawMessage) (string, error) {
 	return t, nil
 }
 
-// wildcards returns the names of the {wildcards} of a path or template.
-func wildcards(pattern string) []string {
+// Wildcards returns the names of the {wildcards} of a ServeMux pattern, a
+// path or a resource template ("{path...}" names path).
+func Wildcards(pattern string) []string {
 	var out []string
 	for rest := pattern; ; {
 		i := strings.IndexByte(rest, '{')
@@ -342,7 +344,7 @@ func wildcards(pattern string) []string {
 // refused as bad input naming the field.
 func expand(template string, in any) (string, error) {
 	res := template
-	for _, name := range wildcards(template) {
+	for _, name := range Wildcards(template) {
 		f := field(in, name)
 		var v string
 		switch f.Kind() {

@@ -89,7 +89,7 @@ func operationObject(op Operation) (map[string]any, error) {
 	required, _ := in["required"].([]any)
 	isRequired := func(name string) bool { return slices.Contains(required, any(name)) }
 	var params []any
-	path := wildcards(sp.Path)
+	path := Wildcards(sp.Path)
 	for _, name := range path {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": props[name]})
 		delete(props, name)

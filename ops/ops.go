@@ -393,13 +393,13 @@ func define[In, Out any](o *Op[In, Out]) *Op[In, Out] {
 		panic(fmt.Sprintf("ops: %s: an HTTP operation needs a method and a path", sp.Name))
 	}
 	fields := jsonFields(reflect.TypeFor[In]())
-	for _, w := range wildcards(sp.Path) {
+	for _, w := range Wildcards(sp.Path) {
 		if _, ok := fields[w]; !ok {
 			panic(fmt.Sprintf("ops: %s: path wildcard {%s} is no field of %v", sp.Name, w, reflect.TypeFor[In]()))
 		}
 	}
 	if o.resource == nil {
-		for _, w := range wildcards(sp.Resource) {
+		for _, w := range Wildcards(sp.Resource) {
 			if _, ok := fields[w]; !ok {
 				panic(fmt.Sprintf("ops: %s: resource field {%s} is no field of %v", sp.Name, w, reflect.TypeFor[In]()))
 			}
