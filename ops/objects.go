@@ -79,7 +79,7 @@ func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
 var SubmitResearch = define(&Op[ResearchRequest, store.Object]{
 	spec: Spec{
 		Name: "submit_research", Title: "Submit research question", Method: "POST", Path: "/v1/objects",
-		Summary: "submit a research question (201, the question object in awaiting_research)",
+		Summary: "submit a research question (201, the question object in awaiting_research); an empty question or one over 2000 bytes, or a relative corpus, is a 400 naming the field",
 		Description: "Submit a question to the cks research pipeline (Researcher → Critic → Synthesizer → Arbiter). " +
 			"It creates a question object in status awaiting_research and returns it at once; the pipeline then moves it " +
 			"through awaiting_critique, awaiting_synthesis and awaiting_arbitration to resolved (a synthesis with citations) " +

@@ -85,7 +85,8 @@ var ProcessStatus = define(&Op[ProcessInput, liveness.Process]{
 var RequestProcessStop = define(&Op[ProcessInput, liveness.StopResult]{
 	spec: Spec{
 		Name: "request_process_stop", Title: "Request process stop", Method: "POST", Path: "/v1/processes/{process_kind}/stop",
-		Summary: "ask a process to finish its current task and exit (ADR-016); there is no start",
+		Summary: "ask a process (a kind's newest instance, or an instance id) to finish its current task and exit (ADR-016); " +
+			`{"found":false} (200) when none is alive; an unknown kind is a 400 listing the kinds; there is no start`,
 		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +
 			"(the most recently started one, as process_status reports it), or the instance whose instance_id is given " +
 			"as process_kind, is asked to finish its current task, if any, " +

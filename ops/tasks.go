@@ -97,7 +97,7 @@ func statesList() string {
 var ListTasks = define(&Op[ListTasksInput, store.TaskPage]{
 	spec: Spec{
 		Name: "list_tasks", Title: "List tasks", Method: "GET", Path: "/v1/tasks",
-		Summary: "a page of tasks (cursor paging), filtered by state and type",
+		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h)",
 		Description: "List tasks of the cks task ledger, oldest first, one page at a time (use next_cursor as cursor for the " +
 			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,

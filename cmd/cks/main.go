@@ -90,7 +90,8 @@ Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
 CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
 falls back to the hub URL and admin token in the data directory (default ./.cks).
 
-Exit status: 0 success, 1 error, 2 usage error, 3 a stop or update whose
+Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
+2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
 restarted, but that executor may still be running against it), 4 a research
 question followed with --wait that parked in needs_input.
