@@ -247,3 +247,28 @@ func TestOpenAPI(t *testing.T) {
 		t.Errorf("%d of %d operations in the document", n, len(ops.All()))
 	}
 }
+
+// TestSchemasResolve: every input and output schema is a JSON Schema the
+// validator accepts, and validates a sample input (the MCP clients and
+// OpenAPI readers get these schemas).
+func TestSchemasResolve(t *testing.T) {
+	for _, op := range ops.All() {
+		if op.Spec().Stream {
+			continue
+		}
+		in, err := op.InputSchema().Resolve(nil)
+		if err != nil {
+			t.Errorf("%s: input schema: %v", op.Spec().Name, err)
+			continue
+		}
+		if _, err := op.OutputSchema().Resolve(nil); err != nil {
+			t.Errorf("%s: output schema: %v", op.Spec().Name, err)
+		}
+		raw, _ := json.Marshal(sample(t, op))
+		var v map[string]any
+		json.Unmarshal(raw, &v)
+		if err := in.Validate(v); err != nil {
+			t.Errorf("%s: sample input %s: %v", op.Spec().Name, raw, err)
+		}
+	}
+}
