@@ -76,7 +76,7 @@ func operationObject(op Operation) (map[string]any, error) {
 		o["x-cks-secret"] = true
 	}
 	responses := o["responses"].(map[string]any)
-	status := strconv.Itoa(cmpStatus(sp.Status))
+	status := strconv.Itoa(successStatus(sp.Status))
 	if sp.Stream {
 		responses[status] = map[string]any{"description": sp.Summary}
 		return o, nil
@@ -119,7 +119,7 @@ func operationObject(op Operation) (map[string]any, error) {
 	if len(params) > 0 {
 		o["parameters"] = params
 	}
-	if cmpStatus(sp.Status) == http.StatusNoContent {
+	if successStatus(sp.Status) == http.StatusNoContent {
 		responses[status] = map[string]any{"description": sp.Summary}
 		return o, nil
 	}

@@ -312,10 +312,11 @@ func (o *Op[In, Out]) StatusOf(out any) int {
 			return o.status(v)
 		}
 	}
-	return cmpStatus(o.spec.Status)
+	return successStatus(o.spec.Status)
 }
 
-func cmpStatus(s int) int {
+// successStatus is a Spec.Status, 200 when unset.
+func successStatus(s int) int {
 	if s == 0 {
 		return http.StatusOK
 	}

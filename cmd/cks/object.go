@@ -375,7 +375,7 @@ func compactValue(content map[string]json.RawMessage, f string) string {
 func parseObjectID(s string) (int64, error) {
 	id, err := parseID(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: expected an object ID (a positive integer), got %q", errUsage, s)
+		return 0, fmt.Errorf("%w: expected an object ID (an integer), got %q", errUsage, s)
 	}
 	return id, nil
 }

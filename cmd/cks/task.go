@@ -376,7 +376,7 @@ func oneID(fs *flag.FlagSet, args []string) (int64, error) {
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: expected a task ID (a positive integer), got %q", errUsage, s)
+		return 0, fmt.Errorf("%w: expected a task ID (an integer), got %q", errUsage, s)
 	}
 	return id, nil
 }

@@ -19,7 +19,7 @@ type grantFlags []store.Grant
 func (g *grantFlags) String() string { return fmt.Sprint([]store.Grant(*g)) }
 
 // Set reads PERMISSION:RESOURCE; whether the permission and the resource
-// exist is the hub's to say (grants[N].permission, grants[N].resource).
+// exist is the hub's to say (create_token refuses them naming the field).
 func (g *grantFlags) Set(s string) error {
 	perm, res, ok := strings.Cut(s, ":")
 	if !ok {
