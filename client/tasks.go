@@ -52,33 +52,38 @@ func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []str
 
 // MarkRunning moves a claimed task to RUNNING.
 func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (store.Task, error) {
-	return Do(ctx, c, ops.MarkRunning, ops.LeaseInput{TaskID: id, LeaseToken: leaseToken})
+	return Do(ctx, c, ops.MarkRunning, lease(id, leaseToken))
 }
 
 // Touch renews a lease and reports whether it is still held.
 func (c *Client) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	out, err := Do(ctx, c, ops.TouchTask, ops.LeaseInput{TaskID: id, LeaseToken: leaseToken})
+	out, err := Do(ctx, c, ops.TouchTask, lease(id, leaseToken))
 	return out.Held, err
 }
 
 // AddEvidence records evidence for the current attempt.
 func (c *Client) AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (store.Evidence, error) {
-	return Do(ctx, c, ops.AddEvidence, ops.EvidenceInput{TaskID: id, LeaseToken: leaseToken, Kind: kind, Body: body})
+	return Do(ctx, c, ops.AddEvidence, ops.EvidenceInput{LeaseInput: lease(id, leaseToken), Kind: kind, Body: body})
 }
 
 // Complete ends an attempt successfully (or for review).
 func (c *Client) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (store.Task, error) {
-	return Do(ctx, c, ops.CompleteTask, ops.CompleteInput{TaskID: id, LeaseToken: leaseToken, NeedsReview: needsReview, Result: result})
+	return Do(ctx, c, ops.CompleteTask, ops.CompleteInput{LeaseInput: lease(id, leaseToken), NeedsReview: needsReview, Result: result})
 }
 
 // Fail ends an attempt unsuccessfully.
 func (c *Client) Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (store.Task, error) {
-	return Do(ctx, c, ops.FailTask, ops.FailInput{TaskID: id, LeaseToken: leaseToken, Retryable: retryable, Reason: reason})
+	return Do(ctx, c, ops.FailTask, ops.FailInput{LeaseInput: lease(id, leaseToken), Retryable: retryable, Reason: reason})
 }
 
 // RequestInput parks a task with a question for a person.
 func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, question string) (store.Task, error) {
-	return Do(ctx, c, ops.RequestInput, ops.QuestionInput{TaskID: id, LeaseToken: leaseToken, Question: question})
+	return Do(ctx, c, ops.RequestInput, ops.QuestionInput{LeaseInput: lease(id, leaseToken), Question: question})
+}
+
+// lease names task id's lease leaseToken.
+func lease(id int64, leaseToken string) ops.LeaseInput {
+	return ops.LeaseInput{TaskID: id, LeaseToken: leaseToken}
 }
 
 // IsLeaseLost reports whether err is the hub's answer to a call with a revoked lease.
@@ -142,19 +147,19 @@ func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (s
 // RecordDecision records an executor's decision for the current attempt,
 // with the task revision it was derived from.
 func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error) {
-	return Do(ctx, c, ops.RecordDecision, ops.DecisionInput{TaskID: id, LeaseToken: leaseToken, Kind: kind,
+	return Do(ctx, c, ops.RecordDecision, ops.DecisionInput{LeaseInput: lease(id, leaseToken), Kind: kind,
 		Text: text, DerivedFromRevision: derivedFromRevision})
 }
 
 // ReuseWorkspace records the explicit decision to continue in a workspace
 // left by an earlier attempt of the task.
 func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error) {
-	return Do(ctx, c, ops.ReuseWorkspace, ops.ReuseWorkspaceInput{TaskID: id, LeaseToken: leaseToken,
+	return Do(ctx, c, ops.ReuseWorkspace, ops.ReuseWorkspaceInput{LeaseInput: lease(id, leaseToken),
 		Path: path, DerivedFromRevision: derivedFromRevision})
 }
 
 // ConfirmAbort confirms, with the revoked lease token, that the aborted
 // attempt's work has stopped. A 404 means no abort names that lease.
 func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error) {
-	return Do(ctx, c, ops.ConfirmAbort, ops.LeaseInput{TaskID: id, LeaseToken: leaseToken})
+	return Do(ctx, c, ops.ConfirmAbort, lease(id, leaseToken))
 }

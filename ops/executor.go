@@ -100,10 +100,12 @@ var ClaimTasks = define(&Op[ClaimInput, ClaimedTasks]{
 	},
 })
 
-// LeaseInput is the input of executor calls that carry only the lease token.
+// LeaseInput names a leased task and the lease: the input of the executor
+// calls that carry only the lease token, and the head of every other
+// executor call's input (each carries the lease it works under).
 type LeaseInput struct {
 	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim (or review claim) answered"`
 }
 
 // executorOp declares an executor call on one task: append on the task.
@@ -142,10 +144,9 @@ var TouchTask = executorOp(Spec{
 
 // EvidenceInput is the input of add_evidence.
 type EvidenceInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
-	Kind       string `json:"kind" jsonschema:"what the evidence is (workspace: the attempt's workspace path)"`
-	Body       string `json:"body" jsonschema:"the evidence"`
+	LeaseInput
+	Kind string `json:"kind" jsonschema:"what the evidence is (workspace: the attempt's workspace path)"`
+	Body string `json:"body" jsonschema:"the evidence"`
 }
 
 // AddEvidence is add_evidence.
@@ -158,10 +159,9 @@ var AddEvidence = executorOp(Spec{
 
 // DecisionInput is the input of record_decision.
 type DecisionInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
-	Kind       string `json:"kind" jsonschema:"what was decided"`
-	Text       string `json:"text,omitempty" jsonschema:"the decision"`
+	LeaseInput
+	Kind string `json:"kind" jsonschema:"what was decided"`
+	Text string `json:"text,omitempty" jsonschema:"the decision"`
 	// DerivedFromRevision is the task revision the decision was made from
 	// (the revision of the task as the executor read it at claim).
 	DerivedFromRevision int `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
@@ -178,8 +178,7 @@ var RecordDecision = executorOp(Spec{
 
 // ReuseWorkspaceInput is the input of reuse_workspace.
 type ReuseWorkspaceInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	LeaseInput
 	// Path is a workspace recorded by an earlier attempt of the task.
 	Path                string `json:"path" jsonschema:"a workspace recorded by an earlier attempt of the task"`
 	DerivedFromRevision int    `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
@@ -209,8 +208,7 @@ var ConfirmAbort = executorOp(Spec{
 
 // CompleteInput is the input of complete_task.
 type CompleteInput struct {
-	TaskID      int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken  string `json:"lease_token" jsonschema:"the lease token its claim answered"`
+	LeaseInput
 	NeedsReview bool   `json:"needs_review,omitempty" jsonschema:"hand the result to a reviewer (NEEDS_REVIEW) instead of completing"`
 	Result      string `json:"result,omitempty" jsonschema:"what the attempt produced"`
 }
@@ -225,10 +223,9 @@ var CompleteTask = executorOp(Spec{
 
 // FailInput is the input of fail_task.
 type FailInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
-	Retryable  bool   `json:"retryable,omitempty" jsonschema:"retry the task (OPEN again, after a backoff) while attempts remain"`
-	Reason     string `json:"reason,omitempty" jsonschema:"why it failed"`
+	LeaseInput
+	Retryable bool   `json:"retryable,omitempty" jsonschema:"retry the task (OPEN again, after a backoff) while attempts remain"`
+	Reason    string `json:"reason,omitempty" jsonschema:"why it failed"`
 }
 
 // FailTask is fail_task.
@@ -241,9 +238,8 @@ var FailTask = executorOp(Spec{
 
 // QuestionInput is the input of request_input.
 type QuestionInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim answered"`
-	Question   string `json:"question" jsonschema:"what a person must answer"`
+	LeaseInput
+	Question string `json:"question" jsonschema:"what a person must answer"`
 }
 
 // RequestInput is request_input.
@@ -287,9 +283,8 @@ var ClaimReview = reviewOp(Spec{
 
 // ReviewInput is the input of approve_review and reject_review.
 type ReviewInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the REVIEWING task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the review lease's token"`
-	Note       string `json:"note,omitempty" jsonschema:"the reviewer's note"`
+	LeaseInput
+	Note string `json:"note,omitempty" jsonschema:"the reviewer's note"`
 }
 
 // ApproveReview is approve_review.
