@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
@@ -128,7 +129,7 @@ func New(cfg Config) *API {
 		ops.OpenAPIDocument.Spec().Name: http.HandlerFunc(a.serveOpenAPI),
 	})
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+		WriteError(w, http.StatusNotFound, cks.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})))
 	if cfg.MCP != nil {
 		// Each MCP tool checks its own permission with the same Authorizer,
@@ -154,7 +155,7 @@ type ErrorBody = ops.ErrorBody
 
 // WriteError writes {"error":{"code":…,"message":…}} with status.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: ops.Failure{Code: code, Message: msg}})
+	writeJSON(w, status, ErrorBody{Error: cks.Error{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -244,7 +245,7 @@ func (a *API) storageHealth(ctx context.Context) error {
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		WriteError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		WriteError(w, http.StatusInternalServerError, cks.CodeInternal, "streaming unsupported")
 		return
 	}
 	clearDeadlines(w) // the stream lasts as long as its client
@@ -319,7 +320,7 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 func (a *API) authed(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+		WriteError(w, http.StatusUnauthorized, cks.CodeUnauthenticated, err.Error())
 	})
 }
 

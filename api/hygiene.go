@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ops"
 	"io"
 	"mime"
@@ -69,7 +70,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if needsOriginProof(r) {
 		if err := sameOrigin(r); err != nil {
-			WriteError(w, http.StatusForbidden, "cross_origin", "cross-origin request refused: "+err.Error()+
+			WriteError(w, http.StatusForbidden, cks.CodeCrossOrigin, "cross-origin request refused: "+err.Error()+
 				"; a request signed in by the studio cookie must come from the hub's own pages"+
 				" (a script or another site sends the token as \"Authorization: Bearer TOKEN\" instead)")
 			return r, false
@@ -97,7 +98,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 			// The client went away or was too slow (the server's read
 			// timeout): the answer most likely goes nowhere.
 			a.cfg.Logger.Debug("request body unread", "method", r.Method, "path", r.URL.Path, "err", err)
-			WriteError(w, http.StatusBadRequest, "invalid_argument", "cannot read the request body: "+err.Error())
+			WriteError(w, http.StatusBadRequest, cks.CodeInvalidArgument, "cannot read the request body: "+err.Error())
 			return r, false
 		}
 		r.Body.Close()
@@ -108,7 +109,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 			return r, false
 		}
 		if trimmed[0] != '{' {
-			WriteError(w, http.StatusBadRequest, "invalid_argument",
+			WriteError(w, http.StatusBadRequest, cks.CodeInvalidArgument,
 				"invalid request body: expected a JSON object, got "+ops.JSONKind(trimmed))
 			return r, false
 		}
@@ -165,12 +166,12 @@ func isJSON(contentType string) bool {
 }
 
 func writeUnsupported(w http.ResponseWriter, what string) {
-	WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+	WriteError(w, http.StatusUnsupportedMediaType, cks.CodeUnsupportedMediaType,
 		what+" is not accepted: the request body must be JSON, sent as Content-Type: application/json")
 }
 
 func writeTooLarge(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large",
+	WriteError(w, http.StatusRequestEntityTooLarge, cks.CodeRequestTooLarge,
 		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, ops.MaxBody))
 }
 

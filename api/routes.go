@@ -128,7 +128,7 @@ func ParseTaskFilter(q url.Values, now time.Time) (store.TaskFilter, error) {
 	if err != nil {
 		return store.TaskFilter{}, err
 	}
-	return in.(*ops.ListTasksInput).TaskFilter(now)
+	return ops.TaskFilterOf(*in.(*ops.ListTasksInput), now)
 }
 
 // ParseObjectFilter reads the query of GET /v1/objects (list_objects):

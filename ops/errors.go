@@ -6,26 +6,18 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
-// ErrorBody is the shape of every error answer of the HTTP API; its Error is
-// what an MCP tool error says (its text is Message) and what the CLI prints.
-type ErrorBody struct {
-	Error Failure `json:"error"`
-}
+// ErrorBody is cks.ErrorBody, the shape of every error answer of the HTTP
+// API.
+type ErrorBody = cks.ErrorBody
 
-// Failure is an error as every surface reports it: an HTTP status, a code, a
-// message and, for bad input, the offending input field.
-type Failure struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the offending input field of an invalid_argument error.
-	Field string `json:"field,omitempty"`
-}
+// Failure is cks.Error: an error as every surface reports it.
+type Failure = cks.Error
 
 // ClientClosedRequest is the status of a call whose caller went away.
 const ClientClosedRequest = 499
@@ -45,23 +37,23 @@ func FailureOf(ctx context.Context, log *slog.Logger, what string, err error) Fa
 	}
 	switch {
 	case errors.As(err, &fe):
-		f := fail(http.StatusBadRequest, "invalid_argument")
+		f := fail(http.StatusBadRequest, cks.CodeInvalidArgument)
 		f.Field = fe.Field
 		return f
 	case errors.Is(err, store.ErrInvalid):
-		return fail(http.StatusBadRequest, "invalid_argument")
+		return fail(http.StatusBadRequest, cks.CodeInvalidArgument)
 	case errors.Is(err, sweeper.ErrDisabledByConfig):
-		return fail(http.StatusConflict, "disabled_by_config")
+		return fail(http.StatusConflict, cks.CodeDisabledByConfig)
 	case errors.Is(err, store.ErrLeaseLost):
-		return fail(http.StatusConflict, "lease_lost")
+		return fail(http.StatusConflict, cks.CodeLeaseLost)
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, sweeper.ErrUnknownSweeper):
-		return fail(http.StatusNotFound, "not_found")
+		return fail(http.StatusNotFound, cks.CodeNotFound)
 	case errors.Is(err, store.ErrConflict):
-		return fail(http.StatusConflict, "conflict")
+		return fail(http.StatusConflict, cks.CodeConflict)
 	case errors.Is(err, auth.ErrUnauthenticated):
-		return fail(http.StatusUnauthorized, "unauthenticated")
+		return fail(http.StatusUnauthorized, cks.CodeUnauthenticated)
 	case errors.Is(err, auth.ErrForbidden):
-		return fail(http.StatusForbidden, "forbidden")
+		return fail(http.StatusForbidden, cks.CodeForbidden)
 	case errors.Is(err, store.ErrUnavailable):
 		// The storage's failure, not the request's: nothing was written,
 		// and the same request may succeed once the storage is fixed.
@@ -73,10 +65,10 @@ func FailureOf(ctx context.Context, log *slog.Logger, what string, err error) Fa
 		// The caller went away (e.g. during a stop's abort wait): not a
 		// failure of the hub. The answer goes nowhere.
 		log.Debug("call abandoned by its caller", "call", what, "err", err)
-		return fail(ClientClosedRequest, "client_closed_request")
+		return fail(ClientClosedRequest, cks.CodeClientClosedRequest)
 	}
 	log.Error("call failed", "call", what, "err", err)
-	return Failure{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error; see the hub log"}
+	return Failure{Status: http.StatusInternalServerError, Code: cks.CodeInternal, Message: "internal error; see the hub log"}
 }
 
 // StorageState names a storage fault for codes (storage_CODE, /healthz's

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
 )
@@ -23,29 +24,11 @@ import (
 // DefaultLease is the lease given to a claim that does not ask for one.
 const DefaultLease = 5 * time.Minute
 
-// ClaimInput is the input of claim_tasks.
-type ClaimInput struct {
-	// Worker names the executor instance; default the caller's name.
-	Worker string   `json:"worker,omitempty" jsonschema:"the executor instance (default the caller's name)"`
-	Types  []string `json:"types,omitempty" jsonschema:"task types to lease; none leases tasks of any type"`
-	// N is how many tasks to lease at most (default 1).
-	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
-	// LeaseS is the lease in seconds (default 300).
-	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default 300)"`
-}
+// ClaimInput is cks.ClaimTasksInput.
+type ClaimInput = cks.ClaimTasksInput
 
-// ClaimedTasks is the output of claim_tasks: the only answer that carries
-// lease tokens (each task's lease_token, for the claimer).
-type ClaimedTasks struct {
-	Tasks []store.ClaimedTask `json:"tasks"`
-	// AgentTokens maps each claimed task's id (as a decimal string) to a
-	// task-scoped agent credential (read, append, create on /tasks/ID) for
-	// the executor to work that task with, bound to the task's new lease (it
-	// stops authenticating when the lease ends). A task whose credential
-	// could not be issued is absent (the hub logs why); the claim stands
-	// regardless.
-	AgentTokens map[string]string `json:"agent_tokens"`
-}
+// ClaimedTasks is cks.ClaimedTasks.
+type ClaimedTasks = cks.ClaimedTasks
 
 func leaseOf(seconds float64) (time.Duration, error) {
 	switch {
@@ -100,13 +83,8 @@ var ClaimTasks = define(&Op[ClaimInput, ClaimedTasks]{
 	},
 })
 
-// LeaseInput names a leased task and the lease: the input of the executor
-// calls that carry only the lease token, and the head of every other
-// executor call's input (each carries the lease it works under).
-type LeaseInput struct {
-	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
-	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim (or review claim) answered"`
-}
+// LeaseInput is cks.LeaseInput.
+type LeaseInput = cks.LeaseInput
 
 // executorOp declares an executor call on one task: append on the task.
 func executorOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
@@ -123,11 +101,8 @@ var MarkRunning = executorOp(Spec{
 	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
 })
 
-// TouchResult is the output of touch_task: whether the lease is still held
-// (the seed's touch convention: a lost lease is an answer, not an error).
-type TouchResult struct {
-	Held bool `json:"held"`
-}
+// TouchResult is cks.TouchResult.
+type TouchResult = cks.TouchResult
 
 // TouchTask is touch_task.
 var TouchTask = executorOp(Spec{
@@ -142,12 +117,8 @@ var TouchTask = executorOp(Spec{
 	return TouchResult{Held: held}, err
 })
 
-// EvidenceInput is the input of add_evidence.
-type EvidenceInput struct {
-	LeaseInput
-	Kind string `json:"kind" jsonschema:"what the evidence is (workspace: the attempt's workspace path)"`
-	Body string `json:"body" jsonschema:"the evidence"`
-}
+// EvidenceInput is cks.AddEvidenceInput.
+type EvidenceInput = cks.AddEvidenceInput
 
 // AddEvidence is add_evidence.
 var AddEvidence = executorOp(Spec{
@@ -157,15 +128,8 @@ var AddEvidence = executorOp(Spec{
 	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
 })
 
-// DecisionInput is the input of record_decision.
-type DecisionInput struct {
-	LeaseInput
-	Kind string `json:"kind" jsonschema:"what was decided"`
-	Text string `json:"text,omitempty" jsonschema:"the decision"`
-	// DerivedFromRevision is the task revision the decision was made from
-	// (the revision of the task as the executor read it at claim).
-	DerivedFromRevision int `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
-}
+// DecisionInput is cks.RecordDecisionInput.
+type DecisionInput = cks.RecordDecisionInput
 
 // RecordDecision is record_decision.
 var RecordDecision = executorOp(Spec{
@@ -176,13 +140,8 @@ var RecordDecision = executorOp(Spec{
 	return s.Tasks.RecordDecision(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Text, in.DerivedFromRevision)
 })
 
-// ReuseWorkspaceInput is the input of reuse_workspace.
-type ReuseWorkspaceInput struct {
-	LeaseInput
-	// Path is a workspace recorded by an earlier attempt of the task.
-	Path                string `json:"path" jsonschema:"a workspace recorded by an earlier attempt of the task"`
-	DerivedFromRevision int    `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
-}
+// ReuseWorkspaceInput is cks.ReuseWorkspaceInput.
+type ReuseWorkspaceInput = cks.ReuseWorkspaceInput
 
 // ReuseWorkspace is reuse_workspace.
 var ReuseWorkspace = executorOp(Spec{
@@ -206,12 +165,8 @@ var ConfirmAbort = executorOp(Spec{
 	return s.Tasks.ConfirmAbort(ctx, in.TaskID, in.LeaseToken)
 })
 
-// CompleteInput is the input of complete_task.
-type CompleteInput struct {
-	LeaseInput
-	NeedsReview bool   `json:"needs_review,omitempty" jsonschema:"hand the result to a reviewer (NEEDS_REVIEW) instead of completing"`
-	Result      string `json:"result,omitempty" jsonschema:"what the attempt produced"`
-}
+// CompleteInput is cks.CompleteTaskInput.
+type CompleteInput = cks.CompleteTaskInput
 
 // CompleteTask is complete_task.
 var CompleteTask = executorOp(Spec{
@@ -221,12 +176,8 @@ var CompleteTask = executorOp(Spec{
 	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
 })
 
-// FailInput is the input of fail_task.
-type FailInput struct {
-	LeaseInput
-	Retryable bool   `json:"retryable,omitempty" jsonschema:"retry the task (OPEN again, after a backoff) while attempts remain"`
-	Reason    string `json:"reason,omitempty" jsonschema:"why it failed"`
-}
+// FailInput is cks.FailTaskInput.
+type FailInput = cks.FailTaskInput
 
 // FailTask is fail_task.
 var FailTask = executorOp(Spec{
@@ -236,11 +187,8 @@ var FailTask = executorOp(Spec{
 	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
 })
 
-// QuestionInput is the input of request_input.
-type QuestionInput struct {
-	LeaseInput
-	Question string `json:"question" jsonschema:"what a person must answer"`
-}
+// QuestionInput is cks.QuestionInput.
+type QuestionInput = cks.QuestionInput
 
 // RequestInput is request_input.
 var RequestInput = executorOp(Spec{
@@ -250,12 +198,8 @@ var RequestInput = executorOp(Spec{
 	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
 })
 
-// ReviewClaimInput is the input of claim_review.
-type ReviewClaimInput struct {
-	TaskID   int64   `json:"task_id" jsonschema:"the NEEDS_REVIEW task"`
-	Reviewer string  `json:"reviewer,omitempty" jsonschema:"who reviews (default the caller's name)"`
-	LeaseS   float64 `json:"lease_s,omitempty" jsonschema:"the review lease in seconds, 1 to 86400 (default 300)"`
-}
+// ReviewClaimInput is cks.ClaimReviewInput.
+type ReviewClaimInput = cks.ClaimReviewInput
 
 // reviewOp declares a review call: update on the task.
 func reviewOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
@@ -281,11 +225,8 @@ var ClaimReview = reviewOp(Spec{
 	return s.Tasks.ClaimReview(ctx, in.TaskID, reviewer, lease)
 })
 
-// ReviewInput is the input of approve_review and reject_review.
-type ReviewInput struct {
-	LeaseInput
-	Note string `json:"note,omitempty" jsonschema:"the reviewer's note"`
-}
+// ReviewInput is cks.ReviewInput.
+type ReviewInput = cks.ReviewInput
 
 // ApproveReview is approve_review.
 var ApproveReview = reviewOp(Spec{

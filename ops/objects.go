@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
@@ -28,14 +29,8 @@ const maxCorpusPathLen = 4096
 // objectResource is the resource template of an operation on one object.
 const objectResource = auth.ResourceObjects + "/{object_id}"
 
-// ResearchRequest is the input of submit_research: a question for the
-// research pipeline.
-type ResearchRequest struct {
-	Question string `json:"question" jsonschema:"the question to research, 1 to 2000 bytes"`
-	// Corpus, optional, is a directory (an absolute path on the host the
-	// pipeline runs on) the Researcher reads instead of its default corpus.
-	Corpus string `json:"corpus,omitempty" jsonschema:"optional: an absolute path, on the host the pipeline runs on, of a directory of .md and .txt files to research instead of the pipeline's default corpus"`
-}
+// ResearchRequest is cks.SubmitResearchInput.
+type ResearchRequest = cks.SubmitResearchInput
 
 // NewQuestion validates r and returns the question object to create for
 // createdBy: kind question, status awaiting_research, content
@@ -100,26 +95,11 @@ var SubmitResearch = define(&Op[ResearchRequest, store.Object]{
 	},
 })
 
-// ObjectInput names an object.
-type ObjectInput struct {
-	ObjectID int64 `json:"object_id" jsonschema:"the object's id"`
-}
+// ObjectInput is cks.ObjectInput.
+type ObjectInput = cks.ObjectInput
 
-// ObjectView is the output of get_object: the object with its transition
-// log and edges, and under "reasoning" every object at the other end of one
-// of its edges, each with its own log and edges — for a question, its
-// claims, critiques, syntheses, rationales and unusable model replies — so
-// one call shows the whole chain. Reasoning is ordered by object id
-// (creation order). Heads are the object's head versions (store.Versions),
-// ascending; Forked is true when there is more than one (the fork_detection
-// sweeper then enqueues a resolve_fork task).
-type ObjectView struct {
-	store.Object
-	Heads []store.Version `json:"heads"`
-	// Forked shadows Object.Forked so that the body always says it.
-	Forked    bool           `json:"forked"`
-	Reasoning []store.Object `json:"reasoning"`
-}
+// ObjectView is cks.ObjectView.
+type ObjectView = cks.ObjectView
 
 // ViewObject reads object id and resolves its linked objects (ObjectView).
 // Claim tokens are left out: they are the claiming worker's secret.
@@ -181,19 +161,8 @@ var GetObject = define(&Op[ObjectInput, ObjectView]{
 	},
 })
 
-// ListObjectsInput is the input of list_objects (over HTTP, the query of GET
-// /v1/objects).
-type ListObjectsInput struct {
-	Status []string `json:"status,omitempty" jsonschema:"only objects in any of these statuses"`
-	Kind   []string `json:"kind,omitempty" jsonschema:"only objects of any of these kinds: question, claim, synthesis, critique, rationale, model_reply"`
-	Cursor int64    `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
-	Limit  int      `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
-}
-
-// ObjectFilter turns in into the store's filter.
-func (in ListObjectsInput) ObjectFilter() (store.ObjectFilter, error) {
-	return store.ObjectFilter{Statuses: in.Status, Kinds: in.Kind, After: in.Cursor, Limit: in.Limit}.Validate()
-}
+// ListObjectsInput is cks.ListObjectsInput.
+type ListObjectsInput = cks.ListObjectsInput
 
 // ListObjects is list_objects.
 var ListObjects = define(&Op[ListObjectsInput, store.ObjectPage]{
@@ -220,15 +189,8 @@ var ListObjects = define(&Op[ListObjectsInput, store.ObjectPage]{
 	},
 })
 
-// VersionList is the output of list_object_versions: every version of the
-// object, ascending by id (each names its parents, so the list is the
-// version DAG), and the ids of its heads.
-type VersionList struct {
-	ObjectID int64           `json:"object_id"`
-	Versions []store.Version `json:"versions"`
-	Heads    []int64         `json:"heads"`
-	Forked   bool            `json:"forked"`
-}
+// VersionList is cks.VersionList.
+type VersionList = cks.VersionList
 
 // ListObjectVersions returns the version DAG of object id (VersionList).
 func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionList, error) {
@@ -272,14 +234,8 @@ var ListObjectVersionsOp = define(&Op[ObjectInput, VersionList]{
 	},
 })
 
-// WriteVersionRequest is the input of write_object_version: the new content
-// (a JSON object) and the version it was written from. A base that is no
-// longer a head makes a fork.
-type WriteVersionRequest struct {
-	ObjectID    int64           `json:"object_id" jsonschema:"the object to write"`
-	BaseVersion int64           `json:"base_version" jsonschema:"the version the content was written from; one that is no longer a head makes a fork"`
-	Content     json.RawMessage `json:"content" jsonschema:"the new content, a JSON object"`
-}
+// WriteVersionRequest is cks.WriteVersionInput.
+type WriteVersionRequest = cks.WriteVersionInput
 
 // CheckVersionContent validates the content of a version write: a JSON
 // object (a FieldError naming content otherwise).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
@@ -17,16 +18,11 @@ import (
 // The process operations (ADR-014 §4, ADR-016): liveness of the standalone
 // agent processes, and their graceful stop.
 
-// ProcessList is the output of list_processes.
-type ProcessList struct {
-	Processes []liveness.Process `json:"processes"`
-}
+// ProcessList is cks.ProcessList.
+type ProcessList = cks.ProcessList
 
-// ProcessInput names a process: a kind (its newest instance) or, where an
-// operation says so, an instance id.
-type ProcessInput struct {
-	ProcessKind string `json:"process_kind" jsonschema:"the kind of standalone agent process, for example critic or pipeline (the description lists the known kinds)"`
-}
+// ProcessInput is cks.ProcessInput.
+type ProcessInput = cks.ProcessInput
 
 // ttlRule is the liveness rule as the descriptions state it.
 var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_heartbeat_at <= %d × liveness_interval_s, otherwise "stopped"`, liveness.TTLFactor)

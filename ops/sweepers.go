@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -10,15 +11,11 @@ import (
 // The sweeper operations (ADR-015, cks-mcp ADR-009): the in-process
 // sweepers of this hub, their status and their persistent start/stop.
 
-// SweeperList is the output of list_agents.
-type SweeperList struct {
-	Sweepers []sweeper.Status `json:"sweepers"`
-}
+// SweeperList is cks.SweeperList.
+type SweeperList = cks.SweeperList
 
-// SweeperInput names a sweeper.
-type SweeperInput struct {
-	AgentID string `json:"agent_id" jsonschema:"the sweeper id, e.g. lease_reaper; list_agents lists them"`
-}
+// SweeperInput is cks.SweeperInput.
+type SweeperInput = cks.SweeperInput
 
 const sweeperNote = " These are the in-process sweepers of this cks server (kind \"sweeper\"), not the standalone agent " +
 	"processes that list_processes reports. There is no separate pause or resume: stop then start is the same thing, " +

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -33,36 +34,19 @@ func actor(ctx context.Context) string {
 // taskResource is the resource template of an operation on one task.
 const taskResource = auth.ResourceTasks + "/{task_id}"
 
-// TaskInput names a task.
-type TaskInput struct {
-	TaskID int64 `json:"task_id" jsonschema:"the task's id"`
-}
+// TaskInput is cks.TaskInput.
+type TaskInput = cks.TaskInput
 
-// ListTasksInput is the input of list_tasks (over HTTP, the query of GET
-// /v1/tasks: a list may repeat its parameter or separate items by commas).
-type ListTasksInput struct {
-	State []string `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
-	Type  []string `json:"type,omitempty" jsonschema:"only tasks of any of these types"`
-	// Cursor and Limit page the list.
-	Cursor int64 `json:"cursor,omitempty" jsonschema:"list tasks with task_id greater than this (the next_cursor of the previous page)"`
-	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
-	// StoppedLongerThan selects the STOPPED tasks whose state has not
-	// changed for at least this long, relative to now.
-	StoppedLongerThan string `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: only STOPPED tasks held at least that long (no state filter with it)"`
-}
+// ListTasksInput is cks.ListTasksInput.
+type ListTasksInput = cks.ListTasksInput
 
-// ListTasksInputOf is the input of list_tasks that selects what f does
-// (its states, types, cursor and limit).
-func ListTasksInputOf(f store.TaskFilter) ListTasksInput {
-	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit}
-	for _, st := range f.States {
-		in.State = append(in.State, string(st))
-	}
-	return in
-}
+// ListTasksInputOf is cks.ListTasksInputOf.
+func ListTasksInputOf(f store.TaskFilter) ListTasksInput { return cks.ListTasksInputOf(f) }
 
-// TaskFilter turns in into the store's filter at time now.
-func (in ListTasksInput) TaskFilter(now time.Time) (store.TaskFilter, error) {
+// TaskFilterOf turns in, the input of list_tasks, into the store's filter
+// at time now: its states checked against the ledger's, stopped_longer_than
+// made a STOPPED filter relative to now.
+func TaskFilterOf(in ListTasksInput, now time.Time) (store.TaskFilter, error) {
 	f := store.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
 	if v := in.StoppedLongerThan; v != "" {
 		d, err := time.ParseDuration(v)
@@ -104,7 +88,7 @@ var ListTasks = define(&Op[ListTasksInput, store.TaskPage]{
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
 	call: func(ctx context.Context, s *Services, in *ListTasksInput) (store.TaskPage, error) {
-		f, err := in.TaskFilter(s.clock().Now())
+		f, err := TaskFilterOf(*in, s.clock().Now())
 		if err != nil {
 			return store.TaskPage{}, err
 		}
@@ -131,13 +115,8 @@ var GetTask = define(&Op[TaskInput, store.Task]{
 	},
 })
 
-// CreatedTask is the output of create_task.
-type CreatedTask struct {
-	Task store.Task `json:"task"`
-	// Created is false when the dedupe key matched a live task, which is
-	// returned (to a caller that may read it; see ErrDedupeUnreadable).
-	Created bool `json:"created"`
-}
+// CreatedTask is cks.CreatedTask.
+type CreatedTask = cks.CreatedTask
 
 // ErrDedupeUnreadable is the answer to a create whose dedupe_key names a
 // task the caller may not read: a conflict that names nothing of that task
@@ -208,11 +187,8 @@ var CreateTask = define(&Op[store.NewTask, CreatedTask]{
 	required: []string{"type"},
 })
 
-// AnswerInput is the input of answer_task.
-type AnswerInput struct {
-	TaskID int64  `json:"task_id" jsonschema:"the NEEDS_INPUT task"`
-	Text   string `json:"text" jsonschema:"the answer to the task's question"`
-}
+// AnswerInput is cks.AnswerTaskInput.
+type AnswerInput = cks.AnswerTaskInput
 
 // AnswerTask is answer_task.
 var AnswerTask = define(&Op[AnswerInput, store.Task]{
@@ -227,11 +203,8 @@ var AnswerTask = define(&Op[AnswerInput, store.Task]{
 	},
 })
 
-// ReasonInput is the input of cancel_task and start_task: a task and why.
-type ReasonInput struct {
-	TaskID int64  `json:"task_id" jsonschema:"the task"`
-	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task's events"`
-}
+// ReasonInput is cks.TaskReasonInput.
+type ReasonInput = cks.TaskReasonInput
 
 // CancelTask is cancel_task.
 var CancelTask = define(&Op[ReasonInput, store.Task]{
@@ -247,51 +220,11 @@ var CancelTask = define(&Op[ReasonInput, store.Task]{
 	},
 })
 
-// AbortWait is how a stop or an update of a running task waits for its
-// executor to confirm the abort: the same two fields on every surface.
-type AbortWait struct {
-	// Deadline is a Go duration such as "30s", from 1ms to 10m; empty for
-	// store.DefaultAbortDeadline.
-	Deadline string `json:"deadline,omitempty" jsonschema:"how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s)"`
-	// Wait, default true, makes the call wait up to Deadline for the
-	// confirmation; false answers at once with the abort abort_pending.
-	Wait *bool `json:"wait,omitempty" jsonschema:"wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending"`
-}
+// AbortWait is cks.AbortWait.
+type AbortWait = cks.AbortWait
 
-// parse reads the deadline (0 when empty: the ledger's default) and wait.
-func (a AbortWait) parse() (time.Duration, bool, error) {
-	wait := a.Wait == nil || *a.Wait
-	d := strings.TrimSpace(a.Deadline)
-	if d == "" {
-		return 0, wait, nil
-	}
-	dur, err := time.ParseDuration(d)
-	if err != nil {
-		return 0, wait, &store.FieldError{Field: "deadline",
-			Expected: fmt.Sprintf("a duration such as 30s or 2m (empty for the default %s), got %q", store.DefaultAbortDeadline, a.Deadline)}
-	}
-	return dur, wait, nil
-}
-
-// held is how long a call with a may wait: its deadline when it waits.
-func (a AbortWait) held() time.Duration {
-	d, wait, err := a.parse()
-	if err != nil || !wait {
-		return 0
-	}
-	if d, err = store.ValidateDeadline(d); err != nil {
-		return 0
-	}
-	return d
-}
-
-// StopInput is the input of stop_task.
-type StopInput struct {
-	TaskID int64 `json:"task_id" jsonschema:"the task to stop"`
-	// Reason is required; it is recorded in the task's events and abort.
-	Reason string `json:"reason" jsonschema:"why the task is held, recorded in its events and in the abort request (required)"`
-	AbortWait
-}
+// StopInput is cks.StopTaskInput.
+type StopInput = cks.StopTaskInput
 
 // StopTask is stop_task.
 var StopTask = define(&Op[StopInput, ledger.StopResult]{
@@ -307,9 +240,9 @@ var StopTask = define(&Op[StopInput, ledger.StopResult]{
 		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
-	wait: func(in *StopInput) time.Duration { return in.held() },
+	wait: func(in *StopInput) time.Duration { return in.MaxWait() },
 	call: func(ctx context.Context, s *Services, in *StopInput) (ledger.StopResult, error) {
-		d, wait, err := in.parse()
+		d, wait, err := in.Parse()
 		if err != nil {
 			return ledger.StopResult{}, err
 		}
@@ -334,14 +267,8 @@ var StartTask = define(&Op[ReasonInput, store.Task]{
 	},
 })
 
-// UpdateInput is the input of update_task: the task, the fields of
-// store.TaskPatch, and the abort wait of a running task's stop → apply →
-// start.
-type UpdateInput struct {
-	TaskID int64 `json:"task_id" jsonschema:"the task to update"`
-	store.TaskPatch
-	AbortWait
-}
+// UpdateInput is cks.UpdateTaskInput.
+type UpdateInput = cks.UpdateTaskInput
 
 // UpdateTask is update_task.
 var UpdateTask = define(&Op[UpdateInput, store.UpdateResult]{
@@ -371,9 +298,9 @@ var UpdateTask = define(&Op[UpdateInput, store.UpdateResult]{
 		"add_children":        "child tasks to create under this task, without parent_id (material)",
 		"cancel_children":     "children of this task to cancel (material)",
 	},
-	wait: func(in *UpdateInput) time.Duration { return in.held() },
+	wait: func(in *UpdateInput) time.Duration { return in.MaxWait() },
 	call: func(ctx context.Context, s *Services, in *UpdateInput) (store.UpdateResult, error) {
-		d, wait, err := in.parse()
+		d, wait, err := in.Parse()
 		if err != nil {
 			return store.UpdateResult{}, err
 		}

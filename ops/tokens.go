@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
 )
@@ -12,34 +13,17 @@ import (
 // Token management: bearer tokens of principals and their grants. Every
 // call needs admin on /.
 
-// TokenRequest is the input of create_token.
-type TokenRequest struct {
-	// Name labels the principal (default "task/ID" with TaskID, else required).
-	Name string `json:"name,omitempty" jsonschema:"the principal's name (default task/ID with task_id, else required)"`
-	// Grants are PERMISSION on RESOURCE pairs (auth.ValidGrant).
-	Grants []store.Grant `json:"grants,omitempty" jsonschema:"permissions on nodes of the resource tree"`
-	// TaskID, when set, adds the grants of a task-scoped agent credential
-	// for that task (read, append, create on /tasks/ID); the task must exist.
-	TaskID int64 `json:"task_id,omitempty" jsonschema:"make a task-scoped agent credential of this task: read, append, create on /tasks/ID"`
-}
+// TokenRequest is cks.CreateTokenInput.
+type TokenRequest = cks.CreateTokenInput
 
-// CreatedToken is the output of create_token. Token is shown this once:
-// only its hash is stored.
-type CreatedToken struct {
-	store.PrincipalGrants
-	Token string `json:"token"`
-}
+// CreatedToken is cks.CreatedToken.
+type CreatedToken = cks.CreatedToken
 
-// TokenList is the output of list_tokens: every principal with its grants
-// (never a token or its hash).
-type TokenList struct {
-	Tokens []store.PrincipalGrants `json:"tokens"`
-}
+// TokenList is cks.TokenList.
+type TokenList = cks.TokenList
 
-// TokenInput names a principal.
-type TokenInput struct {
-	ID string `json:"id" jsonschema:"the principal's id (list_tokens lists them)"`
-}
+// TokenInput is cks.TokenInput.
+type TokenInput = cks.TokenInput
 
 // tokenOp declares a token call: admin on /.
 func tokenOp[In, Out any](o *Op[In, Out]) *Op[In, Out] {

@@ -208,7 +208,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if err := ops.Authorize(ctx, s.ops, ops.ListTasks, &in); err != nil {
 		return v, err
 	}
-	filter, err := in.TaskFilter(now)
+	filter, err := ops.TaskFilterOf(in, now)
 	if err != nil {
 		return v, err
 	}
