@@ -41,9 +41,9 @@ func leaseOf(seconds float64) (time.Duration, error) {
 }
 
 // ClaimTasks is claim_tasks.
-var ClaimTasks = define(&Op[ClaimInput, ClaimedTasks]{
+var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
 	spec: Spec{
-		Name: "claim_tasks", Title: "Claim tasks", Method: "POST", Path: "/v1/tasks/claim",
+		Title:   "Claim tasks",
 		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
 		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker. " +
 			"Each comes with a fresh lease_token, shown in this answer only, and agent_tokens holds a task-scoped " +
@@ -87,15 +87,15 @@ var ClaimTasks = define(&Op[ClaimInput, ClaimedTasks]{
 type LeaseInput = cks.LeaseInput
 
 // executorOp declares an executor call on one task: append on the task.
-func executorOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
 	sp.Permission, sp.Resource = auth.PermAppend, taskResource
-	sp.Method, sp.Surfaces, sp.Needs = "POST", HTTP, NeedTasks
-	return define(&Op[In, Out]{spec: sp, call: call})
+	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	return define(e, &Op[In, Out]{spec: sp, call: call})
 }
 
 // MarkRunning is mark_running.
-var MarkRunning = executorOp(Spec{
-	Name: "mark_running", Title: "Mark running", Path: "/v1/tasks/{task_id}/running",
+var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
+	Title:   "Mark running",
 	Summary: "move a claimed task to RUNNING", Description: "Move a CLAIMED task to RUNNING under its lease.",
 }, func(ctx context.Context, s *Services, in *LeaseInput) (store.Task, error) {
 	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
@@ -105,8 +105,8 @@ var MarkRunning = executorOp(Spec{
 type TouchResult = cks.TouchResult
 
 // TouchTask is touch_task.
-var TouchTask = executorOp(Spec{
-	Name: "touch_task", Title: "Renew lease", Path: "/v1/tasks/{task_id}/touch",
+var TouchTask = executorOp(cks.OpTouchTask, Spec{
+	Title:       "Renew lease",
 	Summary:     "renew a lease; held false when it is lost",
 	Description: "Renew the lease (the lease heartbeat). held is false, not an error, when the lease is lost: stop working on the task.",
 }, func(ctx context.Context, s *Services, in *LeaseInput) (TouchResult, error) {
@@ -121,8 +121,8 @@ var TouchTask = executorOp(Spec{
 type EvidenceInput = cks.AddEvidenceInput
 
 // AddEvidence is add_evidence.
-var AddEvidence = executorOp(Spec{
-	Name: "add_evidence", Title: "Add evidence", Path: "/v1/tasks/{task_id}/evidence", Status: http.StatusCreated,
+var AddEvidence = executorOp(cks.OpAddEvidence, Spec{
+	Title: "Add evidence", Status: http.StatusCreated,
 	Summary: "record evidence of the current attempt", Description: "Record evidence of the current attempt (201).",
 }, func(ctx context.Context, s *Services, in *EvidenceInput) (store.Evidence, error) {
 	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
@@ -132,8 +132,8 @@ var AddEvidence = executorOp(Spec{
 type DecisionInput = cks.RecordDecisionInput
 
 // RecordDecision is record_decision.
-var RecordDecision = executorOp(Spec{
-	Name: "record_decision", Title: "Record decision", Path: "/v1/tasks/{task_id}/decisions", Status: http.StatusCreated,
+var RecordDecision = executorOp(cks.OpRecordDecision, Spec{
+	Title: "Record decision", Status: http.StatusCreated,
 	Summary:     "record a decision of the current attempt, with the revision it was derived from",
 	Description: "Record a decision of the current attempt with the task revision it was derived from (201).",
 }, func(ctx context.Context, s *Services, in *DecisionInput) (store.Decision, error) {
@@ -144,8 +144,8 @@ var RecordDecision = executorOp(Spec{
 type ReuseWorkspaceInput = cks.ReuseWorkspaceInput
 
 // ReuseWorkspace is reuse_workspace.
-var ReuseWorkspace = executorOp(Spec{
-	Name: "reuse_workspace", Title: "Reuse workspace", Path: "/v1/tasks/{task_id}/workspace/reuse", Status: http.StatusCreated,
+var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
+	Title: "Reuse workspace", Status: http.StatusCreated,
 	Summary:     "continue in a workspace an earlier attempt left (an explicit decision)",
 	Description: "Record the explicit decision to continue in a workspace left by an earlier attempt, and make it the current attempt's (201).",
 }, func(ctx context.Context, s *Services, in *ReuseWorkspaceInput) (store.Decision, error) {
@@ -153,8 +153,8 @@ var ReuseWorkspace = executorOp(Spec{
 })
 
 // ConfirmAbort is confirm_abort.
-var ConfirmAbort = executorOp(Spec{
-	Name: "confirm_abort", Title: "Confirm abort", Path: "/v1/tasks/{task_id}/abort/confirm",
+var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
+	Title:   "Confirm abort",
 	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped",
 	Description: "The executor's confirmation that the work of its revoked lease has stopped; not_found when no abort " +
 		"names that lease (it ended some other way).",
@@ -169,8 +169,8 @@ var ConfirmAbort = executorOp(Spec{
 type CompleteInput = cks.CompleteTaskInput
 
 // CompleteTask is complete_task.
-var CompleteTask = executorOp(Spec{
-	Name: "complete_task", Title: "Complete task", Path: "/v1/tasks/{task_id}/complete",
+var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
+	Title:   "Complete task",
 	Summary: "end an attempt successfully (or for review)", Description: "End the attempt: COMPLETED, or NEEDS_REVIEW with needs_review.",
 }, func(ctx context.Context, s *Services, in *CompleteInput) (store.Task, error) {
 	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
@@ -180,8 +180,8 @@ var CompleteTask = executorOp(Spec{
 type FailInput = cks.FailTaskInput
 
 // FailTask is fail_task.
-var FailTask = executorOp(Spec{
-	Name: "fail_task", Title: "Fail task", Path: "/v1/tasks/{task_id}/fail",
+var FailTask = executorOp(cks.OpFailTask, Spec{
+	Title:   "Fail task",
 	Summary: "end an attempt unsuccessfully", Description: "End the attempt unsuccessfully: FAILED, or OPEN again when retryable and attempts remain.",
 }, func(ctx context.Context, s *Services, in *FailInput) (store.Task, error) {
 	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
@@ -191,8 +191,8 @@ var FailTask = executorOp(Spec{
 type QuestionInput = cks.QuestionInput
 
 // RequestInput is request_input.
-var RequestInput = executorOp(Spec{
-	Name: "request_input", Title: "Request input", Path: "/v1/tasks/{task_id}/request-input",
+var RequestInput = executorOp(cks.OpRequestInput, Spec{
+	Title:   "Request input",
 	Summary: "park a task with a question for a person (NEEDS_INPUT)", Description: "Park the task in NEEDS_INPUT with a question; the attempt is given back.",
 }, func(ctx context.Context, s *Services, in *QuestionInput) (store.Task, error) {
 	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
@@ -202,15 +202,15 @@ var RequestInput = executorOp(Spec{
 type ReviewClaimInput = cks.ClaimReviewInput
 
 // reviewOp declares a review call: update on the task.
-func reviewOp[In, Out any](sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+func reviewOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
 	sp.Permission, sp.Resource = auth.PermUpdate, taskResource
-	sp.Method, sp.Surfaces, sp.Needs = "POST", HTTP, NeedTasks
-	return define(&Op[In, Out]{spec: sp, call: call})
+	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	return define(e, &Op[In, Out]{spec: sp, call: call})
 }
 
 // ClaimReview is claim_review.
-var ClaimReview = reviewOp(Spec{
-	Name: "claim_review", Title: "Claim review", Path: "/v1/tasks/{task_id}/review/claim", Secret: true,
+var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
+	Title: "Claim review", Secret: true,
 	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
 	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
 }, func(ctx context.Context, s *Services, in *ReviewClaimInput) (store.ClaimedTask, error) {
@@ -229,16 +229,16 @@ var ClaimReview = reviewOp(Spec{
 type ReviewInput = cks.ReviewInput
 
 // ApproveReview is approve_review.
-var ApproveReview = reviewOp(Spec{
-	Name: "approve_review", Title: "Approve review", Path: "/v1/tasks/{task_id}/review/approve",
+var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
+	Title:   "Approve review",
 	Summary: "approve a reviewed task (COMPLETED)", Description: "Approve the reviewed task: COMPLETED.",
 }, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
 	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
 })
 
 // RejectReview is reject_review.
-var RejectReview = reviewOp(Spec{
-	Name: "reject_review", Title: "Reject review", Path: "/v1/tasks/{task_id}/review/reject",
+var RejectReview = reviewOp(cks.OpRejectReview, Spec{
+	Title:   "Reject review",
 	Summary: "reject a reviewed task (OPEN again)", Description: "Reject the reviewed task: OPEN again for another attempt.",
 }, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
 	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)

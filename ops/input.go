@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -102,7 +103,7 @@ func HTTPInput(op Operation, pathValue func(string) string, query url.Values, bo
 	sp := op.Spec()
 	in := op.NewInput()
 	path := Wildcards(sp.Path)
-	if bodyless(sp.Method) {
+	if op.Route().Bodyless() {
 		if err := fillQuery(in, query, path); err != nil {
 			return nil, err
 		}
@@ -125,9 +126,6 @@ func HTTPInput(op Operation, pathValue func(string) string, query url.Values, bo
 	}
 	return in, nil
 }
-
-// bodyless reports whether a method's input travels in the URL only.
-func bodyless(method string) bool { return method == "GET" || method == "DELETE" }
 
 // topKeys returns the keys of a JSON object (nil for anything else).
 func topKeys(data []byte) ([]string, error) {
@@ -214,129 +212,17 @@ func setText(in any, name, text string, path bool) error {
 	return nil
 }
 
-// HTTPRequest is the inverse of HTTPInput: the method, the path (with the
-// path fields of in filled in and, for GET and DELETE, the other fields as
-// the query) and the JSON body (nil when there is nothing to send) of a call
-// of op with input in: a pointer to op's input type, or any value that
-// encodes as the same JSON object (a json.RawMessage). A client calls any
-// operation with it. Path and query values of a typed input are sent as
-// they are, bytes and all, so the hub judges them (JSON would have replaced
-// invalid UTF-8).
+// HTTPRequest is the inverse of HTTPInput: cks.Request of an operation
+// offered over HTTP.
 func HTTPRequest(op Operation, in any) (method, path string, body []byte, err error) {
-	sp := op.Spec()
-	if sp.Surfaces&HTTP == 0 {
-		return "", "", nil, fmt.Errorf("operation %s is not offered over HTTP", sp.Name)
+	if op.Spec().Surfaces&HTTP == 0 {
+		return "", "", nil, fmt.Errorf("operation %s is not offered over HTTP", op.Spec().Name)
 	}
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("encode the input of %s: %w", sp.Name, err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return "", "", nil, fmt.Errorf("the input of %s is not a JSON object", sp.Name)
-	}
-	typed := reflect.TypeOf(in) == reflect.TypeOf(op.NewInput())
-	texts := func(name string) []string {
-		if typed {
-			return fieldTexts(field(in, name))
-		}
-		return jsonTexts(m[name])
-	}
-	path = sp.Path
-	for _, name := range Wildcards(sp.Path) {
-		v := texts(name)
-		if _, ok := m[name]; !ok || len(v) != 1 {
-			return "", "", nil, &store.FieldError{Field: name, Expected: "a string or number for the path of " + sp.Name}
-		}
-		path = strings.Replace(path, "{"+name+"}", url.PathEscape(v[0]), 1)
-		delete(m, name)
-	}
-	if bodyless(sp.Method) {
-		q := url.Values{}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			for _, v := range texts(k) {
-				q.Add(k, v)
-			}
-		}
-		if len(q) > 0 {
-			path += "?" + q.Encode()
-		}
-		return sp.Method, path, nil, nil
-	}
-	if len(m) > 0 {
-		if body, err = json.Marshal(m); err != nil {
-			return "", "", nil, err
-		}
-	}
-	return sp.Method, path, body, nil
+	return cks.Request(op, in)
 }
 
-// fieldTexts is a field's value as path or query text (none when unset).
-func fieldTexts(f reflect.Value) []string {
-	switch f.Kind() {
-	case reflect.String:
-		return []string{f.String()}
-	case reflect.Int, reflect.Int64:
-		return []string{strconv.FormatInt(f.Int(), 10)}
-	case reflect.Bool:
-		return []string{strconv.FormatBool(f.Bool())}
-	case reflect.Slice:
-		if f.Type().Elem().Kind() == reflect.String {
-			return f.Convert(reflect.TypeFor[[]string]()).Interface().([]string)
-		}
-	}
-	return nil
-}
-
-// jsonTexts is a JSON value as path or query text: a scalar's text, or an
-// array's items'.
-func jsonTexts(v json.RawMessage) []string {
-	var list []json.RawMessage
-	if json.Unmarshal(v, &list) == nil {
-		var out []string
-		for _, item := range list {
-			if t, err := scalarText(item); err == nil {
-				out = append(out, t)
-			}
-		}
-		return out
-	}
-	if t, err := scalarText(v); err == nil {
-		return []string{t}
-	}
-	return nil
-}
-
-// scalarText is a JSON string's content, or a number's or boolean's text.
-func scalarText(v json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s, nil
-	}
-	t := strings.TrimSpace(string(v))
-	if t == "" || t[0] == '{' || t[0] == '[' || t == "null" {
-		return "", errors.New("not a scalar")
-	}
-	return t, nil
-}
-
-// Wildcards returns the names of the {wildcards} of a ServeMux pattern, a
-// path or a resource template ("{path...}" names path).
-func Wildcards(pattern string) []string {
-	var out []string
-	for rest := pattern; ; {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			return out
-		}
-		out = append(out, strings.TrimSuffix(rest[i+1:i+j], "..."))
-		rest = rest[i+j+1:]
-	}
-}
+// Wildcards is cks.Wildcards.
+func Wildcards(pattern string) []string { return cks.Wildcards(pattern) }
 
 // expand fills the {field} wildcards of a resource template with the
 // fields of in. An id that is not positive, and a name that is empty or
@@ -364,38 +250,8 @@ func expand(template string, in any) (string, error) {
 	return res, nil
 }
 
-// jsonFields maps the JSON names of a struct type's fields (embedded
-// structs' promoted ones included) to their indexes.
-func jsonFields(t reflect.Type) map[string][]int {
-	out := map[string][]int{}
-	if t.Kind() != reflect.Struct {
-		return out
-	}
-	for _, f := range reflect.VisibleFields(t) {
-		if !f.IsExported() || f.Anonymous {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Index
-	}
-	return out
-}
-
-// field returns the field of *in with JSON name name.
-func field(in any, name string) reflect.Value {
-	v := reflect.ValueOf(in).Elem()
-	idx, ok := jsonFields(v.Type())[name]
-	if !ok {
-		panic(fmt.Sprintf("ops: %T has no field %q", in, name))
-	}
-	return v.FieldByIndex(idx)
-}
+// jsonFields is cks.InputFields.
+func jsonFields(t reflect.Type) map[string][]int { return cks.InputFields(t) }
 
 // checkText refuses an input whose top-level string fields hold text no
 // store backend stores (store.ValidateText), naming the field: so a value
@@ -427,4 +283,14 @@ func checkText(in any) error {
 		}
 	}
 	return nil
+}
+
+// field returns the field of *in with JSON name name.
+func field(in any, name string) reflect.Value {
+	v := reflect.ValueOf(in).Elem()
+	idx, ok := jsonFields(v.Type())[name]
+	if !ok {
+		panic(fmt.Sprintf("ops: %T has no field %q", in, name))
+	}
+	return v.FieldByIndex(idx)
 }

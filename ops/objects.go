@@ -71,9 +71,9 @@ func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
 }
 
 // SubmitResearch is submit_research.
-var SubmitResearch = define(&Op[ResearchRequest, store.Object]{
+var SubmitResearch = define(cks.OpSubmitResearch, &Op[ResearchRequest, store.Object]{
 	spec: Spec{
-		Name: "submit_research", Title: "Submit research question", Method: "POST", Path: "/v1/objects",
+		Title:   "Submit research question",
 		Summary: "submit a research question (201, the question object in awaiting_research); an empty question or one over 2000 bytes, or a relative corpus, is a 400 naming the field",
 		Description: "Submit a question to the cks research pipeline (Researcher → Critic → Synthesizer → Arbiter). " +
 			"It creates a question object in status awaiting_research and returns it at once; the pipeline then moves it " +
@@ -142,9 +142,9 @@ func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error
 }
 
 // GetObject is get_object.
-var GetObject = define(&Op[ObjectInput, ObjectView]{
+var GetObject = define(cks.OpGetObject, &Op[ObjectInput, ObjectView]{
 	spec: Spec{
-		Name: "get_object", Title: "Get knowledge object", Method: "GET", Path: "/v1/objects/{object_id}",
+		Title:   "Get knowledge object",
 		Summary: "an object with its transition log, edges, heads and, under reasoning, every linked object",
 		Description: "Show one object of the cks knowledge store (a research question, claim, synthesis, critique or rationale): " +
 			"its current_status and round, its append-only transition log (ts, agent, action, transitioned_to, reasoning_node_id), " +
@@ -165,9 +165,9 @@ var GetObject = define(&Op[ObjectInput, ObjectView]{
 type ListObjectsInput = cks.ListObjectsInput
 
 // ListObjects is list_objects.
-var ListObjects = define(&Op[ListObjectsInput, store.ObjectPage]{
+var ListObjects = define(cks.OpListObjects, &Op[ListObjectsInput, store.ObjectPage]{
 	spec: Spec{
-		Name: "list_objects", Title: "List knowledge objects", Method: "GET", Path: "/v1/objects",
+		Title:   "List knowledge objects",
 		Summary: "a page of objects (cursor paging), filtered by status and kind",
 		Description: "List objects of the knowledge store, oldest first, one page at a time (use next_cursor as cursor " +
 			"for the next page), filtered by status and kind.",
@@ -222,9 +222,9 @@ func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionL
 }
 
 // ListObjectVersionsOp is list_object_versions.
-var ListObjectVersionsOp = define(&Op[ObjectInput, VersionList]{
+var ListObjectVersionsOp = define(cks.OpListObjectVersions, &Op[ObjectInput, VersionList]{
 	spec: Spec{
-		Name: "list_object_versions", Title: "List object versions", Method: "GET", Path: "/v1/objects/{object_id}/versions",
+		Title:       "List object versions",
 		Summary:     `the version DAG {"versions","heads","forked"}`,
 		Description: "Every version of an object, ascending (each names its parents, so the list is the version DAG), its heads, and whether it is forked.",
 		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
@@ -274,9 +274,9 @@ func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, con
 }
 
 // WriteObjectVersionOp is write_object_version.
-var WriteObjectVersionOp = define(&Op[WriteVersionRequest, store.Version]{
+var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[WriteVersionRequest, store.Version]{
 	spec: Spec{
-		Name: "write_object_version", Title: "Write object version", Method: "POST", Path: "/v1/objects/{object_id}/versions",
+		Title:   "Write object version",
 		Summary: "write a version (201); a base that is no longer a head makes a fork",
 		Description: "Write a version of an object from a base version (201). A base that is no longer a head makes a fork; " +
 			"an unknown base or content that is not a JSON object is an invalid_argument error naming base_version or " +

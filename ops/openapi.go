@@ -94,7 +94,7 @@ func operationObject(op Operation) (map[string]any, error) {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": props[name]})
 		delete(props, name)
 	}
-	if bodyless(sp.Method) {
+	if op.Route().Bodyless() {
 		for _, name := range sortedKeys(props) {
 			p := map[string]any{"name": name, "in": "query", "required": isRequired(name), "schema": props[name]}
 			if isArray(props[name]) {

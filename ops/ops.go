@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
@@ -140,7 +141,8 @@ type Hints struct {
 // Spec is what an operation is, apart from its types and its call.
 type Spec struct {
 	// Name is the operation's snake_case name; it is the MCP tool's name
-	// and the argument of `cks api`.
+	// and the argument of `cks api`. Name, Method and Path are those of the
+	// cks endpoint (or stream route) the operation is declared on.
 	Name string
 	// Title is a short human title (the MCP tool's title).
 	Title string
@@ -187,9 +189,13 @@ type Alternate struct {
 }
 
 // Operation is one row of the table, whatever its input and output types.
+// It is a cks.Operation: a client calls it by its route.
 type Operation interface {
 	// Spec describes the operation.
 	Spec() *Spec
+	// Route is the operation's name, HTTP method and path (those of its
+	// cks endpoint, which the table declares it on).
+	Route() cks.Route
 	// InputType and OutputType are the Go types of the input and output
 	// (nil for a Stream).
 	InputType() reflect.Type
@@ -204,7 +210,8 @@ type Operation interface {
 	Invoke(ctx context.Context, s *Services, in any) (any, error)
 	// Wait is how long a call with input in may wait before it answers
 	// beyond an ordinary request (a stop waiting for an abort
-	// confirmation); surfaces extend their deadlines by it.
+	// confirmation: an input that is a cks.Waiter); surfaces extend their
+	// deadlines by it.
 	Wait(in any) time.Duration
 	// StatusOf is the HTTP status of success for output out.
 	StatusOf(out any) int
@@ -221,8 +228,6 @@ type Op[In, Out any] struct {
 	call func(ctx context.Context, s *Services, in *In) (Out, error)
 	// resource overrides the expansion of Spec.Resource.
 	resource func(ctx context.Context, s *Services, in *In) (string, error)
-	// wait overrides the zero wait.
-	wait func(in *In) time.Duration
 	// status overrides Spec.Status for an output.
 	status func(out Out) int
 	// docs describe input properties the Go types do not (fields of store
@@ -239,6 +244,12 @@ type Op[In, Out any] struct {
 
 // Spec implements Operation.
 func (o *Op[In, Out]) Spec() *Spec { return &o.spec }
+
+// Route implements Operation.
+func (o *Op[In, Out]) Route() cks.Route { return routeOf(&o.spec) }
+
+// routeOf is the route a spec was declared on.
+func routeOf(sp *Spec) cks.Route { return cks.Route{Name: sp.Name, Method: sp.Method, Path: sp.Path} }
 
 // InputType implements Operation.
 func (o *Op[In, Out]) InputType() reflect.Type { return reflect.TypeFor[In]() }
@@ -297,12 +308,13 @@ func Authorize(ctx context.Context, s *Services, op Operation, in any) error {
 	return auth.Require(ctx, op.Spec().Permission, res)
 }
 
-// Wait implements Operation.
+// Wait implements Operation: the MaxWait of an input that is a cks.Waiter
+// (the abort wait of stop_task and update_task), else 0.
 func (o *Op[In, Out]) Wait(in any) time.Duration {
-	if o.wait == nil {
-		return 0
+	if w, ok := any(o.input(in)).(cks.Waiter); ok {
+		return w.MaxWait()
 	}
-	return o.wait(o.input(in))
+	return 0
 }
 
 // StatusOf implements Operation.
@@ -333,6 +345,7 @@ func (o *Op[In, Out]) OutputSchema() *jsonschema.Schema { return o.out }
 type stream struct{ spec Spec }
 
 func (e *stream) Spec() *Spec                      { return &e.spec }
+func (e *stream) Route() cks.Route                 { return routeOf(&e.spec) }
 func (e *stream) InputType() reflect.Type          { return nil }
 func (e *stream) OutputType() reflect.Type         { return nil }
 func (e *stream) NewInput() any                    { return &struct{}{} }
@@ -382,11 +395,14 @@ func Names(ops []Operation) []string {
 	return out
 }
 
-// define makes an operation and derives its schemas; a declaration that
-// does not fit its types (a path wildcard or resource field the input lacks,
-// a doc naming no property) panics at start-up.
-func define[In, Out any](o *Op[In, Out]) *Op[In, Out] {
+// define makes the operation of endpoint e (its name, method and path are
+// e's; its input and output types are e's by construction) and derives its
+// schemas; a declaration that does not fit its types (a path wildcard or
+// resource field the input lacks, a doc naming no property) panics at
+// start-up.
+func define[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 	sp := &o.spec
+	setRoute(sp, e.Route())
 	if sp.Name == "" || sp.Permission == "" || sp.Resource == "" || sp.Needs == 0 {
 		panic(fmt.Sprintf("ops: %q: name, permission, resource and needs are required", sp.Name))
 	}
@@ -414,8 +430,18 @@ func define[In, Out any](o *Op[In, Out]) *Op[In, Out] {
 	return o
 }
 
-// streamOf makes a Stream row.
-func streamOf(sp Spec) Operation {
+// setRoute gives sp route r; a spec that names another route is a
+// declaration error.
+func setRoute(sp *Spec, r cks.Route) {
+	if (sp.Name != "" && sp.Name != r.Name) || (sp.Method != "" && sp.Method != r.Method) || (sp.Path != "" && sp.Path != r.Path) {
+		panic(fmt.Sprintf("ops: %s %s %s is declared on the route %s %s %s", sp.Name, sp.Method, sp.Path, r.Name, r.Method, r.Path))
+	}
+	sp.Name, sp.Method, sp.Path = r.Name, r.Method, r.Path
+}
+
+// streamOf makes the Stream row of route r.
+func streamOf(r cks.Route, sp Spec) Operation {
+	setRoute(&sp, r)
 	sp.Stream = true
 	sp.Surfaces = HTTP
 	return &stream{spec: sp}

@@ -30,9 +30,9 @@ var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_
 var kinds = strings.Join(liveness.KnownKinds(), ", ")
 
 // ListProcesses is list_processes.
-var ListProcesses = define(&Op[struct{}, ProcessList]{
+var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, ProcessList]{
 	spec: Spec{
-		Name: "list_processes", Title: "List agent processes", Method: "GET", Path: "/v1/processes",
+		Title:   "List agent processes",
 		Summary: "every agent process instance with its computed status",
 		Description: "List every standalone cks agent process instance that has ever reported a liveness heartbeat " +
 			"(one row per OS process instance; a restarted process gets a new row and old rows stay as history), " +
@@ -58,9 +58,9 @@ var ListProcesses = define(&Op[struct{}, ProcessList]{
 })
 
 // ProcessStatus is process_status.
-var ProcessStatus = define(&Op[ProcessInput, liveness.Process]{
+var ProcessStatus = define(cks.OpProcessStatus, &Op[ProcessInput, liveness.Process]{
 	spec: Spec{
-		Name: "process_status", Title: "Process status", Method: "GET", Path: "/v1/processes/{process_kind}",
+		Title:   "Process status",
 		Summary: `the newest instance of a kind; "status":"not_found" if none ever reported`,
 		Description: "Report whether a kind of standalone cks agent process is running: the most recently started " +
 			"instance of process_kind, in the same row shape as list_processes. " + ttlRule +
@@ -78,9 +78,9 @@ var ProcessStatus = define(&Op[ProcessInput, liveness.Process]{
 })
 
 // RequestProcessStop is request_process_stop.
-var RequestProcessStop = define(&Op[ProcessInput, liveness.StopResult]{
+var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[ProcessInput, liveness.StopResult]{
 	spec: Spec{
-		Name: "request_process_stop", Title: "Request process stop", Method: "POST", Path: "/v1/processes/{process_kind}/stop",
+		Title: "Request process stop",
 		Summary: "ask a process (a kind's newest instance, or an instance id) to finish its current task and exit (ADR-016); " +
 			`{"found":false} (200) when none is alive; an unknown kind is a 400 listing the kinds; there is no start`,
 		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +

@@ -27,9 +27,9 @@ const asymmetry = " Across nodes sharing one database the effect is asymmetric (
 	"this node's loop only — another node picks it up when it restarts or when its own start_agent is called."
 
 // ListAgents is list_agents.
-var ListAgents = define(&Op[struct{}, SweeperList]{
+var ListAgents = define(cks.OpListAgents, &Op[struct{}, SweeperList]{
 	spec: Spec{
-		Name: "list_agents", Title: "List sweepers", Method: "GET", Path: "/v1/sweepers",
+		Title:   "List sweepers",
 		Summary: "every sweeper with its status",
 		Description: "List every sweeper with its status, under \"sweepers\": config_enabled, running, interval_s, last_run_at, " +
 			"last_result_count, last_run_duration_ms, last_error, run_count and the stored override desired_running " +
@@ -48,10 +48,10 @@ var ListAgents = define(&Op[struct{}, SweeperList]{
 
 // sweeperOp declares one of the per-sweeper operations, which differ only in
 // their words, permission and call.
-func sweeperOp(sp Spec, call func(*sweeper.Controller, context.Context, string) (sweeper.Status, error)) *Op[SweeperInput, sweeper.Status] {
+func sweeperOp(e cks.Endpoint[SweeperInput, sweeper.Status], sp Spec, call func(*sweeper.Controller, context.Context, string) (sweeper.Status, error)) *Op[SweeperInput, sweeper.Status] {
 	sp.Resource = auth.ResourceSweepers + "/{agent_id}"
 	sp.Surfaces, sp.Needs = HTTP|MCP|CLI, NeedSweepers
-	return define(&Op[SweeperInput, sweeper.Status]{
+	return define(e, &Op[SweeperInput, sweeper.Status]{
 		spec: sp,
 		call: func(ctx context.Context, s *Services, in *SweeperInput) (sweeper.Status, error) {
 			return call(s.Sweepers, ctx, in.AgentID)
@@ -60,16 +60,16 @@ func sweeperOp(sp Spec, call func(*sweeper.Controller, context.Context, string) 
 }
 
 // AgentStatus is agent_status.
-var AgentStatus = sweeperOp(Spec{
-	Name: "agent_status", Title: "Sweeper status", Method: "GET", Path: "/v1/sweepers/{agent_id}",
+var AgentStatus = sweeperOp(cks.OpAgentStatus, Spec{
+	Title:       "Sweeper status",
 	Summary:     "the status of one sweeper",
 	Description: "The status of one sweeper, in the shape of a list_agents row." + sweeperNote,
 	Permission:  auth.PermRead, Hints: Hints{ReadOnly: true, Idempotent: true},
 }, (*sweeper.Controller).Status)
 
 // StartAgent is start_agent.
-var StartAgent = sweeperOp(Spec{
-	Name: "start_agent", Title: "Start sweeper", Method: "POST", Path: "/v1/sweepers/{agent_id}/start",
+var StartAgent = sweeperOp(cks.OpStartAgent, Spec{
+	Title:   "Start sweeper",
 	Summary: "start a sweeper (persistent)",
 	Description: "Start a sweeper: records desired_running=true (persisting across restarts) and starts it in this " +
 		"process. A sweeper disabled by configuration cannot be started (disabled_by_config)." + asymmetry + sweeperNote,
@@ -77,8 +77,8 @@ var StartAgent = sweeperOp(Spec{
 }, (*sweeper.Controller).Start)
 
 // StopAgent is stop_agent.
-var StopAgent = sweeperOp(Spec{
-	Name: "stop_agent", Title: "Stop sweeper", Method: "POST", Path: "/v1/sweepers/{agent_id}/stop",
+var StopAgent = sweeperOp(cks.OpStopAgent, Spec{
+	Title:   "Stop sweeper",
 	Summary: "stop a sweeper (persistent)",
 	Description: "Stop a sweeper: records desired_running=false (persisting across restarts) and stops it in this " +
 		"process, waiting for its loop to exit." + asymmetry + sweeperNote,

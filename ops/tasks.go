@@ -78,9 +78,9 @@ func statesList() string {
 }
 
 // ListTasks is list_tasks.
-var ListTasks = define(&Op[ListTasksInput, store.TaskPage]{
+var ListTasks = define(cks.OpListTasks, &Op[ListTasksInput, store.TaskPage]{
 	spec: Spec{
-		Name: "list_tasks", Title: "List tasks", Method: "GET", Path: "/v1/tasks",
+		Title:   "List tasks",
 		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h)",
 		Description: "List tasks of the cks task ledger, oldest first, one page at a time (use next_cursor as cursor for the " +
 			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than.",
@@ -101,9 +101,9 @@ var ListTasks = define(&Op[ListTasksInput, store.TaskPage]{
 })
 
 // GetTask is get_task.
-var GetTask = define(&Op[TaskInput, store.Task]{
+var GetTask = define(cks.OpGetTask, &Op[TaskInput, store.Task]{
 	spec: Spec{
-		Name: "get_task", Title: "Get task", Method: "GET", Path: "/v1/tasks/{task_id}",
+		Title:   "Get task",
 		Summary: "one task with its events, evidence per attempt and aborts",
 		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
 			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace) and its aborts.",
@@ -142,9 +142,9 @@ var newTaskDocs = map[string]string{
 }
 
 // CreateTask is create_task.
-var CreateTask = define(&Op[store.NewTask, CreatedTask]{
+var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 	spec: Spec{
-		Name: "create_task", Title: "Create task", Method: "POST", Path: "/v1/tasks",
+		Title:   "Create task",
 		Summary: "enqueue a task (201; 200 with created false on a dedupe hit)",
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
 			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
@@ -191,9 +191,9 @@ var CreateTask = define(&Op[store.NewTask, CreatedTask]{
 type AnswerInput = cks.AnswerTaskInput
 
 // AnswerTask is answer_task.
-var AnswerTask = define(&Op[AnswerInput, store.Task]{
+var AnswerTask = define(cks.OpAnswerTask, &Op[AnswerInput, store.Task]{
 	spec: Spec{
-		Name: "answer_task", Title: "Answer task", Method: "POST", Path: "/v1/tasks/{task_id}/answer",
+		Title:       "Answer task",
 		Summary:     "answer a NEEDS_INPUT task's question",
 		Description: "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded. Answering is an operator edit: it needs update on the task.",
 		Permission:  auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
@@ -207,9 +207,9 @@ var AnswerTask = define(&Op[AnswerInput, store.Task]{
 type ReasonInput = cks.TaskReasonInput
 
 // CancelTask is cancel_task.
-var CancelTask = define(&Op[ReasonInput, store.Task]{
+var CancelTask = define(cks.OpCancelTask, &Op[ReasonInput, store.Task]{
 	spec: Spec{
-		Name: "cancel_task", Title: "Cancel task", Method: "POST", Path: "/v1/tasks/{task_id}/cancel",
+		Title:       "Cancel task",
 		Summary:     "cancel a task (terminal)",
 		Description: "Cancel a task (terminal). Its executor loses the lease and its WAITING dependants become BLOCKED. Needs cancel on the task.",
 		Permission:  auth.PermCancel, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
@@ -227,9 +227,9 @@ type AbortWait = cks.AbortWait
 type StopInput = cks.StopTaskInput
 
 // StopTask is stop_task.
-var StopTask = define(&Op[StopInput, ledger.StopResult]{
+var StopTask = define(cks.OpStopTask, &Op[StopInput, ledger.StopResult]{
 	spec: Spec{
-		Name: "stop_task", Title: "Stop task", Method: "POST", Path: "/v1/tasks/{task_id}/stop",
+		Title:   "Stop task",
 		Summary: "hold a task in STOPPED, with the abort outcome of a running executor",
 		Description: "Hold a task in STOPPED (ADR 0020): no agent claims it, no sweeper touches it and it burns no attempt until start_task releases it. " +
 			"For a CLAIMED or RUNNING task the executor's lease is revoked and it is asked to abort; with wait (the default) the call waits up to " +
@@ -240,7 +240,6 @@ var StopTask = define(&Op[StopInput, ledger.StopResult]{
 		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
-	wait: func(in *StopInput) time.Duration { return in.MaxWait() },
 	call: func(ctx context.Context, s *Services, in *StopInput) (ledger.StopResult, error) {
 		d, wait, err := in.Parse()
 		if err != nil {
@@ -251,9 +250,9 @@ var StopTask = define(&Op[StopInput, ledger.StopResult]{
 })
 
 // StartTask is start_task.
-var StartTask = define(&Op[ReasonInput, store.Task]{
+var StartTask = define(cks.OpStartTask, &Op[ReasonInput, store.Task]{
 	spec: Spec{
-		Name: "start_task", Title: "Start task", Method: "POST", Path: "/v1/tasks/{task_id}/start",
+		Title:   "Start task",
 		Summary: "release a STOPPED task (OPEN, or WAITING/BLOCKED by its dependencies)",
 		Description: "Release a STOPPED task: it becomes OPEN, or WAITING when a dependency is not COMPLETED at this moment (BLOCKED when one " +
 			"failed or was cancelled). restarts is incremented, attempts is not. The next agent enters it from the top, with the task as it " +
@@ -271,9 +270,9 @@ var StartTask = define(&Op[ReasonInput, store.Task]{
 type UpdateInput = cks.UpdateTaskInput
 
 // UpdateTask is update_task.
-var UpdateTask = define(&Op[UpdateInput, store.UpdateResult]{
+var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
 	spec: Spec{
-		Name: "update_task", Title: "Update task", Method: "PATCH", Path: "/v1/tasks/{task_id}",
+		Title:   "Update task",
 		Summary: "edit a task as one operation (path in_place, live or stop_apply_start)",
 		Description: "Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, " +
 			"remove_depends_on, add_children, cancel_children) bump revision; title, priority and metadata do not. A STOPPED, OPEN, WAITING " +
@@ -298,7 +297,6 @@ var UpdateTask = define(&Op[UpdateInput, store.UpdateResult]{
 		"add_children":        "child tasks to create under this task, without parent_id (material)",
 		"cancel_children":     "children of this task to cancel (material)",
 	},
-	wait: func(in *UpdateInput) time.Duration { return in.MaxWait() },
 	call: func(ctx context.Context, s *Services, in *UpdateInput) (store.UpdateResult, error) {
 		d, wait, err := in.Parse()
 		if err != nil {

@@ -26,16 +26,16 @@ type TokenList = cks.TokenList
 type TokenInput = cks.TokenInput
 
 // tokenOp declares a token call: admin on /.
-func tokenOp[In, Out any](o *Op[In, Out]) *Op[In, Out] {
+func tokenOp[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 	o.spec.Permission, o.spec.Resource = auth.PermAdmin, auth.ResourceRoot
 	o.spec.Surfaces, o.spec.Needs = HTTP|CLI, NeedPrincipals
-	return define(o)
+	return define(e, o)
 }
 
 // CreateToken is create_token.
-var CreateToken = tokenOp(&Op[TokenRequest, CreatedToken]{
+var CreateToken = tokenOp(cks.OpCreateToken, &Op[TokenRequest, CreatedToken]{
 	spec: Spec{
-		Name: "create_token", Title: "Create token", Method: "POST", Path: "/v1/tokens", Status: http.StatusCreated,
+		Title: "Create token", Status: http.StatusCreated,
 		Summary:     "create a bearer token (shown once) with its grants",
 		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
 		Secret:      true,
@@ -72,9 +72,9 @@ var CreateToken = tokenOp(&Op[TokenRequest, CreatedToken]{
 })
 
 // ListTokens is list_tokens.
-var ListTokens = tokenOp(&Op[struct{}, TokenList]{
+var ListTokens = tokenOp(cks.OpListTokens, &Op[struct{}, TokenList]{
 	spec: Spec{
-		Name: "list_tokens", Title: "List tokens", Method: "GET", Path: "/v1/tokens",
+		Title:       "List tokens",
 		Summary:     "every principal with its grants (never a token or its hash)",
 		Description: "Every principal with its grants, oldest first; never a token or its hash.",
 		Hints:       Hints{ReadOnly: true, Idempotent: true},
@@ -89,9 +89,9 @@ var ListTokens = tokenOp(&Op[struct{}, TokenList]{
 })
 
 // RevokeToken is revoke_token.
-var RevokeToken = tokenOp(&Op[TokenInput, struct{}]{
+var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[TokenInput, struct{}]{
 	spec: Spec{
-		Name: "revoke_token", Title: "Revoke token", Method: "DELETE", Path: "/v1/tokens/{id}", Status: http.StatusNoContent,
+		Title: "Revoke token", Status: http.StatusNoContent,
 		Summary:     "revoke a principal (204); the last admin cannot be revoked",
 		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
 		Hints:       Hints{Idempotent: true, Destructive: new(true)},
