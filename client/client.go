@@ -1,5 +1,7 @@
 // Package client is the Go client of the cks HTTP API. The CLI uses it, and so
-// can any Go program that talks to a hub.
+// can any Go program that talks to a hub. It speaks the types and routes of
+// package cks (cks.Task, cks.OpStopTask, …) and links nothing of the server:
+// no store, service, operations table or surface.
 package client
 
 import (
@@ -16,9 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks"
 )
 
 // Client calls one hub.
@@ -33,21 +33,23 @@ func New(baseURL, token string) *Client {
 	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// Error is an error answered by the hub.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the offending input field of an invalid_argument error.
-	Field string `json:"field,omitempty"`
-}
+// Error is an error answered by the hub (cks.Error): its HTTP status, code,
+// message and, for bad input, the offending field.
+type Error = cks.Error
 
-func (e *Error) Error() string { return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status) }
+// DataDir is where a local hub leaves its URL and admin token (a
+// datadir.Dir).
+type DataDir interface {
+	ReadURL() (string, error)
+	ReadToken() (string, error)
+	URLFile() string
+	TokenFile() string
+}
 
 // Discover settles the hub URL and token. Non-empty arguments (from flags or
 // the environment) win; otherwise they are read from the data directory a local
 // hub writes them to. The error says every place that was looked at.
-func Discover(baseURL, token string, dir datadir.Dir) (string, string, error) {
+func Discover(baseURL, token string, dir DataDir) (string, string, error) {
 	if baseURL == "" {
 		u, err := dir.ReadURL()
 		if err != nil {
@@ -78,15 +80,16 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// Call calls operation op of the table (package ops) with input in: a
-// pointer to op's input type, or any value that encodes as the same JSON
-// object (a json.RawMessage, a map), sent as the API reads it (path, query,
-// JSON body). The output is decoded into out (nil: discarded). A call that
-// may wait (a stop awaiting an abort confirmation) gets the client's timeout
-// extended by its wait. An error answer becomes an *Error carrying the hub's
-// message as it is.
-func (c *Client) Call(ctx context.Context, op ops.Operation, in, out any) error {
-	method, path, body, err := ops.HTTPRequest(op, in)
+// Call calls operation op (a cks endpoint such as cks.OpStopTask, or an
+// operation of the hub's table) with input in: a pointer to op's input
+// type, or any value that encodes as the same JSON object (a
+// json.RawMessage, a map), sent as the API reads it (path, query, JSON body;
+// cks.Request). The output is decoded into out (nil: discarded). A call that
+// may wait (a stop awaiting an abort confirmation: an input that is a
+// cks.Waiter) gets the client's timeout extended by its wait. An error
+// answer becomes an *Error carrying the hub's message as it is.
+func (c *Client) Call(ctx context.Context, op cks.Operation, in, out any) error {
+	method, path, body, err := cks.Request(op, in)
 	if err != nil {
 		return err
 	}
@@ -99,18 +102,20 @@ func (c *Client) Call(ctx context.Context, op ops.Operation, in, out any) error 
 		}
 	}
 	hc := c.http
-	if wait := op.Wait(typed); wait > 0 && hc.Timeout > 0 {
-		long := *c.http
-		long.Timeout += wait
-		hc = &long
+	if w, ok := typed.(cks.Waiter); ok && hc.Timeout > 0 {
+		if wait := w.MaxWait(); wait > 0 {
+			long := *c.http
+			long.Timeout += wait
+			hc = &long
+		}
 	}
 	return c.send(ctx, hc, method, path, body, out)
 }
 
-// Do is Call with the types of op: it returns op's output for input in.
-func Do[In, Out any](ctx context.Context, c *Client, op *ops.Op[In, Out], in In) (Out, error) {
+// Do is Call with the types of endpoint e: it returns e's output for input in.
+func Do[In, Out any](ctx context.Context, c *Client, e cks.Endpoint[In, Out], in In) (Out, error) {
 	var out Out
-	err := c.Call(ctx, op, &in, &out)
+	err := c.Call(ctx, e, &in, &out)
 	return out, err
 }
 
@@ -140,11 +145,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		var e struct {
-			Error Error `json:"error"`
-		}
+		var e cks.ErrorBody
 		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
-			return &Error{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
+			return &Error{Status: resp.StatusCode, Code: cks.CodeHTTP, Message: strings.TrimSpace(string(data))}
 		}
 		e.Error.Status = resp.StatusCode
 		return &e.Error
@@ -168,21 +171,21 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // ListProcesses returns every agent process instance with its computed status.
-func (c *Client) ListProcesses(ctx context.Context) ([]liveness.Process, error) {
-	out, err := Do(ctx, c, ops.ListProcesses, struct{}{})
+func (c *Client) ListProcesses(ctx context.Context) ([]cks.Process, error) {
+	out, err := Do(ctx, c, cks.OpListProcesses, struct{}{})
 	return out.Processes, err
 }
 
 // ProcessStatus returns the newest instance of kind; Status is "not_found" when
 // none ever reported.
-func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Process, error) {
-	return Do(ctx, c, ops.ProcessStatus, ops.ProcessInput{ProcessKind: kind})
+func (c *Client) ProcessStatus(ctx context.Context, kind string) (cks.Process, error) {
+	return Do(ctx, c, cks.OpProcessStatus, cks.ProcessInput{ProcessKind: kind})
 }
 
 // StopProcess asks a standalone agent process to finish its current task and
 // exit (ADR-016): target is a process kind (its newest instance) or an
 // instance id. Found is false, with no error, when no alive instance was
 // there to ask. There is no start.
-func (c *Client) StopProcess(ctx context.Context, target string) (liveness.StopResult, error) {
-	return Do(ctx, c, ops.RequestProcessStop, ops.ProcessInput{ProcessKind: target})
+func (c *Client) StopProcess(ctx context.Context, target string) (cks.ProcessStopResult, error) {
+	return Do(ctx, c, cks.OpRequestProcessStop, cks.ProcessInput{ProcessKind: target})
 }

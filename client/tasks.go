@@ -5,85 +5,83 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // CreateTask enqueues a task. created is false when its dedupe key matched a
 // live task, which is returned instead.
-func (c *Client) CreateTask(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
-	out, err := Do(ctx, c, ops.CreateTask, n)
+func (c *Client) CreateTask(ctx context.Context, n cks.NewTask) (cks.Task, bool, error) {
+	out, err := Do(ctx, c, cks.OpCreateTask, n)
 	return out.Task, out.Created, err
 }
 
 // ListTasks returns one page of tasks (f's states, types, cursor and limit).
-func (c *Client) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
-	return Do(ctx, c, ops.ListTasks, ops.ListTasksInputOf(f))
+func (c *Client) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error) {
+	return Do(ctx, c, cks.OpListTasks, cks.ListTasksInputOf(f))
 }
 
 // GetTask returns a task with its events and evidence.
-func (c *Client) GetTask(ctx context.Context, id int64) (store.Task, error) {
-	return Do(ctx, c, ops.GetTask, ops.TaskInput{TaskID: id})
+func (c *Client) GetTask(ctx context.Context, id int64) (cks.Task, error) {
+	return Do(ctx, c, cks.OpGetTask, cks.TaskInput{TaskID: id})
 }
 
 // AnswerTask answers a NEEDS_INPUT task's question, returning it to OPEN.
-func (c *Client) AnswerTask(ctx context.Context, id int64, text string) (store.Task, error) {
-	return Do(ctx, c, ops.AnswerTask, ops.AnswerInput{TaskID: id, Text: text})
+func (c *Client) AnswerTask(ctx context.Context, id int64, text string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpAnswerTask, cks.AnswerTaskInput{TaskID: id, Text: text})
 }
 
 // CancelTask cancels a task (terminal).
-func (c *Client) CancelTask(ctx context.Context, id int64, reason string) (store.Task, error) {
-	return Do(ctx, c, ops.CancelTask, ops.ReasonInput{TaskID: id, Reason: reason})
+func (c *Client) CancelTask(ctx context.Context, id int64, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpCancelTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
 }
 
 // Claim leases up to n OPEN tasks of the given types to worker. Each comes
 // with its lease token, which the hub shows only in this answer.
-func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.ClaimedTask, error) {
+func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]cks.ClaimedTask, error) {
 	out, err := c.ClaimWithTokens(ctx, worker, types, n, lease)
 	return out.Tasks, err
 }
 
 // ClaimWithTokens is Claim returning the whole answer: the leased tasks and,
 // per task id, the task-scoped agent credential to work it with.
-func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []string, n int, lease time.Duration) (ops.ClaimedTasks, error) {
-	return Do(ctx, c, ops.ClaimTasks, ops.ClaimInput{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()})
+func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []string, n int, lease time.Duration) (cks.ClaimedTasks, error) {
+	return Do(ctx, c, cks.OpClaimTasks, cks.ClaimTasksInput{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()})
 }
 
 // MarkRunning moves a claimed task to RUNNING.
-func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (store.Task, error) {
-	return Do(ctx, c, ops.MarkRunning, lease(id, leaseToken))
+func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpMarkRunning, lease(id, leaseToken))
 }
 
 // Touch renews a lease and reports whether it is still held.
 func (c *Client) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	out, err := Do(ctx, c, ops.TouchTask, lease(id, leaseToken))
+	out, err := Do(ctx, c, cks.OpTouchTask, lease(id, leaseToken))
 	return out.Held, err
 }
 
 // AddEvidence records evidence for the current attempt.
-func (c *Client) AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (store.Evidence, error) {
-	return Do(ctx, c, ops.AddEvidence, ops.EvidenceInput{LeaseInput: lease(id, leaseToken), Kind: kind, Body: body})
+func (c *Client) AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error) {
+	return Do(ctx, c, cks.OpAddEvidence, cks.AddEvidenceInput{LeaseInput: lease(id, leaseToken), Kind: kind, Body: body})
 }
 
 // Complete ends an attempt successfully (or for review).
-func (c *Client) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (store.Task, error) {
-	return Do(ctx, c, ops.CompleteTask, ops.CompleteInput{LeaseInput: lease(id, leaseToken), NeedsReview: needsReview, Result: result})
+func (c *Client) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpCompleteTask, cks.CompleteTaskInput{LeaseInput: lease(id, leaseToken), NeedsReview: needsReview, Result: result})
 }
 
 // Fail ends an attempt unsuccessfully.
-func (c *Client) Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (store.Task, error) {
-	return Do(ctx, c, ops.FailTask, ops.FailInput{LeaseInput: lease(id, leaseToken), Retryable: retryable, Reason: reason})
+func (c *Client) Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpFailTask, cks.FailTaskInput{LeaseInput: lease(id, leaseToken), Retryable: retryable, Reason: reason})
 }
 
 // RequestInput parks a task with a question for a person.
-func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, question string) (store.Task, error) {
-	return Do(ctx, c, ops.RequestInput, ops.QuestionInput{LeaseInput: lease(id, leaseToken), Question: question})
+func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, question string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpRequestInput, cks.QuestionInput{LeaseInput: lease(id, leaseToken), Question: question})
 }
 
 // lease names task id's lease leaseToken.
-func lease(id int64, leaseToken string) ops.LeaseInput {
-	return ops.LeaseInput{TaskID: id, LeaseToken: leaseToken}
+func lease(id int64, leaseToken string) cks.LeaseInput {
+	return cks.LeaseInput{TaskID: id, LeaseToken: leaseToken}
 }
 
 // IsLeaseLost reports whether err is the hub's answer to a call with a revoked lease.
@@ -93,7 +91,7 @@ func IsLeaseLost(err error) bool {
 }
 
 // StopRequest is what StopTask sends. The zero value of Deadline is the
-// hub's default (store.DefaultAbortDeadline) and the zero value of NoWait
+// hub's default (cks.DefaultAbortDeadline) and the zero value of NoWait
 // waits for the executor's confirmation, as the API does.
 type StopRequest struct {
 	// Reason is required: why the task is held.
@@ -108,14 +106,14 @@ type StopRequest struct {
 // UpdateRequest is what UpdateTask sends: the patch, and the deadline and
 // wait (as in StopRequest) of a running task's stop → apply → start.
 type UpdateRequest struct {
-	Patch    store.TaskPatch
+	Patch    cks.TaskPatch
 	Deadline time.Duration
 	NoWait   bool
 }
 
 // abortWait is the deadline and wait of a stop or update, as sent.
-func abortWait(deadline time.Duration, noWait bool) ops.AbortWait {
-	var w ops.AbortWait
+func abortWait(deadline time.Duration, noWait bool) cks.AbortWait {
+	var w cks.AbortWait
 	if deadline != 0 {
 		w.Deadline = deadline.String()
 	}
@@ -128,38 +126,38 @@ func abortWait(deadline time.Duration, noWait bool) ops.AbortWait {
 // StopTask holds a task in STOPPED (ADR 0020). For a CLAIMED or RUNNING task
 // the result's Abort is the abort request of its executor: confirmed or
 // unconfirmed once waited for, abort_pending with NoWait.
-func (c *Client) StopTask(ctx context.Context, id int64, req StopRequest) (ledger.StopResult, error) {
-	return Do(ctx, c, ops.StopTask, ops.StopInput{TaskID: id, Reason: req.Reason, AbortWait: abortWait(req.Deadline, req.NoWait)})
+func (c *Client) StopTask(ctx context.Context, id int64, req StopRequest) (cks.TaskStopResult, error) {
+	return Do(ctx, c, cks.OpStopTask, cks.StopTaskInput{TaskID: id, Reason: req.Reason, AbortWait: abortWait(req.Deadline, req.NoWait)})
 }
 
 // StartTask releases a STOPPED task to OPEN (or WAITING/BLOCKED when its
 // dependencies say so).
-func (c *Client) StartTask(ctx context.Context, id int64, reason string) (store.Task, error) {
-	return Do(ctx, c, ops.StartTask, ops.ReasonInput{TaskID: id, Reason: reason})
+func (c *Client) StartTask(ctx context.Context, id int64, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpStartTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
 }
 
 // UpdateTask applies a patch as one operation; the result says which path
 // was taken (in_place, live or stop_apply_start) and the abort outcome.
-func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (store.UpdateResult, error) {
-	return Do(ctx, c, ops.UpdateTask, ops.UpdateInput{TaskID: id, TaskPatch: req.Patch, AbortWait: abortWait(req.Deadline, req.NoWait)})
+func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (cks.UpdateResult, error) {
+	return Do(ctx, c, cks.OpUpdateTask, cks.UpdateTaskInput{TaskID: id, TaskPatch: req.Patch, AbortWait: abortWait(req.Deadline, req.NoWait)})
 }
 
 // RecordDecision records an executor's decision for the current attempt,
 // with the task revision it was derived from.
-func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error) {
-	return Do(ctx, c, ops.RecordDecision, ops.DecisionInput{LeaseInput: lease(id, leaseToken), Kind: kind,
+func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (cks.Decision, error) {
+	return Do(ctx, c, cks.OpRecordDecision, cks.RecordDecisionInput{LeaseInput: lease(id, leaseToken), Kind: kind,
 		Text: text, DerivedFromRevision: derivedFromRevision})
 }
 
 // ReuseWorkspace records the explicit decision to continue in a workspace
 // left by an earlier attempt of the task.
-func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error) {
-	return Do(ctx, c, ops.ReuseWorkspace, ops.ReuseWorkspaceInput{LeaseInput: lease(id, leaseToken),
+func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error) {
+	return Do(ctx, c, cks.OpReuseWorkspace, cks.ReuseWorkspaceInput{LeaseInput: lease(id, leaseToken),
 		Path: path, DerivedFromRevision: derivedFromRevision})
 }
 
 // ConfirmAbort confirms, with the revoked lease token, that the aborted
 // attempt's work has stopped. A 404 means no abort names that lease.
-func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error) {
-	return Do(ctx, c, ops.ConfirmAbort, lease(id, leaseToken))
+func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error) {
+	return Do(ctx, c, cks.OpConfirmAbort, lease(id, leaseToken))
 }
