@@ -20,7 +20,7 @@ func TestObjectEditFork(t *testing.T) {
 	dir := string(h.dir)
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, "--data-dir", dir)...)
+		return runCKS(t, nil, append(args, "--data-dir", dir)...)
 	}
 	r := run("research", "Which edit wins?")
 	if r.code != 0 {

@@ -25,7 +25,7 @@ func TestProcessStopCLI(t *testing.T) {
 	storetest.MustUpsert(t, s, gone)
 	run := func(env []string, args ...string) result {
 		t.Helper()
-		return cks(t, env, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, env, append(args, "--data-dir", string(h.dir))...)
 	}
 	desired := func(id string) string {
 		t.Helper()

@@ -20,7 +20,7 @@ func TestTaskControlCLI(t *testing.T) {
 	api := client.New(h.url, h.token)
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
 	}
 	ok := func(r result) result {
 		t.Helper()

@@ -10,7 +10,7 @@ func TestTokenCLI(t *testing.T) {
 	h := startHub(t, "serve")
 	run := func(env []string, args ...string) result {
 		t.Helper()
-		return cks(t, env, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, env, append(args, "--data-dir", string(h.dir))...)
 	}
 	// Create a read-only token on the task ledger.
 	r := run(nil, "token", "create", "--name", "viewer", "--grant", "read:/tasks", "--json")
