@@ -221,7 +221,7 @@ func Request(op Operation, in any) (method, path string, body []byte, err error)
 	typed := reflect.TypeOf(in) == reflect.TypeOf(op.NewInput())
 	texts := func(name string) []string {
 		if typed {
-			return fieldTexts(inputField(in, name))
+			return fieldTexts(InputField(in, name))
 		}
 		return jsonTexts(m[name])
 	}
@@ -346,8 +346,10 @@ func InputFields(t reflect.Type) map[string][]int {
 	return out
 }
 
-// inputField returns the field of *in with JSON name name.
-func inputField(in any, name string) reflect.Value {
+// InputField returns the field of *in, a pointer to an input struct, with
+// JSON name name (InputFields); it panics when there is none, a mistake in
+// the route table rather than in a request.
+func InputField(in any, name string) reflect.Value {
 	v := reflect.ValueOf(in).Elem()
 	idx, ok := InputFields(v.Type())[name]
 	if !ok {

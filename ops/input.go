@@ -149,12 +149,12 @@ func topKeys(data []byte) ([]string, error) {
 // any other the first. A parameter that names no field (or a path field) is
 // refused as a body's unknown field is: the same input on every surface.
 func fillQuery(in any, q url.Values, path []string) error {
-	fields := jsonFields(reflect.TypeOf(in).Elem())
+	fields := cks.InputFields(reflect.TypeOf(in).Elem())
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if _, ok := fields[name]; !ok || slices.Contains(path, name) {
 			return unknownField(name)
 		}
-		f := field(in, name)
+		f := cks.InputField(in, name)
 		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {
 			f.Set(reflect.ValueOf(splitAll(q[name])))
 			continue
@@ -186,7 +186,7 @@ func splitAll(vals []string) []string {
 // the field otherwise; an integer in a path is an id), booleans as
 // strconv.ParseBool reads them.
 func setText(in any, name, text string, path bool) error {
-	f := field(in, name)
+	f := cks.InputField(in, name)
 	switch f.Kind() {
 	case reflect.String:
 		f.SetString(text)
@@ -231,7 +231,7 @@ func Wildcards(pattern string) []string { return cks.Wildcards(pattern) }
 func expand(template string, in any) (string, error) {
 	res := template
 	for _, name := range Wildcards(template) {
-		f := field(in, name)
+		f := cks.InputField(in, name)
 		var v string
 		switch f.Kind() {
 		case reflect.Int, reflect.Int64:
@@ -249,9 +249,6 @@ func expand(template string, in any) (string, error) {
 	}
 	return res, nil
 }
-
-// jsonFields is cks.InputFields.
-func jsonFields(t reflect.Type) map[string][]int { return cks.InputFields(t) }
 
 // checkText refuses an input whose top-level string fields hold text no
 // store backend stores (store.ValidateText), naming the field: so a value
@@ -283,14 +280,4 @@ func checkText(in any) error {
 		}
 	}
 	return nil
-}
-
-// field returns the field of *in with JSON name name.
-func field(in any, name string) reflect.Value {
-	v := reflect.ValueOf(in).Elem()
-	idx, ok := jsonFields(v.Type())[name]
-	if !ok {
-		panic(fmt.Sprintf("ops: %T has no field %q", in, name))
-	}
-	return v.FieldByIndex(idx)
 }

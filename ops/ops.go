@@ -409,7 +409,7 @@ func define[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 	if sp.Surfaces&HTTP != 0 && (sp.Method == "" || sp.Path == "") {
 		panic(fmt.Sprintf("ops: %s: an HTTP operation needs a method and a path", sp.Name))
 	}
-	fields := jsonFields(reflect.TypeFor[In]())
+	fields := cks.InputFields(reflect.TypeFor[In]())
 	for _, w := range Wildcards(sp.Path) {
 		if _, ok := fields[w]; !ok {
 			panic(fmt.Sprintf("ops: %s: path wildcard {%s} is no field of %v", sp.Name, w, reflect.TypeFor[In]()))
