@@ -25,7 +25,9 @@ import (
 type Options struct {
 	// Logger receives the agent's log; nil discards it.
 	Logger *slog.Logger
-	// Clock tells liveness times; the system clock when nil.
+	// Clock tells liveness times and times the agent's waits (the idle
+	// poll, the liveness interval, the task-lease heartbeat); the system
+	// clock when nil.
 	Clock clock.Clock
 	// NoFastStop leaves the liveness tick as the only path of a stop
 	// request (for measurements; see liveness.ReporterConfig.NoFastPath).
@@ -54,6 +56,9 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
 	}
 	// run ends on SIGTERM (ctx) and on a stop request alike.
 	run, stop := context.WithCancel(ctx)
@@ -130,7 +135,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		log.Info(MsgDraining)
 	}()
 	defer func() { stop(); <-drainLogged }()
-	ex := worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Logger: log})
+	ex := worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log})
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
 	for run.Err() == nil {
 		if !claims {
@@ -142,11 +147,11 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 			if run.Err() == nil {
 				log.Warn("claim failed; retrying after the poll interval", "err", err)
 			}
-			idle(run, set.PollInterval, nil)
+			clock.Sleep(run, opts.Clock, set.PollInterval, nil) //nolint:errcheck // the loop reads run
 			continue
 		}
 		if len(tasks) == 0 {
-			idle(run, set.PollInterval, wake)
+			clock.Sleep(run, opts.Clock, set.PollInterval, wake) //nolint:errcheck // woken, polled or stopped: the loop reads run
 			continue
 		}
 		t := tasks[0]
@@ -167,17 +172,6 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 // MsgDraining is the log message of an agent that was told to stop: it
 // finishes the task in hand, claims nothing more, and exits.
 const MsgDraining = "stopping: finishing the current task, claiming nothing more"
-
-// idle waits d, or less when ctx ends or wake fires.
-func idle(ctx context.Context, d time.Duration, wake <-chan struct{}) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-wake:
-	}
-}
 
 // capRetries makes a failure permanent once the task has had maxRetries
 // retries (attempt maxRetries+1 or later).

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -26,7 +26,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	c := f.client()
-	q, err := c.SubmitResearch(ctx, api.ResearchRequest{Question: "How does cks stop a running task?"})
+	q, err := c.SubmitResearch(ctx, ops.ResearchRequest{Question: "How does cks stop a running task?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestObjectsBadInput(t *testing.T) {
 		{"POST", "/v1/objects", `{"question":""}`, "question"},
 		{"POST", "/v1/objects", `{"question":"   "}`, "question"},
 		{"POST", "/v1/objects", `{}`, "question"},
-		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", api.MaxQuestionLen+1)), "question"},
+		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen+1)), "question"},
 		{"POST", "/v1/objects", `{"question":"why?","corpus":"docs"}`, "corpus"},
 		{"POST", "/v1/objects", `{"question":"why?","kind":"claim"}`, "kind"},
 		{"GET", "/v1/objects?limit=-1", "", "limit"},
@@ -153,8 +153,8 @@ func TestObjectsBadInput(t *testing.T) {
 			t.Errorf("%s %s %.60s: field %q (%s), want %q", c.method, c.path, c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", api.MaxQuestionLen))); status != http.StatusCreated {
-		t.Errorf("a question of exactly %d bytes: %d %s", api.MaxQuestionLen, status, body)
+	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen))); status != http.StatusCreated {
+		t.Errorf("a question of exactly %d bytes: %d %s", ops.MaxQuestionLen, status, body)
 	}
 	status, body := f.do(t, f.token, "GET", "/v1/objects/424242", "")
 	if status != http.StatusNotFound || !strings.Contains(decodeError(t, body).Error.Message, "424242") {
@@ -201,7 +201,7 @@ func TestObjectsPermissions(t *testing.T) {
 // version.
 func versionFixture(t *testing.T, f *fixture) (int64, int64) {
 	t.Helper()
-	q, err := f.client().SubmitResearch(context.Background(), api.ResearchRequest{Question: "Which version wins?"})
+	q, err := f.client().SubmitResearch(context.Background(), ops.ResearchRequest{Question: "Which version wins?"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 
 // TestReadOnlyStorageIs503: over an API whose SQLite file this process may
 // not write, every write is 503 storage_read_only (over MCP a tool error
-// with that code) and changes nothing, reads keep working, and /healthz
+// with the same message) and changes nothing, reads keep working, and /healthz
 // says the hub is degraded.
 func TestReadOnlyStorageIs503(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
@@ -96,8 +96,11 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolCreateTask, Arguments: map[string]any{"type": "t", "title": "refused"}})
-	if err != nil || !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "storage_read_only") {
-		t.Fatalf("create_task over MCP on a read-only database: %v %+v, want a tool error naming storage_read_only", err, res)
+	// The tool error says what the HTTP answer's message says (one
+	// operation, one message).
+	if err != nil || !res.IsError || len(res.Content) != 1 ||
+		res.Content[0].(*mcp.TextContent).Text != "the hub's database refuses writes (it is read-only); nothing was written (see the hub log)" {
+		t.Fatalf("create_task over MCP on a read-only database: %v %+v, want the tool error of storage_read_only", err, res)
 	}
 	if n := f.taskCount(t); n != 1 {
 		t.Fatalf("%d tasks after the refused MCP write, want 1", n)

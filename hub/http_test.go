@@ -267,7 +267,7 @@ func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
 	defer cs.Close()
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stop_task",
-		Arguments: map[string]any{"task_id": id, "reason": "hold", "deadline_seconds": 2}})
+		Arguments: map[string]any{"task_id": id, "reason": "hold", "deadline": "2s"}})
 	if err != nil || res.IsError {
 		t.Fatalf("stop_task waiting 2s over MCP: %v %+v", err, res)
 	}

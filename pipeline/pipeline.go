@@ -19,7 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 )
@@ -122,8 +124,11 @@ type Config struct {
 	// one question in one round before it parks it (default 3).
 	MaxFailures int
 	// ClaimTouch is how often a running step renews its claim (default 1 m,
-	// well inside the lease reaper's stale window).
+	// well inside the lease reaper's stale window), with a lease.Keeper.
 	ClaimTouch time.Duration
+	// Clock times the poll, the claim renewals and the backoffs; the
+	// system clock when nil.
+	Clock clock.Clock
 	// Name prefixes the workers' names (default "pipeline").
 	Name string
 	// Bus, when set, receives AgentStepStarted/AgentStepCompleted.
@@ -237,6 +242,9 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Name == "" {
 		cfg.Name = "pipeline"
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -287,7 +295,7 @@ func (o *Orchestrator) supervise(ctx context.Context, s Step, name string) {
 			return
 		}
 		o.log.Error("pipeline worker crashed; restarting", "worker", name, "err", err, "backoff", backoff.String())
-		if !sleep(ctx, backoff+rand.N(backoff/2+1)) {
+		if clock.Sleep(ctx, o.cfg.Clock, backoff+rand.N(backoff/2+1), nil) != nil {
 			return
 		}
 		backoff = min(2*backoff, 30*time.Second)
@@ -307,8 +315,6 @@ func (e *errPanic) Error() string { return fmt.Sprintf("panic: %v\n%s", e.val, e
 func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err error) {
 	wake := o.subscribe()
 	defer o.unsubscribe(wake)
-	poll := time.NewTicker(o.cfg.Poll)
-	defer poll.Stop()
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		worked := false
@@ -346,7 +352,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 				backoff = min(max(2*backoff, 200*time.Millisecond), 30*time.Second)
 				o.log.Warn("step failed; object released", "worker", name, "object_id", objs[0].ID, "err", err,
 					"retry_in", backoff.String())
-				if !sleep(ctx, backoff) {
+				if clock.Sleep(ctx, o.cfg.Clock, backoff, nil) != nil {
 					return nil
 				}
 			} else {
@@ -356,11 +362,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 		if worked {
 			continue // drain what is there before waiting
 		}
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-poll.C:
-		}
+		clock.Sleep(ctx, o.cfg.Clock, o.cfg.Poll, wake) //nolint:errcheck // woken, polled or done: the loop reads ctx
 	}
 	return nil
 }
@@ -411,16 +413,17 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 		return err
 	}
 
-	sctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	touched := make(chan struct{})
-	go func() {
-		defer close(touched)
-		o.touch(sctx, obj, cancel)
-	}()
+	// The claim is renewed while the step runs; a lost claim cancels it.
+	keeper, sctx, err := lease.Keep(ctx, lease.Config{Every: o.cfg.ClaimTouch, Clock: o.cfg.Clock,
+		Logger: o.log.With("object_id", obj.ID, "worker", name),
+		Renew:  func(ctx context.Context) error { return o.cfg.Store.TouchClaim(ctx, obj.ID, obj.ClaimToken) }})
+	if err != nil {
+		release()
+		return err
+	}
+	defer keeper.Stop() // also when the step panics
 	out, err = s.Run(sctx, o.env, obj)
-	cancel(nil)
-	<-touched
+	keeper.Stop()
 	var reply *llm.ReplyError
 	switch {
 	case err == nil:
@@ -433,26 +436,6 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 	default:
 		release()
 		return err
-	}
-}
-
-// touch renews obj's claim every ClaimTouch until ctx ends; when the claim
-// is lost it cancels the step.
-func (o *Orchestrator) touch(ctx context.Context, obj store.Object, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(o.cfg.ClaimTouch)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := o.cfg.Store.TouchClaim(ctx, obj.ID, obj.ClaimToken); errors.Is(err, store.ErrLeaseLost) {
-			cancel(err)
-			return
-		} else if err != nil && ctx.Err() == nil {
-			o.log.Warn("renewing a claim failed", "object_id", obj.ID, "err", err)
-		}
 	}
 }
 
@@ -511,18 +494,6 @@ func (o *Orchestrator) wakeAll() {
 func (o *Orchestrator) publish(typ string, e events.StepEvent) {
 	if o.cfg.Bus != nil {
 		o.cfg.Bus.Publish(events.Event{Type: typ, At: time.Now(), Data: e})
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

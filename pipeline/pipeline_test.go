@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
@@ -308,12 +309,14 @@ func TestParksAfterRounds(t *testing.T) {
 
 // TestModelRunsOncePerObject: with several workers per step under the one
 // claim discipline, and duplicate wake-ups from every transition, no step
-// ever asks the model twice about one question (500 questions).
+// ever asks the model twice about one question (150 questions: four
+// workers per step keep racing for each status through the whole run; 500
+// took five minutes of CI under -race and showed nothing more).
 func TestModelRunsOncePerObject(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
-		const n = 500
+		const n = 150
 		var ids []int64
 		for i := range n {
 			ids = append(ids, submit(t, k, fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)).ID)
@@ -462,3 +465,80 @@ func TestFallbackPoll(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// touchCounting counts claim renewals and, once lost is set, answers them
+// as a claim taken over (store.ErrLeaseLost).
+type touchCounting struct {
+	pipeline.Store
+	touches atomic.Int32
+	lost    atomic.Bool
+}
+
+func (s *touchCounting) TouchClaim(ctx context.Context, id int64, token string) error {
+	s.touches.Add(1)
+	if s.lost.Load() {
+		return fmt.Errorf("object %d: %w", id, store.ErrLeaseLost)
+	}
+	return s.Store.TouchClaim(ctx, id, token)
+}
+
+// blocking is a step that runs until its context ends and returns the cause.
+type blocking struct{ entered chan struct{} }
+
+func (blocking) Name() string     { return "researcher" }
+func (blocking) Claims() []string { return []string{pipeline.AwaitingResearch} }
+func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ store.Object) (pipeline.Outcome, error) {
+	close(b.entered)
+	<-ctx.Done()
+	return pipeline.Outcome{}, context.Cause(ctx)
+}
+
+// TestClaimTouch: a running step's claim is renewed every ClaimTouch of the
+// orchestrator's clock, and a renewal that finds the claim lost cancels the
+// step with store.ErrLeaseLost as the cause (the claim's lease.Keeper).
+func TestClaimTouch(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := &touchCounting{Store: open(t)}
+		c := clock.NewFake(storetest.T0)
+		b := blocking{entered: make(chan struct{})}
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t),
+			Steps: []pipeline.Step{b}, ClaimTouch: time.Minute, Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[0])
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := o.RunSequential(ctx, q.ID)
+			done <- err
+		}()
+		<-b.entered
+		for want := int32(1); want <= 2; want++ {
+			if err := c.WaitArmed(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if n := k.touches.Load(); n != want-1 {
+				t.Fatalf("%d renewals before %d periods passed", n, want)
+			}
+			c.Advance(time.Minute)
+			if err := c.WaitArmed(ctx, 1); err != nil { // the renewal is done
+				t.Fatal(err)
+			}
+			if n := k.touches.Load(); n != want {
+				t.Fatalf("%d renewals after %d periods, want %d", n, want, want)
+			}
+		}
+		k.lost.Store(true)
+		c.Advance(time.Minute)
+		select {
+		case err := <-done:
+			if !errors.Is(err, store.ErrLeaseLost) {
+				t.Fatalf("RunSequential = %v, want the step cancelled with ErrLeaseLost", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("a lost claim did not cancel the step")
+		}
+	})
+}

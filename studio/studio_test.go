@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
@@ -46,10 +47,17 @@ type response struct {
 	body   string
 }
 
+// asOperator is r made by the local operator, who holds every permission:
+// the hub authenticates the caller in front of the studio, whose pages check
+// the permissions of what they read against the caller in the context.
+func asOperator(r *http.Request) *http.Request {
+	return r.WithContext(auth.WithLocalOperator(r.Context()))
+}
+
 func get(t testing.TB, h http.Handler, target string) response {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	h.ServeHTTP(rec, asOperator(httptest.NewRequest(http.MethodGet, target, nil)))
 	body, err := io.ReadAll(rec.Result().Body)
 	if err != nil {
 		t.Fatalf("GET %s: read body: %v", target, err)
@@ -342,7 +350,7 @@ func TestRouting(t *testing.T) {
 	mustContain(t, "404 page", r.body, "Page not found", `href="/"`)
 
 	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, studio.FragmentPath, nil))
+	e.h.ServeHTTP(rec, asOperator(httptest.NewRequest(http.MethodPost, studio.FragmentPath, nil)))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s: status %d, want 405", studio.FragmentPath, rec.Code)
 	}

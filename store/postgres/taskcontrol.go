@@ -95,11 +95,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+abortColumns,
 
 // Stop implements store.TaskControl.
 func (s *Store) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateStopReason(reason)); err != nil {
 		return store.Task{}, nil, err
-	}
-	if strings.TrimSpace(reason) == "" {
-		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
 	}
 	deadline, err := store.ValidateDeadline(deadline)
 	if err != nil {

@@ -966,11 +966,8 @@ func (s *Store) Fail(ctx context.Context, id int64, token string, retryable bool
 
 // RequestInput implements store.Tasks.
 func (s *Store) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
-	if err := store.ValidateText("question", question); err != nil {
+	if err := store.ValidateQuestion(question); err != nil {
 		return store.Task{}, err
-	}
-	if question == "" {
-		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
 	}
 	var out store.Task
 	err := s.write(ctx, "request input", func(tx *wtx, now time.Time) error {
@@ -990,11 +987,8 @@ func (s *Store) RequestInput(ctx context.Context, id int64, token, question stri
 
 // Answer implements store.Tasks.
 func (s *Store) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("text", text)); err != nil {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateAnswer(text)); err != nil {
 		return store.Task{}, err
-	}
-	if text == "" {
-		return store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
 	}
 	return s.onTask(ctx, "answer", id, func(tx *wtx, now time.Time, cur store.Task) (store.Task, error) {
 		if cur.State != ledger.NeedsInput {

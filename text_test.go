@@ -1,4 +1,4 @@
-package store_test
+package cks_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 func TestValidateText(t *testing.T) {
@@ -23,19 +23,19 @@ func TestValidateText(t *testing.T) {
 		{"\xc0\x80", "invalid UTF-8 at byte 0"},         // an overlong NUL
 		{"\xf4\x90\x80\x80", "invalid UTF-8 at byte 0"}, // beyond U+10FFFF
 	} {
-		err := store.ValidateText("title", c.in)
+		err := cks.ValidateText("title", c.in)
 		switch {
 		case c.wantIn == "" && err != nil:
 			t.Errorf("ValidateText(%q) = %v, want nil", c.in, err)
-		case c.wantIn != "" && (!store.IsFieldError(err, "title") || !strings.Contains(err.Error(), c.wantIn) ||
-			!strings.HasPrefix(err.Error(), "invalid title: expected "+store.ExpectedText)):
+		case c.wantIn != "" && (!cks.IsFieldError(err, "title") || !strings.Contains(err.Error(), c.wantIn) ||
+			!strings.HasPrefix(err.Error(), "invalid title: expected "+cks.ExpectedText)):
 			t.Errorf("ValidateText(%q) = %v, want a FieldError naming title and saying %q", c.in, err, c.wantIn)
 		}
-		if got := store.ToText(c.in); store.ValidateText("t", got) != nil || (c.wantIn == "" && got != c.in) {
+		if got := cks.ToText(c.in); cks.ValidateText("t", got) != nil || (c.wantIn == "" && got != c.in) {
 			t.Errorf("ToText(%q) = %q", c.in, got)
 		}
 	}
-	if err := store.ValidateTexts("types", []string{"a", "b\x00"}); !store.IsFieldError(err, "types") ||
+	if err := cks.ValidateTexts("types", []string{"a", "b\x00"}); !cks.IsFieldError(err, "types") ||
 		!strings.Contains(err.Error(), "of element 1") {
 		t.Errorf("ValidateTexts = %v", err)
 	}
@@ -61,11 +61,11 @@ func TestValidateJSON(t *testing.T) {
 		{`[0e1073741823]`, "numeric"},
 		{`[1.` + strings.Repeat("5", 16384) + `]`, "numeric"},
 	} {
-		err := store.ValidateJSON("payload", []byte(c.in))
+		err := cks.ValidateJSON("payload", []byte(c.in))
 		switch {
 		case c.wantIn == "" && err != nil:
 			t.Errorf("ValidateJSON(%.40q) = %v, want nil", c.in, err)
-		case c.wantIn != "" && (!store.IsFieldError(err, "payload") || !strings.Contains(err.Error(), c.wantIn)):
+		case c.wantIn != "" && (!cks.IsFieldError(err, "payload") || !strings.Contains(err.Error(), c.wantIn)):
 			t.Errorf("ValidateJSON(%.40q) = %v, want a FieldError naming payload and saying %q", c.in, err, c.wantIn)
 		}
 	}
@@ -80,7 +80,7 @@ func FuzzValidateJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		err := store.ValidateJSON("f", b)
+		err := cks.ValidateJSON("f", b)
 		if err != nil || !json.Valid(b) {
 			return
 		}
@@ -112,8 +112,8 @@ func FuzzValidateJSON(f *testing.F) {
 			return
 		}
 		walk(v)
-		if c, err := store.CanonicalJSON(b); err == nil {
-			if err := store.ValidateJSON("f", c); err != nil {
+		if c, err := cks.CanonicalJSON(b); err == nil {
+			if err := cks.ValidateJSON("f", c); err != nil {
 				t.Fatalf("accepted %q, refused its canonical form %q: %v", b, c, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package store_test
+package cks_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // jsonFields returns the JSON field names of struct type T.
@@ -29,11 +29,11 @@ func jsonFields[T any]() []string {
 
 // fieldErr returns err as a FieldError, failing unless it is one (and
 // matches ErrInvalid).
-func fieldErr(t *testing.T, input []byte, err error) *store.FieldError {
+func fieldErr(t *testing.T, input []byte, err error) *cks.FieldError {
 	t.Helper()
-	var fe *store.FieldError
-	if !errors.As(err, &fe) || !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("%s: error %v (%T), want a *store.FieldError", input, err, err)
+	var fe *cks.FieldError
+	if !errors.As(err, &fe) || !errors.Is(err, cks.ErrInvalid) {
+		t.Fatalf("%s: error %v (%T), want a *cks.FieldError", input, err, err)
 	}
 	return fe
 }
@@ -45,14 +45,14 @@ func isObject(b []byte) bool {
 }
 
 // checkValidTask asserts what NewTask.Validate promises of a task it accepts.
-func checkValidTask(t *testing.T, input []byte, in, v store.NewTask) {
+func checkValidTask(t *testing.T, input []byte, in, v cks.NewTask) {
 	t.Helper()
 	switch {
 	case v.Type == "":
 		t.Fatalf("%s: accepted an empty type", input)
-	case v.Priority < 0 || v.Priority > store.MaxPriority:
+	case v.Priority < 0 || v.Priority > cks.MaxPriority:
 		t.Fatalf("%s: accepted priority %d", input, v.Priority)
-	case v.MaxAttempts < 1 || v.MaxAttempts > store.MaxMaxAttempts:
+	case v.MaxAttempts < 1 || v.MaxAttempts > cks.MaxMaxAttempts:
 		t.Fatalf("%s: max_attempts %d after defaults", input, v.MaxAttempts)
 	case len(v.Payload) == 0 || !json.Valid(v.Payload):
 		t.Fatalf("%s: payload %q after defaults is not a JSON value", input, v.Payload)
@@ -99,9 +99,9 @@ func FuzzNewTaskValidate(f *testing.F) {
 		`{"type":"t","depends_on":[0]}`, `{"type":"t","dedupe_once":true}`, `{"type":"t\u0000","title":"\ud800"}`, `{}`} {
 		f.Add([]byte(s))
 	}
-	fields := jsonFields[store.NewTask]()
+	fields := jsonFields[cks.NewTask]()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var n store.NewTask
+		var n cks.NewTask
 		if json.Unmarshal(body, &n) != nil {
 			return
 		}
@@ -131,11 +131,11 @@ func FuzzTaskPatchValidate(f *testing.F) {
 		`{"description":"","acceptance_criteria":""}`, `{"payload":null}`, `{"title":null,"priority":null}`} {
 		f.Add([]byte(s))
 	}
-	patchFields := jsonFields[store.TaskPatch]()
-	taskFields := jsonFields[store.NewTask]()
+	patchFields := jsonFields[cks.TaskPatch]()
+	taskFields := jsonFields[cks.NewTask]()
 	material := []string{"description", "acceptance_criteria", "payload", "add_depends_on", "remove_depends_on", "add_children", "cancel_children"}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var p store.TaskPatch
+		var p cks.TaskPatch
 		if json.Unmarshal(body, &p) != nil {
 			return
 		}
@@ -156,7 +156,7 @@ func FuzzTaskPatchValidate(f *testing.F) {
 		switch {
 		case v.Empty():
 			t.Fatalf("%s: accepted a patch that changes nothing", body)
-		case v.Priority != nil && (*v.Priority < 0 || *v.Priority > store.MaxPriority):
+		case v.Priority != nil && (*v.Priority < 0 || *v.Priority > cks.MaxPriority):
 			t.Fatalf("%s: accepted priority %d", body, *v.Priority)
 		case len(v.Payload) > 0 && !json.Valid(v.Payload):
 			t.Fatalf("%s: accepted payload %q", body, v.Payload)
