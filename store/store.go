@@ -1,7 +1,9 @@
-// Package store defines the domain records cks persists and the interfaces every
-// storage backend implements. The SQLite (store/sqlite) and Postgres
-// (store/postgres) backends both pass the shared conformance suite in
-// store/storetest, so code above this package never depends on which one it runs on.
+// Package store defines the domain records cks persists and the interfaces of
+// the store every consumer uses. store/backend.Open builds it — the services
+// (ledger, knowledge, liveness, sweeper control, principals) over the driver
+// of the URL's dialect (driver/sqlite, driver/postgres) — and the shared
+// conformance suite in store/storetest checks it on both dialects, so code
+// above this package never depends on which one it runs on.
 package store
 
 import (
