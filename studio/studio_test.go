@@ -167,7 +167,8 @@ func TestPanelEscapesStoredText(t *testing.T) {
 	e := newEnv(t)
 	r := storetest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)
 	r.Hostname = "<b>evil</b>"
-	r.CurrentTaskID = new(int64)
+	task := int64(7) // a task id: the store keeps no current task of id 0
+	r.CurrentTaskID = &task
 	r.CurrentTaskType = "<img src=x onerror=alert(2)>"
 	storetest.MustUpsert(t, e.store, r)
 
