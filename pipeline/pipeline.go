@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/lease"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 )
@@ -198,11 +199,14 @@ func (e *Env) CorpusFor(dir string) (*llm.Corpus, error) {
 	return c, nil
 }
 
-// Orchestrator owns the step workers (ADR-007 §5).
+// Orchestrator owns the step workers (ADR-007 §5). Its workers run as one
+// lifecycle.Base: Start starts them, Stop cancels them and waits for every
+// one to exit (a step in flight is cancelled and its claim given back).
 type Orchestrator struct {
-	cfg Config
-	env *Env
-	log *slog.Logger
+	cfg  Config
+	env  *Env
+	log  *slog.Logger
+	base *lifecycle.Base
 
 	mu    sync.Mutex
 	wakes map[chan struct{}]struct{}
@@ -251,14 +255,38 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	env := &Env{Store: cfg.Store, Model: cfg.Model, Corpus: cfg.Corpus, MaxRounds: cfg.MaxRounds,
 		Passages: cfg.Passages, MaxFailures: cfg.MaxFailures, Log: log}
-	return &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}, nil
+	o := &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}
+	o.base = lifecycle.New(lifecycle.Config{Run: o.run, OnPanic: func(v any, stack []byte) {
+		log.Error("pipeline orchestrator panicked; its workers stopped", "panic", v, "stack", string(stack))
+	}})
+	return o, nil
 }
 
 // Run is the concurrent mode: Workers workers per step, all under the one
-// claim discipline, until ctx ends. It returns nil then.
+// claim discipline, until ctx ends; it is Start, then Stop once ctx ends.
+// It returns nil then.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	if err := o.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // ended before it started
+		}
+		return err
+	}
+	<-ctx.Done()
+	return o.Stop(context.WithoutCancel(ctx))
+}
+
+// Start starts the concurrent mode's workers unless they are running; they
+// run until Stop (they keep ctx's values, not its cancellation).
+func (o *Orchestrator) Start(ctx context.Context) error { return o.base.Start(ctx) }
+
+// Stop cancels the workers and waits for them to exit, unless ctx ends
+// first (then it returns ctx's error and they finish exiting on their own).
+func (o *Orchestrator) Stop(ctx context.Context) error { return o.base.Stop(ctx) }
+
+// run is the Base's loop: the change watch and every step's workers, until
+// ctx ends.
+func (o *Orchestrator) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if !o.cfg.NoNotify {
 		wg.Add(1)
@@ -283,7 +311,6 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	o.log.Info("pipeline running", "steps", len(o.cfg.Steps), "workers_per_step", o.cfg.Workers,
 		"model", o.cfg.Model.Name(), "poll", o.cfg.Poll.String(), "notify", !o.cfg.NoNotify)
 	wg.Wait()
-	return nil
 }
 
 // supervise runs one worker and restarts it, with backoff, when it crashes.

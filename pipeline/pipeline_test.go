@@ -113,20 +113,21 @@ func submit(t testing.TB, k pipeline.Store, q string) store.Object {
 	return obj
 }
 
-// start runs an orchestrator in the background until the test ends.
+// start starts an orchestrator until the test ends.
 func start(t testing.TB, cfg pipeline.Config) {
 	t.Helper()
 	o, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		o.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := o.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // settle waits until every id is terminal and returns them with log and edges.
@@ -453,13 +454,48 @@ func TestModelDown(t *testing.T) {
 	})
 }
 
-// TestFallbackPoll: with notifications off, the poll alone moves questions.
+// TestFallbackPoll: with notifications off, the poll alone moves questions:
+// the workers wait one Poll of the orchestrator's clock between claims, and
+// a question submitted while they wait moves only when the poll comes round.
 func TestFallbackPoll(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
-		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: 20 * time.Millisecond})
-		if o := settle(t, k, submit(t, k, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
-			t.Fatalf("%s: %s", o.Status, chain(o))
+		c := clock.NewFake(storetest.T0)
+		const poll = time.Minute
+		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: poll,
+			ClaimTouch: time.Hour, Clock: c})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		steps := len(pipeline.Steps())
+		if err := c.WaitArmed(ctx, steps); err != nil { // every worker waits on its poll
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[1])
+		polls := 0
+		for {
+			o, err := k.GetObject(ctx, q.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if polls == 0 && o.Status != pipeline.AwaitingResearch {
+				t.Fatalf("%s before any poll: the workers did not wait", o.Status)
+			}
+			if pipeline.Terminal(o.Status) {
+				if o.Status != pipeline.Resolved {
+					t.Fatalf("%s: %s", o.Status, chain(o))
+				}
+				break
+			}
+			// Each step moves it on the poll after it reached the step's
+			// status; wait until every worker is waiting again, then poll.
+			if err := c.WaitArmed(ctx, steps); err != nil {
+				t.Fatalf("after %d polls the workers are not waiting (object %s): %v", polls, o.Status, err)
+			}
+			c.Advance(poll)
+			polls++
+		}
+		if polls < steps {
+			t.Fatalf("resolved after %d polls; each of the %d steps needs one", polls, steps)
 		}
 	})
 }
