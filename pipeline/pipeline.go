@@ -127,8 +127,8 @@ type Config struct {
 	// ClaimTouch is how often a running step renews its claim (default 1 m,
 	// well inside the lease reaper's stale window), with a lease.Keeper.
 	ClaimTouch time.Duration
-	// Clock times the poll, the claim renewals and the backoffs; the
-	// system clock when nil.
+	// Clock times the poll, the claim renewals and the backoffs, and tells
+	// the time and duration of the step events; the system clock when nil.
 	Clock clock.Clock
 	// Name prefixes the workers' names (default "pipeline").
 	Name string
@@ -399,7 +399,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 // handling of its error. It returns an error only when the claim was given
 // back without a transition (transient failure) or the step panicked.
 func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed store.Object) (err error) {
-	begin := time.Now()
+	begin := o.cfg.Clock.Monotonic()
 	o.publish(events.AgentStepStarted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID, From: claimed.Status})
 	out := Outcome{}
 	release := func() {
@@ -420,7 +420,7 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 			outcome = "released"
 		}
 		o.publish(events.AgentStepCompleted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID,
-			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(time.Since(begin).Microseconds()) / 1000})
+			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(clock.Since(o.cfg.Clock, begin).Microseconds()) / 1000})
 	}()
 
 	obj, gerr := o.cfg.Store.GetObject(ctx, claimed.ID)
@@ -520,7 +520,7 @@ func (o *Orchestrator) wakeAll() {
 
 func (o *Orchestrator) publish(typ string, e events.StepEvent) {
 	if o.cfg.Bus != nil {
-		o.cfg.Bus.Publish(events.Event{Type: typ, At: time.Now(), Data: e})
+		o.cfg.Bus.Publish(events.Event{Type: typ, At: o.cfg.Clock.Now(), Data: e})
 	}
 }
 

@@ -259,6 +259,48 @@ func TestResolvesQuestions(t *testing.T) {
 	})
 }
 
+// slowResearcher is the researcher, taking took of its fake clock.
+type slowResearcher struct {
+	pipeline.Researcher
+	c    *clock.Fake
+	took time.Duration
+}
+
+func (r slowResearcher) Run(ctx context.Context, env *pipeline.Env, obj store.Object) (pipeline.Outcome, error) {
+	r.c.Advance(r.took)
+	return r.Researcher.Run(ctx, env, obj)
+}
+
+// TestStepEventsUseTheClock: a step's events carry the time of the
+// orchestrator's clock and the step's duration measured on it.
+func TestStepEventsUseTheClock(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := open(t)
+		c := clock.NewFake(storetest.T0)
+		bus := &events.Bus{}
+		evs, unsub := bus.Subscribe()
+		defer unsub()
+		steps := pipeline.Steps()
+		steps[0] = slowResearcher{c: c, took: 1500 * time.Millisecond}
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), Steps: steps, Clock: c, Bus: bus})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.RunSequential(context.Background(), submit(t, k, questions[0]).ID); err != nil {
+			t.Fatal(err)
+		}
+		started, completed := <-evs, <-evs
+		se, ce := started.Data.(events.StepEvent), completed.Data.(events.StepEvent)
+		if started.Type != events.AgentStepStarted || se.Step != "researcher" || !started.At.Equal(storetest.T0) {
+			t.Fatalf("first event %s %+v at %v, want the researcher's start at %v", started.Type, se, started.At, storetest.T0)
+		}
+		if completed.Type != events.AgentStepCompleted || ce.Step != "researcher" || ce.DurationMS != 1500 ||
+			!completed.At.Equal(storetest.T0.Add(1500*time.Millisecond)) {
+			t.Fatalf("second event %s %+v at %v, want the researcher done in 1500 ms", completed.Type, ce, completed.At)
+		}
+	})
+}
+
 // TestSequential drives one question end to end.
 func TestSequential(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
