@@ -181,13 +181,13 @@ func fingerprint(ps []Process) string {
 	return b.String()
 }
 
-// Watch reads the processes every interval until ctx ends and calls changed
-// after the first read and whenever a row or a computed status differs from
-// the previous read. Status
+// Watch reads the processes every interval of the service's clock until ctx
+// ends and calls changed after the first read and whenever a row or a
+// computed status differs from the previous read. Status
 // flips caused only by time passing are caught too, which a row-change trigger
 // would miss. Read errors are passed to onErr (may be nil) and retried.
 func (s *Service) Watch(ctx context.Context, every time.Duration, changed func(), onErr func(error)) {
-	t := time.NewTicker(every)
+	t := s.clock.NewTicker(every)
 	defer t.Stop()
 	last, first := "", true
 	for {
@@ -204,7 +204,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, changed func()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/lease"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 )
@@ -126,8 +127,8 @@ type Config struct {
 	// ClaimTouch is how often a running step renews its claim (default 1 m,
 	// well inside the lease reaper's stale window), with a lease.Keeper.
 	ClaimTouch time.Duration
-	// Clock times the poll, the claim renewals and the backoffs; the
-	// system clock when nil.
+	// Clock times the poll, the claim renewals and the backoffs, and tells
+	// the time and duration of the step events; the system clock when nil.
 	Clock clock.Clock
 	// Name prefixes the workers' names (default "pipeline").
 	Name string
@@ -198,11 +199,14 @@ func (e *Env) CorpusFor(dir string) (*llm.Corpus, error) {
 	return c, nil
 }
 
-// Orchestrator owns the step workers (ADR-007 §5).
+// Orchestrator owns the step workers (ADR-007 §5). Its workers run as one
+// lifecycle.Base: Start starts them, Stop cancels them and waits for every
+// one to exit (a step in flight is cancelled and its claim given back).
 type Orchestrator struct {
-	cfg Config
-	env *Env
-	log *slog.Logger
+	cfg  Config
+	env  *Env
+	log  *slog.Logger
+	base *lifecycle.Base
 
 	mu    sync.Mutex
 	wakes map[chan struct{}]struct{}
@@ -251,14 +255,38 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	env := &Env{Store: cfg.Store, Model: cfg.Model, Corpus: cfg.Corpus, MaxRounds: cfg.MaxRounds,
 		Passages: cfg.Passages, MaxFailures: cfg.MaxFailures, Log: log}
-	return &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}, nil
+	o := &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}
+	o.base = lifecycle.New(lifecycle.Config{Run: o.run, OnPanic: func(v any, stack []byte) {
+		log.Error("pipeline orchestrator panicked; its workers stopped", "panic", v, "stack", string(stack))
+	}})
+	return o, nil
 }
 
 // Run is the concurrent mode: Workers workers per step, all under the one
-// claim discipline, until ctx ends. It returns nil then.
+// claim discipline, until ctx ends; it is Start, then Stop once ctx ends.
+// It returns nil then.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	if err := o.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // ended before it started
+		}
+		return err
+	}
+	<-ctx.Done()
+	return o.Stop(context.WithoutCancel(ctx))
+}
+
+// Start starts the concurrent mode's workers unless they are running; they
+// run until Stop (they keep ctx's values, not its cancellation).
+func (o *Orchestrator) Start(ctx context.Context) error { return o.base.Start(ctx) }
+
+// Stop cancels the workers and waits for them to exit, unless ctx ends
+// first (then it returns ctx's error and they finish exiting on their own).
+func (o *Orchestrator) Stop(ctx context.Context) error { return o.base.Stop(ctx) }
+
+// run is the Base's loop: the change watch and every step's workers, until
+// ctx ends.
+func (o *Orchestrator) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if !o.cfg.NoNotify {
 		wg.Add(1)
@@ -283,7 +311,6 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	o.log.Info("pipeline running", "steps", len(o.cfg.Steps), "workers_per_step", o.cfg.Workers,
 		"model", o.cfg.Model.Name(), "poll", o.cfg.Poll.String(), "notify", !o.cfg.NoNotify)
 	wg.Wait()
-	return nil
 }
 
 // supervise runs one worker and restarts it, with backoff, when it crashes.
@@ -372,7 +399,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 // handling of its error. It returns an error only when the claim was given
 // back without a transition (transient failure) or the step panicked.
 func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed store.Object) (err error) {
-	begin := time.Now()
+	begin := o.cfg.Clock.Monotonic()
 	o.publish(events.AgentStepStarted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID, From: claimed.Status})
 	out := Outcome{}
 	release := func() {
@@ -393,7 +420,7 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 			outcome = "released"
 		}
 		o.publish(events.AgentStepCompleted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID,
-			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(time.Since(begin).Microseconds()) / 1000})
+			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(clock.Since(o.cfg.Clock, begin).Microseconds()) / 1000})
 	}()
 
 	obj, gerr := o.cfg.Store.GetObject(ctx, claimed.ID)
@@ -493,7 +520,7 @@ func (o *Orchestrator) wakeAll() {
 
 func (o *Orchestrator) publish(typ string, e events.StepEvent) {
 	if o.cfg.Bus != nil {
-		o.cfg.Bus.Publish(events.Event{Type: typ, At: time.Now(), Data: e})
+		o.cfg.Bus.Publish(events.Event{Type: typ, At: o.cfg.Clock.Now(), Data: e})
 	}
 }
 
