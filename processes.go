@@ -51,6 +51,8 @@ func (r AgentLiveness) Validate() error {
 		return fieldError("started_at", "a timestamp")
 	case r.LastHeartbeatAt.IsZero():
 		return fieldError("last_heartbeat_at", "a timestamp")
+	case r.CurrentTaskID != nil && *r.CurrentTaskID <= 0:
+		return fieldError("current_task_id", "a positive task id, or null when idle")
 	}
 	return nil
 }

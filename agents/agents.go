@@ -146,7 +146,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 	var panicked atomic.Value // what the claim loop panicked with
 	loop := lifecycle.New(lifecycle.Config{
 		Run: func(lctx context.Context) {
-			claimLoop(lctx, st, set, resolve, wake, rep,
+			claimLoop(lctx, run, st, set, resolve, wake, rep,
 				worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log}),
 				opts.Clock, log)
 		},
@@ -170,14 +170,16 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 }
 
 // claimLoop claims tasks of set.Types one at a time and works each with ex
-// until ctx ends, waiting set.PollInterval of c (or a wake) when there is
-// nothing to claim or the claim failed. A task in hand is finished even
-// when ctx ends meanwhile (drain); only an abort of the task itself
-// cancels its resolver.
-func claimLoop(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, wake <-chan struct{},
+// until ctx or run ends, waiting set.PollInterval of c (or a wake) when
+// there is nothing to claim or the claim failed. A task in hand is finished
+// even when they end meanwhile (drain); only an abort of the task itself
+// cancels its resolver. run is read as well as ctx because the loop's own
+// context ends only when its Stop is called, a moment after run ends: a
+// task finished in that moment must not be followed by another claim.
+func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && run.Err() == nil {
 		tasks, err := st.Claim(ctx, name, set.Types, 1, set.Lease)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -310,6 +310,9 @@ func testLivenessRejectsBadInput(t *testing.T, s store.Store) {
 		{"liveness_interval_s", func(r *store.AgentLiveness) { r.LivenessIntervalS = -1 }},
 		{"started_at", func(r *store.AgentLiveness) { r.StartedAt = time.Time{} }},
 		{"last_heartbeat_at", func(r *store.AgentLiveness) { r.LastHeartbeatAt = time.Time{} }},
+		// Task ids start at 1; a current task of 0 would read back as idle.
+		{"current_task_id", func(r *store.AgentLiveness) { zero := int64(0); r.CurrentTaskID = &zero }},
+		{"current_task_id", func(r *store.AgentLiveness) { neg := int64(-3); r.CurrentTaskID = &neg }},
 	}
 	for _, c := range cases {
 		r := good
