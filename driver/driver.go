@@ -216,6 +216,12 @@ type TaskExecutor interface {
 	// TaskDepList returns the dependency edges of the tasks ids (their
 	// dependencies), ordered by task then dependency.
 	TaskDepList(ctx context.Context, ids []int64) ([]TaskDep, error)
+	// TaskDepListAdjacent returns the dependency edges with an end among
+	// ids — their dependencies and their dependants' edges to them —
+	// ordered by task then dependency, each once: one statement tells a
+	// completion the task's own dependencies and whether anything waits
+	// for it.
+	TaskDepListAdjacent(ctx context.Context, ids []int64) ([]TaskDep, error)
 	// TaskDependants reads the tasks in State that depend on any of
 	// DependsOn, ordered by id, locked as asked.
 	TaskDependants(ctx context.Context, p TaskDependantsParams) ([]TaskRow, error)

@@ -381,35 +381,112 @@ func (s *Service) Complete(ctx context.Context, id int64, token string, needsRev
 	if err := store.ValidateText("result", result); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		to, reason := Completed, "completed"
-		if needsReview {
-			to, reason = NeedsReview, "needs review"
+	var out store.Task
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, executing...)
+		if err != nil {
+			return err
 		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
-			set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }})
-		if err != nil || to != Completed {
-			return out, err
+		r, err := moveOne(ctx, ex, now, completion(cur, needsReview, result))
+		if err != nil {
+			return err
 		}
-		return out, releaseDependants(ctx, ex, now, id)
+		ts, err := finished(ctx, ex, now, []driver.TaskRow{r})
+		if err == nil {
+			out = ts[0]
+		}
+		return err
 	})
+	return out, err
 }
 
-// releaseDependants moves the WAITING dependants of the just completed task
-// id whose dependencies are now all COMPLETED to OPEN. Nothing more is read
-// when it has none. It locks the dependants first, in a statement of its
-// own, so that the states of their dependencies are read in a later
-// statement, after any concurrent completion of another of them has
-// committed (Postgres, READ COMMITTED: two such completions would otherwise
-// each miss the other's and leave the dependant WAITING).
-func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, id int64) error {
-	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{id}, State: string(Waiting),
+// completion is the move of Complete on cur (read, locked and fenced):
+// COMPLETED, or NEEDS_REVIEW when the executor asks for a review, with the
+// result recorded and the lease revoked.
+func completion(cur driver.TaskRow, needsReview bool, result string) move {
+	to, reason := Completed, "completed"
+	if needsReview {
+		to, reason = NeedsReview, "needs review"
+	}
+	return move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+		set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }}
+}
+
+// finished returns the tasks of rows, just written in ex's transaction,
+// with their dependencies, and releases the dependants of those that are
+// now COMPLETED. One statement reads the dependency edges at both ends of
+// every row (TaskDepListAdjacent): a task's own dependencies, and whether
+// anything depends on it; only a task something depends on costs the
+// dependants' release its statements. The edges are read after the rows
+// were locked and written, so an enqueue or edit that adds a dependant
+// concurrently has either committed (its edge is read here) or waits for
+// this transaction and then sees the task COMPLETED (depState).
+func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]store.Task, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	edges, err := ex.TaskDepListAdjacent(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	own := map[int64][]int64{}
+	waitedFor := map[int64]bool{}
+	for _, e := range edges {
+		own[e.TaskID] = append(own[e.TaskID], e.DependsOn)
+		waitedFor[e.DependsOn] = true
+	}
+	out := make([]store.Task, len(rows))
+	var done []int64
+	for i, r := range rows {
+		// own also holds the edges of a row that depends on another row
+		// of the batch: those are its dependencies too.
+		out[i] = toTask(r, own[r.ID])
+		if State(r.State) == Completed && waitedFor[r.ID] {
+			done = append(done, r.ID)
+		}
+	}
+	if len(done) > 0 {
+		if err := releaseDependants(ctx, ex, now, done...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// releaseDependants moves the WAITING dependants of the just completed
+// tasks ids whose dependencies are now all COMPLETED to OPEN (reason: the
+// first of ids each depends on). It locks the dependants first, in a
+// statement of its own, so that the states of their dependencies are read
+// in a later statement, after any concurrent completion of another of them
+// has committed (Postgres, READ COMMITTED: two such completions would
+// otherwise each miss the other's and leave the dependant WAITING).
+func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, ids ...int64) error {
+	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: ids, State: string(Waiting),
 		Lock: driver.LockUpdate})
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
-	moves, err := released(ctx, ex, waiting, func(driver.TaskRow) move {
-		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", id)}
+	var deps map[int64][]int64
+	if len(ids) > 1 {
+		// Which of ids each dependant waited for names it in the reason.
+		wids := make([]int64, len(waiting))
+		for i, r := range waiting {
+			wids[i] = r.ID
+		}
+		if deps, err = depsOf(ctx, ex, wids...); err != nil {
+			return err
+		}
+	}
+	moves, err := released(ctx, ex, waiting, func(r driver.TaskRow) move {
+		last := ids[0]
+		for _, id := range ids {
+			if slices.Contains(deps[r.ID], id) {
+				last = id
+				break
+			}
+		}
+		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", last)}
 	})
 	if err != nil {
 		return err
@@ -588,18 +665,28 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 	if err := store.ValidateText("note", note); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, []State{Reviewing}, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+	var out store.Task
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, Reviewing)
+		if err != nil {
+			return err
+		}
 		to, reason := Open, "review rejected: "+note
 		if approve {
 			to, reason = Completed, "review approved: "+note
 		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+		r, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
 			set: func(r *driver.TaskRow) { r.ReviewNote, r.RunAfter = note, time.Time{}; revoke(r) }})
-		if err != nil || !approve {
-			return out, err
+		if err != nil {
+			return err
 		}
-		return out, releaseDependants(ctx, ex, now, id)
+		ts, err := finished(ctx, ex, now, []driver.TaskRow{r})
+		if err == nil {
+			out = ts[0]
+		}
+		return err
 	})
+	return out, err
 }
 
 // Cancel implements store.Tasks.

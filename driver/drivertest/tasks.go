@@ -407,6 +407,20 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if l, _ := ex.TaskDepList(ctx, []int64{o}); !slices.Equal(l, []driver.TaskDep{dep(o, a)}) {
 			t.Fatalf("after the refused insert: %v", l)
 		}
+		// Both ends: w1's own edges and the edges into b, each once.
+		adj, err := ex.TaskDepListAdjacent(ctx, []int64{w1, b, 999})
+		must(t, "adjacent dependency list", err)
+		if want := []driver.TaskDep{dep(w1, a), dep(w1, b), dep(w2, b)}; !slices.Equal(adj, want) {
+			t.Fatalf("edges at w1 and b = %v, want %v", adj, want)
+		}
+		adj, err = ex.TaskDepListAdjacent(ctx, []int64{a})
+		must(t, "adjacent dependency list", err)
+		if want := []driver.TaskDep{dep(w1, a), dep(w2, a), dep(o, a)}; !slices.Equal(adj, want) {
+			t.Fatalf("edges at a = %v, want %v", adj, want)
+		}
+		if adj, err := ex.TaskDepListAdjacent(ctx, []int64{999}); err != nil || len(adj) != 0 {
+			t.Fatalf("edges at no task = %v %v", adj, err)
+		}
 		// Dependants in one state, each once, by id, under every lock.
 		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate, driver.LockUpdateSkip, driver.LockShare} {
 			err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {

@@ -277,6 +277,30 @@ func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskD
 	return out, nil
 }
 
+// TaskDepListAdjacent implements driver.TaskExecutor.
+func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var (
+		rows []dbsqlc.CksTaskDep
+		err  error
+	)
+	if len(ids) == 1 {
+		rows, err = e.d.q.TaskDepListAdjacentOf(ctx, e.read, ids[0])
+	} else {
+		rows, err = e.d.q.TaskDepListAdjacent(ctx, e.read, jsonList(ids))
+	}
+	if err != nil {
+		return nil, mapErr("task dependency list", err)
+	}
+	out := make([]driver.TaskDep, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskDep{TaskID: r.TaskID, DependsOn: r.DependsOn}
+	}
+	return out, nil
+}
+
 // TaskDependants implements driver.TaskExecutor.
 func (e *executor) TaskDependants(ctx context.Context, p driver.TaskDependantsParams) ([]driver.TaskRow, error) {
 	if len(p.DependsOn) == 0 {

@@ -229,6 +229,13 @@ SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id = ANY(@ids::bigint[])
 ORDER BY task_id, depends_on;
 
+-- Both ends: idx_task_deps' primary key serves task_id, the dependency
+-- index depends_on (a BitmapOr of the two).
+-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ANY(@ids::bigint[]) OR depends_on = ANY(@ids::bigint[])
+ORDER BY task_id, depends_on;
+
 -- The dependants are read by primary key from the ids the dependency index
 -- gives (an ARRAY initplan), and the state is compared as an expression no
 -- index serves: with a plain state term the planner, before the table has

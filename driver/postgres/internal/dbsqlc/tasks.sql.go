@@ -833,6 +833,34 @@ func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids []int64) ([]CksT
 	return items, nil
 }
 
+const taskDepListAdjacent = `-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ANY($1::bigint[]) OR depends_on = ANY($1::bigint[])
+ORDER BY task_id, depends_on
+`
+
+// Both ends: idx_task_deps' primary key serves task_id, the dependency
+// index depends_on (a BitmapOr of the two).
+func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids []int64) ([]CksTaskDep, error) {
+	rows, err := db.Query(ctx, taskDepListAdjacent, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskDep
+	for rows.Next() {
+		var i CksTaskDep
+		if err := rows.Scan(&i.TaskID, &i.DependsOn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDependants = `-- name: TaskDependants :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
