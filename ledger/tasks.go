@@ -280,8 +280,11 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim implements store.Tasks: the claimable tasks are read locked (SKIP
-// LOCKED: another claimer's are passed over) and leased in one write.
+// Claim implements store.Tasks in one driver statement (TaskClaim): the
+// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
+// over), leased and given their CLAIMED events at once. The lease tokens
+// are made here, one per task the claim may take; only their hashes go to
+// the driver, and each plain token only to this caller.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
@@ -289,33 +292,36 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 	if err := store.ValidateClaim(worker, n, d); err != nil {
 		return nil, err
 	}
+	// The one move a claim makes, checked against the table once.
+	if err := Check(Open, Claimed); err != nil {
+		return nil, err
+	}
+	tokens := make([]string, n)
+	hashes := make([]string, n)
+	for i := range tokens {
+		tokens[i] = store.NewLeaseToken()
+		hashes[i] = store.HashLeaseToken(tokens[i])
+	}
 	var out []store.ClaimedTask
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		out = nil
-		rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: string(Open),
-			Excluded: strs(DispatchExcluded[:]), Types: types, Now: now, Limit: n})
-		if err != nil || len(rows) == 0 {
+		rows, err := ex.TaskClaim(ctx, driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: string(Open), Excluded: strs(DispatchExcluded[:]),
+				Types: types, Now: now, Limit: n},
+			LeaseTokenHashes: hashes, To: string(Claimed), AttemptsAdded: 1, ClaimedBy: worker,
+			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed"})
+		if err != nil {
 			return err
 		}
-		tokens := make(map[int64]string, len(rows))
-		moves := make([]move, len(rows))
+		out = make([]store.ClaimedTask, len(rows))
 		for i, r := range rows {
-			moves[i] = move{row: r, to: Claimed, actor: worker, reason: "claimed", set: func(r *driver.TaskRow) {
-				tokens[r.ID] = lease(r, now, worker, d)
-				r.Attempts++
-				r.RunAfter = time.Time{}
-			}}
-		}
-		claimed, err := transition(ctx, ex, now, moves)
-		if err != nil {
-			return err
-		}
-		ts, err := tasksOf(ctx, ex, claimed...)
-		if err != nil {
-			return err
-		}
-		for _, t := range ts {
-			out = append(out, store.ClaimedTask{Task: t, LeaseToken: tokens[t.ID]})
+			// The driver hands the hashes out in claim order; the token
+			// of a row is the one whose hash it got.
+			k := slices.Index(hashes, r.LeaseTokenHash)
+			if k < 0 {
+				return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
+			}
+			out[i] = store.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn), LeaseToken: tokens[k]}
 		}
 		return nil
 	})
