@@ -27,6 +27,8 @@ type Service struct {
 	clock clock.Clock
 	// jitter is the random fraction of a retry's backoff (Backoff's r).
 	jitter func() float64
+	// completer groups the Complete and Fail calls of this process.
+	completer completer
 }
 
 var (

@@ -382,28 +382,17 @@ func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toEvidence(e), err
 }
 
-// Complete implements store.Tasks.
+// Complete implements store.Tasks. Concurrent calls of one process are
+// grouped into one transaction (the completer), each fenced by its own
+// token and told its own outcome after the commit.
 func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
 	if err := store.ValidateText("result", result); err != nil {
 		return store.Task{}, err
 	}
-	var out store.Task
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, executing...)
-		if err != nil {
-			return err
-		}
-		r, err := moveOne(ctx, ex, now, completion(cur, needsReview, result))
-		if err != nil {
-			return err
-		}
-		ts, err := finished(ctx, ex, now, []driver.TaskRow{r})
-		if err == nil {
-			out = ts[0]
-		}
-		return err
-	})
-	return out, err
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Task{}, err
+	}
+	return s.submit(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
 
 // completion is the move of Complete on cur (read, locked and fenced):
@@ -419,22 +408,22 @@ func completion(cur driver.TaskRow, needsReview bool, result string) move {
 }
 
 // finished returns the tasks of rows, just written in ex's transaction,
-// with their dependencies, and releases the dependants of those that are
-// now COMPLETED. One statement reads the dependency edges at both ends of
+// with their dependencies, and the set of those something depends on, and
+// releases the dependants of those that are now COMPLETED. One statement reads the dependency edges at both ends of
 // every row (TaskDepListAdjacent): a task's own dependencies, and whether
 // anything depends on it; only a task something depends on costs the
 // dependants' release its statements. The edges are read after the rows
 // were locked and written, so an enqueue or edit that adds a dependant
 // concurrently has either committed (its edge is read here) or waits for
 // this transaction and then sees the task COMPLETED (depState).
-func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]store.Task, error) {
+func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]store.Task, map[int64]bool, error) {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
 	edges, err := ex.TaskDepListAdjacent(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	own := map[int64][]int64{}
 	waitedFor := map[int64]bool{}
@@ -454,10 +443,10 @@ func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []dri
 	}
 	if len(done) > 0 {
 		if err := releaseDependants(ctx, ex, now, done...); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, waitedFor, nil
 }
 
 // releaseDependants moves the WAITING dependants of the just completed
@@ -575,29 +564,15 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 	return n, nil
 }
 
-// Fail implements store.Tasks.
+// Fail implements store.Tasks, through the completer as Complete.
 func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
 	if err := store.ValidateText("reason", reason); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if retryable && cur.Attempts < cur.MaxAttempts {
-			runAfter := now.Add(Backoff(cur.Attempts, s.jitter()))
-			return moveOne(ctx, ex, now, move{row: cur, to: Open, actor: cur.ClaimedBy, reason: "retry: " + reason,
-				set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }})
-		}
-		why := reason
-		if retryable {
-			why = "max attempts: " + reason
-		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: Failed, actor: cur.ClaimedBy, reason: why,
-			set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }})
-		if err != nil {
-			return out, err
-		}
-		_, err = blockDependants(ctx, ex, now, "ledger", id, Failed, why)
-		return out, err
-	})
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Task{}, err
+	}
+	return s.submit(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput implements store.Tasks.
@@ -686,7 +661,7 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 		if err != nil {
 			return err
 		}
-		ts, err := finished(ctx, ex, now, []driver.TaskRow{r})
+		ts, _, err := finished(ctx, ex, now, []driver.TaskRow{r})
 		if err == nil {
 			out = ts[0]
 		}

@@ -1,0 +1,307 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/driver/sqlite"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+)
+
+// dialects open a fresh database of each dialect as a bare driver.
+var dialects = []struct {
+	name string
+	open func(t testing.TB) driver.Driver
+}{
+	{"sqlite", func(t testing.TB) driver.Driver {
+		t.Helper()
+		d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}},
+	{"postgres", func(t testing.TB) driver.Driver {
+		t.Helper()
+		d, err := postgres.Open(context.Background(), backendtest.PostgresURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}},
+}
+
+// gate is a driver that can hold the next flush of the completer (its
+// locking read of the tasks) until released, records the size of every
+// flush, and can fail event inserts.
+type gate struct {
+	driver.Driver
+	mu      sync.Mutex
+	hold    chan struct{} // the next locking read waits for it to close
+	held    chan struct{} // closed when that read arrived
+	flushes []int         // ids of each locking read
+	// failEvents, when set, fails an event insert of n events.
+	failEvents func(n int) error
+}
+
+func (g *gate) WithTx(ctx context.Context, opts driver.TxOptions, fn func(context.Context, driver.Executor) error) error {
+	return g.Driver.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error { return fn(ctx, gated{ex, g}) })
+}
+
+// holdNext makes the next flush wait until the returned release is called,
+// and returns a channel closed when it has begun waiting.
+func (g *gate) holdNext() (held <-chan struct{}, release func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	hold, h := make(chan struct{}), make(chan struct{})
+	g.hold, g.held = hold, h
+	return h, func() { close(hold) }
+}
+
+func (g *gate) sizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.flushes)
+}
+
+type gated struct {
+	driver.Executor
+	g *gate
+}
+
+func (e gated) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
+	if p.Lock == driver.LockUpdate {
+		e.g.mu.Lock()
+		hold, held := e.g.hold, e.g.held
+		e.g.hold = nil
+		e.g.flushes = append(e.g.flushes, len(p.IDs))
+		e.g.mu.Unlock()
+		if hold != nil {
+			close(held)
+			<-hold
+		}
+	}
+	return e.Executor.TaskGetMany(ctx, p)
+}
+
+func (e gated) TaskEventInsertMany(ctx context.Context, events []driver.TaskEventRow) error {
+	e.g.mu.Lock()
+	fail := e.g.failEvents
+	e.g.mu.Unlock()
+	if fail != nil {
+		if err := fail(len(events)); err != nil {
+			return err
+		}
+	}
+	return e.Executor.TaskEventInsertMany(ctx, events)
+}
+
+// claimN enqueues n tasks of type typ and claims them all.
+func claimN(t testing.TB, s *ledger.Service, typ string, n int) []store.ClaimedTask {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ, Title: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Claim(ctx, "w", []string{typ}, n, time.Hour)
+	if err != nil || len(got) != n {
+		t.Fatalf("claim: %d of %d, %v", len(got), n, err)
+	}
+	return got
+}
+
+// waitQueued waits until n calls of s wait for the next flush.
+func waitQueued(t testing.TB, s *ledger.Service, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for ledger.Queued(s) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued, want %d", ledger.Queued(s), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// withHeldFlush starts a Complete of blocker, holds its flush, runs queue
+// (which starts the calls that are to queue behind it) and waits until
+// want calls are queued, then releases the flush and waits for blocker.
+func withHeldFlush(t testing.TB, s *ledger.Service, g *gate, blocker store.ClaimedTask, want int, queue func()) {
+	t.Helper()
+	held, release := g.holdNext()
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Complete(context.Background(), blocker.ID, blocker.LeaseToken, false, "first")
+		first <- err
+	}()
+	<-held
+	queue()
+	waitQueued(t, s, want)
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the held flush: %v", err)
+	}
+}
+
+// TestCompleterGroupsWithOneStaleToken: completions made while a flush is
+// in flight go out together in the next one, and a stale token among them
+// (an earlier lease of a task that was reclaimed and claimed again) is
+// that caller's ErrLeaseLost alone; the task's current token, in the same
+// flush, completes it once.
+func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g), context.Background()
+			old := claimN(t, s, "x", 1)[0]
+			if n, err := s.ReclaimExpired(ctx, time.Now().Add(2*time.Hour), 0); err != nil || n != 1 {
+				t.Fatalf("reclaim: %d %v", n, err)
+			}
+			claimed := claimN(t, s, "x", 5) // x again (the oldest), and four of five new tasks
+			blocker := claimN(t, s, "b", 1)[0]
+			i := slices.IndexFunc(claimed, func(c store.ClaimedTask) bool { return c.ID == old.ID })
+			if i < 0 || claimed[i].LeaseToken == old.LeaseToken {
+				t.Fatalf("task %d was not claimed again with a new token", old.ID)
+			}
+			calls := append(slices.Clone(claimed), old) // the stale token last
+			errs := make([]error, len(calls))
+			var wg sync.WaitGroup
+			withHeldFlush(t, s, g, blocker, len(calls), func() {
+				for k, c := range calls {
+					wg.Go(func() {
+						_, errs[k] = s.Complete(ctx, c.ID, c.LeaseToken, false, "done")
+					})
+				}
+			})
+			wg.Wait()
+			for k, c := range calls {
+				stale := k == len(calls)-1
+				if stale && !errors.Is(errs[k], store.ErrLeaseLost) {
+					t.Errorf("stale token of task %d: %v, want ErrLeaseLost", c.ID, errs[k])
+				}
+				if !stale && errs[k] != nil {
+					t.Errorf("task %d: %v", c.ID, errs[k])
+				}
+			}
+			if got := g.sizes(); !slices.Equal(got, []int{1, len(claimed)}) {
+				t.Errorf("flushes of %v tasks, want [1 %d]: the queued calls in one", got, len(claimed))
+			}
+			for _, c := range claimed {
+				task, err := s.GetTask(ctx, c.ID)
+				if err != nil || task.State != ledger.Completed {
+					t.Fatalf("task %d: %s %v, want COMPLETED", c.ID, task.State, err)
+				}
+				n := 0
+				for _, e := range task.Events {
+					if e.To == ledger.Completed {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("task %d has %d COMPLETED events, want 1", c.ID, n)
+				}
+			}
+		})
+	}
+}
+
+// TestCompleterFlushFailure: when a flush's transaction fails, every call
+// it carries gets the error and nothing of it is written — each task is
+// still CLAIMED under the same lease, with no new event, and completes
+// afterwards.
+func TestCompleterFlushFailure(t *testing.T) {
+	boom := errors.New("boom")
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g), context.Background()
+			claimed := claimN(t, s, "x", 3)
+			blocker := claimN(t, s, "b", 1)[0]
+			g.failEvents = func(n int) error {
+				if n > 1 {
+					return boom
+				}
+				return nil
+			}
+			errs := make([]error, len(claimed))
+			var wg sync.WaitGroup
+			withHeldFlush(t, s, g, blocker, len(claimed), func() {
+				for k, c := range claimed {
+					wg.Go(func() {
+						if k == 1 {
+							_, errs[k] = s.Fail(ctx, c.ID, c.LeaseToken, false, "no")
+						} else {
+							_, errs[k] = s.Complete(ctx, c.ID, c.LeaseToken, false, "done")
+						}
+					})
+				}
+			})
+			wg.Wait()
+			g.mu.Lock()
+			g.failEvents = nil
+			g.mu.Unlock()
+			for k, c := range claimed {
+				if !errors.Is(errs[k], boom) {
+					t.Errorf("task %d: %v, want the flush's error", c.ID, errs[k])
+				}
+				task, err := s.GetTask(ctx, c.ID)
+				if err != nil || task.State != ledger.Claimed || len(task.Events) != 2 {
+					t.Fatalf("task %d after the failed flush: %s, %d events, %v; want CLAIMED, 2", c.ID, task.State,
+						len(task.Events), err)
+				}
+				if _, err := s.Complete(ctx, c.ID, c.LeaseToken, false, "again"); err != nil {
+					t.Errorf("task %d: the lease did not survive the failed flush: %v", c.ID, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCompleterWithdraw: a call whose context ends while it waits for the
+// next flush returns the context's error and writes nothing; the others
+// of that flush commit.
+func TestCompleterWithdraw(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g), context.Background()
+			claimed := claimN(t, s, "x", 2)
+			blocker := claimN(t, s, "b", 1)[0]
+			cctx, cancel := context.WithCancel(ctx)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			withHeldFlush(t, s, g, blocker, 1, func() {
+				wg.Go(func() { _, errs[0] = s.Complete(cctx, claimed[0].ID, claimed[0].LeaseToken, false, "x") })
+				waitQueued(t, s, 1)
+				wg.Go(func() { _, errs[1] = s.Complete(ctx, claimed[1].ID, claimed[1].LeaseToken, false, "y") })
+				waitQueued(t, s, 2)
+				cancel()
+			})
+			wg.Wait()
+			if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
+				t.Fatalf("withdrawn call: %v; the other: %v", errs[0], errs[1])
+			}
+			for k, want := range []store.TaskState{ledger.Claimed, ledger.Completed} {
+				if task, err := s.GetTask(ctx, claimed[k].ID); err != nil || task.State != want {
+					t.Errorf("task %d: %s %v, want %s", claimed[k].ID, task.State, err, want)
+				}
+			}
+		})
+	}
+}

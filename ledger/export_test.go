@@ -1,0 +1,5 @@
+package ledger
+
+// Queued reports how many Complete and Fail calls of s wait for the next
+// flush of its completer.
+func Queued(s *Service) int { return s.completer.queued() }
