@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -11,15 +12,17 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-// maxFinishBatch is the most Complete and Fail calls one flush carries.
+// maxFinishBatch is the most calls one flush carries.
 const maxFinishBatch = 256
 
-// finish is one Complete or Fail call waiting for the flush that carries
-// it. Its arguments are validated before it is queued.
+// finish is one Complete, Fail or Touch call waiting for the flush that
+// carries it. Its arguments are validated before it is queued.
 type finish struct {
 	id    int64
 	token string
 	fail  bool
+	// touch renews the lease (Touch) instead of ending it.
+	touch bool
 	// needsReview (Complete) and retryable (Fail); text is Complete's
 	// result or Fail's reason.
 	needsReview, retryable bool
@@ -38,7 +41,8 @@ type finishOutcome struct {
 	lead []*finish
 }
 
-// completer groups the Complete and Fail calls of one process: a call
+// completer groups the Complete, Fail and Touch calls of one process
+// (the calls that end or renew a lease): a call
 // that finds no flush in flight flushes at once, alone (no added latency);
 // calls made while a flush is in flight queue, and when it ends the first
 // of them flushes all that queued, in one transaction — a group commit.
@@ -116,12 +120,13 @@ func (s *Service) lead(ctx context.Context, batch []*finish) {
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
-// single Complete or Fail — fenced by the hash of its own token, so a
-// stale token is that caller's ErrLeaseLost and nobody else's, and a task
-// met twice is decided the second time as the first left it — then every
-// move is written with its event (transition: one TaskUpdateMany, one
-// TaskEventInsertMany), and dependants are released (or blocked) only for
-// tasks something depends on. Each caller gets its own outcome after the
+// single Complete, Fail or Touch — fenced by the hash of its own token, so
+// a stale token is that caller's ErrLeaseLost and nobody else's, and a
+// task met twice is decided the second time as the first left it — then
+// the renewed leases are written (one TaskUpdateMany), every move with its
+// event (transition: one TaskUpdateMany, one TaskEventInsertMany), and
+// dependants are released (or blocked) only for tasks something depends
+// on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
 // nothing of the batch is written.
 func (s *Service) flush(ctx context.Context, batch []*finish) {
@@ -144,17 +149,30 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 		var (
 			moves []move
 			who   []int // the batch index of each move
+			// renewed are the rows Touch renews, by id, written before
+			// the moves; a later move of the same task in the batch
+			// writes its row (renewal included) instead.
+			renewed = map[int64]driver.TaskRow{}
 		)
 		for i, f := range batch {
 			cur, ok := rows[f.id]
+			states := executing
+			if f.touch {
+				states = renewable
+			}
 			switch {
 			case !ok:
 				out[i].err = notFound(f.id)
 				continue
-			case !holds(cur, f.token) || !slices.Contains(executing, State(cur.State)):
+			case !holds(cur, f.token) || !slices.Contains(states, State(cur.State)):
 				out[i].err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, store.ErrLeaseLost)
 				continue
+			case f.touch:
+				renew(&cur, now)
+				rows[f.id], renewed[f.id] = cur, cur
+				continue
 			}
+			delete(renewed, f.id)
 			m := s.finishMove(cur, f, now)
 			// The row as this move leaves it, for a later call on the
 			// same task in this batch (whose lease is then gone).
@@ -164,6 +182,16 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 			rows[f.id] = after
 			moves = append(moves, m)
 			who = append(who, i)
+		}
+		if len(renewed) > 0 {
+			ids := slices.Sorted(maps.Keys(renewed))
+			renew := make([]driver.TaskRow, len(ids))
+			for k, id := range ids {
+				renew[k] = renewed[id]
+			}
+			if _, err := ex.TaskUpdateMany(ctx, renew); err != nil {
+				return err
+			}
 		}
 		written, err := transition(ctx, ex, now, moves)
 		if err != nil {
@@ -189,6 +217,16 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 		}
 		f.done <- out[i]
 	}
+}
+
+// renewable are the states whose lease a Touch renews.
+var renewable = []State{Claimed, Running, Reviewing}
+
+// renew extends the lease of r (read, locked, fenced) by its own length
+// from now.
+func renew(r *driver.TaskRow, now time.Time) {
+	r.LeaseRenewedAt, r.UpdatedAt = now, now
+	r.LeaseExpiresAt = now.Add(time.Duration(r.LeaseMs) * time.Millisecond)
 }
 
 // finishMove is the move of call f on cur (read, locked, fenced): the rule

@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
 )
 
 // dialects open a fresh database of each dialect as a bare driver.
@@ -301,6 +303,63 @@ func TestCompleterWithdraw(t *testing.T) {
 				if task, err := s.GetTask(ctx, claimed[k].ID); err != nil || task.State != want {
 					t.Errorf("task %d: %s %v, want %s", claimed[k].ID, task.State, err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestCompleterTouches: heartbeats made while a flush is in flight renew
+// their leases in the next flush, each by its own length from the clock's
+// now; a Touch before a Complete of the same task in one flush does not
+// undo the completion, and a Touch after it has lost the lease.
+func TestCompleterTouches(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(storetest.T0)
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g, store.WithClock(clk)), context.Background()
+			claimed := claimN(t, s, "x", 3)
+			a, b, c := claimed[0], claimed[1], claimed[2]
+			blocker := claimN(t, s, "b", 1)[0]
+			clk.Advance(30 * time.Second)
+			type call struct {
+				task  store.ClaimedTask
+				touch bool
+			}
+			calls := []call{{a, true}, {c, true}, {c, false}, {b, true}, {c, true}}
+			errs := make([]error, len(calls))
+			var wg sync.WaitGroup
+			withHeldFlush(t, s, g, blocker, len(calls), func() {
+				for k, cl := range calls {
+					wg.Go(func() {
+						if cl.touch {
+							_, errs[k] = s.Touch(ctx, cl.task.ID, cl.task.LeaseToken)
+						} else {
+							_, errs[k] = s.Complete(ctx, cl.task.ID, cl.task.LeaseToken, false, "done")
+						}
+					})
+					waitQueued(t, s, k+1) // in this order
+				}
+			})
+			wg.Wait()
+			for k, err := range errs {
+				if last := k == len(calls)-1; last != errors.Is(err, store.ErrLeaseLost) || (!last && err != nil) {
+					t.Errorf("call %d on task %d: %v", k, calls[k].task.ID, err)
+				}
+			}
+			if got := g.sizes(); !slices.Equal(got, []int{1, 3}) {
+				t.Errorf("flushes of %v tasks, want [1 3]", got)
+			}
+			want := storetest.T0.Add(30*time.Second + time.Hour)
+			for _, ct := range []store.ClaimedTask{a, b} {
+				task, err := s.GetTask(ctx, ct.ID)
+				if err != nil || task.State != ledger.Claimed || !task.LeaseExpiresAt.Equal(want) {
+					t.Errorf("task %d: %s, lease until %v, %v; want CLAIMED until %v", ct.ID, task.State, task.LeaseExpiresAt, err, want)
+				}
+			}
+			if task, err := s.GetTask(ctx, c.ID); err != nil || task.State != ledger.Completed {
+				t.Errorf("task %d touched and completed in one flush: %s %v, want COMPLETED", c.ID, task.State, err)
 			}
 		})
 	}

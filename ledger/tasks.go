@@ -339,18 +339,14 @@ func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (stor
 	})
 }
 
-// Touch implements store.Tasks.
+// Touch implements store.Tasks. Heartbeats go through the completer
+// with Complete and Fail: the leases one process renews concurrently are
+// renewed in one transaction, each fenced by its own token.
 func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, Claimed, Running, Reviewing)
-		if err != nil {
-			return err
-		}
-		cur.LeaseRenewedAt, cur.UpdatedAt = now, now
-		cur.LeaseExpiresAt = now.Add(time.Duration(cur.LeaseMs) * time.Millisecond)
-		_, err = ex.TaskUpdateMany(ctx, []driver.TaskRow{cur})
-		return err
-	})
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return false, err
+	}
+	_, err := s.submit(ctx, &finish{id: id, token: token, touch: true})
 	return err == nil, err
 }
 
