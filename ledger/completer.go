@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks/driver"
@@ -18,6 +19,9 @@ const maxFinishBatch = 256
 // finish is one Complete, Fail or Touch call waiting for the flush that
 // carries it. Its arguments are validated before it is queued.
 type finish struct {
+	// ctx is the caller's: the flush carrying the call gives up only when
+	// the contexts of all its callers have ended.
+	ctx   context.Context
 	id    int64
 	token string
 	fail  bool
@@ -66,16 +70,19 @@ func (c *completer) queued() int {
 // submit runs f in a flush and returns its outcome. A caller whose ctx
 // ends while f still waits in the queue withdraws it and returns ctx's
 // error (nothing was written); once a flush carries f, the caller waits
-// for its outcome — a flush is one transaction, which runs to its end on
-// a context that ctx's cancellation does not reach.
+// for its outcome — the flush is one transaction shared with other
+// callers, abandoned only when all of their contexts have ended.
 func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
-	f.done = make(chan finishOutcome, 1)
+	if err := ctx.Err(); err != nil {
+		return store.Task{}, err
+	}
+	f.ctx, f.done = ctx, make(chan finishOutcome, 1)
 	c := &s.completer
 	c.mu.Lock()
 	if !c.busy {
 		c.busy = true
 		c.mu.Unlock()
-		s.lead(ctx, []*finish{f})
+		s.lead([]*finish{f})
 		o := <-f.done
 		return o.task, o.err
 	}
@@ -95,7 +102,7 @@ func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
 		o = <-f.done // taken by a flush: its outcome, or the lead
 	}
 	if o.lead != nil {
-		s.lead(ctx, o.lead)
+		s.lead(o.lead)
 		o = <-f.done
 	}
 	return o.task, o.err
@@ -103,8 +110,21 @@ func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
 
 // lead flushes batch, then hands what queued meanwhile to the first of it,
 // or ends the busy spell.
-func (s *Service) lead(ctx context.Context, batch []*finish) {
-	s.flush(context.WithoutCancel(ctx), batch)
+func (s *Service) lead(batch []*finish) {
+	// The flush's context ends when the last of its callers' does.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(batch)))
+	for _, f := range batch {
+		stop := context.AfterFunc(f.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	s.flush(ctx, batch)
+	cancel()
 	c := &s.completer
 	c.mu.Lock()
 	defer c.mu.Unlock()

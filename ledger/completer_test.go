@@ -364,3 +364,56 @@ func TestCompleterTouches(t *testing.T) {
 		})
 	}
 }
+
+// TestCompleterCancel: a flush is abandoned (rolled back, every caller
+// told the context's error) only when the contexts of all the calls it
+// carries have ended; while one caller still waits, it commits for all.
+func TestCompleterCancel(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g), context.Background()
+			claimed := claimN(t, s, "x", 2)
+			blocker := claimN(t, s, "b", 1)[0]
+			// Two calls in one flush, one caller gives up: both commit.
+			held1, release1 := g.holdNext()
+			first := make(chan error, 1)
+			go func() { _, err := s.Complete(ctx, blocker.ID, blocker.LeaseToken, false, "b"); first <- err }()
+			<-held1
+			c1, cancel1 := context.WithCancel(ctx)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			wg.Go(func() { _, errs[0] = s.Complete(c1, claimed[0].ID, claimed[0].LeaseToken, false, "x") })
+			wg.Go(func() { _, errs[1] = s.Complete(ctx, claimed[1].ID, claimed[1].LeaseToken, false, "y") })
+			waitQueued(t, s, 2)
+			held2, release2 := g.holdNext() // the flush that carries both
+			release1()
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			<-held2
+			cancel1()
+			release2()
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatalf("one of two callers gone: %v, %v; want both committed", errs[0], errs[1])
+			}
+			// A flush whose one caller gives up is rolled back.
+			again := claimN(t, s, "y", 1)[0]
+			c2, cancel2 := context.WithCancel(ctx)
+			held, release := g.holdNext()
+			done := make(chan error, 1)
+			go func() { _, err := s.Complete(c2, again.ID, again.LeaseToken, false, "z"); done <- err }()
+			<-held
+			cancel2()
+			release()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the only caller gone: %v, want context.Canceled", err)
+			}
+			if task, err := s.GetTask(ctx, again.ID); err != nil || task.State != ledger.Claimed {
+				t.Fatalf("task %d: %s %v, want CLAIMED", again.ID, task.State, err)
+			}
+		})
+	}
+}
