@@ -16,6 +16,14 @@ import (
 // maxFinishBatch is the most calls one flush carries.
 const maxFinishBatch = 256
 
+// maxFlushes is how many flushes a completer runs at once. One would be
+// the classic group commit, but then the database sits idle while one
+// flush's callers hand the next batch on, and calls that could run side by
+// side on two connections wait for each other: with four workers on
+// Postgres one flush at a time halved the completions (bench ledger). Two
+// keep the database busy while the queue still gathers behind them.
+const maxFlushes = 2
+
 // finish is one Complete, Fail or Touch call waiting for the flush that
 // carries it. Its arguments are validated before it is queued.
 type finish struct {
@@ -46,18 +54,19 @@ type finishOutcome struct {
 }
 
 // completer groups the Complete, Fail and Touch calls of one process
-// (the calls that end or renew a lease): a call
-// that finds no flush in flight flushes at once, alone (no added latency);
-// calls made while a flush is in flight queue, and when it ends the first
-// of them flushes all that queued, in one transaction — a group commit.
+// (the calls that end or renew a lease): a call that finds fewer than
+// maxFlushes flushes in flight flushes at once, alone (no added latency);
+// calls made while the flushes are all in flight queue, and when one ends
+// the first of them flushes all that queued, in one transaction — a group
+// commit.
 // Leadership passes from caller to caller, so no goroutine runs in the
 // background and each caller returns once its own flush has committed.
 type completer struct {
 	mu    sync.Mutex
 	queue []*finish
-	// busy: a flush is in flight, or its successor is being handed the
-	// queue.
-	busy bool
+	// flushes is how many flushes are in flight (a successor being handed
+	// the queue counts as its predecessor); at most max.
+	flushes, max int
 }
 
 // queued reports how many calls wait for the next flush (for tests).
@@ -79,8 +88,8 @@ func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
 	f.ctx, f.done = ctx, make(chan finishOutcome, 1)
 	c := &s.completer
 	c.mu.Lock()
-	if !c.busy {
-		c.busy = true
+	if c.flushes < c.max {
+		c.flushes++
 		c.mu.Unlock()
 		s.lead([]*finish{f})
 		o := <-f.done
@@ -109,7 +118,7 @@ func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
 }
 
 // lead flushes batch, then hands what queued meanwhile to the first of it,
-// or ends the busy spell.
+// or gives its place up.
 func (s *Service) lead(batch []*finish) {
 	// The flush's context ends when the last of its callers' does.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
@@ -129,7 +138,7 @@ func (s *Service) lead(batch []*finish) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
-		c.busy = false
+		c.flushes--
 		return
 	}
 	n := min(len(c.queue), maxFinishBatch)

@@ -169,6 +169,7 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g), context.Background()
+			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			old := claimN(t, s, "x", 1)[0]
 			if n, err := s.ReclaimExpired(ctx, time.Now().Add(2*time.Hour), 0); err != nil || n != 1 {
 				t.Fatalf("reclaim: %d %v", n, err)
@@ -232,6 +233,7 @@ func TestCompleterFlushFailure(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g), context.Background()
+			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 3)
 			blocker := claimN(t, s, "b", 1)[0]
 			g.failEvents = func(n int) error {
@@ -283,6 +285,7 @@ func TestCompleterWithdraw(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g), context.Background()
+			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			blocker := claimN(t, s, "b", 1)[0]
 			cctx, cancel := context.WithCancel(ctx)
@@ -319,6 +322,7 @@ func TestCompleterTouches(t *testing.T) {
 			clk := clock.NewFake(storetest.T0)
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g, store.WithClock(clk)), context.Background()
+			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 3)
 			a, b, c := claimed[0], claimed[1], claimed[2]
 			blocker := claimN(t, s, "b", 1)[0]
@@ -374,6 +378,7 @@ func TestCompleterCancel(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g), context.Background()
+			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			blocker := claimN(t, s, "b", 1)[0]
 			// Two calls in one flush, one caller gives up: both commit.
@@ -413,6 +418,56 @@ func TestCompleterCancel(t *testing.T) {
 			}
 			if task, err := s.GetTask(ctx, again.ID); err != nil || task.State != ledger.Claimed {
 				t.Fatalf("task %d: %s %v, want CLAIMED", again.ID, task.State, err)
+			}
+		})
+	}
+}
+
+// TestCompleterTwoFlushes: a call that finds one flush in flight flushes
+// at once beside it (two may run); only when both are in flight do calls
+// queue, and they go out together in the next.
+func TestCompleterTwoFlushes(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			if dl.name == "sqlite" {
+				// The second flush waits for the one writer that the held
+				// first holds, so two cannot be held inside their
+				// transactions at once.
+				t.Skip("SQLite's one writer: two flushes cannot both be held")
+			}
+			g := &gate{Driver: dl.open(t)}
+			s, ctx := ledger.NewService(g), context.Background()
+			blockers := claimN(t, s, "b", 2)
+			claimed := claimN(t, s, "x", 4)
+			first := make(chan error, 2)
+			var releases []func()
+			for _, b := range blockers {
+				held, release := g.holdNext()
+				go func() { _, err := s.Complete(ctx, b.ID, b.LeaseToken, false, "b"); first <- err }()
+				<-held // in flight, not queued
+				releases = append(releases, release)
+			}
+			errs := make([]error, len(claimed))
+			var wg sync.WaitGroup
+			for k, c := range claimed {
+				wg.Go(func() { _, errs[k] = s.Complete(ctx, c.ID, c.LeaseToken, false, "x") })
+			}
+			waitQueued(t, s, len(claimed))
+			for _, release := range releases {
+				release()
+			}
+			wg.Wait()
+			for range blockers {
+				if err := <-first; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			if got := g.sizes(); !slices.Equal(got, []int{1, 1, len(claimed)}) {
+				t.Errorf("flushes of %v tasks, want [1 1 %d]", got, len(claimed))
 			}
 		})
 	}

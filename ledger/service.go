@@ -40,7 +40,8 @@ var (
 // (store.WithClock), which tells the time of every write whose time is not
 // an argument.
 func NewService(db driver.Driver, opts ...store.Option) *Service {
-	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64}
+	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64,
+		completer: completer{max: maxFlushes}}
 }
 
 // Batch sizes of the sweeps that work through many rows in one transaction.
