@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
@@ -25,7 +27,9 @@ import (
 type Options struct {
 	// Logger receives the agent's log; nil discards it.
 	Logger *slog.Logger
-	// Clock tells liveness times; the system clock when nil.
+	// Clock tells liveness times and times the agent's waits (the idle
+	// poll, the liveness interval, the task-lease heartbeat); the system
+	// clock when nil.
 	Clock clock.Clock
 	// NoFastStop leaves the liveness tick as the only path of a stop
 	// request (for measurements; see liveness.ReporterConfig.NoFastPath).
@@ -54,6 +58,9 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
 	}
 	// run ends on SIGTERM (ctx) and on a stop request alike.
 	run, stop := context.WithCancel(ctx)
@@ -130,30 +137,62 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		log.Info(MsgDraining)
 	}()
 	defer func() { stop(); <-drainLogged }()
-	ex := worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Logger: log})
+	if !claims {
+		<-run.Done()
+		return nil
+	}
+	// The claim loop is a lifecycle.Base: started now, stopped once run
+	// ends (signal or stop request), its Stop waiting for the task in hand.
+	var panicked atomic.Value // what the claim loop panicked with
+	loop := lifecycle.New(lifecycle.Config{
+		Run: func(lctx context.Context) {
+			claimLoop(lctx, st, set, resolve, wake, rep,
+				worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log}),
+				opts.Clock, log)
+		},
+		OnPanic: func(v any, stack []byte) {
+			log.Error("claim loop panicked; stopping the agent", "panic", v, "stack", string(stack))
+			panicked.Store(fmt.Sprint(v))
+			stop()
+		},
+	})
+	if err := loop.Start(context.WithoutCancel(run)); err != nil {
+		return fmt.Errorf("start the claim loop: %w", err)
+	}
+	<-run.Done()
+	if err := loop.Stop(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("stop the claim loop: %w", err)
+	}
+	if v := panicked.Load(); v != nil {
+		return fmt.Errorf("agents: the claim loop panicked: %v", v)
+	}
+	return nil
+}
+
+// claimLoop claims tasks of set.Types one at a time and works each with ex
+// until ctx ends, waiting set.PollInterval of c (or a wake) when there is
+// nothing to claim or the claim failed. A task in hand is finished even
+// when ctx ends meanwhile (drain); only an abort of the task itself
+// cancels its resolver.
+func claimLoop(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, wake <-chan struct{},
+	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
-	for run.Err() == nil {
-		if !claims {
-			<-run.Done()
-			break
-		}
-		tasks, err := st.Claim(run, name, set.Types, 1, set.Lease)
+	for ctx.Err() == nil {
+		tasks, err := st.Claim(ctx, name, set.Types, 1, set.Lease)
 		if err != nil {
-			if run.Err() == nil {
+			if ctx.Err() == nil {
 				log.Warn("claim failed; retrying after the poll interval", "err", err)
 			}
-			idle(run, set.PollInterval, nil)
+			clock.Sleep(ctx, c, set.PollInterval, nil) //nolint:errcheck // the loop reads ctx
 			continue
 		}
 		if len(tasks) == 0 {
-			idle(run, set.PollInterval, wake)
+			clock.Sleep(ctx, c, set.PollInterval, wake) //nolint:errcheck // woken, polled or stopped: the loop reads ctx
 			continue
 		}
 		t := tasks[0]
 		rep.SetCurrentTask(t.ID, t.Type)
-		// The task is finished even when a stop arrives meanwhile (drain);
-		// only an abort of the task itself cancels its resolver.
-		r, err := ex.Run(context.WithoutCancel(run), t, capRetries(resolve, set.MaxRetries))
+		r, err := ex.Run(context.WithoutCancel(ctx), t, capRetries(resolve, set.MaxRetries))
 		rep.ClearCurrentTask()
 		if err != nil {
 			log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)
@@ -161,23 +200,11 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		}
 		log.Info("task done", "task_id", t.ID, "type", t.Type, "attempt", t.Attempts, "outcome", r.Outcome)
 	}
-	return nil
 }
 
 // MsgDraining is the log message of an agent that was told to stop: it
 // finishes the task in hand, claims nothing more, and exits.
 const MsgDraining = "stopping: finishing the current task, claiming nothing more"
-
-// idle waits d, or less when ctx ends or wake fires.
-func idle(ctx context.Context, d time.Duration, wake <-chan struct{}) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-wake:
-	}
-}
 
 // capRetries makes a failure permanent once the task has had maxRetries
 // retries (attempt maxRetries+1 or later).

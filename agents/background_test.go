@@ -16,22 +16,7 @@ import (
 // function and returns its reporter and a channel with Run's result.
 func runBackground(t *testing.T, ctx context.Context, open storetest.Opener, bg func(context.Context) error) (*liveness.Reporter, <-chan error) {
 	t.Helper()
-	st := open(t)
-	started := make(chan *liveness.Reporter, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- agents.Run(ctx, st, settings("pipeline"), nil, agents.Options{Background: bg,
-			Started: func(rep *liveness.Reporter) { started <- rep }})
-	}()
-	select {
-	case rep := <-started:
-		return rep, done
-	case err := <-done:
-		t.Fatalf("Run returned before it started: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("agent did not start")
-	}
-	return nil, nil
+	return runWith(t, ctx, open(t), settings("pipeline"), nil, agents.Options{Background: bg})
 }
 
 func result(t *testing.T, done <-chan error) error {

@@ -8,17 +8,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,22 +66,20 @@ type Config struct {
 	WriteTimeout time.Duration
 }
 
-// TaskStore is what the task endpoints need of a store: the ledger, its
-// operator controls, and the change notifications the bounded wait for an
-// abort confirmation listens to.
-type TaskStore interface {
-	store.Tasks
-	store.TaskControl
-	store.Changes
-}
+// TaskStore is what the task endpoints need of a store (ops.TaskStore).
+type TaskStore = ops.TaskStore
+
+// ObjectStore is what the object endpoints need of a store (ops.ObjectStore).
+type ObjectStore = ops.ObjectStore
 
 // API is the hub's HTTP handler.
 type API struct {
 	cfg     Config
-	control *ledger.Control // nil when cfg.Tasks is nil
+	svc     *ops.Services
 	authz   *auth.Authorizer
 	routes  []Route
 	mux     *http.ServeMux
+	openapi []byte          // GET /v1/openapi.json, of the operations served
 	streams context.Context // cancelled when the server starts shutting down
 	closeSt context.CancelFunc
 	health  healthCache
@@ -114,25 +114,22 @@ func New(cfg Config) *API {
 	a.mux.HandleFunc("GET /healthz", a.healthz)
 	a.mux.HandleFunc("POST /login", a.login)
 	a.mux.HandleFunc("POST /logout", a.logout)
-	// Authenticated, each with the permission it needs (see Routes).
-	a.route("GET /metrics", auth.PermRead, auth.ResourceRoot, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	a.route("GET /v1/processes", auth.PermRead, auth.ResourceProcesses, http.HandlerFunc(a.listProcesses))
-	a.route("GET /v1/processes/{kind}", auth.PermRead, "/processes/{kind}", http.HandlerFunc(a.processStatus))
-	a.routeProcessStop()
-	a.route("GET /v1/events", auth.PermRead, auth.ResourceRoot, http.HandlerFunc(a.events))
-	if cfg.Tasks != nil {
-		a.control = ledger.NewControl(cfg.Tasks)
-		a.routeTasks()
+	// Authenticated: every operation of the table the services offer, each
+	// with the permission it needs (see Routes).
+	a.svc = &ops.Services{Liveness: cfg.Liveness, Tasks: cfg.Tasks, Objects: cfg.Objects, Sweepers: cfg.Sweepers,
+		Principals: cfg.Auth.Principals(), Bus: cfg.Bus, Clock: cfg.Clock, Logger: cfg.Logger}
+	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version)
+	if err != nil {
+		panic(fmt.Sprintf("api: %v", err)) // the table's schemas are fixed at build time
 	}
-	if cfg.Sweepers != nil {
-		a.routeSweepers()
-	}
-	if cfg.Objects != nil {
-		a.routeObjects()
-	}
-	a.routeTokens()
+	a.openapi = doc
+	a.routeOps(map[string]http.Handler{
+		ops.Metrics.Spec().Name:         promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		ops.Events.Spec().Name:          http.HandlerFunc(a.events),
+		ops.OpenAPIDocument.Spec().Name: http.HandlerFunc(a.serveOpenAPI),
+	})
 	a.mux.Handle("/v1/", a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+		WriteError(w, http.StatusNotFound, cks.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})))
 	if cfg.MCP != nil {
 		// Each MCP tool checks its own permission with the same Authorizer,
@@ -154,20 +151,11 @@ func New(cfg Config) *API {
 func (a *API) CloseStreams() { a.closeSt() }
 
 // ErrorBody is the shape of every error response.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		// Field names the offending input field of an invalid_argument error.
-		Field string `json:"field,omitempty"`
-	} `json:"error"`
-}
+type ErrorBody = ops.ErrorBody
 
 // WriteError writes {"error":{"code":…,"message":…}} with status.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	var b ErrorBody
-	b.Error.Code, b.Error.Message = code, msg
-	writeJSON(w, status, b)
+	writeJSON(w, status, ErrorBody{Error: cks.Error{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -178,43 +166,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v) //nolint:errcheck // the client went away
 }
 
-// fail maps a service error to a status and code.
+// fail answers err as every surface reports it (ops.FailureOf).
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var fe *store.FieldError
-	switch {
-	case errors.As(err, &fe):
-		var b ErrorBody
-		b.Error.Code, b.Error.Message, b.Error.Field = "invalid_argument", err.Error(), fe.Field
-		writeJSON(w, http.StatusBadRequest, b)
-	case errors.Is(err, store.ErrInvalid):
-		WriteError(w, http.StatusBadRequest, "invalid_argument", err.Error())
-	case errors.Is(err, sweeper.ErrDisabledByConfig):
-		WriteError(w, http.StatusConflict, "disabled_by_config", err.Error())
-	case errors.Is(err, store.ErrLeaseLost):
-		WriteError(w, http.StatusConflict, "lease_lost", err.Error())
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, sweeper.ErrUnknownSweeper):
-		WriteError(w, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, store.ErrConflict):
-		WriteError(w, http.StatusConflict, "conflict", err.Error())
-	case errors.Is(err, auth.ErrUnauthenticated):
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
-	case errors.Is(err, auth.ErrForbidden):
-		WriteError(w, http.StatusForbidden, "forbidden", err.Error())
-	case errors.Is(err, store.ErrUnavailable):
-		// The storage's failure, not the request's: nothing was written,
-		// and the same request may succeed once the storage is fixed.
-		code, what := storageState(err)
-		a.cfg.Logger.Error("storage fault", "method", r.Method, "path", r.URL.Path, "storage", code, "err", err)
-		WriteError(w, http.StatusServiceUnavailable, "storage_"+code, "the hub's database "+what+"; nothing was written (see the hub log)")
-	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
-		// The client went away (e.g. during a stop's abort wait): not a
-		// failure of the hub. The write goes nowhere; log it at debug.
-		a.cfg.Logger.Debug("request abandoned by the client", "method", r.Method, "path", r.URL.Path, "err", err)
-		WriteError(w, 499, "client_closed_request", err.Error())
-	default:
-		a.cfg.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		WriteError(w, http.StatusInternalServerError, "internal", "internal error; see the hub log")
-	}
+	f := ops.FailureOf(r.Context(), a.cfg.Logger, r.Method+" "+r.URL.Path, err)
+	writeJSON(w, f.Status, ErrorBody{Error: f})
+}
+
+// serveOpenAPI answers the OpenAPI document of the operations served.
+func (a *API) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(a.openapi) //nolint:errcheck // the client went away
 }
 
 // HealthTTL is how long /healthz reuses a storage health check.
@@ -248,7 +209,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Storage = "ok"
 	if err := a.storageHealth(r.Context()); err != nil {
-		code, what := storageState(err)
+		code, what := ops.StorageState(err)
 		h.Status, h.Storage, h.Message = "degraded", code, "the hub's database "+what
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
@@ -278,53 +239,13 @@ func (a *API) storageHealth(ctx context.Context) error {
 	return err
 }
 
-// storageState names a storage fault for codes (storage_CODE, /healthz's
-// storage) and says what it is.
-func storageState(err error) (code, what string) {
-	switch {
-	case errors.Is(err, store.ErrStorageReadOnly):
-		return "read_only", "refuses writes (it is read-only)"
-	case errors.Is(err, store.ErrStorageFull):
-		return "full", "has no space left for writes"
-	case errors.Is(err, store.ErrUnavailable):
-		return "unavailable", "cannot take requests"
-	}
-	return "error", "could not be checked"
-}
-
-// ProcessList is the body of GET /v1/processes.
-type ProcessList struct {
-	Processes []liveness.Process `json:"processes"`
-}
-
-func (a *API) listProcesses(w http.ResponseWriter, r *http.Request) {
-	ps, err := a.cfg.Liveness.ListProcesses(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if ps == nil {
-		ps = []liveness.Process{}
-	}
-	writeJSON(w, http.StatusOK, ProcessList{Processes: ps})
-}
-
-func (a *API) processStatus(w http.ResponseWriter, r *http.Request) {
-	p, err := a.cfg.Liveness.ProcessStatus(r.Context(), r.PathValue("kind"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
-}
-
 // events streams bus events as Server-Sent Events until the client leaves or
 // the server shuts down. Events carry no payload beyond their type and time:
 // a client re-reads what it shows.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		WriteError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		WriteError(w, http.StatusInternalServerError, cks.CodeInternal, "streaming unsupported")
 		return
 	}
 	clearDeadlines(w) // the stream lasts as long as its client
@@ -399,49 +320,17 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 func (a *API) authed(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
-		WriteError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+		WriteError(w, http.StatusUnauthorized, cks.CodeUnauthenticated, err.Error())
 	})
 }
 
-// authedPage sends a browser without a valid token to the login form, and
-// answers 403 to a principal without read on what the page shows.
+// authedPage sends a browser without a valid token to the login form. The
+// studio checks, for each page, the permissions of the operations whose
+// output it shows.
 func (a *API) authedPage(next http.Handler) http.Handler {
-	return a.requireAuth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, res := range StudioResources(r.URL.Path) {
-			if err := auth.Require(r.Context(), auth.PermRead, res); err != nil {
-				if !errors.Is(err, auth.ErrForbidden) {
-					a.fail(w, r, err)
-					return
-				}
-				http.Error(w, err.Error(), http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	}), func(w http.ResponseWriter, r *http.Request, _ error) {
+	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
-}
-
-// StudioResources returns what a studio page at path shows, each of which the
-// viewer needs read on: the agent panel (/) shows /processes and /sweepers,
-// its fragments one each, the task board /tasks and a task page /tasks/ID.
-// Any other path needs read on /.
-func StudioResources(path string) []string {
-	switch {
-	case path == "/":
-		return []string{auth.ResourceProcesses, auth.ResourceSweepers}
-	case path == "/studio/processes":
-		return []string{auth.ResourceProcesses}
-	case path == "/studio/sweepers":
-		return []string{auth.ResourceSweepers}
-	case path == "/tasks":
-		return []string{auth.ResourceTasks}
-	}
-	if id, ok := strings.CutPrefix(path, "/tasks/"); ok && auth.ValidResource(path) == nil {
-		return []string{auth.ResourceTasks + "/" + id}
-	}
-	return []string{auth.ResourceRoot}
 }
 
 // requireAuth runs next for an authenticated request, denied for one without a

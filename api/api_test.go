@@ -21,8 +21,9 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"go.uber.org/goleak"
@@ -44,7 +45,7 @@ func newFixture(t testing.TB) *fixture {
 	dir := t.TempDir()
 	return newFixtureOn(t, func(t testing.TB, opts ...store.Option) store.Store {
 		t.Helper()
-		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
+		s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +189,7 @@ func TestProcesses(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /v1/processes: %d %s", resp.StatusCode, body)
 		}
-		var pl api.ProcessList
+		var pl ops.ProcessList
 		if err := json.Unmarshal([]byte(body), &pl); err != nil {
 			t.Fatal(err)
 		}
@@ -361,5 +362,41 @@ func TestLoginCookie(t *testing.T) {
 	page.Body.Close()
 	if page.StatusCode != 200 || string(body) != "studio /" {
 		t.Fatalf("studio with cookie: %d %q", page.StatusCode, body)
+	}
+}
+
+// TestOpenAPIDocument: GET /v1/openapi.json is valid JSON in the OpenAPI
+// shape and lists every route the API serves under its path and method,
+// with the operation's name as operationId and its permission.
+func TestOpenAPIDocument(t *testing.T) {
+	f := newFixture(t)
+	resp, body := f.get(t, "/v1/openapi.json", f.token)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/openapi.json: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Permission  string `json:"x-cks-permission"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Fatalf("not an OpenAPI 3.1 document: %v %.200s", err, body)
+	}
+	routes := f.api.Routes()
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt.Pattern, " ")
+		o, ok := doc.Paths[path][strings.ToLower(method)]
+		if !ok || o.OperationID != rt.Operation || o.Permission != rt.Permission {
+			t.Errorf("%s (%s) is not in the document as served: %+v", rt.Pattern, rt.Operation, o)
+		}
+	}
+	n := 0
+	for _, methods := range doc.Paths {
+		n += len(methods)
+	}
+	if n != len(routes) {
+		t.Errorf("the document has %d operations, the API serves %d", n, len(routes))
 	}
 }

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -74,14 +75,10 @@ func TestACLMatrix(t *testing.T) {
 	for _, rt := range routes {
 		method, path, _ := strings.Cut(rt.Pattern, " ")
 		id := fmt.Sprint(task.ID)
-		switch {
-		case strings.HasPrefix(path, "/v1/sweepers/"):
-			id = sweeper.LeaseReaperID
-		case strings.HasPrefix(path, "/v1/tokens/"):
-			id = "no-such-principal"
-		}
-		path = strings.NewReplacer("{id}", id, "{kind}", "critic").Replace(path)
-		res := strings.NewReplacer("{id}", id, "{kind}", "critic").Replace(rt.Resource)
+		values := strings.NewReplacer("{task_id}", id, "{object_id}", id, "{agent_id}", sweeper.LeaseReaperID,
+			"{id}", "no-such-principal", "{process_kind}", "critic")
+		path = values.Replace(path)
+		res := values.Replace(rt.Resource)
 		if err := auth.ValidResource(res); err != nil {
 			t.Fatalf("%s: resource %s: %v", rt.Pattern, res, err)
 		}
@@ -281,7 +278,7 @@ func TestTokensAPI(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	admin := f.client()
-	created, err := admin.CreateToken(ctx, api.TokenRequest{Name: "ops",
+	created, err := admin.CreateToken(ctx, ops.TokenRequest{Name: "ops",
 		Grants: []store.Grant{{Resource: "/tasks", Permission: "read"}, {Resource: "/sweepers", Permission: "control"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -289,11 +286,11 @@ func TestTokensAPI(t *testing.T) {
 	if created.Token == "" || created.ID == "" || created.Name != "ops" || len(created.Grants) != 2 {
 		t.Fatalf("created %+v", created)
 	}
-	ops := client.New(f.srv.URL, created.Token)
-	if _, err := ops.ListTasks(ctx, store.TaskFilter{}); err != nil {
+	operator := client.New(f.srv.URL, created.Token)
+	if _, err := operator.ListTasks(ctx, store.TaskFilter{}); err != nil {
 		t.Fatalf("new token reads tasks: %v", err)
 	}
-	if _, err := ops.ListTokens(ctx); apiErr(t, err).Status != http.StatusForbidden {
+	if _, err := operator.ListTokens(ctx); apiErr(t, err).Status != http.StatusForbidden {
 		t.Fatalf("non-admin lists tokens: %v, want 403", err)
 	}
 	status, body := f.do(t, f.token, "GET", "/v1/tokens", "")
@@ -312,7 +309,7 @@ func TestTokensAPI(t *testing.T) {
 			t.Errorf("POST /v1/tokens %s: %d %s, want 400 on %s", c.body, status, body, c.field)
 		}
 	}
-	if _, err := admin.CreateToken(ctx, api.TokenRequest{TaskID: 999}); apiErr(t, err).Status != http.StatusNotFound {
+	if _, err := admin.CreateToken(ctx, ops.TokenRequest{TaskID: 999}); apiErr(t, err).Status != http.StatusNotFound {
 		t.Fatalf("token for an unknown task: %v, want 404", err)
 	}
 	if err := admin.RevokeToken(ctx, "nobody"); apiErr(t, err).Status != http.StatusNotFound {
@@ -336,14 +333,15 @@ func TestTokensAPI(t *testing.T) {
 	if err := admin.RevokeToken(ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ops.ListTasks(ctx, store.TaskFilter{}); apiErr(t, err).Status != http.StatusUnauthorized {
+	if _, err := operator.ListTasks(ctx, store.TaskFilter{}); apiErr(t, err).Status != http.StatusUnauthorized {
 		t.Fatalf("revoked token: %v, want 401", err)
 	}
 }
 
-// TestStudioNeedsRead: studio pages need read on what they show.
+// TestStudioNeedsRead: studio pages need read on what they show (the
+// permissions of the operations they read through).
 func TestStudioNeedsRead(t *testing.T) {
-	f := newFixture(t)
+	f := newHubFixture(t, backendtest.SQLite(t))
 	tasksOnly := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermRead})
 	if resp, body := f.get(t, "/tasks", tasksOnly); resp.StatusCode != http.StatusOK {
 		t.Fatalf("task board with read on /tasks: %d %s", resp.StatusCode, body)

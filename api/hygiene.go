@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/ops"
 	"io"
 	"mime"
 	"net/http"
@@ -36,7 +38,7 @@ import (
 //     without a preflight, are never read as JSON.
 //     A body-less call (start, a sweeper's stop) needs no Content-Type; one
 //     that declares a form type is refused all the same.
-//   - Size. A body is read whole, up to maxBody (1 MiB), before the handler
+//   - Size. A body is read whole, up to ops.MaxBody (1 MiB), before the handler
 //     runs: a larger one is 413 request_too_large and nothing is done with
 //     it (a handler never sees a cut body).
 //   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
@@ -51,7 +53,7 @@ func safeMethod(m string) bool {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if safeMethod(r.Method) {
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, ops.MaxBody)
 		}
 		a.mux.ServeHTTP(w, r)
 		return
@@ -68,7 +70,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if needsOriginProof(r) {
 		if err := sameOrigin(r); err != nil {
-			WriteError(w, http.StatusForbidden, "cross_origin", "cross-origin request refused: "+err.Error()+
+			WriteError(w, http.StatusForbidden, cks.CodeCrossOrigin, "cross-origin request refused: "+err.Error()+
 				"; a request signed in by the studio cookie must come from the hub's own pages"+
 				" (a script or another site sends the token as \"Authorization: Bearer TOKEN\" instead)")
 			return r, false
@@ -80,14 +82,14 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 		writeUnsupported(w, fmt.Sprintf("Content-Type %q", ct))
 		return r, false
 	}
-	if r.ContentLength > maxBody {
+	if r.ContentLength > ops.MaxBody {
 		writeTooLarge(w, r)
 		return r, false
 	}
 	var b []byte
 	if r.Body != nil {
 		var err error
-		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, ops.MaxBody))
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			writeTooLarge(w, r)
 			return r, false
@@ -96,7 +98,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 			// The client went away or was too slow (the server's read
 			// timeout): the answer most likely goes nowhere.
 			a.cfg.Logger.Debug("request body unread", "method", r.Method, "path", r.URL.Path, "err", err)
-			WriteError(w, http.StatusBadRequest, "invalid_argument", "cannot read the request body: "+err.Error())
+			WriteError(w, http.StatusBadRequest, cks.CodeInvalidArgument, "cannot read the request body: "+err.Error())
 			return r, false
 		}
 		r.Body.Close()
@@ -107,8 +109,8 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 			return r, false
 		}
 		if trimmed[0] != '{' {
-			WriteError(w, http.StatusBadRequest, "invalid_argument",
-				"invalid request body: expected a JSON object, got "+jsonKind(trimmed))
+			WriteError(w, http.StatusBadRequest, cks.CodeInvalidArgument,
+				"invalid request body: expected a JSON object, got "+ops.JSONKind(trimmed))
 			return r, false
 		}
 	}
@@ -164,30 +166,13 @@ func isJSON(contentType string) bool {
 }
 
 func writeUnsupported(w http.ResponseWriter, what string) {
-	WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+	WriteError(w, http.StatusUnsupportedMediaType, cks.CodeUnsupportedMediaType,
 		what+" is not accepted: the request body must be JSON, sent as Content-Type: application/json")
 }
 
 func writeTooLarge(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large",
-		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, maxBody))
-}
-
-// jsonKind names what a JSON text that is not an object starts with.
-func jsonKind(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("null")):
-		return "null"
-	case b[0] == '[':
-		return "an array"
-	case b[0] == '"':
-		return "a string"
-	case b[0] == 't' || b[0] == 'f':
-		return "a boolean"
-	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':
-		return "a number"
-	}
-	return "something that is not JSON"
+	WriteError(w, http.StatusRequestEntityTooLarge, cks.CodeRequestTooLarge,
+		fmt.Sprintf("request body of %s %s is too large: limit 1 MiB (%d bytes)", r.Method, r.URL.Path, ops.MaxBody))
 }
 
 // clearDeadlines lifts the server's read and write timeouts for a streaming
@@ -204,14 +189,4 @@ func streaming(h http.Handler) http.Handler {
 		clearDeadlines(w)
 		h.ServeHTTP(w, r)
 	})
-}
-
-// allowWait extends the write deadline of a request that waits up to wait
-// (a stop or update awaiting an abort confirmation) by wait, so the
-// server's write timeout does not cut the wait short.
-func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
-	if a.cfg.WriteTimeout <= 0 {
-		return // the server has no write timeout to extend
-	}
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -352,7 +353,7 @@ func TestClaimEmptyTypesMeansAnyType(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp, out := f.send(t, request{method: "POST", path: "/v1/tasks/claim", bearer: f.token, contentType: "application/json", body: strings.NewReader(body)})
-			var got api.ClaimedTasks
+			var got ops.ClaimedTasks
 			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(out), &got) != nil || len(got.Tasks) != 1 || got.Tasks[0].ID != task.ID {
 				t.Fatalf("claim %s: %d %s, want task %d", body, resp.StatusCode, out, task.ID)
 			}

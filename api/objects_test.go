@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -26,7 +26,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	c := f.client()
-	q, err := c.SubmitResearch(ctx, api.ResearchRequest{Question: "How does cks stop a running task?"})
+	q, err := c.SubmitResearch(ctx, ops.ResearchRequest{Question: "How does cks stop a running task?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestObjectsBadInput(t *testing.T) {
 		{"POST", "/v1/objects", `{"question":""}`, "question"},
 		{"POST", "/v1/objects", `{"question":"   "}`, "question"},
 		{"POST", "/v1/objects", `{}`, "question"},
-		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", api.MaxQuestionLen+1)), "question"},
+		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen+1)), "question"},
 		{"POST", "/v1/objects", `{"question":"why?","corpus":"docs"}`, "corpus"},
 		{"POST", "/v1/objects", `{"question":"why?","kind":"claim"}`, "kind"},
 		{"GET", "/v1/objects?limit=-1", "", "limit"},
@@ -153,8 +153,8 @@ func TestObjectsBadInput(t *testing.T) {
 			t.Errorf("%s %s %.60s: field %q (%s), want %q", c.method, c.path, c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", api.MaxQuestionLen))); status != http.StatusCreated {
-		t.Errorf("a question of exactly %d bytes: %d %s", api.MaxQuestionLen, status, body)
+	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen))); status != http.StatusCreated {
+		t.Errorf("a question of exactly %d bytes: %d %s", ops.MaxQuestionLen, status, body)
 	}
 	status, body := f.do(t, f.token, "GET", "/v1/objects/424242", "")
 	if status != http.StatusNotFound || !strings.Contains(decodeError(t, body).Error.Message, "424242") {
@@ -201,7 +201,7 @@ func TestObjectsPermissions(t *testing.T) {
 // version.
 func versionFixture(t *testing.T, f *fixture) (int64, int64) {
 	t.Helper()
-	q, err := f.client().SubmitResearch(context.Background(), api.ResearchRequest{Question: "Which version wins?"})
+	q, err := f.client().SubmitResearch(context.Background(), ops.ResearchRequest{Question: "Which version wins?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,9 +298,16 @@ func TestObjectVersionsBadInput(t *testing.T) {
 			t.Errorf("%s: field %q (%s), want %q", c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	// A version of another object is no base for this one.
+	// A version of another object is no base for this one: versions are
+	// numbered within each object, so the number of the other's second
+	// version names none of this one's.
 	other, otherV := versionFixture(t, f)
-	status, body := f.do(t, f.token, "POST", path, fmt.Sprintf(`{"base_version":%d,"content":{}}`, otherV))
+	status, body := f.do(t, f.token, "POST", fmt.Sprintf("/v1/objects/%d/versions", other), fmt.Sprintf(`{"base_version":%d,"content":{"v":2}}`, otherV))
+	var otherV2 store.Version
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &otherV2) != nil || otherV2.Version != otherV+1 {
+		t.Fatalf("second version of the other object: %d %s", status, body)
+	}
+	status, body = f.do(t, f.token, "POST", path, fmt.Sprintf(`{"base_version":%d,"content":{}}`, otherV2.Version))
 	if status != http.StatusBadRequest || decodeError(t, body).Error.Field != "base_version" {
 		t.Errorf("base of another object: %d %s, want 400 naming base_version", status, body)
 	}
@@ -319,10 +326,10 @@ func TestObjectVersionsBadInput(t *testing.T) {
 		t.Errorf("client WriteVersion from an unknown base: %v", err)
 	}
 	// Nothing was written.
-	for _, oid := range []int64{id, other} {
+	for oid, want := range map[int64]int{id: 1, other: 2} {
 		l, err := f.client().ObjectVersions(ctx, oid)
-		if err != nil || len(l.Versions) != 1 || l.Forked {
-			t.Errorf("object %d after refused writes: %+v, %v; want its one first version", oid, l, err)
+		if err != nil || len(l.Versions) != want || l.Forked {
+			t.Errorf("object %d after refused writes: %+v, %v; want its %d versions, unforked", oid, l, err, want)
 		}
 	}
 	if o, err := f.store.GetObject(ctx, id); err != nil || o.HeadVersion != v1 {

@@ -149,16 +149,16 @@ func TestProcessStopPermissions(t *testing.T) {
 }
 
 // TestProcessStopInRouteTable: the route is in the table the ACL matrix
-// iterates, with control on /processes/{kind}.
+// iterates, with control on /processes/{process_kind}.
 func TestProcessStopInRouteTable(t *testing.T) {
 	f := newFixture(t)
 	for _, rt := range f.api.Routes() {
-		if rt.Pattern == "POST /v1/processes/{kind}/stop" {
-			if rt.Permission != auth.PermControl || rt.Resource != "/processes/{kind}" {
-				t.Fatalf("route %+v, want control on /processes/{kind}", rt)
+		if rt.Pattern == "POST /v1/processes/{process_kind}/stop" {
+			if rt.Permission != auth.PermControl || rt.Resource != "/processes/{process_kind}" || rt.Operation != "request_process_stop" {
+				t.Fatalf("route %+v, want request_process_stop, control on /processes/{process_kind}", rt)
 			}
 			return
 		}
 	}
-	t.Fatal("POST /v1/processes/{kind}/stop is not in the route table")
+	t.Fatal("POST /v1/processes/{process_kind}/stop is not in the route table")
 }

@@ -36,8 +36,9 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -61,7 +62,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	dir := datadir.Dir(tb.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(ctx, path, store.WithClock(c))
+	s, err := backend.Open(ctx, path, store.WithClock(c))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 // object creates a question object and puts its id and head version in tg.
 func (h *fuzzHub) object(t testing.TB, tg *target) {
 	t.Helper()
-	n, err := api.NewQuestion(api.ResearchRequest{Question: "Which version wins?"}, "fuzz")
+	n, err := ops.NewQuestion(ops.ResearchRequest{Question: "Which version wins?"}, "fuzz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +618,7 @@ func FuzzSweeperControl(f *testing.F) {
 func (h *fuzzHub) sweeperStates(t testing.TB) string {
 	t.Helper()
 	status, _, body := h.serve(t, fuzzRequest{method: "GET", path: "/v1/sweepers", token: h.admin})
-	var l api.SweeperList
+	var l ops.SweeperList
 	if err := json.Unmarshal(body, &l); status != http.StatusOK || err != nil {
 		t.Fatalf("GET /v1/sweepers: %d %v: %s", status, err, body)
 	}

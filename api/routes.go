@@ -1,99 +1,142 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"strings"
+	"net/url"
+	"time"
 
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
-// Route is one authenticated endpoint of the API with the permission it needs.
-// Every endpoint is registered through this table, so the table is the whole
-// access policy of the API (and the ACL matrix test iterates it).
+// Route is one authenticated endpoint of the API with the permission it
+// needs. Every route is an operation of the table (package ops), so the table
+// is the whole access policy of the API (and the ACL matrix test iterates it).
 type Route struct {
-	// Pattern is the ServeMux pattern, e.g. "POST /v1/tasks/{id}/cancel".
+	// Operation is the name of the operation served.
+	Operation string `json:"operation"`
+	// Pattern is the ServeMux pattern, e.g. "POST /v1/tasks/{task_id}/cancel".
 	Pattern string `json:"pattern"`
 	// Permission is what the caller must hold (or admin) on Resource.
 	Permission string `json:"permission"`
-	// Resource is a template: {id} and {kind} stand for the path values.
-	// POST /v1/tasks is the one exception: a body with parent_id P needs
-	// create on /tasks/P instead of /tasks (so a task-scoped agent
-	// credential can create children of its own task).
+	// Resource is a template: {field} stands for the input field of that
+	// name (a path value). POST /v1/tasks is the one exception: a body with
+	// parent_id P needs create on /tasks/P instead of /tasks (so a
+	// task-scoped agent credential can create children of its own task).
 	Resource string `json:"resource"`
-
-	handler    http.Handler
-	resourceOf func(*http.Request) (string, error) // overrides Resource when set
 }
 
-// Routes returns every authenticated endpoint this API serves, in
-// registration order. /mcp is not among them: each MCP tool checks its own
-// permission.
+// Routes returns every authenticated endpoint this API serves, in table
+// order. /mcp is not among them: each MCP tool checks its own permission
+// (the same operation's).
 func (a *API) Routes() []Route { return append([]Route(nil), a.routes...) }
 
-// route registers pattern behind authentication and the permission check.
-func (a *API) route(pattern, perm, resource string, h http.Handler) {
-	a.addRoute(Route{Pattern: pattern, Permission: perm, Resource: resource, handler: h})
+// routeOps registers every HTTP operation the services offer: the
+// request/response ones through the one adapter serveOp, the streams through
+// their handlers in streams (a stream without one is a bug of the table).
+func (a *API) routeOps(streams map[string]http.Handler) {
+	for _, op := range ops.Available(ops.All(), ops.HTTP, a.svc) {
+		sp := op.Spec()
+		h := a.serveOp(op)
+		if sp.Stream {
+			sh, ok := streams[sp.Name]
+			if !ok {
+				panic("api: no handler for the stream " + sp.Name)
+			}
+			h = a.serveStream(op, sh)
+		}
+		pattern := sp.Method + " " + sp.Path
+		a.routes = append(a.routes, Route{Operation: sp.Name, Pattern: pattern, Permission: sp.Permission, Resource: sp.Resource})
+		a.mux.Handle(pattern, a.authed(h))
+	}
 }
 
-func (a *API) addRoute(rt Route) {
-	a.routes = append(a.routes, rt)
-	a.mux.Handle(rt.Pattern, a.authed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := checkRequestText(rt.Pattern, r)
-		var res string
-		if err == nil {
-			res, err = rt.resource(r)
+// serveOp is the HTTP adapter of a request/response operation: it refuses
+// path and query text no store stores, builds the input from the path, the
+// query or the JSON body (ops.HTTPInput), extends the write deadline by how
+// long the call may wait, invokes the operation (which authorizes the caller
+// on the input's resource) and writes its output with its status.
+func (a *API) serveOp(op ops.Operation) http.Handler {
+	sp := op.Spec()
+	pattern := sp.Method + " " + sp.Path
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkRequestText(pattern, r); err != nil {
+			a.fail(w, r, err)
+			return
 		}
+		var body []byte
+		if r.Body != nil {
+			// admit read the whole body already (at most ops.MaxBody).
+			body, _ = io.ReadAll(io.LimitReader(r.Body, ops.MaxBody+1))
+		}
+		in, err := ops.HTTPInput(op, r.PathValue, r.URL.Query(), body)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if d := op.Wait(in); d > 0 {
+			a.allowWait(w, d)
+		}
+		out, err := op.Invoke(r.Context(), a.svc, in)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		status := op.StatusOf(out)
+		if status == http.StatusNoContent {
+			w.WriteHeader(status)
+			return
+		}
+		writeJSON(w, status, out)
+	})
+}
+
+// serveStream serves a stream of the table behind its permission.
+func (a *API) serveStream(op ops.Operation, h http.Handler) http.Handler {
+	sp := op.Spec()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := checkRequestText(sp.Method+" "+sp.Path, r)
 		if err == nil {
-			err = auth.Require(r.Context(), rt.Permission, res)
+			err = auth.Require(r.Context(), sp.Permission, sp.Resource)
 		}
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		rt.handler.ServeHTTP(w, r)
-	})))
+		h.ServeHTTP(w, r)
+	})
 }
 
-// resource expands the Resource template with r's path values. A path value
-// holding a "/" (escaped in the URL) would name another node, so it is refused.
-func (rt Route) resource(r *http.Request) (string, error) {
-	if rt.resourceOf != nil {
-		return rt.resourceOf(r)
+// allowWait extends the write deadline of a request that waits up to wait
+// (a stop or update awaiting an abort confirmation) by wait, so the
+// server's write timeout does not cut the wait short.
+func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
+	if a.cfg.WriteTimeout <= 0 {
+		return // the server has no write timeout to extend
 	}
-	res := rt.Resource
-	for _, name := range []string{"id", "kind"} {
-		ph := "{" + name + "}"
-		if !strings.Contains(res, ph) {
-			continue
-		}
-		v := r.PathValue(name)
-		if v == "" || strings.Contains(v, "/") {
-			return "", &store.FieldError{Field: name, Expected: fmt.Sprintf("a single path segment, got %q", v)}
-		}
-		res = strings.ReplaceAll(res, ph, v)
-	}
-	return res, nil
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
 }
 
-// createResource is the resource of POST /v1/tasks: /tasks/P for a body
-// with parent_id P, else /tasks. It reads the body and puts it back for the
-// handler; a body it cannot read as JSON is /tasks (the handler refuses it).
-func createResource(r *http.Request) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+// ParseTaskFilter reads the query of GET /v1/tasks (list_tasks) into the
+// store's filter at time now: state and type (repeatable or
+// comma-separated), cursor, limit, and stopped_longer_than (a duration such
+// as 24h: STOPPED tasks whose state has not changed for at least that long).
+func ParseTaskFilter(q url.Values, now time.Time) (store.TaskFilter, error) {
+	in, err := ops.HTTPInput(ops.ListTasks, func(string) string { return "" }, q, nil)
 	if err != nil {
-		return "", fmt.Errorf("read request body: %w", store.ErrInvalid)
+		return store.TaskFilter{}, err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	var n struct {
-		ParentID *int64 `json:"parent_id"`
+	return ops.TaskFilterOf(*in.(*ops.ListTasksInput), now)
+}
+
+// ParseObjectFilter reads the query of GET /v1/objects (list_objects):
+// status and kind (repeatable or comma-separated), cursor and limit.
+func ParseObjectFilter(q url.Values) (store.ObjectFilter, error) {
+	in, err := ops.HTTPInput(ops.ListObjects, func(string) string { return "" }, q, nil)
+	if err != nil {
+		return store.ObjectFilter{}, err
 	}
-	if json.Unmarshal(b, &n) == nil && n.ParentID != nil && *n.ParentID > 0 {
-		return auth.TaskResource(*n.ParentID), nil
-	}
-	return auth.ResourceTasks, nil
+	return in.(*ops.ListObjectsInput).ObjectFilter()
 }

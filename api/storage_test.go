@@ -17,21 +17,21 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestReadOnlyStorageIs503: over an API whose SQLite file this process may
 // not write, every write is 503 storage_read_only (over MCP a tool error
-// with that code) and changes nothing, reads keep working, and /healthz
+// with the same message) and changes nothing, reads keep working, and /healthz
 // says the hub is degraded.
 func TestReadOnlyStorageIs503(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(context.Background(), path, store.WithClock(c))
+	s, err := backend.Open(context.Background(), path, store.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.ReadOnlyFile(t, path)
-	s, err = sqlite.Open(context.Background(), path, store.WithClock(c))
+	s, err = backend.Open(context.Background(), path, store.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +96,11 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolCreateTask, Arguments: map[string]any{"type": "t", "title": "refused"}})
-	if err != nil || !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "storage_read_only") {
-		t.Fatalf("create_task over MCP on a read-only database: %v %+v, want a tool error naming storage_read_only", err, res)
+	// The tool error says what the HTTP answer's message says (one
+	// operation, one message).
+	if err != nil || !res.IsError || len(res.Content) != 1 ||
+		res.Content[0].(*mcp.TextContent).Text != "the hub's database refuses writes (it is read-only); nothing was written (see the hub log)" {
+		t.Fatalf("create_task over MCP on a read-only database: %v %+v, want the tool error of storage_read_only", err, res)
 	}
 	if n := f.taskCount(t); n != 1 {
 		t.Fatalf("%d tasks after the refused MCP write, want 1", n)

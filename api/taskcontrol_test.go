@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/ledger"
@@ -297,8 +296,6 @@ func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 		t.Fatalf("stop event %+v, want actor p (the principal) and the reason", stopEvent)
 	}
 }
-
-var _ = api.StopRequest{}
 
 // TestAbandonedRequestIsNotAHubFailure: a request whose client went away
 // (its context is cancelled, as when a CLI gives up during a stop's abort

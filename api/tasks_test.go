@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -218,7 +218,7 @@ func TestTaskListPaging(t *testing.T) {
 	if err != nil || len(page.Tasks) != 2 {
 		t.Fatalf("filter type b: %d tasks, %v", len(page.Tasks), err)
 	}
-	var body api.CreatedTask
+	var body ops.CreatedTask
 	resp, raw := f.post(t, "/v1/tasks", `{"type":"c","payload":{"x":[1,2]}}`)
 	var compact bytes.Buffer
 	if resp.StatusCode != 201 || json.Unmarshal([]byte(raw), &body) != nil ||

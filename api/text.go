@@ -5,8 +5,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // could never name anything, and Postgres fails on it where SQLite does
 // not. A parameter whose name is bad text is refused naming "query".
 func checkRequestText(pattern string, r *http.Request) error {
-	for _, name := range wildcards(pattern) {
+	for _, name := range ops.Wildcards(pattern) {
 		if err := store.ValidateText(name, r.PathValue(name)); err != nil {
 			return err
 		}
@@ -32,22 +32,4 @@ func checkRequestText(pattern string, r *http.Request) error {
 		}
 	}
 	return nil
-}
-
-// wildcards returns the names of the {wildcards} of a ServeMux pattern
-// ("{path...}" names path).
-func wildcards(pattern string) []string {
-	var out []string
-	for rest := pattern; ; {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			return out
-		}
-		out = append(out, strings.TrimSuffix(rest[i+1:i+j], "..."))
-		rest = rest[i+j+1:]
-	}
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 func openStore(t testing.TB, dir string) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(dir, "cks.db"))
+	s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 )
 
 func TestCovers(t *testing.T) {
@@ -64,7 +64,7 @@ func TestAllowsNoImplication(t *testing.T) {
 
 func TestCheckAndRequire(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
+	s, err := backend.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestCheckAndRequire(t *testing.T) {
 // operator made for the same task (unbound) and one of a live lease.
 func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
+	s, err := backend.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 // Package client is the Go client of the cks HTTP API. The CLI uses it, and so
-// can any Go program that talks to a hub.
+// can any Go program that talks to a hub. It speaks the types and routes of
+// package cks (cks.Task, cks.OpStopTask, …) and links nothing of the server:
+// no store, service, operations table or surface.
 package client
 
 import (
@@ -12,11 +14,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks"
 )
 
 // Client calls one hub.
@@ -31,21 +33,23 @@ func New(baseURL, token string) *Client {
 	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// Error is an error answered by the hub.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the offending input field of an invalid_argument error.
-	Field string `json:"field,omitempty"`
-}
+// Error is an error answered by the hub (cks.Error): its HTTP status, code,
+// message and, for bad input, the offending field.
+type Error = cks.Error
 
-func (e *Error) Error() string { return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status) }
+// DataDir is where a local hub leaves its URL and admin token (a
+// datadir.Dir).
+type DataDir interface {
+	ReadURL() (string, error)
+	ReadToken() (string, error)
+	URLFile() string
+	TokenFile() string
+}
 
 // Discover settles the hub URL and token. Non-empty arguments (from flags or
 // the environment) win; otherwise they are read from the data directory a local
 // hub writes them to. The error says every place that was looked at.
-func Discover(baseURL, token string, dir datadir.Dir) (string, string, error) {
+func Discover(baseURL, token string, dir DataDir) (string, string, error) {
 	if baseURL == "" {
 		u, err := dir.ReadURL()
 		if err != nil {
@@ -76,37 +80,57 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// do sends in (when non-nil) as a JSON body and decodes the answer into out
-// (when non-nil). An error answer becomes an *Error.
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	return c.doWith(ctx, c.http, method, path, in, out)
-}
-
-// doLong is do for a call the hub may hold open for up to wait (a stop or
-// update waiting for an abort confirmation): the client's timeout is
-// extended by wait, so the call is not cut off before the hub answers.
-func (c *Client) doLong(ctx context.Context, wait time.Duration, method, path string, in, out any) error {
-	hc := *c.http
-	if hc.Timeout > 0 {
-		hc.Timeout += wait
+// Call calls operation op (a cks endpoint such as cks.OpStopTask, or an
+// operation of the hub's table) with input in: a pointer to op's input
+// type, or any value that encodes as the same JSON object (a
+// json.RawMessage, a map), sent as the API reads it (path, query, JSON body;
+// cks.Request). The output is decoded into out (nil: discarded). A call that
+// may wait (a stop awaiting an abort confirmation: an input that is a
+// cks.Waiter) gets the client's timeout extended by its wait. An error
+// answer becomes an *Error carrying the hub's message as it is.
+func (c *Client) Call(ctx context.Context, op cks.Operation, in, out any) error {
+	method, path, body, err := cks.Request(op, in)
+	if err != nil {
+		return err
 	}
-	return c.doWith(ctx, &hc, method, path, in, out)
+	typed := in
+	if reflect.TypeOf(in) != reflect.TypeOf(op.NewInput()) {
+		// Only for the wait: the hub decodes and checks the input.
+		typed = op.NewInput()
+		if raw, err := json.Marshal(in); err == nil {
+			json.Unmarshal(raw, typed) //nolint:errcheck // a bad input is the hub's to refuse
+		}
+	}
+	hc := c.http
+	if w, ok := typed.(cks.Waiter); ok && hc.Timeout > 0 {
+		if wait := w.MaxWait(); wait > 0 {
+			long := *c.http
+			long.Timeout += wait
+			hc = &long
+		}
+	}
+	return c.send(ctx, hc, method, path, body, out)
 }
 
-func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+// Do is Call with the types of endpoint e: it returns e's output for input in.
+func Do[In, Out any](ctx context.Context, c *Client, e cks.Endpoint[In, Out], in In) (Out, error) {
+	var out Out
+	err := c.Call(ctx, e, &in, &out)
+	return out, err
+}
+
+// send sends body (when non-nil) as JSON and decodes the answer into out
+// (when non-nil). An error answer becomes an *Error.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body []byte, out any) error {
 	var reqBody io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encode request of %s %s: %w", method, path, err)
-		}
-		reqBody = bytes.NewReader(b)
+	if body != nil {
+		reqBody = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, reqBody)
 	if err != nil {
 		return err
 	}
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
@@ -116,24 +140,26 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 		return fmt.Errorf("cannot reach the hub at %s: %w", c.baseURL, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		var e struct {
-			Error Error `json:"error"`
-		}
-		if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
-			return &Error{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(body))}
+		var e cks.ErrorBody
+		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
+			return &Error{Status: resp.StatusCode, Code: cks.CodeHTTP, Message: strings.TrimSpace(string(data))}
 		}
 		e.Error.Status = resp.StatusCode
 		return &e.Error
 	}
-	if out == nil {
+	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = append((*raw)[:0], data...)
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode response of %s %s: %w", method, path, err)
 	}
 	return nil
@@ -141,32 +167,25 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 
 // Health checks that the hub answers /healthz.
 func (c *Client) Health(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+	return c.send(ctx, c.http, http.MethodGet, "/healthz", nil, nil)
 }
 
 // ListProcesses returns every agent process instance with its computed status.
-func (c *Client) ListProcesses(ctx context.Context) ([]liveness.Process, error) {
-	var out struct {
-		Processes []liveness.Process `json:"processes"`
-	}
-	err := c.do(ctx, http.MethodGet, "/v1/processes", nil, &out)
+func (c *Client) ListProcesses(ctx context.Context) ([]cks.Process, error) {
+	out, err := Do(ctx, c, cks.OpListProcesses, struct{}{})
 	return out.Processes, err
 }
 
 // ProcessStatus returns the newest instance of kind; Status is "not_found" when
 // none ever reported.
-func (c *Client) ProcessStatus(ctx context.Context, kind string) (liveness.Process, error) {
-	var p liveness.Process
-	err := c.do(ctx, http.MethodGet, "/v1/processes/"+url.PathEscape(kind), nil, &p)
-	return p, err
+func (c *Client) ProcessStatus(ctx context.Context, kind string) (cks.Process, error) {
+	return Do(ctx, c, cks.OpProcessStatus, cks.ProcessInput{ProcessKind: kind})
 }
 
 // StopProcess asks a standalone agent process to finish its current task and
 // exit (ADR-016): target is a process kind (its newest instance) or an
 // instance id. Found is false, with no error, when no alive instance was
 // there to ask. There is no start.
-func (c *Client) StopProcess(ctx context.Context, target string) (liveness.StopResult, error) {
-	var res liveness.StopResult
-	err := c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(target)+"/stop", nil, &res)
-	return res, err
+func (c *Client) StopProcess(ctx context.Context, target string) (cks.ProcessStopResult, error) {
+	return Do(ctx, c, cks.OpRequestProcessStop, cks.ProcessInput{ProcessKind: target})
 }

@@ -6,37 +6,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
-	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // SubmitResearch submits a question to the research pipeline: a question
 // object awaiting research, created by the caller's principal. r.Corpus,
 // when set, must be an absolute directory path on the pipeline's host.
-func (c *Client) SubmitResearch(ctx context.Context, r api.ResearchRequest) (store.Object, error) {
-	var o store.Object
-	err := c.do(ctx, http.MethodPost, "/v1/objects", r, &o)
-	return o, err
+func (c *Client) SubmitResearch(ctx context.Context, r cks.SubmitResearchInput) (cks.Object, error) {
+	return Do(ctx, c, cks.OpSubmitResearch, r)
 }
 
 // GetObject returns an object with its transition log, its edges and the
 // objects linked to it (claims, critiques, syntheses, rationales).
-func (c *Client) GetObject(ctx context.Context, id int64) (api.ObjectView, error) {
-	var v api.ObjectView
-	err := c.do(ctx, http.MethodGet, "/v1/objects/"+strconv.FormatInt(id, 10), nil, &v)
-	return v, err
+func (c *Client) GetObject(ctx context.Context, id int64) (cks.ObjectView, error) {
+	return Do(ctx, c, cks.OpGetObject, cks.ObjectInput{ObjectID: id})
 }
 
 // ObjectVersions returns the version DAG of object id: every version,
 // ascending, with its parents, and the ids of the heads.
-func (c *Client) ObjectVersions(ctx context.Context, id int64) (api.VersionList, error) {
-	var l api.VersionList
-	err := c.do(ctx, http.MethodGet, "/v1/objects/"+strconv.FormatInt(id, 10)+"/versions", nil, &l)
-	return l, err
+func (c *Client) ObjectVersions(ctx context.Context, id int64) (cks.VersionList, error) {
+	return Do(ctx, c, cks.OpListObjectVersions, cks.ObjectInput{ObjectID: id})
 }
 
 // WriteVersion writes content (a JSON object) as a new version of object id
@@ -44,35 +35,13 @@ func (c *Client) ObjectVersions(ctx context.Context, id int64) (api.VersionList,
 // object then has two heads until the Fork Resolution agent merges them.
 // An unknown base or content that is not a JSON object is a 400 naming
 // base_version or content, an unknown object a 404.
-func (c *Client) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage) (store.Version, error) {
-	var v store.Version
-	err := c.do(ctx, http.MethodPost, "/v1/objects/"+strconv.FormatInt(id, 10)+"/versions",
-		api.WriteVersionRequest{BaseVersion: base, Content: content}, &v)
-	return v, err
+func (c *Client) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage) (cks.Version, error) {
+	return Do(ctx, c, cks.OpWriteObjectVersion, cks.WriteVersionInput{ObjectID: id, BaseVersion: base, Content: content})
 }
 
 // ListObjects returns one page of objects (without log and edges).
-func (c *Client) ListObjects(ctx context.Context, f store.ObjectFilter) (store.ObjectPage, error) {
-	q := url.Values{}
-	for _, s := range f.Statuses {
-		q.Add("status", s)
-	}
-	for _, k := range f.Kinds {
-		q.Add("kind", k)
-	}
-	if f.After > 0 {
-		q.Set("cursor", strconv.FormatInt(f.After, 10))
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	path := "/v1/objects"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var page store.ObjectPage
-	err := c.do(ctx, http.MethodGet, path, nil, &page)
-	return page, err
+func (c *Client) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error) {
+	return Do(ctx, c, cks.OpListObjects, cks.ListObjectsInput{Status: f.Statuses, Kind: f.Kinds, Cursor: f.After, Limit: f.Limit})
 }
 
 // StreamEvents reads the hub's event stream (GET /v1/events, Server-Sent
@@ -80,7 +49,7 @@ func (c *Client) ListObjects(ctx context.Context, f store.ObjectFilter) (store.O
 // (the JSON of an events.Event) until ctx ends (nil) or the stream breaks
 // (an error). ready, when set, is called once the stream is open.
 func (c *Client) StreamEvents(ctx context.Context, ready func(), on func(typ string, data []byte)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/v1/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+cks.StreamEvents.Path, nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +66,7 @@ func (c *Client) StreamEvents(ctx context.Context, ready func(), on func(typ str
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return &Error{Status: resp.StatusCode, Code: "http", Message: "event stream refused: " + resp.Status}
+		return &Error{Status: resp.StatusCode, Code: cks.CodeHTTP, Message: "event stream refused: " + resp.Status}
 	}
 	if ready != nil {
 		ready()

@@ -3,121 +3,85 @@ package client
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
-	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // CreateTask enqueues a task. created is false when its dedupe key matched a
 // live task, which is returned instead.
-func (c *Client) CreateTask(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
-	var out api.CreatedTask
-	err := c.do(ctx, http.MethodPost, "/v1/tasks", n, &out)
+func (c *Client) CreateTask(ctx context.Context, n cks.NewTask) (cks.Task, bool, error) {
+	out, err := Do(ctx, c, cks.OpCreateTask, n)
 	return out.Task, out.Created, err
 }
 
-// ListTasks returns one page of tasks.
-func (c *Client) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
-	q := url.Values{}
-	for _, s := range f.States {
-		q.Add("state", string(s))
-	}
-	for _, t := range f.Types {
-		q.Add("type", t)
-	}
-	if f.After > 0 {
-		q.Set("cursor", strconv.FormatInt(f.After, 10))
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	var page store.TaskPage
-	path := "/v1/tasks"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	err := c.do(ctx, http.MethodGet, path, nil, &page)
-	return page, err
+// ListTasks returns one page of tasks (f's states, types, cursor and limit).
+func (c *Client) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error) {
+	return Do(ctx, c, cks.OpListTasks, cks.ListTasksInputOf(f))
 }
 
 // GetTask returns a task with its events and evidence.
-func (c *Client) GetTask(ctx context.Context, id int64) (store.Task, error) {
-	var t store.Task
-	err := c.do(ctx, http.MethodGet, taskPath(id, ""), nil, &t)
-	return t, err
-}
-
-func taskPath(id int64, action string) string {
-	p := "/v1/tasks/" + strconv.FormatInt(id, 10)
-	if action != "" {
-		p += "/" + action
-	}
-	return p
-}
-
-func (c *Client) taskPost(ctx context.Context, id int64, action string, in any) (store.Task, error) {
-	var t store.Task
-	err := c.do(ctx, http.MethodPost, taskPath(id, action), in, &t)
-	return t, err
+func (c *Client) GetTask(ctx context.Context, id int64) (cks.Task, error) {
+	return Do(ctx, c, cks.OpGetTask, cks.TaskInput{TaskID: id})
 }
 
 // AnswerTask answers a NEEDS_INPUT task's question, returning it to OPEN.
-func (c *Client) AnswerTask(ctx context.Context, id int64, text string) (store.Task, error) {
-	return c.taskPost(ctx, id, "answer", api.AnswerRequest{Text: text})
+func (c *Client) AnswerTask(ctx context.Context, id int64, text string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpAnswerTask, cks.AnswerTaskInput{TaskID: id, Text: text})
 }
 
 // CancelTask cancels a task (terminal).
-func (c *Client) CancelTask(ctx context.Context, id int64, reason string) (store.Task, error) {
-	return c.taskPost(ctx, id, "cancel", api.CancelRequest{Reason: reason})
+func (c *Client) CancelTask(ctx context.Context, id int64, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpCancelTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
 }
 
 // Claim leases up to n OPEN tasks of the given types to worker. Each comes
 // with its lease token, which the hub shows only in this answer.
-func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]store.ClaimedTask, error) {
-	var out api.ClaimedTasks
-	err := c.do(ctx, http.MethodPost, "/v1/tasks/claim",
-		api.ClaimRequest{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()}, &out)
+func (c *Client) Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]cks.ClaimedTask, error) {
+	out, err := c.ClaimWithTokens(ctx, worker, types, n, lease)
 	return out.Tasks, err
 }
 
+// ClaimWithTokens is Claim returning the whole answer: the leased tasks and,
+// per task id, the task-scoped agent credential to work it with.
+func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []string, n int, lease time.Duration) (cks.ClaimedTasks, error) {
+	return Do(ctx, c, cks.OpClaimTasks, cks.ClaimTasksInput{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()})
+}
+
 // MarkRunning moves a claimed task to RUNNING.
-func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (store.Task, error) {
-	return c.taskPost(ctx, id, "running", api.LeaseRequest{LeaseToken: leaseToken})
+func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpMarkRunning, lease(id, leaseToken))
 }
 
 // Touch renews a lease and reports whether it is still held.
 func (c *Client) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	var out api.TouchResult
-	err := c.do(ctx, http.MethodPost, taskPath(id, "touch"), api.LeaseRequest{LeaseToken: leaseToken}, &out)
+	out, err := Do(ctx, c, cks.OpTouchTask, lease(id, leaseToken))
 	return out.Held, err
 }
 
 // AddEvidence records evidence for the current attempt.
-func (c *Client) AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (store.Evidence, error) {
-	var ev store.Evidence
-	err := c.do(ctx, http.MethodPost, taskPath(id, "evidence"),
-		api.EvidenceRequest{LeaseToken: leaseToken, Kind: kind, Body: body}, &ev)
-	return ev, err
+func (c *Client) AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error) {
+	return Do(ctx, c, cks.OpAddEvidence, cks.AddEvidenceInput{LeaseInput: lease(id, leaseToken), Kind: kind, Body: body})
 }
 
 // Complete ends an attempt successfully (or for review).
-func (c *Client) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (store.Task, error) {
-	return c.taskPost(ctx, id, "complete", api.CompleteRequest{LeaseToken: leaseToken, NeedsReview: needsReview, Result: result})
+func (c *Client) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpCompleteTask, cks.CompleteTaskInput{LeaseInput: lease(id, leaseToken), NeedsReview: needsReview, Result: result})
 }
 
 // Fail ends an attempt unsuccessfully.
-func (c *Client) Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (store.Task, error) {
-	return c.taskPost(ctx, id, "fail", api.FailRequest{LeaseToken: leaseToken, Retryable: retryable, Reason: reason})
+func (c *Client) Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpFailTask, cks.FailTaskInput{LeaseInput: lease(id, leaseToken), Retryable: retryable, Reason: reason})
 }
 
 // RequestInput parks a task with a question for a person.
-func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, question string) (store.Task, error) {
-	return c.taskPost(ctx, id, "request-input", api.InputRequest{LeaseToken: leaseToken, Question: question})
+func (c *Client) RequestInput(ctx context.Context, id int64, leaseToken, question string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpRequestInput, cks.QuestionInput{LeaseInput: lease(id, leaseToken), Question: question})
+}
+
+// lease names task id's lease leaseToken.
+func lease(id int64, leaseToken string) cks.LeaseInput {
+	return cks.LeaseInput{TaskID: id, LeaseToken: leaseToken}
 }
 
 // IsLeaseLost reports whether err is the hub's answer to a call with a revoked lease.
@@ -127,7 +91,7 @@ func IsLeaseLost(err error) bool {
 }
 
 // StopRequest is what StopTask sends. The zero value of Deadline is the
-// hub's default (store.DefaultAbortDeadline) and the zero value of NoWait
+// hub's default (cks.DefaultAbortDeadline) and the zero value of NoWait
 // waits for the executor's confirmation, as the API does.
 type StopRequest struct {
 	// Reason is required: why the task is held.
@@ -142,84 +106,58 @@ type StopRequest struct {
 // UpdateRequest is what UpdateTask sends: the patch, and the deadline and
 // wait (as in StopRequest) of a running task's stop → apply → start.
 type UpdateRequest struct {
-	Patch    store.TaskPatch
+	Patch    cks.TaskPatch
 	Deadline time.Duration
 	NoWait   bool
 }
 
-// wire returns the deadline and wait fields of a stop or update body.
-func wire(deadline time.Duration, noWait bool) (string, *bool) {
-	var d string
+// abortWait is the deadline and wait of a stop or update, as sent.
+func abortWait(deadline time.Duration, noWait bool) cks.AbortWait {
+	var w cks.AbortWait
 	if deadline != 0 {
-		d = deadline.String()
+		w.Deadline = deadline.String()
 	}
-	var w *bool
 	if noWait {
-		w = new(bool)
+		w.Wait = new(false)
 	}
-	return d, w
-}
-
-// waitOf is how long the hub may hold a stop or update open.
-func waitOf(deadline time.Duration, noWait bool) time.Duration {
-	switch {
-	case noWait:
-		return 0
-	case deadline <= 0:
-		return store.DefaultAbortDeadline
-	}
-	return deadline
+	return w
 }
 
 // StopTask holds a task in STOPPED (ADR 0020). For a CLAIMED or RUNNING task
 // the result's Abort is the abort request of its executor: confirmed or
 // unconfirmed once waited for, abort_pending with NoWait.
-func (c *Client) StopTask(ctx context.Context, id int64, req StopRequest) (ledger.StopResult, error) {
-	var out ledger.StopResult
-	body := api.StopRequest{Reason: req.Reason}
-	body.Deadline, body.Wait = wire(req.Deadline, req.NoWait)
-	err := c.doLong(ctx, waitOf(req.Deadline, req.NoWait), http.MethodPost, taskPath(id, "stop"), body, &out)
-	return out, err
+func (c *Client) StopTask(ctx context.Context, id int64, req StopRequest) (cks.TaskStopResult, error) {
+	return Do(ctx, c, cks.OpStopTask, cks.StopTaskInput{TaskID: id, Reason: req.Reason, AbortWait: abortWait(req.Deadline, req.NoWait)})
 }
 
 // StartTask releases a STOPPED task to OPEN (or WAITING/BLOCKED when its
 // dependencies say so).
-func (c *Client) StartTask(ctx context.Context, id int64, reason string) (store.Task, error) {
-	return c.taskPost(ctx, id, "start", api.StartRequest{Reason: reason})
+func (c *Client) StartTask(ctx context.Context, id int64, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpStartTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
 }
 
 // UpdateTask applies a patch as one operation; the result says which path
 // was taken (in_place, live or stop_apply_start) and the abort outcome.
-func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (store.UpdateResult, error) {
-	var out store.UpdateResult
-	body := api.UpdateRequest{TaskPatch: req.Patch}
-	body.Deadline, body.Wait = wire(req.Deadline, req.NoWait)
-	err := c.doLong(ctx, waitOf(req.Deadline, req.NoWait), http.MethodPatch, taskPath(id, ""), body, &out)
-	return out, err
+func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (cks.UpdateResult, error) {
+	return Do(ctx, c, cks.OpUpdateTask, cks.UpdateTaskInput{TaskID: id, TaskPatch: req.Patch, AbortWait: abortWait(req.Deadline, req.NoWait)})
 }
 
 // RecordDecision records an executor's decision for the current attempt,
 // with the task revision it was derived from.
-func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error) {
-	var d store.Decision
-	err := c.do(ctx, http.MethodPost, taskPath(id, "decisions"), api.DecisionRequest{LeaseToken: leaseToken, Kind: kind,
-		Text: text, DerivedFromRevision: derivedFromRevision}, &d)
-	return d, err
+func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (cks.Decision, error) {
+	return Do(ctx, c, cks.OpRecordDecision, cks.RecordDecisionInput{LeaseInput: lease(id, leaseToken), Kind: kind,
+		Text: text, DerivedFromRevision: derivedFromRevision})
 }
 
 // ReuseWorkspace records the explicit decision to continue in a workspace
 // left by an earlier attempt of the task.
-func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error) {
-	var d store.Decision
-	err := c.do(ctx, http.MethodPost, taskPath(id, "workspace/reuse"), api.ReuseWorkspaceRequest{LeaseToken: leaseToken,
-		Path: path, DerivedFromRevision: derivedFromRevision}, &d)
-	return d, err
+func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error) {
+	return Do(ctx, c, cks.OpReuseWorkspace, cks.ReuseWorkspaceInput{LeaseInput: lease(id, leaseToken),
+		Path: path, DerivedFromRevision: derivedFromRevision})
 }
 
 // ConfirmAbort confirms, with the revoked lease token, that the aborted
 // attempt's work has stopped. A 404 means no abort names that lease.
-func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error) {
-	var a store.Abort
-	err := c.do(ctx, http.MethodPost, taskPath(id, "abort/confirm"), api.LeaseRequest{LeaseToken: leaseToken}, &a)
-	return a, err
+func (c *Client) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error) {
+	return Do(ctx, c, cks.OpConfirmAbort, lease(id, leaseToken))
 }

@@ -2,27 +2,20 @@ package client
 
 import (
 	"context"
-	"net/http"
-	"net/url"
-	"time"
 
-	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // CreateToken creates a principal with the grants of req and returns it with
 // its token, which the hub shows only this once. It needs admin on /.
-func (c *Client) CreateToken(ctx context.Context, req api.TokenRequest) (api.CreatedToken, error) {
-	var out api.CreatedToken
-	err := c.do(ctx, http.MethodPost, "/v1/tokens", req, &out)
-	return out, err
+func (c *Client) CreateToken(ctx context.Context, req cks.CreateTokenInput) (cks.CreatedToken, error) {
+	return Do(ctx, c, cks.OpCreateToken, req)
 }
 
 // ListTokens returns every principal with its grants (never tokens or hashes).
 // It needs admin on /.
-func (c *Client) ListTokens(ctx context.Context) ([]store.PrincipalGrants, error) {
-	var out api.TokenList
-	err := c.do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
+func (c *Client) ListTokens(ctx context.Context) ([]cks.PrincipalGrants, error) {
+	out, err := Do(ctx, c, cks.OpListTokens, struct{}{})
 	return out.Tokens, err
 }
 
@@ -30,14 +23,6 @@ func (c *Client) ListTokens(ctx context.Context) ([]store.PrincipalGrants, error
 // The last principal holding admin on / cannot be revoked (a conflict error).
 // It needs admin on /.
 func (c *Client) RevokeToken(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(id), nil, nil)
-}
-
-// ClaimWithTokens is Claim returning the whole answer: the leased tasks and,
-// per task id, the task-scoped agent credential to work it with.
-func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []string, n int, lease time.Duration) (api.ClaimedTasks, error) {
-	var out api.ClaimedTasks
-	err := c.do(ctx, http.MethodPost, "/v1/tasks/claim",
-		api.ClaimRequest{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()}, &out)
-	return out, err
+	_, err := Do(ctx, c, cks.OpRevokeToken, cks.TokenInput{ID: id})
+	return err
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,7 +113,7 @@ func (h testHub) call(t testing.TB, method, path, body string, out any) int {
 // through the short timeouts a test gives the hub's HTTP server.
 func (h testHub) claimedTask(t testing.TB) int64 {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), strings.TrimPrefix(h.dir.DatabaseURL(), "sqlite:"))
+	st, err := backend.Open(context.Background(), h.dir.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
 	defer cs.Close()
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stop_task",
-		Arguments: map[string]any{"task_id": id, "reason": "hold", "deadline_seconds": 2}})
+		Arguments: map[string]any{"task_id": id, "reason": "hold", "deadline": "2s"}})
 	if err != nil || res.IsError {
 		t.Fatalf("stop_task waiting 2s over MCP: %v %+v", err, res)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/studio"
 	"github.com/prometheus/client_golang/prometheus"
@@ -185,19 +186,19 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		defer func() { stopPipeline(); <-pipelineDone }()
 	}
 
-	mcpSrv := mcpserver.New(rt.Liveness, cfg.Version)
-	mcpserver.AddTaskTools(mcpSrv, st)
-	mcpserver.AddSweeperTools(mcpSrv, rt.Sweepers)
-	mcpserver.AddObjectTools(mcpSrv, st)
+	// One table of operations serves /v1, /mcp and the studio's reads.
+	mcpSrv := mcpserver.NewServer(cfg.Version, &ops.Services{Liveness: rt.Liveness, Tasks: st, Objects: st,
+		Sweepers: rt.Sweepers, Principals: st, Bus: rt.Bus, Clock: cfg.Clock, Logger: log})
 	a := api.New(api.Config{
-		Liveness:   rt.Liveness,
-		Tasks:      st,
-		Objects:    st,
-		Sweepers:   rt.Sweepers,
-		Auth:       auth.NewAuthenticator(st),
-		Bus:        rt.Bus,
-		MCP:        mcpserver.HTTPHandler(mcpSrv),
-		Studio:     studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st, Clock: cfg.Clock}),
+		Liveness: rt.Liveness,
+		Tasks:    st,
+		Objects:  st,
+		Sweepers: rt.Sweepers,
+		Auth:     auth.NewAuthenticator(st),
+		Bus:      rt.Bus,
+		MCP:      mcpserver.HTTPHandler(mcpSrv),
+		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st,
+			Clock: cfg.Clock, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},

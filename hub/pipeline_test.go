@@ -12,7 +12,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 )
 
 func TestPipelineSettings(t *testing.T) {
@@ -47,7 +47,7 @@ func TestPipelineSettings(t *testing.T) {
 // and publishes its step events on the bus it is given; a missing corpus or
 // a bad model setting is an error naming it.
 func TestNewPipeline(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	st, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

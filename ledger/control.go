@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -27,13 +28,8 @@ type Control struct {
 // NewControl returns a Control over st.
 func NewControl(st ControlStore) *Control { return &Control{st: st} }
 
-// StopResult is the outcome of Control.Stop.
-type StopResult struct {
-	Task store.Task `json:"task"`
-	// Abort is the abort request when the task was CLAIMED or RUNNING; its
-	// Outcome is definite (confirmed or unconfirmed) when the call waited.
-	Abort *store.Abort `json:"abort,omitempty"`
-}
+// StopResult is cks.TaskStopResult, the outcome of Control.Stop.
+type StopResult = cks.TaskStopResult
 
 // Stop holds task id in STOPPED (store.TaskControl.Stop) and, when that
 // revoked a running executor's lease and wait is set, waits up to deadline

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // recorder is a driver whose executors record the exclusion set of every
@@ -56,36 +57,32 @@ func (e recording) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 // passes exactly ledger.DispatchExcluded (ADR 0020: the sets must stay
 // identical); the drivers' conformance suite checks that they apply it.
 func TestDispatchExclusionSet(t *testing.T) {
-	for _, d := range drivers {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			drv, _ := d.newDB(t)(t)
-			rec := &recorder{Driver: drv, excluded: map[string][][]string{}}
-			s := ledger.NewService(rec)
-			ctx := context.Background()
-			for _, types := range [][]string{nil, {"a"}, {"a", "b"}} {
-				if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "a"}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Claim(ctx, "w", types, 1, time.Millisecond); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		rec := &recorder{Driver: open(t), excluded: map[string][][]string{}}
+		s := ledger.NewService(rec)
+		ctx := context.Background()
+		for _, types := range [][]string{nil, {"a"}, {"a", "b"}} {
+			if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "a"}); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{string(ledger.NeedsInput), string(ledger.Stopped)}
-			for _, what := range []string{"claimable", "lease expired"} {
-				calls := rec.excluded[what]
-				if len(calls) == 0 {
-					t.Errorf("no %s read recorded", what)
-				}
-				for _, got := range calls {
-					if !slices.Equal(got, want) {
-						t.Errorf("%s read excludes %v, want ledger.DispatchExcluded %v", what, got, want)
-					}
+			if _, err := s.Claim(ctx, "w", types, 1, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{string(ledger.NeedsInput), string(ledger.Stopped)}
+		for _, what := range []string{"claimable", "lease expired"} {
+			calls := rec.excluded[what]
+			if len(calls) == 0 {
+				t.Errorf("no %s read recorded", what)
+			}
+			for _, got := range calls {
+				if !slices.Equal(got, want) {
+					t.Errorf("%s read excludes %v, want ledger.DispatchExcluded %v", what, got, want)
 				}
 			}
-		})
-	}
+		}
+	})
 }

@@ -19,38 +19,27 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
-// State is a task state; it is the type of store.Task.State.
-type State = store.TaskState
+// State is a task state; it is cks.TaskState, the type of cks.Task.State.
+type State = cks.TaskState
 
-// The twelve task states of ADR 0020.
+// The twelve task states of ADR 0020 (package cks names them).
 const (
-	// Open tasks are claimable (unless run_after is in the future).
-	Open State = "OPEN"
-	// Waiting tasks have a dependency that is not COMPLETED yet.
-	Waiting State = "WAITING"
-	// Blocked tasks have a dependency that FAILED or was CANCELLED.
-	Blocked State = "BLOCKED"
-	// Claimed tasks are leased by a worker that has not started yet.
-	Claimed State = "CLAIMED"
-	// Running tasks are being executed under a lease.
-	Running State = "RUNNING"
-	// NeedsReview tasks finished an attempt and wait for a reviewer.
-	NeedsReview State = "NEEDS_REVIEW"
-	// NeedsInput tasks are parked until a person answers their question.
-	NeedsInput State = "NEEDS_INPUT"
-	// Reviewing tasks are held by a reviewer.
-	Reviewing State = "REVIEWING"
-	// Completed is terminal success.
-	Completed State = "COMPLETED"
-	// Failed is terminal failure (including the dead letter "max attempts").
-	Failed State = "FAILED"
-	// Cancelled is terminal abandonment.
-	Cancelled State = "CANCELLED"
-	// Stopped tasks are held by an operator (live work, not terminal).
-	Stopped State = "STOPPED"
+	Open        = cks.TaskOpen
+	Waiting     = cks.TaskWaiting
+	Blocked     = cks.TaskBlocked
+	Claimed     = cks.TaskClaimed
+	Running     = cks.TaskRunning
+	NeedsReview = cks.TaskNeedsReview
+	NeedsInput  = cks.TaskNeedsInput
+	Reviewing   = cks.TaskReviewing
+	Completed   = cks.TaskCompleted
+	Failed      = cks.TaskFailed
+	Cancelled   = cks.TaskCancelled
+	Stopped     = cks.TaskStopped
 )
 
 // All lists the twelve states in lifecycle order.

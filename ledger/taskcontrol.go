@@ -28,11 +28,8 @@ func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 
 // Stop implements store.TaskControl.
 func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateStopReason(reason)); err != nil {
 		return store.Task{}, nil, err
-	}
-	if strings.TrimSpace(reason) == "" {
-		return store.Task{}, nil, &store.FieldError{Field: "reason", Expected: "a non-empty reason for stopping the task"}
 	}
 	deadline, err := store.ValidateDeadline(deadline)
 	if err != nil {

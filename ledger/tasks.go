@@ -573,11 +573,8 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 
 // RequestInput implements store.Tasks.
 func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
-	if err := store.ValidateText("question", question); err != nil {
+	if err := store.ValidateQuestion(question); err != nil {
 		return store.Task{}, err
-	}
-	if question == "" {
-		return store.Task{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
 	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: NeedsInput, actor: cur.ClaimedBy, reason: question,
@@ -591,11 +588,8 @@ func (s *Service) RequestInput(ctx context.Context, id int64, token, question st
 
 // Answer implements store.Tasks.
 func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("text", text)); err != nil {
+	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateAnswer(text)); err != nil {
 		return store.Task{}, err
-	}
-	if text == "" {
-		return store.Task{}, &store.FieldError{Field: "text", Expected: "a non-empty answer"}
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		if State(cur.State) != NeedsInput {

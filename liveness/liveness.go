@@ -12,21 +12,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 )
 
-// Status is the computed state of a process instance.
-type Status string
+// Status is cks.ProcessStatus, the computed state of a process instance.
+type Status = cks.ProcessStatus
 
-// The statuses a process read can have.
+// The statuses a process read can have (package cks).
 const (
-	// Alive: the instance heartbeated within 3 × its liveness interval.
-	Alive Status = "alive"
-	// Stopped: the instance's last heartbeat is older than that.
-	Stopped Status = "stopped"
-	// NotFound: no instance of the kind has ever reported (a normal answer).
-	NotFound Status = "not_found"
+	Alive    = cks.ProcessAlive
+	Stopped  = cks.ProcessStopped
+	NotFound = cks.ProcessNotFound
 )
 
 // TTLFactor is how many liveness intervals may pass without a heartbeat before
@@ -49,13 +47,8 @@ func (e *UnknownKindError) Error() string {
 // Unwrap makes errors.Is(err, store.ErrInvalid) hold.
 func (e *UnknownKindError) Unwrap() error { return store.ErrInvalid }
 
-// Process is one liveness row with its computed status.
-type Process struct {
-	store.AgentLiveness
-	Status Status `json:"status"`
-	// HeartbeatAgeS is the number of seconds since the last heartbeat at read time.
-	HeartbeatAgeS float64 `json:"heartbeat_age_s,omitempty"`
-}
+// Process is cks.Process: one liveness row with its computed status.
+type Process = cks.Process
 
 // StatusAt applies the TTL rule: alive iff now - last_heartbeat_at <= 3 × interval.
 func StatusAt(r store.AgentLiveness, now time.Time) Status {
@@ -118,15 +111,9 @@ func (s *Service) ProcessStatus(ctx context.Context, kind string) (Process, erro
 	return s.annotate(r, s.clock.Now()), nil
 }
 
-// StopResult is the answer to a stop request for a process (ADR-016).
-type StopResult struct {
-	// Found is false when there was no alive instance to ask: the kind
-	// never ran or its newest instance is stopped, or the instance is gone.
-	// That is an answer, not an error.
-	Found       bool   `json:"found"`
-	InstanceID  string `json:"instance_id,omitempty"`
-	ProcessKind string `json:"process_kind,omitempty"`
-}
+// StopResult is cks.ProcessStopResult, the answer to a stop request for a
+// process (ADR-016).
+type StopResult = cks.ProcessStopResult
 
 // ResolveProcess names the instance a stop request for target would go to:
 // target is a process kind (its newest instance, as ProcessStatus reads it)
@@ -194,13 +181,13 @@ func fingerprint(ps []Process) string {
 	return b.String()
 }
 
-// Watch reads the processes every interval until ctx ends and calls changed
-// after the first read and whenever a row or a computed status differs from
-// the previous read. Status
+// Watch reads the processes every interval of the service's clock until ctx
+// ends and calls changed after the first read and whenever a row or a
+// computed status differs from the previous read. Status
 // flips caused only by time passing are caught too, which a row-change trigger
 // would miss. Read errors are passed to onErr (may be nil) and retried.
 func (s *Service) Watch(ctx context.Context, every time.Duration, changed func(), onErr func(error)) {
-	t := time.NewTicker(every)
+	t := s.clock.NewTicker(every)
 	defer t.Stop()
 	last, first := "", true
 	for {
@@ -217,7 +204,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, changed func()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

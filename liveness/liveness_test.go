@@ -10,14 +10,14 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 func newService(t testing.TB) (*liveness.Service, store.Store, *clock.Fake) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +159,7 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	}
 	wait("start") // the first read always signals
 	storetest.MustUpsert(t, s, storetest.Liveness("i", "critic", 0))
+	c.Advance(time.Millisecond) // the next read, on the service's clock
 	wait("upsert")
 	drain()
 	c.Advance(91 * time.Second) // no row change, but alive -> stopped
@@ -168,6 +169,7 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	if found, err := s.RequestAgentStop(context.Background(), "i"); err != nil || !found {
 		t.Fatalf("RequestAgentStop = %v, %v", found, err)
 	}
+	c.Advance(time.Millisecond)
 	wait("stop request")
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -43,7 +44,8 @@ type ReporterConfig struct {
 	// the tick's read-back as the only way a stop request arrives (the
 	// ADR-016 baseline; for measurements).
 	NoFastPath bool
-	// Clock tells the heartbeat times; the system clock when nil.
+	// Clock tells the heartbeat times and times the interval; the system
+	// clock when nil.
 	Clock clock.Clock
 	// Logger receives failed ticks (the process keeps running); nil
 	// discards them.
@@ -54,7 +56,8 @@ type ReporterConfig struct {
 // the stop request of ADR-016): it writes its row at Start and every
 // interval, reads the row back on each tick and, beyond the seed, whenever
 // store.TopicAgentStop is published, and calls OnStopRequested when asked
-// to stop. Stop writes a final heartbeat backdated to the epoch.
+// to stop. Stop writes a final heartbeat backdated to the epoch. Its loop
+// runs on a lifecycle.Base.
 type Reporter struct {
 	st  ReporterStore
 	cfg ReporterConfig
@@ -64,9 +67,8 @@ type Reporter struct {
 	row  store.AgentLiveness
 	once sync.Once // OnStopRequested
 
-	poke   chan struct{} // the current task changed: write soon
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	poke chan struct{} // the current task changed: write soon
+	base *lifecycle.Base
 }
 
 // NewReporter returns a Reporter for a new process instance of cfg.Kind with
@@ -86,9 +88,14 @@ func NewReporter(st ReporterStore, cfg ReporterConfig) *Reporter {
 	if err != nil || host == "" {
 		host = "unknown"
 	}
-	return &Reporter{st: st, cfg: cfg, log: log, poke: make(chan struct{}, 1),
+	r := &Reporter{st: st, cfg: cfg, log: log, poke: make(chan struct{}, 1),
 		row: store.AgentLiveness{InstanceID: NewInstanceID(), ProcessKind: cfg.Kind, Hostname: host,
 			PID: os.Getpid(), LivenessIntervalS: cfg.Interval.Seconds()}}
+	r.base = lifecycle.New(lifecycle.Config{Init: r.first, Run: r.run, OnPanic: func(v any, stack []byte) {
+		log.Error("liveness reporter panicked; no more heartbeats", "instance_id", r.row.InstanceID,
+			"panic", v, "stack", string(stack))
+	}})
+	return r
 }
 
 // NewInstanceID returns a random UUID (version 4), the id of one process
@@ -114,8 +121,12 @@ func (r *Reporter) Row() store.AgentLiveness {
 // Start writes the first heartbeat (started_at = last_heartbeat_at = now)
 // and starts the tick and, unless NoFastPath, the watch for stop requests.
 // A failure of the first write is returned and nothing is started: a
-// process that cannot reach its store at start should say so and exit.
-func (r *Reporter) Start(ctx context.Context) error {
+// process that cannot reach its store at start should say so and exit. A
+// Start of a running reporter does nothing.
+func (r *Reporter) Start(ctx context.Context) error { return r.base.Start(ctx) }
+
+// first writes the first heartbeat (the Base's Init).
+func (r *Reporter) first(ctx context.Context) error {
 	now := store.Time(r.cfg.Clock.Now())
 	r.mu.Lock()
 	r.row.StartedAt, r.row.LastHeartbeatAt = now, now
@@ -124,38 +135,41 @@ func (r *Reporter) Start(ctx context.Context) error {
 	if err := r.st.UpsertAgentLiveness(ctx, row); err != nil {
 		return fmt.Errorf("liveness: first heartbeat of %s %s: %w", r.cfg.Kind, row.InstanceID, err)
 	}
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		r.tickLoop(bg)
-	}()
-	if !r.cfg.NoFastPath {
-		r.done.Add(1)
-		go func() {
-			defer r.done.Done()
-			err := r.st.WatchChanges(bg, []string{store.TopicAgentStop}, func(string) { r.checkStop(bg) })
-			if err != nil {
-				r.log.Warn("stop-request watch ended", "instance_id", row.InstanceID, "err", err)
-			}
-		}()
-	}
 	return nil
 }
 
-// tickLoop writes the heartbeat every interval (sooner when the current task
-// changed) and reads the row back for a stop request.
+// run is the loop: the watch for stop requests on a goroutine of its own
+// (unless NoFastPath), which it waits for before returning, and the tick.
+func (r *Reporter) run(ctx context.Context) {
+	if !r.cfg.NoFastPath {
+		var watch sync.WaitGroup
+		defer watch.Wait()
+		watch.Go(func() {
+			err := r.st.WatchChanges(ctx, []string{store.TopicAgentStop}, func(string) { r.checkStop(ctx) })
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("stop-request watch ended", "instance_id", r.row.InstanceID, "err", err)
+			}
+		})
+	}
+	r.tickLoop(ctx)
+}
+
+// tickLoop writes the heartbeat every interval of the clock (and at once
+// when the current task changed, which does not move the next tick) and
+// reads the row back on each tick for a stop request. The timer is re-armed
+// only after a tick's write and read are done, so a test that moved a fake
+// clock knows the tick is done once the reporter waits on the clock again.
 func (r *Reporter) tickLoop(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Interval)
+	t := r.cfg.Clock.NewTimer(r.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			r.tick(ctx)
 			r.checkStop(ctx)
+			t.Reset(r.cfg.Interval)
 		case <-r.poke:
 			r.tick(ctx)
 		}
@@ -236,14 +250,15 @@ func (r *Reporter) nudge() {
 	}
 }
 
-// Stop ends the tick and the watch and writes the final heartbeat,
-// backdated to the epoch with no current task, so the process reads stopped
-// at once. ctx bounds that write.
+// Stop ends the tick and the watch, waits for them, and writes the final
+// heartbeat, backdated to the epoch with no current task, so the process
+// reads stopped at once. ctx bounds the wait and that write; a Stop of a
+// reporter never started writes only the final heartbeat.
 func (r *Reporter) Stop(ctx context.Context) error {
-	if r.cancel != nil {
-		r.cancel()
-		r.done.Wait()
-		r.cancel = nil
+	if err := r.base.Stop(ctx); err != nil {
+		// A tick may still be writing: a final heartbeat now could be
+		// overtaken by it.
+		return fmt.Errorf("liveness: stop the reporter of %s: %w", r.row.InstanceID, err)
 	}
 	return r.write(ctx, true)
 }

@@ -28,6 +28,36 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+func waitCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// tick waits until the reporter waits on c for its next tick, then moves c
+// by d. Once the tick it fires has written and read back the row, the
+// reporter waits on c again (WaitArmed(1) returns).
+func tick(t testing.TB, c *clock.Fake, d time.Duration) {
+	t.Helper()
+	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		t.Fatalf("the reporter never waited on its clock: %v", err)
+	}
+	c.Advance(d)
+}
+
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
 func row(t testing.TB, st store.Store, id string) store.AgentLiveness {
 	t.Helper()
 	r, err := st.GetAgentLiveness(context.Background(), id)
@@ -66,8 +96,16 @@ func TestReporterLifecycle(t *testing.T) {
 			got := row(t, st, r.InstanceID())
 			return got.CurrentTaskID != nil && *got.CurrentTaskID == 42 && got.CurrentTaskType == "critique"
 		})
-		c.Advance(time.Minute)
-		waitUntil(t, "a tick", func() bool { return row(t, st, r.InstanceID()).LastHeartbeatAt.Equal(storetest.T0.Add(time.Minute)) })
+		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
+			t.Fatalf("heartbeat %v before the clock moved", got.LastHeartbeatAt)
+		}
+		tick(t, c, time.Minute)                            // the interval (20ms) is on c: the tick comes when c passes it
+		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
+			t.Fatal(err)
+		}
+		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(time.Minute)) {
+			t.Fatalf("heartbeat %v after the tick, want T0+1m", got.LastHeartbeatAt)
+		}
 		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != liveness.Alive {
 			t.Fatalf("status %s while running", p.Status)
 		}
@@ -96,14 +134,15 @@ func TestReporterStopRequest(t *testing.T) {
 			noFast   bool
 		}{
 			{"fast path", time.Hour, false},
-			{"tick only", 20 * time.Millisecond, true},
+			{"tick only", 20 * time.Millisecond, true}, // on the fake clock: ticks when the test moves it
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				st, op := open(t), open(t)
 				stopped := make(chan struct{})
 				var calls atomic.Int32
+				c := clock.NewFake(storetest.T0)
 				r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "pipeline", Interval: tc.interval,
-					NoFastPath: tc.noFast, OnStopRequested: func() {
+					Clock: c, NoFastPath: tc.noFast, OnStopRequested: func() {
 						if calls.Add(1) == 1 {
 							close(stopped)
 						}
@@ -116,6 +155,9 @@ func TestReporterStopRequest(t *testing.T) {
 				if found, err := op.RequestAgentStop(context.Background(), r.InstanceID()); !found || err != nil {
 					t.Fatalf("RequestAgentStop = %v, %v", found, err)
 				}
+				if tc.noFast {
+					tick(t, c, tc.interval) // the tick reads the row back
+				}
 				select {
 				case <-stopped:
 					t.Logf("%s, %s: stop request seen after %s", op.Backend(), tc.name, time.Since(begin))
@@ -124,6 +166,10 @@ func TestReporterStopRequest(t *testing.T) {
 				}
 				// Later wakes and ticks do not call it again.
 				op.RequestAgentStop(context.Background(), r.InstanceID())
+				tick(t, c, tc.interval)
+				if err := c.WaitArmed(waitCtx(t), 1); err != nil { // that tick is done
+					t.Fatal(err)
+				}
 				if err := r.Stop(context.Background()); err != nil {
 					t.Fatal(err)
 				}
@@ -136,14 +182,16 @@ func TestReporterStopRequest(t *testing.T) {
 }
 
 // flaky fails every liveness write while down is set: the store is
-// unreachable for a while.
+// unreachable for a while. Each failed write is reported on failed.
 type flaky struct {
 	store.Store
-	down atomic.Bool
+	down   atomic.Bool
+	failed chan struct{}
 }
 
 func (f *flaky) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
 	if f.down.Load() {
+		f.failed <- struct{}{}
 		return errors.New("connection refused")
 	}
 	return f.Store.UpsertAgentLiveness(ctx, r)
@@ -153,7 +201,7 @@ func (f *flaky) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) 
 // reporter neither stops the process nor gives up.
 func TestReporterSurvivesStoreOutage(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		st := &flaky{Store: open(t)}
+		st := &flaky{Store: open(t), failed: make(chan struct{}, 4)}
 		c := clock.NewFake(storetest.T0)
 		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 10 * time.Millisecond, Clock: c,
 			OnStopRequested: func() { t.Error("an outage asked the process to stop") }})
@@ -162,13 +210,22 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 		}
 		defer r.Stop(context.Background())
 		st.down.Store(true)
-		c.Advance(time.Minute)
+		tick(t, c, time.Minute)
+		recv(t, st.failed, "the failed tick")
 		r.SetCurrentTask(1, "x") // forces a write attempt now
+		recv(t, st.failed, "the failed write of the current task")
 		st.down.Store(false)
-		c.Advance(time.Minute)
-		waitUntil(t, "heartbeats to resume", func() bool {
-			return row(t, st.Store, r.InstanceID()).LastHeartbeatAt.Equal(storetest.T0.Add(2 * time.Minute))
-		})
+		if got := row(t, st.Store, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
+			t.Fatalf("heartbeat %v during the outage", got.LastHeartbeatAt)
+		}
+		tick(t, c, time.Minute)
+		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
+			t.Fatal(err)
+		}
+		if got := row(t, st.Store, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(2*time.Minute)) ||
+			got.CurrentTaskID == nil || *got.CurrentTaskID != 1 {
+			t.Fatalf("after the outage: %+v; want the heartbeat at T0+2m with task 1", got)
+		}
 	})
 }
 

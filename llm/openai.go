@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/cks-dev/cks/clock"
 )
 
 // Defaults of OpenAIConfig.
@@ -101,7 +103,7 @@ func NewOpenAI(cfg OpenAIConfig) (Model, error) {
 		cfg.HTTPClient = &http.Client{}
 	}
 	cfg.BaseURL = strings.TrimRight(base, "/")
-	return &openAI{cfg: cfg, backoff: jitteredBackoff, sleep: sleepCtx}, nil
+	return &openAI{cfg: cfg, backoff: jitteredBackoff, sleep: systemSleep}, nil
 }
 
 func checkBaseURL(base string) error {
@@ -131,15 +133,9 @@ func jitteredBackoff(n int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+// systemSleep is the retry wait: clock.Sleep on the system clock.
+func systemSleep(ctx context.Context, d time.Duration) error {
+	return clock.Sleep(ctx, clock.System{}, d, nil)
 }
 
 type chatMessage struct {

@@ -110,7 +110,7 @@ func newTestModel(t *testing.T, s *chatServer, cfg OpenAIConfig) (*openAI, *[]ti
 		mu.Lock()
 		*waits = append(*waits, d)
 		mu.Unlock()
-		return sleepCtx(ctx, time.Millisecond)
+		return systemSleep(ctx, time.Millisecond)
 	}
 	return o, waits
 }

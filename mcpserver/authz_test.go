@@ -90,10 +90,10 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolSubmitResearch:     {"question": "Why is the sky blue?"},
 		mcpserver.ToolGetObject:          {"object_id": id},
 	}
-	if len(args) != len(mcpserver.Access) {
-		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access))
+	if len(args) != len(mcpserver.Access()) {
+		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access()))
 	}
-	for tool, acc := range mcpserver.Access {
+	for tool, acc := range mcpserver.Access() {
 		res := acc.Resource
 		for k, v := range args[tool] {
 			res = strings.ReplaceAll(res, "{"+k+"}", strings.TrimSpace(strings.Trim(jsonString(v), `"`)))

@@ -1,214 +1,144 @@
 // Package mcpserver exposes cks over the Model Context Protocol (official Go
-// SDK). It serves the process-liveness tools of ADR-014 §4, list_processes and
-// process_status, and the graceful process stop of ADR-016,
-// request_process_stop, over stdio (the `cks mcp` command) and over the
-// streamable HTTP transport (mounted by the hub at /mcp behind its bearer auth).
+// SDK), over stdio (the `cks mcp` command) and over the streamable HTTP
+// transport (mounted by the hub at /mcp behind its bearer auth).
 //
-// The tools read through liveness.Service, so their status rule and row shape
-// are the same ones the HTTP API, the studio and the metrics use.
+// Its tools are the MCP operations of the table (package ops), registered by
+// one adapter: a tool's name, description, input and output schemas and
+// annotations are the operation's, its arguments are decoded by the same
+// decoder as an HTTP body (unknown fields refused, a wrong type named), the
+// caller is authorized through auth.Require on the operation's resource, and
+// a failure is a tool error whose text is the message the HTTP API answers
+// for the same input. The process tools keep the names of the seeds
+// (ADR-014 §4, ADR-016): list_processes, process_status,
+// request_process_stop; the sweeper tools those of ADR-015: list_agents,
+// agent_status, start_agent, stop_agent.
 package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/sweeper"
 )
 
-// Tool names, exactly as the seed (ADR-014 §4) spells them.
+// Tool names: the names of the table's MCP operations.
 const (
-	// ToolListProcesses lists every liveness row with its computed status.
-	ToolListProcesses = "list_processes"
-	// ToolProcessStatus reports the newest-started instance of one process kind.
-	ToolProcessStatus = "process_status"
-	// ToolRequestProcessStop asks the current alive instance of a kind to
-	// finish its current task and exit (ADR-016, cks-mcp ADR-010).
+	ToolListProcesses      = "list_processes"
+	ToolProcessStatus      = "process_status"
 	ToolRequestProcessStop = "request_process_stop"
+	ToolListTasks          = "list_tasks"
+	ToolGetTask            = "get_task"
+	ToolCreateTask         = "create_task"
+	ToolAnswerTask         = "answer_task"
+	ToolCancelTask         = "cancel_task"
+	ToolStopTask           = "stop_task"
+	ToolStartTask          = "start_task"
+	ToolUpdateTask         = "update_task"
+	ToolListAgents         = "list_agents"
+	ToolAgentStatus        = "agent_status"
+	ToolStartAgent         = "start_agent"
+	ToolStopAgent          = "stop_agent"
+	ToolSubmitResearch     = "submit_research"
+	ToolGetObject          = "get_object"
 )
 
-// ProcessList is the structured result of list_processes. The SDK requires
-// structured tool output to be a JSON object, so the rows are wrapped.
-type ProcessList struct {
-	Processes []liveness.Process `json:"processes"`
-}
-
-// processStatusInput is the argument object of process_status and
-// request_process_stop.
-type processStatusInput struct {
-	ProcessKind string `json:"process_kind" jsonschema:"the kind of standalone agent process to report on, for example critic or pipeline; the tool description lists the known kinds"`
-}
-
-// ttlRule is the liveness rule as the tool descriptions state it.
-var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_heartbeat_at <= %d × liveness_interval_s, otherwise "stopped"`, liveness.TTLFactor)
-
-// New returns an MCP server named "cks" at version that serves the
-// list_processes, process_status and request_process_stop tools from svc.
-func New(svc *liveness.Service, version string) *mcp.Server {
+// NewServer returns an MCP server named "cks" at version serving every MCP
+// operation the services svc offer.
+func NewServer(version string, svc *ops.Services) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "cks", Title: "cks", Version: version}, &mcp.ServerOptions{
 		// No logging capability: the server sends no log messages. The tools
-		// capability is inferred from the tools added below.
+		// capability is inferred from the tools added.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
-	kinds := strings.Join(liveness.KnownKinds(), ", ")
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
-
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:  ToolListProcesses,
-		Title: "List agent processes",
-		Description: "List every standalone cks agent process instance that has ever reported a liveness heartbeat " +
-			"(one row per OS process instance; a restarted process gets a new row and old rows stay as history), " +
-			"newest-started first, under \"processes\". " + ttlRule + ". " +
-			"Each row has instance_id, process_kind (" + kinds + "), hostname, pid, liveness_interval_s, started_at, " +
-			"last_heartbeat_at, heartbeat_age_s and the best-effort current_task_id/current_task_type. " +
-			"Use process_status for the current state of one kind. These are OS processes, not the in-process " +
-			"sweepers that list_agents reports.",
-		Annotations:  readOnly,
-		OutputSchema: listSchema(),
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, ProcessList, error) {
-		if err := auth.Require(ctx, auth.PermRead, auth.ResourceProcesses); err != nil {
-			return nil, ProcessList{}, err
-		}
-		ps, err := svc.ListProcesses(ctx)
-		if err != nil {
-			return nil, ProcessList{}, fmt.Errorf("list processes: %w", err)
-		}
-		return nil, ProcessList{Processes: ps}, nil
-	})
-
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:  ToolProcessStatus,
-		Title: "Process status",
-		Description: "Report whether a kind of standalone cks agent process is running: the most recently started " +
-			"instance of process_kind, in the same row shape as list_processes. " + ttlRule +
-			"; \"not_found\" (a normal answer, not an error) means no instance of that kind has ever reported. " +
-			"Known kinds: " + kinds + ". Any other kind is a tool error.",
-		Annotations:  readOnly,
-		OutputSchema: processSchema(liveness.Alive, liveness.Stopped, liveness.NotFound),
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in processStatusInput) (*mcp.CallToolResult, liveness.Process, error) {
-		if err := requireOn(ctx, auth.PermRead, auth.ResourceProcesses, in.ProcessKind); err != nil {
-			return nil, liveness.Process{}, err
-		}
-		p, err := svc.ProcessStatus(ctx, in.ProcessKind)
-		if err != nil {
-			// The SDK turns a returned error into an IsError result whose text
-			// is err.Error(); an UnknownKindError already names the known kinds.
-			if _, unknown := errors.AsType[*liveness.UnknownKindError](err); unknown {
-				return nil, liveness.Process{}, err
-			}
-			return nil, liveness.Process{}, fmt.Errorf("process status of %q: %w", in.ProcessKind, err)
-		}
-		return nil, p, nil
-	})
-
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:  ToolRequestProcessStop,
-		Title: "Request process stop",
-		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +
-			"(the most recently started one, as process_status reports it) is asked to finish its current task, if any, " +
-			"claim nothing more, and exit. The request is recorded on the instance's liveness row (desired_state " +
-			"\"stop_requested\") and the process sees it within one liveness interval, usually much sooner; the tool " +
-			"returns at once and does not wait for the exit. Once the process exits it reads \"stopped\" in " +
-			"list_processes and process_status. Returns {\"found\": true, \"instance_id\", \"process_kind\"} for the " +
-			"instance asked, or {\"found\": false} (a normal answer, not an error) when the kind has no alive instance: " +
-			"never started, or its newest instance already stopped. There is no start: cks cannot launch an agent " +
-			"process; restarting one is up to whatever launched it (systemd, a container orchestrator, a shell). " +
-			"There is no pause or resume either; a stop is the graceful drain. Known kinds: " + kinds +
-			". Any other kind is a tool error.",
-		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
-		OutputSchema: stopSchema(),
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in processStatusInput) (*mcp.CallToolResult, liveness.StopResult, error) {
-		if err := requireOn(ctx, auth.PermControl, auth.ResourceProcesses, in.ProcessKind); err != nil {
-			return nil, liveness.StopResult{}, err
-		}
-		// Only kinds: the permission is checked on /processes/{process_kind}.
-		if !slices.Contains(liveness.KnownKinds(), in.ProcessKind) {
-			return nil, liveness.StopResult{}, &liveness.UnknownKindError{Kind: in.ProcessKind}
-		}
-		res, err := svc.RequestStop(ctx, in.ProcessKind)
-		if err != nil {
-			return nil, liveness.StopResult{}, fmt.Errorf("request stop of %q: %w", in.ProcessKind, err)
-		}
-		return nil, res, nil
-	})
+	Register(srv, svc)
 	return srv
 }
 
-// stopSchema returns the output schema of request_process_stop.
-func stopSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[liveness.StopResult](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: stop result schema: %v", err))
-	}
-	for name, doc := range map[string]string{
-		"found":        "true when an alive instance was asked to stop; false (not an error) when the kind has no alive instance",
-		"instance_id":  "the instance asked to stop (with found false: the kind's newest, already stopped, instance; absent when none ever reported)",
-		"process_kind": "the kind of that instance",
-	} {
-		p, ok := s.Properties[name]
-		if !ok {
-			panic(fmt.Sprintf("mcpserver: liveness.StopResult has no JSON field %q", name))
-		}
-		p.Description = doc
-	}
-	return s
+// New returns an MCP server serving the process tools from svc.
+func New(svc *liveness.Service, version string) *mcp.Server {
+	return NewServer(version, &ops.Services{Liveness: svc})
 }
 
-// processFieldDocs describes each property of a liveness.Process for clients.
-var processFieldDocs = map[string]string{
-	"instance_id":         "unique id of the process instance, generated once at process start",
-	"process_kind":        "which standalone agent this is",
-	"hostname":            "host the process runs on",
-	"pid":                 "operating-system process id on that host",
-	"liveness_interval_s": "seconds between this instance's heartbeats",
-	"started_at":          "RFC 3339 time the instance started",
-	"last_heartbeat_at":   "RFC 3339 time of the instance's latest heartbeat",
-	"current_task_id":     "outbox task the process holds, null when idle (best effort)",
-	"current_task_type":   "type of that task, absent when idle (best effort)",
-	"status":              ttlRule,
-	"heartbeat_age_s":     "seconds between last_heartbeat_at and the time of this read",
+// AddTaskTools registers the task tools over tasks on srv.
+func AddTaskTools(srv *mcp.Server, tasks ops.TaskStore) { Register(srv, &ops.Services{Tasks: tasks}) }
+
+// AddSweeperTools registers the sweeper tools over ctl on srv.
+func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
+	Register(srv, &ops.Services{Sweepers: ctl})
 }
 
-// processSchema returns the output schema of one process row, derived from
-// liveness.Process, with descriptions and status limited to statuses.
-func processSchema(statuses ...liveness.Status) *jsonschema.Schema {
-	s, err := jsonschema.For[liveness.Process](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: process schema: %v", err))
+// AddObjectTools registers the knowledge-store tools over k on srv.
+func AddObjectTools(srv *mcp.Server, k ops.ObjectStore) { Register(srv, &ops.Services{Objects: k}) }
+
+// Register adds to srv a tool for every MCP operation svc offers.
+func Register(srv *mcp.Server, svc *ops.Services) {
+	for _, op := range ops.Available(ops.All(), ops.MCP, svc) {
+		sp := op.Spec()
+		srv.AddTool(&mcp.Tool{
+			Name:         sp.Name,
+			Title:        sp.Title,
+			Description:  sp.Description,
+			InputSchema:  op.InputSchema(),
+			OutputSchema: op.OutputSchema(),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: sp.Hints.ReadOnly, IdempotentHint: sp.Hints.Idempotent,
+				DestructiveHint: sp.Hints.Destructive, OpenWorldHint: sp.Hints.OpenWorld},
+		}, handler(op, svc))
 	}
-	for name, doc := range processFieldDocs {
-		p, ok := s.Properties[name]
-		if !ok {
-			panic(fmt.Sprintf("mcpserver: liveness.Process has no JSON field %q", name))
-		}
-		p.Description = doc
-	}
-	status := s.Properties["status"]
-	for _, st := range statuses {
-		status.Enum = append(status.Enum, string(st))
-		if st == liveness.NotFound {
-			status.Description += `; "not_found" when no instance of the kind has ever reported`
-		}
-	}
-	return s
 }
 
-// listSchema returns the output schema of list_processes.
-func listSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[ProcessList](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: process list schema: %v", err))
+// handler is the MCP adapter of an operation.
+func handler(op ops.Operation, svc *ops.Services) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in := op.NewInput()
+		if err := ops.Decode(req.Params.Arguments, in); err != nil {
+			return toolError(ctx, svc, op, err), nil
+		}
+		out, err := op.Invoke(ctx, svc, in)
+		if err != nil {
+			return toolError(ctx, svc, op, err), nil
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	}
-	s.Properties["processes"].Description = "every instance that ever reported, newest-started first"
-	s.Properties["processes"].Items = processSchema(liveness.Alive, liveness.Stopped)
-	return s
+}
+
+// toolError is err as a tool error (IsError, not a JSON-RPC error): its text
+// is the message the HTTP API answers (ops.FailureOf).
+func toolError(ctx context.Context, svc *ops.Services, op ops.Operation, err error) *mcp.CallToolResult {
+	f := ops.FailureOf(ctx, svc.Logger, "mcp "+op.Spec().Name, err)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: f.Message}}}
+}
+
+// ToolAccess is a permission and the resource template it is needed on.
+type ToolAccess struct {
+	Permission string
+	Resource   string
+}
+
+// Access returns the permission each tool needs and the resource it is
+// checked on, from the table: {name} in a resource stands for the tool's
+// argument of that name; create_task with a parent_id P needs create on
+// /tasks/P instead of /tasks, as POST /v1/tasks does. A caller without it
+// gets a tool error ("forbidden: … needs PERM on RESOURCE"), not an HTTP or
+// JSON-RPC error.
+func Access() map[string]ToolAccess {
+	out := map[string]ToolAccess{}
+	for _, op := range ops.All() {
+		if sp := op.Spec(); sp.Surfaces&ops.MCP != 0 {
+			out[sp.Name] = ToolAccess{Permission: sp.Permission, Resource: sp.Resource}
+		}
+	}
+	return out
 }
 
 // ServeStdio serves srv to one client over stdin/stdout until ctx ends or the
@@ -238,44 +168,4 @@ func HTTPHandler(srv *mcp.Server) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless: true,
 	})
-}
-
-// Access is the permission each tool needs and the resource it is checked
-// on. {name} in a resource stands for the tool's argument of that name;
-// create_task with a parent_id P needs create on /tasks/P instead of /tasks,
-// as POST /v1/tasks does. A caller without it gets a tool error (IsError,
-// text "forbidden: … needs PERM on RESOURCE"), not an HTTP or JSON-RPC error.
-var Access = map[string]ToolAccess{
-	ToolListProcesses:      {auth.PermRead, auth.ResourceProcesses},
-	ToolProcessStatus:      {auth.PermRead, auth.ResourceProcesses + "/{process_kind}"},
-	ToolRequestProcessStop: {auth.PermControl, auth.ResourceProcesses + "/{process_kind}"},
-	ToolListAgents:         {auth.PermRead, auth.ResourceSweepers},
-	ToolAgentStatus:        {auth.PermRead, auth.ResourceSweepers + "/{agent_id}"},
-	ToolStartAgent:         {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
-	ToolStopAgent:          {auth.PermControl, auth.ResourceSweepers + "/{agent_id}"},
-	ToolListTasks:          {auth.PermRead, auth.ResourceTasks},
-	ToolGetTask:            {auth.PermRead, auth.ResourceTasks + "/{task_id}"},
-	ToolCreateTask:         {auth.PermCreate, auth.ResourceTasks},
-	ToolAnswerTask:         {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
-	ToolCancelTask:         {auth.PermCancel, auth.ResourceTasks + "/{task_id}"},
-	ToolStopTask:           {auth.PermStop, auth.ResourceTasks + "/{task_id}"},
-	ToolStartTask:          {auth.PermStart, auth.ResourceTasks + "/{task_id}"},
-	ToolUpdateTask:         {auth.PermUpdate, auth.ResourceTasks + "/{task_id}"},
-	ToolSubmitResearch:     {auth.PermCreate, auth.ResourceObjects},
-	ToolGetObject:          {auth.PermRead, auth.ResourceObjects + "/{object_id}"},
-}
-
-// ToolAccess is a permission and the resource template it is needed on.
-type ToolAccess struct {
-	Permission string
-	Resource   string
-}
-
-// requireOn checks perm on root/id. An id that is empty or holds a "/" would
-// name another node of the tree, so it is refused as bad input.
-func requireOn(ctx context.Context, perm, root, id string) error {
-	if id == "" || strings.Contains(id, "/") {
-		return fmt.Errorf("expected a single id segment under %s, got %q", root, id)
-	}
-	return auth.Require(ctx, perm, root+"/"+id)
 }

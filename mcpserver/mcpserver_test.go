@@ -20,8 +20,9 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -29,16 +30,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is one MCP server over a fresh SQLite store with a fake clock at T0.
 type env struct {
-	store *sqlite.Store
+	store store.Store
 	clock *clock.Fake
 	srv   *mcp.Server
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := sqlite.Open(ctx(t), filepath.Join(t.TempDir(), "cks.db"))
+	st, err := backend.Open(ctx(t), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(storetest.T0)
@@ -236,7 +237,7 @@ func TestListProcessesTTL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e.clock.Set(storetest.T0.Add(tc.elapsed))
-			var got mcpserver.ProcessList
+			var got ops.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 {
 				t.Fatalf("got %d processes, want 1: %+v", len(got.Processes), got)
@@ -342,7 +343,7 @@ func TestStreamableHTTP(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 			defer cs.Close()
-			var got mcpserver.ProcessList
+			var got ops.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 || got.Processes[0].InstanceID != row.InstanceID || got.Processes[0].Status != liveness.Alive {
 				t.Fatalf("processes = %+v, want %s alive", got.Processes, row.InstanceID)
@@ -383,7 +384,7 @@ func TestServeStdio(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
-			var got mcpserver.ProcessList
+			var got ops.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 || got.Processes[0].InstanceID != "i-stdio" {
 				t.Fatalf("processes = %+v, want i-stdio", got.Processes)

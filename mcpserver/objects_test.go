@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -45,7 +45,7 @@ func TestObjectTools(t *testing.T) {
 		t.Fatalf("pipeline: %s, %v", got.Status, err)
 	}
 
-	v := structured[api.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	v := structured[ops.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
 	if v.ID != q.ID || v.Status != pipeline.Resolved || len(v.Log) != 5 || len(v.Edges) == 0 {
 		t.Fatalf("get_object: status %s, %d log entries, %d edges", v.Status, len(v.Log), len(v.Edges))
 	}
@@ -113,7 +113,7 @@ func TestGetObjectHeads(t *testing.T) {
 	cs := connectInMemory(t, e.srv)
 	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
 
-	v := structured[api.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	v := structured[ops.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
 	if v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != q.HeadVersion {
 		t.Fatalf("fresh object: forked %v, heads %+v, want the one head v%d", v.Forked, v.Heads, q.HeadVersion)
 	}
@@ -130,7 +130,7 @@ func TestGetObjectHeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID})
-	v = structured[api.ObjectView](t, r)
+	v = structured[ops.ObjectView](t, r)
 	if !v.Forked || len(v.Heads) != 2 || v.Heads[0].Version != a.Version || v.Heads[1].Version != b.Version ||
 		v.Heads[0].Author != "alice" || v.Heads[1].Author != "bob" || v.Heads[0].ContentHash == v.Heads[1].ContentHash {
 		t.Fatalf("forked object: forked %v, heads %+v", v.Forked, v.Heads)

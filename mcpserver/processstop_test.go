@@ -13,8 +13,9 @@ import (
 )
 
 // TestRequestProcessStop: the newest alive instance of the kind is asked to
-// stop; a kind with no alive instance answers found false, not an error; an
-// unknown kind is a tool error naming the known kinds.
+// stop, or the instance named by its id (as POST /v1/processes/{id}/stop
+// does: one operation); a kind with no alive instance answers found false,
+// not an error; an unknown kind is a tool error naming the known kinds.
 func TestRequestProcessStop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -31,6 +32,8 @@ func TestRequestProcessStop(t *testing.T) {
 		{"critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
 		{"pipeline", liveness.StopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
 		{"enrichment", liveness.StopResult{ProcessKind: "enrichment"}},
+		// An instance id: that instance, alive or not.
+		{"critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
 	} {
 		res := call(t, cs, mcpserver.ToolRequestProcessStop, map[string]any{"process_kind": tc.kind})
 		var got liveness.StopResult
@@ -54,8 +57,8 @@ func TestRequestProcessStop(t *testing.T) {
 		want []string
 	}{
 		{map[string]any{"process_kind": "janitor"}, append([]string{`"janitor"`}, liveness.KnownKinds()...)},
-		// Kinds only: an instance id is not a process_kind.
-		{map[string]any{"process_kind": "critic-new"}, []string{`"critic-new"`, "critic, enrichment"}},
+		// Neither a kind nor the id of an instance that reported.
+		{map[string]any{"process_kind": "critic-gone"}, []string{`"critic-gone"`, "critic, enrichment"}},
 		{map[string]any{}, []string{"process_kind"}},
 	} {
 		res := call(t, cs, mcpserver.ToolRequestProcessStop, c.args)

@@ -33,9 +33,9 @@ func TestSweeperTools(t *testing.T) {
 		DesiredRunning *bool  `json:"desired_running"`
 	}
 	list := structured[struct {
-		Agents []status `json:"agents"`
+		Sweepers []status `json:"sweepers"`
 	}](t, call(t, cs, mcpserver.ToolListAgents, nil))
-	if len(list.Agents) != 7 || list.Agents[0].Kind != "sweeper" || list.Agents[2].ConfigEnabled {
+	if len(list.Sweepers) != 7 || list.Sweepers[0].Kind != "sweeper" || list.Sweepers[2].ConfigEnabled {
 		t.Fatalf("list_agents = %+v", list)
 	}
 	st := structured[status](t, call(t, cs, mcpserver.ToolStartAgent, map[string]any{"agent_id": "lease_reaper"}))

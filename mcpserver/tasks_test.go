@@ -100,7 +100,7 @@ func TestTaskTools(t *testing.T) {
 		{mcpserver.ToolGetTask, map[string]any{"task_id": 999}, "999"},
 		{mcpserver.ToolAnswerTask, map[string]any{"task_id": id, "text": "x"}, "CANCELLED"},
 		{mcpserver.ToolAnswerTask, map[string]any{"task_id": id, "text": ""}, "text"},
-		{mcpserver.ToolListTasks, map[string]any{"state": []string{"DONE"}}, "unknown state"},
+		{mcpserver.ToolListTasks, map[string]any{"state": []string{"DONE"}}, "invalid state"},
 		{mcpserver.ToolCreateTask, map[string]any{"type": ""}, "type"},
 		{mcpserver.ToolCreateTask, map[string]any{"type": "t", "depends_on": []int{424242}}, "depends_on"},
 	}
@@ -171,7 +171,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	// out the deadline and reports the abort unconfirmed, naming the executor.
 	run := running(t, e, "ctl")
 	stopped := structured[stopOut](t, call(t, cs, mcpserver.ToolStopTask, map[string]any{
-		"task_id": run.ID, "reason": "runaway", "deadline_seconds": 0.2}))
+		"task_id": run.ID, "reason": "runaway", "deadline": "200ms"}))
 	if stopped.Task.State != "STOPPED" || stopped.Abort == nil || stopped.Abort.Outcome != "abort_unconfirmed" ||
 		stopped.Abort.Executor != "worker-1" || stopped.Abort.Reason != "runaway" {
 		t.Fatalf("stop_task of a running task = %+v (abort %+v)", stopped, stopped.Abort)
@@ -230,7 +230,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	}
 	// ... a material one stops, applies and starts as one operation.
 	restart := structured[updateOut](t, call(t, cs, mcpserver.ToolUpdateTask, map[string]any{
-		"task_id": run3.ID, "acceptance_criteria": "rewritten", "deadline_seconds": 0.1,
+		"task_id": run3.ID, "acceptance_criteria": "rewritten", "deadline": "100ms",
 		"add_children": []map[string]any{{"type": "child", "title": "part one", "payload": map[string]any{"n": 1}}}}))
 	if restart.Path != "stop_apply_start" || restart.Task.State != "OPEN" || restart.Task.Revision != 2 ||
 		restart.Task.Restarts != 1 || restart.Task.Attempts != 0 || restart.Task.AcceptanceCriteria != "rewritten" {
@@ -278,12 +278,12 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{mcpserver.ToolListTasks, map[string]any{"state": []string{"PAUSED"}}, "unknown state"},
+		{mcpserver.ToolListTasks, map[string]any{"state": []string{"PAUSED"}}, "invalid state"},
 		{mcpserver.ToolStopTask, map[string]any{"task_id": done.ID, "reason": "x"}, "CANCELLED"},
 		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID}, "reason"},
 		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID, "reason": " "}, "reason"},
-		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID, "reason": "x", "deadline_seconds": -1}, "deadline_seconds"},
-		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID, "reason": "x", "deadline_seconds": 3600}, "deadline_seconds"},
+		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID, "reason": "x", "deadline": "-1s"}, "deadline"},
+		{mcpserver.ToolStopTask, map[string]any{"task_id": a.ID, "reason": "x", "deadline": "1h"}, "deadline"},
 		{mcpserver.ToolStopTask, map[string]any{"task_id": 424242, "reason": "x"}, "424242"},
 		{mcpserver.ToolStartTask, map[string]any{"task_id": a.ID}, "OPEN"},
 		{mcpserver.ToolStartTask, map[string]any{"task_id": done.ID}, "CANCELLED"},

@@ -23,14 +23,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -48,7 +48,7 @@ var fuzzTools = []string{
 var fuzzStates = []string{"OPEN", "STOPPED", "NEEDS_INPUT", "NEEDS_REVIEW", "COMPLETED", "RUNNING"}
 
 type toolHub struct {
-	store    *sqlite.Store
+	store    store.Store
 	sweepers *sweeper.Controller
 	version  *sql.Conn
 	sessions [2]*mcp.ClientSession // the local operator, a reader
@@ -61,7 +61,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	c := context.Background()
 	path := filepath.Join(tb.TempDir(), "cks.db")
 	clk := clock.NewFake(storetest.T0)
-	st, err := sqlite.Open(c, path, store.WithClock(clk))
+	st, err := backend.Open(c, path, store.WithClock(clk))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func newToolHub(tb testing.TB) *toolHub {
 		h.sessions[i] = cs
 		closers = append(closers, func() { cs.Close(); ss.Wait() })
 	}
-	n, err := api.NewQuestion(api.ResearchRequest{Question: "Which tool wins?"}, "fuzz")
+	n, err := ops.NewQuestion(ops.ResearchRequest{Question: "Which tool wins?"}, "fuzz")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -196,10 +196,10 @@ func FuzzToolArguments(f *testing.F) {
 			`{"type":"t","dedupe_key":"k"}`},
 		mcpserver.ToolAnswerTask: {`{"task_id":$ID,"text":"this"}`},
 		mcpserver.ToolCancelTask: {`{"task_id":$ID,"reason":"r"}`},
-		mcpserver.ToolStopTask:   {`{"task_id":$ID,"reason":"hold","deadline_seconds":2,"wait":true}`, `{"task_id":$ID,"reason":"hold","deadline_seconds":0.0001}`},
+		mcpserver.ToolStopTask:   {`{"task_id":$ID,"reason":"hold","deadline":"2s","wait":true}`, `{"task_id":$ID,"reason":"hold","deadline":"100us"}`},
 		mcpserver.ToolStartTask:  {`{"task_id":$ID,"reason":"go"}`},
 		mcpserver.ToolUpdateTask: {`{"task_id":$ID,"title":"t","metadata":{"k":1},"add_children":[{"type":"c","payload":[1]}]}`,
-			`{"task_id":$ID,"description":"d","deadline_seconds":1}`},
+			`{"task_id":$ID,"description":"d","deadline":"1s"}`},
 		mcpserver.ToolAgentStatus:    {`{"agent_id":"lease_reaper"}`},
 		mcpserver.ToolStartAgent:     {`{"agent_id":"lease_reaper"}`, `{"agent_id":"nope"}`},
 		mcpserver.ToolStopAgent:      {`{"agent_id":"fork_detection"}`},

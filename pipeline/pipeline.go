@@ -19,7 +19,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/lease"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 )
@@ -122,8 +125,11 @@ type Config struct {
 	// one question in one round before it parks it (default 3).
 	MaxFailures int
 	// ClaimTouch is how often a running step renews its claim (default 1 m,
-	// well inside the lease reaper's stale window).
+	// well inside the lease reaper's stale window), with a lease.Keeper.
 	ClaimTouch time.Duration
+	// Clock times the poll, the claim renewals and the backoffs, and tells
+	// the time and duration of the step events; the system clock when nil.
+	Clock clock.Clock
 	// Name prefixes the workers' names (default "pipeline").
 	Name string
 	// Bus, when set, receives AgentStepStarted/AgentStepCompleted.
@@ -193,11 +199,14 @@ func (e *Env) CorpusFor(dir string) (*llm.Corpus, error) {
 	return c, nil
 }
 
-// Orchestrator owns the step workers (ADR-007 §5).
+// Orchestrator owns the step workers (ADR-007 §5). Its workers run as one
+// lifecycle.Base: Start starts them, Stop cancels them and waits for every
+// one to exit (a step in flight is cancelled and its claim given back).
 type Orchestrator struct {
-	cfg Config
-	env *Env
-	log *slog.Logger
+	cfg  Config
+	env  *Env
+	log  *slog.Logger
+	base *lifecycle.Base
 
 	mu    sync.Mutex
 	wakes map[chan struct{}]struct{}
@@ -237,20 +246,47 @@ func New(cfg Config) (*Orchestrator, error) {
 	if cfg.Name == "" {
 		cfg.Name = "pipeline"
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	env := &Env{Store: cfg.Store, Model: cfg.Model, Corpus: cfg.Corpus, MaxRounds: cfg.MaxRounds,
 		Passages: cfg.Passages, MaxFailures: cfg.MaxFailures, Log: log}
-	return &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}, nil
+	o := &Orchestrator{cfg: cfg, env: env, log: log, wakes: map[chan struct{}]struct{}{}}
+	o.base = lifecycle.New(lifecycle.Config{Run: o.run, OnPanic: func(v any, stack []byte) {
+		log.Error("pipeline orchestrator panicked; its workers stopped", "panic", v, "stack", string(stack))
+	}})
+	return o, nil
 }
 
 // Run is the concurrent mode: Workers workers per step, all under the one
-// claim discipline, until ctx ends. It returns nil then.
+// claim discipline, until ctx ends; it is Start, then Stop once ctx ends.
+// It returns nil then.
 func (o *Orchestrator) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	if err := o.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // ended before it started
+		}
+		return err
+	}
+	<-ctx.Done()
+	return o.Stop(context.WithoutCancel(ctx))
+}
+
+// Start starts the concurrent mode's workers unless they are running; they
+// run until Stop (they keep ctx's values, not its cancellation).
+func (o *Orchestrator) Start(ctx context.Context) error { return o.base.Start(ctx) }
+
+// Stop cancels the workers and waits for them to exit, unless ctx ends
+// first (then it returns ctx's error and they finish exiting on their own).
+func (o *Orchestrator) Stop(ctx context.Context) error { return o.base.Stop(ctx) }
+
+// run is the Base's loop: the change watch and every step's workers, until
+// ctx ends.
+func (o *Orchestrator) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	if !o.cfg.NoNotify {
 		wg.Add(1)
@@ -275,7 +311,6 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	o.log.Info("pipeline running", "steps", len(o.cfg.Steps), "workers_per_step", o.cfg.Workers,
 		"model", o.cfg.Model.Name(), "poll", o.cfg.Poll.String(), "notify", !o.cfg.NoNotify)
 	wg.Wait()
-	return nil
 }
 
 // supervise runs one worker and restarts it, with backoff, when it crashes.
@@ -287,7 +322,7 @@ func (o *Orchestrator) supervise(ctx context.Context, s Step, name string) {
 			return
 		}
 		o.log.Error("pipeline worker crashed; restarting", "worker", name, "err", err, "backoff", backoff.String())
-		if !sleep(ctx, backoff+rand.N(backoff/2+1)) {
+		if clock.Sleep(ctx, o.cfg.Clock, backoff+rand.N(backoff/2+1), nil) != nil {
 			return
 		}
 		backoff = min(2*backoff, 30*time.Second)
@@ -307,8 +342,6 @@ func (e *errPanic) Error() string { return fmt.Sprintf("panic: %v\n%s", e.val, e
 func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err error) {
 	wake := o.subscribe()
 	defer o.unsubscribe(wake)
-	poll := time.NewTicker(o.cfg.Poll)
-	defer poll.Stop()
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		worked := false
@@ -346,7 +379,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 				backoff = min(max(2*backoff, 200*time.Millisecond), 30*time.Second)
 				o.log.Warn("step failed; object released", "worker", name, "object_id", objs[0].ID, "err", err,
 					"retry_in", backoff.String())
-				if !sleep(ctx, backoff) {
+				if clock.Sleep(ctx, o.cfg.Clock, backoff, nil) != nil {
 					return nil
 				}
 			} else {
@@ -356,11 +389,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 		if worked {
 			continue // drain what is there before waiting
 		}
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-poll.C:
-		}
+		clock.Sleep(ctx, o.cfg.Clock, o.cfg.Poll, wake) //nolint:errcheck // woken, polled or done: the loop reads ctx
 	}
 	return nil
 }
@@ -370,7 +399,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 // handling of its error. It returns an error only when the claim was given
 // back without a transition (transient failure) or the step panicked.
 func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed store.Object) (err error) {
-	begin := time.Now()
+	begin := o.cfg.Clock.Monotonic()
 	o.publish(events.AgentStepStarted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID, From: claimed.Status})
 	out := Outcome{}
 	release := func() {
@@ -391,7 +420,7 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 			outcome = "released"
 		}
 		o.publish(events.AgentStepCompleted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID,
-			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(time.Since(begin).Microseconds()) / 1000})
+			From: claimed.Status, To: out.To, Outcome: outcome, DurationMS: float64(clock.Since(o.cfg.Clock, begin).Microseconds()) / 1000})
 	}()
 
 	obj, gerr := o.cfg.Store.GetObject(ctx, claimed.ID)
@@ -411,16 +440,17 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 		return err
 	}
 
-	sctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	touched := make(chan struct{})
-	go func() {
-		defer close(touched)
-		o.touch(sctx, obj, cancel)
-	}()
+	// The claim is renewed while the step runs; a lost claim cancels it.
+	keeper, sctx, err := lease.Keep(ctx, lease.Config{Every: o.cfg.ClaimTouch, Clock: o.cfg.Clock,
+		Logger: o.log.With("object_id", obj.ID, "worker", name),
+		Renew:  func(ctx context.Context) error { return o.cfg.Store.TouchClaim(ctx, obj.ID, obj.ClaimToken) }})
+	if err != nil {
+		release()
+		return err
+	}
+	defer keeper.Stop() // also when the step panics
 	out, err = s.Run(sctx, o.env, obj)
-	cancel(nil)
-	<-touched
+	keeper.Stop()
 	var reply *llm.ReplyError
 	switch {
 	case err == nil:
@@ -433,26 +463,6 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 	default:
 		release()
 		return err
-	}
-}
-
-// touch renews obj's claim every ClaimTouch until ctx ends; when the claim
-// is lost it cancels the step.
-func (o *Orchestrator) touch(ctx context.Context, obj store.Object, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(o.cfg.ClaimTouch)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := o.cfg.Store.TouchClaim(ctx, obj.ID, obj.ClaimToken); errors.Is(err, store.ErrLeaseLost) {
-			cancel(err)
-			return
-		} else if err != nil && ctx.Err() == nil {
-			o.log.Warn("renewing a claim failed", "object_id", obj.ID, "err", err)
-		}
 	}
 }
 
@@ -510,19 +520,7 @@ func (o *Orchestrator) wakeAll() {
 
 func (o *Orchestrator) publish(typ string, e events.StepEvent) {
 	if o.cfg.Bus != nil {
-		o.cfg.Bus.Publish(events.Event{Type: typ, At: time.Now(), Data: e})
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+		o.cfg.Bus.Publish(events.Event{Type: typ, At: o.cfg.Clock.Now(), Data: e})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
@@ -112,20 +113,21 @@ func submit(t testing.TB, k pipeline.Store, q string) store.Object {
 	return obj
 }
 
-// start runs an orchestrator in the background until the test ends.
+// start starts an orchestrator until the test ends.
 func start(t testing.TB, cfg pipeline.Config) {
 	t.Helper()
 	o, err := pipeline.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		o.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	if err := o.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := o.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // settle waits until every id is terminal and returns them with log and edges.
@@ -257,6 +259,48 @@ func TestResolvesQuestions(t *testing.T) {
 	})
 }
 
+// slowResearcher is the researcher, taking took of its fake clock.
+type slowResearcher struct {
+	pipeline.Researcher
+	c    *clock.Fake
+	took time.Duration
+}
+
+func (r slowResearcher) Run(ctx context.Context, env *pipeline.Env, obj store.Object) (pipeline.Outcome, error) {
+	r.c.Advance(r.took)
+	return r.Researcher.Run(ctx, env, obj)
+}
+
+// TestStepEventsUseTheClock: a step's events carry the time of the
+// orchestrator's clock and the step's duration measured on it.
+func TestStepEventsUseTheClock(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := open(t)
+		c := clock.NewFake(storetest.T0)
+		bus := &events.Bus{}
+		evs, unsub := bus.Subscribe()
+		defer unsub()
+		steps := pipeline.Steps()
+		steps[0] = slowResearcher{c: c, took: 1500 * time.Millisecond}
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), Steps: steps, Clock: c, Bus: bus})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.RunSequential(context.Background(), submit(t, k, questions[0]).ID); err != nil {
+			t.Fatal(err)
+		}
+		started, completed := <-evs, <-evs
+		se, ce := started.Data.(events.StepEvent), completed.Data.(events.StepEvent)
+		if started.Type != events.AgentStepStarted || se.Step != "researcher" || !started.At.Equal(storetest.T0) {
+			t.Fatalf("first event %s %+v at %v, want the researcher's start at %v", started.Type, se, started.At, storetest.T0)
+		}
+		if completed.Type != events.AgentStepCompleted || ce.Step != "researcher" || ce.DurationMS != 1500 ||
+			!completed.At.Equal(storetest.T0.Add(1500*time.Millisecond)) {
+			t.Fatalf("second event %s %+v at %v, want the researcher done in 1500 ms", completed.Type, ce, completed.At)
+		}
+	})
+}
+
 // TestSequential drives one question end to end.
 func TestSequential(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
@@ -308,12 +352,14 @@ func TestParksAfterRounds(t *testing.T) {
 
 // TestModelRunsOncePerObject: with several workers per step under the one
 // claim discipline, and duplicate wake-ups from every transition, no step
-// ever asks the model twice about one question (500 questions).
+// ever asks the model twice about one question (150 questions: four
+// workers per step keep racing for each status through the whole run; 500
+// took five minutes of CI under -race and showed nothing more).
 func TestModelRunsOncePerObject(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
-		const n = 500
+		const n = 150
 		var ids []int64
 		for i := range n {
 			ids = append(ids, submit(t, k, fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)).ID)
@@ -450,15 +496,127 @@ func TestModelDown(t *testing.T) {
 	})
 }
 
-// TestFallbackPoll: with notifications off, the poll alone moves questions.
+// TestFallbackPoll: with notifications off, the poll alone moves questions:
+// the workers wait one Poll of the orchestrator's clock between claims, and
+// a question submitted while they wait moves only when the poll comes round.
 func TestFallbackPoll(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
-		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: 20 * time.Millisecond})
-		if o := settle(t, k, submit(t, k, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
-			t.Fatalf("%s: %s", o.Status, chain(o))
+		c := clock.NewFake(storetest.T0)
+		const poll = time.Minute
+		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: poll,
+			ClaimTouch: time.Hour, Clock: c})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		steps := len(pipeline.Steps())
+		if err := c.WaitArmed(ctx, steps); err != nil { // every worker waits on its poll
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[1])
+		polls := 0
+		for {
+			o, err := k.GetObject(ctx, q.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if polls == 0 && o.Status != pipeline.AwaitingResearch {
+				t.Fatalf("%s before any poll: the workers did not wait", o.Status)
+			}
+			if pipeline.Terminal(o.Status) {
+				if o.Status != pipeline.Resolved {
+					t.Fatalf("%s: %s", o.Status, chain(o))
+				}
+				break
+			}
+			// Each step moves it on the poll after it reached the step's
+			// status; wait until every worker is waiting again, then poll.
+			if err := c.WaitArmed(ctx, steps); err != nil {
+				t.Fatalf("after %d polls the workers are not waiting (object %s): %v", polls, o.Status, err)
+			}
+			c.Advance(poll)
+			polls++
+		}
+		if polls < steps {
+			t.Fatalf("resolved after %d polls; each of the %d steps needs one", polls, steps)
 		}
 	})
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// touchCounting counts claim renewals and, once lost is set, answers them
+// as a claim taken over (store.ErrLeaseLost).
+type touchCounting struct {
+	pipeline.Store
+	touches atomic.Int32
+	lost    atomic.Bool
+}
+
+func (s *touchCounting) TouchClaim(ctx context.Context, id int64, token string) error {
+	s.touches.Add(1)
+	if s.lost.Load() {
+		return fmt.Errorf("object %d: %w", id, store.ErrLeaseLost)
+	}
+	return s.Store.TouchClaim(ctx, id, token)
+}
+
+// blocking is a step that runs until its context ends and returns the cause.
+type blocking struct{ entered chan struct{} }
+
+func (blocking) Name() string     { return "researcher" }
+func (blocking) Claims() []string { return []string{pipeline.AwaitingResearch} }
+func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ store.Object) (pipeline.Outcome, error) {
+	close(b.entered)
+	<-ctx.Done()
+	return pipeline.Outcome{}, context.Cause(ctx)
+}
+
+// TestClaimTouch: a running step's claim is renewed every ClaimTouch of the
+// orchestrator's clock, and a renewal that finds the claim lost cancels the
+// step with store.ErrLeaseLost as the cause (the claim's lease.Keeper).
+func TestClaimTouch(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		k := &touchCounting{Store: open(t)}
+		c := clock.NewFake(storetest.T0)
+		b := blocking{entered: make(chan struct{})}
+		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t),
+			Steps: []pipeline.Step{b}, ClaimTouch: time.Minute, Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := submit(t, k, questions[0])
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := o.RunSequential(ctx, q.ID)
+			done <- err
+		}()
+		<-b.entered
+		for want := int32(1); want <= 2; want++ {
+			if err := c.WaitArmed(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if n := k.touches.Load(); n != want-1 {
+				t.Fatalf("%d renewals before %d periods passed", n, want)
+			}
+			c.Advance(time.Minute)
+			if err := c.WaitArmed(ctx, 1); err != nil { // the renewal is done
+				t.Fatal(err)
+			}
+			if n := k.touches.Load(); n != want {
+				t.Fatalf("%d renewals after %d periods, want %d", n, want, want)
+			}
+		}
+		k.lost.Store(true)
+		c.Advance(time.Minute)
+		select {
+		case err := <-done:
+			if !errors.Is(err, store.ErrLeaseLost) {
+				t.Fatalf("RunSequential = %v, want the step cancelled with ErrLeaseLost", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("a lost claim did not cancel the step")
+		}
+	})
+}

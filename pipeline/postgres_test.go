@@ -9,8 +9,8 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/postgres"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,7 +31,7 @@ func TestListenConnectionKilled(t *testing.T) {
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
-	st, err := postgres.Open(ctx, u.String())
+	st, err := backend.Open(ctx, u.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,13 @@ func TestListenConnectionKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
+	// The listener's last statement is the driver's generated LISTEN (after
+	// sqlc's name comment).
 	var killed int
 	deadline := time.Now().Add(time.Minute)
 	for killed == 0 {
 		if err := admin.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-WHERE application_name = $1 AND query LIKE 'LISTEN%') k`, app).Scan(&killed); err != nil {
+WHERE application_name = $1 AND query LIKE '%LISTEN cks_changes%') k`, app).Scan(&killed); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {

@@ -7,10 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/cks-dev/cks"
 )
 
 // Limits on knowledge input, enforced by the Validate methods.
@@ -30,76 +31,14 @@ const (
 // the object (ADR-007 §3).
 const TopicObjects = "objects"
 
-// Object is one row of cks_objects: a node of the knowledge graph (a
-// question moving through the research pipeline, a claim, a synthesis, or a
-// reasoning node: a critique, a rationale, a rejected model reply).
-type Object struct {
-	ID    int64  `json:"object_id"`
-	Kind  string `json:"kind"`
-	Title string `json:"title,omitempty"`
-	// Content is a JSON object; ContentHash is the SHA-256 of its
-	// canonical encoding (CanonicalJSON), hex.
-	Content     json.RawMessage `json:"content"`
-	ContentHash string          `json:"content_hash"`
-	// Status is the object's current_status in a pipeline ("" for objects
-	// no pipeline moves, such as reasoning nodes). It changes only together
-	// with an appended TransitionEntry.
-	Status string `json:"current_status,omitempty"`
-	// ClaimedBy and ClaimToken identify the step worker that claimed the
-	// object (ClaimObjects); empty when unclaimed.
-	ClaimedBy  string    `json:"claimed_by,omitempty"`
-	ClaimToken string    `json:"claim_token,omitempty"`
-	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
-	// Round counts the times the object was sent back to an earlier stage.
-	Round int `json:"round"`
-	// HeadVersion is the number of the latest written version (whose
-	// content this is; versions are numbered per object, see Version);
-	// Forked says the object has other heads too (Versions).
-	HeadVersion int64     `json:"head_version"`
-	Forked      bool      `json:"forked,omitempty"`
-	CreatedBy   string    `json:"created_by,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	// Log is the object's transition log, oldest first; Edges every edge
-	// from or to it, oldest first. Both filled by GetObject only.
-	Log   []TransitionEntry `json:"log,omitempty"`
-	Edges []Edge            `json:"edges,omitempty"`
-}
+// Object is cks.Object: one row of cks_objects, a node of the knowledge graph.
+type Object = cks.Object
 
-// TransitionEntry is one append-only row of cks_transition_log.
-type TransitionEntry struct {
-	Seq      int64     `json:"seq"`
-	ObjectID int64     `json:"object_id"`
-	TS       time.Time `json:"ts"`
-	// Agent is the step (or actor) that wrote the entry; Action what it
-	// did ("created", "completed", "rejected", "failed", "parked", …).
-	Agent  string `json:"agent"`
-	Action string `json:"action"`
-	// TransitionedTo is the status after the entry (equal to the one
-	// before when the entry records a failure that changed nothing).
-	TransitionedTo string `json:"transitioned_to"`
-	// ReasoningNodeID names the object holding the reasoning, if any: the
-	// log itself stays short (ADR-007 §4).
-	ReasoningNodeID *int64 `json:"reasoning_node_id,omitempty"`
-	// ContentHash and Round are the object's after the entry: a step's
-	// completion is recognised by (agent, content hash, round).
-	ContentHash string `json:"content_hash"`
-	Round       int    `json:"round"`
-}
+// TransitionEntry is cks.TransitionEntry: one append-only row of cks_transition_log.
+type TransitionEntry = cks.TransitionEntry
 
-// Edge is one row of cks_edges. BaseType is the structural type graph
-// algorithms use (e.g. depends_on); SemanticType what the edge means
-// (critiques, supports, refutes, resolves, cites, …).
-type Edge struct {
-	ID           int64    `json:"edge_id"`
-	Src          int64    `json:"src"`
-	Dst          int64    `json:"dst"`
-	BaseType     string   `json:"base_type"`
-	SemanticType string   `json:"semantic_type,omitempty"`
-	Weight       *float64 `json:"weight,omitempty"`
-	// CreatedAt is when the edge was written.
-	CreatedAt time.Time `json:"created_at"`
-}
+// Edge is cks.Edge: one row of cks_edges.
+type Edge = cks.Edge
 
 // NewObject is the input of CreateObject, and of an object created by a
 // transition (Attachment).
@@ -317,46 +256,11 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 	return t, nil
 }
 
-// ObjectFilter selects a page of ListObjects.
-type ObjectFilter struct {
-	// Kinds and Statuses restrict the result when non-empty (any of them).
-	Kinds    []string
-	Statuses []string
-	// After is the cursor: only objects with object_id > After.
-	After int64
-	// Unclaimed keeps only objects no worker has claimed (a cheap read a
-	// step makes before it tries to claim).
-	Unclaimed bool
-	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
-	Limit int
-}
+// ObjectFilter is cks.ObjectFilter, the selection of a page of ListObjects.
+type ObjectFilter = cks.ObjectFilter
 
-// Validate reports the first bad field of f and fills the default limit.
-func (f ObjectFilter) Validate() (ObjectFilter, error) {
-	if err := ValidateTexts("kind", f.Kinds); err != nil {
-		return f, err
-	}
-	if err := ValidateTexts("status", f.Statuses); err != nil {
-		return f, err
-	}
-	switch {
-	case f.Limit < 0 || f.Limit > MaxListLimit:
-		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
-	case f.After < 0:
-		return f, fieldError("cursor", "an object id")
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	return f, nil
-}
-
-// ObjectPage is one page of ListObjects, ordered by object_id.
-type ObjectPage struct {
-	Objects []Object `json:"objects"`
-	// Next is the cursor of the following page, 0 on the last.
-	Next int64 `json:"next_cursor,omitempty"`
-}
+// ObjectPage is cks.ObjectPage, one page of ListObjects.
+type ObjectPage = cks.ObjectPage
 
 // Knowledge is the knowledge store of ADR-007: objects with a status and an
 // append-only transition log (the database refuses UPDATE and DELETE on
@@ -410,29 +314,8 @@ type Knowledge interface {
 	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
 }
 
-// CanonicalJSON returns the canonical encoding of a JSON value: object keys
-// sorted, no insignificant white space, numbers and strings as written
-// (numbers are kept as their literal text). Two encodings of the same
-// value, whatever their key order and spacing, have the same canonical form.
-func CanonicalJSON(b []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	// More is false before a stray ] or }, so look for the end itself.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("data after the JSON value")
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // maps encode with sorted keys
-		return nil, err
-	}
-	return bytes.TrimRight(out.Bytes(), "\n"), nil
-}
+// CanonicalJSON is cks.CanonicalJSON.
+func CanonicalJSON(b []byte) ([]byte, error) { return cks.CanonicalJSON(b) }
 
 // CanonicalContent checks that content is a JSON object (empty means {}) of
 // at most MaxObjectContent bytes and returns its canonical encoding and

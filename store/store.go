@@ -1,7 +1,9 @@
-// Package store defines the domain records cks persists and the interfaces every
-// storage backend implements. The SQLite (store/sqlite) and Postgres
-// (store/postgres) backends both pass the shared conformance suite in
-// store/storetest, so code above this package never depends on which one it runs on.
+// Package store defines the domain records cks persists and the interfaces of
+// the store every consumer uses. store/backend.Open builds it — the services
+// (ledger, knowledge, liveness, sweeper control, principals) over the driver
+// of the URL's dialect (driver/sqlite, driver/postgres) — and the shared
+// conformance suite in store/storetest checks it on both dialects, so code
+// above this package never depends on which one it runs on.
 package store
 
 import (
@@ -10,34 +12,20 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cks-dev/cks"
 )
 
-// Sentinel errors that callers handle. Backends wrap them with %w.
+// Sentinel errors that callers handle (package cks). Backends wrap them
+// with %w.
 var (
-	// ErrNotFound means the addressed record does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict means the write contradicts the current state of the record.
-	ErrConflict = errors.New("conflict")
-	// ErrInvalid means the input was rejected before anything was written.
-	ErrInvalid = errors.New("invalid input")
-	// ErrUnavailable means the storage could not take a request, through no
-	// fault of the request; nothing was written. ErrStorageReadOnly and
-	// ErrStorageFull match it (the API answers 503).
-	ErrUnavailable = errors.New("storage_unavailable: the database cannot take the request")
-	// ErrStorageReadOnly means the database refuses writes: a database file,
-	// directory or file system this process may not write, a Postgres server
-	// that is a hot standby or has default_transaction_read_only set.
-	ErrStorageReadOnly error = &unavailableError{"storage_read_only: the database refuses writes"}
-	// ErrStorageFull means a write failed for lack of space: a full disk
-	// (SQLite SQLITE_FULL, Postgres disk_full, SQLSTATE 53100) or a size cap.
-	ErrStorageFull error = &unavailableError{"storage_full: no space left for the write"}
+	ErrNotFound        = cks.ErrNotFound
+	ErrConflict        = cks.ErrConflict
+	ErrInvalid         = cks.ErrInvalid
+	ErrUnavailable     = cks.ErrUnavailable
+	ErrStorageReadOnly = cks.ErrStorageReadOnly
+	ErrStorageFull     = cks.ErrStorageFull
 )
-
-// unavailableError is a sentinel that also matches ErrUnavailable.
-type unavailableError struct{ msg string }
-
-func (e *unavailableError) Error() string { return e.msg }
-func (e *unavailableError) Unwrap() error { return ErrUnavailable }
 
 // StorageFault wraps err, a driver's error, as the storage fault kind
 // (ErrStorageReadOnly or ErrStorageFull), keeping both in its chain.
@@ -107,58 +95,12 @@ type Store interface {
 	Close() error
 }
 
-// AgentLiveness is one row of cks_agent_liveness (ADR-014): the heartbeat of one
-// standalone agent process instance. A restarted process writes a new row under a
-// new InstanceID; old rows stay as history.
-type AgentLiveness struct {
-	InstanceID        string    `json:"instance_id,omitempty"`
-	ProcessKind       string    `json:"process_kind"`
-	Hostname          string    `json:"hostname,omitempty"`
-	PID               int       `json:"pid,omitempty"`
-	LivenessIntervalS float64   `json:"liveness_interval_s,omitempty"`
-	StartedAt         time.Time `json:"started_at,omitzero"`
-	LastHeartbeatAt   time.Time `json:"last_heartbeat_at,omitzero"`
-	// CurrentTaskID is the outbox task the process holds, nil when idle.
-	CurrentTaskID *int64 `json:"current_task_id"`
-	// CurrentTaskType is denormalised for display; empty when idle.
-	CurrentTaskType string `json:"current_task_type,omitempty"`
-	// DesiredState is "" (no stop requested; rows written before the column
-	// existed read so too) or DesiredStopRequested (ADR-016). It is written
-	// only by RequestAgentStop; UpsertAgentLiveness never changes it.
-	DesiredState string `json:"desired_state,omitempty"`
-}
+// AgentLiveness is cks.AgentLiveness: one row of cks_agent_liveness
+// (ADR-014), the heartbeat of one standalone agent process instance.
+type AgentLiveness = cks.AgentLiveness
 
 // DesiredStopRequested is the desired_state of a process asked to stop.
-const DesiredStopRequested = "stop_requested"
-
-// Validate reports the first field of r that a backend must not store.
-func (r AgentLiveness) Validate() error {
-	for _, f := range []struct{ name, v string }{
-		{"instance_id", r.InstanceID}, {"process_kind", r.ProcessKind},
-		{"hostname", r.Hostname}, {"current_task_type", r.CurrentTaskType},
-	} {
-		if err := ValidateText(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	switch {
-	case r.InstanceID == "":
-		return fieldError("instance_id", "a non-empty process instance id")
-	case r.ProcessKind == "":
-		return fieldError("process_kind", "a non-empty process kind")
-	case r.Hostname == "":
-		return fieldError("hostname", "a non-empty host name")
-	case r.PID <= 0:
-		return fieldError("pid", "a positive process id")
-	case !(r.LivenessIntervalS > 0):
-		return fieldError("liveness_interval_s", "a positive number of seconds")
-	case r.StartedAt.IsZero():
-		return fieldError("started_at", "a timestamp")
-	case r.LastHeartbeatAt.IsZero():
-		return fieldError("last_heartbeat_at", "a timestamp")
-	}
-	return nil
-}
+const DesiredStopRequested = cks.DesiredStopRequested
 
 // Liveness stores process heartbeats (ADR-014).
 type Liveness interface {
@@ -180,36 +122,15 @@ type Liveness interface {
 	RequestAgentStop(ctx context.Context, instanceID string) (bool, error)
 }
 
-// Principal is an identity that authenticates with a bearer token. Only the
-// token's hash is stored.
-type Principal struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	// Lease, when set, binds the principal to one lease: it authenticates
-	// only while that lease is current. The task-scoped credential an HTTP
-	// claim hands out is bound so; principals made by an operator (even
-	// for a task) are not.
-	Lease *LeaseBinding `json:"lease,omitempty"`
-}
+// Principal is cks.Principal: an identity that authenticates with a bearer
+// token. Only the token's hash is stored.
+type Principal = cks.Principal
 
-// LeaseBinding ties a principal to the lease of task TaskID whose token
-// hashes to LeaseTokenHash. The principal's token stops authenticating when
-// the task is no longer CLAIMED or RUNNING under that lease: in the very
-// transaction that ends the lease (complete, fail, request input, stop,
-// update, cancel, reclaim), whichever path ends it.
-type LeaseBinding struct {
-	TaskID int64 `json:"task_id"`
-	// LeaseTokenHash is HashLeaseToken of the lease's token; never shown.
-	LeaseTokenHash string `json:"-"`
-}
+// LeaseBinding is cks.LeaseBinding: it ties a principal to one lease.
+type LeaseBinding = cks.LeaseBinding
 
-// Grant gives a principal one permission on a resource subtree such as "/" or
-// "/tasks/42".
-type Grant struct {
-	Resource   string `json:"resource"`
-	Permission string `json:"permission"`
-}
+// Grant is cks.Grant: one permission on a resource subtree.
+type Grant = cks.Grant
 
 // Principals stores identities, their token hashes and their grants.
 type Principals interface {
@@ -247,24 +168,13 @@ const (
 	AdminPermission = "admin"
 )
 
-// PrincipalGrants is a principal with its grants, as ListPrincipals returns it.
-type PrincipalGrants struct {
-	Principal
-	Grants []Grant `json:"grants"`
-}
+// PrincipalGrants is cks.PrincipalGrants: a principal with its grants, as
+// ListPrincipals returns it.
+type PrincipalGrants = cks.PrincipalGrants
 
-// FieldError is an ErrInvalid that names the offending field and what was expected.
-type FieldError struct {
-	Field    string
-	Expected string
-}
-
-func (e *FieldError) Error() string {
-	return "invalid " + e.Field + ": expected " + e.Expected
-}
-
-// Unwrap makes errors.Is(err, ErrInvalid) hold.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// FieldError is cks.FieldError: an ErrInvalid that names the offending
+// field and what was expected.
+type FieldError = cks.FieldError
 
 func fieldError(field, expected string) error {
 	return &FieldError{Field: field, Expected: expected}

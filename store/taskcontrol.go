@@ -1,22 +1,20 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/cks-dev/cks"
 )
 
-// Abort deadlines (ADR 0020 §5): how long a stop waits for the executor of
-// a running task to confirm that it has stopped.
+// Abort deadlines (ADR 0020 §5; package cks).
 const (
-	// DefaultAbortDeadline is used when a stop or update names no deadline.
-	DefaultAbortDeadline = 30 * time.Second
-	// MaxAbortDeadline bounds the deadline a caller may ask for.
-	MaxAbortDeadline = 10 * time.Minute
+	DefaultAbortDeadline = cks.DefaultAbortDeadline
+	MaxAbortDeadline     = cks.MaxAbortDeadline
 )
 
 // TopicTaskAborts is the change topic of abort requests and confirmations:
@@ -26,94 +24,30 @@ const (
 // calls watch it for the confirmation.
 const TopicTaskAborts = "task_aborts"
 
-// AbortOutcome is the state of an abort request. It is definite once the
-// request is resolved: confirmed by the executor, or unconfirmed because the
-// deadline passed first.
-type AbortOutcome string
+// AbortOutcome is cks.AbortOutcome, the state of an abort request.
+type AbortOutcome = cks.AbortOutcome
 
-// The outcomes of an abort request.
+// The outcomes of an abort request (package cks).
 const (
-	// AbortPending: requested, not confirmed yet, deadline not passed.
-	AbortPending AbortOutcome = "abort_pending"
-	// AbortConfirmed: the executor confirmed that its work stopped.
-	AbortConfirmed AbortOutcome = "abort_confirmed"
-	// AbortUnconfirmed: the deadline passed without a confirmation; the
-	// executor named in the request may still be running.
-	AbortUnconfirmed AbortOutcome = "abort_unconfirmed"
+	AbortPending     = cks.AbortPending
+	AbortConfirmed   = cks.AbortConfirmed
+	AbortUnconfirmed = cks.AbortUnconfirmed
 )
 
-// Abort is one row of cks_task_aborts: the request, made when a stop, an
-// update or a cancel revoked a live lease, that the lease's executor abort
-// its work, and the outcome of that request.
-type Abort struct {
-	ID     int64 `json:"abort_id"`
-	TaskID int64 `json:"task_id"`
-	// The revoked lease is recorded by its token's hash only (never part of
-	// an Abort); its executor confirms with the plain token (ConfirmAbort).
-	// Executor is the claimed_by of the revoked lease: the worker instance
-	// that may still be running while the abort is not confirmed.
-	Executor string `json:"executor"`
-	// Attempt and Restart identify the aborted attempt (the task's counters
-	// at the time of the request).
-	Attempt     int          `json:"attempt"`
-	Restart     int          `json:"restart"`
-	RequestedBy string       `json:"requested_by"`
-	Reason      string       `json:"reason"`
-	RequestedAt time.Time    `json:"requested_at"`
-	DeadlineAt  time.Time    `json:"deadline_at"`
-	Outcome     AbortOutcome `json:"outcome"`
-	// ResolvedAt is when the outcome became definite; zero while pending.
-	// A confirmation that arrives after the deadline still turns an
-	// unconfirmed abort into a confirmed one, with this time after DeadlineAt.
-	ResolvedAt time.Time `json:"resolved_at,omitzero"`
-}
+// Abort is cks.Abort: one row of cks_task_aborts.
+type Abort = cks.Abort
 
-// Decision is one record of cks_task_decisions: a choice an executor made
-// while working on an attempt (ADR 0016's decisions: decompose or not, needs
-// review, right agent, reuse a workspace), with the task revision it was
-// derived from, so a reader can tell a decision made on the current text of
-// the task from one made on an earlier revision.
-type Decision struct {
-	ID      int64 `json:"decision_id"`
-	TaskID  int64 `json:"task_id"`
-	Attempt int   `json:"attempt"`
-	Restart int   `json:"restart"`
-	// Revision is the task's revision when the decision was recorded.
-	Revision int `json:"revision"`
-	// DerivedFromRevision is the revision of the task text the executor
-	// read to make the decision (1..Revision).
-	DerivedFromRevision int       `json:"derived_from_revision"`
-	Kind                string    `json:"kind"`
-	Text                string    `json:"text"`
-	Actor               string    `json:"actor"`
-	CreatedAt           time.Time `json:"created_at"`
-}
+// Decision is cks.Decision: one record of cks_task_decisions.
+type Decision = cks.Decision
 
-// Evidence and decision kinds with a meaning to the ledger.
+// Evidence and decision kinds with a meaning to the ledger (package cks).
 const (
-	// EvidenceWorkspace is evidence whose body is the path of the attempt's
-	// workspace (a directory or worktree). The latest one of an attempt is
-	// its workspace.
-	EvidenceWorkspace = "workspace"
-	// DecisionReuseWorkspace is the decision, recorded by ReuseWorkspace,
-	// to continue in a workspace left by an earlier attempt (ADR 0020 §6:
-	// never a silent default).
-	DecisionReuseWorkspace = "reuse_workspace"
+	EvidenceWorkspace      = cks.EvidenceWorkspace
+	DecisionReuseWorkspace = cks.DecisionReuseWorkspace
 )
 
-// AttemptView groups what one attempt of a task recorded. Attempts are
-// identified by (Restart, Attempt): a stop gives the attempt back (it must
-// not consume the retry budget) and the start that follows bumps restarts,
-// so an aborted attempt and the next one never share an identity.
-type AttemptView struct {
-	Restart int `json:"restart"`
-	Attempt int `json:"attempt"`
-	// Aborted is set when a stop, update or cancel aborted this attempt.
-	Aborted   bool       `json:"aborted,omitempty"`
-	Workspace string     `json:"workspace,omitempty"`
-	Evidence  []Evidence `json:"evidence,omitempty"`
-	Decisions []Decision `json:"decisions,omitempty"`
-}
+// AttemptView is cks.AttemptView: what one attempt of a task recorded.
+type AttemptView = cks.AttemptView
 
 // GroupAttempts fills t.Current and t.History from every evidence and
 // decision record of t (oldest first) and its aborts: Current is the attempt
@@ -169,158 +103,24 @@ func GroupAttempts(t *Task, evidence []Evidence, decisions []Decision, aborts []
 	}
 }
 
-// Workspaces returns the workspaces recorded by earlier attempts of t (its
-// History), oldest first; the candidates of ReuseWorkspace.
-func (t Task) Workspaces() []string {
-	var out []string
-	for _, v := range t.History {
-		for _, e := range v.Evidence {
-			if e.Kind == EvidenceWorkspace && !slices.Contains(out, e.Body) {
-				out = append(out, e.Body)
-			}
-		}
-	}
-	return out
-}
+// TaskPatch is cks.TaskPatch, the input of Update.
+type TaskPatch = cks.TaskPatch
 
-// TaskPatch is the input of Update. Nil or empty fields are left as they
-// are. Description, AcceptanceCriteria, Payload, dependency and child edits
-// are material: they bump the task's revision and, on a CLAIMED or RUNNING
-// task, make Update stop the executor, apply the edit and start the task
-// again as one operation. Title, Priority and Metadata are not: they apply
-// to a running task without stopping it and leave the revision alone.
-type TaskPatch struct {
-	Title              *string         `json:"title,omitempty"`
-	Description        *string         `json:"description,omitempty"`
-	AcceptanceCriteria *string         `json:"acceptance_criteria,omitempty"`
-	Payload            json.RawMessage `json:"payload,omitempty"`
-	Priority           *int            `json:"priority,omitempty"`
-	// Metadata replaces the task's metadata; it must be a JSON object.
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	// AddDependsOn and RemoveDependsOn edit the dependency set; an added
-	// dependency must exist and must not close a cycle.
-	AddDependsOn    []int64 `json:"add_depends_on,omitempty"`
-	RemoveDependsOn []int64 `json:"remove_depends_on,omitempty"`
-	// AddChildren creates child tasks (parent_id = the task).
-	AddChildren []NewTask `json:"add_children,omitempty"`
-	// CancelChildren cancels children of the task (ids of its children).
-	CancelChildren []int64 `json:"cancel_children,omitempty"`
-}
+// UpdatePath is cks.UpdatePath: how Update applied a patch.
+type UpdatePath = cks.UpdatePath
 
-// Material reports whether p changes anything an executor works from.
-func (p TaskPatch) Material() bool {
-	return p.Description != nil || p.AcceptanceCriteria != nil || len(p.Payload) > 0 ||
-		len(p.AddDependsOn) > 0 || len(p.RemoveDependsOn) > 0 || len(p.AddChildren) > 0 || len(p.CancelChildren) > 0
-}
-
-// Empty reports whether p changes nothing.
-func (p TaskPatch) Empty() bool {
-	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0
-}
-
-// Validate reports the first field of p that Update must refuse, and returns
-// p with its child tasks validated (defaults filled in).
-func (p TaskPatch) Validate() (TaskPatch, error) {
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"title", p.Title}, {"description", p.Description}, {"acceptance_criteria", p.AcceptanceCriteria}} {
-		if f.v != nil {
-			if err := ValidateText(f.name, *f.v); err != nil {
-				return p, err
-			}
-		}
-	}
-	if err := validJSONFields(p.Payload, p.Metadata); err != nil {
-		return p, err
-	}
-	switch {
-	case p.Empty():
-		return p, fieldError("patch", "at least one field to change")
-	case p.Priority != nil && (*p.Priority < 0 || *p.Priority > MaxPriority):
-		return p, fieldError("priority", fmt.Sprintf("an integer from 0 to %d", MaxPriority))
-	case len(p.Payload) > 0 && !json.Valid(p.Payload):
-		return p, fieldError("payload", "a JSON value")
-	case len(p.Metadata) > 0 && !isJSONObject(p.Metadata):
-		return p, fieldError("metadata", "a JSON object")
-	}
-	for _, f := range []struct {
-		name string
-		ids  []int64
-	}{{"add_depends_on", p.AddDependsOn}, {"remove_depends_on", p.RemoveDependsOn}, {"cancel_children", p.CancelChildren}} {
-		for _, id := range f.ids {
-			if id <= 0 {
-				return p, fieldError(f.name, "ids of existing tasks")
-			}
-		}
-	}
-	for _, id := range p.AddDependsOn {
-		if slices.Contains(p.RemoveDependsOn, id) {
-			return p, fieldError("add_depends_on", fmt.Sprintf("ids not also in remove_depends_on (%d is in both)", id))
-		}
-	}
-	children := make([]NewTask, len(p.AddChildren))
-	for i, c := range p.AddChildren {
-		if c.ParentID != nil {
-			return p, fieldError(fmt.Sprintf("add_children[%d].parent_id", i), "no parent_id (the updated task is the parent)")
-		}
-		v, err := c.Validate()
-		if err != nil {
-			if fe, ok := err.(*FieldError); ok {
-				return p, fieldError(fmt.Sprintf("add_children[%d].%s", i, fe.Field), fe.Expected)
-			}
-			return p, err
-		}
-		children[i] = v
-	}
-	p.AddChildren = children
-	return p, nil
-}
-
-func isJSONObject(b []byte) bool {
-	var m map[string]json.RawMessage
-	return json.Valid(b) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) && json.Unmarshal(b, &m) == nil
-}
-
-// UpdatePath says how Update applied a patch.
-type UpdatePath string
-
-// The paths of Update.
+// The paths of Update (package cks).
 const (
-	// UpdateInPlace: the task was not running (STOPPED, OPEN, WAITING,
-	// BLOCKED, or a non-material edit of a parked task); applied directly.
-	UpdateInPlace UpdatePath = "in_place"
-	// UpdateLive: the task was running and the edit was not material
-	// (title, priority, metadata); applied without stopping it.
-	UpdateLive UpdatePath = "live"
-	// UpdateRestart: the task was CLAIMED or RUNNING and the edit was
-	// material; stop → apply → start ran as one transaction and the
-	// executor was asked to abort.
-	UpdateRestart UpdatePath = "stop_apply_start"
+	UpdateInPlace = cks.UpdateInPlace
+	UpdateLive    = cks.UpdateLive
+	UpdateRestart = cks.UpdateRestart
 )
 
-// UpdateResult is the outcome of Update.
-type UpdateResult struct {
-	Task Task       `json:"task"`
-	Path UpdatePath `json:"path"`
-	// Abort is the abort request of an UpdateRestart, nil otherwise.
-	Abort *Abort `json:"abort,omitempty"`
-	// Children are the tasks AddChildren created.
-	Children []Task `json:"children,omitempty"`
-}
+// UpdateResult is cks.UpdateResult, the outcome of Update.
+type UpdateResult = cks.UpdateResult
 
-// ValidateDeadline reports a FieldError naming deadline unless d is 0
-// (meaning DefaultAbortDeadline) or in 1ms..MaxAbortDeadline, and returns
-// the deadline to use.
-func ValidateDeadline(d time.Duration) (time.Duration, error) {
-	switch {
-	case d == 0:
-		return DefaultAbortDeadline, nil
-	case d < time.Millisecond || d > MaxAbortDeadline:
-		return 0, fieldError("deadline", fmt.Sprintf("a duration from 1ms to %s (0 for the default %s)", MaxAbortDeadline, DefaultAbortDeadline))
-	}
-	return d, nil
-}
+// ValidateDeadline is cks.ValidateDeadline.
+func ValidateDeadline(d time.Duration) (time.Duration, error) { return cks.ValidateDeadline(d) }
 
 // TaskControl is the operator side of the ledger (ADR 0020) and the
 // executor calls that go with it. The store operations are single
@@ -388,27 +188,6 @@ type TaskControl interface {
 	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (Decision, error)
 }
 
-// Fields names the fields p changes, in a fixed order (for event reasons
-// and responses).
-func (p TaskPatch) Fields() []string {
-	var out []string
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"title", p.Title != nil}, {"description", p.Description != nil},
-		{"acceptance_criteria", p.AcceptanceCriteria != nil}, {"payload", len(p.Payload) > 0},
-		{"priority", p.Priority != nil}, {"metadata", len(p.Metadata) > 0},
-		{"add_depends_on", len(p.AddDependsOn) > 0}, {"remove_depends_on", len(p.RemoveDependsOn) > 0},
-		{"add_children", len(p.AddChildren) > 0}, {"cancel_children", len(p.CancelChildren) > 0},
-	} {
-		if f.set {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
 // CheckChildDedupe is the rule for a dedupe hit among the add_children of an
 // Update of task parent: the i-th child found the live task child (created
 // false) under its dedupe key. Only a child of parent may be found so — the
@@ -422,4 +201,32 @@ func CheckChildDedupe(i int, parent int64, child Task, created bool) error {
 	}
 	return fieldError(fmt.Sprintf("add_children[%d].dedupe_key", i),
 		fmt.Sprintf("a key no task but a child of task %d holds", parent))
+}
+
+// ValidateStopReason is the one rule of a stop's reason (ADR 0020: a hold
+// says why): text a backend stores, and more than white space. Every
+// surface passes its FieldError on as it is.
+func ValidateStopReason(reason string) error {
+	return nonBlank("reason", reason, "a non-empty reason (why the task is held)")
+}
+
+// ValidateAnswer is the rule of an answer to a NEEDS_INPUT task's question.
+func ValidateAnswer(text string) error { return nonBlank("text", text, "a non-empty answer") }
+
+// ValidateQuestion is the rule of the question that parks a task in
+// NEEDS_INPUT.
+func ValidateQuestion(question string) error {
+	return nonBlank("question", question, "a non-empty question")
+}
+
+// nonBlank refuses s, naming field, unless it is stored text that is more
+// than white space.
+func nonBlank(field, s, expected string) error {
+	if err := ValidateText(field, s); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) == "" {
+		return fieldError(field, expected)
+	}
+	return nil
 }

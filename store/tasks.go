@@ -6,118 +6,41 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
-// ErrLeaseLost means an executor call carried a lease token that is no longer
-// current: the task was reclaimed, cancelled, parked or completed since the
-// token was issued. It wraps ErrConflict, so errors.Is(err, ErrConflict) also
-// holds; test for ErrLeaseLost first when the difference matters.
-var ErrLeaseLost = fmt.Errorf("lease lost: %w", ErrConflict)
+// ErrLeaseLost is cks.ErrLeaseLost: an executor call carried a lease token
+// that is no longer current. It wraps ErrConflict.
+var ErrLeaseLost = cks.ErrLeaseLost
 
-// Limits on task input, enforced by NewTask.Validate.
+// Limits on task input, enforced by NewTask.Validate (package cks).
 const (
-	// MaxPriority is the highest priority a task may have; 0 is the lowest.
-	MaxPriority = 1000
-	// DefaultMaxAttempts is used when NewTask.MaxAttempts is 0.
-	DefaultMaxAttempts = 3
-	// MaxMaxAttempts bounds NewTask.MaxAttempts.
-	MaxMaxAttempts = 100
-	// DefaultListLimit is the page size of ListTasks when TaskFilter.Limit is 0.
-	DefaultListLimit = 100
-	// MaxListLimit bounds TaskFilter.Limit.
-	MaxListLimit = 1000
+	MaxPriority        = cks.MaxPriority
+	DefaultMaxAttempts = cks.DefaultMaxAttempts
+	MaxMaxAttempts     = cks.MaxMaxAttempts
+	DefaultListLimit   = cks.DefaultListLimit
+	MaxListLimit       = cks.MaxListLimit
 )
 
-// TaskState is the lifecycle state of a task. The states, the allowed
-// transitions between them and the dispatch-exclusion set are defined in package
-// ledger (ADR 0020); store only carries the value.
-type TaskState string
+// TaskState is cks.TaskState. The states, the allowed transitions between
+// them and the dispatch-exclusion set are defined in package ledger (ADR
+// 0020); store only carries the value.
+type TaskState = cks.TaskState
 
-// Task is one row of cks_outbox_tasks (the outbox of ADR-014/016, which is the
-// task ledger of ADR 0020), with its dependencies and, from GetTask, its event
-// history and evidence.
-type Task struct {
-	ID                 int64           `json:"task_id"`
-	Type               string          `json:"type"`
-	Title              string          `json:"title"`
-	Description        string          `json:"description,omitempty"`
-	AcceptanceCriteria string          `json:"acceptance_criteria,omitempty"`
-	Payload            json.RawMessage `json:"payload"`
-	State              TaskState       `json:"state"`
-	Priority           int             `json:"priority"`
-	// Attempts counts claims that were not given back. It is incremented by a
-	// claim and decremented again by RequestInput, so asking a question does not
-	// burn an attempt (see Tasks.RequestInput).
-	Attempts    int `json:"attempts"`
-	MaxAttempts int `json:"max_attempts"`
-	// Restarts counts operator restarts (STOPPED → OPEN); never attempts.
-	Restarts int `json:"restarts"`
-	// Revision starts at 1 and is bumped by material edits (see
-	// TaskPatch); evidence and decisions record the revision they were
-	// made under.
-	Revision int `json:"revision"`
-	// Metadata is a free-form JSON object for operators (owner, links, …);
-	// editing it is not material.
-	Metadata  json.RawMessage `json:"metadata,omitempty"`
-	ParentID  *int64          `json:"parent_id"`
-	DependsOn []int64         `json:"depends_on"`
-	DedupeKey string          `json:"dedupe_key,omitempty"`
-	CreatedBy string          `json:"created_by,omitempty"`
-	// ClaimedBy is the worker (or reviewer) holding the lease; empty when none.
-	ClaimedBy string    `json:"claimed_by,omitempty"`
-	ClaimedAt time.Time `json:"claimed_at,omitzero"`
-	// The fencing token of the current lease is not part of a task: only
-	// the claim that created it returns it (ClaimedTask), so no read of a
-	// task can disclose it.
-	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
-	// LeaseRenewedAt is the time of the claim or of the last Touch.
-	LeaseRenewedAt time.Time `json:"lease_renewed_at,omitzero"`
-	// RunAfter holds a retried task back from claims until that time.
-	RunAfter   time.Time `json:"run_after,omitzero"`
-	Result     string    `json:"result,omitempty"`
-	LastError  string    `json:"last_error,omitempty"`
-	Question   string    `json:"question,omitempty"`
-	Answer     string    `json:"answer,omitempty"`
-	ReviewNote string    `json:"review_note,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	// StateChangedAt is the time of the last state change (set at enqueue
-	// and by every transition; other writes such as Touch leave it). Rows
-	// written before the column existed got their updated_at as a backfill
-	// when the database was upgraded.
-	StateChangedAt time.Time `json:"state_changed_at"`
-	// LastAbort is the task's most recent abort request, if any; filled by
-	// GetTask and ListTasks (so a listing can show an unconfirmed abort).
-	LastAbort *Abort `json:"last_abort,omitempty"`
-	// Events is the task's history, oldest first; filled by GetTask only.
-	Events []TaskEvent `json:"events,omitempty"`
-	// Current is what the current attempt recorded (evidence, decisions,
-	// workspace); History every earlier attempt, oldest first, including
-	// aborted ones. Filled by GetTask only (see GroupAttempts).
-	Current *AttemptView  `json:"current,omitempty"`
-	History []AttemptView `json:"history,omitempty"`
-	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
-	Aborts []Abort `json:"aborts,omitempty"`
-}
+// Task is cks.Task: one row of cks_outbox_tasks with its dependencies and,
+// from GetTask, its event history and evidence.
+type Task = cks.Task
 
-// ClaimedTask is a task as Claim and ClaimReview return it to the claimer:
-// the task and the plain fencing token of the lease just created, which the
-// claimer passes to every executor call of that lease. The token is shown
-// this once: the store keeps only its hash (HashLeaseToken), Task has no
-// field for it, and no other call returns it, so nobody but the claimer can
-// make the fenced calls of the lease (a reader of the task cannot take it
-// over).
-type ClaimedTask struct {
-	Task
-	LeaseToken string `json:"lease_token"`
-}
+// ClaimedTask is cks.ClaimedTask: a task as Claim and ClaimReview return it
+// to the claimer, with the plain fencing token of the lease just created
+// (the store keeps only its hash, HashLeaseToken).
+type ClaimedTask = cks.ClaimedTask
 
 // leaseTokenBytes is the randomness of a lease token.
 const leaseTokenBytes = 16
@@ -137,187 +60,20 @@ func HashLeaseToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CurrentEvidence returns the evidence of the current attempt only (nil
-// unless the task came from GetTask); older attempts' evidence is in History.
-func (t Task) CurrentEvidence() []Evidence {
-	if t.Current == nil {
-		return nil
-	}
-	return t.Current.Evidence
-}
+// TaskEvent is cks.TaskEvent: one append-only row of cks_task_events.
+type TaskEvent = cks.TaskEvent
 
-// TaskEvent is one append-only row of cks_task_events: one state change.
-// From is empty for the event that records the task's creation.
-type TaskEvent struct {
-	ID      int64     `json:"event_id"`
-	TaskID  int64     `json:"task_id"`
-	At      time.Time `json:"at"`
-	Actor   string    `json:"actor"`
-	From    TaskState `json:"from"`
-	To      TaskState `json:"to"`
-	Attempt int       `json:"attempt"`
-	Reason  string    `json:"reason,omitempty"`
-}
+// Evidence is cks.Evidence.
+type Evidence = cks.Evidence
 
-// Evidence is one record an executor attached to a task during one attempt.
-type Evidence struct {
-	ID        int64     `json:"evidence_id"`
-	TaskID    int64     `json:"task_id"`
-	Attempt   int       `json:"attempt"`
-	Restart   int       `json:"restart"`
-	Revision  int       `json:"revision"`
-	Kind      string    `json:"kind"`
-	Body      string    `json:"body"`
-	Actor     string    `json:"actor"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// NewTask is cks.NewTask, the input of Enqueue.
+type NewTask = cks.NewTask
 
-// NewTask is the input of Enqueue.
-type NewTask struct {
-	Type               string `json:"type"`
-	Title              string `json:"title"`
-	Description        string `json:"description,omitempty"`
-	AcceptanceCriteria string `json:"acceptance_criteria,omitempty"`
-	// Payload must be a JSON value; empty means {}.
-	Payload  json.RawMessage `json:"payload,omitempty"`
-	Priority int             `json:"priority"`
-	// MaxAttempts is 1..MaxMaxAttempts; 0 means DefaultMaxAttempts.
-	MaxAttempts int     `json:"max_attempts,omitempty"`
-	ParentID    *int64  `json:"parent_id,omitempty"`
-	DependsOn   []int64 `json:"depends_on,omitempty"`
-	// DedupeKey, when set, is unique among non-terminal tasks: enqueueing a
-	// second task with the key of a live one returns the live one.
-	DedupeKey string `json:"dedupe_key,omitempty"`
-	// DedupeOnce makes DedupeKey match finished tasks too, so a key is
-	// used at most once ever: the task that had it (live first, else the
-	// latest) is returned instead. Sweepers use it for keys naming a state
-	// that cannot come back (a fork's heads, a premise's hashes), so a
-	// sweep that raced the task's completion enqueues nothing.
-	DedupeOnce bool `json:"dedupe_once,omitempty"`
-	// CreatedBy names who enqueued the task; recorded as the creation
-	// event's actor. It is never read from JSON: the surfaces (HTTP, MCP)
-	// set it to the authenticated caller, so a request cannot name another
-	// creator (a body naming created_by is an unknown field).
-	CreatedBy string `json:"-"`
-	// Metadata, when set, must be a JSON object; empty means {}.
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-}
+// TaskFilter is cks.TaskFilter, the selection of a page of ListTasks.
+type TaskFilter = cks.TaskFilter
 
-// Validate reports the first field of n that Enqueue must refuse, and fills in
-// defaults (payload {}, max attempts) on the returned copy.
-func (n NewTask) Validate() (NewTask, error) {
-	if err := n.validateText(); err != nil {
-		return n, err
-	}
-	switch {
-	case n.Type == "":
-		return n, fieldError("type", "a non-empty task type")
-	case n.Priority < 0 || n.Priority > MaxPriority:
-		return n, fieldError("priority", fmt.Sprintf("an integer from 0 to %d", MaxPriority))
-	case n.MaxAttempts < 0 || n.MaxAttempts > MaxMaxAttempts:
-		return n, fieldError("max_attempts", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxMaxAttempts, DefaultMaxAttempts))
-	case len(n.Payload) > 0 && !json.Valid(n.Payload):
-		return n, fieldError("payload", "a JSON value")
-	case n.DedupeOnce && n.DedupeKey == "":
-		return n, fieldError("dedupe_once", "a dedupe_key to apply to")
-	case len(n.Metadata) > 0 && !isJSONObject(n.Metadata):
-		return n, fieldError("metadata", "a JSON object")
-	case n.ParentID != nil && *n.ParentID <= 0:
-		return n, fieldError("parent_id", "the id of an existing task")
-	}
-	seen := map[int64]bool{}
-	deps := make([]int64, 0, len(n.DependsOn))
-	for _, d := range n.DependsOn {
-		if d <= 0 {
-			return n, fieldError("depends_on", "ids of existing tasks")
-		}
-		if !seen[d] {
-			seen[d] = true
-			deps = append(deps, d)
-		}
-	}
-	n.DependsOn = deps
-	if len(n.Payload) == 0 {
-		n.Payload = json.RawMessage(`{}`)
-	}
-	if len(n.Metadata) == 0 {
-		n.Metadata = json.RawMessage(`{}`)
-	}
-	if n.MaxAttempts == 0 {
-		n.MaxAttempts = DefaultMaxAttempts
-	}
-	return n, nil
-}
-
-// validateText checks n's strings with ValidateText and its JSON with
-// ValidateJSON (once it is valid JSON: Validate says so otherwise).
-func (n NewTask) validateText() error {
-	for _, f := range []struct{ name, v string }{
-		{"type", n.Type}, {"title", n.Title}, {"description", n.Description},
-		{"acceptance_criteria", n.AcceptanceCriteria}, {"dedupe_key", n.DedupeKey}, {"created_by", n.CreatedBy},
-	} {
-		if err := ValidateText(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	return validJSONFields(n.Payload, n.Metadata)
-}
-
-// validJSONFields is ValidateJSON of a payload and metadata that are valid
-// JSON (whether they are is each caller's own check, with its own message).
-func validJSONFields(payload, metadata json.RawMessage) error {
-	for _, f := range []struct {
-		name string
-		b    json.RawMessage
-	}{{"payload", payload}, {"metadata", metadata}} {
-		if len(f.b) > 0 && json.Valid(f.b) {
-			if err := ValidateJSON(f.name, f.b); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// TaskFilter selects a page of ListTasks.
-type TaskFilter struct {
-	// States and Types restrict the result when non-empty (any of them).
-	States []TaskState
-	Types  []string
-	// StateChangedBefore, when not zero, keeps only tasks whose state last
-	// changed at or before it (Task.StateChangedAt <= StateChangedBefore).
-	StateChangedBefore time.Time
-	// After is the cursor: only tasks with task_id > After are listed.
-	After int64
-	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
-	Limit int
-}
-
-// Validate reports the first bad field of f (States are checked by the
-// backends against package ledger) and returns f with its default limit.
-func (f TaskFilter) Validate() (TaskFilter, error) {
-	if err := ValidateTexts("type", f.Types); err != nil {
-		return f, err
-	}
-	switch {
-	case f.Limit < 0 || f.Limit > MaxListLimit:
-		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
-	case f.After < 0:
-		return f, fieldError("cursor", "a task id")
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	return f, nil
-}
-
-// TaskPage is one page of ListTasks, ordered by task_id.
-type TaskPage struct {
-	Tasks []Task `json:"tasks"`
-	// Next is the cursor of the following page (the last task_id of this
-	// one), or 0 when this page is the last.
-	Next int64 `json:"next_cursor,omitempty"`
-}
+// TaskPage is cks.TaskPage, one page of ListTasks.
+type TaskPage = cks.TaskPage
 
 // Tasks is the task ledger (ADR 0020 with the leased outbox of ADR-014/016).
 // Every state change goes through the transition table of package ledger and

@@ -3,36 +3,15 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"time"
+
+	"github.com/cks-dev/cks"
 )
 
-// Version is one row of cks_object_versions: one content write of an
-// object. The versions of an object form a DAG through Parents: a write
-// names the version it was based on, a merge all the heads it merged.
-//
-// Versions are numbered per object: 1 for the first, then 1, 2, 3 … in
-// the order they were written, so two objects both have a version 1 and a
-// version is named by its object and its number. Every number a version
-// write takes or returns (a base, heads, parents, an object's head
-// version) is such a number of that object.
-type Version struct {
-	Version  int64 `json:"version"`
-	ObjectID int64 `json:"object_id"`
-	// Parents are the versions this one was written from: none for the
-	// first version, one for a write, two or more for a merge (sorted).
-	Parents     []int64         `json:"parents"`
-	Content     json.RawMessage `json:"content"`
-	ContentHash string          `json:"content_hash"`
-	Author      string          `json:"author"`
-	CreatedAt   time.Time       `json:"created_at"`
-}
+// Version is cks.Version: one row of cks_object_versions.
+type Version = cks.Version
 
-// Fork is an object with more than one head version.
-type Fork struct {
-	ObjectID int64 `json:"object_id"`
-	// Heads are the numbers of the head versions, ascending.
-	Heads []int64 `json:"heads"`
-}
+// Fork is cks.Fork: an object with more than one head version.
+type Fork = cks.Fork
 
 // Versions is the version history of knowledge objects (issue 8). Every
 // content write records a version: CreateObject the first one (no parents),

@@ -15,8 +15,9 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"github.com/cks-dev/cks/sweeper"
@@ -25,7 +26,7 @@ import (
 // fullEnv is a studio with sweeper cards and the task board over a real
 // SQLite store whose clock (and the studio's) is a fake at T0.
 type fullEnv struct {
-	store *sqlite.Store
+	store store.Store
 	clock *clock.Fake
 	ctl   *sweeper.Controller
 	h     http.Handler
@@ -45,9 +46,9 @@ func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s
 func newFullEnv(t *testing.T) fullEnv {
 	t.Helper()
 	c := clock.NewFake(storetest.T0)
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
 	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 
@@ -215,9 +216,12 @@ func claim(t *testing.T, s store.Store, typ string) store.ClaimedTask {
 	return ts[0]
 }
 
-func move(t *testing.T, s *sqlite.Store, id int64, to store.TaskState) {
+func move(t *testing.T, s store.Store, id int64, to store.TaskState) {
 	t.Helper()
-	if _, err := s.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
+	tr := s.(interface {
+		Transition(context.Context, int64, store.TaskState, string, string) (store.Task, error)
+	})
+	if _, err := tr.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
 		t.Fatalf("task %d → %s: %v", id, to, err)
 	}
 }
@@ -293,11 +297,13 @@ func TestTaskBoardSections(t *testing.T) {
 	mustNotContain(t, "COMPLETED list", r.body, "Just open", "Stopped long ago", "Needs a human")
 }
 
+// TestTaskBoardRejectsUnknownState: a state list_tasks refuses is refused
+// in the words of list_tasks (one rule, one message), escaped.
 func TestTaskBoardRejectsUnknownState(t *testing.T) {
 	e := newFullEnv(t)
 	for _, tc := range []struct{ query, want string }{
-		{"state=BOGUS", "There is no task state &#34;BOGUS&#34;. The states are OPEN, WAITING"},
-		{"state=%3Cscript%3E", "There is no task state &#34;&lt;script&gt;&#34;"},
+		{"state=BOGUS", "invalid state: expected one of OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED, got &#34;BOGUS&#34;"},
+		{"state=%3Cscript%3E", "got &#34;&lt;script&gt;&#34;"},
 		{"state=OPEN&after=x", "after=&#34;x&#34; is not a task id"},
 	} {
 		r := get(t, e.h, "/tasks?"+tc.query)
@@ -404,7 +410,7 @@ func TestTasksAbsentWithoutStore(t *testing.T) {
 }
 
 // failingTasks is a task ledger whose reads fail.
-type failingTasks struct{ store.Tasks }
+type failingTasks struct{ ops.TaskStore }
 
 func (failingTasks) CountTasks(context.Context, store.TaskFilter) (int, error) {
 	return 0, errors.New("ledger on fire")

@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
 // running enqueues a task of type typ and has worker claim it and run it.
-func running(t *testing.T, s *sqlite.Store, typ, title, worker string) store.ClaimedTask {
+func running(t *testing.T, s store.Store, typ, title, worker string) store.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
 	task := storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
@@ -29,7 +28,7 @@ func running(t *testing.T, s *sqlite.Store, typ, title, worker string) store.Cla
 	return ts[0]
 }
 
-func stop(t *testing.T, s *sqlite.Store, id int64, reason string) *store.Abort {
+func stop(t *testing.T, s store.Store, id int64, reason string) *store.Abort {
 	t.Helper()
 	_, ab, err := s.Stop(context.Background(), id, "operator", reason, time.Minute)
 	if err != nil {

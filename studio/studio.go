@@ -32,8 +32,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -50,9 +52,14 @@ type Options struct {
 	Sweepers *sweeper.Controller
 	// Tasks, when set, serves the task board at /tasks and task pages at
 	// /tasks/{id}.
-	Tasks store.Tasks
-	// Clock tells the time for ages ("12s ago", stopped longer than 24 h);
-	// nil means the system clock.
+	Tasks ops.TaskStore
+	// StaleStopAfter is how long a task may stay STOPPED before the board
+	// flags it: the hub passes the stale_stop_report sweeper's threshold
+	// (CKS_STALE_STOP_THRESHOLD), so both report the same tasks. Zero means
+	// sweeper.DefaultStaleStopThreshold.
+	StaleStopAfter time.Duration
+	// Clock tells the time for ages ("12s ago", stopped longer than the
+	// threshold); nil means the system clock.
 	Clock clock.Clock
 }
 
@@ -158,9 +165,13 @@ type attemptArgs struct {
 
 func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
 
-// New returns the studio handler over svc.
+// New returns the studio handler over svc. Every page reads through the
+// operations of the table (package ops), which check that the caller in the
+// request context (the hub authenticates it in front) holds the operation's
+// permission: a page the caller may not read is a 403 page naming what is
+// missing.
 func New(svc *liveness.Service, opts Options) http.Handler {
-	s := &server{svc: svc, version: opts.Version, log: opts.Logger, sweeperCtl: opts.Sweepers, tasks: opts.Tasks, clock: opts.Clock}
+	s := &server{version: opts.Version, log: opts.Logger, clock: opts.Clock, staleStop: opts.StaleStopAfter}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -170,11 +181,18 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 	if s.version == "" {
 		s.version = "dev"
 	}
+	if s.staleStop <= 0 {
+		s.staleStop = sweeper.DefaultStaleStopThreshold
+	}
+	s.ops = &ops.Services{Liveness: svc, Sweepers: opts.Sweepers, Clock: s.clock, Logger: s.log}
+	if opts.Tasks != nil {
+		s.ops.Tasks = opts.Tasks
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.panel)
 	mux.HandleFunc("GET "+FragmentPath, s.fragment)
 	mux.HandleFunc("GET "+SweepersFragmentPath, s.sweepersFragment)
-	if s.tasks != nil {
+	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
 		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
 	}
@@ -185,12 +203,13 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 }
 
 type server struct {
-	svc        *liveness.Service
-	sweeperCtl *sweeper.Controller // nil: no sweeper cards
-	tasks      store.Tasks         // nil: no task board
-	clock      clock.Clock
-	version    string
-	log        *slog.Logger
+	// ops are the services the pages read through the operations of the
+	// table; no Sweepers: no sweeper cards, no Tasks: no task board.
+	ops       *ops.Services
+	clock     clock.Clock
+	staleStop time.Duration
+	version   string
+	log       *slog.Logger
 }
 
 // layout is what every full page passes to the "layout" template.
@@ -213,7 +232,7 @@ type layout struct {
 
 // page is the layout of a signed-in page.
 func (s *server) page(title, nav string, live bool, body any) layout {
-	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.tasks != nil, Live: live, Body: body}
+	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.ops.Tasks != nil, Live: live, Body: body}
 }
 
 // panelView is the data of the Agent Panel.
@@ -231,6 +250,16 @@ type errorView struct {
 // errorPage renders a full page with a heading and a message.
 func (s *server) errorPage(w http.ResponseWriter, r *http.Request, status int, heading, msg string) {
 	s.render(w, r, status, pages["error"], "layout", s.page(heading, "", false, errorView{Heading: heading, Message: msg}))
+}
+
+// forbidden renders the 403 page of a read the caller may not make, and
+// reports whether err was that refusal.
+func (s *server) forbidden(w http.ResponseWriter, r *http.Request, err error) bool {
+	if !errors.Is(err, auth.ErrForbidden) {
+		return false
+	}
+	s.errorPage(w, r, http.StatusForbidden, "Forbidden", err.Error())
+	return true
 }
 
 // logErr logs a service error; a cancelled request (the browser went away)
@@ -277,14 +306,23 @@ type card struct {
 type loginView struct{ Error bool }
 
 func (s *server) panel(w http.ResponseWriter, r *http.Request) {
-	pv, status := s.processes(r)
-	sv, sweepStatus := s.sweepers(r)
+	pv, status, err := s.processes(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
+	sv, sweepStatus, err := s.sweepers(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
 	s.render(w, r, max(status, sweepStatus), pages["panel"], "layout",
 		s.page("Agent Panel", "panel", true, panelView{Processes: pv, Sweepers: sv}))
 }
 
 func (s *server) fragment(w http.ResponseWriter, r *http.Request) {
-	v, status := s.processes(r)
+	v, status, err := s.processes(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
 	// The script swaps a response in only when it carries this header, so a
 	// login page or a proxy error never ends up inside the card container.
 	w.Header().Set("X-Studio-Fragment", "processes")
@@ -298,17 +336,28 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	// A page of nothing still needs read on the root, as the hub's other
+	// unknown paths do.
+	if s.forbidden(w, r, auth.Require(r.Context(), auth.PermRead, auth.ResourceRoot)) {
+		return
+	}
 	s.render(w, r, http.StatusNotFound, pages["notfound"], "layout", s.page("Not found", "", false, nil))
 }
 
-// processes reads the process list and formats it, alive instances first and
-// otherwise in the service's newest-started-first order.
-func (s *server) processes(r *http.Request) (processesView, int) {
-	ps, err := s.svc.ListProcesses(r.Context())
+// processes reads the process list (list_processes) and formats it, alive
+// instances first and otherwise in the service's newest-started-first
+// order. Only a refusal is returned as an error; any other failure is the
+// block's Failed.
+func (s *server) processes(r *http.Request) (processesView, int, error) {
+	list, err := ops.ListProcesses.Do(r.Context(), s.ops, &struct{}{})
+	if errors.Is(err, auth.ErrForbidden) {
+		return processesView{}, http.StatusForbidden, err
+	}
 	if err != nil {
 		s.logErr(r, "studio: list processes", err)
-		return processesView{Failed: true}, http.StatusInternalServerError
+		return processesView{Failed: true}, http.StatusInternalServerError, nil
 	}
+	ps := list.Processes
 	slices.SortStableFunc(ps, func(a, b liveness.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
@@ -339,7 +388,7 @@ func (s *server) processes(r *http.Request) (processesView, int) {
 		}
 		v.Cards = append(v.Cards, c)
 	}
-	return v, http.StatusOK
+	return v, http.StatusOK, nil
 }
 
 func rank(s liveness.Status) int {

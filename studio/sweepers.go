@@ -1,11 +1,14 @@
 package studio
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -45,21 +48,29 @@ type sweeperCard struct {
 }
 
 func (s *server) sweepersFragment(w http.ResponseWriter, r *http.Request) {
-	v, status := s.sweepers(r)
+	v, status, err := s.sweepers(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
 	w.Header().Set("X-Studio-Fragment", "sweepers")
 	s.render(w, r, status, pages["panel"], "sweepers", v)
 }
 
-// sweepers reads every sweeper's status (registration order) and formats it.
-func (s *server) sweepers(r *http.Request) (sweepersView, int) {
-	if s.sweeperCtl == nil {
-		return sweepersView{}, http.StatusOK
+// sweepers reads every sweeper's status (list_agents, registration order)
+// and formats it. Only a refusal is returned as an error.
+func (s *server) sweepers(r *http.Request) (sweepersView, int, error) {
+	if s.ops.Sweepers == nil {
+		return sweepersView{}, http.StatusOK, nil
 	}
-	sts, err := s.sweeperCtl.List(r.Context())
+	list, err := ops.ListAgents.Do(r.Context(), s.ops, &struct{}{})
+	if errors.Is(err, auth.ErrForbidden) {
+		return sweepersView{}, http.StatusForbidden, err
+	}
 	if err != nil {
 		s.logErr(r, "studio: list sweepers", err)
-		return sweepersView{Configured: true, Failed: true}, http.StatusInternalServerError
+		return sweepersView{Configured: true, Failed: true}, http.StatusInternalServerError, nil
 	}
+	sts := list.Sweepers
 	now := s.clock.Now()
 	v := sweepersView{Configured: true, Cards: make([]sweeperCard, 0, len(sts))}
 	for _, st := range sts {
@@ -102,7 +113,7 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int) {
 		}
 		v.Cards = append(v.Cards, c)
 	}
-	return v, http.StatusOK
+	return v, http.StatusOK, nil
 }
 
 func overrideText(b *bool) string {

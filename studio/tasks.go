@@ -2,18 +2,18 @@ package studio
 
 import (
 	"bytes"
-	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -27,10 +27,6 @@ const (
 // BoardCap is the most rows one list of the task board shows; a note and a
 // link to the next page say when there are more.
 const BoardCap = 200
-
-// StaleStopAge is how long a task may stay STOPPED before the board flags it
-// (the stale_stop_report sweeper's default threshold).
-const StaleStopAge = 24 * time.Hour
 
 // liveStates are the states of the board's "other live work" list: every
 // non-terminal state except STOPPED and NEEDS_INPUT, which have their own.
@@ -62,8 +58,10 @@ type taskRow struct {
 	ChangedAt   string // RFC 3339
 	Question    string
 	changed     time.Time
-	// StaleStop marks a task STOPPED for longer than StaleStopAge.
-	StaleStop bool
+	// StaleStop marks a task STOPPED for longer than the stale-stop
+	// threshold (Options.StaleStopAfter), StaleAfter ("24 h").
+	StaleStop  bool
+	StaleAfter string
 	// StoppedFor is how long a STOPPED task has been held ("1d 1h"); "" for
 	// any other state.
 	StoppedFor string
@@ -140,7 +138,8 @@ type boardView struct {
 	After int64
 	// The default board's sections.
 	Stopped      taskList
-	StaleStopped int // STOPPED for longer than StaleStopAge
+	StaleStopped int    // STOPPED for longer than the stale-stop threshold
+	StaleAfter   string // that threshold, "24 h"
 	// UnsureStopped counts the listed STOPPED tasks whose last abort is
 	// unconfirmed or pending: a process may still be working on them.
 	UnsureStopped int
@@ -160,9 +159,13 @@ func (e *badRequest) Error() string { return e.msg }
 func (s *server) taskBoard(w http.ResponseWriter, r *http.Request) {
 	v, err := s.board(r)
 	var bad *badRequest
+	var fe *store.FieldError
 	switch {
+	case s.forbidden(w, r, err):
 	case errors.As(err, &bad):
 		s.errorPage(w, r, http.StatusBadRequest, "Bad task filter", bad.msg)
+	case errors.As(err, &fe):
+		s.errorPage(w, r, http.StatusBadRequest, "Bad task filter", err.Error())
 	case err != nil:
 		s.logErr(r, "studio: task board", err)
 		s.errorPage(w, r, http.StatusInternalServerError, "Could not load tasks",
@@ -172,16 +175,21 @@ func (s *server) taskBoard(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listTasks lists tasks through the list_tasks operation, with its
+// permission check (ledger.TaskLister).
+type listTasks struct{ s *ops.Services }
+
+func (l listTasks) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+	in := ops.ListTasksInputOf(f)
+	return ops.ListTasks.Do(ctx, l.s, &in)
+}
+
+// board reads the task board: ?state=STATE lists that state (from
+// ?after=ID on), else the default sections. A state the list_tasks
+// operation refuses is its FieldError, shown as it says.
 func (s *server) board(r *http.Request) (boardView, error) {
 	q := r.URL.Query()
-	v := boardView{Cap: BoardCap, Filter: q.Get("state")}
-	if v.Filter != "" && !ledger.Valid(store.TaskState(v.Filter)) {
-		names := make([]string, len(ledger.All))
-		for i, st := range ledger.All {
-			names[i] = string(st)
-		}
-		return v, &badRequest{fmt.Sprintf("There is no task state %q. The states are %s.", v.Filter, strings.Join(names, ", "))}
-	}
+	v := boardView{Cap: BoardCap, StaleAfter: staleText(s.staleStop)}
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || n < 0 {
@@ -189,11 +197,29 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		}
 		v.After = n
 	}
-
 	ctx := r.Context()
+	now := s.clock.Now()
+	in := ops.ListTasksInput{}
+	if st := q.Get("state"); st != "" {
+		in.State = []string{st}
+	}
+	// The counts below show what list_tasks would: the caller needs its
+	// permission, and a state it refuses is refused here.
+	if err := ops.Authorize(ctx, s.ops, ops.ListTasks, &in); err != nil {
+		return v, err
+	}
+	filter, err := ops.TaskFilterOf(in, now)
+	if err != nil {
+		return v, err
+	}
+	if len(filter.States) == 1 {
+		v.Filter = string(filter.States[0])
+	}
+	lister := listTasks{s.ops}
+
 	counts := map[store.TaskState]int{}
 	for _, st := range ledger.All {
-		n, err := s.tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{st}})
+		n, err := s.ops.Tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{st}})
 		if err != nil {
 			return v, fmt.Errorf("count %s tasks: %w", st, err)
 		}
@@ -212,7 +238,6 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		}
 	}
 
-	now := s.clock.Now()
 	list := func(states []store.TaskState, after int64) (taskList, error) {
 		var l taskList
 		for _, st := range states {
@@ -221,13 +246,11 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		if l.Count == 0 {
 			return l, nil
 		}
-		page, err := s.tasks.ListTasks(ctx, store.TaskFilter{States: states, After: after, Limit: BoardCap})
+		page, err := lister.ListTasks(ctx, store.TaskFilter{States: states, After: after, Limit: BoardCap})
 		if err != nil {
 			return l, fmt.Errorf("list %v tasks: %w", states, err)
 		}
-		for _, t := range page.Tasks {
-			l.Rows = append(l.Rows, row(t, now))
-		}
+		l.Rows = s.rows(page.Tasks, now)
 		l.Next = page.Next
 		return l, nil
 	}
@@ -245,20 +268,23 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		return v, nil
 	}
 
-	var err error
-	if v.Stopped, err = list([]store.TaskState{ledger.Stopped}, 0); err != nil {
-		return v, err
-	}
-	// Longest held first: a stop that has been forgotten is the one to see.
-	slices.SortStableFunc(v.Stopped.Rows, func(a, b taskRow) int { return cmp.Compare(a.changed.UnixNano(), b.changed.UnixNano()) })
-	for _, r := range v.Stopped.Rows {
-		if r.Abort != nil {
-			v.UnsureStopped++
-		}
-	}
+	v.Stopped.Count = counts[ledger.Stopped]
 	if v.Stopped.Count > 0 {
-		v.StaleStopped, err = s.tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{ledger.Stopped},
-			StateChangedBefore: now.Add(-StaleStopAge)})
+		held, err := ledger.ListStoppedFirst(ctx, lister, ledger.StoppedFirstQuery{Rest: []store.TaskState{}, MaxStopped: BoardCap})
+		if err != nil {
+			return v, fmt.Errorf("list STOPPED tasks: %w", err)
+		}
+		v.Stopped.Rows = s.rows(held.Tasks, now)
+		if held.MoreStopped {
+			v.Stopped.MoreURL = boardURL(ledger.Stopped, 0)
+		}
+		for _, r := range v.Stopped.Rows {
+			if r.Abort != nil {
+				v.UnsureStopped++
+			}
+		}
+		v.StaleStopped, err = s.ops.Tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{ledger.Stopped},
+			StateChangedBefore: now.Add(-s.staleStop)})
 		if err != nil {
 			return v, fmt.Errorf("count long-stopped tasks: %w", err)
 		}
@@ -272,13 +298,19 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	// A default section that is cut short links to its state's own list (the
 	// live-work list spans several states, so it links to the next page of
 	// its first state that has more).
-	if v.Stopped.Next != 0 {
-		v.Stopped.MoreURL = boardURL(ledger.Stopped, 0)
-	}
 	if v.Inbox.Next != 0 {
 		v.Inbox.MoreURL = boardURL(ledger.NeedsInput, 0)
 	}
 	return v, nil
+}
+
+// rows formats tasks for a board list.
+func (s *server) rows(ts []store.Task, now time.Time) []taskRow {
+	var out []taskRow
+	for _, t := range ts {
+		out = append(out, s.row(t, now))
+	}
+	return out
 }
 
 // boardURL is the board filtered to st, from after on.
@@ -292,7 +324,7 @@ func boardURL(st store.TaskState, after int64) string {
 
 func stateClass(st store.TaskState) string { return strings.ToLower(string(st)) }
 
-func row(t store.Task, now time.Time) taskRow {
+func (s *server) row(t store.Task, now time.Time) taskRow {
 	r := taskRow{
 		ID:          t.ID,
 		State:       string(t.State),
@@ -310,13 +342,23 @@ func row(t store.Task, now time.Time) taskRow {
 		ChangedAt:   stamp(t.StateChangedAt),
 		Question:    t.Question,
 		changed:     t.StateChangedAt,
-		StaleStop:   t.State == ledger.Stopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= StaleStopAge,
+		StaleStop:   t.State == ledger.Stopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= s.staleStop,
+		StaleAfter:  staleText(s.staleStop),
 		Abort:       flagAbort(t.LastAbort),
 	}
 	if t.State == ledger.Stopped && !t.StateChangedAt.IsZero() {
 		r.StoppedFor = span(now.Sub(t.StateChangedAt))
 	}
 	return r
+}
+
+// staleText is the stale-stop threshold as the board says it: "24 h",
+// "90m".
+func staleText(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%d h", d/time.Hour)
+	}
+	return shortDuration(d)
 }
 
 // span is a duration as the board prints how long a task has been held:
@@ -468,8 +510,10 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("There is no task %q: task ids are positive integers.", raw))
 		return
 	}
-	t, err := s.tasks.GetTask(r.Context(), id)
+	t, err := ops.GetTask.Do(r.Context(), s.ops, &ops.TaskInput{TaskID: id})
 	switch {
+	case s.forbidden(w, r, err):
+		return
 	case errors.Is(err, store.ErrNotFound):
 		s.errorPage(w, r, http.StatusNotFound, "Task not found", fmt.Sprintf("There is no task %d.", id))
 		return
@@ -481,7 +525,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock.Now()
 	d := taskDetail{
-		taskRow:     row(t, now),
+		taskRow:     s.row(t, now),
 		Description: t.Description,
 		Criteria:    t.AcceptanceCriteria,
 		Revision:    t.Revision,

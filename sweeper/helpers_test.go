@@ -170,6 +170,24 @@ func (p *probe) waitFor(t testing.TB, r *Runner, what string, cond func(Status) 
 	}
 }
 
+// waitCtx is a context that ends after waitLimit or with the test.
+func waitCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// tick waits until the runner's loop waits on c (its interval timer is
+// armed) and then moves c by d.
+func tick(t testing.TB, c *clock.Fake, d time.Duration) {
+	t.Helper()
+	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		t.Fatalf("the loop never waited on the clock: %v", err)
+	}
+	c.Advance(d)
+}
+
 // recv waits for a value from ch and fails the test after waitLimit.
 func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()

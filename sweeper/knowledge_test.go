@@ -1,4 +1,4 @@
-package sweeper
+package sweeper_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/sweeper"
 )
 
 // kfix is one backend's store for a knowledge sweeper test.
@@ -67,7 +67,7 @@ func (f *kfix) tasks(typ string) (payloads []string, keys []string) {
 	return payloads, keys
 }
 
-func (f *kfix) sweep(s Sweeper, want int) {
+func (f *kfix) sweep(s sweeper.Sweeper, want int) {
 	f.t.Helper()
 	n, err := s.SweepOnce(context.Background())
 	if err != nil {
@@ -130,9 +130,9 @@ func TestForkDetection(t *testing.T) {
 		}
 		h2 := f.fork(v, two, 2)
 		h3 := f.fork(v, three, 3)
-		s := ForkDetection{Tasks: f.st, Forks: v}
+		s := sweeper.ForkDetection{Tasks: f.st, Forks: v}
 		f.sweep(s, 2)
-		p, k := f.tasks(TaskResolveFork)
+		p, k := f.tasks(sweeper.TaskResolveFork)
 		wantStrings(t, "payloads", p, []string{
 			fmt.Sprintf(`{"heads":[%d,%d],"object_id":%d}`, h2[0], h2[1], two),
 			fmt.Sprintf(`{"heads":[%d,%d,%d],"object_id":%d}`, h3[0], h3[1], h3[2], three),
@@ -142,7 +142,7 @@ func TestForkDetection(t *testing.T) {
 			fmt.Sprintf("resolve_fork:%d:v%d,v%d,v%d", three, h3[0], h3[1], h3[2]),
 		})
 		f.sweep(s, 0) // dedupe: nothing new
-		if p, _ := f.tasks(TaskResolveFork); len(p) != 2 {
+		if p, _ := f.tasks(sweeper.TaskResolveFork); len(p) != 2 {
 			t.Fatalf("second pass: %d tasks", len(p))
 		}
 	})
@@ -159,7 +159,7 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 		o := f.obj("note", "", map[string]any{"a": 1})
 		heads := f.fork(v, o, 2)
 		// A task of the global numbering, long done, with the same digits.
-		old, _, err := f.st.Enqueue(context.Background(), store.NewTask{Type: TaskResolveFork, DedupeOnce: true,
+		old, _, err := f.st.Enqueue(context.Background(), store.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
 			DedupeKey: fmt.Sprintf("resolve_fork:%d:%d,%d", o, heads[0], heads[1])})
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +167,7 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 		if _, err := f.st.Cancel(context.Background(), old.ID, "test", "resolved before the upgrade"); err != nil {
 			t.Fatal(err)
 		}
-		f.sweep(ForkDetection{Tasks: f.st, Forks: v}, 1)
+		f.sweep(sweeper.ForkDetection{Tasks: f.st, Forks: v}, 1)
 	})
 }
 
@@ -180,10 +180,10 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 		id := f.obj("note", "", nil)
 		f.fork(v, id, 2)
 		for round := range 5 {
-			var sweepers []ForkDetection
+			var sweepers []sweeper.ForkDetection
 			for range 2 {
 				h := open(t)
-				sweepers = append(sweepers, ForkDetection{Tasks: h, Forks: h})
+				sweepers = append(sweepers, sweeper.ForkDetection{Tasks: h, Forks: h})
 			}
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -209,7 +209,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			if counts[0]+counts[1] != want {
 				t.Fatalf("round %d: created %v, want %d in all", round, counts, want)
 			}
-			n, err := f.st.CountTasks(context.Background(), store.TaskFilter{Types: []string{TaskResolveFork}})
+			n, err := f.st.CountTasks(context.Background(), store.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
 			if err != nil || n != 1 {
 				t.Fatalf("round %d: %d resolve_fork tasks (%v), want exactly 1", round, n, err)
 			}
@@ -218,13 +218,13 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 }
 
 func TestForkDetectionWithoutVersions(t *testing.T) {
-	_, err := ForkDetection{}.SweepOnce(context.Background())
-	if err == nil || !errors.Is(err, ErrNoVersions) {
-		t.Fatalf("got %v, want ErrNoVersions", err)
+	_, err := sweeper.ForkDetection{}.SweepOnce(context.Background())
+	if err == nil || !errors.Is(err, sweeper.ErrNoVersions) {
+		t.Fatalf("got %v, want sweeper.ErrNoVersions", err)
 	}
-	_, err = (&GraphHealth{}).SweepOnce(context.Background())
-	if err == nil || !errors.Is(err, ErrNoVersions) {
-		t.Fatalf("got %v, want ErrNoVersions", err)
+	_, err = (&sweeper.GraphHealth{}).SweepOnce(context.Background())
+	if err == nil || !errors.Is(err, sweeper.ErrNoVersions) {
+		t.Fatalf("got %v, want sweeper.ErrNoVersions", err)
 	}
 }
 
@@ -246,9 +246,9 @@ func TestContradiction(t *testing.T) {
 		f.obj("note", "", claim("Paris", "capital_of", "Italy"))                                      // not a claim
 		x := f.obj("claim", "", claim("water", "boils_at", "100C"))
 		y := f.obj("claim", "", claim("Water", "boils_at", "90C"))
-		s := Contradiction{Tasks: f.st, Objects: f.st}
+		s := sweeper.Contradiction{Tasks: f.st, Objects: f.st}
 		f.sweep(s, 3)
-		p, k := f.tasks(TaskCritique)
+		p, k := f.tasks(sweeper.TaskCritique)
 		pair := func(a, b int64) string { return fmt.Sprintf(`{"claims":[%d,%d]}`, a, b) }
 		wantStrings(t, "payloads", p, []string{pair(a, b), pair(b, c), pair(x, y)})
 		wantStrings(t, "keys", k, []string{
@@ -293,17 +293,17 @@ func TestInferenceStaleness(t *testing.T) {
 		f.obj("inference", "", map[string]any{"premises": map[string]string{"x": "abc"}}) // malformed: ignored
 		f.obj("note", "", premises(map[int64]string{p2: "old"}))                          // not an inference
 		_ = fresh
-		s := InferenceStaleness{Tasks: f.st, Objects: f.st}
+		s := sweeper.InferenceStaleness{Tasks: f.st, Objects: f.st}
 		// Only the inference with a missing premise is stale so far.
 		f.sweep(s, 1)
-		p, k := f.tasks(TaskRederive)
+		p, k := f.tasks(sweeper.TaskRederive)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone)})
 		wantStrings(t, "keys", k, []string{fmt.Sprintf("rederive:%d:%s,missing", gone, h1)})
 
 		f.changeContent(p2, "found", `{"v": 3}`)
 		h2new := hash(p2)
 		f.sweep(s, 1)
-		p, k = f.tasks(TaskRederive)
+		p, k = f.tasks(sweeper.TaskRederive)
 		hs := []string{h1, h2new}
 		slices.Sort(hs)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone), fmt.Sprintf(`{"object_id":%d}`, stale)})
@@ -348,22 +348,22 @@ func TestGraphHealth(t *testing.T) {
 			{"f", "g", "depends_on"}, {"g", "f", "depends_on"}, {"x", "y", "supports"}, {"y", "x", "supports"}} {
 			f.edge(ids[e[0]], ids[e[1]], e[2])
 		}
-		g := &GraphHealth{Tasks: f.st, Objects: f.st, Edges: v}
+		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: v}
 		if g.Details() != nil {
 			t.Fatal("details before the first pass")
 		}
 		f.sweep(g, 2+5) // two orphans, five objects on cycles
 		r := g.Report()
 		a, b, c, ff, gg := ids["a"], ids["b"], ids["c"], ids["f"], ids["g"]
-		want := GraphReport{Objects: 13, Edges: 11, Orphans: 2, DanglingEdges: 0, CycleMembers: 5,
+		want := sweeper.GraphReport{Objects: 13, Edges: 11, Orphans: 2, DanglingEdges: 0, CycleMembers: 5,
 			Cycles: [][]int64{{a, b, c, a}, {ff, gg, ff}}, EnrichEnqueued: 2}
 		if got, _ := json.Marshal(r); string(got) != string(mustJSON(t, want)) {
 			t.Fatalf("report %s, want %s", got, mustJSON(t, want))
 		}
-		if d, ok := g.Details().(GraphReport); !ok || d.Orphans != 2 {
+		if d, ok := g.Details().(sweeper.GraphReport); !ok || d.Orphans != 2 {
 			t.Fatalf("details %#v", g.Details())
 		}
-		p, k := f.tasks(TaskEnrich)
+		p, k := f.tasks(sweeper.TaskEnrich)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, o1), fmt.Sprintf(`{"object_id":%d}`, o2)})
 		wantStrings(t, "keys", k, []string{fmt.Sprintf("enrich:%d", o1), fmt.Sprintf("enrich:%d", o2)})
 
@@ -392,7 +392,7 @@ func TestGraphHealthDangling(t *testing.T) {
 		f.edge(a, b, "depends_on")
 		extra := []store.Edge{{ID: 1 << 40, Src: a, Dst: 1 << 40, BaseType: "cites"},
 			{ID: 1<<40 + 1, Src: 1<<40 + 1, Dst: 1<<40 + 2, BaseType: "cites"}}
-		g := &GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
 			es, err := v.ListEdges(ctx, after, limit)
 			if err != nil || len(es) == limit {
 				return es, err
@@ -415,74 +415,6 @@ type edgesFunc func(ctx context.Context, after int64, limit int) ([]store.Edge, 
 
 func (f edgesFunc) ListEdges(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
 	return f(ctx, after, limit)
-}
-
-func TestDependsCycles(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		adj     map[int64][]int64
-		members int
-		cycles  [][]int64
-	}{
-		{"empty", nil, 0, nil},
-		{"dag", map[int64][]int64{1: {2, 3}, 2: {3}}, 0, nil},
-		{"self loop", map[int64][]int64{1: {1}, 2: {1}}, 1, [][]int64{{1, 1}}},
-		{"two cycles joined", map[int64][]int64{1: {2}, 2: {1, 5}, 5: {6}, 6: {7}, 7: {6}}, 4, [][]int64{{1, 2, 1}, {6, 7, 6}}},
-		{"figure eight", map[int64][]int64{1: {2}, 2: {1, 3}, 3: {4}, 4: {2}}, 4, [][]int64{{1, 2, 1}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, cs := dependsCycles(tc.adj)
-			if m != tc.members || fmt.Sprint(cs) != fmt.Sprint(tc.cycles) {
-				t.Fatalf("got %d %v, want %d %v", m, cs, tc.members, tc.cycles)
-			}
-		})
-	}
-	// More than MaxCycleExamples cycles: all counted, ten shown.
-	adj := map[int64][]int64{}
-	for i := int64(0); i < 15; i++ {
-		adj[2*i+1] = []int64{2*i + 2}
-		adj[2*i+2] = []int64{2*i + 1}
-	}
-	if m, cs := dependsCycles(adj); m != 30 || len(cs) != MaxCycleExamples {
-		t.Fatalf("got %d members, %d examples", m, len(cs))
-	}
-}
-
-// TestRunnerRecordsDetails: a Detailer's details show in the status after a
-// pass.
-func TestRunnerRecordsDetails(t *testing.T) {
-	s := &detailSweeper{}
-	r, p := newTestRunner(t, s, Options{Interval: waitLimit * 10, ConfigEnabled: true})
-	mustStart(t, r)
-	st := p.waitFor(t, r, "a pass", func(s Status) bool { return s.RunCount == 1 })
-	if st.Details != "pass 1" {
-		t.Fatalf("details %#v", st.Details)
-	}
-	b, _ := json.Marshal(st)
-	if !json.Valid(b) || !strings.Contains(string(b), `"details":"pass 1"`) {
-		t.Fatalf("status JSON %s", b)
-	}
-	if b, _ := json.Marshal(Status{}); strings.Contains(string(b), "details") {
-		t.Fatalf("details not omitted: %s", b)
-	}
-}
-
-type detailSweeper struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (*detailSweeper) ID() string { return "detailed" }
-func (d *detailSweeper) SweepOnce(context.Context) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.n++
-	return d.n, nil
-}
-func (d *detailSweeper) Details() any {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fmt.Sprintf("pass %d", d.n)
 }
 
 func mustJSON(t *testing.T, v any) []byte {

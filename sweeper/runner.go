@@ -6,21 +6,20 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/lifecycle"
 )
 
-// Runner runs one Sweeper every interval on its own goroutine.
-//
-// Start and Stop serialise on one control lock held across their whole
-// check-then-act, including Stop's wait for the loop goroutine to exit: two
-// concurrent Starts yield one loop, two concurrent Stops are safe, and a Start
-// racing a Stop resolves to whichever took the lock first. The lock is a
-// one-slot channel rather than a sync.Mutex so that the loop, when the override
-// tells it to stop itself, can give up acquiring it as soon as a Stop that
-// holds it cancels the loop; see selfStop.
+// Runner runs one Sweeper every interval on its own goroutine, on a
+// lifecycle.Base: Start and Stop serialise on its control lock, held across
+// their whole check-then-act including Stop's wait for the loop goroutine to
+// exit, so two concurrent Starts yield one loop, two concurrent Stops are
+// safe, and a Start racing a Stop resolves to whichever took the lock first.
+// When the override tells the loop to stop itself it does so through the
+// same lock (Base.StopSelf), giving up on it as soon as a Stop that holds it
+// cancels the loop.
 type Runner struct {
 	sw        Sweeper
 	id        string
@@ -31,28 +30,13 @@ type Runner struct {
 	log       *slog.Logger
 	onRun     func(id string, d time.Duration, count int, err error)
 
-	ctl  chan struct{} // the control lock: full while held
-	loop *loop         // the current loop or nil; guarded by ctl
-	// starts counts Start calls that took the control lock. It is written
-	// under ctl and read by the loop without it, to learn whether a Start came
-	// after the override read that would stop the loop.
-	starts atomic.Uint64
-	poke   chan struct{} // one-slot, coalescing wake-up for the wait
+	base *lifecycle.Base
+	poke chan struct{} // one-slot, coalescing wake-up for the wait
 
 	mu sync.Mutex // guards st
 	st Status
 
 	hooks *hooks // test instrumentation; nil outside tests
-}
-
-// loop is one run of the loop goroutine.
-type loop struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has exited
-	// ending is set, under the control lock, once the loop has been cancelled
-	// by Stop or has stopped itself: the goroutine is exiting or has exited,
-	// and the next Start must wait for done before starting another.
-	ending bool
 }
 
 // hooks lets the package's tests observe lock order and live loops.
@@ -82,7 +66,7 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Runner{
+	r := &Runner{
 		sw:        s,
 		id:        id,
 		interval:  opts.Interval,
@@ -91,7 +75,6 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 		clock:     opts.Clock,
 		log:       opts.Logger.With("sweeper", id),
 		onRun:     opts.OnRun,
-		ctl:       make(chan struct{}, 1),
 		poke:      make(chan struct{}, 1),
 		st: Status{
 			AgentID:       id,
@@ -99,7 +82,12 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 			ConfigEnabled: opts.ConfigEnabled,
 			IntervalS:     opts.Interval.Seconds(),
 		},
-	}, nil
+	}
+	r.base = lifecycle.New(lifecycle.Config{Run: r.run, Locked: r.locked, Changed: r.changed,
+		OnPanic: func(v any, stack []byte) {
+			r.log.Error("sweeper loop panicked; stopped", "panic", v, "stack", string(stack))
+		}})
+	return r, nil
 }
 
 // ID returns the sweeper's id.
@@ -127,27 +115,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	if !r.enabled {
 		return fmt.Errorf("start sweeper %s: %w (enable it with %s=true)", r.id, ErrDisabledByConfig, envName(r.id, "ENABLED"))
 	}
-	if err := r.lock(ctx); err != nil {
+	if err := r.base.Start(ctx); err != nil {
 		return fmt.Errorf("start sweeper %s: %w", r.id, err)
 	}
-	defer r.unlock()
-	r.hook("start")
-	r.starts.Add(1)
-	if l := r.loop; l != nil {
-		if !l.ending {
-			return nil // already running
-		}
-		if err := wait(ctx, l.done); err != nil {
-			return fmt.Errorf("start sweeper %s: wait for the previous loop to exit: %w", r.id, err)
-		}
-		r.loop = nil
-	}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &loop{cancel: cancel, done: make(chan struct{})}
-	r.loop = l
-	r.update(func(s *Status) { s.Running = true })
-	go r.run(lctx, l)
-	r.log.Info("sweeper started", "interval", r.interval)
 	return nil
 }
 
@@ -156,25 +126,8 @@ func (r *Runner) Start(ctx context.Context) error {
 // the loop, already cancelled and marked not running, finishes exiting on its
 // own; the next Start or Stop waits for it.
 func (r *Runner) Stop(ctx context.Context) error {
-	if err := r.lock(ctx); err != nil {
+	if err := r.base.Stop(ctx); err != nil {
 		return fmt.Errorf("stop sweeper %s: %w", r.id, err)
-	}
-	defer r.unlock()
-	r.hook("stop")
-	l := r.loop
-	if l == nil {
-		return nil
-	}
-	wasRunning := !l.ending
-	l.ending = true
-	l.cancel()
-	r.update(func(s *Status) { s.Running = false })
-	if err := wait(ctx, l.done); err != nil {
-		return fmt.Errorf("stop sweeper %s: wait for the loop to exit: %w", r.id, err)
-	}
-	r.loop = nil
-	if wasRunning {
-		r.log.Info("sweeper stopped")
 	}
 	return nil
 }
@@ -190,39 +143,30 @@ func (r *Runner) Poke() {
 	}
 }
 
-// lock acquires the control lock unless ctx ends first.
-func (r *Runner) lock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// locked is called by the base holding the control lock. A self-stop is
+// recorded by changed, once it is certain (a later Start may win over it).
+func (r *Runner) locked(op lifecycle.Op) {
+	if op == lifecycle.OpStopSelf || r.hooks == nil || r.hooks.locked == nil {
+		return
 	}
-	select {
-	case r.ctl <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	r.hooks.locked(string(op))
 }
 
-func (r *Runner) unlock() { <-r.ctl }
-
-func (r *Runner) hook(op string) {
-	if r.hooks != nil && r.hooks.locked != nil {
-		r.hooks.locked(op)
+// changed is called by the base holding the control lock when the loop
+// starts or ends, so Status.Running is that of the last operation to take
+// the lock.
+func (r *Runner) changed(op lifecycle.Op, running bool) {
+	if op == lifecycle.OpStopSelf && r.hooks != nil && r.hooks.locked != nil {
+		r.hooks.locked(string(op))
 	}
-}
-
-// wait waits for done unless ctx ends first.
-func wait(ctx context.Context, done <-chan struct{}) error {
-	select {
-	case <-done:
-		return nil
-	default:
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	r.update(func(s *Status) { s.Running = running })
+	switch op {
+	case lifecycle.OpStart:
+		r.log.Info("sweeper started", "interval", r.interval)
+	case lifecycle.OpStop:
+		r.log.Info("sweeper stopped")
+	case lifecycle.OpStopSelf:
+		r.log.Info("sweeper stopped by its override (desired_running=false)")
 	}
 }
 
@@ -236,10 +180,8 @@ func (r *Runner) update(f func(*Status)) {
 	}
 }
 
-// run is the loop goroutine: a pass, a wait, the override check, repeat.
-func (r *Runner) run(ctx context.Context, l *loop) {
-	defer close(l.done)
-	defer l.cancel()
+// run is the loop: a pass, a wait, the override check, repeat.
+func (r *Runner) run(ctx context.Context) {
 	if h := r.hooks; h != nil {
 		if h.loopExit != nil {
 			defer h.loopExit()
@@ -250,7 +192,7 @@ func (r *Runner) run(ctx context.Context, l *loop) {
 	}
 	for {
 		r.pass(ctx)
-		if !r.waitInterval(ctx, l) {
+		if !r.waitInterval(ctx) {
 			return
 		}
 	}
@@ -259,9 +201,9 @@ func (r *Runner) run(ctx context.Context, l *loop) {
 // pass runs SweepOnce once and records the outcome. A pass cut short by Stop
 // is not recorded.
 func (r *Runner) pass(ctx context.Context) {
-	start := r.clock.Now()
+	start, begin := r.clock.Now(), r.clock.Monotonic()
 	count, err := r.sweepOnce(ctx)
-	d := r.clock.Now().Sub(start)
+	d := clock.Since(r.clock, begin)
 	if ctx.Err() != nil {
 		return
 	}
@@ -303,22 +245,22 @@ func (r *Runner) sweepOnce(ctx context.Context) (count int, err error) {
 	return r.sw.SweepOnce(ctx)
 }
 
-// waitInterval waits one interval, reading the override early on every Poke
-// and once more at the end. It reports whether the loop should run another
-// pass.
-func (r *Runner) waitInterval(ctx context.Context, l *loop) bool {
-	t := time.NewTimer(r.interval)
+// waitInterval waits one interval on the runner's clock, reading the
+// override early on every Poke and once more at the end. It reports whether
+// the loop should run another pass.
+func (r *Runner) waitInterval(ctx context.Context) bool {
+	t := r.clock.NewTimer(r.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-r.poke:
-			if r.overrideStops(ctx, l) {
+			if r.overrideStops(ctx) {
 				return false
 			}
-		case <-t.C:
-			return !r.overrideStops(ctx, l)
+		case <-t.C():
+			return !r.overrideStops(ctx)
 		}
 	}
 }
@@ -326,14 +268,17 @@ func (r *Runner) waitInterval(ctx context.Context, l *loop) bool {
 // overrideStops reads the override and reports whether the loop must exit:
 // because it was cancelled, or because the override is false and the loop
 // stopped itself. A failed read is recorded in the status and is not a stop.
-func (r *Runner) overrideStops(ctx context.Context, l *loop) bool {
+// A Start that takes the control lock while the read is in flight wins over
+// a false it returns (start_agent writes desired_running=true before it
+// starts the local runner, so the read may be stale).
+func (r *Runner) overrideStops(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
 	if r.overrides == nil {
 		return false
 	}
-	starts := r.starts.Load()
+	starts := r.base.Starts()
 	want, err := r.overrides.GetSweeperDesiredRunning(ctx, r.id)
 	if ctx.Err() != nil {
 		return true // stopped during the read
@@ -351,41 +296,12 @@ func (r *Runner) overrideStops(ctx context.Context, l *loop) bool {
 	if want == nil || *want {
 		return false
 	}
-	return r.selfStop(ctx, l, starts)
-}
-
-// selfStop stops the loop on behalf of a false override read after starts
-// Start calls had taken the control lock, and reports whether it did.
-//
-// It takes the control lock like Start and Stop, so a self-stop is ordered
-// with them, but it must never wait for the lock against a Stop: Stop holds
-// the lock while it waits for this goroutine to exit. Stop cancels ctx before
-// it waits, so selecting on ctx.Done() while acquiring the lock turns that
-// would-be deadlock into a plain exit, and Stop finishes the bookkeeping.
-// With the lock held, a Start that took it after the read began wins over the
-// read (it may have written desired_running=true just before), and the loop
-// goes on. Otherwise the loop marks itself ending and not running and exits
-// without clearing r.loop, so the next Start waits for this goroutine to be
-// gone before starting another.
-func (r *Runner) selfStop(ctx context.Context, l *loop, starts uint64) bool {
 	if r.hooks != nil && r.hooks.selfStop != nil {
 		r.hooks.selfStop()
 	}
-	if err := r.lock(ctx); err != nil {
-		return true
-	}
-	defer r.unlock()
-	if ctx.Err() != nil {
-		return true
-	}
-	if r.starts.Load() != starts {
+	if !r.base.StopSelf(ctx, starts) {
 		r.log.Info("sweeper override is false but a later start wins; still running")
 		return false
 	}
-	r.hook("selfstop")
-	l.ending = true
-	l.cancel()
-	r.update(func(s *Status) { s.Running = false })
-	r.log.Info("sweeper stopped by its override (desired_running=false)")
 	return true
 }

@@ -68,6 +68,11 @@ func TestStatusRecordsEachPass(t *testing.T) {
 		t.Fatalf("before start: %+v, want %+v", st, want)
 	}
 	mustStart(t, r)
+	// The interval is on the fake clock: each wait ends when the test moves
+	// it (by a pass's 250ms, so passes start at multiples of 250ms).
+	for range 2 {
+		tick(t, c, 250*time.Millisecond)
+	}
 	st = p.waitFor(t, r, "three passes", func(s Status) bool { return s.RunCount >= 3 })
 	if !st.Running || st.LastRunAt == nil || st.LastResultCount == nil || st.LastRunDurationMS == nil {
 		t.Fatalf("after passes: %+v", st)
@@ -217,8 +222,9 @@ func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
 		return 3, nil
 	})
 	runErrs := make(chan error, 1)
+	c := clock.NewFake(t0())
 	r, p := newTestRunner(t, sw, Options{
-		Interval: time.Millisecond, ConfigEnabled: true,
+		Interval: time.Millisecond, ConfigEnabled: true, Clock: c,
 		OnRun: func(_ string, _ time.Duration, _ int, err error) {
 			select {
 			case runErrs <- err:
@@ -234,6 +240,7 @@ func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
 	if got := errText(st.LastError); got != "sweep panicked: kaboom" || !st.Running || *st.LastResultCount != 0 {
 		t.Fatalf("after the panic: last_error %q, running %v, count %d", got, st.Running, *st.LastResultCount)
 	}
+	tick(t, c, time.Millisecond)
 	close(release)
 	st = p.waitFor(t, r, "a pass after the panic", func(s Status) bool { return s.RunCount >= 2 })
 	if st.LastError != nil || *st.LastResultCount != 3 || !st.Running {
@@ -246,8 +253,14 @@ func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
 func TestOverrideFalseStopsTheLoopAtTheNextTick(t *testing.T) {
 	o := &atomicOverride{}
 	o.set(ptr(false))
-	r, p := newTestRunner(t, noop("graph_health"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o})
+	c := clock.NewFake(t0())
+	r, p := newTestRunner(t, noop("graph_health"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o, Clock: c})
 	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	if o.reads.Load() != 0 {
+		t.Fatalf("the override was read %d times before the interval ended", o.reads.Load())
+	}
+	tick(t, c, time.Millisecond)
 	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
 	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning || o.reads.Load() != 1 {
 		t.Fatalf("status %+v, reads %d; want one pass, desired_running false, one read", st, o.reads.Load())
@@ -387,11 +400,70 @@ func TestOverrideReadErrorIsRecordedAndTheLoopContinues(t *testing.T) {
 	})
 	t.Run("ticking", func(t *testing.T) {
 		o := overridesFunc(func(context.Context, string) (*bool, error) { return nil, errors.New("store down") })
-		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o})
+		c := clock.NewFake(t0())
+		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o, Clock: c})
 		mustStart(t, r)
+		for range 2 {
+			tick(t, c, time.Millisecond)
+		}
 		st := p.waitFor(t, r, "passes after failed reads", func(s Status) bool { return s.RunCount >= 3 })
 		if !st.Running || p.entered.Load() != 1 {
 			t.Fatalf("running %v, loops started %d", st.Running, p.entered.Load())
 		}
 	})
+}
+
+// TestIntervalIsOnTheClock: the wait between passes is timed by the
+// runner's clock: no second pass however long the test waits in real time,
+// one as soon as the clock reaches the end of the interval, not before.
+func TestIntervalIsOnTheClock(t *testing.T) {
+	c := clock.NewFake(t0())
+	r, p := newTestRunner(t, noop("dependency_release"), Options{Interval: time.Minute, ConfigEnabled: true, Clock: c})
+	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	tick(t, c, time.Minute-time.Nanosecond)
+	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.RunCount != 1 {
+		t.Fatalf("a pass ran before the interval ended: %+v", st)
+	}
+	c.Advance(time.Nanosecond)
+	st := p.waitFor(t, r, "the second pass", func(s Status) bool { return s.RunCount == 2 })
+	if want := t0().Add(time.Minute); !st.LastRunAt.Equal(want) {
+		t.Fatalf("second pass at %v, want %v", st.LastRunAt, want)
+	}
+}
+
+// steppedClock is a fake whose wall clock steps back an hour after its
+// first reading, as a system clock corrected by NTP does; its monotonic
+// reading does not.
+type steppedClock struct {
+	*clock.Fake
+	reads int // Now calls; only the loop goroutine reads it
+}
+
+func (s *steppedClock) Now() time.Time {
+	s.reads++
+	if s.reads > 1 {
+		return s.Fake.Now().Add(-time.Hour)
+	}
+	return s.Fake.Now()
+}
+
+// TestPassDurationIsMonotonic: a pass's duration is measured on the
+// monotonic reading, so a wall-clock step during the pass does not make it
+// negative (the UTC Now strips the monotonic reading).
+func TestPassDurationIsMonotonic(t *testing.T) {
+	c := &steppedClock{Fake: clock.NewFake(t0())}
+	sw := sweeperFunc("lease_reaper", func(context.Context, int) (int, error) {
+		c.Advance(250 * time.Millisecond)
+		return 1, nil
+	})
+	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true, Clock: c})
+	mustStart(t, r)
+	st := p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	if *st.LastRunDurationMS != 250 || !st.LastRunAt.Equal(t0()) {
+		t.Fatalf("pass at %v took %vms, want at %v, 250ms", st.LastRunAt, *st.LastRunDurationMS, t0())
+	}
 }

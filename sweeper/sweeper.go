@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
@@ -83,35 +84,5 @@ type Options struct {
 	OnRun func(id string, d time.Duration, count int, err error)
 }
 
-// Status is the agent_status record of one sweeper. Pointer fields are null
-// until the event they describe has happened.
-type Status struct {
-	// AgentID is the sweeper's id.
-	AgentID string `json:"agent_id"`
-	// Kind is always "sweeper".
-	Kind string `json:"kind"`
-	// ConfigEnabled is the static enablement from configuration.
-	ConfigEnabled bool `json:"config_enabled"`
-	// Running reports whether the loop is running (or about to, after Start).
-	Running bool `json:"running"`
-	// IntervalS is the interval between passes, in seconds.
-	IntervalS float64 `json:"interval_s"`
-	// LastRunAt is when the last completed pass started.
-	LastRunAt *time.Time `json:"last_run_at"`
-	// LastResultCount is the count the last completed pass returned.
-	LastResultCount *int `json:"last_result_count"`
-	// LastRunDurationMS is how long the last completed pass took.
-	LastRunDurationMS *float64 `json:"last_run_duration_ms"`
-	// LastError is the error of the last pass or of a later failed override
-	// read; a successful pass clears it.
-	LastError *string `json:"last_error"`
-	// RunCount is the number of passes completed since the process started.
-	RunCount int64 `json:"run_count"`
-	// DesiredRunning is the stored override as last read: nil for no row or
-	// not read yet.
-	DesiredRunning *bool `json:"desired_running"`
-	// Details is what the last completed pass reported beyond its count, for
-	// a sweeper that implements Detailer (graph_health: its counts and
-	// example cycles); omitted for the others.
-	Details any `json:"details,omitempty"`
-}
+// Status is cks.SweeperStatus, the agent_status record of one sweeper.
+type Status = cks.SweeperStatus

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -102,6 +104,9 @@ type Options struct {
 	// RetryWait is the first wait before a write of the attempt that failed
 	// on the connection is tried again (see write); 0 means 100ms.
 	RetryWait time.Duration
+	// Clock times the heartbeat and the retry waits; nil means
+	// clock.System.
+	Clock clock.Clock
 }
 
 // Executor runs claimed tasks (Run) and delivers aborts to them. One
@@ -133,6 +138,9 @@ func New(st Store, opts Options) *Executor {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.System{}
 	}
 	return &Executor{st: st, opts: opts, log: log, running: map[*running]struct{}{}}
 }
@@ -172,19 +180,27 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 		t = cur
 	}
 
-	hbDone := make(chan struct{})
-	hbCtx, stopHB := context.WithCancel(rctx)
-	go func() {
-		defer close(hbDone)
-		e.heartbeat(hbCtx, t, token, cancel)
-	}()
-	res, rerr := resolve(rctx, &Attempt{e: e, task: t, token: token})
-	stopHB()
-	<-hbDone
+	// The lease heartbeat: a lost lease cancels the resolver's context
+	// (kctx) with a cause matching store.ErrLeaseLost, as an abort seen
+	// through the watch cancels rctx, its parent, with errLeaseLost.
+	hb, kctx, err := lease.Keep(rctx, lease.Config{Every: e.heartbeatEvery(t), Clock: e.opts.Clock,
+		Logger: e.log.With("task_id", t.ID), Renew: func(ctx context.Context) error {
+			if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("%w: %w", errLeaseLost, err)
+			} else if err != nil {
+				return err
+			}
+			return nil
+		}})
+	if err != nil {
+		return Report{}, fmt.Errorf("worker: task %d: %w", t.ID, err)
+	}
+	res, rerr := resolve(kctx, &Attempt{e: e, task: t, token: token})
+	hb.Stop()
 
 	// The outcome is written even when ctx has ended: it must not be lost.
 	wctx := context.WithoutCancel(ctx)
-	if errors.Is(context.Cause(rctx), errLeaseLost) {
+	if errors.Is(context.Cause(kctx), store.ErrLeaseLost) {
 		return e.lost(wctx, t, token)
 	}
 	if ctx.Err() != nil {
@@ -212,7 +228,7 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 		return Report{Outcome: Failed, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
 	var cur store.Task
-	err := e.write(wctx, t, "complete", func() (err error) {
+	err = e.write(wctx, t, "complete", func() (err error) {
 		cur, err = e.st.Complete(wctx, t.ID, token, res.NeedsReview, res.Output)
 		return err
 	})
@@ -238,19 +254,16 @@ func (e *Executor) write(ctx context.Context, t store.Task, op string, f func() 
 	if wait <= 0 {
 		wait = 100 * time.Millisecond
 	}
-	until := time.Now().Add(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt))
+	c := e.opts.Clock
+	begin, held := c.Monotonic(), t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)
 	for {
 		err := f()
-		if !retryable(err) || ctx.Err() != nil || time.Now().After(until) {
+		if !retryable(err) || ctx.Err() != nil || clock.Since(c, begin) > held {
 			return err
 		}
 		e.log.Warn("writing the attempt failed; retrying", "task_id", t.ID, "op", op, "err", err, "in", wait)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if clock.Sleep(ctx, c, wait, nil) != nil {
 			return err
-		case <-timer.C:
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
@@ -293,28 +306,13 @@ func (e *Executor) lost(ctx context.Context, t store.Task, token string) (Report
 	return Report{Outcome: Aborted, Abort: &ab}, nil
 }
 
-// heartbeat renews t's lease (token) until ctx ends, and cancels the run
-// when the lease is found lost.
-func (e *Executor) heartbeat(ctx context.Context, t store.Task, token string, abort context.CancelCauseFunc) {
-	every := e.opts.Heartbeat
-	if every <= 0 {
-		every = max(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)/3, 10*time.Millisecond)
+// heartbeatEvery is the lease heartbeat period for t: Options.Heartbeat,
+// or a third of t's lease (at least 10ms).
+func (e *Executor) heartbeatEvery(t store.Task) time.Duration {
+	if e.opts.Heartbeat > 0 {
+		return e.opts.Heartbeat
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
-			abort(errLeaseLost)
-			return
-		} else if err != nil && ctx.Err() == nil {
-			e.log.Warn("lease heartbeat failed", "task_id", t.ID, "err", err)
-		}
-	}
+	return max(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)/3, 10*time.Millisecond)
 }
 
 func (e *Executor) register(r *running) {

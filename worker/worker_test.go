@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -338,6 +339,8 @@ func TestRunOutcomes(t *testing.T) {
 // TestHeartbeatFindsLostLease: with the change watch unable to help (the
 // task is reclaimed by a write that publishes nothing), the heartbeat finds
 // the lease gone and cancels the resolver; there is no abort to confirm.
+// The heartbeat runs on a fake clock: the reclaim happens while it waits,
+// and the next beat, the test's Advance, is the one that finds the loss.
 func TestHeartbeatFindsLostLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
@@ -349,7 +352,8 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}
-		ex := worker.New(st, worker.Options{Heartbeat: 5 * time.Millisecond})
+		c := clock.NewFake(storetest.T0)
+		ex := worker.New(st, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, got[0], func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -373,8 +377,66 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 				t.Fatal("the lease was never reclaimed")
 			}
 		}
+		beat(t, c, 5*time.Millisecond)
 		r := report(t, rep)
 		if r.Outcome != worker.LeaseLost {
+			t.Fatalf("report %+v", r)
+		}
+	})
+}
+
+// beat waits until the heartbeat waits on c and moves c by d.
+func beat(t testing.TB, c *clock.Fake, d time.Duration) {
+	t.Helper()
+	if err := c.WaitArmed(ctx(t), 1); err != nil {
+		t.Fatalf("the heartbeat never waited on the clock: %v", err)
+	}
+	c.Advance(d)
+}
+
+// TestHeartbeatEveryThirdOfTheLease: with no period set, the heartbeat
+// renews the lease every third of it (the seeds' rule), timed by the
+// executor's clock; the store, on the same clock, renews to now.
+func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		c := clock.NewFake(storetest.T0)
+		st := open(t, store.WithClock(c))
+		task := claim(t, st, store.NewTask{Title: "long"}, "w") // a lease of an hour
+		ex := worker.New(st, worker.Options{Clock: c})
+		started, finish := make(chan struct{}), make(chan struct{})
+		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-finish
+			return worker.Result{Output: "done"}, nil
+		})
+		wait(t, started, "the resolver to start")
+		renewed := func() time.Time {
+			got, err := st.GetTask(ctx(t), task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.LeaseRenewedAt
+		}
+		if err := c.WaitArmed(ctx(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(20*time.Minute - time.Nanosecond)
+		if got := renewed(); !got.Equal(storetest.T0) {
+			t.Fatalf("renewed at %v before a third of the lease passed", got)
+		}
+		c.Advance(time.Nanosecond)
+		for i := 1; i <= 2; i++ {
+			// The next wait is armed once this beat's Touch returned.
+			if err := c.WaitArmed(ctx(t), 1); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := renewed(), storetest.T0.Add(time.Duration(i)*20*time.Minute); !got.Equal(want) {
+				t.Fatalf("beat %d renewed at %v, want %v", i, got, want)
+			}
+			c.Advance(20 * time.Minute)
+		}
+		close(finish)
+		if r := report(t, rep); r.Outcome != worker.Completed {
 			t.Fatalf("report %+v", r)
 		}
 	})

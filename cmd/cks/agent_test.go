@@ -31,7 +31,7 @@ echo "finished $CKS_TASK_ID"`
 // processes lists the hub's processes through the CLI (`process list --json`).
 func processes(t testing.TB, h *hubProc) []liveness.Process {
 	t.Helper()
-	r := cks(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
+	r := runCKS(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
 	if r.code != 0 {
 		t.Fatalf("process list --json: exit %d\n%s", r.code, r.stderr)
 	}
@@ -130,7 +130,7 @@ func TestAgentStopPaths(t *testing.T) {
 				case "sigterm":
 					a.cmd.Process.Signal(syscall.SIGTERM)
 				case "remote":
-					r := cks(t, nil, "process", "stop", row.InstanceID, "--json", "--data-dir", string(h.dir))
+					r := runCKS(t, nil, "process", "stop", row.InstanceID, "--json", "--data-dir", string(h.dir))
 					if r.code != 0 || !strings.Contains(r.stdout, `"found": true`) {
 						t.Fatalf("process stop %s: exit %d\n%s%s", row.InstanceID, r.code, r.stdout, r.stderr)
 					}
@@ -152,11 +152,11 @@ func TestAgentStopPaths(t *testing.T) {
 				if p.Status != liveness.Stopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil {
 					t.Fatalf("row after a graceful exit: %+v, want stopped, epoch heartbeat, no task", p)
 				}
-				r := cks(t, nil, "process", "status", "exec", "--json", "--data-dir", string(h.dir))
+				r := runCKS(t, nil, "process", "status", "exec", "--json", "--data-dir", string(h.dir))
 				if r.code != 0 || !strings.Contains(r.stdout, `"instance_id": "`+row.InstanceID) || !strings.Contains(r.stdout, `"status": "stopped"`) {
 					t.Fatalf("process status exec: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 				}
-				r = cks(t, nil, "process", "list", "--data-dir", string(h.dir))
+				r = runCKS(t, nil, "process", "list", "--data-dir", string(h.dir))
 				if !strings.Contains(r.stdout, "exited") || strings.Contains(r.stdout, "d ago") {
 					t.Fatalf("process list shows a graceful exit as:\n%s", r.stdout)
 				}
@@ -301,7 +301,7 @@ while :; do sleep 0.02; done`
 			t.Fatal("command not running before the stop")
 		}
 
-		r := cks(t, nil, "task", "stop", fmt.Sprint(id), "--reason", "operator hold", "--deadline", "20s", "--json", "--data-dir", string(h.dir))
+		r := runCKS(t, nil, "task", "stop", fmt.Sprint(id), "--reason", "operator hold", "--deadline", "20s", "--json", "--data-dir", string(h.dir))
 		var res ledger.StopResult
 		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
 			t.Fatalf("task stop: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
@@ -323,7 +323,7 @@ while :; do sleep 0.02; done`
 			t.Fatalf("the agent exited on a task stop\n%s", a.stderr.String())
 		}
 
-		r = cks(t, nil, "task", "start", fmt.Sprint(id), "--reason", "go on", "--data-dir", string(h.dir))
+		r = runCKS(t, nil, "task", "start", fmt.Sprint(id), "--reason", "go on", "--data-dir", string(h.dir))
 		if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("task %d started", id)) {
 			t.Fatalf("task start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
@@ -344,7 +344,7 @@ while :; do sleep 0.02; done`
 // TestAgentBadInput: usage errors exit 2 naming what was wrong.
 func TestAgentBadInput(t *testing.T) {
 	dir := t.TempDir()
-	r := cks(t, nil, "agent", "nosuch", "--data-dir", dir)
+	r := runCKS(t, nil, "agent", "nosuch", "--data-dir", dir)
 	if r.code != 2 || !strings.Contains(r.stderr, `"nosuch"`) {
 		t.Fatalf("agent nosuch: exit %d %s, want 2", r.code, r.stderr)
 	}
@@ -353,7 +353,7 @@ func TestAgentBadInput(t *testing.T) {
 			t.Errorf("agent nosuch: %q does not list %s", r.stderr, k)
 		}
 	}
-	r = cks(t, []string{"CKS_CRITIC_LIVENESS_INTERVAL=x"}, "agent", "critic", "--data-dir", dir)
+	r = runCKS(t, []string{"CKS_CRITIC_LIVENESS_INTERVAL=x"}, "agent", "critic", "--data-dir", dir)
 	if r.code != 2 || !strings.Contains(r.stderr, "CKS_CRITIC_LIVENESS_INTERVAL") {
 		t.Fatalf("CKS_CRITIC_LIVENESS_INTERVAL=x: exit %d %s, want 2 naming the variable", r.code, r.stderr)
 	}
@@ -368,7 +368,7 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"dev", "--exec-types", "x"}, "command after --"},
 		{[]string{"dev", "--", "true"}, "needs --exec-types"},
 	} {
-		r := cks(t, nil, append(c.args, "--data-dir", filepath.Join(dir, "never"))...)
+		r := runCKS(t, nil, append(c.args, "--data-dir", filepath.Join(dir, "never"))...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/corpus"
+	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/postgres"
 )
 
 // cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
@@ -184,7 +184,7 @@ func openScratch(ctx context.Context, database string) (store.Store, func(), err
 // scratchStore returns the URL of an empty store for one run and its cleanup.
 func scratchStore(ctx context.Context, database string) (string, func(), error) {
 	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
-		url, drop, err := postgres.ScratchSchema(ctx, database)
+		url, drop, err := driverpostgres.ScratchSchema(ctx, database)
 		if err != nil {
 			return "", nil, err
 		}

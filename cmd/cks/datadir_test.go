@@ -16,7 +16,7 @@ import (
 // no clean-up), a new hub starts on the directory.
 func TestOneHubPerDataDirectory(t *testing.T) {
 	h := startHub(t, "serve")
-	res := cks(t, nil, "serve", "--listen", "127.0.0.1:0", "--data-dir", string(h.dir))
+	res := runCKS(t, nil, "serve", "--listen", "127.0.0.1:0", "--data-dir", string(h.dir))
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 	last := lines[len(lines)-1]
 	if res.code != 1 || !strings.Contains(last, h.url) || !strings.Contains(last, "one hub per data directory") {
@@ -34,7 +34,7 @@ func TestOneHubPerDataDirectory(t *testing.T) {
 	h.cmd.Process.Kill()
 	<-h.done
 	h.done <- nil // for startHub's cleanup
-	res = cks(t, nil, "serve", "--listen", "nonsense", "--data-dir", string(h.dir))
+	res = runCKS(t, nil, "serve", "--listen", "nonsense", "--data-dir", string(h.dir))
 	if strings.Contains(res.stderr, "one hub per data directory") {
 		t.Fatalf("the killed hub's lock outlived it:\n%s", res.stderr)
 	}

@@ -15,11 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/liveness"
 )
 
 // devAgentKinds are the seed agents `cks dev` starts.
@@ -250,7 +250,7 @@ func (f *devFleet) waitReported(ctx context.Context, c *client.Client, timeout t
 		if err == nil {
 			up := map[int]bool{}
 			for _, p := range ps {
-				if p.Hostname == host && p.Status == liveness.Alive {
+				if p.Hostname == host && p.Status == cks.ProcessAlive {
 					up[p.PID] = true
 				}
 			}

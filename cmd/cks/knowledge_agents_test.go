@@ -159,7 +159,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		if got, err := st.GetObject(ctx, o.ID); err != nil || got.Forked || got.HeadVersion != heads[0].Version {
 			t.Fatalf("object after the merge: forked %v, head %d (%v)", got.Forked, got.HeadVersion, err)
 		}
-		r := cks(t, nil, "object", "show", fmt.Sprint(o.ID), "--data-dir", string(h.dir))
+		r := runCKS(t, nil, "object", "show", fmt.Sprint(o.ID), "--data-dir", string(h.dir))
 		if r.code != 0 {
 			t.Fatalf("object show: exit %d\n%s", r.code, r.stderr)
 		}
@@ -197,7 +197,7 @@ func TestCriticAgent(t *testing.T) {
 		if err != nil || got.Status != agents.StatusDisputed {
 			t.Fatalf("loser: %s %v, want disputed", got.Status, err)
 		}
-		r := cks(t, nil, "object", "show", fmt.Sprint(loser.ID), "--data-dir", string(h.dir))
+		r := runCKS(t, nil, "object", "show", fmt.Sprint(loser.ID), "--data-dir", string(h.dir))
 		if r.code != 0 {
 			t.Fatalf("object show: exit %d\n%s", r.code, r.stderr)
 		}
@@ -209,7 +209,7 @@ func TestCriticAgent(t *testing.T) {
 		if i, j := strings.Index(r.stdout, "critic: disputed → disputed"), strings.Index(r.stdout, fmt.Sprintf("critique #%d:", res.CritiqueID)); i < 0 || j < i {
 			t.Fatalf("the critique is not under the log entry:\n%s", r.stdout)
 		}
-		r = cks(t, nil, "object", "show", fmt.Sprint(winner.ID), "--data-dir", string(h.dir))
+		r = runCKS(t, nil, "object", "show", fmt.Sprint(winner.ID), "--data-dir", string(h.dir))
 		wantAll(t, "object show of the winning claim", r.stdout, fmt.Sprintf("claim %d · proposed", winner.ID), fmt.Sprintf("#%d critique", res.CritiqueID), "supports")
 	})
 }

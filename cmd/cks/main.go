@@ -78,6 +78,8 @@ Usage:
   cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
                                                                   new bearer token (shown once)
   cks token list [--json] | revoke ID                             principals and their grants
+  cks api OP [JSON] | --list      call any operation by name with JSON as its input (default {},
+                                  "-" reads stdin) and print its output; --list lists them
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
   cks bench abort|liveness|stop|pipeline [--database postgres://…] [--json]
                                   stop/update latency, liveness store, process stop,
@@ -88,7 +90,8 @@ Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
 CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
 falls back to the hub URL and admin token in the data directory (default ./.cks).
 
-Exit status: 0 success, 1 error, 2 usage error, 3 a stop or update whose
+Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
+2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
 restarted, but that executor may still be running against it), 4 a research
 question followed with --wait that parked in needs_input.
@@ -141,6 +144,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdSweeper(ctx, args[1:], e)
 	case "token":
 		err = cmdToken(ctx, args[1:], e)
+	case "api":
+		err = cmdAPI(ctx, args[1:], e)
 	case "bench":
 		err = cmdBench(ctx, args[1:], e)
 	case "version":
@@ -148,7 +153,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, api, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

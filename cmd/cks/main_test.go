@@ -21,7 +21,6 @@ import (
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -52,8 +51,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// cks runs the binary to completion with a clean CKS_* environment plus env.
-func cks(t testing.TB, env []string, args ...string) result {
+// runCKS runs the binary to completion with a clean CKS_* environment plus env.
+func runCKS(t testing.TB, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -237,7 +236,7 @@ func (h *hubProc) get(t testing.TB, path string) (int, string) {
 // process would.
 func openStore(t testing.TB, dir datadir.Dir) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), strings.TrimPrefix(dir.DatabaseURL(), "sqlite:"))
+	s, err := backend.Open(context.Background(), dir.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +275,7 @@ func TestHubEndToEnd(t *testing.T) {
 	storetest.MustUpsert(t, s, dead)
 
 	// CLI, JSON: finds URL and token in the data directory.
-	res := cks(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
+	res := runCKS(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
 	if res.code != 0 {
 		t.Fatalf("process list --json: exit %d: %s", res.code, res.stderr)
 	}
@@ -300,16 +299,16 @@ func TestHubEndToEnd(t *testing.T) {
 	}
 
 	// CLI, table; URL and token from the environment.
-	res = cks(t, []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token}, "process", "list", "--data-dir", t.TempDir())
+	res = runCKS(t, []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token}, "process", "list", "--data-dir", t.TempDir())
 	if res.code != 0 || !strings.Contains(res.stdout, "STATUS") || !strings.Contains(res.stdout, "proc-ali") ||
 		!strings.Contains(res.stdout, "#31 critique") {
 		t.Fatalf("process list table: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	res = cks(t, nil, "process", "status", "critic", "--json", "--data-dir", string(h.dir))
+	res = runCKS(t, nil, "process", "status", "critic", "--json", "--data-dir", string(h.dir))
 	if res.code != 0 || !strings.Contains(res.stdout, `"instance_id": "proc-alive-1"`) || !strings.Contains(res.stdout, `"status": "alive"`) {
 		t.Fatalf("process status critic: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	res = cks(t, nil, "process", "status", "enrichment", "--data-dir", string(h.dir))
+	res = runCKS(t, nil, "process", "status", "enrichment", "--data-dir", string(h.dir))
 	if res.code != 0 || !strings.Contains(res.stdout, "no enrichment process has ever reported") {
 		t.Fatalf("process status of a never-started kind: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
@@ -463,7 +462,7 @@ func TestBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
-			res := cks(t, c.env, append(c.args, "--data-dir", dir)...)
+			res := runCKS(t, c.env, append(c.args, "--data-dir", dir)...)
 			if res.code == 0 {
 				t.Fatalf("exit 0, want failure\n%s", res.stderr)
 			}
@@ -486,12 +485,12 @@ func TestBadInput(t *testing.T) {
 
 func TestClientErrorsFromHub(t *testing.T) {
 	h := startHub(t, "serve")
-	res := cks(t, nil, "process", "status", "bogus", "--data-dir", string(h.dir))
+	res := runCKS(t, nil, "process", "status", "bogus", "--data-dir", string(h.dir))
 	if res.code == 0 || !strings.Contains(res.stderr, `unknown process kind "bogus"`) || !strings.Contains(res.stderr, "HTTP 400") {
 		t.Fatalf("status bogus: exit %d: %s", res.code, res.stderr)
 	}
 	wrong := "cks_" + strings.Repeat("A", 43)
-	res = cks(t, []string{"CKS_TOKEN=" + wrong}, "process", "list", "--data-dir", string(h.dir))
+	res = runCKS(t, []string{"CKS_TOKEN=" + wrong}, "process", "list", "--data-dir", string(h.dir))
 	if res.code == 0 || !strings.Contains(res.stderr, "unknown token") || !strings.Contains(res.stderr, "HTTP 401") {
 		t.Fatalf("wrong token: exit %d: %s", res.code, res.stderr)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/backend"
 )
 
@@ -43,10 +44,8 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	srv := mcpserver.New(rt.Liveness, version)
-	mcpserver.AddTaskTools(srv, st)
-	mcpserver.AddSweeperTools(srv, rt.Sweepers)
-	mcpserver.AddObjectTools(srv, st)
+	srv := mcpserver.NewServer(version, &ops.Services{Liveness: rt.Liveness, Tasks: st, Objects: st,
+		Sweepers: rt.Sweepers, Principals: st, Bus: rt.Bus, Logger: log})
 	log.Info("mcp serving on stdio", "backend", st.Backend())
 	return mcpserver.ServeStdio(ctx, srv)
 }

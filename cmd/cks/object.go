@@ -12,9 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 const objectSubcommands = "show, list, edit or versions"
@@ -64,7 +63,7 @@ func cmdObject(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		page, err := c.ListObjects(ctx, store.ObjectFilter{Statuses: statuses, Kinds: kinds, After: *cursor, Limit: *limit})
+		page, err := c.ListObjects(ctx, cks.ObjectFilter{Statuses: statuses, Kinds: kinds, After: *cursor, Limit: *limit})
 		if err != nil {
 			return err
 		}
@@ -150,14 +149,12 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 		return fmt.Errorf("%w: object edit needs --content JSON or at least one --set FIELD=VALUE", errUsage)
 	case *content != "" && !json.Valid([]byte(*content)):
 		return fmt.Errorf("%w: --content is not valid JSON: %s", errUsage, clip(*content, 60))
-	case *base < 0:
-		return fmt.Errorf("%w: --base must be a version number (a positive integer), got %d", errUsage, *base)
 	}
 	c, err := cf.client(e)
 	if err != nil {
 		return err
 	}
-	if *base == 0 {
+	if !baseSet(fset) {
 		v, err := c.GetObject(ctx, id)
 		if err != nil {
 			return err
@@ -173,7 +170,7 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(l.Versions, func(v store.Version) bool { return v.Version == *base })
+		i := slices.IndexFunc(l.Versions, func(v cks.Version) bool { return v.Version == *base })
 		if i < 0 {
 			return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", id, *base, versionNumbers(l.Versions))
 		}
@@ -201,6 +198,14 @@ func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, arg
 	return nil
 }
 
+// baseSet reports whether --base was given (any value of it is the hub's to
+// judge).
+func baseSet(fset *flag.FlagSet) bool {
+	set := false
+	fset.Visit(func(f *flag.Flag) { set = set || f.Name == "base" })
+	return set
+}
+
 // applySets sets FIELD=VALUE pairs on a JSON object.
 func applySets(content json.RawMessage, sets []string) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
@@ -222,7 +227,7 @@ func applySets(content json.RawMessage, sets []string) (json.RawMessage, error) 
 	return json.Marshal(m)
 }
 
-func versionNumbers(vs []store.Version) string {
+func versionNumbers(vs []cks.Version) string {
 	if len(vs) == 0 {
 		return "none"
 	}
@@ -234,13 +239,13 @@ func versionNumbers(vs []store.Version) string {
 }
 
 // forkLine is the prominent mark of a forked object.
-func forkLine(heads []store.Version) string {
+func forkLine(heads []cks.Version) string {
 	return fmt.Sprintf("FORKED: %d heads (%s) — fork_detection will enqueue a resolve_fork task", len(heads), versionNumbers(heads))
 }
 
 // printVersions prints the version DAG: one line per version with its
 // parents, author, time and hash prefix, heads marked.
-func printVersions(w io.Writer, l api.VersionList) error {
+func printVersions(w io.Writer, l cks.VersionList) error {
 	if len(l.Versions) == 0 {
 		fmt.Fprintf(w, "object %d has no versions\n", l.ObjectID)
 		return nil
@@ -293,7 +298,7 @@ func hashPrefix(h string) string {
 // printHeads prints a forked object's heads side by side: one row per
 // top-level field whose value differs between heads, one column per head,
 // then the fields equal in all heads once each.
-func printHeads(w io.Writer, heads []store.Version) {
+func printHeads(w io.Writer, heads []cks.Version) {
 	fmt.Fprintln(w, forkLine(heads))
 	contents := make([]map[string]json.RawMessage, len(heads))
 	var fields []string
@@ -369,12 +374,12 @@ func compactValue(content map[string]json.RawMessage, f string) string {
 func parseObjectID(s string) (int64, error) {
 	id, err := parseID(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: expected an object ID (a positive integer), got %q", errUsage, s)
+		return 0, fmt.Errorf("%w: expected an object ID (an integer), got %q", errUsage, s)
 	}
 	return id, nil
 }
 
-func printObjects(w io.Writer, page store.ObjectPage) error {
+func printObjects(w io.Writer, page cks.ObjectPage) error {
 	if len(page.Objects) == 0 {
 		fmt.Fprintln(w, "no objects")
 		return nil
@@ -397,7 +402,7 @@ func printObjects(w io.Writer, page store.ObjectPage) error {
 // printObject prints v as a readable chain: a header, the transition log
 // with each entry's reasoning indented under it, then the claims with their
 // status and citations, the syntheses, and any other linked objects.
-func printObject(w io.Writer, v api.ObjectView) {
+func printObject(w io.Writer, v cks.ObjectView) {
 	head := ""
 	if v.HeadVersion > 0 && !v.Forked {
 		head = fmt.Sprintf(" · version v%d", v.HeadVersion)
@@ -468,7 +473,7 @@ func printObject(w io.Writer, v api.ObjectView) {
 		for _, r := range v.Reasoning {
 			var rr pipeline.Reasoning
 			if r.Kind == pipeline.KindRationale && json.Unmarshal(r.Content, &rr) == nil && rr.SynthesisID == s.ID {
-				if slices.ContainsFunc(r.Edges, func(e store.Edge) bool { return e.Dst == v.ID && e.SemanticType == pipeline.SemResolves }) {
+				if slices.ContainsFunc(r.Edges, func(e cks.Edge) bool { return e.Dst == v.ID && e.SemanticType == pipeline.SemResolves }) {
 					verdict = ", validated by rationale #" + fmt.Sprint(r.ID)
 				} else {
 					verdict = ", rejected by rationale #" + fmt.Sprint(r.ID)
@@ -478,7 +483,7 @@ func printObject(w io.Writer, v api.ObjectView) {
 		fmt.Fprintf(w, "\nSynthesis #%d (model %s, from claims %s%s):\n", s.ID, or(sc.Model, "?"), idList(sc.ClaimIDs), verdict)
 		printSynthesis(w, sc, "  ")
 	}
-	var other []store.Object
+	var other []cks.Object
 	for _, o := range v.Reasoning {
 		if !shown[o.ID] {
 			other = append(other, o)
@@ -494,7 +499,7 @@ func printObject(w io.Writer, v api.ObjectView) {
 
 // printReasoning prints a reasoning node under a log entry: its text, a
 // critique's verdict per claim, an unusable reply's error and raw text.
-func printReasoning(w io.Writer, node store.Object, indent string) {
+func printReasoning(w io.Writer, node cks.Object, indent string) {
 	switch node.Kind {
 	case pipeline.KindModelReply:
 		var m struct {
@@ -524,7 +529,7 @@ func printReasoning(w io.Writer, node store.Object, indent string) {
 }
 
 // printContent prints an object's content as indented JSON.
-func printContent(w io.Writer, o store.Object, indent string) {
+func printContent(w io.Writer, o cks.Object, indent string) {
 	var v any
 	if json.Unmarshal(o.Content, &v) != nil {
 		return
@@ -534,7 +539,7 @@ func printContent(w io.Writer, o store.Object, indent string) {
 }
 
 // linkTo names the edges between the viewed object and linked object id.
-func linkTo(v api.ObjectView, id int64) string {
+func linkTo(v cks.ObjectView, id int64) string {
 	var parts []string
 	for _, e := range v.Edges {
 		switch {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -20,7 +20,7 @@ func TestObjectEditFork(t *testing.T) {
 	dir := string(h.dir)
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, "--data-dir", dir)...)
+		return runCKS(t, nil, append(args, "--data-dir", dir)...)
 	}
 	r := run("research", "Which edit wins?")
 	if r.code != 0 {
@@ -28,10 +28,10 @@ func TestObjectEditFork(t *testing.T) {
 	}
 	id := questionID(t, r)
 
-	versions := func() api.VersionList {
+	versions := func() ops.VersionList {
 		t.Helper()
 		r := run("object", "versions", id, "--json")
-		var l api.VersionList
+		var l ops.VersionList
 		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || r.code != 0 {
 			t.Fatalf("object versions --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 		}
@@ -82,7 +82,7 @@ func TestObjectEditFork(t *testing.T) {
 	}
 
 	r = run("object", "show", id, "--json")
-	var v api.ObjectView
+	var v ops.ObjectView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || !v.Forked || len(v.Heads) != 2 {
 		t.Fatalf("object show --json: %v, forked %v, %d heads\n%s", err, v.Forked, len(v.Heads), r.stdout)
 	}

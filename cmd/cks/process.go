@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
@@ -64,7 +63,7 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 		}
 		if cf.json {
 			if ps == nil {
-				ps = []liveness.Process{}
+				ps = []cks.Process{}
 			}
 			return printJSON(e.stdout, map[string]any{"processes": ps})
 		}
@@ -84,11 +83,11 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 		if cf.json {
 			return printJSON(e.stdout, p)
 		}
-		if p.Status == liveness.NotFound {
+		if p.Status == cks.ProcessNotFound {
 			fmt.Fprintf(e.stdout, "no %s process has ever reported\n", p.ProcessKind)
 			return nil
 		}
-		return printProcesses(e.stdout, []liveness.Process{p})
+		return printProcesses(e.stdout, []cks.Process{p})
 	case "stop":
 		if len(pos) != 1 {
 			return fmt.Errorf("%w: process stop needs exactly one KIND (one of %v) or instance ID", errUsage, liveness.KnownKinds())
@@ -98,10 +97,6 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		res, err := c.StopProcess(ctx, pos[0])
-		if ce, ok := errors.AsType[*client.Error](err); ok && ce.Status == http.StatusBadRequest {
-			// Neither a kind nor an instance id: the hub's message lists the kinds.
-			return fmt.Errorf("%w: process stop: %s", errUsage, ce.Message)
-		}
 		if err != nil {
 			return err
 		}
@@ -120,7 +115,7 @@ func cmdProcess(ctx context.Context, args []string, e env) error {
 const processSubcommands = "list, status KIND or stop KIND|ID"
 
 // printStopResult says what a stop request did, for people.
-func printStopResult(w io.Writer, target string, res liveness.StopResult) {
+func printStopResult(w io.Writer, target string, res cks.ProcessStopResult) {
 	kind := or(res.ProcessKind, target)
 	switch {
 	case !res.Found && res.InstanceID != "" && res.InstanceID == target:
@@ -139,7 +134,7 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printProcesses(w io.Writer, ps []liveness.Process) error {
+func printProcesses(w io.Writer, ps []cks.Process) error {
 	if len(ps) == 0 {
 		fmt.Fprintln(w, "no agent processes have reported")
 		return nil

@@ -25,7 +25,7 @@ func TestProcessStopCLI(t *testing.T) {
 	storetest.MustUpsert(t, s, gone)
 	run := func(env []string, args ...string) result {
 		t.Helper()
-		return cks(t, env, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, env, append(args, "--data-dir", string(h.dir))...)
 	}
 	desired := func(id string) string {
 		t.Helper()
@@ -70,10 +70,10 @@ func TestProcessStopCLI(t *testing.T) {
 		t.Fatalf("stopped pipeline desired_state %q, want none", got)
 	}
 
-	// Unknown kind: a usage error listing the kinds.
+	// Unknown kind: the hub's refusal, listing the kinds, as it says it.
 	r = run(nil, "process", "stop", "janitor")
-	if r.code != 2 || !strings.Contains(r.stderr, `"janitor"`) {
-		t.Fatalf("process stop janitor: exit %d %s, want 2", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, `cks: unknown process kind "janitor"`) || !strings.Contains(r.stderr, "(invalid_argument, HTTP 400)") {
+		t.Fatalf("process stop janitor: exit %d %s, want 1 with the hub's message", r.code, r.stderr)
 	}
 	for _, k := range liveness.KnownKinds() {
 		if !strings.Contains(r.stderr, k) {

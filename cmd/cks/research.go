@@ -15,11 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // errParked marks a research question that ended in needs_input (exit
@@ -51,7 +50,7 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("%w: research --timeout: expected a positive duration, got %s", errUsage, *timeout)
 	}
-	req := api.ResearchRequest{Question: pos[0]}
+	req := cks.SubmitResearchInput{Question: pos[0]}
 	if *corpusDir != "" {
 		abs, err := filepath.Abs(*corpusDir)
 		if err != nil {
@@ -67,10 +66,6 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w: --corpus %s: not a directory", errUsage, abs)
 		}
 		req.Corpus = abs
-	}
-	// The hub checks the same; checking here makes bad input a usage error.
-	if _, err := api.NewQuestion(req, ""); err != nil {
-		return fmt.Errorf("%w: research: %v", errUsage, err)
 	}
 	c, err := cf.client(e)
 	if err != nil {
@@ -113,7 +108,7 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 // printing one line per new log entry to w. It re-reads the object when the
 // hub's event stream reports a step event about it (a hub running the
 // pipeline in-process) and every researchPoll regardless.
-func followObject(ctx context.Context, c *client.Client, id int64, timeout time.Duration, w io.Writer) (api.ObjectView, error) {
+func followObject(ctx context.Context, c *client.Client, id int64, timeout time.Duration, w io.Writer) (cks.ObjectView, error) {
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wake := make(chan struct{}, 1)
@@ -141,7 +136,7 @@ func followObject(ctx context.Context, c *client.Client, id int64, timeout time.
 	tick := time.NewTicker(researchPoll)
 	defer tick.Stop()
 	printed := 0
-	var v api.ObjectView
+	var v cks.ObjectView
 	for {
 		var err error
 		v, err = c.GetObject(fctx, id)
@@ -172,7 +167,7 @@ func followObject(ctx context.Context, c *client.Client, id int64, timeout time.
 
 // transitionLine is one progress line: "researcher: researched →
 // awaiting_critique (5 claims)".
-func transitionLine(e store.TransitionEntry, v api.ObjectView) string {
+func transitionLine(e cks.TransitionEntry, v cks.ObjectView) string {
 	line := fmt.Sprintf("%s: %s → %s", e.Agent, e.Action, e.TransitionedTo)
 	if d := entryDetail(e, v); d != "" {
 		line += " (" + d + ")"
@@ -181,7 +176,7 @@ func transitionLine(e store.TransitionEntry, v api.ObjectView) string {
 }
 
 // entryDetail summarises what a log entry did, from the linked objects.
-func entryDetail(e store.TransitionEntry, v api.ObjectView) string {
+func entryDetail(e cks.TransitionEntry, v cks.ObjectView) string {
 	if node, ok := reasoningNode(e, v); ok {
 		var r pipeline.Reasoning
 		_ = json.Unmarshal(node.Content, &r)
@@ -240,20 +235,20 @@ func entryDetail(e store.TransitionEntry, v api.ObjectView) string {
 }
 
 // reasoningNode returns the reasoning node of a log entry from the view.
-func reasoningNode(e store.TransitionEntry, v api.ObjectView) (store.Object, bool) {
+func reasoningNode(e cks.TransitionEntry, v cks.ObjectView) (cks.Object, bool) {
 	if e.ReasoningNodeID == nil {
-		return store.Object{}, false
+		return cks.Object{}, false
 	}
-	i := slices.IndexFunc(v.Reasoning, func(o store.Object) bool { return o.ID == *e.ReasoningNodeID })
+	i := slices.IndexFunc(v.Reasoning, func(o cks.Object) bool { return o.ID == *e.ReasoningNodeID })
 	if i < 0 {
-		return store.Object{}, false
+		return cks.Object{}, false
 	}
 	return v.Reasoning[i], true
 }
 
 // linkedOf returns the linked objects of kind, oldest first.
-func linkedOf(v api.ObjectView, kind string) []store.Object {
-	var out []store.Object
+func linkedOf(v cks.ObjectView, kind string) []cks.Object {
+	var out []cks.Object
 	for _, o := range v.Reasoning {
 		if o.Kind == kind {
 			out = append(out, o)
@@ -286,7 +281,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // printResearchOutcome prints the resolved answer with numbered citations,
 // or why the question parked.
-func printResearchOutcome(w io.Writer, v api.ObjectView) {
+func printResearchOutcome(w io.Writer, v cks.ObjectView) {
 	fmt.Fprintln(w)
 	switch v.Status {
 	case pipeline.Resolved:
@@ -307,7 +302,7 @@ func printResearchOutcome(w io.Writer, v api.ObjectView) {
 }
 
 // parkReason is the rationale of the entry that parked v.
-func parkReason(v api.ObjectView) string {
+func parkReason(v cks.ObjectView) string {
 	for i := len(v.Log) - 1; i >= 0; i-- {
 		e := v.Log[i]
 		if e.TransitionedTo != pipeline.NeedsInput {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -57,7 +57,7 @@ func TestResearchCLI(t *testing.T) {
 			}
 			dir := string(h.dir)
 
-			r := cks(t, nil, "research", "How does cks stop a running task?", "--wait", "--data-dir", dir)
+			r := runCKS(t, nil, "research", "How does cks stop a running task?", "--wait", "--data-dir", dir)
 			if r.code != 0 {
 				t.Fatalf("research --wait: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
@@ -73,7 +73,7 @@ func TestResearchCLI(t *testing.T) {
 			}
 			resolved := questionID(t, r)
 
-			r = cks(t, nil, "research", "What is the boiling point of mercury on Venus?", "--wait", "--data-dir", dir)
+			r = runCKS(t, nil, "research", "What is the boiling point of mercury on Venus?", "--wait", "--data-dir", dir)
 			if r.code != 4 {
 				t.Fatalf("unanswerable research --wait: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
@@ -82,26 +82,26 @@ func TestResearchCLI(t *testing.T) {
 			wantAll(t, "parked question's stderr", r.stderr, "needs_input")
 			parked := questionID(t, r)
 
-			r = cks(t, nil, "object", "show", resolved, "--data-dir", dir)
+			r = runCKS(t, nil, "object", "show", resolved, "--data-dir", dir)
 			if r.code != 0 {
 				t.Fatalf("object show: exit %d\n%s", r.code, r.stderr)
 			}
 			wantAll(t, "object show (resolved)", r.stdout, "question "+resolved+" · resolved", "Transition log:",
 				"critic: critiqued → awaiting_synthesis", "critique #", "accepted claim #", "arbiter: validated → resolved",
 				"rationale #", "Claims:", "cites ", "Synthesis #", "Sources:")
-			r = cks(t, nil, "object", "show", parked, "--data-dir", dir)
+			r = runCKS(t, nil, "object", "show", parked, "--data-dir", dir)
 			wantAll(t, "object show (parked)", r.stdout, "needs_input", "critic: rejected → needs_research",
 				"critique #", "parked → needs_input", "parked after 3 rounds")
 
 			// Rejected by the Arbiter: the whole chain, each rejection with its
 			// rationale, in order.
-			r = cks(t, nil, "research", "How does cks stop a running task on Kubernetes clusters with GPUs and quantum entanglement?",
+			r = runCKS(t, nil, "research", "How does cks stop a running task on Kubernetes clusters with GPUs and quantum entanglement?",
 				"--wait", "--data-dir", dir)
 			if r.code != 4 {
 				t.Fatalf("research (arbiter rejects): exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
 			rejected := questionID(t, r)
-			r = cks(t, nil, "object", "show", rejected, "--data-dir", dir)
+			r = runCKS(t, nil, "object", "show", rejected, "--data-dir", dir)
 			wantInOrder(t, "object show (rejected by the arbiter)", r.stdout,
 				"researcher: researched → awaiting_critique", "critic: critiqued → awaiting_synthesis", "critique #",
 				"synthesizer: synthesized → awaiting_arbitration",
@@ -110,16 +110,16 @@ func TestResearchCLI(t *testing.T) {
 				"arbiter: rejected → needs_research  [round 2]", "rationale #",
 				"arbiter: parked → needs_input", "parked after 3 rounds")
 
-			r = cks(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
-			var v api.ObjectView
+			r = runCKS(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
+			var v ops.ObjectView
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
 				t.Fatalf("object show --json: %v, %+v\n%s", err, v.Status, r.stdout)
 			}
-			if r := cks(t, nil, "object", "list", "--kind", "question", "--data-dir", dir); r.code != 0 ||
+			if r := runCKS(t, nil, "object", "list", "--kind", "question", "--data-dir", dir); r.code != 0 ||
 				!strings.Contains(r.stdout, "resolved") || !strings.Contains(r.stdout, "needs_input") {
 				t.Fatalf("object list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			if r := cks(t, nil, "object", "show", "999999", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
+			if r := runCKS(t, nil, "object", "show", "999999", "--data-dir", dir); r.code != 1 || !strings.Contains(r.stderr, "HTTP 404") {
 				t.Fatalf("object show of an unknown id: exit %d %s", r.code, r.stderr)
 			}
 
@@ -129,7 +129,7 @@ func TestResearchCLI(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r = cks(t, nil, "research", "How does the waggle dance tell foragers the direction of the flowers?",
+				r = runCKS(t, nil, "research", "How does the waggle dance tell foragers the direction of the flowers?",
 					"--corpus", "../../pipeline/testdata/corpus", "--wait", "--json", "--data-dir", dir)
 				if r.code != 0 {
 					t.Fatalf("research --corpus: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -149,10 +149,20 @@ func TestResearchCLI(t *testing.T) {
 	}
 }
 
-// TestResearchBadInput: a corpus that does not exist, an empty or too long
-// question, and a pipeline agent with a missing corpus or a bad model
-// setting are usage errors (exit 2) that say what is wrong.
+// TestResearchBadInput: a corpus that does not exist, and a pipeline agent
+// with a missing corpus or a bad model setting are usage errors (exit 2)
+// that say what is wrong; an empty or too long question is the hub's to
+// refuse (exit 1, in the words of submit_research).
 func TestResearchBadInput(t *testing.T) {
+	h := startHub(t, "serve")
+	for _, c := range []struct{ question, want string }{
+		{"  ", "cks: invalid question: expected a non-empty question (invalid_argument, HTTP 400)\n"},
+		{strings.Repeat("why ", 600), "cks: invalid question: expected at most 2000 bytes, got 2400 (invalid_argument, HTTP 400)\n"},
+	} {
+		if r := runCKS(t, nil, "research", c.question, "--data-dir", string(h.dir)); r.code != 1 || r.stderr != c.want {
+			t.Errorf("research %.20q: exit %d, stderr %q; want 1, %q", c.question, r.code, r.stderr, c.want)
+		}
+	}
 	dir := t.TempDir()
 	for _, c := range []struct {
 		env  []string
@@ -160,8 +170,6 @@ func TestResearchBadInput(t *testing.T) {
 		want string
 	}{
 		{nil, []string{"research", "Why?", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist: directory does not exist"},
-		{nil, []string{"research", "  ", "--data-dir", dir}, "question"},
-		{nil, []string{"research", strings.Repeat("why ", 600), "--data-dir", dir}, "at most 2000 bytes"},
 		{nil, []string{"research", "--data-dir", dir}, "exactly one QUESTION"},
 		{nil, []string{"object", "show", "abc", "--data-dir", dir}, "object ID"},
 		{nil, []string{"agent", "pipeline", "--corpus", "/does/not/exist", "--data-dir", dir}, "/does/not/exist"},
@@ -169,7 +177,7 @@ func TestResearchBadInput(t *testing.T) {
 		{[]string{"CKS_LLM_PROVIDER=bogus"}, []string{"agent", "pipeline", "--data-dir", dir}, "CKS_LLM_PROVIDER"},
 		{[]string{"CKS_PIPELINE_WORKERS=0"}, []string{"agent", "pipeline", "--data-dir", dir}, "CKS_PIPELINE_WORKERS"},
 	} {
-		r := cks(t, c.env, c.args...)
+		r := runCKS(t, c.env, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v %v: exit %d, stderr %q; want 2 naming %q", c.env, c.args, r.code, r.stderr, c.want)
 		}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/cks-dev/cks/store/sqlite"
 )
 
 // TestServeRefusesReadOnlyDatabase: `cks serve` on a database it cannot
@@ -18,7 +18,7 @@ func TestServeRefusesReadOnlyDatabase(t *testing.T) {
 		url := db.url
 		if db.backend == "sqlite" {
 			path := strings.TrimPrefix(url, "sqlite:")
-			s, err := sqlite.Open(context.Background(), path)
+			s, err := backend.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -27,7 +27,7 @@ func TestServeRefusesReadOnlyDatabase(t *testing.T) {
 		} else {
 			url += "&default_transaction_read_only=on"
 		}
-		res := cks(t, nil, "serve", "--listen", "127.0.0.1:0", "--database", url, "--data-dir", filepath.Join(t.TempDir(), "data"))
+		res := runCKS(t, nil, "serve", "--listen", "127.0.0.1:0", "--database", url, "--data-dir", filepath.Join(t.TempDir(), "data"))
 		lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 		if last := lines[len(lines)-1]; res.code != 1 || !strings.Contains(last, "storage_read_only") || !strings.Contains(last, "read-only") {
 			t.Fatalf("cks serve on a read-only %s database: exit %d, last line %q; want exit 1 saying it is read-only\n%s", db.backend, res.code, last, res.stderr)

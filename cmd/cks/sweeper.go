@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -37,7 +38,7 @@ func cmdSweeper(ctx context.Context, args []string, e env) error {
 		}
 		if cf.json {
 			if sts == nil {
-				sts = []sweeper.Status{}
+				sts = []cks.SweeperStatus{}
 			}
 			return printJSON(e.stdout, map[string]any{"sweepers": sts})
 		}
@@ -51,7 +52,7 @@ func cmdSweeper(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		call := map[string]func(context.Context, string) (sweeper.Status, error){
+		call := map[string]func(context.Context, string) (cks.SweeperStatus, error){
 			"status": cl.SweeperStatus, "start": cl.StartSweeper, "stop": cl.StopSweeper,
 		}[sub]
 		st, err := call(ctx, pos[0])
@@ -61,7 +62,7 @@ func cmdSweeper(ctx context.Context, args []string, e env) error {
 		if cf.json {
 			return printJSON(e.stdout, st)
 		}
-		printSweepers(e.stdout, []sweeper.Status{st})
+		printSweepers(e.stdout, []cks.SweeperStatus{st})
 		printDetails(e.stdout, st.Details)
 		return nil
 	default:
@@ -69,7 +70,7 @@ func cmdSweeper(ctx context.Context, args []string, e env) error {
 	}
 }
 
-func printSweepers(w io.Writer, sts []sweeper.Status) {
+func printSweepers(w io.Writer, sts []cks.SweeperStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SWEEPER\tRUNNING\tENABLED\tOVERRIDE\tINTERVAL\tLAST RUN\tLAST COUNT\tRUNS\tLAST ERROR")
 	for _, st := range sts {

@@ -14,7 +14,7 @@ func TestSweeperCLI(t *testing.T) {
 	h := startHub(t, "serve")
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
 	}
 	r := run("sweeper", "list")
 	if r.code != 0 || !strings.Contains(r.stdout, "lease_reaper") || !strings.Contains(r.stdout, "RUNNING") {
@@ -89,7 +89,7 @@ func TestPrintDetails(t *testing.T) {
 
 func TestBadSweeperSetting(t *testing.T) {
 	dir := t.TempDir() + "/data"
-	r := cks(t, []string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL=often"}, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	r := runCKS(t, []string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL=often"}, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
 	if r.code == 0 || !strings.Contains(r.stderr, "CKS_LEASE_REAPER_SWEEPER_INTERVAL") {
 		t.Fatalf("bad interval: exit %d %s", r.code, r.stderr)
 	}

@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 const taskSubcommands = "list, show, create, update, stop, start, answer or cancel"
@@ -64,7 +64,7 @@ func (l *stringList) Set(v string) error {
 
 // childList is the repeatable --add-child TYPE:TITLE flag of task update.
 // It is not comma-separated: a title may hold commas.
-type childList []store.NewTask
+type childList []cks.NewTask
 
 func (l *childList) String() string { return fmt.Sprint(len(*l), " children") }
 
@@ -73,7 +73,7 @@ func (l *childList) Set(v string) error {
 	if typ = strings.TrimSpace(typ); typ == "" {
 		return fmt.Errorf("expected TYPE:TITLE, got %q", v)
 	}
-	*l = append(*l, store.NewTask{Type: typ, Title: strings.TrimSpace(title)})
+	*l = append(*l, cks.NewTask{Type: typ, Title: strings.TrimSpace(title)})
 	return nil
 }
 
@@ -95,9 +95,9 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		if err := noArgs(fs, args); err != nil {
 			return err
 		}
-		f := store.TaskFilter{Types: types, After: *cursor, Limit: *limit}
+		f := cks.TaskFilter{Types: types, After: *cursor, Limit: *limit}
 		for _, s := range states {
-			f.States = append(f.States, store.TaskState(strings.ToUpper(s)))
+			f.States = append(f.States, cks.TaskState(strings.ToUpper(s)))
 		}
 		c, err := cf.client(e)
 		if err != nil {
@@ -114,7 +114,7 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			printTasks(e.stdout, page)
 			return nil
 		}
-		l, err := listStoppedFirst(ctx, c, f)
+		l, err := ledger.ListStoppedFirst(ctx, c, ledger.StoppedFirstQuery{Types: f.Types, After: f.After, Limit: f.Limit})
 		if err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		printTask(e.stdout, t)
 		return nil
 	case "create":
-		var n store.NewTask
+		var n cks.NewTask
 		var deps int64List
 		var payload string
 		var parent int64
@@ -229,9 +229,6 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		if err != nil {
 			return err
 		}
-		if strings.TrimSpace(*reason) == "" {
-			return fmt.Errorf("%w: task stop needs --reason (why the task is held)", errUsage)
-		}
 		c, err := cf.client(e)
 		if err != nil {
 			return err
@@ -274,7 +271,7 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 		return nil
 	case "update":
 		var (
-			p                              store.TaskPatch
+			p                              cks.TaskPatch
 			title, description, criteria   string
 			payload, metadata              string
 			priority                       int
@@ -320,9 +317,6 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			*j.dst = v
 		}
 		p.AddDependsOn, p.RemoveDependsOn, p.CancelChildren, p.AddChildren = addDeps, removeDeps, cancelled, children
-		if p.Empty() {
-			return fmt.Errorf("%w: task update needs at least one change (--title, --description, --criteria, --payload, --priority, --metadata, --add-dep, --remove-dep, --add-child or --cancel-child)", errUsage)
-		}
 		c, err := cf.client(e)
 		if err != nil {
 			return err
@@ -339,7 +333,7 @@ func cmdTask(ctx context.Context, args []string, e env) error {
 			line := fmt.Sprintf("task %d updated (%s): path %s, revision %d, now %s", res.Task.ID,
 				strings.Join(p.Fields(), ", "), res.Path, res.Task.Revision, res.Task.State)
 			none := "no abort (the task was not running)"
-			if res.Path == store.UpdateLive {
+			if res.Path == cks.UpdateLive {
 				none = "no abort (not a material edit: the running executor keeps going)"
 			}
 			printAbortOutcome(e.stdout, line, res.Abort, none)
@@ -377,15 +371,17 @@ func oneID(fs *flag.FlagSet, args []string) (int64, error) {
 	return parseID(pos[0])
 }
 
+// parseID reads an ID argument: an integer (whether it names a task is the
+// hub's to say).
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%w: expected a task ID (a positive integer), got %q", errUsage, s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: expected a task ID (an integer), got %q", errUsage, s)
 	}
 	return id, nil
 }
 
-func printResult(w io.Writer, asJSON bool, t store.Task, verb string) error {
+func printResult(w io.Writer, asJSON bool, t cks.Task, verb string) error {
 	if asJSON {
 		return printJSON(w, t)
 	}
@@ -393,7 +389,7 @@ func printResult(w io.Writer, asJSON bool, t store.Task, verb string) error {
 	return nil
 }
 
-func printTasks(w io.Writer, page store.TaskPage) {
+func printTasks(w io.Writer, page cks.TaskPage) {
 	if len(page.Tasks) == 0 {
 		fmt.Fprintln(w, "no tasks")
 		return
@@ -417,26 +413,26 @@ var errAbortUnconfirmed = errors.New("abort unconfirmed")
 
 // unconfirmed returns errAbortUnconfirmed, naming the executor, when ab is
 // an abort whose deadline passed without a confirmation.
-func unconfirmed(id int64, ab *store.Abort) error {
-	if ab == nil || ab.Outcome != store.AbortUnconfirmed {
+func unconfirmed(id int64, ab *cks.Abort) error {
+	if ab == nil || ab.Outcome != cks.AbortUnconfirmed {
 		return nil
 	}
 	return fmt.Errorf("%w: executor %s may still be running against task %d (it did not confirm within %s)",
 		errAbortUnconfirmed, ab.Executor, id, abortDeadline(ab))
 }
 
-func abortDeadline(ab *store.Abort) time.Duration {
+func abortDeadline(ab *cks.Abort) time.Duration {
 	return ab.DeadlineAt.Sub(ab.RequestedAt).Round(time.Millisecond)
 }
 
 // abortText says what became of an abort request in one line.
-func abortText(ab *store.Abort) string {
+func abortText(ab *cks.Abort) string {
 	switch ab.Outcome {
-	case store.AbortConfirmed:
+	case cks.AbortConfirmed:
 		return "abort confirmed by " + ab.Executor
-	case store.AbortUnconfirmed:
+	case cks.AbortUnconfirmed:
 		return fmt.Sprintf("abort UNCONFIRMED after %s: executor %s may still be running", abortDeadline(ab), ab.Executor)
-	case store.AbortPending:
+	case cks.AbortPending:
 		return fmt.Sprintf("abort requested from %s, not confirmed yet (not waited for; deadline %s)", ab.Executor, abortDeadline(ab))
 	}
 	return fmt.Sprintf("abort %s (executor %s)", ab.Outcome, ab.Executor)
@@ -445,11 +441,11 @@ func abortText(ab *store.Abort) string {
 // printAbortOutcome prints line with the abort outcome: on the same line
 // when it is settled, on a line of its own when it is unconfirmed so that
 // it cannot be missed.
-func printAbortOutcome(w io.Writer, line string, ab *store.Abort, none string) {
+func printAbortOutcome(w io.Writer, line string, ab *cks.Abort, none string) {
 	switch {
 	case ab == nil:
 		fmt.Fprintf(w, "%s; %s\n", line, none)
-	case ab.Outcome == store.AbortUnconfirmed:
+	case ab.Outcome == cks.AbortUnconfirmed:
 		fmt.Fprintf(w, "%s\n%s\n", line, abortText(ab))
 	default:
 		fmt.Fprintf(w, "%s; %s\n", line, abortText(ab))
@@ -464,66 +460,25 @@ func stoppedFrom(ctx context.Context, c *client.Client, id int64) string {
 		return ""
 	}
 	for i := len(t.Events) - 1; i >= 0; i-- {
-		if t.Events[i].To == ledger.Stopped {
+		if t.Events[i].To == cks.TaskStopped {
 			return string(t.Events[i].From)
 		}
 	}
 	return ""
 }
 
-// taskListing is `task list` without --state: STOPPED tasks first (every
-// one of them, on the first page), then one page of every other task.
-type taskListing struct {
-	// Stopped is how many of Tasks, at its head, are STOPPED.
-	Stopped int          `json:"stopped"`
-	Tasks   []store.Task `json:"tasks"`
-	Next    int64        `json:"next_cursor,omitempty"`
-}
-
-func listStoppedFirst(ctx context.Context, c *client.Client, f store.TaskFilter) (taskListing, error) {
-	var l taskListing
-	if f.After == 0 { // the held tasks head the first page only
-		sf := store.TaskFilter{States: []store.TaskState{ledger.Stopped}, Types: f.Types, Limit: store.MaxListLimit}
-		for {
-			page, err := c.ListTasks(ctx, sf)
-			if err != nil {
-				return l, err
-			}
-			l.Tasks = append(l.Tasks, page.Tasks...)
-			if page.Next == 0 {
-				break
-			}
-			sf.After = page.Next
-		}
-		l.Stopped = len(l.Tasks)
-	}
-	for _, st := range ledger.All {
-		if st != ledger.Stopped {
-			f.States = append(f.States, st)
-		}
-	}
-	page, err := c.ListTasks(ctx, f)
-	if err != nil {
-		return l, err
-	}
-	l.Tasks = append(l.Tasks, page.Tasks...)
-	if l.Tasks == nil {
-		l.Tasks = []store.Task{}
-	}
-	l.Next = page.Next
-	return l, nil
-}
-
-func printListing(w io.Writer, l taskListing, now time.Time) {
+// printListing prints `task list` without --state: the STOPPED tasks first,
+// prominently, with how long they have been held (ledger.ListStoppedFirst).
+func printListing(w io.Writer, l ledger.StoppedFirst, now time.Time) {
 	if l.Stopped > 0 {
 		fmt.Fprintf(w, "!! STOPPED: %d task(s) held by an operator; nothing runs them until `cks task start ID`\n", l.Stopped)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tSTOPPED FOR\tTYPE\tPRIO\tATTEMPTS\tABORT\tTITLE")
 		for _, t := range l.Tasks[:l.Stopped] {
 			abort := "-"
-			if a := t.LastAbort; a != nil && (a.Outcome == store.AbortUnconfirmed || a.Outcome == store.AbortPending) {
+			if a := t.LastAbort; a != nil && (a.Outcome == cks.AbortUnconfirmed || a.Outcome == cks.AbortPending) {
 				abort = fmt.Sprintf("%s (executor %s)", a.Outcome, a.Executor)
-				if a.Outcome == store.AbortUnconfirmed {
+				if a.Outcome == cks.AbortUnconfirmed {
 					abort = fmt.Sprintf("UNCONFIRMED: %s may still be running", a.Executor)
 				}
 			}
@@ -539,7 +494,7 @@ func printListing(w io.Writer, l taskListing, now time.Time) {
 		}
 		fmt.Fprintln(w)
 	}
-	printTasks(w, store.TaskPage{Tasks: l.Tasks[l.Stopped:], Next: l.Next})
+	printTasks(w, cks.TaskPage{Tasks: l.Tasks[l.Stopped:], Next: l.Next})
 }
 
 // heldFor formats how long a task has been stopped: 45s, 12m, 5h12m, 3d4h
@@ -554,7 +509,7 @@ func heldFor(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-func printTask(w io.Writer, t store.Task) {
+func printTask(w io.Writer, t cks.Task) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -563,7 +518,7 @@ func printTask(w io.Writer, t store.Task) {
 	}
 	row("task", strconv.FormatInt(t.ID, 10))
 	state := string(t.State)
-	if t.State == ledger.Stopped {
+	if t.State == cks.TaskStopped {
 		state += " (held by an operator since " + t.StateChangedAt.Format(time.RFC3339) + ", " + heldFor(time.Since(t.StateChangedAt)) + " ago)"
 	}
 	row("state", state)
@@ -596,7 +551,7 @@ func printTask(w io.Writer, t store.Task) {
 	row("review", t.ReviewNote)
 	row("result", t.Result)
 	row("last error", t.LastError)
-	if a := t.LastAbort; a != nil && a.Outcome != store.AbortConfirmed {
+	if a := t.LastAbort; a != nil && a.Outcome != cks.AbortConfirmed {
 		row("last abort", abortText(a))
 	}
 	tw.Flush()
@@ -641,7 +596,7 @@ func printTask(w io.Writer, t store.Task) {
 }
 
 // printAttempt prints what one attempt recorded, indented.
-func printAttempt(w io.Writer, v *store.AttemptView, revision int) {
+func printAttempt(w io.Writer, v *cks.AttemptView, revision int) {
 	if v.Workspace != "" {
 		fmt.Fprintf(w, "    workspace: %s\n", v.Workspace)
 	}

@@ -12,7 +12,7 @@ func TestTaskCLI(t *testing.T) {
 	dd := []string{"--data-dir", string(h.dir)}
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, dd...)...)
+		return runCKS(t, nil, append(args, dd...)...)
 	}
 	type task struct {
 		ID        int64   `json:"task_id"`
@@ -102,7 +102,7 @@ func TestTaskCLI(t *testing.T) {
 }
 
 func TestBenchLedgerSmoke(t *testing.T) {
-	r := cks(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json")
+	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json")
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d: %s", r.code, r.stderr)
 	}

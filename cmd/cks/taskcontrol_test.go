@@ -20,7 +20,7 @@ func TestTaskControlCLI(t *testing.T) {
 	api := client.New(h.url, h.token)
 	run := func(args ...string) result {
 		t.Helper()
-		return cks(t, nil, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
 	}
 	ok := func(r result) result {
 		t.Helper()
@@ -125,17 +125,18 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("start printed %q, want %q", r.stdout, want)
 	}
 
-	// Refusals: exit 1 with the hub's reason, or 2 for a usage error.
+	// Refusals: exit 1 with the hub's reason as it says it, or 2 for a
+	// usage error (flag syntax).
 	bad := []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"task", "start", fmt.Sprint(y)}, 1, "WAITING"},
-		{[]string{"task", "stop", fmt.Sprint(y)}, 2, "--reason"},
+		{[]string{"task", "stop", fmt.Sprint(y)}, 1, "cks: invalid reason: expected a non-empty reason (why the task is held) (invalid_argument, HTTP 400)"},
 		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "soon"}, 2, "deadline"},
 		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "1h"}, 1, "deadline"},
-		{[]string{"task", "update", fmt.Sprint(y)}, 2, "at least one change"},
+		{[]string{"task", "update", fmt.Sprint(y)}, 1, "cks: invalid patch: expected at least one field to change (invalid_argument, HTTP 400)"},
 		{[]string{"task", "update", fmt.Sprint(y), "--payload", "{nope"}, 2, "--payload"},
 		{[]string{"task", "update", fmt.Sprint(y), "--add-dep", "x1"}, 2, "expected a task id"},
 		{[]string{"task", "update", fmt.Sprint(z1), "--add-dep", fmt.Sprint(y)}, 1, "add_depends_on"},

@@ -10,7 +10,7 @@ func TestTokenCLI(t *testing.T) {
 	h := startHub(t, "serve")
 	run := func(env []string, args ...string) result {
 		t.Helper()
-		return cks(t, env, append(args, "--data-dir", string(h.dir))...)
+		return runCKS(t, env, append(args, "--data-dir", string(h.dir))...)
 	}
 	// Create a read-only token on the task ledger.
 	r := run(nil, "token", "create", "--name", "viewer", "--grant", "read:/tasks", "--json")
@@ -84,20 +84,24 @@ func TestTokenCLI(t *testing.T) {
 		t.Fatalf("revoke unknown: exit %d %s", r.code, r.stderr)
 	}
 
-	// Bad input is a usage error naming what was wrong.
+	// Bad input is refused naming what was wrong: by the hub (exit 1, in
+	// the words of create_token), or as a usage error (exit 2) when the
+	// command line itself is malformed.
 	for _, c := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"token", "create", "--name", "x", "--grant", "write:/tasks"}, "write"},
-		{[]string{"token", "create", "--name", "x", "--grant", "read:/tasks/abc"}, "/tasks/abc"},
-		{[]string{"token", "create", "--name", "x"}, "--grant"},
-		{[]string{"token", "create", "--grant", "read:/"}, "--name"},
-		{[]string{"token", "revoke"}, "exactly one"},
-		{[]string{"token", "frob"}, "create, list or revoke"},
+		{[]string{"token", "create", "--name", "x", "--grant", "write:/tasks"}, 1, `invalid permission: expected one of read, append, create, update, stop, start, cancel, control, admin, got "write"`},
+		{[]string{"token", "create", "--name", "x", "--grant", "read:/tasks/abc"}, 1, `got "/tasks/abc"`},
+		{[]string{"token", "create", "--name", "x"}, 1, "invalid grants: expected at least one grant (or a task_id)"},
+		{[]string{"token", "create", "--grant", "read:/"}, 1, "invalid name: expected a non-empty token name"},
+		{[]string{"token", "create", "--name", "x", "--grant", "read"}, 2, "PERMISSION:RESOURCE"},
+		{[]string{"token", "revoke"}, 2, "exactly one"},
+		{[]string{"token", "frob"}, 2, "create, list or revoke"},
 	} {
-		if r := run(nil, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("cks %v: exit %d %q, want usage error mentioning %q", c.args, r.code, r.stderr, c.want)
+		if r := run(nil, c.args...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("cks %v: exit %d %q, want exit %d mentioning %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package drivertest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,10 +13,14 @@ import (
 )
 
 // The compatibility check with the first backends (store/sqlite,
-// store/postgres): a driver's test creates a database with one of them,
-// fills it through the store API with FillLegacy, opens it with the driver,
-// and checks with CheckLegacy that the driver reads what was written (and,
-// on its own, that the schema equals a fresh one's and no row changed).
+// store/postgres, deleted once the drivers replaced them): a driver's test
+// recreates a database they wrote — its testdata/first_backend_schema.sql
+// (their DDL, rendered once) and first_backend_rows.sql (the rows they
+// wrote through the store API, with a clock at T0: processes, principals, a
+// sweeper override, tasks with dependencies, evidence, a decision and an
+// abort, objects with versions and an edge) — opens it with the driver, and
+// checks with CheckLegacy that the driver reads what was written (and, on
+// its own, that the schema equals a fresh one's and no row changed).
 
 // WithoutPrefixes returns the lines that start with none of prefixes: the
 // facts of a schema diff left when those known to differ from the first
@@ -32,57 +35,9 @@ func WithoutPrefixes(lines []string, prefixes ...string) []string {
 	return out
 }
 
-// FillLegacy writes a little of everything through s, a store of the first
-// backends opened with a clock at T0: processes, principals, a sweeper
-// override, tasks with dependencies, evidence, a decision and an abort, and
-// objects with versions and an edge.
-func FillLegacy(t testing.TB, s store.Store) {
-	t.Helper()
-	ctx := testCtx(t)
-	task := int64(9)
-	for _, r := range []store.AgentLiveness{
-		{InstanceID: "i-1", ProcessKind: "agent", Hostname: "h", PID: 10, LivenessIntervalS: 15,
-			StartedAt: T0, LastHeartbeatAt: T0.Add(time.Second), CurrentTaskID: &task, CurrentTaskType: "critique"},
-		{InstanceID: "i-2", ProcessKind: "hub", Hostname: "h", PID: 11, LivenessIntervalS: 2.5,
-			StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute)},
-	} {
-		must(t, "liveness", s.UpsertAgentLiveness(ctx, r))
-	}
-	must(t, "stop request", ignore(s.RequestAgentStop(ctx, "i-1")))
-	must(t, "admin", s.CreatePrincipal(ctx, store.Principal{ID: "admin", Name: "admin", CreatedAt: T0}, "hash-admin",
-		[]store.Grant{{Resource: "/", Permission: "admin"}}))
-	must(t, "reader", s.CreatePrincipal(ctx, store.Principal{ID: "reader", Name: "ci", CreatedAt: T0.Add(time.Second)}, "hash-reader",
-		[]store.Grant{{Resource: "/tasks", Permission: "read"}, {Resource: "/objects", Permission: "read"}}))
-	must(t, "sweeper control", s.SetSweeperDesiredRunning(ctx, "lease_reaper", false))
-
-	a, _, err := s.Enqueue(ctx, store.NewTask{Type: "critique", Title: "a", Payload: json.RawMessage(`{"object_id": 7}`),
-		DedupeKey: "k-a", CreatedBy: "cli", Metadata: json.RawMessage(`{"owner": "x"}`)})
-	must(t, "enqueue a", err)
-	_, _, err = s.Enqueue(ctx, store.NewTask{Type: "critique", Title: "b", DependsOn: []int64{a.ID}})
-	must(t, "enqueue b", err)
-	claimed, err := s.Claim(ctx, "w1", []string{"critique"}, 1, time.Minute)
-	if err != nil || len(claimed) != 1 || claimed[0].ID != a.ID {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	c := claimed[0]
-	must(t, "running", ignore(s.MarkRunning(ctx, c.ID, c.LeaseToken)))
-	must(t, "evidence", ignore(s.AddEvidence(ctx, c.ID, c.LeaseToken, "log", "did it")))
-	must(t, "decision", ignore(s.RecordDecision(ctx, c.ID, c.LeaseToken, "approach", "this way", 1)))
-	_, _, err = s.Stop(ctx, c.ID, "admin", "enough", time.Minute)
-	must(t, "stop", err)
-
-	q, err := s.CreateObject(ctx, store.NewObject{Kind: "question", Title: "why?", Content: json.RawMessage(`{"q": "why?"}`),
-		Status: "awaiting_research", CreatedBy: "cli"})
-	must(t, "object", err)
-	r, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Content: json.RawMessage(`{}`), CreatedBy: "researcher"})
-	must(t, "object", err)
-	must(t, "version", ignore(s.WriteVersion(ctx, q.ID, q.HeadVersion, json.RawMessage(`{"q": "how?"}`), "editor")))
-	w := 0.5
-	must(t, "edge", ignore(s.AddEdges(ctx, []store.NewEdge{{Src: r.ID, Dst: q.ID, BaseType: "supports", Weight: &w}})))
-}
-
-// CheckLegacy checks, through the driver's primitives, what FillLegacy
-// wrote of the domains the driver serves.
+// CheckLegacy checks, through the driver's primitives, what the first
+// backends wrote (testdata/first_backend_rows.sql) of the domains the
+// driver serves.
 func CheckLegacy(t testing.TB, d driver.Driver) {
 	t.Helper()
 	ctx := context.Background()
@@ -115,7 +70,7 @@ func CheckLegacy(t testing.TB, d driver.Driver) {
 	checkLegacyTasks(t, ex)
 }
 
-// checkLegacyKnowledge checks the objects FillLegacy wrote: the question
+// checkLegacyKnowledge checks the objects of first_backend_rows.sql: the question
 // (version 1, then 2 by the editor) and the claim (version 1) with an edge
 // between them, the question's creation logged, versions numbered within
 // each object.
@@ -157,7 +112,7 @@ func checkLegacyKnowledge(t testing.TB, ex driver.Executor) {
 	}
 }
 
-// checkLegacyTasks checks the tasks of FillLegacy: a, claimed, run and
+// checkLegacyTasks checks the tasks of first_backend_rows.sql: a, claimed, run and
 // stopped with evidence, a decision and a pending abort; b waiting for a.
 func checkLegacyTasks(t testing.TB, ex driver.Executor) {
 	t.Helper()

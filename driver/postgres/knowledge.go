@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
@@ -299,7 +300,7 @@ func (e *executor) TransitionInsertMany(ctx context.Context, rows []driver.Trans
 			Agent:           r.Agent,
 			Action:          r.Action,
 			TransitionedTo:  r.TransitionedTo,
-			ReasoningNodeID: nullInt(r.ReasoningNodeID),
+			ReasoningNodeID: nullable.Int(r.ReasoningNodeID),
 			ContentHash:     r.ContentHash,
 			Round:           int32(r.Round),
 		}
@@ -324,7 +325,7 @@ func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver
 			Agent:           r.Agent,
 			Action:          r.Action,
 			TransitionedTo:  r.TransitionedTo,
-			ReasoningNodeID: deref(r.ReasoningNodeID),
+			ReasoningNodeID: nullable.Deref(r.ReasoningNodeID),
 			ContentHash:     r.ContentHash,
 			Round:           int(r.Round),
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
 )
@@ -18,8 +19,8 @@ func (e *executor) LivenessUpsert(ctx context.Context, r driver.LivenessRow) err
 		LivenessIntervalS: r.LivenessIntervalS,
 		StartedAt:         store.Time(r.StartedAt),
 		LastHeartbeatAt:   store.Time(r.LastHeartbeatAt),
-		CurrentTaskID:     nullInt(r.CurrentTaskID),
-		CurrentTaskType:   nullString(r.CurrentTaskType),
+		CurrentTaskID:     nullable.Int(r.CurrentTaskID),
+		CurrentTaskType:   nullable.String(r.CurrentTaskType),
 	}))
 }
 
@@ -57,7 +58,7 @@ func (e *executor) LivenessLatest(ctx context.Context, kind string) (driver.Live
 // LivenessSetDesiredState implements driver.LivenessExecutor.
 func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID, state string) (bool, error) {
 	n, err := e.d.q.LivenessSetDesiredState(ctx, e.db, dbsqlc.LivenessSetDesiredStateParams{
-		DesiredState: nullString(state), InstanceID: instanceID})
+		DesiredState: nullable.String(state), InstanceID: instanceID})
 	return n > 0, mapErr("liveness set desired state "+instanceID, err)
 }
 
@@ -70,8 +71,8 @@ func livenessRow(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		LivenessIntervalS: r.LivenessIntervalS,
 		StartedAt:         store.Time(r.StartedAt),
 		LastHeartbeatAt:   store.Time(r.LastHeartbeatAt),
-		CurrentTaskID:     deref(r.CurrentTaskID),
-		CurrentTaskType:   deref(r.CurrentTaskType),
-		DesiredState:      deref(r.DesiredState),
+		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
+		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
+		DesiredState:      nullable.Deref(r.DesiredState),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
 )
@@ -15,8 +16,8 @@ func (e *executor) PrincipalInsert(ctx context.Context, p driver.PrincipalRow) e
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      store.Time(p.CreatedAt),
-		LeaseTaskID:    nullInt(p.LeaseTaskID),
-		LeaseTokenHash: nullString(p.LeaseTokenHash),
+		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
+		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
 	}))
 }
 
@@ -109,8 +110,8 @@ func principalRow(p dbsqlc.CksPrincipal) driver.PrincipalRow {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      store.Time(p.CreatedAt),
-		LeaseTaskID:    deref(p.TaskID),
-		LeaseTokenHash: deref(p.LeaseTokenHash),
+		LeaseTaskID:    nullable.Deref(p.TaskID),
+		LeaseTokenHash: nullable.Deref(p.LeaseTokenHash),
 	}
 }
 

@@ -11,13 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
-	legacy "github.com/cks-dev/cks/store/postgres"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -142,18 +140,36 @@ func freshSchema(t testing.TB) []string {
 	return schemaOf(t, url)
 }
 
-// TestRendersTheFirstBackendsSchema: an empty schema made by store/postgres
-// has exactly the schema the driver creates, but for what was added since:
-// the lease binding of principals, and the per-object version numbers
-// (their column and index, and the append-only trigger that freezes them
-// too).
-func TestRendersTheFirstBackendsSchema(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	s, err := legacy.Open(testCtx(t), url)
-	if err != nil {
-		t.Fatal(err)
+// firstBackendSchema recreates, in a fresh schema, a schema of the first
+// Postgres backend (store/postgres) from testdata: its empty schema, and
+// with rows the rows it wrote (drivertest.CheckLegacy says which). It
+// returns the schema's URL.
+func firstBackendSchema(t *testing.T, rows bool) string {
+	t.Helper()
+	files := []string{"first_backend_schema.sql"}
+	if rows {
+		files = append(files, "first_backend_rows.sql")
 	}
-	s.Close()
+	url := backendtest.PostgresURL(t)
+	for _, f := range files {
+		q, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rawExec(t, url, string(q)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	return url
+}
+
+// TestRendersTheFirstBackendsSchema: an empty schema made by store/postgres
+// (testdata/first_backend_schema.sql) has exactly the schema the driver
+// creates, but for what was added since: the lease binding of principals,
+// and the per-object version numbers (their column and index, and the
+// append-only trigger that freezes them too).
+func TestRendersTheFirstBackendsSchema(t *testing.T) {
+	url := firstBackendSchema(t, false)
 	old, fresh := diff(schemaOf(t, url), freshSchema(t))
 	trigger := "trigger|cks_object_versions_no_change|"
 	old = drivertest.WithoutPrefixes(old, trigger)
@@ -166,17 +182,11 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 }
 
 // TestOpensTheFirstBackendsDatabase: a schema store/postgres created and
-// filled opens with the driver, which reads what was written; then the
-// schema equals a fresh one's and no row changed (but for the versions,
-// which it numbered per object).
+// filled (testdata/first_backend_*.sql) opens with the driver, which reads
+// what was written; then the schema equals a fresh one's and no row changed
+// (but for the versions, which it numbered per object).
 func TestOpensTheFirstBackendsDatabase(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	s, err := legacy.Open(testCtx(t), url, store.WithClock(clock.NewFake(drivertest.T0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	drivertest.FillLegacy(t, s)
-	s.Close()
+	url := firstBackendSchema(t, true)
 	cols := columnsOf(t, url)
 	// The version numbers: their own check below.
 	cols["cks_objects"] = slices.DeleteFunc(cols["cks_objects"], func(c string) bool { return c == "head_version" })

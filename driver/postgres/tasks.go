@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
 )
@@ -40,7 +41,7 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 			Type: r.Type, Title: r.Title, Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
 			Payload: []byte(jsonText(r.Payload)), State: r.State, Priority: int32(r.Priority),
 			Attempts: int32(r.Attempts), MaxAttempts: int32(r.MaxAttempts), Restarts: int32(r.Restarts),
-			Revision: int32(r.Revision), ParentID: nullInt(r.ParentID), DedupeKey: r.DedupeKey,
+			Revision: int32(r.Revision), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
 			CreatedBy: r.CreatedBy, ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt),
 			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: nullTime(r.LeaseExpiresAt),
 			LeaseRenewedAt: nullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter),
@@ -143,7 +144,7 @@ func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (i
 			TaskID: r.ID, Title: r.Title, Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
 			Payload: []byte(jsonText(r.Payload)), State: r.State, Priority: int32(r.Priority),
 			Attempts: int32(r.Attempts), MaxAttempts: int32(r.MaxAttempts), Restarts: int32(r.Restarts),
-			Revision: int32(r.Revision), ParentID: nullInt(r.ParentID), DedupeKey: r.DedupeKey,
+			Revision: int32(r.Revision), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
 			ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash,
 			LeaseExpiresAt: nullTime(r.LeaseExpiresAt), LeaseRenewedAt: nullTime(r.LeaseRenewedAt),
 			LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter), Result: r.Result, LastError: r.LastError,
@@ -647,7 +648,7 @@ func taskRows(rows []dbsqlc.CksOutboxTask) []driver.TaskRow {
 			MaxAttempts:        int(r.MaxAttempts),
 			Restarts:           int(r.Restarts),
 			Revision:           int(r.Revision),
-			ParentID:           deref(r.ParentID),
+			ParentID:           nullable.Deref(r.ParentID),
 			DedupeKey:          r.DedupeKey,
 			CreatedBy:          r.CreatedBy,
 			ClaimedBy:          r.ClaimedBy,

@@ -25,28 +25,3 @@ func fromNullTime(t *time.Time) time.Time {
 	}
 	return store.Time(*t)
 }
-
-// nullString maps "" to NULL.
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// nullInt maps 0 to NULL.
-func nullInt(n int64) *int64 {
-	if n == 0 {
-		return nil
-	}
-	return &n
-}
-
-// deref reads a nullable value, NULL as the zero value.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

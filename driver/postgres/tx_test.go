@@ -149,11 +149,13 @@ func TestGrantCountLocksHolders(t *testing.T) {
 }
 
 // TestAppendOnlyRefusesTruncate: TRUNCATE (which row triggers do not see)
-// is refused on every append-only table.
+// is refused on every append-only table, also when it would only cascade
+// to one (cks_objects, cks_outbox_tasks) or names several.
 func TestAppendOnlyRefusesTruncate(t *testing.T) {
 	url := backendtest.PostgresURL(t)
 	open(t, url)
-	for _, tb := range []string{"cks_task_events", "cks_task_decisions", "cks_transition_log", "cks_object_versions"} {
+	for _, tb := range []string{"cks_task_events", "cks_task_decisions", "cks_transition_log", "cks_object_versions",
+		"cks_objects", "cks_outbox_tasks", "cks_objects, cks_edges, cks_transition_log, cks_object_versions"} {
 		err := rawExec(t, url, "TRUNCATE "+tb+" CASCADE")
 		if err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("TRUNCATE %s: err = %v, want the append-only refusal", tb, err)

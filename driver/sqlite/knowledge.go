@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
@@ -310,7 +311,7 @@ func (e *executor) TransitionInsertMany(ctx context.Context, rows []driver.Trans
 				Agent:           r.Agent,
 				Action:          r.Action,
 				TransitionedTo:  r.TransitionedTo,
-				ReasoningNodeID: nullInt(r.ReasoningNodeID),
+				ReasoningNodeID: nullable.Int(r.ReasoningNodeID),
 				ContentHash:     r.ContentHash,
 				Round:           int64(r.Round),
 			})
@@ -341,7 +342,7 @@ func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver
 			Agent:           r.Agent,
 			Action:          r.Action,
 			TransitionedTo:  r.TransitionedTo,
-			ReasoningNodeID: deref(r.ReasoningNodeID),
+			ReasoningNodeID: nullable.Deref(r.ReasoningNodeID),
 			ContentHash:     r.ContentHash,
 			Round:           int(r.Round),
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
@@ -18,8 +19,8 @@ func (e *executor) LivenessUpsert(ctx context.Context, r driver.LivenessRow) err
 			LivenessIntervalS: r.LivenessIntervalS,
 			StartedAt:         fmtTime(r.StartedAt),
 			LastHeartbeatAt:   fmtTime(r.LastHeartbeatAt),
-			CurrentTaskID:     nullInt(r.CurrentTaskID),
-			CurrentTaskType:   nullString(r.CurrentTaskType),
+			CurrentTaskID:     nullable.Int(r.CurrentTaskID),
+			CurrentTaskType:   nullable.String(r.CurrentTaskType),
 		}))
 	})
 }
@@ -65,7 +66,7 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID, stat
 	err := e.write(ctx, "liveness set desired state", func(w *wtx) error {
 		var err error
 		n, err = e.d.q.LivenessSetDesiredState(ctx, w, dbsqlc.LivenessSetDesiredStateParams{
-			DesiredState: nullString(state), InstanceID: instanceID})
+			DesiredState: nullable.String(state), InstanceID: instanceID})
 		return mapErr("liveness set desired state "+instanceID, err)
 	})
 	return n > 0, err
@@ -88,8 +89,8 @@ func livenessRow(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		LivenessIntervalS: r.LivenessIntervalS,
 		StartedAt:         started,
 		LastHeartbeatAt:   beat,
-		CurrentTaskID:     deref(r.CurrentTaskID),
-		CurrentTaskType:   deref(r.CurrentTaskType),
-		DesiredState:      deref(r.DesiredState),
+		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
+		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
+		DesiredState:      nullable.Deref(r.DesiredState),
 	}, nil
 }

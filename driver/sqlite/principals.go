@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
@@ -16,8 +17,8 @@ func (e *executor) PrincipalInsert(ctx context.Context, p driver.PrincipalRow) e
 			Name:           p.Name,
 			TokenHash:      p.TokenHash,
 			CreatedAt:      fmtTime(p.CreatedAt),
-			LeaseTaskID:    nullInt(p.LeaseTaskID),
-			LeaseTokenHash: nullString(p.LeaseTokenHash),
+			LeaseTaskID:    nullable.Int(p.LeaseTaskID),
+			LeaseTokenHash: nullable.String(p.LeaseTokenHash),
 		}))
 	})
 }
@@ -131,8 +132,8 @@ func principalRow(p dbsqlc.CksPrincipal) (driver.PrincipalRow, error) {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      created,
-		LeaseTaskID:    deref(p.TaskID),
-		LeaseTokenHash: deref(p.LeaseTokenHash),
+		LeaseTaskID:    nullable.Deref(p.TaskID),
+		LeaseTokenHash: nullable.Deref(p.LeaseTokenHash),
 	}, nil
 }
 

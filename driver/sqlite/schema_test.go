@@ -10,11 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/store"
-	legacy "github.com/cks-dev/cks/store/sqlite"
 )
 
 // rawDB opens path as another tool would (no pragmas but a busy timeout).
@@ -126,18 +124,35 @@ func freshSchema(t testing.TB) []string {
 	return schemaOf(t, path)
 }
 
-// TestRendersTheFirstBackendsSchema: an empty database made by store/sqlite
-// has exactly the schema the driver creates, but for what was added since:
-// the lease binding of principals, and the per-object version numbers
-// (their column and index, and the append-only trigger that freezes them
-// too).
-func TestRendersTheFirstBackendsSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := legacy.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
+// firstBackendDB recreates, in a new file, a database of the first SQLite
+// backend (store/sqlite) from testdata: its empty schema, and with rows the
+// rows it wrote (drivertest.CheckLegacy says which). It returns its path.
+func firstBackendDB(t *testing.T, rows bool) string {
+	t.Helper()
+	files := []string{"first_backend_schema.sql"}
+	if rows {
+		files = append(files, "first_backend_rows.sql")
 	}
-	s.Close()
+	path := filepath.Join(t.TempDir(), "old.db")
+	for _, f := range files {
+		q, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rawExec(t, path, string(q)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	return path
+}
+
+// TestRendersTheFirstBackendsSchema: an empty database made by store/sqlite
+// (testdata/first_backend_schema.sql) has exactly the schema the driver
+// creates, but for what was added since: the lease binding of principals,
+// and the per-object version numbers (their column and index, and the
+// append-only trigger that freezes them too).
+func TestRendersTheFirstBackendsSchema(t *testing.T) {
+	path := firstBackendDB(t, false)
 	old, fresh := diff(schemaOf(t, path), freshSchema(t))
 	trigger := "trigger|cks_object_versions_no_update|"
 	old = drivertest.WithoutPrefixes(old, trigger)
@@ -150,17 +165,11 @@ func TestRendersTheFirstBackendsSchema(t *testing.T) {
 }
 
 // TestOpensTheFirstBackendsDatabase: a database store/sqlite created and
-// filled opens with the driver, which reads what was written; then its
-// schema equals a fresh one's and no row changed (but for the versions,
-// which it numbered per object).
+// filled (testdata/first_backend_*.sql) opens with the driver, which reads
+// what was written; then its schema equals a fresh one's and no row changed
+// (but for the versions, which it numbered per object).
 func TestOpensTheFirstBackendsDatabase(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := legacy.Open(context.Background(), path, store.WithClock(clock.NewFake(drivertest.T0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	drivertest.FillLegacy(t, s)
-	s.Close()
+	path := firstBackendDB(t, true)
 	// The version numbers: their own test below.
 	renumbered := []string{"cks_objects.head_version", "cks_object_versions.version"}
 	before := rowsOf(t, path, renumbered...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
@@ -43,7 +44,7 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 				MaxAttempts:        int64(r.MaxAttempts),
 				Restarts:           int64(r.Restarts),
 				Revision:           int64(r.Revision),
-				ParentID:           nullInt(r.ParentID),
+				ParentID:           nullable.Int(r.ParentID),
 				DedupeKey:          r.DedupeKey,
 				CreatedBy:          r.CreatedBy,
 				ClaimedBy:          r.ClaimedBy,
@@ -121,7 +122,7 @@ func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (i
 				MaxAttempts:        int64(r.MaxAttempts),
 				Restarts:           int64(r.Restarts),
 				Revision:           int64(r.Revision),
-				ParentID:           nullInt(r.ParentID),
+				ParentID:           nullable.Int(r.ParentID),
 				DedupeKey:          r.DedupeKey,
 				ClaimedBy:          r.ClaimedBy,
 				ClaimedAt:          fmtNullTime(r.ClaimedAt),
@@ -620,7 +621,7 @@ func taskRow(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		MaxAttempts:        int(r.MaxAttempts),
 		Restarts:           int(r.Restarts),
 		Revision:           int(r.Revision),
-		ParentID:           deref(r.ParentID),
+		ParentID:           nullable.Deref(r.ParentID),
 		DedupeKey:          r.DedupeKey,
 		CreatedBy:          r.CreatedBy,
 		ClaimedBy:          r.ClaimedBy,

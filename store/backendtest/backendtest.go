@@ -1,8 +1,10 @@
-// Package backendtest opens fresh test databases of every backend, for tests
-// above the store (ledger, worker, hub, api …) that must run on both: SQLite in
-// a temp directory, and Postgres in a scratch schema of the server named by
-// CKS_TEST_DATABASE_URL (scripts/test starts one). Without that variable the
-// Postgres half is skipped, or fails when CI=true.
+// Package backendtest opens fresh test databases of every dialect, for tests
+// above the drivers (ledger, worker, hub, api …) that must run on both:
+// SQLite in a temp directory, and Postgres in a scratch schema of the server
+// named by CKS_TEST_DATABASE_URL (scripts/test starts one). Without that
+// variable the Postgres half is skipped, or fails when CI=true. A store is
+// the composite of store/backend (backend.Open); a driver is the dialect's
+// driver alone, for tests of the services and the drivers.
 package backendtest
 
 import (
@@ -17,8 +19,7 @@ import (
 	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	driversqlite "github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/postgres"
-	"github.com/cks-dev/cks/store/sqlite"
+	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -46,13 +47,25 @@ func ForEach(t *testing.T, f func(t *testing.T, open storetest.Opener)) {
 	}
 }
 
-// SQLite creates a database file in t's temp directory.
+// SQLite creates a database file in t's temp directory; its handles are
+// stores opened by backend.Open.
 func SQLite(t testing.TB) storetest.Opener {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cks.db")
+	return opener(filepath.Join(t.TempDir(), "cks.db"))
+}
+
+// Postgres creates a scratch schema on CKS_TEST_DATABASE_URL's server; its
+// handles are stores opened by backend.Open.
+func Postgres(t testing.TB) storetest.Opener {
+	t.Helper()
+	return opener(PostgresURL(t))
+}
+
+// opener opens stores on url, each closed when the test that opened it ends.
+func opener(url string) storetest.Opener {
 	return func(t testing.TB, opts ...store.Option) store.Store {
 		t.Helper()
-		s, err := sqlite.Open(context.Background(), path, opts...)
+		s, err := backend.Open(context.Background(), url, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,17 +74,22 @@ func SQLite(t testing.TB) storetest.Opener {
 	}
 }
 
-// Postgres creates a scratch schema on CKS_TEST_DATABASE_URL's server.
-func Postgres(t testing.TB) storetest.Opener {
+// Store returns the composite store over a new handle on open's database,
+// closed (with its driver) when t ends: for tests that hold both the
+// services and the driver's primitives of one database.
+func Store(t testing.TB, open DriverOpener, opts ...store.Option) (*backend.Store, driver.Driver) {
 	t.Helper()
-	url := PostgresURL(t)
+	d := open(t, opts...)
+	s := backend.New(d, opts...)
+	t.Cleanup(func() { s.Close() })
+	return s, d
+}
+
+// Stores returns an Opener of composite stores over open's database.
+func Stores(open DriverOpener) storetest.Opener {
 	return func(t testing.TB, opts ...store.Option) store.Store {
 		t.Helper()
-		s, err := postgres.Open(context.Background(), url, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, _ := Store(t, open, opts...)
 		return s
 	}
 }
@@ -89,7 +107,7 @@ func PostgresURL(t testing.TB) string {
 		}
 		t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
 	}
-	url, drop, err := postgres.ScratchSchema(context.Background(), base)
+	url, drop, err := driverpostgres.ScratchSchema(context.Background(), base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,8 +87,21 @@ func runDB(t *testing.T, newDB NewDB, c config, tests []taskTest) {
 	}
 }
 
-// Run runs the whole conformance suite against the backend newDB creates.
+// Run runs the whole conformance suite against the backend newDB creates:
+// RunRest, RunTasks and RunKnowledge.
 func Run(t *testing.T, newDB NewDB, opts ...Option) {
+	t.Helper()
+	RunRest(t, newDB, opts...)
+	c := apply(opts)
+	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests(), badTextKnowledgeTests()))
+}
+
+// RunRest runs the part of the suite that is neither RunTasks' nor
+// RunKnowledge's: liveness and principals. A store whose task ledger and
+// knowledge store are checked by their own packages' runs of RunTasks and
+// RunKnowledge (against the same store) runs this for the rest, instead of
+// running the ledger's and the knowledge store's tests a second time.
+func RunRest(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	c := apply(opts)
 	newStore := func(t testing.TB) store.Store { return newDB(t)(t) }
@@ -116,7 +129,6 @@ func Run(t *testing.T, newDB NewDB, opts ...Option) {
 			tc.fn(t, newStore(t))
 		})
 	}
-	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests(), badTextKnowledgeTests()))
 }
 
 // T0 is the base time of the suite's records.

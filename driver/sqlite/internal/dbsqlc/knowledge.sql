@@ -81,11 +81,15 @@ SELECT * FROM cks_objects
 WHERE claimed_at IS NOT NULL AND claimed_at <= @before AND claimed_by <> ''
 ORDER BY object_id;
 
--- The heads come as a JSON array (the glue sorts them).
+-- The heads come as a JSON array (the glue sorts them). INDEXED BY pins
+-- idx_objects_forked (partial, heads > 1: only the forked objects): once
+-- ANALYZE has run, the planner may prefer a rowid range of every object after
+-- the cursor when forks are common in its sample, which is a scan of the
+-- whole table on a large store.
 -- name: ForkList :many
 SELECT o.object_id, CAST((SELECT json_group_array(v.version) FROM cks_object_versions v
         WHERE v.object_id = o.object_id AND v.is_head = 1) AS TEXT) AS heads
-FROM cks_objects o
+FROM cks_objects o INDEXED BY idx_objects_forked
 WHERE o.heads > 1 AND o.object_id > @after
 ORDER BY o.object_id
 LIMIT @lim;

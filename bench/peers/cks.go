@@ -1,0 +1,283 @@
+package peers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/worker"
+)
+
+// cksType is the task type of every cks benchmark task.
+const cksType = "peers"
+
+// cksThroughput is `cks bench ledger`'s run: enqueue jobs (four writers),
+// then workers claim batches of batch and complete each task.
+func cksThroughput(ctx context.Context, st store.Store, jobs, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Workers: workers, Batch: batch, Type: cksType, Progress: progress})
+	if err != nil {
+		return 0, 0, fmt.Errorf("peers: cks: %w", err)
+	}
+	return r.EnqueueDuration, r.WorkDuration, nil
+}
+
+// agentSettings are the lease and heartbeat of the agent path.
+type agentSettings struct {
+	// lease is the lease each claim asks for; the executor's heartbeat is a
+	// third of it, as `cks agent` sets them.
+	lease time.Duration
+}
+
+// agentThroughput enqueues jobs as cksThroughput does, then runs workers
+// agent loops, each as `cks agent` works: claim one task, run it through
+// worker.Executor (MarkRunning, the lease heartbeat alongside a no-op
+// resolver, Complete, all fenced by the lease token). Each loop has an
+// executor of its own, as each `cks agent` process has (an executor watches
+// for aborts while it runs a task); they share one store handle.
+func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+	enqueue, err = enqueueCks(ctx, st, jobs, progress)
+	if err != nil {
+		return 0, 0, err
+	}
+	noop := func(context.Context, *worker.Attempt) (worker.Result, error) { return worker.Result{Output: "ok"}, nil }
+	var (
+		done atomic.Int64
+		mu   sync.Mutex
+		seen = make(map[int64]bool, jobs)
+	)
+	stop := every(500*time.Millisecond, func() { progress("work", int(done.Load()), jobs) })
+	start := time.Now()
+	err = parallel(ctx, workers, func(ctx context.Context, w int) error {
+		name := fmt.Sprintf("peers-agent-%d", w)
+		ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
+		for {
+			ts, err := st.Claim(ctx, name, []string{cksType}, 1, a.lease)
+			if err != nil {
+				return fmt.Errorf("claim: %w", err)
+			}
+			if len(ts) == 0 {
+				return nil
+			}
+			rep, err := ex.Run(ctx, ts[0], noop)
+			if err != nil {
+				return fmt.Errorf("run task %d: %w", ts[0].ID, err)
+			}
+			if rep.Outcome != worker.Completed {
+				return fmt.Errorf("task %d: outcome %s", ts[0].ID, rep.Outcome)
+			}
+			mu.Lock()
+			dup := seen[ts[0].ID]
+			seen[ts[0].ID] = true
+			mu.Unlock()
+			if dup {
+				return fmt.Errorf("task %d completed twice", ts[0].ID)
+			}
+			done.Add(1)
+		}
+	})
+	stop()
+	work = time.Since(start)
+	if err != nil {
+		return enqueue, 0, fmt.Errorf("peers: cks agent: %w", err)
+	}
+	progress("work", int(done.Load()), jobs)
+	if n := int(done.Load()); n != jobs {
+		return enqueue, 0, fmt.Errorf("peers: cks agent: completed %d of %d tasks", n, jobs)
+	}
+	return enqueue, work, nil
+}
+
+// enqueueCks enqueues jobs tasks with four writers, as bench.Ledger does.
+func enqueueCks(ctx context.Context, st store.Store, jobs int, progress func(string, int, int)) (time.Duration, error) {
+	var n atomic.Int64
+	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
+	start := time.Now()
+	err := parallel(ctx, 4, func(ctx context.Context, w int) error {
+		for i := w; i < jobs; i += 4 {
+			if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}); err != nil {
+				return fmt.Errorf("enqueue: %w", err)
+			}
+			n.Add(1)
+		}
+		return nil
+	})
+	stop()
+	if err != nil {
+		return 0, fmt.Errorf("peers: cks: %w", err)
+	}
+	progress("enqueue", jobs, jobs)
+	return time.Since(start), nil
+}
+
+// cksCompleted counts the COMPLETED benchmark tasks, through the store.
+func cksCompleted(ctx context.Context, st store.Store) (int, error) {
+	return st.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{"COMPLETED"}, Types: []string{cksType}})
+}
+
+// cksLatency runs workers idle claim loops that wait as `cks agent` waits
+// (the tasks_ready change notification, or the poll interval), then
+// enqueues one task at a time, paced by p, and measures each task's
+// enqueue→claim (its claimed_at) and enqueue→work-start: for the agent
+// path the resolver's start inside worker.Executor.Run (after
+// MarkRunning), otherwise the return of Claim (the task then completed).
+func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int, poll time.Duration, a agentSettings, p pacing) ([]sample, error) {
+	type started struct {
+		seq     int
+		claimed time.Time
+		at      time.Time
+	}
+	ch := make(chan started, 16)
+	report := func(title string, claimed, at time.Time) {
+		seq, err := strconv.Atoi(strings.TrimPrefix(title, "latency "))
+		if err != nil {
+			return
+		}
+		select {
+		case ch <- started{seq, claimed, at}:
+		default: // nobody waits for it (its sample timed out)
+		}
+	}
+	run, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// One watch wakes every loop, as each agent process has its own.
+	wakes := make([]chan struct{}, workers)
+	for i := range wakes {
+		wakes[i] = make(chan struct{}, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st.WatchChanges(run, []string{store.TopicTasksReady}, func(string) { //nolint:errcheck // nil when run ends
+			for _, w := range wakes {
+				select {
+				case w <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
+			errs <- claimLoop(run, st, ex, fmt.Sprintf("peers-latency-%d", w), agentPath, poll, a, wakes[w], report)
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	return p.run(ctx, func(ctx context.Context, seq int) (sample, error) {
+		t0 := time.Now()
+		if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cksType, Title: fmt.Sprintf("latency %d", seq)}); err != nil {
+			return sample{}, fmt.Errorf("peers: cks enqueue: %w", err)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return sample{}, ctx.Err()
+			case err := <-errs:
+				if err == nil {
+					err = errors.New("ended")
+				}
+				return sample{}, fmt.Errorf("peers: cks claim loop: %w", err)
+			case s := <-ch:
+				if s.seq != seq {
+					continue
+				}
+				return sample{claim: s.claimed.Sub(t0), start: s.at.Sub(t0)}, nil
+			}
+		}
+	})
+}
+
+// claimLoop is one idle worker of cksLatency; it returns nil when ctx ends.
+func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name string, agentPath bool, poll time.Duration,
+	a agentSettings, wake <-chan struct{}, report func(title string, claimed, at time.Time)) error {
+	for ctx.Err() == nil {
+		ts, err := st.Claim(ctx, name, []string{cksType}, 1, a.lease)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("claim: %w", err)
+		}
+		if len(ts) == 0 {
+			t := time.NewTimer(poll)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-wake:
+			}
+			t.Stop()
+			continue
+		}
+		t := ts[0]
+		if !agentPath {
+			report(t.Title, t.ClaimedAt, time.Now())
+			if _, err := st.Complete(context.WithoutCancel(ctx), t.ID, t.LeaseToken, false, "ok"); err != nil {
+				return fmt.Errorf("complete task %d: %w", t.ID, err)
+			}
+			continue
+		}
+		rep, err := ex.Run(context.WithoutCancel(ctx), t, func(_ context.Context, at *worker.Attempt) (worker.Result, error) {
+			report(at.Task().Title, t.ClaimedAt, time.Now())
+			return worker.Result{Output: "ok"}, nil
+		})
+		if err != nil {
+			return fmt.Errorf("run task %d: %w", t.ID, err)
+		}
+		if rep.Outcome != worker.Completed {
+			return fmt.Errorf("task %d: outcome %s", t.ID, rep.Outcome)
+		}
+	}
+	return nil
+}
+
+// parallel runs f on n goroutines and returns the first error, cancelling
+// the others.
+func parallel(ctx context.Context, n int, f func(ctx context.Context, worker int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			if err := f(ctx, w); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// every calls f every d until the returned stop function is called.
+func every(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

@@ -1,0 +1,553 @@
+package peers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
+)
+
+// Config is one benchmark: which systems, how many rounds and jobs.
+type Config struct {
+	// Database is the Postgres URL the systems run on, each run in a schema
+	// of its own that is dropped after it. Empty skips Postgres.
+	Database string `json:"-"`
+	// Rounds is how many times each system is run, interleaved: every
+	// system once per round, in the same order (default 3).
+	Rounds int `json:"rounds"`
+	// Jobs is how many jobs each run enqueues and works (default 20,000).
+	Jobs int `json:"jobs"`
+	// RiverWorkers, CksWorkers and AgentWorkers are the worker counts of
+	// the Postgres runs of River (default 100, 1000), cks claim→complete
+	// (default 4, 16) and the cks agent path (default 4, 16).
+	RiverWorkers []int `json:"river_workers"`
+	CksWorkers   []int `json:"cks_workers"`
+	AgentWorkers []int `json:"agent_workers"`
+	// Batch is how many tasks one cks claim leases (default 10).
+	Batch int `json:"cks_batch"`
+	// RiverInsertBatch is how many jobs one River InsertManyFast inserts
+	// (default 1,000).
+	RiverInsertBatch int `json:"river_insert_batch"`
+	// Lease is the cks agent path's lease; its heartbeat is a third of it
+	// (default 3 minutes, as `cks agent`: heartbeat 60 s).
+	Lease time.Duration `json:"cks_lease_ns"`
+
+	// LatencySamples is how many jobs each latency measurement times
+	// (default 200; 0 after defaults is never: use NoLatency).
+	LatencySamples int  `json:"latency_samples"`
+	NoLatency      bool `json:"no_latency"`
+	// LatencyGap: each latency job is enqueued 10 ms plus a uniform random
+	// time below LatencyGap after the previous one started (default 100 ms).
+	LatencyGap time.Duration `json:"latency_gap_ns"`
+	// LatencyRiverWorkers and LatencyCksWorkers are the idle workers
+	// waiting for the latency jobs (default 100 and 4).
+	LatencyRiverWorkers int `json:"latency_river_workers"`
+	LatencyCksWorkers   int `json:"latency_cks_workers"`
+	// CksPoll is the cks claim loops' poll interval when no notification
+	// comes (default 5 s, `cks agent`'s).
+	CksPoll time.Duration `json:"cks_poll_ns"`
+	// TunedCooldown and TunedPoll are River's tuned FetchCooldown and
+	// FetchPollInterval (default 1 ms each, River's minimum).
+	TunedCooldown time.Duration `json:"river_tuned_fetch_cooldown_ns"`
+	TunedPoll     time.Duration `json:"river_tuned_fetch_poll_ns"`
+	// RiverDefaultFetch runs River's throughput runs at its default fetch
+	// settings instead of the tuned ones. The default FetchCooldown (100 ms
+	// between fetches) caps a queue at MaxWorkers jobs per 100 ms, so the
+	// tuned settings are River's best and the comparison's default.
+	RiverDefaultFetch bool `json:"river_default_fetch"`
+
+	// SQLite runs the second table: cks on its embedded SQLite against
+	// River's riversqlite driver and the raw commit ceiling, in files
+	// under SQLiteDir (default os.TempDir()).
+	SQLite             bool   `json:"sqlite"`
+	SQLiteDir          string `json:"-"`
+	SQLiteRiverWorkers []int  `json:"sqlite_river_workers"`
+	SQLiteCksWorkers   []int  `json:"sqlite_cks_workers"`
+	SQLiteAgentWorkers []int  `json:"sqlite_agent_workers"`
+
+	// NoCheckpoint leaves out the CHECKPOINT before each Postgres run (on
+	// a server shared with other work).
+	NoCheckpoint bool `json:"no_checkpoint"`
+
+	// Timeout bounds one run (default 15 minutes).
+	Timeout time.Duration `json:"-"`
+	// Progress, when set, receives progress lines.
+	Progress func(line string) `json:"-"`
+}
+
+// riverThroughputSettings are the River client settings of a throughput
+// run: the tuned fetch settings unless RiverDefaultFetch.
+func (c Config) riverThroughputSettings(workers int) riverSettings {
+	s := riverSettings{workers: workers}
+	if !c.RiverDefaultFetch {
+		s.cooldown, s.poll = c.TunedCooldown, c.TunedPoll
+	}
+	return s
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defList := func(v *[]int, d ...int) {
+		if len(*v) == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Rounds, 3)
+	def(&c.Jobs, 20_000)
+	defList(&c.RiverWorkers, 100, 1000)
+	defList(&c.CksWorkers, 4, 16)
+	defList(&c.AgentWorkers, 4, 16)
+	def(&c.Batch, 10)
+	def(&c.RiverInsertBatch, 1000)
+	defDur(&c.Lease, 3*time.Minute)
+	def(&c.LatencySamples, 200)
+	defDur(&c.LatencyGap, 100*time.Millisecond)
+	def(&c.LatencyRiverWorkers, 100)
+	def(&c.LatencyCksWorkers, 4)
+	defDur(&c.CksPoll, 5*time.Second)
+	defDur(&c.TunedCooldown, time.Millisecond)
+	defDur(&c.TunedPoll, time.Millisecond)
+	defList(&c.SQLiteRiverWorkers, 100, 1000)
+	defList(&c.SQLiteCksWorkers, 1, 4)
+	defList(&c.SQLiteAgentWorkers, 1, 4)
+	defDur(&c.Timeout, 15*time.Minute)
+	if c.Progress == nil {
+		c.Progress = func(string) {}
+	}
+	return c
+}
+
+// contender is one system at one worker count.
+type contender struct {
+	system  string
+	workers int
+}
+
+func contenders(river, cks, agent []int) []contender {
+	var out []contender
+	for _, w := range river {
+		out = append(out, contender{SystemRiver, w})
+	}
+	for _, w := range cks {
+		out = append(out, contender{SystemCks, w})
+	}
+	for _, w := range agent {
+		out = append(out, contender{SystemCksAgent, w})
+	}
+	return out
+}
+
+// Bench runs the benchmark cfg describes: the Postgres rounds, the latency
+// measurements, then the SQLite rounds.
+func Bench(ctx context.Context, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	rep := Report{Started: time.Now().UTC(), Config: cfg, Host: Host{OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), CPUModel: cpuModel(), MemoryGiB: memoryGiB(), Go: runtime.Version(), River: riverVersion(), LoadBefore: loadAverage()}}
+	if cfg.Database != "" {
+		m, err := openMeter(ctx, cfg.Database)
+		if err != nil {
+			return rep, err
+		}
+		m.checkpoint = !cfg.NoCheckpoint
+		defer m.close(context.WithoutCancel(ctx))
+		rep.Host.Postgres = m.version(ctx)
+		rep.Host.Settings = m.settings(ctx)
+		if !m.pgss {
+			cfg.Progress("pg_stat_statements is not loaded (shared_preload_libraries): no statement counts")
+		}
+		cs := contenders(cfg.RiverWorkers, cfg.CksWorkers, cfg.AgentWorkers)
+		for round := 1; round <= cfg.Rounds; round++ {
+			for _, c := range cs {
+				r, err := runPostgres(ctx, m, cfg, c, round)
+				if err != nil {
+					return rep, fmt.Errorf("postgres round %d, %s: %w", round, label(c.system, c.workers), err)
+				}
+				cfg.Progress(fmt.Sprintf("postgres round %d/%d: %s: %s jobs/s", round, cfg.Rounds, r.Label(), thousands(int64(r.JobsPerSecond))))
+				rep.Postgres = append(rep.Postgres, r)
+			}
+		}
+		if !cfg.NoLatency {
+			for _, v := range latencyVariants(cfg) {
+				l, err := runLatency(ctx, m, cfg, v)
+				if err != nil {
+					return rep, fmt.Errorf("latency, %s: %w", v.Label(), err)
+				}
+				cfg.Progress(fmt.Sprintf("latency: %s: enqueue→claim p50 %s p99 %s, enqueue→start p50 %s p99 %s", l.Label(),
+					ms(l.ClaimP50), ms(l.ClaimP99), ms(l.StartP50), ms(l.StartP99)))
+				rep.Latency = append(rep.Latency, l)
+			}
+		}
+	}
+	if cfg.SQLite {
+		dir, err := os.MkdirTemp(cfg.SQLiteDir, "cks-peers-sqlite.")
+		if err != nil {
+			return rep, fmt.Errorf("peers: sqlite directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cs := append([]contender{{SystemSQLiteCeiling, 1}}, contenders(cfg.SQLiteRiverWorkers, cfg.SQLiteCksWorkers, cfg.SQLiteAgentWorkers)...)
+		for round := 1; round <= cfg.Rounds; round++ {
+			for _, c := range cs {
+				r, err := runSQLite(ctx, dir, cfg, c, round)
+				if err != nil {
+					return rep, fmt.Errorf("sqlite round %d, %s: %w", round, label(c.system, c.workers), err)
+				}
+				cfg.Progress(fmt.Sprintf("sqlite round %d/%d: %s: %s jobs/s", round, cfg.Rounds, r.Label(), thousands(int64(r.JobsPerSecond))))
+				rep.SQLite = append(rep.SQLite, r)
+			}
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	rep.Host.LoadAfter = loadAverage()
+	return rep, nil
+}
+
+// progressFor returns the progress callback of one run: a line when a phase
+// ends, and at most every 5 s meanwhile.
+func progressFor(cfg Config, prefix string) func(phase string, done, total int) {
+	var last time.Time
+	lastPhase, lastDone := "", -1
+	return func(phase string, done, total int) {
+		switch {
+		case phase == lastPhase && done == lastDone:
+			return // said already
+		case phase == lastPhase && done < total && time.Since(last) < 5*time.Second:
+			return
+		}
+		last, lastPhase, lastDone = time.Now(), phase, done
+		cfg.Progress(fmt.Sprintf("%s: %s %s/%s", prefix, phase, thousands(int64(done)), thousands(int64(total))))
+	}
+}
+
+// schemaFor names the schema of one run.
+func schemaFor(kind string, c contender, round int) string {
+	return fmt.Sprintf("peers_%s_%s_%d_%d", kind, strings.ReplaceAll(c.system, "-", "_"), round, c.workers)
+}
+
+// freshSchema (re)creates schema and returns the URLs of the setup and of
+// the measured connections (application_name peers-setup and app), and a
+// function that drops the schema.
+func freshSchema(ctx context.Context, m *meter, db, schema, app string) (setup, run string, drop func(), err error) {
+	if err := m.exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return "", "", nil, fmt.Errorf("peers: drop schema: %w", err)
+	}
+	if err := m.exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", "", nil, fmt.Errorf("peers: create schema: %w", err)
+	}
+	drop = func() { m.exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") } //nolint:errcheck // best effort
+	setup = withParams(db, map[string]string{"search_path": schema, "application_name": "peers-setup"})
+	run = withParams(db, map[string]string{"search_path": schema, "application_name": app})
+	return setup, run, drop, nil
+}
+
+// createTables makes system's tables in the schema of setupURL on
+// connections of their own, closed before the measurement starts (a
+// backend hands over its statistics as it exits).
+func createTables(ctx context.Context, m *meter, system, setupURL, schema string) error {
+	if system == SystemRiver {
+		pool, err := pgxpool.New(ctx, setupURL)
+		if err != nil {
+			return fmt.Errorf("peers: connect: %w", err)
+		}
+		err = migrateRiver(ctx, riverpgxv5.New(pool), schema)
+		pool.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		st, err := backend.Open(ctx, setupURL)
+		if err != nil {
+			return fmt.Errorf("peers: open cks: %w", err)
+		}
+		st.Close()
+	}
+	return m.drained(ctx, "peers-setup")
+}
+
+// runPostgres is one throughput run on Postgres, with its accounting.
+func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round int) (Run, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	r := Run{Backend: "postgres", System: c.system, Workers: c.workers, Round: round, Jobs: cfg.Jobs}
+	schema := schemaFor("pg", c, round)
+	app := "peers-" + c.system
+	setupURL, runURL, drop, err := freshSchema(ctx, m, cfg.Database, schema, app)
+	if err != nil {
+		return r, err
+	}
+	defer drop()
+	if err := createTables(ctx, m, c.system, setupURL, schema); err != nil {
+		return r, err
+	}
+	progress := progressFor(cfg, fmt.Sprintf("postgres round %d/%d: %s", round, cfg.Rounds, r.Label()))
+
+	var (
+		before, cpuEnd snapshot
+		enq, work      time.Duration
+		closeFn        func()
+	)
+	// start takes the starting counters once the measured connections
+	// exist (opening them is not part of the run).
+	start := func() error {
+		if err := m.prepare(ctx); err != nil {
+			return err
+		}
+		var err error
+		before, err = m.read(ctx)
+		return err
+	}
+	switch c.system {
+	case SystemRiver:
+		pool, err := pgxpool.New(ctx, runURL)
+		if err != nil {
+			return r, fmt.Errorf("peers: connect: %w", err)
+		}
+		closeFn = pool.Close
+		client, err := newRiverClient(riverpgxv5.New(pool), schema, cfg.riverThroughputSettings(c.workers))
+		if err == nil {
+			err = start()
+		}
+		if err == nil {
+			enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.RiverInsertBatch, progress)
+		}
+		cpuEnd = m.cpu()
+		if err == nil {
+			err = expectCount(ctx, m, "SELECT count(*) FROM "+schema+".river_job WHERE state = 'completed'", cfg.Jobs)
+		}
+		if err != nil {
+			pool.Close()
+			return r, err
+		}
+	default:
+		st, err := backend.Open(ctx, runURL)
+		if err != nil {
+			return r, fmt.Errorf("peers: open cks: %w", err)
+		}
+		closeFn = func() { st.Close() }
+		err = start()
+		if err == nil {
+			if c.system == SystemCks {
+				enq, work, err = cksThroughput(ctx, st, cfg.Jobs, c.workers, cfg.Batch, progress)
+			} else {
+				enq, work, err = agentThroughput(ctx, st, cfg.Jobs, c.workers, agentSettings{lease: cfg.Lease}, progress)
+			}
+		}
+		cpuEnd = m.cpu()
+		if err == nil {
+			err = expectCompleted(ctx, st, cfg.Jobs)
+		}
+		if err != nil {
+			st.Close()
+			return r, err
+		}
+	}
+	closeFn()
+	if err := m.drained(ctx, app); err != nil {
+		return r, err
+	}
+	after, err := m.read(ctx)
+	if err != nil {
+		return r, err
+	}
+	if r.Acct, err = m.account(ctx, before, cpuEnd, after); err != nil {
+		return r, err
+	}
+	r.EnqueueSeconds, r.WorkSeconds = enq.Seconds(), work.Seconds()
+	r.JobsPerSecond = float64(cfg.Jobs) / work.Seconds()
+	return r, nil
+}
+
+func expectCount(ctx context.Context, m *meter, sql string, want int) error {
+	n, err := m.count(ctx, sql)
+	if err != nil {
+		return fmt.Errorf("peers: count completed jobs: %w", err)
+	}
+	if n != int64(want) {
+		return fmt.Errorf("peers: %d jobs completed, want %d", n, want)
+	}
+	return nil
+}
+
+func expectCompleted(ctx context.Context, st store.Store, want int) error {
+	n, err := cksCompleted(ctx, st)
+	if err != nil {
+		return fmt.Errorf("peers: count completed tasks: %w", err)
+	}
+	if n != want {
+		return fmt.Errorf("peers: %d tasks COMPLETED, want %d", n, want)
+	}
+	return nil
+}
+
+// latencyVariants are the latency measurements: River at its default and
+// tuned fetch settings, cks's claim loop and agent path.
+func latencyVariants(cfg Config) []Latency {
+	return []Latency{
+		{System: SystemRiver, Setting: "default", Workers: cfg.LatencyRiverWorkers,
+			Detail: "FetchCooldown 100ms, FetchPollInterval 1s"},
+		{System: SystemRiver, Setting: "tuned", Workers: cfg.LatencyRiverWorkers,
+			Detail: fmt.Sprintf("FetchCooldown %s, FetchPollInterval %s", cfg.TunedCooldown, cfg.TunedPoll)},
+		{System: SystemCks, Setting: "default", Workers: cfg.LatencyCksWorkers,
+			Detail: fmt.Sprintf("tasks_ready notification, poll %s", cfg.CksPoll)},
+		{System: SystemCksAgent, Setting: "default", Workers: cfg.LatencyCksWorkers,
+			Detail: fmt.Sprintf("tasks_ready notification, poll %s", cfg.CksPoll)},
+	}
+}
+
+// runLatency measures one latency variant on an idle system in a fresh
+// schema.
+func runLatency(ctx context.Context, m *meter, cfg Config, l Latency) (Latency, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	schema := fmt.Sprintf("peers_lat_%s_%s", strings.ReplaceAll(l.System, "-", "_"), l.Setting)
+	setupURL, runURL, drop, err := freshSchema(ctx, m, cfg.Database, schema, "peers-"+l.System)
+	if err != nil {
+		return l, err
+	}
+	defer drop()
+	if err := createTables(ctx, m, l.System, setupURL, schema); err != nil {
+		return l, err
+	}
+	p := pacing{samples: cfg.LatencySamples, warmup: 5, gap: cfg.LatencyGap}
+	cfg.Progress(fmt.Sprintf("latency: %s: %d samples", l.Label(), p.samples))
+	var samples []sample
+	if l.System == SystemRiver {
+		pool, err := pgxpool.New(ctx, runURL)
+		if err != nil {
+			return l, fmt.Errorf("peers: connect: %w", err)
+		}
+		defer pool.Close()
+		s := riverSettings{workers: l.Workers}
+		if l.Setting == "tuned" {
+			s.cooldown, s.poll = cfg.TunedCooldown, cfg.TunedPoll
+		}
+		samples, err = riverLatency(ctx, riverpgxv5.New(pool), schema, s, p)
+		if err != nil {
+			return l, err
+		}
+	} else {
+		st, err := backend.Open(ctx, runURL)
+		if err != nil {
+			return l, fmt.Errorf("peers: open cks: %w", err)
+		}
+		defer st.Close()
+		samples, err = cksLatency(ctx, st, l.System == SystemCksAgent, l.Workers, cfg.CksPoll, agentSettings{lease: cfg.Lease}, p)
+		if err != nil {
+			return l, err
+		}
+	}
+	return summarize(l, samples), nil
+}
+
+// runSQLite is one throughput run on SQLite, each in a fresh file. Only the
+// client's CPU is accounted (SQLite runs inside this process).
+func runSQLite(ctx context.Context, dir string, cfg Config, c contender, round int) (r Run, err error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	r = Run{Backend: "sqlite", System: c.system, Workers: c.workers, Round: round, Jobs: cfg.Jobs}
+	path := filepath.Join(dir, schemaFor("sqlite", c, round)+".db")
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+	}()
+	progress := progressFor(cfg, fmt.Sprintf("sqlite round %d/%d: %s", round, cfg.Rounds, r.Label()))
+	var enq, work time.Duration
+	var cpu time.Duration
+	switch c.system {
+	case SystemSQLiteCeiling:
+		cpu = processCPU()
+		work, err = sqliteCeiling(ctx, path, cfg.Jobs, progress)
+		cpu = processCPU() - cpu
+	case SystemRiver:
+		db, drv, err2 := openRiverSQLite(ctx, path)
+		if err2 != nil {
+			return r, err2
+		}
+		defer db.Close()
+		client, err2 := newRiverClient(drv, "", cfg.riverThroughputSettings(c.workers))
+		if err2 != nil {
+			return r, err2
+		}
+		cpu = processCPU()
+		enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.RiverInsertBatch, progress)
+		cpu = processCPU() - cpu
+		if err == nil {
+			var n int
+			if err = db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&n); err == nil && n != cfg.Jobs {
+				err = fmt.Errorf("peers: %d jobs completed, want %d", n, cfg.Jobs)
+			}
+		}
+	default:
+		st, err2 := backend.Open(ctx, "sqlite:"+path)
+		if err2 != nil {
+			return r, fmt.Errorf("peers: open cks: %w", err2)
+		}
+		defer st.Close()
+		cpu = processCPU()
+		if c.system == SystemCks {
+			enq, work, err = cksThroughput(ctx, st, cfg.Jobs, c.workers, cfg.Batch, progress)
+		} else {
+			enq, work, err = agentThroughput(ctx, st, cfg.Jobs, c.workers, agentSettings{lease: cfg.Lease}, progress)
+		}
+		cpu = processCPU() - cpu
+		if err == nil {
+			err = expectCompleted(ctx, st, cfg.Jobs)
+		}
+	}
+	if err != nil {
+		return r, err
+	}
+	if work <= 0 {
+		return r, errors.New("peers: the run took no time")
+	}
+	r.EnqueueSeconds, r.WorkSeconds = enq.Seconds(), work.Seconds()
+	r.JobsPerSecond = float64(cfg.Jobs) / work.Seconds()
+	r.Acct = Accounting{ClientCPU: cpu}
+	return r, nil
+}
+
+// riverVersion is the version of River this binary was built with.
+func riverVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/riverqueue/river" {
+			return d.Version
+		}
+	}
+	return ""
+}
+
+// ms formats d in milliseconds for progress lines and tables.
+func ms(d time.Duration) string {
+	f := float64(d) / float64(time.Millisecond)
+	switch {
+	case f >= 100:
+		return fmt.Sprintf("%.0f ms", f)
+	case f >= 10:
+		return fmt.Sprintf("%.1f ms", f)
+	}
+	return fmt.Sprintf("%.2f ms", f)
+}

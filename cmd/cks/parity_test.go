@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// parityCase is how the parity test calls one operation: an input the
+// operation refuses (over HTTP, MCP and `cks api`) and, where the operation
+// has a command of its own, that command with the same input; and a valid
+// input (with its command), which a principal without the operation's
+// permission sends.
+type parityCase struct {
+	invalid    string
+	invalidCLI []string // nil: the command cannot say this input
+	valid      string
+	validCLI   []string
+}
+
+// parityCases are the cases of every operation of the table, by name, with
+// $T an OPEN task, $C a cancelled one, $O an object.
+var parityCases = map[string]parityCase{
+	"list_processes":       {`{"bogus":1}`, nil, `{}`, []string{"process", "list"}},
+	"process_status":       {`{"process_kind":"janitor"}`, []string{"process", "status", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "status", "critic"}},
+	"request_process_stop": {`{"process_kind":"janitor"}`, []string{"process", "stop", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "stop", "critic"}},
+	"create_task":          {`{"type":""}`, []string{"task", "create"}, `{"type":"t"}`, []string{"task", "create", "--type", "t"}},
+	"list_tasks":           {`{"state":["DONE"]}`, []string{"task", "list", "--state", "DONE"}, `{}`, []string{"task", "list", "--state", "OPEN"}},
+	"get_task":             {`{"task_id":0}`, []string{"task", "show", "0"}, `{"task_id":$T}`, []string{"task", "show", "$T"}},
+	"answer_task":          {`{"task_id":$T,"text":"  "}`, []string{"task", "answer", "$T", "  "}, `{"task_id":$T,"text":"yes"}`, []string{"task", "answer", "$T", "yes"}},
+	"cancel_task":          {`{"task_id":$C}`, []string{"task", "cancel", "$C"}, `{"task_id":$T}`, []string{"task", "cancel", "$T"}},
+	"stop_task":            {`{"task_id":$T,"reason":" "}`, []string{"task", "stop", "$T", "--reason", " "}, `{"task_id":$T,"reason":"r"}`, []string{"task", "stop", "$T", "--reason", "r"}},
+	"start_task":           {`{"task_id":$T}`, []string{"task", "start", "$T"}, `{"task_id":$T}`, []string{"task", "start", "$T"}},
+	"update_task":          {`{"task_id":$T}`, []string{"task", "update", "$T"}, `{"task_id":$T,"priority":1}`, []string{"task", "update", "$T", "--priority", "1"}},
+	"claim_tasks":          {`{"lease_s":0.5}`, nil, `{}`, nil},
+	"mark_running":         {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"touch_task":           {`{"task_id":0,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"add_evidence":         {`{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil, `{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil},
+	"record_decision":      {`{"task_id":$T,"lease_token":"nope","kind":"k","derived_from_revision":1}`, nil, `{"task_id":$T,"lease_token":"nope","kind":"k","derived_from_revision":1}`, nil},
+	"reuse_workspace":      {`{"task_id":$T,"lease_token":"nope","path":"/w","derived_from_revision":1}`, nil, `{"task_id":$T,"lease_token":"nope","path":"/w","derived_from_revision":1}`, nil},
+	"confirm_abort":        {`{"task_id":$T,"lease_token":""}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"complete_task":        {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"fail_task":            {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"request_input":        {`{"task_id":$T,"lease_token":"nope","question":" "}`, nil, `{"task_id":$T,"lease_token":"nope","question":"q"}`, nil},
+	"claim_review":         {`{"task_id":$T,"lease_s":-1}`, nil, `{"task_id":$T}`, nil},
+	"approve_review":       {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"reject_review":        {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"list_agents":          {`{"bogus":1}`, nil, `{}`, []string{"sweeper", "list"}},
+	"agent_status":         {`{"agent_id":"nope"}`, []string{"sweeper", "status", "nope"}, `{"agent_id":"lease_reaper"}`, []string{"sweeper", "status", "lease_reaper"}},
+	"start_agent":          {`{"agent_id":"nope"}`, []string{"sweeper", "start", "nope"}, `{"agent_id":"lease_reaper"}`, []string{"sweeper", "start", "lease_reaper"}},
+	"stop_agent":           {`{"agent_id":"nope"}`, []string{"sweeper", "stop", "nope"}, `{"agent_id":"lease_reaper"}`, []string{"sweeper", "stop", "lease_reaper"}},
+	"submit_research":      {`{"question":"  "}`, []string{"research", "  "}, `{"question":"why?"}`, []string{"research", "why?"}},
+	"list_objects":         {`{"limit":5000}`, []string{"object", "list", "--limit", "5000"}, `{}`, []string{"object", "list"}},
+	"get_object":           {`{"object_id":0}`, []string{"object", "show", "0"}, `{"object_id":$O}`, []string{"object", "show", "$O"}},
+	"list_object_versions": {`{"object_id":0}`, []string{"object", "versions", "0"}, `{"object_id":$O}`, []string{"object", "versions", "$O"}},
+	"write_object_version": {`{"object_id":$O,"base_version":0,"content":{}}`, []string{"object", "edit", "$O", "--base", "0", "--content", "{}"},
+		`{"object_id":$O,"base_version":1,"content":{}}`, []string{"object", "edit", "$O", "--base", "1", "--content", "{}"}},
+	"create_token": {`{"name":"x"}`, []string{"token", "create", "--name", "x"}, `{"name":"x","grants":[{"resource":"/","permission":"read"}]}`,
+		[]string{"token", "create", "--name", "x", "--grant", "read:/"}},
+	"list_tokens":  {`{"bogus":1}`, nil, `{}`, []string{"token", "list"}},
+	"revoke_token": {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
+}
+
+// parityHub is one hub's HTTP API with every operation and /mcp, in this
+// process, over store s.
+type parityHub struct {
+	url      string
+	admin    string // admin on /
+	store    store.Store
+	task     int64 // an OPEN task
+	canceled int64
+	object   int64
+}
+
+func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := hub.NewRuntime(s, hub.RuntimeConfig{Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := liveness.NewService(s, c)
+	svc := &ops.Services{Liveness: live, Tasks: s, Objects: s, Sweepers: rt.Sweepers, Principals: s, Clock: c}
+	a := api.New(api.Config{Liveness: live, Tasks: s, Objects: s, Sweepers: rt.Sweepers, Clock: c, Auth: auth.NewAuthenticator(s),
+		MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
+	srv := httptest.NewServer(a)
+	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
+	h := &parityHub{url: srv.URL, store: s}
+	_, h.admin = token(t, s, c, store.Grant{Resource: "/", Permission: auth.PermAdmin})
+	h.task = storetest.MustEnqueue(t, s, store.NewTask{Type: "t", Title: "open"}).ID
+	h.canceled = storetest.MustEnqueue(t, s, store.NewTask{Type: "t", Title: "gone"}).ID
+	if _, err := s.Cancel(ctx, h.canceled, "op", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	h.object = storetest.MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"}).ID
+	return h
+}
+
+func token(t *testing.T, s store.Store, c clock.Clock, grants ...store.Grant) (store.Principal, string) {
+	t.Helper()
+	p, tok, err := auth.CreateToken(context.Background(), s, c, "p", grants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, tok
+}
+
+// expand fills in the ids of the hub's fixtures.
+func (h *parityHub) expand(s string) string {
+	return strings.NewReplacer("$T", fmt.Sprint(h.task), "$C", fmt.Sprint(h.canceled), "$O", fmt.Sprint(h.object)).Replace(s)
+}
+
+// overHTTP calls op with input as token and returns the error answered.
+func (h *parityHub) overHTTP(t *testing.T, tok string, op ops.Operation, input string) (int, ops.Failure) {
+	t.Helper()
+	method, path, body, err := ops.HTTPRequest(op, json.RawMessage(input))
+	if err != nil {
+		t.Fatalf("%s %s: %v", op.Spec().Name, input, err)
+	}
+	req, _ := http.NewRequest(method, h.url+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var e ops.ErrorBody
+	if resp.StatusCode < 400 || json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
+		t.Fatalf("%s %s %s: %d %s, want an error answer", op.Spec().Name, method, path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, e.Error
+}
+
+// overMCP calls tool name with the arguments input as token and returns the
+// tool error's text.
+func (h *parityHub) overMCP(t *testing.T, tok, name, input string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "parity", Version: "v0"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearerAuth(tok)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(input)})
+	if err != nil || !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("%s %s over MCP: %v %+v, want a tool error", name, input, err, res)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// bearerAuth adds a bearer token to every request.
+type bearerAuth string
+
+func (b bearerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// overCLI runs `cks ARGS --url … --token …` in this process and returns its
+// exit status and stderr.
+func (h *parityHub) overCLI(t *testing.T, tok string, args ...string) (int, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	full := append(append([]string(nil), args...), "--url", h.url, "--token", tok)
+	code := run(context.Background(), full, env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	return code, stderr.String()
+}
+
+// TestParity walks the operations table. For each operation it sends one
+// input the operation refuses over HTTP, over MCP (an MCP operation) and
+// through the CLI — `cks api NAME INPUT`, and the operation's own command
+// where it has one and can say that input — and wants the same words from
+// each: the HTTP answer's message is the MCP tool error's text, and the CLI
+// prints it as it is. Then a principal holding every permission but the
+// operation's (on /) sends a valid input on each surface and is refused
+// with the same message, which names the operation's permission and
+// resource: the table alone decides. Both backends.
+func TestParity(t *testing.T) {
+	for _, op := range ops.All() {
+		if _, ok := parityCases[op.Spec().Name]; !ok && !op.Spec().Stream {
+			t.Errorf("operation %s has no parity case", op.Spec().Name)
+		}
+	}
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		c := clock.NewFake(storetest.T0)
+		s := open(t, store.WithClock(c))
+		h := newParityHub(t, s, c)
+		before := storetest.State(t, s, sweeper.LeaseReaperID)
+		for _, op := range ops.All() {
+			sp := op.Spec()
+			pc, ok := parityCases[sp.Name]
+			if !ok {
+				continue
+			}
+			t.Run(sp.Name, func(t *testing.T) {
+				input := h.expand(pc.invalid)
+				status, f := h.overHTTP(t, h.admin, op, input)
+				cli := fmt.Sprintf("cks: %s (%s, HTTP %d)\n", f.Message, f.Code, status)
+				if sp.Surfaces&ops.MCP != 0 {
+					if got := h.overMCP(t, h.admin, sp.Name, input); got != f.Message {
+						t.Errorf("%s: MCP says %q, HTTP %q", input, got, f.Message)
+					}
+				}
+				if code, got := h.overCLI(t, h.admin, "api", sp.Name, input); code != 1 || got != cli {
+					t.Errorf("cks api %s %s: exit %d %q, want 1 %q", sp.Name, input, code, got, cli)
+				}
+				if pc.invalidCLI != nil {
+					args := expandAll(h, pc.invalidCLI)
+					if code, got := h.overCLI(t, h.admin, args...); code != 1 || got != cli {
+						t.Errorf("cks %q: exit %d %q, want 1 %q (as HTTP and MCP)", args, code, got, cli)
+					}
+				}
+				if sp.Surfaces&ops.CLI != 0 && pc.validCLI == nil {
+					t.Errorf("%s has a command of its own, but no parity case for it", sp.Name)
+				}
+
+				// Without the operation's permission: the same refusal, from
+				// the table, everywhere.
+				var grants []store.Grant
+				for _, p := range auth.Permissions {
+					if p != sp.Permission && p != auth.PermAdmin {
+						grants = append(grants, store.Grant{Resource: "/", Permission: p})
+					}
+				}
+				_, tok := token(t, s, c, grants...)
+				valid := h.expand(pc.valid)
+				status, f = h.overHTTP(t, tok, op, valid)
+				if status != http.StatusForbidden || f.Code != "forbidden" || !strings.Contains(f.Message, "needs "+sp.Permission+" on ") {
+					t.Fatalf("%s %s without %s: %d %+v, want 403 naming %s", sp.Name, valid, sp.Permission, status, f, sp.Permission)
+				}
+				if sp.Surfaces&ops.MCP != 0 {
+					if got := h.overMCP(t, tok, sp.Name, valid); got != f.Message {
+						t.Errorf("without %s: MCP says %q, HTTP %q", sp.Permission, got, f.Message)
+					}
+				}
+				cli = fmt.Sprintf("cks: %s (forbidden, HTTP 403)\n", f.Message)
+				if code, got := h.overCLI(t, tok, "api", sp.Name, valid); code != 1 || got != cli {
+					t.Errorf("cks api %s without %s: exit %d %q, want 1 %q", sp.Name, sp.Permission, code, got, cli)
+				}
+				if pc.validCLI != nil {
+					args := expandAll(h, pc.validCLI)
+					if code, got := h.overCLI(t, tok, args...); code != 1 || got != cli {
+						t.Errorf("cks %q without %s: exit %d %q, want 1 %q", args, sp.Permission, code, got, cli)
+					}
+				}
+			})
+		}
+		// Refused calls change nothing (the tokens the test made aside).
+		after := storetest.State(t, s, sweeper.LeaseReaperID)
+		delete(before, "principals")
+		delete(after, "principals")
+		storetest.DiffState(t, "the refused calls of the parity walk", before, after)
+		if got, err := s.GetTask(context.Background(), h.task); err != nil || got.State != ledger.Open {
+			t.Errorf("the OPEN task after the walk: %v %v", got.State, err)
+		}
+	})
+}
+
+func expandAll(h *parityHub, args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = h.expand(a)
+	}
+	return out
+}
+
+// TestAPICommand: `cks api NAME INPUT` prints the operation's output as
+// JSON (INPUT "-" is read from stdin), `cks api --list` lists every
+// operation, and an unknown name, a stream or input that is not JSON is a
+// usage error.
+func TestAPICommand(t *testing.T) {
+	s := backendtest.SQLite(t)(t)
+	c := clock.NewFake(storetest.T0)
+	h := newParityHub(t, s, c)
+	cli := func(stdin string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		full := append(append([]string(nil), args...), "--url", h.url, "--token", h.admin)
+		code := run(context.Background(), full, env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+		return code, stdout.String(), stderr.String()
+	}
+	var got store.Task
+	code, out, errOut := cli("", "api", "get_task", fmt.Sprintf(`{"task_id":%d}`, h.task))
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.ID != h.task || got.State != ledger.Open {
+		t.Fatalf("api get_task: exit %d %s %s", code, out, errOut)
+	}
+	var created ops.CreatedTask
+	code, out, errOut = cli(`{"type":"from-stdin","title":"piped"}`, "api", "create_task", "-")
+	if code != 0 || json.Unmarshal([]byte(out), &created) != nil || !created.Created || created.Task.Type != "from-stdin" {
+		t.Fatalf("api create_task -: exit %d %s %s", code, out, errOut)
+	}
+	code, out, _ = cli("", "api", "--list")
+	for _, op := range ops.All() {
+		if !strings.Contains(out, op.Spec().Name) {
+			t.Errorf("api --list does not list %s", op.Spec().Name)
+		}
+	}
+	if code != 0 {
+		t.Errorf("api --list: exit %d", code)
+	}
+	for _, args := range [][]string{{"api", "no_such_op"}, {"api", "events"}, {"api", "get_task", "{nope"}, {"api"}} {
+		if code, _, errOut := cli("", args...); code != 2 {
+			t.Errorf("%q: exit %d %q, want a usage error", args, code, errOut)
+		}
+	}
+}

@@ -1,0 +1,525 @@
+package postgres_test
+
+// Facts of the Postgres database under the composite store (store/backend
+// over this driver), moved here from the first Postgres backend's tests:
+// what rows hold, what waits on row locks and what does not, how racing
+// writers of one object end.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/jackc/pgx/v5"
+)
+
+// openStore opens the composite store on dbURL, closed when t ends.
+func openStore(t testing.TB, dbURL string, opts ...store.Option) store.Store {
+	t.Helper()
+	s, err := backend.Open(testCtx(t), dbURL, opts...)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestLeaseTokensStoredHashed: no row of the schema holds a plain lease
+// token — not of a live lease, not of an aborted one — only its hash.
+func TestLeaseTokensStoredHashed(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	storetest.MustEnqueue(t, s, store.NewTask{Type: "t"})
+	first := storetest.MustClaimOne(t, s, "w1")
+	if _, _, err := s.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Start(ctx, first.ID, "op", ""); err != nil {
+		t.Fatal(err)
+	}
+	second := storetest.MustClaimOne(t, s, "w2")
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	count := func(text string) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM cks_outbox_tasks r WHERE r::text LIKE '%' || $1 || '%')
+	+ (SELECT count(*) FROM cks_task_aborts r WHERE r::text LIKE '%' || $1 || '%')
+	+ (SELECT count(*) FROM cks_task_events r WHERE r::text LIKE '%' || $1 || '%')`, text).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tok := range []string{first.LeaseToken, second.LeaseToken} {
+		if n := count(tok); n != 0 {
+			t.Fatalf("%d rows hold the plain lease token %s", n, tok)
+		}
+		if n := count(store.HashLeaseToken(tok)); n != 1 {
+			t.Fatalf("%d rows hold the hash of lease token %s, want 1", n, tok)
+		}
+	}
+}
+
+// TestClaimObjectsConcurrent claims from many goroutines (each call on a pool
+// connection of its own store handle or of a shared one) and checks that no
+// object is claimed twice and every object is claimed once.
+func TestClaimObjectsConcurrent(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	shared := openStore(t, u)
+	other := openStore(t, u)
+	ctx := testCtx(t)
+	const objects = 120
+	for i := range objects {
+		if _, err := shared.CreateObject(ctx, store.NewObject{Kind: "question", Title: fmt.Sprint(i),
+			Status: "awaiting_research"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const workers = 12
+	var (
+		mu      sync.Mutex
+		claimed = map[int64]string{}
+		tokens  = map[string]bool{}
+		wg      sync.WaitGroup
+		errs    = make(chan error, workers)
+	)
+	for w := range workers {
+		s := shared
+		if w%2 == 1 {
+			s = other
+		}
+		name := fmt.Sprintf("worker-%d", w)
+		wg.Go(func() {
+			for {
+				got, err := s.ClaimObjects(ctx, "awaiting_research", name, 3)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, o := range got {
+					if prev, dup := claimed[o.ID]; dup {
+						errs <- fmt.Errorf("object %d claimed by %s and %s", o.ID, prev, name)
+					}
+					claimed[o.ID] = name
+					if tokens[o.ClaimToken] {
+						errs <- fmt.Errorf("token %q issued twice", o.ClaimToken)
+					}
+					tokens[o.ClaimToken] = true
+					if o.ClaimedBy != name || o.ClaimToken == "" || o.ClaimedAt.IsZero() {
+						errs <- fmt.Errorf("claimed object %+v: want claimed_by %s, a token and claimed_at", o, name)
+					}
+				}
+				mu.Unlock()
+				if !slices.IsSortedFunc(got, func(x, y store.Object) int { return int(x.ID - y.ID) }) {
+					errs <- fmt.Errorf("claim returned %v, want oldest first", got)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(claimed) != objects {
+		t.Fatalf("%d objects claimed, want %d", len(claimed), objects)
+	}
+}
+
+// TestClaimObjectsSkipsLocked holds row locks on some objects in an open
+// transaction (as a concurrent claim or transition would) and checks that
+// ClaimObjects does not wait for them: it claims the others at once.
+func TestClaimObjectsSkipsLocked(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	var ids []int64
+	for range 6 {
+		o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "awaiting_critique"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.ID)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	// The two oldest are held, as by a claimer whose transaction is open.
+	if _, err := tx.Exec(ctx, `SELECT object_id FROM cks_objects WHERE object_id = ANY($1) FOR UPDATE`, ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := s.ClaimObjects(short, "awaiting_critique", "critic-1", 10)
+	if err != nil {
+		t.Fatalf("claim while two objects are locked: %v (after %v)", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("claim took %v: it waited for the locked rows", d)
+	}
+	var gotIDs []int64
+	for _, o := range got {
+		gotIDs = append(gotIDs, o.ID)
+	}
+	if !slices.Equal(gotIDs, ids[2:]) {
+		t.Fatalf("claimed %v, want the unlocked %v", gotIDs, ids[2:])
+	}
+
+	// A transition holding its object's lock does not stall a claimer of
+	// another status either, and once the lock is gone the held ones are
+	// claimable.
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.ClaimObjects(ctx, "awaiting_critique", "critic-2", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
+		t.Fatalf("after the rollback claimed %+v, want objects %v", got, ids[:2])
+	}
+}
+
+// TestReleaseStaleClaimsSkipsLocked: the reaper does not wait for an object a
+// concurrent writer (a touch in progress) holds, and releases the others.
+func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	for range 3 {
+		if _, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "awaiting_critique"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ClaimObjects(ctx, "awaiting_critique", "critic", 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claim: %v, %v", got, err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM cks_objects WHERE object_id = $1 FOR UPDATE`, got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	n, err := s.ReleaseStaleClaims(short, time.Now().Add(time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("ReleaseStaleClaims = %d, %v; want 2 (the locked one skipped)", n, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchClaim(ctx, got[0].ID, got[0].ClaimToken); err != nil {
+		t.Fatalf("touch of the skipped claim: %v", err)
+	}
+}
+
+// TestObjectContentBytes checks that content reads back as the canonical
+// bytes (the column is TEXT: JSONB would re-encode numbers and spacing).
+func TestObjectContentBytes(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	in := `{"z": 1.50, "a": {"y": [1e3, "é<>&"], "b": null}}`
+	want, err := store.CanonicalJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.CreateObject(ctx, store.NewObject{Kind: "note", Content: []byte(in)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetObject(ctx, o.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Content) != string(want) || string(o.Content) != string(want) {
+		t.Fatalf("content = %s (create %s), want %s", got.Content, o.Content, want)
+	}
+}
+
+// checkHeadsConsistent checks every object row against its versions: heads
+// is the number of head versions, head_version one of them and its content
+// the object's.
+func checkHeadsConsistent(t testing.TB, dbURL string) {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT o.object_id::text || ': heads ' || o.heads || ', head_version ' || o.head_version
+FROM cks_objects o
+WHERE o.heads <> (SELECT count(*) FROM cks_object_versions v WHERE v.object_id = o.object_id AND v.is_head)
+	OR NOT EXISTS (SELECT 1 FROM cks_object_versions v WHERE v.version = o.head_version AND v.object_id = o.object_id
+		AND v.is_head AND v.content = o.content AND v.content_hash = o.content_hash)
+ORDER BY o.object_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("objects whose row disagrees with their versions: %v", bad)
+	}
+}
+
+// holdObject locks object id's row in a transaction on a connection of its
+// own (as a writer in the middle of a transaction would) and returns the
+// function that releases it.
+func holdObject(t *testing.T, dbURL string, id int64) func() {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM cks_objects WHERE object_id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			tx.Rollback(ctx) //nolint:errcheck // releases the lock
+			conn.Close(ctx)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// waitLockWaiters waits until n sessions of the database wait for a lock.
+func waitLockWaiters(t *testing.T, dbURL string, n int) {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions wait for a lock after 10s, want %d", waiting, n)
+		}
+	}
+}
+
+// TestWriteVersionRaceForks makes two WriteVersion calls from one base wait
+// on the object's row lock together, on two connections of one pool, and
+// releases them at once: both versions are kept, as two heads, and the
+// object row agrees with them.
+func TestWriteVersionRaceForks(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	for round := range 5 {
+		o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := holdObject(t, u, o.ID)
+		var (
+			wg   sync.WaitGroup
+			got  [2]store.Version
+			errs [2]error
+		)
+		for i := range 2 {
+			wg.Go(func() {
+				got[i], errs[i] = s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(fmt.Sprintf(`{"writer":%d}`, i)), fmt.Sprintf("w%d", i))
+			})
+		}
+		waitLockWaiters(t, u, 2)
+		release()
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: writer %d: %v", round, i, err)
+			}
+			if !slices.Equal(got[i].Parents, []int64{o.HeadVersion}) {
+				t.Fatalf("round %d: writer %d wrote %+v, want parents [%d]", round, i, got[i], o.HeadVersion)
+			}
+		}
+		hs, err := s.Heads(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{min(got[0].Version, got[1].Version), max(got[0].Version, got[1].Version)}
+		if ids := []int64{hs[0].Version, hs[len(hs)-1].Version}; len(hs) != 2 || !slices.Equal(ids, want) {
+			t.Fatalf("round %d: heads %+v, want %v", round, hs, want)
+		}
+		vs, err := s.ObjectVersions(ctx, o.ID)
+		if err != nil || len(vs) != 3 {
+			t.Fatalf("round %d: versions %+v, %v; want the base and both writes", round, vs, err)
+		}
+		g, err := s.GetObject(ctx, o.ID)
+		if err != nil || !g.Forked || g.HeadVersion != want[1] {
+			t.Fatalf("round %d: object %+v, %v; want forked at the later write %d", round, g, err, want[1])
+		}
+		checkHeadsConsistent(t, u)
+	}
+	fs, err := s.ForkedObjects(ctx, 0, store.MaxListLimit)
+	if err != nil || len(fs) != 5 {
+		t.Fatalf("ForkedObjects = %+v, %v; want the 5 objects", fs, err)
+	}
+}
+
+// TestMergeVersionsRace makes two merges of one fork wait on the object's row
+// lock together and releases them at once: one wins, the other is
+// ErrConflict naming the winner's version as the head, and only the
+// winner's reason node exists.
+func TestMergeVersionsRace(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u)
+	ctx := testCtx(t)
+	o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"a"}`), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"b"}`), "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdObject(t, u, o.ID)
+	var (
+		wg      sync.WaitGroup
+		got     [2]store.Version
+		reasons [2]*store.Object
+		errs    [2]error
+	)
+	for i := range 2 {
+		wg.Go(func() {
+			got[i], reasons[i], errs[i] = s.MergeVersions(ctx, o.ID, []int64{a.Version, b.Version}, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
+				fmt.Sprintf("fr%d", i), &store.Attachment{Object: store.NewObject{Kind: "rationale"}, BaseType: "depends_on", SemanticType: "resolves"})
+		})
+	}
+	waitLockWaiters(t, u, 2)
+	release()
+	wg.Wait()
+	w := 0
+	if errs[0] != nil {
+		w = 1
+	}
+	if errs[w] != nil || !errors.Is(errs[1-w], store.ErrConflict) || reasons[1-w] != nil || reasons[w] == nil {
+		t.Fatalf("merges: errors %v, reasons %+v; want one success and one ErrConflict", errs, reasons)
+	}
+	if msg := errs[1-w].Error(); !containsAll(msg, fmt.Sprint(got[w].Version), fmt.Sprint(a.Version), fmt.Sprint(b.Version)) {
+		t.Errorf("conflict %q: want it to name the current head %d and the given ones", msg, got[w].Version)
+	}
+	hs, err := s.Heads(ctx, o.ID)
+	if err != nil || len(hs) != 1 || hs[0].Version != got[w].Version || !slices.Equal(hs[0].Parents, []int64{a.Version, b.Version}) {
+		t.Fatalf("heads %+v, %v; want the merge %d of %d and %d alone", hs, err, got[w].Version, a.Version, b.Version)
+	}
+	g, err := s.GetObject(ctx, o.ID)
+	if err != nil || g.Forked || g.HeadVersion != got[w].Version || len(g.Edges) != 1 || g.Edges[0].Src != reasons[w].ID {
+		t.Fatalf("object %+v, %v; want merged, with the winner's reason edge alone", g, err)
+	}
+	page, err := s.ListObjects(ctx, store.ObjectFilter{Kinds: []string{"rationale"}})
+	if err != nil || len(page.Objects) != 1 {
+		t.Fatalf("reason nodes %+v, %v; want one", page, err)
+	}
+	checkHeadsConsistent(t, u)
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSweeperControlShape checks cks_sweeper_control against ADR-015 and the
+// stored updated_at (the store's clock).
+func TestSweeperControlShape(t *testing.T) {
+	u := backendtest.PostgresURL(t)
+	s := openStore(t, u, store.WithClock(clock.NewFake(storetest.T0)))
+	if err := s.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT column_name || ' ' || data_type || ' ' || is_nullable FROM information_schema.columns
+WHERE table_schema = current_schema() AND table_name = 'cks_sweeper_control' ORDER BY ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "agent_id text NO, desired_running boolean NO, updated_at timestamp with time zone NO"
+	if got := strings.Join(cols, ", "); got != want {
+		t.Errorf("cks_sweeper_control columns:\n got: %s\nwant: %s", got, want)
+	}
+	var (
+		running bool
+		updated time.Time
+	)
+	if err := conn.QueryRow(ctx, `SELECT desired_running, updated_at FROM cks_sweeper_control
+WHERE agent_id = 'graph_health'`).Scan(&running, &updated); err != nil {
+		t.Fatal(err)
+	}
+	if running || !updated.Equal(storetest.T0) {
+		t.Errorf("row = %v, %v; want false, %v", running, updated, storetest.T0)
+	}
+}

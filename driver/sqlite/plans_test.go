@@ -1,0 +1,188 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// queries reads the named queries of the driver's query files
+// (internal/dbsqlc/*.sql): the text of each "-- name: X" block without its
+// comment lines.
+func queries(t testing.TB) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("internal", "dbsqlc", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("query files: %v, %v", files, err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		if filepath.Base(f) == "schema.sql" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "-- name: "); ok {
+				name = strings.Fields(rest)[0]
+				continue
+			}
+			if name == "" || strings.HasPrefix(strings.TrimSpace(line), "--") {
+				continue
+			}
+			out[name] += line + "\n"
+		}
+	}
+	return out
+}
+
+// plan is SQLite's query plan of q with args, one line per step.
+func plan(t testing.TB, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", q, err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestQueriesUseIndexes: the claim of tasks finds its candidates in claim
+// order through a claim index (no sort, no scan) and updates them by
+// primary key; the claim of objects reads idx_objects_claim in claim order,
+// the stale-claim reaper idx_objects_claimed_at, an object's edges
+// idx_edges_src and idx_edges_dst, the fork listing idx_objects_forked and
+// its heads idx_object_versions_head, an object's heads its versions by
+// index — before and after ANALYZE. (The first
+// SQLite backend's tests checked its statements so; these are the driver's
+// queries, read from its query files.)
+func TestQueriesUseIndexes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s := openStore(t, path)
+	ctx := t.Context()
+	for i := range 200 {
+		typ := "a"
+		if i%2 == 1 {
+			typ = "b"
+		}
+		storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Priority: i % 7})
+	}
+	for i := range 60 {
+		st := []string{"awaiting_research", "awaiting_critique", ""}[i%3]
+		o, err := s.CreateObject(ctx, store.NewObject{Kind: "question", Status: st, Content: json.RawMessage(`{"n": 0}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			for range 2 {
+				if _, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"n": 1}`), "editor"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if _, err := s.ClaimObjects(ctx, "awaiting_critique", "critic-1", 5); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := queries(t)
+	now := "2026-01-01T00:00:00.000000000Z"
+	excluded := sql.Named("excluded", `["NEEDS_INPUT","STOPPED"]`)
+	cases := []struct {
+		name, query string
+		args        []any
+		want        []string
+		bad         []string
+	}{
+		{"claim of any type", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", true),
+			sql.Named("types", `[]`), sql.Named("now", now), sql.Named("max", 3)},
+			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+		{"claim of two types", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", false),
+			sql.Named("types", `["a","b"]`), sql.Named("now", now), sql.Named("max", 3)},
+			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+		{"claim of one type", "TaskClaimableOfType", []any{sql.Named("state", "OPEN"), excluded, sql.Named("type", "a"),
+			sql.Named("now", now), sql.Named("max", 3)},
+			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+		{"claim's update", "TaskUpdate", nil, []string{"INTEGER PRIMARY KEY"}, []string{"SCAN", "idx_outbox_tasks"}},
+		{"claim of objects", "ObjectClaimable", []any{sql.Named("status", "awaiting_critique"), sql.Named("lim", 10)},
+			[]string{"idx_objects_claim"}, []string{"SCAN cks_objects", "TEMP B-TREE"}},
+		{"stale claims", "ObjectClaimedBefore", []any{sql.Named("before", now)},
+			[]string{"idx_objects_claimed_at"}, []string{"SCAN cks_objects"}},
+		{"edges of an object", "EdgeListOf", []any{sql.Named("object_id", 1)},
+			[]string{"idx_edges_src", "idx_edges_dst"}, nil},
+		{"fork listing", "ForkList", []any{sql.Named("after", 0), sql.Named("lim", 100)},
+			[]string{"idx_objects_forked", "idx_object_versions_head"}, []string{"SCAN cks_objects", "SCAN v", "SCAN cks_object_versions"}},
+		// The heads are read in version order from the object's versions
+		// (idx_object_versions_version), never from a scan.
+		{"heads of an object", "VersionListHeads", []any{sql.Named("object_id", 1)},
+			[]string{"SEARCH cks_object_versions USING INDEX"}, []string{"SCAN", "TEMP B-TREE"}},
+	}
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			if _, err := db.Exec(`ANALYZE`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range cases {
+			text, ok := q[c.query]
+			if !ok {
+				t.Fatalf("no query %s in internal/dbsqlc", c.query)
+			}
+			args := c.args
+			if args == nil { // every named parameter, as NULL: the plan does not depend on them
+				args = namedNulls(text)
+			}
+			p := plan(t, db, text, args...)
+			for _, w := range c.want {
+				if !strings.Contains(p, w) {
+					t.Errorf("%s (%s, analyzed %v) does not use %s:\n%s", c.name, c.query, analyzed, w, p)
+				}
+			}
+			for _, b := range c.bad {
+				if strings.Contains(p, b) {
+					t.Errorf("%s (%s, analyzed %v): the plan has %q:\n%s", c.name, c.query, analyzed, b, p)
+				}
+			}
+		}
+	}
+}
+
+// namedNulls binds every @name parameter of q to NULL.
+func namedNulls(q string) []any {
+	seen := map[string]bool{}
+	var args []any
+	for _, f := range strings.FieldsFunc(q, func(r rune) bool {
+		return !(r == '@' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		if name, ok := strings.CutPrefix(f, "@"); ok && !seen[name] {
+			seen[name] = true
+			args = append(args, sql.Named(name, nil))
+		}
+	}
+	return args
+}

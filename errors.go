@@ -1,0 +1,66 @@
+package cks
+
+import "fmt"
+
+// ErrorBody is the shape of every error answer of the HTTP API:
+// {"error":{"code":…,"message":…,"field":…}}. Its Error is what an MCP tool
+// error says (its text is Message) and what the CLI prints.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is an error as every surface reports it: an HTTP status, a code, a
+// message and, for bad input, the offending input field. A client returns
+// the hub's error answers as *Error.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the offending input field of an invalid_argument error.
+	Field string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status) }
+
+// The codes of Error.
+const (
+	// CodeInvalidArgument: bad input (400); Field names the field when one
+	// is to blame (a FieldError).
+	CodeInvalidArgument = "invalid_argument"
+	// CodeNotFound: no such record, sweeper or endpoint (404).
+	CodeNotFound = "not_found"
+	// CodeConflict: the call contradicts the record's current state (409).
+	CodeConflict = "conflict"
+	// CodeLeaseLost: an executor call with a lease that is no longer
+	// current (409, ErrLeaseLost).
+	CodeLeaseLost = "lease_lost"
+	// CodeDisabledByConfig: a sweeper disabled by configuration cannot be
+	// started (409).
+	CodeDisabledByConfig = "disabled_by_config"
+	// CodeUnauthenticated: no valid bearer token (401).
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForbidden: the caller lacks the operation's permission on its
+	// resource (403).
+	CodeForbidden = "forbidden"
+	// CodeStorageReadOnly, CodeStorageFull and CodeStorageUnavailable: the
+	// hub's database could not take the call; nothing was written (503).
+	CodeStorageReadOnly    = "storage_read_only"
+	CodeStorageFull        = "storage_full"
+	CodeStorageUnavailable = "storage_unavailable"
+	// CodeClientClosedRequest: the caller went away before the answer (499).
+	CodeClientClosedRequest = "client_closed_request"
+	// CodeInternal: an unexpected failure of the hub, logged there (500).
+	CodeInternal = "internal"
+	// CodeCrossOrigin: a browser request from another origin (403).
+	CodeCrossOrigin = "cross_origin"
+	// CodeUnsupportedMediaType: a body that is not application/json (415).
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeRequestTooLarge: a body over the limit (413).
+	CodeRequestTooLarge = "request_too_large"
+	// CodeTooManyConnections: a client address over its connection limit
+	// (503).
+	CodeTooManyConnections = "too_many_connections"
+	// CodeHTTP is no code of the hub's: a client's name for an error answer
+	// without an error body (a proxy's, say), whose text is the Message.
+	CodeHTTP = "http"
+)

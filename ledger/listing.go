@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// TaskLister reads a page of tasks: store.Tasks has it, and so has the Go
+// client of the HTTP API, so a listing rule runs the same over either.
+type TaskLister interface {
+	ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error)
+}
+
+// StoppedFirstQuery is what ListStoppedFirst lists.
+type StoppedFirstQuery struct {
+	// Types limits every list to these task types.
+	Types []string
+	// After and Limit page the tasks after the STOPPED ones.
+	After int64
+	Limit int
+	// Rest are the states listed after the STOPPED tasks: nil for every
+	// state but STOPPED, empty for none.
+	Rest []State
+	// MaxStopped bounds the STOPPED tasks listed (0: every one).
+	MaxStopped int
+}
+
+// StoppedFirst is a listing with the STOPPED tasks first: the operator
+// holds, which nothing runs until someone starts them.
+type StoppedFirst struct {
+	// Stopped is how many of Tasks, at its head, are STOPPED.
+	Stopped int          `json:"stopped"`
+	Tasks   []store.Task `json:"tasks"`
+	// Next is the cursor of the following page of the rest, 0 on the last.
+	Next int64 `json:"next_cursor,omitempty"`
+	// MoreStopped is set when there are more STOPPED tasks than MaxStopped.
+	MoreStopped bool `json:"more_stopped,omitempty"`
+}
+
+// ListStoppedFirst is the one rule of how operator views list tasks (ADR
+// 0020: STOPPED tasks first and prominently; the CLI's `task list` and the
+// studio's board): every STOPPED task (up to q.MaxStopped) heads the first
+// page (q.After 0) — longest held first, a forgotten hold being the one to
+// see — followed by one page of the tasks in q.Rest.
+func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (StoppedFirst, error) {
+	out := StoppedFirst{Tasks: []store.Task{}}
+	if q.After == 0 {
+		f := store.TaskFilter{States: []State{Stopped}, Types: q.Types, Limit: store.MaxListLimit}
+		for {
+			if q.MaxStopped > 0 {
+				f.Limit = min(store.MaxListLimit, q.MaxStopped-len(out.Tasks))
+			}
+			page, err := l.ListTasks(ctx, f)
+			if err != nil {
+				return out, err
+			}
+			out.Tasks = append(out.Tasks, page.Tasks...)
+			if page.Next == 0 {
+				break
+			}
+			if q.MaxStopped > 0 && len(out.Tasks) >= q.MaxStopped {
+				out.MoreStopped = true
+				break
+			}
+			f.After = page.Next
+		}
+		slices.SortStableFunc(out.Tasks, func(a, b store.Task) int {
+			return cmp.Or(a.StateChangedAt.Compare(b.StateChangedAt), cmp.Compare(a.ID, b.ID))
+		})
+		out.Stopped = len(out.Tasks)
+	}
+	rest := q.Rest
+	if rest == nil {
+		for _, st := range All {
+			if st != Stopped {
+				rest = append(rest, st)
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	page, err := l.ListTasks(ctx, store.TaskFilter{States: rest, Types: q.Types, After: q.After, Limit: q.Limit})
+	if err != nil {
+		return out, err
+	}
+	out.Tasks = append(out.Tasks, page.Tasks...)
+	out.Next = page.Next
+	return out, nil
+}

@@ -1,0 +1,341 @@
+package cks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The input and output of every operation of a hub that is not a record or
+// view of its own: each operation's input is one JSON object, the same on
+// every surface (over HTTP its path fields come from the path, the others
+// from the query or the body; see Request), named for the operation
+// (StopTaskInput is the input of stop_task) or, when several operations
+// share it, for what it names (TaskInput, LeaseInput).
+
+// The operator operations of the task ledger (ADR 0020).
+
+// TaskInput names a task.
+type TaskInput struct {
+	TaskID int64 `json:"task_id" jsonschema:"the task's id"`
+}
+
+// ListTasksInput is the input of list_tasks (over HTTP, the query of GET
+// /v1/tasks: a list may repeat its parameter or separate items by commas).
+type ListTasksInput struct {
+	State []string `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
+	Type  []string `json:"type,omitempty" jsonschema:"only tasks of any of these types"`
+	// Cursor and Limit page the list.
+	Cursor int64 `json:"cursor,omitempty" jsonschema:"list tasks with task_id greater than this (the next_cursor of the previous page)"`
+	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+	// StoppedLongerThan selects the STOPPED tasks whose state has not
+	// changed for at least this long, relative to now.
+	StoppedLongerThan string `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: only STOPPED tasks held at least that long (no state filter with it)"`
+}
+
+// ListTasksInputOf is the input of list_tasks that selects what f does
+// (its states, types, cursor and limit).
+func ListTasksInputOf(f TaskFilter) ListTasksInput {
+	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit}
+	for _, st := range f.States {
+		in.State = append(in.State, string(st))
+	}
+	return in
+}
+
+// CreatedTask is the output of create_task.
+type CreatedTask struct {
+	Task Task `json:"task"`
+	// Created is false when the dedupe key matched a live task, which is
+	// returned (to a caller that may read it; see ops.ErrDedupeUnreadable).
+	Created bool `json:"created"`
+}
+
+// AnswerTaskInput is the input of answer_task.
+type AnswerTaskInput struct {
+	TaskID int64  `json:"task_id" jsonschema:"the NEEDS_INPUT task"`
+	Text   string `json:"text" jsonschema:"the answer to the task's question"`
+}
+
+// TaskReasonInput is the input of cancel_task and start_task: a task and why.
+type TaskReasonInput struct {
+	TaskID int64  `json:"task_id" jsonschema:"the task"`
+	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task's events"`
+}
+
+// AbortWait is how a stop or an update of a running task waits for its
+// executor to confirm the abort: the same two fields on every surface.
+type AbortWait struct {
+	// Deadline is a Go duration such as "30s", from 1ms to 10m; empty for
+	// DefaultAbortDeadline.
+	Deadline string `json:"deadline,omitempty" jsonschema:"how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s)"`
+	// Wait, default true, makes the call wait up to Deadline for the
+	// confirmation; false answers at once with the abort abort_pending.
+	Wait *bool `json:"wait,omitempty" jsonschema:"wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending"`
+}
+
+// Parse reads the deadline (0 when empty: the ledger's default) and wait.
+func (a AbortWait) Parse() (time.Duration, bool, error) {
+	wait := a.Wait == nil || *a.Wait
+	d := strings.TrimSpace(a.Deadline)
+	if d == "" {
+		return 0, wait, nil
+	}
+	dur, err := time.ParseDuration(d)
+	if err != nil {
+		return 0, wait, &FieldError{Field: "deadline",
+			Expected: fmt.Sprintf("a duration such as 30s or 2m (empty for the default %s), got %q", DefaultAbortDeadline, a.Deadline)}
+	}
+	return dur, wait, nil
+}
+
+// MaxWait is how long a call with a may wait: its deadline when it waits.
+func (a AbortWait) MaxWait() time.Duration {
+	d, wait, err := a.Parse()
+	if err != nil || !wait {
+		return 0
+	}
+	if d, err = ValidateDeadline(d); err != nil {
+		return 0
+	}
+	return d
+}
+
+// StopTaskInput is the input of stop_task.
+type StopTaskInput struct {
+	TaskID int64 `json:"task_id" jsonschema:"the task to stop"`
+	// Reason is required; it is recorded in the task's events and abort.
+	Reason string `json:"reason" jsonschema:"why the task is held, recorded in its events and in the abort request (required)"`
+	AbortWait
+}
+
+// UpdateTaskInput is the input of update_task: the task, the fields of
+// TaskPatch, and the abort wait of a running task's stop → apply →
+// start.
+type UpdateTaskInput struct {
+	TaskID int64 `json:"task_id" jsonschema:"the task to update"`
+	TaskPatch
+	AbortWait
+}
+
+// The executor operations: a claim hands back a lease token per task, and
+// every other call of that lease carries it (LeaseInput).
+
+// ClaimTasksInput is the input of claim_tasks.
+type ClaimTasksInput struct {
+	// Worker names the executor instance; default the caller's name.
+	Worker string   `json:"worker,omitempty" jsonschema:"the executor instance (default the caller's name)"`
+	Types  []string `json:"types,omitempty" jsonschema:"task types to lease; none leases tasks of any type"`
+	// N is how many tasks to lease at most (default 1).
+	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
+	// LeaseS is the lease in seconds (default 300).
+	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default 300)"`
+}
+
+// ClaimedTasks is the output of claim_tasks: the only answer that carries
+// lease tokens (each task's lease_token, for the claimer).
+type ClaimedTasks struct {
+	Tasks []ClaimedTask `json:"tasks"`
+	// AgentTokens maps each claimed task's id (as a decimal string) to a
+	// task-scoped agent credential (read, append, create on /tasks/ID) for
+	// the executor to work that task with, bound to the task's new lease (it
+	// stops authenticating when the lease ends). A task whose credential
+	// could not be issued is absent (the hub logs why); the claim stands
+	// regardless.
+	AgentTokens map[string]string `json:"agent_tokens"`
+}
+
+// LeaseInput names a leased task and the lease: the input of the executor
+// calls that carry only the lease token, and the head of every other
+// executor call's input (each carries the lease it works under).
+type LeaseInput struct {
+	TaskID     int64  `json:"task_id" jsonschema:"the leased task"`
+	LeaseToken string `json:"lease_token" jsonschema:"the lease token its claim (or review claim) answered"`
+}
+
+// TouchResult is the output of touch_task: whether the lease is still held
+// (the seed's touch convention: a lost lease is an answer, not an error).
+type TouchResult struct {
+	Held bool `json:"held"`
+}
+
+// AddEvidenceInput is the input of add_evidence.
+type AddEvidenceInput struct {
+	LeaseInput
+	Kind string `json:"kind" jsonschema:"what the evidence is (workspace: the attempt's workspace path)"`
+	Body string `json:"body" jsonschema:"the evidence"`
+}
+
+// RecordDecisionInput is the input of record_decision.
+type RecordDecisionInput struct {
+	LeaseInput
+	Kind string `json:"kind" jsonschema:"what was decided"`
+	Text string `json:"text,omitempty" jsonschema:"the decision"`
+	// DerivedFromRevision is the task revision the decision was made from
+	// (the revision of the task as the executor read it at claim).
+	DerivedFromRevision int `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
+}
+
+// ReuseWorkspaceInput is the input of reuse_workspace.
+type ReuseWorkspaceInput struct {
+	LeaseInput
+	// Path is a workspace recorded by an earlier attempt of the task.
+	Path                string `json:"path" jsonschema:"a workspace recorded by an earlier attempt of the task"`
+	DerivedFromRevision int    `json:"derived_from_revision" jsonschema:"the task revision the decision was made from"`
+}
+
+// CompleteTaskInput is the input of complete_task.
+type CompleteTaskInput struct {
+	LeaseInput
+	NeedsReview bool   `json:"needs_review,omitempty" jsonschema:"hand the result to a reviewer (NEEDS_REVIEW) instead of completing"`
+	Result      string `json:"result,omitempty" jsonschema:"what the attempt produced"`
+}
+
+// FailTaskInput is the input of fail_task.
+type FailTaskInput struct {
+	LeaseInput
+	Retryable bool   `json:"retryable,omitempty" jsonschema:"retry the task (OPEN again, after a backoff) while attempts remain"`
+	Reason    string `json:"reason,omitempty" jsonschema:"why it failed"`
+}
+
+// QuestionInput is the input of request_input.
+type QuestionInput struct {
+	LeaseInput
+	Question string `json:"question" jsonschema:"what a person must answer"`
+}
+
+// ClaimReviewInput is the input of claim_review.
+type ClaimReviewInput struct {
+	TaskID   int64   `json:"task_id" jsonschema:"the NEEDS_REVIEW task"`
+	Reviewer string  `json:"reviewer,omitempty" jsonschema:"who reviews (default the caller's name)"`
+	LeaseS   float64 `json:"lease_s,omitempty" jsonschema:"the review lease in seconds, 1 to 86400 (default 300)"`
+}
+
+// ReviewInput is the input of approve_review and reject_review.
+type ReviewInput struct {
+	LeaseInput
+	Note string `json:"note,omitempty" jsonschema:"the reviewer's note"`
+}
+
+// The process operations (ADR-014 §4, ADR-016).
+
+// ProcessList is the output of list_processes.
+type ProcessList struct {
+	Processes []Process `json:"processes"`
+}
+
+// ProcessInput names a process: a kind (its newest instance) or, where an
+// operation says so, an instance id.
+type ProcessInput struct {
+	ProcessKind string `json:"process_kind" jsonschema:"the kind of standalone agent process, for example critic or pipeline (the description lists the known kinds)"`
+}
+
+// The sweeper operations (ADR-015).
+
+// SweeperList is the output of list_agents.
+type SweeperList struct {
+	Sweepers []SweeperStatus `json:"sweepers"`
+}
+
+// SweeperInput names a sweeper.
+type SweeperInput struct {
+	AgentID string `json:"agent_id" jsonschema:"the sweeper id, e.g. lease_reaper; list_agents lists them"`
+}
+
+// The knowledge-store operations (ADR-007).
+
+// SubmitResearchInput is the input of submit_research: a question for the
+// research pipeline.
+type SubmitResearchInput struct {
+	Question string `json:"question" jsonschema:"the question to research, 1 to 2000 bytes"`
+	// Corpus, optional, is a directory (an absolute path on the host the
+	// pipeline runs on) the Researcher reads instead of its default corpus.
+	Corpus string `json:"corpus,omitempty" jsonschema:"optional: an absolute path, on the host the pipeline runs on, of a directory of .md and .txt files to research instead of the pipeline's default corpus"`
+}
+
+// ObjectInput names an object.
+type ObjectInput struct {
+	ObjectID int64 `json:"object_id" jsonschema:"the object's id"`
+}
+
+// ObjectView is the output of get_object: the object with its transition
+// log and edges, and under "reasoning" every object at the other end of one
+// of its edges, each with its own log and edges — for a question, its
+// claims, critiques, syntheses, rationales and unusable model replies — so
+// one call shows the whole chain. Reasoning is ordered by object id
+// (creation order). Heads are the object's head versions (store.Versions),
+// ascending; Forked is true when there is more than one (the fork_detection
+// sweeper then enqueues a resolve_fork task).
+type ObjectView struct {
+	Object
+	Heads []Version `json:"heads"`
+	// Forked shadows Object.Forked so that the body always says it.
+	Forked    bool     `json:"forked"`
+	Reasoning []Object `json:"reasoning"`
+}
+
+// ListObjectsInput is the input of list_objects (over HTTP, the query of GET
+// /v1/objects).
+type ListObjectsInput struct {
+	Status []string `json:"status,omitempty" jsonschema:"only objects in any of these statuses"`
+	Kind   []string `json:"kind,omitempty" jsonschema:"only objects of any of these kinds: question, claim, synthesis, critique, rationale, model_reply"`
+	Cursor int64    `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
+	Limit  int      `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+}
+
+// ObjectFilter turns in into the store's filter.
+func (in ListObjectsInput) ObjectFilter() (ObjectFilter, error) {
+	return ObjectFilter{Statuses: in.Status, Kinds: in.Kind, After: in.Cursor, Limit: in.Limit}.Validate()
+}
+
+// VersionList is the output of list_object_versions: every version of the
+// object, ascending by number (each names its parents, so the list is the
+// version DAG), and the numbers of its heads. Versions are numbered per
+// object (Version).
+type VersionList struct {
+	ObjectID int64     `json:"object_id"`
+	Versions []Version `json:"versions"`
+	Heads    []int64   `json:"heads"`
+	Forked   bool      `json:"forked"`
+}
+
+// WriteVersionInput is the input of write_object_version: the new content
+// (a JSON object) and the number of the version it was written from. A
+// base that is no longer a head makes a fork.
+type WriteVersionInput struct {
+	ObjectID    int64           `json:"object_id" jsonschema:"the object to write"`
+	BaseVersion int64           `json:"base_version" jsonschema:"the number of the version the content was written from; one that is no longer a head makes a fork"`
+	Content     json.RawMessage `json:"content" jsonschema:"the new content, a JSON object"`
+}
+
+// Token management: bearer tokens of principals and their grants.
+
+// CreateTokenInput is the input of create_token.
+type CreateTokenInput struct {
+	// Name labels the principal (default "task/ID" with TaskID, else required).
+	Name string `json:"name,omitempty" jsonschema:"the principal's name (default task/ID with task_id, else required)"`
+	// Grants are PERMISSION on RESOURCE pairs (auth.ValidGrant).
+	Grants []Grant `json:"grants,omitempty" jsonschema:"permissions on nodes of the resource tree"`
+	// TaskID, when set, adds the grants of a task-scoped agent credential
+	// for that task (read, append, create on /tasks/ID); the task must exist.
+	TaskID int64 `json:"task_id,omitempty" jsonschema:"make a task-scoped agent credential of this task: read, append, create on /tasks/ID"`
+}
+
+// CreatedToken is the output of create_token. Token is shown this once:
+// only its hash is stored.
+type CreatedToken struct {
+	PrincipalGrants
+	Token string `json:"token"`
+}
+
+// TokenList is the output of list_tokens: every principal with its grants
+// (never a token or its hash).
+type TokenList struct {
+	Tokens []PrincipalGrants `json:"tokens"`
+}
+
+// TokenInput names a principal.
+type TokenInput struct {
+	ID string `json:"id" jsonschema:"the principal's id (list_tokens lists them)"`
+}

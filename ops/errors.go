@@ -1,0 +1,86 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// ErrorBody is cks.ErrorBody, the shape of every error answer of the HTTP
+// API.
+type ErrorBody = cks.ErrorBody
+
+// Failure is cks.Error: an error as every surface reports it.
+type Failure = cks.Error
+
+// ClientClosedRequest is the status of a call whose caller went away.
+const ClientClosedRequest = 499
+
+// FailureOf maps an error of a call (or of decoding its input) to what the
+// surfaces report. A storage fault and an unexpected error say nothing of
+// their details (file paths, hosts, SQL): those go to log, with what, the
+// call that failed. A call ended because ctx ended (the caller went away)
+// is logged at debug.
+func FailureOf(ctx context.Context, log *slog.Logger, what string, err error) Failure {
+	if log == nil {
+		log = slog.Default()
+	}
+	var fe *store.FieldError
+	fail := func(status int, code string) Failure {
+		return Failure{Status: status, Code: code, Message: err.Error()}
+	}
+	switch {
+	case errors.As(err, &fe):
+		f := fail(http.StatusBadRequest, cks.CodeInvalidArgument)
+		f.Field = fe.Field
+		return f
+	case errors.Is(err, store.ErrInvalid):
+		return fail(http.StatusBadRequest, cks.CodeInvalidArgument)
+	case errors.Is(err, sweeper.ErrDisabledByConfig):
+		return fail(http.StatusConflict, cks.CodeDisabledByConfig)
+	case errors.Is(err, store.ErrLeaseLost):
+		return fail(http.StatusConflict, cks.CodeLeaseLost)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, sweeper.ErrUnknownSweeper):
+		return fail(http.StatusNotFound, cks.CodeNotFound)
+	case errors.Is(err, store.ErrConflict):
+		return fail(http.StatusConflict, cks.CodeConflict)
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return fail(http.StatusUnauthorized, cks.CodeUnauthenticated)
+	case errors.Is(err, auth.ErrForbidden):
+		return fail(http.StatusForbidden, cks.CodeForbidden)
+	case errors.Is(err, store.ErrUnavailable):
+		// The storage's failure, not the request's: nothing was written,
+		// and the same request may succeed once the storage is fixed.
+		code, state := StorageState(err)
+		log.Error("storage fault", "call", what, "storage", code, "err", err)
+		return Failure{Status: http.StatusServiceUnavailable, Code: "storage_" + code,
+			Message: "the hub's database " + state + "; nothing was written (see the hub log)"}
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The caller went away (e.g. during a stop's abort wait): not a
+		// failure of the hub. The answer goes nowhere.
+		log.Debug("call abandoned by its caller", "call", what, "err", err)
+		return fail(ClientClosedRequest, cks.CodeClientClosedRequest)
+	}
+	log.Error("call failed", "call", what, "err", err)
+	return Failure{Status: http.StatusInternalServerError, Code: cks.CodeInternal, Message: "internal error; see the hub log"}
+}
+
+// StorageState names a storage fault for codes (storage_CODE, /healthz's
+// storage) and says what it is.
+func StorageState(err error) (code, what string) {
+	switch {
+	case errors.Is(err, store.ErrStorageReadOnly):
+		return "read_only", "refuses writes (it is read-only)"
+	case errors.Is(err, store.ErrStorageFull):
+		return "full", "has no space left for writes"
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable", "cannot take requests"
+	}
+	return "error", "could not be checked"
+}

@@ -1,0 +1,245 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// The executor operations: agents in any language work the ledger over
+// HTTP. A claim (and a review claim) hands back a fresh lease token per task,
+// and every other call of that lease carries it; a call with any other token
+// is lease_lost and changes nothing. A claim also hands back a task-scoped
+// agent credential per task (read, append, create on /tasks/ID) bound to the
+// lease, which can report on its task but never stop, start, update, cancel
+// or review it. Claim and review claim are Secret: their answers are the only
+// ones that carry lease tokens.
+
+// DefaultLease is the lease given to a claim that does not ask for one.
+const DefaultLease = 5 * time.Minute
+
+// ClaimInput is cks.ClaimTasksInput.
+type ClaimInput = cks.ClaimTasksInput
+
+// ClaimedTasks is cks.ClaimedTasks.
+type ClaimedTasks = cks.ClaimedTasks
+
+func leaseOf(seconds float64) (time.Duration, error) {
+	switch {
+	case seconds == 0:
+		return DefaultLease, nil
+	case seconds < 1 || seconds > 24*3600:
+		return 0, &store.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+// ClaimTasks is claim_tasks.
+var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
+	spec: Spec{
+		Title:   "Claim tasks",
+		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
+		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker. " +
+			"Each comes with a fresh lease_token, shown in this answer only, and agent_tokens holds a task-scoped " +
+			"credential per task bound to its lease. Needs append on /tasks.",
+		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP, Needs: NeedTasks | NeedPrincipals,
+		Secret: true,
+	},
+	call: func(ctx context.Context, s *Services, in *ClaimInput) (ClaimedTasks, error) {
+		worker, n := in.Worker, in.N
+		if worker == "" {
+			worker = actor(ctx)
+		}
+		if n == 0 {
+			n = 1
+		}
+		lease, err := leaseOf(in.LeaseS)
+		if err != nil {
+			return ClaimedTasks{}, err
+		}
+		ts, err := s.Tasks.Claim(ctx, worker, in.Types, n, lease)
+		if err != nil {
+			return ClaimedTasks{}, err
+		}
+		if ts == nil {
+			ts = []store.ClaimedTask{}
+		}
+		toks := make(map[string]string, len(ts))
+		for _, t := range ts {
+			tok, err := auth.IssueTaskToken(ctx, s.Principals, t, worker)
+			if err != nil {
+				s.logger().Error("claim: issue agent token", "task_id", t.ID, "err", err)
+				continue
+			}
+			toks[strconv.FormatInt(t.ID, 10)] = tok
+		}
+		return ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
+	},
+})
+
+// LeaseInput is cks.LeaseInput.
+type LeaseInput = cks.LeaseInput
+
+// executorOp declares an executor call on one task: append on the task.
+func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+	sp.Permission, sp.Resource = auth.PermAppend, taskResource
+	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	return define(e, &Op[In, Out]{spec: sp, call: call})
+}
+
+// MarkRunning is mark_running.
+var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
+	Title:   "Mark running",
+	Summary: "move a claimed task to RUNNING", Description: "Move a CLAIMED task to RUNNING under its lease.",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Task, error) {
+	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
+})
+
+// TouchResult is cks.TouchResult.
+type TouchResult = cks.TouchResult
+
+// TouchTask is touch_task.
+var TouchTask = executorOp(cks.OpTouchTask, Spec{
+	Title:       "Renew lease",
+	Summary:     "renew a lease; held false when it is lost",
+	Description: "Renew the lease (the lease heartbeat). held is false, not an error, when the lease is lost: stop working on the task.",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (TouchResult, error) {
+	held, err := s.Tasks.Touch(ctx, in.TaskID, in.LeaseToken)
+	if errors.Is(err, store.ErrLeaseLost) {
+		err = nil // a lost lease is the answer held=false, not an error
+	}
+	return TouchResult{Held: held}, err
+})
+
+// EvidenceInput is cks.AddEvidenceInput.
+type EvidenceInput = cks.AddEvidenceInput
+
+// AddEvidence is add_evidence.
+var AddEvidence = executorOp(cks.OpAddEvidence, Spec{
+	Title: "Add evidence", Status: http.StatusCreated,
+	Summary: "record evidence of the current attempt", Description: "Record evidence of the current attempt (201).",
+}, func(ctx context.Context, s *Services, in *EvidenceInput) (store.Evidence, error) {
+	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
+})
+
+// DecisionInput is cks.RecordDecisionInput.
+type DecisionInput = cks.RecordDecisionInput
+
+// RecordDecision is record_decision.
+var RecordDecision = executorOp(cks.OpRecordDecision, Spec{
+	Title: "Record decision", Status: http.StatusCreated,
+	Summary:     "record a decision of the current attempt, with the revision it was derived from",
+	Description: "Record a decision of the current attempt with the task revision it was derived from (201).",
+}, func(ctx context.Context, s *Services, in *DecisionInput) (store.Decision, error) {
+	return s.Tasks.RecordDecision(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Text, in.DerivedFromRevision)
+})
+
+// ReuseWorkspaceInput is cks.ReuseWorkspaceInput.
+type ReuseWorkspaceInput = cks.ReuseWorkspaceInput
+
+// ReuseWorkspace is reuse_workspace.
+var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
+	Title: "Reuse workspace", Status: http.StatusCreated,
+	Summary:     "continue in a workspace an earlier attempt left (an explicit decision)",
+	Description: "Record the explicit decision to continue in a workspace left by an earlier attempt, and make it the current attempt's (201).",
+}, func(ctx context.Context, s *Services, in *ReuseWorkspaceInput) (store.Decision, error) {
+	return s.Tasks.ReuseWorkspace(ctx, in.TaskID, in.LeaseToken, in.Path, in.DerivedFromRevision)
+})
+
+// ConfirmAbort is confirm_abort.
+var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
+	Title:   "Confirm abort",
+	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped",
+	Description: "The executor's confirmation that the work of its revoked lease has stopped; not_found when no abort " +
+		"names that lease (it ended some other way).",
+}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Abort, error) {
+	if in.LeaseToken == "" {
+		return store.Abort{}, &store.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
+	}
+	return s.Tasks.ConfirmAbort(ctx, in.TaskID, in.LeaseToken)
+})
+
+// CompleteInput is cks.CompleteTaskInput.
+type CompleteInput = cks.CompleteTaskInput
+
+// CompleteTask is complete_task.
+var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
+	Title:   "Complete task",
+	Summary: "end an attempt successfully (or for review)", Description: "End the attempt: COMPLETED, or NEEDS_REVIEW with needs_review.",
+}, func(ctx context.Context, s *Services, in *CompleteInput) (store.Task, error) {
+	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
+})
+
+// FailInput is cks.FailTaskInput.
+type FailInput = cks.FailTaskInput
+
+// FailTask is fail_task.
+var FailTask = executorOp(cks.OpFailTask, Spec{
+	Title:   "Fail task",
+	Summary: "end an attempt unsuccessfully", Description: "End the attempt unsuccessfully: FAILED, or OPEN again when retryable and attempts remain.",
+}, func(ctx context.Context, s *Services, in *FailInput) (store.Task, error) {
+	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
+})
+
+// QuestionInput is cks.QuestionInput.
+type QuestionInput = cks.QuestionInput
+
+// RequestInput is request_input.
+var RequestInput = executorOp(cks.OpRequestInput, Spec{
+	Title:   "Request input",
+	Summary: "park a task with a question for a person (NEEDS_INPUT)", Description: "Park the task in NEEDS_INPUT with a question; the attempt is given back.",
+}, func(ctx context.Context, s *Services, in *QuestionInput) (store.Task, error) {
+	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
+})
+
+// ReviewClaimInput is cks.ClaimReviewInput.
+type ReviewClaimInput = cks.ClaimReviewInput
+
+// reviewOp declares a review call: update on the task.
+func reviewOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
+	sp.Permission, sp.Resource = auth.PermUpdate, taskResource
+	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	return define(e, &Op[In, Out]{spec: sp, call: call})
+}
+
+// ClaimReview is claim_review.
+var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
+	Title: "Claim review", Secret: true,
+	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
+	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
+}, func(ctx context.Context, s *Services, in *ReviewClaimInput) (store.ClaimedTask, error) {
+	lease, err := leaseOf(in.LeaseS)
+	if err != nil {
+		return store.ClaimedTask{}, err
+	}
+	reviewer := in.Reviewer
+	if reviewer == "" {
+		reviewer = actor(ctx)
+	}
+	return s.Tasks.ClaimReview(ctx, in.TaskID, reviewer, lease)
+})
+
+// ReviewInput is cks.ReviewInput.
+type ReviewInput = cks.ReviewInput
+
+// ApproveReview is approve_review.
+var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
+	Title:   "Approve review",
+	Summary: "approve a reviewed task (COMPLETED)", Description: "Approve the reviewed task: COMPLETED.",
+}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
+})
+
+// RejectReview is reject_review.
+var RejectReview = reviewOp(cks.OpRejectReview, Spec{
+	Title:   "Reject review",
+	Summary: "reject a reviewed task (OPEN again)", Description: "Reject the reviewed task: OPEN again for another attempt.",
+}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)
+})

@@ -1,0 +1,290 @@
+package ops
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/store"
+)
+
+// The knowledge-store operations (ADR-007): submitting a research question,
+// reading objects with their reasoning, and the version DAG of an object.
+
+// MaxQuestionLen bounds a research question (bytes).
+const MaxQuestionLen = 2000
+
+// maxCorpusPathLen bounds the corpus directory a question may name.
+const maxCorpusPathLen = 4096
+
+// objectResource is the resource template of an operation on one object.
+const objectResource = auth.ResourceObjects + "/{object_id}"
+
+// ResearchRequest is cks.SubmitResearchInput.
+type ResearchRequest = cks.SubmitResearchInput
+
+// NewQuestion validates r and returns the question object to create for
+// createdBy: kind question, status awaiting_research, content
+// {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
+func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
+	if err := cmp.Or(store.ValidateText("question", r.Question), store.ValidateText("corpus", r.Corpus)); err != nil {
+		return store.NewObject{}, err
+	}
+	q := strings.TrimSpace(r.Question)
+	switch {
+	case q == "":
+		return store.NewObject{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+	case len(r.Question) > MaxQuestionLen:
+		return store.NewObject{}, &store.FieldError{Field: "question",
+			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
+	}
+	if r.Corpus != "" {
+		switch {
+		case len(r.Corpus) > maxCorpusPathLen:
+			return store.NewObject{}, &store.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
+		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
+			// A relative path would be resolved by whichever process runs
+			// the pipeline, which is not the caller's working directory.
+			return store.NewObject{}, &store.FieldError{Field: "corpus",
+				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
+		}
+	}
+	content, err := json.Marshal(pipeline.Question{Question: q, Corpus: r.Corpus})
+	if err != nil {
+		return store.NewObject{}, err
+	}
+	title := q
+	if len(title) > 200 {
+		title = strings.ToValidUTF8(title[:197], "") + "..."
+	}
+	return store.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
+		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
+}
+
+// SubmitResearch is submit_research.
+var SubmitResearch = define(cks.OpSubmitResearch, &Op[ResearchRequest, store.Object]{
+	spec: Spec{
+		Title:   "Submit research question",
+		Summary: "submit a research question (201, the question object in awaiting_research); an empty question or one over 2000 bytes, or a relative corpus, is a 400 naming the field",
+		Description: "Submit a question to the cks research pipeline (Researcher → Critic → Synthesizer → Arbiter). " +
+			"It creates a question object in status awaiting_research and returns it at once; the pipeline then moves it " +
+			"through awaiting_critique, awaiting_synthesis and awaiting_arbitration to resolved (a synthesis with citations) " +
+			"or, when it cannot answer within its rounds, needs_input with the reason. Follow it with get_object. " +
+			"An empty question or one over 2000 bytes, or a relative corpus, is an invalid_argument error naming the field.",
+		Permission: auth.PermCreate, Resource: auth.ResourceObjects,
+		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *ResearchRequest) (store.Object, error) {
+		n, err := NewQuestion(*in, actor(ctx))
+		if err != nil {
+			return store.Object{}, err
+		}
+		o, err := s.Objects.CreateObject(ctx, n)
+		o.ClaimToken = "" // the claiming worker's secret
+		return o, err
+	},
+})
+
+// ObjectInput is cks.ObjectInput.
+type ObjectInput = cks.ObjectInput
+
+// ObjectView is cks.ObjectView.
+type ObjectView = cks.ObjectView
+
+// ViewObject reads object id and resolves its linked objects (ObjectView).
+// Claim tokens are left out: they are the claiming worker's secret.
+func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error) {
+	o, err := k.GetObject(ctx, id)
+	if err != nil {
+		return ObjectView{}, err
+	}
+	o.ClaimToken = ""
+	v := ObjectView{Object: o, Heads: []store.Version{}, Reasoning: []store.Object{}}
+	heads, err := k.Heads(ctx, id)
+	if err != nil {
+		return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
+	}
+	if heads != nil {
+		v.Heads = heads
+	}
+	v.Forked = len(v.Heads) > 1 || o.Forked
+	v.Object.Forked = v.Forked
+	var ids []int64
+	for _, e := range o.Edges {
+		other := e.Src
+		if other == id {
+			other = e.Dst
+		}
+		if other != id && !slices.Contains(ids, other) {
+			ids = append(ids, other)
+		}
+	}
+	slices.Sort(ids)
+	for _, oid := range ids {
+		l, err := k.GetObject(ctx, oid)
+		if err != nil {
+			return ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
+		}
+		l.ClaimToken = ""
+		v.Reasoning = append(v.Reasoning, l)
+	}
+	return v, nil
+}
+
+// GetObject is get_object.
+var GetObject = define(cks.OpGetObject, &Op[ObjectInput, ObjectView]{
+	spec: Spec{
+		Title:   "Get knowledge object",
+		Summary: "an object with its transition log, edges, heads and, under reasoning, every linked object",
+		Description: "Show one object of the cks knowledge store (a research question, claim, synthesis, critique or rationale): " +
+			"its current_status and round, its append-only transition log (ts, agent, action, transitioned_to, reasoning_node_id), " +
+			"its edges (base_type, semantic_type), and under \"reasoning\" every object linked to it, each with its own log and " +
+			"edges — for a question its claims (with citations and accepted/rejected status), the critiques (per-claim verdicts), " +
+			"the syntheses (answer and citations) and the arbiter's rationales — so the whole chain is in one answer. " +
+			"\"heads\" holds the object's head versions (version: its number within the object, parents: numbers of the versions it was written from, author, created_at, content, content_hash); " +
+			"\"forked\" is true when there is more than one: concurrent writes from the same base version forked the object, " +
+			"and the fork_detection sweeper enqueues a resolve_fork task for the Fork Resolution agent to merge them.",
+		Permission: auth.PermRead, Resource: objectResource, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ObjectInput) (ObjectView, error) {
+		return ViewObject(ctx, s.Objects, in.ObjectID)
+	},
+})
+
+// ListObjectsInput is cks.ListObjectsInput.
+type ListObjectsInput = cks.ListObjectsInput
+
+// ListObjects is list_objects.
+var ListObjects = define(cks.OpListObjects, &Op[ListObjectsInput, store.ObjectPage]{
+	spec: Spec{
+		Title:   "List knowledge objects",
+		Summary: "a page of objects (cursor paging), filtered by status and kind",
+		Description: "List objects of the knowledge store, oldest first, one page at a time (use next_cursor as cursor " +
+			"for the next page), filtered by status and kind.",
+		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ListObjectsInput) (store.ObjectPage, error) {
+		f, err := in.ObjectFilter()
+		if err != nil {
+			return store.ObjectPage{}, err
+		}
+		page, err := s.Objects.ListObjects(ctx, f)
+		if page.Objects == nil {
+			page.Objects = []store.Object{}
+		}
+		for i := range page.Objects {
+			page.Objects[i].ClaimToken = ""
+		}
+		return page, err
+	},
+})
+
+// VersionList is cks.VersionList.
+type VersionList = cks.VersionList
+
+// ListObjectVersions returns the version DAG of object id (VersionList).
+func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionList, error) {
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return VersionList{}, err
+	}
+	all, err := vs.ObjectVersions(ctx, id)
+	if err != nil {
+		return VersionList{}, err
+	}
+	l := VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
+	if l.Versions == nil {
+		l.Versions = []store.Version{}
+	}
+	// The heads of this very list: the versions no other names as a parent.
+	parent := map[int64]bool{}
+	for _, v := range all {
+		for _, p := range v.Parents {
+			parent[p] = true
+		}
+	}
+	for _, v := range all {
+		if !parent[v.Version] {
+			l.Heads = append(l.Heads, v.Version)
+		}
+	}
+	l.Forked = len(l.Heads) > 1
+	return l, nil
+}
+
+// ListObjectVersionsOp is list_object_versions.
+var ListObjectVersionsOp = define(cks.OpListObjectVersions, &Op[ObjectInput, VersionList]{
+	spec: Spec{
+		Title:       "List object versions",
+		Summary:     `the version DAG {"versions","heads","forked"}; versions are numbered 1, 2, 3 … within each object, and bases, parents and heads are those numbers`,
+		Description: "Every version of an object, ascending by number (versions are numbered 1, 2, 3 … within each object; each names its parents, so the list is the version DAG), the numbers of its heads, and whether it is forked.",
+		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ObjectInput) (VersionList, error) {
+		return ListObjectVersions(ctx, s.Objects, in.ObjectID)
+	},
+})
+
+// WriteVersionRequest is cks.WriteVersionInput.
+type WriteVersionRequest = cks.WriteVersionInput
+
+// CheckVersionContent validates the content of a version write: a JSON
+// object (a FieldError naming content otherwise).
+func CheckVersionContent(content json.RawMessage) error {
+	b := bytes.TrimSpace(content)
+	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
+		got := string(b)
+		if got == "" {
+			got = "nothing"
+		} else if len(got) > 40 {
+			got = got[:37] + "..."
+		}
+		return &store.FieldError{Field: "content", Expected: "a JSON object, got " + got}
+	}
+	return nil
+}
+
+// WriteObjectVersion validates and writes content as a version of object
+// id based on version base, by author: a base that is not a positive
+// integer is a FieldError naming base_version, content that is not a JSON
+// object one naming content, an unknown object ErrNotFound; nothing is
+// written on error.
+func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (store.Version, error) {
+	if base <= 0 {
+		return store.Version{}, &store.FieldError{Field: "base_version",
+			Expected: fmt.Sprintf("the number of a version of object %d (a positive integer), got %d", id, base)}
+	}
+	if err := CheckVersionContent(content); err != nil {
+		return store.Version{}, err
+	}
+	// An unknown object is a 404, not a bad base.
+	if _, err := vs.Heads(ctx, id); err != nil {
+		return store.Version{}, err
+	}
+	return vs.WriteVersion(ctx, id, base, content, author)
+}
+
+// WriteObjectVersionOp is write_object_version.
+var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[WriteVersionRequest, store.Version]{
+	spec: Spec{
+		Title:   "Write object version",
+		Summary: "write a version (201); a base that is no longer a head makes a fork",
+		Description: "Write a version of an object from a base version, named by its number within the object (201). A base that is no longer a head makes a fork; " +
+			"a base that is no version of the object or content that is not a JSON object is an invalid_argument error naming base_version or " +
+			"content, an unknown object not_found, and nothing is written.",
+		Permission: auth.PermUpdate, Resource: objectResource,
+		Status: http.StatusCreated, Surfaces: HTTP | CLI, Needs: NeedObjects,
+	},
+	call: func(ctx context.Context, s *Services, in *WriteVersionRequest) (store.Version, error) {
+		return WriteObjectVersion(ctx, s.Objects, in.ObjectID, in.BaseVersion, in.Content, actor(ctx))
+	},
+})

@@ -1,0 +1,274 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/store"
+)
+
+// mcpTools are the MCP tool names the seeds and the first build fixed; the
+// table must keep them exactly.
+var mcpTools = []string{
+	"list_processes", "process_status", "request_process_stop",
+	"list_tasks", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
+	"list_agents", "agent_status", "start_agent", "stop_agent",
+	"submit_research", "get_object",
+}
+
+// TestTableShape: names are unique snake_case, routes are unique and under
+// /v1 (but /metrics), every permission is a permission, every resource
+// template names a node of the resource tree, and the MCP tools are exactly
+// the fixed ones.
+func TestTableShape(t *testing.T) {
+	names := map[string]bool{}
+	routes := map[string]string{}
+	var tools []string
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if names[sp.Name] || sp.Name != strings.ToLower(sp.Name) || strings.ContainsAny(sp.Name, " -/") {
+			t.Errorf("name %q: duplicate or not snake_case", sp.Name)
+		}
+		names[sp.Name] = true
+		if sp.Surfaces&ops.HTTP != 0 {
+			r := sp.Method + " " + sp.Path
+			if other, dup := routes[r]; dup {
+				t.Errorf("%s and %s share the route %s", other, sp.Name, r)
+			}
+			routes[r] = sp.Name
+			if !strings.HasPrefix(sp.Path, "/v1/") && sp.Name != "metrics" {
+				t.Errorf("%s: path %s is not under /v1", sp.Name, sp.Path)
+			}
+		}
+		if !slices.Contains(auth.Permissions, sp.Permission) {
+			t.Errorf("%s: permission %q", sp.Name, sp.Permission)
+		}
+		res := strings.NewReplacer("{task_id}", "1", "{object_id}", "1", "{agent_id}", "lease_reaper", "{process_kind}", "critic").Replace(sp.Resource)
+		if err := auth.ValidResource(res); err != nil {
+			t.Errorf("%s: resource %s: %v", sp.Name, sp.Resource, err)
+		}
+		if sp.Surfaces&ops.MCP != 0 {
+			tools = append(tools, sp.Name)
+		}
+		if sp.Stream != (op.InputType() == nil) {
+			t.Errorf("%s: a stream has no input type, and only a stream", sp.Name)
+		}
+	}
+	slices.Sort(tools)
+	want := slices.Sorted(slices.Values(mcpTools))
+	if !slices.Equal(tools, want) {
+		t.Errorf("MCP tools %v, want %v", tools, want)
+	}
+	for _, name := range []string{"claim_tasks", "claim_review", "create_token"} {
+		if op, ok := ops.Lookup(name); !ok || !op.Spec().Secret {
+			t.Errorf("%s is not marked Secret (its answer carries a lease or bearer token)", name)
+		}
+	}
+}
+
+// sample returns a valid-looking input of op: every path and scalar field
+// set, so an HTTP round trip has something to carry.
+func sample(t *testing.T, op ops.Operation) any {
+	t.Helper()
+	in := op.NewInput()
+	v := reflect.ValueOf(in).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if !f.IsExported() || f.Anonymous || f.Tag.Get("json") == "-" {
+			continue
+		}
+		fv := v.FieldByIndex(f.Index)
+		if f.Type == reflect.TypeFor[json.RawMessage]() {
+			fv.Set(reflect.ValueOf(json.RawMessage(`{"k":1}`)))
+			continue
+		}
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString("x-" + strings.ToLower(f.Name))
+		case reflect.Int, reflect.Int64:
+			fv.SetInt(7)
+		case reflect.Bool:
+			fv.SetBool(true)
+		case reflect.Slice:
+			if fv.Type().Elem().Kind() == reflect.String {
+				fv.Set(reflect.ValueOf([]string{"a", "b"}))
+			}
+		}
+	}
+	return in
+}
+
+// TestHTTPRoundTrip: for every HTTP operation, the request a client builds
+// from an input (HTTPRequest) is read back by the server (HTTPInput) as the
+// same input: the path, query and body carry every field.
+func TestHTTPRoundTrip(t *testing.T) {
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Stream || sp.Surfaces&ops.HTTP == 0 {
+			continue
+		}
+		t.Run(sp.Name, func(t *testing.T) {
+			in := sample(t, op)
+			method, target, body, err := ops.HTTPRequest(op, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if method != sp.Method {
+				t.Fatalf("method %s, want %s", method, sp.Method)
+			}
+			u, err := url.Parse(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Match the path against the pattern as the mux would.
+			mux := http.NewServeMux()
+			var got any
+			var gotErr error
+			mux.HandleFunc(sp.Method+" "+sp.Path, func(w http.ResponseWriter, r *http.Request) {
+				got, gotErr = ops.HTTPInput(op, r.PathValue, r.URL.Query(), body)
+			})
+			req, _ := http.NewRequest(method, u.String(), nil)
+			mux.ServeHTTP(&nopWriter{h: http.Header{}}, req)
+			if gotErr != nil || got == nil {
+				t.Fatalf("%s %s: %v (matched %v)", method, target, gotErr, got != nil)
+			}
+			if !reflect.DeepEqual(got, in) {
+				a, _ := json.Marshal(in)
+				b, _ := json.Marshal(got)
+				t.Fatalf("%s %s %s: read back %s, want %s", method, target, body, b, a)
+			}
+		})
+	}
+}
+
+type nopWriter struct{ h http.Header }
+
+func (w *nopWriter) Header() http.Header         { return w.h }
+func (w *nopWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *nopWriter) WriteHeader(int)             {}
+
+// TestHTTPInputRefusals: a body naming a path field, an unknown field and a
+// path integer that is no integer are refused naming the field.
+func TestHTTPInputRefusals(t *testing.T) {
+	path := func(v string) func(string) string { return func(string) string { return v } }
+	for _, c := range []struct {
+		op    ops.Operation
+		path  string
+		body  string
+		query url.Values
+		field string
+	}{
+		{ops.StopTask, "5", `{"task_id":6,"reason":"r"}`, nil, "task_id"},
+		{ops.StopTask, "5", `{"reason":"r","deadline_seconds":2}`, nil, "deadline_seconds"},
+		{ops.StopTask, "x", `{"reason":"r"}`, nil, "task_id"},
+		{ops.UpdateTask, "5", `{"priority":"high"}`, nil, "priority"},
+		{ops.ListTasks, "", ``, url.Values{"limit": {"lots"}}, "limit"},
+	} {
+		_, err := ops.HTTPInput(c.op, path(c.path), c.query, []byte(c.body))
+		var fe *store.FieldError
+		if !errorsAs(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s %q %s %v: %v, want a FieldError naming %s", c.op.Spec().Name, c.path, c.body, c.query, err, c.field)
+		}
+	}
+}
+
+func errorsAs(err error, fe **store.FieldError) bool {
+	f, ok := err.(*store.FieldError)
+	*fe = f
+	return ok
+}
+
+// TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, lists
+// every HTTP operation under its path and method with its operationId, and
+// describes the body of every operation that takes one.
+func TestOpenAPI(t *testing.T) {
+	b, err := ops.OpenAPI(ops.All(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Info    struct {
+			Version string `json:"version"`
+		} `json:"info"`
+		Paths map[string]map[string]struct {
+			OperationID string         `json:"operationId"`
+			Permission  string         `json:"x-cks-permission"`
+			RequestBody map[string]any `json:"requestBody"`
+			Parameters  []struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" {
+		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
+	}
+	n := 0
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		o, ok := doc.Paths[sp.Path][strings.ToLower(sp.Method)]
+		if !ok || o.OperationID != sp.Name || o.Permission != sp.Permission {
+			t.Errorf("%s: %s %s missing or wrong: %+v", sp.Name, sp.Method, sp.Path, o)
+			continue
+		}
+		n++
+		if len(o.Responses) < 2 {
+			t.Errorf("%s: responses %v, want success and error", sp.Name, o.Responses)
+		}
+		for _, w := range strings.Split(strings.Trim(strings.ReplaceAll(sp.Path, "}", "{"), "{"), "{") {
+			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			}) bool {
+				return p.Name == w && p.In == "path"
+			}) {
+				t.Errorf("%s: no path parameter %s", sp.Name, w)
+			}
+		}
+		if !sp.Stream && sp.Method != "GET" && sp.Method != "DELETE" {
+			props, _ := op.InputSchema().Properties, 0
+			if len(props) > len(o.Parameters) && o.RequestBody == nil {
+				t.Errorf("%s: input with body fields but no requestBody", sp.Name)
+			}
+		}
+	}
+	if n != len(ops.All()) {
+		t.Errorf("%d of %d operations in the document", n, len(ops.All()))
+	}
+}
+
+// TestSchemasResolve: every input and output schema is a JSON Schema the
+// validator accepts, and validates a sample input (the MCP clients and
+// OpenAPI readers get these schemas).
+func TestSchemasResolve(t *testing.T) {
+	for _, op := range ops.All() {
+		if op.Spec().Stream {
+			continue
+		}
+		in, err := op.InputSchema().Resolve(nil)
+		if err != nil {
+			t.Errorf("%s: input schema: %v", op.Spec().Name, err)
+			continue
+		}
+		if _, err := op.OutputSchema().Resolve(nil); err != nil {
+			t.Errorf("%s: output schema: %v", op.Spec().Name, err)
+		}
+		raw, _ := json.Marshal(sample(t, op))
+		var v map[string]any
+		json.Unmarshal(raw, &v)
+		if err := in.Validate(v); err != nil {
+			t.Errorf("%s: sample input %s: %v", op.Spec().Name, raw, err)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/liveness"
+)
+
+// The process operations (ADR-014 §4, ADR-016): liveness of the standalone
+// agent processes, and their graceful stop.
+
+// ProcessList is cks.ProcessList.
+type ProcessList = cks.ProcessList
+
+// ProcessInput is cks.ProcessInput.
+type ProcessInput = cks.ProcessInput
+
+// ttlRule is the liveness rule as the descriptions state it.
+var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_heartbeat_at <= %d × liveness_interval_s, otherwise "stopped"`, liveness.TTLFactor)
+
+var kinds = strings.Join(liveness.KnownKinds(), ", ")
+
+// ListProcesses is list_processes.
+var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, ProcessList]{
+	spec: Spec{
+		Title:   "List agent processes",
+		Summary: "every agent process instance with its computed status",
+		Description: "List every standalone cks agent process instance that has ever reported a liveness heartbeat " +
+			"(one row per OS process instance; a restarted process gets a new row and old rows stay as history), " +
+			"newest-started first, under \"processes\". " + ttlRule + ". " +
+			"Each row has instance_id, process_kind (" + kinds + "), hostname, pid, liveness_interval_s, started_at, " +
+			"last_heartbeat_at, heartbeat_age_s and the best-effort current_task_id/current_task_type. " +
+			"Use process_status for the current state of one kind. These are OS processes, not the in-process " +
+			"sweepers that list_agents reports.",
+		Permission: auth.PermRead, Resource: auth.ResourceProcesses,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, _ *struct{}) (ProcessList, error) {
+		ps, err := s.Liveness.ListProcesses(ctx)
+		if ps == nil {
+			ps = []liveness.Process{}
+		}
+		return ProcessList{Processes: ps}, err
+	},
+	outSchema: func(s *jsonschema.Schema) {
+		s.Properties["processes"].Description = "every instance that ever reported, newest-started first"
+		s.Properties["processes"].Items = processSchema(liveness.Alive, liveness.Stopped)
+	},
+})
+
+// ProcessStatus is process_status.
+var ProcessStatus = define(cks.OpProcessStatus, &Op[ProcessInput, liveness.Process]{
+	spec: Spec{
+		Title:   "Process status",
+		Summary: `the newest instance of a kind; "status":"not_found" if none ever reported`,
+		Description: "Report whether a kind of standalone cks agent process is running: the most recently started " +
+			"instance of process_kind, in the same row shape as list_processes. " + ttlRule +
+			"; \"not_found\" (a normal answer, not an error) means no instance of that kind has ever reported. " +
+			"Known kinds: " + kinds + ". Any other kind is an invalid_argument error naming them.",
+		Permission: auth.PermRead, Resource: auth.ResourceProcesses + "/{process_kind}",
+		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *ProcessInput) (liveness.Process, error) {
+		return s.Liveness.ProcessStatus(ctx, in.ProcessKind)
+	},
+	outSchema: func(s *jsonschema.Schema) {
+		*s = *processSchema(liveness.Alive, liveness.Stopped, liveness.NotFound)
+	},
+})
+
+// RequestProcessStop is request_process_stop.
+var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[ProcessInput, liveness.StopResult]{
+	spec: Spec{
+		Title: "Request process stop",
+		Summary: "ask a process (a kind's newest instance, or an instance id) to finish its current task and exit (ADR-016); " +
+			`{"found":false} (200) when none is alive; an unknown kind is a 400 listing the kinds; there is no start`,
+		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +
+			"(the most recently started one, as process_status reports it), or the instance whose instance_id is given " +
+			"as process_kind, is asked to finish its current task, if any, " +
+			"claim nothing more, and exit. The request is recorded on the instance's liveness row (desired_state " +
+			"\"stop_requested\") and the process sees it within one liveness interval, usually much sooner; the call " +
+			"returns at once and does not wait for the exit. Once the process exits it reads \"stopped\" in " +
+			"list_processes and process_status. Returns {\"found\": true, \"instance_id\", \"process_kind\"} for the " +
+			"instance asked, or {\"found\": false} (a normal answer, not an error) when the kind has no alive instance: " +
+			"never started, or its newest instance already stopped. There is no start: cks cannot launch an agent " +
+			"process; restarting one is up to whatever launched it (systemd, a container orchestrator, a shell). " +
+			"There is no pause or resume either; a stop is the graceful drain. Known kinds: " + kinds +
+			". Anything that is neither a kind nor an instance id is an invalid_argument error naming the kinds. " +
+			"Needs control on /processes/KIND of the process it names.",
+		Permission: auth.PermControl, Resource: auth.ResourceProcesses + "/{process_kind}",
+		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness,
+		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+	},
+	resource: processStopResource,
+	call: func(ctx context.Context, s *Services, in *ProcessInput) (liveness.StopResult, error) {
+		res, err := s.Liveness.RequestStop(ctx, in.ProcessKind)
+		if err == nil && res.Found && s.Bus != nil {
+			// The row's desired_state changed: tell this hub's viewers now
+			// rather than at the liveness watch's next read (which notices
+			// it too).
+			s.Bus.Publish(events.Event{Type: events.ProcessesChanged, At: s.clock().Now()})
+		}
+		return res, err
+	},
+	outSchema: func(s *jsonschema.Schema) {
+		describe("request_process_stop", s, map[string]string{
+			"found":        "true when an alive instance was asked to stop; false (not an error) when the kind has no alive instance",
+			"instance_id":  "the instance asked to stop (with found false: the kind's newest, already stopped, instance; absent when none ever reported)",
+			"process_kind": "the kind of that instance",
+		})
+	},
+})
+
+// processStopResource is the resource of a stop request: /processes/KIND for
+// a kind, and for an instance id /processes/KIND of that instance's kind. A
+// target that is neither is checked as /processes/TARGET (so only a caller who
+// may control it learns, from the call's answer, that it names nothing).
+func processStopResource(ctx context.Context, s *Services, in *ProcessInput) (string, error) {
+	target := in.ProcessKind
+	if _, err := expand(auth.ResourceProcesses+"/{process_kind}", in); err != nil {
+		return "", err
+	}
+	if slices.Contains(liveness.KnownKinds(), target) {
+		return auth.ProcessResource(target), nil
+	}
+	p, err := s.Liveness.ResolveProcess(ctx, target)
+	if _, unknown := errors.AsType[*liveness.UnknownKindError](err); unknown {
+		return auth.ProcessResource(target), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return auth.ProcessResource(p.ProcessKind), nil
+}
+
+// readOnly are the hints of an operation that changes nothing.
+var readOnly = Hints{ReadOnly: true, Idempotent: true, OpenWorld: new(false)}
+
+// processFieldDocs describe each property of a liveness.Process.
+var processFieldDocs = map[string]string{
+	"instance_id":         "unique id of the process instance, generated once at process start",
+	"process_kind":        "which standalone agent this is",
+	"hostname":            "host the process runs on",
+	"pid":                 "operating-system process id on that host",
+	"liveness_interval_s": "seconds between this instance's heartbeats",
+	"started_at":          "RFC 3339 time the instance started",
+	"last_heartbeat_at":   "RFC 3339 time of the instance's latest heartbeat",
+	"current_task_id":     "outbox task the process holds, null when idle (best effort)",
+	"current_task_type":   "type of that task, absent when idle (best effort)",
+	"status":              ttlRule,
+	"heartbeat_age_s":     "seconds between last_heartbeat_at and the time of this read",
+}
+
+// processSchema returns the schema of one process row, with descriptions and
+// status limited to statuses.
+func processSchema(statuses ...liveness.Status) *jsonschema.Schema {
+	s := outputSchema[liveness.Process]("process")
+	describe("process", s, processFieldDocs)
+	status := s.Properties["status"]
+	for _, st := range statuses {
+		status.Enum = append(status.Enum, string(st))
+		if st == liveness.NotFound {
+			status.Description += `; "not_found" when no instance of the kind has ever reported`
+		}
+	}
+	return s
+}

@@ -1,0 +1,55 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestBlankTextRulesAreTheStores: on both backends, a stop reason, an
+// answer and a question of only white space are refused by the store itself
+// with the one FieldError of its rule (store.ValidateStopReason,
+// ValidateAnswer, ValidateQuestion), and an operation passes that error on
+// as it is. (The store used to accept a blank answer or question that the
+// surfaces refused, each with its own message.)
+func TestBlankTextRulesAreTheStores(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		ctx := context.Background()
+		s := open(t, store.WithClock(clock.NewFake(storetest.T0)))
+		open1, _ := storetest.Into(t, s, ledger.Open, "rules-open")
+		asking, _ := storetest.Into(t, s, ledger.NeedsInput, "rules-input")
+		running, tok := storetest.Into(t, s, ledger.Running, "rules-run")
+		before := storetest.State(t, s)
+
+		want := func(what string, err error, rule error) {
+			t.Helper()
+			var fe *store.FieldError
+			if !errors.As(err, &fe) || err.Error() != rule.Error() {
+				t.Errorf("%s: %v, want %v", what, err, rule)
+			}
+		}
+		_, _, err := s.Stop(ctx, open1.ID, "op", " \t ", 0)
+		want("Stop with a blank reason", err, store.ValidateStopReason(""))
+		_, err = s.Answer(ctx, asking.ID, "op", "   ")
+		want("Answer with a blank text", err, store.ValidateAnswer(""))
+		_, err = s.RequestInput(ctx, running.ID, tok, "\n")
+		want("RequestInput with a blank question", err, store.ValidateQuestion(""))
+
+		svc := &ops.Services{Tasks: s}
+		op := auth.WithLocalOperator(ctx)
+		_, err = ops.StopTask.Do(op, svc, &ops.StopInput{TaskID: open1.ID, Reason: " "})
+		want("stop_task with a blank reason", err, store.ValidateStopReason(""))
+		_, err = ops.AnswerTask.Do(op, svc, &ops.AnswerInput{TaskID: asking.ID, Text: " "})
+		want("answer_task with a blank text", err, store.ValidateAnswer(""))
+
+		storetest.DiffState(t, "refused blank text", before, storetest.State(t, s))
+	})
+}

@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/cks-dev/cks/store"
+)
+
+// The JSON schemas of inputs and outputs are inferred from the Go types
+// (github.com/google/jsonschema-go): a field's `jsonschema` tag is its
+// description, a field without omitempty is required. A json.RawMessage
+// (payload, metadata, content) is any JSON value; properties named
+// metadata and content are JSON objects.
+
+// schemaOptions maps the types the inference cannot read, and store.NewTask
+// (a task to create: create_task's input, update_task's add_children),
+// whose fields carry no descriptions and of which only type is required.
+func schemaOptions() *jsonschema.ForOptions {
+	types := map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+	}
+	nt, err := jsonschema.For[store.NewTask](&jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		panic(fmt.Sprintf("ops: new task schema: %v", err))
+	}
+	openRaw(nt)
+	describe("new task", nt, newTaskDocs)
+	nt.Required = []string{"type"}
+	types[reflect.TypeFor[store.NewTask]()] = nt
+	return &jsonschema.ForOptions{TypeSchemas: types}
+}
+
+// openRaw gives the raw JSON properties their documented shape.
+func openRaw(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		switch name {
+		case "payload":
+			if p.Type == "" && len(p.Types) == 0 {
+				p.Description = "the task's payload, any JSON value"
+			}
+		case "metadata":
+			if p.Type == "" && len(p.Types) == 0 {
+				s.Properties[name] = &jsonschema.Schema{Type: "object", Description: "metadata, a JSON object"}
+			}
+		case "content":
+			if p.Type == "" && len(p.Types) == 0 {
+				s.Properties[name] = &jsonschema.Schema{Type: "object", Description: "the object's content, a JSON object"}
+			}
+		}
+		openRaw(p)
+	}
+	openRaw(s.Items)
+}
+
+// inputSchema is the schema of In: an object whose properties are described
+// by their tags and by docs (property path, dotted for nested ones → text),
+// requiring required when it is set.
+func inputSchema[In any](name string, docs map[string]string, required []string) *jsonschema.Schema {
+	s, err := jsonschema.For[In](schemaOptions())
+	if err != nil {
+		panic(fmt.Sprintf("ops: %s: input schema: %v", name, err))
+	}
+	openRaw(s)
+	if s.Type != "object" {
+		panic(fmt.Sprintf("ops: %s: input %v is not a JSON object", name, reflect.TypeFor[In]()))
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{}
+	}
+	for _, path := range slices.Sorted(maps.Keys(docs)) {
+		p := s
+		for seg := range strings.SplitSeq(path, ".") {
+			if p.Items != nil {
+				p = p.Items
+			}
+			next, ok := p.Properties[seg]
+			if !ok {
+				panic(fmt.Sprintf("ops: %s: documented input property %q does not exist", name, path))
+			}
+			p = next
+		}
+		p.Description = docs[path]
+	}
+	if required != nil {
+		for _, r := range required {
+			if _, ok := s.Properties[r]; !ok {
+				panic(fmt.Sprintf("ops: %s: required input property %q does not exist", name, r))
+			}
+		}
+		s.Required = required
+	}
+	return s
+}
+
+// outputSchema is the schema of Out.
+func outputSchema[Out any](name string) *jsonschema.Schema {
+	s, err := jsonschema.For[Out](schemaOptions())
+	if err != nil {
+		panic(fmt.Sprintf("ops: %s: output schema: %v", name, err))
+	}
+	openRaw(s)
+	return s
+}
+
+// describe sets the description of s's properties from docs; a name that
+// is no property panics (the docs went stale).
+func describe(op string, s *jsonschema.Schema, docs map[string]string) {
+	for name, doc := range docs {
+		p, ok := s.Properties[name]
+		if !ok {
+			panic(fmt.Sprintf("ops: %s: output has no property %q", op, name))
+		}
+		p.Description = doc
+	}
+}

@@ -1,0 +1,86 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// The sweeper operations (ADR-015, cks-mcp ADR-009): the in-process
+// sweepers of this hub, their status and their persistent start/stop.
+
+// SweeperList is cks.SweeperList.
+type SweeperList = cks.SweeperList
+
+// SweeperInput is cks.SweeperInput.
+type SweeperInput = cks.SweeperInput
+
+const sweeperNote = " These are the in-process sweepers of this cks server (kind \"sweeper\"), not the standalone agent " +
+	"processes that list_processes reports. There is no separate pause or resume: stop then start is the same thing, " +
+	"since each sweep pass is one bounded unit of work with nothing to resume. An unknown agent_id is a not_found " +
+	"error naming the known ids."
+
+const asymmetry = " Across nodes sharing one database the effect is asymmetric (ADR-015): a stop is recorded and every " +
+	"other node's running loop stops itself at its next tick (sooner when notified); a start is recorded and starts " +
+	"this node's loop only — another node picks it up when it restarts or when its own start_agent is called."
+
+// ListAgents is list_agents.
+var ListAgents = define(cks.OpListAgents, &Op[struct{}, SweeperList]{
+	spec: Spec{
+		Title:   "List sweepers",
+		Summary: "every sweeper with its status",
+		Description: "List every sweeper with its status, under \"sweepers\": config_enabled, running, interval_s, last_run_at, " +
+			"last_result_count, last_run_duration_ms, last_error, run_count and the stored override desired_running " +
+			"(null when the config default applies)." + sweeperNote,
+		Permission: auth.PermRead, Resource: auth.ResourceSweepers,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, _ *struct{}) (SweeperList, error) {
+		sts, err := s.Sweepers.List(ctx)
+		if sts == nil {
+			sts = []sweeper.Status{}
+		}
+		return SweeperList{Sweepers: sts}, err
+	},
+})
+
+// sweeperOp declares one of the per-sweeper operations, which differ only in
+// their words, permission and call.
+func sweeperOp(e cks.Endpoint[SweeperInput, sweeper.Status], sp Spec, call func(*sweeper.Controller, context.Context, string) (sweeper.Status, error)) *Op[SweeperInput, sweeper.Status] {
+	sp.Resource = auth.ResourceSweepers + "/{agent_id}"
+	sp.Surfaces, sp.Needs = HTTP|MCP|CLI, NeedSweepers
+	return define(e, &Op[SweeperInput, sweeper.Status]{
+		spec: sp,
+		call: func(ctx context.Context, s *Services, in *SweeperInput) (sweeper.Status, error) {
+			return call(s.Sweepers, ctx, in.AgentID)
+		},
+	})
+}
+
+// AgentStatus is agent_status.
+var AgentStatus = sweeperOp(cks.OpAgentStatus, Spec{
+	Title:       "Sweeper status",
+	Summary:     "the status of one sweeper",
+	Description: "The status of one sweeper, in the shape of a list_agents row." + sweeperNote,
+	Permission:  auth.PermRead, Hints: Hints{ReadOnly: true, Idempotent: true},
+}, (*sweeper.Controller).Status)
+
+// StartAgent is start_agent.
+var StartAgent = sweeperOp(cks.OpStartAgent, Spec{
+	Title:   "Start sweeper",
+	Summary: "start a sweeper (persistent)",
+	Description: "Start a sweeper: records desired_running=true (persisting across restarts) and starts it in this " +
+		"process. A sweeper disabled by configuration cannot be started (disabled_by_config)." + asymmetry + sweeperNote,
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true},
+}, (*sweeper.Controller).Start)
+
+// StopAgent is stop_agent.
+var StopAgent = sweeperOp(cks.OpStopAgent, Spec{
+	Title:   "Stop sweeper",
+	Summary: "stop a sweeper (persistent)",
+	Description: "Stop a sweeper: records desired_running=false (persisting across restarts) and stops it in this " +
+		"process, waiting for its loop to exit." + asymmetry + sweeperNote,
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false)},
+}, (*sweeper.Controller).Stop)

@@ -1,0 +1,39 @@
+package ops
+
+import (
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+)
+
+// The endpoints that are not request/response: listed for their permission
+// (so the table is the whole access policy), served by the HTTP surface's
+// own handlers.
+var (
+	// Metrics is GET /metrics (Prometheus).
+	Metrics = streamOf(cks.StreamMetrics, Spec{
+		Summary:    "Prometheus metrics, e.g. cks_processes_alive{process_kind}",
+		Permission: auth.PermRead, Resource: auth.ResourceRoot})
+	// Events is GET /v1/events (Server-Sent Events).
+	Events = streamOf(cks.StreamEvents, Spec{
+		Summary: "Server-Sent Events (event: processes when process state changes; agent_step_started/agent_step_completed " +
+			"when the hub runs the pipeline in-process)",
+		Permission: auth.PermRead, Resource: auth.ResourceRoot})
+	// OpenAPIDocument is GET /v1/openapi.json, the contract of the HTTP
+	// operations of this table (OpenAPI).
+	OpenAPIDocument = streamOf(cks.StreamOpenAPI, Spec{
+		Summary:    "the OpenAPI 3.1 contract of every operation of this table",
+		Permission: auth.PermRead, Resource: auth.ResourceRoot})
+)
+
+// table is every operation, in the order the surfaces list them.
+var table = []Operation{
+	Metrics,
+	ListProcesses, ProcessStatus, RequestProcessStop,
+	Events, OpenAPIDocument,
+	CreateTask, ListTasks, GetTask, AnswerTask, CancelTask, StopTask, StartTask, UpdateTask,
+	ClaimTasks, MarkRunning, TouchTask, AddEvidence, RecordDecision, ReuseWorkspace, ConfirmAbort,
+	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,
+	ListAgents, AgentStatus, StartAgent, StopAgent,
+	SubmitResearch, ListObjects, GetObject, ListObjectVersionsOp, WriteObjectVersionOp,
+	CreateToken, ListTokens, RevokeToken,
+}

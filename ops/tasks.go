@@ -1,0 +1,307 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+)
+
+// The operator operations of the task ledger (ADR 0020): list, show, create,
+// answer, cancel, and the controls stop, start and update, each with its own
+// permission (holding stop does not grant start).
+
+// LocalActor is recorded as the actor of a change made by a caller that is
+// no principal: the local operator of `cks mcp` over stdio.
+const LocalActor = "mcp"
+
+// actor names the caller in ctx for the event log: the authenticated
+// principal's name, else LocalActor.
+func actor(ctx context.Context) string {
+	if p, ok := auth.PrincipalFrom(ctx); ok && p.Name != "" {
+		return p.Name
+	}
+	return LocalActor
+}
+
+// taskResource is the resource template of an operation on one task.
+const taskResource = auth.ResourceTasks + "/{task_id}"
+
+// TaskInput is cks.TaskInput.
+type TaskInput = cks.TaskInput
+
+// ListTasksInput is cks.ListTasksInput.
+type ListTasksInput = cks.ListTasksInput
+
+// ListTasksInputOf is cks.ListTasksInputOf.
+func ListTasksInputOf(f store.TaskFilter) ListTasksInput { return cks.ListTasksInputOf(f) }
+
+// TaskFilterOf turns in, the input of list_tasks, into the store's filter
+// at time now: its states checked against the ledger's, stopped_longer_than
+// made a STOPPED filter relative to now.
+func TaskFilterOf(in ListTasksInput, now time.Time) (store.TaskFilter, error) {
+	f := store.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
+	if v := in.StoppedLongerThan; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return f, &store.FieldError{Field: "stopped_longer_than", Expected: fmt.Sprintf("a duration such as 24h or 90m, got %q", v)}
+		}
+		if len(in.State) > 0 {
+			return f, &store.FieldError{Field: "state", Expected: "no state filter together with stopped_longer_than (it selects STOPPED)"}
+		}
+		f.States = []store.TaskState{ledger.Stopped}
+		f.StateChangedBefore = now.Add(-d)
+	}
+	for _, s := range in.State {
+		st := store.TaskState(strings.ToUpper(strings.TrimSpace(s)))
+		if !ledger.Valid(st) {
+			return f, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %s, got %q", statesList(), s)}
+		}
+		f.States = append(f.States, st)
+	}
+	return f.Validate()
+}
+
+func statesList() string {
+	var s []string
+	for _, st := range ledger.All {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// ListTasks is list_tasks.
+var ListTasks = define(cks.OpListTasks, &Op[ListTasksInput, store.TaskPage]{
+	spec: Spec{
+		Title:   "List tasks",
+		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h)",
+		Description: "List tasks of the cks task ledger, oldest first, one page at a time (use next_cursor as cursor for the " +
+			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than.",
+		Permission: auth.PermRead, Resource: auth.ResourceTasks,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, in *ListTasksInput) (store.TaskPage, error) {
+		f, err := TaskFilterOf(*in, s.clock().Now())
+		if err != nil {
+			return store.TaskPage{}, err
+		}
+		page, err := s.Tasks.ListTasks(ctx, f)
+		if page.Tasks == nil {
+			page.Tasks = []store.Task{}
+		}
+		return page, err
+	},
+})
+
+// GetTask is get_task.
+var GetTask = define(cks.OpGetTask, &Op[TaskInput, store.Task]{
+	spec: Spec{
+		Title:   "Get task",
+		Summary: "one task with its events, evidence per attempt and aborts",
+		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
+			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace) and its aborts.",
+		Permission: auth.PermRead, Resource: taskResource,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, in *TaskInput) (store.Task, error) {
+		return s.Tasks.GetTask(ctx, in.TaskID)
+	},
+})
+
+// CreatedTask is cks.CreatedTask.
+type CreatedTask = cks.CreatedTask
+
+// ErrDedupeUnreadable is the answer to a create whose dedupe_key names a
+// task the caller may not read: a conflict that names nothing of that task
+// (not its id, not its content), so a key cannot be used to read tasks.
+var ErrDedupeUnreadable = fmt.Errorf("a task with this dedupe_key already exists (or, with dedupe_once, existed) "+
+	"and the caller may not read it; nothing was created: %w", store.ErrConflict)
+
+// newTaskDocs describe the fields of store.NewTask, the input of
+// create_task and each of update_task's add_children.
+var newTaskDocs = map[string]string{
+	"type":                "the task type; agents claim tasks by type",
+	"title":               "a short human title",
+	"description":         "what to do",
+	"acceptance_criteria": "how to tell it is done",
+	"payload":             "any JSON value the executor needs",
+	"priority":            "0 (lowest, default) to 1000; higher is claimed first",
+	"max_attempts":        "attempts before the task is dead-lettered as FAILED (default 3)",
+	"parent_id":           "the parent task, making this a child (needs create on /tasks/PARENT, not on /tasks)",
+	"depends_on":          "tasks that must be COMPLETED before this one is claimable",
+	"dedupe_key":          "when a live task has this key it is returned instead of creating another",
+	"dedupe_once":         "with dedupe_key: a finished task with the key counts too, so the key is used at most once ever",
+	"metadata":            "a JSON object for the caller's own use",
+}
+
+// CreateTask is create_task.
+var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
+	spec: Spec{
+		Title:   "Create task",
+		Summary: "enqueue a task (201; 200 with created false on a dedupe hit)",
+		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
+			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
+			"already has, that task is returned with created=false instead (a conflict, naming no task, when the caller " +
+			"may not read it). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).",
+		Permission: auth.PermCreate, Resource: auth.ResourceTasks,
+		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Alternate: &Alternate{Status: http.StatusOK, When: "a live task had the dedupe_key: it is returned, with created false"},
+	},
+	// The one place of the rule: a child of P needs create on /tasks/P (so
+	// a task-scoped agent credential can create children of its own task).
+	resource: func(_ context.Context, _ *Services, n *store.NewTask) (string, error) {
+		if n.ParentID != nil && *n.ParentID > 0 {
+			return auth.TaskResource(*n.ParentID), nil
+		}
+		return auth.ResourceTasks, nil
+	},
+	call: func(ctx context.Context, s *Services, n *store.NewTask) (CreatedTask, error) {
+		in := *n
+		in.CreatedBy = actor(ctx)
+		t, created, err := s.Tasks.Enqueue(ctx, in)
+		if err != nil || created {
+			return CreatedTask{Task: t, Created: created}, err
+		}
+		// A dedupe hit returns the existing task only to a caller that may
+		// read it.
+		if err := auth.Require(ctx, auth.PermRead, auth.TaskResource(t.ID)); errors.Is(err, auth.ErrForbidden) {
+			return CreatedTask{}, ErrDedupeUnreadable
+		} else if err != nil {
+			return CreatedTask{}, err
+		}
+		return CreatedTask{Task: t}, nil
+	},
+	status: func(out CreatedTask) int {
+		if out.Created {
+			return http.StatusCreated
+		}
+		return http.StatusOK
+	},
+	required: []string{"type"},
+})
+
+// AnswerInput is cks.AnswerTaskInput.
+type AnswerInput = cks.AnswerTaskInput
+
+// AnswerTask is answer_task.
+var AnswerTask = define(cks.OpAnswerTask, &Op[AnswerInput, store.Task]{
+	spec: Spec{
+		Title:       "Answer task",
+		Summary:     "answer a NEEDS_INPUT task's question",
+		Description: "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded. Answering is an operator edit: it needs update on the task.",
+		Permission:  auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+	},
+	call: func(ctx context.Context, s *Services, in *AnswerInput) (store.Task, error) {
+		return s.Tasks.Answer(ctx, in.TaskID, actor(ctx), in.Text)
+	},
+})
+
+// ReasonInput is cks.TaskReasonInput.
+type ReasonInput = cks.TaskReasonInput
+
+// CancelTask is cancel_task.
+var CancelTask = define(cks.OpCancelTask, &Op[ReasonInput, store.Task]{
+	spec: Spec{
+		Title:       "Cancel task",
+		Summary:     "cancel a task (terminal)",
+		Description: "Cancel a task (terminal). Its executor loses the lease and its WAITING dependants become BLOCKED. Needs cancel on the task.",
+		Permission:  auth.PermCancel, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{Destructive: new(true)},
+	},
+	call: func(ctx context.Context, s *Services, in *ReasonInput) (store.Task, error) {
+		return s.Tasks.Cancel(ctx, in.TaskID, actor(ctx), in.Reason)
+	},
+})
+
+// AbortWait is cks.AbortWait.
+type AbortWait = cks.AbortWait
+
+// StopInput is cks.StopTaskInput.
+type StopInput = cks.StopTaskInput
+
+// StopTask is stop_task.
+var StopTask = define(cks.OpStopTask, &Op[StopInput, ledger.StopResult]{
+	spec: Spec{
+		Title:   "Stop task",
+		Summary: "hold a task in STOPPED, with the abort outcome of a running executor",
+		Description: "Hold a task in STOPPED (ADR 0020): no agent claims it, no sweeper touches it and it burns no attempt until start_task releases it. " +
+			"For a CLAIMED or RUNNING task the executor's lease is revoked and it is asked to abort; with wait (the default) the call waits up to " +
+			"deadline (default 30s) for the executor to confirm. abort.outcome is then abort_confirmed, or abort_unconfirmed when the " +
+			"deadline passed first: the executor named in abort.executor may still be running. The task is STOPPED either way. " +
+			"OPEN, WAITING, BLOCKED, NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks are stopped directly (no abort). " +
+			"A terminal or already STOPPED task is a conflict. Needs stop on /tasks/{task_id}, which does not grant start.",
+		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *StopInput) (ledger.StopResult, error) {
+		d, wait, err := in.Parse()
+		if err != nil {
+			return ledger.StopResult{}, err
+		}
+		return s.control().Stop(ctx, in.TaskID, actor(ctx), in.Reason, d, wait)
+	},
+})
+
+// StartTask is start_task.
+var StartTask = define(cks.OpStartTask, &Op[ReasonInput, store.Task]{
+	spec: Spec{
+		Title:   "Start task",
+		Summary: "release a STOPPED task (OPEN, or WAITING/BLOCKED by its dependencies)",
+		Description: "Release a STOPPED task: it becomes OPEN, or WAITING when a dependency is not COMPLETED at this moment (BLOCKED when one " +
+			"failed or was cancelled). restarts is incremented, attempts is not. The next agent enters it from the top, with the task as it " +
+			"now stands; nothing an aborted attempt recorded counts as current. A task that is not STOPPED is a conflict. " +
+			"Needs start on /tasks/{task_id}.",
+		Permission: auth.PermStart, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *ReasonInput) (store.Task, error) {
+		return s.control().Start(ctx, in.TaskID, actor(ctx), in.Reason)
+	},
+})
+
+// UpdateInput is cks.UpdateTaskInput.
+type UpdateInput = cks.UpdateTaskInput
+
+// UpdateTask is update_task.
+var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
+	spec: Spec{
+		Title:   "Update task",
+		Summary: "edit a task as one operation (path in_place, live or stop_apply_start)",
+		Description: "Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, " +
+			"remove_depends_on, add_children, cancel_children) bump revision; title, priority and metadata do not. A STOPPED, OPEN, WAITING " +
+			"or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material " +
+			"edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; " +
+			"abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live " +
+			"(path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. " +
+			"A dependency that does not exist or would close a cycle is an invalid_argument error, and any error changes nothing. " +
+			"Needs update on /tasks/{task_id}.",
+		Permission: auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{OpenWorld: new(false)},
+	},
+	docs: map[string]string{
+		"title":               "new title (not material)",
+		"description":         "new description (material)",
+		"acceptance_criteria": "new acceptance criteria (material)",
+		"payload":             "new payload, any JSON value (material)",
+		"priority":            "new priority, 0 to 1000 (not material)",
+		"metadata":            "replaces the task's metadata, a JSON object (not material)",
+		"add_depends_on":      "tasks to add as dependencies; each must exist and must not close a cycle (material)",
+		"remove_depends_on":   "dependencies to remove (material)",
+		"add_children":        "child tasks to create under this task, without parent_id (material)",
+		"cancel_children":     "children of this task to cancel (material)",
+	},
+	call: func(ctx context.Context, s *Services, in *UpdateInput) (store.UpdateResult, error) {
+		d, wait, err := in.Parse()
+		if err != nil {
+			return store.UpdateResult{}, err
+		}
+		return s.control().Update(ctx, in.TaskID, actor(ctx), in.TaskPatch, d, wait)
+	},
+})

@@ -1,0 +1,102 @@
+package ops
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// Token management: bearer tokens of principals and their grants. Every
+// call needs admin on /.
+
+// TokenRequest is cks.CreateTokenInput.
+type TokenRequest = cks.CreateTokenInput
+
+// CreatedToken is cks.CreatedToken.
+type CreatedToken = cks.CreatedToken
+
+// TokenList is cks.TokenList.
+type TokenList = cks.TokenList
+
+// TokenInput is cks.TokenInput.
+type TokenInput = cks.TokenInput
+
+// tokenOp declares a token call: admin on /.
+func tokenOp[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
+	o.spec.Permission, o.spec.Resource = auth.PermAdmin, auth.ResourceRoot
+	o.spec.Surfaces, o.spec.Needs = HTTP|CLI, NeedPrincipals
+	return define(e, o)
+}
+
+// CreateToken is create_token.
+var CreateToken = tokenOp(cks.OpCreateToken, &Op[TokenRequest, CreatedToken]{
+	spec: Spec{
+		Title: "Create token", Status: http.StatusCreated,
+		Summary:     "create a bearer token (shown once) with its grants",
+		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
+		Secret:      true,
+	},
+	call: func(ctx context.Context, s *Services, in *TokenRequest) (CreatedToken, error) {
+		grants, name := in.Grants, in.Name
+		if in.TaskID != 0 {
+			if in.TaskID < 0 {
+				return CreatedToken{}, &store.FieldError{Field: "task_id", Expected: "a positive task id"}
+			}
+			if s.Tasks != nil {
+				if _, err := s.Tasks.GetTask(ctx, in.TaskID); err != nil {
+					return CreatedToken{}, err
+				}
+			}
+			grants = append(auth.TaskTokenGrants(in.TaskID), grants...)
+			if name == "" {
+				name = "task/" + strconv.FormatInt(in.TaskID, 10)
+			}
+		}
+		if len(grants) == 0 {
+			return CreatedToken{}, &store.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
+		}
+		p, tok, err := auth.CreateToken(ctx, s.Principals, s.clock(), name, grants)
+		if err != nil {
+			return CreatedToken{}, err
+		}
+		gs, err := s.Principals.GrantsOf(ctx, p.ID)
+		if err != nil {
+			return CreatedToken{}, err
+		}
+		return CreatedToken{PrincipalGrants: store.PrincipalGrants{Principal: p, Grants: gs}, Token: tok}, nil
+	},
+})
+
+// ListTokens is list_tokens.
+var ListTokens = tokenOp(cks.OpListTokens, &Op[struct{}, TokenList]{
+	spec: Spec{
+		Title:       "List tokens",
+		Summary:     "every principal with its grants (never a token or its hash)",
+		Description: "Every principal with its grants, oldest first; never a token or its hash.",
+		Hints:       Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, _ *struct{}) (TokenList, error) {
+		ps, err := s.Principals.ListPrincipals(ctx)
+		if ps == nil {
+			ps = []store.PrincipalGrants{}
+		}
+		return TokenList{Tokens: ps}, err
+	},
+})
+
+// RevokeToken is revoke_token.
+var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[TokenInput, struct{}]{
+	spec: Spec{
+		Title: "Revoke token", Status: http.StatusNoContent,
+		Summary:     "revoke a principal (204); the last admin cannot be revoked",
+		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
+		Hints:       Hints{Idempotent: true, Destructive: new(true)},
+	},
+	call: func(ctx context.Context, s *Services, in *TokenInput) (struct{}, error) {
+		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
+	},
+})

@@ -1,0 +1,89 @@
+package cks
+
+import "time"
+
+// AgentLiveness is one row of cks_agent_liveness (ADR-014): the heartbeat of one
+// standalone agent process instance. A restarted process writes a new row under a
+// new InstanceID; old rows stay as history.
+type AgentLiveness struct {
+	InstanceID        string    `json:"instance_id,omitempty"`
+	ProcessKind       string    `json:"process_kind"`
+	Hostname          string    `json:"hostname,omitempty"`
+	PID               int       `json:"pid,omitempty"`
+	LivenessIntervalS float64   `json:"liveness_interval_s,omitempty"`
+	StartedAt         time.Time `json:"started_at,omitzero"`
+	LastHeartbeatAt   time.Time `json:"last_heartbeat_at,omitzero"`
+	// CurrentTaskID is the outbox task the process holds, nil when idle.
+	CurrentTaskID *int64 `json:"current_task_id"`
+	// CurrentTaskType is denormalised for display; empty when idle.
+	CurrentTaskType string `json:"current_task_type,omitempty"`
+	// DesiredState is "" (no stop requested; rows written before the column
+	// existed read so too) or DesiredStopRequested (ADR-016). It is written
+	// only by RequestAgentStop; UpsertAgentLiveness never changes it.
+	DesiredState string `json:"desired_state,omitempty"`
+}
+
+// DesiredStopRequested is the desired_state of a process asked to stop.
+const DesiredStopRequested = "stop_requested"
+
+// Validate reports the first field of r that a backend must not store.
+func (r AgentLiveness) Validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"instance_id", r.InstanceID}, {"process_kind", r.ProcessKind},
+		{"hostname", r.Hostname}, {"current_task_type", r.CurrentTaskType},
+	} {
+		if err := ValidateText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.InstanceID == "":
+		return fieldError("instance_id", "a non-empty process instance id")
+	case r.ProcessKind == "":
+		return fieldError("process_kind", "a non-empty process kind")
+	case r.Hostname == "":
+		return fieldError("hostname", "a non-empty host name")
+	case r.PID <= 0:
+		return fieldError("pid", "a positive process id")
+	case !(r.LivenessIntervalS > 0):
+		return fieldError("liveness_interval_s", "a positive number of seconds")
+	case r.StartedAt.IsZero():
+		return fieldError("started_at", "a timestamp")
+	case r.LastHeartbeatAt.IsZero():
+		return fieldError("last_heartbeat_at", "a timestamp")
+	}
+	return nil
+}
+
+// ProcessStatus is the computed state of a process instance: alive or
+// stopped by the liveness TTL rule at the time of the read (package
+// liveness), or not_found.
+type ProcessStatus string
+
+// The statuses a process read can have.
+const (
+	// ProcessAlive: the instance heartbeated within 3 × its liveness interval.
+	ProcessAlive ProcessStatus = "alive"
+	// ProcessStopped: the instance's last heartbeat is older than that.
+	ProcessStopped ProcessStatus = "stopped"
+	// ProcessNotFound: no instance of the kind has ever reported (a normal answer).
+	ProcessNotFound ProcessStatus = "not_found"
+)
+
+// Process is one liveness row with its computed status.
+type Process struct {
+	AgentLiveness
+	Status ProcessStatus `json:"status"`
+	// HeartbeatAgeS is the number of seconds since the last heartbeat at read time.
+	HeartbeatAgeS float64 `json:"heartbeat_age_s,omitempty"`
+}
+
+// ProcessStopResult is the answer to a stop request for a process (ADR-016).
+type ProcessStopResult struct {
+	// Found is false when there was no alive instance to ask: the kind
+	// never ran or its newest instance is stopped, or the instance is gone.
+	// That is an answer, not an error.
+	Found       bool   `json:"found"`
+	InstanceID  string `json:"instance_id,omitempty"`
+	ProcessKind string `json:"process_kind,omitempty"`
+}

@@ -1,0 +1,121 @@
+package cks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/cks-dev/cks"
+)
+
+func TestValidateText(t *testing.T) {
+	for _, c := range []struct {
+		in, wantIn string // wantIn: "" when accepted, else a part of the message
+	}{
+		{"", ""}, {"plain", ""}, {"é\u2028\U0001F600\uFFFD", ""}, {"\x01\x7f", ""},
+		{"\x00", "a NUL byte at byte 0"},
+		{"ab\x00", "a NUL byte at byte 2"},
+		{"é\xff", "invalid UTF-8 at byte 2"},
+		{"caf\xc3", "invalid UTF-8 at byte 3"},
+		{"\xed\xa0\x80", "invalid UTF-8 at byte 0"},     // an encoded surrogate
+		{"\xc0\x80", "invalid UTF-8 at byte 0"},         // an overlong NUL
+		{"\xf4\x90\x80\x80", "invalid UTF-8 at byte 0"}, // beyond U+10FFFF
+	} {
+		err := cks.ValidateText("title", c.in)
+		switch {
+		case c.wantIn == "" && err != nil:
+			t.Errorf("ValidateText(%q) = %v, want nil", c.in, err)
+		case c.wantIn != "" && (!cks.IsFieldError(err, "title") || !strings.Contains(err.Error(), c.wantIn) ||
+			!strings.HasPrefix(err.Error(), "invalid title: expected "+cks.ExpectedText)):
+			t.Errorf("ValidateText(%q) = %v, want a FieldError naming title and saying %q", c.in, err, c.wantIn)
+		}
+		if got := cks.ToText(c.in); cks.ValidateText("t", got) != nil || (c.wantIn == "" && got != c.in) {
+			t.Errorf("ToText(%q) = %q", c.in, got)
+		}
+	}
+	if err := cks.ValidateTexts("types", []string{"a", "b\x00"}); !cks.IsFieldError(err, "types") ||
+		!strings.Contains(err.Error(), "of element 1") {
+		t.Errorf("ValidateTexts = %v", err)
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	for _, c := range []struct {
+		in, wantIn string
+	}{
+		{`{"a":"b","c":[1,-2.5e3,true,null]}`, ""},
+		{`{"a":"\\u0000"}`, ""}, // an escaped backslash, then text
+		{`{"a":"\ud83d\ude00\u0001"}`, ""},
+		{`[1e131071, 1e-16383, 0.1e131072]`, ""},
+		{`{"a":"\u0000"}`, `a \u0000 escape at byte 6`},
+		{`{"\u0000":1}`, `a \u0000 escape at byte 2`},
+		{`{"a":"\\\u0000"}`, `a \u0000 escape at byte 8`},
+		{`["\ud800"]`, "an unpaired surrogate escape at byte 2"},
+		{`["\ud800\u0041"]`, "an unpaired surrogate escape at byte 2"},
+		{`["x\udc00"]`, "an unpaired surrogate escape at byte 3"},
+		{"[\"\xff\"]", "invalid UTF-8 at byte 2"},
+		{`[1e131072]`, "numeric"},
+		{`[1e-16384]`, "numeric"},
+		{`[0e1073741823]`, "numeric"},
+		{`[1.` + strings.Repeat("5", 16384) + `]`, "numeric"},
+	} {
+		err := cks.ValidateJSON("payload", []byte(c.in))
+		switch {
+		case c.wantIn == "" && err != nil:
+			t.Errorf("ValidateJSON(%.40q) = %v, want nil", c.in, err)
+		case c.wantIn != "" && (!cks.IsFieldError(err, "payload") || !strings.Contains(err.Error(), c.wantIn)):
+			t.Errorf("ValidateJSON(%.40q) = %v, want a FieldError naming payload and saying %q", c.in, err, c.wantIn)
+		}
+	}
+}
+
+// FuzzValidateJSON: the scanner never panics, and JSON it accepts decodes
+// to strings and keys without a NUL, in UTF-8, and stays accepted in its
+// canonical form.
+func FuzzValidateJSON(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, `{"a":"\u0000"}`, `["\ud800\udc00"]`, `["\ud800"]`, `[1e131072]`,
+		`{"a":"\\u0000"}`, "[\"\xff\"]", `[-0.5e-16383]`, `"\u00e9"`, `{"a":[{"b":"\"\\\/\b\f\n\r\t"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := cks.ValidateJSON("f", b)
+		if err != nil || !json.Valid(b) {
+			return
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			check := func(s string) {
+				if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+					t.Fatalf("accepted %q holds the string %q", b, s)
+				}
+			}
+			switch v := v.(type) {
+			case string:
+				check(v)
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			case map[string]any:
+				for k, e := range v {
+					check(k)
+					walk(e)
+				}
+			}
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		walk(v)
+		if c, err := cks.CanonicalJSON(b); err == nil {
+			if err := cks.ValidateJSON("f", c); err != nil {
+				t.Fatalf("accepted %q, refused its canonical form %q: %v", b, c, err)
+			}
+		}
+	})
+}
