@@ -353,7 +353,8 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 			t.Fatal(got, err)
 		}
 		c := clock.NewFake(storetest.T0)
-		ex := worker.New(st, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c})
+		w := &watched{Store: st, checked: make(chan struct{})}
+		ex := worker.New(w, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, got[0], func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -361,6 +362,10 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 			return worker.Result{}, ctx.Err()
 		})
 		wait(t, started, "the resolver to start")
+		// The abort watch checks every lease once when its listener
+		// connects; a check after the reclaim would find the loss before
+		// the heartbeat does (and stop it), so reclaim only after it.
+		wait(t, w.checked, "the abort watch's first check")
 		// Reclaim as the reaper does once the lease is stale. On Postgres the
 		// reaper skips a row a heartbeat holds locked at that instant, so
 		// try until it got it.
@@ -439,6 +444,22 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 		if r := report(t, rep); r.Outcome != worker.Completed {
 			t.Fatalf("report %+v", r)
 		}
+	})
+}
+
+// watched is a store whose change watch closes checked once the first call
+// of its callback (the check a watch makes when its listener connects) has
+// returned.
+type watched struct {
+	store.Store
+	once    sync.Once
+	checked chan struct{}
+}
+
+func (w *watched) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
+	return w.Store.WatchChanges(ctx, topics, func(topic string) {
+		f(topic)
+		w.once.Do(func() { close(w.checked) })
 	})
 }
 
