@@ -198,6 +198,15 @@ type TaskExecutor interface {
 	// with LockUpdateSkip, in claim order (priority descending, then
 	// created_at, then id).
 	TaskClaimable(ctx context.Context, p TaskClaimableParams) ([]TaskRow, error)
+	// TaskClaim leases up to Limit of the tasks TaskClaimable would read,
+	// in one statement where the dialect allows (Postgres: an UPDATE of
+	// the rows locked SKIP LOCKED, whose events a data-modifying CTE
+	// inserts; SQLite: the same statements in its one writer's
+	// transaction). The i-th row in claim order gets LeaseTokenHashes[i]
+	// (so at most len(LeaseTokenHashes) rows are claimed) and the values
+	// of p — nothing is decided here — and one event. It returns the rows
+	// as written, in claim order, with their dependencies.
+	TaskClaim(ctx context.Context, p TaskClaimParams) ([]TaskClaimed, error)
 	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
 	// not renewed since RenewedBefore, locked with LockUpdateSkip, by id.
 	TaskLeaseExpired(ctx context.Context, p TaskLeaseExpiredParams) ([]TaskRow, error)
@@ -216,6 +225,12 @@ type TaskExecutor interface {
 	// TaskDepList returns the dependency edges of the tasks ids (their
 	// dependencies), ordered by task then dependency.
 	TaskDepList(ctx context.Context, ids []int64) ([]TaskDep, error)
+	// TaskDepListAdjacent returns the dependency edges with an end among
+	// ids — their dependencies and their dependants' edges to them —
+	// ordered by task then dependency, each once: one statement tells a
+	// completion the task's own dependencies and whether anything waits
+	// for it.
+	TaskDepListAdjacent(ctx context.Context, ids []int64) ([]TaskDep, error)
 	// TaskDependants reads the tasks in State that depend on any of
 	// DependsOn, ordered by id, locked as asked.
 	TaskDependants(ctx context.Context, p TaskDependantsParams) ([]TaskRow, error)
@@ -276,6 +291,33 @@ type TaskClaimableParams struct {
 	// Now: tasks whose run_after is later are held back.
 	Now   time.Time
 	Limit int
+}
+
+// TaskClaimParams is one claim: the selection of TaskClaimable and what
+// every claimed row becomes. Each row is written with State To, attempts
+// increased by AttemptsAdded, ClaimedBy, ClaimedAt = LeaseRenewedAt =
+// UpdatedAt = StateChangedAt = Now, its lease token hash, LeaseExpiresAt,
+// LeaseMs and RunAfter (zero: NULL); its event is (Now, ClaimedBy, State →
+// To, the new attempts, Reason).
+type TaskClaimParams struct {
+	TaskClaimableParams
+	// LeaseTokenHashes are the hashes of the claim's lease tokens, one per
+	// row in claim order; the plain tokens never reach the database.
+	LeaseTokenHashes []string
+	To               string
+	AttemptsAdded    int
+	ClaimedBy        string
+	LeaseExpiresAt   time.Time
+	LeaseMs          int64
+	RunAfter         time.Time
+	Reason           string
+}
+
+// TaskClaimed is a row a claim wrote, with the ids of its dependencies in
+// order.
+type TaskClaimed struct {
+	TaskRow
+	DependsOn []int64
 }
 
 // TaskLeaseExpiredParams selects leases a reaper reclaims.

@@ -43,6 +43,11 @@ func (e recording) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 	return e.Executor.TaskClaimable(ctx, p)
 }
 
+func (e recording) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	e.r.note("claimable", p.Excluded)
+	return e.Executor.TaskClaim(ctx, p)
+}
+
 func (e recording) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
 	e.r.note("lease expired", p.Excluded)
 	return e.Executor.TaskLeaseExpired(ctx, p)

@@ -27,6 +27,8 @@ type Service struct {
 	clock clock.Clock
 	// jitter is the random fraction of a retry's backoff (Backoff's r).
 	jitter func() float64
+	// completer groups the Complete and Fail calls of this process.
+	completer completer
 }
 
 var (
@@ -38,7 +40,8 @@ var (
 // (store.WithClock), which tells the time of every write whose time is not
 // an argument.
 func NewService(db driver.Driver, opts ...store.Option) *Service {
-	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64}
+	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64,
+		completer: completer{max: maxFlushes}}
 }
 
 // Batch sizes of the sweeps that work through many rows in one transaction.

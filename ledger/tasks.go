@@ -280,8 +280,11 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim implements store.Tasks: the claimable tasks are read locked (SKIP
-// LOCKED: another claimer's are passed over) and leased in one write.
+// Claim implements store.Tasks in one driver statement (TaskClaim): the
+// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
+// over), leased and given their CLAIMED events at once. The lease tokens
+// are made here, one per task the claim may take; only their hashes go to
+// the driver, and each plain token only to this caller.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
@@ -289,33 +292,36 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 	if err := store.ValidateClaim(worker, n, d); err != nil {
 		return nil, err
 	}
+	// The one move a claim makes, checked against the table once.
+	if err := Check(Open, Claimed); err != nil {
+		return nil, err
+	}
+	tokens := make([]string, n)
+	hashes := make([]string, n)
+	for i := range tokens {
+		tokens[i] = store.NewLeaseToken()
+		hashes[i] = store.HashLeaseToken(tokens[i])
+	}
 	var out []store.ClaimedTask
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		out = nil
-		rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: string(Open),
-			Excluded: strs(DispatchExcluded[:]), Types: types, Now: now, Limit: n})
-		if err != nil || len(rows) == 0 {
+		rows, err := ex.TaskClaim(ctx, driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: string(Open), Excluded: strs(DispatchExcluded[:]),
+				Types: types, Now: now, Limit: n},
+			LeaseTokenHashes: hashes, To: string(Claimed), AttemptsAdded: 1, ClaimedBy: worker,
+			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed"})
+		if err != nil {
 			return err
 		}
-		tokens := make(map[int64]string, len(rows))
-		moves := make([]move, len(rows))
+		out = make([]store.ClaimedTask, len(rows))
 		for i, r := range rows {
-			moves[i] = move{row: r, to: Claimed, actor: worker, reason: "claimed", set: func(r *driver.TaskRow) {
-				tokens[r.ID] = lease(r, now, worker, d)
-				r.Attempts++
-				r.RunAfter = time.Time{}
-			}}
-		}
-		claimed, err := transition(ctx, ex, now, moves)
-		if err != nil {
-			return err
-		}
-		ts, err := tasksOf(ctx, ex, claimed...)
-		if err != nil {
-			return err
-		}
-		for _, t := range ts {
-			out = append(out, store.ClaimedTask{Task: t, LeaseToken: tokens[t.ID]})
+			// The driver hands the hashes out in claim order; the token
+			// of a row is the one whose hash it got.
+			k := slices.Index(hashes, r.LeaseTokenHash)
+			if k < 0 {
+				return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
+			}
+			out[i] = store.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn), LeaseToken: tokens[k]}
 		}
 		return nil
 	})
@@ -333,18 +339,14 @@ func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (stor
 	})
 }
 
-// Touch implements store.Tasks.
+// Touch implements store.Tasks. Heartbeats go through the completer
+// with Complete and Fail: the leases one process renews concurrently are
+// renewed in one transaction, each fenced by its own token.
 func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, Claimed, Running, Reviewing)
-		if err != nil {
-			return err
-		}
-		cur.LeaseRenewedAt, cur.UpdatedAt = now, now
-		cur.LeaseExpiresAt = now.Add(time.Duration(cur.LeaseMs) * time.Millisecond)
-		_, err = ex.TaskUpdateMany(ctx, []driver.TaskRow{cur})
-		return err
-	})
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return false, err
+	}
+	_, err := s.submit(ctx, &finish{id: id, token: token, touch: true})
 	return err == nil, err
 }
 
@@ -376,40 +378,106 @@ func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toEvidence(e), err
 }
 
-// Complete implements store.Tasks.
+// Complete implements store.Tasks. Concurrent calls of one process are
+// grouped into one transaction (the completer), each fenced by its own
+// token and told its own outcome after the commit.
 func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
 	if err := store.ValidateText("result", result); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		to, reason := Completed, "completed"
-		if needsReview {
-			to, reason = NeedsReview, "needs review"
-		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
-			set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }})
-		if err != nil || to != Completed {
-			return out, err
-		}
-		return out, releaseDependants(ctx, ex, now, id)
-	})
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Task{}, err
+	}
+	return s.submit(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
 
-// releaseDependants moves the WAITING dependants of the just completed task
-// id whose dependencies are now all COMPLETED to OPEN. Nothing more is read
-// when it has none. It locks the dependants first, in a statement of its
-// own, so that the states of their dependencies are read in a later
-// statement, after any concurrent completion of another of them has
-// committed (Postgres, READ COMMITTED: two such completions would otherwise
-// each miss the other's and leave the dependant WAITING).
-func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, id int64) error {
-	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{id}, State: string(Waiting),
+// completion is the move of Complete on cur (read, locked and fenced):
+// COMPLETED, or NEEDS_REVIEW when the executor asks for a review, with the
+// result recorded and the lease revoked.
+func completion(cur driver.TaskRow, needsReview bool, result string) move {
+	to, reason := Completed, "completed"
+	if needsReview {
+		to, reason = NeedsReview, "needs review"
+	}
+	return move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+		set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }}
+}
+
+// finished returns the tasks of rows, just written in ex's transaction,
+// with their dependencies, and the set of those something depends on, and
+// releases the dependants of those that are now COMPLETED. One statement reads the dependency edges at both ends of
+// every row (TaskDepListAdjacent): a task's own dependencies, and whether
+// anything depends on it; only a task something depends on costs the
+// dependants' release its statements. The edges are read after the rows
+// were locked and written, so an enqueue or edit that adds a dependant
+// concurrently has either committed (its edge is read here) or waits for
+// this transaction and then sees the task COMPLETED (depState).
+func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]store.Task, map[int64]bool, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	edges, err := ex.TaskDepListAdjacent(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	own := map[int64][]int64{}
+	waitedFor := map[int64]bool{}
+	for _, e := range edges {
+		own[e.TaskID] = append(own[e.TaskID], e.DependsOn)
+		waitedFor[e.DependsOn] = true
+	}
+	out := make([]store.Task, len(rows))
+	var done []int64
+	for i, r := range rows {
+		// own also holds the edges of a row that depends on another row
+		// of the batch: those are its dependencies too.
+		out[i] = toTask(r, own[r.ID])
+		if State(r.State) == Completed && waitedFor[r.ID] {
+			done = append(done, r.ID)
+		}
+	}
+	if len(done) > 0 {
+		if err := releaseDependants(ctx, ex, now, done...); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, waitedFor, nil
+}
+
+// releaseDependants moves the WAITING dependants of the just completed
+// tasks ids whose dependencies are now all COMPLETED to OPEN (reason: the
+// first of ids each depends on). It locks the dependants first, in a
+// statement of its own, so that the states of their dependencies are read
+// in a later statement, after any concurrent completion of another of them
+// has committed (Postgres, READ COMMITTED: two such completions would
+// otherwise each miss the other's and leave the dependant WAITING).
+func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, ids ...int64) error {
+	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: ids, State: string(Waiting),
 		Lock: driver.LockUpdate})
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
-	moves, err := released(ctx, ex, waiting, func(driver.TaskRow) move {
-		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", id)}
+	var deps map[int64][]int64
+	if len(ids) > 1 {
+		// Which of ids each dependant waited for names it in the reason.
+		wids := make([]int64, len(waiting))
+		for i, r := range waiting {
+			wids[i] = r.ID
+		}
+		if deps, err = depsOf(ctx, ex, wids...); err != nil {
+			return err
+		}
+	}
+	moves, err := released(ctx, ex, waiting, func(r driver.TaskRow) move {
+		last := ids[0]
+		for _, id := range ids {
+			if slices.Contains(deps[r.ID], id) {
+				last = id
+				break
+			}
+		}
+		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", last)}
 	})
 	if err != nil {
 		return err
@@ -492,29 +560,15 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 	return n, nil
 }
 
-// Fail implements store.Tasks.
+// Fail implements store.Tasks, through the completer as Complete.
 func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
 	if err := store.ValidateText("reason", reason); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if retryable && cur.Attempts < cur.MaxAttempts {
-			runAfter := now.Add(Backoff(cur.Attempts, s.jitter()))
-			return moveOne(ctx, ex, now, move{row: cur, to: Open, actor: cur.ClaimedBy, reason: "retry: " + reason,
-				set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }})
-		}
-		why := reason
-		if retryable {
-			why = "max attempts: " + reason
-		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: Failed, actor: cur.ClaimedBy, reason: why,
-			set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }})
-		if err != nil {
-			return out, err
-		}
-		_, err = blockDependants(ctx, ex, now, "ledger", id, Failed, why)
-		return out, err
-	})
+	if err := store.ValidateText("lease_token", token); err != nil {
+		return store.Task{}, err
+	}
+	return s.submit(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput implements store.Tasks.
@@ -582,18 +636,28 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 	if err := store.ValidateText("note", note); err != nil {
 		return store.Task{}, err
 	}
-	return s.onLease(ctx, id, token, []State{Reviewing}, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+	var out store.Task
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := leased(ctx, ex, id, token, Reviewing)
+		if err != nil {
+			return err
+		}
 		to, reason := Open, "review rejected: "+note
 		if approve {
 			to, reason = Completed, "review approved: "+note
 		}
-		out, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
+		r, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
 			set: func(r *driver.TaskRow) { r.ReviewNote, r.RunAfter = note, time.Time{}; revoke(r) }})
-		if err != nil || !approve {
-			return out, err
+		if err != nil {
+			return err
 		}
-		return out, releaseDependants(ctx, ex, now, id)
+		ts, _, err := finished(ctx, ex, now, []driver.TaskRow{r})
+		if err == nil {
+			out = ts[0]
+		}
+		return err
 	})
+	return out, err
 }
 
 // Cancel implements store.Tasks.

@@ -72,6 +72,15 @@ func insert(t testing.TB, ex driver.Executor, rows ...driver.TaskRow) []int64 {
 	return out
 }
 
+// claimedIDs are the ids of claimed rows, in order.
+func claimedIDs(rows []driver.TaskClaimed) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
 // get reads one task.
 func get(t testing.TB, ex driver.Executor, id int64) driver.TaskRow {
 	t.Helper()
@@ -278,6 +287,69 @@ func Tasks(t *testing.T, newDB NewDB) {
 			t.Fatalf("claimable while %d is held = %v, want [%d]", got[1], g, got[5])
 		}
 	})
+	t.Run("Claim", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		mk := func(typ string, prio, created, attempts int) driver.TaskRow {
+			r := task(typ, stOpen)
+			r.Priority, r.CreatedAt, r.Attempts, r.RunAfter = prio, sec(created), attempts, sec(-5)
+			return r
+		}
+		got := insert(t, ex, mk("a", 1, 0, 0), mk("b", 5, 0, 2), mk("a", 1, -1, 0), mk("c", 3, 0, 0), task("a", stParked))
+		must(t, "dependency insert", ex.TaskDepInsertMany(ctx, []driver.TaskDep{
+			{TaskID: got[1], DependsOn: got[3]}, {TaskID: got[1], DependsOn: got[0]}}))
+		p := driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: stOpen, Excluded: []string{stParked}, Now: sec(60), Limit: 3},
+			LeaseTokenHashes:    []string{"h1", "h2", "h3", "h4"}, To: stClaimed, AttemptsAdded: 1, ClaimedBy: "w",
+			LeaseExpiresAt: sec(120), LeaseMs: 60000, Reason: "claimed"}
+		claimed, err := ex.TaskClaim(ctx, p)
+		skipUnsupported(t, "claim", err)
+		// Claim order; the i-th row gets the i-th hash; Limit caps it.
+		if want := []int64{got[1], got[3], got[2]}; !slices.Equal(claimedIDs(claimed), want) {
+			t.Fatalf("claimed %v, want %v", claimedIDs(claimed), want)
+		}
+		for i, c := range claimed {
+			want := get(t, ex, c.ID)
+			sameTask(t, c.TaskRow, want)
+			if c.State != stClaimed || c.LeaseTokenHash != p.LeaseTokenHashes[i] || c.ClaimedBy != "w" ||
+				!c.ClaimedAt.Equal(sec(60)) || !c.LeaseRenewedAt.Equal(sec(60)) || !c.LeaseExpiresAt.Equal(sec(120)) ||
+				c.LeaseMs != 60000 || !c.RunAfter.IsZero() || !c.UpdatedAt.Equal(sec(60)) || !c.StateChangedAt.Equal(sec(60)) {
+				t.Errorf("claimed row %d: %+v", i, c.TaskRow)
+			}
+		}
+		if claimed[0].Attempts != 3 || claimed[1].Attempts != 1 {
+			t.Errorf("attempts %d %d, want 3 1 (increased by AttemptsAdded)", claimed[0].Attempts, claimed[1].Attempts)
+		}
+		if want := []int64{got[0], got[3]}; !slices.Equal(claimed[0].DependsOn, want) || claimed[1].DependsOn != nil {
+			t.Errorf("dependencies %v %v, want %v and none", claimed[0].DependsOn, claimed[1].DependsOn, want)
+		}
+		evs, err := ex.TaskEventList(ctx, got[1])
+		must(t, "event list", err)
+		if len(evs) != 1 || evs[0].From != stOpen || evs[0].To != stClaimed || evs[0].Actor != "w" ||
+			evs[0].Attempt != 3 || evs[0].Reason != "claimed" || !evs[0].At.Equal(sec(60)) {
+			t.Errorf("claim event %+v", evs)
+		}
+		// Only the last OPEN row is left; fewer hashes than Limit cap the
+		// claim too; one type, then several.
+		p.Types, p.LeaseTokenHashes = []string{"b"}, []string{"h5"}
+		if c, err := ex.TaskClaim(ctx, p); err != nil || len(c) != 0 {
+			t.Fatalf("claim of type b: %v %v, want none", claimedIDs(c), err)
+		}
+		p.Types = []string{"b", "a"}
+		c, err := ex.TaskClaim(ctx, p)
+		must(t, "claim", err)
+		if !slices.Equal(claimedIDs(c), []int64{got[0]}) || c[0].LeaseTokenHash != "h5" {
+			t.Fatalf("claim of types b, a = %v", claimedIDs(c))
+		}
+		p.Types = nil
+		if c, err := ex.TaskClaim(ctx, p); err != nil || len(c) != 0 {
+			t.Fatalf("claim of an empty queue: %v %v", claimedIDs(c), err)
+		}
+		if r := get(t, ex, got[4]); r.State != stParked {
+			t.Fatalf("excluded task: %s", r.State)
+		}
+	})
 	t.Run("LeaseExpired", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
@@ -406,6 +478,20 @@ func Tasks(t *testing.T, newDB NewDB) {
 		}
 		if l, _ := ex.TaskDepList(ctx, []int64{o}); !slices.Equal(l, []driver.TaskDep{dep(o, a)}) {
 			t.Fatalf("after the refused insert: %v", l)
+		}
+		// Both ends: w1's own edges and the edges into b, each once.
+		adj, err := ex.TaskDepListAdjacent(ctx, []int64{w1, b, 999})
+		must(t, "adjacent dependency list", err)
+		if want := []driver.TaskDep{dep(w1, a), dep(w1, b), dep(w2, b)}; !slices.Equal(adj, want) {
+			t.Fatalf("edges at w1 and b = %v, want %v", adj, want)
+		}
+		adj, err = ex.TaskDepListAdjacent(ctx, []int64{a})
+		must(t, "adjacent dependency list", err)
+		if want := []driver.TaskDep{dep(w1, a), dep(w2, a), dep(o, a)}; !slices.Equal(adj, want) {
+			t.Fatalf("edges at a = %v, want %v", adj, want)
+		}
+		if adj, err := ex.TaskDepListAdjacent(ctx, []int64{999}); err != nil || len(adj) != 0 {
+			t.Fatalf("edges at no task = %v %v", adj, err)
 		}
 		// Dependants in one state, each once, by id, under every lock.
 		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate, driver.LockUpdateSkip, driver.LockShare} {

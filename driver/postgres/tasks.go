@@ -212,6 +212,67 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 	return taskRows(rows), nil
 }
 
+// TaskClaim implements driver.TaskExecutor: one statement of the form
+// TaskClaimable would use.
+func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	limit := min(p.Limit, len(p.LeaseTokenHashes))
+	if limit <= 0 {
+		return nil, nil
+	}
+	now := store.Time(p.Now)
+	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
+		LeaseTokenHashes: p.LeaseTokenHashes[:limit], ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded),
+		ClaimedBy: p.ClaimedBy, LeaseExpiresAt: store.Time(p.LeaseExpiresAt), LeaseMs: p.LeaseMs,
+		RunAfter: nullTime(p.RunAfter), Reason: p.Reason}
+	var (
+		rows []dbsqlc.TaskClaimRow
+		err  error
+	)
+	switch len(p.Types) {
+	case 0:
+		rows, err = e.d.q.TaskClaim(ctx, e.db, q)
+	case 1:
+		var typed []dbsqlc.TaskClaimOfTypeRow
+		typed, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
+			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+		for _, r := range typed {
+			rows = append(rows, dbsqlc.TaskClaimRow(r))
+		}
+	default:
+		var typed []dbsqlc.TaskClaimOfTypesRow
+		typed, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
+			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+		for _, r := range typed {
+			rows = append(rows, dbsqlc.TaskClaimRow(r))
+		}
+	}
+	if err != nil {
+		return nil, mapErr("task claim", err)
+	}
+	out := make([]driver.TaskClaimed, len(rows))
+	for i, r := range rows {
+		row := taskRows([]dbsqlc.CksOutboxTask{{TaskID: r.TaskID, Type: r.Type, Title: r.Title,
+			Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria, Payload: r.Payload,
+			State: r.State, Priority: r.Priority, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
+			Restarts: r.Restarts, Revision: r.Revision, ParentID: r.ParentID, DedupeKey: r.DedupeKey,
+			CreatedBy: r.CreatedBy, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt,
+			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: r.LeaseExpiresAt, LeaseRenewedAt: r.LeaseRenewedAt,
+			LeaseMs: r.LeaseMs, RunAfter: r.RunAfter, Result: r.Result, LastError: r.LastError,
+			Question: r.Question, Answer: r.Answer, ReviewNote: r.ReviewNote, CreatedAt: r.CreatedAt,
+			UpdatedAt: r.UpdatedAt, StateChangedAt: r.StateChangedAt, Metadata: r.Metadata}})[0]
+		var deps []int64
+		if len(r.DependsOn) > 0 {
+			deps = r.DependsOn
+		}
+		out[i] = driver.TaskClaimed{TaskRow: row, DependsOn: deps}
+	}
+	return out, nil
+}
+
 // nonNil is s, or an empty list for nil (a nil slice is a NULL array,
 // and x <> ALL(NULL) is NULL, not true).
 func nonNil[T any](s []T) []T {
@@ -300,6 +361,22 @@ func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskD
 		return nil, nil
 	}
 	rows, err := e.d.q.TaskDepList(ctx, e.db, ids)
+	if err != nil {
+		return nil, mapErr("task dependency list", err)
+	}
+	out := make([]driver.TaskDep, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskDep{TaskID: r.TaskID, DependsOn: r.DependsOn}
+	}
+	return out, nil
+}
+
+// TaskDepListAdjacent implements driver.TaskExecutor.
+func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := e.d.q.TaskDepListAdjacent(ctx, e.db, ids)
 	if err != nil {
 		return nil, mapErr("task dependency list", err)
 	}

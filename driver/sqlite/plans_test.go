@@ -137,6 +137,13 @@ func TestQueriesUseIndexes(t *testing.T) {
 			[]string{"idx_edges_src", "idx_edges_dst"}, nil},
 		{"fork listing", "ForkList", []any{sql.Named("after", 0), sql.Named("lim", 100)},
 			[]string{"idx_objects_forked", "idx_object_versions_head"}, []string{"SCAN cks_objects", "SCAN v", "SCAN cks_object_versions"}},
+		// The edges at both ends of the tasks a completion ends: the
+		// primary key for task_id, the dependency index for depends_on,
+		// never a scan of the edges.
+		{"edges at both ends of a task", "TaskDepListAdjacentOf", []any{sql.Named("task_id", 1)},
+			[]string{"idx_task_deps_depends_on"}, []string{"SCAN cks_task_deps"}},
+		{"edges at both ends of tasks", "TaskDepListAdjacent", []any{sql.Named("ids", `[1,2,3]`)},
+			[]string{"idx_task_deps_depends_on"}, []string{"SCAN cks_task_deps"}},
 		// The heads are read in version order from the object's versions
 		// (idx_object_versions_version), never from a scan.
 		{"heads of an object", "VersionListHeads", []any{sql.Named("object_id", 1)},

@@ -171,6 +171,58 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 	return taskRows(rows)
 }
 
+// TaskClaim implements driver.TaskExecutor with TaskClaimable's read and
+// one prepared update and event insert per row, in the one writer's
+// transaction (SQLite has no round trip to save).
+func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	limit := min(p.Limit, len(p.LeaseTokenHashes))
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []driver.TaskClaimed
+	err := e.write(ctx, "task claim", func(w *wtx) error {
+		out = nil
+		in := &executor{d: e.d, read: w, tx: w}
+		sel := p.TaskClaimableParams
+		sel.Limit = limit
+		rows, err := in.TaskClaimable(ctx, sel)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		events := make([]driver.TaskEventRow, len(rows))
+		ids := make([]int64, len(rows))
+		for i := range rows {
+			r := &rows[i]
+			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, p.ClaimedBy, p.Now
+			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = p.LeaseTokenHashes[i], p.LeaseExpiresAt, p.Now
+			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = p.LeaseMs, p.RunAfter, p.Now, p.Now
+			events[i] = driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State, To: p.To,
+				Attempt: r.Attempts, Reason: p.Reason}
+			ids[i] = r.ID
+		}
+		if _, err := in.TaskUpdateMany(ctx, rows); err != nil {
+			return err
+		}
+		if err := in.TaskEventInsertMany(ctx, events); err != nil {
+			return err
+		}
+		deps, err := in.TaskDepList(ctx, ids)
+		if err != nil {
+			return err
+		}
+		byTask := map[int64][]int64{}
+		for _, d := range deps {
+			byTask[d.TaskID] = append(byTask[d.TaskID], d.DependsOn)
+		}
+		out = make([]driver.TaskClaimed, len(rows))
+		for i, r := range rows {
+			out[i] = driver.TaskClaimed{TaskRow: r, DependsOn: byTask[r.ID]}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // TaskLeaseExpired implements driver.TaskExecutor.
 func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
 	expired, renewed := fmtTime(p.ExpiredAt), fmtTime(p.RenewedBefore)
@@ -267,6 +319,30 @@ func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskD
 		rows, err = e.d.q.TaskDepListOf(ctx, e.read, ids[0])
 	} else {
 		rows, err = e.d.q.TaskDepList(ctx, e.read, jsonList(ids))
+	}
+	if err != nil {
+		return nil, mapErr("task dependency list", err)
+	}
+	out := make([]driver.TaskDep, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskDep{TaskID: r.TaskID, DependsOn: r.DependsOn}
+	}
+	return out, nil
+}
+
+// TaskDepListAdjacent implements driver.TaskExecutor.
+func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var (
+		rows []dbsqlc.CksTaskDep
+		err  error
+	)
+	if len(ids) == 1 {
+		rows, err = e.d.q.TaskDepListAdjacentOf(ctx, e.read, ids[0])
+	} else {
+		rows, err = e.d.q.TaskDepListAdjacent(ctx, e.read, jsonList(ids))
 	}
 	if err != nil {
 		return nil, mapErr("task dependency list", err)

@@ -171,6 +171,103 @@ ORDER BY priority DESC, created_at, task_id
 LIMIT @max
 FOR UPDATE SKIP LOCKED;
 
+-- A claim in one statement: the claimable rows are locked as
+-- TaskClaimable locks them (the same three forms, for the same plans),
+-- numbered in claim order, given the lease token hash of their number,
+-- written with the values the ledger passes, and each gets its event in
+-- the same statement (a data-modifying CTE); the rows come back as written,
+-- with their dependencies.
+
+-- name: TaskClaim :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = @state AND o.state <> ALL(@excluded::text[])
+        AND (o.run_after IS NULL OR o.run_after <= @now)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
+        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.*
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+)
+SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id;
+
+-- name: TaskClaimOfType :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = @state AND o.state <> ALL(@excluded::text[]) AND o.type = @type
+        AND (o.run_after IS NULL OR o.run_after <= @now)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
+        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.*
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+)
+SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id;
+
+-- name: TaskClaimOfTypes :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = @state AND o.state <> ALL(@excluded::text[]) AND o.type = ANY(@types::text[])
+        AND (o.run_after IS NULL OR o.run_after <= @now)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
+        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.*
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+)
+SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id;
+
 -- name: TaskLeaseExpired :many
 SELECT * FROM cks_outbox_tasks
 WHERE state = ANY(@states::text[]) AND state <> ALL(@excluded::text[])
@@ -227,6 +324,13 @@ WHERE d.task_id = u.task_id AND d.depends_on = u.depends_on;
 -- name: TaskDepList :many
 SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id = ANY(@ids::bigint[])
+ORDER BY task_id, depends_on;
+
+-- Both ends: idx_task_deps' primary key serves task_id, the dependency
+-- index depends_on (a BitmapOr of the two).
+-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ANY(@ids::bigint[]) OR depends_on = ANY(@ids::bigint[])
 ORDER BY task_id, depends_on;
 
 -- The dependants are read by primary key from the ids the dependency index

@@ -484,6 +484,458 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
+const taskClaim = `-- name: TaskClaim :many
+
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = $1 AND o.state <> ALL($2::text[])
+        AND (o.run_after IS NULL OR o.run_after <= $3)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest($5::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = $6::text, attempts = t.attempts + $7::int,
+        claimed_by = $8::text, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $9::timestamptz, lease_renewed_at = $3::timestamptz,
+        lease_ms = $10::bigint, run_after = $11::timestamptz,
+        updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, $3::timestamptz, $8::text, $1::text, $6::text, c.attempts, $12::text FROM claimed c
+)
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id
+`
+
+type TaskClaimParams struct {
+	State            string
+	Excluded         []string
+	Now              *time.Time
+	Max              int32
+	LeaseTokenHashes []string
+	ToState          string
+	AttemptsAdded    int32
+	ClaimedBy        string
+	LeaseExpiresAt   time.Time
+	LeaseMs          int64
+	RunAfter         *time.Time
+	Reason           string
+}
+
+type TaskClaimRow struct {
+	TaskID             int64
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          *time.Time
+	LeaseTokenHash     string
+	LeaseExpiresAt     *time.Time
+	LeaseRenewedAt     *time.Time
+	LeaseMs            int64
+	RunAfter           *time.Time
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StateChangedAt     *time.Time
+	Metadata           []byte
+	DependsOn          []int64
+}
+
+// A claim in one statement: the claimable rows are locked as
+// TaskClaimable locks them (the same three forms, for the same plans),
+// numbered in claim order, given the lease token hash of their number,
+// written with the values the ledger passes, and each gets its event in
+// the same statement (a data-modifying CTE); the rows come back as written,
+// with their dependencies.
+func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
+	rows, err := db.Query(ctx, taskClaim,
+		arg.State,
+		arg.Excluded,
+		arg.Now,
+		arg.Max,
+		arg.LeaseTokenHashes,
+		arg.ToState,
+		arg.AttemptsAdded,
+		arg.ClaimedBy,
+		arg.LeaseExpiresAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Reason,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskClaimRow
+	for rows.Next() {
+		var i TaskClaimRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+			&i.DependsOn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskClaimOfType = `-- name: TaskClaimOfType :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = $1 AND o.state <> ALL($2::text[]) AND o.type = $3
+        AND (o.run_after IS NULL OR o.run_after <= $4)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = $7::text, attempts = t.attempts + $8::int,
+        claimed_by = $9::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $10::timestamptz, lease_renewed_at = $4::timestamptz,
+        lease_ms = $11::bigint, run_after = $12::timestamptz,
+        updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, $4::timestamptz, $9::text, $1::text, $7::text, c.attempts, $13::text FROM claimed c
+)
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id
+`
+
+type TaskClaimOfTypeParams struct {
+	State            string
+	Excluded         []string
+	Type             string
+	Now              *time.Time
+	Max              int32
+	LeaseTokenHashes []string
+	ToState          string
+	AttemptsAdded    int32
+	ClaimedBy        string
+	LeaseExpiresAt   time.Time
+	LeaseMs          int64
+	RunAfter         *time.Time
+	Reason           string
+}
+
+type TaskClaimOfTypeRow struct {
+	TaskID             int64
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          *time.Time
+	LeaseTokenHash     string
+	LeaseExpiresAt     *time.Time
+	LeaseRenewedAt     *time.Time
+	LeaseMs            int64
+	RunAfter           *time.Time
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StateChangedAt     *time.Time
+	Metadata           []byte
+	DependsOn          []int64
+}
+
+func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfTypeParams) ([]TaskClaimOfTypeRow, error) {
+	rows, err := db.Query(ctx, taskClaimOfType,
+		arg.State,
+		arg.Excluded,
+		arg.Type,
+		arg.Now,
+		arg.Max,
+		arg.LeaseTokenHashes,
+		arg.ToState,
+		arg.AttemptsAdded,
+		arg.ClaimedBy,
+		arg.LeaseExpiresAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Reason,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskClaimOfTypeRow
+	for rows.Next() {
+		var i TaskClaimOfTypeRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+			&i.DependsOn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskClaimOfTypes = `-- name: TaskClaimOfTypes :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = $1 AND o.state <> ALL($2::text[]) AND o.type = ANY($3::text[])
+        AND (o.run_after IS NULL OR o.run_after <= $4)
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT l.task_id, h.hash
+    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = $7::text, attempts = t.attempts + $8::int,
+        claimed_by = $9::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $10::timestamptz, lease_renewed_at = $4::timestamptz,
+        lease_ms = $11::bigint, run_after = $12::timestamptz,
+        updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+), events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT c.task_id, $4::timestamptz, $9::text, $1::text, $7::text, c.attempts, $13::text FROM claimed c
+)
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id
+`
+
+type TaskClaimOfTypesParams struct {
+	State            string
+	Excluded         []string
+	Types            []string
+	Now              *time.Time
+	Max              int32
+	LeaseTokenHashes []string
+	ToState          string
+	AttemptsAdded    int32
+	ClaimedBy        string
+	LeaseExpiresAt   time.Time
+	LeaseMs          int64
+	RunAfter         *time.Time
+	Reason           string
+}
+
+type TaskClaimOfTypesRow struct {
+	TaskID             int64
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          *time.Time
+	LeaseTokenHash     string
+	LeaseExpiresAt     *time.Time
+	LeaseRenewedAt     *time.Time
+	LeaseMs            int64
+	RunAfter           *time.Time
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StateChangedAt     *time.Time
+	Metadata           []byte
+	DependsOn          []int64
+}
+
+func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOfTypesParams) ([]TaskClaimOfTypesRow, error) {
+	rows, err := db.Query(ctx, taskClaimOfTypes,
+		arg.State,
+		arg.Excluded,
+		arg.Types,
+		arg.Now,
+		arg.Max,
+		arg.LeaseTokenHashes,
+		arg.ToState,
+		arg.AttemptsAdded,
+		arg.ClaimedBy,
+		arg.LeaseExpiresAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Reason,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskClaimOfTypesRow
+	for rows.Next() {
+		var i TaskClaimOfTypesRow
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+			&i.DependsOn,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskClaimable = `-- name: TaskClaimable :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
@@ -815,6 +1267,34 @@ ORDER BY task_id, depends_on
 
 func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids []int64) ([]CksTaskDep, error) {
 	rows, err := db.Query(ctx, taskDepList, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskDep
+	for rows.Next() {
+		var i CksTaskDep
+		if err := rows.Scan(&i.TaskID, &i.DependsOn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskDepListAdjacent = `-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ANY($1::bigint[]) OR depends_on = ANY($1::bigint[])
+ORDER BY task_id, depends_on
+`
+
+// Both ends: idx_task_deps' primary key serves task_id, the dependency
+// index depends_on (a BitmapOr of the two).
+func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids []int64) ([]CksTaskDep, error) {
+	rows, err := db.Query(ctx, taskDepListAdjacent, ids)
 	if err != nil {
 		return nil, err
 	}

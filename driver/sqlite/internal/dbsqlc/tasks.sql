@@ -134,6 +134,20 @@ ORDER BY task_id, depends_on;
 -- name: TaskDepListOf :many
 SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = @task_id ORDER BY depends_on;
 
+-- Both ends: the primary key serves task_id, the dependency index
+-- depends_on (SQLite's OR optimisation reads each and drops a row seen
+-- twice).
+-- name: TaskDepListAdjacentOf :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = @task_id OR depends_on = @task_id
+ORDER BY task_id, depends_on;
+
+-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+    OR depends_on IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+ORDER BY task_id, depends_on;
+
 -- The dependants are found through idx_task_deps_depends_on and read by
 -- primary key; the unary + keeps the planner off the state indexes, which
 -- would walk every task in @state (every WAITING task of the database at

@@ -732,6 +732,68 @@ func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids string) ([]CksTa
 	return items, nil
 }
 
+const taskDepListAdjacent = `-- name: TaskDepListAdjacent :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+    OR depends_on IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY task_id, depends_on
+`
+
+func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids string) ([]CksTaskDep, error) {
+	rows, err := db.QueryContext(ctx, taskDepListAdjacent, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskDep
+	for rows.Next() {
+		var i CksTaskDep
+		if err := rows.Scan(&i.TaskID, &i.DependsOn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskDepListAdjacentOf = `-- name: TaskDepListAdjacentOf :many
+SELECT task_id, depends_on FROM cks_task_deps
+WHERE task_id = ?1 OR depends_on = ?1
+ORDER BY task_id, depends_on
+`
+
+// Both ends: the primary key serves task_id, the dependency index
+// depends_on (SQLite's OR optimisation reads each and drops a row seen
+// twice).
+func (q *Queries) TaskDepListAdjacentOf(ctx context.Context, db DBTX, taskID int64) ([]CksTaskDep, error) {
+	rows, err := db.QueryContext(ctx, taskDepListAdjacentOf, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskDep
+	for rows.Next() {
+		var i CksTaskDep
+		if err := rows.Scan(&i.TaskID, &i.DependsOn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDepListOf = `-- name: TaskDepListOf :many
 SELECT task_id, depends_on FROM cks_task_deps WHERE task_id = ?1 ORDER BY depends_on
 `
