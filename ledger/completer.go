@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -238,14 +239,36 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 			}
 			out[who[k]].task = tasks[k]
 		}
+		// Decided here, at the commit point, from the callers' own
+		// contexts: the flush's context learns of their ends only
+		// asynchronously, so a commit could otherwise outrun the last
+		// caller's cancellation.
+		if err := abandoned(batch); err != nil {
+			return err
+		}
 		return nil
 	})
+	if gone := abandoned(batch); err != nil && gone != nil && !errors.Is(err, gone) {
+		err = fmt.Errorf("%w: %w", gone, err)
+	}
 	for i, f := range batch {
 		if err != nil {
 			out[i] = finishOutcome{err: err}
 		}
 		f.done <- out[i]
 	}
+}
+
+// abandoned returns the context error of the batch's callers when every
+// one of them has given up, nil while one still waits.
+func abandoned(batch []*finish) error {
+	var err error
+	for _, f := range batch {
+		if err = f.ctx.Err(); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // renewable are the states whose lease a Touch renews.

@@ -26,9 +26,9 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 		}
 		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
 		if err := fn(ctx, &executor{d: d, read: tx, readOnly: true}); err != nil {
-			return err
+			return ended(ctx, err)
 		}
-		return mapErr("commit read-only transaction", tx.Commit())
+		return ended(ctx, mapErr("commit read-only transaction", tx.Commit()))
 	}
 	return d.write(ctx, func(w *wtx) error { return fn(ctx, &executor{d: d, read: w, tx: w}) })
 }
@@ -49,15 +49,26 @@ func (d *Driver) write(ctx context.Context, fn func(w *wtx) error) (err error) {
 		d.cache.prepare(ctx, d.writer, w.missed)
 	}()
 	if err := fn(w); err != nil {
-		return err
+		return ended(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return mapErr("commit", err)
+		return ended(ctx, mapErr("commit", err))
 	}
 	if w.notified {
 		d.local.wake()
 	}
 	return nil
+}
+
+// ended names ctx's end as the cause of err once ctx has ended: then
+// database/sql rolls the transaction back by itself, and the statements
+// that follow fail with "statement is closed" or sql.ErrTxDone, which say
+// nothing of why.
+func ended(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 }
 
 // beginImmediate starts a BEGIN IMMEDIATE transaction on the writer (the
