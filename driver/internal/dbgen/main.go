@@ -65,6 +65,14 @@ func main() {
 		if sum, err = manifest(*dir, *tools); err == nil {
 			err = os.WriteFile(filepath.Join(*dir, sumFile), sum, 0o644)
 		}
+	case "adapt":
+		fs := flag.NewFlagSet("adapt", flag.ExitOnError)
+		dir := fs.String("dir", ".", "the driver's directory (driver/sqlite or driver/postgres)")
+		fs.Parse(args) //nolint:errcheck // ExitOnError
+		var abs string
+		if abs, err = filepath.Abs(*dir); err == nil {
+			err = writeAdapt(abs)
+		}
 	case "check":
 		err = check()
 	default:
@@ -77,7 +85,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: dbgen schema -dialect sqlite|postgres -out FILE | dbgen sum -dir DIR | dbgen check")
+	fmt.Fprintln(os.Stderr, "usage: dbgen schema -dialect sqlite|postgres -out FILE | dbgen sum -dir DIR | dbgen adapt [-dir DIR] | dbgen check")
 	os.Exit(2)
 }
 
@@ -151,6 +159,13 @@ func check() error {
 		}
 		if !bytes.Equal(have, schemaSQL(d)) {
 			errs = append(errs, fmt.Errorf("%s/schema.sql is not what driver/schema renders", dir))
+		}
+		gen, err := adapt(filepath.Join("driver", string(d)))
+		if err != nil {
+			return err
+		}
+		if have, err := os.ReadFile(filepath.Join("driver", string(d), genFile)); err != nil || !bytes.Equal(have, gen) {
+			errs = append(errs, fmt.Errorf("driver/%s/%s is not what dbgen adapt writes", d, genFile))
 		}
 		want, err := os.ReadFile(filepath.Join(dir, sumFile))
 		if err != nil {
