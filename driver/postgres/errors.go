@@ -2,39 +2,36 @@ package postgres
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver/internal/dberr"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // mapErr is the one place where Postgres' errors become the driver's: every
-// primitive and transaction step passes its error through it. what names the
-// step. No rows is driver.ErrNoRows; a UNIQUE or PRIMARY KEY failure (23505)
-// wraps driver.ErrUniqueViolation; a write the server refuses
+// primitive and transaction step passes its error through it (what names the
+// step), and dberr.Map wraps it by its kind: pgx's no rows; a UNIQUE or
+// PRIMARY KEY failure (23505); a write the server refuses
 // (read_only_sql_transaction, 25006: a hot standby, or
-// default_transaction_read_only set) or has no room for (disk_full, 53100)
-// wraps store.ErrStorageReadOnly or store.ErrStorageFull. The pgx error
-// stays in the chain, so WithTx still sees a deadlock through it. nil stays
-// nil.
-func mapErr(what string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("postgres: %s: %w", what, driver.ErrNoRows)
-	case sqlState(err) == "23505":
-		return fmt.Errorf("postgres: %s: %w: %w", what, driver.ErrUniqueViolation, err)
-	case errors.Is(err, store.ErrUnavailable): // mapped already
-		return fmt.Errorf("postgres: %s: %w", what, err)
-	case sqlState(err) == "25006":
-		return store.StorageFault(store.ErrStorageReadOnly, fmt.Errorf("postgres: %s: %w", what, err))
-	case sqlState(err) == "53100":
-		return store.StorageFault(store.ErrStorageFull, fmt.Errorf("postgres: %s: %w", what, err))
+// default_transaction_read_only set) or has no room for (disk_full, 53100).
+// The pgx error stays in the chain, so WithTx still sees a deadlock through
+// it.
+func mapErr(what string, err error) error { return dberr.Map("postgres", what, err, kind(err)) }
+
+// kind is what a Postgres error means to the driver.
+func kind(err error) dberr.Kind {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return dberr.NoRows
 	}
-	return fmt.Errorf("postgres: %s: %w", what, err)
+	switch sqlState(err) {
+	case "23505":
+		return dberr.Unique
+	case "25006":
+		return dberr.ReadOnly
+	case "53100":
+		return dberr.Full
+	}
+	return dberr.Other
 }
 
 // sqlState returns the SQLSTATE of a Postgres error, or "".

@@ -776,7 +776,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		Title:              p.Title,
 		Description:        p.Description,
 		AcceptanceCriteria: p.AcceptanceCriteria,
-		Payload:            []byte(jsonText(p.Payload)),
+		Payload:            []byte(nullable.JSONText(p.Payload)),
 		State:              p.State,
 		Priority:           int32(p.Priority),
 		Attempts:           int32(p.Attempts),
@@ -801,7 +801,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		CreatedAt:          store.Time(p.CreatedAt),
 		UpdatedAt:          store.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
-		Metadata:           []byte(jsonText(p.Metadata)),
+		Metadata:           []byte(nullable.JSONText(p.Metadata)),
 	}
 }
 
@@ -813,7 +813,7 @@ func taskInsertManyParams(rows []driver.TaskRow) dbsqlc.TaskInsertManyParams {
 		a.Titles = append(a.Titles, r.Title)
 		a.Descriptions = append(a.Descriptions, r.Description)
 		a.AcceptanceCriterias = append(a.AcceptanceCriterias, r.AcceptanceCriteria)
-		a.Payloads = append(a.Payloads, jsonText(r.Payload))
+		a.Payloads = append(a.Payloads, nullable.JSONText(r.Payload))
 		a.States = append(a.States, r.State)
 		a.Priorities = append(a.Priorities, int32(r.Priority))
 		a.Attemptss = append(a.Attemptss, int32(r.Attempts))
@@ -838,7 +838,7 @@ func taskInsertManyParams(rows []driver.TaskRow) dbsqlc.TaskInsertManyParams {
 		a.CreatedAts = append(a.CreatedAts, arrayTime(r.CreatedAt))
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
-		a.Metadatas = append(a.Metadatas, jsonText(r.Metadata))
+		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
 	}
 	return a
 }
@@ -871,7 +871,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		Title:              p.Title,
 		Description:        p.Description,
 		AcceptanceCriteria: p.AcceptanceCriteria,
-		Payload:            []byte(jsonText(p.Payload)),
+		Payload:            []byte(nullable.JSONText(p.Payload)),
 		State:              p.State,
 		Priority:           int32(p.Priority),
 		Attempts:           int32(p.Attempts),
@@ -894,7 +894,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		ReviewNote:         p.ReviewNote,
 		UpdatedAt:          store.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
-		Metadata:           []byte(jsonText(p.Metadata)),
+		Metadata:           []byte(nullable.JSONText(p.Metadata)),
 		TaskID:             p.ID,
 	}
 }
@@ -907,7 +907,7 @@ func taskUpdateManyParams(rows []driver.TaskRow) dbsqlc.TaskUpdateManyParams {
 		a.Titles = append(a.Titles, r.Title)
 		a.Descriptions = append(a.Descriptions, r.Description)
 		a.AcceptanceCriterias = append(a.AcceptanceCriterias, r.AcceptanceCriteria)
-		a.Payloads = append(a.Payloads, jsonText(r.Payload))
+		a.Payloads = append(a.Payloads, nullable.JSONText(r.Payload))
 		a.States = append(a.States, r.State)
 		a.Priorities = append(a.Priorities, int32(r.Priority))
 		a.Attemptss = append(a.Attemptss, int32(r.Attempts))
@@ -930,7 +930,7 @@ func taskUpdateManyParams(rows []driver.TaskRow) dbsqlc.TaskUpdateManyParams {
 		a.ReviewNotes = append(a.ReviewNotes, r.ReviewNote)
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
-		a.Metadatas = append(a.Metadatas, jsonText(r.Metadata))
+		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
 	}
 	return a
 }

@@ -19,7 +19,7 @@ import (
 var upgrade embed.FS
 
 // ensureSchema brings the current schema (the first existing entry of the
-// search_path) to the current shape (schema.Plan) in one transaction, under
+// search_path) to the current shape (schema.Apply) in one transaction, under
 // an advisory lock keyed by the schema's name, so that processes opening one
 // database at the same moment apply the step one after the other.
 func (d *Driver) ensureSchema(ctx context.Context) error {
@@ -46,26 +46,26 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, lockSQL, *current); err != nil {
 		return fmt.Errorf("schema lock: %w", err)
 	}
-	have, err := existing(ctx, tx)
+	err = schema.Apply(ctx, schema.ApplyParams{
+		Dialect: schema.Postgres,
+		Files:   upgrade,
+		Query: func(ctx context.Context, q string, row func(a, b string)) error {
+			rows, err := tx.Query(ctx, q)
+			if err != nil {
+				return err
+			}
+			var a, b string
+			_, err = pgx.ForEachRow(rows, []any{&a, &b}, func() error { row(a, b); return nil })
+			return err
+		},
+		Exec: func(ctx context.Context, stmt string) error {
+			_, err := tx.Exec(ctx, stmt)
+			return err
+		},
+		Writable: func(ctx context.Context) error { return d.readOnly(ctx, tx) },
+	})
 	if err != nil {
 		return err
-	}
-	up, err := schema.ReadUpgrade(upgrade)
-	if err != nil {
-		return err
-	}
-	plan := schema.Plan(schema.Postgres, have, up)
-	if len(plan) > 0 {
-		// On a read-only server the first statement would fail: say why
-		// instead.
-		if err := d.readOnly(ctx, tx); err != nil {
-			return fmt.Errorf("its schema must be created or upgraded: %w", err)
-		}
-	}
-	for _, stmt := range plan {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("%q: %w", stmt, err)
-		}
 	}
 	return tx.Commit(ctx)
 }
@@ -74,44 +74,4 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 func readSQL(file string) (string, error) {
 	b, err := upgrade.ReadFile("upgrade/" + file)
 	return string(b), err
-}
-
-// existing reads what the current schema holds from the catalog.
-func existing(ctx context.Context, tx pgx.Tx) (schema.Existing, error) {
-	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
-	err := catalog(ctx, tx, "columns.sql", func(table, column string) {
-		if have.Columns[table] == nil {
-			have.Columns[table] = map[string]bool{}
-		}
-		have.Columns[table][column] = true
-	})
-	if err != nil {
-		return have, err
-	}
-	err = catalog(ctx, tx, "names.sql", func(typ, name string) {
-		if typ == "index" {
-			have.Indexes[name] = true
-		} else {
-			have.Triggers[name] = true
-		}
-	})
-	return have, err
-}
-
-// catalog runs the catalog read upgrade/file, whose rows are pairs of text.
-func catalog(ctx context.Context, tx pgx.Tx, file string, row func(a, b string)) error {
-	q, err := readSQL(file)
-	if err != nil {
-		return err
-	}
-	rows, err := tx.Query(ctx, q)
-	if err != nil {
-		return fmt.Errorf("catalog %s: %w", file, err)
-	}
-	var a, b string
-	_, err = pgx.ForEachRow(rows, []any{&a, &b}, func() error { row(a, b); return nil })
-	if err != nil {
-		return fmt.Errorf("catalog %s: %w", file, err)
-	}
-	return nil
 }

@@ -52,15 +52,6 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 	return taskRowsOf(inserted), nil
 }
 
-// jsonText is a JSON column's value as the text the query casts to jsonb;
-// an empty one is the empty object (the column's default).
-func jsonText(b []byte) string {
-	if len(b) == 0 {
-		return "{}"
-	}
-	return string(b)
-}
-
 // TaskUpdateMany implements driver.TaskExecutor: one statement, by
 // primary key.
 func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (int, error) {

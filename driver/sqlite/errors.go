@@ -3,37 +3,33 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
-	"fmt"
 
-	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver/internal/dberr"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // mapErr is the one place where SQLite's errors become the driver's: every
-// primitive and transaction step passes its error through it. what names the
-// step. No rows is driver.ErrNoRows; a UNIQUE or PRIMARY KEY failure wraps
-// driver.ErrUniqueViolation (and still the SQLite error); a write the file
-// refuses (SQLITE_READONLY: a file, directory or file system this process
-// may not write) or has no room for (SQLITE_FULL: a full disk, or a cap)
-// wraps store.ErrStorageReadOnly or store.ErrStorageFull. nil stays nil.
-func mapErr(what string, err error) error {
-	switch {
-	case err == nil:
-		return nil
+// primitive and transaction step passes its error through it (what names the
+// step), and dberr.Map wraps it by its kind: database/sql's no rows; a
+// UNIQUE or PRIMARY KEY failure; a write the file refuses (SQLITE_READONLY:
+// a file, directory or file system this process may not write) or has no
+// room for (SQLITE_FULL: a full disk, or a cap).
+func mapErr(what string, err error) error { return dberr.Map("sqlite", what, err, kind(err)) }
+
+// kind is what a SQLite error means to the driver.
+func kind(err error) dberr.Kind {
+	switch c := code(err); {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sqlite: %s: %w", what, driver.ErrNoRows)
-	case code(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-		return fmt.Errorf("sqlite: %s: %w: %w", what, driver.ErrUniqueViolation, err)
-	case errors.Is(err, store.ErrUnavailable): // mapped already
-		return fmt.Errorf("sqlite: %s: %w", what, err)
-	case code(err)&0xff == sqlite3.SQLITE_READONLY:
-		return store.StorageFault(store.ErrStorageReadOnly, fmt.Errorf("sqlite: %s: %w", what, err))
-	case code(err)&0xff == sqlite3.SQLITE_FULL:
-		return store.StorageFault(store.ErrStorageFull, fmt.Errorf("sqlite: %s: %w", what, err))
+		return dberr.NoRows
+	case c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return dberr.Unique
+	case c&0xff == sqlite3.SQLITE_READONLY:
+		return dberr.ReadOnly
+	case c&0xff == sqlite3.SQLITE_FULL:
+		return dberr.Full
 	}
-	return fmt.Errorf("sqlite: %s: %w", what, err)
+	return dberr.Other
 }
 
 // code returns the extended result code of a SQLite error, or 0.

@@ -682,7 +682,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		Title:              p.Title,
 		Description:        p.Description,
 		AcceptanceCriteria: p.AcceptanceCriteria,
-		Payload:            jsonText(p.Payload),
+		Payload:            nullable.JSONText(p.Payload),
 		State:              p.State,
 		Priority:           int64(p.Priority),
 		Attempts:           int64(p.Attempts),
@@ -707,7 +707,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		CreatedAt:          fmtTime(p.CreatedAt),
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
-		Metadata:           jsonText(p.Metadata),
+		Metadata:           nullable.JSONText(p.Metadata),
 	}
 }
 
@@ -728,7 +728,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		Title:              p.Title,
 		Description:        p.Description,
 		AcceptanceCriteria: p.AcceptanceCriteria,
-		Payload:            jsonText(p.Payload),
+		Payload:            nullable.JSONText(p.Payload),
 		State:              p.State,
 		Priority:           int64(p.Priority),
 		Attempts:           int64(p.Attempts),
@@ -751,7 +751,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		ReviewNote:         p.ReviewNote,
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
-		Metadata:           jsonText(p.Metadata),
+		Metadata:           nullable.JSONText(p.Metadata),
 		TaskID:             p.ID,
 	}
 }

@@ -12,15 +12,6 @@ import (
 // the primitives ignore it. The bulk writes run one prepared statement per
 // row inside the caller's write transaction (or one of their own).
 
-// jsonText is a JSON column's value; an empty one is the empty object (the
-// column's default).
-func jsonText(b []byte) string {
-	if len(b) == 0 {
-		return "{}"
-	}
-	return string(b)
-}
-
 // TaskGetMany implements driver.TaskExecutor.
 func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
 	if len(p.IDs) == 0 {

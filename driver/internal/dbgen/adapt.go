@@ -343,9 +343,9 @@ func (s *source) conv(from, to, v string, json, elem bool) (expr string, fallibl
 	pg := s.dialect == schema.Postgres
 	switch {
 	case from == "[]byte" && to == "string" && json:
-		return "jsonText(" + v + ")", false, true
+		return "nullable.JSONText(" + v + ")", false, true
 	case from == "[]byte" && to == "[]byte" && json && pg:
-		return "[]byte(jsonText(" + v + "))", false, true
+		return "[]byte(nullable.JSONText(" + v + "))", false, true
 	case from == "time.Time" && to == "time.Time" && pg:
 		if elem {
 			return "arrayTime(" + v + ")", false, true

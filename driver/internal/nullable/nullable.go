@@ -28,3 +28,12 @@ func Deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// JSONText is a JSON column's value as text: an empty one is the empty
+// object, the column's default (a NOT NULL JSON column has no NULL).
+func JSONText(b []byte) string {
+	if len(b) == 0 {
+		return "{}"
+	}
+	return string(b)
+}

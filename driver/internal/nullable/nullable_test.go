@@ -16,3 +16,14 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("NULL does not read as the zero value")
 	}
 }
+
+func TestJSONText(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{{nil, "{}"}, {[]byte{}, "{}"}, {[]byte(`{"a":1}`), `{"a":1}`}, {[]byte(`[]`), `[]`}} {
+		if got := JSONText(c.in); got != c.want {
+			t.Errorf("JSONText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
