@@ -115,3 +115,47 @@ func isNoRows(t testing.TB, what string, err error) {
 		t.Fatalf("%s: err = %v, want driver.ErrNoRows", what, err)
 	}
 }
+
+// WantFault fails the test unless err is the storage fault kind
+// (store.ErrStorageReadOnly or store.ErrStorageFull, and so
+// store.ErrUnavailable) and no input error: what a driver's storage fault
+// tests expect of every write.
+func WantFault(t testing.TB, what string, err, kind error) {
+	t.Helper()
+	if !errors.Is(err, kind) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInvalid) {
+		t.Errorf("%s: err = %v, want %v", what, err, kind)
+	}
+}
+
+// SeedTask is the task a storage fault test writes before the fault.
+func SeedTask() driver.TaskRow { return task("seed", "OPEN") }
+
+// CheckReadOnly checks driver d on a database that refuses writes and
+// holds one task, SeedTask, written before: every write — a task insert, a
+// liveness upsert, an update in a transaction — fails
+// with store.ErrStorageReadOnly, reads go on, and Health reports the fault.
+// It returns Health's error, for the facts of the dialect (what it names).
+func CheckReadOnly(t testing.TB, d driver.Driver) error {
+	t.Helper()
+	ctx := testCtx(t)
+	ex := d.Executor()
+	_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{SeedTask()})
+	WantFault(t, "TaskInsertMany", err, store.ErrStorageReadOnly)
+	WantFault(t, "LivenessUpsert", ex.LivenessUpsert(ctx, row("i", "k", 0)), store.ErrStorageReadOnly)
+	err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1}, Lock: driver.LockUpdate})
+		if err != nil {
+			return err
+		}
+		_, err = ex.TaskUpdateMany(ctx, rows)
+		return err
+	})
+	WantFault(t, "a write transaction", err, store.ErrStorageReadOnly)
+	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1, 2}})
+	if err != nil || len(rows) != 1 || rows[0].Type != "seed" {
+		t.Fatalf("reads of a read-only database: %+v, %v; want the seed task alone", rows, err)
+	}
+	err = d.Health(ctx)
+	WantFault(t, "Health", err, store.ErrStorageReadOnly)
+	return err
+}

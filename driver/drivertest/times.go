@@ -3,6 +3,8 @@ package drivertest
 import (
 	"testing"
 	"time"
+
+	"github.com/cks-dev/cks/driver"
 )
 
 // Times checks the time mapping of every driver: a time goes in in any
@@ -23,6 +25,35 @@ func Times(t *testing.T, newDB NewDB) {
 		if got.StartedAt != want || got.LastHeartbeatAt != want.Add(time.Microsecond) {
 			t.Fatalf("times read %v, %v; want %v and %v (UTC, microseconds)",
 				got.StartedAt, got.LastHeartbeatAt, want, want.Add(time.Microsecond))
+		}
+	})
+	// A nullable time column: the zero time is stored as NULL and NULL
+	// reads as the zero time; another time as in RoundTrip. Inserted one row
+	// a call and both in one (a driver may write one row and many
+	// differently).
+	t.Run("Nullable", func(t *testing.T) {
+		t.Parallel()
+		d, db := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		in := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
+		unset, set := task("nullable", "OPEN"), task("nullable", "CLAIMED")
+		set.ClaimedAt = in
+		var stored []driver.TaskRow
+		for _, rows := range [][]driver.TaskRow{{unset}, {set}, {unset, set}} {
+			got, err := ex.TaskInsertMany(ctx, rows)
+			must(t, "insert", err)
+			stored = append(stored, got...)
+		}
+		exec(t, db, "UPDATE cks_outbox_tasks SET title = 'claimed_at is NULL' WHERE claimed_at IS NULL")
+		want := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
+		for i, id := range ids(stored) {
+			got := get(t, ex, id)
+			if i%2 == 0 && (!got.ClaimedAt.IsZero() || got.Title != "claimed_at is NULL") {
+				t.Errorf("task %d: the zero time read %v, title %q; want it stored as NULL and read as the zero time", id, got.ClaimedAt, got.Title)
+			}
+			if i%2 == 1 && (got.ClaimedAt != want || got.Title == "claimed_at is NULL") {
+				t.Errorf("task %d: a nullable time read %v (title %q), want %v, not NULL", id, got.ClaimedAt, got.Title, want)
+			}
 		}
 	})
 	t.Run("OrderedByInstant", func(t *testing.T) {
