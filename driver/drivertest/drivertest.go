@@ -21,6 +21,8 @@ import (
 
 // DB is one fresh, empty database of the driver under test.
 type DB struct {
+	// Name is what names the database outside the driver (a URL, a path).
+	Name string
 	// Open opens a new Driver on the database; each call is another
 	// handle (another writer connection or pool), closed when t ends.
 	Open func(t testing.TB, opts ...store.Option) driver.Driver

@@ -50,6 +50,7 @@ func rawExec(t testing.TB, url, q string, args ...any) error {
 func newDB(t testing.TB) drivertest.DB {
 	url := backendtest.PostgresURL(t)
 	return drivertest.DB{
+		Name: url,
 		Open: func(t testing.TB, opts ...store.Option) driver.Driver { return open(t, url, opts...) },
 		Exec: func(t testing.TB, q string) error { return rawExec(t, url, q) },
 	}

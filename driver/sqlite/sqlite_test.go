@@ -45,6 +45,7 @@ func rawExec(t testing.TB, path, q string, args ...any) error {
 func newDB(t testing.TB) drivertest.DB {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	return drivertest.DB{
+		Name: path,
 		Open: func(t testing.TB, opts ...store.Option) driver.Driver { return open(t, path, opts...) },
 		Exec: func(t testing.TB, q string) error { return rawExec(t, path, q) },
 	}
