@@ -4,16 +4,21 @@
 //	go run ../internal/dbgen schema -dialect sqlite -out internal/dbsqlc/schema.sql
 //	go tool -modfile=../../tools/go.mod sqlc generate -f internal/dbsqlc/sqlc.yaml
 //	go run ../internal/dbgen sum -dir internal/dbsqlc
+//	go run ../internal/dbgen adapt
 //
 // schema writes the DDL of an empty database of the dialect, as package
 // driver/schema renders it: the schema.sql sqlc types the queries with.
 // sum records, in internal/dbsqlc/generated.sum, the SHA-256 of every input
 // of sqlc (its config, the schema, the query files), of every file it
-// wrote, and the sqlc version pinned in tools/go.mod.
+// wrote, and the sqlc version pinned in tools/go.mod. adapt writes the
+// driver's executor_gen.go (adapt.go): the primitives that map onto a query
+// one to one, and the mapping of rows and params, for both dialects from one
+// generator.
 //
 // check, run by scripts/test from the module root, proves the committed code
 // is current without building sqlc (a cgo build of minutes): each dialect's
-// schema.sql must be what driver/schema renders now, and generated.sum must
+// schema.sql must be what driver/schema renders now, executor_gen.go what
+// adapt writes now, and generated.sum must
 // match the files as they are — a query edited without regenerating, a
 // generated file edited by hand, or a new sqlc pin without a new run all
 // fail it, naming the file.
