@@ -31,11 +31,10 @@ type Scratch struct {
 	Schema func(t testing.TB, db string) []string
 	// Columns returns db's tables' columns: table → names.
 	Columns func(t testing.TB, db string) map[string][]string
-	// Time, True and Array are how Query shows a time, true and an integer
-	// list.
-	Time  func(time.Time) string
-	True  string
-	Array func(...int64) string
+	// TimeLayout, True and Brackets are how Query shows a time (a
+	// time.Format layout, of UTC), true, and an integer list (between the
+	// two brackets, comma-separated).
+	TimeLayout, True, Brackets string
 	// VersionsTrigger names the append-only trigger of versions, which the
 	// first backend's database has under the same name and another body.
 	VersionsTrigger string
@@ -285,14 +284,14 @@ func (s Scratch) CheckUpgradeHashesPlainLeaseTokens(t *testing.T) {
 	}
 }
 
-// ArrayText shows an integer list as open, the elements comma-separated,
-// close: a Scratch's Array.
-func ArrayText(open, close string) func(...int64) string {
-	return func(v ...int64) string {
-		parts := make([]string, len(v))
-		for i, n := range v {
-			parts[i] = strconv.FormatInt(n, 10)
-		}
-		return open + strings.Join(parts, ",") + close
+// Time is how Query shows at.
+func (s Scratch) Time(at time.Time) string { return at.UTC().Format(s.TimeLayout) }
+
+// Array is how Query shows an integer list.
+func (s Scratch) Array(v ...int64) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.FormatInt(n, 10)
 	}
+	return s.Brackets[:1] + strings.Join(parts, ",") + s.Brackets[1:]
 }

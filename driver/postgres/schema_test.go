@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -179,9 +178,9 @@ var scratch = drivertest.Scratch{
 	Query:           query,
 	Schema:          schemaOf,
 	Columns:         columnsOf,
-	Time:            func(at time.Time) string { return at.UTC().Format("2006-01-02 15:04:05.999999-07") },
-	Array:           drivertest.ArrayText("{", "}"),
+	TimeLayout:      "2006-01-02 15:04:05.999999-07",
 	True:            "t",
+	Brackets:        "{}",
 	VersionsTrigger: "cks_object_versions_no_change",
 }
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cks-dev/cks/driver/drivertest"
 )
@@ -97,9 +96,9 @@ var scratch = drivertest.Scratch{
 	Query:           func(t testing.TB, path, q string) []string { return strs(t, rawDB(t, path), q) },
 	Schema:          schemaOf,
 	Columns:         columnsOf,
-	Time:            func(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05.000000000Z") },
-	Array:           drivertest.ArrayText("[", "]"),
+	TimeLayout:      "2006-01-02T15:04:05.000000000Z",
 	True:            "1",
+	Brackets:        "[]",
 	VersionsTrigger: "cks_object_versions_no_update",
 }
 
