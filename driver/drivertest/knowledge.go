@@ -412,6 +412,16 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		if n, _ := ex.VersionUnsetHeads(ctx, driver.VersionUnsetHeadsParams{ObjectID: a, Versions: []int64{2}}); n != 0 {
 			t.Fatalf("unset of a former head changed %d", n)
 		}
+		// No versions is nothing to write: not even in a read-only
+		// transaction, where a statement that writes would fail.
+		err = d.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+			n, err := ex.VersionUnsetHeads(ctx, driver.VersionUnsetHeadsParams{ObjectID: a})
+			if err == nil && n != 0 {
+				err = fmt.Errorf("changed %d", n)
+			}
+			return err
+		})
+		must(t, "unset of no heads", err)
 		if heads, _ := ex.VersionList(ctx, driver.VersionListParams{ObjectID: b, HeadsOnly: true}); len(heads) != 1 {
 			t.Fatalf("unsetting heads of a changed b: heads %v", versionNumbers(heads))
 		}

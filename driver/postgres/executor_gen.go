@@ -1376,6 +1376,9 @@ func (e *executor) VersionList(ctx context.Context, p driver.VersionListParams) 
 
 // VersionUnsetHeads implements driver.Executor with dbsqlc's VersionUnsetHeads.
 func (e *executor) VersionUnsetHeads(ctx context.Context, p driver.VersionUnsetHeadsParams) (int, error) {
+	if len(p.Versions) == 0 {
+		return 0, nil
+	}
 	x, err := e.d.q.VersionUnsetHeads(ctx, e.db, versionUnsetHeadsParams(p))
 	if err != nil {
 		return 0, mapErr("version unset heads", err)

@@ -1160,6 +1160,9 @@ func (e *executor) VersionList(ctx context.Context, p driver.VersionListParams) 
 
 // VersionUnsetHeads implements driver.Executor with dbsqlc's VersionUnsetHeads.
 func (e *executor) VersionUnsetHeads(ctx context.Context, p driver.VersionUnsetHeadsParams) (int, error) {
+	if len(p.Versions) == 0 {
+		return 0, nil
+	}
 	var out int
 	err := e.write(ctx, "version unset heads", func(w *wtx) error {
 		x, err := e.d.q.VersionUnsetHeads(ctx, w, versionUnsetHeadsParams(p))

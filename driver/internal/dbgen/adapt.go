@@ -1086,15 +1086,21 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 			}
 		}
 		calls = append(calls, call{v.cond, fmt.Sprintf("e.d.q.%s(ctx, %s%s)", v.query, db, arg)})
-		// A primitive reading by one list reads nothing for an empty one.
+		// A primitive addressed by one list — its argument, the one field
+		// its query reads, or the one list a write reads — does nothing
+		// for an empty one.
 		if len(sig.params) == 1 && len(qsig.params) == 1 {
 			if strings.HasPrefix(sig.params[0].typ, "[]") {
 				guard = sig.params[0].name
 			}
+			var lists []string
 			for _, f := range g.s.structs[strings.TrimPrefix(sig.params[0].typ, "driver.")] {
-				if u[f.name] && strings.HasPrefix(f.typ, "[]") && len(u) == 1 {
-					guard = sig.params[0].name + "." + f.name
+				if u[f.name] && strings.HasPrefix(f.typ, "[]") {
+					lists = append(lists, sig.params[0].name+"."+f.name)
 				}
+			}
+			if len(lists) == 1 && (len(u) == 1 || g.s.isWrite(v.query)) {
+				guard = lists[0]
 			}
 		}
 	}
