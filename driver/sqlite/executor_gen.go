@@ -357,6 +357,23 @@ func decisionRowsOf(rows []dbsqlc.CksTaskDecision) ([]driver.DecisionRow, error)
 	return out, nil
 }
 
+// taskDepOf reads a dbsqlc.CksTaskDep as a driver.TaskDep.
+func taskDepOf(r dbsqlc.CksTaskDep) driver.TaskDep {
+	return driver.TaskDep{
+		TaskID:    r.TaskID,
+		DependsOn: r.DependsOn,
+	}
+}
+
+// taskDepsOf reads rows with taskDepOf.
+func taskDepsOf(rows []dbsqlc.CksTaskDep) []driver.TaskDep {
+	out := make([]driver.TaskDep, len(rows))
+	for i, r := range rows {
+		out[i] = taskDepOf(r)
+	}
+	return out
+}
+
 // taskEventRowOf reads a dbsqlc.CksTaskEvent as a driver.TaskEventRow.
 func taskEventRowOf(r dbsqlc.CksTaskEvent) (driver.TaskEventRow, error) {
 	at, err := parseTime(r.At)
@@ -819,6 +836,27 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 	return out, nil
 }
 
+// TaskGetMany implements driver.Executor with the query its params choose.
+func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksOutboxTask
+		err error
+	)
+	switch {
+	case len(p.IDs) == 1:
+		x, err = e.d.q.TaskGet(ctx, e.read, p.IDs[0])
+	default:
+		x, err = e.d.q.TaskGetMany(ctx, e.read, jsonList(p.IDs))
+	}
+	if err != nil {
+		return nil, mapErr("task get many", err)
+	}
+	return taskRowsOf(x)
+}
+
 // TaskUpdateMany implements driver.Executor with one dbsqlc.TaskUpdate a row.
 func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (int, error) {
 	if len(rows) == 0 {
@@ -894,6 +932,48 @@ func (e *executor) TaskDepDeleteMany(ctx context.Context, deps []driver.TaskDep)
 		}
 		return nil
 	})
+}
+
+// TaskDepList implements driver.Executor with the query its params choose.
+func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksTaskDep
+		err error
+	)
+	switch {
+	case len(ids) == 1:
+		x, err = e.d.q.TaskDepListOf(ctx, e.read, ids[0])
+	default:
+		x, err = e.d.q.TaskDepList(ctx, e.read, jsonList(ids))
+	}
+	if err != nil {
+		return nil, mapErr("task dep list", err)
+	}
+	return taskDepsOf(x), nil
+}
+
+// TaskDepListAdjacent implements driver.Executor with the query its params choose.
+func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksTaskDep
+		err error
+	)
+	switch {
+	case len(ids) == 1:
+		x, err = e.d.q.TaskDepListAdjacentOf(ctx, e.read, ids[0])
+	default:
+		x, err = e.d.q.TaskDepListAdjacent(ctx, e.read, jsonList(ids))
+	}
+	if err != nil {
+		return nil, mapErr("task dep list adjacent", err)
+	}
+	return taskDepsOf(x), nil
 }
 
 // TaskDependants implements driver.Executor with dbsqlc's TaskDependants.

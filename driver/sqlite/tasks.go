@@ -12,26 +12,6 @@ import (
 // the primitives ignore it. The bulk writes run one prepared statement per
 // row inside the caller's write transaction (or one of their own).
 
-// TaskGetMany implements driver.TaskExecutor.
-func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
-	if len(p.IDs) == 0 {
-		return nil, nil
-	}
-	var (
-		rows []dbsqlc.CksOutboxTask
-		err  error
-	)
-	if len(p.IDs) == 1 {
-		rows, err = e.d.q.TaskGet(ctx, e.read, p.IDs[0])
-	} else {
-		rows, err = e.d.q.TaskGetMany(ctx, e.read, jsonList(p.IDs))
-	}
-	if err != nil {
-		return nil, mapErr("task get", err)
-	}
-	return taskRowsOf(rows)
-}
-
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
 	now := fmtTime(p.Now)
@@ -130,54 +110,6 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 		States: jsonList(p.States), Types: jsonList(p.Types),
 		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore))})
 	return int(n), mapErr("task count", err)
-}
-
-// TaskDepList implements driver.TaskExecutor.
-func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var (
-		rows []dbsqlc.CksTaskDep
-		err  error
-	)
-	if len(ids) == 1 {
-		rows, err = e.d.q.TaskDepListOf(ctx, e.read, ids[0])
-	} else {
-		rows, err = e.d.q.TaskDepList(ctx, e.read, jsonList(ids))
-	}
-	if err != nil {
-		return nil, mapErr("task dependency list", err)
-	}
-	out := make([]driver.TaskDep, len(rows))
-	for i, r := range rows {
-		out[i] = driver.TaskDep{TaskID: r.TaskID, DependsOn: r.DependsOn}
-	}
-	return out, nil
-}
-
-// TaskDepListAdjacent implements driver.TaskExecutor.
-func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driver.TaskDep, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var (
-		rows []dbsqlc.CksTaskDep
-		err  error
-	)
-	if len(ids) == 1 {
-		rows, err = e.d.q.TaskDepListAdjacentOf(ctx, e.read, ids[0])
-	} else {
-		rows, err = e.d.q.TaskDepListAdjacent(ctx, e.read, jsonList(ids))
-	}
-	if err != nil {
-		return nil, mapErr("task dependency list", err)
-	}
-	out := make([]driver.TaskDep, len(rows))
-	for i, r := range rows {
-		out[i] = driver.TaskDep{TaskID: r.TaskID, DependsOn: r.DependsOn}
-	}
-	return out, nil
 }
 
 // TaskLockDependencyGraph implements driver.TaskExecutor: the one writer

@@ -927,18 +927,23 @@ func (g *gen) call(m string, sig fn, q string, qsig fn) (arg string, used map[st
 // in every dialect: the first variant whose condition holds (none: the
 // last) runs. A dialect without every variant's query writes its own.
 var choices = map[string][]variant{
-	"TaskDedupeFind": {{"p.IncludeTerminal", "TaskDedupeFindAny"}, {"", "TaskDedupeFindLive"}},
-	"VersionList":    {{"p.HeadsOnly", "VersionListHeads"}, {"", "VersionList"}},
+	"TaskDedupeFind": {{cond: "p.IncludeTerminal", query: "TaskDedupeFindAny"}, {cond: "", query: "TaskDedupeFindLive"}},
+	"VersionList":    {{cond: "p.HeadsOnly", query: "VersionListHeads"}, {cond: "", query: "VersionList"}},
 	"ObjectList": {
-		{"len(p.Statuses) > 0 && p.Unclaimed", "ObjectListUnclaimedByStatus"},
-		{"len(p.Statuses) > 0", "ObjectListByStatus"},
-		{"len(p.Kinds) > 0", "ObjectListByKind"},
-		{"", "ObjectList"},
+		{cond: "len(p.Statuses) > 0 && p.Unclaimed", query: "ObjectListUnclaimedByStatus"},
+		{cond: "len(p.Statuses) > 0", query: "ObjectListByStatus"},
+		{cond: "len(p.Kinds) > 0", query: "ObjectListByKind"},
+		{cond: "", query: "ObjectList"},
 	},
 }
 
 // variant is one query of a primitive and when it runs ("" always).
-type variant struct{ cond, query string }
+type variant struct {
+	cond, query string
+	// arg, when not "", is the query's argument as written (a one-id
+	// form's id), instead of the one call maps.
+	arg string
+}
 
 // lockSuffixes name the query of each row lock: a primitive whose params
 // carry a Lock runs the query of the lock asked for when its dialect has
@@ -958,7 +963,7 @@ func (g *gen) method(m string) {
 		var vs []variant
 		for _, l := range lockSuffixes {
 			if _, ok := g.s.queries[m+l.suffix]; ok {
-				vs = append(vs, variant{fmt.Sprintf("%s == driver.%s", lock, l.lock), m + l.suffix})
+				vs = append(vs, variant{cond: fmt.Sprintf("%s == driver.%s", lock, l.lock), query: m + l.suffix})
 			}
 		}
 		if len(vs) > 1 {
@@ -966,13 +971,53 @@ func (g *gen) method(m string) {
 			return
 		}
 	}
+	if list, one := g.oneID(m, sig); one != "" && g.emit(m, sig, []variant{
+		{cond: "len(" + list + ") == 1", query: one, arg: list + "[0]"}, {query: m}}, "") {
+		return
+	}
 	if _, ok := g.s.queries[m]; ok {
-		g.emit(m, sig, []variant{{"", m}}, "")
+		g.emit(m, sig, []variant{{query: m}}, "")
 		return
 	}
 	if q, ok := g.s.queries[strings.TrimSuffix(m, "Many")]; ok && strings.HasSuffix(m, "Many") {
 		g.bulk(m, sig, strings.TrimSuffix(m, "Many"), q)
 	}
+}
+
+// oneID returns, for primitive m reading by a list of ids (its argument,
+// or the one []int64 field of its params), the list and the query of one
+// id the dialect has besides m's (SQLite: TaskGet for TaskGetMany,
+// TaskDepListOf for TaskDepList), which a one-id call runs instead: it
+// reads by its index where a list parameter would make the database walk
+// the list.
+func (g *gen) oneID(m string, sig fn) (list, query string) {
+	if len(sig.params) != 1 {
+		return "", ""
+	}
+	a := sig.params[0]
+	if a.typ == "[]int64" {
+		list = a.name
+	} else {
+		for _, f := range g.s.structs[strings.TrimPrefix(a.typ, "driver.")] {
+			if f.typ == "[]int64" {
+				if list != "" {
+					return "", ""
+				}
+				list = a.name + "." + f.name
+			}
+		}
+	}
+	plain, ok := g.s.queries[m]
+	if list == "" || !ok || len(plain.results) != 2 {
+		return "", ""
+	}
+	for _, q := range []string{strings.TrimSuffix(m, "Many"), m + "Of"} {
+		one, ok := g.s.queries[q]
+		if q != m && ok && len(one.params) == 1 && one.params[0].typ == "int64" && slices.Equal(one.results, plain.results) {
+			return list, q
+		}
+	}
+	return "", ""
 }
 
 // lockField is "p.Lock" when m's one argument is a params struct with a
@@ -1043,6 +1088,7 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 		write    bool
 		used     = map[string]bool{}
 		guard    string
+		voted    bool
 	)
 	for i, v := range vs {
 		qsig, ok := g.s.queries[v.query]
@@ -1050,6 +1096,9 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 			return false
 		}
 		arg, u, ok := g.call(m, sig, v.query, qsig)
+		if v.arg != "" {
+			arg, ok = v.arg, len(qsig.params) == 1
+		}
 		if !ok || len(qsig.results) != len(sig.results) {
 			return false
 		}
@@ -1089,9 +1138,11 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 		// A primitive addressed by one list — its argument, the one field
 		// its query reads, or the one list a write reads — does nothing
 		// for an empty one.
+		// Variants guard only when they all guard alike.
+		var vg string
 		if len(sig.params) == 1 && len(qsig.params) == 1 {
 			if strings.HasPrefix(sig.params[0].typ, "[]") {
-				guard = sig.params[0].name
+				vg = sig.params[0].name
 			}
 			var lists []string
 			for _, f := range g.s.structs[strings.TrimPrefix(sig.params[0].typ, "driver.")] {
@@ -1100,8 +1151,15 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 				}
 			}
 			if len(lists) == 1 && (len(u) == 1 || g.s.isWrite(v.query)) {
-				guard = lists[0]
+				vg = lists[0]
 			}
+		}
+		switch {
+		case v.arg != "": // a one-id form: the list's own variant guards
+		case !voted:
+			guard, voted = vg, true
+		case vg != guard:
+			guard = ""
 		}
 	}
 	// Every field of a params struct must reach a query, decide the

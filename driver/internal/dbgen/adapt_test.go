@@ -31,7 +31,8 @@ func TestAdaptCurrent(t *testing.T) {
 
 // fixtureDriver is a driver.go of one domain: a read by id with a lock, a
 // list whose params carry a filter the query does not take, a count, a
-// bulk insert over a one-row query, and a primitive written by hand.
+// bulk insert over a one-row query, a primitive written by hand, and a read
+// by ids (SQLite has a one-id form of it).
 const fixtureDriver = `package driver
 
 import (
@@ -74,21 +75,24 @@ type EdgeExecutor interface {
 	EdgeCount(ctx context.Context, p EdgeCountParams) (int, error)
 	EdgeInsertMany(ctx context.Context, rows []EdgeRow) ([]int64, error)
 	EdgeHand(ctx context.Context) error
+	EdgeOfMany(ctx context.Context, ids []int64) ([]EdgeRow, error)
 }
 `
 
 // fixtureQueries is a dbsqlc of the fixture in dialect d: Postgres has a
 // FOR UPDATE form of the read and batches the insert.
 func fixtureQueries(d schema.Dialect) string {
-	nullTime, small := "*time.Time", "int32"
+	nullTime, small, list := "*time.Time", "int32", "[]int64"
 	if d == schema.SQLite {
-		nullTime, small = "*string", "int64"
+		nullTime, small, list = "*string", "int64", "string"
 	}
 	q := `package dbsqlc
 
 const edgeGet = "-- name: EdgeGet :one\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id = $1"
 const edgeList = "-- name: EdgeList :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE src = $1 LIMIT $2"
 const edgeCount = "-- name: EdgeCount :one\nSELECT count(*) FROM cks_edges WHERE src = $1"
+const edgeOfMany = "-- name: EdgeOfMany :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id IN (LIST)"
+const edgeOf = "-- name: EdgeOf :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id = $1"
 const edgeInsert = "-- name: EdgeInsert :BATCH\nINSERT INTO cks_edges (src, at, weight) VALUES ($1, $2, $3) RETURNING edge_id"
 
 type CksEdge struct {
@@ -116,6 +120,7 @@ type EdgeInsertParams struct {
 func (q *Queries) EdgeGet(ctx context.Context, db DBTX, edgeID int64) (CksEdge, error) {}
 func (q *Queries) EdgeList(ctx context.Context, db DBTX, arg EdgeListParams) ([]CksEdge, error) {}
 func (q *Queries) EdgeCount(ctx context.Context, db DBTX, arg EdgeCountParams) (int64, error) {}
+func (q *Queries) EdgeOfMany(ctx context.Context, db DBTX, ids LIST) ([]CksEdge, error) {}
 `
 	if d == schema.Postgres {
 		q += `
@@ -130,8 +135,11 @@ func (q *Queries) EdgeInsert(ctx context.Context, db DBTX, arg []EdgeInsertParam
 func (q *Queries) EdgeInsert(ctx context.Context, db DBTX, arg EdgeInsertParams) (int64, error) {}
 `
 		q = strings.Replace(q, ":BATCH", ":one", 1)
+		q += `
+func (q *Queries) EdgeOf(ctx context.Context, db DBTX, edgeID int64) ([]CksEdge, error) {}
+`
 	}
-	return strings.NewReplacer("NULLTIME", nullTime, "SMALL", small).Replace(q)
+	return strings.NewReplacer("NULLTIME", nullTime, "SMALL", small, "LIST", list).Replace(q)
 }
 
 // fixture writes the fixture driver of dialect d and returns its directory.
@@ -176,6 +184,8 @@ func TestAdaptRules(t *testing.T) {
 			"x, err := e.d.q.EdgeCount(ctx, e.db, edgeCountParams(p))", "return int(x), nil",
 			// The bulk form sends its one-row query in one batch.
 			`return batchIDs(len(args), "edge insert many", e.d.q.EdgeInsert(ctx, e.db, args).QueryRow)`,
+			// Lists go as arrays, never NULL.
+			"x, err := e.d.q.EdgeOfMany(ctx, e.db, nonNil(ids))",
 		}, []string{"ForShare"}},
 		{schema.SQLite, []string{
 			// One writer: no lock query, every lock reads the same.
@@ -184,6 +194,9 @@ func TestAdaptRules(t *testing.T) {
 			// A bulk write runs its one-row statement a row, in a write.
 			`err := e.write(ctx, "edge insert many", func(w *wtx) error {`,
 			"x, err := e.d.q.EdgeInsert(ctx, w, edgeInsertParams(r))",
+			// One id reads by the one-id form; more as a JSON list.
+			"case len(ids) == 1:\n\t\tx, err = e.d.q.EdgeOf(ctx, e.read, ids[0])",
+			"x, err = e.d.q.EdgeOfMany(ctx, e.read, jsonList(ids))",
 		}, []string{"ForUpdate", "batchIDs"}},
 	} {
 		t.Run(string(c.dialect), func(t *testing.T) {
