@@ -221,18 +221,22 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 			[]string{"idx_task_deps_depends_on", "cks_outbox_tasks_pkey"}, noState},
 		{"edges at both ends", "TaskDepListAdjacent", map[string]any{"ids": deps},
 			[]string{"idx_task_deps_depends_on", "cks_task_deps_pkey"}, []string{"Seq Scan"}},
-		// The lease reaper: the expired leases from the lease index, not
-		// every task by id.
+		// The lease reaper: the expired leases from the partial index of
+		// leased tasks, not every task by id.
 		{"expired leases", "TaskLeaseExpired", map[string]any{"states": []string{"CLAIMED", "RUNNING", "REVIEWING"},
 			"excluded": excluded, "expired_at": now, "renewed_before": now, "max": int64(100)},
-			[]string{"idx_outbox_tasks_lease"}, []string{"Seq Scan", "cks_outbox_tasks_pkey"}},
+			[]string{"idx_outbox_tasks_leased"}, []string{"Seq Scan", "cks_outbox_tasks_pkey"}},
 		// Listing: a page in id order from the primary key.
 		{"listing", "TaskList", map[string]any{"after": int64(100), "states": []string{}, "types": []string{},
 			"state_changed_before": nil, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
-		// The stale-stop report's count: the STOPPED tasks only.
+		// The stale-stop report's count: the STOPPED tasks only, from
+		// their partial index.
 		{"stopped count", "TaskCount", map[string]any{"states": []string{"STOPPED"}, "types": []string{},
 			"state_changed_before": now.Add(-time.Hour)},
-			nil, []string{"Seq Scan"}},
+			[]string{"idx_outbox_tasks_stopped"}, []string{"Seq Scan"}},
+		// The dependency_release sweeper's listing of WAITING tasks.
+		{"waiting tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"WAITING"}, "types": []string{},
+			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
 	}
 	// The queries checked only once the table has statistics (see the
 	// claim of any type).

@@ -78,7 +78,8 @@ func readSQL(file string) (string, error) {
 
 // existing reads what the current schema holds from the catalog.
 func existing(ctx context.Context, tx pgx.Tx) (schema.Existing, error) {
-	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
+	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
+		References: map[string]string{}}
 	err := catalog(ctx, tx, "columns.sql", func(table, column string) {
 		if have.Columns[table] == nil {
 			have.Columns[table] = map[string]bool{}
@@ -95,6 +96,10 @@ func existing(ctx context.Context, tx pgx.Tx) (schema.Existing, error) {
 			have.Triggers[name] = true
 		}
 	})
+	if err != nil {
+		return have, err
+	}
+	err = catalog(ctx, tx, "references.sql", func(column, name string) { have.References[column] = name })
 	return have, err
 }
 

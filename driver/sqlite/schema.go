@@ -46,7 +46,8 @@ func (d *Driver) ensureSchema(ctx context.Context) error {
 
 // existing reads what the database holds of the schema from its catalog.
 func existing(ctx context.Context, tx *sql.Tx) (schema.Existing, error) {
-	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
+	have := schema.Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
+		References: map[string]string{}}
 	err := catalog(ctx, tx, "columns.sql", func(table, column string) {
 		if have.Columns[table] == nil {
 			have.Columns[table] = map[string]bool{}
@@ -63,6 +64,10 @@ func existing(ctx context.Context, tx *sql.Tx) (schema.Existing, error) {
 			have.Triggers[name] = true
 		}
 	})
+	if err != nil {
+		return have, err
+	}
+	err = catalog(ctx, tx, "references.sql", func(column, name string) { have.References[column] = name })
 	return have, err
 }
 
