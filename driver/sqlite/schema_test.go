@@ -174,6 +174,7 @@ func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 	// The version numbers: their own test below.
 	renumbered := []string{"cks_objects.head_version", "cks_object_versions.version"}
 	before := rowsOf(t, path, renumbered...)
+	lastEvent := strs(t, rawDB(t, path), `SELECT max(event_id) FROM cks_task_events`)
 	d := open(t, path)
 	drivertest.CheckLegacy(t, d)
 	d.Close()
@@ -197,6 +198,19 @@ func TestOpensTheFirstBackendsDatabase(t *testing.T) {
 		if after[i] != before[i] {
 			t.Errorf("row changed:\n before: %s\n  after: %s", before[i], after[i])
 		}
+	}
+	// The events' table, rebuilt without its foreign key, numbers new
+	// events after the old ones and is still append-only.
+	ex := open(t, path).Executor()
+	if err := ex.TaskEventInsertMany(t.Context(), []driver.TaskEventRow{{TaskID: 1, At: drivertest.T0, To: "OPEN"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := strs(t, db, `SELECT max(event_id) > CAST(? AS INTEGER) FROM cks_task_events`, lastEvent[0])
+	if !slices.Equal(got, []string{"1"}) {
+		t.Errorf("the new event's id is not after the old ones' (up to %s)", lastEvent[0])
+	}
+	if err := rawExec(t, path, `UPDATE cks_task_events SET reason = 'edited'`); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("update of an event after the rebuild: %v, want the append-only refusal", err)
 	}
 }
 
