@@ -135,9 +135,9 @@ func TestConcurrentOpen(t *testing.T) {
 	drivertest.SameSchema(t, "the schema opened at once", schemaOf(t, url), scratch.Fresh(t))
 }
 
-// query reads q's rows in url as "a|b|…" lines of Postgres' text of each
+// lines reads q's rows in url as "a|b|…" lines of Postgres' text of each
 // column (NULL as "NULL"), times in UTC.
-func query(t testing.TB, url, q string) []string {
+func lines(t testing.TB, url, q string) []string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -175,13 +175,16 @@ func query(t testing.TB, url, q string) []string {
 // scratch is the schema tests' access to scratch schemas.
 var scratch = drivertest.Scratch{
 	NewDB:           newDB,
-	Query:           query,
+	Query:           lines,
 	Schema:          schemaOf,
 	Columns:         columnsOf,
 	TimeLayout:      "2006-01-02 15:04:05.999999-07",
 	True:            "t",
 	Brackets:        "{}",
 	VersionsTrigger: "cks_object_versions_no_change",
+	Retired: []string{"constraint|cks_task_events|cks_task_events_task_id_fkey|",
+		"index|idx_outbox_tasks_lease|", "index|idx_outbox_tasks_state_changed|"},
+	Added: []string{"index|idx_outbox_tasks_leased|", "index|idx_outbox_tasks_stopped|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.

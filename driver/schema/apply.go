@@ -29,7 +29,8 @@ type ApplyParams struct {
 // holds (Existing), plans what is missing (Plan, with the driver's
 // backfills and retirements) and runs it, in the caller's transaction.
 func Apply(ctx context.Context, p ApplyParams) error {
-	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{}}
+	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
+		References: map[string]string{}}
 	err := catalog(ctx, p, "columns.sql", func(table, column string) {
 		if have.Columns[table] == nil {
 			have.Columns[table] = map[string]bool{}
@@ -46,6 +47,10 @@ func Apply(ctx context.Context, p ApplyParams) error {
 			have.Triggers[name] = true
 		}
 	})
+	if err != nil {
+		return err
+	}
+	err = catalog(ctx, p, "references.sql", func(column, name string) { have.References[column] = name })
 	if err != nil {
 		return err
 	}

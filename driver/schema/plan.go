@@ -17,6 +17,10 @@ type Existing struct {
 	// Indexes and Triggers are the names of the existing ones.
 	Indexes  map[string]bool
 	Triggers map[string]bool
+	// References maps "table.column" of each existing single-column
+	// foreign key to its constraint's name (Postgres; SQLite's have none,
+	// and the value is the referenced table).
+	References map[string]string
 }
 
 // Backfill maps "table.column" to the statements that fill that column in
@@ -40,10 +44,13 @@ type Upgrade struct {
 // (all of them before any backfill, which may write to another table); for
 // every existing table an ADD COLUMN per missing column; for every retired
 // column it still has, its Retire statements, DROP INDEX of the indexes on
-// it and DROP COLUMN; the backfills of the added columns; then every missing
-// index and trigger. An append-only table whose columns change loses its
-// triggers first and gets them again at the end. A database of the current
-// shape needs none. The statements are meant to run in one transaction.
+// it and DROP COLUMN; DROP INDEX of every retired index it has; the drop of
+// every retired foreign key it has (Postgres: DROP CONSTRAINT; SQLite: the
+// table rebuilt, see rebuildSQL); the backfills of the added columns; then
+// every missing index and trigger. An append-only table whose columns
+// change loses its triggers first and gets them again at the end. A
+// database of the current shape needs none. The statements are meant to
+// run in one transaction.
 func Plan(d Dialect, have Existing, up Upgrade) []string {
 	var out []string
 	tables := TablesOf(d)
@@ -100,11 +107,43 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 			out = append(out, "ALTER TABLE "+t.Name+" DROP COLUMN "+r.Column)
 		}
 	}
+	// Indexes gone with a rebuilt table, to be created again.
+	gone := map[string]bool{}
+	for _, t := range tables {
+		if _, ok := have.Columns[t.Name]; !ok {
+			continue
+		}
+		for _, ix := range t.RetiredIndexes {
+			if (ix.Only == "" || ix.Only == d) && have.Indexes[ix.Name] {
+				out = append(out, "DROP INDEX "+ix.Name)
+			}
+		}
+		rebuild := false
+		for _, c := range t.RetiredReferences {
+			name, ok := have.References[t.Name+"."+c]
+			switch {
+			case !ok:
+			case d == Postgres:
+				out = append(out, "ALTER TABLE "+t.Name+" DROP CONSTRAINT "+name)
+			default:
+				rebuild = true
+			}
+		}
+		if rebuild {
+			out = append(out, rebuildSQL(t, d)...)
+			for _, ix := range t.Indexes {
+				gone[ix.Name] = true
+			}
+			for _, tr := range Triggers(t, d) {
+				dropped[tr.Name] = true
+			}
+		}
+	}
 	out = append(out, fills...)
 	function := false // the Postgres reject function, created once before its first trigger
 	for _, t := range tables {
 		for _, ix := range t.Indexes {
-			if ix.In(d) && !have.Indexes[ix.Name] {
+			if ix.In(d) && (!have.Indexes[ix.Name] || gone[ix.Name]) {
 				out = append(out, IndexSQL(t, ix, d))
 			}
 		}
@@ -120,6 +159,28 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 		}
 	}
 	return out
+}
+
+// rebuildSQL renders the statements that rebuild t (SQLite) in its current
+// shape with the rows it holds, every current column of which it has by
+// then: the old table renamed aside, the current one created under t's
+// name, the rows copied, the old one dropped (its indexes and triggers,
+// which the renamed table kept, go with it; Plan creates t's again). This is
+// how SQLite drops a constraint (its ALTER TABLE cannot). The old table goes
+// aside first so that the new one's stored CREATE TABLE names it plainly.
+func rebuildSQL(t Table, d Dialect) []string {
+	aside := t.Name + "__rebuilt"
+	cols := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = c.Name
+	}
+	list := strings.Join(cols, ", ")
+	return []string{
+		"ALTER TABLE " + t.Name + " RENAME TO " + aside,
+		CreateSQL(t, d),
+		"INSERT INTO " + t.Name + " (" + list + ") SELECT " + list + " FROM " + aside,
+		"DROP TABLE " + aside,
+	}
 }
 
 // Fresh returns the DDL of an empty database in d: what Plan returns for a

@@ -204,6 +204,17 @@ type Table struct {
 	// one has not: the upgrade carries what they held into the columns that
 	// replace them (the driver's Retire statements) and drops them.
 	Retired []Retired
+	// RetiredIndexes are indexes older shapes of the table had and the
+	// current one has not (replaced by narrower ones, or read by no
+	// query): the upgrade drops each one the database has. An index whose
+	// definition changes gets a new name and retires the old one, since
+	// the upgrade knows indexes by name.
+	RetiredIndexes []RetiredIndex
+	// RetiredReferences are columns whose foreign key older shapes had and
+	// the current one has not: the upgrade drops the constraint (Postgres)
+	// or, since SQLite cannot drop one, rebuilds the table in the current
+	// shape with its rows, indexes and triggers.
+	RetiredReferences []string
 }
 
 // Retired is a column an older shape had. Its Indexes go first: SQLite

@@ -152,19 +152,41 @@ func outboxTasks() Table {
 			// Operators' free-form JSON object (owner, links, …).
 			{Name: "metadata", Type: JSON, NotNull: true, Default: EmptyObject},
 		},
+		// Every index here is rewritten by every state change (a new row
+		// version, since state is a key), so each earns its cost: the
+		// ones a sweeper alone reads are partial, holding only the states
+		// it reads (issue 14; docs/benchmarks.md has what each costs).
+		// SQLite keeps the full ones: its queries take their states as a
+		// JSON list, which it cannot match against an index's WHERE.
 		Indexes: []Index{
-			{Name: "idx_outbox_tasks_state_changed", Keys: []Key{K("state"), K("state_changed_at")}},
+			// The stale-stop report and the "stopped longer than" listing:
+			// the STOPPED tasks by when they stopped.
+			{Name: "idx_outbox_tasks_stopped", Keys: []Key{K("state_changed_at")},
+				Where: "state = " + literal(string(ledger.Stopped)), Only: Postgres},
+			{Name: "idx_outbox_tasks_state_changed", Keys: []Key{K("state"), K("state_changed_at")}, Only: SQLite},
 			{Name: "idx_outbox_tasks_claim", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")}},
 			// Claims of any type (or of several): the OPEN tasks in claim order.
 			{Name: "idx_outbox_tasks_claim_open", Keys: []Key{K("state"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(ledger.Open))},
-			{Name: "idx_outbox_tasks_lease", Keys: []Key{K("state"), K("lease_expires_at")}},
-			{Name: "idx_outbox_tasks_parent", Keys: []Key{K("parent_id")}},
+			// The lease reaper: the leases of the states it reclaims
+			// (ledger's ReclaimExpired), by expiry.
+			{Name: "idx_outbox_tasks_leased", Keys: []Key{K("lease_expires_at")},
+				Where: "state IN " + literalList([]ledger.State{ledger.Claimed, ledger.Running, ledger.Reviewing}), Only: Postgres},
+			{Name: "idx_outbox_tasks_lease", Keys: []Key{K("state"), K("lease_expires_at")}, Only: SQLite},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
 			// One live task per dedupe key.
 			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
 				Where: "dedupe_key <> '' AND state NOT IN " + literalList(ledger.Terminal[:])},
+		},
+		RetiredIndexes: []RetiredIndex{
+			// No query reads tasks by parent, and no task is ever deleted
+			// (what an index on a referencing column is for).
+			{Name: "idx_outbox_tasks_parent"},
+			// Replaced by the partial idx_outbox_tasks_stopped and
+			// idx_outbox_tasks_leased.
+			{Name: "idx_outbox_tasks_state_changed", Only: Postgres},
+			{Name: "idx_outbox_tasks_lease", Only: Postgres},
 		},
 		// The plain token, before issue 12.
 		Retired: []Retired{{Column: "lease_token"}},
@@ -188,7 +210,12 @@ func taskEvents() Table {
 		Name: "cks_task_events",
 		Columns: []Column{
 			pk("event_id"),
-			ref("task_id", "cks_outbox_tasks(task_id)"),
+			// No foreign key: it cost a check of the task (a key-share
+			// lock of its row) per event. The ledger is the only writer
+			// of events, each for a task it inserted or locked in the same
+			// transaction, and tasks are never deleted
+			// (drivertest.EventsHaveTheirTasks proves it of a mixed load).
+			{Name: "task_id", Type: BigInt, NotNull: true},
 			at("at"),
 			textOr("actor"),
 			textOr("from_state"),
@@ -198,7 +225,8 @@ func taskEvents() Table {
 		},
 		Indexes: []Index{{Name: "idx_task_events_task", Keys: []Key{K("task_id"), K("event_id")}}},
 		// Append-only, enforced by the database itself (DESIGN §4).
-		AppendOnly: &AppendOnly{},
+		AppendOnly:        &AppendOnly{},
+		RetiredReferences: []string{"task_id"},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 )
 
@@ -100,7 +101,27 @@ var scratch = drivertest.Scratch{
 	True:            "1",
 	Brackets:        "[]",
 	VersionsTrigger: "cks_object_versions_no_update",
+	Retired:         []string{"fk|cks_task_events|task_id|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.
 func TestSchema(t *testing.T) { scratch.Run(t) }
+
+// TestEventsRebuiltWithoutForeignKey: the upgrade rebuilds the first
+// backend's events table without its foreign key (SQLite cannot drop one);
+// the rebuilt table numbers new events after the old ones and is still
+// append-only.
+func TestEventsRebuiltWithoutForeignKey(t *testing.T) {
+	db := scratch.From(t, "first_backend_schema.sql", "first_backend_rows.sql")
+	last := strs(t, rawDB(t, db.Name), `SELECT max(event_id) FROM cks_task_events`)
+	ex := db.Open(t).Executor()
+	if err := ex.TaskEventInsertMany(t.Context(), []driver.TaskEventRow{{TaskID: 1, At: drivertest.T0, To: "OPEN"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strs(t, rawDB(t, db.Name), `SELECT max(event_id) > CAST(? AS INTEGER) FROM cks_task_events`, last[0]); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("the new event's id is not after the old ones' (up to %s)", last[0])
+	}
+	if err := rawExec(t, db.Name, `UPDATE cks_task_events SET reason = 'edited'`); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("update of an event after the rebuild: %v, want the append-only refusal", err)
+	}
+}

@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS cks_task_deps (
 
 CREATE TABLE IF NOT EXISTS cks_task_events (
     event_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id),
+    task_id INTEGER NOT NULL,
     at TEXT NOT NULL,
     actor TEXT NOT NULL DEFAULT '',
     from_state TEXT NOT NULL DEFAULT '',
@@ -198,8 +198,6 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state
 	WHERE state = 'OPEN';
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at);
-
-CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent ON cks_outbox_tasks(parent_id);
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
