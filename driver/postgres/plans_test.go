@@ -1,14 +1,13 @@
 package postgres_test
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -25,35 +24,11 @@ type query struct {
 // sqlc.narg(name).
 var param = regexp.MustCompile(`sqlc\.n?arg\((\w+)\)|@(\w+)`)
 
-// pgQueries reads the named queries of internal/dbsqlc/*.sql (but the
-// schema), without their comment lines.
+// pgQueries reads the named queries of internal/dbsqlc/*.sql
+// (drivertest.Queries) with their parameters numbered.
 func pgQueries(t testing.TB) map[string]query {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("internal", "dbsqlc", "*.sql"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("query files: %v, %v", files, err)
-	}
-	texts := map[string]string{}
-	for _, f := range files {
-		if filepath.Base(f) == "schema.sql" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := ""
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "-- name: "); ok {
-				name = strings.Fields(rest)[0]
-				continue
-			}
-			if name == "" || strings.HasPrefix(strings.TrimSpace(line), "--") {
-				continue
-			}
-			texts[name] += line + "\n"
-		}
-	}
+	texts := drivertest.Queries(t)
 	out := map[string]query{}
 	for name, text := range texts {
 		var q query

@@ -3,47 +3,14 @@ package sqlite_test
 import (
 	"database/sql"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
-
-// queries reads the named queries of the driver's query files
-// (internal/dbsqlc/*.sql): the text of each "-- name: X" block without its
-// comment lines.
-func queries(t testing.TB) map[string]string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join("internal", "dbsqlc", "*.sql"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("query files: %v, %v", files, err)
-	}
-	out := map[string]string{}
-	for _, f := range files {
-		if filepath.Base(f) == "schema.sql" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := ""
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "-- name: "); ok {
-				name = strings.Fields(rest)[0]
-				continue
-			}
-			if name == "" || strings.HasPrefix(strings.TrimSpace(line), "--") {
-				continue
-			}
-			out[name] += line + "\n"
-		}
-	}
-	return out
-}
 
 // plan is SQLite's query plan of q with args, one line per step.
 func plan(t testing.TB, db *sql.DB, q string, args ...any) string {
@@ -110,7 +77,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	q := queries(t)
+	q := drivertest.Queries(t)
 	now := "2026-01-01T00:00:00.000000000Z"
 	excluded := sql.Named("excluded", `["NEEDS_INPUT","STOPPED"]`)
 	cases := []struct {
