@@ -69,6 +69,10 @@ type Evidence = cks.Evidence
 // NewTask is cks.NewTask, the input of Enqueue.
 type NewTask = cks.NewTask
 
+// CreatedTask is cks.CreatedTask: a task Enqueue or EnqueueMany returns,
+// and whether it was created (false: a dedupe key's task).
+type CreatedTask = cks.CreatedTask
+
 // TaskFilter is cks.TaskFilter, the selection of a page of ListTasks.
 type TaskFilter = cks.TaskFilter
 
@@ -91,6 +95,18 @@ type Tasks interface {
 	// dependency cycle (nothing depends on it yet); dependency edits (next
 	// issue) check with ledger.Cycle.
 	Enqueue(ctx context.Context, n NewTask) (t Task, created bool, err error)
+	// EnqueueMany enqueues ns in one transaction, each item by the rule of
+	// Enqueue as if enqueued one after another in order (an item whose
+	// dedupe key an earlier item took gets that item's task, created
+	// false), and returns one CreatedTask per item, in order. It costs a
+	// constant number of statements however many items there are (and one
+	// read per distinct dedupe key), and publishes TopicTasksReady once. An
+	// invalid item, or one whose parent or dependency does not exist, is a
+	// FieldError naming it by index (tasks[3].type) and nothing is written.
+	// It is the Go API's bulk form for callers that fill a queue (no
+	// operation of the table offers it: create_task's permission depends on
+	// each item's parent).
+	EnqueueMany(ctx context.Context, ns []NewTask) ([]CreatedTask, error)
 	// GetTask returns the task with its dependencies, events and evidence.
 	GetTask(ctx context.Context, id int64) (Task, error)
 	// ListTasks returns one page of tasks (without events and evidence,

@@ -94,20 +94,16 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 	return enqueue, work, nil
 }
 
-// enqueueCks enqueues jobs tasks with four writers, as bench.Ledger does.
+// enqueueCks enqueues jobs tasks as bench.Ledger does: four writers, each
+// storing EnqueueMany batches of bench.DefaultEnqueueBatch tasks (River's
+// side inserts with InsertManyFast in batches of the same size).
 func enqueueCks(ctx context.Context, st store.Store, jobs int, progress func(string, int, int)) (time.Duration, error) {
 	var n atomic.Int64
 	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
 	start := time.Now()
-	err := parallel(ctx, 4, func(ctx context.Context, w int) error {
-		for i := w; i < jobs; i += 4 {
-			if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}); err != nil {
-				return fmt.Errorf("enqueue: %w", err)
-			}
-			n.Add(1)
-		}
-		return nil
-	})
+	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) store.NewTask {
+		return store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}
+	}, func(k int) { n.Add(int64(k)) })
 	stop()
 	if err != nil {
 		return 0, fmt.Errorf("peers: cks: %w", err)
