@@ -311,6 +311,18 @@ type TaskClaimParams struct {
 	LeaseMs          int64
 	RunAfter         time.Time
 	Reason           string
+	// Then, when its To is set, is a second move every claimed row makes
+	// at once (RUNNING, for an executor that starts the task straight
+	// away): the row is written with State Then.To instead of To, and gets a
+	// second event (Now, ClaimedBy, To → Then.To, the new attempts,
+	// Then.Reason) after the first.
+	Then TaskClaimThen
+}
+
+// TaskClaimThen is the second move of a claim (TaskClaimParams.Then).
+type TaskClaimThen struct {
+	To     string
+	Reason string
 }
 
 // TaskClaimed is a row a claim wrote, with the ids of its dependencies in

@@ -463,21 +463,35 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim implements store.Tasks in one driver statement (TaskClaim): the
-// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
-// over), leased and given their CLAIMED events at once. The lease tokens
-// are made here, one per task the claim may take; only their hashes go to
-// the driver, and each plain token only to this caller.
+// Claim implements store.Tasks: ClaimWith without Running.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
+	return s.ClaimWith(ctx, store.ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
+}
+
+// ClaimWith implements store.Tasks in one driver statement (TaskClaim): the
+// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
+// over), leased and given their CLAIMED events at once — and, with
+// p.Running, moved on to RUNNING with MarkRunning's event after it. The
+// lease tokens are made here, one per task the claim may take; only their
+// hashes go to the driver, and each plain token only to this caller.
+func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	worker, types, n, d := p.Worker, p.Types, p.N, p.Lease
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateClaim(worker, n, d); err != nil {
 		return nil, err
 	}
-	// The one move a claim makes, checked against the table once.
+	// The moves a claim makes, checked against the table once.
 	if err := Check(Open, Claimed); err != nil {
 		return nil, err
+	}
+	var then driver.TaskClaimThen
+	if p.Running {
+		if err := Check(Claimed, Running); err != nil {
+			return nil, err
+		}
+		then = driver.TaskClaimThen{To: string(Running), Reason: runningReason}
 	}
 	tokens := make([]string, n)
 	hashes := make([]string, n)
@@ -492,7 +506,7 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 			TaskClaimableParams: driver.TaskClaimableParams{State: string(Open), Excluded: strs(DispatchExcluded[:]),
 				Types: types, Now: now, Limit: n},
 			LeaseTokenHashes: hashes, To: string(Claimed), AttemptsAdded: 1, ClaimedBy: worker,
-			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed"})
+			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed", Then: then})
 		if err != nil {
 			return err
 		}
@@ -515,10 +529,13 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // executing are the states an executor's lease is good for.
 var executing = []State{Claimed, Running}
 
+// runningReason is the reason of the event of the move to RUNNING.
+const runningReason = "running"
+
 // MarkRunning implements store.Tasks.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: "running"})
+		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: runningReason})
 	})
 }
 

@@ -125,6 +125,12 @@ type Tasks interface {
 	// stored as its hash), lease_expires_at = now+lease and attempts+1. The
 	// tasks are returned in that order, each with its plain token.
 	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]ClaimedTask, error)
+	// ClaimWith is Claim with its arguments in p, and the choice of
+	// p.Running: each claimed task moves on to RUNNING in the same
+	// transaction, with the CLAIMED event and then the RUNNING one that
+	// MarkRunning would write (one commit less for an executor that starts
+	// at once; worker.Executor skips MarkRunning for a RUNNING task).
+	ClaimWith(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
 	// MarkRunning moves a claimed task to RUNNING.
 	MarkRunning(ctx context.Context, id int64, leaseToken string) (Task, error)
 	// Touch is the lease heartbeat: it renews the lease for the duration given
@@ -187,6 +193,21 @@ type Tasks interface {
 	// table with an event by actor "dependency_release"; dispatch-excluded
 	// tasks (ledger.DispatchExcluded) are never touched. One transaction.
 	ReleaseDependencies(ctx context.Context) (DependencyRelease, error)
+}
+
+// ClaimParams is one claim (Tasks.ClaimWith).
+type ClaimParams struct {
+	// Worker holds the leases (claimed_by, the events' actor).
+	Worker string
+	// Types restricts the claim to these task types; empty means any.
+	Types []string
+	// N is the most tasks the claim takes.
+	N int
+	// Lease is each lease's duration (Touch renews it by as much).
+	Lease time.Duration
+	// Running moves each claimed task on to RUNNING at once, as a
+	// MarkRunning right after the claim would, in the claim's transaction.
+	Running bool
 }
 
 // ActorDependencyRelease is the event actor of ReleaseDependencies.

@@ -223,7 +223,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
 		LeaseTokenHashes: p.LeaseTokenHashes[:limit], ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded),
 		ClaimedBy: p.ClaimedBy, LeaseExpiresAt: store.Time(p.LeaseExpiresAt), LeaseMs: p.LeaseMs,
-		RunAfter: nullTime(p.RunAfter), Reason: p.Reason}
+		RunAfter: nullTime(p.RunAfter), Reason: p.Reason, ThenTo: p.Then.To, ThenReason: p.Then.Reason}
 	var (
 		rows []dbsqlc.TaskClaimRow
 		err  error
@@ -236,7 +236,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		typed, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))
 		}
@@ -245,7 +246,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		typed, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))
 		}

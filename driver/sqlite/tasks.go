@@ -189,15 +189,20 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		events := make([]driver.TaskEventRow, len(rows))
+		events := make([]driver.TaskEventRow, 0, 2*len(rows))
 		ids := make([]int64, len(rows))
 		for i := range rows {
 			r := &rows[i]
 			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, p.ClaimedBy, p.Now
 			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = p.LeaseTokenHashes[i], p.LeaseExpiresAt, p.Now
 			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = p.LeaseMs, p.RunAfter, p.Now, p.Now
-			events[i] = driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State, To: p.To,
-				Attempt: r.Attempts, Reason: p.Reason}
+			events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State,
+				To: p.To, Attempt: r.Attempts, Reason: p.Reason})
+			if p.Then.To != "" {
+				r.State = p.Then.To
+				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.To,
+					To: p.Then.To, Attempt: r.Attempts, Reason: p.Then.Reason})
+			}
 			ids[i] = r.ID
 		}
 		if _, err := in.TaskUpdateMany(ctx, rows); err != nil {

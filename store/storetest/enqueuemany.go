@@ -3,17 +3,21 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
-// enqueueManyTests are the cases of the bulk enqueue (store.Tasks.EnqueueMany).
-func enqueueManyTests() []taskTest {
+// batchingTests are the cases of the ledger's batched forms: the bulk
+// enqueue (store.Tasks.EnqueueMany) and the claim that starts the task
+// (ClaimWith, Running).
+func batchingTests() []taskTest {
 	return []taskTest{
 		{"TaskEnqueueMany", testTaskEnqueueMany},
 		{"TaskEnqueueManyRefusesWholeBatch", testTaskEnqueueManyRefusesWholeBatch},
 		{"TaskEnqueueManyDedupe", testTaskEnqueueManyDedupe},
+		{"TaskClaimRunning", testTaskClaimRunning},
 	}
 }
 
@@ -211,5 +215,56 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 	if after[0].Created || after[0].Task.ID != out[6].Task.ID || after[0].Task.State != ledger.Cancelled ||
 		!after[1].Created || after[2].Created || after[2].Task.ID != after[1].Task.ID {
 		t.Fatalf("third batch: %+v", after)
+	}
+}
+
+// testTaskClaimRunning: a claim with Running leaves each task RUNNING with
+// the audit trail of a claim followed by MarkRunning (the same events, in
+// order, by the same actor, of the same attempt), under a lease its token
+// completes; without it a claim is the plain claim.
+func testTaskClaimRunning(t *testing.T, open Opener) {
+	s, clk := fakeStore(t, open)
+	a := MustEnqueue(t, s, store.NewTask{Type: "r", Title: "two steps", Priority: 2})
+	b := MustEnqueue(t, s, store.NewTask{Type: "r", Title: "one step", Priority: 1})
+	plain := MustEnqueue(t, s, store.NewTask{Type: "p", Title: "plain"})
+	two, err := s.Claim(ctx(t), "w", []string{"r"}, 1, Lease)
+	if err != nil || len(two) != 1 || two[0].ID != a.ID {
+		t.Fatalf("claim: %+v %v", two, err)
+	}
+	if _, err := s.MarkRunning(ctx(t), a.ID, two[0].LeaseToken); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	one, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: Lease, Running: true})
+	if err != nil || len(one) != 1 || one[0].ID != b.ID {
+		t.Fatalf("claim running: %+v %v", one, err)
+	}
+	if c := one[0]; c.State != ledger.Running || c.Attempts != 1 || c.ClaimedBy != "w" || c.LeaseToken == "" ||
+		!c.ClaimedAt.Equal(T0.Add(time.Second)) || !c.LeaseExpiresAt.Equal(T0.Add(time.Second+Lease)) {
+		t.Fatalf("claimed running: %+v", c.Task)
+	}
+	ta, tb := MustGet(t, s, a.ID), MustGet(t, s, b.ID)
+	if tb.State != ledger.Running || len(ta.Events) != 3 || len(tb.Events) != 3 {
+		t.Fatalf("events %+v and %+v, want three each", ta.Events, tb.Events)
+	}
+	for i := range ta.Events {
+		ea, eb := ta.Events[i], tb.Events[i]
+		if ea.From != eb.From || ea.To != eb.To || ea.Actor != eb.Actor || ea.Attempt != eb.Attempt || ea.Reason != eb.Reason {
+			t.Errorf("event %d: %+v after a claim and MarkRunning, %+v after a claim with Running", i, ea, eb)
+		}
+	}
+	if e := lastEvent(t, tb); e.From != ledger.Claimed || e.To != ledger.Running || !e.At.Equal(T0.Add(time.Second)) {
+		t.Errorf("last event %+v", e)
+	}
+	if _, err := s.Complete(ctx(t), b.ID, one[0].LeaseToken, false, "done"); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, s, b.ID, ledger.Completed)
+	rest, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "v", N: 5, Lease: Lease})
+	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != ledger.Claimed {
+		t.Fatalf("claim without Running: %+v %v", rest, err)
+	}
+	if _, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !store.IsFieldError(err, "worker") {
+		t.Fatalf("claim running without a worker: %v", err)
 	}
 }
