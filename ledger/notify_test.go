@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -130,5 +131,110 @@ func wantOnce(t testing.TB, what string, commits []map[string]int, n int) {
 		if topics[store.TopicTasksReady] == 0 {
 			t.Errorf("%s: tasks_ready not published: %v", what, topics)
 		}
+	}
+}
+
+// statementCounter is a driver whose transactions count the task
+// primitives they call, by name.
+type statementCounter struct {
+	driver.Driver
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *statementCounter) WithTx(ctx context.Context, opts driver.TxOptions, fn func(context.Context, driver.Executor) error) error {
+	return c.Driver.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
+		return fn(ctx, &counting{Executor: ex, c: c})
+	})
+}
+
+func (c *statementCounter) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[name]++
+}
+
+type counting struct {
+	driver.Executor
+	c *statementCounter
+}
+
+func (e *counting) TaskDedupeFind(ctx context.Context, p driver.TaskDedupeFindParams) (int64, error) {
+	e.c.add("TaskDedupeFind")
+	return e.Executor.TaskDedupeFind(ctx, p)
+}
+
+func (e *counting) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFindManyParams) ([]driver.TaskDedupeHit, error) {
+	e.c.add("TaskDedupeFindMany")
+	return e.Executor.TaskDedupeFindMany(ctx, p)
+}
+
+func (e *counting) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
+	e.c.add("TaskInsertMany")
+	return e.Executor.TaskInsertMany(ctx, rows)
+}
+
+func (e *counting) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
+	e.c.add("TaskGetMany")
+	return e.Executor.TaskGetMany(ctx, p)
+}
+
+func (e *counting) TaskEventInsertMany(ctx context.Context, events []driver.TaskEventRow) error {
+	e.c.add("TaskEventInsertMany")
+	return e.Executor.TaskEventInsertMany(ctx, events)
+}
+
+func (e *counting) TaskDepInsertMany(ctx context.Context, deps []driver.TaskDep) error {
+	e.c.add("TaskDepInsertMany")
+	return e.Executor.TaskDepInsertMany(ctx, deps)
+}
+
+// TestEnqueueManyStatements: a batch costs the same statements whatever its
+// size — one read of every dedupe key, one of the dependencies, one of the
+// existing tasks its keys found (and their edges), then the rows, the edges
+// and the events in one write each.
+func TestEnqueueManyStatements(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			c := &statementCounter{Driver: dl.open(t), calls: map[string]int{}}
+			s, ctx := ledger.NewService(c), context.Background()
+			dep, _, err := s.Enqueue(ctx, store.NewTask{Type: "d"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "d", DedupeKey: "k0"}); err != nil {
+				t.Fatal(err)
+			}
+			ns := make([]store.NewTask, 40)
+			for i := range ns {
+				ns[i] = store.NewTask{Type: "m", DedupeKey: fmt.Sprint("k", i%20), DependsOn: []int64{dep.ID},
+					DedupeOnce: i%3 == 0}
+			}
+			c.mu.Lock()
+			c.calls = map[string]int{}
+			c.mu.Unlock()
+			out, err := s.EnqueueMany(ctx, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			created := 0
+			for _, ct := range out {
+				if ct.Created {
+					created++
+				}
+			}
+			if created != 19 {
+				t.Fatalf("%d created, want 19 (k1 … k19; k0 exists)", created)
+			}
+			want := map[string]int{"TaskDedupeFindMany": 1, "TaskGetMany": 2, "TaskInsertMany": 1,
+				"TaskDepInsertMany": 1, "TaskEventInsertMany": 1}
+			c.mu.Lock()
+			got := maps.Clone(c.calls)
+			c.mu.Unlock()
+			if !maps.Equal(got, want) {
+				t.Fatalf("primitives of a batch of 40: %v, want %v", got, want)
+			}
+		})
 	}
 }

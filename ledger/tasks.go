@@ -43,7 +43,7 @@ func (s *Service) Enqueue(ctx context.Context, n store.NewTask) (store.Task, boo
 
 // EnqueueMany implements store.Tasks: the tasks ns in one transaction,
 // each by the rule of a single Enqueue, in order, in a constant number of
-// statements however many there are (one read per dedupe key aside). Every
+// statements however many there are. Every
 // item is validated first, and an invalid one is a FieldError naming it
 // (tasks[i].FIELD); nothing is written then.
 func (s *Service) EnqueueMany(ctx context.Context, ns []store.NewTask) ([]store.CreatedTask, error) {
@@ -99,9 +99,9 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 }
 
 // dedupeHit is what an enqueue batch knows of one dedupe key: the newest
-// live task with it, and (when an item asked with DedupeOnce) the task a
-// DedupeOnce item gets, live first, else the newest finished one. An id
-// below 0 is the item of the batch, -1-id, that created the task.
+// live task with it (what an item gets), and the task a DedupeOnce item
+// gets — the live one first, else the newest finished one; 0 for none. An
+// id below 0 is the item of the batch, -1-id, that created the task.
 type dedupeHit struct{ live, any int64 }
 
 // enqueueManyTx is the work of EnqueueMany inside ex's transaction, for
@@ -109,40 +109,33 @@ type dedupeHit struct{ live, any int64 }
 // (created false: an existing one, or one an earlier item of ns created)
 // or becomes a new task with its dependencies and creation event. The
 // rules are decided in Go over reads made once for the whole batch — the
-// dedupe keys (one read per distinct key and kind), the parents (one read),
+// dedupe keys (one read, TaskDedupeFindMany), the parents (one read),
 // the dependencies (one read, LockShare, as depState) — and the new rows
 // are written in three statements (tasks, edges, events) with one
 // TopicTasksReady when any is OPEN. name names an item's field in a
 // FieldError (a missing parent or dependency).
 func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewTask, name func(i int, field string) string) ([]store.CreatedTask, error) {
+	// The task of each dedupe key, read once for the batch.
 	hits := map[string]*dedupeHit{}
-	type ask struct {
-		key  string
-		once bool
-	}
-	asked := map[ask]bool{}
+	var keys []string
 	for _, n := range ns {
-		if n.DedupeKey == "" || asked[ask{n.DedupeKey, n.DedupeOnce}] {
-			continue
+		if n.DedupeKey != "" && hits[n.DedupeKey] == nil {
+			hits[n.DedupeKey] = &dedupeHit{}
+			keys = append(keys, n.DedupeKey)
 		}
-		asked[ask{n.DedupeKey, n.DedupeOnce}] = true
-		id, err := ex.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: n.DedupeKey, Terminal: strs(Terminal[:]),
-			IncludeTerminal: n.DedupeOnce})
-		if errors.Is(err, driver.ErrNoRows) {
-			id, err = 0, nil
-		}
+	}
+	if len(keys) > 0 {
+		found, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{Keys: keys, Terminal: strs(Terminal[:])})
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: dedupe: %w", err)
 		}
-		h := hits[n.DedupeKey]
-		if h == nil {
-			h = &dedupeHit{}
-			hits[n.DedupeKey] = h
-		}
-		if n.DedupeOnce {
-			h.any = id
-		} else {
-			h.live = id
+		for _, f := range found {
+			if h := hits[f.Key]; h != nil {
+				h.any = f.ID
+				if !f.Terminal {
+					h.live = f.ID
+				}
+			}
 		}
 	}
 	// Decide, item by item, which are new and which get another's task.

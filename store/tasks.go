@@ -99,8 +99,8 @@ type Tasks interface {
 	// Enqueue as if enqueued one after another in order (an item whose
 	// dedupe key an earlier item took gets that item's task, created
 	// false), and returns one CreatedTask per item, in order. It costs a
-	// constant number of statements however many items there are (and one
-	// read per distinct dedupe key), and publishes TopicTasksReady once. An
+	// constant number of statements however many items there are (one read
+	// serves all their dedupe keys), and publishes TopicTasksReady once. An
 	// invalid item, or one whose parent or dependency does not exist, is a
 	// FieldError naming it by index (tasks[3].type) and nothing is written.
 	// It is the Go API's bulk form for callers that fill a queue (no

@@ -496,6 +496,18 @@ func Tasks(t *testing.T, newDB NewDB) {
 			_, err = find("nope", all)
 			isNoRows(t, "an unknown key", err)
 		}
+		// Many keys at once: per key the task find(key, true) finds, and
+		// whether it is finished; keys no task has (and "") are absent.
+		hits, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{
+			Keys: []string{"once", "nope", "k", "", "k"}, Terminal: terminal})
+		skipUnsupported(t, "dedupe find many", err)
+		want := []driver.TaskDedupeHit{{Key: "k", ID: got[2]}, {Key: "once", ID: got[4], Terminal: true}}
+		if !slices.Equal(hits, want) {
+			t.Fatalf("dedupe find many = %+v, want %+v", hits, want)
+		}
+		if hits, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{Terminal: terminal}); err != nil || len(hits) != 0 {
+			t.Fatalf("no keys: %+v %v", hits, err)
+		}
 	})
 	t.Run("Dependencies", func(t *testing.T) {
 		t.Parallel()

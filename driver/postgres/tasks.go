@@ -328,6 +328,22 @@ func (e *executor) TaskDedupeFind(ctx context.Context, p driver.TaskDedupeFindPa
 	return id, mapErr("task dedupe find", err)
 }
 
+// TaskDedupeFindMany implements driver.TaskExecutor: one statement.
+func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFindManyParams) ([]driver.TaskDedupeHit, error) {
+	if len(p.Keys) == 0 {
+		return nil, nil
+	}
+	rows, err := e.d.q.TaskDedupeFindMany(ctx, e.db, dbsqlc.TaskDedupeFindManyParams{Keys: p.Keys, Terminal: nonNil(p.Terminal)})
+	if err != nil {
+		return nil, mapErr("task dedupe find", err)
+	}
+	out := make([]driver.TaskDedupeHit, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskDedupeHit{Key: r.DedupeKey, ID: r.TaskID, Terminal: r.Terminal}
+	}
+	return out, nil
+}
+
 // depArrays splits edges into the query's two arrays.
 func depArrays(deps []driver.TaskDep) (tasks, dependsOn []int64) {
 	for _, d := range deps {

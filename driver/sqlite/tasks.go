@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cks-dev/cks/driver"
@@ -279,6 +281,33 @@ func (e *executor) TaskDedupeFind(ctx context.Context, p driver.TaskDedupeFindPa
 		id, err = e.d.q.TaskDedupeFindLive(ctx, e.read, dbsqlc.TaskDedupeFindLiveParams{Key: p.Key, Terminal: jsonList(p.Terminal)})
 	}
 	return id, mapErr("task dedupe find", err)
+}
+
+// TaskDedupeFindMany implements driver.TaskExecutor: the two lookups of
+// TaskDedupeFind per key (in-process reads, one writer: a loop costs no
+// round trip).
+func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFindManyParams) ([]driver.TaskDedupeHit, error) {
+	keys := slices.Compact(slices.Sorted(slices.Values(p.Keys)))
+	var out []driver.TaskDedupeHit
+	for _, k := range keys {
+		id, err := e.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: k, Terminal: p.Terminal})
+		if err == nil {
+			out = append(out, driver.TaskDedupeHit{Key: k, ID: id})
+			continue
+		}
+		if !errors.Is(err, driver.ErrNoRows) {
+			return nil, err
+		}
+		id, err = e.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: k, Terminal: p.Terminal, IncludeTerminal: true})
+		if errors.Is(err, driver.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, driver.TaskDedupeHit{Key: k, ID: id, Terminal: true})
+	}
+	return out, nil
 }
 
 // TaskDepInsertMany implements driver.TaskExecutor.

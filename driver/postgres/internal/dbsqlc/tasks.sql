@@ -323,6 +323,14 @@ WHERE dedupe_key = @key AND dedupe_key <> ''
 ORDER BY state = ANY(@terminal::text[]), task_id DESC
 LIMIT 1;
 
+-- Per key of @keys that a task has: the newest live task, else the newest
+-- finished one (what TaskDedupeFindAny finds), and whether it is finished.
+-- name: TaskDedupeFindMany :many
+SELECT DISTINCT ON (dedupe_key) dedupe_key, task_id, (state = ANY(@terminal::text[]))::boolean AS terminal
+FROM cks_outbox_tasks
+WHERE dedupe_key = ANY(@keys::text[]) AND dedupe_key <> ''
+ORDER BY dedupe_key, state = ANY(@terminal::text[]), task_id DESC;
+
 -- name: TaskDepInsertMany :exec
 INSERT INTO cks_task_deps (task_id, depends_on)
 SELECT unnest(@task_ids::bigint[]), unnest(@depends_ons::bigint[]);

@@ -1251,6 +1251,46 @@ func (q *Queries) TaskDedupeFindLive(ctx context.Context, db DBTX, arg TaskDedup
 	return task_id, err
 }
 
+const taskDedupeFindMany = `-- name: TaskDedupeFindMany :many
+SELECT DISTINCT ON (dedupe_key) dedupe_key, task_id, (state = ANY($1::text[]))::boolean AS terminal
+FROM cks_outbox_tasks
+WHERE dedupe_key = ANY($2::text[]) AND dedupe_key <> ''
+ORDER BY dedupe_key, state = ANY($1::text[]), task_id DESC
+`
+
+type TaskDedupeFindManyParams struct {
+	Terminal []string
+	Keys     []string
+}
+
+type TaskDedupeFindManyRow struct {
+	DedupeKey string
+	TaskID    int64
+	Terminal  bool
+}
+
+// Per key of @keys that a task has: the newest live task, else the newest
+// finished one (what TaskDedupeFindAny finds), and whether it is finished.
+func (q *Queries) TaskDedupeFindMany(ctx context.Context, db DBTX, arg TaskDedupeFindManyParams) ([]TaskDedupeFindManyRow, error) {
+	rows, err := db.Query(ctx, taskDedupeFindMany, arg.Terminal, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskDedupeFindManyRow
+	for rows.Next() {
+		var i TaskDedupeFindManyRow
+		if err := rows.Scan(&i.DedupeKey, &i.TaskID, &i.Terminal); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDepDeleteMany = `-- name: TaskDepDeleteMany :exec
 DELETE FROM cks_task_deps d
 USING (SELECT
