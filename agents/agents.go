@@ -180,7 +180,9 @@ func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve w
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
 	for ctx.Err() == nil && run.Err() == nil {
-		tasks, err := st.Claim(ctx, name, set.Types, 1, set.Lease)
+		// Claimed straight to RUNNING (the executor then skips
+		// MarkRunning): claim and start are one commit.
+		tasks, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: set.Types, N: 1, Lease: set.Lease, Running: true})
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("claim failed; retrying after the poll interval", "err", err)

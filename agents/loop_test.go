@@ -26,10 +26,14 @@ func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) 
 	return nil
 }
 
-// panicking is a store whose Claim panics.
+// panicking is a store whose claims panic.
 type panicking struct{ store.Store }
 
 func (panicking) Claim(context.Context, string, []string, int, time.Duration) ([]store.ClaimedTask, error) {
+	panic("claim exploded")
+}
+
+func (panicking) ClaimWith(context.Context, store.ClaimParams) ([]store.ClaimedTask, error) {
 	panic("claim exploded")
 }
 

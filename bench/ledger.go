@@ -23,6 +23,10 @@ type LedgerConfig struct {
 	Workers int
 	// Batch is how many tasks one claim leases at most (default 10).
 	Batch int
+	// EnqueueBatch is how many tasks one EnqueueMany call stores (default
+	// 1,000, as River's InsertMany batches in the side-by-side run); 1
+	// enqueues one task per Enqueue call.
+	EnqueueBatch int
 	// Type is the task type used (default "bench").
 	Type string
 	// Progress, when set, is called about every half second and at the end of
@@ -62,6 +66,9 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	if cfg.Type == "" {
 		cfg.Type = "bench"
 	}
+	if cfg.EnqueueBatch <= 0 {
+		cfg.EnqueueBatch = DefaultEnqueueBatch
+	}
 	progress := cfg.Progress
 	if progress == nil {
 		progress = func(string, int, int) {}
@@ -71,17 +78,9 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	var enqueued atomic.Int64
 	stopTicker := ticker(func() { progress("enqueue", int(enqueued.Load()), cfg.Tasks) })
 	start := time.Now()
-	// Enqueue with a few writers: on Postgres that is how a fleet fills the
-	// queue; on SQLite the single writer connection serialises them anyway.
-	err := parallel(ctx, 4, func(ctx context.Context, w int) error {
-		for i := w; i < cfg.Tasks; i += 4 {
-			if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % 10}); err != nil {
-				return fmt.Errorf("enqueue: %w", err)
-			}
-			enqueued.Add(1)
-		}
-		return nil
-	})
+	err := Enqueue(ctx, st, cfg.Tasks, cfg.EnqueueBatch, func(i int) store.NewTask {
+		return store.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % 10}
+	}, func(n int) { enqueued.Add(int64(n)) })
 	stopTicker()
 	if err != nil {
 		return res, err
@@ -146,6 +145,41 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	res.ClaimP50 = percentile(latencies, 0.50)
 	res.ClaimP99 = percentile(latencies, 0.99)
 	return res, nil
+}
+
+// DefaultEnqueueBatch is LedgerConfig.EnqueueBatch's default.
+const DefaultEnqueueBatch = 1000
+
+// Enqueue stores tasks tasks, the i-th made by mk, with four writers (on
+// Postgres that is how a fleet fills the queue; on SQLite the one writer
+// connection serialises them anyway), each in EnqueueMany calls of batch
+// tasks (batch 1: one Enqueue per task), and calls done with the count of
+// each call's tasks once it returned.
+func Enqueue(ctx context.Context, st store.Tasks, tasks, batch int, mk func(i int) store.NewTask, done func(n int)) error {
+	const writers = 4
+	batch = max(batch, 1)
+	return parallel(ctx, writers, func(ctx context.Context, w int) error {
+		// Writer w takes the chunks w, w+writers, …, of batch tasks each.
+		for from := w * batch; from < tasks; from += writers * batch {
+			to := min(from+batch, tasks)
+			if batch == 1 {
+				if _, _, err := st.Enqueue(ctx, mk(from)); err != nil {
+					return fmt.Errorf("enqueue: %w", err)
+				}
+				done(1)
+				continue
+			}
+			ns := make([]store.NewTask, 0, to-from)
+			for i := from; i < to; i++ {
+				ns = append(ns, mk(i))
+			}
+			if _, err := st.EnqueueMany(ctx, ns); err != nil {
+				return fmt.Errorf("enqueue: %w", err)
+			}
+			done(to - from)
+		}
+		return nil
+	})
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -216,6 +216,11 @@ type TaskExecutor interface {
 	TaskCount(ctx context.Context, p TaskCountParams) (int, error)
 	// TaskDedupeFind returns the id of the task p names, or ErrNoRows.
 	TaskDedupeFind(ctx context.Context, p TaskDedupeFindParams) (int64, error)
+	// TaskDedupeFindMany returns, for each of p.Keys that a task has, the
+	// task TaskDedupeFind with IncludeTerminal finds (a live task first,
+	// else the newest terminal one) and whether it is terminal, ordered by
+	// key: one read serves a batch of enqueues, whichever kind each asks.
+	TaskDedupeFindMany(ctx context.Context, p TaskDedupeFindManyParams) ([]TaskDedupeHit, error)
 
 	// TaskDepInsertMany and TaskDepDeleteMany add and remove dependency
 	// edges (task depends on dependency). Adding an edge that exists is
@@ -311,6 +316,18 @@ type TaskClaimParams struct {
 	LeaseMs          int64
 	RunAfter         time.Time
 	Reason           string
+	// Then, when its To is set, is a second move every claimed row makes
+	// at once (RUNNING, for an executor that starts the task straight
+	// away): the row is written with State Then.To instead of To, and gets a
+	// second event (Now, ClaimedBy, To → Then.To, the new attempts,
+	// Then.Reason) after the first.
+	Then TaskClaimThen
+}
+
+// TaskClaimThen is the second move of a claim (TaskClaimParams.Then).
+type TaskClaimThen struct {
+	To     string
+	Reason string
 }
 
 // TaskClaimed is a row a claim wrote, with the ids of its dependencies in
@@ -359,6 +376,20 @@ type TaskDedupeFindParams struct {
 	// task first, else the newest terminal one.
 	Terminal        []string
 	IncludeTerminal bool
+}
+
+// TaskDedupeFindManyParams names dedupe keys (TaskDedupeFindMany).
+type TaskDedupeFindManyParams struct {
+	Keys []string
+	// Terminal are the terminal states (ledger.Terminal).
+	Terminal []string
+}
+
+// TaskDedupeHit is the task of one dedupe key.
+type TaskDedupeHit struct {
+	Key      string
+	ID       int64
+	Terminal bool
 }
 
 // TaskDep is one dependency edge: TaskID depends on DependsOn.

@@ -53,11 +53,42 @@ const (
 
 // write runs fn in one write transaction with the time of the clock. On
 // Postgres the transaction may run again (deadlock, serialization), so fn
-// must only assign its results.
+// must only assign its results. The topics fn publishes are published once
+// each, when fn has succeeded, just before the commit (notifyOnce).
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		return fn(ctx, ex, store.Time(s.clock.Now()))
+		once := &notifyOnce{Executor: ex}
+		if err := fn(ctx, once, store.Time(s.clock.Now())); err != nil {
+			return err
+		}
+		for _, topic := range once.topics {
+			if err := ex.Notify(ctx, topic); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+}
+
+// notifyOnce is the executor of a ledger write: every primitive but Notify
+// goes through; Notify only notes the topic, so that a transaction that
+// opens many tasks in several steps (a flush that retries one task and
+// releases another's dependants, an update adding children, a bulk
+// enqueue) publishes each topic once — a notification is a wake-up, and
+// delivery waits for the commit anyway. One statement per topic, not per
+// step.
+type notifyOnce struct {
+	driver.Executor
+	topics []string
+}
+
+// Notify implements driver.Executor: topic is published at the end of the
+// write (once however often it is noted).
+func (n *notifyOnce) Notify(_ context.Context, topic string) error {
+	if !slices.Contains(n.topics, topic) {
+		n.topics = append(n.topics, topic)
+	}
+	return nil
 }
 
 // read runs fn in one read-only snapshot.

@@ -41,76 +41,253 @@ func (s *Service) Enqueue(ctx context.Context, n store.NewTask) (store.Task, boo
 	}
 }
 
+// EnqueueMany implements store.Tasks: the tasks ns in one transaction,
+// each by the rule of a single Enqueue, in order, in a constant number of
+// statements however many there are. Every
+// item is validated first, and an invalid one is a FieldError naming it
+// (tasks[i].FIELD); nothing is written then.
+func (s *Service) EnqueueMany(ctx context.Context, ns []store.NewTask) ([]store.CreatedTask, error) {
+	if len(ns) == 0 {
+		return nil, nil
+	}
+	valid := make([]store.NewTask, len(ns))
+	keyed := false
+	for i, n := range ns {
+		v, err := n.Validate()
+		if err != nil {
+			return nil, itemError(batchField, i, err)
+		}
+		valid[i], keyed = v, keyed || v.DedupeKey != ""
+	}
+	for try := 0; ; try++ {
+		var out []store.CreatedTask
+		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+			var err error
+			out, err = s.enqueueManyTx(ctx, ex, now, valid, batchField)
+			return err
+		})
+		if isUnique(err) && keyed && try < maxUniqueRetries {
+			continue
+		}
+		return out, err
+	}
+}
+
+// batchField names field of item i of EnqueueMany.
+func batchField(i int, field string) string { return fmt.Sprintf("tasks[%d].%s", i, field) }
+
+// itemError renames the field of err, a FieldError, by name; any other
+// error is returned as it is.
+func itemError(name func(i int, field string) string, i int, err error) error {
+	var fe *store.FieldError
+	if errors.As(err, &fe) {
+		return &store.FieldError{Field: name(i, fe.Field), Expected: fe.Expected}
+	}
+	return err
+}
+
 // enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
 // it returns the task of n's dedupe key (created false) or inserts the task
 // with its dependencies and creation event. Update's AddChildren uses it
 // too.
 func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n store.NewTask) (store.Task, bool, error) {
-	if n.DedupeKey != "" {
-		id, err := ex.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: n.DedupeKey, Terminal: strs(Terminal[:]),
-			IncludeTerminal: n.DedupeOnce})
-		if err == nil {
-			r, err := getRow(ctx, ex, id, driver.LockNone)
-			if err != nil {
-				return store.Task{}, false, err
+	out, err := s.enqueueManyTx(ctx, ex, now, []store.NewTask{n}, func(_ int, f string) string { return f })
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	return out[0].Task, out[0].Created, nil
+}
+
+// dedupeHit is what an enqueue batch knows of one dedupe key: the newest
+// live task with it (what an item gets), and the task a DedupeOnce item
+// gets — the live one first, else the newest finished one; 0 for none. An
+// id below 0 is the item of the batch, -1-id, that created the task.
+type dedupeHit struct{ live, any int64 }
+
+// enqueueManyTx is the work of EnqueueMany inside ex's transaction, for
+// validated ns: each item, in order, gets the task of its dedupe key
+// (created false: an existing one, or one an earlier item of ns created)
+// or becomes a new task with its dependencies and creation event. The
+// rules are decided in Go over reads made once for the whole batch — the
+// dedupe keys (one read, TaskDedupeFindMany), the parents (one read),
+// the dependencies (one read, LockShare, as depState) — and the new rows
+// are written in three statements (tasks, edges, events) with one
+// TopicTasksReady when any is OPEN. name names an item's field in a
+// FieldError (a missing parent or dependency).
+func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewTask, name func(i int, field string) string) ([]store.CreatedTask, error) {
+	// The task of each dedupe key, read once for the batch.
+	hits := map[string]*dedupeHit{}
+	var keys []string
+	for _, n := range ns {
+		if n.DedupeKey != "" && hits[n.DedupeKey] == nil {
+			hits[n.DedupeKey] = &dedupeHit{}
+			keys = append(keys, n.DedupeKey)
+		}
+	}
+	if len(keys) > 0 {
+		found, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{Keys: keys, Terminal: strs(Terminal[:])})
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: dedupe: %w", err)
+		}
+		for _, f := range found {
+			if h := hits[f.Key]; h != nil {
+				h.any = f.ID
+				if !f.Terminal {
+					h.live = f.ID
+				}
 			}
-			t, err := taskOf(ctx, ex, r)
-			return t, false, err
-		}
-		if !errors.Is(err, driver.ErrNoRows) {
-			return store.Task{}, false, fmt.Errorf("enqueue: dedupe: %w", err)
 		}
 	}
-	if n.ParentID != nil {
-		if _, err := getRow(ctx, ex, *n.ParentID, driver.LockNone); errors.Is(err, store.ErrNotFound) {
-			return store.Task{}, false, &store.FieldError{Field: "parent_id",
-				Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
-		} else if err != nil {
-			return store.Task{}, false, err
+	// Decide, item by item, which are new and which get another's task.
+	out := make([]store.CreatedTask, len(ns))
+	found := make([]int64, len(ns)) // the task a dedupe hit gets (< 0: an item's)
+	var fresh []int                 // the items that become tasks
+	for i, n := range ns {
+		if h := hits[n.DedupeKey]; h != nil {
+			got := h.live
+			if n.DedupeOnce && got == 0 {
+				got = h.any
+			}
+			if got != 0 {
+				found[i] = got
+				continue
+			}
+			// This item creates the key's live task; later ones get it.
+			h.live, h.any = int64(-1-i), int64(-1-i)
 		}
+		fresh = append(fresh, i)
+		out[i].Created = true
 	}
-	state, reason, err := depState(ctx, ex, n.DependsOn, "depends_on")
+	// The parents and dependencies of the new tasks, each read once.
+	var parents, deps []int64
+	for _, i := range fresh {
+		if p := ns[i].ParentID; p != nil {
+			parents = append(parents, *p)
+		}
+		deps = append(deps, ns[i].DependsOn...)
+	}
+	exists, err := rowsByID(ctx, ex, parents, driver.LockNone)
 	if err != nil {
-		return store.Task{}, false, err
+		return nil, err
 	}
-	if state == Open {
-		reason = "enqueued"
-	}
-	row := driver.TaskRow{Type: n.Type, Title: n.Title, Description: n.Description,
-		AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: string(state), Priority: n.Priority,
-		MaxAttempts: n.MaxAttempts, Revision: 1, DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy,
-		CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Metadata: n.Metadata}
-	if n.ParentID != nil {
-		row.ParentID = *n.ParentID
-	}
-	inserted, err := ex.TaskInsertMany(ctx, []driver.TaskRow{row})
+	depRows, err := rowsByID(ctx, ex, deps, driver.LockShare)
 	if err != nil {
-		return store.Task{}, false, fmt.Errorf("enqueue: %w", err)
+		return nil, fmt.Errorf("dependencies: %w", err)
 	}
-	row = inserted[0] // as stored: the database's form of the JSON columns
-	deps := make([]driver.TaskDep, len(n.DependsOn))
-	for i, d := range n.DependsOn {
-		deps[i] = driver.TaskDep{TaskID: row.ID, DependsOn: d}
-	}
-	if err := ex.TaskDepInsertMany(ctx, deps); err != nil {
-		return store.Task{}, false, fmt.Errorf("enqueue: dependencies: %w", err)
-	}
-	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: row.ID, At: now, Actor: n.CreatedBy,
-		To: string(state), Reason: reason}}); err != nil {
-		return store.Task{}, false, err
-	}
-	if state == Open {
-		if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
-			return store.Task{}, false, err
+	rows := make([]driver.TaskRow, len(fresh))
+	states := make([]State, len(fresh))
+	reasons := make([]string, len(fresh))
+	ready := false
+	for k, i := range fresh {
+		n := ns[i]
+		if n.ParentID != nil {
+			if _, ok := exists[*n.ParentID]; !ok {
+				return nil, &store.FieldError{Field: name(i, "parent_id"),
+					Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
+			}
+		}
+		state, reason, err := depStateOf(depRows, n.DependsOn, name(i, "depends_on"))
+		if err != nil {
+			return nil, err
+		}
+		if state == Open {
+			reason, ready = "enqueued", true
+		}
+		states[k], reasons[k] = state, reason
+		rows[k] = driver.TaskRow{Type: n.Type, Title: n.Title, Description: n.Description,
+			AcceptanceCriteria: n.AcceptanceCriteria, Payload: n.Payload, State: string(state), Priority: n.Priority,
+			MaxAttempts: n.MaxAttempts, Revision: 1, DedupeKey: n.DedupeKey, CreatedBy: n.CreatedBy,
+			CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Metadata: n.Metadata}
+		if n.ParentID != nil {
+			rows[k].ParentID = *n.ParentID
 		}
 	}
-	// The dependencies are the ones just written, in the order a read
-	// returns them.
-	var ds []int64
-	if len(n.DependsOn) > 0 {
-		ds = slices.Sorted(slices.Values(n.DependsOn))
+	if len(rows) > 0 {
+		inserted, err := ex.TaskInsertMany(ctx, rows)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		var edges []driver.TaskDep
+		events := make([]driver.TaskEventRow, len(inserted))
+		for k, r := range inserted { // as stored: the database's form of the JSON columns
+			n := ns[fresh[k]]
+			for _, d := range n.DependsOn {
+				edges = append(edges, driver.TaskDep{TaskID: r.ID, DependsOn: d})
+			}
+			events[k] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy, To: string(states[k]),
+				Reason: reasons[k]}
+			// The dependencies are the ones just written, in the order a
+			// read returns them.
+			var ds []int64
+			if len(n.DependsOn) > 0 {
+				ds = slices.Sorted(slices.Values(n.DependsOn))
+			}
+			out[fresh[k]].Task = toTask(r, ds)
+		}
+		if err := ex.TaskDepInsertMany(ctx, edges); err != nil {
+			return nil, fmt.Errorf("enqueue: dependencies: %w", err)
+		}
+		if err := ex.TaskEventInsertMany(ctx, events); err != nil {
+			return nil, err
+		}
+		if ready {
+			if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return toTask(row, ds), true, nil
+	// The dedupe hits: tasks of this batch, or existing ones read at once.
+	var existing []int64
+	for i, id := range found {
+		if id < 0 {
+			out[i].Task = out[-1-id].Task
+		} else if id > 0 {
+			existing = append(existing, id)
+		}
+	}
+	if len(existing) > 0 {
+		slices.Sort(existing)
+		got, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(existing)})
+		if err != nil {
+			return nil, err
+		}
+		tasks, err := tasksOf(ctx, ex, got...)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[int64]store.Task, len(tasks))
+		for _, t := range tasks {
+			byID[t.ID] = t
+		}
+		for i, id := range found {
+			if id > 0 {
+				t, ok := byID[id]
+				if !ok {
+					return nil, notFound(id)
+				}
+				out[i].Task = t
+			}
+		}
+	}
+	return out, nil
+}
+
+// rowsByID reads the tasks ids (in any order, repeats allowed) locked as
+// asked, by id; unknown ids are absent.
+func rowsByID(ctx context.Context, ex driver.Executor, ids []int64, lock driver.Lock) (map[int64]driver.TaskRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: ids, Lock: lock})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]driver.TaskRow, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out, nil
 }
 
 // depState is the state a task with dependencies deps belongs in now, as
@@ -122,20 +299,19 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 // is seen COMPLETED here. A missing dependency is a FieldError naming
 // field.
 func depState(ctx context.Context, ex driver.Executor, deps []int64, field string) (State, string, error) {
-	state, reason := Open, "dependencies complete"
-	if len(deps) == 0 {
-		return state, reason, nil
-	}
-	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: deps, Lock: driver.LockShare})
+	rows, err := rowsByID(ctx, ex, deps, driver.LockShare)
 	if err != nil {
 		return "", "", fmt.Errorf("dependencies: %w", err)
 	}
-	byID := make(map[int64]State, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = State(r.State)
-	}
+	return depStateOf(rows, deps, field)
+}
+
+// depStateOf is depState over the dependency rows read (by id).
+func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (State, string, error) {
+	state, reason := Open, "dependencies complete"
 	for _, d := range deps {
-		dep, ok := byID[d]
+		r, ok := rows[d]
+		dep := State(r.State)
 		switch {
 		case !ok:
 			return "", "", &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
@@ -280,21 +456,35 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim implements store.Tasks in one driver statement (TaskClaim): the
-// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
-// over), leased and given their CLAIMED events at once. The lease tokens
-// are made here, one per task the claim may take; only their hashes go to
-// the driver, and each plain token only to this caller.
+// Claim implements store.Tasks: ClaimWith without Running.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
+	return s.ClaimWith(ctx, store.ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
+}
+
+// ClaimWith implements store.Tasks in one driver statement (TaskClaim): the
+// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
+// over), leased and given their CLAIMED events at once — and, with
+// p.Running, moved on to RUNNING with MarkRunning's event after it. The
+// lease tokens are made here, one per task the claim may take; only their
+// hashes go to the driver, and each plain token only to this caller.
+func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+	worker, types, n, d := p.Worker, p.Types, p.N, p.Lease
 	if err := store.ValidateTexts("types", types); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateClaim(worker, n, d); err != nil {
 		return nil, err
 	}
-	// The one move a claim makes, checked against the table once.
+	// The moves a claim makes, checked against the table once.
 	if err := Check(Open, Claimed); err != nil {
 		return nil, err
+	}
+	var then driver.TaskClaimThen
+	if p.Running {
+		if err := Check(Claimed, Running); err != nil {
+			return nil, err
+		}
+		then = driver.TaskClaimThen{To: string(Running), Reason: runningReason}
 	}
 	tokens := make([]string, n)
 	hashes := make([]string, n)
@@ -309,7 +499,7 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 			TaskClaimableParams: driver.TaskClaimableParams{State: string(Open), Excluded: strs(DispatchExcluded[:]),
 				Types: types, Now: now, Limit: n},
 			LeaseTokenHashes: hashes, To: string(Claimed), AttemptsAdded: 1, ClaimedBy: worker,
-			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed"})
+			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed", Then: then})
 		if err != nil {
 			return err
 		}
@@ -332,10 +522,13 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // executing are the states an executor's lease is good for.
 var executing = []State{Claimed, Running}
 
+// runningReason is the reason of the event of the move to RUNNING.
+const runningReason = "running"
+
 // MarkRunning implements store.Tasks.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: "running"})
+		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: runningReason})
 	})
 }
 

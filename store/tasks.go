@@ -69,6 +69,10 @@ type Evidence = cks.Evidence
 // NewTask is cks.NewTask, the input of Enqueue.
 type NewTask = cks.NewTask
 
+// CreatedTask is cks.CreatedTask: a task Enqueue or EnqueueMany returns,
+// and whether it was created (false: a dedupe key's task).
+type CreatedTask = cks.CreatedTask
+
 // TaskFilter is cks.TaskFilter, the selection of a page of ListTasks.
 type TaskFilter = cks.TaskFilter
 
@@ -91,6 +95,18 @@ type Tasks interface {
 	// dependency cycle (nothing depends on it yet); dependency edits (next
 	// issue) check with ledger.Cycle.
 	Enqueue(ctx context.Context, n NewTask) (t Task, created bool, err error)
+	// EnqueueMany enqueues ns in one transaction, each item by the rule of
+	// Enqueue as if enqueued one after another in order (an item whose
+	// dedupe key an earlier item took gets that item's task, created
+	// false), and returns one CreatedTask per item, in order. It costs a
+	// constant number of statements however many items there are (one read
+	// serves all their dedupe keys), and publishes TopicTasksReady once. An
+	// invalid item, or one whose parent or dependency does not exist, is a
+	// FieldError naming it by index (tasks[3].type) and nothing is written.
+	// It is the Go API's bulk form for callers that fill a queue (no
+	// operation of the table offers it: create_task's permission depends on
+	// each item's parent).
+	EnqueueMany(ctx context.Context, ns []NewTask) ([]CreatedTask, error)
 	// GetTask returns the task with its dependencies, events and evidence.
 	GetTask(ctx context.Context, id int64) (Task, error)
 	// ListTasks returns one page of tasks (without events and evidence,
@@ -109,6 +125,12 @@ type Tasks interface {
 	// stored as its hash), lease_expires_at = now+lease and attempts+1. The
 	// tasks are returned in that order, each with its plain token.
 	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]ClaimedTask, error)
+	// ClaimWith is Claim with its arguments in p, and the choice of
+	// p.Running: each claimed task moves on to RUNNING in the same
+	// transaction, with the CLAIMED event and then the RUNNING one that
+	// MarkRunning would write (one commit less for an executor that starts
+	// at once; worker.Executor skips MarkRunning for a RUNNING task).
+	ClaimWith(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
 	// MarkRunning moves a claimed task to RUNNING.
 	MarkRunning(ctx context.Context, id int64, leaseToken string) (Task, error)
 	// Touch is the lease heartbeat: it renews the lease for the duration given
@@ -171,6 +193,21 @@ type Tasks interface {
 	// table with an event by actor "dependency_release"; dispatch-excluded
 	// tasks (ledger.DispatchExcluded) are never touched. One transaction.
 	ReleaseDependencies(ctx context.Context) (DependencyRelease, error)
+}
+
+// ClaimParams is one claim (Tasks.ClaimWith).
+type ClaimParams struct {
+	// Worker holds the leases (claimed_by, the events' actor).
+	Worker string
+	// Types restricts the claim to these task types; empty means any.
+	Types []string
+	// N is the most tasks the claim takes.
+	N int
+	// Lease is each lease's duration (Touch renews it by as much).
+	Lease time.Duration
+	// Running moves each claimed task on to RUNNING at once, as a
+	// MarkRunning right after the claim would, in the claim's transaction.
+	Running bool
 }
 
 // ActorDependencyRelease is the event actor of ReleaseDependencies.

@@ -36,9 +36,9 @@ type agentSettings struct {
 }
 
 // agentThroughput enqueues jobs as cksThroughput does, then runs workers
-// agent loops, each as `cks agent` works: claim one task, run it through
-// worker.Executor (MarkRunning, the lease heartbeat alongside a no-op
-// resolver, Complete, all fenced by the lease token). Each loop has an
+// agent loops, each as `cks agent` works: claim one task straight to
+// RUNNING, run it through worker.Executor (the lease heartbeat alongside a
+// no-op resolver, Complete, all fenced by the lease token). Each loop has an
 // executor of its own, as each `cks agent` process has (an executor watches
 // for aborts while it runs a task); they share one store handle.
 func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
@@ -58,7 +58,7 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 		name := fmt.Sprintf("peers-agent-%d", w)
 		ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
 		for {
-			ts, err := st.Claim(ctx, name, []string{cksType}, 1, a.lease)
+			ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
@@ -94,20 +94,16 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 	return enqueue, work, nil
 }
 
-// enqueueCks enqueues jobs tasks with four writers, as bench.Ledger does.
+// enqueueCks enqueues jobs tasks as bench.Ledger does: four writers, each
+// storing EnqueueMany batches of bench.DefaultEnqueueBatch tasks (River's
+// side inserts with InsertManyFast in batches of the same size).
 func enqueueCks(ctx context.Context, st store.Store, jobs int, progress func(string, int, int)) (time.Duration, error) {
 	var n atomic.Int64
 	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
 	start := time.Now()
-	err := parallel(ctx, 4, func(ctx context.Context, w int) error {
-		for i := w; i < jobs; i += 4 {
-			if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}); err != nil {
-				return fmt.Errorf("enqueue: %w", err)
-			}
-			n.Add(1)
-		}
-		return nil
-	})
+	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) store.NewTask {
+		return store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}
+	}, func(k int) { n.Add(int64(k)) })
 	stop()
 	if err != nil {
 		return 0, fmt.Errorf("peers: cks: %w", err)
@@ -125,8 +121,8 @@ func cksCompleted(ctx context.Context, st store.Store) (int, error) {
 // (the tasks_ready change notification, or the poll interval), then
 // enqueues one task at a time, paced by p, and measures each task's
 // enqueue→claim (its claimed_at) and enqueue→work-start: for the agent
-// path the resolver's start inside worker.Executor.Run (after
-// MarkRunning), otherwise the return of Claim (the task then completed).
+// path the resolver's start inside worker.Executor.Run (the task claimed
+// straight to RUNNING), otherwise the return of Claim (the task then completed).
 func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int, poll time.Duration, a agentSettings, p pacing) ([]sample, error) {
 	type started struct {
 		seq     int
@@ -203,7 +199,8 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name string, agentPath bool, poll time.Duration,
 	a agentSettings, wake <-chan struct{}, report func(title string, claimed, at time.Time)) error {
 	for ctx.Err() == nil {
-		ts, err := st.Claim(ctx, name, []string{cksType}, 1, a.lease)
+		// The agent path claims as `cks agent` does: straight to RUNNING.
+		ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

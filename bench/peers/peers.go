@@ -22,8 +22,8 @@ const (
 	// SystemCks is cks claim→complete through store.Store with batch
 	// claims (bench.Ledger, as `cks bench ledger` runs it).
 	SystemCks = "cks"
-	// SystemCksAgent is cks's agent path: claim one task, then
-	// worker.Executor.Run (MarkRunning, the heartbeat, Complete), as `cks
+	// SystemCksAgent is cks's agent path: claim one task straight to
+	// RUNNING, then worker.Executor.Run (the heartbeat, Complete), as `cks
 	// agent` does it.
 	SystemCksAgent = "cks-agent"
 	// SystemSQLiteCeiling is the raw SQLite commit ceiling: single-row
@@ -144,8 +144,8 @@ type Latency struct {
 	ClaimP99 time.Duration `json:"enqueue_to_claim_p99_ns"`
 	ClaimMax time.Duration `json:"enqueue_to_claim_max_ns"`
 	// Start is from just before the enqueue call to the moment the job's
-	// work function runs (River Work, cks agent path the resolver after
-	// MarkRunning, cks claim loop the return of Claim).
+	// work function runs (River Work, cks agent path the resolver, cks
+	// claim loop the return of Claim).
 	StartP50 time.Duration `json:"enqueue_to_start_p50_ns"`
 	StartP99 time.Duration `json:"enqueue_to_start_p99_ns"`
 	StartMax time.Duration `json:"enqueue_to_start_max_ns"`

@@ -101,7 +101,7 @@ func Markdown(rep Report) string {
 		w("One job at a time into idle workers, each %s plus a random pause below %s after the previous one started; "+
 			"%d samples each after 5 discarded. *Claim* is the claim as the system records it (cks `claimed_at`, River "+
 			"`attempted_at`: the clock at the start of the claiming transaction); *work start* is when the job's code runs "+
-			"(River's `Work`, the cks agent path's resolver after `MarkRunning`, the cks claim loop's return from `Claim`). "+
+			"(River's `Work`, the cks agent path's resolver, the cks claim loop's return from `Claim`). "+
 			"Both from just before the enqueue call.\n\n",
 			minGap, rep.Config.LatencyGap, rep.Config.LatencySamples)
 		w("| system | workers | enqueue→claim p50 / p99 / max | enqueue→work start p50 / p99 / max |\n|---|---|---|---|\n")
@@ -153,8 +153,8 @@ func describe(rep Report) string {
 		"once (the harness checks). jobs/s is the work phase only, from the workers' start to the last completion as the system "+
 		"reports it (River: its completion event, sent after its batch completer commits). River: no-op `WorkFunc` workers, "+
 		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
-		"(`cks bench ledger`): four writers enqueue one task per call, workers claim batches of %d and `Complete` each task. "+
-		"cks agent path: each worker claims one task and runs it through `worker.Executor` (`MarkRunning`, the lease heartbeat "+
+		"(`cks bench ledger`): four writers enqueue with `EnqueueMany` in batches of 1,000, workers claim batches of %d and `Complete` each task. "+
+		"cks agent path: each worker claims one task straight to RUNNING (`ClaimWith`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
 		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)

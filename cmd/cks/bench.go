@@ -43,6 +43,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	tasks := fs.Int("tasks", 100_000, "tasks to enqueue and work per run")
 	workers := fs.String("workers", "1,4,16", "comma-separated worker counts, one run each")
 	batch := fs.Int("batch", 10, "tasks leased per claim")
+	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := noArgs(fs, args[1:]); err != nil {
 		return err
@@ -55,8 +56,8 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		}
 		ws = append(ws, n)
 	}
-	if *tasks < 1 || *batch < 1 {
-		return fmt.Errorf("%w: --tasks and --batch must be positive", errUsage)
+	if *tasks < 1 || *batch < 1 || *enqueueBatch < 1 {
+		return fmt.Errorf("%w: --tasks, --batch and --enqueue-batch must be positive", errUsage)
 	}
 	var results []bench.LedgerResult
 	var backendName string
@@ -73,7 +74,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		backendName = st.Backend()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
 		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
-			Progress: progressLine(e)})
+			EnqueueBatch: *enqueueBatch, Progress: progressLine(e)})
 		st.Close()
 		cleanup()
 		if err != nil {

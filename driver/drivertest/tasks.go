@@ -349,6 +349,44 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if r := get(t, ex, got[4]); r.State != stParked {
 			t.Fatalf("excluded task: %s", r.State)
 		}
+		// Then: the claim moves on to RUNNING at once, with both events in
+		// order, in every form of the claim.
+		for _, types := range [][]string{nil, {"r"}, {"r", "s"}} {
+			more := insert(t, ex, mk("r", 1, 0, 0), mk("s", 1, 1, 0))
+			p.Types, p.LeaseTokenHashes = types, []string{"r1", "r2"}
+			p.Then = driver.TaskClaimThen{To: stRunning, Reason: "running"}
+			c, err := ex.TaskClaim(ctx, p)
+			must(t, "claim running", err)
+			want := more
+			if len(types) == 1 {
+				want = more[:1]
+			}
+			if !slices.Equal(claimedIDs(c), want) {
+				t.Fatalf("claim running of %v = %v, want %v", types, claimedIDs(c), want)
+			}
+			for _, r := range c {
+				sameTask(t, r.TaskRow, get(t, ex, r.ID))
+				if r.State != stRunning || r.Attempts != 1 || r.ClaimedBy != "w" || !r.StateChangedAt.Equal(sec(60)) {
+					t.Errorf("claimed running: %+v", r.TaskRow)
+				}
+				evs, err := ex.TaskEventList(ctx, r.ID)
+				must(t, "event list", err)
+				if len(evs) != 2 || evs[0].From != stOpen || evs[0].To != stClaimed || evs[0].Reason != "claimed" ||
+					evs[1].From != stClaimed || evs[1].To != stRunning || evs[1].Reason != "running" ||
+					evs[1].Actor != "w" || evs[1].Attempt != 1 || !evs[1].At.Equal(sec(60)) || evs[1].ID <= evs[0].ID {
+					t.Errorf("events of a claim straight to RUNNING: %+v", evs)
+				}
+			}
+			if len(types) == 1 { // the other is left for the next form
+				c, err := ex.TaskClaim(ctx, driver.TaskClaimParams{TaskClaimableParams: driver.TaskClaimableParams{
+					State: stOpen, Now: sec(60), Limit: 5}, LeaseTokenHashes: []string{"x"}, To: stClaimed,
+					AttemptsAdded: 1, ClaimedBy: "w", LeaseExpiresAt: sec(120), LeaseMs: 60000, Reason: "claimed"})
+				must(t, "claim the rest", err)
+				if !slices.Equal(claimedIDs(c), more[1:]) || c[0].State != stClaimed {
+					t.Fatalf("claim without Then = %v", claimedIDs(c))
+				}
+			}
+		}
 	})
 	t.Run("LeaseExpired", func(t *testing.T) {
 		t.Parallel()
@@ -457,6 +495,18 @@ func Tasks(t *testing.T, newDB NewDB) {
 			isNoRows(t, "the empty key", err)
 			_, err = find("nope", all)
 			isNoRows(t, "an unknown key", err)
+		}
+		// Many keys at once: per key the task find(key, true) finds, and
+		// whether it is finished; keys no task has (and "") are absent.
+		hits, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{
+			Keys: []string{"once", "nope", "k", "", "k"}, Terminal: terminal})
+		skipUnsupported(t, "dedupe find many", err)
+		want := []driver.TaskDedupeHit{{Key: "k", ID: got[2]}, {Key: "once", ID: got[4], Terminal: true}}
+		if !slices.Equal(hits, want) {
+			t.Fatalf("dedupe find many = %+v, want %+v", hits, want)
+		}
+		if hits, err := ex.TaskDedupeFindMany(ctx, driver.TaskDedupeFindManyParams{Terminal: terminal}); err != nil || len(hits) != 0 {
+			t.Fatalf("no keys: %+v %v", hits, err)
 		}
 	})
 	t.Run("Dependencies", func(t *testing.T) {

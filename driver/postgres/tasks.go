@@ -98,7 +98,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
 		LeaseTokenHashes: p.LeaseTokenHashes[:limit], ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded),
 		ClaimedBy: p.ClaimedBy, LeaseExpiresAt: store.Time(p.LeaseExpiresAt), LeaseMs: p.LeaseMs,
-		RunAfter: nullTime(p.RunAfter), Reason: p.Reason}
+		RunAfter: nullTime(p.RunAfter), Reason: p.Reason, ThenTo: p.Then.To, ThenReason: p.Then.Reason}
 	var (
 		rows []dbsqlc.TaskClaimRow
 		err  error
@@ -111,7 +111,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		typed, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))
 		}
@@ -120,7 +121,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		typed, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason})
+			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))
 		}
@@ -159,4 +161,20 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 			e.d.q.TaskEventInsert(ctx, e.db, taskEventInsertParams(events[0])))
 	}
 	return mapErr("task event insert", e.d.q.TaskEventInsertMany(ctx, e.db, taskEventInsertManyParams(events)))
+}
+
+// TaskDedupeFindMany implements driver.TaskExecutor: one statement.
+func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFindManyParams) ([]driver.TaskDedupeHit, error) {
+	if len(p.Keys) == 0 {
+		return nil, nil
+	}
+	rows, err := e.d.q.TaskDedupeFindMany(ctx, e.db, dbsqlc.TaskDedupeFindManyParams{Keys: p.Keys, Terminal: nonNil(p.Terminal)})
+	if err != nil {
+		return nil, mapErr("task dedupe find", err)
+	}
+	out := make([]driver.TaskDedupeHit, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskDedupeHit{Key: r.DedupeKey, ID: r.TaskID, Terminal: r.Terminal}
+	}
+	return out, nil
 }

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
@@ -51,15 +53,20 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		events := make([]driver.TaskEventRow, len(rows))
+		events := make([]driver.TaskEventRow, 0, 2*len(rows))
 		ids := make([]int64, len(rows))
 		for i := range rows {
 			r := &rows[i]
 			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, p.ClaimedBy, p.Now
 			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = p.LeaseTokenHashes[i], p.LeaseExpiresAt, p.Now
 			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = p.LeaseMs, p.RunAfter, p.Now, p.Now
-			events[i] = driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State, To: p.To,
-				Attempt: r.Attempts, Reason: p.Reason}
+			events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State,
+				To: p.To, Attempt: r.Attempts, Reason: p.Reason})
+			if p.Then.To != "" {
+				r.State = p.Then.To
+				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.To,
+					To: p.Then.To, Attempt: r.Attempts, Reason: p.Then.Reason})
+			}
 			ids[i] = r.ID
 		}
 		if _, err := in.TaskUpdateMany(ctx, rows); err != nil {
@@ -131,4 +138,31 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 		}
 		return nil
 	})
+}
+
+// TaskDedupeFindMany implements driver.TaskExecutor: the two lookups of
+// TaskDedupeFind per key (in-process reads, one writer: a loop costs no
+// round trip).
+func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFindManyParams) ([]driver.TaskDedupeHit, error) {
+	keys := slices.Compact(slices.Sorted(slices.Values(p.Keys)))
+	var out []driver.TaskDedupeHit
+	for _, k := range keys {
+		id, err := e.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: k, Terminal: p.Terminal})
+		if err == nil {
+			out = append(out, driver.TaskDedupeHit{Key: k, ID: id})
+			continue
+		}
+		if !errors.Is(err, driver.ErrNoRows) {
+			return nil, err
+		}
+		id, err = e.TaskDedupeFind(ctx, driver.TaskDedupeFindParams{Key: k, Terminal: p.Terminal, IncludeTerminal: true})
+		if errors.Is(err, driver.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, driver.TaskDedupeHit{Key: k, ID: id, Terminal: true})
+	}
+	return out, nil
 }

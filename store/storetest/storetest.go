@@ -71,7 +71,7 @@ func RunKnowledge(t *testing.T, newDB NewDB, opts ...Option) {
 func RunTasks(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	c := apply(opts)
-	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), badTextTests()))
+	runDB(t, newDB, c, slices.Concat(taskTests(), batchingTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), badTextTests()))
 }
 
 func runDB(t *testing.T, newDB NewDB, c config, tests []taskTest) {
@@ -93,7 +93,7 @@ func Run(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	RunRest(t, newDB, opts...)
 	c := apply(opts)
-	runDB(t, newDB, c, slices.Concat(taskTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests(), badTextKnowledgeTests()))
+	runDB(t, newDB, c, slices.Concat(taskTests(), batchingTests(), leaseTests(), sweepTaskTests(), controlTests(), taskControlTests(), knowledgeTests(), versionTests(), badTextTests(), badTextKnowledgeTests()))
 }
 
 // RunRest runs the part of the suite that is neither RunTasks' nor

@@ -731,9 +731,13 @@ func readerNames(model string) (one, many string) {
 // bulk form Name+"Many", or the longest primitive its name begins with).
 func (s *source) driverArg(q string) (typ string, slice bool) {
 	best, base := "", ""
-	for m := range s.methods {
+	for _, m := range sortedKeys(s.methods) {
 		b := strings.TrimSuffix(m, "Many")
-		if m == q || (best != q && strings.HasPrefix(q, b) && len(b) > len(base)) {
+		// A query is a form of the primitive of the longest name it
+		// begins with; of X and XMany (the same base) the one that is
+		// bulk as the query is: TaskDedupeFindAny is TaskDedupeFind's.
+		tie := len(b) == len(base) && strings.HasSuffix(m, "Many") == strings.HasSuffix(q, "Many")
+		if m == q || (best != q && strings.HasPrefix(q, b) && (len(b) > len(base) || tie)) {
 			best, base = m, b
 		}
 	}

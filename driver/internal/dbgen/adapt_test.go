@@ -228,3 +228,31 @@ func TestAdaptRules(t *testing.T) {
 		})
 	}
 }
+
+// TestDriverArg: a query is a form of the primitive of the longest name it
+// begins with, and of X and XMany the one as bulk as the query (with both
+// TaskDedupeFind and TaskDedupeFindMany, TaskDedupeFindAny was once the
+// bulk one's, by map order, and its primitive went ungenerated).
+func TestDriverArg(t *testing.T) {
+	one := func(typ string) fn { return fn{params: []field{{"p", typ}}} }
+	s := &source{methods: map[string]fn{
+		"TaskDedupeFind":     one("driver.TaskDedupeFindParams"),
+		"TaskDedupeFindMany": one("driver.TaskDedupeFindManyParams"),
+		"TaskInsertMany":     one("[]driver.TaskRow"),
+	}}
+	for _, c := range []struct {
+		query, typ string
+		slice      bool
+	}{
+		{"TaskDedupeFindAny", "TaskDedupeFindParams", false},
+		{"TaskDedupeFindLive", "TaskDedupeFindParams", false},
+		{"TaskDedupeFindMany", "TaskDedupeFindManyParams", false},
+		{"TaskInsert", "TaskRow", true},
+	} {
+		for range 20 { // map order varies from run to run
+			if typ, slice := s.driverArg(c.query); typ != c.typ || slice != c.slice {
+				t.Fatalf("driverArg(%s) = %s, %v; want %s, %v", c.query, typ, slice, c.typ, c.slice)
+			}
+		}
+	}
+}

@@ -175,8 +175,9 @@ FOR UPDATE SKIP LOCKED;
 -- TaskClaimable locks them (the same three forms, for the same plans),
 -- numbered in claim order, given the lease token hash of their number,
 -- written with the values the ledger passes, and each gets its event in
--- the same statement (a data-modifying CTE); the rows come back as written,
--- with their dependencies.
+-- the same statement (a data-modifying CTE) — two, in order, when the claim
+-- moves on at once (@then_to: RUNNING, for an executor that starts the task
+-- straight away); the rows come back as written, with their dependencies.
 
 -- name: TaskClaim :many
 WITH locked AS (
@@ -191,7 +192,7 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
         lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
         lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
@@ -201,7 +202,11 @@ WITH locked AS (
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
+        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -221,7 +226,7 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
         lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
         lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
@@ -231,7 +236,11 @@ WITH locked AS (
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
+        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -251,7 +260,7 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = @to_state::text, attempts = t.attempts + @attempts_added::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
         lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
         lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
@@ -261,7 +270,11 @@ WITH locked AS (
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, @state::text, @to_state::text, c.attempts, @reason::text FROM claimed c
+    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
+        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -309,6 +322,14 @@ SELECT task_id FROM cks_outbox_tasks
 WHERE dedupe_key = @key AND dedupe_key <> ''
 ORDER BY state = ANY(@terminal::text[]), task_id DESC
 LIMIT 1;
+
+-- Per key of @keys that a task has: the newest live task, else the newest
+-- finished one (what TaskDedupeFindAny finds), and whether it is finished.
+-- name: TaskDedupeFindMany :many
+SELECT DISTINCT ON (dedupe_key) dedupe_key, task_id, (state = ANY(@terminal::text[]))::boolean AS terminal
+FROM cks_outbox_tasks
+WHERE dedupe_key = ANY(@keys::text[]) AND dedupe_key <> ''
+ORDER BY dedupe_key, state = ANY(@terminal::text[]), task_id DESC;
 
 -- name: TaskDepInsertMany :exec
 INSERT INTO cks_task_deps (task_id, depends_on)

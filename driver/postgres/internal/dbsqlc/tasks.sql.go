@@ -498,17 +498,21 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest($5::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = $6::text, attempts = t.attempts + $7::int,
-        claimed_by = $8::text, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $9::timestamptz, lease_renewed_at = $3::timestamptz,
-        lease_ms = $10::bigint, run_after = $11::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($6::text, ''), $7::text), attempts = t.attempts + $8::int,
+        claimed_by = $9::text, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $10::timestamptz, lease_renewed_at = $3::timestamptz,
+        lease_ms = $11::bigint, run_after = $12::timestamptz,
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $3::timestamptz, $8::text, $1::text, $6::text, c.attempts, $12::text FROM claimed c
+    SELECT c.task_id, $3::timestamptz, $9::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $7::text, $13::text),
+        (2, $7::text, $6::text, $14::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -522,6 +526,7 @@ type TaskClaimParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
 	ClaimedBy        string
@@ -529,6 +534,7 @@ type TaskClaimParams struct {
 	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
+	ThenReason       string
 }
 
 type TaskClaimRow struct {
@@ -570,8 +576,9 @@ type TaskClaimRow struct {
 // TaskClaimable locks them (the same three forms, for the same plans),
 // numbered in claim order, given the lease token hash of their number,
 // written with the values the ledger passes, and each gets its event in
-// the same statement (a data-modifying CTE); the rows come back as written,
-// with their dependencies.
+// the same statement (a data-modifying CTE) — two, in order, when the claim
+// moves on at once (@then_to: RUNNING, for an executor that starts the task
+// straight away); the rows come back as written, with their dependencies.
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := db.Query(ctx, taskClaim,
 		arg.State,
@@ -579,6 +586,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.ClaimedBy,
@@ -586,6 +594,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
+		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -651,17 +660,21 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = $7::text, attempts = t.attempts + $8::int,
-        claimed_by = $9::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $10::timestamptz, lease_renewed_at = $4::timestamptz,
-        lease_ms = $11::bigint, run_after = $12::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($7::text, ''), $8::text), attempts = t.attempts + $9::int,
+        claimed_by = $10::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $11::timestamptz, lease_renewed_at = $4::timestamptz,
+        lease_ms = $12::bigint, run_after = $13::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, $9::text, $1::text, $7::text, c.attempts, $13::text FROM claimed c
+    SELECT c.task_id, $4::timestamptz, $10::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $8::text, $14::text),
+        (2, $8::text, $7::text, $15::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -676,6 +689,7 @@ type TaskClaimOfTypeParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
 	ClaimedBy        string
@@ -683,6 +697,7 @@ type TaskClaimOfTypeParams struct {
 	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
+	ThenReason       string
 }
 
 type TaskClaimOfTypeRow struct {
@@ -728,6 +743,7 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.ClaimedBy,
@@ -735,6 +751,7 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
+		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -800,17 +817,21 @@ WITH locked AS (
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
     JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = $7::text, attempts = t.attempts + $8::int,
-        claimed_by = $9::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $10::timestamptz, lease_renewed_at = $4::timestamptz,
-        lease_ms = $11::bigint, run_after = $12::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($7::text, ''), $8::text), attempts = t.attempts + $9::int,
+        claimed_by = $10::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = $11::timestamptz, lease_renewed_at = $4::timestamptz,
+        lease_ms = $12::bigint, run_after = $13::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, $9::text, $1::text, $7::text, c.attempts, $13::text FROM claimed c
+    SELECT c.task_id, $4::timestamptz, $10::text, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $8::text, $14::text),
+        (2, $8::text, $7::text, $15::text)) AS e(n, from_state, to_state, reason)
+    WHERE e.to_state <> ''
+    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -825,6 +846,7 @@ type TaskClaimOfTypesParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
 	ClaimedBy        string
@@ -832,6 +854,7 @@ type TaskClaimOfTypesParams struct {
 	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
+	ThenReason       string
 }
 
 type TaskClaimOfTypesRow struct {
@@ -877,6 +900,7 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.ClaimedBy,
@@ -884,6 +908,7 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
+		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -1224,6 +1249,46 @@ func (q *Queries) TaskDedupeFindLive(ctx context.Context, db DBTX, arg TaskDedup
 	var task_id int64
 	err := row.Scan(&task_id)
 	return task_id, err
+}
+
+const taskDedupeFindMany = `-- name: TaskDedupeFindMany :many
+SELECT DISTINCT ON (dedupe_key) dedupe_key, task_id, (state = ANY($1::text[]))::boolean AS terminal
+FROM cks_outbox_tasks
+WHERE dedupe_key = ANY($2::text[]) AND dedupe_key <> ''
+ORDER BY dedupe_key, state = ANY($1::text[]), task_id DESC
+`
+
+type TaskDedupeFindManyParams struct {
+	Terminal []string
+	Keys     []string
+}
+
+type TaskDedupeFindManyRow struct {
+	DedupeKey string
+	TaskID    int64
+	Terminal  bool
+}
+
+// Per key of @keys that a task has: the newest live task, else the newest
+// finished one (what TaskDedupeFindAny finds), and whether it is finished.
+func (q *Queries) TaskDedupeFindMany(ctx context.Context, db DBTX, arg TaskDedupeFindManyParams) ([]TaskDedupeFindManyRow, error) {
+	rows, err := db.Query(ctx, taskDedupeFindMany, arg.Terminal, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskDedupeFindManyRow
+	for rows.Next() {
+		var i TaskDedupeFindManyRow
+		if err := rows.Scan(&i.DedupeKey, &i.TaskID, &i.Terminal); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const taskDepDeleteMany = `-- name: TaskDepDeleteMany :exec
