@@ -122,7 +122,7 @@ func (o outcome) result() error {
 // lead runs batch as one group, tells each member its outcome, then hands
 // what queued meanwhile to the first of it, or frees the writer.
 func (d *Driver) lead(batch []*member) {
-	out := d.group(batch)
+	batch, out := d.group(batch)
 	for i, m := range batch {
 		m.done <- out[i]
 	}
@@ -133,30 +133,42 @@ func (d *Driver) lead(batch []*member) {
 		g.mu.Unlock()
 		return
 	}
-	n := min(len(g.queue), maxGroup)
-	next := slices.Clone(g.queue[:n])
-	g.queue = slices.Delete(g.queue, 0, n)
+	next := g.take(maxGroup)
 	g.mu.Unlock()
 	// The first of the next group leads it in its own goroutine, so this
 	// caller returns now with its outcome.
 	next[0].done <- outcome{lead: next}
 }
 
+// take removes up to n members from the head of the queue and returns
+// them; g.mu is held.
+func (g *groups) take(n int) []*member {
+	n = min(len(g.queue), n)
+	if n == 0 {
+		return nil
+	}
+	next := slices.Clone(g.queue[:n])
+	g.queue = slices.Delete(g.queue, 0, n)
+	return next
+}
+
 // savepoint names the savepoint of each member of a group; members run one
 // after another, so one name serves all.
 const savepoint = "cks_member"
 
-// group runs batch in one write transaction and returns each member's
-// outcome, in order.
-func (d *Driver) group(batch []*member) []outcome {
+// group runs batch in one write transaction and returns its members with
+// each one's outcome, in order. The writes that queue while the group runs
+// join it before its commit (up to maxGroup members): rather than wait for
+// the next commit, they share this one.
+func (d *Driver) group(batch []*member) ([]*member, []outcome) {
 	out := make([]outcome, len(batch))
-	fail := func(err error) []outcome {
+	fail := func(err error) ([]*member, []outcome) {
 		for i := range out {
 			if out[i].err == nil && !out[i].panicked {
 				out[i].err = err
 			}
 		}
-		return out
+		return batch, out
 	}
 	// The wait for the write lock ends when every member has given up.
 	lockCtx := batch[0].ctx
@@ -174,9 +186,22 @@ func (d *Driver) group(batch []*member) []outcome {
 		tx.Rollback() //nolint:errcheck // no-op after commit
 		d.cache.prepare(w.ctx, d.writer, w.missed)
 	}()
-	alone := len(batch) == 1
 	var committed, notified bool
-	for i, m := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) {
+			d.groups.mu.Lock()
+			more := d.groups.take(maxGroup - len(batch))
+			d.groups.mu.Unlock()
+			if len(more) == 0 {
+				break
+			}
+			batch = append(batch, more...)
+			out = append(out, make([]outcome, len(more))...)
+		}
+		m := batch[i]
+		// The first member, when it is all there is, needs no savepoint:
+		// its error rolls the transaction back.
+		alone := i == 0 && len(batch) == 1
 		// A member whose caller gave up before its turn writes nothing.
 		if err := m.ctx.Err(); err != nil {
 			out[i].err = fmt.Errorf("sqlite: begin: %w", err)
@@ -196,7 +221,7 @@ func (d *Driver) group(batch []*member) []outcome {
 		}
 		if out[i].err != nil || out[i].panicked {
 			if alone {
-				return out
+				return batch, out
 			}
 			// A failed ROLLBACK TO means the transaction is gone
 			// (SQLite rolls back the whole of it on some errors): then
@@ -218,7 +243,7 @@ func (d *Driver) group(batch []*member) []outcome {
 		notified = notified || w.notified
 	}
 	if !committed {
-		return out
+		return batch, out
 	}
 	if err := tx.Commit(); err != nil {
 		for i, m := range batch {
@@ -226,13 +251,13 @@ func (d *Driver) group(batch []*member) []outcome {
 				out[i].err = ended(m.ctx, mapErr("commit", err))
 			}
 		}
-		return out
+		return batch, out
 	}
 	d.groups.commits.Add(1)
 	if notified {
 		d.local.wake()
 	}
-	return out
+	return batch, out
 }
 
 // run runs m's fn in w and returns its outcome; a panic is caught, to be
