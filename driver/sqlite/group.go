@@ -61,9 +61,10 @@ func (g *groups) queued() int {
 // error as it is, or the commit's. It is a group commit: a write that finds
 // the writer free runs at once, alone, in its own BEGIN IMMEDIATE
 // transaction (no added latency); the writes that arrive while a
-// transaction runs queue, and when it ends the first of them runs all that
-// queued in one transaction, each in its own SAVEPOINT, in queue order, so
-// each sees the writes of those before it. A member whose fn fails is
+// transaction runs queue and join it before its commit, each in its own
+// SAVEPOINT, in queue order, so each sees the writes of those before it
+// (those that arrive during the COMMIT, or beyond maxGroup, are the next
+// group, led by the first of them). A member whose fn fails is
 // rolled back to its savepoint and gets its error while the others go on;
 // a failed commit is every committed member's error. A caller whose ctx
 // ends while it waits in the queue withdraws (nothing written). Every
