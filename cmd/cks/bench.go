@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,6 +46,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	batch := fs.Int("batch", 10, "tasks leased per claim")
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
 	if err := noArgs(fs, args[1:]); err != nil {
 		return err
 	}
@@ -58,6 +60,13 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	}
 	if *tasks < 1 || *batch < 1 || *enqueueBatch < 1 {
 		return fmt.Errorf("%w: --tasks, --batch and --enqueue-batch must be positive", errUsage)
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	var results []bench.LedgerResult
 	var backendName string
@@ -92,6 +101,20 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 			r.ClaimP50.Round(time.Microsecond), r.ClaimP99.Round(time.Microsecond))
 	}
 	return tw.Flush()
+}
+
+// startCPUProfile starts a CPU profile written to path; stop ends it and
+// closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // cmdBenchAbort measures stop → abort-confirmed and update-of-a-running-task

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -102,9 +104,14 @@ func TestTaskCLI(t *testing.T) {
 }
 
 func TestBenchLedgerSmoke(t *testing.T) {
-	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json")
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
+	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json", "--cpuprofile", profile)
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d: %s", r.code, r.stderr)
+	}
+	// A pprof profile is gzipped protobuf.
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpuprofile wrote no profile: %v, %d bytes", err, len(b))
 	}
 	var out struct {
 		Backend string `json:"backend"`

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"strconv"
+
+	"github.com/cks-dev/cks/driver"
 )
 
 // CapPages caps the database file at n pages for d's writer connection
@@ -12,4 +14,17 @@ func CapPages(ctx context.Context, d *Driver, n int) error {
 		_, err := w.Tx.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(n))
 		return err
 	})
+}
+
+// Queued reports how many write transactions of d wait for the next group
+// commit.
+func Queued(d *Driver) int { return d.groups.queued() }
+
+// Commits reports how many write transactions d has committed.
+func Commits(d *Driver) int64 { return d.groups.commits.Load() }
+
+// ExecInTx runs q in ex's write transaction, as the primitives run theirs.
+func ExecInTx(ctx context.Context, ex driver.Executor, q string) error {
+	_, err := ex.(*executor).tx.ExecContext(ctx, q)
+	return err
 }

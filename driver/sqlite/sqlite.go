@@ -54,6 +54,8 @@ type Driver struct {
 	reader *sql.DB // a pool of query_only connections
 	q      *dbsqlc.Queries
 	cache  stmtCache
+	// groups queues the writes for the writer (group commit, see write).
+	groups groups
 	// pollInterval is the Listener's poll period of cks_changes.
 	pollInterval time.Duration
 	local        localChanges
@@ -94,6 +96,10 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 		"journal_mode(WAL)",
 		"foreign_keys(1)",
 		"synchronous(NORMAL)",
+		// The savepoints of a group commit keep the pages they change in
+		// a sub-journal: in memory, not in a temporary file written page
+		// by page (12 % of the CPU of bench ledger at 16 workers).
+		"temp_store(MEMORY)",
 	}, "_txlock": {"immediate"}})) // BeginTx issues BEGIN IMMEDIATE
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

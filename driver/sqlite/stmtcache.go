@@ -67,42 +67,61 @@ func (c *stmtCache) close() error {
 
 // wtx is a write transaction (dbsqlc.DBTX) that runs cached statements
 // where it can and remembers the queries it ran unprepared.
+//
+// Its statements run under ctx, which never ends, whatever context the
+// caller passes: SQLite answers a context's end by interrupting the
+// statement, and an interrupted write inside a transaction may roll back
+// the whole transaction — in a group commit the other members' writes too.
+// The caller's context is checked before each statement instead: once it
+// has ended, the statement fails with its error without running.
 type wtx struct {
 	*sql.Tx
 	cache  *stmtCache
+	ctx    context.Context
 	missed []string
 	// notified is set by Notify: the commit wakes this Driver's listeners.
 	notified bool
 }
 
-func (w *wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+func (w *wtx) stmt(q string) *sql.Stmt {
 	if st := w.cache.get(q); st != nil {
-		return w.Tx.StmtContext(ctx, st)
+		return w.Tx.StmtContext(w.ctx, st)
 	}
 	w.missed = append(w.missed, q)
 	return nil
 }
 
-// QueryContext runs q in the transaction.
+// QueryContext runs q in the transaction, unless ctx has ended.
 func (w *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.QueryContext(ctx, args...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return w.Tx.QueryContext(ctx, q, args...)
+	if st := w.stmt(q); st != nil {
+		return st.QueryContext(w.ctx, args...)
+	}
+	return w.Tx.QueryContext(w.ctx, q, args...)
 }
 
-// QueryRowContext runs q in the transaction.
+// QueryRowContext runs q in the transaction, unless ctx has ended (then
+// database/sql returns the row of ctx's error without touching the
+// connection).
 func (w *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
+	if ctx.Err() != nil {
+		return w.Tx.QueryRowContext(ctx, q, args...)
 	}
-	return w.Tx.QueryRowContext(ctx, q, args...)
+	if st := w.stmt(q); st != nil {
+		return st.QueryRowContext(w.ctx, args...)
+	}
+	return w.Tx.QueryRowContext(w.ctx, q, args...)
 }
 
-// ExecContext runs q in the transaction.
+// ExecContext runs q in the transaction, unless ctx has ended.
 func (w *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := w.stmt(ctx, q); st != nil {
-		return st.ExecContext(ctx, args...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return w.Tx.ExecContext(ctx, q, args...)
+	if st := w.stmt(q); st != nil {
+		return st.ExecContext(w.ctx, args...)
+	}
+	return w.Tx.ExecContext(w.ctx, q, args...)
 }

@@ -10,12 +10,12 @@ import (
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
 )
 
 // WithTx implements driver.Driver: a write transaction is BEGIN IMMEDIATE on
 // the one writer connection (so it never needs to be run again: no other
-// writer can interleave); a read-only one is a deferred transaction on the
+// writer can interleave), shared with the write transactions that queued
+// beside it (group commit, see Driver.write); a read-only one is a deferred transaction on the
 // reader pool, whose snapshot is taken at its first read. After a commit
 // that notified, this Driver's listeners are woken at once.
 func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor) error) error {
@@ -31,33 +31,6 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 		return ended(ctx, mapErr("commit read-only transaction", tx.Commit()))
 	}
 	return d.write(ctx, func(w *wtx) error { return fn(ctx, &executor{d: d, read: w, tx: w}) })
-}
-
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer and commits
-// it when fn succeeds; fn's errors are returned as they are. A storage
-// fault it ends with is remembered for Health: every write of the driver
-// passes here.
-func (d *Driver) write(ctx context.Context, fn func(w *wtx) error) (err error) {
-	defer func() { d.faults.Note(err, store.Time(d.clock.Now())) }()
-	tx, err := beginImmediate(ctx, d.writer)
-	if err != nil {
-		return mapErr("begin", err)
-	}
-	w := &wtx{Tx: tx, cache: &d.cache}
-	defer func() {
-		tx.Rollback() //nolint:errcheck // no-op after commit
-		d.cache.prepare(ctx, d.writer, w.missed)
-	}()
-	if err := fn(w); err != nil {
-		return ended(ctx, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return ended(ctx, mapErr("commit", err))
-	}
-	if w.notified {
-		d.local.wake()
-	}
-	return nil
 }
 
 // ended names ctx's end as the cause of err once ctx has ended: then
@@ -78,11 +51,14 @@ func ended(ctx context.Context, err error) error {
 // WriteLockTimeout passes or ctx ends. SQLite's own busy handler backs off
 // to 100ms sleeps, so writers that loop tightly starve the waiting ones;
 // fine polling keeps many handles or processes writing one file fair enough.
+// The transaction itself is bound to no context that can end: database/sql
+// rolls back a transaction whose context ends, and a group's transaction
+// outlives the contexts of its members (see wtx).
 func beginImmediate(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 	var tx *sql.Tx
 	err := pollLock(ctx, func() error {
 		var err error
-		tx, err = db.BeginTx(ctx, nil)
+		tx, err = db.BeginTx(context.WithoutCancel(ctx), nil)
 		return err
 	})
 	return tx, err
