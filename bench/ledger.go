@@ -27,6 +27,11 @@ type LedgerConfig struct {
 	// 1,000, as River's InsertMany batches in the side-by-side run); 1
 	// enqueues one task per Enqueue call.
 	EnqueueBatch int
+	// Concurrent completes the tasks of one claim each on its own goroutine,
+	// as River runs every job of a fetch in a goroutine of its own; then
+	// Workers × Batch tasks are in flight and the completer can group as
+	// many. Without it a worker completes its batch one task after another.
+	Concurrent bool
 	// Type is the task type used (default "bench").
 	Type string
 	// Progress, when set, is called about every half second and at the end of
@@ -114,7 +119,7 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 			if len(ts) == 0 {
 				return nil
 			}
-			for _, t := range ts {
+			complete := func(t store.ClaimedTask) error {
 				if _, err := st.Complete(ctx, t.ID, t.LeaseToken, false, "ok"); err != nil {
 					return fmt.Errorf("complete task %d: %w", t.ID, err)
 				}
@@ -126,6 +131,24 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 					return fmt.Errorf("task %d completed twice", t.ID)
 				}
 				completed.Add(1)
+				return nil
+			}
+			if !cfg.Concurrent {
+				for _, t := range ts {
+					if err := complete(t); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			errs := make([]error, len(ts))
+			var wg sync.WaitGroup
+			for i, t := range ts {
+				wg.Go(func() { errs[i] = complete(t) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return err
 			}
 		}
 	})

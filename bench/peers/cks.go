@@ -18,10 +18,12 @@ import (
 // cksType is the task type of every cks benchmark task.
 const cksType = "peers"
 
-// cksThroughput is `cks bench ledger`'s run: enqueue jobs (four writers),
-// then workers claim batches of batch and complete each task.
+// cksThroughput is `cks bench ledger --concurrent`'s run: enqueue jobs
+// (four writers), then workers claim batches of batch and complete the
+// batch's tasks concurrently, as River runs each job of a fetch on a
+// goroutine of its own.
 func cksThroughput(ctx context.Context, st store.Store, jobs, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
-	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Workers: workers, Batch: batch, Type: cksType, Progress: progress})
+	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Workers: workers, Batch: batch, Concurrent: true, Type: cksType, Progress: progress})
 	if err != nil {
 		return 0, 0, fmt.Errorf("peers: cks: %w", err)
 	}

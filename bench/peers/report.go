@@ -153,7 +153,7 @@ func describe(rep Report) string {
 		"once (the harness checks). jobs/s is the work phase only, from the workers' start to the last completion as the system "+
 		"reports it (River: its completion event, sent after its batch completer commits). River: no-op `WorkFunc` workers, "+
 		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
-		"(`cks bench ledger`): four writers enqueue with `EnqueueMany` in batches of 1,000, workers claim batches of %d and `Complete` each task. "+
+		"(`cks bench ledger`): four writers enqueue with `EnqueueMany` in batches of 1,000, workers claim batches of %d and `Complete` the batch's tasks concurrently, each on a goroutine of its own as River runs the jobs of a fetch (`--concurrent`). "+
 		"cks agent path: each worker claims one task straight to RUNNING (`ClaimWith`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",

@@ -44,6 +44,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	tasks := fs.Int("tasks", 100_000, "tasks to enqueue and work per run")
 	workers := fs.String("workers", "1,4,16", "comma-separated worker counts, one run each")
 	batch := fs.Int("batch", 10, "tasks leased per claim")
+	concurrent := fs.Bool("concurrent", false, "complete the tasks of a claim each on its own goroutine (as River runs the jobs of a fetch), not one after another")
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
@@ -83,7 +84,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		backendName = st.Backend()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
 		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
-			EnqueueBatch: *enqueueBatch, Progress: progressLine(e)})
+			EnqueueBatch: *enqueueBatch, Concurrent: *concurrent, Progress: progressLine(e)})
 		st.Close()
 		cleanup()
 		if err != nil {
