@@ -325,28 +325,26 @@ func leased(ctx context.Context, ex driver.Executor, id int64, token string, sta
 // onTask runs fn on task id, read and locked in one write transaction, and
 // returns the task fn's row becomes.
 func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
-	var out store.Task
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := getRow(ctx, ex, id, driver.LockUpdate)
-		if err != nil {
-			return err
-		}
-		r, err := fn(ctx, ex, now, cur)
-		if err != nil {
-			return err
-		}
-		out, err = taskOf(ctx, ex, r)
-		return err
-	})
-	return out, err
+	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
+		return getRow(ctx, ex, id, driver.LockUpdate)
+	}, fn)
 }
 
 // onLease runs fn on task id fenced by token (leased) in one write
 // transaction, and returns the task fn's row becomes.
 func (s *Service) onLease(ctx context.Context, id int64, token string, states []State, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
+	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
+		return leased(ctx, ex, id, token, states...)
+	}, fn)
+}
+
+// onRow runs fn, in one write transaction, on the row read returns, and
+// returns the task fn's row becomes.
+func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error),
+	fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
 	var out store.Task
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, states...)
+		cur, err := read(ctx, ex)
 		if err != nil {
 			return err
 		}
