@@ -295,24 +295,28 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 		}
 	}
 	var children []store.Task
-	for i, n := range p.AddChildren {
-		parent := cur.ID
-		n.ParentID = &parent
-		if n.CreatedBy == "" {
-			n.CreatedBy = actor
+	if len(p.AddChildren) > 0 {
+		// One enqueue batch: the children are enqueued in order, as one
+		// Enqueue after another would, over reads made once for all.
+		ns := make([]store.NewTask, len(p.AddChildren))
+		for i, n := range p.AddChildren {
+			parent := cur.ID
+			n.ParentID = &parent
+			if n.CreatedBy == "" {
+				n.CreatedBy = actor
+			}
+			ns[i] = n
 		}
-		child, created, err := s.enqueueTx(ctx, ex, now, n)
-		var fe *store.FieldError
-		if errors.As(err, &fe) {
-			return cur, nil, &store.FieldError{Field: fmt.Sprintf("add_children[%d].%s", i, fe.Field), Expected: fe.Expected}
-		}
+		created, err := s.enqueueManyTx(ctx, ex, now, ns, func(i int, f string) string { return fmt.Sprintf("add_children[%d].%s", i, f) })
 		if err != nil {
 			return cur, nil, err
 		}
-		if err := store.CheckChildDedupe(i, cur.ID, child, created); err != nil {
-			return cur, nil, err
+		for i, c := range created {
+			if err := store.CheckChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
+				return cur, nil, err
+			}
+			children = append(children, c.Task)
 		}
-		children = append(children, child)
 	}
 	if len(p.CancelChildren) > 0 {
 		// A cancelled child may have blocked cur.

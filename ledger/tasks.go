@@ -88,8 +88,7 @@ func itemError(name func(i int, field string) string, i int, err error) error {
 
 // enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
 // it returns the task of n's dedupe key (created false) or inserts the task
-// with its dependencies and creation event. Update's AddChildren uses it
-// too.
+// with its dependencies and creation event.
 func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n store.NewTask) (store.Task, bool, error) {
 	out, err := s.enqueueManyTx(ctx, ex, now, []store.NewTask{n}, func(_ int, f string) string { return f })
 	if err != nil {
@@ -113,7 +112,8 @@ type dedupeHit struct{ live, any int64 }
 // the dependencies (one read, LockShare, as depState) — and the new rows
 // are written in three statements (tasks, edges, events) with one
 // TopicTasksReady when any is OPEN. name names an item's field in a
-// FieldError (a missing parent or dependency).
+// FieldError (a missing parent or dependency). Update's AddChildren
+// enqueues its children as one batch through it.
 func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewTask, name func(i int, field string) string) ([]store.CreatedTask, error) {
 	// The task of each dedupe key, read once for the batch.
 	hits := map[string]*dedupeHit{}
