@@ -299,29 +299,37 @@ type TaskClaimableParams struct {
 }
 
 // TaskClaimParams is one claim: the selection of TaskClaimable and what
-// every claimed row becomes. Each row is written with State To, attempts
-// increased by AttemptsAdded, ClaimedBy, ClaimedAt = LeaseRenewedAt =
-// UpdatedAt = StateChangedAt = Now, its lease token hash, LeaseExpiresAt,
-// LeaseMs and RunAfter (zero: NULL); its event is (Now, ClaimedBy, State →
-// To, the new attempts, Reason).
+// every claimed row becomes. The claim takes at most as many rows as it has
+// Leases, and the i-th row in claim order gets the i-th lease: the claims
+// of several callers of one process go in one statement (ledger's group of
+// claims), each row leased to its own caller. Each row is written with
+// State To, attempts increased by AttemptsAdded, ClaimedAt =
+// LeaseRenewedAt = UpdatedAt = StateChangedAt = Now, its lease's ClaimedBy,
+// token hash, ExpiresAt and Ms, and RunAfter (zero: NULL); its event is
+// (Now, the lease's ClaimedBy, State → To, the new attempts, Reason).
 type TaskClaimParams struct {
 	TaskClaimableParams
-	// LeaseTokenHashes are the hashes of the claim's lease tokens, one per
-	// row in claim order; the plain tokens never reach the database.
-	LeaseTokenHashes []string
-	To               string
-	AttemptsAdded    int
-	ClaimedBy        string
-	LeaseExpiresAt   time.Time
-	LeaseMs          int64
-	RunAfter         time.Time
-	Reason           string
+	Leases        []TaskClaimLease
+	To            string
+	AttemptsAdded int
+	RunAfter      time.Time
+	Reason        string
 	// Then, when its To is set, is a second move every claimed row makes
 	// at once (RUNNING, for an executor that starts the task straight
 	// away): the row is written with State Then.To instead of To, and gets a
-	// second event (Now, ClaimedBy, To → Then.To, the new attempts,
-	// Then.Reason) after the first.
+	// second event (Now, the lease's ClaimedBy, To → Then.To, the new
+	// attempts, Then.Reason) after the first.
 	Then TaskClaimThen
+}
+
+// TaskClaimLease is the lease of one claimed row.
+type TaskClaimLease struct {
+	// TokenHash is the hash of the lease token; the plain token never
+	// reaches the database.
+	TokenHash string
+	ClaimedBy string
+	ExpiresAt time.Time
+	Ms        int64
 }
 
 // TaskClaimThen is the second move of a claim (TaskClaimParams.Then).

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks/driver"
@@ -25,12 +23,10 @@ const maxFinishBatch = 256
 // keep the database busy while the queue still gathers behind them.
 const maxFlushes = 2
 
-// finish is one Complete, Fail or Touch call waiting for the flush that
-// carries it. Its arguments are validated before it is queued.
+// finish is one Complete, Fail or Touch call of the completer: the group
+// of the calls that end or renew a lease. Its arguments are validated
+// before it is queued.
 type finish struct {
-	// ctx is the caller's: the flush carrying the call gives up only when
-	// the contexts of all its callers have ended.
-	ctx   context.Context
 	id    int64
 	token string
 	fail  bool
@@ -40,113 +36,11 @@ type finish struct {
 	// result or Fail's reason.
 	needsReview, retryable bool
 	text                   string
-	// done receives the call's outcome, or the batch it is to flush
-	// itself (lead): it is never sent to twice without a receive between.
-	done chan finishOutcome
 }
 
-// finishOutcome is what a flush tells one caller.
-type finishOutcome struct {
-	task store.Task
-	err  error
-	// lead, when set, is the batch the receiver flushes (it is its first
-	// member): the previous flush is over and these calls queued meanwhile.
-	lead []*finish
-}
-
-// completer groups the Complete, Fail and Touch calls of one process
-// (the calls that end or renew a lease): a call that finds fewer than
-// maxFlushes flushes in flight flushes at once, alone (no added latency);
-// calls made while the flushes are all in flight queue, and when one ends
-// the first of them flushes all that queued, in one transaction — a group
-// commit.
-// Leadership passes from caller to caller, so no goroutine runs in the
-// background and each caller returns once its own flush has committed.
-type completer struct {
-	mu    sync.Mutex
-	queue []*finish
-	// flushes is how many flushes are in flight (a successor being handed
-	// the queue counts as its predecessor); at most max.
-	flushes, max int
-}
-
-// queued reports how many calls wait for the next flush (for tests).
-func (c *completer) queued() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue)
-}
-
-// submit runs f in a flush and returns its outcome. A caller whose ctx
-// ends while f still waits in the queue withdraws it and returns ctx's
-// error (nothing was written); once a flush carries f, the caller waits
-// for its outcome — the flush is one transaction shared with other
-// callers, abandoned only when all of their contexts have ended.
-func (s *Service) submit(ctx context.Context, f *finish) (store.Task, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Task{}, err
-	}
-	f.ctx, f.done = ctx, make(chan finishOutcome, 1)
-	c := &s.completer
-	c.mu.Lock()
-	if c.flushes < c.max {
-		c.flushes++
-		c.mu.Unlock()
-		s.lead([]*finish{f})
-		o := <-f.done
-		return o.task, o.err
-	}
-	c.queue = append(c.queue, f)
-	c.mu.Unlock()
-	var o finishOutcome
-	select {
-	case o = <-f.done:
-	case <-ctx.Done():
-		c.mu.Lock()
-		if i := slices.Index(c.queue, f); i >= 0 {
-			c.queue = slices.Delete(c.queue, i, i+1)
-			c.mu.Unlock()
-			return store.Task{}, ctx.Err()
-		}
-		c.mu.Unlock()
-		o = <-f.done // taken by a flush: its outcome, or the lead
-	}
-	if o.lead != nil {
-		s.lead(o.lead)
-		o = <-f.done
-	}
-	return o.task, o.err
-}
-
-// lead flushes batch, then hands what queued meanwhile to the first of it,
-// or gives its place up.
-func (s *Service) lead(batch []*finish) {
-	// The flush's context ends when the last of its callers' does.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(batch)))
-	for _, f := range batch {
-		stop := context.AfterFunc(f.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
-	}
-	s.flush(ctx, batch)
-	cancel()
-	c := &s.completer
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.queue) == 0 {
-		c.flushes--
-		return
-	}
-	n := min(len(c.queue), maxFinishBatch)
-	next := slices.Clone(c.queue[:n])
-	c.queue = slices.Delete(c.queue, 0, n)
-	next[0].done <- finishOutcome{lead: next}
-}
+// completer is the group of the Complete, Fail and Touch calls of one
+// process; each batch is one flush.
+type completer = group[*finish, store.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
@@ -159,13 +53,13 @@ func (s *Service) lead(batch []*finish) {
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
 // nothing of the batch is written.
-func (s *Service) flush(ctx context.Context, batch []*finish) {
-	out := make([]finishOutcome, len(batch))
+func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task]) []result[store.Task] {
+	out := make([]result[store.Task], len(batch))
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		clear(out)
 		ids := make([]int64, 0, len(batch))
-		for _, f := range batch {
-			ids = append(ids, f.id)
+		for _, c := range batch {
+			ids = append(ids, c.in.id)
 		}
 		slices.Sort(ids)
 		locked, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(ids), Lock: driver.LockUpdate})
@@ -184,7 +78,8 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 			// writes its row (renewal included) instead.
 			renewed = map[int64]driver.TaskRow{}
 		)
-		for i, f := range batch {
+		for i, c := range batch {
+			f := c.in
 			cur, ok := rows[f.id]
 			states := executing
 			if f.touch {
@@ -237,7 +132,7 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 					return err
 				}
 			}
-			out[who[k]].task = tasks[k]
+			out[who[k]].val = tasks[k]
 		}
 		// Decided here, at the commit point, from the callers' own
 		// contexts: the flush's context learns of their ends only
@@ -251,24 +146,12 @@ func (s *Service) flush(ctx context.Context, batch []*finish) {
 	if gone := abandoned(batch); err != nil && gone != nil && !errors.Is(err, gone) {
 		err = fmt.Errorf("%w: %w", gone, err)
 	}
-	for i, f := range batch {
-		if err != nil {
-			out[i] = finishOutcome{err: err}
-		}
-		f.done <- out[i]
-	}
-}
-
-// abandoned returns the context error of the batch's callers when every
-// one of them has given up, nil while one still waits.
-func abandoned(batch []*finish) error {
-	var err error
-	for _, f := range batch {
-		if err = f.ctx.Err(); err == nil {
-			return nil
+	if err != nil {
+		for i := range out {
+			out[i] = result[store.Task]{err: err}
 		}
 	}
-	return err
+	return out
 }
 
 // renewable are the states whose lease a Touch renews.

@@ -46,16 +46,45 @@ var dialects = []struct {
 }
 
 // gate is a driver that can hold the next flush of the completer (its
-// locking read of the tasks) until released, records the size of every
-// flush, and can fail event inserts.
+// locking read of the tasks) or the next claim statement until released,
+// records the size of every flush and the params of every claim, and can
+// fail event inserts.
 type gate struct {
 	driver.Driver
-	mu      sync.Mutex
-	hold    chan struct{} // the next locking read waits for it to close
-	held    chan struct{} // closed when that read arrived
-	flushes []int         // ids of each locking read
+	flush, claim latch
+	mu           sync.Mutex
+	flushes      []int // ids of each locking read
+	claims       []driver.TaskClaimParams
 	// failEvents, when set, fails an event insert of n events.
 	failEvents func(n int) error
+}
+
+// latch can make the next call that passes it wait until released.
+type latch struct {
+	mu            sync.Mutex
+	hold, arrived chan struct{}
+}
+
+// next makes the next pass wait until release is called; arrived is
+// closed when it has begun waiting.
+func (l *latch) next() (arrived <-chan struct{}, release func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hold, l.arrived = make(chan struct{}), make(chan struct{})
+	hold := l.hold
+	return l.arrived, func() { close(hold) }
+}
+
+// pass waits if next armed the latch.
+func (l *latch) pass() {
+	l.mu.Lock()
+	hold, arrived := l.hold, l.arrived
+	l.hold = nil
+	l.mu.Unlock()
+	if hold != nil {
+		close(arrived)
+		<-hold
+	}
 }
 
 func (g *gate) WithTx(ctx context.Context, opts driver.TxOptions, fn func(context.Context, driver.Executor) error) error {
@@ -64,13 +93,7 @@ func (g *gate) WithTx(ctx context.Context, opts driver.TxOptions, fn func(contex
 
 // holdNext makes the next flush wait until the returned release is called,
 // and returns a channel closed when it has begun waiting.
-func (g *gate) holdNext() (held <-chan struct{}, release func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	hold, h := make(chan struct{}), make(chan struct{})
-	g.hold, g.held = hold, h
-	return h, func() { close(hold) }
-}
+func (g *gate) holdNext() (held <-chan struct{}, release func()) { return g.flush.next() }
 
 func (g *gate) sizes() []int {
 	g.mu.Lock()
@@ -86,16 +109,19 @@ type gated struct {
 func (e gated) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
 	if p.Lock == driver.LockUpdate {
 		e.g.mu.Lock()
-		hold, held := e.g.hold, e.g.held
-		e.g.hold = nil
 		e.g.flushes = append(e.g.flushes, len(p.IDs))
 		e.g.mu.Unlock()
-		if hold != nil {
-			close(held)
-			<-hold
-		}
+		e.g.flush.pass()
 	}
 	return e.Executor.TaskGetMany(ctx, p)
+}
+
+func (e gated) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	e.g.mu.Lock()
+	e.g.claims = append(e.g.claims, p)
+	e.g.mu.Unlock()
+	e.g.claim.pass()
+	return e.Executor.TaskClaim(ctx, p)
 }
 
 func (e gated) TaskEventInsertMany(ctx context.Context, events []driver.TaskEventRow) error {
@@ -129,10 +155,16 @@ func claimN(t testing.TB, s *ledger.Service, typ string, n int) []store.ClaimedT
 // waitQueued waits until n calls of s wait for the next flush.
 func waitQueued(t testing.TB, s *ledger.Service, n int) {
 	t.Helper()
+	waitN(t, "calls", func() int { return ledger.Queued(s) }, n)
+}
+
+// waitN waits until count() is n.
+func waitN(t testing.TB, what string, count func() int, n int) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for ledger.Queued(s) != n {
+	for count() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d calls queued, want %d", ledger.Queued(s), n)
+			t.Fatalf("%d %s queued, want %d", count(), what, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -143,18 +175,27 @@ func waitQueued(t testing.TB, s *ledger.Service, n int) {
 // want calls are queued, then releases the flush and waits for blocker.
 func withHeldFlush(t testing.TB, s *ledger.Service, g *gate, blocker store.ClaimedTask, want int, queue func()) {
 	t.Helper()
-	held, release := g.holdNext()
-	first := make(chan error, 1)
-	go func() {
+	withHeld(t, &g.flush, func() error {
 		_, err := s.Complete(context.Background(), blocker.ID, blocker.LeaseToken, false, "first")
-		first <- err
-	}()
+		return err
+	}, queue, func() { waitQueued(t, s, want) })
+}
+
+// withHeld runs first on a goroutine and holds it at l; once it waits
+// there, runs queue (which starts the calls that are to queue behind it)
+// and queued (which waits until they have), then releases first and waits
+// for it to succeed.
+func withHeld(t testing.TB, l *latch, first func() error, queue, queued func()) {
+	t.Helper()
+	held, release := l.next()
+	done := make(chan error, 1)
+	go func() { done <- first() }()
 	<-held
 	queue()
-	waitQueued(t, s, want)
+	queued()
 	release()
-	if err := <-first; err != nil {
-		t.Fatalf("the held flush: %v", err)
+	if err := <-done; err != nil {
+		t.Fatalf("the held call: %v", err)
 	}
 }
 

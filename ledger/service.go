@@ -27,8 +27,10 @@ type Service struct {
 	clock clock.Clock
 	// jitter is the random fraction of a retry's backoff (Backoff's r).
 	jitter func() float64
-	// completer groups the Complete and Fail calls of this process.
+	// completer groups the Complete, Fail and Touch calls of this
+	// process, claimer its claims.
 	completer completer
+	claimer   claimer
 }
 
 var (
@@ -40,8 +42,11 @@ var (
 // (store.WithClock), which tells the time of every write whose time is not
 // an argument.
 func NewService(db driver.Driver, opts ...store.Option) *Service {
-	return &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64,
-		completer: completer{max: maxFlushes}}
+	s := &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64,
+		completer: completer{max: maxFlushes, maxBatch: maxFinishBatch},
+		claimer:   claimer{max: maxClaims, maxBatch: maxClaimBatch}}
+	s.completer.run, s.claimer.run = s.flush, s.claimBatch
+	return s
 }
 
 // Batch sizes of the sweeps that work through many rows in one transaction.

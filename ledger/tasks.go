@@ -466,55 +466,30 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // over), leased and given their CLAIMED events at once — and, with
 // p.Running, moved on to RUNNING with MarkRunning's event after it. The
 // lease tokens are made here, one per task the claim may take; only their
-// hashes go to the driver, and each plain token only to this caller.
+// hashes go to the driver, and each plain token only to this caller. Claims
+// made at once in this process share the statement (claimer).
 func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
-	worker, types, n, d := p.Worker, p.Types, p.N, p.Lease
-	if err := store.ValidateTexts("types", types); err != nil {
+	if err := store.ValidateTexts("types", p.Types); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateClaim(worker, n, d); err != nil {
+	if err := store.ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
 		return nil, err
 	}
 	// The moves a claim makes, checked against the table once.
 	if err := Check(Open, Claimed); err != nil {
 		return nil, err
 	}
-	var then driver.TaskClaimThen
 	if p.Running {
 		if err := Check(Claimed, Running); err != nil {
 			return nil, err
 		}
-		then = driver.TaskClaimThen{To: string(Running), Reason: runningReason}
 	}
-	tokens := make([]string, n)
-	hashes := make([]string, n)
-	for i := range tokens {
-		tokens[i] = store.NewLeaseToken()
-		hashes[i] = store.HashLeaseToken(tokens[i])
+	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
+	for i := range c.tokens {
+		c.tokens[i] = store.NewLeaseToken()
+		c.hashes[i] = store.HashLeaseToken(c.tokens[i])
 	}
-	var out []store.ClaimedTask
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		out = nil
-		rows, err := ex.TaskClaim(ctx, driver.TaskClaimParams{
-			TaskClaimableParams: driver.TaskClaimableParams{State: string(Open), Excluded: strs(DispatchExcluded[:]),
-				Types: types, Now: now, Limit: n},
-			LeaseTokenHashes: hashes, To: string(Claimed), AttemptsAdded: 1, ClaimedBy: worker,
-			LeaseExpiresAt: now.Add(d), LeaseMs: d.Milliseconds(), Reason: "claimed", Then: then})
-		if err != nil {
-			return err
-		}
-		out = make([]store.ClaimedTask, len(rows))
-		for i, r := range rows {
-			// The driver hands the hashes out in claim order; the token
-			// of a row is the one whose hash it got.
-			k := slices.Index(hashes, r.LeaseTokenHash)
-			if k < 0 {
-				return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
-			}
-			out[i] = store.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn), LeaseToken: tokens[k]}
-		}
-		return nil
-	})
+	out, err := s.claimer.do(ctx, c)
 	store.SortClaimed(out)
 	return out, err
 }
@@ -539,7 +514,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
-	_, err := s.submit(ctx, &finish{id: id, token: token, touch: true})
+	_, err := s.completer.do(ctx, &finish{id: id, token: token, touch: true})
 	return err == nil, err
 }
 
@@ -581,7 +556,7 @@ func (s *Service) Complete(ctx context.Context, id int64, token string, needsRev
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return store.Task{}, err
 	}
-	return s.submit(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
+	return s.completer.do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
 
 // completion is the move of Complete on cur (read, locked and fenced):
@@ -761,7 +736,7 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return store.Task{}, err
 	}
-	return s.submit(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
+	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput implements store.Tasks.

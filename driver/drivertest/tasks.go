@@ -72,6 +72,16 @@ func insert(t testing.TB, ex driver.Executor, rows ...driver.TaskRow) []int64 {
 	return out
 }
 
+// leases are claim leases to by, one per hash, each of 60 s expiring at
+// second 120.
+func leases(by string, hashes ...string) []driver.TaskClaimLease {
+	out := make([]driver.TaskClaimLease, len(hashes))
+	for i, h := range hashes {
+		out[i] = driver.TaskClaimLease{TokenHash: h, ClaimedBy: by, ExpiresAt: sec(120), Ms: 60000}
+	}
+	return out
+}
+
 // claimedIDs are the ids of claimed rows, in order.
 func claimedIDs(rows []driver.TaskClaimed) []int64 {
 	out := make([]int64, len(rows))
@@ -301,20 +311,23 @@ func Tasks(t *testing.T, newDB NewDB) {
 			{TaskID: got[1], DependsOn: got[3]}, {TaskID: got[1], DependsOn: got[0]}}))
 		p := driver.TaskClaimParams{
 			TaskClaimableParams: driver.TaskClaimableParams{State: stOpen, Excluded: []string{stParked}, Now: sec(60), Limit: 3},
-			LeaseTokenHashes:    []string{"h1", "h2", "h3", "h4"}, To: stClaimed, AttemptsAdded: 1, ClaimedBy: "w",
-			LeaseExpiresAt: sec(120), LeaseMs: 60000, Reason: "claimed"}
+			Leases:              leases("w", "h1", "h2", "h3", "h4"), To: stClaimed, AttemptsAdded: 1, Reason: "claimed"}
+		// Each row is leased to its own claimer: the second to another one,
+		// for longer.
+		p.Leases[1] = driver.TaskClaimLease{TokenHash: "h2", ClaimedBy: "w2", ExpiresAt: sec(180), Ms: 120000}
 		claimed, err := ex.TaskClaim(ctx, p)
 		skipUnsupported(t, "claim", err)
-		// Claim order; the i-th row gets the i-th hash; Limit caps it.
+		// Claim order; the i-th row gets the i-th lease; Limit caps it.
 		if want := []int64{got[1], got[3], got[2]}; !slices.Equal(claimedIDs(claimed), want) {
 			t.Fatalf("claimed %v, want %v", claimedIDs(claimed), want)
 		}
 		for i, c := range claimed {
 			want := get(t, ex, c.ID)
 			sameTask(t, c.TaskRow, want)
-			if c.State != stClaimed || c.LeaseTokenHash != p.LeaseTokenHashes[i] || c.ClaimedBy != "w" ||
-				!c.ClaimedAt.Equal(sec(60)) || !c.LeaseRenewedAt.Equal(sec(60)) || !c.LeaseExpiresAt.Equal(sec(120)) ||
-				c.LeaseMs != 60000 || !c.RunAfter.IsZero() || !c.UpdatedAt.Equal(sec(60)) || !c.StateChangedAt.Equal(sec(60)) {
+			l := p.Leases[i]
+			if c.State != stClaimed || c.LeaseTokenHash != l.TokenHash || c.ClaimedBy != l.ClaimedBy ||
+				!c.ClaimedAt.Equal(sec(60)) || !c.LeaseRenewedAt.Equal(sec(60)) || !c.LeaseExpiresAt.Equal(l.ExpiresAt) ||
+				c.LeaseMs != l.Ms || !c.RunAfter.IsZero() || !c.UpdatedAt.Equal(sec(60)) || !c.StateChangedAt.Equal(sec(60)) {
 				t.Errorf("claimed row %d: %+v", i, c.TaskRow)
 			}
 		}
@@ -330,9 +343,12 @@ func Tasks(t *testing.T, newDB NewDB) {
 			evs[0].Attempt != 3 || evs[0].Reason != "claimed" || !evs[0].At.Equal(sec(60)) {
 			t.Errorf("claim event %+v", evs)
 		}
-		// Only the last OPEN row is left; fewer hashes than Limit cap the
+		if evs, err := ex.TaskEventList(ctx, got[3]); err != nil || len(evs) != 1 || evs[0].Actor != "w2" {
+			t.Errorf("claim event of the second row: %+v %v, want actor w2 (its lease's)", evs, err)
+		}
+		// Only the last OPEN row is left; fewer leases than Limit cap the
 		// claim too; one type, then several.
-		p.Types, p.LeaseTokenHashes = []string{"b"}, []string{"h5"}
+		p.Types, p.Leases = []string{"b"}, leases("w", "h5")
 		if c, err := ex.TaskClaim(ctx, p); err != nil || len(c) != 0 {
 			t.Fatalf("claim of type b: %v %v, want none", claimedIDs(c), err)
 		}
@@ -353,7 +369,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		// order, in every form of the claim.
 		for _, types := range [][]string{nil, {"r"}, {"r", "s"}} {
 			more := insert(t, ex, mk("r", 1, 0, 0), mk("s", 1, 1, 0))
-			p.Types, p.LeaseTokenHashes = types, []string{"r1", "r2"}
+			p.Types, p.Leases = types, leases("w", "r1", "r2")
 			p.Then = driver.TaskClaimThen{To: stRunning, Reason: "running"}
 			c, err := ex.TaskClaim(ctx, p)
 			must(t, "claim running", err)
@@ -379,8 +395,8 @@ func Tasks(t *testing.T, newDB NewDB) {
 			}
 			if len(types) == 1 { // the other is left for the next form
 				c, err := ex.TaskClaim(ctx, driver.TaskClaimParams{TaskClaimableParams: driver.TaskClaimableParams{
-					State: stOpen, Now: sec(60), Limit: 5}, LeaseTokenHashes: []string{"x"}, To: stClaimed,
-					AttemptsAdded: 1, ClaimedBy: "w", LeaseExpiresAt: sec(120), LeaseMs: 60000, Reason: "claimed"})
+					State: stOpen, Now: sec(60), Limit: 5}, Leases: leases("w", "x"), To: stClaimed,
+					AttemptsAdded: 1, Reason: "claimed"})
 				must(t, "claim the rest", err)
 				if !slices.Equal(claimedIDs(c), more[1:]) || c[0].State != stClaimed {
 					t.Fatalf("claim without Then = %v", claimedIDs(c))

@@ -90,15 +90,20 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 // TaskClaim implements driver.TaskExecutor: one statement of the form
 // TaskClaimable would use.
 func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
-	limit := min(p.Limit, len(p.LeaseTokenHashes))
+	limit := min(p.Limit, len(p.Leases))
 	if limit <= 0 {
 		return nil, nil
 	}
 	now := store.Time(p.Now)
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
-		LeaseTokenHashes: p.LeaseTokenHashes[:limit], ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded),
-		ClaimedBy: p.ClaimedBy, LeaseExpiresAt: store.Time(p.LeaseExpiresAt), LeaseMs: p.LeaseMs,
-		RunAfter: nullTime(p.RunAfter), Reason: p.Reason, ThenTo: p.Then.To, ThenReason: p.Then.Reason}
+		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter), Reason: p.Reason,
+		ThenTo: p.Then.To, ThenReason: p.Then.Reason}
+	for _, l := range p.Leases[:limit] {
+		q.LeaseTokenHashes = append(q.LeaseTokenHashes, l.TokenHash)
+		q.ClaimedBys = append(q.ClaimedBys, l.ClaimedBy)
+		q.LeaseExpiresAts = append(q.LeaseExpiresAts, store.Time(l.ExpiresAt))
+		q.LeaseMss = append(q.LeaseMss, l.Ms)
+	}
 	var (
 		rows []dbsqlc.TaskClaimRow
 		err  error
@@ -110,8 +115,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		var typed []dbsqlc.TaskClaimOfTypeRow
 		typed, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
 			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))
@@ -120,8 +125,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		var typed []dbsqlc.TaskClaimOfTypesRow
 		typed, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, ClaimedBy: q.ClaimedBy,
-			LeaseExpiresAt: q.LeaseExpiresAt, LeaseMs: q.LeaseMs, RunAfter: q.RunAfter, Reason: q.Reason,
+			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
 			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
 		for _, r := range typed {
 			rows = append(rows, dbsqlc.TaskClaimRow(r))

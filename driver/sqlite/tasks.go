@@ -39,7 +39,7 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 // one prepared update and event insert per row, in the one writer's
 // transaction (SQLite has no round trip to save).
 func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
-	limit := min(p.Limit, len(p.LeaseTokenHashes))
+	limit := min(p.Limit, len(p.Leases))
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -57,14 +57,15 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		ids := make([]int64, len(rows))
 		for i := range rows {
 			r := &rows[i]
-			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, p.ClaimedBy, p.Now
-			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = p.LeaseTokenHashes[i], p.LeaseExpiresAt, p.Now
-			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = p.LeaseMs, p.RunAfter, p.Now, p.Now
-			events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.State,
+			l := p.Leases[i]
+			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, l.ClaimedBy, p.Now
+			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = l.TokenHash, l.ExpiresAt, p.Now
+			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = l.Ms, p.RunAfter, p.Now, p.Now
+			events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: l.ClaimedBy, From: p.State,
 				To: p.To, Attempt: r.Attempts, Reason: p.Reason})
 			if p.Then.To != "" {
 				r.State = p.Then.To
-				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: p.ClaimedBy, From: p.To,
+				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: l.ClaimedBy, From: p.To,
 					To: p.Then.To, Attempt: r.Attempts, Reason: p.Then.Reason})
 			}
 			ids[i] = r.ID

@@ -173,11 +173,13 @@ FOR UPDATE SKIP LOCKED;
 
 -- A claim in one statement: the claimable rows are locked as
 -- TaskClaimable locks them (the same three forms, for the same plans),
--- numbered in claim order, given the lease token hash of their number,
--- written with the values the ledger passes, and each gets its event in
--- the same statement (a data-modifying CTE) — two, in order, when the claim
--- moves on at once (@then_to: RUNNING, for an executor that starts the task
--- straight away); the rows come back as written, with their dependencies.
+-- numbered in claim order, given the lease of their number (token hash,
+-- claimer, expiry, length: one claim may carry the claims of several
+-- callers), written with the values the ledger passes, and each gets its
+-- event in the same statement (a data-modifying CTE) — two, in order, when
+-- the claim moves on at once (@then_to: RUNNING, for an executor that
+-- starts the task straight away); the rows come back as written, with
+-- their dependencies.
 
 -- name: TaskClaim :many
 WITH locked AS (
@@ -188,21 +190,21 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
+        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
-        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
-        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
+        lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
         updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
     FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
         (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''
@@ -222,21 +224,21 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
+        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
-        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
-        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
+        lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
         updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
     FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
         (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''
@@ -256,21 +258,21 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
+        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest(@lease_token_hashes::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
-        claimed_by = @claimed_by::text, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = @lease_expires_at::timestamptz, lease_renewed_at = @now::timestamptz,
-        lease_ms = @lease_ms::bigint, run_after = sqlc.narg(run_after)::timestamptz,
+        claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
+        lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
         updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, @claimed_by::text, e.from_state, e.to_state, c.attempts, e.reason
+    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
     FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
         (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''

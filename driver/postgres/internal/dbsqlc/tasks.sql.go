@@ -494,23 +494,23 @@ WITH locked AS (
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, ($5::text[])[l.n] AS hash, ($6::text[])[l.n] AS claimed_by,
+        ($7::timestamptz[])[l.n] AS expires_at, ($8::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest($5::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($6::text, ''), $7::text), attempts = t.attempts + $8::int,
-        claimed_by = $9::text, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $10::timestamptz, lease_renewed_at = $3::timestamptz,
-        lease_ms = $11::bigint, run_after = $12::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($9::text, ''), $10::text), attempts = t.attempts + $11::int,
+        claimed_by = p.claimed_by, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = $3::timestamptz,
+        lease_ms = p.ms, run_after = $12::timestamptz,
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $3::timestamptz, $9::text, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $7::text, $13::text),
-        (2, $7::text, $6::text, $14::text)) AS e(n, from_state, to_state, reason)
+    SELECT c.task_id, $3::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $10::text, $13::text),
+        (2, $10::text, $9::text, $14::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''
     ORDER BY c.task_id, e.n
 )
@@ -526,12 +526,12 @@ type TaskClaimParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ClaimedBys       []string
+	LeaseExpiresAts  []time.Time
+	LeaseMss         []int64
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	ClaimedBy        string
-	LeaseExpiresAt   time.Time
-	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
 	ThenReason       string
@@ -574,11 +574,13 @@ type TaskClaimRow struct {
 
 // A claim in one statement: the claimable rows are locked as
 // TaskClaimable locks them (the same three forms, for the same plans),
-// numbered in claim order, given the lease token hash of their number,
-// written with the values the ledger passes, and each gets its event in
-// the same statement (a data-modifying CTE) — two, in order, when the claim
-// moves on at once (@then_to: RUNNING, for an executor that starts the task
-// straight away); the rows come back as written, with their dependencies.
+// numbered in claim order, given the lease of their number (token hash,
+// claimer, expiry, length: one claim may carry the claims of several
+// callers), written with the values the ledger passes, and each gets its
+// event in the same statement (a data-modifying CTE) — two, in order, when
+// the claim moves on at once (@then_to: RUNNING, for an executor that
+// starts the task straight away); the rows come back as written, with
+// their dependencies.
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := db.Query(ctx, taskClaim,
 		arg.State,
@@ -586,12 +588,12 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ClaimedBys,
+		arg.LeaseExpiresAts,
+		arg.LeaseMss,
 		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
-		arg.ClaimedBy,
-		arg.LeaseExpiresAt,
-		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
 		arg.ThenReason,
@@ -656,23 +658,23 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, ($6::text[])[l.n] AS hash, ($7::text[])[l.n] AS claimed_by,
+        ($8::timestamptz[])[l.n] AS expires_at, ($9::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($7::text, ''), $8::text), attempts = t.attempts + $9::int,
-        claimed_by = $10::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $11::timestamptz, lease_renewed_at = $4::timestamptz,
-        lease_ms = $12::bigint, run_after = $13::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
+        claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
+        lease_ms = p.ms, run_after = $13::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, $10::text, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $8::text, $14::text),
-        (2, $8::text, $7::text, $15::text)) AS e(n, from_state, to_state, reason)
+    SELECT c.task_id, $4::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $11::text, $14::text),
+        (2, $11::text, $10::text, $15::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''
     ORDER BY c.task_id, e.n
 )
@@ -689,12 +691,12 @@ type TaskClaimOfTypeParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ClaimedBys       []string
+	LeaseExpiresAts  []time.Time
+	LeaseMss         []int64
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	ClaimedBy        string
-	LeaseExpiresAt   time.Time
-	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
 	ThenReason       string
@@ -743,12 +745,12 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ClaimedBys,
+		arg.LeaseExpiresAts,
+		arg.LeaseMss,
 		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
-		arg.ClaimedBy,
-		arg.LeaseExpiresAt,
-		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
 		arg.ThenReason,
@@ -813,23 +815,23 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, h.hash
+    SELECT l.task_id, ($6::text[])[l.n] AS hash, ($7::text[])[l.n] AS claimed_by,
+        ($8::timestamptz[])[l.n] AS expires_at, ($9::bigint[])[l.n] AS ms
     FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
-    JOIN unnest($6::text[]) WITH ORDINALITY AS h(hash, n) ON h.n = l.n
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($7::text, ''), $8::text), attempts = t.attempts + $9::int,
-        claimed_by = $10::text, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = $11::timestamptz, lease_renewed_at = $4::timestamptz,
-        lease_ms = $12::bigint, run_after = $13::timestamptz,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
+        claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
+        lease_ms = p.ms, run_after = $13::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 ), events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, $10::text, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $8::text, $14::text),
-        (2, $8::text, $7::text, $15::text)) AS e(n, from_state, to_state, reason)
+    SELECT c.task_id, $4::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
+    FROM claimed c, (VALUES (1, $1::text, $11::text, $14::text),
+        (2, $11::text, $10::text, $15::text)) AS e(n, from_state, to_state, reason)
     WHERE e.to_state <> ''
     ORDER BY c.task_id, e.n
 )
@@ -846,12 +848,12 @@ type TaskClaimOfTypesParams struct {
 	Now              *time.Time
 	Max              int32
 	LeaseTokenHashes []string
+	ClaimedBys       []string
+	LeaseExpiresAts  []time.Time
+	LeaseMss         []int64
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	ClaimedBy        string
-	LeaseExpiresAt   time.Time
-	LeaseMs          int64
 	RunAfter         *time.Time
 	Reason           string
 	ThenReason       string
@@ -900,12 +902,12 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 		arg.Now,
 		arg.Max,
 		arg.LeaseTokenHashes,
+		arg.ClaimedBys,
+		arg.LeaseExpiresAts,
+		arg.LeaseMss,
 		arg.ThenTo,
 		arg.ToState,
 		arg.AttemptsAdded,
-		arg.ClaimedBy,
-		arg.LeaseExpiresAt,
-		arg.LeaseMs,
 		arg.RunAfter,
 		arg.Reason,
 		arg.ThenReason,

@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+)
+
+// maxClaimBatch is the most claims one batch carries, maxClaims how many
+// batches run at once (as maxFlushes: two keep the database busy while
+// the next batch gathers).
+const (
+	maxClaimBatch = 256
+	maxClaims     = 2
+)
+
+// claimer is the group of the claims of one process. A claim statement
+// costs much the same for one row as for many (on Postgres the locking
+// scan, the window over the locked rows and the CTE's setup are per
+// statement), and claimers of one queue that run side by side pass over
+// each other's locked rows; so the claims that callers make at once — the
+// agents a hub serves, the workers of one process — go in one statement,
+// each row leased to its own caller.
+type claimer = group[*claim, []store.ClaimedTask]
+
+// claim is one ClaimWith call, validated, with the lease tokens it may
+// hand out and their hashes.
+type claim struct {
+	p              store.ClaimParams
+	tokens, hashes []string
+}
+
+// key is what claims must share to go in one statement: the types they
+// take (in any order) and whether they start the task.
+func (c *claim) key() string {
+	types := slices.Sorted(slices.Values(c.p.Types))
+	return fmt.Sprintf("%t\x00%s", c.p.Running, strings.Join(types, "\x00"))
+}
+
+// claimBatch makes the claims of batch in one write transaction: one
+// TaskClaim per key, in the order the keys first appear, whose leases are
+// those of its claims in batch order — so the first caller gets the first
+// tasks in claim order — each leased to its own caller for its own
+// length. A claim whose caller gave up before the transaction began takes
+// nothing; one whose caller gives up later gets its tasks all the same,
+// as a claimer that dies after claiming does, and the lease reaper takes
+// them back when the lease runs out.
+func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.ClaimedTask]) []result[[]store.ClaimedTask] {
+	out := make([]result[[]store.ClaimedTask], len(batch))
+	var live []int
+	for i, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			out[i].err = err
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return out
+	}
+	// owner is the call and token of each lease hash.
+	type owner struct{ call, token int }
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		for _, i := range live {
+			out[i].val = nil
+		}
+		done := map[string]bool{}
+		for _, first := range live {
+			key := batch[first].in.key()
+			if done[key] {
+				continue
+			}
+			done[key] = true
+			p := batch[first].in.p
+			params := driver.TaskClaimParams{
+				TaskClaimableParams: driver.TaskClaimableParams{State: string(Open),
+					Excluded: strs(DispatchExcluded[:]), Types: p.Types, Now: now},
+				To: string(Claimed), AttemptsAdded: 1, Reason: "claimed"}
+			if p.Running {
+				params.Then = driver.TaskClaimThen{To: string(Running), Reason: runningReason}
+			}
+			owners := map[string]owner{}
+			for _, i := range live {
+				c := batch[i].in
+				if c.key() != key {
+					continue
+				}
+				for k, h := range c.hashes {
+					params.Leases = append(params.Leases, driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
+						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()})
+					owners[h] = owner{i, k}
+				}
+			}
+			params.Limit = len(params.Leases)
+			rows, err := ex.TaskClaim(ctx, params)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				// The driver hands the leases out in claim order; the
+				// token of a row is the one whose hash it got.
+				o, ok := owners[r.LeaseTokenHash]
+				if !ok {
+					return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
+				}
+				out[o.call].val = append(out[o.call].val, store.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
+					LeaseToken: batch[o.call].in.tokens[o.token]})
+			}
+		}
+		return abandoned(batch)
+	})
+	if err != nil {
+		for _, i := range live {
+			out[i] = result[[]store.ClaimedTask]{err: err}
+		}
+	}
+	return out
+}
