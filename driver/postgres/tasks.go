@@ -66,6 +66,48 @@ func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (i
 	return int(n), mapErr("task update", err)
 }
 
+// TaskMoveMany implements driver.TaskExecutor: one statement, the rows by
+// primary key and the events in a data-modifying CTE of it.
+func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
+	if len(p.Rows) == 0 && len(p.Events) == 0 {
+		return 0, nil
+	}
+	n, err := e.d.q.TaskMoveMany(ctx, e.db, taskMoveManyParams(p))
+	return int(n), mapErr("task move", err)
+}
+
+// taskMoveManyParams writes p as the arrays of dbsqlc.TaskMoveManyParams,
+// one element a row (or an event).
+func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
+	n, m := len(p.Rows), len(p.Events)
+	a := dbsqlc.TaskMoveManyParams{
+		TaskIds: make([]int64, n), States: make([]string, n), Attemptss: make([]int32, n),
+		Restartss: make([]int32, n), ClaimedBys: make([]string, n), ClaimedAts: make([]time.Time, n),
+		LeaseTokenHashes: make([]string, n), LeaseExpiresAts: make([]time.Time, n),
+		LeaseRenewedAts: make([]time.Time, n), LeaseMss: make([]int64, n), RunAfters: make([]time.Time, n),
+		Results: make([]string, n), LastErrors: make([]string, n), Questions: make([]string, n),
+		Answers: make([]string, n), ReviewNotes: make([]string, n), UpdatedAts: make([]time.Time, n),
+		StateChangedAts: make([]time.Time, n),
+		EventTaskIds:    make([]int64, m), EventAts: make([]time.Time, m), EventActors: make([]string, m),
+		EventFromStates: make([]string, m), EventToStates: make([]string, m), EventAttempts: make([]int32, m),
+		EventReasons: make([]string, m),
+	}
+	for i, r := range p.Rows {
+		a.TaskIds[i], a.States[i], a.Attemptss[i], a.Restartss[i] = r.ID, r.State, int32(r.Attempts), int32(r.Restarts)
+		a.ClaimedBys[i], a.ClaimedAts[i], a.LeaseTokenHashes[i] = r.ClaimedBy, arrayTime(r.ClaimedAt), r.LeaseTokenHash
+		a.LeaseExpiresAts[i], a.LeaseRenewedAts[i] = arrayTime(r.LeaseExpiresAt), arrayTime(r.LeaseRenewedAt)
+		a.LeaseMss[i], a.RunAfters[i], a.Results[i], a.LastErrors[i] = r.LeaseMs, arrayTime(r.RunAfter), r.Result, r.LastError
+		a.Questions[i], a.Answers[i], a.ReviewNotes[i] = r.Question, r.Answer, r.ReviewNote
+		a.UpdatedAts[i], a.StateChangedAts[i] = arrayTime(r.UpdatedAt), arrayTime(r.StateChangedAt)
+	}
+	for i, ev := range p.Events {
+		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, store.Time(ev.At), ev.Actor
+		a.EventFromStates[i], a.EventToStates[i] = ev.From, ev.To
+		a.EventAttempts[i], a.EventReasons[i] = int32(ev.Attempt), ev.Reason
+	}
+	return a
+}
+
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
 	var (
