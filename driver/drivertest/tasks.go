@@ -275,6 +275,27 @@ func Tasks(t *testing.T, newDB NewDB) {
 				}
 			}
 		}
+		// One row with one event (a dialect may have a form of its own for
+		// it): the filled row's move columns back to zero, its others
+		// changed in vain.
+		one := sent[0]
+		one.ID = got[1]
+		oneEv := driver.TaskEventRow{TaskID: got[1], At: sec(15), Actor: "w2", From: stRunning, To: stDone, Attempt: 0,
+			Reason: "one"}
+		n, err = ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{one}, Events: []driver.TaskEventRow{oneEv}})
+		if err != nil || n != 1 {
+			t.Fatalf("move of one row = %d, %v", n, err)
+		}
+		wantOne := cleared
+		wantOne.ID, wantOne.Type, wantOne.Title, wantOne.Description = bare.ID, bare.Type, bare.Title, bare.Description
+		wantOne.AcceptanceCriteria, wantOne.Payload, wantOne.Metadata = bare.AcceptanceCriteria, bare.Payload, bare.Metadata
+		wantOne.Priority, wantOne.MaxAttempts, wantOne.Revision, wantOne.ParentID = bare.Priority, bare.MaxAttempts, bare.Revision, bare.ParentID
+		wantOne.DedupeKey, wantOne.CreatedBy, wantOne.CreatedAt = bare.DedupeKey, bare.CreatedBy, bare.CreatedAt
+		sameTask(t, get(t, ex, got[1]), wantOne)
+		if list, err := ex.TaskEventList(ctx, got[1]); err != nil || len(list) != 3 || list[2].Reason != "one" ||
+			!list[2].At.Equal(sec(15)) {
+			t.Fatalf("events of task %d after a one-row move = %+v, %v", got[1], list, err)
+		}
 		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{}); err != nil || n != 0 {
 			t.Fatalf("move of nothing = %d, %v", n, err)
 		}

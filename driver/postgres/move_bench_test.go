@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +11,17 @@ import (
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
-// BenchmarkCompletionWrite is the write of a completer's flush of 50 tasks
-// (read and locked, then moved with one event each), whole (TaskUpdateMany
-// and TaskEventInsertMany, as before TaskMoveMany) or narrow (TaskMoveMany).
+// BenchmarkCompletionWrite is the write of a completer's flush of 50 tasks,
+// or of one (read and locked, then moved with one event each), whole
+// (TaskUpdateMany and TaskEventInsertMany, as before TaskMoveMany) or narrow
+// (TaskMoveMany).
 func BenchmarkCompletionWrite(b *testing.B) {
-	const batch = 50
-	for _, narrow := range []bool{false, true} {
-		name := map[bool]string{false: "whole", true: "narrow"}[narrow]
+	for _, c := range []struct {
+		batch  int
+		narrow bool
+	}{{50, false}, {50, true}, {1, false}, {1, true}} {
+		batch, narrow := c.batch, c.narrow
+		name := fmt.Sprintf("%s/%d", map[bool]string{false: "whole", true: "narrow"}[narrow], batch)
 		b.Run(name, func(b *testing.B) {
 			d := open(b, backendtest.PostgresURL(b))
 			ctx := context.Background()

@@ -67,10 +67,23 @@ func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (i
 }
 
 // TaskMoveMany implements driver.TaskExecutor: one statement, the rows by
-// primary key and the events in a data-modifying CTE of it.
+// primary key and the events in a data-modifying CTE of it (one move with
+// one event through the one-row form, plain parameters).
 func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
 	if len(p.Rows) == 0 && len(p.Events) == 0 {
 		return 0, nil
+	}
+	if len(p.Rows) == 1 && len(p.Events) == 1 {
+		r, ev := p.Rows[0], p.Events[0]
+		n, err := e.d.q.TaskMove(ctx, e.db, dbsqlc.TaskMoveParams{State: r.State, Attempts: int32(r.Attempts),
+			Restarts: int32(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt),
+			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: nullTime(r.LeaseExpiresAt),
+			LeaseRenewedAt: nullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter),
+			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
+			ReviewNote: r.ReviewNote, UpdatedAt: store.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
+			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: store.Time(ev.At), EventActor: ev.Actor,
+			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason})
+		return int(n), mapErr(fmt.Sprintf("task move %d", r.ID), err)
 	}
 	n, err := e.d.q.TaskMoveMany(ctx, e.db, taskMoveManyParams(p))
 	return int(n), mapErr("task move", err)

@@ -190,6 +190,22 @@ FROM (SELECT
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at) AS u
 WHERE t.task_id = u.task_id;
 
+-- One move with its one event (as TaskInsert, plain parameters).
+-- name: TaskMove :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    VALUES (@event_task_id, @event_at, @event_actor, @event_from_state, @event_to_state, @event_attempt,
+        @event_reason)
+)
+UPDATE cks_outbox_tasks t SET
+    state = @state, attempts = @attempts, restarts = @restarts, claimed_by = @claimed_by,
+    claimed_at = sqlc.narg(claimed_at), lease_token_hash = @lease_token_hash,
+    lease_expires_at = sqlc.narg(lease_expires_at), lease_renewed_at = sqlc.narg(lease_renewed_at),
+    lease_ms = @lease_ms, run_after = sqlc.narg(run_after), result = @result, last_error = @last_error,
+    question = @question, answer = @answer, review_note = @review_note, updated_at = @updated_at,
+    state_changed_at = sqlc.narg(state_changed_at)
+WHERE t.task_id = @task_id::bigint;
+
 -- The claim queries come in three forms so that each has the plan it
 -- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
 -- (idx_outbox_tasks_claim comes out in claim order; with = ANY the planner

@@ -2420,6 +2420,85 @@ func (q *Queries) TaskLockDependencyGraph(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const taskMove = `-- name: TaskMove :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    VALUES ($19, $20, $21, $22, $23, $24,
+        $25)
+)
+UPDATE cks_outbox_tasks t SET
+    state = $1, attempts = $2, restarts = $3, claimed_by = $4,
+    claimed_at = $5, lease_token_hash = $6,
+    lease_expires_at = $7, lease_renewed_at = $8,
+    lease_ms = $9, run_after = $10, result = $11, last_error = $12,
+    question = $13, answer = $14, review_note = $15, updated_at = $16,
+    state_changed_at = $17
+WHERE t.task_id = $18::bigint
+`
+
+type TaskMoveParams struct {
+	State          string
+	Attempts       int32
+	Restarts       int32
+	ClaimedBy      string
+	ClaimedAt      *time.Time
+	LeaseTokenHash string
+	LeaseExpiresAt *time.Time
+	LeaseRenewedAt *time.Time
+	LeaseMs        int64
+	RunAfter       *time.Time
+	Result         string
+	LastError      string
+	Question       string
+	Answer         string
+	ReviewNote     string
+	UpdatedAt      time.Time
+	StateChangedAt *time.Time
+	TaskID         int64
+	EventTaskID    int64
+	EventAt        time.Time
+	EventActor     string
+	EventFromState string
+	EventToState   string
+	EventAttempt   int32
+	EventReason    string
+}
+
+// One move with its one event (as TaskInsert, plain parameters).
+func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (int64, error) {
+	result, err := db.Exec(ctx, taskMove,
+		arg.State,
+		arg.Attempts,
+		arg.Restarts,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Result,
+		arg.LastError,
+		arg.Question,
+		arg.Answer,
+		arg.ReviewNote,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.TaskID,
+		arg.EventTaskID,
+		arg.EventAt,
+		arg.EventActor,
+		arg.EventFromState,
+		arg.EventToState,
+		arg.EventAttempt,
+		arg.EventReason,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const taskMoveMany = `-- name: TaskMoveMany :execrows
 WITH events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
