@@ -61,6 +61,12 @@ func (w *taskWrites) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) 
 	return n, err
 }
 
+func (w *taskWrites) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
+	n, err := w.Executor.TaskMoveMany(ctx, p)
+	w.wrote = w.wrote || n > 0
+	return n, err
+}
+
 // TestAgentPathTwoCommitsPerTask: the agent's claim loop works a task in
 // two ledger commits — the claim, which starts it (RUNNING at once, no
 // MarkRunning of its own), and the completion.

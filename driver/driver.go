@@ -27,6 +27,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -194,6 +195,16 @@ type TaskExecutor interface {
 	// TaskUpdateMany writes every column but ID, Type, CreatedAt and
 	// CreatedBy of each row, by ID. It returns how many rows it wrote.
 	TaskUpdateMany(ctx context.Context, rows []TaskRow) (int, error)
+	// TaskMoveMany writes state moves narrowly: of each of p.Rows, by ID,
+	// only the columns a move of the lifecycle changes (those OnlyMoved
+	// lets differ: state, attempts, restarts, the claim and lease columns,
+	// run_after, result, last_error, question, answer, review_note,
+	// updated_at, state_changed_at), and appends p.Events, in order, in the
+	// same statement where the dialect allows (Postgres: a data-modifying
+	// CTE; SQLite: the same statements in its one writer's transaction).
+	// The events are written whether or not their rows exist. It returns
+	// how many rows it wrote; zero rows and events is nothing.
+	TaskMoveMany(ctx context.Context, p TaskMoveManyParams) (int, error)
 	// TaskClaimable reads up to Limit tasks that a claim may take, locked
 	// with LockUpdateSkip, in claim order (priority descending, then
 	// created_at, then id).
@@ -280,6 +291,27 @@ type TaskExecutor interface {
 type TaskGetManyParams struct {
 	IDs  []int64
 	Lock Lock
+}
+
+// TaskMoveManyParams are the state moves of TaskMoveMany: the rows as
+// moved and their events.
+type TaskMoveManyParams struct {
+	Rows   []TaskRow
+	Events []TaskEventRow
+}
+
+// OnlyMoved reports whether after differs from before only in the columns
+// TaskMoveMany writes, so that writing it narrowly loses nothing. It is a
+// comparison of columns, not a rule of the lifecycle: a caller that changed
+// anything else (a title, the payload) writes the whole row (TaskUpdateMany).
+func OnlyMoved(before, after TaskRow) bool {
+	return before.ID == after.ID && before.Type == after.Type && before.Title == after.Title &&
+		before.Description == after.Description && before.AcceptanceCriteria == after.AcceptanceCriteria &&
+		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
+		before.Revision == after.Revision && before.ParentID == after.ParentID &&
+		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
+		before.CreatedAt.Equal(after.CreatedAt) &&
+		bytes.Equal(before.Payload, after.Payload) && bytes.Equal(before.Metadata, after.Metadata)
 }
 
 // TaskClaimableParams selects the tasks a claim may take. The service fills

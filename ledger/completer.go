@@ -47,8 +47,8 @@ type completer = group[*finish, store.Task]
 // single Complete, Fail or Touch — fenced by the hash of its own token, so
 // a stale token is that caller's ErrLeaseLost and nobody else's, and a
 // task met twice is decided the second time as the first left it — then
-// the renewed leases are written (one TaskUpdateMany), every move with its
-// event (transition: one TaskUpdateMany, one TaskEventInsertMany), and
+// the renewed leases are written (one TaskMoveMany), every move with its
+// event (transition: one TaskMoveMany with the events), and
 // dependants are released (or blocked) only for tasks something depends
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
@@ -114,7 +114,8 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task])
 			for k, id := range ids {
 				renew[k] = renewed[id]
 			}
-			if _, err := ex.TaskUpdateMany(ctx, renew); err != nil {
+			// A renewal changes only lease columns: written narrowly.
+			if _, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: renew}); err != nil {
 				return err
 			}
 		}

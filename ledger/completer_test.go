@@ -55,7 +55,8 @@ type gate struct {
 	mu           sync.Mutex
 	flushes      []int // ids of each locking read
 	claims       []driver.TaskClaimParams
-	// failEvents, when set, fails an event insert of n events.
+	// failEvents, when set, fails an event insert of n events (or a
+	// move with n events, after its statement ran).
 	failEvents func(n int) error
 }
 
@@ -134,6 +135,19 @@ func (e gated) TaskEventInsertMany(ctx context.Context, events []driver.TaskEven
 		}
 	}
 	return e.Executor.TaskEventInsertMany(ctx, events)
+}
+
+// TaskMoveMany writes the moves and then fails as an event insert of their
+// events would, so that what the statement wrote must be rolled back.
+func (e gated) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
+	n, err := e.Executor.TaskMoveMany(ctx, p)
+	e.g.mu.Lock()
+	fail := e.g.failEvents
+	e.g.mu.Unlock()
+	if fail != nil && err == nil {
+		err = fail(len(p.Events))
+	}
+	return n, err
 }
 
 // claimN enqueues n tasks of type typ and claims them all.

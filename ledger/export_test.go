@@ -1,5 +1,12 @@
 package ledger
 
+import (
+	"context"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+)
+
 // Queued reports how many Complete, Fail and Touch calls of s wait for the
 // next flush of its completer.
 func Queued(s *Service) int { return s.completer.queued() }
@@ -13,3 +20,28 @@ func ClaimsQueued(s *Service) int { return s.claimer.queued() }
 
 // SetMaxClaims sets how many claim batches s runs at once.
 func SetMaxClaims(s *Service, n int) { s.claimer.max = n }
+
+// MoveWith moves task id of s to state to through transition, in one write
+// transaction, with set changing the row's other columns as a move's set
+// does, and returns the row as written.
+func MoveWith(ctx context.Context, s *Service, id int64, to State, set func(r *driver.TaskRow)) (driver.TaskRow, error) {
+	var out driver.TaskRow
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		cur, err := getRow(ctx, ex, id, driver.LockUpdate)
+		if err != nil {
+			return err
+		}
+		out, err = moveOne(ctx, ex, now, move{row: cur, to: to, set: set, actor: "test", reason: "test"})
+		return err
+	})
+	return out, err
+}
+
+// MoveRow moves row, as given (not read), to state to through transition in
+// one write transaction, with set as MoveWith's.
+func MoveRow(ctx context.Context, s *Service, row driver.TaskRow, to State, set func(r *driver.TaskRow)) error {
+	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		_, err := moveOne(ctx, ex, now, move{row: row, to: to, set: set, actor: "test", reason: "test"})
+		return err
+	})
+}

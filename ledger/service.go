@@ -232,8 +232,9 @@ func toAbort(a driver.AbortRow) store.Abort {
 }
 
 // move is one state change of one task: the row as read (and locked) in
-// the transaction, the state it moves to, what else changes with it, and
-// its event.
+// the transaction — as stored: transition writes narrowly what differs from
+// it only in the lifecycle's columns — the state it moves to, what else
+// changes with it, and its event.
 type move struct {
 	row driver.TaskRow
 	to  State
@@ -246,9 +247,12 @@ type move struct {
 }
 
 // transition is the one function through which every state change goes.
-// It checks each move against the table (Check), applies it, writes the
-// rows by primary key (one TaskUpdateMany), appends one event per move (one
-// TaskEventInsertMany) and publishes TopicTasksReady when a task became
+// It checks each move against the table (Check), applies it, and writes the
+// rows by primary key with one event per move: when every move changed only
+// the columns of the lifecycle (driver.OnlyMoved), in one TaskMoveMany that
+// writes just those and the events in the same statement; otherwise the
+// whole rows (one TaskUpdateMany) and then the events (one
+// TaskEventInsertMany). It publishes TopicTasksReady when a task became
 // OPEN, all in ex's transaction; state_changed_at and updated_at become
 // now. It returns the rows as written, in the order of moves.
 func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []move) ([]driver.TaskRow, error) {
@@ -257,7 +261,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	}
 	rows := make([]driver.TaskRow, len(moves))
 	events := make([]driver.TaskEventRow, len(moves))
-	ready := false
+	ready, narrow := false, true
 	for i, m := range moves {
 		from := State(m.row.State)
 		if err := Check(from, m.to); err != nil {
@@ -276,16 +280,29 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
 			Attempt: attempt, Reason: m.reason}
 		ready = ready || m.to == Open
+		narrow = narrow && driver.OnlyMoved(m.row, r)
 	}
-	n, err := ex.TaskUpdateMany(ctx, rows)
+	var (
+		n   int
+		err error
+	)
+	if narrow {
+		// The events go in with the rows; a lost update below rolls both
+		// back with the transaction.
+		n, err = ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows, Events: events})
+	} else {
+		n, err = ex.TaskUpdateMany(ctx, rows)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if n != len(rows) {
 		return nil, fmt.Errorf("%d of %d tasks changed concurrently: %w", len(rows)-n, len(rows), store.ErrConflict)
 	}
-	if err := ex.TaskEventInsertMany(ctx, events); err != nil {
-		return nil, err
+	if !narrow {
+		if err := ex.TaskEventInsertMany(ctx, events); err != nil {
+			return nil, err
+		}
 	}
 	if ready {
 		if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {

@@ -221,6 +221,117 @@ func Tasks(t *testing.T, newDB NewDB) {
 		}
 		sameTask(t, get(t, ex, got[2]), untouched)
 	})
+	t.Run("MoveMany", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), testCtx(t)
+		p := insert(t, ex, task("plan", stOpen))[0]
+		got := insert(t, ex, fullTask(p), task("x", stClaimed), task("y", stOpen))
+		full, bare := get(t, ex, got[0]), get(t, ex, got[1])
+		// The full row's move columns back to zero (NULL times), the bare
+		// row's filled; every other column of the rows sent is changed too,
+		// and must not be written.
+		cleared := full
+		cleared.State, cleared.Attempts, cleared.Restarts, cleared.ClaimedBy = stDone, 0, 0, ""
+		cleared.ClaimedAt, cleared.LeaseTokenHash, cleared.LeaseExpiresAt = time.Time{}, "", time.Time{}
+		cleared.LeaseRenewedAt, cleared.LeaseMs, cleared.RunAfter = time.Time{}, 0, time.Time{}
+		cleared.Result, cleared.LastError, cleared.Question, cleared.Answer, cleared.ReviewNote = "", "", "", "", ""
+		cleared.UpdatedAt, cleared.StateChangedAt = sec(9), time.Time{}
+		filled := bare
+		filled.State, filled.Attempts, filled.Restarts, filled.ClaimedBy = stRunning, 2, 1, "w2"
+		filled.ClaimedAt, filled.LeaseTokenHash, filled.LeaseExpiresAt = sec(10), "hash-2", sec(70)
+		filled.LeaseRenewedAt, filled.LeaseMs, filled.RunAfter = sec(11), 60000, sec(12)
+		filled.Result, filled.LastError, filled.Question, filled.Answer, filled.ReviewNote = "r", "e", "q", "a", "n"
+		filled.UpdatedAt, filled.StateChangedAt = sec(13), sec(14)
+		sent := []driver.TaskRow{cleared, filled, {ID: 999, State: stOpen, UpdatedAt: T0}}
+		for i := range sent[:2] {
+			r := &sent[i]
+			r.Type, r.Title, r.Description, r.AcceptanceCriteria = "other", "other", "other", "other"
+			r.Payload, r.Metadata = []byte(`{"other": 1}`), []byte(`{"other": 2}`)
+			r.Priority, r.MaxAttempts, r.Revision, r.ParentID = 99, 99, 99, got[2]
+			r.DedupeKey, r.CreatedBy, r.CreatedAt = "other", "other", sec(99)
+		}
+		evs := []driver.TaskEventRow{
+			{TaskID: got[0], At: sec(9), Actor: "w1", From: stRunning, To: stDone, Attempt: 2, Reason: "done"},
+			{TaskID: got[1], At: sec(13), Actor: "w2", From: stClaimed, To: stRunning, Attempt: 2},
+			{TaskID: got[1], At: sec(13), Actor: "w2", From: stRunning, To: stRunning, Attempt: 2, Reason: "again"},
+		}
+		n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: sent, Events: evs})
+		skipUnsupported(t, "move many", err)
+		if n != 2 {
+			t.Fatalf("move wrote %d rows, want 2 (999 does not exist)", n)
+		}
+		sameTask(t, get(t, ex, got[0]), cleared)
+		sameTask(t, get(t, ex, got[1]), filled)
+		untouched := get(t, ex, got[2])
+		if untouched.State != stOpen || untouched.Title != "" {
+			t.Fatalf("a task no move names changed: %+v", untouched)
+		}
+		for k, id := range got[:2] {
+			list, err := ex.TaskEventList(ctx, id)
+			must(t, "event list", err)
+			want := evs[:1]
+			if k == 1 {
+				want = evs[1:]
+			}
+			if len(list) != len(want) {
+				t.Fatalf("events of task %d = %+v, want %+v", id, list, want)
+			}
+			for i := range want {
+				w := want[i]
+				w.ID = list[i].ID
+				if list[i] != w || (i > 0 && list[i].ID <= list[i-1].ID) {
+					t.Errorf("event %d of task %d = %+v, want %+v (ids ascending)", i, id, list[i], w)
+				}
+			}
+		}
+		// One row with one event (a dialect may have a form of its own for
+		// it): the filled row's move columns back to zero, its others
+		// changed in vain.
+		one := sent[0]
+		one.ID = got[1]
+		oneEv := driver.TaskEventRow{TaskID: got[1], At: sec(15), Actor: "w2", From: stRunning, To: stDone, Attempt: 0,
+			Reason: "one"}
+		n, err = ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{one}, Events: []driver.TaskEventRow{oneEv}})
+		if err != nil || n != 1 {
+			t.Fatalf("move of one row = %d, %v", n, err)
+		}
+		wantOne := cleared
+		wantOne.ID, wantOne.Type, wantOne.Title, wantOne.Description = bare.ID, bare.Type, bare.Title, bare.Description
+		wantOne.AcceptanceCriteria, wantOne.Payload, wantOne.Metadata = bare.AcceptanceCriteria, bare.Payload, bare.Metadata
+		wantOne.Priority, wantOne.MaxAttempts, wantOne.Revision, wantOne.ParentID = bare.Priority, bare.MaxAttempts, bare.Revision, bare.ParentID
+		wantOne.DedupeKey, wantOne.CreatedBy, wantOne.CreatedAt = bare.DedupeKey, bare.CreatedBy, bare.CreatedAt
+		sameTask(t, get(t, ex, got[1]), wantOne)
+		if list, err := ex.TaskEventList(ctx, got[1]); err != nil || len(list) != 3 || list[2].Reason != "one" ||
+			!list[2].At.Equal(sec(15)) {
+			t.Fatalf("events of task %d after a one-row move = %+v, %v", got[1], list, err)
+		}
+		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{}); err != nil || n != 0 {
+			t.Fatalf("move of nothing = %d, %v", n, err)
+		}
+		// Inside a transaction, and rolled back with it: rows and events.
+		boom := errors.New("boom")
+		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			r := get(t, ex, got[2])
+			r.State = stClaimed
+			n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{r},
+				Events: []driver.TaskEventRow{{TaskID: r.ID, At: sec(20), From: stOpen, To: stClaimed}}})
+			if err != nil || n != 1 {
+				return fmt.Errorf("move in tx = %d, %w", n, err)
+			}
+			if get(t, ex, got[2]).State != stClaimed {
+				return errors.New("the transaction does not see its own move")
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		sameTask(t, get(t, ex, got[2]), untouched)
+		if list, err := ex.TaskEventList(ctx, got[2]); err != nil || len(list) != 0 {
+			t.Fatalf("events of a rolled back move = %+v, %v", list, err)
+		}
+	})
 	t.Run("Claimable", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

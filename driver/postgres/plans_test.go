@@ -183,6 +183,12 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		{"completer's read", "TaskGetManyForUpdate", map[string]any{"ids": claimed}, byID, noState},
 		{"read by ids", "TaskGetMany", map[string]any{"ids": claimed}, byID, noState},
 		{"completer's write", "TaskUpdateMany", map[string]any{"task_ids": claimed}, byID, noState},
+		// A state move: the rows by primary key, their events appended in
+		// the same statement.
+		{"completer's move", "TaskMoveMany", map[string]any{"task_ids": claimed, "event_task_ids": claimed},
+			append([]string{"Insert on cks_task_events"}, byID...), noState},
+		{"one task's move", "TaskMove", map[string]any{"task_id": claimed[0]},
+			append([]string{"Insert on cks_task_events"}, byID...), noState},
 		{"one task's write", "TaskUpdate", map[string]any{"task_id": claimed[0]}, byID, noState},
 		// Events are appended: no read of the tasks at all.
 		{"events", "TaskEventInsertMany", map[string]any{"task_ids": claimed},

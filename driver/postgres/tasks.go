@@ -66,6 +66,61 @@ func (e *executor) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (i
 	return int(n), mapErr("task update", err)
 }
 
+// TaskMoveMany implements driver.TaskExecutor: one statement, the rows by
+// primary key and the events in a data-modifying CTE of it (one move with
+// one event through the one-row form, plain parameters).
+func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
+	if len(p.Rows) == 0 && len(p.Events) == 0 {
+		return 0, nil
+	}
+	if len(p.Rows) == 1 && len(p.Events) == 1 {
+		r, ev := p.Rows[0], p.Events[0]
+		n, err := e.d.q.TaskMove(ctx, e.db, dbsqlc.TaskMoveParams{State: r.State, Attempts: int32(r.Attempts),
+			Restarts: int32(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: nullTime(r.ClaimedAt),
+			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: nullTime(r.LeaseExpiresAt),
+			LeaseRenewedAt: nullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter),
+			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
+			ReviewNote: r.ReviewNote, UpdatedAt: store.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
+			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: store.Time(ev.At), EventActor: ev.Actor,
+			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason})
+		return int(n), mapErr(fmt.Sprintf("task move %d", r.ID), err)
+	}
+	n, err := e.d.q.TaskMoveMany(ctx, e.db, taskMoveManyParams(p))
+	return int(n), mapErr("task move", err)
+}
+
+// taskMoveManyParams writes p as the arrays of dbsqlc.TaskMoveManyParams,
+// one element a row (or an event).
+func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
+	n, m := len(p.Rows), len(p.Events)
+	a := dbsqlc.TaskMoveManyParams{
+		TaskIds: make([]int64, n), States: make([]string, n), Attemptss: make([]int32, n),
+		Restartss: make([]int32, n), ClaimedBys: make([]string, n), ClaimedAts: make([]time.Time, n),
+		LeaseTokenHashes: make([]string, n), LeaseExpiresAts: make([]time.Time, n),
+		LeaseRenewedAts: make([]time.Time, n), LeaseMss: make([]int64, n), RunAfters: make([]time.Time, n),
+		Results: make([]string, n), LastErrors: make([]string, n), Questions: make([]string, n),
+		Answers: make([]string, n), ReviewNotes: make([]string, n), UpdatedAts: make([]time.Time, n),
+		StateChangedAts: make([]time.Time, n),
+		EventTaskIds:    make([]int64, m), EventAts: make([]time.Time, m), EventActors: make([]string, m),
+		EventFromStates: make([]string, m), EventToStates: make([]string, m), EventAttempts: make([]int32, m),
+		EventReasons: make([]string, m),
+	}
+	for i, r := range p.Rows {
+		a.TaskIds[i], a.States[i], a.Attemptss[i], a.Restartss[i] = r.ID, r.State, int32(r.Attempts), int32(r.Restarts)
+		a.ClaimedBys[i], a.ClaimedAts[i], a.LeaseTokenHashes[i] = r.ClaimedBy, arrayTime(r.ClaimedAt), r.LeaseTokenHash
+		a.LeaseExpiresAts[i], a.LeaseRenewedAts[i] = arrayTime(r.LeaseExpiresAt), arrayTime(r.LeaseRenewedAt)
+		a.LeaseMss[i], a.RunAfters[i], a.Results[i], a.LastErrors[i] = r.LeaseMs, arrayTime(r.RunAfter), r.Result, r.LastError
+		a.Questions[i], a.Answers[i], a.ReviewNotes[i] = r.Question, r.Answer, r.ReviewNote
+		a.UpdatedAts[i], a.StateChangedAts[i] = arrayTime(r.UpdatedAt), arrayTime(r.StateChangedAt)
+	}
+	for i, ev := range p.Events {
+		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, store.Time(ev.At), ev.Actor
+		a.EventFromStates[i], a.EventToStates[i] = ev.From, ev.To
+		a.EventAttempts[i], a.EventReasons[i] = int32(ev.Attempt), ev.Reason
+	}
+	return a
+}
+
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
 	var (

@@ -96,6 +96,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 			sql.Named("now", now), sql.Named("max", 3)},
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim's update", "TaskUpdate", nil, []string{"INTEGER PRIMARY KEY"}, []string{"SCAN", "idx_outbox_tasks"}},
+		{"a move's update", "TaskMove", nil, []string{"INTEGER PRIMARY KEY"}, []string{"SCAN", "idx_outbox_tasks"}},
 		{"claim of objects", "ObjectClaimable", []any{sql.Named("status", "awaiting_critique"), sql.Named("lim", 10)},
 			[]string{"idx_objects_claim"}, []string{"SCAN cks_objects", "TEMP B-TREE"}},
 		{"stale claims", "ObjectClaimedBefore", []any{sql.Named("before", now)},

@@ -93,6 +93,35 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	return out, err
 }
 
+// TaskMoveMany implements driver.TaskExecutor with one prepared narrow
+// update per row and one event insert per event, in one write of the one
+// writer (SQLite has no round trip to save).
+func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (int, error) {
+	if len(p.Rows) == 0 && len(p.Events) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := e.write(ctx, "task move", func(w *wtx) error {
+		n = 0
+		for _, r := range p.Rows {
+			x, err := e.d.q.TaskMove(ctx, w, dbsqlc.TaskMoveParams{State: r.State, Attempts: int64(r.Attempts),
+				Restarts: int64(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: fmtNullTime(r.ClaimedAt),
+				LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: fmtNullTime(r.LeaseExpiresAt),
+				LeaseRenewedAt: fmtNullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: fmtNullTime(r.RunAfter),
+				Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
+				ReviewNote: r.ReviewNote, UpdatedAt: fmtTime(r.UpdatedAt), StateChangedAt: fmtNullTime(r.StateChangedAt),
+				TaskID: r.ID})
+			if err != nil {
+				return mapErr(fmt.Sprintf("task move %d", r.ID), err)
+			}
+			n += int(x)
+		}
+		in := &executor{d: e.d, read: w, tx: w}
+		return in.TaskEventInsertMany(ctx, p.Events)
+	})
+	return n, err
+}
+
 // optTime is a time filter: "" for none.
 func optTime(p *string) string {
 	if p == nil {

@@ -142,6 +142,70 @@ UPDATE cks_outbox_tasks SET
     metadata = @metadata::jsonb
 WHERE task_id = @task_id;
 
+-- A state move, written narrowly: only the columns a move of the
+-- lifecycle changes, by primary key (the jsonb and descriptive columns are
+-- neither sent nor parsed again), and the moves' events in the same
+-- statement (a data-modifying CTE: it runs whether or not the UPDATE
+-- refers to it). The rows the UPDATE wrote are its count.
+-- name: TaskMoveMany :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason
+    FROM (SELECT
+        unnest(@event_task_ids::bigint[]) AS task_id,
+        unnest(@event_ats::timestamptz[]) AS at,
+        unnest(@event_actors::text[]) AS actor,
+        unnest(@event_from_states::text[]) AS from_state,
+        unnest(@event_to_states::text[]) AS to_state,
+        unnest(@event_attempts::int[]) AS attempt,
+        unnest(@event_reasons::text[]) AS reason) AS e
+)
+UPDATE cks_outbox_tasks t SET
+    state = u.state, attempts = u.attempts, restarts = u.restarts, claimed_by = u.claimed_by,
+    claimed_at = NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'), lease_token_hash = u.lease_token_hash,
+    lease_expires_at = NULLIF(u.lease_expires_at, '0001-01-01 00:00:00Z'),
+    lease_renewed_at = NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'),
+    lease_ms = u.lease_ms, run_after = NULLIF(u.run_after, '0001-01-01 00:00:00Z'),
+    result = u.result, last_error = u.last_error, question = u.question, answer = u.answer,
+    review_note = u.review_note, updated_at = u.updated_at,
+    state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z')
+FROM (SELECT
+    unnest(@task_ids::bigint[]) AS task_id,
+    unnest(@states::text[]) AS state,
+    unnest(@attemptss::int[]) AS attempts,
+    unnest(@restartss::int[]) AS restarts,
+    unnest(@claimed_bys::text[]) AS claimed_by,
+    unnest(@claimed_ats::timestamptz[]) AS claimed_at,
+    unnest(@lease_token_hashes::text[]) AS lease_token_hash,
+    unnest(@lease_expires_ats::timestamptz[]) AS lease_expires_at,
+    unnest(@lease_renewed_ats::timestamptz[]) AS lease_renewed_at,
+    unnest(@lease_mss::bigint[]) AS lease_ms,
+    unnest(@run_afters::timestamptz[]) AS run_after,
+    unnest(@results::text[]) AS result,
+    unnest(@last_errors::text[]) AS last_error,
+    unnest(@questions::text[]) AS question,
+    unnest(@answers::text[]) AS answer,
+    unnest(@review_notes::text[]) AS review_note,
+    unnest(@updated_ats::timestamptz[]) AS updated_at,
+    unnest(@state_changed_ats::timestamptz[]) AS state_changed_at) AS u
+WHERE t.task_id = u.task_id;
+
+-- One move with its one event (as TaskInsert, plain parameters).
+-- name: TaskMove :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    VALUES (@event_task_id, @event_at, @event_actor, @event_from_state, @event_to_state, @event_attempt,
+        @event_reason)
+)
+UPDATE cks_outbox_tasks t SET
+    state = @state, attempts = @attempts, restarts = @restarts, claimed_by = @claimed_by,
+    claimed_at = sqlc.narg(claimed_at), lease_token_hash = @lease_token_hash,
+    lease_expires_at = sqlc.narg(lease_expires_at), lease_renewed_at = sqlc.narg(lease_renewed_at),
+    lease_ms = @lease_ms, run_after = sqlc.narg(run_after), result = @result, last_error = @last_error,
+    question = @question, answer = @answer, review_note = @review_note, updated_at = @updated_at,
+    state_changed_at = sqlc.narg(state_changed_at)
+WHERE t.task_id = @task_id::bigint;
+
 -- The claim queries come in three forms so that each has the plan it
 -- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
 -- (idx_outbox_tasks_claim comes out in claim order; with = ANY the planner

@@ -2422,6 +2422,196 @@ func (q *Queries) TaskLockDependencyGraph(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const taskMove = `-- name: TaskMove :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    VALUES ($19, $20, $21, $22, $23, $24,
+        $25)
+)
+UPDATE cks_outbox_tasks t SET
+    state = $1, attempts = $2, restarts = $3, claimed_by = $4,
+    claimed_at = $5, lease_token_hash = $6,
+    lease_expires_at = $7, lease_renewed_at = $8,
+    lease_ms = $9, run_after = $10, result = $11, last_error = $12,
+    question = $13, answer = $14, review_note = $15, updated_at = $16,
+    state_changed_at = $17
+WHERE t.task_id = $18::bigint
+`
+
+type TaskMoveParams struct {
+	State          string
+	Attempts       int32
+	Restarts       int32
+	ClaimedBy      string
+	ClaimedAt      *time.Time
+	LeaseTokenHash string
+	LeaseExpiresAt *time.Time
+	LeaseRenewedAt *time.Time
+	LeaseMs        int64
+	RunAfter       *time.Time
+	Result         string
+	LastError      string
+	Question       string
+	Answer         string
+	ReviewNote     string
+	UpdatedAt      time.Time
+	StateChangedAt *time.Time
+	TaskID         int64
+	EventTaskID    int64
+	EventAt        time.Time
+	EventActor     string
+	EventFromState string
+	EventToState   string
+	EventAttempt   int32
+	EventReason    string
+}
+
+// One move with its one event (as TaskInsert, plain parameters).
+func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (int64, error) {
+	result, err := db.Exec(ctx, taskMove,
+		arg.State,
+		arg.Attempts,
+		arg.Restarts,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Result,
+		arg.LastError,
+		arg.Question,
+		arg.Answer,
+		arg.ReviewNote,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.TaskID,
+		arg.EventTaskID,
+		arg.EventAt,
+		arg.EventActor,
+		arg.EventFromState,
+		arg.EventToState,
+		arg.EventAttempt,
+		arg.EventReason,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const taskMoveMany = `-- name: TaskMoveMany :execrows
+WITH events AS (
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason
+    FROM (SELECT
+        unnest($19::bigint[]) AS task_id,
+        unnest($20::timestamptz[]) AS at,
+        unnest($21::text[]) AS actor,
+        unnest($22::text[]) AS from_state,
+        unnest($23::text[]) AS to_state,
+        unnest($24::int[]) AS attempt,
+        unnest($25::text[]) AS reason) AS e
+)
+UPDATE cks_outbox_tasks t SET
+    state = u.state, attempts = u.attempts, restarts = u.restarts, claimed_by = u.claimed_by,
+    claimed_at = NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'), lease_token_hash = u.lease_token_hash,
+    lease_expires_at = NULLIF(u.lease_expires_at, '0001-01-01 00:00:00Z'),
+    lease_renewed_at = NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'),
+    lease_ms = u.lease_ms, run_after = NULLIF(u.run_after, '0001-01-01 00:00:00Z'),
+    result = u.result, last_error = u.last_error, question = u.question, answer = u.answer,
+    review_note = u.review_note, updated_at = u.updated_at,
+    state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z')
+FROM (SELECT
+    unnest($1::bigint[]) AS task_id,
+    unnest($2::text[]) AS state,
+    unnest($3::int[]) AS attempts,
+    unnest($4::int[]) AS restarts,
+    unnest($5::text[]) AS claimed_by,
+    unnest($6::timestamptz[]) AS claimed_at,
+    unnest($7::text[]) AS lease_token_hash,
+    unnest($8::timestamptz[]) AS lease_expires_at,
+    unnest($9::timestamptz[]) AS lease_renewed_at,
+    unnest($10::bigint[]) AS lease_ms,
+    unnest($11::timestamptz[]) AS run_after,
+    unnest($12::text[]) AS result,
+    unnest($13::text[]) AS last_error,
+    unnest($14::text[]) AS question,
+    unnest($15::text[]) AS answer,
+    unnest($16::text[]) AS review_note,
+    unnest($17::timestamptz[]) AS updated_at,
+    unnest($18::timestamptz[]) AS state_changed_at) AS u
+WHERE t.task_id = u.task_id
+`
+
+type TaskMoveManyParams struct {
+	TaskIds          []int64
+	States           []string
+	Attemptss        []int32
+	Restartss        []int32
+	ClaimedBys       []string
+	ClaimedAts       []time.Time
+	LeaseTokenHashes []string
+	LeaseExpiresAts  []time.Time
+	LeaseRenewedAts  []time.Time
+	LeaseMss         []int64
+	RunAfters        []time.Time
+	Results          []string
+	LastErrors       []string
+	Questions        []string
+	Answers          []string
+	ReviewNotes      []string
+	UpdatedAts       []time.Time
+	StateChangedAts  []time.Time
+	EventTaskIds     []int64
+	EventAts         []time.Time
+	EventActors      []string
+	EventFromStates  []string
+	EventToStates    []string
+	EventAttempts    []int32
+	EventReasons     []string
+}
+
+// A state move, written narrowly: only the columns a move of the
+// lifecycle changes, by primary key (the jsonb and descriptive columns are
+// neither sent nor parsed again), and the moves' events in the same
+// statement (a data-modifying CTE: it runs whether or not the UPDATE
+// refers to it). The rows the UPDATE wrote are its count.
+func (q *Queries) TaskMoveMany(ctx context.Context, db DBTX, arg TaskMoveManyParams) (int64, error) {
+	result, err := db.Exec(ctx, taskMoveMany,
+		arg.TaskIds,
+		arg.States,
+		arg.Attemptss,
+		arg.Restartss,
+		arg.ClaimedBys,
+		arg.ClaimedAts,
+		arg.LeaseTokenHashes,
+		arg.LeaseExpiresAts,
+		arg.LeaseRenewedAts,
+		arg.LeaseMss,
+		arg.RunAfters,
+		arg.Results,
+		arg.LastErrors,
+		arg.Questions,
+		arg.Answers,
+		arg.ReviewNotes,
+		arg.UpdatedAts,
+		arg.StateChangedAts,
+		arg.EventTaskIds,
+		arg.EventAts,
+		arg.EventActors,
+		arg.EventFromStates,
+		arg.EventToStates,
+		arg.EventAttempts,
+		arg.EventReasons,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const taskUpdate = `-- name: TaskUpdate :execrows
 UPDATE cks_outbox_tasks SET
     title = $1, description = $2, acceptance_criteria = $3,

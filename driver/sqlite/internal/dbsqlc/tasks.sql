@@ -42,6 +42,18 @@ UPDATE cks_outbox_tasks SET
     metadata = @metadata
 WHERE task_id = @task_id;
 
+-- A state move, written narrowly: only the columns a move of the
+-- lifecycle changes (the glue inserts the move's events after it, in the
+-- same write).
+-- name: TaskMove :execrows
+UPDATE cks_outbox_tasks SET
+    state = @state, attempts = @attempts, restarts = @restarts, claimed_by = @claimed_by,
+    claimed_at = @claimed_at, lease_token_hash = @lease_token_hash, lease_expires_at = @lease_expires_at,
+    lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
+    result = @result, last_error = @last_error, question = @question, answer = @answer,
+    review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at
+WHERE task_id = @task_id;
+
 -- The claim queries come in two forms: any type or several (a type IN
 -- list on idx_outbox_tasks_claim would need a temp B-tree anyway), and
 -- one type as an equality, which idx_outbox_tasks_claim (state, type,

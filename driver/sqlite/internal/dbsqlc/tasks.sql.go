@@ -1365,6 +1365,67 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	return items, nil
 }
 
+const taskMove = `-- name: TaskMove :execrows
+UPDATE cks_outbox_tasks SET
+    state = ?1, attempts = ?2, restarts = ?3, claimed_by = ?4,
+    claimed_at = ?5, lease_token_hash = ?6, lease_expires_at = ?7,
+    lease_renewed_at = ?8, lease_ms = ?9, run_after = ?10,
+    result = ?11, last_error = ?12, question = ?13, answer = ?14,
+    review_note = ?15, updated_at = ?16, state_changed_at = ?17
+WHERE task_id = ?18
+`
+
+type TaskMoveParams struct {
+	State          string
+	Attempts       int64
+	Restarts       int64
+	ClaimedBy      string
+	ClaimedAt      *string
+	LeaseTokenHash string
+	LeaseExpiresAt *string
+	LeaseRenewedAt *string
+	LeaseMs        int64
+	RunAfter       *string
+	Result         string
+	LastError      string
+	Question       string
+	Answer         string
+	ReviewNote     string
+	UpdatedAt      string
+	StateChangedAt *string
+	TaskID         int64
+}
+
+// A state move, written narrowly: only the columns a move of the
+// lifecycle changes (the glue inserts the move's events after it, in the
+// same write).
+func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (int64, error) {
+	result, err := db.ExecContext(ctx, taskMove,
+		arg.State,
+		arg.Attempts,
+		arg.Restarts,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.Result,
+		arg.LastError,
+		arg.Question,
+		arg.Answer,
+		arg.ReviewNote,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.TaskID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const taskUpdate = `-- name: TaskUpdate :execrows
 UPDATE cks_outbox_tasks SET
     title = ?1, description = ?2, acceptance_criteria = ?3,
