@@ -67,7 +67,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 	type owner struct{ call, token int }
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
-			out[i].val = nil
+			out[i].val = make([]store.ClaimedTask, 0, batch[i].in.p.N)
 		}
 		done := map[string]bool{}
 		for _, first := range live {

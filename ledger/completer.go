@@ -71,8 +71,8 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task])
 			rows[r.ID] = r
 		}
 		var (
-			moves []move
-			who   []int // the batch index of each move
+			moves = make([]move, 0, len(batch))
+			who   = make([]int, 0, len(batch)) // the batch index of each move
 			// renewed are the rows Touch renews, by id, written before
 			// the moves; a later move of the same task in the batch
 			// writes its row (renewal included) instead.

@@ -48,6 +48,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
+	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: `go tool pprof -sample_index=alloc_space`) to this file when they end")
 	if err := noArgs(fs, args[1:]); err != nil {
 		return err
 	}
@@ -92,6 +93,11 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		}
 		results = append(results, r)
 	}
+	if *memProfile != "" {
+		if err := writeProfile("allocs", *memProfile); err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+	}
 	if *asJSON {
 		return printJSON(e.stdout, map[string]any{"backend": backendName, "results": results})
 	}
@@ -116,6 +122,19 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeProfile writes the runtime profile name to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cmdBenchAbort measures stop → abort-confirmed and update-of-a-running-task

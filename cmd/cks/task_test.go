@@ -104,14 +104,18 @@ func TestTaskCLI(t *testing.T) {
 }
 
 func TestBenchLedgerSmoke(t *testing.T) {
-	profile := filepath.Join(t.TempDir(), "cpu.prof")
-	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json", "--cpuprofile", profile)
+	dir := t.TempDir()
+	profile, allocs := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json", "--cpuprofile", profile,
+		"--memprofile", allocs)
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d: %s", r.code, r.stderr)
 	}
 	// A pprof profile is gzipped protobuf.
-	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		t.Errorf("--cpuprofile wrote no profile: %v, %d bytes", err, len(b))
+	for flag, path := range map[string]string{"--cpuprofile": profile, "--memprofile": allocs} {
+		if b, err := os.ReadFile(path); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s wrote no profile: %v, %d bytes", flag, err, len(b))
+		}
 	}
 	var out struct {
 		Backend string `json:"backend"`

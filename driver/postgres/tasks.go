@@ -153,11 +153,11 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
 		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter), Reason: p.Reason,
 		ThenTo: p.Then.To, ThenReason: p.Then.Reason}
-	for _, l := range p.Leases[:limit] {
-		q.LeaseTokenHashes = append(q.LeaseTokenHashes, l.TokenHash)
-		q.ClaimedBys = append(q.ClaimedBys, l.ClaimedBy)
-		q.LeaseExpiresAts = append(q.LeaseExpiresAts, store.Time(l.ExpiresAt))
-		q.LeaseMss = append(q.LeaseMss, l.Ms)
+	q.LeaseTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit)
+	q.LeaseExpiresAts, q.LeaseMss = make([]time.Time, limit), make([]int64, limit)
+	for i, l := range p.Leases[:limit] {
+		q.LeaseTokenHashes[i], q.ClaimedBys[i] = l.TokenHash, l.ClaimedBy
+		q.LeaseExpiresAts[i], q.LeaseMss[i] = store.Time(l.ExpiresAt), l.Ms
 	}
 	var (
 		rows []dbsqlc.TaskClaimRow
