@@ -70,10 +70,9 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 			}
 			ids[i] = r.ID
 		}
-		if _, err := in.TaskUpdateMany(ctx, rows); err != nil {
-			return err
-		}
-		if err := in.TaskEventInsertMany(ctx, events); err != nil {
+		// A claim changes only the lifecycle's columns: the narrow write,
+		// which leaves the indexes of the other columns alone.
+		if _, err := in.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows, Events: events}); err != nil {
 			return err
 		}
 		deps, err := in.TaskDepList(ctx, ids)
