@@ -971,33 +971,6 @@ func versionUnsetHeadsParams(p driver.VersionUnsetHeadsParams) dbsqlc.VersionUns
 	}
 }
 
-// TaskGetMany implements driver.Executor with the query its params choose.
-func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
-	if len(p.IDs) == 0 {
-		return nil, nil
-	}
-	var (
-		x   []dbsqlc.CksOutboxTask
-		err error
-	)
-	switch {
-	case p.Lock == driver.LockNone:
-		x, err = e.d.q.TaskGetMany(ctx, e.db, nonNil(p.IDs))
-	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.TaskGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
-	case p.Lock == driver.LockUpdateSkip:
-		x, err = e.d.q.TaskGetManyForUpdateSkip(ctx, e.db, nonNil(p.IDs))
-	case p.Lock == driver.LockShare:
-		x, err = e.d.q.TaskGetManyForShare(ctx, e.db, nonNil(p.IDs))
-	default:
-		return nil, fmt.Errorf("postgres: task get many: unsupported lock %d", p.Lock)
-	}
-	if err != nil {
-		return nil, mapErr("task get many", err)
-	}
-	return taskRowsOf(x), nil
-}
-
 // TaskLeaseExpired implements driver.Executor with dbsqlc's TaskLeaseExpired.
 func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
 	x, err := e.d.q.TaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p))

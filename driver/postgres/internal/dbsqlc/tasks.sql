@@ -66,6 +66,24 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @sta
     @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb)
 RETURNING *;
 
+-- One id: a plain parameter. With an array Postgres plans every execution
+-- anew: its generic plan of = ANY(array) is costed for more rows than a
+-- custom plan for one, so the plan cache never settles on it, and a read
+-- of one task (every single-task operation, an executor's lease check)
+-- would pay the planner each time.
+
+-- name: TaskGet :one
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id;
+
+-- name: TaskGetForUpdate :one
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE;
+
+-- name: TaskGetForUpdateSkip :one
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE SKIP LOCKED;
+
+-- name: TaskGetForShare :one
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR SHARE;
+
 -- name: TaskGetMany :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id;
 
