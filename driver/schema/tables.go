@@ -172,7 +172,14 @@ func outboxTasks() Table {
 			// (ledger's ReclaimExpired), by expiry.
 			{Name: "idx_outbox_tasks_leased", Keys: []Key{K("lease_expires_at")},
 				Where: "state IN " + literalList([]ledger.State{ledger.Claimed, ledger.Running, ledger.Reviewing}), Only: Postgres},
-			{Name: "idx_outbox_tasks_lease", Keys: []Key{K("state"), K("lease_expires_at")}, Only: SQLite},
+			// SQLite's planner cannot match the reaper's state list (JSON)
+			// against a WHERE on state, but it can match its
+			// lease_expires_at <= ? against IS NOT NULL — and only a leased
+			// task has an expiry (revoke clears it), so the index holds the
+			// leases alone: a claim adds an entry, the end of the lease
+			// takes it out, no other move touches it.
+			{Name: "idx_outbox_tasks_lease_expires", Keys: []Key{K("lease_expires_at")},
+				Where: "lease_expires_at IS NOT NULL", Only: SQLite},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
 			// One live task per dedupe key.
@@ -184,9 +191,10 @@ func outboxTasks() Table {
 			// (what an index on a referencing column is for).
 			{Name: "idx_outbox_tasks_parent"},
 			// Replaced by the partial idx_outbox_tasks_stopped and
-			// idx_outbox_tasks_leased.
+			// idx_outbox_tasks_leased (Postgres), idx_outbox_tasks_lease_expires
+			// (SQLite).
 			{Name: "idx_outbox_tasks_state_changed", Only: Postgres},
-			{Name: "idx_outbox_tasks_lease", Only: Postgres},
+			{Name: "idx_outbox_tasks_lease"},
 		},
 		// The plain token, before issue 12.
 		Retired: []Retired{{Column: "lease_token"}},

@@ -101,7 +101,8 @@ var scratch = drivertest.Scratch{
 	True:            "1",
 	Brackets:        "[]",
 	VersionsTrigger: "cks_object_versions_no_update",
-	Retired:         []string{"fk|cks_task_events|task_id|"},
+	Retired:         []string{"fk|cks_task_events|task_id|", "index|idx_outbox_tasks_lease|"},
+	Added:           []string{"index|idx_outbox_tasks_lease_expires|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.

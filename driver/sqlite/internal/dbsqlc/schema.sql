@@ -197,7 +197,8 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, typ
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 
-CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease ON cks_outbox_tasks(state, lease_expires_at);
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease_expires ON cks_outbox_tasks(lease_expires_at)
+	WHERE lease_expires_at IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';

@@ -83,8 +83,12 @@ WHERE state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each
 ORDER BY priority DESC, created_at, task_id
 LIMIT @max;
 
+-- The leases come from idx_outbox_tasks_lease_expires (leased tasks only,
+-- by expiry; lease_expires_at <= @expired_at implies its WHERE), named
+-- because without statistics the planner would rather walk a state index
+-- or the table in task_id order.
 -- name: TaskLeaseExpired :many
-SELECT * FROM cks_outbox_tasks
+SELECT * FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
 WHERE state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
     AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND lease_expires_at <= @expired_at
