@@ -294,7 +294,7 @@ var (
 	// ones on Postgres, whose planner matches a state list against their
 	// WHERE; full ones on SQLite, whose queries take states as JSON.
 	dialectIndex = map[string]bool{
-		"idx_outbox_tasks_stopped": true, "idx_outbox_tasks_state_changed": true,
+		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased": true, "idx_outbox_tasks_lease_expires": true,
 	}
 )

@@ -101,8 +101,9 @@ var scratch = drivertest.Scratch{
 	True:            "1",
 	Brackets:        "[]",
 	VersionsTrigger: "cks_object_versions_no_update",
-	Retired:         []string{"fk|cks_task_events|task_id|", "index|idx_outbox_tasks_lease|"},
-	Added:           []string{"index|idx_outbox_tasks_lease_expires|"},
+	Retired: []string{"fk|cks_task_events|task_id|", "index|idx_outbox_tasks_lease|",
+		"index|idx_outbox_tasks_state_changed|"},
+	Added: []string{"index|idx_outbox_tasks_lease_expires|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.
