@@ -164,7 +164,15 @@ func outboxTasks() Table {
 			// the STOPPED tasks by when they stopped.
 			{Name: "idx_outbox_tasks_stopped", Keys: []Key{K("state_changed_at")},
 				Where: "state = " + literal(string(ledger.Stopped)), Only: Postgres},
-			{Name: "idx_outbox_tasks_claim", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")}},
+			// Claims of one type, and (Postgres) listings and counts by state.
+			{Name: "idx_outbox_tasks_claim", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
+				Only: Postgres},
+			// SQLite's listings scan (see the retired indexes below), so its
+			// claim index of a type holds only the OPEN tasks: the claim's
+			// state = ? with 'OPEN' bound implies its WHERE (SQLite looks at
+			// the bound value), and no move but a claim touches it.
+			{Name: "idx_outbox_tasks_claim_type", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
+				Where: "state = " + literal(string(ledger.Open)), Only: SQLite},
 			// Claims of any type (or of several): the OPEN tasks in claim order.
 			{Name: "idx_outbox_tasks_claim_open", Keys: []Key{K("state"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(ledger.Open))},
@@ -199,6 +207,7 @@ func outboxTasks() Table {
 			// every move rewrote.
 			{Name: "idx_outbox_tasks_state_changed"},
 			{Name: "idx_outbox_tasks_lease"},
+			{Name: "idx_outbox_tasks_claim", Only: SQLite},
 		},
 		// The plain token, before issue 12.
 		Retired: []Retired{{Column: "lease_token"}},

@@ -94,7 +94,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim of one type", "TaskClaimableOfType", []any{sql.Named("state", "OPEN"), excluded, sql.Named("type", "a"),
 			sql.Named("now", now), sql.Named("max", 3)},
-			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+			[]string{"idx_outbox_tasks_claim_type"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"lease reaper", "TaskLeaseExpired", []any{sql.Named("states", `["CLAIMED","RUNNING","REVIEWING"]`), excluded,
 			sql.Named("expired_at", now), sql.Named("renewed_before", now), sql.Named("max", 500)},
 			[]string{"idx_outbox_tasks_lease_expires"}, []string{"SCAN cks_outbox_tasks"}},

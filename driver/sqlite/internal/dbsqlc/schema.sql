@@ -190,7 +190,8 @@ CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(proce
 CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
 	WHERE task_id IS NOT NULL;
 
-CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id);
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
+	WHERE state = 'OPEN';
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
