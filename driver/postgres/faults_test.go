@@ -49,11 +49,7 @@ func TestStorageFaults(t *testing.T) {
 // ErrStorageReadOnly, saying why, before the schema step's DDL would.
 func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 	url := backendtest.PostgresURL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	d, err := postgres.Open(testCtx(t), url+sep+"default_transaction_read_only=on")
+	d, err := postgres.Open(testCtx(t), backendtest.ReadOnlyURL(url))
 	if err == nil {
 		d.Close()
 		t.Fatal("Open of a read-only server with an empty schema succeeded")

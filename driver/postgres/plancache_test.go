@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/driver"
@@ -15,13 +14,8 @@ import (
 // which Postgres's plan cache settles on a generic plan for; the array form
 // is planned anew at every execution.
 func TestOneTaskReadIsPlannedOnce(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
 	// One connection, so that the statements and their counts are its own.
-	d, err := postgres.Open(testCtx(t), url+sep+"pool_max_conns=1")
+	d, err := postgres.Open(testCtx(t), backendtest.WithParam(backendtest.PostgresURL(t), "pool_max_conns", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -295,7 +295,7 @@ var (
 	// WHERE; full ones on SQLite, whose queries take states as JSON.
 	dialectIndex = map[string]bool{
 		"idx_outbox_tasks_stopped": true,
-		"idx_outbox_tasks_leased": true, "idx_outbox_tasks_lease_expires": true,
+		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
 		"idx_outbox_tasks_claim": true, "idx_outbox_tasks_claim_type": true,
 	}
 )

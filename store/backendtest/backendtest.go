@@ -118,15 +118,20 @@ func PostgresURL(t testing.TB) string {
 // ReadOnlyURL returns the Postgres URL u with every transaction of its
 // connections read-only (default_transaction_read_only), as on a hot
 // standby. Only connections opened with the URL are affected.
-func ReadOnlyURL(u string) string {
+func ReadOnlyURL(u string) string { return WithParam(u, "default_transaction_read_only", "on") }
+
+// WithParam returns the Postgres URL u with the parameter key=value added
+// (a run-time setting of its connections, or a pgxpool one such as
+// pool_max_conns), in either of the URL's forms.
+func WithParam(u, key, value string) string {
 	if !strings.Contains(u, "://") { // keyword/value form: host=… dbname=…
-		return u + " default_transaction_read_only=on"
+		return u + " " + key + "=" + value
 	}
 	sep := "?"
 	if strings.Contains(u, "?") {
 		sep = "&"
 	}
-	return u + sep + "default_transaction_read_only=on"
+	return u + sep + key + "=" + value
 }
 
 // ReadOnlyFile makes the file at path unwritable for this process until the
