@@ -290,9 +290,10 @@ var (
 		"idx_objects_claim": true, "idx_objects_status": true, "idx_objects_claimed_at": true,
 		"idx_object_versions_head": true, "idx_object_versions_heads": true,
 	}
-	// The indexes a dialect's queries need differently (issue 14): partial
-	// ones on Postgres, whose planner matches a state list against their
-	// WHERE; full ones on SQLite, whose queries take states as JSON.
+	// The indexes a dialect's queries need differently (issue 14): on
+	// Postgres, whose planner matches a state list against an index's WHERE,
+	// partial ones on state; on SQLite, whose queries take states as JSON,
+	// one on the lease expiry alone and the claim index of a type partial.
 	dialectIndex = map[string]bool{
 		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
