@@ -218,46 +218,52 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		q.LeaseExpiresAts[i], q.LeaseMss[i] = store.Time(l.ExpiresAt), l.Ms
 	}
 	var (
-		rows []dbsqlc.TaskClaimRow
-		err  error
+		out []driver.TaskClaimed
+		err error
 	)
 	switch len(p.Types) {
 	case 0:
+		var rows []dbsqlc.TaskClaimRow
 		rows, err = e.d.q.TaskClaim(ctx, e.db, q)
+		out = claimedRows(rows, func(r dbsqlc.TaskClaimRow) dbsqlc.TaskClaimRow { return r })
 	case 1:
-		var typed []dbsqlc.TaskClaimOfTypeRow
-		typed, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
+		var rows []dbsqlc.TaskClaimOfTypeRow
+		rows, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
 			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
-		for _, r := range typed {
-			rows = append(rows, dbsqlc.TaskClaimRow(r))
-		}
+		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypeRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
 	default:
-		var typed []dbsqlc.TaskClaimOfTypesRow
-		typed, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
+		var rows []dbsqlc.TaskClaimOfTypesRow
+		rows, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
 			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
-		for _, r := range typed {
-			rows = append(rows, dbsqlc.TaskClaimRow(r))
-		}
+		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypesRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
 	}
 	if err != nil {
 		return nil, mapErr("task claim", err)
 	}
-	out := make([]driver.TaskClaimed, len(rows))
-	for i, r := range rows {
-		row := taskRowOfTaskClaimRow(r)
-		var deps []int64
-		if len(r.DependsOn) > 0 {
-			deps = r.DependsOn
-		}
-		out[i] = driver.TaskClaimed{TaskRow: row, DependsOn: deps}
-	}
 	return out, nil
+}
+
+// claimedRows are the rows of one of the three claim forms (the same
+// columns; as converts one to the first form's type) as the driver's.
+func claimedRows[R any](rows []R, as func(R) dbsqlc.TaskClaimRow) []driver.TaskClaimed {
+	if len(rows) == 0 {
+		return nil
+	}
+	out := make([]driver.TaskClaimed, len(rows))
+	for i, x := range rows {
+		r := as(x)
+		out[i] = driver.TaskClaimed{TaskRow: taskRowOfTaskClaimRow(r)}
+		if len(r.DependsOn) > 0 {
+			out[i].DependsOn = r.DependsOn
+		}
+	}
+	return out
 }
 
 // nonNil is s, or an empty list for nil (a nil slice is a NULL array,
