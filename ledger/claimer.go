@@ -63,6 +63,10 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 	if len(live) == 0 {
 		return out
 	}
+	keys := make([]string, len(batch))
+	for _, i := range live {
+		keys[i] = batch[i].in.key()
+	}
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -71,7 +75,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 		}
 		done := map[string]bool{}
 		for _, first := range live {
-			key := batch[first].in.key()
+			key := keys[first]
 			if done[key] {
 				continue
 			}
@@ -86,10 +90,10 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 			}
 			owners := map[string]owner{}
 			for _, i := range live {
-				c := batch[i].in
-				if c.key() != key {
+				if keys[i] != key {
 					continue
 				}
+				c := batch[i].in
 				for k, h := range c.hashes {
 					params.Leases = append(params.Leases, driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
 						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()})
