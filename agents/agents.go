@@ -179,7 +179,12 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
+	// The executor's abort watch lives as long as the loop, and a mark taken
+	// before each claim spares each run its own lease read (worker.RunParams).
+	release := ex.Watch(ctx)
+	defer release()
 	for ctx.Err() == nil && run.Err() == nil {
+		mark := ex.Mark()
 		// Claimed straight to RUNNING (the executor then skips
 		// MarkRunning): claim and start are one commit.
 		tasks, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: set.Types, N: 1, Lease: set.Lease, Running: true})
@@ -196,7 +201,7 @@ func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve w
 		}
 		t := tasks[0]
 		rep.SetCurrentTask(t.ID, t.Type)
-		r, err := ex.Run(context.WithoutCancel(ctx), t, capRetries(resolve, set.MaxRetries))
+		r, err := ex.RunWith(context.WithoutCancel(ctx), t, capRetries(resolve, set.MaxRetries), worker.RunParams{Mark: mark})
 		rep.ClearCurrentTask()
 		if err != nil {
 			log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)

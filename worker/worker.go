@@ -111,7 +111,9 @@ type Options struct {
 
 // Executor runs claimed tasks (Run) and delivers aborts to them. One
 // Executor serves any number of concurrent Runs with a single watch of
-// store.TopicTaskAborts, started by the first Run and ended with the last.
+// store.TopicTaskAborts, started by the first Run and ended with the last
+// — or kept between runs for as long as an owner holds it (Watch), so that
+// a claim loop's runs can skip their own lease check (Mark, RunWith).
 type Executor struct {
 	st   Store
 	opts Options
@@ -119,6 +121,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[*running]struct{}
+	holds   int // Watch holds not yet released
 	watch   *watch
 }
 
@@ -128,9 +131,33 @@ type running struct {
 	abort context.CancelCauseFunc
 }
 
+// watch is one WatchChanges of the executor's. calls (under Executor.mu)
+// counts the calls of its callback, the establishing one included; each
+// call adds one and takes the runs it checks in the same critical section.
 type watch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	calls  uint64
+}
+
+// Mark is a point in the life of an Executor's abort watch, taken (Mark)
+// before a claim and handed to RunWith with the claimed task. The zero Mark
+// is no mark.
+type Mark struct {
+	w     *watch
+	calls uint64
+}
+
+// RunParams are the optional parts of RunWith.
+type RunParams struct {
+	// Mark, taken with Executor.Mark before the task was claimed, lets Run
+	// skip its own read of the lease when the executor's watch was
+	// established before the mark and has not been called since: an abort
+	// of this lease is requested after the claim committed, so after the
+	// mark, and its notification is then still to come to a watch that
+	// will see this run registered. Otherwise Run reads the lease (or the
+	// watch it starts does).
+	Mark Mark
 }
 
 // New returns an Executor over st.
@@ -153,7 +180,19 @@ func New(st Store, opts Options) *Executor {
 // lease token (which the resolver never sees: Attempt.Task is the task
 // without it). The error is non-nil only when the ledger could not be
 // written (the resolver's own error is in Report.Err).
+//
+// An abort requested between the claim and Run is delivered too: Run's
+// watch, or Run itself, reads the lease once the run is registered. A
+// caller that claims in a loop avoids that read with Watch, Mark and
+// RunWith.
 func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolver) (Report, error) {
+	return e.RunWith(ctx, c, resolve, RunParams{})
+}
+
+// RunWith is Run with p: with p.Mark taken before c was claimed, and the
+// executor's watch held meanwhile (Watch), it makes no read of c's lease
+// beyond those of the watch's checks.
+func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Resolver, p RunParams) (Report, error) {
 	t, token := c.Task, c.LeaseToken
 	if t.ID == 0 || token == "" {
 		return Report{}, &store.FieldError{Field: "task", Expected: "a claimed task with its lease token"}
@@ -161,8 +200,13 @@ func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolve
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &running{id: t.ID, token: token, abort: cancel}
-	e.register(r)
+	checked := e.register(r, p.Mark)
 	defer e.unregister(r)
+	if !checked {
+		// No watch call is sure to come after this run's registration and
+		// an abort requested since the claim: read the lease now.
+		e.checkRun(rctx, r)
+	}
 
 	if t.State != "RUNNING" {
 		var cur store.Task
@@ -315,10 +359,66 @@ func (e *Executor) heartbeatEvery(t store.Task) time.Duration {
 	return max(t.LeaseExpiresAt.Sub(t.LeaseRenewedAt)/3, 10*time.Millisecond)
 }
 
-func (e *Executor) register(r *running) {
+// Watch keeps the executor's abort watch running, across runs and between
+// them, until ctx ends or release is called (release waits for the watch to
+// end unless a run or another hold still needs it; call it before the
+// executor is dropped, so no goroutine is left behind). A claim loop holds
+// it for its lifetime so that its runs, handed a Mark taken before each
+// claim, skip their own lease read (RunWith).
+func (e *Executor) Watch(ctx context.Context) (release func()) {
+	e.mu.Lock()
+	e.holds++
+	e.startLocked()
+	e.mu.Unlock()
+	var once sync.Once
+	drop := func() {
+		once.Do(func() {
+			e.mu.Lock()
+			e.holds--
+			w := e.idleLocked()
+			e.mu.Unlock()
+			w.stop()
+		})
+	}
+	stop := context.AfterFunc(ctx, drop)
+	return func() {
+		stop()
+		drop()
+	}
+}
+
+// Mark returns the point a claim is made after; see RunParams.Mark.
+func (e *Executor) Mark() Mark {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.watch == nil {
+		return Mark{}
+	}
+	return Mark{w: e.watch, calls: e.watch.calls}
+}
+
+// register adds r to the runs the watch checks, starting the watch when
+// none runs, and reports whether a call of the watch's callback is sure to
+// check r after any abort requested since m (or since the claim, without a
+// mark): when it starts the watch (its establishing call will), or when m
+// is of the current watch, taken once it was established, and no call has
+// come since. Registration and the read of the count are one critical
+// section, as a call's count and its snapshot of the runs are: a call
+// counted after m either precedes the registration (the count moved: Run
+// reads the lease itself) or sees r.
+func (e *Executor) register(r *running, m Mark) (checked bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.running[r] = struct{}{}
+	if e.watch == nil {
+		e.startLocked()
+		return true
+	}
+	return m.w == e.watch && m.calls > 0 && e.watch.calls == m.calls
+}
+
+// startLocked starts the watch when none runs; e.mu is held.
+func (e *Executor) startLocked() {
 	if e.watch != nil {
 		return
 	}
@@ -327,45 +427,74 @@ func (e *Executor) register(r *running) {
 	e.watch = w
 	go func() {
 		defer close(w.done)
-		if err := e.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) { e.check(wctx) }); err != nil {
+		err := e.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) { e.check(wctx, w) })
+		if err != nil {
 			e.log.Warn("abort watch ended", "err", err)
 		}
+		// A watch that ended by itself (the store closed) is no longer the
+		// executor's: a Mark of it is void, and the next run starts another.
+		e.mu.Lock()
+		if e.watch == w {
+			e.watch = nil
+		}
+		e.mu.Unlock()
 	}()
 }
 
-func (e *Executor) unregister(r *running) {
-	e.mu.Lock()
-	delete(e.running, r)
-	var w *watch
-	if len(e.running) == 0 {
-		w, e.watch = e.watch, nil
+// idleLocked detaches and returns the watch when neither a run nor a hold
+// needs it any more (nil otherwise); e.mu is held. The caller stops it
+// after unlocking.
+func (e *Executor) idleLocked() *watch {
+	if len(e.running) > 0 || e.holds > 0 {
+		return nil
 	}
-	e.mu.Unlock()
+	w := e.watch
+	e.watch = nil
+	return w
+}
+
+// stop ends w and waits for its goroutine; a nil w is nothing to stop.
+func (w *watch) stop() {
 	if w != nil {
 		w.cancel()
 		<-w.done
 	}
 }
 
-// check cancels every run whose lease is no longer held.
-func (e *Executor) check(ctx context.Context) {
+func (e *Executor) unregister(r *running) {
 	e.mu.Lock()
+	delete(e.running, r)
+	w := e.idleLocked()
+	e.mu.Unlock()
+	w.stop()
+}
+
+// check is w's callback: it counts the call and cancels every run whose
+// lease is no longer held.
+func (e *Executor) check(ctx context.Context, w *watch) {
+	e.mu.Lock()
+	w.calls++
 	runs := make([]*running, 0, len(e.running))
 	for r := range e.running {
 		runs = append(runs, r)
 	}
 	e.mu.Unlock()
 	for _, r := range runs {
-		held, err := e.st.LeaseHeld(ctx, r.id, r.token)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			if ctx.Err() == nil {
-				e.log.Warn("abort check failed", "task_id", r.id, "err", err)
-			}
-			continue
+		e.checkRun(ctx, r)
+	}
+}
+
+// checkRun cancels r when its lease is no longer held.
+func (e *Executor) checkRun(ctx context.Context, r *running) {
+	held, err := e.st.LeaseHeld(ctx, r.id, r.token)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if ctx.Err() == nil {
+			e.log.Warn("abort check failed", "task_id", r.id, "err", err)
 		}
-		if !held {
-			r.abort(errLeaseLost)
-		}
+		return
+	}
+	if !held {
+		r.abort(errLeaseLost)
 	}
 }
 

@@ -42,7 +42,7 @@ type agentSettings struct {
 // RUNNING, run it through worker.Executor (the lease heartbeat alongside a
 // no-op resolver, Complete, all fenced by the lease token). Each loop has an
 // executor of its own, as each `cks agent` process has (an executor watches
-// for aborts while it runs a task); they share one store handle.
+// for aborts for as long as its loop runs); they share one store handle.
 func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
 	enqueue, err = enqueueCks(ctx, st, jobs, progress)
 	if err != nil {
@@ -59,7 +59,12 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 	err = parallel(ctx, workers, func(ctx context.Context, w int) error {
 		name := fmt.Sprintf("peers-agent-%d", w)
 		ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
+		// As `cks agent`'s claim loop: the abort watch held for the loop,
+		// a mark before each claim (no lease read per task).
+		release := ex.Watch(ctx)
+		defer release()
 		for {
+			mark := ex.Mark()
 			ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
@@ -67,7 +72,7 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 			if len(ts) == 0 {
 				return nil
 			}
-			rep, err := ex.Run(ctx, ts[0], noop)
+			rep, err := ex.RunWith(ctx, ts[0], noop, worker.RunParams{Mark: mark})
 			if err != nil {
 				return fmt.Errorf("run task %d: %w", ts[0].ID, err)
 			}
@@ -200,7 +205,14 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 // claimLoop is one idle worker of cksLatency; it returns nil when ctx ends.
 func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name string, agentPath bool, poll time.Duration,
 	a agentSettings, wake <-chan struct{}, report func(title string, claimed, at time.Time)) error {
+	if agentPath {
+		// As `cks agent`'s claim loop: the abort watch held for the loop,
+		// a mark before each claim.
+		release := ex.Watch(ctx)
+		defer release()
+	}
 	for ctx.Err() == nil {
+		mark := ex.Mark()
 		// The agent path claims as `cks agent` does: straight to RUNNING.
 		ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
 		if err != nil {
@@ -227,10 +239,10 @@ func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name st
 			}
 			continue
 		}
-		rep, err := ex.Run(context.WithoutCancel(ctx), t, func(_ context.Context, at *worker.Attempt) (worker.Result, error) {
+		rep, err := ex.RunWith(context.WithoutCancel(ctx), t, func(_ context.Context, at *worker.Attempt) (worker.Result, error) {
 			report(at.Task().Title, t.ClaimedAt, time.Now())
 			return worker.Result{Output: "ok"}, nil
-		})
+		}, worker.RunParams{Mark: mark})
 		if err != nil {
 			return fmt.Errorf("run task %d: %w", t.ID, err)
 		}

@@ -1,0 +1,92 @@
+package agents_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/worker"
+)
+
+// leaseCounted is a store that counts lease reads and closes established once
+// a watch of store.TopicTaskAborts has been called (established).
+type leaseCounted struct {
+	store.Store
+	leaseReads  atomic.Int64
+	established chan struct{}
+	once        atomic.Bool
+}
+
+func (c *leaseCounted) LeaseHeld(ctx context.Context, id int64, tok string) (bool, error) {
+	c.leaseReads.Add(1)
+	return c.Store.LeaseHeld(ctx, id, tok)
+}
+
+func (c *leaseCounted) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
+	aborts := slices.Contains(topics, store.TopicTaskAborts)
+	return c.Store.WatchChanges(ctx, topics, func(topic string) {
+		f(topic)
+		if aborts && c.once.CompareAndSwap(false, true) {
+			close(c.established)
+		}
+	})
+}
+
+// TestClaimLoopReadsNoLease: the claim loop holds its executor's abort watch
+// and marks each claim, so a task costs no lease read of its own — and an
+// abort of a running task still reaches its resolver through the watch.
+func TestClaimLoopReadsNoLease(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st, op := open(t), open(t)
+		c := &leaseCounted{Store: st, established: make(chan struct{})}
+		set := settings("enrichment", "enrich")
+		set.HeartbeatInterval = time.Hour // only the watch delivers the abort
+		var done atomic.Int64
+		running := make(chan int64, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, wait := start(t, ctx, c, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			if a.Task().Title != "long" {
+				done.Add(1)
+				return worker.Result{Output: "ok"}, nil
+			}
+			running <- a.Task().ID
+			<-ctx.Done()
+			return worker.Result{}, ctx.Err()
+		})
+		defer wait()
+		defer cancel()
+		select {
+		case <-c.established:
+		case <-time.After(time.Minute):
+			t.Fatal("the agent's abort watch was not established")
+		}
+		const n = 5
+		for range n {
+			storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich", Title: "quick"})
+		}
+		waitUntil(t, "the quick tasks done", func() bool { return done.Load() == n })
+		if got := c.leaseReads.Load(); got != 0 {
+			t.Errorf("%d lease reads for %d tasks, want 0", got, n)
+		}
+
+		long := storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich", Title: "long"})
+		select {
+		case id := <-running:
+			if id != long.ID {
+				t.Fatalf("running task %d, want %d", id, long.ID)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the long task did not start")
+		}
+		res, err := ledger.NewControl(op).Stop(context.Background(), long.ID, "operator", "enough", 30*time.Second, true)
+		if err != nil || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+			t.Fatalf("stop: %+v, %v", res.Abort, err)
+		}
+	})
+}
