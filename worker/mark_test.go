@@ -183,18 +183,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 			task := claimRunning(t, st, "stopped, notified late", "agent-1")
 			stopTask(t, st, task)
 			resolve, aborted := awaitAbort()
-			started := make(chan struct{})
-			out := make(chan worker.Report, 1)
-			go func() {
-				r, err := ex.RunWith(context.Background(), task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
-					close(started)
-					return resolve(ctx, a)
-				}, worker.RunParams{Mark: mark})
-				if err != nil {
-					t.Errorf("RunWith: %v", err)
-				}
-				out <- r
-			}()
+			started, out := startRun(t, ex, task, resolve, worker.RunParams{Mark: mark})
 			wait(t, started, "the resolver to start")
 			// The run skipped its own read: only the watch can abort it.
 			if n := c.leaseReads.Load(); n != 0 {
@@ -296,18 +285,7 @@ func TestMarkedRunReadsNoLease(t *testing.T) {
 		mark := ex.Mark()
 		task = claimRunning(t, st, "marked, stopped while running", "agent-1")
 		resolve, aborted := awaitAbort()
-		started := make(chan struct{})
-		out := make(chan worker.Report, 1)
-		go func() {
-			r, err := ex.RunWith(context.Background(), task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
-				close(started)
-				return resolve(ctx, a)
-			}, worker.RunParams{Mark: mark})
-			if err != nil {
-				t.Errorf("RunWith: %v", err)
-			}
-			out <- r
-		}()
+		started, out := startRun(t, ex, task, resolve, worker.RunParams{Mark: mark})
 		wait(t, started, "the resolver to start")
 		stopTask(t, st, task)
 		wantAborted(t, report(t, out), nil, aborted)
@@ -341,18 +319,7 @@ func TestWatchLifetime(t *testing.T) {
 		mark := ex.Mark()
 		task := claimRunning(t, st, "outlives the hold", "agent-1")
 		resolve, aborted := awaitAbort()
-		started := make(chan struct{})
-		out := make(chan worker.Report, 1)
-		go func() {
-			r, err := ex.RunWith(context.Background(), task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
-				close(started)
-				return resolve(ctx, a)
-			}, worker.RunParams{Mark: mark})
-			if err != nil {
-				t.Errorf("RunWith: %v", err)
-			}
-			out <- r
-		}()
+		started, out := startRun(t, ex, task, resolve, worker.RunParams{Mark: mark})
 		wait(t, started, "the resolver to start")
 		release()
 		if n := c.watches.Load(); n != 1 {
@@ -365,4 +332,23 @@ func TestWatchLifetime(t *testing.T) {
 			t.Fatalf("%d watches still running", n)
 		}
 	})
+}
+
+// startRun runs task on ex with resolve and p on a goroutine; started is
+// closed when the resolver begins, out receives the report.
+func startRun(t testing.TB, ex *worker.Executor, task store.ClaimedTask, resolve worker.Resolver,
+	p worker.RunParams) (started <-chan struct{}, out <-chan worker.Report) {
+	t.Helper()
+	begun, reports := make(chan struct{}), make(chan worker.Report, 1)
+	go func() {
+		r, err := ex.RunWith(context.Background(), task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(begun)
+			return resolve(ctx, a)
+		}, p)
+		if err != nil {
+			t.Errorf("RunWith: %v", err)
+		}
+		reports <- r
+	}()
+	return begun, reports
 }
