@@ -971,6 +971,41 @@ func versionUnsetHeadsParams(p driver.VersionUnsetHeadsParams) dbsqlc.VersionUns
 	}
 }
 
+// TaskGetMany implements driver.Executor with the query its params choose.
+func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksOutboxTask
+		err error
+	)
+	switch {
+	case len(p.IDs) == 1 && p.Lock == driver.LockNone:
+		x, err = e.d.q.TaskGet(ctx, e.db, p.IDs[0])
+	case p.Lock == driver.LockNone:
+		x, err = e.d.q.TaskGetMany(ctx, e.db, nonNil(p.IDs))
+	case len(p.IDs) == 1 && p.Lock == driver.LockUpdate:
+		x, err = e.d.q.TaskGetForUpdate(ctx, e.db, p.IDs[0])
+	case p.Lock == driver.LockUpdate:
+		x, err = e.d.q.TaskGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+	case len(p.IDs) == 1 && p.Lock == driver.LockUpdateSkip:
+		x, err = e.d.q.TaskGetForUpdateSkip(ctx, e.db, p.IDs[0])
+	case p.Lock == driver.LockUpdateSkip:
+		x, err = e.d.q.TaskGetManyForUpdateSkip(ctx, e.db, nonNil(p.IDs))
+	case len(p.IDs) == 1 && p.Lock == driver.LockShare:
+		x, err = e.d.q.TaskGetForShare(ctx, e.db, p.IDs[0])
+	case p.Lock == driver.LockShare:
+		x, err = e.d.q.TaskGetManyForShare(ctx, e.db, nonNil(p.IDs))
+	default:
+		return nil, fmt.Errorf("postgres: task get many: unsupported lock %d", p.Lock)
+	}
+	if err != nil {
+		return nil, mapErr("task get many", err)
+	}
+	return taskRowsOf(x), nil
+}
+
 // TaskLeaseExpired implements driver.Executor with dbsqlc's TaskLeaseExpired.
 func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
 	x, err := e.d.q.TaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p))

@@ -37,7 +37,7 @@ func TestOneTaskReadIsPlannedOnce(t *testing.T) {
 			t.Fatalf("read of two tasks: %v %v", got, err)
 		}
 	}
-	generic, custom, err := postgres.PlansOf(ctx, d, "-- name: TaskGet :one")
+	generic, custom, err := postgres.PlansOf(ctx, d, "-- name: TaskGet :many")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,9 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
@@ -53,61 +50,6 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 	}
 	slices.SortFunc(inserted, func(x, y dbsqlc.CksOutboxTask) int { return cmp.Compare(x.TaskID, y.TaskID) })
 	return taskRowsOf(inserted), nil
-}
-
-// TaskGetMany implements driver.TaskExecutor: one id through the one-row
-// form of the query (see TaskGet in tasks.sql: the array form is planned
-// anew at every execution).
-func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
-	if len(p.IDs) == 0 {
-		return nil, nil
-	}
-	if len(p.IDs) == 1 {
-		var (
-			x   dbsqlc.CksOutboxTask
-			err error
-		)
-		id := p.IDs[0]
-		switch p.Lock {
-		case driver.LockNone:
-			x, err = e.d.q.TaskGet(ctx, e.db, id)
-		case driver.LockUpdate:
-			x, err = e.d.q.TaskGetForUpdate(ctx, e.db, id)
-		case driver.LockUpdateSkip:
-			x, err = e.d.q.TaskGetForUpdateSkip(ctx, e.db, id)
-		case driver.LockShare:
-			x, err = e.d.q.TaskGetForShare(ctx, e.db, id)
-		default:
-			return nil, fmt.Errorf("postgres: task get many: unsupported lock %d", p.Lock)
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, mapErr("task get many", err)
-		}
-		return []driver.TaskRow{taskRowOf(x)}, nil
-	}
-	var (
-		x   []dbsqlc.CksOutboxTask
-		err error
-	)
-	switch p.Lock {
-	case driver.LockNone:
-		x, err = e.d.q.TaskGetMany(ctx, e.db, p.IDs)
-	case driver.LockUpdate:
-		x, err = e.d.q.TaskGetManyForUpdate(ctx, e.db, p.IDs)
-	case driver.LockUpdateSkip:
-		x, err = e.d.q.TaskGetManyForUpdateSkip(ctx, e.db, p.IDs)
-	case driver.LockShare:
-		x, err = e.d.q.TaskGetManyForShare(ctx, e.db, p.IDs)
-	default:
-		return nil, fmt.Errorf("postgres: task get many: unsupported lock %d", p.Lock)
-	}
-	if err != nil {
-		return nil, mapErr("task get many", err)
-	}
-	return taskRowsOf(x), nil
 }
 
 // TaskUpdateMany implements driver.TaskExecutor: one statement, by

@@ -964,18 +964,28 @@ func (g *gen) method(m string) {
 		return
 	}
 	if lock := g.lockField(sig); lock != "" {
-		var vs []variant
+		var (
+			vs    []variant
+			locks int // the locks with a query of their own
+		)
 		for _, l := range lockSuffixes {
 			if _, ok := g.s.queries[m+l.suffix]; ok {
-				vs = append(vs, variant{cond: fmt.Sprintf("%s == driver.%s", lock, l.lock), query: m + l.suffix})
+				locks++
+				cond := fmt.Sprintf("%s == driver.%s", lock, l.lock)
+				// A lock's query may have its one-id form too (Postgres:
+				// TaskGetForUpdate beside TaskGetManyForUpdate).
+				if list, one := g.oneID(m, l.suffix, sig); one != "" {
+					vs = append(vs, variant{cond: "len(" + list + ") == 1 && " + cond, query: one, arg: list + "[0]"})
+				}
+				vs = append(vs, variant{cond: cond, query: m + l.suffix})
 			}
 		}
-		if len(vs) > 1 {
+		if locks > 1 {
 			g.emit(m, sig, vs, lock)
 			return
 		}
 	}
-	if list, one := g.oneID(m, sig); one != "" && g.emit(m, sig, []variant{
+	if list, one := g.oneID(m, "", sig); one != "" && g.emit(m, sig, []variant{
 		{cond: "len(" + list + ") == 1", query: one, arg: list + "[0]"}, {query: m}}, "") {
 		return
 	}
@@ -989,12 +999,13 @@ func (g *gen) method(m string) {
 }
 
 // oneID returns, for primitive m reading by a list of ids (its argument,
-// or the one []int64 field of its params), the list and the query of one
-// id the dialect has besides m's (SQLite: TaskGet for TaskGetMany,
-// TaskDepListOf for TaskDepList), which a one-id call runs instead: it
-// reads by its index where a list parameter would make the database walk
-// the list.
-func (g *gen) oneID(m string, sig fn) (list, query string) {
+// or the one []int64 field of its params) with query m+suffix (suffix: a
+// lock's, or none), the list and the query of one id the dialect has
+// besides that one (TaskGet for TaskGetMany, TaskGetForUpdate for
+// TaskGetManyForUpdate, TaskDepListOf for TaskDepList), which a one-id call
+// runs instead: it reads by its index where a list parameter would make the
+// database walk the list (and Postgres plan the list anew each time).
+func (g *gen) oneID(m, suffix string, sig fn) (list, query string) {
 	if len(sig.params) != 1 {
 		return "", ""
 	}
@@ -1011,13 +1022,13 @@ func (g *gen) oneID(m string, sig fn) (list, query string) {
 			}
 		}
 	}
-	plain, ok := g.s.queries[m]
+	plain, ok := g.s.queries[m+suffix]
 	if list == "" || !ok || len(plain.results) != 2 {
 		return "", ""
 	}
-	for _, q := range []string{strings.TrimSuffix(m, "Many"), m + "Of"} {
+	for _, q := range []string{strings.TrimSuffix(m, "Many") + suffix, m + "Of" + suffix} {
 		one, ok := g.s.queries[q]
-		if q != m && ok && len(one.params) == 1 && one.params[0].typ == "int64" && slices.Equal(one.results, plain.results) {
+		if q != m+suffix && ok && len(one.params) == 1 && one.params[0].typ == "int64" && slices.Equal(one.results, plain.results) {
 			return list, q
 		}
 	}

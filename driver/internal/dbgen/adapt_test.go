@@ -31,8 +31,9 @@ func TestAdaptCurrent(t *testing.T) {
 
 // fixtureDriver is a driver.go of one domain: a read by id with a lock, a
 // list whose params carry a filter the query does not take, a count, a
-// bulk insert over a one-row query, a primitive written by hand, and a read
-// by ids (SQLite has a one-id form of it).
+// bulk insert over a one-row query, a primitive written by hand, a read
+// by ids (SQLite has a one-id form of it), and a read by ids with a lock
+// (every lock's query has a one-id form).
 const fixtureDriver = `package driver
 
 import (
@@ -69,6 +70,11 @@ type EdgeCountParams struct {
 	Src int64
 }
 
+type EdgeReadManyParams struct {
+	IDs  []int64
+	Lock Lock
+}
+
 type EdgeExecutor interface {
 	EdgeGet(ctx context.Context, p EdgeGetParams) (EdgeRow, error)
 	EdgeList(ctx context.Context, p EdgeListParams) ([]EdgeRow, error)
@@ -76,6 +82,7 @@ type EdgeExecutor interface {
 	EdgeInsertMany(ctx context.Context, rows []EdgeRow) ([]int64, error)
 	EdgeHand(ctx context.Context) error
 	EdgeOfMany(ctx context.Context, ids []int64) ([]EdgeRow, error)
+	EdgeReadMany(ctx context.Context, p EdgeReadManyParams) ([]EdgeRow, error)
 }
 `
 
@@ -93,6 +100,8 @@ const edgeList = "-- name: EdgeList :many\nSELECT edge_id, src, at, weight FROM 
 const edgeCount = "-- name: EdgeCount :one\nSELECT count(*) FROM cks_edges WHERE src = $1"
 const edgeOfMany = "-- name: EdgeOfMany :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id IN (LIST)"
 const edgeOf = "-- name: EdgeOf :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id = $1"
+const edgeReadMany = "-- name: EdgeReadMany :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id IN (LIST)"
+const edgeRead = "-- name: EdgeRead :many\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id = $1"
 const edgeInsert = "-- name: EdgeInsert :BATCH\nINSERT INTO cks_edges (src, at, weight) VALUES ($1, $2, $3) RETURNING edge_id"
 
 type CksEdge struct {
@@ -121,12 +130,16 @@ func (q *Queries) EdgeGet(ctx context.Context, db DBTX, edgeID int64) (CksEdge, 
 func (q *Queries) EdgeList(ctx context.Context, db DBTX, arg EdgeListParams) ([]CksEdge, error) {}
 func (q *Queries) EdgeCount(ctx context.Context, db DBTX, arg EdgeCountParams) (int64, error) {}
 func (q *Queries) EdgeOfMany(ctx context.Context, db DBTX, ids LIST) ([]CksEdge, error) {}
+func (q *Queries) EdgeReadMany(ctx context.Context, db DBTX, ids LIST) ([]CksEdge, error) {}
+func (q *Queries) EdgeRead(ctx context.Context, db DBTX, edgeID int64) ([]CksEdge, error) {}
 `
 	if d == schema.Postgres {
 		q += `
 const edgeGetForUpdate = "-- name: EdgeGetForUpdate :one\nSELECT edge_id, src, at, weight FROM cks_edges WHERE edge_id = $1 FOR UPDATE"
 
 func (q *Queries) EdgeGetForUpdate(ctx context.Context, db DBTX, edgeID int64) (CksEdge, error) {}
+func (q *Queries) EdgeReadManyForUpdate(ctx context.Context, db DBTX, ids []int64) ([]CksEdge, error) {}
+func (q *Queries) EdgeReadForUpdate(ctx context.Context, db DBTX, edgeID int64) ([]CksEdge, error) {}
 func (q *Queries) EdgeInsert(ctx context.Context, db DBTX, arg []EdgeInsertParams) *EdgeInsertBatchResults {}
 `
 		q = strings.Replace(q, ":BATCH", ":batchone", 1)
@@ -186,6 +199,10 @@ func TestAdaptRules(t *testing.T) {
 			`return batchIDs(len(args), "edge insert many", e.d.q.EdgeInsert(ctx, e.db, args).QueryRow)`,
 			// Lists go as arrays, never NULL.
 			"x, err := e.d.q.EdgeOfMany(ctx, e.db, nonNil(ids))",
+			// A lock's one-id form reads one id, its list form more.
+			"case len(p.IDs) == 1 && p.Lock == driver.LockUpdate:\n\t\tx, err = e.d.q.EdgeReadForUpdate(ctx, e.db, p.IDs[0])",
+			"case p.Lock == driver.LockUpdate:\n\t\tx, err = e.d.q.EdgeReadManyForUpdate(ctx, e.db, nonNil(p.IDs))",
+			"case len(p.IDs) == 1 && p.Lock == driver.LockNone:\n\t\tx, err = e.d.q.EdgeRead(ctx, e.db, p.IDs[0])",
 		}, []string{"ForShare"}},
 		{schema.SQLite, []string{
 			// One writer: no lock query, every lock reads the same.
@@ -197,7 +214,10 @@ func TestAdaptRules(t *testing.T) {
 			// One id reads by the one-id form; more as a JSON list.
 			"case len(ids) == 1:\n\t\tx, err = e.d.q.EdgeOf(ctx, e.read, ids[0])",
 			"x, err = e.d.q.EdgeOfMany(ctx, e.read, jsonList(ids))",
-		}, []string{"ForUpdate", "batchIDs"}},
+			// One writer: a read by ids with a lock has its one-id form, and
+			// no lock is refused.
+			"case len(p.IDs) == 1:\n\t\tx, err = e.d.q.EdgeRead(ctx, e.read, p.IDs[0])",
+		}, []string{"ForUpdate", "batchIDs", "edge read many: unsupported lock"}},
 	} {
 		t.Run(string(c.dialect), func(t *testing.T) {
 			src, err := adapt(fixture(t, c.dialect))

@@ -72,16 +72,16 @@ RETURNING *;
 -- of one task (every single-task operation, an executor's lease check)
 -- would pay the planner each time.
 
--- name: TaskGet :one
+-- name: TaskGet :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id;
 
--- name: TaskGetForUpdate :one
+-- name: TaskGetForUpdate :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE;
 
--- name: TaskGetForUpdateSkip :one
+-- name: TaskGetForUpdateSkip :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE SKIP LOCKED;
 
--- name: TaskGetForShare :one
+-- name: TaskGetForShare :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR SHARE;
 
 -- name: TaskGetMany :many

@@ -1742,7 +1742,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 	return items, nil
 }
 
-const taskGet = `-- name: TaskGet :one
+const taskGet = `-- name: TaskGet :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1
 `
@@ -1752,172 +1752,224 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 // custom plan for one, so the plan cache never settles on it, and a read
 // of one task (every single-task operation, an executor's lease check)
 // would pay the planner each time.
-func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, taskGet, taskID)
-	var i CksOutboxTask
-	err := row.Scan(
-		&i.TaskID,
-		&i.Type,
-		&i.Title,
-		&i.Description,
-		&i.AcceptanceCriteria,
-		&i.Payload,
-		&i.State,
-		&i.Priority,
-		&i.Attempts,
-		&i.MaxAttempts,
-		&i.Restarts,
-		&i.Revision,
-		&i.ParentID,
-		&i.DedupeKey,
-		&i.CreatedBy,
-		&i.ClaimedBy,
-		&i.ClaimedAt,
-		&i.LeaseTokenHash,
-		&i.LeaseExpiresAt,
-		&i.LeaseRenewedAt,
-		&i.LeaseMs,
-		&i.RunAfter,
-		&i.Result,
-		&i.LastError,
-		&i.Question,
-		&i.Answer,
-		&i.ReviewNote,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StateChangedAt,
-		&i.Metadata,
-	)
-	return i, err
+func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskGet, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const taskGetForShare = `-- name: TaskGetForShare :one
+const taskGetForShare = `-- name: TaskGetForShare :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
-func (q *Queries) TaskGetForShare(ctx context.Context, db DBTX, taskID int64) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, taskGetForShare, taskID)
-	var i CksOutboxTask
-	err := row.Scan(
-		&i.TaskID,
-		&i.Type,
-		&i.Title,
-		&i.Description,
-		&i.AcceptanceCriteria,
-		&i.Payload,
-		&i.State,
-		&i.Priority,
-		&i.Attempts,
-		&i.MaxAttempts,
-		&i.Restarts,
-		&i.Revision,
-		&i.ParentID,
-		&i.DedupeKey,
-		&i.CreatedBy,
-		&i.ClaimedBy,
-		&i.ClaimedAt,
-		&i.LeaseTokenHash,
-		&i.LeaseExpiresAt,
-		&i.LeaseRenewedAt,
-		&i.LeaseMs,
-		&i.RunAfter,
-		&i.Result,
-		&i.LastError,
-		&i.Question,
-		&i.Answer,
-		&i.ReviewNote,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StateChangedAt,
-		&i.Metadata,
-	)
-	return i, err
+func (q *Queries) TaskGetForShare(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskGetForShare, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const taskGetForUpdate = `-- name: TaskGetForUpdate :one
+const taskGetForUpdate = `-- name: TaskGetForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
-func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, taskID int64) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, taskGetForUpdate, taskID)
-	var i CksOutboxTask
-	err := row.Scan(
-		&i.TaskID,
-		&i.Type,
-		&i.Title,
-		&i.Description,
-		&i.AcceptanceCriteria,
-		&i.Payload,
-		&i.State,
-		&i.Priority,
-		&i.Attempts,
-		&i.MaxAttempts,
-		&i.Restarts,
-		&i.Revision,
-		&i.ParentID,
-		&i.DedupeKey,
-		&i.CreatedBy,
-		&i.ClaimedBy,
-		&i.ClaimedAt,
-		&i.LeaseTokenHash,
-		&i.LeaseExpiresAt,
-		&i.LeaseRenewedAt,
-		&i.LeaseMs,
-		&i.RunAfter,
-		&i.Result,
-		&i.LastError,
-		&i.Question,
-		&i.Answer,
-		&i.ReviewNote,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StateChangedAt,
-		&i.Metadata,
-	)
-	return i, err
+func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskGetForUpdate, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const taskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :one
+const taskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
-func (q *Queries) TaskGetForUpdateSkip(ctx context.Context, db DBTX, taskID int64) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, taskGetForUpdateSkip, taskID)
-	var i CksOutboxTask
-	err := row.Scan(
-		&i.TaskID,
-		&i.Type,
-		&i.Title,
-		&i.Description,
-		&i.AcceptanceCriteria,
-		&i.Payload,
-		&i.State,
-		&i.Priority,
-		&i.Attempts,
-		&i.MaxAttempts,
-		&i.Restarts,
-		&i.Revision,
-		&i.ParentID,
-		&i.DedupeKey,
-		&i.CreatedBy,
-		&i.ClaimedBy,
-		&i.ClaimedAt,
-		&i.LeaseTokenHash,
-		&i.LeaseExpiresAt,
-		&i.LeaseRenewedAt,
-		&i.LeaseMs,
-		&i.RunAfter,
-		&i.Result,
-		&i.LastError,
-		&i.Question,
-		&i.Answer,
-		&i.ReviewNote,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StateChangedAt,
-		&i.Metadata,
-	)
-	return i, err
+func (q *Queries) TaskGetForUpdateSkip(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskGetForUpdateSkip, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const taskGetMany = `-- name: TaskGetMany :many
