@@ -215,8 +215,18 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		{"stopped count", "TaskCount", map[string]any{"states": []string{"STOPPED"}, "types": []string{},
 			"state_changed_before": now.Add(-time.Hour)},
 			[]string{"idx_outbox_tasks_stopped"}, []string{"Seq Scan"}},
-		// The dependency_release sweeper's listing of WAITING tasks.
+		// The dependency_release sweeper's listing of WAITING tasks: from
+		// the index of the states off the hot path (the WAITING tasks
+		// alone, sorted), or, when they are not rare, the primary key.
 		{"waiting tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"WAITING"}, "types": []string{},
+			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
+		{"failed count", "TaskCount", map[string]any{"states": []string{"FAILED"}, "types": []string{},
+			"state_changed_before": nil}, []string{"idx_outbox_tasks_offpath"}, []string{"Seq Scan"}},
+		// A listing of a state on the hot path: its own partial index, or
+		// (COMPLETED, most of the table) the primary key; no scan.
+		{"open tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"OPEN"}, "types": []string{},
+			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
+		{"running tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"RUNNING"}, "types": []string{},
 			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
 	}
 	// The queries checked only once the table has statistics (see the

@@ -183,8 +183,9 @@ var scratch = drivertest.Scratch{
 	Brackets:        "{}",
 	VersionsTrigger: "cks_object_versions_no_change",
 	Retired: []string{"constraint|cks_task_events|cks_task_events_task_id_fkey|",
-		"index|idx_outbox_tasks_lease|", "index|idx_outbox_tasks_state_changed|"},
-	Added: []string{"index|idx_outbox_tasks_leased|", "index|idx_outbox_tasks_stopped|"},
+		"index|idx_outbox_tasks_lease|", "index|idx_outbox_tasks_state_changed|", "index|idx_outbox_tasks_claim|"},
+	Added: []string{"index|idx_outbox_tasks_leased|", "index|idx_outbox_tasks_stopped|",
+		"index|idx_outbox_tasks_claim_type|", "index|idx_outbox_tasks_offpath|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.

@@ -297,7 +297,7 @@ var (
 	dialectIndex = map[string]bool{
 		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
-		"idx_outbox_tasks_claim": true, "idx_outbox_tasks_claim_type": true,
+		"idx_outbox_tasks_offpath": true,
 	}
 )
 

@@ -188,7 +188,11 @@ CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_stopped ON cks_outbox_tasks(state_changed_at)
 	WHERE state = 'STOPPED';
 
-CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id);
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
+	WHERE state = 'OPEN';
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_offpath ON cks_outbox_tasks(state, task_id)
+	WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING', 'COMPLETED');
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';

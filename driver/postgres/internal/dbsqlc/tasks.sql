@@ -226,8 +226,8 @@ WHERE t.task_id = @task_id::bigint;
 
 -- The claim queries come in three forms so that each has the plan it
 -- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
--- (idx_outbox_tasks_claim comes out in claim order; with = ANY the planner
--- sorts every candidate of the type), several types.
+-- (idx_outbox_tasks_claim_type comes out in claim order; with = ANY the
+-- planner sorts every candidate of the type), several types.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks

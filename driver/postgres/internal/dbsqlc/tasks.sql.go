@@ -982,8 +982,8 @@ type TaskClaimableParams struct {
 
 // The claim queries come in three forms so that each has the plan it
 // needs: any type (idx_outbox_tasks_claim_open), one type as an equality
-// (idx_outbox_tasks_claim comes out in claim order; with = ANY the planner
-// sorts every candidate of the type), several types.
+// (idx_outbox_tasks_claim_type comes out in claim order; with = ANY the
+// planner sorts every candidate of the type), several types.
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskClaimable,
 		arg.State,
