@@ -28,3 +28,21 @@ func ExecInTx(ctx context.Context, ex driver.Executor, q string) error {
 	_, err := ex.(*executor).tx.ExecContext(ctx, q)
 	return err
 }
+
+// Checkpoint is what a checkpoint of d's checkpointer reported.
+type Checkpoint = checkpoint
+
+// Checkpoints reports how many checkpoints d's checkpointer ran and the
+// latest one's outcome.
+func Checkpoints(d *Driver) (int, Checkpoint) {
+	d.ckpt.mu.Lock()
+	defer d.ckpt.mu.Unlock()
+	return d.ckpt.runs, d.ckpt.last
+}
+
+// WriterPragma reads PRAGMA name on d's writer connection.
+func WriterPragma(ctx context.Context, d *Driver, name string) (int, error) {
+	var v int
+	err := d.writer.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, err
+}

@@ -255,6 +255,9 @@ func (d *Driver) group(batch []*member) ([]*member, []outcome) {
 		return batch, out
 	}
 	d.groups.commits.Add(1)
+	if d.ckpt != nil {
+		d.ckpt.poke()
+	}
 	if notified {
 		d.local.wake()
 	}

@@ -54,6 +54,8 @@ type Driver struct {
 	reader *sql.DB // a pool of query_only connections
 	q      *dbsqlc.Queries
 	cache  stmtCache
+	// ckpt checkpoints the WAL after commits (nil when read-only).
+	ckpt *checkpointer
 	// groups queues the writes for the writer (group commit, see write).
 	groups groups
 	// pollInterval is the Listener's poll period of cks_changes.
@@ -100,6 +102,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 		// a sub-journal: in memory, not in a temporary file written page
 		// by page (12 % of the CPU of bench ledger at 16 workers).
 		"temp_store(MEMORY)",
+		// The checkpointer checkpoints, not the commits (checkpoint.go).
+		"wal_autocheckpoint(0)",
 	}, "_txlock": {"immediate"}})) // BeginTx issues BEGIN IMMEDIATE
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -137,6 +141,13 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 	}
 	reader.SetMaxOpenConns(readerConns)
 	d.reader = reader
+	if !d.readOnly {
+		if d.ckpt, err = startCheckpointer(path, d.clock); err != nil {
+			reader.Close()
+			writer.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+	}
 	return d, nil
 }
 
@@ -235,9 +246,13 @@ func (d *Driver) Path() string { return d.path }
 // reader pool, each write in its own write transaction.
 func (d *Driver) Executor() driver.Executor { return &executor{d: d, read: d.reader} }
 
-// Close closes both connection pools.
+// Close stops the checkpointer and closes the connection pools.
 func (d *Driver) Close() error {
-	return errors.Join(d.cache.close(), d.reader.Close(), d.writer.Close())
+	var errs []error
+	if d.ckpt != nil {
+		errs = append(errs, d.ckpt.close())
+	}
+	return errors.Join(append(errs, d.cache.close(), d.reader.Close(), d.writer.Close())...)
 }
 
 // localChanges wakes the listeners of one Driver after a commit that
