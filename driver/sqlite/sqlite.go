@@ -142,7 +142,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 	reader.SetMaxOpenConns(readerConns)
 	d.reader = reader
 	if !d.readOnly {
-		if d.ckpt, err = startCheckpointer(path, d.clock); err != nil {
+		if d.ckpt, err = startCheckpointer(path); err != nil {
 			reader.Close()
 			writer.Close()
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
