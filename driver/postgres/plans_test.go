@@ -196,6 +196,10 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		{"one event", "TaskEventInsert", map[string]any{"task_id": claimed[0], "at": now, "actor": "w",
 			"from_state": "OPEN", "to_state": "CLAIMED", "attempt": int32(1), "reason": "claimed"},
 			[]string{"Insert on cks_task_events"}, []string{"cks_outbox_tasks"}},
+		// A task's events: from the events' primary key (task_id,
+		// event_id), in order or sorted (a task has few).
+		{"a task's events", "TaskEventList", map[string]any{"task_id": claimed[0]},
+			[]string{"cks_task_events_pkey"}, []string{"Seq Scan"}},
 		// Dependant release: the edges by the dependency index, the
 		// dependants by primary key, never every WAITING task.
 		{"dependants", "TaskDependantsForUpdate", map[string]any{"depends_ons": deps, "state": "WAITING"},

@@ -11,8 +11,10 @@ import (
 type ApplyParams struct {
 	Dialect Dialect
 	// Files holds the driver's upgrade/ directory: the catalog reads
-	// upgrade/columns.sql (table, column) and upgrade/names.sql ("index" or
-	// "trigger", name), and what ReadUpgrade reads.
+	// upgrade/columns.sql (table, column), upgrade/names.sql ("index" or
+	// "trigger", name), upgrade/references.sql (table.column, constraint)
+	// and upgrade/keys.sql (table, its key's columns joined by commas), and
+	// what ReadUpgrade reads.
 	Files fs.FS
 	// Query runs a catalog read whose rows are pairs of text, calling row
 	// for each.
@@ -30,7 +32,7 @@ type ApplyParams struct {
 // backfills and retirements) and runs it, in the caller's transaction.
 func Apply(ctx context.Context, p ApplyParams) error {
 	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
-		References: map[string]string{}}
+		References: map[string]string{}, PrimaryKeys: map[string]string{}}
 	err := catalog(ctx, p, "columns.sql", func(table, column string) {
 		if have.Columns[table] == nil {
 			have.Columns[table] = map[string]bool{}
@@ -51,6 +53,10 @@ func Apply(ctx context.Context, p ApplyParams) error {
 		return err
 	}
 	err = catalog(ctx, p, "references.sql", func(column, name string) { have.References[column] = name })
+	if err != nil {
+		return err
+	}
+	err = catalog(ctx, p, "keys.sql", func(table, columns string) { have.PrimaryKeys[table] = columns })
 	if err != nil {
 		return err
 	}

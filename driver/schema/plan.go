@@ -21,6 +21,9 @@ type Existing struct {
 	// foreign key to its constraint's name (Postgres; SQLite's have none,
 	// and the value is the referenced table).
 	References map[string]string
+	// PrimaryKeys maps each existing table with a primary key to its
+	// columns, in key order, joined by commas.
+	PrimaryKeys map[string]string
 }
 
 // Backfill maps "table.column" to the statements that fill that column in
@@ -46,7 +49,9 @@ type Upgrade struct {
 // column it still has, its Retire statements, DROP INDEX of the indexes on
 // it and DROP COLUMN; DROP INDEX of every retired index it has; the drop of
 // every retired foreign key it has (Postgres: DROP CONSTRAINT; SQLite: the
-// table rebuilt, see rebuildSQL); the backfills of the added columns; then
+// table rebuilt, see rebuildSQL); the new primary key of a table whose key is
+// its retired one (Postgres: the old constraint dropped, the new one added;
+// SQLite: the table rebuilt); the backfills of the added columns; then
 // every missing index and trigger. An append-only table whose columns
 // change loses its triggers first and gets them again at the end. A
 // database of the current shape needs none. The statements are meant to
@@ -119,6 +124,15 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 			}
 		}
 		rebuild := false
+		if retired := strings.Join(t.RetiredPrimaryKey, ","); retired != "" && t.primaryKeyIn(d) &&
+			have.PrimaryKeys[t.Name] == retired {
+			if d == Postgres {
+				out = append(out, "ALTER TABLE "+t.Name+" DROP CONSTRAINT "+t.Name+"_pkey",
+					"ALTER TABLE "+t.Name+" ADD PRIMARY KEY ("+strings.Join(t.PrimaryKey, ", ")+")")
+			} else {
+				rebuild = true
+			}
+		}
 		for _, c := range t.RetiredReferences {
 			name, ok := have.References[t.Name+"."+c]
 			switch {

@@ -36,7 +36,7 @@ func CreateSQL(t Table, d Dialect) string {
 	for _, c := range t.Columns {
 		parts = append(parts, c.Name+" "+ColumnSQL(c, d))
 	}
-	if len(t.PrimaryKey) > 0 {
+	if len(t.PrimaryKey) > 0 && t.primaryKeyIn(d) {
 		parts = append(parts, "PRIMARY KEY ("+strings.Join(t.PrimaryKey, ", ")+")")
 	}
 	return "CREATE TABLE IF NOT EXISTS " + t.Name + " (\n    " + strings.Join(parts, ",\n    ") + "\n)"
@@ -134,7 +134,7 @@ func frozenColumns(t Table) []string {
 	}
 	var out []string
 	for _, c := range t.Columns {
-		if c.Type != ID && !c.PrimaryKey && !slices.Contains(t.AppendOnly.Mutable, c.Name) {
+		if c.Type != ID && c.Type != Identity && !c.PrimaryKey && !slices.Contains(t.AppendOnly.Mutable, c.Name) {
 			out = append(out, c.Name)
 		}
 	}

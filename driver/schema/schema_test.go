@@ -9,7 +9,7 @@ import (
 // current returns the Existing of a database of the current shape in d.
 func current(d Dialect) Existing {
 	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
-		References: map[string]string{}}
+		References: map[string]string{}, PrimaryKeys: map[string]string{}}
 	for _, t := range TablesOf(d) {
 		have.Columns[t.Name] = map[string]bool{}
 		for _, c := range t.Columns {
@@ -26,8 +26,36 @@ func current(d Dialect) Existing {
 		for _, tr := range Triggers(t, d) {
 			have.Triggers[tr.Name] = true
 		}
+		if len(t.PrimaryKey) > 0 && t.primaryKeyIn(d) {
+			have.PrimaryKeys[t.Name] = strings.Join(t.PrimaryKey, ",")
+		}
 	}
 	return have
+}
+
+// TestUpgradeReplacesTheEventsKey: a Postgres database whose events are
+// keyed by event_id alone, with the task's index beside it, gets the key
+// (task_id, event_id) in their place; SQLite, whose rowid is the event id,
+// keeps both.
+func TestUpgradeReplacesTheEventsKey(t *testing.T) {
+	for _, d := range Dialects {
+		have := current(d)
+		have.PrimaryKeys["cks_task_events"] = "event_id"
+		have.Indexes["idx_task_events_task"] = true
+		var want []string
+		if d == Postgres {
+			want = []string{"DROP INDEX idx_task_events_task",
+				"ALTER TABLE cks_task_events DROP CONSTRAINT cks_task_events_pkey",
+				"ALTER TABLE cks_task_events ADD PRIMARY KEY (task_id, event_id)"}
+		}
+		if got := Plan(d, have, Upgrade{}); !slices.Equal(got, want) {
+			t.Errorf("%s: Plan =\n%q\nwant\n%q", d, got, want)
+		}
+	}
+	if sql := CreateSQL(taskEvents(), SQLite); strings.Contains(sql, "PRIMARY KEY (") ||
+		!strings.Contains(sql, "event_id INTEGER PRIMARY KEY AUTOINCREMENT") {
+		t.Errorf("SQLite's events are not keyed by their rowid: %s", sql)
+	}
 }
 
 func TestPlanOfCurrentDatabaseIsEmpty(t *testing.T) {
@@ -294,7 +322,10 @@ var (
 	// Postgres, whose planner matches a state list against an index's WHERE,
 	// partial ones on state; on SQLite, whose queries take states as JSON,
 	// one on the lease expiry alone and the claim index of a type partial.
+	// SQLite's events keep the task's index beside the rowid; Postgres's
+	// primary key is that index.
 	dialectIndex = map[string]bool{
+		"idx_task_events_task":     true,
 		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
 		"idx_outbox_tasks_offpath": true,
