@@ -1,6 +1,7 @@
 -- The task ledger (ADR 0020): tasks, dependencies, events, evidence,
 -- decisions and aborts. Every state a query filters by is a parameter the
--- ledger passes (no rule lives here). Bulk writes take one array per
+-- ledger passes (no rule lives here; the claims also name the state their
+-- partial indexes hold, see below). Bulk writes take one array per
 -- column and address rows by primary key; a zero time or id in those
 -- arrays stands for NULL (NULLIF), since an array element of a Go slice
 -- cannot be nil.
@@ -228,10 +229,18 @@ WHERE t.task_id = @task_id::bigint;
 -- needs: any type (idx_outbox_tasks_claim_open), one type as an equality
 -- (idx_outbox_tasks_claim_type comes out in claim order; with = ANY the
 -- planner sorts every candidate of the type), several types.
+--
+-- Both claim indexes are partial, WHERE state = 'OPEN' (driver/schema
+-- renders it from ledger.Open), and the claims also name that literal
+-- beside the ledger's @state: a plan made for any @state (the plan cache's
+-- generic plan) can use a partial index only when the query implies its
+-- WHERE. Without it every claim statement was planned anew, its plan
+-- costing a third of the statement (TestClaimIsPlannedOnce). A ledger that
+-- passed another state would claim nothing.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state <> ALL(@excluded::text[])
+WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[])
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
 LIMIT @max
@@ -239,7 +248,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: TaskClaimableOfType :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state <> ALL(@excluded::text[]) AND type = @type
+WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[]) AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
 LIMIT @max
@@ -247,7 +256,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: TaskClaimableOfTypes :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state <> ALL(@excluded::text[]) AND type = ANY(@types::text[])
+WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[]) AND type = ANY(@types::text[])
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
 LIMIT @max
@@ -266,7 +275,7 @@ FOR UPDATE SKIP LOCKED;
 -- name: TaskClaim :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state <> ALL(@excluded::text[])
+    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[])
         AND (o.run_after IS NULL OR o.run_after <= @now)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @max
@@ -300,7 +309,7 @@ ORDER BY c.priority DESC, c.created_at, c.task_id;
 -- name: TaskClaimOfType :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state <> ALL(@excluded::text[]) AND o.type = @type
+    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[]) AND o.type = @type
         AND (o.run_after IS NULL OR o.run_after <= @now)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @max
@@ -334,7 +343,7 @@ ORDER BY c.priority DESC, c.created_at, c.task_id;
 -- name: TaskClaimOfTypes :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state <> ALL(@excluded::text[]) AND o.type = ANY(@types::text[])
+    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[]) AND o.type = ANY(@types::text[])
         AND (o.run_after IS NULL OR o.run_after <= @now)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @max

@@ -488,7 +488,7 @@ const taskClaim = `-- name: TaskClaim :many
 
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state <> ALL($2::text[])
+    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
         AND (o.run_after IS NULL OR o.run_after <= $3)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $4
@@ -652,7 +652,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 const taskClaimOfType = `-- name: TaskClaimOfType :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state <> ALL($2::text[]) AND o.type = $3
+    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = $3
         AND (o.run_after IS NULL OR o.run_after <= $4)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -809,7 +809,7 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 const taskClaimOfTypes = `-- name: TaskClaimOfTypes :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state <> ALL($2::text[]) AND o.type = ANY($3::text[])
+    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = ANY($3::text[])
         AND (o.run_after IS NULL OR o.run_after <= $4)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -966,7 +966,7 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 const taskClaimable = `-- name: TaskClaimable :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = $1 AND state <> ALL($2::text[])
+WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND (run_after IS NULL OR run_after <= $3)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $4
@@ -984,6 +984,14 @@ type TaskClaimableParams struct {
 // needs: any type (idx_outbox_tasks_claim_open), one type as an equality
 // (idx_outbox_tasks_claim_type comes out in claim order; with = ANY the
 // planner sorts every candidate of the type), several types.
+//
+// Both claim indexes are partial, WHERE state = 'OPEN' (driver/schema
+// renders it from ledger.Open), and the claims also name that literal
+// beside the ledger's @state: a plan made for any @state (the plan cache's
+// generic plan) can use a partial index only when the query implies its
+// WHERE. Without it every claim statement was planned anew, its plan
+// costing a third of the statement (TestClaimIsPlannedOnce). A ledger that
+// passed another state would claim nothing.
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskClaimable,
 		arg.State,
@@ -1043,7 +1051,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = $1 AND state <> ALL($2::text[]) AND type = $3
+WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
@@ -1118,7 +1126,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 
 const taskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = $1 AND state <> ALL($2::text[]) AND type = ANY($3::text[])
+WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
@@ -2401,7 +2409,8 @@ type TaskInsertManyParams struct {
 
 // The task ledger (ADR 0020): tasks, dependencies, events, evidence,
 // decisions and aborts. Every state a query filters by is a parameter the
-// ledger passes (no rule lives here). Bulk writes take one array per
+// ledger passes (no rule lives here; the claims also name the state their
+// partial indexes hold, see below). Bulk writes take one array per
 // column and address rows by primary key; a zero time or id in those
 // arrays stands for NULL (NULLIF), since an array element of a Go slice
 // cannot be nil.
