@@ -213,8 +213,8 @@ type Table struct {
 	// current one (Postgres: the old constraint, <table>_pkey as the DDL
 	// named it, dropped and PrimaryKey added).
 	RetiredPrimaryKey []string
-	Indexes    []Index
-	AppendOnly *AppendOnly
+	Indexes           []Index
+	AppendOnly        *AppendOnly
 	// Only restricts the table to one dialect ("" means both).
 	Only Dialect
 	// Retired are columns older shapes of the table had and the current
