@@ -17,11 +17,7 @@ import (
 // is planned anew at every execution.
 func TestOneTaskReadIsPlannedOnce(t *testing.T) {
 	// One connection, so that the statements and their counts are its own.
-	d, err := postgres.Open(testCtx(t), backendtest.WithParam(backendtest.PostgresURL(t), "pool_max_conns", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := open(t, backendtest.WithParam(backendtest.PostgresURL(t), "pool_max_conns", "1"))
 	ctx, ex := testCtx(t), d.Executor()
 	rows, err := ex.TaskInsertMany(ctx, []driver.TaskRow{drivertest.SeedTask(), drivertest.SeedTask()})
 	if err != nil {
@@ -55,11 +51,7 @@ func TestOneTaskReadIsPlannedOnce(t *testing.T) {
 // statement's server time when every claim was planned anew.
 func TestClaimIsPlannedOnce(t *testing.T) {
 	url := backendtest.PostgresURL(t)
-	d, err := postgres.Open(testCtx(t), backendtest.WithParam(url, "pool_max_conns", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := open(t, backendtest.WithParam(url, "pool_max_conns", "1"))
 	ctx, ex := testCtx(t), d.Executor()
 	const claims = 12
 	// A table where the claim's plan matters: 20,000 finished tasks and

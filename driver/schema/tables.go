@@ -166,9 +166,9 @@ func outboxTasks() Table {
 				Where: "state = " + literal(string(ledger.Stopped)), Only: Postgres},
 			// Claims of one type (and of several): the OPEN tasks of a type
 			// in claim order. Only the OPEN tasks, so that no move but a
-			// claim touches it: the claim's state = @state with 'OPEN' bound
-			// implies its WHERE (Postgres plans a claim with the value;
-			// SQLite re-prepares with the bound value).
+			// claim touches it. The claims imply its WHERE: on Postgres they
+			// name 'OPEN' beside @state (so that their generic plan can use
+			// it); SQLite re-prepares them with the bound @state.
 			{Name: "idx_outbox_tasks_claim_type", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(ledger.Open))},
 			// Postgres's listings and counts by state, in id order, for the
