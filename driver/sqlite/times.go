@@ -12,8 +12,37 @@ import (
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
 // fmtTime renders t in the fixed-width UTC format, at microsecond precision
-// (store.Time) like the Postgres driver.
-func fmtTime(t time.Time) string { return store.Time(t).Format(timeFormat) }
+// (store.Time) like the Postgres driver. It writes the digits itself: every
+// time column of every write is formatted on the one writer, where
+// time.Format's layout interpreter was 7 % of the writer's time under load
+// (bench ledger); a year that does not fit in four digits goes through
+// time.Format, as before.
+func fmtTime(t time.Time) string {
+	t = store.Time(t)
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeFormat)
+	}
+	hour, minute, sec := t.Clock()
+	var b [len(timeFormat)]byte
+	copy(b[:], timeFormat)
+	putDigits(b[0:4], year)
+	putDigits(b[5:7], int(month))
+	putDigits(b[8:10], day)
+	putDigits(b[11:13], hour)
+	putDigits(b[14:16], minute)
+	putDigits(b[17:19], sec)
+	putDigits(b[20:29], t.Nanosecond())
+	return string(b[:])
+}
+
+// putDigits writes v into b in decimal, zero-padded to len(b).
+func putDigits(b []byte, v int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+}
 
 // fmtNullTime is fmtTime of a nullable column: the zero time is NULL.
 func fmtNullTime(t time.Time) *string {
@@ -26,6 +55,9 @@ func fmtNullTime(t time.Time) *string {
 
 // parseTime reads a timestamp written by fmtTime.
 func parseTime(s string) (time.Time, error) {
+	if t, ok := parseFixed(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(timeFormat, s)
 	if err != nil {
 		// Tolerate rows written by other tools in plain RFC 3339.
@@ -43,4 +75,40 @@ func parseNullTime(s *string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return parseTime(*s)
+}
+
+// parseFixed reads s in timeFormat by hand, as time.Parse(timeFormat, s)
+// would (every time column of every row read is parsed). It reports false
+// for anything else, a day past its month's end included, and parseTime
+// then takes time.Parse's path and its error.
+func parseFixed(s string) (time.Time, bool) {
+	if len(s) != len(timeFormat) {
+		return time.Time{}, false
+	}
+	for i := range len(timeFormat) {
+		if c := timeFormat[i]; c < '0' || c > '9' {
+			if s[i] != c {
+				return time.Time{}, false
+			}
+		} else if s[i] < '0' || s[i] > '9' {
+			return time.Time{}, false
+		}
+	}
+	num := func(from, to int) int {
+		v := 0
+		for _, c := range []byte(s[from:to]) {
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, num(20, 29), time.UTC)
+	if t.Day() != day { // past the month's end: time.Date moved it on
+		return time.Time{}, false
+	}
+	return t, true
 }
