@@ -79,13 +79,24 @@ type wtx struct {
 	cache  *stmtCache
 	ctx    context.Context
 	missed []string
+	// bound are the cached statements bound to this transaction, so that
+	// the many executions of one statement in a group bind it once.
+	bound map[*sql.Stmt]*sql.Stmt
 	// notified is set by Notify: the commit wakes this Driver's listeners.
 	notified bool
 }
 
 func (w *wtx) stmt(q string) *sql.Stmt {
 	if st := w.cache.get(q); st != nil {
-		return w.Tx.StmtContext(w.ctx, st)
+		if b, ok := w.bound[st]; ok {
+			return b
+		}
+		if w.bound == nil {
+			w.bound = map[*sql.Stmt]*sql.Stmt{}
+		}
+		b := w.Tx.StmtContext(w.ctx, st)
+		w.bound[st] = b
+		return b
 	}
 	w.missed = append(w.missed, q)
 	return nil
