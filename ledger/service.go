@@ -267,20 +267,22 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		if err := Check(from, m.to); err != nil {
 			return nil, fmt.Errorf("task %d: %w", m.row.ID, err)
 		}
-		r := m.row
+		// The move is made in place in rows: a copy handed to m.set would
+		// escape to the heap, one allocation of the whole row per move.
+		rows[i] = m.row
+		r := &rows[i]
 		if m.set != nil {
-			m.set(&r)
+			m.set(r)
 		}
 		r.State, r.UpdatedAt, r.StateChangedAt = string(m.to), now, now
 		attempt := r.Attempts
 		if m.attempt > 0 {
 			attempt = m.attempt
 		}
-		rows[i] = r
 		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
 			Attempt: attempt, Reason: m.reason}
 		ready = ready || m.to == Open
-		narrow = narrow && driver.OnlyMoved(m.row, r)
+		narrow = narrow && driver.OnlyMoved(m.row, *r)
 	}
 	var (
 		n   int
