@@ -32,6 +32,12 @@ type LedgerConfig struct {
 	// Workers × Batch tasks are in flight and the completer can group as
 	// many. Without it a worker completes its batch one task after another.
 	Concurrent bool
+	// Priorities is how many priority levels the tasks cycle through: task
+	// i gets priority i % Priorities (default 1: every task the same, as
+	// River's benchmark inserts its jobs). With more, the claims, which take
+	// the highest priority first, skip through the table in strides of
+	// Priorities, so each commit writes more pages for the same tasks.
+	Priorities int
 	// Type is the task type used (default "bench").
 	Type string
 	// Progress, when set, is called about every half second and at the end of
@@ -74,6 +80,9 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	if cfg.EnqueueBatch <= 0 {
 		cfg.EnqueueBatch = DefaultEnqueueBatch
 	}
+	if cfg.Priorities <= 0 {
+		cfg.Priorities = 1
+	}
 	progress := cfg.Progress
 	if progress == nil {
 		progress = func(string, int, int) {}
@@ -84,7 +93,7 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	stopTicker := ticker(func() { progress("enqueue", int(enqueued.Load()), cfg.Tasks) })
 	start := time.Now()
 	err := Enqueue(ctx, st, cfg.Tasks, cfg.EnqueueBatch, func(i int) store.NewTask {
-		return store.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % 10}
+		return store.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % cfg.Priorities}
 	}, func(n int) { enqueued.Add(int64(n)) })
 	stopTicker()
 	if err != nil {

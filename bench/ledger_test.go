@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -27,6 +28,29 @@ func TestLedger(t *testing.T) {
 					t.Fatalf("result %+v", r)
 				}
 			})
+		}
+	})
+}
+
+// TestLedgerPriorities: with Priorities, task i is enqueued at priority
+// i % Priorities (the side-by-side run gives River's jobs the same order).
+func TestLedgerPriorities(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		if _, err := bench.Ledger(context.Background(), st, bench.LedgerConfig{Tasks: 30, Workers: 2, Batch: 5,
+			Priorities: 3}); err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.ListTasks(context.Background(), store.TaskFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[int]int{}
+		for _, task := range page.Tasks {
+			count[task.Priority]++
+		}
+		if len(page.Tasks) != 30 || count[0] != 10 || count[1] != 10 || count[2] != 10 {
+			t.Fatalf("%d tasks, by priority %v; want 10 each of 0, 1, 2", len(page.Tasks), count)
 		}
 	})
 }

@@ -22,8 +22,9 @@ const cksType = "peers"
 // (four writers), then workers claim batches of batch and complete the
 // batch's tasks concurrently, as River runs each job of a fetch on a
 // goroutine of its own.
-func cksThroughput(ctx context.Context, st store.Store, jobs, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
-	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Workers: workers, Batch: batch, Concurrent: true, Type: cksType, Progress: progress})
+func cksThroughput(ctx context.Context, st store.Store, jobs, priorities, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Priorities: priorities, Workers: workers, Batch: batch,
+		Concurrent: true, Type: cksType, Progress: progress})
 	if err != nil {
 		return 0, 0, fmt.Errorf("peers: cks: %w", err)
 	}
@@ -43,8 +44,8 @@ type agentSettings struct {
 // no-op resolver, Complete, all fenced by the lease token). Each loop has an
 // executor of its own, as each `cks agent` process has (an executor watches
 // for aborts for as long as its loop runs); they share one store handle.
-func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
-	enqueue, err = enqueueCks(ctx, st, jobs, progress)
+func agentThroughput(ctx context.Context, st store.Store, jobs, priorities, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+	enqueue, err = enqueueCks(ctx, st, jobs, priorities, progress)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -103,13 +104,14 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, workers int, a a
 
 // enqueueCks enqueues jobs tasks as bench.Ledger does: four writers, each
 // storing EnqueueMany batches of bench.DefaultEnqueueBatch tasks (River's
-// side inserts with InsertManyFast in batches of the same size).
-func enqueueCks(ctx context.Context, st store.Store, jobs int, progress func(string, int, int)) (time.Duration, error) {
+// side inserts with InsertManyFast in batches of the same size), task i at
+// priority i % priorities (cks claims the highest first).
+func enqueueCks(ctx context.Context, st store.Store, jobs, priorities int, progress func(string, int, int)) (time.Duration, error) {
 	var n atomic.Int64
 	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
 	start := time.Now()
 	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) store.NewTask {
-		return store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % 10}
+		return store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % priorities}
 	}, func(k int) { n.Add(int64(k)) })
 	stop()
 	if err != nil {

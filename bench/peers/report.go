@@ -149,7 +149,7 @@ func describe(rep Report) string {
 		b.WriteString(": **the machine was shared with other work during the run, so read these figures as rough** (re-run on a quiet machine)")
 	}
 	fmt.Fprintf(&b, ".\n\n%s, each running every system once in the order of the tables (A B A B …) on the same database, "+
-		"each run in a fresh schema (SQLite: a fresh file): %s jobs enqueued, then worked until every one is completed exactly "+
+		"each run in a fresh schema (SQLite: a fresh file): %s jobs enqueued (%s), then worked until every one is completed exactly "+
 		"once (the harness checks). jobs/s is the work phase only, from the workers' start to the last completion as the system "+
 		"reports it (River: its completion event, sent after its batch completer commits). River: no-op `WorkFunc` workers, "+
 		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
@@ -157,8 +157,17 @@ func describe(rep Report) string {
 		"cks agent path: each worker claims one task straight to RUNNING (`ClaimWith`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
-		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)
+		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), priorities(c), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)
 	return b.String()
+}
+
+// priorities says how the jobs' priorities were set.
+func priorities(c Config) string {
+	if c.Priorities <= 1 {
+		return "every job at the same priority, River's default"
+	}
+	return fmt.Sprintf("cycling through %d priorities, in the same order on both systems (cks claims its highest priority first, "+
+		"River its priority 1), so that each claim skips through the table", c.Priorities)
 }
 
 // riverFetch says which fetch settings River's throughput runs used.

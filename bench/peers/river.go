@@ -69,13 +69,21 @@ func newRiverClient[TTx any](drv riverdriver.Driver[TTx], schema string, s river
 // River's bulk insert), then starts the client and waits until every job
 // has completed exactly once, as River's completion events tell (they are
 // sent after the completer's commit). The client is stopped on return.
-func riverThroughput[TTx any](ctx context.Context, c *river.Client[TTx], jobs, insertBatch int, progress func(phase string, done, total int)) (enqueue, work time.Duration, err error) {
+//
+// With priorities > 1 job i gets River priority priorities - i%priorities
+// (River works priority 1 first), so that River takes the jobs in the order
+// cks takes its tasks at priority i % priorities.
+func riverThroughput[TTx any](ctx context.Context, c *river.Client[TTx], jobs, priorities, insertBatch int, progress func(phase string, done, total int)) (enqueue, work time.Duration, err error) {
 	start := time.Now()
 	params := make([]river.InsertManyParams, 0, insertBatch)
 	for i := 0; i < jobs; {
 		params = params[:0]
 		for ; i < jobs && len(params) < insertBatch; i++ {
-			params = append(params, river.InsertManyParams{Args: noopArgs{Seq: i}})
+			p := river.InsertManyParams{Args: noopArgs{Seq: i}}
+			if priorities > 1 {
+				p.InsertOpts = &river.InsertOpts{Priority: priorities - i%priorities}
+			}
+			params = append(params, p)
 		}
 		if _, err := c.InsertManyFast(ctx, params); err != nil {
 			return 0, 0, fmt.Errorf("peers: river insert: %w", err)

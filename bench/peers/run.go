@@ -34,6 +34,10 @@ type Config struct {
 	RiverWorkers []int `json:"river_workers"`
 	CksWorkers   []int `json:"cks_workers"`
 	AgentWorkers []int `json:"agent_workers"`
+	// Priorities is how many priority levels the jobs of both systems cycle
+	// through, in the same order (default 1: all the same, River's default;
+	// at most 4, River's range).
+	Priorities int `json:"priorities"`
 	// Batch is how many tasks one cks claim leases (default 10).
 	Batch int `json:"cks_batch"`
 	// RiverInsertBatch is how many jobs one River InsertManyFast inserts
@@ -118,6 +122,7 @@ func (c Config) withDefaults() Config {
 	defList(&c.CksWorkers, 4, 16)
 	defList(&c.AgentWorkers, 4, 16)
 	def(&c.Batch, 10)
+	def(&c.Priorities, 1)
 	def(&c.RiverInsertBatch, 1000)
 	defDur(&c.Lease, 3*time.Minute)
 	def(&c.LatencySamples, 200)
@@ -327,7 +332,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 			err = start()
 		}
 		if err == nil {
-			enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.RiverInsertBatch, progress)
+			enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.Priorities, cfg.RiverInsertBatch, progress)
 		}
 		cpuEnd = m.cpu()
 		if err == nil {
@@ -346,9 +351,9 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 		err = start()
 		if err == nil {
 			if c.system == SystemCks {
-				enq, work, err = cksThroughput(ctx, st, cfg.Jobs, c.workers, cfg.Batch, progress)
+				enq, work, err = cksThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, cfg.Batch, progress)
 			} else {
-				enq, work, err = agentThroughput(ctx, st, cfg.Jobs, c.workers, agentSettings{lease: cfg.Lease}, progress)
+				enq, work, err = agentThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, agentSettings{lease: cfg.Lease}, progress)
 			}
 		}
 		cpuEnd = m.cpu()
@@ -489,7 +494,7 @@ func runSQLite(ctx context.Context, dir string, cfg Config, c contender, round i
 			return r, err2
 		}
 		cpu = processCPU()
-		enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.RiverInsertBatch, progress)
+		enq, work, err = riverThroughput(ctx, client, cfg.Jobs, cfg.Priorities, cfg.RiverInsertBatch, progress)
 		cpu = processCPU() - cpu
 		if err == nil {
 			var n int
@@ -505,9 +510,9 @@ func runSQLite(ctx context.Context, dir string, cfg Config, c contender, round i
 		defer st.Close()
 		cpu = processCPU()
 		if c.system == SystemCks {
-			enq, work, err = cksThroughput(ctx, st, cfg.Jobs, c.workers, cfg.Batch, progress)
+			enq, work, err = cksThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, cfg.Batch, progress)
 		} else {
-			enq, work, err = agentThroughput(ctx, st, cfg.Jobs, c.workers, agentSettings{lease: cfg.Lease}, progress)
+			enq, work, err = agentThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, agentSettings{lease: cfg.Lease}, progress)
 		}
 		cpu = processCPU() - cpu
 		if err == nil {

@@ -45,6 +45,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	workers := fs.String("workers", "1,4,16", "comma-separated worker counts, one run each")
 	batch := fs.Int("batch", 10, "tasks leased per claim")
 	concurrent := fs.Bool("concurrent", false, "complete the tasks of a claim each on its own goroutine (as River runs the jobs of a fetch), not one after another")
+	priorities := fs.Int("priorities", 1, "priority levels the tasks cycle through (task i gets priority i mod N; 1: all the same)")
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
@@ -60,8 +61,8 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		}
 		ws = append(ws, n)
 	}
-	if *tasks < 1 || *batch < 1 || *enqueueBatch < 1 {
-		return fmt.Errorf("%w: --tasks, --batch and --enqueue-batch must be positive", errUsage)
+	if *tasks < 1 || *batch < 1 || *enqueueBatch < 1 || *priorities < 1 {
+		return fmt.Errorf("%w: --tasks, --batch, --enqueue-batch and --priorities must be positive", errUsage)
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -85,7 +86,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 		backendName = st.Backend()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
 		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
-			EnqueueBatch: *enqueueBatch, Concurrent: *concurrent, Progress: progressLine(e)})
+			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Progress: progressLine(e)})
 		st.Close()
 		cleanup()
 		if err != nil {

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	riverWorkers := fs.String("river-workers", "100,1000", "River worker counts on Postgres")
 	cksWorkers := fs.String("cks-workers", "4,16", "cks claim→complete worker counts on Postgres")
 	agentWorkers := fs.String("agent-workers", "4,16", "cks agent-path worker counts on Postgres")
+	priorities := fs.Int("priorities", 1, "priority levels the jobs of both systems cycle through, in the same order (1 to 4, River's range; 1: all the same)")
 	batch := fs.Int("batch", 10, "tasks per cks claim (claim→complete)")
 	insertBatch := fs.Int("river-insert-batch", 1000, "jobs per River InsertManyFast")
 	lease := fs.Duration("lease", 3*time.Minute, "cks agent-path lease (heartbeat: a third of it)")
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg := peers.Config{Rounds: *rounds, Jobs: *jobs, Batch: *batch, RiverInsertBatch: *insertBatch, Lease: *lease,
+	cfg := peers.Config{Rounds: *rounds, Jobs: *jobs, Priorities: *priorities, Batch: *batch, RiverInsertBatch: *insertBatch, Lease: *lease,
 		LatencySamples: *samples, NoLatency: *noLatency, LatencyGap: *gap, TunedCooldown: *tunedCooldown, TunedPoll: *tunedPoll,
 		RiverDefaultFetch: *defaultFetch,
 		SQLite:            *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if *rounds < 1 || *jobs < 1 || *batch < 1 || *insertBatch < 1 || *samples < 1 {
 		return errors.New("--rounds, --jobs, --batch, --river-insert-batch and --latency-samples must be positive")
+	}
+	if *priorities < 1 || *priorities > 4 {
+		return fmt.Errorf("--priorities: expected 1 to 4 (River's priorities), got %d", *priorities)
 	}
 	docsDir := *docs
 	switch docsDir {
