@@ -150,6 +150,50 @@ func TestQueriesUseIndexes(t *testing.T) {
 	}
 }
 
+// TestClaimsPlanWithoutTheirBinding: the claims find the claim indexes
+// through the literal 'OPEN' they name, whatever their @state is bound to —
+// the plan does not depend on a binding, so SQLite has no reason to prepare
+// a claim again at each execution (it did while the claims named the state
+// only as a parameter, a fifth of the agent path's CPU). Bound to another
+// state, a parameter alone could not match the indexes' WHERE, and the
+// plan would scan the table or sort.
+func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s := openStore(t, path)
+	for i := range 50 {
+		storetest.MustEnqueue(t, s, store.NewTask{Type: "a", Priority: i % 3})
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := drivertest.Queries(t)
+	excluded := sql.Named("excluded", `["NEEDS_INPUT","STOPPED"]`)
+	now := sql.Named("now", "2026-01-01T00:00:00.000000000Z")
+	cases := []struct {
+		query, index string
+		args         []any
+	}{
+		{"TaskClaimable", "idx_outbox_tasks_claim_open", []any{excluded, sql.Named("any_type", true), sql.Named("types", `[]`), now, sql.Named("max", 3)}},
+		{"TaskClaimableOfType", "idx_outbox_tasks_claim_type", []any{excluded, sql.Named("type", "a"), now, sql.Named("max", 3)}},
+	}
+	for _, c := range cases {
+		var open string
+		for _, state := range []any{"OPEN", "CLAIMED", nil} {
+			p := plan(t, db, q[c.query], append([]any{sql.Named("state", state)}, c.args...)...)
+			if !strings.Contains(p, c.index) || strings.Contains(p, "SCAN cks_outbox_tasks") || strings.Contains(p, "TEMP B-TREE") {
+				t.Errorf("%s with state %v does not read %s in claim order:\n%s", c.query, state, c.index, p)
+			}
+			if state == "OPEN" {
+				open = p
+			} else if p != open {
+				t.Errorf("%s plans differently with state %v:\n%s\nthan with OPEN:\n%s", c.query, state, p, open)
+			}
+		}
+	}
+}
+
 // namedNulls binds every @name parameter of q to NULL.
 func namedNulls(q string) []any {
 	seen := map[string]bool{}

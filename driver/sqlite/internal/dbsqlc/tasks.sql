@@ -60,21 +60,21 @@ WHERE task_id = @task_id;
 -- type, priority DESC, created_at, task_id) WHERE state = 'OPEN' serves in
 -- claim order.
 --
--- A parameter compared with a column that a partial index's WHERE names
--- (state = @state, with the claim indexes' state = 'OPEN') makes SQLite
--- prepare the statement again at every execution, with the bound value, so
--- that it can use that index. The claims want exactly that: the partial
--- indexes serve them in claim order, and only a claim's move (and the
--- enqueue) touches them, where a full index on state is rewritten by every
--- move; a claim statement carries the claims of a whole process
--- (ledger's claimer), so the preparing is paid once for many tasks.
--- Everywhere else the state is compared as CAST(@state AS TEXT), which
--- SQLite does not match against a partial index, so the prepared statement
--- is kept.
+-- Both name the claim indexes' state as the literal 'OPEN', first, and
+-- the ledger's state as CAST(@state AS TEXT) (so a ledger passing another
+-- state claims nothing). A parameter compared with a column that a partial
+-- index's WHERE names (state = @state against state = 'OPEN') makes SQLite
+-- prepare the statement again at every execution, with the bound value;
+-- the literal lets the planner match the partial indexes without looking
+-- at a binding. The re-prepare was a fifth of the CPU of the agent path,
+-- where a claim statement carries a task or two (docs/benchmarks.md).
+-- TestClaimsPlanWithoutTheirBinding holds the plans to it. Everywhere
+-- else the state is compared as CAST(@state AS TEXT), which SQLite does
+-- not match against a partial index, so the prepared statement is kept.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND (CAST(@any_type AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
@@ -82,7 +82,7 @@ LIMIT @max;
 
 -- name: TaskClaimableOfType :many
 SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
+WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id

@@ -440,7 +440,7 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 const taskClaimable = `-- name: TaskClaimable :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = ?1 AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (CAST(?3 AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (run_after IS NULL OR run_after <= ?5)
 ORDER BY priority DESC, created_at, task_id
@@ -462,17 +462,17 @@ type TaskClaimableParams struct {
 // type, priority DESC, created_at, task_id) WHERE state = 'OPEN' serves in
 // claim order.
 //
-// A parameter compared with a column that a partial index's WHERE names
-// (state = @state, with the claim indexes' state = 'OPEN') makes SQLite
-// prepare the statement again at every execution, with the bound value, so
-// that it can use that index. The claims want exactly that: the partial
-// indexes serve them in claim order, and only a claim's move (and the
-// enqueue) touches them, where a full index on state is rewritten by every
-// move; a claim statement carries the claims of a whole process
-// (ledger's claimer), so the preparing is paid once for many tasks.
-// Everywhere else the state is compared as CAST(@state AS TEXT), which
-// SQLite does not match against a partial index, so the prepared statement
-// is kept.
+// Both name the claim indexes' state as the literal 'OPEN', first, and
+// the ledger's state as CAST(@state AS TEXT) (so a ledger passing another
+// state claims nothing). A parameter compared with a column that a partial
+// index's WHERE names (state = @state against state = 'OPEN') makes SQLite
+// prepare the statement again at every execution, with the bound value;
+// the literal lets the planner match the partial indexes without looking
+// at a binding. The re-prepare was a fifth of the CPU of the agent path,
+// where a claim statement carries a task or two (docs/benchmarks.md).
+// TestClaimsPlanWithoutTheirBinding holds the plans to it. Everywhere
+// else the state is compared as CAST(@state AS TEXT), which SQLite does
+// not match against a partial index, so the prepared statement is kept.
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskClaimable,
 		arg.State,
@@ -537,7 +537,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = ?1 AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
 ORDER BY priority DESC, created_at, task_id
