@@ -166,9 +166,10 @@ func outboxTasks() Table {
 				Where: "state = " + literal(string(ledger.Stopped)), Only: Postgres},
 			// Claims of one type (and of several): the OPEN tasks of a type
 			// in claim order. Only the OPEN tasks, so that no move but a
-			// claim touches it. The claims imply its WHERE: on Postgres they
-			// name 'OPEN' beside @state (so that their generic plan can use
-			// it); SQLite re-prepares them with the bound @state.
+			// claim touches it. The claims imply its WHERE: they name 'OPEN'
+			// beside the ledger's state, so that the plan Postgres caches and
+			// the statement SQLite keeps prepared can use it without looking
+			// at a binding.
 			{Name: "idx_outbox_tasks_claim_type", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(ledger.Open))},
 			// Postgres's listings and counts by state, in id order, for the

@@ -71,9 +71,10 @@ WHERE task_id = @task_id;
 -- TestClaimsPlanWithoutTheirBinding holds the plans to it. The LIMIT is
 -- CAST(@max AS INTEGER) too: with a bare LIMIT parameter SQLite still
 -- prepared a claim again at some executions (the rest of the re-preparing,
--- 3 % of the agent path's CPU); with the CAST it does not. Everywhere
--- else the state is compared as CAST(@state AS TEXT), which SQLite does
--- not match against a partial index, so the prepared statement is kept.
+-- 3 % of the agent path's CPU); with the CAST it does not. The other
+-- queries compare the state as CAST(@state AS TEXT) too, which SQLite does
+-- not match against a partial index, so their prepared statements are
+-- kept.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
