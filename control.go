@@ -169,7 +169,8 @@ func (p TaskPatch) Validate() (TaskPatch, error) {
 			}
 		}
 	}
-	if err := validJSONFields(p.Payload, p.Metadata); err != nil {
+	var err error
+	if p.Payload, p.Metadata, err = storedJSONFields(p.Payload, p.Metadata); err != nil {
 		return p, err
 	}
 	switch {

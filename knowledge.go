@@ -103,7 +103,7 @@ func (f ObjectFilter) Validate() (ObjectFilter, error) {
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > MaxListLimit:
-		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
+		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxListLimit, DefaultListLimit))
 	case f.After < 0:
 		return f, fieldError("cursor", "an object id")
 	}

@@ -3,7 +3,6 @@ package cks
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -78,11 +77,11 @@ type AbortWait struct {
 // Parse reads the deadline (0 when empty: the ledger's default) and wait.
 func (a AbortWait) Parse() (time.Duration, bool, error) {
 	wait := a.Wait == nil || *a.Wait
-	d := strings.TrimSpace(a.Deadline)
-	if d == "" {
+	if a.Deadline == "" {
 		return 0, wait, nil
 	}
-	dur, err := time.ParseDuration(d)
+	// As written: " 30s" is not a duration on the command line or in Go.
+	dur, err := time.ParseDuration(a.Deadline)
 	if err != nil {
 		return 0, wait, &FieldError{Field: "deadline",
 			Expected: fmt.Sprintf("a duration such as 30s or 2m (empty for the default %s), got %q", DefaultAbortDeadline, a.Deadline)}

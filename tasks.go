@@ -206,6 +206,10 @@ func (n NewTask) Validate() (NewTask, error) {
 	if err := n.validateText(); err != nil {
 		return n, err
 	}
+	var err error
+	if n.Payload, n.Metadata, err = storedJSONFields(n.Payload, n.Metadata); err != nil {
+		return n, err
+	}
 	switch {
 	case n.Type == "":
 		return n, fieldError("type", "a non-empty task type")
@@ -246,8 +250,7 @@ func (n NewTask) Validate() (NewTask, error) {
 	return n, nil
 }
 
-// validateText checks n's strings with ValidateText and its JSON with
-// ValidateJSON (once it is valid JSON: Validate says so otherwise).
+// validateText checks n's strings with ValidateText.
 func (n NewTask) validateText() error {
 	for _, f := range []struct{ name, v string }{
 		{"type", n.Type}, {"title", n.Title}, {"description", n.Description},
@@ -257,23 +260,24 @@ func (n NewTask) validateText() error {
 			return err
 		}
 	}
-	return validJSONFields(n.Payload, n.Metadata)
+	return nil
 }
 
-// validJSONFields is ValidateJSON of a payload and metadata that are valid
-// JSON (whether they are is each caller's own check, with its own message).
-func validJSONFields(payload, metadata json.RawMessage) error {
-	for _, f := range []struct {
-		name string
-		b    json.RawMessage
-	}{{"payload", payload}, {"metadata", metadata}} {
-		if len(f.b) > 0 && json.Valid(f.b) {
-			if err := ValidateJSON(f.name, f.b); err != nil {
-				return err
+// storedJSONFields is StoredJSON of a payload and metadata that are valid
+// JSON (whether they are is each caller's own check, with its own message):
+// it returns them in the form every backend stores.
+func storedJSONFields(payload, metadata json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+	out := [2]json.RawMessage{payload, metadata}
+	for i, name := range [2]string{"payload", "metadata"} {
+		if len(out[i]) > 0 && json.Valid(out[i]) {
+			b, err := StoredJSON(name, out[i])
+			if err != nil {
+				return payload, metadata, err
 			}
+			out[i] = b
 		}
 	}
-	return nil
+	return out[0], out[1], nil
 }
 
 // TaskFilter selects a page of ListTasks.
@@ -298,7 +302,7 @@ func (f TaskFilter) Validate() (TaskFilter, error) {
 	}
 	switch {
 	case f.Limit < 0 || f.Limit > MaxListLimit:
-		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d", MaxListLimit))
+		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxListLimit, DefaultListLimit))
 	case f.After < 0:
 		return f, fieldError("cursor", "a task id")
 	}

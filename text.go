@@ -1,6 +1,7 @@
 package cks
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,10 +37,52 @@ const (
 var ExpectedJSONNumber = fmt.Sprintf("JSON numbers a Postgres numeric holds (at most %d digits before the decimal point and %d after it)",
 	maxNumericIntDigits, maxNumericFracDigits)
 
+// Lengths of text fields, in bytes, on every surface. A field takes the
+// limit of its name as the API spells it (the last segment of a path such
+// as add_children[0].title); the OpenAPI document states each as the
+// property's maxLength.
+const (
+	// MaxTitleLen bounds a title.
+	MaxTitleLen = 1000
+	// MaxLongTextLen bounds the prose fields of longTextFields.
+	MaxLongTextLen = 64 << 10
+	// MaxShortTextLen bounds every other text: ids, types, names, keys,
+	// actors, tokens.
+	MaxShortTextLen = 4 << 10
+)
+
+// longTextFields are the fields that hold prose: what a task asks for,
+// what an attempt answered, why someone acted.
+var longTextFields = map[string]bool{
+	"description": true, "acceptance_criteria": true, "result": true, "reason": true, "question": true,
+	"answer": true, "note": true, "review_note": true, "text": true, "body": true, "last_error": true,
+}
+
+// MaxTextLen is the most bytes a text field named field may hold.
+func MaxTextLen(field string) int {
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
+	}
+	if i := strings.IndexByte(field, '['); i >= 0 {
+		field = field[:i]
+	}
+	switch {
+	case field == "title":
+		return MaxTitleLen
+	case longTextFields[field]:
+		return MaxLongTextLen
+	}
+	return MaxShortTextLen
+}
+
 // ValidateText reports a FieldError naming field unless s is text every
-// backend stores as it is: valid UTF-8 (which excludes encoded surrogates)
-// without a NUL byte. The error says where the first offending byte is.
+// backend stores as it is — valid UTF-8 (which excludes encoded
+// surrogates) without a NUL byte; the error says where the first offending
+// byte is — and at most MaxTextLen(field) bytes long.
 func ValidateText(field, s string) error {
+	if n := MaxTextLen(field); len(s) > n {
+		return fieldError(field, fmt.Sprintf("at most %d bytes of text (got %d)", n, len(s)))
+	}
 	if off, what := badText(s); off >= 0 {
 		return fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedText, what, off))
 	}
@@ -49,7 +92,11 @@ func ValidateText(field, s string) error {
 // ValidateTexts is ValidateText of every element of ss, naming field
 // (the list, as the API spells it) and the index of the first bad one.
 func ValidateTexts(field string, ss []string) error {
+	n := MaxTextLen(field)
 	for i, s := range ss {
+		if len(s) > n {
+			return fieldError(field, fmt.Sprintf("at most %d bytes of text in each element (element %d has %d)", n, i, len(s)))
+		}
 		if off, what := badText(s); off >= 0 {
 			return fieldError(field, fmt.Sprintf("%s (%s at byte %d of element %d)", ExpectedText, what, off, i))
 		}
@@ -78,35 +125,172 @@ func badText(s string) (int, string) {
 	return -1, ""
 }
 
+// Bounds of every stored JSON value (a task's payload and metadata, an
+// object's content), decided here once for every surface. Go's decoder
+// takes 10,000 levels of nesting, and an indented rendering of a value that
+// deep costs a level of indentation per line: an 18 KB payload became a
+// 162 MB answer. Postgres stores every number in its plain decimal form, so
+// a number written with an exponent grows there (1e400 is 401 digits): the
+// size bound counts the stored form, and one number may grow only so far.
+const (
+	// MaxJSONDepth bounds the nesting of arrays and objects in a value.
+	MaxJSONDepth = 64
+	// MaxJSONBytes bounds a value's stored form: its text with every
+	// number in plain decimal form (StoredJSON).
+	MaxJSONBytes = 256 << 10
+	// MaxJSONNumberGrowth bounds the plain decimal form of a number
+	// written with an exponent: at most this many characters, or its
+	// written length when that is longer. Every float64 fits (5e-324 is
+	// 326 characters written out).
+	MaxJSONNumberGrowth = 400
+)
+
 // ValidateJSON reports a FieldError naming field unless b, a JSON text
 // (json.Valid; callers check that first, with their own message), is one
-// every backend stores as it is: UTF-8 without NUL bytes, no \u0000
-// escape and no unpaired surrogate escape in any string or key (Go's
-// decoder would turn the latter into U+FFFD, Postgres refuses both), and
-// every number within what a Postgres numeric holds.
+// every backend stores alike and within the bounds above: UTF-8 without
+// NUL bytes, no \u0000 escape and no unpaired surrogate escape in any
+// string or key (Go's decoder would turn the latter into U+FFFD, Postgres
+// refuses both), every number within what a Postgres numeric holds and
+// growing at most to MaxJSONNumberGrowth characters in plain form, nested
+// at most MaxJSONDepth levels, and at most MaxJSONBytes long as stored.
 func ValidateJSON(field string, b []byte) error {
+	_, err := scanJSON(field, b, false)
+	return err
+}
+
+// StoredJSON is ValidateJSON that also returns b as every backend stores
+// it: each number written with an exponent, and each negative zero, in the
+// plain decimal form a Postgres numeric prints (1.5e-3 is 0.0015, 1.50e1 is
+// 15.0, -0 is 0), so SQLite stores and answers the digits Postgres does.
+// b itself is returned when it has no such number.
+func StoredJSON(field string, b []byte) ([]byte, error) {
+	return scanJSON(field, b, true)
+}
+
+// scanJSON is ValidateJSON, and StoredJSON when rewrite is set.
+func scanJSON(field string, b []byte, rewrite bool) ([]byte, error) {
 	if off, what := badText(string(b)); off >= 0 {
-		return fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONText, what, off))
+		return nil, fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONText, what, off))
 	}
+	var (
+		out   []byte // the stored form so far, once a number was rewritten
+		from  int    // b[from:] is not in out yet
+		size  = len(b)
+		depth int
+	)
 	for i := 0; i < len(b); {
 		switch c := b[i]; {
 		case c == '"':
 			end, off, what := scanString(b, i)
 			if off >= 0 {
-				return fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONText, what, off))
+				return nil, fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONText, what, off))
 			}
 			i = end
+		case c == '[' || c == '{':
+			if depth++; depth > MaxJSONDepth {
+				return nil, fieldError(field, fmt.Sprintf("%s (level %d at byte %d)", ExpectedJSONDepth, depth, i))
+			}
+			i++
+		case c == ']' || c == '}':
+			depth--
+			i++
 		case c == '-' || (c >= '0' && c <= '9'):
 			end, ok := scanNumber(b, i)
 			if !ok {
-				return fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONNumber, b[i:end], i))
+				return nil, fieldError(field, fmt.Sprintf("%s (%s at byte %d)", ExpectedJSONNumber, b[i:end], i))
+			}
+			if plain, changed := plainNumber(b[i:end]); changed {
+				if len(plain) > max(end-i, MaxJSONNumberGrowth) {
+					return nil, fieldError(field, fmt.Sprintf("%s (%.40s at byte %d is %d characters in plain form)",
+						ExpectedJSONNumberGrowth, b[i:end], i, len(plain)))
+				}
+				size += len(plain) - (end - i)
+				if rewrite {
+					out = append(append(out, b[from:i]...), plain...)
+					from = end
+				}
 			}
 			i = end
 		default:
 			i++
 		}
 	}
-	return nil
+	if size > MaxJSONBytes {
+		return nil, fieldError(field, fmt.Sprintf("%s (%d bytes as stored)", ExpectedJSONSize, size))
+	}
+	if out == nil {
+		return b, nil
+	}
+	return append(out, b[from:]...), nil
+}
+
+// What a FieldError of ValidateJSON says was expected of a value's
+// nesting, of a number's growth and of a value's size.
+var (
+	ExpectedJSONDepth        = fmt.Sprintf("JSON nested at most %d levels deep", MaxJSONDepth)
+	ExpectedJSONNumberGrowth = fmt.Sprintf("JSON numbers at most %d characters long in plain decimal form", MaxJSONNumberGrowth)
+	ExpectedJSONSize         = fmt.Sprintf("a JSON value of at most %d bytes", MaxJSONBytes)
+)
+
+// plainNumber returns the plain decimal form of the JSON number n, as a
+// Postgres numeric prints it, and whether that differs from n: only a
+// number with an exponent or a negative zero does. The digits are those
+// written, the point moved by the exponent; the scale (digits after the
+// point) is those written after it less the exponent, at least 0.
+func plainNumber(n []byte) ([]byte, bool) {
+	neg := n[0] == '-'
+	s := n
+	if neg {
+		s = s[1:]
+	}
+	mant, exp, hasExp := s, int64(0), false
+	if k := bytes.IndexAny(s, "eE"); k >= 0 {
+		mant, hasExp = s[:k], true
+		exp, _ = strconv.ParseInt(strings.TrimPrefix(string(s[k+1:]), "+"), 10, 64) // scanNumber bounded it
+	}
+	intPart, frac, _ := bytes.Cut(mant, []byte("."))
+	zero := bytes.Count(intPart, []byte("0"))+bytes.Count(frac, []byte("0")) == len(intPart)+len(frac)
+	if !hasExp && !(neg && zero) {
+		return n, false
+	}
+	if !hasExp {
+		return s, true // a negative zero: the same digits without the sign
+	}
+	digits := append(append([]byte{}, intPart...), frac...)
+	point := int64(len(intPart)) + exp // where the point goes in digits
+	scale := max(int64(len(frac))-exp, 0)
+	var out []byte
+	if neg && !zero {
+		out = append(out, '-')
+	}
+	switch {
+	case point <= 0:
+		out = append(out, '0')
+	case point >= int64(len(digits)):
+		whole := bytes.TrimLeft(digits, "0")
+		if len(whole) == 0 {
+			out = append(out, '0')
+		} else {
+			out = append(out, whole...)
+			out = append(out, bytes.Repeat([]byte("0"), int(point-int64(len(digits))))...)
+		}
+	default:
+		whole := bytes.TrimLeft(digits[:point], "0")
+		if len(whole) == 0 {
+			whole = []byte("0")
+		}
+		out = append(out, whole...)
+	}
+	if scale > 0 {
+		out = append(out, '.')
+		if point < 0 {
+			out = append(out, bytes.Repeat([]byte("0"), int(-point))...)
+			out = append(out, digits...)
+		} else {
+			out = append(out, digits[point:]...)
+		}
+	}
+	return out, true
 }
 
 // scanString scans the JSON string starting at the quote b[start] and
@@ -237,4 +421,20 @@ func ToText(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
+
+// TextFor is ToText cut to what field holds (MaxTextLen), at a rune
+// boundary, with a note of how much was cut: what a worker records of a
+// handler's error or output, which must not be refused for its length.
+func TextFor(field, s string) string {
+	s = ToText(s)
+	n := MaxTextLen(field)
+	if len(s) <= n {
+		return s
+	}
+	keep := n - len(fmt.Sprintf("\n[%d more bytes cut]", len(s))) // the note's longest
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + fmt.Sprintf("\n[%d more bytes cut]", len(s)-keep)
 }

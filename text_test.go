@@ -48,7 +48,9 @@ func TestValidateJSON(t *testing.T) {
 		{`{"a":"b","c":[1,-2.5e3,true,null]}`, ""},
 		{`{"a":"\\u0000"}`, ""}, // an escaped backslash, then text
 		{`{"a":"\ud83d\ude00\u0001"}`, ""},
-		{`[1e131071, 1e-16383, 0.1e131072]`, ""},
+		{`[1e300, 1e-300, 0.1e301]`, ""},
+		{`[1e131071]`, "plain decimal form"},
+		{`[1e-16383]`, "plain decimal form"},
 		{`{"a":"\u0000"}`, `a \u0000 escape at byte 6`},
 		{`{"\u0000":1}`, `a \u0000 escape at byte 2`},
 		{`{"a":"\\\u0000"}`, `a \u0000 escape at byte 8`},
@@ -60,6 +62,16 @@ func TestValidateJSON(t *testing.T) {
 		{`[1e-16384]`, "numeric"},
 		{`[0e1073741823]`, "numeric"},
 		{`[1.` + strings.Repeat("5", 16384) + `]`, "numeric"},
+		{strings.Repeat("[", cks.MaxJSONDepth) + strings.Repeat("]", cks.MaxJSONDepth), ""},
+		{`{"a":` + strings.Repeat("[", cks.MaxJSONDepth) + strings.Repeat("]", cks.MaxJSONDepth) + `}`, "level 65 at byte 68"},
+		{`{"a":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`, "nested at most 64 levels"},
+		{`["[[[[", "{{{{"]`, ""}, // brackets in strings do not nest
+		{`[1e399, 1.5e-300, 5e-324, 1.7976931348623157e308]`, ""},
+		{`[1e400]`, "1e400 at byte 1 is 401 characters"},
+		{`[1` + strings.Repeat("0", 500) + `]`, ""}, // written out: it does not grow
+		{`"` + strings.Repeat("x", cks.MaxJSONBytes-2) + `"`, ""},
+		{`"` + strings.Repeat("x", cks.MaxJSONBytes-1) + `"`, "at most 262144 bytes (262145 bytes as stored)"},
+		{`["` + strings.Repeat("x", cks.MaxJSONBytes-12) + `",1e10]`, "(262148 bytes as stored)"}, // 1e10 stores 11 digits
 	} {
 		err := cks.ValidateJSON("payload", []byte(c.in))
 		switch {
@@ -71,12 +83,35 @@ func TestValidateJSON(t *testing.T) {
 	}
 }
 
+// TestStoredJSON: numbers written with an exponent, and negative zeros, are
+// stored in the plain form a Postgres numeric prints (driver/postgres's
+// TestTextRuleMatchesPostgres holds it to Postgres itself); the rest of the
+// text is kept byte for byte.
+func TestStoredJSON(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a": [1, -2.5, "1e5"]}`, `{"a": [1, -2.5, "1e5"]}`},
+		{`1e2`, `100`}, {`1E+2`, `100`}, {`1.5e-3`, `0.0015`}, {`1.50e1`, `15.0`}, {`-1.25e+3`, `-1250`},
+		{`10e-1`, `1.0`}, {`0.5e1`, `5`}, {`0.000001e5`, `0.1`}, {`0e5`, `0`}, {`0.00e1`, `0.0`}, {`0e-2`, `0.00`},
+		{`-0`, `0`}, {`-0.0`, `0.0`}, {`-0e3`, `0`}, {`-0.0e-1`, `0.00`}, {`123e-2`, `1.23`}, {`-5e-1`, `-0.5`},
+		{`[1e3,{"k":-0,"e":2E1}]`, `[1000,{"k":0,"e":20}]`},
+	} {
+		got, err := cks.StoredJSON("payload", []byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("StoredJSON(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+		if err := cks.ValidateJSON("payload", []byte(c.in)); err != nil {
+			t.Errorf("ValidateJSON(%s) = %v", c.in, err)
+		}
+	}
+}
+
 // FuzzValidateJSON: the scanner never panics, and JSON it accepts decodes
 // to strings and keys without a NUL, in UTF-8, and stays accepted in its
 // canonical form.
 func FuzzValidateJSON(f *testing.F) {
 	for _, s := range []string{`{"a":"b"}`, `{"a":"\u0000"}`, `["\ud800\udc00"]`, `["\ud800"]`, `[1e131072]`,
-		`{"a":"\\u0000"}`, "[\"\xff\"]", `[-0.5e-16383]`, `"\u00e9"`, `{"a":[{"b":"\"\\\/\b\f\n\r\t"}]}`} {
+		`{"a":"\\u0000"}`, "[\"\xff\"]", `[-0.5e-16383]`, `"\u00e9"`, `{"a":[{"b":"\"\\\/\b\f\n\r\t"}]}`,
+		strings.Repeat("[", 65) + strings.Repeat("]", 65), `[1e400, -0, 1.5E-3, 0.00e1]`, `["[[", {"{": 1e2}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -112,6 +147,13 @@ func FuzzValidateJSON(f *testing.F) {
 			return
 		}
 		walk(v)
+		st, err := cks.StoredJSON("f", b)
+		if err != nil || !json.Valid(st) || len(st) > cks.MaxJSONBytes {
+			t.Fatalf("accepted %q, stored form %q (%v)", b, st, err)
+		}
+		if again, err := cks.StoredJSON("f", st); err != nil || !bytes.Equal(again, st) {
+			t.Fatalf("stored form %q of %q is not stored as it is: %q, %v", st, b, again, err)
+		}
 		if c, err := cks.CanonicalJSON(b); err == nil {
 			if err := cks.ValidateJSON("f", c); err != nil {
 				t.Fatalf("accepted %q, refused its canonical form %q: %v", b, c, err)

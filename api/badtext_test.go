@@ -20,7 +20,8 @@ import (
 // to text no backend stores: a NUL byte. (Raw invalid UTF-8 in a JSON
 // string decodes to U+FFFD; in a JSON value kept as it is — payload,
 // metadata, content — it is one of storetest.BadJSON.)
-var badTextInBody = []string{`\u0000`, `nul\u0000byte`}
+// And text longer than every field's limit.
+var badTextInBody = []string{`\u0000`, `nul\u0000byte`, storetest.TooLongText}
 
 // badTextInURL are query and path values that decode to text no backend
 // stores: a NUL byte, invalid UTF-8, an encoded surrogate.
@@ -126,12 +127,12 @@ func TestBadTextIs400(t *testing.T) {
 			t.Helper()
 			status, resp := f.do(t, f.token, method, path, body)
 			if status != http.StatusBadRequest {
-				t.Errorf("%s: status %d, want 400: %s", what, status, resp)
+				t.Errorf("%.200s: status %d, want 400: %.300s", what, status, resp)
 				return
 			}
 			e := decodeError(t, resp)
 			if e.Error.Code != "invalid_argument" || e.Error.Field != field {
-				t.Errorf("%s: error %+v, want invalid_argument naming %s", what, e.Error, field)
+				t.Errorf("%.200s: error %.300v, want invalid_argument naming %s", what, e.Error, field)
 			}
 		}
 		for _, bc := range bodies {

@@ -55,7 +55,7 @@ func TestDedupeHitRevealsNothingUnreadable(t *testing.T) {
 	reader := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermCreate},
 		store.Grant{Resource: auth.TaskResource(created.Task.ID), Permission: auth.PermRead})
 	status, got = f.do(t, reader, "POST", "/v1/tasks", body)
-	if status != http.StatusOK || !strings.Contains(got, `"created": false`) || !strings.Contains(got, "hunter2") {
+	if status != http.StatusOK || !strings.Contains(got, `"created":false`) || !strings.Contains(got, "hunter2") {
 		t.Fatalf("dedupe hit with read: %d %s, want 200 with the task and created false", status, got)
 	}
 	if n, err := f.store.CountTasks(t.Context(), store.TaskFilter{}); err != nil || n != 1 {

@@ -104,7 +104,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 		t.Fatalf("synthesis %s, %v", syn.Content, err)
 	}
 	// The raw body has the documented field.
-	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", q.ID), ""); !strings.Contains(body, `"reasoning": [`) {
+	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", q.ID), ""); !strings.Contains(body, `"reasoning":[`) {
 		t.Fatalf("GET body has no reasoning: %.300s", body)
 	}
 
@@ -224,8 +224,8 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 	if err != nil || v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != v1 {
 		t.Fatalf("fresh object: forked %v, heads %+v, %v", v.Forked, v.Heads, err)
 	}
-	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), ""); !strings.Contains(body, `"forked": false`) ||
-		!strings.Contains(body, `"heads": [`) {
+	if _, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), ""); !strings.Contains(body, `"forked":false`) ||
+		!strings.Contains(body, `"heads":[`) {
 		t.Fatalf("GET body without heads and forked: %.400s", body)
 	}
 
@@ -256,7 +256,7 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 		t.Fatalf("second head's content %s", v.Heads[1].Content)
 	}
 	_, body = f.do(t, f.token, "GET", fmt.Sprintf("/v1/objects/%d", id), "")
-	if !strings.Contains(body, `"forked": true`) {
+	if !strings.Contains(body, `"forked":true`) {
 		t.Fatalf("GET body does not say forked: %.400s", body)
 	}
 

@@ -80,7 +80,7 @@ func TestProcessStopOverHTTP(t *testing.T) {
 	}
 	// The raw body says found false explicitly.
 	status, body := f.do(t, f.token, "POST", "/v1/processes/fork_resolution/stop", "")
-	if status != http.StatusOK || !strings.Contains(body, `"found": false`) {
+	if status != http.StatusOK || !strings.Contains(body, `"found":false`) {
 		t.Fatalf("stop of a kind with no alive instance: %d %s, want 200 found false", status, body)
 	}
 	// A repeated request is answered the same way (the instance is still alive).

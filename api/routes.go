@@ -71,7 +71,13 @@ func (a *API) serveOp(op ops.Operation) http.Handler {
 			// admit read the whole body already (at most ops.MaxBody).
 			body, _ = io.ReadAll(io.LimitReader(r.Body, ops.MaxBody+1))
 		}
-		in, err := ops.HTTPInput(op, r.PathValue, r.URL.Query(), body)
+		q := r.URL.Query()
+		pretty, err := prettyOf(q)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		in, err := ops.HTTPInput(op, r.PathValue, q, body)
 		if err != nil {
 			a.fail(w, r, err)
 			return
@@ -89,8 +95,25 @@ func (a *API) serveOp(op ops.Operation) http.Handler {
 			w.WriteHeader(status)
 			return
 		}
-		writeJSON(w, status, out)
+		writeAnswer(w, status, out, pretty)
 	})
+}
+
+// prettyOf takes the pretty parameter out of q (it is the answer's, not
+// the operation's): absent, or 1/true for indented JSON, 0/false for none.
+func prettyOf(q url.Values) (bool, error) {
+	if !q.Has("pretty") {
+		return false, nil
+	}
+	v := q.Get("pretty")
+	q.Del("pretty")
+	switch v {
+	case "", "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, &store.FieldError{Field: "pretty", Expected: "1, true, 0 or false"}
 }
 
 // serveStream serves a stream of the table behind its permission.

@@ -156,7 +156,7 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 
 	// The raw body: a Go duration string, wait optional; empty start body.
 	resp, body := f.post(t, fmt.Sprintf("/v1/tasks/%d/start", a.ID), "")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"state": "OPEN"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"state":"OPEN"`) {
 		t.Fatalf("start with an empty body: %d %s", resp.StatusCode, body)
 	}
 	resp, body = f.post(t, fmt.Sprintf("/v1/tasks/%d/stop", a.ID), `{"reason":"r","deadline":"2s","wait":true}`)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
@@ -329,13 +330,17 @@ func (s *Service) ListObjects(ctx context.Context, f store.ObjectFilter) (store.
 	if err != nil {
 		return store.ObjectPage{}, err
 	}
+	// A page ends at f.Limit objects or at what a cks.PageBudget holds,
+	// whichever comes first.
 	page := store.ObjectPage{Objects: make([]store.Object, 0, len(rows))} // "objects": [] in JSON
+	var budget cks.PageBudget
 	for _, r := range rows {
+		size := 400 + len(r.Content) + cks.EncodedLen(r.Title) + cks.EncodedLen(r.Kind) + cks.EncodedLen(r.CreatedBy)
+		if len(page.Objects) == f.Limit || !budget.Fits(size) {
+			page.Next = page.Objects[len(page.Objects)-1].ID
+			break
+		}
 		page.Objects = append(page.Objects, view(r))
-	}
-	if len(page.Objects) > f.Limit {
-		page.Objects = page.Objects[:f.Limit]
-		page.Next = page.Objects[f.Limit-1].ID
 	}
 	return page, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -398,14 +399,13 @@ func (s *Service) ListTasks(ctx context.Context, f store.TaskFilter) (store.Task
 	var page store.TaskPage
 	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		page = store.TaskPage{}
-		rows, err := ex.TaskList(ctx, driver.TaskListParams{States: states, Types: f.Types,
-			StateChangedBefore: store.Time(f.StateChangedBefore), After: f.After, Limit: f.Limit + 1})
+		rows, more, err := listRows(ctx, ex, driver.TaskListParams{States: states, Types: f.Types,
+			StateChangedBefore: store.Time(f.StateChangedBefore), After: f.After}, f.Limit)
 		if err != nil {
 			return err
 		}
-		if len(rows) > f.Limit {
-			rows = rows[:f.Limit]
-			page.Next = rows[f.Limit-1].ID
+		if more {
+			page.Next = rows[len(rows)-1].ID
 		}
 		if len(rows) == 0 {
 			return nil
@@ -432,6 +432,45 @@ func (s *Service) ListTasks(ctx context.Context, f store.TaskFilter) (store.Task
 		return nil
 	})
 	return page, err
+}
+
+// listChunk is how many rows ListTasks reads at a time: a page of large
+// tasks ends at cks.MaxPageBytes, so a listing reads about that much and
+// one chunk more, not its whole limit of rows.
+const listChunk = 100
+
+// listRows reads the rows of one page of p's listing: at most limit rows,
+// and no more than a cks.PageBudget holds. more says whether rows follow.
+func listRows(ctx context.Context, ex driver.Executor, p driver.TaskListParams, limit int) (rows []driver.TaskRow, more bool, err error) {
+	var budget cks.PageBudget
+	for {
+		p.Limit = min(limit+1-len(rows), listChunk)
+		chunk, err := ex.TaskList(ctx, p)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range chunk {
+			if len(rows) == limit || !budget.Fits(rowSize(r)) {
+				return rows, true, nil
+			}
+			rows = append(rows, r)
+		}
+		if len(chunk) < p.Limit {
+			return rows, false, nil
+		}
+		p.After = chunk[len(chunk)-1].ID
+	}
+}
+
+// rowSize is about the size of a task row in an answer: its text and JSON
+// as encoded, and a fixed allowance for the keys, numbers and times.
+func rowSize(r driver.TaskRow) int {
+	n := 600 + len(r.Payload) + len(r.Metadata)
+	for _, s := range [...]string{r.Type, r.Title, r.Description, r.AcceptanceCriteria, r.DedupeKey, r.CreatedBy,
+		r.ClaimedBy, r.Result, r.LastError, r.Question, r.Answer, r.ReviewNote} {
+		n += cks.EncodedLen(s)
+	}
+	return n
 }
 
 // CountTasks implements store.Tasks.

@@ -65,7 +65,7 @@ func TestToolsRefuseBadText(t *testing.T) {
 			if !res.IsError {
 				t.Errorf("%s: succeeded, want a tool error", what)
 			} else if got := toolText(t, res); !strings.HasPrefix(got, "invalid "+c.field+": expected ") {
-				t.Errorf("%s: tool error %q, want one naming %s", what, got, c.field)
+				t.Errorf("%.200s: tool error %.300q, want one naming %s", what, got, c.field)
 			}
 			after := storetest.State(t, s)
 			storetest.DiffState(t, what, before, after)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -62,6 +63,34 @@ func openRaw(s *jsonschema.Schema) {
 	openRaw(s.Items)
 }
 
+// bound states the limits of the leaf's input rules in an input schema:
+// each text property's maxLength (cks.MaxTextLen of its name, as
+// ValidateText applies it), and the bounds of every stored JSON value in
+// the description of payload, metadata and content.
+func bound(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		switch {
+		case p.Type == "string":
+			p.MaxLength = new(cks.MaxTextLen(name))
+		case p.Type == "array" && p.Items != nil && p.Items.Type == "string":
+			p.Items.MaxLength = new(cks.MaxTextLen(name))
+		case name == "payload" || name == "metadata" || name == "content":
+			if !strings.Contains(p.Description, jsonBounds) {
+				p.Description += jsonBounds
+			}
+		}
+		bound(p)
+	}
+	bound(s.Items)
+}
+
+// jsonBounds is what bound adds to the description of a JSON value.
+var jsonBounds = fmt.Sprintf(" (nested at most %d levels deep, at most %d bytes as stored: numbers in plain decimal form)",
+	cks.MaxJSONDepth, cks.MaxJSONBytes)
+
 // inputSchema is the schema of In: an object whose properties are described
 // by their tags and by docs (property path, dotted for nested ones → text),
 // requiring required when it is set.
@@ -71,6 +100,7 @@ func inputSchema[In any](name string, docs map[string]string, required []string)
 		panic(fmt.Sprintf("ops: %s: input schema: %v", name, err))
 	}
 	openRaw(s)
+	bound(s)
 	if s.Type != "object" {
 		panic(fmt.Sprintf("ops: %s: input %v is not a JSON object", name, reflect.TypeFor[In]()))
 	}

@@ -16,8 +16,9 @@ import (
 
 // Limits on knowledge input, enforced by the Validate methods.
 const (
-	// MaxObjectContent bounds an object's canonical JSON content (bytes).
-	MaxObjectContent = 1 << 20
+	// MaxObjectContent bounds an object's canonical JSON content (bytes):
+	// the bound of every stored JSON value.
+	MaxObjectContent = cks.MaxJSONBytes
 	// MaxKindLen bounds kinds, statuses, actions and edge types.
 	MaxKindLen = 64
 )

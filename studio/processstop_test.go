@@ -140,7 +140,7 @@ func TestProcessStopFromBrowser(t *testing.T) {
 
 	operator := tokenFor(store.Grant{Resource: "/", Permission: auth.PermAdmin})
 	status, body := post(operator)
-	if status != http.StatusOK || !strings.Contains(body, `"found": true`) || !strings.Contains(body, `"process_kind": "critic"`) {
+	if status != http.StatusOK || !strings.Contains(body, `"found":true`) || !strings.Contains(body, `"process_kind":"critic"`) {
 		t.Fatalf("stop from the browser: %d %s", status, body)
 	}
 	card := processCard(t, fragment(operator), instanceID)

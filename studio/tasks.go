@@ -618,14 +618,25 @@ func attempt(a store.AttemptView, revision int) attemptView {
 // shown is a timestamp as the pages print it.
 func shown(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
-// prettyJSON indents a JSON payload; anything that is not valid JSON is
-// shown as stored.
+// maxIndented is the largest payload the task page indents. Indentation
+// grows a value by a level of spaces per line, up to cks.MaxJSONDepth
+// levels; past this size the page shows the payload compact, so a page is
+// never far larger than what it shows.
+const maxIndented = 16 << 10
+
+// prettyJSON indents a JSON payload of at most maxIndented bytes and
+// compacts a larger one; anything that is not valid JSON is shown as stored.
 func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "{}"
 	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	err := json.Compact(&buf, raw)
+	if err == nil && len(raw) <= maxIndented {
+		buf.Reset()
+		err = json.Indent(&buf, raw, "", "  ")
+	}
+	if err != nil {
 		return string(raw)
 	}
 	return buf.String()

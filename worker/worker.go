@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/store"
@@ -259,11 +260,11 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
 	if rerr != nil {
-		// The error may quote anything (a command's output): store what the
+		// The error may quote anything, of any length (a command's output): store what the
 		// store takes rather than have the failure itself refused.
 		var cur store.Task
 		err := e.write(wctx, t, "fail", func() (err error) {
-			cur, err = e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), store.ToText(rerr.Error()))
+			cur, err = e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), cks.TextFor("reason", rerr.Error()))
 			return err
 		})
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -273,7 +274,7 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 	}
 	var cur store.Task
 	err = e.write(wctx, t, "complete", func() (err error) {
-		cur, err = e.st.Complete(wctx, t.ID, token, res.NeedsReview, res.Output)
+		cur, err = e.st.Complete(wctx, t.ID, token, res.NeedsReview, cks.TextFor("result", res.Output))
 		return err
 	})
 	if errors.Is(err, store.ErrLeaseLost) {

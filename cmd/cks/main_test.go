@@ -315,7 +315,7 @@ func TestHubEndToEnd(t *testing.T) {
 
 	// HTTP API.
 	code, body := h.get(t, "/v1/processes")
-	if code != 200 || !strings.Contains(body, `"instance_id": "proc-alive-1"`) {
+	if code != 200 || !strings.Contains(body, `"instance_id":"proc-alive-1"`) {
 		t.Fatalf("GET /v1/processes: %d %s", code, body)
 	}
 

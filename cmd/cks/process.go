@@ -128,8 +128,10 @@ func printStopResult(w io.Writer, target string, res cks.ProcessStopResult) {
 	fmt.Fprintf(w, "stop requested: %s instance %s; it finishes its current task and exits\n", kind, res.InstanceID)
 }
 
+// printJSON writes v indented for a person, with <, > and & as they are.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -7,16 +7,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/jackc/pgx/v5"
 )
 
 // TestTextRuleMatchesPostgres: store.ValidateText accepts exactly the
-// strings a Postgres TEXT takes, and store.ValidateJSON exactly the valid
-// JSON texts a jsonb takes, so the rule the services apply on both dialects
-// refuses nothing Postgres could store and lets nothing through that it
-// would fail on.
+// strings a Postgres TEXT takes, and store.ValidateJSON the valid JSON
+// texts a jsonb takes but for the bounds of every stored value (nesting,
+// size, a number's growth), so the rule the services apply on both
+// dialects lets nothing through that Postgres would fail on and refuses
+// nothing else it could store. A number's stored form (cks.StoredJSON) is
+// the one jsonb prints, so SQLite answers the same digits.
 func TestTextRuleMatchesPostgres(t *testing.T) {
 	ctx := testCtx(t)
 	conn, err := pgx.Connect(ctx, backendtest.PostgresURL(t))
@@ -77,8 +80,38 @@ func TestTextRuleMatchesPostgres(t *testing.T) {
 		}
 		pg, pgErr := accepts("jsonb", d)
 		ours := store.ValidateJSON("f", []byte(d))
-		if pg != (ours == nil) {
+		bound := ours != nil && strings.Contains(ours.Error(), cks.ExpectedJSONNumberGrowth)
+		if pg != (ours == nil) && !(pg && bound) {
 			t.Errorf("JSON %.80q: Postgres jsonb accepts: %v (%v); ValidateJSON: %v", d, pg, pgErr, ours)
 		}
+	}
+
+	nums := []string{`0`, `-0`, `-0.0`, `-0e5`, `0e-3`, `1e2`, `1E+2`, `1.5e-3`, `1.50e1`, `-1.25e+3`, `10e-1`,
+		`0.5e1`, `0.000001e5`, `0.00e1`, `123e-2`, `-5e-1`, `1e399`, `5e-324`, `1.7976931348623157e308`, `12.5`, `-7`}
+	for range 300 {
+		mant := fmt.Sprint(r.IntN(100000))
+		if r.IntN(2) == 0 {
+			mant = fmt.Sprintf("%d.%0*d", r.IntN(1000), r.IntN(6), r.IntN(1000))
+		}
+		if r.IntN(3) == 0 {
+			mant = "-" + mant
+		}
+		nums = append(nums, fmt.Sprintf("%se%d", mant, r.IntN(80)-40))
+	}
+	for _, n := range nums {
+		var pg string
+		if err := conn.QueryRow(ctx, "SELECT $1::text::jsonb::text", n).Scan(&pg); err != nil {
+			t.Fatalf("jsonb %s: %v", n, err)
+		}
+		if ours, err := cks.StoredJSON("f", []byte(n)); err != nil || string(ours) != pg {
+			t.Errorf("StoredJSON(%s) = %s, %v; Postgres's jsonb prints %s", n, ours, err, pg)
+		}
+	}
+	deep := strings.Repeat("[", 9000) + strings.Repeat("]", 9000)
+	if pg, _ := accepts("jsonb", deep); !pg {
+		t.Errorf("jsonb refuses 9,000 levels: the depth bound is no longer cks's alone")
+	}
+	if err := store.ValidateJSON("payload", []byte(deep)); !cks.IsFieldError(err, "payload") {
+		t.Errorf("ValidateJSON(9,000 levels) = %v, want a FieldError naming payload", err)
 	}
 }

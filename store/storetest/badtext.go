@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -23,8 +24,12 @@ func badTextTests() []taskTest {
 
 // BadTexts are strings no backend may store: Postgres refuses a NUL byte
 // and invalid UTF-8 in TEXT (SQLite would store them), so the store refuses
-// them on both before anything is written.
-var BadTexts = []string{"nul\x00byte", "bad\xffutf8", "cut\xc3", "surrogate\xed\xa0\x80"}
+// them on both before anything is written; and text longer than any
+// field's limit (cks.MaxTextLen).
+var BadTexts = []string{"nul\x00byte", "bad\xffutf8", "cut\xc3", "surrogate\xed\xa0\x80", TooLongText}
+
+// TooLongText is longer than the limit of every text field.
+var TooLongText = strings.Repeat("x", cks.MaxLongTextLen+1)
 
 // BadJSON are JSON objects json.Valid accepts that no backend may store:
 // Postgres jsonb refuses a \u0000 escape (in a value or a key), an unpaired
@@ -39,6 +44,24 @@ var BadJSON = []string{
 	`{"a":"\udc00\ud800"}`,
 	`{"a":1e131072}`,
 	`{"a":1e-16384}`,
+	// Past the bounds of every stored value: nesting, growth, size.
+	`{"a":` + strings.Repeat("[", cks.MaxJSONDepth) + strings.Repeat("]", cks.MaxJSONDepth) + `}`,
+	`{"a":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`,
+	`{"a":1e400}`,
+	`{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`,
+}
+
+// saysExpected reports whether err, refusing one of BadTexts or BadJSON,
+// says what is expected: text or JSON in UTF-8, a number a numeric holds,
+// or the bound the value is past.
+func saysExpected(err error) bool {
+	for _, w := range []string{"UTF-8", "numeric", "bytes of text", cks.ExpectedJSONDepth, cks.ExpectedJSONNumberGrowth,
+		cks.ExpectedJSONSize, "bytes of JSON"} {
+		if strings.Contains(err.Error(), w) {
+			return true
+		}
+	}
+	return false
 }
 
 // badInput is one argument of one store operation, and the operation
@@ -347,9 +370,9 @@ func checkBadWrites(t *testing.T, cases []badInput, state func() map[string]stri
 			err := bc.call(v)
 			var fe *store.FieldError
 			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
-				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
-			} else if !strings.Contains(err.Error(), "UTF-8") && !strings.Contains(err.Error(), "numeric") {
-				t.Errorf("%s with %s %q: error %q does not say what text is expected", bc.op, bc.field, v, err)
+				t.Errorf("%s with %s %.60q: err = %.200v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
+			} else if !saysExpected(err) {
+				t.Errorf("%s with %s %.60q: error %.200q does not say what text is expected", bc.op, bc.field, v, err)
 			}
 		}
 		after := state()
@@ -365,7 +388,7 @@ func checkBadReads(t *testing.T, reads []badInput) {
 	for _, r := range reads {
 		for _, v := range BadTexts {
 			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, store.ErrInvalid) {
-				t.Errorf("%s with %s %q: err = %v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
+				t.Errorf("%s with %s %.60q: err = %.200v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
 			}
 		}
 	}
