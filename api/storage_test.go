@@ -120,16 +120,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	var fault error
 	a := api.New(api.Config{Liveness: liveness.NewService(f.store, f.clock), Auth: auth.NewAuthenticator(f.store), Clock: f.clock,
 		Health: func(context.Context) error { calls++; return fault }})
-	get := func() (int, api.Health) {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-		var h api.Health
-		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
-			t.Fatal(err)
-		}
-		return rec.Code, h
-	}
+	get := func() (int, api.Health) { return healthz(t, a) }
 	for range 5 {
 		if code, h := get(); code != http.StatusOK || h.Status != "ok" || h.Storage != "ok" {
 			t.Fatalf("healthy: %d %+v", code, h)
@@ -204,15 +195,8 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	a := api.New(api.Config{Liveness: liveness.NewService(s, c), Auth: auth.NewAuthenticator(s), Clock: c, Health: s.StorageHealth})
 	probe := func() (int, api.Health) {
-		t.Helper()
 		c.Advance(api.HealthTTL) // a fresh check, not the cached answer
-		rec := httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-		var h api.Health
-		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
-			t.Fatal(err)
-		}
-		return rec.Code, h
+		return healthz(t, a)
 	}
 
 	if code, h := probe(); code != http.StatusServiceUnavailable || h.Storage != "read_only" {
@@ -237,4 +221,16 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 			t.Fatalf("write %d after /healthz said ok: %v", i, err)
 		}
 	}
+}
+
+// healthz asks a's /healthz and returns its status and body.
+func healthz(t testing.TB, a *api.API) (int, api.Health) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var h api.Health
+	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Code, h
 }
