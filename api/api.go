@@ -136,7 +136,7 @@ func New(cfg Config) *API {
 		// through the principal authenticate puts in the request context.
 		// It streams its answers (server-sent events), so the server's
 		// timeouts are lifted for it as for /v1/events.
-		a.mux.Handle("/mcp", a.authed(streaming(cfg.MCP)))
+		a.mux.Handle(mcpPath, a.authed(streaming(cfg.MCP)))
 	}
 	if cfg.Studio != nil {
 		a.mux.Handle("GET /login", cfg.Studio)
@@ -355,7 +355,11 @@ func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *h
 		r, err := a.authenticate(r)
 		switch {
 		case err == nil:
-			next.ServeHTTP(w, r)
+			// The body is read only now, after the headers authenticated
+			// the request (hygiene.go).
+			if r, ok := a.readBody(w, r); ok {
+				next.ServeHTTP(w, r)
+			}
 		case errors.Is(err, auth.ErrUnauthenticated):
 			denied(w, r, err)
 		default:

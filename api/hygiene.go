@@ -40,7 +40,14 @@ import (
 //     that declares a form type is refused all the same.
 //   - Size. A body is read whole, up to ops.MaxBody (1 MiB), before the handler
 //     runs: a larger one is 413 request_too_large and nothing is done with
-//     it (a handler never sees a cut body).
+//     it (a handler never sees a cut body). It is read only once the
+//     request is authenticated (on the headers alone): a request without a
+//     valid token gets its 401 at once, however slowly its body arrives,
+//     and its connection is closed rather than drained.
+//   - Origin on /mcp. A request to /mcp that a browser sent (it carries
+//     Origin or Sec-Fetch-Site) must come from the hub's own origin, bearer
+//     or not, on every method: else 403 cross_origin. Clients that are no
+//     browser send neither header and are not affected.
 //   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
 //     without error), arrays and scalars are 400.
 
@@ -51,6 +58,15 @@ func safeMethod(m string) bool {
 
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := crossOrigin(r); err != nil {
+		hint := "; a request signed in by the studio cookie must come from the hub's own pages" +
+			" (a script or another site sends the token as \"Authorization: Bearer TOKEN\" instead)"
+		if r.URL.Path == mcpPath {
+			hint = "; /mcp answers the hub's own pages and clients that send no Origin (DNS rebinding)"
+		}
+		WriteError(w, http.StatusForbidden, cks.CodeCrossOrigin, "cross-origin request refused: "+err.Error()+hint)
+		return
+	}
 	if safeMethod(r.Method) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, ops.MaxBody)
@@ -58,34 +74,70 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.mux.ServeHTTP(w, r)
 		return
 	}
-	r, ok := a.admit(w, r)
-	if !ok {
+	if !a.admit(w, r) {
 		return
+	}
+	if r.URL.Path == "/login" || r.URL.Path == "/logout" {
+		// The public unsafe routes: nobody to authenticate first.
+		var ok bool
+		if r, ok = a.readBody(w, r); !ok {
+			return
+		}
+	} else if r.ContentLength != 0 {
+		// The body is read once the request is authenticated (readBody,
+		// from requireAuth): an answer given before that (401, 404, 405)
+		// closes the connection instead of waiting for a body nobody
+		// reads. readBody lifts it.
+		w.Header().Set("Connection", "close")
 	}
 	a.mux.ServeHTTP(w, r)
 }
 
-// admit applies the rules above to an unsafe request and returns it with its
-// body read into memory, or answers it and returns false.
-func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	if needsOriginProof(r) {
-		if err := sameOrigin(r); err != nil {
-			WriteError(w, http.StatusForbidden, cks.CodeCrossOrigin, "cross-origin request refused: "+err.Error()+
-				"; a request signed in by the studio cookie must come from the hub's own pages"+
-				" (a script or another site sends the token as \"Authorization: Bearer TOKEN\" instead)")
-			return r, false
-		}
+// mcpPath is where the MCP endpoint is mounted.
+const mcpPath = "/mcp"
+
+// crossOrigin returns why r is refused as a cross-origin request, or nil:
+// an unsafe request a page of another origin could make with the hub's
+// credentials (needsOriginProof), and every request to /mcp that a browser
+// sent (it carries Origin or Sec-Fetch-Site; the MCP streamable HTTP
+// transport has the server validate Origin on every request), must come
+// from the hub's own origin (sameOrigin).
+func crossOrigin(r *http.Request) error {
+	switch {
+	case r.URL.Path == mcpPath && (r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != ""):
+	case !safeMethod(r.Method) && needsOriginProof(r):
+	default:
+		return nil
 	}
-	api := strings.HasPrefix(r.URL.Path, "/v1/")
+	return sameOrigin(r)
+}
+
+// admit applies the header rules above to an unsafe request (its content
+// type, its declared size), or answers it and returns false. Nothing of the
+// body is read: readBody does that, after authentication.
+func (a *API) admit(w http.ResponseWriter, r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
-	if api && ct != "" && !isJSON(ct) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") && ct != "" && !isJSON(ct) {
 		writeUnsupported(w, fmt.Sprintf("Content-Type %q", ct))
-		return r, false
+		return false
 	}
 	if r.ContentLength > ops.MaxBody {
 		writeTooLarge(w, r)
-		return r, false
+		return false
 	}
+	return true
+}
+
+// readBody reads the body of an unsafe request into memory, checking its
+// size and, under /v1, its shape, and returns the request with it; or it
+// answers the request and returns false. A safe request is returned as it
+// is.
+func (a *API) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if safeMethod(r.Method) {
+		return r, true
+	}
+	w.Header().Del("Connection") // the body is read: the connection may serve another request
+	api := strings.HasPrefix(r.URL.Path, "/v1/")
 	var b []byte
 	if r.Body != nil {
 		var err error
@@ -104,7 +156,7 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool
 		r.Body.Close()
 	}
 	if trimmed := bytes.TrimSpace(b); api && len(trimmed) > 0 {
-		if ct == "" {
+		if r.Header.Get("Content-Type") == "" {
 			writeUnsupported(w, "a body without a Content-Type")
 			return r, false
 		}

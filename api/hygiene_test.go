@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -28,6 +29,7 @@ type request struct {
 	bearer       string
 	origin       string
 	fetchSite    string // Sec-Fetch-Site
+	accept       string
 }
 
 func (f *fixture) send(t testing.TB, rq request) (*http.Response, string) {
@@ -52,6 +54,9 @@ func (f *fixture) send(t testing.TB, rq request) (*http.Response, string) {
 	}
 	if rq.fetchSite != "" {
 		req.Header.Set("Sec-Fetch-Site", rq.fetchSite)
+	}
+	if rq.accept != "" {
+		req.Header.Set("Accept", rq.accept)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
@@ -358,5 +363,104 @@ func TestClaimEmptyTypesMeansAnyType(t *testing.T) {
 				t.Fatalf("claim %s: %d %s, want task %d", body, resp.StatusCode, out, task.ID)
 			}
 		})
+	}
+}
+
+// mcpAccept is the Accept header of an MCP client's request.
+const mcpAccept = "application/json, text/event-stream"
+
+// mcpCall is a JSON-RPC request to /mcp as a client sends it.
+func mcpCall(method, params string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+}
+
+// TestMCPRefusesForeignOrigins: the MCP streamable HTTP transport has the
+// server validate Origin on every request (DNS rebinding), so a browser's
+// request to /mcp from another origin is 403 cross_origin even with a
+// bearer token, on every method, and changes nothing; a request without
+// Origin (a client that is no browser) and one from the hub's own origin
+// are served.
+func TestMCPRefusesForeignOrigins(t *testing.T) {
+	f := newHubFixture(t, backendtest.SQLite(t))
+	self := f.srv.URL
+	create := mcpCall("tools/call", `{"name":"create_task","arguments":{"type":"t","title":"via mcp"}}`)
+	initialize := mcpCall("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}`)
+	for _, c := range []struct {
+		name              string
+		method, body      string
+		origin, fetchSite string
+	}{
+		{"foreign Origin, tools/call", "POST", create, "http://evil.example", ""},
+		{"foreign Origin, initialize", "POST", initialize, "http://evil.example", ""},
+		{"another port of the hub's host", "POST", create, "http://127.0.0.1:1", ""},
+		{"cross-site fetch metadata", "POST", create, "", "cross-site"},
+		{"same-site fetch metadata", "POST", create, "http://127.0.0.1:1", "same-site"},
+		{"foreign Origin, GET stream", "GET", "", "http://evil.example", ""},
+		{"foreign Origin, DELETE", "DELETE", "", "http://evil.example", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rq := request{method: c.method, path: "/mcp", bearer: f.token, origin: c.origin, fetchSite: c.fetchSite, accept: mcpAccept}
+			if c.body != "" {
+				rq.contentType, rq.body = "application/json", strings.NewReader(c.body)
+			}
+			resp, body := f.send(t, rq)
+			wantError(t, resp, body, http.StatusForbidden, "cross_origin", "/mcp")
+			if n := f.taskCount(t); n != 0 {
+				t.Fatalf("%d tasks after a refused /mcp request, want 0", n)
+			}
+		})
+	}
+	for i, c := range []struct{ origin, fetchSite string }{{"", ""}, {self, ""}, {self, "same-origin"}} {
+		resp, body := f.send(t, request{method: "POST", path: "/mcp", bearer: f.token, contentType: "application/json",
+			body: strings.NewReader(create), origin: c.origin, fetchSite: c.fetchSite, accept: mcpAccept})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "via mcp") || f.taskCount(t) != i+1 {
+			t.Fatalf("tools/call with Origin %q, Sec-Fetch-Site %q: %d %s (%d tasks), want 200 and the task created",
+				c.origin, c.fetchSite, resp.StatusCode, body, f.taskCount(t))
+		}
+	}
+}
+
+// TestUnauthenticatedBodyIsNotAwaited: the headers authenticate a request
+// before its body is read, so a request without a valid token whose body
+// never ends gets its 401 at once (not after the server's read timeout),
+// on every authenticated endpoint, and a bad token likewise.
+func TestUnauthenticatedBodyIsNotAwaited(t *testing.T) {
+	f := newHubFixture(t, backendtest.SQLite(t))
+	for _, c := range []struct{ name, path, token string }{
+		{"create without a token", "/v1/tasks", ""},
+		{"stop with a bad token", "/v1/tasks/1/stop", "cks_not-a-token"},
+		{"mcp without a token", "/mcp", ""},
+		{"unknown /v1 endpoint", "/v1/nothing", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The body never completes while the test waits for its
+			// answer: only the deadline ends it (the client would
+			// otherwise wait for its own body too).
+			body, feed := io.Pipe()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			context.AfterFunc(ctx, func() { feed.CloseWithError(ctx.Err()) })
+			req, err := http.NewRequestWithContext(ctx, "POST", f.srv.URL+c.path, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("no answer while the body is pending (the server waits for it): %v", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			wantError(t, resp, string(b), http.StatusUnauthorized, "unauthenticated")
+		})
+	}
+	// An authenticated request's body is read as before.
+	resp, b := f.send(t, request{method: "POST", path: "/v1/tasks", bearer: f.token, contentType: "application/json",
+		body: strings.NewReader(`{"type":"t","title":"read"}`)})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("authenticated create: %d %s", resp.StatusCode, b)
 	}
 }

@@ -53,39 +53,36 @@ func (a *API) routeOps(streams map[string]http.Handler) {
 	}
 }
 
-// serveOp is the HTTP adapter of a request/response operation: it refuses
-// path and query text no store stores, builds the input from the path, the
-// query or the JSON body (ops.HTTPInput), extends the write deadline by how
-// long the call may wait, invokes the operation (which authorizes the caller
-// on the input's resource) and writes its output with its status.
+// serveOp is the HTTP adapter of a request/response operation: it calls
+// the operation (ops.Call) on the path, the query and the JSON body, which
+// checks the caller's permission first; once the caller may call it, it
+// refuses path and query text no store stores, builds the input
+// (ops.HTTPInput), extends the write deadline by how long the call may
+// wait, and writes the output with its status.
 func (a *API) serveOp(op ops.Operation) http.Handler {
 	sp := op.Spec()
 	pattern := sp.Method + " " + sp.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkRequestText(pattern, r); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 		var body []byte
 		if r.Body != nil {
-			// admit read the whole body already (at most ops.MaxBody).
+			// readBody read the whole body already (at most ops.MaxBody).
 			body, _ = io.ReadAll(io.LimitReader(r.Body, ops.MaxBody+1))
 		}
+		// pretty is the answer's, not the operation's; it says nothing of
+		// the operation's input, so it is read before the permission.
 		q := r.URL.Query()
 		pretty, err := prettyOf(q)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		in, err := ops.HTTPInput(op, r.PathValue, q, body)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		if d := op.Wait(in); d > 0 {
-			a.allowWait(w, d)
-		}
-		out, err := op.Invoke(r.Context(), a.svc, in)
+		out, err := ops.Call(r.Context(), a.svc, op, ops.Request{Args: body, PathValue: r.PathValue, Query: q,
+			Check: func() error { return checkRequestText(pattern, r) },
+			Ready: func(in any) {
+				if d := op.Wait(in); d > 0 {
+					a.allowWait(w, d)
+				}
+			}})
 		if err != nil {
 			a.fail(w, r, err)
 			return
@@ -120,9 +117,9 @@ func prettyOf(q url.Values) (bool, error) {
 func (a *API) serveStream(op ops.Operation, h http.Handler) http.Handler {
 	sp := op.Spec()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := checkRequestText(sp.Method+" "+sp.Path, r)
+		err := auth.Require(r.Context(), sp.Permission, sp.Resource)
 		if err == nil {
-			err = auth.Require(r.Context(), sp.Permission, sp.Resource)
+			err = checkRequestText(sp.Method+" "+sp.Path, r)
 		}
 		if err != nil {
 			a.fail(w, r, err)

@@ -2,9 +2,13 @@ package api_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +24,7 @@ import (
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -115,16 +120,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	var fault error
 	a := api.New(api.Config{Liveness: liveness.NewService(f.store, f.clock), Auth: auth.NewAuthenticator(f.store), Clock: f.clock,
 		Health: func(context.Context) error { calls++; return fault }})
-	get := func() (int, api.Health) {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
-		var h api.Health
-		if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
-			t.Fatal(err)
-		}
-		return rec.Code, h
-	}
+	get := func() (int, api.Health) { return healthz(t, a) }
 	for range 5 {
 		if code, h := get(); code != http.StatusOK || h.Status != "ok" || h.Storage != "ok" {
 			t.Fatalf("healthy: %d %+v", code, h)
@@ -138,4 +134,103 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	if code, h := get(); code != http.StatusServiceUnavailable || h.Status != "degraded" || h.Storage != "full" || calls != 2 {
 		t.Fatalf("after a full disk: %d %+v (%d checks), want 503 degraded full", code, h, calls)
 	}
+}
+
+// postgresDatabase creates a database of its own on the test server
+// (dropped when t ends) and returns its URL, its name and a function running
+// SQL on the server: for a test that changes a database's settings, which
+// no other test may share.
+func postgresDatabase(t *testing.T) (dbURL, name string, exec func(sql string)) {
+	t.Helper()
+	base := backendtest.PostgresURL(t) // skips without a server; its scratch schema goes unused
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	admin := u.String()
+	exec = func(sql string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name = "cks_health_" + hex.EncodeToString(b)
+	exec("CREATE DATABASE " + name)
+	t.Cleanup(func() { exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String(), name, exec
+}
+
+// TestHealthzFollowsPostgresReadOnly: on a Postgres database made read-only
+// (ALTER DATABASE … SET default_transaction_read_only) /healthz says
+// degraded read_only, and once the setting is reset the next probe says ok
+// — not a minute later, when the read-only fault a refused write left would
+// be forgotten, nor after the pool's sessions (which keep the setting they
+// started with) are recycled — and writes go through again.
+func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
+	dbURL, name, exec := postgresDatabase(t)
+	s, err := backend.Open(context.Background(), dbURL) // creates the schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	exec("ALTER DATABASE " + name + " SET default_transaction_read_only = on")
+	c := clock.NewFake(storetest.T0)
+	s, err = backend.Open(context.Background(), dbURL, store.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a := api.New(api.Config{Liveness: liveness.NewService(s, c), Auth: auth.NewAuthenticator(s), Clock: c, Health: s.StorageHealth})
+	probe := func() (int, api.Health) {
+		c.Advance(api.HealthTTL) // a fresh check, not the cached answer
+		return healthz(t, a)
+	}
+
+	if code, h := probe(); code != http.StatusServiceUnavailable || h.Storage != "read_only" {
+		t.Fatalf("/healthz on a read-only database: %d %+v, want 503 read_only", code, h)
+	}
+	// A refused write: the fault the driver remembers.
+	if _, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "refused"}); !errors.Is(err, store.ErrStorageReadOnly) {
+		t.Fatalf("a write on the read-only database: %v, want ErrStorageReadOnly", err)
+	}
+	if code, h := probe(); code != http.StatusServiceUnavailable || h.Storage != "read_only" {
+		t.Fatalf("/healthz after a refused write: %d %+v, want 503 read_only", code, h)
+	}
+
+	exec("ALTER DATABASE " + name + " RESET default_transaction_read_only")
+	if code, h := probe(); code != http.StatusOK || h.Status != "ok" || h.Storage != "ok" {
+		t.Fatalf("/healthz on the first probe after the database takes writes again: %d %+v, want 200 ok", code, h)
+	}
+	// And what it says holds: every session of the pool takes writes (a
+	// few, so that more than one pooled connection is used).
+	for i := range 4 {
+		if _, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "after"}); err != nil {
+			t.Fatalf("write %d after /healthz said ok: %v", i, err)
+		}
+	}
+}
+
+// healthz asks a's /healthz and returns its status and body.
+func healthz(t testing.TB, a *api.API) (int, api.Health) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var h api.Health
+	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Code, h
 }

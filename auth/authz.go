@@ -139,6 +139,19 @@ func Allows(grants []store.Grant, perm, resource string) bool {
 	return false
 }
 
+// AllowsWithin reports whether grants give perm on resource, on an
+// ancestor of it or on a node below it: whether the caller holds perm on
+// some resource an operation whose resource lies under resource (its id
+// not yet known) could be checked on.
+func AllowsWithin(grants []store.Grant, perm, resource string) bool {
+	for _, g := range grants {
+		if (g.Permission == perm || g.Permission == PermAdmin) && (Covers(g.Resource, resource) || Covers(resource, g.Resource)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Authorizer decides what an authenticated principal may do. It is the one
 // place permissions are checked, for the HTTP API, the MCP tools and the
 // studio alike. It caches nothing: every Check reads the principal's grants,
@@ -154,11 +167,22 @@ func NewAuthorizer(s store.Principals) *Authorizer { return &Authorizer{store: s
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
 // missing permission and the resource.
 func (a *Authorizer) Check(ctx context.Context, p store.Principal, perm, resource string) error {
+	return a.check(ctx, p, perm, resource, Allows)
+}
+
+// CheckWithin is Check by AllowsWithin: nil when p holds perm on resource,
+// an ancestor or a node below it, else a *ForbiddenError naming resource.
+func (a *Authorizer) CheckWithin(ctx context.Context, p store.Principal, perm, resource string) error {
+	return a.check(ctx, p, perm, resource, AllowsWithin)
+}
+
+// check is Check by allows, read from p's grants now.
+func (a *Authorizer) check(ctx context.Context, p store.Principal, perm, resource string, allows func([]store.Grant, string, string) bool) error {
 	grants, err := a.store.GrantsOf(ctx, p.ID)
 	if err != nil {
 		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
 	}
-	if Allows(grants, perm, resource) {
+	if allows(grants, perm, resource) {
 		return nil
 	}
 	return &ForbiddenError{Principal: p.Name, Permission: perm, Resource: resource}
@@ -194,6 +218,19 @@ func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
 // local operator holds everything. A ctx with no caller is refused: callers
 // that forgot to authenticate fail closed.
 func Require(ctx context.Context, perm, resource string) error {
+	return require(ctx, perm, resource, (*Authorizer).Check)
+}
+
+// RequireWithin is Require by CheckWithin: that the caller in ctx holds
+// perm on resource, an ancestor or a node below it (the check a surface
+// makes before it knows which node a call names).
+func RequireWithin(ctx context.Context, perm, resource string) error {
+	return require(ctx, perm, resource, (*Authorizer).CheckWithin)
+}
+
+// require is Require by check.
+func require(ctx context.Context, perm, resource string,
+	check func(*Authorizer, context.Context, store.Principal, string, string) error) error {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	switch {
 	case !ok:
@@ -201,7 +238,7 @@ func Require(ctx context.Context, perm, resource string) error {
 	case c.local:
 		return nil
 	}
-	return c.authz.Check(ctx, c.principal, perm, resource)
+	return check(c.authz, ctx, c.principal, perm, resource)
 }
 
 // TaskTokenGrants are the grants of a task-scoped agent credential for task

@@ -36,6 +36,29 @@ func TestCovers(t *testing.T) {
 	}
 }
 
+// TestAllowsWithin: a grant of the permission (or admin) on the node, an
+// ancestor or a node below it counts, by whole segments; another
+// permission, or a grant beside the node, does not.
+func TestAllowsWithin(t *testing.T) {
+	for _, c := range []struct {
+		grant store.Grant
+		want  bool
+	}{
+		{store.Grant{Resource: "/tasks/5", Permission: auth.PermStop}, true},
+		{store.Grant{Resource: "/tasks", Permission: auth.PermStop}, true},
+		{store.Grant{Resource: "/", Permission: auth.PermAdmin}, true},
+		{store.Grant{Resource: "/tasks/5", Permission: auth.PermAdmin}, true},
+		{store.Grant{Resource: "/tasks/5", Permission: auth.PermStart}, false},
+		{store.Grant{Resource: "/", Permission: auth.PermRead}, false},
+		{store.Grant{Resource: "/taskset", Permission: auth.PermStop}, false},
+		{store.Grant{Resource: "/objects/5", Permission: auth.PermStop}, false},
+	} {
+		if got := auth.AllowsWithin([]store.Grant{c.grant}, auth.PermStop, "/tasks"); got != c.want {
+			t.Errorf("AllowsWithin(%+v, stop, /tasks) = %v, want %v", c.grant, got, c.want)
+		}
+	}
+}
+
 func TestValidGrant(t *testing.T) {
 	for _, ok := range []string{"read:/", "admin:/", "append:/tasks/42", "control:/sweepers/lease_reaper",
 		"read:/processes/critic", "update:/objects/x1", "create:/tasks"} {

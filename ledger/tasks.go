@@ -315,7 +315,7 @@ func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (Stat
 		dep := State(r.State)
 		switch {
 		case !ok:
-			return "", "", &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks (no task %d)", d)}
+			return "", "", NoSuchDependency(field, d)
 		case dep == Failed || dep == Cancelled:
 			return Blocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
 		case dep != Completed && state == Open:
@@ -323,6 +323,13 @@ func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (Stat
 		}
 	}
 	return state, reason, nil
+}
+
+// NoSuchDependency is the refusal of a dependency d, named in field, that
+// is no task. The surfaces answer it too for a task the caller may not read
+// (ops), so that a create or an edit cannot tell the two apart.
+func NoSuchDependency(field string, d int64) error {
+	return &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks the caller may read (no task %d)", d)}
 }
 
 // GetTask implements store.Tasks. It reads the task and everything recorded

@@ -4,9 +4,10 @@
 //
 // Its tools are the MCP operations of the table (package ops), registered by
 // one adapter: a tool's name, description, input and output schemas and
-// annotations are the operation's, its arguments are decoded by the same
-// decoder as an HTTP body (unknown fields refused, a wrong type named), the
-// caller is authorized through auth.Require on the operation's resource, and
+// annotations are the operation's, the caller is authorized through
+// auth.Require on the operation's resource before anything else (ops.Call),
+// its arguments are then decoded by the same decoder as an HTTP body
+// (unknown fields refused, a wrong type named), and
 // a failure is a tool error whose text is the message the HTTP API answers
 // for the same input. The process tools keep the names of the seeds
 // (ADR-014 §4, ADR-016): list_processes, process_status,
@@ -96,11 +97,9 @@ func Register(srv *mcp.Server, svc *ops.Services) {
 // handler is the MCP adapter of an operation.
 func handler(op ops.Operation, svc *ops.Services) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		in := op.NewInput()
-		if err := ops.Decode(req.Params.Arguments, in); err != nil {
-			return toolError(ctx, svc, op, err), nil
-		}
-		out, err := op.Invoke(ctx, svc, in)
+		// ops.Call checks the caller's permission before it decodes the
+		// arguments: a caller without it learns nothing of their rules.
+		out, err := ops.Call(ctx, svc, op, ops.Request{Args: req.Params.Arguments})
 		if err != nil {
 			return toolError(ctx, svc, op, err), nil
 		}

@@ -208,6 +208,10 @@ type Operation interface {
 	// Invoke checks in's text, authorizes the caller in ctx through
 	// auth.Require on the input's resource, and calls the operation.
 	Invoke(ctx context.Context, s *Services, in any) (any, error)
+	// invoke is Invoke for Call, which already checked the permission on
+	// the resource checked ("" for none): it is checked again only when
+	// in's resource is another.
+	invoke(ctx context.Context, s *Services, in any, checked string) (any, error)
 	// Wait is how long a call with input in may wait before it answers
 	// beyond an ordinary request (a stop waiting for an abort
 	// confirmation: an input that is a cks.Waiter); surfaces extend their
@@ -283,6 +287,15 @@ func (o *Op[In, Out]) Invoke(ctx context.Context, s *Services, in any) (any, err
 	return o.Do(ctx, s, o.input(in))
 }
 
+// invoke implements Operation.
+func (o *Op[In, Out]) invoke(ctx context.Context, s *Services, in any, checked string) (any, error) {
+	p := o.input(in)
+	if err := authorize(ctx, s, o, p, checked); err != nil {
+		return nil, err
+	}
+	return o.call(ctx, s, p)
+}
+
 // Do is Invoke with a typed input: the call of a surface (the studio) that
 // builds the input itself.
 func (o *Op[In, Out]) Do(ctx context.Context, s *Services, in *In) (Out, error) {
@@ -298,11 +311,17 @@ func (o *Op[In, Out]) Do(ctx context.Context, s *Services, in *In) (Out, error) 
 // resource. A surface that reads more than op returns (the studio's counts)
 // checks with it that the caller may read what op would.
 func Authorize(ctx context.Context, s *Services, op Operation, in any) error {
+	return authorize(ctx, s, op, in, "")
+}
+
+// authorize is Authorize, skipping the permission check when in's resource
+// is checked, the one Call's gate already checked.
+func authorize(ctx context.Context, s *Services, op Operation, in any, checked string) error {
 	if err := checkText(in); err != nil {
 		return err
 	}
 	res, err := op.Resource(ctx, s, in)
-	if err != nil {
+	if err != nil || res == checked {
 		return err
 	}
 	return auth.Require(ctx, op.Spec().Permission, res)
@@ -360,6 +379,10 @@ func (e *stream) Resource(context.Context, *Services, any) (string, error) {
 
 func (e *stream) Invoke(context.Context, *Services, any) (any, error) {
 	return nil, fmt.Errorf("ops: %s is a stream, served by the HTTP surface's own handler", e.spec.Name)
+}
+
+func (e *stream) invoke(ctx context.Context, s *Services, in any, _ string) (any, error) {
+	return e.Invoke(ctx, s, in)
 }
 
 // Available returns the operations of table offered on surface by a hub with

@@ -149,7 +149,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
 			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
 			"already has, that task is returned with created=false instead (a conflict, naming no task, when the caller " +
-			"may not read it). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).",
+			"may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error " +
+			"naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).",
 		Permission: auth.PermCreate, Resource: auth.ResourceTasks,
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Alternate: &Alternate{Status: http.StatusOK, When: "a live task had the dedupe_key: it is returned, with created false"},
@@ -163,6 +164,9 @@ var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 		return auth.ResourceTasks, nil
 	},
 	call: func(ctx context.Context, s *Services, n *store.NewTask) (CreatedTask, error) {
+		if err := requireReadable(ctx, "depends_on", n.DependsOn); err != nil {
+			return CreatedTask{}, err
+		}
 		in := *n
 		in.CreatedBy = actor(ctx)
 		t, created, err := s.Tasks.Enqueue(ctx, in)
@@ -186,6 +190,28 @@ var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 	},
 	required: []string{"type"},
 })
+
+// requireReadable refuses a dependency (of ids, named in field) that the
+// caller may not read exactly as the ledger refuses one that does not exist
+// (ledger.NoSuchDependency), before anything is written: so a create or an
+// edit can neither tell an unreadable task from a missing one nor learn its
+// state from the new task's (WAITING, OPEN or BLOCKED). The one place of
+// the rule; an id that is not positive is left to the ledger's validation.
+func requireReadable(ctx context.Context, field string, ids []int64) error {
+	for _, d := range ids {
+		if d <= 0 {
+			continue
+		}
+		err := auth.Require(ctx, auth.PermRead, auth.TaskResource(d))
+		if errors.Is(err, auth.ErrForbidden) {
+			return ledger.NoSuchDependency(field, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // AnswerInput is cks.AnswerTaskInput.
 type AnswerInput = cks.AnswerTaskInput
@@ -280,7 +306,8 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
 			"edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; " +
 			"abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live " +
 			"(path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. " +
-			"A dependency that does not exist or would close a cycle is an invalid_argument error, and any error changes nothing. " +
+			"A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would " +
+			"close a cycle is an invalid_argument error, and any error changes nothing. " +
 			"Needs update on /tasks/{task_id}.",
 		Permission: auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{OpenWorld: new(false)},
@@ -301,6 +328,14 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
 		d, wait, err := in.Parse()
 		if err != nil {
 			return store.UpdateResult{}, err
+		}
+		if err := requireReadable(ctx, "add_depends_on", in.AddDependsOn); err != nil {
+			return store.UpdateResult{}, err
+		}
+		for i, c := range in.AddChildren {
+			if err := requireReadable(ctx, fmt.Sprintf("add_children[%d].depends_on", i), c.DependsOn); err != nil {
+				return store.UpdateResult{}, err
+			}
 		}
 		return s.control().Update(ctx, in.TaskID, actor(ctx), in.TaskPatch, d, wait)
 	},

@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -109,12 +110,43 @@ func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
 
 // Health implements driver.Driver: a server that runs transactions
 // read-only is ErrStorageReadOnly; otherwise the fault of a recent failed
-// write transaction, if any. It costs one round trip.
+// write transaction, if any, but for a read-only one: whether the server
+// is read-only is what the probe just found, not what a write met before
+// (which would hold the verdict for store.FaultMemory after the server
+// takes writes again). It costs one round trip while the server takes
+// writes.
+//
+// A session keeps the default_transaction_read_only it started with (ALTER
+// DATABASE and ALTER ROLE settings apply to new sessions), so a pooled
+// connection may still be read-only after the database was made writable
+// again: a read-only answer is confirmed on a new connection, and when that
+// one is writable the pool's connections are replaced (pgxpool Reset), so
+// the writes that follow run on sessions that take them.
 func (d *Driver) Health(ctx context.Context) error {
-	if err := d.readOnly(ctx, d.pool); err != nil {
+	err := d.readOnly(ctx, d.pool)
+	if errors.Is(err, store.ErrStorageReadOnly) {
+		if err = d.readOnlyNow(ctx); err == nil {
+			d.pool.Reset()
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", d.where, err)
 	}
-	return d.faults.Recent(store.Time(d.clock.Now()))
+	if err := d.faults.Recent(store.Time(d.clock.Now())); !errors.Is(err, store.ErrStorageReadOnly) {
+		return err
+	}
+	return nil
+}
+
+// readOnlyNow is readOnly on a new connection, which starts with the
+// settings the server and the database give sessions now.
+func (d *Driver) readOnlyNow(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("check transaction_read_only on a new connection: %w", mapErr("connect", err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return d.readOnly(ctx, conn)
 }
 
 // connectError turns a failed first connection into one line that names the
