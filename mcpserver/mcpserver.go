@@ -16,6 +16,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,10 +104,15 @@ func handler(op ops.Operation, svc *ops.Services) mcp.ToolHandler {
 		if err != nil {
 			return toolError(ctx, svc, op, err), nil
 		}
-		b, err := json.Marshal(out)
-		if err != nil {
+		// Compact, with <, > and & as they are: an answer about the size
+		// of what was stored (the API answers alike).
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
 			return nil, err
 		}
+		b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	}
 }

@@ -1,0 +1,34 @@
+package mcpserver_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestToolAnswersAreNotEscaped: a tool's answer carries <, > and & as they
+// are, so a payload of them comes back about its own size (as \u003c each
+// it was six times that: issue 22, finding 2).
+func TestToolAnswersAreNotEscaped(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		clk := clock.NewFake(storetest.T0)
+		s := open(t, store.WithClock(clk))
+		srv := mcpserver.New(liveness.NewService(s, clk), "v-test")
+		mcpserver.AddTaskTools(srv, s)
+		cs := connectInMemory(t, srv)
+		text := strings.Repeat("<&>", 10<<10)
+		res := call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "t", "payload": map[string]any{"s": text}})
+		if res.IsError {
+			t.Fatalf("create_task: %s", toolText(t, res))
+		}
+		if got := toolText(t, res); !strings.Contains(got, text) || len(got) > len(text)+4096 {
+			t.Errorf("create_task answered %d bytes for a payload of %d, want the text as it is", len(got), len(text))
+		}
+	})
+}
