@@ -903,6 +903,10 @@ func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver
 	return out, err
 }
 
+// reclaimable are the states whose expired leases ReclaimExpired
+// reclaims (the schema's LeasedStates, its index of them on Postgres).
+var reclaimable = [...]State{Claimed, Running, Reviewing}
+
 // ReclaimExpired implements store.Tasks. The expired leases are read in
 // batches, locked with SKIP LOCKED (a lease another transaction is
 // renewing or ending is that one's business).
@@ -916,7 +920,7 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 		total = 0
 		for {
 			rows, err := ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
-				States: strs([]State{Claimed, Running, Reviewing}), Excluded: strs(DispatchExcluded[:]),
+				States: strs(reclaimable[:]), Excluded: strs(DispatchExcluded[:]),
 				ExpiredAt: now, RenewedBefore: now.Add(-staleWindow), Limit: reclaimBatch})
 			if err != nil {
 				return err

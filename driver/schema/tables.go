@@ -3,7 +3,7 @@ package schema
 import (
 	"strings"
 
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -163,7 +163,7 @@ func outboxTasks() Table {
 			// The stale-stop report and the "stopped longer than" listing:
 			// the STOPPED tasks by when they stopped.
 			{Name: "idx_outbox_tasks_stopped", Keys: []Key{K("state_changed_at")},
-				Where: "state = " + literal(string(ledger.Stopped)), Only: Postgres},
+				Where: "state = " + literal(string(cks.TaskStopped)), Only: Postgres},
 			// Claims of one type (and of several): the OPEN tasks of a type
 			// in claim order. Only the OPEN tasks, so that no move but a
 			// claim touches it. The claims imply its WHERE: they name 'OPEN'
@@ -171,7 +171,7 @@ func outboxTasks() Table {
 			// the statement SQLite keeps prepared can use it without looking
 			// at a binding.
 			{Name: "idx_outbox_tasks_claim_type", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
-				Where: "state = " + literal(string(ledger.Open))},
+				Where: "state = " + literal(string(cks.TaskOpen))},
 			// Postgres's listings and counts by state, in id order, for the
 			// states off the path of a task that runs and completes (the
 			// dependency sweeper's WAITING tasks, a review queue, the failed
@@ -183,11 +183,11 @@ func outboxTasks() Table {
 				Where: "state NOT IN " + literalList(onPath[:]), Only: Postgres},
 			// Claims of any type (or of several): the OPEN tasks in claim order.
 			{Name: "idx_outbox_tasks_claim_open", Keys: []Key{K("state"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
-				Where: "state = " + literal(string(ledger.Open))},
+				Where: "state = " + literal(string(cks.TaskOpen))},
 			// The lease reaper: the leases of the states it reclaims
 			// (ledger's ReclaimExpired), by expiry.
 			{Name: "idx_outbox_tasks_leased", Keys: []Key{K("lease_expires_at")},
-				Where: "state IN " + literalList([]ledger.State{ledger.Claimed, ledger.Running, ledger.Reviewing}), Only: Postgres},
+				Where: "state IN " + literalList(LeasedStates[:]), Only: Postgres},
 			// SQLite's planner cannot match the reaper's state list (JSON)
 			// against a WHERE on state, but it can match its
 			// lease_expires_at <= ? against IS NOT NULL — and only a leased
@@ -200,7 +200,7 @@ func outboxTasks() Table {
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
 			// One live task per dedupe key.
 			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
-				Where: "dedupe_key <> '' AND state NOT IN " + literalList(ledger.Terminal[:])},
+				Where: "dedupe_key <> '' AND state NOT IN " + literalList(TerminalStates[:])},
 		},
 		RetiredIndexes: []RetiredIndex{
 			// No query reads tasks by parent, and no task is ever deleted
@@ -509,10 +509,22 @@ func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + 
 // onPath are the states of a task that is claimed, runs and completes:
 // the states the ledger's hot path writes (idx_outbox_tasks_offpath
 // leaves them out).
-var onPath = [...]ledger.State{ledger.Open, ledger.Claimed, ledger.Running, ledger.Completed}
+var onPath = [...]cks.TaskState{cks.TaskOpen, cks.TaskClaimed, cks.TaskRunning, cks.TaskCompleted}
+
+// The sets of states the indexes' WHERE clauses name, from the leaf: the
+// schema sits below the services, so it cannot read package ledger's sets,
+// and a ledger test (TestSchemaStatesAreTheLedgers) holds these to them.
+var (
+	// TerminalStates are ledger.Terminal: a dedupe key is unique among
+	// the tasks in none of them.
+	TerminalStates = [...]cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled}
+	// LeasedStates are the states whose expired leases the ledger's
+	// ReclaimExpired reclaims.
+	LeasedStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
+)
 
 // literalList renders states as a parenthesised list of literals.
-func literalList(states []ledger.State) string {
+func literalList(states []cks.TaskState) string {
 	q := make([]string, len(states))
 	for i, s := range states {
 		q[i] = literal(string(s))

@@ -1,0 +1,165 @@
+package cks_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// layers is the module's layering, lowest first (docs/architecture.md): a
+// package imports only packages of lower layers — never one of its own
+// layer (sideways) or of a higher one (upward). Its tests may import what
+// it may, itself, and the layers named in testsAlso. A package of the
+// module that is in no layer fails the test, so a new one is placed on
+// purpose.
+var layers = []struct {
+	name      string
+	pkgs      []string
+	testsAlso []string // layers the package's tests may import besides
+}{
+	{name: "leaf", pkgs: []string{""}},
+	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client"}},
+	// store is here while it straddles (issue 23 dissolves it): the
+	// drivers import its time mapping, options and error kinds.
+	{name: "driver", pkgs: []string{"driver", "store"}},
+	{name: "driver support", pkgs: []string{"driver/schema", "driver/internal/dberr", "driver/internal/nullable",
+		"driver/drivertest"}},
+	{name: "driver generator", pkgs: []string{"driver/internal/dbgen"}},
+	{name: "dialect queries", pkgs: []string{"driver/postgres/internal/dbsqlc", "driver/sqlite/internal/dbsqlc"}},
+	{name: "dialects", pkgs: []string{"driver/postgres", "driver/sqlite"}},
+	{name: "services", pkgs: []string{"ledger", "knowledge", "liveness", "auth", "lease", "notifier", "llm"},
+		testsAlso: testSupport},
+	{name: "services over services", pkgs: []string{"sweeper", "pipeline", "worker"}, testsAlso: testSupport},
+	// The test support: a store over either dialect (store/backend), the
+	// conformance suite and what runs it on both backends.
+	{name: "test support: backend", pkgs: []string{"store/backend"}, testsAlso: testSupport},
+	{name: "test support: suite", pkgs: []string{"store/storetest"}},
+	{name: "test support: both backends", pkgs: []string{"store/backendtest"}},
+	{name: "programs over the services", pkgs: []string{"agents", "bench"}, testsAlso: testSupport},
+	{name: "operations", pkgs: []string{"ops"}, testsAlso: testSupport},
+	// A surface's end-to-end tests serve what a hub serves.
+	{name: "surfaces", pkgs: []string{"api", "mcpserver", "studio"}, testsAlso: append([]string{"surfaces", "hub"}, testSupport...)},
+	{name: "hub", pkgs: []string{"hub"}, testsAlso: testSupport},
+	{name: "commands", pkgs: []string{"cmd/cks"}, testsAlso: testSupport},
+}
+
+// testSupport are the layers of the stores and suites tests share.
+var testSupport = []string{"test support: backend", "test support: suite", "test support: both backends"}
+
+// knownViolations are the imports that break the layering today, each to
+// be removed (issue 23); the test fails when one is no longer made, so
+// the list only shrinks. "pkg -> dep" is an import of the package, "pkg
+// [test] -> dep" one of its tests only.
+var knownViolations = []string{
+	"driver/drivertest -> ledger",
+	"driver/postgres [test] -> store/backend",
+	"driver/postgres [test] -> store/backendtest",
+	"driver/postgres [test] -> store/storetest",
+	"driver/sqlite [test] -> store/backend",
+	"driver/sqlite [test] -> store/backendtest",
+	"driver/sqlite [test] -> store/storetest",
+}
+
+const module = "github.com/cks-dev/cks"
+
+// TestLayers: every import inside the module, of a package or of its
+// tests, runs downward through layers (or is one of knownViolations).
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	rank := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l.pkgs {
+			rank[p] = i
+		}
+	}
+	short := func(path string) (string, bool) {
+		if path == module {
+			return "", true
+		}
+		p, ok := strings.CutPrefix(path, module+"/")
+		return p, ok
+	}
+	name := func(p string) string {
+		if p == "" {
+			return "cks"
+		}
+		return p
+	}
+	var found []string
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var pkg struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&pkg); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := short(pkg.ImportPath)
+		if strings.HasPrefix(p, "tools") || strings.HasPrefix(p, "bench/peers") {
+			continue // modules of their own
+		}
+		r, ok := rank[p]
+		if !ok {
+			t.Errorf("package %s is in no layer of layers_test.go: place it", name(p))
+			continue
+		}
+		check := func(imports []string, test bool) {
+			for _, imp := range imports {
+				d, ok := short(imp)
+				if !ok || (test && d == p) {
+					continue
+				}
+				dr, known := rank[d]
+				if !known {
+					continue // reported as its own package
+				}
+				if dr < r || (test && slices.Contains(layers[r].testsAlso, layers[dr].name)) {
+					continue
+				}
+				tag := ""
+				if test {
+					tag = " [test]"
+				}
+				v := fmt.Sprintf("%s%s -> %s", name(p), tag, name(d))
+				if !slices.Contains(found, v) {
+					found = append(found, v)
+				}
+			}
+		}
+		check(pkg.Imports, false)
+		check(append(pkg.TestImports, pkg.XTestImports...), true)
+	}
+	for _, v := range found {
+		if !slices.Contains(knownViolations, v) {
+			from, to, _ := strings.Cut(v, " -> ")
+			from, _, _ = strings.Cut(from, " ")
+			t.Errorf("%s: %s (layer %q) may not import %s (layer %q): layers run downward", v,
+				from, layerOf(from), to, layerOf(to))
+		}
+	}
+	for _, v := range knownViolations {
+		if !slices.Contains(found, v) {
+			t.Errorf("%q is no longer made: remove it from knownViolations", v)
+		}
+	}
+}
+
+// layerOf is the name of the layer of the package p ("cks" for the leaf).
+func layerOf(p string) string {
+	if p == "cks" {
+		p = ""
+	}
+	for _, l := range layers {
+		if slices.Contains(l.pkgs, p) {
+			return l.name
+		}
+	}
+	return "none"
+}
