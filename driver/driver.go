@@ -781,6 +781,8 @@ type PrincipalExecutor interface {
 	// the task's current one (the task has a lease and its hash equals the
 	// binding), so a task credential dies with its lease.
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (PrincipalRow, error)
+	// PrincipalGet reads a principal by id (ErrNoRows), bound or not.
+	PrincipalGet(ctx context.Context, id string) (PrincipalRow, error)
 	// GrantList returns a principal's grants ordered by resource, permission.
 	GrantList(ctx context.Context, principalID string) ([]GrantRow, error)
 	// PrincipalList returns every principal, oldest first (ties by id).

@@ -35,6 +35,13 @@ func Principals(t *testing.T, newDB NewDB) {
 		}
 		_, err = ex.PrincipalByTokenHash(ctx, "hash-nope")
 		isNoRows(t, "unknown token hash", err)
+		got, err = ex.PrincipalGet(ctx, "p1")
+		must(t, "get", err)
+		if got != p {
+			t.Fatalf("principal gets %+v, want %+v", got, p)
+		}
+		_, err = ex.PrincipalGet(ctx, "nope")
+		isNoRows(t, "unknown id", err)
 	})
 	t.Run("InsertDuplicates", func(t *testing.T) {
 		t.Parallel()

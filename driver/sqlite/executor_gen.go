@@ -1449,6 +1449,15 @@ func (e *executor) PrincipalByTokenHash(ctx context.Context, tokenHash string) (
 	return principalRowOf(x)
 }
 
+// PrincipalGet implements driver.Executor with dbsqlc's PrincipalGet.
+func (e *executor) PrincipalGet(ctx context.Context, id string) (driver.PrincipalRow, error) {
+	x, err := e.d.q.PrincipalGet(ctx, e.read, id)
+	if err != nil {
+		return driver.PrincipalRow{}, mapErr(fmt.Sprint("principal get ", id), err)
+	}
+	return principalRowOf(x)
+}
+
 // GrantList implements driver.Executor with dbsqlc's GrantList.
 func (e *executor) GrantList(ctx context.Context, principalID string) ([]driver.GrantRow, error) {
 	x, err := e.d.q.GrantList(ctx, e.read, principalID)

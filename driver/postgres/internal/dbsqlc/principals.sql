@@ -20,6 +20,9 @@ WHERE p.token_hash = @token_hash
         WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
             AND t.lease_token_hash = p.lease_token_hash));
 
+-- name: PrincipalGet :one
+SELECT * FROM cks_principals WHERE principal_id = @principal_id;
+
 -- name: GrantList :many
 SELECT * FROM cks_grants WHERE principal_id = @principal_id
 ORDER BY resource COLLATE "C", permission COLLATE "C";

@@ -152,6 +152,24 @@ func (q *Queries) PrincipalDeleteEndedLeases(ctx context.Context, db DBTX) (int6
 	return result.RowsAffected()
 }
 
+const principalGet = `-- name: PrincipalGet :one
+SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals WHERE principal_id = ?1
+`
+
+func (q *Queries) PrincipalGet(ctx context.Context, db DBTX, principalID string) (CksPrincipal, error) {
+	row := db.QueryRowContext(ctx, principalGet, principalID)
+	var i CksPrincipal
+	err := row.Scan(
+		&i.PrincipalID,
+		&i.Name,
+		&i.TokenHash,
+		&i.CreatedAt,
+		&i.TaskID,
+		&i.LeaseTokenHash,
+	)
+	return i, err
+}
+
 const principalInsert = `-- name: PrincipalInsert :exec
 
 INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
