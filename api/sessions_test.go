@@ -72,6 +72,12 @@ func (f *fixture) withCookie(t testing.TB, method, path, value string) (*http.Re
 	req, _ := http.NewRequest(method, f.srv.URL+path, nil)
 	req.AddCookie(&http.Cookie{Name: api.CookieName, Value: value})
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return roundTrip(t, req)
+}
+
+// roundTrip sends req without following redirects and reads the answer.
+func roundTrip(t testing.TB, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -297,13 +303,7 @@ func (h *throttleHub) bearer(t *testing.T, tok string) (*http.Response, string) 
 	t.Helper()
 	req, _ := http.NewRequest("GET", h.srv.URL+"/v1/processes", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := noRedirects.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return roundTrip(t, req)
 }
 
 // TestFailedAuthThrottled (issue 22, finding 7): the 11th bad token within

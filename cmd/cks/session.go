@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/client"
 )
 
 // cmdSession manages the studio's sessions: list, revoke. Each needs admin
@@ -46,21 +47,7 @@ func cmdSession(ctx context.Context, args []string, e env) error {
 		printSessions(e.stdout, ss)
 		return nil
 	case "revoke":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: session revoke needs exactly one session ID (see cks session list)", errUsage)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		if err := cl.RevokeSession(ctx, pos[0]); err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, map[string]string{"revoked": pos[0]})
-		}
-		fmt.Fprintf(e.stdout, "revoked session %s\n", pos[0])
-		return nil
+		return revokeByID(ctx, e, cf, pos, "session", (*client.Client).RevokeSession)
 	default:
 		return fmt.Errorf("%w: unknown session subcommand %q; expected list or revoke", errUsage, sub)
 	}
@@ -74,4 +61,25 @@ func printSessions(w io.Writer, ss []cks.Session) {
 			s.CreatedAt.Local().Format(time.DateTime), s.ExpiresAt.Local().Format(time.DateTime))
 	}
 	tw.Flush()
+}
+
+// revokeByID is `cks token|session revoke ID`: one id, revoked by call,
+// answered "revoked ID" (or {"revoked": ID} with --json).
+func revokeByID(ctx context.Context, e env, cf clientFlags, pos []string, noun string,
+	call func(*client.Client, context.Context, string) error) error {
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: %s revoke needs exactly one %s ID (see cks %s list)", errUsage, noun, noun, noun)
+	}
+	cl, err := cf.client(e)
+	if err != nil {
+		return err
+	}
+	if err := call(cl, ctx, pos[0]); err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, map[string]string{"revoked": pos[0]})
+	}
+	fmt.Fprintf(e.stdout, "revoked %s\n", pos[0])
+	return nil
 }
