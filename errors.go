@@ -60,6 +60,9 @@ const (
 	// CodeTooManyConnections: a client address over its connection limit
 	// (503).
 	CodeTooManyConnections = "too_many_connections"
+	// CodeTooManyFailures: a client address that failed to authenticate
+	// too often within a window (429, with Retry-After).
+	CodeTooManyFailures = "too_many_auth_failures"
 	// CodeHTTP is no code of the hub's: a client's name for an error answer
 	// without an error body (a proxy's, say), whose text is the Message.
 	CodeHTTP = "http"

@@ -338,3 +338,14 @@ type TokenList struct {
 type TokenInput struct {
 	ID string `json:"id" jsonschema:"the principal's id (list_tokens lists them)"`
 }
+
+// SessionList is the output of list_sessions: every studio session, oldest
+// first (never a secret or its hash).
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// SessionInput names a studio session.
+type SessionInput struct {
+	ID string `json:"id" jsonschema:"the session's id (list_sessions lists them)"`
+}

@@ -38,3 +38,14 @@ type PrincipalGrants struct {
 	Principal
 	Grants []Grant `json:"grants"`
 }
+
+// Session is a studio sign-in as an admin lists it (list_sessions): whose
+// it is and how long it lasts, never its secret or the secret's hash. A
+// browser holds the secret in its cookie; the hub stores only its hash.
+type Session struct {
+	ID            string    `json:"id"`
+	PrincipalID   string    `json:"principal_id"`
+	PrincipalName string    `json:"principal_name"`
+	CreatedAt     time.Time `json:"created_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
+}

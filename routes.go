@@ -131,6 +131,10 @@ var (
 	OpListTokens = endpoint[struct{}, TokenList]("list_tokens", "GET", "/v1/tokens")
 	// OpRevokeToken is revoke_token.
 	OpRevokeToken = endpoint[TokenInput, struct{}]("revoke_token", "DELETE", "/v1/tokens/{id}")
+	// OpListSessions is list_sessions.
+	OpListSessions = endpoint[struct{}, SessionList]("list_sessions", "GET", "/v1/sessions")
+	// OpRevokeSession is revoke_session.
+	OpRevokeSession = endpoint[SessionInput, struct{}]("revoke_session", "DELETE", "/v1/sessions/{id}")
 )
 
 // The endpoints that are not request/response, served by the hub's own
@@ -183,6 +187,8 @@ func Operations() []Operation {
 		OpCreateToken,
 		OpListTokens,
 		OpRevokeToken,
+		OpListSessions,
+		OpRevokeSession,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// CookieName is the cookie in which the studio keeps a browser's token.
-const CookieName = "cks_token"
+// CookieName is the cookie in which the studio keeps a browser's session:
+// the secret of a session POST /login opened (auth.Login), never a bearer
+// token. (It was "cks_token", holding the token itself, before issue 22; a
+// browser still sending that cookie is simply not signed in.)
+const CookieName = "cks_session"
 
 // Config is what the API serves from.
 type Config struct {
@@ -64,6 +68,14 @@ type Config struct {
 	// event stream and /mcp lift it, and a stop or update that waits for an
 	// abort confirmation extends it by its wait.
 	WriteTimeout time.Duration
+	// FailureLimit, FailureWindow and FailureClients throttle failed
+	// authentication (throttle.go): more than FailureLimit failures from one
+	// client address within FailureWindow are answered 429 until it ends;
+	// at most FailureClients addresses are tracked. Zero means the default
+	// (DefaultFailureLimit, …).
+	FailureLimit   int
+	FailureWindow  time.Duration
+	FailureClients int
 }
 
 // TaskStore is what the task endpoints need of a store (ops.TaskStore).
@@ -83,6 +95,7 @@ type API struct {
 	streams context.Context // cancelled when the server starts shutting down
 	closeSt context.CancelFunc
 	health  healthCache
+	fails   *failureLimiter
 }
 
 // New builds the handler.
@@ -99,7 +112,17 @@ func New(cfg Config) *API {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux(), authz: auth.NewAuthorizer(cfg.Auth.Principals())}
+	if cfg.FailureLimit <= 0 {
+		cfg.FailureLimit = DefaultFailureLimit
+	}
+	if cfg.FailureWindow <= 0 {
+		cfg.FailureWindow = DefaultFailureWindow
+	}
+	if cfg.FailureClients <= 0 {
+		cfg.FailureClients = DefaultFailureClients
+	}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), authz: auth.NewAuthorizer(cfg.Auth.Principals()),
+		fails: newFailureLimiter(cfg.Clock, cfg.Logger, cfg.FailureLimit, cfg.FailureWindow, cfg.FailureClients)}
 	a.streams, a.closeSt = context.WithCancel(context.Background())
 
 	reg := prometheus.NewRegistry()
@@ -303,54 +326,71 @@ func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
 	return auth.PrincipalFrom(ctx)
 }
 
-// tokenOf reads the bearer token from the Authorization header, or else the
-// studio cookie.
-func tokenOf(r *http.Request) (string, error) {
+// principalOf authenticates r: by the bearer token of its Authorization
+// header, else by the studio session its cookie names. The cookie is only
+// ever a session: a bearer token put there is a malformed session.
+func (a *API) principalOf(r *http.Request) (store.Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return "", errors.New("malformed Authorization header: expected \"Bearer <token>\"")
+			return store.Principal{}, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
+				auth.ErrUnauthenticated)
 		}
-		return strings.TrimSpace(tok), nil
+		return a.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(tok))
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value, nil
+		return a.cfg.Auth.AuthenticateSession(r.Context(), c.Value, a.cfg.Clock.Now())
 	}
-	return "", nil
+	return a.cfg.Auth.Authenticate(r.Context(), "") // the missing token's error
+}
+
+// presentsCredential reports whether r carries a credential at all (a
+// request without one is no failed attempt; see throttle.go).
+func presentsCredential(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	_, err := r.Cookie(CookieName)
+	return err == nil
 }
 
 func (a *API) authenticate(r *http.Request) (*http.Request, error) {
-	tok, err := tokenOf(r)
-	if err != nil {
-		return r, errors.Join(err, auth.ErrUnauthenticated)
-	}
-	p, err := a.cfg.Auth.Authenticate(r.Context(), tok)
+	p, err := a.principalOf(r)
 	if err != nil {
 		return r, err
 	}
 	return r.WithContext(auth.WithPrincipal(r.Context(), a.authz, p)), nil
 }
 
-// authed answers 401 with a JSON error unless the request carries a valid token.
+// authed answers 401 with a JSON error unless the request carries a valid
+// token or session (429 for an address failing too often).
 func (a *API) authed(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
 		WriteError(w, http.StatusUnauthorized, cks.CodeUnauthenticated, err.Error())
-	})
+	}, func(w http.ResponseWriter, _ *http.Request, wait time.Duration) { writeThrottled(w, wait) })
 }
 
-// authedPage sends a browser without a valid token to the login form. The
-// studio checks, for each page, the permissions of the operations whose
-// output it shows.
+// authedPage sends a browser without a valid session to the login form,
+// and drops a cookie that no longer names one (expired, signed out,
+// revoked), so the browser stops presenting it. A throttled address is sent
+// to the form too, which says why (a browser's user reads a page, not a
+// JSON 429). The studio checks, for each page, the permissions of the
+// operations whose output it shows.
 func (a *API) authedPage(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
+		if _, err := r.Cookie(CookieName); err == nil {
+			clearCookie(w)
+		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
-	})
+	}, a.throttledLogin)
 }
 
-// requireAuth runs next for an authenticated request, denied for one without a
-// valid token, and answers 500 when the token could not be checked at all.
-func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *http.Request, error)) http.Handler {
+// requireAuth runs next for an authenticated request, denied for one without
+// valid credentials — throttled instead once its address failed too often —
+// and answers 500 when they could not be checked at all.
+func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *http.Request, error),
+	throttled func(http.ResponseWriter, *http.Request, time.Duration)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, err := a.authenticate(r)
 		switch {
@@ -361,6 +401,12 @@ func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *h
 				next.ServeHTTP(w, r)
 			}
 		case errors.Is(err, auth.ErrUnauthenticated):
+			if presentsCredential(r) {
+				if wait, over := a.fails.fail(clientIP(r)); over {
+					throttled(w, r, wait)
+					return
+				}
+			}
 			denied(w, r, err)
 		default:
 			a.fail(w, r, err)
@@ -368,25 +414,54 @@ func (a *API) requireAuth(next http.Handler, denied func(http.ResponseWriter, *h
 	})
 }
 
+// throttledLogin sends a browser of a throttled address to the login form,
+// which says to wait (Retry-After is set too, for what reads it).
+func (a *API) throttledLogin(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	s := retryAfter(w, wait)
+	http.Redirect(w, r, "/login?error=throttled&retry="+strconv.Itoa(s), http.StatusSeeOther)
+}
+
+// login opens a studio session for the token of the form (auth.Login) and
+// puts its secret, never the token, in the cookie. The cookie lasts as long
+// as the session (auth.SessionTTL), is HttpOnly and SameSite=Strict, and
+// Secure when the hub serves TLS itself.
 func (a *API) login(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	if _, err := a.cfg.Auth.Authenticate(r.Context(), tok); err != nil {
+	secret, s, err := a.cfg.Auth.Login(r.Context(), tok, a.cfg.Clock.Now())
+	if err != nil {
 		if !errors.Is(err, auth.ErrUnauthenticated) {
 			a.fail(w, r, err)
+			return
+		}
+		if wait, over := a.fails.fail(clientIP(r)); over {
+			a.throttledLogin(w, r, wait)
 			return
 		}
 		http.Redirect(w, r, "/login?error=1", http.StatusSeeOther)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(s.ExpiresAt.Sub(s.CreatedAt).Seconds())})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout ends the cookie's session (its row is deleted, so the same value
+// never signs in again) and drops the cookie.
 func (a *API) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil {
+		if err := a.cfg.Auth.Logout(r.Context(), c.Value, a.cfg.Clock.Now()); err != nil {
+			a.fail(w, r, err) // the session still stands: say so rather than pretend
+			return
+		}
+	}
+	clearCookie(w)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// clearCookie tells the browser to drop the studio cookie.
+func clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // processCollector exports process liveness at scrape time.

@@ -179,7 +179,7 @@ func needsOriginProof(r *http.Request) bool {
 		return true
 	}
 	if r.Header.Get("Authorization") != "" {
-		return false // tokenOf uses the header, never the cookie
+		return false // principalOf uses the header, never the cookie
 	}
 	_, err := r.Cookie(CookieName)
 	return err == nil

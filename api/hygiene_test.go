@@ -25,7 +25,7 @@ type request struct {
 	method, path string
 	body         io.Reader
 	contentType  string
-	cookie       string // the studio cookie's token
+	cookie       string // the studio cookie's value (a session's secret)
 	bearer       string
 	origin       string
 	fetchSite    string // Sec-Fetch-Site
@@ -121,6 +121,7 @@ func wantError(t testing.TB, resp *http.Response, body string, status int, code 
 // no Origin at all.
 func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 	f := newFixture(t)
+	sess := f.login(t, f.token).Value
 	self := f.srv.URL // http://127.0.0.1:PORT
 	evil := "http://127.0.0.1:1"
 	form := url.Values{"reason": {"pwned"}}.Encode()
@@ -143,7 +144,7 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
 			rq := c.rq
-			rq.method, rq.path, rq.cookie = "POST", "/v1/tasks/"+itoa(task.ID)+"/stop", f.token
+			rq.method, rq.path, rq.cookie = "POST", "/v1/tasks/"+itoa(task.ID)+"/stop", sess
 			resp, body := f.send(t, rq)
 			wantError(t, resp, body, http.StatusForbidden, "cross_origin", "cookie")
 			if st := f.stateOf(t, task.ID); st != "OPEN" {
@@ -152,7 +153,7 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 
 			rq = c.rq
 			rq.body = nil
-			rq.method, rq.path, rq.cookie = "POST", "/v1/sweepers/"+sweeper.LeaseReaperID+"/stop", f.token
+			rq.method, rq.path, rq.cookie = "POST", "/v1/sweepers/"+sweeper.LeaseReaperID+"/stop", sess
 			resp, body = f.send(t, rq)
 			wantError(t, resp, body, http.StatusForbidden, "cross_origin")
 			if o, err := f.store.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); err != nil || o != nil {
@@ -162,19 +163,19 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 	}
 
 	// /mcp answers to the cookie too (authed), so the same rule holds there.
-	resp, body := f.send(t, request{method: "POST", path: "/mcp", cookie: f.token, contentType: "application/json",
+	resp, body := f.send(t, request{method: "POST", path: "/mcp", cookie: sess, contentType: "application/json",
 		body: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), origin: evil, fetchSite: "same-site"})
 	wantError(t, resp, body, http.StatusForbidden, "cross_origin")
 
 	// The studio's own fetch, as a browser sends it: stops the task.
-	resp, body = f.send(t, request{method: "POST", path: "/v1/tasks/" + itoa(task.ID) + "/stop", cookie: f.token,
+	resp, body = f.send(t, request{method: "POST", path: "/v1/tasks/" + itoa(task.ID) + "/stop", cookie: sess,
 		contentType: "application/json", body: strings.NewReader(stopBody), origin: self, fetchSite: "same-origin"})
 	if resp.StatusCode != http.StatusOK || f.stateOf(t, task.ID) != "STOPPED" {
 		t.Fatalf("same-origin stop with the cookie: %d %s, task %s", resp.StatusCode, body, f.stateOf(t, task.ID))
 	}
 	// A browser without fetch metadata but with a matching Origin (plain
 	// http to a non-local host): accepted.
-	resp, body = f.send(t, request{method: "POST", path: "/v1/tasks/" + itoa(task.ID) + "/start", cookie: f.token, origin: self})
+	resp, body = f.send(t, request{method: "POST", path: "/v1/tasks/" + itoa(task.ID) + "/start", cookie: sess, origin: self})
 	if resp.StatusCode != http.StatusOK || f.stateOf(t, task.ID) != "OPEN" {
 		t.Fatalf("start with the cookie and a same Origin: %d %s", resp.StatusCode, body)
 	}
@@ -184,7 +185,7 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 		t.Fatalf("bearer stop of a sweeper with a foreign Origin: %d %s", resp.StatusCode, body)
 	}
 	// Safe methods need no proof: the studio's pages and fragments load.
-	resp, body = f.send(t, request{method: "GET", path: "/v1/tasks/" + itoa(task.ID), cookie: f.token})
+	resp, body = f.send(t, request{method: "GET", path: "/v1/tasks/" + itoa(task.ID), cookie: sess})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET with the cookie and no Origin: %d %s", resp.StatusCode, body)
 	}
@@ -194,6 +195,7 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 // browser in (login CSRF: the attacker's token in the victim's studio) or out.
 func TestLoginAndLogoutMustBeSameOrigin(t *testing.T) {
 	f := newFixture(t)
+	sess := f.login(t, f.token).Value
 	form := func() io.Reader { return strings.NewReader(url.Values{"token": {f.token}}.Encode()) }
 	const ct = "application/x-www-form-urlencoded"
 	for _, c := range []struct {
@@ -210,8 +212,11 @@ func TestLoginAndLogoutMustBeSameOrigin(t *testing.T) {
 			if len(resp.Cookies()) != 0 {
 				t.Fatalf("refused login set cookies %v", resp.Cookies())
 			}
-			resp, body = f.send(t, request{method: "POST", path: "/logout", cookie: f.token, origin: c.origin, fetchSite: c.fetchSite})
+			resp, body = f.send(t, request{method: "POST", path: "/logout", cookie: sess, origin: c.origin, fetchSite: c.fetchSite})
 			wantError(t, resp, body, http.StatusForbidden, "cross_origin")
+			if !f.signedIn(t, sess) {
+				t.Fatal("a refused logout ended the session")
+			}
 		})
 	}
 	resp, body := f.send(t, request{method: "POST", path: "/login", contentType: ct, body: form(), origin: f.srv.URL, fetchSite: "same-origin"})

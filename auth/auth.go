@@ -43,12 +43,23 @@ const (
 var ErrUnauthenticated = errors.New("unauthenticated")
 
 // NewToken returns a fresh random bearer token.
-func NewToken() (string, error) {
+func NewToken() (string, error) { return newSecret(tokenPrefix) }
+
+// newSecret returns prefix and tokenBytes random bytes in base64url.
+func newSecret(prefix string) (string, error) {
 	b := make([]byte, tokenBytes)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("auth: random token: %w", err)
+		return "", fmt.Errorf("auth: random secret: %w", err)
 	}
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+	return prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// wellFormed reports whether secret is prefix and tokenBytes bytes in
+// base64url, as newSecret makes it.
+func wellFormed(secret, prefix string) bool {
+	rest, ok := strings.CutPrefix(secret, prefix)
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	return ok && err == nil && len(b) == tokenBytes
 }
 
 // HashToken returns the stored form of a token.
@@ -59,11 +70,10 @@ func HashToken(tok string) string {
 
 // CheckFormat reports whether tok has the shape NewToken produces.
 func CheckFormat(tok string) error {
-	rest, ok := strings.CutPrefix(tok, tokenPrefix)
 	if tok == "" {
 		return fmt.Errorf("missing token: expected an Authorization: Bearer %s… header: %w", tokenPrefix, ErrUnauthenticated)
 	}
-	if b, err := base64.RawURLEncoding.DecodeString(rest); !ok || err != nil || len(b) != tokenBytes {
+	if !wellFormed(tok, tokenPrefix) {
 		return fmt.Errorf("malformed token: expected %q followed by %d base64url characters: %w",
 			tokenPrefix, base64.RawURLEncoding.EncodedLen(tokenBytes), ErrUnauthenticated)
 	}

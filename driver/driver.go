@@ -94,6 +94,7 @@ type Executor interface {
 	LivenessExecutor
 	ControlExecutor
 	PrincipalExecutor
+	SessionExecutor
 	// Notify publishes topic, delivered to listeners when (and only if)
 	// the surrounding transaction commits. Postgres: pg_notify; SQLite: a
 	// bump of the topic's counter in cks_changes, which listeners poll.
@@ -780,6 +781,8 @@ type PrincipalExecutor interface {
 	// the task's current one (the task has a lease and its hash equals the
 	// binding), so a task credential dies with its lease.
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (PrincipalRow, error)
+	// PrincipalGet reads a principal by id (ErrNoRows), bound or not.
+	PrincipalGet(ctx context.Context, id string) (PrincipalRow, error)
 	// GrantList returns a principal's grants ordered by resource, permission.
 	GrantList(ctx context.Context, principalID string) ([]GrantRow, error)
 	// PrincipalList returns every principal, oldest first (ties by id).
@@ -799,4 +802,32 @@ type PrincipalExecutor interface {
 	// PrincipalDeleteEndedLeases removes bound principals whose lease is
 	// no longer their task's current one, and returns how many.
 	PrincipalDeleteEndedLeases(ctx context.Context) (int, error)
+}
+
+// SessionRow is one row of cks_sessions: a studio sign-in.
+type SessionRow struct {
+	ID string
+	// SecretHash is the SHA-256 (hex) of the cookie's secret; the secret
+	// itself is never stored.
+	SecretHash  string
+	PrincipalID string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
+// SessionExecutor holds the primitives of studio sessions.
+type SessionExecutor interface {
+	// SessionInsert inserts a session (ErrUniqueViolation on a duplicate
+	// id or secret hash; a foreign-key error when its principal is gone).
+	SessionInsert(ctx context.Context, s SessionRow) error
+	// SessionBySecretHash reads the session of a secret's hash (ErrNoRows),
+	// expired or not: the service decides.
+	SessionBySecretHash(ctx context.Context, secretHash string) (SessionRow, error)
+	// SessionList returns every session, oldest first (ties by id).
+	SessionList(ctx context.Context) ([]SessionRow, error)
+	// SessionDelete removes a session and reports whether it existed.
+	SessionDelete(ctx context.Context, id string) (bool, error)
+	// SessionDeleteExpired removes the sessions whose expires_at is at or
+	// before now, and returns how many.
+	SessionDeleteExpired(ctx context.Context, now time.Time) (int, error)
 }

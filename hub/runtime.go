@@ -138,7 +138,7 @@ func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
 	reg := sweeper.NewRegistry()
 	for _, sw := range []sweeper.Sweeper{
 		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
-			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st) }},
+			ClaimTokens: func(ctx context.Context) (int, error) { return auth.DeleteEndedCredentials(ctx, st, cfg.Clock.Now()) }},
 		sweeper.DependencyRelease{Tasks: st},
 		sweeper.StaleStopReport{Tasks: st, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
 		sweeper.ForkDetection{Tasks: st, Forks: st},

@@ -36,4 +36,5 @@ var table = []Operation{
 	ListAgents, AgentStatus, StartAgent, StopAgent,
 	SubmitResearch, ListObjects, GetObject, ListObjectVersionsOp, WriteObjectVersionOp,
 	CreateToken, ListTokens, RevokeToken,
+	ListSessions, RevokeSession,
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-// Token management: bearer tokens of principals and their grants. Every
-// call needs admin on /.
+// Token management: bearer tokens of principals and their grants, and the
+// studio sessions opened with them. Every call needs admin on /.
 
 // TokenRequest is cks.CreateTokenInput.
 type TokenRequest = cks.CreateTokenInput
@@ -25,7 +25,13 @@ type TokenList = cks.TokenList
 // TokenInput is cks.TokenInput.
 type TokenInput = cks.TokenInput
 
-// tokenOp declares a token call: admin on /.
+// SessionList is cks.SessionList.
+type SessionList = cks.SessionList
+
+// SessionInput is cks.SessionInput.
+type SessionInput = cks.SessionInput
+
+// tokenOp declares a token or session call: admin on /.
 func tokenOp[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 	o.spec.Permission, o.spec.Resource = auth.PermAdmin, auth.ResourceRoot
 	o.spec.Surfaces, o.spec.Needs = HTTP|CLI, NeedPrincipals
@@ -98,5 +104,38 @@ var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[TokenInput, struct{}]{
 	},
 	call: func(ctx context.Context, s *Services, in *TokenInput) (struct{}, error) {
 		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
+	},
+})
+
+// ListSessions is list_sessions.
+var ListSessions = tokenOp(cks.OpListSessions, &Op[struct{}, SessionList]{
+	spec: Spec{
+		Title:       "List sessions",
+		Summary:     "every studio session with its principal (never a secret or its hash)",
+		Description: "Every studio sign-in that has not ended, oldest first: its id, its principal's id and name, when it was opened and when it expires; never its secret or the secret's hash. Expired ones are deleted by the lease reaper and may be listed until then.",
+		Hints:       Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, _ *struct{}) (SessionList, error) {
+		ss, err := s.Principals.ListSessions(ctx)
+		if ss == nil {
+			ss = []cks.Session{}
+		}
+		return SessionList{Sessions: ss}, err
+	},
+})
+
+// RevokeSession is revoke_session.
+var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[SessionInput, struct{}]{
+	spec: Spec{
+		Title: "Revoke session", Status: http.StatusNoContent,
+		Summary:     "end a studio session (204); its cookie stops authenticating at once",
+		Description: "Delete a studio session: the browser holding its cookie is signed out at its next request. An unknown id is a 404. Revoking the session's principal (revoke_token) ends all its sessions.",
+		Hints:       Hints{Idempotent: true, Destructive: new(true)},
+	},
+	call: func(ctx context.Context, s *Services, in *SessionInput) (struct{}, error) {
+		if in.ID == "" {
+			return struct{}{}, &store.FieldError{Field: "id", Expected: "a session id (list_sessions lists them)"}
+		}
+		return struct{}{}, s.Principals.DeleteSession(ctx, in.ID)
 	},
 })

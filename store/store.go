@@ -159,7 +159,28 @@ type Principals interface {
 	// the delete are one transaction, so two concurrent deletes cannot remove
 	// the last two admins.
 	DeletePrincipal(ctx context.Context, principalID string) error
+
+	// CreateSession stores a studio session with the hash of its secret
+	// (s.PrincipalName is not stored). An unknown principal is ErrNotFound,
+	// a duplicate id or secret hash ErrConflict.
+	CreateSession(ctx context.Context, s Session, secretHash string) error
+	// SessionBySecretHash returns the session whose secret hashes to
+	// secretHash and its principal, or ErrNotFound. A session expired at
+	// now is ErrNotFound too, and is deleted.
+	SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (Principal, Session, error)
+	// ListSessions returns every session with its principal's name, oldest
+	// first (ties by id); never a secret hash.
+	ListSessions(ctx context.Context) ([]Session, error)
+	// DeleteSession removes a session, so its cookie stops authenticating
+	// at once; an unknown id is ErrNotFound.
+	DeleteSession(ctx context.Context, id string) error
+	// DeleteExpiredSessions removes the sessions expired at now and
+	// returns how many.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
 }
+
+// Session is cks.Session: a studio sign-in, bound to a principal.
+type Session = cks.Session
 
 // AdminResource and AdminPermission name the grant that DeletePrincipal keeps
 // at least one principal holding: admin on the root of the resource tree.

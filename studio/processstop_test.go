@@ -100,12 +100,17 @@ func TestProcessStopFromBrowser(t *testing.T) {
 		Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
-	tokenFor := func(g store.Grant) string {
+	// sessionFor is the cookie of a browser signed in with a token of g.
+	sessionFor := func(g store.Grant) string {
 		_, tok, err := auth.CreateToken(context.Background(), e.store, e.clock, "browser", []store.Grant{g})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tok
+		secret, _, err := auth.NewAuthenticator(e.store).Login(context.Background(), tok, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret
 	}
 	post := func(tok string) (int, string) {
 		req, _ := http.NewRequest("POST", hs.URL+"/v1/processes/"+instanceID+"/stop", nil)
@@ -132,13 +137,13 @@ func TestProcessStopFromBrowser(t *testing.T) {
 		return string(b)
 	}
 
-	reader := tokenFor(store.Grant{Resource: "/", Permission: auth.PermRead})
+	reader := sessionFor(store.Grant{Resource: "/", Permission: auth.PermRead})
 	if status, body := post(reader); status != http.StatusForbidden || !strings.Contains(body, "needs control on /processes/critic") {
 		t.Fatalf("stop with read only: %d %s, want 403 naming control on /processes/critic", status, body)
 	}
 	mustContain(t, "card before", processCard(t, fragment(reader), instanceID), "data-process-stop")
 
-	operator := tokenFor(store.Grant{Resource: "/", Permission: auth.PermAdmin})
+	operator := sessionFor(store.Grant{Resource: "/", Permission: auth.PermAdmin})
 	status, body := post(operator)
 	if status != http.StatusOK || !strings.Contains(body, `"found":true`) || !strings.Contains(body, `"process_kind":"critic"`) {
 		t.Fatalf("stop from the browser: %d %s", status, body)

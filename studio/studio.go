@@ -303,7 +303,14 @@ type card struct {
 	CanStop bool
 }
 
-type loginView struct{ Error bool }
+// loginView is the login form's notice: a refused token (Error), or an
+// address the hub throttles after repeated failures (Throttled, with the
+// seconds to wait).
+type loginView struct {
+	Error     bool
+	Throttled bool
+	Retry     int
+}
 
 func (s *server) panel(w http.ResponseWriter, r *http.Request) {
 	pv, status, err := s.processes(r)
@@ -330,9 +337,15 @@ func (s *server) fragment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	failed := r.URL.Query().Get("error")
+	q := r.URL.Query()
+	failed := q.Get("error")
+	v := loginView{Throttled: failed == "throttled", Error: failed != "" && failed != "0" && failed != "throttled"}
+	if v.Throttled {
+		v.Retry, _ = strconv.Atoi(q.Get("retry"))
+		v.Retry = min(max(v.Retry, 1), 3600)
+	}
 	s.render(w, r, http.StatusOK, pages["login"], "layout",
-		layout{Title: "Sign in", Version: s.version, Public: true, Body: loginView{Error: failed != "" && failed != "0"}})
+		layout{Title: "Sign in", Version: s.version, Public: true, Body: v})
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {

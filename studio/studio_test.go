@@ -326,9 +326,12 @@ func TestLoginForm(t *testing.T) {
 	tests := []struct {
 		target    string
 		wantError bool
+		throttled string // the wait the page names, when throttled
 	}{
-		{studio.LoginPath, false},
-		{studio.LoginPath + "?error=1", true},
+		{studio.LoginPath, false, ""},
+		{studio.LoginPath + "?error=1", true, ""},
+		{studio.LoginPath + "?error=throttled&retry=42", false, "Wait 42 seconds"},
+		{studio.LoginPath + "?error=throttled&retry=-5", false, "Wait 1 seconds"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.target, func(t *testing.T) {
@@ -339,6 +342,12 @@ func TestLoginForm(t *testing.T) {
 			mustNotContain(t, "login", r.body, "<script") // no event stream before signing in
 			if got := strings.Contains(r.body, "That token was not accepted."); got != tc.wantError {
 				t.Errorf("error message shown = %v, want %v", got, tc.wantError)
+			}
+			if got := strings.Contains(r.body, "Too many failed sign-ins"); got != (tc.throttled != "") {
+				t.Errorf("throttle notice shown = %v, want %v", got, tc.throttled != "")
+			}
+			if tc.throttled != "" {
+				mustContain(t, "login", r.body, tc.throttled)
 			}
 		})
 	}

@@ -35,9 +35,10 @@ type LeaseReaper struct {
 	Tasks       LeaseStore
 	Clock       clock.Clock
 	StaleWindow time.Duration
-	// ClaimTokens, when set, deletes the task-scoped credentials of leases
-	// that ended (auth.RevokeEndedClaimTokens; they stopped authenticating
-	// when their lease ended) and returns how many.
+	// ClaimTokens, when set, deletes the credentials that no longer
+	// authenticate — the task-scoped credentials of leases that ended, and
+	// the studio sessions that expired (auth.DeleteEndedCredentials) — and
+	// returns how many.
 	ClaimTokens func(context.Context) (int, error)
 }
 

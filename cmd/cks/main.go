@@ -78,6 +78,7 @@ Usage:
   cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
                                                                   new bearer token (shown once)
   cks token list [--json] | revoke ID                             principals and their grants
+  cks session list [--json] | revoke ID [--json]                  studio sessions (never their secrets)
   cks api OP [JSON] | --list      call any operation by name with JSON as its input (default {},
                                   "-" reads stdin) and print its output; --list lists them
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
@@ -144,6 +145,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdSweeper(ctx, args[1:], e)
 	case "token":
 		err = cmdToken(ctx, args[1:], e)
+	case "session":
+		err = cmdSession(ctx, args[1:], e)
 	case "api":
 		err = cmdAPI(ctx, args[1:], e)
 	case "bench":
@@ -153,7 +156,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, api, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, api, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

@@ -79,8 +79,10 @@ var parityCases = map[string]parityCase{
 		`{"object_id":$O,"base_version":1,"content":{}}`, []string{"object", "edit", "$O", "--base", "1", "--content", "{}"}},
 	"create_token": {`{"name":"x"}`, []string{"token", "create", "--name", "x"}, `{"name":"x","grants":[{"resource":"/","permission":"read"}]}`,
 		[]string{"token", "create", "--name", "x", "--grant", "read:/"}},
-	"list_tokens":  {`{"bogus":1}`, nil, `{}`, []string{"token", "list"}},
-	"revoke_token": {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
+	"list_tokens":    {`{"bogus":1}`, nil, `{}`, []string{"token", "list"}},
+	"list_sessions":  {`{"bogus":1}`, nil, `{}`, []string{"session", "list"}},
+	"revoke_session": {`{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}, `{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}},
+	"revoke_token":   {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
 }
 
 // parityHub is one hub's HTTP API with every operation and /mcp, in this

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/client"
 )
 
 // grantFlags collects repeated --grant PERMISSION:RESOURCE flags.
@@ -92,21 +93,7 @@ func cmdToken(ctx context.Context, args []string, e env) error {
 		printTokens(e.stdout, ps)
 		return nil
 	case "revoke":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: token revoke needs exactly one token ID (see cks token list)", errUsage)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		if err := cl.RevokeToken(ctx, pos[0]); err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, map[string]string{"revoked": pos[0]})
-		}
-		fmt.Fprintf(e.stdout, "revoked %s\n", pos[0])
-		return nil
+		return revokeByID(ctx, e, cf, pos, "token", (*client.Client).RevokeToken)
 	default:
 		return fmt.Errorf("%w: unknown token subcommand %q; expected create, list or revoke", errUsage, sub)
 	}

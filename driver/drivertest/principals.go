@@ -35,6 +35,13 @@ func Principals(t *testing.T, newDB NewDB) {
 		}
 		_, err = ex.PrincipalByTokenHash(ctx, "hash-nope")
 		isNoRows(t, "unknown token hash", err)
+		got, err = ex.PrincipalGet(ctx, "p1")
+		must(t, "get", err)
+		if got != p {
+			t.Fatalf("principal gets %+v, want %+v", got, p)
+		}
+		_, err = ex.PrincipalGet(ctx, "nope")
+		isNoRows(t, "unknown id", err)
 	})
 	t.Run("InsertDuplicates", func(t *testing.T) {
 		t.Parallel()
@@ -149,6 +156,62 @@ func Principals(t *testing.T, newDB NewDB) {
 		}
 	})
 	t.Run("LeaseBinding", func(t *testing.T) { t.Parallel(); leaseBinding(t, newDB) })
+	t.Run("Sessions", func(t *testing.T) { t.Parallel(); sessions(t, newDB) })
+}
+
+// sessions: a session reads back by its secret's hash, lists oldest first,
+// is deleted by id or once expired, and goes with its principal.
+func sessions(t *testing.T, newDB NewDB) {
+	d, _ := open(t, newDB)
+	ex, ctx := d.Executor(), testCtx(t)
+	for _, p := range []driver.PrincipalRow{principal("p1", 0), principal("p2", 0)} {
+		must(t, "insert "+p.ID, ex.PrincipalInsert(ctx, p))
+	}
+	session := func(id, principal string, s int, ttl time.Duration) driver.SessionRow {
+		at := T0.Add(time.Duration(s) * time.Second)
+		return driver.SessionRow{ID: id, SecretHash: "secret-" + id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(ttl)}
+	}
+	rows := []driver.SessionRow{session("s1", "p1", 0, time.Hour), session("s2", "p1", 1, time.Minute), session("s3", "p2", 2, time.Hour)}
+	for _, s := range rows {
+		must(t, "insert "+s.ID, ex.SessionInsert(ctx, s))
+	}
+	dup := session("s1", "p2", 3, time.Hour)
+	dup.SecretHash = "other"
+	if err := ex.SessionInsert(ctx, dup); !errors.Is(err, driver.ErrUniqueViolation) {
+		t.Errorf("duplicate id: err = %v, want ErrUniqueViolation", err)
+	}
+	if err := ex.SessionInsert(ctx, session("s9", "nobody", 3, time.Hour)); err == nil {
+		t.Errorf("a session of an unknown principal was inserted")
+	}
+	got, err := ex.SessionBySecretHash(ctx, "secret-s2")
+	must(t, "by secret hash", err)
+	if got != rows[1] {
+		t.Fatalf("session reads %+v, want %+v", got, rows[1])
+	}
+	_, err = ex.SessionBySecretHash(ctx, "secret-nope")
+	isNoRows(t, "unknown secret hash", err)
+	list, err := ex.SessionList(ctx)
+	must(t, "list", err)
+	if !slices.Equal(list, rows) {
+		t.Fatalf("list = %+v, want %+v", list, rows)
+	}
+	// s2 expires at T0+61s: at that instant it is expired, s1 and s3 not.
+	if n, err := ex.SessionDeleteExpired(ctx, T0.Add(61*time.Second)); err != nil || n != 1 {
+		t.Fatalf("delete expired = %d, %v; want 1", n, err)
+	}
+	if found, err := ex.SessionDelete(ctx, "s1"); err != nil || !found {
+		t.Fatalf("delete s1 = %v, %v; want found", found, err)
+	}
+	if found, err := ex.SessionDelete(ctx, "s1"); err != nil || found {
+		t.Fatalf("delete s1 again = %v, %v; want not found", found, err)
+	}
+	// Deleting p2 removes its session.
+	if _, err := ex.PrincipalDelete(ctx, "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := ex.SessionList(ctx); len(list) != 0 {
+		t.Fatalf("sessions left: %+v, want none", list)
+	}
 }
 
 // leaseBinding: a principal bound to a task's lease is found only while that

@@ -202,6 +202,26 @@ func principalRowsOf(rows []dbsqlc.CksPrincipal) []driver.PrincipalRow {
 	return out
 }
 
+// sessionRowOf reads a dbsqlc.CksSession as a driver.SessionRow.
+func sessionRowOf(r dbsqlc.CksSession) driver.SessionRow {
+	return driver.SessionRow{
+		ID:          r.SessionID,
+		SecretHash:  r.SecretHash,
+		PrincipalID: r.PrincipalID,
+		CreatedAt:   store.Time(r.CreatedAt),
+		ExpiresAt:   store.Time(r.ExpiresAt),
+	}
+}
+
+// sessionRowsOf reads rows with sessionRowOf.
+func sessionRowsOf(rows []dbsqlc.CksSession) []driver.SessionRow {
+	out := make([]driver.SessionRow, len(rows))
+	for i, r := range rows {
+		out[i] = sessionRowOf(r)
+	}
+	return out
+}
+
 // abortRowOf reads a dbsqlc.CksTaskAbort as a driver.AbortRow.
 func abortRowOf(r dbsqlc.CksTaskAbort) driver.AbortRow {
 	return driver.AbortRow{
@@ -640,6 +660,17 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		CreatedAt:      store.Time(p.CreatedAt),
 		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
+	}
+}
+
+// sessionInsertParams writes a driver.SessionRow as dbsqlc.SessionInsertParams.
+func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
+	return dbsqlc.SessionInsertParams{
+		SessionID:   p.ID,
+		SecretHash:  p.SecretHash,
+		PrincipalID: p.PrincipalID,
+		CreatedAt:   store.Time(p.CreatedAt),
+		ExpiresAt:   store.Time(p.ExpiresAt),
 	}
 }
 
@@ -1531,6 +1562,15 @@ func (e *executor) PrincipalByTokenHash(ctx context.Context, tokenHash string) (
 	return principalRowOf(x), nil
 }
 
+// PrincipalGet implements driver.Executor with dbsqlc's PrincipalGet.
+func (e *executor) PrincipalGet(ctx context.Context, id string) (driver.PrincipalRow, error) {
+	x, err := e.d.q.PrincipalGet(ctx, e.db, id)
+	if err != nil {
+		return driver.PrincipalRow{}, mapErr(fmt.Sprint("principal get ", id), err)
+	}
+	return principalRowOf(x), nil
+}
+
 // GrantList implements driver.Executor with dbsqlc's GrantList.
 func (e *executor) GrantList(ctx context.Context, principalID string) ([]driver.GrantRow, error) {
 	x, err := e.d.q.GrantList(ctx, e.db, principalID)
@@ -1572,6 +1612,47 @@ func (e *executor) PrincipalDeleteEndedLeases(ctx context.Context) (int, error) 
 	x, err := e.d.q.PrincipalDeleteEndedLeases(ctx, e.db)
 	if err != nil {
 		return 0, mapErr("principal delete ended leases", err)
+	}
+	return int(x), nil
+}
+
+// SessionInsert implements driver.Executor with dbsqlc's SessionInsert.
+func (e *executor) SessionInsert(ctx context.Context, s driver.SessionRow) error {
+	return mapErr("session insert", e.d.q.SessionInsert(ctx, e.db, sessionInsertParams(s)))
+}
+
+// SessionBySecretHash implements driver.Executor with dbsqlc's SessionBySecretHash.
+func (e *executor) SessionBySecretHash(ctx context.Context, secretHash string) (driver.SessionRow, error) {
+	x, err := e.d.q.SessionBySecretHash(ctx, e.db, secretHash)
+	if err != nil {
+		return driver.SessionRow{}, mapErr(fmt.Sprint("session by secret hash ", secretHash), err)
+	}
+	return sessionRowOf(x), nil
+}
+
+// SessionList implements driver.Executor with dbsqlc's SessionList.
+func (e *executor) SessionList(ctx context.Context) ([]driver.SessionRow, error) {
+	x, err := e.d.q.SessionList(ctx, e.db)
+	if err != nil {
+		return nil, mapErr("session list", err)
+	}
+	return sessionRowsOf(x), nil
+}
+
+// SessionDelete implements driver.Executor with dbsqlc's SessionDelete.
+func (e *executor) SessionDelete(ctx context.Context, id string) (bool, error) {
+	x, err := e.d.q.SessionDelete(ctx, e.db, id)
+	if err != nil {
+		return false, mapErr(fmt.Sprint("session delete ", id), err)
+	}
+	return x > 0, nil
+}
+
+// SessionDeleteExpired implements driver.Executor with dbsqlc's SessionDeleteExpired.
+func (e *executor) SessionDeleteExpired(ctx context.Context, now time.Time) (int, error) {
+	x, err := e.d.q.SessionDeleteExpired(ctx, e.db, store.Time(now))
+	if err != nil {
+		return 0, mapErr("session delete expired", err)
 	}
 	return int(x), nil
 }

@@ -14,6 +14,7 @@ func Tables() []Table {
 		agentLiveness(),
 		principals(),
 		grants(),
+		sessions(),
 		outboxTasks(),
 		taskDeps(),
 		taskEvents(),
@@ -107,6 +108,29 @@ func grants() Table {
 			text("permission"),
 		},
 		PrimaryKey: []string{"principal_id", "resource", "permission"},
+	}
+}
+
+// sessions are the studio's sign-ins (issue 22): a browser holds a random
+// secret in its cookie, the table only its SHA-256 hash, bound to the
+// principal whose token signed in (a revoked principal's sessions go with
+// it) and refused from expires_at on.
+func sessions() Table {
+	return Table{
+		Name: "cks_sessions",
+		Columns: []Column{
+			textKey("session_id"),
+			{Name: "secret_hash", Type: Text, NotNull: true, Unique: true},
+			{Name: "principal_id", Type: Text, NotNull: true, References: "cks_principals(principal_id)", OnDeleteCascade: true},
+			at("created_at"),
+			at("expires_at"),
+		},
+		Indexes: []Index{
+			// The cascade of a principal's delete, and the cleanup of
+			// expired sessions.
+			{Name: "idx_sessions_principal", Keys: []Key{K("principal_id")}},
+			{Name: "idx_sessions_expires", Keys: []Key{K("expires_at")}},
+		},
 	}
 }
 

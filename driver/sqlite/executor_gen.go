@@ -283,6 +283,37 @@ func principalRowsOf(rows []dbsqlc.CksPrincipal) ([]driver.PrincipalRow, error) 
 	return out, nil
 }
 
+// sessionRowOf reads a dbsqlc.CksSession as a driver.SessionRow.
+func sessionRowOf(r dbsqlc.CksSession) (driver.SessionRow, error) {
+	createdAt, err := parseTime(r.CreatedAt)
+	if err != nil {
+		return driver.SessionRow{}, fmt.Errorf("SessionRow CreatedAt: %w", err)
+	}
+	expiresAt, err := parseTime(r.ExpiresAt)
+	if err != nil {
+		return driver.SessionRow{}, fmt.Errorf("SessionRow ExpiresAt: %w", err)
+	}
+	return driver.SessionRow{
+		ID:          r.SessionID,
+		SecretHash:  r.SecretHash,
+		PrincipalID: r.PrincipalID,
+		CreatedAt:   createdAt,
+		ExpiresAt:   expiresAt,
+	}, nil
+}
+
+// sessionRowsOf reads rows with sessionRowOf.
+func sessionRowsOf(rows []dbsqlc.CksSession) ([]driver.SessionRow, error) {
+	out := make([]driver.SessionRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = sessionRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // abortRowOf reads a dbsqlc.CksTaskAbort as a driver.AbortRow.
 func abortRowOf(r dbsqlc.CksTaskAbort) (driver.AbortRow, error) {
 	requestedAt, err := parseTime(r.RequestedAt)
@@ -649,6 +680,17 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		CreatedAt:      fmtTime(p.CreatedAt),
 		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
+	}
+}
+
+// sessionInsertParams writes a driver.SessionRow as dbsqlc.SessionInsertParams.
+func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
+	return dbsqlc.SessionInsertParams{
+		SessionID:   p.ID,
+		SecretHash:  p.SecretHash,
+		PrincipalID: p.PrincipalID,
+		CreatedAt:   fmtTime(p.CreatedAt),
+		ExpiresAt:   fmtTime(p.ExpiresAt),
 	}
 }
 
@@ -1407,6 +1449,15 @@ func (e *executor) PrincipalByTokenHash(ctx context.Context, tokenHash string) (
 	return principalRowOf(x)
 }
 
+// PrincipalGet implements driver.Executor with dbsqlc's PrincipalGet.
+func (e *executor) PrincipalGet(ctx context.Context, id string) (driver.PrincipalRow, error) {
+	x, err := e.d.q.PrincipalGet(ctx, e.read, id)
+	if err != nil {
+		return driver.PrincipalRow{}, mapErr(fmt.Sprint("principal get ", id), err)
+	}
+	return principalRowOf(x)
+}
+
 // GrantList implements driver.Executor with dbsqlc's GrantList.
 func (e *executor) GrantList(ctx context.Context, principalID string) ([]driver.GrantRow, error) {
 	x, err := e.d.q.GrantList(ctx, e.read, principalID)
@@ -1468,6 +1519,59 @@ func (e *executor) PrincipalDeleteEndedLeases(ctx context.Context) (int, error) 
 		x, err := e.d.q.PrincipalDeleteEndedLeases(ctx, w)
 		if err != nil {
 			return mapErr("principal delete ended leases", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
+}
+
+// SessionInsert implements driver.Executor with dbsqlc's SessionInsert.
+func (e *executor) SessionInsert(ctx context.Context, s driver.SessionRow) error {
+	return e.write(ctx, "session insert", func(w *wtx) error {
+		return mapErr("session insert", e.d.q.SessionInsert(ctx, w, sessionInsertParams(s)))
+	})
+}
+
+// SessionBySecretHash implements driver.Executor with dbsqlc's SessionBySecretHash.
+func (e *executor) SessionBySecretHash(ctx context.Context, secretHash string) (driver.SessionRow, error) {
+	x, err := e.d.q.SessionBySecretHash(ctx, e.read, secretHash)
+	if err != nil {
+		return driver.SessionRow{}, mapErr(fmt.Sprint("session by secret hash ", secretHash), err)
+	}
+	return sessionRowOf(x)
+}
+
+// SessionList implements driver.Executor with dbsqlc's SessionList.
+func (e *executor) SessionList(ctx context.Context) ([]driver.SessionRow, error) {
+	x, err := e.d.q.SessionList(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("session list", err)
+	}
+	return sessionRowsOf(x)
+}
+
+// SessionDelete implements driver.Executor with dbsqlc's SessionDelete.
+func (e *executor) SessionDelete(ctx context.Context, id string) (bool, error) {
+	var out bool
+	err := e.write(ctx, fmt.Sprint("session delete ", id), func(w *wtx) error {
+		x, err := e.d.q.SessionDelete(ctx, w, id)
+		if err != nil {
+			return mapErr(fmt.Sprint("session delete ", id), err)
+		}
+		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// SessionDeleteExpired implements driver.Executor with dbsqlc's SessionDeleteExpired.
+func (e *executor) SessionDeleteExpired(ctx context.Context, now time.Time) (int, error) {
+	var out int
+	err := e.write(ctx, "session delete expired", func(w *wtx) error {
+		x, err := e.d.q.SessionDeleteExpired(ctx, w, fmtTime(now))
+		if err != nil {
+			return mapErr("session delete expired", err)
 		}
 		out = int(x)
 		return nil

@@ -10,7 +10,8 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-// principalTests are the conformance tests of ListPrincipals and DeletePrincipal.
+// principalTests are the conformance tests of ListPrincipals and
+// DeletePrincipal, and of the studio's sessions.
 func principalTests() []struct {
 	name string
 	fn   func(t *testing.T, s store.Store)
@@ -23,6 +24,8 @@ func principalTests() []struct {
 		{"PrincipalsDelete", testPrincipalsDelete},
 		{"PrincipalsDeleteLastAdmin", testPrincipalsDeleteLastAdmin},
 		{"PrincipalsDeleteConcurrentAdmins", testPrincipalsDeleteConcurrentAdmins},
+		{"Sessions", testSessions},
+		{"SessionsExpire", testSessionsExpire},
 	}
 }
 
@@ -139,5 +142,91 @@ func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
 	wg.Wait()
 	if deleted != n-1 || conflicted != 1 {
 		t.Fatalf("concurrent deletes of %d admins: %d deleted, %d refused; want %d and 1", n, deleted, conflicted, n-1)
+	}
+}
+
+func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time, ttl time.Duration) store.Session {
+	t.Helper()
+	sess := store.Session{ID: id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(ttl)}
+	if err := s.CreateSession(ctx(t), sess, "secret-"+id); err != nil {
+		t.Fatalf("create session %s: %v", id, err)
+	}
+	sess.PrincipalName = "name-" + principal
+	return sess
+}
+
+// testSessions: a session authenticates its principal by its secret's
+// hash, lists without it, is deleted by id, and goes with its principal.
+func testSessions(t *testing.T, s store.Store) {
+	mustPrincipal(t, s, "admin", T0, adminGrant)
+	mustPrincipal(t, s, "reader", T0, store.Grant{Resource: "/", Permission: "read"})
+	a := mustSession(t, s, "s-a", "admin", T0, time.Hour)
+	r := mustSession(t, s, "s-r", "reader", T0.Add(time.Second), time.Hour)
+	if err := s.CreateSession(ctx(t), store.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+		"secret-x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("session of an unknown principal: err = %v, want ErrNotFound", err)
+	}
+	if err := s.CreateSession(ctx(t), store.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+		"secret-other"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate session id: err = %v, want ErrConflict", err)
+	}
+	var fe *store.FieldError
+	if err := s.CreateSession(ctx(t), store.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
+		"secret-y"); !errors.As(err, &fe) || fe.Field != "expires_at" {
+		t.Fatalf("session expiring at its creation: err = %v, want a FieldError naming expires_at", err)
+	}
+	p, got, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0.Add(time.Minute))
+	if err != nil || p.ID != "reader" || got != r {
+		t.Fatalf("by secret = %+v, %+v, %v; want reader's %+v", p, got, err, r)
+	}
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown secret: err = %v, want ErrNotFound", err)
+	}
+	list, err := s.ListSessions(ctx(t))
+	if err != nil || len(list) != 2 || list[0] != a || list[1] != r {
+		t.Fatalf("ListSessions = %+v, %v; want %+v, %+v", list, err, a, r)
+	}
+	if err := s.DeleteSession(ctx(t), "s-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted session: err = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteSession(ctx(t), "s-a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
+	}
+	// Revoking the principal ends its sessions.
+	if err := s.DeletePrincipal(ctx(t), "reader"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("session of a deleted principal: err = %v, want ErrNotFound", err)
+	}
+	if list, err := s.ListSessions(ctx(t)); err != nil || len(list) != 0 {
+		t.Fatalf("sessions left: %+v, %v; want none", list, err)
+	}
+}
+
+// testSessionsExpire: from its expires_at on a session is refused and
+// deleted; DeleteExpiredSessions removes the expired ones nobody presents.
+func testSessionsExpire(t *testing.T, s store.Store) {
+	mustPrincipal(t, s, "admin", T0, adminGrant)
+	mustSession(t, s, "short", "admin", T0, time.Minute)
+	mustSession(t, s, "idle", "admin", T0, time.Minute)
+	long := mustSession(t, s, "long", "admin", T0, time.Hour)
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute-time.Microsecond)); err != nil {
+		t.Fatalf("a session just before its expiry: %v", err)
+	}
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a session at its expiry: err = %v, want ErrNotFound", err)
+	}
+	if list, _ := s.ListSessions(ctx(t)); len(list) != 2 {
+		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
+	}
+	if n, err := s.DeleteExpiredSessions(ctx(t), T0.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("DeleteExpiredSessions = %d, %v; want 1 (idle)", n, err)
+	}
+	if list, _ := s.ListSessions(ctx(t)); len(list) != 1 || list[0] != long {
+		t.Fatalf("sessions left: %+v, want only %+v", list, long)
 	}
 }

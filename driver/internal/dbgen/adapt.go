@@ -57,6 +57,7 @@ var rowOf = map[string]string{
 	"CksAgentLiveness": "LivenessRow",
 	"CksPrincipal":     "PrincipalRow",
 	"CksGrant":         "GrantRow",
+	"CksSession":       "SessionRow",
 }
 
 // aliases are the other names a driver field has in the queries

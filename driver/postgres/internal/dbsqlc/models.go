@@ -110,6 +110,14 @@ type CksPrincipal struct {
 	LeaseTokenHash *string
 }
 
+type CksSession struct {
+	SessionID   string
+	SecretHash  string
+	PrincipalID string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
 type CksSweeperControl struct {
 	AgentID        string
 	DesiredRunning bool

@@ -20,6 +20,9 @@ WHERE p.token_hash = @token_hash
         WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
             AND t.lease_token_hash = p.lease_token_hash));
 
+-- name: PrincipalGet :one
+SELECT * FROM cks_principals WHERE principal_id = @principal_id;
+
 -- name: GrantList :many
 SELECT * FROM cks_grants WHERE principal_id = @principal_id
 ORDER BY resource COLLATE "C", permission COLLATE "C";
@@ -50,3 +53,21 @@ WHERE p.task_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM cks_outbox_tasks t
     WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
         AND t.lease_token_hash = p.lease_token_hash);
+
+-- Studio sessions: the hash of a browser's secret, bound to a principal.
+
+-- name: SessionInsert :exec
+INSERT INTO cks_sessions (session_id, secret_hash, principal_id, created_at, expires_at)
+VALUES (@session_id, @secret_hash, @principal_id, @created_at, @expires_at);
+
+-- name: SessionBySecretHash :one
+SELECT * FROM cks_sessions WHERE secret_hash = @secret_hash;
+
+-- name: SessionList :many
+SELECT * FROM cks_sessions ORDER BY created_at, session_id COLLATE "C";
+
+-- name: SessionDelete :execrows
+DELETE FROM cks_sessions WHERE session_id = @session_id;
+
+-- name: SessionDeleteExpired :execrows
+DELETE FROM cks_sessions WHERE expires_at <= @now;

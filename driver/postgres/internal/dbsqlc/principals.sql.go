@@ -167,6 +167,24 @@ func (q *Queries) PrincipalDeleteEndedLeases(ctx context.Context, db DBTX) (int6
 	return result.RowsAffected(), nil
 }
 
+const principalGet = `-- name: PrincipalGet :one
+SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals WHERE principal_id = $1
+`
+
+func (q *Queries) PrincipalGet(ctx context.Context, db DBTX, principalID string) (CksPrincipal, error) {
+	row := db.QueryRow(ctx, principalGet, principalID)
+	var i CksPrincipal
+	err := row.Scan(
+		&i.PrincipalID,
+		&i.Name,
+		&i.TokenHash,
+		&i.CreatedAt,
+		&i.TaskID,
+		&i.LeaseTokenHash,
+	)
+	return i, err
+}
+
 const principalInsert = `-- name: PrincipalInsert :exec
 
 INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
@@ -215,6 +233,103 @@ func (q *Queries) PrincipalList(ctx context.Context, db DBTX) ([]CksPrincipal, e
 			&i.CreatedAt,
 			&i.TaskID,
 			&i.LeaseTokenHash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sessionBySecretHash = `-- name: SessionBySecretHash :one
+SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions WHERE secret_hash = $1
+`
+
+func (q *Queries) SessionBySecretHash(ctx context.Context, db DBTX, secretHash string) (CksSession, error) {
+	row := db.QueryRow(ctx, sessionBySecretHash, secretHash)
+	var i CksSession
+	err := row.Scan(
+		&i.SessionID,
+		&i.SecretHash,
+		&i.PrincipalID,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const sessionDelete = `-- name: SessionDelete :execrows
+DELETE FROM cks_sessions WHERE session_id = $1
+`
+
+func (q *Queries) SessionDelete(ctx context.Context, db DBTX, sessionID string) (int64, error) {
+	result, err := db.Exec(ctx, sessionDelete, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const sessionDeleteExpired = `-- name: SessionDeleteExpired :execrows
+DELETE FROM cks_sessions WHERE expires_at <= $1
+`
+
+func (q *Queries) SessionDeleteExpired(ctx context.Context, db DBTX, now time.Time) (int64, error) {
+	result, err := db.Exec(ctx, sessionDeleteExpired, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const sessionInsert = `-- name: SessionInsert :exec
+
+INSERT INTO cks_sessions (session_id, secret_hash, principal_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type SessionInsertParams struct {
+	SessionID   string
+	SecretHash  string
+	PrincipalID string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
+// Studio sessions: the hash of a browser's secret, bound to a principal.
+func (q *Queries) SessionInsert(ctx context.Context, db DBTX, arg SessionInsertParams) error {
+	_, err := db.Exec(ctx, sessionInsert,
+		arg.SessionID,
+		arg.SecretHash,
+		arg.PrincipalID,
+		arg.CreatedAt,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
+const sessionList = `-- name: SessionList :many
+SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions ORDER BY created_at, session_id COLLATE "C"
+`
+
+func (q *Queries) SessionList(ctx context.Context, db DBTX) ([]CksSession, error) {
+	rows, err := db.Query(ctx, sessionList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksSession
+	for rows.Next() {
+		var i CksSession
+		if err := rows.Scan(
+			&i.SessionID,
+			&i.SecretHash,
+			&i.PrincipalID,
+			&i.CreatedAt,
+			&i.ExpiresAt,
 		); err != nil {
 			return nil, err
 		}

@@ -111,6 +111,14 @@ type CksPrincipal struct {
 	LeaseTokenHash *string
 }
 
+type CksSession struct {
+	SessionID   string
+	SecretHash  string
+	PrincipalID string
+	CreatedAt   string
+	ExpiresAt   string
+}
+
 type CksSweeperControl struct {
 	AgentID        string
 	DesiredRunning bool

@@ -29,6 +29,14 @@ CREATE TABLE IF NOT EXISTS cks_grants (
     PRIMARY KEY (principal_id, resource, permission)
 );
 
+CREATE TABLE IF NOT EXISTS cks_sessions (
+    session_id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL UNIQUE,
+    principal_id TEXT NOT NULL REFERENCES cks_principals(principal_id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     task_id INTEGER PRIMARY KEY AUTOINCREMENT,
     type TEXT NOT NULL,
@@ -189,6 +197,10 @@ CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(proce
 
 CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
 	WHERE task_id IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS idx_sessions_principal ON cks_sessions(principal_id);
+
+CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';

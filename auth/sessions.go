@@ -1,0 +1,256 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/store"
+	"github.com/google/uuid"
+)
+
+// Studio sessions (issue 22, DESIGN.md §10). The studio signs in with a
+// bearer token once, in the login form's POST, and then holds a session of
+// its own: a fresh random secret in its cookie, of which the hub stores
+// only the SHA-256 hash, bound to the token's principal, expiring after
+// SessionTTL (absolute: using a session does not extend it) and deleted by
+// sign-out. A cookie therefore never carries a bearer token, a copied
+// database yields no usable cookie, and a cookie that leaked is dead after
+// sign-out, expiry, revoke_session or the revocation of its principal.
+
+// SessionTTL is how long a studio session lasts from its sign-in.
+const SessionTTL = 7 * 24 * time.Hour
+
+// sessionPrefix starts every session secret. It differs from a bearer
+// token's ("cks_"), so neither is ever taken for the other: a token put in
+// the cookie is a malformed session, a secret sent as a bearer token a
+// malformed token.
+const sessionPrefix = "ckss_"
+
+// NewSessionSecret returns a fresh random session secret (256 bits, as a
+// bearer token's).
+func NewSessionSecret() (string, error) { return newSecret(sessionPrefix) }
+
+// checkSessionFormat reports whether secret has the shape NewSessionSecret
+// produces.
+func checkSessionFormat(secret string) error {
+	if secret == "" {
+		return fmt.Errorf("missing session: sign in to the studio again: %w", ErrUnauthenticated)
+	}
+	if !wellFormed(secret, sessionPrefix) {
+		// Also a bearer token put in the cookie: the cookie carries sessions only.
+		return fmt.Errorf("malformed session cookie (it holds no session; sign in again): %w", ErrUnauthenticated)
+	}
+	return nil
+}
+
+// Login checks the bearer token tok and opens a session of its principal,
+// created at now and expiring SessionTTL later. It returns the session's
+// secret, for the cookie and nowhere else. A failure of the token is
+// ErrUnauthenticated, as Authenticate's. The credential of a claim (bound
+// to a lease) cannot sign in: a session would outlive its lease.
+func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (string, store.Session, error) {
+	p, err := a.Authenticate(ctx, tok)
+	if err != nil {
+		return "", store.Session{}, err
+	}
+	if p.Lease != nil {
+		return "", store.Session{}, fmt.Errorf("a claim's task credential cannot sign in to the studio: %w", ErrUnauthenticated)
+	}
+	secret, err := NewSessionSecret()
+	if err != nil {
+		return "", store.Session{}, err
+	}
+	now = store.Time(now)
+	s := store.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
+	if err := a.store.CreateSession(ctx, s, HashToken(secret)); err != nil {
+		return "", store.Session{}, fmt.Errorf("auth: open a session of %s: %w", p.ID, err)
+	}
+	return secret, s, nil
+}
+
+// AuthenticateSession returns the principal of the session whose secret
+// the cookie holds. Every failure matches ErrUnauthenticated: a missing or
+// malformed secret (a bearer token is one), and an unknown, signed-out,
+// revoked or (at now) expired session.
+func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string, now time.Time) (store.Principal, error) {
+	if err := checkSessionFormat(secret); err != nil {
+		return store.Principal{}, err
+	}
+	p, _, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, fmt.Errorf("unknown session (signed out, revoked or expired; sign in again): %w", ErrUnauthenticated)
+	}
+	return p, err
+}
+
+// Logout ends the session whose secret the cookie holds: its row is
+// deleted, so the same cookie value never authenticates again. A secret
+// that names no session (malformed, already ended) is nothing to end.
+func (a *Authenticator) Logout(ctx context.Context, secret string, now time.Time) error {
+	if checkSessionFormat(secret) != nil {
+		return nil
+	}
+	_, s, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// DeleteEndedCredentials is the periodic cleanup of credentials that no
+// longer authenticate (the lease reaper runs it): the task credentials of
+// ended leases (RevokeEndedClaimTokens) and the sessions expired at now.
+// It returns how many rows of both it deleted.
+func DeleteEndedCredentials(ctx context.Context, ps store.Principals, now time.Time) (int, error) {
+	n, err := RevokeEndedClaimTokens(ctx, ps)
+	if err != nil {
+		return n, err
+	}
+	m, err := ps.DeleteExpiredSessions(ctx, now)
+	return n + m, err
+}
+
+// CreateSession implements store.Principals: the principal is read in the
+// insert's transaction, so an unknown one is ErrNotFound.
+func (s *Principals) CreateSession(ctx context.Context, sess store.Session, secretHash string) error {
+	for _, f := range []struct{ name, v string }{{"id", sess.ID}, {"principal_id", sess.PrincipalID}, {"secret_hash", secretHash}} {
+		if err := store.ValidateText(f.name, f.v); err != nil {
+			return err
+		}
+		if f.v == "" {
+			return &store.FieldError{Field: f.name, Expected: "a non-empty value"}
+		}
+	}
+	if !sess.ExpiresAt.After(sess.CreatedAt) {
+		return &store.FieldError{Field: "expires_at", Expected: "a time after created_at"}
+	}
+	row := driver.SessionRow{ID: sess.ID, SecretHash: secretHash, PrincipalID: sess.PrincipalID,
+		CreatedAt: store.Time(sess.CreatedAt), ExpiresAt: store.Time(sess.ExpiresAt)}
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		if _, err := ex.PrincipalGet(ctx, sess.PrincipalID); err != nil {
+			if errors.Is(err, driver.ErrNoRows) {
+				return fmt.Errorf("principal %q: %w", sess.PrincipalID, store.ErrNotFound)
+			}
+			return err
+		}
+		return ex.SessionInsert(ctx, row)
+	})
+	switch {
+	case errors.Is(err, driver.ErrUniqueViolation):
+		return fmt.Errorf("session %q: %w", sess.ID, store.ErrConflict)
+	case errors.Is(err, store.ErrNotFound):
+		return err
+	case err != nil:
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// SessionBySecretHash implements store.Principals. Expiry is decided here,
+// by the caller's now: an expired session is refused and its row deleted
+// on the spot (the lease reaper deletes the ones nobody presents).
+func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (store.Principal, store.Session, error) {
+	if err := store.ValidateText("secret_hash", secretHash); err != nil {
+		return store.Principal{}, store.Session{}, err
+	}
+	ex := s.db.Executor()
+	r, err := ex.SessionBySecretHash(ctx, secretHash)
+	if errors.Is(err, driver.ErrNoRows) {
+		return store.Principal{}, store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Principal{}, store.Session{}, fmt.Errorf("session by secret: %w", err)
+	}
+	if !now.Before(r.ExpiresAt) {
+		if _, err := ex.SessionDelete(ctx, r.ID); err != nil {
+			return store.Principal{}, store.Session{}, fmt.Errorf("delete expired session %s: %w", r.ID, err)
+		}
+		return store.Principal{}, store.Session{}, fmt.Errorf("session %s expired at %s: %w", r.ID, r.ExpiresAt.Format(time.RFC3339), store.ErrNotFound)
+	}
+	p, err := ex.PrincipalGet(ctx, r.PrincipalID)
+	if errors.Is(err, driver.ErrNoRows) { // deleted since the read above: its sessions went with it
+		return store.Principal{}, store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Principal{}, store.Session{}, fmt.Errorf("principal of session %s: %w", r.ID, err)
+	}
+	return principalOf(p), sessionOf(r, p.Name), nil
+}
+
+// ListSessions implements store.Principals: the sessions and the names of
+// their principals are read in one snapshot.
+func (s *Principals) ListSessions(ctx context.Context) ([]store.Session, error) {
+	var (
+		rows []driver.SessionRow
+		ps   []driver.PrincipalRow
+	)
+	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		if rows, err = ex.SessionList(ctx); err != nil {
+			return err
+		}
+		ps, err = ex.PrincipalList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	names := make(map[string]string, len(ps))
+	for _, p := range ps {
+		names[p.ID] = p.Name
+	}
+	out := make([]store.Session, len(rows))
+	for i, r := range rows {
+		out[i] = sessionOf(r, names[r.PrincipalID])
+	}
+	return out, nil
+}
+
+// DeleteSession implements store.Principals.
+func (s *Principals) DeleteSession(ctx context.Context, id string) error {
+	if err := store.ValidateText("id", id); err != nil {
+		return err
+	}
+	var found bool
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		found, err = ex.SessionDelete(ctx, id)
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("delete session %s: %w", id, err)
+	case !found:
+		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteExpiredSessions implements store.Principals.
+func (s *Principals) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		n, err = ex.SessionDeleteExpired(ctx, store.Time(now))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	return n, nil
+}
+
+// sessionOf is the record of a row: everything but the secret's hash.
+func sessionOf(r driver.SessionRow, principalName string) store.Session {
+	return store.Session{ID: r.ID, PrincipalID: r.PrincipalID, PrincipalName: principalName,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+}
