@@ -161,3 +161,35 @@ func FuzzValidateJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestTextLimits: a field takes the limit of its name (the last segment of
+// a path), and TextFor cuts text to it at a rune boundary, noting the cut,
+// so what a worker records is never refused for its length.
+func TestTextLimits(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		want  int
+	}{
+		{"title", cks.MaxTitleLen}, {"add_children[0].title", cks.MaxTitleLen}, {"description", cks.MaxLongTextLen},
+		{"attach[2].object.title", cks.MaxTitleLen}, {"reason", cks.MaxLongTextLen}, {"type", cks.MaxShortTextLen},
+		{"grants[0].resource", cks.MaxShortTextLen},
+	} {
+		if got := cks.MaxTextLen(c.field); got != c.want {
+			t.Errorf("MaxTextLen(%q) = %d, want %d", c.field, got, c.want)
+		}
+	}
+	if err := cks.ValidateText("title", strings.Repeat("x", cks.MaxTitleLen)); err != nil {
+		t.Errorf("a title at the bound: %v", err)
+	}
+	if err := cks.ValidateText("title", strings.Repeat("x", cks.MaxTitleLen+1)); !cks.IsFieldError(err, "title") {
+		t.Errorf("a title past the bound: %v, want a FieldError naming title", err)
+	}
+	long := strings.Repeat("é", cks.MaxLongTextLen) + "\x00"
+	got := cks.TextFor("result", long)
+	if len(got) > cks.MaxLongTextLen || cks.ValidateText("result", got) != nil || !strings.HasSuffix(got, "more bytes cut]") {
+		t.Errorf("TextFor cut %d bytes to %d (%v), ending %q", len(long), len(got), cks.ValidateText("result", got), got[len(got)-30:])
+	}
+	if got := cks.TextFor("result", "ok\x00"); got != "ok\uFFFD" {
+		t.Errorf("TextFor(short) = %q", got)
+	}
+}
