@@ -3,8 +3,10 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -26,6 +28,33 @@ func TestFailReasonIsStoredAsText(t *testing.T) {
 		})
 		if err != nil || r.Outcome != worker.Failed || r.Task.State != ledger.Open || r.Task.LastError != "read \uFFFD\uFFFD: boom" {
 			t.Fatalf("report %+v (last error %q), %v", r, r.Task.LastError, err)
+		}
+	})
+}
+
+// TestLongOutcomesAreCut: a resolver's error or output longer than its
+// field holds (cks.MaxTextLen) still ends the attempt, cut with a note of
+// how much was cut, on both backends: the write is not refused for its
+// length, leaving the task RUNNING until its lease expires.
+func TestLongOutcomesAreCut(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		long := strings.Repeat("x", cks.MaxLongTextLen+100)
+		task := claim(t, st, store.NewTask{Title: "long error"}, "w")
+		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
+			return worker.Result{}, errors.New(long)
+		})
+		if err != nil || r.Outcome != worker.Failed || len(r.Task.LastError) > cks.MaxLongTextLen ||
+			!strings.HasSuffix(r.Task.LastError, "more bytes cut]") {
+			t.Fatalf("failure: outcome %v, last error of %d bytes, %v", r.Outcome, len(r.Task.LastError), err)
+		}
+		task = claim(t, st, store.NewTask{Title: "long output"}, "w")
+		r, err = ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
+			return worker.Result{Output: long}, nil
+		})
+		if err != nil || r.Task.State != ledger.Completed || len(r.Task.Result) > cks.MaxLongTextLen {
+			t.Fatalf("completion: state %s, result of %d bytes, %v", r.Task.State, len(r.Task.Result), err)
 		}
 	})
 }
