@@ -209,7 +209,7 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 		e.checkRun(rctx, r)
 	}
 
-	if t.State != "RUNNING" {
+	if t.State != cks.TaskRunning {
 		var cur store.Task
 		err := e.write(rctx, t, "mark running", func() (err error) {
 			cur, err = e.st.MarkRunning(rctx, t.ID, token)
