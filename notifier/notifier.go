@@ -9,6 +9,7 @@ package notifier
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -26,6 +27,11 @@ const (
 	ReconnectMax = 5 * time.Second
 )
 
+// ErrClosed is what WatchChanges returns once the Notifier is closed: at
+// once for a new call, and ending a call that was running, so no watcher
+// waits on a listener that is gone. It is a store.ErrConflict.
+var ErrClosed = fmt.Errorf("notifier: closed: %w", store.ErrConflict)
+
 // Notifier multiplexes one listener. It implements store.Changes.
 type Notifier struct {
 	listener func() driver.Listener
@@ -38,6 +44,7 @@ type Notifier struct {
 	closed    bool
 	stop      context.CancelFunc
 	done      chan struct{}
+	closing   chan struct{} // closed by Close: ends every WatchChanges
 }
 
 var _ store.Changes = (*Notifier)(nil)
@@ -49,7 +56,8 @@ func New(newListener func() driver.Listener, log *slog.Logger) *Notifier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, done: make(chan struct{})}
+	return &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, done: make(chan struct{}),
+		closing: make(chan struct{})}
 }
 
 // watcher is one WatchChanges call: the topics it wants and those delivered
@@ -102,8 +110,9 @@ func (w *watcher) all() []string {
 // WatchChanges implements store.Changes: f runs for every topic once the
 // shared listener is connected (at once when it already is), again for
 // every topic after each reconnect (changes may have been missed), and for
-// each topic published meanwhile, coalesced, until ctx ends. Calls of f are
-// sequential and made on the caller's goroutine.
+// each topic published meanwhile, coalesced, until ctx ends (nil) or the
+// Notifier is closed (ErrClosed). Calls of f are sequential and made on
+// the caller's goroutine.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
 	set, err := store.ValidateTopics(topics)
 	if err != nil {
@@ -118,6 +127,8 @@ func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(top
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-n.closing:
+			return ErrClosed
 		case <-w.signal:
 		}
 		for _, t := range w.take() {
@@ -133,7 +144,7 @@ func (n *Notifier) subscribe(w *watcher) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return store.ErrConflict
+		return ErrClosed
 	}
 	n.watchers[w] = struct{}{}
 	if n.connected {
@@ -211,11 +222,15 @@ func (n *Notifier) run(ctx context.Context) {
 	}
 }
 
-// Close ends the listener (and every WatchChanges still running stops
-// receiving); it waits for the connection to be closed.
+// Close ends the listener and every WatchChanges still running (they
+// return ErrClosed); it waits for the connection to be closed. Closing
+// twice is closing once.
 func (n *Notifier) Close() {
 	n.mu.Lock()
-	n.closed = true
+	if !n.closed {
+		n.closed = true
+		close(n.closing)
+	}
 	started, stop := n.started, n.stop
 	n.mu.Unlock()
 	if started {

@@ -2,6 +2,7 @@ package notifier_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"sync"
@@ -100,6 +101,42 @@ func TestWatchers(t *testing.T) {
 		if b.topics["alpha"] != 0 {
 			t.Fatalf("a watcher of beta was called for alpha: %v", b.topics)
 		}
+	})
+}
+
+// TestCloseEndsWatchers: Close ends every WatchChanges still running with
+// ErrClosed (they used to stay blocked on a listener that was gone), and a
+// call after it returns ErrClosed at once.
+func TestCloseEndsWatchers(t *testing.T) {
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		d := open(t, store.WithChangePollInterval(10*time.Millisecond))
+		n := notifier.New(d.Listener, nil)
+		const watchers = 3
+		done := make(chan error, watchers)
+		seen := make([]*seen, watchers)
+		for i := range watchers {
+			seen[i] = newSeen()
+			go func() { done <- n.WatchChanges(context.Background(), []string{"alpha"}, seen[i].f) }()
+		}
+		for _, s := range seen {
+			s.next(t, "alpha") // connected and watching
+		}
+		n.Close()
+		deadline := time.After(time.Minute)
+		for range watchers {
+			select {
+			case err := <-done:
+				if !errors.Is(err, notifier.ErrClosed) || !errors.Is(err, store.ErrConflict) {
+					t.Errorf("WatchChanges after Close: %v, want ErrClosed", err)
+				}
+			case <-deadline:
+				t.Fatal("a WatchChanges still runs a minute after Close")
+			}
+		}
+		if err := n.WatchChanges(context.Background(), []string{"alpha"}, func(string) {}); !errors.Is(err, notifier.ErrClosed) {
+			t.Errorf("WatchChanges on a closed Notifier: %v, want ErrClosed", err)
+		}
+		n.Close() // twice is once
 	})
 }
 
