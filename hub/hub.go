@@ -177,13 +177,16 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		if err != nil {
 			return err
 		}
-		pctx, stopPipeline := context.WithCancel(context.WithoutCancel(ctx))
-		pipelineDone := make(chan struct{})
-		go func() {
-			defer close(pipelineDone)
-			orch.Run(pctx) //nolint:errcheck // returns nil when pctx ends
+		// A service like the others: started here, stopped (its workers
+		// waited for) when the hub returns.
+		if err := orch.Start(ctx); err != nil && ctx.Err() == nil { // an ending hub starts nothing
+			return fmt.Errorf("start the pipeline: %w", err)
+		}
+		defer func() {
+			if err := orch.Stop(context.WithoutCancel(ctx)); err != nil {
+				log.Error("stop the pipeline", "err", err)
+			}
 		}()
-		defer func() { stopPipeline(); <-pipelineDone }()
 	}
 
 	// One table of operations serves /v1, /mcp and the studio's reads.
