@@ -135,6 +135,8 @@ var (
 	OpListSessions = endpoint[struct{}, SessionList]("list_sessions", "GET", "/v1/sessions")
 	// OpRevokeSession is revoke_session.
 	OpRevokeSession = endpoint[SessionInput, struct{}]("revoke_session", "DELETE", "/v1/sessions/{id}")
+	// OpCheckStored is check_stored.
+	OpCheckStored = endpoint[CheckStoredInput, StoredCheck]("check_stored", "GET", "/v1/stored/check")
 )
 
 // The endpoints that are not request/response, served by the hub's own
@@ -189,6 +191,7 @@ func Operations() []Operation {
 		OpRevokeToken,
 		OpListSessions,
 		OpRevokeSession,
+		OpCheckStored,
 	}
 }
 

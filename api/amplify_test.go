@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -189,4 +194,58 @@ func compact(t testing.TB, raw json.RawMessage) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestCheckStoredReportsWhatPredatesTheBounds: a value stored before a
+// bound existed (written here past the services, as an older hub would
+// have) is still served, compactly, and check_stored names its task and
+// field; a clean database reports nothing; only an admin may ask.
+func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		c := clock.NewFake(storetest.T0)
+		s, d := backendtest.Store(t, open, store.WithClock(c))
+		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
+		clean, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "clean"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string) cks.StoredCheck {
+			t.Helper()
+			status, body := f.do(t, f.token, "GET", "/v1/stored/check?what="+what, "")
+			var out cks.StoredCheck
+			if status != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil {
+				t.Fatalf("check %s: %d %.300s", what, status, body)
+			}
+			return out
+		}
+		if got := check("tasks"); len(got.Problems) != 0 || got.Checked != 1 {
+			t.Errorf("a clean ledger: %+v, want 1 checked and no problem", got)
+		}
+		old, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "from before the bounds"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+		storetest.SetPayloadUnchecked(t, d, old.ID, []byte(deep))
+		status, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/tasks/%d", old.ID), "")
+		if status != http.StatusOK || !strings.Contains(body, `"payload":`+deep) {
+			t.Errorf("the old task is not served compactly: %d %.200s", status, body)
+		}
+		got := check("tasks")
+		if len(got.Problems) != 1 || got.Problems[0].ID != old.ID || got.Problems[0].Field != "payload" ||
+			!strings.Contains(got.Problems[0].Problem, "nested at most 64 levels") || got.Checked != 2 {
+			t.Errorf("check after an old deep payload: %+v, want task %d's payload (not %d's)", got, old.ID, clean.ID)
+		}
+		if got := check("objects"); len(got.Problems) != 0 {
+			t.Errorf("objects: %+v", got)
+		}
+		if status, body := f.do(t, f.token, "GET", "/v1/stored/check?what=rows", ""); status != http.StatusBadRequest ||
+			decodeError(t, body).Error.Field != "what" {
+			t.Errorf("what=rows: %d %s, want 400 naming what", status, body)
+		}
+		reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+		if status, _ := f.do(t, reader, "GET", "/v1/stored/check?what=tasks", ""); status != http.StatusForbidden {
+			t.Errorf("a reader: %d, want 403", status)
+		}
+	})
 }

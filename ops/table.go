@@ -37,4 +37,5 @@ var table = []Operation{
 	SubmitResearch, ListObjects, GetObject, ListObjectVersionsOp, WriteObjectVersionOp,
 	CreateToken, ListTokens, RevokeToken,
 	ListSessions, RevokeSession,
+	CheckStored,
 }

@@ -79,6 +79,8 @@ Usage:
                                                                   new bearer token (shown once)
   cks token list [--json] | revoke ID                             principals and their grants
   cks session list [--json] | revoke ID [--json]                  studio sessions (never their secrets)
+  cks doctor [--json]             check every stored task and object against today's bounds
+                                  (values stored before a bound existed); exit 5 if any is past one
   cks api OP [JSON] | --list      call any operation by name with JSON as its input (default {},
                                   "-" reads stdin) and print its output; --list lists them
   cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
@@ -95,7 +97,8 @@ Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
 2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
 restarted, but that executor may still be running against it), 4 a research
-question followed with --wait that parked in needs_input.
+question followed with --wait that parked in needs_input, 5 a doctor run that found
+stored values past a bound.
 `
 
 // env carries the process environment and streams into the commands.
@@ -147,6 +150,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = cmdToken(ctx, args[1:], e)
 	case "session":
 		err = cmdSession(ctx, args[1:], e)
+	case "doctor":
+		err = cmdDoctor(ctx, args[1:], e)
 	case "api":
 		err = cmdAPI(ctx, args[1:], e)
 	case "bench":
@@ -156,7 +161,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, api, bench or version", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, doctor, api, bench or version", errUsage, args[0])
 	}
 	switch {
 	case err == nil:
@@ -172,6 +177,9 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, errParked):
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 4
+	case errors.Is(err, errProblems):
+		fmt.Fprintln(e.stderr, "cks:", err)
+		return 5
 	default:
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 1

@@ -82,6 +82,7 @@ var parityCases = map[string]parityCase{
 	"list_tokens":    {`{"bogus":1}`, nil, `{}`, []string{"token", "list"}},
 	"list_sessions":  {`{"bogus":1}`, nil, `{}`, []string{"session", "list"}},
 	"revoke_session": {`{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}, `{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}},
+	"check_stored":   {`{"what":"rows"}`, nil, `{"what":"tasks"}`, []string{"doctor"}},
 	"revoke_token":   {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
 }
 

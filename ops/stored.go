@@ -1,0 +1,55 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/store"
+)
+
+// storedPage is how many rows one check_stored call reads: a listing's
+// default page, so a call costs what a listing does.
+const storedPage = store.DefaultListLimit
+
+// CheckStored is check_stored: one page of tasks or objects, each checked
+// by the leaf's rules as a write would be today (cks.CheckStoredTask,
+// cks.CheckStoredObject). `cks doctor` walks every page.
+var CheckStored = define(cks.OpCheckStored, &Op[cks.CheckStoredInput, cks.StoredCheck]{
+	spec: Spec{
+		Title:   "Check stored values",
+		Summary: "report stored tasks or objects past today's bounds, one page at a time",
+		Description: "Check one page of tasks or knowledge objects (what: tasks or objects; cursor: the previous page's " +
+			"next_cursor) against the rules a write meets today — the nesting, size and number bounds of every JSON " +
+			"value and the length of every text field — and list what is past them: values stored before a bound " +
+			"existed, which are still served. Needs admin on /.",
+		Permission: auth.PermAdmin, Resource: auth.ResourceRoot, Surfaces: HTTP | CLI, Needs: NeedTasks | NeedObjects,
+		Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *cks.CheckStoredInput) (cks.StoredCheck, error) {
+		if err := in.Validate(); err != nil {
+			return cks.StoredCheck{}, err
+		}
+		out := cks.StoredCheck{Problems: []cks.StoredProblem{}}
+		if in.What == "tasks" {
+			page, err := s.Tasks.ListTasks(ctx, store.TaskFilter{After: in.Cursor, Limit: storedPage})
+			if err != nil {
+				return out, err
+			}
+			for _, t := range page.Tasks {
+				out.Problems = append(out.Problems, cks.CheckStoredTask(t)...)
+			}
+			out.Checked, out.Next = len(page.Tasks), page.Next
+			return out, nil
+		}
+		page, err := s.Objects.ListObjects(ctx, store.ObjectFilter{After: in.Cursor, Limit: storedPage})
+		if err != nil {
+			return out, err
+		}
+		for _, o := range page.Objects {
+			out.Problems = append(out.Problems, cks.CheckStoredObject(o)...)
+		}
+		out.Checked, out.Next = len(page.Objects), page.Next
+		return out, nil
+	},
+})
