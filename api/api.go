@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -201,7 +202,43 @@ func writeAnswer(w http.ResponseWriter, status int, v any, pretty bool) {
 	if pretty {
 		enc.SetIndent("", "  ")
 	}
+	switch p := v.(type) {
+	case cks.TaskPage:
+		if !pretty {
+			writeRows(w, enc, "tasks", p.Tasks, p.Next)
+			return
+		}
+	case cks.ObjectPage:
+		if !pretty {
+			writeRows(w, enc, "objects", p.Objects, p.Next)
+			return
+		}
+	}
 	enc.Encode(v) //nolint:errcheck // the client went away
+}
+
+// writeRows streams a page ({"KEY":[rows…],"next_cursor":next}, as the
+// page's own encoding writes it, but [] for no rows) one row at a time, so
+// an answer of many rows is never built whole beside the rows themselves.
+func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, next int64) {
+	if _, err := io.WriteString(w, `{"`+key+`":[`); err != nil {
+		return // the client went away
+	}
+	for i := range rows {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return
+			}
+		}
+		if enc.Encode(rows[i]) != nil { // a row and a newline: white space in an array
+			return
+		}
+	}
+	end := "]}\n"
+	if next != 0 {
+		end = `],"next_cursor":` + strconv.FormatInt(next, 10) + "}\n"
+	}
+	io.WriteString(w, end) //nolint:errcheck // the client went away
 }
 
 // fail answers err as every surface reports it (ops.FailureOf).
