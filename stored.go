@@ -1,6 +1,9 @@
 package cks
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // The check of stored values against the rules of this package: rows
 // stored before a bound existed (ValidateJSON's nesting, size and number
@@ -87,5 +90,9 @@ func clipProblem(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	return ToText(s[:max]) + "…"
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return ToText(s[:cut]) + "…"
 }
