@@ -167,25 +167,29 @@ func NewAuthorizer(s store.Principals) *Authorizer { return &Authorizer{store: s
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
 // missing permission and the resource.
 func (a *Authorizer) Check(ctx context.Context, p store.Principal, perm, resource string) error {
-	return a.check(ctx, p, perm, resource, Allows)
+	return a.check(ctx, p, perm, []string{resource}, Allows)
 }
 
 // CheckWithin is Check by AllowsWithin: nil when p holds perm on resource,
 // an ancestor or a node below it, else a *ForbiddenError naming resource.
 func (a *Authorizer) CheckWithin(ctx context.Context, p store.Principal, perm, resource string) error {
-	return a.check(ctx, p, perm, resource, AllowsWithin)
+	return a.check(ctx, p, perm, []string{resource}, AllowsWithin)
 }
 
-// check is Check by allows, read from p's grants now.
-func (a *Authorizer) check(ctx context.Context, p store.Principal, perm, resource string, allows func([]store.Grant, string, string) bool) error {
+// check is Check by allows of every one of resources, p's grants read
+// once, now; a refusal names the first resource refused.
+func (a *Authorizer) check(ctx context.Context, p store.Principal, perm string, resources []string,
+	allows func([]store.Grant, string, string) bool) error {
 	grants, err := a.store.GrantsOf(ctx, p.ID)
 	if err != nil {
 		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
 	}
-	if allows(grants, perm, resource) {
-		return nil
+	for _, r := range resources {
+		if !allows(grants, perm, r) {
+			return &ForbiddenError{Principal: p.Name, Permission: perm, Resource: r}
+		}
 	}
-	return &ForbiddenError{Principal: p.Name, Permission: perm, Resource: resource}
+	return nil
 }
 
 type callerKey struct{}
@@ -226,6 +230,18 @@ func Require(ctx context.Context, perm, resource string) error {
 // makes before it knows which node a call names).
 func RequireWithin(ctx context.Context, perm, resource string) error {
 	return require(ctx, perm, resource, (*Authorizer).CheckWithin)
+}
+
+// RequireEach is Require of perm on every one of resources, the caller's
+// grants read once (not once per resource); a refusal is a
+// *ForbiddenError naming the first resource refused. No resources is nil.
+func RequireEach(ctx context.Context, perm string, resources []string) error {
+	if len(resources) == 0 {
+		return nil
+	}
+	return require(ctx, perm, resources[0], func(a *Authorizer, ctx context.Context, p store.Principal, perm, _ string) error {
+		return a.check(ctx, p, perm, resources, Allows)
+	})
 }
 
 // require is Require by check.

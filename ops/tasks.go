@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,19 +199,18 @@ var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 // state from the new task's (WAITING, OPEN or BLOCKED). The one place of
 // the rule; an id that is not positive is left to the ledger's validation.
 func requireReadable(ctx context.Context, field string, ids []int64) error {
+	var resources []string
+	var of []int64 // the id of each resource
 	for _, d := range ids {
-		if d <= 0 {
-			continue
-		}
-		err := auth.Require(ctx, auth.PermRead, auth.TaskResource(d))
-		if errors.Is(err, auth.ErrForbidden) {
-			return ledger.NoSuchDependency(field, d)
-		}
-		if err != nil {
-			return err
+		if d > 0 {
+			resources, of = append(resources, auth.TaskResource(d)), append(of, d)
 		}
 	}
-	return nil
+	err := auth.RequireEach(ctx, auth.PermRead, resources)
+	if fe, ok := errors.AsType[*auth.ForbiddenError](err); ok {
+		return ledger.NoSuchDependency(field, of[slices.Index(resources, fe.Resource)])
+	}
+	return err
 }
 
 // AnswerInput is cks.AnswerTaskInput.
