@@ -2,7 +2,7 @@ package cks
 
 import (
 	"fmt"
-	"unicode/utf8"
+	"slices"
 )
 
 // The check of stored values against the rules of this package: rows
@@ -24,7 +24,7 @@ type CheckStoredInput struct {
 // Cursor is not negative.
 func (in CheckStoredInput) Validate() error {
 	switch {
-	case in.What != StoredKinds[0] && in.What != StoredKinds[1]:
+	case !slices.Contains(StoredKinds[:], in.What):
 		return fieldError("what", fmt.Sprintf("%q or %q", StoredKinds[0], StoredKinds[1]))
 	case in.Cursor < 0:
 		return fieldError("cursor", "an id")
@@ -90,9 +90,5 @@ func clipProblem(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return ToText(s[:cut]) + "…"
+	return ToText(cutRunes(s, max)) + "…"
 }

@@ -432,9 +432,17 @@ func TextFor(field, s string) string {
 	if len(s) <= n {
 		return s
 	}
-	keep := n - len(fmt.Sprintf("\n[%d more bytes cut]", len(s))) // the note's longest
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
-		keep--
+	kept := cutRunes(s, n-len(fmt.Sprintf("\n[%d more bytes cut]", len(s)))) // room for the note's longest
+	return kept + fmt.Sprintf("\n[%d more bytes cut]", len(s)-len(kept))
+}
+
+// cutRunes is s cut to at most n bytes at a rune boundary.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:keep] + fmt.Sprintf("\n[%d more bytes cut]", len(s)-keep)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -202,14 +202,12 @@ func writeAnswer(w http.ResponseWriter, status int, v any, pretty bool) {
 	if pretty {
 		enc.SetIndent("", "  ")
 	}
-	switch p := v.(type) {
-	case cks.TaskPage:
-		if !pretty {
+	if !pretty {
+		switch p := v.(type) {
+		case cks.TaskPage:
 			writeRows(w, enc, "tasks", p.Tasks, p.Next)
 			return
-		}
-	case cks.ObjectPage:
-		if !pretty {
+		case cks.ObjectPage:
 			writeRows(w, enc, "objects", p.Objects, p.Next)
 			return
 		}

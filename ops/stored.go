@@ -30,26 +30,20 @@ var CheckStored = define(cks.OpCheckStored, &Op[cks.CheckStoredInput, cks.Stored
 		if err := in.Validate(); err != nil {
 			return cks.StoredCheck{}, err
 		}
-		out := cks.StoredCheck{Problems: []cks.StoredProblem{}}
 		if in.What == "tasks" {
 			page, err := s.Tasks.ListTasks(ctx, store.TaskFilter{After: in.Cursor, Limit: storedPage})
-			if err != nil {
-				return out, err
-			}
-			for _, t := range page.Tasks {
-				out.Problems = append(out.Problems, cks.CheckStoredTask(t)...)
-			}
-			out.Checked, out.Next = len(page.Tasks), page.Next
-			return out, nil
+			return storedCheck(page.Tasks, cks.CheckStoredTask, page.Next), err
 		}
 		page, err := s.Objects.ListObjects(ctx, store.ObjectFilter{After: in.Cursor, Limit: storedPage})
-		if err != nil {
-			return out, err
-		}
-		for _, o := range page.Objects {
-			out.Problems = append(out.Problems, cks.CheckStoredObject(o)...)
-		}
-		out.Checked, out.Next = len(page.Objects), page.Next
-		return out, nil
+		return storedCheck(page.Objects, cks.CheckStoredObject, page.Next), err
 	},
 })
+
+// storedCheck is the answer for one page of rows, each checked by check.
+func storedCheck[T any](rows []T, check func(T) []cks.StoredProblem, next int64) cks.StoredCheck {
+	out := cks.StoredCheck{Problems: []cks.StoredProblem{}, Checked: len(rows), Next: next}
+	for _, r := range rows {
+		out.Problems = append(out.Problems, check(r)...)
+	}
+	return out
+}

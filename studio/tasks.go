@@ -631,10 +631,11 @@ func prettyJSON(raw json.RawMessage) string {
 		return "{}"
 	}
 	var buf bytes.Buffer
-	err := json.Compact(&buf, raw)
-	if err == nil && len(raw) <= maxIndented {
-		buf.Reset()
+	var err error
+	if len(raw) <= maxIndented {
 		err = json.Indent(&buf, raw, "", "  ")
+	} else {
+		err = json.Compact(&buf, raw)
 	}
 	if err != nil {
 		return string(raw)
