@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
@@ -24,7 +27,6 @@ import (
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -147,7 +149,7 @@ func TestHeartbeatInsideTheWindow(t *testing.T) {
 func TestClaimTakesTheConfiguredLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "leased"})
+		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "leased"})
 		s, err := agents.SettingsFromEnv("exec", func(k string) string {
 			return map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}[k]
 		})
@@ -156,7 +158,7 @@ func TestClaimTakesTheConfiguredLease(t *testing.T) {
 		}
 		set := s
 		set.Types, set.PollInterval, set.LivenessInterval = []string{"leased"}, time.Hour, time.Hour
-		held := make(chan store.Task, 1)
+		held := make(chan cks.Task, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		_, wait := start(t, ctx, st, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			got, err := st.GetTask(ctx, a.Task().ID)
@@ -251,7 +253,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func taskState(t testing.TB, st store.Store, id int64) store.Task {
+func taskState(t testing.TB, st store.Store, id int64) cks.Task {
 	t.Helper()
 	got, err := st.GetTask(context.Background(), id)
 	if err != nil {
@@ -269,8 +271,8 @@ func TestDrainOnStop(t *testing.T) {
 			t.Run(how, func(t *testing.T) {
 				st, op := open(t), open(t)
 				typ := "drain-" + strings.ReplaceAll(how, " ", "-")
-				inFlight := storetest.MustEnqueue(t, op, store.NewTask{Type: typ, Title: "in flight"})
-				queued := storetest.MustEnqueue(t, op, store.NewTask{Type: typ, Title: "queued", Priority: 0})
+				inFlight := storetest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "in flight"})
+				queued := storetest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "queued", Priority: 0})
 				started, finish := make(chan struct{}), make(chan struct{})
 				ctx, signal := context.WithCancel(context.Background())
 				defer signal()
@@ -292,10 +294,10 @@ func TestDrainOnStop(t *testing.T) {
 				}
 				close(finish) // the task in hand finishes during the drain
 				wait()
-				if got := taskState(t, op, inFlight.ID); got.State != ledger.Completed || got.Result != "finished during the drain" {
+				if got := taskState(t, op, inFlight.ID); got.State != cks.TaskCompleted || got.Result != "finished during the drain" {
 					t.Fatalf("in-flight task %s %q", got.State, got.Result)
 				}
-				if got := taskState(t, op, queued.ID); got.State != ledger.Open || got.Attempts != 0 {
+				if got := taskState(t, op, queued.ID); got.State != cks.TaskOpen || got.Attempts != 0 {
 					t.Fatalf("queued task was touched during the drain: %s, attempts %d", got.State, got.Attempts)
 				}
 				row, err := op.GetAgentLiveness(context.Background(), rep.InstanceID())
@@ -318,8 +320,8 @@ func TestWakesOnNewWork(t *testing.T) {
 		})
 		defer wait()
 		defer cancel()
-		task := storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich"})
-		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == ledger.Completed })
+		task := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
+		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
 	})
 }
 
@@ -328,15 +330,15 @@ func TestWakesOnNewWork(t *testing.T) {
 func TestNoResolverClaimsNothing(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "critique"})
+		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "critique"})
 		ctx, cancel := context.WithCancel(context.Background())
 		rep, wait := start(t, ctx, st, settings("critic", "critique"), nil)
-		if p, _ := liveness.NewService(st, nil).ProcessStatus(context.Background(), "critic"); p.Status != liveness.Alive || p.InstanceID != rep.InstanceID() {
+		if p, _ := liveness.NewService(st, nil).ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive || p.InstanceID != rep.InstanceID() {
 			t.Fatalf("status %+v", p)
 		}
 		cancel()
 		wait()
-		if got := taskState(t, st, task.ID); got.State != ledger.Open {
+		if got := taskState(t, st, task.ID); got.State != cks.TaskOpen {
 			t.Fatalf("task %s", got.State)
 		}
 	})
@@ -346,7 +348,7 @@ func TestNoResolverClaimsNothing(t *testing.T) {
 func TestMaxRetries(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, store.NewTask{Type: "flaky", MaxAttempts: 10})
+		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "flaky", MaxAttempts: 10})
 		set := settings("exec", "flaky")
 		set.MaxRetries = 0
 		ctx, cancel := context.WithCancel(context.Background())
@@ -355,7 +357,7 @@ func TestMaxRetries(t *testing.T) {
 		})
 		defer wait()
 		defer cancel()
-		waitUntil(t, "the task failed", func() bool { return taskState(t, st, task.ID).State == ledger.Failed })
+		waitUntil(t, "the task failed", func() bool { return taskState(t, st, task.ID).State == cks.TaskFailed })
 		if got := taskState(t, st, task.ID); got.Attempts != 1 || !strings.Contains(got.LastError, "after 0 retries: boom") {
 			t.Fatalf("task %+v", got)
 		}
@@ -363,9 +365,9 @@ func TestMaxRetries(t *testing.T) {
 }
 
 // claim enqueues one task of typ and claims it.
-func claim(t testing.TB, st store.Store, typ string, payload string) store.ClaimedTask {
+func claim(t testing.TB, st store.Store, typ string, payload string) cks.ClaimedTask {
 	t.Helper()
-	storetest.MustEnqueue(t, st, store.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
+	storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
 	got, err := st.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
@@ -396,7 +398,7 @@ func TestExec(t *testing.T) {
 
 	bad := claim(t, st, "bad", `{}`)
 	r, err = ex.Run(context.Background(), bad, agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c", "echo nope >&2; exit 3"}}))
-	if err != nil || r.Outcome != worker.Failed || r.Task.State != ledger.Open || !strings.Contains(r.Task.LastError, "nope") ||
+	if err != nil || r.Outcome != worker.Failed || r.Task.State != cks.TaskOpen || !strings.Contains(r.Task.LastError, "nope") ||
 		!strings.Contains(r.Task.LastError, "exit status 3") {
 		t.Fatalf("bad: %+v / %q, %v", r, r.Task.LastError, err)
 	}
@@ -409,7 +411,7 @@ func TestExec(t *testing.T) {
 
 	missing := claim(t, st, "missing", `{}`)
 	r, err = ex.Run(context.Background(), missing, agents.Exec(agents.ExecConfig{Command: []string{"no-such-command-cks"}}))
-	if err != nil || r.Outcome != worker.Failed || r.Task.State != ledger.Open ||
+	if err != nil || r.Outcome != worker.Failed || r.Task.State != cks.TaskOpen ||
 		!strings.Contains(r.Task.LastError, `exec agent: start "no-such-command-cks"`) || !strings.Contains(r.Task.LastError, "not found") {
 		t.Fatalf("missing: %+v / %q, %v", r, r.Task.LastError, err)
 	}
@@ -490,7 +492,7 @@ func TestExecAbortKillsEverything(t *testing.T) {
 				return pidIn(dir, "leader") > 0 && sleeping(pidIn(dir, "ingroup")) && sleeping(pidIn(dir, "escaped"))
 			})
 			res, err := ledger.NewControl(op).Stop(context.Background(), task.ID, "operator", "runaway", 30*time.Second, true)
-			if err != nil || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+			if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 				t.Fatalf("round %d: stop = %+v / %+v, %v", round, res.Task.State, res.Abort, err)
 			}
 			// Confirmed means gone: no waiting here.
@@ -531,7 +533,7 @@ wait`
 	}()
 	waitUntil(t, "the child to start", func() bool { return pidIn(dir, "child") > 0 })
 	res, err := ledger.NewControl(st).Stop(context.Background(), task.ID, "operator", "wind down", time.Minute, true)
-	if err != nil || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+	if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 		t.Fatalf("stop = %+v / %+v, %v", res.Task.State, res.Abort, err)
 	}
 	if r := <-done; r.Outcome != worker.Aborted {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/worker"
@@ -78,9 +78,9 @@ func TestAgentPathTwoCommitsPerTask(t *testing.T) {
 			st := backend.New(c)
 			t.Cleanup(func() { st.Close() })
 			const n = 12
-			ns := make([]store.NewTask, n)
+			ns := make([]cks.NewTask, n)
 			for i := range ns {
-				ns[i] = store.NewTask{Type: "counted"}
+				ns[i] = cks.NewTask{Type: "counted"}
 			}
 			if _, err := st.EnqueueMany(context.Background(), ns); err != nil {
 				t.Fatal(err)
@@ -101,7 +101,7 @@ func TestAgentPathTwoCommitsPerTask(t *testing.T) {
 			}
 			deadline := time.Now().Add(time.Minute)
 			for {
-				done, err := st.CountTasks(context.Background(), store.TaskFilter{States: []store.TaskState{"COMPLETED"}})
+				done, err := st.CountTasks(context.Background(), cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}})
 				if err != nil {
 					t.Fatal(err)
 				}

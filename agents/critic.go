@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
@@ -90,7 +91,7 @@ func Critic(st store.Knowledge, cfg CriticConfig) worker.Resolver {
 
 // claimEvidence is what the offline rule reads of a claim.
 type claimEvidence struct {
-	obj       store.Object
+	obj       cks.Object
 	statement string
 	citations []citation
 	// supported is the claim's terms found in its cited passages' text.
@@ -109,7 +110,7 @@ func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p Criti
 	var ev [2]claimEvidence
 	for i, id := range p.Claims {
 		o, err := st.GetObject(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, cks.ErrNotFound) {
 			return worker.Result{}, worker.Permanent(err)
 		}
 		if err != nil {
@@ -165,7 +166,7 @@ func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p Criti
 	}
 	_, made, err := st.TransitionObject(ctx, subject.ID, held.ClaimToken, tr)
 	if err != nil {
-		if rerr := st.ReleaseClaim(context.WithoutCancel(ctx), subject.ID, held.ClaimToken); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+		if rerr := st.ReleaseClaim(context.WithoutCancel(ctx), subject.ID, held.ClaimToken); rerr != nil && !errors.Is(rerr, cks.ErrLeaseLost) {
 			err = errors.Join(err, fmt.Errorf("releasing the claim: %w", rerr))
 		}
 		return worker.Result{}, fmt.Errorf("marking claim %d disputed: %w", loser.obj.ID, err)
@@ -177,7 +178,7 @@ func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p Criti
 // the statement is the "text" field, else "statement", else "subject
 // predicate value"; citations are the "citations" array's distinct
 // entries (strings are ids; objects give "id" and "text").
-func readClaim(o store.Object) claimEvidence {
+func readClaim(o cks.Object) claimEvidence {
 	var c struct {
 		Text      string            `json:"text"`
 		Statement string            `json:"statement"`

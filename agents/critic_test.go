@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -14,13 +15,13 @@ import (
 	"github.com/cks-dev/cks/worker"
 )
 
-func newClaim(t testing.TB, st store.Store, status, content string) store.Object {
+func newClaim(t testing.TB, st store.Store, status, content string) cks.Object {
 	t.Helper()
 	return storetest.MustCreateObject(t, st, store.NewObject{Kind: "claim", Status: status, CreatedBy: "test", Content: json.RawMessage(content)})
 }
 
-func hasEdge(o store.Object, src, dst int64, semantic string) bool {
-	return slices.ContainsFunc(o.Edges, func(e store.Edge) bool {
+func hasEdge(o cks.Object, src, dst int64, semantic string) bool {
+	return slices.ContainsFunc(o.Edges, func(e cks.Edge) bool {
 		return e.Src == src && e.Dst == dst && e.BaseType == "depends_on" && e.SemanticType == semantic
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
@@ -118,7 +119,7 @@ func rederive(ctx context.Context, st VersionedStore, id int64) (worker.Result, 
 		return worker.Result{}, worker.Permanent(fmt.Errorf("rederive: payload needs object_id, got %d", id))
 	}
 	o, err := st.GetObject(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return worker.Result{}, worker.Permanent(err)
 	}
 	if err != nil {
@@ -147,7 +148,7 @@ func rederive(ctx context.Context, st VersionedStore, id int64) (worker.Result, 
 		}
 		p, err := st.GetObject(ctx, pid)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, cks.ErrNotFound):
 			// The inference_staleness sweeper's marker of a missing
 			// premise: recorded, the inference is no longer stale.
 			p.ContentHash = MissingPremise
@@ -238,7 +239,7 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 		return worker.Result{}, worker.Permanent(fmt.Errorf("enrich: payload needs object_id, got %d", id))
 	}
 	o, err := st.GetObject(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return worker.Result{}, worker.Permanent(err)
 	}
 	if err != nil {
@@ -254,7 +255,7 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 	}
 	var found []Related
 	for after := int64(0); ; {
-		page, err := st.ListObjects(ctx, store.ObjectFilter{After: after, Limit: store.MaxListLimit})
+		page, err := st.ListObjects(ctx, cks.ObjectFilter{After: after, Limit: cks.MaxListLimit})
 		if err != nil {
 			return worker.Result{}, err
 		}
@@ -322,6 +323,6 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 }
 
 // objectTerms is the term set enrich compares.
-func objectTerms(o store.Object) map[string]bool {
+func objectTerms(o cks.Object) map[string]bool {
 	return termSet(append([]string{o.Title}, stringLeaves(o.Content, "premises", "derivation")...)...)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -89,7 +90,7 @@ func TestEnrich(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		enrich := agents.Enrichment(st)
-		mk := func(kind, title, text string) store.Object {
+		mk := func(kind, title, text string) cks.Object {
 			b, _ := json.Marshal(map[string]string{"text": text})
 			return storetest.MustCreateObject(t, st, store.NewObject{Kind: kind, Title: title, Content: b})
 		}
@@ -102,7 +103,7 @@ func TestEnrich(t *testing.T) {
 		if _, err := st.AddEdges(t.Context(), []store.NewEdge{{Src: linked.ID, Dst: orphan.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
 			t.Fatal(err)
 		}
-		many := make([]store.Object, 6)
+		many := make([]cks.Object, 6)
 		for i := range many {
 			many[i] = mk("claim", "", fmt.Sprintf("heartbeat renews lease of running task number %d", i))
 		}
@@ -128,7 +129,7 @@ func TestEnrich(t *testing.T) {
 		}
 		o := storetest.MustGetObject(t, st, orphan.ID)
 		for _, id := range got {
-			if !slices.ContainsFunc(o.Edges, func(e store.Edge) bool {
+			if !slices.ContainsFunc(o.Edges, func(e cks.Edge) bool {
 				return e.Src == orphan.ID && e.Dst == id && e.BaseType == agents.BaseRelatedTo && e.SemanticType == agents.SemRelatedTo && e.Weight != nil && *e.Weight > 0
 			}) {
 				t.Fatalf("no related_to edge %d → %d: %+v", orphan.ID, id, o.Edges)

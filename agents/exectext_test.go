@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
@@ -42,7 +42,7 @@ func TestExecOutputIsStoredAsText(t *testing.T) {
 			t.Fatalf("cut stdout: %+v, result %q", r.Outcome, r.Task.Result)
 		}
 		r = run("stderr", agents.ExecConfig{Command: []string{"sh", "-c", `printf '\377\000 boom' >&2; exit 4`}})
-		if r.Outcome != worker.Failed || r.Task.State != ledger.Open ||
+		if r.Outcome != worker.Failed || r.Task.State != cks.TaskOpen ||
 			!strings.Contains(r.Task.LastError, "\uFFFD\uFFFD boom") || !strings.Contains(r.Task.LastError, "exit status 4") {
 			t.Fatalf("binary stderr: %+v, last error %q", r.Outcome, r.Task.LastError)
 		}

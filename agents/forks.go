@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
@@ -97,7 +98,7 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 	slices.Sort(want)
 	want = slices.Compact(want)
 	cur, err := st.Heads(ctx, p.ObjectID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return worker.Result{}, worker.Permanent(err)
 	}
 	if err != nil {
@@ -155,7 +156,7 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 		BaseType: baseDependsOn, SemanticType: semResolves,
 	}
 	v, node, err := st.MergeVersions(ctx, p.ObjectID, heads, merged, AuthorForkResolution, reason)
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, cks.ErrConflict) {
 		return worker.Result{}, fmt.Errorf("object %d was written while merging %s (retrying: the next attempt sees the new heads): %w",
 			p.ObjectID, versionList(heads), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -25,7 +26,7 @@ func runTask(t testing.TB, st store.Store, typ string, payload any, r worker.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := storetest.MustEnqueue(t, st, store.NewTask{Type: typ, Title: "knowledge task", Payload: b})
+	want := storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "knowledge task", Payload: b})
 	got, err := st.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != want.ID {
 		t.Fatalf("claim of task %d: %v %v", want.ID, got, err)
@@ -57,7 +58,7 @@ func outcome(t testing.TB, rep worker.Report, want string, v any) {
 	}
 }
 
-func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) store.Version {
+func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) cks.Version {
 	t.Helper()
 	v, err := vs.WriteVersion(context.Background(), id, base, json.RawMessage(content), "test")
 	if err != nil {
@@ -66,7 +67,7 @@ func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) 
 	return v
 }
 
-func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []store.Version) {
+func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []cks.Version) {
 	t.Helper()
 	hs, err := vs.Heads(context.Background(), id)
 	if err != nil {
@@ -115,7 +116,7 @@ func TestForkResolver(t *testing.T) {
 		if string(got.Content) != string(hs[0].Content) || got.Forked {
 			t.Fatalf("object after the merge: content %s, forked %v", got.Content, got.Forked)
 		}
-		if !slices.ContainsFunc(got.Edges, func(e store.Edge) bool {
+		if !slices.ContainsFunc(got.Edges, func(e cks.Edge) bool {
 			return e.Src == merged.RationaleID && e.Dst == o.ID && e.BaseType == "depends_on" && e.SemanticType == "resolves"
 		}) {
 			t.Fatalf("no rationale %d → object depends_on/resolves edge: %+v", merged.RationaleID, got.Edges)
@@ -156,7 +157,7 @@ func TestForkResolver(t *testing.T) {
 		// the attempt fails retryably.
 		racy := agents.ForkResolver(racingStore{Store: st, t: t}, agents.ForkConfig{})
 		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.Version, v6.Version}}, racy)
-		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, store.ErrConflict) || rep.Task.State != "OPEN" {
+		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, cks.ErrConflict) || rep.Task.State != "OPEN" {
 			t.Fatalf("merge raced by a write: %s %v (state %s), want a retryable failure", rep.Outcome, rep.Err, rep.Task.State)
 		}
 		if ids, _ := headIDs(t, vs, o.ID); len(ids) != 2 || ids[0] != v6.Version {
@@ -172,7 +173,7 @@ type racingStore struct {
 	t testing.TB
 }
 
-func (r racingStore) ObjectVersions(ctx context.Context, id int64) ([]store.Version, error) {
+func (r racingStore) ObjectVersions(ctx context.Context, id int64) ([]cks.Version, error) {
 	vs, err := r.Store.ObjectVersions(ctx, id)
 	if err != nil {
 		return vs, err

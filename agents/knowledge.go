@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
@@ -73,7 +74,7 @@ type VersionedStore interface {
 
 // decodePayload decodes a task's payload into v; a payload that does not
 // fit is a permanent failure (retrying cannot fix it).
-func decodePayload(t store.Task, v any) error {
+func decodePayload(t cks.Task, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(t.Payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

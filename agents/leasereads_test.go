@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -74,7 +75,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 		calls := c.watchCalls.Load()
 		const n = 5
 		for range n {
-			storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich", Title: "quick"})
+			storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "quick"})
 		}
 		waitUntil(t, "the quick tasks done", func() bool { return done.Load() == n })
 		// No abort was requested, so a run reads its lease only when its mark
@@ -90,7 +91,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 			t.Logf("%d lease reads, %d watch calls during the quick tasks", got, extra)
 		}
 
-		long := storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich", Title: "long"})
+		long := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "long"})
 		select {
 		case id := <-running:
 			if id != long.ID {
@@ -100,7 +101,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 			t.Fatal("the long task did not start")
 		}
 		res, err := ledger.NewControl(op).Stop(context.Background(), long.ID, "operator", "enough", 30*time.Second, true)
-		if err != nil || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+		if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("stop: %+v, %v", res.Abort, err)
 		}
 	})

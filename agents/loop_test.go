@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -29,11 +29,11 @@ func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) 
 // panicking is a store whose claims panic.
 type panicking struct{ store.Store }
 
-func (panicking) Claim(context.Context, string, []string, int, time.Duration) ([]store.ClaimedTask, error) {
+func (panicking) Claim(context.Context, string, []string, int, time.Duration) ([]cks.ClaimedTask, error) {
 	panic("claim exploded")
 }
 
-func (panicking) ClaimWith(context.Context, store.ClaimParams) ([]store.ClaimedTask, error) {
+func (panicking) ClaimWith(context.Context, store.ClaimParams) ([]cks.ClaimedTask, error) {
 	panic("claim exploded")
 }
 
@@ -76,16 +76,16 @@ func TestPollsOnItsClock(t *testing.T) {
 		if err := c.WaitArmed(wctx, 2); err != nil {
 			t.Fatal(err)
 		}
-		task := storetest.MustEnqueue(t, op, store.NewTask{Type: "enrich"})
-		if got := taskState(t, op, task.ID); got.State != ledger.Open {
+		task := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
+		if got := taskState(t, op, task.ID); got.State != cks.TaskOpen {
 			t.Fatalf("task %s before the poll came round", got.State)
 		}
 		c.Advance(set.PollInterval - time.Second)
-		if got := taskState(t, op, task.ID); got.State != ledger.Open {
+		if got := taskState(t, op, task.ID); got.State != cks.TaskOpen {
 			t.Fatalf("task %s a second before the poll", got.State)
 		}
 		c.Advance(time.Second)
-		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == ledger.Completed })
+		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
 		cancel()
 		if err := result(t, done); err != nil {
 			t.Fatal(err)

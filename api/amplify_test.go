@@ -205,7 +205,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 		c := clock.NewFake(storetest.T0)
 		s, d := backendtest.Store(t, open, store.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
-		clean, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "clean"})
+		clean, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "clean"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 		if got := check("tasks"); len(got.Problems) != 0 || got.Checked != 1 {
 			t.Errorf("a clean ledger: %+v, want 1 checked and no problem", got)
 		}
-		old, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "from before the bounds"})
+		old, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "from before the bounds"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 			decodeError(t, body).Error.Field != "what" {
 			t.Errorf("what=rows: %d %s, want 400 naming what", status, body)
 		}
-		reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+		reader := f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
 		if status, _ := f.do(t, reader, "GET", "/v1/stored/check?what=tasks", ""); status != http.StatusForbidden {
 			t.Errorf("a reader: %d, want 403", status)
 		}

@@ -17,17 +17,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // CookieName is the cookie in which the studio keeps a browser's session:
@@ -175,7 +175,7 @@ func New(cfg Config) *API {
 func (a *API) CloseStreams() { a.closeSt() }
 
 // ErrorBody is the shape of every error response.
-type ErrorBody = ops.ErrorBody
+type ErrorBody = cks.ErrorBody
 
 // WriteError writes {"error":{"code":…,"message":…}} with status.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
@@ -357,18 +357,18 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // PrincipalFrom returns the authenticated principal of a request.
-func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
+func PrincipalFrom(ctx context.Context) (cks.Principal, bool) {
 	return auth.PrincipalFrom(ctx)
 }
 
 // principalOf authenticates r: by the bearer token of its Authorization
 // header, else by the studio session its cookie names. The cookie is only
 // ever a session: a bearer token put there is a malformed session.
-func (a *API) principalOf(r *http.Request) (store.Principal, error) {
+func (a *API) principalOf(r *http.Request) (cks.Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return store.Principal{}, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
+			return cks.Principal{}, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
 				auth.ErrUnauthenticated)
 		}
 		return a.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(tok))

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
@@ -21,12 +24,10 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -183,17 +184,17 @@ func TestProcesses(t *testing.T) {
 	storetest.MustUpsert(t, f.store, r)
 	storetest.MustUpsert(t, f.store, storetest.Liveness("inst-0", "pipeline", -time.Hour))
 
-	list := func() map[string]liveness.Process {
+	list := func() map[string]cks.Process {
 		t.Helper()
 		resp, body := f.get(t, "/v1/processes", f.token)
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /v1/processes: %d %s", resp.StatusCode, body)
 		}
-		var pl ops.ProcessList
+		var pl cks.ProcessList
 		if err := json.Unmarshal([]byte(body), &pl); err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]liveness.Process{}
+		out := map[string]cks.Process{}
 		for _, p := range pl.Processes {
 			out[p.InstanceID] = p
 		}
@@ -201,25 +202,25 @@ func TestProcesses(t *testing.T) {
 	}
 	f.clock.Set(storetest.T0.Add(90 * time.Second))
 	got := list()
-	if p := got["inst-1"]; p.Status != liveness.Alive || p.ProcessKind != "critic" || p.CurrentTaskID == nil || *p.CurrentTaskID != 12 {
+	if p := got["inst-1"]; p.Status != cks.ProcessAlive || p.ProcessKind != "critic" || p.CurrentTaskID == nil || *p.CurrentTaskID != 12 {
 		t.Fatalf("inst-1 = %+v, want alive critic on task 12", p)
 	}
-	if p := got["inst-0"]; p.Status != liveness.Stopped {
+	if p := got["inst-0"]; p.Status != cks.ProcessStopped {
 		t.Fatalf("inst-0 = %+v, want stopped", p)
 	}
 	f.clock.Advance(time.Microsecond)
-	if p := list()["inst-1"]; p.Status != liveness.Stopped {
+	if p := list()["inst-1"]; p.Status != cks.ProcessStopped {
 		t.Fatalf("past 3x the interval inst-1 = %s, want stopped", p.Status)
 	}
 
 	cases := []struct {
 		kind       string
 		status     int
-		wantStatus liveness.Status
+		wantStatus cks.ProcessStatus
 		wantCode   string
 	}{
-		{"critic", 200, liveness.Stopped, ""},
-		{"enrichment", 200, liveness.NotFound, ""},
+		{"critic", 200, cks.ProcessStopped, ""},
+		{"enrichment", 200, cks.ProcessNotFound, ""},
 		{"bogus", 400, "", "invalid_argument"},
 	}
 	for _, c := range cases {
@@ -233,7 +234,7 @@ func TestProcesses(t *testing.T) {
 			}
 			continue
 		}
-		var p liveness.Process
+		var p cks.Process
 		json.Unmarshal([]byte(body), &p)
 		if p.Status != c.wantStatus || p.ProcessKind != c.kind {
 			t.Fatalf("GET /v1/processes/%s = %+v, want %s", c.kind, p, c.wantStatus)

@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
 // tokenWith creates a principal holding exactly grants and returns its token.
-func (f *fixture) tokenWith(t testing.TB, grants ...store.Grant) string {
+func (f *fixture) tokenWith(t testing.TB, grants ...cks.Grant) string {
 	t.Helper()
 	_, tok, err := auth.CreateToken(context.Background(), f.store, f.clock, "p", grants)
 	if err != nil {
@@ -64,7 +63,7 @@ func wantForbidden(t testing.TB, status int, body, perm, res string) {
 // permission or admin; a refusal is 403 naming the permission and resource.
 func TestACLMatrix(t *testing.T) {
 	f := newFixture(t)
-	task, _, err := f.store.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "x"})
+	task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ func TestACLMatrix(t *testing.T) {
 			body = "{}" // enough to get past authorization to the handler
 		}
 		for _, perm := range auth.Permissions {
-			tok := f.tokenWith(t, store.Grant{Resource: res, Permission: perm})
+			tok := f.tokenWith(t, cks.Grant{Resource: res, Permission: perm})
 			status, out := f.do(t, tok, method, path, body)
 			allowed := perm == rt.Permission || perm == auth.PermAdmin
 			switch {
@@ -106,11 +105,11 @@ func TestACLMatrix(t *testing.T) {
 func TestACLPrefixSegments(t *testing.T) {
 	f := newFixture(t)
 	for range 12 {
-		if _, _, err := f.store.Enqueue(context.Background(), store.NewTask{Type: "t"}); err != nil {
+		if _, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	one := f.tokenWith(t, store.Grant{Resource: "/tasks/1", Permission: auth.PermRead})
+	one := f.tokenWith(t, cks.Grant{Resource: "/tasks/1", Permission: auth.PermRead})
 	if status, body := f.do(t, one, "GET", "/v1/tasks/1", ""); status != http.StatusOK {
 		t.Fatalf("read on /tasks/1, GET task 1: %d %s", status, body)
 	}
@@ -119,7 +118,7 @@ func TestACLPrefixSegments(t *testing.T) {
 	status, body = f.do(t, one, "GET", "/v1/tasks", "")
 	wantForbidden(t, status, body, "read", "/tasks")
 
-	all := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermRead})
+	all := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermRead})
 	for _, p := range []string{"/v1/tasks", "/v1/tasks/1", "/v1/tasks/12"} {
 		if status, body := f.do(t, all, "GET", p, ""); status != http.StatusOK {
 			t.Errorf("read on /tasks, GET %s: %d %s", p, status, body)
@@ -128,7 +127,7 @@ func TestACLPrefixSegments(t *testing.T) {
 	status, body = f.do(t, all, "GET", "/v1/sweepers", "")
 	wantForbidden(t, status, body, "read", "/sweepers")
 	// Holding stop does not grant start, update does not grant stop or cancel.
-	status, body = f.do(t, f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermUpdate}), "POST", "/v1/tasks/1/cancel", "{}")
+	status, body = f.do(t, f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermUpdate}), "POST", "/v1/tasks/1/cancel", "{}")
 	wantForbidden(t, status, body, "cancel", "/tasks/1")
 }
 
@@ -138,16 +137,16 @@ func TestTaskScopedAgentToken(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	admin := f.client()
-	mine, _, err := admin.CreateTask(ctx, store.NewTask{Type: "build", Title: "mine"})
+	mine, _, err := admin.CreateTask(ctx, cks.NewTask{Type: "build", Title: "mine"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _, err := admin.CreateTask(ctx, store.NewTask{Type: "other", Title: "other"})
+	other, _, err := admin.CreateTask(ctx, cks.NewTask{Type: "other", Title: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A worker that may claim (append on /tasks) and nothing more.
-	worker := client.New(f.srv.URL, f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend}))
+	worker := client.New(f.srv.URL, f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend}))
 	claimed, err := worker.ClaimWithTokens(ctx, "w1", []string{"build"}, 1, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +174,7 @@ func TestTaskScopedAgentToken(t *testing.T) {
 	if _, err := agent.AddEvidence(ctx, mine.ID, lease, "note", "progress"); err != nil {
 		t.Fatalf("agent adds evidence: %v", err)
 	}
-	child, created, err := agent.CreateTask(ctx, store.NewTask{Type: "sub", ParentID: &mine.ID})
+	child, created, err := agent.CreateTask(ctx, cks.NewTask{Type: "sub", ParentID: &mine.ID})
 	if err != nil || !created {
 		t.Fatalf("agent creates a child of its task: %v", err)
 	}
@@ -238,7 +237,7 @@ func TestTaskScopedAgentToken(t *testing.T) {
 	}
 
 	// Revoked while its lease runs: 401 at once.
-	next, _, err := admin.CreateTask(ctx, store.NewTask{Type: "build", Title: "next"})
+	next, _, err := admin.CreateTask(ctx, cks.NewTask{Type: "build", Title: "next"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +277,8 @@ func TestTokensAPI(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	admin := f.client()
-	created, err := admin.CreateToken(ctx, ops.TokenRequest{Name: "ops",
-		Grants: []store.Grant{{Resource: "/tasks", Permission: "read"}, {Resource: "/sweepers", Permission: "control"}}})
+	created, err := admin.CreateToken(ctx, cks.CreateTokenInput{Name: "ops",
+		Grants: []cks.Grant{{Resource: "/tasks", Permission: "read"}, {Resource: "/sweepers", Permission: "control"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +286,7 @@ func TestTokensAPI(t *testing.T) {
 		t.Fatalf("created %+v", created)
 	}
 	operator := client.New(f.srv.URL, created.Token)
-	if _, err := operator.ListTasks(ctx, store.TaskFilter{}); err != nil {
+	if _, err := operator.ListTasks(ctx, cks.TaskFilter{}); err != nil {
 		t.Fatalf("new token reads tasks: %v", err)
 	}
 	if _, err := operator.ListTokens(ctx); apiErr(t, err).Status != http.StatusForbidden {
@@ -309,7 +308,7 @@ func TestTokensAPI(t *testing.T) {
 			t.Errorf("POST /v1/tokens %s: %d %s, want 400 on %s", c.body, status, body, c.field)
 		}
 	}
-	if _, err := admin.CreateToken(ctx, ops.TokenRequest{TaskID: 999}); apiErr(t, err).Status != http.StatusNotFound {
+	if _, err := admin.CreateToken(ctx, cks.CreateTokenInput{TaskID: 999}); apiErr(t, err).Status != http.StatusNotFound {
 		t.Fatalf("token for an unknown task: %v, want 404", err)
 	}
 	if err := admin.RevokeToken(ctx, "nobody"); apiErr(t, err).Status != http.StatusNotFound {
@@ -333,7 +332,7 @@ func TestTokensAPI(t *testing.T) {
 	if err := admin.RevokeToken(ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operator.ListTasks(ctx, store.TaskFilter{}); apiErr(t, err).Status != http.StatusUnauthorized {
+	if _, err := operator.ListTasks(ctx, cks.TaskFilter{}); apiErr(t, err).Status != http.StatusUnauthorized {
 		t.Fatalf("revoked token: %v, want 401", err)
 	}
 }
@@ -342,7 +341,7 @@ func TestTokensAPI(t *testing.T) {
 // permissions of the operations they read through).
 func TestStudioNeedsRead(t *testing.T) {
 	f := newHubFixture(t, backendtest.SQLite(t))
-	tasksOnly := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermRead})
+	tasksOnly := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermRead})
 	if resp, body := f.get(t, "/tasks", tasksOnly); resp.StatusCode != http.StatusOK {
 		t.Fatalf("task board with read on /tasks: %d %s", resp.StatusCode, body)
 	}
@@ -350,7 +349,7 @@ func TestStudioNeedsRead(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "needs read on /processes") {
 		t.Fatalf("agent panel with read on /tasks only: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := f.get(t, "/", f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})); resp.StatusCode != http.StatusOK {
+	if resp, body := f.get(t, "/", f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead})); resp.StatusCode != http.StatusOK {
 		t.Fatalf("agent panel with read on /: %d %s", resp.StatusCode, body)
 	}
 }

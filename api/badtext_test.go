@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -37,13 +37,13 @@ func TestBadTextIs400(t *testing.T) {
 		s := open(t, store.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 
-		open1, _ := storetest.Into(t, s, ledger.Open, "api-open")
-		running, runTok := storetest.Into(t, s, ledger.Running, "api-run")
-		asking, _ := storetest.Into(t, s, ledger.NeedsInput, "api-input")
-		review, _ := storetest.Into(t, s, ledger.NeedsReview, "api-review")
-		reviewing, reviewTok := storetest.Into(t, s, ledger.Reviewing, "api-reviewing")
-		stopped, _ := storetest.Into(t, s, ledger.Stopped, "api-stopped")
-		aborted, abortTok := storetest.Into(t, s, ledger.Running, "api-aborted")
+		open1, _ := storetest.Into(t, s, cks.TaskOpen, "api-open")
+		running, runTok := storetest.Into(t, s, cks.TaskRunning, "api-run")
+		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "api-input")
+		review, _ := storetest.Into(t, s, cks.TaskNeedsReview, "api-review")
+		reviewing, reviewTok := storetest.Into(t, s, cks.TaskReviewing, "api-reviewing")
+		stopped, _ := storetest.Into(t, s, cks.TaskStopped, "api-stopped")
+		aborted, abortTok := storetest.Into(t, s, cks.TaskRunning, "api-aborted")
 		if _, _, err := s.Stop(context.Background(), aborted.ID, "op", "hold", 0); err != nil {
 			t.Fatal(err)
 		}

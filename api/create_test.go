@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -38,7 +38,7 @@ func TestDedupeHitRevealsNothingUnreadable(t *testing.T) {
 		t.Fatalf("create: %s", out)
 	}
 	body := `{"type":"x","dedupe_key":"k"}`
-	creator := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermCreate})
+	creator := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate})
 	status, got := f.do(t, creator, "POST", "/v1/tasks", body)
 	if status != http.StatusConflict {
 		t.Fatalf("dedupe hit without read: %d %s, want 409", status, got)
@@ -52,13 +52,13 @@ func TestDedupeHitRevealsNothingUnreadable(t *testing.T) {
 		}
 	}
 	// With read on the task, the hit is returned as it always was.
-	reader := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermCreate},
-		store.Grant{Resource: auth.TaskResource(created.Task.ID), Permission: auth.PermRead})
+	reader := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate},
+		cks.Grant{Resource: auth.TaskResource(created.Task.ID), Permission: auth.PermRead})
 	status, got = f.do(t, reader, "POST", "/v1/tasks", body)
 	if status != http.StatusOK || !strings.Contains(got, `"created":false`) || !strings.Contains(got, "hunter2") {
 		t.Fatalf("dedupe hit with read: %d %s, want 200 with the task and created false", status, got)
 	}
-	if n, err := f.store.CountTasks(t.Context(), store.TaskFilter{}); err != nil || n != 1 {
+	if n, err := f.store.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 1 {
 		t.Fatalf("tasks after the dedupe hits: %d %v, want 1", n, err)
 	}
 }
@@ -68,8 +68,8 @@ func TestDedupeHitRevealsNothingUnreadable(t *testing.T) {
 // an update) is refused with a 400 naming the field and changes nothing.
 func TestCreatedByIsTheCaller(t *testing.T) {
 	f := newFixture(t)
-	agent := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermCreate},
-		store.Grant{Resource: "/tasks", Permission: auth.PermUpdate})
+	agent := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate},
+		cks.Grant{Resource: "/tasks", Permission: auth.PermUpdate})
 	for _, c := range []struct{ method, path, body, field string }{
 		{"POST", "/v1/tasks", `{"type":"x","created_by":"admin"}`, "created_by"},
 		{"POST", "/v1/tasks", `{"type":"x","created_by":""}`, "created_by"},
@@ -79,12 +79,12 @@ func TestCreatedByIsTheCaller(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want 400 naming %s", c.method, c.path, c.body, status, body, c.field)
 		}
 	}
-	if n, err := f.store.CountTasks(t.Context(), store.TaskFilter{}); err != nil || n != 0 {
+	if n, err := f.store.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 0 {
 		t.Fatalf("tasks after refused creates: %d %v, want 0", n, err)
 	}
 	out := f.mustDo(t, agent, "POST", "/v1/tasks", `{"type":"x"}`)
 	var created struct {
-		Task store.Task `json:"task"`
+		Task cks.Task `json:"task"`
 	}
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Task.CreatedBy != "p" {
 		t.Fatalf("created_by = %q (%s), want the principal p", created.Task.CreatedBy, out)
@@ -95,7 +95,7 @@ func TestCreatedByIsTheCaller(t *testing.T) {
 		t.Fatalf("PATCH with a child naming created_by: %d %s, want 400 naming created_by", status, body)
 	}
 	f.mustDo(t, agent, "PATCH", path, `{"add_children":[{"type":"c"}]}`)
-	page, err := f.store.ListTasks(t.Context(), store.TaskFilter{Types: []string{"c"}})
+	page, err := f.store.ListTasks(t.Context(), cks.TaskFilter{Types: []string{"c"}})
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].CreatedBy != "p" {
 		t.Fatalf("children: %+v %v, want one created by p", page.Tasks, err)
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -31,7 +31,7 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 		const missing = 999999
 		// A task-scoped credential of the parent: read, append, create on it.
 		agent := f.tokenWith(t, auth.TaskTokenGrants(parent.ID)...)
-		editor := f.tokenWith(t, store.Grant{Resource: auth.TaskResource(parent.ID), Permission: auth.PermUpdate})
+		editor := f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(parent.ID), Permission: auth.PermUpdate})
 		mcpAgent := f.mcpAs(t, agent)
 		for _, c := range []struct {
 			name, token, method, path, body string
@@ -77,7 +77,7 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 		})
 		// With read on the dependency, it is taken: the refusal above is
 		// the missing permission's.
-		reader := f.tokenWith(t, append(auth.TaskTokenGrants(parent.ID), store.Grant{Resource: auth.TaskResource(pending.ID), Permission: auth.PermRead})...)
+		reader := f.tokenWith(t, append(auth.TaskTokenGrants(parent.ID), cks.Grant{Resource: auth.TaskResource(pending.ID), Permission: auth.PermRead})...)
 		status, body := f.do(t, reader, "POST", "/v1/tasks", `{"type":"t","parent_id":`+itoa(parent.ID)+`,"depends_on":[`+itoa(pending.ID)+`]}`)
 		if status != http.StatusCreated || !strings.Contains(body, `"WAITING"`) {
 			t.Fatalf("create depending on a readable task: %d %s, want 201 WAITING", status, body)
@@ -85,7 +85,7 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 	})
 }
 
-func (f *fixture) taskOf(t testing.TB, id int64) store.Task {
+func (f *fixture) taskOf(t testing.TB, id int64) cks.Task {
 	t.Helper()
 	task, err := f.store.GetTask(context.Background(), id)
 	if err != nil {

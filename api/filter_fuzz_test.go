@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 // checkFilterError asserts err is a FieldError naming one of fields.
 func checkFilterError(t *testing.T, query string, err error, fields ...string) {
 	t.Helper()
-	var fe *store.FieldError
-	if !errors.As(err, &fe) || !slices.Contains(fields, fe.Field) || !errors.Is(err, store.ErrInvalid) {
+	var fe *cks.FieldError
+	if !errors.As(err, &fe) || !slices.Contains(fields, fe.Field) || !errors.Is(err, cks.ErrInvalid) {
 		t.Fatalf("query %q: error %v (%T), want a FieldError naming one of %v", query, err, err, fields)
 	}
 }
@@ -55,7 +55,7 @@ func FuzzParseTaskFilter(f *testing.F) {
 			checkFilterError(t, query, err, slices.Concat([]string{"state", "type", "cursor", "limit", "stopped_longer_than"}, slices.Collect(maps.Keys(q)))...)
 			return
 		}
-		if got.Limit < 1 || got.Limit > store.MaxListLimit || got.After < 0 {
+		if got.Limit < 1 || got.Limit > cks.MaxListLimit || got.After < 0 {
 			t.Fatalf("query %q: limit %d, cursor %d out of range", query, got.Limit, got.After)
 		}
 		states := make([]string, len(got.States))
@@ -68,7 +68,7 @@ func FuzzParseTaskFilter(f *testing.F) {
 		checkList(t, query, "type", got.Types)
 		if q.Get("stopped_longer_than") != "" {
 			d, _ := time.ParseDuration(q.Get("stopped_longer_than"))
-			if !slices.Equal(got.States, []store.TaskState{ledger.Stopped}) || !got.StateChangedBefore.Equal(now.Add(-d)) {
+			if !slices.Equal(got.States, []cks.TaskState{cks.TaskStopped}) || !got.StateChangedBefore.Equal(now.Add(-d)) {
 				t.Fatalf("query %q: states %v changed before %v, want STOPPED before now-%v", query, got.States, got.StateChangedBefore, d)
 			}
 			return
@@ -101,7 +101,7 @@ func FuzzParseObjectFilter(f *testing.F) {
 			checkFilterError(t, query, err, slices.Concat([]string{"status", "kind", "cursor", "limit"}, slices.Collect(maps.Keys(q)))...)
 			return
 		}
-		if got.Limit < 1 || got.Limit > store.MaxListLimit || got.After < 0 {
+		if got.Limit < 1 || got.Limit > cks.MaxListLimit || got.After < 0 {
 			t.Fatalf("query %q: limit %d, cursor %d out of range", query, got.Limit, got.After)
 		}
 		checkList(t, query, "status", got.Statuses)

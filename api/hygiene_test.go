@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -70,7 +69,7 @@ func (f *fixture) send(t testing.TB, rq request) (*http.Response, string) {
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
 
-func (f *fixture) stateOf(t testing.TB, id int64) store.TaskState {
+func (f *fixture) stateOf(t testing.TB, id int64) cks.TaskState {
 	t.Helper()
 	task, err := f.store.GetTask(context.Background(), id)
 	if err != nil {
@@ -79,9 +78,9 @@ func (f *fixture) stateOf(t testing.TB, id int64) store.TaskState {
 	return task.State
 }
 
-func (f *fixture) enqueue(t testing.TB) store.Task {
+func (f *fixture) enqueue(t testing.TB) cks.Task {
 	t.Helper()
-	task, _, err := f.store.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "x"})
+	task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func (f *fixture) enqueue(t testing.TB) store.Task {
 
 func (f *fixture) taskCount(t testing.TB) int {
 	t.Helper()
-	n, err := f.store.CountTasks(context.Background(), store.TaskFilter{})
+	n, err := f.store.CountTasks(context.Background(), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,12 +357,12 @@ func TestClaimEmptyTypesMeansAnyType(t *testing.T) {
 	for _, body := range []string{`{"types":[]}`, `{"types":null}`, `{}`} {
 		t.Run(body, func(t *testing.T) {
 			f := newFixture(t)
-			task, _, err := f.store.Enqueue(context.Background(), store.NewTask{Type: "whatever", Title: "x"})
+			task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "whatever", Title: "x"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp, out := f.send(t, request{method: "POST", path: "/v1/tasks/claim", bearer: f.token, contentType: "application/json", body: strings.NewReader(body)})
-			var got ops.ClaimedTasks
+			var got cks.ClaimedTasks
 			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(out), &got) != nil || len(got.Tasks) != 1 || got.Tasks[0].ID != task.ID {
 				t.Fatalf("claim %s: %d %s, want task %d", body, resp.StatusCode, out, task.ID)
 			}

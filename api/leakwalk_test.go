@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/mcpserver"
@@ -38,7 +39,7 @@ type leakState struct {
 
 func newLeakState(t *testing.T, f *fixture) leakState {
 	t.Helper()
-	worker := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend})
+	worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 	var st leakState
 	lease := func(tok string) {
 		st.secrets = append(st.secrets, tok, store.HashLeaseToken(tok))
@@ -113,7 +114,7 @@ func (st leakState) leaks(t *testing.T, who, what, body string) {
 // the live task-scoped credential of a task that has had two leases.
 func (st leakState) readers(t *testing.T, f *fixture) map[string]string {
 	return map[string]string{
-		"read on /":       f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead}),
+		"read on /":       f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead}),
 		"task credential": st.agent,
 	}
 }
@@ -184,7 +185,7 @@ func TestNoAnswerShowsALeaseToken(t *testing.T) {
 		}
 		// The walk saw the tasks: the reader's view of the restarted task
 		// names its executor and its aborted attempt.
-		_, page := f.do(t, f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead}), "GET", fmt.Sprintf("/tasks/%d", st.restarted), "")
+		_, page := f.do(t, f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead}), "GET", fmt.Sprintf("/tasks/%d", st.restarted), "")
 		if !strings.Contains(page, "w2") || !strings.Contains(page, "abort") {
 			t.Fatalf("the studio's page of the restarted task shows neither its executor nor its abort: %.600s", page)
 		}

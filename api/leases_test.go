@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -54,7 +54,7 @@ func leaseIn(body string) string {
 func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		f := newFixtureOn(t, open)
-		worker := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend})
+		worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 		status, body := f.do(t, f.token, "POST", "/v1/tasks", `{"type":"build","title":"x"}`)
 		if status != http.StatusCreated {
 			t.Fatalf("create: %d %s", status, body)
@@ -76,10 +76,10 @@ func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
 		// a reader of the whole ledger, and the admin.
 		readers := map[string]string{
 			"revoked executor": agent1,
-			"task credential": f.tokenWith(t, store.Grant{Resource: auth.TaskResource(id), Permission: auth.PermRead},
-				store.Grant{Resource: auth.TaskResource(id), Permission: auth.PermAppend}),
-			"ledger reader": f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermRead},
-				store.Grant{Resource: "/tasks", Permission: auth.PermAppend}),
+			"task credential": f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(id), Permission: auth.PermRead},
+				cks.Grant{Resource: auth.TaskResource(id), Permission: auth.PermAppend}),
+			"ledger reader": f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermRead},
+				cks.Grant{Resource: "/tasks", Permission: auth.PermAppend}),
 			"admin": f.token,
 		}
 		for who, tok := range readers {
@@ -115,7 +115,7 @@ func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
 func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		f := newFixtureOn(t, open)
-		worker := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermAppend})
+		worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 		for _, c := range []struct {
 			name string
 			end  func(t *testing.T, id int64, lease, agent string)

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // TestObjectsRoundTrip: POST /v1/objects creates a question awaiting
@@ -26,7 +26,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	c := f.client()
-	q, err := c.SubmitResearch(ctx, ops.ResearchRequest{Question: "How does cks stop a running task?"})
+	q, err := c.SubmitResearch(ctx, cks.SubmitResearchInput{Question: "How does cks stop a running task?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/objects: %d %s", status, body)
 	}
-	var other store.Object
+	var other cks.Object
 	if err := json.Unmarshal([]byte(body), &other); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if got := strings.Join(chain, " "); got != "admin:awaiting_research researcher:awaiting_critique critic:awaiting_synthesis synthesizer:awaiting_arbitration arbiter:resolved" {
 		t.Fatalf("log %s", got)
 	}
-	byID := map[int64]store.Object{}
+	byID := map[int64]cks.Object{}
 	for _, r := range v.Reasoning {
 		byID[r.ID] = r
 		if r.ClaimToken != "" {
@@ -83,7 +83,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	var syn *store.Object
+	var syn *cks.Object
 	claims := 0
 	for _, r := range v.Reasoning {
 		switch r.Kind {
@@ -108,19 +108,19 @@ func TestObjectsRoundTrip(t *testing.T) {
 		t.Fatalf("GET body has no reasoning: %.300s", body)
 	}
 
-	page, err := c.ListObjects(ctx, store.ObjectFilter{Kinds: []string{pipeline.KindQuestion}})
+	page, err := c.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{pipeline.KindQuestion}})
 	if err != nil || len(page.Objects) != 2 {
 		t.Fatalf("list questions: %d, %v", len(page.Objects), err)
 	}
-	page, err = c.ListObjects(ctx, store.ObjectFilter{Statuses: []string{pipeline.AwaitingResearch}, Kinds: []string{pipeline.KindQuestion}})
+	page, err = c.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{pipeline.AwaitingResearch}, Kinds: []string{pipeline.KindQuestion}})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != other.ID {
 		t.Fatalf("list awaiting research: %+v, %v", page.Objects, err)
 	}
-	page, err = c.ListObjects(ctx, store.ObjectFilter{Limit: 1})
+	page, err = c.ListObjects(ctx, cks.ObjectFilter{Limit: 1})
 	if err != nil || len(page.Objects) != 1 || page.Next == 0 {
 		t.Fatalf("first page of 1: %+v, %v", page, err)
 	}
-	next, err := c.ListObjects(ctx, store.ObjectFilter{Limit: 1, After: page.Next})
+	next, err := c.ListObjects(ctx, cks.ObjectFilter{Limit: 1, After: page.Next})
 	if err != nil || len(next.Objects) != 1 || next.Objects[0].ID <= page.Objects[0].ID {
 		t.Fatalf("second page: %+v, %v", next, err)
 	}
@@ -171,15 +171,15 @@ func TestObjectsBadInput(t *testing.T) {
 // /objects alone may submit but not read.
 func TestObjectsPermissions(t *testing.T) {
 	f := newFixture(t)
-	reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+	reader := f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
 	status, body := f.do(t, reader, "POST", "/v1/objects", `{"question":"Why?"}`)
 	wantForbidden(t, status, body, "create", "/objects")
-	submitter := f.tokenWith(t, store.Grant{Resource: "/objects", Permission: auth.PermCreate})
+	submitter := f.tokenWith(t, cks.Grant{Resource: "/objects", Permission: auth.PermCreate})
 	status, body = f.do(t, submitter, "POST", "/v1/objects", `{"question":"Why?"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("create on /objects: %d %s", status, body)
 	}
-	var o store.Object
+	var o cks.Object
 	if err := json.Unmarshal([]byte(body), &o); err != nil || o.CreatedBy != "p" {
 		t.Fatalf("created %s: %v; want created_by p", body, err)
 	}
@@ -192,7 +192,7 @@ func TestObjectsPermissions(t *testing.T) {
 	if status, body := f.do(t, reader, "GET", "/v1/objects", ""); status != http.StatusOK {
 		t.Fatalf("read on /: GET /v1/objects: %d %s", status, body)
 	}
-	one := f.tokenWith(t, store.Grant{Resource: fmt.Sprintf("/objects/%d", o.ID), Permission: auth.PermRead})
+	one := f.tokenWith(t, cks.Grant{Resource: fmt.Sprintf("/objects/%d", o.ID), Permission: auth.PermRead})
 	status, body = f.do(t, one, "GET", "/v1/objects", "")
 	wantForbidden(t, status, body, "read", "/objects")
 }
@@ -201,7 +201,7 @@ func TestObjectsPermissions(t *testing.T) {
 // version.
 func versionFixture(t *testing.T, f *fixture) (int64, int64) {
 	t.Helper()
-	q, err := f.client().SubmitResearch(context.Background(), ops.ResearchRequest{Question: "Which version wins?"})
+	q, err := f.client().SubmitResearch(context.Background(), cks.SubmitResearchInput{Question: "Which version wins?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestObjectVersionsRoundTrip(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("write from the head: %d %s", status, body)
 	}
-	var v2 store.Version
+	var v2 cks.Version
 	if err := json.Unmarshal([]byte(body), &v2); err != nil || v2.Version <= v1 || len(v2.Parents) != 1 || v2.Parents[0] != v1 ||
 		v2.Author != "admin" || v2.ContentHash == "" {
 		t.Fatalf("version %s: %v", body, err)
@@ -303,7 +303,7 @@ func TestObjectVersionsBadInput(t *testing.T) {
 	// version names none of this one's.
 	other, otherV := versionFixture(t, f)
 	status, body := f.do(t, f.token, "POST", fmt.Sprintf("/v1/objects/%d/versions", other), fmt.Sprintf(`{"base_version":%d,"content":{"v":2}}`, otherV))
-	var otherV2 store.Version
+	var otherV2 cks.Version
 	if status != http.StatusCreated || json.Unmarshal([]byte(body), &otherV2) != nil || otherV2.Version != otherV+1 {
 		t.Fatalf("second version of the other object: %d %s", status, body)
 	}
@@ -346,13 +346,13 @@ func TestObjectVersionsPermissions(t *testing.T) {
 	res := fmt.Sprintf("/objects/%d", id)
 	path := fmt.Sprintf("/v1/objects/%d/versions", id)
 	write := fmt.Sprintf(`{"base_version":%d,"content":{"question":"mine"}}`, v1)
-	reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+	reader := f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
 	status, body := f.do(t, reader, "POST", path, write)
 	wantForbidden(t, status, body, "update", res)
 	if status, body := f.do(t, reader, "GET", path, ""); status != http.StatusOK {
 		t.Fatalf("read on /: GET %s: %d %s", path, status, body)
 	}
-	writer := f.tokenWith(t, store.Grant{Resource: res, Permission: auth.PermUpdate})
+	writer := f.tokenWith(t, cks.Grant{Resource: res, Permission: auth.PermUpdate})
 	status, body = f.do(t, writer, "GET", path, "")
 	wantForbidden(t, status, body, "read", res)
 	l, err := f.client().ObjectVersions(context.Background(), id)
@@ -363,7 +363,7 @@ func TestObjectVersionsPermissions(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("update on %s: %d %s", res, status, body)
 	}
-	var v store.Version
+	var v cks.Version
 	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Author != "p" {
 		t.Fatalf("written %s: %v; want author p", body, err)
 	}

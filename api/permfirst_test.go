@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -54,9 +54,9 @@ func TestPermissionBeforeInput(t *testing.T) {
 		f := newHubFixture(t, open)
 		task := f.enqueue(t)
 		id := itoa(task.ID)
-		reader := f.tokenWith(t, store.Grant{Resource: auth.ResourceRoot, Permission: auth.PermRead})
-		creator := f.tokenWith(t, store.Grant{Resource: auth.ResourceTasks, Permission: auth.PermCreate})
-		child := f.tokenWith(t, store.Grant{Resource: auth.TaskResource(task.ID), Permission: auth.PermCreate})
+		reader := f.tokenWith(t, cks.Grant{Resource: auth.ResourceRoot, Permission: auth.PermRead})
+		creator := f.tokenWith(t, cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermCreate})
+		child := f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(task.ID), Permission: auth.PermCreate})
 		for _, c := range []struct {
 			name, method, path, body string
 			denied                   string // a token without the permission

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -49,13 +49,13 @@ func TestProcessStopOverHTTP(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, target string
-		want         liveness.StopResult
+		want         cks.ProcessStopResult
 	}{
-		{"kind: newest instance", "critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
-		{"instance id", "enr-1", liveness.StopResult{Found: true, InstanceID: "enr-1", ProcessKind: "enrichment"}},
-		{"kind whose newest is stopped", "pipeline", liveness.StopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
-		{"kind that never reported", "fork_resolution", liveness.StopResult{ProcessKind: "fork_resolution"}},
-		{"stopped instance id", "critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
+		{"kind: newest instance", "critic", cks.ProcessStopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+		{"instance id", "enr-1", cks.ProcessStopResult{Found: true, InstanceID: "enr-1", ProcessKind: "enrichment"}},
+		{"kind whose newest is stopped", "pipeline", cks.ProcessStopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
+		{"kind that never reported", "fork_resolution", cks.ProcessStopResult{ProcessKind: "fork_resolution"}},
+		{"stopped instance id", "critic-old", cks.ProcessStopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
 	} {
 		got, err := c.StopProcess(ctx, tc.target)
 		if err != nil || got != tc.want {
@@ -72,7 +72,7 @@ func TestProcessStopOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "enr-1": store.DesiredStopRequested,
+	for id, want := range map[string]string{"critic-new": cks.DesiredStopRequested, "enr-1": cks.DesiredStopRequested,
 		"critic-old": "", "pipe-1": ""} {
 		if got := desiredState(t, f, id); got != want {
 			t.Errorf("%s desired_state %q, want %q", id, got, want)
@@ -111,20 +111,20 @@ func TestProcessStopPermissions(t *testing.T) {
 	stopRows(t, f)
 	ctx := context.Background()
 
-	enr := client.New(f.srv.URL, f.tokenWith(t, store.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl}))
+	enr := client.New(f.srv.URL, f.tokenWith(t, cks.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl}))
 	if got, err := enr.StopProcess(ctx, "enr-1"); err != nil || !got.Found {
 		t.Fatalf("control on /processes/enrichment, stop enr-1: %+v %v", got, err)
 	}
 	if got, err := enr.StopProcess(ctx, "enrichment"); err != nil || !got.Found || got.InstanceID != "enr-1" {
 		t.Fatalf("control on /processes/enrichment, stop enrichment: %+v %v", got, err)
 	}
-	tok := f.tokenWith(t, store.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl})
+	tok := f.tokenWith(t, cks.Grant{Resource: "/processes/enrichment", Permission: auth.PermControl})
 	for _, target := range []string{"critic", "critic-new"} {
 		status, body := f.do(t, tok, "POST", "/v1/processes/"+target+"/stop", "")
 		wantForbidden(t, status, body, auth.PermControl, "/processes/critic")
 	}
 	// Reading everything is not controlling anything.
-	reader := f.tokenWith(t, store.Grant{Resource: "/", Permission: auth.PermRead})
+	reader := f.tokenWith(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
 	for _, target := range []string{"critic", "critic-new", "enr-1"} {
 		status, body := f.do(t, reader, "POST", "/v1/processes/"+target+"/stop", "")
 		kind := map[string]string{"critic": "critic", "critic-new": "critic", "enr-1": "enrichment"}[target]
@@ -137,13 +137,13 @@ func TestProcessStopPermissions(t *testing.T) {
 	// who may control it is told it names nothing.
 	status, body := f.do(t, tok, "POST", "/v1/processes/janitor/stop", "")
 	wantForbidden(t, status, body, auth.PermControl, "/processes/janitor")
-	all := f.tokenWith(t, store.Grant{Resource: "/processes", Permission: auth.PermControl})
+	all := f.tokenWith(t, cks.Grant{Resource: "/processes", Permission: auth.PermControl})
 	status, body = f.do(t, all, "POST", "/v1/processes/janitor/stop", "")
 	if e := decodeError(t, body); status != http.StatusBadRequest || !strings.Contains(e.Error.Message, "fork_resolution") {
 		t.Fatalf("unknown kind with control on /processes: %d %s, want 400 listing the kinds", status, body)
 	}
 	// Controlling the sweepers is not controlling the processes.
-	sw := f.tokenWith(t, store.Grant{Resource: "/sweepers", Permission: auth.PermControl})
+	sw := f.tokenWith(t, cks.Grant{Resource: "/sweepers", Permission: auth.PermControl})
 	status, body = f.do(t, sw, "POST", "/v1/processes/critic/stop", "")
 	wantForbidden(t, status, body, auth.PermControl, "/processes/critic")
 }

@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
@@ -73,7 +74,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, reader, err := auth.CreateToken(ctx, s, c, "reader", []store.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
+	_, reader, err := auth.CreateToken(ctx, s, c, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	}
 	h.n++
 	typ := fmt.Sprintf("fuzz-%d", h.n)
-	tk, _, err := h.store.Enqueue(ctx, store.NewTask{Type: typ, Title: "fuzz target"})
+	tk, _, err := h.store.Enqueue(ctx, cks.NewTask{Type: typ, Title: "fuzz target"})
 	must(err)
 	tg := target{id: tk.ID}
 	claim := func() {
@@ -184,13 +185,13 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	switch st {
 	case open:
 	case stopped:
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", store.DefaultAbortDeadline)
+		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
 		must(err)
 	case claimed:
 		claim()
 	case aborting:
 		claim()
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", store.DefaultAbortDeadline)
+		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
 		must(err)
 	case running:
 		run()
@@ -210,9 +211,9 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	case rerun:
 		run()
 		tg.ws = fmt.Sprintf("/tmp/fuzz-workspace-%d", h.n)
-		_, err = h.store.AddEvidence(ctx, tg.id, tg.lease, store.EvidenceWorkspace, tg.ws)
+		_, err = h.store.AddEvidence(ctx, tg.id, tg.lease, cks.EvidenceWorkspace, tg.ws)
 		must(err)
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "rerun", store.DefaultAbortDeadline)
+		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "rerun", cks.DefaultAbortDeadline)
 		must(err)
 		_, err = h.store.ConfirmAbort(ctx, tg.id, tg.lease)
 		must(err)
@@ -228,7 +229,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 // object creates a question object and puts its id and head version in tg.
 func (h *fuzzHub) object(t testing.TB, tg *target) {
 	t.Helper()
-	n, err := ops.NewQuestion(ops.ResearchRequest{Question: "Which version wins?"}, "fuzz")
+	n, err := ops.NewQuestion(cks.SubmitResearchInput{Question: "Which version wins?"}, "fuzz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +625,7 @@ func FuzzSweeperControl(f *testing.F) {
 func (h *fuzzHub) sweeperStates(t testing.TB) string {
 	t.Helper()
 	status, _, body := h.serve(t, fuzzRequest{method: "GET", path: "/v1/sweepers", token: h.admin})
-	var l ops.SweeperList
+	var l cks.SweeperList
 	if err := json.Unmarshal(body, &l); status != http.StatusOK || err != nil {
 		t.Fatalf("GET /v1/sweepers: %d %v: %s", status, err, body)
 	}

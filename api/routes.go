@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 )
 
 // Route is one authenticated endpoint of the API with the permission it
@@ -110,7 +110,7 @@ func prettyOf(q url.Values) (bool, error) {
 	case "0", "false":
 		return false, nil
 	}
-	return false, &store.FieldError{Field: "pretty", Expected: "1, true, 0 or false"}
+	return false, &cks.FieldError{Field: "pretty", Expected: "1, true, 0 or false"}
 }
 
 // serveStream serves a stream of the table behind its permission.
@@ -143,20 +143,20 @@ func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
 // store's filter at time now: state and type (repeatable or
 // comma-separated), cursor, limit, and stopped_longer_than (a duration such
 // as 24h: STOPPED tasks whose state has not changed for at least that long).
-func ParseTaskFilter(q url.Values, now time.Time) (store.TaskFilter, error) {
+func ParseTaskFilter(q url.Values, now time.Time) (cks.TaskFilter, error) {
 	in, err := ops.HTTPInput(ops.ListTasks, func(string) string { return "" }, q, nil)
 	if err != nil {
-		return store.TaskFilter{}, err
+		return cks.TaskFilter{}, err
 	}
-	return ops.TaskFilterOf(*in.(*ops.ListTasksInput), now)
+	return ops.TaskFilterOf(*in.(*cks.ListTasksInput), now)
 }
 
 // ParseObjectFilter reads the query of GET /v1/objects (list_objects):
 // status and kind (repeatable or comma-separated), cursor and limit.
-func ParseObjectFilter(q url.Values) (store.ObjectFilter, error) {
+func ParseObjectFilter(q url.Values) (cks.ObjectFilter, error) {
 	in, err := ops.HTTPInput(ops.ListObjects, func(string) string { return "" }, q, nil)
 	if err != nil {
-		return store.ObjectFilter{}, err
+		return cks.ObjectFilter{}, err
 	}
-	return in.(*ops.ListObjectsInput).ObjectFilter()
+	return in.(*cks.ListObjectsInput).ObjectFilter()
 }

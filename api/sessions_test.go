@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
@@ -200,7 +201,7 @@ func TestSessions(t *testing.T) {
 
 		// Revoking the principal ends its sessions. (A second admin, as the
 		// last one cannot be revoked.)
-		_, viewer, err := auth.CreateToken(ctx, f.store, f.clock, "viewer", []store.Grant{{Resource: "/", Permission: auth.PermRead}})
+		_, viewer, err := auth.CreateToken(ctx, f.store, f.clock, "viewer", []cks.Grant{{Resource: "/", Permission: auth.PermRead}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
@@ -24,8 +28,6 @@ import (
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"github.com/jackc/pgx/v5"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestReadOnlyStorageIs503: over an API whose SQLite file this process may
@@ -43,7 +45,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
 		t.Fatal(err)
 	}
-	task, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "before"})
+	task, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "before"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("%d storage checks for 5 polls within HealthTTL, want 1", calls)
 	}
-	fault = store.StorageFault(store.ErrStorageFull, context.DeadlineExceeded)
+	fault = store.StorageFault(cks.ErrStorageFull, context.DeadlineExceeded)
 	f.clock.Advance(api.HealthTTL)
 	if code, h := get(); code != http.StatusServiceUnavailable || h.Status != "degraded" || h.Storage != "full" || calls != 2 {
 		t.Fatalf("after a full disk: %d %+v (%d checks), want 503 degraded full", code, h, calls)
@@ -203,7 +205,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 		t.Fatalf("/healthz on a read-only database: %d %+v, want 503 read_only", code, h)
 	}
 	// A refused write: the fault the driver remembers.
-	if _, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "refused"}); !errors.Is(err, store.ErrStorageReadOnly) {
+	if _, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "refused"}); !errors.Is(err, cks.ErrStorageReadOnly) {
 		t.Fatalf("a write on the read-only database: %v, want ErrStorageReadOnly", err)
 	}
 	if code, h := probe(); code != http.StatusServiceUnavailable || h.Storage != "read_only" {
@@ -217,7 +219,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 	// And what it says holds: every session of the pool takes writes (a
 	// few, so that more than one pooled connection is used).
 	for i := range 4 {
-		if _, _, err := s.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "after"}); err != nil {
+		if _, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "after"}); err != nil {
 			t.Fatalf("write %d after /healthz said ok: %v", i, err)
 		}
 	}

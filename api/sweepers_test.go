@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -46,14 +46,14 @@ func TestSweepersOverHTTP(t *testing.T) {
 func TestStoppedLongerThan(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	task, _, err := f.store.Enqueue(ctx, store.NewTask{Type: "t"})
+	task, _, err := f.store.Enqueue(ctx, cks.NewTask{Type: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := f.store.(interface {
-		Transition(context.Context, int64, store.TaskState, string, string) (store.Task, error)
+		Transition(context.Context, int64, cks.TaskState, string, string) (cks.Task, error)
 	})
-	if _, err := tr.Transition(ctx, task.ID, ledger.Stopped, "test", "hold"); err != nil {
+	if _, err := tr.Transition(ctx, task.ID, cks.TaskStopped, "test", "hold"); err != nil {
 		t.Fatal(err)
 	}
 	count := func(q string) int {
@@ -62,7 +62,7 @@ func TestStoppedLongerThan(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", q, resp.StatusCode, body)
 		}
-		var page store.TaskPage
+		var page cks.TaskPage
 		json.Unmarshal([]byte(body), &page)
 		return len(page.Tasks)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -37,12 +37,12 @@ func claimRunning(t testing.TB, c *client.Client, typ, worker string, id int64) 
 
 // confirmer is an executor that confirms the abort of lease on task id as
 // soon as one is requested, woken by the abort topic (no polling).
-func (f *fixture) confirmer(t testing.TB, c *client.Client, id int64, lease string) (wait func() store.Abort) {
+func (f *fixture) confirmer(t testing.TB, c *client.Client, id int64, lease string) (wait func() cks.Abort) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	var (
 		wg  sync.WaitGroup
-		got store.Abort
+		got cks.Abort
 	)
 	wg.Add(1)
 	go func() {
@@ -55,9 +55,9 @@ func (f *fixture) confirmer(t testing.TB, c *client.Client, id int64, lease stri
 		})
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return func() store.Abort {
+	return func() cks.Abort {
 		wg.Wait()
-		if got.Outcome != store.AbortConfirmed {
+		if got.Outcome != cks.AbortConfirmed {
 			t.Fatalf("the executor never confirmed the abort of task %d", id)
 		}
 		return got
@@ -69,31 +69,31 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 	c := f.client()
 	ctx := context.Background()
 
-	a, _, err := c.CreateTask(ctx, store.NewTask{Type: "build", Title: "a", AcceptanceCriteria: "v1"})
+	a, _, err := c.CreateTask(ctx, cks.NewTask{Type: "build", Title: "a", AcceptanceCriteria: "v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An OPEN task: straight to STOPPED, no abort.
 	res, err := c.StopTask(ctx, a.ID, client.StopRequest{Reason: "investigate"})
-	if err != nil || res.Task.State != ledger.Stopped || res.Abort != nil {
+	if err != nil || res.Task.State != cks.TaskStopped || res.Abort != nil {
 		t.Fatalf("stop OPEN: %+v %v", res, err)
 	}
 	// A STOPPED task is edited in place; start re-evaluates.
-	up, err := c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: store.TaskPatch{AcceptanceCriteria: ptr("v2")}})
-	if err != nil || up.Path != store.UpdateInPlace || up.Task.Revision != 2 || up.Task.State != ledger.Stopped || up.Abort != nil {
+	up, err := c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: cks.TaskPatch{AcceptanceCriteria: ptr("v2")}})
+	if err != nil || up.Path != cks.UpdateInPlace || up.Task.Revision != 2 || up.Task.State != cks.TaskStopped || up.Abort != nil {
 		t.Fatalf("update STOPPED: %+v %v", up, err)
 	}
 	started, err := c.StartTask(ctx, a.ID, "")
-	if err != nil || started.State != ledger.Open || started.Restarts != 1 || started.Attempts != 0 {
+	if err != nil || started.State != cks.TaskOpen || started.Restarts != 1 || started.Attempts != 0 {
 		t.Fatalf("start: %+v %v", started, err)
 	}
 
 	// A running task updated materially, without waiting: stop_apply_start,
 	// the abort pending, the task claimable again at the new revision.
 	lease1 := claimRunning(t, c, "build", "w1", a.ID)
-	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: store.TaskPatch{AcceptanceCriteria: ptr("v3")}, NoWait: true})
-	if err != nil || up.Path != store.UpdateRestart || up.Abort == nil || up.Abort.Outcome != store.AbortPending ||
-		up.Abort.Executor != "w1" || up.Task.State != ledger.Open || up.Task.Revision != 3 || up.Task.AcceptanceCriteria != "v3" {
+	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: cks.TaskPatch{AcceptanceCriteria: ptr("v3")}, NoWait: true})
+	if err != nil || up.Path != cks.UpdateRestart || up.Abort == nil || up.Abort.Outcome != cks.AbortPending ||
+		up.Abort.Executor != "w1" || up.Task.State != cks.TaskOpen || up.Task.Revision != 3 || up.Task.AcceptanceCriteria != "v3" {
 		t.Fatalf("update RUNNING, wait=false: %+v %v", up, err)
 	}
 	if _, err := c.AddEvidence(ctx, a.ID, lease1, "note", "zombie"); !client.IsLeaseLost(err) {
@@ -101,7 +101,7 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 	}
 	// The old executor confirms late; a lease nobody aborted is 404.
 	ab, err := c.ConfirmAbort(ctx, a.ID, lease1)
-	if err != nil || ab.Outcome != store.AbortConfirmed || ab.ID != up.Abort.ID {
+	if err != nil || ab.Outcome != cks.AbortConfirmed || ab.ID != up.Abort.ID {
 		t.Fatalf("confirm abort: %+v %v", ab, err)
 	}
 	if _, err := c.ConfirmAbort(ctx, a.ID, "no-such-lease"); apiErr(t, err).Status != http.StatusNotFound {
@@ -111,28 +111,28 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 	// Waiting, with an executor that confirms: abort_confirmed.
 	lease2 := claimRunning(t, c, "build", "w2", a.ID)
 	confirmed := f.confirmer(t, c, a.ID, lease2)
-	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: store.TaskPatch{Description: ptr("new text")}, Deadline: 15 * time.Second})
-	if err != nil || up.Path != store.UpdateRestart || up.Abort == nil || up.Abort.Outcome != store.AbortConfirmed || up.Abort.Executor != "w2" {
+	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: cks.TaskPatch{Description: ptr("new text")}, Deadline: 15 * time.Second})
+	if err != nil || up.Path != cks.UpdateRestart || up.Abort == nil || up.Abort.Outcome != cks.AbortConfirmed || up.Abort.Executor != "w2" {
 		t.Fatalf("update RUNNING, wait: %+v %v", up, err)
 	}
 	confirmed()
 
 	// Non-material edits of a running task apply live.
 	lease3 := claimRunning(t, c, "build", "w3", a.ID)
-	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: store.TaskPatch{Priority: ptr(7), Metadata: json.RawMessage(`{"owner":"ops"}`)}})
-	if err != nil || up.Path != store.UpdateLive || up.Abort != nil || up.Task.State != ledger.Running || up.Task.Priority != 7 {
+	up, err = c.UpdateTask(ctx, a.ID, client.UpdateRequest{Patch: cks.TaskPatch{Priority: ptr(7), Metadata: json.RawMessage(`{"owner":"ops"}`)}})
+	if err != nil || up.Path != cks.UpdateLive || up.Abort != nil || up.Task.State != cks.TaskRunning || up.Task.Priority != 7 {
 		t.Fatalf("live update: %+v %v", up, err)
 	}
 
 	// Stop with an executor that ignores the abort: unconfirmed after the
 	// deadline, the task STOPPED, the record naming the executor.
 	res, err = c.StopTask(ctx, a.ID, client.StopRequest{Reason: "runaway", Deadline: 50 * time.Millisecond})
-	if err != nil || res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortUnconfirmed ||
+	if err != nil || res.Task.State != cks.TaskStopped || res.Abort == nil || res.Abort.Outcome != cks.AbortUnconfirmed ||
 		res.Abort.Executor != "w3" {
 		t.Fatalf("stop RUNNING, ignored: %+v %v", res, err)
 	}
 	got, err := c.GetTask(ctx, a.ID)
-	if err != nil || got.LastAbort == nil || got.LastAbort.Outcome != store.AbortUnconfirmed || got.LastAbort.Executor != "w3" || len(got.Aborts) != 3 {
+	if err != nil || got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed || got.LastAbort.Executor != "w3" || len(got.Aborts) != 3 {
 		t.Fatalf("show after unconfirmed stop: %+v %v", got.LastAbort, err)
 	}
 	if _, err := c.Touch(ctx, a.ID, lease3); err != nil {
@@ -145,7 +145,7 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 	}
 	claimRunning(t, c, "build", "w4", a.ID)
 	res, err = c.StopTask(ctx, a.ID, client.StopRequest{Reason: "hold", NoWait: true})
-	if err != nil || res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortPending || res.Abort.Executor != "w4" {
+	if err != nil || res.Task.State != cks.TaskStopped || res.Abort == nil || res.Abort.Outcome != cks.AbortPending || res.Abort.Executor != "w4" {
 		t.Fatalf("stop RUNNING, wait=false: %+v %v", res, err)
 	}
 	// Attempts count attempts, not restarts.
@@ -160,8 +160,8 @@ func TestStopStartUpdateOverHTTP(t *testing.T) {
 		t.Fatalf("start with an empty body: %d %s", resp.StatusCode, body)
 	}
 	resp, body = f.post(t, fmt.Sprintf("/v1/tasks/%d/stop", a.ID), `{"reason":"r","deadline":"2s","wait":true}`)
-	var sr ledger.StopResult
-	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &sr) != nil || sr.Task.State != ledger.Stopped {
+	var sr cks.TaskStopResult
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &sr) != nil || sr.Task.State != cks.TaskStopped {
 		t.Fatalf("stop with deadline 2s: %d %s", resp.StatusCode, body)
 	}
 }
@@ -176,15 +176,15 @@ func TestTaskControlBadInput(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
 	ctx := context.Background()
-	a, _, _ := c.CreateTask(ctx, store.NewTask{Type: "t", Title: "a"})
-	b, _, _ := c.CreateTask(ctx, store.NewTask{Type: "t", Title: "b", DependsOn: []int64{a.ID}})
-	done, _, _ := c.CreateTask(ctx, store.NewTask{Type: "done", Title: "done"})
+	a, _, _ := c.CreateTask(ctx, cks.NewTask{Type: "t", Title: "a"})
+	b, _, _ := c.CreateTask(ctx, cks.NewTask{Type: "t", Title: "b", DependsOn: []int64{a.ID}})
+	done, _, _ := c.CreateTask(ctx, cks.NewTask{Type: "done", Title: "done"})
 	lease := claimRunning(t, c, "done", "w", done.ID)
 	if _, err := c.Complete(ctx, done.ID, lease, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
-	snapshot := func() []store.Task {
-		var out []store.Task
+	snapshot := func() []cks.Task {
+		var out []cks.Task
 		for _, id := range []int64{a.ID, b.ID, done.ID} {
 			got, err := f.store.GetTask(ctx, id)
 			if err != nil {
@@ -248,13 +248,13 @@ func TestTaskControlBadInput(t *testing.T) {
 func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	task, _, err := f.client().CreateTask(ctx, store.NewTask{Type: "t", Title: "x"})
+	task, _, err := f.client().CreateTask(ctx, cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := auth.TaskResource(task.ID)
 	id := fmt.Sprint(task.ID)
-	stopper := f.tokenWith(t, store.Grant{Resource: res, Permission: auth.PermStop})
+	stopper := f.tokenWith(t, cks.Grant{Resource: res, Permission: auth.PermStop})
 	if status, body := f.do(t, stopper, "POST", "/v1/tasks/"+id+"/stop", `{"reason":"halt"}`); status != http.StatusOK {
 		t.Fatalf("stop with stop: %d %s", status, body)
 	}
@@ -265,30 +265,30 @@ func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 	status, body = f.do(t, stopper, "POST", "/v1/tasks/"+id+"/cancel", `{}`)
 	wantForbidden(t, status, body, "cancel", res)
 	// Stop on another task is not stop on this one.
-	other := f.tokenWith(t, store.Grant{Resource: auth.TaskResource(task.ID + 1), Permission: auth.PermStop})
+	other := f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(task.ID + 1), Permission: auth.PermStop})
 	status, body = f.do(t, other, "POST", "/v1/tasks/"+id+"/stop", `{"reason":"halt"}`)
 	wantForbidden(t, status, body, "stop", res)
 
-	updater := f.tokenWith(t, store.Grant{Resource: "/tasks", Permission: auth.PermUpdate})
+	updater := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermUpdate})
 	if status, body := f.do(t, updater, "PATCH", "/v1/tasks/"+id, `{"title":"renamed"}`); status != http.StatusOK {
 		t.Fatalf("update with update: %d %s", status, body)
 	}
 	status, body = f.do(t, updater, "POST", "/v1/tasks/"+id+"/start", `{}`)
 	wantForbidden(t, status, body, "start", res)
-	starter := f.tokenWith(t, store.Grant{Resource: res, Permission: auth.PermStart})
+	starter := f.tokenWith(t, cks.Grant{Resource: res, Permission: auth.PermStart})
 	status, body = f.do(t, starter, "POST", "/v1/tasks/"+id+"/stop", `{"reason":"x"}`)
 	wantForbidden(t, status, body, "stop", res)
 	if status, body := f.do(t, starter, "POST", "/v1/tasks/"+id+"/start", ``); status != http.StatusOK {
 		t.Fatalf("start with start: %d %s", status, body)
 	}
 	got, _ := f.store.GetTask(ctx, task.ID)
-	if got.State != ledger.Open || got.Title != "renamed" || got.Restarts != 1 {
+	if got.State != cks.TaskOpen || got.Title != "renamed" || got.Restarts != 1 {
 		t.Fatalf("task after the permitted calls: %s %q restarts %d", got.State, got.Title, got.Restarts)
 	}
 	// The actor recorded is the principal's name.
-	var stopEvent store.TaskEvent
+	var stopEvent cks.TaskEvent
 	for _, ev := range got.Events {
-		if ev.To == ledger.Stopped {
+		if ev.To == cks.TaskStopped {
 			stopEvent = ev
 		}
 	}
@@ -302,7 +302,7 @@ func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 // wait) is answered 499, not logged and counted as a 500.
 func TestAbandonedRequestIsNotAHubFailure(t *testing.T) {
 	f := newFixture(t)
-	task, _, err := f.client().CreateTask(context.Background(), store.NewTask{Type: "build", Title: "a"})
+	task, _, err := f.client().CreateTask(context.Background(), cks.NewTask{Type: "build", Title: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

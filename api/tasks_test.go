@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 )
 
 func (f *fixture) client() *client.Client { return client.New(f.srv.URL, f.token) }
@@ -53,16 +52,16 @@ func TestTaskLifecycleOverHTTP(t *testing.T) {
 	c := f.client()
 	ctx := context.Background()
 
-	a, created, err := c.CreateTask(ctx, store.NewTask{Type: "research", Title: "a", Priority: 5,
+	a, created, err := c.CreateTask(ctx, cks.NewTask{Type: "research", Title: "a", Priority: 5,
 		Payload: json.RawMessage(`{"q":"why"}`), DedupeKey: "k-a"})
 	if err != nil || !created || a.State != "OPEN" {
 		t.Fatalf("create: %+v created=%v err=%v", a, created, err)
 	}
-	again, created, err := c.CreateTask(ctx, store.NewTask{Type: "research", Title: "a2", DedupeKey: "k-a"})
+	again, created, err := c.CreateTask(ctx, cks.NewTask{Type: "research", Title: "a2", DedupeKey: "k-a"})
 	if err != nil || created || again.ID != a.ID {
 		t.Fatalf("dedupe: got %d created=%v err=%v, want task %d back", again.ID, created, err, a.ID)
 	}
-	b, _, err := c.CreateTask(ctx, store.NewTask{Type: "research", Title: "b", DependsOn: []int64{a.ID}})
+	b, _, err := c.CreateTask(ctx, cks.NewTask{Type: "research", Title: "b", DependsOn: []int64{a.ID}})
 	if err != nil || b.State != "WAITING" {
 		t.Fatalf("dependent: %+v %v", b, err)
 	}
@@ -173,7 +172,7 @@ func TestTaskBadInput(t *testing.T) {
 			}
 		})
 	}
-	page, err := f.client().ListTasks(context.Background(), store.TaskFilter{})
+	page, err := f.client().ListTasks(context.Background(), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 0 {
 		t.Fatalf("bad input created tasks: %d %v", len(page.Tasks), err)
 	}
@@ -192,12 +191,12 @@ func TestTaskListPaging(t *testing.T) {
 		if i%2 == 1 {
 			typ = "b"
 		}
-		if _, _, err := c.CreateTask(ctx, store.NewTask{Type: typ}); err != nil {
+		if _, _, err := c.CreateTask(ctx, cks.NewTask{Type: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ids []int64
-	f2 := store.TaskFilter{Limit: 2}
+	f2 := cks.TaskFilter{Limit: 2}
 	for {
 		page, err := c.ListTasks(ctx, f2)
 		if err != nil {
@@ -214,11 +213,11 @@ func TestTaskListPaging(t *testing.T) {
 	if len(ids) != 5 {
 		t.Fatalf("paged through %v, want 5 tasks", ids)
 	}
-	page, err := c.ListTasks(ctx, store.TaskFilter{Types: []string{"b"}, States: []store.TaskState{"OPEN"}})
+	page, err := c.ListTasks(ctx, cks.TaskFilter{Types: []string{"b"}, States: []cks.TaskState{"OPEN"}})
 	if err != nil || len(page.Tasks) != 2 {
 		t.Fatalf("filter type b: %d tasks, %v", len(page.Tasks), err)
 	}
-	var body ops.CreatedTask
+	var body cks.CreatedTask
 	resp, raw := f.post(t, "/v1/tasks", `{"type":"c","payload":{"x":[1,2]}}`)
 	var compact bytes.Buffer
 	if resp.StatusCode != 201 || json.Unmarshal([]byte(raw), &body) != nil ||

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 )
@@ -25,7 +26,7 @@ func checkRequestText(pattern string, r *http.Request) error {
 	q := r.URL.Query()
 	for _, key := range slices.Sorted(maps.Keys(q)) {
 		if err := store.ValidateText("query", key); err != nil {
-			return &store.FieldError{Field: "query", Expected: fmt.Sprintf("parameter names that are %s, got %q", store.ExpectedText, key)}
+			return &cks.FieldError{Field: "query", Expected: fmt.Sprintf("parameter names that are %s, got %q", cks.ExpectedText, key)}
 		}
 		if err := store.ValidateTexts(key, q[key]); err != nil {
 			return err

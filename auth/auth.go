@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
-	"github.com/google/uuid"
 )
 
 // Permissions on the resource tree (DESIGN.md §10).
@@ -95,12 +97,12 @@ func (a *Authenticator) Principals() store.Principals { return a.store }
 // Authenticate returns the principal tok belongs to. Every failure matches
 // ErrUnauthenticated and says whether the token was missing, malformed or
 // unknown (a claim's credential whose lease has ended is unknown).
-func (a *Authenticator) Authenticate(ctx context.Context, tok string) (store.Principal, error) {
+func (a *Authenticator) Authenticate(ctx context.Context, tok string) (cks.Principal, error) {
 	if err := CheckFormat(tok); err != nil {
-		return store.Principal{}, err
+		return cks.Principal{}, err
 	}
 	p, err := a.store.PrincipalByTokenHash(ctx, HashToken(tok))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		// Also the credential of a claim whose lease has ended.
 		return p, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
 	}
@@ -118,7 +120,7 @@ func EnsureAdminToken(ctx context.Context, s store.Principals, dir datadir.Dir, 
 		if err == nil {
 			return false, nil
 		}
-		if !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, cks.ErrNotFound) {
 			return false, err
 		}
 	}
@@ -126,8 +128,8 @@ func EnsureAdminToken(ctx context.Context, s store.Principals, dir datadir.Dir, 
 	if err != nil {
 		return false, err
 	}
-	p := store.Principal{ID: uuid.NewString(), Name: "admin", CreatedAt: c.Now()}
-	if err := s.CreatePrincipal(ctx, p, HashToken(tok), []store.Grant{{Resource: "/", Permission: PermAdmin}}); err != nil {
+	p := cks.Principal{ID: uuid.NewString(), Name: "admin", CreatedAt: c.Now()}
+	if err := s.CreatePrincipal(ctx, p, HashToken(tok), []cks.Grant{{Resource: "/", Permission: PermAdmin}}); err != nil {
 		return false, fmt.Errorf("auth: create admin principal: %w", err)
 	}
 	if err := dir.WriteToken(tok); err != nil {

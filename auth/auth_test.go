@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
@@ -52,7 +53,7 @@ func TestEnsureAdminToken(t *testing.T) {
 		t.Fatalf("stored token does not authenticate: %+v %v", p, err)
 	}
 	grants, err := s.GrantsOf(ctx, p.ID)
-	if err != nil || len(grants) != 1 || grants[0] != (store.Grant{Resource: "/", Permission: auth.PermAdmin}) {
+	if err != nil || len(grants) != 1 || grants[0] != (cks.Grant{Resource: "/", Permission: auth.PermAdmin}) {
 		t.Fatalf("admin grants = %v, %v", grants, err)
 	}
 	// Only the hash is in the database.

@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
-	"github.com/google/uuid"
 )
 
 // ErrForbidden means an authenticated principal lacks the permission an
@@ -67,7 +69,7 @@ func ProcessResource(kind string) string { return ResourceProcesses + "/" + kind
 // ValidPermission reports whether perm is one of Permissions.
 func ValidPermission(perm string) error {
 	if !slices.Contains(Permissions, perm) {
-		return &store.FieldError{Field: "permission", Expected: fmt.Sprintf("one of %s, got %q", strings.Join(Permissions, ", "), perm)}
+		return &cks.FieldError{Field: "permission", Expected: fmt.Sprintf("one of %s, got %q", strings.Join(Permissions, ", "), perm)}
 	}
 	return nil
 }
@@ -79,7 +81,7 @@ func ValidResource(res string) error {
 	if res == ResourceRoot {
 		return nil
 	}
-	bad := &store.FieldError{Field: "resource", Expected: fmt.Sprintf(
+	bad := &cks.FieldError{Field: "resource", Expected: fmt.Sprintf(
 		"/, or one of %s optionally followed by /ID (a positive integer under /tasks), got %q", strings.Join(roots, ", "), res)}
 	for _, root := range roots {
 		if res == root {
@@ -104,17 +106,17 @@ func ValidResource(res string) error {
 
 // ParseGrant reads PERM:RESOURCE (e.g. "read:/tasks" or "append:/tasks/42")
 // and validates both halves.
-func ParseGrant(s string) (store.Grant, error) {
+func ParseGrant(s string) (cks.Grant, error) {
 	perm, res, ok := strings.Cut(s, ":")
 	if !ok {
-		return store.Grant{}, &store.FieldError{Field: "grant", Expected: fmt.Sprintf("PERMISSION:RESOURCE such as read:/tasks, got %q", s)}
+		return cks.Grant{}, &cks.FieldError{Field: "grant", Expected: fmt.Sprintf("PERMISSION:RESOURCE such as read:/tasks, got %q", s)}
 	}
-	g := store.Grant{Permission: perm, Resource: res}
+	g := cks.Grant{Permission: perm, Resource: res}
 	return g, ValidGrant(g)
 }
 
 // ValidGrant reports whether g names a known permission on a valid resource.
-func ValidGrant(g store.Grant) error {
+func ValidGrant(g cks.Grant) error {
 	if err := ValidPermission(g.Permission); err != nil {
 		return err
 	}
@@ -130,7 +132,7 @@ func Covers(prefix, resource string) bool {
 
 // Allows reports whether grants give perm on resource: a grant of perm or of
 // admin on resource or on an ancestor of it.
-func Allows(grants []store.Grant, perm, resource string) bool {
+func Allows(grants []cks.Grant, perm, resource string) bool {
 	for _, g := range grants {
 		if (g.Permission == perm || g.Permission == PermAdmin) && Covers(g.Resource, resource) {
 			return true
@@ -143,7 +145,7 @@ func Allows(grants []store.Grant, perm, resource string) bool {
 // ancestor of it or on a node below it: whether the caller holds perm on
 // some resource an operation whose resource lies under resource (its id
 // not yet known) could be checked on.
-func AllowsWithin(grants []store.Grant, perm, resource string) bool {
+func AllowsWithin(grants []cks.Grant, perm, resource string) bool {
 	for _, g := range grants {
 		if (g.Permission == perm || g.Permission == PermAdmin) && (Covers(g.Resource, resource) || Covers(resource, g.Resource)) {
 			return true
@@ -166,20 +168,20 @@ func NewAuthorizer(s store.Principals) *Authorizer { return &Authorizer{store: s
 // Check returns nil when p holds perm (or admin) on resource or an ancestor
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
 // missing permission and the resource.
-func (a *Authorizer) Check(ctx context.Context, p store.Principal, perm, resource string) error {
+func (a *Authorizer) Check(ctx context.Context, p cks.Principal, perm, resource string) error {
 	return a.check(ctx, p, perm, []string{resource}, Allows)
 }
 
 // CheckWithin is Check by AllowsWithin: nil when p holds perm on resource,
 // an ancestor or a node below it, else a *ForbiddenError naming resource.
-func (a *Authorizer) CheckWithin(ctx context.Context, p store.Principal, perm, resource string) error {
+func (a *Authorizer) CheckWithin(ctx context.Context, p cks.Principal, perm, resource string) error {
 	return a.check(ctx, p, perm, []string{resource}, AllowsWithin)
 }
 
 // check is Check by allows of every one of resources, p's grants read
 // once, now; a refusal names the first resource refused.
-func (a *Authorizer) check(ctx context.Context, p store.Principal, perm string, resources []string,
-	allows func([]store.Grant, string, string) bool) error {
+func (a *Authorizer) check(ctx context.Context, p cks.Principal, perm string, resources []string,
+	allows func([]cks.Grant, string, string) bool) error {
 	grants, err := a.store.GrantsOf(ctx, p.ID)
 	if err != nil {
 		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
@@ -196,13 +198,13 @@ type callerKey struct{}
 
 type caller struct {
 	authz     *Authorizer
-	principal store.Principal
+	principal cks.Principal
 	local     bool
 }
 
 // WithPrincipal returns ctx carrying an authenticated principal and the
 // Authorizer that checks it, for Require further down the call.
-func WithPrincipal(ctx context.Context, authz *Authorizer, p store.Principal) context.Context {
+func WithPrincipal(ctx context.Context, authz *Authorizer, p cks.Principal) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{authz: authz, principal: p})
 }
 
@@ -213,7 +215,7 @@ func WithLocalOperator(ctx context.Context) context.Context {
 }
 
 // PrincipalFrom returns the principal WithPrincipal put in ctx.
-func PrincipalFrom(ctx context.Context) (store.Principal, bool) {
+func PrincipalFrom(ctx context.Context) (cks.Principal, bool) {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	return c.principal, ok && !c.local
 }
@@ -239,14 +241,14 @@ func RequireEach(ctx context.Context, perm string, resources []string) error {
 	if len(resources) == 0 {
 		return nil
 	}
-	return require(ctx, perm, resources[0], func(a *Authorizer, ctx context.Context, p store.Principal, perm, _ string) error {
+	return require(ctx, perm, resources[0], func(a *Authorizer, ctx context.Context, p cks.Principal, perm, _ string) error {
 		return a.check(ctx, p, perm, resources, Allows)
 	})
 }
 
 // require is Require by check.
 func require(ctx context.Context, perm, resource string,
-	check func(*Authorizer, context.Context, store.Principal, string, string) error) error {
+	check func(*Authorizer, context.Context, cks.Principal, string, string) error) error {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	switch {
 	case !ok:
@@ -261,26 +263,26 @@ func require(ctx context.Context, perm, resource string,
 // id: read, append and create on /tasks/ID only. Create there lets the agent
 // enqueue children of its task (parent_id = ID); it cannot stop, start,
 // update, cancel or review its task, nor touch any other.
-func TaskTokenGrants(id int64) []store.Grant {
+func TaskTokenGrants(id int64) []cks.Grant {
 	res := TaskResource(id)
-	return []store.Grant{{Resource: res, Permission: PermRead}, {Resource: res, Permission: PermAppend}, {Resource: res, Permission: PermCreate}}
+	return []cks.Grant{{Resource: res, Permission: PermRead}, {Resource: res, Permission: PermAppend}, {Resource: res, Permission: PermCreate}}
 }
 
 // CreateToken creates a principal named name with grants and returns it with
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
-func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name string, grants []store.Grant) (store.Principal, string, error) {
-	return createToken(ctx, s, c, store.Principal{Name: name}, grants)
+func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
+	return createToken(ctx, s, c, cks.Principal{Name: name}, grants)
 }
 
 // createToken is CreateToken of p (its name and lease binding).
-func createToken(ctx context.Context, s store.Principals, c clock.Clock, p store.Principal, grants []store.Grant) (store.Principal, string, error) {
+func createToken(ctx context.Context, s store.Principals, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
 	if strings.TrimSpace(p.Name) == "" {
-		return store.Principal{}, "", &store.FieldError{Field: "name", Expected: "a non-empty token name"}
+		return cks.Principal{}, "", &cks.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
 	for _, g := range grants {
 		if err := ValidGrant(g); err != nil {
-			return store.Principal{}, "", err
+			return cks.Principal{}, "", err
 		}
 	}
 	if c == nil {
@@ -288,11 +290,11 @@ func createToken(ctx context.Context, s store.Principals, c clock.Clock, p store
 	}
 	tok, err := NewToken()
 	if err != nil {
-		return store.Principal{}, "", err
+		return cks.Principal{}, "", err
 	}
 	p.ID, p.CreatedAt = uuid.NewString(), store.Time(c.Now())
 	if err := s.CreatePrincipal(ctx, p, HashToken(tok), grants); err != nil {
-		return store.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
+		return cks.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
 	}
 	return p, tok, nil
 }
@@ -303,12 +305,12 @@ func createToken(ctx context.Context, s store.Principals, c clock.Clock, p store
 // authenticates only while that lease is current: it stops working in the
 // transaction that ends the lease, however it ends (a re-claim issues a new
 // one).
-func IssueTaskToken(ctx context.Context, s store.Principals, c store.ClaimedTask, worker string) (string, error) {
+func IssueTaskToken(ctx context.Context, s store.Principals, c cks.ClaimedTask, worker string) (string, error) {
 	if c.ID <= 0 || c.LeaseToken == "" {
-		return "", &store.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
+		return "", &cks.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
 	}
-	p := store.Principal{Name: strings.TrimSpace("task/" + strconv.FormatInt(c.ID, 10) + " " + worker),
-		Lease: &store.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+	p := cks.Principal{Name: strings.TrimSpace("task/" + strconv.FormatInt(c.ID, 10) + " " + worker),
+		Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
 	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
 	return tok, err
 }

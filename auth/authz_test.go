@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
@@ -41,19 +42,19 @@ func TestCovers(t *testing.T) {
 // permission, or a grant beside the node, does not.
 func TestAllowsWithin(t *testing.T) {
 	for _, c := range []struct {
-		grant store.Grant
+		grant cks.Grant
 		want  bool
 	}{
-		{store.Grant{Resource: "/tasks/5", Permission: auth.PermStop}, true},
-		{store.Grant{Resource: "/tasks", Permission: auth.PermStop}, true},
-		{store.Grant{Resource: "/", Permission: auth.PermAdmin}, true},
-		{store.Grant{Resource: "/tasks/5", Permission: auth.PermAdmin}, true},
-		{store.Grant{Resource: "/tasks/5", Permission: auth.PermStart}, false},
-		{store.Grant{Resource: "/", Permission: auth.PermRead}, false},
-		{store.Grant{Resource: "/taskset", Permission: auth.PermStop}, false},
-		{store.Grant{Resource: "/objects/5", Permission: auth.PermStop}, false},
+		{cks.Grant{Resource: "/tasks/5", Permission: auth.PermStop}, true},
+		{cks.Grant{Resource: "/tasks", Permission: auth.PermStop}, true},
+		{cks.Grant{Resource: "/", Permission: auth.PermAdmin}, true},
+		{cks.Grant{Resource: "/tasks/5", Permission: auth.PermAdmin}, true},
+		{cks.Grant{Resource: "/tasks/5", Permission: auth.PermStart}, false},
+		{cks.Grant{Resource: "/", Permission: auth.PermRead}, false},
+		{cks.Grant{Resource: "/taskset", Permission: auth.PermStop}, false},
+		{cks.Grant{Resource: "/objects/5", Permission: auth.PermStop}, false},
 	} {
-		if got := auth.AllowsWithin([]store.Grant{c.grant}, auth.PermStop, "/tasks"); got != c.want {
+		if got := auth.AllowsWithin([]cks.Grant{c.grant}, auth.PermStop, "/tasks"); got != c.want {
 			t.Errorf("AllowsWithin(%+v, stop, /tasks) = %v, want %v", c.grant, got, c.want)
 		}
 	}
@@ -68,7 +69,7 @@ func TestValidGrant(t *testing.T) {
 	}
 	for _, bad := range []string{"read", "write:/", "read:tasks", "read:/tasks/", "read:/tasks/abc", "read:/tasks/0",
 		"read:/tasks/01", "read:/tasks/1/2", "read:/other", "read:/tasks/1 "} {
-		if _, err := auth.ParseGrant(bad); !errors.Is(err, store.ErrInvalid) {
+		if _, err := auth.ParseGrant(bad); !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("ParseGrant(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -77,7 +78,7 @@ func TestValidGrant(t *testing.T) {
 func TestAllowsNoImplication(t *testing.T) {
 	for _, held := range auth.Permissions {
 		for _, want := range auth.Permissions {
-			got := auth.Allows([]store.Grant{{Resource: "/", Permission: held}}, want, "/tasks/1")
+			got := auth.Allows([]cks.Grant{{Resource: "/", Permission: held}}, want, "/tasks/1")
 			if exp := held == want || held == auth.PermAdmin; got != exp {
 				t.Errorf("holding %s, Allows(%s) = %v, want %v", held, want, got, exp)
 			}
@@ -97,7 +98,7 @@ func TestCheckAndRequire(t *testing.T) {
 		if i == 7 {
 			typ = "mine"
 		}
-		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ}); err != nil {
+		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,11 +161,11 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	}
 	defer s.Close()
 	for _, typ := range []string{"done", "live"} {
-		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ}); err != nil {
+		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claim := func(typ string) store.ClaimedTask {
+	claim := func(typ string) cks.ClaimedTask {
 		t.Helper()
 		cs, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
 		if err != nil || len(cs) != 1 {
@@ -173,7 +174,7 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 		return cs[0]
 	}
 	done, live := claim("done"), claim("live")
-	if _, err := auth.IssueTaskToken(ctx, s, store.ClaimedTask{Task: done.Task}, "w"); !store.IsFieldError(err, "task_id") {
+	if _, err := auth.IssueTaskToken(ctx, s, cks.ClaimedTask{Task: done.Task}, "w"); !store.IsFieldError(err, "task_id") {
 		t.Fatalf("IssueTaskToken without the lease token: %v, want a FieldError", err)
 	}
 	doneTok, err := auth.IssueTaskToken(ctx, s, done, "w")

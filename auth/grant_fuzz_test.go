@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 )
 
 // segments splits a resource into its path segments ("/" has none).
@@ -67,7 +67,7 @@ func FuzzValidResource(f *testing.F) {
 	f.Fuzz(func(t *testing.T, res string) {
 		err := auth.ValidResource(res)
 		if err != nil {
-			var fe *store.FieldError
+			var fe *cks.FieldError
 			if !errors.As(err, &fe) || fe.Field != "resource" {
 				t.Fatalf("ValidResource(%q) = %v, want a FieldError naming resource", res, err)
 			}
@@ -87,7 +87,7 @@ func FuzzParseGrant(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		g, err := auth.ParseGrant(s)
 		if err != nil {
-			var fe *store.FieldError
+			var fe *cks.FieldError
 			if !errors.As(err, &fe) || !slices.Contains([]string{"grant", "permission", "resource"}, fe.Field) {
 				t.Fatalf("ParseGrant(%q) = %v, want a FieldError naming grant, permission or resource", s, err)
 			}
@@ -128,14 +128,14 @@ func FuzzCovers(f *testing.F) {
 			t.Fatalf("Covers(%q, %q) without a whole-segment prefix", prefix, res)
 		}
 		// Allows with one grant of the permission held%len picks.
-		g := store.Grant{Permission: auth.Permissions[int(held)%len(auth.Permissions)], Resource: prefix}
-		allowed := auth.Allows([]store.Grant{g}, perm, res)
+		g := cks.Grant{Permission: auth.Permissions[int(held)%len(auth.Permissions)], Resource: prefix}
+		allowed := auth.Allows([]cks.Grant{g}, perm, res)
 		if want := got && (g.Permission == perm || g.Permission == auth.PermAdmin); allowed != want {
 			t.Fatalf("Allows(%+v, %q, %q) = %t, want %t", g, perm, res, allowed, want)
 		}
 		// More grants never take a permission away; none gives nothing.
-		other := store.Grant{Permission: auth.PermRead, Resource: res}
-		if allowed && !auth.Allows([]store.Grant{other, g}, perm, res) {
+		other := cks.Grant{Permission: auth.PermRead, Resource: res}
+		if allowed && !auth.Allows([]cks.Grant{other, g}, perm, res) {
 			t.Fatalf("adding %+v took %s on %q away", other, perm, res)
 		}
 		if auth.Allows(nil, perm, res) {

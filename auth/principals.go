@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -30,7 +31,7 @@ var _ store.Principals = (*Principals)(nil)
 func NewPrincipals(db driver.Driver) *Principals { return &Principals{db: db} }
 
 // CreatePrincipal implements store.Principals.
-func (s *Principals) CreatePrincipal(ctx context.Context, p store.Principal, tokenHash string, grants []store.Grant) error {
+func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
 	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (s *Principals) CreatePrincipal(ctx context.Context, p store.Principal, tok
 	})
 	switch {
 	case errors.Is(err, driver.ErrUniqueViolation):
-		return fmt.Errorf("principal %q: %w", p.ID, store.ErrConflict)
+		return fmt.Errorf("principal %q: %w", p.ID, cks.ErrConflict)
 	case err != nil:
 		return fmt.Errorf("create principal %s: %w", p.ID, err)
 	}
@@ -58,16 +59,16 @@ func (s *Principals) CreatePrincipal(ctx context.Context, p store.Principal, tok
 }
 
 // PrincipalByTokenHash implements store.Principals.
-func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (store.Principal, error) {
+func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error) {
 	if err := store.ValidateText("token_hash", tokenHash); err != nil {
-		return store.Principal{}, err
+		return cks.Principal{}, err
 	}
 	r, err := s.db.Executor().PrincipalByTokenHash(ctx, tokenHash)
 	if errors.Is(err, driver.ErrNoRows) {
-		return store.Principal{}, fmt.Errorf("token: %w", store.ErrNotFound)
+		return cks.Principal{}, fmt.Errorf("token: %w", cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.Principal{}, fmt.Errorf("principal by token: %w", err)
+		return cks.Principal{}, fmt.Errorf("principal by token: %w", err)
 	}
 	return principalOf(r), nil
 }
@@ -87,7 +88,7 @@ func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error
 }
 
 // GrantsOf implements store.Principals.
-func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]store.Grant, error) {
+func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
 	if err := store.ValidateText("id", principalID); err != nil {
 		return nil, err
 	}
@@ -95,16 +96,16 @@ func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]store.
 	if err != nil {
 		return nil, fmt.Errorf("grants of %s: %w", principalID, err)
 	}
-	var out []store.Grant
+	var out []cks.Grant
 	for _, g := range rows {
-		out = append(out, store.Grant{Resource: g.Resource, Permission: g.Permission})
+		out = append(out, cks.Grant{Resource: g.Resource, Permission: g.Permission})
 	}
 	return out, nil
 }
 
 // ListPrincipals implements store.Principals: the principals and the
 // grants are read in one snapshot.
-func (s *Principals) ListPrincipals(ctx context.Context) ([]store.PrincipalGrants, error) {
+func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, error) {
 	var (
 		ps     []driver.PrincipalRow
 		grants []driver.GrantRow
@@ -120,17 +121,17 @@ func (s *Principals) ListPrincipals(ctx context.Context) ([]store.PrincipalGrant
 	if err != nil {
 		return nil, fmt.Errorf("list principals: %w", err)
 	}
-	of := map[string][]store.Grant{}
+	of := map[string][]cks.Grant{}
 	for _, g := range grants {
-		of[g.PrincipalID] = append(of[g.PrincipalID], store.Grant{Resource: g.Resource, Permission: g.Permission})
+		of[g.PrincipalID] = append(of[g.PrincipalID], cks.Grant{Resource: g.Resource, Permission: g.Permission})
 	}
-	out := make([]store.PrincipalGrants, len(ps))
+	out := make([]cks.PrincipalGrants, len(ps))
 	for i, p := range ps {
 		gs := of[p.ID]
 		if gs == nil {
-			gs = []store.Grant{}
+			gs = []cks.Grant{}
 		}
-		out[i] = store.PrincipalGrants{Principal: principalOf(p), Grants: gs}
+		out[i] = cks.PrincipalGrants{Principal: principalOf(p), Grants: gs}
 	}
 	return out, nil
 }
@@ -156,7 +157,7 @@ func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) er
 			for _, g := range grants {
 				if g.Resource == store.AdminResource && g.Permission == store.AdminPermission {
 					return fmt.Errorf("principal %q is the last one holding admin on /; create another admin token first: %w",
-						principalID, store.ErrConflict)
+						principalID, cks.ErrConflict)
 				}
 			}
 		}
@@ -165,21 +166,21 @@ func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) er
 			return err
 		}
 		if !found {
-			return fmt.Errorf("principal %q: %w", principalID, store.ErrNotFound)
+			return fmt.Errorf("principal %q: %w", principalID, cks.ErrNotFound)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrNotFound) {
 		return fmt.Errorf("delete principal %s: %w", principalID, err)
 	}
 	return err
 }
 
 // principalOf is the record of a row: everything but the token hash.
-func principalOf(r driver.PrincipalRow) store.Principal {
-	p := store.Principal{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
+func principalOf(r driver.PrincipalRow) cks.Principal {
+	p := cks.Principal{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
 	if r.LeaseTaskID != 0 {
-		p.Lease = &store.LeaseBinding{TaskID: r.LeaseTaskID, LeaseTokenHash: r.LeaseTokenHash}
+		p.Lease = &cks.LeaseBinding{TaskID: r.LeaseTaskID, LeaseTokenHash: r.LeaseTokenHash}
 	}
 	return p
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
-	"github.com/google/uuid"
 )
 
 // Studio sessions (issue 22, DESIGN.md §10). The studio signs in with a
@@ -51,22 +53,22 @@ func checkSessionFormat(secret string) error {
 // secret, for the cookie and nowhere else. A failure of the token is
 // ErrUnauthenticated, as Authenticate's. The credential of a claim (bound
 // to a lease) cannot sign in: a session would outlive its lease.
-func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (string, store.Session, error) {
+func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (string, cks.Session, error) {
 	p, err := a.Authenticate(ctx, tok)
 	if err != nil {
-		return "", store.Session{}, err
+		return "", cks.Session{}, err
 	}
 	if p.Lease != nil {
-		return "", store.Session{}, fmt.Errorf("a claim's task credential cannot sign in to the studio: %w", ErrUnauthenticated)
+		return "", cks.Session{}, fmt.Errorf("a claim's task credential cannot sign in to the studio: %w", ErrUnauthenticated)
 	}
 	secret, err := NewSessionSecret()
 	if err != nil {
-		return "", store.Session{}, err
+		return "", cks.Session{}, err
 	}
 	now = store.Time(now)
-	s := store.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
+	s := cks.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
 	if err := a.store.CreateSession(ctx, s, HashToken(secret)); err != nil {
-		return "", store.Session{}, fmt.Errorf("auth: open a session of %s: %w", p.ID, err)
+		return "", cks.Session{}, fmt.Errorf("auth: open a session of %s: %w", p.ID, err)
 	}
 	return secret, s, nil
 }
@@ -75,12 +77,12 @@ func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (s
 // the cookie holds. Every failure matches ErrUnauthenticated: a missing or
 // malformed secret (a bearer token is one), and an unknown, signed-out,
 // revoked or (at now) expired session.
-func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string, now time.Time) (store.Principal, error) {
+func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string, now time.Time) (cks.Principal, error) {
 	if err := checkSessionFormat(secret); err != nil {
-		return store.Principal{}, err
+		return cks.Principal{}, err
 	}
 	p, _, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return p, fmt.Errorf("unknown session (signed out, revoked or expired; sign in again): %w", ErrUnauthenticated)
 	}
 	return p, err
@@ -94,13 +96,13 @@ func (a *Authenticator) Logout(ctx context.Context, secret string, now time.Time
 		return nil
 	}
 	_, s, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := a.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, cks.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -121,24 +123,24 @@ func DeleteEndedCredentials(ctx context.Context, ps store.Principals, now time.T
 
 // CreateSession implements store.Principals: the principal is read in the
 // insert's transaction, so an unknown one is ErrNotFound.
-func (s *Principals) CreateSession(ctx context.Context, sess store.Session, secretHash string) error {
+func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secretHash string) error {
 	for _, f := range []struct{ name, v string }{{"id", sess.ID}, {"principal_id", sess.PrincipalID}, {"secret_hash", secretHash}} {
 		if err := store.ValidateText(f.name, f.v); err != nil {
 			return err
 		}
 		if f.v == "" {
-			return &store.FieldError{Field: f.name, Expected: "a non-empty value"}
+			return &cks.FieldError{Field: f.name, Expected: "a non-empty value"}
 		}
 	}
 	if !sess.ExpiresAt.After(sess.CreatedAt) {
-		return &store.FieldError{Field: "expires_at", Expected: "a time after created_at"}
+		return &cks.FieldError{Field: "expires_at", Expected: "a time after created_at"}
 	}
 	row := driver.SessionRow{ID: sess.ID, SecretHash: secretHash, PrincipalID: sess.PrincipalID,
 		CreatedAt: store.Time(sess.CreatedAt), ExpiresAt: store.Time(sess.ExpiresAt)}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		if _, err := ex.PrincipalGet(ctx, sess.PrincipalID); err != nil {
 			if errors.Is(err, driver.ErrNoRows) {
-				return fmt.Errorf("principal %q: %w", sess.PrincipalID, store.ErrNotFound)
+				return fmt.Errorf("principal %q: %w", sess.PrincipalID, cks.ErrNotFound)
 			}
 			return err
 		}
@@ -146,8 +148,8 @@ func (s *Principals) CreateSession(ctx context.Context, sess store.Session, secr
 	})
 	switch {
 	case errors.Is(err, driver.ErrUniqueViolation):
-		return fmt.Errorf("session %q: %w", sess.ID, store.ErrConflict)
-	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("session %q: %w", sess.ID, cks.ErrConflict)
+	case errors.Is(err, cks.ErrNotFound):
 		return err
 	case err != nil:
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -158,37 +160,37 @@ func (s *Principals) CreateSession(ctx context.Context, sess store.Session, secr
 // SessionBySecretHash implements store.Principals. Expiry is decided here,
 // by the caller's now: an expired session is refused and its row deleted
 // on the spot (the lease reaper deletes the ones nobody presents).
-func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (store.Principal, store.Session, error) {
+func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error) {
 	if err := store.ValidateText("secret_hash", secretHash); err != nil {
-		return store.Principal{}, store.Session{}, err
+		return cks.Principal{}, cks.Session{}, err
 	}
 	ex := s.db.Executor()
 	r, err := ex.SessionBySecretHash(ctx, secretHash)
 	if errors.Is(err, driver.ErrNoRows) {
-		return store.Principal{}, store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
+		return cks.Principal{}, cks.Session{}, fmt.Errorf("session: %w", cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.Principal{}, store.Session{}, fmt.Errorf("session by secret: %w", err)
+		return cks.Principal{}, cks.Session{}, fmt.Errorf("session by secret: %w", err)
 	}
 	if !now.Before(r.ExpiresAt) {
 		if _, err := ex.SessionDelete(ctx, r.ID); err != nil {
-			return store.Principal{}, store.Session{}, fmt.Errorf("delete expired session %s: %w", r.ID, err)
+			return cks.Principal{}, cks.Session{}, fmt.Errorf("delete expired session %s: %w", r.ID, err)
 		}
-		return store.Principal{}, store.Session{}, fmt.Errorf("session %s expired at %s: %w", r.ID, r.ExpiresAt.Format(time.RFC3339), store.ErrNotFound)
+		return cks.Principal{}, cks.Session{}, fmt.Errorf("session %s expired at %s: %w", r.ID, r.ExpiresAt.Format(time.RFC3339), cks.ErrNotFound)
 	}
 	p, err := ex.PrincipalGet(ctx, r.PrincipalID)
 	if errors.Is(err, driver.ErrNoRows) { // deleted since the read above: its sessions went with it
-		return store.Principal{}, store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
+		return cks.Principal{}, cks.Session{}, fmt.Errorf("session: %w", cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.Principal{}, store.Session{}, fmt.Errorf("principal of session %s: %w", r.ID, err)
+		return cks.Principal{}, cks.Session{}, fmt.Errorf("principal of session %s: %w", r.ID, err)
 	}
 	return principalOf(p), sessionOf(r, p.Name), nil
 }
 
 // ListSessions implements store.Principals: the sessions and the names of
 // their principals are read in one snapshot.
-func (s *Principals) ListSessions(ctx context.Context) ([]store.Session, error) {
+func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
 	var (
 		rows []driver.SessionRow
 		ps   []driver.PrincipalRow
@@ -208,7 +210,7 @@ func (s *Principals) ListSessions(ctx context.Context) ([]store.Session, error) 
 	for _, p := range ps {
 		names[p.ID] = p.Name
 	}
-	out := make([]store.Session, len(rows))
+	out := make([]cks.Session, len(rows))
 	for i, r := range rows {
 		out[i] = sessionOf(r, names[r.PrincipalID])
 	}
@@ -230,7 +232,7 @@ func (s *Principals) DeleteSession(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("delete session %s: %w", id, err)
 	case !found:
-		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		return fmt.Errorf("session %q: %w", id, cks.ErrNotFound)
 	}
 	return nil
 }
@@ -250,7 +252,7 @@ func (s *Principals) DeleteExpiredSessions(ctx context.Context, now time.Time) (
 }
 
 // sessionOf is the record of a row: everything but the secret's hash.
-func sessionOf(r driver.SessionRow, principalName string) store.Session {
-	return store.Session{ID: r.ID, PrincipalID: r.PrincipalID, PrincipalName: principalName,
+func sessionOf(r driver.SessionRow, principalName string) cks.Session {
+	return cks.Session{ID: r.ID, PrincipalID: r.PrincipalID, PrincipalName: principalName,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 }

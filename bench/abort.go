@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
@@ -56,7 +57,7 @@ func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortRe
 	res := AbortResult{Rounds: cfg.Rounds}
 	var stops, updates, lives []time.Duration
 	for i := range cfg.Rounds {
-		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t store.Task) (*store.Abort, error) {
+		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t cks.Task) (*cks.Abort, error) {
 			r, err := ctl.Stop(ctx, t.ID, "bench", "bench stop", 30*time.Second, true)
 			return r.Abort, err
 		})
@@ -70,17 +71,17 @@ func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortRe
 	}
 	for i := range cfg.Rounds {
 		var live time.Duration
-		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t store.Task) (*store.Abort, error) {
-			prio := i % store.MaxPriority
+		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t cks.Task) (*cks.Abort, error) {
+			prio := i % cks.MaxPriority
 			begin := time.Now()
-			if _, err := ctl.Update(ctx, t.ID, "bench", store.TaskPatch{Priority: &prio}, 0, true); err != nil {
+			if _, err := ctl.Update(ctx, t.ID, "bench", cks.TaskPatch{Priority: &prio}, 0, true); err != nil {
 				return nil, err
 			}
 			live = time.Since(begin)
 			desc := fmt.Sprintf("revision for round %d", i)
-			r, err := ctl.Update(ctx, t.ID, "bench", store.TaskPatch{Description: &desc}, 30*time.Second, true)
-			if err == nil && r.Path != store.UpdateRestart {
-				err = fmt.Errorf("update took path %s, want %s", r.Path, store.UpdateRestart)
+			r, err := ctl.Update(ctx, t.ID, "bench", cks.TaskPatch{Description: &desc}, 30*time.Second, true)
+			if err == nil && r.Path != cks.UpdateRestart {
+				err = fmt.Errorf("update took path %s, want %s", r.Path, cks.UpdateRestart)
 			}
 			// The restarted task is OPEN again; take it out of the way.
 			if err == nil {
@@ -109,8 +110,8 @@ func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortRe
 // abortRound enqueues and claims one task, runs it on ex with a resolver
 // that works until aborted, and times act, which must abort it and return
 // the abort with a confirmed outcome.
-func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ string, act func(store.Task) (*store.Abort, error)) (time.Duration, error) {
-	if _, _, err := agent.Enqueue(ctx, store.NewTask{Type: typ, Title: "abort round"}); err != nil {
+func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ string, act func(cks.Task) (*cks.Abort, error)) (time.Duration, error) {
+	if _, _, err := agent.Enqueue(ctx, cks.NewTask{Type: typ, Title: "abort round"}); err != nil {
 		return 0, err
 	}
 	claimed, err := agent.Claim(ctx, "bench-executor", []string{typ}, 1, time.Hour)
@@ -144,8 +145,8 @@ func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ
 	if rerr := <-done; err == nil {
 		err = rerr
 	}
-	if err == nil && (ab == nil || ab.Outcome != store.AbortConfirmed) {
-		err = fmt.Errorf("abort %+v, want %s", ab, store.AbortConfirmed)
+	if err == nil && (ab == nil || ab.Outcome != cks.AbortConfirmed) {
+		err = fmt.Errorf("abort %+v, want %s", ab, cks.AbortConfirmed)
 	}
 	return d, err
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -92,8 +93,8 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 	var enqueued atomic.Int64
 	stopTicker := ticker(func() { progress("enqueue", int(enqueued.Load()), cfg.Tasks) })
 	start := time.Now()
-	err := Enqueue(ctx, st, cfg.Tasks, cfg.EnqueueBatch, func(i int) store.NewTask {
-		return store.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % cfg.Priorities}
+	err := Enqueue(ctx, st, cfg.Tasks, cfg.EnqueueBatch, func(i int) cks.NewTask {
+		return cks.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % cfg.Priorities}
 	}, func(n int) { enqueued.Add(int64(n)) })
 	stopTicker()
 	if err != nil {
@@ -128,7 +129,7 @@ func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult
 			if len(ts) == 0 {
 				return nil
 			}
-			complete := func(t store.ClaimedTask) error {
+			complete := func(t cks.ClaimedTask) error {
 				if _, err := st.Complete(ctx, t.ID, t.LeaseToken, false, "ok"); err != nil {
 					return fmt.Errorf("complete task %d: %w", t.ID, err)
 				}
@@ -187,7 +188,7 @@ const DefaultEnqueueBatch = 1000
 // connection serialises them anyway), each in EnqueueMany calls of batch
 // tasks (batch 1: one Enqueue per task), and calls done with the count of
 // each call's tasks once it returned.
-func Enqueue(ctx context.Context, st store.Tasks, tasks, batch int, mk func(i int) store.NewTask, done func(n int)) error {
+func Enqueue(ctx context.Context, st store.Tasks, tasks, batch int, mk func(i int) cks.NewTask, done func(n int)) error {
 	const writers = 4
 	batch = max(batch, 1)
 	return parallel(ctx, writers, func(ctx context.Context, w int) error {
@@ -201,7 +202,7 @@ func Enqueue(ctx context.Context, st store.Tasks, tasks, batch int, mk func(i in
 				done(1)
 				continue
 			}
-			ns := make([]store.NewTask, 0, to-from)
+			ns := make([]cks.NewTask, 0, to-from)
 			for i := from; i < to; i++ {
 				ns = append(ns, mk(i))
 			}

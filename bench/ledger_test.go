@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -41,7 +41,7 @@ func TestLedgerPriorities(t *testing.T) {
 			Priorities: 3}); err != nil {
 			t.Fatal(err)
 		}
-		page, err := st.ListTasks(context.Background(), store.TaskFilter{Limit: 100})
+		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

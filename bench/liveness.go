@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 )
@@ -74,7 +75,7 @@ func Liveness(ctx context.Context, st store.Liveness, cfg LivenessConfig) (Liven
 			}
 		}
 	}
-	live := store.AgentLiveness{InstanceID: liveness.NewInstanceID(), ProcessKind: "critic", Hostname: "bench",
+	live := cks.AgentLiveness{InstanceID: liveness.NewInstanceID(), ProcessKind: "critic", Hostname: "bench",
 		PID: 1, LivenessIntervalS: 30, StartedAt: time.Now().UTC()}
 	svc := liveness.NewService(st, nil)
 	timed := func(n int, f func() error) (p50, p99 time.Duration, err error) {
@@ -123,9 +124,9 @@ func Liveness(ctx context.Context, st store.Liveness, cfg LivenessConfig) (Liven
 
 // oldRow is the i-th historical instance: started i seconds after base,
 // exited gracefully long ago.
-func oldRow(i int, kinds []string, base time.Time) store.AgentLiveness {
+func oldRow(i int, kinds []string, base time.Time) cks.AgentLiveness {
 	at := base.Add(time.Duration(i) * time.Second)
-	return store.AgentLiveness{InstanceID: fmt.Sprintf("history-%07d", i), ProcessKind: kinds[i%len(kinds)],
+	return cks.AgentLiveness{InstanceID: fmt.Sprintf("history-%07d", i), ProcessKind: kinds[i%len(kinds)],
 		Hostname: "bench", PID: 1000 + i%30000, LivenessIntervalS: 30, StartedAt: at, LastHeartbeatAt: liveness.Epoch}
 }
 

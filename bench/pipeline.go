@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
@@ -66,7 +67,7 @@ type timedStore struct {
 	claims int
 }
 
-func (s *timedStore) ListObjects(ctx context.Context, f store.ObjectFilter) (store.ObjectPage, error) {
+func (s *timedStore) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error) {
 	begin := time.Now()
 	p, err := s.Store.ListObjects(ctx, f)
 	s.mu.Lock()
@@ -75,7 +76,7 @@ func (s *timedStore) ListObjects(ctx context.Context, f store.ObjectFilter) (sto
 	return p, err
 }
 
-func (s *timedStore) ClaimObjects(ctx context.Context, status, worker string, n int) ([]store.Object, error) {
+func (s *timedStore) ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error) {
 	begin := time.Now()
 	objs, err := s.Store.ClaimObjects(ctx, status, worker, n)
 	s.mu.Lock()
@@ -228,7 +229,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 	for i := 0; i < cfg.Probes && err == nil && ctx.Err() == nil; i++ {
 		q := "probe: " + cfg.Question(i)
 		content, _ := json.Marshal(pipeline.Question{Question: q})
-		var obj store.Object
+		var obj cks.Object
 		if obj, err = st.CreateObject(ctx, store.NewObject{Kind: pipeline.KindQuestion, Title: q, Content: content,
 			Status: pipeline.AwaitingResearch, CreatedBy: "bench"}); err != nil {
 			break
@@ -281,7 +282,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 // countStatus counts the objects of status.
 func countStatus(ctx context.Context, st pipeline.Store, status string) (int, error) {
 	n := 0
-	f := store.ObjectFilter{Statuses: []string{status}, Limit: store.MaxListLimit}
+	f := cks.ObjectFilter{Statuses: []string{status}, Limit: cks.MaxListLimit}
 	for {
 		page, err := st.ListObjects(ctx, f)
 		if err != nil {

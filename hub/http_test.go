@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // testHub is a hub.Run serving in this process on a fresh data directory.
@@ -118,7 +119,7 @@ func (h testHub) claimedTask(t testing.TB) int64 {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	task, _, err := st.Enqueue(context.Background(), store.NewTask{Type: "t", Title: "x"})
+	task, _, err := st.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestFiftyStopWaitsShareOneListen: fifty concurrent `stop --wait`s against
@@ -42,7 +42,7 @@ func TestFiftyStopWaitsShareOneListen(t *testing.T) {
 	defer st.Close()
 	var ids []int64
 	for i := range waiters {
-		task, _, err := st.Enqueue(ctx, store.NewTask{Type: "t", Title: fmt.Sprint("task ", i)})
+		task, _, err := st.Enqueue(ctx, cks.NewTask{Type: "t", Title: fmt.Sprint("task ", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ WHERE application_name = 'hub-listen-test' AND query LIKE '%LISTEN %'`).Scan(&n)
 	// waits; wait for all fifty, then count while they wait.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n, err := st.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{ledger.Stopped}})
+		n, err := st.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -187,7 +189,7 @@ func TestSevenSweepers(t *testing.T) {
 		// The first passes run at start: each knowledge sweeper completes one
 		// on the empty store without error, graph_health with its details.
 		for _, id := range []string{sweeper.ForkDetectionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID} {
-			st := waitStatus(t, rt, id, func(s sweeper.Status) bool { return s.RunCount >= 1 })
+			st := waitStatus(t, rt, id, func(s cks.SweeperStatus) bool { return s.RunCount >= 1 })
 			if st.LastError != nil || st.LastResultCount == nil || *st.LastResultCount != 0 {
 				t.Fatalf("%s first pass: %+v (error %v)", id, st, st.LastError)
 			}
@@ -202,7 +204,7 @@ func TestSevenSweepers(t *testing.T) {
 
 // waitStatus waits until rt's sweeper id has a status satisfying cond,
 // re-reading it on every SweepersChanged event.
-func waitStatus(t testing.TB, rt *hub.Runtime, id string, cond func(sweeper.Status) bool) sweeper.Status {
+func waitStatus(t testing.TB, rt *hub.Runtime, id string, cond func(cks.SweeperStatus) bool) cks.SweeperStatus {
 	t.Helper()
 	r, err := rt.Sweepers.Registry().Get(id)
 	if err != nil {

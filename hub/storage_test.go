@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
@@ -49,7 +49,7 @@ func TestRefusesReadOnlyDatabase(t *testing.T) {
 		}
 		backendtest.ReadOnlyFile(t, filepath.Join(string(dir), "cks.db"))
 		ready, err := serveOnce(t, hub.Config{DataDir: dir})
-		if ready || !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "cks.db is read-only") {
+		if ready || !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), "cks.db is read-only") {
 			t.Fatalf("start on a read-only cks.db: ready=%v %v, want a read-only error naming the file", ready, err)
 		}
 		if _, err := dir.ReadURL(); err == nil {
@@ -62,7 +62,7 @@ func TestRefusesReadOnlyDatabase(t *testing.T) {
 			t.Fatalf("first start: ready=%v %v", ready, err)
 		}
 		ready, err := serveOnce(t, hub.Config{DataDir: datadir.Dir(t.TempDir()), DatabaseURL: u + "&default_transaction_read_only=on"})
-		if ready || !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "read-only") {
+		if ready || !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), "read-only") {
 			t.Fatalf("start on a read-only Postgres: ready=%v %v, want a read-only error", ready, err)
 		}
 	})

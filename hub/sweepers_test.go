@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
@@ -19,10 +19,10 @@ import (
 // transitioner is the backends' low-level state move, used here to build the
 // inconsistent or aged states the sweepers exist for.
 type transitioner interface {
-	Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error)
+	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
 }
 
-func enqueue(t testing.TB, st store.Store, n store.NewTask) store.Task {
+func enqueue(t testing.TB, st store.Store, n cks.NewTask) cks.Task {
 	t.Helper()
 	task, _, err := st.Enqueue(context.Background(), n)
 	if err != nil {
@@ -31,7 +31,7 @@ func enqueue(t testing.TB, st store.Store, n store.NewTask) store.Task {
 	return task
 }
 
-func move(t testing.TB, st store.Store, id int64, states ...store.TaskState) {
+func move(t testing.TB, st store.Store, id int64, states ...cks.TaskState) {
 	t.Helper()
 	for _, to := range states {
 		if _, err := st.(transitioner).Transition(context.Background(), id, to, "test", "setup"); err != nil {
@@ -40,7 +40,7 @@ func move(t testing.TB, st store.Store, id int64, states ...store.TaskState) {
 	}
 }
 
-func stateOf(t testing.TB, st store.Store, id int64) store.TaskState {
+func stateOf(t testing.TB, st store.Store, id int64) cks.TaskState {
 	t.Helper()
 	task, err := st.GetTask(context.Background(), id)
 	if err != nil {
@@ -63,9 +63,9 @@ func TestLeaseReaper(t *testing.T) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		retry := enqueue(t, st, store.NewTask{Type: "t", MaxAttempts: 2})
-		dead := enqueue(t, st, store.NewTask{Type: "u", MaxAttempts: 1})
-		held := enqueue(t, st, store.NewTask{Type: "v"})
+		retry := enqueue(t, st, cks.NewTask{Type: "t", MaxAttempts: 2})
+		dead := enqueue(t, st, cks.NewTask{Type: "u", MaxAttempts: 1})
+		held := enqueue(t, st, cks.NewTask{Type: "v"})
 		leases := map[string]string{}
 		for _, typ := range []string{"t", "u", "v"} {
 			ts, err := st.Claim(ctx, "w", []string{typ}, 1, time.Minute)
@@ -87,13 +87,13 @@ func TestLeaseReaper(t *testing.T) {
 		if n := sweep(t, reaper); n != 2 {
 			t.Fatalf("reaped %d, want 2", n)
 		}
-		if s := stateOf(t, st, retry.ID); s != ledger.Open {
+		if s := stateOf(t, st, retry.ID); s != cks.TaskOpen {
 			t.Fatalf("retryable task is %s, want OPEN", s)
 		}
-		if s := stateOf(t, st, dead.ID); s != ledger.Failed {
+		if s := stateOf(t, st, dead.ID); s != cks.TaskFailed {
 			t.Fatalf("exhausted task is %s, want FAILED (dead letter)", s)
 		}
-		if s := stateOf(t, st, held.ID); s != ledger.Claimed {
+		if s := stateOf(t, st, held.ID); s != cks.TaskClaimed {
 			t.Fatalf("renewed task is %s, want CLAIMED", s)
 		}
 	})
@@ -107,7 +107,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		enqueue(t, st, store.NewTask{Type: "t"})
+		enqueue(t, st, cks.NewTask{Type: "t"})
 		claimed, err := st.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
@@ -126,7 +126,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 			t.Fatalf("settled %d at the deadline, want 1", n)
 		}
 		got, err := st.GetAbort(ctx, ab.ID)
-		if err != nil || got.Outcome != store.AbortUnconfirmed || got.Executor != "agent-gone" {
+		if err != nil || got.Outcome != cks.AbortUnconfirmed || got.Executor != "agent-gone" {
 			t.Fatalf("abort %+v, %v", got, err)
 		}
 	})
@@ -170,7 +170,7 @@ func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
 		if o, err := st.GetObject(ctx, live.ID); err != nil || o.ClaimedBy == "" {
 			t.Fatalf("renewed claim: claimed_by %q, %v; want kept", o.ClaimedBy, err)
 		}
-		if err := st.ReleaseClaim(ctx, dead.ID, dead.ClaimToken); !errors.Is(err, store.ErrLeaseLost) {
+		if err := st.ReleaseClaim(ctx, dead.ID, dead.ClaimToken); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Fatalf("the dead worker's token after the release: %v, want ErrLeaseLost", err)
 		}
 		again, err := st.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/1", 2)
@@ -186,24 +186,24 @@ func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
 func TestDependencyRelease(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		st := open(t)
-		dep := enqueue(t, st, store.NewTask{Type: "t"})
-		bad := enqueue(t, st, store.NewTask{Type: "t"})
-		ok := enqueue(t, st, store.NewTask{Type: "t", DependsOn: []int64{dep.ID}})
-		blocked := enqueue(t, st, store.NewTask{Type: "t", DependsOn: []int64{dep.ID, bad.ID}})
+		dep := enqueue(t, st, cks.NewTask{Type: "t"})
+		bad := enqueue(t, st, cks.NewTask{Type: "t"})
+		ok := enqueue(t, st, cks.NewTask{Type: "t", DependsOn: []int64{dep.ID}})
+		blocked := enqueue(t, st, cks.NewTask{Type: "t", DependsOn: []int64{dep.ID, bad.ID}})
 		// Finish the dependencies behind the ledger's back, as a crash between
 		// two writes (or a repair) could leave them.
-		move(t, st, dep.ID, ledger.Claimed, ledger.Completed)
-		move(t, st, bad.ID, ledger.Cancelled)
-		if stateOf(t, st, ok.ID) != ledger.Waiting {
+		move(t, st, dep.ID, cks.TaskClaimed, cks.TaskCompleted)
+		move(t, st, bad.ID, cks.TaskCancelled)
+		if stateOf(t, st, ok.ID) != cks.TaskWaiting {
 			t.Fatal("setup released the dependant already")
 		}
 		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 2 {
 			t.Fatalf("moved %d, want 2", n)
 		}
-		if s := stateOf(t, st, ok.ID); s != ledger.Open {
+		if s := stateOf(t, st, ok.ID); s != cks.TaskOpen {
 			t.Fatalf("dependant of a completed task is %s, want OPEN", s)
 		}
-		if s := stateOf(t, st, blocked.ID); s != ledger.Blocked {
+		if s := stateOf(t, st, blocked.ID); s != cks.TaskBlocked {
 			t.Fatalf("dependant of a cancelled task is %s, want BLOCKED", s)
 		}
 		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 0 {
@@ -216,12 +216,12 @@ func TestStaleStopReport(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		old := enqueue(t, st, store.NewTask{Type: "t"})
-		move(t, st, old.ID, ledger.Stopped)
+		old := enqueue(t, st, cks.NewTask{Type: "t"})
+		move(t, st, old.ID, cks.TaskStopped)
 		c.Advance(2 * time.Hour)
-		recent := enqueue(t, st, store.NewTask{Type: "t"})
-		move(t, st, recent.ID, ledger.Stopped)
-		enqueue(t, st, store.NewTask{Type: "t"}) // OPEN: never reported
+		recent := enqueue(t, st, cks.NewTask{Type: "t"})
+		move(t, st, recent.ID, cks.TaskStopped)
+		enqueue(t, st, cks.NewTask{Type: "t"}) // OPEN: never reported
 
 		report := sweeper.StaleStopReport{Tasks: st, Clock: c, Threshold: 24 * time.Hour}
 		c.Set(storetest.T0.Add(24*time.Hour - time.Second))
@@ -246,7 +246,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		claim := func(typ, worker string) store.ClaimedTask {
+		claim := func(typ, worker string) cks.ClaimedTask {
 			t.Helper()
 			ts, err := st.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 			if err != nil || len(ts) != 1 {
@@ -257,9 +257,9 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 			}
 			return ts[0]
 		}
-		enqueue(t, st, store.NewTask{Type: "done"})
-		enqueue(t, st, store.NewTask{Type: "reopened"})
-		enqueue(t, st, store.NewTask{Type: "moved"})
+		enqueue(t, st, cks.NewTask{Type: "done"})
+		enqueue(t, st, cks.NewTask{Type: "reopened"})
+		enqueue(t, st, cks.NewTask{Type: "moved"})
 		done := claim("done", "w1")
 		claim("reopened", "w1")
 		claim("moved", "w1")
@@ -273,7 +273,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 			t.Fatalf("reclaim: %d, %v", n, err)
 		}
 		moved := claim("moved", "w2")
-		enqueue(t, st, store.NewTask{Type: "running"})
+		enqueue(t, st, cks.NewTask{Type: "running"})
 		running := claim("running", "w1")
 		if _, _, err := auth.CreateToken(ctx, st, c, "ops for task "+fmt.Sprint(done.ID), auth.TaskTokenGrants(done.ID)); err != nil {
 			t.Fatal(err)

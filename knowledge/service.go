@@ -61,8 +61,8 @@ func hashClaimToken(token string) string { return store.HashLeaseToken(token) }
 
 // view is the read view of an object row: no claim token (only a claim
 // returns one), forked when it has more than one head.
-func view(o driver.ObjectRow) store.Object {
-	return store.Object{
+func view(o driver.ObjectRow) cks.Object {
+	return cks.Object{
 		ID:          o.ID,
 		Kind:        o.Kind,
 		Title:       o.Title,
@@ -80,13 +80,13 @@ func view(o driver.ObjectRow) store.Object {
 	}
 }
 
-func edgeView(e driver.EdgeRow) store.Edge {
-	return store.Edge{ID: e.ID, Src: e.Src, Dst: e.Dst, BaseType: e.BaseType, SemanticType: e.SemanticType,
+func edgeView(e driver.EdgeRow) cks.Edge {
+	return cks.Edge{ID: e.ID, Src: e.Src, Dst: e.Dst, BaseType: e.BaseType, SemanticType: e.SemanticType,
 		Weight: e.Weight, CreatedAt: e.CreatedAt}
 }
 
-func entryView(r driver.TransitionRow) store.TransitionEntry {
-	e := store.TransitionEntry{Seq: r.Seq, ObjectID: r.ObjectID, TS: r.TS, Agent: r.Agent, Action: r.Action,
+func entryView(r driver.TransitionRow) cks.TransitionEntry {
+	e := cks.TransitionEntry{Seq: r.Seq, ObjectID: r.ObjectID, TS: r.TS, Agent: r.Agent, Action: r.Action,
 		TransitionedTo: r.TransitionedTo, ContentHash: r.ContentHash, Round: r.Round}
 	if r.ReasoningNodeID != 0 {
 		id := r.ReasoningNodeID
@@ -109,7 +109,7 @@ func getForUpdate(ctx context.Context, ex driver.Executor, id int64) (driver.Obj
 		return driver.ObjectRow{}, err
 	}
 	if len(rows) == 0 {
-		return driver.ObjectRow{}, fmt.Errorf("object %d: %w", id, store.ErrNotFound)
+		return driver.ObjectRow{}, fmt.Errorf("object %d: %w", id, cks.ErrNotFound)
 	}
 	return rows[0], nil
 }
@@ -124,7 +124,7 @@ func claimed(ctx context.Context, ex driver.Executor, id int64, token string) (d
 	}
 	if token == "" || o.ClaimTokenHash == "" ||
 		subtle.ConstantTimeCompare([]byte(hashClaimToken(token)), []byte(o.ClaimTokenHash)) != 1 {
-		return o, fmt.Errorf("object %d (now %q, claimed by %q): %w", id, o.Status, o.ClaimedBy, store.ErrLeaseLost)
+		return o, fmt.Errorf("object %d (now %q, claimed by %q): %w", id, o.Status, o.ClaimedBy, cks.ErrLeaseLost)
 	}
 	return o, nil
 }
@@ -133,7 +133,7 @@ func claimed(ctx context.Context, ex driver.Executor, id int64, token string) (d
 // first version (number 1, no parents, by its creator, the only head) and,
 // when it has a status, its "created" log entry by its creator. It does not
 // publish.
-func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewObject) ([]store.Object, error) {
+func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewObject) ([]cks.Object, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
@@ -152,7 +152,7 @@ func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []
 	}
 	versions := make([]driver.VersionRow, len(rows))
 	var log []driver.TransitionRow
-	out := make([]store.Object, len(rows))
+	out := make([]cks.Object, len(rows))
 	for i := range rows {
 		o := &rows[i]
 		o.ID = ids[i]
@@ -196,7 +196,7 @@ func checkObjects(ctx context.Context, ex driver.Executor, refs []objectRef) err
 	}
 	for _, r := range refs {
 		if _, ok := slices.BinarySearch(found, r.id); !ok {
-			return &store.FieldError{Field: r.field, Expected: fmt.Sprintf("the id of an existing object (no object %d)", r.id)}
+			return &cks.FieldError{Field: r.field, Expected: fmt.Sprintf("the id of an existing object (no object %d)", r.id)}
 		}
 	}
 	return nil
@@ -219,12 +219,12 @@ func edgeRow(src, dst int64, base, semantic string, weight *float64, now time.Ti
 
 // insertEdges writes edges (their objects checked to exist) and returns
 // them with their ids.
-func insertEdges(ctx context.Context, ex driver.Executor, rows []driver.EdgeRow) ([]store.Edge, error) {
+func insertEdges(ctx context.Context, ex driver.Executor, rows []driver.EdgeRow) ([]cks.Edge, error) {
 	ids, err := ex.EdgeInsertMany(ctx, rows)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Edge, len(rows))
+	out := make([]cks.Edge, len(rows))
 	for i, r := range rows {
 		r.ID = ids[i]
 		out[i] = edgeView(r)
@@ -247,7 +247,7 @@ func attachmentObjects(attach []store.Attachment, agent string) []store.NewObjec
 
 // attachmentEdges returns the edges of attachments made as objects: each
 // from its object to the subject, then its links.
-func attachmentEdges(attach []store.Attachment, objects []store.Object, subject int64, now time.Time) []driver.EdgeRow {
+func attachmentEdges(attach []store.Attachment, objects []cks.Object, subject int64, now time.Time) []driver.EdgeRow {
 	var rows []driver.EdgeRow
 	for i, a := range attach {
 		src := objects[i].ID
@@ -260,12 +260,12 @@ func attachmentEdges(attach []store.Attachment, objects []store.Object, subject 
 }
 
 // CreateObject implements store.Knowledge.
-func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (store.Object, error) {
+func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (cks.Object, error) {
 	n, err := n.Validate("")
 	if err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
-	var out store.Object
+	var out cks.Object
 	err = s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		objs, err := insertObjects(ctx, ex, now, []store.NewObject{n})
 		if err != nil {
@@ -278,22 +278,22 @@ func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (store.Ob
 		return ex.Notify(ctx, store.TopicObjects)
 	})
 	if err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
 	return out, nil
 }
 
 // GetObject implements store.Knowledge. It reads the object, its log and its
 // edges in one read-only snapshot.
-func (s *Service) GetObject(ctx context.Context, id int64) (store.Object, error) {
-	var out store.Object
+func (s *Service) GetObject(ctx context.Context, id int64) (cks.Object, error) {
+	var out cks.Object
 	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
 		rows, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: []int64{id}})
 		if err != nil {
 			return err
 		}
 		if len(rows) == 0 {
-			return fmt.Errorf("object %d: %w", id, store.ErrNotFound)
+			return fmt.Errorf("object %d: %w", id, cks.ErrNotFound)
 		}
 		o := view(rows[0])
 		log, err := ex.TransitionList(ctx, id)
@@ -314,25 +314,25 @@ func (s *Service) GetObject(ctx context.Context, id int64) (store.Object, error)
 		return nil
 	})
 	if err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
 	return out, nil
 }
 
 // ListObjects implements store.Knowledge.
-func (s *Service) ListObjects(ctx context.Context, f store.ObjectFilter) (store.ObjectPage, error) {
+func (s *Service) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error) {
 	f, err := f.Validate()
 	if err != nil {
-		return store.ObjectPage{}, err
+		return cks.ObjectPage{}, err
 	}
 	rows, err := s.db.Executor().ObjectList(ctx, driver.ObjectListParams{Kinds: f.Kinds, Statuses: f.Statuses,
 		Unclaimed: f.Unclaimed, After: f.After, Limit: f.Limit + 1})
 	if err != nil {
-		return store.ObjectPage{}, err
+		return cks.ObjectPage{}, err
 	}
 	// A page ends at f.Limit objects or at what a cks.PageBudget holds,
 	// whichever comes first.
-	page := store.ObjectPage{Objects: make([]store.Object, 0, len(rows))} // "objects": [] in JSON
+	page := cks.ObjectPage{Objects: make([]cks.Object, 0, len(rows))} // "objects": [] in JSON
 	var budget cks.PageBudget
 	for _, r := range rows {
 		size := 400 + len(r.Content) + cks.EncodedLen(r.Title) + cks.EncodedLen(r.Kind) + cks.EncodedLen(r.CreatedBy)
@@ -346,16 +346,16 @@ func (s *Service) ListObjects(ctx context.Context, f store.ObjectFilter) (store.
 }
 
 // AddEdges implements store.Knowledge.
-func (s *Service) AddEdges(ctx context.Context, edges []store.NewEdge) ([]store.Edge, error) {
+func (s *Service) AddEdges(ctx context.Context, edges []store.NewEdge) ([]cks.Edge, error) {
 	for i, e := range edges {
 		if err := e.Validate(fmt.Sprintf("edges[%d].", i)); err != nil {
 			return nil, err
 		}
 	}
 	if len(edges) == 0 {
-		return []store.Edge{}, nil
+		return []cks.Edge{}, nil
 	}
-	var out []store.Edge
+	var out []cks.Edge
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		if err := checkObjects(ctx, ex, edgeRefs(edges)); err != nil {
 			return err
@@ -381,7 +381,7 @@ func validWorker(worker string) error {
 		return err
 	}
 	if strings.TrimSpace(worker) == "" {
-		return &store.FieldError{Field: "worker", Expected: "a non-empty worker name"}
+		return &cks.FieldError{Field: "worker", Expected: "a non-empty worker name"}
 	}
 	return nil
 }
@@ -390,25 +390,25 @@ func validWorker(worker string) error {
 // locked SKIP LOCKED, so concurrent claimers never wait for each other and
 // never claim one object; on SQLite the one writer serialises them. Each
 // claimed object gets its own token.
-func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int) ([]store.Object, error) {
+func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error) {
 	if err := store.ValidateText("status", status); err != nil {
 		return nil, err
 	}
 	switch {
 	case status == "":
-		return nil, &store.FieldError{Field: "status", Expected: "the status to claim objects of"}
+		return nil, &cks.FieldError{Field: "status", Expected: "the status to claim objects of"}
 	case validWorker(worker) != nil:
 		return nil, validWorker(worker)
-	case n < 1 || n > store.MaxListLimit:
-		return nil, &store.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
+	case n < 1 || n > cks.MaxListLimit:
+		return nil, &cks.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", cks.MaxListLimit)}
 	}
-	var out []store.Object
+	var out []cks.Object
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		rows, err := ex.ObjectClaimable(ctx, driver.ObjectClaimableParams{Status: status, Limit: n})
 		if err != nil {
 			return err
 		}
-		out = make([]store.Object, len(rows))
+		out = make([]cks.Object, len(rows))
 		updates := make([]driver.ObjectRow, len(rows))
 		for i, o := range rows {
 			token := newClaimToken()
@@ -429,17 +429,17 @@ func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int
 // ClaimObject implements store.Knowledge. It waits for a transaction that
 // holds the object (it names one object, there is nothing to skip to) and
 // then decides on what that transaction left.
-func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (store.Object, error) {
+func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error) {
 	if err := validWorker(worker); err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
 	if err := store.ValidateTexts("statuses", statuses); err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
 	if len(statuses) == 0 {
-		return store.Object{}, &store.FieldError{Field: "statuses", Expected: "the statuses the object may be claimed in (at least one)"}
+		return cks.Object{}, &cks.FieldError{Field: "statuses", Expected: "the statuses the object may be claimed in (at least one)"}
 	}
-	var out store.Object
+	var out cks.Object
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		o, err := getForUpdate(ctx, ex, id)
 		if err != nil {
@@ -447,9 +447,9 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 		}
 		switch {
 		case o.ClaimedBy != "":
-			return fmt.Errorf("object %d is claimed by %q: %w", id, o.ClaimedBy, store.ErrConflict)
+			return fmt.Errorf("object %d is claimed by %q: %w", id, o.ClaimedBy, cks.ErrConflict)
 		case !slices.Contains(statuses, o.Status):
-			return fmt.Errorf("object %d is %q, not one of %q: %w", id, o.Status, statuses, store.ErrConflict)
+			return fmt.Errorf("object %d is %q, not one of %q: %w", id, o.Status, statuses, cks.ErrConflict)
 		}
 		token := newClaimToken()
 		o.ClaimedBy, o.ClaimTokenHash, o.ClaimedAt, o.UpdatedAt = worker, hashClaimToken(token), now, now
@@ -461,7 +461,7 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 		return nil
 	})
 	if err != nil {
-		return store.Object{}, err
+		return cks.Object{}, err
 	}
 	return out, nil
 }
@@ -515,13 +515,13 @@ func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string)
 // the status, the end of the claim, the log entries (the transition's and
 // one per SetStatus change, all pointing to the reasoning node), and the
 // notification.
-func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken string, t store.ObjectTransition) (store.Object, []store.Object, error) {
+func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken string, t store.ObjectTransition) (cks.Object, []cks.Object, error) {
 	t, err := t.Validate()
 	if err != nil {
-		return store.Object{}, nil, err
+		return cks.Object{}, nil, err
 	}
 	if err := store.ValidateText("claim_token", claimToken); err != nil {
-		return store.Object{}, nil, err
+		return cks.Object{}, nil, err
 	}
 	var (
 		content []byte
@@ -529,12 +529,12 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 	)
 	if len(t.Content) > 0 {
 		if content, hash, err = store.CanonicalContent(t.Content, "content"); err != nil {
-			return store.Object{}, nil, err
+			return cks.Object{}, nil, err
 		}
 	}
 	var (
-		out      store.Object
-		attached []store.Object
+		out      cks.Object
+		attached []cks.Object
 	)
 	err = s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		attached = nil
@@ -543,7 +543,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 			return err
 		}
 		if o.Status != t.From {
-			return fmt.Errorf("object %d is %q, not %q: %w", id, o.Status, t.From, store.ErrConflict)
+			return fmt.Errorf("object %d is %q, not %q: %w", id, o.Status, t.From, cks.ErrConflict)
 		}
 		// Every object the input names must exist before anything is written.
 		var refs []objectRef
@@ -556,7 +556,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 		for i, c := range t.SetStatus {
 			field := fmt.Sprintf("set_status[%d].object_id", i)
 			if c.ObjectID == id {
-				return &store.FieldError{Field: field,
+				return &cks.FieldError{Field: field,
 					Expected: fmt.Sprintf("the id of another object (%d is the transitioned object: its status is to)", id)}
 			}
 			refs = append(refs, objectRef{field, c.ObjectID})
@@ -613,7 +613,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 		return ex.Notify(ctx, store.TopicObjects)
 	})
 	if err != nil {
-		return store.Object{}, nil, err
+		return cks.Object{}, nil, err
 	}
 	return out, attached, nil
 }
@@ -642,7 +642,7 @@ func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t store.O
 	for _, c := range t.SetStatus {
 		o, ok := byID[c.ObjectID]
 		if !ok {
-			return nil, fmt.Errorf("object %d: %w", c.ObjectID, store.ErrNotFound)
+			return nil, fmt.Errorf("object %d: %w", c.ObjectID, cks.ErrNotFound)
 		}
 		o.Status, o.UpdatedAt = c.Status, now
 		log = append(log, driver.TransitionRow{ObjectID: o.ID, TS: now, Agent: t.Agent, Action: c.Action,

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -107,7 +109,7 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 			len(after.Log) != len(before.Log) || string(after.Content) != string(before.Content) {
 			t.Fatalf("after the failed transition: %+v, was %+v", after, before)
 		}
-		page, err := k.ListObjects(ctx, store.ObjectFilter{})
+		page, err := k.ListObjects(ctx, cks.ObjectFilter{})
 		if err != nil || len(page.Objects) != 1 {
 			t.Fatalf("objects after the failed transition: %v, %v; want the one", page.Objects, err)
 		}

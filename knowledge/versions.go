@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -21,12 +22,12 @@ import (
 // follow each other and each sees the heads and the number the one before
 // it left.
 
-func versionView(v driver.VersionRow) store.Version {
+func versionView(v driver.VersionRow) cks.Version {
 	parents := v.Parents
 	if parents == nil {
 		parents = []int64{} // "parents": [] in JSON
 	}
-	return store.Version{Version: v.Version, ObjectID: v.ObjectID, Parents: parents, Content: v.Content,
+	return cks.Version{Version: v.Version, ObjectID: v.ObjectID, Parents: parents, Content: v.Content,
 		ContentHash: v.ContentHash, Author: v.Author, CreatedAt: v.CreatedAt}
 }
 
@@ -65,32 +66,32 @@ func validAuthor(author string) error {
 		return err
 	}
 	if strings.TrimSpace(author) == "" {
-		return &store.FieldError{Field: "author", Expected: "the non-empty name of the version's writer"}
+		return &cks.FieldError{Field: "author", Expected: "the non-empty name of the version's writer"}
 	}
 	return nil
 }
 
 // WriteVersion implements store.Versions.
-func (s *Service) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage, author string) (store.Version, error) {
+func (s *Service) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage, author string) (cks.Version, error) {
 	content, hash, err := store.CanonicalContent(content, "content")
 	if err != nil {
-		return store.Version{}, err
+		return cks.Version{}, err
 	}
 	if err := validAuthor(author); err != nil {
-		return store.Version{}, err
+		return cks.Version{}, err
 	}
 	if base <= 0 {
-		return store.Version{}, &store.FieldError{Field: "base_version",
+		return cks.Version{}, &cks.FieldError{Field: "base_version",
 			Expected: fmt.Sprintf("the number of a version of object %d", id)}
 	}
-	var out store.Version
+	var out cks.Version
 	err = s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		o, err := getForUpdate(ctx, ex, id)
 		if err != nil {
 			return err
 		}
 		if base > o.HeadVersion {
-			return &store.FieldError{Field: "base_version",
+			return &cks.FieldError{Field: "base_version",
 				Expected: fmt.Sprintf("a version of object %d (it has versions 1 to %d, not %d)", id, o.HeadVersion, base)}
 		}
 		if err := writeVersion(ctx, ex, now, &o, base, content, hash, author); err != nil {
@@ -99,27 +100,27 @@ func (s *Service) WriteVersion(ctx context.Context, id, base int64, content json
 		if _, err := ex.ObjectUpdateMany(ctx, []driver.ObjectRow{o}); err != nil {
 			return err
 		}
-		out = store.Version{Version: o.HeadVersion, ObjectID: id, Parents: []int64{base}, Content: content,
+		out = cks.Version{Version: o.HeadVersion, ObjectID: id, Parents: []int64{base}, Content: content,
 			ContentHash: hash, Author: author, CreatedAt: now}
 		return nil
 	})
 	if err != nil {
-		return store.Version{}, err
+		return cks.Version{}, err
 	}
 	return out, nil
 }
 
 // MergeVersions implements store.Versions.
-func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, content json.RawMessage, author string, reason *store.Attachment) (store.Version, *store.Object, error) {
+func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, content json.RawMessage, author string, reason *store.Attachment) (cks.Version, *cks.Object, error) {
 	content, hash, err := store.CanonicalContent(content, "content")
 	if err != nil {
-		return store.Version{}, nil, err
+		return cks.Version{}, nil, err
 	}
 	if err := validAuthor(author); err != nil {
-		return store.Version{}, nil, err
+		return cks.Version{}, nil, err
 	}
 	if len(heads) == 0 {
-		return store.Version{}, nil, &store.FieldError{Field: "heads",
+		return cks.Version{}, nil, &cks.FieldError{Field: "heads",
 			Expected: fmt.Sprintf("the head version numbers of object %d (at least one)", id)}
 	}
 	// A set: any order, a repeated number counts once. A number that is not
@@ -128,12 +129,12 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 	var why store.Attachment
 	if reason != nil {
 		if why, err = validReason(*reason); err != nil {
-			return store.Version{}, nil, err
+			return cks.Version{}, nil, err
 		}
 	}
 	var (
-		out    store.Version
-		outWhy *store.Object
+		out    cks.Version
+		outWhy *cks.Object
 	)
 	err = s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		outWhy = nil
@@ -150,7 +151,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 			cur[i] = h.Version
 		}
 		if !slices.Equal(cur, want) {
-			return fmt.Errorf("object %d: merge of heads %v, but its heads are %v: %w", id, want, cur, store.ErrConflict)
+			return fmt.Errorf("object %d: merge of heads %v, but its heads are %v: %w", id, want, cur, cks.ErrConflict)
 		}
 		if reason != nil {
 			refs := make([]objectRef, len(why.Links))
@@ -171,7 +172,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 		if _, err := ex.ObjectUpdateMany(ctx, []driver.ObjectRow{o}); err != nil {
 			return err
 		}
-		out = store.Version{Version: o.HeadVersion, ObjectID: id, Parents: cur, Content: content,
+		out = cks.Version{Version: o.HeadVersion, ObjectID: id, Parents: cur, Content: content,
 			ContentHash: hash, Author: author, CreatedAt: now}
 		if reason == nil {
 			return nil
@@ -193,7 +194,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 		return ex.Notify(ctx, store.TopicObjects) // a reason with a status is claimable
 	})
 	if err != nil {
-		return store.Version{}, nil, err
+		return cks.Version{}, nil, err
 	}
 	return out, outWhy, nil
 }
@@ -204,8 +205,8 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 func validReason(r store.Attachment) (store.Attachment, error) {
 	t, err := store.ObjectTransition{From: "merge", To: "merge", Action: "merge", Agent: "merge",
 		Attach: []store.Attachment{r}, Reasoning: 0}.Validate()
-	if fe := (*store.FieldError)(nil); errors.As(err, &fe) {
-		return r, &store.FieldError{Field: "reason." + strings.TrimPrefix(fe.Field, "attach[0]."), Expected: fe.Expected}
+	if fe := (*cks.FieldError)(nil); errors.As(err, &fe) {
+		return r, &cks.FieldError{Field: "reason." + strings.TrimPrefix(fe.Field, "attach[0]."), Expected: fe.Expected}
 	}
 	if err != nil {
 		return r, err
@@ -216,15 +217,15 @@ func validReason(r store.Attachment) (store.Attachment, error) {
 // versions reads the versions of object id (only its heads when headsOnly),
 // ascending; none means no such object, which is ErrNotFound: every object
 // has a first version and at least one head.
-func (s *Service) versions(ctx context.Context, id int64, headsOnly bool) ([]store.Version, error) {
+func (s *Service) versions(ctx context.Context, id int64, headsOnly bool) ([]cks.Version, error) {
 	rows, err := s.db.Executor().VersionList(ctx, driver.VersionListParams{ObjectID: id, HeadsOnly: headsOnly})
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("object %d: %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("object %d: %w", id, cks.ErrNotFound)
 	}
-	out := make([]store.Version, len(rows))
+	out := make([]cks.Version, len(rows))
 	for i, r := range rows {
 		out[i] = versionView(r)
 	}
@@ -232,27 +233,27 @@ func (s *Service) versions(ctx context.Context, id int64, headsOnly bool) ([]sto
 }
 
 // Heads implements store.Versions.
-func (s *Service) Heads(ctx context.Context, id int64) ([]store.Version, error) {
+func (s *Service) Heads(ctx context.Context, id int64) ([]cks.Version, error) {
 	return s.versions(ctx, id, true)
 }
 
 // ObjectVersions implements store.Versions.
-func (s *Service) ObjectVersions(ctx context.Context, id int64) ([]store.Version, error) {
+func (s *Service) ObjectVersions(ctx context.Context, id int64) ([]cks.Version, error) {
 	return s.versions(ctx, id, false)
 }
 
 // validPage reports a FieldError naming limit unless it is 1..MaxListLimit
 // (a cursor below every id is the first page).
 func validPage(limit int) error {
-	if limit < 1 || limit > store.MaxListLimit {
-		return &store.FieldError{Field: "limit", Expected: fmt.Sprintf("an integer from 1 to %d", store.MaxListLimit)}
+	if limit < 1 || limit > cks.MaxListLimit {
+		return &cks.FieldError{Field: "limit", Expected: fmt.Sprintf("an integer from 1 to %d", cks.MaxListLimit)}
 	}
 	return nil
 }
 
 // ForkedObjects implements store.Versions. The heads of each fork are read
 // in the same statement as the fork, so they are the ones that made it.
-func (s *Service) ForkedObjects(ctx context.Context, after int64, limit int) ([]store.Fork, error) {
+func (s *Service) ForkedObjects(ctx context.Context, after int64, limit int) ([]cks.Fork, error) {
 	if err := validPage(limit); err != nil {
 		return nil, err
 	}
@@ -260,15 +261,15 @@ func (s *Service) ForkedObjects(ctx context.Context, after int64, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Fork, len(rows))
+	out := make([]cks.Fork, len(rows))
 	for i, r := range rows {
-		out[i] = store.Fork{ObjectID: r.ObjectID, Heads: r.Heads}
+		out[i] = cks.Fork{ObjectID: r.ObjectID, Heads: r.Heads}
 	}
 	return out, nil
 }
 
 // ListEdges implements store.Versions.
-func (s *Service) ListEdges(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+func (s *Service) ListEdges(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
 	if err := validPage(limit); err != nil {
 		return nil, err
 	}
@@ -276,7 +277,7 @@ func (s *Service) ListEdges(ctx context.Context, after int64, limit int) ([]stor
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Edge, len(rows))
+	out := make([]cks.Edge, len(rows))
 	for i, r := range rows {
 		out[i] = edgeView(r)
 	}

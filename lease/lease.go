@@ -12,9 +12,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lifecycle"
-	"github.com/cks-dev/cks/store"
 )
 
 // Config configures a Keeper.
@@ -99,7 +99,7 @@ func (k *Keeper) run(ctx context.Context) {
 		}
 		err := k.cfg.Renew(ctx)
 		switch {
-		case errors.Is(err, store.ErrLeaseLost):
+		case errors.Is(err, cks.ErrLeaseLost):
 			k.cancel(err)
 			return
 		case err != nil && ctx.Err() == nil:

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/lifecycle"
-	"github.com/cks-dev/cks/store"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -120,7 +121,7 @@ func TestRenewsEveryPeriod(t *testing.T) {
 // lease context with the loss as its cause, and renews no more.
 func TestLossCancelsTheWork(t *testing.T) {
 	c := clock.NewFake(t0)
-	lost := fmt.Errorf("task 7: %w", store.ErrLeaseLost)
+	lost := fmt.Errorf("task 7: %w", cks.ErrLeaseLost)
 	r := newRenewals(nil, lost)
 	k, lctx := keep(t, context.Background(), c, r)
 	tick(t, c)
@@ -132,7 +133,7 @@ func TestLossCancelsTheWork(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lease context was not cancelled")
 	}
-	if cause := context.Cause(lctx); !errors.Is(cause, store.ErrLeaseLost) || cause.Error() != lost.Error() {
+	if cause := context.Cause(lctx); !errors.Is(cause, cks.ErrLeaseLost) || cause.Error() != lost.Error() {
 		t.Fatalf("cause %v, want %v", cause, lost)
 	}
 	<-k.Done()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -26,7 +27,7 @@ const (
 // each other's locked rows; so the claims that callers make at once — the
 // agents a hub serves, the workers of one process — go in one statement,
 // each row leased to its own caller.
-type claimer = group[*claim, []store.ClaimedTask]
+type claimer = group[*claim, []cks.ClaimedTask]
 
 // claim is one ClaimWith call, validated, with the lease tokens it may
 // hand out and their hashes.
@@ -50,8 +51,8 @@ func (c *claim) key() string {
 // nothing; one whose caller gives up later gets its tasks all the same,
 // as a claimer that dies after claiming does, and the lease reaper takes
 // them back when the lease runs out.
-func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.ClaimedTask]) []result[[]store.ClaimedTask] {
-	out := make([]result[[]store.ClaimedTask], len(batch))
+func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.ClaimedTask]) []result[[]cks.ClaimedTask] {
+	out := make([]result[[]cks.ClaimedTask], len(batch))
 	var live []int
 	for i, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -71,7 +72,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 	type owner struct{ call, token int }
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
-			out[i].val = make([]store.ClaimedTask, 0, batch[i].in.p.N)
+			out[i].val = make([]cks.ClaimedTask, 0, batch[i].in.p.N)
 		}
 		done := map[string]bool{}
 		for _, first := range live {
@@ -82,11 +83,11 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 			done[key] = true
 			p := batch[first].in.p
 			params := driver.TaskClaimParams{
-				TaskClaimableParams: driver.TaskClaimableParams{State: string(Open),
+				TaskClaimableParams: driver.TaskClaimableParams{State: string(cks.TaskOpen),
 					Excluded: strs(DispatchExcluded[:]), Types: p.Types, Now: now},
-				To: string(Claimed), AttemptsAdded: 1, Reason: "claimed"}
+				To: string(cks.TaskClaimed), AttemptsAdded: 1, Reason: "claimed"}
 			if p.Running {
-				params.Then = driver.TaskClaimThen{To: string(Running), Reason: runningReason}
+				params.Then = driver.TaskClaimThen{To: string(cks.TaskRunning), Reason: runningReason}
 			}
 			owners := map[string]owner{}
 			for _, i := range live {
@@ -112,7 +113,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 				if !ok {
 					return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
 				}
-				out[o.call].val = append(out[o.call].val, store.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
+				out[o.call].val = append(out[o.call].val, cks.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
 					LeaseToken: batch[o.call].in.tokens[o.token]})
 			}
 		}
@@ -120,7 +121,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []store.
 	})
 	if err != nil {
 		for _, i := range live {
-			out[i] = result[[]store.ClaimedTask]{err: err}
+			out[i] = result[[]cks.ClaimedTask]{err: err}
 		}
 	}
 	return out

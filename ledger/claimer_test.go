@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -53,13 +54,13 @@ func TestClaimsShareAStatement(t *testing.T) {
 			ledger.SetMaxClaims(s, 1) // while the held claim runs, the others queue
 			var ids []int64
 			for i := range 9 {
-				task, _, err := s.Enqueue(ctx, store.NewTask{Type: "x", Title: fmt.Sprint(i), Priority: 9 - i})
+				task, _, err := s.Enqueue(ctx, cks.NewTask{Type: "x", Title: fmt.Sprint(i), Priority: 9 - i})
 				if err != nil {
 					t.Fatal(err)
 				}
 				ids = append(ids, task.ID)
 			}
-			other, _, err := s.Enqueue(ctx, store.NewTask{Type: "y", Title: "y"})
+			other, _, err := s.Enqueue(ctx, cks.NewTask{Type: "y", Title: "y"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,11 +71,11 @@ func TestClaimsShareAStatement(t *testing.T) {
 				n      int
 				lease  time.Duration
 			}{{"w0", 3, time.Minute}, {"w1", 2, 2 * time.Minute}, {"w2", 3, 3 * time.Minute}, {"w3", 3, 4 * time.Minute}}
-			got := make([][]store.ClaimedTask, len(asks))
+			got := make([][]cks.ClaimedTask, len(asks))
 			errs := make([]error, len(asks))
 			var (
 				wg     sync.WaitGroup
-				ygot   []store.ClaimedTask
+				ygot   []cks.ClaimedTask
 				yerr   error
 				queued = 0
 			)
@@ -94,7 +95,7 @@ func TestClaimsShareAStatement(t *testing.T) {
 			wg.Wait()
 			stmts := g.statements()
 			if len(stmts) != 3 || len(stmts[1].Leases) != 11 || !slices.Equal(stmts[1].Types, []string{"x"}) ||
-				len(stmts[2].Leases) != 1 || stmts[2].Then.To != string(ledger.Running) {
+				len(stmts[2].Leases) != 1 || stmts[2].Then.To != string(cks.TaskRunning) {
 				t.Fatalf("claim statements %d, want 3: the held one, x for 11 leases, y straight to RUNNING", len(stmts))
 			}
 			seen := map[int64]string{}
@@ -131,7 +132,7 @@ func TestClaimsShareAStatement(t *testing.T) {
 				}
 				next += want
 			}
-			if yerr != nil || len(ygot) != 1 || ygot[0].ID != other.ID || ygot[0].State != ledger.Running ||
+			if yerr != nil || len(ygot) != 1 || ygot[0].ID != other.ID || ygot[0].State != cks.TaskRunning ||
 				ygot[0].ClaimedBy != "wy" {
 				t.Fatalf("claim of y: %+v %v, want task %d RUNNING for wy", ygot, yerr, other.ID)
 			}
@@ -150,14 +151,14 @@ func TestClaimWithdraw(t *testing.T) {
 			s, ctx := ledger.NewService(g), context.Background()
 			ledger.SetMaxClaims(s, 1)
 			for i := range 2 {
-				if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "x", Title: fmt.Sprint(i)}); err != nil {
+				if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "x", Title: fmt.Sprint(i)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			gone, cancel := context.WithCancel(ctx)
 			var (
 				wg            sync.WaitGroup
-				mine, theirs  []store.ClaimedTask
+				mine, theirs  []cks.ClaimedTask
 				mineE, theirE error
 			)
 			withHeldClaim(t, s, g, 1, func() {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // maxFinishBatch is the most calls one flush carries.
@@ -40,7 +40,7 @@ type finish struct {
 
 // completer is the group of the Complete, Fail and Touch calls of one
 // process; each batch is one flush.
-type completer = group[*finish, store.Task]
+type completer = group[*finish, cks.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
@@ -53,8 +53,8 @@ type completer = group[*finish, store.Task]
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
 // nothing of the batch is written.
-func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task]) []result[store.Task] {
-	out := make([]result[store.Task], len(batch))
+func (s *Service) flush(ctx context.Context, batch []*call[*finish, cks.Task]) []result[cks.Task] {
+	out := make([]result[cks.Task], len(batch))
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		clear(out)
 		ids := make([]int64, 0, len(batch))
@@ -89,8 +89,8 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task])
 			case !ok:
 				out[i].err = notFound(f.id)
 				continue
-			case !holds(cur, f.token) || !slices.Contains(states, State(cur.State)):
-				out[i].err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, store.ErrLeaseLost)
+			case !holds(cur, f.token) || !slices.Contains(states, cks.TaskState(cur.State)):
+				out[i].err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, cks.ErrLeaseLost)
 				continue
 			case f.touch:
 				renew(&cur, now)
@@ -128,8 +128,8 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task])
 			return err
 		}
 		for k, r := range written {
-			if State(r.State) == Failed && waitedFor[r.ID] {
-				if _, err := blockDependants(ctx, ex, now, "ledger", r.ID, Failed, moves[k].reason); err != nil {
+			if cks.TaskState(r.State) == cks.TaskFailed && waitedFor[r.ID] {
+				if _, err := blockDependants(ctx, ex, now, "ledger", r.ID, cks.TaskFailed, moves[k].reason); err != nil {
 					return err
 				}
 			}
@@ -149,14 +149,14 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, store.Task])
 	}
 	if err != nil {
 		for i := range out {
-			out[i] = result[store.Task]{err: err}
+			out[i] = result[cks.Task]{err: err}
 		}
 	}
 	return out
 }
 
 // renewable are the states whose lease a Touch renews.
-var renewable = []State{Claimed, Running, Reviewing}
+var renewable = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
 
 // renew extends the lease of r (read, locked, fenced) by its own length
 // from now.
@@ -176,13 +176,13 @@ func (s *Service) finishMove(cur driver.TaskRow, f *finish, now time.Time) move 
 	reason := f.text
 	if f.retryable && cur.Attempts < cur.MaxAttempts {
 		runAfter := now.Add(Backoff(cur.Attempts, s.jitter()))
-		return move{row: cur, to: Open, actor: cur.ClaimedBy, reason: "retry: " + reason,
+		return move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "retry: " + reason,
 			set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }}
 	}
 	why := reason
 	if f.retryable {
 		why = "max attempts: " + reason
 	}
-	return move{row: cur, to: Failed, actor: cur.ClaimedBy, reason: why,
+	return move{row: cur, to: cks.TaskFailed, actor: cur.ClaimedBy, reason: why,
 		set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -151,11 +152,11 @@ func (e gated) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams) (i
 }
 
 // claimN enqueues n tasks of type typ and claims them all.
-func claimN(t testing.TB, s *ledger.Service, typ string, n int) []store.ClaimedTask {
+func claimN(t testing.TB, s *ledger.Service, typ string, n int) []cks.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
 	for i := range n {
-		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: typ, Title: fmt.Sprint(i)}); err != nil {
+		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +188,7 @@ func waitN(t testing.TB, what string, count func() int, n int) {
 // withHeldFlush starts a Complete of blocker, holds its flush, runs queue
 // (which starts the calls that are to queue behind it) and waits until
 // want calls are queued, then releases the flush and waits for blocker.
-func withHeldFlush(t testing.TB, s *ledger.Service, g *gate, blocker store.ClaimedTask, want int, queue func()) {
+func withHeldFlush(t testing.TB, s *ledger.Service, g *gate, blocker cks.ClaimedTask, want int, queue func()) {
 	t.Helper()
 	withHeld(t, &g.flush, func() error {
 		_, err := s.Complete(context.Background(), blocker.ID, blocker.LeaseToken, false, "first")
@@ -231,7 +232,7 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 			}
 			claimed := claimN(t, s, "x", 5) // x again (the oldest), and four of five new tasks
 			blocker := claimN(t, s, "b", 1)[0]
-			i := slices.IndexFunc(claimed, func(c store.ClaimedTask) bool { return c.ID == old.ID })
+			i := slices.IndexFunc(claimed, func(c cks.ClaimedTask) bool { return c.ID == old.ID })
 			if i < 0 || claimed[i].LeaseToken == old.LeaseToken {
 				t.Fatalf("task %d was not claimed again with a new token", old.ID)
 			}
@@ -248,7 +249,7 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 			wg.Wait()
 			for k, c := range calls {
 				stale := k == len(calls)-1
-				if stale && !errors.Is(errs[k], store.ErrLeaseLost) {
+				if stale && !errors.Is(errs[k], cks.ErrLeaseLost) {
 					t.Errorf("stale token of task %d: %v, want ErrLeaseLost", c.ID, errs[k])
 				}
 				if !stale && errs[k] != nil {
@@ -260,12 +261,12 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 			}
 			for _, c := range claimed {
 				task, err := s.GetTask(ctx, c.ID)
-				if err != nil || task.State != ledger.Completed {
+				if err != nil || task.State != cks.TaskCompleted {
 					t.Fatalf("task %d: %s %v, want COMPLETED", c.ID, task.State, err)
 				}
 				n := 0
 				for _, e := range task.Events {
-					if e.To == ledger.Completed {
+					if e.To == cks.TaskCompleted {
 						n++
 					}
 				}
@@ -319,7 +320,7 @@ func TestCompleterFlushFailure(t *testing.T) {
 					t.Errorf("task %d: %v, want the flush's error", c.ID, errs[k])
 				}
 				task, err := s.GetTask(ctx, c.ID)
-				if err != nil || task.State != ledger.Claimed || len(task.Events) != 2 {
+				if err != nil || task.State != cks.TaskClaimed || len(task.Events) != 2 {
 					t.Fatalf("task %d after the failed flush: %s, %d events, %v; want CLAIMED, 2", c.ID, task.State,
 						len(task.Events), err)
 				}
@@ -357,7 +358,7 @@ func TestCompleterWithdraw(t *testing.T) {
 			if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
 				t.Fatalf("withdrawn call: %v; the other: %v", errs[0], errs[1])
 			}
-			for k, want := range []store.TaskState{ledger.Claimed, ledger.Completed} {
+			for k, want := range []cks.TaskState{cks.TaskClaimed, cks.TaskCompleted} {
 				if task, err := s.GetTask(ctx, claimed[k].ID); err != nil || task.State != want {
 					t.Errorf("task %d: %s %v, want %s", claimed[k].ID, task.State, err, want)
 				}
@@ -383,7 +384,7 @@ func TestCompleterTouches(t *testing.T) {
 			blocker := claimN(t, s, "b", 1)[0]
 			clk.Advance(30 * time.Second)
 			type call struct {
-				task  store.ClaimedTask
+				task  cks.ClaimedTask
 				touch bool
 			}
 			calls := []call{{a, true}, {c, true}, {c, false}, {b, true}, {c, true}}
@@ -403,7 +404,7 @@ func TestCompleterTouches(t *testing.T) {
 			})
 			wg.Wait()
 			for k, err := range errs {
-				if last := k == len(calls)-1; last != errors.Is(err, store.ErrLeaseLost) || (!last && err != nil) {
+				if last := k == len(calls)-1; last != errors.Is(err, cks.ErrLeaseLost) || (!last && err != nil) {
 					t.Errorf("call %d on task %d: %v", k, calls[k].task.ID, err)
 				}
 			}
@@ -411,13 +412,13 @@ func TestCompleterTouches(t *testing.T) {
 				t.Errorf("flushes of %v tasks, want [1 3]", got)
 			}
 			want := storetest.T0.Add(30*time.Second + time.Hour)
-			for _, ct := range []store.ClaimedTask{a, b} {
+			for _, ct := range []cks.ClaimedTask{a, b} {
 				task, err := s.GetTask(ctx, ct.ID)
-				if err != nil || task.State != ledger.Claimed || !task.LeaseExpiresAt.Equal(want) {
+				if err != nil || task.State != cks.TaskClaimed || !task.LeaseExpiresAt.Equal(want) {
 					t.Errorf("task %d: %s, lease until %v, %v; want CLAIMED until %v", ct.ID, task.State, task.LeaseExpiresAt, err, want)
 				}
 			}
-			if task, err := s.GetTask(ctx, c.ID); err != nil || task.State != ledger.Completed {
+			if task, err := s.GetTask(ctx, c.ID); err != nil || task.State != cks.TaskCompleted {
 				t.Errorf("task %d touched and completed in one flush: %s %v, want COMPLETED", c.ID, task.State, err)
 			}
 		})
@@ -471,7 +472,7 @@ func TestCompleterCancel(t *testing.T) {
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("the only caller gone: %v, want context.Canceled", err)
 			}
-			if task, err := s.GetTask(ctx, again.ID); err != nil || task.State != ledger.Claimed {
+			if task, err := s.GetTask(ctx, again.ID); err != nil || task.State != cks.TaskClaimed {
 				t.Fatalf("task %d: %s %v, want CLAIMED", again.ID, task.State, err)
 			}
 		})

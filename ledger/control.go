@@ -28,30 +28,27 @@ type Control struct {
 // NewControl returns a Control over st.
 func NewControl(st ControlStore) *Control { return &Control{st: st} }
 
-// StopResult is cks.TaskStopResult, the outcome of Control.Stop.
-type StopResult = cks.TaskStopResult
-
 // Stop holds task id in STOPPED (store.TaskControl.Stop) and, when that
 // revoked a running executor's lease and wait is set, waits up to deadline
 // (0: store.DefaultAbortDeadline) for the executor to confirm the abort. The
 // returned abort is then AbortConfirmed or AbortUnconfirmed, and so is the
 // stored one. Without wait the abort is returned pending; its outcome is
 // settled later by the executor's confirmation or by Tasks.ExpireAborts.
-func (c *Control) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration, wait bool) (StopResult, error) {
+func (c *Control) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration, wait bool) (cks.TaskStopResult, error) {
 	deadline, err := store.ValidateDeadline(deadline)
 	if err != nil {
-		return StopResult{}, err
+		return cks.TaskStopResult{}, err
 	}
 	t, ab, err := c.st.Stop(ctx, id, actor, reason, deadline)
 	if err != nil || ab == nil || !wait {
-		return StopResult{Task: t, Abort: ab}, err
+		return cks.TaskStopResult{Task: t, Abort: ab}, err
 	}
 	got, err := c.WaitAbort(ctx, ab.ID, deadline)
-	return StopResult{Task: t, Abort: &got}, err
+	return cks.TaskStopResult{Task: t, Abort: &got}, err
 }
 
 // Start releases a STOPPED task (store.TaskControl.Start).
-func (c *Control) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+func (c *Control) Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
 	return c.st.Start(ctx, id, actor, reason)
 }
 
@@ -59,10 +56,10 @@ func (c *Control) Start(ctx context.Context, id int64, actor, reason string) (st
 // restarted a running task and wait is set, it then waits for the abort
 // confirmation as Stop does; the task is already claimable again meanwhile
 // (the old executor is fenced off by its revoked lease).
-func (c *Control) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration, wait bool) (store.UpdateResult, error) {
+func (c *Control) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration, wait bool) (cks.UpdateResult, error) {
 	deadline, err := store.ValidateDeadline(deadline)
 	if err != nil {
-		return store.UpdateResult{}, err
+		return cks.UpdateResult{}, err
 	}
 	res, err := c.st.Update(ctx, id, actor, p, deadline)
 	if err != nil || res.Abort == nil || !wait {
@@ -78,11 +75,11 @@ func (c *Control) Update(ctx context.Context, id int64, actor string, p store.Ta
 // (store.TaskControl.ResolveAbort, which returns it confirmed if the
 // confirmation won the race). When ctx ends first it returns the abort as
 // it stands with ctx's error; the store settles it at its deadline.
-func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (store.Abort, error) {
+func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
-		last    store.Abort
+		last    cks.Abort
 		lastErr error
 		settled bool
 	)
@@ -91,7 +88,7 @@ func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	// d passes before the watch is established.
 	werr := c.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) {
 		last, lastErr = c.st.GetAbort(wctx, abortID)
-		if lastErr == nil && last.Outcome != store.AbortPending {
+		if lastErr == nil && last.Outcome != cks.AbortPending {
 			settled = true
 			cancel()
 		}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
@@ -62,7 +62,7 @@ func TestDispatchExclusionSet(t *testing.T) {
 		s := ledger.NewService(rec)
 		ctx := context.Background()
 		for _, types := range [][]string{nil, {"a"}, {"a", "b"}} {
-			if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "a"}); err != nil {
+			if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "a"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Claim(ctx, "w", types, 1, time.Millisecond); err != nil {
@@ -72,7 +72,7 @@ func TestDispatchExclusionSet(t *testing.T) {
 		if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{string(ledger.NeedsInput), string(ledger.Stopped)}
+		want := []string{string(cks.TaskNeedsInput), string(cks.TaskStopped)}
 		for _, what := range []string{"claimable", "lease expired"} {
 			calls := rec.excluded[what]
 			if len(calls) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 )
 
@@ -24,7 +25,7 @@ func SetMaxClaims(s *Service, n int) { s.claimer.max = n }
 // MoveWith moves task id of s to state to through transition, in one write
 // transaction, with set changing the row's other columns as a move's set
 // does, and returns the row as written.
-func MoveWith(ctx context.Context, s *Service, id int64, to State, set func(r *driver.TaskRow)) (driver.TaskRow, error) {
+func MoveWith(ctx context.Context, s *Service, id int64, to cks.TaskState, set func(r *driver.TaskRow)) (driver.TaskRow, error) {
 	var out driver.TaskRow
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		cur, err := getRow(ctx, ex, id, driver.LockUpdate)
@@ -39,7 +40,7 @@ func MoveWith(ctx context.Context, s *Service, id int64, to State, set func(r *d
 
 // MoveRow moves row, as given (not read), to state to through transition in
 // one write transaction, with set as MoveWith's.
-func MoveRow(ctx context.Context, s *Service, row driver.TaskRow, to State, set func(r *driver.TaskRow)) error {
+func MoveRow(ctx context.Context, s *Service, row driver.TaskRow, to cks.TaskState, set func(r *driver.TaskRow)) error {
 	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		_, err := moveOne(ctx, ex, now, move{row: row, to: to, set: set, actor: "test", reason: "test"})
 		return err

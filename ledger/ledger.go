@@ -20,72 +20,52 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
-)
-
-// State is a task state; it is cks.TaskState, the type of cks.Task.State.
-type State = cks.TaskState
-
-// The twelve task states of ADR 0020 (package cks names them).
-const (
-	Open        = cks.TaskOpen
-	Waiting     = cks.TaskWaiting
-	Blocked     = cks.TaskBlocked
-	Claimed     = cks.TaskClaimed
-	Running     = cks.TaskRunning
-	NeedsReview = cks.TaskNeedsReview
-	NeedsInput  = cks.TaskNeedsInput
-	Reviewing   = cks.TaskReviewing
-	Completed   = cks.TaskCompleted
-	Failed      = cks.TaskFailed
-	Cancelled   = cks.TaskCancelled
-	Stopped     = cks.TaskStopped
 )
 
 // All lists the twelve states in lifecycle order.
-var All = [...]State{Open, Waiting, Blocked, Claimed, Running, NeedsReview, NeedsInput,
-	Reviewing, Completed, Failed, Cancelled, Stopped}
+var All = [...]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskClaimed, cks.TaskRunning, cks.TaskNeedsReview, cks.TaskNeedsInput,
+	cks.TaskReviewing, cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped}
 
 // Terminal lists the states a task never leaves.
-var Terminal = [...]State{Completed, Failed, Cancelled}
+var Terminal = [...]cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled}
 
 // DispatchExcluded is the one set of states that every claim query, sweeper
 // and reaper skips (ADR 0020: STOPPED inherits NEEDS_INPUT's dispatch
 // semantics exactly). Service passes this value to every claim and reclaim
 // read of the driver (TestDispatchExclusionSet), and the drivers apply it
 // (driver/drivertest).
-var DispatchExcluded = [...]State{NeedsInput, Stopped}
+var DispatchExcluded = [...]cks.TaskState{cks.TaskNeedsInput, cks.TaskStopped}
 
 // Initial lists the states Enqueue may create a task in (the creation event
 // has an empty From state).
-var Initial = [...]State{Open, Waiting, Blocked}
+var Initial = [...]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}
 
 // transitions is the allowed-transition table: from → the states it may move
 // to. A pair not listed is illegal. It is read-only.
-var transitions = map[State][]State{
+var transitions = map[cks.TaskState][]cks.TaskState{
 	// Open → Waiting/Blocked: a dependency added by an update.
-	Open:    {Claimed, Waiting, Blocked, Cancelled, Stopped},
-	Waiting: {Open, Blocked, Cancelled, Stopped},
+	cks.TaskOpen:    {cks.TaskClaimed, cks.TaskWaiting, cks.TaskBlocked, cks.TaskCancelled, cks.TaskStopped},
+	cks.TaskWaiting: {cks.TaskOpen, cks.TaskBlocked, cks.TaskCancelled, cks.TaskStopped},
 	// A BLOCKED task is re-evaluated only by an operator (update/start of the
 	// next issue), which may make it WAITING or OPEN again.
-	Blocked: {Open, Waiting, Cancelled, Stopped},
+	cks.TaskBlocked: {cks.TaskOpen, cks.TaskWaiting, cks.TaskCancelled, cks.TaskStopped},
 	// Claimed/Running: finish, fail or retry (OPEN), park, cancel, stop.
-	Claimed:     {Running, Completed, NeedsReview, NeedsInput, Open, Failed, Cancelled, Stopped},
-	Running:     {Completed, NeedsReview, NeedsInput, Open, Failed, Cancelled, Stopped},
-	NeedsReview: {Reviewing, Cancelled, Stopped},
-	NeedsInput:  {Open, Waiting, Cancelled, Stopped},
-	Reviewing:   {Completed, Open, NeedsReview, Cancelled, Stopped},
+	cks.TaskClaimed:     {cks.TaskRunning, cks.TaskCompleted, cks.TaskNeedsReview, cks.TaskNeedsInput, cks.TaskOpen, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped},
+	cks.TaskRunning:     {cks.TaskCompleted, cks.TaskNeedsReview, cks.TaskNeedsInput, cks.TaskOpen, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped},
+	cks.TaskNeedsReview: {cks.TaskReviewing, cks.TaskCancelled, cks.TaskStopped},
+	cks.TaskNeedsInput:  {cks.TaskOpen, cks.TaskWaiting, cks.TaskCancelled, cks.TaskStopped},
+	cks.TaskReviewing:   {cks.TaskCompleted, cks.TaskOpen, cks.TaskNeedsReview, cks.TaskCancelled, cks.TaskStopped},
 	// start re-evaluates dependencies: OPEN, WAITING when one is unmet,
 	// BLOCKED when one failed or was cancelled.
-	Stopped:   {Open, Waiting, Blocked, Cancelled},
-	Completed: nil,
-	Failed:    nil,
-	Cancelled: nil,
+	cks.TaskStopped:   {cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskCancelled},
+	cks.TaskCompleted: nil,
+	cks.TaskFailed:    nil,
+	cks.TaskCancelled: nil,
 }
 
 // Transitions returns a copy of the allowed-transition table.
-func Transitions() map[State][]State {
-	out := make(map[State][]State, len(transitions))
+func Transitions() map[cks.TaskState][]cks.TaskState {
+	out := make(map[cks.TaskState][]cks.TaskState, len(transitions))
 	for from, tos := range transitions {
 		out[from] = slices.Clone(tos)
 	}
@@ -93,20 +73,20 @@ func Transitions() map[State][]State {
 }
 
 // Valid reports whether s is one of the twelve states.
-func Valid(s State) bool { return slices.Contains(All[:], s) }
+func Valid(s cks.TaskState) bool { return slices.Contains(All[:], s) }
 
 // IsTerminal reports whether s is terminal.
-func IsTerminal(s State) bool { return slices.Contains(Terminal[:], s) }
+func IsTerminal(s cks.TaskState) bool { return slices.Contains(Terminal[:], s) }
 
 // IsDispatchExcluded reports whether s is in DispatchExcluded.
-func IsDispatchExcluded(s State) bool { return slices.Contains(DispatchExcluded[:], s) }
+func IsDispatchExcluded(s cks.TaskState) bool { return slices.Contains(DispatchExcluded[:], s) }
 
 // Allowed reports whether the table allows from → to.
-func Allowed(from, to State) bool { return slices.Contains(transitions[from], to) }
+func Allowed(from, to cks.TaskState) bool { return slices.Contains(transitions[from], to) }
 
 // Check returns nil when from → to is allowed, and otherwise an error wrapping
 // store.ErrConflict that names both states.
-func Check(from, to State) error {
+func Check(from, to cks.TaskState) error {
 	if Allowed(from, to) {
 		return nil
 	}
@@ -115,7 +95,7 @@ func Check(from, to State) error {
 
 // TransitionError is an illegal transition. It unwraps to store.ErrConflict.
 type TransitionError struct {
-	From, To State
+	From, To cks.TaskState
 }
 
 // Error names both states.
@@ -124,7 +104,7 @@ func (e *TransitionError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, store.ErrConflict) hold.
-func (e *TransitionError) Unwrap() error { return store.ErrConflict }
+func (e *TransitionError) Unwrap() error { return cks.ErrConflict }
 
 // Retry backoff bounds (see Backoff).
 const (
@@ -192,6 +172,6 @@ func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
 
 // WrongState is the conflict of operation op, which needs task t in state
 // want; it wraps store.ErrConflict and names the task, its state and want.
-func WrongState(t store.Task, op string, want State) error {
-	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, store.ErrConflict)
+func WrongState(t cks.Task, op string, want cks.TaskState) error {
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, cks.ErrConflict)
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 func TestTableCoversEveryState(t *testing.T) {
@@ -37,20 +37,20 @@ func TestTableCoversEveryState(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	cases := []struct {
-		from, to ledger.State
+		from, to cks.TaskState
 		ok       bool
 	}{
-		{ledger.Open, ledger.Claimed, true},
-		{ledger.Claimed, ledger.Running, true},
-		{ledger.Running, ledger.Completed, true},
-		{ledger.Stopped, ledger.Open, true},
-		{ledger.NeedsInput, ledger.Open, true},
-		{ledger.Open, ledger.Completed, false},
-		{ledger.Completed, ledger.Open, false},
-		{ledger.Cancelled, ledger.Stopped, false},
-		{ledger.Waiting, ledger.Claimed, false},
-		{ledger.NeedsInput, ledger.Claimed, false},
-		{ledger.Stopped, ledger.Claimed, false},
+		{cks.TaskOpen, cks.TaskClaimed, true},
+		{cks.TaskClaimed, cks.TaskRunning, true},
+		{cks.TaskRunning, cks.TaskCompleted, true},
+		{cks.TaskStopped, cks.TaskOpen, true},
+		{cks.TaskNeedsInput, cks.TaskOpen, true},
+		{cks.TaskOpen, cks.TaskCompleted, false},
+		{cks.TaskCompleted, cks.TaskOpen, false},
+		{cks.TaskCancelled, cks.TaskStopped, false},
+		{cks.TaskWaiting, cks.TaskClaimed, false},
+		{cks.TaskNeedsInput, cks.TaskClaimed, false},
+		{cks.TaskStopped, cks.TaskClaimed, false},
 	}
 	for _, c := range cases {
 		err := ledger.Check(c.from, c.to)
@@ -58,7 +58,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%s, %s) = %v, want ok=%v", c.from, c.to, err, c.ok)
 		}
 		if err != nil {
-			if !errors.Is(err, store.ErrConflict) {
+			if !errors.Is(err, cks.ErrConflict) {
 				t.Errorf("Check(%s, %s) = %v, want ErrConflict", c.from, c.to, err)
 			}
 			if !strings.Contains(err.Error(), string(c.from)) || !strings.Contains(err.Error(), string(c.to)) {
@@ -72,11 +72,11 @@ func TestCheck(t *testing.T) {
 // is never claimable, never terminal, and can be left only by an explicit
 // operator or answer transition.
 func TestDispatchExclusion(t *testing.T) {
-	if got := ledger.DispatchExcluded; len(got) != 2 || got[0] != ledger.NeedsInput || got[1] != ledger.Stopped {
+	if got := ledger.DispatchExcluded; len(got) != 2 || got[0] != cks.TaskNeedsInput || got[1] != cks.TaskStopped {
 		t.Fatalf("DispatchExcluded = %v, want [NEEDS_INPUT STOPPED]", got)
 	}
 	for _, s := range ledger.DispatchExcluded {
-		if ledger.IsTerminal(s) || ledger.Allowed(s, ledger.Claimed) {
+		if ledger.IsTerminal(s) || ledger.Allowed(s, cks.TaskClaimed) {
 			t.Errorf("%s is terminal or claimable", s)
 		}
 	}

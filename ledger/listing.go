@@ -5,13 +5,13 @@ import (
 	"context"
 	"slices"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // TaskLister reads a page of tasks: store.Tasks has it, and so has the Go
 // client of the HTTP API, so a listing rule runs the same over either.
 type TaskLister interface {
-	ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error)
+	ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error)
 }
 
 // StoppedFirstQuery is what ListStoppedFirst lists.
@@ -23,7 +23,7 @@ type StoppedFirstQuery struct {
 	Limit int
 	// Rest are the states listed after the STOPPED tasks: nil for every
 	// state but STOPPED, empty for none.
-	Rest []State
+	Rest []cks.TaskState
 	// MaxStopped bounds the STOPPED tasks listed (0: every one).
 	MaxStopped int
 }
@@ -32,8 +32,8 @@ type StoppedFirstQuery struct {
 // holds, which nothing runs until someone starts them.
 type StoppedFirst struct {
 	// Stopped is how many of Tasks, at its head, are STOPPED.
-	Stopped int          `json:"stopped"`
-	Tasks   []store.Task `json:"tasks"`
+	Stopped int        `json:"stopped"`
+	Tasks   []cks.Task `json:"tasks"`
 	// Next is the cursor of the following page of the rest, 0 on the last.
 	Next int64 `json:"next_cursor,omitempty"`
 	// MoreStopped is set when there are more STOPPED tasks than MaxStopped.
@@ -46,12 +46,12 @@ type StoppedFirst struct {
 // page (q.After 0) — longest held first, a forgotten hold being the one to
 // see — followed by one page of the tasks in q.Rest.
 func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (StoppedFirst, error) {
-	out := StoppedFirst{Tasks: []store.Task{}}
+	out := StoppedFirst{Tasks: []cks.Task{}}
 	if q.After == 0 {
-		f := store.TaskFilter{States: []State{Stopped}, Types: q.Types, Limit: store.MaxListLimit}
+		f := cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, Types: q.Types, Limit: cks.MaxListLimit}
 		for {
 			if q.MaxStopped > 0 {
-				f.Limit = min(store.MaxListLimit, q.MaxStopped-len(out.Tasks))
+				f.Limit = min(cks.MaxListLimit, q.MaxStopped-len(out.Tasks))
 			}
 			page, err := l.ListTasks(ctx, f)
 			if err != nil {
@@ -67,7 +67,7 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 			}
 			f.After = page.Next
 		}
-		slices.SortStableFunc(out.Tasks, func(a, b store.Task) int {
+		slices.SortStableFunc(out.Tasks, func(a, b cks.Task) int {
 			return cmp.Or(a.StateChangedAt.Compare(b.StateChangedAt), cmp.Compare(a.ID, b.ID))
 		})
 		out.Stopped = len(out.Tasks)
@@ -75,7 +75,7 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	rest := q.Rest
 	if rest == nil {
 		for _, st := range All {
-			if st != Stopped {
+			if st != cks.TaskStopped {
 				rest = append(rest, st)
 			}
 		}
@@ -83,7 +83,7 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	if len(rest) == 0 {
 		return out, nil
 	}
-	page, err := l.ListTasks(ctx, store.TaskFilter{States: rest, Types: q.Types, After: q.After, Limit: q.Limit})
+	page, err := l.ListTasks(ctx, cks.TaskFilter{States: rest, Types: q.Types, After: q.After, Limit: q.Limit})
 	if err != nil {
 		return out, err
 	}

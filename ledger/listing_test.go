@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -21,11 +22,11 @@ func TestListStoppedFirst(t *testing.T) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
 		s := open(t, store.WithClock(c))
-		enqueue := func(title string) store.Task {
+		enqueue := func(title string) cks.Task {
 			t.Helper()
-			return storetest.MustEnqueue(t, s, store.NewTask{Type: "t", Title: title})
+			return storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: title})
 		}
-		stop := func(task store.Task) {
+		stop := func(task cks.Task) {
 			t.Helper()
 			if _, _, err := s.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
 				t.Fatal(err)
@@ -42,7 +43,7 @@ func TestListStoppedFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := func(ts []store.Task) []int64 {
+		ids := func(ts []cks.Task) []int64 {
 			var out []int64
 			for _, t := range ts {
 				out = append(out, t.ID)
@@ -57,7 +58,7 @@ func TestListStoppedFirst(t *testing.T) {
 		if got := ids(l.Tasks); err != nil || l.Stopped != 0 || !equal(got, []int64{open1.ID}) {
 			t.Fatalf("second page: %+v, %v; want no STOPPED head, then %d", l, err, open1.ID)
 		}
-		l, err = ledger.ListStoppedFirst(ctx, s, ledger.StoppedFirstQuery{Rest: []store.TaskState{}, MaxStopped: 2})
+		l, err = ledger.ListStoppedFirst(ctx, s, ledger.StoppedFirstQuery{Rest: []cks.TaskState{}, MaxStopped: 2})
 		if got := ids(l.Tasks); err != nil || l.Stopped != 2 || !l.MoreStopped || len(got) != 2 {
 			t.Fatalf("at most 2 stopped: %+v, %v; want 2 of them and more_stopped", l, err)
 		}

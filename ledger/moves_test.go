@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
@@ -136,11 +136,11 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 		for i, c := range cases {
 			// A type of its own, so that no earlier case's task is claimed.
 			typ := fmt.Sprintf("a%d", i)
-			a, _, err := s.Enqueue(ctx, store.NewTask{Type: typ})
+			a, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _, err := s.Enqueue(ctx, store.NewTask{Type: "b", DependsOn: []int64{a.ID}})
+			b, _, err := s.Enqueue(ctx, cks.NewTask{Type: "b", DependsOn: []int64{a.ID}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,12 +170,12 @@ func TestMoveOfOtherColumnsWritesTheRow(t *testing.T) {
 		rec := &writeRecorder{Driver: open(t)}
 		s := ledger.NewService(rec)
 		ctx := context.Background()
-		task, _, err := s.Enqueue(ctx, store.NewTask{Type: "a", Title: "before", Priority: 1})
+		task, _, err := s.Enqueue(ctx, cks.NewTask{Type: "a", Title: "before", Priority: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.take()
-		if _, err := ledger.MoveWith(ctx, s, task.ID, ledger.Stopped, func(r *driver.TaskRow) {
+		if _, err := ledger.MoveWith(ctx, s, task.ID, cks.TaskStopped, func(r *driver.TaskRow) {
 			r.Title, r.Priority, r.LastError = "after", 5, "why"
 		}); err != nil {
 			t.Fatal(err)
@@ -190,11 +190,11 @@ func TestMoveOfOtherColumnsWritesTheRow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != ledger.Stopped || got.Title != "after" || got.Priority != 5 || got.LastError != "why" {
+		if got.State != cks.TaskStopped || got.Title != "after" || got.Priority != 5 || got.LastError != "why" {
 			t.Errorf("task after the move = %+v, want STOPPED, title after, priority 5, last_error why", got)
 		}
 		events := got.Events
-		if last := events[len(events)-1]; last.To != ledger.Stopped || last.Reason != "test" {
+		if last := events[len(events)-1]; last.To != cks.TaskStopped || last.Reason != "test" {
 			t.Errorf("last event %+v, want the move to STOPPED", last)
 		}
 	})
@@ -216,8 +216,8 @@ func TestMoveOfAVanishedRowConflicts(t *testing.T) {
 		} {
 			gone := driver.TaskRow{ID: 999, Type: "a", State: "OPEN", MaxAttempts: 3, Revision: 1,
 				Payload: []byte(`{}`), Metadata: []byte(`{}`)}
-			err := ledger.MoveRow(ctx, s, gone, ledger.Stopped, c.set)
-			if !errors.Is(err, store.ErrConflict) {
+			err := ledger.MoveRow(ctx, s, gone, cks.TaskStopped, c.set)
+			if !errors.Is(err, cks.ErrConflict) {
 				t.Errorf("%s: move of a missing row: err = %v, want ErrConflict", c.name, err)
 			}
 			events, err := d.Executor().TaskEventList(ctx, 999)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -71,8 +72,8 @@ func TestNotifyOncePerCommit(t *testing.T) {
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			done, retry := claimed[0], claimed[1]
-			dependant, _, err := s.Enqueue(ctx, store.NewTask{Type: "d", DependsOn: []int64{done.ID}})
-			if err != nil || dependant.State != ledger.Waiting {
+			dependant, _, err := s.Enqueue(ctx, cks.NewTask{Type: "d", DependsOn: []int64{done.ID}})
+			if err != nil || dependant.State != cks.TaskWaiting {
 				t.Fatalf("dependant: %s %v", dependant.State, err)
 			}
 			blocker := claimN(t, s, "b", 1)[0]
@@ -91,7 +92,7 @@ func TestNotifyOncePerCommit(t *testing.T) {
 				t.Fatalf("flushes of %v tasks, want the two calls in one", got)
 			}
 			for _, id := range []int64{dependant.ID, retry.ID} {
-				if task, err := s.GetTask(ctx, id); err != nil || task.State != ledger.Open {
+				if task, err := s.GetTask(ctx, id); err != nil || task.State != cks.TaskOpen {
 					t.Fatalf("task %d: %s %v, want OPEN", id, task.State, err)
 				}
 			}
@@ -99,7 +100,7 @@ func TestNotifyOncePerCommit(t *testing.T) {
 
 			parent := claimN(t, s, "p", 1)[0]
 			c.take()
-			if _, err := s.Update(ctx, parent.ID, "op", store.TaskPatch{AddChildren: []store.NewTask{
+			if _, err := s.Update(ctx, parent.ID, "op", cks.TaskPatch{AddChildren: []cks.NewTask{
 				{Type: "c", Title: "1"}, {Type: "c", Title: "2"}, {Type: "c", Title: "3"}}}, time.Minute); err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestNotifyOncePerCommit(t *testing.T) {
 			// opens three children.
 			wantOnce(t, "the update adding children", c.take(), 1)
 
-			if _, err := s.EnqueueMany(ctx, []store.NewTask{{Type: "m"}, {Type: "m"}, {Type: "m"}}); err != nil {
+			if _, err := s.EnqueueMany(ctx, []cks.NewTask{{Type: "m"}, {Type: "m"}, {Type: "m"}}); err != nil {
 				t.Fatal(err)
 			}
 			wantOnce(t, "the bulk enqueue", c.take(), 1)
@@ -199,16 +200,16 @@ func TestEnqueueManyStatements(t *testing.T) {
 			t.Parallel()
 			c := &statementCounter{Driver: dl.open(t), calls: map[string]int{}}
 			s, ctx := ledger.NewService(c), context.Background()
-			dep, _, err := s.Enqueue(ctx, store.NewTask{Type: "d"})
+			dep, _, err := s.Enqueue(ctx, cks.NewTask{Type: "d"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "d", DedupeKey: "k0"}); err != nil {
+			if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "d", DedupeKey: "k0"}); err != nil {
 				t.Fatal(err)
 			}
-			ns := make([]store.NewTask, 40)
+			ns := make([]cks.NewTask, 40)
 			for i := range ns {
-				ns[i] = store.NewTask{Type: "m", DedupeKey: fmt.Sprint("k", i%20), DependsOn: []int64{dep.ID},
+				ns[i] = cks.NewTask{Type: "m", DedupeKey: fmt.Sprint("k", i%20), DependsOn: []int64{dep.ID},
 					DedupeOnce: i%3 == 0}
 			}
 			c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver/schema"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestSchemaStatesAreTheLedgers(t *testing.T) {
 	for _, c := range []struct {
 		name         string
-		schema, ours []State
+		schema, ours []cks.TaskState
 	}{
 		{"terminal", schema.TerminalStates[:], Terminal[:]},
 		{"leased", schema.LeasedStates[:], reclaimable[:]},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
@@ -108,7 +109,7 @@ func holds(r driver.TaskRow, token string) bool {
 }
 
 // strs renders states as the driver's parameters.
-func strs(states []State) []string {
+func strs(states []cks.TaskState) []string {
 	out := make([]string, len(states))
 	for i, st := range states {
 		out[i] = string(st)
@@ -117,7 +118,7 @@ func strs(states []State) []string {
 }
 
 // notFound is the error of an unknown task id.
-func notFound(id int64) error { return fmt.Errorf("task %d: %w", id, store.ErrNotFound) }
+func notFound(id int64) error { return fmt.Errorf("task %d: %w", id, cks.ErrNotFound) }
 
 // getRow reads task id locked as asked, or ErrNotFound.
 func getRow(ctx context.Context, ex driver.Executor, id int64, lock driver.Lock) (driver.TaskRow, error) {
@@ -145,7 +146,7 @@ func depsOf(ctx context.Context, ex driver.Executor, ids ...int64) (map[int64][]
 }
 
 // tasksOf converts rows to tasks with their dependencies.
-func tasksOf(ctx context.Context, ex driver.Executor, rows ...driver.TaskRow) ([]store.Task, error) {
+func tasksOf(ctx context.Context, ex driver.Executor, rows ...driver.TaskRow) ([]cks.Task, error) {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -154,7 +155,7 @@ func tasksOf(ctx context.Context, ex driver.Executor, rows ...driver.TaskRow) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.Task, len(rows))
+	out := make([]cks.Task, len(rows))
 	for i, r := range rows {
 		out[i] = toTask(r, deps[r.ID])
 	}
@@ -162,24 +163,24 @@ func tasksOf(ctx context.Context, ex driver.Executor, rows ...driver.TaskRow) ([
 }
 
 // taskOf converts one row to a task with its dependencies.
-func taskOf(ctx context.Context, ex driver.Executor, r driver.TaskRow) (store.Task, error) {
+func taskOf(ctx context.Context, ex driver.Executor, r driver.TaskRow) (cks.Task, error) {
 	ts, err := tasksOf(ctx, ex, r)
 	if err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return ts[0], nil
 }
 
 // toTask is the read view of a row: everything but the lease token's hash.
-func toTask(r driver.TaskRow, deps []int64) store.Task {
-	t := store.Task{
+func toTask(r driver.TaskRow, deps []int64) cks.Task {
+	t := cks.Task{
 		ID:                 r.ID,
 		Type:               r.Type,
 		Title:              r.Title,
 		Description:        r.Description,
 		AcceptanceCriteria: r.AcceptanceCriteria,
 		Payload:            json.RawMessage(r.Payload),
-		State:              State(r.State),
+		State:              cks.TaskState(r.State),
 		Priority:           r.Priority,
 		Attempts:           r.Attempts,
 		MaxAttempts:        r.MaxAttempts,
@@ -210,25 +211,25 @@ func toTask(r driver.TaskRow, deps []int64) store.Task {
 	return t
 }
 
-func toEvent(e driver.TaskEventRow) store.TaskEvent {
-	return store.TaskEvent{ID: e.ID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: State(e.From),
-		To: State(e.To), Attempt: e.Attempt, Reason: e.Reason}
+func toEvent(e driver.TaskEventRow) cks.TaskEvent {
+	return cks.TaskEvent{ID: e.ID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: cks.TaskState(e.From),
+		To: cks.TaskState(e.To), Attempt: e.Attempt, Reason: e.Reason}
 }
 
-func toEvidence(e driver.EvidenceRow) store.Evidence {
-	return store.Evidence{ID: e.ID, TaskID: e.TaskID, Attempt: e.Attempt, Restart: e.Restart, Revision: e.Revision,
+func toEvidence(e driver.EvidenceRow) cks.Evidence {
+	return cks.Evidence{ID: e.ID, TaskID: e.TaskID, Attempt: e.Attempt, Restart: e.Restart, Revision: e.Revision,
 		Kind: e.Kind, Body: e.Body, Actor: e.Actor, CreatedAt: e.CreatedAt}
 }
 
-func toDecision(d driver.DecisionRow) store.Decision {
-	return store.Decision{ID: d.ID, TaskID: d.TaskID, Attempt: d.Attempt, Restart: d.Restart, Revision: d.Revision,
+func toDecision(d driver.DecisionRow) cks.Decision {
+	return cks.Decision{ID: d.ID, TaskID: d.TaskID, Attempt: d.Attempt, Restart: d.Restart, Revision: d.Revision,
 		DerivedFromRevision: d.DerivedFromRevision, Kind: d.Kind, Text: d.Text, Actor: d.Actor, CreatedAt: d.CreatedAt}
 }
 
-func toAbort(a driver.AbortRow) store.Abort {
-	return store.Abort{ID: a.ID, TaskID: a.TaskID, Executor: a.Executor, Attempt: a.Attempt, Restart: a.Restart,
+func toAbort(a driver.AbortRow) cks.Abort {
+	return cks.Abort{ID: a.ID, TaskID: a.TaskID, Executor: a.Executor, Attempt: a.Attempt, Restart: a.Restart,
 		RequestedBy: a.RequestedBy, Reason: a.Reason, RequestedAt: a.RequestedAt, DeadlineAt: a.DeadlineAt,
-		Outcome: store.AbortOutcome(a.Outcome), ResolvedAt: a.ResolvedAt}
+		Outcome: cks.AbortOutcome(a.Outcome), ResolvedAt: a.ResolvedAt}
 }
 
 // move is one state change of one task: the row as read (and locked) in
@@ -237,7 +238,7 @@ func toAbort(a driver.AbortRow) store.Abort {
 // changes with it, and its event.
 type move struct {
 	row driver.TaskRow
-	to  State
+	to  cks.TaskState
 	// set changes the other columns of the row.
 	set           func(r *driver.TaskRow)
 	actor, reason string
@@ -263,7 +264,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	events := make([]driver.TaskEventRow, len(moves))
 	ready, narrow := false, true
 	for i, m := range moves {
-		from := State(m.row.State)
+		from := cks.TaskState(m.row.State)
 		if err := Check(from, m.to); err != nil {
 			return nil, fmt.Errorf("task %d: %w", m.row.ID, err)
 		}
@@ -281,7 +282,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		}
 		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
 			Attempt: attempt, Reason: m.reason}
-		ready = ready || m.to == Open
+		ready = ready || m.to == cks.TaskOpen
 		narrow = narrow && driver.OnlyMoved(m.row, *r)
 	}
 	var (
@@ -299,7 +300,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		return nil, err
 	}
 	if n != len(rows) {
-		return nil, fmt.Errorf("%d of %d tasks changed concurrently: %w", len(rows)-n, len(rows), store.ErrConflict)
+		return nil, fmt.Errorf("%d of %d tasks changed concurrently: %w", len(rows)-n, len(rows), cks.ErrConflict)
 	}
 	if !narrow {
 		if err := ex.TaskEventInsertMany(ctx, events); err != nil {
@@ -332,7 +333,7 @@ func revoke(r *driver.TaskRow) {
 // leased reads and locks task id and checks that token is its current lease
 // and that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound,
 // or the FieldError of a token that is not text).
-func leased(ctx context.Context, ex driver.Executor, id int64, token string, states ...State) (driver.TaskRow, error) {
+func leased(ctx context.Context, ex driver.Executor, id int64, token string, states ...cks.TaskState) (driver.TaskRow, error) {
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return driver.TaskRow{}, err
 	}
@@ -340,15 +341,15 @@ func leased(ctx context.Context, ex driver.Executor, id int64, token string, sta
 	if err != nil {
 		return r, err
 	}
-	if !holds(r, token) || !slices.Contains(states, State(r.State)) {
-		return r, fmt.Errorf("task %d (now %s): %w", id, r.State, store.ErrLeaseLost)
+	if !holds(r, token) || !slices.Contains(states, cks.TaskState(r.State)) {
+		return r, fmt.Errorf("task %d (now %s): %w", id, r.State, cks.ErrLeaseLost)
 	}
 	return r, nil
 }
 
 // onTask runs fn on task id, read and locked in one write transaction, and
 // returns the task fn's row becomes.
-func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
+func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
 	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
 		return getRow(ctx, ex, id, driver.LockUpdate)
 	}, fn)
@@ -356,7 +357,7 @@ func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Cont
 
 // onLease runs fn on task id fenced by token (leased) in one write
 // transaction, and returns the task fn's row becomes.
-func (s *Service) onLease(ctx context.Context, id int64, token string, states []State, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
+func (s *Service) onLease(ctx context.Context, id int64, token string, states []cks.TaskState, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
 	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
 		return leased(ctx, ex, id, token, states...)
 	}, fn)
@@ -365,8 +366,8 @@ func (s *Service) onLease(ctx context.Context, id int64, token string, states []
 // onRow runs fn, in one write transaction, on the row read returns, and
 // returns the task fn's row becomes.
 func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error),
-	fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (store.Task, error) {
-	var out store.Task
+	fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
+	var out cks.Task
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		cur, err := read(ctx, ex)
 		if err != nil {
@@ -383,8 +384,8 @@ func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex d
 }
 
 // wrongState is WrongState for a row.
-func wrongState(r driver.TaskRow, op string, want State) error {
-	return WrongState(store.Task{ID: r.ID, State: State(r.State)}, op, want)
+func wrongState(r driver.TaskRow, op string, want cks.TaskState) error {
+	return WrongState(cks.Task{ID: r.ID, State: cks.TaskState(r.State)}, op, want)
 }
 
 // isUnique reports whether err is a unique violation of the driver.

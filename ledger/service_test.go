@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
@@ -88,12 +89,12 @@ func TestStorageFaults(t *testing.T) {
 			t.Cleanup(func() { d.Close() })
 			s, ctx := ledger.NewService(d), context.Background()
 			writes := map[string]func() error{
-				"Enqueue": func() error { _, _, err := s.Enqueue(ctx, store.NewTask{Type: "t"}); return err },
+				"Enqueue": func() error { _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "t"}); return err },
 				"Claim":   func() error { _, err := s.Claim(ctx, "w", nil, 1, time.Minute); return err },
 				"Cancel":  func() error { _, err := s.Cancel(ctx, 1, "op", "no"); return err },
 				"Update": func() error {
 					title := "x"
-					_, err := s.Update(ctx, 1, "op", store.TaskPatch{Title: &title}, 0)
+					_, err := s.Update(ctx, 1, "op", cks.TaskPatch{Title: &title}, 0)
 					return err
 				},
 			}
@@ -105,12 +106,12 @@ func TestStorageFaults(t *testing.T) {
 				writes["ExpireAborts"] = func() error { _, err := s.ExpireAborts(ctx, time.Now()); return err }
 			}
 			for name, write := range writes {
-				if err := write(); !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) {
+				if err := write(); !errors.Is(err, cks.ErrStorageReadOnly) || !errors.Is(err, cks.ErrUnavailable) {
 					t.Errorf("%s on a read-only database: %v, want ErrStorageReadOnly", name, err)
 				}
 			}
-			page, err := s.ListTasks(ctx, store.TaskFilter{})
-			if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != storetest.SeedTask.Title || page.Tasks[0].State != ledger.Open {
+			page, err := s.ListTasks(ctx, cks.TaskFilter{})
+			if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != storetest.SeedTask.Title || page.Tasks[0].State != cks.TaskOpen {
 				t.Fatalf("reads of a read-only database: %+v %v, want the seed task alone, OPEN", page.Tasks, err)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -16,26 +17,26 @@ import (
 // insertAbort records a pending abort of cur's current lease (cur read and
 // locked in the transaction, CLAIMED or RUNNING, its lease not yet revoked
 // in this copy) and publishes TopicTaskAborts.
-func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string, deadline time.Duration) (store.Abort, error) {
+func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string, deadline time.Duration) (cks.Abort, error) {
 	a, err := ex.AbortInsert(ctx, driver.AbortRow{TaskID: cur.ID, LeaseTokenHash: cur.LeaseTokenHash,
 		Executor: cur.ClaimedBy, Attempt: cur.Attempts, Restart: cur.Restarts, RequestedBy: actor, Reason: reason,
-		RequestedAt: now, DeadlineAt: store.Time(now.Add(deadline)), Outcome: string(store.AbortPending)})
+		RequestedAt: now, DeadlineAt: store.Time(now.Add(deadline)), Outcome: string(cks.AbortPending)})
 	if err != nil {
-		return store.Abort{}, fmt.Errorf("abort of task %d: %w", cur.ID, err)
+		return cks.Abort{}, fmt.Errorf("abort of task %d: %w", cur.ID, err)
 	}
 	return toAbort(a), ex.Notify(ctx, store.TopicTaskAborts)
 }
 
 // Stop implements store.TaskControl.
-func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (store.Task, *store.Abort, error) {
+func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
 	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateStopReason(reason)); err != nil {
-		return store.Task{}, nil, err
+		return cks.Task{}, nil, err
 	}
 	deadline, err := store.ValidateDeadline(deadline)
 	if err != nil {
-		return store.Task{}, nil, err
+		return cks.Task{}, nil, err
 	}
-	var ab *store.Abort
+	var ab *cks.Abort
 	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		var (
 			out driver.TaskRow
@@ -54,12 +55,12 @@ func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, dead
 // CLAIMED or RUNNING task also gives its attempt back (attempts-1; the
 // event carries the aborted attempt) and gets a pending abort naming its
 // executor. reason goes to the event, abortReason to the abort request.
-func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, abortReason string, deadline time.Duration) (driver.TaskRow, *store.Abort, error) {
-	if State(cur.State) == Stopped {
-		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, store.ErrConflict)
+func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, abortReason string, deadline time.Duration) (driver.TaskRow, *cks.Abort, error) {
+	if cks.TaskState(cur.State) == cks.TaskStopped {
+		return cur, nil, fmt.Errorf("task %d is already STOPPED: %w", cur.ID, cks.ErrConflict)
 	}
-	leased := State(cur.State) == Claimed || State(cur.State) == Running
-	out, err := moveOne(ctx, ex, now, move{row: cur, to: Stopped, actor: actor, reason: reason, attempt: cur.Attempts,
+	leased := cks.TaskState(cur.State) == cks.TaskClaimed || cks.TaskState(cur.State) == cks.TaskRunning
+	out, err := moveOne(ctx, ex, now, move{row: cur, to: cks.TaskStopped, actor: actor, reason: reason, attempt: cur.Attempts,
 		set: func(r *driver.TaskRow) {
 			if leased {
 				r.Attempts--
@@ -77,9 +78,9 @@ func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.T
 }
 
 // Start implements store.TaskControl.
-func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
 	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return startTx(ctx, ex, now, cur, actor, reason)
@@ -89,8 +90,8 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (st
 // startTx releases the STOPPED task cur (read and locked) to the state its
 // dependencies call for now: restarts+1, run_after cleared.
 func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
-	if State(cur.State) != Stopped {
-		return cur, wrongState(cur, "start", Stopped)
+	if cks.TaskState(cur.State) != cks.TaskStopped {
+		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
 	deps, err := depsOf(ctx, ex, cur.ID)
 	if err != nil {
@@ -115,20 +116,20 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // or live appends an event of its own (From and To the task's state,
 // reason "update: FIELDS"), so every edit is in the task's log; a restart
 // records the edit in its stop and start events.
-func (s *Service) Update(ctx context.Context, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
+func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
 	if err := store.ValidateText("actor", actor); err != nil {
-		return store.UpdateResult{}, err
+		return cks.UpdateResult{}, err
 	}
 	p, err := p.Validate()
 	if err != nil {
-		return store.UpdateResult{}, err
+		return cks.UpdateResult{}, err
 	}
 	if deadline, err = store.ValidateDeadline(deadline); err != nil {
-		return store.UpdateResult{}, err
+		return cks.UpdateResult{}, err
 	}
-	dedupe := slices.ContainsFunc(p.AddChildren, func(n store.NewTask) bool { return n.DedupeKey != "" })
+	dedupe := slices.ContainsFunc(p.AddChildren, func(n cks.NewTask) bool { return n.DedupeKey != "" })
 	for try := 0; ; try++ {
-		var out store.UpdateResult
+		var out cks.UpdateResult
 		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 			var err error
 			out, err = s.updateTx(ctx, ex, now, id, actor, p, deadline)
@@ -141,8 +142,8 @@ func (s *Service) Update(ctx context.Context, id int64, actor string, p store.Ta
 	}
 }
 
-func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Time, id int64, actor string, p store.TaskPatch, deadline time.Duration) (store.UpdateResult, error) {
-	var out store.UpdateResult
+func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Time, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
+	var out cks.UpdateResult
 	if len(p.AddDependsOn) > 0 {
 		if err := ex.TaskLockDependencyGraph(ctx); err != nil {
 			return out, fmt.Errorf("update task %d: dependency lock: %w", id, err)
@@ -152,17 +153,17 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	if err != nil {
 		return out, err
 	}
-	state := State(cur.State)
+	state := cks.TaskState(cur.State)
 	material := p.Material()
 	fields := strings.Join(p.Fields(), ", ")
 	summary := "update: " + fields
-	running := state == Claimed || state == Running
+	running := state == cks.TaskClaimed || state == cks.TaskRunning
 	switch {
 	case IsTerminal(state):
-		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, store.ErrConflict)
+		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, cks.ErrConflict)
 	case running && material:
 		// stop → apply → start in this one transaction: no reader sees STOPPED.
-		out.Path = store.UpdateRestart
+		out.Path = cks.UpdateRestart
 		stopped, ab, err := stopTx(ctx, ex, now, cur, actor, summary, summary, deadline)
 		if err != nil {
 			return out, err
@@ -180,12 +181,12 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		out.Task, err = taskOf(ctx, ex, started)
 		return out, err
 	case running:
-		out.Path = store.UpdateLive
-	case material && (state == NeedsInput || state == NeedsReview || state == Reviewing):
+		out.Path = cks.UpdateLive
+	case material && (state == cks.TaskNeedsInput || state == cks.TaskNeedsReview || state == cks.TaskReviewing):
 		return out, fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
-			id, state, fields, store.ErrConflict)
+			id, state, fields, cks.ErrConflict)
 	default:
-		out.Path = store.UpdateInPlace
+		out.Path = cks.UpdateInPlace
 	}
 	applied, children, err := s.applyPatch(ctx, ex, now, cur, actor, p)
 	if err != nil {
@@ -198,7 +199,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	}
 	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&
-		slices.Contains([]State{Open, Waiting, Blocked}, State(applied.State)) {
+		slices.Contains([]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}, cks.TaskState(applied.State)) {
 		// A dependency edit re-evaluates the task as Enqueue would.
 		deps, err := depsOf(ctx, ex, id)
 		if err != nil {
@@ -208,7 +209,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		if err != nil {
 			return out, err
 		}
-		if to != State(applied.State) {
+		if to != cks.TaskState(applied.State) {
 			if applied, err = moveOne(ctx, ex, now, move{row: applied, to: to, actor: actor, reason: summary + " (" + why + ")"}); err != nil {
 				return out, err
 			}
@@ -223,7 +224,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 // children go through cancelTx, like Cancel (which may block a WAITING cur
 // that depends on one: the row is read again before the fields are
 // written).
-func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor string, p store.TaskPatch) (driver.TaskRow, []store.Task, error) {
+func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor string, p cks.TaskPatch) (driver.TaskRow, []cks.Task, error) {
 	depMap, err := depsOf(ctx, ex, cur.ID)
 	if err != nil {
 		return cur, nil, err
@@ -232,7 +233,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 	var removed []driver.TaskDep
 	for _, d := range p.RemoveDependsOn {
 		if !slices.Contains(deps, d) {
-			return cur, nil, &store.FieldError{Field: "remove_depends_on",
+			return cur, nil, &cks.FieldError{Field: "remove_depends_on",
 				Expected: fmt.Sprintf("ids of current dependencies (task %d does not depend on %d)", cur.ID, d)}
 		}
 		deps = slices.DeleteFunc(deps, func(x int64) bool { return x == d })
@@ -244,7 +245,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 	var added []int64
 	for _, d := range p.AddDependsOn {
 		if d == cur.ID {
-			return cur, nil, &store.FieldError{Field: "add_depends_on",
+			return cur, nil, &cks.FieldError{Field: "add_depends_on",
 				Expected: fmt.Sprintf("ids of other tasks (task %d cannot depend on itself)", d)}
 		}
 		if !slices.Contains(deps, d) && !slices.Contains(added, d) {
@@ -270,7 +271,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, qerr
 		}
 		if cycle != nil {
-			return cur, nil, &store.FieldError{Field: "add_depends_on",
+			return cur, nil, &cks.FieldError{Field: "add_depends_on",
 				Expected: fmt.Sprintf("dependencies that close no cycle (this one would: %s)", formatPath(cycle))}
 		}
 		edges := make([]driver.TaskDep, len(added))
@@ -283,8 +284,8 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 	}
 	for _, c := range p.CancelChildren {
 		child, err := getRow(ctx, ex, c, driver.LockUpdate)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && child.ParentID != cur.ID) {
-			return cur, nil, &store.FieldError{Field: "cancel_children",
+		if errors.Is(err, cks.ErrNotFound) || (err == nil && child.ParentID != cur.ID) {
+			return cur, nil, &cks.FieldError{Field: "cancel_children",
 				Expected: fmt.Sprintf("ids of children of task %d (%d is not one)", cur.ID, c)}
 		}
 		if err != nil {
@@ -294,11 +295,11 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, fmt.Errorf("cancel_children: %w", err)
 		}
 	}
-	var children []store.Task
+	var children []cks.Task
 	if len(p.AddChildren) > 0 {
 		// One enqueue batch: the children are enqueued in order, as one
 		// Enqueue after another would, over reads made once for all.
-		ns := make([]store.NewTask, len(p.AddChildren))
+		ns := make([]cks.NewTask, len(p.AddChildren))
 		for i, n := range p.AddChildren {
 			parent := cur.ID
 			n.ParentID = &parent
@@ -361,13 +362,13 @@ func formatPath(ids []int64) string {
 }
 
 // GetAbort implements store.TaskControl.
-func (s *Service) GetAbort(ctx context.Context, abortID int64) (store.Abort, error) {
+func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
 	a, err := s.db.Executor().AbortGet(ctx, driver.AbortGetParams{ID: abortID})
 	if errors.Is(err, driver.ErrNoRows) {
-		return store.Abort{}, fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+		return cks.Abort{}, fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.Abort{}, err
+		return cks.Abort{}, err
 	}
 	return toAbort(a), nil
 }
@@ -375,15 +376,15 @@ func (s *Service) GetAbort(ctx context.Context, abortID int64) (store.Abort, err
 // ConfirmAbort implements store.TaskControl. Confirming an abort that is
 // already confirmed changes nothing (its resolved_at stays the first
 // confirmation's).
-func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (store.Abort, error) {
+func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks.Abort, error) {
 	if err := store.ValidateText("lease_token", token); err != nil {
-		return store.Abort{}, err
+		return cks.Abort{}, err
 	}
-	noAbort := fmt.Errorf("no abort of task %d for that lease: %w", id, store.ErrNotFound)
+	noAbort := fmt.Errorf("no abort of task %d for that lease: %w", id, cks.ErrNotFound)
 	if token == "" {
-		return store.Abort{}, noAbort
+		return cks.Abort{}, noAbort
 	}
-	var out store.Abort
+	var out cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		a, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: id, LeaseTokenHash: store.HashLeaseToken(token),
 			Lock: driver.LockUpdate})
@@ -393,8 +394,8 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (sto
 		if err != nil {
 			return err
 		}
-		if a.Outcome != string(store.AbortConfirmed) {
-			a.Outcome, a.ResolvedAt = string(store.AbortConfirmed), now
+		if a.Outcome != string(cks.AbortConfirmed) {
+			a.Outcome, a.ResolvedAt = string(cks.AbortConfirmed), now
 			if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
 				return err
 			}
@@ -406,21 +407,21 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (sto
 }
 
 // ResolveAbort implements store.TaskControl.
-func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (store.Abort, error) {
-	var out store.Abort
+func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
+	var out cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		a, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: abortID, Lock: driver.LockUpdate})
 		if errors.Is(err, driver.ErrNoRows) {
-			return fmt.Errorf("abort %d: %w", abortID, store.ErrNotFound)
+			return fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		out = toAbort(a)
-		if a.Outcome != string(store.AbortPending) {
+		if a.Outcome != string(cks.AbortPending) {
 			return nil // settled already: returned as it is
 		}
-		a.Outcome, a.ResolvedAt = string(store.AbortUnconfirmed), now
+		a.Outcome, a.ResolvedAt = string(cks.AbortUnconfirmed), now
 		if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
 			return err
 		}
@@ -438,13 +439,13 @@ func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) 
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
 		n = 0
 		for {
-			due, err := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: string(store.AbortPending),
+			due, err := ex.AbortPendingDue(ctx, driver.AbortPendingDueParams{Outcome: string(cks.AbortPending),
 				Now: now, Limit: expireBatch})
 			if err != nil {
 				return err
 			}
 			for i := range due {
-				due[i].Outcome, due[i].ResolvedAt = string(store.AbortUnconfirmed), now
+				due[i].Outcome, due[i].ResolvedAt = string(cks.AbortUnconfirmed), now
 			}
 			k, err := ex.AbortUpdateMany(ctx, due)
 			if err != nil {
@@ -476,14 +477,14 @@ func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, 
 }
 
 // RecordDecision implements store.TaskControl.
-func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (store.Decision, error) {
+func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (cks.Decision, error) {
 	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("text", text)); err != nil {
-		return store.Decision{}, err
+		return cks.Decision{}, err
 	}
 	if kind == "" {
-		return store.Decision{}, &store.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
+		return cks.Decision{}, &cks.FieldError{Field: "kind", Expected: "a non-empty decision kind"}
 	}
-	var out store.Decision
+	var out cks.Decision
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		cur, err := leased(ctx, ex, id, token, executing...)
 		if err != nil {
@@ -497,29 +498,29 @@ func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, tex
 
 // insertDecision records a decision of cur's current attempt, restart and
 // revision (cur read and fenced in the transaction).
-func insertDecision(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, text string, derivedFrom int) (store.Decision, error) {
+func insertDecision(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, text string, derivedFrom int) (cks.Decision, error) {
 	if derivedFrom < 1 || derivedFrom > cur.Revision {
-		return store.Decision{}, &store.FieldError{Field: "derived_from_revision",
+		return cks.Decision{}, &cks.FieldError{Field: "derived_from_revision",
 			Expected: fmt.Sprintf("a revision of task %d from 1 to %d (its current one)", cur.ID, cur.Revision)}
 	}
 	d, err := ex.DecisionInsert(ctx, driver.DecisionRow{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts,
 		Revision: cur.Revision, DerivedFromRevision: derivedFrom, Kind: kind, Text: text, Actor: cur.ClaimedBy,
 		CreatedAt: now})
 	if err != nil {
-		return store.Decision{}, fmt.Errorf("decision of task %d: %w", cur.ID, err)
+		return cks.Decision{}, fmt.Errorf("decision of task %d: %w", cur.ID, err)
 	}
 	return toDecision(d), nil
 }
 
 // ReuseWorkspace implements store.TaskControl.
-func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (store.Decision, error) {
+func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (cks.Decision, error) {
 	if err := store.ValidateText("path", path); err != nil {
-		return store.Decision{}, err
+		return cks.Decision{}, err
 	}
 	if path == "" {
-		return store.Decision{}, &store.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
+		return cks.Decision{}, &cks.FieldError{Field: "path", Expected: "the path of a workspace an earlier attempt recorded"}
 	}
-	var out store.Decision
+	var out cks.Decision
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		cur, err := leased(ctx, ex, id, token, executing...)
 		if err != nil {
@@ -530,16 +531,16 @@ func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path stri
 			return err
 		}
 		earlier := slices.ContainsFunc(evidence, func(e driver.EvidenceRow) bool {
-			return e.Kind == store.EvidenceWorkspace && e.Body == path && !(e.Restart == cur.Restarts && e.Attempt == cur.Attempts)
+			return e.Kind == cks.EvidenceWorkspace && e.Body == path && !(e.Restart == cur.Restarts && e.Attempt == cur.Attempts)
 		})
 		if !earlier {
-			return &store.FieldError{Field: "path",
+			return &cks.FieldError{Field: "path",
 				Expected: fmt.Sprintf("the path of a workspace an earlier attempt of task %d recorded (none recorded %q)", id, path)}
 		}
-		if out, err = insertDecision(ctx, ex, now, cur, store.DecisionReuseWorkspace, path, derivedFrom); err != nil {
+		if out, err = insertDecision(ctx, ex, now, cur, cks.DecisionReuseWorkspace, path, derivedFrom); err != nil {
 			return err
 		}
-		_, err = addEvidence(ctx, ex, now, cur, store.EvidenceWorkspace, path)
+		_, err = addEvidence(ctx, ex, now, cur, cks.EvidenceWorkspace, path)
 		return err
 	})
 	return out, err

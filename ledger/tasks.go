@@ -20,14 +20,14 @@ const maxUniqueRetries = 3
 // Enqueue implements store.Tasks. Two enqueues racing on one dedupe key
 // meet at the unique index; the loser runs again and returns the winner's
 // task.
-func (s *Service) Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error) {
+func (s *Service) Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, error) {
 	n, err := n.Validate()
 	if err != nil {
-		return store.Task{}, false, err
+		return cks.Task{}, false, err
 	}
 	for try := 0; ; try++ {
 		var (
-			out     store.Task
+			out     cks.Task
 			created bool
 		)
 		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -47,11 +47,11 @@ func (s *Service) Enqueue(ctx context.Context, n store.NewTask) (store.Task, boo
 // statements however many there are. Every
 // item is validated first, and an invalid one is a FieldError naming it
 // (tasks[i].FIELD); nothing is written then.
-func (s *Service) EnqueueMany(ctx context.Context, ns []store.NewTask) ([]store.CreatedTask, error) {
+func (s *Service) EnqueueMany(ctx context.Context, ns []cks.NewTask) ([]cks.CreatedTask, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
-	valid := make([]store.NewTask, len(ns))
+	valid := make([]cks.NewTask, len(ns))
 	keyed := false
 	for i, n := range ns {
 		v, err := n.Validate()
@@ -61,7 +61,7 @@ func (s *Service) EnqueueMany(ctx context.Context, ns []store.NewTask) ([]store.
 		valid[i], keyed = v, keyed || v.DedupeKey != ""
 	}
 	for try := 0; ; try++ {
-		var out []store.CreatedTask
+		var out []cks.CreatedTask
 		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 			var err error
 			out, err = s.enqueueManyTx(ctx, ex, now, valid, batchField)
@@ -80,9 +80,9 @@ func batchField(i int, field string) string { return fmt.Sprintf("tasks[%d].%s",
 // itemError renames the field of err, a FieldError, by name; any other
 // error is returned as it is.
 func itemError(name func(i int, field string) string, i int, err error) error {
-	var fe *store.FieldError
+	var fe *cks.FieldError
 	if errors.As(err, &fe) {
-		return &store.FieldError{Field: name(i, fe.Field), Expected: fe.Expected}
+		return &cks.FieldError{Field: name(i, fe.Field), Expected: fe.Expected}
 	}
 	return err
 }
@@ -90,10 +90,10 @@ func itemError(name func(i int, field string) string, i int, err error) error {
 // enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
 // it returns the task of n's dedupe key (created false) or inserts the task
 // with its dependencies and creation event.
-func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n store.NewTask) (store.Task, bool, error) {
-	out, err := s.enqueueManyTx(ctx, ex, now, []store.NewTask{n}, func(_ int, f string) string { return f })
+func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n cks.NewTask) (cks.Task, bool, error) {
+	out, err := s.enqueueManyTx(ctx, ex, now, []cks.NewTask{n}, func(_ int, f string) string { return f })
 	if err != nil {
-		return store.Task{}, false, err
+		return cks.Task{}, false, err
 	}
 	return out[0].Task, out[0].Created, nil
 }
@@ -115,7 +115,7 @@ type dedupeHit struct{ live, any int64 }
 // TopicTasksReady when any is OPEN. name names an item's field in a
 // FieldError (a missing parent or dependency). Update's AddChildren
 // enqueues its children as one batch through it.
-func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewTask, name func(i int, field string) string) ([]store.CreatedTask, error) {
+func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now time.Time, ns []cks.NewTask, name func(i int, field string) string) ([]cks.CreatedTask, error) {
 	// The task of each dedupe key, read once for the batch.
 	hits := map[string]*dedupeHit{}
 	var keys []string
@@ -140,7 +140,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		}
 	}
 	// Decide, item by item, which are new and which get another's task.
-	out := make([]store.CreatedTask, len(ns))
+	out := make([]cks.CreatedTask, len(ns))
 	found := make([]int64, len(ns)) // the task a dedupe hit gets (< 0: an item's)
 	var fresh []int                 // the items that become tasks
 	for i, n := range ns {
@@ -176,14 +176,14 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
 	rows := make([]driver.TaskRow, len(fresh))
-	states := make([]State, len(fresh))
+	states := make([]cks.TaskState, len(fresh))
 	reasons := make([]string, len(fresh))
 	ready := false
 	for k, i := range fresh {
 		n := ns[i]
 		if n.ParentID != nil {
 			if _, ok := exists[*n.ParentID]; !ok {
-				return nil, &store.FieldError{Field: name(i, "parent_id"),
+				return nil, &cks.FieldError{Field: name(i, "parent_id"),
 					Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
 			}
 		}
@@ -191,7 +191,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		if err != nil {
 			return nil, err
 		}
-		if state == Open {
+		if state == cks.TaskOpen {
 			reason, ready = "enqueued", true
 		}
 		states[k], reasons[k] = state, reason
@@ -256,7 +256,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[int64]store.Task, len(tasks))
+		byID := make(map[int64]cks.Task, len(tasks))
 		for _, t := range tasks {
 			byID[t.ID] = t
 		}
@@ -299,7 +299,7 @@ func rowsByID(ctx context.Context, ex driver.Executor, ids []int64, lock driver.
 // waits for this transaction (and then sees the task in its new state) or
 // is seen COMPLETED here. A missing dependency is a FieldError naming
 // field.
-func depState(ctx context.Context, ex driver.Executor, deps []int64, field string) (State, string, error) {
+func depState(ctx context.Context, ex driver.Executor, deps []int64, field string) (cks.TaskState, string, error) {
 	rows, err := rowsByID(ctx, ex, deps, driver.LockShare)
 	if err != nil {
 		return "", "", fmt.Errorf("dependencies: %w", err)
@@ -308,18 +308,18 @@ func depState(ctx context.Context, ex driver.Executor, deps []int64, field strin
 }
 
 // depStateOf is depState over the dependency rows read (by id).
-func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (State, string, error) {
-	state, reason := Open, "dependencies complete"
+func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (cks.TaskState, string, error) {
+	state, reason := cks.TaskOpen, "dependencies complete"
 	for _, d := range deps {
 		r, ok := rows[d]
-		dep := State(r.State)
+		dep := cks.TaskState(r.State)
 		switch {
 		case !ok:
 			return "", "", NoSuchDependency(field, d)
-		case dep == Failed || dep == Cancelled:
-			return Blocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
-		case dep != Completed && state == Open:
-			state, reason = Waiting, fmt.Sprintf("waiting for dependency %d", d)
+		case dep == cks.TaskFailed || dep == cks.TaskCancelled:
+			return cks.TaskBlocked, fmt.Sprintf("dependency %d is %s", d, dep), nil
+		case dep != cks.TaskCompleted && state == cks.TaskOpen:
+			state, reason = cks.TaskWaiting, fmt.Sprintf("waiting for dependency %d", d)
 		}
 	}
 	return state, reason, nil
@@ -329,14 +329,14 @@ func depStateOf(rows map[int64]driver.TaskRow, deps []int64, field string) (Stat
 // is no task. The surfaces answer it too for a task the caller may not read
 // (ops), so that a create or an edit cannot tell the two apart.
 func NoSuchDependency(field string, d int64) error {
-	return &store.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks the caller may read (no task %d)", d)}
+	return &cks.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks the caller may read (no task %d)", d)}
 }
 
 // GetTask implements store.Tasks. It reads the task and everything recorded
 // for it in one read-only snapshot, so the grouping by attempt sees the
 // counters the records were made under.
-func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
-	var t store.Task
+func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
+	var t cks.Task
 	err := s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		r, err := getRow(ctx, ex, id, driver.LockNone)
 		if err != nil {
@@ -349,7 +349,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
 		if err != nil {
 			return err
 		}
-		t.Events = make([]store.TaskEvent, len(events))
+		t.Events = make([]cks.TaskEvent, len(events))
 		for i, e := range events {
 			t.Events[i] = toEvent(e)
 		}
@@ -357,7 +357,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
 		if err != nil {
 			return err
 		}
-		evidence := make([]store.Evidence, len(evRows))
+		evidence := make([]cks.Evidence, len(evRows))
 		for i, e := range evRows {
 			evidence[i] = toEvidence(e)
 		}
@@ -365,7 +365,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
 		if err != nil {
 			return err
 		}
-		decisions := make([]store.Decision, len(decRows))
+		decisions := make([]cks.Decision, len(decRows))
 		for i, d := range decRows {
 			decisions[i] = toDecision(d)
 		}
@@ -373,7 +373,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
 		if err != nil {
 			return err
 		}
-		var aborts []store.Abort
+		var aborts []cks.Abort
 		for _, a := range abRows {
 			aborts = append(aborts, toAbort(a))
 		}
@@ -384,28 +384,28 @@ func (s *Service) GetTask(ctx context.Context, id int64) (store.Task, error) {
 }
 
 // filterStates checks the states of f against the table and renders them.
-func filterStates(f store.TaskFilter) ([]string, error) {
+func filterStates(f cks.TaskFilter) ([]string, error) {
 	for _, st := range f.States {
 		if !Valid(st) {
-			return nil, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", All, st)}
+			return nil, &cks.FieldError{Field: "state", Expected: fmt.Sprintf("one of %v (got %q)", All, st)}
 		}
 	}
 	return strs(f.States), nil
 }
 
 // ListTasks implements store.Tasks.
-func (s *Service) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error) {
 	f, err := f.Validate()
 	if err != nil {
-		return store.TaskPage{}, err
+		return cks.TaskPage{}, err
 	}
 	states, err := filterStates(f)
 	if err != nil {
-		return store.TaskPage{}, err
+		return cks.TaskPage{}, err
 	}
-	var page store.TaskPage
+	var page cks.TaskPage
 	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
-		page = store.TaskPage{}
+		page = cks.TaskPage{}
 		rows, more, err := listRows(ctx, ex, driver.TaskListParams{States: states, Types: f.Types,
 			StateChangedBefore: store.Time(f.StateChangedBefore), After: f.After}, f.Limit)
 		if err != nil {
@@ -428,7 +428,7 @@ func (s *Service) ListTasks(ctx context.Context, f store.TaskFilter) (store.Task
 		if err != nil {
 			return err
 		}
-		byTask := make(map[int64]*store.Abort, len(last))
+		byTask := make(map[int64]*cks.Abort, len(last))
 		for _, a := range last {
 			ab := toAbort(a)
 			byTask[a.TaskID] = &ab
@@ -481,7 +481,7 @@ func rowSize(r driver.TaskRow) int {
 }
 
 // CountTasks implements store.Tasks.
-func (s *Service) CountTasks(ctx context.Context, f store.TaskFilter) (int, error) {
+func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
 	if err := store.ValidateTexts("type", f.Types); err != nil {
 		return 0, err
 	}
@@ -503,7 +503,7 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 }
 
 // Claim implements store.Tasks: ClaimWith without Running.
-func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]store.ClaimedTask, error) {
+func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]cks.ClaimedTask, error) {
 	return s.ClaimWith(ctx, store.ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
 }
 
@@ -514,7 +514,7 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // lease tokens are made here, one per task the claim may take; only their
 // hashes go to the driver, and each plain token only to this caller. Claims
 // made at once in this process share the statement (claimer).
-func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.ClaimedTask, error) {
+func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := store.ValidateTexts("types", p.Types); err != nil {
 		return nil, err
 	}
@@ -522,11 +522,11 @@ func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.C
 		return nil, err
 	}
 	// The moves a claim makes, checked against the table once.
-	if err := Check(Open, Claimed); err != nil {
+	if err := Check(cks.TaskOpen, cks.TaskClaimed); err != nil {
 		return nil, err
 	}
 	if p.Running {
-		if err := Check(Claimed, Running); err != nil {
+		if err := Check(cks.TaskClaimed, cks.TaskRunning); err != nil {
 			return nil, err
 		}
 	}
@@ -541,15 +541,15 @@ func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]store.C
 }
 
 // executing are the states an executor's lease is good for.
-var executing = []State{Claimed, Running}
+var executing = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
 
 // runningReason is the reason of the event of the move to RUNNING.
 const runningReason = "running"
 
 // MarkRunning implements store.Tasks.
-func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (store.Task, error) {
+func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: Running, actor: cur.ClaimedBy, reason: runningReason})
+		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskRunning, actor: cur.ClaimedBy, reason: runningReason})
 	})
 }
 
@@ -565,14 +565,14 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 }
 
 // AddEvidence implements store.Tasks.
-func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (store.Evidence, error) {
+func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (cks.Evidence, error) {
 	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("body", body)); err != nil {
-		return store.Evidence{}, err
+		return cks.Evidence{}, err
 	}
 	if kind == "" {
-		return store.Evidence{}, &store.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
+		return cks.Evidence{}, &cks.FieldError{Field: "kind", Expected: "a non-empty evidence kind"}
 	}
-	var out store.Evidence
+	var out cks.Evidence
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		cur, err := leased(ctx, ex, id, token, executing...)
 		if err != nil {
@@ -586,7 +586,7 @@ func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body s
 
 // addEvidence records evidence of cur's current attempt, restart and
 // revision (cur read and fenced in the transaction).
-func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, body string) (store.Evidence, error) {
+func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, kind, body string) (cks.Evidence, error) {
 	e, err := ex.EvidenceInsert(ctx, driver.EvidenceRow{TaskID: cur.ID, Attempt: cur.Attempts, Restart: cur.Restarts,
 		Revision: cur.Revision, Kind: kind, Body: body, Actor: cur.ClaimedBy, CreatedAt: now})
 	return toEvidence(e), err
@@ -595,12 +595,12 @@ func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 // Complete implements store.Tasks. Concurrent calls of one process are
 // grouped into one transaction (the completer), each fenced by its own
 // token and told its own outcome after the commit.
-func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (store.Task, error) {
+func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (cks.Task, error) {
 	if err := store.ValidateText("result", result); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	if err := store.ValidateText("lease_token", token); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.completer.do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
@@ -609,9 +609,9 @@ func (s *Service) Complete(ctx context.Context, id int64, token string, needsRev
 // COMPLETED, or NEEDS_REVIEW when the executor asks for a review, with the
 // result recorded and the lease revoked.
 func completion(cur driver.TaskRow, needsReview bool, result string) move {
-	to, reason := Completed, "completed"
+	to, reason := cks.TaskCompleted, "completed"
 	if needsReview {
-		to, reason = NeedsReview, "needs review"
+		to, reason = cks.TaskNeedsReview, "needs review"
 	}
 	return move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
 		set: func(r *driver.TaskRow) { r.Result = result; revoke(r) }}
@@ -626,7 +626,7 @@ func completion(cur driver.TaskRow, needsReview bool, result string) move {
 // were locked and written, so an enqueue or edit that adds a dependant
 // concurrently has either committed (its edge is read here) or waits for
 // this transaction and then sees the task COMPLETED (depState).
-func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]store.Task, map[int64]bool, error) {
+func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []driver.TaskRow) ([]cks.Task, map[int64]bool, error) {
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
@@ -641,13 +641,13 @@ func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []dri
 		own[e.TaskID] = append(own[e.TaskID], e.DependsOn)
 		waitedFor[e.DependsOn] = true
 	}
-	out := make([]store.Task, len(rows))
+	out := make([]cks.Task, len(rows))
 	var done []int64
 	for i, r := range rows {
 		// own also holds the edges of a row that depends on another row
 		// of the batch: those are its dependencies too.
 		out[i] = toTask(r, own[r.ID])
-		if State(r.State) == Completed && waitedFor[r.ID] {
+		if cks.TaskState(r.State) == cks.TaskCompleted && waitedFor[r.ID] {
 			done = append(done, r.ID)
 		}
 	}
@@ -667,7 +667,7 @@ func finished(ctx context.Context, ex driver.Executor, now time.Time, rows []dri
 // has committed (Postgres, READ COMMITTED: two such completions would
 // otherwise each miss the other's and leave the dependant WAITING).
 func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, ids ...int64) error {
-	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: ids, State: string(Waiting),
+	waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: ids, State: string(cks.TaskWaiting),
 		Lock: driver.LockUpdate})
 	if err != nil || len(waiting) == 0 {
 		return err
@@ -691,7 +691,7 @@ func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, i
 				break
 			}
 		}
-		return move{to: Open, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", last)}
+		return move{to: cks.TaskOpen, actor: "ledger", reason: fmt.Sprintf("dependencies complete (last: %d)", last)}
 	})
 	if err != nil {
 		return err
@@ -722,11 +722,11 @@ func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow,
 	}
 	done := map[int64]bool{}
 	for _, r := range states {
-		done[r.ID] = State(r.State) == Completed
+		done[r.ID] = cks.TaskState(r.State) == cks.TaskCompleted
 	}
 	var moves []move
 	for _, r := range waiting {
-		if State(r.State) != Waiting || IsDispatchExcluded(State(r.State)) {
+		if cks.TaskState(r.State) != cks.TaskWaiting || IsDispatchExcluded(cks.TaskState(r.State)) {
 			continue
 		}
 		if !slices.ContainsFunc(deps[r.ID], func(d int64) bool { return !done[d] }) {
@@ -742,7 +742,7 @@ func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow,
 // (or, for ReleaseDependencies, is) FAILED or CANCELLED, to BLOCKED, and so
 // on down the dependency graph, with events by actor. It returns how many
 // tasks it blocked.
-func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, actor string, id int64, state State, why string) (int, error) {
+func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, actor string, id int64, state cks.TaskState, why string) (int, error) {
 	type item struct {
 		id     int64
 		reason string
@@ -753,13 +753,13 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 		it := queue[0]
 		queue = queue[1:]
 		waiting, err := ex.TaskDependants(ctx, driver.TaskDependantsParams{DependsOn: []int64{it.id},
-			State: string(Waiting), Lock: driver.LockUpdate})
+			State: string(cks.TaskWaiting), Lock: driver.LockUpdate})
 		if err != nil {
 			return n, err
 		}
 		moves := make([]move, len(waiting))
 		for i, r := range waiting {
-			moves[i] = move{row: r, to: Blocked, actor: actor, reason: it.reason,
+			moves[i] = move{row: r, to: cks.TaskBlocked, actor: actor, reason: it.reason,
 				set: func(r *driver.TaskRow) { r.LastError = it.reason }}
 		}
 		blocked, err := transition(ctx, ex, now, moves)
@@ -775,23 +775,23 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 }
 
 // Fail implements store.Tasks, through the completer as Complete.
-func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (store.Task, error) {
+func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (cks.Task, error) {
 	if err := store.ValidateText("reason", reason); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	if err := store.ValidateText("lease_token", token); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput implements store.Tasks.
-func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (store.Task, error) {
+func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (cks.Task, error) {
 	if err := store.ValidateQuestion(question); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: NeedsInput, actor: cur.ClaimedBy, reason: question,
+		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskNeedsInput, actor: cur.ClaimedBy, reason: question,
 			attempt: cur.Attempts, set: func(r *driver.TaskRow) {
 				r.Question, r.Answer = question, ""
 				r.Attempts--
@@ -801,64 +801,64 @@ func (s *Service) RequestInput(ctx context.Context, id int64, token, question st
 }
 
 // Answer implements store.Tasks.
-func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (store.Task, error) {
+func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks.Task, error) {
 	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateAnswer(text)); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if State(cur.State) != NeedsInput {
-			return cur, wrongState(cur, "answer", NeedsInput)
+		if cks.TaskState(cur.State) != cks.TaskNeedsInput {
+			return cur, wrongState(cur, "answer", cks.TaskNeedsInput)
 		}
-		return moveOne(ctx, ex, now, move{row: cur, to: Open, actor: actor, reason: "answered: " + text,
+		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: actor, reason: "answered: " + text,
 			set: func(r *driver.TaskRow) { r.Answer, r.RunAfter = text, time.Time{} }})
 	})
 }
 
 // ClaimReview implements store.Tasks.
-func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (store.ClaimedTask, error) {
+func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (cks.ClaimedTask, error) {
 	if err := store.ValidateText("reviewer", reviewer); err != nil {
-		return store.ClaimedTask{}, err
+		return cks.ClaimedTask{}, err
 	}
 	if err := store.ValidateClaim(reviewer, 1, d); err != nil {
-		return store.ClaimedTask{}, err
+		return cks.ClaimedTask{}, err
 	}
 	var token string
 	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if State(cur.State) != NeedsReview {
-			return cur, wrongState(cur, "claim review", NeedsReview)
+		if cks.TaskState(cur.State) != cks.TaskNeedsReview {
+			return cur, wrongState(cur, "claim review", cks.TaskNeedsReview)
 		}
-		return moveOne(ctx, ex, now, move{row: cur, to: Reviewing, actor: reviewer, reason: "review claimed",
+		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskReviewing, actor: reviewer, reason: "review claimed",
 			set: func(r *driver.TaskRow) { token = lease(r, now, reviewer, d) }})
 	})
 	if err != nil {
-		return store.ClaimedTask{}, err
+		return cks.ClaimedTask{}, err
 	}
-	return store.ClaimedTask{Task: t, LeaseToken: token}, nil
+	return cks.ClaimedTask{Task: t, LeaseToken: token}, nil
 }
 
 // Approve implements store.Tasks.
-func (s *Service) Approve(ctx context.Context, id int64, token, note string) (store.Task, error) {
+func (s *Service) Approve(ctx context.Context, id int64, token, note string) (cks.Task, error) {
 	return s.decideReview(ctx, id, token, true, note)
 }
 
 // Reject implements store.Tasks.
-func (s *Service) Reject(ctx context.Context, id int64, token, note string) (store.Task, error) {
+func (s *Service) Reject(ctx context.Context, id int64, token, note string) (cks.Task, error) {
 	return s.decideReview(ctx, id, token, false, note)
 }
 
-func (s *Service) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (store.Task, error) {
+func (s *Service) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (cks.Task, error) {
 	if err := store.ValidateText("note", note); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
-	var out store.Task
+	var out cks.Task
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, Reviewing)
+		cur, err := leased(ctx, ex, id, token, cks.TaskReviewing)
 		if err != nil {
 			return err
 		}
-		to, reason := Open, "review rejected: "+note
+		to, reason := cks.TaskOpen, "review rejected: "+note
 		if approve {
-			to, reason = Completed, "review approved: "+note
+			to, reason = cks.TaskCompleted, "review approved: "+note
 		}
 		r, err := moveOne(ctx, ex, now, move{row: cur, to: to, actor: cur.ClaimedBy, reason: reason,
 			set: func(r *driver.TaskRow) { r.ReviewNote, r.RunAfter = note, time.Time{}; revoke(r) }})
@@ -875,9 +875,9 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 }
 
 // Cancel implements store.Tasks.
-func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (store.Task, error) {
+func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
 	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return cancelTx(ctx, ex, now, cur, actor, reason)
@@ -889,30 +889,30 @@ func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (s
 // was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
 // CancelChildren uses it too.
 func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
-	out, err := moveOne(ctx, ex, now, move{row: cur, to: Cancelled, actor: actor, reason: reason,
+	out, err := moveOne(ctx, ex, now, move{row: cur, to: cks.TaskCancelled, actor: actor, reason: reason,
 		set: func(r *driver.TaskRow) { r.LastError = reason; revoke(r) }})
 	if err != nil {
 		return out, err
 	}
-	if st := State(cur.State); st == Claimed || st == Running {
-		if _, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, store.DefaultAbortDeadline); err != nil {
+	if st := cks.TaskState(cur.State); st == cks.TaskClaimed || st == cks.TaskRunning {
+		if _, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, cks.DefaultAbortDeadline); err != nil {
 			return out, err
 		}
 	}
-	_, err = blockDependants(ctx, ex, now, "ledger", cur.ID, Cancelled, reason)
+	_, err = blockDependants(ctx, ex, now, "ledger", cur.ID, cks.TaskCancelled, reason)
 	return out, err
 }
 
 // reclaimable are the states whose expired leases ReclaimExpired
 // reclaims (the schema's LeasedStates, its index of them on Postgres).
-var reclaimable = [...]State{Claimed, Running, Reviewing}
+var reclaimable = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
 
 // ReclaimExpired implements store.Tasks. The expired leases are read in
 // batches, locked with SKIP LOCKED (a lease another transaction is
 // renewing or ending is that one's business).
 func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
 	if staleWindow < 0 {
-		return 0, &store.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
+		return 0, &cks.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
 	}
 	now = store.Time(now)
 	total := 0
@@ -929,15 +929,15 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 			var failed []int64
 			for i, r := range rows {
 				switch {
-				case State(r.State) == Reviewing:
+				case cks.TaskState(r.State) == cks.TaskReviewing:
 					// An abandoned review goes back to the review queue.
-					moves[i] = move{row: r, to: NeedsReview, actor: "reaper", reason: "review lease expired", set: revoke}
+					moves[i] = move{row: r, to: cks.TaskNeedsReview, actor: "reaper", reason: "review lease expired", set: revoke}
 				case r.Attempts >= r.MaxAttempts:
-					moves[i] = move{row: r, to: Failed, actor: "reaper", reason: "max attempts",
+					moves[i] = move{row: r, to: cks.TaskFailed, actor: "reaper", reason: "max attempts",
 						set: func(r *driver.TaskRow) { r.LastError = "max attempts"; revoke(r) }}
 					failed = append(failed, r.ID)
 				default:
-					moves[i] = move{row: r, to: Open, actor: "reaper", reason: "lease expired",
+					moves[i] = move{row: r, to: cks.TaskOpen, actor: "reaper", reason: "lease expired",
 						set: func(r *driver.TaskRow) { r.LastError = "lease expired"; revoke(r) }}
 				}
 			}
@@ -945,7 +945,7 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 				return err
 			}
 			for _, id := range failed {
-				if _, err := blockDependants(ctx, ex, now, "ledger", id, Failed, "max attempts"); err != nil {
+				if _, err := blockDependants(ctx, ex, now, "ledger", id, cks.TaskFailed, "max attempts"); err != nil {
 					return err
 				}
 			}
@@ -971,7 +971,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 		out = store.DependencyRelease{}
 		var waiting []driver.TaskRow
 		for after := int64(0); ; {
-			page, err := ex.TaskList(ctx, driver.TaskListParams{States: []string{string(Waiting)}, After: after, Limit: waitingPage})
+			page, err := ex.TaskList(ctx, driver.TaskListParams{States: []string{string(cks.TaskWaiting)}, After: after, Limit: waitingPage})
 			if err != nil {
 				return err
 			}
@@ -981,7 +981,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 			}
 			after = page[len(page)-1].ID
 		}
-		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return IsDispatchExcluded(State(r.State)) })
+		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return IsDispatchExcluded(cks.TaskState(r.State)) })
 		if len(waiting) == 0 {
 			return nil
 		}
@@ -1004,7 +1004,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 		}
 		// Every FAILED or CANCELLED dependency of a WAITING task, by id.
 		for _, d := range depRows {
-			if st := State(d.State); st == Failed || st == Cancelled {
+			if st := cks.TaskState(d.State); st == cks.TaskFailed || st == cks.TaskCancelled {
 				n, err := blockDependants(ctx, ex, now, store.ActorDependencyRelease, d.ID, st,
 					"found by the dependency_release sweeper")
 				if err != nil {
@@ -1018,7 +1018,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 			return err
 		}
 		moves, err := released(ctx, ex, locked, func(driver.TaskRow) move {
-			return move{to: Open, actor: store.ActorDependencyRelease,
+			return move{to: cks.TaskOpen, actor: store.ActorDependencyRelease,
 				reason: "dependencies complete (found by the dependency_release sweeper)"}
 		})
 		if err != nil {
@@ -1038,7 +1038,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 // event by actor with reason, and nothing else: no lease, dependency or
 // attempt effects. It exists for the conformance suite and repair tools;
 // the operations of store.Tasks are what callers use.
-func (s *Service) Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error) {
+func (s *Service) Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
 	})

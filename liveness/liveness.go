@@ -17,16 +17,6 @@ import (
 	"github.com/cks-dev/cks/store"
 )
 
-// Status is cks.ProcessStatus, the computed state of a process instance.
-type Status = cks.ProcessStatus
-
-// The statuses a process read can have (package cks).
-const (
-	Alive    = cks.ProcessAlive
-	Stopped  = cks.ProcessStopped
-	NotFound = cks.ProcessNotFound
-)
-
 // TTLFactor is how many liveness intervals may pass without a heartbeat before
 // an instance reads as stopped: one missed tick is absorbed without flapping.
 const TTLFactor = 3
@@ -45,18 +35,15 @@ func (e *UnknownKindError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, store.ErrInvalid) hold.
-func (e *UnknownKindError) Unwrap() error { return store.ErrInvalid }
-
-// Process is cks.Process: one liveness row with its computed status.
-type Process = cks.Process
+func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
 
 // StatusAt applies the TTL rule: alive iff now - last_heartbeat_at <= 3 × interval.
-func StatusAt(r store.AgentLiveness, now time.Time) Status {
+func StatusAt(r cks.AgentLiveness, now time.Time) cks.ProcessStatus {
 	ttl := time.Duration(TTLFactor * r.LivenessIntervalS * float64(time.Second))
 	if now.Sub(r.LastHeartbeatAt) <= ttl {
-		return Alive
+		return cks.ProcessAlive
 	}
-	return Stopped
+	return cks.ProcessStopped
 }
 
 // Service reads processes from a store with an injected clock. It is the one
@@ -75,19 +62,19 @@ func NewService(s store.Liveness, c clock.Clock) *Service {
 	return &Service{store: s, clock: c}
 }
 
-func (s *Service) annotate(r store.AgentLiveness, now time.Time) Process {
-	return Process{AgentLiveness: r, Status: StatusAt(r, now), HeartbeatAgeS: now.Sub(r.LastHeartbeatAt).Seconds()}
+func (s *Service) annotate(r cks.AgentLiveness, now time.Time) cks.Process {
+	return cks.Process{AgentLiveness: r, Status: StatusAt(r, now), HeartbeatAgeS: now.Sub(r.LastHeartbeatAt).Seconds()}
 }
 
 // ListProcesses returns every instance that ever reported, newest-started first,
 // each with its computed status.
-func (s *Service) ListProcesses(ctx context.Context) ([]Process, error) {
+func (s *Service) ListProcesses(ctx context.Context) ([]cks.Process, error) {
 	rows, err := s.store.ListAgentLiveness(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
-	out := make([]Process, 0, len(rows))
+	out := make([]cks.Process, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, s.annotate(r, now))
 	}
@@ -97,39 +84,35 @@ func (s *Service) ListProcesses(ctx context.Context) ([]Process, error) {
 // ProcessStatus returns the most recently started instance of kind with its
 // status. A known kind that never reported yields Status NotFound, not an error;
 // a kind cks does not know is an *UnknownKindError.
-func (s *Service) ProcessStatus(ctx context.Context, kind string) (Process, error) {
+func (s *Service) ProcessStatus(ctx context.Context, kind string) (cks.Process, error) {
 	if !slices.Contains(KnownKinds(), kind) {
-		return Process{}, &UnknownKindError{Kind: kind}
+		return cks.Process{}, &UnknownKindError{Kind: kind}
 	}
 	r, err := s.store.LatestAgentLiveness(ctx, kind)
-	if errors.Is(err, store.ErrNotFound) {
-		return Process{AgentLiveness: store.AgentLiveness{ProcessKind: kind}, Status: NotFound}, nil
+	if errors.Is(err, cks.ErrNotFound) {
+		return cks.Process{AgentLiveness: cks.AgentLiveness{ProcessKind: kind}, Status: cks.ProcessNotFound}, nil
 	}
 	if err != nil {
-		return Process{}, err
+		return cks.Process{}, err
 	}
 	return s.annotate(r, s.clock.Now()), nil
 }
-
-// StopResult is cks.ProcessStopResult, the answer to a stop request for a
-// process (ADR-016).
-type StopResult = cks.ProcessStopResult
 
 // ResolveProcess names the instance a stop request for target would go to:
 // target is a process kind (its newest instance, as ProcessStatus reads it)
 // or an instance id. A kind cks does not know that is not the id of a
 // reported instance either is an *UnknownKindError. The Process is returned
 // with Status NotFound when the kind never reported.
-func (s *Service) ResolveProcess(ctx context.Context, target string) (Process, error) {
+func (s *Service) ResolveProcess(ctx context.Context, target string) (cks.Process, error) {
 	if slices.Contains(KnownKinds(), target) {
 		return s.ProcessStatus(ctx, target)
 	}
 	r, err := s.store.GetAgentLiveness(ctx, target)
-	if errors.Is(err, store.ErrNotFound) {
-		return Process{}, &UnknownKindError{Kind: target}
+	if errors.Is(err, cks.ErrNotFound) {
+		return cks.Process{}, &UnknownKindError{Kind: target}
 	}
 	if err != nil {
-		return Process{}, err
+		return cks.Process{}, err
 	}
 	return s.annotate(r, s.clock.Now()), nil
 }
@@ -140,13 +123,13 @@ func (s *Service) ResolveProcess(ctx context.Context, target string) (Process, e
 // store.TopicAgentStop); otherwise the result says Found false. The process
 // drains — finishes its current task, claims nothing more — and exits; there
 // is no start (ADR-016 §4).
-func (s *Service) RequestStop(ctx context.Context, target string) (StopResult, error) {
+func (s *Service) RequestStop(ctx context.Context, target string) (cks.ProcessStopResult, error) {
 	p, err := s.ResolveProcess(ctx, target)
 	if err != nil {
-		return StopResult{}, err
+		return cks.ProcessStopResult{}, err
 	}
-	res := StopResult{InstanceID: p.InstanceID, ProcessKind: p.ProcessKind}
-	if p.Status != Alive {
+	res := cks.ProcessStopResult{InstanceID: p.InstanceID, ProcessKind: p.ProcessKind}
+	if p.Status != cks.ProcessAlive {
 		return res, nil
 	}
 	res.Found, err = s.store.RequestAgentStop(ctx, p.InstanceID)
@@ -155,13 +138,13 @@ func (s *Service) RequestStop(ctx context.Context, target string) (StopResult, e
 
 // CountAlive returns the number of alive instances per known kind, including
 // kinds with none.
-func CountAlive(ps []Process) map[string]int {
+func CountAlive(ps []cks.Process) map[string]int {
 	out := map[string]int{}
 	for _, k := range KnownKinds() {
 		out[k] = 0
 	}
 	for _, p := range ps {
-		if p.Status == Alive {
+		if p.Status == cks.ProcessAlive {
 			out[p.ProcessKind]++
 		}
 	}
@@ -169,7 +152,7 @@ func CountAlive(ps []Process) map[string]int {
 }
 
 // fingerprint summarises what a viewer of the processes would see change.
-func fingerprint(ps []Process) string {
+func fingerprint(ps []cks.Process) string {
 	var b strings.Builder
 	for _, p := range ps {
 		fmt.Fprintf(&b, "%s|%s|%d|%s|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.CurrentTaskType, p.DesiredState)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
@@ -30,14 +31,14 @@ func TestStatusFlipsAtThreeIntervals(t *testing.T) {
 	r := storetest.Liveness("i", "critic", 0) // interval 30 s, heartbeat at T0
 	cases := []struct {
 		after time.Duration
-		want  liveness.Status
+		want  cks.ProcessStatus
 	}{
-		{0, liveness.Alive},
-		{89 * time.Second, liveness.Alive},
-		{90 * time.Second, liveness.Alive}, // exactly 3 × 30 s: still alive
-		{90*time.Second + time.Nanosecond, liveness.Stopped},
-		{90*time.Second + time.Microsecond, liveness.Stopped},
-		{time.Hour, liveness.Stopped},
+		{0, cks.ProcessAlive},
+		{89 * time.Second, cks.ProcessAlive},
+		{90 * time.Second, cks.ProcessAlive}, // exactly 3 × 30 s: still alive
+		{90*time.Second + time.Nanosecond, cks.ProcessStopped},
+		{90*time.Second + time.Microsecond, cks.ProcessStopped},
+		{time.Hour, cks.ProcessStopped},
 	}
 	for _, c := range cases {
 		if got := liveness.StatusAt(r, storetest.T0.Add(c.after)); got != c.want {
@@ -55,34 +56,34 @@ func TestListProcessesUsesInjectedClock(t *testing.T) {
 	storetest.MustUpsert(t, s, fast)
 	storetest.MustUpsert(t, s, slow)
 
-	statuses := func() map[string]liveness.Status {
+	statuses := func() map[string]cks.ProcessStatus {
 		t.Helper()
 		ps, err := svc.ListProcesses(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]liveness.Status{}
+		out := map[string]cks.ProcessStatus{}
 		for _, p := range ps {
 			out[p.InstanceID] = p.Status
 		}
 		return out
 	}
 	c.Set(storetest.T0.Add(6 * time.Second))
-	if got := statuses(); got["fast"] != liveness.Alive || got["slow"] != liveness.Alive {
+	if got := statuses(); got["fast"] != cks.ProcessAlive || got["slow"] != cks.ProcessAlive {
 		t.Fatalf("at +6s: %v, want both alive", got)
 	}
 	c.Advance(time.Microsecond)
-	if got := statuses(); got["fast"] != liveness.Stopped || got["slow"] != liveness.Alive {
+	if got := statuses(); got["fast"] != cks.ProcessStopped || got["slow"] != cks.ProcessAlive {
 		t.Fatalf("at +6s+1µs: %v, want fast stopped, slow alive", got)
 	}
 	c.Set(storetest.T0.Add(180*time.Second + time.Microsecond))
-	if got := statuses(); got["slow"] != liveness.Stopped {
+	if got := statuses(); got["slow"] != cks.ProcessStopped {
 		t.Fatalf("at +180s+1µs: %v, want slow stopped", got)
 	}
 	// A fresh heartbeat brings it back.
 	fast.LastHeartbeatAt = c.Now()
 	storetest.MustUpsert(t, s, fast)
-	if got := statuses(); got["fast"] != liveness.Alive {
+	if got := statuses(); got["fast"] != cks.ProcessAlive {
 		t.Fatalf("after a new heartbeat: %v, want fast alive", got)
 	}
 }
@@ -97,7 +98,7 @@ func TestProcessStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.InstanceID != "c-new" || p.Status != liveness.Alive || p.ProcessKind != "critic" {
+	if p.InstanceID != "c-new" || p.Status != cks.ProcessAlive || p.ProcessKind != "critic" {
 		t.Fatalf("critic = %+v, want c-new alive", p)
 	}
 
@@ -105,23 +106,23 @@ func TestProcessStatus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("never-started kind is an error: %v", err)
 	}
-	if p.Status != liveness.NotFound || p.ProcessKind != "enrichment" || p.InstanceID != "" {
+	if p.Status != cks.ProcessNotFound || p.ProcessKind != "enrichment" || p.InstanceID != "" {
 		t.Fatalf("enrichment = %+v, want not_found", p)
 	}
 
 	_, err = svc.ProcessStatus(context.Background(), "critc")
 	var uk *liveness.UnknownKindError
-	if !errors.As(err, &uk) || !errors.Is(err, store.ErrInvalid) {
+	if !errors.As(err, &uk) || !errors.Is(err, cks.ErrInvalid) {
 		t.Fatalf("unknown kind: err = %v, want UnknownKindError matching ErrInvalid", err)
 	}
 }
 
 func TestCountAlive(t *testing.T) {
-	ps := []liveness.Process{
-		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Alive},
-		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Alive},
-		{AgentLiveness: store.AgentLiveness{ProcessKind: "critic"}, Status: liveness.Stopped},
-		{AgentLiveness: store.AgentLiveness{ProcessKind: "pipeline"}, Status: liveness.Stopped},
+	ps := []cks.Process{
+		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessAlive},
+		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessAlive},
+		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessStopped},
+		{AgentLiveness: cks.AgentLiveness{ProcessKind: "pipeline"}, Status: cks.ProcessStopped},
 	}
 	got := liveness.CountAlive(ps)
 	if got["critic"] != 2 || got["pipeline"] != 0 || len(got) != len(liveness.KnownKinds()) {
@@ -187,26 +188,26 @@ func TestRequestStop(t *testing.T) {
 		ctx := context.Background()
 		for _, tc := range []struct {
 			target string
-			want   liveness.StopResult
+			want   cks.ProcessStopResult
 		}{
-			{"critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
-			{"pipeline", liveness.StopResult{InstanceID: "pipeline-dead", ProcessKind: "pipeline"}},
-			{"enrichment", liveness.StopResult{ProcessKind: "enrichment"}}, // never ran
-			{"critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
-			{"critic-new", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+			{"critic", cks.ProcessStopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+			{"pipeline", cks.ProcessStopResult{InstanceID: "pipeline-dead", ProcessKind: "pipeline"}},
+			{"enrichment", cks.ProcessStopResult{ProcessKind: "enrichment"}}, // never ran
+			{"critic-old", cks.ProcessStopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
+			{"critic-new", cks.ProcessStopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
 		} {
 			got, err := svc.RequestStop(ctx, tc.target)
 			if err != nil || got != tc.want {
 				t.Errorf("RequestStop(%q) = %+v, %v; want %+v", tc.target, got, err, tc.want)
 			}
 		}
-		for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "critic-old": "", "pipeline-dead": ""} {
+		for id, want := range map[string]string{"critic-new": cks.DesiredStopRequested, "critic-old": "", "pipeline-dead": ""} {
 			if r, _ := st.GetAgentLiveness(ctx, id); r.DesiredState != want {
 				t.Errorf("%s desired_state %q, want %q", id, r.DesiredState, want)
 			}
 		}
 		var unknown *liveness.UnknownKindError
-		if _, err := svc.RequestStop(ctx, "critics"); !errors.As(err, &unknown) || !errors.Is(err, store.ErrInvalid) {
+		if _, err := svc.RequestStop(ctx, "critics"); !errors.As(err, &unknown) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("unknown kind: %v", err)
 		}
 	})

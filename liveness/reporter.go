@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/store"
@@ -25,8 +26,8 @@ var Epoch = time.Unix(0, 0).UTC()
 
 // ReporterStore is what a Reporter needs of the store.
 type ReporterStore interface {
-	UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error
-	GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error)
+	UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error
+	GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error)
 	store.Changes
 }
 
@@ -64,7 +65,7 @@ type Reporter struct {
 	log *slog.Logger
 
 	mu   sync.Mutex
-	row  store.AgentLiveness
+	row  cks.AgentLiveness
 	once sync.Once // OnStopRequested
 
 	poke chan struct{} // the current task changed: write soon
@@ -89,7 +90,7 @@ func NewReporter(st ReporterStore, cfg ReporterConfig) *Reporter {
 		host = "unknown"
 	}
 	r := &Reporter{st: st, cfg: cfg, log: log, poke: make(chan struct{}, 1),
-		row: store.AgentLiveness{InstanceID: NewInstanceID(), ProcessKind: cfg.Kind, Hostname: host,
+		row: cks.AgentLiveness{InstanceID: NewInstanceID(), ProcessKind: cfg.Kind, Hostname: host,
 			PID: os.Getpid(), LivenessIntervalS: cfg.Interval.Seconds()}}
 	r.base = lifecycle.New(lifecycle.Config{Init: r.first, Run: r.run, OnPanic: func(v any, stack []byte) {
 		log.Error("liveness reporter panicked; no more heartbeats", "instance_id", r.row.InstanceID,
@@ -112,7 +113,7 @@ func NewInstanceID() string {
 func (r *Reporter) InstanceID() string { return r.row.InstanceID }
 
 // Row returns the row as last written (or about to be).
-func (r *Reporter) Row() store.AgentLiveness {
+func (r *Reporter) Row() cks.AgentLiveness {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.row
@@ -210,12 +211,12 @@ func (r *Reporter) write(ctx context.Context, final bool) error {
 func (r *Reporter) checkStop(ctx context.Context) {
 	got, err := r.st.GetAgentLiveness(ctx, r.row.InstanceID)
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
+		if ctx.Err() == nil && !errors.Is(err, cks.ErrNotFound) {
 			r.log.Warn("reading own liveness row failed", "instance_id", r.row.InstanceID, "err", err)
 		}
 		return
 	}
-	if got.DesiredState == store.DesiredStopRequested {
+	if got.DesiredState == cks.DesiredStopRequested {
 		r.once.Do(func() {
 			r.log.Info("stop requested", "instance_id", r.row.InstanceID, "process_kind", r.cfg.Kind)
 			if r.cfg.OnStopRequested != nil {

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"go.uber.org/goleak"
 )
 
 // waitUntil polls cond until it holds or a minute passes.
@@ -58,7 +60,7 @@ func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	return zero
 }
 
-func row(t testing.TB, st store.Store, id string) store.AgentLiveness {
+func row(t testing.TB, st store.Store, id string) cks.AgentLiveness {
 	t.Helper()
 	r, err := st.GetAgentLiveness(context.Background(), id)
 	if err != nil {
@@ -106,7 +108,7 @@ func TestReporterLifecycle(t *testing.T) {
 		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(time.Minute)) {
 			t.Fatalf("heartbeat %v after the tick, want T0+1m", got.LastHeartbeatAt)
 		}
-		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != liveness.Alive {
+		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive {
 			t.Fatalf("status %s while running", p.Status)
 		}
 		if err := r.Stop(context.Background()); err != nil {
@@ -116,7 +118,7 @@ func TestReporterLifecycle(t *testing.T) {
 		if !last.LastHeartbeatAt.Equal(liveness.Epoch) || last.CurrentTaskID != nil || !last.StartedAt.Equal(storetest.T0) {
 			t.Fatalf("final heartbeat %+v", last)
 		}
-		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != liveness.Stopped {
+		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessStopped {
 			t.Fatalf("status %s right after a graceful exit, want stopped", p.Status)
 		}
 	})
@@ -189,7 +191,7 @@ type flaky struct {
 	failed chan struct{}
 }
 
-func (f *flaky) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
+func (f *flaky) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error {
 	if f.down.Load() {
 		f.failed <- struct{}{}
 		return errors.New("connection refused")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -27,7 +28,7 @@ var _ store.Liveness = (*Rows)(nil)
 func NewRows(db driver.Driver) *Rows { return &Rows{db: db} }
 
 // UpsertAgentLiveness implements store.Liveness.
-func (l *Rows) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) error {
+func (l *Rows) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -47,12 +48,12 @@ func (l *Rows) UpsertAgentLiveness(ctx context.Context, r store.AgentLiveness) e
 }
 
 // ListAgentLiveness implements store.Liveness.
-func (l *Rows) ListAgentLiveness(ctx context.Context) ([]store.AgentLiveness, error) {
+func (l *Rows) ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, error) {
 	rows, err := l.db.Executor().LivenessList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list liveness: %w", err)
 	}
-	out := make([]store.AgentLiveness, len(rows))
+	out := make([]cks.AgentLiveness, len(rows))
 	for i, r := range rows {
 		out[i] = livenessOf(r)
 	}
@@ -60,31 +61,31 @@ func (l *Rows) ListAgentLiveness(ctx context.Context) ([]store.AgentLiveness, er
 }
 
 // GetAgentLiveness implements store.Liveness.
-func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (store.AgentLiveness, error) {
+func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error) {
 	if err := store.ValidateText("instance_id", instanceID); err != nil {
-		return store.AgentLiveness{}, err
+		return cks.AgentLiveness{}, err
 	}
 	r, err := l.db.Executor().LivenessGet(ctx, instanceID)
 	if errors.Is(err, driver.ErrNoRows) {
-		return store.AgentLiveness{}, fmt.Errorf("process instance %q: %w", instanceID, store.ErrNotFound)
+		return cks.AgentLiveness{}, fmt.Errorf("process instance %q: %w", instanceID, cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.AgentLiveness{}, fmt.Errorf("get liveness %s: %w", instanceID, err)
+		return cks.AgentLiveness{}, fmt.Errorf("get liveness %s: %w", instanceID, err)
 	}
 	return livenessOf(r), nil
 }
 
 // LatestAgentLiveness implements store.Liveness.
-func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (store.AgentLiveness, error) {
+func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentLiveness, error) {
 	if err := store.ValidateText("process_kind", kind); err != nil {
-		return store.AgentLiveness{}, err
+		return cks.AgentLiveness{}, err
 	}
 	r, err := l.db.Executor().LivenessLatest(ctx, kind)
 	if errors.Is(err, driver.ErrNoRows) {
-		return store.AgentLiveness{}, fmt.Errorf("process kind %q: %w", kind, store.ErrNotFound)
+		return cks.AgentLiveness{}, fmt.Errorf("process kind %q: %w", kind, cks.ErrNotFound)
 	}
 	if err != nil {
-		return store.AgentLiveness{}, fmt.Errorf("latest liveness of %s: %w", kind, err)
+		return cks.AgentLiveness{}, fmt.Errorf("latest liveness of %s: %w", kind, err)
 	}
 	return livenessOf(r), nil
 }
@@ -98,7 +99,7 @@ func (l *Rows) RequestAgentStop(ctx context.Context, instanceID string) (bool, e
 	var found bool
 	err := l.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error
-		if found, err = ex.LivenessSetDesiredState(ctx, instanceID, store.DesiredStopRequested); err != nil || !found {
+		if found, err = ex.LivenessSetDesiredState(ctx, instanceID, cks.DesiredStopRequested); err != nil || !found {
 			return err
 		}
 		return ex.Notify(ctx, store.TopicAgentStop)
@@ -110,8 +111,8 @@ func (l *Rows) RequestAgentStop(ctx context.Context, instanceID string) (bool, e
 }
 
 // livenessOf is the record of a row.
-func livenessOf(r driver.LivenessRow) store.AgentLiveness {
-	a := store.AgentLiveness{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
+func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
+	a := cks.AgentLiveness{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: r.StartedAt, LastHeartbeatAt: r.LastHeartbeatAt,
 		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState}
 	if r.CurrentTaskID != 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/hub"
@@ -21,7 +22,7 @@ import (
 // mcpOverAPI serves every tool at /mcp of a real api.API (bearer auth in
 // front, the principal passed to the tools in the request context) and
 // returns the server with a task to address.
-func mcpOverAPI(t *testing.T) (*httptest.Server, *env, store.Task) {
+func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	t.Helper()
 	e := newEnv(t)
 	rt, err := hub.NewRuntime(e.store, hub.RuntimeConfig{Clock: e.clock})
@@ -36,7 +37,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, store.Task) {
 		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
-	task, _, err := e.store.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "x"})
+	task, _, err := e.store.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
 	return cs
 }
 
-func token(t *testing.T, s store.Principals, grants ...store.Grant) string {
+func token(t *testing.T, s store.Principals, grants ...cks.Grant) string {
 	t.Helper()
 	_, tok, err := auth.CreateToken(ctx(t), s, nil, "p", grants)
 	if err != nil {
@@ -102,7 +103,7 @@ func TestMCPToolMatrix(t *testing.T) {
 			t.Fatalf("%s: resource %s not expanded", tool, res)
 		}
 		for _, perm := range auth.Permissions {
-			cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: res, Permission: perm}))
+			cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: res, Permission: perm}))
 			r := call(t, cs, tool, args[tool])
 			forbidden := r.IsError && strings.Contains(text(t, r), "forbidden")
 			allowed := perm == acc.Permission || perm == auth.PermAdmin
@@ -120,7 +121,7 @@ func TestMCPToolMatrix(t *testing.T) {
 // everything and changes nothing.
 func TestMCPReadOnlyCannotCancelOrStop(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
-	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	if r := call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": task.ID}); r.IsError {
 		t.Fatalf("get_task with read on /: %s", text(t, r))
 	}
@@ -161,7 +162,7 @@ func TestMCPWithoutPrincipalFailsClosed(t *testing.T) {
 func TestMCPStopDoesNotGrantStartOrUpdate(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
 	res := auth.TaskResource(task.ID)
-	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: res, Permission: auth.PermStop}))
+	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: res, Permission: auth.PermStop}))
 	if r := call(t, cs, mcpserver.ToolStopTask, map[string]any{"task_id": task.ID, "reason": "hold"}); r.IsError {
 		t.Fatalf("stop_task with stop on %s: %s", res, text(t, r))
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/store"
@@ -28,10 +28,10 @@ func TestToolsRefuseBadText(t *testing.T) {
 		mcpserver.AddObjectTools(srv, s)
 		cs := connectInMemory(t, srv)
 
-		open1, _ := storetest.Into(t, s, ledger.Open, "mcp-open")
-		running, _ := storetest.Into(t, s, ledger.Running, "mcp-run")
-		asking, _ := storetest.Into(t, s, ledger.NeedsInput, "mcp-input")
-		stopped, _ := storetest.Into(t, s, ledger.Stopped, "mcp-stopped")
+		open1, _ := storetest.Into(t, s, cks.TaskOpen, "mcp-open")
+		running, _ := storetest.Into(t, s, cks.TaskRunning, "mcp-run")
+		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "mcp-input")
+		stopped, _ := storetest.Into(t, s, cks.TaskStopped, "mcp-stopped")
 
 		const bad = "nul\x00byte"
 		cases := []struct {

@@ -16,11 +16,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
@@ -228,16 +228,16 @@ func TestListProcessesTTL(t *testing.T) {
 	tests := []struct {
 		name    string
 		elapsed time.Duration
-		want    liveness.Status
+		want    cks.ProcessStatus
 	}{
-		{"at heartbeat", 0, liveness.Alive},
-		{"exactly 3x interval", ttl, liveness.Alive},
-		{"1us past 3x interval", ttl + time.Microsecond, liveness.Stopped},
+		{"at heartbeat", 0, cks.ProcessAlive},
+		{"exactly 3x interval", ttl, cks.ProcessAlive},
+		{"1us past 3x interval", ttl + time.Microsecond, cks.ProcessStopped},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e.clock.Set(storetest.T0.Add(tc.elapsed))
-			var got ops.ProcessList
+			var got cks.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 {
 				t.Fatalf("got %d processes, want 1: %+v", len(got.Processes), got)
@@ -277,12 +277,12 @@ func TestProcessStatus(t *testing.T) {
 		name       string
 		args       map[string]any
 		wantID     string
-		wantStatus liveness.Status
+		wantStatus cks.ProcessStatus
 		wantErr    []string // substrings of the tool error; nil means success
 	}{
-		{name: "newest started wins", args: map[string]any{"process_kind": "critic"}, wantID: "critic-new", wantStatus: liveness.Alive},
-		{name: "stopped", args: map[string]any{"process_kind": "pipeline"}, wantID: "pipe-1", wantStatus: liveness.Stopped},
-		{name: "known kind never reported", args: map[string]any{"process_kind": "enrichment"}, wantStatus: liveness.NotFound},
+		{name: "newest started wins", args: map[string]any{"process_kind": "critic"}, wantID: "critic-new", wantStatus: cks.ProcessAlive},
+		{name: "stopped", args: map[string]any{"process_kind": "pipeline"}, wantID: "pipe-1", wantStatus: cks.ProcessStopped},
+		{name: "known kind never reported", args: map[string]any{"process_kind": "enrichment"}, wantStatus: cks.ProcessNotFound},
 		{name: "unknown kind", args: map[string]any{"process_kind": "janitor"}, wantErr: append([]string{`"janitor"`}, liveness.KnownKinds()...)},
 		{name: "missing argument", args: map[string]any{}, wantErr: []string{"process_kind"}},
 	}
@@ -301,7 +301,7 @@ func TestProcessStatus(t *testing.T) {
 				}
 				return
 			}
-			var got liveness.Process
+			var got cks.Process
 			decode(t, res, &got)
 			if got.InstanceID != tc.wantID || got.Status != tc.wantStatus || got.ProcessKind != tc.args["process_kind"] {
 				t.Errorf("got %s/%s/%s, want %s/%s/%s", got.ProcessKind, got.InstanceID, got.Status,
@@ -316,8 +316,8 @@ func TestStreamableHTTP(t *testing.T) {
 	e := newEnv(t)
 	row := storetest.Liveness("i-http", "exec", 0)
 	storetest.MustUpsert(t, e.store, row)
-	admin := store.Principal{ID: "admin", Name: "admin", CreatedAt: storetest.T0}
-	if err := e.store.CreatePrincipal(ctx(t), admin, "hash", []store.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
+	admin := cks.Principal{ID: "admin", Name: "admin", CreatedAt: storetest.T0}
+	if err := e.store.CreatePrincipal(ctx(t), admin, "hash", []cks.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
 		t.Fatal(err)
 	}
 	authz := auth.NewAuthorizer(e.store)
@@ -343,9 +343,9 @@ func TestStreamableHTTP(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 			defer cs.Close()
-			var got ops.ProcessList
+			var got cks.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
-			if len(got.Processes) != 1 || got.Processes[0].InstanceID != row.InstanceID || got.Processes[0].Status != liveness.Alive {
+			if len(got.Processes) != 1 || got.Processes[0].InstanceID != row.InstanceID || got.Processes[0].Status != cks.ProcessAlive {
 				t.Fatalf("processes = %+v, want %s alive", got.Processes, row.InstanceID)
 			}
 			if res := call(t, cs, "process_status", map[string]any{"process_kind": "nope"}); !res.IsError {
@@ -384,7 +384,7 @@ func TestServeStdio(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
-			var got ops.ProcessList
+			var got cks.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 || got.Processes[0].InstanceID != "i-stdio" {
 				t.Fatalf("processes = %+v, want i-stdio", got.Processes)

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 )
@@ -24,7 +24,7 @@ func TestObjectTools(t *testing.T) {
 	mcpserver.AddObjectTools(e.srv, e.store)
 	cs := connectInMemory(t, e.srv)
 
-	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
+	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
 	if q.Kind != pipeline.KindQuestion || q.Status != pipeline.AwaitingResearch || q.CreatedBy != "mcp" || q.ID <= 0 {
 		t.Fatalf("submit_research = %+v", q)
 	}
@@ -45,7 +45,7 @@ func TestObjectTools(t *testing.T) {
 		t.Fatalf("pipeline: %s, %v", got.Status, err)
 	}
 
-	v := structured[ops.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	v := structured[cks.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
 	if v.ID != q.ID || v.Status != pipeline.Resolved || len(v.Log) != 5 || len(v.Edges) == 0 {
 		t.Fatalf("get_object: status %s, %d log entries, %d edges", v.Status, len(v.Log), len(v.Edges))
 	}
@@ -92,12 +92,12 @@ func TestObjectTools(t *testing.T) {
 // not submit questions.
 func TestObjectToolsReadOnly(t *testing.T) {
 	hs, e, _ := mcpOverAPI(t)
-	cs := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	r := call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Why?"})
 	if !r.IsError || !strings.Contains(text(t, r), "needs create on /objects") {
 		t.Fatalf("submit_research with read on /: IsError=%v %q", r.IsError, text(t, r))
 	}
-	page, err := e.store.ListObjects(ctx(t), store.ObjectFilter{})
+	page, err := e.store.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil || len(page.Objects) != 0 {
 		t.Fatalf("objects after a refused submit: %v, %v", page.Objects, err)
 	}
@@ -111,9 +111,9 @@ func TestGetObjectHeads(t *testing.T) {
 	e := newEnv(t)
 	mcpserver.AddObjectTools(e.srv, e.store)
 	cs := connectInMemory(t, e.srv)
-	q := structured[store.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
+	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
 
-	v := structured[ops.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
+	v := structured[cks.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
 	if v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != q.HeadVersion {
 		t.Fatalf("fresh object: forked %v, heads %+v, want the one head v%d", v.Forked, v.Heads, q.HeadVersion)
 	}
@@ -130,7 +130,7 @@ func TestGetObjectHeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID})
-	v = structured[ops.ObjectView](t, r)
+	v = structured[cks.ObjectView](t, r)
 	if !v.Forked || len(v.Heads) != 2 || v.Heads[0].Version != a.Version || v.Heads[1].Version != b.Version ||
 		v.Heads[0].Author != "alice" || v.Heads[1].Author != "bob" || v.Heads[0].ContentHash == v.Heads[1].ContentHash {
 		t.Fatalf("forked object: forked %v, heads %+v", v.Forked, v.Heads)

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -27,16 +27,16 @@ func TestRequestProcessStop(t *testing.T) {
 
 	for _, tc := range []struct {
 		kind string
-		want liveness.StopResult
+		want cks.ProcessStopResult
 	}{
-		{"critic", liveness.StopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
-		{"pipeline", liveness.StopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
-		{"enrichment", liveness.StopResult{ProcessKind: "enrichment"}},
+		{"critic", cks.ProcessStopResult{Found: true, InstanceID: "critic-new", ProcessKind: "critic"}},
+		{"pipeline", cks.ProcessStopResult{InstanceID: "pipe-1", ProcessKind: "pipeline"}},
+		{"enrichment", cks.ProcessStopResult{ProcessKind: "enrichment"}},
 		// An instance id: that instance, alive or not.
-		{"critic-old", liveness.StopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
+		{"critic-old", cks.ProcessStopResult{InstanceID: "critic-old", ProcessKind: "critic"}},
 	} {
 		res := call(t, cs, mcpserver.ToolRequestProcessStop, map[string]any{"process_kind": tc.kind})
-		var got liveness.StopResult
+		var got cks.ProcessStopResult
 		decode(t, res, &got)
 		if got != tc.want {
 			t.Errorf("request_process_stop(%s) = %+v, want %+v", tc.kind, got, tc.want)
@@ -45,7 +45,7 @@ func TestRequestProcessStop(t *testing.T) {
 			t.Errorf("request_process_stop(%s) text %s lacks \"found\":false", tc.kind, text(t, res))
 		}
 	}
-	for id, want := range map[string]string{"critic-new": store.DesiredStopRequested, "critic-old": "", "pipe-1": ""} {
+	for id, want := range map[string]string{"critic-new": cks.DesiredStopRequested, "critic-old": "", "pipe-1": ""} {
 		r, err := e.store.GetAgentLiveness(ctx(t), id)
 		if err != nil || r.DesiredState != want {
 			t.Errorf("%s desired_state %q (%v), want %q", id, r.DesiredState, err, want)
@@ -82,12 +82,12 @@ func TestRequestProcessStopNeedsControl(t *testing.T) {
 	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-1", "critic", 0))
 	args := map[string]any{"process_kind": "critic"}
 
-	reader := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/", Permission: auth.PermRead}))
+	reader := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	r := call(t, reader, mcpserver.ToolRequestProcessStop, args)
 	if !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
 		t.Fatalf("request_process_stop with read on /: IsError=%v %q, want forbidden naming control on /processes/critic", r.IsError, text(t, r))
 	}
-	other := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/processes/pipeline", Permission: auth.PermControl}))
+	other := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/processes/pipeline", Permission: auth.PermControl}))
 	if r := call(t, other, mcpserver.ToolRequestProcessStop, args); !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
 		t.Fatalf("request_process_stop with control on another kind: IsError=%v %q", r.IsError, text(t, r))
 	}
@@ -95,13 +95,13 @@ func TestRequestProcessStopNeedsControl(t *testing.T) {
 		t.Fatalf("desired_state %q after refused requests, want none", row.DesiredState)
 	}
 
-	ctl := connectAs(t, hs.URL, token(t, e.store, store.Grant{Resource: "/processes/critic", Permission: auth.PermControl}))
-	var got liveness.StopResult
+	ctl := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/processes/critic", Permission: auth.PermControl}))
+	var got cks.ProcessStopResult
 	decode(t, call(t, ctl, mcpserver.ToolRequestProcessStop, args), &got)
 	if !got.Found || got.InstanceID != "critic-1" {
 		t.Fatalf("request_process_stop with control on /processes/critic = %+v, want critic-1 found", got)
 	}
-	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != store.DesiredStopRequested {
-		t.Fatalf("desired_state %q, want %s", row.DesiredState, store.DesiredStopRequested)
+	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != cks.DesiredStopRequested {
+		t.Fatalf("desired_state %q, want %s", row.DesiredState, cks.DesiredStopRequested)
 	}
 }

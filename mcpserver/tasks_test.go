@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -148,9 +148,9 @@ type updateOut struct {
 }
 
 // running enqueues a task of type typ and makes worker-1 run it.
-func running(t *testing.T, e *env, typ string) store.ClaimedTask {
+func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 	t.Helper()
-	task := storetest.MustEnqueue(t, e.store, store.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
+	task := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
 	got, err := e.store.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != task.ID {
 		t.Fatalf("claim %s: %v %+v", typ, err, got)
@@ -159,7 +159,7 @@ func running(t *testing.T, e *env, typ string) store.ClaimedTask {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.ClaimedTask{Task: r, LeaseToken: got[0].LeaseToken}
+	return cks.ClaimedTask{Task: r, LeaseToken: got[0].LeaseToken}
 }
 
 func TestStopStartUpdateTools(t *testing.T) {
@@ -216,7 +216,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	}
 
 	// Stop of a task nobody runs: straight to STOPPED, no abort.
-	idle := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "idle"})
+	idle := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "idle"})
 	plain := structured[stopOut](t, call(t, cs, mcpserver.ToolStopTask, map[string]any{"task_id": idle.ID, "reason": "later"}))
 	if plain.Task.State != "STOPPED" || plain.Abort != nil {
 		t.Fatalf("stop_task of an OPEN task = %+v", plain)
@@ -242,7 +242,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	if len(restart.Children) != 1 || restart.Children[0].Title != "part one" {
 		t.Errorf("children = %+v", restart.Children)
 	}
-	if _, err := e.store.Complete(ctx(t), run3.ID, run3.LeaseToken, false, "late"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := e.store.Complete(ctx(t), run3.ID, run3.LeaseToken, false, "late"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Errorf("the old executor's Complete after the restart: %v, want ErrLeaseLost", err)
 	}
 }
@@ -252,9 +252,9 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	mcpserver.AddTaskTools(e.srv, e.store)
 	cs := connectInMemory(t, e.srv)
 
-	a := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "a", Title: "a"})
-	b := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "b", Title: "b", DependsOn: []int64{a.ID}})
-	done := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "done", Title: "done"})
+	a := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "a", Title: "a"})
+	b := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "b", Title: "b", DependsOn: []int64{a.ID}})
+	done := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "done", Title: "done"})
 	if _, err := e.store.Cancel(ctx(t), done.ID, "tester", "not needed"); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got.Events = append(got.Events, store.TaskEvent{}) // keep the count in the snapshot
+			got.Events = append(got.Events, cks.TaskEvent{}) // keep the count in the snapshot
 			out[id] = fmt.Sprintf("%s r%d p%d %v %s %d %s %s", got.State, got.Revision, got.Priority, got.DependsOn,
 				got.AcceptanceCriteria, len(got.Events), got.Title, got.UpdatedAt)
 		}
@@ -306,7 +306,7 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	if after := snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("refused calls changed tasks:\nbefore %v\nafter  %v", before, after)
 	}
-	n, err := e.store.CountTasks(ctx(t), store.TaskFilter{})
+	n, err := e.store.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || n != 3 {
 		t.Errorf("%d tasks after refused calls (%v), want 3 (no child created)", n, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
@@ -73,7 +74,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	mcpserver.AddTaskTools(srv, st)
 	mcpserver.AddSweeperTools(srv, rt.Sweepers)
 	mcpserver.AddObjectTools(srv, st)
-	reader, _, err := auth.CreateToken(c, st, clk, "reader", []store.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
+	reader, _, err := auth.CreateToken(c, st, clk, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func newToolHub(tb testing.TB) *toolHub {
 		h.sessions[i] = cs
 		closers = append(closers, func() { cs.Close(); ss.Wait() })
 	}
-	n, err := ops.NewQuestion(ops.ResearchRequest{Question: "Which tool wins?"}, "fuzz")
+	n, err := ops.NewQuestion(cks.SubmitResearchInput{Question: "Which tool wins?"}, "fuzz")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -142,13 +143,13 @@ func (h *toolHub) task(t testing.TB, state string) (int64, string) {
 	}
 	h.n++
 	typ := fmt.Sprintf("fuzz-%d", h.n)
-	tk, _, err := h.store.Enqueue(c, store.NewTask{Type: typ, Title: "fuzz target"})
+	tk, _, err := h.store.Enqueue(c, cks.NewTask{Type: typ, Title: "fuzz target"})
 	must(err)
 	if state == "OPEN" {
 		return tk.ID, ""
 	}
 	if state == "STOPPED" {
-		_, _, err := h.store.Stop(c, tk.ID, "fuzz", "held", store.DefaultAbortDeadline)
+		_, _, err := h.store.Stop(c, tk.ID, "fuzz", "held", cks.DefaultAbortDeadline)
 		must(err)
 		return tk.ID, ""
 	}

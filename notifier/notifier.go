@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -30,7 +31,7 @@ const (
 // ErrClosed is what WatchChanges returns once the Notifier is closed: at
 // once for a new call, and ending a call that was running, so no watcher
 // waits on a listener that is gone. It is a store.ErrConflict.
-var ErrClosed = fmt.Errorf("notifier: closed: %w", store.ErrConflict)
+var ErrClosed = fmt.Errorf("notifier: closed: %w", cks.ErrConflict)
 
 // Notifier multiplexes one listener. It implements store.Changes.
 type Notifier struct {

@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -126,7 +128,7 @@ func TestCloseEndsWatchers(t *testing.T) {
 		for range watchers {
 			select {
 			case err := <-done:
-				if !errors.Is(err, notifier.ErrClosed) || !errors.Is(err, store.ErrConflict) {
+				if !errors.Is(err, notifier.ErrClosed) || !errors.Is(err, cks.ErrConflict) {
 					t.Errorf("WatchChanges after Close: %v, want ErrClosed", err)
 				}
 			case <-deadline:

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 )
 
 // The executor operations: agents in any language work the ledger over
@@ -24,24 +23,18 @@ import (
 // DefaultLease is the lease given to a claim that does not ask for one.
 const DefaultLease = 5 * time.Minute
 
-// ClaimInput is cks.ClaimTasksInput.
-type ClaimInput = cks.ClaimTasksInput
-
-// ClaimedTasks is cks.ClaimedTasks.
-type ClaimedTasks = cks.ClaimedTasks
-
 func leaseOf(seconds float64) (time.Duration, error) {
 	switch {
 	case seconds == 0:
 		return DefaultLease, nil
 	case seconds < 1 || seconds > 24*3600:
-		return 0, &store.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
+		return 0, &cks.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
 	}
 	return time.Duration(seconds * float64(time.Second)), nil
 }
 
 // ClaimTasks is claim_tasks.
-var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
+var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTasks]{
 	spec: Spec{
 		Title:   "Claim tasks",
 		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
@@ -51,7 +44,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
 		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP, Needs: NeedTasks | NeedPrincipals,
 		Secret: true,
 	},
-	call: func(ctx context.Context, s *Services, in *ClaimInput) (ClaimedTasks, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ClaimTasksInput) (cks.ClaimedTasks, error) {
 		worker, n := in.Worker, in.N
 		if worker == "" {
 			worker = actor(ctx)
@@ -61,14 +54,14 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
 		}
 		lease, err := leaseOf(in.LeaseS)
 		if err != nil {
-			return ClaimedTasks{}, err
+			return cks.ClaimedTasks{}, err
 		}
 		ts, err := s.Tasks.Claim(ctx, worker, in.Types, n, lease)
 		if err != nil {
-			return ClaimedTasks{}, err
+			return cks.ClaimedTasks{}, err
 		}
 		if ts == nil {
-			ts = []store.ClaimedTask{}
+			ts = []cks.ClaimedTask{}
 		}
 		toks := make(map[string]string, len(ts))
 		for _, t := range ts {
@@ -79,12 +72,9 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[ClaimInput, ClaimedTasks]{
 			}
 			toks[strconv.FormatInt(t.ID, 10)] = tok
 		}
-		return ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
+		return cks.ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
 	},
 })
-
-// LeaseInput is cks.LeaseInput.
-type LeaseInput = cks.LeaseInput
 
 // executorOp declares an executor call on one task: append on the task.
 func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
@@ -97,58 +87,46 @@ func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx con
 var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 	Title:   "Mark running",
 	Summary: "move a claimed task to RUNNING", Description: "Move a CLAIMED task to RUNNING under its lease.",
-}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Task, error) {
 	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
 })
-
-// TouchResult is cks.TouchResult.
-type TouchResult = cks.TouchResult
 
 // TouchTask is touch_task.
 var TouchTask = executorOp(cks.OpTouchTask, Spec{
 	Title:       "Renew lease",
 	Summary:     "renew a lease; held false when it is lost",
 	Description: "Renew the lease (the lease heartbeat). held is false, not an error, when the lease is lost: stop working on the task.",
-}, func(ctx context.Context, s *Services, in *LeaseInput) (TouchResult, error) {
+}, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.TouchResult, error) {
 	held, err := s.Tasks.Touch(ctx, in.TaskID, in.LeaseToken)
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, cks.ErrLeaseLost) {
 		err = nil // a lost lease is the answer held=false, not an error
 	}
-	return TouchResult{Held: held}, err
+	return cks.TouchResult{Held: held}, err
 })
-
-// EvidenceInput is cks.AddEvidenceInput.
-type EvidenceInput = cks.AddEvidenceInput
 
 // AddEvidence is add_evidence.
 var AddEvidence = executorOp(cks.OpAddEvidence, Spec{
 	Title: "Add evidence", Status: http.StatusCreated,
 	Summary: "record evidence of the current attempt", Description: "Record evidence of the current attempt (201).",
-}, func(ctx context.Context, s *Services, in *EvidenceInput) (store.Evidence, error) {
+}, func(ctx context.Context, s *Services, in *cks.AddEvidenceInput) (cks.Evidence, error) {
 	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
 })
-
-// DecisionInput is cks.RecordDecisionInput.
-type DecisionInput = cks.RecordDecisionInput
 
 // RecordDecision is record_decision.
 var RecordDecision = executorOp(cks.OpRecordDecision, Spec{
 	Title: "Record decision", Status: http.StatusCreated,
 	Summary:     "record a decision of the current attempt, with the revision it was derived from",
 	Description: "Record a decision of the current attempt with the task revision it was derived from (201).",
-}, func(ctx context.Context, s *Services, in *DecisionInput) (store.Decision, error) {
+}, func(ctx context.Context, s *Services, in *cks.RecordDecisionInput) (cks.Decision, error) {
 	return s.Tasks.RecordDecision(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Text, in.DerivedFromRevision)
 })
-
-// ReuseWorkspaceInput is cks.ReuseWorkspaceInput.
-type ReuseWorkspaceInput = cks.ReuseWorkspaceInput
 
 // ReuseWorkspace is reuse_workspace.
 var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
 	Title: "Reuse workspace", Status: http.StatusCreated,
 	Summary:     "continue in a workspace an earlier attempt left (an explicit decision)",
 	Description: "Record the explicit decision to continue in a workspace left by an earlier attempt, and make it the current attempt's (201).",
-}, func(ctx context.Context, s *Services, in *ReuseWorkspaceInput) (store.Decision, error) {
+}, func(ctx context.Context, s *Services, in *cks.ReuseWorkspaceInput) (cks.Decision, error) {
 	return s.Tasks.ReuseWorkspace(ctx, in.TaskID, in.LeaseToken, in.Path, in.DerivedFromRevision)
 })
 
@@ -158,48 +136,36 @@ var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped",
 	Description: "The executor's confirmation that the work of its revoked lease has stopped; not_found when no abort " +
 		"names that lease (it ended some other way).",
-}, func(ctx context.Context, s *Services, in *LeaseInput) (store.Abort, error) {
+}, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Abort, error) {
 	if in.LeaseToken == "" {
-		return store.Abort{}, &store.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
+		return cks.Abort{}, &cks.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
 	}
 	return s.Tasks.ConfirmAbort(ctx, in.TaskID, in.LeaseToken)
 })
-
-// CompleteInput is cks.CompleteTaskInput.
-type CompleteInput = cks.CompleteTaskInput
 
 // CompleteTask is complete_task.
 var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 	Title:   "Complete task",
 	Summary: "end an attempt successfully (or for review)", Description: "End the attempt: COMPLETED, or NEEDS_REVIEW with needs_review.",
-}, func(ctx context.Context, s *Services, in *CompleteInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.CompleteTaskInput) (cks.Task, error) {
 	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
 })
-
-// FailInput is cks.FailTaskInput.
-type FailInput = cks.FailTaskInput
 
 // FailTask is fail_task.
 var FailTask = executorOp(cks.OpFailTask, Spec{
 	Title:   "Fail task",
 	Summary: "end an attempt unsuccessfully", Description: "End the attempt unsuccessfully: FAILED, or OPEN again when retryable and attempts remain.",
-}, func(ctx context.Context, s *Services, in *FailInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.FailTaskInput) (cks.Task, error) {
 	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
 })
-
-// QuestionInput is cks.QuestionInput.
-type QuestionInput = cks.QuestionInput
 
 // RequestInput is request_input.
 var RequestInput = executorOp(cks.OpRequestInput, Spec{
 	Title:   "Request input",
 	Summary: "park a task with a question for a person (NEEDS_INPUT)", Description: "Park the task in NEEDS_INPUT with a question; the attempt is given back.",
-}, func(ctx context.Context, s *Services, in *QuestionInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.QuestionInput) (cks.Task, error) {
 	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
 })
-
-// ReviewClaimInput is cks.ClaimReviewInput.
-type ReviewClaimInput = cks.ClaimReviewInput
 
 // reviewOp declares a review call: update on the task.
 func reviewOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
@@ -213,10 +179,10 @@ var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 	Title: "Claim review", Secret: true,
 	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
 	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
-}, func(ctx context.Context, s *Services, in *ReviewClaimInput) (store.ClaimedTask, error) {
+}, func(ctx context.Context, s *Services, in *cks.ClaimReviewInput) (cks.ClaimedTask, error) {
 	lease, err := leaseOf(in.LeaseS)
 	if err != nil {
-		return store.ClaimedTask{}, err
+		return cks.ClaimedTask{}, err
 	}
 	reviewer := in.Reviewer
 	if reviewer == "" {
@@ -225,14 +191,11 @@ var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 	return s.Tasks.ClaimReview(ctx, in.TaskID, reviewer, lease)
 })
 
-// ReviewInput is cks.ReviewInput.
-type ReviewInput = cks.ReviewInput
-
 // ApproveReview is approve_review.
 var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 	Title:   "Approve review",
 	Summary: "approve a reviewed task (COMPLETED)", Description: "Approve the reviewed task: COMPLETED.",
-}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
 })
 
@@ -240,6 +203,6 @@ var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 var RejectReview = reviewOp(cks.OpRejectReview, Spec{
 	Title:   "Reject review",
 	Summary: "reject a reviewed task (OPEN again)", Description: "Reject the reviewed task: OPEN again for another attempt.",
-}, func(ctx context.Context, s *Services, in *ReviewInput) (store.Task, error) {
+}, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)
 })

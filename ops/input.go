@@ -37,10 +37,10 @@ func Decode(data []byte, in any) error {
 		return nil
 	}
 	if len(data) > MaxBody {
-		return fmt.Errorf("input of %d bytes is too large: limit %d: %w", len(data), MaxBody, store.ErrInvalid)
+		return fmt.Errorf("input of %d bytes is too large: limit %d: %w", len(data), MaxBody, cks.ErrInvalid)
 	}
 	if trimmed[0] != '{' {
-		return fmt.Errorf("invalid input: expected a JSON object, got %s: %w", JSONKind(trimmed), store.ErrInvalid)
+		return fmt.Errorf("invalid input: expected a JSON object, got %s: %w", JSONKind(trimmed), cks.ErrInvalid)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -48,20 +48,20 @@ func Decode(data []byte, in any) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return &store.FieldError{Field: jsonField(te.Field), Expected: "a JSON " + te.Type.String()}
+			return &cks.FieldError{Field: jsonField(te.Field), Expected: "a JSON " + te.Type.String()}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return unknownField(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
 		}
-		return fmt.Errorf("input is not valid JSON (%v): %w", err, store.ErrInvalid)
+		return fmt.Errorf("input is not valid JSON (%v): %w", err, cks.ErrInvalid)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("input has data after the JSON object: %w", store.ErrInvalid)
+		return fmt.Errorf("input has data after the JSON object: %w", cks.ErrInvalid)
 	}
 	return nil
 }
 
 func unknownField(name string) error {
-	return &store.FieldError{Field: name, Expected: "no such field (it is not part of this request)"}
+	return &cks.FieldError{Field: name, Expected: "no such field (it is not part of this request)"}
 }
 
 // jsonField turns the path of a type error into the JSON field name: an
@@ -197,13 +197,13 @@ func setText(in any, name, text string, path bool) error {
 			if path {
 				expected = "a positive integer"
 			}
-			return &store.FieldError{Field: name, Expected: fmt.Sprintf("%s, got %q", expected, text)}
+			return &cks.FieldError{Field: name, Expected: fmt.Sprintf("%s, got %q", expected, text)}
 		}
 		f.SetInt(n)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(text)
 		if err != nil {
-			return &store.FieldError{Field: name, Expected: fmt.Sprintf("true or false, got %q", text)}
+			return &cks.FieldError{Field: name, Expected: fmt.Sprintf("true or false, got %q", text)}
 		}
 		f.SetBool(b)
 	default:
@@ -236,13 +236,13 @@ func expand(template string, in any) (string, error) {
 		switch f.Kind() {
 		case reflect.Int, reflect.Int64:
 			if f.Int() <= 0 {
-				return "", &store.FieldError{Field: name, Expected: fmt.Sprintf("a positive integer, got %d", f.Int())}
+				return "", &cks.FieldError{Field: name, Expected: fmt.Sprintf("a positive integer, got %d", f.Int())}
 			}
 			v = strconv.FormatInt(f.Int(), 10)
 		default:
 			v = f.String()
 			if v == "" || strings.Contains(v, "/") {
-				return "", &store.FieldError{Field: name, Expected: fmt.Sprintf("a single path segment, got %q", v)}
+				return "", &cks.FieldError{Field: name, Expected: fmt.Sprintf("a single path segment, got %q", v)}
 			}
 		}
 		res = strings.ReplaceAll(res, "{"+name+"}", v)

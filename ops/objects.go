@@ -29,32 +29,29 @@ const maxCorpusPathLen = 4096
 // objectResource is the resource template of an operation on one object.
 const objectResource = auth.ResourceObjects + "/{object_id}"
 
-// ResearchRequest is cks.SubmitResearchInput.
-type ResearchRequest = cks.SubmitResearchInput
-
 // NewQuestion validates r and returns the question object to create for
 // createdBy: kind question, status awaiting_research, content
 // {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
-func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
+func NewQuestion(r cks.SubmitResearchInput, createdBy string) (store.NewObject, error) {
 	if err := cmp.Or(store.ValidateText("question", r.Question), store.ValidateText("corpus", r.Corpus)); err != nil {
 		return store.NewObject{}, err
 	}
 	q := strings.TrimSpace(r.Question)
 	switch {
 	case q == "":
-		return store.NewObject{}, &store.FieldError{Field: "question", Expected: "a non-empty question"}
+		return store.NewObject{}, &cks.FieldError{Field: "question", Expected: "a non-empty question"}
 	case len(r.Question) > MaxQuestionLen:
-		return store.NewObject{}, &store.FieldError{Field: "question",
+		return store.NewObject{}, &cks.FieldError{Field: "question",
 			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
 	}
 	if r.Corpus != "" {
 		switch {
 		case len(r.Corpus) > maxCorpusPathLen:
-			return store.NewObject{}, &store.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
+			return store.NewObject{}, &cks.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
 		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
 			// A relative path would be resolved by whichever process runs
 			// the pipeline, which is not the caller's working directory.
-			return store.NewObject{}, &store.FieldError{Field: "corpus",
+			return store.NewObject{}, &cks.FieldError{Field: "corpus",
 				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
 		}
 	}
@@ -71,7 +68,7 @@ func NewQuestion(r ResearchRequest, createdBy string) (store.NewObject, error) {
 }
 
 // SubmitResearch is submit_research.
-var SubmitResearch = define(cks.OpSubmitResearch, &Op[ResearchRequest, store.Object]{
+var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, cks.Object]{
 	spec: Spec{
 		Title:   "Submit research question",
 		Summary: "submit a research question (201, the question object in awaiting_research); an empty question or one over 2000 bytes, or a relative corpus, is a 400 naming the field",
@@ -84,10 +81,10 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[ResearchRequest, store.Obj
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
-	call: func(ctx context.Context, s *Services, in *ResearchRequest) (store.Object, error) {
+	call: func(ctx context.Context, s *Services, in *cks.SubmitResearchInput) (cks.Object, error) {
 		n, err := NewQuestion(*in, actor(ctx))
 		if err != nil {
-			return store.Object{}, err
+			return cks.Object{}, err
 		}
 		o, err := s.Objects.CreateObject(ctx, n)
 		o.ClaimToken = "" // the claiming worker's secret
@@ -95,24 +92,18 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[ResearchRequest, store.Obj
 	},
 })
 
-// ObjectInput is cks.ObjectInput.
-type ObjectInput = cks.ObjectInput
-
-// ObjectView is cks.ObjectView.
-type ObjectView = cks.ObjectView
-
 // ViewObject reads object id and resolves its linked objects (ObjectView).
 // Claim tokens are left out: they are the claiming worker's secret.
-func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error) {
+func ViewObject(ctx context.Context, k ObjectStore, id int64) (cks.ObjectView, error) {
 	o, err := k.GetObject(ctx, id)
 	if err != nil {
-		return ObjectView{}, err
+		return cks.ObjectView{}, err
 	}
 	o.ClaimToken = ""
-	v := ObjectView{Object: o, Heads: []store.Version{}, Reasoning: []store.Object{}}
+	v := cks.ObjectView{Object: o, Heads: []cks.Version{}, Reasoning: []cks.Object{}}
 	heads, err := k.Heads(ctx, id)
 	if err != nil {
-		return ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
+		return cks.ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
 	}
 	if heads != nil {
 		v.Heads = heads
@@ -133,7 +124,7 @@ func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error
 	for _, oid := range ids {
 		l, err := k.GetObject(ctx, oid)
 		if err != nil {
-			return ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
+			return cks.ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
 		}
 		l.ClaimToken = ""
 		v.Reasoning = append(v.Reasoning, l)
@@ -142,7 +133,7 @@ func ViewObject(ctx context.Context, k ObjectStore, id int64) (ObjectView, error
 }
 
 // GetObject is get_object.
-var GetObject = define(cks.OpGetObject, &Op[ObjectInput, ObjectView]{
+var GetObject = define(cks.OpGetObject, &Op[cks.ObjectInput, cks.ObjectView]{
 	spec: Spec{
 		Title:   "Get knowledge object",
 		Summary: "an object with its transition log, edges, heads and, under reasoning, every linked object",
@@ -156,16 +147,13 @@ var GetObject = define(cks.OpGetObject, &Op[ObjectInput, ObjectView]{
 			"and the fork_detection sweeper enqueues a resolve_fork task for the Fork Resolution agent to merge them.",
 		Permission: auth.PermRead, Resource: objectResource, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, in *ObjectInput) (ObjectView, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ObjectInput) (cks.ObjectView, error) {
 		return ViewObject(ctx, s.Objects, in.ObjectID)
 	},
 })
 
-// ListObjectsInput is cks.ListObjectsInput.
-type ListObjectsInput = cks.ListObjectsInput
-
 // ListObjects is list_objects.
-var ListObjects = define(cks.OpListObjects, &Op[ListObjectsInput, store.ObjectPage]{
+var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.ObjectPage]{
 	spec: Spec{
 		Title:   "List knowledge objects",
 		Summary: "a page of objects (cursor paging), filtered by status and kind",
@@ -173,14 +161,14 @@ var ListObjects = define(cks.OpListObjects, &Op[ListObjectsInput, store.ObjectPa
 			"for the next page), filtered by status and kind.",
 		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, in *ListObjectsInput) (store.ObjectPage, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ListObjectsInput) (cks.ObjectPage, error) {
 		f, err := in.ObjectFilter()
 		if err != nil {
-			return store.ObjectPage{}, err
+			return cks.ObjectPage{}, err
 		}
 		page, err := s.Objects.ListObjects(ctx, f)
 		if page.Objects == nil {
-			page.Objects = []store.Object{}
+			page.Objects = []cks.Object{}
 		}
 		for i := range page.Objects {
 			page.Objects[i].ClaimToken = ""
@@ -189,21 +177,18 @@ var ListObjects = define(cks.OpListObjects, &Op[ListObjectsInput, store.ObjectPa
 	},
 })
 
-// VersionList is cks.VersionList.
-type VersionList = cks.VersionList
-
 // ListObjectVersions returns the version DAG of object id (VersionList).
-func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionList, error) {
+func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (cks.VersionList, error) {
 	if _, err := vs.Heads(ctx, id); err != nil {
-		return VersionList{}, err
+		return cks.VersionList{}, err
 	}
 	all, err := vs.ObjectVersions(ctx, id)
 	if err != nil {
-		return VersionList{}, err
+		return cks.VersionList{}, err
 	}
-	l := VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
+	l := cks.VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
 	if l.Versions == nil {
-		l.Versions = []store.Version{}
+		l.Versions = []cks.Version{}
 	}
 	// The heads of this very list: the versions no other names as a parent.
 	parent := map[int64]bool{}
@@ -222,20 +207,17 @@ func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (VersionL
 }
 
 // ListObjectVersionsOp is list_object_versions.
-var ListObjectVersionsOp = define(cks.OpListObjectVersions, &Op[ObjectInput, VersionList]{
+var ListObjectVersionsOp = define(cks.OpListObjectVersions, &Op[cks.ObjectInput, cks.VersionList]{
 	spec: Spec{
 		Title:       "List object versions",
 		Summary:     `the version DAG {"versions","heads","forked"}; versions are numbered 1, 2, 3 … within each object, and bases, parents and heads are those numbers`,
 		Description: "Every version of an object, ascending by number (versions are numbered 1, 2, 3 … within each object; each names its parents, so the list is the version DAG), the numbers of its heads, and whether it is forked.",
 		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, in *ObjectInput) (VersionList, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ObjectInput) (cks.VersionList, error) {
 		return ListObjectVersions(ctx, s.Objects, in.ObjectID)
 	},
 })
-
-// WriteVersionRequest is cks.WriteVersionInput.
-type WriteVersionRequest = cks.WriteVersionInput
 
 // CheckVersionContent validates the content of a version write: a JSON
 // object (a FieldError naming content otherwise).
@@ -248,7 +230,7 @@ func CheckVersionContent(content json.RawMessage) error {
 		} else if len(got) > 40 {
 			got = got[:37] + "..."
 		}
-		return &store.FieldError{Field: "content", Expected: "a JSON object, got " + got}
+		return &cks.FieldError{Field: "content", Expected: "a JSON object, got " + got}
 	}
 	return nil
 }
@@ -258,23 +240,23 @@ func CheckVersionContent(content json.RawMessage) error {
 // integer is a FieldError naming base_version, content that is not a JSON
 // object one naming content, an unknown object ErrNotFound; nothing is
 // written on error.
-func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (store.Version, error) {
+func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (cks.Version, error) {
 	if base <= 0 {
-		return store.Version{}, &store.FieldError{Field: "base_version",
+		return cks.Version{}, &cks.FieldError{Field: "base_version",
 			Expected: fmt.Sprintf("the number of a version of object %d (a positive integer), got %d", id, base)}
 	}
 	if err := CheckVersionContent(content); err != nil {
-		return store.Version{}, err
+		return cks.Version{}, err
 	}
 	// An unknown object is a 404, not a bad base.
 	if _, err := vs.Heads(ctx, id); err != nil {
-		return store.Version{}, err
+		return cks.Version{}, err
 	}
 	return vs.WriteVersion(ctx, id, base, content, author)
 }
 
 // WriteObjectVersionOp is write_object_version.
-var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[WriteVersionRequest, store.Version]{
+var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[cks.WriteVersionInput, cks.Version]{
 	spec: Spec{
 		Title:   "Write object version",
 		Summary: "write a version (201); a base that is no longer a head makes a fork",
@@ -284,7 +266,7 @@ var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[WriteVersionRequ
 		Permission: auth.PermUpdate, Resource: objectResource,
 		Status: http.StatusCreated, Surfaces: HTTP | CLI, Needs: NeedObjects,
 	},
-	call: func(ctx context.Context, s *Services, in *WriteVersionRequest) (store.Version, error) {
+	call: func(ctx context.Context, s *Services, in *cks.WriteVersionInput) (cks.Version, error) {
 		return WriteObjectVersion(ctx, s.Objects, in.ObjectID, in.BaseVersion, in.Content, actor(ctx))
 	},
 })

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cks-dev/cks"
 )
 
 // OpenAPI returns the OpenAPI 3.1 document of the HTTP operations of ops
@@ -34,7 +36,7 @@ func OpenAPI(ops []Operation, version string) ([]byte, error) {
 		}
 		paths[sp.Path][strings.ToLower(sp.Method)] = item
 	}
-	errSchema, err := toMap(outputSchema[ErrorBody]("error"))
+	errSchema, err := toMap(outputSchema[cks.ErrorBody]("error"))
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 )
 
 // mcpTools are the MCP tool names the seeds and the first build fixed; the
@@ -171,15 +171,15 @@ func TestHTTPInputRefusals(t *testing.T) {
 		{ops.ListTasks, "", ``, url.Values{"limit": {"lots"}}, "limit"},
 	} {
 		_, err := ops.HTTPInput(c.op, path(c.path), c.query, []byte(c.body))
-		var fe *store.FieldError
+		var fe *cks.FieldError
 		if !errorsAs(err, &fe) || fe.Field != c.field {
 			t.Errorf("%s %q %s %v: %v, want a FieldError naming %s", c.op.Spec().Name, c.path, c.body, c.query, err, c.field)
 		}
 	}
 }
 
-func errorsAs(err error, fe **store.FieldError) bool {
-	f, ok := err.(*store.FieldError)
+func errorsAs(err error, fe **cks.FieldError) bool {
+	f, ok := err.(*cks.FieldError)
 	*fe = f
 	return ok
 }

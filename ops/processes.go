@@ -18,19 +18,13 @@ import (
 // The process operations (ADR-014 §4, ADR-016): liveness of the standalone
 // agent processes, and their graceful stop.
 
-// ProcessList is cks.ProcessList.
-type ProcessList = cks.ProcessList
-
-// ProcessInput is cks.ProcessInput.
-type ProcessInput = cks.ProcessInput
-
 // ttlRule is the liveness rule as the descriptions state it.
 var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_heartbeat_at <= %d × liveness_interval_s, otherwise "stopped"`, liveness.TTLFactor)
 
 var kinds = strings.Join(liveness.KnownKinds(), ", ")
 
 // ListProcesses is list_processes.
-var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, ProcessList]{
+var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, cks.ProcessList]{
 	spec: Spec{
 		Title:   "List agent processes",
 		Summary: "every agent process instance with its computed status",
@@ -44,21 +38,21 @@ var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, ProcessList]{
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (ProcessList, error) {
+	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.ProcessList, error) {
 		ps, err := s.Liveness.ListProcesses(ctx)
 		if ps == nil {
-			ps = []liveness.Process{}
+			ps = []cks.Process{}
 		}
-		return ProcessList{Processes: ps}, err
+		return cks.ProcessList{Processes: ps}, err
 	},
 	outSchema: func(s *jsonschema.Schema) {
 		s.Properties["processes"].Description = "every instance that ever reported, newest-started first"
-		s.Properties["processes"].Items = processSchema(liveness.Alive, liveness.Stopped)
+		s.Properties["processes"].Items = processSchema(cks.ProcessAlive, cks.ProcessStopped)
 	},
 })
 
 // ProcessStatus is process_status.
-var ProcessStatus = define(cks.OpProcessStatus, &Op[ProcessInput, liveness.Process]{
+var ProcessStatus = define(cks.OpProcessStatus, &Op[cks.ProcessInput, cks.Process]{
 	spec: Spec{
 		Title:   "Process status",
 		Summary: `the newest instance of a kind; "status":"not_found" if none ever reported`,
@@ -69,16 +63,16 @@ var ProcessStatus = define(cks.OpProcessStatus, &Op[ProcessInput, liveness.Proce
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses + "/{process_kind}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, in *ProcessInput) (liveness.Process, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ProcessInput) (cks.Process, error) {
 		return s.Liveness.ProcessStatus(ctx, in.ProcessKind)
 	},
 	outSchema: func(s *jsonschema.Schema) {
-		*s = *processSchema(liveness.Alive, liveness.Stopped, liveness.NotFound)
+		*s = *processSchema(cks.ProcessAlive, cks.ProcessStopped, cks.ProcessNotFound)
 	},
 })
 
 // RequestProcessStop is request_process_stop.
-var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[ProcessInput, liveness.StopResult]{
+var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[cks.ProcessInput, cks.ProcessStopResult]{
 	spec: Spec{
 		Title: "Request process stop",
 		Summary: "ask a process (a kind's newest instance, or an instance id) to finish its current task and exit (ADR-016); " +
@@ -101,7 +95,7 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[ProcessInput, live
 		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 	},
 	resource: processStopResource,
-	call: func(ctx context.Context, s *Services, in *ProcessInput) (liveness.StopResult, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ProcessInput) (cks.ProcessStopResult, error) {
 		res, err := s.Liveness.RequestStop(ctx, in.ProcessKind)
 		if err == nil && res.Found && s.Bus != nil {
 			// The row's desired_state changed: tell this hub's viewers now
@@ -124,7 +118,7 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[ProcessInput, live
 // a kind, and for an instance id /processes/KIND of that instance's kind. A
 // target that is neither is checked as /processes/TARGET (so only a caller who
 // may control it learns, from the call's answer, that it names nothing).
-func processStopResource(ctx context.Context, s *Services, in *ProcessInput) (string, error) {
+func processStopResource(ctx context.Context, s *Services, in *cks.ProcessInput) (string, error) {
 	target := in.ProcessKind
 	if _, err := expand(auth.ResourceProcesses+"/{process_kind}", in); err != nil {
 		return "", err
@@ -162,13 +156,13 @@ var processFieldDocs = map[string]string{
 
 // processSchema returns the schema of one process row, with descriptions and
 // status limited to statuses.
-func processSchema(statuses ...liveness.Status) *jsonschema.Schema {
-	s := outputSchema[liveness.Process]("process")
+func processSchema(statuses ...cks.ProcessStatus) *jsonschema.Schema {
+	s := outputSchema[cks.Process]("process")
 	describe("process", s, processFieldDocs)
 	status := s.Properties["status"]
 	for _, st := range statuses {
 		status.Enum = append(status.Enum, string(st))
-		if st == liveness.NotFound {
+		if st == cks.ProcessNotFound {
 			status.Description += `; "not_found" when no instance of the kind has ever reported`
 		}
 	}

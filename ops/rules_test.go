@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -24,14 +24,14 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		ctx := context.Background()
 		s := open(t, store.WithClock(clock.NewFake(storetest.T0)))
-		open1, _ := storetest.Into(t, s, ledger.Open, "rules-open")
-		asking, _ := storetest.Into(t, s, ledger.NeedsInput, "rules-input")
-		running, tok := storetest.Into(t, s, ledger.Running, "rules-run")
+		open1, _ := storetest.Into(t, s, cks.TaskOpen, "rules-open")
+		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "rules-input")
+		running, tok := storetest.Into(t, s, cks.TaskRunning, "rules-run")
 		before := storetest.State(t, s)
 
 		want := func(what string, err error, rule error) {
 			t.Helper()
-			var fe *store.FieldError
+			var fe *cks.FieldError
 			if !errors.As(err, &fe) || err.Error() != rule.Error() {
 				t.Errorf("%s: %v, want %v", what, err, rule)
 			}
@@ -45,9 +45,9 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 
 		svc := &ops.Services{Tasks: s}
 		op := auth.WithLocalOperator(ctx)
-		_, err = ops.StopTask.Do(op, svc, &ops.StopInput{TaskID: open1.ID, Reason: " "})
+		_, err = ops.StopTask.Do(op, svc, &cks.StopTaskInput{TaskID: open1.ID, Reason: " "})
 		want("stop_task with a blank reason", err, store.ValidateStopReason(""))
-		_, err = ops.AnswerTask.Do(op, svc, &ops.AnswerInput{TaskID: asking.ID, Text: " "})
+		_, err = ops.AnswerTask.Do(op, svc, &cks.AnswerTaskInput{TaskID: asking.ID, Text: " "})
 		want("answer_task with a blank text", err, store.ValidateAnswer(""))
 
 		storetest.DiffState(t, "refused blank text", before, storetest.State(t, s))

@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
 )
 
 // The JSON schemas of inputs and outputs are inferred from the Go types
@@ -27,14 +26,14 @@ func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 	}
-	nt, err := jsonschema.For[store.NewTask](&jsonschema.ForOptions{TypeSchemas: types})
+	nt, err := jsonschema.For[cks.NewTask](&jsonschema.ForOptions{TypeSchemas: types})
 	if err != nil {
 		panic(fmt.Sprintf("ops: new task schema: %v", err))
 	}
 	openRaw(nt)
 	describe("new task", nt, newTaskDocs)
 	nt.Required = []string{"type"}
-	types[reflect.TypeFor[store.NewTask]()] = nt
+	types[reflect.TypeFor[cks.NewTask]()] = nt
 	return &jsonschema.ForOptions{TypeSchemas: types}
 }
 

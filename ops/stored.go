@@ -5,12 +5,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 )
 
 // storedPage is how many rows one check_stored call reads: a listing's
 // default page, so a call costs what a listing does.
-const storedPage = store.DefaultListLimit
+const storedPage = cks.DefaultListLimit
 
 // CheckStored is check_stored: one page of tasks or objects, each checked
 // by the leaf's rules as a write would be today (cks.CheckStoredTask,
@@ -31,10 +30,10 @@ var CheckStored = define(cks.OpCheckStored, &Op[cks.CheckStoredInput, cks.Stored
 			return cks.StoredCheck{}, err
 		}
 		if in.What == "tasks" {
-			page, err := s.Tasks.ListTasks(ctx, store.TaskFilter{After: in.Cursor, Limit: storedPage})
+			page, err := s.Tasks.ListTasks(ctx, cks.TaskFilter{After: in.Cursor, Limit: storedPage})
 			return storedCheck(page.Tasks, cks.CheckStoredTask, page.Next), err
 		}
-		page, err := s.Objects.ListObjects(ctx, store.ObjectFilter{After: in.Cursor, Limit: storedPage})
+		page, err := s.Objects.ListObjects(ctx, cks.ObjectFilter{After: in.Cursor, Limit: storedPage})
 		return storedCheck(page.Objects, cks.CheckStoredObject, page.Next), err
 	},
 })

@@ -11,12 +11,6 @@ import (
 // The sweeper operations (ADR-015, cks-mcp ADR-009): the in-process
 // sweepers of this hub, their status and their persistent start/stop.
 
-// SweeperList is cks.SweeperList.
-type SweeperList = cks.SweeperList
-
-// SweeperInput is cks.SweeperInput.
-type SweeperInput = cks.SweeperInput
-
 const sweeperNote = " These are the in-process sweepers of this cks server (kind \"sweeper\"), not the standalone agent " +
 	"processes that list_processes reports. There is no separate pause or resume: stop then start is the same thing, " +
 	"since each sweep pass is one bounded unit of work with nothing to resume. An unknown agent_id is a not_found " +
@@ -27,7 +21,7 @@ const asymmetry = " Across nodes sharing one database the effect is asymmetric (
 	"this node's loop only — another node picks it up when it restarts or when its own start_agent is called."
 
 // ListAgents is list_agents.
-var ListAgents = define(cks.OpListAgents, &Op[struct{}, SweeperList]{
+var ListAgents = define(cks.OpListAgents, &Op[struct{}, cks.SweeperList]{
 	spec: Spec{
 		Title:   "List sweepers",
 		Summary: "every sweeper with its status",
@@ -37,23 +31,23 @@ var ListAgents = define(cks.OpListAgents, &Op[struct{}, SweeperList]{
 		Permission: auth.PermRead, Resource: auth.ResourceSweepers,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (SweeperList, error) {
+	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SweeperList, error) {
 		sts, err := s.Sweepers.List(ctx)
 		if sts == nil {
-			sts = []sweeper.Status{}
+			sts = []cks.SweeperStatus{}
 		}
-		return SweeperList{Sweepers: sts}, err
+		return cks.SweeperList{Sweepers: sts}, err
 	},
 })
 
 // sweeperOp declares one of the per-sweeper operations, which differ only in
 // their words, permission and call.
-func sweeperOp(e cks.Endpoint[SweeperInput, sweeper.Status], sp Spec, call func(*sweeper.Controller, context.Context, string) (sweeper.Status, error)) *Op[SweeperInput, sweeper.Status] {
+func sweeperOp(e cks.Endpoint[cks.SweeperInput, cks.SweeperStatus], sp Spec, call func(*sweeper.Controller, context.Context, string) (cks.SweeperStatus, error)) *Op[cks.SweeperInput, cks.SweeperStatus] {
 	sp.Resource = auth.ResourceSweepers + "/{agent_id}"
 	sp.Surfaces, sp.Needs = HTTP|MCP|CLI, NeedSweepers
-	return define(e, &Op[SweeperInput, sweeper.Status]{
+	return define(e, &Op[cks.SweeperInput, cks.SweeperStatus]{
 		spec: sp,
-		call: func(ctx context.Context, s *Services, in *SweeperInput) (sweeper.Status, error) {
+		call: func(ctx context.Context, s *Services, in *cks.SweeperInput) (cks.SweeperStatus, error) {
 			return call(s.Sweepers, ctx, in.AgentID)
 		},
 	})

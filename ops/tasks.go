@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 // The operator operations of the task ledger (ADR 0020): list, show, create,
@@ -35,35 +34,29 @@ func actor(ctx context.Context) string {
 // taskResource is the resource template of an operation on one task.
 const taskResource = auth.ResourceTasks + "/{task_id}"
 
-// TaskInput is cks.TaskInput.
-type TaskInput = cks.TaskInput
-
-// ListTasksInput is cks.ListTasksInput.
-type ListTasksInput = cks.ListTasksInput
-
 // ListTasksInputOf is cks.ListTasksInputOf.
-func ListTasksInputOf(f store.TaskFilter) ListTasksInput { return cks.ListTasksInputOf(f) }
+func ListTasksInputOf(f cks.TaskFilter) cks.ListTasksInput { return cks.ListTasksInputOf(f) }
 
 // TaskFilterOf turns in, the input of list_tasks, into the store's filter
 // at time now: its states checked against the ledger's, stopped_longer_than
 // made a STOPPED filter relative to now.
-func TaskFilterOf(in ListTasksInput, now time.Time) (store.TaskFilter, error) {
-	f := store.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
+func TaskFilterOf(in cks.ListTasksInput, now time.Time) (cks.TaskFilter, error) {
+	f := cks.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
 	if v := in.StoppedLongerThan; v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return f, &store.FieldError{Field: "stopped_longer_than", Expected: fmt.Sprintf("a duration such as 24h or 90m, got %q", v)}
+			return f, &cks.FieldError{Field: "stopped_longer_than", Expected: fmt.Sprintf("a duration such as 24h or 90m, got %q", v)}
 		}
 		if len(in.State) > 0 {
-			return f, &store.FieldError{Field: "state", Expected: "no state filter together with stopped_longer_than (it selects STOPPED)"}
+			return f, &cks.FieldError{Field: "state", Expected: "no state filter together with stopped_longer_than (it selects STOPPED)"}
 		}
-		f.States = []store.TaskState{ledger.Stopped}
+		f.States = []cks.TaskState{cks.TaskStopped}
 		f.StateChangedBefore = now.Add(-d)
 	}
 	for _, s := range in.State {
-		st := store.TaskState(strings.ToUpper(strings.TrimSpace(s)))
+		st := cks.TaskState(strings.ToUpper(strings.TrimSpace(s)))
 		if !ledger.Valid(st) {
-			return f, &store.FieldError{Field: "state", Expected: fmt.Sprintf("one of %s, got %q", statesList(), s)}
+			return f, &cks.FieldError{Field: "state", Expected: fmt.Sprintf("one of %s, got %q", statesList(), s)}
 		}
 		f.States = append(f.States, st)
 	}
@@ -79,7 +72,7 @@ func statesList() string {
 }
 
 // ListTasks is list_tasks.
-var ListTasks = define(cks.OpListTasks, &Op[ListTasksInput, store.TaskPage]{
+var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 	spec: Spec{
 		Title:   "List tasks",
 		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h)",
@@ -88,21 +81,21 @@ var ListTasks = define(cks.OpListTasks, &Op[ListTasksInput, store.TaskPage]{
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
-	call: func(ctx context.Context, s *Services, in *ListTasksInput) (store.TaskPage, error) {
+	call: func(ctx context.Context, s *Services, in *cks.ListTasksInput) (cks.TaskPage, error) {
 		f, err := TaskFilterOf(*in, s.clock().Now())
 		if err != nil {
-			return store.TaskPage{}, err
+			return cks.TaskPage{}, err
 		}
 		page, err := s.Tasks.ListTasks(ctx, f)
 		if page.Tasks == nil {
-			page.Tasks = []store.Task{}
+			page.Tasks = []cks.Task{}
 		}
 		return page, err
 	},
 })
 
 // GetTask is get_task.
-var GetTask = define(cks.OpGetTask, &Op[TaskInput, store.Task]{
+var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 	spec: Spec{
 		Title:   "Get task",
 		Summary: "one task with its events, evidence per attempt and aborts",
@@ -111,19 +104,16 @@ var GetTask = define(cks.OpGetTask, &Op[TaskInput, store.Task]{
 		Permission: auth.PermRead, Resource: taskResource,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
-	call: func(ctx context.Context, s *Services, in *TaskInput) (store.Task, error) {
+	call: func(ctx context.Context, s *Services, in *cks.TaskInput) (cks.Task, error) {
 		return s.Tasks.GetTask(ctx, in.TaskID)
 	},
 })
-
-// CreatedTask is cks.CreatedTask.
-type CreatedTask = cks.CreatedTask
 
 // ErrDedupeUnreadable is the answer to a create whose dedupe_key names a
 // task the caller may not read: a conflict that names nothing of that task
 // (not its id, not its content), so a key cannot be used to read tasks.
 var ErrDedupeUnreadable = fmt.Errorf("a task with this dedupe_key already exists (or, with dedupe_once, existed) "+
-	"and the caller may not read it; nothing was created: %w", store.ErrConflict)
+	"and the caller may not read it; nothing was created: %w", cks.ErrConflict)
 
 // newTaskDocs describe the fields of store.NewTask, the input of
 // create_task and each of update_task's add_children.
@@ -143,7 +133,7 @@ var newTaskDocs = map[string]string{
 }
 
 // CreateTask is create_task.
-var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
+var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 	spec: Spec{
 		Title:   "Create task",
 		Summary: "enqueue a task (201; 200 with created false on a dedupe hit)",
@@ -158,32 +148,32 @@ var CreateTask = define(cks.OpCreateTask, &Op[store.NewTask, CreatedTask]{
 	},
 	// The one place of the rule: a child of P needs create on /tasks/P (so
 	// a task-scoped agent credential can create children of its own task).
-	resource: func(_ context.Context, _ *Services, n *store.NewTask) (string, error) {
+	resource: func(_ context.Context, _ *Services, n *cks.NewTask) (string, error) {
 		if n.ParentID != nil && *n.ParentID > 0 {
 			return auth.TaskResource(*n.ParentID), nil
 		}
 		return auth.ResourceTasks, nil
 	},
-	call: func(ctx context.Context, s *Services, n *store.NewTask) (CreatedTask, error) {
+	call: func(ctx context.Context, s *Services, n *cks.NewTask) (cks.CreatedTask, error) {
 		if err := requireReadable(ctx, "depends_on", n.DependsOn); err != nil {
-			return CreatedTask{}, err
+			return cks.CreatedTask{}, err
 		}
 		in := *n
 		in.CreatedBy = actor(ctx)
 		t, created, err := s.Tasks.Enqueue(ctx, in)
 		if err != nil || created {
-			return CreatedTask{Task: t, Created: created}, err
+			return cks.CreatedTask{Task: t, Created: created}, err
 		}
 		// A dedupe hit returns the existing task only to a caller that may
 		// read it.
 		if err := auth.Require(ctx, auth.PermRead, auth.TaskResource(t.ID)); errors.Is(err, auth.ErrForbidden) {
-			return CreatedTask{}, ErrDedupeUnreadable
+			return cks.CreatedTask{}, ErrDedupeUnreadable
 		} else if err != nil {
-			return CreatedTask{}, err
+			return cks.CreatedTask{}, err
 		}
-		return CreatedTask{Task: t}, nil
+		return cks.CreatedTask{Task: t}, nil
 	},
-	status: func(out CreatedTask) int {
+	status: func(out cks.CreatedTask) int {
 		if out.Created {
 			return http.StatusCreated
 		}
@@ -213,27 +203,21 @@ func requireReadable(ctx context.Context, field string, ids []int64) error {
 	return err
 }
 
-// AnswerInput is cks.AnswerTaskInput.
-type AnswerInput = cks.AnswerTaskInput
-
 // AnswerTask is answer_task.
-var AnswerTask = define(cks.OpAnswerTask, &Op[AnswerInput, store.Task]{
+var AnswerTask = define(cks.OpAnswerTask, &Op[cks.AnswerTaskInput, cks.Task]{
 	spec: Spec{
 		Title:       "Answer task",
 		Summary:     "answer a NEEDS_INPUT task's question",
 		Description: "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded. Answering is an operator edit: it needs update on the task.",
 		Permission:  auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 	},
-	call: func(ctx context.Context, s *Services, in *AnswerInput) (store.Task, error) {
+	call: func(ctx context.Context, s *Services, in *cks.AnswerTaskInput) (cks.Task, error) {
 		return s.Tasks.Answer(ctx, in.TaskID, actor(ctx), in.Text)
 	},
 })
 
-// ReasonInput is cks.TaskReasonInput.
-type ReasonInput = cks.TaskReasonInput
-
 // CancelTask is cancel_task.
-var CancelTask = define(cks.OpCancelTask, &Op[ReasonInput, store.Task]{
+var CancelTask = define(cks.OpCancelTask, &Op[cks.TaskReasonInput, cks.Task]{
 	spec: Spec{
 		Title:       "Cancel task",
 		Summary:     "cancel a task (terminal)",
@@ -241,19 +225,13 @@ var CancelTask = define(cks.OpCancelTask, &Op[ReasonInput, store.Task]{
 		Permission:  auth.PermCancel, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{Destructive: new(true)},
 	},
-	call: func(ctx context.Context, s *Services, in *ReasonInput) (store.Task, error) {
+	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Cancel(ctx, in.TaskID, actor(ctx), in.Reason)
 	},
 })
 
-// AbortWait is cks.AbortWait.
-type AbortWait = cks.AbortWait
-
-// StopInput is cks.StopTaskInput.
-type StopInput = cks.StopTaskInput
-
 // StopTask is stop_task.
-var StopTask = define(cks.OpStopTask, &Op[StopInput, ledger.StopResult]{
+var StopTask = define(cks.OpStopTask, &Op[cks.StopTaskInput, cks.TaskStopResult]{
 	spec: Spec{
 		Title:   "Stop task",
 		Summary: "hold a task in STOPPED, with the abort outcome of a running executor",
@@ -266,17 +244,17 @@ var StopTask = define(cks.OpStopTask, &Op[StopInput, ledger.StopResult]{
 		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
-	call: func(ctx context.Context, s *Services, in *StopInput) (ledger.StopResult, error) {
+	call: func(ctx context.Context, s *Services, in *cks.StopTaskInput) (cks.TaskStopResult, error) {
 		d, wait, err := in.Parse()
 		if err != nil {
-			return ledger.StopResult{}, err
+			return cks.TaskStopResult{}, err
 		}
 		return s.control().Stop(ctx, in.TaskID, actor(ctx), in.Reason, d, wait)
 	},
 })
 
 // StartTask is start_task.
-var StartTask = define(cks.OpStartTask, &Op[ReasonInput, store.Task]{
+var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 	spec: Spec{
 		Title:   "Start task",
 		Summary: "release a STOPPED task (OPEN, or WAITING/BLOCKED by its dependencies)",
@@ -287,16 +265,13 @@ var StartTask = define(cks.OpStartTask, &Op[ReasonInput, store.Task]{
 		Permission: auth.PermStart, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{OpenWorld: new(false)},
 	},
-	call: func(ctx context.Context, s *Services, in *ReasonInput) (store.Task, error) {
+	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.control().Start(ctx, in.TaskID, actor(ctx), in.Reason)
 	},
 })
 
-// UpdateInput is cks.UpdateTaskInput.
-type UpdateInput = cks.UpdateTaskInput
-
 // UpdateTask is update_task.
-var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
+var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateResult]{
 	spec: Spec{
 		Title:   "Update task",
 		Summary: "edit a task as one operation (path in_place, live or stop_apply_start)",
@@ -324,17 +299,17 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[UpdateInput, store.UpdateResult]{
 		"add_children":        "child tasks to create under this task, without parent_id (material)",
 		"cancel_children":     "children of this task to cancel (material)",
 	},
-	call: func(ctx context.Context, s *Services, in *UpdateInput) (store.UpdateResult, error) {
+	call: func(ctx context.Context, s *Services, in *cks.UpdateTaskInput) (cks.UpdateResult, error) {
 		d, wait, err := in.Parse()
 		if err != nil {
-			return store.UpdateResult{}, err
+			return cks.UpdateResult{}, err
 		}
 		if err := requireReadable(ctx, "add_depends_on", in.AddDependsOn); err != nil {
-			return store.UpdateResult{}, err
+			return cks.UpdateResult{}, err
 		}
 		for i, c := range in.AddChildren {
 			if err := requireReadable(ctx, fmt.Sprintf("add_children[%d].depends_on", i), c.DependsOn); err != nil {
-				return store.UpdateResult{}, err
+				return cks.UpdateResult{}, err
 			}
 		}
 		return s.control().Update(ctx, in.TaskID, actor(ctx), in.TaskPatch, d, wait)

@@ -7,29 +7,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 )
 
 // Token management: bearer tokens of principals and their grants, and the
 // studio sessions opened with them. Every call needs admin on /.
-
-// TokenRequest is cks.CreateTokenInput.
-type TokenRequest = cks.CreateTokenInput
-
-// CreatedToken is cks.CreatedToken.
-type CreatedToken = cks.CreatedToken
-
-// TokenList is cks.TokenList.
-type TokenList = cks.TokenList
-
-// TokenInput is cks.TokenInput.
-type TokenInput = cks.TokenInput
-
-// SessionList is cks.SessionList.
-type SessionList = cks.SessionList
-
-// SessionInput is cks.SessionInput.
-type SessionInput = cks.SessionInput
 
 // tokenOp declares a token or session call: admin on /.
 func tokenOp[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
@@ -39,22 +20,22 @@ func tokenOp[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] 
 }
 
 // CreateToken is create_token.
-var CreateToken = tokenOp(cks.OpCreateToken, &Op[TokenRequest, CreatedToken]{
+var CreateToken = tokenOp(cks.OpCreateToken, &Op[cks.CreateTokenInput, cks.CreatedToken]{
 	spec: Spec{
 		Title: "Create token", Status: http.StatusCreated,
 		Summary:     "create a bearer token (shown once) with its grants",
 		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
 		Secret:      true,
 	},
-	call: func(ctx context.Context, s *Services, in *TokenRequest) (CreatedToken, error) {
+	call: func(ctx context.Context, s *Services, in *cks.CreateTokenInput) (cks.CreatedToken, error) {
 		grants, name := in.Grants, in.Name
 		if in.TaskID != 0 {
 			if in.TaskID < 0 {
-				return CreatedToken{}, &store.FieldError{Field: "task_id", Expected: "a positive task id"}
+				return cks.CreatedToken{}, &cks.FieldError{Field: "task_id", Expected: "a positive task id"}
 			}
 			if s.Tasks != nil {
 				if _, err := s.Tasks.GetTask(ctx, in.TaskID); err != nil {
-					return CreatedToken{}, err
+					return cks.CreatedToken{}, err
 				}
 			}
 			grants = append(auth.TaskTokenGrants(in.TaskID), grants...)
@@ -63,78 +44,78 @@ var CreateToken = tokenOp(cks.OpCreateToken, &Op[TokenRequest, CreatedToken]{
 			}
 		}
 		if len(grants) == 0 {
-			return CreatedToken{}, &store.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
+			return cks.CreatedToken{}, &cks.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
 		}
 		p, tok, err := auth.CreateToken(ctx, s.Principals, s.clock(), name, grants)
 		if err != nil {
-			return CreatedToken{}, err
+			return cks.CreatedToken{}, err
 		}
 		gs, err := s.Principals.GrantsOf(ctx, p.ID)
 		if err != nil {
-			return CreatedToken{}, err
+			return cks.CreatedToken{}, err
 		}
-		return CreatedToken{PrincipalGrants: store.PrincipalGrants{Principal: p, Grants: gs}, Token: tok}, nil
+		return cks.CreatedToken{PrincipalGrants: cks.PrincipalGrants{Principal: p, Grants: gs}, Token: tok}, nil
 	},
 })
 
 // ListTokens is list_tokens.
-var ListTokens = tokenOp(cks.OpListTokens, &Op[struct{}, TokenList]{
+var ListTokens = tokenOp(cks.OpListTokens, &Op[struct{}, cks.TokenList]{
 	spec: Spec{
 		Title:       "List tokens",
 		Summary:     "every principal with its grants (never a token or its hash)",
 		Description: "Every principal with its grants, oldest first; never a token or its hash.",
 		Hints:       Hints{ReadOnly: true, Idempotent: true},
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (TokenList, error) {
+	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.TokenList, error) {
 		ps, err := s.Principals.ListPrincipals(ctx)
 		if ps == nil {
-			ps = []store.PrincipalGrants{}
+			ps = []cks.PrincipalGrants{}
 		}
-		return TokenList{Tokens: ps}, err
+		return cks.TokenList{Tokens: ps}, err
 	},
 })
 
 // RevokeToken is revoke_token.
-var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[TokenInput, struct{}]{
+var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[cks.TokenInput, struct{}]{
 	spec: Spec{
 		Title: "Revoke token", Status: http.StatusNoContent,
 		Summary:     "revoke a principal (204); the last admin cannot be revoked",
 		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
 		Hints:       Hints{Idempotent: true, Destructive: new(true)},
 	},
-	call: func(ctx context.Context, s *Services, in *TokenInput) (struct{}, error) {
+	call: func(ctx context.Context, s *Services, in *cks.TokenInput) (struct{}, error) {
 		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
 	},
 })
 
 // ListSessions is list_sessions.
-var ListSessions = tokenOp(cks.OpListSessions, &Op[struct{}, SessionList]{
+var ListSessions = tokenOp(cks.OpListSessions, &Op[struct{}, cks.SessionList]{
 	spec: Spec{
 		Title:       "List sessions",
 		Summary:     "every studio session with its principal (never a secret or its hash)",
 		Description: "Every studio sign-in that has not ended, oldest first: its id, its principal's id and name, when it was opened and when it expires; never its secret or the secret's hash. Expired ones are deleted by the lease reaper and may be listed until then.",
 		Hints:       Hints{ReadOnly: true, Idempotent: true},
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (SessionList, error) {
+	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SessionList, error) {
 		ss, err := s.Principals.ListSessions(ctx)
 		if ss == nil {
 			ss = []cks.Session{}
 		}
-		return SessionList{Sessions: ss}, err
+		return cks.SessionList{Sessions: ss}, err
 	},
 })
 
 // RevokeSession is revoke_session.
-var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[SessionInput, struct{}]{
+var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[cks.SessionInput, struct{}]{
 	spec: Spec{
 		Title: "Revoke session", Status: http.StatusNoContent,
 		Summary:     "end a studio session (204); its cookie stops authenticating at once",
 		Description: "Delete a studio session: the browser holding its cookie is signed out at its next request. An unknown id is a 404. Revoking the session's principal (revoke_token) ends all its sessions.",
 		Hints:       Hints{Idempotent: true, Destructive: new(true)},
 	},
-	call: func(ctx context.Context, s *Services, in *SessionInput) (struct{}, error) {
+	call: func(ctx context.Context, s *Services, in *cks.SessionInput) (struct{}, error) {
 		if in.ID == "" {
-			return struct{}{}, &store.FieldError{Field: "id", Expected: "a session id (list_sessions lists them)"}
+			return struct{}{}, &cks.FieldError{Field: "id", Expected: "a session id (list_sessions lists them)"}
 		}
 		return struct{}{}, s.Principals.DeleteSession(ctx, in.ID)
 	},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
@@ -30,7 +31,7 @@ func unrelated(t testing.TB) *llm.Corpus {
 }
 
 // submitWith creates a question awaiting research that names its corpus.
-func submitWith(t testing.TB, k pipeline.Store, q, dir string) store.Object {
+func submitWith(t testing.TB, k pipeline.Store, q, dir string) cks.Object {
 	t.Helper()
 	content, _ := json.Marshal(pipeline.Question{Question: q, Corpus: dir})
 	obj, err := k.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion, Title: q,

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/lease"
@@ -147,7 +148,7 @@ type Step interface {
 	// Run works on obj, already claimed (obj.ClaimToken) and read with its
 	// log and edges, and ends with exactly one transition of it. An error
 	// leaves the transition undone (the caller releases or records it).
-	Run(ctx context.Context, env *Env, obj store.Object) (Outcome, error)
+	Run(ctx context.Context, env *Env, obj cks.Object) (Outcome, error)
 }
 
 // Outcome is what a step did to an object.
@@ -348,7 +349,7 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 		for _, status := range s.Claims() {
 			// A read first: most wake-ups are for other steps' statuses, and
 			// a claim is a write (the one writer, on SQLite).
-			page, err := o.cfg.Store.ListObjects(ctx, store.ObjectFilter{Statuses: []string{status}, Unclaimed: true, Limit: 1})
+			page, err := o.cfg.Store.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{status}, Unclaimed: true, Limit: 1})
 			if err != nil {
 				if ctx.Err() == nil {
 					o.log.Warn("listing claimable objects failed", "worker", name, "status", status, "err", err)
@@ -398,14 +399,14 @@ func (o *Orchestrator) worker(ctx context.Context, s Step, name string) (err err
 // failure bound, the step itself with its claim renewed alongside, and the
 // handling of its error. It returns an error only when the claim was given
 // back without a transition (transient failure) or the step panicked.
-func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed store.Object) (err error) {
+func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed cks.Object) (err error) {
 	begin := o.cfg.Clock.Monotonic()
 	o.publish(events.AgentStepStarted, events.StepEvent{Step: s.Name(), Worker: name, ObjectID: claimed.ID, From: claimed.Status})
 	out := Outcome{}
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if rerr := o.cfg.Store.ReleaseClaim(rctx, claimed.ID, claimed.ClaimToken); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+		if rerr := o.cfg.Store.ReleaseClaim(rctx, claimed.ID, claimed.ClaimToken); rerr != nil && !errors.Is(rerr, cks.ErrLeaseLost) {
 			o.log.Warn("releasing a claim failed", "object_id", claimed.ID, "err", rerr)
 		}
 	}
@@ -469,7 +470,7 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 // RunSequential is the sequential mode: it drives object id end to end,
 // running whichever step claims its status until it is Resolved or parked
 // in NeedsInput, and returns it as it ends (with log and edges).
-func (o *Orchestrator) RunSequential(ctx context.Context, id int64) (store.Object, error) {
+func (o *Orchestrator) RunSequential(ctx context.Context, id int64) (cks.Object, error) {
 	for {
 		obj, err := o.cfg.Store.GetObject(ctx, id)
 		if err != nil || Terminal(obj.Status) {
@@ -529,8 +530,8 @@ func (o *Orchestrator) publish(typ string, e events.StepEvent) {
 // records the object as it was after it; what the step worked on is the
 // object as the entry before it left it, so that is what is compared (a
 // send-back's entry has the next round, but the step worked in this one).
-func completion(obj store.Object, step string) (store.TransitionEntry, bool) {
-	var found store.TransitionEntry
+func completion(obj cks.Object, step string) (cks.TransitionEntry, bool) {
+	var found cks.TransitionEntry
 	ok := false
 	for i, e := range obj.Log {
 		if i == 0 || e.Agent != step || e.Action == ActionFailed || e.Action == ActionCreated {
@@ -545,7 +546,7 @@ func completion(obj store.Object, step string) (store.TransitionEntry, bool) {
 }
 
 // failures counts step's failed entries for obj in its current round.
-func failures(obj store.Object, step string) int {
+func failures(obj cks.Object, step string) int {
 	n := 0
 	for _, e := range obj.Log {
 		if e.Agent == step && e.Action == ActionFailed && e.Round == obj.Round {

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/llm"
@@ -18,7 +21,6 @@ import (
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -103,7 +105,7 @@ func (c *counting) Validate(ctx context.Context, in llm.ValidationInput) (llm.Va
 }
 
 // submit creates a question awaiting research.
-func submit(t testing.TB, k pipeline.Store, q string) store.Object {
+func submit(t testing.TB, k pipeline.Store, q string) cks.Object {
 	t.Helper()
 	obj, err := k.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion, Title: q,
 		Content: []byte(fmt.Sprintf(`{"question": %q}`, q)), Status: pipeline.AwaitingResearch, CreatedBy: "test"})
@@ -131,7 +133,7 @@ func start(t testing.TB, cfg pipeline.Config) {
 }
 
 // settle waits until every id is terminal and returns them with log and edges.
-func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
+func settle(t testing.TB, k pipeline.Store, ids ...int64) []cks.Object {
 	t.Helper()
 	// The wait ends in failure only when the pipeline stops moving: every
 	// step writes objects (claims, critiques, syntheses, rationales), so a
@@ -140,7 +142,7 @@ func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
 	const stall = 2 * time.Minute
 	var newest int64
 	progressed := func() bool {
-		page, err := k.ListObjects(context.Background(), store.ObjectFilter{After: newest, Limit: store.MaxListLimit})
+		page, err := k.ListObjects(context.Background(), cks.ObjectFilter{After: newest, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +154,7 @@ func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
 	}
 	progressed()
 	deadline := time.Now().Add(stall)
-	out := make([]store.Object, len(ids))
+	out := make([]cks.Object, len(ids))
 	for i, id := range ids {
 		for {
 			o, err := k.GetObject(context.Background(), id)
@@ -176,7 +178,7 @@ func settle(t testing.TB, k pipeline.Store, ids ...int64) []store.Object {
 }
 
 // chain renders an object's log as "agent:action→status" steps.
-func chain(o store.Object) string {
+func chain(o cks.Object) string {
 	var parts []string
 	for _, e := range o.Log {
 		parts = append(parts, e.Agent+":"+e.Action+"→"+e.TransitionedTo)
@@ -188,7 +190,7 @@ const resolvedChain = "test:created→awaiting_research researcher:researched→
 	"critic:critiqued→awaiting_synthesis synthesizer:synthesized→awaiting_arbitration arbiter:validated→resolved"
 
 // synthesis returns the synthesis linked to q.
-func synthesis(t testing.TB, k pipeline.Store, q store.Object) pipeline.SynthesisContent {
+func synthesis(t testing.TB, k pipeline.Store, q cks.Object) pipeline.SynthesisContent {
 	t.Helper()
 	for _, e := range q.Edges {
 		if e.Dst == q.ID && e.SemanticType == pipeline.SemSynthesizes {
@@ -266,7 +268,7 @@ type slowResearcher struct {
 	took time.Duration
 }
 
-func (r slowResearcher) Run(ctx context.Context, env *pipeline.Env, obj store.Object) (pipeline.Outcome, error) {
+func (r slowResearcher) Run(ctx context.Context, env *pipeline.Env, obj cks.Object) (pipeline.Outcome, error) {
 	r.c.Advance(r.took)
 	return r.Researcher.Run(ctx, env, obj)
 }
@@ -461,7 +463,7 @@ func TestUnusableReplies(t *testing.T) {
 		if got[0].Status != pipeline.Resolved || !strings.Contains(chain(got[0]), "synthesizer:failed→awaiting_synthesis synthesizer:synthesized") {
 			t.Fatalf("once: %s: %s", got[0].Status, chain(got[0]))
 		}
-		var failed store.TransitionEntry
+		var failed cks.TransitionEntry
 		for _, e := range got[0].Log {
 			if e.Action == pipeline.ActionFailed {
 				failed = e
@@ -555,7 +557,7 @@ type touchCounting struct {
 func (s *touchCounting) TouchClaim(ctx context.Context, id int64, token string) error {
 	s.touches.Add(1)
 	if s.lost.Load() {
-		return fmt.Errorf("object %d: %w", id, store.ErrLeaseLost)
+		return fmt.Errorf("object %d: %w", id, cks.ErrLeaseLost)
 	}
 	return s.Store.TouchClaim(ctx, id, token)
 }
@@ -565,7 +567,7 @@ type blocking struct{ entered chan struct{} }
 
 func (blocking) Name() string     { return "researcher" }
 func (blocking) Claims() []string { return []string{pipeline.AwaitingResearch} }
-func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ store.Object) (pipeline.Outcome, error) {
+func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ cks.Object) (pipeline.Outcome, error) {
 	close(b.entered)
 	<-ctx.Done()
 	return pipeline.Outcome{}, context.Cause(ctx)
@@ -612,7 +614,7 @@ func TestClaimTouch(t *testing.T) {
 		c.Advance(time.Minute)
 		select {
 		case err := <-done:
-			if !errors.Is(err, store.ErrLeaseLost) {
+			if !errors.Is(err, cks.ErrLeaseLost) {
 				t.Fatalf("RunSequential = %v, want the step cancelled with ErrLeaseLost", err)
 			}
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/store"
 )
@@ -24,7 +25,7 @@ type Question struct {
 }
 
 // corpusOf returns the corpus directory a question object asks for, or "".
-func corpusOf(obj store.Object) string {
+func corpusOf(obj cks.Object) string {
 	var q Question
 	if json.Unmarshal(obj.Content, &q) != nil {
 		return ""
@@ -85,7 +86,7 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // QuestionText returns the question of a question object.
-func QuestionText(obj store.Object) (string, error) {
+func QuestionText(obj cks.Object) (string, error) {
 	var q Question
 	if err := json.Unmarshal(obj.Content, &q); err != nil || strings.TrimSpace(q.Question) == "" {
 		return "", fmt.Errorf("object %d is not a question (content %s)", obj.ID, obj.Content)
@@ -95,8 +96,8 @@ func QuestionText(obj store.Object) (string, error) {
 
 // linked returns the objects linked to obj by an edge src → obj of the
 // semantic type, oldest first, read from the store.
-func (e *Env) linked(ctx context.Context, obj store.Object, semantic string) ([]store.Object, error) {
-	var out []store.Object
+func (e *Env) linked(ctx context.Context, obj cks.Object, semantic string) ([]cks.Object, error) {
+	var out []cks.Object
 	for _, ed := range obj.Edges {
 		if ed.Dst != obj.ID || ed.SemanticType != semantic {
 			continue
@@ -107,13 +108,13 @@ func (e *Env) linked(ctx context.Context, obj store.Object, semantic string) ([]
 		}
 		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b store.Object) int { return int(a.ID - b.ID) })
+	slices.SortFunc(out, func(a, b cks.Object) int { return int(a.ID - b.ID) })
 	return out, nil
 }
 
 // claimObjects returns the question's claims with one of statuses, and the
 // same as model claims.
-func (e *Env) claimObjects(ctx context.Context, q store.Object, statuses ...string) ([]store.Object, []llm.Claim, []llm.Passage, error) {
+func (e *Env) claimObjects(ctx context.Context, q cks.Object, statuses ...string) ([]cks.Object, []llm.Claim, []llm.Passage, error) {
 	all, err := e.linked(ctx, q, SemAnswers)
 	if err != nil {
 		return nil, nil, nil, err
@@ -123,9 +124,9 @@ func (e *Env) claimObjects(ctx context.Context, q store.Object, statuses ...stri
 
 // claimsIn picks the claim objects of all with one of statuses, and the same
 // as model claims with the passages they cite.
-func claimsIn(all []store.Object, statuses ...string) ([]store.Object, []llm.Claim, []llm.Passage, error) {
+func claimsIn(all []cks.Object, statuses ...string) ([]cks.Object, []llm.Claim, []llm.Passage, error) {
 	var (
-		objs     []store.Object
+		objs     []cks.Object
 		claims   []llm.Claim
 		passages []llm.Passage
 		seen     = map[string]bool{}
@@ -153,7 +154,7 @@ func claimsIn(all []store.Object, statuses ...string) ([]store.Object, []llm.Cla
 }
 
 // feedback returns the text of every critique and rationale about q.
-func (e *Env) feedback(ctx context.Context, q store.Object) ([]string, error) {
+func (e *Env) feedback(ctx context.Context, q cks.Object) ([]string, error) {
 	var out []string
 	for _, sem := range []string{SemCritiques, SemRefutes} {
 		nodes, err := e.linked(ctx, q, sem)
@@ -172,7 +173,7 @@ func (e *Env) feedback(ctx context.Context, q store.Object) ([]string, error) {
 
 // move transitions obj to status to with action, attaching the optional
 // reasoning node (the log entry points to it).
-func (e *Env) move(ctx context.Context, obj store.Object, agent, to, action string, reason *store.Attachment) (Outcome, error) {
+func (e *Env) move(ctx context.Context, obj cks.Object, agent, to, action string, reason *store.Attachment) (Outcome, error) {
 	t := store.ObjectTransition{From: obj.Status, To: to, Action: action, Agent: agent, Reasoning: -1}
 	if reason != nil {
 		t.Attach, t.Reasoning = []store.Attachment{*reason}, 0
@@ -184,7 +185,7 @@ func (e *Env) move(ctx context.Context, obj store.Object, agent, to, action stri
 }
 
 // park moves obj to NeedsInput with a rationale node saying why.
-func (e *Env) park(ctx context.Context, obj store.Object, agent, why string) (Outcome, error) {
+func (e *Env) park(ctx context.Context, obj cks.Object, agent, why string) (Outcome, error) {
 	e.Log.Info("question parked", "object_id", obj.ID, "reason", why)
 	return e.move(ctx, obj, agent, NeedsInput, ActionParked, reasonNode(KindRationale, SemParks, Reasoning{Text: why}))
 }
@@ -192,7 +193,7 @@ func (e *Env) park(ctx context.Context, obj store.Object, agent, why string) (Ou
 // sendBack returns obj to an earlier status for another round, with the
 // reasoning node that says why (and the claim status changes set), or parks
 // it when the rounds are used up.
-func (e *Env) sendBack(ctx context.Context, obj store.Object, agent, to string, why *store.Attachment, text string, set ...store.StatusChange) (Outcome, error) {
+func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, why *store.Attachment, text string, set ...store.StatusChange) (Outcome, error) {
 	t := store.ObjectTransition{From: obj.Status, To: to, Action: "rejected", Agent: agent, NextRound: true,
 		Attach: []store.Attachment{*why}, Reasoning: 0, SetStatus: set}
 	if obj.Round+1 >= e.MaxRounds {
@@ -210,7 +211,7 @@ func (e *Env) sendBack(ctx context.Context, obj store.Object, agent, to string, 
 
 // recordFailure keeps an unusable model reply as a reasoning node and
 // logs the failure without moving obj (its claim is released).
-func (e *Env) recordFailure(ctx context.Context, obj store.Object, agent, model string, reply *llm.ReplyError) (Outcome, error) {
+func (e *Env) recordFailure(ctx context.Context, obj cks.Object, agent, model string, reply *llm.ReplyError) (Outcome, error) {
 	node := &store.Attachment{Object: store.NewObject{Kind: KindModelReply, Title: "unusable reply to " + agent,
 		Content:   mustJSON(map[string]string{"raw": reply.Raw, "error": reply.Err.Error(), "model": model, "step": agent}),
 		CreatedBy: agent}, BaseType: BaseDependsOn, SemanticType: SemFailedReply}
@@ -238,7 +239,7 @@ func (Researcher) Name() string { return "researcher" }
 func (Researcher) Claims() []string { return []string{AwaitingResearch, NeedsResearch} }
 
 // Run researches q.
-func (s Researcher) Run(ctx context.Context, e *Env, q store.Object) (Outcome, error) {
+func (s Researcher) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
 	text, err := QuestionText(q)
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
@@ -296,7 +297,7 @@ func (Critic) Name() string { return "critic" }
 func (Critic) Claims() []string { return []string{AwaitingCritique} }
 
 // Run critiques q's proposed claims.
-func (s Critic) Run(ctx context.Context, e *Env, q store.Object) (Outcome, error) {
+func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
 	text, err := QuestionText(q)
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
@@ -369,7 +370,7 @@ func (Synthesizer) Name() string { return "synthesizer" }
 func (Synthesizer) Claims() []string { return []string{AwaitingSynthesis} }
 
 // Run synthesizes an answer to q.
-func (s Synthesizer) Run(ctx context.Context, e *Env, q store.Object) (Outcome, error) {
+func (s Synthesizer) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
 	text, err := QuestionText(q)
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
@@ -439,7 +440,7 @@ func (Arbiter) Name() string { return "arbiter" }
 func (Arbiter) Claims() []string { return []string{AwaitingArbitration} }
 
 // Run validates q's latest synthesis.
-func (s Arbiter) Run(ctx context.Context, e *Env, q store.Object) (Outcome, error) {
+func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
 	text, err := QuestionText(q)
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())

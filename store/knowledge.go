@@ -16,9 +16,6 @@ import (
 
 // Limits on knowledge input, enforced by the Validate methods.
 const (
-	// MaxObjectContent bounds an object's canonical JSON content (bytes):
-	// the bound of every stored JSON value.
-	MaxObjectContent = cks.MaxJSONBytes
 	// MaxKindLen bounds kinds, statuses, actions and edge types.
 	MaxKindLen = 64
 )
@@ -31,15 +28,6 @@ const (
 // would only cost them an empty claim each. The notification never carries
 // the object (ADR-007 §3).
 const TopicObjects = "objects"
-
-// Object is cks.Object: one row of cks_objects, a node of the knowledge graph.
-type Object = cks.Object
-
-// TransitionEntry is cks.TransitionEntry: one append-only row of cks_transition_log.
-type TransitionEntry = cks.TransitionEntry
-
-// Edge is cks.Edge: one row of cks_edges.
-type Edge = cks.Edge
 
 // NewObject is the input of CreateObject, and of an object created by a
 // transition (Attachment).
@@ -257,12 +245,6 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 	return t, nil
 }
 
-// ObjectFilter is cks.ObjectFilter, the selection of a page of ListObjects.
-type ObjectFilter = cks.ObjectFilter
-
-// ObjectPage is cks.ObjectPage, one page of ListObjects.
-type ObjectPage = cks.ObjectPage
-
 // Knowledge is the knowledge store of ADR-007: objects with a status and an
 // append-only transition log (the database refuses UPDATE and DELETE on
 // cks_transition_log), edges, and the claim discipline of pipeline steps.
@@ -272,26 +254,26 @@ type Knowledge interface {
 	// CreateObject stores a new object (content canonicalised and hashed).
 	// With a Status, the creation is logged (agent CreatedBy, action
 	// "created") and TopicObjects is published.
-	CreateObject(ctx context.Context, n NewObject) (Object, error)
+	CreateObject(ctx context.Context, n NewObject) (cks.Object, error)
 	// GetObject returns the object with its log and edges.
-	GetObject(ctx context.Context, id int64) (Object, error)
+	GetObject(ctx context.Context, id int64) (cks.Object, error)
 	// ListObjects returns one page of objects (without log and edges).
-	ListObjects(ctx context.Context, f ObjectFilter) (ObjectPage, error)
+	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
 	// AddEdges writes edges between existing objects (a missing one is a
 	// FieldError naming edges[i].src or .dst), all or none.
-	AddEdges(ctx context.Context, edges []NewEdge) ([]Edge, error)
+	AddEdges(ctx context.Context, edges []NewEdge) ([]cks.Edge, error)
 
 	// ClaimObjects claims up to n unclaimed objects of status for worker,
 	// oldest first (Postgres SKIP LOCKED; SQLite a conditional update on
 	// claimed_by being empty): each gets claimed_by = worker, a fresh
 	// claim token and claimed_at = now. No two calls ever claim one object.
-	ClaimObjects(ctx context.Context, status, worker string, n int) ([]Object, error)
+	ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error)
 	// ClaimObject claims the one object id for worker if it is unclaimed
 	// and its status is one of statuses (the sequential mode drives one
 	// object end to end). ErrConflict names the holder when it is claimed,
 	// or the status when it is not one of statuses; ErrNotFound when there
 	// is no such object.
-	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (Object, error)
+	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error)
 	// TouchClaim renews a claim (claimed_at = now) so the lease reaper does
 	// not release it while a long model call runs. ErrLeaseLost when the
 	// token is no longer the object's claim.
@@ -308,7 +290,7 @@ type Knowledge interface {
 	// entry (pointing to the reasoning node) and one per SetStatus change,
 	// and publishes TopicObjects. It returns the object as it now is
 	// (without log and edges) and the created attachments, in order.
-	TransitionObject(ctx context.Context, id int64, claimToken string, t ObjectTransition) (Object, []Object, error)
+	TransitionObject(ctx context.Context, id int64, claimToken string, t ObjectTransition) (cks.Object, []cks.Object, error)
 	// ReleaseStaleClaims releases every claim taken (or last touched) at or
 	// before olderThan, appending no log entry (nothing happened), and
 	// publishes TopicObjects when it released any. It returns how many.
@@ -337,8 +319,8 @@ func CanonicalContent(content json.RawMessage, field string) (json.RawMessage, s
 	if err := ValidateJSON(field, content); err != nil {
 		return nil, "", err
 	}
-	if len(c) > MaxObjectContent {
-		return nil, "", fieldError(field, fmt.Sprintf("at most %d bytes of JSON, got %d", MaxObjectContent, len(c)))
+	if len(c) > cks.MaxJSONBytes {
+		return nil, "", fieldError(field, fmt.Sprintf("at most %d bytes of JSON, got %d", cks.MaxJSONBytes, len(c)))
 	}
 	sum := sha256.Sum256(c)
 	return c, hex.EncodeToString(sum[:]), nil

@@ -16,17 +16,6 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// Sentinel errors that callers handle (package cks). Backends wrap them
-// with %w.
-var (
-	ErrNotFound        = cks.ErrNotFound
-	ErrConflict        = cks.ErrConflict
-	ErrInvalid         = cks.ErrInvalid
-	ErrUnavailable     = cks.ErrUnavailable
-	ErrStorageReadOnly = cks.ErrStorageReadOnly
-	ErrStorageFull     = cks.ErrStorageFull
-)
-
 // StorageFault wraps err, a driver's error, as the storage fault kind
 // (ErrStorageReadOnly or ErrStorageFull), keeping both in its chain.
 func StorageFault(kind, err error) error { return fmt.Errorf("%w: %w", kind, err) }
@@ -47,7 +36,7 @@ type Faults struct {
 // Note records err, at now, when it is a storage fault (it matches
 // ErrUnavailable), and returns err unchanged.
 func (f *Faults) Note(err error, now time.Time) error {
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, cks.ErrUnavailable) {
 		f.mu.Lock()
 		f.err, f.at = err, now
 		f.mu.Unlock()
@@ -95,25 +84,18 @@ type Store interface {
 	Close() error
 }
 
-// AgentLiveness is cks.AgentLiveness: one row of cks_agent_liveness
-// (ADR-014), the heartbeat of one standalone agent process instance.
-type AgentLiveness = cks.AgentLiveness
-
-// DesiredStopRequested is the desired_state of a process asked to stop.
-const DesiredStopRequested = cks.DesiredStopRequested
-
 // Liveness stores process heartbeats (ADR-014).
 type Liveness interface {
 	// UpsertAgentLiveness inserts the row for r.InstanceID or updates every field
 	// except StartedAt, which is set once by the first write.
-	UpsertAgentLiveness(ctx context.Context, r AgentLiveness) error
+	UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error
 	// ListAgentLiveness returns every row, newest-started first.
-	ListAgentLiveness(ctx context.Context) ([]AgentLiveness, error)
+	ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, error)
 	// GetAgentLiveness returns one instance's row or ErrNotFound.
-	GetAgentLiveness(ctx context.Context, instanceID string) (AgentLiveness, error)
+	GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error)
 	// LatestAgentLiveness returns the most recently started instance of kind, or
 	// ErrNotFound when no instance of that kind ever reported.
-	LatestAgentLiveness(ctx context.Context, kind string) (AgentLiveness, error)
+	LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentLiveness, error)
 	// RequestAgentStop sets desired_state to DesiredStopRequested on the row
 	// of instanceID and publishes TopicAgentStop in the same transaction
 	// (ADR-016). It only ever updates: it returns false, and no error, when
@@ -122,36 +104,26 @@ type Liveness interface {
 	RequestAgentStop(ctx context.Context, instanceID string) (bool, error)
 }
 
-// Principal is cks.Principal: an identity that authenticates with a bearer
-// token. Only the token's hash is stored.
-type Principal = cks.Principal
-
-// LeaseBinding is cks.LeaseBinding: it ties a principal to one lease.
-type LeaseBinding = cks.LeaseBinding
-
-// Grant is cks.Grant: one permission on a resource subtree.
-type Grant = cks.Grant
-
 // Principals stores identities, their token hashes and their grants.
 type Principals interface {
 	// CreatePrincipal stores p (with its lease binding, if any) with the hash
 	// of its token and its grants in one transaction. A duplicate ID or token
 	// hash is ErrConflict.
-	CreatePrincipal(ctx context.Context, p Principal, tokenHash string, grants []Grant) error
+	CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error
 	// PrincipalByTokenHash returns the principal whose token hashes to
 	// tokenHash, or ErrNotFound. A principal bound to a lease (p.Lease) that
 	// is no longer current — its task not CLAIMED or RUNNING under that
 	// lease token — is ErrNotFound too, decided in the same query.
-	PrincipalByTokenHash(ctx context.Context, tokenHash string) (Principal, error)
+	PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error)
 	// DeleteEndedLeasePrincipals deletes, with their grants, the principals
 	// bound to leases that are no longer current (they no longer
 	// authenticate; this only removes the rows), and returns how many.
 	DeleteEndedLeasePrincipals(ctx context.Context) (int, error)
 	// GrantsOf returns the grants of a principal, ordered by resource then permission.
-	GrantsOf(ctx context.Context, principalID string) ([]Grant, error)
+	GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error)
 	// ListPrincipals returns every principal with its grants, oldest first
 	// (ties by id). Token hashes are never returned.
-	ListPrincipals(ctx context.Context) ([]PrincipalGrants, error)
+	ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, error)
 	// DeletePrincipal removes a principal and its grants, so its token stops
 	// authenticating at once. An unknown id is ErrNotFound. Deleting the last
 	// principal holding admin on "/" is ErrConflict: nobody could then manage
@@ -163,14 +135,14 @@ type Principals interface {
 	// CreateSession stores a studio session with the hash of its secret
 	// (s.PrincipalName is not stored). An unknown principal is ErrNotFound,
 	// a duplicate id or secret hash ErrConflict.
-	CreateSession(ctx context.Context, s Session, secretHash string) error
+	CreateSession(ctx context.Context, s cks.Session, secretHash string) error
 	// SessionBySecretHash returns the session whose secret hashes to
 	// secretHash and its principal, or ErrNotFound. A session expired at
 	// now is ErrNotFound too, and is deleted.
-	SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (Principal, Session, error)
+	SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error)
 	// ListSessions returns every session with its principal's name, oldest
 	// first (ties by id); never a secret hash.
-	ListSessions(ctx context.Context) ([]Session, error)
+	ListSessions(ctx context.Context) ([]cks.Session, error)
 	// DeleteSession removes a session, so its cookie stops authenticating
 	// at once; an unknown id is ErrNotFound.
 	DeleteSession(ctx context.Context, id string) error
@@ -179,9 +151,6 @@ type Principals interface {
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
 }
 
-// Session is cks.Session: a studio sign-in, bound to a principal.
-type Session = cks.Session
-
 // AdminResource and AdminPermission name the grant that DeletePrincipal keeps
 // at least one principal holding: admin on the root of the resource tree.
 const (
@@ -189,16 +158,8 @@ const (
 	AdminPermission = "admin"
 )
 
-// PrincipalGrants is cks.PrincipalGrants: a principal with its grants, as
-// ListPrincipals returns it.
-type PrincipalGrants = cks.PrincipalGrants
-
-// FieldError is cks.FieldError: an ErrInvalid that names the offending
-// field and what was expected.
-type FieldError = cks.FieldError
-
 func fieldError(field, expected string) error {
-	return &FieldError{Field: field, Expected: expected}
+	return &cks.FieldError{Field: field, Expected: expected}
 }
 
 // Time normalises t to what every backend can store exactly: UTC with

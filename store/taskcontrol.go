@@ -11,43 +11,12 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// Abort deadlines (ADR 0020 §5; package cks).
-const (
-	DefaultAbortDeadline = cks.DefaultAbortDeadline
-	MaxAbortDeadline     = cks.MaxAbortDeadline
-)
-
 // TopicTaskAborts is the change topic of abort requests and confirmations:
 // published by Stop, Update (when it restarts a running task) and Cancel of a
 // leased task, and by ConfirmAbort and ResolveAbort. Executors watch it to
 // learn of an abort without waiting for their next lease heartbeat; stop
 // calls watch it for the confirmation.
 const TopicTaskAborts = "task_aborts"
-
-// AbortOutcome is cks.AbortOutcome, the state of an abort request.
-type AbortOutcome = cks.AbortOutcome
-
-// The outcomes of an abort request (package cks).
-const (
-	AbortPending     = cks.AbortPending
-	AbortConfirmed   = cks.AbortConfirmed
-	AbortUnconfirmed = cks.AbortUnconfirmed
-)
-
-// Abort is cks.Abort: one row of cks_task_aborts.
-type Abort = cks.Abort
-
-// Decision is cks.Decision: one record of cks_task_decisions.
-type Decision = cks.Decision
-
-// Evidence and decision kinds with a meaning to the ledger (package cks).
-const (
-	EvidenceWorkspace      = cks.EvidenceWorkspace
-	DecisionReuseWorkspace = cks.DecisionReuseWorkspace
-)
-
-// AttemptView is cks.AttemptView: what one attempt of a task recorded.
-type AttemptView = cks.AttemptView
 
 // GroupAttempts fills t.Current and t.History from every evidence and
 // decision record of t (oldest first) and its aborts: Current is the attempt
@@ -56,18 +25,18 @@ type AttemptView = cks.AttemptView
 // oldest first. Nothing from an aborted attempt is ever Current: an abort
 // gives the attempt back and the restart that follows moves Current on.
 // Backends call it from GetTask.
-func GroupAttempts(t *Task, evidence []Evidence, decisions []Decision, aborts []Abort) {
+func GroupAttempts(t *cks.Task, evidence []cks.Evidence, decisions []cks.Decision, aborts []cks.Abort) {
 	type key struct{ restart, attempt int }
 	cur := key{t.Restarts, t.Attempts}
 	if t.State == "NEEDS_INPUT" {
 		cur.attempt++ // RequestInput gave the attempt back; it resumes after Answer
 	}
-	views := map[key]*AttemptView{}
-	view := func(k key) *AttemptView {
+	views := map[key]*cks.AttemptView{}
+	view := func(k key) *cks.AttemptView {
 		if v := views[k]; v != nil {
 			return v
 		}
-		v := &AttemptView{Restart: k.restart, Attempt: k.attempt}
+		v := &cks.AttemptView{Restart: k.restart, Attempt: k.attempt}
 		views[k] = v
 		return v
 	}
@@ -75,7 +44,7 @@ func GroupAttempts(t *Task, evidence []Evidence, decisions []Decision, aborts []
 	for _, e := range evidence {
 		v := view(key{e.Restart, e.Attempt})
 		v.Evidence = append(v.Evidence, e)
-		if e.Kind == EvidenceWorkspace {
+		if e.Kind == cks.EvidenceWorkspace {
 			v.Workspace = e.Body
 		}
 	}
@@ -93,7 +62,7 @@ func GroupAttempts(t *Task, evidence []Evidence, decisions []Decision, aborts []
 			t.History = append(t.History, *v)
 		}
 	}
-	slices.SortFunc(t.History, func(a, b AttemptView) int {
+	slices.SortFunc(t.History, func(a, b cks.AttemptView) int {
 		return cmp.Or(cmp.Compare(a.Restart, b.Restart), cmp.Compare(a.Attempt, b.Attempt))
 	})
 	t.Aborts = aborts
@@ -102,22 +71,6 @@ func GroupAttempts(t *Task, evidence []Evidence, decisions []Decision, aborts []
 		t.LastAbort = &last
 	}
 }
-
-// TaskPatch is cks.TaskPatch, the input of Update.
-type TaskPatch = cks.TaskPatch
-
-// UpdatePath is cks.UpdatePath: how Update applied a patch.
-type UpdatePath = cks.UpdatePath
-
-// The paths of Update (package cks).
-const (
-	UpdateInPlace = cks.UpdateInPlace
-	UpdateLive    = cks.UpdateLive
-	UpdateRestart = cks.UpdateRestart
-)
-
-// UpdateResult is cks.UpdateResult, the outcome of Update.
-type UpdateResult = cks.UpdateResult
 
 // ValidateDeadline is cks.ValidateDeadline.
 func ValidateDeadline(d time.Duration) (time.Duration, error) { return cks.ValidateDeadline(d) }
@@ -136,12 +89,12 @@ type TaskControl interface {
 	// reviewer's lease is revoked without an abort request). A terminal or
 	// already STOPPED task is ErrConflict naming its state. reason must be
 	// non-empty (FieldError reason); deadline as ValidateDeadline.
-	Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (Task, *Abort, error)
+	Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error)
 	// Start releases a STOPPED task: to OPEN, or WAITING when a dependency
 	// is not COMPLETED at this moment, or BLOCKED when one FAILED or was
 	// CANCELLED; restarts+1, attempts unchanged, run_after cleared. Any
 	// other state is ErrConflict naming it.
-	Start(ctx context.Context, id int64, actor, reason string) (Task, error)
+	Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error)
 	// Update applies p (validated with TaskPatch.Validate) as one
 	// operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
 	// edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
@@ -154,20 +107,20 @@ type TaskControl interface {
 	// exist or closes a cycle is a FieldError naming add_depends_on; a
 	// cancel_children id that is not a child is a FieldError naming
 	// cancel_children. Any error changes nothing.
-	Update(ctx context.Context, id int64, actor string, p TaskPatch, deadline time.Duration) (UpdateResult, error)
+	Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error)
 
 	// GetAbort returns one abort request.
-	GetAbort(ctx context.Context, abortID int64) (Abort, error)
+	GetAbort(ctx context.Context, abortID int64) (cks.Abort, error)
 	// ConfirmAbort is the executor's confirmation that the work of the
 	// revoked lease leaseToken has stopped: the task's abort for that token
 	// becomes AbortConfirmed (also after it was declared unconfirmed) and
 	// TopicTaskAborts is published. ErrNotFound when no abort names the
 	// token (the lease ended some other way: nothing to confirm).
-	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (Abort, error)
+	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error)
 	// ResolveAbort declares a pending abort unconfirmed (the stop's
 	// deadline passed) and publishes TopicTaskAborts; an abort that is no
 	// longer pending is returned as it is.
-	ResolveAbort(ctx context.Context, abortID int64) (Abort, error)
+	ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error)
 	// ExpireAborts declares every pending abort whose deadline is at or
 	// before now unconfirmed, so an outcome is stored even when the caller
 	// that waited for it is gone. It returns how many it resolved.
@@ -180,12 +133,12 @@ type TaskControl interface {
 	// RecordDecision records a decision of the current attempt, fenced like
 	// AddEvidence. kind must be non-empty; derivedFromRevision must be
 	// 1..the task's revision (FieldError derived_from_revision).
-	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (Decision, error)
+	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (cks.Decision, error)
 	// ReuseWorkspace records the explicit decision to continue in path, a
 	// workspace recorded (EvidenceWorkspace) by an earlier attempt of this
 	// task (otherwise FieldError path), and makes it the current attempt's
 	// workspace; one transaction, fenced like AddEvidence.
-	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (Decision, error)
+	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error)
 }
 
 // CheckChildDedupe is the rule for a dedupe hit among the add_children of an
@@ -195,7 +148,7 @@ type TaskControl interface {
 // FieldError naming add_children[i].dedupe_key that says nothing of that
 // task (the caller may not be allowed to read it), and the update changes
 // nothing.
-func CheckChildDedupe(i int, parent int64, child Task, created bool) error {
+func CheckChildDedupe(i int, parent int64, child cks.Task, created bool) error {
 	if created || (child.ParentID != nil && *child.ParentID == parent) {
 		return nil
 	}

@@ -15,33 +15,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 )
 
-// ErrLeaseLost is cks.ErrLeaseLost: an executor call carried a lease token
-// that is no longer current. It wraps ErrConflict.
-var ErrLeaseLost = cks.ErrLeaseLost
-
-// Limits on task input, enforced by NewTask.Validate (package cks).
-const (
-	MaxPriority        = cks.MaxPriority
-	DefaultMaxAttempts = cks.DefaultMaxAttempts
-	MaxMaxAttempts     = cks.MaxMaxAttempts
-	DefaultListLimit   = cks.DefaultListLimit
-	MaxListLimit       = cks.MaxListLimit
-)
-
-// TaskState is cks.TaskState. The states, the allowed transitions between
-// them and the dispatch-exclusion set are defined in package ledger (ADR
-// 0020); store only carries the value.
-type TaskState = cks.TaskState
-
-// Task is cks.Task: one row of cks_outbox_tasks with its dependencies and,
-// from GetTask, its event history and evidence.
-type Task = cks.Task
-
-// ClaimedTask is cks.ClaimedTask: a task as Claim and ClaimReview return it
-// to the claimer, with the plain fencing token of the lease just created
-// (the store keeps only its hash, HashLeaseToken).
-type ClaimedTask = cks.ClaimedTask
-
 // leaseTokenBytes is the randomness of a lease token.
 const leaseTokenBytes = 16
 
@@ -60,25 +33,6 @@ func HashLeaseToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TaskEvent is cks.TaskEvent: one append-only row of cks_task_events.
-type TaskEvent = cks.TaskEvent
-
-// Evidence is cks.Evidence.
-type Evidence = cks.Evidence
-
-// NewTask is cks.NewTask, the input of Enqueue.
-type NewTask = cks.NewTask
-
-// CreatedTask is cks.CreatedTask: a task Enqueue or EnqueueMany returns,
-// and whether it was created (false: a dedupe key's task).
-type CreatedTask = cks.CreatedTask
-
-// TaskFilter is cks.TaskFilter, the selection of a page of ListTasks.
-type TaskFilter = cks.TaskFilter
-
-// TaskPage is cks.TaskPage, one page of ListTasks.
-type TaskPage = cks.TaskPage
-
 // Tasks is the task ledger (ADR 0020 with the leased outbox of ADR-014/016).
 // Every state change goes through the transition table of package ledger and
 // appends a TaskEvent in the same transaction; an illegal change is an error
@@ -94,7 +48,7 @@ type Tasks interface {
 	// FieldError naming depends_on or parent_id. A new task cannot close a
 	// dependency cycle (nothing depends on it yet); dependency edits (next
 	// issue) check with ledger.Cycle.
-	Enqueue(ctx context.Context, n NewTask) (t Task, created bool, err error)
+	Enqueue(ctx context.Context, n cks.NewTask) (t cks.Task, created bool, err error)
 	// EnqueueMany enqueues ns in one transaction, each item by the rule of
 	// Enqueue as if enqueued one after another in order (an item whose
 	// dedupe key an earlier item took gets that item's task, created
@@ -106,17 +60,17 @@ type Tasks interface {
 	// It is the Go API's bulk form for callers that fill a queue (no
 	// operation of the table offers it: create_task's permission depends on
 	// each item's parent).
-	EnqueueMany(ctx context.Context, ns []NewTask) ([]CreatedTask, error)
+	EnqueueMany(ctx context.Context, ns []cks.NewTask) ([]cks.CreatedTask, error)
 	// GetTask returns the task with its dependencies, events and evidence.
-	GetTask(ctx context.Context, id int64) (Task, error)
+	GetTask(ctx context.Context, id int64) (cks.Task, error)
 	// ListTasks returns one page of tasks (without events and evidence,
 	// with LastAbort).
-	ListTasks(ctx context.Context, f TaskFilter) (TaskPage, error)
+	ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error)
 	// CountTasks counts the tasks f selects, with ListTasks' semantics for
 	// States, Types and StateChangedBefore; After and Limit are ignored. An
 	// unknown state is a FieldError naming state. (The stale_stop_report
 	// sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
-	CountTasks(ctx context.Context, f TaskFilter) (int, error)
+	CountTasks(ctx context.Context, f cks.TaskFilter) (int, error)
 
 	// Claim leases up to n claimable tasks of the given types (any type when
 	// types is empty) to worker: state OPEN, run_after passed, not in the
@@ -124,15 +78,15 @@ type Tasks interface {
 	// CLAIMED, claimed_by, claimed_at, a fresh lease token (NewLeaseToken,
 	// stored as its hash), lease_expires_at = now+lease and attempts+1. The
 	// tasks are returned in that order, each with its plain token.
-	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]ClaimedTask, error)
+	Claim(ctx context.Context, worker string, types []string, n int, lease time.Duration) ([]cks.ClaimedTask, error)
 	// ClaimWith is Claim with its arguments in p, and the choice of
 	// p.Running: each claimed task moves on to RUNNING in the same
 	// transaction, with the CLAIMED event and then the RUNNING one that
 	// MarkRunning would write (one commit less for an executor that starts
 	// at once; worker.Executor skips MarkRunning for a RUNNING task).
-	ClaimWith(ctx context.Context, p ClaimParams) ([]ClaimedTask, error)
+	ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error)
 	// MarkRunning moves a claimed task to RUNNING.
-	MarkRunning(ctx context.Context, id int64, leaseToken string) (Task, error)
+	MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error)
 	// Touch is the lease heartbeat: it renews the lease for the duration given
 	// at claim and reports whether the lease is still held (the seed's
 	// touch_outbox_task convention). held is false exactly when err wraps
@@ -140,42 +94,42 @@ type Tasks interface {
 	// not text), so callers may test either.
 	Touch(ctx context.Context, id int64, leaseToken string) (held bool, err error)
 	// AddEvidence records evidence for the current attempt and revision.
-	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (Evidence, error)
+	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error)
 	// Complete ends the attempt successfully: COMPLETED with result, or
 	// NEEDS_REVIEW when needsReview. On COMPLETED, dependants whose
 	// dependencies are now all COMPLETED move WAITING → OPEN in the same
 	// transaction. The lease is revoked.
-	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (Task, error)
+	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error)
 	// Fail ends the attempt unsuccessfully. When retryable and attempts <
 	// max_attempts the task goes back to OPEN with run_after = now + backoff
 	// with jitter (ledger.Backoff); otherwise it is FAILED (reason "max
 	// attempts: …" when retryable but exhausted) and its WAITING dependants
 	// become BLOCKED. The lease is revoked.
-	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (Task, error)
+	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (cks.Task, error)
 	// RequestInput parks the task in NEEDS_INPUT with question, revoking the
 	// lease. It does not burn an attempt: the claim's increment is given back
 	// (attempts-1), so the next claim after Answer carries the same attempt
 	// number and the evidence recorded before the question stays current.
-	RequestInput(ctx context.Context, id int64, leaseToken, question string) (Task, error)
+	RequestInput(ctx context.Context, id int64, leaseToken, question string) (cks.Task, error)
 	// Answer records text as the answer to a NEEDS_INPUT task and returns it
 	// to OPEN (run_after cleared).
-	Answer(ctx context.Context, id int64, actor, text string) (Task, error)
+	Answer(ctx context.Context, id int64, actor, text string) (cks.Task, error)
 	// ClaimReview moves a NEEDS_REVIEW task to REVIEWING under a fresh lease
 	// held by reviewer (attempts unchanged), returned with its plain token
 	// as Claim returns it.
-	ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (ClaimedTask, error)
+	ClaimReview(ctx context.Context, id int64, reviewer string, lease time.Duration) (cks.ClaimedTask, error)
 	// Approve ends a review: REVIEWING → COMPLETED (releasing dependants like
 	// Complete), recording note.
-	Approve(ctx context.Context, id int64, leaseToken, note string) (Task, error)
+	Approve(ctx context.Context, id int64, leaseToken, note string) (cks.Task, error)
 	// Reject ends a review: REVIEWING → OPEN, recording note as the review.
-	Reject(ctx context.Context, id int64, leaseToken, note string) (Task, error)
+	Reject(ctx context.Context, id int64, leaseToken, note string) (cks.Task, error)
 	// Cancel moves a non-terminal task to CANCELLED (terminal), revoking any
 	// lease, so its executor gets ErrLeaseLost on its next call; WAITING
 	// dependants become BLOCKED. A CLAIMED or RUNNING task also gets a
 	// pending Abort (deadline DefaultAbortDeadline) and TopicTaskAborts is
 	// published, so its executor learns of the cancel at once and confirms;
 	// Cancel itself does not wait.
-	Cancel(ctx context.Context, id int64, actor, reason string) (Task, error)
+	Cancel(ctx context.Context, id int64, actor, reason string) (cks.Task, error)
 	// ReclaimExpired reclaims every CLAIMED or RUNNING task whose lease has
 	// expired (lease_expires_at <= now) and was not renewed within staleWindow
 	// (lease_renewed_at <= now-staleWindow): back to OPEN (the attempt stays
@@ -250,7 +204,7 @@ func ApplyOptions(opts []Option) Options {
 
 // IsFieldError reports whether err is a FieldError naming field.
 func IsFieldError(err error, field string) bool {
-	var fe *FieldError
+	var fe *cks.FieldError
 	return errors.As(err, &fe) && fe.Field == field
 }
 
@@ -262,19 +216,19 @@ func ValidateClaim(worker string, n int, lease time.Duration) error {
 	}
 	switch {
 	case worker == "":
-		return &FieldError{Field: "worker", Expected: "a non-empty worker name"}
-	case n < 1 || n > MaxListLimit:
-		return &FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", MaxListLimit)}
+		return &cks.FieldError{Field: "worker", Expected: "a non-empty worker name"}
+	case n < 1 || n > cks.MaxListLimit:
+		return &cks.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", cks.MaxListLimit)}
 	case lease < time.Millisecond:
-		return &FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
+		return &cks.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
 	}
 	return nil
 }
 
 // SortClaimed orders claimed tasks as a claim picks them: highest priority,
 // then oldest, then lowest id (RETURNING gives no order).
-func SortClaimed(ts []ClaimedTask) {
-	slices.SortFunc(ts, func(x, y ClaimedTask) int {
+func SortClaimed(ts []cks.ClaimedTask) {
+	slices.SortFunc(ts, func(x, y cks.ClaimedTask) int {
 		if x.Priority != y.Priority {
 			return y.Priority - x.Priority
 		}

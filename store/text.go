@@ -6,15 +6,6 @@ import "github.com/cks-dev/cks"
 // package cks (cks.ValidateText, cks.ValidateJSON): the types' own
 // validation uses it, and so does every store write.
 
-// ExpectedText is cks.ExpectedText.
-const ExpectedText = cks.ExpectedText
-
-// ExpectedJSONText is cks.ExpectedJSONText.
-const ExpectedJSONText = cks.ExpectedJSONText
-
-// ExpectedJSONNumber is cks.ExpectedJSONNumber.
-var ExpectedJSONNumber = cks.ExpectedJSONNumber
-
 // ValidateText is cks.ValidateText.
 func ValidateText(field, s string) error { return cks.ValidateText(field, s) }
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
@@ -202,12 +202,12 @@ func TestSweeperListErrorRendersMessage(t *testing.T) {
 
 // Task board.
 
-func enqueue(t *testing.T, s store.Store, typ, title string) store.Task {
+func enqueue(t *testing.T, s store.Store, typ, title string) cks.Task {
 	t.Helper()
-	return storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
+	return storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
 }
 
-func claim(t *testing.T, s store.Store, typ string) store.ClaimedTask {
+func claim(t *testing.T, s store.Store, typ string) cks.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 {
@@ -216,10 +216,10 @@ func claim(t *testing.T, s store.Store, typ string) store.ClaimedTask {
 	return ts[0]
 }
 
-func move(t *testing.T, s store.Store, id int64, to store.TaskState) {
+func move(t *testing.T, s store.Store, id int64, to cks.TaskState) {
 	t.Helper()
 	tr := s.(interface {
-		Transition(context.Context, int64, store.TaskState, string, string) (store.Task, error)
+		Transition(context.Context, int64, cks.TaskState, string, string) (cks.Task, error)
 	})
 	if _, err := tr.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
 		t.Fatalf("task %d → %s: %v", id, to, err)
@@ -242,7 +242,7 @@ func TestTaskBoardSections(t *testing.T) {
 	ctx := context.Background()
 	open := enqueue(t, e.store, "plain", "Just open")
 	oldStop := enqueue(t, e.store, "plain", "Stopped long ago")
-	move(t, e.store, oldStop.ID, ledger.Stopped)
+	move(t, e.store, oldStop.ID, cks.TaskStopped)
 	ask := enqueue(t, e.store, "ask", "Needs a human")
 	c := claim(t, e.store, "ask")
 	if _, err := e.store.RequestInput(ctx, ask.ID, c.LeaseToken, "Which <b>bucket</b> should I use?"); err != nil {
@@ -255,7 +255,7 @@ func TestTaskBoardSections(t *testing.T) {
 	}
 	e.clock.Advance(25 * time.Hour)
 	newStop := enqueue(t, e.store, "plain", "Stopped just now")
-	move(t, e.store, newStop.ID, ledger.Stopped)
+	move(t, e.store, newStop.ID, cks.TaskStopped)
 	e.clock.Advance(time.Minute)
 
 	page := get(t, e.h, "/tasks")
@@ -340,7 +340,7 @@ func TestTaskBoardCapsLongLists(t *testing.T) {
 func TestTaskPage(t *testing.T) {
 	e := newFullEnv(t)
 	ctx := context.Background()
-	task := storetest.MustEnqueue(t, e.store, store.NewTask{Type: "research", Title: "Find <the> answer",
+	task := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "research", Title: "Find <the> answer",
 		Description: "Look it up.", Payload: []byte(`{"q":"<script>alert(1)</script>","n":1}`), Priority: 7, CreatedBy: "tester"})
 
 	c := claim(t, e.store, "research")
@@ -384,7 +384,7 @@ func TestTaskPage(t *testing.T) {
 func TestTaskPageStaleStopAndNotFound(t *testing.T) {
 	e := newFullEnv(t)
 	task := enqueue(t, e.store, "plain", "Held")
-	move(t, e.store, task.ID, ledger.Stopped)
+	move(t, e.store, task.ID, cks.TaskStopped)
 	e.clock.Advance(48 * time.Hour)
 	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
 	wantHTML(t, r, http.StatusOK)
@@ -412,12 +412,12 @@ func TestTasksAbsentWithoutStore(t *testing.T) {
 // failingTasks is a task ledger whose reads fail.
 type failingTasks struct{ ops.TaskStore }
 
-func (failingTasks) CountTasks(context.Context, store.TaskFilter) (int, error) {
+func (failingTasks) CountTasks(context.Context, cks.TaskFilter) (int, error) {
 	return 0, errors.New("ledger on fire")
 }
 
-func (failingTasks) GetTask(context.Context, int64) (store.Task, error) {
-	return store.Task{}, errors.New("ledger on fire")
+func (failingTasks) GetTask(context.Context, int64) (cks.Task, error) {
+	return cks.Task{}, errors.New("ledger on fire")
 }
 
 func TestTaskServiceErrorsRenderMessage(t *testing.T) {

@@ -8,16 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
 // running enqueues a task of type typ and has worker claim it and run it.
-func running(t *testing.T, s store.Store, typ, title, worker string) store.ClaimedTask {
+func running(t *testing.T, s store.Store, typ, title, worker string) cks.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
-	task := storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
+	task := storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
 	ts, err := s.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
 		t.Fatalf("claim %s: %v, %+v", typ, err, ts)
@@ -28,7 +29,7 @@ func running(t *testing.T, s store.Store, typ, title, worker string) store.Claim
 	return ts[0]
 }
 
-func stop(t *testing.T, s store.Store, id int64, reason string) *store.Abort {
+func stop(t *testing.T, s store.Store, id int64, reason string) *cks.Abort {
 	t.Helper()
 	_, ab, err := s.Stop(context.Background(), id, "operator", reason, time.Minute)
 	if err != nil {
@@ -72,10 +73,10 @@ func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	e.clock.Advance(50 * time.Hour)
 	gone := running(t, e.store, "gone", "Executor vanished", "worker-gone")
 	ab := stop(t, e.store, gone.ID, "runaway")
-	if ab == nil || ab.Outcome != store.AbortPending {
+	if ab == nil || ab.Outcome != cks.AbortPending {
 		t.Fatalf("stop of a running task: abort %+v, want pending", ab)
 	}
-	if got, err := e.store.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != store.AbortUnconfirmed {
+	if got, err := e.store.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("resolve: %+v, %v", got, err)
 	}
 	e.clock.Advance(90 * time.Minute)
@@ -137,7 +138,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	ctx := context.Background()
 	first := running(t, e.store, "build", "Build the thing", "worker-1")
 	id := first.ID
-	for kind, body := range map[string]string{store.EvidenceWorkspace: "/work/ws-aborted", "note": "evidence of the aborted attempt"} {
+	for kind, body := range map[string]string{cks.EvidenceWorkspace: "/work/ws-aborted", "note": "evidence of the aborted attempt"} {
 		if _, err := e.store.AddEvidence(ctx, id, first.LeaseToken, kind, body); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	crit := "the new criteria"
-	if _, err := e.store.Update(ctx, id, "operator", store.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
+	if _, err := e.store.Update(ctx, id, "operator", cks.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
 		t.Fatal(err)
 	}
 

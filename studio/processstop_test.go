@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
@@ -101,8 +101,8 @@ func TestProcessStopFromBrowser(t *testing.T) {
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	// sessionFor is the cookie of a browser signed in with a token of g.
-	sessionFor := func(g store.Grant) string {
-		_, tok, err := auth.CreateToken(context.Background(), e.store, e.clock, "browser", []store.Grant{g})
+	sessionFor := func(g cks.Grant) string {
+		_, tok, err := auth.CreateToken(context.Background(), e.store, e.clock, "browser", []cks.Grant{g})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,13 +137,13 @@ func TestProcessStopFromBrowser(t *testing.T) {
 		return string(b)
 	}
 
-	reader := sessionFor(store.Grant{Resource: "/", Permission: auth.PermRead})
+	reader := sessionFor(cks.Grant{Resource: "/", Permission: auth.PermRead})
 	if status, body := post(reader); status != http.StatusForbidden || !strings.Contains(body, "needs control on /processes/critic") {
 		t.Fatalf("stop with read only: %d %s, want 403 naming control on /processes/critic", status, body)
 	}
 	mustContain(t, "card before", processCard(t, fragment(reader), instanceID), "data-process-stop")
 
-	operator := sessionFor(store.Grant{Resource: "/", Permission: auth.PermAdmin})
+	operator := sessionFor(cks.Grant{Resource: "/", Permission: auth.PermAdmin})
 	status, body := post(operator)
 	if status != http.StatusOK || !strings.Contains(body, `"found":true`) || !strings.Contains(body, `"process_kind":"critic"`) {
 		t.Fatalf("stop from the browser: %d %s", status, body)

@@ -32,11 +32,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -288,7 +288,7 @@ type card struct {
 	ShortID     string
 	Host        string
 	PID         int
-	Status      liveness.Status
+	Status      cks.ProcessStatus
 	Alive       bool
 	Age         string // "12s ago"
 	HeartbeatAt string // RFC 3339, for <time datetime>
@@ -371,7 +371,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		return processesView{Failed: true}, http.StatusInternalServerError, nil
 	}
 	ps := list.Processes
-	slices.SortStableFunc(ps, func(a, b liveness.Process) int {
+	slices.SortStableFunc(ps, func(a, b cks.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
 	v := processesView{Cards: make([]card, 0, len(ps))}
@@ -383,7 +383,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			Host:        p.Hostname,
 			PID:         p.PID,
 			Status:      p.Status,
-			Alive:       p.Status == liveness.Alive,
+			Alive:       p.Status == cks.ProcessAlive,
 			Age:         humanAge(p.HeartbeatAgeS),
 			HeartbeatAt: p.LastHeartbeatAt.UTC().Format(time.RFC3339),
 			Interval:    strconv.FormatFloat(p.LivenessIntervalS, 'f', -1, 64) + "s",
@@ -392,7 +392,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
 		}
-		c.StopRequested = c.Alive && p.DesiredState == store.DesiredStopRequested
+		c.StopRequested = c.Alive && p.DesiredState == cks.DesiredStopRequested
 		c.CanStop = c.Alive && !c.StopRequested
 		if c.Alive {
 			v.Alive++
@@ -404,8 +404,8 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 	return v, http.StatusOK, nil
 }
 
-func rank(s liveness.Status) int {
-	if s == liveness.Alive {
+func rank(s cks.ProcessStatus) int {
+	if s == cks.ProcessAlive {
 		return 0
 	}
 	return 1

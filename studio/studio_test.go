@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
@@ -140,7 +141,7 @@ func TestPanelShowsCurrentTaskAndAliveFirst(t *testing.T) {
 	old := storetest.Liveness("old-instance-00000000002", "enrichment", -time.Hour) // long silent
 	newer := storetest.Liveness("new-instance-00000000003", "fork_resolution", time.Minute)
 	newer.LastHeartbeatAt = storetest.T0.Add(-5 * time.Minute) // started later, but silent
-	for _, r := range []store.AgentLiveness{busy, old, newer} {
+	for _, r := range []cks.AgentLiveness{busy, old, newer} {
 		storetest.MustUpsert(t, e.store, r)
 	}
 
@@ -224,7 +225,7 @@ func TestPanelWithoutSweeperController(t *testing.T) {
 // failingStore is a liveness store whose reads fail.
 type failingStore struct{ store.Liveness }
 
-func (failingStore) ListAgentLiveness(context.Context) ([]store.AgentLiveness, error) {
+func (failingStore) ListAgentLiveness(context.Context) ([]cks.AgentLiveness, error) {
 	return nil, errors.New("disk on fire")
 }
 

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 )
 
 // The task board's routes.
@@ -30,10 +30,10 @@ const BoardCap = 200
 
 // liveStates are the states of the board's "other live work" list: every
 // non-terminal state except STOPPED and NEEDS_INPUT, which have their own.
-var liveStates = func() []store.TaskState {
-	var out []store.TaskState
+var liveStates = func() []cks.TaskState {
+	var out []cks.TaskState
 	for _, st := range ledger.All {
-		if !ledger.IsTerminal(st) && st != ledger.Stopped && st != ledger.NeedsInput {
+		if !ledger.IsTerminal(st) && st != cks.TaskStopped && st != cks.TaskNeedsInput {
 			out = append(out, st)
 		}
 	}
@@ -83,7 +83,7 @@ type abortFlag struct {
 }
 
 // flagAbort returns the badge of a, nil when a is nil or confirmed.
-func flagAbort(a *store.Abort) *abortFlag {
+func flagAbort(a *cks.Abort) *abortFlag {
 	if a == nil {
 		return nil
 	}
@@ -93,10 +93,10 @@ func flagAbort(a *store.Abort) *abortFlag {
 	}
 	f := &abortFlag{Outcome: string(a.Outcome), Executor: a.Executor, Deadline: stamp(a.DeadlineAt)}
 	switch a.Outcome {
-	case store.AbortUnconfirmed:
+	case cks.AbortUnconfirmed:
 		f.Class = "unconfirmed"
 		f.Text = "abort unconfirmed: " + who + " may still be running"
-	case store.AbortPending:
+	case cks.AbortPending:
 		f.Class = "pending"
 		f.Text = "abort pending: waiting for " + who + " to confirm"
 	default:
@@ -159,7 +159,7 @@ func (e *badRequest) Error() string { return e.msg }
 func (s *server) taskBoard(w http.ResponseWriter, r *http.Request) {
 	v, err := s.board(r)
 	var bad *badRequest
-	var fe *store.FieldError
+	var fe *cks.FieldError
 	switch {
 	case s.forbidden(w, r, err):
 	case errors.As(err, &bad):
@@ -179,7 +179,7 @@ func (s *server) taskBoard(w http.ResponseWriter, r *http.Request) {
 // permission check (ledger.TaskLister).
 type listTasks struct{ s *ops.Services }
 
-func (l listTasks) ListTasks(ctx context.Context, f store.TaskFilter) (store.TaskPage, error) {
+func (l listTasks) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error) {
 	in := ops.ListTasksInputOf(f)
 	return ops.ListTasks.Do(ctx, l.s, &in)
 }
@@ -199,7 +199,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 	ctx := r.Context()
 	now := s.clock.Now()
-	in := ops.ListTasksInput{}
+	in := cks.ListTasksInput{}
 	if st := q.Get("state"); st != "" {
 		in.State = []string{st}
 	}
@@ -217,9 +217,9 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 	lister := listTasks{s.ops}
 
-	counts := map[store.TaskState]int{}
+	counts := map[cks.TaskState]int{}
 	for _, st := range ledger.All {
-		n, err := s.ops.Tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{st}})
+		n, err := s.ops.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{st}})
 		if err != nil {
 			return v, fmt.Errorf("count %s tasks: %w", st, err)
 		}
@@ -227,7 +227,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		v.Total += n
 	}
 	// The chips: STOPPED and NEEDS_INPUT first, then lifecycle order.
-	order := append([]store.TaskState{ledger.Stopped, ledger.NeedsInput}, liveStates...)
+	order := append([]cks.TaskState{cks.TaskStopped, cks.TaskNeedsInput}, liveStates...)
 	order = append(order, ledger.Terminal[:]...)
 	for _, st := range order {
 		c := chip{State: string(st), Class: stateClass(st), Count: counts[st], Active: string(st) == v.Filter}
@@ -238,7 +238,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		}
 	}
 
-	list := func(states []store.TaskState, after int64) (taskList, error) {
+	list := func(states []cks.TaskState, after int64) (taskList, error) {
 		var l taskList
 		for _, st := range states {
 			l.Count += counts[st]
@@ -246,7 +246,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		if l.Count == 0 {
 			return l, nil
 		}
-		page, err := lister.ListTasks(ctx, store.TaskFilter{States: states, After: after, Limit: BoardCap})
+		page, err := lister.ListTasks(ctx, cks.TaskFilter{States: states, After: after, Limit: BoardCap})
 		if err != nil {
 			return l, fmt.Errorf("list %v tasks: %w", states, err)
 		}
@@ -256,8 +256,8 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 
 	if v.Filter != "" {
-		st := store.TaskState(v.Filter)
-		l, err := list([]store.TaskState{st}, v.After)
+		st := cks.TaskState(v.Filter)
+		l, err := list([]cks.TaskState{st}, v.After)
 		if err != nil {
 			return v, err
 		}
@@ -268,28 +268,28 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		return v, nil
 	}
 
-	v.Stopped.Count = counts[ledger.Stopped]
+	v.Stopped.Count = counts[cks.TaskStopped]
 	if v.Stopped.Count > 0 {
-		held, err := ledger.ListStoppedFirst(ctx, lister, ledger.StoppedFirstQuery{Rest: []store.TaskState{}, MaxStopped: BoardCap})
+		held, err := ledger.ListStoppedFirst(ctx, lister, ledger.StoppedFirstQuery{Rest: []cks.TaskState{}, MaxStopped: BoardCap})
 		if err != nil {
 			return v, fmt.Errorf("list STOPPED tasks: %w", err)
 		}
 		v.Stopped.Rows = s.rows(held.Tasks, now)
 		if held.MoreStopped {
-			v.Stopped.MoreURL = boardURL(ledger.Stopped, 0)
+			v.Stopped.MoreURL = boardURL(cks.TaskStopped, 0)
 		}
 		for _, r := range v.Stopped.Rows {
 			if r.Abort != nil {
 				v.UnsureStopped++
 			}
 		}
-		v.StaleStopped, err = s.ops.Tasks.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{ledger.Stopped},
+		v.StaleStopped, err = s.ops.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped},
 			StateChangedBefore: now.Add(-s.staleStop)})
 		if err != nil {
 			return v, fmt.Errorf("count long-stopped tasks: %w", err)
 		}
 	}
-	if v.Inbox, err = list([]store.TaskState{ledger.NeedsInput}, 0); err != nil {
+	if v.Inbox, err = list([]cks.TaskState{cks.TaskNeedsInput}, 0); err != nil {
 		return v, err
 	}
 	if v.Live, err = list(liveStates, 0); err != nil {
@@ -299,13 +299,13 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	// live-work list spans several states, so it links to the next page of
 	// its first state that has more).
 	if v.Inbox.Next != 0 {
-		v.Inbox.MoreURL = boardURL(ledger.NeedsInput, 0)
+		v.Inbox.MoreURL = boardURL(cks.TaskNeedsInput, 0)
 	}
 	return v, nil
 }
 
 // rows formats tasks for a board list.
-func (s *server) rows(ts []store.Task, now time.Time) []taskRow {
+func (s *server) rows(ts []cks.Task, now time.Time) []taskRow {
 	var out []taskRow
 	for _, t := range ts {
 		out = append(out, s.row(t, now))
@@ -314,7 +314,7 @@ func (s *server) rows(ts []store.Task, now time.Time) []taskRow {
 }
 
 // boardURL is the board filtered to st, from after on.
-func boardURL(st store.TaskState, after int64) string {
+func boardURL(st cks.TaskState, after int64) string {
 	q := url.Values{"state": {string(st)}}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
@@ -322,9 +322,9 @@ func boardURL(st store.TaskState, after int64) string {
 	return TasksPath + "?" + q.Encode()
 }
 
-func stateClass(st store.TaskState) string { return strings.ToLower(string(st)) }
+func stateClass(st cks.TaskState) string { return strings.ToLower(string(st)) }
 
-func (s *server) row(t store.Task, now time.Time) taskRow {
+func (s *server) row(t cks.Task, now time.Time) taskRow {
 	r := taskRow{
 		ID:          t.ID,
 		State:       string(t.State),
@@ -342,11 +342,11 @@ func (s *server) row(t store.Task, now time.Time) taskRow {
 		ChangedAt:   stamp(t.StateChangedAt),
 		Question:    t.Question,
 		changed:     t.StateChangedAt,
-		StaleStop:   t.State == ledger.Stopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= s.staleStop,
+		StaleStop:   t.State == cks.TaskStopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= s.staleStop,
 		StaleAfter:  staleText(s.staleStop),
 		Abort:       flagAbort(t.LastAbort),
 	}
-	if t.State == ledger.Stopped && !t.StateChangedAt.IsZero() {
+	if t.State == cks.TaskStopped && !t.StateChangedAt.IsZero() {
 		r.StoppedFor = span(now.Sub(t.StateChangedAt))
 	}
 	return r
@@ -510,11 +510,11 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("There is no task %q: task ids are positive integers.", raw))
 		return
 	}
-	t, err := ops.GetTask.Do(r.Context(), s.ops, &ops.TaskInput{TaskID: id})
+	t, err := ops.GetTask.Do(r.Context(), s.ops, &cks.TaskInput{TaskID: id})
 	switch {
 	case s.forbidden(w, r, err):
 		return
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, cks.ErrNotFound):
 		s.errorPage(w, r, http.StatusNotFound, "Task not found", fmt.Sprintf("There is no task %d.", id))
 		return
 	case err != nil:
@@ -573,11 +573,11 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		v := abortView{ID: a.ID, Executor: a.Executor, Attempt: a.Attempt, Restart: a.Restart, RequestedBy: a.RequestedBy,
 			Reason: a.Reason, Requested: at(now, a.RequestedAt), Deadline: at(now, a.DeadlineAt), Resolved: at(now, a.ResolvedAt),
 			Outcome: string(a.Outcome), Class: strings.TrimPrefix(string(a.Outcome), "abort_")}
-		v.Late = a.Outcome == store.AbortConfirmed && !a.ResolvedAt.IsZero() && a.ResolvedAt.After(a.DeadlineAt)
+		v.Late = a.Outcome == cks.AbortConfirmed && !a.ResolvedAt.IsZero() && a.ResolvedAt.After(a.DeadlineAt)
 		d.Aborts = append(d.Aborts, v)
 	}
 	d.Finished = ledger.IsTerminal(t.State)
-	d.CanStart = t.State == ledger.Stopped
+	d.CanStart = t.State == cks.TaskStopped
 	d.CanStop = !d.Finished && !d.CanStart
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
@@ -601,7 +601,7 @@ func at(now, t time.Time) timeField {
 }
 
 // attempt formats one attempt of a task whose revision is now revision.
-func attempt(a store.AttemptView, revision int) attemptView {
+func attempt(a cks.AttemptView, revision int) attemptView {
 	v := attemptView{Restart: a.Restart, Attempt: a.Attempt, Aborted: a.Aborted, Workspace: a.Workspace,
 		Empty: len(a.Evidence) == 0 && len(a.Decisions) == 0 && a.Workspace == ""}
 	for _, e := range a.Evidence {

@@ -3,6 +3,8 @@ package sweeper
 import (
 	"context"
 	"fmt"
+
+	"github.com/cks-dev/cks"
 )
 
 // OverrideStore is the persistent override table as the controller needs it:
@@ -34,8 +36,8 @@ func (c *Controller) Registry() *Registry { return c.reg }
 
 // List returns every sweeper's status, in registration order, with its stored
 // override read now.
-func (c *Controller) List(ctx context.Context) ([]Status, error) {
-	var out []Status
+func (c *Controller) List(ctx context.Context) ([]cks.SweeperStatus, error) {
+	var out []cks.SweeperStatus
 	for _, r := range c.reg.Runners() {
 		st, err := c.status(ctx, r)
 		if err != nil {
@@ -48,15 +50,15 @@ func (c *Controller) List(ctx context.Context) ([]Status, error) {
 
 // Status returns one sweeper's status; an unknown id is an *UnknownSweeperError
 // naming the known ids.
-func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
+func (c *Controller) Status(ctx context.Context, id string) (cks.SweeperStatus, error) {
 	r, err := c.reg.Get(id)
 	if err != nil {
-		return Status{}, err
+		return cks.SweeperStatus{}, err
 	}
 	return c.status(ctx, r)
 }
 
-func (c *Controller) status(ctx context.Context, r *Runner) (Status, error) {
+func (c *Controller) status(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
 	st := r.Status()
 	o, err := c.store.GetSweeperDesiredRunning(ctx, r.ID())
 	if err != nil {
@@ -69,28 +71,28 @@ func (c *Controller) status(ctx context.Context, r *Runner) (Status, error) {
 // Start records desired_running = true and starts the local runner. A
 // config-disabled sweeper is refused with ErrDisabledByConfig and nothing is
 // written.
-func (c *Controller) Start(ctx context.Context, id string) (Status, error) {
+func (c *Controller) Start(ctx context.Context, id string) (cks.SweeperStatus, error) {
 	return c.set(ctx, id, true)
 }
 
 // Stop records desired_running = false and stops the local runner, waiting for
 // its loop to exit. A config-disabled sweeper is refused with
 // ErrDisabledByConfig and nothing is written.
-func (c *Controller) Stop(ctx context.Context, id string) (Status, error) {
+func (c *Controller) Stop(ctx context.Context, id string) (cks.SweeperStatus, error) {
 	return c.set(ctx, id, false)
 }
 
-func (c *Controller) set(ctx context.Context, id string, running bool) (Status, error) {
+func (c *Controller) set(ctx context.Context, id string, running bool) (cks.SweeperStatus, error) {
 	r, err := c.reg.Get(id)
 	if err != nil {
-		return Status{}, err
+		return cks.SweeperStatus{}, err
 	}
 	if !r.ConfigEnabled() {
 		name, _ := EnvNames(id)
-		return Status{}, fmt.Errorf("%w: %s is off (%s); the override table never enables it", ErrDisabledByConfig, id, name)
+		return cks.SweeperStatus{}, fmt.Errorf("%w: %s is off (%s); the override table never enables it", ErrDisabledByConfig, id, name)
 	}
 	if err := c.store.SetSweeperDesiredRunning(ctx, id, running); err != nil {
-		return Status{}, fmt.Errorf("record override of %s: %w", id, err)
+		return cks.SweeperStatus{}, fmt.Errorf("record override of %s: %w", id, err)
 	}
 	if running {
 		err = r.Start(ctx)
@@ -98,7 +100,7 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (Status, 
 		err = r.Stop(ctx)
 	}
 	if err != nil {
-		return Status{}, err
+		return cks.SweeperStatus{}, err
 	}
 	return c.status(ctx, r)
 }

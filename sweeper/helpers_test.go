@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/clock"
 	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -153,7 +155,7 @@ func newTestRunner(t testing.TB, s Sweeper, opts Options) (*Runner, *probe) {
 
 // waitFor waits until cond holds, re-checking whenever the runner's status or
 // its set of live loops changes, and fails the test after waitLimit.
-func (p *probe) waitFor(t testing.TB, r *Runner, what string, cond func(Status) bool) Status {
+func (p *probe) waitFor(t testing.TB, r *Runner, what string, cond func(cks.SweeperStatus) bool) cks.SweeperStatus {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()

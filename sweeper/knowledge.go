@@ -21,7 +21,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // Ids of the knowledge sweepers.
@@ -70,32 +70,32 @@ type Detailer interface {
 
 // TaskEnqueuer is what the knowledge sweepers need of the task ledger.
 type TaskEnqueuer interface {
-	Enqueue(ctx context.Context, n store.NewTask) (store.Task, bool, error)
+	Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, error)
 }
 
 // ForkLister lists forked objects (store.Versions).
 type ForkLister interface {
-	ForkedObjects(ctx context.Context, after int64, limit int) ([]store.Fork, error)
+	ForkedObjects(ctx context.Context, after int64, limit int) ([]cks.Fork, error)
 }
 
 // ObjectLister lists objects (store.Knowledge).
 type ObjectLister interface {
-	ListObjects(ctx context.Context, f store.ObjectFilter) (store.ObjectPage, error)
+	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
 }
 
 // ObjectReader lists and reads objects (store.Knowledge).
 type ObjectReader interface {
 	ObjectLister
-	GetObject(ctx context.Context, id int64) (store.Object, error)
+	GetObject(ctx context.Context, id int64) (cks.Object, error)
 }
 
 // EdgeLister lists edges (store.Versions).
 type EdgeLister interface {
-	ListEdges(ctx context.Context, after int64, limit int) ([]store.Edge, error)
+	ListEdges(ctx context.Context, after int64, limit int) ([]cks.Edge, error)
 }
 
 // pageSize is the page of every listing the knowledge sweepers make.
-const pageSize = store.MaxListLimit
+const pageSize = cks.MaxListLimit
 
 // enqueue enqueues one task and reports whether it was created.
 func enqueue(ctx context.Context, q TaskEnqueuer, id, typ, title string, payload any, key string) (bool, error) {
@@ -106,7 +106,7 @@ func enqueue(ctx context.Context, q TaskEnqueuer, id, typ, title string, payload
 	// Every key names a state that cannot come back (a fork's heads, a
 	// pair of claims, premise hashes, an orphan): once ever, so a sweep
 	// racing the task's completion on another hub enqueues nothing.
-	_, created, err := q.Enqueue(ctx, store.NewTask{Type: typ, Title: title, Payload: p, DedupeKey: key,
+	_, created, err := q.Enqueue(ctx, cks.NewTask{Type: typ, Title: title, Payload: p, DedupeKey: key,
 		DedupeOnce: true, CreatedBy: "sweeper:" + id})
 	if err != nil {
 		return false, fmt.Errorf("enqueue %s (%s): %w", typ, key, err)
@@ -123,13 +123,13 @@ func joinIDs(ids []int64) string {
 }
 
 // forEachObject pages through the objects of kinds (all kinds when empty).
-func forEachObject(ctx context.Context, l ObjectLister, kinds []string, f func([]store.Object) error) error {
+func forEachObject(ctx context.Context, l ObjectLister, kinds []string, f func([]cks.Object) error) error {
 	var after int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := l.ListObjects(ctx, store.ObjectFilter{Kinds: kinds, After: after, Limit: pageSize})
+		page, err := l.ListObjects(ctx, cks.ObjectFilter{Kinds: kinds, After: after, Limit: pageSize})
 		if err != nil {
 			return fmt.Errorf("list objects after %d: %w", after, err)
 		}
@@ -252,7 +252,7 @@ func norm(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 // tasks it created.
 func (s Contradiction) SweepOnce(ctx context.Context) (int, error) {
 	groups := map[[16]byte][]claimRef{}
-	err := forEachObject(ctx, s.Objects, []string{KindClaim}, func(objs []store.Object) error {
+	err := forEachObject(ctx, s.Objects, []string{KindClaim}, func(objs []cks.Object) error {
 		for _, o := range objs {
 			if o.Kind != KindClaim || o.Status == StatusDisputed {
 				continue
@@ -337,7 +337,7 @@ const missingPremise = "missing"
 // it created.
 func (s InferenceStaleness) SweepOnce(ctx context.Context) (int, error) {
 	created := 0
-	err := forEachObject(ctx, s.Objects, []string{KindInference}, func(objs []store.Object) error {
+	err := forEachObject(ctx, s.Objects, []string{KindInference}, func(objs []cks.Object) error {
 		current := map[int64]string{} // premise id → hash, for this page
 		hashOf := func(id int64) (string, error) {
 			if h, ok := current[id]; ok {
@@ -345,7 +345,7 @@ func (s InferenceStaleness) SweepOnce(ctx context.Context) (int, error) {
 			}
 			o, err := s.Objects.GetObject(ctx, id)
 			switch {
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, cks.ErrNotFound):
 				current[id] = missingPremise
 			case err != nil:
 				return "", fmt.Errorf("read premise %d: %w", id, err)
@@ -528,7 +528,7 @@ func (g *GraphHealth) SweepOnce(ctx context.Context) (int, error) {
 		after = es[len(es)-1].ID
 	}
 	var orphans []int64
-	err := forEachObject(ctx, g.Objects, nil, func(objs []store.Object) error {
+	err := forEachObject(ctx, g.Objects, nil, func(objs []cks.Object) error {
 		for _, o := range objs {
 			rep.Objects++
 			if f, ok := nodes[o.ID]; ok {

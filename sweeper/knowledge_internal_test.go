@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cks-dev/cks"
 )
 
 func TestDependsCycles(t *testing.T) {
@@ -46,7 +48,7 @@ func TestRunnerRecordsDetails(t *testing.T) {
 	s := &detailSweeper{}
 	r, p := newTestRunner(t, s, Options{Interval: waitLimit * 10, ConfigEnabled: true})
 	mustStart(t, r)
-	st := p.waitFor(t, r, "a pass", func(s Status) bool { return s.RunCount == 1 })
+	st := p.waitFor(t, r, "a pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if st.Details != "pass 1" {
 		t.Fatalf("details %#v", st.Details)
 	}
@@ -54,7 +56,7 @@ func TestRunnerRecordsDetails(t *testing.T) {
 	if !json.Valid(b) || !strings.Contains(string(b), `"details":"pass 1"`) {
 		t.Fatalf("status JSON %s", b)
 	}
-	if b, _ := json.Marshal(Status{}); strings.Contains(string(b), "details") {
+	if b, _ := json.Marshal(cks.SweeperStatus{}); strings.Contains(string(b), "details") {
 		t.Fatalf("details not omitted: %s", b)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -52,7 +53,7 @@ func (f *kfix) edge(src, dst int64, base string) {
 // tasks returns the payloads and dedupe keys of the tasks of typ, by id.
 func (f *kfix) tasks(typ string) (payloads []string, keys []string) {
 	f.t.Helper()
-	page, err := f.st.ListTasks(context.Background(), store.TaskFilter{Types: []string{typ}, Limit: store.MaxListLimit})
+	page, err := f.st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, Limit: cks.MaxListLimit})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 		o := f.obj("note", "", map[string]any{"a": 1})
 		heads := f.fork(v, o, 2)
 		// A task of the global numbering, long done, with the same digits.
-		old, _, err := f.st.Enqueue(context.Background(), store.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
+		old, _, err := f.st.Enqueue(context.Background(), cks.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
 			DedupeKey: fmt.Sprintf("resolve_fork:%d:%d,%d", o, heads[0], heads[1])})
 		if err != nil {
 			t.Fatal(err)
@@ -209,7 +210,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			if counts[0]+counts[1] != want {
 				t.Fatalf("round %d: created %v, want %d in all", round, counts, want)
 			}
-			n, err := f.st.CountTasks(context.Background(), store.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
+			n, err := f.st.CountTasks(context.Background(), cks.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
 			if err != nil || n != 1 {
 				t.Fatalf("round %d: %d resolve_fork tasks (%v), want exactly 1", round, n, err)
 			}
@@ -390,9 +391,9 @@ func TestGraphHealthDangling(t *testing.T) {
 		a := f.obj("claim", "", nil)
 		b := f.obj("claim", "", nil)
 		f.edge(a, b, "depends_on")
-		extra := []store.Edge{{ID: 1 << 40, Src: a, Dst: 1 << 40, BaseType: "cites"},
+		extra := []cks.Edge{{ID: 1 << 40, Src: a, Dst: 1 << 40, BaseType: "cites"},
 			{ID: 1<<40 + 1, Src: 1<<40 + 1, Dst: 1<<40 + 2, BaseType: "cites"}}
-		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
 			es, err := v.ListEdges(ctx, after, limit)
 			if err != nil || len(es) == limit {
 				return es, err
@@ -411,9 +412,9 @@ func TestGraphHealthDangling(t *testing.T) {
 	})
 }
 
-type edgesFunc func(ctx context.Context, after int64, limit int) ([]store.Edge, error)
+type edgesFunc func(ctx context.Context, after int64, limit int) ([]cks.Edge, error)
 
-func (f edgesFunc) ListEdges(ctx context.Context, after int64, limit int) ([]store.Edge, error) {
+func (f edgesFunc) ListEdges(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
 	return f(ctx, after, limit)
 }
 

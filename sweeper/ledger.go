@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -105,8 +105,8 @@ func (StaleStopReport) ID() string { return StaleStopReportID }
 
 // SweepOnce counts the tasks stopped for longer than the threshold.
 func (s StaleStopReport) SweepOnce(ctx context.Context) (int, error) {
-	n, err := s.Tasks.CountTasks(ctx, store.TaskFilter{
-		States:             []store.TaskState{ledger.Stopped},
+	n, err := s.Tasks.CountTasks(ctx, cks.TaskFilter{
+		States:             []cks.TaskState{cks.TaskStopped},
 		StateChangedBefore: s.Clock.Now().Add(-s.Threshold),
 	})
 	if err == nil && n > 0 && s.Logger != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/cks-dev/cks"
 )
 
 // UnknownSweeperError is returned by Registry.Get for an id that is not
@@ -93,9 +95,9 @@ func (g *Registry) Runners() []*Runner {
 }
 
 // List returns every sweeper's status in registration order.
-func (g *Registry) List() []Status {
+func (g *Registry) List() []cks.SweeperStatus {
 	rs := g.Runners()
-	out := make([]Status, 0, len(rs))
+	out := make([]cks.SweeperStatus, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, r.Status())
 	}
@@ -143,7 +145,7 @@ func StartIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, 
 		if err != nil {
 			return false, fmt.Errorf("start sweeper %s: read override: %w", r.id, err)
 		}
-		r.update(func(s *Status) { s.DesiredRunning = want })
+		r.update(func(s *cks.SweeperStatus) { s.DesiredRunning = want })
 		if want != nil && !*want {
 			r.log.Info("sweeper stopped by its override (desired_running=false); not started")
 			return false, nil

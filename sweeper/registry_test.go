@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cks-dev/cks"
 )
 
 func TestStartIfAllowed(t *testing.T) {
@@ -59,7 +61,7 @@ func TestStartIfAllowed(t *testing.T) {
 				t.Errorf("desired_running = %v, want %v", st.DesiredRunning, c.row)
 			}
 			if c.wantStarted {
-				p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+				p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 			} else if p.entered.Load() != 0 {
 				t.Error("a loop was started")
 			}

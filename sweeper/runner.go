@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lifecycle"
 )
@@ -34,7 +35,7 @@ type Runner struct {
 	poke chan struct{} // one-slot, coalescing wake-up for the wait
 
 	mu sync.Mutex // guards st
-	st Status
+	st cks.SweeperStatus
 
 	hooks *hooks // test instrumentation; nil outside tests
 }
@@ -76,7 +77,7 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 		log:       opts.Logger.With("sweeper", id),
 		onRun:     opts.OnRun,
 		poke:      make(chan struct{}, 1),
-		st: Status{
+		st: cks.SweeperStatus{
 			AgentID:       id,
 			Kind:          Kind,
 			ConfigEnabled: opts.ConfigEnabled,
@@ -100,7 +101,7 @@ func (r *Runner) ConfigEnabled() bool { return r.enabled }
 func (r *Runner) Interval() time.Duration { return r.interval }
 
 // Status returns a snapshot of the sweeper's status.
-func (r *Runner) Status() Status {
+func (r *Runner) Status() cks.SweeperStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.st
@@ -159,7 +160,7 @@ func (r *Runner) changed(op lifecycle.Op, running bool) {
 	if op == lifecycle.OpStopSelf && r.hooks != nil && r.hooks.locked != nil {
 		r.hooks.locked(string(op))
 	}
-	r.update(func(s *Status) { s.Running = running })
+	r.update(func(s *cks.SweeperStatus) { s.Running = running })
 	switch op {
 	case lifecycle.OpStart:
 		r.log.Info("sweeper started", "interval", r.interval)
@@ -171,7 +172,7 @@ func (r *Runner) changed(op lifecycle.Op, running bool) {
 }
 
 // update applies f to the status under its lock.
-func (r *Runner) update(f func(*Status)) {
+func (r *Runner) update(f func(*cks.SweeperStatus)) {
 	r.mu.Lock()
 	f(&r.st)
 	r.mu.Unlock()
@@ -211,7 +212,7 @@ func (r *Runner) pass(ctx context.Context) {
 	if dt, ok := r.sw.(Detailer); ok {
 		details = dt.Details()
 	}
-	r.update(func(s *Status) {
+	r.update(func(s *cks.SweeperStatus) {
 		s.Details = details
 		s.LastRunAt = &start
 		s.LastResultCount = &count
@@ -286,13 +287,13 @@ func (r *Runner) overrideStops(ctx context.Context) bool {
 	if err != nil {
 		err = fmt.Errorf("read override: %w", err)
 		r.log.Warn("sweeper override read failed; still running", "err", err)
-		r.update(func(s *Status) {
+		r.update(func(s *cks.SweeperStatus) {
 			msg := err.Error()
 			s.LastError = &msg
 		})
 		return false
 	}
-	r.update(func(s *Status) { s.DesiredRunning = want })
+	r.update(func(s *cks.SweeperStatus) { s.DesiredRunning = want })
 	if want == nil || *want {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
@@ -63,7 +64,7 @@ func TestStatusRecordsEachPass(t *testing.T) {
 	})
 
 	st := r.Status()
-	want := Status{AgentID: "lease_reaper", Kind: "sweeper", ConfigEnabled: true, IntervalS: 0.001}
+	want := cks.SweeperStatus{AgentID: "lease_reaper", Kind: "sweeper", ConfigEnabled: true, IntervalS: 0.001}
 	if st != want {
 		t.Fatalf("before start: %+v, want %+v", st, want)
 	}
@@ -73,7 +74,7 @@ func TestStatusRecordsEachPass(t *testing.T) {
 	for range 2 {
 		tick(t, c, 250*time.Millisecond)
 	}
-	st = p.waitFor(t, r, "three passes", func(s Status) bool { return s.RunCount >= 3 })
+	st = p.waitFor(t, r, "three passes", func(s cks.SweeperStatus) bool { return s.RunCount >= 3 })
 	if !st.Running || st.LastRunAt == nil || st.LastResultCount == nil || st.LastRunDurationMS == nil {
 		t.Fatalf("after passes: %+v", st)
 	}
@@ -105,7 +106,7 @@ func errString(err error) string {
 
 func TestStatusJSONShape(t *testing.T) {
 	at := t0()
-	st := Status{
+	st := cks.SweeperStatus{
 		AgentID: "graph_health", Kind: Kind, ConfigEnabled: true, Running: true, IntervalS: 300,
 		LastRunAt: &at, LastResultCount: ptr(3), LastRunDurationMS: ptr(12.5),
 		LastError: ptr("boom"), RunCount: 4, DesiredRunning: ptr(true),
@@ -120,7 +121,7 @@ func TestStatusJSONShape(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("json = %s\nwant   %s", b, want)
 	}
-	b, err = json.Marshal(Status{AgentID: "x", Kind: Kind, IntervalS: 60})
+	b, err = json.Marshal(cks.SweeperStatus{AgentID: "x", Kind: Kind, IntervalS: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestAbandonedStopThenStartKeepsOneLoop(t *testing.T) {
 	}
 	close(release)
 	mustStart(t, r)
-	st := p.waitFor(t, r, "a pass of the new loop", func(s Status) bool { return s.RunCount == 1 })
+	st := p.waitFor(t, r, "a pass of the new loop", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if !st.Running || p.maxLive.Load() != 1 || p.entered.Load() != 2 {
 		t.Fatalf("running %v, max live loops %d, loops started %d; want true, 1, 2", st.Running, p.maxLive.Load(), p.entered.Load())
 	}
@@ -233,7 +234,7 @@ func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
 		},
 	})
 	mustStart(t, r)
-	st := p.waitFor(t, r, "the panicking pass", func(s Status) bool { return s.RunCount == 1 })
+	st := p.waitFor(t, r, "the panicking pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if err := recv(t, runErrs, "OnRun"); !errors.Is(err, ErrSweepPanicked) {
 		t.Errorf("OnRun err = %v, want ErrSweepPanicked", err)
 	}
@@ -242,7 +243,7 @@ func TestPanicInSweepIsRecordedAndTheLoopGoesOn(t *testing.T) {
 	}
 	tick(t, c, time.Millisecond)
 	close(release)
-	st = p.waitFor(t, r, "a pass after the panic", func(s Status) bool { return s.RunCount >= 2 })
+	st = p.waitFor(t, r, "a pass after the panic", func(s cks.SweeperStatus) bool { return s.RunCount >= 2 })
 	if st.LastError != nil || *st.LastResultCount != 3 || !st.Running {
 		t.Fatalf("after a good pass: %+v", st)
 	}
@@ -256,12 +257,12 @@ func TestOverrideFalseStopsTheLoopAtTheNextTick(t *testing.T) {
 	c := clock.NewFake(t0())
 	r, p := newTestRunner(t, noop("graph_health"), Options{Interval: time.Millisecond, ConfigEnabled: true, Overrides: o, Clock: c})
 	mustStart(t, r)
-	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if o.reads.Load() != 0 {
 		t.Fatalf("the override was read %d times before the interval ended", o.reads.Load())
 	}
 	tick(t, c, time.Millisecond)
-	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	st := p.waitFor(t, r, "the self-stop", func(s cks.SweeperStatus) bool { return !s.Running && p.live.Load() == 0 })
 	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning || o.reads.Load() != 1 {
 		t.Fatalf("status %+v, reads %d; want one pass, desired_running false, one read", st, o.reads.Load())
 	}
@@ -276,17 +277,17 @@ func TestPokeAppliesTheOverrideWithoutWaitingTheInterval(t *testing.T) {
 	o := &atomicOverride{} // no row
 	r, p := newTestRunner(t, noop("dependency_release"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
 	mustStart(t, r)
-	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 
 	r.Poke() // no row: keeps running
-	p.waitFor(t, r, "the first read", func(Status) bool { return o.reads.Load() == 1 })
+	p.waitFor(t, r, "the first read", func(cks.SweeperStatus) bool { return o.reads.Load() == 1 })
 	if st := r.Status(); !st.Running || st.DesiredRunning != nil {
 		t.Fatalf("no row must not stop the loop: %+v", st)
 	}
 
 	o.set(ptr(false))
 	r.Poke()
-	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	st := p.waitFor(t, r, "the self-stop", func(s cks.SweeperStatus) bool { return !s.Running && p.live.Load() == 0 })
 	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning {
 		t.Fatalf("after the poke: %+v", st)
 	}
@@ -294,7 +295,7 @@ func TestPokeAppliesTheOverrideWithoutWaitingTheInterval(t *testing.T) {
 	mustStop(t, r) // no deadlock, no-op
 	o.set(ptr(true))
 	mustStart(t, r)
-	st = p.waitFor(t, r, "a pass of the restarted loop", func(s Status) bool { return s.RunCount == 2 })
+	st = p.waitFor(t, r, "a pass of the restarted loop", func(s cks.SweeperStatus) bool { return s.RunCount == 2 })
 	if !st.Running || p.maxLive.Load() != 1 {
 		t.Fatalf("restart: running %v, max live loops %d", st.Running, p.maxLive.Load())
 	}
@@ -325,7 +326,7 @@ func TestSelfStopRacingStopDoesNotDeadlock(t *testing.T) {
 		}
 	}
 	mustStart(t, r)
-	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	r.Poke()
 	recv(t, atSelfStop, "the loop to decide to stop itself")
 	stopped := make(chan error, 1)
@@ -360,13 +361,13 @@ func TestStartDuringOverrideReadWinsOverAStaleFalse(t *testing.T) {
 	})
 	r, p := newTestRunner(t, noop("fork_detection"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
 	mustStart(t, r)
-	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	r.Poke()
 	recv(t, inRead, "the override read")
 	mustStart(t, r) // already running: a no-op that still takes the lock
 	close(release)
 	r.Poke() // the second read (false, after no newer Start) stops the loop
-	st := p.waitFor(t, r, "the self-stop", func(s Status) bool { return !s.Running && p.live.Load() == 0 })
+	st := p.waitFor(t, r, "the self-stop", func(s cks.SweeperStatus) bool { return !s.Running && p.live.Load() == 0 })
 	if reads != 2 {
 		t.Fatalf("the loop stopped after %d override reads, want 2 (the stale first read must not stop it)", reads)
 	}
@@ -387,9 +388,9 @@ func TestOverrideReadErrorIsRecordedAndTheLoopContinues(t *testing.T) {
 		})
 		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
 		mustStart(t, r)
-		p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+		p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 		r.Poke()
-		st := p.waitFor(t, r, "the read error", func(s Status) bool { return s.LastError != nil })
+		st := p.waitFor(t, r, "the read error", func(s cks.SweeperStatus) bool { return s.LastError != nil })
 		if got := errText(st.LastError); got != "read override: store down" || !st.Running || p.live.Load() != 1 {
 			t.Fatalf("last_error %q, running %v, live loops %d", got, st.Running, p.live.Load())
 		}
@@ -406,7 +407,7 @@ func TestOverrideReadErrorIsRecordedAndTheLoopContinues(t *testing.T) {
 		for range 2 {
 			tick(t, c, time.Millisecond)
 		}
-		st := p.waitFor(t, r, "passes after failed reads", func(s Status) bool { return s.RunCount >= 3 })
+		st := p.waitFor(t, r, "passes after failed reads", func(s cks.SweeperStatus) bool { return s.RunCount >= 3 })
 		if !st.Running || p.entered.Load() != 1 {
 			t.Fatalf("running %v, loops started %d", st.Running, p.entered.Load())
 		}
@@ -420,7 +421,7 @@ func TestIntervalIsOnTheClock(t *testing.T) {
 	c := clock.NewFake(t0())
 	r, p := newTestRunner(t, noop("dependency_release"), Options{Interval: time.Minute, ConfigEnabled: true, Clock: c})
 	mustStart(t, r)
-	p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	tick(t, c, time.Minute-time.Nanosecond)
 	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
 		t.Fatal(err)
@@ -429,7 +430,7 @@ func TestIntervalIsOnTheClock(t *testing.T) {
 		t.Fatalf("a pass ran before the interval ended: %+v", st)
 	}
 	c.Advance(time.Nanosecond)
-	st := p.waitFor(t, r, "the second pass", func(s Status) bool { return s.RunCount == 2 })
+	st := p.waitFor(t, r, "the second pass", func(s cks.SweeperStatus) bool { return s.RunCount == 2 })
 	if want := t0().Add(time.Minute); !st.LastRunAt.Equal(want) {
 		t.Fatalf("second pass at %v, want %v", st.LastRunAt, want)
 	}
@@ -462,7 +463,7 @@ func TestPassDurationIsMonotonic(t *testing.T) {
 	})
 	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true, Clock: c})
 	mustStart(t, r)
-	st := p.waitFor(t, r, "the first pass", func(s Status) bool { return s.RunCount == 1 })
+	st := p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if *st.LastRunDurationMS != 250 || !st.LastRunAt.Equal(t0()) {
 		t.Fatalf("pass at %v took %vms, want at %v, 250ms", st.LastRunAt, *st.LastRunDurationMS, t0())
 	}

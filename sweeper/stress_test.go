@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
@@ -78,7 +79,7 @@ func TestStressConcurrentStartStop(t *testing.T) {
 	if wantRunning {
 		wantLive = 1
 	}
-	p.waitFor(t, r, "the live loops to match the final state", func(Status) bool { return p.live.Load() == wantLive })
+	p.waitFor(t, r, "the live loops to match the final state", func(cks.SweeperStatus) bool { return p.live.Load() == wantLive })
 	if m := p.maxLive.Load(); m > 1 {
 		t.Fatalf("%d loop goroutines were alive at once", m)
 	}

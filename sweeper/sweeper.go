@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
@@ -83,6 +82,3 @@ type Options struct {
 	// It must not call Start or Stop of the same runner.
 	OnRun func(id string, d time.Duration, count int, err error)
 }
-
-// Status is cks.SweeperStatus, the agent_status record of one sweeper.
-type Status = cks.SweeperStatus

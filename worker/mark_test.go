@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -55,9 +56,9 @@ func (c *counted) WatchChanges(ctx context.Context, topics []string, f func(stri
 // RUNNING for worker, as `cks agent` claims (the executor then skips
 // MarkRunning, so nothing but the abort watch or the heartbeat can tell it
 // the lease is gone).
-func claimRunning(t testing.TB, st store.Store, title, worker string) store.ClaimedTask {
+func claimRunning(t testing.TB, st store.Store, title, worker string) cks.ClaimedTask {
 	t.Helper()
-	if _, _, err := st.Enqueue(ctx(t), store.NewTask{Type: "build", Title: title}); err != nil {
+	if _, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: title}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.ClaimWith(ctx(t), store.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
@@ -80,7 +81,7 @@ func awaitAbort() (r worker.Resolver, aborted *atomic.Bool) {
 	return func(ctx context.Context, _ *worker.Attempt) (worker.Result, error) {
 		select {
 		case <-ctx.Done():
-			aborted.Store(errors.Is(context.Cause(ctx), store.ErrLeaseLost))
+			aborted.Store(errors.Is(context.Cause(ctx), cks.ErrLeaseLost))
 			return worker.Result{}, ctx.Err()
 		case <-time.After(20 * time.Second):
 			return worker.Result{}, errNotAborted
@@ -101,7 +102,7 @@ func drain(c *counted) {
 
 // stopTask requests the stop of task (an abort of its lease) through op
 // without waiting for the confirmation.
-func stopTask(t testing.TB, op store.Store, task store.ClaimedTask) {
+func stopTask(t testing.TB, op store.Store, task cks.ClaimedTask) {
 	t.Helper()
 	if _, _, err := op.Stop(ctx(t), task.ID, "operator", "between claim and run", 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func wantAborted(t testing.TB, r worker.Report, err error, aborted *atomic.Bool)
 	if !aborted.Load() {
 		t.Error("the resolver's context was not cancelled for the lost lease")
 	}
-	if err != nil || r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != store.AbortConfirmed {
+	if err != nil || r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != cks.AbortConfirmed {
 		t.Fatalf("report %+v (err %v), want outcome aborted with its abort confirmed", r, err)
 	}
 }
@@ -336,7 +337,7 @@ func TestWatchLifetime(t *testing.T) {
 
 // startRun runs task on ex with resolve and p on a goroutine; started is
 // closed when the resolver begins, out receives the report.
-func startRun(t testing.TB, ex *worker.Executor, task store.ClaimedTask, resolve worker.Resolver,
+func startRun(t testing.TB, ex *worker.Executor, task cks.ClaimedTask, resolve worker.Resolver,
 	p worker.RunParams) (started <-chan struct{}, out <-chan worker.Report) {
 	t.Helper()
 	begun, reports := make(chan struct{}), make(chan worker.Report, 1)

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
@@ -22,11 +20,11 @@ func TestFailReasonIsStoredAsText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
-		task := claim(t, st, store.NewTask{Title: "binary error"}, "w")
+		task := claim(t, st, cks.NewTask{Title: "binary error"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{}, errors.New("read \x00\xff: boom")
 		})
-		if err != nil || r.Outcome != worker.Failed || r.Task.State != ledger.Open || r.Task.LastError != "read \uFFFD\uFFFD: boom" {
+		if err != nil || r.Outcome != worker.Failed || r.Task.State != cks.TaskOpen || r.Task.LastError != "read \uFFFD\uFFFD: boom" {
 			t.Fatalf("report %+v (last error %q), %v", r, r.Task.LastError, err)
 		}
 	})
@@ -41,7 +39,7 @@ func TestLongOutcomesAreCut(t *testing.T) {
 		st := open(t)
 		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
 		long := strings.Repeat("x", cks.MaxLongTextLen+100)
-		task := claim(t, st, store.NewTask{Title: "long error"}, "w")
+		task := claim(t, st, cks.NewTask{Title: "long error"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{}, errors.New(long)
 		})
@@ -49,11 +47,11 @@ func TestLongOutcomesAreCut(t *testing.T) {
 			!strings.HasSuffix(r.Task.LastError, "more bytes cut]") {
 			t.Fatalf("failure: outcome %v, last error of %d bytes, %v", r.Outcome, len(r.Task.LastError), err)
 		}
-		task = claim(t, st, store.NewTask{Title: "long output"}, "w")
+		task = claim(t, st, cks.NewTask{Title: "long output"}, "w")
 		r, err = ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{Output: long}, nil
 		})
-		if err != nil || r.Task.State != ledger.Completed || len(r.Task.Result) > cks.MaxLongTextLen {
+		if err != nil || r.Task.State != cks.TaskCompleted || len(r.Task.Result) > cks.MaxLongTextLen {
 			t.Fatalf("completion: state %s, result of %d bytes, %v", r.Task.State, len(r.Task.Result), err)
 		}
 	})

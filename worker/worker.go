@@ -25,16 +25,16 @@ import (
 
 // Store is the part of the ledger an executor uses.
 type Store interface {
-	MarkRunning(ctx context.Context, id int64, leaseToken string) (store.Task, error)
+	MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error)
 	Touch(ctx context.Context, id int64, leaseToken string) (bool, error)
-	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (store.Task, error)
-	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (store.Task, error)
-	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (store.Evidence, error)
-	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (store.Decision, error)
-	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (store.Decision, error)
-	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (store.Abort, error)
+	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error)
+	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (cks.Task, error)
+	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error)
+	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (cks.Decision, error)
+	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error)
+	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error)
 	LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error)
-	GetTask(ctx context.Context, id int64) (store.Task, error)
+	GetTask(ctx context.Context, id int64) (cks.Task, error)
 	store.Changes
 }
 
@@ -60,7 +60,7 @@ var ErrPermanent = errors.New("permanent failure")
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
 
 // errLeaseLost is the cancel cause of a resolver context whose lease is gone.
-var errLeaseLost = fmt.Errorf("worker: %w", store.ErrLeaseLost)
+var errLeaseLost = fmt.Errorf("worker: %w", cks.ErrLeaseLost)
 
 // Outcome says how Run ended.
 type Outcome string
@@ -88,9 +88,9 @@ const (
 type Report struct {
 	Outcome Outcome `json:"outcome"`
 	// Task is the task as the final write left it (zero when none succeeded).
-	Task store.Task `json:"task"`
+	Task cks.Task `json:"task"`
 	// Abort is the confirmed abort request when Outcome is Aborted.
-	Abort *store.Abort `json:"abort,omitempty"`
+	Abort *cks.Abort `json:"abort,omitempty"`
 	// Err is the resolver's error when Outcome is Failed.
 	Err error `json:"-"`
 }
@@ -186,17 +186,17 @@ func New(st Store, opts Options) *Executor {
 // watch, or Run itself, reads the lease once the run is registered. A
 // caller that claims in a loop avoids that read with Watch, Mark and
 // RunWith.
-func (e *Executor) Run(ctx context.Context, c store.ClaimedTask, resolve Resolver) (Report, error) {
+func (e *Executor) Run(ctx context.Context, c cks.ClaimedTask, resolve Resolver) (Report, error) {
 	return e.RunWith(ctx, c, resolve, RunParams{})
 }
 
 // RunWith is Run with p: with p.Mark taken before c was claimed, and the
 // executor's watch held meanwhile (Watch), it makes no read of c's lease
 // beyond those of the watch's checks.
-func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Resolver, p RunParams) (Report, error) {
+func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resolver, p RunParams) (Report, error) {
 	t, token := c.Task, c.LeaseToken
 	if t.ID == 0 || token == "" {
-		return Report{}, &store.FieldError{Field: "task", Expected: "a claimed task with its lease token"}
+		return Report{}, &cks.FieldError{Field: "task", Expected: "a claimed task with its lease token"}
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -210,13 +210,13 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 	}
 
 	if t.State != cks.TaskRunning {
-		var cur store.Task
+		var cur cks.Task
 		err := e.write(rctx, t, "mark running", func() (err error) {
 			cur, err = e.st.MarkRunning(rctx, t.ID, token)
 			return err
 		})
 		// An abort seen meanwhile cancels rctx, and with it the write.
-		if errors.Is(err, store.ErrLeaseLost) || errors.Is(context.Cause(rctx), errLeaseLost) {
+		if errors.Is(err, cks.ErrLeaseLost) || errors.Is(context.Cause(rctx), errLeaseLost) {
 			return e.lost(ctx, t, token)
 		}
 		if err != nil {
@@ -230,7 +230,7 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 	// through the watch cancels rctx, its parent, with errLeaseLost.
 	hb, kctx, err := lease.Keep(rctx, lease.Config{Every: e.heartbeatEvery(t), Clock: e.opts.Clock,
 		Logger: e.log.With("task_id", t.ID), Renew: func(ctx context.Context) error {
-			if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, store.ErrNotFound) {
+			if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, cks.ErrNotFound) {
 				return fmt.Errorf("%w: %w", errLeaseLost, err)
 			} else if err != nil {
 				return err
@@ -245,16 +245,16 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 
 	// The outcome is written even when ctx has ended: it must not be lost.
 	wctx := context.WithoutCancel(ctx)
-	if errors.Is(context.Cause(kctx), store.ErrLeaseLost) {
+	if errors.Is(context.Cause(kctx), cks.ErrLeaseLost) {
 		return e.lost(wctx, t, token)
 	}
 	if ctx.Err() != nil {
-		var cur store.Task
+		var cur cks.Task
 		err := e.write(wctx, t, "fail", func() (err error) {
 			cur, err = e.st.Fail(wctx, t.ID, token, true, "interrupted: the executor is shutting down")
 			return err
 		})
-		if errors.Is(err, store.ErrLeaseLost) {
+		if errors.Is(err, cks.ErrLeaseLost) {
 			return e.lost(wctx, t, token)
 		}
 		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
@@ -262,22 +262,22 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 	if rerr != nil {
 		// The error may quote anything, of any length (a command's output): store what the
 		// store takes rather than have the failure itself refused.
-		var cur store.Task
+		var cur cks.Task
 		err := e.write(wctx, t, "fail", func() (err error) {
 			cur, err = e.st.Fail(wctx, t.ID, token, !errors.Is(rerr, ErrPermanent), cks.TextFor("reason", rerr.Error()))
 			return err
 		})
-		if errors.Is(err, store.ErrLeaseLost) {
+		if errors.Is(err, cks.ErrLeaseLost) {
 			return e.lost(wctx, t, token)
 		}
 		return Report{Outcome: Failed, Task: cur, Err: rerr}, wrap(t, "fail", err)
 	}
-	var cur store.Task
+	var cur cks.Task
 	err = e.write(wctx, t, "complete", func() (err error) {
 		cur, err = e.st.Complete(wctx, t.ID, token, res.NeedsReview, cks.TextFor("result", res.Output))
 		return err
 	})
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, cks.ErrLeaseLost) {
 		return e.lost(wctx, t, token)
 	}
 	out := Completed
@@ -294,7 +294,7 @@ func (e *Executor) RunWith(ctx context.Context, c store.ClaimedTask, resolve Res
 // once would leave the task RUNNING until the reaper reclaims it a stale
 // window later, and the work would be done twice. An answer (the lease is
 // lost, invalid input, a conflict) or ctx's end is returned as it is.
-func (e *Executor) write(ctx context.Context, t store.Task, op string, f func() error) error {
+func (e *Executor) write(ctx context.Context, t cks.Task, op string, f func() error) error {
 	wait := e.opts.RetryWait
 	if wait <= 0 {
 		wait = 100 * time.Millisecond
@@ -318,8 +318,8 @@ func (e *Executor) write(ctx context.Context, t store.Task, op string, f func() 
 // its answer (store's sentinel errors; storage faults are answers too: a
 // read-only or full database stays so for longer than a lease).
 func retryable(err error) bool {
-	for _, answer := range []error{store.ErrLeaseLost, store.ErrNotFound, store.ErrConflict, store.ErrInvalid,
-		store.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+	for _, answer := range []error{cks.ErrLeaseLost, cks.ErrNotFound, cks.ErrConflict, cks.ErrInvalid,
+		cks.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, answer) {
 			return false
 		}
@@ -327,7 +327,7 @@ func retryable(err error) bool {
 	return err != nil
 }
 
-func wrap(t store.Task, op string, err error) error {
+func wrap(t cks.Task, op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -336,13 +336,13 @@ func wrap(t store.Task, op string, err error) error {
 
 // lost ends a run whose lease (token) is gone: the resolver has returned,
 // so the abort (if one was requested) is confirmed.
-func (e *Executor) lost(ctx context.Context, t store.Task, token string) (Report, error) {
-	var ab store.Abort
+func (e *Executor) lost(ctx context.Context, t cks.Task, token string) (Report, error) {
+	var ab cks.Abort
 	err := e.write(ctx, t, "confirm abort", func() (err error) {
 		ab, err = e.st.ConfirmAbort(ctx, t.ID, token)
 		return err
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, cks.ErrNotFound) {
 		return Report{Outcome: LeaseLost}, nil
 	}
 	if err != nil {
@@ -353,7 +353,7 @@ func (e *Executor) lost(ctx context.Context, t store.Task, token string) (Report
 
 // heartbeatEvery is the lease heartbeat period for t: Options.Heartbeat,
 // or a third of t's lease (at least 10ms).
-func (e *Executor) heartbeatEvery(t store.Task) time.Duration {
+func (e *Executor) heartbeatEvery(t cks.Task) time.Duration {
 	if e.opts.Heartbeat > 0 {
 		return e.opts.Heartbeat
 	}
@@ -488,7 +488,7 @@ func (e *Executor) check(ctx context.Context, w *watch) {
 // checkRun cancels r when its lease is no longer held.
 func (e *Executor) checkRun(ctx context.Context, r *running) {
 	held, err := e.st.LeaseHeld(ctx, r.id, r.token)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, cks.ErrNotFound) {
 		if ctx.Err() == nil {
 			e.log.Warn("abort check failed", "task_id", r.id, "err", err)
 		}
@@ -504,27 +504,27 @@ func (e *Executor) checkRun(ctx context.Context, r *running) {
 // writes an executor may make while it holds the lease.
 type Attempt struct {
 	e     *Executor
-	task  store.Task
+	task  cks.Task
 	token string // the lease's; the resolver's writes go through Attempt
 }
 
 // Task returns the task as it stood when claimed (a read view: without the
 // lease token, which stays with the Executor).
-func (a *Attempt) Task() store.Task { return a.task }
+func (a *Attempt) Task() cks.Task { return a.task }
 
 // Evidence records evidence for this attempt.
-func (a *Attempt) Evidence(ctx context.Context, kind, body string) (store.Evidence, error) {
+func (a *Attempt) Evidence(ctx context.Context, kind, body string) (cks.Evidence, error) {
 	return a.e.st.AddEvidence(ctx, a.task.ID, a.token, kind, body)
 }
 
 // Decide records a decision derived from the revision this attempt claimed.
-func (a *Attempt) Decide(ctx context.Context, kind, text string) (store.Decision, error) {
+func (a *Attempt) Decide(ctx context.Context, kind, text string) (cks.Decision, error) {
 	return a.e.st.RecordDecision(ctx, a.task.ID, a.token, kind, text, a.task.Revision)
 }
 
 // SetWorkspace records path as this attempt's workspace.
 func (a *Attempt) SetWorkspace(ctx context.Context, path string) error {
-	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.token, store.EvidenceWorkspace, path)
+	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.token, cks.EvidenceWorkspace, path)
 	return err
 }
 
@@ -540,6 +540,6 @@ func (a *Attempt) PreviousWorkspaces(ctx context.Context) ([]string, error) {
 
 // ReuseWorkspace records the explicit decision to continue in path, a
 // workspace of an earlier attempt, and makes it this attempt's workspace.
-func (a *Attempt) ReuseWorkspace(ctx context.Context, path string) (store.Decision, error) {
+func (a *Attempt) ReuseWorkspace(ctx context.Context, path string) (cks.Decision, error) {
 	return a.e.st.ReuseWorkspace(ctx, a.task.ID, a.token, path, a.task.Revision)
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,7 +34,7 @@ func ctx(t testing.TB) context.Context {
 
 // claim enqueues a task of type "build" and claims it for worker with a
 // lease of an hour.
-func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.ClaimedTask {
+func claim(t testing.TB, st store.Store, n cks.NewTask, worker string) cks.ClaimedTask {
 	t.Helper()
 	n.Type = "build"
 	if _, _, err := st.Enqueue(ctx(t), n); err != nil {
@@ -46,7 +48,7 @@ func claim(t testing.TB, st store.Store, n store.NewTask, worker string) store.C
 }
 
 // runAsync runs task in the background and returns the channel of its report.
-func runAsync(t testing.TB, ex *worker.Executor, task store.ClaimedTask, r worker.Resolver) <-chan worker.Report {
+func runAsync(t testing.TB, ex *worker.Executor, task cks.ClaimedTask, r worker.Resolver) <-chan worker.Report {
 	t.Helper()
 	out := make(chan worker.Report, 1)
 	go func() {
@@ -86,7 +88,7 @@ func wait(t testing.TB, ch <-chan struct{}, what string) {
 func TestStopAbortsRunningResolver(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		agentStore, opStore := open(t), open(t)
-		task := claim(t, agentStore, store.NewTask{Title: "long"}, "agent-1")
+		task := claim(t, agentStore, cks.NewTask{Title: "long"}, "agent-1")
 		ex := worker.New(agentStore, worker.Options{Heartbeat: noHeartbeat})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
@@ -101,7 +103,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: stop → abort confirmed in %s", opStore.Backend(), time.Since(begin))
-		if res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed ||
+		if res.Task.State != cks.TaskStopped || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed ||
 			res.Abort.Executor != "agent-1" || res.Abort.ResolvedAt.IsZero() {
 			t.Fatalf("stop = %+v / abort %+v", res.Task.State, res.Abort)
 		}
@@ -110,7 +112,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 			t.Fatalf("report %+v", r)
 		}
 		got, err := opStore.GetTask(ctx(t), task.ID)
-		if err != nil || got.State != ledger.Stopped || got.Attempts != 0 || got.LastAbort.Outcome != store.AbortConfirmed {
+		if err != nil || got.State != cks.TaskStopped || got.Attempts != 0 || got.LastAbort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("task %+v, %v", got, err)
 		}
 	})
@@ -123,7 +125,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 func TestStopUnconfirmed(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		task := claim(t, st, store.NewTask{Title: "wedged"}, "agent-wedged")
+		task := claim(t, st, cks.NewTask{Title: "wedged"}, "agent-wedged")
 		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
 		started, release := make(chan struct{}), make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
@@ -136,21 +138,21 @@ func TestStopUnconfirmed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Abort == nil || res.Abort.Outcome != store.AbortUnconfirmed || res.Abort.Executor != "agent-wedged" {
+		if res.Abort == nil || res.Abort.Outcome != cks.AbortUnconfirmed || res.Abort.Executor != "agent-wedged" {
 			t.Fatalf("abort %+v", res.Abort)
 		}
 		got, err := st.GetTask(ctx(t), task.ID)
-		if err != nil || got.State != ledger.Stopped || got.LastAbort == nil ||
-			got.LastAbort.Outcome != store.AbortUnconfirmed || got.LastAbort.Executor != "agent-wedged" {
+		if err != nil || got.State != cks.TaskStopped || got.LastAbort == nil ||
+			got.LastAbort.Outcome != cks.AbortUnconfirmed || got.LastAbort.Executor != "agent-wedged" {
 			t.Fatalf("stored %+v / %+v, %v", got.State, got.LastAbort, err)
 		}
 		close(release)
 		r := report(t, rep)
-		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != store.AbortConfirmed {
+		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("late report %+v", r)
 		}
 		got, _ = st.GetTask(ctx(t), task.ID)
-		if got.State != ledger.Stopped || got.Result != "" {
+		if got.State != cks.TaskStopped || got.Result != "" {
 			t.Fatalf("the wedged executor's result landed: %+v", got)
 		}
 	})
@@ -164,7 +166,7 @@ func TestReentryFromTheTop(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
 		ctl := ledger.NewControl(op)
-		if _, _, err := st.Enqueue(ctx(t), store.NewTask{Type: "build", Title: "login page",
+		if _, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: "login page",
 			AcceptanceCriteria: "a form with user and password"}); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +175,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatal(claimed, err)
 		}
 		a := claimed[0]
-		oldChild, _, err := st.Enqueue(ctx(t), store.NewTask{Type: "sub", Title: "password form", ParentID: &a.ID})
+		oldChild, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "sub", Title: "password form", ParentID: &a.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,16 +199,16 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatal(err)
 		}
 		criteria := "sign in with a passkey; no passwords"
-		up, err := ctl.Update(ctx(t), a.ID, "operator", store.TaskPatch{
+		up, err := ctl.Update(ctx(t), a.ID, "operator", cks.TaskPatch{
 			AcceptanceCriteria: &criteria,
-			AddChildren:        []store.NewTask{{Type: "sub", Title: "passkey ceremony"}},
+			AddChildren:        []cks.NewTask{{Type: "sub", Title: "passkey ceremony"}},
 			CancelChildren:     []int64{oldChild.ID},
 		}, 0, false)
-		if err != nil || up.Path != store.UpdateInPlace || up.Task.Revision != 2 || len(up.Children) != 1 {
+		if err != nil || up.Path != cks.UpdateInPlace || up.Task.Revision != 2 || len(up.Children) != 1 {
 			t.Fatalf("update = %+v, %v", up, err)
 		}
 		if started, err := ctl.Start(ctx(t), a.ID, "operator", "criteria fixed"); err != nil ||
-			started.State != ledger.Open || started.Restarts != 1 || started.Attempts != 0 {
+			started.State != cks.TaskOpen || started.Restarts != 1 || started.Attempts != 0 {
 			t.Fatalf("start = %+v, %v", started, err)
 		}
 
@@ -219,7 +221,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatalf("agent B claimed %+v", b)
 		}
 		exB := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
-		var firstB store.Decision
+		var firstB cks.Decision
 		rb, err := exB.Run(ctx(t), b, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
 			prev, err := at.PreviousWorkspaces(ctx)
 			if err != nil || len(prev) != 1 || prev[0] != "/work/a-1" {
@@ -234,7 +236,7 @@ func TestReentryFromTheTop(t *testing.T) {
 		}
 
 		// A's late Complete, as the raw ledger call: the lease is gone.
-		if _, err := st.Complete(ctx(t), a.ID, a.LeaseToken, false, "built a password form"); !errors.Is(err, store.ErrLeaseLost) {
+		if _, err := st.Complete(ctx(t), a.ID, a.LeaseToken, false, "built a password form"); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Fatalf("agent A's late Complete: %v, want ErrLeaseLost", err)
 		}
 		close(release)
@@ -246,7 +248,7 @@ func TestReentryFromTheTop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != ledger.Completed || got.Result != "passkey sign-in" {
+		if got.State != cks.TaskCompleted || got.Result != "passkey sign-in" {
 			t.Fatalf("final task %s %q", got.State, got.Result)
 		}
 		cur := got.Current
@@ -262,7 +264,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatalf("history %+v", got.History)
 		}
 		child, _ := st.GetTask(ctx(t), oldChild.ID)
-		if child.State != ledger.Cancelled {
+		if child.State != cks.TaskCancelled {
 			t.Fatalf("old child %s", child.State)
 		}
 	})
@@ -275,7 +277,7 @@ func TestUpdateRunningTask(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
 		ctl := ledger.NewControl(op)
-		task := claim(t, st, store.NewTask{Title: "t", Description: "v1"}, "agent-1")
+		task := claim(t, st, cks.NewTask{Title: "t", Description: "v1"}, "agent-1")
 		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
@@ -285,18 +287,18 @@ func TestUpdateRunningTask(t *testing.T) {
 		})
 		wait(t, started, "the resolver to start")
 		prio := 9
-		live, err := ctl.Update(ctx(t), task.ID, "operator", store.TaskPatch{Priority: &prio}, 0, true)
-		if err != nil || live.Path != store.UpdateLive || live.Task.State != ledger.Running || live.Abort != nil ||
+		live, err := ctl.Update(ctx(t), task.ID, "operator", cks.TaskPatch{Priority: &prio}, 0, true)
+		if err != nil || live.Path != cks.UpdateLive || live.Task.State != cks.TaskRunning || live.Abort != nil ||
 			live.Task.Priority != 9 || live.Task.Revision != 1 {
 			t.Fatalf("live update = %+v, %v", live, err)
 		}
 		desc := "v2"
-		res, err := ctl.Update(ctx(t), task.ID, "operator", store.TaskPatch{Description: &desc}, 30*time.Second, true)
+		res, err := ctl.Update(ctx(t), task.ID, "operator", cks.TaskPatch{Description: &desc}, 30*time.Second, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Path != store.UpdateRestart || res.Task.State != ledger.Open || res.Task.Revision != 2 ||
-			res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed {
+		if res.Path != cks.UpdateRestart || res.Task.State != cks.TaskOpen || res.Task.Revision != 2 ||
+			res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("update = %+v / %+v", res, res.Abort)
 		}
 		if r := report(t, rep); r.Outcome != worker.Aborted {
@@ -315,14 +317,14 @@ func TestRunOutcomes(t *testing.T) {
 			result  worker.Result
 			err     error
 			outcome worker.Outcome
-			state   ledger.State
+			state   cks.TaskState
 		}{
-			{"complete", worker.Result{Output: "ok"}, nil, worker.Completed, ledger.Completed},
-			{"review", worker.Result{NeedsReview: true}, nil, worker.NeedsReview, ledger.NeedsReview},
-			{"retry", worker.Result{}, errors.New("flaky"), worker.Failed, ledger.Open},
-			{"permanent", worker.Result{}, worker.Permanent(errors.New("bad input")), worker.Failed, ledger.Failed},
+			{"complete", worker.Result{Output: "ok"}, nil, worker.Completed, cks.TaskCompleted},
+			{"review", worker.Result{NeedsReview: true}, nil, worker.NeedsReview, cks.TaskNeedsReview},
+			{"retry", worker.Result{}, errors.New("flaky"), worker.Failed, cks.TaskOpen},
+			{"permanent", worker.Result{}, worker.Permanent(errors.New("bad input")), worker.Failed, cks.TaskFailed},
 		} {
-			task := claim(t, st, store.NewTask{Title: tc.name}, "w")
+			task := claim(t, st, cks.NewTask{Title: tc.name}, "w")
 			r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 				return tc.result, tc.err
 			})
@@ -330,7 +332,7 @@ func TestRunOutcomes(t *testing.T) {
 				t.Errorf("%s: %+v, %v", tc.name, r, err)
 			}
 		}
-		if _, err := ex.Run(ctx(t), store.ClaimedTask{Task: store.Task{ID: 1}}, nil); !store.IsFieldError(err, "task") {
+		if _, err := ex.Run(ctx(t), cks.ClaimedTask{Task: cks.Task{ID: 1}}, nil); !store.IsFieldError(err, "task") {
 			t.Errorf("unclaimed task: %v", err)
 		}
 	})
@@ -344,7 +346,7 @@ func TestRunOutcomes(t *testing.T) {
 func TestHeartbeatFindsLostLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		n := store.NewTask{Type: "build", Title: "short lease"}
+		n := cks.NewTask{Type: "build", Title: "short lease"}
 		if _, _, err := st.Enqueue(ctx(t), n); err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +408,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := clock.NewFake(storetest.T0)
 		st := open(t, store.WithClock(c))
-		task := claim(t, st, store.NewTask{Title: "long"}, "w") // a lease of an hour
+		task := claim(t, st, cks.NewTask{Title: "long"}, "w") // a lease of an hour
 		ex := worker.New(st, worker.Options{Clock: c})
 		started, finish := make(chan struct{}), make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
@@ -485,16 +487,16 @@ func (f *flaky) fail(op string) error {
 	return nil
 }
 
-func (f *flaky) MarkRunning(ctx context.Context, id int64, tok string) (store.Task, error) {
+func (f *flaky) MarkRunning(ctx context.Context, id int64, tok string) (cks.Task, error) {
 	if err := f.fail("running"); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return f.Store.MarkRunning(ctx, id, tok)
 }
 
-func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool, result string) (store.Task, error) {
+func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool, result string) (cks.Task, error) {
 	if err := f.fail("complete"); err != nil {
-		return store.Task{}, err
+		return cks.Task{}, err
 	}
 	return f.Store.Complete(ctx, id, tok, review, result)
 }
@@ -508,11 +510,11 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 		st := open(t)
 		f := &flaky{Store: st, fails: map[string]int{"running": 2, "complete": 3}, calls: map[string]int{}}
 		ex := worker.New(f, worker.Options{Heartbeat: noHeartbeat, RetryWait: time.Millisecond})
-		task := claim(t, st, store.NewTask{Title: "across a restart"}, "w")
+		task := claim(t, st, cks.NewTask{Title: "across a restart"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{Output: "done"}, nil
 		})
-		if err != nil || r.Outcome != worker.Completed || r.Task.State != ledger.Completed {
+		if err != nil || r.Outcome != worker.Completed || r.Task.State != cks.TaskCompleted {
 			t.Fatalf("%+v, %v", r, err)
 		}
 		if f.calls["running"] != 3 || f.calls["complete"] != 4 {
@@ -524,7 +526,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 		}
 		completions := 0
 		for _, e := range got.Events {
-			if e.To == ledger.Completed {
+			if e.To == cks.TaskCompleted {
 				completions++
 			}
 		}
@@ -533,7 +535,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 		}
 
 		// A lost lease is an answer: one call, no retry.
-		lost := claim(t, st, store.NewTask{Title: "stopped"}, "w")
+		lost := claim(t, st, cks.NewTask{Title: "stopped"}, "w")
 		if _, _, err := st.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
 			t.Fatal(err)
 		}

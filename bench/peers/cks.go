@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
@@ -110,8 +111,8 @@ func enqueueCks(ctx context.Context, st store.Store, jobs, priorities int, progr
 	var n atomic.Int64
 	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
 	start := time.Now()
-	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) store.NewTask {
-		return store.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % priorities}
+	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) cks.NewTask {
+		return cks.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % priorities}
 	}, func(k int) { n.Add(int64(k)) })
 	stop()
 	if err != nil {
@@ -123,7 +124,7 @@ func enqueueCks(ctx context.Context, st store.Store, jobs, priorities int, progr
 
 // cksCompleted counts the COMPLETED benchmark tasks, through the store.
 func cksCompleted(ctx context.Context, st store.Store) (int, error) {
-	return st.CountTasks(ctx, store.TaskFilter{States: []store.TaskState{"COMPLETED"}, Types: []string{cksType}})
+	return st.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}, Types: []string{cksType}})
 }
 
 // cksLatency runs workers idle claim loops that wait as `cks agent` waits
@@ -182,7 +183,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 
 	return p.run(ctx, func(ctx context.Context, seq int) (sample, error) {
 		t0 := time.Now()
-		if _, _, err := st.Enqueue(ctx, store.NewTask{Type: cksType, Title: fmt.Sprintf("latency %d", seq)}); err != nil {
+		if _, _, err := st.Enqueue(ctx, cks.NewTask{Type: cksType, Title: fmt.Sprintf("latency %d", seq)}); err != nil {
 			return sample{}, fmt.Errorf("peers: cks enqueue: %w", err)
 		}
 		for {

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 )
 
 // fastAgent are agent flags that make a test quick: liveness every 0.3 s
@@ -29,14 +28,14 @@ while [ ! -e "$T_DIR/go" ]; do sleep 0.02; done
 echo "finished $CKS_TASK_ID"`
 
 // processes lists the hub's processes through the CLI (`process list --json`).
-func processes(t testing.TB, h *hubProc) []liveness.Process {
+func processes(t testing.TB, h *hubProc) []cks.Process {
 	t.Helper()
 	r := runCKS(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
 	if r.code != 0 {
 		t.Fatalf("process list --json: exit %d\n%s", r.code, r.stderr)
 	}
 	var out struct {
-		Processes []liveness.Process `json:"processes"`
+		Processes []cks.Process `json:"processes"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("process list --json: %v\n%s", err, r.stdout)
@@ -45,9 +44,9 @@ func processes(t testing.TB, h *hubProc) []liveness.Process {
 }
 
 // processOf waits until the process with pid has reported and returns its row.
-func processOf(t testing.TB, h *hubProc, pid int) liveness.Process {
+func processOf(t testing.TB, h *hubProc, pid int) cks.Process {
 	t.Helper()
-	var p liveness.Process
+	var p cks.Process
 	waitFor(t, fmt.Sprintf("liveness row of pid %d", pid), func() bool {
 		for _, q := range processes(t, h) {
 			if q.PID == pid {
@@ -61,7 +60,7 @@ func processOf(t testing.TB, h *hubProc, pid int) liveness.Process {
 }
 
 // processByID returns the row of instance id (fails when it is missing).
-func processByID(t testing.TB, h *hubProc, id string) liveness.Process {
+func processByID(t testing.TB, h *hubProc, id string) cks.Process {
 	t.Helper()
 	for _, p := range processes(t, h) {
 		if p.InstanceID == id {
@@ -69,19 +68,19 @@ func processByID(t testing.TB, h *hubProc, id string) liveness.Process {
 		}
 	}
 	t.Fatalf("no liveness row for instance %s", id)
-	return liveness.Process{}
+	return cks.Process{}
 }
 
 func newTask(t testing.TB, api *client.Client, typ, title string) int64 {
 	t.Helper()
-	task, _, err := api.CreateTask(context.Background(), store.NewTask{Type: typ, Title: title})
+	task, _, err := api.CreateTask(context.Background(), cks.NewTask{Type: typ, Title: title})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return task.ID
 }
 
-func getTask(t testing.TB, api *client.Client, id int64) store.Task {
+func getTask(t testing.TB, api *client.Client, id int64) cks.Task {
 	t.Helper()
 	task, err := api.GetTask(context.Background(), id)
 	if err != nil {
@@ -90,9 +89,9 @@ func getTask(t testing.TB, api *client.Client, id int64) store.Task {
 	return task
 }
 
-func waitState(t testing.TB, api *client.Client, id int64, want ledger.State) store.Task {
+func waitState(t testing.TB, api *client.Client, id int64, want cks.TaskState) cks.Task {
 	t.Helper()
-	var task store.Task
+	var task cks.Task
 	waitFor(t, fmt.Sprintf("task %d %s", id, want), func() bool {
 		task = getTask(t, api, id)
 		return task.State == want
@@ -116,13 +115,13 @@ func TestAgentStopPaths(t *testing.T) {
 				a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", typ},
 					append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
 				readPID(t, filepath.Join(dir, fmt.Sprint("pid.", first)))
-				waitState(t, api, first, ledger.Running)
+				waitState(t, api, first, cks.TaskRunning)
 				// The row learns of the task from a heartbeat written just
 				// after the claim, not with it.
-				var row liveness.Process
+				var row cks.Process
 				waitFor(t, fmt.Sprintf("the agent's row to hold task %d", first), func() bool {
 					row = processOf(t, h, a.cmd.Process.Pid)
-					return row.Status == liveness.Alive && row.CurrentTaskID != nil && *row.CurrentTaskID == first
+					return row.Status == cks.ProcessAlive && row.CurrentTaskID != nil && *row.CurrentTaskID == first
 				})
 				second := newTask(t, api, typ, "created before the stop, never claimed")
 
@@ -139,7 +138,7 @@ func TestAgentStopPaths(t *testing.T) {
 				if a.exited() {
 					t.Fatalf("agent exited before its task finished\n%s", a.stderr.String())
 				}
-				if s := getTask(t, api, first).State; s != ledger.Running {
+				if s := getTask(t, api, first).State; s != cks.TaskRunning {
 					t.Fatalf("task in hand is %s during the drain, want RUNNING", s)
 				}
 				os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
@@ -149,7 +148,7 @@ func TestAgentStopPaths(t *testing.T) {
 
 				// At once: no waiting for the TTL.
 				p := processByID(t, h, row.InstanceID)
-				if p.Status != liveness.Stopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil {
+				if p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil {
 					t.Fatalf("row after a graceful exit: %+v, want stopped, epoch heartbeat, no task", p)
 				}
 				r := runCKS(t, nil, "process", "status", "exec", "--json", "--data-dir", string(h.dir))
@@ -160,10 +159,10 @@ func TestAgentStopPaths(t *testing.T) {
 				if !strings.Contains(r.stdout, "exited") || strings.Contains(r.stdout, "d ago") {
 					t.Fatalf("process list shows a graceful exit as:\n%s", r.stdout)
 				}
-				if task := getTask(t, api, first); task.State != ledger.Completed || task.Result != fmt.Sprintf("finished %d\n", first) {
+				if task := getTask(t, api, first); task.State != cks.TaskCompleted || task.Result != fmt.Sprintf("finished %d\n", first) {
 					t.Fatalf("task in hand: %s %q, want COMPLETED with the command's output", task.State, task.Result)
 				}
-				if task := getTask(t, api, second); task.State != ledger.Open || task.Attempts != 0 {
+				if task := getTask(t, api, second); task.State != cks.TaskOpen || task.Attempts != 0 {
 					t.Fatalf("task created during the run: %s, %d attempts; want OPEN, never claimed", task.State, task.Attempts)
 				}
 			})
@@ -204,7 +203,7 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 				}
 			}
 		})
-		waitState(t, api, id, ledger.Running)
+		waitState(t, api, id, cks.TaskRunning)
 		row := processOf(t, h, a.cmd.Process.Pid)
 
 		a.cmd.Process.Signal(syscall.SIGKILL)
@@ -234,11 +233,11 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 			}
 			last = p.LastHeartbeatAt
 			young := time.Duration(p.HeartbeatAgeS*float64(time.Second)) <= ttl
-			if young != (p.Status == liveness.Alive) {
+			if young != (p.Status == cks.ProcessAlive) {
 				t.Fatalf("status %s with heartbeat age %.3fs and TTL %s", p.Status, p.HeartbeatAgeS, ttl)
 			}
-			sawAlive = sawAlive || p.Status == liveness.Alive
-			return p.Status == liveness.Stopped
+			sawAlive = sawAlive || p.Status == cks.ProcessAlive
+			return p.Status == cks.ProcessStopped
 		})
 		if !sawAlive {
 			t.Log("the first read after the kill was already past the TTL (slow machine): alive phase not observed")
@@ -249,17 +248,17 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 
 		// A second agent takes the task once the reaper has given it back.
 		b := startAgent(t, env, agentArgs...)
-		task := waitState(t, api, id, ledger.Completed)
+		task := waitState(t, api, id, cks.TaskCompleted)
 		if task.Attempts != 2 || task.Result != "attempt 2\n" {
 			t.Fatalf("reclaimed task: attempts %d, result %q; want attempt 2 completed", task.Attempts, task.Result)
 		}
 		var reclaimed time.Time
 		for _, ev := range task.Events {
-			if ev.Actor == "reaper" && ev.To == ledger.Open && ev.Reason == "lease expired" {
+			if ev.Actor == "reaper" && ev.To == cks.TaskOpen && ev.Reason == "lease expired" {
 				reclaimed = ev.At
 			}
 		}
-		if held.State != ledger.Running || held.LeaseRenewedAt.IsZero() || reclaimed.IsZero() {
+		if held.State != cks.TaskRunning || held.LeaseRenewedAt.IsZero() || reclaimed.IsZero() {
 			t.Fatalf("task at the kill %s, last renewed %s; reclaimed at %s (events %+v)", held.State, held.LeaseRenewedAt, reclaimed, task.Events)
 		}
 		// Both times are the store's: the bound is exact below, and above it
@@ -296,17 +295,17 @@ while :; do sleep 0.02; done`
 		id := newTask(t, api, "long", "a long command")
 		shell, child := readPID(t, filepath.Join(dir, "pid.0")), readPID(t, filepath.Join(dir, "child.0"))
 		t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
-		waitState(t, api, id, ledger.Running)
+		waitState(t, api, id, cks.TaskRunning)
 		if pidGone(shell) || pidGone(child) {
 			t.Fatal("command not running before the stop")
 		}
 
 		r := runCKS(t, nil, "task", "stop", fmt.Sprint(id), "--reason", "operator hold", "--deadline", "20s", "--json", "--data-dir", string(h.dir))
-		var res ledger.StopResult
+		var res cks.TaskStopResult
 		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
 			t.Fatalf("task stop: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 		}
-		if res.Task.State != ledger.Stopped || res.Abort == nil || res.Abort.Outcome != store.AbortConfirmed ||
+		if res.Task.State != cks.TaskStopped || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed ||
 			!strings.HasPrefix(res.Abort.Executor, "exec/") {
 			t.Fatalf("task stop result: %s %+v; want STOPPED, abort confirmed by the exec agent", res.Task.State, res.Abort)
 		}
@@ -316,7 +315,7 @@ while :; do sleep 0.02; done`
 				t.Errorf("pid %d of the command's group still runs after the confirmed abort", pid)
 			}
 		}
-		if task := getTask(t, api, id); task.State != ledger.Stopped {
+		if task := getTask(t, api, id); task.State != cks.TaskStopped {
 			t.Fatalf("task is %s after stop, want STOPPED", task.State)
 		}
 		if a.exited() {
@@ -327,7 +326,7 @@ while :; do sleep 0.02; done`
 		if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("task %d started", id)) {
 			t.Fatalf("task start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		task := waitState(t, api, id, ledger.Completed)
+		task := waitState(t, api, id, cks.TaskCompleted)
 		if task.Restarts != 1 || task.Result != "run 1 from the top\n" {
 			t.Fatalf("restarted task: restarts %d, result %q; want the command run again with CKS_TASK_RESTART=1", task.Restarts, task.Result)
 		}
@@ -391,7 +390,7 @@ func TestAgentSecondSignal(t *testing.T) {
 		append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
 	shell := readPID(t, filepath.Join(dir, fmt.Sprint("pid.", id)))
 	t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
-	waitState(t, api, id, ledger.Running)
+	waitState(t, api, id, cks.TaskRunning)
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	a.waitLog(t, agents.MsgDraining)
 	a.cmd.Process.Signal(syscall.SIGTERM)
@@ -401,7 +400,7 @@ func TestAgentSecondSignal(t *testing.T) {
 	if !strings.Contains(a.stderr.String(), "second signal") {
 		t.Fatalf("no word of the second signal:\n%s", a.stderr.String())
 	}
-	if task := getTask(t, api, id); task.State != ledger.Running {
+	if task := getTask(t, api, id); task.State != cks.TaskRunning {
 		t.Fatalf("task is %s after the hard exit, want RUNNING (its lease left to expire)", task.State)
 	}
 	// The command does not outlive the agent that exited.

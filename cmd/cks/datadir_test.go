@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
 )
 
 // TestOneHubPerDataDirectory: a second `cks serve` on a data directory a
@@ -29,7 +29,7 @@ func TestOneHubPerDataDirectory(t *testing.T) {
 	api := client.New(h.url, h.token)
 	id := newTask(t, api, "echo", "beside the hub")
 	startAgent(t, nil, append([]string{"exec", "--data-dir", string(h.dir), "--types", "echo"}, append(fastAgent, "--", "true")...)...)
-	waitState(t, api, id, ledger.Completed)
+	waitState(t, api, id, cks.TaskCompleted)
 
 	h.cmd.Process.Kill()
 	<-h.done

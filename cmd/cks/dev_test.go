@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 )
@@ -53,7 +53,7 @@ func TestDevStartsAgents(t *testing.T) {
 		ids := map[string]string{}
 		waitFor(t, "the five agents of cks dev alive", func() bool {
 			for _, p := range processes(t, h) {
-				if p.Status == liveness.Alive && parentPID(p.PID) == h.cmd.Process.Pid {
+				if p.Status == cks.ProcessAlive && parentPID(p.PID) == h.cmd.Process.Pid {
 					pids[p.ProcessKind], ids[p.ProcessKind] = p.PID, p.InstanceID
 				}
 			}
@@ -65,7 +65,7 @@ func TestDevStartsAgents(t *testing.T) {
 			}
 		}
 		id := newTask(t, api, "echo", "for the exec agent")
-		if task := waitState(t, api, id, ledger.Completed); task.Result != fmt.Sprintf("echoed %d\n", id) {
+		if task := waitState(t, api, id, cks.TaskCompleted); task.Result != fmt.Sprintf("echoed %d\n", id) {
 			t.Fatalf("exec agent of cks dev: result %q", task.Result)
 		}
 
@@ -110,7 +110,7 @@ func TestDevStartsAgents(t *testing.T) {
 			if r.ProcessKind == "pipeline" && graceful {
 				t.Errorf("the killed pipeline agent wrote a graceful-exit heartbeat")
 			}
-			if r.ProcessKind != "pipeline" && (!graceful || liveness.StatusAt(r, time.Now()) != liveness.Stopped) {
+			if r.ProcessKind != "pipeline" && (!graceful || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped) {
 				t.Errorf("%s row after cks dev stopped: heartbeat %s, want the epoch (stopped at once)", r.ProcessKind, r.LastHeartbeatAt)
 			}
 		}

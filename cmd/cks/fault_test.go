@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -247,7 +247,7 @@ func (f *faultRun) run() {
 	st := f.open()
 	f.st = st
 	ctx := context.Background()
-	filter := store.TaskFilter{Types: []string{faultTaskType}, States: []store.TaskState{ledger.Completed}}
+	filter := cks.TaskFilter{Types: []string{faultTaskType}, States: []cks.TaskState{cks.TaskCompleted}}
 	var n int
 	if !poll(faultSettle, func() bool {
 		var err error
@@ -388,7 +388,7 @@ func (f *faultRun) produce(batches <-chan int) {
 
 func (f *faultRun) create(i int) bool {
 	t := f.t
-	nt := store.NewTask{Type: faultTaskType, Title: fmt.Sprintf("fault task %d", i),
+	nt := cks.NewTask{Type: faultTaskType, Title: fmt.Sprintf("fault task %d", i),
 		DedupeKey: fmt.Sprintf("fault-%d", i), DedupeOnce: true, MaxAttempts: faultMaxAttempts}
 	var last error
 	ok := poll(60*time.Second, func() bool {
@@ -601,12 +601,12 @@ func (f *faultRun) runs() []cmdRun {
 func (f *faultRun) unfinished(st store.Store) string {
 	var b strings.Builder
 	for after := int64(0); ; {
-		page, err := st.ListTasks(context.Background(), store.TaskFilter{Types: []string{faultTaskType}, After: after, Limit: store.MaxListLimit})
+		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{faultTaskType}, After: after, Limit: cks.MaxListLimit})
 		if err != nil {
 			return fmt.Sprintf("listing tasks: %v", err)
 		}
 		for _, task := range page.Tasks {
-			if task.State != ledger.Completed {
+			if task.State != cks.TaskCompleted {
 				fmt.Fprintf(&b, "  task %d %s, attempt %d/%d, claimed by %q at %s, lease renewed %s, expires %s (%s after its claim), last error %q\n",
 					task.ID, task.State, task.Attempts, task.MaxAttempts, task.ClaimedBy, stamp(task.ClaimedAt),
 					stamp(task.LeaseRenewedAt), stamp(task.LeaseExpiresAt), task.LeaseExpiresAt.Sub(task.ClaimedAt), task.LastError)
@@ -694,7 +694,7 @@ func (f *faultRun) check() faultReport {
 
 	st := f.st
 	ctx := context.Background()
-	if n, err := st.CountTasks(ctx, store.TaskFilter{}); err != nil || n != f.tasks {
+	if n, err := st.CountTasks(ctx, cks.TaskFilter{}); err != nil || n != f.tasks {
 		t.Errorf("the database holds %d tasks (%v), want %d: one per dedupe key", n, err, f.tasks)
 	}
 	// A systematic failure is said 20 times, not once per task.
@@ -706,7 +706,7 @@ func (f *faultRun) check() faultReport {
 			t.Errorf(format, args...)
 		}
 	}
-	var tasks []store.Task
+	var tasks []cks.Task
 	for i := range f.tasks {
 		id, ok := f.ids[i]
 		if !ok {
@@ -727,7 +727,7 @@ func (f *faultRun) check() faultReport {
 	held := map[string]int64{} // killed agent → claim event id
 	for _, task := range tasks {
 		for _, ev := range task.Events {
-			if _, killed := killedAt[ev.Actor]; killed && ev.To == ledger.Claimed && ev.ID > held[ev.Actor] {
+			if _, killed := killedAt[ev.Actor]; killed && ev.To == cks.TaskClaimed && ev.ID > held[ev.Actor] {
 				held[ev.Actor] = ev.ID
 			}
 		}
@@ -737,14 +737,14 @@ func (f *faultRun) check() faultReport {
 		id := task.ID
 		rep.MaxAttemptsUsed = max(rep.MaxAttemptsUsed, task.Attempts)
 		completed := 0
-		var claim store.TaskEvent
+		var claim cks.TaskEvent
 		for _, ev := range task.Events {
 			switch {
-			case ev.To == ledger.Completed:
+			case ev.To == cks.TaskCompleted:
 				completed++
-			case ev.To == ledger.Claimed:
+			case ev.To == cks.TaskClaimed:
 				claim = ev
-			case ev.Actor == "reaper" && ev.To == ledger.Open:
+			case ev.Actor == "reaper" && ev.To == cks.TaskOpen:
 				kill, killed := killedAt[claim.Actor]
 				if !killed || held[claim.Actor] != claim.ID || ev.At.Before(kill) {
 					rep.ReclaimedFromLive++
@@ -768,7 +768,7 @@ func (f *faultRun) check() faultReport {
 		switch {
 		case completed > 1:
 			taskErrorf("task %d has %d COMPLETED events, want exactly 1: %+v", id, completed, task.Events)
-		case task.State != ledger.Completed:
+		case task.State != cks.TaskCompleted:
 			rep.NotCompleted++
 			taskErrorf("task %d is %s, want COMPLETED (attempt %d, last error %q)", id, task.State, task.Attempts, task.LastError)
 		case completed != 1:

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // FuzzJSONFlag is the --payload (task create, task update) and --metadata
@@ -33,10 +33,10 @@ func FuzzJSONFlag(f *testing.F) {
 					t.Fatalf("--%s %q: refused a JSON value: %v", name, val, err)
 				}
 				// The hub refuses it too.
-				if _, herr := (store.NewTask{Type: "t", Payload: json.RawMessage(val)}).Validate(); name == "payload" && herr == nil {
+				if _, herr := (cks.NewTask{Type: "t", Payload: json.RawMessage(val)}).Validate(); name == "payload" && herr == nil {
 					t.Fatalf("--payload %q: the CLI refuses what the hub accepts", val)
 				}
-				if m := (store.TaskPatch{Metadata: json.RawMessage(val)}); name == "metadata" {
+				if m := (cks.TaskPatch{Metadata: json.RawMessage(val)}); name == "metadata" {
 					if _, herr := m.Validate(); herr == nil {
 						t.Fatalf("--metadata %q: the CLI refuses what the hub accepts", val)
 					}
@@ -52,7 +52,7 @@ func FuzzJSONFlag(f *testing.F) {
 			if !bytes.Equal(got, []byte(val)) || !json.Valid(got) {
 				t.Fatalf("--%s %q: got %q, want the value as written", name, val, got)
 			}
-			b, err := json.Marshal(store.NewTask{Type: "t", Payload: got, Metadata: got})
+			b, err := json.Marshal(cks.NewTask{Type: "t", Payload: got, Metadata: got})
 			if err != nil || !json.Valid(b) {
 				t.Fatalf("--%s %q: the request does not marshal: %v", name, val, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
@@ -44,11 +45,11 @@ func versionsOf(t testing.TB, st store.Store) store.Versions {
 }
 
 // tasksOf lists every task of typ.
-func tasksOf(t testing.TB, st store.Store, typ string) []store.Task {
+func tasksOf(t testing.TB, st store.Store, typ string) []cks.Task {
 	t.Helper()
-	var out []store.Task
+	var out []cks.Task
 	for after := int64(0); ; {
-		page, err := st.ListTasks(context.Background(), store.TaskFilter{Types: []string{typ}, After: after, Limit: store.MaxListLimit})
+		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, After: after, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,14 +65,14 @@ func tasksOf(t testing.TB, st store.Store, typ string) []store.Task {
 // returns it. There must be exactly one task of typ: the sweepers' dedupe
 // keys are once-ever (NewTask.DedupeOnce), so a sweep that raced the
 // agent's work (even on another hub) enqueues nothing. No task may fail.
-func waitTask(t testing.TB, st store.Store, typ, want string, a *agentProc) store.Task {
+func waitTask(t testing.TB, st store.Store, typ, want string, a *agentProc) cks.Task {
 	t.Helper()
-	var done store.Task
+	var done cks.Task
 	waitFor(t, fmt.Sprintf("a %s task completed with outcome %s", typ, want), func() bool {
 		if a.exited() {
 			t.Fatalf("agent exited (status %d)\n%s", a.code, a.stderr.String())
 		}
-		var found []store.Task
+		var found []cks.Task
 		ended := true
 		for _, task := range tasksOf(t, st, typ) {
 			if task.State == "FAILED" || task.LastError != "" {
@@ -128,7 +129,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		edits := []string{`{"text":"final text","tags":["a","b"],"owner":"ann"}`, `{"text":"draft","tags":["a","c"],"owner":"bob"}`}
 		var wg sync.WaitGroup
 		errs := make([]error, len(edits))
-		written := make([]store.Version, len(edits))
+		written := make([]cks.Version, len(edits))
 		for i, c := range edits {
 			wg.Go(func() {
 				written[i], errs[i] = vs.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(c), fmt.Sprintf("editor-%d", i))
@@ -176,7 +177,7 @@ func TestCriticAgent(t *testing.T) {
 		h := knowledgeHub(t, db, sweeper.ContradictionID)
 		st := db.open(t)
 		ctx := context.Background()
-		mk := func(content string) store.Object {
+		mk := func(content string) cks.Object {
 			o, err := st.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "researcher", Content: json.RawMessage(content)})
 			if err != nil {
 				t.Fatal(err)
@@ -224,7 +225,7 @@ func TestEnrichmentAgent(t *testing.T) {
 		st := db.open(t)
 		vs := versionsOf(t, st)
 		ctx := context.Background()
-		mk := func(kind, content string) store.Object {
+		mk := func(kind, content string) cks.Object {
 			o, err := st.CreateObject(ctx, store.NewObject{Kind: kind, Content: json.RawMessage(content)})
 			if err != nil {
 				t.Fatal(err)

@@ -17,12 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // cksBin is the cks binary the process-level tests run, built once.
@@ -245,7 +247,7 @@ func openStore(t testing.TB, dir datadir.Dir) store.Store {
 }
 
 // freshRow is a liveness row heartbeating now, so it reads alive on a real clock.
-func freshRow(id, kind string) store.AgentLiveness {
+func freshRow(id, kind string) cks.AgentLiveness {
 	r := storetest.Liveness(id, kind, 0)
 	r.StartedAt = time.Now().UTC()
 	r.LastHeartbeatAt = r.StartedAt

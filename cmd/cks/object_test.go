@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 )
 
 // TestObjectEditFork: two `cks object edit` from the same base fork the
@@ -28,10 +27,10 @@ func TestObjectEditFork(t *testing.T) {
 	}
 	id := questionID(t, r)
 
-	versions := func() ops.VersionList {
+	versions := func() cks.VersionList {
 		t.Helper()
 		r := run("object", "versions", id, "--json")
-		var l ops.VersionList
+		var l cks.VersionList
 		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || r.code != 0 {
 			t.Fatalf("object versions --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 		}
@@ -49,7 +48,7 @@ func TestObjectEditFork(t *testing.T) {
 	}
 	wantAll(t, "first edit", r.stdout, "wrote v", "based on v"+base, "is the only head")
 	r = run("object", "edit", id, "--base", base, "--set", "question=Beta, second", "--set", "tags=[\"x\"]", "--json")
-	var second store.Version
+	var second cks.Version
 	if err := json.Unmarshal([]byte(r.stdout), &second); err != nil || r.code != 0 || fmt.Sprint(second.Parents) != "["+base+"]" {
 		t.Fatalf("second edit --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
@@ -82,7 +81,7 @@ func TestObjectEditFork(t *testing.T) {
 	}
 
 	r = run("object", "show", id, "--json")
-	var v ops.ObjectView
+	var v cks.ObjectView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || !v.Forked || len(v.Heads) != 2 {
 		t.Fatalf("object show --json: %v, forked %v, %d heads\n%s", err, v.Forked, len(v.Heads), r.stdout)
 	}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
@@ -111,9 +111,9 @@ func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}
-	_, h.admin = token(t, s, c, store.Grant{Resource: "/", Permission: auth.PermAdmin})
-	h.task = storetest.MustEnqueue(t, s, store.NewTask{Type: "t", Title: "open"}).ID
-	h.canceled = storetest.MustEnqueue(t, s, store.NewTask{Type: "t", Title: "gone"}).ID
+	_, h.admin = token(t, s, c, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
+	h.task = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID
+	h.canceled = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "gone"}).ID
 	if _, err := s.Cancel(ctx, h.canceled, "op", "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
 	return h
 }
 
-func token(t *testing.T, s store.Store, c clock.Clock, grants ...store.Grant) (store.Principal, string) {
+func token(t *testing.T, s store.Store, c clock.Clock, grants ...cks.Grant) (cks.Principal, string) {
 	t.Helper()
 	p, tok, err := auth.CreateToken(context.Background(), s, c, "p", grants)
 	if err != nil {
@@ -136,7 +136,7 @@ func (h *parityHub) expand(s string) string {
 }
 
 // overHTTP calls op with input as token and returns the error answered.
-func (h *parityHub) overHTTP(t *testing.T, tok string, op ops.Operation, input string) (int, ops.Failure) {
+func (h *parityHub) overHTTP(t *testing.T, tok string, op ops.Operation, input string) (int, cks.Error) {
 	t.Helper()
 	method, path, body, err := ops.HTTPRequest(op, json.RawMessage(input))
 	if err != nil {
@@ -153,7 +153,7 @@ func (h *parityHub) overHTTP(t *testing.T, tok string, op ops.Operation, input s
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var e ops.ErrorBody
+	var e cks.ErrorBody
 	if resp.StatusCode < 400 || json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
 		t.Fatalf("%s %s %s: %d %s, want an error answer", op.Spec().Name, method, path, resp.StatusCode, b)
 	}
@@ -248,10 +248,10 @@ func TestParity(t *testing.T) {
 
 				// Without the operation's permission: the same refusal, from
 				// the table, everywhere.
-				var grants []store.Grant
+				var grants []cks.Grant
 				for _, p := range auth.Permissions {
 					if p != sp.Permission && p != auth.PermAdmin {
-						grants = append(grants, store.Grant{Resource: "/", Permission: p})
+						grants = append(grants, cks.Grant{Resource: "/", Permission: p})
 					}
 				}
 				_, tok := token(t, s, c, grants...)
@@ -282,7 +282,7 @@ func TestParity(t *testing.T) {
 		delete(before, "principals")
 		delete(after, "principals")
 		storetest.DiffState(t, "the refused calls of the parity walk", before, after)
-		if got, err := s.GetTask(context.Background(), h.task); err != nil || got.State != ledger.Open {
+		if got, err := s.GetTask(context.Background(), h.task); err != nil || got.State != cks.TaskOpen {
 			t.Errorf("the OPEN task after the walk: %v %v", got.State, err)
 		}
 	})
@@ -310,12 +310,12 @@ func TestAPICommand(t *testing.T) {
 		code := run(context.Background(), full, env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
 		return code, stdout.String(), stderr.String()
 	}
-	var got store.Task
+	var got cks.Task
 	code, out, errOut := cli("", "api", "get_task", fmt.Sprintf(`{"task_id":%d}`, h.task))
-	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.ID != h.task || got.State != ledger.Open {
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.ID != h.task || got.State != cks.TaskOpen {
 		t.Fatalf("api get_task: exit %d %s %s", code, out, errOut)
 	}
-	var created ops.CreatedTask
+	var created cks.CreatedTask
 	code, out, errOut = cli(`{"type":"from-stdin","title":"piped"}`, "api", "create_task", "-")
 	if code != 0 || json.Unmarshal([]byte(out), &created) != nil || !created.Created || created.Task.Type != "from-stdin" {
 		t.Fatalf("api create_task -: exit %d %s %s", code, out, errOut)

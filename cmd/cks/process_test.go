@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -40,15 +40,15 @@ func TestProcessStopCLI(t *testing.T) {
 	if want := "stop requested: critic instance c0ffee00-1111-4222-8333-444455556666; it finishes its current task and exits\n"; r.code != 0 || r.stdout != want {
 		t.Fatalf("process stop critic: exit %d\n%q\nwant %q\n%s", r.code, r.stdout, want, r.stderr)
 	}
-	if got := desired("c0ffee00-1111-4222-8333-444455556666"); got != store.DesiredStopRequested {
-		t.Fatalf("critic desired_state %q after stop, want %s", got, store.DesiredStopRequested)
+	if got := desired("c0ffee00-1111-4222-8333-444455556666"); got != cks.DesiredStopRequested {
+		t.Fatalf("critic desired_state %q after stop, want %s", got, cks.DesiredStopRequested)
 	}
 
 	// By instance id, as JSON.
 	r = run(nil, "process", "stop", "e0000000-1111-4222-8333-444455556666", "--json")
-	var res liveness.StopResult
+	var res cks.ProcessStopResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil ||
-		res != (liveness.StopResult{Found: true, InstanceID: "e0000000-1111-4222-8333-444455556666", ProcessKind: "enrichment"}) {
+		res != (cks.ProcessStopResult{Found: true, InstanceID: "e0000000-1111-4222-8333-444455556666", ProcessKind: "enrichment"}) {
 		t.Fatalf("process stop ID --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 
@@ -91,7 +91,7 @@ func TestProcessStopCLI(t *testing.T) {
 
 	// Permission: control on /processes/KIND of the process named.
 	_, pipeTok, err := auth.CreateToken(context.Background(), s, nil, "ops",
-		[]store.Grant{{Resource: "/processes/pipeline", Permission: auth.PermControl}})
+		[]cks.Grant{{Resource: "/processes/pipeline", Permission: auth.PermControl}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -111,7 +111,7 @@ func TestResearchCLI(t *testing.T) {
 				"arbiter: parked → needs_input", "parked after 3 rounds")
 
 			r = runCKS(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
-			var v ops.ObjectView
+			var v cks.ObjectView
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
 				t.Fatalf("object show --json: %v, %+v\n%s", err, v.Status, r.stdout)
 			}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/store"
 )
 
 // TestTaskControlCLI: task stop, start and update, their output and exit
@@ -31,7 +31,7 @@ func TestTaskControlCLI(t *testing.T) {
 	}
 	create := func(typ, title string) int64 {
 		t.Helper()
-		task, _, err := api.CreateTask(ctx, store.NewTask{Type: typ, Title: title})
+		task, _, err := api.CreateTask(ctx, cks.NewTask{Type: typ, Title: title})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -124,7 +125,7 @@ func isNoRows(t testing.TB, what string, err error) {
 // tests expect of every write.
 func WantFault(t testing.TB, what string, err, kind error) {
 	t.Helper()
-	if !errors.Is(err, kind) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInvalid) {
+	if !errors.Is(err, kind) || !errors.Is(err, cks.ErrUnavailable) || errors.Is(err, cks.ErrInvalid) {
 		t.Errorf("%s: err = %v, want %v", what, err, kind)
 	}
 }
@@ -142,8 +143,8 @@ func CheckReadOnly(t testing.TB, d driver.Driver) error {
 	ctx := testCtx(t)
 	ex := d.Executor()
 	_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{SeedTask()})
-	WantFault(t, "TaskInsertMany", err, store.ErrStorageReadOnly)
-	WantFault(t, "LivenessUpsert", ex.LivenessUpsert(ctx, row("i", "k", 0)), store.ErrStorageReadOnly)
+	WantFault(t, "TaskInsertMany", err, cks.ErrStorageReadOnly)
+	WantFault(t, "LivenessUpsert", ex.LivenessUpsert(ctx, row("i", "k", 0)), cks.ErrStorageReadOnly)
 	err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1}, Lock: driver.LockUpdate})
 		if err != nil {
@@ -152,12 +153,12 @@ func CheckReadOnly(t testing.TB, d driver.Driver) error {
 		_, err = ex.TaskUpdateMany(ctx, rows)
 		return err
 	})
-	WantFault(t, "a write transaction", err, store.ErrStorageReadOnly)
+	WantFault(t, "a write transaction", err, cks.ErrStorageReadOnly)
 	rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1, 2}})
 	if err != nil || len(rows) != 1 || rows[0].Type != "seed" {
 		t.Fatalf("reads of a read-only database: %+v, %v; want the seed task alone", rows, err)
 	}
 	err = d.Health(ctx)
-	WantFault(t, "Health", err, store.ErrStorageReadOnly)
+	WantFault(t, "Health", err, cks.ErrStorageReadOnly)
 	return err
 }

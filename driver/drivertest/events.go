@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 // EventsHaveTheirTasks is what stands in for the foreign key cks_task_events
@@ -51,7 +51,7 @@ func EventsHaveTheirTasks(t *testing.T, d driver.Driver, orphans func(t testing.
 	if n := orphans(t); n != 0 {
 		t.Fatalf("%d events of no task", n)
 	}
-	page, err := s.ListTasks(ctx, store.TaskFilter{Limit: store.MaxListLimit})
+	page, err := s.ListTasks(ctx, cks.TaskFilter{Limit: cks.MaxListLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +75,19 @@ func EventsHaveTheirTasks(t *testing.T, d driver.Driver, orphans func(t testing.
 // the dependant now and then, and reclaims expired leases.
 func eventLoad(ctx context.Context, s *ledger.Service, worker string, rounds int) error {
 	tolerated := func(err error) bool {
-		return err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrLeaseLost) ||
-			errors.Is(err, store.ErrNotFound)
+		return err == nil || errors.Is(err, cks.ErrConflict) || errors.Is(err, cks.ErrLeaseLost) ||
+			errors.Is(err, cks.ErrNotFound)
 	}
 	for r := range rounds {
-		first, _, err := s.Enqueue(ctx, store.NewTask{Type: "load", CreatedBy: worker, MaxAttempts: 2})
+		first, _, err := s.Enqueue(ctx, cks.NewTask{Type: "load", CreatedBy: worker, MaxAttempts: 2})
 		if err != nil {
 			return err
 		}
-		dep, _, err := s.Enqueue(ctx, store.NewTask{Type: "load", CreatedBy: worker, DependsOn: []int64{first.ID}})
+		dep, _, err := s.Enqueue(ctx, cks.NewTask{Type: "load", CreatedBy: worker, DependsOn: []int64{first.ID}})
 		if err != nil {
 			return err
 		}
-		if _, _, err := s.Enqueue(ctx, store.NewTask{Type: "load", CreatedBy: worker, ParentID: &first.ID}); err != nil {
+		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "load", CreatedBy: worker, ParentID: &first.ID}); err != nil {
 			return err
 		}
 		if r%4 == 3 {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // The compatibility check with the first backends (store/sqlite,
@@ -49,7 +49,7 @@ func CheckLegacy(t testing.TB, d driver.Driver) {
 			StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute)},
 		{InstanceID: "i-1", ProcessKind: "agent", Hostname: "h", PID: 10, LivenessIntervalS: 15,
 			StartedAt: T0, LastHeartbeatAt: T0.Add(time.Second), CurrentTaskID: 9, CurrentTaskType: "critique",
-			DesiredState: store.DesiredStopRequested},
+			DesiredState: cks.DesiredStopRequested},
 	}
 	if len(all) != 2 || all[0] != want[0] || all[1] != want[1] {
 		t.Errorf("liveness rows %+v, want %+v", all, want)
@@ -152,7 +152,7 @@ func checkLegacyTasks(t testing.TB, ex driver.Executor) {
 		t.Errorf("decisions %+v, %v", ds, err)
 	}
 	aborts, err := ex.AbortList(ctx, 1)
-	if err != nil || len(aborts) != 1 || aborts[0].Outcome != string(store.AbortPending) || aborts[0].Executor != "w1" ||
+	if err != nil || len(aborts) != 1 || aborts[0].Outcome != string(cks.AbortPending) || aborts[0].Executor != "w1" ||
 		aborts[0].LeaseTokenHash == "" || !aborts[0].DeadlineAt.Equal(T0.Add(time.Minute)) {
 		t.Errorf("aborts %+v, %v", aborts, err)
 	}

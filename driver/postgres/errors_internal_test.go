@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 )
 
 // TestMapErr: the SQLSTATEs the driver names become its errors and the
@@ -21,12 +22,12 @@ func TestMapErr(t *testing.T) {
 		want []error
 		not  []error
 	}{
-		{pgx.ErrNoRows, []error{driver.ErrNoRows}, []error{store.ErrUnavailable}},
-		{&pgconn.PgError{Code: "23505"}, []error{driver.ErrUniqueViolation}, []error{store.ErrUnavailable}},
-		{&pgconn.PgError{Code: "25006"}, []error{store.ErrStorageReadOnly, store.ErrUnavailable}, []error{store.ErrStorageFull}},
-		{&pgconn.PgError{Code: "53100"}, []error{store.ErrStorageFull, store.ErrUnavailable}, []error{store.ErrStorageReadOnly}},
-		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "53100"}), []error{store.ErrStorageFull}, nil},
-		{&pgconn.PgError{Code: "40P01"}, nil, []error{store.ErrUnavailable, driver.ErrNoRows}},
+		{pgx.ErrNoRows, []error{driver.ErrNoRows}, []error{cks.ErrUnavailable}},
+		{&pgconn.PgError{Code: "23505"}, []error{driver.ErrUniqueViolation}, []error{cks.ErrUnavailable}},
+		{&pgconn.PgError{Code: "25006"}, []error{cks.ErrStorageReadOnly, cks.ErrUnavailable}, []error{cks.ErrStorageFull}},
+		{&pgconn.PgError{Code: "53100"}, []error{cks.ErrStorageFull, cks.ErrUnavailable}, []error{cks.ErrStorageReadOnly}},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "53100"}), []error{cks.ErrStorageFull}, nil},
+		{&pgconn.PgError{Code: "40P01"}, nil, []error{cks.ErrUnavailable, driver.ErrNoRows}},
 	} {
 		got := mapErr("step", c.err)
 		for _, w := range c.want {

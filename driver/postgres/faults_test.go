@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestStorageFaults: a server that runs this driver's transactions
@@ -38,8 +39,8 @@ func TestStorageFaults(t *testing.T) {
 		t.Errorf("Health of a writable server: %v", err)
 	}
 	drivertest.WantFault(t, "disk_full", postgres.MapErr("task insert", &pgconn.PgError{Code: "53100", Message: "could not extend file"}),
-		store.ErrStorageFull)
-	if err := postgres.MapErr("task insert", &pgconn.PgError{Code: "23502"}); errors.Is(err, store.ErrUnavailable) {
+		cks.ErrStorageFull)
+	if err := postgres.MapErr("task insert", &pgconn.PgError{Code: "23502"}); errors.Is(err, cks.ErrUnavailable) {
 		t.Errorf("a not-null violation maps to %v, want no storage fault", err)
 	}
 }
@@ -54,7 +55,7 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 		d.Close()
 		t.Fatal("Open of a read-only server with an empty schema succeeded")
 	}
-	if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "default_transaction_read_only") {
+	if !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "default_transaction_read_only") {
 		t.Fatalf("Open of a read-only server with an empty schema: %v, want ErrStorageReadOnly naming the causes", err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
@@ -78,7 +78,7 @@ func TestOpenHonoursShortContext(t *testing.T) {
 func TestOpenMalformedURL(t *testing.T) {
 	for _, u := range []string{"postgres://u@host:notaport/db", "postgres://u:secret@[::1/db"} {
 		_, err := postgres.Open(context.Background(), u)
-		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "malformed database URL") {
+		if !errors.Is(err, cks.ErrInvalid) || !strings.Contains(err.Error(), "malformed database URL") {
 			t.Errorf("Open(%q) = %v, want a malformed-URL ErrInvalid", u, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "secret") {

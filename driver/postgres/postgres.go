@@ -18,13 +18,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ConnectTimeout bounds the reachability check in Open (unless the caller's
@@ -63,7 +65,7 @@ func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: malformed database URL (%w; expected postgres://USER@HOST:PORT/DB[?PARAMS]): %s",
-			store.ErrInvalid, oneLine(err.Error()))
+			cks.ErrInvalid, oneLine(err.Error()))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
@@ -103,7 +105,7 @@ func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
 		return fmt.Errorf("check transaction_read_only: %w", err)
 	}
 	if ro {
-		return store.StorageFault(store.ErrStorageReadOnly, errReadOnly)
+		return store.StorageFault(cks.ErrStorageReadOnly, errReadOnly)
 	}
 	return nil
 }
@@ -124,7 +126,7 @@ func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
 // the writes that follow run on sessions that take them.
 func (d *Driver) Health(ctx context.Context) error {
 	err := d.readOnly(ctx, d.pool)
-	if errors.Is(err, store.ErrStorageReadOnly) {
+	if errors.Is(err, cks.ErrStorageReadOnly) {
 		if err = d.readOnlyNow(ctx); err == nil {
 			d.pool.Reset()
 		}
@@ -132,7 +134,7 @@ func (d *Driver) Health(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", d.where, err)
 	}
-	if err := d.faults.Recent(store.Time(d.clock.Now())); !errors.Is(err, store.ErrStorageReadOnly) {
+	if err := d.faults.Recent(store.Time(d.clock.Now())); !errors.Is(err, cks.ErrStorageReadOnly) {
 		return err
 	}
 	return nil

@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"github.com/jackc/pgx/v5"
 )
 
 // openStore opens the composite store on dbURL, closed when t ends.
@@ -41,7 +43,7 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 	u := backendtest.PostgresURL(t)
 	s := openStore(t, u)
 	ctx := testCtx(t)
-	storetest.MustEnqueue(t, s, store.NewTask{Type: "t"})
+	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	first := storetest.MustClaimOne(t, s, "w1")
 	if _, _, err := s.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
@@ -129,7 +131,7 @@ func TestClaimObjectsConcurrent(t *testing.T) {
 					}
 				}
 				mu.Unlock()
-				if !slices.IsSortedFunc(got, func(x, y store.Object) int { return int(x.ID - y.ID) }) {
+				if !slices.IsSortedFunc(got, func(x, y cks.Object) int { return int(x.ID - y.ID) }) {
 					errs <- fmt.Errorf("claim returned %v, want oldest first", got)
 				}
 			}
@@ -371,7 +373,7 @@ func TestWriteVersionRaceForks(t *testing.T) {
 		release := holdObject(t, u, o.ID)
 		var (
 			wg   sync.WaitGroup
-			got  [2]store.Version
+			got  [2]cks.Version
 			errs [2]error
 		)
 		for i := range 2 {
@@ -408,7 +410,7 @@ func TestWriteVersionRaceForks(t *testing.T) {
 		}
 		checkHeadsConsistent(t, u)
 	}
-	fs, err := s.ForkedObjects(ctx, 0, store.MaxListLimit)
+	fs, err := s.ForkedObjects(ctx, 0, cks.MaxListLimit)
 	if err != nil || len(fs) != 5 {
 		t.Fatalf("ForkedObjects = %+v, %v; want the 5 objects", fs, err)
 	}
@@ -437,8 +439,8 @@ func TestMergeVersionsRace(t *testing.T) {
 	release := holdObject(t, u, o.ID)
 	var (
 		wg      sync.WaitGroup
-		got     [2]store.Version
-		reasons [2]*store.Object
+		got     [2]cks.Version
+		reasons [2]*cks.Object
 		errs    [2]error
 	)
 	for i := range 2 {
@@ -454,7 +456,7 @@ func TestMergeVersionsRace(t *testing.T) {
 	if errs[0] != nil {
 		w = 1
 	}
-	if errs[w] != nil || !errors.Is(errs[1-w], store.ErrConflict) || reasons[1-w] != nil || reasons[w] == nil {
+	if errs[w] != nil || !errors.Is(errs[1-w], cks.ErrConflict) || reasons[1-w] != nil || reasons[w] == nil {
 		t.Fatalf("merges: errors %v, reasons %+v; want one success and one ErrConflict", errs, reasons)
 	}
 	if msg := errs[1-w].Error(); !containsAll(msg, fmt.Sprint(got[w].Version), fmt.Sprint(a.Version), fmt.Sprint(b.Version)) {
@@ -468,7 +470,7 @@ func TestMergeVersionsRace(t *testing.T) {
 	if err != nil || g.Forked || g.HeadVersion != got[w].Version || len(g.Edges) != 1 || g.Edges[0].Src != reasons[w].ID {
 		t.Fatalf("object %+v, %v; want merged, with the winner's reason edge alone", g, err)
 	}
-	page, err := s.ListObjects(ctx, store.ObjectFilter{Kinds: []string{"rationale"}})
+	page, err := s.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{"rationale"}})
 	if err != nil || len(page.Objects) != 1 {
 		t.Fatalf("reason nodes %+v, %v; want one", page, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
 )
 
 // Tables returns the current schema, in creation order (a table comes after
@@ -340,7 +339,7 @@ func taskDecisions() Table {
 }
 
 func taskAborts() Table {
-	pending := literal(string(store.AbortPending))
+	pending := literal(string(cks.AbortPending))
 	return Table{
 		// Abort requests of stop, update and cancel of a leased task, and
 		// their outcomes (ADR 0020 §5).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
@@ -37,7 +38,7 @@ func TestStorageFaults(t *testing.T) {
 		// A notification is a write of SQLite's (a counter's bump).
 		drivertest.WantFault(t, "Notify in a transaction", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			return ex.Notify(ctx, store.TopicTasksReady)
-		}), store.ErrStorageReadOnly)
+		}), cks.ErrStorageReadOnly)
 		// Health says so, naming the file and why, for the hub's start-up
 		// error.
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not writable") {
@@ -64,16 +65,16 @@ func TestStorageFaults(t *testing.T) {
 				return err
 			})
 		}
-		drivertest.WantFault(t, "TaskInsertMany into a full database", err, store.ErrStorageFull)
+		drivertest.WantFault(t, "TaskInsertMany into a full database", err, cks.ErrStorageFull)
 		n, cerr := d.Executor().TaskCount(ctx, driver.TaskCountParams{})
 		if cerr != nil || n != written-1 {
 			t.Fatalf("%d tasks (%v) after %d inserts, the last refused; want %d", n, cerr, written, written-1)
 		}
 		// Health remembers the fault for store.FaultMemory, by the clock of
 		// the options.
-		drivertest.WantFault(t, "Health after a write met a full disk", d.Health(ctx), store.ErrStorageFull)
+		drivertest.WantFault(t, "Health after a write met a full disk", d.Health(ctx), cks.ErrStorageFull)
 		clk.Advance(store.FaultMemory - time.Second)
-		drivertest.WantFault(t, "Health within FaultMemory", d.Health(ctx), store.ErrStorageFull)
+		drivertest.WantFault(t, "Health within FaultMemory", d.Health(ctx), cks.ErrStorageFull)
 		clk.Advance(time.Second)
 		if err := d.Health(ctx); err != nil {
 			t.Fatalf("Health FaultMemory after the failed write: %v, want nil", err)
@@ -100,7 +101,7 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 				d.Close()
 				t.Fatal("Open of a read-only file without the schema succeeded")
 			}
-			if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), path+" is read-only") ||
+			if !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), path+" is read-only") ||
 				!strings.Contains(err.Error(), "not writable") {
 				t.Fatalf("Open of a read-only file without the schema: %v, want ErrStorageReadOnly naming the file", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
@@ -53,7 +54,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 		if i%2 == 1 {
 			typ = "b"
 		}
-		storetest.MustEnqueue(t, s, store.NewTask{Type: typ, Priority: i % 7})
+		storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Priority: i % 7})
 	}
 	for i := range 60 {
 		st := []string{"awaiting_research", "awaiting_critique", ""}[i%3]
@@ -161,7 +162,7 @@ func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s := openStore(t, path)
 	for i := range 50 {
-		storetest.MustEnqueue(t, s, store.NewTask{Type: "a", Priority: i % 3})
+		storetest.MustEnqueue(t, s, cks.NewTask{Type: "a", Priority: i % 3})
 	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {

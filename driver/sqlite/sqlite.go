@@ -23,12 +23,14 @@ import (
 	"sync"
 	"time"
 
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 	"github.com/cks-dev/cks/store"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // BusyTimeout is how long a reader waits for a lock held by another
@@ -193,7 +195,7 @@ func openedReadOnly(ctx context.Context, writer *sql.DB) (bool, error) {
 
 // readOnlyError is the fault of a file opened read-only, naming it.
 func (d *Driver) readOnlyError() error {
-	return store.StorageFault(store.ErrStorageReadOnly,
+	return store.StorageFault(cks.ErrStorageReadOnly,
 		fmt.Errorf("sqlite: %s is read-only for this process (the file, its directory or its file system is not writable)", d.path))
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
@@ -37,7 +38,7 @@ func openStore(t testing.TB, path string, opts ...store.Option) store.Store {
 func TestLeaseTokensStoredHashed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s := openStore(t, path)
-	storetest.MustEnqueue(t, s, store.NewTask{Type: "t"})
+	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	first := storetest.MustClaimOne(t, s, "w1")
 	if _, _, err := s.Stop(t.Context(), first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)

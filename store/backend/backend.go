@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -54,7 +55,7 @@ func openDriver(ctx context.Context, url string, opts []store.Option) (driver.Dr
 	return sqlite.Open(ctx, url, opts...)
 }
 
-var errForms = fmt.Errorf("expected a file path, sqlite:PATH, or postgres://USER@HOST:PORT/DB: %w", store.ErrInvalid)
+var errForms = fmt.Errorf("expected a file path, sqlite:PATH, or postgres://USER@HOST:PORT/DB: %w", cks.ErrInvalid)
 
 // The services, under names of their own so that one struct can embed
 // both Service types.

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -90,7 +92,7 @@ func TestReadOnlyHealthSaysWhy(t *testing.T) {
 		seeded(t, opener(path))
 		backendtest.ReadOnlyFile(t, path)
 		err := opener(path)(t).StorageHealth(context.Background())
-		if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not writable") {
+		if !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not writable") {
 			t.Fatalf("StorageHealth: %v, want read-only naming %s", err, path)
 		}
 	})
@@ -98,7 +100,7 @@ func TestReadOnlyHealthSaysWhy(t *testing.T) {
 		url := backendtest.PostgresURL(t)
 		seeded(t, opener(url))
 		err := opener(backendtest.ReadOnlyURL(url))(t).StorageHealth(context.Background())
-		if !errors.Is(err, store.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") ||
+		if !errors.Is(err, cks.ErrStorageReadOnly) || !strings.Contains(err.Error(), "hot standby") ||
 			!strings.Contains(err.Error(), "default_transaction_read_only") {
 			t.Fatalf("StorageHealth: %v, want ErrStorageReadOnly naming the causes", err)
 		}
@@ -122,7 +124,7 @@ func TestOpenURLForms(t *testing.T) {
 			t.Errorf("Open(%q) succeeded", url)
 			continue
 		}
-		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "postgres://USER@HOST:PORT/DB") {
+		if !errors.Is(err, cks.ErrInvalid) || !strings.Contains(err.Error(), "postgres://USER@HOST:PORT/DB") {
 			t.Errorf("Open(%q): %v, want ErrInvalid naming the forms", url, err)
 		}
 	}

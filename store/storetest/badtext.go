@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -82,7 +81,7 @@ func State(t testing.TB, s store.Store, sweepers ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for cursor := int64(0); ; {
-		page, err := s.ListTasks(ctx(t), store.TaskFilter{After: cursor, Limit: store.MaxListLimit})
+		page, err := s.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatalf("ListTasks: %v", err)
 		}
@@ -100,8 +99,8 @@ func State(t testing.TB, s store.Store, sweepers ...string) map[string]string {
 	for id, v := range versionSnapshot(t, s, s) {
 		out[fmt.Sprint("versions of ", id)] = v
 	}
-	out["forks"] = asJSON(t, mustForks(t, s, 0, store.MaxListLimit))
-	edges, err := s.ListEdges(ctx(t), 0, store.MaxListLimit)
+	out["forks"] = asJSON(t, mustForks(t, s, 0, cks.MaxListLimit))
+	edges, err := s.ListEdges(ctx(t), 0, cks.MaxListLimit)
 	if err != nil {
 		t.Fatalf("ListEdges: %v", err)
 	}
@@ -153,22 +152,22 @@ func DiffState(t testing.TB, what string, before, after map[string]string) {
 func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	const sweeperID = "lease_reaper"
-	open1, _ := into(t, s, ledger.Open, "bt-open")
-	claimed, claimedTok := into(t, s, ledger.Claimed, "bt-claimed")
-	running, runTok := into(t, s, ledger.Running, "bt-run")
-	asking, _ := into(t, s, ledger.NeedsInput, "bt-input")
-	review, _ := into(t, s, ledger.NeedsReview, "bt-review")
-	reviewing, reviewTok := into(t, s, ledger.Reviewing, "bt-reviewing")
-	stopped, _ := into(t, s, ledger.Stopped, "bt-stopped")
-	aborted, abortTok := into(t, s, ledger.Running, "bt-aborted")
+	open1, _ := into(t, s, cks.TaskOpen, "bt-open")
+	claimed, claimedTok := into(t, s, cks.TaskClaimed, "bt-claimed")
+	running, runTok := into(t, s, cks.TaskRunning, "bt-run")
+	asking, _ := into(t, s, cks.TaskNeedsInput, "bt-input")
+	review, _ := into(t, s, cks.TaskNeedsReview, "bt-review")
+	reviewing, reviewTok := into(t, s, cks.TaskReviewing, "bt-reviewing")
+	stopped, _ := into(t, s, cks.TaskStopped, "bt-stopped")
+	aborted, abortTok := into(t, s, cks.TaskRunning, "bt-aborted")
 	if _, ab := mustStop(t, s, aborted.ID, time.Minute); ab == nil {
 		t.Fatal("stop of a running task recorded no abort")
 	}
 
 	live := Liveness("bt-instance", "critic", 0)
 	MustUpsert(t, s, live)
-	grant := store.Grant{Resource: "/tasks", Permission: "read"}
-	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "bt-principal", Name: "bt", CreatedAt: T0}, "bt-hash", []store.Grant{grant}); err != nil {
+	grant := cks.Grant{Resource: "/tasks", Permission: "read"}
+	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "bt-principal", Name: "bt", CreatedAt: T0}, "bt-hash", []cks.Grant{grant}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute) // any write now would change an updated_at
@@ -179,10 +178,10 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	j := func(op, field string, call func(v string) error) badInput {
 		return badInput{op: op, field: field, json: true, call: call}
 	}
-	enqueue := func(n store.NewTask) error { _, _, err := s.Enqueue(ctx(t), n); return err }
-	update := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), open1.ID, "op", p, 0); return err }
-	updateRunning := func(p store.TaskPatch) error { _, err := s.Update(ctx(t), running.ID, "op", p, 0); return err }
-	principal := func(p store.Principal, hash string, gs ...store.Grant) error {
+	enqueue := func(n cks.NewTask) error { _, _, err := s.Enqueue(ctx(t), n); return err }
+	update := func(p cks.TaskPatch) error { _, err := s.Update(ctx(t), open1.ID, "op", p, 0); return err }
+	updateRunning := func(p cks.TaskPatch) error { _, err := s.Update(ctx(t), running.ID, "op", p, 0); return err }
+	principal := func(p cks.Principal, hash string, gs ...cks.Grant) error {
 		if p.ID == "" {
 			p.ID = "bt-new"
 		}
@@ -192,7 +191,7 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		p.CreatedAt = T0
 		return s.CreatePrincipal(ctx(t), p, hash, gs)
 	}
-	upsert := func(f func(r *store.AgentLiveness)) error {
+	upsert := func(f func(r *cks.AgentLiveness)) error {
 		r := live
 		r.LastHeartbeatAt = T0.Add(time.Minute)
 		f(&r)
@@ -201,14 +200,14 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 
 	cases := []badInput{
 		// Tasks: enqueue.
-		c("Enqueue", "type", func(v string) error { return enqueue(store.NewTask{Type: v}) }),
-		c("Enqueue", "title", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Title: v}) }),
-		c("Enqueue", "description", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Description: v}) }),
-		c("Enqueue", "acceptance_criteria", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", AcceptanceCriteria: v}) }),
-		c("Enqueue", "dedupe_key", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", DedupeKey: v}) }),
-		c("Enqueue", "created_by", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", CreatedBy: v}) }),
-		j("Enqueue", "payload", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Payload: json.RawMessage(v)}) }),
-		j("Enqueue", "metadata", func(v string) error { return enqueue(store.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
+		c("Enqueue", "type", func(v string) error { return enqueue(cks.NewTask{Type: v}) }),
+		c("Enqueue", "title", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Title: v}) }),
+		c("Enqueue", "description", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Description: v}) }),
+		c("Enqueue", "acceptance_criteria", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", AcceptanceCriteria: v}) }),
+		c("Enqueue", "dedupe_key", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", DedupeKey: v}) }),
+		c("Enqueue", "created_by", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", CreatedBy: v}) }),
+		j("Enqueue", "payload", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Payload: json.RawMessage(v)}) }),
+		j("Enqueue", "metadata", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
 		// Tasks: executor calls.
 		c("Claim", "worker", func(v string) error { _, err := s.Claim(ctx(t), v, []string{"bt-open"}, 1, Lease); return err }),
 		c("Claim", "types", func(v string) error { _, err := s.Claim(ctx(t), "w", []string{"bt-open", v}, 1, Lease); return err }),
@@ -242,39 +241,39 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		c("Start", "reason", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, "op", v); return err }),
 		c("Start", "actor", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, v, "go"); return err }),
 		c("Update", "actor", func(v string) error {
-			_, err := s.Update(ctx(t), open1.ID, v, store.TaskPatch{Title: ptr("t")}, 0)
+			_, err := s.Update(ctx(t), open1.ID, v, cks.TaskPatch{Title: ptr("t")}, 0)
 			return err
 		}),
-		c("Update", "title", func(v string) error { return update(store.TaskPatch{Title: &v}) }),
-		c("Update", "description", func(v string) error { return updateRunning(store.TaskPatch{Description: &v}) }),
-		c("Update", "acceptance_criteria", func(v string) error { return update(store.TaskPatch{AcceptanceCriteria: &v}) }),
-		j("Update", "payload", func(v string) error { return updateRunning(store.TaskPatch{Payload: json.RawMessage(v)}) }),
-		j("Update", "metadata", func(v string) error { return update(store.TaskPatch{Metadata: json.RawMessage(v)}) }),
+		c("Update", "title", func(v string) error { return update(cks.TaskPatch{Title: &v}) }),
+		c("Update", "description", func(v string) error { return updateRunning(cks.TaskPatch{Description: &v}) }),
+		c("Update", "acceptance_criteria", func(v string) error { return update(cks.TaskPatch{AcceptanceCriteria: &v}) }),
+		j("Update", "payload", func(v string) error { return updateRunning(cks.TaskPatch{Payload: json.RawMessage(v)}) }),
+		j("Update", "metadata", func(v string) error { return update(cks.TaskPatch{Metadata: json.RawMessage(v)}) }),
 		c("Update", "add_children[0].title", func(v string) error {
-			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child", Title: v}}})
+			return update(cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "bt-child", Title: v}}})
 		}),
 		c("Update", "add_children[1].type", func(v string) error {
-			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child"}, {Type: v}}})
+			return update(cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "bt-child"}, {Type: v}}})
 		}),
 		j("Update", "add_children[0].payload", func(v string) error {
-			return update(store.TaskPatch{AddChildren: []store.NewTask{{Type: "bt-child", Payload: json.RawMessage(v)}}})
+			return update(cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "bt-child", Payload: json.RawMessage(v)}}})
 		}),
 		// Liveness, principals, sweepers.
-		c("UpsertAgentLiveness", "instance_id", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.InstanceID = v }) }),
-		c("UpsertAgentLiveness", "process_kind", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.ProcessKind = v }) }),
-		c("UpsertAgentLiveness", "hostname", func(v string) error { return upsert(func(r *store.AgentLiveness) { r.Hostname = v }) }),
+		c("UpsertAgentLiveness", "instance_id", func(v string) error { return upsert(func(r *cks.AgentLiveness) { r.InstanceID = v }) }),
+		c("UpsertAgentLiveness", "process_kind", func(v string) error { return upsert(func(r *cks.AgentLiveness) { r.ProcessKind = v }) }),
+		c("UpsertAgentLiveness", "hostname", func(v string) error { return upsert(func(r *cks.AgentLiveness) { r.Hostname = v }) }),
 		c("UpsertAgentLiveness", "current_task_type", func(v string) error {
-			return upsert(func(r *store.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
+			return upsert(func(r *cks.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
 		}),
 		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
-		c("CreatePrincipal", "id", func(v string) error { return principal(store.Principal{ID: v}, "h", grant) }),
-		c("CreatePrincipal", "name", func(v string) error { return principal(store.Principal{Name: v}, "h", grant) }),
-		c("CreatePrincipal", "token_hash", func(v string) error { return principal(store.Principal{}, v, grant) }),
+		c("CreatePrincipal", "id", func(v string) error { return principal(cks.Principal{ID: v}, "h", grant) }),
+		c("CreatePrincipal", "name", func(v string) error { return principal(cks.Principal{Name: v}, "h", grant) }),
+		c("CreatePrincipal", "token_hash", func(v string) error { return principal(cks.Principal{}, v, grant) }),
 		c("CreatePrincipal", "grants[1].resource", func(v string) error {
-			return principal(store.Principal{}, "h", grant, store.Grant{Resource: "/sweepers/" + v, Permission: "read"})
+			return principal(cks.Principal{}, "h", grant, cks.Grant{Resource: "/sweepers/" + v, Permission: "read"})
 		}),
 		c("CreatePrincipal", "grants[0].permission", func(v string) error {
-			return principal(store.Principal{}, "h", store.Grant{Resource: "/", Permission: v})
+			return principal(cks.Principal{}, "h", cks.Grant{Resource: "/", Permission: v})
 		}),
 		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
 		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
@@ -293,11 +292,11 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	reads := []badInput{
 		{op: "ListTasks", field: "type", call: func(v string) error {
-			_, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"x", v}})
+			_, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"x", v}})
 			return err
 		}},
 		{op: "CountTasks", field: "type", call: func(v string) error {
-			_, err := s.CountTasks(ctx(t), store.TaskFilter{Types: []string{v}})
+			_, err := s.CountTasks(ctx(t), cks.TaskFilter{Types: []string{v}})
 			return err
 		}},
 		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.GetAgentLiveness(ctx(t), v); return err }},
@@ -345,8 +344,8 @@ func knowledgeState(t testing.TB, s store.Store) map[string]string {
 	for id, v := range versionSnapshot(t, s, s) {
 		out[fmt.Sprint("versions of ", id)] = v
 	}
-	out["forks"] = asJSON(t, mustForks(t, s, 0, store.MaxListLimit))
-	edges, err := s.ListEdges(ctx(t), 0, store.MaxListLimit)
+	out["forks"] = asJSON(t, mustForks(t, s, 0, cks.MaxListLimit))
+	edges, err := s.ListEdges(ctx(t), 0, cks.MaxListLimit)
 	if err != nil {
 		t.Fatalf("ListEdges: %v", err)
 	}
@@ -368,8 +367,8 @@ func checkBadWrites(t *testing.T, cases []badInput, state func() map[string]stri
 		}
 		for _, v := range values {
 			err := bc.call(v)
-			var fe *store.FieldError
-			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
+			var fe *cks.FieldError
+			if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != bc.field {
 				t.Errorf("%s with %s %.60q: err = %.200v, want a FieldError naming %s", bc.op, bc.field, v, err, bc.field)
 			} else if !saysExpected(err) {
 				t.Errorf("%s with %s %.60q: error %.200q does not say what text is expected", bc.op, bc.field, v, err)
@@ -387,7 +386,7 @@ func checkBadReads(t *testing.T, reads []badInput) {
 	t.Helper()
 	for _, r := range reads {
 		for _, v := range BadTexts {
-			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, store.ErrInvalid) {
+			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, cks.ErrInvalid) {
 				t.Errorf("%s with %s %.60q: err = %.200v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
 			}
 		}
@@ -514,11 +513,11 @@ func testBadTextRefusedByKnowledgeReads(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	checkBadReads(t, []badInput{
 		{op: "ListObjects", field: "kind", call: func(v string) error {
-			_, err := s.ListObjects(ctx(t), store.ObjectFilter{Kinds: []string{v}})
+			_, err := s.ListObjects(ctx(t), cks.ObjectFilter{Kinds: []string{v}})
 			return err
 		}},
 		{op: "ListObjects", field: "status", call: func(v string) error {
-			_, err := s.ListObjects(ctx(t), store.ObjectFilter{Statuses: []string{"ok", v}})
+			_, err := s.ListObjects(ctx(t), cks.ObjectFilter{Statuses: []string{"ok", v}})
 			return err
 		}},
 		{op: "ClaimObjects", field: "status", call: func(v string) error { _, err := s.ClaimObjects(ctx(t), v, "w", 1); return err }},
@@ -532,7 +531,7 @@ func testBadTextRefusedByKnowledgeReads(t *testing.T, open Opener) {
 // Into makes a task of type typ in state st through real operations and
 // returns it with the lease token of its executor or reviewer ("" when
 // none), for tests above the store that need tasks in every state.
-func Into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task, string) {
+func Into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, string) {
 	t.Helper()
 	return into(t, s, st, typ)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -72,7 +73,7 @@ func BenchLedger(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			if _, _, err := s.Enqueue(ctx(b), store.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+			if _, _, err := s.Enqueue(ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -80,7 +81,7 @@ func BenchLedger(b *testing.B, newStore NewStore) {
 	b.Run("ClaimComplete", func(b *testing.B) {
 		s := newStore(b)
 		for i := range b.N {
-			if _, _, err := s.Enqueue(ctx(b), store.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+			if _, _, err := s.Enqueue(ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -81,7 +82,7 @@ func show(b *bool) string {
 func testSweeperControlBadInput(t *testing.T, open Opener) {
 	s := open(t)
 	for _, id := range []string{"", "  "} {
-		if err := s.SetSweeperDesiredRunning(ctx(t), id, false); !store.IsFieldError(err, "agent_id") || !errors.Is(err, store.ErrInvalid) {
+		if err := s.SetSweeperDesiredRunning(ctx(t), id, false); !store.IsFieldError(err, "agent_id") || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("Set(%q): err = %v, want a FieldError naming agent_id", id, err)
 		}
 		if got, err := s.GetSweeperDesiredRunning(ctx(t), id); got != nil || !store.IsFieldError(err, "agent_id") {
@@ -281,7 +282,7 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	if err != nil || found {
 		t.Fatalf("stop of an unknown instance = %v, %v; want false, nil", found, err)
 	}
-	if _, err := s.GetAgentLiveness(ctx(t), "never-ran"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetAgentLiveness(ctx(t), "never-ran"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the stop request created a row: %v", err)
 	}
 	w.Quiet(t)
@@ -299,7 +300,7 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 		t.Fatalf("watcher woke with %q", got)
 	}
 	got, err := watched.GetAgentLiveness(ctx(t), "inst-1")
-	if err != nil || got.DesiredState != store.DesiredStopRequested {
+	if err != nil || got.DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("after the request: %+v, %v", got, err)
 	}
 	got.DesiredState = ""
@@ -307,10 +308,10 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	// The process keeps heartbeating until it notices: the request stays.
 	r.LastHeartbeatAt = r.LastHeartbeatAt.Add(time.Minute)
 	MustUpsert(t, s, r)
-	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != store.DesiredStopRequested {
+	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("an upsert cleared the stop request: %+v", got)
 	}
-	if all, _ := s.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != store.DesiredStopRequested {
+	if all, _ := s.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("list: %+v", all)
 	}
 }
@@ -321,11 +322,11 @@ func testTasksReadyPublished(t *testing.T, open Opener) {
 	s := open(t)
 	w := Watch(t, open(t, store.WithChangePollInterval(fastPoll)), store.TopicTasksReady)
 	w.Ready(t, store.TopicTasksReady)
-	dep := MustEnqueue(t, s, store.NewTask{Title: "dep"}) // OPEN
+	dep := MustEnqueue(t, s, cks.NewTask{Title: "dep"}) // OPEN
 	if got := w.Next(t); got != store.TopicTasksReady {
 		t.Fatalf("enqueue woke %q", got)
 	}
-	waiting := MustEnqueue(t, s, store.NewTask{Title: "waiting", DependsOn: []int64{dep.ID}})
+	waiting := MustEnqueue(t, s, cks.NewTask{Title: "waiting", DependsOn: []int64{dep.ID}})
 	if waiting.State != "WAITING" {
 		t.Fatalf("setup: %s", waiting.State)
 	}

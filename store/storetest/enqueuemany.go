@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -24,7 +24,7 @@ func batchingTests() []taskTest {
 // countAll counts every task.
 func countAll(t testing.TB, s store.Store) int {
 	t.Helper()
-	n, err := s.CountTasks(ctx(t), store.TaskFilter{})
+	n, err := s.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +35,8 @@ func countAll(t testing.TB, s store.Store) int {
 // in input order, in the state its dependencies put it in, with its parent.
 func testTaskEnqueueMany(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	parent := MustEnqueue(t, s, store.NewTask{Title: "parent"})
-	done := MustEnqueue(t, s, store.NewTask{Title: "done", Priority: 1000})
+	parent := MustEnqueue(t, s, cks.NewTask{Title: "parent"})
+	done := MustEnqueue(t, s, cks.NewTask{Title: "done", Priority: 1000})
 	c := MustClaimOne(t, s, "w")
 	if c.ID != done.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, done.ID)
@@ -45,9 +45,9 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	const n = 50
-	ns := make([]store.NewTask, n)
+	ns := make([]cks.NewTask, n)
 	for i := range ns {
-		ns[i] = store.NewTask{Type: "bulk", Title: fmt.Sprintf("bulk %d", i), Priority: i % 7, CreatedBy: "filler"}
+		ns[i] = cks.NewTask{Type: "bulk", Title: fmt.Sprintf("bulk %d", i), Priority: i % 7, CreatedBy: "filler"}
 	}
 	ns[3].DependsOn = []int64{parent.ID}    // WAITING: parent is OPEN
 	ns[4].DependsOn = []int64{done.ID}      // OPEN: done is COMPLETED
@@ -72,9 +72,9 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 		t.Fatalf("%d tasks, want %d", got, n+2)
 	}
 	for i, ct := range out {
-		want := ledger.Open
+		want := cks.TaskOpen
 		if i == 3 {
-			want = ledger.Waiting
+			want = cks.TaskWaiting
 		}
 		got := MustGet(t, s, ct.Task.ID)
 		if got.State != want || ct.Task.State != want {
@@ -109,7 +109,7 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 			}
 		}
 	}
-	wantState(t, s, out[3].Task.ID, ledger.Completed)
+	wantState(t, s, out[3].Task.ID, cks.TaskCompleted)
 	if out, err := s.EnqueueMany(ctx(t), nil); err != nil || len(out) != 0 {
 		t.Fatalf("an empty batch: %v, %v", out, err)
 	}
@@ -119,21 +119,21 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 // it by index, and nothing of the batch is written.
 func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	existing := MustEnqueue(t, s, store.NewTask{Title: "ok"})
+	existing := MustEnqueue(t, s, cks.NewTask{Title: "ok"})
 	missing := existing.ID + 100
-	ok := func(title string) store.NewTask { return store.NewTask{Type: "x", Title: title} }
+	ok := func(title string) cks.NewTask { return cks.NewTask{Type: "x", Title: title} }
 	cases := []struct {
 		field string
-		bad   store.NewTask
+		bad   cks.NewTask
 	}{
-		{"tasks[2].type", store.NewTask{Title: "no type"}},
-		{"tasks[2].priority", store.NewTask{Type: "x", Priority: -1}},
-		{"tasks[2].parent_id", store.NewTask{Type: "x", ParentID: &missing}},
-		{"tasks[2].depends_on", store.NewTask{Type: "x", DependsOn: []int64{existing.ID, missing}}},
-		{"tasks[2].dedupe_once", store.NewTask{Type: "x", DedupeOnce: true}},
+		{"tasks[2].type", cks.NewTask{Title: "no type"}},
+		{"tasks[2].priority", cks.NewTask{Type: "x", Priority: -1}},
+		{"tasks[2].parent_id", cks.NewTask{Type: "x", ParentID: &missing}},
+		{"tasks[2].depends_on", cks.NewTask{Type: "x", DependsOn: []int64{existing.ID, missing}}},
+		{"tasks[2].dedupe_once", cks.NewTask{Type: "x", DedupeOnce: true}},
 	}
 	for _, c := range cases {
-		_, err := s.EnqueueMany(ctx(t), []store.NewTask{ok("a"), ok("b"), c.bad, ok("d")})
+		_, err := s.EnqueueMany(ctx(t), []cks.NewTask{ok("a"), ok("b"), c.bad, ok("d")})
 		if !store.IsFieldError(err, c.field) {
 			t.Errorf("EnqueueMany with %+v at 2: err = %v, want a FieldError naming %s", c.bad, err, c.field)
 		}
@@ -147,8 +147,8 @@ func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
 // successive Enqueues would, inside the batch and against existing tasks.
 func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	live := MustEnqueue(t, s, store.NewTask{Title: "live", DedupeKey: "live"})
-	finished := MustEnqueue(t, s, store.NewTask{Title: "finished", DedupeKey: "fin"})
+	live := MustEnqueue(t, s, cks.NewTask{Title: "live", DedupeKey: "live"})
+	finished := MustEnqueue(t, s, cks.NewTask{Title: "finished", DedupeKey: "fin"})
 	c := MustClaimOne(t, s, "w")
 	if c.ID != live.ID {
 		// Claim order is by priority then age: the first one is live.
@@ -161,7 +161,7 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	before := countAll(t, s)
-	out, err := s.EnqueueMany(ctx(t), []store.NewTask{
+	out, err := s.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "0 new", DedupeKey: "new"},
 		{Type: "x", Title: "1 existing live", DedupeKey: "live"},
 		{Type: "x", Title: "2 same as 0", DedupeKey: "new"},
@@ -195,7 +195,7 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 		t.Fatalf("%d tasks after the batch, want %d (4 created)", got, before+4)
 	}
 	// A DedupeOnce item finds the finished task of its key.
-	again, err := s.EnqueueMany(ctx(t), []store.NewTask{
+	again, err := s.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "once on fin-once again", DedupeKey: "fin-once", DedupeOnce: true},
 	})
 	if err != nil || again[0].Created || again[0].Task.ID != out[6].Task.ID {
@@ -204,7 +204,7 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 	if _, err := s.Cancel(ctx(t), out[6].Task.ID, "op", "finish it"); err != nil {
 		t.Fatal(err)
 	}
-	after, err := s.EnqueueMany(ctx(t), []store.NewTask{
+	after, err := s.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "once, finished", DedupeKey: "fin-once", DedupeOnce: true},
 		{Type: "x", Title: "not once: new", DedupeKey: "fin-once"},
 		{Type: "x", Title: "once: the new live one", DedupeKey: "fin-once", DedupeOnce: true},
@@ -212,7 +212,7 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after[0].Created || after[0].Task.ID != out[6].Task.ID || after[0].Task.State != ledger.Cancelled ||
+	if after[0].Created || after[0].Task.ID != out[6].Task.ID || after[0].Task.State != cks.TaskCancelled ||
 		!after[1].Created || after[2].Created || after[2].Task.ID != after[1].Task.ID {
 		t.Fatalf("third batch: %+v", after)
 	}
@@ -224,9 +224,9 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 // completes; without it a claim is the plain claim.
 func testTaskClaimRunning(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	a := MustEnqueue(t, s, store.NewTask{Type: "r", Title: "two steps", Priority: 2})
-	b := MustEnqueue(t, s, store.NewTask{Type: "r", Title: "one step", Priority: 1})
-	plain := MustEnqueue(t, s, store.NewTask{Type: "p", Title: "plain"})
+	a := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "two steps", Priority: 2})
+	b := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "one step", Priority: 1})
+	plain := MustEnqueue(t, s, cks.NewTask{Type: "p", Title: "plain"})
 	two, err := s.Claim(ctx(t), "w", []string{"r"}, 1, Lease)
 	if err != nil || len(two) != 1 || two[0].ID != a.ID {
 		t.Fatalf("claim: %+v %v", two, err)
@@ -239,12 +239,12 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 	if err != nil || len(one) != 1 || one[0].ID != b.ID {
 		t.Fatalf("claim running: %+v %v", one, err)
 	}
-	if c := one[0]; c.State != ledger.Running || c.Attempts != 1 || c.ClaimedBy != "w" || c.LeaseToken == "" ||
+	if c := one[0]; c.State != cks.TaskRunning || c.Attempts != 1 || c.ClaimedBy != "w" || c.LeaseToken == "" ||
 		!c.ClaimedAt.Equal(T0.Add(time.Second)) || !c.LeaseExpiresAt.Equal(T0.Add(time.Second+Lease)) {
 		t.Fatalf("claimed running: %+v", c.Task)
 	}
 	ta, tb := MustGet(t, s, a.ID), MustGet(t, s, b.ID)
-	if tb.State != ledger.Running || len(ta.Events) != 3 || len(tb.Events) != 3 {
+	if tb.State != cks.TaskRunning || len(ta.Events) != 3 || len(tb.Events) != 3 {
 		t.Fatalf("events %+v and %+v, want three each", ta.Events, tb.Events)
 	}
 	for i := range ta.Events {
@@ -253,15 +253,15 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 			t.Errorf("event %d: %+v after a claim and MarkRunning, %+v after a claim with Running", i, ea, eb)
 		}
 	}
-	if e := lastEvent(t, tb); e.From != ledger.Claimed || e.To != ledger.Running || !e.At.Equal(T0.Add(time.Second)) {
+	if e := lastEvent(t, tb); e.From != cks.TaskClaimed || e.To != cks.TaskRunning || !e.At.Equal(T0.Add(time.Second)) {
 		t.Errorf("last event %+v", e)
 	}
 	if _, err := s.Complete(ctx(t), b.ID, one[0].LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, b.ID, ledger.Completed)
+	wantState(t, s, b.ID, cks.TaskCompleted)
 	rest, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "v", N: 5, Lease: Lease})
-	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != ledger.Claimed {
+	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != cks.TaskClaimed {
 		t.Fatalf("claim without Running: %+v %v", rest, err)
 	}
 	if _, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !store.IsFieldError(err, "worker") {

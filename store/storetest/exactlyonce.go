@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -109,14 +109,14 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	// Every task COMPLETED, by exactly one successful Complete, whose result it holds.
 	seen := 0
 	for cursor := int64(0); ; {
-		page, err := seed.ListTasks(ctx(t), store.TaskFilter{After: cursor, Limit: store.MaxListLimit})
+		page, err := seed.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, task := range page.Tasks {
 			seen++
 			wins := x.completed[task.ID]
-			if task.State != ledger.Completed || len(wins) != 1 || task.Result != wins[0] {
+			if task.State != cks.TaskCompleted || len(wins) != 1 || task.Result != wins[0] {
 				t.Errorf("task %d: %s, result %q, successful completions %v", task.ID, task.State, task.Result, wins)
 			}
 		}
@@ -132,7 +132,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	for id := int64(1); id <= int64(total); id += int64(total / 50) {
 		n := 0
 		for _, e := range MustGet(t, seed, id).Events {
-			if e.To == ledger.Completed {
+			if e.To == cks.TaskCompleted {
 				n++
 			}
 		}
@@ -161,8 +161,8 @@ func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, 
 	for f, s := range handles {
 		wg.Go(func() {
 			for i := f; i < n; i += feeders {
-				_, _, err := s.Enqueue(c, store.NewTask{Type: "work", Title: fmt.Sprint(i),
-					Priority: i % 3, MaxAttempts: store.MaxMaxAttempts})
+				_, _, err := s.Enqueue(c, cks.NewTask{Type: "work", Title: fmt.Sprint(i),
+					Priority: i % 3, MaxAttempts: cks.MaxMaxAttempts})
 				if err != nil {
 					errs <- err
 					return
@@ -178,7 +178,7 @@ func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, 
 }
 
 type zombie struct {
-	task  store.ClaimedTask
+	task  cks.ClaimedTask
 	until int64 // the tick after which it wakes up
 }
 
@@ -186,11 +186,11 @@ func (x *exactlyOnce) work(s store.Store, w int) {
 	name := fmt.Sprintf("w%02d", w)
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	var zombies []zombie
-	complete := func(task store.ClaimedTask) bool {
+	complete := func(task cks.ClaimedTask) bool {
 		result := name + "/" + task.LeaseToken
 		_, err := s.Complete(x.ctx, task.ID, task.LeaseToken, false, result)
 		switch {
-		case errors.Is(err, store.ErrLeaseLost):
+		case errors.Is(err, cks.ErrLeaseLost):
 			x.lost.Add(1)
 			return true
 		case err != nil:

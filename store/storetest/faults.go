@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 )
@@ -25,7 +26,7 @@ type FaultStores struct {
 }
 
 // SeedTask is the task FaultStores' databases hold.
-var SeedTask = store.NewTask{Type: "seed", Title: "written before the fault"}
+var SeedTask = cks.NewTask{Type: "seed", Title: "written before the fault"}
 
 // StorageFaults checks that writes the storage refuses fail with
 // store.ErrStorageReadOnly or store.ErrStorageFull (both matching
@@ -36,12 +37,12 @@ func StorageFaults(t *testing.T, f FaultStores) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		t.Parallel()
 		s := f.ReadOnly(t)
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) {
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageReadOnly) || !errors.Is(err, cks.ErrUnavailable) {
 			t.Fatalf("StorageHealth of a read-only database: %v, want ErrStorageReadOnly", err)
 		}
 		writes := map[string]func() error{
 			"Enqueue": func() error {
-				_, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "refused"})
+				_, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "refused"})
 				return err
 			},
 			"UpsertAgentLiveness": func() error { return s.UpsertAgentLiveness(ctx(t), Liveness("i-ro", "critic", 0)) },
@@ -59,21 +60,21 @@ func StorageFaults(t *testing.T, f FaultStores) {
 			// A token: principals are written outside the task ledger's
 			// write path, and their faults are the storage's all the same.
 			"CreatePrincipal": func() error {
-				return s.CreatePrincipal(ctx(t), store.Principal{ID: "p-ro", Name: "refused", CreatedAt: T0}, "hash-ro",
-					[]store.Grant{{Resource: "/", Permission: "read"}})
+				return s.CreatePrincipal(ctx(t), cks.Principal{ID: "p-ro", Name: "refused", CreatedAt: T0}, "hash-ro",
+					[]cks.Grant{{Resource: "/", Permission: "read"}})
 			},
 		}
 		for name, write := range writes {
 			err := write()
-			if !errors.Is(err, store.ErrStorageReadOnly) || !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrInvalid) {
+			if !errors.Is(err, cks.ErrStorageReadOnly) || !errors.Is(err, cks.ErrUnavailable) || errors.Is(err, cks.ErrInvalid) {
 				t.Errorf("%s on a read-only database: %v, want ErrStorageReadOnly", name, err)
 			}
 		}
-		page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+		page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != SeedTask.Title || page.Tasks[0].State != "OPEN" {
 			t.Fatalf("reads of a read-only database: %+v %v, want the seed task alone, OPEN", page.Tasks, err)
 		}
-		if _, err := s.GetAgentLiveness(ctx(t), "i-ro"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.GetAgentLiveness(ctx(t), "i-ro"); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("liveness row after a refused upsert: %v, want not found", err)
 		}
 	})
@@ -91,21 +92,21 @@ func StorageFaults(t *testing.T, f FaultStores) {
 		var err error
 		written := 0
 		for ; written < 10000; written++ {
-			if _, _, err = s.Enqueue(ctx(t), store.NewTask{Type: "t", Title: "filler", Payload: payload}); err != nil {
+			if _, _, err = s.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "filler", Payload: payload}); err != nil {
 				break
 			}
 		}
-		if !errors.Is(err, store.ErrStorageFull) || !errors.Is(err, store.ErrUnavailable) {
+		if !errors.Is(err, cks.ErrStorageFull) || !errors.Is(err, cks.ErrUnavailable) {
 			t.Fatalf("after %d writes: %v, want ErrStorageFull", written, err)
 		}
-		if n, cerr := s.CountTasks(ctx(t), store.TaskFilter{}); cerr != nil || n != 1+written {
+		if n, cerr := s.CountTasks(ctx(t), cks.TaskFilter{}); cerr != nil || n != 1+written {
 			t.Fatalf("%d tasks (%v) after %d writes and a failed one, want %d: the failed write must leave nothing", n, cerr, written, 1+written)
 		}
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageFull) {
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth after a write met a full disk: %v, want ErrStorageFull", err)
 		}
 		clk.Advance(store.FaultMemory - time.Second)
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, store.ErrStorageFull) {
+		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth within FaultMemory: %v, want ErrStorageFull", err)
 		}
 		clk.Advance(time.Second)

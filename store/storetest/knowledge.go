@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 )
@@ -68,7 +69,7 @@ func canonical(t testing.TB, content string) (string, string) {
 
 // wantContent fails the test unless o holds content (in any encoding of the
 // same canonical form) and its hash.
-func wantContent(t testing.TB, what string, o store.Object, content string) {
+func wantContent(t testing.TB, what string, o cks.Object, content string) {
 	t.Helper()
 	want, hash := canonical(t, content)
 	got, err := store.CanonicalJSON(o.Content)
@@ -78,7 +79,7 @@ func wantContent(t testing.TB, what string, o store.Object, content string) {
 }
 
 // MustCreateObject creates n or fails the test.
-func MustCreateObject(t testing.TB, k store.Knowledge, n store.NewObject) store.Object {
+func MustCreateObject(t testing.TB, k store.Knowledge, n store.NewObject) cks.Object {
 	t.Helper()
 	o, err := k.CreateObject(ctx(t), n)
 	if err != nil {
@@ -91,7 +92,7 @@ func MustCreateObject(t testing.TB, k store.Knowledge, n store.NewObject) store.
 }
 
 // MustGetObject returns object id with its log and edges or fails the test.
-func MustGetObject(t testing.TB, k store.Knowledge, id int64) store.Object {
+func MustGetObject(t testing.TB, k store.Knowledge, id int64) cks.Object {
 	t.Helper()
 	o, err := k.GetObject(ctx(t), id)
 	if err != nil {
@@ -102,7 +103,7 @@ func MustGetObject(t testing.TB, k store.Knowledge, id int64) store.Object {
 
 // mustClaimObjects claims up to n objects of status for worker and fails the
 // test unless it got exactly want of them.
-func mustClaimObjects(t testing.TB, k store.Knowledge, status, worker string, n, want int) []store.Object {
+func mustClaimObjects(t testing.TB, k store.Knowledge, status, worker string, n, want int) []cks.Object {
 	t.Helper()
 	os, err := k.ClaimObjects(ctx(t), status, worker, n)
 	if err != nil {
@@ -114,7 +115,7 @@ func mustClaimObjects(t testing.TB, k store.Knowledge, status, worker string, n,
 	return os
 }
 
-func objectIDs(os []store.Object) []int64 {
+func objectIDs(os []cks.Object) []int64 {
 	ids := make([]int64, len(os))
 	for i, o := range os {
 		ids[i] = o.ID
@@ -122,18 +123,18 @@ func objectIDs(os []store.Object) []int64 {
 	return ids
 }
 
-func sortedIDs(os []store.Object) []int64 {
+func sortedIDs(os []cks.Object) []int64 {
 	ids := objectIDs(os)
 	slices.Sort(ids)
 	return ids
 }
 
 // allObjects lists every object, following the cursor.
-func allObjects(t testing.TB, k store.Knowledge) []store.Object {
+func allObjects(t testing.TB, k store.Knowledge) []cks.Object {
 	t.Helper()
-	var all []store.Object
+	var all []cks.Object
 	for cursor := int64(0); ; {
-		page, err := k.ListObjects(ctx(t), store.ObjectFilter{After: cursor, Limit: store.MaxListLimit})
+		page, err := k.ListObjects(ctx(t), cks.ObjectFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatalf("ListObjects(after %d): %v", cursor, err)
 		}
@@ -186,8 +187,8 @@ func wantUnchanged(t testing.TB, what string, k store.Knowledge, before map[int6
 // wantFieldError fails the test unless err is a FieldError naming field.
 func wantFieldError(t testing.TB, what string, err error, field string) {
 	t.Helper()
-	var fe *store.FieldError
-	if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != field {
+	var fe *cks.FieldError
+	if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != field {
 		t.Errorf("%s: err = %v, want a FieldError naming %s", what, err, field)
 	}
 }
@@ -211,7 +212,7 @@ func edgeKeys(es []store.NewEdge) []string {
 
 // wantEdges fails the test unless o's edges are exactly want (in any order),
 // each with an id and created at at.
-func wantEdges(t testing.TB, o store.Object, at time.Time, want ...string) {
+func wantEdges(t testing.TB, o cks.Object, at time.Time, want ...string) {
 	t.Helper()
 	var got []string
 	ids := map[int64]bool{}
@@ -232,7 +233,7 @@ func wantEdges(t testing.TB, o store.Object, at time.Time, want ...string) {
 
 // wantEntry fails the test unless e is the log entry want (Seq ignored;
 // ReasoningNodeID compared only when checkReasoning).
-func wantEntry(t testing.TB, what string, e, want store.TransitionEntry, checkReasoning bool) {
+func wantEntry(t testing.TB, what string, e, want cks.TransitionEntry, checkReasoning bool) {
 	t.Helper()
 	ok := e.Seq > 0 && e.ObjectID == want.ObjectID && e.TS.Equal(want.TS) && e.Agent == want.Agent &&
 		e.Action == want.Action && e.TransitionedTo == want.TransitionedTo &&
@@ -251,7 +252,7 @@ func wantEntry(t testing.TB, what string, e, want store.TransitionEntry, checkRe
 }
 
 // wantUnclaimed fails the test when o holds a claim.
-func wantUnclaimed(t testing.TB, what string, o store.Object) {
+func wantUnclaimed(t testing.TB, what string, o cks.Object) {
 	t.Helper()
 	if o.ClaimedBy != "" || o.ClaimToken != "" || !o.ClaimedAt.IsZero() {
 		t.Fatalf("%s: object %d still claimed: by %q token %q at %v", what, o.ID, o.ClaimedBy, o.ClaimToken, o.ClaimedAt)
@@ -320,9 +321,9 @@ func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
 			t.Errorf("CanonicalContent(%s): hash %s, %v; want a different hash than %s", other, h, err, ha)
 		}
 	}
-	big := `{"a":"` + strings.Repeat("x", store.MaxObjectContent) + `"}`
-	fits := `{"a":"` + strings.Repeat("x", store.MaxObjectContent-8) + `"}`
-	if c, _, err := store.CanonicalContent(json.RawMessage(fits), "content"); err != nil || len(c) != store.MaxObjectContent {
+	big := `{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`
+	fits := `{"a":"` + strings.Repeat("x", cks.MaxJSONBytes-8) + `"}`
+	if c, _, err := store.CanonicalContent(json.RawMessage(fits), "content"); err != nil || len(c) != cks.MaxJSONBytes {
 		t.Errorf("content of exactly MaxObjectContent bytes: %d bytes, %v", len(c), err)
 	}
 	for _, bad := range []string{`[1]`, `"x"`, `1`, `null`, `true`, `{`, `{"a":1} {}`, `{"a":1}]`, big} {
@@ -410,9 +411,9 @@ func testKnowledgeValidate(t *testing.T, _ Opener) {
 		wantFieldError(t, "ObjectTransition.Validate with bad "+c.field, err, c.field)
 	}
 
-	f, err := store.ObjectFilter{}.Validate()
-	if err != nil || f.Limit != store.DefaultListLimit {
-		t.Errorf("ObjectFilter{}.Validate() = %+v, %v; want limit %d", f, err, store.DefaultListLimit)
+	f, err := cks.ObjectFilter{}.Validate()
+	if err != nil || f.Limit != cks.DefaultListLimit {
+		t.Errorf("ObjectFilter{}.Validate() = %+v, %v; want limit %d", f, err, cks.DefaultListLimit)
 	}
 }
 
@@ -428,7 +429,7 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 		t.Fatalf("ids %d then %d, want increasing", q.ID, r.ID)
 	}
 	for _, c := range []struct {
-		o                   store.Object
+		o                   cks.Object
 		kind, title, status string
 		by, content         string
 		at                  time.Time
@@ -436,7 +437,7 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 		{q, "question", "Why?", "awaiting_research", "operator", `{"n":1.0,"text":"why <é>?"}`, T0},
 		{r, "critique", "", "", "", `{}`, T0.Add(time.Minute)},
 	} {
-		for i, o := range []store.Object{c.o, MustGetObject(t, k, c.o.ID)} {
+		for i, o := range []cks.Object{c.o, MustGetObject(t, k, c.o.ID)} {
 			what := fmt.Sprintf("object %d (%s)", o.ID, []string{"as created", "as read"}[i])
 			if o.ID != c.o.ID || o.Kind != c.kind || o.Title != c.title || o.Status != c.status ||
 				o.CreatedBy != c.by || o.Round != 0 || !o.CreatedAt.Equal(c.at) || !o.UpdatedAt.Equal(c.at) {
@@ -453,7 +454,7 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 	if len(got.Log) != 1 {
 		t.Fatalf("object with a status: log %s, want one created entry", asJSON(t, got.Log))
 	}
-	wantEntry(t, "creation entry", got.Log[0], store.TransitionEntry{ObjectID: q.ID, TS: T0, Agent: "operator",
+	wantEntry(t, "creation entry", got.Log[0], cks.TransitionEntry{ObjectID: q.ID, TS: T0, Agent: "operator",
 		Action: "created", TransitionedTo: "awaiting_research", ContentHash: q.ContentHash, Round: 0}, true)
 	if got := MustGetObject(t, k, r.ID); len(got.Log) != 0 {
 		t.Fatalf("object without a status has log %s, want none", asJSON(t, got.Log))
@@ -467,7 +468,7 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 // and spacing do not change it, and any other value does.
 func testObjectContentHash(t *testing.T, open Opener) {
 	k, _ := knowledgeStore(t, open)
-	mk := func(content string) store.Object {
+	mk := func(content string) cks.Object {
 		t.Helper()
 		o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(content), Status: "proposed"})
 		wantContent(t, "created "+content, o, content)
@@ -531,7 +532,7 @@ func testObjectBadInput(t *testing.T, open Opener) {
 		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":`)}},
 		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1} {"b":2}`)}},
 		{"content", store.NewObject{Kind: "claim", Status: "proposed",
-			Content: json.RawMessage(`{"a":"` + strings.Repeat("x", store.MaxObjectContent) + `"}`)}},
+			Content: json.RawMessage(`{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`)}},
 	}
 	for _, c := range cases {
 		_, err := k.CreateObject(ctx(t), c.n)
@@ -556,7 +557,7 @@ func testObjectNotFound(t *testing.T, open Opener) {
 	}
 	for _, c := range calls {
 		err := c.call()
-		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(id)) {
+		if !errors.Is(err, cks.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(id)) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound naming the id", c.name, id, err)
 		}
 	}
@@ -581,34 +582,34 @@ func testObjectList(t *testing.T, open Opener) {
 	ids := func(v ...int64) string { return fmt.Sprint(v) }
 	cases := []struct {
 		name string
-		f    store.ObjectFilter
+		f    cks.ObjectFilter
 		want string
 	}{
-		{"all", store.ObjectFilter{}, ids(q1, c1, q2, r1, c2, q3)},
-		{"kind", store.ObjectFilter{Kinds: []string{"claim"}}, ids(c1, c2)},
-		{"kinds", store.ObjectFilter{Kinds: []string{"critique", "question"}}, ids(q1, q2, r1, q3)},
-		{"status", store.ObjectFilter{Statuses: []string{"awaiting_research"}}, ids(q1, q3)},
-		{"statuses", store.ObjectFilter{Statuses: []string{"disputed", "awaiting_critique"}}, ids(q2, c2)},
-		{"kind and statuses", store.ObjectFilter{Kinds: []string{"question"}, Statuses: []string{"awaiting_research", "supported"}}, ids(q1, q3)},
-		{"no match", store.ObjectFilter{Kinds: []string{"claim"}, Statuses: []string{"awaiting_research"}}, ids()},
-		{"unknown status", store.ObjectFilter{Statuses: []string{"nope"}}, ids()},
-		{"after", store.ObjectFilter{After: q2}, ids(r1, c2, q3)},
-		{"after with filter", store.ObjectFilter{After: q1, Statuses: []string{"awaiting_research"}}, ids(q3)},
-		{"after the last", store.ObjectFilter{After: q3}, ids()},
-		{"max limit", store.ObjectFilter{Limit: store.MaxListLimit}, ids(q1, c1, q2, r1, c2, q3)},
+		{"all", cks.ObjectFilter{}, ids(q1, c1, q2, r1, c2, q3)},
+		{"kind", cks.ObjectFilter{Kinds: []string{"claim"}}, ids(c1, c2)},
+		{"kinds", cks.ObjectFilter{Kinds: []string{"critique", "question"}}, ids(q1, q2, r1, q3)},
+		{"status", cks.ObjectFilter{Statuses: []string{"awaiting_research"}}, ids(q1, q3)},
+		{"statuses", cks.ObjectFilter{Statuses: []string{"disputed", "awaiting_critique"}}, ids(q2, c2)},
+		{"kind and statuses", cks.ObjectFilter{Kinds: []string{"question"}, Statuses: []string{"awaiting_research", "supported"}}, ids(q1, q3)},
+		{"no match", cks.ObjectFilter{Kinds: []string{"claim"}, Statuses: []string{"awaiting_research"}}, ids()},
+		{"unknown status", cks.ObjectFilter{Statuses: []string{"nope"}}, ids()},
+		{"after", cks.ObjectFilter{After: q2}, ids(r1, c2, q3)},
+		{"after with filter", cks.ObjectFilter{After: q1, Statuses: []string{"awaiting_research"}}, ids(q3)},
+		{"after the last", cks.ObjectFilter{After: q3}, ids()},
+		{"max limit", cks.ObjectFilter{Limit: cks.MaxListLimit}, ids(q1, c1, q2, r1, c2, q3)},
 	}
 	// Unclaimed leaves out what a worker holds.
 	mustClaimObjects(t, k, "awaiting_research", "w", 1, 1) // q1, the oldest
 	cases = append(cases, struct {
 		name string
-		f    store.ObjectFilter
+		f    cks.ObjectFilter
 		want string
-	}{"unclaimed", store.ObjectFilter{Statuses: []string{"awaiting_research"}, Unclaimed: true}, ids(q3)},
+	}{"unclaimed", cks.ObjectFilter{Statuses: []string{"awaiting_research"}, Unclaimed: true}, ids(q3)},
 		struct {
 			name string
-			f    store.ObjectFilter
+			f    cks.ObjectFilter
 			want string
-		}{"claimed too", store.ObjectFilter{Statuses: []string{"awaiting_research"}}, ids(q1, q3)})
+		}{"claimed too", cks.ObjectFilter{Statuses: []string{"awaiting_research"}}, ids(q1, q3)})
 	for _, c := range cases {
 		page, err := k.ListObjects(ctx(t), c.f)
 		if err != nil {
@@ -620,7 +621,7 @@ func testObjectList(t *testing.T, open Opener) {
 		}
 	}
 	// Listed objects are the objects, without log and edges.
-	page, err := k.ListObjects(ctx(t), store.ObjectFilter{})
+	page, err := k.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,13 +634,13 @@ func testObjectList(t *testing.T, open Opener) {
 	}
 	// Paging follows the cursor, each page at most Limit objects.
 	paging := []struct {
-		f     store.ObjectFilter
+		f     cks.ObjectFilter
 		want  string
 		pages int
 	}{
-		{store.ObjectFilter{Limit: 4}, ids(q1, c1, q2, r1, c2, q3), 2},
-		{store.ObjectFilter{Limit: 1, Kinds: []string{"question"}}, ids(q1, q2, q3), 3},
-		{store.ObjectFilter{Limit: 2, Kinds: []string{"question"}}, ids(q1, q2, q3), 2},
+		{cks.ObjectFilter{Limit: 4}, ids(q1, c1, q2, r1, c2, q3), 2},
+		{cks.ObjectFilter{Limit: 1, Kinds: []string{"question"}}, ids(q1, q2, q3), 3},
+		{cks.ObjectFilter{Limit: 2, Kinds: []string{"question"}}, ids(q1, q2, q3), 2},
 	}
 	for _, p := range paging {
 		var got []int64
@@ -669,20 +670,20 @@ func testObjectList(t *testing.T, open Opener) {
 		}
 	}
 	// The default limit.
-	for range store.DefaultListLimit {
+	for range cks.DefaultListLimit {
 		MustCreateObject(t, k, store.NewObject{Kind: "filler"})
 	}
-	page, err = k.ListObjects(ctx(t), store.ObjectFilter{})
-	if err != nil || len(page.Objects) != store.DefaultListLimit || page.Next == 0 {
-		t.Fatalf("default limit: %d objects, next %d, %v; want %d and a cursor", len(page.Objects), page.Next, err, store.DefaultListLimit)
+	page, err = k.ListObjects(ctx(t), cks.ObjectFilter{})
+	if err != nil || len(page.Objects) != cks.DefaultListLimit || page.Next == 0 {
+		t.Fatalf("default limit: %d objects, next %d, %v; want %d and a cursor", len(page.Objects), page.Next, err, cks.DefaultListLimit)
 	}
 	bad := []struct {
 		field string
-		f     store.ObjectFilter
+		f     cks.ObjectFilter
 	}{
-		{"limit", store.ObjectFilter{Limit: -1}},
-		{"limit", store.ObjectFilter{Limit: store.MaxListLimit + 1}},
-		{"cursor", store.ObjectFilter{After: -1}},
+		{"limit", cks.ObjectFilter{Limit: -1}},
+		{"limit", cks.ObjectFilter{Limit: cks.MaxListLimit + 1}},
+		{"cursor", cks.ObjectFilter{After: -1}},
 	}
 	for _, c := range bad {
 		_, err := k.ListObjects(ctx(t), c.f)
@@ -701,7 +702,7 @@ func testObjectClaim(t *testing.T, open Opener) {
 	}
 	mustClaimObjects(t, k, "nothing_has_this", "w1", 10, 0)
 	tokens := map[string]bool{}
-	check := func(os []store.Object, worker string, at time.Time) {
+	check := func(os []cks.Object, worker string, at time.Time) {
 		t.Helper()
 		for _, o := range os {
 			if o.Status != "awaiting_critique" || o.ClaimedBy != worker || o.ClaimToken == "" || !o.ClaimedAt.Equal(at) {
@@ -726,7 +727,7 @@ func testObjectClaim(t *testing.T, open Opener) {
 	}
 	check(first, "critic-1", T0.Add(time.Minute))
 	clk.Advance(time.Minute)
-	rest := mustClaimObjects(t, k, "awaiting_critique", "critic-2", store.MaxListLimit, 3)
+	rest := mustClaimObjects(t, k, "awaiting_critique", "critic-2", cks.MaxListLimit, 3)
 	if got := fmt.Sprint(sortedIDs(rest)); got != fmt.Sprint(todo[2:]) {
 		t.Fatalf("second claim got %s, want the rest %v", got, todo[2:])
 	}
@@ -765,7 +766,7 @@ func testObjectClaimBadInput(t *testing.T, open Opener) {
 		{"worker", "awaiting_critique", "", 1},
 		{"n", "awaiting_critique", "w", 0},
 		{"n", "awaiting_critique", "w", -1},
-		{"n", "awaiting_critique", "w", store.MaxListLimit + 1},
+		{"n", "awaiting_critique", "w", cks.MaxListLimit + 1},
 	}
 	for _, c := range cases {
 		_, err := k.ClaimObjects(ctx(t), c.status, c.worker, c.n)
@@ -792,12 +793,12 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 		t.Errorf("ClaimObject with no worker: err = %v, want a FieldError naming worker", err)
 	}
 	const missing = 424242
-	if _, err := k.ClaimObject(ctx(t), missing, "w", []string{"awaiting_research"}); !errors.Is(err, store.ErrNotFound) ||
+	if _, err := k.ClaimObject(ctx(t), missing, "w", []string{"awaiting_research"}); !errors.Is(err, cks.ErrNotFound) ||
 		!strings.Contains(err.Error(), fmt.Sprint(missing)) {
 		t.Errorf("ClaimObject(missing): err = %v, want ErrNotFound naming %d", err, missing)
 	}
 	_, err := k.ClaimObject(ctx(t), other.ID, "w", []string{"awaiting_research", "needs_research"})
-	if !errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrLeaseLost) || !strings.Contains(err.Error(), "resolved") {
+	if !errors.Is(err, cks.ErrConflict) || errors.Is(err, cks.ErrLeaseLost) || !strings.Contains(err.Error(), "resolved") {
 		t.Errorf("ClaimObject of another status: err = %v, want ErrConflict naming the status resolved", err)
 	}
 	wantUnchanged(t, "refused ClaimObject", k, before)
@@ -813,7 +814,7 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 		t.Fatalf("claimed object reads %s, want the holder and no token", asJSON(t, read))
 	}
 	_, err = k.ClaimObject(ctx(t), o.ID, "researcher-2", []string{"awaiting_research"})
-	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "researcher-1") {
+	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "researcher-1") {
 		t.Errorf("ClaimObject of a claimed object: err = %v, want ErrConflict naming the holder researcher-1", err)
 	}
 	mustClaimObjects(t, k, "awaiting_research", "researcher-3", 10, 0)
@@ -840,7 +841,7 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	if ca.ID != a.ID || ca.ClaimToken == "" || cb.ClaimToken == "" || ca.ClaimToken == cb.ClaimToken {
 		t.Fatalf("claims %s and %s, want a token each", asJSON(t, ca), asJSON(t, cb))
 	}
-	page, err := k.ListObjects(ctx(t), store.ObjectFilter{})
+	page, err := k.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -852,7 +853,7 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	before := objectSnapshot(t, k)
 	sum := sha256.Sum256([]byte(ca.ClaimToken))
 	for _, tok := range []string{cb.ClaimToken, hex.EncodeToString(sum[:]), strings.ToUpper(ca.ClaimToken), ca.ClaimToken + " "} {
-		wantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), store.ErrLeaseLost)
+		wantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), cks.ErrLeaseLost)
 	}
 	wantUnchanged(t, "refused touches", k, before)
 	got, _, err := k.TransitionObject(ctx(t), a.ID, ca.ClaimToken, store.ObjectTransition{From: "todo", To: "done",
@@ -1024,9 +1025,9 @@ func testObjectTransition(t *testing.T, open Opener) {
 	if len(read.Log) != 2 {
 		t.Fatalf("log %s, want created and completed", asJSON(t, read.Log))
 	}
-	wantEntry(t, "creation entry", read.Log[0], store.TransitionEntry{ObjectID: subj.ID, TS: T0, Agent: "researcher",
+	wantEntry(t, "creation entry", read.Log[0], cks.TransitionEntry{ObjectID: subj.ID, TS: T0, Agent: "researcher",
 		Action: "created", TransitionedTo: "awaiting_critique", ContentHash: subj.ContentHash}, true)
-	wantEntry(t, "transition entry", read.Log[1], store.TransitionEntry{ObjectID: subj.ID, TS: now, Agent: "critic",
+	wantEntry(t, "transition entry", read.Log[1], cks.TransitionEntry{ObjectID: subj.ID, TS: now, Agent: "critic",
 		Action: "completed", TransitionedTo: "awaiting_synthesis", ReasoningNodeID: &atts[0].ID, ContentHash: newHash, Round: 1}, true)
 	if read.Log[1].Seq <= read.Log[0].Seq {
 		t.Fatalf("log seqs %d then %d", read.Log[0].Seq, read.Log[1].Seq)
@@ -1049,14 +1050,14 @@ func testObjectTransition(t *testing.T, open Opener) {
 		t.Fatalf("set_status target %s", asJSON(t, rc1))
 	}
 	wantContent(t, "set_status target", rc1, `{"text":"c1"}`)
-	wantEntry(t, "set_status entry", rc1.Log[1], store.TransitionEntry{ObjectID: c1.ID, TS: now, Agent: "critic",
+	wantEntry(t, "set_status entry", rc1.Log[1], cks.TransitionEntry{ObjectID: c1.ID, TS: now, Agent: "critic",
 		Action: "disputed", TransitionedTo: "disputed", ReasoningNodeID: &atts[0].ID, ContentHash: c1.ContentHash, Round: 0}, true)
 	// An attachment with a status enters its pipeline with a created entry.
 	ra1 := MustGetObject(t, k, atts[1].ID)
 	if len(ra1.Log) != 1 {
 		t.Fatalf("attachment with a status: log %s", asJSON(t, ra1.Log))
 	}
-	wantEntry(t, "attachment created entry", ra1.Log[0], store.TransitionEntry{ObjectID: atts[1].ID, TS: now, Agent: "critic",
+	wantEntry(t, "attachment created entry", ra1.Log[0], cks.TransitionEntry{ObjectID: atts[1].ID, TS: now, Agent: "critic",
 		Action: "created", TransitionedTo: "proposed", ContentHash: atts[1].ContentHash}, true)
 	if ra0 := MustGetObject(t, k, atts[0].ID); len(ra0.Log) != 0 {
 		t.Fatalf("attachment without a status has log %s", asJSON(t, ra0.Log))
@@ -1067,9 +1068,9 @@ func testObjectTransition(t *testing.T, open Opener) {
 	// The claim is spent: the token no longer works, checked before the status.
 	before := objectSnapshot(t, k)
 	_, _, err = k.TransitionObject(ctx(t), subj.ID, claim.ClaimToken, tr)
-	wantErr(t, "Transition with a spent claim", err, store.ErrLeaseLost)
-	wantErr(t, "TouchClaim with a spent claim", k.TouchClaim(ctx(t), subj.ID, claim.ClaimToken), store.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim with a spent claim", k.ReleaseClaim(ctx(t), subj.ID, claim.ClaimToken), store.ErrLeaseLost)
+	wantErr(t, "Transition with a spent claim", err, cks.ErrLeaseLost)
+	wantErr(t, "TouchClaim with a spent claim", k.TouchClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	wantErr(t, "ReleaseClaim with a spent claim", k.ReleaseClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	wantUnchanged(t, "calls with a spent claim", k, before)
 	// The next step claims it; without Content and NextRound they stay.
 	clk.Advance(time.Minute)
@@ -1090,7 +1091,7 @@ func testObjectTransition(t *testing.T, open Opener) {
 	if len(read.Log) != 3 || len(read.Edges) != 2 {
 		t.Fatalf("plain transition: log %d entries, %d edges", len(read.Log), len(read.Edges))
 	}
-	wantEntry(t, "plain transition entry", read.Log[2], store.TransitionEntry{ObjectID: subj.ID, TS: clk.Now(), Agent: "synthesizer",
+	wantEntry(t, "plain transition entry", read.Log[2], cks.TransitionEntry{ObjectID: subj.ID, TS: clk.Now(), Agent: "synthesizer",
 		Action: "completed", TransitionedTo: "awaiting_arbitration", ContentHash: newHash, Round: 1}, true)
 }
 
@@ -1117,7 +1118,7 @@ func testObjectTransitionSameStatus(t *testing.T, open Opener) {
 	if len(read.Log) != 2 {
 		t.Fatalf("log %s, want created and failed", asJSON(t, read.Log))
 	}
-	wantEntry(t, "failure entry", read.Log[1], store.TransitionEntry{ObjectID: o.ID, TS: clk.Now(), Agent: "critic",
+	wantEntry(t, "failure entry", read.Log[1], cks.TransitionEntry{ObjectID: o.ID, TS: clk.Now(), Agent: "critic",
 		Action: "failed", TransitionedTo: "awaiting_critique", ReasoningNodeID: &atts[0].ID, ContentHash: o.ContentHash}, true)
 	wantEdges(t, read, clk.Now(), edgeKey(atts[0].ID, o.ID, "depends_on", "rejected_reply", nil))
 	again := mustClaimObjects(t, k, "awaiting_critique", "critic-2", 1, 1)[0]
@@ -1159,13 +1160,13 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 		want  string
 	}{
 		{"wrong token", "not-the-token", nil,
-			func(err error) bool { return errors.Is(err, store.ErrLeaseLost) }, "ErrLeaseLost"},
+			func(err error) bool { return errors.Is(err, cks.ErrLeaseLost) }, "ErrLeaseLost"},
 		{"empty token", "", nil,
 			func(err error) bool {
-				return errors.Is(err, store.ErrLeaseLost) || store.IsFieldError(err, "claim_token")
+				return errors.Is(err, cks.ErrLeaseLost) || store.IsFieldError(err, "claim_token")
 			}, "ErrLeaseLost"},
 		{"status no longer from", "", func(x *store.ObjectTransition) { x.From = "awaiting_research" },
-			func(err error) bool { return errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrLeaseLost) }, "ErrConflict (not ErrLeaseLost)"},
+			func(err error) bool { return errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrLeaseLost) }, "ErrConflict (not ErrLeaseLost)"},
 	}
 	for _, f := range []struct {
 		field string
@@ -1197,7 +1198,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			check func(err error) bool
 			want  string
 		}{"bad " + f.field, "", f.edit, func(err error) bool {
-			return errors.Is(err, store.ErrInvalid) && store.IsFieldError(err, f.field)
+			return errors.Is(err, cks.ErrInvalid) && store.IsFieldError(err, f.field)
 		}, "a FieldError naming " + f.field})
 	}
 	cases = append(cases, struct {
@@ -1208,7 +1209,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 		want  string
 	}{"set_status of a missing object", "", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = missing },
 		func(err error) bool {
-			return (errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))) ||
+			return (errors.Is(err, cks.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))) ||
 				store.IsFieldError(err, "set_status[0].object_id")
 		}, "ErrNotFound naming the id or a FieldError naming set_status[0].object_id"})
 	cases = append(cases, struct {
@@ -1260,8 +1261,8 @@ func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
 		t.Fatalf("after TouchClaim: %s, want claimed_at %v", asJSON(t, got), T0.Add(3*time.Minute))
 	}
 	before := objectSnapshot(t, k)
-	wantErr(t, "TouchClaim with a wrong token", k.TouchClaim(ctx(t), o.ID, "wrong"), store.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim with a wrong token", k.ReleaseClaim(ctx(t), o.ID, "wrong"), store.ErrLeaseLost)
+	wantErr(t, "TouchClaim with a wrong token", k.TouchClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
+	wantErr(t, "ReleaseClaim with a wrong token", k.ReleaseClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
 	wantUnchanged(t, "wrong tokens", k, before)
 	clk.Advance(time.Minute)
 	if err := k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken); err != nil {
@@ -1272,16 +1273,16 @@ func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
 	if got.Status != "awaiting_critique" || len(got.Log) != 1 || got.Round != 0 || got.ContentHash != o.ContentHash {
 		t.Fatalf("release changed more than the claim: %s", asJSON(t, got))
 	}
-	wantErr(t, "TouchClaim after release", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), store.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim twice", k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken), store.ErrLeaseLost)
+	wantErr(t, "TouchClaim after release", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	wantErr(t, "ReleaseClaim twice", k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	_, _, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "awaiting_critique",
 		To: "awaiting_synthesis", Action: "completed", Agent: "critic", Reasoning: -1})
-	wantErr(t, "Transition after release", err, store.ErrLeaseLost)
+	wantErr(t, "Transition after release", err, cks.ErrLeaseLost)
 	again := mustClaimObjects(t, k, "awaiting_critique", "critic-2", 1, 1)[0]
 	if again.ID != o.ID || again.ClaimToken == claim.ClaimToken || again.ClaimedBy != "critic-2" || !again.ClaimedAt.Equal(clk.Now()) {
 		t.Fatalf("claim after release: %s", asJSON(t, again))
 	}
-	wantErr(t, "old token after a new claim", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), store.ErrLeaseLost)
+	wantErr(t, "old token after a new claim", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	if got := MustGetObject(t, k, o.ID); len(got.Log) != 1 {
 		t.Fatalf("claims and releases logged: %s", asJSON(t, got.Log))
 	}
@@ -1323,7 +1324,7 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 		got := MustGetObject(t, k, id)
 		wantUnclaimed(t, "stale claim", got)
 		// Only the claim changed: no log entry, status and content kept.
-		var was store.Object
+		var was cks.Object
 		if err := json.Unmarshal([]byte(before[id]), &was); err != nil {
 			t.Fatal(err)
 		}
@@ -1343,7 +1344,7 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 	if err := k.TouchClaim(ctx(t), fourth.ID, fourth.ClaimToken); err != nil {
 		t.Fatalf("claim after the cutoff: %v", err)
 	}
-	wantErr(t, "released claim", k.TouchClaim(ctx(t), third.ID, third.ClaimToken), store.ErrLeaseLost)
+	wantErr(t, "released claim", k.TouchClaim(ctx(t), third.ID, third.ClaimToken), cks.ErrLeaseLost)
 	// The released objects are claimable again, oldest first.
 	again := mustClaimObjects(t, k, "s", "w2", 10, 3)
 	if fmt.Sprint(sortedIDs(again)) != fmt.Sprint([]int64{ids[1], ids[2], unclaimed}) {
@@ -1451,7 +1452,7 @@ func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 			}
 		}
 	}
-	var claim store.Object
+	var claim cks.Object
 	steps := []struct {
 		name string
 		do   func() error

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -29,9 +29,9 @@ func leaseTests() []taskTest {
 func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	for range 3 {
-		MustEnqueue(t, s, store.NewTask{Type: "t"})
+		MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	}
-	MustEnqueue(t, s, store.NewTask{Type: "r"})
+	MustEnqueue(t, s, cks.NewTask{Type: "r"})
 	claimed, err := s.Claim(ctx(t), "w", []string{"t"}, 3, Lease)
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
@@ -62,7 +62,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		reads = append(reads, MustGet(t, s, c.ID))
 	}
 	reads = append(reads, MustGet(t, s, rc.ID))
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	if held, err := s.LeaseHeld(ctx(t), c.ID, hash); held || err != nil {
 		t.Fatalf("LeaseHeld(hash of the token) = %v, %v; want false", held, err)
 	}
-	if _, err := s.MarkRunning(ctx(t), c.ID, hash); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.MarkRunning(ctx(t), c.ID, hash); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("MarkRunning with the token's hash: %v, want ErrLeaseLost", err)
 	}
 	// Another task's token fences nothing either.
-	if _, err := s.Complete(ctx(t), c.ID, claimed[1].LeaseToken, false, "x"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.Complete(ctx(t), c.ID, claimed[1].LeaseToken, false, "x"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Complete with another task's token: %v, want ErrLeaseLost", err)
 	}
-	if _, err := s.Approve(ctx(t), rc.ID, rc.LeaseToken, "x"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := s.Approve(ctx(t), rc.ID, rc.LeaseToken, "x"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Approve with the executor's token: %v, want ErrLeaseLost", err)
 	}
 	if _, err := s.Approve(ctx(t), rc.ID, review.LeaseToken, "ok"); err != nil {
@@ -114,11 +114,11 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 // one of the ways the ledger has.
 func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struct {
 	name string
-	end  func(t *testing.T, c store.ClaimedTask)
+	end  func(t *testing.T, c cks.ClaimedTask)
 } {
 	type ender = struct {
 		name string
-		end  func(t *testing.T, c store.ClaimedTask)
+		end  func(t *testing.T, c cks.ClaimedTask)
 	}
 	must := func(t *testing.T, what string, err error) {
 		t.Helper()
@@ -127,39 +127,39 @@ func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struc
 		}
 	}
 	return []ender{
-		{"Complete", func(t *testing.T, c store.ClaimedTask) {
+		{"Complete", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
 			must(t, "Complete", err)
 		}},
-		{"Complete for review", func(t *testing.T, c store.ClaimedTask) {
+		{"Complete for review", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft")
 			must(t, "Complete", err)
 		}},
-		{"retryable Fail", func(t *testing.T, c store.ClaimedTask) {
+		{"retryable Fail", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
 			must(t, "Fail", err)
 		}},
-		{"Fail", func(t *testing.T, c store.ClaimedTask) {
+		{"Fail", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, false, "broken")
 			must(t, "Fail", err)
 		}},
-		{"RequestInput", func(t *testing.T, c store.ClaimedTask) {
+		{"RequestInput", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which?")
 			must(t, "RequestInput", err)
 		}},
-		{"Stop", func(t *testing.T, c store.ClaimedTask) {
+		{"Stop", func(t *testing.T, c cks.ClaimedTask) {
 			_, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0)
 			must(t, "Stop", err)
 		}},
-		{"restarting Update", func(t *testing.T, c store.ClaimedTask) {
-			_, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+		{"restarting Update", func(t *testing.T, c cks.ClaimedTask) {
+			_, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			must(t, "Update", err)
 		}},
-		{"Cancel", func(t *testing.T, c store.ClaimedTask) {
+		{"Cancel", func(t *testing.T, c cks.ClaimedTask) {
 			_, err := s.Cancel(ctx(t), c.ID, "op", "gone")
 			must(t, "Cancel", err)
 		}},
-		{"ReclaimExpired", func(t *testing.T, c store.ClaimedTask) {
+		{"ReclaimExpired", func(t *testing.T, c cks.ClaimedTask) {
 			clk.Advance(2 * Lease)
 			if n, err := s.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*Lease), 0); err != nil || n != 1 {
 				t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
@@ -174,22 +174,22 @@ func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struc
 // which then removes exactly the ended ones.
 func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	operator := store.Principal{ID: "op", Name: "task/1", CreatedAt: T0} // cks token create --task: unbound
-	if err := s.CreatePrincipal(ctx(t), operator, "hash-op", []store.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
+	operator := cks.Principal{ID: "op", Name: "task/1", CreatedAt: T0} // cks token create --task: unbound
+	if err := s.CreatePrincipal(ctx(t), operator, "hash-op", []cks.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range leaseEnders(s, clk) {
 		typ := "end-" + strings.ReplaceAll(e.name, " ", "-")
-		var c store.ClaimedTask
+		var c cks.ClaimedTask
 		if i%2 == 0 {
 			c = mustRunning(t, s, typ, "w")
 		} else { // half of them still CLAIMED
 			c = claimedOnly(t, s, typ, "w")
 		}
 		id, hash := "p-"+e.name, "hash-"+e.name
-		p := store.Principal{ID: id, Name: "task worker", CreatedAt: T0,
-			Lease: &store.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
-		if err := s.CreatePrincipal(ctx(t), p, hash, []store.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
+		p := cks.Principal{ID: id, Name: "task worker", CreatedAt: T0,
+			Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+		if err := s.CreatePrincipal(ctx(t), p, hash, []cks.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
 			t.Fatalf("%s: CreatePrincipal: %v", e.name, err)
 		}
 		got, err := s.PrincipalByTokenHash(ctx(t), hash)
@@ -197,7 +197,7 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 			t.Fatalf("%s: the bound principal while its lease runs: %+v, %v", e.name, got, err)
 		}
 		e.end(t, c)
-		if got, err := s.PrincipalByTokenHash(ctx(t), hash); !errors.Is(err, store.ErrNotFound) {
+		if got, err := s.PrincipalByTokenHash(ctx(t), hash); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("%s: the bound principal after its lease ended: %+v, %v; want ErrNotFound", e.name, got, err)
 		}
 		if gs, err := s.GrantsOf(ctx(t), id); err != nil || len(gs) != 1 {
@@ -206,8 +206,8 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 	}
 	// A live bound principal and the operator's are kept by the cleanup.
 	live := mustRunning(t, s, "live", "w")
-	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
-		Lease: &store.LeaseBinding{TaskID: live.ID, LeaseTokenHash: store.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
+	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
+		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: store.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
@@ -239,9 +239,9 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 
 // claimedOnly enqueues a task of type typ and claims it for worker (CLAIMED,
 // not RUNNING).
-func claimedOnly(t testing.TB, s store.Store, typ, worker string) store.ClaimedTask {
+func claimedOnly(t testing.TB, s store.Store, typ, worker string) cks.ClaimedTask {
 	t.Helper()
-	MustEnqueue(t, s, store.NewTask{Type: typ, Title: typ})
+	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
 	return claimType(t, s, worker, typ)
 }
 
@@ -253,8 +253,8 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	c := mustRunning(t, s, "t", "w1")
 	bind := func(id string, task int64, hash string) {
 		t.Helper()
-		if err := s.CreatePrincipal(ctx(t), store.Principal{ID: id, Name: id, CreatedAt: T0,
-			Lease: &store.LeaseBinding{TaskID: task, LeaseTokenHash: hash}}, "hash-"+id, nil); err != nil {
+		if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: id, CreatedAt: T0,
+			Lease: &cks.LeaseBinding{TaskID: task, LeaseTokenHash: hash}}, "hash-"+id, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +263,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	bind("plain", c.ID, c.LeaseToken) // the token itself is not its hash
 	bind("missing", 999, store.HashLeaseToken(c.LeaseToken))
 	for _, id := range []string{"wrong", "plain", "missing"} {
-		if _, err := s.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
 		}
 	}
@@ -272,10 +272,10 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	}
 	mustStart(t, s, c.ID)
 	again := claimType(t, s, "w2", "t")
-	if again.ID != c.ID || again.State != ledger.Claimed {
+	if again.ID != c.ID || again.State != cks.TaskClaimed {
 		t.Fatalf("re-claim: %+v", again)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the first lease's principal while the task runs under another lease: %v, want ErrNotFound", err)
 	}
 	bind("second", c.ID, store.HashLeaseToken(again.LeaseToken))
@@ -288,8 +288,8 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 // refused, naming lease, and stores nothing.
 func testLeasePrincipalBadInput(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	for i, b := range []store.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
-		p := store.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
+	for i, b := range []cks.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
+		p := cks.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
 		if err := s.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !store.IsFieldError(err, "lease") {
 			t.Errorf("CreatePrincipal with binding %+v: %v, want a FieldError naming lease", b, err)
 		}
@@ -339,8 +339,8 @@ func SetUpOldLeases(t testing.TB, s store.Store) OldLeases {
 		{"task/" + itoa(stopped.ID) + " w2", OldClaimEndedHash, stopped.ID},
 		{"task/" + itoa(live.ID), OldOperatorHash, live.ID},
 	} {
-		if err := s.CreatePrincipal(ctx(t), store.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
-			[]store.Grant{{Resource: "/tasks/" + itoa(p.task), Permission: "read"}}); err != nil {
+		if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
+			[]cks.Grant{{Resource: "/tasks/" + itoa(p.task), Permission: "read"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -364,7 +364,7 @@ func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
 	if err != nil || p.Lease == nil || p.Lease.TaskID != old.Live {
 		t.Fatalf("the live claim's credential after the upgrade: %+v, %v; want it bound to task %d", p, err, old.Live)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the ended claim's credential after the upgrade: %v, want ErrNotFound", err)
 	}
 	if p, err := s.PrincipalByTokenHash(ctx(t), OldOperatorHash); err != nil || p.Lease != nil {
@@ -374,17 +374,17 @@ func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
 		t.Fatalf("DeleteEndedLeasePrincipals after the upgrade = %d, %v; want 1 (the ended claim's)", n, err)
 	}
 	ab, err := s.ConfirmAbort(ctx(t), old.Stopped, old.AbortToken)
-	if err != nil || ab.ID != old.AbortID || ab.Outcome != store.AbortConfirmed {
+	if err != nil || ab.ID != old.AbortID || ab.Outcome != cks.AbortConfirmed {
 		t.Fatalf("ConfirmAbort with the old plain token = %+v, %v; want abort %d confirmed", ab, err, old.AbortID)
 	}
 	if _, err := s.Complete(ctx(t), old.Live, old.LiveToken, false, "done"); err != nil {
 		t.Fatalf("Complete with the old plain token: %v", err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the live claim's credential after its task completed: %v, want ErrNotFound", err)
 	}
 	// New claims after the upgrade work as on a fresh database.
-	MustEnqueue(t, s, store.NewTask{Type: "after"})
+	MustEnqueue(t, s, cks.NewTask{Type: "after"})
 	c := claimType(t, s, "w3", "after")
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil {
 		t.Fatalf("a claim after the upgrade: %v", err)

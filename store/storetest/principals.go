@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -29,21 +30,21 @@ func principalTests() []struct {
 	}
 }
 
-func mustPrincipal(t *testing.T, s store.Store, id string, at time.Time, grants ...store.Grant) {
+func mustPrincipal(t *testing.T, s store.Store, id string, at time.Time, grants ...cks.Grant) {
 	t.Helper()
-	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: id, Name: "name-" + id, CreatedAt: at}, "hash-"+id, grants); err != nil {
+	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: "name-" + id, CreatedAt: at}, "hash-"+id, grants); err != nil {
 		t.Fatalf("create principal %s: %v", id, err)
 	}
 }
 
-var adminGrant = store.Grant{Resource: store.AdminResource, Permission: store.AdminPermission}
+var adminGrant = cks.Grant{Resource: store.AdminResource, Permission: store.AdminPermission}
 
 func testPrincipalsList(t *testing.T, s store.Store) {
 	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
 		t.Fatalf("empty store: %v, %v; want none", ps, err)
 	}
-	mustPrincipal(t, s, "b", T0.Add(time.Minute), store.Grant{Resource: "/tasks/12", Permission: "read"},
-		store.Grant{Resource: "/tasks/12", Permission: "append"}, store.Grant{Resource: "/tasks", Permission: "create"})
+	mustPrincipal(t, s, "b", T0.Add(time.Minute), cks.Grant{Resource: "/tasks/12", Permission: "read"},
+		cks.Grant{Resource: "/tasks/12", Permission: "append"}, cks.Grant{Resource: "/tasks", Permission: "create"})
 	mustPrincipal(t, s, "a", T0, adminGrant)
 	mustPrincipal(t, s, "c", T0.Add(time.Minute)) // no grants; same time as b, after it by id
 	ps, err := s.ListPrincipals(ctx(t))
@@ -68,20 +69,20 @@ func testPrincipalsList(t *testing.T, s store.Store) {
 
 func testPrincipalsDelete(t *testing.T, s store.Store) {
 	mustPrincipal(t, s, "admin", T0, adminGrant)
-	mustPrincipal(t, s, "agent", T0, store.Grant{Resource: "/tasks/1", Permission: "read"})
+	mustPrincipal(t, s, "agent", T0, cks.Grant{Resource: "/tasks/1", Permission: "read"})
 	if err := s.DeletePrincipal(ctx(t), "agent"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-agent"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-agent"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("deleted principal's token: err = %v, want ErrNotFound", err)
 	}
 	if gs, err := s.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
 		t.Fatalf("deleted principal's grants = %v, %v; want none", gs, err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "agent"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.DeletePrincipal(ctx(t), "agent"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "nobody"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.DeletePrincipal(ctx(t), "nobody"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown id: err = %v, want ErrNotFound", err)
 	}
 	// A new principal may reuse the deleted one's id; it starts without the old grants.
@@ -94,9 +95,9 @@ func testPrincipalsDelete(t *testing.T, s store.Store) {
 func testPrincipalsDeleteLastAdmin(t *testing.T, s store.Store) {
 	mustPrincipal(t, s, "admin-1", T0, adminGrant)
 	// Admin on a subtree is not admin on /.
-	mustPrincipal(t, s, "sub", T0, store.Grant{Resource: "/tasks", Permission: store.AdminPermission})
+	mustPrincipal(t, s, "sub", T0, cks.Grant{Resource: "/tasks", Permission: store.AdminPermission})
 	err := s.DeletePrincipal(ctx(t), "admin-1")
-	if !errors.Is(err, store.ErrConflict) {
+	if !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the last admin: err = %v, want ErrConflict", err)
 	}
 	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-admin-1"); err != nil {
@@ -106,7 +107,7 @@ func testPrincipalsDeleteLastAdmin(t *testing.T, s store.Store) {
 	if err := s.DeletePrincipal(ctx(t), "admin-1"); err != nil {
 		t.Fatalf("deleting one of two admins: %v", err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "admin-2"); !errors.Is(err, store.ErrConflict) {
+	if err := s.DeletePrincipal(ctx(t), "admin-2"); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the remaining admin: err = %v, want ErrConflict", err)
 	}
 	if err := s.DeletePrincipal(ctx(t), "sub"); err != nil {
@@ -132,7 +133,7 @@ func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
 			switch {
 			case err == nil:
 				deleted++
-			case errors.Is(err, store.ErrConflict):
+			case errors.Is(err, cks.ErrConflict):
 				conflicted++
 			default:
 				t.Errorf("delete admin-%d: %v", i, err)
@@ -145,9 +146,9 @@ func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
 	}
 }
 
-func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time, ttl time.Duration) store.Session {
+func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time, ttl time.Duration) cks.Session {
 	t.Helper()
-	sess := store.Session{ID: id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(ttl)}
+	sess := cks.Session{ID: id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(ttl)}
 	if err := s.CreateSession(ctx(t), sess, "secret-"+id); err != nil {
 		t.Fatalf("create session %s: %v", id, err)
 	}
@@ -159,19 +160,19 @@ func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time
 // hash, lists without it, is deleted by id, and goes with its principal.
 func testSessions(t *testing.T, s store.Store) {
 	mustPrincipal(t, s, "admin", T0, adminGrant)
-	mustPrincipal(t, s, "reader", T0, store.Grant{Resource: "/", Permission: "read"})
+	mustPrincipal(t, s, "reader", T0, cks.Grant{Resource: "/", Permission: "read"})
 	a := mustSession(t, s, "s-a", "admin", T0, time.Hour)
 	r := mustSession(t, s, "s-r", "reader", T0.Add(time.Second), time.Hour)
-	if err := s.CreateSession(ctx(t), store.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
-		"secret-x"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+		"secret-x"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of an unknown principal: err = %v, want ErrNotFound", err)
 	}
-	if err := s.CreateSession(ctx(t), store.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
-		"secret-other"); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+		"secret-other"); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate session id: err = %v, want ErrConflict", err)
 	}
-	var fe *store.FieldError
-	if err := s.CreateSession(ctx(t), store.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
+	var fe *cks.FieldError
+	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
 		"secret-y"); !errors.As(err, &fe) || fe.Field != "expires_at" {
 		t.Fatalf("session expiring at its creation: err = %v, want a FieldError naming expires_at", err)
 	}
@@ -179,7 +180,7 @@ func testSessions(t *testing.T, s store.Store) {
 	if err != nil || p.ID != "reader" || got != r {
 		t.Fatalf("by secret = %+v, %+v, %v; want reader's %+v", p, got, err, r)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown secret: err = %v, want ErrNotFound", err)
 	}
 	list, err := s.ListSessions(ctx(t))
@@ -189,17 +190,17 @@ func testSessions(t *testing.T, s store.Store) {
 	if err := s.DeleteSession(ctx(t), "s-a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("deleted session: err = %v, want ErrNotFound", err)
 	}
-	if err := s.DeleteSession(ctx(t), "s-a"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.DeleteSession(ctx(t), "s-a"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
 	}
 	// Revoking the principal ends its sessions.
 	if err := s.DeletePrincipal(ctx(t), "reader"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of a deleted principal: err = %v, want ErrNotFound", err)
 	}
 	if list, err := s.ListSessions(ctx(t)); err != nil || len(list) != 0 {
@@ -217,7 +218,7 @@ func testSessionsExpire(t *testing.T, s store.Store) {
 	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute-time.Microsecond)); err != nil {
 		t.Fatalf("a session just before its expiry: %v", err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("a session at its expiry: err = %v, want ErrNotFound", err)
 	}
 	if list, _ := s.ListSessions(ctx(t)); len(list) != 2 {

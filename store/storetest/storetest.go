@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -135,8 +136,8 @@ func RunRest(t *testing.T, newDB NewDB, opts ...Option) {
 var T0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // Liveness returns a valid liveness row for tests, started at T0 plus offset.
-func Liveness(id, kind string, offset time.Duration) store.AgentLiveness {
-	return store.AgentLiveness{
+func Liveness(id, kind string, offset time.Duration) cks.AgentLiveness {
+	return cks.AgentLiveness{
 		InstanceID:        id,
 		ProcessKind:       kind,
 		Hostname:          "host-a",
@@ -155,7 +156,7 @@ func ctx(t testing.TB) context.Context {
 }
 
 // MustUpsert upserts r or fails the test.
-func MustUpsert(t testing.TB, s store.Store, r store.AgentLiveness) {
+func MustUpsert(t testing.TB, s store.Store, r cks.AgentLiveness) {
 	t.Helper()
 	if err := s.UpsertAgentLiveness(ctx(t), r); err != nil {
 		t.Fatalf("UpsertAgentLiveness(%s): %v", r.InstanceID, err)
@@ -163,14 +164,14 @@ func MustUpsert(t testing.TB, s store.Store, r store.AgentLiveness) {
 }
 
 // EqualLiveness fails the test when got and want differ in any field.
-func EqualLiveness(t testing.TB, got, want store.AgentLiveness) {
+func EqualLiveness(t testing.TB, got, want cks.AgentLiveness) {
 	t.Helper()
 	if d := diffLiveness(got, want); d != "" {
 		t.Fatalf("liveness %s differs: %s\n got: %+v\nwant: %+v", want.InstanceID, d, got, want)
 	}
 }
 
-func diffLiveness(got, want store.AgentLiveness) string {
+func diffLiveness(got, want cks.AgentLiveness) string {
 	switch {
 	case got.InstanceID != want.InstanceID:
 		return "instance_id"
@@ -206,7 +207,7 @@ func testLivenessRoundTrip(t *testing.T, s store.Store) {
 	busy.LivenessIntervalS = 2.5
 	MustUpsert(t, s, idle)
 	MustUpsert(t, s, busy)
-	for _, want := range []store.AgentLiveness{idle, busy} {
+	for _, want := range []cks.AgentLiveness{idle, busy} {
 		got, err := s.GetAgentLiveness(ctx(t), want.InstanceID)
 		if err != nil {
 			t.Fatalf("GetAgentLiveness(%s): %v", want.InstanceID, err)
@@ -270,11 +271,11 @@ func testLivenessListOrder(t *testing.T, s store.Store) {
 
 func testLivenessNotFound(t *testing.T, s store.Store) {
 	_, err := s.GetAgentLiveness(ctx(t), "nope")
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("GetAgentLiveness(missing) = %v, want ErrNotFound", err)
 	}
 	_, err = s.LatestAgentLiveness(ctx(t), "critic")
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("LatestAgentLiveness(no rows) = %v, want ErrNotFound", err)
 	}
 }
@@ -301,25 +302,25 @@ func testLivenessRejectsBadInput(t *testing.T, s store.Store) {
 	good := Liveness("i-1", "critic", 0)
 	cases := []struct {
 		field string
-		edit  func(*store.AgentLiveness)
+		edit  func(*cks.AgentLiveness)
 	}{
-		{"instance_id", func(r *store.AgentLiveness) { r.InstanceID = "" }},
-		{"process_kind", func(r *store.AgentLiveness) { r.ProcessKind = "" }},
-		{"hostname", func(r *store.AgentLiveness) { r.Hostname = "" }},
-		{"pid", func(r *store.AgentLiveness) { r.PID = 0 }},
-		{"liveness_interval_s", func(r *store.AgentLiveness) { r.LivenessIntervalS = -1 }},
-		{"started_at", func(r *store.AgentLiveness) { r.StartedAt = time.Time{} }},
-		{"last_heartbeat_at", func(r *store.AgentLiveness) { r.LastHeartbeatAt = time.Time{} }},
+		{"instance_id", func(r *cks.AgentLiveness) { r.InstanceID = "" }},
+		{"process_kind", func(r *cks.AgentLiveness) { r.ProcessKind = "" }},
+		{"hostname", func(r *cks.AgentLiveness) { r.Hostname = "" }},
+		{"pid", func(r *cks.AgentLiveness) { r.PID = 0 }},
+		{"liveness_interval_s", func(r *cks.AgentLiveness) { r.LivenessIntervalS = -1 }},
+		{"started_at", func(r *cks.AgentLiveness) { r.StartedAt = time.Time{} }},
+		{"last_heartbeat_at", func(r *cks.AgentLiveness) { r.LastHeartbeatAt = time.Time{} }},
 		// Task ids start at 1; a current task of 0 would read back as idle.
-		{"current_task_id", func(r *store.AgentLiveness) { zero := int64(0); r.CurrentTaskID = &zero }},
-		{"current_task_id", func(r *store.AgentLiveness) { neg := int64(-3); r.CurrentTaskID = &neg }},
+		{"current_task_id", func(r *cks.AgentLiveness) { zero := int64(0); r.CurrentTaskID = &zero }},
+		{"current_task_id", func(r *cks.AgentLiveness) { neg := int64(-3); r.CurrentTaskID = &neg }},
 	}
 	for _, c := range cases {
 		r := good
 		c.edit(&r)
 		err := s.UpsertAgentLiveness(ctx(t), r)
-		var fe *store.FieldError
-		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
+		var fe *cks.FieldError
+		if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("bad %s: err = %v, want a FieldError naming %s", c.field, err, c.field)
 		}
 	}
@@ -387,8 +388,8 @@ func testLivenessConcurrentUpserts(t *testing.T, s store.Store) {
 }
 
 func testPrincipals(t *testing.T, s store.Store) {
-	p := store.Principal{ID: "p-1", Name: "admin", CreatedAt: T0}
-	grants := []store.Grant{{Resource: "/", Permission: "admin"}, {Resource: "/", Permission: "read"}}
+	p := cks.Principal{ID: "p-1", Name: "admin", CreatedAt: T0}
+	grants := []cks.Grant{{Resource: "/", Permission: "admin"}, {Resource: "/", Permission: "read"}}
 	if err := s.CreatePrincipal(ctx(t), p, "hash-1", grants); err != nil {
 		t.Fatal(err)
 	}
@@ -406,16 +407,16 @@ func testPrincipals(t *testing.T, s store.Store) {
 	if fmt.Sprint(gs) != fmt.Sprint(grants) {
 		t.Fatalf("grants = %v, want %v", gs, grants)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "other"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), "other"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown hash: err = %v, want ErrNotFound", err)
 	}
-	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "p-2", Name: "x", CreatedAt: T0}, "hash-1", nil); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "p-2", Name: "x", CreatedAt: T0}, "hash-1", nil); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate token hash: err = %v, want ErrConflict", err)
 	}
-	if err := s.CreatePrincipal(ctx(t), store.Principal{ID: "p-1", Name: "x", CreatedAt: T0}, "hash-2", nil); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "p-1", Name: "x", CreatedAt: T0}, "hash-2", nil); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate id: err = %v, want ErrConflict", err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("rejected principal was stored: err = %v", err)
 	}
 }
@@ -427,9 +428,9 @@ func testPrincipals(t *testing.T, s store.Store) {
 // intact with the new columns empty, and the new columns accept writes.
 func CheckUpgradedLiveness(t testing.TB, s store.Store) {
 	t.Helper()
-	old1 := store.AgentLiveness{InstanceID: "old-1", ProcessKind: "critic", Hostname: "h", PID: 10,
+	old1 := cks.AgentLiveness{InstanceID: "old-1", ProcessKind: "critic", Hostname: "h", PID: 10,
 		LivenessIntervalS: 30, StartedAt: T0, LastHeartbeatAt: T0.Add(30 * time.Second)}
-	old2 := store.AgentLiveness{InstanceID: "old-2", ProcessKind: "pipeline", Hostname: "h", PID: 11,
+	old2 := cks.AgentLiveness{InstanceID: "old-2", ProcessKind: "pipeline", Hostname: "h", PID: 11,
 		LivenessIntervalS: 15, StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute)}
 	all, err := s.ListAgentLiveness(ctx(t))
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -34,9 +34,9 @@ func transitioner(t testing.TB, s store.Store) Transitioner {
 
 // mustMove moves task id through the states path with the low-level
 // Transition (no dependency, lease or attempt effects).
-func mustMove(t testing.TB, s store.Store, id int64, path ...ledger.State) store.Task {
+func mustMove(t testing.TB, s store.Store, id int64, path ...cks.TaskState) cks.Task {
 	t.Helper()
-	var out store.Task
+	var out cks.Task
 	for _, st := range path {
 		var err error
 		if out, err = transitioner(t, s).Transition(ctx(t), id, st, "suite", "setup"); err != nil {
@@ -50,8 +50,8 @@ func mustMove(t testing.TB, s store.Store, id int64, path ...ledger.State) store
 // state_changed_at; writes that keep the state (Touch, AddEvidence) do not.
 func testTaskStateChangedAt(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "timed"})
-	check := func(step string, want time.Time) store.Task {
+	task := MustEnqueue(t, s, cks.NewTask{Title: "timed"})
+	check := func(step string, want time.Time) cks.Task {
 		t.Helper()
 		got := MustGet(t, s, task.ID)
 		if !got.StateChangedAt.Equal(want) || got.StateChangedAt.Location() != time.UTC {
@@ -85,9 +85,9 @@ func testTaskStateChangedAt(t *testing.T, open Opener) {
 	}
 	check("running", clk.Now())
 	clk.Advance(time.Minute)
-	mustMove(t, s, task.ID, ledger.Stopped)
+	mustMove(t, s, task.ID, cks.TaskStopped)
 	stopped := check("stopped", clk.Now())
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 1 || !page.Tasks[0].StateChangedAt.Equal(clk.Now()) {
 		t.Fatalf("ListTasks = %+v, %v; want state_changed_at %v", page.Tasks, err, clk.Now())
 	}
@@ -101,35 +101,35 @@ func testTaskStateChangedAt(t *testing.T, open Opener) {
 // States and StateChangedBefore, and ListTasks with the same filter.
 func testTaskStateChangedBefore(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	enqueue := func(title string) int64 { return MustEnqueue(t, s, store.NewTask{Title: title}).ID }
+	enqueue := func(title string) int64 { return MustEnqueue(t, s, cks.NewTask{Title: title}).ID }
 	open0 := enqueue("open since T0")
 	stop0 := enqueue("stopped at T0")
-	mustMove(t, s, stop0, ledger.Stopped)
+	mustMove(t, s, stop0, cks.TaskStopped)
 	clk.Advance(10 * time.Hour)
 	stop10 := enqueue("stopped at T0+10h")
-	mustMove(t, s, stop10, ledger.Stopped)
+	mustMove(t, s, stop10, cks.TaskStopped)
 	restarted := enqueue("stopped at T0+10h, started at T0+30h")
-	mustMove(t, s, restarted, ledger.Stopped)
+	mustMove(t, s, restarted, cks.TaskStopped)
 	clk.Advance(20 * time.Hour)
-	mustMove(t, s, restarted, ledger.Open)
+	mustMove(t, s, restarted, cks.TaskOpen)
 	stop30 := enqueue("stopped at T0+30h")
-	mustMove(t, s, stop30, ledger.Stopped)
+	mustMove(t, s, stop30, cks.TaskStopped)
 	clk.Advance(18 * time.Hour) // now T0+48h
 
-	stopped := []store.TaskState{ledger.Stopped}
+	stopped := []cks.TaskState{cks.TaskStopped}
 	cases := []struct {
 		name string
-		f    store.TaskFilter
+		f    cks.TaskFilter
 		want []int64
 	}{
-		{"stale stops (24h)", store.TaskFilter{States: stopped, StateChangedBefore: clk.Now().Add(-24 * time.Hour)}, []int64{stop0, stop10}},
-		{"boundary is inclusive", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour)}, []int64{stop0, stop10}},
-		{"just before the boundary", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10*time.Hour - time.Microsecond)}, []int64{stop0}},
-		{"zero cutoff: no time filter", store.TaskFilter{States: stopped}, []int64{stop0, stop10, stop30}},
-		{"any state", store.TaskFilter{StateChangedBefore: T0.Add(time.Hour)}, []int64{open0, stop0}},
-		{"cutoff before everything", store.TaskFilter{StateChangedBefore: T0.Add(-time.Second)}, nil},
-		{"with types", store.TaskFilter{Types: []string{"other"}, StateChangedBefore: clk.Now()}, nil},
-		{"cutoff in another zone", store.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
+		{"stale stops (24h)", cks.TaskFilter{States: stopped, StateChangedBefore: clk.Now().Add(-24 * time.Hour)}, []int64{stop0, stop10}},
+		{"boundary is inclusive", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour)}, []int64{stop0, stop10}},
+		{"just before the boundary", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10*time.Hour - time.Microsecond)}, []int64{stop0}},
+		{"zero cutoff: no time filter", cks.TaskFilter{States: stopped}, []int64{stop0, stop10, stop30}},
+		{"any state", cks.TaskFilter{StateChangedBefore: T0.Add(time.Hour)}, []int64{open0, stop0}},
+		{"cutoff before everything", cks.TaskFilter{StateChangedBefore: T0.Add(-time.Second)}, nil},
+		{"with types", cks.TaskFilter{Types: []string{"other"}, StateChangedBefore: clk.Now()}, nil},
+		{"cutoff in another zone", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
 	}
 	for _, tc := range cases {
 		n, err := s.CountTasks(ctx(t), tc.f)
@@ -149,10 +149,10 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 		}
 	}
 	// CountTasks ignores the page fields.
-	if n, err := s.CountTasks(ctx(t), store.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
+	if n, err := s.CountTasks(ctx(t), cks.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
 		t.Errorf("CountTasks with After and Limit = %d, %v; want all 5", n, err)
 	}
-	if _, err := s.CountTasks(ctx(t), store.TaskFilter{States: []store.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
+	if _, err := s.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
 		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
 	}
 }
@@ -163,7 +163,7 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	enq := func(title string, deps ...int64) int64 {
-		return MustEnqueue(t, s, store.NewTask{Title: title, DependsOn: deps}).ID
+		return MustEnqueue(t, s, cks.NewTask{Title: title, DependsOn: deps}).ID
 	}
 	done1, done2 := enq("done 1"), enq("done 2")
 	failed, cancelled, pending, blockedDep := enq("failed"), enq("cancelled"), enq("pending"), enq("blocked")
@@ -174,17 +174,17 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	mixed := enq("on a completed and a pending one", done1, pending)
 	onBlocked := enq("on a BLOCKED dependency", blockedDep)
 	stoppedAllDone := enq("stopped, deps completed", done1)
-	mustMove(t, s, stoppedAllDone, ledger.Stopped)
+	mustMove(t, s, stoppedAllDone, cks.TaskStopped)
 	noDeps := enq("waiting without dependencies")
-	mustMove(t, s, noDeps, ledger.Waiting)
+	mustMove(t, s, noDeps, cks.TaskWaiting)
 	for _, id := range []int64{done1, done2} {
-		mustMove(t, s, id, ledger.Claimed, ledger.Completed)
+		mustMove(t, s, id, cks.TaskClaimed, cks.TaskCompleted)
 	}
-	mustMove(t, s, failed, ledger.Claimed, ledger.Failed)
-	mustMove(t, s, cancelled, ledger.Cancelled)
-	mustMove(t, s, blockedDep, ledger.Waiting, ledger.Blocked)
+	mustMove(t, s, failed, cks.TaskClaimed, cks.TaskFailed)
+	mustMove(t, s, cancelled, cks.TaskCancelled)
+	mustMove(t, s, blockedDep, cks.TaskWaiting, cks.TaskBlocked)
 	for _, id := range []int64{allDone, onFailed, chained, onCancelled, mixed, onBlocked} {
-		wantState(t, s, id, ledger.Waiting) // the inline release did not run
+		wantState(t, s, id, cks.TaskWaiting) // the inline release did not run
 	}
 
 	clk.Advance(time.Minute)
@@ -197,17 +197,17 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	}
 	cases := []struct {
 		id     int64
-		want   ledger.State
+		want   cks.TaskState
 		reason string // a substring of the event's reason; "" = no new event
 	}{
-		{allDone, ledger.Open, "dependencies complete"},
-		{noDeps, ledger.Open, "dependencies complete"},
-		{onFailed, ledger.Blocked, fmt.Sprintf("dependency %d is FAILED", failed)},
-		{chained, ledger.Blocked, fmt.Sprintf("dependency %d is BLOCKED", onFailed)},
-		{onCancelled, ledger.Blocked, fmt.Sprintf("dependency %d is CANCELLED", cancelled)},
-		{mixed, ledger.Waiting, ""},
-		{onBlocked, ledger.Waiting, ""},
-		{stoppedAllDone, ledger.Stopped, ""}, // dispatch-excluded: never touched
+		{allDone, cks.TaskOpen, "dependencies complete"},
+		{noDeps, cks.TaskOpen, "dependencies complete"},
+		{onFailed, cks.TaskBlocked, fmt.Sprintf("dependency %d is FAILED", failed)},
+		{chained, cks.TaskBlocked, fmt.Sprintf("dependency %d is BLOCKED", onFailed)},
+		{onCancelled, cks.TaskBlocked, fmt.Sprintf("dependency %d is CANCELLED", cancelled)},
+		{mixed, cks.TaskWaiting, ""},
+		{onBlocked, cks.TaskWaiting, ""},
+		{stoppedAllDone, cks.TaskStopped, ""}, // dispatch-excluded: never touched
 	}
 	for _, tc := range cases {
 		task := wantState(t, s, tc.id, tc.want)
@@ -218,12 +218,12 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 			}
 			continue
 		}
-		if e.Actor != store.ActorDependencyRelease || e.From != ledger.Waiting || e.To != tc.want ||
+		if e.Actor != store.ActorDependencyRelease || e.From != cks.TaskWaiting || e.To != tc.want ||
 			!strings.Contains(e.Reason, tc.reason) || !e.At.Equal(clk.Now()) || !task.StateChangedAt.Equal(clk.Now()) {
 			t.Errorf("task %d (%s): event %+v, want one by %s to %s with a reason containing %q",
 				tc.id, task.Title, e, store.ActorDependencyRelease, tc.want, tc.reason)
 		}
-		if tc.want == ledger.Blocked && !strings.Contains(task.LastError, tc.reason) {
+		if tc.want == cks.TaskBlocked && !strings.Contains(task.LastError, tc.reason) {
 			t.Errorf("task %d: last_error %q, want it to contain %q", tc.id, task.LastError, tc.reason)
 		}
 	}
@@ -247,14 +247,14 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 	const n, nodes = 20, 3
 	s, clk := fakeStore(t, open)
-	done, failed := MustEnqueue(t, s, store.NewTask{Title: "done"}).ID, MustEnqueue(t, s, store.NewTask{Title: "failed"}).ID
+	done, failed := MustEnqueue(t, s, cks.NewTask{Title: "done"}).ID, MustEnqueue(t, s, cks.NewTask{Title: "failed"}).ID
 	var toOpen, toBlock []int64
 	for i := range n {
-		toOpen = append(toOpen, MustEnqueue(t, s, store.NewTask{Title: fmt.Sprint("open ", i), DependsOn: []int64{done}}).ID)
-		toBlock = append(toBlock, MustEnqueue(t, s, store.NewTask{Title: fmt.Sprint("block ", i), DependsOn: []int64{failed}}).ID)
+		toOpen = append(toOpen, MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("open ", i), DependsOn: []int64{done}}).ID)
+		toBlock = append(toBlock, MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("block ", i), DependsOn: []int64{failed}}).ID)
 	}
-	mustMove(t, s, done, ledger.Claimed, ledger.Completed)
-	mustMove(t, s, failed, ledger.Claimed, ledger.Failed)
+	mustMove(t, s, done, cks.TaskClaimed, cks.TaskCompleted)
+	mustMove(t, s, failed, cks.TaskClaimed, cks.TaskFailed)
 	results := make([]store.DependencyRelease, nodes)
 	errs := make([]error, nodes)
 	var wg sync.WaitGroup
@@ -276,8 +276,8 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 	}
 	for _, ids := range []struct {
 		ids  []int64
-		want ledger.State
-	}{{toOpen, ledger.Open}, {toBlock, ledger.Blocked}} {
+		want cks.TaskState
+	}{{toOpen, cks.TaskOpen}, {toBlock, cks.TaskBlocked}} {
 		for _, id := range ids.ids {
 			task := wantState(t, s, id, ids.want)
 			moves := 0

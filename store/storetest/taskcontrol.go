@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -43,10 +44,10 @@ func taskControlTests() []taskTest {
 }
 
 // leased reports whether a task in state st holds an executor's lease.
-func leased(st ledger.State) bool { return st == ledger.Claimed || st == ledger.Running }
+func leased(st cks.TaskState) bool { return st == cks.TaskClaimed || st == cks.TaskRunning }
 
 // claimType claims exactly one task of type typ for worker or fails the test.
-func claimType(t testing.TB, s store.Store, worker, typ string) store.ClaimedTask {
+func claimType(t testing.TB, s store.Store, worker, typ string) cks.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(ctx(t), worker, []string{typ}, 1, Lease)
 	if err != nil {
@@ -60,9 +61,9 @@ func claimType(t testing.TB, s store.Store, worker, typ string) store.ClaimedTas
 
 // mustRunning enqueues a task of type typ, claims it for worker and marks it
 // RUNNING; it returns the claimed task (with its lease token).
-func mustRunning(t testing.TB, s store.Store, typ, worker string) store.ClaimedTask {
+func mustRunning(t testing.TB, s store.Store, typ, worker string) cks.ClaimedTask {
 	t.Helper()
-	MustEnqueue(t, s, store.NewTask{Type: typ, Title: typ})
+	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
 	c := claimType(t, s, worker, typ)
 	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatalf("MarkRunning(%d): %v", c.ID, err)
@@ -71,7 +72,7 @@ func mustRunning(t testing.TB, s store.Store, typ, worker string) store.ClaimedT
 }
 
 // mustStop stops task id or fails the test.
-func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (store.Task, *store.Abort) {
+func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (cks.Task, *cks.Abort) {
 	t.Helper()
 	task, ab, err := s.Stop(ctx(t), id, "op", "hold it", deadline)
 	if err != nil {
@@ -81,7 +82,7 @@ func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (st
 }
 
 // mustStart starts task id or fails the test.
-func mustStart(t testing.TB, s store.Store, id int64) store.Task {
+func mustStart(t testing.TB, s store.Store, id int64) cks.Task {
 	t.Helper()
 	task, err := s.Start(ctx(t), id, "op", "go again")
 	if err != nil {
@@ -91,7 +92,7 @@ func mustStart(t testing.TB, s store.Store, id int64) store.Task {
 }
 
 // mustUpdate applies p to task id or fails the test.
-func mustUpdate(t testing.TB, s store.Store, id int64, p store.TaskPatch) store.UpdateResult {
+func mustUpdate(t testing.TB, s store.Store, id int64, p cks.TaskPatch) cks.UpdateResult {
 	t.Helper()
 	res, err := s.Update(ctx(t), id, "op", p, 0)
 	if err != nil {
@@ -103,12 +104,12 @@ func mustUpdate(t testing.TB, s store.Store, id int64, p store.TaskPatch) store.
 // into makes a task of type typ in state st through real operations and
 // returns it with the lease token of its executor or reviewer ("" when none).
 // Dependencies it needs have type typ+"-dep", so a claim of typ never takes them.
-func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task, string) {
+func into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, string) {
 	t.Helper()
-	enq := func(deps ...int64) store.Task {
-		return MustEnqueue(t, s, store.NewTask{Type: typ, Title: string(st), DependsOn: deps})
+	enq := func(deps ...int64) cks.Task {
+		return MustEnqueue(t, s, cks.NewTask{Type: typ, Title: string(st), DependsOn: deps})
 	}
-	claim := func() store.ClaimedTask {
+	claim := func() cks.ClaimedTask {
 		enq()
 		return claimType(t, s, "w-"+typ, typ)
 	}
@@ -118,52 +119,52 @@ func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task,
 		err error
 	)
 	switch st {
-	case ledger.Open:
+	case cks.TaskOpen:
 		id = enq().ID
-	case ledger.Waiting:
-		dep := MustEnqueue(t, s, store.NewTask{Type: typ + "-dep", Title: "open dependency"})
+	case cks.TaskWaiting:
+		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "open dependency"})
 		id = enq(dep.ID).ID
-	case ledger.Blocked:
-		dep := MustEnqueue(t, s, store.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
+	case cks.TaskBlocked:
+		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
 		if _, err := s.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
 			t.Fatal(err)
 		}
 		id = enq(dep.ID).ID
-	case ledger.Claimed:
+	case cks.TaskClaimed:
 		c := claim()
 		id, tok = c.ID, c.LeaseToken
-	case ledger.Running:
+	case cks.TaskRunning:
 		c := claim()
 		id, tok = c.ID, c.LeaseToken
 		_, err = s.MarkRunning(ctx(t), id, tok)
-	case ledger.NeedsInput:
+	case cks.TaskNeedsInput:
 		c := claim()
 		id = c.ID
 		_, err = s.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
-	case ledger.NeedsReview:
+	case cks.TaskNeedsReview:
 		c := claim()
 		id = c.ID
 		_, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft")
-	case ledger.Reviewing:
+	case cks.TaskReviewing:
 		c := claim()
 		id = c.ID
 		if _, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
-			var r store.ClaimedTask
+			var r cks.ClaimedTask
 			r, err = s.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
 			tok = r.LeaseToken
 		}
-	case ledger.Completed:
+	case cks.TaskCompleted:
 		c := claim()
 		id = c.ID
 		_, err = s.Complete(ctx(t), id, c.LeaseToken, false, "done")
-	case ledger.Failed:
+	case cks.TaskFailed:
 		c := claim()
 		id = c.ID
 		_, err = s.Fail(ctx(t), id, c.LeaseToken, false, "broken")
-	case ledger.Cancelled:
+	case cks.TaskCancelled:
 		id = enq().ID
 		_, err = s.Cancel(ctx(t), id, "op", "dropped")
-	case ledger.Stopped:
+	case cks.TaskStopped:
 		id = enq().ID
 		_, _, err = s.Stop(ctx(t), id, "op", "setup", 0)
 	default:
@@ -177,14 +178,14 @@ func into(t testing.TB, s store.Store, st ledger.State, typ string) (store.Task,
 
 // fingerprint is what "nothing changed" compares: every field an operator
 // operation could write, and the lengths of the task's append-only records.
-func fingerprint(task store.Task) string {
+func fingerprint(task cks.Task) string {
 	return fmt.Sprintf("state=%s rev=%d restarts=%d attempts=%d title=%q desc=%q ac=%q prio=%d meta=%s payload=%s deps=%v parent=%v events=%d aborts=%d lease=%q/%v/%v updated=%v",
 		task.State, task.Revision, task.Restarts, task.Attempts, task.Title, task.Description, task.AcceptanceCriteria,
 		task.Priority, task.Metadata, task.Payload, task.DependsOn, parentOf(task), len(task.Events), len(task.Aborts),
 		task.ClaimedBy, task.LeaseExpiresAt, task.LeaseRenewedAt, task.UpdatedAt)
 }
 
-func parentOf(task store.Task) int64 {
+func parentOf(task cks.Task) int64 {
 	if task.ParentID == nil {
 		return 0
 	}
@@ -198,7 +199,7 @@ func snapshot(t testing.TB, s store.Store, ids ...int64) map[int64]string {
 	for _, id := range ids {
 		out[id] = fingerprint(MustGet(t, s, id))
 	}
-	n, err := s.CountTasks(ctx(t), store.TaskFilter{})
+	n, err := s.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func unchanged(t testing.TB, s store.Store, what string, before map[int64]string
 
 // checkEventChain fails the test unless task's events form a chain of
 // allowed transitions ending in its state.
-func checkEventChain(t testing.TB, task store.Task) {
+func checkEventChain(t testing.TB, task cks.Task) {
 	t.Helper()
 	if len(task.Events) == 0 {
 		t.Fatalf("task %d has no events", task.ID)
@@ -250,7 +251,7 @@ func checkEventChain(t testing.TB, task store.Task) {
 
 // wantEditEvent fails the test unless the last event of task records an
 // edit by actor in state st (From and To both st) with reason.
-func wantEditEvent(t testing.TB, task store.Task, actor string, st ledger.State, reason string) {
+func wantEditEvent(t testing.TB, task cks.Task, actor string, st cks.TaskState, reason string) {
 	t.Helper()
 	if e := lastEvent(t, task); e.From != st || e.To != st || e.Actor != actor || e.Reason != reason {
 		t.Errorf("task %d: last event %+v; want the edit %s → %s by %s, %q", task.ID, e, st, st, actor, reason)
@@ -272,7 +273,7 @@ func wantFenced(t testing.TB, s store.Store, id int64, token, what string) {
 		{"MarkRunning", func() error { _, err := s.MarkRunning(ctx(t), id, token); return err }},
 	}
 	for _, c := range calls {
-		if err := c.call(); !errors.Is(err, store.ErrLeaseLost) {
+		if err := c.call(); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s: %s with the revoked token: err = %v, want ErrLeaseLost", what, c.name, err)
 		}
 	}
@@ -284,8 +285,8 @@ func wantFenced(t testing.TB, s store.Store, id int64, token, what string) {
 // testTaskStopEachState stops a task in every stoppable state.
 func testTaskStopEachState(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	stoppable := []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.NeedsInput,
-		ledger.NeedsReview, ledger.Reviewing, ledger.Claimed, ledger.Running}
+	stoppable := []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskNeedsInput,
+		cks.TaskNeedsReview, cks.TaskReviewing, cks.TaskClaimed, cks.TaskRunning}
 	for _, st := range stoppable {
 		before, tok := into(t, s, st, strings.ToLower(string(st)))
 		clk.Advance(time.Second)
@@ -295,21 +296,21 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 			t.Errorf("Stop of a %s task: %v", st, err)
 			continue
 		}
-		after := wantState(t, s, before.ID, ledger.Stopped)
-		if got.State != ledger.Stopped || got.ClaimedBy != "" || after.ClaimedBy != "" || !after.LeaseExpiresAt.IsZero() ||
+		after := wantState(t, s, before.ID, cks.TaskStopped)
+		if got.State != cks.TaskStopped || got.ClaimedBy != "" || after.ClaimedBy != "" || !after.LeaseExpiresAt.IsZero() ||
 			after.Restarts != before.Restarts || after.Revision != before.Revision || !after.StateChangedAt.Equal(now) {
 			t.Errorf("Stop of a %s task returned %+v, stored %+v", st, got, after)
 		}
-		if e := lastEvent(t, after); len(after.Events) != len(before.Events)+1 || e.From != st || e.To != ledger.Stopped ||
+		if e := lastEvent(t, after); len(after.Events) != len(before.Events)+1 || e.From != st || e.To != cks.TaskStopped ||
 			e.Actor != "op" || !strings.Contains(e.Reason, "hold "+string(st)) || !e.At.Equal(now) {
 			t.Errorf("Stop of a %s task: %d events (was %d), last %+v", st, len(after.Events), len(before.Events), e)
 		}
 		checkEventChain(t, after)
 		switch {
 		case leased(st):
-			want := store.Abort{TaskID: before.ID, Executor: before.ClaimedBy, Attempt: before.Attempts,
+			want := cks.Abort{TaskID: before.ID, Executor: before.ClaimedBy, Attempt: before.Attempts,
 				Restart: before.Restarts, RequestedBy: "op", Reason: "hold " + string(st), RequestedAt: now,
-				DeadlineAt: now.Add(2 * time.Minute), Outcome: store.AbortPending}
+				DeadlineAt: now.Add(2 * time.Minute), Outcome: cks.AbortPending}
 			if ab == nil {
 				t.Errorf("Stop of a %s task returned no Abort", st)
 				continue
@@ -321,7 +322,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 				t.Errorf("Stop of a %s task: attempts %d, want %d (the attempt is given back)", st, after.Attempts, before.Attempts-1)
 			}
 			if len(after.Aborts) != 1 || after.LastAbort == nil || after.LastAbort.ID != ab.ID ||
-				after.LastAbort.Outcome != store.AbortPending {
+				after.LastAbort.Outcome != cks.AbortPending {
 				t.Errorf("Stop of a %s task: GetTask shows aborts %+v, last %+v", st, after.Aborts, after.LastAbort)
 			}
 			if stored, err := s.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
@@ -336,27 +337,27 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 			if after.Attempts != before.Attempts || len(after.Aborts) != 0 || after.LastAbort != nil {
 				t.Errorf("Stop of a %s task: attempts %d (was %d), aborts %+v", st, after.Attempts, before.Attempts, after.Aborts)
 			}
-			if st == ledger.Reviewing {
+			if st == cks.TaskReviewing {
 				_, err := s.Approve(ctx(t), before.ID, tok, "late")
-				wantErr(t, "Approve with the reviewer's token after Stop", err, store.ErrLeaseLost)
+				wantErr(t, "Approve with the reviewer's token after Stop", err, cks.ErrLeaseLost)
 			}
 		}
 	}
 	// Deadline 0 is the default deadline.
 	c := mustRunning(t, s, "default-deadline", "w")
 	_, ab := mustStop(t, s, c.ID, 0)
-	if ab == nil || !ab.DeadlineAt.Equal(clk.Now().Add(store.DefaultAbortDeadline)) {
-		t.Fatalf("Stop with deadline 0: abort %+v, want deadline now+%v", ab, store.DefaultAbortDeadline)
+	if ab == nil || !ab.DeadlineAt.Equal(clk.Now().Add(cks.DefaultAbortDeadline)) {
+		t.Fatalf("Stop with deadline 0: abort %+v, want deadline now+%v", ab, cks.DefaultAbortDeadline)
 	}
 }
 
 // wantAbortOf fails the test unless ab is the abort of the lease whose token
 // is token (the abort keeps only the token's hash): confirming with token
 // confirms ab. It confirms ab.
-func wantAbortOf(t testing.TB, s store.Store, ab store.Abort, token string) {
+func wantAbortOf(t testing.TB, s store.Store, ab cks.Abort, token string) {
 	t.Helper()
 	got, err := s.ConfirmAbort(ctx(t), ab.TaskID, token)
-	if err != nil || got.ID != ab.ID || got.Outcome != store.AbortConfirmed {
+	if err != nil || got.ID != ab.ID || got.Outcome != cks.AbortConfirmed {
 		t.Errorf("ConfirmAbort with the revoked token = %+v, %v; want abort %d confirmed", got, err, ab.ID)
 	}
 }
@@ -372,7 +373,7 @@ func mustHeld(t testing.TB, s store.Store, id int64, token string) bool {
 	return held
 }
 
-func diffAbort(got, want store.Abort) string {
+func diffAbort(got, want cks.Abort) string {
 	switch {
 	case want.ID != 0 && got.ID != want.ID:
 		return "id"
@@ -404,17 +405,17 @@ func diffAbort(got, want store.Abort) string {
 // ids are refused and change nothing.
 func testTaskStopRefused(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	for _, st := range []ledger.State{ledger.Completed, ledger.Failed, ledger.Cancelled, ledger.Stopped} {
+	for _, st := range []cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped} {
 		task, _ := into(t, s, st, strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
 		_, ab, err := s.Stop(ctx(t), task.ID, "op", "again", 0)
-		if !errors.Is(err, store.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
+		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
 			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, ab, err, st)
 		}
 		unchanged(t, s, "Stop of a "+string(st)+" task", before)
 	}
-	open1, _ := into(t, s, ledger.Open, "open")
-	run, tok := into(t, s, ledger.Running, "running")
+	open1, _ := into(t, s, cks.TaskOpen, "open")
+	run, tok := into(t, s, cks.TaskRunning, "running")
 	bad := []struct {
 		field    string
 		reason   string
@@ -422,7 +423,7 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 	}{
 		{"reason", "", 0},
 		{"deadline", "r", -time.Second},
-		{"deadline", "r", store.MaxAbortDeadline + time.Millisecond},
+		{"deadline", "r", cks.MaxAbortDeadline + time.Millisecond},
 	}
 	for _, b := range bad {
 		before := snapshot(t, s, open1.ID, run.ID)
@@ -437,11 +438,11 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 		t.Fatalf("after refused stops LeaseHeld = %v, %v; want the executor's lease intact", held, err)
 	}
 	// The largest deadline is allowed.
-	if _, ab, err := s.Stop(ctx(t), run.ID, "op", "r", store.MaxAbortDeadline); err != nil || ab == nil {
+	if _, ab, err := s.Stop(ctx(t), run.ID, "op", "r", cks.MaxAbortDeadline); err != nil || ab == nil {
 		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
 	}
 	_, _, err := s.Stop(ctx(t), run.ID+1000, "op", "r", 0)
-	wantErr(t, "Stop of an unknown task", err, store.ErrNotFound)
+	wantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskDispatchExclusion: STOPPED and NEEDS_INPUT tasks are skipped by
@@ -449,25 +450,25 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 func testTaskDispatchExclusion(t *testing.T, open Opener) {
 	got := slices.Clone(ledger.DispatchExcluded[:])
 	slices.Sort(got)
-	if want := []ledger.State{ledger.NeedsInput, ledger.Stopped}; !slices.Equal(got, want) {
+	if want := []cks.TaskState{cks.TaskNeedsInput, cks.TaskStopped}; !slices.Equal(got, want) {
 		t.Fatalf("ledger.DispatchExcluded = %v, want exactly %v", got, want)
 	}
 	s, clk := fakeStore(t, open)
 	// Each excluded task has held a lease, so a reaper has something to be wrong about.
-	stoppedRun, _ := into(t, s, ledger.Running, "x")
+	stoppedRun, _ := into(t, s, cks.TaskRunning, "x")
 	mustStop(t, s, stoppedRun.ID, time.Second)
-	stoppedClaim, _ := into(t, s, ledger.Claimed, "x")
+	stoppedClaim, _ := into(t, s, cks.TaskClaimed, "x")
 	mustStop(t, s, stoppedClaim.ID, time.Second)
-	parked, _ := into(t, s, ledger.NeedsInput, "x")
-	stoppedOpen, _ := into(t, s, ledger.Open, "x")
+	parked, _ := into(t, s, cks.TaskNeedsInput, "x")
+	stoppedOpen, _ := into(t, s, cks.TaskOpen, "x")
 	mustStop(t, s, stoppedOpen.ID, 0)
 	// Stopped while WAITING: its dependency completing, failing or being
 	// cancelled must not move it (only Start evaluates a stopped task).
 	var stoppedWaiting []int64
 	var deps []int64
 	for range 3 {
-		dep := MustEnqueue(t, s, store.NewTask{Type: "dep", Title: "dependency"})
-		w := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "waiting", DependsOn: []int64{dep.ID}})
+		dep := MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
+		w := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "waiting", DependsOn: []int64{dep.ID}})
 		mustStop(t, s, w.ID, 0)
 		stoppedWaiting = append(stoppedWaiting, w.ID)
 		deps = append(deps, dep.ID)
@@ -517,10 +518,10 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 // restarts+1, attempts neither burned nor reset, run_after cleared.
 func testTaskStart(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "retried", MaxAttempts: 5})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "retried", MaxAttempts: 5})
 	c := MustClaimOne(t, s, "w")
 	failed, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "flaky")
-	if err != nil || failed.State != ledger.Open || failed.Attempts != 1 || failed.RunAfter.IsZero() {
+	if err != nil || failed.State != cks.TaskOpen || failed.Attempts != 1 || failed.RunAfter.IsZero() {
 		t.Fatalf("retryable Fail = %+v, %v", failed, err)
 	}
 	stopped, ab := mustStop(t, s, task.ID, 0)
@@ -529,11 +530,11 @@ func testTaskStart(t *testing.T, open Opener) {
 	}
 	clk.Advance(time.Second) // well before the backoff ends
 	started := mustStart(t, s, task.ID)
-	got := wantState(t, s, task.ID, ledger.Open)
-	if started.State != ledger.Open || got.Restarts != 1 || got.Attempts != 1 || !got.RunAfter.IsZero() || got.Revision != 1 {
+	got := wantState(t, s, task.ID, cks.TaskOpen)
+	if started.State != cks.TaskOpen || got.Restarts != 1 || got.Attempts != 1 || !got.RunAfter.IsZero() || got.Revision != 1 {
 		t.Fatalf("Start = %+v, stored %+v; want OPEN, restarts 1, attempts 1 (not reset), run_after cleared", started, got)
 	}
-	if e := lastEvent(t, got); e.From != ledger.Stopped || e.To != ledger.Open || e.Actor != "op" || !e.At.Equal(clk.Now()) {
+	if e := lastEvent(t, got); e.From != cks.TaskStopped || e.To != cks.TaskOpen || e.Actor != "op" || !e.At.Equal(clk.Now()) {
 		t.Fatalf("start event %+v", e)
 	}
 	again := MustClaimOne(t, s, "w")
@@ -547,59 +548,59 @@ func testTaskStart(t *testing.T, open Opener) {
 	}
 
 	// A dependency added while stopped is evaluated by Start.
-	dep := MustEnqueue(t, s, store.NewTask{Type: "dep", Title: "dependency"})
-	w, _ := into(t, s, ledger.Open, "w")
+	dep := MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
+	w, _ := into(t, s, cks.TaskOpen, "w")
 	mustStop(t, s, w.ID, 0)
-	if res := mustUpdate(t, s, w.ID, store.TaskPatch{AddDependsOn: []int64{dep.ID}}); res.Task.State != ledger.Stopped || res.Path != store.UpdateInPlace {
+	if res := mustUpdate(t, s, w.ID, cks.TaskPatch{AddDependsOn: []int64{dep.ID}}); res.Task.State != cks.TaskStopped || res.Path != cks.UpdateInPlace {
 		t.Fatalf("dependency edit of a STOPPED task: %s via %s; want STOPPED in place", res.Task.State, res.Path)
 	}
-	wantState(t, s, w.ID, ledger.Stopped)
-	if got := mustStart(t, s, w.ID); got.State != ledger.Waiting || got.Restarts != 1 {
+	wantState(t, s, w.ID, cks.TaskStopped)
+	if got := mustStart(t, s, w.ID); got.State != cks.TaskWaiting || got.Restarts != 1 {
 		t.Fatalf("Start with an unmet dependency = %s, restarts %d; want WAITING, 1", got.State, got.Restarts)
 	}
-	if e := lastEvent(t, MustGet(t, s, w.ID)); e.From != ledger.Stopped || e.To != ledger.Waiting {
+	if e := lastEvent(t, MustGet(t, s, w.ID)); e.From != cks.TaskStopped || e.To != cks.TaskWaiting {
 		t.Fatalf("start event %+v", e)
 	}
 	dc := claimType(t, s, "w", "dep")
 	if _, err := s.Complete(ctx(t), dc.ID, dc.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, w.ID, ledger.Open)
+	wantState(t, s, w.ID, cks.TaskOpen)
 
 	// A dependency that completed while the task was stopped: OPEN at start.
 	done := dc.ID
-	w2, _ := into(t, s, ledger.Open, "w2")
+	w2, _ := into(t, s, cks.TaskOpen, "w2")
 	mustStop(t, s, w2.ID, 0)
-	mustUpdate(t, s, w2.ID, store.TaskPatch{AddDependsOn: []int64{done}})
-	if got := mustStart(t, s, w2.ID); got.State != ledger.Open {
+	mustUpdate(t, s, w2.ID, cks.TaskPatch{AddDependsOn: []int64{done}})
+	if got := mustStart(t, s, w2.ID); got.State != cks.TaskOpen {
 		t.Fatalf("Start with a completed dependency = %s, want OPEN", got.State)
 	}
 
 	// Failed or cancelled dependencies: BLOCKED at start.
-	for _, st := range []ledger.State{ledger.Failed, ledger.Cancelled} {
+	for _, st := range []cks.TaskState{cks.TaskFailed, cks.TaskCancelled} {
 		bad, _ := into(t, s, st, "bad-"+strings.ToLower(string(st)))
-		b, _ := into(t, s, ledger.Open, "b-"+strings.ToLower(string(st)))
+		b, _ := into(t, s, cks.TaskOpen, "b-"+strings.ToLower(string(st)))
 		mustStop(t, s, b.ID, 0)
-		mustUpdate(t, s, b.ID, store.TaskPatch{AddDependsOn: []int64{bad.ID}})
-		if got := mustStart(t, s, b.ID); got.State != ledger.Blocked {
+		mustUpdate(t, s, b.ID, cks.TaskPatch{AddDependsOn: []int64{bad.ID}})
+		if got := mustStart(t, s, b.ID); got.State != cks.TaskBlocked {
 			t.Fatalf("Start with a %s dependency = %s, want BLOCKED", st, got.State)
 		}
-		wantState(t, s, b.ID, ledger.Blocked)
+		wantState(t, s, b.ID, cks.TaskBlocked)
 	}
 
 	// Start of anything but STOPPED is a conflict naming the state.
-	for _, st := range []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.Claimed, ledger.Running,
-		ledger.NeedsInput, ledger.NeedsReview, ledger.Reviewing, ledger.Completed, ledger.Failed, ledger.Cancelled} {
+	for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskClaimed, cks.TaskRunning,
+		cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing, cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled} {
 		task, _ := into(t, s, st, "not-stopped-"+strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
 		_, err := s.Start(ctx(t), task.ID, "op", "go")
-		if !errors.Is(err, store.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) {
+		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) {
 			t.Errorf("Start of a %s task: err = %v, want ErrConflict naming %s", st, err, st)
 		}
 		unchanged(t, s, "Start of a "+string(st)+" task", before)
 	}
 	_, err = s.Start(ctx(t), 424242, "op", "go")
-	wantErr(t, "Start of an unknown task", err, store.ErrNotFound)
+	wantErr(t, "Start of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskUpdateRecorded: every edit is in the task's log, whichever path
@@ -609,8 +610,8 @@ func testTaskStart(t *testing.T, open Opener) {
 // time; a live edit leaves one too.
 func testTaskUpdateRecorded(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Type: "spec", Title: "spec", AcceptanceCriteria: "v1"})
-	edit := func(actor string, p store.TaskPatch, want store.UpdatePath) time.Time {
+	task := MustEnqueue(t, s, cks.NewTask{Type: "spec", Title: "spec", AcceptanceCriteria: "v1"})
+	edit := func(actor string, p cks.TaskPatch, want cks.UpdatePath) time.Time {
 		t.Helper()
 		clk.Advance(time.Minute)
 		res, err := s.Update(ctx(t), task.ID, actor, p, 0)
@@ -619,13 +620,13 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 		}
 		return clk.Now()
 	}
-	t1 := edit("alice", store.TaskPatch{AcceptanceCriteria: ptr("v2")}, store.UpdateInPlace)
+	t1 := edit("alice", cks.TaskPatch{AcceptanceCriteria: ptr("v2")}, cks.UpdateInPlace)
 	c := claimType(t, s, "w", "spec")
 	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
-	t2 := edit("bob", store.TaskPatch{Priority: ptr(5)}, store.UpdateLive)
-	t3 := edit("carol", store.TaskPatch{AcceptanceCriteria: ptr("v3"), Title: ptr("spec 2")}, store.UpdateRestart)
+	t2 := edit("bob", cks.TaskPatch{Priority: ptr(5)}, cks.UpdateLive)
+	t3 := edit("carol", cks.TaskPatch{AcceptanceCriteria: ptr("v3"), Title: ptr("spec 2")}, cks.UpdateRestart)
 
 	type who struct {
 		actor string
@@ -661,20 +662,20 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 // material edits bump the revision, title/priority/metadata do not.
 func testTaskUpdateInPlace(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	for _, st := range []ledger.State{ledger.Open, ledger.Waiting, ledger.Blocked, ledger.Stopped} {
+	for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskStopped} {
 		task, _ := into(t, s, st, strings.ToLower(string(st)))
-		res := mustUpdate(t, s, task.ID, store.TaskPatch{Description: ptr("new text"), AcceptanceCriteria: ptr("new criteria"),
+		res := mustUpdate(t, s, task.ID, cks.TaskPatch{Description: ptr("new text"), AcceptanceCriteria: ptr("new criteria"),
 			Payload: json.RawMessage(`{"v": 2}`)})
 		got := wantState(t, s, task.ID, st)
-		if res.Path != store.UpdateInPlace || res.Abort != nil || res.Task.State != st || res.Task.Revision != 2 ||
+		if res.Path != cks.UpdateInPlace || res.Abort != nil || res.Task.State != st || res.Task.Revision != 2 ||
 			got.Revision != 2 || got.Description != "new text" || got.AcceptanceCriteria != "new criteria" ||
 			!jsonEqual(got.Payload, []byte(`{"v": 2}`)) || got.Restarts != task.Restarts || len(got.Events) != len(task.Events)+1 {
 			t.Errorf("material edit of a %s task: path %s, abort %v, returned %+v, stored %+v", st, res.Path, res.Abort, res.Task, got)
 		}
 		wantEditEvent(t, got, "op", st, "update: description, acceptance_criteria, payload")
-		res = mustUpdate(t, s, task.ID, store.TaskPatch{Title: ptr("renamed"), Priority: ptr(7), Metadata: json.RawMessage(`{"owner": "ann"}`)})
+		res = mustUpdate(t, s, task.ID, cks.TaskPatch{Title: ptr("renamed"), Priority: ptr(7), Metadata: json.RawMessage(`{"owner": "ann"}`)})
 		got = wantState(t, s, task.ID, st)
-		if res.Path != store.UpdateInPlace || res.Abort != nil || got.Revision != 2 || got.Title != "renamed" ||
+		if res.Path != cks.UpdateInPlace || res.Abort != nil || got.Revision != 2 || got.Title != "renamed" ||
 			got.Priority != 7 || !jsonEqual(got.Metadata, []byte(`{"owner": "ann"}`)) || got.Description != "new text" ||
 			len(got.Events) != len(task.Events)+2 {
 			t.Errorf("non-material edit of a %s task: path %s, stored %+v; want in place, revision still 2", st, res.Path, got)
@@ -682,10 +683,10 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 		wantEditEvent(t, got, "op", st, "update: title, priority, metadata")
 	}
 	// Parked and reviewed tasks take non-material edits in place.
-	for _, st := range []ledger.State{ledger.NeedsInput, ledger.NeedsReview, ledger.Reviewing} {
+	for _, st := range []cks.TaskState{cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing} {
 		task, tok := into(t, s, st, strings.ToLower(string(st)))
-		res, err := s.Update(ctx(t), task.ID, "op", store.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
-		if err != nil || res.Path != store.UpdateInPlace || res.Abort != nil {
+		res, err := s.Update(ctx(t), task.ID, "op", cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
+		if err != nil || res.Path != cks.UpdateInPlace || res.Abort != nil {
 			t.Errorf("non-material edit of a %s task: %+v, %v; want in place", st, res, err)
 			continue
 		}
@@ -695,7 +696,7 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 			t.Errorf("non-material edit of a %s task stored %+v", st, got)
 		}
 		wantEditEvent(t, got, "op", st, "update: title, priority")
-		if st == ledger.Reviewing {
+		if st == cks.TaskReviewing {
 			if held, err := s.LeaseHeld(ctx(t), task.ID, tok); !held || err != nil {
 				t.Errorf("reviewer's lease after a non-material edit: %v, %v", held, err)
 			}
@@ -707,30 +708,30 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 // start in one operation; a non-material one is applied live.
 func testTaskUpdateRunning(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	for _, st := range []ledger.State{ledger.Running, ledger.Claimed} {
+	for _, st := range []cks.TaskState{cks.TaskRunning, cks.TaskClaimed} {
 		typ := strings.ToLower(string(st))
 		task, tok := into(t, s, st, typ)
 		clk.Advance(time.Second)
 		now := clk.Now()
-		res, err := s.Update(ctx(t), task.ID, "op", store.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
+		res, err := s.Update(ctx(t), task.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
 		if err != nil {
 			t.Fatalf("material edit of a %s task: %v", st, err)
 		}
-		got := wantState(t, s, task.ID, ledger.Open) // never STOPPED to a reader
-		if res.Path != store.UpdateRestart || res.Task.State != ledger.Open || got.Restarts != task.Restarts+1 ||
+		got := wantState(t, s, task.ID, cks.TaskOpen) // never STOPPED to a reader
+		if res.Path != cks.UpdateRestart || res.Task.State != cks.TaskOpen || got.Restarts != task.Restarts+1 ||
 			got.Revision != 2 || got.Attempts != task.Attempts-1 || got.ClaimedBy != "" || !got.LeaseExpiresAt.IsZero() ||
 			got.AcceptanceCriteria != "rewritten" {
 			t.Fatalf("material edit of a %s task: path %s, returned %+v, stored %+v", st, res.Path, res.Task, got)
 		}
 		n := len(got.Events)
-		if n != len(task.Events)+2 || got.Events[n-2].From != st || got.Events[n-2].To != ledger.Stopped ||
-			got.Events[n-1].From != ledger.Stopped || got.Events[n-1].To != ledger.Open {
+		if n != len(task.Events)+2 || got.Events[n-2].From != st || got.Events[n-2].To != cks.TaskStopped ||
+			got.Events[n-1].From != cks.TaskStopped || got.Events[n-1].To != cks.TaskOpen {
 			t.Fatalf("material edit of a %s task: events %+v; want %s → STOPPED → OPEN appended", st, got.Events, st)
 		}
 		checkEventChain(t, got)
-		want := store.Abort{TaskID: task.ID, Executor: task.ClaimedBy, Attempt: task.Attempts,
+		want := cks.Abort{TaskID: task.ID, Executor: task.ClaimedBy, Attempt: task.Attempts,
 			Restart: task.Restarts, RequestedBy: "op", RequestedAt: now, DeadlineAt: now.Add(45 * time.Second),
-			Outcome: store.AbortPending}
+			Outcome: cks.AbortPending}
 		if res.Abort == nil {
 			t.Fatalf("material edit of a %s task returned no abort", st)
 		}
@@ -748,17 +749,17 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 
 	// Non-material edits of a running task are live.
 	c := mustRunning(t, s, "live", "w")
-	res, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
+	res, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
 		Metadata: json.RawMessage(`{"owner": "bob"}`)}, 0)
-	if err != nil || res.Path != store.UpdateLive || res.Abort != nil || res.Task.State != ledger.Running {
+	if err != nil || res.Path != cks.UpdateLive || res.Abort != nil || res.Task.State != cks.TaskRunning {
 		t.Fatalf("non-material edit of a RUNNING task = %+v, %v; want live, still RUNNING", res, err)
 	}
-	got := wantState(t, s, c.ID, ledger.Running)
+	got := wantState(t, s, c.ID, cks.TaskRunning)
 	if got.Revision != 1 || got.Priority != 9 || got.Title != "renamed" || !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) ||
 		!mustHeld(t, s, c.ID, c.LeaseToken) || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 4 {
 		t.Fatalf("after a live edit: %+v", got)
 	}
-	wantEditEvent(t, got, "op", ledger.Running, "update: title, priority, metadata")
+	wantEditEvent(t, got, "op", cks.TaskRunning, "update: title, priority, metadata")
 	if e := lastEvent(t, got); e.Attempt != 1 {
 		t.Fatalf("the live edit's event carries attempt %d, want the running one (1)", e.Attempt)
 	}
@@ -768,7 +769,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
 		t.Fatalf("AddEvidence after a live edit: %v", err)
 	}
-	if done, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil || done.State != ledger.Completed {
+	if done, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil || done.State != cks.TaskCompleted {
 		t.Fatalf("Complete after a live edit = %+v, %v", done, err)
 	}
 }
@@ -777,51 +778,51 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 // and BLOCKED tasks as Enqueue would, and a running task comes back WAITING.
 func testTaskUpdateDependencies(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	dep, _ := into(t, s, ledger.Open, "dep")
-	done, _ := into(t, s, ledger.Completed, "done")
-	failed, _ := into(t, s, ledger.Failed, "failed")
+	dep, _ := into(t, s, cks.TaskOpen, "dep")
+	done, _ := into(t, s, cks.TaskCompleted, "done")
+	failed, _ := into(t, s, cks.TaskFailed, "failed")
 
-	x, _ := into(t, s, ledger.Open, "x")
-	res := mustUpdate(t, s, x.ID, store.TaskPatch{AddDependsOn: []int64{dep.ID}})
-	got := wantState(t, s, x.ID, ledger.Waiting)
-	if res.Path != store.UpdateInPlace || res.Task.State != ledger.Waiting || !slices.Equal(got.DependsOn, []int64{dep.ID}) || got.Revision != 2 {
+	x, _ := into(t, s, cks.TaskOpen, "x")
+	res := mustUpdate(t, s, x.ID, cks.TaskPatch{AddDependsOn: []int64{dep.ID}})
+	got := wantState(t, s, x.ID, cks.TaskWaiting)
+	if res.Path != cks.UpdateInPlace || res.Task.State != cks.TaskWaiting || !slices.Equal(got.DependsOn, []int64{dep.ID}) || got.Revision != 2 {
 		t.Fatalf("adding an incomplete dependency to an OPEN task: %s via %s, stored %+v", res.Task.State, res.Path, got)
 	}
-	if e := lastEvent(t, got); e.From != ledger.Open || e.To != ledger.Waiting || e.Actor != "op" {
+	if e := lastEvent(t, got); e.From != cks.TaskOpen || e.To != cks.TaskWaiting || e.Actor != "op" {
 		t.Fatalf("re-evaluation event %+v", e)
 	}
-	res = mustUpdate(t, s, x.ID, store.TaskPatch{AddDependsOn: []int64{done.ID}})
-	if got := wantState(t, s, x.ID, ledger.Waiting); res.Task.State != ledger.Waiting || len(got.DependsOn) != 2 {
+	res = mustUpdate(t, s, x.ID, cks.TaskPatch{AddDependsOn: []int64{done.ID}})
+	if got := wantState(t, s, x.ID, cks.TaskWaiting); res.Task.State != cks.TaskWaiting || len(got.DependsOn) != 2 {
 		t.Fatalf("adding a completed dependency to a WAITING task: %+v", got)
 	}
-	res = mustUpdate(t, s, x.ID, store.TaskPatch{RemoveDependsOn: []int64{dep.ID}})
-	got = wantState(t, s, x.ID, ledger.Open)
-	if res.Task.State != ledger.Open || !slices.Equal(got.DependsOn, []int64{done.ID}) || got.Revision != 4 {
+	res = mustUpdate(t, s, x.ID, cks.TaskPatch{RemoveDependsOn: []int64{dep.ID}})
+	got = wantState(t, s, x.ID, cks.TaskOpen)
+	if res.Task.State != cks.TaskOpen || !slices.Equal(got.DependsOn, []int64{done.ID}) || got.Revision != 4 {
 		t.Fatalf("removing the last incomplete dependency: %+v", got)
 	}
 
-	y, _ := into(t, s, ledger.Open, "y")
-	if res := mustUpdate(t, s, y.ID, store.TaskPatch{AddDependsOn: []int64{done.ID}}); res.Task.State != ledger.Open {
+	y, _ := into(t, s, cks.TaskOpen, "y")
+	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{AddDependsOn: []int64{done.ID}}); res.Task.State != cks.TaskOpen {
 		t.Fatalf("adding a completed dependency to an OPEN task: %s", res.Task.State)
 	}
-	if res := mustUpdate(t, s, y.ID, store.TaskPatch{AddDependsOn: []int64{failed.ID}}); res.Task.State != ledger.Blocked {
+	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{AddDependsOn: []int64{failed.ID}}); res.Task.State != cks.TaskBlocked {
 		t.Fatalf("adding a failed dependency: %s, want BLOCKED", res.Task.State)
 	}
-	wantState(t, s, y.ID, ledger.Blocked)
-	if res := mustUpdate(t, s, y.ID, store.TaskPatch{RemoveDependsOn: []int64{failed.ID}}); res.Task.State != ledger.Open {
+	wantState(t, s, y.ID, cks.TaskBlocked)
+	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{RemoveDependsOn: []int64{failed.ID}}); res.Task.State != cks.TaskOpen {
 		t.Fatalf("removing the failed dependency of a BLOCKED task: %s, want OPEN", res.Task.State)
 	}
-	wantState(t, s, y.ID, ledger.Open)
+	wantState(t, s, y.ID, cks.TaskOpen)
 
 	// A running task given an incomplete dependency comes back WAITING.
-	r, tok := into(t, s, ledger.Running, "r")
-	res, err := s.Update(ctx(t), r.ID, "op", store.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
-	if err != nil || res.Path != store.UpdateRestart || res.Abort == nil || res.Task.State != ledger.Waiting {
+	r, tok := into(t, s, cks.TaskRunning, "r")
+	res, err := s.Update(ctx(t), r.ID, "op", cks.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
+	if err != nil || res.Path != cks.UpdateRestart || res.Abort == nil || res.Task.State != cks.TaskWaiting {
 		t.Fatalf("adding an incomplete dependency to a RUNNING task = %+v, %v; want a restart into WAITING", res, err)
 	}
-	got = wantState(t, s, r.ID, ledger.Waiting)
-	if n := len(got.Events); got.Events[n-2].To != ledger.Stopped || got.Events[n-1].From != ledger.Stopped ||
-		got.Events[n-1].To != ledger.Waiting || got.Restarts != 1 || got.Attempts != 0 {
+	got = wantState(t, s, r.ID, cks.TaskWaiting)
+	if n := len(got.Events); got.Events[n-2].To != cks.TaskStopped || got.Events[n-1].From != cks.TaskStopped ||
+		got.Events[n-1].To != cks.TaskWaiting || got.Restarts != 1 || got.Attempts != 0 {
 		t.Fatalf("running task after a dependency edit: %+v", got)
 	}
 	checkEventChain(t, got)
@@ -834,18 +835,18 @@ func testTaskUpdateDependencies(t *testing.T, open Opener) {
 // testTaskUpdateRefused: every refused Update changes nothing.
 func testTaskUpdateRefused(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	b := MustEnqueue(t, s, store.NewTask{Type: "b", Title: "B"})
-	a := MustEnqueue(t, s, store.NewTask{Type: "a", Title: "A", DependsOn: []int64{b.ID}})
-	c := MustEnqueue(t, s, store.NewTask{Type: "c", Title: "C", DependsOn: []int64{a.ID}})
-	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "X"})
-	child := MustEnqueue(t, s, store.NewTask{Type: "child", Title: "child of X", ParentID: &x.ID})
-	y := MustEnqueue(t, s, store.NewTask{Type: "y", Title: "Y"})
-	run, tok := into(t, s, ledger.Running, "run")
-	done, _ := into(t, s, ledger.Completed, "done")
-	stopped, _ := into(t, s, ledger.Stopped, "stopped")
-	parked, _ := into(t, s, ledger.NeedsInput, "parked")
-	review, _ := into(t, s, ledger.NeedsReview, "review")
-	reviewing, _ := into(t, s, ledger.Reviewing, "reviewing")
+	b := MustEnqueue(t, s, cks.NewTask{Type: "b", Title: "B"})
+	a := MustEnqueue(t, s, cks.NewTask{Type: "a", Title: "A", DependsOn: []int64{b.ID}})
+	c := MustEnqueue(t, s, cks.NewTask{Type: "c", Title: "C", DependsOn: []int64{a.ID}})
+	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "X"})
+	child := MustEnqueue(t, s, cks.NewTask{Type: "child", Title: "child of X", ParentID: &x.ID})
+	y := MustEnqueue(t, s, cks.NewTask{Type: "y", Title: "Y"})
+	run, tok := into(t, s, cks.TaskRunning, "run")
+	done, _ := into(t, s, cks.TaskCompleted, "done")
+	stopped, _ := into(t, s, cks.TaskStopped, "stopped")
+	parked, _ := into(t, s, cks.TaskNeedsInput, "parked")
+	review, _ := into(t, s, cks.TaskNeedsReview, "review")
+	reviewing, _ := into(t, s, cks.TaskReviewing, "reviewing")
 	missing := int64(424242)
 	all := []int64{a.ID, b.ID, c.ID, x.ID, child.ID, y.ID, run.ID, done.ID, stopped.ID, parked.ID, review.ID, reviewing.ID}
 
@@ -853,34 +854,34 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 		name  string
 		id    int64
 		field string
-		p     store.TaskPatch
+		p     cks.TaskPatch
 	}{
-		{"empty patch", x.ID, "patch", store.TaskPatch{}},
-		{"empty patch of a running task", run.ID, "patch", store.TaskPatch{}},
-		{"unknown dependency", x.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{missing}}},
+		{"empty patch", x.ID, "patch", cks.TaskPatch{}},
+		{"empty patch of a running task", run.ID, "patch", cks.TaskPatch{}},
+		{"unknown dependency", x.ID, "add_depends_on", cks.TaskPatch{AddDependsOn: []int64{missing}}},
 		{"unknown dependency with a valid edit", x.ID, "add_depends_on",
-			store.TaskPatch{Description: ptr("changed"), Priority: ptr(5), AddDependsOn: []int64{y.ID, missing}}},
+			cks.TaskPatch{Description: ptr("changed"), Priority: ptr(5), AddDependsOn: []int64{y.ID, missing}}},
 		{"unknown dependency of a running task", run.ID, "add_depends_on",
-			store.TaskPatch{AcceptanceCriteria: ptr("changed"), AddDependsOn: []int64{missing}}},
-		{"unknown dependency of a stopped task", stopped.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{missing}}},
-		{"cycle", b.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{a.ID}}},
-		{"longer cycle", b.ID, "add_depends_on", store.TaskPatch{Description: ptr("changed"), AddDependsOn: []int64{c.ID}}},
-		{"self dependency", x.ID, "add_depends_on", store.TaskPatch{AddDependsOn: []int64{x.ID}}},
-		{"cancel a task that is not a child", x.ID, "cancel_children", store.TaskPatch{CancelChildren: []int64{y.ID}}},
+			cks.TaskPatch{AcceptanceCriteria: ptr("changed"), AddDependsOn: []int64{missing}}},
+		{"unknown dependency of a stopped task", stopped.ID, "add_depends_on", cks.TaskPatch{AddDependsOn: []int64{missing}}},
+		{"cycle", b.ID, "add_depends_on", cks.TaskPatch{AddDependsOn: []int64{a.ID}}},
+		{"longer cycle", b.ID, "add_depends_on", cks.TaskPatch{Description: ptr("changed"), AddDependsOn: []int64{c.ID}}},
+		{"self dependency", x.ID, "add_depends_on", cks.TaskPatch{AddDependsOn: []int64{x.ID}}},
+		{"cancel a task that is not a child", x.ID, "cancel_children", cks.TaskPatch{CancelChildren: []int64{y.ID}}},
 		{"cancel a non-child with a new child", x.ID, "cancel_children",
-			store.TaskPatch{AddChildren: []store.NewTask{{Type: "child", Title: "new"}}, CancelChildren: []int64{child.ID, y.ID}}},
-		{"cancel an unknown child", x.ID, "cancel_children", store.TaskPatch{CancelChildren: []int64{missing}}},
-		{"payload not JSON", x.ID, "payload", store.TaskPatch{Payload: json.RawMessage(`{not json`)}},
-		{"metadata not an object", x.ID, "metadata", store.TaskPatch{Metadata: json.RawMessage(`[1, 2]`)}},
-		{"metadata not JSON", run.ID, "metadata", store.TaskPatch{Metadata: json.RawMessage(`{"a":`)}},
-		{"priority below range", x.ID, "priority", store.TaskPatch{Priority: ptr(-1)}},
-		{"priority above range", run.ID, "priority", store.TaskPatch{Priority: ptr(store.MaxPriority + 1)}},
-		{"child without a type", x.ID, "add_children[0].type", store.TaskPatch{AddChildren: []store.NewTask{{Title: "no type"}}}},
+			cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "child", Title: "new"}}, CancelChildren: []int64{child.ID, y.ID}}},
+		{"cancel an unknown child", x.ID, "cancel_children", cks.TaskPatch{CancelChildren: []int64{missing}}},
+		{"payload not JSON", x.ID, "payload", cks.TaskPatch{Payload: json.RawMessage(`{not json`)}},
+		{"metadata not an object", x.ID, "metadata", cks.TaskPatch{Metadata: json.RawMessage(`[1, 2]`)}},
+		{"metadata not JSON", run.ID, "metadata", cks.TaskPatch{Metadata: json.RawMessage(`{"a":`)}},
+		{"priority below range", x.ID, "priority", cks.TaskPatch{Priority: ptr(-1)}},
+		{"priority above range", run.ID, "priority", cks.TaskPatch{Priority: ptr(cks.MaxPriority + 1)}},
+		{"child without a type", x.ID, "add_children[0].type", cks.TaskPatch{AddChildren: []cks.NewTask{{Title: "no type"}}}},
 	}
 	for _, tc := range invalid {
 		before := snapshot(t, s, all...)
 		res, err := s.Update(ctx(t), tc.id, "op", tc.p, 0)
-		if !store.IsFieldError(err, tc.field) || !errors.Is(err, store.ErrInvalid) {
+		if !store.IsFieldError(err, tc.field) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("%s: Update = %+v, err = %v; want a FieldError naming %s", tc.name, res, err, tc.field)
 		}
 		unchanged(t, s, tc.name, before)
@@ -888,18 +889,18 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 	conflicts := []struct {
 		name string
 		id   int64
-		p    store.TaskPatch
+		p    cks.TaskPatch
 	}{
-		{"title of a COMPLETED task", done.ID, store.TaskPatch{Title: ptr("x")}},
-		{"description of a COMPLETED task", done.ID, store.TaskPatch{Description: ptr("x")}},
-		{"material edit of a NEEDS_INPUT task", parked.ID, store.TaskPatch{AcceptanceCriteria: ptr("x")}},
-		{"dependency edit of a NEEDS_INPUT task", parked.ID, store.TaskPatch{AddDependsOn: []int64{y.ID}}},
-		{"material edit of a NEEDS_REVIEW task", review.ID, store.TaskPatch{Description: ptr("x"), Priority: ptr(4)}},
-		{"material edit of a REVIEWING task", reviewing.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "child"}}}},
+		{"title of a COMPLETED task", done.ID, cks.TaskPatch{Title: ptr("x")}},
+		{"description of a COMPLETED task", done.ID, cks.TaskPatch{Description: ptr("x")}},
+		{"material edit of a NEEDS_INPUT task", parked.ID, cks.TaskPatch{AcceptanceCriteria: ptr("x")}},
+		{"dependency edit of a NEEDS_INPUT task", parked.ID, cks.TaskPatch{AddDependsOn: []int64{y.ID}}},
+		{"material edit of a NEEDS_REVIEW task", review.ID, cks.TaskPatch{Description: ptr("x"), Priority: ptr(4)}},
+		{"material edit of a REVIEWING task", reviewing.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "child"}}}},
 	}
 	for _, tc := range conflicts {
 		before := snapshot(t, s, all...)
-		if _, err := s.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, store.ErrConflict) {
+		if _, err := s.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, cks.ErrConflict) {
 			t.Errorf("%s: err = %v, want ErrConflict", tc.name, err)
 		}
 		unchanged(t, s, tc.name, before)
@@ -907,27 +908,27 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 	if held, err := s.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
 		t.Fatalf("the running task's lease after refused edits: %v, %v; want held", held, err)
 	}
-	_, err := s.Update(ctx(t), missing, "op", store.TaskPatch{Title: ptr("x")}, 0)
-	wantErr(t, "Update of an unknown task", err, store.ErrNotFound)
+	_, err := s.Update(ctx(t), missing, "op", cks.TaskPatch{Title: ptr("x")}, 0)
+	wantErr(t, "Update of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskUpdateChildren: AddChildren creates children of the task,
 // CancelChildren cancels them; one revision bump per Update.
 func testTaskUpdateChildren(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "parent"})
-	old := MustEnqueue(t, s, store.NewTask{Type: "sub", Title: "old child", ParentID: &x.ID})
-	res := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{
+	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
+	old := MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old child", ParentID: &x.ID})
+	res := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{
 		{Type: "sub", Title: "c1", AcceptanceCriteria: "ac1"},
 		{Type: "sub", Title: "c2", DependsOn: []int64{old.ID}},
 	}})
-	if res.Path != store.UpdateInPlace || len(res.Children) != 2 || res.Task.Revision != 2 {
+	if res.Path != cks.UpdateInPlace || len(res.Children) != 2 || res.Task.Revision != 2 {
 		t.Fatalf("AddChildren: path %s, %d children, revision %d; want in place, 2, 2", res.Path, len(res.Children), res.Task.Revision)
 	}
 	for i, want := range []struct {
 		title string
-		state ledger.State
-	}{{"c1", ledger.Open}, {"c2", ledger.Waiting}} {
+		state cks.TaskState
+	}{{"c1", cks.TaskOpen}, {"c2", cks.TaskWaiting}} {
 		c := MustGet(t, s, res.Children[i].ID)
 		if c.ParentID == nil || *c.ParentID != x.ID || c.Title != want.title || c.State != want.state || c.Type != "sub" ||
 			res.Children[i].Title != want.title || c.Revision != 1 {
@@ -937,14 +938,14 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 	if c := MustGet(t, s, res.Children[0].ID); c.AcceptanceCriteria != "ac1" {
 		t.Fatalf("child acceptance criteria %q", c.AcceptanceCriteria)
 	}
-	res = mustUpdate(t, s, x.ID, store.TaskPatch{CancelChildren: []int64{old.ID, res.Children[0].ID}})
+	res = mustUpdate(t, s, x.ID, cks.TaskPatch{CancelChildren: []int64{old.ID, res.Children[0].ID}})
 	if res.Task.Revision != 3 || len(res.Children) != 0 {
 		t.Fatalf("CancelChildren: revision %d, children %+v; want 3, none", res.Task.Revision, res.Children)
 	}
 	// c2 depended on the cancelled old child: it is BLOCKED, as after any Cancel.
-	states := map[string]ledger.State{}
+	states := map[string]cks.TaskState{}
 	byTitle := map[string]int64{}
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"sub"}})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -952,23 +953,23 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 		states[task.Title] = task.State
 		byTitle[task.Title] = task.ID
 	}
-	if want := map[string]ledger.State{"old child": ledger.Cancelled, "c1": ledger.Cancelled, "c2": ledger.Blocked}; fmt.Sprint(states) != fmt.Sprint(want) {
+	if want := map[string]cks.TaskState{"old child": cks.TaskCancelled, "c1": cks.TaskCancelled, "c2": cks.TaskBlocked}; fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Fatalf("children after CancelChildren: %v, want %v", states, want)
 	}
-	if e := lastEvent(t, MustGet(t, s, old.ID)); e.From != ledger.Open || e.To != ledger.Cancelled || e.Actor != "op" {
+	if e := lastEvent(t, MustGet(t, s, old.ID)); e.From != cks.TaskOpen || e.To != cks.TaskCancelled || e.Actor != "op" {
 		t.Fatalf("cancel event of a child %+v", e)
 	}
 	// Both in one patch: one revision bump.
-	res = mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "c3"}},
+	res = mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "sub", Title: "c3"}},
 		CancelChildren: []int64{byTitle["c2"]}})
 	if res.Task.Revision != 4 || len(res.Children) != 1 || res.Children[0].Title != "c3" {
 		t.Fatalf("add and cancel in one patch: revision %d, children %+v", res.Task.Revision, res.Children)
 	}
-	wantState(t, s, byTitle["c2"], ledger.Cancelled)
-	if c3 := wantState(t, s, res.Children[0].ID, ledger.Open); c3.ParentID == nil || *c3.ParentID != x.ID {
+	wantState(t, s, byTitle["c2"], cks.TaskCancelled)
+	if c3 := wantState(t, s, res.Children[0].ID, cks.TaskOpen); c3.ParentID == nil || *c3.ParentID != x.ID {
 		t.Fatalf("c3 %+v", c3)
 	}
-	if got := wantState(t, s, x.ID, ledger.Open); got.Revision != 4 {
+	if got := wantState(t, s, x.ID, cks.TaskOpen); got.Revision != 4 {
 		t.Fatalf("parent revision %d, want 4", got.Revision)
 	}
 }
@@ -977,25 +978,25 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 // unless a JSON object.
 func testTaskMetadata(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	plain := MustEnqueue(t, s, store.NewTask{Title: "plain"})
+	plain := MustEnqueue(t, s, cks.NewTask{Title: "plain"})
 	if got := MustGet(t, s, plain.ID); !jsonEqual(got.Metadata, []byte(`{}`)) {
 		t.Fatalf("default metadata %s, want {}", got.Metadata)
 	}
 	meta := json.RawMessage(`{"owner": "ann", "links": ["https://x/1"]}`)
-	with := MustEnqueue(t, s, store.NewTask{Title: "with", Metadata: meta})
+	with := MustEnqueue(t, s, cks.NewTask{Title: "with", Metadata: meta})
 	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, meta) || !jsonEqual(with.Metadata, meta) {
 		t.Fatalf("metadata %s (returned %s), want %s", got.Metadata, with.Metadata, meta)
 	}
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 2 || !jsonEqual(page.Tasks[1].Metadata, meta) {
 		t.Fatalf("ListTasks metadata: %+v, %v", page.Tasks, err)
 	}
 	for _, bad := range []string{`[1]`, `"s"`, `{"a":`, `null`} {
-		if _, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !store.IsFieldError(err, "metadata") {
+		if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !store.IsFieldError(err, "metadata") {
 			t.Errorf("Enqueue with metadata %s: err = %v, want a FieldError naming metadata", bad, err)
 		}
 	}
-	mustUpdate(t, s, with.ID, store.TaskPatch{Metadata: json.RawMessage(`{"owner": "bob"}`)})
+	mustUpdate(t, s, with.ID, cks.TaskPatch{Metadata: json.RawMessage(`{"owner": "bob"}`)})
 	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) || got.Revision != 1 {
 		t.Fatalf("after replacing metadata: %s, revision %d", got.Metadata, got.Revision)
 	}
@@ -1008,18 +1009,18 @@ func testTaskAborts(t *testing.T, open Opener) {
 	t2 := mustRunning(t, s, "a2", "w2")
 	t3 := mustRunning(t, s, "a3", "w3")
 	t4 := mustRunning(t, s, "a4", "w4")
-	quiet := MustEnqueue(t, s, store.NewTask{Type: "quiet", Title: "never aborted"})
+	quiet := MustEnqueue(t, s, cks.NewTask{Type: "quiet", Title: "never aborted"})
 	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
 	_, a2 := mustStop(t, s, t2.ID, time.Minute)
 	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
 	cancelled, err := s.Cancel(ctx(t), t3.ID, "op", "abandoned")
-	if err != nil || cancelled.State != ledger.Cancelled {
+	if err != nil || cancelled.State != cks.TaskCancelled {
 		t.Fatalf("Cancel of a RUNNING task = %+v, %v", cancelled, err)
 	}
 	c3 := MustGet(t, s, t3.ID)
 	a3 := c3.LastAbort
-	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != store.AbortPending || a3.Executor != "w3" ||
-		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(T0.Add(store.DefaultAbortDeadline)) || a3.Attempt != 1 {
+	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != cks.AbortPending || a3.Executor != "w3" ||
+		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(T0.Add(cks.DefaultAbortDeadline)) || a3.Attempt != 1 {
 		t.Fatalf("Cancel of a RUNNING task recorded aborts %+v, last %+v; want one pending with the default deadline", c3.Aborts, a3)
 	}
 	wantFenced(t, s, t3.ID, t3.LeaseToken, "after Cancel")
@@ -1027,7 +1028,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if n, err := s.ExpireAborts(ctx(t), T0.Add(9*time.Second)); n != 0 || err != nil {
 		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
 	}
-	getAbort := func(id int64) store.Abort {
+	getAbort := func(id int64) cks.Abort {
 		t.Helper()
 		a, err := s.GetAbort(ctx(t), id)
 		if err != nil {
@@ -1035,8 +1036,8 @@ func testTaskAborts(t *testing.T, open Opener) {
 		}
 		return a
 	}
-	for _, a := range []*store.Abort{a1, a2, a3, a4} {
-		if got := getAbort(a.ID); got.Outcome != store.AbortPending || !got.ResolvedAt.IsZero() {
+	for _, a := range []*cks.Abort{a1, a2, a3, a4} {
+		if got := getAbort(a.ID); got.Outcome != cks.AbortPending || !got.ResolvedAt.IsZero() {
 			t.Fatalf("abort %d before its deadline: %+v", a.ID, got)
 		}
 	}
@@ -1044,7 +1045,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	// The executor confirms.
 	clk.Advance(time.Second)
 	conf, err := s.ConfirmAbort(ctx(t), t1.ID, t1.LeaseToken)
-	if err != nil || conf.ID != a1.ID || conf.Outcome != store.AbortConfirmed || !conf.ResolvedAt.Equal(clk.Now()) {
+	if err != nil || conf.ID != a1.ID || conf.Outcome != cks.AbortConfirmed || !conf.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ConfirmAbort = %+v, %v; want a1 confirmed at %v", conf, err, clk.Now())
 	}
 	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
@@ -1070,23 +1071,23 @@ func testTaskAborts(t *testing.T, open Opener) {
 		{"another task's revoked token", quiet.ID, t2.LeaseToken},
 	} {
 		_, err := s.ConfirmAbort(ctx(t), c.id, c.token)
-		wantErr(t, "ConfirmAbort with "+c.name, err, store.ErrNotFound)
+		wantErr(t, "ConfirmAbort with "+c.name, err, cks.ErrNotFound)
 	}
 
 	// The deadline passes without a confirmation; a late one still counts.
 	unconf, err := s.ResolveAbort(ctx(t), a2.ID)
-	if err != nil || unconf.Outcome != store.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
+	if err != nil || unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ResolveAbort of a pending abort = %+v, %v; want unconfirmed naming w2", unconf, err)
 	}
 	clk.Advance(time.Second)
 	if got, err := s.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
 		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
 	}
-	if got := wantState(t, s, t2.ID, ledger.Stopped); got.LastAbort == nil || got.LastAbort.Outcome != store.AbortUnconfirmed {
+	if got := wantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
 	}
 	late, err := s.ConfirmAbort(ctx(t), t2.ID, t2.LeaseToken)
-	if err != nil || late.ID != a2.ID || late.Outcome != store.AbortConfirmed || !late.ResolvedAt.Equal(clk.Now()) {
+	if err != nil || late.ID != a2.ID || late.Outcome != cks.AbortConfirmed || !late.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ConfirmAbort after unconfirmed = %+v, %v; want confirmed now", late, err)
 	}
 
@@ -1095,15 +1096,15 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("ExpireAborts at a4's deadline = %d, %v; want 1", n, err)
 	}
-	if got := getAbort(a4.ID); got.Outcome != store.AbortUnconfirmed || got.ResolvedAt.IsZero() || got.ResolvedAt.Before(got.DeadlineAt) {
+	if got := getAbort(a4.ID); got.Outcome != cks.AbortUnconfirmed || got.ResolvedAt.IsZero() || got.ResolvedAt.Before(got.DeadlineAt) {
 		t.Fatalf("expired abort %+v", got)
 	}
 	for _, id := range []int64{a1.ID, a2.ID} {
-		if got := getAbort(id); got.Outcome != store.AbortConfirmed {
+		if got := getAbort(id); got.Outcome != cks.AbortConfirmed {
 			t.Fatalf("ExpireAborts touched confirmed abort %+v", got)
 		}
 	}
-	if got := getAbort(a3.ID); got.Outcome != store.AbortPending {
+	if got := getAbort(a3.ID); got.Outcome != cks.AbortPending {
 		t.Fatalf("ExpireAborts resolved an abort before its deadline: %+v", got)
 	}
 	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
@@ -1113,11 +1114,11 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("ExpireAborts an hour later = %d, %v; want 1 (the cancel's)", n, err)
 	}
-	if got := getAbort(a3.ID); got.Outcome != store.AbortUnconfirmed {
+	if got := getAbort(a3.ID); got.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("cancel's abort after expiry %+v", got)
 	}
 	// A late confirmation of an expired abort, after its deadline.
-	if got, err := s.ConfirmAbort(ctx(t), t4.ID, t4.LeaseToken); err != nil || got.Outcome != store.AbortConfirmed || !got.ResolvedAt.After(got.DeadlineAt) {
+	if got, err := s.ConfirmAbort(ctx(t), t4.ID, t4.LeaseToken); err != nil || got.Outcome != cks.AbortConfirmed || !got.ResolvedAt.After(got.DeadlineAt) {
 		t.Fatalf("late ConfirmAbort = %+v, %v; want confirmed after the deadline", got, err)
 	}
 
@@ -1130,21 +1131,21 @@ func testTaskAborts(t *testing.T, open Opener) {
 		g1.LastAbort.ID != a1b.ID || a1b.Executor != "w1b" || a1b.Restart != 1 || a1b.Attempt != 1 {
 		t.Fatalf("two aborts: %+v, last %+v (second %+v)", g1.Aborts, g1.LastAbort, a1b)
 	}
-	if g1.Aborts[0].Outcome != store.AbortConfirmed || g1.Aborts[1].Outcome != store.AbortPending {
+	if g1.Aborts[0].Outcome != cks.AbortConfirmed || g1.Aborts[1].Outcome != cks.AbortPending {
 		t.Fatalf("aborts' outcomes %+v", g1.Aborts)
 	}
 
 	// ListTasks shows each task's last abort.
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[int64]struct {
 		id      int64
-		outcome store.AbortOutcome
+		outcome cks.AbortOutcome
 	}{
-		t1.ID: {a1b.ID, store.AbortPending}, t2.ID: {a2.ID, store.AbortConfirmed},
-		t3.ID: {a3.ID, store.AbortUnconfirmed}, t4.ID: {a4.ID, store.AbortConfirmed},
+		t1.ID: {a1b.ID, cks.AbortPending}, t2.ID: {a2.ID, cks.AbortConfirmed},
+		t3.ID: {a3.ID, cks.AbortUnconfirmed}, t4.ID: {a4.ID, cks.AbortConfirmed},
 	}
 	for _, task := range page.Tasks {
 		w, ok := want[task.ID]
@@ -1186,7 +1187,7 @@ func testTaskAbortsPublished(t *testing.T, open Opener) {
 			return err
 		}},
 		{"Update with a restart", func() error {
-			_, err := s.Update(ctx(t), updated.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Update(ctx(t), updated.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			return err
 		}},
 		{"Cancel", func() error { _, err := s.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
@@ -1208,16 +1209,16 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	end := []struct {
 		name string
-		end  func(c store.ClaimedTask) error
+		end  func(c cks.ClaimedTask) error
 	}{
-		{"Stop", func(c store.ClaimedTask) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
-		{"Cancel", func(c store.ClaimedTask) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
-		{"Complete", func(c store.ClaimedTask) error {
+		{"Stop", func(c cks.ClaimedTask) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Cancel", func(c cks.ClaimedTask) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
+		{"Complete", func(c cks.ClaimedTask) error {
 			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
 			return err
 		}},
-		{"restarting Update", func(c store.ClaimedTask) error {
-			_, err := s.Update(ctx(t), c.ID, "op", store.TaskPatch{Description: ptr("new")}, 0)
+		{"restarting Update", func(c cks.ClaimedTask) error {
+			_, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			return err
 		}},
 	}
@@ -1248,7 +1249,7 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 		}
 	}
 	// The doc names no error for an unknown task: false, with no error or ErrNotFound.
-	if held, err := s.LeaseHeld(ctx(t), 424242, "tok"); held || (err != nil && !errors.Is(err, store.ErrNotFound)) {
+	if held, err := s.LeaseHeld(ctx(t), 424242, "tok"); held || (err != nil && !errors.Is(err, cks.ErrNotFound)) {
 		t.Fatalf("LeaseHeld(unknown task) = %v, %v; want false (nil or ErrNotFound)", held, err)
 	}
 }
@@ -1260,9 +1261,9 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 // reused by an explicit decision.
 func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Type: "build", Title: "feature", Description: "build X",
+	task := MustEnqueue(t, s, cks.NewTask{Type: "build", Title: "feature", Description: "build X",
 		AcceptanceCriteria: "criteria v1"})
-	oldChild := MustEnqueue(t, s, store.NewTask{Type: "sub", Title: "old part", ParentID: &task.ID})
+	oldChild := MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old part", ParentID: &task.ID})
 
 	// Worker A works on revision 1.
 	a := claimType(t, s, "A", "build")
@@ -1276,7 +1277,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, store.EvidenceWorkspace, "/work/ws-a")
+	wsA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, cks.EvidenceWorkspace, "/work/ws-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1299,13 +1300,13 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if ab == nil || ab.Executor != "A" {
 		t.Fatalf("stop abort %+v", ab)
 	}
-	res := mustUpdate(t, s, task.ID, store.TaskPatch{AcceptanceCriteria: ptr("criteria v2"),
-		AddChildren: []store.NewTask{{Type: "sub", Title: "new part"}}, CancelChildren: []int64{oldChild.ID}})
-	if res.Path != store.UpdateInPlace || res.Task.Revision != 2 || res.Task.State != ledger.Stopped || len(res.Children) != 1 {
+	res := mustUpdate(t, s, task.ID, cks.TaskPatch{AcceptanceCriteria: ptr("criteria v2"),
+		AddChildren: []cks.NewTask{{Type: "sub", Title: "new part"}}, CancelChildren: []int64{oldChild.ID}})
+	if res.Path != cks.UpdateInPlace || res.Task.Revision != 2 || res.Task.State != cks.TaskStopped || len(res.Children) != 1 {
 		t.Fatalf("edit of the stopped task = %+v", res)
 	}
 	newChild := res.Children[0]
-	if started := mustStart(t, s, task.ID); started.State != ledger.Open || started.Restarts != 1 || started.Attempts != 0 {
+	if started := mustStart(t, s, task.ID); started.State != cks.TaskOpen || started.Restarts != 1 || started.Attempts != 0 {
 		t.Fatalf("Start = %+v", started)
 	}
 
@@ -1340,16 +1341,16 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if len(got.Aborts) != 1 || got.LastAbort == nil || got.LastAbort.ID != ab.ID {
 		t.Fatalf("aborts %+v", got.Aborts)
 	}
-	wantState(t, s, oldChild.ID, ledger.Cancelled)
-	if c := wantState(t, s, newChild.ID, ledger.Open); c.ParentID == nil || *c.ParentID != task.ID {
+	wantState(t, s, oldChild.ID, cks.TaskCancelled)
+	if c := wantState(t, s, newChild.ID, cks.TaskOpen); c.ParentID == nil || *c.ParentID != task.ID {
 		t.Fatalf("new child %+v", c)
 	}
 
 	// A is a zombie.
 	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "built to v1")
-	wantErr(t, "A's late Complete", err, store.ErrLeaseLost)
+	wantErr(t, "A's late Complete", err, cks.ErrLeaseLost)
 	_, err = s.ReuseWorkspace(ctx(t), a.ID, a.LeaseToken, "/work/ws-a", 1)
-	wantErr(t, "A's ReuseWorkspace", err, store.ErrLeaseLost)
+	wantErr(t, "A's ReuseWorkspace", err, cks.ErrLeaseLost)
 
 	// The workspace is only inherited by an explicit decision.
 	if ws := got.Workspaces(); !slices.Equal(ws, []string{"/work/ws-a"}) {
@@ -1366,16 +1367,16 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 		}
 	}
 	reuse, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, "/work/ws-a", b.Revision)
-	if err != nil || reuse.Kind != store.DecisionReuseWorkspace || reuse.Attempt != 1 || reuse.Restart != 1 ||
+	if err != nil || reuse.Kind != cks.DecisionReuseWorkspace || reuse.Attempt != 1 || reuse.Restart != 1 ||
 		reuse.DerivedFromRevision != 2 || reuse.Actor != "B" {
 		t.Fatalf("ReuseWorkspace = %+v, %v", reuse, err)
 	}
 	got = MustGet(t, s, task.ID)
-	if cur := got.Current; cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 2 || cur.Decisions[1].Kind != store.DecisionReuseWorkspace ||
+	if cur := got.Current; cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 2 || cur.Decisions[1].Kind != cks.DecisionReuseWorkspace ||
 		len(got.History) != 1 || got.History[0].Workspace != "/work/ws-a" {
 		t.Fatalf("after ReuseWorkspace: current %+v, history %+v", cur, got.History)
 	}
-	if done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != ledger.Completed {
+	if done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != cks.TaskCompleted {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
 	if final := MustGet(t, s, task.ID); final.Result != "built to v2" || final.Current == nil || final.Current.Restart != 1 {
@@ -1402,7 +1403,7 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 		}
 	}
 	_, err := s.RecordDecision(ctx(t), c.ID, "wrong", "atomic", "x", 1)
-	wantErr(t, "RecordDecision with a wrong token", err, store.ErrLeaseLost)
+	wantErr(t, "RecordDecision with a wrong token", err, cks.ErrLeaseLost)
 	if cur := MustGet(t, s, c.ID).Current; cur == nil || len(cur.Decisions) != 0 {
 		t.Fatalf("refused decisions were recorded: %+v", cur)
 	}
@@ -1415,8 +1416,8 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 	}
 	// A decision may derive from an earlier revision than the current one.
 	mustStop(t, s, c.ID, 0)
-	mustUpdate(t, s, c.ID, store.TaskPatch{Description: ptr("v2")})
-	mustUpdate(t, s, c.ID, store.TaskPatch{Description: ptr("v3")})
+	mustUpdate(t, s, c.ID, cks.TaskPatch{Description: ptr("v2")})
+	mustUpdate(t, s, c.ID, cks.TaskPatch{Description: ptr("v3")})
 	mustStart(t, s, c.ID)
 	c2 := claimType(t, s, "w", "d")
 	if c2.Revision != 3 {
@@ -1440,13 +1441,13 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 	}{
 		{"Stop", func() error { _, _, err := s.Stop(ctx(t), id, "op", "x", 0); return err }},
 		{"Start", func() error { _, err := s.Start(ctx(t), id, "op", "x"); return err }},
-		{"Update", func() error { _, err := s.Update(ctx(t), id, "op", store.TaskPatch{Title: ptr("x")}, 0); return err }},
+		{"Update", func() error { _, err := s.Update(ctx(t), id, "op", cks.TaskPatch{Title: ptr("x")}, 0); return err }},
 		{"GetAbort", func() error { _, err := s.GetAbort(ctx(t), id); return err }},
 		{"ResolveAbort", func() error { _, err := s.ResolveAbort(ctx(t), id); return err }},
 		{"ConfirmAbort", func() error { _, err := s.ConfirmAbort(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
-		if err := c.call(); !errors.Is(err, store.ErrNotFound) {
+		if err := c.call(); !errors.Is(err, cks.ErrNotFound) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound", c.name, id, err)
 		}
 	}
@@ -1458,7 +1459,7 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 		{"ReuseWorkspace", func() error { _, err := s.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
 	} {
 		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Touch).
-		if err := c.call(); !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrLeaseLost) {
+		if err := c.call(); !errors.Is(err, cks.ErrNotFound) && !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound or ErrLeaseLost", c.name, id, err)
 		}
 	}
@@ -1481,8 +1482,8 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 		var (
 			wg                                  sync.WaitGroup
 			stopErr, startErr, updErr, complErr error
-			stopAbort                           *store.Abort
-			upd                                 store.UpdateResult
+			stopAbort                           *cks.Abort
+			upd                                 cks.UpdateResult
 		)
 		begin := make(chan struct{})
 		wg.Go(func() {
@@ -1495,14 +1496,14 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 		})
 		wg.Go(func() {
 			<-begin
-			upd, updErr = handles[2].Update(ctx(t), c.ID, "op", store.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
+			upd, updErr = handles[2].Update(ctx(t), c.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
 		})
 		wg.Go(func() {
 			<-begin
 			// The executor works a little first (more each round), so the
 			// operators win some rounds and lose others.
 			for i := range r % 4 {
-				if _, err := handles[3].AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", fmt.Sprint(i)); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				if _, err := handles[3].AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", fmt.Sprint(i)); err != nil && !errors.Is(err, cks.ErrLeaseLost) {
 					t.Errorf("round %d: AddEvidence: %v", r, err)
 				}
 			}
@@ -1511,7 +1512,7 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 		close(begin)
 		wg.Wait()
 		for name, err := range map[string]error{"Stop": stopErr, "Start": startErr, "Update": updErr, "Complete": complErr} {
-			if err != nil && !errors.Is(err, store.ErrConflict) {
+			if err != nil && !errors.Is(err, cks.ErrConflict) {
 				t.Errorf("round %d: %s: %v (only success or a conflict is acceptable)", r, name, err)
 			}
 		}
@@ -1524,11 +1525,11 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 			t.Errorf("round %d: both Complete with the original token and Update succeeded (path %s)", r, upd.Path)
 		}
 		if complErr == nil {
-			if final.State != ledger.Completed || final.Result != "done" || len(final.Aborts) != 0 {
+			if final.State != cks.TaskCompleted || final.Result != "done" || len(final.Aborts) != 0 {
 				t.Errorf("round %d: Complete succeeded but the task is %s, result %q, aborts %+v", r, final.State, final.Result, final.Aborts)
 			}
 		} else {
-			if final.State != ledger.Stopped && final.State != ledger.Open {
+			if final.State != cks.TaskStopped && final.State != cks.TaskOpen {
 				t.Errorf("round %d: Complete lost, task is %s; want STOPPED or OPEN", r, final.State)
 			}
 			if final.Attempts != 0 || len(final.Aborts) != 1 || final.Aborts[0].Executor != "w" || final.Aborts[0].Attempt != 1 {
@@ -1554,15 +1555,15 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 	s1, s2 := open(t), open(t)
 	for range 10 {
-		a := MustEnqueue(t, s1, store.NewTask{Type: "a"})
-		b := MustEnqueue(t, s1, store.NewTask{Type: "b"})
+		a := MustEnqueue(t, s1, cks.NewTask{Type: "a"})
+		b := MustEnqueue(t, s1, cks.NewTask{Type: "b"})
 		errs := make(chan error, 2)
 		go func() {
-			_, err := s1.Update(ctx(t), a.ID, "op", store.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
+			_, err := s1.Update(ctx(t), a.ID, "op", cks.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
 			errs <- err
 		}()
 		go func() {
-			_, err := s2.Update(ctx(t), b.ID, "op", store.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
+			_, err := s2.Update(ctx(t), b.ID, "op", cks.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
 			errs <- err
 		}()
 		e1, e2 := <-errs, <-errs
@@ -1583,17 +1584,17 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 // not read).
 func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	x := MustEnqueue(t, s, store.NewTask{Type: "x", Title: "parent"})
-	secret := MustEnqueue(t, s, store.NewTask{Type: "other", Title: "not yours", DedupeKey: "k-secret",
+	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
+	secret := MustEnqueue(t, s, cks.NewTask{Type: "other", Title: "not yours", DedupeKey: "k-secret",
 		Payload: json.RawMessage(`{"secret":true}`)})
-	first := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
-	again := mustUpdate(t, s, x.ID, store.TaskPatch{AddChildren: []store.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
+	first := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
+	again := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
 	if len(again.Children) != 1 || again.Children[0].ID != first.Children[0].ID {
 		t.Fatalf("the child's key again: children %+v, want task %d", again.Children, first.Children[0].ID)
 	}
 	before := MustGet(t, s, x.ID)
-	_, err := s.Update(ctx(t), x.ID, "op", store.TaskPatch{Title: ptr("renamed"),
-		AddChildren: []store.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
+	_, err := s.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
+		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
 	if !store.IsFieldError(err, "add_children[1].dedupe_key") {
 		t.Fatalf("another task's key: %v, want a FieldError naming add_children[1].dedupe_key", err)
 	}
@@ -1604,7 +1605,7 @@ func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 	if after.Title != before.Title || after.Revision != before.Revision || len(after.Events) != len(before.Events) {
 		t.Fatalf("a refused update changed the task: %+v → %+v", before, after)
 	}
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{Types: []string{"sub"}})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
 	if err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("children after the refused update: %+v, %v; want the one child", page.Tasks, err)
 	}

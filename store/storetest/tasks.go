@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
@@ -20,7 +21,7 @@ import (
 // Transitioner is the low-level state change every backend exposes for this
 // suite: one transition through the ledger's table with its event, nothing else.
 type Transitioner interface {
-	Transition(ctx context.Context, id int64, to store.TaskState, actor, reason string) (store.Task, error)
+	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
 }
 
 type taskTest struct {
@@ -63,7 +64,7 @@ func fakeStore(t testing.TB, open Opener) (store.Store, *clock.Fake) {
 }
 
 // MustEnqueue enqueues n (type "build" when empty) or fails the test.
-func MustEnqueue(t testing.TB, s store.Store, n store.NewTask) store.Task {
+func MustEnqueue(t testing.TB, s store.Store, n cks.NewTask) cks.Task {
 	t.Helper()
 	if n.Type == "" {
 		n.Type = "build"
@@ -76,7 +77,7 @@ func MustEnqueue(t testing.TB, s store.Store, n store.NewTask) store.Task {
 }
 
 // MustGet returns task id or fails the test.
-func MustGet(t testing.TB, s store.Store, id int64) store.Task {
+func MustGet(t testing.TB, s store.Store, id int64) cks.Task {
 	t.Helper()
 	task, err := s.GetTask(ctx(t), id)
 	if err != nil {
@@ -86,7 +87,7 @@ func MustGet(t testing.TB, s store.Store, id int64) store.Task {
 }
 
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
-func MustClaimOne(t testing.TB, s store.Store, worker string) store.ClaimedTask {
+func MustClaimOne(t testing.TB, s store.Store, worker string) cks.ClaimedTask {
 	t.Helper()
 	ts, err := s.Claim(ctx(t), worker, nil, 1, Lease)
 	if err != nil {
@@ -100,12 +101,12 @@ func MustClaimOne(t testing.TB, s store.Store, worker string) store.ClaimedTask 
 
 // hasLease reports whether task shows a lease (a holder or an expiry); the
 // token itself is never part of a Task.
-func hasLease(task store.Task) bool {
+func hasLease(task cks.Task) bool {
 	return task.ClaimedBy != "" || !task.LeaseExpiresAt.IsZero() || !task.LeaseRenewedAt.IsZero()
 }
 
 // wantState fails the test unless task id is in state want.
-func wantState(t testing.TB, s store.Store, id int64, want ledger.State) store.Task {
+func wantState(t testing.TB, s store.Store, id int64, want cks.TaskState) cks.Task {
 	t.Helper()
 	task := MustGet(t, s, id)
 	if task.State != want {
@@ -123,7 +124,7 @@ func wantErr(t testing.TB, what string, err, target error) {
 }
 
 // lastEvent returns the newest event of task.
-func lastEvent(t testing.TB, task store.Task) store.TaskEvent {
+func lastEvent(t testing.TB, task cks.Task) cks.TaskEvent {
 	t.Helper()
 	if len(task.Events) == 0 {
 		t.Fatalf("task %d has no events", task.ID)
@@ -138,8 +139,8 @@ func jsonEqual(a, b []byte) bool {
 
 func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	parent := MustEnqueue(t, s, store.NewTask{Type: "plan", Title: "parent"})
-	n := store.NewTask{Type: "build", Title: "t", Description: "d", AcceptanceCriteria: "ac",
+	parent := MustEnqueue(t, s, cks.NewTask{Type: "plan", Title: "parent"})
+	n := cks.NewTask{Type: "build", Title: "t", Description: "d", AcceptanceCriteria: "ac",
 		Payload: json.RawMessage(`{"b": [1, 2], "a": "x"}`), Priority: 7, MaxAttempts: 5,
 		ParentID: &parent.ID, CreatedBy: "alice"}
 	got, created, err := s.Enqueue(ctx(t), n)
@@ -151,7 +152,7 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 	case got.ID <= parent.ID, got.Type != "build", got.Title != "t", got.Description != "d",
 		got.AcceptanceCriteria != "ac", got.Priority != 7, got.MaxAttempts != 5,
 		got.ParentID == nil || *got.ParentID != parent.ID, got.CreatedBy != "alice",
-		got.State != ledger.Open, got.Attempts != 0, got.Restarts != 0, got.Revision != 1,
+		got.State != cks.TaskOpen, got.Attempts != 0, got.Restarts != 0, got.Revision != 1,
 		hasLease(got), got.ClaimedBy != "", !got.RunAfter.IsZero(),
 		!got.CreatedAt.Equal(T0), !got.UpdatedAt.Equal(T0), len(got.DependsOn) != 0:
 		t.Fatalf("round trip: %+v", got)
@@ -160,43 +161,43 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 		t.Fatalf("payload %s, want %s", got.Payload, n.Payload)
 	}
 	e := lastEvent(t, got)
-	if len(got.Events) != 1 || e.From != "" || e.To != ledger.Open || e.Actor != "alice" || !e.At.Equal(T0) || e.TaskID != got.ID {
+	if len(got.Events) != 1 || e.From != "" || e.To != cks.TaskOpen || e.Actor != "alice" || !e.At.Equal(T0) || e.TaskID != got.ID {
 		t.Fatalf("creation event %+v", got.Events)
 	}
-	if !jsonEqual(parent.Payload, []byte(`{}`)) || parent.MaxAttempts != store.DefaultMaxAttempts {
+	if !jsonEqual(parent.Payload, []byte(`{}`)) || parent.MaxAttempts != cks.DefaultMaxAttempts {
 		t.Fatalf("defaults: payload %s, max attempts %d", parent.Payload, parent.MaxAttempts)
 	}
 }
 
 func testTaskBadInput(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	existing := MustEnqueue(t, s, store.NewTask{Title: "ok"})
+	existing := MustEnqueue(t, s, cks.NewTask{Title: "ok"})
 	missing := existing.ID + 100
 	cases := []struct {
 		field string
-		n     store.NewTask
+		n     cks.NewTask
 	}{
-		{"type", store.NewTask{}},
-		{"priority", store.NewTask{Type: "x", Priority: -1}},
-		{"priority", store.NewTask{Type: "x", Priority: store.MaxPriority + 1}},
-		{"max_attempts", store.NewTask{Type: "x", MaxAttempts: -1}},
-		{"max_attempts", store.NewTask{Type: "x", MaxAttempts: store.MaxMaxAttempts + 1}},
-		{"payload", store.NewTask{Type: "x", Payload: json.RawMessage(`{not json`)}},
-		{"parent_id", store.NewTask{Type: "x", ParentID: &missing}},
-		{"depends_on", store.NewTask{Type: "x", DependsOn: []int64{existing.ID, missing}}},
-		{"depends_on", store.NewTask{Type: "x", DependsOn: []int64{-3}}},
+		{"type", cks.NewTask{}},
+		{"priority", cks.NewTask{Type: "x", Priority: -1}},
+		{"priority", cks.NewTask{Type: "x", Priority: cks.MaxPriority + 1}},
+		{"max_attempts", cks.NewTask{Type: "x", MaxAttempts: -1}},
+		{"max_attempts", cks.NewTask{Type: "x", MaxAttempts: cks.MaxMaxAttempts + 1}},
+		{"payload", cks.NewTask{Type: "x", Payload: json.RawMessage(`{not json`)}},
+		{"parent_id", cks.NewTask{Type: "x", ParentID: &missing}},
+		{"depends_on", cks.NewTask{Type: "x", DependsOn: []int64{existing.ID, missing}}},
+		{"depends_on", cks.NewTask{Type: "x", DependsOn: []int64{-3}}},
 	}
 	for _, c := range cases {
 		_, _, err := s.Enqueue(ctx(t), c.n)
-		var fe *store.FieldError
-		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
+		var fe *cks.FieldError
+		if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("Enqueue(%+v): err = %v, want a FieldError naming %s", c.n, err, c.field)
 		}
 		if c.field == "depends_on" && len(c.n.DependsOn) == 2 && !strings.Contains(fmt.Sprint(err), fmt.Sprint(missing)) {
 			t.Errorf("missing dependency error %q does not name task %d", err, missing)
 		}
 	}
-	page, err := s.ListTasks(ctx(t), store.TaskFilter{})
+	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("after refused enqueues: %d tasks, %v; want only the first", len(page.Tasks), err)
 	}
@@ -217,11 +218,11 @@ func testTaskBadInput(t *testing.T, open Opener) {
 	}
 	filters := []struct {
 		field string
-		f     store.TaskFilter
+		f     cks.TaskFilter
 	}{
-		{"state", store.TaskFilter{States: []store.TaskState{"OPEN", "SLEEPING"}}},
-		{"limit", store.TaskFilter{Limit: -1}},
-		{"limit", store.TaskFilter{Limit: store.MaxListLimit + 1}},
+		{"state", cks.TaskFilter{States: []cks.TaskState{"OPEN", "SLEEPING"}}},
+		{"limit", cks.TaskFilter{Limit: -1}},
+		{"limit", cks.TaskFilter{Limit: cks.MaxListLimit + 1}},
 	}
 	for _, c := range filters {
 		_, err := s.ListTasks(ctx(t), c.f)
@@ -247,7 +248,7 @@ func testTaskNotFound(t *testing.T, open Opener) {
 	}
 	for _, c := range calls {
 		err := c.call()
-		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(id)) {
+		if !errors.Is(err, cks.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(id)) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound naming the id", c.name, id, err)
 		}
 	}
@@ -255,17 +256,17 @@ func testTaskNotFound(t *testing.T, open Opener) {
 
 // pathTo returns the shortest sequence of allowed transitions from OPEN to
 // target (empty for OPEN), or nil when target is unreachable.
-func pathTo(target ledger.State) []ledger.State {
+func pathTo(target cks.TaskState) []cks.TaskState {
 	table := ledger.Transitions()
-	prev := map[ledger.State]ledger.State{ledger.Open: ""}
-	queue := []ledger.State{ledger.Open}
+	prev := map[cks.TaskState]cks.TaskState{cks.TaskOpen: ""}
+	queue := []cks.TaskState{cks.TaskOpen}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
 		if cur == target {
-			var path []ledger.State
-			for s := cur; s != ledger.Open; s = prev[s] {
-				path = append([]ledger.State{s}, path...)
+			var path []cks.TaskState
+			for s := cur; s != cks.TaskOpen; s = prev[s] {
+				path = append([]cks.TaskState{s}, path...)
 			}
 			return path
 		}
@@ -289,11 +290,11 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 	if !ok {
 		t.Fatalf("%T does not implement storetest.Transitioner", s)
 	}
-	into := func(target ledger.State) store.Task {
+	into := func(target cks.TaskState) cks.Task {
 		t.Helper()
-		task := MustEnqueue(t, s, store.NewTask{Title: "to " + string(target)})
+		task := MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
 		path := pathTo(target)
-		if target != ledger.Open && path == nil {
+		if target != cks.TaskOpen && path == nil {
 			t.Fatalf("%s is unreachable from OPEN in the table", target)
 		}
 		for _, st := range path {
@@ -310,7 +311,7 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 				continue
 			}
 			_, err := tr.Transition(ctx(t), task.ID, to, "suite", "illegal")
-			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), string(from)) ||
+			if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), string(from)) ||
 				!strings.Contains(err.Error(), string(to)) {
 				t.Errorf("%s → %s: err = %v, want ErrConflict naming both states", from, to, err)
 			}
@@ -336,13 +337,13 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 
 func testTaskClaimOrder(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	low := MustEnqueue(t, s, store.NewTask{Title: "low", Priority: 1})
+	low := MustEnqueue(t, s, cks.NewTask{Title: "low", Priority: 1})
 	clk.Advance(time.Second)
-	high := MustEnqueue(t, s, store.NewTask{Title: "high", Priority: 9})
+	high := MustEnqueue(t, s, cks.NewTask{Title: "high", Priority: 9})
 	clk.Advance(time.Second)
-	high2 := MustEnqueue(t, s, store.NewTask{Title: "high, younger", Priority: 9})
-	other := MustEnqueue(t, s, store.NewTask{Type: "review", Title: "other type", Priority: 100})
-	parked := MustEnqueue(t, s, store.NewTask{Title: "parked", Priority: 500})
+	high2 := MustEnqueue(t, s, cks.NewTask{Title: "high, younger", Priority: 9})
+	other := MustEnqueue(t, s, cks.NewTask{Type: "review", Title: "other type", Priority: 100})
+	parked := MustEnqueue(t, s, cks.NewTask{Title: "parked", Priority: 500})
 	p := MustClaimOne(t, s, "asker")
 	if p.ID != parked.ID {
 		t.Fatalf("claimed %d, want %d", p.ID, parked.ID)
@@ -360,12 +361,12 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 		t.Fatalf("claimed %+v, want [%d %d]", got, high.ID, high2.ID)
 	}
 	for _, c := range got {
-		if c.State != ledger.Claimed || c.ClaimedBy != "w1" || !c.ClaimedAt.Equal(now) || c.Attempts != 1 ||
+		if c.State != cks.TaskClaimed || c.ClaimedBy != "w1" || !c.ClaimedAt.Equal(now) || c.Attempts != 1 ||
 			!c.LeaseExpiresAt.Equal(now.Add(Lease)) || len(c.LeaseToken) < 16 {
 			t.Fatalf("claimed task %+v", c)
 		}
 		e := lastEvent(t, MustGet(t, s, c.ID))
-		if e.From != ledger.Open || e.To != ledger.Claimed || e.Actor != "w1" || e.Attempt != 1 {
+		if e.From != cks.TaskOpen || e.To != cks.TaskClaimed || e.Actor != "w1" || e.Attempt != 1 {
 			t.Fatalf("claim event %+v", e)
 		}
 	}
@@ -380,14 +381,14 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	if err != nil || len(any) != 1 || any[0].ID != other.ID {
 		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
 	}
-	wantState(t, s, parked.ID, ledger.NeedsInput)
+	wantState(t, s, parked.ID, cks.TaskNeedsInput)
 }
 
 // testTaskFencing: an executor whose lease was reclaimed cannot write, and the
 // task's result is the second executor's.
 func testTaskFencing(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "fenced"})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "fenced"})
 	a := MustClaimOne(t, s, "A")
 	if _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
 		t.Fatal(err)
@@ -397,8 +398,8 @@ func testTaskFencing(t *testing.T, open Opener) {
 	if err != nil || n != 1 {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
-	reopened := wantState(t, s, task.ID, ledger.Open)
-	if e := lastEvent(t, reopened); e.From != ledger.Running || e.Actor != "reaper" || reopened.Attempts != 1 || hasLease(reopened) {
+	reopened := wantState(t, s, task.ID, cks.TaskOpen)
+	if e := lastEvent(t, reopened); e.From != cks.TaskRunning || e.Actor != "reaper" || reopened.Attempts != 1 || hasLease(reopened) {
 		t.Fatalf("reclaimed task %+v, event %+v", reopened, e)
 	}
 	b := MustClaimOne(t, s, "B")
@@ -417,21 +418,21 @@ func testTaskFencing(t *testing.T, open Opener) {
 		{"Complete empty token", func() error { _, err := s.Complete(ctx(t), a.ID, "", false, "A"); return err }},
 	}
 	for _, z := range zombie {
-		wantErr(t, "zombie "+z.name, z.call(), store.ErrLeaseLost)
+		wantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
 	}
 	held, err := s.Touch(ctx(t), a.ID, a.LeaseToken)
-	if held || !errors.Is(err, store.ErrLeaseLost) {
+	if held || !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
 	}
 	done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
-	if err != nil || done.State != ledger.Completed || hasLease(done) {
+	if err != nil || done.State != cks.TaskCompleted || hasLease(done) {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
 	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
-	wantErr(t, "zombie Complete after B", err, store.ErrLeaseLost)
+	wantErr(t, "zombie Complete after B", err, cks.ErrLeaseLost)
 	_, err = s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B again")
-	wantErr(t, "second Complete by B", err, store.ErrLeaseLost)
-	final := wantState(t, s, task.ID, ledger.Completed)
+	wantErr(t, "second Complete by B", err, cks.ErrLeaseLost)
+	final := wantState(t, s, task.ID, cks.TaskCompleted)
 	if final.Result != "B" {
 		t.Fatalf("result = %q, want B's", final.Result)
 	}
@@ -439,7 +440,7 @@ func testTaskFencing(t *testing.T, open Opener) {
 
 func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	MustEnqueue(t, s, store.NewTask{Title: "long"})
+	MustEnqueue(t, s, cks.NewTask{Title: "long"})
 	c := MustClaimOne(t, s, "w")
 	clk.Advance(50 * time.Second)
 	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
@@ -462,13 +463,13 @@ func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 1 || err != nil {
 		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
 	}
-	wantState(t, s, c.ID, ledger.Open)
+	wantState(t, s, c.ID, cks.TaskOpen)
 }
 
 func testTaskReclaimToFailed(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "flaky", MaxAttempts: 2})
-	dependant := MustEnqueue(t, s, store.NewTask{Title: "after", DependsOn: []int64{task.ID}})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "flaky", MaxAttempts: 2})
+	dependant := MustEnqueue(t, s, cks.NewTask{Title: "after", DependsOn: []int64{task.ID}})
 	for attempt := 1; attempt <= 2; attempt++ {
 		c := MustClaimOne(t, s, fmt.Sprintf("w%d", attempt))
 		if c.Attempts != attempt {
@@ -479,14 +480,14 @@ func testTaskReclaimToFailed(t *testing.T, open Opener) {
 			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
 		}
 	}
-	got := wantState(t, s, task.ID, ledger.Failed)
+	got := wantState(t, s, task.ID, cks.TaskFailed)
 	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
 		t.Fatalf("dead letter: %+v, event %+v", got, e)
 	}
 	if ts, err := s.Claim(ctx(t), "w", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
 	}
-	blocked := wantState(t, s, dependant.ID, ledger.Blocked)
+	blocked := wantState(t, s, dependant.ID, cks.TaskBlocked)
 	if !strings.Contains(blocked.LastError, "max attempts") {
 		t.Fatalf("blocked dependant's reason %q", blocked.LastError)
 	}
@@ -494,10 +495,10 @@ func testTaskReclaimToFailed(t *testing.T, open Opener) {
 
 func testTaskBackoff(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "retry", MaxAttempts: 2})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "retry", MaxAttempts: 2})
 	c := MustClaimOne(t, s, "w")
 	got, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
-	if err != nil || got.State != ledger.Open || got.LastError != "transient" || hasLease(got) {
+	if err != nil || got.State != cks.TaskOpen || got.LastError != "transient" || hasLease(got) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
@@ -514,33 +515,33 @@ func testTaskBackoff(t *testing.T, open Opener) {
 		t.Fatalf("retry claim %+v", c)
 	}
 	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
-	if err != nil || got.State != ledger.Failed || got.LastError != "max attempts: again" {
+	if err != nil || got.State != cks.TaskFailed || got.LastError != "max attempts: again" {
 		t.Fatalf("exhausted Fail = %+v, %v", got, err)
 	}
-	other := MustEnqueue(t, s, store.NewTask{Title: "permanent"})
+	other := MustEnqueue(t, s, cks.NewTask{Title: "permanent"})
 	c = MustClaimOne(t, s, "w")
 	if c.ID != other.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, other.ID)
 	}
 	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, false, "bad input")
-	if err != nil || got.State != ledger.Failed || got.LastError != "bad input" || got.Attempts != 1 {
+	if err != nil || got.State != cks.TaskFailed || got.LastError != "bad input" || got.Attempts != 1 {
 		t.Fatalf("permanent Fail = %+v, %v", got, err)
 	}
-	wantState(t, s, task.ID, ledger.Failed)
+	wantState(t, s, task.ID, cks.TaskFailed)
 }
 
 func testTaskDependencies(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	a := MustEnqueue(t, s, store.NewTask{Title: "a", Priority: 10})
-	b := MustEnqueue(t, s, store.NewTask{Title: "b", Priority: 5})
-	c := MustEnqueue(t, s, store.NewTask{Title: "c", DependsOn: []int64{a.ID, b.ID, a.ID}})
-	if c.State != ledger.Waiting || !slices.Equal(c.DependsOn, []int64{a.ID, b.ID}) {
+	a := MustEnqueue(t, s, cks.NewTask{Title: "a", Priority: 10})
+	b := MustEnqueue(t, s, cks.NewTask{Title: "b", Priority: 5})
+	c := MustEnqueue(t, s, cks.NewTask{Title: "c", DependsOn: []int64{a.ID, b.ID, a.ID}})
+	if c.State != cks.TaskWaiting || !slices.Equal(c.DependsOn, []int64{a.ID, b.ID}) {
 		t.Fatalf("c = %s deps %v, want WAITING on [%d %d]", c.State, c.DependsOn, a.ID, b.ID)
 	}
-	d := MustEnqueue(t, s, store.NewTask{Title: "d", DependsOn: []int64{c.ID}})
-	e := MustEnqueue(t, s, store.NewTask{Title: "e", DependsOn: []int64{d.ID}})
-	child := MustEnqueue(t, s, store.NewTask{Title: "child", ParentID: &c.ID})
-	if child.State != ledger.Open || *child.ParentID != c.ID {
+	d := MustEnqueue(t, s, cks.NewTask{Title: "d", DependsOn: []int64{c.ID}})
+	e := MustEnqueue(t, s, cks.NewTask{Title: "e", DependsOn: []int64{d.ID}})
+	child := MustEnqueue(t, s, cks.NewTask{Title: "child", ParentID: &c.ID})
+	if child.State != cks.TaskOpen || *child.ParentID != c.ID {
 		t.Fatalf("child %+v", child)
 	}
 	if _, err := s.Cancel(ctx(t), child.ID, "op", "not needed"); err != nil {
@@ -554,17 +555,17 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	if _, err := s.Complete(ctx(t), a.ID, ca.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, c.ID, ledger.Waiting)
+	wantState(t, s, c.ID, cks.TaskWaiting)
 	cb := MustClaimOne(t, s, "w")
 	if _, err := s.Complete(ctx(t), cb.ID, cb.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
-	released := wantState(t, s, c.ID, ledger.Open)
-	if ev := lastEvent(t, released); ev.From != ledger.Waiting || ev.Actor != "ledger" {
+	released := wantState(t, s, c.ID, cks.TaskOpen)
+	if ev := lastEvent(t, released); ev.From != cks.TaskWaiting || ev.Actor != "ledger" {
 		t.Fatalf("release event %+v", ev)
 	}
-	wantState(t, s, d.ID, ledger.Waiting)
-	if late := MustEnqueue(t, s, store.NewTask{Title: "late", DependsOn: []int64{a.ID}}); late.State != ledger.Open {
+	wantState(t, s, d.ID, cks.TaskWaiting)
+	if late := MustEnqueue(t, s, cks.NewTask{Title: "late", DependsOn: []int64{a.ID}}); late.State != cks.TaskOpen {
 		t.Fatalf("task on a completed dependency starts %s, want OPEN", late.State)
 	}
 
@@ -575,38 +576,38 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	if _, err := s.Fail(ctx(t), c.ID, cc.LeaseToken, false, "broken"); err != nil {
 		t.Fatal(err)
 	}
-	bd := wantState(t, s, d.ID, ledger.Blocked)
-	be := wantState(t, s, e.ID, ledger.Blocked)
+	bd := wantState(t, s, d.ID, cks.TaskBlocked)
+	be := wantState(t, s, e.ID, cks.TaskBlocked)
 	if !strings.Contains(bd.LastError, "broken") || !strings.Contains(lastEvent(t, bd).Reason, fmt.Sprint(c.ID)) ||
 		!strings.Contains(be.LastError, fmt.Sprint(d.ID)) {
 		t.Fatalf("blocked reasons: d %q, e %q", bd.LastError, be.LastError)
 	}
-	if f := MustEnqueue(t, s, store.NewTask{Title: "f", DependsOn: []int64{c.ID}}); f.State != ledger.Blocked {
+	if f := MustEnqueue(t, s, cks.NewTask{Title: "f", DependsOn: []int64{c.ID}}); f.State != cks.TaskBlocked {
 		t.Fatalf("task on a failed dependency starts %s, want BLOCKED", f.State)
 	}
-	if g := MustEnqueue(t, s, store.NewTask{Title: "g", DependsOn: []int64{child.ID}}); g.State != ledger.Blocked {
+	if g := MustEnqueue(t, s, cks.NewTask{Title: "g", DependsOn: []int64{child.ID}}); g.State != cks.TaskBlocked {
 		t.Fatalf("task on a cancelled dependency starts %s, want BLOCKED", g.State)
 	}
 	// Cancelling a dependency blocks its waiting dependants too.
-	h := MustEnqueue(t, s, store.NewTask{Title: "h"})
-	i := MustEnqueue(t, s, store.NewTask{Title: "i", DependsOn: []int64{h.ID}})
+	h := MustEnqueue(t, s, cks.NewTask{Title: "h"})
+	i := MustEnqueue(t, s, cks.NewTask{Title: "i", DependsOn: []int64{h.ID}})
 	if _, err := s.Cancel(ctx(t), h.ID, "op", "dropped"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, i.ID, ledger.Blocked)
+	wantState(t, s, i.ID, cks.TaskBlocked)
 }
 
 func testTaskDedupe(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	first, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
+	first, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
 	if err != nil || !created {
 		t.Fatal(err)
 	}
-	again, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "two", DedupeKey: "k"})
+	again, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "two", DedupeKey: "k"})
 	if err != nil || created || again.ID != first.ID || again.Title != "one" {
 		t.Fatalf("second enqueue = %+v, created %v, %v; want the first task", again, created, err)
 	}
-	other, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "other", DedupeKey: "k2"})
+	other, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "other", DedupeKey: "k2"})
 	if err != nil || !created || other.ID == first.ID {
 		t.Fatalf("other key = %+v, %v", other, err)
 	}
@@ -615,27 +616,27 @@ func testTaskDedupe(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	// DedupeOnce: the finished task still holds its key.
-	once, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "once", DedupeKey: "k", DedupeOnce: true})
-	if err != nil || created || once.ID != first.ID || once.State != ledger.Completed {
+	once, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "once", DedupeKey: "k", DedupeOnce: true})
+	if err != nil || created || once.ID != first.ID || once.State != cks.TaskCompleted {
 		t.Fatalf("dedupe-once enqueue after the first completed = %+v, created %v, %v; want the completed first task", once, created, err)
 	}
-	next, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
+	next, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
 	if err != nil || !created || next.ID == first.ID {
 		t.Fatalf("enqueue after the first completed = %+v, created %v, %v; want a new task", next, created, err)
 	}
 	// With a live and a finished task of the key, the live one is returned.
-	live, created, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", Title: "four", DedupeKey: "k", DedupeOnce: true})
+	live, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "four", DedupeKey: "k", DedupeOnce: true})
 	if err != nil || created || live.ID != next.ID {
 		t.Fatalf("dedupe-once with a live task = %+v, created %v, %v; want task %d", live, created, err, next.ID)
 	}
-	if _, _, err := s.Enqueue(ctx(t), store.NewTask{Type: "sweep", DedupeOnce: true}); !store.IsFieldError(err, "dedupe_once") {
+	if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeOnce: true}); !store.IsFieldError(err, "dedupe_once") {
 		t.Fatalf("dedupe_once without a key: %v", err)
 	}
 }
 
 func testTaskAskAnswer(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "ask"})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "ask"})
 	c := MustClaimOne(t, s, "w")
 	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
 		t.Fatal(err)
@@ -644,15 +645,15 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 		t.Fatalf("empty question: %v", err)
 	}
 	parked, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
-	if err != nil || parked.State != ledger.NeedsInput || parked.Question != "which region?" ||
+	if err != nil || parked.State != cks.TaskNeedsInput || parked.Question != "which region?" ||
 		hasLease(parked) || parked.Attempts != 0 {
 		t.Fatalf("RequestInput = %+v, %v", parked, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != ledger.NeedsInput || e.Attempt != 1 {
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != cks.TaskNeedsInput || e.Attempt != 1 {
 		t.Fatalf("ask event %+v", e)
 	}
 	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
-	wantErr(t, "Complete of a parked task", err, store.ErrLeaseLost)
+	wantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
 	if ts, err := s.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
@@ -660,11 +661,11 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 		t.Fatalf("empty answer: %v", err)
 	}
 	answered, err := s.Answer(ctx(t), task.ID, "op", "eu-west")
-	if err != nil || answered.State != ledger.Open || answered.Answer != "eu-west" || answered.Question != "which region?" {
+	if err != nil || answered.State != cks.TaskOpen || answered.Answer != "eu-west" || answered.Question != "which region?" {
 		t.Fatalf("Answer = %+v, %v", answered, err)
 	}
 	_, err = s.Answer(ctx(t), task.ID, "op", "again")
-	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "OPEN") {
+	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "OPEN") {
 		t.Fatalf("Answer of an OPEN task: %v, want ErrConflict naming OPEN", err)
 	}
 	again := MustClaimOne(t, s, "w2")
@@ -678,28 +679,28 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 
 func testTaskReview(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "reviewed"})
-	dep := MustEnqueue(t, s, store.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "reviewed"})
+	dep := MustEnqueue(t, s, cks.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
 	c := MustClaimOne(t, s, "w")
 	got, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
-	if err != nil || got.State != ledger.NeedsReview || got.Result != "draft 1" || hasLease(got) {
+	if err != nil || got.State != cks.TaskNeedsReview || got.Result != "draft 1" || hasLease(got) {
 		t.Fatalf("Complete(needsReview) = %+v, %v", got, err)
 	}
-	wantState(t, s, dep.ID, ledger.Waiting)
-	if _, err := s.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, store.ErrConflict) {
+	wantState(t, s, dep.ID, cks.TaskWaiting)
+	if _, err := s.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("ClaimReview of a WAITING task: %v", err)
 	}
 	r, err := s.ClaimReview(ctx(t), task.ID, "rev", Lease)
-	if err != nil || r.State != ledger.Reviewing || r.ClaimedBy != "rev" || r.LeaseToken == "" {
+	if err != nil || r.State != cks.TaskReviewing || r.ClaimedBy != "rev" || r.LeaseToken == "" {
 		t.Fatalf("ClaimReview = %+v, %v", r, err)
 	}
 	_, err = s.Approve(ctx(t), task.ID, "wrong", "lgtm")
-	wantErr(t, "Approve with a wrong token", err, store.ErrLeaseLost)
+	wantErr(t, "Approve with a wrong token", err, cks.ErrLeaseLost)
 	rej, err := s.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
-	if err != nil || rej.State != ledger.Open || rej.ReviewNote != "missing tests" || hasLease(rej) {
+	if err != nil || rej.State != cks.TaskOpen || rej.ReviewNote != "missing tests" || hasLease(rej) {
 		t.Fatalf("Reject = %+v, %v", rej, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Reviewing || e.To != ledger.Open ||
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != cks.TaskReviewing || e.To != cks.TaskOpen ||
 		e.Actor != "rev" || !strings.Contains(e.Reason, "missing tests") {
 		t.Fatalf("reject event %+v", e)
 	}
@@ -718,44 +719,44 @@ func testTaskReview(t *testing.T, open Opener) {
 	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
-	if back := wantState(t, s, task.ID, ledger.NeedsReview); hasLease(back) || back.Attempts != 2 {
+	if back := wantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
 		t.Fatalf("abandoned review back in the queue: %+v", back)
 	}
 	_, err = s.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
-	wantErr(t, "Approve after the review lease was reclaimed", err, store.ErrLeaseLost)
+	wantErr(t, "Approve after the review lease was reclaimed", err, cks.ErrLeaseLost)
 	r, err = s.ClaimReview(ctx(t), task.ID, "rev2", Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ok, err := s.Approve(ctx(t), task.ID, r.LeaseToken, "lgtm")
-	if err != nil || ok.State != ledger.Completed || ok.Result != "draft 2" || ok.ReviewNote != "lgtm" {
+	if err != nil || ok.State != cks.TaskCompleted || ok.Result != "draft 2" || ok.ReviewNote != "lgtm" {
 		t.Fatalf("Approve = %+v, %v", ok, err)
 	}
-	wantState(t, s, dep.ID, ledger.Open)
+	wantState(t, s, dep.ID, cks.TaskOpen)
 }
 
 func testTaskCancel(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "doomed"})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "doomed"})
 	c := MustClaimOne(t, s, "w")
 	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Cancel(ctx(t), task.ID, "op", "no longer wanted")
-	if err != nil || got.State != ledger.Cancelled || hasLease(got) {
+	if err != nil || got.State != cks.TaskCancelled || hasLease(got) {
 		t.Fatalf("Cancel = %+v, %v", got, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != ledger.Running || e.Actor != "op" || e.Reason != "no longer wanted" {
+	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
 		t.Fatalf("cancel event %+v", e)
 	}
 	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
-	if held || !errors.Is(err, store.ErrLeaseLost) {
+	if held || !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
 	}
 	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
-	wantErr(t, "Complete after cancel", err, store.ErrLeaseLost)
+	wantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
 	_, err = s.Cancel(ctx(t), task.ID, "op", "twice")
-	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "CANCELLED") {
+	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "CANCELLED") {
 		t.Fatalf("second Cancel: %v, want ErrConflict naming CANCELLED", err)
 	}
 	if final := MustGet(t, s, task.ID); final.Result != "" || len(final.Events) != 4 {
@@ -771,7 +772,7 @@ func testTaskList(t *testing.T, open Opener) {
 		if i%2 == 1 {
 			typ = "b"
 		}
-		ids = append(ids, MustEnqueue(t, s, store.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
+		ids = append(ids, MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
 	}
 	c, err := s.Claim(ctx(t), "w", []string{"b"}, 1, Lease)
 	if err != nil || len(c) != 1 {
@@ -780,7 +781,7 @@ func testTaskList(t *testing.T, open Opener) {
 	var seen []int64
 	var cursor int64
 	for pages := 0; ; pages++ {
-		page, err := s.ListTasks(ctx(t), store.TaskFilter{After: cursor, Limit: 3})
+		page, err := s.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -802,14 +803,14 @@ func testTaskList(t *testing.T, open Opener) {
 		t.Fatalf("paged ids %v, want %v", seen, ids)
 	}
 	cases := []struct {
-		f    store.TaskFilter
+		f    cks.TaskFilter
 		want []int64
 	}{
-		{store.TaskFilter{Types: []string{"b"}}, []int64{ids[1], ids[3], ids[5]}},
-		{store.TaskFilter{States: []store.TaskState{ledger.Claimed}}, []int64{c[0].ID}},
-		{store.TaskFilter{States: []store.TaskState{ledger.Open}, Types: []string{"b"}}, []int64{ids[3], ids[5]}},
-		{store.TaskFilter{Types: []string{"a"}, After: ids[2]}, []int64{ids[4], ids[6]}},
-		{store.TaskFilter{Types: []string{"none"}}, nil},
+		{cks.TaskFilter{Types: []string{"b"}}, []int64{ids[1], ids[3], ids[5]}},
+		{cks.TaskFilter{States: []cks.TaskState{cks.TaskClaimed}}, []int64{c[0].ID}},
+		{cks.TaskFilter{States: []cks.TaskState{cks.TaskOpen}, Types: []string{"b"}}, []int64{ids[3], ids[5]}},
+		{cks.TaskFilter{Types: []string{"a"}, After: ids[2]}, []int64{ids[4], ids[6]}},
+		{cks.TaskFilter{Types: []string{"none"}}, nil},
 	}
 	for _, tc := range cases {
 		page, err := s.ListTasks(ctx(t), tc.f)
@@ -828,7 +829,7 @@ func testTaskList(t *testing.T, open Opener) {
 
 func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, store.NewTask{Title: "evidence"})
+	task := MustEnqueue(t, s, cks.NewTask{Title: "evidence"})
 	c := MustClaimOne(t, s, "w1")
 	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !store.IsFieldError(err, "kind") {
 		t.Fatalf("empty kind: %v", err)
@@ -867,7 +868,7 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	t.Helper()
 	old := MustGet(t, s, 1)
-	if old.Type != "critique" || old.State != ledger.Open || old.Priority != 2 || old.MaxAttempts != 3 ||
+	if old.Type != "critique" || old.State != cks.TaskOpen || old.Priority != 2 || old.MaxAttempts != 3 ||
 		old.Revision != 1 || old.Title != "" || hasLease(old) || !old.CreatedAt.Equal(T0) ||
 		!jsonEqual(old.Payload, []byte(`{"object_id": 7}`)) || len(old.Events) != 0 {
 		t.Fatalf("upgraded row: %+v", old)
@@ -876,7 +877,7 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	if !old.StateChangedAt.Equal(T0) {
 		t.Fatalf("upgraded row: state_changed_at %v, want the backfilled updated_at %v", old.StateChangedAt, T0)
 	}
-	if n, err := s.CountTasks(ctx(t), store.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
+	if n, err := s.CountTasks(ctx(t), cks.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
 		t.Fatalf("CountTasks on the upgraded row = %d, %v; want 1", n, err)
 	}
 	if ctl, err := s.GetSweeperDesiredRunning(ctx(t), "lease_reaper"); ctl != nil || err != nil {
@@ -889,7 +890,7 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if n := MustEnqueue(t, s, store.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 || n.StateChangedAt.IsZero() {
+	if n := MustEnqueue(t, s, cks.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 || n.StateChangedAt.IsZero() {
 		t.Fatalf("new task after upgrade has id %d, state_changed_at %v; want id 2 and a time", n.ID, n.StateChangedAt)
 	}
 }
@@ -902,9 +903,9 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	var dependants []int64
 	for i := range n {
-		a := MustEnqueue(t, s, store.NewTask{Type: "a", Title: fmt.Sprint("a", i)})
-		b := MustEnqueue(t, s, store.NewTask{Type: "b", Title: fmt.Sprint("b", i)})
-		dependants = append(dependants, MustEnqueue(t, s, store.NewTask{Type: "d", DependsOn: []int64{a.ID, b.ID}}).ID)
+		a := MustEnqueue(t, s, cks.NewTask{Type: "a", Title: fmt.Sprint("a", i)})
+		b := MustEnqueue(t, s, cks.NewTask{Type: "b", Title: fmt.Sprint("b", i)})
+		dependants = append(dependants, MustEnqueue(t, s, cks.NewTask{Type: "d", DependsOn: []int64{a.ID, b.ID}}).ID)
 	}
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
@@ -932,7 +933,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 		}
 	}
 	for _, id := range dependants {
-		wantState(t, s, id, ledger.Open)
+		wantState(t, s, id, cks.TaskOpen)
 	}
 }
 
@@ -950,8 +951,8 @@ func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	for i, h := range handles {
 		wg.Go(func() {
-			var task store.Task
-			task, created[i], errs[i] = h.Enqueue(ctx(t), store.NewTask{Type: "sweep", DedupeKey: "same"})
+			var task cks.Task
+			task, created[i], errs[i] = h.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeKey: "same"})
 			ids[i] = task.ID
 		})
 	}
@@ -971,7 +972,7 @@ func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	if made != 1 {
 		t.Fatalf("%d enqueues report creating the task, want 1", made)
 	}
-	if page, err := handles[0].ListTasks(ctx(t), store.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
+	if page, err := handles[0].ListTasks(ctx(t), cks.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("%d tasks, %v; want 1", len(page.Tasks), err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/store"
 )
@@ -46,7 +47,7 @@ func versionStore(t testing.TB, open Opener) (store.Knowledge, store.Versions, *
 }
 
 // versionNumbers returns the numbers of vs.
-func versionNumbers(vs []store.Version) []int64 {
+func versionNumbers(vs []cks.Version) []int64 {
 	ns := make([]int64, len(vs))
 	for i, v := range vs {
 		ns[i] = v.Version
@@ -62,7 +63,7 @@ func sorted(ids ...int64) []int64 {
 
 // versionKey describes v (content canonical, no parents and empty parents
 // alike, time in UTC) for comparing versions read by different calls.
-func versionKey(t testing.TB, v store.Version) string {
+func versionKey(t testing.TB, v cks.Version) string {
 	t.Helper()
 	c, err := store.CanonicalJSON(v.Content)
 	if err != nil {
@@ -75,7 +76,7 @@ func versionKey(t testing.TB, v store.Version) string {
 // wantVersion fails the test unless v is a version of object with exactly
 // parents (in this order), content (any encoding of its canonical form) and
 // its hash, by author at at.
-func wantVersion(t testing.TB, what string, v store.Version, object int64, parents []int64, content, author string, at time.Time) {
+func wantVersion(t testing.TB, what string, v cks.Version, object int64, parents []int64, content, author string, at time.Time) {
 	t.Helper()
 	want, hash := canonical(t, content)
 	got, err := store.CanonicalJSON(v.Content)
@@ -86,7 +87,7 @@ func wantVersion(t testing.TB, what string, v store.Version, object int64, paren
 	}
 }
 
-func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author string) store.Version {
+func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author string) cks.Version {
 	t.Helper()
 	w, err := v.WriteVersion(ctx(t), id, base, json.RawMessage(content), author)
 	if err != nil {
@@ -95,7 +96,7 @@ func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author s
 	return w
 }
 
-func mustHeads(t testing.TB, v store.Versions, id int64) []store.Version {
+func mustHeads(t testing.TB, v store.Versions, id int64) []cks.Version {
 	t.Helper()
 	hs, err := v.Heads(ctx(t), id)
 	if err != nil {
@@ -104,7 +105,7 @@ func mustHeads(t testing.TB, v store.Versions, id int64) []store.Version {
 	return hs
 }
 
-func mustVersions(t testing.TB, v store.Versions, id int64) []store.Version {
+func mustVersions(t testing.TB, v store.Versions, id int64) []cks.Version {
 	t.Helper()
 	vs, err := v.ObjectVersions(ctx(t), id)
 	if err != nil {
@@ -113,7 +114,7 @@ func mustVersions(t testing.TB, v store.Versions, id int64) []store.Version {
 	return vs
 }
 
-func mustForks(t testing.TB, v store.Versions, after int64, limit int) []store.Fork {
+func mustForks(t testing.TB, v store.Versions, after int64, limit int) []cks.Fork {
 	t.Helper()
 	fs, err := v.ForkedObjects(ctx(t), after, limit)
 	if err != nil {
@@ -145,7 +146,7 @@ func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
 // wantObjectHead fails the test unless object id (read with GetObject and
 // ListObjects) carries the content and hash of version head, HeadVersion
 // head's number and Forked forked.
-func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head store.Version, forked bool) store.Object {
+func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head cks.Version, forked bool) cks.Object {
 	t.Helper()
 	o := MustGetObject(t, k, id)
 	got, err := store.CanonicalJSON(o.Content)
@@ -153,7 +154,7 @@ func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head store.Versio
 	if o.HeadVersion != head.Version || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
 		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.Version, forked, want, head.ContentHash)
 	}
-	page, err := k.ListObjects(ctx(t), store.ObjectFilter{After: id - 1, Limit: 1})
+	page, err := k.ListObjects(ctx(t), cks.ObjectFilter{After: id - 1, Limit: 1})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != id {
 		t.Fatalf("ListObjects(after %d, limit 1) = %s, %v", id-1, asJSON(t, page), err)
 	}
@@ -187,7 +188,7 @@ type versionsState struct {
 
 func takeSnapshot(t testing.TB, k store.Knowledge, v store.Versions) versionsState {
 	t.Helper()
-	return versionsState{objectSnapshot(t, k), versionSnapshot(t, k, v), asJSON(t, mustForks(t, v, 0, store.MaxListLimit))}
+	return versionsState{objectSnapshot(t, k), versionSnapshot(t, k, v), asJSON(t, mustForks(t, v, 0, cks.MaxListLimit))}
 }
 
 // wantNothingWritten fails the test unless objects, logs, edges, versions
@@ -201,14 +202,14 @@ func wantNothingWritten(t testing.TB, what string, k store.Knowledge, v store.Ve
 			t.Errorf("%s changed the versions of object %d:\n got: %s\nwant: %s", what, id, a, b)
 		}
 	}
-	if f := asJSON(t, mustForks(t, v, 0, store.MaxListLimit)); f != before.forks {
+	if f := asJSON(t, mustForks(t, v, 0, cks.MaxListLimit)); f != before.forks {
 		t.Errorf("%s changed the forks: %s, want %s", what, f, before.forks)
 	}
 }
 
 // fork writes two versions of object o from its head (the second from a
 // base that is no longer the head) and returns them.
-func fork(t testing.TB, v store.Versions, o store.Object, tag string) (store.Version, store.Version) {
+func fork(t testing.TB, v store.Versions, o cks.Object, tag string) (cks.Version, cks.Version) {
 	t.Helper()
 	a := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"a","tag":%q}`, tag), "alice")
 	b := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"b","tag":%q}`, tag), "bob")
@@ -234,7 +235,7 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 		t.Fatalf("created objects %s\n%s: want a head version each, not forked", asJSON(t, o), asJSON(t, r))
 	}
 	for _, c := range []struct {
-		o       store.Object
+		o       cks.Object
 		content string
 		by      string
 		at      time.Time
@@ -255,7 +256,7 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 		}
 		wantObjectHead(t, k, c.o.ID, hs[0], false)
 	}
-	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("fresh objects listed as forked: %s", asJSON(t, fs))
 	}
 }
@@ -275,7 +276,7 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 	b3 := mustWrite(t, v, b.ID, 2, `{"b":3}`, "w")
 	a3 := mustWrite(t, v, a.ID, 1, `{"a":"fork"}`, "w") // from a stale base: a is forked
 	for _, c := range []struct {
-		got            store.Version
+		got            cks.Version
 		object, number int64
 		parents        []int64
 	}{{a2, a.ID, 2, []int64{1}}, {b2, b.ID, 2, []int64{1}}, {b3, b.ID, 3, []int64{2}}, {a3, a.ID, 3, []int64{1}}} {
@@ -283,7 +284,7 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 			t.Fatalf("write %s, want version %d of object %d with parents %v", asJSON(t, c.got), c.number, c.object, c.parents)
 		}
 	}
-	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != asJSON(t, []store.Fork{{ObjectID: a.ID, Heads: []int64{2, 3}}}) {
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != asJSON(t, []cks.Fork{{ObjectID: a.ID, Heads: []int64{2, 3}}}) {
 		t.Fatalf("ForkedObjects = %s, want object %d with heads 2 and 3", asJSON(t, fs), a.ID)
 	}
 	m, _, err := v.MergeVersions(ctx(t), a.ID, []int64{3, 2}, json.RawMessage(`{"a":"merged"}`), "fr", nil)
@@ -342,7 +343,7 @@ func testVersionWriteFromHead(t *testing.T, open Opener) {
 	if vs := mustVersions(t, v, other.ID); len(vs) != 1 {
 		t.Fatalf("object %d: versions %s, want its first alone", other.ID, asJSON(t, vs))
 	}
-	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("linear writes listed as forks: %s", asJSON(t, fs))
 	}
 }
@@ -366,8 +367,8 @@ func testVersionFork(t *testing.T, open Opener) {
 	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{base.Version, a.Version, b.Version}) {
 		t.Fatalf("versions %v, want all kept: %v", versionNumbers(vs), []int64{base.Version, a.Version, b.Version})
 	}
-	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(a.Version, b.Version)}})
-	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+	want := asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(a.Version, b.Version)}})
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
 	}
 	// A write from one head replaces that head; the object stays forked.
@@ -376,8 +377,8 @@ func testVersionFork(t *testing.T, open Opener) {
 	wantVersion(t, "write from one head", c, o.ID, []int64{a.Version}, `{"text":"carol"}`, "carol", clk.Now())
 	wantHeads(t, v, o.ID, sorted(b.Version, c.Version)...)
 	wantObjectHead(t, k, o.ID, c, true)
-	want = asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version)}})
-	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+	want = asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version)}})
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects after a write from one head = %s, want %s", asJSON(t, fs), want)
 	}
 	// And from the other, the older head: the object follows the latest write.
@@ -422,7 +423,7 @@ func testVersionMerge(t *testing.T, open Opener) {
 	if got.Status != before.Status || got.Round != before.Round || !got.UpdatedAt.Equal(now) {
 		t.Fatalf("merged object %s, want status and round kept, updated_at %v", asJSON(t, got), now)
 	}
-	if fs := mustForks(t, v, 0, store.MaxListLimit); len(fs) != 0 {
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("merged object still listed as forked: %s", asJSON(t, fs))
 	}
 	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.Version, b.Version, m.Version}) {
@@ -497,7 +498,7 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 		what := fmt.Sprintf("MergeVersions(heads %v) with heads %v", heads, sorted(a.Version, c.Version))
 		m, r, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"text":"merged"}`), "fork_resolution",
 			resolvesReason(`{"rule":"x"}`))
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, cks.ErrConflict) {
 			t.Errorf("%s: err = %v (version %s, reason %s), want ErrConflict", what, err, asJSON(t, m), asJSON(t, r))
 		} else if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(a.Version)) || !strings.Contains(msg, fmt.Sprint(c.Version)) {
 			t.Errorf("%s: err = %v, want it to name the current heads %d and %d", what, err, a.Version, c.Version)
@@ -515,7 +516,7 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 	before = takeSnapshot(t, k, v)
 	_, r, err := v.MergeVersions(ctx(t), o.ID, []int64{a.Version, c.Version}, json.RawMessage(`{"text":"again"}`), "fork_resolution",
 		resolvesReason(`{"rule":"y"}`))
-	if !errors.Is(err, store.ErrConflict) || r != nil {
+	if !errors.Is(err, cks.ErrConflict) || r != nil {
 		t.Errorf("merge of an already merged fork: err = %v, reason %s; want ErrConflict", err, asJSON(t, r))
 	}
 	wantNothingWritten(t, "merge of an already merged fork", k, v, before)
@@ -540,7 +541,7 @@ func testVersionMergeSingleHead(t *testing.T, open Opener) {
 		wantVersion(t, "single-head merge", m, o.ID, []int64{o.HeadVersion}, `{"text":"same"}`, "fork_resolution", clk.Now())
 		wantHeads(t, v, o.ID, m.Version)
 		wantObjectHead(t, k, o.ID, m, false)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, cks.ErrConflict):
 		t.Logf("MergeVersions of the single head is refused: %v", err)
 		wantNothingWritten(t, "refused single-head merge", k, v, before)
 	default:
@@ -563,7 +564,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 	clk.Advance(time.Minute)
 	before := takeSnapshot(t, k, v)
 	const missing = 424242
-	big := `{"a":"` + strings.Repeat("x", store.MaxObjectContent) + `"}`
+	big := `{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`
 	writes := []struct {
 		name         string
 		id, base     int64
@@ -590,7 +591,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		w, err := v.WriteVersion(ctx(t), c.id, c.base, json.RawMessage(c.content), c.by)
 		what := "WriteVersion with " + c.name
 		if c.wantNotFound {
-			if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(c.id)) {
+			if !errors.Is(err, cks.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(c.id)) {
 				t.Errorf("%s: err = %v, want ErrNotFound naming %d", what, err, c.id)
 			}
 		} else {
@@ -626,7 +627,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		{"reason linked to a missing object", o.ID, heads, `{"m":1}`, "fr", badLink,
 			func(err error) bool { return store.IsFieldError(err, "reason.links[0].dst") }, "a FieldError naming reason.links[0].dst"},
 		{"unknown object", missing, heads, `{"m":1}`, "fr", nil, func(err error) bool {
-			return errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))
+			return errors.Is(err, cks.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))
 		}, fmt.Sprintf("ErrNotFound naming %d", missing)},
 	}
 	for _, c := range merges {
@@ -645,10 +646,10 @@ func testVersionBadInput(t *testing.T, open Opener) {
 			}
 		}
 	}
-	if _, err := v.Heads(ctx(t), missing); !errors.Is(err, store.ErrNotFound) {
+	if _, err := v.Heads(ctx(t), missing); !errors.Is(err, cks.ErrNotFound) {
 		t.Errorf("Heads(%d): err = %v, want ErrNotFound", missing, err)
 	}
-	if vs, err := v.ObjectVersions(ctx(t), missing); !errors.Is(err, store.ErrNotFound) && (err != nil || len(vs) != 0) {
+	if vs, err := v.ObjectVersions(ctx(t), missing); !errors.Is(err, cks.ErrNotFound) && (err != nil || len(vs) != 0) {
 		t.Errorf("ObjectVersions(%d) = %s, %v; want ErrNotFound (or nothing)", missing, asJSON(t, vs), err)
 	}
 	// Every refused write left the fork as it was, ready to merge.
@@ -738,15 +739,15 @@ func testVersionDAG(t *testing.T, open Opener) {
 	type step struct {
 		name    string
 		parents []int64
-		v       store.Version
+		v       cks.Version
 	}
 	var steps []step
-	add := func(name string, w store.Version, parents ...int64) store.Version {
+	add := func(name string, w cks.Version, parents ...int64) cks.Version {
 		steps = append(steps, step{name, parents, w})
 		return w
 	}
 	root := add("root", mustHeads(t, v, o.ID)[0])
-	write := func(name string, base store.Version) store.Version {
+	write := func(name string, base cks.Version) cks.Version {
 		t.Helper()
 		clk.Advance(time.Second)
 		mustWrite(t, v, noise.ID, mustHeads(t, v, noise.ID)[0].Version, fmt.Sprintf(`{"noise":%q}`, name), "noise") // interleaved ids
@@ -757,8 +758,8 @@ func testVersionDAG(t *testing.T, open Opener) {
 	c := write("c", a)
 	d := write("d", root)
 	wantHeads(t, v, o.ID, sorted(b.Version, c.Version, d.Version)...)
-	want := asJSON(t, []store.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version, d.Version)}})
-	if fs := mustForks(t, v, 0, store.MaxListLimit); asJSON(t, fs) != want {
+	want := asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version, d.Version)}})
+	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
 		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
 	}
 	clk.Advance(time.Second)
@@ -787,7 +788,7 @@ func testVersionDAG(t *testing.T, open Opener) {
 // testVersionForkedObjectsPaging: ForkedObjects pages by object id.
 func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 	k, v, _ := versionStore(t, open)
-	var os []store.Object
+	var os []cks.Object
 	for i := range 7 {
 		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
@@ -807,15 +808,15 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 	mustWrite(t, v, os[1].ID, os[1].HeadVersion, `{"linear":true}`, "w")
 	forked := []int64{os[0].ID, os[2].ID, os[3].ID, os[6].ID}
 	wantForks := func(ids ...int64) string {
-		fs := []store.Fork{}
+		fs := []cks.Fork{}
 		for _, id := range ids {
-			fs = append(fs, store.Fork{ObjectID: id, Heads: want[id]})
+			fs = append(fs, cks.Fork{ObjectID: id, Heads: want[id]})
 		}
 		return asJSON(t, fs)
 	}
-	show := func(fs []store.Fork) string {
+	show := func(fs []cks.Fork) string {
 		if fs == nil {
-			fs = []store.Fork{}
+			fs = []cks.Fork{}
 		}
 		return asJSON(t, fs)
 	}
@@ -824,7 +825,7 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 		limit int
 		want  string
 	}{
-		{0, store.MaxListLimit, wantForks(forked...)},
+		{0, cks.MaxListLimit, wantForks(forked...)},
 		{0, 1, wantForks(forked[0])},
 		{0, 2, wantForks(forked[:2]...)},
 		{forked[1], 2, wantForks(forked[2:]...)},
@@ -839,7 +840,7 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 		}
 	}
 	// Following the cursor one page at a time visits every fork once.
-	var got []store.Fork
+	var got []cks.Fork
 	for after, pages := int64(0), 0; ; pages++ {
 		fs := mustForks(t, v, after, 3)
 		if len(fs) > 3 || pages > 5 {
@@ -854,7 +855,7 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 	if show(got) != wantForks(forked...) {
 		t.Fatalf("paged forks %s, want %s", show(got), wantForks(forked...))
 	}
-	for _, limit := range []int{0, -1, store.MaxListLimit + 1} {
+	for _, limit := range []int{0, -1, cks.MaxListLimit + 1} {
 		fs, err := v.ForkedObjects(ctx(t), 0, limit)
 		wantFieldError(t, fmt.Sprintf("ForkedObjects(0, %d) = %s", limit, show(fs)), err, "limit")
 	}
@@ -863,10 +864,10 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 // testVersionListEdgesPaging: ListEdges pages through every edge by id.
 func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	if es, err := v.ListEdges(ctx(t), 0, store.MaxListLimit); err != nil || len(es) != 0 {
+	if es, err := v.ListEdges(ctx(t), 0, cks.MaxListLimit); err != nil || len(es) != 0 {
 		t.Fatalf("ListEdges of an empty store = %s, %v", asJSON(t, es), err)
 	}
-	var os []store.Object
+	var os []cks.Object
 	for i := range 4 {
 		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
@@ -905,14 +906,14 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	if len(edges) != 8 {
 		t.Fatalf("edges %s, want 7 added and the reason edge", asJSON(t, edges))
 	}
-	slices.SortFunc(edges, func(x, y store.Edge) int { return int(x.ID - y.ID) })
-	show := func(es []store.Edge) string {
+	slices.SortFunc(edges, func(x, y cks.Edge) int { return int(x.ID - y.ID) })
+	show := func(es []cks.Edge) string {
 		if es == nil {
-			es = []store.Edge{}
+			es = []cks.Edge{}
 		}
 		return asJSON(t, es)
 	}
-	list := func(after int64, limit int) []store.Edge {
+	list := func(after int64, limit int) []cks.Edge {
 		t.Helper()
 		es, err := v.ListEdges(ctx(t), after, limit)
 		if err != nil {
@@ -923,9 +924,9 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	cases := []struct {
 		after int64
 		limit int
-		want  []store.Edge
+		want  []cks.Edge
 	}{
-		{0, store.MaxListLimit, edges},
+		{0, cks.MaxListLimit, edges},
 		{0, 3, edges[:3]},
 		{edges[2].ID, 3, edges[3:6]},
 		{edges[5].ID, 3, edges[6:]},
@@ -937,7 +938,7 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 			t.Errorf("ListEdges(after %d, limit %d) =\n %s\nwant %s", c.after, c.limit, got, show(c.want))
 		}
 	}
-	for _, limit := range []int{0, -1, store.MaxListLimit + 1} {
+	for _, limit := range []int{0, -1, cks.MaxListLimit + 1} {
 		es, err := v.ListEdges(ctx(t), 0, limit)
 		wantFieldError(t, fmt.Sprintf("ListEdges(0, %d) = %s", limit, show(es)), err, "limit")
 	}
@@ -967,7 +968,7 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 		o := MustCreateObject(t, ks[0], store.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
 		var (
 			wg   sync.WaitGroup
-			got  [2]store.Version
+			got  [2]cks.Version
 			errs [2]error
 		)
 		start := make(chan struct{})
@@ -1003,7 +1004,7 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 		forked = append(forked, o.ID)
 	}
 	var listed []int64
-	for _, f := range mustForks(t, vs[0], 0, store.MaxListLimit) {
+	for _, f := range mustForks(t, vs[0], 0, cks.MaxListLimit) {
 		listed = append(listed, f.ObjectID)
 	}
 	if fmt.Sprint(listed) != fmt.Sprint(forked) {
@@ -1023,8 +1024,8 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 		objects := len(allObjects(t, ks[0]))
 		var (
 			wg      sync.WaitGroup
-			got     [2]store.Version
-			reasons [2]*store.Object
+			got     [2]cks.Version
+			reasons [2]*cks.Object
 			errs    [2]error
 		)
 		start := make(chan struct{})
@@ -1046,7 +1047,7 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 			switch {
 			case err == nil:
 				won = append(won, i)
-			case !errors.Is(err, store.ErrConflict):
+			case !errors.Is(err, cks.ErrConflict):
 				t.Fatalf("round %d: merger %d: err = %v, want success or ErrConflict", round, i, err)
 			}
 		}
@@ -1072,7 +1073,7 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 			t.Fatalf("round %d: edges %s, want the winner's reason edge alone", round, asJSON(t, e))
 		}
 	}
-	if fs := mustForks(t, vs[0], 0, store.MaxListLimit); len(fs) != 0 {
+	if fs := mustForks(t, vs[0], 0, cks.MaxListLimit); len(fs) != 0 {
 		t.Fatalf("forks left after the merges: %s", asJSON(t, fs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
@@ -44,12 +45,12 @@ func Map(dialect, what string, err error, k Kind) error {
 		return fmt.Errorf("%s: %s: %w", dialect, what, driver.ErrNoRows)
 	case k == Unique:
 		return fmt.Errorf("%s: %s: %w: %w", dialect, what, driver.ErrUniqueViolation, err)
-	case errors.Is(err, store.ErrUnavailable): // mapped already
+	case errors.Is(err, cks.ErrUnavailable): // mapped already
 		return fmt.Errorf("%s: %s: %w", dialect, what, err)
 	case k == ReadOnly:
-		return store.StorageFault(store.ErrStorageReadOnly, fmt.Errorf("%s: %s: %w", dialect, what, err))
+		return store.StorageFault(cks.ErrStorageReadOnly, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	case k == Full:
-		return store.StorageFault(store.ErrStorageFull, fmt.Errorf("%s: %s: %w", dialect, what, err))
+		return store.StorageFault(cks.ErrStorageFull, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	}
 	return fmt.Errorf("%s: %s: %w", dialect, what, err)
 }

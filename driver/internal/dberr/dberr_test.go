@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 func TestMap(t *testing.T) {
@@ -19,14 +19,14 @@ func TestMap(t *testing.T) {
 		notWant []error
 		keeps   bool // the database's error stays in the chain
 	}{
-		{"NoRows", dbErr, NoRows, []error{driver.ErrNoRows}, []error{store.ErrUnavailable}, false},
-		{"Unique", dbErr, Unique, []error{driver.ErrUniqueViolation}, []error{store.ErrUnavailable}, true},
-		{"ReadOnly", dbErr, ReadOnly, []error{store.ErrStorageReadOnly, store.ErrUnavailable}, []error{store.ErrStorageFull}, true},
-		{"Full", dbErr, Full, []error{store.ErrStorageFull, store.ErrUnavailable}, []error{store.ErrStorageReadOnly}, true},
-		{"Other", dbErr, Other, nil, []error{store.ErrUnavailable, driver.ErrNoRows}, true},
+		{"NoRows", dbErr, NoRows, []error{driver.ErrNoRows}, []error{cks.ErrUnavailable}, false},
+		{"Unique", dbErr, Unique, []error{driver.ErrUniqueViolation}, []error{cks.ErrUnavailable}, true},
+		{"ReadOnly", dbErr, ReadOnly, []error{cks.ErrStorageReadOnly, cks.ErrUnavailable}, []error{cks.ErrStorageFull}, true},
+		{"Full", dbErr, Full, []error{cks.ErrStorageFull, cks.ErrUnavailable}, []error{cks.ErrStorageReadOnly}, true},
+		{"Other", dbErr, Other, nil, []error{cks.ErrUnavailable, driver.ErrNoRows}, true},
 		// Mapped twice (a step's error passed on by the transaction), the
 		// fault stays what it was.
-		{"MappedAlready", Map("d", "inner", dbErr, Full), ReadOnly, []error{store.ErrStorageFull}, []error{store.ErrStorageReadOnly}, true},
+		{"MappedAlready", Map("d", "inner", dbErr, Full), ReadOnly, []error{cks.ErrStorageFull}, []error{cks.ErrStorageReadOnly}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := Map("d", "step", c.err, c.kind)
