@@ -68,12 +68,12 @@ func (e *FieldError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-func fieldError(field, expected string) error {
-	return &FieldError{Field: field, Expected: expected}
-}
-
 // IsFieldError reports whether err is a FieldError naming field.
 func IsFieldError(err error, field string) bool {
 	var fe *FieldError
 	return errors.As(err, &fe) && fe.Field == field
+}
+
+func fieldError(field, expected string) error {
+	return &FieldError{Field: field, Expected: expected}
 }

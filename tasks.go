@@ -114,7 +114,7 @@ type Task struct {
 	Events []TaskEvent `json:"events,omitempty"`
 	// Current is what the current attempt recorded (evidence, decisions,
 	// workspace); History every earlier attempt, oldest first, including
-	// aborted ones. Filled by GetTask only (see store.GroupAttempts).
+	// aborted ones. Filled by GetTask only (see ledger.GroupAttempts).
 	Current *AttemptView  `json:"current,omitempty"`
 	History []AttemptView `json:"history,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
@@ -124,7 +124,7 @@ type Task struct {
 // ClaimedTask is a task as Claim and ClaimReview return it to the claimer:
 // the task and the plain fencing token of the lease just created, which the
 // claimer passes to every executor call of that lease. The token is shown
-// this once: the store keeps only its hash (store.HashLeaseToken), Task has no
+// this once: the store keeps only its hash (driver.HashLeaseToken), Task has no
 // field for it, and no other call returns it, so nobody but the claimer can
 // make the fenced calls of the lease (a reader of the task cannot take it
 // over).

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/liveness"
@@ -121,7 +122,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		defer func() { stop(); <-watchDone }()
 		go func() {
 			defer close(watchDone)
-			st.WatchChanges(run, []string{store.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
+			st.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
 				select {
 				case wake <- struct{}{}:
 				default:

@@ -47,7 +47,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	}{
 		{"critic", nil, func(s agents.Settings) bool {
 			return s.PollInterval == 5*time.Second && s.HeartbeatInterval == time.Minute &&
-				s.LivenessInterval == 30*time.Second && s.MaxRetries == 3 && s.StaleWindow == store.DefaultStaleWindow &&
+				s.LivenessInterval == 30*time.Second && s.MaxRetries == 3 && s.StaleWindow == ledger.DefaultStaleWindow &&
 				s.Lease == 3*time.Minute
 		}, ""},
 		{"fork_resolution", nil, func(s agents.Settings) bool { return s.PollInterval == 30*time.Second }, ""},

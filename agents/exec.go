@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -150,14 +150,14 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// String returns what was kept as text the store takes (store.ToText): a
+// String returns what was kept as text the store takes (cks.ToText): a
 // command may print binary, and the cut may split a UTF-8 sequence.
 func (c *capped) String() string {
 	switch {
 	case c.dropped == 0:
-		return store.ToText(string(c.buf))
+		return cks.ToText(string(c.buf))
 	case c.tail:
-		return store.ToText(fmt.Sprintf("[%d bytes cut]\n%s", c.dropped, c.buf))
+		return cks.ToText(fmt.Sprintf("[%d bytes cut]\n%s", c.dropped, c.buf))
 	}
-	return store.ToText(fmt.Sprintf("%s\n[%d more bytes cut]", c.buf, c.dropped))
+	return cks.ToText(fmt.Sprintf("%s\n[%d more bytes cut]", c.buf, c.dropped))
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // leaseCounted is a store that counts lease reads and the calls of its
-// watches of store.TopicTaskAborts, and closes established once such a
+// watches of cks.TopicTaskAborts, and closes established once such a
 // watch has been called (established).
 type leaseCounted struct {
 	store.Store
@@ -32,7 +32,7 @@ func (c *leaseCounted) LeaseHeld(ctx context.Context, id int64, tok string) (boo
 }
 
 func (c *leaseCounted) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
-	aborts := slices.Contains(topics, store.TopicTaskAborts)
+	aborts := slices.Contains(topics, cks.TopicTaskAborts)
 	return c.Store.WatchChanges(ctx, topics, func(topic string) {
 		if aborts {
 			c.watchCalls.Add(1)

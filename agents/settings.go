@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 )
 
 // Settings are one agent process's knobs (DESIGN §6). Each kind reads them
@@ -24,7 +24,7 @@ type Settings struct {
 	// and obeys stop).
 	Types []string
 	// PollInterval is the wait between claims when there was no work; new
-	// work (store.TopicTasksReady) or a stop ends the wait early.
+	// work (cks.TopicTasksReady) or a stop ends the wait early.
 	PollInterval time.Duration
 	// HeartbeatInterval renews the lease of the task being worked; it is
 	// independent of LivenessInterval (ADR-014). SettingsFromEnv defaults it
@@ -37,7 +37,7 @@ type Settings struct {
 	// failure on attempt MaxRetries+1 or later is permanent.
 	MaxRetries int
 	// StaleWindow is the lease reaper's stale window, the hub's
-	// CKS_STALE_WINDOW (store.DefaultStaleWindow when unset): a lease not
+	// CKS_STALE_WINDOW (ledger.DefaultStaleWindow when unset): a lease not
 	// renewed for that long is reclaimed. The agent reads the same variable
 	// only to check that its heartbeat fits (Finish); the hub's reaper is
 	// what applies it.
@@ -70,7 +70,7 @@ func Defaults(kind string) (Settings, error) {
 		return Settings{}, &liveness.UnknownKindError{Kind: kind}
 	}
 	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: defaultHeartbeat,
-		LivenessInterval: liveness.DefaultInterval, MaxRetries: 3, StaleWindow: store.DefaultStaleWindow}
+		LivenessInterval: liveness.DefaultInterval, MaxRetries: 3, StaleWindow: ledger.DefaultStaleWindow}
 	if kind == "fork_resolution" {
 		s.PollInterval = 30 * time.Second
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -203,7 +203,7 @@ func compact(t testing.TB, raw json.RawMessage) string {
 func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		c := clock.NewFake(storetest.T0)
-		s, d := backendtest.Store(t, open, store.WithClock(c))
+		s, d := backendtest.Store(t, open, driver.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 		clean, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "clean"})
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
@@ -44,7 +45,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	return newFixtureOn(t, func(t testing.TB, opts ...store.Option) store.Store {
+	return newFixtureOn(t, func(t testing.TB, opts ...driver.Option) store.Store {
 		t.Helper()
 		s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
 		if err != nil {
@@ -66,7 +67,7 @@ func buildFixture(t testing.TB, open storetest.Opener, full bool) *fixture {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
 	c := clock.NewFake(storetest.T0)
-	return fixtureOn(t, dir, open(t, store.WithClock(c)), c, full)
+	return fixtureOn(t, dir, open(t, driver.WithClock(c)), c, full)
 }
 
 // fixtureOn serves the API from s (closed with the fixture), with its

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -34,7 +35,7 @@ var badTextInURL = []string{"%00", "a%00b", "%FF", "caf%C3", "%ED%A0%80"}
 func TestBadTextIs400(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := clock.NewFake(storetest.T0)
-		s := open(t, store.WithClock(c))
+		s := open(t, driver.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 
 		open1, _ := storetest.Into(t, s, cks.TaskOpen, "api-open")

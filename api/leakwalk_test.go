@@ -14,9 +14,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
@@ -42,7 +42,7 @@ func newLeakState(t *testing.T, f *fixture) leakState {
 	worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 	var st leakState
 	lease := func(tok string) {
-		st.secrets = append(st.secrets, tok, store.HashLeaseToken(tok))
+		st.secrets = append(st.secrets, tok, driver.HashLeaseToken(tok))
 	}
 	create := func(typ string) int64 {
 		var out struct {

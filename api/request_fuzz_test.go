@@ -35,6 +35,7 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
@@ -63,7 +64,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	dir := datadir.Dir(tb.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := backend.Open(ctx, path, store.WithClock(c))
+	s, err := backend.Open(ctx, path, driver.WithClock(c))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func (h *fuzzHub) confirmer(tg target) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.store.WatchChanges(ctx, []string{store.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with ctx
+		h.store.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with ctx
 			if _, err := h.store.ConfirmAbort(ctx, tg.id, tg.lease); err == nil {
 				cancel()
 			}

@@ -20,8 +20,8 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -283,7 +283,7 @@ func newThrottleHub(t *testing.T, cfg api.Config) *throttleHub {
 	t.Helper()
 	c := clock.NewFake(storetest.T0)
 	dir := datadir.Dir(t.TempDir())
-	s, err := backend.Open(context.Background(), filepath.Join(string(dir), "cks.db"), store.WithClock(c))
+	s, err := backend.Open(context.Background(), filepath.Join(string(dir), "cks.db"), driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}

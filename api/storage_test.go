@@ -22,9 +22,9 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -38,7 +38,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
 	c := clock.NewFake(storetest.T0)
-	s, err := backend.Open(context.Background(), path, store.WithClock(c))
+	s, err := backend.Open(context.Background(), path, driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.ReadOnlyFile(t, path)
-	s, err = backend.Open(context.Background(), path, store.WithClock(c))
+	s, err = backend.Open(context.Background(), path, driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("%d storage checks for 5 polls within HealthTTL, want 1", calls)
 	}
-	fault = store.StorageFault(cks.ErrStorageFull, context.DeadlineExceeded)
+	fault = driver.StorageFault(cks.ErrStorageFull, context.DeadlineExceeded)
 	f.clock.Advance(api.HealthTTL)
 	if code, h := get(); code != http.StatusServiceUnavailable || h.Status != "degraded" || h.Storage != "full" || calls != 2 {
 		t.Fatalf("after a full disk: %d %+v (%d checks), want 503 degraded full", code, h, calls)
@@ -190,7 +190,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 	s.Close()
 	exec("ALTER DATABASE " + name + " SET default_transaction_read_only = on")
 	c := clock.NewFake(storetest.T0)
-	s, err = backend.Open(context.Background(), dbURL, store.WithClock(c))
+	s, err = backend.Open(context.Background(), dbURL, driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/store"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -47,7 +46,7 @@ func (f *fixture) confirmer(t testing.TB, c *client.Client, id int64, lease stri
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.store.WatchChanges(ctx, []string{store.TopicTaskAborts}, func(string) {
+		f.store.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) {
 			if ab, err := c.ConfirmAbort(ctx, id, lease); err == nil {
 				got = ab
 				cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -292,7 +293,7 @@ func createToken(ctx context.Context, s store.Principals, c clock.Clock, p cks.P
 	if err != nil {
 		return cks.Principal{}, "", err
 	}
-	p.ID, p.CreatedAt = uuid.NewString(), store.Time(c.Now())
+	p.ID, p.CreatedAt = uuid.NewString(), driver.Time(c.Now())
 	if err := s.CreatePrincipal(ctx, p, HashToken(tok), grants); err != nil {
 		return cks.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
 	}
@@ -310,7 +311,7 @@ func IssueTaskToken(ctx context.Context, s store.Principals, c cks.ClaimedTask, 
 		return "", &cks.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
 	}
 	p := cks.Principal{Name: strings.TrimSpace("task/" + strconv.FormatInt(c.ID, 10) + " " + worker),
-		Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+		Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
 	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
 	return tok, err
 }

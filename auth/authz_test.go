@@ -10,7 +10,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 )
 
@@ -174,7 +173,7 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 		return cs[0]
 	}
 	done, live := claim("done"), claim("live")
-	if _, err := auth.IssueTaskToken(ctx, s, cks.ClaimedTask{Task: done.Task}, "w"); !store.IsFieldError(err, "task_id") {
+	if _, err := auth.IssueTaskToken(ctx, s, cks.ClaimedTask{Task: done.Task}, "w"); !cks.IsFieldError(err, "task_id") {
 		t.Fatalf("IssueTaskToken without the lease token: %v, want a FieldError", err)
 	}
 	doneTok, err := auth.IssueTaskToken(ctx, s, done, "w")

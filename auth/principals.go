@@ -12,7 +12,7 @@ import (
 
 // Principals is store.Principals over a driver: identities, the hashes of
 // their tokens and their grants, with every rule of them here, once for
-// both dialects — the input check (store.ValidatePrincipal), a principal
+// both dialects — the input check (auth.ValidatePrincipal), a principal
 // and its grants written in one transaction, the lease binding of a task
 // credential (it authenticates only while its task's lease is the one it
 // was issued with: the driver's PrincipalByTokenHash decides it in the read
@@ -32,10 +32,10 @@ func NewPrincipals(db driver.Driver) *Principals { return &Principals{db: db} }
 
 // CreatePrincipal implements store.Principals.
 func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
-	if err := store.ValidatePrincipal(p, tokenHash, grants); err != nil {
+	if err := ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
-	row := driver.PrincipalRow{ID: p.ID, Name: p.Name, TokenHash: tokenHash, CreatedAt: store.Time(p.CreatedAt)}
+	row := driver.PrincipalRow{ID: p.ID, Name: p.Name, TokenHash: tokenHash, CreatedAt: driver.Time(p.CreatedAt)}
 	if p.Lease != nil {
 		row.LeaseTaskID, row.LeaseTokenHash = p.Lease.TaskID, p.Lease.LeaseTokenHash
 	}
@@ -60,7 +60,7 @@ func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, token
 
 // PrincipalByTokenHash implements store.Principals.
 func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error) {
-	if err := store.ValidateText("token_hash", tokenHash); err != nil {
+	if err := cks.ValidateText("token_hash", tokenHash); err != nil {
 		return cks.Principal{}, err
 	}
 	r, err := s.db.Executor().PrincipalByTokenHash(ctx, tokenHash)
@@ -89,7 +89,7 @@ func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error
 
 // GrantsOf implements store.Principals.
 func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
-	if err := store.ValidateText("id", principalID); err != nil {
+	if err := cks.ValidateText("id", principalID); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.Executor().GrantList(ctx, principalID)
@@ -141,11 +141,11 @@ func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants,
 // (the driver locks what it counts), so two concurrent deletes cannot
 // remove the last two admins.
 func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) error {
-	if err := store.ValidateText("id", principalID); err != nil {
+	if err := cks.ValidateText("id", principalID); err != nil {
 		return err
 	}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		others, err := ex.PrincipalCountWithGrant(ctx, store.AdminResource, store.AdminPermission, principalID)
+		others, err := ex.PrincipalCountWithGrant(ctx, AdminResource, AdminPermission, principalID)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) er
 				return err
 			}
 			for _, g := range grants {
-				if g.Resource == store.AdminResource && g.Permission == store.AdminPermission {
+				if g.Resource == AdminResource && g.Permission == AdminPermission {
 					return fmt.Errorf("principal %q is the last one holding admin on /; create another admin token first: %w",
 						principalID, cks.ErrConflict)
 				}

@@ -65,7 +65,7 @@ func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (s
 	if err != nil {
 		return "", cks.Session{}, err
 	}
-	now = store.Time(now)
+	now = driver.Time(now)
 	s := cks.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
 	if err := a.store.CreateSession(ctx, s, HashToken(secret)); err != nil {
 		return "", cks.Session{}, fmt.Errorf("auth: open a session of %s: %w", p.ID, err)
@@ -125,7 +125,7 @@ func DeleteEndedCredentials(ctx context.Context, ps store.Principals, now time.T
 // insert's transaction, so an unknown one is ErrNotFound.
 func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secretHash string) error {
 	for _, f := range []struct{ name, v string }{{"id", sess.ID}, {"principal_id", sess.PrincipalID}, {"secret_hash", secretHash}} {
-		if err := store.ValidateText(f.name, f.v); err != nil {
+		if err := cks.ValidateText(f.name, f.v); err != nil {
 			return err
 		}
 		if f.v == "" {
@@ -136,7 +136,7 @@ func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secret
 		return &cks.FieldError{Field: "expires_at", Expected: "a time after created_at"}
 	}
 	row := driver.SessionRow{ID: sess.ID, SecretHash: secretHash, PrincipalID: sess.PrincipalID,
-		CreatedAt: store.Time(sess.CreatedAt), ExpiresAt: store.Time(sess.ExpiresAt)}
+		CreatedAt: driver.Time(sess.CreatedAt), ExpiresAt: driver.Time(sess.ExpiresAt)}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		if _, err := ex.PrincipalGet(ctx, sess.PrincipalID); err != nil {
 			if errors.Is(err, driver.ErrNoRows) {
@@ -161,7 +161,7 @@ func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secret
 // by the caller's now: an expired session is refused and its row deleted
 // on the spot (the lease reaper deletes the ones nobody presents).
 func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error) {
-	if err := store.ValidateText("secret_hash", secretHash); err != nil {
+	if err := cks.ValidateText("secret_hash", secretHash); err != nil {
 		return cks.Principal{}, cks.Session{}, err
 	}
 	ex := s.db.Executor()
@@ -219,7 +219,7 @@ func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
 
 // DeleteSession implements store.Principals.
 func (s *Principals) DeleteSession(ctx context.Context, id string) error {
-	if err := store.ValidateText("id", id); err != nil {
+	if err := cks.ValidateText("id", id); err != nil {
 		return err
 	}
 	var found bool
@@ -242,7 +242,7 @@ func (s *Principals) DeleteExpiredSessions(ctx context.Context, now time.Time) (
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error
-		n, err = ex.SessionDeleteExpired(ctx, store.Time(now))
+		n, err = ex.SessionDeleteExpired(ctx, driver.Time(now))
 		return err
 	})
 	if err != nil {

@@ -15,15 +15,15 @@
 //
 // A driver is opened by its package: sqlite.Open(ctx, path, opts...) and
 // postgres.Open(ctx, url, opts...), which create or upgrade the schema
-// (package driver/schema). The options are the store's (store.Option), so
-// one list serves the driver and the services above it: a driver uses
-// store.WithChangePollInterval (the SQLite listener's poll period) and
-// store.WithClock only to date the storage faults Health remembers — no
+// (package driver/schema). The options (Option) are one list that
+// serves the driver and the services above it: a driver uses
+// driver.WithChangePollInterval (the SQLite listener's poll period) and
+// driver.WithClock only to date the storage faults Health remembers — no
 // primitive reads the time, every time it stores is a parameter.
 //
 // Opening succeeds on a database that refuses writes as long as its schema
 // is current (nothing to create or upgrade): Health then reports it, and
-// every write fails with store.ErrStorageReadOnly.
+// every write fails with cks.ErrStorageReadOnly.
 package driver
 
 import (
@@ -34,10 +34,10 @@ import (
 )
 
 // Errors a driver returns. Drivers also wrap the storage faults of package
-// store (store.ErrStorageReadOnly, store.ErrStorageFull) where they apply.
+// store (cks.ErrStorageReadOnly, cks.ErrStorageFull) where they apply.
 var (
 	// ErrNoRows means a primitive that reads one row found none. Services
-	// turn it into store.ErrNotFound naming what they looked for.
+	// turn it into cks.ErrNotFound naming what they looked for.
 	ErrNoRows = errors.New("driver: no rows")
 	// ErrUniqueViolation means an insert or update broke a unique index
 	// (a dedupe key taken by a concurrent enqueue, a duplicate principal).
@@ -66,13 +66,13 @@ type Driver interface {
 	Listener() Listener
 	// Health tells, cheaply and without writing, whether the database
 	// takes writes (store.Store's StorageHealth): an error matching
-	// store.ErrStorageReadOnly when it refuses them (SQLite: the file was
+	// cks.ErrStorageReadOnly when it refuses them (SQLite: the file was
 	// opened read-only, which SQLite does when this process may not write
 	// the file, its directory or its file system; Postgres: the server runs
 	// this driver's transactions read-only — a hot standby, or
 	// default_transaction_read_only set — which costs one query); else the
-	// storage fault (matching store.ErrUnavailable) that a write
-	// transaction of this driver (WithTx) met within store.FaultMemory, by
+	// storage fault (matching cks.ErrUnavailable) that a write
+	// transaction of this driver (WithTx) met within driver.FaultMemory, by
 	// the options' clock: no probe tells a full disk without writing, so
 	// the last failed write stands for the storage that long; else nil.
 	// Any other error means the check itself failed.
@@ -136,7 +136,7 @@ const (
 	LockShare
 )
 
-// Times are UTC with microsecond precision (store.Time) on the way in and
+// Times are UTC with microsecond precision (driver.Time) on the way in and
 // out of every driver; a zero time.Time stands for SQL NULL.
 
 // TaskRow is one row of cks_outbox_tasks as stored. It is not a read view:

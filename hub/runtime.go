@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
@@ -67,7 +69,7 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	}
 	var err error
 	// The agents read the same variable to fit their lease heartbeat in it.
-	if s.StaleWindow, err = durationSetting(getenv, agents.EnvStaleWindow, store.DefaultStaleWindow); err != nil {
+	if s.StaleWindow, err = durationSetting(getenv, agents.EnvStaleWindow, ledger.DefaultStaleWindow); err != nil {
 		return s, err
 	}
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
@@ -198,7 +200,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			// The fast path of ADR-015's cross-node stop: a change to the
 			// override table, made by any node, wakes every local runner to
 			// re-read its override now instead of at its next tick.
-			err := rt.Store.WatchChanges(bg, []string{store.TopicSweeperControl}, func(string) {
+			err := rt.Store.WatchChanges(bg, []string{cks.TopicSweeperControl}, func(string) {
 				for _, r := range rt.Sweepers.Registry().Runners() {
 					r.Poke()
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
@@ -62,7 +63,7 @@ func TestLeaseReaper(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		retry := enqueue(t, st, cks.NewTask{Type: "t", MaxAttempts: 2})
 		dead := enqueue(t, st, cks.NewTask{Type: "u", MaxAttempts: 1})
 		held := enqueue(t, st, cks.NewTask{Type: "v"})
@@ -106,7 +107,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		enqueue(t, st, cks.NewTask{Type: "t"})
 		claimed, err := st.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
 		if err != nil || len(claimed) != 1 {
@@ -140,7 +141,7 @@ func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		for _, q := range []string{"dead worker", "live worker"} {
 			if _, err := st.CreateObject(ctx, store.NewObject{Kind: "question", Content: []byte(`{"question":"` + q + `"}`),
 				Status: "awaiting_research", CreatedBy: "test"}); err != nil {
@@ -215,7 +216,7 @@ func TestDependencyRelease(t *testing.T) {
 func TestStaleStopReport(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		old := enqueue(t, st, cks.NewTask{Type: "t"})
 		move(t, st, old.ID, cks.TaskStopped)
 		c.Advance(2 * time.Hour)
@@ -245,7 +246,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		claim := func(typ, worker string) cks.ClaimedTask {
 			t.Helper()
 			ts, err := st.Claim(ctx, worker, []string{typ}, 1, time.Hour)

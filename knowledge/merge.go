@@ -79,7 +79,7 @@ func DeterministicResolver(path string, base, ours, theirs json.RawMessage) (jso
 // Merge3 merges two versions of a JSON object, ours and theirs, against
 // their common ancestor base, field by field, and returns the canonical
 // JSON of the result (keys sorted, no white space, numbers as written: the
-// form of store.CanonicalJSON) and the true conflicts it decided.
+// form of cks.CanonicalJSON) and the true conflicts it decided.
 //
 // For each field (the union of the keys of the three objects), where a
 // value may be absent and values are compared by their canonical JSON:
@@ -476,7 +476,7 @@ func parseObject(name string, raw []byte) (map[string]any, error) {
 }
 
 // encode returns the canonical JSON of a decoded value, exactly as
-// store.CanonicalJSON would: sorted keys, no white space, no HTML escaping,
+// cks.CanonicalJSON would: sorted keys, no white space, no HTML escaping,
 // numbers as written.
 func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer

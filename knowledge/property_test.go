@@ -7,13 +7,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cks-dev/cks/store"
 	"pgregory.net/rapid"
+
+	"github.com/cks-dev/cks"
 )
 
 // canonicalJSON is the store's canonical form, which Merge3's output must
 // match byte for byte (content hashes are computed over it).
-var canonicalJSON = store.CanonicalJSON
+var canonicalJSON = cks.CanonicalJSON
 
 // (a) LCA agrees with the brute-force reference on random DAGs and is
 // symmetric.

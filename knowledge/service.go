@@ -48,16 +48,16 @@ func New(db driver.Driver, clk clock.Clock) *Service {
 // assigns its results.
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		return fn(ctx, ex, store.Time(s.clock.Now()))
+		return fn(ctx, ex, driver.Time(s.clock.Now()))
 	})
 }
 
 // newClaimToken returns a fresh random claim token: claims and task leases
 // share one token scheme (128 random bits, hex).
-func newClaimToken() string { return store.NewLeaseToken() }
+func newClaimToken() string { return driver.NewLeaseToken() }
 
 // hashClaimToken is the stored form of a claim token: its SHA-256, hex.
-func hashClaimToken(token string) string { return store.HashLeaseToken(token) }
+func hashClaimToken(token string) string { return driver.HashLeaseToken(token) }
 
 // view is the read view of an object row: no claim token (only a claim
 // returns one), forked when it has more than one head.
@@ -275,7 +275,7 @@ func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (cks.Obje
 		if n.Status == "" {
 			return nil
 		}
-		return ex.Notify(ctx, store.TopicObjects)
+		return ex.Notify(ctx, cks.TopicObjects)
 	})
 	if err != nil {
 		return cks.Object{}, err
@@ -375,9 +375,9 @@ func (s *Service) AddEdges(ctx context.Context, edges []store.NewEdge) ([]cks.Ed
 }
 
 // validWorker reports a FieldError naming worker when it is not text a
-// backend stores (store.ValidateText) or blank.
+// backend stores (cks.ValidateText) or blank.
 func validWorker(worker string) error {
-	if err := store.ValidateText("worker", worker); err != nil {
+	if err := cks.ValidateText("worker", worker); err != nil {
 		return err
 	}
 	if strings.TrimSpace(worker) == "" {
@@ -391,7 +391,7 @@ func validWorker(worker string) error {
 // never claim one object; on SQLite the one writer serialises them. Each
 // claimed object gets its own token.
 func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error) {
-	if err := store.ValidateText("status", status); err != nil {
+	if err := cks.ValidateText("status", status); err != nil {
 		return nil, err
 	}
 	switch {
@@ -433,7 +433,7 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 	if err := validWorker(worker); err != nil {
 		return cks.Object{}, err
 	}
-	if err := store.ValidateTexts("statuses", statuses); err != nil {
+	if err := cks.ValidateTexts("statuses", statuses); err != nil {
 		return cks.Object{}, err
 	}
 	if len(statuses) == 0 {
@@ -469,7 +469,7 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 // TouchClaim implements store.Knowledge. It publishes nothing: the claim's
 // holder does not change.
 func (s *Service) TouchClaim(ctx context.Context, id int64, claimToken string) error {
-	if err := store.ValidateText("claim_token", claimToken); err != nil {
+	if err := cks.ValidateText("claim_token", claimToken); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -492,7 +492,7 @@ func release(o *driver.ObjectRow, now time.Time) {
 // ReleaseClaim implements store.Knowledge. It publishes TopicObjects: the
 // object is claimable again.
 func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string) error {
-	if err := store.ValidateText("claim_token", claimToken); err != nil {
+	if err := cks.ValidateText("claim_token", claimToken); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -504,7 +504,7 @@ func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string)
 		if _, err := ex.ObjectUpdateMany(ctx, []driver.ObjectRow{withoutContent(o)}); err != nil {
 			return err
 		}
-		return ex.Notify(ctx, store.TopicObjects)
+		return ex.Notify(ctx, cks.TopicObjects)
 	})
 }
 
@@ -520,7 +520,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 	if err != nil {
 		return cks.Object{}, nil, err
 	}
-	if err := store.ValidateText("claim_token", claimToken); err != nil {
+	if err := cks.ValidateText("claim_token", claimToken); err != nil {
 		return cks.Object{}, nil, err
 	}
 	var (
@@ -610,7 +610,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 			return err
 		}
 		out, attached = view(o), made
-		return ex.Notify(ctx, store.TopicObjects)
+		return ex.Notify(ctx, cks.TopicObjects)
 	})
 	if err != nil {
 		return cks.Object{}, nil, err
@@ -662,7 +662,7 @@ func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t store.O
 // by a concurrent touch, release or transition are skipped (SKIP LOCKED):
 // that writer is on them.
 func (s *Service) ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error) {
-	olderThan = store.Time(olderThan)
+	olderThan = driver.Time(olderThan)
 	var n int
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		rows, err := ex.ObjectClaimedBefore(ctx, driver.ObjectClaimedBeforeParams{Before: olderThan})
@@ -680,7 +680,7 @@ func (s *Service) ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (
 		if _, err := ex.ObjectUpdateMany(ctx, rows); err != nil {
 			return err
 		}
-		return ex.Notify(ctx, store.TopicObjects)
+		return ex.Notify(ctx, cks.TopicObjects)
 	})
 	if err != nil {
 		return 0, err

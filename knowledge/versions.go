@@ -60,9 +60,9 @@ func appendVersion(ctx context.Context, ex driver.Executor, now time.Time, o *dr
 }
 
 // validAuthor reports a FieldError naming author when it is not text a
-// backend stores (store.ValidateText) or blank.
+// backend stores (cks.ValidateText) or blank.
 func validAuthor(author string) error {
-	if err := store.ValidateText("author", author); err != nil {
+	if err := cks.ValidateText("author", author); err != nil {
 		return err
 	}
 	if strings.TrimSpace(author) == "" {
@@ -191,7 +191,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 		if why.Object.Status == "" {
 			return nil
 		}
-		return ex.Notify(ctx, store.TopicObjects) // a reason with a status is claimable
+		return ex.Notify(ctx, cks.TopicObjects) // a reason with a status is claimable
 	})
 	if err != nil {
 		return cks.Version{}, nil, err

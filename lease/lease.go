@@ -22,7 +22,7 @@ type Config struct {
 	// Every is the renewal period; it must be positive. The first renewal
 	// is one period after Keep (the claim itself was the first).
 	Every time.Duration
-	// Renew renews the lease once. An error matching store.ErrLeaseLost
+	// Renew renews the lease once. An error matching cks.ErrLeaseLost
 	// means the lease is gone: the keeper cancels its context with that
 	// error as the cause and renews no more. Any other error is logged and
 	// the next period tries again (a dropped connection is not a lost
@@ -46,7 +46,7 @@ type Keeper struct {
 
 // Keep starts keeping a lease: it returns the keeper and a context derived
 // from ctx that is cancelled when ctx ends, when a renewal finds the lease
-// lost (context.Cause then matches store.ErrLeaseLost), or at Stop (cause
+// lost (context.Cause then matches cks.ErrLeaseLost), or at Stop (cause
 // lifecycle.ErrStopped). Run the work under that context and call Stop when
 // it returns; the renewals go on until then, also after ctx ends, so the
 // lease outlives the work's wind-down.

@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -377,7 +376,7 @@ func TestCompleterTouches(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(storetest.T0)
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g, store.WithClock(clk)), context.Background()
+			s, ctx := ledger.NewService(g, driver.WithClock(clk)), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 3)
 			a, b, c := claimed[0], claimed[1], claimed[2]

@@ -30,12 +30,12 @@ func NewControl(st ControlStore) *Control { return &Control{st: st} }
 
 // Stop holds task id in STOPPED (store.TaskControl.Stop) and, when that
 // revoked a running executor's lease and wait is set, waits up to deadline
-// (0: store.DefaultAbortDeadline) for the executor to confirm the abort. The
+// (0: cks.DefaultAbortDeadline) for the executor to confirm the abort. The
 // returned abort is then AbortConfirmed or AbortUnconfirmed, and so is the
 // stored one. Without wait the abort is returned pending; its outcome is
 // settled later by the executor's confirmation or by Tasks.ExpireAborts.
 func (c *Control) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration, wait bool) (cks.TaskStopResult, error) {
-	deadline, err := store.ValidateDeadline(deadline)
+	deadline, err := cks.ValidateDeadline(deadline)
 	if err != nil {
 		return cks.TaskStopResult{}, err
 	}
@@ -57,7 +57,7 @@ func (c *Control) Start(ctx context.Context, id int64, actor, reason string) (ck
 // confirmation as Stop does; the task is already claimable again meanwhile
 // (the old executor is fenced off by its revoked lease).
 func (c *Control) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration, wait bool) (cks.UpdateResult, error) {
-	deadline, err := store.ValidateDeadline(deadline)
+	deadline, err := cks.ValidateDeadline(deadline)
 	if err != nil {
 		return cks.UpdateResult{}, err
 	}
@@ -71,7 +71,7 @@ func (c *Control) Update(ctx context.Context, id int64, actor string, p cks.Task
 }
 
 // WaitAbort waits up to d for abort abortID to be confirmed, woken by
-// store.TopicTaskAborts, and declares it unconfirmed when d passes first
+// cks.TopicTaskAborts, and declares it unconfirmed when d passes first
 // (store.TaskControl.ResolveAbort, which returns it confirmed if the
 // confirmation won the race). When ctx ends first it returns the abort as
 // it stands with ctx's error; the store settles it at its deadline.
@@ -86,7 +86,7 @@ func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	// f runs once when the watch is established (so nothing before it is
 	// missed) and again at every change of the topic. It may never run when
 	// d passes before the watch is established.
-	werr := c.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) {
+	werr := c.st.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) {
 		last, lastErr = c.st.GetAbort(wctx, abortID)
 		if lastErr == nil && last.Outcome != cks.AbortPending {
 			settled = true

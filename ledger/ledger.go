@@ -8,7 +8,7 @@
 // both dialects. Control adds the operator operations (stop, start, update)
 // with the bounded wait for an abort.
 //
-// Import direction: ledger imports store (for store.TaskState, the records
+// Import direction: ledger imports store (for cks.TaskState, the records
 // and the sentinel errors) and driver (the primitives); the drivers' schema
 // imports ledger for the states its indexes name; store never imports
 // ledger.
@@ -85,7 +85,7 @@ func IsDispatchExcluded(s cks.TaskState) bool { return slices.Contains(DispatchE
 func Allowed(from, to cks.TaskState) bool { return slices.Contains(transitions[from], to) }
 
 // Check returns nil when from → to is allowed, and otherwise an error wrapping
-// store.ErrConflict that names both states.
+// cks.ErrConflict that names both states.
 func Check(from, to cks.TaskState) error {
 	if Allowed(from, to) {
 		return nil
@@ -93,7 +93,7 @@ func Check(from, to cks.TaskState) error {
 	return &TransitionError{From: from, To: to}
 }
 
-// TransitionError is an illegal transition. It unwraps to store.ErrConflict.
+// TransitionError is an illegal transition. It unwraps to cks.ErrConflict.
 type TransitionError struct {
 	From, To cks.TaskState
 }
@@ -103,7 +103,7 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("illegal transition: task is %s, cannot move to %s", e.From, e.To)
 }
 
-// Unwrap makes errors.Is(err, store.ErrConflict) hold.
+// Unwrap makes errors.Is(err, cks.ErrConflict) hold.
 func (e *TransitionError) Unwrap() error { return cks.ErrConflict }
 
 // Retry backoff bounds (see Backoff).
@@ -171,7 +171,7 @@ func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
 }
 
 // WrongState is the conflict of operation op, which needs task t in state
-// want; it wraps store.ErrConflict and names the task, its state and want.
+// want; it wraps cks.ErrConflict and names the task, its state and want.
 func WrongState(t cks.Task, op string, want cks.TaskState) error {
 	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, cks.ErrConflict)
 }

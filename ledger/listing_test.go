@@ -7,8 +7,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -21,7 +21,7 @@ func TestListStoppedFirst(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		ctx := context.Background()
 		c := clock.NewFake(storetest.T0)
-		s := open(t, store.WithClock(c))
+		s := open(t, driver.WithClock(c))
 		enqueue := func(title string) cks.Task {
 			t.Helper()
 			return storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: title})

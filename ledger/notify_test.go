@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 // notifyCounter is a driver that records, for each transaction that
@@ -129,7 +128,7 @@ func wantOnce(t testing.TB, what string, commits []map[string]int, n int) {
 				t.Errorf("%s: %s published %d times in one transaction, want once: %v", what, topic, k, topics)
 			}
 		}
-		if topics[store.TopicTasksReady] == 0 {
+		if topics[cks.TopicTasksReady] == 0 {
 			t.Errorf("%s: tasks_ready not published: %v", what, topics)
 		}
 	}

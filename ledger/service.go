@@ -20,8 +20,8 @@ import (
 // one driver transaction; every state change goes through transition (the
 // table's Check, the event, TopicTasksReady), every executor call is fenced
 // by the hash of its lease token, and the plain token exists only in what
-// Claim and ClaimReview return (store.ClaimedTask). Every string and JSON
-// argument is checked (store.ValidateText, ValidateJSON, through the shared
+// Claim and ClaimReview return (cks.ClaimedTask). Every string and JSON
+// argument is checked (cks.ValidateText, ValidateJSON, through the shared
 // validators) before anything is read or written.
 type Service struct {
 	db    driver.Driver
@@ -40,10 +40,10 @@ var (
 )
 
 // NewService returns the ledger over db. Of the options it uses the clock
-// (store.WithClock), which tells the time of every write whose time is not
+// (driver.WithClock), which tells the time of every write whose time is not
 // an argument.
-func NewService(db driver.Driver, opts ...store.Option) *Service {
-	s := &Service{db: db, clock: store.ApplyOptions(opts).Clock, jitter: mrand.Float64,
+func NewService(db driver.Driver, opts ...driver.Option) *Service {
+	s := &Service{db: db, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
 		completer: completer{max: maxFlushes, maxBatch: maxFinishBatch},
 		claimer:   claimer{max: maxClaims, maxBatch: maxClaimBatch}}
 	s.completer.run, s.claimer.run = s.flush, s.claimBatch
@@ -64,7 +64,7 @@ const (
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		once := &notifyOnce{Executor: ex}
-		if err := fn(ctx, once, store.Time(s.clock.Now())); err != nil {
+		if err := fn(ctx, once, driver.Time(s.clock.Now())); err != nil {
 			return err
 		}
 		for _, topic := range once.topics {
@@ -103,9 +103,9 @@ func (s *Service) read(ctx context.Context, fn func(ctx context.Context, ex driv
 }
 
 // holds reports whether token is the current lease of r: the ledger stores
-// only store.HashLeaseToken of a token, and compares hashes.
+// only driver.HashLeaseToken of a token, and compares hashes.
 func holds(r driver.TaskRow, token string) bool {
-	return token != "" && r.LeaseTokenHash != "" && r.LeaseTokenHash == store.HashLeaseToken(token)
+	return token != "" && r.LeaseTokenHash != "" && r.LeaseTokenHash == driver.HashLeaseToken(token)
 }
 
 // strs renders states as the driver's parameters.
@@ -308,7 +308,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		}
 	}
 	if ready {
-		if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
+		if err := ex.Notify(ctx, cks.TopicTasksReady); err != nil {
 			return nil, err
 		}
 	}
@@ -334,7 +334,7 @@ func revoke(r *driver.TaskRow) {
 // and that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound,
 // or the FieldError of a token that is not text).
 func leased(ctx context.Context, ex driver.Executor, id int64, token string, states ...cks.TaskState) (driver.TaskRow, error) {
-	if err := store.ValidateText("lease_token", token); err != nil {
+	if err := cks.ValidateText("lease_token", token); err != nil {
 		return driver.TaskRow{}, err
 	}
 	r, err := getRow(ctx, ex, id, driver.LockUpdate)

@@ -41,7 +41,7 @@ func BenchmarkLedger(b *testing.B) {
 
 // TestStorageFaults: the service's writes on a database that refuses them
 // (a read-only SQLite file, a Postgres server that runs transactions
-// read-only) fail with store.ErrStorageReadOnly — the drivers classify the
+// read-only) fail with cks.ErrStorageReadOnly — the drivers classify the
 // error, the service passes it on — and write nothing, while reads go on.
 // (storetest.StorageFaults checks the composite store; a full database is
 // the drivers' own test: the service adds nothing to the error.)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // insertAbort records a pending abort of cur's current lease (cur read and
@@ -20,19 +19,19 @@ import (
 func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string, deadline time.Duration) (cks.Abort, error) {
 	a, err := ex.AbortInsert(ctx, driver.AbortRow{TaskID: cur.ID, LeaseTokenHash: cur.LeaseTokenHash,
 		Executor: cur.ClaimedBy, Attempt: cur.Attempts, Restart: cur.Restarts, RequestedBy: actor, Reason: reason,
-		RequestedAt: now, DeadlineAt: store.Time(now.Add(deadline)), Outcome: string(cks.AbortPending)})
+		RequestedAt: now, DeadlineAt: driver.Time(now.Add(deadline)), Outcome: string(cks.AbortPending)})
 	if err != nil {
 		return cks.Abort{}, fmt.Errorf("abort of task %d: %w", cur.ID, err)
 	}
-	return toAbort(a), ex.Notify(ctx, store.TopicTaskAborts)
+	return toAbort(a), ex.Notify(ctx, cks.TopicTaskAborts)
 }
 
 // Stop implements store.TaskControl.
 func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateStopReason(reason)); err != nil {
+	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateStopReason(reason)); err != nil {
 		return cks.Task{}, nil, err
 	}
-	deadline, err := store.ValidateDeadline(deadline)
+	deadline, err := cks.ValidateDeadline(deadline)
 	if err != nil {
 		return cks.Task{}, nil, err
 	}
@@ -79,7 +78,7 @@ func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.T
 
 // Start implements store.TaskControl.
 func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+	if err := cmp.Or(cks.ValidateText("actor", actor), cks.ValidateText("reason", reason)); err != nil {
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
@@ -117,14 +116,14 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // reason "update: FIELDS"), so every edit is in the task's log; a restart
 // records the edit in its stop and start events.
 func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
-	if err := store.ValidateText("actor", actor); err != nil {
+	if err := cks.ValidateText("actor", actor); err != nil {
 		return cks.UpdateResult{}, err
 	}
 	p, err := p.Validate()
 	if err != nil {
 		return cks.UpdateResult{}, err
 	}
-	if deadline, err = store.ValidateDeadline(deadline); err != nil {
+	if deadline, err = cks.ValidateDeadline(deadline); err != nil {
 		return cks.UpdateResult{}, err
 	}
 	dedupe := slices.ContainsFunc(p.AddChildren, func(n cks.NewTask) bool { return n.DedupeKey != "" })
@@ -313,7 +312,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, err
 		}
 		for i, c := range created {
-			if err := store.CheckChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
+			if err := CheckChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
 				return cur, nil, err
 			}
 			children = append(children, c.Task)
@@ -377,7 +376,7 @@ func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error
 // already confirmed changes nothing (its resolved_at stays the first
 // confirmation's).
 func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks.Abort, error) {
-	if err := store.ValidateText("lease_token", token); err != nil {
+	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Abort{}, err
 	}
 	noAbort := fmt.Errorf("no abort of task %d for that lease: %w", id, cks.ErrNotFound)
@@ -386,7 +385,7 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 	}
 	var out cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		a, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: id, LeaseTokenHash: store.HashLeaseToken(token),
+		a, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: id, LeaseTokenHash: driver.HashLeaseToken(token),
 			Lock: driver.LockUpdate})
 		if errors.Is(err, driver.ErrNoRows) {
 			return noAbort
@@ -401,7 +400,7 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 			}
 		}
 		out = toAbort(a)
-		return ex.Notify(ctx, store.TopicTaskAborts)
+		return ex.Notify(ctx, cks.TopicTaskAborts)
 	})
 	return out, err
 }
@@ -426,7 +425,7 @@ func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, e
 			return err
 		}
 		out = toAbort(a)
-		return ex.Notify(ctx, store.TopicTaskAborts)
+		return ex.Notify(ctx, cks.TopicTaskAborts)
 	})
 	return out, err
 }
@@ -434,7 +433,7 @@ func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, e
 // ExpireAborts implements store.TaskControl. Pending aborts another
 // transaction holds (SKIP LOCKED) are being settled by it.
 func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) {
-	now = store.Time(now)
+	now = driver.Time(now)
 	n := 0
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
 		n = 0
@@ -459,7 +458,7 @@ func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) 
 		if n == 0 {
 			return nil
 		}
-		return ex.Notify(ctx, store.TopicTaskAborts)
+		return ex.Notify(ctx, cks.TopicTaskAborts)
 	})
 	if err != nil {
 		return 0, err
@@ -478,7 +477,7 @@ func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, 
 
 // RecordDecision implements store.TaskControl.
 func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (cks.Decision, error) {
-	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("text", text)); err != nil {
+	if err := cmp.Or(cks.ValidateText("kind", kind), cks.ValidateText("text", text)); err != nil {
 		return cks.Decision{}, err
 	}
 	if kind == "" {
@@ -514,7 +513,7 @@ func insertDecision(ctx context.Context, ex driver.Executor, now time.Time, cur 
 
 // ReuseWorkspace implements store.TaskControl.
 func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (cks.Decision, error) {
-	if err := store.ValidateText("path", path); err != nil {
+	if err := cks.ValidateText("path", path); err != nil {
 		return cks.Decision{}, err
 	}
 	if path == "" {

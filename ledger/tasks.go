@@ -232,7 +232,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			return nil, err
 		}
 		if ready {
-			if err := ex.Notify(ctx, store.TopicTasksReady); err != nil {
+			if err := ex.Notify(ctx, cks.TopicTasksReady); err != nil {
 				return nil, err
 			}
 		}
@@ -377,7 +377,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		for _, a := range abRows {
 			aborts = append(aborts, toAbort(a))
 		}
-		store.GroupAttempts(&t, evidence, decisions, aborts)
+		GroupAttempts(&t, evidence, decisions, aborts)
 		return nil
 	})
 	return t, err
@@ -407,7 +407,7 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		page = cks.TaskPage{}
 		rows, more, err := listRows(ctx, ex, driver.TaskListParams{States: states, Types: f.Types,
-			StateChangedBefore: store.Time(f.StateChangedBefore), After: f.After}, f.Limit)
+			StateChangedBefore: driver.Time(f.StateChangedBefore), After: f.After}, f.Limit)
 		if err != nil {
 			return err
 		}
@@ -482,7 +482,7 @@ func rowSize(r driver.TaskRow) int {
 
 // CountTasks implements store.Tasks.
 func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
-	if err := store.ValidateTexts("type", f.Types); err != nil {
+	if err := cks.ValidateTexts("type", f.Types); err != nil {
 		return 0, err
 	}
 	states, err := filterStates(f)
@@ -490,14 +490,14 @@ func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error)
 		return 0, err
 	}
 	return s.db.Executor().TaskCount(ctx, driver.TaskCountParams{States: states, Types: f.Types,
-		StateChangedBefore: store.Time(f.StateChangedBefore)})
+		StateChangedBefore: driver.Time(f.StateChangedBefore)})
 }
 
 // lease gives r a fresh lease held by holder for d and returns its plain
-// token (store.NewLeaseToken); only its hash is written.
+// token (ledger.NewLeaseToken); only its hash is written.
 func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) string {
-	token := store.NewLeaseToken()
-	r.ClaimedBy, r.ClaimedAt, r.LeaseTokenHash = holder, now, store.HashLeaseToken(token)
+	token := driver.NewLeaseToken()
+	r.ClaimedBy, r.ClaimedAt, r.LeaseTokenHash = holder, now, driver.HashLeaseToken(token)
 	r.LeaseExpiresAt, r.LeaseRenewedAt, r.LeaseMs = now.Add(d), now, d.Milliseconds()
 	return token
 }
@@ -515,10 +515,10 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // hashes go to the driver, and each plain token only to this caller. Claims
 // made at once in this process share the statement (claimer).
 func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]cks.ClaimedTask, error) {
-	if err := store.ValidateTexts("types", p.Types); err != nil {
+	if err := cks.ValidateTexts("types", p.Types); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
+	if err := ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
 		return nil, err
 	}
 	// The moves a claim makes, checked against the table once.
@@ -532,11 +532,11 @@ func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]cks.Cla
 	}
 	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
 	for i := range c.tokens {
-		c.tokens[i] = store.NewLeaseToken()
-		c.hashes[i] = store.HashLeaseToken(c.tokens[i])
+		c.tokens[i] = driver.NewLeaseToken()
+		c.hashes[i] = driver.HashLeaseToken(c.tokens[i])
 	}
 	out, err := s.claimer.do(ctx, c)
-	store.SortClaimed(out)
+	SortClaimed(out)
 	return out, err
 }
 
@@ -557,7 +557,7 @@ func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.
 // with Complete and Fail: the leases one process renews concurrently are
 // renewed in one transaction, each fenced by its own token.
 func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
-	if err := store.ValidateText("lease_token", token); err != nil {
+	if err := cks.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
 	_, err := s.completer.do(ctx, &finish{id: id, token: token, touch: true})
@@ -566,7 +566,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 
 // AddEvidence implements store.Tasks.
 func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (cks.Evidence, error) {
-	if err := cmp.Or(store.ValidateText("kind", kind), store.ValidateText("body", body)); err != nil {
+	if err := cmp.Or(cks.ValidateText("kind", kind), cks.ValidateText("body", body)); err != nil {
 		return cks.Evidence{}, err
 	}
 	if kind == "" {
@@ -596,10 +596,10 @@ func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 // grouped into one transaction (the completer), each fenced by its own
 // token and told its own outcome after the commit.
 func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (cks.Task, error) {
-	if err := store.ValidateText("result", result); err != nil {
+	if err := cks.ValidateText("result", result); err != nil {
 		return cks.Task{}, err
 	}
-	if err := store.ValidateText("lease_token", token); err != nil {
+	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
 	return s.completer.do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
@@ -776,10 +776,10 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 
 // Fail implements store.Tasks, through the completer as Complete.
 func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (cks.Task, error) {
-	if err := store.ValidateText("reason", reason); err != nil {
+	if err := cks.ValidateText("reason", reason); err != nil {
 		return cks.Task{}, err
 	}
-	if err := store.ValidateText("lease_token", token); err != nil {
+	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
 	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
@@ -787,7 +787,7 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 
 // RequestInput implements store.Tasks.
 func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (cks.Task, error) {
-	if err := store.ValidateQuestion(question); err != nil {
+	if err := ValidateQuestion(question); err != nil {
 		return cks.Task{}, err
 	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
@@ -802,7 +802,7 @@ func (s *Service) RequestInput(ctx context.Context, id int64, token, question st
 
 // Answer implements store.Tasks.
 func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks.Task, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateAnswer(text)); err != nil {
+	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateAnswer(text)); err != nil {
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
@@ -816,10 +816,10 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 
 // ClaimReview implements store.Tasks.
 func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (cks.ClaimedTask, error) {
-	if err := store.ValidateText("reviewer", reviewer); err != nil {
+	if err := cks.ValidateText("reviewer", reviewer); err != nil {
 		return cks.ClaimedTask{}, err
 	}
-	if err := store.ValidateClaim(reviewer, 1, d); err != nil {
+	if err := ValidateClaim(reviewer, 1, d); err != nil {
 		return cks.ClaimedTask{}, err
 	}
 	var token string
@@ -847,7 +847,7 @@ func (s *Service) Reject(ctx context.Context, id int64, token, note string) (cks
 }
 
 func (s *Service) decideReview(ctx context.Context, id int64, token string, approve bool, note string) (cks.Task, error) {
-	if err := store.ValidateText("note", note); err != nil {
+	if err := cks.ValidateText("note", note); err != nil {
 		return cks.Task{}, err
 	}
 	var out cks.Task
@@ -876,7 +876,7 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 
 // Cancel implements store.Tasks.
 func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
-	if err := cmp.Or(store.ValidateText("actor", actor), store.ValidateText("reason", reason)); err != nil {
+	if err := cmp.Or(cks.ValidateText("actor", actor), cks.ValidateText("reason", reason)); err != nil {
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
@@ -914,7 +914,7 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 	if staleWindow < 0 {
 		return 0, &cks.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
 	}
-	now = store.Time(now)
+	now = driver.Time(now)
 	total := 0
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
 		total = 0
@@ -1005,7 +1005,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 		// Every FAILED or CANCELLED dependency of a WAITING task, by id.
 		for _, d := range depRows {
 			if st := cks.TaskState(d.State); st == cks.TaskFailed || st == cks.TaskCancelled {
-				n, err := blockDependants(ctx, ex, now, store.ActorDependencyRelease, d.ID, st,
+				n, err := blockDependants(ctx, ex, now, ActorDependencyRelease, d.ID, st,
 					"found by the dependency_release sweeper")
 				if err != nil {
 					return err
@@ -1018,7 +1018,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 			return err
 		}
 		moves, err := released(ctx, ex, locked, func(driver.TaskRow) move {
-			return move{to: cks.TaskOpen, actor: store.ActorDependencyRelease,
+			return move{to: cks.TaskOpen, actor: ActorDependencyRelease,
 				reason: "dependencies complete (found by the dependency_release sweeper)"}
 		})
 		if err != nil {

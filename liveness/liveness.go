@@ -27,14 +27,14 @@ func KnownKinds() []string {
 }
 
 // UnknownKindError is returned for a process kind outside KnownKinds. It
-// matches store.ErrInvalid.
+// matches cks.ErrInvalid.
 type UnknownKindError struct{ Kind string }
 
 func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("unknown process kind %q; expected one of %s", e.Kind, strings.Join(KnownKinds(), ", "))
 }
 
-// Unwrap makes errors.Is(err, store.ErrInvalid) hold.
+// Unwrap makes errors.Is(err, cks.ErrInvalid) hold.
 func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
 
 // StatusAt applies the TTL rule: alive iff now - last_heartbeat_at <= 3 × interval.
@@ -120,7 +120,7 @@ func (s *Service) ResolveProcess(ctx context.Context, target string) (cks.Proces
 // RequestStop asks a process to stop: the newest instance of a kind, or one
 // instance by id (see ResolveProcess). Only an alive instance is asked (the
 // request is stored as its desired_state and published on
-// store.TopicAgentStop); otherwise the result says Found false. The process
+// cks.TopicAgentStop); otherwise the result says Found false. The process
 // drains — finishes its current task, claims nothing more — and exits; there
 // is no start (ADR-016 §4).
 func (s *Service) RequestStop(ctx context.Context, target string) (cks.ProcessStopResult, error) {

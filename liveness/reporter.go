@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/store"
 )
@@ -41,7 +42,7 @@ type ReporterConfig struct {
 	// (desired_state stop_requested). Agents pass the cancel function of the
 	// same context SIGTERM cancels, so both end the process the same way.
 	OnStopRequested func()
-	// NoFastPath turns off the change watch on store.TopicAgentStop, leaving
+	// NoFastPath turns off the change watch on cks.TopicAgentStop, leaving
 	// the tick's read-back as the only way a stop request arrives (the
 	// ADR-016 baseline; for measurements).
 	NoFastPath bool
@@ -56,7 +57,7 @@ type ReporterConfig struct {
 // Reporter is the heartbeat of one agent process instance (ADR-014, with
 // the stop request of ADR-016): it writes its row at Start and every
 // interval, reads the row back on each tick and, beyond the seed, whenever
-// store.TopicAgentStop is published, and calls OnStopRequested when asked
+// cks.TopicAgentStop is published, and calls OnStopRequested when asked
 // to stop. Stop writes a final heartbeat backdated to the epoch. Its loop
 // runs on a lifecycle.Base.
 type Reporter struct {
@@ -128,7 +129,7 @@ func (r *Reporter) Start(ctx context.Context) error { return r.base.Start(ctx) }
 
 // first writes the first heartbeat (the Base's Init).
 func (r *Reporter) first(ctx context.Context) error {
-	now := store.Time(r.cfg.Clock.Now())
+	now := driver.Time(r.cfg.Clock.Now())
 	r.mu.Lock()
 	r.row.StartedAt, r.row.LastHeartbeatAt = now, now
 	row := r.row
@@ -146,7 +147,7 @@ func (r *Reporter) run(ctx context.Context) {
 		var watch sync.WaitGroup
 		defer watch.Wait()
 		watch.Go(func() {
-			err := r.st.WatchChanges(ctx, []string{store.TopicAgentStop}, func(string) { r.checkStop(ctx) })
+			err := r.st.WatchChanges(ctx, []string{cks.TopicAgentStop}, func(string) { r.checkStop(ctx) })
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("stop-request watch ended", "instance_id", r.row.InstanceID, "err", err)
 			}
@@ -195,7 +196,7 @@ func (r *Reporter) write(ctx context.Context, final bool) error {
 		r.row.LastHeartbeatAt = Epoch
 		r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
 	} else {
-		r.row.LastHeartbeatAt = store.Time(r.cfg.Clock.Now())
+		r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
 	}
 	row := r.row
 	r.mu.Unlock()

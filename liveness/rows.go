@@ -15,7 +15,7 @@ import (
 // dialects — the validation of a row, the upsert that never changes
 // started_at or desired_state (the driver's LivenessUpsert leaves both), the
 // not-found answers, and a stop request that sets desired_state and
-// publishes store.TopicAgentStop in one transaction, or reports false when
+// publishes cks.TopicAgentStop in one transaction, or reports false when
 // there is no such instance. Writes run in a driver transaction (so the
 // driver remembers their storage faults); reads run on the driver's pool.
 type Rows struct {
@@ -33,7 +33,7 @@ func (l *Rows) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) err
 		return err
 	}
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
-		LivenessIntervalS: r.LivenessIntervalS, StartedAt: store.Time(r.StartedAt), LastHeartbeatAt: store.Time(r.LastHeartbeatAt),
+		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
 		CurrentTaskType: r.CurrentTaskType}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
@@ -62,7 +62,7 @@ func (l *Rows) ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, erro
 
 // GetAgentLiveness implements store.Liveness.
 func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error) {
-	if err := store.ValidateText("instance_id", instanceID); err != nil {
+	if err := cks.ValidateText("instance_id", instanceID); err != nil {
 		return cks.AgentLiveness{}, err
 	}
 	r, err := l.db.Executor().LivenessGet(ctx, instanceID)
@@ -77,7 +77,7 @@ func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (cks.Age
 
 // LatestAgentLiveness implements store.Liveness.
 func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentLiveness, error) {
-	if err := store.ValidateText("process_kind", kind); err != nil {
+	if err := cks.ValidateText("process_kind", kind); err != nil {
 		return cks.AgentLiveness{}, err
 	}
 	r, err := l.db.Executor().LivenessLatest(ctx, kind)
@@ -93,7 +93,7 @@ func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentL
 // RequestAgentStop implements store.Liveness: the update and the
 // notification commit together, and a missing row is false, not an error.
 func (l *Rows) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
-	if err := store.ValidateText("instance_id", instanceID); err != nil {
+	if err := cks.ValidateText("instance_id", instanceID); err != nil {
 		return false, err
 	}
 	var found bool
@@ -102,7 +102,7 @@ func (l *Rows) RequestAgentStop(ctx context.Context, instanceID string) (bool, e
 		if found, err = ex.LivenessSetDesiredState(ctx, instanceID, cks.DesiredStopRequested); err != nil || !found {
 			return err
 		}
-		return ex.Notify(ctx, store.TopicAgentStop)
+		return ex.Notify(ctx, cks.TopicAgentStop)
 	})
 	if err != nil {
 		return false, fmt.Errorf("request stop of %s: %w", instanceID, err)

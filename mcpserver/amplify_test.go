@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -18,7 +18,7 @@ import (
 func TestToolAnswersAreNotEscaped(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		clk := clock.NewFake(storetest.T0)
-		s := open(t, store.WithClock(clk))
+		s := open(t, driver.WithClock(clk))
 		srv := mcpserver.New(liveness.NewService(s, clk), "v-test")
 		mcpserver.AddTaskTools(srv, s)
 		cs := connectInMemory(t, srv)

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -22,7 +22,7 @@ import (
 func TestToolsRefuseBadText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		clk := clock.NewFake(storetest.T0)
-		s := open(t, store.WithClock(clk))
+		s := open(t, driver.WithClock(clk))
 		srv := mcpserver.New(liveness.NewService(s, clk), "v-test")
 		mcpserver.AddTaskTools(srv, s)
 		mcpserver.AddObjectTools(srv, s)

@@ -26,6 +26,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
@@ -62,7 +63,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	c := context.Background()
 	path := filepath.Join(tb.TempDir(), "cks.db")
 	clk := clock.NewFake(storetest.T0)
-	st, err := backend.Open(c, path, store.WithClock(clk))
+	st, err := backend.Open(c, path, driver.WithClock(clk))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func (h *toolHub) confirmer(id int64, lease string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.store.WatchChanges(c, []string{store.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with c
+		h.store.WatchChanges(c, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with c
 			if _, err := h.store.ConfirmAbort(c, id, lease); err == nil {
 				cancel()
 			}

@@ -30,7 +30,7 @@ const (
 
 // ErrClosed is what WatchChanges returns once the Notifier is closed: at
 // once for a new call, and ending a call that was running, so no watcher
-// waits on a listener that is gone. It is a store.ErrConflict.
+// waits on a listener that is gone. It is a cks.ErrConflict.
 var ErrClosed = fmt.Errorf("notifier: closed: %w", cks.ErrConflict)
 
 // Notifier multiplexes one listener. It implements store.Changes.
@@ -115,7 +115,7 @@ func (w *watcher) all() []string {
 // Notifier is closed (ErrClosed). Calls of f are sequential and made on
 // the caller's goroutine.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
-	set, err := store.ValidateTopics(topics)
+	set, err := ValidateTopics(topics)
 	if err != nil {
 		return err
 	}

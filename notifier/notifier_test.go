@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 )
 
@@ -85,7 +84,7 @@ func notify(t testing.TB, d driver.Driver, topic string) {
 // not for topics it does not watch.
 func TestWatchers(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
-		d := open(t, store.WithChangePollInterval(10*time.Millisecond))
+		d := open(t, driver.WithChangePollInterval(10*time.Millisecond))
 		n := notifier.New(d.Listener, nil)
 		t.Cleanup(n.Close)
 		a, b := watch(t, n, "alpha", "beta"), watch(t, n, "beta")
@@ -111,7 +110,7 @@ func TestWatchers(t *testing.T) {
 // call after it returns ErrClosed at once.
 func TestCloseEndsWatchers(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
-		d := open(t, store.WithChangePollInterval(10*time.Millisecond))
+		d := open(t, driver.WithChangePollInterval(10*time.Millisecond))
 		n := notifier.New(d.Listener, nil)
 		const watchers = 3
 		done := make(chan error, watchers)
@@ -147,7 +146,7 @@ func TestBadTopics(t *testing.T) {
 	n := notifier.New(nil, nil)
 	defer n.Close()
 	for _, topics := range [][]string{nil, {""}} {
-		if err := n.WatchChanges(context.Background(), topics, func(string) {}); !store.IsFieldError(err, "topics") {
+		if err := n.WatchChanges(context.Background(), topics, func(string) {}); !cks.IsFieldError(err, "topics") {
 			t.Errorf("topics %q: %v", topics, err)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
 )
 
 // An input reaches an operation the same way from every surface: as one JSON
@@ -251,7 +250,7 @@ func expand(template string, in any) (string, error) {
 }
 
 // checkText refuses an input whose top-level string fields hold text no
-// store backend stores (store.ValidateText), naming the field: so a value
+// store backend stores (cks.ValidateText), naming the field: so a value
 // that never reaches a store validator (a process kind, a sweeper id) is
 // refused alike on every surface, before anything is read.
 func checkText(in any) error {
@@ -270,11 +269,11 @@ func checkText(in any) error {
 		fv := v.FieldByIndex(f.Index)
 		switch {
 		case fv.Kind() == reflect.String:
-			if err := store.ValidateText(name, fv.String()); err != nil {
+			if err := cks.ValidateText(name, fv.String()); err != nil {
 				return err
 			}
 		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
-			if err := store.ValidateTexts(name, fv.Convert(reflect.TypeFor[[]string]()).Interface().([]string)); err != nil {
+			if err := cks.ValidateTexts(name, fv.Convert(reflect.TypeFor[[]string]()).Interface().([]string)); err != nil {
 				return err
 			}
 		}

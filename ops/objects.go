@@ -33,7 +33,7 @@ const objectResource = auth.ResourceObjects + "/{object_id}"
 // createdBy: kind question, status awaiting_research, content
 // {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
 func NewQuestion(r cks.SubmitResearchInput, createdBy string) (store.NewObject, error) {
-	if err := cmp.Or(store.ValidateText("question", r.Question), store.ValidateText("corpus", r.Corpus)); err != nil {
+	if err := cmp.Or(cks.ValidateText("question", r.Question), cks.ValidateText("corpus", r.Corpus)); err != nil {
 		return store.NewObject{}, err
 	}
 	q := strings.TrimSpace(r.Question)

@@ -8,22 +8,23 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestBlankTextRulesAreTheStores: on both backends, a stop reason, an
 // answer and a question of only white space are refused by the store itself
-// with the one FieldError of its rule (store.ValidateStopReason,
+// with the one FieldError of its rule (ledger.ValidateStopReason,
 // ValidateAnswer, ValidateQuestion), and an operation passes that error on
 // as it is. (The store used to accept a blank answer or question that the
 // surfaces refused, each with its own message.)
 func TestBlankTextRulesAreTheStores(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		ctx := context.Background()
-		s := open(t, store.WithClock(clock.NewFake(storetest.T0)))
+		s := open(t, driver.WithClock(clock.NewFake(storetest.T0)))
 		open1, _ := storetest.Into(t, s, cks.TaskOpen, "rules-open")
 		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "rules-input")
 		running, tok := storetest.Into(t, s, cks.TaskRunning, "rules-run")
@@ -37,18 +38,18 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 			}
 		}
 		_, _, err := s.Stop(ctx, open1.ID, "op", " \t ", 0)
-		want("Stop with a blank reason", err, store.ValidateStopReason(""))
+		want("Stop with a blank reason", err, ledger.ValidateStopReason(""))
 		_, err = s.Answer(ctx, asking.ID, "op", "   ")
-		want("Answer with a blank text", err, store.ValidateAnswer(""))
+		want("Answer with a blank text", err, ledger.ValidateAnswer(""))
 		_, err = s.RequestInput(ctx, running.ID, tok, "\n")
-		want("RequestInput with a blank question", err, store.ValidateQuestion(""))
+		want("RequestInput with a blank question", err, ledger.ValidateQuestion(""))
 
 		svc := &ops.Services{Tasks: s}
 		op := auth.WithLocalOperator(ctx)
 		_, err = ops.StopTask.Do(op, svc, &cks.StopTaskInput{TaskID: open1.ID, Reason: " "})
-		want("stop_task with a blank reason", err, store.ValidateStopReason(""))
+		want("stop_task with a blank reason", err, ledger.ValidateStopReason(""))
 		_, err = ops.AnswerTask.Do(op, svc, &cks.AnswerTaskInput{TaskID: asking.ID, Text: " "})
-		want("answer_task with a blank text", err, store.ValidateAnswer(""))
+		want("answer_task with a blank text", err, ledger.ValidateAnswer(""))
 
 		storetest.DiffState(t, "refused blank text", before, storetest.State(t, s))
 	})

@@ -19,7 +19,7 @@ import (
 // (payload, metadata, content) is any JSON value; properties named
 // metadata and content are JSON objects.
 
-// schemaOptions maps the types the inference cannot read, and store.NewTask
+// schemaOptions maps the types the inference cannot read, and cks.NewTask
 // (a task to create: create_task's input, update_task's add_children),
 // whose fields carry no descriptions and of which only type is required.
 func schemaOptions() *jsonschema.ForOptions {

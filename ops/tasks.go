@@ -115,7 +115,7 @@ var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 var ErrDedupeUnreadable = fmt.Errorf("a task with this dedupe_key already exists (or, with dedupe_once, existed) "+
 	"and the caller may not read it; nothing was created: %w", cks.ErrConflict)
 
-// newTaskDocs describe the fields of store.NewTask, the input of
+// newTaskDocs describe the fields of cks.NewTask, the input of
 // create_task and each of update_task's add_children.
 var newTaskDocs = map[string]string{
 	"type":                "the task type; agents claim tasks by type",

@@ -294,7 +294,7 @@ func (o *Orchestrator) run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			// One watch per process, fanned out to every worker.
-			if err := o.cfg.Store.WatchChanges(ctx, []string{store.TopicObjects}, func(string) { o.wakeAll() }); err != nil {
+			if err := o.cfg.Store.WatchChanges(ctx, []string{cks.TopicObjects}, func(string) { o.wakeAll() }); err != nil {
 				o.log.Error("object change watch ended", "err", err)
 			}
 		}()

@@ -547,7 +547,7 @@ func TestFallbackPoll(t *testing.T) {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // touchCounting counts claim renewals and, once lost is set, answers them
-// as a claim taken over (store.ErrLeaseLost).
+// as a claim taken over (cks.ErrLeaseLost).
 type touchCounting struct {
 	pipeline.Store
 	touches atomic.Int32
@@ -575,7 +575,7 @@ func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ cks.Object) (pipel
 
 // TestClaimTouch: a running step's claim is renewed every ClaimTouch of the
 // orchestrator's clock, and a renewal that finds the claim lost cancels the
-// step with store.ErrLeaseLost as the cause (the claim's lease.Keeper).
+// step with cks.ErrLeaseLost as the cause (the claim's lease.Keeper).
 func TestClaimTouch(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := &touchCounting{Store: open(t)}

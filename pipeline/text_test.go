@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
@@ -49,7 +49,7 @@ func TestTitlesAreCutAtCharacters(t *testing.T) {
 		titled := 0
 		for _, e := range o.Edges {
 			other := storetest.MustGetObject(t, k, e.Src)
-			if err := store.ValidateText("title", other.Title); err != nil {
+			if err := cks.ValidateText("title", other.Title); err != nil {
 				t.Errorf("object %d (%s): %v", other.ID, other.Kind, err)
 			}
 			if strings.HasPrefix(other.Title, "été") || strings.HasPrefix(other.Title, "answer to: été") {

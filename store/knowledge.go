@@ -20,15 +20,6 @@ const (
 	MaxKindLen = 64
 )
 
-// TopicObjects is the change topic of the knowledge store: published in the
-// same transaction as every write that makes an object claimable — one
-// created with a status, a status change, a claim given back or released as
-// stale — so pipeline steps wake and re-query by status. Taking a claim does
-// not publish: it makes nothing claimable, and waking every worker for it
-// would only cost them an empty claim each. The notification never carries
-// the object (ADR-007 §3).
-const TopicObjects = "objects"
-
 // NewObject is the input of CreateObject, and of an object created by a
 // transition (Attachment).
 type NewObject struct {
@@ -46,7 +37,7 @@ type NewObject struct {
 // and returns n with its content in canonical form.
 func (n NewObject) Validate(prefix string) (NewObject, error) {
 	for _, f := range []struct{ name, v string }{{"title", n.Title}, {"created_by", n.CreatedBy}} {
-		if err := ValidateText(prefix+f.name, f.v); err != nil {
+		if err := cks.ValidateText(prefix+f.name, f.v); err != nil {
 			return n, err
 		}
 	}
@@ -103,7 +94,7 @@ func validEdgeTypes(prefix, base, semantic string, weight *float64) error {
 // validName checks a kind, status, action or edge type: lower-case
 // letters, digits and underscores, at most MaxKindLen bytes.
 func validName(field, v string, required bool) error {
-	if err := ValidateText(field, v); err != nil {
+	if err := cks.ValidateText(field, v); err != nil {
 		return err
 	}
 	if v == "" {
@@ -186,7 +177,7 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 			return t, err
 		}
 	}
-	if err := ValidateText("agent", t.Agent); err != nil {
+	if err := cks.ValidateText("agent", t.Agent); err != nil {
 		return t, err
 	}
 	if strings.TrimSpace(t.Agent) == "" {
@@ -297,9 +288,6 @@ type Knowledge interface {
 	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
 }
 
-// CanonicalJSON is cks.CanonicalJSON.
-func CanonicalJSON(b []byte) ([]byte, error) { return cks.CanonicalJSON(b) }
-
 // CanonicalContent checks that content is a JSON object (empty means {}) of
 // at most MaxObjectContent bytes and returns its canonical encoding and
 // content hash; errors are FieldErrors naming field.
@@ -310,13 +298,13 @@ func CanonicalContent(content json.RawMessage, field string) (json.RawMessage, s
 	if !bytes.HasPrefix(bytes.TrimSpace(content), []byte("{")) {
 		return nil, "", fieldError(field, "a JSON object")
 	}
-	c, err := CanonicalJSON(content)
+	c, err := cks.CanonicalJSON(content)
 	if err != nil {
 		return nil, "", fieldError(field, fmt.Sprintf("a JSON object (%v)", err))
 	}
 	// Checked on the content as written: canonicalising would turn invalid
 	// UTF-8 and unpaired surrogates into U+FFFD.
-	if err := ValidateJSON(field, content); err != nil {
+	if err := cks.ValidateJSON(field, content); err != nil {
 		return nil, "", err
 	}
 	if len(c) > cks.MaxJSONBytes {

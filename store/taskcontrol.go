@@ -1,79 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/cks-dev/cks"
 )
-
-// TopicTaskAborts is the change topic of abort requests and confirmations:
-// published by Stop, Update (when it restarts a running task) and Cancel of a
-// leased task, and by ConfirmAbort and ResolveAbort. Executors watch it to
-// learn of an abort without waiting for their next lease heartbeat; stop
-// calls watch it for the confirmation.
-const TopicTaskAborts = "task_aborts"
-
-// GroupAttempts fills t.Current and t.History from every evidence and
-// decision record of t (oldest first) and its aborts: Current is the attempt
-// identified by the task's counters (the attempt in progress, or the last
-// one; for a NEEDS_INPUT task the paused one), History every other attempt,
-// oldest first. Nothing from an aborted attempt is ever Current: an abort
-// gives the attempt back and the restart that follows moves Current on.
-// Backends call it from GetTask.
-func GroupAttempts(t *cks.Task, evidence []cks.Evidence, decisions []cks.Decision, aborts []cks.Abort) {
-	type key struct{ restart, attempt int }
-	cur := key{t.Restarts, t.Attempts}
-	if t.State == "NEEDS_INPUT" {
-		cur.attempt++ // RequestInput gave the attempt back; it resumes after Answer
-	}
-	views := map[key]*cks.AttemptView{}
-	view := func(k key) *cks.AttemptView {
-		if v := views[k]; v != nil {
-			return v
-		}
-		v := &cks.AttemptView{Restart: k.restart, Attempt: k.attempt}
-		views[k] = v
-		return v
-	}
-	view(cur)
-	for _, e := range evidence {
-		v := view(key{e.Restart, e.Attempt})
-		v.Evidence = append(v.Evidence, e)
-		if e.Kind == cks.EvidenceWorkspace {
-			v.Workspace = e.Body
-		}
-	}
-	for _, d := range decisions {
-		v := view(key{d.Restart, d.Attempt})
-		v.Decisions = append(v.Decisions, d)
-	}
-	for _, a := range aborts {
-		view(key{a.Restart, a.Attempt}).Aborted = true
-	}
-	t.Current = views[cur]
-	t.History = nil
-	for k, v := range views {
-		if k != cur {
-			t.History = append(t.History, *v)
-		}
-	}
-	slices.SortFunc(t.History, func(a, b cks.AttemptView) int {
-		return cmp.Or(cmp.Compare(a.Restart, b.Restart), cmp.Compare(a.Attempt, b.Attempt))
-	})
-	t.Aborts = aborts
-	if len(aborts) > 0 {
-		last := aborts[len(aborts)-1]
-		t.LastAbort = &last
-	}
-}
-
-// ValidateDeadline is cks.ValidateDeadline.
-func ValidateDeadline(d time.Duration) (time.Duration, error) { return cks.ValidateDeadline(d) }
 
 // TaskControl is the operator side of the ledger (ADR 0020) and the
 // executor calls that go with it. The store operations are single
@@ -139,47 +71,4 @@ type TaskControl interface {
 	// task (otherwise FieldError path), and makes it the current attempt's
 	// workspace; one transaction, fenced like AddEvidence.
 	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error)
-}
-
-// CheckChildDedupe is the rule for a dedupe hit among the add_children of an
-// Update of task parent: the i-th child found the live task child (created
-// false) under its dedupe key. Only a child of parent may be found so — the
-// update then adds it again idempotently; a hit on any other task is a
-// FieldError naming add_children[i].dedupe_key that says nothing of that
-// task (the caller may not be allowed to read it), and the update changes
-// nothing.
-func CheckChildDedupe(i int, parent int64, child cks.Task, created bool) error {
-	if created || (child.ParentID != nil && *child.ParentID == parent) {
-		return nil
-	}
-	return fieldError(fmt.Sprintf("add_children[%d].dedupe_key", i),
-		fmt.Sprintf("a key no task but a child of task %d holds", parent))
-}
-
-// ValidateStopReason is the one rule of a stop's reason (ADR 0020: a hold
-// says why): text a backend stores, and more than white space. Every
-// surface passes its FieldError on as it is.
-func ValidateStopReason(reason string) error {
-	return nonBlank("reason", reason, "a non-empty reason (why the task is held)")
-}
-
-// ValidateAnswer is the rule of an answer to a NEEDS_INPUT task's question.
-func ValidateAnswer(text string) error { return nonBlank("text", text, "a non-empty answer") }
-
-// ValidateQuestion is the rule of the question that parks a task in
-// NEEDS_INPUT.
-func ValidateQuestion(question string) error {
-	return nonBlank("question", question, "a non-empty question")
-}
-
-// nonBlank refuses s, naming field, unless it is stored text that is more
-// than white space.
-func nonBlank(field, s, expected string) error {
-	if err := ValidateText(field, s); err != nil {
-		return err
-	}
-	if strings.TrimSpace(s) == "" {
-		return fieldError(field, expected)
-	}
-	return nil
 }

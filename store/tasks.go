@@ -1,37 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/clock"
 )
-
-// leaseTokenBytes is the randomness of a lease token.
-const leaseTokenBytes = 16
-
-// NewLeaseToken returns a fresh random lease token (hex, 128 bits).
-func NewLeaseToken() string {
-	b := make([]byte, leaseTokenBytes)
-	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails (it aborts the program instead)
-	return hex.EncodeToString(b)
-}
-
-// HashLeaseToken returns the stored form of a lease token: its SHA-256, hex
-// (as bearer tokens are stored). Fenced calls compare hashes, so a database
-// read, a backup or a log of the table yields no usable token.
-func HashLeaseToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
 
 // Tasks is the task ledger (ADR 0020 with the leased outbox of ADR-014/016).
 // Every state change goes through the transition table of package ledger and
@@ -39,7 +13,7 @@ func HashLeaseToken(token string) string {
 // wrapping ErrConflict that names the current and the attempted state, and
 // changes nothing. Unknown ids are ErrNotFound naming the id. Executor calls
 // take (id, leaseToken) and fail with ErrLeaseLost when the token is not the
-// task's current one (compared by HashLeaseToken: only hashes are stored). Times come from the store's clock (store.WithClock).
+// task's current one (compared by HashLeaseToken: only hashes are stored). Times come from the store's clock (driver.WithClock).
 type Tasks interface {
 	// Enqueue stores a new task: OPEN, or WAITING when a dependency is not
 	// COMPLETED yet, or BLOCKED when one is already FAILED or CANCELLED. When
@@ -162,79 +136,4 @@ type ClaimParams struct {
 	// Running moves each claimed task on to RUNNING at once, as a
 	// MarkRunning right after the claim would, in the claim's transaction.
 	Running bool
-}
-
-// ActorDependencyRelease is the event actor of ReleaseDependencies.
-const ActorDependencyRelease = "dependency_release"
-
-// DefaultStaleWindow is the reaper's default: a lease not renewed for five
-// minutes is reclaimed.
-const DefaultStaleWindow = 5 * time.Minute
-
-// Options are the settings every backend's Open accepts.
-type Options struct {
-	// Clock tells the time of every write whose time is not an argument.
-	Clock clock.Clock
-	// ChangePollInterval is the change poll period of a polling backend
-	// (see WithChangePollInterval); DefaultChangePollInterval when <= 0.
-	ChangePollInterval time.Duration
-}
-
-// Option sets one of the Options.
-type Option func(*Options)
-
-// WithClock makes the store read the time from c instead of the system clock.
-func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
-
-// ApplyOptions returns the Options that opts produce, with defaults for the
-// rest (the system clock).
-func ApplyOptions(opts []Option) Options {
-	o := Options{Clock: clock.System{}}
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.Clock == nil {
-		o.Clock = clock.System{}
-	}
-	if o.ChangePollInterval <= 0 {
-		o.ChangePollInterval = DefaultChangePollInterval
-	}
-	return o
-}
-
-// IsFieldError reports whether err is a FieldError naming field.
-func IsFieldError(err error, field string) bool {
-	var fe *cks.FieldError
-	return errors.As(err, &fe) && fe.Field == field
-}
-
-// ValidateClaim reports the first bad argument of a claim: an empty worker, a
-// batch size outside 1..MaxListLimit, or a lease shorter than a millisecond.
-func ValidateClaim(worker string, n int, lease time.Duration) error {
-	if err := ValidateText("worker", worker); err != nil {
-		return err
-	}
-	switch {
-	case worker == "":
-		return &cks.FieldError{Field: "worker", Expected: "a non-empty worker name"}
-	case n < 1 || n > cks.MaxListLimit:
-		return &cks.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", cks.MaxListLimit)}
-	case lease < time.Millisecond:
-		return &cks.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
-	}
-	return nil
-}
-
-// SortClaimed orders claimed tasks as a claim picks them: highest priority,
-// then oldest, then lowest id (RETURNING gives no order).
-func SortClaimed(ts []cks.ClaimedTask) {
-	slices.SortFunc(ts, func(x, y cks.ClaimedTask) int {
-		if x.Priority != y.Priority {
-			return y.Priority - x.Priority
-		}
-		if c := x.CreatedAt.Compare(y.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
 }

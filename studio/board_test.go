@@ -14,6 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store"
@@ -46,7 +47,7 @@ func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s
 func newFullEnv(t *testing.T) fullEnv {
 	t.Helper()
 	c := clock.NewFake(storetest.T0)
-	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), store.WithClock(c))
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), driver.WithClock(c))
 	if err != nil {
 		t.Fatalf("backend.Open: %v", err)
 	}

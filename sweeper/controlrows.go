@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
@@ -12,9 +13,9 @@ import (
 
 // ControlRows is store.SweeperControl over a driver: the persistent
 // start/stop overrides of ADR-015 (cks_sweeper_control), with their rules
-// here — an id is checked by store.ValidateSweeperID before anything is
+// here — an id is checked by sweeper.ValidateSweeperID before anything is
 // read or written, an override is an upsert dated by the clock that
-// publishes store.TopicSweeperControl in the same transaction, and no row
+// publishes cks.TopicSweeperControl in the same transaction, and no row
 // reads as no override (nil).
 type ControlRows struct {
 	db    driver.Driver
@@ -34,14 +35,14 @@ func NewControlRows(db driver.Driver, clk clock.Clock) *ControlRows {
 
 // SetSweeperDesiredRunning implements store.SweeperControl.
 func (c *ControlRows) SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error {
-	if err := store.ValidateSweeperID(id); err != nil {
+	if err := ValidateSweeperID(id); err != nil {
 		return err
 	}
 	err := c.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		if err := ex.SweeperControlUpsert(ctx, id, running, store.Time(c.clock.Now())); err != nil {
+		if err := ex.SweeperControlUpsert(ctx, id, running, driver.Time(c.clock.Now())); err != nil {
 			return err
 		}
-		return ex.Notify(ctx, store.TopicSweeperControl)
+		return ex.Notify(ctx, cks.TopicSweeperControl)
 	})
 	if err != nil {
 		return fmt.Errorf("set sweeper control %q: %w", id, err)
@@ -51,7 +52,7 @@ func (c *ControlRows) SetSweeperDesiredRunning(ctx context.Context, id string, r
 
 // GetSweeperDesiredRunning implements store.SweeperControl.
 func (c *ControlRows) GetSweeperDesiredRunning(ctx context.Context, id string) (*bool, error) {
-	if err := store.ValidateSweeperID(id); err != nil {
+	if err := ValidateSweeperID(id); err != nil {
 		return nil, err
 	}
 	running, err := c.db.Executor().SweeperControlGet(ctx, id)

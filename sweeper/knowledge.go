@@ -2,7 +2,7 @@ package sweeper
 
 // The four knowledge sweepers (issue 8, DESIGN §7): fork_detection,
 // contradiction, inference_staleness and graph_health. Each pages through the
-// knowledge store in pages of store.MaxListLimit and enqueues work for the
+// knowledge store in pages of cks.MaxListLimit and enqueues work for the
 // standalone agents (Fork Resolution, Critic, Enrichment) with a dedupe key,
 // so that several hubs sweeping one store enqueue each piece of work once: a
 // live task with the same key is returned by Enqueue instead of a new one.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
@@ -25,7 +26,7 @@ type kfix struct {
 }
 
 func newKFix(t *testing.T, open storetest.Opener) *kfix {
-	return &kfix{t: t, open: open, st: open(t, store.WithClock(clock.NewFake(storetest.T0)))}
+	return &kfix{t: t, open: open, st: open(t, driver.WithClock(clock.NewFake(storetest.T0)))}
 }
 
 func (f *kfix) versions() store.Versions { return f.st }
@@ -58,7 +59,7 @@ func (f *kfix) tasks(typ string) (payloads []string, keys []string) {
 		f.t.Fatal(err)
 	}
 	for _, task := range page.Tasks {
-		c, err := store.CanonicalJSON(task.Payload)
+		c, err := cks.CanonicalJSON(task.Payload)
 		if err != nil {
 			f.t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // TestFailReasonIsStoredAsText: a resolver error whose text the store
 // would refuse (a NUL byte, invalid UTF-8, say from a command's output)
-// still fails the task, with the reason as storable text (store.ToText),
+// still fails the task, with the reason as storable text (cks.ToText),
 // on both backends; the task does not stay RUNNING until its lease expires.
 func TestFailReasonIsStoredAsText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {

@@ -3,7 +3,7 @@
 // lease is lost, a lease heartbeat runs alongside it, and the outcome is
 // written back fenced by the lease token. It is the Go form of the seeds'
 // run_resolver_with_heartbeat, with abort delivery (ADR 0020 §5) built in:
-// an Executor watches store.TopicTaskAborts (LISTEN/NOTIFY on Postgres, the
+// an Executor watches cks.TopicTaskAborts (LISTEN/NOTIFY on Postgres, the
 // change counter poll on SQLite), so a stop, update or cancel reaches a
 // running resolver well before its next heartbeat, and the executor
 // confirms the abort once the resolver has returned.
@@ -112,7 +112,7 @@ type Options struct {
 
 // Executor runs claimed tasks (Run) and delivers aborts to them. One
 // Executor serves any number of concurrent Runs with a single watch of
-// store.TopicTaskAborts, started by the first Run and ended with the last
+// cks.TopicTaskAborts, started by the first Run and ended with the last
 // — or kept between runs for as long as an owner holds it (Watch), so that
 // a claim loop's runs can skip their own lease check (Mark, RunWith).
 type Executor struct {
@@ -226,7 +226,7 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	}
 
 	// The lease heartbeat: a lost lease cancels the resolver's context
-	// (kctx) with a cause matching store.ErrLeaseLost, as an abort seen
+	// (kctx) with a cause matching cks.ErrLeaseLost, as an abort seen
 	// through the watch cancels rctx, its parent, with errLeaseLost.
 	hb, kctx, err := lease.Keep(rctx, lease.Config{Every: e.heartbeatEvery(t), Clock: e.opts.Clock,
 		Logger: e.log.With("task_id", t.ID), Renew: func(ctx context.Context) error {
@@ -428,7 +428,7 @@ func (e *Executor) startLocked() {
 	e.watch = w
 	go func() {
 		defer close(w.done)
-		err := e.st.WatchChanges(wctx, []string{store.TopicTaskAborts}, func(string) { e.check(wctx, w) })
+		err := e.st.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) { e.check(wctx, w) })
 		if err != nil {
 			e.log.Warn("abort watch ended", "err", err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -332,7 +333,7 @@ func TestRunOutcomes(t *testing.T) {
 				t.Errorf("%s: %+v, %v", tc.name, r, err)
 			}
 		}
-		if _, err := ex.Run(ctx(t), cks.ClaimedTask{Task: cks.Task{ID: 1}}, nil); !store.IsFieldError(err, "task") {
+		if _, err := ex.Run(ctx(t), cks.ClaimedTask{Task: cks.Task{ID: 1}}, nil); !cks.IsFieldError(err, "task") {
 			t.Errorf("unclaimed task: %v", err)
 		}
 	})
@@ -407,7 +408,7 @@ func beat(t testing.TB, c *clock.Fake, d time.Duration) {
 func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := clock.NewFake(storetest.T0)
-		st := open(t, store.WithClock(c))
+		st := open(t, driver.WithClock(c))
 		task := claim(t, st, cks.NewTask{Title: "long"}, "w") // a lease of an hour
 		ex := worker.New(st, worker.Options{Clock: c})
 		started, finish := make(chan struct{}), make(chan struct{})

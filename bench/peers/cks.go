@@ -161,7 +161,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		st.WatchChanges(run, []string{store.TopicTasksReady}, func(string) { //nolint:errcheck // nil when run ends
+		st.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // nil when run ends
 			for _, w := range wakes {
 				select {
 				case w <- struct{}{}:

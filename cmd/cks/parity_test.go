@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
@@ -215,7 +216,7 @@ func TestParity(t *testing.T) {
 	}
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := clock.NewFake(storetest.T0)
-		s := open(t, store.WithClock(c))
+		s := open(t, driver.WithClock(c))
 		h := newParityHub(t, s, c)
 		before := storetest.State(t, s, sweeper.LeaseReaperID)
 		for _, op := range ops.All() {

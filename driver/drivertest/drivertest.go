@@ -17,7 +17,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // DB is one fresh, empty database of the driver under test.
@@ -26,7 +25,7 @@ type DB struct {
 	Name string
 	// Open opens a new Driver on the database; each call is another
 	// handle (another writer connection or pool), closed when t ends.
-	Open func(t testing.TB, opts ...store.Option) driver.Driver
+	Open func(t testing.TB, opts ...driver.Option) driver.Driver
 	// Exec runs one SQL statement on the database outside any Driver (test
 	// fixtures, and the database facts the suite checks) and returns its
 	// error. The suite only passes statements valid in every dialect.
@@ -62,7 +61,7 @@ func Run(t *testing.T, newDB NewDB) {
 }
 
 // T0 is the suite's reference time (a whole second, as a wall clock would
-// give it after store.Time).
+// give it after driver.Time).
 var T0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // T0SQL is T0 as a literal both dialects read as a time (Postgres casts it,
@@ -77,7 +76,7 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // open opens one handle of a fresh database.
-func open(t testing.TB, newDB NewDB, opts ...store.Option) (driver.Driver, DB) {
+func open(t testing.TB, newDB NewDB, opts ...driver.Option) (driver.Driver, DB) {
 	t.Helper()
 	db := newDB(t)
 	return db.Open(t, opts...), db
@@ -120,8 +119,8 @@ func isNoRows(t testing.TB, what string, err error) {
 }
 
 // WantFault fails the test unless err is the storage fault kind
-// (store.ErrStorageReadOnly or store.ErrStorageFull, and so
-// store.ErrUnavailable) and no input error: what a driver's storage fault
+// (cks.ErrStorageReadOnly or cks.ErrStorageFull, and so
+// cks.ErrUnavailable) and no input error: what a driver's storage fault
 // tests expect of every write.
 func WantFault(t testing.TB, what string, err, kind error) {
 	t.Helper()
@@ -136,7 +135,7 @@ func SeedTask() driver.TaskRow { return task("seed", "OPEN") }
 // CheckReadOnly checks driver d on a database that refuses writes and
 // holds one task, SeedTask, written before: every write — a task insert, a
 // liveness upsert, an update in a transaction — fails
-// with store.ErrStorageReadOnly, reads go on, and Health reports the fault.
+// with cks.ErrStorageReadOnly, reads go on, and Health reports the fault.
 // It returns Health's error, for the facts of the dialect (what it names).
 func CheckReadOnly(t testing.TB, d driver.Driver) error {
 	t.Helper()

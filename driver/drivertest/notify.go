@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // quietFor is how long a listener must stay silent for "nothing more was
@@ -76,7 +75,7 @@ func notifyTx(ctx context.Context, d driver.Driver, topics ...string) error {
 
 // Notify checks Notify and Listener.
 func Notify(t *testing.T, newDB NewDB) {
-	poll := store.WithChangePollInterval(pollEvery)
+	poll := driver.WithChangePollInterval(pollEvery)
 	t.Run("DeliveredOnlyAfterCommit", func(t *testing.T) {
 		t.Parallel()
 		db := newDB(t)
@@ -136,7 +135,7 @@ func Notify(t *testing.T, newDB NewDB) {
 		t.Parallel()
 		// A poll interval far beyond the test's deadline: only the local
 		// wake (SQLite) or the push (Postgres) can deliver in time.
-		d, _ := open(t, newDB, store.WithChangePollInterval(time.Hour))
+		d, _ := open(t, newDB, driver.WithChangePollInterval(time.Hour))
 		l := listen(t, d)
 		must(t, "notify outside a transaction", d.Executor().Notify(testCtx(t), "t1"))
 		if got := next(t, l); !slices.Equal(got, []string{"t1"}) {

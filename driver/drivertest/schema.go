@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Scratch is a dialect's access to scratch databases for the schema tests,
@@ -278,7 +277,7 @@ func (s Scratch) CheckUpgradeNumbersVersionsPerObject(t *testing.T) {
 // to the lease their worker holds (or to none).
 func (s Scratch) CheckUpgradeHashesPlainLeaseTokens(t *testing.T) {
 	db := s.UpgradeFrom(t, "old_leases.sql")
-	h0, h1 := store.HashLeaseToken("plain-0"), store.HashLeaseToken("plain-1")
+	h0, h1 := driver.HashLeaseToken("plain-0"), driver.HashLeaseToken("plain-1")
 	s.want(t, db, "tasks", `SELECT task_id, lease_token_hash FROM cks_outbox_tasks ORDER BY task_id`, "1|"+h1, "2|")
 	s.want(t, db, "aborts", `SELECT abort_id, lease_token_hash FROM cks_task_aborts`, "1|"+h0)
 	s.want(t, db, "principals", `SELECT principal_id, coalesce(CAST(task_id AS TEXT), 'none'), coalesce(lease_token_hash, 'none')

@@ -9,7 +9,7 @@ import (
 
 // Times checks the time mapping of every driver: a time goes in in any
 // location and with any precision, and comes out in UTC at microsecond
-// precision (store.Time), ordered by the instant at that precision.
+// precision (driver.Time), ordered by the instant at that precision.
 func Times(t *testing.T, newDB NewDB) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		t.Parallel()

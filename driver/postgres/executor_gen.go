@@ -13,7 +13,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
 )
 
 // livenessRowOf reads a dbsqlc.CksAgentLiveness as a driver.LivenessRow.
@@ -24,8 +23,8 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		Hostname:          r.Hostname,
 		PID:               int(r.Pid),
 		LivenessIntervalS: r.LivenessIntervalS,
-		StartedAt:         store.Time(r.StartedAt),
-		LastHeartbeatAt:   store.Time(r.LastHeartbeatAt),
+		StartedAt:         driver.Time(r.StartedAt),
+		LastHeartbeatAt:   driver.Time(r.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
@@ -50,7 +49,7 @@ func edgeRowOf(r dbsqlc.CksEdge) driver.EdgeRow {
 		BaseType:     r.BaseType,
 		SemanticType: r.SemanticType,
 		Weight:       r.Weight,
-		CreatedAt:    store.Time(r.CreatedAt),
+		CreatedAt:    driver.Time(r.CreatedAt),
 	}
 }
 
@@ -97,8 +96,8 @@ func objectRowOf(r dbsqlc.CksObject) driver.ObjectRow {
 		HeadVersion:    r.HeadVersion,
 		Heads:          int(r.Heads),
 		CreatedBy:      r.CreatedBy,
-		CreatedAt:      store.Time(r.CreatedAt),
-		UpdatedAt:      store.Time(r.UpdatedAt),
+		CreatedAt:      driver.Time(r.CreatedAt),
+		UpdatedAt:      driver.Time(r.UpdatedAt),
 	}
 }
 
@@ -121,7 +120,7 @@ func versionRowOf(r dbsqlc.CksObjectVersion) driver.VersionRow {
 		Content:     []byte(r.Content),
 		ContentHash: r.ContentHash,
 		Author:      r.Author,
-		CreatedAt:   store.Time(r.CreatedAt),
+		CreatedAt:   driver.Time(r.CreatedAt),
 		IsHead:      r.IsHead,
 	}
 }
@@ -165,8 +164,8 @@ func taskRowOf(r dbsqlc.CksOutboxTask) driver.TaskRow {
 		Question:           r.Question,
 		Answer:             r.Answer,
 		ReviewNote:         r.ReviewNote,
-		CreatedAt:          store.Time(r.CreatedAt),
-		UpdatedAt:          store.Time(r.UpdatedAt),
+		CreatedAt:          driver.Time(r.CreatedAt),
+		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
 	}
@@ -187,7 +186,7 @@ func principalRowOf(r dbsqlc.CksPrincipal) driver.PrincipalRow {
 		ID:             r.PrincipalID,
 		Name:           r.Name,
 		TokenHash:      r.TokenHash,
-		CreatedAt:      store.Time(r.CreatedAt),
+		CreatedAt:      driver.Time(r.CreatedAt),
 		LeaseTaskID:    nullable.Deref(r.TaskID),
 		LeaseTokenHash: nullable.Deref(r.LeaseTokenHash),
 	}
@@ -208,8 +207,8 @@ func sessionRowOf(r dbsqlc.CksSession) driver.SessionRow {
 		ID:          r.SessionID,
 		SecretHash:  r.SecretHash,
 		PrincipalID: r.PrincipalID,
-		CreatedAt:   store.Time(r.CreatedAt),
-		ExpiresAt:   store.Time(r.ExpiresAt),
+		CreatedAt:   driver.Time(r.CreatedAt),
+		ExpiresAt:   driver.Time(r.ExpiresAt),
 	}
 }
 
@@ -233,8 +232,8 @@ func abortRowOf(r dbsqlc.CksTaskAbort) driver.AbortRow {
 		Restart:        int(r.Restart),
 		RequestedBy:    r.RequestedBy,
 		Reason:         r.Reason,
-		RequestedAt:    store.Time(r.RequestedAt),
-		DeadlineAt:     store.Time(r.DeadlineAt),
+		RequestedAt:    driver.Time(r.RequestedAt),
+		DeadlineAt:     driver.Time(r.DeadlineAt),
 		Outcome:        r.Outcome,
 		ResolvedAt:     fromNullTime(r.ResolvedAt),
 	}
@@ -261,7 +260,7 @@ func decisionRowOf(r dbsqlc.CksTaskDecision) driver.DecisionRow {
 		Kind:                r.Kind,
 		Text:                r.Text,
 		Actor:               r.Actor,
-		CreatedAt:           store.Time(r.CreatedAt),
+		CreatedAt:           driver.Time(r.CreatedAt),
 	}
 }
 
@@ -296,7 +295,7 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 	return driver.TaskEventRow{
 		ID:      r.EventID,
 		TaskID:  r.TaskID,
-		At:      store.Time(r.At),
+		At:      driver.Time(r.At),
 		Actor:   r.Actor,
 		From:    r.FromState,
 		To:      r.ToState,
@@ -325,7 +324,7 @@ func evidenceRowOf(r dbsqlc.CksTaskEvidence) driver.EvidenceRow {
 		Kind:      r.Kind,
 		Body:      r.Body,
 		Actor:     r.Actor,
-		CreatedAt: store.Time(r.CreatedAt),
+		CreatedAt: driver.Time(r.CreatedAt),
 	}
 }
 
@@ -343,7 +342,7 @@ func transitionRowOf(r dbsqlc.CksTransitionLog) driver.TransitionRow {
 	return driver.TransitionRow{
 		Seq:             r.Seq,
 		ObjectID:        r.ObjectID,
-		TS:              store.Time(r.Ts),
+		TS:              driver.Time(r.Ts),
 		Agent:           r.Agent,
 		Action:          r.Action,
 		TransitionedTo:  r.TransitionedTo,
@@ -409,8 +408,8 @@ func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 		Question:           r.Question,
 		Answer:             r.Answer,
 		ReviewNote:         r.ReviewNote,
-		CreatedAt:          store.Time(r.CreatedAt),
-		UpdatedAt:          store.Time(r.UpdatedAt),
+		CreatedAt:          driver.Time(r.CreatedAt),
+		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
 	}
@@ -442,8 +441,8 @@ func abortInsertParams(p driver.AbortRow) dbsqlc.AbortInsertParams {
 		Restart:        int32(p.Restart),
 		RequestedBy:    p.RequestedBy,
 		Reason:         p.Reason,
-		RequestedAt:    store.Time(p.RequestedAt),
-		DeadlineAt:     store.Time(p.DeadlineAt),
+		RequestedAt:    driver.Time(p.RequestedAt),
+		DeadlineAt:     driver.Time(p.DeadlineAt),
 		Outcome:        p.Outcome,
 		ResolvedAt:     nullTime(p.ResolvedAt),
 	}
@@ -453,7 +452,7 @@ func abortInsertParams(p driver.AbortRow) dbsqlc.AbortInsertParams {
 func abortPendingDueParams(p driver.AbortPendingDueParams) dbsqlc.AbortPendingDueParams {
 	return dbsqlc.AbortPendingDueParams{
 		Outcome: p.Outcome,
-		Now:     store.Time(p.Now),
+		Now:     driver.Time(p.Now),
 		Max:     int32(p.Limit),
 	}
 }
@@ -480,7 +479,7 @@ func decisionInsertParams(p driver.DecisionRow) dbsqlc.DecisionInsertParams {
 		Kind:                p.Kind,
 		Text:                p.Text,
 		Actor:               p.Actor,
-		CreatedAt:           store.Time(p.CreatedAt),
+		CreatedAt:           driver.Time(p.CreatedAt),
 	}
 }
 
@@ -492,7 +491,7 @@ func edgeInsertParams(p driver.EdgeRow) dbsqlc.EdgeInsertParams {
 		BaseType:     p.BaseType,
 		SemanticType: p.SemanticType,
 		Weight:       p.Weight,
-		CreatedAt:    store.Time(p.CreatedAt),
+		CreatedAt:    driver.Time(p.CreatedAt),
 	}
 }
 
@@ -514,7 +513,7 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 		Kind:      p.Kind,
 		Body:      p.Body,
 		Actor:     p.Actor,
-		CreatedAt: store.Time(p.CreatedAt),
+		CreatedAt: driver.Time(p.CreatedAt),
 	}
 }
 
@@ -545,8 +544,8 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		Hostname:          p.Hostname,
 		Pid:               int32(p.PID),
 		LivenessIntervalS: p.LivenessIntervalS,
-		StartedAt:         store.Time(p.StartedAt),
-		LastHeartbeatAt:   store.Time(p.LastHeartbeatAt),
+		StartedAt:         driver.Time(p.StartedAt),
+		LastHeartbeatAt:   driver.Time(p.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 	}
@@ -573,8 +572,8 @@ func objectInsertParams(p driver.ObjectRow) dbsqlc.ObjectInsertParams {
 		ClaimedAt:      nullTime(p.ClaimedAt),
 		Round:          int32(p.Round),
 		CreatedBy:      p.CreatedBy,
-		CreatedAt:      store.Time(p.CreatedAt),
-		UpdatedAt:      store.Time(p.UpdatedAt),
+		CreatedAt:      driver.Time(p.CreatedAt),
+		UpdatedAt:      driver.Time(p.UpdatedAt),
 		HeadVersion:    p.HeadVersion,
 		Heads:          int32(p.Heads),
 	}
@@ -629,7 +628,7 @@ func objectUpdateParams(p driver.ObjectRow) dbsqlc.ObjectUpdateParams {
 		Round:          int32(p.Round),
 		HeadVersion:    p.HeadVersion,
 		Heads:          int32(p.Heads),
-		UpdatedAt:      store.Time(p.UpdatedAt),
+		UpdatedAt:      driver.Time(p.UpdatedAt),
 		ObjectID:       p.ID,
 	}
 }
@@ -644,7 +643,7 @@ func objectUpdateWithContentParams(p driver.ObjectRow) dbsqlc.ObjectUpdateWithCo
 		Round:          int32(p.Round),
 		HeadVersion:    p.HeadVersion,
 		Heads:          int32(p.Heads),
-		UpdatedAt:      store.Time(p.UpdatedAt),
+		UpdatedAt:      driver.Time(p.UpdatedAt),
 		Content:        string(p.Content),
 		ContentHash:    p.ContentHash,
 		ObjectID:       p.ID,
@@ -657,7 +656,7 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		PrincipalID:    p.ID,
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
-		CreatedAt:      store.Time(p.CreatedAt),
+		CreatedAt:      driver.Time(p.CreatedAt),
 		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
 	}
@@ -669,8 +668,8 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 		SessionID:   p.ID,
 		SecretHash:  p.SecretHash,
 		PrincipalID: p.PrincipalID,
-		CreatedAt:   store.Time(p.CreatedAt),
-		ExpiresAt:   store.Time(p.ExpiresAt),
+		CreatedAt:   driver.Time(p.CreatedAt),
+		ExpiresAt:   driver.Time(p.ExpiresAt),
 	}
 }
 
@@ -776,7 +775,7 @@ func taskDependantsForUpdateSkipParams(p driver.TaskDependantsParams) dbsqlc.Tas
 func taskEventInsertParams(p driver.TaskEventRow) dbsqlc.TaskEventInsertParams {
 	return dbsqlc.TaskEventInsertParams{
 		TaskID:    p.TaskID,
-		At:        store.Time(p.At),
+		At:        driver.Time(p.At),
 		Actor:     p.Actor,
 		FromState: p.From,
 		ToState:   p.To,
@@ -829,8 +828,8 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		Question:           p.Question,
 		Answer:             p.Answer,
 		ReviewNote:         p.ReviewNote,
-		CreatedAt:          store.Time(p.CreatedAt),
-		UpdatedAt:          store.Time(p.UpdatedAt),
+		CreatedAt:          driver.Time(p.CreatedAt),
+		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
 	}
@@ -923,7 +922,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		Question:           p.Question,
 		Answer:             p.Answer,
 		ReviewNote:         p.ReviewNote,
-		UpdatedAt:          store.Time(p.UpdatedAt),
+		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
 		TaskID:             p.ID,
@@ -970,7 +969,7 @@ func taskUpdateManyParams(rows []driver.TaskRow) dbsqlc.TaskUpdateManyParams {
 func transitionInsertParams(p driver.TransitionRow) dbsqlc.TransitionInsertParams {
 	return dbsqlc.TransitionInsertParams{
 		ObjectID:        p.ObjectID,
-		Ts:              store.Time(p.TS),
+		Ts:              driver.Time(p.TS),
 		Agent:           p.Agent,
 		Action:          p.Action,
 		TransitionedTo:  p.TransitionedTo,
@@ -989,7 +988,7 @@ func versionInsertParams(p driver.VersionRow) dbsqlc.VersionInsertParams {
 		Content:     string(p.Content),
 		ContentHash: p.ContentHash,
 		Author:      p.Author,
-		CreatedAt:   store.Time(p.CreatedAt),
+		CreatedAt:   driver.Time(p.CreatedAt),
 		IsHead:      p.IsHead,
 	}
 }
@@ -1527,7 +1526,7 @@ func (e *executor) SweeperControlUpsert(ctx context.Context, id string, running 
 	return mapErr("sweeper control upsert", e.d.q.SweeperControlUpsert(ctx, e.db, dbsqlc.SweeperControlUpsertParams{
 		AgentID:        id,
 		DesiredRunning: running,
-		UpdatedAt:      store.Time(at),
+		UpdatedAt:      driver.Time(at),
 	}))
 }
 
@@ -1650,7 +1649,7 @@ func (e *executor) SessionDelete(ctx context.Context, id string) (bool, error) {
 
 // SessionDeleteExpired implements driver.Executor with dbsqlc's SessionDeleteExpired.
 func (e *executor) SessionDeleteExpired(ctx context.Context, now time.Time) (int, error) {
-	x, err := e.d.q.SessionDeleteExpired(ctx, e.db, store.Time(now))
+	x, err := e.d.q.SessionDeleteExpired(ctx, e.db, driver.Time(now))
 	if err != nil {
 		return 0, mapErr("session delete expired", err)
 	}

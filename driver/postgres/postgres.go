@@ -26,7 +26,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
 )
 
 // ConnectTimeout bounds the reachability check in Open (unless the caller's
@@ -44,7 +43,7 @@ type Driver struct {
 	where string
 	// faults remembers the storage fault of the latest failed write
 	// transaction, dated by clock, for Health.
-	faults store.Faults
+	faults driver.Faults
 	clock  clock.Clock
 }
 
@@ -55,13 +54,13 @@ var _ driver.Driver = (*Driver)(nil)
 // search_path, are sent to the server as run-time parameters), checks that the
 // server answers within ConnectTimeout, and brings the schema named by the
 // search_path up to date. A malformed url is an error wrapping
-// store.ErrInvalid; an unreachable server is a one-line error naming its host
+// cks.ErrInvalid; an unreachable server is a one-line error naming its host
 // and port. A server that runs transactions read-only (Health) is opened
-// when the schema is current, and refused with store.ErrStorageReadOnly when
+// when the schema is current, and refused with cks.ErrStorageReadOnly when
 // it would have to change. Of the options the driver uses the clock that
-// dates the faults Health remembers (store.WithClock); changes are pushed,
+// dates the faults Health remembers (driver.WithClock); changes are pushed,
 // not polled.
-func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error) {
+func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: malformed database URL (%w; expected postgres://USER@HOST:PORT/DB[?PARAMS]): %s",
@@ -84,7 +83,7 @@ func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error
 		pool.Close()
 		return nil, connectError(addr, who, err, timedOut)
 	}
-	d := &Driver{pool: pool, q: dbsqlc.New(), where: addr + " (" + who + ")", clock: store.ApplyOptions(opts).Clock}
+	d := &Driver{pool: pool, q: dbsqlc.New(), where: addr + " (" + who + ")", clock: driver.ApplyOptions(opts).Clock}
 	if err := d.ensureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema of %s: %w", d.where, err)
@@ -96,7 +95,7 @@ func Open(ctx context.Context, url string, opts ...store.Option) (*Driver, error
 var errReadOnly = errors.New("transactions are read-only (transaction_read_only is on: " +
 	"the server is a hot standby, or default_transaction_read_only is set for this database or user)")
 
-// readOnly returns an error matching store.ErrStorageReadOnly when the
+// readOnly returns an error matching cks.ErrStorageReadOnly when the
 // server runs db's transactions read-only, where every write (even a
 // schema step) would fail with SQLSTATE 25006.
 func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
@@ -105,7 +104,7 @@ func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
 		return fmt.Errorf("check transaction_read_only: %w", err)
 	}
 	if ro {
-		return store.StorageFault(cks.ErrStorageReadOnly, errReadOnly)
+		return driver.StorageFault(cks.ErrStorageReadOnly, errReadOnly)
 	}
 	return nil
 }
@@ -114,7 +113,7 @@ func (d *Driver) readOnly(ctx context.Context, db dbsqlc.DBTX) error {
 // read-only is ErrStorageReadOnly; otherwise the fault of a recent failed
 // write transaction, if any, but for a read-only one: whether the server
 // is read-only is what the probe just found, not what a write met before
-// (which would hold the verdict for store.FaultMemory after the server
+// (which would hold the verdict for driver.FaultMemory after the server
 // takes writes again). It costs one round trip while the server takes
 // writes.
 //
@@ -134,7 +133,7 @@ func (d *Driver) Health(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", d.where, err)
 	}
-	if err := d.faults.Recent(store.Time(d.clock.Now())); !errors.Is(err, cks.ErrStorageReadOnly) {
+	if err := d.faults.Recent(driver.Time(d.clock.Now())); !errors.Is(err, cks.ErrStorageReadOnly) {
 		return err
 	}
 	return nil

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,7 +23,7 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // open opens a Driver on url, closed when t ends.
-func open(t testing.TB, url string, opts ...store.Option) *postgres.Driver {
+func open(t testing.TB, url string, opts ...driver.Option) *postgres.Driver {
 	t.Helper()
 	d, err := postgres.Open(testCtx(t), url, opts...)
 	if err != nil {
@@ -51,7 +51,7 @@ func newDB(t testing.TB) drivertest.DB {
 	url := backendtest.PostgresURL(t)
 	return drivertest.DB{
 		Name: url,
-		Open: func(t testing.TB, opts ...store.Option) driver.Driver { return open(t, url, opts...) },
+		Open: func(t testing.TB, opts ...driver.Option) driver.Driver { return open(t, url, opts...) },
 		Exec: func(t testing.TB, q string) error { return rawExec(t, url, q) },
 	}
 }

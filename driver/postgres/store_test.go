@@ -20,6 +20,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -27,7 +28,7 @@ import (
 )
 
 // openStore opens the composite store on dbURL, closed when t ends.
-func openStore(t testing.TB, dbURL string, opts ...store.Option) store.Store {
+func openStore(t testing.TB, dbURL string, opts ...driver.Option) store.Store {
 	t.Helper()
 	s, err := backend.Open(testCtx(t), dbURL, opts...)
 	if err != nil {
@@ -71,7 +72,7 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 		if n := count(tok); n != 0 {
 			t.Fatalf("%d rows hold the plain lease token %s", n, tok)
 		}
-		if n := count(store.HashLeaseToken(tok)); n != 1 {
+		if n := count(driver.HashLeaseToken(tok)); n != 1 {
 			t.Fatalf("%d rows hold the hash of lease token %s, want 1", n, tok)
 		}
 	}
@@ -259,7 +260,7 @@ func TestObjectContentBytes(t *testing.T) {
 	s := openStore(t, u)
 	ctx := testCtx(t)
 	in := `{"z": 1.50, "a": {"y": [1e3, "é<>&"], "b": null}}`
-	want, err := store.CanonicalJSON([]byte(in))
+	want, err := cks.CanonicalJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +491,7 @@ func containsAll(s string, subs ...string) bool {
 // stored updated_at (the store's clock).
 func TestSweeperControlShape(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u, store.WithClock(clock.NewFake(storetest.T0)))
+	s := openStore(t, u, driver.WithClock(clock.NewFake(storetest.T0)))
 	if err := s.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
 )
 
 // The bulk queries take one array per column. An array element cannot be
@@ -18,13 +17,13 @@ import (
 // row goes through the one-row form of a query (plain parameters): for one
 // row, arrays cost Postgres more than they save.
 
-// arrayTime is t as an element of a timestamptz array: store.Time, or the
+// arrayTime is t as an element of a timestamptz array: driver.Time, or the
 // zero time for NULL.
 func arrayTime(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
-	return store.Time(t)
+	return driver.Time(t)
 }
 
 // TaskInsertMany implements driver.TaskExecutor. The rows come back in the
@@ -80,8 +79,8 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 			LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: nullTime(r.LeaseExpiresAt),
 			LeaseRenewedAt: nullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: nullTime(r.RunAfter),
 			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
-			ReviewNote: r.ReviewNote, UpdatedAt: store.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
-			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: store.Time(ev.At), EventActor: ev.Actor,
+			ReviewNote: r.ReviewNote, UpdatedAt: driver.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
+			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: driver.Time(ev.At), EventActor: ev.Actor,
 			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason})
 		return int(n), mapErr(fmt.Sprintf("task move %d", r.ID), err)
 	}
@@ -114,7 +113,7 @@ func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
 		a.UpdatedAts[i], a.StateChangedAts[i] = arrayTime(r.UpdatedAt), arrayTime(r.StateChangedAt)
 	}
 	for i, ev := range p.Events {
-		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, store.Time(ev.At), ev.Actor
+		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, driver.Time(ev.At), ev.Actor
 		a.EventFromStates[i], a.EventToStates[i] = ev.From, ev.To
 		a.EventAttempts[i], a.EventReasons[i] = int32(ev.Attempt), ev.Reason
 	}
@@ -149,7 +148,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	if limit <= 0 {
 		return nil, nil
 	}
-	now := store.Time(p.Now)
+	now := driver.Time(p.Now)
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
 		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter), Reason: p.Reason,
 		ThenTo: p.Then.To, ThenReason: p.Then.Reason}
@@ -157,7 +156,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	q.LeaseExpiresAts, q.LeaseMss = make([]time.Time, limit), make([]int64, limit)
 	for i, l := range p.Leases[:limit] {
 		q.LeaseTokenHashes[i], q.ClaimedBys[i] = l.TokenHash, l.ClaimedBy
-		q.LeaseExpiresAts[i], q.LeaseMss[i] = store.Time(l.ExpiresAt), l.Ms
+		q.LeaseExpiresAts[i], q.LeaseMss[i] = driver.Time(l.ExpiresAt), l.Ms
 	}
 	var (
 		out []driver.TaskClaimed

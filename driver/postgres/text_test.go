@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/store/backendtest"
 )
 
-// TestTextRuleMatchesPostgres: store.ValidateText accepts exactly the
-// strings a Postgres TEXT takes, and store.ValidateJSON the valid JSON
+// TestTextRuleMatchesPostgres: cks.ValidateText accepts exactly the
+// strings a Postgres TEXT takes, and cks.ValidateJSON the valid JSON
 // texts a jsonb takes but for the bounds of every stored value (nesting,
 // size, a number's growth), so the rule the services apply on both
 // dialects lets nothing through that Postgres would fail on and refuses
@@ -41,7 +41,7 @@ func TestTextRuleMatchesPostgres(t *testing.T) {
 	}
 	for _, s := range texts {
 		pg, pgErr := accepts("text", s)
-		ours := store.ValidateText("f", s)
+		ours := cks.ValidateText("f", s)
 		if pg != (ours == nil) {
 			t.Errorf("text %q: Postgres accepts: %v (%v); ValidateText: %v", s, pg, pgErr, ours)
 		}
@@ -79,7 +79,7 @@ func TestTextRuleMatchesPostgres(t *testing.T) {
 			t.Fatalf("corpus document %.60q is not valid JSON", d)
 		}
 		pg, pgErr := accepts("jsonb", d)
-		ours := store.ValidateJSON("f", []byte(d))
+		ours := cks.ValidateJSON("f", []byte(d))
 		bound := ours != nil && strings.Contains(ours.Error(), cks.ExpectedJSONNumberGrowth)
 		if pg != (ours == nil) && !(pg && bound) {
 			t.Errorf("JSON %.80q: Postgres jsonb accepts: %v (%v); ValidateJSON: %v", d, pg, pgErr, ours)
@@ -111,7 +111,7 @@ func TestTextRuleMatchesPostgres(t *testing.T) {
 	if pg, _ := accepts("jsonb", deep); !pg {
 		t.Errorf("jsonb refuses 9,000 levels: the depth bound is no longer cks's alone")
 	}
-	if err := store.ValidateJSON("payload", []byte(deep)); !cks.IsFieldError(err, "payload") {
+	if err := cks.ValidateJSON("payload", []byte(deep)); !cks.IsFieldError(err, "payload") {
 		t.Errorf("ValidateJSON(9,000 levels) = %v, want a FieldError naming payload", err)
 	}
 }

@@ -3,10 +3,10 @@ package postgres
 import (
 	"time"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver"
 )
 
-// Times go in and come out as store.Time (UTC, microseconds: timestamptz's
+// Times go in and come out as driver.Time (UTC, microseconds: timestamptz's
 // precision); a nullable column's NULL is the zero time.
 
 // nullTime maps the zero time to NULL.
@@ -14,7 +14,7 @@ func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	t = store.Time(t)
+	t = driver.Time(t)
 	return &t
 }
 
@@ -23,5 +23,5 @@ func fromNullTime(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
 	}
-	return store.Time(*t)
+	return driver.Time(*t)
 }

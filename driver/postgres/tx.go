@@ -3,10 +3,10 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // maxTxTries is how often WithTx runs a transaction Postgres aborted as a
@@ -31,7 +31,7 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 		if try == maxTxTries || !retryable(err) || ctx.Err() != nil {
 			// A storage fault is remembered for Health: the services
 			// write only in transactions.
-			return d.faults.Note(err, store.Time(d.clock.Now()))
+			return d.faults.Note(err, driver.Time(d.clock.Now()))
 		}
 	}
 }

@@ -154,7 +154,7 @@ func outboxTasks() Table {
 			textOr("created_by"),
 			textOr("claimed_by"),
 			{Name: "claimed_at", Type: Time},
-			// store.HashLeaseToken of the current lease's token; '' when none.
+			// driver.HashLeaseToken of the current lease's token; '' when none.
 			// The plain token is never stored.
 			textOr("lease_token_hash"),
 			{Name: "lease_expires_at", Type: Time},
@@ -308,7 +308,7 @@ func taskEvidence() Table {
 			textOr("actor"),
 			at("created_at"),
 			// The task's restarts when recorded: (restart, attempt) is the
-			// attempt's identity (store.AttemptView).
+			// attempt's identity (cks.AttemptView).
 			intOr("restart", "0"),
 		},
 		Indexes: []Index{{Name: "idx_task_evidence_task", Keys: []Key{K("task_id"), K("attempt"), K("evidence_id")}}},
@@ -347,7 +347,7 @@ func taskAborts() Table {
 		Columns: []Column{
 			pk("abort_id"),
 			ref("task_id", "cks_outbox_tasks(task_id)"),
-			// store.HashLeaseToken of the revoked lease's token.
+			// driver.HashLeaseToken of the revoked lease's token.
 			textOr("lease_token_hash"),
 			textOr("executor"),
 			reqInt("attempt"),
@@ -387,7 +387,7 @@ func sweeperControl() Table {
 func objects() Table {
 	return Table{
 		// The knowledge graph's nodes (ADR-007). content is TEXT holding the
-		// canonical JSON (store.CanonicalJSON) byte for byte: JSONB would
+		// canonical JSON (cks.CanonicalJSON) byte for byte: JSONB would
 		// re-encode it. claimed_by = '' means unclaimed (claimed_at NULL).
 		Name: "cks_objects",
 		Columns: []Column{

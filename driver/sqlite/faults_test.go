@@ -22,7 +22,7 @@ import (
 // TestStorageFaults: the driver's errors say what the storage did — a file
 // this process may not write is ErrStorageReadOnly for every write (reads
 // go on), a file at its size cap ErrStorageFull — so the services above can
-// report them (store.ErrUnavailable) instead of an internal error.
+// report them (cks.ErrUnavailable) instead of an internal error.
 func TestStorageFaults(t *testing.T) {
 	ctx := context.Background()
 	t.Run("ReadOnly", func(t *testing.T) {
@@ -37,7 +37,7 @@ func TestStorageFaults(t *testing.T) {
 		err := drivertest.CheckReadOnly(t, d)
 		// A notification is a write of SQLite's (a counter's bump).
 		drivertest.WantFault(t, "Notify in a transaction", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-			return ex.Notify(ctx, store.TopicTasksReady)
+			return ex.Notify(ctx, cks.TopicTasksReady)
 		}), cks.ErrStorageReadOnly)
 		// Health says so, naming the file and why, for the hub's start-up
 		// error.
@@ -48,7 +48,7 @@ func TestStorageFaults(t *testing.T) {
 	t.Run("Full", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cks.db")
 		clk := clock.NewFake(drivertest.T0)
-		d := open(t, path, store.WithClock(clk))
+		d := open(t, path, driver.WithClock(clk))
 		if err := sqlite.CapPages(ctx, d, 4); err != nil {
 			t.Fatal(err)
 		}
@@ -70,10 +70,10 @@ func TestStorageFaults(t *testing.T) {
 		if cerr != nil || n != written-1 {
 			t.Fatalf("%d tasks (%v) after %d inserts, the last refused; want %d", n, cerr, written, written-1)
 		}
-		// Health remembers the fault for store.FaultMemory, by the clock of
+		// Health remembers the fault for driver.FaultMemory, by the clock of
 		// the options.
 		drivertest.WantFault(t, "Health after a write met a full disk", d.Health(ctx), cks.ErrStorageFull)
-		clk.Advance(store.FaultMemory - time.Second)
+		clk.Advance(driver.FaultMemory - time.Second)
 		drivertest.WantFault(t, "Health within FaultMemory", d.Health(ctx), cks.ErrStorageFull)
 		clk.Advance(time.Second)
 		if err := d.Health(ctx); err != nil {
@@ -84,7 +84,7 @@ func TestStorageFaults(t *testing.T) {
 
 // TestOpenReadOnlyNeedsCurrentSchema: a read-only file whose schema would
 // have to change (tables to create; a journal mode to switch to WAL) is
-// refused at Open with store.ErrStorageReadOnly, naming the file.
+// refused at Open with cks.ErrStorageReadOnly, naming the file.
 func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 	for _, c := range []struct{ name, setup string }{
 		{"no tables", `PRAGMA journal_mode = WAL; CREATE TABLE unrelated (x INTEGER)`},
@@ -111,7 +111,7 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 
 // storeOn opens the composite store over a driver on path, closed when t
 // ends; it returns both.
-func storeOn(t testing.TB, path string, opts ...store.Option) (*backend.Store, *sqlite.Driver) {
+func storeOn(t testing.TB, path string, opts ...driver.Option) (*backend.Store, *sqlite.Driver) {
 	t.Helper()
 	d, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
@@ -137,13 +137,13 @@ func TestStoreStorageFaults(t *testing.T) {
 		return path
 	}
 	storetest.StorageFaults(t, storetest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...store.Option) store.Store {
+		ReadOnly: func(t testing.TB, opts ...driver.Option) store.Store {
 			path := seeded(t)
 			backendtest.ReadOnlyFile(t, path)
 			s, _ := storeOn(t, path, opts...)
 			return s
 		},
-		Full: func(t testing.TB, opts ...store.Option) store.Store {
+		Full: func(t testing.TB, opts ...driver.Option) store.Store {
 			s, d := storeOn(t, seeded(t), opts...)
 			if err := sqlite.CapPages(context.Background(), d, 4); err != nil {
 				t.Fatal(err)

@@ -1,11 +1,12 @@
 package sqlite
 
 import (
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"fmt"
 
-	"github.com/cks-dev/cks/store"
 	"modernc.org/sqlite"
+
+	"github.com/cks-dev/cks/driver"
 )
 
 // SQLite has no SHA-256, and the upgrade of a database that held plain lease
@@ -14,11 +15,11 @@ import (
 // for every connection opened afterwards.
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction("cks_sha256_hex", 1,
-		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		func(_ *sqlite.FunctionContext, args []sqldriver.Value) (sqldriver.Value, error) {
 			s, ok := args[0].(string)
 			if !ok {
 				return nil, fmt.Errorf("cks_sha256_hex: expected text, got %T", args[0])
 			}
-			return store.HashLeaseToken(s), nil
+			return driver.HashLeaseToken(s), nil
 		})
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver"
 )
 
 // maxGroup is the most write transactions one group commit carries.
@@ -73,7 +73,7 @@ func (g *groups) queued() int {
 func (d *Driver) write(ctx context.Context, fn func(w *wtx) error) (err error) {
 	defer func() {
 		if err != nil {
-			d.faults.Note(err, store.Time(d.clock.Now()))
+			d.faults.Note(err, driver.Time(d.clock.Now()))
 		}
 	}()
 	if err := ctx.Err(); err != nil {

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	msqlite "modernc.org/sqlite"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store"
-	msqlite "modernc.org/sqlite"
 )
 
 // cancelHook is what the SQL function cks_test_cancel() calls, once per
@@ -350,7 +350,7 @@ func TestGroupCommit(t *testing.T) {
 	})
 
 	t.Run("NotifyWakesOnce", func(t *testing.T) {
-		d := open(t, filepath.Join(t.TempDir(), "cks.db"), store.WithChangePollInterval(time.Hour))
+		d := open(t, filepath.Join(t.TempDir(), "cks.db"), driver.WithChangePollInterval(time.Hour))
 		l := d.Listener()
 		if err := l.Connect(ctx); err != nil {
 			t.Fatal(err)

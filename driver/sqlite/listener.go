@@ -10,7 +10,7 @@ import (
 )
 
 // Listener implements driver.Driver: a poll of cks_changes on the reader
-// pool every change poll interval (store.WithChangePollInterval), woken
+// pool every change poll interval (driver.WithChangePollInterval), woken
 // early by every commit of this Driver that notified.
 func (d *Driver) Listener() driver.Listener { return &listener{d: d} }
 

@@ -30,7 +30,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
-	"github.com/cks-dev/cks/store"
 )
 
 // BusyTimeout is how long a reader waits for a lock held by another
@@ -69,7 +68,7 @@ type Driver struct {
 	readOnly bool
 	// faults remembers the storage fault of the latest failed write, dated
 	// by clock, for Health.
-	faults store.Faults
+	faults driver.Faults
 	clock  clock.Clock
 }
 
@@ -80,10 +79,10 @@ var _ driver.Driver = (*Driver)(nil)
 // a SQLite database is refused before SQLite touches it. A file this process
 // may not write opens read-only when its schema is current (Health reports
 // it); one whose schema would have to change is refused with
-// store.ErrStorageReadOnly. Of the options, the driver uses the change poll
-// interval (store.WithChangePollInterval) and the clock that dates the
-// faults Health remembers (store.WithClock).
-func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, error) {
+// cks.ErrStorageReadOnly. Of the options, the driver uses the change poll
+// interval (driver.WithChangePollInterval) and the clock that dates the
+// faults Health remembers (driver.WithClock).
+func Open(ctx context.Context, path string, opts ...driver.Option) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
@@ -113,7 +112,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Driver, erro
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
-	o := store.ApplyOptions(opts)
+	o := driver.ApplyOptions(opts)
 	d := &Driver{path: path, writer: writer, q: dbsqlc.New(), pollInterval: o.ChangePollInterval, clock: o.Clock}
 	// Opening the writer's connection sets journal_mode=WAL and so may meet
 	// a lock held by another process: it waits like a write.
@@ -195,7 +194,7 @@ func openedReadOnly(ctx context.Context, writer *sql.DB) (bool, error) {
 
 // readOnlyError is the fault of a file opened read-only, naming it.
 func (d *Driver) readOnlyError() error {
-	return store.StorageFault(cks.ErrStorageReadOnly,
+	return driver.StorageFault(cks.ErrStorageReadOnly,
 		fmt.Errorf("sqlite: %s is read-only for this process (the file, its directory or its file system is not writable)", d.path))
 }
 
@@ -205,7 +204,7 @@ func (d *Driver) Health(context.Context) error {
 	if d.readOnly {
 		return d.readOnlyError()
 	}
-	return d.faults.Recent(store.Time(d.clock.Now()))
+	return d.faults.Recent(driver.Time(d.clock.Now()))
 }
 
 // checkHeader refuses an existing, non-empty file that does not start with

@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // open opens a Driver on path, closed when t ends.
-func open(t testing.TB, path string, opts ...store.Option) *sqlite.Driver {
+func open(t testing.TB, path string, opts ...driver.Option) *sqlite.Driver {
 	t.Helper()
 	d, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
@@ -46,7 +46,7 @@ func newDB(t testing.TB) drivertest.DB {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	return drivertest.DB{
 		Name: path,
-		Open: func(t testing.TB, opts ...store.Option) driver.Driver { return open(t, path, opts...) },
+		Open: func(t testing.TB, opts ...driver.Option) driver.Driver { return open(t, path, opts...) },
 		Exec: func(t testing.TB, q string) error { return rawExec(t, path, q) },
 	}
 }

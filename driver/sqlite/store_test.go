@@ -15,6 +15,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
@@ -22,7 +23,7 @@ import (
 
 // openStore opens the composite store on the file at path, closed when t
 // ends.
-func openStore(t testing.TB, path string, opts ...store.Option) store.Store {
+func openStore(t testing.TB, path string, opts ...driver.Option) store.Store {
 	t.Helper()
 	s, err := backend.Open(context.Background(), path, opts...)
 	if err != nil {
@@ -60,10 +61,10 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 			t.Fatalf("the database holds the plain lease token %s", tok)
 		}
 	}
-	if !strings.Contains(content.String(), store.HashLeaseToken(second.LeaseToken)) {
+	if !strings.Contains(content.String(), driver.HashLeaseToken(second.LeaseToken)) {
 		t.Fatal("the database does not hold the hash of the live lease's token")
 	}
-	if !strings.Contains(content.String(), store.HashLeaseToken(first.LeaseToken)) {
+	if !strings.Contains(content.String(), driver.HashLeaseToken(first.LeaseToken)) {
 		t.Fatal("the database does not hold the hash of the aborted lease's token")
 	}
 }
@@ -133,7 +134,7 @@ func TestClaimObjectsAcrossHandles(t *testing.T) {
 // counter a write bumps.
 func TestSweeperControlShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	s := openStore(t, path, store.WithClock(clock.NewFake(storetest.T0)))
+	s := openStore(t, path, driver.WithClock(clock.NewFake(storetest.T0)))
 	for _, running := range []bool{false, true} {
 		if err := s.SetSweeperDesiredRunning(context.Background(), "graph_health", running); err != nil {
 			t.Fatal(err)
@@ -173,7 +174,7 @@ FROM pragma_table_info('cks_sweeper_control') ORDER BY cid`)
 	if !running || updated != "2026-11-30T12:00:00.000000000Z" {
 		t.Errorf("row = %v, %q; want true, 2026-11-30T12:00:00.000000000Z", running, updated)
 	}
-	if err := db.QueryRow(`SELECT seq FROM cks_changes WHERE topic = ?`, store.TopicSweeperControl).Scan(&seq); err != nil || seq != 2 {
-		t.Errorf("cks_changes seq of %s = %d, %v; want 2 (one per write)", store.TopicSweeperControl, seq, err)
+	if err := db.QueryRow(`SELECT seq FROM cks_changes WHERE topic = ?`, cks.TopicSweeperControl).Scan(&seq); err != nil || seq != 2 {
+		t.Errorf("cks_changes seq of %s = %d, %v; want 2 (one per write)", cks.TopicSweeperControl, seq, err)
 	}
 }

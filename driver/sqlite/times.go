@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver"
 )
 
 // timeFormat is fixed-width so that string order equals time order.
@@ -12,13 +12,13 @@ import (
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
 // fmtTime renders t in the fixed-width UTC format, at microsecond precision
-// (store.Time) like the Postgres driver. It writes the digits itself: every
+// (driver.Time) like the Postgres driver. It writes the digits itself: every
 // time column of every write is formatted on the one writer, where
 // time.Format's layout interpreter was 7 % of the writer's time under load
 // (bench ledger); a year that does not fit in four digits goes through
 // time.Format, as before.
 func fmtTime(t time.Time) string {
-	t = store.Time(t)
+	t = driver.Time(t)
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
 		return t.Format(timeFormat)
@@ -62,7 +62,7 @@ func parseTime(s string) (time.Time, error) {
 	if err != nil {
 		// Tolerate rows written by other tools in plain RFC 3339.
 		if t2, err2 := time.Parse(time.RFC3339Nano, s); err2 == nil {
-			return store.Time(t2), nil
+			return driver.Time(t2), nil
 		}
 		return time.Time{}, fmt.Errorf("sqlite: bad timestamp %q: %w", s, err)
 	}

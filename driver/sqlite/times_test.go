@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/driver"
 )
 
 // TestTimeText: the facts of SQLite's time column text (the NULL and
@@ -63,7 +63,7 @@ func FuzzParseTime(f *testing.F) {
 			t.Fatalf("parseTime(%q) = %v, %v; time.Parse %v, %v", s, got, err, want, werr)
 		}
 		if err == nil && got.Year() >= 0 && got.Year() <= 9999 && len(s) == len(timeFormat) {
-			if back, err := parseTime(fmtTime(got)); err != nil || !back.Equal(store.Time(got)) {
+			if back, err := parseTime(fmtTime(got)); err != nil || !back.Equal(driver.Time(got)) {
 				t.Fatalf("parseTime(fmtTime(%v)) = %v, %v", got, back, err)
 			}
 		}

@@ -27,9 +27,9 @@ import (
 //   - "sqlite:PATH" or a plain file path: SQLite, creating the file and its directory.
 //
 // Any other "scheme://" is refused with an error that lists the accepted forms.
-// opts (store.WithClock, store.WithChangePollInterval) apply to the driver
+// opts (driver.WithClock, driver.WithChangePollInterval) apply to the driver
 // and the services of the returned handle.
-func Open(ctx context.Context, url string, opts ...store.Option) (store.Store, error) {
+func Open(ctx context.Context, url string, opts ...driver.Option) (store.Store, error) {
 	d, err := openDriver(ctx, url, opts)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func Open(ctx context.Context, url string, opts ...store.Option) (store.Store, e
 }
 
 // openDriver opens the driver url names.
-func openDriver(ctx context.Context, url string, opts []store.Option) (driver.Driver, error) {
+func openDriver(ctx context.Context, url string, opts []driver.Option) (driver.Driver, error) {
 	switch {
 	case url == "":
 		return nil, fmt.Errorf("empty database URL: %w", errForms)
@@ -85,10 +85,10 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns the store over d, which it owns from then on (Close closes
-// it). opts are those d was opened with: the clock (store.WithClock) tells
+// it). opts are those d was opened with: the clock (driver.WithClock) tells
 // the services the time of every write whose time is not an argument.
-func New(d driver.Driver, opts ...store.Option) *Store {
-	clk := store.ApplyOptions(opts).Clock
+func New(d driver.Driver, opts ...driver.Option) *Store {
+	clk := driver.ApplyOptions(opts).Clock
 	return &Store{
 		ledgerService:    ledger.NewService(d, opts...),
 		knowledgeService: knowledge.New(d, clk),

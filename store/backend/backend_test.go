@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/backendtest"
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // opener opens handles of the composite on url with backend.Open.
 func opener(url string) storetest.Opener {
-	return func(t testing.TB, opts ...store.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) store.Store {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
 		if err != nil {
@@ -77,7 +78,7 @@ func seeded(t testing.TB, open storetest.Opener) {
 func TestStorageFaults(t *testing.T) {
 	url := backendtest.PostgresURL(t)
 	storetest.StorageFaults(t, storetest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...store.Option) store.Store {
+		ReadOnly: func(t testing.TB, opts ...driver.Option) store.Store {
 			seeded(t, opener(url))
 			return opener(backendtest.ReadOnlyURL(url))(t, opts...)
 		},
@@ -108,7 +109,7 @@ func TestReadOnlyHealthSaysWhy(t *testing.T) {
 }
 
 // TestOpenURLForms: every accepted form opens its dialect; anything else is
-// refused with store.ErrInvalid naming the accepted forms.
+// refused with cks.ErrInvalid naming the accepted forms.
 func TestOpenURLForms(t *testing.T) {
 	dir := t.TempDir()
 	for _, url := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {

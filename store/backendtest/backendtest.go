@@ -63,7 +63,7 @@ func Postgres(t testing.TB) storetest.Opener {
 
 // opener opens stores on url, each closed when the test that opened it ends.
 func opener(url string) storetest.Opener {
-	return func(t testing.TB, opts ...store.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) store.Store {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
 		if err != nil {
@@ -77,7 +77,7 @@ func opener(url string) storetest.Opener {
 // Store returns the composite store over a new handle on open's database,
 // closed (with its driver) when t ends: for tests that hold both the
 // services and the driver's primitives of one database.
-func Store(t testing.TB, open DriverOpener, opts ...store.Option) (*backend.Store, driver.Driver) {
+func Store(t testing.TB, open DriverOpener, opts ...driver.Option) (*backend.Store, driver.Driver) {
 	t.Helper()
 	d := open(t, opts...)
 	s := backend.New(d, opts...)
@@ -87,7 +87,7 @@ func Store(t testing.TB, open DriverOpener, opts ...store.Option) (*backend.Stor
 
 // Stores returns an Opener of composite stores over open's database.
 func Stores(open DriverOpener) storetest.Opener {
-	return func(t testing.TB, opts ...store.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) store.Store {
 		t.Helper()
 		s, _ := Store(t, open, opts...)
 		return s
@@ -163,7 +163,7 @@ func ReadOnlyFile(t testing.TB, path string) {
 
 // DriverOpener opens handles on one fresh database of a driver, each closed
 // when the test that opened it ends.
-type DriverOpener func(t testing.TB, opts ...store.Option) driver.Driver
+type DriverOpener func(t testing.TB, opts ...driver.Option) driver.Driver
 
 // Driver creates fresh databases of one driver.
 type Driver struct {
@@ -178,7 +178,7 @@ func Drivers() []Driver {
 		{"sqlite", func(t testing.TB) DriverOpener {
 			t.Helper()
 			path := filepath.Join(t.TempDir(), "cks.db")
-			return func(t testing.TB, opts ...store.Option) driver.Driver {
+			return func(t testing.TB, opts ...driver.Option) driver.Driver {
 				t.Helper()
 				d, err := driversqlite.Open(context.Background(), path, opts...)
 				if err != nil {
@@ -191,7 +191,7 @@ func Drivers() []Driver {
 		{"postgres", func(t testing.TB) DriverOpener {
 			t.Helper()
 			url := PostgresURL(t)
-			return func(t testing.TB, opts ...store.Option) driver.Driver {
+			return func(t testing.TB, opts ...driver.Option) driver.Driver {
 				t.Helper()
 				d, err := driverpostgres.Open(context.Background(), url, opts...)
 				if err != nil {

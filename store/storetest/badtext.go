@@ -317,7 +317,7 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 			// Cancelled: a watch that is not refused returns at once.
 			c, cancel := context.WithCancel(ctx(t))
 			cancel()
-			return s.WatchChanges(c, []string{store.TopicTasksReady, v}, func(string) {})
+			return s.WatchChanges(c, []string{cks.TopicTasksReady, v}, func(string) {})
 		}},
 	}
 	checkBadReads(t, reads)
@@ -386,7 +386,7 @@ func checkBadReads(t *testing.T, reads []badInput) {
 	t.Helper()
 	for _, r := range reads {
 		for _, v := range BadTexts {
-			if err := r.call(v); !store.IsFieldError(err, r.field) || !errors.Is(err, cks.ErrInvalid) {
+			if err := r.call(v); !cks.IsFieldError(err, r.field) || !errors.Is(err, cks.ErrInvalid) {
 				t.Errorf("%s with %s %.60q: err = %.200v, want a FieldError naming %s", r.op, r.field, v, err, r.field)
 			}
 		}

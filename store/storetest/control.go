@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -82,10 +83,10 @@ func show(b *bool) string {
 func testSweeperControlBadInput(t *testing.T, open Opener) {
 	s := open(t)
 	for _, id := range []string{"", "  "} {
-		if err := s.SetSweeperDesiredRunning(ctx(t), id, false); !store.IsFieldError(err, "agent_id") || !errors.Is(err, cks.ErrInvalid) {
+		if err := s.SetSweeperDesiredRunning(ctx(t), id, false); !cks.IsFieldError(err, "agent_id") || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("Set(%q): err = %v, want a FieldError naming agent_id", id, err)
 		}
-		if got, err := s.GetSweeperDesiredRunning(ctx(t), id); got != nil || !store.IsFieldError(err, "agent_id") {
+		if got, err := s.GetSweeperDesiredRunning(ctx(t), id); got != nil || !cks.IsFieldError(err, "agent_id") {
 			t.Errorf("Get(%q) = %v, %v; want a FieldError naming agent_id", id, show(got), err)
 		}
 	}
@@ -181,21 +182,21 @@ const otherTopic = "storetest_other"
 
 func testChangesWakeOtherHandle(t *testing.T, open Opener) {
 	writer := open(t)
-	watched := open(t, store.WithChangePollInterval(fastPoll))
-	w := Watch(t, watched, store.TopicSweeperControl, otherTopic)
-	w.Ready(t, otherTopic, store.TopicSweeperControl)
-	self := Watch(t, writer, store.TopicSweeperControl)
-	self.Ready(t, store.TopicSweeperControl)
+	watched := open(t, driver.WithChangePollInterval(fastPoll))
+	w := Watch(t, watched, cks.TopicSweeperControl, otherTopic)
+	w.Ready(t, otherTopic, cks.TopicSweeperControl)
+	self := Watch(t, writer, cks.TopicSweeperControl)
+	self.Ready(t, cks.TopicSweeperControl)
 	for i, running := range []bool{false, true, true} {
 		start := time.Now()
 		if err := writer.SetSweeperDesiredRunning(ctx(t), "graph_health", running); err != nil {
 			t.Fatal(err)
 		}
-		if got := w.Next(t); got != store.TopicSweeperControl {
-			t.Fatalf("write %d woke the other handle's watcher with %q, want %q", i, got, store.TopicSweeperControl)
+		if got := w.Next(t); got != cks.TopicSweeperControl {
+			t.Fatalf("write %d woke the other handle's watcher with %q, want %q", i, got, cks.TopicSweeperControl)
 		}
 		t.Logf("write %d seen by the other handle after %v", i, time.Since(start))
-		if got := self.Next(t); got != store.TopicSweeperControl {
+		if got := self.Next(t); got != cks.TopicSweeperControl {
 			t.Fatalf("write %d woke the writer's own watcher with %q", i, got)
 		}
 		// The change is visible by the time the watcher hears of it.
@@ -211,7 +212,7 @@ func testChangesWakeOtherHandle(t *testing.T, open Opener) {
 	if err := writer.SetSweeperDesiredRunning(ctx(t), "contradiction", true); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Next(t); got != store.TopicSweeperControl {
+	if got := w.Next(t); got != cks.TopicSweeperControl {
 		t.Fatalf("got %q", got)
 	}
 	w.Quiet(t)
@@ -221,49 +222,49 @@ func testChangesWakeOtherHandle(t *testing.T, open Opener) {
 // still sees another handle's writes well within the deadline.
 func testChangesDefaultPollInterval(t *testing.T, open Opener) {
 	writer, watched := open(t), open(t)
-	w := Watch(t, watched, store.TopicSweeperControl)
-	w.Ready(t, store.TopicSweeperControl)
+	w := Watch(t, watched, cks.TopicSweeperControl)
+	w.Ready(t, cks.TopicSweeperControl)
 	start := time.Now()
 	if err := writer.SetSweeperDesiredRunning(ctx(t), "fork_detection", false); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Next(t); got != store.TopicSweeperControl {
+	if got := w.Next(t); got != cks.TopicSweeperControl {
 		t.Fatalf("got %q", got)
 	}
-	t.Logf("seen after %v (default poll interval %v where polling)", time.Since(start), store.DefaultChangePollInterval)
+	t.Logf("seen after %v (default poll interval %v where polling)", time.Since(start), driver.DefaultChangePollInterval)
 }
 
 func testChangesBadInput(t *testing.T, open Opener) {
 	s := open(t)
-	for _, topics := range [][]string{nil, {}, {store.TopicSweeperControl, ""}} {
+	for _, topics := range [][]string{nil, {}, {cks.TopicSweeperControl, ""}} {
 		err := s.WatchChanges(ctx(t), topics, func(string) { t.Error("f called for bad input") })
-		if !store.IsFieldError(err, "topics") {
+		if !cks.IsFieldError(err, "topics") {
 			t.Errorf("WatchChanges(%q): err = %v, want a FieldError naming topics", topics, err)
 		}
 	}
 }
 
 func testChangesStopWithContext(t *testing.T, open Opener) {
-	s := open(t, store.WithChangePollInterval(fastPoll))
+	s := open(t, driver.WithChangePollInterval(fastPoll))
 	// Ended before it starts: returns nil at once.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.WatchChanges(done, []string{store.TopicSweeperControl}, func(string) {}); err != nil {
+	if err := s.WatchChanges(done, []string{cks.TopicSweeperControl}, func(string) {}); err != nil {
 		t.Fatalf("WatchChanges with an ended context = %v, want nil", err)
 	}
 	// Ended while running (and by a deadline rather than a cancel).
 	c, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
 	calls := 0
-	if err := s.WatchChanges(c, []string{store.TopicSweeperControl}, func(string) { calls++ }); err != nil {
+	if err := s.WatchChanges(c, []string{cks.TopicSweeperControl}, func(string) { calls++ }); err != nil {
 		t.Fatalf("WatchChanges after its deadline = %v, want nil", err)
 	}
 	if calls != 1 {
 		t.Fatalf("%d calls without any write, want the 1 initial call", calls)
 	}
 	// Stopped by the Watcher (checked in its cleanup) after real use.
-	w := Watch(t, s, store.TopicSweeperControl)
-	w.Ready(t, store.TopicSweeperControl)
+	w := Watch(t, s, cks.TopicSweeperControl)
+	w.Ready(t, cks.TopicSweeperControl)
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +275,9 @@ func testChangesStopWithContext(t *testing.T, open Opener) {
 // watchers of TopicAgentStop on other handles.
 func testLivenessRequestStop(t *testing.T, open Opener) {
 	s := open(t)
-	watched := open(t, store.WithChangePollInterval(fastPoll))
-	w := Watch(t, watched, store.TopicAgentStop)
-	w.Ready(t, store.TopicAgentStop)
+	watched := open(t, driver.WithChangePollInterval(fastPoll))
+	w := Watch(t, watched, cks.TopicAgentStop)
+	w.Ready(t, cks.TopicAgentStop)
 
 	found, err := s.RequestAgentStop(ctx(t), "never-ran")
 	if err != nil || found {
@@ -296,7 +297,7 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	if err != nil || !found {
 		t.Fatalf("RequestAgentStop = %v, %v; want true", found, err)
 	}
-	if got := w.Next(t); got != store.TopicAgentStop {
+	if got := w.Next(t); got != cks.TopicAgentStop {
 		t.Fatalf("watcher woke with %q", got)
 	}
 	got, err := watched.GetAgentLiveness(ctx(t), "inst-1")
@@ -320,10 +321,10 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 // of TopicTasksReady on other handles; one that makes none OPEN does not.
 func testTasksReadyPublished(t *testing.T, open Opener) {
 	s := open(t)
-	w := Watch(t, open(t, store.WithChangePollInterval(fastPoll)), store.TopicTasksReady)
-	w.Ready(t, store.TopicTasksReady)
+	w := Watch(t, open(t, driver.WithChangePollInterval(fastPoll)), cks.TopicTasksReady)
+	w.Ready(t, cks.TopicTasksReady)
 	dep := MustEnqueue(t, s, cks.NewTask{Title: "dep"}) // OPEN
-	if got := w.Next(t); got != store.TopicTasksReady {
+	if got := w.Next(t); got != cks.TopicTasksReady {
 		t.Fatalf("enqueue woke %q", got)
 	}
 	waiting := MustEnqueue(t, s, cks.NewTask{Title: "waiting", DependsOn: []int64{dep.ID}})
@@ -335,7 +336,7 @@ func testTasksReadyPublished(t *testing.T, open Opener) {
 	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil { // releases waiting
 		t.Fatal(err)
 	}
-	if got := w.Next(t); got != store.TopicTasksReady {
+	if got := w.Next(t); got != cks.TopicTasksReady {
 		t.Fatalf("release woke %q", got)
 	}
 }

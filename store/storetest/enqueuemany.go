@@ -134,7 +134,7 @@ func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
 	}
 	for _, c := range cases {
 		_, err := s.EnqueueMany(ctx(t), []cks.NewTask{ok("a"), ok("b"), c.bad, ok("d")})
-		if !store.IsFieldError(err, c.field) {
+		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("EnqueueMany with %+v at 2: err = %v, want a FieldError naming %s", c.bad, err, c.field)
 		}
 	}
@@ -264,7 +264,7 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != cks.TaskClaimed {
 		t.Fatalf("claim without Running: %+v %v", rest, err)
 	}
-	if _, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !store.IsFieldError(err, "worker") {
+	if _, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !cks.IsFieldError(err, "worker") {
 		t.Fatalf("claim running without a worker: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -86,12 +87,12 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	x := &exactlyOnce{ctx: c, clk: clock.NewFake(T0), kick: make(chan struct{}, 1), done: make(chan struct{}),
 		tick: make(chan struct{}), completed: map[int64][]string{}}
 	x.remaining.Store(int64(total))
-	seed := open(t, store.WithClock(x.clk))
+	seed := open(t, driver.WithClock(x.clk))
 	enqueueMany(t, x.ctx, open, x.clk, total)
 
 	handles := make([]store.Store, ExactlyOnceWorkers)
 	for w := range handles {
-		handles[w] = open(t, store.WithClock(x.clk))
+		handles[w] = open(t, driver.WithClock(x.clk))
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -156,7 +157,7 @@ func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, 
 	errs := make(chan error, feeders)
 	handles := make([]store.Store, feeders)
 	for f := range feeders {
-		handles[f] = open(t, store.WithClock(clk))
+		handles[f] = open(t, driver.WithClock(clk))
 	}
 	for f, s := range handles {
 		wg.Go(func() {

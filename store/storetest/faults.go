@@ -9,6 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -29,10 +30,10 @@ type FaultStores struct {
 var SeedTask = cks.NewTask{Type: "seed", Title: "written before the fault"}
 
 // StorageFaults checks that writes the storage refuses fail with
-// store.ErrStorageReadOnly or store.ErrStorageFull (both matching
-// store.ErrUnavailable) and write nothing, that reads keep working, and that
+// cks.ErrStorageReadOnly or cks.ErrStorageFull (both matching
+// cks.ErrUnavailable) and write nothing, that reads keep working, and that
 // StorageHealth reports the fault: a read-only database at once, a full one
-// after a write met it, for store.FaultMemory.
+// after a write met it, for driver.FaultMemory.
 func StorageFaults(t *testing.T, f FaultStores) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		t.Parallel()
@@ -84,7 +85,7 @@ func StorageFaults(t *testing.T, f FaultStores) {
 		}
 		t.Parallel()
 		clk := clock.NewFake(T0)
-		s := f.Full(t, store.WithClock(clk))
+		s := f.Full(t, driver.WithClock(clk))
 		if err := s.StorageHealth(ctx(t)); err != nil {
 			t.Fatalf("StorageHealth before any write failed: %v", err)
 		}
@@ -105,7 +106,7 @@ func StorageFaults(t *testing.T, f FaultStores) {
 		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth after a write met a full disk: %v, want ErrStorageFull", err)
 		}
-		clk.Advance(store.FaultMemory - time.Second)
+		clk.Advance(driver.FaultMemory - time.Second)
 		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth within FaultMemory: %v, want ErrStorageFull", err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -59,7 +60,7 @@ func knowledgeStore(t testing.TB, open Opener) (store.Knowledge, *clock.Fake) {
 // independently of the store package.
 func canonical(t testing.TB, content string) (string, string) {
 	t.Helper()
-	c, err := store.CanonicalJSON([]byte(content))
+	c, err := cks.CanonicalJSON([]byte(content))
 	if err != nil {
 		t.Fatalf("CanonicalJSON(%s): %v", content, err)
 	}
@@ -72,7 +73,7 @@ func canonical(t testing.TB, content string) (string, string) {
 func wantContent(t testing.TB, what string, o cks.Object, content string) {
 	t.Helper()
 	want, hash := canonical(t, content)
-	got, err := store.CanonicalJSON(o.Content)
+	got, err := cks.CanonicalJSON(o.Content)
 	if err != nil || string(got) != want || o.ContentHash != hash {
 		t.Fatalf("%s: content %s (canonical %s, %v), hash %s; want %s, hash %s", what, o.Content, got, err, o.ContentHash, want, hash)
 	}
@@ -278,18 +279,18 @@ func testKnowledgeCanonicalJSON(t *testing.T, _ Opener) {
 		{`{}`, `{}`},
 	}
 	for _, c := range cases {
-		got, err := store.CanonicalJSON([]byte(c.in))
+		got, err := cks.CanonicalJSON([]byte(c.in))
 		if err != nil || string(got) != c.want {
 			t.Errorf("CanonicalJSON(%s) = %s, %v; want %s", c.in, got, err, c.want)
 			continue
 		}
 		// Canonical form is a fixed point.
-		if again, err := store.CanonicalJSON(got); err != nil || string(again) != c.want {
+		if again, err := cks.CanonicalJSON(got); err != nil || string(again) != c.want {
 			t.Errorf("CanonicalJSON(CanonicalJSON(%s)) = %s, %v", c.in, again, err)
 		}
 	}
 	for _, bad := range []string{``, `{`, `{"a":1} {"b":2}`, `{"a":1}x`, `{"a":1}]`, `{"a":1}}`, `{a:1}`, `[1,]`} {
-		if got, err := store.CanonicalJSON([]byte(bad)); err == nil {
+		if got, err := cks.CanonicalJSON([]byte(bad)); err == nil {
 			t.Errorf("CanonicalJSON(%q) = %s, want an error", bad, got)
 		}
 	}
@@ -775,7 +776,7 @@ func testObjectClaimBadInput(t *testing.T, open Opener) {
 	// Objects without a status are in no pipeline: an empty status claims
 	// nothing (or is refused as a bad status).
 	got, err := k.ClaimObjects(ctx(t), "", "w", 10)
-	if err != nil && !store.IsFieldError(err, "status") || len(got) != 0 {
+	if err != nil && !cks.IsFieldError(err, "status") || len(got) != 0 {
 		t.Errorf("ClaimObjects(\"\") = %v, %v; want nothing claimed (or a FieldError naming status)", objectIDs(got), err)
 	}
 	wantUnchanged(t, "refused claims", k, before)
@@ -789,7 +790,7 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 	other := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "resolved"})
 	clk.Advance(time.Minute)
 	before := objectSnapshot(t, k)
-	if _, err := k.ClaimObject(ctx(t), o.ID, "", []string{"awaiting_research"}); !store.IsFieldError(err, "worker") {
+	if _, err := k.ClaimObject(ctx(t), o.ID, "", []string{"awaiting_research"}); !cks.IsFieldError(err, "worker") {
 		t.Errorf("ClaimObject with no worker: err = %v, want a FieldError naming worker", err)
 	}
 	const missing = 424242
@@ -872,13 +873,13 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 	const objects, workers = 300, 8
 	clk := clock.NewFake(T0)
-	seed := open(t, store.WithClock(clk))
+	seed := open(t, driver.WithClock(clk))
 	for i := range objects {
 		MustCreateObject(t, seed, store.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
 	}
 	handles := make([]store.Knowledge, workers)
 	for w := range handles {
-		handles[w] = open(t, store.WithClock(clk))
+		handles[w] = open(t, driver.WithClock(clk))
 	}
 	var (
 		mu      sync.Mutex
@@ -1163,7 +1164,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			func(err error) bool { return errors.Is(err, cks.ErrLeaseLost) }, "ErrLeaseLost"},
 		{"empty token", "", nil,
 			func(err error) bool {
-				return errors.Is(err, cks.ErrLeaseLost) || store.IsFieldError(err, "claim_token")
+				return errors.Is(err, cks.ErrLeaseLost) || cks.IsFieldError(err, "claim_token")
 			}, "ErrLeaseLost"},
 		{"status no longer from", "", func(x *store.ObjectTransition) { x.From = "awaiting_research" },
 			func(err error) bool { return errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrLeaseLost) }, "ErrConflict (not ErrLeaseLost)"},
@@ -1198,7 +1199,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			check func(err error) bool
 			want  string
 		}{"bad " + f.field, "", f.edit, func(err error) bool {
-			return errors.Is(err, cks.ErrInvalid) && store.IsFieldError(err, f.field)
+			return errors.Is(err, cks.ErrInvalid) && cks.IsFieldError(err, f.field)
 		}, "a FieldError naming " + f.field})
 	}
 	cases = append(cases, struct {
@@ -1210,7 +1211,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 	}{"set_status of a missing object", "", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = missing },
 		func(err error) bool {
 			return (errors.Is(err, cks.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))) ||
-				store.IsFieldError(err, "set_status[0].object_id")
+				cks.IsFieldError(err, "set_status[0].object_id")
 		}, "ErrNotFound naming the id or a FieldError naming set_status[0].object_id"})
 	cases = append(cases, struct {
 		name  string
@@ -1219,7 +1220,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 		check func(err error) bool
 		want  string
 	}{"set_status of the transitioned object", "", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = subj.ID },
-		func(err error) bool { return store.IsFieldError(err, "set_status[0].object_id") },
+		func(err error) bool { return cks.IsFieldError(err, "set_status[0].object_id") },
 		"a FieldError naming set_status[0].object_id (its status is To)"})
 	for _, c := range cases {
 		token := claim.ClaimToken
@@ -1441,8 +1442,8 @@ func testObjectAddEdges(t *testing.T, open Opener) {
 // does not.
 func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	w := Watch(t, open(t, store.WithChangePollInterval(fastPoll)), store.TopicObjects)
-	w.Ready(t, store.TopicObjects)
+	w := Watch(t, open(t, driver.WithChangePollInterval(fastPoll)), cks.TopicObjects)
+	w.Ready(t, cks.TopicObjects)
 	drain := func() {
 		for {
 			select {
@@ -1512,8 +1513,8 @@ func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 			w.Quiet(t)
 			continue
 		}
-		if got := w.Next(t); got != store.TopicObjects {
-			t.Fatalf("%s woke %q, want %q", s.name, got, store.TopicObjects)
+		if got := w.Next(t); got != cks.TopicObjects {
+			t.Fatalf("%s woke %q, want %q", s.name, got, cks.TopicObjects)
 		}
 	}
 }

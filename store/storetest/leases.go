@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -73,7 +74,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		for tok := range seen {
-			if strings.Contains(string(b), tok) || strings.Contains(string(b), store.HashLeaseToken(tok)) {
+			if strings.Contains(string(b), tok) || strings.Contains(string(b), driver.HashLeaseToken(tok)) {
 				t.Fatalf("a read of the ledger shows a lease token (or its hash): %s", b)
 			}
 		}
@@ -83,7 +84,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	}
 	c := claimed[0]
 	// The stored form is not a token: presenting it fences nothing.
-	hash := store.HashLeaseToken(c.LeaseToken)
+	hash := driver.HashLeaseToken(c.LeaseToken)
 	if held, err := s.LeaseHeld(ctx(t), c.ID, hash); held || err != nil {
 		t.Fatalf("LeaseHeld(hash of the token) = %v, %v; want false", held, err)
 	}
@@ -188,7 +189,7 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 		}
 		id, hash := "p-"+e.name, "hash-"+e.name
 		p := cks.Principal{ID: id, Name: "task worker", CreatedAt: T0,
-			Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: store.HashLeaseToken(c.LeaseToken)}}
+			Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
 		if err := s.CreatePrincipal(ctx(t), p, hash, []cks.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
 			t.Fatalf("%s: CreatePrincipal: %v", e.name, err)
 		}
@@ -207,7 +208,7 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 	// A live bound principal and the operator's are kept by the cleanup.
 	live := mustRunning(t, s, "live", "w")
 	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
-		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: store.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
+		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
@@ -258,10 +259,10 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 	}
-	bind("first", c.ID, store.HashLeaseToken(c.LeaseToken))
-	bind("wrong", c.ID, store.HashLeaseToken("not the token"))
+	bind("first", c.ID, driver.HashLeaseToken(c.LeaseToken))
+	bind("wrong", c.ID, driver.HashLeaseToken("not the token"))
 	bind("plain", c.ID, c.LeaseToken) // the token itself is not its hash
-	bind("missing", 999, store.HashLeaseToken(c.LeaseToken))
+	bind("missing", 999, driver.HashLeaseToken(c.LeaseToken))
 	for _, id := range []string{"wrong", "plain", "missing"} {
 		if _, err := s.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
@@ -278,7 +279,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the first lease's principal while the task runs under another lease: %v, want ErrNotFound", err)
 	}
-	bind("second", c.ID, store.HashLeaseToken(again.LeaseToken))
+	bind("second", c.ID, driver.HashLeaseToken(again.LeaseToken))
 	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-second"); err != nil {
 		t.Fatalf("the second lease's principal: %v", err)
 	}
@@ -290,7 +291,7 @@ func testLeasePrincipalBadInput(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	for i, b := range []cks.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
 		p := cks.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
-		if err := s.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !store.IsFieldError(err, "lease") {
+		if err := s.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !cks.IsFieldError(err, "lease") {
 			t.Errorf("CreatePrincipal with binding %+v: %v, want a FieldError naming lease", b, err)
 		}
 	}
@@ -357,7 +358,7 @@ func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
 	if held := mustHeld(t, s, old.Live, old.LiveToken); !held {
 		t.Fatal("the live lease's plain token is not held after the upgrade")
 	}
-	if held := mustHeld(t, s, old.Live, store.HashLeaseToken(old.LiveToken)); held {
+	if held := mustHeld(t, s, old.Live, driver.HashLeaseToken(old.LiveToken)); held {
 		t.Fatal("the hash of the live token is held after the upgrade")
 	}
 	p, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -37,7 +38,7 @@ func mustPrincipal(t *testing.T, s store.Store, id string, at time.Time, grants 
 	}
 }
 
-var adminGrant = cks.Grant{Resource: store.AdminResource, Permission: store.AdminPermission}
+var adminGrant = cks.Grant{Resource: auth.AdminResource, Permission: auth.AdminPermission}
 
 func testPrincipalsList(t *testing.T, s store.Store) {
 	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
@@ -95,7 +96,7 @@ func testPrincipalsDelete(t *testing.T, s store.Store) {
 func testPrincipalsDeleteLastAdmin(t *testing.T, s store.Store) {
 	mustPrincipal(t, s, "admin-1", T0, adminGrant)
 	// Admin on a subtree is not admin on /.
-	mustPrincipal(t, s, "sub", T0, cks.Grant{Resource: "/tasks", Permission: store.AdminPermission})
+	mustPrincipal(t, s, "sub", T0, cks.Grant{Resource: "/tasks", Permission: auth.AdminPermission})
 	err := s.DeletePrincipal(ctx(t), "admin-1")
 	if !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the last admin: err = %v, want ErrConflict", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -22,7 +23,7 @@ type NewStore func(t testing.TB) store.Store
 // Opener opens a new, independent handle (with its own connections) on one
 // database, closed when t ends. Several handles on one database behave like
 // several processes sharing it.
-type Opener func(t testing.TB, opts ...store.Option) store.Store
+type Opener func(t testing.TB, opts ...driver.Option) store.Store
 
 // NewDB creates a fresh, empty database for one test, arranges for it to be
 // removed when t ends, and returns an Opener for it.
@@ -343,8 +344,8 @@ func testLivenessTimePrecision(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	want := r
-	want.StartedAt = store.Time(r.StartedAt)
-	want.LastHeartbeatAt = store.Time(r.LastHeartbeatAt)
+	want.StartedAt = driver.Time(r.StartedAt)
+	want.LastHeartbeatAt = driver.Time(r.LastHeartbeatAt)
 	EqualLiveness(t, got, want)
 	if got.StartedAt.Nanosecond() != 123456000 {
 		t.Fatalf("started_at nanos = %d, want microsecond precision 123456000", got.StartedAt.Nanosecond())

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -152,7 +154,7 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 	if n, err := s.CountTasks(ctx(t), cks.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
 		t.Errorf("CountTasks with After and Limit = %d, %v; want all 5", n, err)
 	}
-	if _, err := s.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
+	if _, err := s.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !cks.IsFieldError(err, "state") {
 		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
 	}
 }
@@ -213,15 +215,15 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 		task := wantState(t, s, tc.id, tc.want)
 		e := lastEvent(t, task)
 		if tc.reason == "" {
-			if e.Actor == store.ActorDependencyRelease {
+			if e.Actor == ledger.ActorDependencyRelease {
 				t.Errorf("task %d (%s) got an event %+v", tc.id, task.Title, e)
 			}
 			continue
 		}
-		if e.Actor != store.ActorDependencyRelease || e.From != cks.TaskWaiting || e.To != tc.want ||
+		if e.Actor != ledger.ActorDependencyRelease || e.From != cks.TaskWaiting || e.To != tc.want ||
 			!strings.Contains(e.Reason, tc.reason) || !e.At.Equal(clk.Now()) || !task.StateChangedAt.Equal(clk.Now()) {
 			t.Errorf("task %d (%s): event %+v, want one by %s to %s with a reason containing %q",
-				tc.id, task.Title, e, store.ActorDependencyRelease, tc.want, tc.reason)
+				tc.id, task.Title, e, ledger.ActorDependencyRelease, tc.want, tc.reason)
 		}
 		if tc.want == cks.TaskBlocked && !strings.Contains(task.LastError, tc.reason) {
 			t.Errorf("task %d: last_error %q, want it to contain %q", tc.id, task.LastError, tc.reason)
@@ -259,7 +261,7 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 	errs := make([]error, nodes)
 	var wg sync.WaitGroup
 	for i := range nodes {
-		h := open(t, store.WithClock(clk))
+		h := open(t, driver.WithClock(clk))
 		wg.Go(func() { results[i], errs[i] = h.ReleaseDependencies(ctx(t)) })
 	}
 	wg.Wait()
@@ -282,7 +284,7 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 			task := wantState(t, s, id, ids.want)
 			moves := 0
 			for _, e := range task.Events {
-				if e.Actor == store.ActorDependencyRelease {
+				if e.Actor == ledger.ActorDependencyRelease {
 					moves++
 				}
 			}

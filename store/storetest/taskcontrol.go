@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -428,7 +429,7 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 	for _, b := range bad {
 		before := snapshot(t, s, open1.ID, run.ID)
 		for _, id := range []int64{open1.ID, run.ID} {
-			if _, _, err := s.Stop(ctx(t), id, "op", b.reason, b.deadline); !store.IsFieldError(err, b.field) {
+			if _, _, err := s.Stop(ctx(t), id, "op", b.reason, b.deadline); !cks.IsFieldError(err, b.field) {
 				t.Errorf("Stop(%d, reason %q, deadline %v): err = %v, want a FieldError naming %s", id, b.reason, b.deadline, err, b.field)
 			}
 		}
@@ -498,7 +499,7 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
 			t.Fatalf("ReclaimExpired %v later = %d, %v; want 0", far, n, err)
 		}
-		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 0 || err != nil {
+		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
 			t.Fatalf("ReclaimExpired with a stale window %v later = %d, %v; want 0", far, n, err)
 		}
 		if r, err := s.ReleaseDependencies(ctx(t)); err != nil || r != (store.DependencyRelease{}) {
@@ -881,7 +882,7 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 	for _, tc := range invalid {
 		before := snapshot(t, s, all...)
 		res, err := s.Update(ctx(t), tc.id, "op", tc.p, 0)
-		if !store.IsFieldError(err, tc.field) || !errors.Is(err, cks.ErrInvalid) {
+		if !cks.IsFieldError(err, tc.field) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("%s: Update = %+v, err = %v; want a FieldError naming %s", tc.name, res, err, tc.field)
 		}
 		unchanged(t, s, tc.name, before)
@@ -992,7 +993,7 @@ func testTaskMetadata(t *testing.T, open Opener) {
 		t.Fatalf("ListTasks metadata: %+v, %v", page.Tasks, err)
 	}
 	for _, bad := range []string{`[1]`, `"s"`, `{"a":`, `null`} {
-		if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !store.IsFieldError(err, "metadata") {
+		if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !cks.IsFieldError(err, "metadata") {
 			t.Errorf("Enqueue with metadata %s: err = %v, want a FieldError naming metadata", bad, err)
 		}
 	}
@@ -1171,9 +1172,9 @@ func testTaskAbortsPublished(t *testing.T, open Opener) {
 	stopped := mustRunning(t, s, "stop", "w")
 	updated := mustRunning(t, s, "update", "w")
 	cancelled := mustRunning(t, s, "cancel", "w")
-	watched := open(t, store.WithClock(clk), store.WithChangePollInterval(fastPoll))
-	w := Watch(t, watched, store.TopicTaskAborts)
-	w.Ready(t, store.TopicTaskAborts)
+	watched := open(t, driver.WithClock(clk), driver.WithChangePollInterval(fastPoll))
+	w := Watch(t, watched, cks.TopicTaskAborts)
+	w.Ready(t, cks.TopicTaskAborts)
 	var abortID int64
 	steps := []struct {
 		name string
@@ -1198,7 +1199,7 @@ func testTaskAbortsPublished(t *testing.T, open Opener) {
 		if err := st.do(); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		if got := w.Next(t); got != store.TopicTaskAborts {
+		if got := w.Next(t); got != cks.TopicTaskAborts {
 			t.Fatalf("%s woke the watcher with %q", st.name, got)
 		}
 	}
@@ -1358,7 +1359,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	}
 	for _, bad := range []string{"/work/ws-other", ""} {
 		before := snapshot(t, s, task.ID)
-		if _, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, bad, b.Revision); !store.IsFieldError(err, "path") {
+		if _, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, bad, b.Revision); !cks.IsFieldError(err, "path") {
 			t.Fatalf("ReuseWorkspace(%q): err = %v, want a FieldError naming path", bad, err)
 		}
 		unchanged(t, s, "refused ReuseWorkspace", before)
@@ -1398,7 +1399,7 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 		{"derived_from_revision", "atomic", 2},
 	}
 	for _, b := range bad {
-		if _, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, b.kind, "x", b.rev); !store.IsFieldError(err, b.field) {
+		if _, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, b.kind, "x", b.rev); !cks.IsFieldError(err, b.field) {
 			t.Errorf("RecordDecision(kind %q, revision %d): err = %v, want a FieldError naming %s", b.kind, b.rev, err, b.field)
 		}
 	}
@@ -1426,7 +1427,7 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 	if d, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "stale", 2); err != nil || d.Revision != 3 || d.DerivedFromRevision != 2 {
 		t.Fatalf("decision derived from an older revision = %+v, %v", d, err)
 	}
-	if _, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "future", 4); !store.IsFieldError(err, "derived_from_revision") {
+	if _, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "future", 4); !cks.IsFieldError(err, "derived_from_revision") {
 		t.Fatalf("decision derived from a future revision: %v", err)
 	}
 }
@@ -1474,7 +1475,7 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	handles := make([]store.Store, 4)
 	for i := range handles {
-		handles[i] = open(t, store.WithClock(clk))
+		handles[i] = open(t, driver.WithClock(clk))
 	}
 	for r := range rounds {
 		typ := fmt.Sprint("race", r)
@@ -1570,7 +1571,7 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 		if (e1 == nil) == (e2 == nil) {
 			t.Fatalf("updates closing a cycle: %v / %v; want exactly one refused", e1, e2)
 		}
-		if err := errors.Join(e1, e2); !store.IsFieldError(err, "add_depends_on") {
+		if err := errors.Join(e1, e2); !cks.IsFieldError(err, "add_depends_on") {
 			t.Fatalf("refusal %v, want a FieldError naming add_depends_on", err)
 		}
 	}
@@ -1595,7 +1596,7 @@ func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 	before := MustGet(t, s, x.ID)
 	_, err := s.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
 		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
-	if !store.IsFieldError(err, "add_children[1].dedupe_key") {
+	if !cks.IsFieldError(err, "add_children[1].dedupe_key") {
 		t.Fatalf("another task's key: %v, want a FieldError naming add_children[1].dedupe_key", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, fmt.Sprint(secret.ID)) || strings.Contains(msg, "not yours") || strings.Contains(msg, "secret\"") {

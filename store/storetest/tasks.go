@@ -14,6 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
@@ -60,7 +61,7 @@ const Lease = time.Minute
 func fakeStore(t testing.TB, open Opener) (store.Store, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(T0)
-	return open(t, store.WithClock(clk)), clk
+	return open(t, driver.WithClock(clk)), clk
 }
 
 // MustEnqueue enqueues n (type "build" when empty) or fails the test.
@@ -212,7 +213,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 	}
 	for _, c := range claims {
 		_, err := s.Claim(ctx(t), c.worker, nil, c.n, c.lease)
-		if !store.IsFieldError(err, c.field) {
+		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("Claim(%q, %d, %v): err = %v, want a FieldError naming %s", c.worker, c.n, c.lease, err, c.field)
 		}
 	}
@@ -226,7 +227,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 	}
 	for _, c := range filters {
 		_, err := s.ListTasks(ctx(t), c.f)
-		if !store.IsFieldError(err, c.field) {
+		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("ListTasks(%+v): err = %v, want a FieldError naming %s", c.f, err, c.field)
 		}
 	}
@@ -456,11 +457,11 @@ func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 		t.Fatalf("reclaim of a renewed lease = %d, %v", n, err)
 	}
 	clk.Advance(20 * time.Second) // expired, but renewed 70s ago: within a 5m stale window
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 0 || err != nil {
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
 		t.Fatalf("reclaim within the stale window = %d, %v", n, err)
 	}
-	clk.Advance(store.DefaultStaleWindow)
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), store.DefaultStaleWindow); n != 1 || err != nil {
+	clk.Advance(ledger.DefaultStaleWindow)
+	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
 		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
 	}
 	wantState(t, s, c.ID, cks.TaskOpen)
@@ -629,7 +630,7 @@ func testTaskDedupe(t *testing.T, open Opener) {
 	if err != nil || created || live.ID != next.ID {
 		t.Fatalf("dedupe-once with a live task = %+v, created %v, %v; want task %d", live, created, err, next.ID)
 	}
-	if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeOnce: true}); !store.IsFieldError(err, "dedupe_once") {
+	if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeOnce: true}); !cks.IsFieldError(err, "dedupe_once") {
 		t.Fatalf("dedupe_once without a key: %v", err)
 	}
 }
@@ -641,7 +642,7 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, ""); !store.IsFieldError(err, "question") {
+	if _, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, ""); !cks.IsFieldError(err, "question") {
 		t.Fatalf("empty question: %v", err)
 	}
 	parked, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
@@ -657,7 +658,7 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	if ts, err := s.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
-	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !store.IsFieldError(err, "text") {
+	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
 		t.Fatalf("empty answer: %v", err)
 	}
 	answered, err := s.Answer(ctx(t), task.ID, "op", "eu-west")
@@ -831,7 +832,7 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "evidence"})
 	c := MustClaimOne(t, s, "w1")
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !store.IsFieldError(err, "kind") {
+	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !cks.IsFieldError(err, "kind") {
 		t.Fatalf("empty kind: %v", err)
 	}
 	ev, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "plan_decomposed", "first")
@@ -910,7 +911,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
 	for _, typ := range []string{"a", "b"} {
-		h := open(t, store.WithClock(clk))
+		h := open(t, driver.WithClock(clk))
 		wg.Go(func() {
 			for {
 				ts, err := h.Claim(ctx(t), "w-"+typ, []string{typ}, 1, Lease)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -65,7 +66,7 @@ func sorted(ids ...int64) []int64 {
 // alike, time in UTC) for comparing versions read by different calls.
 func versionKey(t testing.TB, v cks.Version) string {
 	t.Helper()
-	c, err := store.CanonicalJSON(v.Content)
+	c, err := cks.CanonicalJSON(v.Content)
 	if err != nil {
 		t.Fatalf("version %d: content %s: %v", v.Version, v.Content, err)
 	}
@@ -79,7 +80,7 @@ func versionKey(t testing.TB, v cks.Version) string {
 func wantVersion(t testing.TB, what string, v cks.Version, object int64, parents []int64, content, author string, at time.Time) {
 	t.Helper()
 	want, hash := canonical(t, content)
-	got, err := store.CanonicalJSON(v.Content)
+	got, err := cks.CanonicalJSON(v.Content)
 	if v.Version <= 0 || v.ObjectID != object || fmt.Sprint(v.Parents) != fmt.Sprint(parents) || err != nil ||
 		string(got) != want || v.ContentHash != hash || v.Author != author || !v.CreatedAt.Equal(at) {
 		t.Fatalf("%s: version %s\nwant object %d, parents %v, content %s (hash %s), author %q, created at %v",
@@ -149,8 +150,8 @@ func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
 func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head cks.Version, forked bool) cks.Object {
 	t.Helper()
 	o := MustGetObject(t, k, id)
-	got, err := store.CanonicalJSON(o.Content)
-	want, _ := store.CanonicalJSON(head.Content)
+	got, err := cks.CanonicalJSON(o.Content)
+	want, _ := cks.CanonicalJSON(head.Content)
 	if o.HeadVersion != head.Version || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
 		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.Version, forked, want, head.ContentHash)
 	}
@@ -300,7 +301,7 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 	wantObjectHead(t, k, a.ID, m, false)
 	wantObjectHead(t, k, b.ID, b3, false)
 	// b's number 3 is a version of a too; b has no version 4, a has.
-	if _, err := v.WriteVersion(ctx(t), b.ID, 4, json.RawMessage(`{}`), "w"); !store.IsFieldError(err, "base_version") {
+	if _, err := v.WriteVersion(ctx(t), b.ID, 4, json.RawMessage(`{}`), "w"); !cks.IsFieldError(err, "base_version") {
 		t.Fatalf("WriteVersion(b, base 4): err = %v, want a FieldError naming base_version (b has versions 1 to 3)", err)
 	}
 	if w := mustWrite(t, v, a.ID, 4, `{"a":5}`, "w"); w.Version != 5 {
@@ -617,15 +618,15 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		check   func(error) bool
 		want    string
 	}{
-		{"nil heads", o.ID, nil, `{"m":1}`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "heads") }, "a FieldError naming heads"},
-		{"empty heads", o.ID, []int64{}, `{"m":1}`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "heads") }, "a FieldError naming heads"},
-		{"array content", o.ID, heads, `[1]`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "content") }, "a FieldError naming content"},
-		{"null content", o.ID, heads, `null`, "fr", nil, func(err error) bool { return store.IsFieldError(err, "content") }, "a FieldError naming content"},
-		{"empty author", o.ID, heads, `{"m":1}`, "", nil, func(err error) bool { return store.IsFieldError(err, "author") }, "a FieldError naming author"},
+		{"nil heads", o.ID, nil, `{"m":1}`, "fr", nil, func(err error) bool { return cks.IsFieldError(err, "heads") }, "a FieldError naming heads"},
+		{"empty heads", o.ID, []int64{}, `{"m":1}`, "fr", nil, func(err error) bool { return cks.IsFieldError(err, "heads") }, "a FieldError naming heads"},
+		{"array content", o.ID, heads, `[1]`, "fr", nil, func(err error) bool { return cks.IsFieldError(err, "content") }, "a FieldError naming content"},
+		{"null content", o.ID, heads, `null`, "fr", nil, func(err error) bool { return cks.IsFieldError(err, "content") }, "a FieldError naming content"},
+		{"empty author", o.ID, heads, `{"m":1}`, "", nil, func(err error) bool { return cks.IsFieldError(err, "author") }, "a FieldError naming author"},
 		{"reason without a kind", o.ID, heads, `{"m":1}`, "fr", badReason,
-			func(err error) bool { return store.IsFieldError(err, "reason.object.kind") }, "a FieldError naming reason.object.kind"},
+			func(err error) bool { return cks.IsFieldError(err, "reason.object.kind") }, "a FieldError naming reason.object.kind"},
 		{"reason linked to a missing object", o.ID, heads, `{"m":1}`, "fr", badLink,
-			func(err error) bool { return store.IsFieldError(err, "reason.links[0].dst") }, "a FieldError naming reason.links[0].dst"},
+			func(err error) bool { return cks.IsFieldError(err, "reason.links[0].dst") }, "a FieldError naming reason.links[0].dst"},
 		{"unknown object", missing, heads, `{"m":1}`, "fr", nil, func(err error) bool {
 			return errors.Is(err, cks.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))
 		}, fmt.Sprintf("ErrNotFound naming %d", missing)},
@@ -951,7 +952,7 @@ func versionHandles(t testing.TB, open Opener, n int) ([]store.Knowledge, []stor
 	var ks []store.Knowledge
 	var vs []store.Versions
 	for range n {
-		s := open(t, store.WithClock(clk))
+		s := open(t, driver.WithClock(clk))
 		ks, vs = append(ks, s), append(vs, s)
 	}
 	return ks, vs

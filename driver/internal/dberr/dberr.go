@@ -10,7 +10,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Kind is what a database error means to the driver.
@@ -34,8 +33,8 @@ const (
 // rows is driver.ErrNoRows; a unique failure wraps
 // driver.ErrUniqueViolation and still the database's error (a caller may
 // look at it: WithTx sees a deadlock through it); a refused write or a full
-// storage is the storage fault store.ErrStorageReadOnly or
-// store.ErrStorageFull; an error mapped already keeps its storage fault.
+// storage is the storage fault cks.ErrStorageReadOnly or
+// cks.ErrStorageFull; an error mapped already keeps its storage fault.
 // nil stays nil.
 func Map(dialect, what string, err error, k Kind) error {
 	switch {
@@ -48,9 +47,9 @@ func Map(dialect, what string, err error, k Kind) error {
 	case errors.Is(err, cks.ErrUnavailable): // mapped already
 		return fmt.Errorf("%s: %s: %w", dialect, what, err)
 	case k == ReadOnly:
-		return store.StorageFault(cks.ErrStorageReadOnly, fmt.Errorf("%s: %s: %w", dialect, what, err))
+		return driver.StorageFault(cks.ErrStorageReadOnly, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	case k == Full:
-		return store.StorageFault(cks.ErrStorageFull, fmt.Errorf("%s: %s: %w", dialect, what, err))
+		return driver.StorageFault(cks.ErrStorageFull, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	}
 	return fmt.Errorf("%s: %s: %w", dialect, what, err)
 }

@@ -354,7 +354,7 @@ func (s *source) conv(from, to, v string, json, elem bool) (expr string, fallibl
 		if elem {
 			return "arrayTime(" + v + ")", false, true
 		}
-		return "store.Time(" + v + ")", false, true
+		return "driver.Time(" + v + ")", false, true
 	case strings.HasPrefix(from, "[]") && from == to && pg:
 		return "nonNil(" + v + ")", false, true
 	case from == to:
@@ -581,7 +581,6 @@ func (s *source) render() ([]byte, error) {
 		{"driver.", "github.com/cks-dev/cks/driver"},
 		{"nullable.", "github.com/cks-dev/cks/driver/internal/nullable"},
 		{"dbsqlc.", "github.com/cks-dev/cks/driver/" + string(s.dialect) + "/internal/dbsqlc"},
-		{"store.", "github.com/cks-dev/cks/store"},
 	} {
 		if imp.path == "" {
 			head.WriteString("\n")

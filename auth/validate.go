@@ -1,4 +1,4 @@
-package store
+package auth
 
 import (
 	"fmt"
@@ -14,23 +14,30 @@ import (
 // permission on a node of the resource tree is package auth's rule.
 func ValidatePrincipal(p cks.Principal, tokenHash string, grants []cks.Grant) error {
 	for _, f := range []struct{ name, v string }{{"id", p.ID}, {"name", p.Name}, {"token_hash", tokenHash}} {
-		if err := ValidateText(f.name, f.v); err != nil {
+		if err := cks.ValidateText(f.name, f.v); err != nil {
 			return err
 		}
 	}
 	for i, g := range grants {
-		if err := ValidateText(fmt.Sprintf("grants[%d].resource", i), g.Resource); err != nil {
+		if err := cks.ValidateText(fmt.Sprintf("grants[%d].resource", i), g.Resource); err != nil {
 			return err
 		}
-		if err := ValidateText(fmt.Sprintf("grants[%d].permission", i), g.Permission); err != nil {
+		if err := cks.ValidateText(fmt.Sprintf("grants[%d].permission", i), g.Permission); err != nil {
 			return err
 		}
 	}
 	switch {
 	case p.ID == "" || p.Name == "" || tokenHash == "":
-		return fieldError("principal", "an id, a name and a token hash")
+		return &cks.FieldError{Field: "principal", Expected: "an id, a name and a token hash"}
 	case p.Lease != nil && (p.Lease.TaskID <= 0 || p.Lease.LeaseTokenHash == ""):
-		return fieldError("lease", "a task id and the hash of its lease token")
+		return &cks.FieldError{Field: "lease", Expected: "a task id and the hash of its lease token"}
 	}
 	return nil
 }
+
+// AdminResource and AdminPermission name the grant that DeletePrincipal keeps
+// at least one principal holding: admin on the root of the resource tree.
+const (
+	AdminResource   = "/"
+	AdminPermission = "admin"
+)

@@ -1,0 +1,55 @@
+package driver
+
+import (
+	"time"
+
+	"github.com/cks-dev/cks/clock"
+)
+
+// Options are the settings every backend's Open accepts.
+type Options struct {
+	// Clock tells the time of every write whose time is not an argument.
+	Clock clock.Clock
+	// ChangePollInterval is the change poll period of a polling backend
+	// (see WithChangePollInterval); DefaultChangePollInterval when <= 0.
+	ChangePollInterval time.Duration
+}
+
+// Option sets one of the Options.
+type Option func(*Options)
+
+// WithClock makes the store read the time from c instead of the system clock.
+func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
+
+// ApplyOptions returns the Options that opts produce, with defaults for the
+// rest (the system clock).
+func ApplyOptions(opts []Option) Options {
+	o := Options{Clock: clock.System{}}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.System{}
+	}
+	if o.ChangePollInterval <= 0 {
+		o.ChangePollInterval = DefaultChangePollInterval
+	}
+	return o
+}
+
+// DefaultChangePollInterval is how often a polling backend (SQLite) checks
+// for changes made by other processes; see WithChangePollInterval.
+const DefaultChangePollInterval = 100 * time.Millisecond
+
+// WithChangePollInterval sets how often a polling backend (SQLite) checks
+// cks_changes for changes committed by other processes. Backends that are
+// pushed changes (Postgres) ignore it. d <= 0 means the default.
+func WithChangePollInterval(d time.Duration) Option {
+	return func(o *Options) { o.ChangePollInterval = d }
+}
+
+// Time normalises t to what every backend can store exactly: UTC with
+// microsecond precision (Postgres timestamptz resolution).
+func Time(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Microsecond)
+}

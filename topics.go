@@ -1,0 +1,35 @@
+package cks
+
+// Change topics: a write publishes its topic in the transaction that makes
+// the change (driver Executor.Notify), and a watcher (package notifier)
+// re-reads when one of its topics is committed, by this or any other
+// process on the same database. The names are the NOTIFY channels on
+// Postgres and the rows of cks_changes on SQLite.
+const (
+	// TopicSweeperControl: a row of cks_sweeper_control changed.
+	TopicSweeperControl = "sweeper_control"
+	// TopicAgentStop: a stop was requested for an agent process instance
+	// (RequestAgentStop). Processes watch it to stop without waiting for
+	// their next liveness tick.
+	TopicAgentStop = "agent_stop"
+	// TopicTasksReady: a task became OPEN (enqueued, released, retried,
+	// reclaimed, answered, started). Idle agents watch it to claim at once
+	// instead of at their next poll.
+	TopicTasksReady = "tasks_ready"
+)
+
+// TopicObjects is the change topic of the knowledge store: published in the
+// same transaction as every write that makes an object claimable — one
+// created with a status, a status change, a claim given back or released as
+// stale — so pipeline steps wake and re-query by status. Taking a claim does
+// not publish: it makes nothing claimable, and waking every worker for it
+// would only cost them an empty claim each. The notification never carries
+// the object (ADR-007 §3).
+const TopicObjects = "objects"
+
+// TopicTaskAborts is the change topic of abort requests and confirmations:
+// published by Stop, Update (when it restarts a running task) and Cancel of a
+// leased task, and by ConfirmAbort and ResolveAbort. Executors watch it to
+// learn of an abort without waiting for their next lease heartbeat; stop
+// calls watch it for the confirmation.
+const TopicTaskAborts = "task_aborts"
