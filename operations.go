@@ -263,7 +263,7 @@ type ObjectInput struct {
 // of its edges, each with its own log and edges — for a question, its
 // claims, critiques, syntheses, rationales and unusable model replies — so
 // one call shows the whole chain. Reasoning is ordered by object id
-// (creation order). Heads are the object's head versions (store.Versions),
+// (creation order). Heads are the object's head versions (knowledge.Service),
 // ascending; Forked is true when there is more than one (the fork_detection
 // sweeper then enqueues a resolve_fork task).
 type ObjectView struct {

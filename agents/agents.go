@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -49,13 +50,35 @@ type Options struct {
 	Background func(ctx context.Context) error
 }
 
+// Services are what an agent process acts through: the ledger (its
+// claims and the executor's fenced calls), its liveness row, and the change
+// notifications that wake it (tasks ready, a stop request, an abort).
+// ServicesOf gives them of a backend; a test may wrap any of them.
+type Services struct {
+	Tasks    Tasks
+	Liveness liveness.ReporterStore
+	Changes  worker.Watcher
+}
+
+// Tasks is what an agent needs of the ledger: the executor's calls and the
+// claim that starts them.
+type Tasks interface {
+	worker.Store
+	ClaimWith(ctx context.Context, p ledger.ClaimParams) ([]cks.ClaimedTask, error)
+}
+
+// ServicesOf returns an agent's services on b.
+func ServicesOf(b *backend.Backend) Services {
+	return Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: b.Changes}
+}
+
 // Run runs the agent until ctx ends or a stop is requested, then drains and
 // returns nil. resolve works one claimed task; with no resolver, or no
 // task types, the agent claims nothing and only reports liveness and obeys
 // stop. An error is returned only when the agent cannot start (its first
 // heartbeat cannot be written) or its Options.Background failed; store
 // failures later are logged and retried.
-func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resolver, opts Options) (err error) {
+func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -66,8 +89,8 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 	// run ends on SIGTERM (ctx) and on a stop request alike.
 	run, stop := context.WithCancel(ctx)
 	defer stop()
-	rep := liveness.NewReporter(st, liveness.ReporterConfig{Kind: set.Kind, Interval: set.LivenessInterval,
-		OnStopRequested: stop, NoFastPath: opts.NoFastStop, Clock: opts.Clock, Logger: log})
+	rep := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Kind: set.Kind, Interval: set.LivenessInterval,
+		OnStopRequested: stop, NoFastPath: opts.NoFastStop, Changes: st.Changes, Clock: opts.Clock, Logger: log})
 	if err := rep.Start(ctx); err != nil {
 		return err
 	}
@@ -122,7 +145,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 		defer func() { stop(); <-watchDone }()
 		go func() {
 			defer close(watchDone)
-			st.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
+			st.Changes.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
 				select {
 				case wake <- struct{}{}:
 				default:
@@ -148,7 +171,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 	loop := lifecycle.New(lifecycle.Config{
 		Run: func(lctx context.Context) {
 			claimLoop(lctx, run, st, set, resolve, wake, rep,
-				worker.New(st, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log}),
+				worker.New(st.Tasks, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log, Changes: st.Changes}),
 				opts.Clock, log)
 		},
 		OnPanic: func(v any, stack []byte) {
@@ -177,7 +200,7 @@ func Run(ctx context.Context, st store.Store, set Settings, resolve worker.Resol
 // cancels its resolver. run is read as well as ctx because the loop's own
 // context ends only when its Stop is called, a moment after run ends: a
 // task finished in that moment must not be followed by another claim.
-func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve worker.Resolver, wake <-chan struct{},
+func claimLoop(ctx, run context.Context, st Services, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
 	// The executor's abort watch lives as long as the loop, and a mark taken
@@ -188,7 +211,7 @@ func claimLoop(ctx, run context.Context, st store.Store, set Settings, resolve w
 		mark := ex.Mark()
 		// Claimed straight to RUNNING (the executor then skips
 		// MarkRunning): claim and start are one commit.
-		tasks, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: set.Types, N: 1, Lease: set.Lease, Running: true})
+		tasks, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: 1, Lease: set.Lease, Running: true})
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("claim failed; retrying after the poll interval", "err", err)

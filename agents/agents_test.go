@@ -21,10 +21,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -160,8 +160,8 @@ func TestClaimTakesTheConfiguredLease(t *testing.T) {
 		set.Types, set.PollInterval, set.LivenessInterval = []string{"leased"}, time.Hour, time.Hour
 		held := make(chan cks.Task, 1)
 		ctx, cancel := context.WithCancel(context.Background())
-		_, wait := start(t, ctx, st, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
-			got, err := st.GetTask(ctx, a.Task().ID)
+		_, wait := start(t, ctx, agents.ServicesOf(st), set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			got, err := st.Tasks.GetTask(ctx, a.Task().ID)
 			held <- got
 			return worker.Result{Output: "ok"}, err
 		})
@@ -205,14 +205,14 @@ func (d draining) WithAttrs([]slog.Attr) slog.Handler { return d }
 
 // start runs an agent in the background; the returned function waits for Run
 // to return and fails the test on an error.
-func start(t testing.TB, ctx context.Context, st store.Store, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func()) {
+func start(t testing.TB, ctx context.Context, st agents.Services, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func()) {
 	rep, wait, _ := startDraining(t, ctx, st, set, r)
 	return rep, wait
 }
 
 // startDraining is start that also returns a channel closed when the agent
 // begins to drain.
-func startDraining(t testing.TB, ctx context.Context, st store.Store, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func(), <-chan struct{}) {
+func startDraining(t testing.TB, ctx context.Context, st agents.Services, set agents.Settings, r worker.Resolver) (*liveness.Reporter, func(), <-chan struct{}) {
 	t.Helper()
 	started := make(chan *liveness.Reporter, 1)
 	done := make(chan error, 1)
@@ -253,9 +253,9 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func taskState(t testing.TB, st store.Store, id int64) cks.Task {
+func taskState(t testing.TB, st *backend.Backend, id int64) cks.Task {
 	t.Helper()
-	got, err := st.GetTask(context.Background(), id)
+	got, err := st.Tasks.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestDrainOnStop(t *testing.T) {
 				started, finish := make(chan struct{}), make(chan struct{})
 				ctx, signal := context.WithCancel(context.Background())
 				defer signal()
-				rep, wait, drainBegan := startDraining(t, ctx, st, settings("critic", typ), func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+				rep, wait, drainBegan := startDraining(t, ctx, agents.ServicesOf(st), settings("critic", typ), func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 					close(started)
 					<-finish
 					return worker.Result{Output: "finished during the drain"}, ctx.Err()
@@ -284,7 +284,7 @@ func TestDrainOnStop(t *testing.T) {
 				<-started
 				if how == "signal" {
 					signal()
-				} else if res, err := liveness.NewService(op, nil).RequestStop(context.Background(), rep.InstanceID()); err != nil || !res.Found {
+				} else if res, err := liveness.NewService(op.Driver(), nil).RequestStop(context.Background(), rep.InstanceID()); err != nil || !res.Found {
 					t.Fatalf("RequestStop = %+v, %v", res, err)
 				}
 				select {
@@ -300,7 +300,7 @@ func TestDrainOnStop(t *testing.T) {
 				if got := taskState(t, op, queued.ID); got.State != cks.TaskOpen || got.Attempts != 0 {
 					t.Fatalf("queued task was touched during the drain: %s, attempts %d", got.State, got.Attempts)
 				}
-				row, err := op.GetAgentLiveness(context.Background(), rep.InstanceID())
+				row, err := op.Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
 				if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) || row.CurrentTaskID != nil {
 					t.Fatalf("row after exit %+v, %v", row, err)
 				}
@@ -315,7 +315,7 @@ func TestWakesOnNewWork(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		_, wait := start(t, ctx, st, settings("enrichment", "enrich"), func(context.Context, *worker.Attempt) (worker.Result, error) {
+		_, wait := start(t, ctx, agents.ServicesOf(st), settings("enrichment", "enrich"), func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{Output: "ok"}, nil
 		})
 		defer wait()
@@ -332,8 +332,8 @@ func TestNoResolverClaimsNothing(t *testing.T) {
 		st := open(t)
 		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "critique"})
 		ctx, cancel := context.WithCancel(context.Background())
-		rep, wait := start(t, ctx, st, settings("critic", "critique"), nil)
-		if p, _ := liveness.NewService(st, nil).ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive || p.InstanceID != rep.InstanceID() {
+		rep, wait := start(t, ctx, agents.ServicesOf(st), settings("critic", "critique"), nil)
+		if p, _ := liveness.NewService(st.Driver(), nil).ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive || p.InstanceID != rep.InstanceID() {
 			t.Fatalf("status %+v", p)
 		}
 		cancel()
@@ -352,7 +352,7 @@ func TestMaxRetries(t *testing.T) {
 		set := settings("exec", "flaky")
 		set.MaxRetries = 0
 		ctx, cancel := context.WithCancel(context.Background())
-		_, wait := start(t, ctx, st, set, func(context.Context, *worker.Attempt) (worker.Result, error) {
+		_, wait := start(t, ctx, agents.ServicesOf(st), set, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{}, errors.New("boom")
 		})
 		defer wait()
@@ -365,10 +365,10 @@ func TestMaxRetries(t *testing.T) {
 }
 
 // claim enqueues one task of typ and claims it.
-func claim(t testing.TB, st store.Store, typ string, payload string) cks.ClaimedTask {
+func claim(t testing.TB, st *backend.Backend, typ string, payload string) cks.ClaimedTask {
 	t.Helper()
 	storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
-	got, err := st.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
+	got, err := st.Tasks.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
 	}
@@ -380,7 +380,7 @@ func claim(t testing.TB, st store.Store, typ string, payload string) cks.Claimed
 // stderr; the output is capped.
 func TestExec(t *testing.T) {
 	st := backendtest.SQLite(t)(t)
-	ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+	ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
 	ok := claim(t, st, "ok", `{"n": 7}`)
 	r, err := ex.Run(context.Background(), ok, agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c",
 		`echo "id=$CKS_TASK_ID attempt=$CKS_TASK_ATTEMPT revision=$CKS_TASK_REVISION"; cat`}}))
@@ -478,7 +478,7 @@ func TestExecAbortKillsEverything(t *testing.T) {
 			dir := t.TempDir()
 			killLeftovers(t, dir, "leader", "ingroup", "escaped")
 			task := claim(t, st, "long", `{}`)
-			ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+			ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
 			done := make(chan worker.Report, 1)
 			go func() {
 				r, err := ex.Run(context.Background(), task, agents.Exec(agents.ExecConfig{KillGrace: 2 * time.Second,
@@ -491,7 +491,7 @@ func TestExecAbortKillsEverything(t *testing.T) {
 			waitUntil(t, "the command and its children to start", func() bool {
 				return pidIn(dir, "leader") > 0 && sleeping(pidIn(dir, "ingroup")) && sleeping(pidIn(dir, "escaped"))
 			})
-			res, err := ledger.NewControl(op).Stop(context.Background(), task.ID, "operator", "runaway", 30*time.Second, true)
+			res, err := op.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "runaway", Deadline: 30 * time.Second, Wait: true})
 			if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 				t.Fatalf("round %d: stop = %+v / %+v, %v", round, res.Task.State, res.Abort, err)
 			}
@@ -517,7 +517,7 @@ func TestExecAbortGivesTheGroupItsGrace(t *testing.T) {
 	dir := t.TempDir()
 	killLeftovers(t, dir, "child")
 	task := claim(t, st, "graceful", `{}`)
-	ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+	ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
 	cleaned := filepath.Join(dir, "cleaned")
 	script := `sh -c 'trap "sleep 0.3; echo yes > ` + cleaned + `; exit 0" TERM; echo $$ > ` + filepath.Join(dir, "child") + `
 while :; do sleep 0.05; done' >/dev/null 2>&1 &
@@ -532,7 +532,7 @@ wait`
 		done <- r
 	}()
 	waitUntil(t, "the child to start", func() bool { return pidIn(dir, "child") > 0 })
-	res, err := ledger.NewControl(st).Stop(context.Background(), task.ID, "operator", "wind down", time.Minute, true)
+	res, err := st.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "wind down", Deadline: time.Minute, Wait: true})
 	if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 		t.Fatalf("stop = %+v / %+v, %v", res.Task.State, res.Abort, err)
 	}
@@ -553,7 +553,7 @@ func TestExecFinishedLeavesNothing(t *testing.T) {
 	st := backendtest.SQLite(t)(t)
 	dir := t.TempDir()
 	killLeftovers(t, dir, "ingroup", "escaped")
-	ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+	ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
 	task := claim(t, st, "quick", `{}`)
 	r, err := ex.Run(context.Background(), task, agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c", stragglers(dir) + "echo done"}}))
 	if err != nil || r.Outcome != worker.Completed || r.Task.Result != "done\n" {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -16,7 +16,7 @@ import (
 // function and returns its reporter and a channel with Run's result.
 func runBackground(t *testing.T, ctx context.Context, open storetest.Opener, bg func(context.Context) error) (*liveness.Reporter, <-chan error) {
 	t.Helper()
-	return runWith(t, ctx, open(t), settings("pipeline"), nil, agents.Options{Background: bg})
+	return runWith(t, ctx, agents.ServicesOf(open(t)), settings("pipeline"), nil, agents.Options{Background: bg})
 }
 
 func result(t *testing.T, done <-chan error) error {
@@ -51,7 +51,7 @@ func TestBackground(t *testing.T) {
 				<-running
 				if how == "signal" {
 					signal()
-				} else if res, err := liveness.NewService(open(t), nil).RequestStop(context.Background(), rep.InstanceID()); err != nil || !res.Found {
+				} else if res, err := liveness.NewService(open(t).Driver(), nil).RequestStop(context.Background(), rep.InstanceID()); err != nil || !res.Found {
 					t.Fatalf("RequestStop = %+v, %v", res, err)
 				}
 				if err := result(t, done); err != nil {
@@ -62,7 +62,7 @@ func TestBackground(t *testing.T) {
 				default:
 					t.Fatal("Run returned before the background function did")
 				}
-				row, err := open(t).GetAgentLiveness(context.Background(), rep.InstanceID())
+				row, err := open(t).Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
 				if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) {
 					t.Fatalf("row after exit %+v, %v", row, err)
 				}

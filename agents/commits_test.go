@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -82,7 +83,7 @@ func TestAgentPathTwoCommitsPerTask(t *testing.T) {
 			for i := range ns {
 				ns[i] = cks.NewTask{Type: "counted"}
 			}
-			if _, err := st.EnqueueMany(context.Background(), ns); err != nil {
+			if _, err := st.Tasks.EnqueueMany(context.Background(), ns); err != nil {
 				t.Fatal(err)
 			}
 			before := c.count()
@@ -90,7 +91,7 @@ func TestAgentPathTwoCommitsPerTask(t *testing.T) {
 			set.HeartbeatInterval, set.Lease = time.Hour, 3*time.Hour // no heartbeat within the test
 			ran := make(chan string, n)
 			ctx, cancel := context.WithCancel(context.Background())
-			_, wait := start(t, ctx, st, set, func(_ context.Context, a *worker.Attempt) (worker.Result, error) {
+			_, wait := start(t, ctx, agents.ServicesOf(st), set, func(_ context.Context, a *worker.Attempt) (worker.Result, error) {
 				ran <- string(a.Task().State)
 				return worker.Result{Output: "ok"}, nil
 			})
@@ -101,7 +102,7 @@ func TestAgentPathTwoCommitsPerTask(t *testing.T) {
 			}
 			deadline := time.Now().Add(time.Minute)
 			for {
-				done, err := st.CountTasks(context.Background(), cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}})
+				done, err := st.Tasks.CountTasks(context.Background(), cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -79,7 +79,7 @@ type CritiqueDone struct {
 // entry of its own pointing to the critique; two claims without a status
 // fail permanently. A claim claimed by someone else, or whose status
 // changed meanwhile, fails the attempt retryably.
-func Critic(st store.Knowledge, cfg CriticConfig) worker.Resolver {
+func Critic(st *knowledge.Service, cfg CriticConfig) worker.Resolver {
 	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		var p CritiquePayload
 		if err := decodePayload(a.Task(), &p); err != nil {
@@ -103,7 +103,7 @@ type citation struct {
 	Text string `json:"text"`
 }
 
-func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p CritiquePayload, holder string) (worker.Result, error) {
+func critique(ctx context.Context, st *knowledge.Service, cfg CriticConfig, p CritiquePayload, holder string) (worker.Result, error) {
 	if len(p.Claims) != 2 || p.Claims[0] <= 0 || p.Claims[1] <= 0 || p.Claims[0] == p.Claims[1] {
 		return worker.Result{}, worker.Permanent(fmt.Errorf("critique: payload needs \"claims\": two different object ids, got %v", p.Claims))
 	}
@@ -141,7 +141,7 @@ func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p Criti
 	// (action "critiqued"; critique → winner supports, link → loser
 	// refutes), and sets the loser's status with a log entry of its own.
 	subject := loser.obj
-	tr := store.ObjectTransition{From: subject.Status, To: StatusDisputed, Action: StatusDisputed, Agent: AgentCritic, Reasoning: 0}
+	tr := knowledge.ObjectTransition{From: subject.Status, To: StatusDisputed, Action: StatusDisputed, Agent: AgentCritic, Reasoning: 0}
 	edge, link, linkTo := semRefutes, semSupports, winner.obj.ID
 	if subject.Status == "" {
 		if winner.obj.Status == "" {
@@ -150,14 +150,14 @@ func critique(ctx context.Context, st store.Knowledge, cfg CriticConfig, p Criti
 		}
 		subject = winner.obj
 		tr.From, tr.To, tr.Action = subject.Status, subject.Status, "critiqued"
-		tr.SetStatus = []store.StatusChange{{ObjectID: loser.obj.ID, Status: StatusDisputed, Action: StatusDisputed}}
+		tr.SetStatus = []knowledge.StatusChange{{ObjectID: loser.obj.ID, Status: StatusDisputed, Action: StatusDisputed}}
 		edge, link, linkTo = semSupports, semRefutes, loser.obj.ID
 	}
-	tr.Attach = []store.Attachment{{
-		Object: store.NewObject{Kind: kindCritique, Title: fmt.Sprintf("critique of contradicting claims #%d and #%d", p.Claims[0], p.Claims[1]),
+	tr.Attach = []knowledge.Attachment{{
+		Object: knowledge.NewObject{Kind: kindCritique, Title: fmt.Sprintf("critique of contradicting claims #%d and #%d", p.Claims[0], p.Claims[1]),
 			Content: content, CreatedBy: AgentCritic},
 		BaseType: baseDependsOn, SemanticType: edge,
-		Links: []store.LinkFrom{{Dst: linkTo, BaseType: baseDependsOn, SemanticType: link}},
+		Links: []knowledge.LinkFrom{{Dst: linkTo, BaseType: baseDependsOn, SemanticType: link}},
 	}}
 	held, err := st.ClaimObject(ctx, subject.ID, holder, []string{subject.Status})
 	if err != nil {

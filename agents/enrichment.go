@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -40,7 +40,7 @@ const (
 //     changed. Offline rule: the statement (and every other field) is kept,
 //     the premise hashes are refreshed to the premises' current ones and a
 //     "derivation" field (Derivation) names the premise versions used; the
-//     result is a new version (store.Versions.WriteVersion, author
+//     result is a new version (knowledge.Service.WriteVersion, author
 //     "enrichment") based on the inference's latest version. An inference
 //     whose recorded hashes are all current is a no-op.
 //   - enrich {"object_id"}: related_to edges from the object to up to
@@ -108,7 +108,7 @@ type Rederived struct {
 // offline rule: the statement (and every other field) is kept and the
 // premises' hashes are refreshed to their current ones, with a
 // "derivation" field (Derivation) naming the premise versions used — the
-// new content is written with store.Versions.WriteVersion (author
+// new content is written with knowledge.Service.WriteVersion (author
 // "enrichment") based on the inference's latest version, so a write that
 // landed meanwhile makes a fork for the Fork Resolution agent rather than
 // being overwritten. A premise that no longer exists is recorded as
@@ -297,10 +297,10 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 			return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(len(b.Shared), len(a.Shared)), cmp.Compare(a.ObjectID, b.ObjectID))
 		})
 		found = found[:min(len(found), EnrichMaxLinks)]
-		edges := make([]store.NewEdge, len(found))
+		edges := make([]knowledge.NewEdge, len(found))
 		for i, r := range found {
 			w := r.Score
-			edges[i] = store.NewEdge{Src: id, Dst: r.ObjectID, BaseType: BaseRelatedTo, SemanticType: SemRelatedTo, Weight: &w}
+			edges[i] = knowledge.NewEdge{Src: id, Dst: r.ObjectID, BaseType: BaseRelatedTo, SemanticType: SemRelatedTo, Weight: &w}
 		}
 		if _, err := st.AddEdges(ctx, edges); err != nil {
 			return worker.Result{}, fmt.Errorf("object %d: writing related_to edges: %w", id, err)

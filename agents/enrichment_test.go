@@ -10,8 +10,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -25,21 +25,21 @@ func TestRederive(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		vs := st
-		enrich := agents.Enrichment(st)
-		p1 := storetest.MustCreateObject(t, st, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"all men are mortal"}`)})
-		p2 := storetest.MustCreateObject(t, st, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"Socrates is a man"}`)})
-		inf := storetest.MustCreateObject(t, st, store.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(
+		enrich := agents.Enrichment(st.Objects)
+		p1 := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"all men are mortal"}`)})
+		p2 := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"Socrates is a man"}`)})
+		inf := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(
 			`{"statement":"Socrates is mortal","premises":{"%d":%q,"%d":%q},"note":"kept"}`, p1.ID, p1.ContentHash, p2.ID, p2.ContentHash))})
 
 		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
 
-		p1v := mustWrite(t, vs, p1.ID, p1.HeadVersion, `{"text":"all humans are mortal"}`)
+		p1v := mustWrite(t, vs.Objects, p1.ID, p1.HeadVersion, `{"text":"all humans are mortal"}`)
 		var done agents.Rederived
 		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "rederived", &done)
 		if !slices.Equal(done.Premises, []int64{p1.ID}) {
 			t.Fatalf("result %+v: want premise %d changed", done, p1.ID)
 		}
-		ids, hs := headIDs(t, vs, inf.ID)
+		ids, hs := headIDs(t, vs.Objects, inf.ID)
 		if len(ids) != 1 || ids[0] != done.Version || !slices.Equal(hs[0].Parents, []int64{inf.HeadVersion}) || hs[0].Author != "enrichment" {
 			t.Fatalf("inference heads %v (%+v), want one new version %d based on %d", ids, hs, done.Version, inf.HeadVersion)
 		}
@@ -61,15 +61,15 @@ func TestRederive(t *testing.T) {
 		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
 
 		// A premise that does not exist is recorded as missing.
-		gone := storetest.MustCreateObject(t, st, store.NewObject{Kind: "inference", Content: json.RawMessage(
+		gone := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(
 			`{"statement":"s","premises":{"999999":"abc"}}`)})
 		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": gone.ID}, enrich), "rederived", nil)
-		if got := storetest.MustGetObject(t, st, gone.ID); !json.Valid(got.Content) || !strings.Contains(string(got.Content), `"999999":"missing"`) {
+		if got := storetest.MustGetObject(t, st.Objects, gone.ID); !json.Valid(got.Content) || !strings.Contains(string(got.Content), `"999999":"missing"`) {
 			t.Fatalf("missing premise: content %s", got.Content)
 		}
 		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": gone.ID}, enrich), "noop", nil)
 
-		bad := storetest.MustCreateObject(t, st, store.NewObject{Kind: "inference", Content: json.RawMessage(`{"statement":"s","premises":["1"]}`)})
+		bad := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(`{"statement":"s","premises":["1"]}`)})
 		for _, p := range []any{map[string]any{"object_id": bad.ID}, map[string]any{"object_id": 999999}, map[string]any{"id": 1}} {
 			rep := runTask(t, st, agents.TypeRederive, p, enrich)
 			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) {
@@ -89,10 +89,10 @@ func TestRederive(t *testing.T) {
 func TestEnrich(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		enrich := agents.Enrichment(st)
+		enrich := agents.Enrichment(st.Objects)
 		mk := func(kind, title, text string) cks.Object {
 			b, _ := json.Marshal(map[string]string{"text": text})
-			return storetest.MustCreateObject(t, st, store.NewObject{Kind: kind, Title: title, Content: b})
+			return storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: kind, Title: title, Content: b})
 		}
 		orphan := mk("claim", "", "A heartbeat renews the lease of a running task")
 		related := mk("note", "Leases", "The worker heartbeat renews the task lease every minute")
@@ -100,7 +100,7 @@ func TestEnrich(t *testing.T) {
 		unrelated := mk("claim", "", "Honey bees dance to tell foragers where flowers are")
 		linked := mk("claim", "", "A heartbeat renews the lease of a running task, really")
 		reasoning := mk("critique", "", "A heartbeat renews the lease of a running task")
-		if _, err := st.AddEdges(t.Context(), []store.NewEdge{{Src: linked.ID, Dst: orphan.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
+		if _, err := st.Objects.AddEdges(t.Context(), []knowledge.NewEdge{{Src: linked.ID, Dst: orphan.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
 			t.Fatal(err)
 		}
 		many := make([]cks.Object, 6)
@@ -127,7 +127,7 @@ func TestEnrich(t *testing.T) {
 				t.Fatalf("related not best first: %+v", done.Related)
 			}
 		}
-		o := storetest.MustGetObject(t, st, orphan.ID)
+		o := storetest.MustGetObject(t, st.Objects, orphan.ID)
 		for _, id := range got {
 			if !slices.ContainsFunc(o.Edges, func(e cks.Edge) bool {
 				return e.Src == orphan.ID && e.Dst == id && e.BaseType == agents.BaseRelatedTo && e.SemanticType == agents.SemRelatedTo && e.Weight != nil && *e.Weight > 0
@@ -152,12 +152,12 @@ func TestEnrich(t *testing.T) {
 			t.Fatalf("bees related to %+v, want only %d", done.Related, unrelated.ID)
 		}
 		// Missing metadata filled: the content got its keywords, as a new version.
-		if got := storetest.MustGetObject(t, st, bees.ID); !strings.Contains(string(got.Content), `"keywords":["bee","dance","honey"]`) ||
+		if got := storetest.MustGetObject(t, st.Objects, bees.ID); !strings.Contains(string(got.Content), `"keywords":["bee","dance","honey"]`) ||
 			got.HeadVersion != done.Version || done.Version == 0 {
 			t.Fatalf("bees after enrich: %s (head %d), result %+v", got.Content, got.HeadVersion, done)
 		}
 		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "noop", nil)
-		empty := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
+		empty := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
 		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": empty.ID}, enrich), "noop", nil)
 		if rep := runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": 999999}, enrich); !errors.Is(rep.Err, worker.ErrPermanent) {
 			t.Fatalf("unknown object: %s %v", rep.Outcome, rep.Err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -21,7 +21,7 @@ import (
 func TestExecOutputIsStoredAsText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		ex := worker.New(st, worker.Options{Heartbeat: time.Hour})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
 		run := func(typ string, cfg agents.ExecConfig) worker.Report {
 			t.Helper()
 			r, err := ex.Run(context.Background(), claim(t, st, typ, `{}`), agents.Exec(cfg))

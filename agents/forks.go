@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -73,7 +72,7 @@ type MergeRationale struct {
 // knowledge.DeterministicResolver (the side whose canonical JSON sorts
 // greater wins, a change beats a deletion: a deterministic choice that
 // does not depend on head order) — and records the merge with
-// store.Versions.MergeVersions (author "fork_resolution", parents = the
+// knowledge.Service.MergeVersions (author "fork_resolution", parents = the
 // heads) together with a rationale node (MergeRationale) linked to the
 // object with depends_on/resolves. A write that lands between the read and
 // the merge (ErrConflict) fails the attempt retryably: the next attempt
@@ -150,8 +149,8 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 	if err != nil {
 		return worker.Result{}, worker.Permanent(err)
 	}
-	reason := &store.Attachment{
-		Object: store.NewObject{Kind: kindRationale, Title: fmt.Sprintf("merge of %s of object %d", versionList(heads), p.ObjectID),
+	reason := &knowledge.Attachment{
+		Object: knowledge.NewObject{Kind: kindRationale, Title: fmt.Sprintf("merge of %s of object %d", versionList(heads), p.ObjectID),
 			Content: content, CreatedBy: AuthorForkResolution},
 		BaseType: baseDependsOn, SemanticType: semResolves,
 	}

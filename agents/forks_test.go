@@ -11,8 +11,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -20,18 +21,18 @@ import (
 // runTask enqueues a task of typ with payload, claims it and works it with
 // r, as an agent would, and returns the report (the task as the outcome
 // left it).
-func runTask(t testing.TB, st store.Store, typ string, payload any, r worker.Resolver) worker.Report {
+func runTask(t testing.TB, st *backend.Backend, typ string, payload any, r worker.Resolver) worker.Report {
 	t.Helper()
 	b, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "knowledge task", Payload: b})
-	got, err := st.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
+	got, err := st.Tasks.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != want.ID {
 		t.Fatalf("claim of task %d: %v %v", want.ID, got, err)
 	}
-	rep, err := worker.New(st, worker.Options{}).Run(context.Background(), got[0], r)
+	rep, err := worker.New(st.Tasks, worker.Options{Changes: st.Changes}).Run(context.Background(), got[0], r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func outcome(t testing.TB, rep worker.Report, want string, v any) {
 	}
 }
 
-func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) cks.Version {
+func mustWrite(t testing.TB, vs *knowledge.Service, id, base int64, content string) cks.Version {
 	t.Helper()
 	v, err := vs.WriteVersion(context.Background(), id, base, json.RawMessage(content), "test")
 	if err != nil {
@@ -67,7 +68,7 @@ func mustWrite(t testing.TB, vs store.Versions, id, base int64, content string) 
 	return v
 }
 
-func headIDs(t testing.TB, vs store.Versions, id int64) ([]int64, []cks.Version) {
+func headIDs(t testing.TB, vs *knowledge.Service, id int64) ([]int64, []cks.Version) {
 	t.Helper()
 	hs, err := vs.Heads(context.Background(), id)
 	if err != nil {
@@ -90,19 +91,19 @@ func TestForkResolver(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		vs := st
-		resolve := agents.ForkResolver(st, agents.ForkConfig{})
-		o := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Title: "fork me",
+		resolve := agents.ForkResolver(st.Objects, agents.ForkConfig{})
+		o := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Title: "fork me",
 			Content: json.RawMessage(`{"title":"a","tags":["x"],"n":1,"keep":true}`)})
 		base := o.HeadVersion
-		v2 := mustWrite(t, vs, o.ID, base, `{"title":"b","tags":["x","y"],"n":1,"keep":true}`)
-		v3 := mustWrite(t, vs, o.ID, base, `{"title":"c","tags":["x","z"],"n":2,"keep":true}`)
-		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v2.Version, v3.Version}) {
+		v2 := mustWrite(t, vs.Objects, o.ID, base, `{"title":"b","tags":["x","y"],"n":1,"keep":true}`)
+		v3 := mustWrite(t, vs.Objects, o.ID, base, `{"title":"c","tags":["x","z"],"n":2,"keep":true}`)
+		if ids, _ := headIDs(t, vs.Objects, o.ID); !slices.Equal(ids, []int64{v2.Version, v3.Version}) {
 			t.Fatalf("heads %v, want a fork of %d and %d", ids, v2.Version, v3.Version)
 		}
 
 		var merged agents.ForkMerged
 		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.Version, v2.Version}}, resolve), "merged", &merged)
-		ids, hs := headIDs(t, vs, o.ID)
+		ids, hs := headIDs(t, vs.Objects, o.ID)
 		if len(ids) != 1 || ids[0] != merged.MergedVersion || !slices.Equal(hs[0].Parents, []int64{v2.Version, v3.Version}) {
 			t.Fatalf("after the merge: heads %v (parents %v), result %+v; want one head with parents %d, %d", ids, hs[0].Parents, merged, v2.Version, v3.Version)
 		}
@@ -112,7 +113,7 @@ func TestForkResolver(t *testing.T) {
 		if merged.MergeBase != base || merged.Conflicts != 1 {
 			t.Fatalf("result %+v: want merge base %d and 1 conflict", merged, base)
 		}
-		got := storetest.MustGetObject(t, st, o.ID)
+		got := storetest.MustGetObject(t, st.Objects, o.ID)
 		if string(got.Content) != string(hs[0].Content) || got.Forked {
 			t.Fatalf("object after the merge: content %s, forked %v", got.Content, got.Forked)
 		}
@@ -121,7 +122,7 @@ func TestForkResolver(t *testing.T) {
 		}) {
 			t.Fatalf("no rationale %d → object depends_on/resolves edge: %+v", merged.RationaleID, got.Edges)
 		}
-		node := storetest.MustGetObject(t, st, merged.RationaleID)
+		node := storetest.MustGetObject(t, st.Objects, merged.RationaleID)
 		var r agents.MergeRationale
 		if err := json.Unmarshal(node.Content, &r); err != nil || node.Kind != "rationale" {
 			t.Fatalf("rationale %s %s: %v", node.Kind, node.Content, err)
@@ -138,10 +139,10 @@ func TestForkResolver(t *testing.T) {
 			t.Fatalf("no-op reason %q", nop.Reason)
 		}
 		// A new fork, but the task names other heads: nothing merged.
-		v5 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"d"}`)
-		v6 := mustWrite(t, vs, o.ID, merged.MergedVersion, `{"title":"e"}`)
+		v5 := mustWrite(t, vs.Objects, o.ID, merged.MergedVersion, `{"title":"d"}`)
+		v6 := mustWrite(t, vs.Objects, o.ID, merged.MergedVersion, `{"title":"e"}`)
 		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v6.Version}}, resolve), "noop", &nop)
-		if ids, _ := headIDs(t, vs, o.ID); !slices.Equal(ids, []int64{v5.Version, v6.Version}) || !strings.Contains(nop.Reason, "not the task's") {
+		if ids, _ := headIDs(t, vs.Objects, o.ID); !slices.Equal(ids, []int64{v5.Version, v6.Version}) || !strings.Contains(nop.Reason, "not the task's") {
 			t.Fatalf("heads %v after a stale task (%q), want %d, %d untouched", ids, nop.Reason, v5.Version, v6.Version)
 		}
 
@@ -155,12 +156,12 @@ func TestForkResolver(t *testing.T) {
 
 		// A write landing while the agent merges: the merge is refused and
 		// the attempt fails retryably.
-		racy := agents.ForkResolver(racingStore{Store: st, t: t}, agents.ForkConfig{})
+		racy := agents.ForkResolver(racingStore{Service: st.Objects, t: t}, agents.ForkConfig{})
 		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.Version, v6.Version}}, racy)
 		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, cks.ErrConflict) || rep.Task.State != "OPEN" {
 			t.Fatalf("merge raced by a write: %s %v (state %s), want a retryable failure", rep.Outcome, rep.Err, rep.Task.State)
 		}
-		if ids, _ := headIDs(t, vs, o.ID); len(ids) != 2 || ids[0] != v6.Version {
+		if ids, _ := headIDs(t, vs.Objects, o.ID); len(ids) != 2 || ids[0] != v6.Version {
 			t.Fatalf("heads %v after the raced merge, want %d and the racer's (nothing merged)", ids, v6.Version)
 		}
 	})
@@ -169,19 +170,19 @@ func TestForkResolver(t *testing.T) {
 // racingStore writes a version from the object's first head right after
 // the resolver read the version history, as a concurrent editor would.
 type racingStore struct {
-	store.Store
+	*knowledge.Service
 	t testing.TB
 }
 
 func (r racingStore) ObjectVersions(ctx context.Context, id int64) ([]cks.Version, error) {
-	vs, err := r.Store.ObjectVersions(ctx, id)
+	vs, err := r.Service.ObjectVersions(ctx, id)
 	if err != nil {
 		return vs, err
 	}
-	hs, err := r.Store.Heads(ctx, id)
+	hs, err := r.Service.Heads(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	mustWrite(r.t, r.Store, id, hs[0].Version, `{"title":"racer"}`)
+	mustWrite(r.t, r.Service, id, hs[0].Version, `{"title":"racer"}`)
 	return vs, nil
 }

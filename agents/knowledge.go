@@ -2,13 +2,14 @@ package agents
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -66,10 +67,15 @@ const (
 )
 
 // VersionedStore is what the Fork Resolution and Enrichment resolvers need:
-// the knowledge store with its version history. A store.Store satisfies it.
+// the knowledge store with its version history.
 type VersionedStore interface {
-	store.Knowledge
-	store.Versions
+	GetObject(ctx context.Context, id int64) (cks.Object, error)
+	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
+	AddEdges(ctx context.Context, es []knowledge.NewEdge) ([]cks.Edge, error)
+	Heads(ctx context.Context, id int64) ([]cks.Version, error)
+	ObjectVersions(ctx context.Context, id int64) ([]cks.Version, error)
+	WriteVersion(ctx context.Context, id, base int64, content json.RawMessage, author string) (cks.Version, error)
+	MergeVersions(ctx context.Context, id int64, heads []int64, content json.RawMessage, author string, reason *knowledge.Attachment) (cks.Version, *cks.Object, error)
 }
 
 // decodePayload decodes a task's payload into v; a payload that does not

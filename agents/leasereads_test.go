@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -19,7 +20,8 @@ import (
 // watches of cks.TopicTaskAborts, and closes established once such a
 // watch has been called (established).
 type leaseCounted struct {
-	store.Store
+	*ledger.Service
+	changes     *notifier.Notifier
 	leaseReads  atomic.Int64
 	watchCalls  atomic.Int64
 	established chan struct{}
@@ -28,12 +30,12 @@ type leaseCounted struct {
 
 func (c *leaseCounted) LeaseHeld(ctx context.Context, id int64, tok string) (bool, error) {
 	c.leaseReads.Add(1)
-	return c.Store.LeaseHeld(ctx, id, tok)
+	return c.Service.LeaseHeld(ctx, id, tok)
 }
 
 func (c *leaseCounted) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
 	aborts := slices.Contains(topics, cks.TopicTaskAborts)
-	return c.Store.WatchChanges(ctx, topics, func(topic string) {
+	return c.changes.WatchChanges(ctx, topics, func(topic string) {
 		if aborts {
 			c.watchCalls.Add(1)
 		}
@@ -50,13 +52,13 @@ func (c *leaseCounted) WatchChanges(ctx context.Context, topics []string, f func
 func TestClaimLoopReadsNoLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
-		c := &leaseCounted{Store: st, established: make(chan struct{})}
+		c := &leaseCounted{Service: st.Tasks, changes: st.Changes, established: make(chan struct{})}
 		set := settings("enrichment", "enrich")
 		set.HeartbeatInterval = time.Hour // only the watch delivers the abort
 		var done atomic.Int64
 		running := make(chan int64, 1)
 		ctx, cancel := context.WithCancel(context.Background())
-		_, wait := start(t, ctx, c, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+		_, wait := start(t, ctx, agents.Services{Tasks: c, Liveness: st.Liveness, Changes: c}, set, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			if a.Task().Title != "long" {
 				done.Add(1)
 				return worker.Result{Output: "ok"}, nil
@@ -100,7 +102,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("the long task did not start")
 		}
-		res, err := ledger.NewControl(op).Stop(context.Background(), long.ID, "operator", "enough", 30*time.Second, true)
+		res, err := op.Tasks.StopTask(context.Background(), ledger.StopParams{ID: long.ID, Actor: "operator", Reason: "enough", Deadline: 30 * time.Second, Wait: true})
 		if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("stop: %+v, %v", res.Abort, err)
 		}

@@ -9,17 +9,17 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
-// unnotified is a store whose change notifications never arrive: the agent's
-// idle wait ends only by its poll.
-type unnotified struct{ store.Store }
+// unnotified is a change watch whose notifications never arrive: the
+// agent's idle wait ends only by its poll.
+type unnotified struct{}
 
 func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) error {
 	<-ctx.Done()
@@ -27,19 +27,19 @@ func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) 
 }
 
 // panicking is a store whose claims panic.
-type panicking struct{ store.Store }
+type panicking struct{ *ledger.Service }
 
 func (panicking) Claim(context.Context, string, []string, int, time.Duration) ([]cks.ClaimedTask, error) {
 	panic("claim exploded")
 }
 
-func (panicking) ClaimWith(context.Context, store.ClaimParams) ([]cks.ClaimedTask, error) {
+func (panicking) ClaimWith(context.Context, ledger.ClaimParams) ([]cks.ClaimedTask, error) {
 	panic("claim exploded")
 }
 
 // runWith runs an agent with opts (its Started replaced) and returns its
 // reporter and a channel with Run's result.
-func runWith(t *testing.T, ctx context.Context, st store.Store, set agents.Settings, r worker.Resolver, opts agents.Options) (*liveness.Reporter, <-chan error) {
+func runWith(t *testing.T, ctx context.Context, st agents.Services, set agents.Settings, r worker.Resolver, opts agents.Options) (*liveness.Reporter, <-chan error) {
 	t.Helper()
 	started := make(chan *liveness.Reporter, 1)
 	done := make(chan error, 1)
@@ -61,7 +61,8 @@ func runWith(t *testing.T, ctx context.Context, st store.Store, set agents.Setti
 // and not before.
 func TestPollsOnItsClock(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		st, op := unnotified{open(t)}, open(t)
+		b, op := open(t), open(t)
+		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: unnotified{}}
 		c := clock.NewFake(time.Now())
 		set := settings("enrichment", "enrich")
 		set.PollInterval = time.Minute
@@ -99,14 +100,14 @@ func TestPollsOnItsClock(t *testing.T) {
 func TestClaimLoopPanic(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		rep, done := runWith(t, context.Background(), panicking{st}, settings("critic", "critique"),
+		rep, done := runWith(t, context.Background(), agents.Services{Tasks: panicking{st.Tasks}, Liveness: st.Liveness, Changes: st.Changes}, settings("critic", "critique"),
 			func(context.Context, *worker.Attempt) (worker.Result, error) { return worker.Result{}, nil },
 			agents.Options{Logger: slog.New(slog.DiscardHandler)})
 		err := result(t, done)
 		if err == nil || !strings.Contains(err.Error(), "claim exploded") {
 			t.Fatalf("Run = %v, want the claim loop's panic", err)
 		}
-		row, err := st.GetAgentLiveness(context.Background(), rep.InstanceID())
+		row, err := st.Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
 		if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) {
 			t.Fatalf("row after the panic %+v, %v", row, err)
 		}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -40,25 +40,25 @@ func TestModelDecides(t *testing.T) {
 		a := newClaim(t, st, "proposed", `{"text":"less cited","citations":[]}`)
 		b := newClaim(t, st, "proposed", `{"text":"more cited","citations":["x","y"]}`)
 		var done agents.CritiqueDone
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, agents.Critic(st, agents.CriticConfig{Model: m})), "disputed", &done)
+		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, agents.Critic(st.Objects, agents.CriticConfig{Model: m})), "disputed", &done)
 		var cc agents.CritiqueContent
-		json.Unmarshal(storetest.MustGetObject(t, st, done.CritiqueID).Content, &cc)
+		json.Unmarshal(storetest.MustGetObject(t, st.Objects, done.CritiqueID).Content, &cc)
 		if done.Winner != a.ID || cc.Judge != "fake:judge" || cc.Reason != "the model prefers less cited" {
 			t.Fatalf("model verdict: %+v, critique %+v", done, cc)
 		}
 
 		vs := st
-		o := storetest.MustCreateObject(t, st, store.NewObject{Kind: "note", Content: json.RawMessage(`{"v":"a"}`)})
-		v2 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"b"}`)
-		v3 := mustWrite(t, vs, o.ID, o.HeadVersion, `{"v":"c"}`)
+		o := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: json.RawMessage(`{"v":"a"}`)})
+		v2 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"b"}`)
+		v3 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"c"}`)
 		var merged agents.ForkMerged
 		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}},
-			agents.ForkResolver(st, agents.ForkConfig{Model: m})), "merged", &merged)
-		if _, hs := headIDs(t, vs, o.ID); string(hs[0].Content) != `{"v":"model"}` {
+			agents.ForkResolver(st.Objects, agents.ForkConfig{Model: m})), "merged", &merged)
+		if _, hs := headIDs(t, vs.Objects, o.ID); string(hs[0].Content) != `{"v":"model"}` {
 			t.Fatalf("merged by the model: %s", hs[0].Content)
 		}
 		var r agents.MergeRationale
-		json.Unmarshal(storetest.MustGetObject(t, st, merged.RationaleID).Content, &r)
+		json.Unmarshal(storetest.MustGetObject(t, st.Objects, merged.RationaleID).Content, &r)
 		if r.Resolver != "fake:judge" {
 			t.Fatalf("rationale resolver %q", r.Resolver)
 		}

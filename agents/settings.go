@@ -87,7 +87,7 @@ const leaseHeartbeats = 3
 
 // leaseFor is the lease a claim asks for. It is not stretched to the stale
 // window: the reaper reclaims only a lease that has expired and has not been
-// renewed within the window (store.Tasks.ReclaimExpired), so the window
+// renewed within the window (ledger.Service.ReclaimExpired), so the window
 // already bounds recovery from below, and a longer lease would only make a
 // dead agent's task wait longer than the window that was configured.
 func leaseFor(heartbeat time.Duration) time.Duration {

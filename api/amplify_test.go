@@ -11,11 +11,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -205,7 +205,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 		c := clock.NewFake(storetest.T0)
 		s, d := backendtest.Store(t, open, driver.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
-		clean, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "clean"})
+		clean, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "clean"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 		if got := check("tasks"); len(got.Problems) != 0 || got.Checked != 1 {
 			t.Errorf("a clean ledger: %+v, want 1 checked and no problem", got)
 		}
-		old, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "from before the bounds"})
+		old, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "from before the bounds"})
 		if err != nil {
 			t.Fatal(err)
 		}

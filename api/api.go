@@ -25,6 +25,8 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -40,11 +42,11 @@ const CookieName = "cks_session"
 type Config struct {
 	Liveness *liveness.Service
 	// Tasks is the task ledger with its operator controls (ADR 0020); when
-	// nil the /v1/tasks endpoints are absent. A store.Store satisfies it.
-	Tasks TaskStore
+	// nil the /v1/tasks endpoints are absent. A backend.Backend satisfies it.
+	Tasks *ledger.Service
 	// Objects is the knowledge store (ADR-007); when nil the /v1/objects
-	// endpoints are absent. A store.Store satisfies it.
-	Objects ObjectStore
+	// endpoints are absent. A backend.Backend satisfies it.
+	Objects *knowledge.Service
 	// Sweepers controls this process's sweepers; when nil /v1/sweepers is absent.
 	Sweepers *sweeper.Controller
 	// Collectors are extra Prometheus collectors served at /metrics.
@@ -78,12 +80,6 @@ type Config struct {
 	FailureWindow  time.Duration
 	FailureClients int
 }
-
-// TaskStore is what the task endpoints need of a store (ops.TaskStore).
-type TaskStore = ops.TaskStore
-
-// ObjectStore is what the object endpoints need of a store (ops.ObjectStore).
-type ObjectStore = ops.ObjectStore
 
 // API is the hub's HTTP handler.
 type API struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
@@ -25,8 +26,6 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fixture struct {
 	srv   *httptest.Server
 	api   *api.API
-	store store.Store
+	store *backend.Backend
 	clock *clock.Fake
 	bus   *events.Bus
 	token string
@@ -45,7 +44,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	return newFixtureOn(t, func(t testing.TB, opts ...driver.Option) store.Store {
+	return newFixtureOn(t, func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"), opts...)
 		if err != nil {
@@ -72,9 +71,9 @@ func buildFixture(t testing.TB, open storetest.Opener, full bool) *fixture {
 
 // fixtureOn serves the API from s (closed with the fixture), with its
 // admin token in dir; full as in buildFixture.
-func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake, full bool) *fixture {
+func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake, full bool) *fixture {
 	t.Helper()
-	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
+	if _, err := auth.EnsureAdminToken(context.Background(), s.Principals, dir, c); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := dir.ReadToken()
@@ -87,22 +86,22 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake, full
 	}
 	bus := &events.Bus{}
 	cfg := api.Config{
-		Liveness: liveness.NewService(s, c),
-		Tasks:    s,
-		Objects:  s,
+		Liveness: liveness.NewService(s.Driver(), c),
+		Tasks:    s.Tasks,
+		Objects:  s.Objects,
 		Sweepers: rt.Sweepers,
 		Clock:    c,
-		Auth:     auth.NewAuthenticator(s),
+		Auth:     auth.NewAuthenticator(s.Principals),
 		Bus:      bus,
 		Studio:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) }),
 		Version:  "test",
 	}
 	if full {
-		cfg.Studio = studio.New(cfg.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s, Clock: c})
+		cfg.Studio = studio.New(cfg.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s.Tasks, Clock: c})
 		m := mcpserver.New(cfg.Liveness, "test")
-		mcpserver.AddTaskTools(m, s)
+		mcpserver.AddTaskTools(m, s.Tasks)
 		mcpserver.AddSweeperTools(m, rt.Sweepers)
-		mcpserver.AddObjectTools(m, s)
+		mcpserver.AddObjectTools(m, s.Objects)
 		cfg.MCP = mcpserver.HTTPHandler(m)
 	}
 	a := api.New(cfg)

@@ -11,15 +11,15 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
 // tokenWith creates a principal holding exactly grants and returns its token.
 func (f *fixture) tokenWith(t testing.TB, grants ...cks.Grant) string {
 	t.Helper()
-	_, tok, err := auth.CreateToken(context.Background(), f.store, f.clock, "p", grants)
+	_, tok, err := auth.CreateToken(context.Background(), f.store.Principals, f.clock, "p", grants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func wantForbidden(t testing.TB, status int, body, perm, res string) {
 // permission or admin; a refusal is 403 naming the permission and resource.
 func TestACLMatrix(t *testing.T) {
 	f := newFixture(t)
-	task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
+	task, _, err := f.store.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestACLMatrix(t *testing.T) {
 func TestACLPrefixSegments(t *testing.T) {
 	f := newFixture(t)
 	for range 12 {
-		if _, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t"}); err != nil {
+		if _, _, err := f.store.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestTaskScopedAgentToken(t *testing.T) {
 		status, body := f.do(t, agentTok, c.method, c.path, c.body)
 		wantForbidden(t, status, body, c.perm, c.res)
 	}
-	if got, _ := f.store.GetTask(ctx, mine.ID); got.State != "RUNNING" || got.Revision != 1 || len(got.Aborts) != 0 ||
+	if got, _ := f.store.Tasks.GetTask(ctx, mine.ID); got.State != "RUNNING" || got.Revision != 1 || len(got.Aborts) != 0 ||
 		got.Current == nil || len(got.Current.Decisions) != 1 {
 		t.Fatalf("task after refused operator calls: %s revision %d, %d aborts, current %+v; want RUNNING, unchanged, one decision",
 			got.State, got.Revision, len(got.Aborts), got.Current)

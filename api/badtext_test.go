@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -45,10 +45,10 @@ func TestBadTextIs400(t *testing.T) {
 		reviewing, reviewTok := storetest.Into(t, s, cks.TaskReviewing, "api-reviewing")
 		stopped, _ := storetest.Into(t, s, cks.TaskStopped, "api-stopped")
 		aborted, abortTok := storetest.Into(t, s, cks.TaskRunning, "api-aborted")
-		if _, _, err := s.Stop(context.Background(), aborted.ID, "op", "hold", 0); err != nil {
+		if _, _, err := s.Tasks.Stop(context.Background(), aborted.ID, "op", "hold", 0); err != nil {
 			t.Fatal(err)
 		}
-		obj := storetest.MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
+		obj := storetest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
 
 		task := func(id int64, rest string) string { return fmt.Sprintf("/v1/tasks/%d%s", id, rest) }
 		lease := func(tok, rest string) string { return `{"lease_token":"` + tok + `"` + rest + `}` }

@@ -58,7 +58,7 @@ func TestDedupeHitRevealsNothingUnreadable(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(got, `"created":false`) || !strings.Contains(got, "hunter2") {
 		t.Fatalf("dedupe hit with read: %d %s, want 200 with the task and created false", status, got)
 	}
-	if n, err := f.store.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 1 {
+	if n, err := f.store.Tasks.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 1 {
 		t.Fatalf("tasks after the dedupe hits: %d %v, want 1", n, err)
 	}
 }
@@ -79,7 +79,7 @@ func TestCreatedByIsTheCaller(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want 400 naming %s", c.method, c.path, c.body, status, body, c.field)
 		}
 	}
-	if n, err := f.store.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 0 {
+	if n, err := f.store.Tasks.CountTasks(t.Context(), cks.TaskFilter{}); err != nil || n != 0 {
 		t.Fatalf("tasks after refused creates: %d %v, want 0", n, err)
 	}
 	out := f.mustDo(t, agent, "POST", "/v1/tasks", `{"type":"x"}`)
@@ -95,7 +95,7 @@ func TestCreatedByIsTheCaller(t *testing.T) {
 		t.Fatalf("PATCH with a child naming created_by: %d %s, want 400 naming created_by", status, body)
 	}
 	f.mustDo(t, agent, "PATCH", path, `{"add_children":[{"type":"c"}]}`)
-	page, err := f.store.ListTasks(t.Context(), cks.TaskFilter{Types: []string{"c"}})
+	page, err := f.store.Tasks.ListTasks(t.Context(), cks.TaskFilter{Types: []string{"c"}})
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].CreatedBy != "p" {
 		t.Fatalf("children: %+v %v, want one created by p", page.Tasks, err)
 	}

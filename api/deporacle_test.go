@@ -8,8 +8,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -25,7 +25,7 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 		f := newHubFixture(t, open)
 		parent := f.enqueue(t)
 		pending, cancelled := f.enqueue(t), f.enqueue(t)
-		if _, err := f.store.Cancel(context.Background(), cancelled.ID, "admin", "gone"); err != nil {
+		if _, err := f.store.Tasks.Cancel(context.Background(), cancelled.ID, "admin", "gone"); err != nil {
 			t.Fatal(err)
 		}
 		const missing = 999999
@@ -87,7 +87,7 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 
 func (f *fixture) taskOf(t testing.TB, id int64) cks.Task {
 	t.Helper()
-	task, err := f.store.GetTask(context.Background(), id)
+	task, err := f.store.Tasks.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

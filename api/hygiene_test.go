@@ -14,7 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -71,7 +71,7 @@ func itoa(id int64) string { return strconv.FormatInt(id, 10) }
 
 func (f *fixture) stateOf(t testing.TB, id int64) cks.TaskState {
 	t.Helper()
-	task, err := f.store.GetTask(context.Background(), id)
+	task, err := f.store.Tasks.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func (f *fixture) stateOf(t testing.TB, id int64) cks.TaskState {
 
 func (f *fixture) enqueue(t testing.TB) cks.Task {
 	t.Helper()
-	task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
+	task, _, err := f.store.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (f *fixture) enqueue(t testing.TB) cks.Task {
 
 func (f *fixture) taskCount(t testing.TB) int {
 	t.Helper()
-	n, err := f.store.CountTasks(context.Background(), cks.TaskFilter{})
+	n, err := f.store.Tasks.CountTasks(context.Background(), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestCookieRequestsMustBeSameOrigin(t *testing.T) {
 			rq.method, rq.path, rq.cookie = "POST", "/v1/sweepers/"+sweeper.LeaseReaperID+"/stop", sess
 			resp, body = f.send(t, rq)
 			wantError(t, resp, body, http.StatusForbidden, "cross_origin")
-			if o, err := f.store.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); err != nil || o != nil {
+			if o, err := f.store.Sweepers.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); err != nil || o != nil {
 				t.Fatalf("sweeper override %v (%v) after a refused stop, want none", o, err)
 			}
 		})
@@ -272,7 +272,7 @@ func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
 func TestOversizedBodiesAre413(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	if _, _, err := f.store.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
+	if _, _, err := f.store.Tasks.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
 	id := itoa(task.ID)
@@ -317,7 +317,7 @@ func TestOversizedBodiesAre413(t *testing.T) {
 func TestBodiesMustBeJSONObjects(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	if _, _, err := f.store.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
+	if _, _, err := f.store.Tasks.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
 	id := itoa(task.ID)
@@ -351,13 +351,13 @@ func TestBodiesMustBeJSONObjects(t *testing.T) {
 }
 
 // TestClaimEmptyTypesMeansAnyType: `"types":[]`, `null` and an absent types
-// all claim a task of any type (store.Tasks.Claim: "any type when types is
+// all claim a task of any type (ledger.Service.Claim: "any type when types is
 // empty"), as README says.
 func TestClaimEmptyTypesMeansAnyType(t *testing.T) {
 	for _, body := range []string{`{"types":[]}`, `{"types":null}`, `{}`} {
 		t.Run(body, func(t *testing.T) {
 			f := newFixture(t)
-			task, _, err := f.store.Enqueue(context.Background(), cks.NewTask{Type: "whatever", Title: "x"})
+			task, _, err := f.store.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "whatever", Title: "x"})
 			if err != nil {
 				t.Fatal(err)
 			}

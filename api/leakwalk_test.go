@@ -14,10 +14,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -143,7 +143,7 @@ func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 			}},
 			{"reclaim", func(t *testing.T, id int64, _, _ string) {
 				f.clock.Advance(2 * time.Hour)
-				if n, err := f.store.ReclaimExpired(t.Context(), f.clock.Now(), time.Minute); err != nil || n != 1 {
+				if n, err := f.store.Tasks.ReclaimExpired(t.Context(), f.clock.Now(), time.Minute); err != nil || n != 1 {
 					t.Fatalf("reclaim: %d %v", n, err)
 				}
 			}},
@@ -161,7 +161,7 @@ func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 					t.Fatalf("the credential after its lease ended (%s): %d %s, want 401", c.name, status, body)
 				}
 				name := fmt.Sprintf("task/%d w", id)
-				ps, err := f.store.ListPrincipals(t.Context())
+				ps, err := f.store.Principals.ListPrincipals(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -50,7 +50,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := pipeline.New(pipeline.Config{Store: f.store, Model: llm.NewOffline(), Corpus: cor})
+	o, err := pipeline.New(pipeline.Config{Store: f.store.Objects, Changes: f.store.Changes, Model: llm.NewOffline(), Corpus: cor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestObjectVersionsBadInput(t *testing.T) {
 			t.Errorf("object %d after refused writes: %+v, %v; want its %d versions, unforked", oid, l, err, want)
 		}
 	}
-	if o, err := f.store.GetObject(ctx, id); err != nil || o.HeadVersion != v1 {
+	if o, err := f.store.Objects.GetObject(ctx, id); err != nil || o.HeadVersion != v1 {
 		t.Errorf("object after refused writes: head_version %d, %v; want %d", o.HeadVersion, err, v1)
 	}
 }

@@ -29,7 +29,7 @@ func stopRows(t *testing.T, f *fixture) {
 
 func desiredState(t *testing.T, f *fixture, id string) string {
 	t.Helper()
-	r, err := f.store.GetAgentLiveness(context.Background(), id)
+	r, err := f.store.Liveness.GetAgentLiveness(context.Background(), id)
 	if err != nil {
 		t.Fatalf("GetAgentLiveness(%s): %v", id, err)
 	}

@@ -33,14 +33,13 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -48,7 +47,7 @@ import (
 // the inputs of one fuzz target.
 type fuzzHub struct {
 	api   *api.API
-	store store.Store
+	store *backend.Backend
 	// version is a connection of its own to the database file, for PRAGMA
 	// data_version.
 	version *sql.Conn
@@ -68,14 +67,14 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := auth.EnsureAdminToken(ctx, s, dir, c); err != nil {
+	if _, err := auth.EnsureAdminToken(ctx, s.Principals, dir, c); err != nil {
 		tb.Fatal(err)
 	}
 	admin, err := dir.ReadToken()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, reader, err := auth.CreateToken(ctx, s, c, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
+	_, reader, err := auth.CreateToken(ctx, s.Principals, c, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -86,12 +85,12 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 		tb.Fatal(err)
 	}
 	a := api.New(api.Config{
-		Liveness: liveness.NewService(s, c),
-		Tasks:    s,
-		Objects:  s,
+		Liveness: liveness.NewService(s.Driver(), c),
+		Tasks:    s.Tasks,
+		Objects:  s.Objects,
 		Sweepers: rt.Sweepers,
 		Clock:    c,
-		Auth:     auth.NewAuthenticator(s),
+		Auth:     auth.NewAuthenticator(s.Principals),
 		Version:  "fuzz",
 	})
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
@@ -165,12 +164,12 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	}
 	h.n++
 	typ := fmt.Sprintf("fuzz-%d", h.n)
-	tk, _, err := h.store.Enqueue(ctx, cks.NewTask{Type: typ, Title: "fuzz target"})
+	tk, _, err := h.store.Tasks.Enqueue(ctx, cks.NewTask{Type: typ, Title: "fuzz target"})
 	must(err)
 	tg := target{id: tk.ID}
 	claim := func() {
 		t.Helper()
-		ts, err := h.store.Claim(ctx, "fuzz-worker", []string{typ}, 1, time.Hour)
+		ts, err := h.store.Tasks.Claim(ctx, "fuzz-worker", []string{typ}, 1, time.Hour)
 		must(err)
 		if len(ts) != 1 || ts[0].ID != tg.id {
 			t.Fatalf("set up a %s task: claimed %d tasks of type %s, want task %d", st, len(ts), typ, tg.id)
@@ -180,45 +179,45 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	run := func() {
 		t.Helper()
 		claim()
-		_, err := h.store.MarkRunning(ctx, tg.id, tg.lease)
+		_, err := h.store.Tasks.MarkRunning(ctx, tg.id, tg.lease)
 		must(err)
 	}
 	switch st {
 	case open:
 	case stopped:
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
 		must(err)
 	case claimed:
 		claim()
 	case aborting:
 		claim()
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
 		must(err)
 	case running:
 		run()
 	case needsInput:
 		run()
-		_, err = h.store.RequestInput(ctx, tg.id, tg.lease, "which one?")
+		_, err = h.store.Tasks.RequestInput(ctx, tg.id, tg.lease, "which one?")
 		must(err)
 	case needsReview, reviewing, completed:
 		run()
-		_, err = h.store.Complete(ctx, tg.id, tg.lease, st != completed, "done")
+		_, err = h.store.Tasks.Complete(ctx, tg.id, tg.lease, st != completed, "done")
 		must(err)
 		if st == reviewing {
-			rv, err := h.store.ClaimReview(ctx, tg.id, "fuzz-reviewer", time.Hour)
+			rv, err := h.store.Tasks.ClaimReview(ctx, tg.id, "fuzz-reviewer", time.Hour)
 			must(err)
 			tg.lease = rv.LeaseToken
 		}
 	case rerun:
 		run()
 		tg.ws = fmt.Sprintf("/tmp/fuzz-workspace-%d", h.n)
-		_, err = h.store.AddEvidence(ctx, tg.id, tg.lease, cks.EvidenceWorkspace, tg.ws)
+		_, err = h.store.Tasks.AddEvidence(ctx, tg.id, tg.lease, cks.EvidenceWorkspace, tg.ws)
 		must(err)
-		_, _, err = h.store.Stop(ctx, tg.id, "fuzz", "rerun", cks.DefaultAbortDeadline)
+		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "rerun", cks.DefaultAbortDeadline)
 		must(err)
-		_, err = h.store.ConfirmAbort(ctx, tg.id, tg.lease)
+		_, err = h.store.Tasks.ConfirmAbort(ctx, tg.id, tg.lease)
 		must(err)
-		_, err = h.store.Start(ctx, tg.id, "fuzz", "rerun")
+		_, err = h.store.Tasks.Start(ctx, tg.id, "fuzz", "rerun")
 		must(err)
 		run()
 	default:
@@ -234,7 +233,7 @@ func (h *fuzzHub) object(t testing.TB, tg *target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := h.store.CreateObject(context.Background(), n)
+	o, err := h.store.Objects.CreateObject(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +253,7 @@ func (h *fuzzHub) principal(t testing.TB, who byte, tg target) (name, token stri
 	case 2:
 		// The grants of a claim's credential, unbound (as `cks token create
 		// --task` makes them): the target need not be leased.
-		_, tok, err := auth.CreateToken(context.Background(), h.store, nil, "fuzz-agent", auth.TaskTokenGrants(tg.id))
+		_, tok, err := auth.CreateToken(context.Background(), h.store.Principals, nil, "fuzz-agent", auth.TaskTokenGrants(tg.id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,8 +352,8 @@ func (h *fuzzHub) confirmer(tg target) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.store.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with ctx
-			if _, err := h.store.ConfirmAbort(ctx, tg.id, tg.lease); err == nil {
+		h.store.Changes.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with ctx
+			if _, err := h.store.Tasks.ConfirmAbort(ctx, tg.id, tg.lease); err == nil {
 				cancel()
 			}
 		})
@@ -689,7 +688,7 @@ func FuzzLogin(f *testing.F) {
 				continue
 			}
 			signedIn = true
-			a := auth.NewAuthenticator(h.store)
+			a := auth.NewAuthenticator(h.store.Principals)
 			if _, err := a.AuthenticateSession(context.Background(), c.Value, storetest.T0); err != nil {
 				t.Fatalf("POST /login %q set cookie %q, which does not authenticate: %v", form, c.Value, err)
 			}

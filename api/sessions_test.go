@@ -18,12 +18,12 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -164,7 +164,7 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("the cookie still signs in after logout")
 		}
-		if ss, err := f.store.ListSessions(ctx); err != nil || len(ss) != 0 {
+		if ss, err := f.store.Principals.ListSessions(ctx); err != nil || len(ss) != 0 {
 			t.Fatalf("sessions after logout: %+v, %v; want none", ss, err)
 		}
 
@@ -178,13 +178,13 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("an expired session still signs in")
 		}
-		if ss, _ := f.store.ListSessions(ctx); len(ss) != 0 {
+		if ss, _ := f.store.Principals.ListSessions(ctx); len(ss) != 0 {
 			t.Fatalf("the expired session was not deleted: %+v", ss)
 		}
 
 		// revoke_session by id.
 		c = f.login(t, f.token)
-		ss, _ := f.store.ListSessions(ctx)
+		ss, _ := f.store.Principals.ListSessions(ctx)
 		if len(ss) != 1 {
 			t.Fatalf("sessions: %+v", ss)
 		}
@@ -201,7 +201,7 @@ func TestSessions(t *testing.T) {
 
 		// Revoking the principal ends its sessions. (A second admin, as the
 		// last one cannot be revoked.)
-		_, viewer, err := auth.CreateToken(ctx, f.store, f.clock, "viewer", []cks.Grant{{Resource: "/", Permission: auth.PermRead}})
+		_, viewer, err := auth.CreateToken(ctx, f.store.Principals, f.clock, "viewer", []cks.Grant{{Resource: "/", Permission: auth.PermRead}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestSessions(t *testing.T) {
 		resp, body = f.get(t, "/v1/sessions", viewer)
 		wantError(t, resp, body, http.StatusForbidden, "forbidden", "admin")
 		var vid string
-		ss, _ = f.store.ListSessions(ctx)
+		ss, _ = f.store.Principals.ListSessions(ctx)
 		for _, s := range ss {
 			if s.PrincipalName == "viewer" {
 				vid = s.PrincipalID
@@ -233,11 +233,11 @@ func TestSessions(t *testing.T) {
 func TestLoginRefusesClaimCredentials(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	claimed, err := f.store.Claim(context.Background(), "w", []string{task.Type}, 1, time.Minute)
+	claimed, err := f.store.Tasks.Claim(context.Background(), "w", []string{task.Type}, 1, time.Minute)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
-	tok, err := auth.IssueTaskToken(context.Background(), f.store, claimed[0], "w")
+	tok, err := auth.IssueTaskToken(context.Background(), f.store.Principals, claimed[0], "w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,12 +287,12 @@ func newThrottleHub(t *testing.T, cfg api.Config) *throttleHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
+	if _, err := auth.EnsureAdminToken(context.Background(), s.Principals, dir, c); err != nil {
 		t.Fatal(err)
 	}
 	tok, _ := dir.ReadToken()
 	log := &lockedBuffer{}
-	cfg.Liveness, cfg.Auth, cfg.Clock = liveness.NewService(s, c), auth.NewAuthenticator(s), c
+	cfg.Liveness, cfg.Auth, cfg.Clock = liveness.NewService(s.Driver(), c), auth.NewAuthenticator(s.Principals), c
 	cfg.Logger = slog.New(slog.NewJSONHandler(log, nil))
 	cfg.Studio = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })
 	srv := httptest.NewServer(api.New(cfg))

@@ -20,13 +20,13 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -42,10 +42,10 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := auth.EnsureAdminToken(context.Background(), s, dir, c); err != nil {
+	if _, err := auth.EnsureAdminToken(context.Background(), s.Principals, dir, c); err != nil {
 		t.Fatal(err)
 	}
-	task, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "before"})
+	task, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "before"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +61,9 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 
-	srv := mcpserver.New(liveness.NewService(s, c), "test")
-	mcpserver.AddTaskTools(srv, s)
-	a := api.New(api.Config{Liveness: liveness.NewService(s, c), Tasks: s, Objects: s, Auth: auth.NewAuthenticator(s), Clock: c,
+	srv := mcpserver.New(liveness.NewService(s.Driver(), c), "test")
+	mcpserver.AddTaskTools(srv, s.Tasks)
+	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Auth: auth.NewAuthenticator(s.Principals), Clock: c,
 		Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -120,7 +120,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	f := newFixture(t)
 	calls := 0
 	var fault error
-	a := api.New(api.Config{Liveness: liveness.NewService(f.store, f.clock), Auth: auth.NewAuthenticator(f.store), Clock: f.clock,
+	a := api.New(api.Config{Liveness: liveness.NewService(f.store.Driver(), f.clock), Auth: auth.NewAuthenticator(f.store.Principals), Clock: f.clock,
 		Health: func(context.Context) error { calls++; return fault }})
 	get := func() (int, api.Health) { return healthz(t, a) }
 	for range 5 {
@@ -195,7 +195,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	a := api.New(api.Config{Liveness: liveness.NewService(s, c), Auth: auth.NewAuthenticator(s), Clock: c, Health: s.StorageHealth})
+	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Auth: auth.NewAuthenticator(s.Principals), Clock: c, Health: s.StorageHealth})
 	probe := func() (int, api.Health) {
 		c.Advance(api.HealthTTL) // a fresh check, not the cached answer
 		return healthz(t, a)
@@ -205,7 +205,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 		t.Fatalf("/healthz on a read-only database: %d %+v, want 503 read_only", code, h)
 	}
 	// A refused write: the fault the driver remembers.
-	if _, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "refused"}); !errors.Is(err, cks.ErrStorageReadOnly) {
+	if _, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "refused"}); !errors.Is(err, cks.ErrStorageReadOnly) {
 		t.Fatalf("a write on the read-only database: %v, want ErrStorageReadOnly", err)
 	}
 	if code, h := probe(); code != http.StatusServiceUnavailable || h.Storage != "read_only" {
@@ -219,7 +219,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 	// And what it says holds: every session of the pool takes writes (a
 	// few, so that more than one pooled connection is used).
 	for i := range 4 {
-		if _, _, err := s.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "after"}); err != nil {
+		if _, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "after"}); err != nil {
 			t.Fatalf("write %d after /healthz said ok: %v", i, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -30,7 +30,7 @@ func TestSweepersOverHTTP(t *testing.T) {
 	if err != nil || st.Running || st.DesiredRunning == nil || *st.DesiredRunning {
 		t.Fatalf("stop: %+v %v", st, err)
 	}
-	if o, _ := f.store.GetSweeperDesiredRunning(ctx, sweeper.LeaseReaperID); o == nil || *o {
+	if o, _ := f.store.Sweepers.GetSweeperDesiredRunning(ctx, sweeper.LeaseReaperID); o == nil || *o {
 		t.Fatal("stop did not persist desired_running=false")
 	}
 	_, err = c.SweeperStatus(ctx, "contradictions")
@@ -46,13 +46,11 @@ func TestSweepersOverHTTP(t *testing.T) {
 func TestStoppedLongerThan(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	task, _, err := f.store.Enqueue(ctx, cks.NewTask{Type: "t"})
+	task, _, err := f.store.Tasks.Enqueue(ctx, cks.NewTask{Type: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := f.store.(interface {
-		Transition(context.Context, int64, cks.TaskState, string, string) (cks.Task, error)
-	})
+	tr := f.store.Tasks
 	if _, err := tr.Transition(ctx, task.ID, cks.TaskStopped, "test", "hold"); err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +86,14 @@ func TestGraphHealthDetailsOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for range 5 {
-		o, err := f.store.CreateObject(ctx, store.NewObject{Kind: "claim"})
+		o, err := f.store.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, o.ID)
 	}
 	// ids[0..2] form a depends_on cycle; ids[3] and ids[4] are orphans.
-	if _, err := f.store.AddEdges(ctx, []store.NewEdge{{Src: ids[0], Dst: ids[1], BaseType: "depends_on"},
+	if _, err := f.store.Objects.AddEdges(ctx, []knowledge.NewEdge{{Src: ids[0], Dst: ids[1], BaseType: "depends_on"},
 		{Src: ids[1], Dst: ids[2], BaseType: "depends_on"}, {Src: ids[2], Dst: ids[0], BaseType: "depends_on"}}); err != nil {
 		t.Fatal(err)
 	}

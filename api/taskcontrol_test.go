@@ -46,7 +46,7 @@ func (f *fixture) confirmer(t testing.TB, c *client.Client, id int64, lease stri
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.store.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) {
+		f.store.Changes.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) {
 			if ab, err := c.ConfirmAbort(ctx, id, lease); err == nil {
 				got = ab
 				cancel()
@@ -185,7 +185,7 @@ func TestTaskControlBadInput(t *testing.T) {
 	snapshot := func() []cks.Task {
 		var out []cks.Task
 		for _, id := range []int64{a.ID, b.ID, done.ID} {
-			got, err := f.store.GetTask(ctx, id)
+			got, err := f.store.Tasks.GetTask(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,7 +280,7 @@ func TestStopStartUpdateAreSeparatePermissions(t *testing.T) {
 	if status, body := f.do(t, starter, "POST", "/v1/tasks/"+id+"/start", ``); status != http.StatusOK {
 		t.Fatalf("start with start: %d %s", status, body)
 	}
-	got, _ := f.store.GetTask(ctx, task.ID)
+	got, _ := f.store.Tasks.GetTask(ctx, task.ID)
 	if got.State != cks.TaskOpen || got.Title != "renamed" || got.Restarts != 1 {
 		t.Fatalf("task after the permitted calls: %s %q restarts %d", got.State, got.Title, got.Restarts)
 	}

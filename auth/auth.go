@@ -20,7 +20,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/store"
 )
 
 // Permissions on the resource tree (DESIGN.md §10).
@@ -84,15 +83,15 @@ func CheckFormat(tok string) error {
 
 // Authenticator resolves bearer tokens to principals.
 type Authenticator struct {
-	store store.Principals
+	store *Principals
 }
 
 // NewAuthenticator returns an Authenticator backed by s.
-func NewAuthenticator(s store.Principals) *Authenticator { return &Authenticator{store: s} }
+func NewAuthenticator(s *Principals) *Authenticator { return &Authenticator{store: s} }
 
 // Principals returns the store the Authenticator reads, for the Authorizer and
 // the token management that share it.
-func (a *Authenticator) Principals() store.Principals { return a.store }
+func (a *Authenticator) Principals() *Principals { return a.store }
 
 // Authenticate returns the principal tok belongs to. Every failure matches
 // ErrUnauthenticated and says whether the token was missing, malformed or
@@ -114,7 +113,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (cks.Princ
 // the database (a fresh database), a new admin principal is created, only its
 // hash is stored, and the token is written with mode 0600. It reports whether a
 // token was created.
-func EnsureAdminToken(ctx context.Context, s store.Principals, dir datadir.Dir, c clock.Clock) (bool, error) {
+func EnsureAdminToken(ctx context.Context, s *Principals, dir datadir.Dir, c clock.Clock) (bool, error) {
 	if tok, err := dir.ReadToken(); err == nil && CheckFormat(tok) == nil {
 		_, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
 		if err == nil {

@@ -10,14 +10,13 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
-func openStore(t testing.TB, dir string) store.Store {
+func openStore(t testing.TB, dir string) *backend.Backend {
 	t.Helper()
 	s, err := backend.Open(context.Background(), filepath.Join(dir, "cks.db"))
 	if err != nil {
@@ -33,7 +32,7 @@ func TestEnsureAdminToken(t *testing.T) {
 	s := openStore(t, string(dir))
 	c := clock.NewFake(storetest.T0)
 
-	created, err := auth.EnsureAdminToken(ctx, s, dir, c)
+	created, err := auth.EnsureAdminToken(ctx, s.Principals, dir, c)
 	if err != nil || !created {
 		t.Fatalf("first start: created=%v err=%v, want a new token", created, err)
 	}
@@ -48,11 +47,11 @@ func TestEnsureAdminToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := auth.NewAuthenticator(s).Authenticate(ctx, tok)
+	p, err := auth.NewAuthenticator(s.Principals).Authenticate(ctx, tok)
 	if err != nil || p.Name != "admin" {
 		t.Fatalf("stored token does not authenticate: %+v %v", p, err)
 	}
-	grants, err := s.GrantsOf(ctx, p.ID)
+	grants, err := s.Principals.GrantsOf(ctx, p.ID)
 	if err != nil || len(grants) != 1 || grants[0] != (cks.Grant{Resource: "/", Permission: auth.PermAdmin}) {
 		t.Fatalf("admin grants = %v, %v", grants, err)
 	}
@@ -63,7 +62,7 @@ func TestEnsureAdminToken(t *testing.T) {
 		t.Fatal("the plain token is stored in the database")
 	}
 
-	created, err = auth.EnsureAdminToken(ctx, s, dir, c)
+	created, err = auth.EnsureAdminToken(ctx, s.Principals, dir, c)
 	if err != nil || created {
 		t.Fatalf("second start: created=%v err=%v, want the existing token kept", created, err)
 	}
@@ -73,7 +72,7 @@ func TestEnsureAdminToken(t *testing.T) {
 
 	// Same data directory, fresh database: the stale file is replaced.
 	other := openStore(t, t.TempDir())
-	created, err = auth.EnsureAdminToken(ctx, other, dir, c)
+	created, err = auth.EnsureAdminToken(ctx, other.Principals, dir, c)
 	if err != nil || !created {
 		t.Fatalf("fresh database: created=%v err=%v, want a new token", created, err)
 	}
@@ -81,7 +80,7 @@ func TestEnsureAdminToken(t *testing.T) {
 
 func TestAuthenticateRejects(t *testing.T) {
 	s := openStore(t, t.TempDir())
-	a := auth.NewAuthenticator(s)
+	a := auth.NewAuthenticator(s.Principals)
 	unknown, err := auth.NewToken()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // ErrForbidden means an authenticated principal lacks the permission an
@@ -160,11 +159,11 @@ func AllowsWithin(grants []cks.Grant, perm, resource string) bool {
 // studio alike. It caches nothing: every Check reads the principal's grants,
 // so a revoked or changed grant applies to the next request.
 type Authorizer struct {
-	store store.Principals
+	store *Principals
 }
 
 // NewAuthorizer returns an Authorizer reading grants from s.
-func NewAuthorizer(s store.Principals) *Authorizer { return &Authorizer{store: s} }
+func NewAuthorizer(s *Principals) *Authorizer { return &Authorizer{store: s} }
 
 // Check returns nil when p holds perm (or admin) on resource or an ancestor
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
@@ -272,12 +271,12 @@ func TaskTokenGrants(id int64) []cks.Grant {
 // CreateToken creates a principal named name with grants and returns it with
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
-func CreateToken(ctx context.Context, s store.Principals, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
+func CreateToken(ctx context.Context, s *Principals, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
 	return createToken(ctx, s, c, cks.Principal{Name: name}, grants)
 }
 
 // createToken is CreateToken of p (its name and lease binding).
-func createToken(ctx context.Context, s store.Principals, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
+func createToken(ctx context.Context, s *Principals, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
 	if strings.TrimSpace(p.Name) == "" {
 		return cks.Principal{}, "", &cks.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
@@ -306,7 +305,7 @@ func createToken(ctx context.Context, s store.Principals, c clock.Clock, p cks.P
 // authenticates only while that lease is current: it stops working in the
 // transaction that ends the lease, however it ends (a re-claim issues a new
 // one).
-func IssueTaskToken(ctx context.Context, s store.Principals, c cks.ClaimedTask, worker string) (string, error) {
+func IssueTaskToken(ctx context.Context, s *Principals, c cks.ClaimedTask, worker string) (string, error) {
 	if c.ID <= 0 || c.LeaseToken == "" {
 		return "", &cks.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
 	}
@@ -317,10 +316,10 @@ func IssueTaskToken(ctx context.Context, s store.Principals, c cks.ClaimedTask, 
 }
 
 // RevokeEndedClaimTokens deletes the credentials IssueTaskToken made whose
-// lease has ended (store.Principals.DeleteEndedLeasePrincipals) and returns
+// lease has ended (Principals.DeleteEndedLeasePrincipals) and returns
 // how many. They no longer authenticate already; this keeps the principals
 // table from growing with every claim. Credentials made with `cks token
 // create --task` are not bound to a lease and are left alone.
-func RevokeEndedClaimTokens(ctx context.Context, ps store.Principals) (int, error) {
+func RevokeEndedClaimTokens(ctx context.Context, ps *Principals) (int, error) {
 	return ps.DeleteEndedLeasePrincipals(ctx)
 }

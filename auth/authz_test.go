@@ -10,7 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/backend"
 )
 
 func TestCovers(t *testing.T) {
@@ -97,26 +97,26 @@ func TestCheckAndRequire(t *testing.T) {
 		if i == 7 {
 			typ = "mine"
 		}
-		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
+		if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claimed, err := s.Claim(ctx, "worker", []string{"mine"}, 1, time.Minute)
+	claimed, err := s.Tasks.Claim(ctx, "worker", []string{"mine"}, 1, time.Minute)
 	if err != nil || len(claimed) != 1 || claimed[0].ID != 7 {
 		t.Fatalf("claim of task 7: %+v, %v", claimed, err)
 	}
-	tok, err := auth.IssueTaskToken(ctx, s, claimed[0], "worker")
+	tok, err := auth.IssueTaskToken(ctx, s.Principals, claimed[0], "worker")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := auth.NewAuthenticator(s).Authenticate(ctx, tok)
+	p, err := auth.NewAuthenticator(s.Principals).Authenticate(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Name != "task/7 worker" {
 		t.Fatalf("name %q", p.Name)
 	}
-	az := auth.NewAuthorizer(s)
+	az := auth.NewAuthorizer(s.Principals)
 	for _, perm := range []string{auth.PermRead, auth.PermAppend, auth.PermCreate} {
 		if err := az.Check(ctx, p, perm, "/tasks/7"); err != nil {
 			t.Errorf("task token %s on /tasks/7: %v", perm, err)
@@ -160,41 +160,41 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	}
 	defer s.Close()
 	for _, typ := range []string{"done", "live"} {
-		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
+		if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	claim := func(typ string) cks.ClaimedTask {
 		t.Helper()
-		cs, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+		cs, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Minute)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim %s: %v, %v", typ, cs, err)
 		}
 		return cs[0]
 	}
 	done, live := claim("done"), claim("live")
-	if _, err := auth.IssueTaskToken(ctx, s, cks.ClaimedTask{Task: done.Task}, "w"); !cks.IsFieldError(err, "task_id") {
+	if _, err := auth.IssueTaskToken(ctx, s.Principals, cks.ClaimedTask{Task: done.Task}, "w"); !cks.IsFieldError(err, "task_id") {
 		t.Fatalf("IssueTaskToken without the lease token: %v, want a FieldError", err)
 	}
-	doneTok, err := auth.IssueTaskToken(ctx, s, done, "w")
+	doneTok, err := auth.IssueTaskToken(ctx, s.Principals, done, "w")
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveTok, err := auth.IssueTaskToken(ctx, s, live, "w")
+	liveTok, err := auth.IssueTaskToken(ctx, s.Principals, live, "w")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, opTok, err := auth.CreateToken(ctx, s, nil, "task/1", auth.TaskTokenGrants(done.ID))
+	_, opTok, err := auth.CreateToken(ctx, s.Principals, nil, "task/1", auth.TaskTokenGrants(done.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := auth.NewAuthenticator(s)
+	a := auth.NewAuthenticator(s.Principals)
 	for _, tok := range []string{doneTok, liveTok, opTok} {
 		if _, err := a.Authenticate(ctx, tok); err != nil {
 			t.Fatalf("before the lease ended: %v", err)
 		}
 	}
-	if _, err := s.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+	if _, err := s.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Authenticate(ctx, doneTok); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "lease") {
@@ -205,10 +205,10 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 			t.Fatalf("after another lease ended: %v", err)
 		}
 	}
-	if n, err := auth.RevokeEndedClaimTokens(ctx, s); err != nil || n != 1 {
+	if n, err := auth.RevokeEndedClaimTokens(ctx, s.Principals); err != nil || n != 1 {
 		t.Fatalf("RevokeEndedClaimTokens = %d, %v; want 1", n, err)
 	}
-	ps, err := s.ListPrincipals(ctx)
+	ps, err := s.Principals.ListPrincipals(ctx)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("principals after the cleanup: %+v, %v; want the live claim's and the operator's", ps, err)
 	}

@@ -7,10 +7,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
-// Principals is store.Principals over a driver: identities, the hashes of
+// Principals is Principals over a driver: identities, the hashes of
 // their tokens and their grants, with every rule of them here, once for
 // both dialects — the input check (auth.ValidatePrincipal), a principal
 // and its grants written in one transaction, the lease binding of a task
@@ -25,12 +24,12 @@ type Principals struct {
 	db driver.Driver
 }
 
-var _ store.Principals = (*Principals)(nil)
-
 // NewPrincipals returns the principals of db.
 func NewPrincipals(db driver.Driver) *Principals { return &Principals{db: db} }
 
-// CreatePrincipal implements store.Principals.
+// CreatePrincipal stores p (with its lease binding, if any) with the hash
+// of its token and its grants in one transaction. A duplicate ID or token
+// hash is ErrConflict.
 func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
 	if err := ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
@@ -58,7 +57,10 @@ func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, token
 	return nil
 }
 
-// PrincipalByTokenHash implements store.Principals.
+// PrincipalByTokenHash returns the principal whose token hashes to
+// tokenHash, or ErrNotFound. A principal bound to a lease (p.Lease) that
+// is no longer current — its task not CLAIMED or RUNNING under that
+// lease token — is ErrNotFound too, decided in the same query.
 func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error) {
 	if err := cks.ValidateText("token_hash", tokenHash); err != nil {
 		return cks.Principal{}, err
@@ -73,7 +75,9 @@ func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string)
 	return principalOf(r), nil
 }
 
-// DeleteEndedLeasePrincipals implements store.Principals.
+// DeleteEndedLeasePrincipals deletes, with their grants, the principals
+// bound to leases that are no longer current (they no longer
+// authenticate; this only removes the rows), and returns how many.
 func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -87,7 +91,7 @@ func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error
 	return n, nil
 }
 
-// GrantsOf implements store.Principals.
+// GrantsOf returns the grants of a principal, ordered by resource then permission.
 func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return nil, err
@@ -103,8 +107,10 @@ func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Gr
 	return out, nil
 }
 
-// ListPrincipals implements store.Principals: the principals and the
-// grants are read in one snapshot.
+// ListPrincipals returns every principal with its grants, oldest first
+// (ties by id). Token hashes are never returned.
+//
+// the principals and the grants are read in one snapshot.
 func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, error) {
 	var (
 		ps     []driver.PrincipalRow
@@ -136,10 +142,16 @@ func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants,
 	return out, nil
 }
 
-// DeletePrincipal implements store.Principals. The count of the other
-// admins and the delete are one transaction, in which the count stays true
-// (the driver locks what it counts), so two concurrent deletes cannot
-// remove the last two admins.
+// DeletePrincipal removes a principal and its grants, so its token stops
+// authenticating at once. An unknown id is ErrNotFound. Deleting the last
+// principal holding admin on "/" is ErrConflict: nobody could then manage
+// tokens, and only a fresh database would recover an admin. The check and
+// the delete are one transaction, so two concurrent deletes cannot remove
+// the last two admins.
+//
+// The count of the other admins and the delete are one transaction, in which
+// the count stays true (the driver locks what it counts), so two concurrent
+// deletes cannot remove the last two admins.
 func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) error {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Studio sessions (issue 22, DESIGN.md §10). The studio signs in with a
@@ -112,7 +111,7 @@ func (a *Authenticator) Logout(ctx context.Context, secret string, now time.Time
 // longer authenticate (the lease reaper runs it): the task credentials of
 // ended leases (RevokeEndedClaimTokens) and the sessions expired at now.
 // It returns how many rows of both it deleted.
-func DeleteEndedCredentials(ctx context.Context, ps store.Principals, now time.Time) (int, error) {
+func DeleteEndedCredentials(ctx context.Context, ps *Principals, now time.Time) (int, error) {
 	n, err := RevokeEndedClaimTokens(ctx, ps)
 	if err != nil {
 		return n, err
@@ -121,8 +120,12 @@ func DeleteEndedCredentials(ctx context.Context, ps store.Principals, now time.T
 	return n + m, err
 }
 
-// CreateSession implements store.Principals: the principal is read in the
-// insert's transaction, so an unknown one is ErrNotFound.
+// CreateSession stores a studio session with the hash of its secret
+// (s.PrincipalName is not stored). An unknown principal is ErrNotFound,
+// a duplicate id or secret hash ErrConflict.
+//
+// the principal is read in the insert's transaction, so an unknown one is
+// ErrNotFound.
 func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secretHash string) error {
 	for _, f := range []struct{ name, v string }{{"id", sess.ID}, {"principal_id", sess.PrincipalID}, {"secret_hash", secretHash}} {
 		if err := cks.ValidateText(f.name, f.v); err != nil {
@@ -157,9 +160,13 @@ func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secret
 	return nil
 }
 
-// SessionBySecretHash implements store.Principals. Expiry is decided here,
-// by the caller's now: an expired session is refused and its row deleted
-// on the spot (the lease reaper deletes the ones nobody presents).
+// SessionBySecretHash returns the session whose secret hashes to
+// secretHash and its principal, or ErrNotFound. A session expired at
+// now is ErrNotFound too, and is deleted.
+//
+// Expiry is decided here, by the caller's now: an expired session is refused
+// and its row deleted on the spot (the lease reaper deletes the ones nobody
+// presents).
 func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error) {
 	if err := cks.ValidateText("secret_hash", secretHash); err != nil {
 		return cks.Principal{}, cks.Session{}, err
@@ -188,8 +195,10 @@ func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string,
 	return principalOf(p), sessionOf(r, p.Name), nil
 }
 
-// ListSessions implements store.Principals: the sessions and the names of
-// their principals are read in one snapshot.
+// ListSessions returns every session with its principal's name, oldest
+// first (ties by id); never a secret hash.
+//
+// the sessions and the names of their principals are read in one snapshot.
 func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
 	var (
 		rows []driver.SessionRow
@@ -217,7 +226,8 @@ func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
 	return out, nil
 }
 
-// DeleteSession implements store.Principals.
+// DeleteSession removes a session, so its cookie stops authenticating
+// at once; an unknown id is ErrNotFound.
 func (s *Principals) DeleteSession(ctx context.Context, id string) error {
 	if err := cks.ValidateText("id", id); err != nil {
 		return err
@@ -237,7 +247,8 @@ func (s *Principals) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeleteExpiredSessions implements store.Principals.
+// DeleteExpiredSessions removes the sessions expired at now and
+// returns how many.
 func (s *Principals) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {

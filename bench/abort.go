@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -45,20 +45,20 @@ type AbortResult struct {
 // agent process would have) with a heartbeat far longer than the run, so
 // every abort reaches it through the change notification (Postgres NOTIFY,
 // SQLite's change poll); the operator acts through op.
-func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortResult, error) {
+func Abort(ctx context.Context, agent, op *backend.Backend, cfg AbortConfig) (AbortResult, error) {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 200
 	}
 	if cfg.Type == "" {
 		cfg.Type = "bench-abort"
 	}
-	ex := worker.New(agent, worker.Options{Heartbeat: time.Hour})
-	ctl := ledger.NewControl(op)
+	ex := worker.New(agent.Tasks, worker.Options{Heartbeat: time.Hour, Changes: agent.Changes})
+	ctl := op.Tasks
 	res := AbortResult{Rounds: cfg.Rounds}
 	var stops, updates, lives []time.Duration
 	for i := range cfg.Rounds {
 		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t cks.Task) (*cks.Abort, error) {
-			r, err := ctl.Stop(ctx, t.ID, "bench", "bench stop", 30*time.Second, true)
+			r, err := ctl.StopTask(ctx, ledger.StopParams{ID: t.ID, Actor: "bench", Reason: "bench stop", Deadline: 30 * time.Second, Wait: true})
 			return r.Abort, err
 		})
 		if err != nil {
@@ -74,18 +74,18 @@ func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortRe
 		d, err := abortRound(ctx, agent, ex, cfg.Type, func(t cks.Task) (*cks.Abort, error) {
 			prio := i % cks.MaxPriority
 			begin := time.Now()
-			if _, err := ctl.Update(ctx, t.ID, "bench", cks.TaskPatch{Priority: &prio}, 0, true); err != nil {
+			if _, err := ctl.UpdateTask(ctx, ledger.UpdateParams{ID: t.ID, Actor: "bench", Patch: cks.TaskPatch{Priority: &prio}, Wait: true}); err != nil {
 				return nil, err
 			}
 			live = time.Since(begin)
 			desc := fmt.Sprintf("revision for round %d", i)
-			r, err := ctl.Update(ctx, t.ID, "bench", cks.TaskPatch{Description: &desc}, 30*time.Second, true)
+			r, err := ctl.UpdateTask(ctx, ledger.UpdateParams{ID: t.ID, Actor: "bench", Patch: cks.TaskPatch{Description: &desc}, Deadline: 30 * time.Second, Wait: true})
 			if err == nil && r.Path != cks.UpdateRestart {
 				err = fmt.Errorf("update took path %s, want %s", r.Path, cks.UpdateRestart)
 			}
 			// The restarted task is OPEN again; take it out of the way.
 			if err == nil {
-				_, err = op.Cancel(ctx, t.ID, "bench", "round over")
+				_, err = op.Tasks.Cancel(ctx, t.ID, "bench", "round over")
 			}
 			return r.Abort, err
 		})
@@ -110,11 +110,11 @@ func Abort(ctx context.Context, agent, op store.Store, cfg AbortConfig) (AbortRe
 // abortRound enqueues and claims one task, runs it on ex with a resolver
 // that works until aborted, and times act, which must abort it and return
 // the abort with a confirmed outcome.
-func abortRound(ctx context.Context, agent store.Store, ex *worker.Executor, typ string, act func(cks.Task) (*cks.Abort, error)) (time.Duration, error) {
-	if _, _, err := agent.Enqueue(ctx, cks.NewTask{Type: typ, Title: "abort round"}); err != nil {
+func abortRound(ctx context.Context, agent *backend.Backend, ex *worker.Executor, typ string, act func(cks.Task) (*cks.Abort, error)) (time.Duration, error) {
+	if _, _, err := agent.Tasks.Enqueue(ctx, cks.NewTask{Type: typ, Title: "abort round"}); err != nil {
 		return 0, err
 	}
-	claimed, err := agent.Claim(ctx, "bench-executor", []string{typ}, 1, time.Hour)
+	claimed, err := agent.Tasks.Claim(ctx, "bench-executor", []string{typ}, 1, time.Hour)
 	if err != nil {
 		return 0, err
 	}

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -35,7 +35,7 @@ func TestAbort(t *testing.T) {
 // and list_processes must return every row (bench.Liveness fails otherwise).
 func TestLiveness(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		r, err := bench.Liveness(context.Background(), open(t), bench.LivenessConfig{History: 50, Samples: 10})
+		r, err := bench.Liveness(context.Background(), open(t).Liveness, bench.LivenessConfig{History: 50, Samples: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

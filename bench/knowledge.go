@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -56,7 +56,7 @@ func fieldsContent(n, gen int, changed func(i int) bool) json.RawMessage {
 // history, then cfg.Merges times forks it (two writes from one head, each
 // changing other fields, one field on both sides) and merges the fork as
 // the Fork Resolution agent does, timing each merge.
-func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, error) {
+func Merge(ctx context.Context, st *backend.Backend, cfg MergeConfig) (MergeResult, error) {
 	if cfg.Fields <= 0 {
 		cfg.Fields = 1000
 	}
@@ -68,13 +68,13 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 	}
 	res := MergeResult{Fields: cfg.Fields, History: cfg.History, Merges: cfg.Merges}
 	none := func(int) bool { return false }
-	obj, err := st.CreateObject(ctx, store.NewObject{Kind: "document", Title: "bench", Content: fieldsContent(cfg.Fields, 0, none), CreatedBy: "bench"})
+	obj, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "document", Title: "bench", Content: fieldsContent(cfg.Fields, 0, none), CreatedBy: "bench"})
 	if err != nil {
 		return res, err
 	}
 	head := obj.HeadVersion
 	for g := 1; g < cfg.History; g++ {
-		v, err := st.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g, func(i int) bool { return i%50 == g%50 }), "bench")
+		v, err := st.Objects.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g, func(i int) bool { return i%50 == g%50 }), "bench")
 		if err != nil {
 			return res, err
 		}
@@ -87,18 +87,18 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 	begin := time.Now()
 	for m := range cfg.Merges {
 		g := cfg.History + 2*m
-		if _, err := st.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g, func(i int) bool { return i%10 == 1 || i == 0 }), "alice"); err != nil {
+		if _, err := st.Objects.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g, func(i int) bool { return i%10 == 1 || i == 0 }), "alice"); err != nil {
 			return res, err
 		}
-		if _, err := st.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g+1, func(i int) bool { return i%10 == 2 || i == 0 }), "bob"); err != nil {
+		if _, err := st.Objects.WriteVersion(ctx, obj.ID, head, fieldsContent(cfg.Fields, g+1, func(i int) bool { return i%10 == 2 || i == 0 }), "bob"); err != nil {
 			return res, err
 		}
 		start := time.Now()
-		heads, err := st.Heads(ctx, obj.ID)
+		heads, err := st.Objects.Heads(ctx, obj.ID)
 		if err != nil {
 			return res, err
 		}
-		all, err := st.ObjectVersions(ctx, obj.ID)
+		all, err := st.Objects.ObjectVersions(ctx, obj.ID)
 		if err != nil {
 			return res, err
 		}
@@ -120,7 +120,7 @@ func Merge(ctx context.Context, st store.Store, cfg MergeConfig) (MergeResult, e
 		if len(conflicts) == 0 {
 			return res, fmt.Errorf("merge %d: no conflict (field_0000 was changed on both sides)", m)
 		}
-		v, _, err := st.MergeVersions(ctx, obj.ID, ids, merged, "fork_resolution", nil)
+		v, _, err := st.Objects.MergeVersions(ctx, obj.ID, ids, merged, "fork_resolution", nil)
 		if err != nil {
 			return res, err
 		}
@@ -158,7 +158,7 @@ type SweepResult struct {
 
 // Sweep fills st with cfg.Objects objects and times one pass of each of the
 // four knowledge sweepers.
-func Sweep(ctx context.Context, st store.Store, cfg SweepConfig) (SweepResult, error) {
+func Sweep(ctx context.Context, st *backend.Backend, cfg SweepConfig) (SweepResult, error) {
 	if cfg.Objects <= 0 {
 		cfg.Objects = 100_000
 	}
@@ -168,34 +168,34 @@ func Sweep(ctx context.Context, st store.Store, cfg SweepConfig) (SweepResult, e
 	// claim before it, every 10,000th object closes a cycle of two.
 	var prev int64
 	for i := range cfg.Objects {
-		var n store.NewObject
+		var n knowledge.NewObject
 		switch i % 10 {
 		case 0, 1, 2, 3:
 			subject, value := fmt.Sprintf("thing %d", i), "yes"
 			if i%4000 == 1 {
 				subject, value = fmt.Sprintf("thing %d", i-1), "no"
 			}
-			n = store.NewObject{Kind: "claim", Content: json.RawMessage(fmt.Sprintf(
+			n = knowledge.NewObject{Kind: "claim", Content: json.RawMessage(fmt.Sprintf(
 				`{"subject":%q,"predicate":"is","value":%q}`, subject, value))}
 		case 4:
-			n = store.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(`{"statement":"s%d","premises":{}}`, i))}
+			n = knowledge.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(`{"statement":"s%d","premises":{}}`, i))}
 		default:
-			n = store.NewObject{Kind: "note", Content: json.RawMessage(fmt.Sprintf(`{"text":"note %d"}`, i))}
+			n = knowledge.NewObject{Kind: "note", Content: json.RawMessage(fmt.Sprintf(`{"text":"note %d"}`, i))}
 		}
 		n.CreatedBy = "bench"
-		o, err := st.CreateObject(ctx, n)
+		o, err := st.Objects.CreateObject(ctx, n)
 		if err != nil {
 			return res, err
 		}
-		var edges []store.NewEdge
+		var edges []knowledge.NewEdge
 		if i%1000 != 0 && prev > 0 {
-			edges = append(edges, store.NewEdge{Src: o.ID, Dst: prev, BaseType: "depends_on"})
+			edges = append(edges, knowledge.NewEdge{Src: o.ID, Dst: prev, BaseType: "depends_on"})
 			if i%10000 == 5 {
-				edges = append(edges, store.NewEdge{Src: prev, Dst: o.ID, BaseType: "depends_on"})
+				edges = append(edges, knowledge.NewEdge{Src: prev, Dst: o.ID, BaseType: "depends_on"})
 			}
 		}
 		if len(edges) > 0 {
-			if _, err := st.AddEdges(ctx, edges); err != nil {
+			if _, err := st.Objects.AddEdges(ctx, edges); err != nil {
 				return res, err
 			}
 		}
@@ -205,10 +205,10 @@ func Sweep(ctx context.Context, st store.Store, cfg SweepConfig) (SweepResult, e
 		}
 	}
 	for _, s := range []sweeper.Sweeper{
-		sweeper.ForkDetection{Tasks: st, Forks: st},
-		sweeper.Contradiction{Tasks: st, Objects: st},
-		sweeper.InferenceStaleness{Tasks: st, Objects: st},
-		&sweeper.GraphHealth{Tasks: st, Objects: st, Edges: st},
+		sweeper.ForkDetection{Tasks: st.Tasks, Forks: st.Objects},
+		sweeper.Contradiction{Tasks: st.Tasks, Objects: st.Objects},
+		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
+		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
 	} {
 		begin := time.Now()
 		n, err := s.SweepOnce(ctx)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // LedgerConfig is one run of the ledger benchmark.
@@ -65,7 +65,7 @@ type LedgerResult struct {
 // Ledger enqueues cfg.Tasks tasks into st, then lets cfg.Workers workers claim
 // them in batches and complete each, until none is left. Every task must end
 // COMPLETED exactly once; anything else is an error.
-func Ledger(ctx context.Context, st store.Tasks, cfg LedgerConfig) (LedgerResult, error) {
+func Ledger(ctx context.Context, st *ledger.Service, cfg LedgerConfig) (LedgerResult, error) {
 	if cfg.Tasks <= 0 {
 		cfg.Tasks = 100_000
 	}
@@ -188,7 +188,7 @@ const DefaultEnqueueBatch = 1000
 // connection serialises them anyway), each in EnqueueMany calls of batch
 // tasks (batch 1: one Enqueue per task), and calls done with the count of
 // each call's tasks once it returned.
-func Enqueue(ctx context.Context, st store.Tasks, tasks, batch int, mk func(i int) cks.NewTask, done func(n int)) error {
+func Enqueue(ctx context.Context, st *ledger.Service, tasks, batch int, mk func(i int) cks.NewTask, done func(n int)) error {
 	const writers = 4
 	batch = max(batch, 1)
 	return parallel(ctx, writers, func(ctx context.Context, w int) error {

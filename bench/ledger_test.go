@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -19,7 +19,7 @@ func TestLedger(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		for _, concurrent := range []bool{false, true} {
 			t.Run(fmt.Sprint("concurrent=", concurrent), func(t *testing.T) {
-				r, err := bench.Ledger(context.Background(), open(t), bench.LedgerConfig{Tasks: 200, Workers: 4, Batch: 10,
+				r, err := bench.Ledger(context.Background(), open(t).Tasks, bench.LedgerConfig{Tasks: 200, Workers: 4, Batch: 10,
 					EnqueueBatch: 50, Concurrent: concurrent})
 				if err != nil {
 					t.Fatal(err)
@@ -37,11 +37,11 @@ func TestLedger(t *testing.T) {
 func TestLedgerPriorities(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		if _, err := bench.Ledger(context.Background(), st, bench.LedgerConfig{Tasks: 30, Workers: 2, Batch: 5,
+		if _, err := bench.Ledger(context.Background(), st.Tasks, bench.LedgerConfig{Tasks: 30, Workers: 2, Batch: 5,
 			Priorities: 3}); err != nil {
 			t.Fatal(err)
 		}
-		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Limit: 100})
+		page, err := st.Tasks.ListTasks(context.Background(), cks.TaskFilter{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 )
 
 // LivenessConfig is one run of the liveness benchmark.
@@ -46,7 +45,7 @@ type LivenessResult struct {
 // Liveness writes cfg.History old instance rows spread over the known
 // kinds, then times a live instance's heartbeat and read-back, and
 // process_status and list_processes over that history.
-func Liveness(ctx context.Context, st store.Liveness, cfg LivenessConfig) (LivenessResult, error) {
+func Liveness(ctx context.Context, st *liveness.Service, cfg LivenessConfig) (LivenessResult, error) {
 	if cfg.History <= 0 {
 		cfg.History = 100_000
 	}
@@ -77,7 +76,7 @@ func Liveness(ctx context.Context, st store.Liveness, cfg LivenessConfig) (Liven
 	}
 	live := cks.AgentLiveness{InstanceID: liveness.NewInstanceID(), ProcessKind: "critic", Hostname: "bench",
 		PID: 1, LivenessIntervalS: 30, StartedAt: time.Now().UTC()}
-	svc := liveness.NewService(st, nil)
+	svc := st
 	timed := func(n int, f func() error) (p50, p99 time.Duration, err error) {
 		ds := make([]time.Duration, 0, n)
 		for range n {
@@ -159,7 +158,7 @@ type StopResult struct {
 // idle agent process, requests its stop through st, and times until the
 // process has exited (drained, written its final heartbeat, closed its
 // store).
-func ProcessStop(ctx context.Context, st store.Liveness, cfg StopConfig) (StopResult, error) {
+func ProcessStop(ctx context.Context, st *liveness.Service, cfg StopConfig) (StopResult, error) {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 20
 	}

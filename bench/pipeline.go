@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // PipelineConfig is one run of the pipeline benchmark.
@@ -121,7 +122,7 @@ func (m *timedModel) Validate(ctx context.Context, in llm.ValidationInput) (llm.
 
 // Pipeline submits cfg.Questions questions to st and runs an orchestrator
 // with the offline model until every one is resolved.
-func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (PipelineResult, error) {
+func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (PipelineResult, error) {
 	if cfg.Questions <= 0 {
 		cfg.Questions = 1000
 	}
@@ -132,7 +133,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		cfg.Probes = 20
 	}
 	res := PipelineResult{Questions: cfg.Questions, Workers: cfg.Workers, Notify: !cfg.NoNotify}
-	ts := &timedStore{Store: st}
+	ts := &timedStore{Store: st.Objects}
 	model := &timedModel{Model: llm.NewOffline(), took: map[string]time.Duration{}}
 	questionOf := map[int64]string{}
 	bus := &events.Bus{}
@@ -184,7 +185,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		if err != nil {
 			return res, err
 		}
-		obj, err := st.CreateObject(ctx, store.NewObject{Kind: pipeline.KindQuestion, Title: q,
+		obj, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
 			Content: content, Status: pipeline.AwaitingResearch, CreatedBy: "bench"})
 		if err != nil {
 			return res, err
@@ -193,7 +194,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		questionOf[obj.ID] = q
 		mu.Unlock()
 	}
-	o, err := pipeline.New(pipeline.Config{Store: ts, Model: model, Corpus: cfg.Corpus, Workers: cfg.Workers,
+	o, err := pipeline.New(pipeline.Config{Store: ts, Changes: st.Changes, Model: model, Corpus: cfg.Corpus, Workers: cfg.Workers,
 		NoNotify: cfg.NoNotify, Poll: cfg.Poll, Bus: bus, Name: "bench"})
 	if err != nil {
 		return res, err
@@ -214,7 +215,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		case <-ctx.Done():
 		case <-tick.C:
 		}
-		if n, err = countStatus(ctx, st, pipeline.Resolved); err != nil {
+		if n, err = countStatus(ctx, st.Objects, pipeline.Resolved); err != nil {
 			break
 		}
 		if cfg.Progress != nil && time.Since(lastReport) >= 500*time.Millisecond {
@@ -230,7 +231,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		q := "probe: " + cfg.Question(i)
 		content, _ := json.Marshal(pipeline.Question{Question: q})
 		var obj cks.Object
-		if obj, err = st.CreateObject(ctx, store.NewObject{Kind: pipeline.KindQuestion, Title: q, Content: content,
+		if obj, err = st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q, Content: content,
 			Status: pipeline.AwaitingResearch, CreatedBy: "bench"}); err != nil {
 			break
 		}
@@ -238,7 +239,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		questionOf[obj.ID] = q
 		mu.Unlock()
 		for ctx.Err() == nil {
-			got, gerr := st.GetObject(ctx, obj.ID)
+			got, gerr := st.Objects.GetObject(ctx, obj.ID)
 			if gerr != nil {
 				err = gerr
 				break

@@ -65,7 +65,7 @@ type Driver interface {
 	// process makes one (package notifier) and multiplexes it.
 	Listener() Listener
 	// Health tells, cheaply and without writing, whether the database
-	// takes writes (store.Store's StorageHealth): an error matching
+	// takes writes (backend.Backend's StorageHealth): an error matching
 	// cks.ErrStorageReadOnly when it refuses them (SQLite: the file was
 	// opened read-only, which SQLite does when this process may not write
 	// the file, its directory or its file system; Postgres: the server runs

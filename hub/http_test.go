@@ -19,9 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store/backend"
 )
 
 // testHub is a hub.Run serving in this process on a fresh data directory.
@@ -119,11 +119,11 @@ func (h testHub) claimedTask(t testing.TB) int64 {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	task, _, err := st.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
+	task, _, err := st.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := st.Claim(context.Background(), "w", []string{"t"}, 1, time.Hour); err != nil || len(ts) != 1 {
+	if ts, err := st.Tasks.Claim(context.Background(), "w", []string{"t"}, 1, time.Hour); err != nil || len(ts) != 1 {
 		t.Fatalf("claim: %v %v", ts, err)
 	}
 	return task.ID

@@ -14,15 +14,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/studio"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultListen is the address a hub listens on unless told otherwise.
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 			"cks leaves existing modes alone: chmod go-rwx it", "path", e.Path, "mode", e.Mode)
 	}
 
-	created, err := auth.EnsureAdminToken(ctx, st, cfg.DataDir, cfg.Clock)
+	created, err := auth.EnsureAdminToken(ctx, st.Principals, cfg.DataDir, cfg.Clock)
 	if err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if settings.Pipeline.InProcess {
 		// The research pipeline in this process (ADR-007 §5): its step
 		// events go on the hub's bus, so /v1/events carries them.
-		orch, err := NewPipeline(st, settings.Pipeline, cfg.Getenv, rt.Bus, log.With("component", "pipeline"), "hub")
+		orch, err := NewPipeline(st.Objects, st.Changes, settings.Pipeline, cfg.Getenv, rt.Bus, log.With("component", "pipeline"), "hub")
 		if err != nil {
 			return err
 		}
@@ -190,17 +191,17 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	}
 
 	// One table of operations serves /v1, /mcp and the studio's reads.
-	mcpSrv := mcpserver.NewServer(cfg.Version, &ops.Services{Liveness: rt.Liveness, Tasks: st, Objects: st,
-		Sweepers: rt.Sweepers, Principals: st, Bus: rt.Bus, Clock: cfg.Clock, Logger: log})
+	mcpSrv := mcpserver.NewServer(cfg.Version, &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
+		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log})
 	a := api.New(api.Config{
 		Liveness: rt.Liveness,
-		Tasks:    st,
-		Objects:  st,
+		Tasks:    st.Tasks,
+		Objects:  st.Objects,
 		Sweepers: rt.Sweepers,
-		Auth:     auth.NewAuthenticator(st),
+		Auth:     auth.NewAuthenticator(st.Principals),
 		Bus:      rt.Bus,
 		MCP:      mcpserver.HTTPHandler(mcpSrv),
-		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st,
+		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st.Tasks,
 			Clock: cfg.Clock, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
@@ -223,9 +224,9 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	log.Info("hub serving", "url", url, "backend", st.Backend(), "data_dir", string(cfg.DataDir))
+	log.Info("hub serving", "url", url, "backend", st.Dialect(), "data_dir", string(cfg.DataDir))
 	if onReady != nil {
-		onReady(Ready{URL: url, Backend: st.Backend(), TokenFile: cfg.DataDir.TokenFile(), TokenCreated: created})
+		onReady(Ready{URL: url, Backend: st.Dialect(), TokenFile: cfg.DataDir.TokenFile(), TokenCreated: created})
 	}
 
 	select {

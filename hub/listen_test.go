@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // TestFiftyStopWaitsShareOneListen: fifty concurrent `stop --wait`s against
@@ -42,13 +42,13 @@ func TestFiftyStopWaitsShareOneListen(t *testing.T) {
 	defer st.Close()
 	var ids []int64
 	for i := range waiters {
-		task, _, err := st.Enqueue(ctx, cks.NewTask{Type: "t", Title: fmt.Sprint("task ", i)})
+		task, _, err := st.Tasks.Enqueue(ctx, cks.NewTask{Type: "t", Title: fmt.Sprint("task ", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, task.ID)
 	}
-	if ts, err := st.Claim(ctx, "w", []string{"t"}, waiters, time.Hour); err != nil || len(ts) != waiters {
+	if ts, err := st.Tasks.Claim(ctx, "w", []string{"t"}, waiters, time.Hour); err != nil || len(ts) != waiters {
 		t.Fatalf("claim: %d tasks, %v", len(ts), err)
 	}
 
@@ -87,7 +87,7 @@ WHERE application_name = 'hub-listen-test' AND query LIKE '%LISTEN %'`).Scan(&n)
 	// waits; wait for all fifty, then count while they wait.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n, err := st.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}})
+		n, err := st.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ func (s PipelineSettings) CorpusLabel() string {
 // an error names the variable), the default corpus loaded (an error names
 // the directory), step events published on bus. name prefixes the workers'
 // names (their claims show it). Every error is a configuration error.
-func NewPipeline(st pipeline.Store, s PipelineSettings, getenv func(string) string, bus *events.Bus, log *slog.Logger, name string) (*pipeline.Orchestrator, error) {
+func NewPipeline(st pipeline.Store, changes pipeline.Watcher, s PipelineSettings, getenv func(string) string, bus *events.Bus, log *slog.Logger, name string) (*pipeline.Orchestrator, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,6 +151,6 @@ func NewPipeline(st pipeline.Store, s PipelineSettings, getenv func(string) stri
 		log.Info("research pipeline configured", "model", model.Name(), "corpus", s.CorpusLabel(), "passages", c.Len(),
 			"workers_per_step", s.Workers, "poll", s.Poll.String(), "max_rounds", s.MaxRounds)
 	}
-	return pipeline.New(pipeline.Config{Store: st, Model: model, Corpus: c, Workers: s.Workers, Poll: s.Poll,
+	return pipeline.New(pipeline.Config{Store: st, Changes: changes, Model: model, Corpus: c, Workers: s.Workers, Poll: s.Poll,
 		MaxRounds: s.MaxRounds, Bus: bus, Logger: log, Name: name})
 }

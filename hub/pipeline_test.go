@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 )
 
 func TestPipelineSettings(t *testing.T) {
@@ -53,22 +53,22 @@ func TestNewPipeline(t *testing.T) {
 	}
 	defer st.Close()
 	def, _ := hub.ParsePipelineSettings(nil)
-	if _, err := hub.NewPipeline(st, hub.PipelineSettings{Workers: 1, Poll: time.Second, MaxRounds: 3, Corpus: "/does/not/exist"}, nil, nil, nil, "t"); err == nil ||
+	if _, err := hub.NewPipeline(st.Objects, st.Changes, hub.PipelineSettings{Workers: 1, Poll: time.Second, MaxRounds: 3, Corpus: "/does/not/exist"}, nil, nil, nil, "t"); err == nil ||
 		!strings.Contains(err.Error(), "/does/not/exist") {
 		t.Fatalf("missing corpus: %v", err)
 	}
 	bad := func(k string) string { return map[string]string{"CKS_LLM_PROVIDER": "bogus"}[k] }
-	if _, err := hub.NewPipeline(st, def, bad, nil, nil, "t"); err == nil || !strings.Contains(err.Error(), "CKS_LLM_PROVIDER") {
+	if _, err := hub.NewPipeline(st.Objects, st.Changes, def, bad, nil, nil, "t"); err == nil || !strings.Contains(err.Error(), "CKS_LLM_PROVIDER") {
 		t.Fatalf("bad provider: %v", err)
 	}
 	bus := &events.Bus{}
 	evs, unsub := bus.Subscribe()
 	defer unsub()
-	o, err := hub.NewPipeline(st, def, func(string) string { return "" }, bus, nil, "t")
+	o, err := hub.NewPipeline(st.Objects, st.Changes, def, func(string) string { return "" }, bus, nil, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := st.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion,
+	q, err := st.Objects.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion,
 		Content: []byte(`{"question":"How does cks stop a running task?"}`), Status: pipeline.AwaitingResearch, CreatedBy: "t"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,11 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -101,7 +101,7 @@ type RuntimeConfig struct {
 // overrides are read from it at start, at every tick, and at once when a
 // change notification arrives.
 type Runtime struct {
-	Store    store.Store
+	Store    *backend.Backend
 	Bus      *events.Bus
 	Liveness *liveness.Service
 	Sweepers *sweeper.Controller
@@ -113,7 +113,7 @@ type Runtime struct {
 
 // NewRuntime registers the sweepers with cfg.Settings (zero Settings: every
 // default). Nothing runs until Start.
-func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
+func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
@@ -139,20 +139,22 @@ func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
 	}
 	reg := sweeper.NewRegistry()
 	for _, sw := range []sweeper.Sweeper{
-		sweeper.LeaseReaper{Tasks: st, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
-			ClaimTokens: func(ctx context.Context) (int, error) { return auth.DeleteEndedCredentials(ctx, st, cfg.Clock.Now()) }},
-		sweeper.DependencyRelease{Tasks: st},
-		sweeper.StaleStopReport{Tasks: st, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
-		sweeper.ForkDetection{Tasks: st, Forks: st},
-		sweeper.Contradiction{Tasks: st, Objects: st},
-		sweeper.InferenceStaleness{Tasks: st, Objects: st},
-		&sweeper.GraphHealth{Tasks: st, Objects: st, Edges: st},
+		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
+			ClaimTokens: func(ctx context.Context) (int, error) {
+				return auth.DeleteEndedCredentials(ctx, st.Principals, cfg.Clock.Now())
+			}},
+		sweeper.DependencyRelease{Tasks: st.Tasks},
+		sweeper.StaleStopReport{Tasks: st.Tasks, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},
+		sweeper.ForkDetection{Tasks: st.Tasks, Forks: st.Objects},
+		sweeper.Contradiction{Tasks: st.Tasks, Objects: st.Objects},
+		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
+		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
 	} {
 		conf, ok := set.Sweepers[sw.ID()]
 		if !ok { // Settings built by hand without this sweeper: its defaults
 			conf = sweeperDefaults()[sw.ID()]
 		}
-		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st,
+		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st.Sweepers,
 			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun}); err != nil {
 			return nil, err
 		}
@@ -160,8 +162,8 @@ func NewRuntime(st store.Store, cfg RuntimeConfig) (*Runtime, error) {
 	return &Runtime{
 		Store:    st,
 		Bus:      bus,
-		Liveness: liveness.NewService(st, cfg.Clock),
-		Sweepers: sweeper.NewController(reg, st),
+		Liveness: liveness.NewService(st.Driver(), cfg.Clock),
+		Sweepers: sweeper.NewController(reg, st.Sweepers),
 		cfg:      cfg,
 	}, nil
 }
@@ -184,7 +186,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	rt.cancel = cancel
 	rt.done = make(chan struct{})
-	if err := rt.Sweepers.Registry().StartAll(ctx, rt.Store); err != nil {
+	if err := rt.Sweepers.Registry().StartAll(ctx, rt.Store.Sweepers); err != nil {
 		// A failed override read leaves that sweeper stopped; say so, go on.
 		rt.cfg.Logger.Error("starting sweepers", "err", err)
 	}
@@ -200,7 +202,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			// The fast path of ADR-015's cross-node stop: a change to the
 			// override table, made by any node, wakes every local runner to
 			// re-read its override now instead of at its next tick.
-			err := rt.Store.WatchChanges(bg, []string{cks.TopicSweeperControl}, func(string) {
+			err := rt.Store.Changes.WatchChanges(bg, []string{cks.TopicSweeperControl}, func(string) {
 				for _, r := range rt.Sweepers.Registry().Runners() {
 					r.Poke()
 				}

@@ -9,9 +9,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -27,7 +27,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, open opener)) {
 
 func env(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
 
-func newRuntime(t testing.TB, st store.Store, vars map[string]string, noWatch bool) *hub.Runtime {
+func newRuntime(t testing.TB, st *backend.Backend, vars map[string]string, noWatch bool) *hub.Runtime {
 	t.Helper()
 	set, err := hub.ParseSettings(env(vars))
 	if err != nil {
@@ -112,7 +112,7 @@ func TestConfigDisabledNeverStarts(t *testing.T) {
 		if err == nil {
 			t.Fatal("start of a config-disabled sweeper succeeded")
 		}
-		if o, _ := st.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); o != nil {
+		if o, _ := st.Sweepers.GetSweeperDesiredRunning(context.Background(), sweeper.LeaseReaperID); o != nil {
 			t.Fatal("refused start wrote an override")
 		}
 	})
@@ -136,7 +136,7 @@ func TestCrossNodeStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := waitStopped(t, b, id, start)
-			t.Logf("%s tick path: B stopped %v after A's stop (interval %v)", a.Store.Backend(), took, interval)
+			t.Logf("%s tick path: B stopped %v after A's stop (interval %v)", a.Store.Dialect(), took, interval)
 			a.Sweepers.Start(ctx, id) // leave the shared row as found for the next subtest
 		})
 		t.Run("notification", func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestCrossNodeStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := waitStopped(t, b, id, start)
-			t.Logf("%s notification path: B stopped %v after A's stop (interval 1h)", a.Store.Backend(), took)
+			t.Logf("%s notification path: B stopped %v after A's stop (interval 1h)", a.Store.Dialect(), took)
 		})
 	})
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // serveOnce runs a hub on cfg until it is ready, then stops it; it returns

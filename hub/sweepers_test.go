@@ -10,40 +10,35 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
-// transitioner is the backends' low-level state move, used here to build the
-// inconsistent or aged states the sweepers exist for.
-type transitioner interface {
-	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
-}
-
-func enqueue(t testing.TB, st store.Store, n cks.NewTask) cks.Task {
+func enqueue(t testing.TB, st *backend.Backend, n cks.NewTask) cks.Task {
 	t.Helper()
-	task, _, err := st.Enqueue(context.Background(), n)
+	task, _, err := st.Tasks.Enqueue(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return task
 }
 
-func move(t testing.TB, st store.Store, id int64, states ...cks.TaskState) {
+func move(t testing.TB, st *backend.Backend, id int64, states ...cks.TaskState) {
 	t.Helper()
 	for _, to := range states {
-		if _, err := st.(transitioner).Transition(context.Background(), id, to, "test", "setup"); err != nil {
+		if _, err := st.Tasks.Transition(context.Background(), id, to, "test", "setup"); err != nil {
 			t.Fatalf("task %d → %s: %v", id, to, err)
 		}
 	}
 }
 
-func stateOf(t testing.TB, st store.Store, id int64) cks.TaskState {
+func stateOf(t testing.TB, st *backend.Backend, id int64) cks.TaskState {
 	t.Helper()
-	task, err := st.GetTask(context.Background(), id)
+	task, err := st.Tasks.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,20 +64,20 @@ func TestLeaseReaper(t *testing.T) {
 		held := enqueue(t, st, cks.NewTask{Type: "v"})
 		leases := map[string]string{}
 		for _, typ := range []string{"t", "u", "v"} {
-			ts, err := st.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			ts, err := st.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Minute)
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
 			leases[typ] = ts[0].LeaseToken
 		}
-		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: 5 * time.Minute}
 		c.Advance(4 * time.Minute) // expired, but renewed within the window
 		if n := sweep(t, reaper); n != 0 {
 			t.Fatalf("reaped %d leases inside the stale window", n)
 		}
 		// Keep one lease alive, let the others go stale.
 		c.Advance(2 * time.Minute)
-		if ok, err := st.Touch(ctx, held.ID, leases["v"]); !ok || err != nil {
+		if ok, err := st.Tasks.Touch(ctx, held.ID, leases["v"]); !ok || err != nil {
 			t.Fatalf("touch: %v %v", ok, err)
 		}
 		if n := sweep(t, reaper); n != 2 {
@@ -109,15 +104,15 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		c := clock.NewFake(storetest.T0)
 		st := open(t, driver.WithClock(c))
 		enqueue(t, st, cks.NewTask{Type: "t"})
-		claimed, err := st.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
+		claimed, err := st.Tasks.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
-		_, ab, err := st.Stop(ctx, claimed[0].ID, "operator", "halt", 30*time.Second)
+		_, ab, err := st.Tasks.Stop(ctx, claimed[0].ID, "operator", "halt", 30*time.Second)
 		if err != nil || ab == nil {
 			t.Fatal(ab, err)
 		}
-		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: 5 * time.Minute}
 		c.Advance(29 * time.Second)
 		if n := sweep(t, reaper); n != 0 {
 			t.Fatalf("settled %d before the deadline", n)
@@ -126,7 +121,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		if n := sweep(t, reaper); n != 1 {
 			t.Fatalf("settled %d at the deadline, want 1", n)
 		}
-		got, err := st.GetAbort(ctx, ab.ID)
+		got, err := st.Tasks.GetAbort(ctx, ab.ID)
 		if err != nil || got.Outcome != cks.AbortUnconfirmed || got.Executor != "agent-gone" {
 			t.Fatalf("abort %+v, %v", got, err)
 		}
@@ -143,38 +138,38 @@ func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
 		c := clock.NewFake(storetest.T0)
 		st := open(t, driver.WithClock(c))
 		for _, q := range []string{"dead worker", "live worker"} {
-			if _, err := st.CreateObject(ctx, store.NewObject{Kind: "question", Content: []byte(`{"question":"` + q + `"}`),
+			if _, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Content: []byte(`{"question":"` + q + `"}`),
 				Status: "awaiting_research", CreatedBy: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		claimed, err := st.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/0", 2)
+		claimed, err := st.Objects.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/0", 2)
 		if err != nil || len(claimed) != 2 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}
 		dead, live := claimed[0], claimed[1]
-		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: 5 * time.Minute}
+		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: 5 * time.Minute}
 		c.Advance(4 * time.Minute)
 		if n := sweep(t, reaper); n != 0 {
 			t.Fatalf("released %d claims inside the stale window", n)
 		}
-		if err := st.TouchClaim(ctx, live.ID, live.ClaimToken); err != nil {
+		if err := st.Objects.TouchClaim(ctx, live.ID, live.ClaimToken); err != nil {
 			t.Fatal(err)
 		}
 		c.Advance(2 * time.Minute) // dead: 6 min old; live: renewed 2 min ago
 		if n := sweep(t, reaper); n != 1 {
 			t.Fatalf("released %d claims, want 1", n)
 		}
-		if o, err := st.GetObject(ctx, dead.ID); err != nil || o.ClaimedBy != "" {
+		if o, err := st.Objects.GetObject(ctx, dead.ID); err != nil || o.ClaimedBy != "" {
 			t.Fatalf("stale claim: claimed_by %q, %v; want released", o.ClaimedBy, err)
 		}
-		if o, err := st.GetObject(ctx, live.ID); err != nil || o.ClaimedBy == "" {
+		if o, err := st.Objects.GetObject(ctx, live.ID); err != nil || o.ClaimedBy == "" {
 			t.Fatalf("renewed claim: claimed_by %q, %v; want kept", o.ClaimedBy, err)
 		}
-		if err := st.ReleaseClaim(ctx, dead.ID, dead.ClaimToken); !errors.Is(err, cks.ErrLeaseLost) {
+		if err := st.Objects.ReleaseClaim(ctx, dead.ID, dead.ClaimToken); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Fatalf("the dead worker's token after the release: %v, want ErrLeaseLost", err)
 		}
-		again, err := st.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/1", 2)
+		again, err := st.Objects.ClaimObjects(ctx, "awaiting_research", "pipeline/researcher/1", 2)
 		if err != nil || len(again) != 1 || again[0].ID != dead.ID {
 			t.Fatalf("reclaim: %v %v; want object %d", again, err, dead.ID)
 		}
@@ -198,7 +193,7 @@ func TestDependencyRelease(t *testing.T) {
 		if stateOf(t, st, ok.ID) != cks.TaskWaiting {
 			t.Fatal("setup released the dependant already")
 		}
-		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 2 {
+		if n := sweep(t, sweeper.DependencyRelease{Tasks: st.Tasks}); n != 2 {
 			t.Fatalf("moved %d, want 2", n)
 		}
 		if s := stateOf(t, st, ok.ID); s != cks.TaskOpen {
@@ -207,7 +202,7 @@ func TestDependencyRelease(t *testing.T) {
 		if s := stateOf(t, st, blocked.ID); s != cks.TaskBlocked {
 			t.Fatalf("dependant of a cancelled task is %s, want BLOCKED", s)
 		}
-		if n := sweep(t, sweeper.DependencyRelease{Tasks: st}); n != 0 {
+		if n := sweep(t, sweeper.DependencyRelease{Tasks: st.Tasks}); n != 0 {
 			t.Fatalf("second pass moved %d, want 0", n)
 		}
 	})
@@ -224,7 +219,7 @@ func TestStaleStopReport(t *testing.T) {
 		move(t, st, recent.ID, cks.TaskStopped)
 		enqueue(t, st, cks.NewTask{Type: "t"}) // OPEN: never reported
 
-		report := sweeper.StaleStopReport{Tasks: st, Clock: c, Threshold: 24 * time.Hour}
+		report := sweeper.StaleStopReport{Tasks: st.Tasks, Clock: c, Threshold: 24 * time.Hour}
 		c.Set(storetest.T0.Add(24*time.Hour - time.Second))
 		if n := sweep(t, report); n != 0 {
 			t.Fatalf("before the threshold: %d reported", n)
@@ -249,11 +244,11 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		st := open(t, driver.WithClock(c))
 		claim := func(typ, worker string) cks.ClaimedTask {
 			t.Helper()
-			ts, err := st.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+			ts, err := st.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
-			if _, err := auth.IssueTaskToken(ctx, st, ts[0], worker); err != nil {
+			if _, err := auth.IssueTaskToken(ctx, st.Principals, ts[0], worker); err != nil {
 				t.Fatal(err)
 			}
 			return ts[0]
@@ -264,27 +259,27 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		done := claim("done", "w1")
 		claim("reopened", "w1")
 		claim("moved", "w1")
-		if _, err := st.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+		if _, err := st.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
 			t.Fatal(err)
 		}
 		// Both other leases go stale; "moved" is claimed again by another
 		// worker, "reopened" stays OPEN.
 		c.Advance(2 * time.Hour)
-		if n, err := st.ReclaimExpired(ctx, c.Now(), time.Minute); err != nil || n != 2 {
+		if n, err := st.Tasks.ReclaimExpired(ctx, c.Now(), time.Minute); err != nil || n != 2 {
 			t.Fatalf("reclaim: %d, %v", n, err)
 		}
 		moved := claim("moved", "w2")
 		enqueue(t, st, cks.NewTask{Type: "running"})
 		running := claim("running", "w1")
-		if _, _, err := auth.CreateToken(ctx, st, c, "ops for task "+fmt.Sprint(done.ID), auth.TaskTokenGrants(done.ID)); err != nil {
+		if _, _, err := auth.CreateToken(ctx, st.Principals, c, "ops for task "+fmt.Sprint(done.ID), auth.TaskTokenGrants(done.ID)); err != nil {
 			t.Fatal(err)
 		}
-		reaper := sweeper.LeaseReaper{Tasks: st, Clock: c, StaleWindow: time.Hour,
-			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st) }}
+		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: time.Hour,
+			ClaimTokens: func(ctx context.Context) (int, error) { return auth.RevokeEndedClaimTokens(ctx, st.Principals) }}
 		if n := sweep(t, reaper); n != 3 {
 			t.Fatalf("revoked %d, want 3 (w1's on the completed, the reopened and the moved task)", n)
 		}
-		ps, err := st.ListPrincipals(ctx)
+		ps, err := st.Principals.ListPrincipals(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

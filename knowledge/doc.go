@@ -1,5 +1,5 @@
 // Package knowledge is the knowledge store of ADR-007 (DESIGN §8): Service
-// implements store.Knowledge and store.Versions over a driver.Driver —
+// implements knowledge.Service and knowledge.Service over a driver.Driver —
 // objects, their statuses and append-only transition logs, edges, the
 // claims of pipeline steps, and the version DAG of every object, with every
 // rule written once for both dialects — and the pure algorithms of the Fork

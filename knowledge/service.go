@@ -11,13 +11,12 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Service is the knowledge store of ADR-007 over a driver: objects with a
 // status and an append-only transition log, edges, the claims of pipeline
-// steps, and the version DAG of every object (store.Knowledge and
-// store.Versions, with the semantics documented there). Every rule is
+// steps, and the version DAG of every object (Service and
+// Service, with the semantics documented there). Every rule is
 // here, once for both dialects; the driver only runs the statements.
 //
 // Claim tokens are made here and only their SHA-256 reaches the database:
@@ -28,11 +27,6 @@ type Service struct {
 	db    driver.Driver
 	clock clock.Clock
 }
-
-var (
-	_ store.Knowledge = (*Service)(nil)
-	_ store.Versions  = (*Service)(nil)
-)
 
 // New returns the knowledge store over db, reading the time of every write
 // from clk (the system clock when nil).
@@ -133,13 +127,13 @@ func claimed(ctx context.Context, ex driver.Executor, id int64, token string) (d
 // first version (number 1, no parents, by its creator, the only head) and,
 // when it has a status, its "created" log entry by its creator. It does not
 // publish.
-func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []store.NewObject) ([]cks.Object, error) {
+func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []NewObject) ([]cks.Object, error) {
 	if len(ns) == 0 {
 		return nil, nil
 	}
 	rows := make([]driver.ObjectRow, len(ns))
 	for i, n := range ns {
-		content, hash, err := store.CanonicalContent(n.Content, "content")
+		content, hash, err := CanonicalContent(n.Content, "content")
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +198,7 @@ func checkObjects(ctx context.Context, ex driver.Executor, refs []objectRef) err
 
 // edgeRefs returns the object references of edges, fields named edges[i].src
 // and edges[i].dst.
-func edgeRefs(edges []store.NewEdge) []objectRef {
+func edgeRefs(edges []NewEdge) []objectRef {
 	refs := make([]objectRef, 0, 2*len(edges))
 	for i, e := range edges {
 		refs = append(refs, objectRef{fmt.Sprintf("edges[%d].src", i), e.Src},
@@ -234,8 +228,8 @@ func insertEdges(ctx context.Context, ex driver.Executor, rows []driver.EdgeRow)
 
 // attachmentObjects returns the objects of attachments (validated), each
 // created by agent unless it names its creator.
-func attachmentObjects(attach []store.Attachment, agent string) []store.NewObject {
-	ns := make([]store.NewObject, len(attach))
+func attachmentObjects(attach []Attachment, agent string) []NewObject {
+	ns := make([]NewObject, len(attach))
 	for i, a := range attach {
 		ns[i] = a.Object
 		if ns[i].CreatedBy == "" {
@@ -247,7 +241,7 @@ func attachmentObjects(attach []store.Attachment, agent string) []store.NewObjec
 
 // attachmentEdges returns the edges of attachments made as objects: each
 // from its object to the subject, then its links.
-func attachmentEdges(attach []store.Attachment, objects []cks.Object, subject int64, now time.Time) []driver.EdgeRow {
+func attachmentEdges(attach []Attachment, objects []cks.Object, subject int64, now time.Time) []driver.EdgeRow {
 	var rows []driver.EdgeRow
 	for i, a := range attach {
 		src := objects[i].ID
@@ -259,15 +253,17 @@ func attachmentEdges(attach []store.Attachment, objects []cks.Object, subject in
 	return rows
 }
 
-// CreateObject implements store.Knowledge.
-func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (cks.Object, error) {
+// CreateObject stores a new object (content canonicalised and hashed).
+// With a Status, the creation is logged (agent CreatedBy, action
+// "created") and TopicObjects is published.
+func (s *Service) CreateObject(ctx context.Context, n NewObject) (cks.Object, error) {
 	n, err := n.Validate("")
 	if err != nil {
 		return cks.Object{}, err
 	}
 	var out cks.Object
 	err = s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		objs, err := insertObjects(ctx, ex, now, []store.NewObject{n})
+		objs, err := insertObjects(ctx, ex, now, []NewObject{n})
 		if err != nil {
 			return err
 		}
@@ -283,8 +279,9 @@ func (s *Service) CreateObject(ctx context.Context, n store.NewObject) (cks.Obje
 	return out, nil
 }
 
-// GetObject implements store.Knowledge. It reads the object, its log and its
-// edges in one read-only snapshot.
+// GetObject returns the object with its log and edges.
+//
+// It reads the object, its log and its edges in one read-only snapshot.
 func (s *Service) GetObject(ctx context.Context, id int64) (cks.Object, error) {
 	var out cks.Object
 	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
@@ -319,7 +316,7 @@ func (s *Service) GetObject(ctx context.Context, id int64) (cks.Object, error) {
 	return out, nil
 }
 
-// ListObjects implements store.Knowledge.
+// ListObjects returns one page of objects (without log and edges).
 func (s *Service) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error) {
 	f, err := f.Validate()
 	if err != nil {
@@ -345,8 +342,9 @@ func (s *Service) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.Obje
 	return page, nil
 }
 
-// AddEdges implements store.Knowledge.
-func (s *Service) AddEdges(ctx context.Context, edges []store.NewEdge) ([]cks.Edge, error) {
+// AddEdges writes edges between existing objects (a missing one is a
+// FieldError naming edges[i].src or .dst), all or none.
+func (s *Service) AddEdges(ctx context.Context, edges []NewEdge) ([]cks.Edge, error) {
 	for i, e := range edges {
 		if err := e.Validate(fmt.Sprintf("edges[%d].", i)); err != nil {
 			return nil, err
@@ -386,10 +384,14 @@ func validWorker(worker string) error {
 	return nil
 }
 
-// ClaimObjects implements store.Knowledge. On Postgres the candidates are
-// locked SKIP LOCKED, so concurrent claimers never wait for each other and
-// never claim one object; on SQLite the one writer serialises them. Each
-// claimed object gets its own token.
+// ClaimObjects claims up to n unclaimed objects of status for worker,
+// oldest first (Postgres SKIP LOCKED; SQLite a conditional update on
+// claimed_by being empty): each gets claimed_by = worker, a fresh
+// claim token and claimed_at = now. No two calls ever claim one object.
+//
+// On Postgres the candidates are locked SKIP LOCKED, so concurrent claimers
+// never wait for each other and never claim one object; on SQLite the one
+// writer serialises them. Each claimed object gets its own token.
 func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error) {
 	if err := cks.ValidateText("status", status); err != nil {
 		return nil, err
@@ -426,9 +428,15 @@ func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int
 	return out, nil
 }
 
-// ClaimObject implements store.Knowledge. It waits for a transaction that
-// holds the object (it names one object, there is nothing to skip to) and
-// then decides on what that transaction left.
+// ClaimObject claims the one object id for worker if it is unclaimed
+// and its status is one of statuses (the sequential mode drives one
+// object end to end). ErrConflict names the holder when it is claimed,
+// or the status when it is not one of statuses; ErrNotFound when there
+// is no such object.
+//
+// It waits for a transaction that holds the object (it names one object,
+// there is nothing to skip to) and then decides on what that transaction
+// left.
 func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error) {
 	if err := validWorker(worker); err != nil {
 		return cks.Object{}, err
@@ -466,8 +474,11 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 	return out, nil
 }
 
-// TouchClaim implements store.Knowledge. It publishes nothing: the claim's
-// holder does not change.
+// TouchClaim renews a claim (claimed_at = now) so the lease reaper does
+// not release it while a long model call runs. ErrLeaseLost when the
+// token is no longer the object's claim.
+//
+// It publishes nothing: the claim's holder does not change.
 func (s *Service) TouchClaim(ctx context.Context, id int64, claimToken string) error {
 	if err := cks.ValidateText("claim_token", claimToken); err != nil {
 		return err
@@ -489,8 +500,10 @@ func release(o *driver.ObjectRow, now time.Time) {
 	o.ClaimedBy, o.ClaimTokenHash, o.ClaimedAt, o.UpdatedAt = "", "", time.Time{}, now
 }
 
-// ReleaseClaim implements store.Knowledge. It publishes TopicObjects: the
-// object is claimable again.
+// ReleaseClaim gives a claim back without a transition (nothing was
+// done). ErrLeaseLost when the token is no longer the object's claim.
+//
+// It publishes TopicObjects: the object is claimable again.
 func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string) error {
 	if err := cks.ValidateText("claim_token", claimToken); err != nil {
 		return err
@@ -508,14 +521,23 @@ func (s *Service) ReleaseClaim(ctx context.Context, id int64, claimToken string)
 	})
 }
 
-// TransitionObject implements store.Knowledge: in one transaction, the claim
-// and status checks, then (every referenced object known to exist before
-// anything is written) the attachments with their edges and links, the
-// edges, the content as a new version based on the latest one, the round,
-// the status, the end of the claim, the log entries (the transition's and
-// one per SetStatus change, all pointing to the reasoning node), and the
-// notification.
-func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken string, t store.ObjectTransition) (cks.Object, []cks.Object, error) {
+// TransitionObject applies t (validated with ObjectTransition.Validate) to
+// the object claimed with claimToken, in one transaction: it checks the
+// claim (ErrLeaseLost) and that the status is still t.From
+// (ErrConflict), creates the attachments and their edges, writes the
+// edges, replaces the content (new hash), increments the round when
+// asked, sets the status to t.To, clears the claim, appends the log
+// entry (pointing to the reasoning node) and one per SetStatus change,
+// and publishes TopicObjects. It returns the object as it now is
+// (without log and edges) and the created attachments, in order.
+//
+// in one transaction, the claim and status checks, then (every referenced
+// object known to exist before anything is written) the attachments with
+// their edges and links, the edges, the content as a new version based on the
+// latest one, the round, the status, the end of the claim, the log entries
+// (the transition's and one per SetStatus change, all pointing to the
+// reasoning node), and the notification.
+func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken string, t ObjectTransition) (cks.Object, []cks.Object, error) {
 	t, err := t.Validate()
 	if err != nil {
 		return cks.Object{}, nil, err
@@ -528,7 +550,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 		hash    string
 	)
 	if len(t.Content) > 0 {
-		if content, hash, err = store.CanonicalContent(t.Content, "content"); err != nil {
+		if content, hash, err = CanonicalContent(t.Content, "content"); err != nil {
 			return cks.Object{}, nil, err
 		}
 	}
@@ -622,7 +644,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 // exist) and returns their log entries, by t's agent and pointing to the
 // transition's reasoning node: it is why the step changed them (ADR-007
 // §4). Changes apply in order; one object may change twice.
-func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t store.ObjectTransition, reasoning int64) ([]driver.TransitionRow, error) {
+func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t ObjectTransition, reasoning int64) ([]driver.TransitionRow, error) {
 	if len(t.SetStatus) == 0 {
 		return nil, nil
 	}
@@ -658,9 +680,12 @@ func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t store.O
 	return log, nil
 }
 
-// ReleaseStaleClaims implements store.Knowledge. On Postgres, claims locked
-// by a concurrent touch, release or transition are skipped (SKIP LOCKED):
-// that writer is on them.
+// ReleaseStaleClaims releases every claim taken (or last touched) at or
+// before olderThan, appending no log entry (nothing happened), and
+// publishes TopicObjects when it released any. It returns how many.
+//
+// On Postgres, claims locked by a concurrent touch, release or transition are
+// skipped (SKIP LOCKED): that writer is on them.
 func (s *Service) ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error) {
 	olderThan = driver.Time(olderThan)
 	var n int

@@ -11,11 +11,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -42,8 +42,8 @@ func TestClaimTokenStoredHashed(t *testing.T) {
 		d := open(t)
 		k := knowledge.New(d, clock.NewFake(storetest.T0))
 		ctx := context.Background()
-		a := storetest.MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
-		b := storetest.MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
+		a := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+		b := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
 		ca, err := k.ClaimObjects(ctx, "todo", "w", 1)
 		if err != nil || len(ca) != 1 {
 			t.Fatalf("ClaimObjects = %v, %v", ca, err)
@@ -84,7 +84,7 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 		clk := clock.NewFake(storetest.T0)
 		k := knowledge.New(d, clk)
 		ctx := context.Background()
-		o := storetest.MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "a", Content: json.RawMessage(`{"v":1}`)})
+		o := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a", Content: json.RawMessage(`{"v":1}`)})
 		claim, err := k.ClaimObjects(ctx, "a", "w", 1)
 		if err != nil || len(claim) != 1 {
 			t.Fatalf("claim: %v, %v", claim, err)
@@ -98,9 +98,9 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 		}
 		before := storetest.MustGetObject(t, k, o.ID)
 		clk.Advance(time.Minute)
-		_, atts, err := k.TransitionObject(ctx, o.ID, claim[0].ClaimToken, store.ObjectTransition{From: "a", To: "b",
+		_, atts, err := k.TransitionObject(ctx, o.ID, claim[0].ClaimToken, knowledge.ObjectTransition{From: "a", To: "b",
 			Action: "completed", Agent: "step", Content: json.RawMessage(`{"v":2}`), Reasoning: 0,
-			Attach: []store.Attachment{{Object: store.NewObject{Kind: "critique"}, BaseType: "depends_on"}}})
+			Attach: []knowledge.Attachment{{Object: knowledge.NewObject{Kind: "critique"}, BaseType: "depends_on"}}})
 		if err == nil || len(atts) != 0 {
 			t.Fatalf("transition over a taken version number = %v, %v; want an error and nothing made", atts, err)
 		}
@@ -124,7 +124,7 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 func BenchmarkService(b *testing.B) {
 	for _, d := range backendtest.All() {
 		b.Run(d.Name, func(b *testing.B) {
-			storetest.BenchKnowledge(b, func(t testing.TB) store.Store { return d.NewDB(t)(t) })
+			storetest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
 		})
 	}
 }

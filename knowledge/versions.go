@@ -11,7 +11,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Versions are numbered 1, 2, 3 … within each object, in the order they are
@@ -71,9 +70,13 @@ func validAuthor(author string) error {
 	return nil
 }
 
-// WriteVersion implements store.Versions.
+// WriteVersion records content (a JSON object, canonicalised) as the
+// next version of object id based on its version base, by author. When
+// base is a head it stops being one; when it is not, the new version is
+// an additional head (a fork). A base that is not a version of the
+// object is a FieldError naming base_version, and nothing is written.
 func (s *Service) WriteVersion(ctx context.Context, id, base int64, content json.RawMessage, author string) (cks.Version, error) {
-	content, hash, err := store.CanonicalContent(content, "content")
+	content, hash, err := CanonicalContent(content, "content")
 	if err != nil {
 		return cks.Version{}, err
 	}
@@ -110,9 +113,15 @@ func (s *Service) WriteVersion(ctx context.Context, id, base int64, content json
 	return out, nil
 }
 
-// MergeVersions implements store.Versions.
-func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, content json.RawMessage, author string, reason *store.Attachment) (cks.Version, *cks.Object, error) {
-	content, hash, err := store.CanonicalContent(content, "content")
+// MergeVersions records content as the merge of heads, which must be
+// exactly the object's current heads (in any order; ErrConflict naming
+// them otherwise, e.g. when a writer or another merge came first). The
+// merge version has all of them as parents and becomes the only head.
+// reason, when set, is created with an edge reason → object of its
+// types (a reasoning node linked with resolves), in the same
+// transaction. It returns the merge version and the reason's object.
+func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, content json.RawMessage, author string, reason *Attachment) (cks.Version, *cks.Object, error) {
+	content, hash, err := CanonicalContent(content, "content")
 	if err != nil {
 		return cks.Version{}, nil, err
 	}
@@ -126,7 +135,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 	// A set: any order, a repeated number counts once. A number that is not
 	// a head (unknown, 0, a former head) makes it differ: ErrConflict.
 	want := slices.Compact(slices.Sorted(slices.Values(heads)))
-	var why store.Attachment
+	var why Attachment
 	if reason != nil {
 		if why, err = validReason(*reason); err != nil {
 			return cks.Version{}, nil, err
@@ -179,7 +188,7 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 		}
 		// The reason node, linked reason → object, created by the merger
 		// unless it names its creator.
-		attach := []store.Attachment{why}
+		attach := []Attachment{why}
 		made, err := insertObjects(ctx, ex, now, attachmentObjects(attach, author))
 		if err != nil {
 			return err
@@ -202,9 +211,9 @@ func (s *Service) MergeVersions(ctx context.Context, id int64, heads []int64, co
 // validReason validates a merge's reason attachment the way
 // ObjectTransition.Validate validates an attachment (content canonical),
 // its fields named reason.….
-func validReason(r store.Attachment) (store.Attachment, error) {
-	t, err := store.ObjectTransition{From: "merge", To: "merge", Action: "merge", Agent: "merge",
-		Attach: []store.Attachment{r}, Reasoning: 0}.Validate()
+func validReason(r Attachment) (Attachment, error) {
+	t, err := ObjectTransition{From: "merge", To: "merge", Action: "merge", Agent: "merge",
+		Attach: []Attachment{r}, Reasoning: 0}.Validate()
 	if fe := (*cks.FieldError)(nil); errors.As(err, &fe) {
 		return r, &cks.FieldError{Field: "reason." + strings.TrimPrefix(fe.Field, "attach[0]."), Expected: fe.Expected}
 	}
@@ -232,12 +241,14 @@ func (s *Service) versions(ctx context.Context, id int64, headsOnly bool) ([]cks
 	return out, nil
 }
 
-// Heads implements store.Versions.
+// Heads returns the head versions of object id, ascending by number
+// (ErrNotFound for an unknown object).
 func (s *Service) Heads(ctx context.Context, id int64) ([]cks.Version, error) {
 	return s.versions(ctx, id, true)
 }
 
-// ObjectVersions implements store.Versions.
+// ObjectVersions returns every version of object id, ascending by
+// number.
 func (s *Service) ObjectVersions(ctx context.Context, id int64) ([]cks.Version, error) {
 	return s.versions(ctx, id, false)
 }
@@ -251,8 +262,11 @@ func validPage(limit int) error {
 	return nil
 }
 
-// ForkedObjects implements store.Versions. The heads of each fork are read
-// in the same statement as the fork, so they are the ones that made it.
+// ForkedObjects returns up to limit forks with object id > after,
+// ascending (the fork_detection sweeper pages through them).
+//
+// The heads of each fork are read in the same statement as the fork, so they
+// are the ones that made it.
 func (s *Service) ForkedObjects(ctx context.Context, after int64, limit int) ([]cks.Fork, error) {
 	if err := validPage(limit); err != nil {
 		return nil, err
@@ -268,7 +282,8 @@ func (s *Service) ForkedObjects(ctx context.Context, after int64, limit int) ([]
 	return out, nil
 }
 
-// ListEdges implements store.Versions.
+// ListEdges returns up to limit edges with edge_id > after, ascending
+// (the graph_health sweeper pages through the graph).
 func (s *Service) ListEdges(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
 	if err := validPage(limit); err != nil {
 		return nil, err

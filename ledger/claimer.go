@@ -9,7 +9,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // maxClaimBatch is the most claims one batch carries, maxClaims how many
@@ -32,7 +31,7 @@ type claimer = group[*claim, []cks.ClaimedTask]
 // claim is one ClaimWith call, validated, with the lease tokens it may
 // hand out and their hashes.
 type claim struct {
-	p              store.ClaimParams
+	p              ClaimParams
 	tokens, hashes []string
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 // waitClaimsQueued waits until n claims of s wait for the next batch.
@@ -50,7 +49,7 @@ func TestClaimsShareAStatement(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxClaims(s, 1) // while the held claim runs, the others queue
 			var ids []int64
 			for i := range 9 {
@@ -88,7 +87,7 @@ func TestClaimsShareAStatement(t *testing.T) {
 					waitClaimsQueued(t, s, queued) // queue order is asks order
 				}
 				wg.Go(func() {
-					ygot, yerr = s.ClaimWith(ctx, store.ClaimParams{Worker: "wy", Types: []string{"y"}, N: 1,
+					ygot, yerr = s.ClaimWith(ctx, ledger.ClaimParams{Worker: "wy", Types: []string{"y"}, N: 1,
 						Lease: time.Minute, Running: true})
 				})
 			})
@@ -148,7 +147,7 @@ func TestClaimWithdraw(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxClaims(s, 1)
 			for i := range 2 {
 				if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "x", Title: fmt.Sprint(i)}); err != nil {

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -223,7 +223,7 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			old := claimN(t, s, "x", 1)[0]
 			if n, err := s.ReclaimExpired(ctx, time.Now().Add(2*time.Hour), 0); err != nil || n != 1 {
@@ -287,7 +287,7 @@ func TestCompleterFlushFailure(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 3)
 			blocker := claimN(t, s, "b", 1)[0]
@@ -339,7 +339,7 @@ func TestCompleterWithdraw(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			blocker := claimN(t, s, "b", 1)[0]
@@ -376,7 +376,7 @@ func TestCompleterTouches(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(storetest.T0)
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g, driver.WithClock(clk)), context.Background()
+			s, ctx := ledger.NewService(g, nil, driver.WithClock(clk)), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 3)
 			a, b, c := claimed[0], claimed[1], claimed[2]
@@ -432,7 +432,7 @@ func TestCompleterCancel(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			blocker := claimN(t, s, "b", 1)[0]
@@ -492,7 +492,7 @@ func TestCompleterTwoFlushes(t *testing.T) {
 				t.Skip("SQLite's one writer: two flushes cannot both be held")
 			}
 			g := &gate{Driver: dl.open(t)}
-			s, ctx := ledger.NewService(g), context.Background()
+			s, ctx := ledger.NewService(g, nil), context.Background()
 			blockers := claimN(t, s, "b", 2)
 			claimed := claimN(t, s, "x", 4)
 			first := make(chan error, 2)

@@ -7,75 +7,89 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
 )
 
-// ControlStore is what Control needs of a store: the operator operations and
-// the change notifications that carry abort confirmations.
-type ControlStore interface {
-	store.TaskControl
-	store.Changes
+// Watcher is what the ledger needs of the change notifications: the abort
+// confirmations an operator's stop waits for (cks.TopicTaskAborts). The
+// process's notifier.Notifier is one.
+type Watcher interface {
+	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
-// Control is the operator surface of the ledger (ADR 0020): stop, start and
-// update, each one store transaction, plus the bounded wait for the executor
-// of a running task to confirm its abort. The API, MCP server and CLI all
-// call it, so the wait and its outcome behave the same everywhere.
-type Control struct {
-	st ControlStore
+// StopParams is one operator stop (StopTask).
+type StopParams struct {
+	ID     int64
+	Actor  string
+	Reason string
+	// Deadline bounds the abort: how long the executor has to confirm it
+	// (0: cks.DefaultAbortDeadline).
+	Deadline time.Duration
+	// Wait makes StopTask wait up to Deadline for the confirmation.
+	Wait bool
 }
 
-// NewControl returns a Control over st.
-func NewControl(st ControlStore) *Control { return &Control{st: st} }
+// UpdateParams is one operator update (UpdateTask).
+type UpdateParams struct {
+	ID    int64
+	Actor string
+	Patch cks.TaskPatch
+	// Deadline and Wait are StopParams' for the abort of a running task's
+	// stop → apply → start.
+	Deadline time.Duration
+	Wait     bool
+}
 
-// Stop holds task id in STOPPED (store.TaskControl.Stop) and, when that
-// revoked a running executor's lease and wait is set, waits up to deadline
-// (0: cks.DefaultAbortDeadline) for the executor to confirm the abort. The
+// StopTask is the operator's stop (ADR 0020): it holds the task in STOPPED
+// (Stop) and, when that revoked a running executor's lease and p.Wait is
+// set, waits up to the deadline for the executor to confirm the abort. The
 // returned abort is then AbortConfirmed or AbortUnconfirmed, and so is the
-// stored one. Without wait the abort is returned pending; its outcome is
-// settled later by the executor's confirmation or by Tasks.ExpireAborts.
-func (c *Control) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration, wait bool) (cks.TaskStopResult, error) {
-	deadline, err := cks.ValidateDeadline(deadline)
+// stored one. Without Wait the abort is returned pending; its outcome is
+// settled later by the executor's confirmation or by ExpireAborts. The API,
+// MCP server and CLI all call it, so the wait and its outcome behave the
+// same everywhere.
+func (s *Service) StopTask(ctx context.Context, p StopParams) (cks.TaskStopResult, error) {
+	deadline, err := cks.ValidateDeadline(p.Deadline)
 	if err != nil {
 		return cks.TaskStopResult{}, err
 	}
-	t, ab, err := c.st.Stop(ctx, id, actor, reason, deadline)
-	if err != nil || ab == nil || !wait {
+	t, ab, err := s.Stop(ctx, p.ID, p.Actor, p.Reason, deadline)
+	if err != nil || ab == nil || !p.Wait {
 		return cks.TaskStopResult{Task: t, Abort: ab}, err
 	}
-	got, err := c.WaitAbort(ctx, ab.ID, deadline)
+	got, err := s.WaitAbort(ctx, ab.ID, deadline)
 	return cks.TaskStopResult{Task: t, Abort: &got}, err
 }
 
-// Start releases a STOPPED task (store.TaskControl.Start).
-func (c *Control) Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
-	return c.st.Start(ctx, id, actor, reason)
-}
-
-// Update applies p as one operation (store.TaskControl.Update). When that
-// restarted a running task and wait is set, it then waits for the abort
-// confirmation as Stop does; the task is already claimable again meanwhile
-// (the old executor is fenced off by its revoked lease).
-func (c *Control) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration, wait bool) (cks.UpdateResult, error) {
-	deadline, err := cks.ValidateDeadline(deadline)
+// UpdateTask is the operator's update: Update, and when that restarted a
+// running task and p.Wait is set, the wait for the abort confirmation as
+// StopTask does; the task is already claimable again meanwhile (the old
+// executor is fenced off by its revoked lease).
+func (s *Service) UpdateTask(ctx context.Context, p UpdateParams) (cks.UpdateResult, error) {
+	deadline, err := cks.ValidateDeadline(p.Deadline)
 	if err != nil {
 		return cks.UpdateResult{}, err
 	}
-	res, err := c.st.Update(ctx, id, actor, p, deadline)
-	if err != nil || res.Abort == nil || !wait {
+	res, err := s.Update(ctx, p.ID, p.Actor, p.Patch, deadline)
+	if err != nil || res.Abort == nil || !p.Wait {
 		return res, err
 	}
-	got, err := c.WaitAbort(ctx, res.Abort.ID, deadline)
+	got, err := s.WaitAbort(ctx, res.Abort.ID, deadline)
 	res.Abort = &got
 	return res, err
 }
 
+// errNoWatcher is WaitAbort's error on a service built without a Watcher.
+var errNoWatcher = errors.New("ledger: no change watcher to wait for an abort's confirmation")
+
 // WaitAbort waits up to d for abort abortID to be confirmed, woken by
 // cks.TopicTaskAborts, and declares it unconfirmed when d passes first
-// (store.TaskControl.ResolveAbort, which returns it confirmed if the
-// confirmation won the race). When ctx ends first it returns the abort as
-// it stands with ctx's error; the store settles it at its deadline.
-func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
+// (ResolveAbort, which returns it confirmed if the confirmation won the
+// race). When ctx ends first it returns the abort as it stands with ctx's
+// error; the ledger settles it at its deadline.
+func (s *Service) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
+	if s.changes == nil {
+		return cks.Abort{}, errNoWatcher
+	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -86,8 +100,8 @@ func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	// f runs once when the watch is established (so nothing before it is
 	// missed) and again at every change of the topic. It may never run when
 	// d passes before the watch is established.
-	werr := c.st.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) {
-		last, lastErr = c.st.GetAbort(wctx, abortID)
+	werr := s.changes.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) {
+		last, lastErr = s.GetAbort(wctx, abortID)
 		if lastErr == nil && last.Outcome != cks.AbortPending {
 			settled = true
 			cancel()
@@ -103,5 +117,5 @@ func (c *Control) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	case lastErr != nil && !errors.Is(lastErr, context.DeadlineExceeded) && !errors.Is(lastErr, context.Canceled):
 		return last, lastErr
 	}
-	return c.st.ResolveAbort(ctx, abortID)
+	return s.ResolveAbort(ctx, abortID)
 }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // recorder is a driver whose executors record the exclusion set of every
@@ -59,7 +59,7 @@ func (e recording) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 func TestDispatchExclusionSet(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		rec := &recorder{Driver: open(t), excluded: map[string][][]string{}}
-		s := ledger.NewService(rec)
+		s := ledger.NewService(rec, nil)
 		ctx := context.Background()
 		for _, types := range [][]string{nil, {"a"}, {"a", "b"}} {
 			if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "a"}); err != nil {

@@ -1,7 +1,7 @@
 // Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
 // task states, which of them are terminal, the allowed-transition table, the
 // dispatch-exclusion set and the retry backoff, as pure data and functions;
-// and Service, the task ledger itself (store.Tasks and store.TaskControl)
+// and Service, the task ledger itself (ledger.Service and ledger.Service)
 // over a driver.Driver, which routes every state change through Check in
 // its one transition function, so the table here is the only place a
 // transition is allowed and every rule of the lifecycle is written once for

@@ -8,7 +8,7 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// TaskLister reads a page of tasks: store.Tasks has it, and so has the Go
+// TaskLister reads a page of tasks: Service has it, and so has the Go
 // client of the HTTP API, so a listing rule runs the same over either.
 type TaskLister interface {
 	ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error)

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -28,7 +28,7 @@ func TestListStoppedFirst(t *testing.T) {
 		}
 		stop := func(task cks.Task) {
 			t.Helper()
-			if _, _, err := s.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
+			if _, _, err := s.Tasks.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -39,7 +39,7 @@ func TestListStoppedFirst(t *testing.T) {
 		c.Set(storetest.T0.Add(time.Hour))
 		stop(b)
 
-		l, err := ledger.ListStoppedFirst(ctx, s, ledger.StoppedFirstQuery{Limit: 1})
+		l, err := ledger.ListStoppedFirst(ctx, s.Tasks, ledger.StoppedFirstQuery{Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,11 +54,11 @@ func TestListStoppedFirst(t *testing.T) {
 		if got := ids(l.Tasks); l.Stopped != 3 || !equal(got, want) || l.Next == 0 {
 			t.Fatalf("first page: %d stopped, %v, next %d; want 3 stopped, %v, a next page", l.Stopped, got, l.Next, want)
 		}
-		l, err = ledger.ListStoppedFirst(ctx, s, ledger.StoppedFirstQuery{After: l.Next, Limit: 1})
+		l, err = ledger.ListStoppedFirst(ctx, s.Tasks, ledger.StoppedFirstQuery{After: l.Next, Limit: 1})
 		if got := ids(l.Tasks); err != nil || l.Stopped != 0 || !equal(got, []int64{open1.ID}) {
 			t.Fatalf("second page: %+v, %v; want no STOPPED head, then %d", l, err, open1.ID)
 		}
-		l, err = ledger.ListStoppedFirst(ctx, s, ledger.StoppedFirstQuery{Rest: []cks.TaskState{}, MaxStopped: 2})
+		l, err = ledger.ListStoppedFirst(ctx, s.Tasks, ledger.StoppedFirstQuery{Rest: []cks.TaskState{}, MaxStopped: 2})
 		if got := ids(l.Tasks); err != nil || l.Stopped != 2 || !l.MoreStopped || len(got) != 2 {
 			t.Fatalf("at most 2 stopped: %+v, %v; want 2 of them and more_stopped", l, err)
 		}

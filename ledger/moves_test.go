@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // writeCall is one task write a driver saw: the primitive, the states of
@@ -131,7 +131,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 	}
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		rec := &writeRecorder{Driver: open(t)}
-		s := ledger.NewService(rec)
+		s := ledger.NewService(rec, nil)
 		ctx := context.Background()
 		for i, c := range cases {
 			// A type of its own, so that no earlier case's task is claimed.
@@ -168,7 +168,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 func TestMoveOfOtherColumnsWritesTheRow(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		rec := &writeRecorder{Driver: open(t)}
-		s := ledger.NewService(rec)
+		s := ledger.NewService(rec, nil)
 		ctx := context.Background()
 		task, _, err := s.Enqueue(ctx, cks.NewTask{Type: "a", Title: "before", Priority: 1})
 		if err != nil {
@@ -205,7 +205,7 @@ func TestMoveOfOtherColumnsWritesTheRow(t *testing.T) {
 func TestMoveOfAVanishedRowConflicts(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		d := open(t)
-		s := ledger.NewService(d)
+		s := ledger.NewService(d, nil)
 		ctx := context.Background()
 		for _, c := range []struct {
 			name string

@@ -67,7 +67,7 @@ func TestNotifyOncePerCommit(t *testing.T) {
 			t.Parallel()
 			g := &gate{Driver: dl.open(t)}
 			c := &notifyCounter{Driver: g}
-			s, ctx := ledger.NewService(c), context.Background()
+			s, ctx := ledger.NewService(c, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			claimed := claimN(t, s, "x", 2)
 			done, retry := claimed[0], claimed[1]
@@ -198,7 +198,7 @@ func TestEnqueueManyStatements(t *testing.T) {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
 			c := &statementCounter{Driver: dl.open(t), calls: map[string]int{}}
-			s, ctx := ledger.NewService(c), context.Background()
+			s, ctx := ledger.NewService(c, nil), context.Background()
 			dep, _, err := s.Enqueue(ctx, cks.NewTask{Type: "d"})
 			if err != nil {
 				t.Fatal(err)

@@ -12,11 +12,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
-// Service is the task ledger over a driver: it implements store.Tasks and
-// store.TaskControl, every rule once for both dialects. Each operation is
+// Service is the task ledger over a driver: it implements Service and
+// Service, every rule once for both dialects. Each operation is
 // one driver transaction; every state change goes through transition (the
 // table's Check, the event, TopicTasksReady), every executor call is fenced
 // by the hash of its lease token, and the plain token exists only in what
@@ -32,18 +31,17 @@ type Service struct {
 	// process, claimer its claims.
 	completer completer
 	claimer   claimer
+	// changes wakes WaitAbort; nil in a service that never waits.
+	changes Watcher
 }
 
-var (
-	_ store.Tasks       = (*Service)(nil)
-	_ store.TaskControl = (*Service)(nil)
-)
-
-// NewService returns the ledger over db. Of the options it uses the clock
+// NewService returns the ledger over db. changes wakes the operator calls
+// that wait for an abort's confirmation (StopTask, UpdateTask); nil for a
+// ledger that never waits. Of the options it uses the clock
 // (driver.WithClock), which tells the time of every write whose time is not
 // an argument.
-func NewService(db driver.Driver, opts ...driver.Option) *Service {
-	s := &Service{db: db, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
+func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Service {
+	s := &Service{db: db, changes: changes, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
 		completer: completer{max: maxFlushes, maxBatch: maxFinishBatch},
 		claimer:   claimer{max: maxClaims, maxBatch: maxClaimBatch}}
 	s.completer.run, s.claimer.run = s.flush, s.claimBatch

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 func BenchmarkLedger(b *testing.B) {
 	for _, d := range backendtest.All() {
 		b.Run(d.Name, func(b *testing.B) {
-			storetest.BenchLedger(b, func(t testing.TB) store.Store { return d.NewDB(t)(t) })
+			storetest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
 		})
 	}
 }
@@ -48,7 +48,7 @@ func BenchmarkLedger(b *testing.B) {
 func TestStorageFaults(t *testing.T) {
 	seeded := func(t testing.TB, d driver.Driver) {
 		t.Helper()
-		if _, _, err := ledger.NewService(d).Enqueue(context.Background(), storetest.SeedTask); err != nil {
+		if _, _, err := ledger.NewService(d, nil).Enqueue(context.Background(), storetest.SeedTask); err != nil {
 			t.Fatal(err)
 		}
 		d.Close()
@@ -87,7 +87,7 @@ func TestStorageFaults(t *testing.T) {
 			t.Parallel()
 			d := c.readOnly(t)
 			t.Cleanup(func() { d.Close() })
-			s, ctx := ledger.NewService(d), context.Background()
+			s, ctx := ledger.NewService(d, nil), context.Background()
 			writes := map[string]func() error{
 				"Enqueue": func() error { _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "t"}); return err },
 				"Claim":   func() error { _, err := s.Claim(ctx, "w", nil, 1, time.Minute); return err },

@@ -26,7 +26,15 @@ func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toAbort(a), ex.Notify(ctx, cks.TopicTaskAborts)
 }
 
-// Stop implements store.TaskControl.
+// Stop holds task id in STOPPED. For CLAIMED/RUNNING it revokes the
+// lease, gives the attempt back (attempts-1: a stop must not consume the
+// retry budget), records a pending Abort naming the executor with
+// deadline_at = now+deadline, and publishes TopicTaskAborts, all in one
+// transaction; the Abort is returned. For OPEN, WAITING, BLOCKED,
+// NEEDS_INPUT, NEEDS_REVIEW and REVIEWING it only moves the task (a
+// reviewer's lease is revoked without an abort request). A terminal or
+// already STOPPED task is ErrConflict naming its state. reason must be
+// non-empty (FieldError reason); deadline as ValidateDeadline.
 func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
 	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateStopReason(reason)); err != nil {
 		return cks.Task{}, nil, err
@@ -76,7 +84,10 @@ func stopTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.T
 	return out, &ab, nil
 }
 
-// Start implements store.TaskControl.
+// Start releases a STOPPED task: to OPEN, or WAITING when a dependency
+// is not COMPLETED at this moment, or BLOCKED when one FAILED or was
+// CANCELLED; restarts+1, attempts unchanged, run_after cleared. Any
+// other state is ErrConflict naming it.
 func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
 	if err := cmp.Or(cks.ValidateText("actor", actor), cks.ValidateText("reason", reason)); err != nil {
 		return cks.Task{}, err
@@ -107,14 +118,26 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
 }
 
-// Update implements store.TaskControl. An update that adds dependencies
-// first takes the dependency graph's lock (TaskLockDependencyGraph), so
-// that two updates cannot each pass the cycle check and together close a
-// cycle. An update whose new children lose a dedupe race is run again (the
-// retry then finds the winner), as Enqueue is. An update applied in place
-// or live appends an event of its own (From and To the task's state,
-// reason "update: FIELDS"), so every edit is in the task's log; a restart
-// records the edit in its stop and start events.
+// Update applies p (validated with TaskPatch.Validate) as one
+// operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
+// edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
+// task is evaluated by Start). CLAIMED/RUNNING with a material patch:
+// stop (as Stop, with an Abort) → apply → start (as Start), one
+// transaction, so no reader sees the task STOPPED; with a non-material
+// patch: live. NEEDS_INPUT, NEEDS_REVIEW, REVIEWING: non-material edits
+// in place, material ones ErrConflict ("stop it first"). Terminal:
+// ErrConflict. Material edits bump revision. A dependency that does not
+// exist or closes a cycle is a FieldError naming add_depends_on; a
+// cancel_children id that is not a child is a FieldError naming
+// cancel_children. Any error changes nothing.
+//
+// An update that adds dependencies first takes the dependency graph's lock
+// (TaskLockDependencyGraph), so that two updates cannot each pass the cycle
+// check and together close a cycle. An update whose new children lose a
+// dedupe race is run again (the retry then finds the winner), as Enqueue is.
+// An update applied in place or live appends an event of its own (From and To
+// the task's state, reason "update: FIELDS"), so every edit is in the task's
+// log; a restart records the edit in its stop and start events.
 func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
 	if err := cks.ValidateText("actor", actor); err != nil {
 		return cks.UpdateResult{}, err
@@ -360,7 +383,7 @@ func formatPath(ids []int64) string {
 	return strings.Join(parts, " → ")
 }
 
-// GetAbort implements store.TaskControl.
+// GetAbort returns one abort request.
 func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
 	a, err := s.db.Executor().AbortGet(ctx, driver.AbortGetParams{ID: abortID})
 	if errors.Is(err, driver.ErrNoRows) {
@@ -372,9 +395,14 @@ func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error
 	return toAbort(a), nil
 }
 
-// ConfirmAbort implements store.TaskControl. Confirming an abort that is
-// already confirmed changes nothing (its resolved_at stays the first
-// confirmation's).
+// ConfirmAbort is the executor's confirmation that the work of the
+// revoked lease leaseToken has stopped: the task's abort for that token
+// becomes AbortConfirmed (also after it was declared unconfirmed) and
+// TopicTaskAborts is published. ErrNotFound when no abort names the
+// token (the lease ended some other way: nothing to confirm).
+//
+// Confirming an abort that is already confirmed changes nothing (its
+// resolved_at stays the first confirmation's).
 func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks.Abort, error) {
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Abort{}, err
@@ -405,7 +433,9 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 	return out, err
 }
 
-// ResolveAbort implements store.TaskControl.
+// ResolveAbort declares a pending abort unconfirmed (the stop's
+// deadline passed) and publishes TopicTaskAborts; an abort that is no
+// longer pending is returned as it is.
 func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
 	var out cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -430,8 +460,12 @@ func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, e
 	return out, err
 }
 
-// ExpireAborts implements store.TaskControl. Pending aborts another
-// transaction holds (SKIP LOCKED) are being settled by it.
+// ExpireAborts declares every pending abort whose deadline is at or
+// before now unconfirmed, so an outcome is stored even when the caller
+// that waited for it is gone. It returns how many it resolved.
+//
+// Pending aborts another transaction holds (SKIP LOCKED) are being settled by
+// it.
 func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) {
 	now = driver.Time(now)
 	n := 0
@@ -466,7 +500,9 @@ func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) 
 	return n, nil
 }
 
-// LeaseHeld implements store.TaskControl.
+// LeaseHeld reports, reading only, whether leaseToken is still task id's
+// current lease: the cheap check an executor makes when woken by
+// TopicTaskAborts.
 func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
 	r, err := getRow(ctx, s.db.Executor(), id, driver.LockNone)
 	if err != nil {
@@ -475,7 +511,9 @@ func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, 
 	return holds(r, token), nil
 }
 
-// RecordDecision implements store.TaskControl.
+// RecordDecision records a decision of the current attempt, fenced like
+// AddEvidence. kind must be non-empty; derivedFromRevision must be
+// 1..the task's revision (FieldError derived_from_revision).
 func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, text string, derivedFrom int) (cks.Decision, error) {
 	if err := cmp.Or(cks.ValidateText("kind", kind), cks.ValidateText("text", text)); err != nil {
 		return cks.Decision{}, err
@@ -511,7 +549,10 @@ func insertDecision(ctx context.Context, ex driver.Executor, now time.Time, cur 
 	return toDecision(d), nil
 }
 
-// ReuseWorkspace implements store.TaskControl.
+// ReuseWorkspace records the explicit decision to continue in path, a
+// workspace recorded (EvidenceWorkspace) by an earlier attempt of this
+// task (otherwise FieldError path), and makes it the current attempt's
+// workspace; one transaction, fenced like AddEvidence.
 func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path string, derivedFrom int) (cks.Decision, error) {
 	if err := cks.ValidateText("path", path); err != nil {
 		return cks.Decision{}, err

@@ -10,16 +10,22 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // maxUniqueRetries is how often an operation that lost a dedupe race (a
 // unique violation) runs again; the retry finds the winner.
 const maxUniqueRetries = 3
 
-// Enqueue implements store.Tasks. Two enqueues racing on one dedupe key
-// meet at the unique index; the loser runs again and returns the winner's
-// task.
+// Enqueue stores a new task: OPEN, or WAITING when a dependency is not
+// COMPLETED yet, or BLOCKED when one is already FAILED or CANCELLED. When
+// DedupeKey matches a non-terminal task, that task is returned instead,
+// with created false and no error. A missing dependency or parent is a
+// FieldError naming depends_on or parent_id. A new task cannot close a
+// dependency cycle (nothing depends on it yet); dependency edits (next
+// issue) check with ledger.Cycle.
+//
+// Two enqueues racing on one dedupe key meet at the unique index; the loser
+// runs again and returns the winner's task.
 func (s *Service) Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, error) {
 	n, err := n.Validate()
 	if err != nil {
@@ -42,9 +48,20 @@ func (s *Service) Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, e
 	}
 }
 
-// EnqueueMany implements store.Tasks: the tasks ns in one transaction,
-// each by the rule of a single Enqueue, in order, in a constant number of
-// statements however many there are. Every
+// EnqueueMany enqueues ns in one transaction, each item by the rule of
+// Enqueue as if enqueued one after another in order (an item whose
+// dedupe key an earlier item took gets that item's task, created
+// false), and returns one CreatedTask per item, in order. It costs a
+// constant number of statements however many items there are (one read
+// serves all their dedupe keys), and publishes TopicTasksReady once. An
+// invalid item, or one whose parent or dependency does not exist, is a
+// FieldError naming it by index (tasks[3].type) and nothing is written.
+// It is the Go API's bulk form for callers that fill a queue (no
+// operation of the table offers it: create_task's permission depends on
+// each item's parent).
+//
+// the tasks ns in one transaction, each by the rule of a single Enqueue, in
+// order, in a constant number of statements however many there are. Every
 // item is validated first, and an invalid one is a FieldError naming it
 // (tasks[i].FIELD); nothing is written then.
 func (s *Service) EnqueueMany(ctx context.Context, ns []cks.NewTask) ([]cks.CreatedTask, error) {
@@ -332,9 +349,10 @@ func NoSuchDependency(field string, d int64) error {
 	return &cks.FieldError{Field: field, Expected: fmt.Sprintf("ids of existing tasks the caller may read (no task %d)", d)}
 }
 
-// GetTask implements store.Tasks. It reads the task and everything recorded
-// for it in one read-only snapshot, so the grouping by attempt sees the
-// counters the records were made under.
+// GetTask returns the task with its dependencies, events and evidence.
+//
+// It reads the task and everything recorded for it in one read-only snapshot,
+// so the grouping by attempt sees the counters the records were made under.
 func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 	var t cks.Task
 	err := s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
@@ -393,7 +411,8 @@ func filterStates(f cks.TaskFilter) ([]string, error) {
 	return strs(f.States), nil
 }
 
-// ListTasks implements store.Tasks.
+// ListTasks returns one page of tasks (without events and evidence,
+// with LastAbort).
 func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage, error) {
 	f, err := f.Validate()
 	if err != nil {
@@ -480,7 +499,10 @@ func rowSize(r driver.TaskRow) int {
 	return n
 }
 
-// CountTasks implements store.Tasks.
+// CountTasks counts the tasks f selects, with ListTasks' semantics for
+// States, Types and StateChangedBefore; After and Limit are ignored. An
+// unknown state is a FieldError naming state. (The stale_stop_report
+// sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
 func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
 	if err := cks.ValidateTexts("type", f.Types); err != nil {
 		return 0, err
@@ -502,19 +524,32 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim implements store.Tasks: ClaimWith without Running.
+// Claim leases up to n claimable tasks of the given types (any type when
+// types is empty) to worker: state OPEN, run_after passed, not in the
+// dispatch-exclusion set; highest priority first, then oldest. Each gets
+// CLAIMED, claimed_by, claimed_at, a fresh lease token (NewLeaseToken,
+// stored as its hash), lease_expires_at = now+lease and attempts+1. The
+// tasks are returned in that order, each with its plain token.
+//
+// ClaimWith without Running.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]cks.ClaimedTask, error) {
-	return s.ClaimWith(ctx, store.ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
+	return s.ClaimWith(ctx, ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
 }
 
-// ClaimWith implements store.Tasks in one driver statement (TaskClaim): the
-// claimable tasks are locked (SKIP LOCKED: another claimer's are passed
-// over), leased and given their CLAIMED events at once — and, with
-// p.Running, moved on to RUNNING with MarkRunning's event after it. The
-// lease tokens are made here, one per task the claim may take; only their
-// hashes go to the driver, and each plain token only to this caller. Claims
-// made at once in this process share the statement (claimer).
-func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]cks.ClaimedTask, error) {
+// ClaimWith is Claim with its arguments in p, and the choice of
+// p.Running: each claimed task moves on to RUNNING in the same
+// transaction, with the CLAIMED event and then the RUNNING one that
+// MarkRunning would write (one commit less for an executor that starts
+// at once; worker.Executor skips MarkRunning for a RUNNING task).
+//
+// in one driver statement (TaskClaim): the claimable tasks are locked (SKIP
+// LOCKED: another claimer's are passed over), leased and given their CLAIMED
+// events at once — and, with p.Running, moved on to RUNNING with
+// MarkRunning's event after it. The lease tokens are made here, one per task
+// the claim may take; only their hashes go to the driver, and each plain
+// token only to this caller. Claims made at once in this process share the
+// statement (claimer).
+func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTexts("types", p.Types); err != nil {
 		return nil, err
 	}
@@ -546,16 +581,22 @@ var executing = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
 // runningReason is the reason of the event of the move to RUNNING.
 const runningReason = "running"
 
-// MarkRunning implements store.Tasks.
+// MarkRunning moves a claimed task to RUNNING.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskRunning, actor: cur.ClaimedBy, reason: runningReason})
 	})
 }
 
-// Touch implements store.Tasks. Heartbeats go through the completer
-// with Complete and Fail: the leases one process renews concurrently are
-// renewed in one transaction, each fenced by its own token.
+// Touch is the lease heartbeat: it renews the lease for the duration given
+// at claim and reports whether the lease is still held (the seed's
+// touch_outbox_task convention). held is false exactly when err wraps
+// ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that is
+// not text), so callers may test either.
+//
+// Heartbeats go through the completer with Complete and Fail: the leases one
+// process renews concurrently are renewed in one transaction, each fenced by
+// its own token.
 func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return false, err
@@ -564,7 +605,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	return err == nil, err
 }
 
-// AddEvidence implements store.Tasks.
+// AddEvidence records evidence for the current attempt and revision.
 func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (cks.Evidence, error) {
 	if err := cmp.Or(cks.ValidateText("kind", kind), cks.ValidateText("body", body)); err != nil {
 		return cks.Evidence{}, err
@@ -592,9 +633,14 @@ func addEvidence(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toEvidence(e), err
 }
 
-// Complete implements store.Tasks. Concurrent calls of one process are
-// grouped into one transaction (the completer), each fenced by its own
-// token and told its own outcome after the commit.
+// Complete ends the attempt successfully: COMPLETED with result, or
+// NEEDS_REVIEW when needsReview. On COMPLETED, dependants whose
+// dependencies are now all COMPLETED move WAITING → OPEN in the same
+// transaction. The lease is revoked.
+//
+// Concurrent calls of one process are grouped into one transaction (the
+// completer), each fenced by its own token and told its own outcome after the
+// commit.
 func (s *Service) Complete(ctx context.Context, id int64, token string, needsReview bool, result string) (cks.Task, error) {
 	if err := cks.ValidateText("result", result); err != nil {
 		return cks.Task{}, err
@@ -774,7 +820,13 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 	return n, nil
 }
 
-// Fail implements store.Tasks, through the completer as Complete.
+// Fail ends the attempt unsuccessfully. When retryable and attempts <
+// max_attempts the task goes back to OPEN with run_after = now + backoff
+// with jitter (ledger.Backoff); otherwise it is FAILED (reason "max
+// attempts: …" when retryable but exhausted) and its WAITING dependants
+// become BLOCKED. The lease is revoked.
+//
+// , through the completer as Complete.
 func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bool, reason string) (cks.Task, error) {
 	if err := cks.ValidateText("reason", reason); err != nil {
 		return cks.Task{}, err
@@ -785,7 +837,10 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
-// RequestInput implements store.Tasks.
+// RequestInput parks the task in NEEDS_INPUT with question, revoking the
+// lease. It does not burn an attempt: the claim's increment is given back
+// (attempts-1), so the next claim after Answer carries the same attempt
+// number and the evidence recorded before the question stays current.
 func (s *Service) RequestInput(ctx context.Context, id int64, token, question string) (cks.Task, error) {
 	if err := ValidateQuestion(question); err != nil {
 		return cks.Task{}, err
@@ -800,7 +855,8 @@ func (s *Service) RequestInput(ctx context.Context, id int64, token, question st
 	})
 }
 
-// Answer implements store.Tasks.
+// Answer records text as the answer to a NEEDS_INPUT task and returns it
+// to OPEN (run_after cleared).
 func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks.Task, error) {
 	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateAnswer(text)); err != nil {
 		return cks.Task{}, err
@@ -814,7 +870,9 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 	})
 }
 
-// ClaimReview implements store.Tasks.
+// ClaimReview moves a NEEDS_REVIEW task to REVIEWING under a fresh lease
+// held by reviewer (attempts unchanged), returned with its plain token
+// as Claim returns it.
 func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (cks.ClaimedTask, error) {
 	if err := cks.ValidateText("reviewer", reviewer); err != nil {
 		return cks.ClaimedTask{}, err
@@ -836,12 +894,13 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	return cks.ClaimedTask{Task: t, LeaseToken: token}, nil
 }
 
-// Approve implements store.Tasks.
+// Approve ends a review: REVIEWING → COMPLETED (releasing dependants like
+// Complete), recording note.
 func (s *Service) Approve(ctx context.Context, id int64, token, note string) (cks.Task, error) {
 	return s.decideReview(ctx, id, token, true, note)
 }
 
-// Reject implements store.Tasks.
+// Reject ends a review: REVIEWING → OPEN, recording note as the review.
 func (s *Service) Reject(ctx context.Context, id int64, token, note string) (cks.Task, error) {
 	return s.decideReview(ctx, id, token, false, note)
 }
@@ -874,7 +933,12 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 	return out, err
 }
 
-// Cancel implements store.Tasks.
+// Cancel moves a non-terminal task to CANCELLED (terminal), revoking any
+// lease, so its executor gets ErrLeaseLost on its next call; WAITING
+// dependants become BLOCKED. A CLAIMED or RUNNING task also gets a
+// pending Abort (deadline DefaultAbortDeadline) and TopicTaskAborts is
+// published, so its executor learns of the cancel at once and confirms;
+// Cancel itself does not wait.
 func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (cks.Task, error) {
 	if err := cmp.Or(cks.ValidateText("actor", actor), cks.ValidateText("reason", reason)); err != nil {
 		return cks.Task{}, err
@@ -907,9 +971,15 @@ func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver
 // reclaims (the schema's LeasedStates, its index of them on Postgres).
 var reclaimable = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
 
-// ReclaimExpired implements store.Tasks. The expired leases are read in
-// batches, locked with SKIP LOCKED (a lease another transaction is
-// renewing or ending is that one's business).
+// ReclaimExpired reclaims every CLAIMED or RUNNING task whose lease has
+// expired (lease_expires_at <= now) and was not renewed within staleWindow
+// (lease_renewed_at <= now-staleWindow): back to OPEN (the attempt stays
+// counted), or FAILED with reason "max attempts" when attempts reached
+// max_attempts. A REVIEWING task whose review lease is stale in the same
+// sense goes back to NEEDS_REVIEW. It returns how many tasks it reclaimed.
+//
+// The expired leases are read in batches, locked with SKIP LOCKED (a lease
+// another transaction is renewing or ending is that one's business).
 func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
 	if staleWindow < 0 {
 		return 0, &cks.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
@@ -961,14 +1031,24 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 	return total, nil
 }
 
-// ReleaseDependencies implements store.Tasks. FAILED, CANCELLED and
-// COMPLETED are terminal, so what the first reads see of dependencies
-// cannot be undone by a concurrent transaction; the WAITING tasks are then
-// locked and their dependencies read again before any is released.
-func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRelease, error) {
-	var out store.DependencyRelease
+// ReleaseDependencies is the safety net of the dependency_release
+// sweeper for WAITING tasks (Complete, Fail and Cancel already do this
+// work in their own transactions): every WAITING task whose dependencies
+// are all COMPLETED (vacuously, one with none) moves to OPEN, and every
+// WAITING task with a FAILED or CANCELLED dependency moves to BLOCKED
+// with a reason naming that dependency, cascading to its own WAITING
+// dependants as Fail does. Every change goes through the transition
+// table with an event by actor "dependency_release"; dispatch-excluded
+// tasks (ledger.DispatchExcluded) are never touched. One transaction.
+//
+// FAILED, CANCELLED and COMPLETED are terminal, so what the first reads see
+// of dependencies cannot be undone by a concurrent transaction; the WAITING
+// tasks are then locked and their dependencies read again before any is
+// released.
+func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, error) {
+	var out DependencyRelease
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		out = store.DependencyRelease{}
+		out = DependencyRelease{}
 		var waiting []driver.TaskRow
 		for after := int64(0); ; {
 			page, err := ex.TaskList(ctx, driver.TaskListParams{States: []string{string(cks.TaskWaiting)}, After: after, Limit: waitingPage})
@@ -1029,7 +1109,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 		return err
 	})
 	if err != nil {
-		return store.DependencyRelease{}, err
+		return DependencyRelease{}, err
 	}
 	return out, nil
 }
@@ -1037,7 +1117,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (store.DependencyRele
 // Transition moves task id to state to through the table, recording an
 // event by actor with reason, and nothing else: no lease, dependency or
 // attempt effects. It exists for the conformance suite and repair tools;
-// the operations of store.Tasks are what callers use.
+// the operations of Service are what callers use.
 func (s *Service) Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks/driver"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/store"
 )
 
 // TTLFactor is how many liveness intervals may pass without a heartbeat before
@@ -46,20 +47,28 @@ func StatusAt(r cks.AgentLiveness, now time.Time) cks.ProcessStatus {
 	return cks.ProcessStopped
 }
 
-// Service reads processes from a store with an injected clock. It is the one
-// place the API, MCP tools, studio and metrics get process state from.
+// Service is process liveness over a driver: the heartbeat rows of ADR-014
+// and the remote stop of ADR-016, every rule of them here, once for both
+// dialects — the validation of a row, the upsert that never changes
+// started_at or desired_state (the driver's LivenessUpsert leaves both), the
+// not-found answers, a stop request that sets desired_state and publishes
+// cks.TopicAgentStop in one transaction — and the processes as read with an
+// injected clock (status by the TTL rule). It is the one place the API, MCP
+// tools, studio and metrics get process state from. Writes run in a driver
+// transaction (so the driver remembers their storage faults); reads run on
+// the driver's pool.
 type Service struct {
-	store store.Liveness
+	db    driver.Driver
 	clock clock.Clock
 }
 
-// NewService returns a Service over s that reads time from c (the system
+// NewService returns the liveness of db, reading time from c (the system
 // clock when nil).
-func NewService(s store.Liveness, c clock.Clock) *Service {
+func NewService(db driver.Driver, c clock.Clock) *Service {
 	if c == nil {
 		c = clock.System{}
 	}
-	return &Service{store: s, clock: c}
+	return &Service{db: db, clock: c}
 }
 
 func (s *Service) annotate(r cks.AgentLiveness, now time.Time) cks.Process {
@@ -69,7 +78,7 @@ func (s *Service) annotate(r cks.AgentLiveness, now time.Time) cks.Process {
 // ListProcesses returns every instance that ever reported, newest-started first,
 // each with its computed status.
 func (s *Service) ListProcesses(ctx context.Context) ([]cks.Process, error) {
-	rows, err := s.store.ListAgentLiveness(ctx)
+	rows, err := s.ListAgentLiveness(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +97,7 @@ func (s *Service) ProcessStatus(ctx context.Context, kind string) (cks.Process, 
 	if !slices.Contains(KnownKinds(), kind) {
 		return cks.Process{}, &UnknownKindError{Kind: kind}
 	}
-	r, err := s.store.LatestAgentLiveness(ctx, kind)
+	r, err := s.LatestAgentLiveness(ctx, kind)
 	if errors.Is(err, cks.ErrNotFound) {
 		return cks.Process{AgentLiveness: cks.AgentLiveness{ProcessKind: kind}, Status: cks.ProcessNotFound}, nil
 	}
@@ -107,7 +116,7 @@ func (s *Service) ResolveProcess(ctx context.Context, target string) (cks.Proces
 	if slices.Contains(KnownKinds(), target) {
 		return s.ProcessStatus(ctx, target)
 	}
-	r, err := s.store.GetAgentLiveness(ctx, target)
+	r, err := s.GetAgentLiveness(ctx, target)
 	if errors.Is(err, cks.ErrNotFound) {
 		return cks.Process{}, &UnknownKindError{Kind: target}
 	}
@@ -132,7 +141,7 @@ func (s *Service) RequestStop(ctx context.Context, target string) (cks.ProcessSt
 	if p.Status != cks.ProcessAlive {
 		return res, nil
 	}
-	res.Found, err = s.store.RequestAgentStop(ctx, p.InstanceID)
+	res.Found, err = s.RequestAgentStop(ctx, p.InstanceID)
 	return res, err
 }
 

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
-func newService(t testing.TB) (*liveness.Service, store.Store, *clock.Fake) {
+func newService(t testing.TB) (*liveness.Service, *backend.Backend, *clock.Fake) {
 	t.Helper()
 	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
 	if err != nil {
@@ -24,7 +23,7 @@ func newService(t testing.TB) (*liveness.Service, store.Store, *clock.Fake) {
 	}
 	t.Cleanup(func() { s.Close() })
 	c := clock.NewFake(storetest.T0)
-	return liveness.NewService(s, c), s, c
+	return liveness.NewService(s.Driver(), c), s, c
 }
 
 func TestStatusFlipsAtThreeIntervals(t *testing.T) {
@@ -167,7 +166,7 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	wait("status flip")
 	drain()
 	// A stop request (made by any hub or process) changes what a viewer sees.
-	if found, err := s.RequestAgentStop(context.Background(), "i"); err != nil || !found {
+	if found, err := s.Liveness.RequestAgentStop(context.Background(), "i"); err != nil || !found {
 		t.Fatalf("RequestAgentStop = %v, %v", found, err)
 	}
 	c.Advance(time.Millisecond)
@@ -181,7 +180,7 @@ func TestRequestStop(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		c := clock.NewFake(storetest.T0.Add(time.Minute))
-		svc := liveness.NewService(st, c)
+		svc := liveness.NewService(st.Driver(), c)
 		storetest.MustUpsert(t, st, storetest.Liveness("critic-old", "critic", -time.Hour)) // stopped long ago
 		storetest.MustUpsert(t, st, storetest.Liveness("critic-new", "critic", 30*time.Second))
 		storetest.MustUpsert(t, st, storetest.Liveness("pipeline-dead", "pipeline", -time.Hour))
@@ -202,7 +201,7 @@ func TestRequestStop(t *testing.T) {
 			}
 		}
 		for id, want := range map[string]string{"critic-new": cks.DesiredStopRequested, "critic-old": "", "pipeline-dead": ""} {
-			if r, _ := st.GetAgentLiveness(ctx, id); r.DesiredState != want {
+			if r, _ := st.Liveness.GetAgentLiveness(ctx, id); r.DesiredState != want {
 				t.Errorf("%s desired_state %q, want %q", id, r.DesiredState, want)
 			}
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/lifecycle"
-	"github.com/cks-dev/cks/store"
 )
 
 // DefaultInterval is the liveness interval of a process that names none
@@ -29,7 +28,12 @@ var Epoch = time.Unix(0, 0).UTC()
 type ReporterStore interface {
 	UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error
 	GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error)
-	store.Changes
+}
+
+// Watcher is what a Reporter needs of the change notifications: to learn
+// of a stop request (cks.TopicAgentStop) at once (notifier.Notifier).
+type Watcher interface {
+	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
 // ReporterConfig configures a Reporter.
@@ -46,6 +50,9 @@ type ReporterConfig struct {
 	// the tick's read-back as the only way a stop request arrives (the
 	// ADR-016 baseline; for measurements).
 	NoFastPath bool
+	// Changes carries the fast path's notifications; nil, like NoFastPath,
+	// leaves the tick's read-back the only way.
+	Changes Watcher
 	// Clock tells the heartbeat times and times the interval; the system
 	// clock when nil.
 	Clock clock.Clock
@@ -143,11 +150,11 @@ func (r *Reporter) first(ctx context.Context) error {
 // run is the loop: the watch for stop requests on a goroutine of its own
 // (unless NoFastPath), which it waits for before returning, and the tick.
 func (r *Reporter) run(ctx context.Context) {
-	if !r.cfg.NoFastPath {
+	if !r.cfg.NoFastPath && r.cfg.Changes != nil {
 		var watch sync.WaitGroup
 		defer watch.Wait()
 		watch.Go(func() {
-			err := r.st.WatchChanges(ctx, []string{cks.TopicAgentStop}, func(string) { r.checkStop(ctx) })
+			err := r.cfg.Changes.WatchChanges(ctx, []string{cks.TopicAgentStop}, func(string) { r.checkStop(ctx) })
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("stop-request watch ended", "instance_id", r.row.InstanceID, "err", err)
 			}

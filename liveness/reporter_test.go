@@ -11,10 +11,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -60,9 +60,9 @@ func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	return zero
 }
 
-func row(t testing.TB, st store.Store, id string) cks.AgentLiveness {
+func row(t testing.TB, st *backend.Backend, id string) cks.AgentLiveness {
 	t.Helper()
-	r, err := st.GetAgentLiveness(context.Background(), id)
+	r, err := st.Liveness.GetAgentLiveness(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +83,8 @@ func TestReporterLifecycle(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		c := clock.NewFake(storetest.T0)
-		svc := liveness.NewService(st, c)
-		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 20 * time.Millisecond, Clock: c})
+		svc := liveness.NewService(st.Driver(), c)
+		r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "critic", Interval: 20 * time.Millisecond, Clock: c})
 		if err := r.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestReporterStopRequest(t *testing.T) {
 				stopped := make(chan struct{})
 				var calls atomic.Int32
 				c := clock.NewFake(storetest.T0)
-				r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "pipeline", Interval: tc.interval,
+				r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "pipeline", Interval: tc.interval,
 					Clock: c, NoFastPath: tc.noFast, OnStopRequested: func() {
 						if calls.Add(1) == 1 {
 							close(stopped)
@@ -154,7 +154,7 @@ func TestReporterStopRequest(t *testing.T) {
 				}
 				defer r.Stop(context.Background())
 				begin := time.Now()
-				if found, err := op.RequestAgentStop(context.Background(), r.InstanceID()); !found || err != nil {
+				if found, err := op.Liveness.RequestAgentStop(context.Background(), r.InstanceID()); !found || err != nil {
 					t.Fatalf("RequestAgentStop = %v, %v", found, err)
 				}
 				if tc.noFast {
@@ -162,12 +162,12 @@ func TestReporterStopRequest(t *testing.T) {
 				}
 				select {
 				case <-stopped:
-					t.Logf("%s, %s: stop request seen after %s", op.Backend(), tc.name, time.Since(begin))
+					t.Logf("%s, %s: stop request seen after %s", op.Dialect(), tc.name, time.Since(begin))
 				case <-time.After(time.Minute):
 					t.Fatal("OnStopRequested was not called")
 				}
 				// Later wakes and ticks do not call it again.
-				op.RequestAgentStop(context.Background(), r.InstanceID())
+				op.Liveness.RequestAgentStop(context.Background(), r.InstanceID())
 				tick(t, c, tc.interval)
 				if err := c.WaitArmed(waitCtx(t), 1); err != nil { // that tick is done
 					t.Fatal(err)
@@ -186,7 +186,7 @@ func TestReporterStopRequest(t *testing.T) {
 // flaky fails every liveness write while down is set: the store is
 // unreachable for a while. Each failed write is reported on failed.
 type flaky struct {
-	store.Store
+	*liveness.Service
 	down   atomic.Bool
 	failed chan struct{}
 }
@@ -196,14 +196,15 @@ func (f *flaky) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) er
 		f.failed <- struct{}{}
 		return errors.New("connection refused")
 	}
-	return f.Store.UpsertAgentLiveness(ctx, r)
+	return f.Service.UpsertAgentLiveness(ctx, r)
 }
 
 // TestReporterSurvivesStoreOutage: failed ticks are logged and retried; the
 // reporter neither stops the process nor gives up.
 func TestReporterSurvivesStoreOutage(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		st := &flaky{Store: open(t), failed: make(chan struct{}, 4)}
+		b := open(t)
+		st := &flaky{Service: b.Liveness, failed: make(chan struct{}, 4)}
 		c := clock.NewFake(storetest.T0)
 		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 10 * time.Millisecond, Clock: c,
 			OnStopRequested: func() { t.Error("an outage asked the process to stop") }})
@@ -217,14 +218,14 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 		r.SetCurrentTask(1, "x") // forces a write attempt now
 		recv(t, st.failed, "the failed write of the current task")
 		st.down.Store(false)
-		if got := row(t, st.Store, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
+		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
 			t.Fatalf("heartbeat %v during the outage", got.LastHeartbeatAt)
 		}
 		tick(t, c, time.Minute)
 		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
 			t.Fatal(err)
 		}
-		if got := row(t, st.Store, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(2*time.Minute)) ||
+		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(2*time.Minute)) ||
 			got.CurrentTaskID == nil || *got.CurrentTaskID != 1 {
 			t.Fatalf("after the outage: %+v; want the heartbeat at T0+2m with task 1", got)
 		}

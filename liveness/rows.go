@@ -7,28 +7,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
-// Rows is store.Liveness over a driver: the heartbeat rows of ADR-014 and
-// the remote stop of ADR-016, every rule of them here, once for both
-// dialects — the validation of a row, the upsert that never changes
-// started_at or desired_state (the driver's LivenessUpsert leaves both), the
-// not-found answers, and a stop request that sets desired_state and
-// publishes cks.TopicAgentStop in one transaction, or reports false when
-// there is no such instance. Writes run in a driver transaction (so the
-// driver remembers their storage faults); reads run on the driver's pool.
-type Rows struct {
-	db driver.Driver
-}
-
-var _ store.Liveness = (*Rows)(nil)
-
-// NewRows returns the liveness rows of db.
-func NewRows(db driver.Driver) *Rows { return &Rows{db: db} }
-
-// UpsertAgentLiveness implements store.Liveness.
-func (l *Rows) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error {
+// UpsertAgentLiveness inserts the row for r.InstanceID or updates every field
+// except StartedAt, which is set once by the first write.
+func (s *Service) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -38,7 +21,7 @@ func (l *Rows) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) err
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
-	err := l.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		return ex.LivenessUpsert(ctx, row)
 	})
 	if err != nil {
@@ -47,9 +30,9 @@ func (l *Rows) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) err
 	return nil
 }
 
-// ListAgentLiveness implements store.Liveness.
-func (l *Rows) ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, error) {
-	rows, err := l.db.Executor().LivenessList(ctx)
+// ListAgentLiveness returns every row, newest-started first.
+func (s *Service) ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, error) {
+	rows, err := s.db.Executor().LivenessList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list liveness: %w", err)
 	}
@@ -60,12 +43,12 @@ func (l *Rows) ListAgentLiveness(ctx context.Context) ([]cks.AgentLiveness, erro
 	return out, nil
 }
 
-// GetAgentLiveness implements store.Liveness.
-func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error) {
+// GetAgentLiveness returns one instance's row or ErrNotFound.
+func (s *Service) GetAgentLiveness(ctx context.Context, instanceID string) (cks.AgentLiveness, error) {
 	if err := cks.ValidateText("instance_id", instanceID); err != nil {
 		return cks.AgentLiveness{}, err
 	}
-	r, err := l.db.Executor().LivenessGet(ctx, instanceID)
+	r, err := s.db.Executor().LivenessGet(ctx, instanceID)
 	if errors.Is(err, driver.ErrNoRows) {
 		return cks.AgentLiveness{}, fmt.Errorf("process instance %q: %w", instanceID, cks.ErrNotFound)
 	}
@@ -75,12 +58,13 @@ func (l *Rows) GetAgentLiveness(ctx context.Context, instanceID string) (cks.Age
 	return livenessOf(r), nil
 }
 
-// LatestAgentLiveness implements store.Liveness.
-func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentLiveness, error) {
+// LatestAgentLiveness returns the most recently started instance of kind, or
+// ErrNotFound when no instance of that kind ever reported.
+func (s *Service) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentLiveness, error) {
 	if err := cks.ValidateText("process_kind", kind); err != nil {
 		return cks.AgentLiveness{}, err
 	}
-	r, err := l.db.Executor().LivenessLatest(ctx, kind)
+	r, err := s.db.Executor().LivenessLatest(ctx, kind)
 	if errors.Is(err, driver.ErrNoRows) {
 		return cks.AgentLiveness{}, fmt.Errorf("process kind %q: %w", kind, cks.ErrNotFound)
 	}
@@ -90,14 +74,20 @@ func (l *Rows) LatestAgentLiveness(ctx context.Context, kind string) (cks.AgentL
 	return livenessOf(r), nil
 }
 
-// RequestAgentStop implements store.Liveness: the update and the
-// notification commit together, and a missing row is false, not an error.
-func (l *Rows) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
+// RequestAgentStop sets desired_state to DesiredStopRequested on the row
+// of instanceID and publishes TopicAgentStop in the same transaction
+// (ADR-016). It only ever updates: it returns false, and no error, when
+// no such row exists, and it never touches last_heartbeat_at (a stop
+// request is no evidence that the process is alive).
+//
+// the update and the notification commit together, and a missing row is
+// false, not an error.
+func (s *Service) RequestAgentStop(ctx context.Context, instanceID string) (bool, error) {
 	if err := cks.ValidateText("instance_id", instanceID); err != nil {
 		return false, err
 	}
 	var found bool
-	err := l.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error
 		if found, err = ex.LivenessSetDesiredState(ctx, instanceID, cks.DesiredStopRequested); err != nil || !found {
 			return err

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -19,8 +19,8 @@ func TestToolAnswersAreNotEscaped(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		clk := clock.NewFake(storetest.T0)
 		s := open(t, driver.WithClock(clk))
-		srv := mcpserver.New(liveness.NewService(s, clk), "v-test")
-		mcpserver.AddTaskTools(srv, s)
+		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
+		mcpserver.AddTaskTools(srv, s.Tasks)
 		cs := connectInMemory(t, srv)
 		text := strings.Repeat("<&>", 10<<10)
 		res := call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "t", "payload": map[string]any{"s": text}})

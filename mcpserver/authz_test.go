@@ -15,7 +15,6 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -30,14 +29,14 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	mcpserver.AddTaskTools(e.srv, e.store)
+	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
-	mcpserver.AddObjectTools(e.srv, e.store)
-	a := api.New(api.Config{Liveness: liveness.NewService(e.store, e.clock), Auth: auth.NewAuthenticator(e.store),
+	mcpserver.AddObjectTools(e.srv, e.store.Objects)
+	a := api.New(api.Config{Liveness: liveness.NewService(e.store.Driver(), e.clock), Auth: auth.NewAuthenticator(e.store.Principals),
 		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
-	task, _, err := e.store.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "x"})
+	task, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
 	return cs
 }
 
-func token(t *testing.T, s store.Principals, grants ...cks.Grant) string {
+func token(t *testing.T, s *auth.Principals, grants ...cks.Grant) string {
 	t.Helper()
 	_, tok, err := auth.CreateToken(ctx(t), s, nil, "p", grants)
 	if err != nil {
@@ -103,7 +102,7 @@ func TestMCPToolMatrix(t *testing.T) {
 			t.Fatalf("%s: resource %s not expanded", tool, res)
 		}
 		for _, perm := range auth.Permissions {
-			cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: res, Permission: perm}))
+			cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: res, Permission: perm}))
 			r := call(t, cs, tool, args[tool])
 			forbidden := r.IsError && strings.Contains(text(t, r), "forbidden")
 			allowed := perm == acc.Permission || perm == auth.PermAdmin
@@ -121,7 +120,7 @@ func TestMCPToolMatrix(t *testing.T) {
 // everything and changes nothing.
 func TestMCPReadOnlyCannotCancelOrStop(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
-	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	if r := call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": task.ID}); r.IsError {
 		t.Fatalf("get_task with read on /: %s", text(t, r))
 	}
@@ -134,7 +133,7 @@ func TestMCPReadOnlyCannotCancelOrStop(t *testing.T) {
 			t.Errorf("%s with read on /: IsError=%v %q, want a forbidden tool error", tool, r.IsError, text(t, r))
 		}
 	}
-	got, err := e.store.GetTask(ctx(t), task.ID)
+	got, err := e.store.Tasks.GetTask(ctx(t), task.ID)
 	if err != nil || got.State != task.State {
 		t.Fatalf("task after refused cancel: %v, %v; want %s", got.State, err, task.State)
 	}
@@ -162,7 +161,7 @@ func TestMCPWithoutPrincipalFailsClosed(t *testing.T) {
 func TestMCPStopDoesNotGrantStartOrUpdate(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
 	res := auth.TaskResource(task.ID)
-	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: res, Permission: auth.PermStop}))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: res, Permission: auth.PermStop}))
 	if r := call(t, cs, mcpserver.ToolStopTask, map[string]any{"task_id": task.ID, "reason": "hold"}); r.IsError {
 		t.Fatalf("stop_task with stop on %s: %s", res, text(t, r))
 	}
@@ -178,7 +177,7 @@ func TestMCPStopDoesNotGrantStartOrUpdate(t *testing.T) {
 			t.Errorf("%s with only stop: IsError=%v %q, want forbidden naming %s on %s", tool, r.IsError, text(t, r), c.perm, res)
 		}
 	}
-	got, err := e.store.GetTask(ctx(t), task.ID)
+	got, err := e.store.Tasks.GetTask(ctx(t), task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +195,7 @@ func TestMCPStopDoesNotGrantStartOrUpdate(t *testing.T) {
 func TestMCPAgentCredentialCannotControlItsTask(t *testing.T) {
 	hs, e, task := mcpOverAPI(t)
 	res := auth.TaskResource(task.ID)
-	cs := connectAs(t, hs.URL, token(t, e.store, auth.TaskTokenGrants(task.ID)...))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, auth.TaskTokenGrants(task.ID)...))
 	if r := call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": task.ID}); r.IsError {
 		t.Fatalf("get_task with the agent credential: %s", text(t, r))
 	}
@@ -213,7 +212,7 @@ func TestMCPAgentCredentialCannotControlItsTask(t *testing.T) {
 			t.Errorf("%s with an agent credential: IsError=%v %q, want forbidden naming %s on %s", tool, r.IsError, text(t, r), c.perm, res)
 		}
 	}
-	got, err := e.store.GetTask(ctx(t), task.ID)
+	got, err := e.store.Tasks.GetTask(ctx(t), task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

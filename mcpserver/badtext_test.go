@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -23,9 +23,9 @@ func TestToolsRefuseBadText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		clk := clock.NewFake(storetest.T0)
 		s := open(t, driver.WithClock(clk))
-		srv := mcpserver.New(liveness.NewService(s, clk), "v-test")
-		mcpserver.AddTaskTools(srv, s)
-		mcpserver.AddObjectTools(srv, s)
+		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
+		mcpserver.AddTaskTools(srv, s.Tasks)
+		mcpserver.AddObjectTools(srv, s.Objects)
 		cs := connectInMemory(t, srv)
 
 		open1, _ := storetest.Into(t, s, cks.TaskOpen, "mcp-open")

@@ -15,13 +15,13 @@ import (
 // task's id nor its content; with read on the task the hit is returned.
 func TestMCPDedupeHitRevealsNothingUnreadable(t *testing.T) {
 	hs, e, _ := mcpOverAPI(t)
-	secret, _, err := e.store.Enqueue(ctx(t), cks.NewTask{Type: "secret", Title: "the plan",
+	secret, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "secret", Title: "the plan",
 		Payload: []byte(`{"password":"hunter2"}`), DedupeKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := map[string]any{"type": "x", "dedupe_key": "k"}
-	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate}))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate}))
 	r := call(t, cs, mcpserver.ToolCreateTask, args)
 	got := text(t, r)
 	if !r.IsError || !strings.Contains(got, "dedupe_key") {
@@ -32,7 +32,7 @@ func TestMCPDedupeHitRevealsNothingUnreadable(t *testing.T) {
 			t.Fatalf("the refusal discloses %q: %s", leak, got)
 		}
 	}
-	cs = connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate},
+	cs = connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate},
 		cks.Grant{Resource: auth.TaskResource(secret.ID), Permission: auth.PermRead}))
 	r = call(t, cs, mcpserver.ToolCreateTask, args)
 	var out struct {
@@ -49,12 +49,12 @@ func TestMCPDedupeHitRevealsNothingUnreadable(t *testing.T) {
 // principal as the creator and refuses an argument naming created_by.
 func TestMCPCreatedByIsTheCaller(t *testing.T) {
 	hs, e, _ := mcpOverAPI(t)
-	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate}))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/tasks", Permission: auth.PermCreate}))
 	r := call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "forged", "created_by": "admin"})
 	if !r.IsError || !strings.Contains(text(t, r), "created_by") {
 		t.Fatalf("create_task naming created_by: IsError=%v %s, want a tool error naming created_by", r.IsError, text(t, r))
 	}
-	if n, err := e.store.CountTasks(ctx(t), cks.TaskFilter{Types: []string{"forged"}}); err != nil || n != 0 {
+	if n, err := e.store.Tasks.CountTasks(ctx(t), cks.TaskFilter{Types: []string{"forged"}}); err != nil || n != 0 {
 		t.Fatalf("tasks after the refused create: %d %v, want 0", n, err)
 	}
 	var out struct {

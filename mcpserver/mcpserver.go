@@ -25,6 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/knowledge"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -69,7 +71,7 @@ func New(svc *liveness.Service, version string) *mcp.Server {
 }
 
 // AddTaskTools registers the task tools over tasks on srv.
-func AddTaskTools(srv *mcp.Server, tasks ops.TaskStore) { Register(srv, &ops.Services{Tasks: tasks}) }
+func AddTaskTools(srv *mcp.Server, tasks *ledger.Service) { Register(srv, &ops.Services{Tasks: tasks}) }
 
 // AddSweeperTools registers the sweeper tools over ctl on srv.
 func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
@@ -77,7 +79,7 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 }
 
 // AddObjectTools registers the knowledge-store tools over k on srv.
-func AddObjectTools(srv *mcp.Server, k ops.ObjectStore) { Register(srv, &ops.Services{Objects: k}) }
+func AddObjectTools(srv *mcp.Server, k *knowledge.Service) { Register(srv, &ops.Services{Objects: k}) }
 
 // Register adds to srv a tool for every MCP operation svc offers.
 func Register(srv *mcp.Server, svc *ops.Services) {

@@ -18,11 +18,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -30,7 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is one MCP server over a fresh SQLite store with a fake clock at T0.
 type env struct {
-	store store.Store
+	store *backend.Backend
 	clock *clock.Fake
 	srv   *mcp.Server
 }
@@ -43,7 +42,7 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(storetest.T0)
-	return &env{store: st, clock: clk, srv: mcpserver.New(liveness.NewService(st, clk), "v-test")}
+	return &env{store: st, clock: clk, srv: mcpserver.New(liveness.NewService(st.Driver(), clk), "v-test")}
 }
 
 func ctx(t testing.TB) context.Context {
@@ -317,10 +316,10 @@ func TestStreamableHTTP(t *testing.T) {
 	row := storetest.Liveness("i-http", "exec", 0)
 	storetest.MustUpsert(t, e.store, row)
 	admin := cks.Principal{ID: "admin", Name: "admin", CreatedAt: storetest.T0}
-	if err := e.store.CreatePrincipal(ctx(t), admin, "hash", []cks.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
+	if err := e.store.Principals.CreatePrincipal(ctx(t), admin, "hash", []cks.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
 		t.Fatal(err)
 	}
-	authz := auth.NewAuthorizer(e.store)
+	authz := auth.NewAuthorizer(e.store.Principals)
 	h := mcpserver.HTTPHandler(e.srv)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), authz, admin)))

@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // TestObjectTools: submit_research creates a question awaiting research,
@@ -21,7 +20,7 @@ import (
 // rationale of the chain. Bad input is a tool error naming the field.
 func TestObjectTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddObjectTools(e.srv, e.store)
+	mcpserver.AddObjectTools(e.srv, e.store.Objects)
 	cs := connectInMemory(t, e.srv)
 
 	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
@@ -37,7 +36,7 @@ func TestObjectTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := pipeline.New(pipeline.Config{Store: e.store, Model: llm.NewOffline(), Corpus: c})
+	o, err := pipeline.New(pipeline.Config{Store: e.store.Objects, Changes: e.store.Changes, Model: llm.NewOffline(), Corpus: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +91,12 @@ func TestObjectTools(t *testing.T) {
 // not submit questions.
 func TestObjectToolsReadOnly(t *testing.T) {
 	hs, e, _ := mcpOverAPI(t)
-	cs := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
+	cs := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	r := call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Why?"})
 	if !r.IsError || !strings.Contains(text(t, r), "needs create on /objects") {
 		t.Fatalf("submit_research with read on /: IsError=%v %q", r.IsError, text(t, r))
 	}
-	page, err := e.store.ListObjects(ctx(t), cks.ObjectFilter{})
+	page, err := e.store.Objects.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil || len(page.Objects) != 0 {
 		t.Fatalf("objects after a refused submit: %v, %v", page.Objects, err)
 	}
@@ -109,7 +108,7 @@ func TestObjectToolsReadOnly(t *testing.T) {
 // fields.
 func TestGetObjectHeads(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddObjectTools(e.srv, e.store)
+	mcpserver.AddObjectTools(e.srv, e.store.Objects)
 	cs := connectInMemory(t, e.srv)
 	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
 
@@ -117,10 +116,7 @@ func TestGetObjectHeads(t *testing.T) {
 	if v.Forked || len(v.Heads) != 1 || v.Heads[0].Version != q.HeadVersion {
 		t.Fatalf("fresh object: forked %v, heads %+v, want the one head v%d", v.Forked, v.Heads, q.HeadVersion)
 	}
-	vs, ok := any(e.store).(store.Versions)
-	if !ok {
-		t.Fatal("the SQLite store does not keep versions")
-	}
+	vs := e.store.Objects
 	a, err := vs.WriteVersion(ctx(t), q.ID, q.HeadVersion, json.RawMessage(`{"question":"A"}`), "alice")
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func TestRequestProcessStop(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{"critic-new": cks.DesiredStopRequested, "critic-old": "", "pipe-1": ""} {
-		r, err := e.store.GetAgentLiveness(ctx(t), id)
+		r, err := e.store.Liveness.GetAgentLiveness(ctx(t), id)
 		if err != nil || r.DesiredState != want {
 			t.Errorf("%s desired_state %q (%v), want %q", id, r.DesiredState, err, want)
 		}
@@ -82,26 +82,26 @@ func TestRequestProcessStopNeedsControl(t *testing.T) {
 	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-1", "critic", 0))
 	args := map[string]any{"process_kind": "critic"}
 
-	reader := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/", Permission: auth.PermRead}))
+	reader := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/", Permission: auth.PermRead}))
 	r := call(t, reader, mcpserver.ToolRequestProcessStop, args)
 	if !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
 		t.Fatalf("request_process_stop with read on /: IsError=%v %q, want forbidden naming control on /processes/critic", r.IsError, text(t, r))
 	}
-	other := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/processes/pipeline", Permission: auth.PermControl}))
+	other := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/processes/pipeline", Permission: auth.PermControl}))
 	if r := call(t, other, mcpserver.ToolRequestProcessStop, args); !r.IsError || !strings.Contains(text(t, r), "needs control on /processes/critic") {
 		t.Fatalf("request_process_stop with control on another kind: IsError=%v %q", r.IsError, text(t, r))
 	}
-	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != "" {
+	if row, _ := e.store.Liveness.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != "" {
 		t.Fatalf("desired_state %q after refused requests, want none", row.DesiredState)
 	}
 
-	ctl := connectAs(t, hs.URL, token(t, e.store, cks.Grant{Resource: "/processes/critic", Permission: auth.PermControl}))
+	ctl := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/processes/critic", Permission: auth.PermControl}))
 	var got cks.ProcessStopResult
 	decode(t, call(t, ctl, mcpserver.ToolRequestProcessStop, args), &got)
 	if !got.Found || got.InstanceID != "critic-1" {
 		t.Fatalf("request_process_stop with control on /processes/critic = %+v, want critic-1 found", got)
 	}
-	if row, _ := e.store.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != cks.DesiredStopRequested {
+	if row, _ := e.store.Liveness.GetAgentLiveness(ctx(t), "critic-1"); row.DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("desired_state %q, want %s", row.DesiredState, cks.DesiredStopRequested)
 	}
 }

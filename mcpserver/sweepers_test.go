@@ -68,7 +68,7 @@ func TestSweeperTools(t *testing.T) {
 			}
 		}
 	}
-	if o, _ := e.store.GetSweeperDesiredRunning(context.Background(), "stale_stop_report"); o != nil {
+	if o, _ := e.store.Sweepers.GetSweeperDesiredRunning(context.Background(), "stale_stop_report"); o != nil {
 		t.Fatal("a refused call on a disabled sweeper wrote an override")
 	}
 	tools, err := cs.ListTools(context.Background(), nil)

@@ -54,7 +54,7 @@ type taskOut struct {
 
 func TestTaskTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store)
+	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	cs := connectInMemory(t, e.srv)
 
 	created := structured[struct {
@@ -151,11 +151,11 @@ type updateOut struct {
 func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 	t.Helper()
 	task := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
-	got, err := e.store.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
+	got, err := e.store.Tasks.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != task.ID {
 		t.Fatalf("claim %s: %v %+v", typ, err, got)
 	}
-	r, err := e.store.MarkRunning(ctx(t), task.ID, got[0].LeaseToken)
+	r, err := e.store.Tasks.MarkRunning(ctx(t), task.ID, got[0].LeaseToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 
 func TestStopStartUpdateTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store)
+	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	cs := connectInMemory(t, e.srv)
 
 	// Stop of a running task whose executor never answers: the call waits
@@ -207,7 +207,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	if nowait.Abort == nil || nowait.Abort.Outcome != "abort_pending" {
 		t.Fatalf("stop_task wait=false: abort %+v, want pending", nowait.Abort)
 	}
-	if _, err := e.store.ConfirmAbort(ctx(t), run2.ID, run2.LeaseToken); err != nil {
+	if _, err := e.store.Tasks.ConfirmAbort(ctx(t), run2.ID, run2.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	got = structured[ctlTask](t, call(t, cs, mcpserver.ToolGetTask, map[string]any{"task_id": run2.ID}))
@@ -242,26 +242,26 @@ func TestStopStartUpdateTools(t *testing.T) {
 	if len(restart.Children) != 1 || restart.Children[0].Title != "part one" {
 		t.Errorf("children = %+v", restart.Children)
 	}
-	if _, err := e.store.Complete(ctx(t), run3.ID, run3.LeaseToken, false, "late"); !errors.Is(err, cks.ErrLeaseLost) {
+	if _, err := e.store.Tasks.Complete(ctx(t), run3.ID, run3.LeaseToken, false, "late"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Errorf("the old executor's Complete after the restart: %v, want ErrLeaseLost", err)
 	}
 }
 
 func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store)
+	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	cs := connectInMemory(t, e.srv)
 
 	a := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "a", Title: "a"})
 	b := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "b", Title: "b", DependsOn: []int64{a.ID}})
 	done := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "done", Title: "done"})
-	if _, err := e.store.Cancel(ctx(t), done.ID, "tester", "not needed"); err != nil {
+	if _, err := e.store.Tasks.Cancel(ctx(t), done.ID, "tester", "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := func() map[int64]string {
 		out := map[int64]string{}
 		for _, id := range []int64{a.ID, b.ID, done.ID} {
-			got, err := e.store.GetTask(ctx(t), id)
+			got, err := e.store.Tasks.GetTask(ctx(t), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	if after := snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("refused calls changed tasks:\nbefore %v\nafter  %v", before, after)
 	}
-	n, err := e.store.CountTasks(ctx(t), cks.TaskFilter{})
+	n, err := e.store.Tasks.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || n != 3 {
 		t.Errorf("%d tasks after refused calls (%v), want 3 (no child created)", n, err)
 	}

@@ -25,14 +25,13 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -50,7 +49,7 @@ var fuzzTools = []string{
 var fuzzStates = []string{"OPEN", "STOPPED", "NEEDS_INPUT", "NEEDS_REVIEW", "COMPLETED", "RUNNING"}
 
 type toolHub struct {
-	store    store.Store
+	store    *backend.Backend
 	sweepers *sweeper.Controller
 	version  *sql.Conn
 	sessions [2]*mcp.ClientSession // the local operator, a reader
@@ -71,17 +70,17 @@ func newToolHub(tb testing.TB) *toolHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := mcpserver.New(liveness.NewService(st, clk), "fuzz")
-	mcpserver.AddTaskTools(srv, st)
+	srv := mcpserver.New(liveness.NewService(st.Driver(), clk), "fuzz")
+	mcpserver.AddTaskTools(srv, st.Tasks)
 	mcpserver.AddSweeperTools(srv, rt.Sweepers)
-	mcpserver.AddObjectTools(srv, st)
-	reader, _, err := auth.CreateToken(c, st, clk, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
+	mcpserver.AddObjectTools(srv, st.Objects)
+	reader, _, err := auth.CreateToken(c, st.Principals, clk, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	h := &toolHub{store: st, sweepers: rt.Sweepers}
 	var closers []func()
-	for i, sctx := range []context.Context{auth.WithLocalOperator(c), auth.WithPrincipal(c, auth.NewAuthorizer(st), reader)} {
+	for i, sctx := range []context.Context{auth.WithLocalOperator(c), auth.WithPrincipal(c, auth.NewAuthorizer(st.Principals), reader)} {
 		sT, cT := mcp.NewInMemoryTransports()
 		ss, err := srv.Connect(sctx, sT, nil)
 		if err != nil {
@@ -98,7 +97,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o, err := st.CreateObject(c, n)
+	o, err := st.Objects.CreateObject(c, n)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -144,29 +143,29 @@ func (h *toolHub) task(t testing.TB, state string) (int64, string) {
 	}
 	h.n++
 	typ := fmt.Sprintf("fuzz-%d", h.n)
-	tk, _, err := h.store.Enqueue(c, cks.NewTask{Type: typ, Title: "fuzz target"})
+	tk, _, err := h.store.Tasks.Enqueue(c, cks.NewTask{Type: typ, Title: "fuzz target"})
 	must(err)
 	if state == "OPEN" {
 		return tk.ID, ""
 	}
 	if state == "STOPPED" {
-		_, _, err := h.store.Stop(c, tk.ID, "fuzz", "held", cks.DefaultAbortDeadline)
+		_, _, err := h.store.Tasks.Stop(c, tk.ID, "fuzz", "held", cks.DefaultAbortDeadline)
 		must(err)
 		return tk.ID, ""
 	}
-	ts, err := h.store.Claim(c, "fuzz-worker", []string{typ}, 1, time.Hour)
+	ts, err := h.store.Tasks.Claim(c, "fuzz-worker", []string{typ}, 1, time.Hour)
 	must(err)
 	if len(ts) != 1 {
 		t.Fatalf("set up a %s task: claimed %d", state, len(ts))
 	}
 	lease := ts[0].LeaseToken
-	_, err = h.store.MarkRunning(c, tk.ID, lease)
+	_, err = h.store.Tasks.MarkRunning(c, tk.ID, lease)
 	must(err)
 	switch state {
 	case "NEEDS_INPUT":
-		_, err = h.store.RequestInput(c, tk.ID, lease, "which?")
+		_, err = h.store.Tasks.RequestInput(c, tk.ID, lease, "which?")
 	case "NEEDS_REVIEW", "COMPLETED":
-		_, err = h.store.Complete(c, tk.ID, lease, state == "NEEDS_REVIEW", "done")
+		_, err = h.store.Tasks.Complete(c, tk.ID, lease, state == "NEEDS_REVIEW", "done")
 	}
 	must(err)
 	return tk.ID, lease
@@ -179,8 +178,8 @@ func (h *toolHub) confirmer(id int64, lease string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.store.WatchChanges(c, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with c
-			if _, err := h.store.ConfirmAbort(c, id, lease); err == nil {
+		h.store.Changes.WatchChanges(c, []string{cks.TopicTaskAborts}, func(string) { //nolint:errcheck // ends with c
+			if _, err := h.store.Tasks.ConfirmAbort(c, id, lease); err == nil {
 				cancel()
 			}
 		})

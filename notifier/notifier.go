@@ -18,7 +18,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // Reconnect timing: the first wait after a lost or failed connection, doubled
@@ -33,7 +32,7 @@ const (
 // waits on a listener that is gone. It is a cks.ErrConflict.
 var ErrClosed = fmt.Errorf("notifier: closed: %w", cks.ErrConflict)
 
-// Notifier multiplexes one listener. It implements store.Changes.
+// Notifier multiplexes one listener. It implements notifier.Notifier.
 type Notifier struct {
 	listener func() driver.Listener
 	log      *slog.Logger
@@ -47,8 +46,6 @@ type Notifier struct {
 	done      chan struct{}
 	closing   chan struct{} // closed by Close: ends every WatchChanges
 }
-
-var _ store.Changes = (*Notifier)(nil)
 
 // New returns a Notifier over the listeners newListener makes (a driver's
 // Listener method); nothing connects until the first WatchChanges. log
@@ -108,12 +105,21 @@ func (w *watcher) all() []string {
 	return out
 }
 
-// WatchChanges implements store.Changes: f runs for every topic once the
-// shared listener is connected (at once when it already is), again for
-// every topic after each reconnect (changes may have been missed), and for
-// each topic published meanwhile, coalesced, until ctx ends (nil) or the
-// Notifier is closed (ErrClosed). Calls of f are sequential and made on
-// the caller's goroutine.
+// WatchChanges calls f with the topic each time a change to one of topics
+// is committed, by this or any other process on the same database, until
+// ctx ends; then it returns nil. Calls to f are sequential (several
+// changes may be coalesced into one call). f is called once for every
+// topic when the watch is established, and again after every reconnect,
+// since changes may have been missed before or meanwhile; a caller can
+// therefore read its state in f instead of before the watch. A lost
+// connection is retried with backoff, not returned. An empty topics list
+// or an empty topic is a FieldError naming topics.
+//
+// f runs for every topic once the shared listener is connected (at once when
+// it already is), again for every topic after each reconnect (changes may
+// have been missed), and for each topic published meanwhile, coalesced, until
+// ctx ends (nil) or the Notifier is closed (ErrClosed). Calls of f are
+// sequential and made on the caller's goroutine.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
 	set, err := ValidateTopics(topics)
 	if err != nil {

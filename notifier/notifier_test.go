@@ -13,10 +13,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

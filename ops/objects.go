@@ -13,8 +13,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // The knowledge-store operations (ADR-007): submitting a research question,
@@ -32,38 +32,38 @@ const objectResource = auth.ResourceObjects + "/{object_id}"
 // NewQuestion validates r and returns the question object to create for
 // createdBy: kind question, status awaiting_research, content
 // {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
-func NewQuestion(r cks.SubmitResearchInput, createdBy string) (store.NewObject, error) {
+func NewQuestion(r cks.SubmitResearchInput, createdBy string) (knowledge.NewObject, error) {
 	if err := cmp.Or(cks.ValidateText("question", r.Question), cks.ValidateText("corpus", r.Corpus)); err != nil {
-		return store.NewObject{}, err
+		return knowledge.NewObject{}, err
 	}
 	q := strings.TrimSpace(r.Question)
 	switch {
 	case q == "":
-		return store.NewObject{}, &cks.FieldError{Field: "question", Expected: "a non-empty question"}
+		return knowledge.NewObject{}, &cks.FieldError{Field: "question", Expected: "a non-empty question"}
 	case len(r.Question) > MaxQuestionLen:
-		return store.NewObject{}, &cks.FieldError{Field: "question",
+		return knowledge.NewObject{}, &cks.FieldError{Field: "question",
 			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
 	}
 	if r.Corpus != "" {
 		switch {
 		case len(r.Corpus) > maxCorpusPathLen:
-			return store.NewObject{}, &cks.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
+			return knowledge.NewObject{}, &cks.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
 		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
 			// A relative path would be resolved by whichever process runs
 			// the pipeline, which is not the caller's working directory.
-			return store.NewObject{}, &cks.FieldError{Field: "corpus",
+			return knowledge.NewObject{}, &cks.FieldError{Field: "corpus",
 				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
 		}
 	}
 	content, err := json.Marshal(pipeline.Question{Question: q, Corpus: r.Corpus})
 	if err != nil {
-		return store.NewObject{}, err
+		return knowledge.NewObject{}, err
 	}
 	title := q
 	if len(title) > 200 {
 		title = strings.ToValidUTF8(title[:197], "") + "..."
 	}
-	return store.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
+	return knowledge.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
 		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
 }
 
@@ -94,7 +94,7 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 
 // ViewObject reads object id and resolves its linked objects (ObjectView).
 // Claim tokens are left out: they are the claiming worker's secret.
-func ViewObject(ctx context.Context, k ObjectStore, id int64) (cks.ObjectView, error) {
+func ViewObject(ctx context.Context, k *knowledge.Service, id int64) (cks.ObjectView, error) {
 	o, err := k.GetObject(ctx, id)
 	if err != nil {
 		return cks.ObjectView{}, err
@@ -178,7 +178,7 @@ var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.Object
 })
 
 // ListObjectVersions returns the version DAG of object id (VersionList).
-func ListObjectVersions(ctx context.Context, vs ObjectStore, id int64) (cks.VersionList, error) {
+func ListObjectVersions(ctx context.Context, vs *knowledge.Service, id int64) (cks.VersionList, error) {
 	if _, err := vs.Heads(ctx, id); err != nil {
 		return cks.VersionList{}, err
 	}
@@ -240,7 +240,7 @@ func CheckVersionContent(content json.RawMessage) error {
 // integer is a FieldError naming base_version, content that is not a JSON
 // object one naming content, an unknown object ErrNotFound; nothing is
 // written on error.
-func WriteObjectVersion(ctx context.Context, vs ObjectStore, id, base int64, content json.RawMessage, author string) (cks.Version, error) {
+func WriteObjectVersion(ctx context.Context, vs *knowledge.Service, id, base int64, content json.RawMessage, author string) (cks.Version, error) {
 	if base <= 0 {
 		return cks.Version{}, &cks.FieldError{Field: "base_version",
 			Expected: fmt.Sprintf("the number of a version of object %d (a positive integer), got %d", id, base)}

@@ -28,9 +28,9 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -61,30 +61,14 @@ const (
 	NeedPrincipals
 )
 
-// TaskStore is what the task operations need of a store: the ledger, its
-// operator controls, and the change notifications the bounded wait for an
-// abort confirmation listens to. store.Store satisfies it.
-type TaskStore interface {
-	store.Tasks
-	store.TaskControl
-	store.Changes
-}
-
-// ObjectStore is what the object operations need of a store: the knowledge
-// store of ADR-007 with its version history. store.Store satisfies it.
-type ObjectStore interface {
-	store.Knowledge
-	store.Versions
-}
-
 // Services are what the calls of the table reach. A nil service leaves out
 // the operations that need it (Available).
 type Services struct {
 	Liveness   *liveness.Service
-	Tasks      TaskStore
-	Objects    ObjectStore
+	Tasks      *ledger.Service
+	Objects    *knowledge.Service
 	Sweepers   *sweeper.Controller
-	Principals store.Principals
+	Principals *auth.Principals
 	// Bus, when set, hears of changes a call makes that the hub's viewers
 	// should see at once (a process asked to stop).
 	Bus *events.Bus
@@ -126,9 +110,6 @@ func (s *Services) has(n Need) bool {
 	}
 	return true
 }
-
-// control is the ledger's operator surface over the task store.
-func (s *Services) control() *ledger.Control { return ledger.NewControl(s.Tasks) }
 
 // Hints describe an operation's effects for MCP clients (tool annotations).
 type Hints struct {

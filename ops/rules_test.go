@@ -7,11 +7,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -37,14 +37,14 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 				t.Errorf("%s: %v, want %v", what, err, rule)
 			}
 		}
-		_, _, err := s.Stop(ctx, open1.ID, "op", " \t ", 0)
+		_, _, err := s.Tasks.Stop(ctx, open1.ID, "op", " \t ", 0)
 		want("Stop with a blank reason", err, ledger.ValidateStopReason(""))
-		_, err = s.Answer(ctx, asking.ID, "op", "   ")
+		_, err = s.Tasks.Answer(ctx, asking.ID, "op", "   ")
 		want("Answer with a blank text", err, ledger.ValidateAnswer(""))
-		_, err = s.RequestInput(ctx, running.ID, tok, "\n")
+		_, err = s.Tasks.RequestInput(ctx, running.ID, tok, "\n")
 		want("RequestInput with a blank question", err, ledger.ValidateQuestion(""))
 
-		svc := &ops.Services{Tasks: s}
+		svc := &ops.Services{Tasks: s.Tasks}
 		op := auth.WithLocalOperator(ctx)
 		_, err = ops.StopTask.Do(op, svc, &cks.StopTaskInput{TaskID: open1.ID, Reason: " "})
 		want("stop_task with a blank reason", err, ledger.ValidateStopReason(""))

@@ -249,7 +249,7 @@ var StopTask = define(cks.OpStopTask, &Op[cks.StopTaskInput, cks.TaskStopResult]
 		if err != nil {
 			return cks.TaskStopResult{}, err
 		}
-		return s.control().Stop(ctx, in.TaskID, actor(ctx), in.Reason, d, wait)
+		return s.Tasks.StopTask(ctx, ledger.StopParams{ID: in.TaskID, Actor: actor(ctx), Reason: in.Reason, Deadline: d, Wait: wait})
 	},
 })
 
@@ -266,7 +266,7 @@ var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 		Hints: Hints{OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
-		return s.control().Start(ctx, in.TaskID, actor(ctx), in.Reason)
+		return s.Tasks.Start(ctx, in.TaskID, actor(ctx), in.Reason)
 	},
 })
 
@@ -312,6 +312,6 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 				return cks.UpdateResult{}, err
 			}
 		}
-		return s.control().Update(ctx, in.TaskID, actor(ctx), in.TaskPatch, d, wait)
+		return s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: in.TaskID, Actor: actor(ctx), Patch: in.TaskPatch, Deadline: d, Wait: wait})
 	},
 })

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -31,10 +31,10 @@ func unrelated(t testing.TB) *llm.Corpus {
 }
 
 // submitWith creates a question awaiting research that names its corpus.
-func submitWith(t testing.TB, k pipeline.Store, q, dir string) cks.Object {
+func submitWith(t testing.TB, k *knowledge.Service, q, dir string) cks.Object {
 	t.Helper()
 	content, _ := json.Marshal(pipeline.Question{Question: q, Corpus: dir})
-	obj, err := k.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion, Title: q,
+	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
 		Content: content, Status: pipeline.AwaitingResearch, CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -50,19 +50,19 @@ func TestPerQuestionCorpus(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
-		start(t, pipeline.Config{Store: k, Model: m, Corpus: unrelated(t)})
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: unrelated(t)})
 		dir, err := filepath.Abs("testdata/corpus")
 		if err != nil {
 			t.Fatal(err)
 		}
 		missing := filepath.Join(t.TempDir(), "no-such-corpus")
 		const bad = "Where do the bees dance?"
-		got := settle(t, k, submitWith(t, k, questions[0], dir).ID, submitWith(t, k, bad, missing).ID)
+		got := settle(t, k.Objects, submitWith(t, k.Objects, questions[0], dir).ID, submitWith(t, k.Objects, bad, missing).ID)
 
 		if got[0].Status != pipeline.Resolved || chain(got[0]) != resolvedChain {
 			t.Fatalf("with its corpus: %s: %s", got[0].Status, chain(got[0]))
 		}
-		sc := synthesis(t, k, got[0])
+		sc := synthesis(t, k.Objects, got[0])
 		for _, c := range sc.Citations {
 			if c.Source != "bees.md" {
 				t.Errorf("citation %+v is not from the question's corpus", c)
@@ -75,7 +75,7 @@ func TestPerQuestionCorpus(t *testing.T) {
 		if got[1].Status != pipeline.NeedsInput || chain(got[1]) != "test:created→awaiting_research researcher:parked→needs_input" {
 			t.Fatalf("with a missing corpus: %s: %s", got[1].Status, chain(got[1]))
 		}
-		why, err := k.GetObject(context.Background(), *got[1].Log[1].ReasoningNodeID)
+		why, err := k.Objects.GetObject(context.Background(), *got[1].Log[1].ReasoningNodeID)
 		if err != nil || !strings.Contains(string(why.Content), "does not exist") || !strings.Contains(string(why.Content), missing) {
 			t.Fatalf("parking reason %s, %v; want the load error naming %s", why.Content, err, missing)
 		}

@@ -22,10 +22,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
 )
 
 // The statuses of a question (ADR-007 §1).
@@ -86,10 +86,23 @@ const (
 	ActionCreated  = "created"
 )
 
-// Store is what the pipeline needs of the store.
+// Store is what the pipeline's steps need of the knowledge store
+// (knowledge.Service): find and claim objects by status, keep and give
+// back a claim, and write a step's transition.
 type Store interface {
-	store.Knowledge
-	store.Changes
+	GetObject(ctx context.Context, id int64) (cks.Object, error)
+	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
+	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error)
+	ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error)
+	TouchClaim(ctx context.Context, id int64, claimToken string) error
+	ReleaseClaim(ctx context.Context, id int64, claimToken string) error
+	TransitionObject(ctx context.Context, id int64, claimToken string, t knowledge.ObjectTransition) (cks.Object, []cks.Object, error)
+}
+
+// Watcher is what the pipeline needs of the change notifications: to
+// wake on cks.TopicObjects (notifier.Notifier).
+type Watcher interface {
+	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
 // Defaults of Config.
@@ -103,9 +116,12 @@ const (
 
 // Config configures an Orchestrator.
 type Config struct {
-	Store  Store
-	Model  llm.Model
-	Corpus *llm.Corpus
+	Store Store
+	// Changes wakes the workers on cks.TopicObjects; nil (like NoNotify)
+	// leaves them to their poll.
+	Changes Watcher
+	Model   llm.Model
+	Corpus  *llm.Corpus
 	// Steps are the steps to run; Steps() when nil.
 	Steps []Step
 	// Workers is the number of workers per step (default 1).
@@ -289,12 +305,12 @@ func (o *Orchestrator) Stop(ctx context.Context) error { return o.base.Stop(ctx)
 // ctx ends.
 func (o *Orchestrator) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	if !o.cfg.NoNotify {
+	if !o.cfg.NoNotify && o.cfg.Changes != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// One watch per process, fanned out to every worker.
-			if err := o.cfg.Store.WatchChanges(ctx, []string{cks.TopicObjects}, func(string) { o.wakeAll() }); err != nil {
+			if err := o.cfg.Changes.WatchChanges(ctx, []string{cks.TopicObjects}, func(string) { o.wakeAll() }); err != nil {
 				o.log.Error("object change watch ended", "err", err)
 			}
 		}()

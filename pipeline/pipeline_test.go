@@ -14,12 +14,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -105,9 +105,9 @@ func (c *counting) Validate(ctx context.Context, in llm.ValidationInput) (llm.Va
 }
 
 // submit creates a question awaiting research.
-func submit(t testing.TB, k pipeline.Store, q string) cks.Object {
+func submit(t testing.TB, k *knowledge.Service, q string) cks.Object {
 	t.Helper()
-	obj, err := k.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion, Title: q,
+	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
 		Content: []byte(fmt.Sprintf(`{"question": %q}`, q)), Status: pipeline.AwaitingResearch, CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -229,17 +229,17 @@ func TestResolvesQuestions(t *testing.T) {
 			}
 		}()
 		defer unsub()
-		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), Workers: 2, Bus: bus})
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), Workers: 2, Bus: bus})
 		var ids []int64
 		for _, q := range questions {
-			ids = append(ids, submit(t, k, q).ID)
+			ids = append(ids, submit(t, k.Objects, q).ID)
 		}
-		for i, o := range settle(t, k, ids...) {
+		for i, o := range settle(t, k.Objects, ids...) {
 			if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
 				t.Errorf("%q: %s, chain %s", questions[i], o.Status, chain(o))
 				continue
 			}
-			sc := synthesis(t, k, o)
+			sc := synthesis(t, k.Objects, o)
 			if sc.Answer == "" || len(sc.Citations) == 0 || len(sc.ClaimIDs) == 0 {
 				t.Errorf("%q: synthesis %+v", questions[i], sc)
 			}
@@ -284,11 +284,11 @@ func TestStepEventsUseTheClock(t *testing.T) {
 		defer unsub()
 		steps := pipeline.Steps()
 		steps[0] = slowResearcher{c: c, took: 1500 * time.Millisecond}
-		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), Steps: steps, Clock: c, Bus: bus})
+		o, err := pipeline.New(pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), Steps: steps, Clock: c, Bus: bus})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.RunSequential(context.Background(), submit(t, k, questions[0]).ID); err != nil {
+		if _, err := o.RunSequential(context.Background(), submit(t, k.Objects, questions[0]).ID); err != nil {
 			t.Fatal(err)
 		}
 		started, completed := <-evs, <-evs
@@ -307,11 +307,11 @@ func TestStepEventsUseTheClock(t *testing.T) {
 func TestSequential(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
-		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t)})
+		o, err := pipeline.New(pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := submit(t, k, questions[1])
+		q := submit(t, k.Objects, questions[1])
 		got, err := o.RunSequential(context.Background(), q.ID)
 		if err != nil || got.Status != pipeline.Resolved || chain(got) != resolvedChain {
 			t.Fatalf("%s, %v: %s", got.Status, err, chain(got))
@@ -324,8 +324,8 @@ func TestSequential(t *testing.T) {
 func TestParksAfterRounds(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
-		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
-		o := settle(t, k, submit(t, k, absent).ID)[0]
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
+		o := settle(t, k.Objects, submit(t, k.Objects, absent).ID)[0]
 		if o.Status != pipeline.NeedsInput || o.Round != 1 {
 			t.Fatalf("%s round %d: %s", o.Status, o.Round, chain(o))
 		}
@@ -333,7 +333,7 @@ func TestParksAfterRounds(t *testing.T) {
 		if last.Action != pipeline.ActionParked || last.ReasoningNodeID == nil {
 			t.Fatalf("last entry %+v", last)
 		}
-		why, err := k.GetObject(context.Background(), *last.ReasoningNodeID)
+		why, err := k.Objects.GetObject(context.Background(), *last.ReasoningNodeID)
 		if err != nil || !strings.Contains(string(why.Content), "parked after 2 rounds") {
 			t.Fatalf("parking reason %s, %v", why.Content, err)
 		}
@@ -364,13 +364,14 @@ func TestModelRunsOncePerObject(t *testing.T) {
 		const n = 150
 		var ids []int64
 		for i := range n {
-			ids = append(ids, submit(t, k, fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)).ID)
+			ids = append(ids, submit(t, k.Objects, fmt.Sprintf("%s (#%d)", questions[i%len(questions)], i)).ID)
 		}
 		// Two orchestrators (as two processes would), two workers per step each.
 		for i := range 2 {
-			start(t, pipeline.Config{Store: open(t), Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
+			nd := open(t)
+			start(t, pipeline.Config{Store: nd.Objects, Changes: nd.Changes, Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
 		}
-		for i, o := range settle(t, k, ids...) {
+		for i, o := range settle(t, k.Objects, ids...) {
 			if o.Status != pipeline.Resolved {
 				t.Fatalf("question %d: %s: %s", i, o.Status, chain(o))
 			}
@@ -397,8 +398,8 @@ func TestPanickingStepIsRestarted(t *testing.T) {
 			}
 			return nil
 		})
-		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
-		o := settle(t, k, submit(t, k, questions[0]).ID)[0]
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
+		o := settle(t, k.Objects, submit(t, k.Objects, questions[0]).ID)[0]
 		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("critique", questions[0]) != 2 {
 			t.Fatalf("%s after a panic (%d critiques): %s", o.Status, m.n("critique", questions[0]), chain(o))
 		}
@@ -411,21 +412,21 @@ func TestRedeliveryCallsNoModel(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
-		o, err := pipeline.New(pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
+		o, err := pipeline.New(pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := submit(t, k, questions[2])
+		q := submit(t, k.Objects, questions[2])
 		if _, err := o.RunSequential(context.Background(), q.ID); err != nil {
 			t.Fatal(err)
 		}
 		// Put it back to awaiting_critique as a stale redelivery would:
 		// same content, same round.
-		c, err := k.ClaimObject(context.Background(), q.ID, "test", []string{pipeline.Resolved})
+		c, err := k.Objects.ClaimObject(context.Background(), q.ID, "test", []string{pipeline.Resolved})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := k.TransitionObject(context.Background(), q.ID, c.ClaimToken, store.ObjectTransition{
+		if _, _, err := k.Objects.TransitionObject(context.Background(), q.ID, c.ClaimToken, knowledge.ObjectTransition{
 			From: pipeline.Resolved, To: pipeline.AwaitingCritique, Action: "redelivered", Agent: "test", Reasoning: -1}); err != nil {
 			t.Fatal(err)
 		}
@@ -456,10 +457,10 @@ func TestUnusableReplies(t *testing.T) {
 			}
 			return nil
 		})
-		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t), MaxFailures: 2})
-		once := submit(t, k, questions[3])
-		always := submit(t, k, "always "+questions[3])
-		got := settle(t, k, once.ID, always.ID)
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t), MaxFailures: 2})
+		once := submit(t, k.Objects, questions[3])
+		always := submit(t, k.Objects, "always "+questions[3])
+		got := settle(t, k.Objects, once.ID, always.ID)
 		if got[0].Status != pipeline.Resolved || !strings.Contains(chain(got[0]), "synthesizer:failed→awaiting_synthesis synthesizer:synthesized") {
 			t.Fatalf("once: %s: %s", got[0].Status, chain(got[0]))
 		}
@@ -469,7 +470,7 @@ func TestUnusableReplies(t *testing.T) {
 				failed = e
 			}
 		}
-		reply, err := k.GetObject(context.Background(), *failed.ReasoningNodeID)
+		reply, err := k.Objects.GetObject(context.Background(), *failed.ReasoningNodeID)
 		if err != nil || reply.Kind != pipeline.KindModelReply || !strings.Contains(string(reply.Content), "I think the answer is bees") {
 			t.Fatalf("kept reply %+v, %v", reply, err)
 		}
@@ -490,8 +491,8 @@ func TestModelDown(t *testing.T) {
 			}
 			return nil
 		})
-		start(t, pipeline.Config{Store: k, Model: m, Corpus: corpus(t)})
-		o := settle(t, k, submit(t, k, questions[0]).ID)[0]
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
+		o := settle(t, k.Objects, submit(t, k.Objects, questions[0]).ID)[0]
 		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("research", questions[0]) != 3 {
 			t.Fatalf("%s after %d research calls: %s", o.Status, m.n("research", questions[0]), chain(o))
 		}
@@ -506,7 +507,7 @@ func TestFallbackPoll(t *testing.T) {
 		k := open(t)
 		c := clock.NewFake(storetest.T0)
 		const poll = time.Minute
-		start(t, pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: poll,
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: poll,
 			ClaimTouch: time.Hour, Clock: c})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -514,10 +515,10 @@ func TestFallbackPoll(t *testing.T) {
 		if err := c.WaitArmed(ctx, steps); err != nil { // every worker waits on its poll
 			t.Fatal(err)
 		}
-		q := submit(t, k, questions[1])
+		q := submit(t, k.Objects, questions[1])
 		polls := 0
 		for {
-			o, err := k.GetObject(ctx, q.ID)
+			o, err := k.Objects.GetObject(ctx, q.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -578,7 +579,8 @@ func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ cks.Object) (pipel
 // step with cks.ErrLeaseLost as the cause (the claim's lease.Keeper).
 func TestClaimTouch(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		k := &touchCounting{Store: open(t)}
+		ks := open(t)
+		k := &touchCounting{Store: ks.Objects}
 		c := clock.NewFake(storetest.T0)
 		b := blocking{entered: make(chan struct{})}
 		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t),
@@ -586,7 +588,7 @@ func TestClaimTouch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := submit(t, k, questions[0])
+		q := submit(t, ks.Objects, questions[0])
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		done := make(chan error, 1)

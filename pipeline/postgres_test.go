@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestListenConnectionKilled: with the fallback poll at an hour, only the
@@ -37,8 +38,8 @@ func TestListenConnectionKilled(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 
-	start(t, pipeline.Config{Store: st, Model: llm.NewOffline(), Corpus: corpus(t), Poll: time.Hour})
-	if o := settle(t, st, submit(t, st, questions[0]).ID)[0]; o.Status != pipeline.Resolved {
+	start(t, pipeline.Config{Store: st.Objects, Changes: st.Changes, Model: llm.NewOffline(), Corpus: corpus(t), Poll: time.Hour})
+	if o := settle(t, st.Objects, submit(t, st.Objects, questions[0]).ID)[0]; o.Status != pipeline.Resolved {
 		t.Fatalf("before the kill: %s", o.Status)
 	}
 
@@ -60,7 +61,7 @@ WHERE application_name = $1 AND query LIKE '%LISTEN cks_changes%') k`, app).Scan
 			t.Fatal("no LISTEN connection of the orchestrator found")
 		}
 	}
-	if o := settle(t, st, submit(t, st, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
+	if o := settle(t, st.Objects, submit(t, st.Objects, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
 		t.Fatalf("after the kill: %s", o.Status)
 	}
 }

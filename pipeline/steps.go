@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
 )
 
 // Question is the content of a question object.
@@ -173,10 +173,10 @@ func (e *Env) feedback(ctx context.Context, q cks.Object) ([]string, error) {
 
 // move transitions obj to status to with action, attaching the optional
 // reasoning node (the log entry points to it).
-func (e *Env) move(ctx context.Context, obj cks.Object, agent, to, action string, reason *store.Attachment) (Outcome, error) {
-	t := store.ObjectTransition{From: obj.Status, To: to, Action: action, Agent: agent, Reasoning: -1}
+func (e *Env) move(ctx context.Context, obj cks.Object, agent, to, action string, reason *knowledge.Attachment) (Outcome, error) {
+	t := knowledge.ObjectTransition{From: obj.Status, To: to, Action: action, Agent: agent, Reasoning: -1}
 	if reason != nil {
-		t.Attach, t.Reasoning = []store.Attachment{*reason}, 0
+		t.Attach, t.Reasoning = []knowledge.Attachment{*reason}, 0
 	}
 	if _, _, err := e.Store.TransitionObject(ctx, obj.ID, obj.ClaimToken, t); err != nil {
 		return Outcome{}, err
@@ -193,9 +193,9 @@ func (e *Env) park(ctx context.Context, obj cks.Object, agent, why string) (Outc
 // sendBack returns obj to an earlier status for another round, with the
 // reasoning node that says why (and the claim status changes set), or parks
 // it when the rounds are used up.
-func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, why *store.Attachment, text string, set ...store.StatusChange) (Outcome, error) {
-	t := store.ObjectTransition{From: obj.Status, To: to, Action: "rejected", Agent: agent, NextRound: true,
-		Attach: []store.Attachment{*why}, Reasoning: 0, SetStatus: set}
+func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, why *knowledge.Attachment, text string, set ...knowledge.StatusChange) (Outcome, error) {
+	t := knowledge.ObjectTransition{From: obj.Status, To: to, Action: "rejected", Agent: agent, NextRound: true,
+		Attach: []knowledge.Attachment{*why}, Reasoning: 0, SetStatus: set}
 	if obj.Round+1 >= e.MaxRounds {
 		t.To, t.Action, t.NextRound = NeedsInput, ActionParked, false
 		t.Attach = append(t.Attach, *reasonNode(KindRationale, SemParks, Reasoning{
@@ -212,7 +212,7 @@ func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, wh
 // recordFailure keeps an unusable model reply as a reasoning node and
 // logs the failure without moving obj (its claim is released).
 func (e *Env) recordFailure(ctx context.Context, obj cks.Object, agent, model string, reply *llm.ReplyError) (Outcome, error) {
-	node := &store.Attachment{Object: store.NewObject{Kind: KindModelReply, Title: "unusable reply to " + agent,
+	node := &knowledge.Attachment{Object: knowledge.NewObject{Kind: KindModelReply, Title: "unusable reply to " + agent,
 		Content:   mustJSON(map[string]string{"raw": reply.Raw, "error": reply.Err.Error(), "model": model, "step": agent}),
 		CreatedBy: agent}, BaseType: BaseDependsOn, SemanticType: SemFailedReply}
 	e.Log.Warn("unusable model reply", "object_id", obj.ID, "step", agent, "err", reply.Err)
@@ -221,8 +221,8 @@ func (e *Env) recordFailure(ctx context.Context, obj cks.Object, agent, model st
 
 // reasonNode is a reasoning node of kind about the subject, linked with
 // semantic type sem.
-func reasonNode(kind, sem string, r Reasoning) *store.Attachment {
-	return &store.Attachment{Object: store.NewObject{Kind: kind, Title: truncate(r.Text, 120), Content: mustJSON(r)},
+func reasonNode(kind, sem string, r Reasoning) *knowledge.Attachment {
+	return &knowledge.Attachment{Object: knowledge.NewObject{Kind: kind, Title: truncate(r.Text, 120), Content: mustJSON(r)},
 		BaseType: BaseDependsOn, SemanticType: sem}
 }
 
@@ -262,7 +262,7 @@ func (s Researcher) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, err
 	if err != nil {
 		return Outcome{}, err
 	}
-	var attach []store.Attachment
+	var attach []knowledge.Attachment
 	for i, c := range out.Claims {
 		cc := ClaimContent{Text: c.Text, QuestionID: q.ID, Round: q.Round}
 		for _, id := range c.Citations {
@@ -272,11 +272,11 @@ func (s Researcher) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, err
 			}
 			cc.Citations = append(cc.Citations, Citation{ID: p.ID, Source: p.Source, Heading: p.Heading, Text: p.Text})
 		}
-		attach = append(attach, store.Attachment{
-			Object:   store.NewObject{Kind: KindClaim, Title: truncate(c.Text, 120), Content: mustJSON(cc), Status: ClaimProposed, CreatedBy: s.Name()},
+		attach = append(attach, knowledge.Attachment{
+			Object:   knowledge.NewObject{Kind: KindClaim, Title: truncate(c.Text, 120), Content: mustJSON(cc), Status: ClaimProposed, CreatedBy: s.Name()},
 			BaseType: BaseDependsOn, SemanticType: SemAnswers})
 	}
-	t := store.ObjectTransition{From: q.Status, To: AwaitingCritique, Action: "researched", Agent: s.Name(),
+	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingCritique, Action: "researched", Agent: s.Name(),
 		Attach: attach, Reasoning: -1}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
@@ -336,7 +336,7 @@ func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) 
 	}
 	node := reasonNode(KindCritique, SemCritiques, Reasoning{Text: out.Summary, Model: e.Model.Name(), Verdicts: verdicts})
 	node.Object.CreatedBy = s.Name()
-	var set []store.StatusChange
+	var set []knowledge.StatusChange
 	nAccepted := len(accepted)
 	for _, v := range verdicts {
 		sem, status := SemRefutes, ClaimRejected
@@ -344,14 +344,14 @@ func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) 
 			sem, status = SemSupports, ClaimAccepted
 			nAccepted++
 		}
-		node.Links = append(node.Links, store.LinkFrom{Dst: v.ClaimID, BaseType: BaseDependsOn, SemanticType: sem})
-		set = append(set, store.StatusChange{ObjectID: v.ClaimID, Status: status, Action: status})
+		node.Links = append(node.Links, knowledge.LinkFrom{Dst: v.ClaimID, BaseType: BaseDependsOn, SemanticType: sem})
+		set = append(set, knowledge.StatusChange{ObjectID: v.ClaimID, Status: status, Action: status})
 	}
 	if !out.Sufficient || nAccepted == 0 {
 		return e.sendBack(ctx, q, s.Name(), NeedsResearch, node, out.Summary, set...)
 	}
-	t := store.ObjectTransition{From: q.Status, To: AwaitingSynthesis, Action: "critiqued", Agent: s.Name(),
-		Attach: []store.Attachment{*node}, Reasoning: 0, SetStatus: set}
+	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingSynthesis, Action: "critiqued", Agent: s.Name(),
+		Attach: []knowledge.Attachment{*node}, Reasoning: 0, SetStatus: set}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
 	}
@@ -399,15 +399,15 @@ func (s Synthesizer) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, er
 		}
 		sc.Citations = append(sc.Citations, Citation{ID: p.ID, Source: p.Source, Heading: p.Heading, Text: p.Text})
 	}
-	node := store.Attachment{Object: store.NewObject{Kind: KindSynthesis, Title: "answer to: " + truncate(text, 100),
+	node := knowledge.Attachment{Object: knowledge.NewObject{Kind: KindSynthesis, Title: "answer to: " + truncate(text, 100),
 		CreatedBy: s.Name()}, BaseType: BaseDependsOn, SemanticType: SemSynthesizes}
 	for _, o := range objs {
 		sc.ClaimIDs = append(sc.ClaimIDs, o.ID)
-		node.Links = append(node.Links, store.LinkFrom{Dst: o.ID, BaseType: BaseDependsOn, SemanticType: SemCites})
+		node.Links = append(node.Links, knowledge.LinkFrom{Dst: o.ID, BaseType: BaseDependsOn, SemanticType: SemCites})
 	}
 	node.Object.Content = mustJSON(sc)
-	t := store.ObjectTransition{From: q.Status, To: AwaitingArbitration, Action: "synthesized", Agent: s.Name(),
-		Attach: []store.Attachment{node}, Reasoning: -1}
+	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingArbitration, Action: "synthesized", Agent: s.Name(),
+		Attach: []knowledge.Attachment{node}, Reasoning: -1}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
 	}
@@ -474,7 +474,7 @@ func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error)
 	if out.Valid {
 		node := reasonNode(KindRationale, SemResolves, r)
 		node.Object.CreatedBy = s.Name()
-		node.Links = []store.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemSupports}}
+		node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemSupports}}
 		return e.move(ctx, q, s.Name(), Resolved, "validated", node)
 	}
 	to := NeedsResearch
@@ -484,6 +484,6 @@ func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error)
 	r.SendBackTo = out.SendBackTo
 	node := reasonNode(KindRationale, SemRefutes, r)
 	node.Object.CreatedBy = s.Name()
-	node.Links = []store.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemRefutes}}
+	node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemRefutes}}
 	return e.sendBack(ctx, q, s.Name(), to, node, out.Rationale)
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -40,15 +40,15 @@ func (a accented) Synthesize(ctx context.Context, in llm.SynthesisInput) (llm.Sy
 func TestTitlesAreCutAtCharacters(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		k := open(t)
-		start(t, pipeline.Config{Store: k, Model: accented{llm.NewOffline()}, Corpus: corpus(t), Workers: 1})
-		q := submit(t, k, questions[0])
-		o := settle(t, k, q.ID)[0]
+		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: accented{llm.NewOffline()}, Corpus: corpus(t), Workers: 1})
+		q := submit(t, k.Objects, questions[0])
+		o := settle(t, k.Objects, q.ID)[0]
 		if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
 			t.Fatalf("question %s, chain %s", o.Status, chain(o))
 		}
 		titled := 0
 		for _, e := range o.Edges {
-			other := storetest.MustGetObject(t, k, e.Src)
+			other := storetest.MustGetObject(t, k.Objects, e.Src)
 			if err := cks.ValidateText("title", other.Title); err != nil {
 				t.Errorf("object %d (%s): %v", other.ID, other.Kind, err)
 			}

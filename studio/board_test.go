@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"github.com/cks-dev/cks/sweeper"
@@ -27,7 +25,7 @@ import (
 // fullEnv is a studio with sweeper cards and the task board over a real
 // SQLite store whose clock (and the studio's) is a fake at T0.
 type fullEnv struct {
-	store store.Store
+	store *backend.Backend
 	clock *clock.Fake
 	ctl   *sweeper.Controller
 	h     http.Handler
@@ -64,7 +62,7 @@ func newFullEnv(t *testing.T) fullEnv {
 		{stepSweeper{id: "stale_stop_report"}, 5 * time.Minute, false},
 	} {
 		if _, err := reg.Register(sw.sw, sweeper.Options{Interval: sw.interval, ConfigEnabled: sw.enabled,
-			Overrides: s, Clock: c, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			Overrides: s.Sweepers, Clock: c, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,9 +71,9 @@ func newFullEnv(t *testing.T) fullEnv {
 			t.Errorf("StopAll: %v", err)
 		}
 	})
-	ctl := sweeper.NewController(reg, s)
+	ctl := sweeper.NewController(reg, s.Sweepers)
 	logs := &bytes.Buffer{}
-	h := studio.New(liveness.NewService(s, c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s, Clock: c,
+	h := studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s.Tasks, Clock: c,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return fullEnv{store: s, clock: c, ctl: ctl, h: h, logs: logs}
 }
@@ -189,7 +187,7 @@ func TestSweeperListErrorRendersMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Sweepers: sweeper.NewController(reg, brokenOverrides{}),
+	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: sweeper.NewController(reg, brokenOverrides{}),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, target := range []string{"/", studio.SweepersFragmentPath} {
 		logs.Reset()
@@ -203,26 +201,23 @@ func TestSweeperListErrorRendersMessage(t *testing.T) {
 
 // Task board.
 
-func enqueue(t *testing.T, s store.Store, typ, title string) cks.Task {
+func enqueue(t *testing.T, s *backend.Backend, typ, title string) cks.Task {
 	t.Helper()
 	return storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
 }
 
-func claim(t *testing.T, s store.Store, typ string) cks.ClaimedTask {
+func claim(t *testing.T, s *backend.Backend, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim %s: %v, %d tasks", typ, err, len(ts))
 	}
 	return ts[0]
 }
 
-func move(t *testing.T, s store.Store, id int64, to cks.TaskState) {
+func move(t *testing.T, s *backend.Backend, id int64, to cks.TaskState) {
 	t.Helper()
-	tr := s.(interface {
-		Transition(context.Context, int64, cks.TaskState, string, string) (cks.Task, error)
-	})
-	if _, err := tr.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
+	if _, err := s.Tasks.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
 		t.Fatalf("task %d → %s: %v", id, to, err)
 	}
 }
@@ -246,12 +241,12 @@ func TestTaskBoardSections(t *testing.T) {
 	move(t, e.store, oldStop.ID, cks.TaskStopped)
 	ask := enqueue(t, e.store, "ask", "Needs a human")
 	c := claim(t, e.store, "ask")
-	if _, err := e.store.RequestInput(ctx, ask.ID, c.LeaseToken, "Which <b>bucket</b> should I use?"); err != nil {
+	if _, err := e.store.Tasks.RequestInput(ctx, ask.ID, c.LeaseToken, "Which <b>bucket</b> should I use?"); err != nil {
 		t.Fatal(err)
 	}
 	done := enqueue(t, e.store, "finish", "All done")
 	c = claim(t, e.store, "finish")
-	if _, err := e.store.Complete(ctx, done.ID, c.LeaseToken, false, "ok"); err != nil {
+	if _, err := e.store.Tasks.Complete(ctx, done.ID, c.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(25 * time.Hour)
@@ -345,15 +340,15 @@ func TestTaskPage(t *testing.T) {
 		Description: "Look it up.", Payload: []byte(`{"q":"<script>alert(1)</script>","n":1}`), Priority: 7, CreatedBy: "tester"})
 
 	c := claim(t, e.store, "research")
-	if _, err := e.store.AddEvidence(ctx, task.ID, c.LeaseToken, "note", "first try evidence"); err != nil {
+	if _, err := e.store.Tasks.AddEvidence(ctx, task.ID, c.LeaseToken, "note", "first try evidence"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Fail(ctx, task.ID, c.LeaseToken, true, "network flake"); err != nil {
+	if _, err := e.store.Tasks.Fail(ctx, task.ID, c.LeaseToken, true, "network flake"); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Hour) // past the retry backoff
 	c = claim(t, e.store, "research")
-	if _, err := e.store.AddEvidence(ctx, task.ID, c.LeaseToken, "log", "second try evidence"); err != nil {
+	if _, err := e.store.Tasks.AddEvidence(ctx, task.ID, c.LeaseToken, "log", "second try evidence"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -410,21 +405,16 @@ func TestTasksAbsentWithoutStore(t *testing.T) {
 	mustContain(t, "404", r.body, "Page not found")
 }
 
-// failingTasks is a task ledger whose reads fail.
-type failingTasks struct{ ops.TaskStore }
-
-func (failingTasks) CountTasks(context.Context, cks.TaskFilter) (int, error) {
-	return 0, errors.New("ledger on fire")
-}
-
-func (failingTasks) GetTask(context.Context, int64) (cks.Task, error) {
-	return cks.Task{}, errors.New("ledger on fire")
-}
-
 func TestTaskServiceErrorsRenderMessage(t *testing.T) {
 	var logs bytes.Buffer
 	e := newEnv(t)
-	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Tasks: failingTasks{},
+	// A ledger on a closed database: every read fails.
+	dead, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "dead.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Tasks: dead.Tasks,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for target, want := range map[string]string{
 		"/tasks":   "Could not load tasks",
@@ -434,8 +424,8 @@ func TestTaskServiceErrorsRenderMessage(t *testing.T) {
 		r := get(t, h, target)
 		wantHTML(t, r, http.StatusInternalServerError)
 		mustContain(t, target, r.body, want, `role="alert"`)
-		mustNotContain(t, target, r.body, "on fire")
-		mustContain(t, "log", logs.String(), "level=ERROR", "ledger on fire")
+		mustNotContain(t, target, r.body, "closed")
+		mustContain(t, "log", logs.String(), "level=ERROR", "closed")
 	}
 }
 
@@ -454,13 +444,13 @@ func TestSweeperCardShowsDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	ctl := sweeper.NewController(reg, e.store)
+	ctl := sweeper.NewController(reg, e.store.Sweepers)
 	if _, err := ctl.Start(context.Background(), "graph_health"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctl.Stop(context.Background(), "graph_health") })
 	waitRuns(t, ctl, "graph_health", 1)
-	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Sweepers: ctl})
+	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: ctl})
 	page := get(t, h, "/")
 	wantHTML(t, page, http.StatusOK)
 	c := sweeperCard(t, page.body, "graph_health")

@@ -9,29 +9,29 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
 // running enqueues a task of type typ and has worker claim it and run it.
-func running(t *testing.T, s store.Store, typ, title, worker string) cks.ClaimedTask {
+func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
 	task := storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
-	ts, err := s.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
 		t.Fatalf("claim %s: %v, %+v", typ, err, ts)
 	}
-	if _, err := s.MarkRunning(ctx, task.ID, ts[0].LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx, task.ID, ts[0].LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	return ts[0]
 }
 
-func stop(t *testing.T, s store.Store, id int64, reason string) *cks.Abort {
+func stop(t *testing.T, s *backend.Backend, id int64, reason string) *cks.Abort {
 	t.Helper()
-	_, ab, err := s.Stop(context.Background(), id, "operator", reason, time.Minute)
+	_, ab, err := s.Tasks.Stop(context.Background(), id, "operator", reason, time.Minute)
 	if err != nil {
 		t.Fatalf("stop %d: %v", id, err)
 	}
@@ -76,7 +76,7 @@ func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	if ab == nil || ab.Outcome != cks.AbortPending {
 		t.Fatalf("stop of a running task: abort %+v, want pending", ab)
 	}
-	if got, err := e.store.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
+	if got, err := e.store.Tasks.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("resolve: %+v, %v", got, err)
 	}
 	e.clock.Advance(90 * time.Minute)
@@ -139,20 +139,20 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	first := running(t, e.store, "build", "Build the thing", "worker-1")
 	id := first.ID
 	for kind, body := range map[string]string{cks.EvidenceWorkspace: "/work/ws-aborted", "note": "evidence of the aborted attempt"} {
-		if _, err := e.store.AddEvidence(ctx, id, first.LeaseToken, kind, body); err != nil {
+		if _, err := e.store.Tasks.AddEvidence(ctx, id, first.LeaseToken, kind, body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.store.RecordDecision(ctx, id, first.LeaseToken, "plan_decomposed", "split into two parts", 1); err != nil {
+	if _, err := e.store.Tasks.RecordDecision(ctx, id, first.LeaseToken, "plan_decomposed", "split into two parts", 1); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
 	ab := stop(t, e.store, id, "rewrite the criteria")
-	if _, err := e.store.ConfirmAbort(ctx, id, first.LeaseToken); err != nil {
+	if _, err := e.store.Tasks.ConfirmAbort(ctx, id, first.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	crit := "the new criteria"
-	if _, err := e.store.Update(ctx, id, "operator", cks.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
+	if _, err := e.store.Tasks.Update(ctx, id, "operator", cks.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -163,22 +163,22 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	mustContain(t, "stopped actions", actions, `data-task-action="start"`, `>Start</button>`)
 	mustNotContain(t, "stopped actions", actions, `data-task-action="stop"`)
 
-	if _, err := e.store.Start(ctx, id, "operator", "criteria fixed"); err != nil {
+	if _, err := e.store.Tasks.Start(ctx, id, "operator", "criteria fixed"); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	ts, err := e.store.Claim(ctx, "worker-2", []string{"build"}, 1, time.Hour)
+	ts, err := e.store.Tasks.Claim(ctx, "worker-2", []string{"build"}, 1, time.Hour)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim after start: %v %+v", err, ts)
 	}
 	second := ts[0]
-	if _, err := e.store.AddEvidence(ctx, id, second.LeaseToken, "note", "evidence of the current attempt"); err != nil {
+	if _, err := e.store.Tasks.AddEvidence(ctx, id, second.LeaseToken, "note", "evidence of the current attempt"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.RecordDecision(ctx, id, second.LeaseToken, "atomic", "no decomposition needed", 2); err != nil {
+	if _, err := e.store.Tasks.RecordDecision(ctx, id, second.LeaseToken, "atomic", "no decomposition needed", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.RecordDecision(ctx, id, second.LeaseToken, "needs_review", "judged on the old text", 1); err != nil {
+	if _, err := e.store.Tasks.RecordDecision(ctx, id, second.LeaseToken, "needs_review", "judged on the old text", 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -215,7 +215,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	mustNotContain(t, "running actions", actions, `data-task-action="start"`)
 
 	// Finished: neither.
-	if _, err := e.store.Complete(ctx, id, second.LeaseToken, false, "done"); err != nil {
+	if _, err := e.store.Tasks.Complete(ctx, id, second.LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
 	p = get(t, e.h, fmt.Sprintf("/tasks/%d", id))

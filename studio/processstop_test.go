@@ -37,7 +37,7 @@ func TestProcessCardsOfferStop(t *testing.T) {
 	storetest.MustUpsert(t, e.store, storetest.Liveness("alive-instance-000000001", "critic", 0))
 	storetest.MustUpsert(t, e.store, storetest.Liveness("asked-instance-000000002", "enrichment", 0))
 	storetest.MustUpsert(t, e.store, storetest.Liveness("gone-instance-0000000003", "pipeline", -time.Hour))
-	if ok, err := e.store.RequestAgentStop(context.Background(), "asked-instance-000000002"); err != nil || !ok {
+	if ok, err := e.store.Liveness.RequestAgentStop(context.Background(), "asked-instance-000000002"); err != nil || !ok {
 		t.Fatalf("RequestAgentStop: %v %v", ok, err)
 	}
 	e.clock.Advance(5 * time.Second)
@@ -95,18 +95,18 @@ func TestProcessStopScript(t *testing.T) {
 func TestProcessStopFromBrowser(t *testing.T) {
 	e := newEnv(t)
 	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
-	svc := liveness.NewService(e.store, e.clock)
-	a := api.New(api.Config{Liveness: svc, Auth: auth.NewAuthenticator(e.store), Clock: e.clock,
+	svc := liveness.NewService(e.store.Driver(), e.clock)
+	a := api.New(api.Config{Liveness: svc, Auth: auth.NewAuthenticator(e.store.Principals), Clock: e.clock,
 		Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	// sessionFor is the cookie of a browser signed in with a token of g.
 	sessionFor := func(g cks.Grant) string {
-		_, tok, err := auth.CreateToken(context.Background(), e.store, e.clock, "browser", []cks.Grant{g})
+		_, tok, err := auth.CreateToken(context.Background(), e.store.Principals, e.clock, "browser", []cks.Grant{g})
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret, _, err := auth.NewAuthenticator(e.store).Login(context.Background(), tok, e.clock.Now())
+		secret, _, err := auth.NewAuthenticator(e.store.Principals).Login(context.Background(), tok, e.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -52,7 +53,7 @@ type Options struct {
 	Sweepers *sweeper.Controller
 	// Tasks, when set, serves the task board at /tasks and task pages at
 	// /tasks/{id}.
-	Tasks ops.TaskStore
+	Tasks *ledger.Service
 	// StaleStopAfter is how long a task may stay STOPPED before the board
 	// flags it: the hub passes the stale_stop_report sweeper's threshold
 	// (CKS_STALE_STOP_THRESHOLD), so both report the same tasks. Zero means

@@ -3,7 +3,6 @@ package studio_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,17 +15,16 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
 // env is a studio handler over a real SQLite store and a fake clock at T0.
 type env struct {
-	store store.Store
+	store *backend.Backend
 	clock *clock.Fake
 	h     http.Handler
 }
@@ -39,7 +37,7 @@ func newEnv(t testing.TB) env {
 	}
 	t.Cleanup(func() { s.Close() })
 	c := clock.NewFake(storetest.T0)
-	return env{store: s, clock: c, h: studio.New(liveness.NewService(s, c), studio.Options{Version: "v-test"})}
+	return env{store: s, clock: c, h: studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test"})}
 }
 
 type response struct {
@@ -222,16 +220,15 @@ func TestPanelWithoutSweeperController(t *testing.T) {
 	mustContain(t, "fragment", frag.body, "Sweeper control is not available")
 }
 
-// failingStore is a liveness store whose reads fail.
-type failingStore struct{ store.Liveness }
-
-func (failingStore) ListAgentLiveness(context.Context) ([]cks.AgentLiveness, error) {
-	return nil, errors.New("disk on fire")
-}
-
 func TestServiceErrorRendersMessage(t *testing.T) {
 	var logs bytes.Buffer
-	svc := liveness.NewService(failingStore{}, clock.NewFake(storetest.T0))
+	// Liveness on a closed database: every read fails.
+	dead, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "dead.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	svc := dead.Liveness
 	h := studio.New(svc, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	for _, target := range []string{"/", studio.FragmentPath} {
@@ -240,8 +237,8 @@ func TestServiceErrorRendersMessage(t *testing.T) {
 			r := get(t, h, target)
 			wantHTML(t, r, http.StatusInternalServerError)
 			mustContain(t, target, r.body, `role="alert"`, "Could not load processes.")
-			mustNotContain(t, target, r.body, "disk on fire") // details go to the log, not the page
-			mustContain(t, "log", logs.String(), "level=ERROR", "studio: list processes", "disk on fire")
+			mustNotContain(t, target, r.body, "closed") // details go to the log, not the page
+			mustContain(t, "log", logs.String(), "level=ERROR", "studio: list processes", "closed")
 		})
 	}
 }

@@ -8,10 +8,9 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
-// ControlRows is store.SweeperControl over a driver: the persistent
+// ControlRows is ControlRows over a driver: the persistent
 // start/stop overrides of ADR-015 (cks_sweeper_control), with their rules
 // here — an id is checked by sweeper.ValidateSweeperID before anything is
 // read or written, an override is an upsert dated by the clock that
@@ -22,8 +21,6 @@ type ControlRows struct {
 	clock clock.Clock
 }
 
-var _ store.SweeperControl = (*ControlRows)(nil)
-
 // NewControlRows returns the sweeper overrides of db, dated by clk (the
 // system clock when nil).
 func NewControlRows(db driver.Driver, clk clock.Clock) *ControlRows {
@@ -33,7 +30,10 @@ func NewControlRows(db driver.Driver, clk clock.Clock) *ControlRows {
 	return &ControlRows{db: db, clock: clk}
 }
 
-// SetSweeperDesiredRunning implements store.SweeperControl.
+// SetSweeperDesiredRunning records the override for id (an upsert that
+// also sets updated_at from the store's clock; it publishes a change on
+// TopicSweeperControl in the same transaction). An empty id is a
+// FieldError naming agent_id.
 func (c *ControlRows) SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error {
 	if err := ValidateSweeperID(id); err != nil {
 		return err
@@ -50,7 +50,8 @@ func (c *ControlRows) SetSweeperDesiredRunning(ctx context.Context, id string, r
 	return nil
 }
 
-// GetSweeperDesiredRunning implements store.SweeperControl.
+// GetSweeperDesiredRunning returns the override, or nil when there is no
+// row. An empty id is a FieldError naming agent_id.
 func (c *ControlRows) GetSweeperDesiredRunning(ctx context.Context, id string) (*bool, error) {
 	if err := ValidateSweeperID(id); err != nil {
 		return nil, err

@@ -55,9 +55,9 @@ const (
 // unique and within the index limits of both backends.
 const maxDedupeKey = 512
 
-// ErrNoVersions: the store does not implement store.Versions, which the
+// ErrNoVersions: the store does not implement knowledge.Service, which the
 // fork_detection and graph_health sweepers need.
-var ErrNoVersions = errors.New("the store does not implement object versions (store.Versions)")
+var ErrNoVersions = errors.New("the store does not implement object versions (*knowledge.Service)")
 
 // Detailer is implemented by a sweeper whose passes produce more than a
 // count. The runner calls Details after every completed pass and records the
@@ -73,23 +73,23 @@ type TaskEnqueuer interface {
 	Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, error)
 }
 
-// ForkLister lists forked objects (store.Versions).
+// ForkLister lists forked objects (knowledge.Service).
 type ForkLister interface {
 	ForkedObjects(ctx context.Context, after int64, limit int) ([]cks.Fork, error)
 }
 
-// ObjectLister lists objects (store.Knowledge).
+// ObjectLister lists objects (knowledge.Service).
 type ObjectLister interface {
 	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
 }
 
-// ObjectReader lists and reads objects (store.Knowledge).
+// ObjectReader lists and reads objects (knowledge.Service).
 type ObjectReader interface {
 	ObjectLister
 	GetObject(ctx context.Context, id int64) (cks.Object, error)
 }
 
-// EdgeLister lists edges (store.Versions).
+// EdgeLister lists edges (knowledge.Service).
 type EdgeLister interface {
 	ListEdges(ctx context.Context, after int64, limit int) ([]cks.Edge, error)
 }
@@ -160,7 +160,7 @@ func forEachObject(ctx context.Context, l ObjectLister, kinds []string, f func([
 type ForkDetection struct {
 	Tasks TaskEnqueuer
 	// Forks is the store's version history; nil (a store without
-	// store.Versions) makes every pass fail with ErrNoVersions.
+	// knowledge.Service) makes every pass fail with ErrNoVersions.
 	Forks ForkLister
 }
 
@@ -439,7 +439,7 @@ type GraphHealth struct {
 	Tasks   TaskEnqueuer
 	Objects ObjectLister
 	// Edges is the store's edge listing; nil (a store without
-	// store.Versions) makes every pass fail with ErrNoVersions.
+	// knowledge.Service) makes every pass fail with ErrNoVersions.
 	Edges EdgeLister
 
 	mu   sync.Mutex

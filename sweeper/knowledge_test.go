@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -22,14 +23,14 @@ import (
 type kfix struct {
 	t    *testing.T
 	open storetest.Opener
-	st   store.Store
+	st   *backend.Backend
 }
 
 func newKFix(t *testing.T, open storetest.Opener) *kfix {
 	return &kfix{t: t, open: open, st: open(t, driver.WithClock(clock.NewFake(storetest.T0)))}
 }
 
-func (f *kfix) versions() store.Versions { return f.st }
+func (f *kfix) versions() *knowledge.Service { return f.st.Objects }
 
 func (f *kfix) obj(kind, status string, content any) int64 {
 	f.t.Helper()
@@ -41,12 +42,12 @@ func (f *kfix) obj(kind, status string, content any) int64 {
 		}
 		raw = b
 	}
-	return storetest.MustCreateObject(f.t, f.st, store.NewObject{Kind: kind, Status: status, Content: raw}).ID
+	return storetest.MustCreateObject(f.t, f.st.Objects, knowledge.NewObject{Kind: kind, Status: status, Content: raw}).ID
 }
 
 func (f *kfix) edge(src, dst int64, base string) {
 	f.t.Helper()
-	if _, err := f.st.AddEdges(context.Background(), []store.NewEdge{{Src: src, Dst: dst, BaseType: base}}); err != nil {
+	if _, err := f.st.Objects.AddEdges(context.Background(), []knowledge.NewEdge{{Src: src, Dst: dst, BaseType: base}}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -54,7 +55,7 @@ func (f *kfix) edge(src, dst int64, base string) {
 // tasks returns the payloads and dedupe keys of the tasks of typ, by id.
 func (f *kfix) tasks(typ string) (payloads []string, keys []string) {
 	f.t.Helper()
-	page, err := f.st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, Limit: cks.MaxListLimit})
+	page, err := f.st.Tasks.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, Limit: cks.MaxListLimit})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func wantStrings(t *testing.T, what string, got, want []string) {
 
 // fork makes object id forked with n heads (n-1 extra writes from its first
 // version) and returns the heads, ascending.
-func (f *kfix) fork(v store.Versions, id int64, n int) []int64 {
+func (f *kfix) fork(v *knowledge.Service, id int64, n int) []int64 {
 	f.t.Helper()
 	ctx := context.Background()
 	vs, err := v.ObjectVersions(ctx, id)
@@ -132,7 +133,7 @@ func TestForkDetection(t *testing.T) {
 		}
 		h2 := f.fork(v, two, 2)
 		h3 := f.fork(v, three, 3)
-		s := sweeper.ForkDetection{Tasks: f.st, Forks: v}
+		s := sweeper.ForkDetection{Tasks: f.st.Tasks, Forks: v}
 		f.sweep(s, 2)
 		p, k := f.tasks(sweeper.TaskResolveFork)
 		wantStrings(t, "payloads", p, []string{
@@ -161,15 +162,15 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 		o := f.obj("note", "", map[string]any{"a": 1})
 		heads := f.fork(v, o, 2)
 		// A task of the global numbering, long done, with the same digits.
-		old, _, err := f.st.Enqueue(context.Background(), cks.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
+		old, _, err := f.st.Tasks.Enqueue(context.Background(), cks.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
 			DedupeKey: fmt.Sprintf("resolve_fork:%d:%d,%d", o, heads[0], heads[1])})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.st.Cancel(context.Background(), old.ID, "test", "resolved before the upgrade"); err != nil {
+		if _, err := f.st.Tasks.Cancel(context.Background(), old.ID, "test", "resolved before the upgrade"); err != nil {
 			t.Fatal(err)
 		}
-		f.sweep(sweeper.ForkDetection{Tasks: f.st, Forks: v}, 1)
+		f.sweep(sweeper.ForkDetection{Tasks: f.st.Tasks, Forks: v}, 1)
 	})
 }
 
@@ -185,7 +186,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			var sweepers []sweeper.ForkDetection
 			for range 2 {
 				h := open(t)
-				sweepers = append(sweepers, sweeper.ForkDetection{Tasks: h, Forks: h})
+				sweepers = append(sweepers, sweeper.ForkDetection{Tasks: h.Tasks, Forks: h.Objects})
 			}
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -211,7 +212,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			if counts[0]+counts[1] != want {
 				t.Fatalf("round %d: created %v, want %d in all", round, counts, want)
 			}
-			n, err := f.st.CountTasks(context.Background(), cks.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
+			n, err := f.st.Tasks.CountTasks(context.Background(), cks.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
 			if err != nil || n != 1 {
 				t.Fatalf("round %d: %d resolve_fork tasks (%v), want exactly 1", round, n, err)
 			}
@@ -248,7 +249,7 @@ func TestContradiction(t *testing.T) {
 		f.obj("note", "", claim("Paris", "capital_of", "Italy"))                                      // not a claim
 		x := f.obj("claim", "", claim("water", "boils_at", "100C"))
 		y := f.obj("claim", "", claim("Water", "boils_at", "90C"))
-		s := sweeper.Contradiction{Tasks: f.st, Objects: f.st}
+		s := sweeper.Contradiction{Tasks: f.st.Tasks, Objects: f.st.Objects}
 		f.sweep(s, 3)
 		p, k := f.tasks(sweeper.TaskCritique)
 		pair := func(a, b int64) string { return fmt.Sprintf(`{"claims":[%d,%d]}`, a, b) }
@@ -263,11 +264,11 @@ func TestContradiction(t *testing.T) {
 func (f *kfix) changeContent(id int64, status string, content string) {
 	f.t.Helper()
 	ctx := context.Background()
-	o, err := f.st.ClaimObject(ctx, id, "test", []string{status})
+	o, err := f.st.Objects.ClaimObject(ctx, id, "test", []string{status})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, _, err := f.st.TransitionObject(ctx, id, o.ClaimToken, store.ObjectTransition{From: status, To: status,
+	if _, _, err := f.st.Objects.TransitionObject(ctx, id, o.ClaimToken, knowledge.ObjectTransition{From: status, To: status,
 		Action: "edited", Agent: "test", Content: json.RawMessage(content), Reasoning: -1}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestInferenceStaleness(t *testing.T) {
 		ctx := context.Background()
 		p1 := f.obj("claim", "found", map[string]any{"v": 1})
 		p2 := f.obj("claim", "found", map[string]any{"v": 2})
-		hash := func(id int64) string { return storetest.MustGetObject(t, f.st, id).ContentHash }
+		hash := func(id int64) string { return storetest.MustGetObject(t, f.st.Objects, id).ContentHash }
 		h1, h2 := hash(p1), hash(p2)
 		premises := func(m map[int64]string) map[string]any {
 			out := map[string]string{}
@@ -295,7 +296,7 @@ func TestInferenceStaleness(t *testing.T) {
 		f.obj("inference", "", map[string]any{"premises": map[string]string{"x": "abc"}}) // malformed: ignored
 		f.obj("note", "", premises(map[int64]string{p2: "old"}))                          // not an inference
 		_ = fresh
-		s := sweeper.InferenceStaleness{Tasks: f.st, Objects: f.st}
+		s := sweeper.InferenceStaleness{Tasks: f.st.Tasks, Objects: f.st.Objects}
 		// Only the inference with a missing premise is stale so far.
 		f.sweep(s, 1)
 		p, k := f.tasks(sweeper.TaskRederive)
@@ -350,7 +351,7 @@ func TestGraphHealth(t *testing.T) {
 			{"f", "g", "depends_on"}, {"g", "f", "depends_on"}, {"x", "y", "supports"}, {"y", "x", "supports"}} {
 			f.edge(ids[e[0]], ids[e[1]], e[2])
 		}
-		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: v}
+		g := &sweeper.GraphHealth{Tasks: f.st.Tasks, Objects: f.st.Objects, Edges: v}
 		if g.Details() != nil {
 			t.Fatal("details before the first pass")
 		}
@@ -394,7 +395,7 @@ func TestGraphHealthDangling(t *testing.T) {
 		f.edge(a, b, "depends_on")
 		extra := []cks.Edge{{ID: 1 << 40, Src: a, Dst: 1 << 40, BaseType: "cites"},
 			{ID: 1<<40 + 1, Src: 1<<40 + 1, Dst: 1<<40 + 2, BaseType: "cites"}}
-		g := &sweeper.GraphHealth{Tasks: f.st, Objects: f.st, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
+		g := &sweeper.GraphHealth{Tasks: f.st.Tasks, Objects: f.st.Objects, Edges: edgesFunc(func(ctx context.Context, after int64, limit int) ([]cks.Edge, error) {
 			es, err := v.ListEdges(ctx, after, limit)
 			if err != nil || len(es) == limit {
 				return es, err

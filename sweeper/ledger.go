@@ -7,7 +7,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // Ids of the ledger sweepers.
@@ -23,16 +23,18 @@ const DefaultStaleStopThreshold = 24 * time.Hour
 
 // LeaseReaper reclaims leases that were not renewed within the stale window:
 // back to OPEN, or FAILED ("max attempts") when attempts are used up. It is the
-// periodic caller of store.Tasks.ReclaimExpired, which skips the
+// periodic caller of ledger.Service.ReclaimExpired, which skips the
 // dispatch-excluded states. It also settles abort requests whose deadline
-// passed with nobody left waiting for them (store.TaskControl.ExpireAborts),
+// passed with nobody left waiting for them (ledger.Service.ExpireAborts),
 // so every abort ends confirmed or unconfirmed even when the stop's caller
 // went away. And it releases the claims of the knowledge store's pipeline
 // objects (ADR-007 §2) not taken or renewed within the stale window
-// (store.Knowledge.ReleaseStaleClaims), so an object whose step worker died
+// (knowledge.Service.ReleaseStaleClaims), so an object whose step worker died
 // is claimed again by another worker.
 type LeaseReaper struct {
-	Tasks       LeaseStore
+	Tasks LeaseStore
+	// Claims holds the pipeline's object claims; nil releases none.
+	Claims      ClaimStore
 	Clock       clock.Clock
 	StaleWindow time.Duration
 	// ClaimTokens, when set, deletes the credentials that no longer
@@ -46,6 +48,10 @@ type LeaseReaper struct {
 type LeaseStore interface {
 	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
 	ExpireAborts(ctx context.Context, now time.Time) (int, error)
+}
+
+// ClaimStore is what LeaseReaper needs of the knowledge store.
+type ClaimStore interface {
 	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
 }
 
@@ -65,9 +71,14 @@ func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return n + m, err
 	}
-	o, err := r.Tasks.ReleaseStaleClaims(ctx, now.Add(-r.StaleWindow))
-	if err != nil || r.ClaimTokens == nil {
-		return n + m + o, err
+	var o int
+	if r.Claims != nil {
+		if o, err = r.Claims.ReleaseStaleClaims(ctx, now.Add(-r.StaleWindow)); err != nil {
+			return n + m + o, err
+		}
+	}
+	if r.ClaimTokens == nil {
+		return n + m + o, nil
 	}
 	c, err := r.ClaimTokens(ctx)
 	return n + m + o + c, err
@@ -77,7 +88,7 @@ func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 // completion: WAITING tasks whose dependencies are all COMPLETED become OPEN,
 // and those with a FAILED or CANCELLED dependency become BLOCKED.
 type DependencyRelease struct {
-	Tasks store.Tasks
+	Tasks *ledger.Service
 }
 
 // ID returns "dependency_release".
@@ -94,7 +105,7 @@ func (d DependencyRelease) SweepOnce(ctx context.Context) (int, error) {
 // result, so it shows in the sweeper status and metrics; the tasks themselves
 // are listed by GET /v1/tasks?stopped_longer_than=.
 type StaleStopReport struct {
-	Tasks     store.Tasks
+	Tasks     *ledger.Service
 	Clock     clock.Clock
 	Threshold time.Duration
 	Logger    *slog.Logger

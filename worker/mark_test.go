@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -21,7 +23,8 @@ import (
 // on its way); watches counts the WatchChanges calls not yet returned, and
 // ended gets a send when one returns.
 type counted struct {
-	store.Store
+	*ledger.Service
+	changes    *notifier.Notifier
 	leaseReads atomic.Int64
 	checked    chan struct{} // one send per returned callback
 	hold       sync.Mutex
@@ -29,13 +32,13 @@ type counted struct {
 	ended      chan struct{}
 }
 
-func newCounted(st store.Store) *counted {
-	return &counted{Store: st, checked: make(chan struct{}, 1000), ended: make(chan struct{}, 100)}
+func newCounted(st *backend.Backend) *counted {
+	return &counted{Service: st.Tasks, changes: st.Changes, checked: make(chan struct{}, 1000), ended: make(chan struct{}, 100)}
 }
 
 func (c *counted) LeaseHeld(ctx context.Context, id int64, tok string) (bool, error) {
 	c.leaseReads.Add(1)
-	return c.Store.LeaseHeld(ctx, id, tok)
+	return c.Service.LeaseHeld(ctx, id, tok)
 }
 
 func (c *counted) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
@@ -44,7 +47,7 @@ func (c *counted) WatchChanges(ctx context.Context, topics []string, f func(stri
 		c.watches.Add(-1)
 		c.ended <- struct{}{}
 	}()
-	return c.Store.WatchChanges(ctx, topics, func(topic string) {
+	return c.changes.WatchChanges(ctx, topics, func(topic string) {
 		c.hold.Lock()
 		c.hold.Unlock() //nolint:staticcheck // only waits for the test to let the call through
 		f(topic)
@@ -56,12 +59,12 @@ func (c *counted) WatchChanges(ctx context.Context, topics []string, f func(stri
 // RUNNING for worker, as `cks agent` claims (the executor then skips
 // MarkRunning, so nothing but the abort watch or the heartbeat can tell it
 // the lease is gone).
-func claimRunning(t testing.TB, st store.Store, title, worker string) cks.ClaimedTask {
+func claimRunning(t testing.TB, st *backend.Backend, title, worker string) cks.ClaimedTask {
 	t.Helper()
-	if _, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: title}); err != nil {
+	if _, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: title}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.ClaimWith(ctx(t), store.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
+	got, err := st.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("ClaimWith = %v, %v", got, err)
 	}
@@ -102,9 +105,9 @@ func drain(c *counted) {
 
 // stopTask requests the stop of task (an abort of its lease) through op
 // without waiting for the confirmation.
-func stopTask(t testing.TB, op store.Store, task cks.ClaimedTask) {
+func stopTask(t testing.TB, op *backend.Backend, task cks.ClaimedTask) {
 	t.Helper()
-	if _, _, err := op.Stop(ctx(t), task.ID, "operator", "between claim and run", 30*time.Second); err != nil {
+	if _, _, err := op.Tasks.Stop(ctx(t), task.ID, "operator", "between claim and run", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -130,7 +133,7 @@ func TestAbortBeforeRunWhileAnotherRuns(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		c := newCounted(st)
-		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 		first := claimRunning(t, st, "in flight", "agent-1")
 		started, finish := make(chan struct{}), make(chan struct{})
 		inFlight := runAsync(t, ex, first, func(context.Context, *worker.Attempt) (worker.Result, error) {
@@ -177,7 +180,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 		t.Run("mark, notification after Run", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
-			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 			heldWatch(t, ex, c)
 			c.hold.Lock()
 			mark := ex.Mark()
@@ -196,7 +199,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 		t.Run("mark, notification before Run", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
-			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 			heldWatch(t, ex, c)
 			mark := ex.Mark()
 			task := claimRunning(t, st, "stopped, notified early", "agent-1")
@@ -209,7 +212,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 		t.Run("no mark, held watch", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
-			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 			heldWatch(t, ex, c)
 			task := claimRunning(t, st, "stopped, run without a mark", "agent-1")
 			stopTask(t, st, task)
@@ -221,7 +224,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 		t.Run("mark before the watch is established", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
-			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 			c.hold.Lock() // the establishing call waits
 			release := ex.Watch(ctx(t))
 			defer release()
@@ -236,7 +239,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 		t.Run("no watch held", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
-			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+			ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 			mark := ex.Mark() // of no watch: no mark
 			task := claimRunning(t, st, "stopped, no watch", "agent-1")
 			stopTask(t, st, task)
@@ -255,7 +258,7 @@ func TestMarkedRunReadsNoLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		c := newCounted(st)
-		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 		heldWatch(t, ex, c)
 		for i := range 5 {
 			mark := ex.Mark()
@@ -301,7 +304,7 @@ func TestWatchLifetime(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		c := newCounted(st)
-		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 
 		owner, cancel := context.WithCancel(ctx(t))
 		release := ex.Watch(owner)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -19,7 +19,7 @@ import (
 func TestFailReasonIsStoredAsText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		task := claim(t, st, cks.NewTask{Title: "binary error"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{}, errors.New("read \x00\xff: boom")
@@ -37,7 +37,7 @@ func TestFailReasonIsStoredAsText(t *testing.T) {
 func TestLongOutcomesAreCut(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		long := strings.Repeat("x", cks.MaxLongTextLen+100)
 		task := claim(t, st, cks.NewTask{Title: "long error"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {

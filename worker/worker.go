@@ -20,7 +20,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lease"
-	"github.com/cks-dev/cks/store"
 )
 
 // Store is the part of the ledger an executor uses.
@@ -35,7 +34,13 @@ type Store interface {
 	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error)
 	LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error)
 	GetTask(ctx context.Context, id int64) (cks.Task, error)
-	store.Changes
+}
+
+// Watcher is what an executor needs of the change notifications: to learn
+// of an abort (cks.TopicTaskAborts) without waiting for its next lease
+// heartbeat (notifier.Notifier).
+type Watcher interface {
+	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
 // Resolver does the work of one attempt. It must return promptly once ctx
@@ -108,6 +113,10 @@ type Options struct {
 	// Clock times the heartbeat and the retry waits; nil means
 	// clock.System.
 	Clock clock.Clock
+	// Changes wakes the executor on cks.TopicTaskAborts, so a running
+	// task learns of its abort at once; nil leaves the lease heartbeat the
+	// only way an abort arrives.
+	Changes Watcher
 }
 
 // Executor runs claimed tasks (Run) and delivers aborts to them. One
@@ -420,7 +429,7 @@ func (e *Executor) register(r *running, m Mark) (checked bool) {
 
 // startLocked starts the watch when none runs; e.mu is held.
 func (e *Executor) startLocked() {
-	if e.watch != nil {
+	if e.watch != nil || e.opts.Changes == nil {
 		return
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -428,7 +437,7 @@ func (e *Executor) startLocked() {
 	e.watch = w
 	go func() {
 		defer close(w.done)
-		err := e.st.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) { e.check(wctx, w) })
+		err := e.opts.Changes.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) { e.check(wctx, w) })
 		if err != nil {
 			e.log.Warn("abort watch ended", "err", err)
 		}

@@ -11,11 +11,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -35,13 +36,13 @@ func ctx(t testing.TB) context.Context {
 
 // claim enqueues a task of type "build" and claims it for worker with a
 // lease of an hour.
-func claim(t testing.TB, st store.Store, n cks.NewTask, worker string) cks.ClaimedTask {
+func claim(t testing.TB, st *backend.Backend, n cks.NewTask, worker string) cks.ClaimedTask {
 	t.Helper()
 	n.Type = "build"
-	if _, _, err := st.Enqueue(ctx(t), n); err != nil {
+	if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.Claim(ctx(t), worker, []string{"build"}, 1, time.Hour)
+	got, err := st.Tasks.Claim(ctx(t), worker, []string{"build"}, 1, time.Hour)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Claim = %v, %v", got, err)
 	}
@@ -90,7 +91,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		agentStore, opStore := open(t), open(t)
 		task := claim(t, agentStore, cks.NewTask{Title: "long"}, "agent-1")
-		ex := worker.New(agentStore, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(agentStore.Tasks, worker.Options{Changes: agentStore.Changes, Heartbeat: noHeartbeat})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -99,11 +100,11 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 		})
 		wait(t, started, "the resolver to start")
 		begin := time.Now()
-		res, err := ledger.NewControl(opStore).Stop(ctx(t), task.ID, "operator", "investigate", 30*time.Second, true)
+		res, err := opStore.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "investigate", Deadline: 30 * time.Second, Wait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: stop → abort confirmed in %s", opStore.Backend(), time.Since(begin))
+		t.Logf("%s: stop → abort confirmed in %s", opStore.Dialect(), time.Since(begin))
 		if res.Task.State != cks.TaskStopped || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed ||
 			res.Abort.Executor != "agent-1" || res.Abort.ResolvedAt.IsZero() {
 			t.Fatalf("stop = %+v / abort %+v", res.Task.State, res.Abort)
@@ -112,7 +113,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.ID != res.Abort.ID {
 			t.Fatalf("report %+v", r)
 		}
-		got, err := opStore.GetTask(ctx(t), task.ID)
+		got, err := opStore.Tasks.GetTask(ctx(t), task.ID)
 		if err != nil || got.State != cks.TaskStopped || got.Attempts != 0 || got.LastAbort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("task %+v, %v", got, err)
 		}
@@ -127,7 +128,7 @@ func TestStopUnconfirmed(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		task := claim(t, st, cks.NewTask{Title: "wedged"}, "agent-wedged")
-		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		started, release := make(chan struct{}), make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -135,14 +136,14 @@ func TestStopUnconfirmed(t *testing.T) {
 			return worker.Result{Output: "done anyway"}, nil
 		})
 		wait(t, started, "the resolver to start")
-		res, err := ledger.NewControl(st).Stop(ctx(t), task.ID, "operator", "runaway", 200*time.Millisecond, true)
+		res, err := st.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "runaway", Deadline: 200 * time.Millisecond, Wait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Abort == nil || res.Abort.Outcome != cks.AbortUnconfirmed || res.Abort.Executor != "agent-wedged" {
 			t.Fatalf("abort %+v", res.Abort)
 		}
-		got, err := st.GetTask(ctx(t), task.ID)
+		got, err := st.Tasks.GetTask(ctx(t), task.ID)
 		if err != nil || got.State != cks.TaskStopped || got.LastAbort == nil ||
 			got.LastAbort.Outcome != cks.AbortUnconfirmed || got.LastAbort.Executor != "agent-wedged" {
 			t.Fatalf("stored %+v / %+v, %v", got.State, got.LastAbort, err)
@@ -152,7 +153,7 @@ func TestStopUnconfirmed(t *testing.T) {
 		if r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.Outcome != cks.AbortConfirmed {
 			t.Fatalf("late report %+v", r)
 		}
-		got, _ = st.GetTask(ctx(t), task.ID)
+		got, _ = st.Tasks.GetTask(ctx(t), task.ID)
 		if got.State != cks.TaskStopped || got.Result != "" {
 			t.Fatalf("the wedged executor's result landed: %+v", got)
 		}
@@ -166,22 +167,22 @@ func TestStopUnconfirmed(t *testing.T) {
 func TestReentryFromTheTop(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
-		ctl := ledger.NewControl(op)
-		if _, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: "login page",
+		ctl := op.Tasks
+		if _, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: "login page",
 			AcceptanceCriteria: "a form with user and password"}); err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := st.Claim(ctx(t), "agent-a", []string{"build"}, 1, time.Hour)
+		claimed, err := st.Tasks.Claim(ctx(t), "agent-a", []string{"build"}, 1, time.Hour)
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
 		a := claimed[0]
-		oldChild, _, err := st.Enqueue(ctx(t), cks.NewTask{Type: "sub", Title: "password form", ParentID: &a.ID})
+		oldChild, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sub", Title: "password form", ParentID: &a.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		exA := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		exA := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		started, release := make(chan struct{}), make(chan struct{})
 		repA := runAsync(t, exA, a, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
 			if _, err := at.Decide(ctx, "plan_decomposed", "one child: password form"); err != nil {
@@ -196,7 +197,7 @@ func TestReentryFromTheTop(t *testing.T) {
 		})
 		wait(t, started, "agent A to decide")
 
-		if _, err := ctl.Stop(ctx(t), a.ID, "operator", "wrong criteria", time.Second, false); err != nil {
+		if _, err := ctl.StopTask(ctx(t), ledger.StopParams{ID: a.ID, Actor: "operator", Reason: "wrong criteria", Deadline: time.Second, Wait: false}); err != nil {
 			t.Fatal(err)
 		}
 		criteria := "sign in with a passkey; no passwords"
@@ -204,7 +205,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			AcceptanceCriteria: &criteria,
 			AddChildren:        []cks.NewTask{{Type: "sub", Title: "passkey ceremony"}},
 			CancelChildren:     []int64{oldChild.ID},
-		}, 0, false)
+		}, 0)
 		if err != nil || up.Path != cks.UpdateInPlace || up.Task.Revision != 2 || len(up.Children) != 1 {
 			t.Fatalf("update = %+v, %v", up, err)
 		}
@@ -213,7 +214,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatalf("start = %+v, %v", started, err)
 		}
 
-		claimed, err = st.Claim(ctx(t), "agent-b", []string{"build"}, 1, time.Hour)
+		claimed, err = st.Tasks.Claim(ctx(t), "agent-b", []string{"build"}, 1, time.Hour)
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
@@ -221,7 +222,7 @@ func TestReentryFromTheTop(t *testing.T) {
 		if b.AcceptanceCriteria != criteria || b.Revision != 2 || b.Attempts != 1 || b.Restarts != 1 {
 			t.Fatalf("agent B claimed %+v", b)
 		}
-		exB := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		exB := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		var firstB cks.Decision
 		rb, err := exB.Run(ctx(t), b, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
 			prev, err := at.PreviousWorkspaces(ctx)
@@ -237,7 +238,7 @@ func TestReentryFromTheTop(t *testing.T) {
 		}
 
 		// A's late Complete, as the raw ledger call: the lease is gone.
-		if _, err := st.Complete(ctx(t), a.ID, a.LeaseToken, false, "built a password form"); !errors.Is(err, cks.ErrLeaseLost) {
+		if _, err := st.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "built a password form"); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Fatalf("agent A's late Complete: %v, want ErrLeaseLost", err)
 		}
 		close(release)
@@ -245,7 +246,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatalf("agent A report %+v", ra)
 		}
 
-		got, err := st.GetTask(ctx(t), a.ID)
+		got, err := st.Tasks.GetTask(ctx(t), a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +265,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			got.History[0].Decisions[0].DerivedFromRevision != 1 || got.History[0].Workspace != "/work/a-1" {
 			t.Fatalf("history %+v", got.History)
 		}
-		child, _ := st.GetTask(ctx(t), oldChild.ID)
+		child, _ := st.Tasks.GetTask(ctx(t), oldChild.ID)
 		if child.State != cks.TaskCancelled {
 			t.Fatalf("old child %s", child.State)
 		}
@@ -277,9 +278,9 @@ func TestReentryFromTheTop(t *testing.T) {
 func TestUpdateRunningTask(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st, op := open(t), open(t)
-		ctl := ledger.NewControl(op)
+		ctl := op.Tasks
 		task := claim(t, st, cks.NewTask{Title: "t", Description: "v1"}, "agent-1")
-		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -288,13 +289,13 @@ func TestUpdateRunningTask(t *testing.T) {
 		})
 		wait(t, started, "the resolver to start")
 		prio := 9
-		live, err := ctl.Update(ctx(t), task.ID, "operator", cks.TaskPatch{Priority: &prio}, 0, true)
+		live, err := ctl.UpdateTask(ctx(t), ledger.UpdateParams{ID: task.ID, Actor: "operator", Patch: cks.TaskPatch{Priority: &prio}, Deadline: 0, Wait: true})
 		if err != nil || live.Path != cks.UpdateLive || live.Task.State != cks.TaskRunning || live.Abort != nil ||
 			live.Task.Priority != 9 || live.Task.Revision != 1 {
 			t.Fatalf("live update = %+v, %v", live, err)
 		}
 		desc := "v2"
-		res, err := ctl.Update(ctx(t), task.ID, "operator", cks.TaskPatch{Description: &desc}, 30*time.Second, true)
+		res, err := ctl.UpdateTask(ctx(t), ledger.UpdateParams{ID: task.ID, Actor: "operator", Patch: cks.TaskPatch{Description: &desc}, Deadline: 30 * time.Second, Wait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +313,7 @@ func TestUpdateRunningTask(t *testing.T) {
 func TestRunOutcomes(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		ex := worker.New(st, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		for _, tc := range []struct {
 			name    string
 			result  worker.Result
@@ -348,16 +349,16 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
 		n := cks.NewTask{Type: "build", Title: "short lease"}
-		if _, _, err := st.Enqueue(ctx(t), n); err != nil {
+		if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.Claim(ctx(t), "w", []string{"build"}, 1, time.Millisecond)
+		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, time.Millisecond)
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}
 		c := clock.NewFake(storetest.T0)
-		w := &watched{Store: st, checked: make(chan struct{})}
-		ex := worker.New(w, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c})
+		w := &watched{Notifier: st.Changes, checked: make(chan struct{})}
+		ex := worker.New(st.Tasks, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c, Changes: w})
 		started := make(chan struct{})
 		rep := runAsync(t, ex, got[0], func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -374,7 +375,7 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		// try until it got it.
 		deadline := time.Now().Add(time.Minute)
 		for {
-			n, err := st.ReclaimExpired(ctx(t), time.Now().Add(time.Hour), 0)
+			n, err := st.Tasks.ReclaimExpired(ctx(t), time.Now().Add(time.Hour), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +411,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 		c := clock.NewFake(storetest.T0)
 		st := open(t, driver.WithClock(c))
 		task := claim(t, st, cks.NewTask{Title: "long"}, "w") // a lease of an hour
-		ex := worker.New(st, worker.Options{Clock: c})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Clock: c})
 		started, finish := make(chan struct{}), make(chan struct{})
 		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 			close(started)
@@ -419,7 +420,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 		})
 		wait(t, started, "the resolver to start")
 		renewed := func() time.Time {
-			got, err := st.GetTask(ctx(t), task.ID)
+			got, err := st.Tasks.GetTask(ctx(t), task.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -454,13 +455,13 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 // of its callback (the check a watch makes when its listener connects) has
 // returned.
 type watched struct {
-	store.Store
+	*notifier.Notifier
 	once    sync.Once
 	checked chan struct{}
 }
 
 func (w *watched) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
-	return w.Store.WatchChanges(ctx, topics, func(topic string) {
+	return w.Notifier.WatchChanges(ctx, topics, func(topic string) {
 		f(topic)
 		w.once.Do(func() { close(w.checked) })
 	})
@@ -469,7 +470,7 @@ func (w *watched) WatchChanges(ctx context.Context, topics []string, f func(stri
 // flaky is a store whose writes of an attempt fail on the connection the
 // first times they are made, as across a database restart.
 type flaky struct {
-	store.Store
+	*ledger.Service
 	mu    sync.Mutex
 	fails map[string]int // op → failures left
 	calls map[string]int
@@ -492,14 +493,14 @@ func (f *flaky) MarkRunning(ctx context.Context, id int64, tok string) (cks.Task
 	if err := f.fail("running"); err != nil {
 		return cks.Task{}, err
 	}
-	return f.Store.MarkRunning(ctx, id, tok)
+	return f.Service.MarkRunning(ctx, id, tok)
 }
 
 func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool, result string) (cks.Task, error) {
 	if err := f.fail("complete"); err != nil {
 		return cks.Task{}, err
 	}
-	return f.Store.Complete(ctx, id, tok, review, result)
+	return f.Service.Complete(ctx, id, tok, review, result)
 }
 
 // TestWritesOutlastAConnectionLoss: writes of the attempt that fail on the
@@ -509,8 +510,8 @@ func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool,
 func TestWritesOutlastAConnectionLoss(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		st := open(t)
-		f := &flaky{Store: st, fails: map[string]int{"running": 2, "complete": 3}, calls: map[string]int{}}
-		ex := worker.New(f, worker.Options{Heartbeat: noHeartbeat, RetryWait: time.Millisecond})
+		f := &flaky{Service: st.Tasks, fails: map[string]int{"running": 2, "complete": 3}, calls: map[string]int{}}
+		ex := worker.New(f, worker.Options{Heartbeat: noHeartbeat, RetryWait: time.Millisecond, Changes: st.Changes})
 		task := claim(t, st, cks.NewTask{Title: "across a restart"}, "w")
 		r, err := ex.Run(ctx(t), task, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{Output: "done"}, nil
@@ -521,7 +522,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 		if f.calls["running"] != 3 || f.calls["complete"] != 4 {
 			t.Errorf("calls %v, want running 3 and complete 4", f.calls)
 		}
-		got, err := st.GetTask(ctx(t), task.ID)
+		got, err := st.Tasks.GetTask(ctx(t), task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -537,7 +538,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 
 		// A lost lease is an answer: one call, no retry.
 		lost := claim(t, st, cks.NewTask{Title: "stopped"}, "w")
-		if _, _, err := st.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
+		if _, _, err := st.Tasks.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
 			t.Fatal(err)
 		}
 		f.calls = map[string]int{}

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -23,8 +24,8 @@ const cksType = "peers"
 // (four writers), then workers claim batches of batch and complete the
 // batch's tasks concurrently, as River runs each job of a fetch on a
 // goroutine of its own.
-func cksThroughput(ctx context.Context, st store.Store, jobs, priorities, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
-	r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: jobs, Priorities: priorities, Workers: workers, Batch: batch,
+func cksThroughput(ctx context.Context, st *backend.Backend, jobs, priorities, workers, batch int, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+	r, err := bench.Ledger(ctx, st.Tasks, bench.LedgerConfig{Tasks: jobs, Priorities: priorities, Workers: workers, Batch: batch,
 		Concurrent: true, Type: cksType, Progress: progress})
 	if err != nil {
 		return 0, 0, fmt.Errorf("peers: cks: %w", err)
@@ -45,7 +46,7 @@ type agentSettings struct {
 // no-op resolver, Complete, all fenced by the lease token). Each loop has an
 // executor of its own, as each `cks agent` process has (an executor watches
 // for aborts for as long as its loop runs); they share one store handle.
-func agentThroughput(ctx context.Context, st store.Store, jobs, priorities, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
+func agentThroughput(ctx context.Context, st *backend.Backend, jobs, priorities, workers int, a agentSettings, progress func(string, int, int)) (enqueue, work time.Duration, err error) {
 	enqueue, err = enqueueCks(ctx, st, jobs, priorities, progress)
 	if err != nil {
 		return 0, 0, err
@@ -60,14 +61,14 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, priorities, work
 	start := time.Now()
 	err = parallel(ctx, workers, func(ctx context.Context, w int) error {
 		name := fmt.Sprintf("peers-agent-%d", w)
-		ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: a.lease / 3})
 		// As `cks agent`'s claim loop: the abort watch held for the loop,
 		// a mark before each claim (no lease read per task).
 		release := ex.Watch(ctx)
 		defer release()
 		for {
 			mark := ex.Mark()
-			ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
+			ts, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
@@ -107,11 +108,11 @@ func agentThroughput(ctx context.Context, st store.Store, jobs, priorities, work
 // storing EnqueueMany batches of bench.DefaultEnqueueBatch tasks (River's
 // side inserts with InsertManyFast in batches of the same size), task i at
 // priority i % priorities (cks claims the highest first).
-func enqueueCks(ctx context.Context, st store.Store, jobs, priorities int, progress func(string, int, int)) (time.Duration, error) {
+func enqueueCks(ctx context.Context, st *backend.Backend, jobs, priorities int, progress func(string, int, int)) (time.Duration, error) {
 	var n atomic.Int64
 	stop := every(500*time.Millisecond, func() { progress("enqueue", int(n.Load()), jobs) })
 	start := time.Now()
-	err := bench.Enqueue(ctx, st, jobs, bench.DefaultEnqueueBatch, func(i int) cks.NewTask {
+	err := bench.Enqueue(ctx, st.Tasks, jobs, bench.DefaultEnqueueBatch, func(i int) cks.NewTask {
 		return cks.NewTask{Type: cksType, Title: fmt.Sprintf("peers %d", i), Priority: i % priorities}
 	}, func(k int) { n.Add(int64(k)) })
 	stop()
@@ -123,8 +124,8 @@ func enqueueCks(ctx context.Context, st store.Store, jobs, priorities int, progr
 }
 
 // cksCompleted counts the COMPLETED benchmark tasks, through the store.
-func cksCompleted(ctx context.Context, st store.Store) (int, error) {
-	return st.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}, Types: []string{cksType}})
+func cksCompleted(ctx context.Context, st *backend.Backend) (int, error) {
+	return st.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{"COMPLETED"}, Types: []string{cksType}})
 }
 
 // cksLatency runs workers idle claim loops that wait as `cks agent` waits
@@ -133,7 +134,7 @@ func cksCompleted(ctx context.Context, st store.Store) (int, error) {
 // enqueue→claim (its claimed_at) and enqueue→work-start: for the agent
 // path the resolver's start inside worker.Executor.Run (the task claimed
 // straight to RUNNING), otherwise the return of Claim (the task then completed).
-func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int, poll time.Duration, a agentSettings, p pacing) ([]sample, error) {
+func cksLatency(ctx context.Context, st *backend.Backend, agentPath bool, workers int, poll time.Duration, a agentSettings, p pacing) ([]sample, error) {
 	type started struct {
 		seq     int
 		claimed time.Time
@@ -161,7 +162,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		st.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // nil when run ends
+		st.Changes.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // nil when run ends
 			for _, w := range wakes {
 				select {
 				case w <- struct{}{}:
@@ -175,7 +176,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ex := worker.New(st, worker.Options{Heartbeat: a.lease / 3})
+			ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: a.lease / 3})
 			errs <- claimLoop(run, st, ex, fmt.Sprintf("peers-latency-%d", w), agentPath, poll, a, wakes[w], report)
 		}()
 	}
@@ -183,7 +184,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 
 	return p.run(ctx, func(ctx context.Context, seq int) (sample, error) {
 		t0 := time.Now()
-		if _, _, err := st.Enqueue(ctx, cks.NewTask{Type: cksType, Title: fmt.Sprintf("latency %d", seq)}); err != nil {
+		if _, _, err := st.Tasks.Enqueue(ctx, cks.NewTask{Type: cksType, Title: fmt.Sprintf("latency %d", seq)}); err != nil {
 			return sample{}, fmt.Errorf("peers: cks enqueue: %w", err)
 		}
 		for {
@@ -206,7 +207,7 @@ func cksLatency(ctx context.Context, st store.Store, agentPath bool, workers int
 }
 
 // claimLoop is one idle worker of cksLatency; it returns nil when ctx ends.
-func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name string, agentPath bool, poll time.Duration,
+func claimLoop(ctx context.Context, st *backend.Backend, ex *worker.Executor, name string, agentPath bool, poll time.Duration,
 	a agentSettings, wake <-chan struct{}, report func(title string, claimed, at time.Time)) error {
 	if agentPath {
 		// As `cks agent`'s claim loop: the abort watch held for the loop,
@@ -217,7 +218,7 @@ func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name st
 	for ctx.Err() == nil {
 		mark := ex.Mark()
 		// The agent path claims as `cks agent` does: straight to RUNNING.
-		ts, err := st.ClaimWith(ctx, store.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
+		ts, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -237,7 +238,7 @@ func claimLoop(ctx context.Context, st store.Store, ex *worker.Executor, name st
 		t := ts[0]
 		if !agentPath {
 			report(t.Title, t.ClaimedAt, time.Now())
-			if _, err := st.Complete(context.WithoutCancel(ctx), t.ID, t.LeaseToken, false, "ok"); err != nil {
+			if _, err := st.Tasks.Complete(context.WithoutCancel(ctx), t.ID, t.LeaseToken, false, "ok"); err != nil {
 				return fmt.Errorf("complete task %d: %w", t.ID, err)
 			}
 			continue

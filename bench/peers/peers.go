@@ -7,7 +7,7 @@
 // pg_stat_database) and /proc.
 //
 // It is a module of its own so that cks itself never depends on River. It
-// uses only cks's public entry points: store/backend.Open, the store.Store
+// uses only cks's public entry points: store/backend.Open, the backend.Backend
 // methods a worker calls, worker.Executor, and bench.Ledger.
 package peers
 
@@ -19,7 +19,7 @@ import (
 const (
 	// SystemRiver is River with no-op workers.
 	SystemRiver = "river"
-	// SystemCks is cks claim→complete through store.Store with batch
+	// SystemCks is cks claim→complete through backend.Backend with batch
 	// claims (bench.Ledger, as `cks bench ledger` runs it).
 	SystemCks = "cks"
 	// SystemCksAgent is cks's agent path: claim one task straight to

@@ -14,8 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/backend"
 )
 
 // Config is one benchmark: which systems, how many rounds and jobs.
@@ -392,7 +391,7 @@ func expectCount(ctx context.Context, m *meter, sql string, want int) error {
 	return nil
 }
 
-func expectCompleted(ctx context.Context, st store.Store, want int) error {
+func expectCompleted(ctx context.Context, st *backend.Backend, want int) error {
 	n, err := cksCompleted(ctx, st)
 	if err != nil {
 		return fmt.Errorf("peers: count completed tasks: %w", err)

@@ -9,9 +9,9 @@ import (
 	"syscall"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -106,17 +106,17 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	defer st.Close()
 	switch kind {
 	case "critic":
-		resolve = agents.Critic(st, agents.CriticConfig{Model: model})
+		resolve = agents.Critic(st.Objects, agents.CriticConfig{Model: model})
 	case "enrichment":
-		resolve = agents.Enrichment(st)
+		resolve = agents.Enrichment(st.Objects)
 	case "fork_resolution":
-		resolve = agents.ForkResolver(st, agents.ForkConfig{Model: model})
+		resolve = agents.ForkResolver(st.Objects, agents.ForkConfig{Model: model})
 	}
 	log := logger(e.stderr)
 	var background func(context.Context) error
 	if kind == "pipeline" {
 		host, _ := os.Hostname()
-		orch, err := hub.NewPipeline(st, ps, e.getenv, nil, log.With("component", "pipeline"), fmt.Sprintf("pipeline@%s:%d", host, os.Getpid()))
+		orch, err := hub.NewPipeline(st.Objects, st.Changes, ps, e.getenv, nil, log.With("component", "pipeline"), fmt.Sprintf("pipeline@%s:%d", host, os.Getpid()))
 		if err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
@@ -142,5 +142,5 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 		case <-done:
 		}
 	}()
-	return agents.Run(ctx, st, set, resolve, agents.Options{Logger: log, NoFastStop: *noFastStop, Background: background})
+	return agents.Run(ctx, agents.ServicesOf(st), set, resolve, agents.Options{Logger: log, NoFastStop: *noFastStop, Background: background})
 }

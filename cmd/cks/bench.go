@@ -14,12 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/corpus"
 	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 )
 
 // cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
@@ -83,9 +82,9 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 			cleanup()
 			return err
 		}
-		backendName = st.Backend()
+		backendName = st.Dialect()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
-		r, err := bench.Ledger(ctx, st, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
+		r, err := bench.Ledger(ctx, st.Tasks, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
 			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Progress: progressLine(e)})
 		st.Close()
 		cleanup()
@@ -167,16 +166,16 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer op.Close()
-	fmt.Fprintf(e.stderr, "bench abort: %s, %d rounds\n", op.Backend(), *rounds)
+	fmt.Fprintf(e.stderr, "bench abort: %s, %d rounds\n", op.Dialect(), *rounds)
 	r, err := bench.Abort(ctx, agent, op, bench.AbortConfig{Rounds: *rounds,
 		Progress: progressLine(e)})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, map[string]any{"backend": op.Backend(), "result": r})
+		return printJSON(e.stdout, map[string]any{"backend": op.Dialect(), "result": r})
 	}
-	return printLatencies(e.stdout, op.Backend(), "operation", []latencyRow{
+	return printLatencies(e.stdout, op.Dialect(), "operation", []latencyRow{
 		{"stop → abort confirmed", r.StopP50, r.StopP99},
 		{"update running (restart) → confirmed", r.UpdateP50, r.UpdateP99},
 		{"update running (priority, live)", r.LiveP50, r.LiveP99},
@@ -213,7 +212,7 @@ func progressLine(e env) func(label string, done, total int) {
 
 // openScratch opens a store on a fresh scratch database (scratchStore);
 // the returned function closes it and drops the database.
-func openScratch(ctx context.Context, database string) (store.Store, func(), error) {
+func openScratch(ctx context.Context, database string) (*backend.Backend, func(), error) {
 	url, cleanup, err := scratchStore(ctx, database)
 	if err != nil {
 		return nil, nil, err
@@ -269,16 +268,16 @@ func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer st.Close()
-	fmt.Fprintf(e.stderr, "bench liveness: %s, %d historical rows\n", st.Backend(), *history)
-	r, err := bench.Liveness(ctx, st, bench.LivenessConfig{History: *history, Samples: *samples,
+	fmt.Fprintf(e.stderr, "bench liveness: %s, %d historical rows\n", st.Dialect(), *history)
+	r, err := bench.Liveness(ctx, st.Liveness, bench.LivenessConfig{History: *history, Samples: *samples,
 		Progress: progressLine(e)})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, map[string]any{"backend": st.Backend(), "result": r})
+		return printJSON(e.stdout, map[string]any{"backend": st.Dialect(), "result": r})
 	}
-	return printLatencies(e.stdout, st.Backend(), "call", []latencyRow{
+	return printLatencies(e.stdout, st.Dialect(), "call", []latencyRow{
 		{"heartbeat (upsert)", r.HeartbeatP50, r.HeartbeatP99},
 		{"read-back (own row)", r.ReadBackP50, r.ReadBackP99},
 		{"process_status", r.StatusP50, r.StatusP99},
@@ -319,7 +318,7 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 	results := map[string]bench.StopResult{}
 	paths := []string{"fast path", "tick only"}
 	for _, path := range paths {
-		fmt.Fprintf(e.stderr, "bench stop: %s, %s, %d rounds, liveness interval %s\n", st.Backend(), path, *rounds, *interval)
+		fmt.Fprintf(e.stderr, "bench stop: %s, %s, %d rounds, liveness interval %s\n", st.Dialect(), path, *rounds, *interval)
 		launch := func(ctx context.Context) (string, func() error, error) {
 			cmdArgs := []string{"agent", "pipeline", "--database", url, "--liveness-interval", interval.String()}
 			if path == "tick only" {
@@ -327,7 +326,7 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 			}
 			return launchAgent(ctx, self, cmdArgs)
 		}
-		r, err := bench.ProcessStop(ctx, st, bench.StopConfig{Rounds: *rounds, Launch: launch, Settle: *interval,
+		r, err := bench.ProcessStop(ctx, st.Liveness, bench.StopConfig{Rounds: *rounds, Launch: launch, Settle: *interval,
 			Progress: func(done, total int) { progressLine(e)(path, done, total) }})
 		if err != nil {
 			return err
@@ -335,13 +334,13 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 		results[path] = r
 	}
 	if *asJSON {
-		return printJSON(e.stdout, map[string]any{"backend": st.Backend(), "liveness_interval_ns": *interval, "results": results})
+		return printJSON(e.stdout, map[string]any{"backend": st.Dialect(), "liveness_interval_ns": *interval, "results": results})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "backend\tpath\trounds\tp50\tp99\tmax\t\n")
 	for _, path := range paths {
 		r := results[path]
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", st.Backend(), path, r.Rounds,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", st.Dialect(), path, r.Rounds,
 			r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond))
 	}
 	return tw.Flush()
@@ -427,7 +426,7 @@ func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
 				cleanup()
 				return err
 			}
-			backendName = st.Backend()
+			backendName = st.Dialect()
 			mode := "notify"
 			if !notify {
 				mode = "poll " + poll.String()
@@ -482,7 +481,7 @@ func cmdBenchKnowledge(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	name := st.Backend()
+	name := st.Dialect()
 	fmt.Fprintf(e.stderr, "bench knowledge: %s, merges: %d fields, %d versions, %d merges\n", name, *fields, *history, *merges)
 	m, err := bench.Merge(ctx, st, bench.MergeConfig{Fields: *fields, History: *history, Merges: *merges, Progress: progress})
 	done()

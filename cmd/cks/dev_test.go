@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store"
 )
 
 // parentPID is the parent of process pid, from /proc (0 when unknown).
@@ -92,13 +92,13 @@ func TestDevStartsAgents(t *testing.T) {
 				t.Errorf("%s agent (pid %d) still runs after cks dev exited", k, pid)
 			}
 		}
-		var s store.Store
+		var s *backend.Backend
 		if db.backend == "sqlite" {
 			s = openStore(t, h.dir)
 		} else {
 			s = db.open(t)
 		}
-		rows, err := s.ListAgentLiveness(context.Background())
+		rows, err := s.Liveness.ListAgentLiveness(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -32,7 +32,7 @@ func TestDoctor(t *testing.T) {
 	}
 	s := backend.New(d)
 	defer s.Close()
-	task, _, err := s.Enqueue(ctx, cks.NewTask{Type: "old", Title: "from before the bounds"})
+	task, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "old", Title: "from before the bounds"})
 	if err != nil {
 		t.Fatal(err)
 	}

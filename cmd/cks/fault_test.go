@@ -18,10 +18,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // The fault-injection test (issue 12, "Suites that keep it fixed"): real hub
@@ -143,7 +142,7 @@ type faultRun struct {
 	hubEnv              []string
 	agentEnv, agentArgs []string
 	started             time.Time
-	st                  store.Store // the test's handle, once the faults are over
+	st                  *backend.Backend // the test's handle, once the faults are over
 
 	mu      sync.Mutex
 	hub     *hubProc
@@ -251,7 +250,7 @@ func (f *faultRun) run() {
 	var n int
 	if !poll(faultSettle, func() bool {
 		var err error
-		n, err = st.CountTasks(ctx, filter)
+		n, err = st.Tasks.CountTasks(ctx, filter)
 		return err == nil && n == f.tasks
 	}) {
 		t.Errorf("%d of %d tasks COMPLETED %s after the last fault; the others:\n%s",
@@ -300,7 +299,7 @@ func (f *faultRun) currentHub() *hubProc {
 
 // open is the test's own handle on the database, opened once the faults are
 // over (a Postgres restart ends every connection).
-func (f *faultRun) open() store.Store {
+func (f *faultRun) open() *backend.Backend {
 	f.t.Helper()
 	s, err := backend.Open(context.Background(), f.dbURL)
 	if err != nil {
@@ -598,10 +597,10 @@ func (f *faultRun) runs() []cmdRun {
 }
 
 // unfinished describes every task of the run that is not COMPLETED.
-func (f *faultRun) unfinished(st store.Store) string {
+func (f *faultRun) unfinished(st *backend.Backend) string {
 	var b strings.Builder
 	for after := int64(0); ; {
-		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{faultTaskType}, After: after, Limit: cks.MaxListLimit})
+		page, err := st.Tasks.ListTasks(context.Background(), cks.TaskFilter{Types: []string{faultTaskType}, After: after, Limit: cks.MaxListLimit})
 		if err != nil {
 			return fmt.Sprintf("listing tasks: %v", err)
 		}
@@ -694,7 +693,7 @@ func (f *faultRun) check() faultReport {
 
 	st := f.st
 	ctx := context.Background()
-	if n, err := st.CountTasks(ctx, cks.TaskFilter{}); err != nil || n != f.tasks {
+	if n, err := st.Tasks.CountTasks(ctx, cks.TaskFilter{}); err != nil || n != f.tasks {
 		t.Errorf("the database holds %d tasks (%v), want %d: one per dedupe key", n, err, f.tasks)
 	}
 	// A systematic failure is said 20 times, not once per task.
@@ -714,7 +713,7 @@ func (f *faultRun) check() faultReport {
 			taskErrorf("task %d was never created", i)
 			continue
 		}
-		task, err := st.GetTask(ctx, id)
+		task, err := st.Tasks.GetTask(ctx, id)
 		if err != nil {
 			taskErrorf("task %d (id %d): %v", i, id, err)
 			continue

@@ -11,7 +11,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -35,21 +36,17 @@ func knowledgeHub(t testing.TB, db testDB, id string) *hubProc {
 	return startHubEnv(t, "serve", env, "--database", db.url)
 }
 
-func versionsOf(t testing.TB, st store.Store) store.Versions {
+func versionsOf(t testing.TB, st *backend.Backend) *knowledge.Service {
 	t.Helper()
-	v, ok := st.(store.Versions)
-	if !ok {
-		t.Fatalf("backend %s records no versions", st.Backend())
-	}
-	return v
+	return st.Objects
 }
 
 // tasksOf lists every task of typ.
-func tasksOf(t testing.TB, st store.Store, typ string) []cks.Task {
+func tasksOf(t testing.TB, st *backend.Backend, typ string) []cks.Task {
 	t.Helper()
 	var out []cks.Task
 	for after := int64(0); ; {
-		page, err := st.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, After: after, Limit: cks.MaxListLimit})
+		page, err := st.Tasks.ListTasks(context.Background(), cks.TaskFilter{Types: []string{typ}, After: after, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +62,7 @@ func tasksOf(t testing.TB, st store.Store, typ string) []cks.Task {
 // returns it. There must be exactly one task of typ: the sweepers' dedupe
 // keys are once-ever (NewTask.DedupeOnce), so a sweep that raced the
 // agent's work (even on another hub) enqueues nothing. No task may fail.
-func waitTask(t testing.TB, st store.Store, typ, want string, a *agentProc) cks.Task {
+func waitTask(t testing.TB, st *backend.Backend, typ, want string, a *agentProc) cks.Task {
 	t.Helper()
 	var done cks.Task
 	waitFor(t, fmt.Sprintf("a %s task completed with outcome %s", typ, want), func() bool {
@@ -117,7 +114,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		st := db.open(t)
 		vs := versionsOf(t, st)
 		ctx := context.Background()
-		o, err := st.CreateObject(ctx, store.NewObject{Kind: "note", Title: "a shared note",
+		o, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "note", Title: "a shared note",
 			Content: json.RawMessage(`{"text":"draft","tags":["a"],"owner":"ann"}`)})
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +154,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		if want := `{"owner":"bob","tags":["a","b","c"],"text":"final text"}`; string(heads[0].Content) != want {
 			t.Fatalf("merged content %s, want %s", heads[0].Content, want)
 		}
-		if got, err := st.GetObject(ctx, o.ID); err != nil || got.Forked || got.HeadVersion != heads[0].Version {
+		if got, err := st.Objects.GetObject(ctx, o.ID); err != nil || got.Forked || got.HeadVersion != heads[0].Version {
 			t.Fatalf("object after the merge: forked %v, head %d (%v)", got.Forked, got.HeadVersion, err)
 		}
 		r := runCKS(t, nil, "object", "show", fmt.Sprint(o.ID), "--data-dir", string(h.dir))
@@ -178,7 +175,7 @@ func TestCriticAgent(t *testing.T) {
 		st := db.open(t)
 		ctx := context.Background()
 		mk := func(content string) cks.Object {
-			o, err := st.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "researcher", Content: json.RawMessage(content)})
+			o, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "researcher", Content: json.RawMessage(content)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +191,7 @@ func TestCriticAgent(t *testing.T) {
 		if err := json.Unmarshal([]byte(task.Result), &res); err != nil || res.Winner != winner.ID || res.Loser != loser.ID {
 			t.Fatalf("critique result %q (%v): want winner %d, loser %d", task.Result, err, winner.ID, loser.ID)
 		}
-		got, err := st.GetObject(ctx, loser.ID)
+		got, err := st.Objects.GetObject(ctx, loser.ID)
 		if err != nil || got.Status != agents.StatusDisputed {
 			t.Fatalf("loser: %s %v, want disputed", got.Status, err)
 		}
@@ -226,7 +223,7 @@ func TestEnrichmentAgent(t *testing.T) {
 		vs := versionsOf(t, st)
 		ctx := context.Background()
 		mk := func(kind, content string) cks.Object {
-			o, err := st.CreateObject(ctx, store.NewObject{Kind: kind, Content: json.RawMessage(content)})
+			o, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: kind, Content: json.RawMessage(content)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +262,7 @@ func TestEnrichmentAgent(t *testing.T) {
 			c.Derivation.PremiseVersions[k2] != changed.Version {
 			t.Fatalf("re-derived content %s: want premise %d at hash %s (version %d)", heads[0].Content, p2.ID, changed.ContentHash, changed.Version)
 		}
-		if got, err := st.GetObject(ctx, inf.ID); err != nil || got.ContentHash != heads[0].ContentHash {
+		if got, err := st.Objects.GetObject(ctx, inf.ID); err != nil || got.ContentHash != heads[0].ContentHash {
 			t.Fatalf("inference object: %s %v, want the new version's hash", got.ContentHash, err)
 		}
 	})

@@ -20,10 +20,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -236,7 +235,7 @@ func (h *hubProc) get(t testing.TB, path string) (int, string) {
 
 // openStore opens the hub's SQLite database from the test process, as an agent
 // process would.
-func openStore(t testing.TB, dir datadir.Dir) store.Store {
+func openStore(t testing.TB, dir datadir.Dir) *backend.Backend {
 	t.Helper()
 	s, err := backend.Open(context.Background(), dir.DatabaseURL())
 	if err != nil {
@@ -503,7 +502,7 @@ func TestClientErrorsFromHub(t *testing.T) {
 type testDB struct {
 	backend string
 	url     string
-	open    func(t testing.TB) store.Store
+	open    func(t testing.TB) *backend.Backend
 }
 
 // forBackends runs f as a parallel subtest on a fresh SQLite file and on a
@@ -519,7 +518,7 @@ func forBackends(t *testing.T, f func(t *testing.T, db testDB)) {
 			} else {
 				db = testDB{backend: name, url: backendtest.PostgresURL(t)}
 			}
-			db.open = func(t testing.TB) store.Store {
+			db.open = func(t testing.TB) *backend.Backend {
 				t.Helper()
 				s, err := backend.Open(context.Background(), db.url)
 				if err != nil {

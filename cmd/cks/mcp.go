@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/backend"
 )
 
 // cmdMCP serves the MCP tools over stdio for desktop LLM clients. Like the
@@ -44,8 +44,8 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	srv := mcpserver.NewServer(version, &ops.Services{Liveness: rt.Liveness, Tasks: st, Objects: st,
-		Sweepers: rt.Sweepers, Principals: st, Bus: rt.Bus, Logger: log})
-	log.Info("mcp serving on stdio", "backend", st.Backend())
+	srv := mcpserver.NewServer(version, &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
+		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Logger: log})
+	log.Info("mcp serving on stdio", "backend", st.Dialect())
 	return mcpserver.ServeStdio(ctx, srv)
 }

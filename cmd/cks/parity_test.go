@@ -17,14 +17,15 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -92,22 +93,22 @@ var parityCases = map[string]parityCase{
 type parityHub struct {
 	url      string
 	admin    string // admin on /
-	store    store.Store
+	store    *backend.Backend
 	task     int64 // an OPEN task
 	canceled int64
 	object   int64
 }
 
-func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
+func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := hub.NewRuntime(s, hub.RuntimeConfig{Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := liveness.NewService(s, c)
-	svc := &ops.Services{Liveness: live, Tasks: s, Objects: s, Sweepers: rt.Sweepers, Principals: s, Clock: c}
-	a := api.New(api.Config{Liveness: live, Tasks: s, Objects: s, Sweepers: rt.Sweepers, Clock: c, Auth: auth.NewAuthenticator(s),
+	live := liveness.NewService(s.Driver(), c)
+	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals, Clock: c}
+	a := api.New(api.Config{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Auth: auth.NewAuthenticator(s.Principals),
 		MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
@@ -115,16 +116,16 @@ func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
 	_, h.admin = token(t, s, c, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
 	h.task = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID
 	h.canceled = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "gone"}).ID
-	if _, err := s.Cancel(ctx, h.canceled, "op", "gone"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx, h.canceled, "op", "gone"); err != nil {
 		t.Fatal(err)
 	}
-	h.object = storetest.MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"}).ID
+	h.object = storetest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"}).ID
 	return h
 }
 
-func token(t *testing.T, s store.Store, c clock.Clock, grants ...cks.Grant) (cks.Principal, string) {
+func token(t *testing.T, s *backend.Backend, c clock.Clock, grants ...cks.Grant) (cks.Principal, string) {
 	t.Helper()
-	p, tok, err := auth.CreateToken(context.Background(), s, c, "p", grants)
+	p, tok, err := auth.CreateToken(context.Background(), s.Principals, c, "p", grants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestParity(t *testing.T) {
 		delete(before, "principals")
 		delete(after, "principals")
 		storetest.DiffState(t, "the refused calls of the parity walk", before, after)
-		if got, err := s.GetTask(context.Background(), h.task); err != nil || got.State != cks.TaskOpen {
+		if got, err := s.Tasks.GetTask(context.Background(), h.task); err != nil || got.State != cks.TaskOpen {
 			t.Errorf("the OPEN task after the walk: %v %v", got.State, err)
 		}
 	})

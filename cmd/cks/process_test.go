@@ -29,7 +29,7 @@ func TestProcessStopCLI(t *testing.T) {
 	}
 	desired := func(id string) string {
 		t.Helper()
-		r, err := s.GetAgentLiveness(context.Background(), id)
+		r, err := s.Liveness.GetAgentLiveness(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestProcessStopCLI(t *testing.T) {
 	}
 
 	// Permission: control on /processes/KIND of the process named.
-	_, pipeTok, err := auth.CreateToken(context.Background(), s, nil, "ops",
+	_, pipeTok, err := auth.CreateToken(context.Background(), s.Principals, nil, "ops",
 		[]cks.Grant{{Resource: "/processes/pipeline", Permission: auth.PermControl}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 )
 
 // TestServeRefusesReadOnlyDatabase: `cks serve` on a database it cannot

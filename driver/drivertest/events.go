@@ -23,7 +23,7 @@ import (
 // inserted or locked in the same transaction; no path deletes a task.
 func EventsHaveTheirTasks(t *testing.T, d driver.Driver, orphans func(t testing.TB) int) {
 	t.Helper()
-	s := ledger.NewService(d)
+	s := ledger.NewService(d, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const workers, rounds = 4, 25

@@ -3,8 +3,8 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/drivertest"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // TestEventsHaveTheirTasks: without a foreign key, every event still has

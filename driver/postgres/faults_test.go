@@ -9,10 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // TestStorageFaults: a server that runs this driver's transactions

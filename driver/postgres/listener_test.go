@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // listenerPIDs returns the server processes of url's database that are

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // BenchmarkCompletionWrite is the write of a completer's flush of 50 tasks,

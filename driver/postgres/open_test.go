@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 func TestOpenUnreachable(t *testing.T) {

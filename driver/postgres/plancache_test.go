@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 // TestOneTaskReadIsPlannedOnce: a read of one task (every single-task

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/driver/drivertest"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/driver/drivertest"
 )
 
 // query is one named query of the driver's query files with its sqlc

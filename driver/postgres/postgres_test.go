@@ -8,10 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

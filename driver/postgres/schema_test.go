@@ -8,10 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/store/backendtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // conn opens a connection of its own to url, closed when t ends.

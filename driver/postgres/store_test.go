@@ -19,16 +19,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 // openStore opens the composite store on dbURL, closed when t ends.
-func openStore(t testing.TB, dbURL string, opts ...driver.Option) store.Store {
+func openStore(t testing.TB, dbURL string, opts ...driver.Option) *backend.Backend {
 	t.Helper()
 	s, err := backend.Open(testCtx(t), dbURL, opts...)
 	if err != nil {
@@ -46,10 +46,10 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 	ctx := testCtx(t)
 	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	first := storetest.MustClaimOne(t, s, "w1")
-	if _, _, err := s.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
+	if _, _, err := s.Tasks.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(ctx, first.ID, "op", ""); err != nil {
+	if _, err := s.Tasks.Start(ctx, first.ID, "op", ""); err != nil {
 		t.Fatal(err)
 	}
 	second := storetest.MustClaimOne(t, s, "w2")
@@ -88,7 +88,7 @@ func TestClaimObjectsConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	const objects = 120
 	for i := range objects {
-		if _, err := shared.CreateObject(ctx, store.NewObject{Kind: "question", Title: fmt.Sprint(i),
+		if _, err := shared.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Title: fmt.Sprint(i),
 			Status: "awaiting_research"}); err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestClaimObjectsConcurrent(t *testing.T) {
 		name := fmt.Sprintf("worker-%d", w)
 		wg.Go(func() {
 			for {
-				got, err := s.ClaimObjects(ctx, "awaiting_research", name, 3)
+				got, err := s.Objects.ClaimObjects(ctx, "awaiting_research", name, 3)
 				if err != nil {
 					errs <- err
 					return
@@ -157,7 +157,7 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 	ctx := testCtx(t)
 	var ids []int64
 	for range 6 {
-		o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "awaiting_critique"})
+		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Status: "awaiting_critique"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	start := time.Now()
-	got, err := s.ClaimObjects(short, "awaiting_critique", "critic-1", 10)
+	got, err := s.Objects.ClaimObjects(short, "awaiting_critique", "critic-1", 10)
 	if err != nil {
 		t.Fatalf("claim while two objects are locked: %v (after %v)", err, time.Since(start))
 	}
@@ -202,7 +202,7 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.ClaimObjects(ctx, "awaiting_critique", "critic-2", 10)
+	got, err = s.Objects.ClaimObjects(ctx, "awaiting_critique", "critic-2", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +218,11 @@ func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
 	s := openStore(t, u)
 	ctx := testCtx(t)
 	for range 3 {
-		if _, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Status: "awaiting_critique"}); err != nil {
+		if _, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Status: "awaiting_critique"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.ClaimObjects(ctx, "awaiting_critique", "critic", 3)
+	got, err := s.Objects.ClaimObjects(ctx, "awaiting_critique", "critic", 3)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("claim: %v, %v", got, err)
 	}
@@ -241,14 +241,14 @@ func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	n, err := s.ReleaseStaleClaims(short, time.Now().Add(time.Hour))
+	n, err := s.Objects.ReleaseStaleClaims(short, time.Now().Add(time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("ReleaseStaleClaims = %d, %v; want 2 (the locked one skipped)", n, err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TouchClaim(ctx, got[0].ID, got[0].ClaimToken); err != nil {
+	if err := s.Objects.TouchClaim(ctx, got[0].ID, got[0].ClaimToken); err != nil {
 		t.Fatalf("touch of the skipped claim: %v", err)
 	}
 }
@@ -264,11 +264,11 @@ func TestObjectContentBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := s.CreateObject(ctx, store.NewObject{Kind: "note", Content: []byte(in)})
+	o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "note", Content: []byte(in)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetObject(ctx, o.ID)
+	got, err := s.Objects.GetObject(ctx, o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestWriteVersionRaceForks(t *testing.T) {
 	s := openStore(t, u)
 	ctx := testCtx(t)
 	for round := range 5 {
-		o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
+		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestWriteVersionRaceForks(t *testing.T) {
 		)
 		for i := range 2 {
 			wg.Go(func() {
-				got[i], errs[i] = s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(fmt.Sprintf(`{"writer":%d}`, i)), fmt.Sprintf("w%d", i))
+				got[i], errs[i] = s.Objects.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(fmt.Sprintf(`{"writer":%d}`, i)), fmt.Sprintf("w%d", i))
 			})
 		}
 		waitLockWaiters(t, u, 2)
@@ -393,7 +393,7 @@ func TestWriteVersionRaceForks(t *testing.T) {
 				t.Fatalf("round %d: writer %d wrote %+v, want parents [%d]", round, i, got[i], o.HeadVersion)
 			}
 		}
-		hs, err := s.Heads(ctx, o.ID)
+		hs, err := s.Objects.Heads(ctx, o.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,17 +401,17 @@ func TestWriteVersionRaceForks(t *testing.T) {
 		if ids := []int64{hs[0].Version, hs[len(hs)-1].Version}; len(hs) != 2 || !slices.Equal(ids, want) {
 			t.Fatalf("round %d: heads %+v, want %v", round, hs, want)
 		}
-		vs, err := s.ObjectVersions(ctx, o.ID)
+		vs, err := s.Objects.ObjectVersions(ctx, o.ID)
 		if err != nil || len(vs) != 3 {
 			t.Fatalf("round %d: versions %+v, %v; want the base and both writes", round, vs, err)
 		}
-		g, err := s.GetObject(ctx, o.ID)
+		g, err := s.Objects.GetObject(ctx, o.ID)
 		if err != nil || !g.Forked || g.HeadVersion != want[1] {
 			t.Fatalf("round %d: object %+v, %v; want forked at the later write %d", round, g, err, want[1])
 		}
 		checkHeadsConsistent(t, u)
 	}
-	fs, err := s.ForkedObjects(ctx, 0, cks.MaxListLimit)
+	fs, err := s.Objects.ForkedObjects(ctx, 0, cks.MaxListLimit)
 	if err != nil || len(fs) != 5 {
 		t.Fatalf("ForkedObjects = %+v, %v; want the 5 objects", fs, err)
 	}
@@ -425,15 +425,15 @@ func TestMergeVersionsRace(t *testing.T) {
 	u := backendtest.PostgresURL(t)
 	s := openStore(t, u)
 	ctx := testCtx(t)
-	o, err := s.CreateObject(ctx, store.NewObject{Kind: "claim"})
+	o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"a"}`), "alice")
+	a, err := s.Objects.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"a"}`), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"b"}`), "bob")
+	b, err := s.Objects.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"side":"b"}`), "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,8 +446,8 @@ func TestMergeVersionsRace(t *testing.T) {
 	)
 	for i := range 2 {
 		wg.Go(func() {
-			got[i], reasons[i], errs[i] = s.MergeVersions(ctx, o.ID, []int64{a.Version, b.Version}, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
-				fmt.Sprintf("fr%d", i), &store.Attachment{Object: store.NewObject{Kind: "rationale"}, BaseType: "depends_on", SemanticType: "resolves"})
+			got[i], reasons[i], errs[i] = s.Objects.MergeVersions(ctx, o.ID, []int64{a.Version, b.Version}, json.RawMessage(fmt.Sprintf(`{"merger":%d}`, i)),
+				fmt.Sprintf("fr%d", i), &knowledge.Attachment{Object: knowledge.NewObject{Kind: "rationale"}, BaseType: "depends_on", SemanticType: "resolves"})
 		})
 	}
 	waitLockWaiters(t, u, 2)
@@ -463,15 +463,15 @@ func TestMergeVersionsRace(t *testing.T) {
 	if msg := errs[1-w].Error(); !containsAll(msg, fmt.Sprint(got[w].Version), fmt.Sprint(a.Version), fmt.Sprint(b.Version)) {
 		t.Errorf("conflict %q: want it to name the current head %d and the given ones", msg, got[w].Version)
 	}
-	hs, err := s.Heads(ctx, o.ID)
+	hs, err := s.Objects.Heads(ctx, o.ID)
 	if err != nil || len(hs) != 1 || hs[0].Version != got[w].Version || !slices.Equal(hs[0].Parents, []int64{a.Version, b.Version}) {
 		t.Fatalf("heads %+v, %v; want the merge %d of %d and %d alone", hs, err, got[w].Version, a.Version, b.Version)
 	}
-	g, err := s.GetObject(ctx, o.ID)
+	g, err := s.Objects.GetObject(ctx, o.ID)
 	if err != nil || g.Forked || g.HeadVersion != got[w].Version || len(g.Edges) != 1 || g.Edges[0].Src != reasons[w].ID {
 		t.Fatalf("object %+v, %v; want merged, with the winner's reason edge alone", g, err)
 	}
-	page, err := s.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{"rationale"}})
+	page, err := s.Objects.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{"rationale"}})
 	if err != nil || len(page.Objects) != 1 {
 		t.Fatalf("reason nodes %+v, %v; want one", page, err)
 	}
@@ -492,7 +492,7 @@ func containsAll(s string, subs ...string) bool {
 func TestSweeperControlShape(t *testing.T) {
 	u := backendtest.PostgresURL(t)
 	s := openStore(t, u, driver.WithClock(clock.NewFake(storetest.T0)))
-	if err := s.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
+	if err := s.Sweepers.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store/backendtest"
+	"github.com/cks-dev/cks/backend/backendtest"
 )
 
 // TestTextRuleMatchesPostgres: cks.ValidateText accepts exactly the

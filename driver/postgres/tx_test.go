@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/driver"
 )
 
 func liveness(id string) driver.LivenessRow {

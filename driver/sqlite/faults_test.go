@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -111,7 +110,7 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 
 // storeOn opens the composite store over a driver on path, closed when t
 // ends; it returns both.
-func storeOn(t testing.TB, path string, opts ...driver.Option) (*backend.Store, *sqlite.Driver) {
+func storeOn(t testing.TB, path string, opts ...driver.Option) (*backend.Backend, *sqlite.Driver) {
 	t.Helper()
 	d, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
@@ -130,20 +129,20 @@ func TestStoreStorageFaults(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "cks.db")
 		s, _ := storeOn(t, path)
-		if _, _, err := s.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+		if _, _, err := s.Tasks.Enqueue(context.Background(), storetest.SeedTask); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
 		return path
 	}
 	storetest.StorageFaults(t, storetest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...driver.Option) store.Store {
+		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
 			path := seeded(t)
 			backendtest.ReadOnlyFile(t, path)
 			s, _ := storeOn(t, path, opts...)
 			return s
 		},
-		Full: func(t testing.TB, opts ...driver.Option) store.Store {
+		Full: func(t testing.TB, opts ...driver.Option) *backend.Backend {
 			s, d := storeOn(t, seeded(t), opts...)
 			if err := sqlite.CapPages(context.Background(), d, 4); err != nil {
 				t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver/drivertest"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -58,19 +58,19 @@ func TestQueriesUseIndexes(t *testing.T) {
 	}
 	for i := range 60 {
 		st := []string{"awaiting_research", "awaiting_critique", ""}[i%3]
-		o, err := s.CreateObject(ctx, store.NewObject{Kind: "question", Status: st, Content: json.RawMessage(`{"n": 0}`)})
+		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Status: st, Content: json.RawMessage(`{"n": 0}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i%5 == 0 {
 			for range 2 {
-				if _, err := s.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"n": 1}`), "editor"); err != nil {
+				if _, err := s.Objects.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"n": 1}`), "editor"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
-	if _, err := s.ClaimObjects(ctx, "awaiting_critique", "critic-1", 5); err != nil {
+	if _, err := s.Objects.ClaimObjects(ctx, "awaiting_critique", "critic-1", 5); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("sqlite", path)

@@ -14,16 +14,16 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
 // openStore opens the composite store on the file at path, closed when t
 // ends.
-func openStore(t testing.TB, path string, opts ...driver.Option) store.Store {
+func openStore(t testing.TB, path string, opts ...driver.Option) *backend.Backend {
 	t.Helper()
 	s, err := backend.Open(context.Background(), path, opts...)
 	if err != nil {
@@ -41,10 +41,10 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 	s := openStore(t, path)
 	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	first := storetest.MustClaimOne(t, s, "w1")
-	if _, _, err := s.Stop(t.Context(), first.ID, "op", "hold", 0); err != nil {
+	if _, _, err := s.Tasks.Stop(t.Context(), first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(t.Context(), first.ID, "op", ""); err != nil {
+	if _, err := s.Tasks.Start(t.Context(), first.ID, "op", ""); err != nil {
 		t.Fatal(err)
 	}
 	second := storetest.MustClaimOne(t, s, "w2")
@@ -74,10 +74,10 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 // once: every object is claimed exactly once, each with its own token.
 func TestClaimObjectsAcrossHandles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	handles := []store.Store{openStore(t, path), openStore(t, path), openStore(t, path)}
+	handles := []*backend.Backend{openStore(t, path), openStore(t, path), openStore(t, path)}
 	const total = 60
 	for range total {
-		if _, err := handles[0].CreateObject(t.Context(), store.NewObject{Kind: "question", Status: "awaiting_critique"}); err != nil {
+		if _, err := handles[0].Objects.CreateObject(t.Context(), knowledge.NewObject{Kind: "question", Status: "awaiting_critique"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestClaimObjectsAcrossHandles(t *testing.T) {
 		go func() {
 			var got []claim
 			for {
-				objs, err := handles[i%len(handles)].ClaimObjects(t.Context(), "awaiting_critique", fmt.Sprintf("critic-%d", i), 4)
+				objs, err := handles[i%len(handles)].Objects.ClaimObjects(t.Context(), "awaiting_critique", fmt.Sprintf("critic-%d", i), 4)
 				if err != nil {
 					errs <- err
 					return
@@ -136,7 +136,7 @@ func TestSweeperControlShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s := openStore(t, path, driver.WithClock(clock.NewFake(storetest.T0)))
 	for _, running := range []bool{false, true} {
-		if err := s.SetSweeperDesiredRunning(context.Background(), "graph_health", running); err != nil {
+		if err := s.Sweepers.SetSweeperDesiredRunning(context.Background(), "graph_health", running); err != nil {
 			t.Fatal(err)
 		}
 	}

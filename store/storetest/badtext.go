@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/knowledge"
 )
 
 func badTextTests() []taskTest {
@@ -77,11 +78,11 @@ type badInput struct {
 // every task with its events, evidence, decisions and aborts; every object
 // with its log, edges and versions; the forks and edges; principals with
 // their grants; liveness rows; the sweeper overrides of sweepers.
-func State(t testing.TB, s store.Store, sweepers ...string) map[string]string {
+func State(t testing.TB, s *backend.Backend, sweepers ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for cursor := int64(0); ; {
-		page, err := s.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
+		page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatalf("ListTasks: %v", err)
 		}
@@ -93,30 +94,30 @@ func State(t testing.TB, s store.Store, sweepers ...string) map[string]string {
 		}
 		cursor = page.Next
 	}
-	for id, o := range objectSnapshot(t, s) {
+	for id, o := range objectSnapshot(t, s.Objects) {
 		out[fmt.Sprint("object ", id)] = o
 	}
-	for id, v := range versionSnapshot(t, s, s) {
+	for id, v := range versionSnapshot(t, s.Objects, s.Objects) {
 		out[fmt.Sprint("versions of ", id)] = v
 	}
-	out["forks"] = asJSON(t, mustForks(t, s, 0, cks.MaxListLimit))
-	edges, err := s.ListEdges(ctx(t), 0, cks.MaxListLimit)
+	out["forks"] = asJSON(t, mustForks(t, s.Objects, 0, cks.MaxListLimit))
+	edges, err := s.Objects.ListEdges(ctx(t), 0, cks.MaxListLimit)
 	if err != nil {
 		t.Fatalf("ListEdges: %v", err)
 	}
 	out["edges"] = asJSON(t, edges)
-	ps, err := s.ListPrincipals(ctx(t))
+	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
 		t.Fatalf("ListPrincipals: %v", err)
 	}
 	out["principals"] = asJSON(t, ps)
-	ls, err := s.ListAgentLiveness(ctx(t))
+	ls, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatalf("ListAgentLiveness: %v", err)
 	}
 	out["liveness"] = asJSON(t, ls)
 	for _, id := range sweepers {
-		o, err := s.GetSweeperDesiredRunning(ctx(t), id)
+		o, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), id)
 		if err != nil {
 			t.Fatalf("GetSweeperDesiredRunning(%s): %v", id, err)
 		}
@@ -167,7 +168,7 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	live := Liveness("bt-instance", "critic", 0)
 	MustUpsert(t, s, live)
 	grant := cks.Grant{Resource: "/tasks", Permission: "read"}
-	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "bt-principal", Name: "bt", CreatedAt: T0}, "bt-hash", []cks.Grant{grant}); err != nil {
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "bt-principal", Name: "bt", CreatedAt: T0}, "bt-hash", []cks.Grant{grant}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute) // any write now would change an updated_at
@@ -178,9 +179,9 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 	j := func(op, field string, call func(v string) error) badInput {
 		return badInput{op: op, field: field, json: true, call: call}
 	}
-	enqueue := func(n cks.NewTask) error { _, _, err := s.Enqueue(ctx(t), n); return err }
-	update := func(p cks.TaskPatch) error { _, err := s.Update(ctx(t), open1.ID, "op", p, 0); return err }
-	updateRunning := func(p cks.TaskPatch) error { _, err := s.Update(ctx(t), running.ID, "op", p, 0); return err }
+	enqueue := func(n cks.NewTask) error { _, _, err := s.Tasks.Enqueue(ctx(t), n); return err }
+	update := func(p cks.TaskPatch) error { _, err := s.Tasks.Update(ctx(t), open1.ID, "op", p, 0); return err }
+	updateRunning := func(p cks.TaskPatch) error { _, err := s.Tasks.Update(ctx(t), running.ID, "op", p, 0); return err }
 	principal := func(p cks.Principal, hash string, gs ...cks.Grant) error {
 		if p.ID == "" {
 			p.ID = "bt-new"
@@ -189,13 +190,13 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 			p.Name = "new"
 		}
 		p.CreatedAt = T0
-		return s.CreatePrincipal(ctx(t), p, hash, gs)
+		return s.Principals.CreatePrincipal(ctx(t), p, hash, gs)
 	}
 	upsert := func(f func(r *cks.AgentLiveness)) error {
 		r := live
 		r.LastHeartbeatAt = T0.Add(time.Minute)
 		f(&r)
-		return s.UpsertAgentLiveness(ctx(t), r)
+		return s.Liveness.UpsertAgentLiveness(ctx(t), r)
 	}
 
 	cases := []badInput{
@@ -209,39 +210,51 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		j("Enqueue", "payload", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Payload: json.RawMessage(v)}) }),
 		j("Enqueue", "metadata", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
 		// Tasks: executor calls.
-		c("Claim", "worker", func(v string) error { _, err := s.Claim(ctx(t), v, []string{"bt-open"}, 1, Lease); return err }),
-		c("Claim", "types", func(v string) error { _, err := s.Claim(ctx(t), "w", []string{"bt-open", v}, 1, Lease); return err }),
-		c("MarkRunning", "lease_token", func(v string) error { _, err := s.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),
-		c("Touch", "lease_token", func(v string) error { _, err := s.Touch(ctx(t), running.ID, runTok+v); return err }),
-		c("AddEvidence", "lease_token", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok+v, "log", "b"); return err }),
-		c("AddEvidence", "kind", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok, v, "b"); return err }),
-		c("AddEvidence", "body", func(v string) error { _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", v); return err }),
-		c("Complete", "result", func(v string) error { _, err := s.Complete(ctx(t), running.ID, runTok, false, v); return err }),
-		c("Complete", "lease_token", func(v string) error { _, err := s.Complete(ctx(t), running.ID, runTok+v, false, "r"); return err }),
-		c("Fail", "reason", func(v string) error { _, err := s.Fail(ctx(t), running.ID, runTok, true, v); return err }),
-		c("RequestInput", "question", func(v string) error { _, err := s.RequestInput(ctx(t), running.ID, runTok, v); return err }),
-		c("RecordDecision", "kind", func(v string) error { _, err := s.RecordDecision(ctx(t), running.ID, runTok, v, "t", 1); return err }),
-		c("RecordDecision", "text", func(v string) error {
-			_, err := s.RecordDecision(ctx(t), running.ID, runTok, "atomic", v, 1)
+		c("Claim", "worker", func(v string) error { _, err := s.Tasks.Claim(ctx(t), v, []string{"bt-open"}, 1, Lease); return err }),
+		c("Claim", "types", func(v string) error {
+			_, err := s.Tasks.Claim(ctx(t), "w", []string{"bt-open", v}, 1, Lease)
 			return err
 		}),
-		c("ReuseWorkspace", "path", func(v string) error { _, err := s.ReuseWorkspace(ctx(t), running.ID, runTok, "/ws/"+v, 1); return err }),
-		c("ConfirmAbort", "lease_token", func(v string) error { _, err := s.ConfirmAbort(ctx(t), aborted.ID, abortTok+v); return err }),
+		c("MarkRunning", "lease_token", func(v string) error { _, err := s.Tasks.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),
+		c("Touch", "lease_token", func(v string) error { _, err := s.Tasks.Touch(ctx(t), running.ID, runTok+v); return err }),
+		c("AddEvidence", "lease_token", func(v string) error {
+			_, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok+v, "log", "b")
+			return err
+		}),
+		c("AddEvidence", "kind", func(v string) error { _, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok, v, "b"); return err }),
+		c("AddEvidence", "body", func(v string) error { _, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok, "log", v); return err }),
+		c("Complete", "result", func(v string) error { _, err := s.Tasks.Complete(ctx(t), running.ID, runTok, false, v); return err }),
+		c("Complete", "lease_token", func(v string) error { _, err := s.Tasks.Complete(ctx(t), running.ID, runTok+v, false, "r"); return err }),
+		c("Fail", "reason", func(v string) error { _, err := s.Tasks.Fail(ctx(t), running.ID, runTok, true, v); return err }),
+		c("RequestInput", "question", func(v string) error { _, err := s.Tasks.RequestInput(ctx(t), running.ID, runTok, v); return err }),
+		c("RecordDecision", "kind", func(v string) error {
+			_, err := s.Tasks.RecordDecision(ctx(t), running.ID, runTok, v, "t", 1)
+			return err
+		}),
+		c("RecordDecision", "text", func(v string) error {
+			_, err := s.Tasks.RecordDecision(ctx(t), running.ID, runTok, "atomic", v, 1)
+			return err
+		}),
+		c("ReuseWorkspace", "path", func(v string) error {
+			_, err := s.Tasks.ReuseWorkspace(ctx(t), running.ID, runTok, "/ws/"+v, 1)
+			return err
+		}),
+		c("ConfirmAbort", "lease_token", func(v string) error { _, err := s.Tasks.ConfirmAbort(ctx(t), aborted.ID, abortTok+v); return err }),
 		// Tasks: operator calls.
-		c("Answer", "text", func(v string) error { _, err := s.Answer(ctx(t), asking.ID, "op", v); return err }),
-		c("Answer", "actor", func(v string) error { _, err := s.Answer(ctx(t), asking.ID, v, "yes"); return err }),
-		c("ClaimReview", "reviewer", func(v string) error { _, err := s.ClaimReview(ctx(t), review.ID, v, Lease); return err }),
-		c("Approve", "note", func(v string) error { _, err := s.Approve(ctx(t), reviewing.ID, reviewTok, v); return err }),
-		c("Reject", "note", func(v string) error { _, err := s.Reject(ctx(t), reviewing.ID, reviewTok, v); return err }),
-		c("Approve", "lease_token", func(v string) error { _, err := s.Approve(ctx(t), reviewing.ID, reviewTok+v, "ok"); return err }),
-		c("Cancel", "reason", func(v string) error { _, err := s.Cancel(ctx(t), open1.ID, "op", v); return err }),
-		c("Cancel", "actor", func(v string) error { _, err := s.Cancel(ctx(t), open1.ID, v, "why"); return err }),
-		c("Stop", "reason", func(v string) error { _, _, err := s.Stop(ctx(t), running.ID, "op", v, 0); return err }),
-		c("Stop", "actor", func(v string) error { _, _, err := s.Stop(ctx(t), open1.ID, v, "why", 0); return err }),
-		c("Start", "reason", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, "op", v); return err }),
-		c("Start", "actor", func(v string) error { _, err := s.Start(ctx(t), stopped.ID, v, "go"); return err }),
+		c("Answer", "text", func(v string) error { _, err := s.Tasks.Answer(ctx(t), asking.ID, "op", v); return err }),
+		c("Answer", "actor", func(v string) error { _, err := s.Tasks.Answer(ctx(t), asking.ID, v, "yes"); return err }),
+		c("ClaimReview", "reviewer", func(v string) error { _, err := s.Tasks.ClaimReview(ctx(t), review.ID, v, Lease); return err }),
+		c("Approve", "note", func(v string) error { _, err := s.Tasks.Approve(ctx(t), reviewing.ID, reviewTok, v); return err }),
+		c("Reject", "note", func(v string) error { _, err := s.Tasks.Reject(ctx(t), reviewing.ID, reviewTok, v); return err }),
+		c("Approve", "lease_token", func(v string) error { _, err := s.Tasks.Approve(ctx(t), reviewing.ID, reviewTok+v, "ok"); return err }),
+		c("Cancel", "reason", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, "op", v); return err }),
+		c("Cancel", "actor", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, v, "why"); return err }),
+		c("Stop", "reason", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), running.ID, "op", v, 0); return err }),
+		c("Stop", "actor", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), open1.ID, v, "why", 0); return err }),
+		c("Start", "reason", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, "op", v); return err }),
+		c("Start", "actor", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, v, "go"); return err }),
 		c("Update", "actor", func(v string) error {
-			_, err := s.Update(ctx(t), open1.ID, v, cks.TaskPatch{Title: ptr("t")}, 0)
+			_, err := s.Tasks.Update(ctx(t), open1.ID, v, cks.TaskPatch{Title: ptr("t")}, 0)
 			return err
 		}),
 		c("Update", "title", func(v string) error { return update(cks.TaskPatch{Title: &v}) }),
@@ -265,7 +278,7 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		c("UpsertAgentLiveness", "current_task_type", func(v string) error {
 			return upsert(func(r *cks.AgentLiveness) { id := running.ID; r.CurrentTaskID, r.CurrentTaskType = &id, v })
 		}),
-		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
+		c("RequestAgentStop", "instance_id", func(v string) error { _, err := s.Liveness.RequestAgentStop(ctx(t), live.InstanceID+v); return err }),
 		c("CreatePrincipal", "id", func(v string) error { return principal(cks.Principal{ID: v}, "h", grant) }),
 		c("CreatePrincipal", "name", func(v string) error { return principal(cks.Principal{Name: v}, "h", grant) }),
 		c("CreatePrincipal", "token_hash", func(v string) error { return principal(cks.Principal{}, v, grant) }),
@@ -275,12 +288,12 @@ func testBadTextRefusedByWrites(t *testing.T, open Opener) {
 		c("CreatePrincipal", "grants[0].permission", func(v string) error {
 			return principal(cks.Principal{}, "h", cks.Grant{Resource: "/", Permission: v})
 		}),
-		c("DeletePrincipal", "id", func(v string) error { return s.DeletePrincipal(ctx(t), "bt-principal"+v) }),
-		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
+		c("DeletePrincipal", "id", func(v string) error { return s.Principals.DeletePrincipal(ctx(t), "bt-principal"+v) }),
+		c("SetSweeperDesiredRunning", "agent_id", func(v string) error { return s.Sweepers.SetSweeperDesiredRunning(ctx(t), sweeperID+v, false) }),
 	}
 	checkBadWrites(t, cases, func() map[string]string { return State(t, s, sweeperID) })
 	// The refused calls left every fixture usable: the good calls succeed.
-	if _, err := s.AddEvidence(ctx(t), running.ID, runTok, "log", "fine"); err != nil {
+	if _, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok, "log", "fine"); err != nil {
 		t.Errorf("AddEvidence after the refused calls: %v", err)
 	}
 }
@@ -292,32 +305,32 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	reads := []badInput{
 		{op: "ListTasks", field: "type", call: func(v string) error {
-			_, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"x", v}})
+			_, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"x", v}})
 			return err
 		}},
 		{op: "CountTasks", field: "type", call: func(v string) error {
-			_, err := s.CountTasks(ctx(t), cks.TaskFilter{Types: []string{v}})
+			_, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{Types: []string{v}})
 			return err
 		}},
-		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.GetAgentLiveness(ctx(t), v); return err }},
+		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.Liveness.GetAgentLiveness(ctx(t), v); return err }},
 		{op: "LatestAgentLiveness", field: "process_kind", call: func(v string) error {
-			_, err := s.LatestAgentLiveness(ctx(t), v)
+			_, err := s.Liveness.LatestAgentLiveness(ctx(t), v)
 			return err
 		}},
 		{op: "PrincipalByTokenHash", field: "token_hash", call: func(v string) error {
-			_, err := s.PrincipalByTokenHash(ctx(t), v)
+			_, err := s.Principals.PrincipalByTokenHash(ctx(t), v)
 			return err
 		}},
-		{op: "GrantsOf", field: "id", call: func(v string) error { _, err := s.GrantsOf(ctx(t), v); return err }},
+		{op: "GrantsOf", field: "id", call: func(v string) error { _, err := s.Principals.GrantsOf(ctx(t), v); return err }},
 		{op: "GetSweeperDesiredRunning", field: "agent_id", call: func(v string) error {
-			_, err := s.GetSweeperDesiredRunning(ctx(t), v)
+			_, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), v)
 			return err
 		}},
 		{op: "WatchChanges", field: "topics", call: func(v string) error {
 			// Cancelled: a watch that is not refused returns at once.
 			c, cancel := context.WithCancel(ctx(t))
 			cancel()
-			return s.WatchChanges(c, []string{cks.TopicTasksReady, v}, func(string) {})
+			return s.Changes.WatchChanges(c, []string{cks.TopicTasksReady, v}, func(string) {})
 		}},
 	}
 	checkBadReads(t, reads)
@@ -335,17 +348,17 @@ func badTextKnowledgeTests() []taskTest {
 // knowledgeState is everything of the knowledge store a refused call must
 // leave as it was: every object with its log, edges and versions, the forks
 // and the edges.
-func knowledgeState(t testing.TB, s store.Store) map[string]string {
+func knowledgeState(t testing.TB, s *backend.Backend) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for id, o := range objectSnapshot(t, s) {
+	for id, o := range objectSnapshot(t, s.Objects) {
 		out[fmt.Sprint("object ", id)] = o
 	}
-	for id, v := range versionSnapshot(t, s, s) {
+	for id, v := range versionSnapshot(t, s.Objects, s.Objects) {
 		out[fmt.Sprint("versions of ", id)] = v
 	}
-	out["forks"] = asJSON(t, mustForks(t, s, 0, cks.MaxListLimit))
-	edges, err := s.ListEdges(ctx(t), 0, cks.MaxListLimit)
+	out["forks"] = asJSON(t, mustForks(t, s.Objects, 0, cks.MaxListLimit))
+	edges, err := s.Objects.ListEdges(ctx(t), 0, cks.MaxListLimit)
 	if err != nil {
 		t.Fatalf("ListEdges: %v", err)
 	}
@@ -399,12 +412,12 @@ func checkBadReads(t *testing.T, reads []badInput) {
 // and writes nothing.
 func testBadTextRefusedByKnowledgeWrites(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
-	question := MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "q", Status: "awaiting_bt", CreatedBy: "op"})
-	MustCreateObject(t, s, store.NewObject{Kind: "question", Title: "c", Status: "claimed_bt", CreatedBy: "op"})
-	held := mustClaimObjects(t, s, "claimed_bt", "w-objects", 1, 1)[0]
-	versioned := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
-	forked := MustCreateObject(t, s, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
-	headA, headB := fork(t, s, forked, "bt")
+	question := MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "question", Title: "q", Status: "awaiting_bt", CreatedBy: "op"})
+	MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "question", Title: "c", Status: "claimed_bt", CreatedBy: "op"})
+	held := mustClaimObjects(t, s.Objects, "claimed_bt", "w-objects", 1, 1)[0]
+	versioned := MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
+	forked := MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"f":0}`), CreatedBy: "op"})
+	headA, headB := fork(t, s.Objects, forked, "bt")
 	heads := []int64{headA.Version, headB.Version}
 	clk.Advance(time.Minute) // any write now would change an updated_at
 
@@ -414,56 +427,59 @@ func testBadTextRefusedByKnowledgeWrites(t *testing.T, open Opener) {
 	j := func(op, field string, call func(v string) error) badInput {
 		return badInput{op: op, field: field, json: true, call: call}
 	}
-	transition := func(tr store.ObjectTransition) error {
-		_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, tr)
+	transition := func(tr knowledge.ObjectTransition) error {
+		_, _, err := s.Objects.TransitionObject(ctx(t), held.ID, held.ClaimToken, tr)
 		return err
 	}
-	goodTransition := func() store.ObjectTransition {
-		return store.ObjectTransition{From: "claimed_bt", To: "done_bt", Action: "completed", Agent: "bt-step", Reasoning: -1}
+	goodTransition := func() knowledge.ObjectTransition {
+		return knowledge.ObjectTransition{From: "claimed_bt", To: "done_bt", Action: "completed", Agent: "bt-step", Reasoning: -1}
 	}
-	attach := func(o store.NewObject) store.ObjectTransition {
+	attach := func(o knowledge.NewObject) knowledge.ObjectTransition {
 		tr := goodTransition()
 		if o.Kind == "" {
 			o.Kind = "critique"
 		}
-		tr.Attach = []store.Attachment{{Object: o, BaseType: "depends_on", SemanticType: "critiques"}}
+		tr.Attach = []knowledge.Attachment{{Object: o, BaseType: "depends_on", SemanticType: "critiques"}}
 		return tr
 	}
-	merge := func(content, author string, reason *store.Attachment) error {
-		_, _, err := s.MergeVersions(ctx(t), forked.ID, heads, json.RawMessage(content), author, reason)
+	merge := func(content, author string, reason *knowledge.Attachment) error {
+		_, _, err := s.Objects.MergeVersions(ctx(t), forked.ID, heads, json.RawMessage(content), author, reason)
 		return err
 	}
 	cases := []badInput{
-		c("CreateObject", "kind", func(v string) error { _, err := s.CreateObject(ctx(t), store.NewObject{Kind: v}); return err }),
+		c("CreateObject", "kind", func(v string) error {
+			_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: v})
+			return err
+		}),
 		c("CreateObject", "title", func(v string) error {
-			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Title: v})
+			_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: "q", Title: v})
 			return err
 		}),
 		c("CreateObject", "status", func(v string) error {
-			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Status: v})
+			_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: "q", Status: v})
 			return err
 		}),
 		c("CreateObject", "created_by", func(v string) error {
-			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", CreatedBy: v})
+			_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: "q", CreatedBy: v})
 			return err
 		}),
 		j("CreateObject", "content", func(v string) error {
-			_, err := s.CreateObject(ctx(t), store.NewObject{Kind: "q", Content: json.RawMessage(v)})
+			_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: "q", Content: json.RawMessage(v)})
 			return err
 		}),
 		c("AddEdges", "edges[0].semantic_type", func(v string) error {
-			_, err := s.AddEdges(ctx(t), []store.NewEdge{{Src: question.ID, Dst: versioned.ID, BaseType: "depends_on", SemanticType: v}})
+			_, err := s.Objects.AddEdges(ctx(t), []knowledge.NewEdge{{Src: question.ID, Dst: versioned.ID, BaseType: "depends_on", SemanticType: v}})
 			return err
 		}),
-		c("ClaimObjects", "worker", func(v string) error { _, err := s.ClaimObjects(ctx(t), "awaiting_bt", v, 1); return err }),
+		c("ClaimObjects", "worker", func(v string) error { _, err := s.Objects.ClaimObjects(ctx(t), "awaiting_bt", v, 1); return err }),
 		c("ClaimObject", "worker", func(v string) error {
-			_, err := s.ClaimObject(ctx(t), question.ID, v, []string{"awaiting_bt"})
+			_, err := s.Objects.ClaimObject(ctx(t), question.ID, v, []string{"awaiting_bt"})
 			return err
 		}),
-		c("TouchClaim", "claim_token", func(v string) error { return s.TouchClaim(ctx(t), held.ID, held.ClaimToken+v) }),
-		c("ReleaseClaim", "claim_token", func(v string) error { return s.ReleaseClaim(ctx(t), held.ID, held.ClaimToken+v) }),
+		c("TouchClaim", "claim_token", func(v string) error { return s.Objects.TouchClaim(ctx(t), held.ID, held.ClaimToken+v) }),
+		c("ReleaseClaim", "claim_token", func(v string) error { return s.Objects.ReleaseClaim(ctx(t), held.ID, held.ClaimToken+v) }),
 		c("TransitionObject", "claim_token", func(v string) error {
-			_, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken+v, goodTransition())
+			_, _, err := s.Objects.TransitionObject(ctx(t), held.ID, held.ClaimToken+v, goodTransition())
 			return err
 		}),
 		c("TransitionObject", "agent", func(v string) error { tr := goodTransition(); tr.Agent = v; return transition(tr) }),
@@ -472,19 +488,19 @@ func testBadTextRefusedByKnowledgeWrites(t *testing.T, open Opener) {
 			tr.Content = json.RawMessage(v)
 			return transition(tr)
 		}),
-		c("TransitionObject", "attach[0].object.title", func(v string) error { return transition(attach(store.NewObject{Title: v})) }),
+		c("TransitionObject", "attach[0].object.title", func(v string) error { return transition(attach(knowledge.NewObject{Title: v})) }),
 		c("TransitionObject", "attach[0].object.created_by", func(v string) error {
-			return transition(attach(store.NewObject{CreatedBy: v}))
+			return transition(attach(knowledge.NewObject{CreatedBy: v}))
 		}),
 		j("TransitionObject", "attach[0].object.content", func(v string) error {
-			return transition(attach(store.NewObject{Content: json.RawMessage(v)}))
+			return transition(attach(knowledge.NewObject{Content: json.RawMessage(v)}))
 		}),
 		j("WriteVersion", "content", func(v string) error {
-			_, err := s.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(v), "w")
+			_, err := s.Objects.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(v), "w")
 			return err
 		}),
 		c("WriteVersion", "author", func(v string) error {
-			_, err := s.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(`{"v":2}`), v)
+			_, err := s.Objects.WriteVersion(ctx(t), versioned.ID, versioned.HeadVersion, json.RawMessage(`{"v":2}`), v)
 			return err
 		}),
 		j("MergeVersions", "content", func(v string) error { return merge(v, "fr", nil) }),
@@ -498,7 +514,7 @@ func testBadTextRefusedByKnowledgeWrites(t *testing.T, open Opener) {
 	}
 	checkBadWrites(t, cases, func() map[string]string { return knowledgeState(t, s) })
 	// The refused calls left every fixture usable: the good calls succeed.
-	if _, _, err := s.TransitionObject(ctx(t), held.ID, held.ClaimToken, goodTransition()); err != nil {
+	if _, _, err := s.Objects.TransitionObject(ctx(t), held.ID, held.ClaimToken, goodTransition()); err != nil {
 		t.Errorf("TransitionObject after the refused calls: %v", err)
 	}
 	if err := merge(`{"m":1}`, "fr", nil); err != nil {
@@ -513,16 +529,16 @@ func testBadTextRefusedByKnowledgeReads(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	checkBadReads(t, []badInput{
 		{op: "ListObjects", field: "kind", call: func(v string) error {
-			_, err := s.ListObjects(ctx(t), cks.ObjectFilter{Kinds: []string{v}})
+			_, err := s.Objects.ListObjects(ctx(t), cks.ObjectFilter{Kinds: []string{v}})
 			return err
 		}},
 		{op: "ListObjects", field: "status", call: func(v string) error {
-			_, err := s.ListObjects(ctx(t), cks.ObjectFilter{Statuses: []string{"ok", v}})
+			_, err := s.Objects.ListObjects(ctx(t), cks.ObjectFilter{Statuses: []string{"ok", v}})
 			return err
 		}},
-		{op: "ClaimObjects", field: "status", call: func(v string) error { _, err := s.ClaimObjects(ctx(t), v, "w", 1); return err }},
+		{op: "ClaimObjects", field: "status", call: func(v string) error { _, err := s.Objects.ClaimObjects(ctx(t), v, "w", 1); return err }},
 		{op: "ClaimObject", field: "statuses", call: func(v string) error {
-			_, err := s.ClaimObject(ctx(t), 1, "w", []string{v})
+			_, err := s.Objects.ClaimObject(ctx(t), 1, "w", []string{v})
 			return err
 		}},
 	})
@@ -531,7 +547,7 @@ func testBadTextRefusedByKnowledgeReads(t *testing.T, open Opener) {
 // Into makes a task of type typ in state st through real operations and
 // returns it with the lease token of its executor or reviewer ("" when
 // none), for tests above the store that need tasks in every state.
-func Into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, string) {
+func Into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.Task, string) {
 	t.Helper()
 	return into(t, s, st, typ)
 }

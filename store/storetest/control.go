@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // WakeDeadline bounds how long the suite waits for a watcher to see a change
@@ -50,13 +50,13 @@ func testSweeperControlRoundTrip(t *testing.T, open Opener) {
 	for _, st := range steps {
 		clk.Advance(time.Second)
 		if st.set != nil {
-			if err := s.SetSweeperDesiredRunning(ctx(t), st.id, *st.set); err != nil {
+			if err := s.Sweepers.SetSweeperDesiredRunning(ctx(t), st.id, *st.set); err != nil {
 				t.Fatalf("%s: Set(%s, %v): %v", st.comment, st.id, *st.set, err)
 			}
 		}
 		for id, want := range st.want {
-			for name, h := range map[string]store.Store{"writer": s, "other handle": other} {
-				got, err := h.GetSweeperDesiredRunning(ctx(t), id)
+			for name, h := range map[string]*backend.Backend{"writer": s, "other handle": other} {
+				got, err := h.Sweepers.GetSweeperDesiredRunning(ctx(t), id)
 				if err != nil {
 					t.Fatalf("%s: Get(%s) on %s: %v", st.comment, id, name, err)
 				}
@@ -83,10 +83,10 @@ func show(b *bool) string {
 func testSweeperControlBadInput(t *testing.T, open Opener) {
 	s := open(t)
 	for _, id := range []string{"", "  "} {
-		if err := s.SetSweeperDesiredRunning(ctx(t), id, false); !cks.IsFieldError(err, "agent_id") || !errors.Is(err, cks.ErrInvalid) {
+		if err := s.Sweepers.SetSweeperDesiredRunning(ctx(t), id, false); !cks.IsFieldError(err, "agent_id") || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("Set(%q): err = %v, want a FieldError naming agent_id", id, err)
 		}
-		if got, err := s.GetSweeperDesiredRunning(ctx(t), id); got != nil || !cks.IsFieldError(err, "agent_id") {
+		if got, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), id); got != nil || !cks.IsFieldError(err, "agent_id") {
 			t.Errorf("Get(%q) = %v, %v; want a FieldError naming agent_id", id, show(got), err)
 		}
 	}
@@ -103,12 +103,12 @@ type Watcher struct {
 // Watch starts s.WatchChanges(topics) in a goroutine and returns a Watcher
 // of its calls. Call Ready before writing, so the watch is known to be
 // established.
-func Watch(t testing.TB, s store.Store, topics ...string) *Watcher {
+func Watch(t testing.TB, s *backend.Backend, topics ...string) *Watcher {
 	t.Helper()
 	c, cancel := context.WithCancel(context.Background())
 	w := &Watcher{calls: make(chan string, 10_000), done: make(chan error, 1), cancel: cancel}
 	go func() {
-		w.done <- s.WatchChanges(c, topics, func(topic string) {
+		w.done <- s.Changes.WatchChanges(c, topics, func(topic string) {
 			select {
 			case w.calls <- topic:
 			default: // a test that lets 10,000 calls pile up has failed anyway
@@ -189,7 +189,7 @@ func testChangesWakeOtherHandle(t *testing.T, open Opener) {
 	self.Ready(t, cks.TopicSweeperControl)
 	for i, running := range []bool{false, true, true} {
 		start := time.Now()
-		if err := writer.SetSweeperDesiredRunning(ctx(t), "graph_health", running); err != nil {
+		if err := writer.Sweepers.SetSweeperDesiredRunning(ctx(t), "graph_health", running); err != nil {
 			t.Fatal(err)
 		}
 		if got := w.Next(t); got != cks.TopicSweeperControl {
@@ -200,16 +200,16 @@ func testChangesWakeOtherHandle(t *testing.T, open Opener) {
 			t.Fatalf("write %d woke the writer's own watcher with %q", i, got)
 		}
 		// The change is visible by the time the watcher hears of it.
-		if got, err := watched.GetSweeperDesiredRunning(ctx(t), "graph_health"); err != nil || got == nil || *got != running {
+		if got, err := watched.Sweepers.GetSweeperDesiredRunning(ctx(t), "graph_health"); err != nil || got == nil || *got != running {
 			t.Fatalf("after the wake-up Get = %v, %v; want %v", show(got), err, running)
 		}
 		w.Quiet(t) // the unwritten topic was not reported
 	}
 	// A refused write publishes nothing: the next call is the next real write's.
-	if err := writer.SetSweeperDesiredRunning(ctx(t), "", true); err == nil {
+	if err := writer.Sweepers.SetSweeperDesiredRunning(ctx(t), "", true); err == nil {
 		t.Fatal("empty id accepted")
 	}
-	if err := writer.SetSweeperDesiredRunning(ctx(t), "contradiction", true); err != nil {
+	if err := writer.Sweepers.SetSweeperDesiredRunning(ctx(t), "contradiction", true); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Next(t); got != cks.TopicSweeperControl {
@@ -225,7 +225,7 @@ func testChangesDefaultPollInterval(t *testing.T, open Opener) {
 	w := Watch(t, watched, cks.TopicSweeperControl)
 	w.Ready(t, cks.TopicSweeperControl)
 	start := time.Now()
-	if err := writer.SetSweeperDesiredRunning(ctx(t), "fork_detection", false); err != nil {
+	if err := writer.Sweepers.SetSweeperDesiredRunning(ctx(t), "fork_detection", false); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Next(t); got != cks.TopicSweeperControl {
@@ -237,7 +237,7 @@ func testChangesDefaultPollInterval(t *testing.T, open Opener) {
 func testChangesBadInput(t *testing.T, open Opener) {
 	s := open(t)
 	for _, topics := range [][]string{nil, {}, {cks.TopicSweeperControl, ""}} {
-		err := s.WatchChanges(ctx(t), topics, func(string) { t.Error("f called for bad input") })
+		err := s.Changes.WatchChanges(ctx(t), topics, func(string) { t.Error("f called for bad input") })
 		if !cks.IsFieldError(err, "topics") {
 			t.Errorf("WatchChanges(%q): err = %v, want a FieldError naming topics", topics, err)
 		}
@@ -249,14 +249,14 @@ func testChangesStopWithContext(t *testing.T, open Opener) {
 	// Ended before it starts: returns nil at once.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.WatchChanges(done, []string{cks.TopicSweeperControl}, func(string) {}); err != nil {
+	if err := s.Changes.WatchChanges(done, []string{cks.TopicSweeperControl}, func(string) {}); err != nil {
 		t.Fatalf("WatchChanges with an ended context = %v, want nil", err)
 	}
 	// Ended while running (and by a deadline rather than a cancel).
 	c, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
 	calls := 0
-	if err := s.WatchChanges(c, []string{cks.TopicSweeperControl}, func(string) { calls++ }); err != nil {
+	if err := s.Changes.WatchChanges(c, []string{cks.TopicSweeperControl}, func(string) { calls++ }); err != nil {
 		t.Fatalf("WatchChanges after its deadline = %v, want nil", err)
 	}
 	if calls != 1 {
@@ -279,28 +279,28 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	w := Watch(t, watched, cks.TopicAgentStop)
 	w.Ready(t, cks.TopicAgentStop)
 
-	found, err := s.RequestAgentStop(ctx(t), "never-ran")
+	found, err := s.Liveness.RequestAgentStop(ctx(t), "never-ran")
 	if err != nil || found {
 		t.Fatalf("stop of an unknown instance = %v, %v; want false, nil", found, err)
 	}
-	if _, err := s.GetAgentLiveness(ctx(t), "never-ran"); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Liveness.GetAgentLiveness(ctx(t), "never-ran"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the stop request created a row: %v", err)
 	}
 	w.Quiet(t)
 
 	r := Liveness("inst-1", "critic", 0)
 	MustUpsert(t, s, r)
-	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != "" {
+	if got, _ := s.Liveness.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != "" {
 		t.Fatalf("new row desired_state %q, want empty (no stop requested)", got.DesiredState)
 	}
-	found, err = s.RequestAgentStop(ctx(t), "inst-1")
+	found, err = s.Liveness.RequestAgentStop(ctx(t), "inst-1")
 	if err != nil || !found {
 		t.Fatalf("RequestAgentStop = %v, %v; want true", found, err)
 	}
 	if got := w.Next(t); got != cks.TopicAgentStop {
 		t.Fatalf("watcher woke with %q", got)
 	}
-	got, err := watched.GetAgentLiveness(ctx(t), "inst-1")
+	got, err := watched.Liveness.GetAgentLiveness(ctx(t), "inst-1")
 	if err != nil || got.DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("after the request: %+v, %v", got, err)
 	}
@@ -309,10 +309,10 @@ func testLivenessRequestStop(t *testing.T, open Opener) {
 	// The process keeps heartbeating until it notices: the request stays.
 	r.LastHeartbeatAt = r.LastHeartbeatAt.Add(time.Minute)
 	MustUpsert(t, s, r)
-	if got, _ := s.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != cks.DesiredStopRequested {
+	if got, _ := s.Liveness.GetAgentLiveness(ctx(t), "inst-1"); got.DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("an upsert cleared the stop request: %+v", got)
 	}
-	if all, _ := s.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != cks.DesiredStopRequested {
+	if all, _ := s.Liveness.ListAgentLiveness(ctx(t)); len(all) != 1 || all[0].DesiredState != cks.DesiredStopRequested {
 		t.Fatalf("list: %+v", all)
 	}
 }
@@ -333,7 +333,7 @@ func testTasksReadyPublished(t *testing.T, open Opener) {
 	}
 	c := MustClaimOne(t, s, "w") // OPEN → CLAIMED: nothing became OPEN
 	w.Quiet(t)
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil { // releases waiting
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil { // releases waiting
 		t.Fatal(err)
 	}
 	if got := w.Next(t); got != cks.TopicTasksReady {

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // batchingTests are the cases of the ledger's batched forms: the bulk
-// enqueue (store.Tasks.EnqueueMany) and the claim that starts the task
+// enqueue (ledger.Service.EnqueueMany) and the claim that starts the task
 // (ClaimWith, Running).
 func batchingTests() []taskTest {
 	return []taskTest{
@@ -22,9 +23,9 @@ func batchingTests() []taskTest {
 }
 
 // countAll counts every task.
-func countAll(t testing.TB, s store.Store) int {
+func countAll(t testing.TB, s *backend.Backend) int {
 	t.Helper()
-	n, err := s.CountTasks(ctx(t), cks.TaskFilter{})
+	n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 	if c.ID != done.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, done.ID)
 	}
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	const n = 50
@@ -53,7 +54,7 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 	ns[4].DependsOn = []int64{done.ID}      // OPEN: done is COMPLETED
 	ns[5].ParentID = &parent.ID             // a child
 	ns[6].Payload = []byte(`{"k": [1, 2]}`) // stored as given
-	out, err := s.EnqueueMany(ctx(t), ns)
+	out, err := s.Tasks.EnqueueMany(ctx(t), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 	}
 	// The waiting item is released by its dependency's completion, as any.
 	for {
-		ts, err := s.Claim(ctx(t), "w", nil, 10, Lease)
+		ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, Lease)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,13 +105,13 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 			break
 		}
 		for _, c := range ts {
-			if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
+			if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	wantState(t, s, out[3].Task.ID, cks.TaskCompleted)
-	if out, err := s.EnqueueMany(ctx(t), nil); err != nil || len(out) != 0 {
+	if out, err := s.Tasks.EnqueueMany(ctx(t), nil); err != nil || len(out) != 0 {
 		t.Fatalf("an empty batch: %v, %v", out, err)
 	}
 }
@@ -133,7 +134,7 @@ func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
 		{"tasks[2].dedupe_once", cks.NewTask{Type: "x", DedupeOnce: true}},
 	}
 	for _, c := range cases {
-		_, err := s.EnqueueMany(ctx(t), []cks.NewTask{ok("a"), ok("b"), c.bad, ok("d")})
+		_, err := s.Tasks.EnqueueMany(ctx(t), []cks.NewTask{ok("a"), ok("b"), c.bad, ok("d")})
 		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("EnqueueMany with %+v at 2: err = %v, want a FieldError naming %s", c.bad, err, c.field)
 		}
@@ -154,14 +155,14 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 		// Claim order is by priority then age: the first one is live.
 		t.Fatalf("claimed %d, want %d", c.ID, live.ID)
 	}
-	if _, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again"); err != nil { // back to OPEN, still live
+	if _, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "again"); err != nil { // back to OPEN, still live
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx(t), finished.ID, "op", "done with it"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx(t), finished.ID, "op", "done with it"); err != nil {
 		t.Fatal(err)
 	}
 	before := countAll(t, s)
-	out, err := s.EnqueueMany(ctx(t), []cks.NewTask{
+	out, err := s.Tasks.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "0 new", DedupeKey: "new"},
 		{Type: "x", Title: "1 existing live", DedupeKey: "live"},
 		{Type: "x", Title: "2 same as 0", DedupeKey: "new"},
@@ -195,16 +196,16 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 		t.Fatalf("%d tasks after the batch, want %d (4 created)", got, before+4)
 	}
 	// A DedupeOnce item finds the finished task of its key.
-	again, err := s.EnqueueMany(ctx(t), []cks.NewTask{
+	again, err := s.Tasks.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "once on fin-once again", DedupeKey: "fin-once", DedupeOnce: true},
 	})
 	if err != nil || again[0].Created || again[0].Task.ID != out[6].Task.ID {
 		t.Fatalf("second batch: %+v, %v; want task %d", again, err, out[6].Task.ID)
 	}
-	if _, err := s.Cancel(ctx(t), out[6].Task.ID, "op", "finish it"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx(t), out[6].Task.ID, "op", "finish it"); err != nil {
 		t.Fatal(err)
 	}
-	after, err := s.EnqueueMany(ctx(t), []cks.NewTask{
+	after, err := s.Tasks.EnqueueMany(ctx(t), []cks.NewTask{
 		{Type: "x", Title: "once, finished", DedupeKey: "fin-once", DedupeOnce: true},
 		{Type: "x", Title: "not once: new", DedupeKey: "fin-once"},
 		{Type: "x", Title: "once: the new live one", DedupeKey: "fin-once", DedupeOnce: true},
@@ -227,15 +228,15 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 	a := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "two steps", Priority: 2})
 	b := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "one step", Priority: 1})
 	plain := MustEnqueue(t, s, cks.NewTask{Type: "p", Title: "plain"})
-	two, err := s.Claim(ctx(t), "w", []string{"r"}, 1, Lease)
+	two, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, Lease)
 	if err != nil || len(two) != 1 || two[0].ID != a.ID {
 		t.Fatalf("claim: %+v %v", two, err)
 	}
-	if _, err := s.MarkRunning(ctx(t), a.ID, two[0].LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), a.ID, two[0].LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	one, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: Lease, Running: true})
+	one, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: Lease, Running: true})
 	if err != nil || len(one) != 1 || one[0].ID != b.ID {
 		t.Fatalf("claim running: %+v %v", one, err)
 	}
@@ -256,15 +257,15 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 	if e := lastEvent(t, tb); e.From != cks.TaskClaimed || e.To != cks.TaskRunning || !e.At.Equal(T0.Add(time.Second)) {
 		t.Errorf("last event %+v", e)
 	}
-	if _, err := s.Complete(ctx(t), b.ID, one[0].LeaseToken, false, "done"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), b.ID, one[0].LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, s, b.ID, cks.TaskCompleted)
-	rest, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "v", N: 5, Lease: Lease})
+	rest, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "v", N: 5, Lease: Lease})
 	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != cks.TaskClaimed {
 		t.Fatalf("claim without Running: %+v %v", rest, err)
 	}
-	if _, err := s.ClaimWith(ctx(t), store.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !cks.IsFieldError(err, "worker") {
+	if _, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !cks.IsFieldError(err, "worker") {
 		t.Fatalf("claim running without a worker: %v", err)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // ExactlyOnceTasks is the number of tasks of the exactly-once test (a tenth
@@ -90,7 +90,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	seed := open(t, driver.WithClock(x.clk))
 	enqueueMany(t, x.ctx, open, x.clk, total)
 
-	handles := make([]store.Store, ExactlyOnceWorkers)
+	handles := make([]*backend.Backend, ExactlyOnceWorkers)
 	for w := range handles {
 		handles[w] = open(t, driver.WithClock(x.clk))
 	}
@@ -110,7 +110,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	// Every task COMPLETED, by exactly one successful Complete, whose result it holds.
 	seen := 0
 	for cursor := int64(0); ; {
-		page, err := seed.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
+		page, err := seed.Tasks.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,14 +155,14 @@ func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, 
 	const feeders = 4
 	var wg sync.WaitGroup
 	errs := make(chan error, feeders)
-	handles := make([]store.Store, feeders)
+	handles := make([]*backend.Backend, feeders)
 	for f := range feeders {
 		handles[f] = open(t, driver.WithClock(clk))
 	}
 	for f, s := range handles {
 		wg.Go(func() {
 			for i := f; i < n; i += feeders {
-				_, _, err := s.Enqueue(c, cks.NewTask{Type: "work", Title: fmt.Sprint(i),
+				_, _, err := s.Tasks.Enqueue(c, cks.NewTask{Type: "work", Title: fmt.Sprint(i),
 					Priority: i % 3, MaxAttempts: cks.MaxMaxAttempts})
 				if err != nil {
 					errs <- err
@@ -183,13 +183,13 @@ type zombie struct {
 	until int64 // the tick after which it wakes up
 }
 
-func (x *exactlyOnce) work(s store.Store, w int) {
+func (x *exactlyOnce) work(s *backend.Backend, w int) {
 	name := fmt.Sprintf("w%02d", w)
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	var zombies []zombie
 	complete := func(task cks.ClaimedTask) bool {
 		result := name + "/" + task.LeaseToken
-		_, err := s.Complete(x.ctx, task.ID, task.LeaseToken, false, result)
+		_, err := s.Tasks.Complete(x.ctx, task.ID, task.LeaseToken, false, result)
 		switch {
 		case errors.Is(err, cks.ErrLeaseLost):
 			x.lost.Add(1)
@@ -230,7 +230,7 @@ func (x *exactlyOnce) work(s store.Store, w int) {
 		default:
 		}
 		tick := x.nextTick()
-		ts, err := s.Claim(x.ctx, name, []string{"work"}, 1+rng.IntN(8), Lease)
+		ts, err := s.Tasks.Claim(x.ctx, name, []string{"work"}, 1+rng.IntN(8), Lease)
 		if err != nil {
 			x.fail(fmt.Errorf("%s: claim: %w", name, err))
 			return
@@ -262,7 +262,7 @@ func (x *exactlyOnce) work(s store.Store, w int) {
 
 // reap advances the clock by half a lease and reclaims expired leases when
 // every worker is idle or enough work was completed since the last tick.
-func (x *exactlyOnce) reap(s store.Store) {
+func (x *exactlyOnce) reap(s *backend.Backend) {
 	for {
 		select {
 		case <-x.done:
@@ -274,7 +274,7 @@ func (x *exactlyOnce) reap(s store.Store) {
 		}
 		x.progress.Store(0)
 		x.clk.Advance(Lease / 2)
-		n, err := s.ReclaimExpired(x.ctx, x.clk.Now(), 0)
+		n, err := s.Tasks.ReclaimExpired(x.ctx, x.clk.Now(), 0)
 		if err != nil {
 			x.fail(fmt.Errorf("reclaim: %w", err))
 			return

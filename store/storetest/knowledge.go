@@ -17,10 +17,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 )
 
-// The knowledge store of ADR-007 (store.Knowledge): objects with a status and
+// The knowledge store of ADR-007 (knowledge.Service): objects with a status and
 // an append-only transition log, edges, and the claim discipline of pipeline
 // steps. Run them alone with -run 'TestConformance/(Object|Knowledge)'.
 func knowledgeTests() []taskTest {
@@ -50,10 +50,10 @@ func knowledgeTests() []taskTest {
 
 // knowledgeStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge store.
-func knowledgeStore(t testing.TB, open Opener) (store.Knowledge, *clock.Fake) {
+func knowledgeStore(t testing.TB, open Opener) (*knowledge.Service, *clock.Fake) {
 	t.Helper()
 	s, clk := fakeStore(t, open)
-	return s, clk
+	return s.Objects, clk
 }
 
 // canonical returns the canonical encoding of content and its hash, computed
@@ -80,7 +80,7 @@ func wantContent(t testing.TB, what string, o cks.Object, content string) {
 }
 
 // MustCreateObject creates n or fails the test.
-func MustCreateObject(t testing.TB, k store.Knowledge, n store.NewObject) cks.Object {
+func MustCreateObject(t testing.TB, k *knowledge.Service, n knowledge.NewObject) cks.Object {
 	t.Helper()
 	o, err := k.CreateObject(ctx(t), n)
 	if err != nil {
@@ -93,7 +93,7 @@ func MustCreateObject(t testing.TB, k store.Knowledge, n store.NewObject) cks.Ob
 }
 
 // MustGetObject returns object id with its log and edges or fails the test.
-func MustGetObject(t testing.TB, k store.Knowledge, id int64) cks.Object {
+func MustGetObject(t testing.TB, k *knowledge.Service, id int64) cks.Object {
 	t.Helper()
 	o, err := k.GetObject(ctx(t), id)
 	if err != nil {
@@ -104,7 +104,7 @@ func MustGetObject(t testing.TB, k store.Knowledge, id int64) cks.Object {
 
 // mustClaimObjects claims up to n objects of status for worker and fails the
 // test unless it got exactly want of them.
-func mustClaimObjects(t testing.TB, k store.Knowledge, status, worker string, n, want int) []cks.Object {
+func mustClaimObjects(t testing.TB, k *knowledge.Service, status, worker string, n, want int) []cks.Object {
 	t.Helper()
 	os, err := k.ClaimObjects(ctx(t), status, worker, n)
 	if err != nil {
@@ -131,7 +131,7 @@ func sortedIDs(os []cks.Object) []int64 {
 }
 
 // allObjects lists every object, following the cursor.
-func allObjects(t testing.TB, k store.Knowledge) []cks.Object {
+func allObjects(t testing.TB, k *knowledge.Service) []cks.Object {
 	t.Helper()
 	var all []cks.Object
 	for cursor := int64(0); ; {
@@ -161,7 +161,7 @@ func asJSON(t testing.TB, v any) string {
 }
 
 // objectSnapshot returns every object with its log and edges, by id.
-func objectSnapshot(t testing.TB, k store.Knowledge) map[int64]string {
+func objectSnapshot(t testing.TB, k *knowledge.Service) map[int64]string {
 	t.Helper()
 	m := map[int64]string{}
 	for _, o := range allObjects(t, k) {
@@ -172,7 +172,7 @@ func objectSnapshot(t testing.TB, k store.Knowledge) map[int64]string {
 
 // wantUnchanged fails the test unless the store holds exactly the objects,
 // logs, edges and claims of before.
-func wantUnchanged(t testing.TB, what string, k store.Knowledge, before map[int64]string) {
+func wantUnchanged(t testing.TB, what string, k *knowledge.Service, before map[int64]string) {
 	t.Helper()
 	after := objectSnapshot(t, k)
 	if len(after) != len(before) {
@@ -203,7 +203,7 @@ func edgeKey(src, dst int64, base, semantic string, w *float64) string {
 	return fmt.Sprintf("%d>%d %s/%s w=%s", src, dst, base, semantic, ws)
 }
 
-func edgeKeys(es []store.NewEdge) []string {
+func edgeKeys(es []knowledge.NewEdge) []string {
 	var keys []string
 	for _, e := range es {
 		keys = append(keys, edgeKey(e.Src, e.Dst, e.BaseType, e.SemanticType, e.Weight))
@@ -300,16 +300,16 @@ func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
 	emptySum := sha256.Sum256([]byte(`{}`))
 	emptyHash := hex.EncodeToString(emptySum[:])
 	for _, in := range []string{``, ` `, "\n\t", `{}`, ` { } `} {
-		c, h, err := store.CanonicalContent(json.RawMessage(in), "content")
+		c, h, err := knowledge.CanonicalContent(json.RawMessage(in), "content")
 		if err != nil || string(c) != `{}` || h != emptyHash {
 			t.Errorf("CanonicalContent(%q) = %s, %s, %v; want {} and %s", in, c, h, err, emptyHash)
 		}
 	}
-	a, ha, err := store.CanonicalContent(json.RawMessage(`{"b": [1, 2.0], "a": {"y": 1, "x": "<é>"}}`), "content")
+	a, ha, err := knowledge.CanonicalContent(json.RawMessage(`{"b": [1, 2.0], "a": {"y": 1, "x": "<é>"}}`), "content")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, hb, err := store.CanonicalContent(json.RawMessage(`{"a":{"x":"<é>","y":1},"b":[1,2.0]}`), "content")
+	b, hb, err := knowledge.CanonicalContent(json.RawMessage(`{"a":{"x":"<é>","y":1},"b":[1,2.0]}`), "content")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,17 +318,17 @@ func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
 		t.Errorf("same value, two spellings: %s %s / %s %s", a, ha, b, hb)
 	}
 	for _, other := range []string{`{"a":{"x":"<é>","y":1},"b":[2.0,1]}`, `{"a":{"x":"<é>","y":1},"b":[1,2]}`} {
-		if _, h, err := store.CanonicalContent(json.RawMessage(other), "content"); err != nil || h == ha {
+		if _, h, err := knowledge.CanonicalContent(json.RawMessage(other), "content"); err != nil || h == ha {
 			t.Errorf("CanonicalContent(%s): hash %s, %v; want a different hash than %s", other, h, err, ha)
 		}
 	}
 	big := `{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`
 	fits := `{"a":"` + strings.Repeat("x", cks.MaxJSONBytes-8) + `"}`
-	if c, _, err := store.CanonicalContent(json.RawMessage(fits), "content"); err != nil || len(c) != cks.MaxJSONBytes {
+	if c, _, err := knowledge.CanonicalContent(json.RawMessage(fits), "content"); err != nil || len(c) != cks.MaxJSONBytes {
 		t.Errorf("content of exactly MaxObjectContent bytes: %d bytes, %v", len(c), err)
 	}
 	for _, bad := range []string{`[1]`, `"x"`, `1`, `null`, `true`, `{`, `{"a":1} {}`, `{"a":1}]`, big} {
-		_, _, err := store.CanonicalContent(json.RawMessage(bad), "attach[2].object.content")
+		_, _, err := knowledge.CanonicalContent(json.RawMessage(bad), "attach[2].object.content")
 		show := bad
 		if len(show) > 40 {
 			show = show[:40] + "…"
@@ -340,23 +340,23 @@ func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
 // testKnowledgeValidate: the Validate methods name the first bad field as
 // the backends report it, and canonicalise contents.
 func testKnowledgeValidate(t *testing.T, _ Opener) {
-	n, err := store.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1, "a":2}`)}.Validate("attach[0].object.")
+	n, err := knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1, "a":2}`)}.Validate("attach[0].object.")
 	if err != nil || string(n.Content) != `{"a":2,"b":1}` {
 		t.Errorf("NewObject.Validate: %s, %v", n.Content, err)
 	}
-	if n, err := (store.NewObject{Kind: "claim"}).Validate(""); err != nil || string(n.Content) != `{}` {
+	if n, err := (knowledge.NewObject{Kind: "claim"}).Validate(""); err != nil || string(n.Content) != `{}` {
 		t.Errorf("NewObject.Validate default content: %s, %v", n.Content, err)
 	}
 	objs := []struct {
 		field string
-		n     store.NewObject
+		n     knowledge.NewObject
 	}{
-		{"p.kind", store.NewObject{}},
-		{"p.kind", store.NewObject{Kind: "Claim"}},
-		{"p.kind", store.NewObject{Kind: strings.Repeat("k", store.MaxKindLen+1)}},
-		{"p.status", store.NewObject{Kind: "claim", Status: "awaiting-critique"}},
-		{"p.title", store.NewObject{Kind: "claim", Title: strings.Repeat("t", 1001)}},
-		{"p.content", store.NewObject{Kind: "claim", Content: json.RawMessage(`[]`)}},
+		{"p.kind", knowledge.NewObject{}},
+		{"p.kind", knowledge.NewObject{Kind: "Claim"}},
+		{"p.kind", knowledge.NewObject{Kind: strings.Repeat("k", knowledge.MaxKindLen+1)}},
+		{"p.status", knowledge.NewObject{Kind: "claim", Status: "awaiting-critique"}},
+		{"p.title", knowledge.NewObject{Kind: "claim", Title: strings.Repeat("t", 1001)}},
+		{"p.content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`[]`)}},
 	}
 	for _, c := range objs {
 		_, err := c.n.Validate("p.")
@@ -364,13 +364,13 @@ func testKnowledgeValidate(t *testing.T, _ Opener) {
 	}
 
 	w := func(v float64) *float64 { return &v }
-	good := func() store.ObjectTransition {
-		return store.ObjectTransition{From: "a", To: "b", Action: "completed", Agent: "critic",
+	good := func() knowledge.ObjectTransition {
+		return knowledge.ObjectTransition{From: "a", To: "b", Action: "completed", Agent: "critic",
 			Content: json.RawMessage(`{"y":1,"x":2}`), Reasoning: 0,
-			Attach: []store.Attachment{{Object: store.NewObject{Kind: "critique"}, BaseType: "depends_on",
-				SemanticType: "critiques", Weight: w(-1), Links: []store.LinkFrom{{Dst: 1, BaseType: "depends_on", Weight: w(1)}}}},
-			Edges:     []store.NewEdge{{Src: 1, Dst: 2, BaseType: "depends_on", SemanticType: "supports", Weight: w(0)}},
-			SetStatus: []store.StatusChange{{ObjectID: 2, Status: "disputed", Action: "disputed"}},
+			Attach: []knowledge.Attachment{{Object: knowledge.NewObject{Kind: "critique"}, BaseType: "depends_on",
+				SemanticType: "critiques", Weight: w(-1), Links: []knowledge.LinkFrom{{Dst: 1, BaseType: "depends_on", Weight: w(1)}}}},
+			Edges:     []knowledge.NewEdge{{Src: 1, Dst: 2, BaseType: "depends_on", SemanticType: "supports", Weight: w(0)}},
+			SetStatus: []knowledge.StatusChange{{ObjectID: 2, Status: "disputed", Action: "disputed"}},
 		}
 	}
 	v, err := good().Validate()
@@ -379,31 +379,31 @@ func testKnowledgeValidate(t *testing.T, _ Opener) {
 	}
 	cases := []struct {
 		field string
-		edit  func(*store.ObjectTransition)
+		edit  func(*knowledge.ObjectTransition)
 	}{
-		{"from", func(x *store.ObjectTransition) { x.From = "" }},
-		{"to", func(x *store.ObjectTransition) { x.To = "B" }},
-		{"action", func(x *store.ObjectTransition) { x.Action = "" }},
-		{"agent", func(x *store.ObjectTransition) { x.Agent = " " }},
-		{"content", func(x *store.ObjectTransition) { x.Content = json.RawMessage(`[1]`) }},
-		{"reasoning", func(x *store.ObjectTransition) { x.Reasoning = 1 }},
-		{"reasoning", func(x *store.ObjectTransition) { x.Reasoning = -2 }},
-		{"attach[0].object.kind", func(x *store.ObjectTransition) { x.Attach[0].Object.Kind = "" }},
-		{"attach[0].object.content", func(x *store.ObjectTransition) { x.Attach[0].Object.Content = json.RawMessage(`"x"`) }},
-		{"attach[0].base_type", func(x *store.ObjectTransition) { x.Attach[0].BaseType = "" }},
-		{"attach[0].semantic_type", func(x *store.ObjectTransition) { x.Attach[0].SemanticType = "Refutes" }},
-		{"attach[0].weight", func(x *store.ObjectTransition) { x.Attach[0].Weight = w(2) }},
-		{"attach[0].weight", func(x *store.ObjectTransition) { x.Attach[0].Weight = w(math.NaN()) }},
-		{"attach[0].links[0].dst", func(x *store.ObjectTransition) { x.Attach[0].Links[0].Dst = 0 }},
-		{"attach[0].links[0].base_type", func(x *store.ObjectTransition) { x.Attach[0].Links[0].BaseType = "" }},
-		{"attach[0].links[0].weight", func(x *store.ObjectTransition) { x.Attach[0].Links[0].Weight = w(-1.01) }},
-		{"edges[0].src", func(x *store.ObjectTransition) { x.Edges[0].Src = 0 }},
-		{"edges[0].dst", func(x *store.ObjectTransition) { x.Edges[0].Dst = -1 }},
-		{"edges[0].base_type", func(x *store.ObjectTransition) { x.Edges[0].BaseType = "depends on" }},
-		{"edges[0].weight", func(x *store.ObjectTransition) { x.Edges[0].Weight = w(math.Inf(1)) }},
-		{"set_status[0].object_id", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = 0 }},
-		{"set_status[0].status", func(x *store.ObjectTransition) { x.SetStatus[0].Status = "" }},
-		{"set_status[0].action", func(x *store.ObjectTransition) { x.SetStatus[0].Action = "Disputed" }},
+		{"from", func(x *knowledge.ObjectTransition) { x.From = "" }},
+		{"to", func(x *knowledge.ObjectTransition) { x.To = "B" }},
+		{"action", func(x *knowledge.ObjectTransition) { x.Action = "" }},
+		{"agent", func(x *knowledge.ObjectTransition) { x.Agent = " " }},
+		{"content", func(x *knowledge.ObjectTransition) { x.Content = json.RawMessage(`[1]`) }},
+		{"reasoning", func(x *knowledge.ObjectTransition) { x.Reasoning = 1 }},
+		{"reasoning", func(x *knowledge.ObjectTransition) { x.Reasoning = -2 }},
+		{"attach[0].object.kind", func(x *knowledge.ObjectTransition) { x.Attach[0].Object.Kind = "" }},
+		{"attach[0].object.content", func(x *knowledge.ObjectTransition) { x.Attach[0].Object.Content = json.RawMessage(`"x"`) }},
+		{"attach[0].base_type", func(x *knowledge.ObjectTransition) { x.Attach[0].BaseType = "" }},
+		{"attach[0].semantic_type", func(x *knowledge.ObjectTransition) { x.Attach[0].SemanticType = "Refutes" }},
+		{"attach[0].weight", func(x *knowledge.ObjectTransition) { x.Attach[0].Weight = w(2) }},
+		{"attach[0].weight", func(x *knowledge.ObjectTransition) { x.Attach[0].Weight = w(math.NaN()) }},
+		{"attach[0].links[0].dst", func(x *knowledge.ObjectTransition) { x.Attach[0].Links[0].Dst = 0 }},
+		{"attach[0].links[0].base_type", func(x *knowledge.ObjectTransition) { x.Attach[0].Links[0].BaseType = "" }},
+		{"attach[0].links[0].weight", func(x *knowledge.ObjectTransition) { x.Attach[0].Links[0].Weight = w(-1.01) }},
+		{"edges[0].src", func(x *knowledge.ObjectTransition) { x.Edges[0].Src = 0 }},
+		{"edges[0].dst", func(x *knowledge.ObjectTransition) { x.Edges[0].Dst = -1 }},
+		{"edges[0].base_type", func(x *knowledge.ObjectTransition) { x.Edges[0].BaseType = "depends on" }},
+		{"edges[0].weight", func(x *knowledge.ObjectTransition) { x.Edges[0].Weight = w(math.Inf(1)) }},
+		{"set_status[0].object_id", func(x *knowledge.ObjectTransition) { x.SetStatus[0].ObjectID = 0 }},
+		{"set_status[0].status", func(x *knowledge.ObjectTransition) { x.SetStatus[0].Status = "" }},
+		{"set_status[0].action", func(x *knowledge.ObjectTransition) { x.SetStatus[0].Action = "Disputed" }},
 	}
 	for _, c := range cases {
 		x := good()
@@ -421,11 +421,11 @@ func testKnowledgeValidate(t *testing.T, _ Opener) {
 func testObjectCreateAndGet(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
 	// A pipeline object: its creation is the first log entry.
-	q := MustCreateObject(t, k, store.NewObject{Kind: "question", Title: "Why?",
+	q := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "Why?",
 		Content: json.RawMessage(`{ "text": "why <é>?", "n": 1.0 }`), Status: "awaiting_research", CreatedBy: "operator"})
 	clk.Advance(time.Minute)
 	// A reasoning node: no status, no log; content {} by default.
-	r := MustCreateObject(t, k, store.NewObject{Kind: "critique"})
+	r := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	if r.ID <= q.ID {
 		t.Fatalf("ids %d then %d, want increasing", q.ID, r.ID)
 	}
@@ -471,7 +471,7 @@ func testObjectContentHash(t *testing.T, open Opener) {
 	k, _ := knowledgeStore(t, open)
 	mk := func(content string) cks.Object {
 		t.Helper()
-		o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(content), Status: "proposed"})
+		o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(content), Status: "proposed"})
 		wantContent(t, "created "+content, o, content)
 		got := MustGetObject(t, k, o.ID)
 		wantContent(t, "read "+content, got, content)
@@ -499,7 +499,7 @@ func testObjectContentHash(t *testing.T, open Opener) {
 		}
 		seen[o.ContentHash] = other
 	}
-	d := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	d := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	wantContent(t, "default content", d, `{}`)
 	sum := sha256.Sum256([]byte(`{}`))
 	if d.ContentHash != hex.EncodeToString(sum[:]) {
@@ -509,30 +509,30 @@ func testObjectContentHash(t *testing.T, open Opener) {
 
 func testObjectBadInput(t *testing.T, open Opener) {
 	k, _ := knowledgeStore(t, open)
-	MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_research"})
-	MustCreateObject(t, k, store.NewObject{Kind: strings.Repeat("k", store.MaxKindLen), Status: strings.Repeat("s", store.MaxKindLen)})
+	MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
+	MustCreateObject(t, k, knowledge.NewObject{Kind: strings.Repeat("k", knowledge.MaxKindLen), Status: strings.Repeat("s", knowledge.MaxKindLen)})
 	before := objectSnapshot(t, k)
 	cases := []struct {
 		field string
-		n     store.NewObject
+		n     knowledge.NewObject
 	}{
-		{"kind", store.NewObject{}},
-		{"kind", store.NewObject{Kind: "Question"}},
-		{"kind", store.NewObject{Kind: "a question"}},
-		{"kind", store.NewObject{Kind: "claim-x"}},
-		{"kind", store.NewObject{Kind: strings.Repeat("k", store.MaxKindLen+1)}},
-		{"status", store.NewObject{Kind: "claim", Status: "Proposed"}},
-		{"status", store.NewObject{Kind: "claim", Status: "awaiting critique"}},
-		{"status", store.NewObject{Kind: "claim", Status: "awaiting-critique"}},
-		{"status", store.NewObject{Kind: "claim", Status: "naïve"}},
-		{"status", store.NewObject{Kind: "claim", Status: strings.Repeat("s", store.MaxKindLen+1)}},
-		{"title", store.NewObject{Kind: "claim", Title: strings.Repeat("t", 1001)}},
-		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`[1]`)}},
-		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`"x"`)}},
-		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`null`)}},
-		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":`)}},
-		{"content", store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1} {"b":2}`)}},
-		{"content", store.NewObject{Kind: "claim", Status: "proposed",
+		{"kind", knowledge.NewObject{}},
+		{"kind", knowledge.NewObject{Kind: "Question"}},
+		{"kind", knowledge.NewObject{Kind: "a question"}},
+		{"kind", knowledge.NewObject{Kind: "claim-x"}},
+		{"kind", knowledge.NewObject{Kind: strings.Repeat("k", knowledge.MaxKindLen+1)}},
+		{"status", knowledge.NewObject{Kind: "claim", Status: "Proposed"}},
+		{"status", knowledge.NewObject{Kind: "claim", Status: "awaiting critique"}},
+		{"status", knowledge.NewObject{Kind: "claim", Status: "awaiting-critique"}},
+		{"status", knowledge.NewObject{Kind: "claim", Status: "naïve"}},
+		{"status", knowledge.NewObject{Kind: "claim", Status: strings.Repeat("s", knowledge.MaxKindLen+1)}},
+		{"title", knowledge.NewObject{Kind: "claim", Title: strings.Repeat("t", 1001)}},
+		{"content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`[1]`)}},
+		{"content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`"x"`)}},
+		{"content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`null`)}},
+		{"content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":`)}},
+		{"content", knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1} {"b":2}`)}},
+		{"content", knowledge.NewObject{Kind: "claim", Status: "proposed",
 			Content: json.RawMessage(`{"a":"` + strings.Repeat("x", cks.MaxJSONBytes) + `"}`)}},
 	}
 	for _, c := range cases {
@@ -544,9 +544,9 @@ func testObjectBadInput(t *testing.T, open Opener) {
 
 func testObjectNotFound(t *testing.T, open Opener) {
 	k, _ := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "a"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a"})
 	const id = 424242
-	tr := store.ObjectTransition{From: "a", To: "b", Action: "completed", Agent: "critic", Reasoning: -1}
+	tr := knowledge.ObjectTransition{From: "a", To: "b", Action: "completed", Agent: "critic", Reasoning: -1}
 	calls := []struct {
 		name string
 		call func() error
@@ -572,7 +572,7 @@ func testObjectList(t *testing.T, open Opener) {
 	mk := func(kind, status string) int64 {
 		t.Helper()
 		clk.Advance(time.Second)
-		return MustCreateObject(t, k, store.NewObject{Kind: kind, Status: status, Title: kind + " " + status}).ID
+		return MustCreateObject(t, k, knowledge.NewObject{Kind: kind, Status: status, Title: kind + " " + status}).ID
 	}
 	q1 := mk("question", "awaiting_research")
 	c1 := mk("claim", "supported")
@@ -672,7 +672,7 @@ func testObjectList(t *testing.T, open Opener) {
 	}
 	// The default limit.
 	for range cks.DefaultListLimit {
-		MustCreateObject(t, k, store.NewObject{Kind: "filler"})
+		MustCreateObject(t, k, knowledge.NewObject{Kind: "filler"})
 	}
 	page, err = k.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil || len(page.Objects) != cks.DefaultListLimit || page.Next == 0 {
@@ -696,10 +696,10 @@ func testObjectClaim(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
 	var todo []int64
 	for i := range 5 {
-		todo = append(todo, MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_critique", Title: fmt.Sprint(i)}).ID)
+		todo = append(todo, MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", Title: fmt.Sprint(i)}).ID)
 		// Objects of another status or none are never claimed for this one.
-		MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_synthesis"})
-		MustCreateObject(t, k, store.NewObject{Kind: "critique"})
+		MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_synthesis"})
+		MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	}
 	mustClaimObjects(t, k, "nothing_has_this", "w1", 10, 0)
 	tokens := map[string]bool{}
@@ -757,8 +757,8 @@ func testObjectClaim(t *testing.T, open Opener) {
 
 func testObjectClaimBadInput(t *testing.T, open Opener) {
 	k, _ := knowledgeStore(t, open)
-	MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_critique"})
-	MustCreateObject(t, k, store.NewObject{Kind: "critique"})
+	MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique"})
+	MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	before := objectSnapshot(t, k)
 	cases := []struct {
 		field, status, worker string
@@ -786,8 +786,8 @@ func testObjectClaimBadInput(t *testing.T, open Opener) {
 // unclaimed and of one of the statuses.
 func testObjectClaimOne(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_research", CreatedBy: "op"})
-	other := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "resolved"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research", CreatedBy: "op"})
+	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "resolved"})
 	clk.Advance(time.Minute)
 	before := objectSnapshot(t, k)
 	if _, err := k.ClaimObject(ctx(t), o.ID, "", []string{"awaiting_research"}); !cks.IsFieldError(err, "worker") {
@@ -819,7 +819,7 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 		t.Errorf("ClaimObject of a claimed object: err = %v, want ErrConflict naming the holder researcher-1", err)
 	}
 	mustClaimObjects(t, k, "awaiting_research", "researcher-3", 10, 0)
-	if _, _, err := k.TransitionObject(ctx(t), o.ID, got.ClaimToken, store.ObjectTransition{From: "awaiting_research",
+	if _, _, err := k.TransitionObject(ctx(t), o.ID, got.ClaimToken, knowledge.ObjectTransition{From: "awaiting_research",
 		To: "awaiting_critique", Action: "completed", Agent: "researcher", Reasoning: -1}); err != nil {
 		t.Fatalf("transition with the ClaimObject token: %v", err)
 	}
@@ -831,8 +831,8 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 // SHA-256 (what a store may keep of it) is no token.
 func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	a := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
-	b := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "todo"})
+	a := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+	b := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
 	clk.Advance(time.Minute)
 	ca := mustClaimObjects(t, k, "todo", "w1", 1, 1)[0]
 	cb, err := k.ClaimObject(ctx(t), b.ID, "w2", []string{"todo"})
@@ -857,7 +857,7 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		wantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), cks.ErrLeaseLost)
 	}
 	wantUnchanged(t, "refused touches", k, before)
-	got, _, err := k.TransitionObject(ctx(t), a.ID, ca.ClaimToken, store.ObjectTransition{From: "todo", To: "done",
+	got, _, err := k.TransitionObject(ctx(t), a.ID, ca.ClaimToken, knowledge.ObjectTransition{From: "todo", To: "done",
 		Action: "completed", Agent: "w1", Reasoning: -1})
 	if err != nil || got.ClaimToken != "" {
 		t.Fatalf("transition = %s, %v; want no token in its answer", asJSON(t, got), err)
@@ -875,11 +875,11 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 	clk := clock.NewFake(T0)
 	seed := open(t, driver.WithClock(clk))
 	for i := range objects {
-		MustCreateObject(t, seed, store.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
+		MustCreateObject(t, seed.Objects, knowledge.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
 	}
-	handles := make([]store.Knowledge, workers)
+	handles := make([]*knowledge.Service, workers)
 	for w := range handles {
-		handles[w] = open(t, driver.WithClock(clk))
+		handles[w] = open(t, driver.WithClock(clk)).Objects
 	}
 	var (
 		mu      sync.Mutex
@@ -919,7 +919,7 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 						fail(fmt.Errorf("claimed %+v", o))
 						return
 					}
-					_, _, err := k.TransitionObject(c, o.ID, o.ClaimToken, store.ObjectTransition{
+					_, _, err := k.TransitionObject(c, o.ID, o.ClaimToken, knowledge.ObjectTransition{
 						From: "todo", To: "done", Action: "completed", Agent: name, Reasoning: -1})
 					if err != nil {
 						fail(fmt.Errorf("transition %d: %w", o.ID, err))
@@ -939,7 +939,7 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 	if t.Failed() {
 		return
 	}
-	all := allObjects(t, seed)
+	all := allObjects(t, seed.Objects)
 	if len(all) != objects || claimed != objects {
 		t.Fatalf("%d objects, %d claims; want %d of each", len(all), claimed, objects)
 	}
@@ -949,7 +949,7 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 			continue
 		}
 		if o.ID%10 == 0 { // the log agrees, on a sample
-			got := MustGetObject(t, seed, o.ID)
+			got := MustGetObject(t, seed.Objects, o.ID)
 			if len(got.Log) != 2 || got.Log[1].Agent != claims[o.ID][0] || got.Log[1].TransitionedTo != "done" {
 				t.Errorf("object %d log %s, want created and one completion by %s", o.ID, asJSON(t, got.Log), claims[o.ID][0])
 			}
@@ -959,10 +959,10 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 
 func testObjectTransition(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	subj := MustCreateObject(t, k, store.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(`{"q":"why"}`),
+	subj := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(`{"q":"why"}`),
 		Status: "awaiting_critique", CreatedBy: "researcher"})
-	c1 := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c1"}`), Status: "supported", CreatedBy: "researcher"})
-	c2 := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c2"}`), CreatedBy: "researcher"})
+	c1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c1"}`), Status: "supported", CreatedBy: "researcher"})
+	c2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c2"}`), CreatedBy: "researcher"})
 	clk.Advance(time.Minute)
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
@@ -970,19 +970,19 @@ func testObjectTransition(t *testing.T, open Opener) {
 	w := func(v float64) *float64 { return &v }
 	const newContent = `{ "v": 2, "q": "why", "verdict": {"ok": false, "score": 0.50} }`
 	_, newHash := canonical(t, newContent)
-	tr := store.ObjectTransition{
+	tr := knowledge.ObjectTransition{
 		From: "awaiting_critique", To: "awaiting_synthesis", Action: "completed", Agent: "critic",
 		Content: json.RawMessage(newContent), NextRound: true,
-		Attach: []store.Attachment{
-			{Object: store.NewObject{Kind: "critique", Content: json.RawMessage(`{"text": "weak", "a": 1}`), CreatedBy: "critic"},
+		Attach: []knowledge.Attachment{
+			{Object: knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"text": "weak", "a": 1}`), CreatedBy: "critic"},
 				BaseType: "depends_on", SemanticType: "critiques", Weight: w(-0.5),
-				Links: []store.LinkFrom{{Dst: c1.ID, BaseType: "depends_on", SemanticType: "refutes", Weight: w(0.75)}}},
-			{Object: store.NewObject{Kind: "claim", Title: "found", Status: "proposed", CreatedBy: "critic"},
+				Links: []knowledge.LinkFrom{{Dst: c1.ID, BaseType: "depends_on", SemanticType: "refutes", Weight: w(0.75)}}},
+			{Object: knowledge.NewObject{Kind: "claim", Title: "found", Status: "proposed", CreatedBy: "critic"},
 				BaseType: "depends_on", SemanticType: "supports"},
 		},
 		Reasoning: 0,
-		Edges:     []store.NewEdge{{Src: c2.ID, Dst: c1.ID, BaseType: "depends_on", SemanticType: "supports"}},
-		SetStatus: []store.StatusChange{{ObjectID: c1.ID, Status: "disputed", Action: "disputed"}},
+		Edges:     []knowledge.NewEdge{{Src: c2.ID, Dst: c1.ID, BaseType: "depends_on", SemanticType: "supports"}},
+		SetStatus: []knowledge.StatusChange{{ObjectID: c1.ID, Status: "disputed", Action: "disputed"}},
 	}
 	got, atts, err := k.TransitionObject(ctx(t), subj.ID, claim.ClaimToken, tr)
 	if err != nil {
@@ -1079,7 +1079,7 @@ func testObjectTransition(t *testing.T, open Opener) {
 	if next.ID != subj.ID || next.ClaimToken == claim.ClaimToken {
 		t.Fatalf("next claim %s", asJSON(t, next))
 	}
-	got, atts, err = k.TransitionObject(ctx(t), subj.ID, next.ClaimToken, store.ObjectTransition{
+	got, atts, err = k.TransitionObject(ctx(t), subj.ID, next.ClaimToken, knowledge.ObjectTransition{
 		From: "awaiting_synthesis", To: "awaiting_arbitration", Action: "completed", Agent: "synthesizer", Reasoning: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -1100,12 +1100,12 @@ func testObjectTransition(t *testing.T, open Opener) {
 // not move the object (a failure), with a log entry, and releases the claim.
 func testObjectTransitionSameStatus(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
-	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{
+	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{
 		From: "awaiting_critique", To: "awaiting_critique", Action: "failed", Agent: "critic", Reasoning: 0,
-		Attach: []store.Attachment{{Object: store.NewObject{Kind: "model_reply", Content: json.RawMessage(`{"raw":"garbage"}`)},
+		Attach: []knowledge.Attachment{{Object: knowledge.NewObject{Kind: "model_reply", Content: json.RawMessage(`{"raw":"garbage"}`)},
 			BaseType: "depends_on", SemanticType: "rejected_reply"}},
 	})
 	if err != nil {
@@ -1130,10 +1130,10 @@ func testObjectTransitionSameStatus(t *testing.T, open Opener) {
 
 func testObjectTransitionErrors(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	subj := MustCreateObject(t, k, store.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
-	c1 := MustCreateObject(t, k, store.NewObject{Kind: "claim", Status: "supported", CreatedBy: "op"})
-	c2 := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
-	if _, err := k.AddEdges(ctx(t), []store.NewEdge{{Src: c2.ID, Dst: subj.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
+	subj := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
+	c1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Status: "supported", CreatedBy: "op"})
+	c2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	if _, err := k.AddEdges(ctx(t), []knowledge.NewEdge{{Src: c2.ID, Dst: subj.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
 		t.Fatal(err)
 	}
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
@@ -1141,22 +1141,22 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 	missing := c2.ID + 1000
 	w := func(v float64) *float64 { return &v }
 	// good writes something of every kind, so a partial write would show.
-	good := func() store.ObjectTransition {
-		return store.ObjectTransition{
+	good := func() knowledge.ObjectTransition {
+		return knowledge.ObjectTransition{
 			From: "awaiting_critique", To: "awaiting_synthesis", Action: "completed", Agent: "critic",
 			Content: json.RawMessage(`{"q":2}`), NextRound: true, Reasoning: 0,
-			Attach: []store.Attachment{{Object: store.NewObject{Kind: "critique", Status: "filed", CreatedBy: "critic"},
+			Attach: []knowledge.Attachment{{Object: knowledge.NewObject{Kind: "critique", Status: "filed", CreatedBy: "critic"},
 				BaseType: "depends_on", SemanticType: "critiques", Weight: w(0.5),
-				Links: []store.LinkFrom{{Dst: c1.ID, BaseType: "depends_on", SemanticType: "refutes"}}}},
-			Edges:     []store.NewEdge{{Src: c2.ID, Dst: c1.ID, BaseType: "depends_on", SemanticType: "supports", Weight: w(1)}},
-			SetStatus: []store.StatusChange{{ObjectID: c1.ID, Status: "disputed", Action: "disputed"}},
+				Links: []knowledge.LinkFrom{{Dst: c1.ID, BaseType: "depends_on", SemanticType: "refutes"}}}},
+			Edges:     []knowledge.NewEdge{{Src: c2.ID, Dst: c1.ID, BaseType: "depends_on", SemanticType: "supports", Weight: w(1)}},
+			SetStatus: []knowledge.StatusChange{{ObjectID: c1.ID, Status: "disputed", Action: "disputed"}},
 		}
 	}
 	before := objectSnapshot(t, k)
 	cases := []struct {
 		name  string
 		token string
-		edit  func(*store.ObjectTransition)
+		edit  func(*knowledge.ObjectTransition)
 		check func(err error) bool
 		want  string
 	}{
@@ -1166,36 +1166,36 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			func(err error) bool {
 				return errors.Is(err, cks.ErrLeaseLost) || cks.IsFieldError(err, "claim_token")
 			}, "ErrLeaseLost"},
-		{"status no longer from", "", func(x *store.ObjectTransition) { x.From = "awaiting_research" },
+		{"status no longer from", "", func(x *knowledge.ObjectTransition) { x.From = "awaiting_research" },
 			func(err error) bool { return errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrLeaseLost) }, "ErrConflict (not ErrLeaseLost)"},
 	}
 	for _, f := range []struct {
 		field string
-		edit  func(*store.ObjectTransition)
+		edit  func(*knowledge.ObjectTransition)
 	}{
-		{"attach[0].links[0].dst", func(x *store.ObjectTransition) { x.Attach[0].Links[0].Dst = missing }},
-		{"edges[0].dst", func(x *store.ObjectTransition) { x.Edges[0].Dst = missing }},
-		{"edges[0].src", func(x *store.ObjectTransition) { x.Edges[0].Src = missing }},
-		{"edges[1].dst", func(x *store.ObjectTransition) {
-			x.Edges = append(x.Edges, store.NewEdge{Src: c1.ID, Dst: missing, BaseType: "depends_on"})
+		{"attach[0].links[0].dst", func(x *knowledge.ObjectTransition) { x.Attach[0].Links[0].Dst = missing }},
+		{"edges[0].dst", func(x *knowledge.ObjectTransition) { x.Edges[0].Dst = missing }},
+		{"edges[0].src", func(x *knowledge.ObjectTransition) { x.Edges[0].Src = missing }},
+		{"edges[1].dst", func(x *knowledge.ObjectTransition) {
+			x.Edges = append(x.Edges, knowledge.NewEdge{Src: c1.ID, Dst: missing, BaseType: "depends_on"})
 		}},
-		{"attach[0].weight", func(x *store.ObjectTransition) { x.Attach[0].Weight = w(2) }},
-		{"edges[0].weight", func(x *store.ObjectTransition) { x.Edges[0].Weight = w(math.NaN()) }},
-		{"attach[0].links[0].weight", func(x *store.ObjectTransition) { x.Attach[0].Links[0].Weight = w(-1.5) }},
-		{"reasoning", func(x *store.ObjectTransition) { x.Reasoning = 1 }},
-		{"reasoning", func(x *store.ObjectTransition) { x.Reasoning = -2 }},
-		{"reasoning", func(x *store.ObjectTransition) { x.Attach = nil }},
-		{"to", func(x *store.ObjectTransition) { x.To = "Synthesis" }},
-		{"action", func(x *store.ObjectTransition) { x.Action = "" }},
-		{"agent", func(x *store.ObjectTransition) { x.Agent = "" }},
-		{"content", func(x *store.ObjectTransition) { x.Content = json.RawMessage(`[1]`) }},
-		{"attach[0].object.kind", func(x *store.ObjectTransition) { x.Attach[0].Object.Kind = "" }},
-		{"set_status[0].status", func(x *store.ObjectTransition) { x.SetStatus[0].Status = "Bad Status" }},
+		{"attach[0].weight", func(x *knowledge.ObjectTransition) { x.Attach[0].Weight = w(2) }},
+		{"edges[0].weight", func(x *knowledge.ObjectTransition) { x.Edges[0].Weight = w(math.NaN()) }},
+		{"attach[0].links[0].weight", func(x *knowledge.ObjectTransition) { x.Attach[0].Links[0].Weight = w(-1.5) }},
+		{"reasoning", func(x *knowledge.ObjectTransition) { x.Reasoning = 1 }},
+		{"reasoning", func(x *knowledge.ObjectTransition) { x.Reasoning = -2 }},
+		{"reasoning", func(x *knowledge.ObjectTransition) { x.Attach = nil }},
+		{"to", func(x *knowledge.ObjectTransition) { x.To = "Synthesis" }},
+		{"action", func(x *knowledge.ObjectTransition) { x.Action = "" }},
+		{"agent", func(x *knowledge.ObjectTransition) { x.Agent = "" }},
+		{"content", func(x *knowledge.ObjectTransition) { x.Content = json.RawMessage(`[1]`) }},
+		{"attach[0].object.kind", func(x *knowledge.ObjectTransition) { x.Attach[0].Object.Kind = "" }},
+		{"set_status[0].status", func(x *knowledge.ObjectTransition) { x.SetStatus[0].Status = "Bad Status" }},
 	} {
 		cases = append(cases, struct {
 			name  string
 			token string
-			edit  func(*store.ObjectTransition)
+			edit  func(*knowledge.ObjectTransition)
 			check func(err error) bool
 			want  string
 		}{"bad " + f.field, "", f.edit, func(err error) bool {
@@ -1205,10 +1205,10 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 	cases = append(cases, struct {
 		name  string
 		token string
-		edit  func(*store.ObjectTransition)
+		edit  func(*knowledge.ObjectTransition)
 		check func(err error) bool
 		want  string
-	}{"set_status of a missing object", "", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = missing },
+	}{"set_status of a missing object", "", func(x *knowledge.ObjectTransition) { x.SetStatus[0].ObjectID = missing },
 		func(err error) bool {
 			return (errors.Is(err, cks.ErrNotFound) && strings.Contains(err.Error(), fmt.Sprint(missing))) ||
 				cks.IsFieldError(err, "set_status[0].object_id")
@@ -1216,10 +1216,10 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 	cases = append(cases, struct {
 		name  string
 		token string
-		edit  func(*store.ObjectTransition)
+		edit  func(*knowledge.ObjectTransition)
 		check func(err error) bool
 		want  string
-	}{"set_status of the transitioned object", "", func(x *store.ObjectTransition) { x.SetStatus[0].ObjectID = subj.ID },
+	}{"set_status of the transitioned object", "", func(x *knowledge.ObjectTransition) { x.SetStatus[0].ObjectID = subj.ID },
 		func(err error) bool { return cks.IsFieldError(err, "set_status[0].object_id") },
 		"a FieldError naming set_status[0].object_id (its status is To)"})
 	for _, c := range cases {
@@ -1249,7 +1249,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 
 func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_critique", CreatedBy: "op"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", CreatedBy: "op"})
 	clk.Advance(time.Minute)
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(2 * time.Minute)
@@ -1276,7 +1276,7 @@ func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
 	}
 	wantErr(t, "TouchClaim after release", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	wantErr(t, "ReleaseClaim twice", k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
-	_, _, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "awaiting_critique",
+	_, _, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{From: "awaiting_critique",
 		To: "awaiting_synthesis", Action: "completed", Agent: "critic", Reasoning: -1})
 	wantErr(t, "Transition after release", err, cks.ErrLeaseLost)
 	again := mustClaimObjects(t, k, "awaiting_critique", "critic-2", 1, 1)[0]
@@ -1293,10 +1293,10 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
 	var ids []int64
 	for i := range 4 {
-		ids = append(ids, MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "s", Title: fmt.Sprint(i)}).ID)
+		ids = append(ids, MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s", Title: fmt.Sprint(i)}).ID)
 	}
-	other := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "other"}).ID
-	unclaimed := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "s"}).ID
+	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "other"}).ID
+	unclaimed := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s"}).ID
 	first := mustClaimObjects(t, k, "s", "w", 2, 2) // ids[0], ids[1] at T0
 	mustClaimObjects(t, k, "other", "w", 1, 1)      // other at T0
 	clk.Advance(time.Minute)
@@ -1365,12 +1365,12 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 
 func testObjectAddEdges(t *testing.T, open Opener) {
 	k, clk := knowledgeStore(t, open)
-	o1 := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
-	o2 := MustCreateObject(t, k, store.NewObject{Kind: "question", Status: "awaiting_research"})
-	o3 := MustCreateObject(t, k, store.NewObject{Kind: "critique"})
+	o1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
+	o3 := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	clk.Advance(time.Minute)
 	w := func(v float64) *float64 { return &v }
-	in := []store.NewEdge{
+	in := []knowledge.NewEdge{
 		{Src: o1.ID, Dst: o2.ID, BaseType: "depends_on", SemanticType: "supports", Weight: w(0.25)},
 		{Src: o3.ID, Dst: o2.ID, BaseType: "depends_on", SemanticType: "refutes", Weight: w(-1)},
 		{Src: o3.ID, Dst: o1.ID, BaseType: "relates_to"},
@@ -1414,17 +1414,17 @@ func testObjectAddEdges(t *testing.T, open Opener) {
 	before := objectSnapshot(t, k)
 	bad := []struct {
 		field string
-		edges []store.NewEdge
+		edges []knowledge.NewEdge
 	}{
-		{"edges[1].dst", []store.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: missing, BaseType: "depends_on"}}},
-		{"edges[0].src", []store.NewEdge{{Src: missing, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: o3.ID, BaseType: "depends_on"}}},
-		{"edges[2].src", []store.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "a"}, {Src: o2.ID, Dst: o3.ID, BaseType: "b"}, {Src: missing, Dst: o1.ID, BaseType: "c"}}},
-		{"edges[1].weight", []store.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: o3.ID, BaseType: "depends_on", Weight: w(2)}}},
-		{"edges[0].weight", []store.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on", Weight: w(math.NaN())}}},
-		{"edges[0].base_type", []store.NewEdge{{Src: o1.ID, Dst: o3.ID}}},
-		{"edges[0].semantic_type", []store.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on", SemanticType: "Refutes"}}},
-		{"edges[0].src", []store.NewEdge{{Src: 0, Dst: o3.ID, BaseType: "depends_on"}}},
-		{"edges[0].dst", []store.NewEdge{{Src: o1.ID, Dst: -1, BaseType: "depends_on"}}},
+		{"edges[1].dst", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: missing, BaseType: "depends_on"}}},
+		{"edges[0].src", []knowledge.NewEdge{{Src: missing, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: o3.ID, BaseType: "depends_on"}}},
+		{"edges[2].src", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "a"}, {Src: o2.ID, Dst: o3.ID, BaseType: "b"}, {Src: missing, Dst: o1.ID, BaseType: "c"}}},
+		{"edges[1].weight", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on"}, {Src: o2.ID, Dst: o3.ID, BaseType: "depends_on", Weight: w(2)}}},
+		{"edges[0].weight", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on", Weight: w(math.NaN())}}},
+		{"edges[0].base_type", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID}}},
+		{"edges[0].semantic_type", []knowledge.NewEdge{{Src: o1.ID, Dst: o3.ID, BaseType: "depends_on", SemanticType: "Refutes"}}},
+		{"edges[0].src", []knowledge.NewEdge{{Src: 0, Dst: o3.ID, BaseType: "depends_on"}}},
+		{"edges[0].dst", []knowledge.NewEdge{{Src: o1.ID, Dst: -1, BaseType: "depends_on"}}},
 	}
 	for _, c := range bad {
 		got, err := k.AddEdges(ctx(t), c.edges)
@@ -1459,7 +1459,7 @@ func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 		do   func() error
 	}{
 		{"CreateObject with a status", func() error {
-			_, err := k.CreateObject(ctx(t), store.NewObject{Kind: "question", Status: "a"})
+			_, err := k.CreateObject(ctx(t), knowledge.NewObject{Kind: "question", Status: "a"})
 			return err
 		}},
 		{"ClaimObjects (quiet)", func() error {
@@ -1484,7 +1484,7 @@ func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 			return err
 		}},
 		{"Transition", func() error {
-			_, _, err := k.TransitionObject(ctx(t), claim.ID, claim.ClaimToken, store.ObjectTransition{
+			_, _, err := k.TransitionObject(ctx(t), claim.ID, claim.ClaimToken, knowledge.ObjectTransition{
 				From: "a", To: "b", Action: "completed", Agent: "step", Reasoning: -1})
 			return err
 		}},

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // leaseTests are the conformance tests of lease tokens (shown only to the
@@ -33,7 +33,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	}
 	MustEnqueue(t, s, cks.NewTask{Type: "r"})
-	claimed, err := s.Claim(ctx(t), "w", []string{"t"}, 3, Lease)
+	claimed, err := s.Tasks.Claim(ctx(t), "w", []string{"t"}, 3, Lease)
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
 	}
@@ -49,10 +49,10 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	}
 	// The reviewer's lease too.
 	rc := claimType(t, s, "w", "r")
-	if _, err := s.Complete(ctx(t), rc.ID, rc.LeaseToken, true, "draft"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), rc.ID, rc.LeaseToken, true, "draft"); err != nil {
 		t.Fatal(err)
 	}
-	review, err := s.ClaimReview(ctx(t), rc.ID, "rev", Lease)
+	review, err := s.Tasks.ClaimReview(ctx(t), rc.ID, "rev", Lease)
 	if err != nil || review.LeaseToken == "" || seen[review.LeaseToken] || review.LeaseToken == rc.LeaseToken {
 		t.Fatalf("ClaimReview = %q, %v; want a fresh token", review.LeaseToken, err)
 	}
@@ -63,7 +63,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		reads = append(reads, MustGet(t, s, c.ID))
 	}
 	reads = append(reads, MustGet(t, s, rc.ID))
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,27 +85,27 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 	c := claimed[0]
 	// The stored form is not a token: presenting it fences nothing.
 	hash := driver.HashLeaseToken(c.LeaseToken)
-	if held, err := s.LeaseHeld(ctx(t), c.ID, hash); held || err != nil {
+	if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, hash); held || err != nil {
 		t.Fatalf("LeaseHeld(hash of the token) = %v, %v; want false", held, err)
 	}
-	if _, err := s.MarkRunning(ctx(t), c.ID, hash); !errors.Is(err, cks.ErrLeaseLost) {
+	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, hash); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("MarkRunning with the token's hash: %v, want ErrLeaseLost", err)
 	}
 	// Another task's token fences nothing either.
-	if _, err := s.Complete(ctx(t), c.ID, claimed[1].LeaseToken, false, "x"); !errors.Is(err, cks.ErrLeaseLost) {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, claimed[1].LeaseToken, false, "x"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Complete with another task's token: %v, want ErrLeaseLost", err)
 	}
-	if _, err := s.Approve(ctx(t), rc.ID, rc.LeaseToken, "x"); !errors.Is(err, cks.ErrLeaseLost) {
+	if _, err := s.Tasks.Approve(ctx(t), rc.ID, rc.LeaseToken, "x"); !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Approve with the executor's token: %v, want ErrLeaseLost", err)
 	}
-	if _, err := s.Approve(ctx(t), rc.ID, review.LeaseToken, "ok"); err != nil {
+	if _, err := s.Tasks.Approve(ctx(t), rc.ID, review.LeaseToken, "ok"); err != nil {
 		t.Fatalf("Approve with the reviewer's token: %v", err)
 	}
 	for _, c := range claimed {
 		if held := mustHeld(t, s, c.ID, c.LeaseToken); !held {
 			t.Fatalf("task %d: its own token is not held", c.ID)
 		}
-		if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
+		if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
 			t.Fatalf("Complete of task %d with its token: %v", c.ID, err)
 		}
 	}
@@ -113,7 +113,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 
 // leaseEnders end the lease of a claimed (CLAIMED or RUNNING) task c each in
 // one of the ways the ledger has.
-func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struct {
+func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []struct {
 	name string
 	end  func(t *testing.T, c cks.ClaimedTask)
 } {
@@ -129,40 +129,40 @@ func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struc
 	}
 	return []ender{
 		{"Complete", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
+			_, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
 			must(t, "Complete", err)
 		}},
 		{"Complete for review", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft")
+			_, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft")
 			must(t, "Complete", err)
 		}},
 		{"retryable Fail", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
+			_, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
 			must(t, "Fail", err)
 		}},
 		{"Fail", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Fail(ctx(t), c.ID, c.LeaseToken, false, "broken")
+			_, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, false, "broken")
 			must(t, "Fail", err)
 		}},
 		{"RequestInput", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which?")
+			_, err := s.Tasks.RequestInput(ctx(t), c.ID, c.LeaseToken, "which?")
 			must(t, "RequestInput", err)
 		}},
 		{"Stop", func(t *testing.T, c cks.ClaimedTask) {
-			_, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0)
+			_, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0)
 			must(t, "Stop", err)
 		}},
 		{"restarting Update", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			must(t, "Update", err)
 		}},
 		{"Cancel", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Cancel(ctx(t), c.ID, "op", "gone")
+			_, err := s.Tasks.Cancel(ctx(t), c.ID, "op", "gone")
 			must(t, "Cancel", err)
 		}},
 		{"ReclaimExpired", func(t *testing.T, c cks.ClaimedTask) {
 			clk.Advance(2 * Lease)
-			if n, err := s.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*Lease), 0); err != nil || n != 1 {
+			if n, err := s.Tasks.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*Lease), 0); err != nil || n != 1 {
 				t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 			}
 		}},
@@ -176,7 +176,7 @@ func leaseEnders(s store.Store, clk interface{ Advance(time.Duration) }) []struc
 func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	operator := cks.Principal{ID: "op", Name: "task/1", CreatedAt: T0} // cks token create --task: unbound
-	if err := s.CreatePrincipal(ctx(t), operator, "hash-op", []cks.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
+	if err := s.Principals.CreatePrincipal(ctx(t), operator, "hash-op", []cks.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, e := range leaseEnders(s, clk) {
@@ -190,34 +190,34 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 		id, hash := "p-"+e.name, "hash-"+e.name
 		p := cks.Principal{ID: id, Name: "task worker", CreatedAt: T0,
 			Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
-		if err := s.CreatePrincipal(ctx(t), p, hash, []cks.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
+		if err := s.Principals.CreatePrincipal(ctx(t), p, hash, []cks.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
 			t.Fatalf("%s: CreatePrincipal: %v", e.name, err)
 		}
-		got, err := s.PrincipalByTokenHash(ctx(t), hash)
+		got, err := s.Principals.PrincipalByTokenHash(ctx(t), hash)
 		if err != nil || got.ID != id || got.Lease == nil || got.Lease.TaskID != c.ID {
 			t.Fatalf("%s: the bound principal while its lease runs: %+v, %v", e.name, got, err)
 		}
 		e.end(t, c)
-		if got, err := s.PrincipalByTokenHash(ctx(t), hash); !errors.Is(err, cks.ErrNotFound) {
+		if got, err := s.Principals.PrincipalByTokenHash(ctx(t), hash); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("%s: the bound principal after its lease ended: %+v, %v; want ErrNotFound", e.name, got, err)
 		}
-		if gs, err := s.GrantsOf(ctx(t), id); err != nil || len(gs) != 1 {
+		if gs, err := s.Principals.GrantsOf(ctx(t), id); err != nil || len(gs) != 1 {
 			t.Fatalf("%s: grants of the refused principal = %v, %v; want its row kept until the cleanup", e.name, gs, err)
 		}
 	}
 	// A live bound principal and the operator's are kept by the cleanup.
 	live := mustRunning(t, s, "live", "w")
-	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
 		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
+	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
 		t.Fatalf("DeleteEndedLeasePrincipals = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
 	}
-	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 0 {
+	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 0 {
 		t.Fatalf("second DeleteEndedLeasePrincipals = %d, %v; want 0", n, err)
 	}
-	ps, err := s.ListPrincipals(ctx(t))
+	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,18 +229,18 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 		t.Fatalf("principals after the cleanup: %v; want live and op", ids)
 	}
 	for _, h := range []string{"hash-live", "hash-op"} {
-		if _, err := s.PrincipalByTokenHash(ctx(t), h); err != nil {
+		if _, err := s.Principals.PrincipalByTokenHash(ctx(t), h); err != nil {
 			t.Fatalf("%s after the cleanup: %v", h, err)
 		}
 	}
-	if gs, err := s.GrantsOf(ctx(t), "p-Complete"); err != nil || len(gs) != 0 {
+	if gs, err := s.Principals.GrantsOf(ctx(t), "p-Complete"); err != nil || len(gs) != 0 {
 		t.Fatalf("grants of a deleted principal = %v, %v; want none", gs, err)
 	}
 }
 
 // claimedOnly enqueues a task of type typ and claims it for worker (CLAIMED,
 // not RUNNING).
-func claimedOnly(t testing.TB, s store.Store, typ, worker string) cks.ClaimedTask {
+func claimedOnly(t testing.TB, s *backend.Backend, typ, worker string) cks.ClaimedTask {
 	t.Helper()
 	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
 	return claimType(t, s, worker, typ)
@@ -254,7 +254,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	c := mustRunning(t, s, "t", "w1")
 	bind := func(id string, task int64, hash string) {
 		t.Helper()
-		if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: id, CreatedAt: T0,
+		if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: id, CreatedAt: T0,
 			Lease: &cks.LeaseBinding{TaskID: task, LeaseTokenHash: hash}}, "hash-"+id, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -264,11 +264,11 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	bind("plain", c.ID, c.LeaseToken) // the token itself is not its hash
 	bind("missing", 999, driver.HashLeaseToken(c.LeaseToken))
 	for _, id := range []string{"wrong", "plain", "missing"} {
-		if _, err := s.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, cks.ErrNotFound) {
+		if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-"+id); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
 		}
 	}
-	if _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); err != nil {
+	if _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
 	mustStart(t, s, c.ID)
@@ -276,11 +276,11 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 	if again.ID != c.ID || again.State != cks.TaskClaimed {
 		t.Fatalf("re-claim: %+v", again)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-first"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the first lease's principal while the task runs under another lease: %v, want ErrNotFound", err)
 	}
 	bind("second", c.ID, driver.HashLeaseToken(again.LeaseToken))
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-second"); err != nil {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-second"); err != nil {
 		t.Fatalf("the second lease's principal: %v", err)
 	}
 }
@@ -291,11 +291,11 @@ func testLeasePrincipalBadInput(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	for i, b := range []cks.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
 		p := cks.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
-		if err := s.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !cks.IsFieldError(err, "lease") {
+		if err := s.Principals.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !cks.IsFieldError(err, "lease") {
 			t.Errorf("CreatePrincipal with binding %+v: %v, want a FieldError naming lease", b, err)
 		}
 	}
-	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
+	if ps, err := s.Principals.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
 		t.Fatalf("principals after refused creates: %v, %v", ps, err)
 	}
 }
@@ -327,7 +327,7 @@ const (
 
 // SetUpOldLeases writes the rows an upgrade test starts from (with tokens
 // the backend then replaces by the plain ones of the result).
-func SetUpOldLeases(t testing.TB, s store.Store) OldLeases {
+func SetUpOldLeases(t testing.TB, s *backend.Backend) OldLeases {
 	t.Helper()
 	live := mustRunning(t, s, "live", "w1")
 	stopped := mustRunning(t, s, "stopped", "w2")
@@ -340,7 +340,7 @@ func SetUpOldLeases(t testing.TB, s store.Store) OldLeases {
 		{"task/" + itoa(stopped.ID) + " w2", OldClaimEndedHash, stopped.ID},
 		{"task/" + itoa(live.ID), OldOperatorHash, live.ID},
 	} {
-		if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
+		if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
 			[]cks.Grant{{Resource: "/tasks/" + itoa(p.task), Permission: "read"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func SetUpOldLeases(t testing.TB, s store.Store) OldLeases {
 // still fence (the live lease and the pending abort keep working), the old
 // claim credentials are bound (the live one authenticates, the ended one
 // does not, and the cleanup removes it), the operator's stays unbound.
-func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
+func CheckUpgradedLeases(t testing.TB, s *backend.Backend, old OldLeases) {
 	t.Helper()
 	if held := mustHeld(t, s, old.Live, old.LiveToken); !held {
 		t.Fatal("the live lease's plain token is not held after the upgrade")
@@ -361,33 +361,33 @@ func CheckUpgradedLeases(t testing.TB, s store.Store, old OldLeases) {
 	if held := mustHeld(t, s, old.Live, driver.HashLeaseToken(old.LiveToken)); held {
 		t.Fatal("the hash of the live token is held after the upgrade")
 	}
-	p, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash)
+	p, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimLiveHash)
 	if err != nil || p.Lease == nil || p.Lease.TaskID != old.Live {
 		t.Fatalf("the live claim's credential after the upgrade: %+v, %v; want it bound to task %d", p, err, old.Live)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the ended claim's credential after the upgrade: %v, want ErrNotFound", err)
 	}
-	if p, err := s.PrincipalByTokenHash(ctx(t), OldOperatorHash); err != nil || p.Lease != nil {
+	if p, err := s.Principals.PrincipalByTokenHash(ctx(t), OldOperatorHash); err != nil || p.Lease != nil {
 		t.Fatalf("the operator's credential after the upgrade: %+v, %v; want it unbound", p, err)
 	}
-	if n, err := s.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 1 {
+	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 1 {
 		t.Fatalf("DeleteEndedLeasePrincipals after the upgrade = %d, %v; want 1 (the ended claim's)", n, err)
 	}
-	ab, err := s.ConfirmAbort(ctx(t), old.Stopped, old.AbortToken)
+	ab, err := s.Tasks.ConfirmAbort(ctx(t), old.Stopped, old.AbortToken)
 	if err != nil || ab.ID != old.AbortID || ab.Outcome != cks.AbortConfirmed {
 		t.Fatalf("ConfirmAbort with the old plain token = %+v, %v; want abort %d confirmed", ab, err, old.AbortID)
 	}
-	if _, err := s.Complete(ctx(t), old.Live, old.LiveToken, false, "done"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), old.Live, old.LiveToken, false, "done"); err != nil {
 		t.Fatalf("Complete with the old plain token: %v", err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("the live claim's credential after its task completed: %v, want ErrNotFound", err)
 	}
 	// New claims after the upgrade work as on a fresh database.
 	MustEnqueue(t, s, cks.NewTask{Type: "after"})
 	c := claimType(t, s, "w3", "after")
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil {
 		t.Fatalf("a claim after the upgrade: %v", err)
 	}
 }

@@ -9,18 +9,18 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/backend"
 )
 
 // principalTests are the conformance tests of ListPrincipals and
 // DeletePrincipal, and of the studio's sessions.
 func principalTests() []struct {
 	name string
-	fn   func(t *testing.T, s store.Store)
+	fn   func(t *testing.T, s *backend.Backend)
 } {
 	return []struct {
 		name string
-		fn   func(t *testing.T, s store.Store)
+		fn   func(t *testing.T, s *backend.Backend)
 	}{
 		{"PrincipalsList", testPrincipalsList},
 		{"PrincipalsDelete", testPrincipalsDelete},
@@ -31,24 +31,24 @@ func principalTests() []struct {
 	}
 }
 
-func mustPrincipal(t *testing.T, s store.Store, id string, at time.Time, grants ...cks.Grant) {
+func mustPrincipal(t *testing.T, s *backend.Backend, id string, at time.Time, grants ...cks.Grant) {
 	t.Helper()
-	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: "name-" + id, CreatedAt: at}, "hash-"+id, grants); err != nil {
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: "name-" + id, CreatedAt: at}, "hash-"+id, grants); err != nil {
 		t.Fatalf("create principal %s: %v", id, err)
 	}
 }
 
 var adminGrant = cks.Grant{Resource: auth.AdminResource, Permission: auth.AdminPermission}
 
-func testPrincipalsList(t *testing.T, s store.Store) {
-	if ps, err := s.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
+func testPrincipalsList(t *testing.T, s *backend.Backend) {
+	if ps, err := s.Principals.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
 		t.Fatalf("empty store: %v, %v; want none", ps, err)
 	}
 	mustPrincipal(t, s, "b", T0.Add(time.Minute), cks.Grant{Resource: "/tasks/12", Permission: "read"},
 		cks.Grant{Resource: "/tasks/12", Permission: "append"}, cks.Grant{Resource: "/tasks", Permission: "create"})
 	mustPrincipal(t, s, "a", T0, adminGrant)
 	mustPrincipal(t, s, "c", T0.Add(time.Minute)) // no grants; same time as b, after it by id
-	ps, err := s.ListPrincipals(ctx(t))
+	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,55 +68,55 @@ func testPrincipalsList(t *testing.T, s store.Store) {
 	}
 }
 
-func testPrincipalsDelete(t *testing.T, s store.Store) {
+func testPrincipalsDelete(t *testing.T, s *backend.Backend) {
 	mustPrincipal(t, s, "admin", T0, adminGrant)
 	mustPrincipal(t, s, "agent", T0, cks.Grant{Resource: "/tasks/1", Permission: "read"})
-	if err := s.DeletePrincipal(ctx(t), "agent"); err != nil {
+	if err := s.Principals.DeletePrincipal(ctx(t), "agent"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-agent"); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-agent"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("deleted principal's token: err = %v, want ErrNotFound", err)
 	}
-	if gs, err := s.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
+	if gs, err := s.Principals.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
 		t.Fatalf("deleted principal's grants = %v, %v; want none", gs, err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "agent"); !errors.Is(err, cks.ErrNotFound) {
+	if err := s.Principals.DeletePrincipal(ctx(t), "agent"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "nobody"); !errors.Is(err, cks.ErrNotFound) {
+	if err := s.Principals.DeletePrincipal(ctx(t), "nobody"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown id: err = %v, want ErrNotFound", err)
 	}
 	// A new principal may reuse the deleted one's id; it starts without the old grants.
 	mustPrincipal(t, s, "agent", T0)
-	if gs, err := s.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
+	if gs, err := s.Principals.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
 		t.Fatalf("recreated principal's grants = %v, %v; want none", gs, err)
 	}
 }
 
-func testPrincipalsDeleteLastAdmin(t *testing.T, s store.Store) {
+func testPrincipalsDeleteLastAdmin(t *testing.T, s *backend.Backend) {
 	mustPrincipal(t, s, "admin-1", T0, adminGrant)
 	// Admin on a subtree is not admin on /.
 	mustPrincipal(t, s, "sub", T0, cks.Grant{Resource: "/tasks", Permission: auth.AdminPermission})
-	err := s.DeletePrincipal(ctx(t), "admin-1")
+	err := s.Principals.DeletePrincipal(ctx(t), "admin-1")
 	if !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the last admin: err = %v, want ErrConflict", err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-admin-1"); err != nil {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-admin-1"); err != nil {
 		t.Fatalf("refused delete removed the admin: %v", err)
 	}
 	mustPrincipal(t, s, "admin-2", T0, adminGrant)
-	if err := s.DeletePrincipal(ctx(t), "admin-1"); err != nil {
+	if err := s.Principals.DeletePrincipal(ctx(t), "admin-1"); err != nil {
 		t.Fatalf("deleting one of two admins: %v", err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "admin-2"); !errors.Is(err, cks.ErrConflict) {
+	if err := s.Principals.DeletePrincipal(ctx(t), "admin-2"); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the remaining admin: err = %v, want ErrConflict", err)
 	}
-	if err := s.DeletePrincipal(ctx(t), "sub"); err != nil {
+	if err := s.Principals.DeletePrincipal(ctx(t), "sub"); err != nil {
 		t.Fatalf("deleting a non-admin: %v", err)
 	}
 }
 
-func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
+func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s *backend.Backend) {
 	const n = 4
 	for i := range n {
 		mustPrincipal(t, s, fmt.Sprint("admin-", i), T0, adminGrant)
@@ -128,7 +128,7 @@ func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
 	)
 	for i := range n {
 		wg.Go(func() {
-			err := s.DeletePrincipal(ctx(t), fmt.Sprint("admin-", i))
+			err := s.Principals.DeletePrincipal(ctx(t), fmt.Sprint("admin-", i))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -147,10 +147,10 @@ func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s store.Store) {
 	}
 }
 
-func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time, ttl time.Duration) cks.Session {
+func mustSession(t *testing.T, s *backend.Backend, id, principal string, at time.Time, ttl time.Duration) cks.Session {
 	t.Helper()
 	sess := cks.Session{ID: id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(ttl)}
-	if err := s.CreateSession(ctx(t), sess, "secret-"+id); err != nil {
+	if err := s.Principals.CreateSession(ctx(t), sess, "secret-"+id); err != nil {
 		t.Fatalf("create session %s: %v", id, err)
 	}
 	sess.PrincipalName = "name-" + principal
@@ -159,76 +159,76 @@ func mustSession(t *testing.T, s store.Store, id, principal string, at time.Time
 
 // testSessions: a session authenticates its principal by its secret's
 // hash, lists without it, is deleted by id, and goes with its principal.
-func testSessions(t *testing.T, s store.Store) {
+func testSessions(t *testing.T, s *backend.Backend) {
 	mustPrincipal(t, s, "admin", T0, adminGrant)
 	mustPrincipal(t, s, "reader", T0, cks.Grant{Resource: "/", Permission: "read"})
 	a := mustSession(t, s, "s-a", "admin", T0, time.Hour)
 	r := mustSession(t, s, "s-r", "reader", T0.Add(time.Second), time.Hour)
-	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
 		"secret-x"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of an unknown principal: err = %v, want ErrNotFound", err)
 	}
-	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
 		"secret-other"); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate session id: err = %v, want ErrConflict", err)
 	}
 	var fe *cks.FieldError
-	if err := s.CreateSession(ctx(t), cks.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
 		"secret-y"); !errors.As(err, &fe) || fe.Field != "expires_at" {
 		t.Fatalf("session expiring at its creation: err = %v, want a FieldError naming expires_at", err)
 	}
-	p, got, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0.Add(time.Minute))
+	p, got, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", T0.Add(time.Minute))
 	if err != nil || p.ID != "reader" || got != r {
 		t.Fatalf("by secret = %+v, %+v, %v; want reader's %+v", p, got, err, r)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown secret: err = %v, want ErrNotFound", err)
 	}
-	list, err := s.ListSessions(ctx(t))
+	list, err := s.Principals.ListSessions(ctx(t))
 	if err != nil || len(list) != 2 || list[0] != a || list[1] != r {
 		t.Fatalf("ListSessions = %+v, %v; want %+v, %+v", list, err, a, r)
 	}
-	if err := s.DeleteSession(ctx(t), "s-a"); err != nil {
+	if err := s.Principals.DeleteSession(ctx(t), "s-a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("deleted session: err = %v, want ErrNotFound", err)
 	}
-	if err := s.DeleteSession(ctx(t), "s-a"); !errors.Is(err, cks.ErrNotFound) {
+	if err := s.Principals.DeleteSession(ctx(t), "s-a"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("second delete: err = %v, want ErrNotFound", err)
 	}
 	// Revoking the principal ends its sessions.
-	if err := s.DeletePrincipal(ctx(t), "reader"); err != nil {
+	if err := s.Principals.DeletePrincipal(ctx(t), "reader"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of a deleted principal: err = %v, want ErrNotFound", err)
 	}
-	if list, err := s.ListSessions(ctx(t)); err != nil || len(list) != 0 {
+	if list, err := s.Principals.ListSessions(ctx(t)); err != nil || len(list) != 0 {
 		t.Fatalf("sessions left: %+v, %v; want none", list, err)
 	}
 }
 
 // testSessionsExpire: from its expires_at on a session is refused and
 // deleted; DeleteExpiredSessions removes the expired ones nobody presents.
-func testSessionsExpire(t *testing.T, s store.Store) {
+func testSessionsExpire(t *testing.T, s *backend.Backend) {
 	mustPrincipal(t, s, "admin", T0, adminGrant)
 	mustSession(t, s, "short", "admin", T0, time.Minute)
 	mustSession(t, s, "idle", "admin", T0, time.Minute)
 	long := mustSession(t, s, "long", "admin", T0, time.Hour)
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute-time.Microsecond)); err != nil {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute-time.Microsecond)); err != nil {
 		t.Fatalf("a session just before its expiry: %v", err)
 	}
-	if _, _, err := s.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("a session at its expiry: err = %v, want ErrNotFound", err)
 	}
-	if list, _ := s.ListSessions(ctx(t)); len(list) != 2 {
+	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 2 {
 		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
 	}
-	if n, err := s.DeleteExpiredSessions(ctx(t), T0.Add(time.Minute)); err != nil || n != 1 {
+	if n, err := s.Principals.DeleteExpiredSessions(ctx(t), T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("DeleteExpiredSessions = %d, %v; want 1 (idle)", n, err)
 	}
-	if list, _ := s.ListSessions(ctx(t)); len(list) != 1 || list[0] != long {
+	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 1 || list[0] != long {
 		t.Fatalf("sessions left: %+v, want only %+v", list, long)
 	}
 }

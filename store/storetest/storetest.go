@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
 )
 
 // NewStore returns a fresh, empty store for one test and arranges its cleanup.
-type NewStore func(t testing.TB) store.Store
+type NewStore func(t testing.TB) *backend.Backend
 
 // Opener opens a new, independent handle (with its own connections) on one
 // database, closed when t ends. Several handles on one database behave like
 // several processes sharing it.
-type Opener func(t testing.TB, opts ...driver.Option) store.Store
+type Opener func(t testing.TB, opts ...driver.Option) *backend.Backend
 
 // NewDB creates a fresh, empty database for one test, arranges for it to be
 // removed when t ends, and returns an Opener for it.
@@ -55,8 +55,8 @@ func apply(opts []Option) config {
 	return c
 }
 
-// RunKnowledge runs the knowledge and version tests alone (store.Knowledge
-// and store.Versions, their refusals of bad text, and the TopicObjects
+// RunKnowledge runs the knowledge and version tests alone (knowledge.Service
+// and knowledge.Service, their refusals of bad text, and the TopicObjects
 // notifications through WatchChanges), under the names Run gives them: for a knowledge store
 // built without the rest of a store. The other methods of the stores newDB
 // opens are not called.
@@ -68,8 +68,8 @@ func RunKnowledge(t *testing.T, newDB NewDB, opts ...Option) {
 
 // RunTasks runs the task ledger's part of the suite (tasks, leases, sweeps,
 // sweeper control, operator control, the ledger's bad-text cases): for an
-// implementation of store.Tasks and store.TaskControl tested before the
-// rest of store.Store is built on the same schema.
+// implementation of ledger.Service and ledger.Service tested before the
+// rest of backend.Backend is built on the same schema.
 func RunTasks(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	c := apply(opts)
@@ -106,10 +106,10 @@ func Run(t *testing.T, newDB NewDB, opts ...Option) {
 func RunRest(t *testing.T, newDB NewDB, opts ...Option) {
 	t.Helper()
 	c := apply(opts)
-	newStore := func(t testing.TB) store.Store { return newDB(t)(t) }
+	newStore := func(t testing.TB) *backend.Backend { return newDB(t)(t) }
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s store.Store)
+		fn   func(t *testing.T, s *backend.Backend)
 	}{
 		{"LivenessRoundTrip", testLivenessRoundTrip},
 		{"LivenessUpsertKeepsStartedAt", testLivenessUpsertKeepsStartedAt},
@@ -157,9 +157,9 @@ func ctx(t testing.TB) context.Context {
 }
 
 // MustUpsert upserts r or fails the test.
-func MustUpsert(t testing.TB, s store.Store, r cks.AgentLiveness) {
+func MustUpsert(t testing.TB, s *backend.Backend, r cks.AgentLiveness) {
 	t.Helper()
-	if err := s.UpsertAgentLiveness(ctx(t), r); err != nil {
+	if err := s.Liveness.UpsertAgentLiveness(ctx(t), r); err != nil {
 		t.Fatalf("UpsertAgentLiveness(%s): %v", r.InstanceID, err)
 	}
 }
@@ -200,7 +200,7 @@ func diffLiveness(got, want cks.AgentLiveness) string {
 	return ""
 }
 
-func testLivenessRoundTrip(t *testing.T, s store.Store) {
+func testLivenessRoundTrip(t *testing.T, s *backend.Backend) {
 	idle := Liveness("i-idle", "critic", 0)
 	busy := Liveness("i-busy", "pipeline", time.Second)
 	task := int64(77)
@@ -209,7 +209,7 @@ func testLivenessRoundTrip(t *testing.T, s store.Store) {
 	MustUpsert(t, s, idle)
 	MustUpsert(t, s, busy)
 	for _, want := range []cks.AgentLiveness{idle, busy} {
-		got, err := s.GetAgentLiveness(ctx(t), want.InstanceID)
+		got, err := s.Liveness.GetAgentLiveness(ctx(t), want.InstanceID)
 		if err != nil {
 			t.Fatalf("GetAgentLiveness(%s): %v", want.InstanceID, err)
 		}
@@ -217,7 +217,7 @@ func testLivenessRoundTrip(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessUpsertKeepsStartedAt(t *testing.T, s store.Store) {
+func testLivenessUpsertKeepsStartedAt(t *testing.T, s *backend.Backend) {
 	r := Liveness("i-1", "critic", 0)
 	task := int64(5)
 	r.CurrentTaskID, r.CurrentTaskType = &task, "critique"
@@ -230,14 +230,14 @@ func testLivenessUpsertKeepsStartedAt(t *testing.T, s store.Store) {
 	next.PID = 4343
 	MustUpsert(t, s, next)
 
-	got, err := s.GetAgentLiveness(ctx(t), "i-1")
+	got, err := s.Liveness.GetAgentLiveness(ctx(t), "i-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := next
 	want.StartedAt = r.StartedAt
 	EqualLiveness(t, got, want)
-	all, err := s.ListAgentLiveness(ctx(t))
+	all, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,8 +246,8 @@ func testLivenessUpsertKeepsStartedAt(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessListOrder(t *testing.T, s store.Store) {
-	got, err := s.ListAgentLiveness(ctx(t))
+func testLivenessListOrder(t *testing.T, s *backend.Backend) {
+	got, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func testLivenessListOrder(t *testing.T, s store.Store) {
 	MustUpsert(t, s, Liveness("old", "critic", 0))
 	MustUpsert(t, s, Liveness("new", "critic", 2*time.Minute))
 	MustUpsert(t, s, Liveness("mid", "enrichment", time.Minute))
-	got, err = s.ListAgentLiveness(ctx(t))
+	got, err = s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,18 +270,18 @@ func testLivenessListOrder(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessNotFound(t *testing.T, s store.Store) {
-	_, err := s.GetAgentLiveness(ctx(t), "nope")
+func testLivenessNotFound(t *testing.T, s *backend.Backend) {
+	_, err := s.Liveness.GetAgentLiveness(ctx(t), "nope")
 	if !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("GetAgentLiveness(missing) = %v, want ErrNotFound", err)
 	}
-	_, err = s.LatestAgentLiveness(ctx(t), "critic")
+	_, err = s.Liveness.LatestAgentLiveness(ctx(t), "critic")
 	if !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("LatestAgentLiveness(no rows) = %v, want ErrNotFound", err)
 	}
 }
 
-func testLivenessLatestByKind(t *testing.T, s store.Store) {
+func testLivenessLatestByKind(t *testing.T, s *backend.Backend) {
 	MustUpsert(t, s, Liveness("c-old", "critic", 0))
 	MustUpsert(t, s, Liveness("c-new", "critic", time.Hour))
 	// An older instance that heartbeats later is still not the newest-started.
@@ -290,7 +290,7 @@ func testLivenessLatestByKind(t *testing.T, s store.Store) {
 	MustUpsert(t, s, late)
 	MustUpsert(t, s, Liveness("p-1", "pipeline", 3*time.Hour))
 
-	got, err := s.LatestAgentLiveness(ctx(t), "critic")
+	got, err := s.Liveness.LatestAgentLiveness(ctx(t), "critic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func testLivenessLatestByKind(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessRejectsBadInput(t *testing.T, s store.Store) {
+func testLivenessRejectsBadInput(t *testing.T, s *backend.Backend) {
 	good := Liveness("i-1", "critic", 0)
 	cases := []struct {
 		field string
@@ -319,13 +319,13 @@ func testLivenessRejectsBadInput(t *testing.T, s store.Store) {
 	for _, c := range cases {
 		r := good
 		c.edit(&r)
-		err := s.UpsertAgentLiveness(ctx(t), r)
+		err := s.Liveness.UpsertAgentLiveness(ctx(t), r)
 		var fe *cks.FieldError
 		if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("bad %s: err = %v, want a FieldError naming %s", c.field, err, c.field)
 		}
 	}
-	all, err := s.ListAgentLiveness(ctx(t))
+	all, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,12 +334,12 @@ func testLivenessRejectsBadInput(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessTimePrecision(t *testing.T, s store.Store) {
+func testLivenessTimePrecision(t *testing.T, s *backend.Backend) {
 	r := Liveness("i-1", "critic", 0)
 	r.StartedAt = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
 	r.LastHeartbeatAt = r.StartedAt.Add(10 * time.Millisecond)
 	MustUpsert(t, s, r)
-	got, err := s.GetAgentLiveness(ctx(t), "i-1")
+	got, err := s.Liveness.GetAgentLiveness(ctx(t), "i-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func testLivenessTimePrecision(t *testing.T, s store.Store) {
 	}
 }
 
-func testLivenessConcurrentUpserts(t *testing.T, s store.Store) {
+func testLivenessConcurrentUpserts(t *testing.T, s *backend.Backend) {
 	const workers, beats = 8, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*beats)
@@ -363,7 +363,7 @@ func testLivenessConcurrentUpserts(t *testing.T, s store.Store) {
 			r := Liveness(fmt.Sprintf("w-%d", w), "pipeline", time.Duration(w)*time.Second)
 			for b := range beats {
 				r.LastHeartbeatAt = r.StartedAt.Add(time.Duration(b) * time.Second)
-				if err := s.UpsertAgentLiveness(ctx(t), r); err != nil {
+				if err := s.Liveness.UpsertAgentLiveness(ctx(t), r); err != nil {
 					errs <- err
 				}
 			}
@@ -374,7 +374,7 @@ func testLivenessConcurrentUpserts(t *testing.T, s store.Store) {
 	for err := range errs {
 		t.Errorf("concurrent upsert: %v", err)
 	}
-	all, err := s.ListAgentLiveness(ctx(t))
+	all, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,36 +388,36 @@ func testLivenessConcurrentUpserts(t *testing.T, s store.Store) {
 	}
 }
 
-func testPrincipals(t *testing.T, s store.Store) {
+func testPrincipals(t *testing.T, s *backend.Backend) {
 	p := cks.Principal{ID: "p-1", Name: "admin", CreatedAt: T0}
 	grants := []cks.Grant{{Resource: "/", Permission: "admin"}, {Resource: "/", Permission: "read"}}
-	if err := s.CreatePrincipal(ctx(t), p, "hash-1", grants); err != nil {
+	if err := s.Principals.CreatePrincipal(ctx(t), p, "hash-1", grants); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.PrincipalByTokenHash(ctx(t), "hash-1")
+	got, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.ID != p.ID || got.Name != p.Name || !got.CreatedAt.Equal(p.CreatedAt) {
 		t.Fatalf("principal = %+v, want %+v", got, p)
 	}
-	gs, err := s.GrantsOf(ctx(t), "p-1")
+	gs, err := s.Principals.GrantsOf(ctx(t), "p-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(gs) != fmt.Sprint(grants) {
 		t.Fatalf("grants = %v, want %v", gs, grants)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "other"); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "other"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown hash: err = %v, want ErrNotFound", err)
 	}
-	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "p-2", Name: "x", CreatedAt: T0}, "hash-1", nil); !errors.Is(err, cks.ErrConflict) {
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "p-2", Name: "x", CreatedAt: T0}, "hash-1", nil); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate token hash: err = %v, want ErrConflict", err)
 	}
-	if err := s.CreatePrincipal(ctx(t), cks.Principal{ID: "p-1", Name: "x", CreatedAt: T0}, "hash-2", nil); !errors.Is(err, cks.ErrConflict) {
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "p-1", Name: "x", CreatedAt: T0}, "hash-2", nil); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate id: err = %v, want ErrConflict", err)
 	}
-	if _, err := s.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, cks.ErrNotFound) {
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("rejected principal was stored: err = %v", err)
 	}
 }
@@ -427,13 +427,13 @@ func testPrincipals(t *testing.T, s store.Store) {
 // holding rows old-1 (critic, started T0, heartbeat T0+30s, pid 10, interval 30)
 // and old-2 (pipeline, started T0+1m, pid 11, interval 15): the rows read back
 // intact with the new columns empty, and the new columns accept writes.
-func CheckUpgradedLiveness(t testing.TB, s store.Store) {
+func CheckUpgradedLiveness(t testing.TB, s *backend.Backend) {
 	t.Helper()
 	old1 := cks.AgentLiveness{InstanceID: "old-1", ProcessKind: "critic", Hostname: "h", PID: 10,
 		LivenessIntervalS: 30, StartedAt: T0, LastHeartbeatAt: T0.Add(30 * time.Second)}
 	old2 := cks.AgentLiveness{InstanceID: "old-2", ProcessKind: "pipeline", Hostname: "h", PID: 11,
 		LivenessIntervalS: 15, StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute)}
-	all, err := s.ListAgentLiveness(ctx(t))
+	all, err := s.Liveness.ListAgentLiveness(ctx(t))
 	if err != nil {
 		t.Fatalf("list after upgrade: %v", err)
 	}
@@ -450,7 +450,7 @@ func CheckUpgradedLiveness(t testing.TB, s store.Store) {
 	task := int64(9)
 	old1.CurrentTaskID, old1.CurrentTaskType = &task, "critique"
 	MustUpsert(t, s, old1)
-	got, err := s.GetAgentLiveness(ctx(t), "old-1")
+	got, err := s.Liveness.GetAgentLiveness(ctx(t), "old-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 func sweepTaskTests() []taskTest {
@@ -25,18 +25,15 @@ func sweepTaskTests() []taskTest {
 }
 
 // transitioner returns s's low-level Transition or fails the test.
-func transitioner(t testing.TB, s store.Store) Transitioner {
+func transitioner(t testing.TB, s *backend.Backend) Transitioner {
 	t.Helper()
-	tr, ok := s.(Transitioner)
-	if !ok {
-		t.Fatalf("%T does not implement storetest.Transitioner", s)
-	}
+	var tr Transitioner = s.Tasks
 	return tr
 }
 
 // mustMove moves task id through the states path with the low-level
 // Transition (no dependency, lease or attempt effects).
-func mustMove(t testing.TB, s store.Store, id int64, path ...cks.TaskState) cks.Task {
+func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState) cks.Task {
 	t.Helper()
 	var out cks.Task
 	for _, st := range path {
@@ -72,24 +69,24 @@ func testTaskStateChangedAt(t *testing.T, open Opener) {
 	}
 	claimed := clk.Now()
 	clk.Advance(time.Minute)
-	if _, err := s.Touch(ctx(t), c.ID, c.LeaseToken); err != nil {
+	if _, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "x"); err != nil {
+	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if got := check("touch and evidence", claimed); !got.UpdatedAt.Equal(clk.Now()) {
 		t.Fatalf("touch left updated_at %v, want %v", got.UpdatedAt, clk.Now())
 	}
 	clk.Advance(time.Minute)
-	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	check("running", clk.Now())
 	clk.Advance(time.Minute)
 	mustMove(t, s, task.ID, cks.TaskStopped)
 	stopped := check("stopped", clk.Now())
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 1 || !page.Tasks[0].StateChangedAt.Equal(clk.Now()) {
 		t.Fatalf("ListTasks = %+v, %v; want state_changed_at %v", page.Tasks, err, clk.Now())
 	}
@@ -134,11 +131,11 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 		{"cutoff in another zone", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
 	}
 	for _, tc := range cases {
-		n, err := s.CountTasks(ctx(t), tc.f)
+		n, err := s.Tasks.CountTasks(ctx(t), tc.f)
 		if err != nil || n != len(tc.want) {
 			t.Errorf("%s: CountTasks = %d, %v; want %d", tc.name, n, err, len(tc.want))
 		}
-		page, err := s.ListTasks(ctx(t), tc.f)
+		page, err := s.Tasks.ListTasks(ctx(t), tc.f)
 		if err != nil {
 			t.Fatalf("%s: ListTasks: %v", tc.name, err)
 		}
@@ -151,10 +148,10 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 		}
 	}
 	// CountTasks ignores the page fields.
-	if n, err := s.CountTasks(ctx(t), cks.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
+	if n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{After: stop30, Limit: 1}); err != nil || n != 5 {
 		t.Errorf("CountTasks with After and Limit = %d, %v; want all 5", n, err)
 	}
-	if _, err := s.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !cks.IsFieldError(err, "state") {
+	if _, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !cks.IsFieldError(err, "state") {
 		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
 	}
 }
@@ -190,11 +187,11 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	}
 
 	clk.Advance(time.Minute)
-	got, err := s.ReleaseDependencies(ctx(t))
+	got, err := s.Tasks.ReleaseDependencies(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != (store.DependencyRelease{Released: 2, Blocked: 3}) {
+	if got != (ledger.DependencyRelease{Released: 2, Blocked: 3}) {
 		t.Errorf("ReleaseDependencies = %+v, want released 2, blocked 3", got)
 	}
 	cases := []struct {
@@ -229,10 +226,10 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 			t.Errorf("task %d: last_error %q, want it to contain %q", tc.id, task.LastError, tc.reason)
 		}
 	}
-	if again, err := s.ReleaseDependencies(ctx(t)); err != nil || again != (store.DependencyRelease{}) {
+	if again, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || again != (ledger.DependencyRelease{}) {
 		t.Errorf("second ReleaseDependencies = %+v, %v; want nothing to do", again, err)
 	}
-	ts, err := s.Claim(ctx(t), "w", nil, 10, Lease)
+	ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, Lease)
 	var claimed []int64
 	for _, task := range ts {
 		claimed = append(claimed, task.ID)
@@ -257,15 +254,15 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 	}
 	mustMove(t, s, done, cks.TaskClaimed, cks.TaskCompleted)
 	mustMove(t, s, failed, cks.TaskClaimed, cks.TaskFailed)
-	results := make([]store.DependencyRelease, nodes)
+	results := make([]ledger.DependencyRelease, nodes)
 	errs := make([]error, nodes)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		h := open(t, driver.WithClock(clk))
-		wg.Go(func() { results[i], errs[i] = h.ReleaseDependencies(ctx(t)) })
+		wg.Go(func() { results[i], errs[i] = h.Tasks.ReleaseDependencies(ctx(t)) })
 	}
 	wg.Wait()
-	var total store.DependencyRelease
+	var total ledger.DependencyRelease
 	for i := range nodes {
 		if errs[i] != nil {
 			t.Fatalf("node %d: %v", i, errs[i])
@@ -273,7 +270,7 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 		total.Released += results[i].Released
 		total.Blocked += results[i].Blocked
 	}
-	if total != (store.DependencyRelease{Released: n, Blocked: n}) {
+	if total != (ledger.DependencyRelease{Released: n, Blocked: n}) {
 		t.Fatalf("nodes moved %+v in total (%+v), want %d released and %d blocked", total, results, n, n)
 	}
 	for _, ids := range []struct {

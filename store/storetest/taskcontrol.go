@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
-// The operator side of the ledger (ADR 0020, store.TaskControl): stop,
+// The operator side of the ledger (ADR 0020, ledger.Service): stop,
 // start, update, abort requests and their outcomes, decisions, and re-entry
 // from the top of a restarted task.
 func taskControlTests() []taskTest {
@@ -48,9 +48,9 @@ func taskControlTests() []taskTest {
 func leased(st cks.TaskState) bool { return st == cks.TaskClaimed || st == cks.TaskRunning }
 
 // claimType claims exactly one task of type typ for worker or fails the test.
-func claimType(t testing.TB, s store.Store, worker, typ string) cks.ClaimedTask {
+func claimType(t testing.TB, s *backend.Backend, worker, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Claim(ctx(t), worker, []string{typ}, 1, Lease)
+	ts, err := s.Tasks.Claim(ctx(t), worker, []string{typ}, 1, Lease)
 	if err != nil {
 		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
 	}
@@ -62,20 +62,20 @@ func claimType(t testing.TB, s store.Store, worker, typ string) cks.ClaimedTask 
 
 // mustRunning enqueues a task of type typ, claims it for worker and marks it
 // RUNNING; it returns the claimed task (with its lease token).
-func mustRunning(t testing.TB, s store.Store, typ, worker string) cks.ClaimedTask {
+func mustRunning(t testing.TB, s *backend.Backend, typ, worker string) cks.ClaimedTask {
 	t.Helper()
 	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
 	c := claimType(t, s, worker, typ)
-	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatalf("MarkRunning(%d): %v", c.ID, err)
 	}
 	return c
 }
 
 // mustStop stops task id or fails the test.
-func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (cks.Task, *cks.Abort) {
+func mustStop(t testing.TB, s *backend.Backend, id int64, deadline time.Duration) (cks.Task, *cks.Abort) {
 	t.Helper()
-	task, ab, err := s.Stop(ctx(t), id, "op", "hold it", deadline)
+	task, ab, err := s.Tasks.Stop(ctx(t), id, "op", "hold it", deadline)
 	if err != nil {
 		t.Fatalf("Stop(%d): %v", id, err)
 	}
@@ -83,9 +83,9 @@ func mustStop(t testing.TB, s store.Store, id int64, deadline time.Duration) (ck
 }
 
 // mustStart starts task id or fails the test.
-func mustStart(t testing.TB, s store.Store, id int64) cks.Task {
+func mustStart(t testing.TB, s *backend.Backend, id int64) cks.Task {
 	t.Helper()
-	task, err := s.Start(ctx(t), id, "op", "go again")
+	task, err := s.Tasks.Start(ctx(t), id, "op", "go again")
 	if err != nil {
 		t.Fatalf("Start(%d): %v", id, err)
 	}
@@ -93,9 +93,9 @@ func mustStart(t testing.TB, s store.Store, id int64) cks.Task {
 }
 
 // mustUpdate applies p to task id or fails the test.
-func mustUpdate(t testing.TB, s store.Store, id int64, p cks.TaskPatch) cks.UpdateResult {
+func mustUpdate(t testing.TB, s *backend.Backend, id int64, p cks.TaskPatch) cks.UpdateResult {
 	t.Helper()
-	res, err := s.Update(ctx(t), id, "op", p, 0)
+	res, err := s.Tasks.Update(ctx(t), id, "op", p, 0)
 	if err != nil {
 		t.Fatalf("Update(%d, %+v): %v", id, p, err)
 	}
@@ -105,7 +105,7 @@ func mustUpdate(t testing.TB, s store.Store, id int64, p cks.TaskPatch) cks.Upda
 // into makes a task of type typ in state st through real operations and
 // returns it with the lease token of its executor or reviewer ("" when none).
 // Dependencies it needs have type typ+"-dep", so a claim of typ never takes them.
-func into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, string) {
+func into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.Task, string) {
 	t.Helper()
 	enq := func(deps ...int64) cks.Task {
 		return MustEnqueue(t, s, cks.NewTask{Type: typ, Title: string(st), DependsOn: deps})
@@ -127,7 +127,7 @@ func into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, 
 		id = enq(dep.ID).ID
 	case cks.TaskBlocked:
 		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
-		if _, err := s.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
+		if _, err := s.Tasks.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
 			t.Fatal(err)
 		}
 		id = enq(dep.ID).ID
@@ -137,37 +137,37 @@ func into(t testing.TB, s store.Store, st cks.TaskState, typ string) (cks.Task, 
 	case cks.TaskRunning:
 		c := claim()
 		id, tok = c.ID, c.LeaseToken
-		_, err = s.MarkRunning(ctx(t), id, tok)
+		_, err = s.Tasks.MarkRunning(ctx(t), id, tok)
 	case cks.TaskNeedsInput:
 		c := claim()
 		id = c.ID
-		_, err = s.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
+		_, err = s.Tasks.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
 	case cks.TaskNeedsReview:
 		c := claim()
 		id = c.ID
-		_, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft")
+		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft")
 	case cks.TaskReviewing:
 		c := claim()
 		id = c.ID
-		if _, err = s.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
+		if _, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
 			var r cks.ClaimedTask
-			r, err = s.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
+			r, err = s.Tasks.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
 			tok = r.LeaseToken
 		}
 	case cks.TaskCompleted:
 		c := claim()
 		id = c.ID
-		_, err = s.Complete(ctx(t), id, c.LeaseToken, false, "done")
+		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, false, "done")
 	case cks.TaskFailed:
 		c := claim()
 		id = c.ID
-		_, err = s.Fail(ctx(t), id, c.LeaseToken, false, "broken")
+		_, err = s.Tasks.Fail(ctx(t), id, c.LeaseToken, false, "broken")
 	case cks.TaskCancelled:
 		id = enq().ID
-		_, err = s.Cancel(ctx(t), id, "op", "dropped")
+		_, err = s.Tasks.Cancel(ctx(t), id, "op", "dropped")
 	case cks.TaskStopped:
 		id = enq().ID
-		_, _, err = s.Stop(ctx(t), id, "op", "setup", 0)
+		_, _, err = s.Tasks.Stop(ctx(t), id, "op", "setup", 0)
 	default:
 		t.Fatalf("into(%s): no recipe", st)
 	}
@@ -194,13 +194,13 @@ func parentOf(task cks.Task) int64 {
 }
 
 // snapshot fingerprints tasks ids and counts every task of the store.
-func snapshot(t testing.TB, s store.Store, ids ...int64) map[int64]string {
+func snapshot(t testing.TB, s *backend.Backend, ids ...int64) map[int64]string {
 	t.Helper()
 	out := map[int64]string{}
 	for _, id := range ids {
 		out[id] = fingerprint(MustGet(t, s, id))
 	}
-	n, err := s.CountTasks(ctx(t), cks.TaskFilter{})
+	n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func snapshot(t testing.TB, s store.Store, ids ...int64) map[int64]string {
 }
 
 // unchanged reports (as a test error) every difference from before.
-func unchanged(t testing.TB, s store.Store, what string, before map[int64]string) {
+func unchanged(t testing.TB, s *backend.Backend, what string, before map[int64]string) {
 	t.Helper()
 	var ids []int64
 	for id := range before {
@@ -261,24 +261,24 @@ func wantEditEvent(t testing.TB, task cks.Task, actor string, st cks.TaskState, 
 
 // wantFenced fails the test unless every executor write with token is
 // refused with ErrLeaseLost.
-func wantFenced(t testing.TB, s store.Store, id int64, token, what string) {
+func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) {
 	t.Helper()
 	calls := []struct {
 		name string
 		call func() error
 	}{
-		{"Complete", func() error { _, err := s.Complete(ctx(t), id, token, false, "zombie"); return err }},
-		{"Touch", func() error { _, err := s.Touch(ctx(t), id, token); return err }},
-		{"AddEvidence", func() error { _, err := s.AddEvidence(ctx(t), id, token, "log", "zombie"); return err }},
-		{"RecordDecision", func() error { _, err := s.RecordDecision(ctx(t), id, token, "atomic", "zombie", 1); return err }},
-		{"MarkRunning", func() error { _, err := s.MarkRunning(ctx(t), id, token); return err }},
+		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, token, false, "zombie"); return err }},
+		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, token); return err }},
+		{"AddEvidence", func() error { _, err := s.Tasks.AddEvidence(ctx(t), id, token, "log", "zombie"); return err }},
+		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, token, "atomic", "zombie", 1); return err }},
+		{"MarkRunning", func() error { _, err := s.Tasks.MarkRunning(ctx(t), id, token); return err }},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s: %s with the revoked token: err = %v, want ErrLeaseLost", what, c.name, err)
 		}
 	}
-	if held, err := s.LeaseHeld(ctx(t), id, token); held || err != nil {
+	if held, err := s.Tasks.LeaseHeld(ctx(t), id, token); held || err != nil {
 		t.Errorf("%s: LeaseHeld(revoked token) = %v, %v; want false, nil", what, held, err)
 	}
 }
@@ -292,7 +292,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 		before, tok := into(t, s, st, strings.ToLower(string(st)))
 		clk.Advance(time.Second)
 		now := clk.Now()
-		got, ab, err := s.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
+		got, ab, err := s.Tasks.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
 		if err != nil {
 			t.Errorf("Stop of a %s task: %v", st, err)
 			continue
@@ -326,7 +326,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 				after.LastAbort.Outcome != cks.AbortPending {
 				t.Errorf("Stop of a %s task: GetTask shows aborts %+v, last %+v", st, after.Aborts, after.LastAbort)
 			}
-			if stored, err := s.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
+			if stored, err := s.Tasks.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
 				t.Errorf("GetAbort(%d) = %+v, %v; want %+v", ab.ID, stored, err, *ab)
 			}
 			wantFenced(t, s, before.ID, tok, "after Stop of a "+string(st)+" task")
@@ -339,7 +339,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 				t.Errorf("Stop of a %s task: attempts %d (was %d), aborts %+v", st, after.Attempts, before.Attempts, after.Aborts)
 			}
 			if st == cks.TaskReviewing {
-				_, err := s.Approve(ctx(t), before.ID, tok, "late")
+				_, err := s.Tasks.Approve(ctx(t), before.ID, tok, "late")
 				wantErr(t, "Approve with the reviewer's token after Stop", err, cks.ErrLeaseLost)
 			}
 		}
@@ -355,9 +355,9 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 // wantAbortOf fails the test unless ab is the abort of the lease whose token
 // is token (the abort keeps only the token's hash): confirming with token
 // confirms ab. It confirms ab.
-func wantAbortOf(t testing.TB, s store.Store, ab cks.Abort, token string) {
+func wantAbortOf(t testing.TB, s *backend.Backend, ab cks.Abort, token string) {
 	t.Helper()
-	got, err := s.ConfirmAbort(ctx(t), ab.TaskID, token)
+	got, err := s.Tasks.ConfirmAbort(ctx(t), ab.TaskID, token)
 	if err != nil || got.ID != ab.ID || got.Outcome != cks.AbortConfirmed {
 		t.Errorf("ConfirmAbort with the revoked token = %+v, %v; want abort %d confirmed", got, err, ab.ID)
 	}
@@ -365,9 +365,9 @@ func wantAbortOf(t testing.TB, s store.Store, ab cks.Abort, token string) {
 
 // mustHeld reports whether token is task id's current lease (LeaseHeld),
 // failing the test on an error.
-func mustHeld(t testing.TB, s store.Store, id int64, token string) bool {
+func mustHeld(t testing.TB, s *backend.Backend, id int64, token string) bool {
 	t.Helper()
-	held, err := s.LeaseHeld(ctx(t), id, token)
+	held, err := s.Tasks.LeaseHeld(ctx(t), id, token)
 	if err != nil {
 		t.Fatalf("LeaseHeld(%d): %v", id, err)
 	}
@@ -409,7 +409,7 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 	for _, st := range []cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped} {
 		task, _ := into(t, s, st, strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
-		_, ab, err := s.Stop(ctx(t), task.ID, "op", "again", 0)
+		_, ab, err := s.Tasks.Stop(ctx(t), task.ID, "op", "again", 0)
 		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
 			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, ab, err, st)
 		}
@@ -429,20 +429,20 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 	for _, b := range bad {
 		before := snapshot(t, s, open1.ID, run.ID)
 		for _, id := range []int64{open1.ID, run.ID} {
-			if _, _, err := s.Stop(ctx(t), id, "op", b.reason, b.deadline); !cks.IsFieldError(err, b.field) {
+			if _, _, err := s.Tasks.Stop(ctx(t), id, "op", b.reason, b.deadline); !cks.IsFieldError(err, b.field) {
 				t.Errorf("Stop(%d, reason %q, deadline %v): err = %v, want a FieldError naming %s", id, b.reason, b.deadline, err, b.field)
 			}
 		}
 		unchanged(t, s, "refused Stop", before)
 	}
-	if held, err := s.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
+	if held, err := s.Tasks.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
 		t.Fatalf("after refused stops LeaseHeld = %v, %v; want the executor's lease intact", held, err)
 	}
 	// The largest deadline is allowed.
-	if _, ab, err := s.Stop(ctx(t), run.ID, "op", "r", cks.MaxAbortDeadline); err != nil || ab == nil {
+	if _, ab, err := s.Tasks.Stop(ctx(t), run.ID, "op", "r", cks.MaxAbortDeadline); err != nil || ab == nil {
 		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
 	}
-	_, _, err := s.Stop(ctx(t), run.ID+1000, "op", "r", 0)
+	_, _, err := s.Tasks.Stop(ctx(t), run.ID+1000, "op", "r", 0)
 	wantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -475,14 +475,14 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 		deps = append(deps, dep.ID)
 	}
 	d := claimType(t, s, "w", "dep")
-	if _, err := s.Complete(ctx(t), d.ID, d.LeaseToken, false, ""); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), d.ID, d.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	d = claimType(t, s, "w", "dep")
-	if _, err := s.Fail(ctx(t), d.ID, d.LeaseToken, false, "broken"); err != nil {
+	if _, err := s.Tasks.Fail(ctx(t), d.ID, d.LeaseToken, false, "broken"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Cancel(ctx(t), deps[2], "op", "dropped"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx(t), deps[2], "op", "dropped"); err != nil {
 		t.Fatal(err)
 	}
 	excluded := append([]int64{stoppedRun.ID, stoppedClaim.ID, parked.ID, stoppedOpen.ID}, stoppedWaiting...)
@@ -490,19 +490,19 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 
 	for _, far := range []time.Duration{Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
 		clk.Advance(far)
-		if ts, err := s.Claim(ctx(t), "w2", nil, 100, Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 100, Lease); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim with only excluded tasks = %d tasks (%+v), %v; want none", len(ts), ts, err)
 		}
-		if ts, err := s.Claim(ctx(t), "w2", []string{"x"}, 100, Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, Lease); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
 		}
-		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
 			t.Fatalf("ReclaimExpired %v later = %d, %v; want 0", far, n, err)
 		}
-		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
 			t.Fatalf("ReclaimExpired with a stale window %v later = %d, %v; want 0", far, n, err)
 		}
-		if r, err := s.ReleaseDependencies(ctx(t)); err != nil || r != (store.DependencyRelease{}) {
+		if r, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || r != (ledger.DependencyRelease{}) {
 			t.Fatalf("ReleaseDependencies = %+v, %v; want nothing moved", r, err)
 		}
 	}
@@ -521,7 +521,7 @@ func testTaskStart(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "retried", MaxAttempts: 5})
 	c := MustClaimOne(t, s, "w")
-	failed, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "flaky")
+	failed, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "flaky")
 	if err != nil || failed.State != cks.TaskOpen || failed.Attempts != 1 || failed.RunAfter.IsZero() {
 		t.Fatalf("retryable Fail = %+v, %v", failed, err)
 	}
@@ -563,7 +563,7 @@ func testTaskStart(t *testing.T, open Opener) {
 		t.Fatalf("start event %+v", e)
 	}
 	dc := claimType(t, s, "w", "dep")
-	if _, err := s.Complete(ctx(t), dc.ID, dc.LeaseToken, false, ""); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), dc.ID, dc.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, s, w.ID, cks.TaskOpen)
@@ -594,13 +594,13 @@ func testTaskStart(t *testing.T, open Opener) {
 		cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing, cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled} {
 		task, _ := into(t, s, st, "not-stopped-"+strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
-		_, err := s.Start(ctx(t), task.ID, "op", "go")
+		_, err := s.Tasks.Start(ctx(t), task.ID, "op", "go")
 		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) {
 			t.Errorf("Start of a %s task: err = %v, want ErrConflict naming %s", st, err, st)
 		}
 		unchanged(t, s, "Start of a "+string(st)+" task", before)
 	}
-	_, err = s.Start(ctx(t), 424242, "op", "go")
+	_, err = s.Tasks.Start(ctx(t), 424242, "op", "go")
 	wantErr(t, "Start of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -615,7 +615,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 	edit := func(actor string, p cks.TaskPatch, want cks.UpdatePath) time.Time {
 		t.Helper()
 		clk.Advance(time.Minute)
-		res, err := s.Update(ctx(t), task.ID, actor, p, 0)
+		res, err := s.Tasks.Update(ctx(t), task.ID, actor, p, 0)
 		if err != nil || res.Path != want {
 			t.Fatalf("Update by %s = %+v, %v; want path %s", actor, res, err, want)
 		}
@@ -623,7 +623,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 	}
 	t1 := edit("alice", cks.TaskPatch{AcceptanceCriteria: ptr("v2")}, cks.UpdateInPlace)
 	c := claimType(t, s, "w", "spec")
-	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	t2 := edit("bob", cks.TaskPatch{Priority: ptr(5)}, cks.UpdateLive)
@@ -686,7 +686,7 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 	// Parked and reviewed tasks take non-material edits in place.
 	for _, st := range []cks.TaskState{cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing} {
 		task, tok := into(t, s, st, strings.ToLower(string(st)))
-		res, err := s.Update(ctx(t), task.ID, "op", cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
+		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
 		if err != nil || res.Path != cks.UpdateInPlace || res.Abort != nil {
 			t.Errorf("non-material edit of a %s task: %+v, %v; want in place", st, res, err)
 			continue
@@ -698,7 +698,7 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 		}
 		wantEditEvent(t, got, "op", st, "update: title, priority")
 		if st == cks.TaskReviewing {
-			if held, err := s.LeaseHeld(ctx(t), task.ID, tok); !held || err != nil {
+			if held, err := s.Tasks.LeaseHeld(ctx(t), task.ID, tok); !held || err != nil {
 				t.Errorf("reviewer's lease after a non-material edit: %v, %v", held, err)
 			}
 		}
@@ -714,7 +714,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 		task, tok := into(t, s, st, typ)
 		clk.Advance(time.Second)
 		now := clk.Now()
-		res, err := s.Update(ctx(t), task.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
+		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
 		if err != nil {
 			t.Fatalf("material edit of a %s task: %v", st, err)
 		}
@@ -750,7 +750,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 
 	// Non-material edits of a running task are live.
 	c := mustRunning(t, s, "live", "w")
-	res, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
+	res, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
 		Metadata: json.RawMessage(`{"owner": "bob"}`)}, 0)
 	if err != nil || res.Path != cks.UpdateLive || res.Abort != nil || res.Task.State != cks.TaskRunning {
 		t.Fatalf("non-material edit of a RUNNING task = %+v, %v; want live, still RUNNING", res, err)
@@ -764,13 +764,13 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 	if e := lastEvent(t, got); e.Attempt != 1 {
 		t.Fatalf("the live edit's event carries attempt %d, want the running one (1)", e.Attempt)
 	}
-	if held, err := s.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
+	if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
 		t.Fatalf("Touch after a live edit = %v, %v; want the lease intact", held, err)
 	}
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
+	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
 		t.Fatalf("AddEvidence after a live edit: %v", err)
 	}
-	if done, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil || done.State != cks.TaskCompleted {
+	if done, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil || done.State != cks.TaskCompleted {
 		t.Fatalf("Complete after a live edit = %+v, %v", done, err)
 	}
 }
@@ -817,7 +817,7 @@ func testTaskUpdateDependencies(t *testing.T, open Opener) {
 
 	// A running task given an incomplete dependency comes back WAITING.
 	r, tok := into(t, s, cks.TaskRunning, "r")
-	res, err := s.Update(ctx(t), r.ID, "op", cks.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
+	res, err := s.Tasks.Update(ctx(t), r.ID, "op", cks.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
 	if err != nil || res.Path != cks.UpdateRestart || res.Abort == nil || res.Task.State != cks.TaskWaiting {
 		t.Fatalf("adding an incomplete dependency to a RUNNING task = %+v, %v; want a restart into WAITING", res, err)
 	}
@@ -828,7 +828,7 @@ func testTaskUpdateDependencies(t *testing.T, open Opener) {
 	}
 	checkEventChain(t, got)
 	wantFenced(t, s, r.ID, tok, "after a dependency edit of a RUNNING task")
-	if ts, err := s.Claim(ctx(t), "w", []string{"r"}, 1, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of the WAITING task = %+v, %v", ts, err)
 	}
 }
@@ -881,7 +881,7 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 	}
 	for _, tc := range invalid {
 		before := snapshot(t, s, all...)
-		res, err := s.Update(ctx(t), tc.id, "op", tc.p, 0)
+		res, err := s.Tasks.Update(ctx(t), tc.id, "op", tc.p, 0)
 		if !cks.IsFieldError(err, tc.field) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("%s: Update = %+v, err = %v; want a FieldError naming %s", tc.name, res, err, tc.field)
 		}
@@ -901,15 +901,15 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 	}
 	for _, tc := range conflicts {
 		before := snapshot(t, s, all...)
-		if _, err := s.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, cks.ErrConflict) {
+		if _, err := s.Tasks.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, cks.ErrConflict) {
 			t.Errorf("%s: err = %v, want ErrConflict", tc.name, err)
 		}
 		unchanged(t, s, tc.name, before)
 	}
-	if held, err := s.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
+	if held, err := s.Tasks.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
 		t.Fatalf("the running task's lease after refused edits: %v, %v; want held", held, err)
 	}
-	_, err := s.Update(ctx(t), missing, "op", cks.TaskPatch{Title: ptr("x")}, 0)
+	_, err := s.Tasks.Update(ctx(t), missing, "op", cks.TaskPatch{Title: ptr("x")}, 0)
 	wantErr(t, "Update of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -946,7 +946,7 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 	// c2 depended on the cancelled old child: it is BLOCKED, as after any Cancel.
 	states := map[string]cks.TaskState{}
 	byTitle := map[string]int64{}
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -988,12 +988,12 @@ func testTaskMetadata(t *testing.T, open Opener) {
 	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, meta) || !jsonEqual(with.Metadata, meta) {
 		t.Fatalf("metadata %s (returned %s), want %s", got.Metadata, with.Metadata, meta)
 	}
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 2 || !jsonEqual(page.Tasks[1].Metadata, meta) {
 		t.Fatalf("ListTasks metadata: %+v, %v", page.Tasks, err)
 	}
 	for _, bad := range []string{`[1]`, `"s"`, `{"a":`, `null`} {
-		if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !cks.IsFieldError(err, "metadata") {
+		if _, _, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "x", Metadata: json.RawMessage(bad)}); !cks.IsFieldError(err, "metadata") {
 			t.Errorf("Enqueue with metadata %s: err = %v, want a FieldError naming metadata", bad, err)
 		}
 	}
@@ -1014,7 +1014,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
 	_, a2 := mustStop(t, s, t2.ID, time.Minute)
 	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
-	cancelled, err := s.Cancel(ctx(t), t3.ID, "op", "abandoned")
+	cancelled, err := s.Tasks.Cancel(ctx(t), t3.ID, "op", "abandoned")
 	if err != nil || cancelled.State != cks.TaskCancelled {
 		t.Fatalf("Cancel of a RUNNING task = %+v, %v", cancelled, err)
 	}
@@ -1026,12 +1026,12 @@ func testTaskAborts(t *testing.T, open Opener) {
 	}
 	wantFenced(t, s, t3.ID, t3.LeaseToken, "after Cancel")
 
-	if n, err := s.ExpireAborts(ctx(t), T0.Add(9*time.Second)); n != 0 || err != nil {
+	if n, err := s.Tasks.ExpireAborts(ctx(t), T0.Add(9*time.Second)); n != 0 || err != nil {
 		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
 	}
 	getAbort := func(id int64) cks.Abort {
 		t.Helper()
-		a, err := s.GetAbort(ctx(t), id)
+		a, err := s.Tasks.GetAbort(ctx(t), id)
 		if err != nil {
 			t.Fatalf("GetAbort(%d): %v", id, err)
 		}
@@ -1045,7 +1045,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 
 	// The executor confirms.
 	clk.Advance(time.Second)
-	conf, err := s.ConfirmAbort(ctx(t), t1.ID, t1.LeaseToken)
+	conf, err := s.Tasks.ConfirmAbort(ctx(t), t1.ID, t1.LeaseToken)
 	if err != nil || conf.ID != a1.ID || conf.Outcome != cks.AbortConfirmed || !conf.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ConfirmAbort = %+v, %v; want a1 confirmed at %v", conf, err, clk.Now())
 	}
@@ -1054,12 +1054,12 @@ func testTaskAborts(t *testing.T, open Opener) {
 	}
 	// A confirmed abort stays confirmed when resolved.
 	clk.Advance(time.Second)
-	if got, err := s.ResolveAbort(ctx(t), a1.ID); err != nil || diffAbort(got, conf) != "" {
+	if got, err := s.Tasks.ResolveAbort(ctx(t), a1.ID); err != nil || diffAbort(got, conf) != "" {
 		t.Fatalf("ResolveAbort of a confirmed abort = %+v, %v; want it unchanged %+v", got, err, conf)
 	}
 	// Nothing to confirm: a token no abort names.
 	done := mustRunning(t, s, "done", "wd")
-	if _, err := s.Complete(ctx(t), done.ID, done.LeaseToken, false, "ok"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), done.ID, done.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -1071,30 +1071,30 @@ func testTaskAborts(t *testing.T, open Opener) {
 		{"a made-up token", t1.ID, "no-such-token"},
 		{"another task's revoked token", quiet.ID, t2.LeaseToken},
 	} {
-		_, err := s.ConfirmAbort(ctx(t), c.id, c.token)
+		_, err := s.Tasks.ConfirmAbort(ctx(t), c.id, c.token)
 		wantErr(t, "ConfirmAbort with "+c.name, err, cks.ErrNotFound)
 	}
 
 	// The deadline passes without a confirmation; a late one still counts.
-	unconf, err := s.ResolveAbort(ctx(t), a2.ID)
+	unconf, err := s.Tasks.ResolveAbort(ctx(t), a2.ID)
 	if err != nil || unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ResolveAbort of a pending abort = %+v, %v; want unconfirmed naming w2", unconf, err)
 	}
 	clk.Advance(time.Second)
-	if got, err := s.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
+	if got, err := s.Tasks.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
 		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
 	}
 	if got := wantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
 	}
-	late, err := s.ConfirmAbort(ctx(t), t2.ID, t2.LeaseToken)
+	late, err := s.Tasks.ConfirmAbort(ctx(t), t2.ID, t2.LeaseToken)
 	if err != nil || late.ID != a2.ID || late.Outcome != cks.AbortConfirmed || !late.ResolvedAt.Equal(clk.Now()) {
 		t.Fatalf("ConfirmAbort after unconfirmed = %+v, %v; want confirmed now", late, err)
 	}
 
 	// ExpireAborts resolves exactly the pending aborts due at now (inclusive).
 	clk.Set(T0.Add(20 * time.Second)) // a4's deadline; a3's (30s) is later
-	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("ExpireAborts at a4's deadline = %d, %v; want 1", n, err)
 	}
 	if got := getAbort(a4.ID); got.Outcome != cks.AbortUnconfirmed || got.ResolvedAt.IsZero() || got.ResolvedAt.Before(got.DeadlineAt) {
@@ -1108,18 +1108,18 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if got := getAbort(a3.ID); got.Outcome != cks.AbortPending {
 		t.Fatalf("ExpireAborts resolved an abort before its deadline: %+v", got)
 	}
-	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
 		t.Fatalf("second ExpireAborts = %d, %v; want 0", n, err)
 	}
 	clk.Advance(time.Hour)
-	if n, err := s.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("ExpireAborts an hour later = %d, %v; want 1 (the cancel's)", n, err)
 	}
 	if got := getAbort(a3.ID); got.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("cancel's abort after expiry %+v", got)
 	}
 	// A late confirmation of an expired abort, after its deadline.
-	if got, err := s.ConfirmAbort(ctx(t), t4.ID, t4.LeaseToken); err != nil || got.Outcome != cks.AbortConfirmed || !got.ResolvedAt.After(got.DeadlineAt) {
+	if got, err := s.Tasks.ConfirmAbort(ctx(t), t4.ID, t4.LeaseToken); err != nil || got.Outcome != cks.AbortConfirmed || !got.ResolvedAt.After(got.DeadlineAt) {
 		t.Fatalf("late ConfirmAbort = %+v, %v; want confirmed after the deadline", got, err)
 	}
 
@@ -1137,7 +1137,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	}
 
 	// ListTasks shows each task's last abort.
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1181,19 +1181,19 @@ func testTaskAbortsPublished(t *testing.T, open Opener) {
 		do   func() error
 	}{
 		{"Stop", func() error {
-			_, ab, err := s.Stop(ctx(t), stopped.ID, "op", "hold", 0)
+			_, ab, err := s.Tasks.Stop(ctx(t), stopped.ID, "op", "hold", 0)
 			if ab != nil {
 				abortID = ab.ID
 			}
 			return err
 		}},
 		{"Update with a restart", func() error {
-			_, err := s.Update(ctx(t), updated.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.Update(ctx(t), updated.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			return err
 		}},
-		{"Cancel", func() error { _, err := s.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
-		{"ResolveAbort", func() error { _, err := s.ResolveAbort(ctx(t), abortID); return err }},
-		{"ConfirmAbort", func() error { _, err := s.ConfirmAbort(ctx(t), stopped.ID, stopped.LeaseToken); return err }},
+		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
+		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), abortID); return err }},
+		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), stopped.ID, stopped.LeaseToken); return err }},
 	}
 	for _, st := range steps {
 		if err := st.do(); err != nil {
@@ -1212,14 +1212,14 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 		name string
 		end  func(c cks.ClaimedTask) error
 	}{
-		{"Stop", func(c cks.ClaimedTask) error { _, _, err := s.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
-		{"Cancel", func(c cks.ClaimedTask) error { _, err := s.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
+		{"Stop", func(c cks.ClaimedTask) error { _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Cancel", func(c cks.ClaimedTask) error { _, err := s.Tasks.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
 		{"Complete", func(c cks.ClaimedTask) error {
-			_, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
+			_, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
 			return err
 		}},
 		{"restarting Update", func(c cks.ClaimedTask) error {
-			_, err := s.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
 			return err
 		}},
 	}
@@ -1227,13 +1227,13 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 		c := mustRunning(t, s, fmt.Sprint("t", i), "w")
 		before := MustGet(t, s, c.ID)
 		clk.Advance(30 * time.Second)
-		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
+		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
 			t.Fatalf("LeaseHeld(current token) = %v, %v; want true", held, err)
 		}
-		if held, err := s.LeaseHeld(ctx(t), c.ID, "wrong"); held || err != nil {
+		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, "wrong"); held || err != nil {
 			t.Fatalf("LeaseHeld(wrong token) = %v, %v; want false, nil", held, err)
 		}
-		if held, err := s.LeaseHeld(ctx(t), c.ID, ""); held || err != nil {
+		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, ""); held || err != nil {
 			t.Fatalf("LeaseHeld(empty token) = %v, %v; want false, nil", held, err)
 		}
 		// Reading only: the lease is not renewed.
@@ -1245,12 +1245,12 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 		if err := e.end(c); err != nil {
 			t.Fatalf("%s: %v", e.name, err)
 		}
-		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
+		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
 			t.Fatalf("LeaseHeld after %s = %v, %v; want false, nil", e.name, held, err)
 		}
 	}
 	// The doc names no error for an unknown task: false, with no error or ErrNotFound.
-	if held, err := s.LeaseHeld(ctx(t), 424242, "tok"); held || (err != nil && !errors.Is(err, cks.ErrNotFound)) {
+	if held, err := s.Tasks.LeaseHeld(ctx(t), 424242, "tok"); held || (err != nil && !errors.Is(err, cks.ErrNotFound)) {
 		t.Fatalf("LeaseHeld(unknown task) = %v, %v; want false (nil or ErrNotFound)", held, err)
 	}
 }
@@ -1271,18 +1271,18 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if a.Revision != 1 || a.AcceptanceCriteria != "criteria v1" {
 		t.Fatalf("A's claim %+v", a)
 	}
-	if _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
-	evA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, "plan_decomposed", "two parts")
+	evA, err := s.Tasks.AddEvidence(ctx(t), a.ID, a.LeaseToken, "plan_decomposed", "two parts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsA, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, cks.EvidenceWorkspace, "/work/ws-a")
+	wsA, err := s.Tasks.AddEvidence(ctx(t), a.ID, a.LeaseToken, cks.EvidenceWorkspace, "/work/ws-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	decA, err := s.RecordDecision(ctx(t), a.ID, a.LeaseToken, "atomic", "not atomic: decompose", a.Revision)
+	decA, err := s.Tasks.RecordDecision(ctx(t), a.ID, a.LeaseToken, "atomic", "not atomic: decompose", a.Revision)
 	if err != nil || decA.Attempt != 1 || decA.Restart != 0 || decA.Revision != 1 || decA.DerivedFromRevision != 1 ||
 		decA.Kind != "atomic" || decA.Text != "not atomic: decompose" || decA.Actor != "A" || decA.TaskID != task.ID ||
 		decA.ID == 0 || !decA.CreatedAt.Equal(clk.Now()) {
@@ -1317,7 +1317,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if b.ID != task.ID || b.AcceptanceCriteria != "criteria v2" || b.Revision != 2 || b.Attempts != 1 || b.Restarts != 1 {
 		t.Fatalf("B's claim %+v; want criteria v2 at revision 2, attempt 1 of restart 1", b)
 	}
-	decB, err := s.RecordDecision(ctx(t), b.ID, b.LeaseToken, "atomic", "atomic now", b.Revision)
+	decB, err := s.Tasks.RecordDecision(ctx(t), b.ID, b.LeaseToken, "atomic", "atomic now", b.Revision)
 	if err != nil || decB.Revision != 2 || decB.DerivedFromRevision != 2 || decB.Attempt != 1 || decB.Restart != 1 || decB.Actor != "B" {
 		t.Fatalf("B's decision = %+v, %v", decB, err)
 	}
@@ -1348,9 +1348,9 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	}
 
 	// A is a zombie.
-	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "built to v1")
+	_, err = s.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "built to v1")
 	wantErr(t, "A's late Complete", err, cks.ErrLeaseLost)
-	_, err = s.ReuseWorkspace(ctx(t), a.ID, a.LeaseToken, "/work/ws-a", 1)
+	_, err = s.Tasks.ReuseWorkspace(ctx(t), a.ID, a.LeaseToken, "/work/ws-a", 1)
 	wantErr(t, "A's ReuseWorkspace", err, cks.ErrLeaseLost)
 
 	// The workspace is only inherited by an explicit decision.
@@ -1359,7 +1359,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	}
 	for _, bad := range []string{"/work/ws-other", ""} {
 		before := snapshot(t, s, task.ID)
-		if _, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, bad, b.Revision); !cks.IsFieldError(err, "path") {
+		if _, err := s.Tasks.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, bad, b.Revision); !cks.IsFieldError(err, "path") {
 			t.Fatalf("ReuseWorkspace(%q): err = %v, want a FieldError naming path", bad, err)
 		}
 		unchanged(t, s, "refused ReuseWorkspace", before)
@@ -1367,7 +1367,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 			t.Fatalf("refused ReuseWorkspace recorded %+v", c)
 		}
 	}
-	reuse, err := s.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, "/work/ws-a", b.Revision)
+	reuse, err := s.Tasks.ReuseWorkspace(ctx(t), b.ID, b.LeaseToken, "/work/ws-a", b.Revision)
 	if err != nil || reuse.Kind != cks.DecisionReuseWorkspace || reuse.Attempt != 1 || reuse.Restart != 1 ||
 		reuse.DerivedFromRevision != 2 || reuse.Actor != "B" {
 		t.Fatalf("ReuseWorkspace = %+v, %v", reuse, err)
@@ -1377,7 +1377,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 		len(got.History) != 1 || got.History[0].Workspace != "/work/ws-a" {
 		t.Fatalf("after ReuseWorkspace: current %+v, history %+v", cur, got.History)
 	}
-	if done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != cks.TaskCompleted {
+	if done, err := s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != cks.TaskCompleted {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
 	if final := MustGet(t, s, task.ID); final.Result != "built to v2" || final.Current == nil || final.Current.Restart != 1 {
@@ -1399,16 +1399,16 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 		{"derived_from_revision", "atomic", 2},
 	}
 	for _, b := range bad {
-		if _, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, b.kind, "x", b.rev); !cks.IsFieldError(err, b.field) {
+		if _, err := s.Tasks.RecordDecision(ctx(t), c.ID, c.LeaseToken, b.kind, "x", b.rev); !cks.IsFieldError(err, b.field) {
 			t.Errorf("RecordDecision(kind %q, revision %d): err = %v, want a FieldError naming %s", b.kind, b.rev, err, b.field)
 		}
 	}
-	_, err := s.RecordDecision(ctx(t), c.ID, "wrong", "atomic", "x", 1)
+	_, err := s.Tasks.RecordDecision(ctx(t), c.ID, "wrong", "atomic", "x", 1)
 	wantErr(t, "RecordDecision with a wrong token", err, cks.ErrLeaseLost)
 	if cur := MustGet(t, s, c.ID).Current; cur == nil || len(cur.Decisions) != 0 {
 		t.Fatalf("refused decisions were recorded: %+v", cur)
 	}
-	d, err := s.RecordDecision(ctx(t), c.ID, c.LeaseToken, "needs_review", "yes", 1)
+	d, err := s.Tasks.RecordDecision(ctx(t), c.ID, c.LeaseToken, "needs_review", "yes", 1)
 	if err != nil || d.Kind != "needs_review" || d.Text != "yes" {
 		t.Fatalf("RecordDecision = %+v, %v", d, err)
 	}
@@ -1424,10 +1424,10 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 	if c2.Revision != 3 {
 		t.Fatalf("revision after two material edits %d, want 3", c2.Revision)
 	}
-	if d, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "stale", 2); err != nil || d.Revision != 3 || d.DerivedFromRevision != 2 {
+	if d, err := s.Tasks.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "stale", 2); err != nil || d.Revision != 3 || d.DerivedFromRevision != 2 {
 		t.Fatalf("decision derived from an older revision = %+v, %v", d, err)
 	}
-	if _, err := s.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "future", 4); !cks.IsFieldError(err, "derived_from_revision") {
+	if _, err := s.Tasks.RecordDecision(ctx(t), c2.ID, c2.LeaseToken, "atomic", "future", 4); !cks.IsFieldError(err, "derived_from_revision") {
 		t.Fatalf("decision derived from a future revision: %v", err)
 	}
 }
@@ -1440,12 +1440,15 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 		name string
 		call func() error
 	}{
-		{"Stop", func() error { _, _, err := s.Stop(ctx(t), id, "op", "x", 0); return err }},
-		{"Start", func() error { _, err := s.Start(ctx(t), id, "op", "x"); return err }},
-		{"Update", func() error { _, err := s.Update(ctx(t), id, "op", cks.TaskPatch{Title: ptr("x")}, 0); return err }},
-		{"GetAbort", func() error { _, err := s.GetAbort(ctx(t), id); return err }},
-		{"ResolveAbort", func() error { _, err := s.ResolveAbort(ctx(t), id); return err }},
-		{"ConfirmAbort", func() error { _, err := s.ConfirmAbort(ctx(t), id, "tok"); return err }},
+		{"Stop", func() error { _, _, err := s.Tasks.Stop(ctx(t), id, "op", "x", 0); return err }},
+		{"Start", func() error { _, err := s.Tasks.Start(ctx(t), id, "op", "x"); return err }},
+		{"Update", func() error {
+			_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Title: ptr("x")}, 0)
+			return err
+		}},
+		{"GetAbort", func() error { _, err := s.Tasks.GetAbort(ctx(t), id); return err }},
+		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), id); return err }},
+		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, cks.ErrNotFound) {
@@ -1456,8 +1459,8 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 		name string
 		call func() error
 	}{
-		{"RecordDecision", func() error { _, err := s.RecordDecision(ctx(t), id, "tok", "k", "x", 1); return err }},
-		{"ReuseWorkspace", func() error { _, err := s.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
+		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, "tok", "k", "x", 1); return err }},
+		{"ReuseWorkspace", func() error { _, err := s.Tasks.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
 	} {
 		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Touch).
 		if err := c.call(); !errors.Is(err, cks.ErrNotFound) && !errors.Is(err, cks.ErrLeaseLost) {
@@ -1473,7 +1476,7 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 func testTaskControlConcurrent(t *testing.T, open Opener) {
 	const rounds = 12
 	s, clk := fakeStore(t, open)
-	handles := make([]store.Store, 4)
+	handles := make([]*backend.Backend, 4)
 	for i := range handles {
 		handles[i] = open(t, driver.WithClock(clk))
 	}
@@ -1489,26 +1492,26 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 		begin := make(chan struct{})
 		wg.Go(func() {
 			<-begin
-			_, stopAbort, stopErr = handles[0].Stop(ctx(t), c.ID, "op", "race", 0)
+			_, stopAbort, stopErr = handles[0].Tasks.Stop(ctx(t), c.ID, "op", "race", 0)
 		})
 		wg.Go(func() {
 			<-begin
-			_, startErr = handles[1].Start(ctx(t), c.ID, "op", "race")
+			_, startErr = handles[1].Tasks.Start(ctx(t), c.ID, "op", "race")
 		})
 		wg.Go(func() {
 			<-begin
-			upd, updErr = handles[2].Update(ctx(t), c.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
+			upd, updErr = handles[2].Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
 		})
 		wg.Go(func() {
 			<-begin
 			// The executor works a little first (more each round), so the
 			// operators win some rounds and lose others.
 			for i := range r % 4 {
-				if _, err := handles[3].AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", fmt.Sprint(i)); err != nil && !errors.Is(err, cks.ErrLeaseLost) {
+				if _, err := handles[3].Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", fmt.Sprint(i)); err != nil && !errors.Is(err, cks.ErrLeaseLost) {
 					t.Errorf("round %d: AddEvidence: %v", r, err)
 				}
 			}
-			_, complErr = handles[3].Complete(ctx(t), c.ID, c.LeaseToken, false, "done")
+			_, complErr = handles[3].Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "done")
 		})
 		close(begin)
 		wg.Wait()
@@ -1544,7 +1547,7 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 		if hasLease(final) {
 			t.Errorf("round %d: task holds a lease (%q until %v) after the race", r, final.ClaimedBy, final.LeaseExpiresAt)
 		}
-		if held, err := s.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
+		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, c.LeaseToken); held || err != nil {
 			t.Errorf("round %d: LeaseHeld(original) = %v, %v", r, held, err)
 		}
 	}
@@ -1560,11 +1563,11 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 		b := MustEnqueue(t, s1, cks.NewTask{Type: "b"})
 		errs := make(chan error, 2)
 		go func() {
-			_, err := s1.Update(ctx(t), a.ID, "op", cks.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
+			_, err := s1.Tasks.Update(ctx(t), a.ID, "op", cks.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
 			errs <- err
 		}()
 		go func() {
-			_, err := s2.Update(ctx(t), b.ID, "op", cks.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
+			_, err := s2.Tasks.Update(ctx(t), b.ID, "op", cks.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
 			errs <- err
 		}()
 		e1, e2 := <-errs, <-errs
@@ -1594,7 +1597,7 @@ func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 		t.Fatalf("the child's key again: children %+v, want task %d", again.Children, first.Children[0].ID)
 	}
 	before := MustGet(t, s, x.ID)
-	_, err := s.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
+	_, err := s.Tasks.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
 		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
 	if !cks.IsFieldError(err, "add_children[1].dedupe_key") {
 		t.Fatalf("another task's key: %v, want a FieldError naming add_children[1].dedupe_key", err)
@@ -1606,7 +1609,7 @@ func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 	if after.Title != before.Title || after.Revision != before.Revision || len(after.Events) != len(before.Events) {
 		t.Fatalf("a refused update changed the task: %+v → %+v", before, after)
 	}
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{Types: []string{"sub"}})
 	if err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("children after the refused update: %+v, %v; want the one child", page.Tasks, err)
 	}

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store"
 )
 
 // Transitioner is the low-level state change every backend exposes for this
@@ -58,19 +58,19 @@ func taskTests() []taskTest {
 const Lease = time.Minute
 
 // fakeStore opens a handle on open's database whose clock is a fake at T0.
-func fakeStore(t testing.TB, open Opener) (store.Store, *clock.Fake) {
+func fakeStore(t testing.TB, open Opener) (*backend.Backend, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(T0)
 	return open(t, driver.WithClock(clk)), clk
 }
 
 // MustEnqueue enqueues n (type "build" when empty) or fails the test.
-func MustEnqueue(t testing.TB, s store.Store, n cks.NewTask) cks.Task {
+func MustEnqueue(t testing.TB, s *backend.Backend, n cks.NewTask) cks.Task {
 	t.Helper()
 	if n.Type == "" {
 		n.Type = "build"
 	}
-	task, _, err := s.Enqueue(ctx(t), n)
+	task, _, err := s.Tasks.Enqueue(ctx(t), n)
 	if err != nil {
 		t.Fatalf("Enqueue(%+v): %v", n, err)
 	}
@@ -78,9 +78,9 @@ func MustEnqueue(t testing.TB, s store.Store, n cks.NewTask) cks.Task {
 }
 
 // MustGet returns task id or fails the test.
-func MustGet(t testing.TB, s store.Store, id int64) cks.Task {
+func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
 	t.Helper()
-	task, err := s.GetTask(ctx(t), id)
+	task, err := s.Tasks.GetTask(ctx(t), id)
 	if err != nil {
 		t.Fatalf("GetTask(%d): %v", id, err)
 	}
@@ -88,9 +88,9 @@ func MustGet(t testing.TB, s store.Store, id int64) cks.Task {
 }
 
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
-func MustClaimOne(t testing.TB, s store.Store, worker string) cks.ClaimedTask {
+func MustClaimOne(t testing.TB, s *backend.Backend, worker string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Claim(ctx(t), worker, nil, 1, Lease)
+	ts, err := s.Tasks.Claim(ctx(t), worker, nil, 1, Lease)
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", worker, err)
 	}
@@ -107,7 +107,7 @@ func hasLease(task cks.Task) bool {
 }
 
 // wantState fails the test unless task id is in state want.
-func wantState(t testing.TB, s store.Store, id int64, want cks.TaskState) cks.Task {
+func wantState(t testing.TB, s *backend.Backend, id int64, want cks.TaskState) cks.Task {
 	t.Helper()
 	task := MustGet(t, s, id)
 	if task.State != want {
@@ -144,7 +144,7 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 	n := cks.NewTask{Type: "build", Title: "t", Description: "d", AcceptanceCriteria: "ac",
 		Payload: json.RawMessage(`{"b": [1, 2], "a": "x"}`), Priority: 7, MaxAttempts: 5,
 		ParentID: &parent.ID, CreatedBy: "alice"}
-	got, created, err := s.Enqueue(ctx(t), n)
+	got, created, err := s.Tasks.Enqueue(ctx(t), n)
 	if err != nil || !created {
 		t.Fatalf("Enqueue: %v, created %v", err, created)
 	}
@@ -189,7 +189,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 		{"depends_on", cks.NewTask{Type: "x", DependsOn: []int64{-3}}},
 	}
 	for _, c := range cases {
-		_, _, err := s.Enqueue(ctx(t), c.n)
+		_, _, err := s.Tasks.Enqueue(ctx(t), c.n)
 		var fe *cks.FieldError
 		if !errors.Is(err, cks.ErrInvalid) || !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("Enqueue(%+v): err = %v, want a FieldError naming %s", c.n, err, c.field)
@@ -198,7 +198,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 			t.Errorf("missing dependency error %q does not name task %d", err, missing)
 		}
 	}
-	page, err := s.ListTasks(ctx(t), cks.TaskFilter{})
+	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("after refused enqueues: %d tasks, %v; want only the first", len(page.Tasks), err)
 	}
@@ -212,7 +212,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 		{"lease", "w", 1, 0},
 	}
 	for _, c := range claims {
-		_, err := s.Claim(ctx(t), c.worker, nil, c.n, c.lease)
+		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
 		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("Claim(%q, %d, %v): err = %v, want a FieldError naming %s", c.worker, c.n, c.lease, err, c.field)
 		}
@@ -226,7 +226,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 		{"limit", cks.TaskFilter{Limit: cks.MaxListLimit + 1}},
 	}
 	for _, c := range filters {
-		_, err := s.ListTasks(ctx(t), c.f)
+		_, err := s.Tasks.ListTasks(ctx(t), c.f)
 		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("ListTasks(%+v): err = %v, want a FieldError naming %s", c.f, err, c.field)
 		}
@@ -240,12 +240,12 @@ func testTaskNotFound(t *testing.T, open Opener) {
 		name string
 		call func() error
 	}{
-		{"GetTask", func() error { _, err := s.GetTask(ctx(t), id); return err }},
-		{"Cancel", func() error { _, err := s.Cancel(ctx(t), id, "op", "x"); return err }},
-		{"Answer", func() error { _, err := s.Answer(ctx(t), id, "op", "x"); return err }},
-		{"ClaimReview", func() error { _, err := s.ClaimReview(ctx(t), id, "r", Lease); return err }},
-		{"Complete", func() error { _, err := s.Complete(ctx(t), id, "tok", false, ""); return err }},
-		{"Touch", func() error { _, err := s.Touch(ctx(t), id, "tok"); return err }},
+		{"GetTask", func() error { _, err := s.Tasks.GetTask(ctx(t), id); return err }},
+		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), id, "op", "x"); return err }},
+		{"Answer", func() error { _, err := s.Tasks.Answer(ctx(t), id, "op", "x"); return err }},
+		{"ClaimReview", func() error { _, err := s.Tasks.ClaimReview(ctx(t), id, "r", Lease); return err }},
+		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, "tok", false, ""); return err }},
+		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
 		err := c.call()
@@ -287,10 +287,7 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 // nothing.
 func testTaskTransitionTable(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	tr, ok := s.(Transitioner)
-	if !ok {
-		t.Fatalf("%T does not implement storetest.Transitioner", s)
-	}
+	var tr Transitioner = s.Tasks
 	into := func(target cks.TaskState) cks.Task {
 		t.Helper()
 		task := MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
@@ -349,12 +346,12 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	if p.ID != parked.ID {
 		t.Fatalf("claimed %d, want %d", p.ID, parked.ID)
 	}
-	if _, err := s.RequestInput(ctx(t), p.ID, p.LeaseToken, "?"); err != nil {
+	if _, err := s.Tasks.RequestInput(ctx(t), p.ID, p.LeaseToken, "?"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
 	now := clk.Now()
-	got, err := s.Claim(ctx(t), "w1", []string{"build"}, 2, Lease)
+	got, err := s.Tasks.Claim(ctx(t), "w1", []string{"build"}, 2, Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,11 +371,11 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	if got[0].LeaseToken == got[1].LeaseToken {
 		t.Fatal("two claims share a lease token")
 	}
-	rest, err := s.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, Lease)
+	rest, err := s.Tasks.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, Lease)
 	if err != nil || len(rest) != 1 || rest[0].ID != low.ID {
 		t.Fatalf("second claim = %+v, %v; want only %d (the parked task is excluded)", rest, err, low.ID)
 	}
-	any, err := s.Claim(ctx(t), "w3", nil, 10, Lease)
+	any, err := s.Tasks.Claim(ctx(t), "w3", nil, 10, Lease)
 	if err != nil || len(any) != 1 || any[0].ID != other.ID {
 		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
 	}
@@ -391,11 +388,11 @@ func testTaskFencing(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "fenced"})
 	a := MustClaimOne(t, s, "A")
-	if _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(Lease)
-	n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0)
+	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0)
 	if err != nil || n != 1 {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
@@ -411,27 +408,27 @@ func testTaskFencing(t *testing.T, open Opener) {
 		name string
 		call func() error
 	}{
-		{"Complete", func() error { _, err := s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A"); return err }},
-		{"Fail", func() error { _, err := s.Fail(ctx(t), a.ID, a.LeaseToken, true, "A"); return err }},
-		{"MarkRunning", func() error { _, err := s.MarkRunning(ctx(t), a.ID, a.LeaseToken); return err }},
-		{"AddEvidence", func() error { _, err := s.AddEvidence(ctx(t), a.ID, a.LeaseToken, "log", "A"); return err }},
-		{"RequestInput", func() error { _, err := s.RequestInput(ctx(t), a.ID, a.LeaseToken, "A?"); return err }},
-		{"Complete empty token", func() error { _, err := s.Complete(ctx(t), a.ID, "", false, "A"); return err }},
+		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "A"); return err }},
+		{"Fail", func() error { _, err := s.Tasks.Fail(ctx(t), a.ID, a.LeaseToken, true, "A"); return err }},
+		{"MarkRunning", func() error { _, err := s.Tasks.MarkRunning(ctx(t), a.ID, a.LeaseToken); return err }},
+		{"AddEvidence", func() error { _, err := s.Tasks.AddEvidence(ctx(t), a.ID, a.LeaseToken, "log", "A"); return err }},
+		{"RequestInput", func() error { _, err := s.Tasks.RequestInput(ctx(t), a.ID, a.LeaseToken, "A?"); return err }},
+		{"Complete empty token", func() error { _, err := s.Tasks.Complete(ctx(t), a.ID, "", false, "A"); return err }},
 	}
 	for _, z := range zombie {
 		wantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
 	}
-	held, err := s.Touch(ctx(t), a.ID, a.LeaseToken)
+	held, err := s.Tasks.Touch(ctx(t), a.ID, a.LeaseToken)
 	if held || !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
 	}
-	done, err := s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
+	done, err := s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
 	if err != nil || done.State != cks.TaskCompleted || hasLease(done) {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
-	_, err = s.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
+	_, err = s.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
 	wantErr(t, "zombie Complete after B", err, cks.ErrLeaseLost)
-	_, err = s.Complete(ctx(t), b.ID, b.LeaseToken, false, "B again")
+	_, err = s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "B again")
 	wantErr(t, "second Complete by B", err, cks.ErrLeaseLost)
 	final := wantState(t, s, task.ID, cks.TaskCompleted)
 	if final.Result != "B" {
@@ -444,7 +441,7 @@ func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 	MustEnqueue(t, s, cks.NewTask{Title: "long"})
 	c := MustClaimOne(t, s, "w")
 	clk.Advance(50 * time.Second)
-	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
+	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
 	if !held || err != nil {
 		t.Fatalf("Touch = %v, %v", held, err)
 	}
@@ -453,15 +450,15 @@ func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 		t.Fatalf("after touch: expires %v renewed %v, now %v", got.LeaseExpiresAt, got.LeaseRenewedAt, clk.Now())
 	}
 	clk.Advance(50 * time.Second) // past the original expiry, within the renewed one
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
 		t.Fatalf("reclaim of a renewed lease = %d, %v", n, err)
 	}
 	clk.Advance(20 * time.Second) // expired, but renewed 70s ago: within a 5m stale window
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
 		t.Fatalf("reclaim within the stale window = %d, %v", n, err)
 	}
 	clk.Advance(ledger.DefaultStaleWindow)
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
 		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
 	}
 	wantState(t, s, c.ID, cks.TaskOpen)
@@ -477,7 +474,7 @@ func testTaskReclaimToFailed(t *testing.T, open Opener) {
 			t.Fatalf("attempt %d: claim says %d", attempt, c.Attempts)
 		}
 		clk.Advance(Lease + time.Second)
-		if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
 		}
 	}
@@ -485,7 +482,7 @@ func testTaskReclaimToFailed(t *testing.T, open Opener) {
 	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
 		t.Fatalf("dead letter: %+v, event %+v", got, e)
 	}
-	if ts, err := s.Claim(ctx(t), "w", nil, 5, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
 	}
 	blocked := wantState(t, s, dependant.ID, cks.TaskBlocked)
@@ -498,7 +495,7 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "retry", MaxAttempts: 2})
 	c := MustClaimOne(t, s, "w")
-	got, err := s.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
+	got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
 	if err != nil || got.State != cks.TaskOpen || got.LastError != "transient" || hasLease(got) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
@@ -507,7 +504,7 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
-	if ts, err := s.Claim(ctx(t), "w", nil, 1, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 1, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim before run_after = %+v, %v", ts, err)
 	}
 	clk.Set(hi)
@@ -515,7 +512,7 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if c.Attempts != 2 || !c.RunAfter.IsZero() {
 		t.Fatalf("retry claim %+v", c)
 	}
-	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
+	got, err = s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "again")
 	if err != nil || got.State != cks.TaskFailed || got.LastError != "max attempts: again" {
 		t.Fatalf("exhausted Fail = %+v, %v", got, err)
 	}
@@ -524,7 +521,7 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if c.ID != other.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, other.ID)
 	}
-	got, err = s.Fail(ctx(t), c.ID, c.LeaseToken, false, "bad input")
+	got, err = s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, false, "bad input")
 	if err != nil || got.State != cks.TaskFailed || got.LastError != "bad input" || got.Attempts != 1 {
 		t.Fatalf("permanent Fail = %+v, %v", got, err)
 	}
@@ -545,7 +542,7 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	if child.State != cks.TaskOpen || *child.ParentID != c.ID {
 		t.Fatalf("child %+v", child)
 	}
-	if _, err := s.Cancel(ctx(t), child.ID, "op", "not needed"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx(t), child.ID, "op", "not needed"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -553,12 +550,12 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	if ca.ID != a.ID {
 		t.Fatalf("claimed %d, want a=%d (waiting tasks are not claimable)", ca.ID, a.ID)
 	}
-	if _, err := s.Complete(ctx(t), a.ID, ca.LeaseToken, false, "ok"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), a.ID, ca.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, s, c.ID, cks.TaskWaiting)
 	cb := MustClaimOne(t, s, "w")
-	if _, err := s.Complete(ctx(t), cb.ID, cb.LeaseToken, false, "ok"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), cb.ID, cb.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	released := wantState(t, s, c.ID, cks.TaskOpen)
@@ -574,7 +571,7 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	if cc.ID != c.ID {
 		t.Fatalf("claimed %d, want c=%d", cc.ID, c.ID)
 	}
-	if _, err := s.Fail(ctx(t), c.ID, cc.LeaseToken, false, "broken"); err != nil {
+	if _, err := s.Tasks.Fail(ctx(t), c.ID, cc.LeaseToken, false, "broken"); err != nil {
 		t.Fatal(err)
 	}
 	bd := wantState(t, s, d.ID, cks.TaskBlocked)
@@ -592,7 +589,7 @@ func testTaskDependencies(t *testing.T, open Opener) {
 	// Cancelling a dependency blocks its waiting dependants too.
 	h := MustEnqueue(t, s, cks.NewTask{Title: "h"})
 	i := MustEnqueue(t, s, cks.NewTask{Title: "i", DependsOn: []int64{h.ID}})
-	if _, err := s.Cancel(ctx(t), h.ID, "op", "dropped"); err != nil {
+	if _, err := s.Tasks.Cancel(ctx(t), h.ID, "op", "dropped"); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, s, i.ID, cks.TaskBlocked)
@@ -600,37 +597,37 @@ func testTaskDependencies(t *testing.T, open Opener) {
 
 func testTaskDedupe(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
-	first, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
+	first, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
 	if err != nil || !created {
 		t.Fatal(err)
 	}
-	again, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "two", DedupeKey: "k"})
+	again, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "two", DedupeKey: "k"})
 	if err != nil || created || again.ID != first.ID || again.Title != "one" {
 		t.Fatalf("second enqueue = %+v, created %v, %v; want the first task", again, created, err)
 	}
-	other, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "other", DedupeKey: "k2"})
+	other, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "other", DedupeKey: "k2"})
 	if err != nil || !created || other.ID == first.ID {
 		t.Fatalf("other key = %+v, %v", other, err)
 	}
 	c := MustClaimOne(t, s, "w")
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	// DedupeOnce: the finished task still holds its key.
-	once, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "once", DedupeKey: "k", DedupeOnce: true})
+	once, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "once", DedupeKey: "k", DedupeOnce: true})
 	if err != nil || created || once.ID != first.ID || once.State != cks.TaskCompleted {
 		t.Fatalf("dedupe-once enqueue after the first completed = %+v, created %v, %v; want the completed first task", once, created, err)
 	}
-	next, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
+	next, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "three", DedupeKey: "k"})
 	if err != nil || !created || next.ID == first.ID {
 		t.Fatalf("enqueue after the first completed = %+v, created %v, %v; want a new task", next, created, err)
 	}
 	// With a live and a finished task of the key, the live one is returned.
-	live, created, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "four", DedupeKey: "k", DedupeOnce: true})
+	live, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "four", DedupeKey: "k", DedupeOnce: true})
 	if err != nil || created || live.ID != next.ID {
 		t.Fatalf("dedupe-once with a live task = %+v, created %v, %v; want task %d", live, created, err, next.ID)
 	}
-	if _, _, err := s.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeOnce: true}); !cks.IsFieldError(err, "dedupe_once") {
+	if _, _, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeOnce: true}); !cks.IsFieldError(err, "dedupe_once") {
 		t.Fatalf("dedupe_once without a key: %v", err)
 	}
 }
@@ -639,13 +636,13 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "ask"})
 	c := MustClaimOne(t, s, "w")
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
+	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, ""); !cks.IsFieldError(err, "question") {
+	if _, err := s.Tasks.RequestInput(ctx(t), c.ID, c.LeaseToken, ""); !cks.IsFieldError(err, "question") {
 		t.Fatalf("empty question: %v", err)
 	}
-	parked, err := s.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
+	parked, err := s.Tasks.RequestInput(ctx(t), c.ID, c.LeaseToken, "which region?")
 	if err != nil || parked.State != cks.TaskNeedsInput || parked.Question != "which region?" ||
 		hasLease(parked) || parked.Attempts != 0 {
 		t.Fatalf("RequestInput = %+v, %v", parked, err)
@@ -653,19 +650,19 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != cks.TaskNeedsInput || e.Attempt != 1 {
 		t.Fatalf("ask event %+v", e)
 	}
-	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
+	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
 	wantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
-	if ts, err := s.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
-	if _, err := s.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
+	if _, err := s.Tasks.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
 		t.Fatalf("empty answer: %v", err)
 	}
-	answered, err := s.Answer(ctx(t), task.ID, "op", "eu-west")
+	answered, err := s.Tasks.Answer(ctx(t), task.ID, "op", "eu-west")
 	if err != nil || answered.State != cks.TaskOpen || answered.Answer != "eu-west" || answered.Question != "which region?" {
 		t.Fatalf("Answer = %+v, %v", answered, err)
 	}
-	_, err = s.Answer(ctx(t), task.ID, "op", "again")
+	_, err = s.Tasks.Answer(ctx(t), task.ID, "op", "again")
 	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "OPEN") {
 		t.Fatalf("Answer of an OPEN task: %v, want ErrConflict naming OPEN", err)
 	}
@@ -683,21 +680,21 @@ func testTaskReview(t *testing.T, open Opener) {
 	task := MustEnqueue(t, s, cks.NewTask{Title: "reviewed"})
 	dep := MustEnqueue(t, s, cks.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
 	c := MustClaimOne(t, s, "w")
-	got, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
+	got, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
 	if err != nil || got.State != cks.TaskNeedsReview || got.Result != "draft 1" || hasLease(got) {
 		t.Fatalf("Complete(needsReview) = %+v, %v", got, err)
 	}
 	wantState(t, s, dep.ID, cks.TaskWaiting)
-	if _, err := s.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, cks.ErrConflict) {
+	if _, err := s.Tasks.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("ClaimReview of a WAITING task: %v", err)
 	}
-	r, err := s.ClaimReview(ctx(t), task.ID, "rev", Lease)
+	r, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev", Lease)
 	if err != nil || r.State != cks.TaskReviewing || r.ClaimedBy != "rev" || r.LeaseToken == "" {
 		t.Fatalf("ClaimReview = %+v, %v", r, err)
 	}
-	_, err = s.Approve(ctx(t), task.ID, "wrong", "lgtm")
+	_, err = s.Tasks.Approve(ctx(t), task.ID, "wrong", "lgtm")
 	wantErr(t, "Approve with a wrong token", err, cks.ErrLeaseLost)
-	rej, err := s.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
+	rej, err := s.Tasks.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
 	if err != nil || rej.State != cks.TaskOpen || rej.ReviewNote != "missing tests" || hasLease(rej) {
 		t.Fatalf("Reject = %+v, %v", rej, err)
 	}
@@ -709,27 +706,27 @@ func testTaskReview(t *testing.T, open Opener) {
 	if c.Attempts != 2 {
 		t.Fatalf("claim after reject: attempts %d, want 2", c.Attempts)
 	}
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 2"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 2"); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := s.ClaimReview(ctx(t), task.ID, "rev-gone", Lease)
+	gone, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev-gone", Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(Lease)
-	if n, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
 	if back := wantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
 		t.Fatalf("abandoned review back in the queue: %+v", back)
 	}
-	_, err = s.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
+	_, err = s.Tasks.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
 	wantErr(t, "Approve after the review lease was reclaimed", err, cks.ErrLeaseLost)
-	r, err = s.ClaimReview(ctx(t), task.ID, "rev2", Lease)
+	r, err = s.Tasks.ClaimReview(ctx(t), task.ID, "rev2", Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, err := s.Approve(ctx(t), task.ID, r.LeaseToken, "lgtm")
+	ok, err := s.Tasks.Approve(ctx(t), task.ID, r.LeaseToken, "lgtm")
 	if err != nil || ok.State != cks.TaskCompleted || ok.Result != "draft 2" || ok.ReviewNote != "lgtm" {
 		t.Fatalf("Approve = %+v, %v", ok, err)
 	}
@@ -740,23 +737,23 @@ func testTaskCancel(t *testing.T, open Opener) {
 	s, _ := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "doomed"})
 	c := MustClaimOne(t, s, "w")
-	if _, err := s.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
+	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Cancel(ctx(t), task.ID, "op", "no longer wanted")
+	got, err := s.Tasks.Cancel(ctx(t), task.ID, "op", "no longer wanted")
 	if err != nil || got.State != cks.TaskCancelled || hasLease(got) {
 		t.Fatalf("Cancel = %+v, %v", got, err)
 	}
 	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
 		t.Fatalf("cancel event %+v", e)
 	}
-	held, err := s.Touch(ctx(t), c.ID, c.LeaseToken)
+	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
 	if held || !errors.Is(err, cks.ErrLeaseLost) {
 		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
 	}
-	_, err = s.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
+	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
 	wantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
-	_, err = s.Cancel(ctx(t), task.ID, "op", "twice")
+	_, err = s.Tasks.Cancel(ctx(t), task.ID, "op", "twice")
 	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "CANCELLED") {
 		t.Fatalf("second Cancel: %v, want ErrConflict naming CANCELLED", err)
 	}
@@ -775,14 +772,14 @@ func testTaskList(t *testing.T, open Opener) {
 		}
 		ids = append(ids, MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
 	}
-	c, err := s.Claim(ctx(t), "w", []string{"b"}, 1, Lease)
+	c, err := s.Tasks.Claim(ctx(t), "w", []string{"b"}, 1, Lease)
 	if err != nil || len(c) != 1 {
 		t.Fatal(err)
 	}
 	var seen []int64
 	var cursor int64
 	for pages := 0; ; pages++ {
-		page, err := s.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: 3})
+		page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -814,7 +811,7 @@ func testTaskList(t *testing.T, open Opener) {
 		{cks.TaskFilter{Types: []string{"none"}}, nil},
 	}
 	for _, tc := range cases {
-		page, err := s.ListTasks(ctx(t), tc.f)
+		page, err := s.Tasks.ListTasks(ctx(t), tc.f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -832,19 +829,19 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	s, clk := fakeStore(t, open)
 	task := MustEnqueue(t, s, cks.NewTask{Title: "evidence"})
 	c := MustClaimOne(t, s, "w1")
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !cks.IsFieldError(err, "kind") {
+	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !cks.IsFieldError(err, "kind") {
 		t.Fatalf("empty kind: %v", err)
 	}
-	ev, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "plan_decomposed", "first")
+	ev, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "plan_decomposed", "first")
 	if err != nil || ev.Attempt != 1 || ev.Revision != 1 || ev.Actor != "w1" || ev.ID == 0 {
 		t.Fatalf("AddEvidence = %+v, %v", ev, err)
 	}
 	clk.Advance(Lease)
-	if _, err := s.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
+	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
 	c = MustClaimOne(t, s, "w2")
-	if _, err := s.AddEvidence(ctx(t), c.ID, c.LeaseToken, "decision", "second"); err != nil {
+	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "decision", "second"); err != nil {
 		t.Fatal(err)
 	}
 	got := MustGet(t, s, task.ID)
@@ -866,7 +863,7 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 // created_at and updated_at, and held one OPEN task (id 1, type "critique",
 // payload {"object_id": 7}, priority 2, created T0). The row reads back with
 // the new columns at their defaults, and the ledger works on it.
-func CheckUpgradedTasks(t testing.TB, s store.Store) {
+func CheckUpgradedTasks(t testing.TB, s *backend.Backend) {
 	t.Helper()
 	old := MustGet(t, s, 1)
 	if old.Type != "critique" || old.State != cks.TaskOpen || old.Priority != 2 || old.MaxAttempts != 3 ||
@@ -878,17 +875,17 @@ func CheckUpgradedTasks(t testing.TB, s store.Store) {
 	if !old.StateChangedAt.Equal(T0) {
 		t.Fatalf("upgraded row: state_changed_at %v, want the backfilled updated_at %v", old.StateChangedAt, T0)
 	}
-	if n, err := s.CountTasks(ctx(t), cks.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
+	if n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
 		t.Fatalf("CountTasks on the upgraded row = %d, %v; want 1", n, err)
 	}
-	if ctl, err := s.GetSweeperDesiredRunning(ctx(t), "lease_reaper"); ctl != nil || err != nil {
+	if ctl, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), "lease_reaper"); ctl != nil || err != nil {
 		t.Fatalf("sweeper control on an upgraded database = %v, %v; want no row", show(ctl), err)
 	}
 	c := MustClaimOne(t, s, "w")
 	if c.ID != 1 || c.Attempts != 1 {
 		t.Fatalf("claim of the upgraded row: %+v", c)
 	}
-	if _, err := s.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
 	if n := MustEnqueue(t, s, cks.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 || n.StateChangedAt.IsZero() {
@@ -914,12 +911,12 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 		h := open(t, driver.WithClock(clk))
 		wg.Go(func() {
 			for {
-				ts, err := h.Claim(ctx(t), "w-"+typ, []string{typ}, 1, Lease)
+				ts, err := h.Tasks.Claim(ctx(t), "w-"+typ, []string{typ}, 1, Lease)
 				if err != nil || len(ts) == 0 {
 					errs <- err
 					return
 				}
-				if _, err := h.Complete(ctx(t), ts[0].ID, ts[0].LeaseToken, false, ""); err != nil {
+				if _, err := h.Tasks.Complete(ctx(t), ts[0].ID, ts[0].LeaseToken, false, ""); err != nil {
 					errs <- err
 					return
 				}
@@ -942,7 +939,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 // exactly one task is created and every caller gets it.
 func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	const n = 8
-	handles := make([]store.Store, n)
+	handles := make([]*backend.Backend, n)
 	for i := range handles {
 		handles[i], _ = fakeStore(t, open)
 	}
@@ -953,7 +950,7 @@ func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	for i, h := range handles {
 		wg.Go(func() {
 			var task cks.Task
-			task, created[i], errs[i] = h.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeKey: "same"})
+			task, created[i], errs[i] = h.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", DedupeKey: "same"})
 			ids[i] = task.ID
 		})
 	}
@@ -973,7 +970,7 @@ func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	if made != 1 {
 		t.Fatalf("%d enqueues report creating the task, want 1", made)
 	}
-	if page, err := handles[0].ListTasks(ctx(t), cks.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
+	if page, err := handles[0].Tasks.ListTasks(ctx(t), cks.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("%d tasks, %v; want 1", len(page.Tasks), err)
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
+	"github.com/cks-dev/cks/knowledge"
 )
 
-// The version history of knowledge objects (store.Versions, issue 8): every
+// The version history of knowledge objects (knowledge.Service, issue 8): every
 // content write records a version, a write from a stale base forks the
 // object, MergeVersions joins the heads. Run them alone with
 // -run 'TestConformance/Version'.
@@ -41,10 +41,10 @@ func versionTests() []taskTest {
 
 // versionStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge and version stores.
-func versionStore(t testing.TB, open Opener) (store.Knowledge, store.Versions, *clock.Fake) {
+func versionStore(t testing.TB, open Opener) (*knowledge.Service, *knowledge.Service, *clock.Fake) {
 	t.Helper()
 	s, clk := fakeStore(t, open)
-	return s, s, clk
+	return s.Objects, s.Objects, clk
 }
 
 // versionNumbers returns the numbers of vs.
@@ -88,7 +88,7 @@ func wantVersion(t testing.TB, what string, v cks.Version, object int64, parents
 	}
 }
 
-func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author string) cks.Version {
+func mustWrite(t testing.TB, v *knowledge.Service, id, base int64, content, author string) cks.Version {
 	t.Helper()
 	w, err := v.WriteVersion(ctx(t), id, base, json.RawMessage(content), author)
 	if err != nil {
@@ -97,7 +97,7 @@ func mustWrite(t testing.TB, v store.Versions, id, base int64, content, author s
 	return w
 }
 
-func mustHeads(t testing.TB, v store.Versions, id int64) []cks.Version {
+func mustHeads(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
 	t.Helper()
 	hs, err := v.Heads(ctx(t), id)
 	if err != nil {
@@ -106,7 +106,7 @@ func mustHeads(t testing.TB, v store.Versions, id int64) []cks.Version {
 	return hs
 }
 
-func mustVersions(t testing.TB, v store.Versions, id int64) []cks.Version {
+func mustVersions(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
 	t.Helper()
 	vs, err := v.ObjectVersions(ctx(t), id)
 	if err != nil {
@@ -115,7 +115,7 @@ func mustVersions(t testing.TB, v store.Versions, id int64) []cks.Version {
 	return vs
 }
 
-func mustForks(t testing.TB, v store.Versions, after int64, limit int) []cks.Fork {
+func mustForks(t testing.TB, v *knowledge.Service, after int64, limit int) []cks.Fork {
 	t.Helper()
 	fs, err := v.ForkedObjects(ctx(t), after, limit)
 	if err != nil {
@@ -127,7 +127,7 @@ func mustForks(t testing.TB, v store.Versions, after int64, limit int) []cks.For
 // wantHeads fails the test unless the heads of object id are exactly the
 // versions numbered ids, ascending, each equal to the version of that number
 // in ObjectVersions.
-func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
+func wantHeads(t testing.TB, v *knowledge.Service, id int64, ids ...int64) {
 	t.Helper()
 	hs := mustHeads(t, v, id)
 	if fmt.Sprint(versionNumbers(hs)) != fmt.Sprint(ids) {
@@ -147,7 +147,7 @@ func wantHeads(t testing.TB, v store.Versions, id int64, ids ...int64) {
 // wantObjectHead fails the test unless object id (read with GetObject and
 // ListObjects) carries the content and hash of version head, HeadVersion
 // head's number and Forked forked.
-func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head cks.Version, forked bool) cks.Object {
+func wantObjectHead(t testing.TB, k *knowledge.Service, id int64, head cks.Version, forked bool) cks.Object {
 	t.Helper()
 	o := MustGetObject(t, k, id)
 	got, err := cks.CanonicalJSON(o.Content)
@@ -168,7 +168,7 @@ func wantObjectHead(t testing.TB, k store.Knowledge, id int64, head cks.Version,
 }
 
 // versionSnapshot returns every object's versions, by object id.
-func versionSnapshot(t testing.TB, k store.Knowledge, v store.Versions) map[int64]string {
+func versionSnapshot(t testing.TB, k *knowledge.Service, v *knowledge.Service) map[int64]string {
 	t.Helper()
 	m := map[int64]string{}
 	for _, o := range allObjects(t, k) {
@@ -187,14 +187,14 @@ type versionsState struct {
 	forks             string
 }
 
-func takeSnapshot(t testing.TB, k store.Knowledge, v store.Versions) versionsState {
+func takeSnapshot(t testing.TB, k *knowledge.Service, v *knowledge.Service) versionsState {
 	t.Helper()
 	return versionsState{objectSnapshot(t, k), versionSnapshot(t, k, v), asJSON(t, mustForks(t, v, 0, cks.MaxListLimit))}
 }
 
 // wantNothingWritten fails the test unless objects, logs, edges, versions
 // and forks are those of before.
-func wantNothingWritten(t testing.TB, what string, k store.Knowledge, v store.Versions, before versionsState) {
+func wantNothingWritten(t testing.TB, what string, k *knowledge.Service, v *knowledge.Service, before versionsState) {
 	t.Helper()
 	wantUnchanged(t, what, k, before.objects)
 	after := versionSnapshot(t, k, v)
@@ -210,15 +210,15 @@ func wantNothingWritten(t testing.TB, what string, k store.Knowledge, v store.Ve
 
 // fork writes two versions of object o from its head (the second from a
 // base that is no longer the head) and returns them.
-func fork(t testing.TB, v store.Versions, o cks.Object, tag string) (cks.Version, cks.Version) {
+func fork(t testing.TB, v *knowledge.Service, o cks.Object, tag string) (cks.Version, cks.Version) {
 	t.Helper()
 	a := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"a","tag":%q}`, tag), "alice")
 	b := mustWrite(t, v, o.ID, o.HeadVersion, fmt.Sprintf(`{"side":"b","tag":%q}`, tag), "bob")
 	return a, b
 }
 
-func resolvesReason(content string) *store.Attachment {
-	return &store.Attachment{Object: store.NewObject{Kind: "rationale", Content: json.RawMessage(content), CreatedBy: "fork_resolution"},
+func resolvesReason(content string) *knowledge.Attachment {
+	return &knowledge.Attachment{Object: knowledge.NewObject{Kind: "rationale", Content: json.RawMessage(content), CreatedBy: "fork_resolution"},
 		BaseType: "depends_on", SemanticType: "resolves"}
 }
 
@@ -228,10 +228,10 @@ func resolvesReason(content string) *store.Attachment {
 func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
 	const content = `{ "b": 1, "a": [1, {"d": 2, "c": 1}] }`
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(content),
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(content),
 		Status: "awaiting_research", CreatedBy: "operator"})
 	clk.Advance(time.Minute)
-	r := MustCreateObject(t, k, store.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
+	r := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
 	if o.HeadVersion <= 0 || o.Forked || r.HeadVersion <= 0 || r.Forked {
 		t.Fatalf("created objects %s\n%s: want a head version each, not forked", asJSON(t, o), asJSON(t, r))
 	}
@@ -267,8 +267,8 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 // heads, forks and head_version speak those numbers.
 func testVersionNumbersPerObject(t *testing.T, open Opener) {
 	k, v, _ := versionStore(t, open)
-	a := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`)})
-	b := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1}`)})
+	a := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`)})
+	b := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1}`)})
 	if a.HeadVersion != 1 || b.HeadVersion != 1 {
 		t.Fatalf("head versions %d and %d, want both objects at their version 1", a.HeadVersion, b.HeadVersion)
 	}
@@ -313,8 +313,8 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 // head, and the object follows it.
 func testVersionWriteFromHead(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`), Status: "supported", CreatedBy: "op"})
-	other := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":true}`)})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`), Status: "supported", CreatedBy: "op"})
+	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":true}`)})
 	otherBefore := MustGetObject(t, k, other.ID)
 	prev := o.HeadVersion
 	var chain []int64
@@ -353,9 +353,9 @@ func testVersionWriteFromHead(t *testing.T, open Opener) {
 // second head instead of overwriting.
 func testVersionFork(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	plain := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
-	linear := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	plain := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	linear := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	mustWrite(t, v, linear.ID, linear.HeadVersion, `{"n":1}`, "w")
 	base := mustHeads(t, v, o.ID)[0]
 	clk.Advance(time.Minute)
@@ -401,12 +401,12 @@ func testVersionFork(t *testing.T, open Opener) {
 // them as parents, and writes the reason node linked to the object.
 func testVersionMerge(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
-	cited := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	cited := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a, b := fork(t, v, o, "1")
 	before := MustGetObject(t, k, o.ID)
 	why := resolvesReason(`{"rule":"latest wins", "heads": 2}`)
-	why.Links = []store.LinkFrom{{Dst: cited.ID, BaseType: "depends_on", SemanticType: "cites"}}
+	why.Links = []knowledge.LinkFrom{{Dst: cited.ID, BaseType: "depends_on", SemanticType: "cites"}}
 	clk.Advance(time.Minute)
 	now := clk.Now()
 	const merged = `{ "text": "merged", "sides": ["a", "b"] }`
@@ -456,7 +456,7 @@ func testVersionMerge(t *testing.T, open Opener) {
 	wantObjectHead(t, k, o.ID, w, false)
 
 	// A merge without a reason creates no object and no edge.
-	o2 := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	o2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a2, b2 := fork(t, v, o2, "2")
 	objects := len(allObjects(t, k))
 	m2, r2, err := v.MergeVersions(ctx(t), o2.ID, []int64{a2.Version, b2.Version}, json.RawMessage(`{"m":2}`), "fork_resolution", nil)
@@ -478,8 +478,8 @@ func testVersionMerge(t *testing.T, open Opener) {
 // is ErrConflict naming them, and writes nothing.
 func testVersionMergeStale(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
-	other := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a, b := fork(t, v, o, "1")
 	clk.Advance(time.Minute)
 	c := mustWrite(t, v, o.ID, b.Version, `{"text":"c"}`, "carol") // a writer came first: heads a, c
@@ -529,7 +529,7 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 // ErrConflict and write nothing.
 func testVersionMergeSingleHead(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
 	clk.Advance(time.Minute)
 	before := takeSnapshot(t, k, v)
 	m, r, err := v.MergeVersions(ctx(t), o.ID, []int64{o.HeadVersion}, json.RawMessage(`{"text":"same"}`), "fork_resolution", nil)
@@ -553,8 +553,8 @@ func testVersionMergeSingleHead(t *testing.T, open Opener) {
 // testVersionBadInput: refused writes and merges write nothing.
 func testVersionBadInput(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
-	other := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
 	// Versions are numbered per object: other's 4 and 5 are no versions of
 	// o, which has 1 to 3.
 	otherNext := other.HeadVersion
@@ -607,14 +607,14 @@ func testVersionBadInput(t *testing.T, open Opener) {
 	badReason := resolvesReason(`{"rule":"x"}`)
 	badReason.Object.Kind = ""
 	badLink := resolvesReason(`{"rule":"x"}`)
-	badLink.Links = []store.LinkFrom{{Dst: missing, BaseType: "depends_on"}}
+	badLink.Links = []knowledge.LinkFrom{{Dst: missing, BaseType: "depends_on"}}
 	merges := []struct {
 		name    string
 		id      int64
 		heads   []int64
 		content string
 		by      string
-		reason  *store.Attachment
+		reason  *knowledge.Attachment
 		check   func(error) bool
 		want    string
 	}{
@@ -632,7 +632,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		}, fmt.Sprintf("ErrNotFound naming %d", missing)},
 	}
 	for _, c := range merges {
-		for _, reason := range []*store.Attachment{c.reason, resolvesReason(`{"rule":"y"}`)} {
+		for _, reason := range []*knowledge.Attachment{c.reason, resolvesReason(`{"rule":"y"}`)} {
 			what := "MergeVersions with " + c.name
 			m, r, err := v.MergeVersions(ctx(t), c.id, c.heads, json.RawMessage(c.content), c.by, reason)
 			if !c.check(err) {
@@ -663,15 +663,15 @@ func testVersionBadInput(t *testing.T, open Opener) {
 // on the object's latest version; its attachments get a first version.
 func testVersionTransition(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "a", CreatedBy: "op"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "a", CreatedBy: "op"})
 	first := o.HeadVersion
 	claim := mustClaimObjects(t, k, "a", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
-	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{
+	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{
 		From: "a", To: "b", Action: "completed", Agent: "critic", Content: json.RawMessage(`{ "q": 2, "v": [1] }`),
-		Attach: []store.Attachment{
-			{Object: store.NewObject{Kind: "critique", Content: json.RawMessage(`{"t":1}`), CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "critiques"},
-			{Object: store.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "supports"},
+		Attach: []knowledge.Attachment{
+			{Object: knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"t":1}`), CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "critiques"},
+			{Object: knowledge.NewObject{Kind: "claim", Status: "proposed", CreatedBy: "critic"}, BaseType: "depends_on", SemanticType: "supports"},
 		},
 		Reasoning: 0,
 	})
@@ -703,7 +703,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 	// A transition without content writes no version.
 	claim = mustClaimObjects(t, k, "b", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
-	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "b", To: "c", Action: "completed", Agent: "critic", Reasoning: -1})
+	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{From: "b", To: "c", Action: "completed", Agent: "critic", Reasoning: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,7 +718,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 	wantObjectHead(t, k, o.ID, side, true)
 	claim = mustClaimObjects(t, k, "c", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
-	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, store.ObjectTransition{From: "c", To: "d", Action: "completed",
+	got, _, err = k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{From: "c", To: "d", Action: "completed",
 		Agent: "critic", Content: json.RawMessage(`{"q":3}`), Reasoning: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -735,8 +735,8 @@ func testVersionTransition(t *testing.T, open Opener) {
 // version with its parents; Heads and fork heads are ascending.
 func testVersionDAG(t *testing.T, open Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, store.NewObject{Kind: "claim", Content: json.RawMessage(`{"n":0}`), CreatedBy: "op"})
-	noise := MustCreateObject(t, k, store.NewObject{Kind: "claim"})
+	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"n":0}`), CreatedBy: "op"})
+	noise := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	type step struct {
 		name    string
 		parents []int64
@@ -791,7 +791,7 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 	k, v, _ := versionStore(t, open)
 	var os []cks.Object
 	for i := range 7 {
-		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+		os = append(os, MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
 	want := map[int64][]int64{}
 	for _, i := range []int{0, 2, 3, 6} {
@@ -870,12 +870,12 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	}
 	var os []cks.Object
 	for i := range 4 {
-		os = append(os, MustCreateObject(t, k, store.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+		os = append(os, MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
 	w := func(f float64) *float64 { return &f }
-	var in []store.NewEdge
+	var in []knowledge.NewEdge
 	for i := range 7 {
-		in = append(in, store.NewEdge{Src: os[i%4].ID, Dst: os[(i+1)%4].ID, BaseType: "depends_on", SemanticType: []string{"supports", "refutes", ""}[i%3]})
+		in = append(in, knowledge.NewEdge{Src: os[i%4].ID, Dst: os[(i+1)%4].ID, BaseType: "depends_on", SemanticType: []string{"supports", "refutes", ""}[i%3]})
 		if i%2 == 0 {
 			in[i].Weight = w(float64(i) / 10)
 		}
@@ -946,14 +946,14 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 }
 
 // versionHandles opens n handles on open's database sharing one fake clock.
-func versionHandles(t testing.TB, open Opener, n int) ([]store.Knowledge, []store.Versions) {
+func versionHandles(t testing.TB, open Opener, n int) ([]*knowledge.Service, []*knowledge.Service) {
 	t.Helper()
 	clk := clock.NewFake(T0)
-	var ks []store.Knowledge
-	var vs []store.Versions
+	var ks []*knowledge.Service
+	var vs []*knowledge.Service
 	for range n {
 		s := open(t, driver.WithClock(clk))
-		ks, vs = append(ks, s), append(vs, s)
+		ks, vs = append(ks, s.Objects), append(vs, s.Objects)
 	}
 	return ks, vs
 }
@@ -966,7 +966,7 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 	c := ctx(t)
 	var forked []int64
 	for round := range rounds {
-		o := MustCreateObject(t, ks[0], store.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
+		o := MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
 		var (
 			wg   sync.WaitGroup
 			got  [2]cks.Version
@@ -1020,7 +1020,7 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 	ks, vs := versionHandles(t, open, 2)
 	c := ctx(t)
 	for round := range rounds {
-		o := MustCreateObject(t, ks[0], store.NewObject{Kind: "claim", Title: fmt.Sprint(round)})
+		o := MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(round)})
 		a, b := fork(t, vs[round%2], o, fmt.Sprint(round))
 		objects := len(allObjects(t, ks[0]))
 		var (

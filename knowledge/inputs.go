@@ -1,15 +1,13 @@
-package store
+package knowledge
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/cks-dev/cks"
 )
@@ -236,58 +234,6 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 	return t, nil
 }
 
-// Knowledge is the knowledge store of ADR-007: objects with a status and an
-// append-only transition log (the database refuses UPDATE and DELETE on
-// cks_transition_log), edges, and the claim discipline of pipeline steps.
-// A status changes only together with a log entry, in one transaction that
-// also publishes TopicObjects. Unknown ids are ErrNotFound naming the id.
-type Knowledge interface {
-	// CreateObject stores a new object (content canonicalised and hashed).
-	// With a Status, the creation is logged (agent CreatedBy, action
-	// "created") and TopicObjects is published.
-	CreateObject(ctx context.Context, n NewObject) (cks.Object, error)
-	// GetObject returns the object with its log and edges.
-	GetObject(ctx context.Context, id int64) (cks.Object, error)
-	// ListObjects returns one page of objects (without log and edges).
-	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
-	// AddEdges writes edges between existing objects (a missing one is a
-	// FieldError naming edges[i].src or .dst), all or none.
-	AddEdges(ctx context.Context, edges []NewEdge) ([]cks.Edge, error)
-
-	// ClaimObjects claims up to n unclaimed objects of status for worker,
-	// oldest first (Postgres SKIP LOCKED; SQLite a conditional update on
-	// claimed_by being empty): each gets claimed_by = worker, a fresh
-	// claim token and claimed_at = now. No two calls ever claim one object.
-	ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error)
-	// ClaimObject claims the one object id for worker if it is unclaimed
-	// and its status is one of statuses (the sequential mode drives one
-	// object end to end). ErrConflict names the holder when it is claimed,
-	// or the status when it is not one of statuses; ErrNotFound when there
-	// is no such object.
-	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error)
-	// TouchClaim renews a claim (claimed_at = now) so the lease reaper does
-	// not release it while a long model call runs. ErrLeaseLost when the
-	// token is no longer the object's claim.
-	TouchClaim(ctx context.Context, id int64, claimToken string) error
-	// ReleaseClaim gives a claim back without a transition (nothing was
-	// done). ErrLeaseLost when the token is no longer the object's claim.
-	ReleaseClaim(ctx context.Context, id int64, claimToken string) error
-	// TransitionObject applies t (validated with ObjectTransition.Validate) to
-	// the object claimed with claimToken, in one transaction: it checks the
-	// claim (ErrLeaseLost) and that the status is still t.From
-	// (ErrConflict), creates the attachments and their edges, writes the
-	// edges, replaces the content (new hash), increments the round when
-	// asked, sets the status to t.To, clears the claim, appends the log
-	// entry (pointing to the reasoning node) and one per SetStatus change,
-	// and publishes TopicObjects. It returns the object as it now is
-	// (without log and edges) and the created attachments, in order.
-	TransitionObject(ctx context.Context, id int64, claimToken string, t ObjectTransition) (cks.Object, []cks.Object, error)
-	// ReleaseStaleClaims releases every claim taken (or last touched) at or
-	// before olderThan, appending no log entry (nothing happened), and
-	// publishes TopicObjects when it released any. It returns how many.
-	ReleaseStaleClaims(ctx context.Context, olderThan time.Time) (int, error)
-}
-
 // CanonicalContent checks that content is a JSON object (empty means {}) of
 // at most MaxObjectContent bytes and returns its canonical encoding and
 // content hash; errors are FieldErrors naming field.
@@ -312,4 +258,8 @@ func CanonicalContent(content json.RawMessage, field string) (json.RawMessage, s
 	}
 	sum := sha256.Sum256(c)
 	return c, hex.EncodeToString(sum[:]), nil
+}
+
+func fieldError(field, expected string) error {
+	return &cks.FieldError{Field: field, Expected: expected}
 }

@@ -15,11 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
 	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	driversqlite "github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -63,7 +62,7 @@ func Postgres(t testing.TB) storetest.Opener {
 
 // opener opens stores on url, each closed when the test that opened it ends.
 func opener(url string) storetest.Opener {
-	return func(t testing.TB, opts ...driver.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
 		if err != nil {
@@ -77,7 +76,7 @@ func opener(url string) storetest.Opener {
 // Store returns the composite store over a new handle on open's database,
 // closed (with its driver) when t ends: for tests that hold both the
 // services and the driver's primitives of one database.
-func Store(t testing.TB, open DriverOpener, opts ...driver.Option) (*backend.Store, driver.Driver) {
+func Store(t testing.TB, open DriverOpener, opts ...driver.Option) (*backend.Backend, driver.Driver) {
 	t.Helper()
 	d := open(t, opts...)
 	s := backend.New(d, opts...)
@@ -87,7 +86,7 @@ func Store(t testing.TB, open DriverOpener, opts ...driver.Option) (*backend.Sto
 
 // Stores returns an Opener of composite stores over open's database.
 func Stores(open DriverOpener) storetest.Opener {
-	return func(t testing.TB, opts ...driver.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, _ := Store(t, open, opts...)
 		return s

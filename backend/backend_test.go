@@ -10,10 +10,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store"
-	"github.com/cks-dev/cks/store/backend"
-	"github.com/cks-dev/cks/store/backendtest"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -21,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // opener opens handles of the composite on url with backend.Open.
 func opener(url string) storetest.Opener {
-	return func(t testing.TB, opts ...driver.Option) store.Store {
+	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
 		if err != nil {
@@ -64,7 +63,7 @@ func TestConformance(t *testing.T) {
 func seeded(t testing.TB, open storetest.Opener) {
 	t.Helper()
 	s := open(t)
-	if _, _, err := s.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+	if _, _, err := s.Tasks.Enqueue(context.Background(), storetest.SeedTask); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -78,7 +77,7 @@ func seeded(t testing.TB, open storetest.Opener) {
 func TestStorageFaults(t *testing.T) {
 	url := backendtest.PostgresURL(t)
 	storetest.StorageFaults(t, storetest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...driver.Option) store.Store {
+		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
 			seeded(t, opener(url))
 			return opener(backendtest.ReadOnlyURL(url))(t, opts...)
 		},
@@ -114,8 +113,8 @@ func TestOpenURLForms(t *testing.T) {
 	dir := t.TempDir()
 	for _, url := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
 		s := opener(url)(t)
-		if s.Backend() != "sqlite" {
-			t.Errorf("%s: Backend() = %q, want sqlite", url, s.Backend())
+		if s.Dialect() != "sqlite" {
+			t.Errorf("%s: Dialect() = %q, want sqlite", url, s.Dialect())
 		}
 	}
 	for _, url := range []string{"", "mysql://localhost/db"} {
@@ -129,28 +128,30 @@ func TestOpenURLForms(t *testing.T) {
 			t.Errorf("Open(%q): %v, want ErrInvalid naming the forms", url, err)
 		}
 	}
-	if s := opener(backendtest.PostgresURL(t))(t); s.Backend() != "postgres" {
-		t.Errorf("Backend() = %q, want postgres", s.Backend())
+	if s := opener(backendtest.PostgresURL(t))(t); s.Dialect() != "postgres" {
+		t.Errorf("Dialect() = %q, want postgres", s.Dialect())
 	}
 }
 
 // The benchmarks of the store conformance suite, against the composite.
 func BenchmarkStore(b *testing.B) {
 	for _, d := range dialects {
-		b.Run(d.name, func(b *testing.B) { storetest.Bench(b, func(t testing.TB) store.Store { return d.newDB(t)(t) }) })
+		b.Run(d.name, func(b *testing.B) { storetest.Bench(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) }) })
 	}
 }
 
 func BenchmarkLedger(b *testing.B) {
 	for _, d := range dialects {
-		b.Run(d.name, func(b *testing.B) { storetest.BenchLedger(b, func(t testing.TB) store.Store { return d.newDB(t)(t) }) })
+		b.Run(d.name, func(b *testing.B) {
+			storetest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
+		})
 	}
 }
 
 func BenchmarkKnowledge(b *testing.B) {
 	for _, d := range dialects {
 		b.Run(d.name, func(b *testing.B) {
-			storetest.BenchKnowledge(b, func(t testing.TB) store.Store { return d.newDB(t)(t) })
+			storetest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
 		})
 	}
 }

@@ -1,0 +1,114 @@
+// Package backend opens a database from its URL: the driver the URL names
+// (driver/sqlite or driver/postgres) under the services that hold every
+// rule (Backend). It is the only package that imports both drivers and
+// every service.
+package backend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/driver/sqlite"
+	"github.com/cks-dev/cks/knowledge"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/notifier"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// Open opens the store named by url:
+//   - "postgres://…" or "postgresql://…": Postgres;
+//   - "sqlite:PATH" or a plain file path: SQLite, creating the file and its directory.
+//
+// Any other "scheme://" is refused with an error that lists the accepted forms.
+// opts (driver.WithClock, driver.WithChangePollInterval) apply to the driver
+// and the services of the returned handle.
+func Open(ctx context.Context, url string, opts ...driver.Option) (*Backend, error) {
+	d, err := openDriver(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	return New(d, opts...), nil
+}
+
+// openDriver opens the driver url names.
+func openDriver(ctx context.Context, url string, opts []driver.Option) (driver.Driver, error) {
+	switch {
+	case url == "":
+		return nil, fmt.Errorf("empty database URL: %w", errForms)
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return postgres.Open(ctx, url, opts...)
+	case strings.HasPrefix(url, "sqlite://"):
+		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite://"), opts...)
+	case strings.HasPrefix(url, "sqlite:"):
+		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"), opts...)
+	}
+	if scheme, _, ok := strings.Cut(url, "://"); ok {
+		return nil, fmt.Errorf("unknown database scheme %q in %q: %w", scheme, url, errForms)
+	}
+	return sqlite.Open(ctx, url, opts...)
+}
+
+var errForms = fmt.Errorf("expected a file path, sqlite:PATH, or postgres://USER@HOST:PORT/DB: %w", cks.ErrInvalid)
+
+// Backend is one database's services, each the one service of its domain,
+// built once per process over one driver and handed to every surface (the
+// hub builds its ops.Services from them): the task ledger, the knowledge
+// store, process liveness, principals, sweeper overrides, and change
+// notification (one listener of the driver for every watcher of the
+// process). Storage health is the driver's. Backend adds no rule of its own.
+type Backend struct {
+	Tasks      *ledger.Service
+	Objects    *knowledge.Service
+	Liveness   *liveness.Service
+	Principals *auth.Principals
+	Sweepers   *sweeper.ControlRows
+	Changes    *notifier.Notifier
+	drv        driver.Driver
+}
+
+// New returns the services over d, which the Backend owns from then on
+// (Close closes it). opts are those d was opened with: the clock
+// (driver.WithClock) tells the services the time of every write whose time
+// is not an argument.
+func New(d driver.Driver, opts ...driver.Option) *Backend {
+	clk := driver.ApplyOptions(opts).Clock
+	changes := notifier.New(d.Listener, nil)
+	return &Backend{
+		Tasks:      ledger.NewService(d, changes, opts...),
+		Objects:    knowledge.New(d, clk),
+		Liveness:   liveness.NewService(d, clk),
+		Principals: auth.NewPrincipals(d),
+		Sweepers:   sweeper.NewControlRows(d, clk),
+		Changes:    changes,
+		drv:        d,
+	}
+}
+
+// Driver returns the driver the services run on, for tests of what the
+// services leave in the database.
+func (b *Backend) Driver() driver.Driver { return b.drv }
+
+// StorageHealth tells, cheaply and without writing, whether the database
+// takes writes (the driver's Health): nil; an error matching
+// cks.ErrStorageReadOnly when it refuses them; one matching
+// cks.ErrStorageFull when a write of this process failed for lack of space
+// within driver.FaultMemory; any other error when the check itself failed.
+// A hub refuses to start on a read-only database and reports the rest at
+// /healthz.
+func (b *Backend) StorageHealth(ctx context.Context) error { return b.drv.Health(ctx) }
+
+// Dialect names the database: "sqlite" or "postgres".
+func (b *Backend) Dialect() string { return b.drv.Dialect() }
+
+// Close ends the change listener (every WatchChanges returns), then closes
+// the driver's connections. The services are unusable afterwards.
+func (b *Backend) Close() error {
+	b.Changes.Close()
+	return b.drv.Close()
+}

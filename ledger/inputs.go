@@ -1,0 +1,26 @@
+package ledger
+
+import "time"
+
+// ClaimParams is one claim (Tasks.ClaimWith).
+type ClaimParams struct {
+	// Worker holds the leases (claimed_by, the events' actor).
+	Worker string
+	// Types restricts the claim to these task types; empty means any.
+	Types []string
+	// N is the most tasks the claim takes.
+	N int
+	// Lease is each lease's duration (Touch renews it by as much).
+	Lease time.Duration
+	// Running moves each claimed task on to RUNNING at once, as a
+	// MarkRunning right after the claim would, in the claim's transaction.
+	Running bool
+}
+
+// DependencyRelease is the outcome of Tasks.ReleaseDependencies.
+type DependencyRelease struct {
+	// Released counts WAITING tasks moved to OPEN (every dependency COMPLETED).
+	Released int `json:"released"`
+	// Blocked counts WAITING tasks moved to BLOCKED (a dependency FAILED or CANCELLED).
+	Blocked int `json:"blocked"`
+}
