@@ -53,7 +53,6 @@ var testSupport = []string{"backend", "test support: suite", "test support: both
 // the list only shrinks. "pkg -> dep" is an import of the package, "pkg
 // [test] -> dep" one of its tests only.
 var knownViolations = []string{
-	"driver/drivertest -> ledger",
 	"driver/postgres [test] -> backend",
 	"driver/postgres [test] -> backend/backendtest",
 	"driver/postgres [test] -> knowledge",

@@ -4,14 +4,13 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/driver/drivertest"
 )
 
 // TestEventsHaveTheirTasks: without a foreign key, every event still has
-// its task (drivertest.EventsHaveTheirTasks), counted in the schema itself.
+// its task (backendtest.EventsHaveTheirTasks), counted in the schema itself.
 func TestEventsHaveTheirTasks(t *testing.T) {
 	url := backendtest.PostgresURL(t)
-	drivertest.EventsHaveTheirTasks(t, open(t, url), func(t testing.TB) int {
+	backendtest.EventsHaveTheirTasks(t, open(t, url), func(t testing.TB) int {
 		var n int
 		err := conn(t, url).QueryRow(testCtx(t), `SELECT count(*) FROM cks_task_events e
 			WHERE NOT EXISTS (SELECT 1 FROM cks_outbox_tasks t WHERE t.task_id = e.task_id)`).Scan(&n)

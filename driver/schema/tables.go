@@ -270,7 +270,7 @@ func taskEvents() Table {
 			// lock of its row) per event. The ledger is the only writer
 			// of events, each for a task it inserted or locked in the same
 			// transaction, and tasks are never deleted
-			// (drivertest.EventsHaveTheirTasks proves it of a mixed load).
+			// (backendtest.EventsHaveTheirTasks proves it of a mixed load).
 			{Name: "task_id", Type: BigInt, NotNull: true},
 			at("at"),
 			textOr("actor"),

@@ -5,14 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/backend/backendtest"
 )
 
 // TestEventsHaveTheirTasks: without a foreign key, every event still has
-// its task (drivertest.EventsHaveTheirTasks), counted in the file itself.
+// its task (backendtest.EventsHaveTheirTasks), counted in the file itself.
 func TestEventsHaveTheirTasks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	drivertest.EventsHaveTheirTasks(t, open(t, path), func(t testing.TB) int {
+	backendtest.EventsHaveTheirTasks(t, open(t, path), func(t testing.TB) int {
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package drivertest
+package backendtest
 
 import (
 	"context"
