@@ -53,7 +53,7 @@ type Config struct {
 	Collectors []prometheus.Collector
 	// Clock tells the time for time-relative filters (default the system clock).
 	Clock clock.Clock
-	Auth  *auth.Authenticator
+	Auth  *auth.Service
 	Bus   *events.Bus
 	// MCP, when set, is mounted at /mcp behind auth.
 	MCP http.Handler
@@ -85,7 +85,6 @@ type Config struct {
 type API struct {
 	cfg     Config
 	svc     *ops.Services
-	authz   *auth.Authorizer
 	routes  []Route
 	mux     *http.ServeMux
 	openapi []byte          // GET /v1/openapi.json, of the operations served
@@ -118,7 +117,7 @@ func New(cfg Config) *API {
 	if cfg.FailureClients <= 0 {
 		cfg.FailureClients = DefaultFailureClients
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux(), authz: auth.NewAuthorizer(cfg.Auth.Principals()),
+	a := &API{cfg: cfg, mux: http.NewServeMux(),
 		fails: newFailureLimiter(cfg.Clock, cfg.Logger, cfg.FailureLimit, cfg.FailureWindow, cfg.FailureClients)}
 	a.streams, a.closeSt = context.WithCancel(context.Background())
 
@@ -137,7 +136,7 @@ func New(cfg Config) *API {
 	// Authenticated: every operation of the table the services offer, each
 	// with the permission it needs (see Routes).
 	a.svc = &ops.Services{Liveness: cfg.Liveness, Tasks: cfg.Tasks, Objects: cfg.Objects, Sweepers: cfg.Sweepers,
-		Principals: cfg.Auth.Principals(), Bus: cfg.Bus, Clock: cfg.Clock, Logger: cfg.Logger}
+		Principals: cfg.Auth, Bus: cfg.Bus, Clock: cfg.Clock, Logger: cfg.Logger}
 	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version)
 	if err != nil {
 		panic(fmt.Sprintf("api: %v", err)) // the table's schemas are fixed at build time
@@ -152,7 +151,7 @@ func New(cfg Config) *API {
 		WriteError(w, http.StatusNotFound, cks.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})))
 	if cfg.MCP != nil {
-		// Each MCP tool checks its own permission with the same Authorizer,
+		// Each MCP tool checks its own permission with the same auth.Service,
 		// through the principal authenticate puts in the request context.
 		// It streams its answers (server-sent events), so the server's
 		// timeouts are lifted for it as for /v1/events.
@@ -390,7 +389,7 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return r, err
 	}
-	return r.WithContext(auth.WithPrincipal(r.Context(), a.authz, p)), nil
+	return r.WithContext(auth.WithPrincipal(r.Context(), a.cfg.Auth, p)), nil
 }
 
 // authed answers 401 with a JSON error unless the request carries a valid

@@ -90,7 +90,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 		Objects:  s.Objects,
 		Sweepers: rt.Sweepers,
 		Clock:    c,
-		Auth:     auth.NewAuthenticator(s.Principals),
+		Auth:     s.Principals,
 		Version:  "fuzz",
 	})
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
@@ -688,7 +688,7 @@ func FuzzLogin(f *testing.F) {
 				continue
 			}
 			signedIn = true
-			a := auth.NewAuthenticator(h.store.Principals)
+			a := h.store.Principals
 			if _, err := a.AuthenticateSession(context.Background(), c.Value, storetest.T0); err != nil {
 				t.Fatalf("POST /login %q set cookie %q, which does not authenticate: %v", form, c.Value, err)
 			}

@@ -292,7 +292,7 @@ func newThrottleHub(t *testing.T, cfg api.Config) *throttleHub {
 	}
 	tok, _ := dir.ReadToken()
 	log := &lockedBuffer{}
-	cfg.Liveness, cfg.Auth, cfg.Clock = liveness.NewService(s.Driver(), c), auth.NewAuthenticator(s.Principals), c
+	cfg.Liveness, cfg.Auth, cfg.Clock = liveness.NewService(s.Driver(), c), s.Principals, c
 	cfg.Logger = slog.New(slog.NewJSONHandler(log, nil))
 	cfg.Studio = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })
 	srv := httptest.NewServer(api.New(cfg))

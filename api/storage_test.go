@@ -63,7 +63,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 
 	srv := mcpserver.New(liveness.NewService(s.Driver(), c), "test")
 	mcpserver.AddTaskTools(srv, s.Tasks)
-	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Auth: auth.NewAuthenticator(s.Principals), Clock: c,
+	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Auth: s.Principals, Clock: c,
 		Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -120,7 +120,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	f := newFixture(t)
 	calls := 0
 	var fault error
-	a := api.New(api.Config{Liveness: liveness.NewService(f.store.Driver(), f.clock), Auth: auth.NewAuthenticator(f.store.Principals), Clock: f.clock,
+	a := api.New(api.Config{Liveness: liveness.NewService(f.store.Driver(), f.clock), Auth: f.store.Principals, Clock: f.clock,
 		Health: func(context.Context) error { calls++; return fault }})
 	get := func() (int, api.Health) { return healthz(t, a) }
 	for range 5 {
@@ -195,7 +195,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Auth: auth.NewAuthenticator(s.Principals), Clock: c, Health: s.StorageHealth})
+	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Auth: s.Principals, Clock: c, Health: s.StorageHealth})
 	probe := func() (int, api.Health) {
 		c.Advance(api.HealthTTL) // a fresh check, not the cached answer
 		return healthz(t, a)

@@ -1,7 +1,7 @@
 // Package auth authenticates bearer tokens and authorizes what their
 // principals do. Tokens are random, shown once, and stored only as SHA-256
 // hashes; a principal's grants on the resource tree (/tasks/ID, /sweepers/ID,
-// /processes/KIND, /objects/ID) say what it may do, and Authorizer.Check is
+// /processes/KIND, /objects/ID) say what it may do, and Service.Check is
 // the one place that decides it for the API, the MCP tools and the studio.
 package auth
 
@@ -81,26 +81,14 @@ func CheckFormat(tok string) error {
 	return nil
 }
 
-// Authenticator resolves bearer tokens to principals.
-type Authenticator struct {
-	store *Principals
-}
-
-// NewAuthenticator returns an Authenticator backed by s.
-func NewAuthenticator(s *Principals) *Authenticator { return &Authenticator{store: s} }
-
-// Principals returns the store the Authenticator reads, for the Authorizer and
-// the token management that share it.
-func (a *Authenticator) Principals() *Principals { return a.store }
-
 // Authenticate returns the principal tok belongs to. Every failure matches
 // ErrUnauthenticated and says whether the token was missing, malformed or
 // unknown (a claim's credential whose lease has ended is unknown).
-func (a *Authenticator) Authenticate(ctx context.Context, tok string) (cks.Principal, error) {
+func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, error) {
 	if err := CheckFormat(tok); err != nil {
 		return cks.Principal{}, err
 	}
-	p, err := a.store.PrincipalByTokenHash(ctx, HashToken(tok))
+	p, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
 	if errors.Is(err, cks.ErrNotFound) {
 		// Also the credential of a claim whose lease has ended.
 		return p, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
@@ -113,7 +101,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (cks.Princ
 // the database (a fresh database), a new admin principal is created, only its
 // hash is stored, and the token is written with mode 0600. It reports whether a
 // token was created.
-func EnsureAdminToken(ctx context.Context, s *Principals, dir datadir.Dir, c clock.Clock) (bool, error) {
+func EnsureAdminToken(ctx context.Context, s *Service, dir datadir.Dir, c clock.Clock) (bool, error) {
 	if tok, err := dir.ReadToken(); err == nil && CheckFormat(tok) == nil {
 		_, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
 		if err == nil {

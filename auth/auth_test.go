@@ -47,7 +47,7 @@ func TestEnsureAdminToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := auth.NewAuthenticator(s.Principals).Authenticate(ctx, tok)
+	p, err := s.Principals.Authenticate(ctx, tok)
 	if err != nil || p.Name != "admin" {
 		t.Fatalf("stored token does not authenticate: %+v %v", p, err)
 	}
@@ -80,7 +80,7 @@ func TestEnsureAdminToken(t *testing.T) {
 
 func TestAuthenticateRejects(t *testing.T) {
 	s := openStore(t, t.TempDir())
-	a := auth.NewAuthenticator(s.Principals)
+	a := s.Principals
 	unknown, err := auth.NewToken()
 	if err != nil {
 		t.Fatal(err)

@@ -154,35 +154,29 @@ func AllowsWithin(grants []cks.Grant, perm, resource string) bool {
 	return false
 }
 
-// Authorizer decides what an authenticated principal may do. It is the one
-// place permissions are checked, for the HTTP API, the MCP tools and the
-// studio alike. It caches nothing: every Check reads the principal's grants,
-// so a revoked or changed grant applies to the next request.
-type Authorizer struct {
-	store *Principals
-}
-
-// NewAuthorizer returns an Authorizer reading grants from s.
-func NewAuthorizer(s *Principals) *Authorizer { return &Authorizer{store: s} }
+// Check, CheckWithin and the Require functions are the one place
+// permissions are checked, for the HTTP API, the MCP tools and the studio
+// alike. Nothing is cached: every check reads the principal's grants, so a
+// revoked or changed grant applies to the next request.
 
 // Check returns nil when p holds perm (or admin) on resource or an ancestor
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
 // missing permission and the resource.
-func (a *Authorizer) Check(ctx context.Context, p cks.Principal, perm, resource string) error {
-	return a.check(ctx, p, perm, []string{resource}, Allows)
+func (s *Service) Check(ctx context.Context, p cks.Principal, perm, resource string) error {
+	return s.check(ctx, p, perm, []string{resource}, Allows)
 }
 
 // CheckWithin is Check by AllowsWithin: nil when p holds perm on resource,
 // an ancestor or a node below it, else a *ForbiddenError naming resource.
-func (a *Authorizer) CheckWithin(ctx context.Context, p cks.Principal, perm, resource string) error {
-	return a.check(ctx, p, perm, []string{resource}, AllowsWithin)
+func (s *Service) CheckWithin(ctx context.Context, p cks.Principal, perm, resource string) error {
+	return s.check(ctx, p, perm, []string{resource}, AllowsWithin)
 }
 
 // check is Check by allows of every one of resources, p's grants read
 // once, now; a refusal names the first resource refused.
-func (a *Authorizer) check(ctx context.Context, p cks.Principal, perm string, resources []string,
+func (s *Service) check(ctx context.Context, p cks.Principal, perm string, resources []string,
 	allows func([]cks.Grant, string, string) bool) error {
-	grants, err := a.store.GrantsOf(ctx, p.ID)
+	grants, err := s.GrantsOf(ctx, p.ID)
 	if err != nil {
 		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
 	}
@@ -197,14 +191,14 @@ func (a *Authorizer) check(ctx context.Context, p cks.Principal, perm string, re
 type callerKey struct{}
 
 type caller struct {
-	authz     *Authorizer
+	authz     *Service
 	principal cks.Principal
 	local     bool
 }
 
 // WithPrincipal returns ctx carrying an authenticated principal and the
-// Authorizer that checks it, for Require further down the call.
-func WithPrincipal(ctx context.Context, authz *Authorizer, p cks.Principal) context.Context {
+// service that checks it, for Require further down the call.
+func WithPrincipal(ctx context.Context, authz *Service, p cks.Principal) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{authz: authz, principal: p})
 }
 
@@ -224,14 +218,14 @@ func PrincipalFrom(ctx context.Context) (cks.Principal, bool) {
 // local operator holds everything. A ctx with no caller is refused: callers
 // that forgot to authenticate fail closed.
 func Require(ctx context.Context, perm, resource string) error {
-	return require(ctx, perm, resource, (*Authorizer).Check)
+	return require(ctx, perm, resource, (*Service).Check)
 }
 
 // RequireWithin is Require by CheckWithin: that the caller in ctx holds
 // perm on resource, an ancestor or a node below it (the check a surface
 // makes before it knows which node a call names).
 func RequireWithin(ctx context.Context, perm, resource string) error {
-	return require(ctx, perm, resource, (*Authorizer).CheckWithin)
+	return require(ctx, perm, resource, (*Service).CheckWithin)
 }
 
 // RequireEach is Require of perm on every one of resources, the caller's
@@ -241,14 +235,14 @@ func RequireEach(ctx context.Context, perm string, resources []string) error {
 	if len(resources) == 0 {
 		return nil
 	}
-	return require(ctx, perm, resources[0], func(a *Authorizer, ctx context.Context, p cks.Principal, perm, _ string) error {
-		return a.check(ctx, p, perm, resources, Allows)
+	return require(ctx, perm, resources[0], func(s *Service, ctx context.Context, p cks.Principal, perm, _ string) error {
+		return s.check(ctx, p, perm, resources, Allows)
 	})
 }
 
 // require is Require by check.
 func require(ctx context.Context, perm, resource string,
-	check func(*Authorizer, context.Context, cks.Principal, string, string) error) error {
+	check func(*Service, context.Context, cks.Principal, string, string) error) error {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	switch {
 	case !ok:
@@ -271,12 +265,12 @@ func TaskTokenGrants(id int64) []cks.Grant {
 // CreateToken creates a principal named name with grants and returns it with
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
-func CreateToken(ctx context.Context, s *Principals, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
+func CreateToken(ctx context.Context, s *Service, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
 	return createToken(ctx, s, c, cks.Principal{Name: name}, grants)
 }
 
 // createToken is CreateToken of p (its name and lease binding).
-func createToken(ctx context.Context, s *Principals, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
+func createToken(ctx context.Context, s *Service, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
 	if strings.TrimSpace(p.Name) == "" {
 		return cks.Principal{}, "", &cks.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
@@ -305,7 +299,7 @@ func createToken(ctx context.Context, s *Principals, c clock.Clock, p cks.Princi
 // authenticates only while that lease is current: it stops working in the
 // transaction that ends the lease, however it ends (a re-claim issues a new
 // one).
-func IssueTaskToken(ctx context.Context, s *Principals, c cks.ClaimedTask, worker string) (string, error) {
+func IssueTaskToken(ctx context.Context, s *Service, c cks.ClaimedTask, worker string) (string, error) {
 	if c.ID <= 0 || c.LeaseToken == "" {
 		return "", &cks.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
 	}
@@ -320,6 +314,6 @@ func IssueTaskToken(ctx context.Context, s *Principals, c cks.ClaimedTask, worke
 // how many. They no longer authenticate already; this keeps the principals
 // table from growing with every claim. Credentials made with `cks token
 // create --task` are not bound to a lease and are left alone.
-func RevokeEndedClaimTokens(ctx context.Context, ps *Principals) (int, error) {
+func RevokeEndedClaimTokens(ctx context.Context, ps *Service) (int, error) {
 	return ps.DeleteEndedLeasePrincipals(ctx)
 }

@@ -109,14 +109,14 @@ func TestCheckAndRequire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := auth.NewAuthenticator(s.Principals).Authenticate(ctx, tok)
+	p, err := s.Principals.Authenticate(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Name != "task/7 worker" {
 		t.Fatalf("name %q", p.Name)
 	}
-	az := auth.NewAuthorizer(s.Principals)
+	az := s.Principals
 	for _, perm := range []string{auth.PermRead, auth.PermAppend, auth.PermCreate} {
 		if err := az.Check(ctx, p, perm, "/tasks/7"); err != nil {
 			t.Errorf("task token %s on /tasks/7: %v", perm, err)
@@ -188,7 +188,7 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := auth.NewAuthenticator(s.Principals)
+	a := s.Principals
 	for _, tok := range []string{doneTok, liveTok, opTok} {
 		if _, err := a.Authenticate(ctx, tok); err != nil {
 			t.Fatalf("before the lease ended: %v", err)

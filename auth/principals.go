@@ -9,10 +9,12 @@ import (
 	"github.com/cks-dev/cks/driver"
 )
 
-// Principals is Principals over a driver: identities, the hashes of
-// their tokens and their grants, with every rule of them here, once for
-// both dialects — the input check (auth.ValidatePrincipal), a principal
-// and its grants written in one transaction, the lease binding of a task
+// Service is authentication and authorization over a driver: identities,
+// the hashes of their tokens, their grants and the studio's sessions, and
+// the checks of a bearer token (Authenticate), a session (Login,
+// AuthenticateSession, Logout) and a permission (Check, CheckWithin), with
+// every rule of them here, once for both dialects — the input check
+// (ValidatePrincipal), a principal and its grants written in one transaction, the lease binding of a task
 // credential (it authenticates only while its task's lease is the one it
 // was issued with: the driver's PrincipalByTokenHash decides it in the read
 // that finds it, so a credential dies in the very transaction that ends its
@@ -20,17 +22,17 @@ import (
 // one principal holding admin on "/" (the check and the delete in one
 // transaction). Writes run in driver transactions, so their storage faults
 // are the driver's to remember.
-type Principals struct {
+type Service struct {
 	db driver.Driver
 }
 
-// NewPrincipals returns the principals of db.
-func NewPrincipals(db driver.Driver) *Principals { return &Principals{db: db} }
+// NewService returns the principals, grants and sessions of db.
+func NewService(db driver.Driver) *Service { return &Service{db: db} }
 
 // CreatePrincipal stores p (with its lease binding, if any) with the hash
 // of its token and its grants in one transaction. A duplicate ID or token
 // hash is ErrConflict.
-func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
+func (s *Service) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
 	if err := ValidatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
@@ -61,7 +63,7 @@ func (s *Principals) CreatePrincipal(ctx context.Context, p cks.Principal, token
 // tokenHash, or ErrNotFound. A principal bound to a lease (p.Lease) that
 // is no longer current — its task not CLAIMED or RUNNING under that
 // lease token — is ErrNotFound too, decided in the same query.
-func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error) {
+func (s *Service) PrincipalByTokenHash(ctx context.Context, tokenHash string) (cks.Principal, error) {
 	if err := cks.ValidateText("token_hash", tokenHash); err != nil {
 		return cks.Principal{}, err
 	}
@@ -78,7 +80,7 @@ func (s *Principals) PrincipalByTokenHash(ctx context.Context, tokenHash string)
 // DeleteEndedLeasePrincipals deletes, with their grants, the principals
 // bound to leases that are no longer current (they no longer
 // authenticate; this only removes the rows), and returns how many.
-func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+func (s *Service) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error
@@ -92,7 +94,7 @@ func (s *Principals) DeleteEndedLeasePrincipals(ctx context.Context) (int, error
 }
 
 // GrantsOf returns the grants of a principal, ordered by resource then permission.
-func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
+func (s *Service) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (s *Principals) GrantsOf(ctx context.Context, principalID string) ([]cks.Gr
 // (ties by id). Token hashes are never returned.
 //
 // the principals and the grants are read in one snapshot.
-func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, error) {
+func (s *Service) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, error) {
 	var (
 		ps     []driver.PrincipalRow
 		grants []driver.GrantRow
@@ -152,7 +154,7 @@ func (s *Principals) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants,
 // The count of the other admins and the delete are one transaction, in which
 // the count stays true (the driver locks what it counts), so two concurrent
 // deletes cannot remove the last two admins.
-func (s *Principals) DeletePrincipal(ctx context.Context, principalID string) error {
+func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return err
 	}

@@ -52,35 +52,35 @@ func checkSessionFormat(secret string) error {
 // secret, for the cookie and nowhere else. A failure of the token is
 // ErrUnauthenticated, as Authenticate's. The credential of a claim (bound
 // to a lease) cannot sign in: a session would outlive its lease.
-func (a *Authenticator) Login(ctx context.Context, tok string, now time.Time) (string, cks.Session, error) {
-	p, err := a.Authenticate(ctx, tok)
+func (s *Service) Login(ctx context.Context, tok string, now time.Time) (string, cks.Session, error) {
+	p, err := s.Authenticate(ctx, tok)
 	if err != nil {
 		return "", cks.Session{}, err
 	}
 	if p.Lease != nil {
-		return "", cks.Session{}, fmt.Errorf("a claim's task credential cannot sign in to the studio: %w", ErrUnauthenticated)
+		return "", cks.Session{}, fmt.Errorf("a claim'sess task credential cannot sign in to the studio: %w", ErrUnauthenticated)
 	}
 	secret, err := NewSessionSecret()
 	if err != nil {
 		return "", cks.Session{}, err
 	}
 	now = driver.Time(now)
-	s := cks.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
-	if err := a.store.CreateSession(ctx, s, HashToken(secret)); err != nil {
-		return "", cks.Session{}, fmt.Errorf("auth: open a session of %s: %w", p.ID, err)
+	sess := cks.Session{ID: uuid.NewString(), PrincipalID: p.ID, PrincipalName: p.Name, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
+	if err := s.CreateSession(ctx, sess, HashToken(secret)); err != nil {
+		return "", cks.Session{}, fmt.Errorf("auth: open a session of %sess: %w", p.ID, err)
 	}
-	return secret, s, nil
+	return secret, sess, nil
 }
 
 // AuthenticateSession returns the principal of the session whose secret
 // the cookie holds. Every failure matches ErrUnauthenticated: a missing or
 // malformed secret (a bearer token is one), and an unknown, signed-out,
 // revoked or (at now) expired session.
-func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string, now time.Time) (cks.Principal, error) {
+func (s *Service) AuthenticateSession(ctx context.Context, secret string, now time.Time) (cks.Principal, error) {
 	if err := checkSessionFormat(secret); err != nil {
 		return cks.Principal{}, err
 	}
-	p, _, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
+	p, _, err := s.SessionBySecretHash(ctx, HashToken(secret), now)
 	if errors.Is(err, cks.ErrNotFound) {
 		return p, fmt.Errorf("unknown session (signed out, revoked or expired; sign in again): %w", ErrUnauthenticated)
 	}
@@ -90,18 +90,18 @@ func (a *Authenticator) AuthenticateSession(ctx context.Context, secret string, 
 // Logout ends the session whose secret the cookie holds: its row is
 // deleted, so the same cookie value never authenticates again. A secret
 // that names no session (malformed, already ended) is nothing to end.
-func (a *Authenticator) Logout(ctx context.Context, secret string, now time.Time) error {
+func (s *Service) Logout(ctx context.Context, secret string, now time.Time) error {
 	if checkSessionFormat(secret) != nil {
 		return nil
 	}
-	_, s, err := a.store.SessionBySecretHash(ctx, HashToken(secret), now)
+	_, sess, err := s.SessionBySecretHash(ctx, HashToken(secret), now)
 	if errors.Is(err, cks.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, cks.ErrNotFound) {
+	if err := s.DeleteSession(ctx, sess.ID); err != nil && !errors.Is(err, cks.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -111,7 +111,7 @@ func (a *Authenticator) Logout(ctx context.Context, secret string, now time.Time
 // longer authenticate (the lease reaper runs it): the task credentials of
 // ended leases (RevokeEndedClaimTokens) and the sessions expired at now.
 // It returns how many rows of both it deleted.
-func DeleteEndedCredentials(ctx context.Context, ps *Principals, now time.Time) (int, error) {
+func DeleteEndedCredentials(ctx context.Context, ps *Service, now time.Time) (int, error) {
 	n, err := RevokeEndedClaimTokens(ctx, ps)
 	if err != nil {
 		return n, err
@@ -126,7 +126,7 @@ func DeleteEndedCredentials(ctx context.Context, ps *Principals, now time.Time) 
 //
 // the principal is read in the insert's transaction, so an unknown one is
 // ErrNotFound.
-func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secretHash string) error {
+func (s *Service) CreateSession(ctx context.Context, sess cks.Session, secretHash string) error {
 	for _, f := range []struct{ name, v string }{{"id", sess.ID}, {"principal_id", sess.PrincipalID}, {"secret_hash", secretHash}} {
 		if err := cks.ValidateText(f.name, f.v); err != nil {
 			return err
@@ -167,7 +167,7 @@ func (s *Principals) CreateSession(ctx context.Context, sess cks.Session, secret
 // Expiry is decided here, by the caller's now: an expired session is refused
 // and its row deleted on the spot (the lease reaper deletes the ones nobody
 // presents).
-func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error) {
+func (s *Service) SessionBySecretHash(ctx context.Context, secretHash string, now time.Time) (cks.Principal, cks.Session, error) {
 	if err := cks.ValidateText("secret_hash", secretHash); err != nil {
 		return cks.Principal{}, cks.Session{}, err
 	}
@@ -199,7 +199,7 @@ func (s *Principals) SessionBySecretHash(ctx context.Context, secretHash string,
 // first (ties by id); never a secret hash.
 //
 // the sessions and the names of their principals are read in one snapshot.
-func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
+func (s *Service) ListSessions(ctx context.Context) ([]cks.Session, error) {
 	var (
 		rows []driver.SessionRow
 		ps   []driver.PrincipalRow
@@ -228,7 +228,7 @@ func (s *Principals) ListSessions(ctx context.Context) ([]cks.Session, error) {
 
 // DeleteSession removes a session, so its cookie stops authenticating
 // at once; an unknown id is ErrNotFound.
-func (s *Principals) DeleteSession(ctx context.Context, id string) error {
+func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	if err := cks.ValidateText("id", id); err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (s *Principals) DeleteSession(ctx context.Context, id string) error {
 
 // DeleteExpiredSessions removes the sessions expired at now and
 // returns how many.
-func (s *Principals) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+func (s *Service) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error

@@ -66,8 +66,8 @@ type Backend struct {
 	Tasks      *ledger.Service
 	Objects    *knowledge.Service
 	Liveness   *liveness.Service
-	Principals *auth.Principals
-	Sweepers   *sweeper.ControlRows
+	Principals *auth.Service
+	Sweepers   *sweeper.Controller
 	Changes    *notifier.Notifier
 	drv        driver.Driver
 }
@@ -83,8 +83,8 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 		Tasks:      ledger.NewService(d, changes, opts...),
 		Objects:    knowledge.New(d, clk),
 		Liveness:   liveness.NewService(d, clk),
-		Principals: auth.NewPrincipals(d),
-		Sweepers:   sweeper.NewControlRows(d, clk),
+		Principals: auth.NewService(d),
+		Sweepers:   sweeper.NewController(d, clk),
 		Changes:    changes,
 		drv:        d,
 	}

@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Tasks:    st.Tasks,
 		Objects:  st.Objects,
 		Sweepers: rt.Sweepers,
-		Auth:     auth.NewAuthenticator(st.Principals),
+		Auth:     st.Principals,
 		Bus:      rt.Bus,
 		MCP:      mcpserver.HTTPHandler(mcpSrv),
 		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st.Tasks,

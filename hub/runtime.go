@@ -137,7 +137,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		}
 		bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
 	}
-	reg := sweeper.NewRegistry()
+	reg := st.Sweepers.Registry()
 	for _, sw := range []sweeper.Sweeper{
 		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
 			ClaimTokens: func(ctx context.Context) (int, error) {
@@ -163,7 +163,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		Store:    st,
 		Bus:      bus,
 		Liveness: liveness.NewService(st.Driver(), cfg.Clock),
-		Sweepers: sweeper.NewController(reg, st.Sweepers),
+		Sweepers: st.Sweepers,
 		cfg:      cfg,
 	}, nil
 }

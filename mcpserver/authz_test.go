@@ -32,7 +32,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
 	mcpserver.AddObjectTools(e.srv, e.store.Objects)
-	a := api.New(api.Config{Liveness: liveness.NewService(e.store.Driver(), e.clock), Auth: auth.NewAuthenticator(e.store.Principals),
+	a := api.New(api.Config{Liveness: liveness.NewService(e.store.Driver(), e.clock), Auth: e.store.Principals,
 		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -54,7 +54,7 @@ func connectAs(t *testing.T, url, token string) *mcp.ClientSession {
 	return cs
 }
 
-func token(t *testing.T, s *auth.Principals, grants ...cks.Grant) string {
+func token(t *testing.T, s *auth.Service, grants ...cks.Grant) string {
 	t.Helper()
 	_, tok, err := auth.CreateToken(ctx(t), s, nil, "p", grants)
 	if err != nil {

@@ -319,7 +319,7 @@ func TestStreamableHTTP(t *testing.T) {
 	if err := e.store.Principals.CreatePrincipal(ctx(t), admin, "hash", []cks.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
 		t.Fatal(err)
 	}
-	authz := auth.NewAuthorizer(e.store.Principals)
+	authz := e.store.Principals
 	h := mcpserver.HTTPHandler(e.srv)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), authz, admin)))

@@ -80,7 +80,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	}
 	h := &toolHub{store: st, sweepers: rt.Sweepers}
 	var closers []func()
-	for i, sctx := range []context.Context{auth.WithLocalOperator(c), auth.WithPrincipal(c, auth.NewAuthorizer(st.Principals), reader)} {
+	for i, sctx := range []context.Context{auth.WithLocalOperator(c), auth.WithPrincipal(c, st.Principals, reader)} {
 		sT, cT := mcp.NewInMemoryTransports()
 		ss, err := srv.Connect(sctx, sT, nil)
 		if err != nil {

@@ -68,7 +68,7 @@ type Services struct {
 	Tasks      *ledger.Service
 	Objects    *knowledge.Service
 	Sweepers   *sweeper.Controller
-	Principals *auth.Principals
+	Principals *auth.Service
 	// Bus, when set, hears of changes a call makes that the hub's viewers
 	// should see at once (a process asked to stop).
 	Bus *events.Bus

@@ -51,7 +51,7 @@ func newFullEnv(t *testing.T) fullEnv {
 	}
 	t.Cleanup(func() { s.Close() })
 
-	reg := sweeper.NewRegistry()
+	reg := s.Sweepers.Registry()
 	for _, sw := range []struct {
 		sw       stepSweeper
 		interval time.Duration
@@ -71,7 +71,7 @@ func newFullEnv(t *testing.T) fullEnv {
 			t.Errorf("StopAll: %v", err)
 		}
 	})
-	ctl := sweeper.NewController(reg, s.Sweepers)
+	ctl := s.Sweepers
 	logs := &bytes.Buffer{}
 	h := studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s.Tasks, Clock: c,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -172,30 +172,27 @@ func TestSweeperCardShowsLastErrorAndDisabled(t *testing.T) {
 	mustNotContain(t, "disabled card", off, "<button", "data-sweeper-action")
 }
 
-// brokenOverrides fails every override read.
-type brokenOverrides struct{}
-
-func (brokenOverrides) GetSweeperDesiredRunning(context.Context, string) (*bool, error) {
-	return nil, errors.New("override table on fire")
-}
-func (brokenOverrides) SetSweeperDesiredRunning(context.Context, string, bool) error { return nil }
-
 func TestSweeperListErrorRendersMessage(t *testing.T) {
 	var logs bytes.Buffer
-	reg := sweeper.NewRegistry()
-	if _, err := reg.Register(stepSweeper{id: "lease_reaper"}, sweeper.Options{Interval: time.Minute, ConfigEnabled: true}); err != nil {
+	// Sweeper control on a closed database: every override read fails.
+	dead, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "dead.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Close()
+	if _, err := dead.Sweepers.Registry().Register(stepSweeper{id: "lease_reaper"}, sweeper.Options{Interval: time.Minute, ConfigEnabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: sweeper.NewController(reg, brokenOverrides{}),
+	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: dead.Sweepers,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, target := range []string{"/", studio.SweepersFragmentPath} {
 		logs.Reset()
 		r := get(t, h, target)
 		wantHTML(t, r, http.StatusInternalServerError)
 		mustContain(t, target, r.body, "Could not load sweepers.")
-		mustNotContain(t, target, r.body, "on fire")
-		mustContain(t, "log", logs.String(), "level=ERROR", "studio: list sweepers", "override table on fire")
+		mustNotContain(t, target, r.body, "closed")
+		mustContain(t, "log", logs.String(), "level=ERROR", "studio: list sweepers", "closed")
 	}
 }
 
@@ -439,12 +436,11 @@ func (detailSweeper) Details() any {
 // TestSweeperCardShowsDetails: what a pass reported beyond its count is on
 // the card.
 func TestSweeperCardShowsDetails(t *testing.T) {
-	reg := sweeper.NewRegistry()
-	if _, err := reg.Register(detailSweeper{stepSweeper{id: "graph_health", count: 2}}, sweeper.Options{Interval: time.Hour, ConfigEnabled: true}); err != nil {
+	e := newEnv(t)
+	if _, err := e.store.Sweepers.Registry().Register(detailSweeper{stepSweeper{id: "graph_health", count: 2}}, sweeper.Options{Interval: time.Hour, ConfigEnabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t)
-	ctl := sweeper.NewController(reg, e.store.Sweepers)
+	ctl := e.store.Sweepers
 	if _, err := ctl.Start(context.Background(), "graph_health"); err != nil {
 		t.Fatal(err)
 	}

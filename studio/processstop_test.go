@@ -96,7 +96,7 @@ func TestProcessStopFromBrowser(t *testing.T) {
 	e := newEnv(t)
 	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
 	svc := liveness.NewService(e.store.Driver(), e.clock)
-	a := api.New(api.Config{Liveness: svc, Auth: auth.NewAuthenticator(e.store.Principals), Clock: e.clock,
+	a := api.New(api.Config{Liveness: svc, Auth: e.store.Principals, Clock: e.clock,
 		Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -106,7 +106,7 @@ func TestProcessStopFromBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret, _, err := auth.NewAuthenticator(e.store.Principals).Login(context.Background(), tok, e.clock.Now())
+		secret, _, err := e.store.Principals.Login(context.Background(), tok, e.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,33 +2,40 @@ package sweeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
 )
 
-// OverrideStore is the persistent override table as the controller needs it:
-// readable by the runners (Overrides) and writable by start/stop.
-type OverrideStore interface {
-	Overrides
-	SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error
-}
-
-// Controller is the operator's control of the sweepers of one process (the
-// service behind list_agents, agent_status, start_agent and stop_agent). Stop
-// writes the override AND stops the local runner, so every other node stops
-// at its next tick (or sooner through a change notification). Start writes the
-// override and starts the local runner only: a node whose loop is not running
-// has nothing that would read the override until it restarts. That asymmetry
-// is ADR-015's, deliberately.
+// Controller is the sweepers of one process and their persistent
+// start/stop overrides of ADR-015 (cks_sweeper_control): the service behind
+// list_agents, agent_status, start_agent and stop_agent, and the Overrides
+// every runner of its registry reads. Stop writes the override AND stops
+// the local runner, so every other node stops at its next tick (or sooner
+// through a change notification). Start writes the override and starts the
+// local runner only: a node whose loop is not running has nothing that
+// would read the override until it restarts. That asymmetry is ADR-015's,
+// deliberately. An override's rules are here too: an id is checked by
+// ValidateSweeperID before anything is read or written, an override is an
+// upsert dated by the clock that publishes cks.TopicSweeperControl in the
+// same transaction, and no row reads as no override (nil).
 type Controller struct {
+	db    driver.Driver
+	clock clock.Clock
 	reg   *Registry
-	store OverrideStore
 }
 
-// NewController returns a Controller of reg's runners that records overrides in s.
-func NewController(reg *Registry, s OverrideStore) *Controller {
-	return &Controller{reg: reg, store: s}
+// NewController returns the sweeper control of db, its overrides dated by
+// clk (the system clock when nil), over an empty registry the process
+// registers its runners in (Registry).
+func NewController(db driver.Driver, clk clock.Clock) *Controller {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Controller{db: db, clock: clk, reg: NewRegistry()}
 }
 
 // Registry returns the controlled registry.
@@ -60,7 +67,7 @@ func (c *Controller) Status(ctx context.Context, id string) (cks.SweeperStatus, 
 
 func (c *Controller) status(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
 	st := r.Status()
-	o, err := c.store.GetSweeperDesiredRunning(ctx, r.ID())
+	o, err := c.GetSweeperDesiredRunning(ctx, r.ID())
 	if err != nil {
 		return st, fmt.Errorf("read override of %s: %w", r.ID(), err)
 	}
@@ -91,7 +98,7 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (cks.Swee
 		name, _ := EnvNames(id)
 		return cks.SweeperStatus{}, fmt.Errorf("%w: %s is off (%s); the override table never enables it", ErrDisabledByConfig, id, name)
 	}
-	if err := c.store.SetSweeperDesiredRunning(ctx, id, running); err != nil {
+	if err := c.SetSweeperDesiredRunning(ctx, id, running); err != nil {
 		return cks.SweeperStatus{}, fmt.Errorf("record override of %s: %w", id, err)
 	}
 	if running {
@@ -103,4 +110,40 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (cks.Swee
 		return cks.SweeperStatus{}, err
 	}
 	return c.status(ctx, r)
+}
+
+// SetSweeperDesiredRunning records the override for id (an upsert that
+// also sets updated_at from the store's clock; it publishes a change on
+// TopicSweeperControl in the same transaction). An empty id is a
+// FieldError naming agent_id.
+func (c *Controller) SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error {
+	if err := ValidateSweeperID(id); err != nil {
+		return err
+	}
+	err := c.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		if err := ex.SweeperControlUpsert(ctx, id, running, driver.Time(c.clock.Now())); err != nil {
+			return err
+		}
+		return ex.Notify(ctx, cks.TopicSweeperControl)
+	})
+	if err != nil {
+		return fmt.Errorf("set sweeper control %q: %w", id, err)
+	}
+	return nil
+}
+
+// GetSweeperDesiredRunning returns the override, or nil when there is no
+// row. An empty id is a FieldError naming agent_id.
+func (c *Controller) GetSweeperDesiredRunning(ctx context.Context, id string) (*bool, error) {
+	if err := ValidateSweeperID(id); err != nil {
+		return nil, err
+	}
+	running, err := c.db.Executor().SweeperControlGet(ctx, id)
+	if errors.Is(err, driver.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get sweeper control %q: %w", id, err)
+	}
+	return &running, nil
 }
