@@ -25,11 +25,8 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
-	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/sweeper"
 )
 
 // CookieName is the cookie in which the studio keeps a browser's session:
@@ -40,21 +37,14 @@ const CookieName = "cks_session"
 
 // Config is what the API serves from.
 type Config struct {
-	Liveness *liveness.Service
-	// Tasks is the task ledger with its operator controls (ADR 0020); when
-	// nil the /v1/tasks endpoints are absent. A backend.Backend satisfies it.
-	Tasks *ledger.Service
-	// Objects is the knowledge store (ADR-007); when nil the /v1/objects
-	// endpoints are absent. A backend.Backend satisfies it.
-	Objects *knowledge.Service
-	// Sweepers controls this process's sweepers; when nil /v1/sweepers is absent.
-	Sweepers *sweeper.Controller
+	// Services are what the operations reach (the hub builds one for every
+	// surface); a nil service leaves its endpoints out. Their Principals
+	// authenticate every request, their Bus feeds /v1/events (a fresh one
+	// when nil), their Clock dates sessions and the health cache (the
+	// system clock when nil).
+	Services *ops.Services
 	// Collectors are extra Prometheus collectors served at /metrics.
 	Collectors []prometheus.Collector
-	// Clock tells the time for time-relative filters (default the system clock).
-	Clock clock.Clock
-	Auth  *auth.Service
-	Bus   *events.Bus
 	// MCP, when set, is mounted at /mcp behind auth.
 	MCP http.Handler
 	// Studio, when set, is mounted at / behind auth; its /login and /static/
@@ -99,11 +89,18 @@ func New(cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Bus == nil {
-		cfg.Bus = &events.Bus{}
+	svc := cfg.Services
+	if svc == nil {
+		svc = &ops.Services{}
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
+	if svc.Bus == nil {
+		svc.Bus = &events.Bus{}
+	}
+	if svc.Clock == nil {
+		svc.Clock = clock.System{}
+	}
+	if svc.Logger == nil {
+		svc.Logger = cfg.Logger
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
@@ -117,16 +114,16 @@ func New(cfg Config) *API {
 	if cfg.FailureClients <= 0 {
 		cfg.FailureClients = DefaultFailureClients
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux(),
-		fails: newFailureLimiter(cfg.Clock, cfg.Logger, cfg.FailureLimit, cfg.FailureWindow, cfg.FailureClients)}
+	a := &API{cfg: cfg, svc: svc, mux: http.NewServeMux(),
+		fails: newFailureLimiter(svc.Clock, cfg.Logger, cfg.FailureLimit, cfg.FailureWindow, cfg.FailureClients)}
 	a.streams, a.closeSt = context.WithCancel(context.Background())
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&processCollector{svc: cfg.Liveness, log: cfg.Logger})
+		&processCollector{svc: svc.Liveness, log: cfg.Logger})
 	reg.MustRegister(cfg.Collectors...)
-	if cfg.Sweepers != nil {
-		reg.MustRegister(sweeperCollector{reg: cfg.Sweepers.Registry()})
+	if svc.Sweepers != nil {
+		reg.MustRegister(sweeperCollector{reg: svc.Sweepers.Registry()})
 	}
 
 	// Public.
@@ -135,8 +132,6 @@ func New(cfg Config) *API {
 	a.mux.HandleFunc("POST /logout", a.logout)
 	// Authenticated: every operation of the table the services offer, each
 	// with the permission it needs (see Routes).
-	a.svc = &ops.Services{Liveness: cfg.Liveness, Tasks: cfg.Tasks, Objects: cfg.Objects, Sweepers: cfg.Sweepers,
-		Principals: cfg.Auth, Bus: cfg.Bus, Clock: cfg.Clock, Logger: cfg.Logger}
 	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version)
 	if err != nil {
 		panic(fmt.Sprintf("api: %v", err)) // the table's schemas are fixed at build time
@@ -285,12 +280,12 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// storageHealth runs cfg.Health at most once per HealthTTL (by cfg.Clock).
+// storageHealth runs cfg.Health at most once per HealthTTL (by the services' clock).
 func (a *API) storageHealth(ctx context.Context) error {
 	c := &a.health
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := a.cfg.Clock.Now()
+	now := a.svc.Clock.Now()
 	if c.ok && now.Sub(c.at) < HealthTTL {
 		return c.err
 	}
@@ -317,7 +312,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clearDeadlines(w) // the stream lasts as long as its client
-	ch, unsubscribe := a.cfg.Bus.Subscribe()
+	ch, unsubscribe := a.svc.Bus.Subscribe()
 	defer unsubscribe()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -366,12 +361,12 @@ func (a *API) principalOf(r *http.Request) (cks.Principal, error) {
 			return cks.Principal{}, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
 				auth.ErrUnauthenticated)
 		}
-		return a.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(tok))
+		return a.svc.Principals.Authenticate(r.Context(), strings.TrimSpace(tok))
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		return a.cfg.Auth.AuthenticateSession(r.Context(), c.Value, a.cfg.Clock.Now())
+		return a.svc.Principals.AuthenticateSession(r.Context(), c.Value, a.svc.Clock.Now())
 	}
-	return a.cfg.Auth.Authenticate(r.Context(), "") // the missing token's error
+	return a.svc.Principals.Authenticate(r.Context(), "") // the missing token's error
 }
 
 // presentsCredential reports whether r carries a credential at all (a
@@ -389,7 +384,7 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return r, err
 	}
-	return r.WithContext(auth.WithPrincipal(r.Context(), a.cfg.Auth, p)), nil
+	return r.WithContext(auth.WithPrincipal(r.Context(), a.svc.Principals, p)), nil
 }
 
 // authed answers 401 with a JSON error unless the request carries a valid
@@ -457,7 +452,7 @@ func (a *API) throttledLogin(w http.ResponseWriter, r *http.Request, wait time.D
 // Secure when the hub serves TLS itself.
 func (a *API) login(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimSpace(r.PostFormValue("token"))
-	secret, s, err := a.cfg.Auth.Login(r.Context(), tok, a.cfg.Clock.Now())
+	secret, s, err := a.svc.Principals.Login(r.Context(), tok, a.svc.Clock.Now())
 	if err != nil {
 		if !errors.Is(err, auth.ErrUnauthenticated) {
 			a.fail(w, r, err)
@@ -479,7 +474,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) {
 // never signs in again) and drops the cookie.
 func (a *API) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil {
-		if err := a.cfg.Auth.Logout(r.Context(), c.Value, a.cfg.Clock.Now()); err != nil {
+		if err := a.svc.Principals.Logout(r.Context(), c.Value, a.svc.Clock.Now()); err != nil {
 			a.fail(w, r, err) // the session still stands: say so rather than pretend
 			return
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
@@ -85,24 +86,13 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake,
 		t.Fatal(err)
 	}
 	bus := &events.Bus{}
-	cfg := api.Config{
-		Liveness: liveness.NewService(s.Driver(), c),
-		Tasks:    s.Tasks,
-		Objects:  s.Objects,
-		Sweepers: rt.Sweepers,
-		Clock:    c,
-		Auth:     s.Principals,
-		Bus:      bus,
-		Studio:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) }),
-		Version:  "test",
-	}
+	svc := &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers,
+		Clock: c, Principals: s.Principals, Bus: bus}
+	cfg := api.Config{Services: svc, Version: "test",
+		Studio: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })}
 	if full {
-		cfg.Studio = studio.New(cfg.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s.Tasks, Clock: c})
-		m := mcpserver.New(cfg.Liveness, "test")
-		mcpserver.AddTaskTools(m, s.Tasks)
-		mcpserver.AddSweeperTools(m, rt.Sweepers)
-		mcpserver.AddObjectTools(m, s.Objects)
-		cfg.MCP = mcpserver.HTTPHandler(m)
+		cfg.Studio = studio.New(svc.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s.Tasks, Clock: c})
+		cfg.MCP = mcpserver.HTTPHandler(mcpserver.NewServer("test", svc))
 	}
 	a := api.New(cfg)
 	srv := httptest.NewServer(a)

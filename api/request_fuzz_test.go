@@ -84,15 +84,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a := api.New(api.Config{
-		Liveness: liveness.NewService(s.Driver(), c),
-		Tasks:    s.Tasks,
-		Objects:  s.Objects,
-		Sweepers: rt.Sweepers,
-		Clock:    c,
-		Auth:     s.Principals,
-		Version:  "fuzz",
-	})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, Version: "fuzz"})
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
 		tb.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -292,7 +293,7 @@ func newThrottleHub(t *testing.T, cfg api.Config) *throttleHub {
 	}
 	tok, _ := dir.ReadToken()
 	log := &lockedBuffer{}
-	cfg.Liveness, cfg.Auth, cfg.Clock = liveness.NewService(s.Driver(), c), s.Principals, c
+	cfg.Services = &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Principals: s.Principals, Clock: c}
 	cfg.Logger = slog.New(slog.NewJSONHandler(log, nil))
 	cfg.Studio = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })
 	srv := httptest.NewServer(api.New(cfg))

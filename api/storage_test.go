@@ -27,6 +27,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -63,8 +64,7 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 
 	srv := mcpserver.New(liveness.NewService(s.Driver(), c), "test")
 	mcpserver.AddTaskTools(srv, s.Tasks)
-	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Auth: s.Principals, Clock: c,
-		Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Principals: s.Principals, Clock: c}, Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	f := &fixture{srv: hs, api: a, store: s, clock: c, token: tok}
@@ -120,8 +120,7 @@ func TestHealthzCachesTheStorageCheck(t *testing.T) {
 	f := newFixture(t)
 	calls := 0
 	var fault error
-	a := api.New(api.Config{Liveness: liveness.NewService(f.store.Driver(), f.clock), Auth: f.store.Principals, Clock: f.clock,
-		Health: func(context.Context) error { calls++; return fault }})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(f.store.Driver(), f.clock), Principals: f.store.Principals, Clock: f.clock}, Health: func(context.Context) error { calls++; return fault }})
 	get := func() (int, api.Health) { return healthz(t, a) }
 	for range 5 {
 		if code, h := get(); code != http.StatusOK || h.Status != "ok" || h.Storage != "ok" {
@@ -195,7 +194,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	a := api.New(api.Config{Liveness: liveness.NewService(s.Driver(), c), Auth: s.Principals, Clock: c, Health: s.StorageHealth})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Principals: s.Principals, Clock: c}, Health: s.StorageHealth})
 	probe := func() (int, api.Health) {
 		c.Advance(api.HealthTTL) // a fresh check, not the cached answer
 		return healthz(t, a)

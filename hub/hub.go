@@ -190,16 +190,13 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		}()
 	}
 
-	// One table of operations serves /v1, /mcp and the studio's reads.
-	mcpSrv := mcpserver.NewServer(cfg.Version, &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
-		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log})
+	// One table of operations serves /v1, /mcp and the studio's reads,
+	// over one set of services built here for every surface.
+	svc := &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
+		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log}
+	mcpSrv := mcpserver.NewServer(cfg.Version, svc)
 	a := api.New(api.Config{
-		Liveness: rt.Liveness,
-		Tasks:    st.Tasks,
-		Objects:  st.Objects,
-		Sweepers: rt.Sweepers,
-		Auth:     st.Principals,
-		Bus:      rt.Bus,
+		Services: svc,
 		MCP:      mcpserver.HTTPHandler(mcpSrv),
 		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st.Tasks,
 			Clock: cfg.Clock, StaleStopAfter: settings.StaleStopThreshold}),

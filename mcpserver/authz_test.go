@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -32,8 +33,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
 	mcpserver.AddObjectTools(e.srv, e.store.Objects)
-	a := api.New(api.Config{Liveness: liveness.NewService(e.store.Driver(), e.clock), Auth: e.store.Principals,
-		Clock: e.clock, MCP: mcpserver.HTTPHandler(e.srv)})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Principals: e.store.Principals, Clock: e.clock}, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	task, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "x"})

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
@@ -96,8 +97,7 @@ func TestProcessStopFromBrowser(t *testing.T) {
 	e := newEnv(t)
 	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
 	svc := liveness.NewService(e.store.Driver(), e.clock)
-	a := api.New(api.Config{Liveness: svc, Auth: e.store.Principals, Clock: e.clock,
-		Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: svc, Principals: e.store.Principals, Clock: e.clock}, Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	// sessionFor is the cookie of a browser signed in with a token of g.

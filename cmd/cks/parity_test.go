@@ -108,8 +108,7 @@ func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 	}
 	live := liveness.NewService(s.Driver(), c)
 	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals, Clock: c}
-	a := api.New(api.Config{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Auth: s.Principals,
-		MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
+	a := api.New(api.Config{Services: &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}
