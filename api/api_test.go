@@ -107,7 +107,7 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s store.Store, c *clock.Fake, full
 	a := api.New(cfg)
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
-		rt.Close(context.Background())
+		rt.Stop(context.Background())
 		a.CloseStreams()
 		srv.Close()
 		s.Close()

@@ -43,7 +43,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}
-	defer rt.Close(context.Background())
+	defer rt.Stop(context.Background())
 	srv := mcpserver.NewServer(version, &ops.Services{Liveness: rt.Liveness, Tasks: st, Objects: st,
 		Sweepers: rt.Sweepers, Principals: st, Bus: rt.Bus, Logger: log})
 	log.Info("mcp serving on stdio", "backend", st.Backend())

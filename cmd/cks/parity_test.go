@@ -109,7 +109,7 @@ func newParityHub(t *testing.T, s store.Store, c clock.Clock) *parityHub {
 	a := api.New(api.Config{Liveness: live, Tasks: s, Objects: s, Sweepers: rt.Sweepers, Clock: c, Auth: auth.NewAuthenticator(s),
 		MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
 	srv := httptest.NewServer(a)
-	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
+	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Stop(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}
 	_, h.admin = token(t, s, c, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
 	h.task = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID
