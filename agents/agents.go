@@ -112,64 +112,41 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	if opts.Background != nil {
 		// Deferred after the final heartbeat's defer, so it runs first: the
 		// background function has returned before the agent reads stopped.
-		bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
-		type ended struct {
-			err   error
-			early bool // it returned before the stop
+		bg := background(opts.Background, stop, log)
+		if err := bg.base.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("start the background work: %w", err)
 		}
-		bgDone := make(chan ended, 1)
-		go func() {
-			err := opts.Background(bgCtx)
-			early := bgCtx.Err() == nil
-			switch {
-			case early && err != nil:
-				log.Error("background work failed; stopping the agent", "err", err)
-			case early:
-				log.Info("background work ended; stopping the agent")
-			}
-			stop() // when it ended by itself, so does the agent
-			bgDone <- ended{err, early}
-		}()
 		defer func() {
-			bgCancel()
-			if e := <-bgDone; e.early && e.err != nil && err == nil {
-				err = e.err
+			if serr := bg.base.Stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
+				err = fmt.Errorf("stop the background work: %w", serr)
+			}
+			if bg.early && bg.err != nil && err == nil { // read after Stop waited for it
+				err = bg.err
 			}
 		}()
 	}
 
-	claims := resolve != nil && len(set.Types) > 0
-	wake := make(chan struct{}, 1)
-	if claims {
-		watchDone := make(chan struct{})
-		defer func() { stop(); <-watchDone }()
-		go func() {
-			defer close(watchDone)
-			st.Changes.WatchChanges(run, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when run ends
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			})
-		}()
-	}
-	// Say when the drain begins (signal or stop request alike).
-	drainLogged := make(chan struct{})
-	go func() {
-		defer close(drainLogged)
+	if resolve == nil || len(set.Types) == 0 {
 		<-run.Done()
 		log.Info(MsgDraining)
-	}()
-	defer func() { stop(); <-drainLogged }()
-	if !claims {
-		<-run.Done()
 		return nil
 	}
 	// The claim loop is a lifecycle.Base: started now, stopped once run
-	// ends (signal or stop request), its Stop waiting for the task in hand.
+	// ends (signal or stop request), its Stop waiting for the task in hand
+	// and for the watch that wakes it.
 	var panicked atomic.Value // what the claim loop panicked with
 	loop := lifecycle.New(lifecycle.Config{
 		Run: func(lctx context.Context) {
+			// The watch that wakes an idle claim loop lives as long as the
+			// loop: ended and waited for when it returns (or panics).
+			wake := make(chan struct{}, 1)
+			wctx, endWatch := context.WithCancel(lctx)
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				watchReady(wctx, st, wake)
+			}()
+			defer func() { endWatch(); <-watched }()
 			claimLoop(lctx, run, st, set, resolve, wake, rep,
 				worker.New(st.Tasks, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log, Changes: st.Changes}),
 				opts.Clock, log)
@@ -184,6 +161,7 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 		return fmt.Errorf("start the claim loop: %w", err)
 	}
 	<-run.Done()
+	log.Info(MsgDraining)
 	if err := loop.Stop(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("stop the claim loop: %w", err)
 	}
@@ -191,6 +169,49 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 		return fmt.Errorf("agents: the claim loop panicked: %v", v)
 	}
 	return nil
+}
+
+// backgroundWork is Options.Background on a lifecycle.Base: its context
+// ends at Stop, and when it returns before that it stops the agent (stop).
+// early and err are its outcome, read once Stop has waited for it.
+type backgroundWork struct {
+	base  *lifecycle.Base
+	early bool  // it returned (or panicked) before the stop
+	err   error // what it returned, or its panic
+}
+
+func background(f func(context.Context) error, stop context.CancelFunc, log *slog.Logger) *backgroundWork {
+	w := &backgroundWork{}
+	w.base = lifecycle.New(lifecycle.Config{
+		Run: func(ctx context.Context) {
+			err := f(ctx)
+			w.early, w.err = ctx.Err() == nil, err
+			switch {
+			case w.early && err != nil:
+				log.Error("background work failed; stopping the agent", "err", err)
+			case w.early:
+				log.Info("background work ended; stopping the agent")
+			}
+			stop() // when it ended by itself, so does the agent
+		},
+		OnPanic: func(v any, stack []byte) {
+			log.Error("background work panicked; stopping the agent", "panic", v, "stack", string(stack))
+			w.early, w.err = true, fmt.Errorf("agents: the background work panicked: %v", v)
+			stop()
+		},
+	})
+	return w
+}
+
+// watchReady sends on wake (without blocking) whenever tasks become ready,
+// until ctx ends.
+func watchReady(ctx context.Context, st Services, wake chan<- struct{}) {
+	st.Changes.WatchChanges(ctx, []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // returns nil when ctx ends
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // claimLoop claims tasks of set.Types one at a time and works each with ex

@@ -3,7 +3,9 @@ package agents_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
@@ -110,6 +113,96 @@ func TestClaimLoopPanic(t *testing.T) {
 		row, err := st.Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
 		if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) {
 			t.Fatalf("row after the panic %+v, %v", row, err)
+		}
+	})
+}
+
+// watching is a store that tracks its WatchChanges calls in progress, by
+// topic; the claim loop's wake watch takes a while to end after its
+// context does.
+type watching struct {
+	*notifier.Notifier
+	mu      sync.Mutex
+	running map[string]int // calls in progress, by their first topic
+	seen    map[string]bool
+}
+
+func (w *watching) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
+	w.mu.Lock()
+	w.running[topics[0]]++
+	w.seen[topics[0]] = true
+	w.mu.Unlock()
+	defer func() {
+		if topics[0] == cks.TopicTasksReady {
+			// A slow end is waited for. Only this package's own watch
+			// (the others' waits are their packages' tests): the waits of
+			// the others, ended at the same time, would cover it.
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.mu.Lock()
+		w.running[topics[0]]--
+		w.mu.Unlock()
+	}()
+	return w.Notifier.WatchChanges(ctx, topics, f)
+}
+
+// inProgress returns the topics of the calls in progress and of every
+// call made.
+func (w *watching) inProgress() (running, seen []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for topic, n := range w.running {
+		if n > 0 {
+			running = append(running, topic)
+		}
+	}
+	for topic := range w.seen {
+		seen = append(seen, topic)
+	}
+	slices.Sort(running)
+	slices.Sort(seen)
+	return running, seen
+}
+
+// TestRunStopsEverything: by the time Run returns, everything it started
+// has ended — the background work, the claim loop and its executor's abort
+// watch, the watch that wakes the claim loop, the reporter's stop watch —
+// not merely been told to.
+func TestRunStopsEverything(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		b := open(t)
+		w := &watching{Notifier: b.Changes, running: map[string]int{}, seen: map[string]bool{}}
+		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: w}
+		ctx, signal := context.WithCancel(context.Background())
+		defer signal()
+		var bgRunning sync.WaitGroup
+		bgRunning.Add(1)
+		bgEnded := make(chan struct{})
+		_, done := runWith(t, ctx, st, settings("enrichment", "enrich"),
+			func(context.Context, *worker.Attempt) (worker.Result, error) { return worker.Result{Output: "ok"}, nil },
+			agents.Options{Background: func(ctx context.Context) error {
+				bgRunning.Done()
+				<-ctx.Done()
+				close(bgEnded)
+				return nil
+			}})
+		bgRunning.Wait()
+		want := []string{cks.TopicAgentStop, cks.TopicTaskAborts, cks.TopicTasksReady}
+		waitUntil(t, "the agent's watches", func() bool {
+			running, _ := w.inProgress()
+			return slices.Equal(running, want)
+		})
+		signal()
+		if err := result(t, done); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-bgEnded:
+		default:
+			t.Fatal("Run returned before the background work ended")
+		}
+		if running, seen := w.inProgress(); len(running) != 0 {
+			t.Fatalf("watches still running after Run returned: %v (of %v)", running, seen)
 		}
 	})
 }

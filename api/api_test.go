@@ -97,7 +97,7 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake,
 	a := api.New(cfg)
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
-		rt.Close(context.Background())
+		rt.Stop(context.Background())
 		a.CloseStreams()
 		srv.Close()
 		s.Close()

@@ -96,7 +96,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	tb.Cleanup(func() {
 		conn.Close()
 		db.Close()
-		rt.Close(context.Background())
+		rt.Stop(context.Background())
 		a.CloseStreams()
 		s.Close()
 	})

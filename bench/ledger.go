@@ -14,6 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/lifecycle"
 )
 
 // LedgerConfig is one run of the ledger benchmark.
@@ -245,22 +246,22 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, worker int
 	return ctx.Err()
 }
 
-// ticker calls f every half second until the returned stop function is called.
+// ticker calls f every half second, on a lifecycle.Base, until the
+// returned stop function is called; stop waits for the loop to end.
 func ticker(f func()) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
+	b := lifecycle.New(lifecycle.Config{Run: func(ctx context.Context) {
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 				f()
 			}
 		}
-	}()
-	return func() { close(done); <-finished }
+	}})
+	// Without an Init or a deadline, Start and Stop return nil.
+	b.Start(context.Background())                  //nolint:errcheck
+	return func() { b.Stop(context.Background()) } //nolint:errcheck
 }

@@ -199,13 +199,12 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 	if err != nil {
 		return res, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	ran := make(chan struct{})
 	begin := time.Now()
-	go func() {
-		defer close(ran)
-		o.Run(rctx) //nolint:errcheck // returns nil when rctx ends
-	}()
+	// A service, as a hub runs it: started here, stopped (its workers
+	// waited for) once the probes are done.
+	if err := o.Start(ctx); err != nil {
+		return res, err
+	}
 	// Completion is read from the store every 20 ms (the run's resolution).
 	var n int
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -250,8 +249,9 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 			time.Sleep(time.Millisecond)
 		}
 	}
-	cancel()
-	<-ran
+	if serr := o.Stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
+		err = serr
+	}
 	unsub()
 	<-collected
 	if err != nil {

@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
-		if err := rt.Close(cctx); err != nil {
+		if err := rt.Stop(cctx); err != nil {
 			log.Warn("stopping sweepers", "err", err)
 		}
 	}()

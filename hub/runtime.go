@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -92,12 +93,18 @@ type RuntimeConfig struct {
 	// NoChangeWatch turns off the change-notification fast path, leaving only
 	// the per-tick override check (for tests and measurements of that path).
 	NoChangeWatch bool
+	// Changes carries the fast path's notifications; the backend's own
+	// (notifier.Notifier) when nil.
+	Changes interface {
+		WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
+	}
 	// OnSweep, if set, is called after every sweeper pass (for metrics).
 	OnSweep func(id string, d time.Duration, count int, err error)
 }
 
 // Runtime is one process's event bus, sweepers and the watchers that feed
-// them, over one store. Several Runtimes (hubs) may share a store: sweeper
+// them, over one store; the watchers run on a lifecycle.Base, as each
+// sweeper runner does. Several Runtimes (hubs) may share a store: sweeper
 // overrides are read from it at start, at every tick, and at once when a
 // change notification arrives.
 type Runtime struct {
@@ -106,9 +113,9 @@ type Runtime struct {
 	Liveness *liveness.Service
 	Sweepers *sweeper.Controller
 
-	cfg    RuntimeConfig
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg RuntimeConfig
+	// watchers runs watch from Start until Stop.
+	watchers *lifecycle.Base
 }
 
 // NewRuntime registers the sweepers with cfg.Settings (zero Settings: every
@@ -122,6 +129,9 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	}
 	if cfg.WatchInterval <= 0 {
 		cfg.WatchInterval = time.Second
+	}
+	if cfg.Changes == nil {
+		cfg.Changes = st.Changes
 	}
 	set := cfg.Settings
 	if set.Sweepers == nil {
@@ -159,13 +169,17 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	return &Runtime{
+	rt := &Runtime{
 		Store:    st,
 		Bus:      bus,
 		Liveness: liveness.NewService(st.Driver(), cfg.Clock),
 		Sweepers: st.Sweepers,
 		cfg:      cfg,
-	}, nil
+	}
+	rt.watchers = lifecycle.New(lifecycle.Config{Run: rt.watch, OnPanic: func(v any, stack []byte) {
+		cfg.Logger.Error("hub watchers panicked; no more process or sweeper control events", "panic", v, "stack", string(stack))
+	}})
+	return rt, nil
 }
 
 func durationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
@@ -181,28 +195,37 @@ func durationSetting(getenv func(string) string, name string, def time.Duration)
 }
 
 // Start starts every config-enabled sweeper whose stored override is not
-// false, and the background watchers. It returns once they are running.
+// false, and the background watchers. It returns once they are running; a
+// Start of a running Runtime starts nothing more.
 func (rt *Runtime) Start(ctx context.Context) error {
-	bg, cancel := context.WithCancel(context.Background())
-	rt.cancel = cancel
-	rt.done = make(chan struct{})
 	if err := rt.Sweepers.Registry().StartAll(ctx, rt.Store.Sweepers); err != nil {
 		// A failed override read leaves that sweeper stopped; say so, go on.
 		rt.cfg.Logger.Error("starting sweepers", "err", err)
 	}
-	watchers := []func(){
-		func() {
-			rt.Liveness.Watch(bg, rt.cfg.WatchInterval,
-				func() { rt.Bus.Publish(events.Event{Type: events.ProcessesChanged, At: rt.cfg.Clock.Now()}) },
-				func(err error) { rt.cfg.Logger.Warn("liveness watch", "err", err) })
-		},
-	}
+	return rt.watchers.Start(ctx)
+}
+
+// Stop stops the sweepers and the watchers and waits for them, unless ctx
+// ends first. Stopping twice is stopping once; Start starts them again.
+func (rt *Runtime) Stop(ctx context.Context) error {
+	return errors.Join(rt.Sweepers.Registry().StopAll(ctx), rt.watchers.Stop(ctx))
+}
+
+// watch is the watchers' loop: the liveness watch and the sweeper control
+// watch, until ctx ends (Stop).
+func (rt *Runtime) watch(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		rt.Liveness.Watch(ctx, rt.cfg.WatchInterval,
+			func() { rt.Bus.Publish(events.Event{Type: events.ProcessesChanged, At: rt.cfg.Clock.Now()}) },
+			func(err error) { rt.cfg.Logger.Warn("liveness watch", "err", err) })
+	})
 	if !rt.cfg.NoChangeWatch {
-		watchers = append(watchers, func() {
+		wg.Go(func() {
 			// The fast path of ADR-015's cross-node stop: a change to the
 			// override table, made by any node, wakes every local runner to
 			// re-read its override now instead of at its next tick.
-			err := rt.Store.Changes.WatchChanges(bg, []string{cks.TopicSweeperControl}, func(string) {
+			err := rt.cfg.Changes.WatchChanges(ctx, []string{cks.TopicSweeperControl}, func(string) {
 				for _, r := range rt.Sweepers.Registry().Runners() {
 					r.Poke()
 				}
@@ -213,20 +236,5 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			}
 		})
 	}
-	var wg sync.WaitGroup
-	for _, w := range watchers {
-		wg.Go(w)
-	}
-	go func() { wg.Wait(); close(rt.done) }()
-	return nil
-}
-
-// Close stops the sweepers and the watchers and waits for them.
-func (rt *Runtime) Close(ctx context.Context) error {
-	err := rt.Sweepers.Registry().StopAll(ctx)
-	if rt.cancel != nil {
-		rt.cancel()
-		<-rt.done
-	}
-	return err
+	wg.Wait()
 }

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -40,7 +43,7 @@ func newRuntime(t testing.TB, st *backend.Backend, vars map[string]string, noWat
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	t.Cleanup(func() { rt.Stop(context.Background()) })
 	return rt
 }
 
@@ -78,7 +81,7 @@ func TestOverridePersistsAcrossRestarts(t *testing.T) {
 		if _, err := rt1.Sweepers.Stop(ctx, sweeper.LeaseReaperID); err != nil {
 			t.Fatal(err)
 		}
-		rt1.Close(ctx)
+		rt1.Stop(ctx)
 
 		rt2 := newRuntime(t, open(t), nil, false) // a restart
 		if running(t, rt2, sweeper.LeaseReaperID) {
@@ -91,7 +94,7 @@ func TestOverridePersistsAcrossRestarts(t *testing.T) {
 		if err != nil || !st.Running || st.DesiredRunning == nil || !*st.DesiredRunning {
 			t.Fatalf("start: %+v %v", st, err)
 		}
-		rt2.Close(ctx)
+		rt2.Stop(ctx)
 
 		rt3 := newRuntime(t, open(t), nil, false)
 		if !running(t, rt3, sweeper.LeaseReaperID) {
@@ -220,4 +223,61 @@ func waitStatus(t testing.TB, rt *hub.Runtime, id string, cond func(cks.SweeperS
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// watching is a store that counts its WatchChanges calls in progress; each
+// takes a while to end after its context does.
+type watching struct {
+	*notifier.Notifier
+	running atomic.Int64
+	begun   chan struct{} // a send when a call begins
+}
+
+func (w *watching) WatchChanges(ctx context.Context, topics []string, f func(string)) error {
+	w.running.Add(1)
+	defer w.running.Add(-1)
+	w.begun <- struct{}{}
+	err := w.Notifier.WatchChanges(ctx, topics, f)
+	time.Sleep(50 * time.Millisecond) // a slow end is waited for
+	return err
+}
+
+// TestStopEndsTheWatchers: Stop returns only once the runtime's watchers
+// have ended — the sweeper control watch returned, the liveness watch's
+// ticker stopped (with the sweepers' timers) — a second Stop does nothing,
+// and Start starts them again.
+func TestStopEndsTheWatchers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st := open(t)
+		w := &watching{Notifier: st.Changes, begun: make(chan struct{}, 10)}
+		c := clock.NewFake(time.Now())
+		rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Clock: c, Changes: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 2 {
+			if err := rt.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-w.begun:
+			case <-ctx.Done():
+				t.Fatalf("round %d: the sweeper control watch did not start", round)
+			}
+			// The liveness watch's ticker and the seven sweepers' timers.
+			if err := c.WaitArmed(ctx, 8); err != nil {
+				t.Fatalf("round %d: %d timers armed: %v", round, c.Armed(), err)
+			}
+			for range 2 {
+				if err := rt.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n, armed := w.running.Load(), c.Armed(); n != 0 || armed != 0 {
+					t.Fatalf("round %d: after Stop, %d watches running and %d timers armed", round, n, armed)
+				}
+			}
+		}
+	})
 }

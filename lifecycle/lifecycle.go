@@ -1,6 +1,8 @@
 // Package lifecycle is the one start/stop base of every background loop of
 // cks (the sweeper runners, the liveness reporter, the lease keeper, the
-// pipeline orchestrator, the agent's claim loop): a Base runs a loop
+// pipeline orchestrator, the agent's claim loop and background work, the
+// notifier's listener, the SQLite WAL checkpointer, the worker's abort
+// watch, the hub runtime's watchers): a Base runs a loop
 // function on its own goroutine from Start until Stop, with the semantics
 // ADR-015 asks of the sweeper runners, the strictest of them.
 //

@@ -29,7 +29,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	t.Cleanup(func() { rt.Stop(context.Background()) })
 	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
 	mcpserver.AddObjectTools(e.srv, e.store.Objects)

@@ -21,7 +21,7 @@ func TestSweeperTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	t.Cleanup(func() { rt.Stop(context.Background()) })
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
 	cs := connectInMemory(t, e.srv)
 

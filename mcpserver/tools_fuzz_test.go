@@ -115,7 +115,7 @@ func newToolHub(tb testing.TB) *toolHub {
 		}
 		h.version.Close()
 		db.Close()
-		rt.Close(context.Background())
+		rt.Stop(context.Background())
 		st.Close()
 	})
 	return h

@@ -4,7 +4,9 @@
 // watcher comes, reconnects it when it is lost, and fans the topics out to
 // every watcher. However many waiters a process has — abort waits, agents,
 // the pipeline, the studio's event stream — it holds one connection for
-// them (River's internal/notifier is the model).
+// them (River's internal/notifier is the model). The listener's loop is a
+// lifecycle.Base: started by the first watcher, stopped (and waited for) by
+// Close.
 package notifier
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/lifecycle"
 )
 
 // Reconnect timing: the first wait after a lost or failed connection, doubled
@@ -36,14 +39,12 @@ var ErrClosed = fmt.Errorf("notifier: closed: %w", cks.ErrConflict)
 type Notifier struct {
 	listener func() driver.Listener
 	log      *slog.Logger
+	base     *lifecycle.Base // runs run: started by subscribe, stopped by Close
 
 	mu        sync.Mutex
 	watchers  map[*watcher]struct{}
 	connected bool
-	started   bool
 	closed    bool
-	stop      context.CancelFunc
-	done      chan struct{}
 	closing   chan struct{} // closed by Close: ends every WatchChanges
 }
 
@@ -54,8 +55,12 @@ func New(newListener func() driver.Listener, log *slog.Logger) *Notifier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, done: make(chan struct{}),
-		closing: make(chan struct{})}
+	n := &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, closing: make(chan struct{})}
+	n.base = lifecycle.New(lifecycle.Config{Run: n.run, OnPanic: func(v any, stack []byte) {
+		// The next watcher starts it again.
+		log.Error("change listener panicked", "panic", v, "stack", string(stack))
+	}})
+	return n
 }
 
 // watcher is one WatchChanges call: the topics it wants and those delivered
@@ -153,15 +158,15 @@ func (n *Notifier) subscribe(w *watcher) error {
 	if n.closed {
 		return ErrClosed
 	}
+	// A no-op while the loop runs. Under n.mu, so it is ordered before
+	// Close's Stop: Close marks the Notifier closed under n.mu first. The
+	// loop has none of the watcher's context (values or cancellation).
+	if err := n.base.Start(context.Background()); err != nil {
+		return err
+	}
 	n.watchers[w] = struct{}{}
 	if n.connected {
 		w.add(w.all())
-	}
-	if !n.started {
-		n.started = true
-		ctx, cancel := context.WithCancel(context.Background())
-		n.stop = cancel
-		go n.run(ctx)
 	}
 	return nil
 }
@@ -193,9 +198,8 @@ func (n *Notifier) deliver(topics []string) {
 	}
 }
 
-// run keeps the listener connected until ctx ends.
+// run keeps the listener connected until ctx ends (Close).
 func (n *Notifier) run(ctx context.Context) {
-	defer close(n.done)
 	wait := ReconnectMin
 	for {
 		l := n.listener()
@@ -230,18 +234,14 @@ func (n *Notifier) run(ctx context.Context) {
 }
 
 // Close ends the listener and every WatchChanges still running (they
-// return ErrClosed); it waits for the connection to be closed. Closing
-// twice is closing once.
+// return ErrClosed); it stops the listener's loop and waits for it to end,
+// the connection closed. Closing twice is closing once.
 func (n *Notifier) Close() {
 	n.mu.Lock()
 	if !n.closed {
 		n.closed = true
 		close(n.closing)
 	}
-	started, stop := n.started, n.stop
 	n.mu.Unlock()
-	if started {
-		stop()
-		<-n.done
-	}
+	n.base.Stop(context.Background()) //nolint:errcheck // without a deadline Stop only returns nil
 }

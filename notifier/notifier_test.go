@@ -216,3 +216,69 @@ func connect(t testing.TB, url string) *pgx.Conn {
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
 }
+
+// fakeListener connects at once and waits for topics until its context
+// ends; it counts the calls in progress and the Closes.
+type fakeListener struct {
+	mu      sync.Mutex
+	waiting int // WaitForTopics calls in progress
+	closes  int
+	waits   chan struct{} // a send when a WaitForTopics begins
+}
+
+func (f *fakeListener) Connect(context.Context) error { return nil }
+
+func (f *fakeListener) WaitForTopics(ctx context.Context) ([]string, error) {
+	f.mu.Lock()
+	f.waiting++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.waiting--
+		f.mu.Unlock()
+	}()
+	f.waits <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (f *fakeListener) Close(context.Context) error {
+	f.mu.Lock()
+	f.closes++
+	f.mu.Unlock()
+	return nil
+}
+
+// TestCloseStopsTheListenerLoop: nothing runs before the first watcher;
+// once one came, Close returns only after the listener's loop has ended —
+// its wait returned and the connection closed — and a second Close does
+// nothing more.
+func TestCloseStopsTheListenerLoop(t *testing.T) {
+	f := &fakeListener{waits: make(chan struct{}, 1)}
+	made := 0
+	n := notifier.New(func() driver.Listener { made++; return f }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.WatchChanges(ctx, []string{"alpha"}, func(string) {}) }()
+	select {
+	case <-f.waits:
+	case <-time.After(time.Minute):
+		t.Fatal("the listener loop did not start within a minute")
+	}
+	n.Close()
+	f.mu.Lock()
+	waiting, closes := f.waiting, f.closes
+	f.mu.Unlock()
+	if waiting != 0 || closes != 1 || made != 1 {
+		t.Fatalf("after Close: %d waits in progress, %d closes, %d listeners made; want 0, 1, 1", waiting, closes, made)
+	}
+	if err := <-done; !errors.Is(err, notifier.ErrClosed) {
+		t.Fatalf("WatchChanges: %v, want ErrClosed", err)
+	}
+	n.Close()
+	if f.closes != 1 {
+		t.Fatalf("a second Close closed the listener again (%d closes)", f.closes)
+	}
+	goleak.VerifyNone(t)
+}

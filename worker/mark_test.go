@@ -338,6 +338,26 @@ func TestWatchLifetime(t *testing.T) {
 	})
 }
 
+// TestReleaseStopsTheWatch: release returns only once the watch's
+// goroutine has ended, its WatchChanges returned; releasing again does
+// nothing.
+func TestReleaseStopsTheWatch(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		c := newCounted(open(t))
+		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+		release := ex.Watch(ctx(t))
+		wait(t, c.checked, "the watch to be established")
+		release()
+		if n := c.watches.Load(); n != 0 {
+			t.Fatalf("%d watches still running after release", n)
+		}
+		if m := ex.Mark(); m != (worker.Mark{}) {
+			t.Fatal("a mark of a released watch")
+		}
+		release()
+	})
+}
+
 // startRun runs task on ex with resolve and p on a goroutine; started is
 // closed when the resolver begins, out receives the report.
 func startRun(t testing.TB, ex *worker.Executor, task cks.ClaimedTask, resolve worker.Resolver,

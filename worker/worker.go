@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lease"
+	"github.com/cks-dev/cks/lifecycle"
 )
 
 // Store is the part of the ledger an executor uses.
@@ -141,13 +142,15 @@ type running struct {
 	abort context.CancelCauseFunc
 }
 
-// watch is one WatchChanges of the executor's. calls (under Executor.mu)
-// counts the calls of its callback, the establishing one included; each
-// call adds one and takes the runs it checks in the same critical section.
+// watch is one WatchChanges of the executor's, run by a lifecycle.Base of
+// its own: an executor's watch is started when a run or a hold needs one
+// and stopped when none does, and a watch being stopped must not stop the
+// one started after it. calls (under Executor.mu) counts the calls of its
+// callback, the establishing one included; each call adds one and takes
+// the runs it checks in the same critical section.
 type watch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	calls  uint64
+	base  *lifecycle.Base
+	calls uint64
 }
 
 // Mark is a point in the life of an Executor's abort watch, taken (Mark)
@@ -432,23 +435,31 @@ func (e *Executor) startLocked() {
 	if e.watch != nil || e.opts.Changes == nil {
 		return
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	w := &watch{cancel: cancel, done: make(chan struct{})}
+	w := &watch{}
+	w.base = lifecycle.New(lifecycle.Config{
+		Run: func(ctx context.Context) {
+			// A watch that ended by itself (the store closed, or a panic)
+			// is no longer the executor's: a Mark of it is void, and the
+			// next run starts another.
+			defer func() {
+				e.mu.Lock()
+				if e.watch == w {
+					e.watch = nil
+				}
+				e.mu.Unlock()
+			}()
+			err := e.opts.Changes.WatchChanges(ctx, []string{cks.TopicTaskAborts}, func(string) { e.check(ctx, w) })
+			if err != nil {
+				e.log.Warn("abort watch ended", "err", err)
+			}
+		},
+		OnPanic: func(v any, stack []byte) {
+			e.log.Error("abort watch panicked", "panic", v, "stack", string(stack))
+		},
+	})
 	e.watch = w
-	go func() {
-		defer close(w.done)
-		err := e.opts.Changes.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) { e.check(wctx, w) })
-		if err != nil {
-			e.log.Warn("abort watch ended", "err", err)
-		}
-		// A watch that ended by itself (the store closed) is no longer the
-		// executor's: a Mark of it is void, and the next run starts another.
-		e.mu.Lock()
-		if e.watch == w {
-			e.watch = nil
-		}
-		e.mu.Unlock()
-	}()
+	// A Base of its own never waits for a lock or an earlier run.
+	w.base.Start(context.Background()) //nolint:errcheck // nil without an Init or a deadline
 }
 
 // idleLocked detaches and returns the watch when neither a run nor a hold
@@ -466,8 +477,7 @@ func (e *Executor) idleLocked() *watch {
 // stop ends w and waits for its goroutine; a nil w is nothing to stop.
 func (w *watch) stop() {
 	if w != nil {
-		w.cancel()
-		<-w.done
+		w.base.Stop(context.Background()) //nolint:errcheck // nil without a deadline
 	}
 }
 

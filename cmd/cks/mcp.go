@@ -43,7 +43,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}
-	defer rt.Close(context.Background())
+	defer rt.Stop(context.Background())
 	srv := mcpserver.NewServer(version, &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
 		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Logger: log})
 	log.Info("mcp serving on stdio", "backend", st.Dialect())

@@ -110,7 +110,7 @@ func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals, Clock: c}
 	a := api.New(api.Config{Services: &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
 	srv := httptest.NewServer(a)
-	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Close(context.Background()) })
+	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Stop(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}
 	_, h.admin = token(t, s, c, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
 	h.task = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID

@@ -3,9 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/cks-dev/cks/lifecycle"
 )
 
 // checkpointInterval is the least time between two checkpoints: while
@@ -22,12 +25,12 @@ const checkpointInterval = 250 * time.Millisecond
 // own, runs a PASSIVE checkpoint (which waits for no writer or reader) after
 // commits, at most once per checkpointInterval — as Litestream does.
 // Whatever is left when the last connection to the file closes, SQLite
-// checkpoints then.
+// checkpoints then. The goroutine is a lifecycle.Base: started with the
+// Driver, stopped (and waited for) by its Close.
 type checkpointer struct {
 	db   *sql.DB
 	wake chan struct{}
-	stop context.CancelFunc
-	done chan struct{}
+	base *lifecycle.Base
 
 	mu sync.Mutex
 	// runs counts the checkpoints that ran; last is the latest one's
@@ -44,16 +47,23 @@ type checkpoint struct {
 }
 
 // startCheckpointer opens the checkpoint connection of path and starts its
-// goroutine; Close ends both.
-func startCheckpointer(path string) (*checkpointer, error) {
+// goroutine; close ends both.
+func startCheckpointer(ctx context.Context, path string) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn(path, url.Values{"_pragma": {"busy_timeout(0)"}}))
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	ctx, stop := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
-	go c.loop(ctx)
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1)}
+	c.base = lifecycle.New(lifecycle.Config{Run: c.loop, OnPanic: func(v any, stack []byte) {
+		// The WAL then grows until the last connection closes; reads
+		// still find every page.
+		slog.Default().Error("sqlite: the WAL checkpointer panicked; no more checkpoints", "panic", v, "stack", string(stack))
+	}})
+	if err := c.base.Start(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -66,8 +76,9 @@ func (c *checkpointer) poke() {
 	}
 }
 
+// loop is the Base's loop: a checkpoint after each poke, at most one per
+// checkpointInterval, until ctx ends.
 func (c *checkpointer) loop(ctx context.Context) {
-	defer close(c.done)
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,9 +107,9 @@ func (c *checkpointer) loop(ctx context.Context) {
 	}
 }
 
-// close stops the goroutine and closes the connection.
+// close stops the goroutine, waits for it to end and closes the
+// connection.
 func (c *checkpointer) close() error {
-	c.stop()
-	<-c.done
+	c.base.Stop(context.Background()) //nolint:errcheck // without a deadline Stop only returns nil
 	return c.db.Close()
 }

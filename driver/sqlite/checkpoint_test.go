@@ -60,3 +60,26 @@ func TestCheckpointsOffTheWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseStopsTheCheckpointer: the checkpointer's goroutine runs from
+// Open, and Close returns only once it has ended.
+func TestCloseStopsTheCheckpointer(t *testing.T) {
+	d, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := sqlite.CheckpointerStopped(d)
+	select {
+	case <-stopped:
+		t.Fatal("the checkpointer is not running after Open")
+	default:
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("Close returned before the checkpointer's goroutine ended")
+	}
+}

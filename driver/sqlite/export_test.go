@@ -46,3 +46,7 @@ func WriterPragma(ctx context.Context, d *Driver, name string) (int, error) {
 	err := d.writer.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
 	return v, err
 }
+
+// CheckpointerStopped returns a channel closed once d's checkpointer
+// goroutine has ended.
+func CheckpointerStopped(d *Driver) <-chan struct{} { return d.ckpt.base.Stopped() }

@@ -143,7 +143,7 @@ func Open(ctx context.Context, path string, opts ...driver.Option) (*Driver, err
 	reader.SetMaxOpenConns(readerConns)
 	d.reader = reader
 	if !d.readOnly {
-		if d.ckpt, err = startCheckpointer(path); err != nil {
+		if d.ckpt, err = startCheckpointer(ctx, path); err != nil {
 			reader.Close()
 			writer.Close()
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
