@@ -25,7 +25,9 @@ type StoppedFirstQuery struct {
 	// Rest are the states listed after the STOPPED tasks: nil for every
 	// state but STOPPED, empty for none.
 	Rest []cks.TaskState
-	// MaxStopped bounds the STOPPED tasks listed (0: every one).
+	// MaxStopped, when set, lists the STOPPED tasks of one page of at most
+	// that many (and at most cks.MaxPageBytes), MoreStopped saying whether
+	// there are more; 0 lists every one, page after page.
 	MaxStopped int
 }
 
@@ -50,10 +52,10 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	out := StoppedFirst{Tasks: []cks.Task{}}
 	if q.After == 0 {
 		f := cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, Types: q.Types, Limit: cks.MaxListLimit}
+		if q.MaxStopped > 0 {
+			f.Limit = min(cks.MaxListLimit, q.MaxStopped)
+		}
 		for {
-			if q.MaxStopped > 0 {
-				f.Limit = min(cks.MaxListLimit, q.MaxStopped-len(out.Tasks))
-			}
 			page, err := l.ListTasks(ctx, f)
 			if err != nil {
 				return out, err
@@ -62,7 +64,7 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 			if page.Next == 0 {
 				break
 			}
-			if q.MaxStopped > 0 && len(out.Tasks) >= q.MaxStopped {
+			if q.MaxStopped > 0 {
 				out.MoreStopped = true
 				break
 			}
@@ -96,8 +98,9 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 // ListInOrder lists the page of f in order, the rule of list_tasks on every
 // surface: by task_id (cks.TaskOrderByID, also the empty order), or
 // cks.TaskOrderStoppedFirst — ListStoppedFirst over f's types and page,
-// with every STOPPED task up to cks.MaxListLimit heading the first page
-// (Stopped says how many, MoreStopped that there are more). The STOPPED
+// one page of STOPPED tasks (up to cks.MaxListLimit) heading the first
+// page (Stopped says how many, MoreStopped that there are more), so the
+// answer is at most two pages. The STOPPED
 // head lists every state's holds, so stopped_first takes no state filter
 // (f.States, f.StateChangedBefore); an order that is neither is refused,
 // naming the input's field order.
