@@ -30,8 +30,30 @@ type ListTasksInput struct {
 	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 	// StoppedLongerThan selects the STOPPED tasks whose state has not
 	// changed for at least this long, relative to now.
-	StoppedLongerThan string `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: only STOPPED tasks held at least that long (no state filter with it)"`
+	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: only STOPPED tasks held at least that long (no state filter with it)"`
+	// Order is how the page is ordered (package ledger, ListInOrder).
+	Order TaskOrder `json:"order,omitempty" jsonschema:"id (the default): by task_id, oldest first; stopped_first: every STOPPED task (up to 1000), longest held first, heads the first page, then a page of the tasks in every other state (no state filter or stopped_longer_than with it)"`
 }
+
+// TaskOrder is the order of a list_tasks page.
+type TaskOrder string
+
+// The orders of list_tasks.
+const (
+	// TaskOrderByID lists tasks by task_id, oldest first (the default).
+	TaskOrderByID TaskOrder = "id"
+	// TaskOrderStoppedFirst heads the first page with the STOPPED tasks,
+	// longest held first, before a page of the others: the operator's
+	// view of the ledger (ADR 0020: the holds nothing runs until someone
+	// starts them, first and prominently).
+	TaskOrderStoppedFirst TaskOrder = "stopped_first"
+)
+
+// Duration is a Go duration written as text ("30s", "2m", "24h"): the type
+// of an input field that holds one, so that a surface reading the field
+// from text (the CLI's flags) reads it as a duration. The operation parses
+// it and refuses one that does not parse, naming the field.
+type Duration string
 
 // ListTasksInputOf is the input of list_tasks that selects what f does
 // (its states, types, cursor and limit).
@@ -68,7 +90,7 @@ type TaskReasonInput struct {
 type AbortWait struct {
 	// Deadline is a Go duration such as "30s", from 1ms to 10m; empty for
 	// DefaultAbortDeadline.
-	Deadline string `json:"deadline,omitempty" jsonschema:"how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s)"`
+	Deadline Duration `json:"deadline,omitempty" jsonschema:"how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s)"`
 	// Wait, default true, makes the call wait up to Deadline for the
 	// confirmation; false answers at once with the abort abort_pending.
 	Wait *bool `json:"wait,omitempty" jsonschema:"wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending"`
@@ -81,7 +103,7 @@ func (a AbortWait) Parse() (time.Duration, bool, error) {
 		return 0, wait, nil
 	}
 	// As written: " 30s" is not a duration on the command line or in Go.
-	dur, err := time.ParseDuration(a.Deadline)
+	dur, err := time.ParseDuration(string(a.Deadline))
 	if err != nil {
 		return 0, wait, &FieldError{Field: "deadline",
 			Expected: fmt.Sprintf("a duration such as 30s or 2m (empty for the default %s), got %q", DefaultAbortDeadline, a.Deadline)}

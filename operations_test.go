@@ -12,7 +12,7 @@ import (
 // was accepted once, though neither Go nor the command line takes it.
 func TestAbortWaitDeadline(t *testing.T) {
 	for _, c := range []struct {
-		in   string
+		in   cks.Duration
 		want time.Duration
 		bad  bool
 	}{

@@ -318,4 +318,11 @@ type TaskPage struct {
 	// Next is the cursor of the following page (the last task_id of this
 	// one), or 0 when this page is the last.
 	Next int64 `json:"next_cursor,omitempty"`
+	// Stopped, on a page listed in order stopped_first, is how many of
+	// Tasks, at its head, are STOPPED (0 on a later page); nil in any
+	// other order.
+	Stopped *int `json:"stopped,omitempty"`
+	// MoreStopped, on a page listed in order stopped_first, is set when
+	// more tasks are STOPPED than its head lists.
+	MoreStopped bool `json:"more_stopped,omitempty"`
 }

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -195,21 +196,32 @@ func writeAnswer(w http.ResponseWriter, status int, v any, pretty bool) {
 	if !pretty {
 		switch p := v.(type) {
 		case cks.TaskPage:
-			writeRows(w, enc, "tasks", p.Tasks, p.Next)
+			rest := p
+			rest.Tasks = nil
+			writeRows(w, enc, "tasks", p.Tasks, rest)
 			return
 		case cks.ObjectPage:
-			writeRows(w, enc, "objects", p.Objects, p.Next)
+			rest := p
+			rest.Objects = nil
+			writeRows(w, enc, "objects", p.Objects, rest)
 			return
 		}
 	}
 	enc.Encode(v) //nolint:errcheck // the client went away
 }
 
-// writeRows streams a page ({"KEY":[rows…],"next_cursor":next}, as the
-// page's own encoding writes it, but [] for no rows) one row at a time, so
-// an answer of many rows is never built whole beside the rows themselves.
-func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, next int64) {
-	if _, err := io.WriteString(w, `{"`+key+`":[`); err != nil {
+// writeRows streams a page ({"KEY":[rows…],…}, as the page's own encoding
+// writes it, but [] for no rows) one row at a time, so an answer of many
+// rows is never built whole beside the rows themselves. rest is the page
+// without its rows (KEY, its first field, null): its encoding gives what
+// follows the rows (next_cursor, a stopped_first page's counts).
+func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, rest any) {
+	head := `{"` + key + `":`
+	tail, err := json.Marshal(rest)
+	if err != nil || !bytes.HasPrefix(tail, []byte(head+"null")) {
+		panic(fmt.Sprintf("api: a page of %s does not encode as %snull…: %s %v", key, head, tail, err))
+	}
+	if _, err := io.WriteString(w, head+"["); err != nil {
 		return // the client went away
 	}
 	for i := range rows {
@@ -222,11 +234,7 @@ func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, next
 			return
 		}
 	}
-	end := "]}\n"
-	if next != 0 {
-		end = `],"next_cursor":` + strconv.FormatInt(next, 10) + "}\n"
-	}
-	io.WriteString(w, end) //nolint:errcheck // the client went away
+	io.WriteString(w, "]"+string(tail[len(head)+len("null"):])+"\n") //nolint:errcheck // the client went away
 }
 
 // fail answers err as every surface reports it (ops.FailureOf).

@@ -17,6 +17,8 @@ func TestPagesStreamAsTheyEncode(t *testing.T) {
 		cks.TaskPage{Tasks: []cks.Task{{ID: 3, Payload: json.RawMessage(`"s"`)}}},
 		cks.ObjectPage{Objects: []cks.Object{{ID: 4, Kind: "claim", Content: json.RawMessage(`{}`)}}, Next: 4},
 		cks.TaskPage{Tasks: []cks.Task{}},
+		cks.TaskPage{Tasks: []cks.Task{{ID: 5, State: cks.TaskStopped}}, Next: 9, Stopped: new(1), MoreStopped: true},
+		cks.TaskPage{Tasks: []cks.Task{}, Stopped: new(0)},
 	} {
 		rec := httptest.NewRecorder()
 		writeAnswer(rec, 200, v, false)

@@ -76,6 +76,27 @@ func TestStoppedLongerThan(t *testing.T) {
 	if resp.StatusCode != 400 || decodeError(t, body).Error.Field != "stopped_longer_than" {
 		t.Fatalf("bad duration: %d %s", resp.StatusCode, body)
 	}
+
+	// order=stopped_first: the STOPPED task heads the page, counted.
+	open, _, err := f.store.Tasks.Enqueue(ctx, cks.NewTask{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body = f.get(t, "/v1/tasks?order=stopped_first", f.token)
+	var page cks.TaskPage
+	if err := json.Unmarshal([]byte(body), &page); resp.StatusCode != 200 || err != nil || page.Stopped == nil || *page.Stopped != 1 ||
+		len(page.Tasks) != 2 || page.Tasks[0].ID != task.ID || page.Tasks[1].ID != open.ID {
+		t.Fatalf("order=stopped_first: %d %v %s", resp.StatusCode, err, body)
+	}
+	if resp, body = f.get(t, "/v1/tasks", f.token); strings.Contains(body, `"stopped"`) {
+		t.Fatalf("a page by id counts STOPPED tasks: %d %s", resp.StatusCode, body)
+	}
+	for _, q := range []string{"order=stopped_first&state=OPEN", "order=stopped_first&stopped_longer_than=1h", "order=newest"} {
+		resp, body = f.get(t, "/v1/tasks?"+q, f.token)
+		if resp.StatusCode != 400 || decodeError(t, body).Error.Field != "order" {
+			t.Errorf("%s: %d %s, want 400 naming order", q, resp.StatusCode, body)
+		}
+	}
 }
 
 // TestGraphHealthDetailsOverHTTP: graph_health's counts are in its status at

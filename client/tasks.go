@@ -115,7 +115,7 @@ type UpdateRequest struct {
 func abortWait(deadline time.Duration, noWait bool) cks.AbortWait {
 	var w cks.AbortWait
 	if deadline != 0 {
-		w.Deadline = deadline.String()
+		w.Deadline = cks.Duration(deadline.String())
 	}
 	if noWait {
 		w.Wait = new(false)

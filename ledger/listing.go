@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/cks-dev/cks"
@@ -24,7 +25,9 @@ type StoppedFirstQuery struct {
 	// Rest are the states listed after the STOPPED tasks: nil for every
 	// state but STOPPED, empty for none.
 	Rest []cks.TaskState
-	// MaxStopped bounds the STOPPED tasks listed (0: every one).
+	// MaxStopped, when set, lists the STOPPED tasks of one page of at most
+	// that many (and at most cks.MaxPageBytes), MoreStopped saying whether
+	// there are more; 0 lists every one, page after page.
 	MaxStopped int
 }
 
@@ -49,10 +52,10 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	out := StoppedFirst{Tasks: []cks.Task{}}
 	if q.After == 0 {
 		f := cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, Types: q.Types, Limit: cks.MaxListLimit}
+		if q.MaxStopped > 0 {
+			f.Limit = min(cks.MaxListLimit, q.MaxStopped)
+		}
 		for {
-			if q.MaxStopped > 0 {
-				f.Limit = min(cks.MaxListLimit, q.MaxStopped-len(out.Tasks))
-			}
 			page, err := l.ListTasks(ctx, f)
 			if err != nil {
 				return out, err
@@ -61,7 +64,7 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 			if page.Next == 0 {
 				break
 			}
-			if q.MaxStopped > 0 && len(out.Tasks) >= q.MaxStopped {
+			if q.MaxStopped > 0 {
 				out.MoreStopped = true
 				break
 			}
@@ -90,4 +93,33 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	out.Tasks = append(out.Tasks, page.Tasks...)
 	out.Next = page.Next
 	return out, nil
+}
+
+// ListInOrder lists the page of f in order, the rule of list_tasks on every
+// surface: by task_id (cks.TaskOrderByID, also the empty order), or
+// cks.TaskOrderStoppedFirst — ListStoppedFirst over f's types and page,
+// one page of STOPPED tasks (up to cks.MaxListLimit) heading the first
+// page (Stopped says how many, MoreStopped that there are more), so the
+// answer is at most two pages. The STOPPED
+// head lists every state's holds, so stopped_first takes no state filter
+// (f.States, f.StateChangedBefore); an order that is neither is refused,
+// naming the input's field order.
+func ListInOrder(ctx context.Context, l TaskLister, f cks.TaskFilter, order cks.TaskOrder) (cks.TaskPage, error) {
+	switch order {
+	case "", cks.TaskOrderByID:
+		return l.ListTasks(ctx, f)
+	case cks.TaskOrderStoppedFirst:
+	default:
+		return cks.TaskPage{}, &cks.FieldError{Field: "order",
+			Expected: fmt.Sprintf("%s or %s, got %q", cks.TaskOrderByID, cks.TaskOrderStoppedFirst, order)}
+	}
+	if len(f.States) > 0 || !f.StateChangedBefore.IsZero() {
+		return cks.TaskPage{}, &cks.FieldError{Field: "order",
+			Expected: "no state filter or stopped_longer_than with stopped_first (it lists every state, the STOPPED tasks first)"}
+	}
+	sf, err := ListStoppedFirst(ctx, l, StoppedFirstQuery{Types: f.Types, After: f.After, Limit: f.Limit, MaxStopped: cks.MaxListLimit})
+	if err != nil {
+		return cks.TaskPage{}, err
+	}
+	return cks.TaskPage{Tasks: sf.Tasks, Next: sf.Next, Stopped: &sf.Stopped, MoreStopped: sf.MoreStopped}, nil
 }

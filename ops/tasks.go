@@ -43,7 +43,7 @@ func ListTasksInputOf(f cks.TaskFilter) cks.ListTasksInput { return cks.ListTask
 func TaskFilterOf(in cks.ListTasksInput, now time.Time) (cks.TaskFilter, error) {
 	f := cks.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
 	if v := in.StoppedLongerThan; v != "" {
-		d, err := time.ParseDuration(v)
+		d, err := time.ParseDuration(string(v))
 		if err != nil || d < 0 {
 			return f, &cks.FieldError{Field: "stopped_longer_than", Expected: fmt.Sprintf("a duration such as 24h or 90m, got %q", v)}
 		}
@@ -75,9 +75,11 @@ func statesList() string {
 var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 	spec: Spec{
 		Title:   "List tasks",
-		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h)",
+		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h); order stopped_first lists the STOPPED tasks first",
 		Description: "List tasks of the cks task ledger, oldest first, one page at a time (use next_cursor as cursor for the " +
-			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than.",
+			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than. With order " +
+			"stopped_first the first page opens with every STOPPED task (up to 1000; more_stopped says there are more), longest held " +
+			"first, and stopped says how many; then come the tasks of every other state, paged as usual.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
@@ -86,7 +88,7 @@ var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 		if err != nil {
 			return cks.TaskPage{}, err
 		}
-		page, err := s.Tasks.ListTasks(ctx, f)
+		page, err := ledger.ListInOrder(ctx, s.Tasks, f, in.Order)
 		if page.Tasks == nil {
 			page.Tasks = []cks.Task{}
 		}

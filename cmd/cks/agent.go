@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -15,82 +17,30 @@ import (
 	"github.com/cks-dev/cks/worker"
 )
 
+// agentRun is what `cks agent KIND` was asked to run.
+type agentRun struct {
+	kind       string
+	set        agents.Settings
+	ps         hub.PipelineSettings
+	sf         storeFlags
+	noFastStop bool
+	command    []string // exec's command, after --
+}
+
 // cmdAgent runs one standalone agent process: `cks agent KIND [flags]`, or
 // `cks agent exec --types T1,T2 [flags] -- COMMAND ARGS…`. The first SIGTERM
 // or SIGINT (ctx) and a stop request both drain it; a second signal during
 // the drain exits at once.
 func cmdAgent(ctx context.Context, args []string, e env) error {
-	kinds := strings.Join(agents.Kinds(), ", ")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: agent needs a kind: one of %s", errUsage, kinds)
-	}
-	kind := args[0]
-	set, err := agents.SettingsFromEnv(kind, e.getenv)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if len(set.Types) == 0 {
-		// critic → critique, enrichment → rederive and enrich,
-		// fork_resolution → resolve_fork, unless CKS_<AGENT>_TYPES says.
-		set.Types = agents.DefaultTypes(kind)
-	}
-	fs := flagSet("agent "+kind, e)
-	var sf storeFlags
-	sf.register(fs)
-	set.RegisterFlags(fs)
-	var ps hub.PipelineSettings
-	if kind == "pipeline" {
-		// The pipeline agent runs the research orchestrator (ADR-007) for
-		// its lifetime; its knobs come from CKS_PIPELINE_*, flags win.
-		if ps, err = hub.ParsePipelineSettings(e.getenv); err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		ps.RegisterFlags(fs)
-	}
-	noFastStop := fs.Bool("no-fast-stop", false, "obey stop requests only at the liveness tick (ADR-016 baseline; for measurements)")
-	var command []string
-	rest := args[1:]
-	for i, a := range rest {
-		if a == "--" {
-			rest, command = rest[:i], rest[i+1:]
-			break
-		}
-	}
-	pos, err := parse(fs, rest)
+	a, err := parseAgent(args, e)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: agent %s takes no arguments before --, got %q", errUsage, kind, pos)
-	}
-	if err := set.Finish(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if kind == "pipeline" {
-		if err := ps.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		if ps.Corpus != "" {
-			// Fail before touching the store: a missing corpus is a usage error.
-			if st, err := os.Stat(ps.Corpus); err != nil || !st.IsDir() {
-				return fmt.Errorf("%w: pipeline corpus %q (--corpus / %s): not an existing directory", errUsage, ps.Corpus, hub.EnvPipelineCorpus)
-			}
-		}
-		if _, err := llm.FromEnv(e.getenv); err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-	}
-	var resolve worker.Resolver
-	switch {
-	case kind == "exec" && (len(command) == 0 || len(set.Types) == 0):
-		return fmt.Errorf("%w: agent exec needs --types T1,T2 and a command after --", errUsage)
-	case kind == "exec":
-		resolve = agents.Exec(agents.ExecConfig{Command: command})
-	case len(command) > 0:
-		return fmt.Errorf("%w: only agent exec takes a command", errUsage)
+	if err := a.check(e); err != nil {
+		return err
 	}
 	var model llm.Model
-	if kind == "critic" || kind == "fork_resolution" {
+	if a.kind == "critic" || a.kind == "fork_resolution" {
 		// The model decides when it implements the agents' optional
 		// methods (agents.ContradictionJudge, agents.ConflictModel); the
 		// offline model does not, so the documented rules decide.
@@ -98,49 +48,134 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
-	_, dbURL := sf.resolve(e)
+	_, dbURL := a.sf.resolve(e)
 	st, err := backend.Open(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	switch kind {
-	case "critic":
-		resolve = agents.Critic(st.Objects, agents.CriticConfig{Model: model})
-	case "enrichment":
-		resolve = agents.Enrichment(st.Objects)
-	case "fork_resolution":
-		resolve = agents.ForkResolver(st.Objects, agents.ForkConfig{Model: model})
-	}
 	log := logger(e.stderr)
-	var background func(context.Context) error
-	if kind == "pipeline" {
-		host, _ := os.Hostname()
-		orch, err := hub.NewPipeline(st.Objects, st.Changes, ps, e.getenv, nil, log.With("component", "pipeline"), fmt.Sprintf("pipeline@%s:%d", host, os.Getpid()))
-		if err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		background = orch.Run
-	} else if resolve == nil {
-		log.Info("no resolver for this kind yet: the agent reports liveness and obeys stop, and claims nothing", "process_kind", kind)
+	resolve, background, err := a.work(st, model, log, e)
+	if err != nil {
+		return err
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
+	go exitOnSecondSignal(ctx, done, e)
+	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background})
+}
+
+// parseAgent reads `cks agent KIND [flags] [-- COMMAND ARGS…]`: the kind's
+// settings from the environment, flags winning.
+func parseAgent(args []string, e env) (*agentRun, error) {
+	kinds := strings.Join(agents.Kinds(), ", ")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil, fmt.Errorf("%w: agent needs a kind: one of %s", errUsage, kinds)
+	}
+	a := &agentRun{kind: args[0]}
+	var err error
+	if a.set, err = agents.SettingsFromEnv(a.kind, e.getenv); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if len(a.set.Types) == 0 {
+		// critic → critique, enrichment → rederive and enrich,
+		// fork_resolution → resolve_fork, unless CKS_<AGENT>_TYPES says.
+		a.set.Types = agents.DefaultTypes(a.kind)
+	}
+	fs := flagSet("agent "+a.kind, e)
+	a.sf.register(fs)
+	a.set.RegisterFlags(fs)
+	if a.kind == "pipeline" {
+		// The pipeline agent runs the research orchestrator (ADR-007) for
+		// its lifetime; its knobs come from CKS_PIPELINE_*, flags win.
+		if a.ps, err = hub.ParsePipelineSettings(e.getenv); err != nil {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
-		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(again)
-		select {
-		case <-again:
-			fmt.Fprintln(e.stderr, "cks agent: second signal during the drain: exiting at once")
-			os.Exit(1)
-		case <-done:
+		a.ps.RegisterFlags(fs)
+	}
+	fs.BoolVar(&a.noFastStop, "no-fast-stop", false, "obey stop requests only at the liveness tick (ADR-016 baseline; for measurements)")
+	rest := args[1:]
+	if i := slices.Index(rest, "--"); i >= 0 {
+		rest, a.command = rest[:i], rest[i+1:]
+	}
+	pos, err := parse(fs, rest)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, fmt.Errorf("%w: agent %s takes no arguments before --, got %q", errUsage, a.kind, pos)
+	}
+	return a, nil
+}
+
+// check refuses settings the agent cannot run with, before it touches the
+// store: each a usage error.
+func (a *agentRun) check(e env) error {
+	if err := a.set.Finish(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	switch {
+	case a.kind == "exec" && (len(a.command) == 0 || len(a.set.Types) == 0):
+		return fmt.Errorf("%w: agent exec needs --types T1,T2 and a command after --", errUsage)
+	case a.kind != "exec" && len(a.command) > 0:
+		return fmt.Errorf("%w: only agent exec takes a command", errUsage)
+	case a.kind != "pipeline":
+		return nil
+	}
+	if err := a.ps.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if a.ps.Corpus != "" {
+		// A missing corpus is a usage error.
+		if st, err := os.Stat(a.ps.Corpus); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: pipeline corpus %q (--corpus / %s): not an existing directory", errUsage, a.ps.Corpus, hub.EnvPipelineCorpus)
 		}
-	}()
-	return agents.Run(ctx, agents.ServicesOf(st), set, resolve, agents.Options{Logger: log, NoFastStop: *noFastStop, Background: background})
+	}
+	if _, err := llm.FromEnv(e.getenv); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return nil
+}
+
+// work is what the agent does with the tasks it claims (nil: it claims
+// none) and, for the pipeline, beside them.
+func (a *agentRun) work(st *backend.Backend, model llm.Model, log *slog.Logger, e env) (worker.Resolver, func(context.Context) error, error) {
+	switch a.kind {
+	case "exec":
+		return agents.Exec(agents.ExecConfig{Command: a.command}), nil, nil
+	case "critic":
+		return agents.Critic(st.Objects, agents.CriticConfig{Model: model}), nil, nil
+	case "enrichment":
+		return agents.Enrichment(st.Objects), nil, nil
+	case "fork_resolution":
+		return agents.ForkResolver(st.Objects, agents.ForkConfig{Model: model}), nil, nil
+	case "pipeline":
+		host, _ := os.Hostname()
+		orch, err := hub.NewPipeline(st.Objects, st.Changes, a.ps, e.getenv, nil, log.With("component", "pipeline"), fmt.Sprintf("pipeline@%s:%d", host, os.Getpid()))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil, orch.Run, nil
+	}
+	log.Info("no resolver for this kind yet: the agent reports liveness and obeys stop, and claims nothing", "process_kind", a.kind)
+	return nil, nil, nil
+}
+
+// exitOnSecondSignal exits the process at once on a signal after ctx ended
+// (the first signal began the drain), until done.
+func exitOnSecondSignal(ctx context.Context, done <-chan struct{}, e env) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	select {
+	case <-again:
+		fmt.Fprintln(e.stderr, "cks agent: second signal during the drain: exiting at once")
+		os.Exit(1)
+	case <-done:
+	}
 }

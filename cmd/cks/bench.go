@@ -24,20 +24,19 @@ import (
 // cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
 // in a temp directory, or a fresh schema in the given Postgres database.
 func cmdBench(ctx context.Context, args []string, e env) error {
-	switch {
-	case len(args) > 0 && args[0] == "abort":
-		return cmdBenchAbort(ctx, args[1:], e)
-	case len(args) > 0 && args[0] == "liveness":
-		return cmdBenchLiveness(ctx, args[1:], e)
-	case len(args) > 0 && args[0] == "stop":
-		return cmdBenchStop(ctx, args[1:], e)
-	case len(args) > 0 && args[0] == "pipeline":
-		return cmdBenchPipeline(ctx, args[1:], e)
-	case len(args) > 0 && args[0] == "knowledge":
-		return cmdBenchKnowledge(ctx, args[1:], e)
-	case len(args) == 0 || args[0] != "ledger":
+	benches := map[string]func(context.Context, []string, env) error{
+		"ledger": cmdBenchLedger, "abort": cmdBenchAbort, "liveness": cmdBenchLiveness, "stop": cmdBenchStop,
+		"pipeline": cmdBenchPipeline, "knowledge": cmdBenchKnowledge,
+	}
+	if len(args) == 0 || benches[args[0]] == nil {
 		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness, stop, pipeline or knowledge", errUsage)
 	}
+	return benches[args[0]](ctx, args[1:], e)
+}
+
+// cmdBenchLedger is `cks bench ledger`: enqueue and work tasks with each
+// number of workers, on a scratch store.
+func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench ledger", e)
 	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	tasks := fs.Int("tasks", 100_000, "tasks to enqueue and work per run")
@@ -49,7 +48,7 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
 	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: `go tool pprof -sample_index=alloc_space`) to this file when they end")
-	if err := noArgs(fs, args[1:]); err != nil {
+	if err := noArgs(fs, args); err != nil {
 		return err
 	}
 	var ws []int

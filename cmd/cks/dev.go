@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,42 +41,17 @@ const devAgentStartTimeout = 15 * time.Second
 // It launches, it does not supervise: an agent that dies is logged, not
 // restarted (ADR-016 §4).
 func cmdDev(ctx context.Context, args []string, e env) error {
-	var command []string
-	for i, a := range args {
-		if a == "--" {
-			args, command = args[:i], args[i+1:]
-			break
-		}
-	}
-	fs := flagSet("dev", e)
-	var sf storeFlags
-	sf.register(fs)
-	listen := fs.String("listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
-	noAgents := fs.Bool("no-agents", false, "start only the hub, no agent processes")
-	execTypes := fs.String("exec-types", "", "also start `cks agent exec` for these comma-separated task types, running the COMMAND after --")
-	pos, err := parse(fs, args)
+	d, err := parseDev(args, e)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: dev takes no arguments (an exec agent's command goes after --), got %q", errUsage, pos)
-	}
-	types := agents.SplitTypes(*execTypes)
-	switch {
-	case len(types) > 0 && len(command) == 0:
-		return fmt.Errorf("%w: dev --exec-types needs the exec agent's command after --", errUsage)
-	case len(command) > 0 && len(types) == 0:
-		return fmt.Errorf("%w: dev: a command after -- needs --exec-types T1,T2 (the task types it works)", errUsage)
-	case len(command) > 0 && *noAgents:
-		return fmt.Errorf("%w: dev: --no-agents and an exec agent command exclude each other", errUsage)
-	}
-	dir, _ := sf.resolve(e)
-	dbURL := or(sf.database, dir.DatabaseURL()) // dev uses the embedded default unless --database
+	dir, _ := d.sf.resolve(e)
+	dbURL := or(d.sf.database, dir.DatabaseURL()) // dev uses the embedded default unless --database
 	log := logger(e.stderr)
 	cfg := hub.Config{
 		DatabaseURL: dbURL,
 		DataDir:     dir,
-		Listen:      or(*listen, e.getenv("CKS_LISTEN"), hub.DefaultListen),
+		Listen:      or(d.listen, e.getenv("CKS_LISTEN"), hub.DefaultListen),
 		Version:     version,
 		Logger:      log,
 	}
@@ -95,13 +71,13 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 	}
 
 	var specs []devAgent
-	if !*noAgents {
+	if !d.noAgents {
 		for _, k := range devAgentKinds {
 			specs = append(specs, devAgent{kind: k, args: []string{"agent", k, "--database", dbURL}})
 		}
-		if len(command) > 0 {
+		if len(d.command) > 0 {
 			specs = append(specs, devAgent{kind: "exec", args: append([]string{"agent", "exec", "--database", dbURL,
-				"--types", strings.Join(types, ","), "--"}, command...)})
+				"--types", strings.Join(d.types, ","), "--"}, d.command...)})
 		}
 	}
 	fleet := &devFleet{log: log, stderr: e.stderr}
@@ -131,6 +107,45 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	return startErr
+}
+
+// devRun is what `cks dev` was asked to run.
+type devRun struct {
+	sf       storeFlags
+	listen   string
+	noAgents bool
+	types    []string // the exec agent's task types
+	command  []string // the exec agent's command, after --
+}
+
+// parseDev reads `cks dev [flags] [-- COMMAND ARGS…]`.
+func parseDev(args []string, e env) (*devRun, error) {
+	d := &devRun{}
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, d.command = args[:i], args[i+1:]
+	}
+	fs := flagSet("dev", e)
+	d.sf.register(fs)
+	fs.StringVar(&d.listen, "listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
+	fs.BoolVar(&d.noAgents, "no-agents", false, "start only the hub, no agent processes")
+	execTypes := fs.String("exec-types", "", "also start `cks agent exec` for these comma-separated task types, running the COMMAND after --")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, fmt.Errorf("%w: dev takes no arguments (an exec agent's command goes after --), got %q", errUsage, pos)
+	}
+	d.types = agents.SplitTypes(*execTypes)
+	switch {
+	case len(d.types) > 0 && len(d.command) == 0:
+		return nil, fmt.Errorf("%w: dev --exec-types needs the exec agent's command after --", errUsage)
+	case len(d.command) > 0 && len(d.types) == 0:
+		return nil, fmt.Errorf("%w: dev: a command after -- needs --exec-types T1,T2 (the task types it works)", errUsage)
+	case len(d.command) > 0 && d.noAgents:
+		return nil, fmt.Errorf("%w: dev: --no-agents and an exec agent command exclude each other", errUsage)
+	}
+	return d, nil
 }
 
 // printDevBanner says where the hub is, which agents run and how to watch them.

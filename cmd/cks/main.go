@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/cks-dev/cks/agents"
@@ -46,7 +47,7 @@ Usage:
   cks process list [--json]                                       list agent process instances
   cks process status KIND [--json]                                newest instance of one kind
   cks process stop KIND|ID [--json]                               ask a process to finish its task and exit
-  cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--json]
+  cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--order id] [--json]
                                   without --state: STOPPED tasks first, with how long
                                   they have been held and any unconfirmed abort
   cks task show ID [--json]       current attempt, earlier attempts, aborts, events
@@ -89,6 +90,11 @@ Usage:
                                   research pipeline (docs/benchmarks.md)
   cks version
 
+process, task, object, sweeper, token and session call the operations of the hub's
+table: ` + "`cks GROUP --help`" + ` lists a group's commands, ` + "`cks GROUP COMMAND --help`" + ` a
+command's flags, one per field of the operation's input (a list is repeated or
+comma-separated; a JSON value is written as it is, or read from @FILE).
+
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
 CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
 falls back to the hub URL and admin token in the data directory (default ./.cks).
@@ -126,43 +132,46 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stderr, usage)
 		return 2
 	}
-	var err error
+	return exitCode(e, runCommand(ctx, args, e))
+}
+
+// groups are the commands of the operations table, each with subcommands.
+var groups = []group{processGroup, taskGroup, objectGroup, sweeperGroup, tokenGroup, sessionGroup}
+
+// runCommand runs the command args[0] with the rest of args.
+func runCommand(ctx context.Context, args []string, e env) error {
+	if i := slices.IndexFunc(groups, func(g group) bool { return g.name == args[0] }); i >= 0 {
+		return groups[i].run(ctx, args[1:], e)
+	}
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], e, false)
+		return cmdServe(ctx, args[1:], e, false)
 	case "dev":
-		err = cmdServe(ctx, args[1:], e, true)
+		return cmdServe(ctx, args[1:], e, true)
 	case "mcp":
-		err = cmdMCP(ctx, args[1:], e)
-	case "process":
-		err = cmdProcess(ctx, args[1:], e)
+		return cmdMCP(ctx, args[1:], e)
 	case "agent":
-		err = cmdAgent(ctx, args[1:], e)
-	case "task":
-		err = cmdTask(ctx, args[1:], e)
+		return cmdAgent(ctx, args[1:], e)
 	case "research":
-		err = cmdResearch(ctx, args[1:], e)
-	case "object":
-		err = cmdObject(ctx, args[1:], e)
-	case "sweeper":
-		err = cmdSweeper(ctx, args[1:], e)
-	case "token":
-		err = cmdToken(ctx, args[1:], e)
-	case "session":
-		err = cmdSession(ctx, args[1:], e)
+		return cmdResearch(ctx, args[1:], e)
 	case "doctor":
-		err = cmdDoctor(ctx, args[1:], e)
+		return cmdDoctor(ctx, args[1:], e)
 	case "api":
-		err = cmdAPI(ctx, args[1:], e)
+		return cmdAPI(ctx, args[1:], e)
 	case "bench":
-		err = cmdBench(ctx, args[1:], e)
+		return cmdBench(ctx, args[1:], e)
 	case "version":
 		fmt.Fprintln(e.stdout, "cks", version)
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
-	default:
-		err = fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, doctor, api, bench or version", errUsage, args[0])
+		return nil
 	}
+	return fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, doctor, api, bench or version", errUsage, args[0])
+}
+
+// exitCode prints err, if any, and returns the exit status it means.
+func exitCode(e env, err error) int {
 	switch {
 	case err == nil:
 		return 0
@@ -214,6 +223,18 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// noArgs parses flags and refuses positional arguments.
+func noArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), pos)
+	}
+	return nil
 }
 
 // or returns the first non-empty string.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -13,99 +12,33 @@ import (
 	"unicode/utf8"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
-const objectSubcommands = "show, list, edit or versions"
-
-// cmdObject reads and writes the knowledge store: `cks object show ID`
-// prints an object's transition log as a readable chain with its reasoning
-// (and, for a forked object, its heads side by side), `cks object list` a
-// page of objects, `cks object edit ID` writes a version, `cks object
-// versions ID` lists the version DAG.
-func cmdObject(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: object needs a subcommand: %s", errUsage, objectSubcommands)
-	}
-	sub, args := args[0], args[1:]
-	fset := flagSet("object "+sub, e)
-	var cf clientFlags
-	cf.register(fset)
-	switch sub {
-	case "show":
-		id, err := oneObjectID(fset, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		v, err := c.GetObject(ctx, id)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, v)
-		}
-		printObject(e.stdout, v)
-		return nil
-	case "list":
-		var statuses, kinds stringList
-		fset.Var(&statuses, "status", "only objects in this status (repeatable or comma-separated)")
-		fset.Var(&kinds, "kind", "only objects of this kind: question, claim, synthesis, critique, rationale, model_reply (repeatable or comma-separated)")
-		cursor := fset.Int64("cursor", 0, "list objects after this object id (the next_cursor of a previous page)")
-		limit := fset.Int("limit", 0, "page size (default 100, at most 1000)")
-		if err := noArgs(fset, args); err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		page, err := c.ListObjects(ctx, cks.ObjectFilter{Statuses: statuses, Kinds: kinds, After: *cursor, Limit: *limit})
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, page)
-		}
-		return printObjects(e.stdout, page)
-	case "edit":
-		return cmdObjectEdit(ctx, fset, &cf, args, e)
-	case "versions":
-		id, err := oneObjectID(fset, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		l, err := c.ObjectVersions(ctx, id)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, l)
-		}
-		return printVersions(e.stdout, l)
-	default:
-		return fmt.Errorf("%w: unknown object subcommand %q; expected %s", errUsage, sub, objectSubcommands)
-	}
-}
-
-// oneObjectID parses flags and exactly one positional object id.
-func oneObjectID(fset *flag.FlagSet, args []string) (int64, error) {
-	pos, err := parse(fset, args)
-	if err != nil {
-		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: %s needs exactly one object ID", errUsage, fset.Name())
-	}
-	return parseObjectID(pos[0])
-}
+// objectGroup is `cks object`: the knowledge store. `show` prints an
+// object's transition log as a readable chain with its reasoning (and, for
+// a forked object, its heads side by side), `list` a page of objects,
+// `edit` writes a version, `versions` lists the version DAG.
+var objectGroup = group{name: "object", commands: []command{
+	opCommand("show", ops.GetObject, opSpec[cks.ObjectInput, cks.ObjectView]{
+		summary: "an object's transition log as a chain, with its reasoning, claims and synthesis; a forked object's heads side by side",
+		table: func(x *reply[cks.ObjectInput, cks.ObjectView]) error {
+			printObject(x.w, x.out)
+			return nil
+		},
+	}),
+	opCommand("list", ops.ListObjects, opSpec[cks.ListObjectsInput, cks.ObjectPage]{
+		table: func(x *reply[cks.ListObjectsInput, cks.ObjectPage]) error { return printObjects(x.w, x.out) },
+	}),
+	{name: "edit", args: "ID", op: ops.WriteObjectVersionOp, in: editInput, run: cmdObjectEdit,
+		summary: "write a version of an object from a base version (--content JSON, or --set FIELD=VALUE… on the base's content); " +
+			"two edits from one base make a fork"},
+	opCommand("versions", ops.ListObjectVersionsOp, opSpec[cks.ObjectInput, cks.VersionList]{
+		table: func(x *reply[cks.ObjectInput, cks.VersionList]) error { return printVersions(x.w, x.out) },
+	}),
+}}
 
 // fieldSets is a repeatable FIELD=VALUE flag; unlike stringList it does
 // not split on commas (a value may hold them).
@@ -127,83 +60,97 @@ func (l *fieldSets) Set(v string) error {
 	return nil
 }
 
+// editInput is how `object edit` reads write_object_version's input.
+var editInput = inputSpec{names: map[string]string{"base_version": "base"}}
+
 // cmdObjectEdit is `cks object edit ID [--base VERSION] (--content JSON |
-// --set FIELD=VALUE…)`: it writes a version of the object based on the
-// given version (default the object's latest). Two edits from the same base
-// make a fork.
-func cmdObjectEdit(ctx context.Context, fset *flag.FlagSet, cf *clientFlags, args []string, e env) error {
-	base := fset.Int64("base", 0, "the number of the version this edit is based on (see `cks object versions ID`); default the object's "+
-		"latest version. A base that is no longer a head makes a fork: two edits from one base leave the object with two heads")
-	content := fset.String("content", "", "the new content, a JSON object replacing the base version's content")
+// --set FIELD=VALUE…)`: write_object_version based on the given version
+// (default the object's latest), its content given whole or made of the
+// base version's with fields set. Two edits from the same base make a fork.
+func cmdObjectEdit(ctx context.Context, full string, args []string, e env) error {
+	fset := flagSet(full, e)
+	var cf clientFlags
+	cf.register(fset)
+	b := bindInput(fset, ops.WriteObjectVersionOp, editInput)
 	var sets fieldSets
 	fset.Var(&sets, "set", "FIELD=VALUE: set one top-level field of the base version's content (repeatable); VALUE is read as "+
 		"JSON when it parses (5, true, [\"a\"], {\"k\":1}, \"quoted\"), else as a string")
-	id, err := oneObjectID(fset, args)
+	fset.Usage = func() { commandHelp(fset, full, b.metas(), ops.WriteObjectVersionOp.Spec().Description) }
+	pos, err := parse(fset, args)
 	if err != nil {
 		return err
 	}
+	v, err := b.input(pos)
+	if err != nil {
+		return err
+	}
+	in := v.(*cks.WriteVersionInput)
 	switch {
-	case *content != "" && len(sets) > 0:
+	case len(in.Content) > 0 && len(sets) > 0:
 		return fmt.Errorf("%w: object edit takes --content or --set, not both", errUsage)
-	case *content == "" && len(sets) == 0:
+	case len(in.Content) == 0 && len(sets) == 0:
 		return fmt.Errorf("%w: object edit needs --content JSON or at least one --set FIELD=VALUE", errUsage)
-	case *content != "" && !json.Valid([]byte(*content)):
-		return fmt.Errorf("%w: --content is not valid JSON: %s", errUsage, clip(*content, 60))
 	}
 	c, err := cf.client(e)
 	if err != nil {
 		return err
 	}
-	if !baseSet(fset) {
-		v, err := c.GetObject(ctx, id)
-		if err != nil {
-			return err
-		}
-		if v.HeadVersion == 0 {
-			return fmt.Errorf("object %d has no versions to base an edit on; name one with --base", id)
-		}
-		*base = v.HeadVersion
+	if err := editBase(ctx, c, in, b.given("base_version"), sets); err != nil {
+		return err
 	}
-	body := json.RawMessage(*content)
-	if len(sets) > 0 {
-		l, err := c.ObjectVersions(ctx, id)
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(l.Versions, func(v cks.Version) bool { return v.Version == *base })
-		if i < 0 {
-			return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", id, *base, versionNumbers(l.Versions))
-		}
-		if body, err = applySets(l.Versions[i].Content, sets); err != nil {
-			return err
-		}
-	}
-	ver, err := c.WriteVersion(ctx, id, *base, body)
-	if err != nil {
+	var ver cks.Version
+	if err := c.Call(ctx, ops.WriteObjectVersionOp, in, &ver); err != nil {
 		return err
 	}
 	if cf.json {
 		return printJSON(e.stdout, ver)
 	}
-	fmt.Fprintf(e.stdout, "object %d: wrote v%d (based on v%d) as %s\n", id, ver.Version, *base, or(ver.Author, "?"))
-	v, err := c.GetObject(ctx, id)
+	return printEdit(ctx, c, e.stdout, in, ver)
+}
+
+// editBase completes an edit's input: its base, when --base was not given,
+// the object's latest version, and its content, with --set, the base
+// version's with the fields set.
+func editBase(ctx context.Context, c *client.Client, in *cks.WriteVersionInput, baseGiven bool, sets fieldSets) error {
+	if !baseGiven {
+		v, err := c.GetObject(ctx, in.ObjectID)
+		if err != nil {
+			return err
+		}
+		if v.HeadVersion == 0 {
+			return fmt.Errorf("object %d has no versions to base an edit on; name one with --base", in.ObjectID)
+		}
+		in.BaseVersion = v.HeadVersion
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	l, err := c.ObjectVersions(ctx, in.ObjectID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(l.Versions, func(v cks.Version) bool { return v.Version == in.BaseVersion })
+	if i < 0 {
+		return fmt.Errorf("--base: object %d has no version %d (its versions: %s)", in.ObjectID, in.BaseVersion, versionNumbers(l.Versions))
+	}
+	in.Content, err = applySets(l.Versions[i].Content, sets)
+	return err
+}
+
+// printEdit says which version an edit wrote and what the object's heads
+// are now.
+func printEdit(ctx context.Context, c *client.Client, w io.Writer, in *cks.WriteVersionInput, ver cks.Version) error {
+	fmt.Fprintf(w, "object %d: wrote v%d (based on v%d) as %s\n", in.ObjectID, ver.Version, in.BaseVersion, or(ver.Author, "?"))
+	v, err := c.GetObject(ctx, in.ObjectID)
 	if err != nil {
 		return err
 	}
 	if v.Forked {
-		fmt.Fprintln(e.stdout, forkLine(v.Heads))
+		fmt.Fprintln(w, forkLine(v.Heads))
 	} else {
-		fmt.Fprintf(e.stdout, "v%d is the only head\n", ver.Version)
+		fmt.Fprintf(w, "v%d is the only head\n", ver.Version)
 	}
 	return nil
-}
-
-// baseSet reports whether --base was given (any value of it is the hub's to
-// judge).
-func baseSet(fset *flag.FlagSet) bool {
-	set := false
-	fset.Visit(func(f *flag.Flag) { set = set || f.Name == "base" })
-	return set
 }
 
 // applySets sets FIELD=VALUE pairs on a JSON object.
@@ -371,14 +318,6 @@ func compactValue(content map[string]json.RawMessage, f string) string {
 	return string(b)
 }
 
-func parseObjectID(s string) (int64, error) {
-	id, err := parseID(s)
-	if err != nil {
-		return 0, fmt.Errorf("%w: expected an object ID (an integer), got %q", errUsage, s)
-	}
-	return id, nil
-}
-
 func printObjects(w io.Writer, page cks.ObjectPage) error {
 	if len(page.Objects) == 0 {
 		fmt.Fprintln(w, "no objects")
@@ -403,6 +342,28 @@ func printObjects(w io.Writer, page cks.ObjectPage) error {
 // with each entry's reasoning indented under it, then the claims with their
 // status and citations, the syntheses, and any other linked objects.
 func printObject(w io.Writer, v cks.ObjectView) {
+	printObjectHead(w, v)
+	shown := map[int64]bool{} // the linked objects printed
+	printObjectLog(w, v, shown)
+	printClaims(w, v, shown)
+	printSyntheses(w, v, shown)
+	var other []cks.Object
+	for _, o := range v.Reasoning {
+		if !shown[o.ID] {
+			other = append(other, o)
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintln(w, "\nLinked objects:")
+		for _, o := range other {
+			fmt.Fprintf(w, "  #%d %s%s: %s%s\n", o.ID, o.Kind, statusSuffix(o.Status), clip(o.Title, 100), linkTo(v, o.ID))
+		}
+	}
+}
+
+// printObjectHead prints an object's header line and its content: a
+// question's text, a forked object's heads side by side, else the JSON.
+func printObjectHead(w io.Writer, v cks.ObjectView) {
 	head := ""
 	if v.HeadVersion > 0 && !v.Forked {
 		head = fmt.Sprintf(" · version v%d", v.HeadVersion)
@@ -422,49 +383,66 @@ func printObject(w io.Writer, v cks.ObjectView) {
 	default:
 		printContent(w, v.Object, "  ")
 	}
+}
 
-	shown := map[int64]bool{}
+// printObjectLog prints the transition log, each entry with the reasoning
+// it attached (marked in shown) or what it did.
+func printObjectLog(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
 	for _, e := range v.Log {
 		if e.ReasoningNodeID != nil {
 			shown[*e.ReasoningNodeID] = true
 		}
 	}
-	if len(v.Log) > 0 {
-		fmt.Fprintln(w, "\nTransition log:")
-		for _, e := range v.Log {
-			line := fmt.Sprintf("  %s  %s: %s → %s", e.TS.Local().Format("15:04:05.000"), e.Agent, e.Action, e.TransitionedTo)
-			if e.Round > 0 {
-				line += fmt.Sprintf("  [round %d]", e.Round)
-			}
-			fmt.Fprintln(w, line)
-			if node, ok := reasoningNode(e, v); ok {
-				printReasoning(w, node, "      ")
-				// Further reasoning the same transition attached (a parking
-				// rationale comes with the rejection that led to it).
-				for _, o := range v.Reasoning {
-					if !shown[o.ID] && o.ID != node.ID && o.CreatedAt.Equal(node.CreatedAt) && isReasoning(o.Kind) {
-						shown[o.ID] = true
-						printReasoning(w, o, "      ")
-					}
-				}
-			} else if d := entryDetail(e, v); d != "" {
+	if len(v.Log) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nTransition log:")
+	for _, e := range v.Log {
+		line := fmt.Sprintf("  %s  %s: %s → %s", e.TS.Local().Format("15:04:05.000"), e.Agent, e.Action, e.TransitionedTo)
+		if e.Round > 0 {
+			line += fmt.Sprintf("  [round %d]", e.Round)
+		}
+		fmt.Fprintln(w, line)
+		node, ok := reasoningNode(e, v)
+		if !ok {
+			if d := entryDetail(e, v); d != "" {
 				fmt.Fprintf(w, "      %s\n", d)
 			}
+			continue
 		}
-	}
-
-	if claims := linkedOf(v, pipeline.KindClaim); len(claims) > 0 {
-		fmt.Fprintln(w, "\nClaims:")
-		for _, c := range claims {
-			shown[c.ID] = true
-			var cc pipeline.ClaimContent
-			_ = json.Unmarshal(c.Content, &cc)
-			fmt.Fprintf(w, "  #%d %s (round %d): %s\n", c.ID, or(c.Status, "-"), cc.Round, cc.Text)
-			for _, cit := range cc.Citations {
-				fmt.Fprintf(w, "      cites %s\n", sourceLabel(cit))
+		printReasoning(w, node, "      ")
+		// Further reasoning the same transition attached (a parking
+		// rationale comes with the rejection that led to it).
+		for _, o := range v.Reasoning {
+			if !shown[o.ID] && o.ID != node.ID && o.CreatedAt.Equal(node.CreatedAt) && isReasoning(o.Kind) {
+				shown[o.ID] = true
+				printReasoning(w, o, "      ")
 			}
 		}
 	}
+}
+
+// printClaims prints the linked claims with their status and citations.
+func printClaims(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
+	claims := linkedOf(v, pipeline.KindClaim)
+	if len(claims) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nClaims:")
+	for _, c := range claims {
+		shown[c.ID] = true
+		var cc pipeline.ClaimContent
+		_ = json.Unmarshal(c.Content, &cc)
+		fmt.Fprintf(w, "  #%d %s (round %d): %s\n", c.ID, or(c.Status, "-"), cc.Round, cc.Text)
+		for _, cit := range cc.Citations {
+			fmt.Fprintf(w, "      cites %s\n", sourceLabel(cit))
+		}
+	}
+}
+
+// printSyntheses prints the linked syntheses, each with the rationale that
+// validated or rejected it.
+func printSyntheses(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
 	for _, s := range linkedOf(v, pipeline.KindSynthesis) {
 		shown[s.ID] = true
 		var sc pipeline.SynthesisContent
@@ -482,18 +460,6 @@ func printObject(w io.Writer, v cks.ObjectView) {
 		}
 		fmt.Fprintf(w, "\nSynthesis #%d (model %s, from claims %s%s):\n", s.ID, or(sc.Model, "?"), idList(sc.ClaimIDs), verdict)
 		printSynthesis(w, sc, "  ")
-	}
-	var other []cks.Object
-	for _, o := range v.Reasoning {
-		if !shown[o.ID] {
-			other = append(other, o)
-		}
-	}
-	if len(other) > 0 {
-		fmt.Fprintln(w, "\nLinked objects:")
-		for _, o := range other {
-			fmt.Fprintf(w, "  #%d %s%s: %s%s\n", o.ID, o.Kind, statusSuffix(o.Status), clip(o.Title, 100), linkTo(v, o.ID))
-		}
 	}
 }
 

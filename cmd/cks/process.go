@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 )
 
 // clientFlags are the flags of commands that talk to a hub.
@@ -37,82 +37,29 @@ func (f *clientFlags) client(e env) (*client.Client, error) {
 	return client.New(url, tok), nil
 }
 
-func cmdProcess(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: process needs a subcommand: %s", errUsage, processSubcommands)
-	}
-	fs := flagSet("process "+args[0], e)
-	var cf clientFlags
-	cf.register(fs)
-	pos, err := parse(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "list":
-		if len(pos) > 0 {
-			return fmt.Errorf("%w: process list takes no arguments, got %q", errUsage, pos)
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		ps, err := c.ListProcesses(ctx)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			if ps == nil {
-				ps = []cks.Process{}
+// processGroup is `cks process`: the standalone agent processes. There is
+// no start: cks cannot launch an agent process (ADR-016 §4).
+var processGroup = group{name: "process", commands: []command{
+	opCommand("list", ops.ListProcesses, opSpec[struct{}, cks.ProcessList]{
+		table: func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+	}),
+	opCommand("status", ops.ProcessStatus, opSpec[cks.ProcessInput, cks.Process]{
+		table: func(x *reply[cks.ProcessInput, cks.Process]) error {
+			if x.out.Status == cks.ProcessNotFound {
+				_, err := fmt.Fprintf(x.w, "no %s process has ever reported\n", x.out.ProcessKind)
+				return err
 			}
-			return printJSON(e.stdout, map[string]any{"processes": ps})
-		}
-		return printProcesses(e.stdout, ps)
-	case "status":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: process status needs exactly one KIND (one of %v)", errUsage, liveness.KnownKinds())
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		p, err := c.ProcessStatus(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, p)
-		}
-		if p.Status == cks.ProcessNotFound {
-			fmt.Fprintf(e.stdout, "no %s process has ever reported\n", p.ProcessKind)
+			return printProcesses(x.w, []cks.Process{x.out})
+		},
+	}),
+	opCommand("stop", ops.RequestProcessStop, opSpec[cks.ProcessInput, cks.ProcessStopResult]{
+		in: inputSpec{metas: map[string]string{"process_kind": "KIND|ID"}},
+		table: func(x *reply[cks.ProcessInput, cks.ProcessStopResult]) error {
+			printStopResult(x.w, x.in.ProcessKind, x.out)
 			return nil
-		}
-		return printProcesses(e.stdout, []cks.Process{p})
-	case "stop":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: process stop needs exactly one KIND (one of %v) or instance ID", errUsage, liveness.KnownKinds())
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		res, err := c.StopProcess(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, res)
-		}
-		printStopResult(e.stdout, pos[0], res)
-		return nil
-	default:
-		return fmt.Errorf("%w: unknown process subcommand %q; expected %s", errUsage, args[0], processSubcommands)
-	}
-}
-
-// processSubcommands is what `cks process` offers. There is no start: cks
-// cannot launch an agent process (ADR-016 §4).
-const processSubcommands = "list, status KIND or stop KIND|ID"
+		},
+	}),
+}}
 
 // printStopResult says what a stop request did, for people.
 func printStopResult(w io.Writer, target string, res cks.ProcessStopResult) {

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -37,9 +38,10 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	fset := flagSet("research", e)
 	var cf clientFlags
 	cf.register(fset)
-	corpusDir := fset.String("corpus", "", "research in this directory of .md/.txt files instead of the pipeline's default corpus (it must exist; passed as an absolute path)")
+	b := bindInput(fset, ops.SubmitResearch, inputSpec{args: []string{"question"}})
 	wait := fset.Bool("wait", false, "follow the question until it is resolved or parks, then print the answer or the reason")
 	timeout := fset.Duration("timeout", 5*time.Minute, "with --wait: give up following after this long (the question goes on)")
+	fset.Usage = func() { commandHelp(fset, "research", b.metas(), ops.SubmitResearch.Spec().Description) }
 	pos, err := parse(fset, args)
 	if err != nil {
 		return err
@@ -50,29 +52,20 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	if *timeout <= 0 {
 		return fmt.Errorf("%w: research --timeout: expected a positive duration, got %s", errUsage, *timeout)
 	}
-	req := cks.SubmitResearchInput{Question: pos[0]}
-	if *corpusDir != "" {
-		abs, err := filepath.Abs(*corpusDir)
-		if err != nil {
-			return fmt.Errorf("%w: --corpus %s: %v", errUsage, *corpusDir, err)
-		}
-		st, err := os.Stat(abs)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%w: --corpus %s: directory does not exist", errUsage, abs)
-		case err != nil:
-			return fmt.Errorf("%w: --corpus %s: %v", errUsage, abs, err)
-		case !st.IsDir():
-			return fmt.Errorf("%w: --corpus %s: not a directory", errUsage, abs)
-		}
-		req.Corpus = abs
+	v, err := b.input(pos)
+	if err != nil {
+		return err
+	}
+	req := v.(*cks.SubmitResearchInput)
+	if err := localCorpus(req); err != nil {
+		return err
 	}
 	c, err := cf.client(e)
 	if err != nil {
 		return err
 	}
-	o, err := c.SubmitResearch(ctx, req)
-	if err != nil {
+	var o cks.Object
+	if err := c.Call(ctx, ops.SubmitResearch, req, &o); err != nil {
 		return err
 	}
 	if !*wait {
@@ -87,16 +80,46 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 		progress = e.stderr // stdout carries only the JSON
 	}
 	fmt.Fprintf(progress, "question %d submitted: %s\n", o.ID, strings.TrimSpace(req.Question))
-	v, err := followObject(ctx, c, o.ID, *timeout, progress)
+	return followResearch(ctx, c, o.ID, *timeout, progress, e.stdout, cf.json)
+}
+
+// localCorpus makes the --corpus of a question an absolute path, refusing
+// one that is no directory here as a usage error (the pipeline reads it on
+// its host: `cks research` is run beside it).
+func localCorpus(req *cks.SubmitResearchInput) error {
+	if req.Corpus == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(req.Corpus)
+	if err != nil {
+		return fmt.Errorf("%w: --corpus %s: %v", errUsage, req.Corpus, err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: --corpus %s: directory does not exist", errUsage, abs)
+	case err != nil:
+		return fmt.Errorf("%w: --corpus %s: %v", errUsage, abs, err)
+	case !st.IsDir():
+		return fmt.Errorf("%w: --corpus %s: not a directory", errUsage, abs)
+	}
+	req.Corpus = abs
+	return nil
+}
+
+// followResearch follows question id to its end (followObject) and prints
+// the outcome (as JSON with asJSON); a question that parked is errParked.
+func followResearch(ctx context.Context, c *client.Client, id int64, timeout time.Duration, progress, w io.Writer, asJSON bool) error {
+	v, err := followObject(ctx, c, id, timeout, progress)
 	if err != nil {
 		return err
 	}
-	if cf.json {
-		if err := printJSON(e.stdout, v); err != nil {
+	if asJSON {
+		if err := printJSON(w, v); err != nil {
 			return err
 		}
 	} else {
-		printResearchOutcome(e.stdout, v)
+		printResearchOutcome(w, v)
 	}
 	if v.Status == pipeline.NeedsInput {
 		return fmt.Errorf("%w: question %d is in needs_input: the pipeline could not answer it (see `cks object show %d`)", errParked, v.ID, v.ID)

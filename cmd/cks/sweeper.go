@@ -1,73 +1,34 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
 
-func cmdSweeper(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: sweeper needs a subcommand: list, status ID, start ID or stop ID", errUsage)
-	}
-	sub, args := args[0], args[1:]
-	fs := flagSet("sweeper "+sub, e)
-	var cf clientFlags
-	cf.register(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		if len(pos) > 0 {
-			return fmt.Errorf("%w: sweeper list takes no arguments, got %q", errUsage, pos)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		sts, err := cl.ListSweepers(ctx)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			if sts == nil {
-				sts = []cks.SweeperStatus{}
-			}
-			return printJSON(e.stdout, map[string]any{"sweepers": sts})
-		}
-		printSweepers(e.stdout, sts)
-		return nil
-	case "status", "start", "stop":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: sweeper %s needs exactly one sweeper ID", errUsage, sub)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		call := map[string]func(context.Context, string) (cks.SweeperStatus, error){
-			"status": cl.SweeperStatus, "start": cl.StartSweeper, "stop": cl.StopSweeper,
-		}[sub]
-		st, err := call(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, st)
-		}
-		printSweepers(e.stdout, []cks.SweeperStatus{st})
-		printDetails(e.stdout, st.Details)
-		return nil
-	default:
-		return fmt.Errorf("%w: unknown sweeper subcommand %q; expected list, status, start or stop", errUsage, sub)
-	}
+// sweeperGroup is `cks sweeper`: the hub's in-process sweepers (ADR-015).
+var sweeperGroup = group{name: "sweeper", commands: []command{
+	opCommand("list", ops.ListAgents, opSpec[struct{}, cks.SweeperList]{
+		table: func(x *reply[struct{}, cks.SweeperList]) error {
+			printSweepers(x.w, x.out.Sweepers)
+			return nil
+		},
+	}),
+	opCommand("status", ops.AgentStatus, opSpec[cks.SweeperInput, cks.SweeperStatus]{table: printSweeper}),
+	opCommand("start", ops.StartAgent, opSpec[cks.SweeperInput, cks.SweeperStatus]{table: printSweeper}),
+	opCommand("stop", ops.StopAgent, opSpec[cks.SweeperInput, cks.SweeperStatus]{table: printSweeper}),
+}}
+
+// printSweeper prints one sweeper's status with the details of its last pass.
+func printSweeper(x *reply[cks.SweeperInput, cks.SweeperStatus]) error {
+	printSweepers(x.w, []cks.SweeperStatus{x.out})
+	printDetails(x.w, x.out.Details)
+	return nil
 }
 
 func printSweepers(w io.Writer, sts []cks.SweeperStatus) {

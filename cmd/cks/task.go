@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,50 +12,67 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/ops"
 )
 
-const taskSubcommands = "list, show, create, update, stop, start, answer or cancel"
+// taskGroup is `cks task`: the operator operations of the task ledger.
+var taskGroup = group{name: "task", commands: []command{
+	opCommand("list", ops.ListTasks, opSpec[cks.ListTasksInput, cks.TaskPage]{
+		summary: "a page of tasks; without --state (or --order id) the STOPPED tasks first, with how long they have " +
+			"been held and any unconfirmed abort",
+		prepare: stoppedFirst,
+		table: func(x *reply[cks.ListTasksInput, cks.TaskPage]) error {
+			printListing(x.w, x.out, time.Now())
+			return nil
+		},
+	}),
+	opCommand("show", ops.GetTask, opSpec[cks.TaskInput, cks.Task]{
+		summary: "one task: its current attempt, earlier attempts, aborts and events",
+		table: func(x *reply[cks.TaskInput, cks.Task]) error {
+			printTask(x.w, x.out)
+			return nil
+		},
+	}),
+	opCommand("create", ops.CreateTask, opSpec[cks.NewTask, cks.CreatedTask]{
+		in:    inputSpec{names: taskFlagNames},
+		json:  func(_ *cks.NewTask, out cks.CreatedTask) any { return out.Task },
+		table: printCreated,
+	}),
+	opCommand("update", ops.UpdateTask, opSpec[cks.UpdateTaskInput, cks.UpdateResult]{
+		in: inputSpec{names: taskFlagNames, values: map[string]func() fieldValue{
+			"add_children": func() fieldValue { return new(childList) },
+		}},
+		summary: "edit a task as one operation: a material edit of a running task is stop → apply → start; prints the path taken",
+		table:   printUpdated,
+		check:   func(_ *cks.UpdateTaskInput, out cks.UpdateResult) error { return unconfirmed(out.Task.ID, out.Abort) },
+	}),
+	opCommand("stop", ops.StopTask, opSpec[cks.StopTaskInput, cks.TaskStopResult]{
+		table: printStopped,
+		check: func(_ *cks.StopTaskInput, out cks.TaskStopResult) error { return unconfirmed(out.Task.ID, out.Abort) },
+	}),
+	opCommand("start", ops.StartTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printStarted}),
+	opCommand("answer", ops.AnswerTask, opSpec[cks.AnswerTaskInput, cks.Task]{
+		in: inputSpec{args: []string{"text"}}, table: printVerb[cks.AnswerTaskInput]("answered"),
+	}),
+	opCommand("cancel", ops.CancelTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printVerb[cks.TaskReasonInput]("cancelled")}),
+}}
 
-// int64List is a repeatable flag of task ids (also comma-separated).
-type int64List []int64
-
-func (l *int64List) String() string { return fmt.Sprint([]int64(*l)) }
-
-func (l *int64List) Set(v string) error {
-	for _, part := range strings.Split(v, ",") {
-		id, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
-		if err != nil || id <= 0 {
-			return fmt.Errorf("expected a task id, got %q", part)
-		}
-		*l = append(*l, id)
-	}
-	return nil
+// taskFlagNames are the task fields whose flags have names of their own.
+var taskFlagNames = map[string]string{
+	"acceptance_criteria": "criteria",
+	"parent_id":           "parent",
+	"add_depends_on":      "add-dep",
+	"remove_depends_on":   "remove-dep",
+	"add_children":        "add-child",
+	"cancel_children":     "cancel-child",
 }
 
-// jsonFlag reads the value of a JSON flag (--payload, --metadata): empty
-// means the flag was not given (nil), anything else must be a JSON value,
-// which is sent as written.
-func jsonFlag(name, val string) (json.RawMessage, error) {
-	if val == "" {
-		return nil, nil
-	}
-	if !json.Valid([]byte(val)) {
-		return nil, fmt.Errorf("%w: --%s: expected a JSON value, got %q", errUsage, name, val)
-	}
-	return json.RawMessage(val), nil
-}
-
-// stringList is a repeatable string flag (also comma-separated).
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(v string) error {
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			*l = append(*l, part)
-		}
+// stoppedFirst asks for the operator's view of the ledger, its STOPPED
+// tasks first (list_tasks' order stopped_first), unless the listing
+// selects states itself or names its order.
+func stoppedFirst(in *cks.ListTasksInput) error {
+	if in.Order == "" && len(in.State) == 0 && in.StoppedLongerThan == "" {
+		in.Order = cks.TaskOrderStoppedFirst
 	}
 	return nil
 }
@@ -77,316 +92,57 @@ func (l *childList) Set(v string) error {
 	return nil
 }
 
-func cmdTask(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: task needs a subcommand: %s", errUsage, taskSubcommands)
+func (l *childList) value() (any, error) { return []cks.NewTask(*l), nil }
+func (l *childList) meta() string        { return "TYPE:TITLE" }
+func (l *childList) repeats()            {}
+
+func printCreated(x *reply[cks.NewTask, cks.CreatedTask]) error {
+	t := x.out.Task
+	verb := "created"
+	if !x.out.Created {
+		verb = "exists (dedupe key " + t.DedupeKey + ")"
 	}
-	sub, args := args[0], args[1:]
-	fs := flagSet("task "+sub, e)
-	var cf clientFlags
-	cf.register(fs)
-	switch sub {
-	case "list":
-		var states, types stringList
-		fs.Var(&states, "state", "only tasks in this state (repeatable or comma-separated)")
-		fs.Var(&types, "type", "only tasks of this type (repeatable or comma-separated)")
-		cursor := fs.Int64("cursor", 0, "list tasks after this task id (the next_cursor of a previous page)")
-		limit := fs.Int("limit", 0, "page size (default 100, at most 1000)")
-		if err := noArgs(fs, args); err != nil {
-			return err
-		}
-		f := cks.TaskFilter{Types: types, After: *cursor, Limit: *limit}
-		for _, s := range states {
-			f.States = append(f.States, cks.TaskState(strings.ToUpper(s)))
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		if len(f.States) > 0 {
-			page, err := c.ListTasks(ctx, f)
-			if err != nil {
-				return err
-			}
-			if cf.json {
-				return printJSON(e.stdout, page)
-			}
-			printTasks(e.stdout, page)
-			return nil
-		}
-		l, err := ledger.ListStoppedFirst(ctx, c, ledger.StoppedFirstQuery{Types: f.Types, After: f.After, Limit: f.Limit})
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, l)
-		}
-		printListing(e.stdout, l, time.Now())
-		return nil
-	case "show":
-		id, err := oneID(fs, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		t, err := c.GetTask(ctx, id)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, t)
-		}
-		printTask(e.stdout, t)
-		return nil
-	case "create":
-		var n cks.NewTask
-		var deps int64List
-		var payload string
-		var parent int64
-		fs.StringVar(&n.Type, "type", "", "task type (required); agents claim by type")
-		fs.StringVar(&n.Title, "title", "", "short title")
-		fs.StringVar(&n.Description, "description", "", "what to do")
-		fs.StringVar(&n.AcceptanceCriteria, "criteria", "", "acceptance criteria")
-		fs.StringVar(&payload, "payload", "", "payload, a JSON value")
-		fs.IntVar(&n.Priority, "priority", 0, "priority 0..1000, higher first")
-		fs.IntVar(&n.MaxAttempts, "max-attempts", 0, "attempts before dead letter (default 3)")
-		fs.Var(&deps, "depends-on", "task id this one waits for (repeatable)")
-		fs.Int64Var(&parent, "parent", 0, "parent task id")
-		fs.StringVar(&n.DedupeKey, "dedupe-key", "", "return the live task with this key instead of creating another")
-		if err := noArgs(fs, args); err != nil {
-			return err
-		}
-		p, err := jsonFlag("payload", payload)
-		if err != nil {
-			return err
-		}
-		n.Payload = p
-		if parent != 0 {
-			n.ParentID = &parent
-		}
-		n.DependsOn = deps
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		t, created, err := c.CreateTask(ctx, n)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, t)
-		}
-		verb := "created"
-		if !created {
-			verb = "exists (dedupe key " + t.DedupeKey + ")"
-		}
-		fmt.Fprintf(e.stdout, "task %d %s: %s\n", t.ID, verb, t.State)
-		return nil
-	case "answer":
-		pos, err := parse(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(pos) != 2 {
-			return fmt.Errorf("%w: task answer needs ID and TEXT", errUsage)
-		}
-		id, err := parseID(pos[0])
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		t, err := c.AnswerTask(ctx, id, pos[1])
-		if err != nil {
-			return err
-		}
-		return printResult(e.stdout, cf.json, t, "answered")
-	case "cancel":
-		reason := fs.String("reason", "", "why, recorded in the task's events")
-		id, err := oneID(fs, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		t, err := c.CancelTask(ctx, id, *reason)
-		if err != nil {
-			return err
-		}
-		return printResult(e.stdout, cf.json, t, "cancelled")
-	case "stop":
-		reason := fs.String("reason", "", "why the task is held (required), recorded in its events and abort")
-		deadline := fs.Duration("deadline", 0, "how long to wait for a running executor to confirm its abort (default 30s)")
-		wait := fs.Bool("wait", true, "wait up to --deadline for the abort confirmation; --wait=false returns at once")
-		id, err := oneID(fs, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		res, err := c.StopTask(ctx, id, client.StopRequest{Reason: *reason, Deadline: *deadline, NoWait: !*wait})
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			if err := printJSON(e.stdout, res); err != nil {
-				return err
-			}
-		} else {
-			line := fmt.Sprintf("task %d %s", res.Task.ID, res.Task.State)
-			if was := stoppedFrom(ctx, c, res.Task.ID); was != "" {
-				line += " (was " + was + ")"
-			}
-			printAbortOutcome(e.stdout, line, res.Abort, "no executor held it")
-		}
-		return unconfirmed(res.Task.ID, res.Abort)
-	case "start":
-		reason := fs.String("reason", "", "why, recorded in the task's events")
-		id, err := oneID(fs, args)
-		if err != nil {
-			return err
-		}
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		t, err := c.StartTask(ctx, id, *reason)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, t)
-		}
-		fmt.Fprintf(e.stdout, "task %d started: %s (restart %d, attempts %d of %d, revision %d)\n",
-			t.ID, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
-		return nil
-	case "update":
-		var (
-			p                              cks.TaskPatch
-			title, description, criteria   string
-			payload, metadata              string
-			priority                       int
-			addDeps, removeDeps, cancelled int64List
-			children                       childList
-		)
-		fs.StringVar(&title, "title", "", "new title (not material: a running task keeps running)")
-		fs.StringVar(&description, "description", "", "new description (material)")
-		fs.StringVar(&criteria, "criteria", "", "new acceptance criteria (material)")
-		fs.StringVar(&payload, "payload", "", "new payload, a JSON value (material)")
-		fs.IntVar(&priority, "priority", 0, "new priority 0..1000 (not material)")
-		fs.StringVar(&metadata, "metadata", "", "new metadata, a JSON object replacing the old one (not material)")
-		fs.Var(&addDeps, "add-dep", "task id to depend on (repeatable or comma-separated; material)")
-		fs.Var(&removeDeps, "remove-dep", "dependency to drop (repeatable or comma-separated; material)")
-		fs.Var(&children, "add-child", "create a child task TYPE:TITLE (repeatable; material)")
-		fs.Var(&cancelled, "cancel-child", "child task id to cancel (repeatable or comma-separated; material)")
-		deadline := fs.Duration("deadline", 0, "when a running task is restarted: how long to wait for its executor to confirm the abort (default 30s)")
-		wait := fs.Bool("wait", true, "wait up to --deadline for the abort confirmation; --wait=false returns at once")
-		id, err := oneID(fs, args)
-		if err != nil {
-			return err
-		}
-		fs.Visit(func(fl *flag.Flag) {
-			switch fl.Name {
-			case "title":
-				p.Title = &title
-			case "description":
-				p.Description = &description
-			case "criteria":
-				p.AcceptanceCriteria = &criteria
-			case "priority":
-				p.Priority = &priority
-			}
-		})
-		for _, j := range []struct {
-			flag, val string
-			dst       *json.RawMessage
-		}{{"payload", payload, &p.Payload}, {"metadata", metadata, &p.Metadata}} {
-			v, err := jsonFlag(j.flag, j.val)
-			if err != nil {
-				return err
-			}
-			*j.dst = v
-		}
-		p.AddDependsOn, p.RemoveDependsOn, p.CancelChildren, p.AddChildren = addDeps, removeDeps, cancelled, children
-		c, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		res, err := c.UpdateTask(ctx, id, client.UpdateRequest{Patch: p, Deadline: *deadline, NoWait: !*wait})
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			if err := printJSON(e.stdout, res); err != nil {
-				return err
-			}
-		} else {
-			line := fmt.Sprintf("task %d updated (%s): path %s, revision %d, now %s", res.Task.ID,
-				strings.Join(p.Fields(), ", "), res.Path, res.Task.Revision, res.Task.State)
-			none := "no abort (the task was not running)"
-			if res.Path == cks.UpdateLive {
-				none = "no abort (not a material edit: the running executor keeps going)"
-			}
-			printAbortOutcome(e.stdout, line, res.Abort, none)
-			for _, ch := range res.Children {
-				fmt.Fprintf(e.stdout, "  child task %d created: %s %s %q\n", ch.ID, ch.State, ch.Type, ch.Title)
-			}
-		}
-		return unconfirmed(res.Task.ID, res.Abort)
-	default:
-		return fmt.Errorf("%w: unknown task subcommand %q; expected %s", errUsage, sub, taskSubcommands)
-	}
+	_, err := fmt.Fprintf(x.w, "task %d %s: %s\n", t.ID, verb, t.State)
+	return err
 }
 
-// noArgs parses flags and refuses positional arguments.
-func noArgs(fs *flag.FlagSet, args []string) error {
-	pos, err := parse(fs, args)
-	if err != nil {
+func printUpdated(x *reply[cks.UpdateTaskInput, cks.UpdateResult]) error {
+	res := x.out
+	line := fmt.Sprintf("task %d updated (%s): path %s, revision %d, now %s", res.Task.ID,
+		strings.Join(x.in.TaskPatch.Fields(), ", "), res.Path, res.Task.Revision, res.Task.State)
+	none := "no abort (the task was not running)"
+	if res.Path == cks.UpdateLive {
+		none = "no abort (not a material edit: the running executor keeps going)"
+	}
+	printAbortOutcome(x.w, line, res.Abort, none)
+	for _, ch := range res.Children {
+		fmt.Fprintf(x.w, "  child task %d created: %s %s %q\n", ch.ID, ch.State, ch.Type, ch.Title)
+	}
+	return nil
+}
+
+func printStopped(x *reply[cks.StopTaskInput, cks.TaskStopResult]) error {
+	line := fmt.Sprintf("task %d %s", x.out.Task.ID, x.out.Task.State)
+	if was := stoppedFrom(x.ctx, x.c, x.out.Task.ID); was != "" {
+		line += " (was " + was + ")"
+	}
+	printAbortOutcome(x.w, line, x.out.Abort, "no executor held it")
+	return nil
+}
+
+func printStarted(x *reply[cks.TaskReasonInput, cks.Task]) error {
+	t := x.out
+	_, err := fmt.Fprintf(x.w, "task %d started: %s (restart %d, attempts %d of %d, revision %d)\n",
+		t.ID, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
+	return err
+}
+
+// printVerb prints "task ID VERB: STATE".
+func printVerb[In any](verb string) func(x *reply[In, cks.Task]) error {
+	return func(x *reply[In, cks.Task]) error {
+		_, err := fmt.Fprintf(x.w, "task %d %s: %s\n", x.out.ID, verb, x.out.State)
 		return err
 	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, fs.Name(), pos)
-	}
-	return nil
-}
-
-// oneID parses flags and exactly one positional task id.
-func oneID(fs *flag.FlagSet, args []string) (int64, error) {
-	pos, err := parse(fs, args)
-	if err != nil {
-		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: %s needs exactly one task ID", errUsage, fs.Name())
-	}
-	return parseID(pos[0])
-}
-
-// parseID reads an ID argument: an integer (whether it names a task is the
-// hub's to say).
-func parseID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: expected a task ID (an integer), got %q", errUsage, s)
-	}
-	return id, nil
-}
-
-func printResult(w io.Writer, asJSON bool, t cks.Task, verb string) error {
-	if asJSON {
-		return printJSON(w, t)
-	}
-	fmt.Fprintf(w, "task %d %s: %s\n", t.ID, verb, t.State)
-	return nil
 }
 
 func printTasks(w io.Writer, page cks.TaskPage) {
@@ -467,14 +223,19 @@ func stoppedFrom(ctx context.Context, c *client.Client, id int64) string {
 	return ""
 }
 
-// printListing prints `task list` without --state: the STOPPED tasks first,
-// prominently, with how long they have been held (ledger.ListStoppedFirst).
-func printListing(w io.Writer, l ledger.StoppedFirst, now time.Time) {
-	if l.Stopped > 0 {
-		fmt.Fprintf(w, "!! STOPPED: %d task(s) held by an operator; nothing runs them until `cks task start ID`\n", l.Stopped)
+// printListing prints a page of `task list`; a page in order stopped_first
+// (without --state) opens with its STOPPED tasks, prominently, with how
+// long they have been held and any abort they left unconfirmed.
+func printListing(w io.Writer, p cks.TaskPage, now time.Time) {
+	stopped := 0
+	if p.Stopped != nil {
+		stopped = *p.Stopped
+	}
+	if stopped > 0 {
+		fmt.Fprintf(w, "!! STOPPED: %d task(s) held by an operator; nothing runs them until `cks task start ID`\n", stopped)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tSTOPPED FOR\tTYPE\tPRIO\tATTEMPTS\tABORT\tTITLE")
-		for _, t := range l.Tasks[:l.Stopped] {
+		for _, t := range p.Tasks[:stopped] {
 			abort := "-"
 			if a := t.LastAbort; a != nil && (a.Outcome == cks.AbortUnconfirmed || a.Outcome == cks.AbortPending) {
 				abort = fmt.Sprintf("%s (executor %s)", a.Outcome, a.Executor)
@@ -486,15 +247,18 @@ func printListing(w io.Writer, l ledger.StoppedFirst, now time.Time) {
 				t.Priority, t.Attempts, t.MaxAttempts, abort, t.Title)
 		}
 		tw.Flush()
-		if len(l.Tasks) == l.Stopped {
-			if l.Next != 0 {
-				fmt.Fprintf(w, "more: --cursor %d\n", l.Next)
+		if p.MoreStopped {
+			fmt.Fprintln(w, "more STOPPED tasks: cks task list --state STOPPED")
+		}
+		if len(p.Tasks) == stopped {
+			if p.Next != 0 {
+				fmt.Fprintf(w, "more: --cursor %d\n", p.Next)
 			}
 			return
 		}
 		fmt.Fprintln(w)
 	}
-	printTasks(w, cks.TaskPage{Tasks: l.Tasks[l.Stopped:], Next: l.Next})
+	printTasks(w, cks.TaskPage{Tasks: p.Tasks[stopped:], Next: p.Next})
 }
 
 // heldFor formats how long a task has been stopped: 45s, 12m, 5h12m, 3d4h
@@ -509,7 +273,16 @@ func heldFor(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
+// printTask prints `task show`: the task's fields, its attempts, aborts and
+// events.
 func printTask(w io.Writer, t cks.Task) {
+	printTaskFields(w, t)
+	printTaskAttempts(w, t)
+	printTaskLog(w, t)
+}
+
+// printTaskFields prints the task's fields that are set, one per line.
+func printTaskFields(w io.Writer, t cks.Task) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -555,6 +328,10 @@ func printTask(w io.Writer, t cks.Task) {
 		row("last abort", abortText(a))
 	}
 	tw.Flush()
+}
+
+// printTaskAttempts prints the current attempt apart from the earlier ones.
+func printTaskAttempts(w io.Writer, t cks.Task) {
 	if cur := t.Current; cur != nil {
 		fmt.Fprintf(w, "\ncurrent attempt (attempt %d, restart %d; task revision %d):\n", cur.Attempt, cur.Restart, t.Revision)
 		if cur.Workspace == "" && len(cur.Evidence) == 0 && len(cur.Decisions) == 0 {
@@ -574,9 +351,13 @@ func printTask(w io.Writer, t cks.Task) {
 			printAttempt(w, h, t.Revision)
 		}
 	}
+}
+
+// printTaskLog prints the task's aborts and events.
+func printTaskLog(w io.Writer, t cks.Task) {
 	if len(t.Aborts) > 0 {
 		fmt.Fprintln(w, "\naborts:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, a := range t.Aborts {
 			fmt.Fprintf(tw, "  %s\t%s\tby %s\texecutor %s\tattempt %d, restart %d\t%s\t%s\n", a.RequestedAt.Format(time.RFC3339),
 				strings.ToUpper(strings.TrimPrefix(string(a.Outcome), "abort_")), or(a.RequestedBy, "-"), a.Executor,
@@ -586,7 +367,7 @@ func printTask(w io.Writer, t cks.Task) {
 	}
 	if len(t.Events) > 0 {
 		fmt.Fprintln(w, "\nevents:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, ev := range t.Events {
 			fmt.Fprintf(tw, "  %s\t%s\t%s → %s\tattempt %d\t%s\n", ev.At.Format(time.RFC3339), ev.Actor,
 				or(string(ev.From), "∅"), ev.To, ev.Attempt, ev.Reason)

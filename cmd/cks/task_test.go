@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,6 +51,24 @@ func TestTaskCLI(t *testing.T) {
 	if dup := decode(run("task", "create", "--type", "research", "--dedupe-key", "bees", "--json")); dup.ID != a.ID {
 		t.Fatalf("dedupe returned %d, want %d", dup.ID, a.ID)
 	}
+	// A JSON flag reads @FILE: the payload is the file's JSON as written.
+	file := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(file, []byte(`{"from":"a file","n":[1,2]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r0 := run("task", "create", "--type", "filed", "--payload", "@"+file, "--json")
+	var filed struct {
+		ID      int64           `json:"task_id"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	var compact bytes.Buffer
+	if err := json.Unmarshal([]byte(r0.stdout), &filed); r0.code != 0 || err != nil || json.Compact(&compact, filed.Payload) != nil ||
+		compact.String() != `{"from":"a file","n":[1,2]}` {
+		t.Fatalf("create --payload @FILE: exit %d %v\n%s%s", r0.code, err, r0.stdout, r0.stderr)
+	}
+	if c := decode(run("task", "cancel", fmt.Sprint(filed.ID), "--json")); c.State != "CANCELLED" {
+		t.Fatalf("cancel the filed task: %+v", c)
+	}
 
 	r := run("task", "list", "--state", "WAITING", "--json")
 	var page struct {
@@ -79,6 +98,7 @@ func TestTaskCLI(t *testing.T) {
 	}{
 		{[]string{"task", "create", "--title", "x"}, "type"},
 		{[]string{"task", "create", "--type", "t", "--payload", "{nope"}, "--payload: expected a JSON value"},
+		{[]string{"task", "create", "--type", "t", "--payload", "@" + filepath.Join(t.TempDir(), "absent.json")}, "--payload: open"},
 		{[]string{"task", "create", "--type", "t", "--priority", "-4"}, "priority"},
 		{[]string{"task", "create", "--type", "t", "--depends-on", "99999"}, "depends_on"},
 		{[]string{"task", "list", "--state", "DONE"}, "state"},
@@ -98,7 +118,7 @@ func TestTaskCLI(t *testing.T) {
 		}
 	}
 	r = run("task", "list", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 3 {
 		t.Fatalf("bad input changed the ledger: %d tasks", len(page.Tasks))
 	}
 }

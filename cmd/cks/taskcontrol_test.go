@@ -91,6 +91,13 @@ func TestTaskControlCLI(t *testing.T) {
 		listing.Tasks[0].ID != y || listing.Tasks[0].State != "STOPPED" {
 		t.Fatalf("list --json: %v %+v\n%s", err, listing, r.stdout)
 	}
+	// --order id (or a state filter) lists by id, with no STOPPED section.
+	for _, args := range [][]string{{"--order", "id"}, {"--state", "OPEN,STOPPED"}} {
+		r = ok(run(append([]string{"task", "list"}, args...)...))
+		if !strings.HasPrefix(r.stdout, "ID ") || strings.Contains(r.stdout, "!! STOPPED") || strings.Index(r.stdout, "the build") > strings.Index(r.stdout, "held one") {
+			t.Fatalf("list %v is not by id:\n%s", args, r.stdout)
+		}
+	}
 
 	// Update a STOPPED task in place, with id lists repeated and comma-separated.
 	var up struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,8 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/ops"
 )
 
 // grantFlags collects repeated --grant PERMISSION:RESOURCE flags.
@@ -29,75 +27,29 @@ func (g *grantFlags) Set(s string) error {
 	return nil
 }
 
-// cmdToken manages bearer tokens: create, list, revoke. Each needs admin on /.
-func cmdToken(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: token needs a subcommand: create, list or revoke ID", errUsage)
-	}
-	sub, args := args[0], args[1:]
-	fs := flagSet("token "+sub, e)
-	var cf clientFlags
-	cf.register(fs)
-	var (
-		grants grantFlags
-		name   *string
-		task   *int64
-	)
-	if sub == "create" {
-		name = fs.String("name", "", `name of the token's principal (default "task/ID" with --task, else required)`)
-		task = fs.Int64("task", 0, "make a task-scoped agent credential: read, append, create on /tasks/ID")
-		fs.Var(&grants, "grant", "PERMISSION:RESOURCE to grant, e.g. read:/tasks or control:/sweepers/lease_reaper (repeatable); permissions: "+
-			strings.Join(auth.Permissions, ", "))
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "create":
-		if len(pos) > 0 {
-			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, pos)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		created, err := cl.CreateToken(ctx, cks.CreateTokenInput{Name: *name, Grants: grants, TaskID: *task})
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			return printJSON(e.stdout, created)
-		}
-		fmt.Fprintf(e.stdout, "%s\n\nThe token above is shown only this once; the hub stores only its hash.\n", created.Token)
-		printTokens(e.stdout, []cks.PrincipalGrants{created.PrincipalGrants})
-		return nil
-	case "list":
-		if len(pos) > 0 {
-			return fmt.Errorf("%w: token list takes no arguments, got %q", errUsage, pos)
-		}
-		cl, err := cf.client(e)
-		if err != nil {
-			return err
-		}
-		ps, err := cl.ListTokens(ctx)
-		if err != nil {
-			return err
-		}
-		if cf.json {
-			if ps == nil {
-				ps = []cks.PrincipalGrants{}
-			}
-			return printJSON(e.stdout, cks.TokenList{Tokens: ps})
-		}
-		printTokens(e.stdout, ps)
-		return nil
-	case "revoke":
-		return revokeByID(ctx, e, cf, pos, "token", (*client.Client).RevokeToken)
-	default:
-		return fmt.Errorf("%w: unknown token subcommand %q; expected create, list or revoke", errUsage, sub)
-	}
-}
+func (g *grantFlags) value() (any, error) { return []cks.Grant(*g), nil }
+func (g *grantFlags) meta() string        { return "PERMISSION:RESOURCE" }
+func (g *grantFlags) repeats()            {}
+
+// tokenGroup is `cks token`: bearer tokens and their grants (admin on /).
+var tokenGroup = group{name: "token", commands: []command{
+	opCommand("create", ops.CreateToken, opSpec[cks.CreateTokenInput, cks.CreatedToken]{
+		in: inputSpec{names: map[string]string{"grants": "grant", "task_id": "task"},
+			values: map[string]func() fieldValue{"grants": func() fieldValue { return new(grantFlags) }}},
+		table: func(x *reply[cks.CreateTokenInput, cks.CreatedToken]) error {
+			fmt.Fprintf(x.w, "%s\n\nThe token above is shown only this once; the hub stores only its hash.\n", x.out.Token)
+			printTokens(x.w, []cks.PrincipalGrants{x.out.PrincipalGrants})
+			return nil
+		},
+	}),
+	opCommand("list", ops.ListTokens, opSpec[struct{}, cks.TokenList]{
+		table: func(x *reply[struct{}, cks.TokenList]) error {
+			printTokens(x.w, x.out.Tokens)
+			return nil
+		},
+	}),
+	revokeCommand(ops.RevokeToken, func(in *cks.TokenInput) string { return in.ID }),
+}}
 
 func printTokens(w io.Writer, ps []cks.PrincipalGrants) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
