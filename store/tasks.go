@@ -71,6 +71,10 @@ type Tasks interface {
 	// unknown state is a FieldError naming state. (The stale_stop_report
 	// sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
 	CountTasks(ctx context.Context, f cks.TaskFilter) (int, error)
+	// CountTasksByState counts what CountTasks does, per state, in one
+	// read: every state f names (every state when it names none) with its
+	// count, 0 included, and their total.
+	CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.TaskCounts, error)
 
 	// Claim leases up to n claimable tasks of the given types (any type when
 	// types is empty) to worker: state OPEN, run_after passed, not in the

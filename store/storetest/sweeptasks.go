@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/store"
 )
 
@@ -141,11 +143,26 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 			t.Fatalf("%s: ListTasks: %v", tc.name, err)
 		}
 		var got []int64
+		byState := map[cks.TaskState]int{}
+		for _, st := range tc.f.States {
+			byState[st] = 0
+		}
+		if len(tc.f.States) == 0 {
+			for _, st := range ledger.All {
+				byState[st] = 0
+			}
+		}
 		for _, task := range page.Tasks {
 			got = append(got, task.ID)
+			byState[task.State]++
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: ListTasks = %v, want %v", tc.name, got, tc.want)
+		}
+		// Per state: every state the filter names, 0 included.
+		counts, err := s.CountTasksByState(ctx(t), tc.f)
+		if err != nil || !maps.Equal(counts.Counts, byState) || counts.Total != len(tc.want) {
+			t.Errorf("%s: CountTasksByState = %+v, %v; want %v, total %d", tc.name, counts, err, byState, len(tc.want))
 		}
 	}
 	// CountTasks ignores the page fields.
@@ -154,6 +171,9 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 	}
 	if _, err := s.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
 		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
+	}
+	if _, err := s.CountTasksByState(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !store.IsFieldError(err, "state") {
+		t.Errorf("CountTasksByState with an unknown state: err = %v, want a FieldError naming state", err)
 	}
 }
 
