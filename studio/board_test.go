@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -412,8 +413,8 @@ func TestTasksAbsentWithoutStore(t *testing.T) {
 // failingTasks is a task ledger whose reads fail.
 type failingTasks struct{ ops.TaskStore }
 
-func (failingTasks) CountTasks(context.Context, cks.TaskFilter) (int, error) {
-	return 0, errors.New("ledger on fire")
+func (failingTasks) CountTasksByState(context.Context, cks.TaskFilter) (cks.TaskCounts, error) {
+	return cks.TaskCounts{}, errors.New("ledger on fire")
 }
 
 func (failingTasks) GetTask(context.Context, int64) (cks.Task, error) {
@@ -464,4 +465,44 @@ func TestSweeperCardShowsDetails(t *testing.T) {
 	wantHTML(t, page, http.StatusOK)
 	c := sweeperCard(t, page.body, "graph_health")
 	mustContain(t, "details", c, "<dt>orphans</dt><dd><code>2</code></dd>", "<dt>example_cycles</dt><dd><code>[[1,2,1]]</code></dd>")
+}
+
+// countingTasks counts the count reads made of a task ledger.
+type countingTasks struct {
+	ops.TaskStore
+	counts atomic.Int64
+}
+
+func (c *countingTasks) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
+	c.counts.Add(1)
+	return c.TaskStore.CountTasks(ctx, f)
+}
+
+func (c *countingTasks) CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.TaskCounts, error) {
+	c.counts.Add(1)
+	return c.TaskStore.CountTasksByState(ctx, f)
+}
+
+// TestTaskBoardCountsInOneRead: the board's counts of every state are one
+// read of count_tasks (once a count per state), and the long-stopped count
+// one more when any task is STOPPED.
+func TestTaskBoardCountsInOneRead(t *testing.T) {
+	e := newFullEnv(t)
+	tasks := &countingTasks{TaskStore: e.store}
+	h := studio.New(liveness.NewService(e.store, e.clock), studio.Options{Tasks: tasks, Clock: e.clock})
+	enqueue(t, e.store, "plain", "Just open")
+	page := get(t, h, "/tasks")
+	wantHTML(t, page, http.StatusOK)
+	if n := tasks.counts.Swap(0); n != 1 {
+		t.Errorf("a board without STOPPED tasks made %d count reads, want 1", n)
+	}
+	held := enqueue(t, e.store, "plain", "Held")
+	move(t, e.store, held.ID, cks.TaskStopped)
+	e.clock.Advance(25 * time.Hour)
+	page = get(t, h, "/tasks")
+	mustContain(t, "board", page.body, `STOPPED <span class="chip__n">1</span>`, `OPEN <span class="chip__n">1</span>`,
+		`All <span class="chip__n">2</span>`, "1 stopped for longer than 24 h.")
+	if n := tasks.counts.Swap(0); n != 2 {
+		t.Errorf("a board with STOPPED tasks made %d count reads, want 2", n)
+	}
 }
