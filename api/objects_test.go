@@ -30,7 +30,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Kind != pipeline.KindQuestion || q.Status != pipeline.AwaitingResearch || q.CreatedBy != "admin" {
+	if q.Kind != cks.KindQuestion || q.Status != cks.StatusAwaitingResearch || q.CreatedBy != "admin" {
 		t.Fatalf("created %+v", q)
 	}
 	status, body := f.do(t, f.token, "POST", "/v1/objects", `{"question":"Where is the corpus?","corpus":"/srv/docs"}`)
@@ -54,7 +54,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := o.RunSequential(ctx, q.ID); err != nil || got.Status != pipeline.Resolved {
+	if got, err := o.RunSequential(ctx, q.ID); err != nil || got.Status != cks.StatusResolved {
 		t.Fatalf("pipeline: %s, %v", got.Status, err)
 	}
 
@@ -87,9 +87,9 @@ func TestObjectsRoundTrip(t *testing.T) {
 	claims := 0
 	for _, r := range v.Reasoning {
 		switch r.Kind {
-		case pipeline.KindSynthesis:
+		case cks.KindSynthesis:
 			syn = &r
-		case pipeline.KindClaim:
+		case cks.KindClaim:
 			claims++
 			if len(r.Log) == 0 {
 				t.Errorf("claim %d without its own log", r.ID)
@@ -108,11 +108,11 @@ func TestObjectsRoundTrip(t *testing.T) {
 		t.Fatalf("GET body has no reasoning: %.300s", body)
 	}
 
-	page, err := c.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{pipeline.KindQuestion}})
+	page, err := c.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{cks.KindQuestion}})
 	if err != nil || len(page.Objects) != 2 {
 		t.Fatalf("list questions: %d, %v", len(page.Objects), err)
 	}
-	page, err = c.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{pipeline.AwaitingResearch}, Kinds: []string{pipeline.KindQuestion}})
+	page, err = c.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{cks.StatusAwaitingResearch}, Kinds: []string{cks.KindQuestion}})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != other.ID {
 		t.Fatalf("list awaiting research: %+v, %v", page.Objects, err)
 	}

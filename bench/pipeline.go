@@ -169,7 +169,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 				model.mu.Unlock()
 				coord = append(coord, time.Duration(se.DurationMS*float64(time.Millisecond))-took)
 				res.Transitions++
-				if se.To != pipeline.Resolved {
+				if se.To != cks.StatusResolved {
 					completed[se.ObjectID] = e.At
 				}
 			}
@@ -184,8 +184,8 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		if err != nil {
 			return res, err
 		}
-		obj, err := st.CreateObject(ctx, store.NewObject{Kind: pipeline.KindQuestion, Title: q,
-			Content: content, Status: pipeline.AwaitingResearch, CreatedBy: "bench"})
+		obj, err := st.CreateObject(ctx, store.NewObject{Kind: cks.KindQuestion, Title: q,
+			Content: content, Status: cks.StatusAwaitingResearch, CreatedBy: "bench"})
 		if err != nil {
 			return res, err
 		}
@@ -214,7 +214,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		case <-ctx.Done():
 		case <-tick.C:
 		}
-		if n, err = countStatus(ctx, st, pipeline.Resolved); err != nil {
+		if n, err = countStatus(ctx, st, cks.StatusResolved); err != nil {
 			break
 		}
 		if cfg.Progress != nil && time.Since(lastReport) >= 500*time.Millisecond {
@@ -230,8 +230,8 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 		q := "probe: " + cfg.Question(i)
 		content, _ := json.Marshal(pipeline.Question{Question: q})
 		var obj cks.Object
-		if obj, err = st.CreateObject(ctx, store.NewObject{Kind: pipeline.KindQuestion, Title: q, Content: content,
-			Status: pipeline.AwaitingResearch, CreatedBy: "bench"}); err != nil {
+		if obj, err = st.CreateObject(ctx, store.NewObject{Kind: cks.KindQuestion, Title: q, Content: content,
+			Status: cks.StatusAwaitingResearch, CreatedBy: "bench"}); err != nil {
 			break
 		}
 		mu.Lock()

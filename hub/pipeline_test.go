@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
 	"github.com/cks-dev/cks/store/backend"
 )
@@ -68,13 +68,13 @@ func TestNewPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := st.CreateObject(context.Background(), store.NewObject{Kind: pipeline.KindQuestion,
-		Content: []byte(`{"question":"How does cks stop a running task?"}`), Status: pipeline.AwaitingResearch, CreatedBy: "t"})
+	q, err := st.CreateObject(context.Background(), store.NewObject{Kind: cks.KindQuestion,
+		Content: []byte(`{"question":"How does cks stop a running task?"}`), Status: cks.StatusAwaitingResearch, CreatedBy: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := o.RunSequential(context.Background(), q.ID)
-	if err != nil || got.Status != pipeline.Resolved {
+	if err != nil || got.Status != cks.StatusResolved {
 		t.Fatalf("%s, %v", got.Status, err)
 	}
 	completed := 0

@@ -63,8 +63,8 @@ func NewQuestion(r cks.SubmitResearchInput, createdBy string) (store.NewObject, 
 	if len(title) > 200 {
 		title = strings.ToValidUTF8(title[:197], "") + "..."
 	}
-	return store.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
-		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
+	return store.NewObject{Kind: cks.KindQuestion, Title: title, Content: content,
+		Status: cks.StatusAwaitingResearch, CreatedBy: createdBy}, nil
 }
 
 // SubmitResearch is submit_research.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
@@ -38,7 +39,7 @@ func TestListenConnectionKilled(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 
 	start(t, pipeline.Config{Store: st, Model: llm.NewOffline(), Corpus: corpus(t), Poll: time.Hour})
-	if o := settle(t, st, submit(t, st, questions[0]).ID)[0]; o.Status != pipeline.Resolved {
+	if o := settle(t, st, submit(t, st, questions[0]).ID)[0]; o.Status != cks.StatusResolved {
 		t.Fatalf("before the kill: %s", o.Status)
 	}
 
@@ -60,7 +61,7 @@ WHERE application_name = $1 AND query LIKE '%LISTEN cks_changes%') k`, app).Scan
 			t.Fatal("no LISTEN connection of the orchestrator found")
 		}
 	}
-	if o := settle(t, st, submit(t, st, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
+	if o := settle(t, st, submit(t, st, questions[1]).ID)[0]; o.Status != cks.StatusResolved {
 		t.Fatalf("after the kill: %s", o.Status)
 	}
 }

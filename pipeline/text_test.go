@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store"
@@ -43,7 +44,7 @@ func TestTitlesAreCutAtCharacters(t *testing.T) {
 		start(t, pipeline.Config{Store: k, Model: accented{llm.NewOffline()}, Corpus: corpus(t), Workers: 1})
 		q := submit(t, k, questions[0])
 		o := settle(t, k, q.ID)[0]
-		if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
+		if o.Status != cks.StatusResolved || chain(o) != resolvedChain {
 			t.Fatalf("question %s, chain %s", o.Status, chain(o))
 		}
 		titled := 0
