@@ -14,7 +14,6 @@ import (
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -137,7 +136,7 @@ func TestObjectsBadInput(t *testing.T) {
 		{"POST", "/v1/objects", `{"question":""}`, "question"},
 		{"POST", "/v1/objects", `{"question":"   "}`, "question"},
 		{"POST", "/v1/objects", `{}`, "question"},
-		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen+1)), "question"},
+		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", pipeline.MaxQuestionLen+1)), "question"},
 		{"POST", "/v1/objects", `{"question":"why?","corpus":"docs"}`, "corpus"},
 		{"POST", "/v1/objects", `{"question":"why?","kind":"claim"}`, "kind"},
 		{"GET", "/v1/objects?limit=-1", "", "limit"},
@@ -153,8 +152,8 @@ func TestObjectsBadInput(t *testing.T) {
 			t.Errorf("%s %s %.60s: field %q (%s), want %q", c.method, c.path, c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen))); status != http.StatusCreated {
-		t.Errorf("a question of exactly %d bytes: %d %s", ops.MaxQuestionLen, status, body)
+	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", pipeline.MaxQuestionLen))); status != http.StatusCreated {
+		t.Errorf("a question of exactly %d bytes: %d %s", pipeline.MaxQuestionLen, status, body)
 	}
 	status, body := f.do(t, f.token, "GET", "/v1/objects/424242", "")
 	if status != http.StatusNotFound || !strings.Contains(decodeError(t, body).Error.Message, "424242") {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store"
 )
 
 // PipelineConfig is one run of the pipeline benchmark.
@@ -180,12 +178,7 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 	// Questions first, then the orchestrator: the run measures the steps.
 	for i := range cfg.Questions {
 		q := cfg.Question(i)
-		content, err := json.Marshal(pipeline.Question{Question: q})
-		if err != nil {
-			return res, err
-		}
-		obj, err := st.CreateObject(ctx, store.NewObject{Kind: cks.KindQuestion, Title: q,
-			Content: content, Status: cks.StatusAwaitingResearch, CreatedBy: "bench"})
+		obj, err := pipeline.Submit(ctx, st, pipeline.Question{Question: q}, "bench")
 		if err != nil {
 			return res, err
 		}
@@ -228,10 +221,8 @@ func Pipeline(ctx context.Context, st pipeline.Store, cfg PipelineConfig) (Pipel
 	probing.Store(true)
 	for i := 0; i < cfg.Probes && err == nil && ctx.Err() == nil; i++ {
 		q := "probe: " + cfg.Question(i)
-		content, _ := json.Marshal(pipeline.Question{Question: q})
 		var obj cks.Object
-		if obj, err = st.CreateObject(ctx, store.NewObject{Kind: cks.KindQuestion, Title: q, Content: content,
-			Status: cks.StatusAwaitingResearch, CreatedBy: "bench"}); err != nil {
+		if obj, err = pipeline.Submit(ctx, st, pipeline.Question{Question: q}, "bench"); err != nil {
 			break
 		}
 		mu.Lock()
