@@ -65,6 +65,32 @@ func ListTasksInputOf(f TaskFilter) ListTasksInput {
 	return in
 }
 
+// CountTasksInput is the input of count_tasks: list_tasks' filter without
+// its paging.
+type CountTasksInput struct {
+	State []string `json:"state,omitempty" jsonschema:"count only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
+	Type  []string `json:"type,omitempty" jsonschema:"count only tasks of any of these types"`
+	// StoppedLongerThan counts the STOPPED tasks whose state has not
+	// changed for at least this long, relative to now.
+	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: count only STOPPED tasks held at least that long (no state filter with it)"`
+}
+
+// ListTasksInput is list_tasks' input with the same filter, from its
+// first page.
+func (in CountTasksInput) ListTasksInput() ListTasksInput {
+	return ListTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan}
+}
+
+// TaskCounts is the output of count_tasks: how many tasks a filter selects,
+// per state.
+type TaskCounts struct {
+	// Counts has every state the filter names (every state when it names
+	// none), each with its count, 0 included.
+	Counts map[TaskState]int `json:"counts"`
+	// Total is the sum of Counts.
+	Total int `json:"total"`
+}
+
 // CreatedTask is the output of create_task.
 type CreatedTask struct {
 	Task Task `json:"task"`

@@ -69,6 +69,8 @@ var (
 	OpCreateTask = endpoint[NewTask, CreatedTask]("create_task", "POST", "/v1/tasks")
 	// OpListTasks is list_tasks.
 	OpListTasks = endpoint[ListTasksInput, TaskPage]("list_tasks", "GET", "/v1/tasks")
+	// OpCountTasks is count_tasks.
+	OpCountTasks = endpoint[CountTasksInput, TaskCounts]("count_tasks", "GET", "/v1/tasks/counts")
 	// OpGetTask is get_task.
 	OpGetTask = endpoint[TaskInput, Task]("get_task", "GET", "/v1/tasks/{task_id}")
 	// OpAnswerTask is answer_task.
@@ -158,6 +160,7 @@ func Operations() []Operation {
 		OpRequestProcessStop,
 		OpCreateTask,
 		OpListTasks,
+		OpCountTasks,
 		OpGetTask,
 		OpAnswerTask,
 		OpCancelTask,

@@ -54,6 +54,34 @@ const (
 	TaskStopped TaskState = "STOPPED"
 )
 
+// TaskAction is an operator verb on a task, named for its operation (stop
+// is stop_task): which of them a task admits in its state is the ledger's
+// rule (ledger.Actions), read from its transition table; get_task lists
+// them (Task.Actions) so that a surface offers what the state allows
+// without deciding it. Whether the caller may is its grants' business.
+type TaskAction string
+
+// The operator verbs.
+const (
+	// ActionStop holds the task in STOPPED (stop_task).
+	ActionStop TaskAction = "stop"
+	// ActionStart releases a STOPPED task (start_task).
+	ActionStart TaskAction = "start"
+	// ActionCancel cancels the task (cancel_task).
+	ActionCancel TaskAction = "cancel"
+	// ActionAnswer answers a NEEDS_INPUT task's question (answer_task).
+	ActionAnswer TaskAction = "answer"
+	// ActionUpdate edits the task (update_task): its title, priority or
+	// metadata at least.
+	ActionUpdate TaskAction = "update"
+	// ActionUpdateMaterial is an update_task edit of a material field
+	// (description, criteria, payload, dependencies, children): in place,
+	// or stop-apply-start for a task an executor holds.
+	ActionUpdateMaterial TaskAction = "update_material"
+	// ActionReview leases a NEEDS_REVIEW task for review (claim_review).
+	ActionReview TaskAction = "review"
+)
+
 // Task is one row of cks_outbox_tasks (the outbox of ADR-014/016, which is the
 // task ledger of ADR 0020), with its dependencies and, from GetTask, its event
 // history and evidence.
@@ -119,6 +147,10 @@ type Task struct {
 	History []AttemptView `json:"history,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
 	Aborts []Abort `json:"aborts,omitempty"`
+	// Actions are the operator verbs the task admits in its state (none
+	// when it is terminal), in the order of the TaskAction constants;
+	// filled by get_task only.
+	Actions []TaskAction `json:"actions,omitzero"`
 }
 
 // ClaimedTask is a task as Claim and ClaimReview return it to the claimer:

@@ -116,7 +116,7 @@ func critique(ctx context.Context, st *knowledge.Service, cfg CriticConfig, p Cr
 		if err != nil {
 			return worker.Result{}, err
 		}
-		if o.Status == StatusDisputed {
+		if o.Status == cks.StatusDisputed {
 			return noopResult("claim %d is already disputed: nothing to critique", id), nil
 		}
 		ev[i] = readClaim(o)
@@ -141,8 +141,8 @@ func critique(ctx context.Context, st *knowledge.Service, cfg CriticConfig, p Cr
 	// (action "critiqued"; critique → winner supports, link → loser
 	// refutes), and sets the loser's status with a log entry of its own.
 	subject := loser.obj
-	tr := knowledge.ObjectTransition{From: subject.Status, To: StatusDisputed, Action: StatusDisputed, Agent: AgentCritic, Reasoning: 0}
-	edge, link, linkTo := semRefutes, semSupports, winner.obj.ID
+	tr := knowledge.ObjectTransition{From: subject.Status, To: cks.StatusDisputed, Action: cks.StatusDisputed, Agent: AgentCritic, Reasoning: 0}
+	edge, link, linkTo := cks.SemRefutes, cks.SemSupports, winner.obj.ID
 	if subject.Status == "" {
 		if winner.obj.Status == "" {
 			return worker.Result{}, worker.Permanent(fmt.Errorf("claims %d and %d have no current_status: a claim's status changes only with a log entry, so neither can be marked disputed",
@@ -150,14 +150,14 @@ func critique(ctx context.Context, st *knowledge.Service, cfg CriticConfig, p Cr
 		}
 		subject = winner.obj
 		tr.From, tr.To, tr.Action = subject.Status, subject.Status, "critiqued"
-		tr.SetStatus = []knowledge.StatusChange{{ObjectID: loser.obj.ID, Status: StatusDisputed, Action: StatusDisputed}}
-		edge, link, linkTo = semSupports, semRefutes, loser.obj.ID
+		tr.SetStatus = []knowledge.StatusChange{{ObjectID: loser.obj.ID, Status: cks.StatusDisputed, Action: cks.StatusDisputed}}
+		edge, link, linkTo = cks.SemSupports, cks.SemRefutes, loser.obj.ID
 	}
 	tr.Attach = []knowledge.Attachment{{
-		Object: knowledge.NewObject{Kind: kindCritique, Title: fmt.Sprintf("critique of contradicting claims #%d and #%d", p.Claims[0], p.Claims[1]),
+		Object: knowledge.NewObject{Kind: cks.KindCritique, Title: fmt.Sprintf("critique of contradicting claims #%d and #%d", p.Claims[0], p.Claims[1]),
 			Content: content, CreatedBy: AgentCritic},
-		BaseType: baseDependsOn, SemanticType: edge,
-		Links: []knowledge.LinkFrom{{Dst: linkTo, BaseType: baseDependsOn, SemanticType: link}},
+		BaseType: cks.BaseDependsOn, SemanticType: edge,
+		Links: []knowledge.LinkFrom{{Dst: linkTo, BaseType: cks.BaseDependsOn, SemanticType: link}},
 	}}
 	held, err := st.ClaimObject(ctx, subject.ID, holder, []string{subject.Status})
 	if err != nil {
@@ -171,7 +171,7 @@ func critique(ctx context.Context, st *knowledge.Service, cfg CriticConfig, p Cr
 		}
 		return worker.Result{}, fmt.Errorf("marking claim %d disputed: %w", loser.obj.ID, err)
 	}
-	return output(CritiqueDone{Outcome: StatusDisputed, Winner: winner.obj.ID, Loser: loser.obj.ID, CritiqueID: made[0].ID}), nil
+	return output(CritiqueDone{Outcome: cks.StatusDisputed, Winner: winner.obj.ID, Loser: loser.obj.ID, CritiqueID: made[0].ID}), nil
 }
 
 // readClaim extracts a claim's statement and citations from its content:

@@ -42,13 +42,13 @@ func TestCritic(t *testing.T) {
 		b := newClaim(t, st, "accepted", `{"subject":"water","predicate":"boils at","value":"100 C","citations":["p1","p2",{"id":"p2"}]}`)
 
 		var done agents.CritiqueDone
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, critic), "disputed", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, critic), "disputed", &done)
 		if done.Winner != b.ID || done.Loser != a.ID {
 			t.Fatalf("result %+v: want winner %d (two sources), loser %d", done, b.ID, a.ID)
 		}
 		loser := storetest.MustGetObject(t, st.Objects, a.ID)
 		last := loser.Log[len(loser.Log)-1]
-		if loser.Status != agents.StatusDisputed || last.Agent != "critic" || last.Action != "disputed" || last.TransitionedTo != "disputed" ||
+		if loser.Status != cks.StatusDisputed || last.Agent != "critic" || last.Action != "disputed" || last.TransitionedTo != "disputed" ||
 			last.ReasoningNodeID == nil || *last.ReasoningNodeID != done.CritiqueID {
 			t.Fatalf("loser: status %s, last log entry %+v; want disputed by critic pointing to critique %d", loser.Status, last, done.CritiqueID)
 		}
@@ -65,7 +65,7 @@ func TestCritic(t *testing.T) {
 			t.Fatalf("critique edges %+v: want → %d supports and → %d refutes", crit.Edges, b.ID, a.ID)
 		}
 		// Again: the loser is disputed already.
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, critic), "noop", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, critic), "noop", nil)
 		if n := len(storetest.MustGetObject(t, st.Objects, a.ID).Log); n != len(loser.Log) {
 			t.Fatalf("a no-op critique appended to the log (%d entries, was %d)", n, len(loser.Log))
 		}
@@ -75,14 +75,14 @@ func TestCritic(t *testing.T) {
 			"citations":[{"id":"s1","text":"On clear days the sky looks blue because of scattering."}]}`)
 		d := newClaim(t, st, "proposed", `{"subject":"sky","predicate":"colour","value":"green","text":"the sky is green",
 			"citations":[{"id":"s2","text":"Grass is green."}]}`)
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{d.ID, c.ID}}, critic), "disputed", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{d.ID, c.ID}}, critic), "disputed", &done)
 		if done.Winner != c.ID || done.Loser != d.ID {
 			t.Fatalf("support tie-break: %+v, want %d to win", done, c.ID)
 		}
 		// All equal: the older claim stands.
 		e := newClaim(t, st, "proposed", `{"subject":"pi","predicate":"is","value":"3"}`)
 		f := newClaim(t, st, "proposed", `{"subject":"pi","predicate":"is","value":"4"}`)
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{f.ID, e.ID}}, critic), "disputed", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{f.ID, e.ID}}, critic), "disputed", &done)
 		if done.Winner != e.ID || done.Loser != f.ID {
 			t.Fatalf("age tie-break: %+v, want %d (older) to win", done, e.ID)
 		}
@@ -90,7 +90,7 @@ func TestCritic(t *testing.T) {
 		// A loser without a status: the winner's transition disputes it.
 		g := newClaim(t, st, "proposed", `{"subject":"moon","predicate":"made of","value":"rock","citations":["m1"]}`)
 		h := newClaim(t, st, "", `{"subject":"moon","predicate":"made of","value":"cheese"}`)
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{g.ID, h.ID}}, critic), "disputed", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{g.ID, h.ID}}, critic), "disputed", &done)
 		hl := storetest.MustGetObject(t, st.Objects, h.ID)
 		gl := storetest.MustGetObject(t, st.Objects, g.ID)
 		if hl.Status != "disputed" || len(hl.Log) == 0 || *hl.Log[len(hl.Log)-1].ReasoningNodeID != done.CritiqueID ||
@@ -112,7 +112,7 @@ func TestCritic(t *testing.T) {
 			map[string]any{"claims": []int64{i.ID, 999999}},
 			map[string]any{"pair": []int64{1, 2}},
 		} {
-			rep := runTask(t, st, agents.TypeCritique, p, critic)
+			rep := runTask(t, st, cks.TaskTypeCritique, p, critic)
 			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) {
 				t.Fatalf("payload %v: %s %v, want a permanent failure", p, rep.Outcome, rep.Err)
 			}

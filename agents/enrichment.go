@@ -52,18 +52,18 @@ func Enrichment(st VersionedStore) worker.Resolver {
 		t := a.Task()
 		var p ObjectPayload
 		switch t.Type {
-		case TypeRederive:
+		case cks.TaskTypeRederive:
 			if err := decodePayload(t, &p); err != nil {
 				return worker.Result{}, err
 			}
 			return rederive(ctx, st, p.ObjectID)
-		case TypeEnrich:
+		case cks.TaskTypeEnrich:
 			if err := decodePayload(t, &p); err != nil {
 				return worker.Result{}, err
 			}
 			return enrich(ctx, st, p.ObjectID)
 		}
-		return worker.Result{}, worker.Permanent(fmt.Errorf("the enrichment agent works %s and %s tasks, not %q", TypeRederive, TypeEnrich, t.Type))
+		return worker.Result{}, worker.Permanent(fmt.Errorf("the enrichment agent works %s and %s tasks, not %q", cks.TaskTypeRederive, cks.TaskTypeEnrich, t.Type))
 	}
 }
 
@@ -215,10 +215,6 @@ type Enriched struct {
 // EnrichMaxKeywords bounds the keywords enrich fills in.
 const EnrichMaxKeywords = 10
 
-// reasoningKinds are never linked by enrich: they are reasoning about
-// objects, linked to them already, not knowledge of their own.
-var reasoningKinds = []string{"critique", "rationale", "model_reply"}
-
 // enrich is the enrich task (offline rule): the object's terms are those
 // of its title and of every string in its content (except under
 // "premises" and "derivation", which hold hashes and ids); every other
@@ -260,7 +256,9 @@ func enrich(ctx context.Context, st VersionedStore, id int64) (worker.Result, er
 			return worker.Result{}, err
 		}
 		for _, c := range page.Objects {
-			if linked[c.ID] || slices.Contains(reasoningKinds, c.Kind) {
+			// Reasoning nodes are about objects, linked to them already,
+			// not knowledge of their own: enrich never links them.
+			if linked[c.ID] || slices.Contains(cks.ReasoningKinds[:], c.Kind) {
 				continue
 			}
 			theirs := objectTerms(c)

@@ -31,11 +31,11 @@ func TestRederive(t *testing.T) {
 		inf := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(
 			`{"statement":"Socrates is mortal","premises":{"%d":%q,"%d":%q},"note":"kept"}`, p1.ID, p1.ContentHash, p2.ID, p2.ContentHash))})
 
-		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
 
 		p1v := mustWrite(t, vs.Objects, p1.ID, p1.HeadVersion, `{"text":"all humans are mortal"}`)
 		var done agents.Rederived
-		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "rederived", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": inf.ID}, enrich), "rederived", &done)
 		if !slices.Equal(done.Premises, []int64{p1.ID}) {
 			t.Fatalf("result %+v: want premise %d changed", done, p1.ID)
 		}
@@ -58,20 +58,20 @@ func TestRederive(t *testing.T) {
 			c.Derivation.Replaced[k1] != p1.ContentHash || c.Derivation.BasedOn != inf.HeadVersion || c.Derivation.Rule != agents.RederiveRule {
 			t.Fatalf("re-derived content %s", hs[0].Content)
 		}
-		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
 
 		// A premise that does not exist is recorded as missing.
 		gone := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(
 			`{"statement":"s","premises":{"999999":"abc"}}`)})
-		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": gone.ID}, enrich), "rederived", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": gone.ID}, enrich), "rederived", nil)
 		if got := storetest.MustGetObject(t, st.Objects, gone.ID); !json.Valid(got.Content) || !strings.Contains(string(got.Content), `"999999":"missing"`) {
 			t.Fatalf("missing premise: content %s", got.Content)
 		}
-		outcome(t, runTask(t, st, agents.TypeRederive, map[string]any{"object_id": gone.ID}, enrich), "noop", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": gone.ID}, enrich), "noop", nil)
 
 		bad := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(`{"statement":"s","premises":["1"]}`)})
 		for _, p := range []any{map[string]any{"object_id": bad.ID}, map[string]any{"object_id": 999999}, map[string]any{"id": 1}} {
-			rep := runTask(t, st, agents.TypeRederive, p, enrich)
+			rep := runTask(t, st, cks.TaskTypeRederive, p, enrich)
 			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) {
 				t.Fatalf("payload %v: %s %v, want a permanent failure", p, rep.Outcome, rep.Err)
 			}
@@ -109,7 +109,7 @@ func TestEnrich(t *testing.T) {
 		}
 
 		var done agents.Enriched
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": orphan.ID}, enrich), "enriched", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": orphan.ID}, enrich), "enriched", &done)
 		var got []int64
 		for _, r := range done.Related {
 			got = append(got, r.ObjectID)
@@ -138,7 +138,7 @@ func TestEnrich(t *testing.T) {
 
 		// Few enough candidates: all the related ones, none else; then a no-op.
 		lone := mk("claim", "", "Workers renew a task lease with a heartbeat")
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": related.ID}, enrich), "enriched", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": related.ID}, enrich), "enriched", &done)
 		ids := []int64{}
 		for _, r := range done.Related {
 			ids = append(ids, r.ObjectID)
@@ -147,7 +147,7 @@ func TestEnrich(t *testing.T) {
 			t.Fatalf("related of %d: %v", related.ID, ids)
 		}
 		bees := mk("note", "Bees", "Honey bees dance")
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "enriched", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "enriched", &done)
 		if len(done.Related) != 1 || done.Related[0].ObjectID != unrelated.ID {
 			t.Fatalf("bees related to %+v, want only %d", done.Related, unrelated.ID)
 		}
@@ -156,10 +156,10 @@ func TestEnrich(t *testing.T) {
 			got.HeadVersion != done.Version || done.Version == 0 {
 			t.Fatalf("bees after enrich: %s (head %d), result %+v", got.Content, got.HeadVersion, done)
 		}
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "noop", nil)
+		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "noop", nil)
 		empty := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
-		outcome(t, runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": empty.ID}, enrich), "noop", nil)
-		if rep := runTask(t, st, agents.TypeEnrich, map[string]any{"object_id": 999999}, enrich); !errors.Is(rep.Err, worker.ErrPermanent) {
+		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": empty.ID}, enrich), "noop", nil)
+		if rep := runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": 999999}, enrich); !errors.Is(rep.Err, worker.ErrPermanent) {
 			t.Fatalf("unknown object: %s %v", rep.Outcome, rep.Err)
 		}
 	})

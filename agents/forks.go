@@ -150,9 +150,9 @@ func resolveFork(ctx context.Context, st VersionedStore, cfg ForkConfig, p ForkP
 		return worker.Result{}, worker.Permanent(err)
 	}
 	reason := &knowledge.Attachment{
-		Object: knowledge.NewObject{Kind: kindRationale, Title: fmt.Sprintf("merge of %s of object %d", versionList(heads), p.ObjectID),
+		Object: knowledge.NewObject{Kind: cks.KindRationale, Title: fmt.Sprintf("merge of %s of object %d", versionList(heads), p.ObjectID),
 			Content: content, CreatedBy: AuthorForkResolution},
-		BaseType: baseDependsOn, SemanticType: semResolves,
+		BaseType: cks.BaseDependsOn, SemanticType: cks.SemResolves,
 	}
 	v, node, err := st.MergeVersions(ctx, p.ObjectID, heads, merged, AuthorForkResolution, reason)
 	if errors.Is(err, cks.ErrConflict) {

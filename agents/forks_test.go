@@ -102,7 +102,7 @@ func TestForkResolver(t *testing.T) {
 		}
 
 		var merged agents.ForkMerged
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.Version, v2.Version}}, resolve), "merged", &merged)
+		outcome(t, runTask(t, st, cks.TaskTypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v3.Version, v2.Version}}, resolve), "merged", &merged)
 		ids, hs := headIDs(t, vs.Objects, o.ID)
 		if len(ids) != 1 || ids[0] != merged.MergedVersion || !slices.Equal(hs[0].Parents, []int64{v2.Version, v3.Version}) {
 			t.Fatalf("after the merge: heads %v (parents %v), result %+v; want one head with parents %d, %d", ids, hs[0].Parents, merged, v2.Version, v3.Version)
@@ -134,21 +134,21 @@ func TestForkResolver(t *testing.T) {
 
 		// The same task again: one head, nothing to do.
 		var nop struct{ Reason string }
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}}, resolve), "noop", &nop)
+		outcome(t, runTask(t, st, cks.TaskTypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}}, resolve), "noop", &nop)
 		if !strings.Contains(nop.Reason, "already resolved") {
 			t.Fatalf("no-op reason %q", nop.Reason)
 		}
 		// A new fork, but the task names other heads: nothing merged.
 		v5 := mustWrite(t, vs.Objects, o.ID, merged.MergedVersion, `{"title":"d"}`)
 		v6 := mustWrite(t, vs.Objects, o.ID, merged.MergedVersion, `{"title":"e"}`)
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v6.Version}}, resolve), "noop", &nop)
+		outcome(t, runTask(t, st, cks.TaskTypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v6.Version}}, resolve), "noop", &nop)
 		if ids, _ := headIDs(t, vs.Objects, o.ID); !slices.Equal(ids, []int64{v5.Version, v6.Version}) || !strings.Contains(nop.Reason, "not the task's") {
 			t.Fatalf("heads %v after a stale task (%q), want %d, %d untouched", ids, nop.Reason, v5.Version, v6.Version)
 		}
 
 		// Bad payloads fail permanently.
 		for _, p := range []any{map[string]any{"object_id": o.ID}, map[string]any{"object": 1}, map[string]any{"object_id": 999999, "heads": []int64{1, 2}}} {
-			rep := runTask(t, st, agents.TypeResolveFork, p, resolve)
+			rep := runTask(t, st, cks.TaskTypeResolveFork, p, resolve)
 			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) || rep.Task.State != "FAILED" {
 				t.Fatalf("payload %v: %s %v (state %s), want a permanent failure", p, rep.Outcome, rep.Err, rep.Task.State)
 			}
@@ -157,7 +157,7 @@ func TestForkResolver(t *testing.T) {
 		// A write landing while the agent merges: the merge is refused and
 		// the attempt fails retryably.
 		racy := agents.ForkResolver(racingStore{Service: st.Objects, t: t}, agents.ForkConfig{})
-		rep := runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.Version, v6.Version}}, racy)
+		rep := runTask(t, st, cks.TaskTypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v5.Version, v6.Version}}, racy)
 		if rep.Outcome != worker.Failed || errors.Is(rep.Err, worker.ErrPermanent) || !errors.Is(rep.Err, cks.ErrConflict) || rep.Task.State != "OPEN" {
 			t.Fatalf("merge raced by a write: %s %v (state %s), want a retryable failure", rep.Outcome, rep.Err, rep.Task.State)
 		}

@@ -13,23 +13,6 @@ import (
 	"github.com/cks-dev/cks/worker"
 )
 
-// The task types of the knowledge agents (issue 8), enqueued by the
-// knowledge sweepers, and their payloads.
-const (
-	// TypeResolveFork: {"object_id": N, "heads": [V1, V2, …]} — the
-	// fork_detection sweeper found object N with those heads.
-	TypeResolveFork = "resolve_fork"
-	// TypeCritique: {"claims": [A, B]} — the contradiction sweeper found
-	// claims A and B contradicting each other.
-	TypeCritique = "critique"
-	// TypeRederive: {"object_id": N} — a premise of inference N changed
-	// (inference_staleness sweeper).
-	TypeRederive = "rederive"
-	// TypeEnrich: {"object_id": N} — object N is to be linked to related
-	// ones (graph_health sweeper, for orphans).
-	TypeEnrich = "enrich"
-)
-
 // Authors and log agents of what the knowledge agents write.
 const (
 	AuthorForkResolution = "fork_resolution"
@@ -44,27 +27,14 @@ const (
 func DefaultTypes(kind string) []string {
 	switch kind {
 	case "critic":
-		return []string{TypeCritique}
+		return []string{cks.TaskTypeCritique}
 	case "enrichment":
-		return []string{TypeRederive, TypeEnrich}
+		return []string{cks.TaskTypeRederive, cks.TaskTypeEnrich}
 	case "fork_resolution":
-		return []string{TypeResolveFork}
+		return []string{cks.TaskTypeResolveFork}
 	}
 	return nil
 }
-
-// Edge types and object kinds the knowledge agents write (the pipeline's
-// vocabulary, ADR-007 §4).
-const (
-	baseDependsOn = "depends_on"
-	semResolves   = "resolves"
-	semSupports   = "supports"
-	semRefutes    = "refutes"
-	kindRationale = "rationale"
-	kindCritique  = "critique"
-	// StatusDisputed is the status the Critic gives the losing claim.
-	StatusDisputed = "disputed"
-)
 
 // VersionedStore is what the Fork Resolution and Enrichment resolvers need:
 // the knowledge store with its version history.

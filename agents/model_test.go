@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/knowledge"
@@ -40,7 +41,7 @@ func TestModelDecides(t *testing.T) {
 		a := newClaim(t, st, "proposed", `{"text":"less cited","citations":[]}`)
 		b := newClaim(t, st, "proposed", `{"text":"more cited","citations":["x","y"]}`)
 		var done agents.CritiqueDone
-		outcome(t, runTask(t, st, agents.TypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, agents.Critic(st.Objects, agents.CriticConfig{Model: m})), "disputed", &done)
+		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, agents.Critic(st.Objects, agents.CriticConfig{Model: m})), "disputed", &done)
 		var cc agents.CritiqueContent
 		json.Unmarshal(storetest.MustGetObject(t, st.Objects, done.CritiqueID).Content, &cc)
 		if done.Winner != a.ID || cc.Judge != "fake:judge" || cc.Reason != "the model prefers less cited" {
@@ -52,7 +53,7 @@ func TestModelDecides(t *testing.T) {
 		v2 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"b"}`)
 		v3 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"c"}`)
 		var merged agents.ForkMerged
-		outcome(t, runTask(t, st, agents.TypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}},
+		outcome(t, runTask(t, st, cks.TaskTypeResolveFork, map[string]any{"object_id": o.ID, "heads": []int64{v2.Version, v3.Version}},
 			agents.ForkResolver(st.Objects, agents.ForkConfig{Model: m})), "merged", &merged)
 		if _, hs := headIDs(t, vs.Objects, o.ID); string(hs[0].Content) != `{"v":"model"}` {
 			t.Fatalf("merged by the model: %s", hs[0].Content)

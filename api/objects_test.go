@@ -14,7 +14,6 @@ import (
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -30,7 +29,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Kind != pipeline.KindQuestion || q.Status != pipeline.AwaitingResearch || q.CreatedBy != "admin" {
+	if q.Kind != cks.KindQuestion || q.Status != cks.StatusAwaitingResearch || q.CreatedBy != "admin" {
 		t.Fatalf("created %+v", q)
 	}
 	status, body := f.do(t, f.token, "POST", "/v1/objects", `{"question":"Where is the corpus?","corpus":"/srv/docs"}`)
@@ -54,7 +53,7 @@ func TestObjectsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := o.RunSequential(ctx, q.ID); err != nil || got.Status != pipeline.Resolved {
+	if got, err := o.RunSequential(ctx, q.ID); err != nil || got.Status != cks.StatusResolved {
 		t.Fatalf("pipeline: %s, %v", got.Status, err)
 	}
 
@@ -87,9 +86,9 @@ func TestObjectsRoundTrip(t *testing.T) {
 	claims := 0
 	for _, r := range v.Reasoning {
 		switch r.Kind {
-		case pipeline.KindSynthesis:
+		case cks.KindSynthesis:
 			syn = &r
-		case pipeline.KindClaim:
+		case cks.KindClaim:
 			claims++
 			if len(r.Log) == 0 {
 				t.Errorf("claim %d without its own log", r.ID)
@@ -108,11 +107,11 @@ func TestObjectsRoundTrip(t *testing.T) {
 		t.Fatalf("GET body has no reasoning: %.300s", body)
 	}
 
-	page, err := c.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{pipeline.KindQuestion}})
+	page, err := c.ListObjects(ctx, cks.ObjectFilter{Kinds: []string{cks.KindQuestion}})
 	if err != nil || len(page.Objects) != 2 {
 		t.Fatalf("list questions: %d, %v", len(page.Objects), err)
 	}
-	page, err = c.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{pipeline.AwaitingResearch}, Kinds: []string{pipeline.KindQuestion}})
+	page, err = c.ListObjects(ctx, cks.ObjectFilter{Statuses: []string{cks.StatusAwaitingResearch}, Kinds: []string{cks.KindQuestion}})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != other.ID {
 		t.Fatalf("list awaiting research: %+v, %v", page.Objects, err)
 	}
@@ -137,7 +136,7 @@ func TestObjectsBadInput(t *testing.T) {
 		{"POST", "/v1/objects", `{"question":""}`, "question"},
 		{"POST", "/v1/objects", `{"question":"   "}`, "question"},
 		{"POST", "/v1/objects", `{}`, "question"},
-		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen+1)), "question"},
+		{"POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", pipeline.MaxQuestionLen+1)), "question"},
 		{"POST", "/v1/objects", `{"question":"why?","corpus":"docs"}`, "corpus"},
 		{"POST", "/v1/objects", `{"question":"why?","kind":"claim"}`, "kind"},
 		{"GET", "/v1/objects?limit=-1", "", "limit"},
@@ -153,8 +152,8 @@ func TestObjectsBadInput(t *testing.T) {
 			t.Errorf("%s %s %.60s: field %q (%s), want %q", c.method, c.path, c.body, e.Error.Field, e.Error.Message, c.field)
 		}
 	}
-	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", ops.MaxQuestionLen))); status != http.StatusCreated {
-		t.Errorf("a question of exactly %d bytes: %d %s", ops.MaxQuestionLen, status, body)
+	if status, body := f.do(t, f.token, "POST", "/v1/objects", fmt.Sprintf(`{"question":%q}`, strings.Repeat("x", pipeline.MaxQuestionLen))); status != http.StatusCreated {
+		t.Errorf("a question of exactly %d bytes: %d %s", pipeline.MaxQuestionLen, status, body)
 	}
 	status, body := f.do(t, f.token, "GET", "/v1/objects/424242", "")
 	if status != http.StatusNotFound || !strings.Contains(decodeError(t, body).Error.Message, "424242") {

@@ -40,6 +40,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store/storetest"
 )
 
@@ -221,11 +222,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 // object creates a question object and puts its id and head version in tg.
 func (h *fuzzHub) object(t testing.TB, tg *target) {
 	t.Helper()
-	n, err := ops.NewQuestion(cks.SubmitResearchInput{Question: "Which version wins?"}, "fuzz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := h.store.Objects.CreateObject(context.Background(), n)
+	o, err := pipeline.Submit(context.Background(), h.store.Objects, pipeline.Question{Question: "Which version wins?"}, "fuzz")
 	if err != nil {
 		t.Fatal(err)
 	}

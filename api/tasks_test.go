@@ -225,3 +225,31 @@ func TestTaskListPaging(t *testing.T) {
 		t.Fatalf("create with object payload: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestCountTasksOverHTTP: GET /v1/tasks/counts is count_tasks (not get_task
+// of a task "counts"), its filter in the query as list_tasks' is.
+func TestCountTasksOverHTTP(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	ctx := context.Background()
+	a, _, err := c.CreateTask(ctx, cks.NewTask{Type: "count", Title: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.CreateTask(ctx, cks.NewTask{Type: "count", Title: "b", DependsOn: []int64{a.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.CountTasks(ctx, cks.CountTasksInput{State: []string{"OPEN", "WAITING", "STOPPED"}})
+	if err != nil || got.Total != 2 || got.Counts[cks.TaskOpen] != 1 || got.Counts[cks.TaskWaiting] != 1 ||
+		len(got.Counts) != 3 {
+		t.Fatalf("count_tasks = %+v, %v; want OPEN 1, WAITING 1, STOPPED 0", got, err)
+	}
+	all, err := c.CountTasks(ctx, cks.CountTasksInput{})
+	if err != nil || all.Total != 2 || len(all.Counts) != 12 {
+		t.Fatalf("count_tasks {} = %+v, %v; want 12 states, total 2", all, err)
+	}
+	_, err = c.CountTasks(ctx, cks.CountTasksInput{State: []string{"DONE"}})
+	if e := apiErr(t, err); e.Status != http.StatusBadRequest || !strings.Contains(e.Message, "state") {
+		t.Fatalf("count_tasks DONE: %+v", e)
+	}
+}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/events"
-	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
 )
@@ -170,7 +168,7 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 				model.mu.Unlock()
 				coord = append(coord, time.Duration(se.DurationMS*float64(time.Millisecond))-took)
 				res.Transitions++
-				if se.To != pipeline.Resolved {
+				if se.To != cks.StatusResolved {
 					completed[se.ObjectID] = e.At
 				}
 			}
@@ -181,12 +179,7 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 	// Questions first, then the orchestrator: the run measures the steps.
 	for i := range cfg.Questions {
 		q := cfg.Question(i)
-		content, err := json.Marshal(pipeline.Question{Question: q})
-		if err != nil {
-			return res, err
-		}
-		obj, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
-			Content: content, Status: pipeline.AwaitingResearch, CreatedBy: "bench"})
+		obj, err := pipeline.Submit(ctx, st.Objects, pipeline.Question{Question: q}, "bench")
 		if err != nil {
 			return res, err
 		}
@@ -214,7 +207,7 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 		case <-ctx.Done():
 		case <-tick.C:
 		}
-		if n, err = countStatus(ctx, st.Objects, pipeline.Resolved); err != nil {
+		if n, err = countStatus(ctx, st.Objects, cks.StatusResolved); err != nil {
 			break
 		}
 		if cfg.Progress != nil && time.Since(lastReport) >= 500*time.Millisecond {
@@ -228,10 +221,8 @@ func Pipeline(ctx context.Context, st *backend.Backend, cfg PipelineConfig) (Pip
 	probing.Store(true)
 	for i := 0; i < cfg.Probes && err == nil && ctx.Err() == nil; i++ {
 		q := "probe: " + cfg.Question(i)
-		content, _ := json.Marshal(pipeline.Question{Question: q})
 		var obj cks.Object
-		if obj, err = st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q, Content: content,
-			Status: pipeline.AwaitingResearch, CreatedBy: "bench"}); err != nil {
+		if obj, err = pipeline.Submit(ctx, st.Objects, pipeline.Question{Question: q}, "bench"); err != nil {
 			break
 		}
 		mu.Lock()

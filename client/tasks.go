@@ -20,6 +20,11 @@ func (c *Client) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage,
 	return Do(ctx, c, cks.OpListTasks, cks.ListTasksInputOf(f))
 }
 
+// CountTasks counts the tasks in's filter selects, per state (count_tasks).
+func (c *Client) CountTasks(ctx context.Context, in cks.CountTasksInput) (cks.TaskCounts, error) {
+	return Do(ctx, c, cks.OpCountTasks, in)
+}
+
 // GetTask returns a task with its events and evidence.
 func (c *Client) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 	return Do(ctx, c, cks.OpGetTask, cks.TaskInput{TaskID: id})

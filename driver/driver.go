@@ -226,6 +226,9 @@ type TaskExecutor interface {
 	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
 	// TaskCount counts the tasks p selects.
 	TaskCount(ctx context.Context, p TaskCountParams) (int, error)
+	// TaskCountByState counts the tasks p selects per state, in one read:
+	// one row per state that has any, ordered by state.
+	TaskCountByState(ctx context.Context, p TaskCountParams) ([]TaskStateCount, error)
 	// TaskDedupeFind returns the id of the task p names, or ErrNoRows.
 	TaskDedupeFind(ctx context.Context, p TaskDedupeFindParams) (int64, error)
 	// TaskDedupeFindMany returns, for each of p.Keys that a task has, the
@@ -402,11 +405,17 @@ type TaskListParams struct {
 	Limit int
 }
 
-// TaskCountParams selects the tasks TaskCount counts.
+// TaskCountParams selects the tasks TaskCount and TaskCountByState count.
 type TaskCountParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore time.Time
+}
+
+// TaskStateCount is how many tasks TaskCountByState found in one state.
+type TaskStateCount struct {
+	State string
+	Count int
 }
 
 // TaskDedupeFindParams names a dedupe key lookup.

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/pipeline"
 )
 
 func TestPipelineSettings(t *testing.T) {
@@ -68,13 +68,13 @@ func TestNewPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := st.Objects.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion,
-		Content: []byte(`{"question":"How does cks stop a running task?"}`), Status: pipeline.AwaitingResearch, CreatedBy: "t"})
+	q, err := st.Objects.CreateObject(context.Background(), knowledge.NewObject{Kind: cks.KindQuestion,
+		Content: []byte(`{"question":"How does cks stop a running task?"}`), Status: cks.StatusAwaitingResearch, CreatedBy: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := o.RunSequential(context.Background(), q.ID)
-	if err != nil || got.Status != pipeline.Resolved {
+	if err != nil || got.Status != cks.StatusResolved {
 		t.Fatalf("%s, %v", got.Status, err)
 	}
 	completed := 0

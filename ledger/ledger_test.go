@@ -124,3 +124,36 @@ func TestCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestActions pins what ledger.Actions offers in each state (ADR 0020: stop
+// anything live but a held task, start only a held one, answer a question,
+// review a result, material edits not under a question or a review).
+func TestActions(t *testing.T) {
+	const (
+		stop, start, cancel, answer = cks.ActionStop, cks.ActionStart, cks.ActionCancel, cks.ActionAnswer
+		update, material, review    = cks.ActionUpdate, cks.ActionUpdateMaterial, cks.ActionReview
+	)
+	want := map[cks.TaskState][]cks.TaskAction{
+		cks.TaskOpen:        {stop, cancel, update, material},
+		cks.TaskWaiting:     {stop, cancel, update, material},
+		cks.TaskBlocked:     {stop, cancel, update, material},
+		cks.TaskClaimed:     {stop, cancel, update, material},
+		cks.TaskRunning:     {stop, cancel, update, material},
+		cks.TaskNeedsReview: {stop, cancel, update, review},
+		cks.TaskNeedsInput:  {stop, cancel, answer, update},
+		cks.TaskReviewing:   {stop, cancel, update},
+		cks.TaskStopped:     {start, cancel, update, material},
+		cks.TaskCompleted:   nil,
+		cks.TaskFailed:      nil,
+		cks.TaskCancelled:   nil,
+	}
+	for _, st := range ledger.All {
+		if got := ledger.Actions(st); !slices.Equal(got, want[st]) {
+			t.Errorf("Actions(%s) = %v, want %v", st, got, want[st])
+		}
+	}
+	if got := ledger.Active(); !slices.Equal(got, []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked,
+		cks.TaskClaimed, cks.TaskRunning, cks.TaskNeedsReview, cks.TaskReviewing}) {
+		t.Errorf("Active() = %v", got)
+	}
+}

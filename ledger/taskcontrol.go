@@ -100,7 +100,7 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (ck
 // startTx releases the STOPPED task cur (read and locked) to the state its
 // dependencies call for now: restarts+1, run_after cleared.
 func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
-	if cks.TaskState(cur.State) != cks.TaskStopped {
+	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
 	deps, err := depsOf(ctx, ex, cur.ID)
@@ -181,7 +181,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	summary := "update: " + fields
 	running := state == cks.TaskClaimed || state == cks.TaskRunning
 	switch {
-	case IsTerminal(state):
+	case !Admits(state, cks.ActionUpdate):
 		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, cks.ErrConflict)
 	case running && material:
 		// stop → apply → start in this one transaction: no reader sees STOPPED.
@@ -204,7 +204,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	case running:
 		out.Path = cks.UpdateLive
-	case material && (state == cks.TaskNeedsInput || state == cks.TaskNeedsReview || state == cks.TaskReviewing):
+	case material && !Admits(state, cks.ActionUpdateMaterial):
 		return out, fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
 			id, state, fields, cks.ErrConflict)
 	default:

@@ -515,6 +515,35 @@ func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error)
 		StateChangedBefore: driver.Time(f.StateChangedBefore)})
 }
 
+// CountTasksByState implements ledger.Service in one read (TaskCountByState).
+func (s *Service) CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.TaskCounts, error) {
+	if err := cks.ValidateTexts("type", f.Types); err != nil {
+		return cks.TaskCounts{}, err
+	}
+	states, err := filterStates(f)
+	if err != nil {
+		return cks.TaskCounts{}, err
+	}
+	rows, err := s.db.Executor().TaskCountByState(ctx, driver.TaskCountParams{States: states, Types: f.Types,
+		StateChangedBefore: driver.Time(f.StateChangedBefore)})
+	if err != nil {
+		return cks.TaskCounts{}, err
+	}
+	named := f.States
+	if len(named) == 0 {
+		named = All[:]
+	}
+	out := cks.TaskCounts{Counts: make(map[cks.TaskState]int, len(named))}
+	for _, st := range named {
+		out.Counts[st] = 0
+	}
+	for _, r := range rows {
+		out.Counts[cks.TaskState(r.State)] = r.Count
+		out.Total += r.Count
+	}
+	return out, nil
+}
+
 // lease gives r a fresh lease held by holder for d and returns its plain
 // token (ledger.NewLeaseToken); only its hash is written.
 func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) string {
@@ -862,7 +891,7 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if cks.TaskState(cur.State) != cks.TaskNeedsInput {
+		if !Admits(cks.TaskState(cur.State), cks.ActionAnswer) {
 			return cur, wrongState(cur, "answer", cks.TaskNeedsInput)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: actor, reason: "answered: " + text,
@@ -882,7 +911,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	}
 	var token string
 	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if cks.TaskState(cur.State) != cks.TaskNeedsReview {
+		if !Admits(cks.TaskState(cur.State), cks.ActionReview) {
 			return cur, wrongState(cur, "claim review", cks.TaskNeedsReview)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskReviewing, actor: reviewer, reason: "review claimed",

@@ -24,7 +24,7 @@ func TestObjectTools(t *testing.T) {
 	cs := connectInMemory(t, e.srv)
 
 	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
-	if q.Kind != pipeline.KindQuestion || q.Status != pipeline.AwaitingResearch || q.CreatedBy != "mcp" || q.ID <= 0 {
+	if q.Kind != cks.KindQuestion || q.Status != cks.StatusAwaitingResearch || q.CreatedBy != "mcp" || q.ID <= 0 {
 		t.Fatalf("submit_research = %+v", q)
 	}
 	var content pipeline.Question
@@ -40,19 +40,19 @@ func TestObjectTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := o.RunSequential(context.Background(), q.ID); err != nil || got.Status != pipeline.Resolved {
+	if got, err := o.RunSequential(context.Background(), q.ID); err != nil || got.Status != cks.StatusResolved {
 		t.Fatalf("pipeline: %s, %v", got.Status, err)
 	}
 
 	v := structured[cks.ObjectView](t, call(t, cs, mcpserver.ToolGetObject, map[string]any{"object_id": q.ID}))
-	if v.ID != q.ID || v.Status != pipeline.Resolved || len(v.Log) != 5 || len(v.Edges) == 0 {
+	if v.ID != q.ID || v.Status != cks.StatusResolved || len(v.Log) != 5 || len(v.Edges) == 0 {
 		t.Fatalf("get_object: status %s, %d log entries, %d edges", v.Status, len(v.Log), len(v.Edges))
 	}
 	kinds := map[string]int{}
 	for _, r := range v.Reasoning {
 		kinds[r.Kind]++
 	}
-	for _, k := range []string{pipeline.KindClaim, pipeline.KindCritique, pipeline.KindSynthesis, pipeline.KindRationale} {
+	for _, k := range []string{cks.KindClaim, cks.KindCritique, cks.KindSynthesis, cks.KindRationale} {
 		if kinds[k] == 0 {
 			t.Errorf("reasoning has no %s (kinds %v)", k, kinds)
 		}

@@ -31,7 +31,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -93,11 +93,7 @@ func newToolHub(tb testing.TB) *toolHub {
 		h.sessions[i] = cs
 		closers = append(closers, func() { cs.Close(); ss.Wait() })
 	}
-	n, err := ops.NewQuestion(cks.SubmitResearchInput{Question: "Which tool wins?"}, "fuzz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	o, err := st.Objects.CreateObject(c, n)
+	o, err := pipeline.Submit(c, st.Objects, pipeline.Question{Question: "Which tool wins?"}, "fuzz")
 	if err != nil {
 		tb.Fatal(err)
 	}

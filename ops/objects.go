@@ -2,14 +2,11 @@ package ops
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -20,52 +17,8 @@ import (
 // The knowledge-store operations (ADR-007): submitting a research question,
 // reading objects with their reasoning, and the version DAG of an object.
 
-// MaxQuestionLen bounds a research question (bytes).
-const MaxQuestionLen = 2000
-
-// maxCorpusPathLen bounds the corpus directory a question may name.
-const maxCorpusPathLen = 4096
-
 // objectResource is the resource template of an operation on one object.
 const objectResource = auth.ResourceObjects + "/{object_id}"
-
-// NewQuestion validates r and returns the question object to create for
-// createdBy: kind question, status awaiting_research, content
-// {"question", "corpus"?}. Errors are FieldErrors naming question or corpus.
-func NewQuestion(r cks.SubmitResearchInput, createdBy string) (knowledge.NewObject, error) {
-	if err := cmp.Or(cks.ValidateText("question", r.Question), cks.ValidateText("corpus", r.Corpus)); err != nil {
-		return knowledge.NewObject{}, err
-	}
-	q := strings.TrimSpace(r.Question)
-	switch {
-	case q == "":
-		return knowledge.NewObject{}, &cks.FieldError{Field: "question", Expected: "a non-empty question"}
-	case len(r.Question) > MaxQuestionLen:
-		return knowledge.NewObject{}, &cks.FieldError{Field: "question",
-			Expected: fmt.Sprintf("at most %d bytes, got %d", MaxQuestionLen, len(r.Question))}
-	}
-	if r.Corpus != "" {
-		switch {
-		case len(r.Corpus) > maxCorpusPathLen:
-			return knowledge.NewObject{}, &cks.FieldError{Field: "corpus", Expected: fmt.Sprintf("a directory path of at most %d bytes", maxCorpusPathLen)}
-		case !filepath.IsAbs(r.Corpus) || strings.ContainsRune(r.Corpus, 0):
-			// A relative path would be resolved by whichever process runs
-			// the pipeline, which is not the caller's working directory.
-			return knowledge.NewObject{}, &cks.FieldError{Field: "corpus",
-				Expected: fmt.Sprintf("an absolute directory path on the pipeline's host, got %q", r.Corpus)}
-		}
-	}
-	content, err := json.Marshal(pipeline.Question{Question: q, Corpus: r.Corpus})
-	if err != nil {
-		return knowledge.NewObject{}, err
-	}
-	title := q
-	if len(title) > 200 {
-		title = strings.ToValidUTF8(title[:197], "") + "..."
-	}
-	return knowledge.NewObject{Kind: pipeline.KindQuestion, Title: title, Content: content,
-		Status: pipeline.AwaitingResearch, CreatedBy: createdBy}, nil
-}
 
 // SubmitResearch is submit_research.
 var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, cks.Object]{
@@ -82,11 +35,7 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.SubmitResearchInput) (cks.Object, error) {
-		n, err := NewQuestion(*in, actor(ctx))
-		if err != nil {
-			return cks.Object{}, err
-		}
-		o, err := s.Objects.CreateObject(ctx, n)
+		o, err := pipeline.Submit(ctx, s.Objects, pipeline.Question{Question: in.Question, Corpus: in.Corpus}, actor(ctx))
 		o.ClaimToken = "" // the claiming worker's secret
 		return o, err
 	},

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/sweeper"
 )
 
 // The operator operations of the task ledger (ADR 0020): list, show, create,
@@ -50,8 +51,8 @@ func TaskFilterOf(in cks.ListTasksInput, now time.Time) (cks.TaskFilter, error) 
 		if len(in.State) > 0 {
 			return f, &cks.FieldError{Field: "state", Expected: "no state filter together with stopped_longer_than (it selects STOPPED)"}
 		}
-		f.States = []cks.TaskState{cks.TaskStopped}
-		f.StateChangedBefore = now.Add(-d)
+		stale := sweeper.StaleStopFilter(now, d)
+		f.States, f.StateChangedBefore = stale.States, stale.StateChangedBefore
 	}
 	for _, s := range in.State {
 		st := cks.TaskState(strings.ToUpper(strings.TrimSpace(s)))
@@ -96,18 +97,48 @@ var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 	},
 })
 
+// CountTasks is count_tasks.
+var CountTasks = define(cks.OpCountTasks, &Op[cks.CountTasksInput, cks.TaskCounts]{
+	spec: Spec{
+		Title:   "Count tasks",
+		Summary: "how many tasks are in each state, for list_tasks' filter, in one read",
+		Description: "Count the tasks of the cks task ledger per state: counts has every state the filter names (every state " +
+			"when it names none), 0 included, and total their sum. The filter is list_tasks': state, type, or the STOPPED " +
+			"tasks held at least stopped_longer_than.",
+		Permission: auth.PermRead, Resource: auth.ResourceTasks,
+		Surfaces: HTTP, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+	},
+	call: func(ctx context.Context, s *Services, in *cks.CountTasksInput) (cks.TaskCounts, error) {
+		f, err := TaskFilterOf(in.ListTasksInput(), s.clock().Now())
+		if err != nil {
+			return cks.TaskCounts{}, err
+		}
+		return s.Tasks.CountTasksByState(ctx, f)
+	},
+})
+
 // GetTask is get_task.
 var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 	spec: Spec{
 		Title:   "Get task",
 		Summary: "one task with its events, evidence per attempt and aborts",
 		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
-			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace) and its aborts.",
+			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
+			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review; none " +
+			"when it is finished) — whether the caller holds their permissions is not checked here.",
 		Permission: auth.PermRead, Resource: taskResource,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskInput) (cks.Task, error) {
-		return s.Tasks.GetTask(ctx, in.TaskID)
+		t, err := s.Tasks.GetTask(ctx, in.TaskID)
+		if err != nil {
+			return t, err
+		}
+		t.Actions = ledger.Actions(t.State)
+		if t.Actions == nil {
+			t.Actions = []cks.TaskAction{}
+		}
+		return t, nil
 	},
 })
 

@@ -34,8 +34,8 @@ func unrelated(t testing.TB) *llm.Corpus {
 func submitWith(t testing.TB, k *knowledge.Service, q, dir string) cks.Object {
 	t.Helper()
 	content, _ := json.Marshal(pipeline.Question{Question: q, Corpus: dir})
-	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
-		Content: content, Status: pipeline.AwaitingResearch, CreatedBy: "test"})
+	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: cks.KindQuestion, Title: q,
+		Content: content, Status: cks.StatusAwaitingResearch, CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestPerQuestionCorpus(t *testing.T) {
 		const bad = "Where do the bees dance?"
 		got := settle(t, k.Objects, submitWith(t, k.Objects, questions[0], dir).ID, submitWith(t, k.Objects, bad, missing).ID)
 
-		if got[0].Status != pipeline.Resolved || chain(got[0]) != resolvedChain {
+		if got[0].Status != cks.StatusResolved || chain(got[0]) != resolvedChain {
 			t.Fatalf("with its corpus: %s: %s", got[0].Status, chain(got[0]))
 		}
 		sc := synthesis(t, k.Objects, got[0])
@@ -72,7 +72,7 @@ func TestPerQuestionCorpus(t *testing.T) {
 			t.Fatal("resolved without citations")
 		}
 
-		if got[1].Status != pipeline.NeedsInput || chain(got[1]) != "test:created→awaiting_research researcher:parked→needs_input" {
+		if got[1].Status != cks.StatusNeedsInput || chain(got[1]) != "test:created→awaiting_research researcher:parked→needs_input" {
 			t.Fatalf("with a missing corpus: %s: %s", got[1].Status, chain(got[1]))
 		}
 		why, err := k.Objects.GetObject(context.Background(), *got[1].Log[1].ReasoningNodeID)

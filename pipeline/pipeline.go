@@ -28,55 +28,11 @@ import (
 	"github.com/cks-dev/cks/llm"
 )
 
-// The statuses of a question (ADR-007 §1).
-const (
-	AwaitingResearch    = "awaiting_research"
-	NeedsResearch       = "needs_research"
-	AwaitingCritique    = "awaiting_critique"
-	AwaitingSynthesis   = "awaiting_synthesis"
-	AwaitingArbitration = "awaiting_arbitration"
-	// Resolved is terminal success: a synthesis the Arbiter validated.
-	Resolved = "resolved"
-	// NeedsInput parks a question the pipeline could not resolve within its
-	// rounds (or whose steps kept failing); the reason is a reasoning node.
-	NeedsInput = "needs_input"
-)
-
-// Terminal reports whether no step claims status.
-func Terminal(status string) bool { return status == Resolved || status == NeedsInput }
-
-// Object kinds the pipeline writes.
-const (
-	KindQuestion  = "question"
-	KindClaim     = "claim"
-	KindSynthesis = "synthesis"
-	KindCritique  = "critique"
-	KindRationale = "rationale"
-	// KindModelReply keeps a model reply a step could not use.
-	KindModelReply = "model_reply"
-)
-
-// Statuses of claims (set by the Critic).
-const (
-	ClaimProposed = "proposed"
-	ClaimAccepted = "accepted"
-	ClaimRejected = "rejected"
-)
-
-// Edge types the pipeline writes. Structural type of every edge it writes is
-// BaseDependsOn; the semantic types say what it means (ADR-007 §4).
-const (
-	BaseDependsOn  = "depends_on"
-	SemAnswers     = "answers"      // claim → question
-	SemCritiques   = "critiques"    // critique → question
-	SemSupports    = "supports"     // critique → accepted claim
-	SemRefutes     = "refutes"      // critique → rejected claim; rationale → question
-	SemSynthesizes = "synthesizes"  // synthesis → question
-	SemCites       = "cites"        // synthesis → claim
-	SemResolves    = "resolves"     // rationale → question
-	SemFailedReply = "failed_reply" // model reply → question
-	SemParks       = "parks"        // rationale → question (why it parked)
-)
+// Terminal reports whether no step claims status: resolved, or parked in
+// needs_input.
+func Terminal(status string) bool {
+	return status == cks.StatusResolved || status == cks.StatusNeedsInput
+}
 
 // Actions of log entries that are not step completions.
 const (
@@ -133,7 +89,7 @@ type Config struct {
 	// measurements and tests).
 	NoNotify bool
 	// MaxRounds bounds how often a question is sent back; the send-back
-	// that would start round MaxRounds parks it in NeedsInput (default 3).
+	// that would start round MaxRounds parks it in needs_input (default 3).
 	MaxRounds int
 	// Passages is how many corpus passages one research round reads
 	// (default 5; round r reads the next ones).
@@ -484,8 +440,8 @@ func (o *Orchestrator) runOne(ctx context.Context, s Step, name string, claimed 
 }
 
 // RunSequential is the sequential mode: it drives object id end to end,
-// running whichever step claims its status until it is Resolved or parked
-// in NeedsInput, and returns it as it ends (with log and edges).
+// running whichever step claims its status until it is resolved or parked
+// in needs_input, and returns it as it ends (with log and edges).
 func (o *Orchestrator) RunSequential(ctx context.Context, id int64) (cks.Object, error) {
 	for {
 		obj, err := o.cfg.Store.GetObject(ctx, id)

@@ -107,8 +107,8 @@ func (c *counting) Validate(ctx context.Context, in llm.ValidationInput) (llm.Va
 // submit creates a question awaiting research.
 func submit(t testing.TB, k *knowledge.Service, q string) cks.Object {
 	t.Helper()
-	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: pipeline.KindQuestion, Title: q,
-		Content: []byte(fmt.Sprintf(`{"question": %q}`, q)), Status: pipeline.AwaitingResearch, CreatedBy: "test"})
+	obj, err := k.CreateObject(context.Background(), knowledge.NewObject{Kind: cks.KindQuestion, Title: q,
+		Content: []byte(fmt.Sprintf(`{"question": %q}`, q)), Status: cks.StatusAwaitingResearch, CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ const resolvedChain = "test:created→awaiting_research researcher:researched→
 func synthesis(t testing.TB, k pipeline.Store, q cks.Object) pipeline.SynthesisContent {
 	t.Helper()
 	for _, e := range q.Edges {
-		if e.Dst == q.ID && e.SemanticType == pipeline.SemSynthesizes {
+		if e.Dst == q.ID && e.SemanticType == cks.SemSynthesizes {
 			o, err := k.GetObject(context.Background(), e.Src)
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +235,7 @@ func TestResolvesQuestions(t *testing.T) {
 			ids = append(ids, submit(t, k.Objects, q).ID)
 		}
 		for i, o := range settle(t, k.Objects, ids...) {
-			if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
+			if o.Status != cks.StatusResolved || chain(o) != resolvedChain {
 				t.Errorf("%q: %s, chain %s", questions[i], o.Status, chain(o))
 				continue
 			}
@@ -313,7 +313,7 @@ func TestSequential(t *testing.T) {
 		}
 		q := submit(t, k.Objects, questions[1])
 		got, err := o.RunSequential(context.Background(), q.ID)
-		if err != nil || got.Status != pipeline.Resolved || chain(got) != resolvedChain {
+		if err != nil || got.Status != cks.StatusResolved || chain(got) != resolvedChain {
 			t.Fatalf("%s, %v: %s", got.Status, err, chain(got))
 		}
 	})
@@ -326,7 +326,7 @@ func TestParksAfterRounds(t *testing.T) {
 		k := open(t)
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
 		o := settle(t, k.Objects, submit(t, k.Objects, absent).ID)[0]
-		if o.Status != pipeline.NeedsInput || o.Round != 1 {
+		if o.Status != cks.StatusNeedsInput || o.Round != 1 {
 			t.Fatalf("%s round %d: %s", o.Status, o.Round, chain(o))
 		}
 		last := o.Log[len(o.Log)-1]
@@ -372,7 +372,7 @@ func TestModelRunsOncePerObject(t *testing.T) {
 			start(t, pipeline.Config{Store: nd.Objects, Changes: nd.Changes, Model: m, Corpus: corpus(t), Workers: 2, Name: fmt.Sprintf("node%d", i)})
 		}
 		for i, o := range settle(t, k.Objects, ids...) {
-			if o.Status != pipeline.Resolved {
+			if o.Status != cks.StatusResolved {
 				t.Fatalf("question %d: %s: %s", i, o.Status, chain(o))
 			}
 		}
@@ -400,7 +400,7 @@ func TestPanickingStepIsRestarted(t *testing.T) {
 		})
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
 		o := settle(t, k.Objects, submit(t, k.Objects, questions[0]).ID)[0]
-		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("critique", questions[0]) != 2 {
+		if o.Status != cks.StatusResolved || chain(o) != resolvedChain || m.n("critique", questions[0]) != 2 {
 			t.Fatalf("%s after a panic (%d critiques): %s", o.Status, m.n("critique", questions[0]), chain(o))
 		}
 	})
@@ -422,16 +422,16 @@ func TestRedeliveryCallsNoModel(t *testing.T) {
 		}
 		// Put it back to awaiting_critique as a stale redelivery would:
 		// same content, same round.
-		c, err := k.Objects.ClaimObject(context.Background(), q.ID, "test", []string{pipeline.Resolved})
+		c, err := k.Objects.ClaimObject(context.Background(), q.ID, "test", []string{cks.StatusResolved})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := k.Objects.TransitionObject(context.Background(), q.ID, c.ClaimToken, knowledge.ObjectTransition{
-			From: pipeline.Resolved, To: pipeline.AwaitingCritique, Action: "redelivered", Agent: "test", Reasoning: -1}); err != nil {
+			From: cks.StatusResolved, To: cks.StatusAwaitingCritique, Action: "redelivered", Agent: "test", Reasoning: -1}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := o.RunSequential(context.Background(), q.ID)
-		if err != nil || got.Status != pipeline.Resolved {
+		if err != nil || got.Status != cks.StatusResolved {
 			t.Fatalf("%s, %v", got.Status, err)
 		}
 		for _, method := range []string{"critique", "synthesize", "validate"} {
@@ -461,7 +461,7 @@ func TestUnusableReplies(t *testing.T) {
 		once := submit(t, k.Objects, questions[3])
 		always := submit(t, k.Objects, "always "+questions[3])
 		got := settle(t, k.Objects, once.ID, always.ID)
-		if got[0].Status != pipeline.Resolved || !strings.Contains(chain(got[0]), "synthesizer:failed→awaiting_synthesis synthesizer:synthesized") {
+		if got[0].Status != cks.StatusResolved || !strings.Contains(chain(got[0]), "synthesizer:failed→awaiting_synthesis synthesizer:synthesized") {
 			t.Fatalf("once: %s: %s", got[0].Status, chain(got[0]))
 		}
 		var failed cks.TransitionEntry
@@ -471,10 +471,10 @@ func TestUnusableReplies(t *testing.T) {
 			}
 		}
 		reply, err := k.Objects.GetObject(context.Background(), *failed.ReasoningNodeID)
-		if err != nil || reply.Kind != pipeline.KindModelReply || !strings.Contains(string(reply.Content), "I think the answer is bees") {
+		if err != nil || reply.Kind != cks.KindModelReply || !strings.Contains(string(reply.Content), "I think the answer is bees") {
 			t.Fatalf("kept reply %+v, %v", reply, err)
 		}
-		if got[1].Status != pipeline.NeedsInput || !strings.HasSuffix(chain(got[1]), "synthesizer:failed→awaiting_synthesis synthesizer:failed→awaiting_synthesis synthesizer:parked→needs_input") {
+		if got[1].Status != cks.StatusNeedsInput || !strings.HasSuffix(chain(got[1]), "synthesizer:failed→awaiting_synthesis synthesizer:failed→awaiting_synthesis synthesizer:parked→needs_input") {
 			t.Fatalf("always: %s: %s", got[1].Status, chain(got[1]))
 		}
 	})
@@ -493,7 +493,7 @@ func TestModelDown(t *testing.T) {
 		})
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
 		o := settle(t, k.Objects, submit(t, k.Objects, questions[0]).ID)[0]
-		if o.Status != pipeline.Resolved || chain(o) != resolvedChain || m.n("research", questions[0]) != 3 {
+		if o.Status != cks.StatusResolved || chain(o) != resolvedChain || m.n("research", questions[0]) != 3 {
 			t.Fatalf("%s after %d research calls: %s", o.Status, m.n("research", questions[0]), chain(o))
 		}
 	})
@@ -522,11 +522,11 @@ func TestFallbackPoll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if polls == 0 && o.Status != pipeline.AwaitingResearch {
+			if polls == 0 && o.Status != cks.StatusAwaitingResearch {
 				t.Fatalf("%s before any poll: the workers did not wait", o.Status)
 			}
 			if pipeline.Terminal(o.Status) {
-				if o.Status != pipeline.Resolved {
+				if o.Status != cks.StatusResolved {
 					t.Fatalf("%s: %s", o.Status, chain(o))
 				}
 				break
@@ -567,7 +567,7 @@ func (s *touchCounting) TouchClaim(ctx context.Context, id int64, token string) 
 type blocking struct{ entered chan struct{} }
 
 func (blocking) Name() string     { return "researcher" }
-func (blocking) Claims() []string { return []string{pipeline.AwaitingResearch} }
+func (blocking) Claims() []string { return []string{cks.StatusAwaitingResearch} }
 func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ cks.Object) (pipeline.Outcome, error) {
 	close(b.entered)
 	<-ctx.Done()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
@@ -39,7 +40,7 @@ func TestListenConnectionKilled(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 
 	start(t, pipeline.Config{Store: st.Objects, Changes: st.Changes, Model: llm.NewOffline(), Corpus: corpus(t), Poll: time.Hour})
-	if o := settle(t, st.Objects, submit(t, st.Objects, questions[0]).ID)[0]; o.Status != pipeline.Resolved {
+	if o := settle(t, st.Objects, submit(t, st.Objects, questions[0]).ID)[0]; o.Status != cks.StatusResolved {
 		t.Fatalf("before the kill: %s", o.Status)
 	}
 
@@ -61,7 +62,7 @@ WHERE application_name = $1 AND query LIKE '%LISTEN cks_changes%') k`, app).Scan
 			t.Fatal("no LISTEN connection of the orchestrator found")
 		}
 	}
-	if o := settle(t, st.Objects, submit(t, st.Objects, questions[1]).ID)[0]; o.Status != pipeline.Resolved {
+	if o := settle(t, st.Objects, submit(t, st.Objects, questions[1]).ID)[0]; o.Status != cks.StatusResolved {
 		t.Fatalf("after the kill: %s", o.Status)
 	}
 }

@@ -115,7 +115,7 @@ func (e *Env) linked(ctx context.Context, obj cks.Object, semantic string) ([]ck
 // claimObjects returns the question's claims with one of statuses, and the
 // same as model claims.
 func (e *Env) claimObjects(ctx context.Context, q cks.Object, statuses ...string) ([]cks.Object, []llm.Claim, []llm.Passage, error) {
-	all, err := e.linked(ctx, q, SemAnswers)
+	all, err := e.linked(ctx, q, cks.SemAnswers)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -156,7 +156,7 @@ func claimsIn(all []cks.Object, statuses ...string) ([]cks.Object, []llm.Claim, 
 // feedback returns the text of every critique and rationale about q.
 func (e *Env) feedback(ctx context.Context, q cks.Object) ([]string, error) {
 	var out []string
-	for _, sem := range []string{SemCritiques, SemRefutes} {
+	for _, sem := range []string{cks.SemCritiques, cks.SemRefutes} {
 		nodes, err := e.linked(ctx, q, sem)
 		if err != nil {
 			return nil, err
@@ -184,10 +184,10 @@ func (e *Env) move(ctx context.Context, obj cks.Object, agent, to, action string
 	return Outcome{To: to, Action: action}, nil
 }
 
-// park moves obj to NeedsInput with a rationale node saying why.
+// park moves obj to needs_input with a rationale node saying why.
 func (e *Env) park(ctx context.Context, obj cks.Object, agent, why string) (Outcome, error) {
 	e.Log.Info("question parked", "object_id", obj.ID, "reason", why)
-	return e.move(ctx, obj, agent, NeedsInput, ActionParked, reasonNode(KindRationale, SemParks, Reasoning{Text: why}))
+	return e.move(ctx, obj, agent, cks.StatusNeedsInput, ActionParked, reasonNode(cks.KindRationale, cks.SemParks, Reasoning{Text: why}))
 }
 
 // sendBack returns obj to an earlier status for another round, with the
@@ -197,8 +197,8 @@ func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, wh
 	t := knowledge.ObjectTransition{From: obj.Status, To: to, Action: "rejected", Agent: agent, NextRound: true,
 		Attach: []knowledge.Attachment{*why}, Reasoning: 0, SetStatus: set}
 	if obj.Round+1 >= e.MaxRounds {
-		t.To, t.Action, t.NextRound = NeedsInput, ActionParked, false
-		t.Attach = append(t.Attach, *reasonNode(KindRationale, SemParks, Reasoning{
+		t.To, t.Action, t.NextRound = cks.StatusNeedsInput, ActionParked, false
+		t.Attach = append(t.Attach, *reasonNode(cks.KindRationale, cks.SemParks, Reasoning{
 			Text: fmt.Sprintf("parked after %d rounds; last rejection: %s", obj.Round+1, text)}))
 		t.Reasoning = 1
 		e.Log.Info("question parked", "object_id", obj.ID, "rounds", obj.Round+1, "reason", text)
@@ -212,9 +212,9 @@ func (e *Env) sendBack(ctx context.Context, obj cks.Object, agent, to string, wh
 // recordFailure keeps an unusable model reply as a reasoning node and
 // logs the failure without moving obj (its claim is released).
 func (e *Env) recordFailure(ctx context.Context, obj cks.Object, agent, model string, reply *llm.ReplyError) (Outcome, error) {
-	node := &knowledge.Attachment{Object: knowledge.NewObject{Kind: KindModelReply, Title: "unusable reply to " + agent,
+	node := &knowledge.Attachment{Object: knowledge.NewObject{Kind: cks.KindModelReply, Title: "unusable reply to " + agent,
 		Content:   mustJSON(map[string]string{"raw": reply.Raw, "error": reply.Err.Error(), "model": model, "step": agent}),
-		CreatedBy: agent}, BaseType: BaseDependsOn, SemanticType: SemFailedReply}
+		CreatedBy: agent}, BaseType: cks.BaseDependsOn, SemanticType: cks.SemFailedReply}
 	e.Log.Warn("unusable model reply", "object_id", obj.ID, "step", agent, "err", reply.Err)
 	return e.move(ctx, obj, agent, obj.Status, ActionFailed, node)
 }
@@ -223,7 +223,7 @@ func (e *Env) recordFailure(ctx context.Context, obj cks.Object, agent, model st
 // semantic type sem.
 func reasonNode(kind, sem string, r Reasoning) *knowledge.Attachment {
 	return &knowledge.Attachment{Object: knowledge.NewObject{Kind: kind, Title: truncate(r.Text, 120), Content: mustJSON(r)},
-		BaseType: BaseDependsOn, SemanticType: sem}
+		BaseType: cks.BaseDependsOn, SemanticType: sem}
 }
 
 // Researcher retrieves passages for the question from the corpus and asks
@@ -236,7 +236,9 @@ type Researcher struct{}
 func (Researcher) Name() string { return "researcher" }
 
 // Claims returns awaiting_research and needs_research.
-func (Researcher) Claims() []string { return []string{AwaitingResearch, NeedsResearch} }
+func (Researcher) Claims() []string {
+	return []string{cks.StatusAwaitingResearch, cks.StatusNeedsResearch}
+}
 
 // Run researches q.
 func (s Researcher) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
@@ -273,15 +275,15 @@ func (s Researcher) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, err
 			cc.Citations = append(cc.Citations, Citation{ID: p.ID, Source: p.Source, Heading: p.Heading, Text: p.Text})
 		}
 		attach = append(attach, knowledge.Attachment{
-			Object:   knowledge.NewObject{Kind: KindClaim, Title: truncate(c.Text, 120), Content: mustJSON(cc), Status: ClaimProposed, CreatedBy: s.Name()},
-			BaseType: BaseDependsOn, SemanticType: SemAnswers})
+			Object:   knowledge.NewObject{Kind: cks.KindClaim, Title: truncate(c.Text, 120), Content: mustJSON(cc), Status: cks.StatusProposed, CreatedBy: s.Name()},
+			BaseType: cks.BaseDependsOn, SemanticType: cks.SemAnswers})
 	}
-	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingCritique, Action: "researched", Agent: s.Name(),
+	t := knowledge.ObjectTransition{From: q.Status, To: cks.StatusAwaitingCritique, Action: "researched", Agent: s.Name(),
 		Attach: attach, Reasoning: -1}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{To: AwaitingCritique, Action: "researched"}, nil
+	return Outcome{To: cks.StatusAwaitingCritique, Action: "researched"}, nil
 }
 
 // Critic judges the claims the last research round proposed (awaiting_
@@ -294,7 +296,7 @@ type Critic struct{}
 func (Critic) Name() string { return "critic" }
 
 // Claims returns awaiting_critique.
-func (Critic) Claims() []string { return []string{AwaitingCritique} }
+func (Critic) Claims() []string { return []string{cks.StatusAwaitingCritique} }
 
 // Run critiques q's proposed claims.
 func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
@@ -304,21 +306,21 @@ func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) 
 	}
 	// One read of the question's claims serves both the proposed ones and
 	// the count of those accepted in earlier rounds.
-	all, err := e.linked(ctx, q, SemAnswers)
+	all, err := e.linked(ctx, q, cks.SemAnswers)
 	if err != nil {
 		return Outcome{}, err
 	}
-	objs, claims, passages, err := claimsIn(all, ClaimProposed)
+	objs, claims, passages, err := claimsIn(all, cks.StatusProposed)
 	if err != nil {
 		return Outcome{}, err
 	}
-	accepted, _, _, err := claimsIn(all, ClaimAccepted)
+	accepted, _, _, err := claimsIn(all, cks.StatusAccepted)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if len(claims) == 0 {
-		why := reasonNode(KindCritique, SemCritiques, Reasoning{Text: "the research round found no claims to critique"})
-		return e.sendBack(ctx, q, s.Name(), NeedsResearch, why, "no claims found")
+		why := reasonNode(cks.KindCritique, cks.SemCritiques, Reasoning{Text: "the research round found no claims to critique"})
+		return e.sendBack(ctx, q, s.Name(), cks.StatusNeedsResearch, why, "no claims found")
 	}
 	out, err := e.Model.Critique(ctx, llm.CritiqueInput{Question: text, Claims: claims, Passages: passages})
 	if err != nil {
@@ -334,28 +336,28 @@ func (s Critic) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) 
 		}
 		verdicts[v.Claim] = ClaimVerdict{ClaimID: objs[v.Claim].ID, Accept: v.Accept, Reason: v.Reason}
 	}
-	node := reasonNode(KindCritique, SemCritiques, Reasoning{Text: out.Summary, Model: e.Model.Name(), Verdicts: verdicts})
+	node := reasonNode(cks.KindCritique, cks.SemCritiques, Reasoning{Text: out.Summary, Model: e.Model.Name(), Verdicts: verdicts})
 	node.Object.CreatedBy = s.Name()
 	var set []knowledge.StatusChange
 	nAccepted := len(accepted)
 	for _, v := range verdicts {
-		sem, status := SemRefutes, ClaimRejected
+		sem, status := cks.SemRefutes, cks.StatusRejected
 		if v.Accept {
-			sem, status = SemSupports, ClaimAccepted
+			sem, status = cks.SemSupports, cks.StatusAccepted
 			nAccepted++
 		}
-		node.Links = append(node.Links, knowledge.LinkFrom{Dst: v.ClaimID, BaseType: BaseDependsOn, SemanticType: sem})
+		node.Links = append(node.Links, knowledge.LinkFrom{Dst: v.ClaimID, BaseType: cks.BaseDependsOn, SemanticType: sem})
 		set = append(set, knowledge.StatusChange{ObjectID: v.ClaimID, Status: status, Action: status})
 	}
 	if !out.Sufficient || nAccepted == 0 {
-		return e.sendBack(ctx, q, s.Name(), NeedsResearch, node, out.Summary, set...)
+		return e.sendBack(ctx, q, s.Name(), cks.StatusNeedsResearch, node, out.Summary, set...)
 	}
-	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingSynthesis, Action: "critiqued", Agent: s.Name(),
+	t := knowledge.ObjectTransition{From: q.Status, To: cks.StatusAwaitingSynthesis, Action: "critiqued", Agent: s.Name(),
 		Attach: []knowledge.Attachment{*node}, Reasoning: 0, SetStatus: set}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{To: AwaitingSynthesis, Action: "critiqued"}, nil
+	return Outcome{To: cks.StatusAwaitingSynthesis, Action: "critiqued"}, nil
 }
 
 // Synthesizer writes a synthesis object from every accepted claim of the
@@ -367,7 +369,7 @@ type Synthesizer struct{}
 func (Synthesizer) Name() string { return "synthesizer" }
 
 // Claims returns awaiting_synthesis.
-func (Synthesizer) Claims() []string { return []string{AwaitingSynthesis} }
+func (Synthesizer) Claims() []string { return []string{cks.StatusAwaitingSynthesis} }
 
 // Run synthesizes an answer to q.
 func (s Synthesizer) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
@@ -375,13 +377,13 @@ func (s Synthesizer) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, er
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
 	}
-	objs, claims, passages, err := e.claimObjects(ctx, q, ClaimAccepted)
+	objs, claims, passages, err := e.claimObjects(ctx, q, cks.StatusAccepted)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if len(claims) == 0 {
-		why := reasonNode(KindRationale, SemRefutes, Reasoning{Text: "no accepted claims to synthesize from", SendBackTo: llm.BackToResearch})
-		return e.sendBack(ctx, q, s.Name(), NeedsResearch, why, "no accepted claims")
+		why := reasonNode(cks.KindRationale, cks.SemRefutes, Reasoning{Text: "no accepted claims to synthesize from", SendBackTo: llm.BackToResearch})
+		return e.sendBack(ctx, q, s.Name(), cks.StatusNeedsResearch, why, "no accepted claims")
 	}
 	out, err := e.Model.Synthesize(ctx, llm.SynthesisInput{Question: text, Claims: claims})
 	if err != nil {
@@ -399,19 +401,19 @@ func (s Synthesizer) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, er
 		}
 		sc.Citations = append(sc.Citations, Citation{ID: p.ID, Source: p.Source, Heading: p.Heading, Text: p.Text})
 	}
-	node := knowledge.Attachment{Object: knowledge.NewObject{Kind: KindSynthesis, Title: "answer to: " + truncate(text, 100),
-		CreatedBy: s.Name()}, BaseType: BaseDependsOn, SemanticType: SemSynthesizes}
+	node := knowledge.Attachment{Object: knowledge.NewObject{Kind: cks.KindSynthesis, Title: "answer to: " + truncate(text, 100),
+		CreatedBy: s.Name()}, BaseType: cks.BaseDependsOn, SemanticType: cks.SemSynthesizes}
 	for _, o := range objs {
 		sc.ClaimIDs = append(sc.ClaimIDs, o.ID)
-		node.Links = append(node.Links, knowledge.LinkFrom{Dst: o.ID, BaseType: BaseDependsOn, SemanticType: SemCites})
+		node.Links = append(node.Links, knowledge.LinkFrom{Dst: o.ID, BaseType: cks.BaseDependsOn, SemanticType: cks.SemCites})
 	}
 	node.Object.Content = mustJSON(sc)
-	t := knowledge.ObjectTransition{From: q.Status, To: AwaitingArbitration, Action: "synthesized", Agent: s.Name(),
+	t := knowledge.ObjectTransition{From: q.Status, To: cks.StatusAwaitingArbitration, Action: "synthesized", Agent: s.Name(),
 		Attach: []knowledge.Attachment{node}, Reasoning: -1}
 	if _, _, err := e.Store.TransitionObject(ctx, q.ID, q.ClaimToken, t); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{To: AwaitingArbitration, Action: "synthesized"}, nil
+	return Outcome{To: cks.StatusAwaitingArbitration, Action: "synthesized"}, nil
 }
 
 // truncate returns s, or when it is longer than n bytes its start and
@@ -437,7 +439,7 @@ type Arbiter struct{}
 func (Arbiter) Name() string { return "arbiter" }
 
 // Claims returns awaiting_arbitration.
-func (Arbiter) Claims() []string { return []string{AwaitingArbitration} }
+func (Arbiter) Claims() []string { return []string{cks.StatusAwaitingArbitration} }
 
 // Run validates q's latest synthesis.
 func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error) {
@@ -445,20 +447,20 @@ func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error)
 	if err != nil {
 		return e.park(ctx, q, s.Name(), err.Error())
 	}
-	syns, err := e.linked(ctx, q, SemSynthesizes)
+	syns, err := e.linked(ctx, q, cks.SemSynthesizes)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if len(syns) == 0 {
-		why := reasonNode(KindRationale, SemRefutes, Reasoning{Text: "no synthesis to validate", SendBackTo: llm.BackToSynthesis})
-		return e.sendBack(ctx, q, s.Name(), AwaitingSynthesis, why, "no synthesis")
+		why := reasonNode(cks.KindRationale, cks.SemRefutes, Reasoning{Text: "no synthesis to validate", SendBackTo: llm.BackToSynthesis})
+		return e.sendBack(ctx, q, s.Name(), cks.StatusAwaitingSynthesis, why, "no synthesis")
 	}
 	syn := syns[len(syns)-1]
 	var sc SynthesisContent
 	if err := json.Unmarshal(syn.Content, &sc); err != nil {
 		return Outcome{}, fmt.Errorf("synthesis %d: %w", syn.ID, err)
 	}
-	_, claims, _, err := e.claimObjects(ctx, q, ClaimAccepted)
+	_, claims, _, err := e.claimObjects(ctx, q, cks.StatusAccepted)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -472,18 +474,18 @@ func (s Arbiter) Run(ctx context.Context, e *Env, q cks.Object) (Outcome, error)
 	}
 	r := Reasoning{Text: out.Rationale, Model: e.Model.Name(), SynthesisID: syn.ID}
 	if out.Valid {
-		node := reasonNode(KindRationale, SemResolves, r)
+		node := reasonNode(cks.KindRationale, cks.SemResolves, r)
 		node.Object.CreatedBy = s.Name()
-		node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemSupports}}
-		return e.move(ctx, q, s.Name(), Resolved, "validated", node)
+		node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: cks.BaseDependsOn, SemanticType: cks.SemSupports}}
+		return e.move(ctx, q, s.Name(), cks.StatusResolved, "validated", node)
 	}
-	to := NeedsResearch
+	to := cks.StatusNeedsResearch
 	if out.SendBackTo == llm.BackToSynthesis {
-		to = AwaitingSynthesis
+		to = cks.StatusAwaitingSynthesis
 	}
 	r.SendBackTo = out.SendBackTo
-	node := reasonNode(KindRationale, SemRefutes, r)
+	node := reasonNode(cks.KindRationale, cks.SemRefutes, r)
 	node.Object.CreatedBy = s.Name()
-	node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: BaseDependsOn, SemanticType: SemRefutes}}
+	node.Links = []knowledge.LinkFrom{{Dst: syn.ID, BaseType: cks.BaseDependsOn, SemanticType: cks.SemRefutes}}
 	return e.sendBack(ctx, q, s.Name(), to, node, out.Rationale)
 }

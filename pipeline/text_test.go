@@ -43,7 +43,7 @@ func TestTitlesAreCutAtCharacters(t *testing.T) {
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: accented{llm.NewOffline()}, Corpus: corpus(t), Workers: 1})
 		q := submit(t, k.Objects, questions[0])
 		o := settle(t, k.Objects, q.ID)[0]
-		if o.Status != pipeline.Resolved || chain(o) != resolvedChain {
+		if o.Status != cks.StatusResolved || chain(o) != resolvedChain {
 			t.Fatalf("question %s, chain %s", o.Status, chain(o))
 		}
 		titled := 0

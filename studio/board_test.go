@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
@@ -30,6 +32,7 @@ type fullEnv struct {
 	ctl   *sweeper.Controller
 	h     http.Handler
 	logs  *bytes.Buffer
+	path  string // the database file
 }
 
 // stepSweeper counts its passes and fails with err when err is set.
@@ -45,7 +48,8 @@ func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s
 func newFullEnv(t *testing.T) fullEnv {
 	t.Helper()
 	c := clock.NewFake(storetest.T0)
-	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), driver.WithClock(c))
+	path := filepath.Join(t.TempDir(), "cks.db")
+	s, err := backend.Open(context.Background(), path, driver.WithClock(c))
 	if err != nil {
 		t.Fatalf("backend.Open: %v", err)
 	}
@@ -75,7 +79,7 @@ func newFullEnv(t *testing.T) fullEnv {
 	logs := &bytes.Buffer{}
 	h := studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s.Tasks, Clock: c,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	return fullEnv{store: s, clock: c, ctl: ctl, h: h, logs: logs}
+	return fullEnv{store: s, clock: c, ctl: ctl, h: h, logs: logs, path: path}
 }
 
 // waitRuns waits until sweeper id has completed at least n passes.
@@ -451,4 +455,60 @@ func TestSweeperCardShowsDetails(t *testing.T) {
 	wantHTML(t, page, http.StatusOK)
 	c := sweeperCard(t, page.body, "graph_health")
 	mustContain(t, "details", c, "<dt>orphans</dt><dd><code>2</code></dd>", "<dt>example_cycles</dt><dd><code>[[1,2,1]]</code></dd>")
+}
+
+// countingDriver counts the count reads made of its database.
+type countingDriver struct {
+	driver.Driver
+	counts *atomic.Int64
+}
+
+func (d countingDriver) Executor() driver.Executor {
+	return countingExecutor{Executor: d.Driver.Executor(), counts: d.counts}
+}
+
+type countingExecutor struct {
+	driver.Executor
+	counts *atomic.Int64
+}
+
+func (e countingExecutor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int, error) {
+	e.counts.Add(1)
+	return e.Executor.TaskCount(ctx, p)
+}
+
+func (e countingExecutor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
+	e.counts.Add(1)
+	return e.Executor.TaskCountByState(ctx, p)
+}
+
+// TestTaskBoardCountsInOneRead: the board's counts of every state are one
+// read of count_tasks (once a count per state), and the long-stopped count
+// one more when any task is STOPPED.
+func TestTaskBoardCountsInOneRead(t *testing.T) {
+	e := newFullEnv(t)
+	var counts atomic.Int64
+	// A second set of services on the same database, its reads counted.
+	d, err := sqlite.Open(context.Background(), e.path, driver.WithClock(e.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := backend.New(countingDriver{Driver: d, counts: &counts}, driver.WithClock(e.clock))
+	t.Cleanup(func() { counted.Close() })
+	h := studio.New(counted.Liveness, studio.Options{Tasks: counted.Tasks, Clock: e.clock})
+	enqueue(t, e.store, "plain", "Just open")
+	page := get(t, h, "/tasks")
+	wantHTML(t, page, http.StatusOK)
+	if n := counts.Swap(0); n != 1 {
+		t.Errorf("a board without STOPPED tasks made %d count reads, want 1", n)
+	}
+	held := enqueue(t, e.store, "plain", "Held")
+	move(t, e.store, held.ID, cks.TaskStopped)
+	e.clock.Advance(25 * time.Hour)
+	page = get(t, h, "/tasks")
+	mustContain(t, "board", page.body, `STOPPED <span class="chip__n">1</span>`, `OPEN <span class="chip__n">1</span>`,
+		`All <span class="chip__n">2</span>`, "1 stopped for longer than 24 h.")
+	if n := counts.Swap(0); n != 2 {
+		t.Errorf("a board with STOPPED tasks made %d count reads, want 2", n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/sweeper"
 )
 
 // The task board's routes.
@@ -28,17 +30,10 @@ const (
 // link to the next page say when there are more.
 const BoardCap = 200
 
-// liveStates are the states of the board's "other live work" list: every
-// non-terminal state except STOPPED and NEEDS_INPUT, which have their own.
-var liveStates = func() []cks.TaskState {
-	var out []cks.TaskState
-	for _, st := range ledger.All {
-		if !ledger.IsTerminal(st) && st != cks.TaskStopped && st != cks.TaskNeedsInput {
-			out = append(out, st)
-		}
-	}
-	return out
-}()
+// liveStates are the states of the board's "other live work" list: the
+// ledger's live states that ask nothing of an operator (STOPPED and
+// NEEDS_INPUT have lists of their own).
+var liveStates = ledger.Active()
 
 // taskRow is one task of a board list, formatted for display.
 type taskRow struct {
@@ -217,25 +212,24 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 	lister := listTasks{s.ops}
 
-	counts := map[cks.TaskState]int{}
-	for _, st := range ledger.All {
-		n, err := s.ops.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{st}})
-		if err != nil {
-			return v, fmt.Errorf("count %s tasks: %w", st, err)
-		}
-		counts[st] = n
-		v.Total += n
+	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{})
+	if err != nil {
+		return v, fmt.Errorf("count tasks: %w", err)
 	}
+	counts := all.Counts
+	v.Total = all.Total
 	// The chips: STOPPED and NEEDS_INPUT first, then lifecycle order.
-	order := append([]cks.TaskState{cks.TaskStopped, cks.TaskNeedsInput}, liveStates...)
-	order = append(order, ledger.Terminal[:]...)
-	for _, st := range order {
-		c := chip{State: string(st), Class: stateClass(st), Count: counts[st], Active: string(st) == v.Filter}
+	chipOf := func(st cks.TaskState) chip {
+		return chip{State: string(st), Class: stateClass(st), Count: counts[st], Active: string(st) == v.Filter}
+	}
+	for _, st := range append([]cks.TaskState{cks.TaskStopped, cks.TaskNeedsInput}, liveStates...) {
+		v.Chips = append(v.Chips, chipOf(st))
+	}
+	for _, st := range ledger.Terminal {
+		c := chipOf(st)
 		v.Chips = append(v.Chips, c)
-		if ledger.IsTerminal(st) {
-			v.Finished = append(v.Finished, c)
-			v.FinishedAll += c.Count
-		}
+		v.Finished = append(v.Finished, c)
+		v.FinishedAll += c.Count
 	}
 
 	list := func(states []cks.TaskState, after int64) (taskList, error) {
@@ -283,11 +277,11 @@ func (s *server) board(r *http.Request) (boardView, error) {
 				v.UnsureStopped++
 			}
 		}
-		v.StaleStopped, err = s.ops.Tasks.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped},
-			StateChangedBefore: now.Add(-s.staleStop)})
+		stale, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{StoppedLongerThan: cks.Duration(s.staleStop.String())})
 		if err != nil {
 			return v, fmt.Errorf("count long-stopped tasks: %w", err)
 		}
+		v.StaleStopped = stale.Total
 	}
 	if v.Inbox, err = list([]cks.TaskState{cks.TaskNeedsInput}, 0); err != nil {
 		return v, err
@@ -342,7 +336,7 @@ func (s *server) row(t cks.Task, now time.Time) taskRow {
 		ChangedAt:   stamp(t.StateChangedAt),
 		Question:    t.Question,
 		changed:     t.StateChangedAt,
-		StaleStop:   t.State == cks.TaskStopped && !t.StateChangedAt.IsZero() && now.Sub(t.StateChangedAt) >= s.staleStop,
+		StaleStop:   sweeper.IsStaleStop(t, now, s.staleStop),
 		StaleAfter:  staleText(s.staleStop),
 		Abort:       flagAbort(t.LastAbort),
 	}
@@ -422,12 +416,10 @@ type taskDetail struct {
 	// Aborts are the task's abort requests, newest first.
 	Aborts []abortView
 	Events []eventView
-	// CanStop offers the Stop form, CanStart the Start button. The API
-	// decides whether the viewer may; the page only offers what the state
-	// allows.
+	// CanStop offers the Stop form, CanStart the Start button: what
+	// get_task says the task admits (the ledger's Actions). The API
+	// decides whether the viewer may.
 	CanStop, CanStart bool
-	// Finished is set for a terminal task (no actions).
-	Finished bool
 }
 
 // attemptView is one attempt of a task, formatted for display.
@@ -576,9 +568,8 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		v.Late = a.Outcome == cks.AbortConfirmed && !a.ResolvedAt.IsZero() && a.ResolvedAt.After(a.DeadlineAt)
 		d.Aborts = append(d.Aborts, v)
 	}
-	d.Finished = ledger.IsTerminal(t.State)
-	d.CanStart = t.State == cks.TaskStopped
-	d.CanStop = !d.Finished && !d.CanStart
+	d.CanStop = slices.Contains(t.Actions, cks.ActionStop)
+	d.CanStart = slices.Contains(t.Actions, cks.ActionStart)
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})

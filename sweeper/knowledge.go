@@ -32,24 +32,6 @@ const (
 	GraphHealthID        = "graph_health"
 )
 
-// Task types the knowledge sweepers enqueue.
-const (
-	TaskResolveFork = "resolve_fork"
-	TaskCritique    = "critique"
-	TaskRederive    = "rederive"
-	TaskEnrich      = "enrich"
-)
-
-// Object kinds and statuses the knowledge sweepers look at.
-const (
-	KindClaim      = "claim"
-	KindInference  = "inference"
-	KindQuestion   = "question"
-	StatusDisputed = "disputed"
-	// EdgeDependsOn is the base type whose cycles graph_health reports.
-	EdgeDependsOn = "depends_on"
-)
-
 // maxDedupeKey bounds a dedupe key; a longer one (an inference with many
 // premises) is replaced by the hash of its variable part, which keeps it
 // unique and within the index limits of both backends.
@@ -189,8 +171,8 @@ func (s ForkDetection) SweepOnce(ctx context.Context) (int, error) {
 			if len(heads) < 2 {
 				continue
 			}
-			key := fmt.Sprintf("%s:%d:v%s", TaskResolveFork, f.ObjectID, strings.ReplaceAll(joinIDs(heads), ",", ",v"))
-			ok, err := enqueue(ctx, s.Tasks, ForkDetectionID, TaskResolveFork,
+			key := fmt.Sprintf("%s:%d:v%s", cks.TaskTypeResolveFork, f.ObjectID, strings.ReplaceAll(joinIDs(heads), ",", ",v"))
+			ok, err := enqueue(ctx, s.Tasks, ForkDetectionID, cks.TaskTypeResolveFork,
 				fmt.Sprintf("Resolve the fork of object %d (%d heads)", f.ObjectID, len(heads)),
 				map[string]any{"object_id": f.ObjectID, "heads": heads}, key)
 			if err != nil {
@@ -252,9 +234,9 @@ func norm(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 // tasks it created.
 func (s Contradiction) SweepOnce(ctx context.Context) (int, error) {
 	groups := map[[16]byte][]claimRef{}
-	err := forEachObject(ctx, s.Objects, []string{KindClaim}, func(objs []cks.Object) error {
+	err := forEachObject(ctx, s.Objects, []string{cks.KindClaim}, func(objs []cks.Object) error {
 		for _, o := range objs {
-			if o.Kind != KindClaim || o.Status == StatusDisputed {
+			if o.Kind != cks.KindClaim || o.Status == cks.StatusDisputed {
 				continue
 			}
 			var c struct {
@@ -290,8 +272,8 @@ func (s Contradiction) SweepOnce(ctx context.Context) (int, error) {
 	})
 	created := 0
 	for _, p := range pairs {
-		key := fmt.Sprintf("%s:%d,%d", TaskCritique, p[0], p[1])
-		ok, err := enqueue(ctx, s.Tasks, ContradictionID, TaskCritique,
+		key := fmt.Sprintf("%s:%d,%d", cks.TaskTypeCritique, p[0], p[1])
+		ok, err := enqueue(ctx, s.Tasks, ContradictionID, cks.TaskTypeCritique,
 			fmt.Sprintf("Critique contradicting claims %d and %d", p[0], p[1]),
 			map[string]any{"claims": []int64{p[0], p[1]}}, key)
 		if err != nil {
@@ -337,7 +319,7 @@ const missingPremise = "missing"
 // it created.
 func (s InferenceStaleness) SweepOnce(ctx context.Context) (int, error) {
 	created := 0
-	err := forEachObject(ctx, s.Objects, []string{KindInference}, func(objs []cks.Object) error {
+	err := forEachObject(ctx, s.Objects, []string{cks.KindInference}, func(objs []cks.Object) error {
 		current := map[int64]string{} // premise id → hash, for this page
 		hashOf := func(id int64) (string, error) {
 			if h, ok := current[id]; ok {
@@ -355,7 +337,7 @@ func (s InferenceStaleness) SweepOnce(ctx context.Context) (int, error) {
 			return current[id], nil
 		}
 		for _, o := range objs {
-			if o.Kind != KindInference {
+			if o.Kind != cks.KindInference {
 				continue
 			}
 			var c struct {
@@ -385,12 +367,12 @@ func (s InferenceStaleness) SweepOnce(ctx context.Context) (int, error) {
 				continue
 			}
 			slices.Sort(hashes)
-			key := fmt.Sprintf("%s:%d:%s", TaskRederive, o.ID, strings.Join(hashes, ","))
+			key := fmt.Sprintf("%s:%d:%s", cks.TaskTypeRederive, o.ID, strings.Join(hashes, ","))
 			if len(key) > maxDedupeKey {
 				sum := sha256.Sum256([]byte(strings.Join(hashes, ",")))
-				key = fmt.Sprintf("%s:%d:sha256:%s", TaskRederive, o.ID, hex.EncodeToString(sum[:]))
+				key = fmt.Sprintf("%s:%d:sha256:%s", cks.TaskTypeRederive, o.ID, hex.EncodeToString(sum[:]))
 			}
-			ok, err := enqueue(ctx, s.Tasks, InferenceStalenessID, TaskRederive,
+			ok, err := enqueue(ctx, s.Tasks, InferenceStalenessID, cks.TaskTypeRederive,
 				fmt.Sprintf("Re-derive inference %d (premises changed)", o.ID),
 				map[string]any{"object_id": o.ID}, key)
 			if err != nil {
@@ -518,7 +500,7 @@ func (g *GraphHealth) SweepOnce(ctx context.Context) (int, error) {
 			rep.Edges++
 			nodes[e.Src] |= nodeTouched
 			nodes[e.Dst] |= nodeTouched
-			if e.BaseType == EdgeDependsOn {
+			if e.BaseType == cks.BaseDependsOn {
 				deps[e.Src] = append(deps[e.Src], e.Dst)
 			}
 		}
@@ -533,7 +515,7 @@ func (g *GraphHealth) SweepOnce(ctx context.Context) (int, error) {
 			rep.Objects++
 			if f, ok := nodes[o.ID]; ok {
 				nodes[o.ID] = f | nodeSeen
-			} else if o.Kind != KindQuestion {
+			} else if o.Kind != cks.KindQuestion {
 				orphans = append(orphans, o.ID)
 			}
 		}
@@ -573,9 +555,9 @@ func (g *GraphHealth) SweepOnce(ctx context.Context) (int, error) {
 	clear(nodes)
 	rep.CycleMembers, rep.Cycles = dependsCycles(deps)
 	for _, id := range orphans {
-		ok, err := enqueue(ctx, g.Tasks, GraphHealthID, TaskEnrich,
+		ok, err := enqueue(ctx, g.Tasks, GraphHealthID, cks.TaskTypeEnrich,
 			fmt.Sprintf("Enrich orphan object %d", id), map[string]any{"object_id": id},
-			fmt.Sprintf("%s:%d", TaskEnrich, id))
+			fmt.Sprintf("%s:%d", cks.TaskTypeEnrich, id))
 		if err != nil {
 			return rep.Orphans + rep.DanglingEdges + rep.CycleMembers, fmt.Errorf("%s: %w", GraphHealthID, err)
 		}

@@ -135,7 +135,7 @@ func TestForkDetection(t *testing.T) {
 		h3 := f.fork(v, three, 3)
 		s := sweeper.ForkDetection{Tasks: f.st.Tasks, Forks: v}
 		f.sweep(s, 2)
-		p, k := f.tasks(sweeper.TaskResolveFork)
+		p, k := f.tasks(cks.TaskTypeResolveFork)
 		wantStrings(t, "payloads", p, []string{
 			fmt.Sprintf(`{"heads":[%d,%d],"object_id":%d}`, h2[0], h2[1], two),
 			fmt.Sprintf(`{"heads":[%d,%d,%d],"object_id":%d}`, h3[0], h3[1], h3[2], three),
@@ -145,7 +145,7 @@ func TestForkDetection(t *testing.T) {
 			fmt.Sprintf("resolve_fork:%d:v%d,v%d,v%d", three, h3[0], h3[1], h3[2]),
 		})
 		f.sweep(s, 0) // dedupe: nothing new
-		if p, _ := f.tasks(sweeper.TaskResolveFork); len(p) != 2 {
+		if p, _ := f.tasks(cks.TaskTypeResolveFork); len(p) != 2 {
 			t.Fatalf("second pass: %d tasks", len(p))
 		}
 	})
@@ -162,7 +162,7 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 		o := f.obj("note", "", map[string]any{"a": 1})
 		heads := f.fork(v, o, 2)
 		// A task of the global numbering, long done, with the same digits.
-		old, _, err := f.st.Tasks.Enqueue(context.Background(), cks.NewTask{Type: sweeper.TaskResolveFork, DedupeOnce: true,
+		old, _, err := f.st.Tasks.Enqueue(context.Background(), cks.NewTask{Type: cks.TaskTypeResolveFork, DedupeOnce: true,
 			DedupeKey: fmt.Sprintf("resolve_fork:%d:%d,%d", o, heads[0], heads[1])})
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +212,7 @@ func TestForkDetectionTwoHubs(t *testing.T) {
 			if counts[0]+counts[1] != want {
 				t.Fatalf("round %d: created %v, want %d in all", round, counts, want)
 			}
-			n, err := f.st.Tasks.CountTasks(context.Background(), cks.TaskFilter{Types: []string{sweeper.TaskResolveFork}})
+			n, err := f.st.Tasks.CountTasks(context.Background(), cks.TaskFilter{Types: []string{cks.TaskTypeResolveFork}})
 			if err != nil || n != 1 {
 				t.Fatalf("round %d: %d resolve_fork tasks (%v), want exactly 1", round, n, err)
 			}
@@ -251,7 +251,7 @@ func TestContradiction(t *testing.T) {
 		y := f.obj("claim", "", claim("Water", "boils_at", "90C"))
 		s := sweeper.Contradiction{Tasks: f.st.Tasks, Objects: f.st.Objects}
 		f.sweep(s, 3)
-		p, k := f.tasks(sweeper.TaskCritique)
+		p, k := f.tasks(cks.TaskTypeCritique)
 		pair := func(a, b int64) string { return fmt.Sprintf(`{"claims":[%d,%d]}`, a, b) }
 		wantStrings(t, "payloads", p, []string{pair(a, b), pair(b, c), pair(x, y)})
 		wantStrings(t, "keys", k, []string{
@@ -299,14 +299,14 @@ func TestInferenceStaleness(t *testing.T) {
 		s := sweeper.InferenceStaleness{Tasks: f.st.Tasks, Objects: f.st.Objects}
 		// Only the inference with a missing premise is stale so far.
 		f.sweep(s, 1)
-		p, k := f.tasks(sweeper.TaskRederive)
+		p, k := f.tasks(cks.TaskTypeRederive)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone)})
 		wantStrings(t, "keys", k, []string{fmt.Sprintf("rederive:%d:%s,missing", gone, h1)})
 
 		f.changeContent(p2, "found", `{"v": 3}`)
 		h2new := hash(p2)
 		f.sweep(s, 1)
-		p, k = f.tasks(sweeper.TaskRederive)
+		p, k = f.tasks(cks.TaskTypeRederive)
 		hs := []string{h1, h2new}
 		slices.Sort(hs)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, gone), fmt.Sprintf(`{"object_id":%d}`, stale)})
@@ -366,7 +366,7 @@ func TestGraphHealth(t *testing.T) {
 		if d, ok := g.Details().(sweeper.GraphReport); !ok || d.Orphans != 2 {
 			t.Fatalf("details %#v", g.Details())
 		}
-		p, k := f.tasks(sweeper.TaskEnrich)
+		p, k := f.tasks(cks.TaskTypeEnrich)
 		wantStrings(t, "payloads", p, []string{fmt.Sprintf(`{"object_id":%d}`, o1), fmt.Sprintf(`{"object_id":%d}`, o2)})
 		wantStrings(t, "keys", k, []string{fmt.Sprintf("enrich:%d", o1), fmt.Sprintf("enrich:%d", o2)})
 

@@ -3,6 +3,7 @@ package sweeper
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -114,12 +115,23 @@ type StaleStopReport struct {
 // ID returns "stale_stop_report".
 func (StaleStopReport) ID() string { return StaleStopReportID }
 
+// StaleStopFilter selects the tasks held STOPPED for at least threshold at
+// now: the one definition of a stale stop, which the report counts, the
+// list_tasks filter stopped_longer_than selects and the studio flags
+// (IsStaleStop).
+func StaleStopFilter(now time.Time, threshold time.Duration) cks.TaskFilter {
+	return cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, StateChangedBefore: now.Add(-threshold)}
+}
+
+// IsStaleStop reports whether StaleStopFilter(now, threshold) selects t.
+func IsStaleStop(t cks.Task, now time.Time, threshold time.Duration) bool {
+	f := StaleStopFilter(now, threshold)
+	return slices.Contains(f.States, t.State) && !t.StateChangedAt.IsZero() && !t.StateChangedAt.After(f.StateChangedBefore)
+}
+
 // SweepOnce counts the tasks stopped for longer than the threshold.
 func (s StaleStopReport) SweepOnce(ctx context.Context) (int, error) {
-	n, err := s.Tasks.CountTasks(ctx, cks.TaskFilter{
-		States:             []cks.TaskState{cks.TaskStopped},
-		StateChangedBefore: s.Clock.Now().Add(-s.Threshold),
-	})
+	n, err := s.Tasks.CountTasks(ctx, StaleStopFilter(s.Clock.Now(), s.Threshold))
 	if err == nil && n > 0 && s.Logger != nil {
 		s.Logger.Warn("tasks stopped longer than the threshold", "count", n, "threshold", s.Threshold.String(),
 			"list", "cks task list --state STOPPED")

@@ -344,7 +344,7 @@ func TestWatchLifetime(t *testing.T) {
 func TestReleaseStopsTheWatch(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		c := newCounted(open(t))
-		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat})
+		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 		release := ex.Watch(ctx(t))
 		wait(t, c.checked, "the watch to be established")
 		release()

@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/lease"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/lifecycle"
 )
 
@@ -221,7 +222,9 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 		e.checkRun(rctx, r)
 	}
 
-	if t.State != cks.TaskRunning {
+	// The move to RUNNING, unless the claim made it (store.ClaimParams.Running):
+	// the table has no RUNNING → RUNNING.
+	if ledger.Allowed(t.State, cks.TaskRunning) {
 		var cur cks.Task
 		err := e.write(rctx, t, "mark running", func() (err error) {
 			cur, err = e.st.MarkRunning(rctx, t.ID, token)

@@ -142,7 +142,7 @@ func TestForkResolutionAgent(t *testing.T) {
 		former := []int64{written[0].Version, written[1].Version}
 		slices.Sort(former)
 
-		task := waitTask(t, st, agents.TypeResolveFork, "merged", a)
+		task := waitTask(t, st, cks.TaskTypeResolveFork, "merged", a)
 		var res agents.ForkMerged
 		if err := json.Unmarshal([]byte(task.Result), &res); err != nil || res.Outcome != "merged" {
 			t.Fatalf("resolve_fork result %q: %v", task.Result, err)
@@ -186,13 +186,13 @@ func TestCriticAgent(t *testing.T) {
 		mk(`{"subject":"K2","predicate":"height","value":"8,611 m","citations":[]}`) // no contradiction
 
 		a := startAgent(t, nil, append([]string{"critic", "--database", db.url}, fastAgent...)...)
-		task := waitTask(t, st, agents.TypeCritique, agents.StatusDisputed, a)
+		task := waitTask(t, st, cks.TaskTypeCritique, cks.StatusDisputed, a)
 		var res agents.CritiqueDone
 		if err := json.Unmarshal([]byte(task.Result), &res); err != nil || res.Winner != winner.ID || res.Loser != loser.ID {
 			t.Fatalf("critique result %q (%v): want winner %d, loser %d", task.Result, err, winner.ID, loser.ID)
 		}
 		got, err := st.Objects.GetObject(ctx, loser.ID)
-		if err != nil || got.Status != agents.StatusDisputed {
+		if err != nil || got.Status != cks.StatusDisputed {
 			t.Fatalf("loser: %s %v, want disputed", got.Status, err)
 		}
 		r := runCKS(t, nil, "object", "show", fmt.Sprint(loser.ID), "--data-dir", string(h.dir))
@@ -240,7 +240,7 @@ func TestEnrichmentAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		task := waitTask(t, st, agents.TypeRederive, "rederived", a)
+		task := waitTask(t, st, cks.TaskTypeRederive, "rederived", a)
 		var res agents.Rederived
 		if err := json.Unmarshal([]byte(task.Result), &res); err != nil || res.Outcome != "rederived" || !slices.Equal(res.Premises, []int64{p2.ID}) {
 			t.Fatalf("rederive result %q (%v)", task.Result, err)

@@ -373,7 +373,7 @@ func printObjectHead(w io.Writer, v cks.ObjectView) {
 	switch {
 	case v.Forked && len(v.Heads) > 1:
 		printHeads(w, v.Heads)
-	case v.Kind == pipeline.KindQuestion:
+	case v.Kind == cks.KindQuestion:
 		var q pipeline.Question
 		_ = json.Unmarshal(v.Content, &q)
 		fmt.Fprintf(w, "  %s\n", q.Question)
@@ -424,7 +424,7 @@ func printObjectLog(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
 
 // printClaims prints the linked claims with their status and citations.
 func printClaims(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
-	claims := linkedOf(v, pipeline.KindClaim)
+	claims := linkedOf(v, cks.KindClaim)
 	if len(claims) == 0 {
 		return
 	}
@@ -443,15 +443,15 @@ func printClaims(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
 // printSyntheses prints the linked syntheses, each with the rationale that
 // validated or rejected it.
 func printSyntheses(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
-	for _, s := range linkedOf(v, pipeline.KindSynthesis) {
+	for _, s := range linkedOf(v, cks.KindSynthesis) {
 		shown[s.ID] = true
 		var sc pipeline.SynthesisContent
 		_ = json.Unmarshal(s.Content, &sc)
 		verdict := ""
 		for _, r := range v.Reasoning {
 			var rr pipeline.Reasoning
-			if r.Kind == pipeline.KindRationale && json.Unmarshal(r.Content, &rr) == nil && rr.SynthesisID == s.ID {
-				if slices.ContainsFunc(r.Edges, func(e cks.Edge) bool { return e.Dst == v.ID && e.SemanticType == pipeline.SemResolves }) {
+			if r.Kind == cks.KindRationale && json.Unmarshal(r.Content, &rr) == nil && rr.SynthesisID == s.ID {
+				if slices.ContainsFunc(r.Edges, func(e cks.Edge) bool { return e.Dst == v.ID && e.SemanticType == cks.SemResolves }) {
 					verdict = ", validated by rationale #" + fmt.Sprint(r.ID)
 				} else {
 					verdict = ", rejected by rationale #" + fmt.Sprint(r.ID)
@@ -467,14 +467,14 @@ func printSyntheses(w io.Writer, v cks.ObjectView, shown map[int64]bool) {
 // critique's verdict per claim, an unusable reply's error and raw text.
 func printReasoning(w io.Writer, node cks.Object, indent string) {
 	switch node.Kind {
-	case pipeline.KindModelReply:
+	case cks.KindModelReply:
 		var m struct {
 			Raw, Error, Model string
 		}
 		_ = json.Unmarshal(node.Content, &m)
 		fmt.Fprintf(w, "%smodel_reply #%d: %s\n%s  raw reply: %s\n", indent, node.ID, m.Error, indent, clip(m.Raw, 300))
 		return
-	case pipeline.KindCritique, pipeline.KindRationale:
+	case cks.KindCritique, cks.KindRationale:
 	default:
 		fmt.Fprintf(w, "%s%s #%d: %s\n", indent, node.Kind, node.ID, clip(node.Title, 200))
 		return
@@ -537,5 +537,5 @@ func idList(ids []int64) string {
 }
 
 func isReasoning(kind string) bool {
-	return kind == pipeline.KindCritique || kind == pipeline.KindRationale || kind == pipeline.KindModelReply
+	return kind == cks.KindCritique || kind == cks.KindRationale || kind == cks.KindModelReply
 }

@@ -121,7 +121,7 @@ func followResearch(ctx context.Context, c *client.Client, id int64, timeout tim
 	} else {
 		printResearchOutcome(w, v)
 	}
-	if v.Status == pipeline.NeedsInput {
+	if v.Status == cks.StatusNeedsInput {
 		return fmt.Errorf("%w: question %d is in needs_input: the pipeline could not answer it (see `cks object show %d`)", errParked, v.ID, v.ID)
 	}
 	return nil
@@ -204,7 +204,7 @@ func entryDetail(e cks.TransitionEntry, v cks.ObjectView) string {
 		var r pipeline.Reasoning
 		_ = json.Unmarshal(node.Content, &r)
 		switch node.Kind {
-		case pipeline.KindCritique:
+		case cks.KindCritique:
 			acc := 0
 			for _, vd := range r.Verdicts {
 				if vd.Accept {
@@ -215,7 +215,7 @@ func entryDetail(e cks.TransitionEntry, v cks.ObjectView) string {
 				return clip(r.Text, 160)
 			}
 			return fmt.Sprintf("%d of %d claims accepted: %s", acc, len(r.Verdicts), clip(r.Text, 120))
-		case pipeline.KindModelReply:
+		case cks.KindModelReply:
 			var m struct {
 				Error string `json:"error"`
 			}
@@ -230,7 +230,7 @@ func entryDetail(e cks.TransitionEntry, v cks.ObjectView) string {
 		n := 0
 		for _, o := range v.Reasoning {
 			var cc pipeline.ClaimContent
-			if o.Kind == pipeline.KindClaim && json.Unmarshal(o.Content, &cc) == nil && cc.QuestionID == v.ID && cc.Round == e.Round {
+			if o.Kind == cks.KindClaim && json.Unmarshal(o.Content, &cc) == nil && cc.QuestionID == v.ID && cc.Round == e.Round {
 				n++
 			}
 		}
@@ -246,7 +246,7 @@ func entryDetail(e cks.TransitionEntry, v cks.ObjectView) string {
 				k++
 			}
 		}
-		syns := linkedOf(v, pipeline.KindSynthesis)
+		syns := linkedOf(v, cks.KindSynthesis)
 		if k < len(syns) {
 			var sc pipeline.SynthesisContent
 			if json.Unmarshal(syns[k].Content, &sc) == nil {
@@ -307,8 +307,8 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 func printResearchOutcome(w io.Writer, v cks.ObjectView) {
 	fmt.Fprintln(w)
 	switch v.Status {
-	case pipeline.Resolved:
-		syns := linkedOf(v, pipeline.KindSynthesis)
+	case cks.StatusResolved:
+		syns := linkedOf(v, cks.KindSynthesis)
 		if len(syns) == 0 {
 			fmt.Fprintf(w, "question %d is resolved but has no synthesis\n", v.ID)
 			return
@@ -317,7 +317,7 @@ func printResearchOutcome(w io.Writer, v cks.ObjectView) {
 		_ = json.Unmarshal(syns[len(syns)-1].Content, &sc)
 		fmt.Fprintf(w, "Answer (question %d, resolved):\n", v.ID)
 		printSynthesis(w, sc, "  ")
-	case pipeline.NeedsInput:
+	case cks.StatusNeedsInput:
 		fmt.Fprintf(w, "Parked (question %d, needs_input after %s):\n", v.ID, plural(v.Round+1, "round"))
 		fmt.Fprintf(w, "  %s\n", parkReason(v))
 		fmt.Fprintf(w, "\nThe whole chain: cks object show %d\n", v.ID)
@@ -328,7 +328,7 @@ func printResearchOutcome(w io.Writer, v cks.ObjectView) {
 func parkReason(v cks.ObjectView) string {
 	for i := len(v.Log) - 1; i >= 0; i-- {
 		e := v.Log[i]
-		if e.TransitionedTo != pipeline.NeedsInput {
+		if e.TransitionedTo != cks.StatusNeedsInput {
 			continue
 		}
 		if node, ok := reasoningNode(e, v); ok {

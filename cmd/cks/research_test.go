@@ -112,7 +112,7 @@ func TestResearchCLI(t *testing.T) {
 
 			r = runCKS(t, nil, "object", "show", resolved, "--json", "--data-dir", dir)
 			var v cks.ObjectView
-			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved || len(v.Reasoning) == 0 {
+			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != cks.StatusResolved || len(v.Reasoning) == 0 {
 				t.Fatalf("object show --json: %v, %+v\n%s", err, v.Status, r.stdout)
 			}
 			if r := runCKS(t, nil, "object", "list", "--kind", "question", "--data-dir", dir); r.code != 0 ||
@@ -134,7 +134,7 @@ func TestResearchCLI(t *testing.T) {
 				if r.code != 0 {
 					t.Fatalf("research --corpus: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 				}
-				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != pipeline.Resolved {
+				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Status != cks.StatusResolved {
 					t.Fatalf("research --json: %v %s\n%s", err, v.Status, r.stdout)
 				}
 				var q pipeline.Question

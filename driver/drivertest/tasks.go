@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -562,6 +563,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		nullChanged := task("a", stHeld)
 		nullChanged.StateChangedAt = time.Time{}
 		got = append(got, insert(t, ex, nullChanged)...)
+		stateOf := map[int64]string{got[0]: stOpen, got[1]: stHeld, got[2]: stHeld, got[3]: stOpen, got[4]: stHeld}
 		for _, c := range []struct {
 			p    driver.TaskListParams
 			want []int64
@@ -589,6 +591,25 @@ func Tasks(t *testing.T, newDB NewDB) {
 			if n != len(c.want) {
 				t.Errorf("count %+v = %d, want %d", c.p, n, len(c.want))
 			}
+			// Per state, in one read: a row per state that has tasks, by state.
+			var want []driver.TaskStateCount
+			for _, id := range c.want {
+				i := slices.IndexFunc(want, func(sc driver.TaskStateCount) bool { return sc.State == stateOf[id] })
+				if i < 0 {
+					want, i = append(want, driver.TaskStateCount{State: stateOf[id]}), len(want)
+				}
+				want[i].Count++
+			}
+			slices.SortFunc(want, func(a, b driver.TaskStateCount) int { return strings.Compare(a.State, b.State) })
+			counts, err := ex.TaskCountByState(ctx, driver.TaskCountParams{States: c.p.States, Types: c.p.Types, StateChangedBefore: c.p.StateChangedBefore})
+			must(t, "count by state", err)
+			if !slices.Equal(counts, want) {
+				t.Errorf("count by state %+v = %v, want %v", c.p, counts, want)
+			}
+		}
+		counts, err := ex.TaskCountByState(ctx, driver.TaskCountParams{States: []string{stDone}})
+		if err != nil || len(counts) != 0 {
+			t.Errorf("count by state of a state no task is in = %v, %v; want no rows", counts, err)
 		}
 	})
 	t.Run("DedupeFind", func(t *testing.T) {

@@ -415,6 +415,23 @@ func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 	}
 }
 
+// taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
+func taskStateCountOf(r dbsqlc.TaskCountByStateRow) driver.TaskStateCount {
+	return driver.TaskStateCount{
+		State: r.State,
+		Count: int(r.Count),
+	}
+}
+
+// taskStateCountsOf reads rows with taskStateCountOf.
+func taskStateCountsOf(rows []dbsqlc.TaskCountByStateRow) []driver.TaskStateCount {
+	out := make([]driver.TaskStateCount, len(rows))
+	for i, r := range rows {
+		out[i] = taskStateCountOf(r)
+	}
+	return out
+}
+
 // abortFindLatestParams writes a driver.AbortFindLatestParams as dbsqlc.AbortFindLatestParams.
 func abortFindLatestParams(p driver.AbortFindLatestParams) dbsqlc.AbortFindLatestParams {
 	return dbsqlc.AbortFindLatestParams{
@@ -697,6 +714,15 @@ func taskClaimableOfTypesParams(p driver.TaskClaimableParams) dbsqlc.TaskClaimab
 // taskCountParams writes a driver.TaskCountParams as dbsqlc.TaskCountParams.
 func taskCountParams(p driver.TaskCountParams) dbsqlc.TaskCountParams {
 	return dbsqlc.TaskCountParams{
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+	}
+}
+
+// taskCountByStateParams writes a driver.TaskCountParams as dbsqlc.TaskCountByStateParams.
+func taskCountByStateParams(p driver.TaskCountParams) dbsqlc.TaskCountByStateParams {
+	return dbsqlc.TaskCountByStateParams{
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
 		StateChangedBefore: nullTime(p.StateChangedBefore),
@@ -1061,6 +1087,15 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 		return 0, mapErr("task count", err)
 	}
 	return int(x), nil
+}
+
+// TaskCountByState implements driver.Executor with dbsqlc's TaskCountByState.
+func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
+	x, err := e.d.q.TaskCountByState(ctx, e.db, taskCountByStateParams(p))
+	if err != nil {
+		return nil, mapErr("task count by state", err)
+	}
+	return taskStateCountsOf(x), nil
 }
 
 // TaskDedupeFind implements driver.Executor with the query its params choose.

@@ -497,6 +497,23 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	return out, nil
 }
 
+// taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
+func taskStateCountOf(r dbsqlc.TaskCountByStateRow) driver.TaskStateCount {
+	return driver.TaskStateCount{
+		State: r.State,
+		Count: int(r.Count),
+	}
+}
+
+// taskStateCountsOf reads rows with taskStateCountOf.
+func taskStateCountsOf(rows []dbsqlc.TaskCountByStateRow) []driver.TaskStateCount {
+	out := make([]driver.TaskStateCount, len(rows))
+	for i, r := range rows {
+		out[i] = taskStateCountOf(r)
+	}
+	return out
+}
+
 // abortFindLatestParams writes a driver.AbortFindLatestParams as dbsqlc.AbortFindLatestParams.
 func abortFindLatestParams(p driver.AbortFindLatestParams) dbsqlc.AbortFindLatestParams {
 	return dbsqlc.AbortFindLatestParams{

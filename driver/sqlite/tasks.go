@@ -148,6 +148,17 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 	return int(n), mapErr("task count", err)
 }
 
+// TaskCountByState implements driver.TaskExecutor.
+func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
+	rows, err := e.d.q.TaskCountByState(ctx, e.read, dbsqlc.TaskCountByStateParams{
+		States: jsonList(p.States), Types: jsonList(p.Types),
+		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore))})
+	if err != nil {
+		return nil, mapErr("task count by state", err)
+	}
+	return taskStateCountsOf(rows), nil
+}
+
 // TaskLockDependencyGraph implements driver.TaskExecutor: the one writer
 // already serialises every dependency edit.
 func (e *executor) TaskLockDependencyGraph(ctx context.Context) error { return nil }

@@ -312,6 +312,10 @@ func testBadTextRefusedByReads(t *testing.T, open Opener) {
 			_, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{Types: []string{v}})
 			return err
 		}},
+		{op: "CountTasksByState", field: "type", call: func(v string) error {
+			_, err := s.Tasks.CountTasksByState(ctx(t), cks.TaskFilter{Types: []string{v}})
+			return err
+		}},
 		{op: "GetAgentLiveness", field: "instance_id", call: func(v string) error { _, err := s.Liveness.GetAgentLiveness(ctx(t), v); return err }},
 		{op: "LatestAgentLiveness", field: "process_kind", call: func(v string) error {
 			_, err := s.Liveness.LatestAgentLiveness(ctx(t), v)

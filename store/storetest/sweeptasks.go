@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -140,11 +141,26 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 			t.Fatalf("%s: ListTasks: %v", tc.name, err)
 		}
 		var got []int64
+		byState := map[cks.TaskState]int{}
+		for _, st := range tc.f.States {
+			byState[st] = 0
+		}
+		if len(tc.f.States) == 0 {
+			for _, st := range ledger.All {
+				byState[st] = 0
+			}
+		}
 		for _, task := range page.Tasks {
 			got = append(got, task.ID)
+			byState[task.State]++
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: ListTasks = %v, want %v", tc.name, got, tc.want)
+		}
+		// Per state: every state the filter names, 0 included.
+		counts, err := s.Tasks.CountTasksByState(ctx(t), tc.f)
+		if err != nil || !maps.Equal(counts.Counts, byState) || counts.Total != len(tc.want) {
+			t.Errorf("%s: CountTasksByState = %+v, %v; want %v, total %d", tc.name, counts, err, byState, len(tc.want))
 		}
 	}
 	// CountTasks ignores the page fields.
@@ -153,6 +169,9 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 	}
 	if _, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !cks.IsFieldError(err, "state") {
 		t.Errorf("CountTasks with an unknown state: err = %v, want a FieldError naming state", err)
+	}
+	if _, err := s.Tasks.CountTasksByState(ctx(t), cks.TaskFilter{States: []cks.TaskState{"SLEEPING"}}); !cks.IsFieldError(err, "state") {
+		t.Errorf("CountTasksByState with an unknown state: err = %v, want a FieldError naming state", err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 // from the top of a restarted task.
 func taskControlTests() []taskTest {
 	return []taskTest{
+		{"TaskActionsAreTheServices", testTaskActionsAreTheServices},
 		{"TaskStopEachState", testTaskStopEachState},
 		{"TaskStopRefused", testTaskStopRefused},
 		{"TaskDispatchExclusion", testTaskDispatchExclusion},
@@ -280,6 +281,78 @@ func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) 
 	}
 	if held, err := s.Tasks.LeaseHeld(ctx(t), id, token); held || err != nil {
 		t.Errorf("%s: LeaseHeld(revoked token) = %v, %v; want false, nil", what, held, err)
+	}
+}
+
+// actionCall is an operator verb with the call of the service that does it.
+type actionCall struct {
+	action cks.TaskAction
+	do     func(t testing.TB, s *backend.Backend, id int64) error
+}
+
+// allActions are the operator verbs of package cks.
+var allActions = []actionCall{
+	{cks.ActionStop, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, _, err := s.Tasks.Stop(ctx(t), id, "op", "hold", time.Minute)
+		return err
+	}},
+	{cks.ActionStart, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Start(ctx(t), id, "op", "")
+		return err
+	}},
+	{cks.ActionCancel, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Cancel(ctx(t), id, "op", "dropped")
+		return err
+	}},
+	{cks.ActionAnswer, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Answer(ctx(t), id, "op", "yes")
+		return err
+	}},
+	{cks.ActionUpdate, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Priority: new(9)}, time.Minute)
+		return err
+	}},
+	{cks.ActionUpdateMaterial, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Description: new("redone")}, time.Minute)
+		return err
+	}},
+	{cks.ActionReview, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.ClaimReview(ctx(t), id, "rev", Lease)
+		return err
+	}},
+}
+
+// testTaskActionsAreTheServices: the verbs ledger.Actions offers for a
+// state are exactly the ones the service does to a task in it; the others
+// are conflicts that change nothing.
+func testTaskActionsAreTheServices(t *testing.T, open Opener) {
+	s, _ := fakeStore(t, open)
+	for _, st := range ledger.All {
+		offered := ledger.Actions(st)
+		for _, a := range offered {
+			if !slices.ContainsFunc(allActions, func(x actionCall) bool { return x.action == a }) {
+				t.Errorf("%s: ledger.Actions offers %q, which this test does not know", st, a)
+			}
+		}
+		for _, a := range allActions {
+			typ := strings.ToLower(string(st) + "-" + string(a.action))
+			task, _ := into(t, s, st, typ)
+			before := snapshot(t, s, task.ID)
+			err := a.do(t, s, task.ID)
+			switch want := slices.Contains(offered, a.action); {
+			case want && err != nil:
+				t.Errorf("%s task: %s is offered, but the service refused it: %v", st, a.action, err)
+			case !want && err == nil:
+				t.Errorf("%s task: %s is not offered, but the service did it", st, a.action)
+			case !want && !errors.Is(err, cks.ErrConflict):
+				t.Errorf("%s task: %s refused with %v, want a conflict", st, a.action, err)
+			case !want:
+				unchanged(t, s, fmt.Sprintf("%s of a %s task", a.action, st), before)
+			}
+			if ledger.Admits(st, a.action) != slices.Contains(offered, a.action) {
+				t.Errorf("%s: Admits(%s) disagrees with Actions %v", st, a.action, offered)
+			}
+		}
 	}
 }
 

@@ -401,6 +401,15 @@ WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz);
 
+-- name: TaskCountByState :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks
+WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+GROUP BY state
+ORDER BY state;
+
 -- The condition on an empty key lets the planner use the partial index of
 -- keyed tasks.
 -- name: TaskDedupeFindLive :one

@@ -1220,6 +1220,47 @@ func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (
 	return count, err
 }
 
+const taskCountByState = `-- name: TaskCountByState :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks
+WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
+    AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
+    AND ($3::timestamptz IS NULL
+        OR state_changed_at <= $3::timestamptz)
+GROUP BY state
+ORDER BY state
+`
+
+type TaskCountByStateParams struct {
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+}
+
+type TaskCountByStateRow struct {
+	State string
+	Count int64
+}
+
+func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountByStateParams) ([]TaskCountByStateRow, error) {
+	rows, err := db.Query(ctx, taskCountByState, arg.States, arg.Types, arg.StateChangedBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskCountByStateRow
+	for rows.Next() {
+		var i TaskCountByStateRow
+		if err := rows.Scan(&i.State, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDedupeFindAny = `-- name: TaskDedupeFindAny :one
 SELECT task_id FROM cks_outbox_tasks
 WHERE dedupe_key = $1 AND dedupe_key <> ''

@@ -126,6 +126,16 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT));
 
+-- name: TaskCountByState :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks
+WHERE (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+GROUP BY state
+ORDER BY state;
+
 -- The condition on an empty key lets the planner use the partial index of
 -- keyed tasks.
 -- name: TaskDedupeFindLive :one

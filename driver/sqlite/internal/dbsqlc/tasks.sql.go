@@ -639,6 +639,51 @@ func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (
 	return count, err
 }
 
+const taskCountByState = `-- name: TaskCountByState :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks
+WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
+    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
+    AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
+GROUP BY state
+ORDER BY state
+`
+
+type TaskCountByStateParams struct {
+	States             string
+	Types              string
+	StateChangedBefore string
+}
+
+type TaskCountByStateRow struct {
+	State string
+	Count int64
+}
+
+func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountByStateParams) ([]TaskCountByStateRow, error) {
+	rows, err := db.QueryContext(ctx, taskCountByState, arg.States, arg.Types, arg.StateChangedBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskCountByStateRow
+	for rows.Next() {
+		var i TaskCountByStateRow
+		if err := rows.Scan(&i.State, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskDedupeFindAny = `-- name: TaskDedupeFindAny :one
 SELECT k.task_id FROM (
     SELECT task_id, state IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AS finished

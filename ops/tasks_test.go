@@ -1,0 +1,97 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/store/storetest"
+)
+
+// TestCountTasks: on both backends, count_tasks answers every state the
+// filter names (every state without one), 0 included, with their total;
+// stopped_longer_than counts the stale stops as list_tasks lists them; a
+// state list_tasks refuses is refused in its words.
+func TestCountTasks(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		c := clock.NewFake(storetest.T0)
+		s := open(t, driver.WithClock(c))
+		ctx := auth.WithLocalOperator(context.Background())
+		svc := &ops.Services{Tasks: s.Tasks, Clock: c}
+		for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskOpen, cks.TaskStopped, cks.TaskCompleted} {
+			storetest.Into(t, s, st, "count-"+strings.ToLower(string(st)))
+		}
+		c.Advance(48 * time.Hour)
+		storetest.Into(t, s, cks.TaskStopped, "count-fresh")
+
+		all, err := ops.CountTasks.Do(ctx, svc, &cks.CountTasksInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[cks.TaskState]int{}
+		for _, st := range ledger.All {
+			want[st] = 0
+		}
+		want[cks.TaskOpen], want[cks.TaskStopped], want[cks.TaskCompleted] = 2, 2, 1
+		if !maps.Equal(all.Counts, want) || all.Total != 5 {
+			t.Errorf("count_tasks {} = %+v, want %v, total 5", all, want)
+		}
+
+		some, err := ops.CountTasks.Do(ctx, svc, &cks.CountTasksInput{State: []string{"stopped", "FAILED"}})
+		if err != nil || !maps.Equal(some.Counts, map[cks.TaskState]int{cks.TaskStopped: 2, cks.TaskFailed: 0}) || some.Total != 2 {
+			t.Errorf("count_tasks STOPPED, FAILED = %+v, %v", some, err)
+		}
+		stale, err := ops.CountTasks.Do(ctx, svc, &cks.CountTasksInput{StoppedLongerThan: "24h"})
+		if err != nil || !maps.Equal(stale.Counts, map[cks.TaskState]int{cks.TaskStopped: 1}) || stale.Total != 1 {
+			t.Errorf("count_tasks stopped_longer_than 24h = %+v, %v; want 1 STOPPED", stale, err)
+		}
+		page, err := ops.ListTasks.Do(ctx, svc, &cks.ListTasksInput{StoppedLongerThan: "24h"})
+		if err != nil || len(page.Tasks) != stale.Total {
+			t.Errorf("list_tasks stopped_longer_than 24h = %d tasks, %v; count_tasks %d", len(page.Tasks), err, stale.Total)
+		}
+
+		_, err = ops.CountTasks.Do(ctx, svc, &cks.CountTasksInput{State: []string{"DONE"}})
+		_, listErr := ops.ListTasks.Do(ctx, svc, &cks.ListTasksInput{State: []string{"DONE"}})
+		if err == nil || listErr == nil || err.Error() != listErr.Error() {
+			t.Errorf("count_tasks DONE: %v; list_tasks says %v", err, listErr)
+		}
+	})
+}
+
+// TestGetTaskActions: get_task lists the verbs the ledger admits in the
+// task's state, an empty list (not none) for a finished task.
+func TestGetTaskActions(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		s := open(t, driver.WithClock(clock.NewFake(storetest.T0)))
+		ctx := auth.WithLocalOperator(context.Background())
+		svc := &ops.Services{Tasks: s.Tasks}
+		for _, st := range ledger.All {
+			task, _ := storetest.Into(t, s, st, "actions-"+strings.ToLower(string(st)))
+			got, err := ops.GetTask.Do(ctx, svc, &cks.TaskInput{TaskID: task.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ledger.Actions(st); !slices.Equal(got.Actions, want) || got.Actions == nil {
+				t.Errorf("get_task of a %s task: actions %#v, want %v", st, got.Actions, want)
+			}
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ledger.IsTerminal(st) && !strings.Contains(string(b), `"actions":[]`) {
+				t.Errorf("get_task of a %s task encodes no empty actions: %s", st, b)
+			}
+		}
+	})
+}
