@@ -21,7 +21,7 @@ var layers = []struct {
 	testsAlso []string // layers the package's tests may import besides
 }{
 	{name: "leaf", pkgs: []string{""}},
-	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client"}},
+	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit"}},
 	// store is here while it straddles (issue 23 dissolves it): the
 	// drivers import its time mapping, options and error kinds.
 	{name: "driver", pkgs: []string{"driver", "store"}},

@@ -535,7 +535,7 @@ func (s *Service) ClaimWith(ctx context.Context, p store.ClaimParams) ([]cks.Cla
 		c.tokens[i] = store.NewLeaseToken()
 		c.hashes[i] = store.HashLeaseToken(c.tokens[i])
 	}
-	out, err := s.claimer.do(ctx, c)
+	out, err := s.claimer.Do(ctx, c)
 	store.SortClaimed(out)
 	return out, err
 }
@@ -560,7 +560,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
-	_, err := s.completer.do(ctx, &finish{id: id, token: token, touch: true})
+	_, err := s.completer.Do(ctx, &finish{id: id, token: token, touch: true})
 	return err == nil, err
 }
 
@@ -602,7 +602,7 @@ func (s *Service) Complete(ctx context.Context, id int64, token string, needsRev
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
-	return s.completer.do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
+	return s.completer.Do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
 
 // completion is the move of Complete on cur (read, locked and fenced):
@@ -782,7 +782,7 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 	if err := store.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
-	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
+	return s.completer.Do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput implements store.Tasks.
