@@ -21,7 +21,10 @@ const maxFinishBatch = 256
 // flush's callers hand the next batch on, and calls that could run side by
 // side on two connections wait for each other: with four workers on
 // Postgres one flush at a time halved the completions (bench ledger). Two
-// keep the database busy while the queue still gathers behind them.
+// keep the database busy while the queue still gathers behind them. (On
+// SQLite, whose one writer runs one transaction at a time, the second
+// flush joins the first's transaction, the writer's group commit, rather
+// than wait for its commit.)
 const maxFlushes = 2
 
 // finish is one Complete, Fail or Touch call of the completer: the group
@@ -40,7 +43,13 @@ type finish struct {
 }
 
 // completer is the group of the Complete, Fail and Touch calls of one
-// process; each batch is one flush.
+// process; each batch is one flush. On SQLite the flush is itself a write
+// that the writer's group commit may share with other writes (one commit,
+// a savepoint each), and the completer is still needed there: the writer
+// shares a commit, the completer a statement set (one locking read, one
+// TaskMoveMany for the batch), and without it claim→complete did 0.69–0.81
+// of the completions at 4–64 workers for 1.14–1.30× the CPU per task
+// (docs/benchmarks.md, issue 23).
 type completer = groupcommit.Group[*finish, cks.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
