@@ -9,6 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/groupcommit"
 )
 
 // maxClaimBatch is the most claims one batch carries, maxClaims how many
@@ -25,8 +26,12 @@ const (
 // statement), and claimers of one queue that run side by side pass over
 // each other's locked rows; so the claims that callers make at once — the
 // agents a hub serves, the workers of one process — go in one statement,
-// each row leased to its own caller.
-type claimer = group[*claim, []cks.ClaimedTask]
+// each row leased to its own caller. On SQLite too, where the writer's
+// group commit would share the claims' commit but not their statement: the
+// agent path at 64 workers did 0.59 of its tasks without the claimer and
+// the completer, 0.79 without the completer alone (docs/benchmarks.md,
+// issue 23).
+type claimer = groupcommit.Group[*claim, []cks.ClaimedTask]
 
 // claim is one ClaimWith call, validated, with the lease tokens it may
 // hand out and their hashes.
@@ -50,12 +55,13 @@ func (c *claim) key() string {
 // nothing; one whose caller gives up later gets its tasks all the same,
 // as a claimer that dies after claiming does, and the lease reaper takes
 // them back when the lease runs out.
-func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.ClaimedTask]) []result[[]cks.ClaimedTask] {
-	out := make([]result[[]cks.ClaimedTask], len(batch))
+func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, []cks.ClaimedTask]) []groupcommit.Result[[]cks.ClaimedTask] {
+	batch := b.Calls
+	out := make([]groupcommit.Result[[]cks.ClaimedTask], len(batch))
 	var live []int
 	for i, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			out[i].err = err
+		if err := c.Context().Err(); err != nil {
+			out[i].Err = err
 			continue
 		}
 		live = append(live, i)
@@ -65,13 +71,13 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.Cl
 	}
 	keys := make([]string, len(batch))
 	for _, i := range live {
-		keys[i] = batch[i].in.key()
+		keys[i] = batch[i].In.key()
 	}
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
-			out[i].val = make([]cks.ClaimedTask, 0, batch[i].in.p.N)
+			out[i].Val = make([]cks.ClaimedTask, 0, batch[i].In.p.N)
 		}
 		done := map[string]bool{}
 		for _, first := range live {
@@ -80,7 +86,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.Cl
 				continue
 			}
 			done[key] = true
-			p := batch[first].in.p
+			p := batch[first].In.p
 			params := driver.TaskClaimParams{
 				TaskClaimableParams: driver.TaskClaimableParams{State: string(cks.TaskOpen),
 					Excluded: strs(DispatchExcluded[:]), Types: p.Types, Now: now},
@@ -93,7 +99,7 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.Cl
 				if keys[i] != key {
 					continue
 				}
-				c := batch[i].in
+				c := batch[i].In
 				for k, h := range c.hashes {
 					params.Leases = append(params.Leases, driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
 						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()})
@@ -112,15 +118,15 @@ func (s *Service) claimBatch(ctx context.Context, batch []*call[*claim, []cks.Cl
 				if !ok {
 					return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
 				}
-				out[o.call].val = append(out[o.call].val, cks.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
-					LeaseToken: batch[o.call].in.tokens[o.token]})
+				out[o.call].Val = append(out[o.call].Val, cks.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
+					LeaseToken: batch[o.call].In.tokens[o.token]})
 			}
 		}
-		return abandoned(batch)
+		return groupcommit.Abandoned(batch)
 	})
 	if err != nil {
 		for _, i := range live {
-			out[i] = result[[]cks.ClaimedTask]{err: err}
+			out[i] = groupcommit.Result[[]cks.ClaimedTask]{Err: err}
 		}
 	}
 	return out

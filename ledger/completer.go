@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/groupcommit"
 )
 
 // maxFinishBatch is the most calls one flush carries.
@@ -20,7 +21,10 @@ const maxFinishBatch = 256
 // flush's callers hand the next batch on, and calls that could run side by
 // side on two connections wait for each other: with four workers on
 // Postgres one flush at a time halved the completions (bench ledger). Two
-// keep the database busy while the queue still gathers behind them.
+// keep the database busy while the queue still gathers behind them. (On
+// SQLite, whose one writer runs one transaction at a time, the second
+// flush joins the first's transaction, the writer's group commit, rather
+// than wait for its commit.)
 const maxFlushes = 2
 
 // finish is one Complete, Fail or Touch call of the completer: the group
@@ -39,8 +43,14 @@ type finish struct {
 }
 
 // completer is the group of the Complete, Fail and Touch calls of one
-// process; each batch is one flush.
-type completer = group[*finish, cks.Task]
+// process; each batch is one flush. On SQLite the flush is itself a write
+// that the writer's group commit may share with other writes (one commit,
+// a savepoint each), and the completer is still needed there: the writer
+// shares a commit, the completer a statement set (one locking read, one
+// TaskMoveMany for the batch), and without it claim→complete did 0.69–0.81
+// of the completions at 4–64 workers for 1.14–1.30× the CPU per task
+// (docs/benchmarks.md, issue 23).
+type completer = groupcommit.Group[*finish, cks.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
@@ -53,13 +63,14 @@ type completer = group[*finish, cks.Task]
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
 // nothing of the batch is written.
-func (s *Service) flush(ctx context.Context, batch []*call[*finish, cks.Task]) []result[cks.Task] {
-	out := make([]result[cks.Task], len(batch))
+func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.Task]) []groupcommit.Result[cks.Task] {
+	batch := b.Calls
+	out := make([]groupcommit.Result[cks.Task], len(batch))
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		clear(out)
 		ids := make([]int64, 0, len(batch))
 		for _, c := range batch {
-			ids = append(ids, c.in.id)
+			ids = append(ids, c.In.id)
 		}
 		slices.Sort(ids)
 		locked, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(ids), Lock: driver.LockUpdate})
@@ -79,7 +90,7 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, cks.Task]) [
 			renewed = map[int64]driver.TaskRow{}
 		)
 		for i, c := range batch {
-			f := c.in
+			f := c.In
 			cur, ok := rows[f.id]
 			states := executing
 			if f.touch {
@@ -87,10 +98,10 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, cks.Task]) [
 			}
 			switch {
 			case !ok:
-				out[i].err = notFound(f.id)
+				out[i].Err = notFound(f.id)
 				continue
 			case !holds(cur, f.token) || !slices.Contains(states, cks.TaskState(cur.State)):
-				out[i].err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, cks.ErrLeaseLost)
+				out[i].Err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, cks.ErrLeaseLost)
 				continue
 			case f.touch:
 				renew(&cur, now)
@@ -133,23 +144,23 @@ func (s *Service) flush(ctx context.Context, batch []*call[*finish, cks.Task]) [
 					return err
 				}
 			}
-			out[who[k]].val = tasks[k]
+			out[who[k]].Val = tasks[k]
 		}
 		// Decided here, at the commit point, from the callers' own
 		// contexts: the flush's context learns of their ends only
 		// asynchronously, so a commit could otherwise outrun the last
 		// caller's cancellation.
-		if err := abandoned(batch); err != nil {
+		if err := groupcommit.Abandoned(batch); err != nil {
 			return err
 		}
 		return nil
 	})
-	if gone := abandoned(batch); err != nil && gone != nil && !errors.Is(err, gone) {
+	if gone := groupcommit.Abandoned(batch); err != nil && gone != nil && !errors.Is(err, gone) {
 		err = fmt.Errorf("%w: %w", gone, err)
 	}
 	if err != nil {
 		for i := range out {
-			out[i] = result[cks.Task]{err: err}
+			out[i] = groupcommit.Result[cks.Task]{Err: err}
 		}
 	}
 	return out

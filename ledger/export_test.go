@@ -10,17 +10,17 @@ import (
 
 // Queued reports how many Complete, Fail and Touch calls of s wait for the
 // next flush of its completer.
-func Queued(s *Service) int { return s.completer.queued() }
+func Queued(s *Service) int { return s.completer.Queued() }
 
 // SetMaxFlushes sets how many flushes the completer of s runs at once.
-func SetMaxFlushes(s *Service, n int) { s.completer.max = n }
+func SetMaxFlushes(s *Service, n int) { s.completer.Max = n }
 
 // ClaimsQueued reports how many claims of s wait for the next batch of its
 // claimer.
-func ClaimsQueued(s *Service) int { return s.claimer.queued() }
+func ClaimsQueued(s *Service) int { return s.claimer.Queued() }
 
 // SetMaxClaims sets how many claim batches s runs at once.
-func SetMaxClaims(s *Service, n int) { s.claimer.max = n }
+func SetMaxClaims(s *Service, n int) { s.claimer.Max = n }
 
 // MoveWith moves task id of s to state to through transition, in one write
 // transaction, with set changing the row's other columns as a move's set

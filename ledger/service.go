@@ -42,9 +42,9 @@ type Service struct {
 // an argument.
 func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Service {
 	s := &Service{db: db, changes: changes, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
-		completer: completer{max: maxFlushes, maxBatch: maxFinishBatch},
-		claimer:   claimer{max: maxClaims, maxBatch: maxClaimBatch}}
-	s.completer.run, s.claimer.run = s.flush, s.claimBatch
+		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
+		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
+	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
 	return s
 }
 

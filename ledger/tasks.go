@@ -599,7 +599,7 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 		c.tokens[i] = driver.NewLeaseToken()
 		c.hashes[i] = driver.HashLeaseToken(c.tokens[i])
 	}
-	out, err := s.claimer.do(ctx, c)
+	out, err := s.claimer.Do(ctx, c)
 	SortClaimed(out)
 	return out, err
 }
@@ -630,7 +630,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
-	_, err := s.completer.do(ctx, &finish{id: id, token: token, touch: true})
+	_, err := s.completer.Do(ctx, &finish{id: id, token: token, touch: true})
 	return err == nil, err
 }
 
@@ -677,7 +677,7 @@ func (s *Service) Complete(ctx context.Context, id int64, token string, needsRev
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
-	return s.completer.do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
+	return s.completer.Do(ctx, &finish{id: id, token: token, needsReview: needsReview, text: result})
 }
 
 // completion is the move of Complete on cur (read, locked and fenced):
@@ -863,7 +863,7 @@ func (s *Service) Fail(ctx context.Context, id int64, token string, retryable bo
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return cks.Task{}, err
 	}
-	return s.completer.do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
+	return s.completer.Do(ctx, &finish{id: id, token: token, fail: true, retryable: retryable, text: reason})
 }
 
 // RequestInput parks the task in NEEDS_INPUT with question, revoking the

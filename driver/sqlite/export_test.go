@@ -18,10 +18,10 @@ func CapPages(ctx context.Context, d *Driver, n int) error {
 
 // Queued reports how many write transactions of d wait for the next group
 // commit.
-func Queued(d *Driver) int { return d.groups.queued() }
+func Queued(d *Driver) int { return d.writes.Queued() }
 
 // Commits reports how many write transactions d has committed.
-func Commits(d *Driver) int64 { return d.groups.commits.Load() }
+func Commits(d *Driver) int64 { return d.commits.Load() }
 
 // ExecInTx runs q in ex's write transaction, as the primitives run theirs.
 func ExecInTx(ctx context.Context, ex driver.Executor, q string) error {

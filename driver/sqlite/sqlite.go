@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -57,8 +58,10 @@ type Driver struct {
 	cache  stmtCache
 	// ckpt checkpoints the WAL after commits (nil when read-only).
 	ckpt *checkpointer
-	// groups queues the writes for the writer (group commit, see write).
-	groups groups
+	// writes queues the writes for the writer (group commit, see write).
+	writes writes
+	// commits counts the write transactions committed (for tests).
+	commits atomic.Int64
 	// pollInterval is the Listener's poll period of cks_changes.
 	pollInterval time.Duration
 	local        localChanges
@@ -114,6 +117,7 @@ func Open(ctx context.Context, path string, opts ...driver.Option) (*Driver, err
 	writer.SetConnMaxLifetime(0)
 	o := driver.ApplyOptions(opts)
 	d := &Driver{path: path, writer: writer, q: dbsqlc.New(), pollInterval: o.ChangePollInterval, clock: o.Clock}
+	d.writes = d.newWrites()
 	// Opening the writer's connection sets journal_mode=WAL and so may meet
 	// a lock held by another process: it waits like a write.
 	if err := pollLock(ctx, func() error { return writer.PingContext(ctx) }); err != nil {
