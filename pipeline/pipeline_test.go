@@ -539,8 +539,12 @@ func TestFallbackPoll(t *testing.T) {
 			c.Advance(poll)
 			polls++
 		}
-		if polls < steps {
-			t.Fatalf("resolved after %d polls; each of the %d steps needs one", polls, steps)
+		// Every poll moves the question at least one step (the step whose
+		// status it sits at polls after the advance); a later step may also
+		// take it in the same poll, when its query runs after the earlier
+		// step's commit, so fewer polls than steps is no error.
+		if polls > steps {
+			t.Fatalf("resolved after %d polls; %d steps need at most %d", polls, steps, steps)
 		}
 	})
 }
