@@ -285,6 +285,8 @@ func (p TaskPatch) Fields() []string {
 // TaskStopResult is the outcome of a stop of a task (stop_task).
 type TaskStopResult struct {
 	Task Task `json:"task"`
+	// From is the state the stop moved the task from.
+	From TaskState `json:"from"`
 	// Abort is the abort request when the task was CLAIMED or RUNNING; its
 	// Outcome is definite (confirmed or unconfirmed) when the call waited.
 	Abort *Abort `json:"abort,omitempty"`

@@ -52,12 +52,12 @@ func (s *Service) StopTask(ctx context.Context, p StopParams) (cks.TaskStopResul
 	if err != nil {
 		return cks.TaskStopResult{}, err
 	}
-	t, ab, err := s.Stop(ctx, p.ID, p.Actor, p.Reason, deadline)
+	t, ab, from, err := s.stop(ctx, p.ID, p.Actor, p.Reason, deadline)
 	if err != nil || ab == nil || !p.Wait {
-		return cks.TaskStopResult{Task: t, Abort: ab}, err
+		return cks.TaskStopResult{Task: t, From: from, Abort: ab}, err
 	}
 	got, err := s.WaitAbort(ctx, ab.ID, deadline)
-	return cks.TaskStopResult{Task: t, Abort: &got}, err
+	return cks.TaskStopResult{Task: t, From: from, Abort: &got}, err
 }
 
 // UpdateTask is the operator's update: Update, and when that restarted a

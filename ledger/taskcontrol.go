@@ -36,26 +36,36 @@ func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 // already STOPPED task is ErrConflict naming its state. reason must be
 // non-empty (FieldError reason); deadline as ValidateDeadline.
 func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
+	t, ab, _, err := s.stop(ctx, id, actor, reason, deadline)
+	return t, ab, err
+}
+
+// stop is Stop that also returns the state the task was stopped from.
+func (s *Service) stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, cks.TaskState, error) {
 	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateStopReason(reason)); err != nil {
-		return cks.Task{}, nil, err
+		return cks.Task{}, nil, "", err
 	}
 	deadline, err := cks.ValidateDeadline(deadline)
 	if err != nil {
-		return cks.Task{}, nil, err
+		return cks.Task{}, nil, "", err
 	}
-	var ab *cks.Abort
+	var (
+		ab   *cks.Abort
+		from cks.TaskState
+	)
 	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		var (
 			out driver.TaskRow
 			err error
 		)
+		from = cks.TaskState(cur.State)
 		out, ab, err = stopTx(ctx, ex, now, cur, actor, "stopped: "+reason, reason, deadline)
 		return out, err
 	})
 	if err != nil {
-		return t, nil, err
+		return t, nil, "", err
 	}
-	return t, ab, nil
+	return t, ab, from, nil
 }
 
 // stopTx moves cur (read and locked) to STOPPED, revoking any lease. A

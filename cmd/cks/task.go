@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/ops"
 )
 
@@ -123,8 +121,8 @@ func printUpdated(x *reply[cks.UpdateTaskInput, cks.UpdateResult]) error {
 
 func printStopped(x *reply[cks.StopTaskInput, cks.TaskStopResult]) error {
 	line := fmt.Sprintf("task %d %s", x.out.Task.ID, x.out.Task.State)
-	if was := stoppedFrom(x.ctx, x.c, x.out.Task.ID); was != "" {
-		line += " (was " + was + ")"
+	if x.out.From != "" {
+		line += " (was " + string(x.out.From) + ")"
 	}
 	printAbortOutcome(x.w, line, x.out.Abort, "no executor held it")
 	return nil
@@ -206,21 +204,6 @@ func printAbortOutcome(w io.Writer, line string, ab *cks.Abort, none string) {
 	default:
 		fmt.Fprintf(w, "%s; %s\n", line, abortText(ab))
 	}
-}
-
-// stoppedFrom returns the state task id was stopped from, read from its
-// latest STOPPED event; empty when that cannot be read.
-func stoppedFrom(ctx context.Context, c *client.Client, id int64) string {
-	t, err := c.GetTask(ctx, id)
-	if err != nil {
-		return ""
-	}
-	for i := len(t.Events) - 1; i >= 0; i-- {
-		if t.Events[i].To == cks.TaskStopped {
-			return string(t.Events[i].From)
-		}
-	}
-	return ""
 }
 
 // printListing prints a page of `task list`; a page in order stopped_first
