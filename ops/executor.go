@@ -9,6 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // The executor operations: agents in any language work the ledger over
@@ -56,21 +57,19 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		if err != nil {
 			return cks.ClaimedTasks{}, err
 		}
-		ts, err := s.Tasks.Claim(ctx, worker, in.Types, n, lease)
+		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease},
+			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
+				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
+			})
 		if err != nil {
 			return cks.ClaimedTasks{}, err
 		}
 		if ts == nil {
 			ts = []cks.ClaimedTask{}
 		}
-		toks := make(map[string]string, len(ts))
-		for _, t := range ts {
-			tok, err := auth.IssueTaskToken(ctx, s.Principals, t, worker)
-			if err != nil {
-				s.logger().Error("claim: issue agent token", "task_id", t.ID, "err", err)
-				continue
-			}
-			toks[strconv.FormatInt(t.ID, 10)] = tok
+		toks := make(map[string]string, len(creds))
+		for id, tok := range creds {
+			toks[strconv.FormatInt(id, 10)] = tok
 		}
 		return cks.ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
 	},

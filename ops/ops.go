@@ -75,9 +75,7 @@ type Services struct {
 	// Clock tells the time of time-relative inputs (stopped_longer_than,
 	// token creation); nil means the system clock.
 	Clock clock.Clock
-	// Logger receives what a call notes without failing (a claim whose
-	// agent credential could not be issued) and the errors Failure logs;
-	// nil means slog.Default().
+	// Logger receives the errors Failure logs; nil means slog.Default().
 	Logger *slog.Logger
 }
 
