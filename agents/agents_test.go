@@ -123,6 +123,7 @@ func TestHeartbeatInsideTheWindow(t *testing.T) {
 		{vars: map[string]string{"CKS_STALE_WINDOW": "15s"}, flags: []string{"--heartbeat-interval", "5s"}, lease: 15 * time.Second},
 		{vars: map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}, flags: []string{"--heartbeat-interval", "10s"}, wantErr: true},
 		{vars: map[string]string{"CKS_EXEC_HEARTBEAT_INTERVAL": "101"}, wantErr: true}, // over a third of 5 minutes
+		{flags: []string{"--heartbeat-interval", "100ms"}, wantErr: true},              // a 300 ms lease: under the ledger's 1 s
 	} {
 		s, err := agents.SettingsFromEnv("exec", func(k string) string { return tc.vars[k] })
 		if err != nil {

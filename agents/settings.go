@@ -232,6 +232,10 @@ func (s *Settings) Finish() error {
 		return fmt.Errorf("--max-retries: expected a non-negative integer, got %d", s.MaxRetries)
 	}
 	s.Lease = leaseFor(s.HeartbeatInterval)
+	if s.Lease < ledger.MinLease || s.Lease > ledger.MaxLease {
+		return fmt.Errorf("lease heartbeat %s (%s / --heartbeat-interval) makes a lease of %s (%d heartbeats), outside the ledger's %s to %s",
+			s.HeartbeatInterval, EnvName(s.Kind, "HEARTBEAT_INTERVAL"), s.Lease, leaseHeartbeats, ledger.MinLease, ledger.MaxLease)
+	}
 	if s.Lease > s.StaleWindow {
 		return fmt.Errorf("lease heartbeat %s (%s / --heartbeat-interval) is not well inside the stale window %s (%s): "+
 			"it must be at most a third of the window (%s here), or a dead agent's task waits %d heartbeats (%s) instead of the window; "+

@@ -10,6 +10,14 @@ import (
 	"github.com/cks-dev/cks"
 )
 
+// The bound of a lease, the one every claim and review claim meets on every
+// surface, and the lease of a claim that names none.
+const (
+	MinLease     = time.Second
+	MaxLease     = 24 * time.Hour
+	DefaultLease = 5 * time.Minute
+)
+
 // ValidateClaim reports the first bad argument of a claim: an empty worker, a
 // batch size outside 1..MaxListLimit, or a lease shorter than a millisecond.
 func ValidateClaim(worker string, n int, lease time.Duration) error {
@@ -21,8 +29,8 @@ func ValidateClaim(worker string, n int, lease time.Duration) error {
 		return &cks.FieldError{Field: "worker", Expected: "a non-empty worker name"}
 	case n < 1 || n > cks.MaxListLimit:
 		return &cks.FieldError{Field: "n", Expected: fmt.Sprintf("an integer from 1 to %d", cks.MaxListLimit)}
-	case lease < time.Millisecond:
-		return &cks.FieldError{Field: "lease", Expected: "a positive lease duration of at least 1ms"}
+	case lease < MinLease || lease > MaxLease:
+		return &cks.FieldError{Field: "lease_s", Expected: fmt.Sprintf("a lease of %.0f to %.0f seconds", MinLease.Seconds(), MaxLease.Seconds())}
 	}
 	return nil
 }

@@ -21,17 +21,18 @@ import (
 // or review it. Claim and review claim are Secret: their answers are the only
 // ones that carry lease tokens.
 
-// DefaultLease is the lease given to a claim that does not ask for one.
-const DefaultLease = 5 * time.Minute
-
-func leaseOf(seconds float64) (time.Duration, error) {
+// leaseOf reads lease_s: 0 is the ledger's DefaultLease. The bound is the
+// ledger's (ValidateClaim, naming lease_s): a number of seconds past it
+// (or not a number) is given as -1, which the ledger refuses, rather than
+// converted past what a Duration holds.
+func leaseOf(seconds float64) time.Duration {
 	switch {
 	case seconds == 0:
-		return DefaultLease, nil
-	case seconds < 1 || seconds > 24*3600:
-		return 0, &cks.FieldError{Field: "lease_s", Expected: "a number of seconds from 1 to 86400"}
+		return ledger.DefaultLease
+	case !(seconds >= 0 && seconds <= ledger.MaxLease.Seconds()):
+		return -1
 	}
-	return time.Duration(seconds * float64(time.Second)), nil
+	return time.Duration(seconds * float64(time.Second))
 }
 
 // ClaimTasks is claim_tasks.
@@ -53,10 +54,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		if n == 0 {
 			n = 1
 		}
-		lease, err := leaseOf(in.LeaseS)
-		if err != nil {
-			return cks.ClaimedTasks{}, err
-		}
+		lease := leaseOf(in.LeaseS)
 		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease},
 			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
 				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
@@ -179,10 +177,7 @@ var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
 	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
 }, func(ctx context.Context, s *Services, in *cks.ClaimReviewInput) (cks.ClaimedTask, error) {
-	lease, err := leaseOf(in.LeaseS)
-	if err != nil {
-		return cks.ClaimedTask{}, err
-	}
+	lease := leaseOf(in.LeaseS)
 	reviewer := in.Reviewer
 	if reviewer == "" {
 		reviewer = actor(ctx)

@@ -352,7 +352,7 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, time.Millisecond)
+		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, time.Second)
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}

@@ -209,7 +209,7 @@ func testTaskBadInput(t *testing.T, open Opener) {
 	}{
 		{"worker", "", 1, Lease},
 		{"n", "w", 0, Lease},
-		{"lease", "w", 1, 0},
+		{"lease_s", "w", 1, 0},
 	}
 	for _, c := range claims {
 		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
