@@ -93,6 +93,7 @@ type Executor interface {
 	KnowledgeExecutor
 	LivenessExecutor
 	ControlExecutor
+	LeaderExecutor
 	PrincipalExecutor
 	SessionExecutor
 	// Notify publishes topic, delivered to listeners when (and only if)
@@ -757,6 +758,43 @@ type ControlExecutor interface {
 	SweeperControlUpsert(ctx context.Context, id string, running bool, at time.Time) error
 	// SweeperControlGet returns the override (ErrNoRows when none).
 	SweeperControlGet(ctx context.Context, id string) (bool, error)
+}
+
+// LeaderRow is one row of cks_leaders: who holds a leadership and until when.
+type LeaderRow struct {
+	Name      string
+	LeaderID  string
+	ElectedAt time.Time
+	ExpiresAt time.Time
+}
+
+// LeaderElectParams is one election attempt of LeaderID for leadership Name.
+type LeaderElectParams struct {
+	Name     string
+	LeaderID string
+	// TTL is how long the leadership holds without a renewal.
+	TTL time.Duration
+	// Now is the election's time on SQLite, whose hubs share one host's clock.
+	// Postgres ignores it and uses its own (now()): hubs on several hosts then
+	// judge every lease by one clock, and a host whose clock runs ahead cannot
+	// take over a leadership early.
+	Now time.Time
+}
+
+// LeaderExecutor holds the primitives of leader election among the hubs on
+// one database (issue 26): one row per leadership, taken by an upsert that
+// succeeds only when nobody holds it, its lease ran out, or the caller holds
+// it already (a renewal).
+type LeaderExecutor interface {
+	// LeaderElect takes or renews the leadership p names; it answers the
+	// held row, or ErrNoRows when another holder's lease has not run out.
+	LeaderElect(ctx context.Context, p LeaderElectParams) (LeaderRow, error)
+	// LeaderResign gives the leadership up if leaderID holds it, and
+	// reports whether it did.
+	LeaderResign(ctx context.Context, name, leaderID string) (bool, error)
+	// LeaderGet returns the holder whose lease has not run out at now
+	// (SQLite; Postgres: at its own clock), or ErrNoRows.
+	LeaderGet(ctx context.Context, name string, now time.Time) (LeaderRow, error)
 }
 
 // PrincipalRow is one row of cks_principals.

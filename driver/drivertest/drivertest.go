@@ -44,6 +44,7 @@ func Run(t *testing.T, newDB NewDB) {
 	}{
 		{"Liveness", Liveness},
 		{"Control", Control},
+		{"Leaders", Leaders},
 		{"Principals", Principals},
 		{"Knowledge", Knowledge},
 		{"Tasks", Tasks},

@@ -1574,6 +1574,18 @@ func (e *executor) SweeperControlGet(ctx context.Context, id string) (bool, erro
 	return x, nil
 }
 
+// LeaderResign implements driver.Executor with dbsqlc's LeaderResign.
+func (e *executor) LeaderResign(ctx context.Context, name string, leaderID string) (bool, error) {
+	x, err := e.d.q.LeaderResign(ctx, e.db, dbsqlc.LeaderResignParams{
+		Name:     name,
+		LeaderID: leaderID,
+	})
+	if err != nil {
+		return false, mapErr("leader resign", err)
+	}
+	return x > 0, nil
+}
+
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.
 func (e *executor) PrincipalInsert(ctx context.Context, p driver.PrincipalRow) error {
 	return mapErr("principal insert", e.d.q.PrincipalInsert(ctx, e.db, principalInsertParams(p)))

@@ -21,6 +21,7 @@ func Tables() []Table {
 		taskDecisions(),
 		taskAborts(),
 		sweeperControl(),
+		leaders(),
 		objects(),
 		objectVersions(),
 		edges(),
@@ -381,6 +382,16 @@ func sweeperControl() Table {
 			{Name: "desired_running", Type: Bool, NotNull: true},
 			at("updated_at"),
 		},
+	}
+}
+
+func leaders() Table {
+	return Table{
+		// Issue 26: one row per leadership ("maintenance": the hub that runs
+		// the sweepers' passes), held by leader_id until expires_at (on
+		// Postgres by the database's clock).
+		Name:    "cks_leaders",
+		Columns: []Column{textKey("name"), text("leader_id"), at("elected_at"), at("expires_at")},
 	}
 }
 

@@ -1450,6 +1450,23 @@ func (e *executor) SweeperControlGet(ctx context.Context, id string) (bool, erro
 	return x, nil
 }
 
+// LeaderResign implements driver.Executor with dbsqlc's LeaderResign.
+func (e *executor) LeaderResign(ctx context.Context, name string, leaderID string) (bool, error) {
+	var out bool
+	err := e.write(ctx, "leader resign", func(w *wtx) error {
+		x, err := e.d.q.LeaderResign(ctx, w, dbsqlc.LeaderResignParams{
+			Name:     name,
+			LeaderID: leaderID,
+		})
+		if err != nil {
+			return mapErr("leader resign", err)
+		}
+		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.
 func (e *executor) PrincipalInsert(ctx context.Context, p driver.PrincipalRow) error {
 	return e.write(ctx, "principal insert", func(w *wtx) error {

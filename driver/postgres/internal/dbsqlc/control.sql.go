@@ -10,6 +10,76 @@ import (
 	"time"
 )
 
+const leaderElect = `-- name: LeaderElect :one
+
+INSERT INTO cks_leaders (name, leader_id, elected_at, expires_at)
+VALUES ($1, $2, now(), now() + $3::bigint * interval '1 microsecond')
+ON CONFLICT (name) DO UPDATE SET
+    leader_id = excluded.leader_id,
+    elected_at = CASE WHEN cks_leaders.leader_id = excluded.leader_id
+        THEN cks_leaders.elected_at ELSE excluded.elected_at END,
+    expires_at = excluded.expires_at
+WHERE cks_leaders.leader_id = excluded.leader_id OR cks_leaders.expires_at < now()
+RETURNING name, leader_id, elected_at, expires_at
+`
+
+type LeaderElectParams struct {
+	Name     string
+	LeaderID string
+	TtlUs    int64
+}
+
+// Leader election (issue 26), by the database's clock: hubs on several
+// hosts judge every lease by one clock.
+// LeaderElect takes the leadership when nobody holds it or its lease ran
+// out, and renews it when leader_id holds it (elected_at kept); no row when
+// another holds it.
+func (q *Queries) LeaderElect(ctx context.Context, db DBTX, arg LeaderElectParams) (CksLeader, error) {
+	row := db.QueryRow(ctx, leaderElect, arg.Name, arg.LeaderID, arg.TtlUs)
+	var i CksLeader
+	err := row.Scan(
+		&i.Name,
+		&i.LeaderID,
+		&i.ElectedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const leaderGet = `-- name: LeaderGet :one
+SELECT name, leader_id, elected_at, expires_at FROM cks_leaders
+WHERE name = $1 AND expires_at >= now()
+`
+
+func (q *Queries) LeaderGet(ctx context.Context, db DBTX, name string) (CksLeader, error) {
+	row := db.QueryRow(ctx, leaderGet, name)
+	var i CksLeader
+	err := row.Scan(
+		&i.Name,
+		&i.LeaderID,
+		&i.ElectedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const leaderResign = `-- name: LeaderResign :execrows
+DELETE FROM cks_leaders WHERE name = $1 AND leader_id = $2
+`
+
+type LeaderResignParams struct {
+	Name     string
+	LeaderID string
+}
+
+func (q *Queries) LeaderResign(ctx context.Context, db DBTX, arg LeaderResignParams) (int64, error) {
+	result, err := db.Exec(ctx, leaderResign, arg.Name, arg.LeaderID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const sweeperControlGet = `-- name: SweeperControlGet :one
 SELECT desired_running FROM cks_sweeper_control WHERE agent_id = $1
 `

@@ -37,6 +37,13 @@ type CksGrant struct {
 	Permission  string
 }
 
+type CksLeader struct {
+	Name      string
+	LeaderID  string
+	ElectedAt time.Time
+	ExpiresAt time.Time
+}
+
 type CksObject struct {
 	ObjectID      int64
 	Kind          string

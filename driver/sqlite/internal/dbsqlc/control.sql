@@ -10,3 +10,27 @@ ON CONFLICT (agent_id) DO UPDATE SET
 
 -- name: SweeperControlGet :one
 SELECT desired_running FROM cks_sweeper_control WHERE agent_id = @agent_id;
+
+-- Leader election (issue 26). The hubs of one SQLite file share one host's
+-- clock: the times come from it (fixed-width text, so they compare as text).
+
+-- LeaderElect takes the leadership when nobody holds it or its lease ran
+-- out, and renews it when leader_id holds it (elected_at kept); no row when
+-- another holds it.
+-- name: LeaderElect :one
+INSERT INTO cks_leaders (name, leader_id, elected_at, expires_at)
+VALUES (@name, @leader_id, @now, @expires_at)
+ON CONFLICT (name) DO UPDATE SET
+    leader_id = excluded.leader_id,
+    elected_at = CASE WHEN cks_leaders.leader_id = excluded.leader_id
+        THEN cks_leaders.elected_at ELSE excluded.elected_at END,
+    expires_at = excluded.expires_at
+WHERE cks_leaders.leader_id = excluded.leader_id OR cks_leaders.expires_at < excluded.elected_at
+RETURNING name, leader_id, elected_at, expires_at;
+
+-- name: LeaderResign :execrows
+DELETE FROM cks_leaders WHERE name = @name AND leader_id = @leader_id;
+
+-- name: LeaderGet :one
+SELECT name, leader_id, elected_at, expires_at FROM cks_leaders
+WHERE name = @name AND expires_at >= @now;

@@ -9,6 +9,87 @@ import (
 	"context"
 )
 
+const leaderElect = `-- name: LeaderElect :one
+
+INSERT INTO cks_leaders (name, leader_id, elected_at, expires_at)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (name) DO UPDATE SET
+    leader_id = excluded.leader_id,
+    elected_at = CASE WHEN cks_leaders.leader_id = excluded.leader_id
+        THEN cks_leaders.elected_at ELSE excluded.elected_at END,
+    expires_at = excluded.expires_at
+WHERE cks_leaders.leader_id = excluded.leader_id OR cks_leaders.expires_at < excluded.elected_at
+RETURNING name, leader_id, elected_at, expires_at
+`
+
+type LeaderElectParams struct {
+	Name      string
+	LeaderID  string
+	Now       string
+	ExpiresAt string
+}
+
+// Leader election (issue 26). The hubs of one SQLite file share one host's
+// clock: the times come from it (fixed-width text, so they compare as text).
+// LeaderElect takes the leadership when nobody holds it or its lease ran
+// out, and renews it when leader_id holds it (elected_at kept); no row when
+// another holds it.
+func (q *Queries) LeaderElect(ctx context.Context, db DBTX, arg LeaderElectParams) (CksLeader, error) {
+	row := db.QueryRowContext(ctx, leaderElect,
+		arg.Name,
+		arg.LeaderID,
+		arg.Now,
+		arg.ExpiresAt,
+	)
+	var i CksLeader
+	err := row.Scan(
+		&i.Name,
+		&i.LeaderID,
+		&i.ElectedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const leaderGet = `-- name: LeaderGet :one
+SELECT name, leader_id, elected_at, expires_at FROM cks_leaders
+WHERE name = ?1 AND expires_at >= ?2
+`
+
+type LeaderGetParams struct {
+	Name string
+	Now  string
+}
+
+func (q *Queries) LeaderGet(ctx context.Context, db DBTX, arg LeaderGetParams) (CksLeader, error) {
+	row := db.QueryRowContext(ctx, leaderGet, arg.Name, arg.Now)
+	var i CksLeader
+	err := row.Scan(
+		&i.Name,
+		&i.LeaderID,
+		&i.ElectedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const leaderResign = `-- name: LeaderResign :execrows
+DELETE FROM cks_leaders WHERE name = ?1 AND leader_id = ?2
+`
+
+type LeaderResignParams struct {
+	Name     string
+	LeaderID string
+}
+
+func (q *Queries) LeaderResign(ctx context.Context, db DBTX, arg LeaderResignParams) (int64, error) {
+	result, err := db.ExecContext(ctx, leaderResign, arg.Name, arg.LeaderID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const sweeperControlGet = `-- name: SweeperControlGet :one
 SELECT desired_running FROM cks_sweeper_control WHERE agent_id = ?1
 `

@@ -38,6 +38,13 @@ type CksGrant struct {
 	Permission  string
 }
 
+type CksLeader struct {
+	Name      string
+	LeaderID  string
+	ElectedAt string
+	ExpiresAt string
+}
+
 type CksObject struct {
 	ObjectID      int64
 	Kind          string

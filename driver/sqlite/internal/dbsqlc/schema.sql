@@ -134,6 +134,13 @@ CREATE TABLE IF NOT EXISTS cks_sweeper_control (
     updated_at TEXT NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS cks_leaders (
+    name TEXT PRIMARY KEY,
+    leader_id TEXT NOT NULL,
+    elected_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS cks_objects (
     object_id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
