@@ -28,7 +28,7 @@ var layers = []struct {
 	{name: "driver generator", pkgs: []string{"driver/internal/dbgen"}},
 	{name: "dialect queries", pkgs: []string{"driver/postgres/internal/dbsqlc", "driver/sqlite/internal/dbsqlc"}},
 	{name: "dialects", pkgs: []string{"driver/postgres", "driver/sqlite"}},
-	{name: "services", pkgs: []string{"ledger", "knowledge", "liveness", "auth", "lease", "notifier", "llm"},
+	{name: "services", pkgs: []string{"ledger", "knowledge", "liveness", "auth", "lease", "notifier", "llm", "leader"},
 		testsAlso: testSupport},
 	{name: "services over services", pkgs: []string{"sweeper", "pipeline", "worker"}, testsAlso: testSupport},
 	// One database's services over the driver its URL names.

@@ -34,4 +34,26 @@ type SweeperStatus struct {
 	// a sweeper that implements sweeper.Detailer (graph_health: its counts and
 	// example cycles); omitted for the others.
 	Details any `json:"details,omitempty"`
+	// Standby reports that this hub's loop runs but skips its passes: the
+	// maintenance leader, another hub on the same database, runs them.
+	// Standby and Leader are omitted when false and empty, so a lone hub's
+	// status has the seed's shape.
+	Standby bool `json:"standby,omitempty"`
+	// Leader is the id of the hub whose passes run (the maintenance
+	// leader), as read with this status; empty when no hub holds it.
+	Leader string `json:"leader,omitempty"`
+}
+
+// Leader is the hub holding a leadership among the hubs on one database
+// (cks_leaders): for MaintenanceLeadership, the hub whose sweepers run their
+// passes.
+type Leader struct {
+	// Name is the leadership.
+	Name string `json:"name"`
+	// ID is the holding hub's id: its host, process id and a random suffix.
+	ID string `json:"id"`
+	// ElectedAt is when the holder took the leadership; ExpiresAt when it
+	// lapses unless renewed (by the database's clock on Postgres).
+	ElectedAt time.Time `json:"elected_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 }

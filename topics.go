@@ -16,7 +16,16 @@ const (
 	// reclaimed, answered, started). Idle agents watch it to claim at once
 	// instead of at their next poll.
 	TopicTasksReady = "tasks_ready"
+	// TopicLeader: a hub resigned a leadership (cks_leaders). The other hubs
+	// watch it to take the leadership over at once instead of when the
+	// resigned lease would have run out.
+	TopicLeader = "leader"
 )
+
+// MaintenanceLeadership names the leadership of the hub that runs the
+// sweepers' passes (the lease reaper among them) when several hubs share a
+// database: the others keep their runners, which wait.
+const MaintenanceLeadership = "maintenance"
 
 // TopicObjects is the change topic of the knowledge store: published in the
 // same transaction as every write that makes an object claimable — one

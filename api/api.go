@@ -58,6 +58,12 @@ type Config struct {
 	// Health, when set, is the store's StorageHealth: /healthz answers 503
 	// "degraded" while it fails (its result is reused for HealthTTL).
 	Health func(context.Context) error
+	// Leader, when set, is the hub's maintenance elector: /healthz names the
+	// hub that runs the sweepers' passes, and whether it is this one.
+	Leader interface {
+		ID() string
+		Current(ctx context.Context) (cks.Leader, bool, error)
+	}
 	// WriteTimeout is the HTTP server's write timeout, if it has one: the
 	// event stream and /mcp lift it, and a stop or update that waits for an
 	// abort confirmation extends it by its wait.
@@ -261,6 +267,17 @@ type Health struct {
 	Storage string `json:"storage,omitempty"`
 	Message string `json:"message,omitempty"`
 	Version string `json:"version"`
+	// Leader is the hub running the sweepers' passes, when one holds the
+	// maintenance leadership (a hub that does not run its passes is healthy:
+	// it stands by).
+	Leader *HealthLeader `json:"leader,omitempty"`
+}
+
+// HealthLeader names the maintenance leader in /healthz.
+type HealthLeader struct {
+	ID string `json:"id"`
+	// ThisHub is true on the leader's own /healthz.
+	ThisHub bool `json:"this_hub"`
 }
 
 // healthCache keeps the last storage check of /healthz for HealthTTL, so
@@ -270,6 +287,9 @@ type healthCache struct {
 	at  time.Time
 	err error
 	ok  bool // at and err hold a result
+	// leader is the maintenance leader read with the check (nil: none, or
+	// not asked).
+	leader *HealthLeader
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
@@ -285,6 +305,7 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
+	h.Leader = a.health.leader
 	writeJSON(w, http.StatusOK, h)
 }
 
@@ -300,13 +321,21 @@ func (a *API) storageHealth(ctx context.Context) error {
 	check, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	err := a.cfg.Health(check)
+	var leader *HealthLeader
+	if err == nil && a.cfg.Leader != nil {
+		if l, ok, lerr := a.cfg.Leader.Current(check); lerr != nil {
+			a.cfg.Logger.Warn("healthz: leader read", "err", lerr)
+		} else if ok {
+			leader = &HealthLeader{ID: l.ID, ThisHub: l.ID == a.cfg.Leader.ID()}
+		}
+	}
 	if ctx.Err() != nil {
 		return err // the caller went away: nothing learnt, nothing cached
 	}
 	if err != nil {
 		a.cfg.Logger.Warn("healthz: storage check", "err", err)
 	}
-	c.at, c.err, c.ok = now, err, true
+	c.at, c.err, c.ok, c.leader = now, err, true, leader
 	return err
 }
 

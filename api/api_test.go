@@ -85,6 +85,11 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake,
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sweepers' passes run on the maintenance leader: this fixture's
+	// runtime, which is not started as a whole, takes part in the election.
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	bus := &events.Bus{}
 	svc := &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers,
 		Clock: c, Principals: s.Principals, Bus: bus}

@@ -85,6 +85,11 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// The sweepers' passes run on the maintenance leader: this fixture's
+	// runtime, which is not started as a whole, takes part in the election.
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, Version: "fuzz"})
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {

@@ -204,6 +204,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},
 		Health:     st.StorageHealth,
+		Leader:     rt.Leader,
 
 		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
 		KeepAlive:    httpSet.EventKeepAlive,

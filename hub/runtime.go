@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/leader"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/lifecycle"
 	"github.com/cks-dev/cks/liveness"
@@ -38,6 +39,10 @@ type Settings struct {
 	// Pipeline is where the research pipeline runs (CKS_PIPELINE_*); a hub
 	// runs it in-process when Pipeline.InProcess is set.
 	Pipeline PipelineSettings
+	// LeaderTTL is the lease of the maintenance leadership (CKS_LEADER_TTL,
+	// default leader.DefaultTTL): when the leader hub is killed, another
+	// hub's sweepers take over within it plus a third of it.
+	LeaderTTL time.Duration
 }
 
 // sweeperDefaults are each sweeper's default enablement and interval.
@@ -76,6 +81,9 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
 		return s, err
 	}
+	if s.LeaderTTL, err = durationSetting(getenv, "CKS_LEADER_TTL", leader.DefaultTTL); err != nil {
+		return s, err
+	}
 	if s.Pipeline, err = ParsePipelineSettings(getenv); err != nil {
 		return s, err
 	}
@@ -112,6 +120,9 @@ type Runtime struct {
 	Bus      *events.Bus
 	Liveness *liveness.Service
 	Sweepers *sweeper.Controller
+	// Leader elects the hub whose sweepers run their passes among the hubs
+	// on the database; the others' runners stand by.
+	Leader *leader.Elector
 
 	cfg RuntimeConfig
 	// watchers runs watch from Start until Stop.
@@ -148,6 +159,15 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
 	}
 	reg := st.Sweepers.Registry()
+	elector := leader.New(st.Driver(), leader.Config{TTL: set.LeaderTTL, Changes: cfg.Changes, Clock: cfg.Clock,
+		Logger: cfg.Logger, OnChange: func(held bool) {
+			if held { // run at once what the previous leader no longer runs
+				for _, r := range reg.Runners() {
+					r.RunNow()
+				}
+			}
+			bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
+		}})
 	for _, sw := range []sweeper.Sweeper{
 		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
 			ClaimTokens: func(ctx context.Context) (int, error) {
@@ -165,7 +185,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			conf = sweeperDefaults()[sw.ID()]
 		}
 		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st.Sweepers,
-			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun}); err != nil {
+			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun, Leader: elector}); err != nil {
 			return nil, err
 		}
 	}
@@ -174,6 +194,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		Bus:      bus,
 		Liveness: liveness.NewService(st.Driver(), cfg.Clock),
 		Sweepers: st.Sweepers,
+		Leader:   elector,
 		cfg:      cfg,
 	}
 	rt.watchers = lifecycle.New(lifecycle.Config{Run: rt.watch, OnPanic: func(v any, stack []byte) {
@@ -198,6 +219,11 @@ func durationSetting(getenv func(string) string, name string, def time.Duration)
 // false, and the background watchers. It returns once they are running; a
 // Start of a running Runtime starts nothing more.
 func (rt *Runtime) Start(ctx context.Context) error {
+	// The first election runs before the sweepers start, so a lone hub's
+	// first passes run at once.
+	if err := rt.Leader.Start(ctx); err != nil {
+		return err
+	}
 	if err := rt.Sweepers.Registry().StartAll(ctx, rt.Store.Sweepers); err != nil {
 		// A failed override read leaves that sweeper stopped; say so, go on.
 		rt.cfg.Logger.Error("starting sweepers", "err", err)
@@ -208,7 +234,10 @@ func (rt *Runtime) Start(ctx context.Context) error {
 // Stop stops the sweepers and the watchers and waits for them, unless ctx
 // ends first. Stopping twice is stopping once; Start starts them again.
 func (rt *Runtime) Stop(ctx context.Context) error {
-	return errors.Join(rt.Sweepers.Registry().StopAll(ctx), rt.watchers.Stop(ctx))
+	// The leadership is resigned after the sweepers stopped: no pass of this
+	// hub overlaps one of the hub that takes over.
+	swept := rt.Sweepers.Registry().StopAll(ctx)
+	return errors.Join(swept, rt.Leader.Stop(ctx), rt.watchers.Stop(ctx))
 }
 
 // watch is the watchers' loop: the liveness watch and the sweeper control

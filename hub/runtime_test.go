@@ -281,3 +281,45 @@ func TestStopEndsTheWatchers(t *testing.T) {
 		}
 	})
 }
+
+// TestOneHubSweeps: of two hubs on one database only the maintenance leader
+// (the first started) runs sweeper passes; the other's runners run but
+// stand by, and both read the same leader. When the leader stops, the other
+// takes over at once (the resignation's notification) and runs its passes
+// without waiting out its hour-long intervals.
+func TestOneHubSweeps(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		hour := map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": "1h", "CKS_GRAPH_HEALTH_SWEEPER_INTERVAL": "1h"}
+		a := newRuntime(t, open(t), hour, false)
+		b := newRuntime(t, open(t), hour, false)
+		id := sweeper.LeaseReaperID
+		waitStatus(t, a, id, func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+		stB := waitStatus(t, b, id, func(s cks.SweeperStatus) bool { return s.Standby })
+		if stB.RunCount != 0 || !stB.Running {
+			t.Fatalf("the standby hub's %s: %+v; want running without a pass", id, stB)
+		}
+		for _, rt := range []*hub.Runtime{a, b} {
+			sts, err := rt.Sweepers.List(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range sts {
+				if st.Leader != a.Leader.ID() {
+					t.Fatalf("%s reads the leader as %q, want %q", st.AgentID, st.Leader, a.Leader.ID())
+				}
+			}
+		}
+
+		if err := a.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st := waitStatus(t, b, id, func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+		if st.Standby || !b.Leader.IsLeader() {
+			t.Fatalf("after the leader stopped: %+v, leader %v; want b leading and passing", st, b.Leader.IsLeader())
+		}
+		if got := waitStatus(t, b, sweeper.GraphHealthID, func(s cks.SweeperStatus) bool { return s.RunCount == 1 }); got.Standby {
+			t.Fatalf("graph_health on the new leader: %+v", got)
+		}
+	})
+}

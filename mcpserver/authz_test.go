@@ -29,6 +29,11 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sweepers' passes run on the maintenance leader: this fixture's
+	// runtime, which is not started as a whole, takes part in the election.
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { rt.Stop(context.Background()) })
 	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)

@@ -70,6 +70,11 @@ func newToolHub(tb testing.TB) *toolHub {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// The sweepers' passes run on the maintenance leader: this fixture's
+	// runtime, which is not started as a whole, takes part in the election.
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	srv := mcpserver.New(liveness.NewService(st.Driver(), clk), "fuzz")
 	mcpserver.AddTaskTools(srv, st.Tasks)
 	mcpserver.AddSweeperTools(srv, rt.Sweepers)

@@ -44,12 +44,17 @@ func (c *Controller) Registry() *Registry { return c.reg }
 // List returns every sweeper's status, in registration order, with its stored
 // override read now.
 func (c *Controller) List(ctx context.Context) ([]cks.SweeperStatus, error) {
+	leader, err := c.leader(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []cks.SweeperStatus
 	for _, r := range c.reg.Runners() {
-		st, err := c.status(ctx, r)
+		st, err := c.override(ctx, r)
 		if err != nil {
 			return nil, err
 		}
+		st.Leader = leader
 		out = append(out, st)
 	}
 	return out, nil
@@ -66,6 +71,28 @@ func (c *Controller) Status(ctx context.Context, id string) (cks.SweeperStatus, 
 }
 
 func (c *Controller) status(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
+	st, err := c.override(ctx, r)
+	if err != nil {
+		return st, err
+	}
+	st.Leader, err = c.leader(ctx)
+	return st, err
+}
+
+// leader returns the id of the maintenance leader, "" when no hub holds it.
+func (c *Controller) leader(ctx context.Context) (string, error) {
+	l, err := c.db.Executor().LeaderGet(ctx, cks.MaintenanceLeadership, driver.Time(c.clock.Now()))
+	if errors.Is(err, driver.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the maintenance leader: %w", err)
+	}
+	return l.LeaderID, nil
+}
+
+// override returns r's status with its stored override read now.
+func (c *Controller) override(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
 	st := r.Status()
 	o, err := c.GetSweeperDesiredRunning(ctx, r.ID())
 	if err != nil {

@@ -30,9 +30,11 @@ type Runner struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	onRun     func(id string, d time.Duration, count int, err error)
+	leader    Leadership
 
 	base *lifecycle.Base
 	poke chan struct{} // one-slot, coalescing wake-up for the wait
+	now  chan struct{} // one-slot, coalescing: end the wait and pass now (RunNow)
 
 	mu sync.Mutex // guards st
 	st cks.SweeperStatus
@@ -76,7 +78,9 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 		clock:     opts.Clock,
 		log:       opts.Logger.With("sweeper", id),
 		onRun:     opts.OnRun,
+		leader:    opts.Leader,
 		poke:      make(chan struct{}, 1),
+		now:       make(chan struct{}, 1),
 		st: cks.SweeperStatus{
 			AgentID:       id,
 			Kind:          Kind,
@@ -199,9 +203,30 @@ func (r *Runner) run(ctx context.Context) {
 	}
 }
 
+// RunNow ends a waiting loop's wait so that it reads its override and runs
+// its next pass at once (a hub that just became the maintenance leader runs
+// what the old leader no longer does). It never blocks and coalesces.
+func (r *Runner) RunNow() {
+	select {
+	case r.now <- struct{}{}:
+	default:
+	}
+}
+
 // pass runs SweepOnce once and records the outcome. A pass cut short by Stop
-// is not recorded.
+// is not recorded. A hub that is not the maintenance leader skips it.
 func (r *Runner) pass(ctx context.Context) {
+	select { // this pass answers every RunNow before it
+	case <-r.now:
+	default:
+	}
+	standby := r.leader != nil && !r.leader.IsLeader()
+	if r.Status().Standby != standby {
+		r.update(func(s *cks.SweeperStatus) { s.Standby = standby })
+	}
+	if standby {
+		return
+	}
 	start, begin := r.clock.Now(), r.clock.Monotonic()
 	count, err := r.sweepOnce(ctx)
 	d := clock.Since(r.clock, begin)
@@ -260,6 +285,8 @@ func (r *Runner) waitInterval(ctx context.Context) bool {
 			if r.overrideStops(ctx) {
 				return false
 			}
+		case <-r.now:
+			return !r.overrideStops(ctx)
 		case <-t.C():
 			return !r.overrideStops(ctx)
 		}

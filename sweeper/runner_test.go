@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,5 +467,31 @@ func TestPassDurationIsMonotonic(t *testing.T) {
 	st := p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 	if *st.LastRunDurationMS != 250 || !st.LastRunAt.Equal(t0()) {
 		t.Fatalf("pass at %v took %vms, want at %v, 250ms", st.LastRunAt, *st.LastRunDurationMS, t0())
+	}
+}
+
+// leadership is a settable Leadership.
+type leadership struct{ held atomic.Bool }
+
+func (l *leadership) IsLeader() bool { return l.held.Load() }
+
+// A runner whose hub is not the maintenance leader runs no pass and reads
+// Standby; once its hub leads, RunNow runs a pass without waiting out the
+// hour-long interval.
+func TestStandbyRunnerPassesOnlyAsLeader(t *testing.T) {
+	var calls atomic.Int32
+	l := &leadership{}
+	sw := sweeperFunc("lease_reaper", func(context.Context, int) (int, error) { calls.Add(1); return 0, nil })
+	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true, Leader: l})
+	mustStart(t, r)
+	st := p.waitFor(t, r, "standby", func(s cks.SweeperStatus) bool { return s.Standby })
+	if calls.Load() != 0 || st.RunCount != 0 || !st.Running {
+		t.Fatalf("a standby runner: %d calls, status %+v; want running, no pass", calls.Load(), st)
+	}
+	l.held.Store(true)
+	r.RunNow()
+	st = p.waitFor(t, r, "a pass as leader", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+	if st.Standby || calls.Load() != 1 {
+		t.Fatalf("as leader: %d calls, status %+v; want one pass, not standby", calls.Load(), st)
 	}
 }

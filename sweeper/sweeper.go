@@ -81,4 +81,15 @@ type Options struct {
 	// with the pass duration, its count and its error, e.g. to export metrics.
 	// It must not call Start or Stop of the same runner.
 	OnRun func(id string, d time.Duration, count int, err error)
+	// Leader, when set, is asked before every pass: a runner whose hub is not
+	// the maintenance leader skips the pass (its status reads Standby) and
+	// waits for the next, so that of several hubs on one database only the
+	// leader scans. Nil runs every pass (one hub, or tests).
+	Leader Leadership
+}
+
+// Leadership is the one question a runner asks of the hub's leader elector
+// (leader.Elector).
+type Leadership interface {
+	IsLeader() bool
 }

@@ -107,6 +107,11 @@ func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sweepers' passes run on the maintenance leader: this fixture's
+	// runtime, which is not started as a whole, takes part in the election.
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	live := liveness.NewService(s.Driver(), c)
 	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals, Clock: c}
 	a := api.New(api.Config{Services: &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})

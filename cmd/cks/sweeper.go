@@ -49,10 +49,17 @@ func printSweepers(w io.Writer, sts []cks.SweeperStatus) {
 		if st.LastError != nil {
 			lastErr = *st.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", st.AgentID, st.Running, st.ConfigEnabled, override,
+		running := fmt.Sprint(st.Running)
+		if st.Standby {
+			running = "standby" // running, but the leader hub runs the passes
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%d\t%s\n", st.AgentID, running, st.ConfigEnabled, override,
 			time.Duration(st.IntervalS*float64(time.Second)), last, count, st.RunCount, lastErr)
 	}
 	tw.Flush()
+	if len(sts) > 0 && sts[0].Leader != "" {
+		fmt.Fprintf(w, "\nPasses run on the maintenance leader: hub %s\n", sts[0].Leader)
+	}
 }
 
 // printDetails lists what a sweeper's last pass reported beyond its count
