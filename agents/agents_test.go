@@ -25,7 +25,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -153,9 +152,9 @@ func TestHeartbeatInsideTheWindow(t *testing.T) {
 // TestClaimTakesTheConfiguredLease: an agent claims with the lease its
 // settings derive (three heartbeats), not the 5-minute default window.
 func TestClaimTakesTheConfiguredLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "leased"})
+		task := backendtest.MustEnqueue(t, st, cks.NewTask{Type: "leased"})
 		s, err := agents.SettingsFromEnv("exec", func(k string) string {
 			return map[string]string{"CKS_STALE_WINDOW": "15s", "CKS_EXEC_HEARTBEAT_INTERVAL": "5"}[k]
 		})
@@ -272,13 +271,13 @@ func taskState(t testing.TB, st *backend.Backend, id int64) cks.Task {
 // agent the same way: the task in progress is finished, nothing more is
 // claimed, Run returns nil, and the row reads stopped at once.
 func TestDrainOnStop(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		for _, how := range []string{"signal", "stop request"} {
 			t.Run(how, func(t *testing.T) {
 				st, op := open(t), open(t)
 				typ := "drain-" + strings.ReplaceAll(how, " ", "-")
-				inFlight := storetest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "in flight"})
-				queued := storetest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "queued", Priority: 0})
+				inFlight := backendtest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "in flight"})
+				queued := backendtest.MustEnqueue(t, op, cks.NewTask{Type: typ, Title: "queued", Priority: 0})
 				started, finish := make(chan struct{}), make(chan struct{})
 				ctx, signal := context.WithCancel(context.Background())
 				defer signal()
@@ -318,7 +317,7 @@ func TestDrainOnStop(t *testing.T) {
 // TestWakesOnNewWork: an idle agent (poll interval one hour) claims a task
 // enqueued through another handle at once.
 func TestWakesOnNewWork(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st, op := open(t), open(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		_, wait := start(t, ctx, agents.ServicesOf(st), settings("enrichment", "enrich"), func(context.Context, *worker.Attempt) (worker.Result, error) {
@@ -326,7 +325,7 @@ func TestWakesOnNewWork(t *testing.T) {
 		})
 		defer wait()
 		defer cancel()
-		task := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
+		task := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
 		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
 	})
 }
@@ -334,9 +333,9 @@ func TestWakesOnNewWork(t *testing.T) {
 // TestNoResolverClaimsNothing: a kind without a resolver reports liveness
 // and obeys stop, and never claims.
 func TestNoResolverClaimsNothing(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "critique"})
+		task := backendtest.MustEnqueue(t, st, cks.NewTask{Type: "critique"})
 		ctx, cancel := context.WithCancel(context.Background())
 		rep, wait := start(t, ctx, agents.ServicesOf(st), settings("critic", "critique"), nil)
 		if p, _ := liveness.NewService(st.Driver(), nil).ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive || p.InstanceID != rep.InstanceID() {
@@ -352,9 +351,9 @@ func TestNoResolverClaimsNothing(t *testing.T) {
 
 // TestMaxRetries: a failure after MaxRetries retries is permanent.
 func TestMaxRetries(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		task := storetest.MustEnqueue(t, st, cks.NewTask{Type: "flaky", MaxAttempts: 10})
+		task := backendtest.MustEnqueue(t, st, cks.NewTask{Type: "flaky", MaxAttempts: 10})
 		set := settings("exec", "flaky")
 		set.MaxRetries = 0
 		ctx, cancel := context.WithCancel(context.Background())
@@ -373,7 +372,7 @@ func TestMaxRetries(t *testing.T) {
 // claim enqueues one task of typ and claims it.
 func claim(t testing.TB, st *backend.Backend, typ string, payload string) cks.ClaimedTask {
 	t.Helper()
-	storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
+	backendtest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
 	got, err := st.Tasks.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
@@ -478,7 +477,7 @@ func killLeftovers(t testing.TB, dir string, names ...string) {
 // 11, the CI failure of TestExecAgentTaskStop), and never waited for a child
 // outside the group at all; several rounds, because the first was a race.
 func TestExecAbortKillsEverything(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st, op := open(t), open(t)
 		for round := range 3 {
 			dir := t.TempDir()

@@ -9,12 +9,11 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // runBackground runs an agent of kind pipeline with bg as its background
 // function and returns its reporter and a channel with Run's result.
-func runBackground(t *testing.T, ctx context.Context, open storetest.Opener, bg func(context.Context) error) (*liveness.Reporter, <-chan error) {
+func runBackground(t *testing.T, ctx context.Context, open backendtest.Opener, bg func(context.Context) error) (*liveness.Reporter, <-chan error) {
 	t.Helper()
 	return runWith(t, ctx, agents.ServicesOf(open(t)), settings("pipeline"), nil, agents.Options{Background: bg})
 }
@@ -35,7 +34,7 @@ func result(t *testing.T, done <-chan error) error {
 // and the row reads stopped. One that fails by itself stops the agent with
 // its error; one that ends by itself stops it with nil.
 func TestBackground(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		for _, how := range []string{"signal", "stop request"} {
 			t.Run(how, func(t *testing.T) {
 				ctx, signal := context.WithCancel(context.Background())

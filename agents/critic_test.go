@@ -12,13 +12,12 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
 func newClaim(t testing.TB, st *backend.Backend, status, content string) cks.Object {
 	t.Helper()
-	return storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Status: status, CreatedBy: "test", Content: json.RawMessage(content)})
+	return backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Status: status, CreatedBy: "test", Content: json.RawMessage(content)})
 }
 
 func hasEdge(o cks.Object, src, dst int64, semantic string) bool {
@@ -35,7 +34,7 @@ func hasEdge(o cks.Object, src, dst int64, semantic string) bool {
 // winner's transition; two claims without a status, and bad payloads, fail
 // permanently.
 func TestCritic(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		critic := agents.Critic(st.Objects, agents.CriticConfig{})
 		a := newClaim(t, st, "proposed", `{"subject":"water","predicate":"boils at","value":"90 C","citations":["p1"]}`)
@@ -46,16 +45,16 @@ func TestCritic(t *testing.T) {
 		if done.Winner != b.ID || done.Loser != a.ID {
 			t.Fatalf("result %+v: want winner %d (two sources), loser %d", done, b.ID, a.ID)
 		}
-		loser := storetest.MustGetObject(t, st.Objects, a.ID)
+		loser := backendtest.MustGetObject(t, st.Objects, a.ID)
 		last := loser.Log[len(loser.Log)-1]
 		if loser.Status != cks.StatusDisputed || last.Agent != "critic" || last.Action != "disputed" || last.TransitionedTo != "disputed" ||
 			last.ReasoningNodeID == nil || *last.ReasoningNodeID != done.CritiqueID {
 			t.Fatalf("loser: status %s, last log entry %+v; want disputed by critic pointing to critique %d", loser.Status, last, done.CritiqueID)
 		}
-		if w := storetest.MustGetObject(t, st.Objects, b.ID); w.Status != "accepted" {
+		if w := backendtest.MustGetObject(t, st.Objects, b.ID); w.Status != "accepted" {
 			t.Fatalf("winner's status %s, want it unchanged", w.Status)
 		}
-		crit := storetest.MustGetObject(t, st.Objects, done.CritiqueID)
+		crit := backendtest.MustGetObject(t, st.Objects, done.CritiqueID)
 		var cc agents.CritiqueContent
 		if err := json.Unmarshal(crit.Content, &cc); err != nil || crit.Kind != "critique" || cc.Winner != b.ID || cc.Loser != a.ID ||
 			cc.Judge != "rule" || !strings.Contains(cc.Reason, "cites 2") || !strings.Contains(cc.Text, "disputed") {
@@ -66,7 +65,7 @@ func TestCritic(t *testing.T) {
 		}
 		// Again: the loser is disputed already.
 		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, critic), "noop", nil)
-		if n := len(storetest.MustGetObject(t, st.Objects, a.ID).Log); n != len(loser.Log) {
+		if n := len(backendtest.MustGetObject(t, st.Objects, a.ID).Log); n != len(loser.Log) {
 			t.Fatalf("a no-op critique appended to the log (%d entries, was %d)", n, len(loser.Log))
 		}
 
@@ -91,13 +90,13 @@ func TestCritic(t *testing.T) {
 		g := newClaim(t, st, "proposed", `{"subject":"moon","predicate":"made of","value":"rock","citations":["m1"]}`)
 		h := newClaim(t, st, "", `{"subject":"moon","predicate":"made of","value":"cheese"}`)
 		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{g.ID, h.ID}}, critic), "disputed", &done)
-		hl := storetest.MustGetObject(t, st.Objects, h.ID)
-		gl := storetest.MustGetObject(t, st.Objects, g.ID)
+		hl := backendtest.MustGetObject(t, st.Objects, h.ID)
+		gl := backendtest.MustGetObject(t, st.Objects, g.ID)
 		if hl.Status != "disputed" || len(hl.Log) == 0 || *hl.Log[len(hl.Log)-1].ReasoningNodeID != done.CritiqueID ||
 			gl.Status != "proposed" || gl.Log[len(gl.Log)-1].Action != "critiqued" {
 			t.Fatalf("status-less loser: %s %+v; winner %s %+v", hl.Status, hl.Log, gl.Status, gl.Log)
 		}
-		crit = storetest.MustGetObject(t, st.Objects, done.CritiqueID)
+		crit = backendtest.MustGetObject(t, st.Objects, done.CritiqueID)
 		if !hasEdge(crit, crit.ID, g.ID, "supports") || !hasEdge(crit, crit.ID, h.ID, "refutes") {
 			t.Fatalf("critique edges %+v", crit.Edges)
 		}

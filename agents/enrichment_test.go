@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -22,13 +21,13 @@ import (
 // no-op; a missing premise is recorded as "missing"; bad input fails
 // permanently.
 func TestRederive(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		vs := st
 		enrich := agents.Enrichment(st.Objects)
-		p1 := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"all men are mortal"}`)})
-		p2 := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"Socrates is a man"}`)})
-		inf := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(
+		p1 := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"all men are mortal"}`)})
+		p2 := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"Socrates is a man"}`)})
+		inf := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(fmt.Sprintf(
 			`{"statement":"Socrates is mortal","premises":{"%d":%q,"%d":%q},"note":"kept"}`, p1.ID, p1.ContentHash, p2.ID, p2.ContentHash))})
 
 		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
@@ -61,15 +60,15 @@ func TestRederive(t *testing.T) {
 		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": inf.ID}, enrich), "noop", nil)
 
 		// A premise that does not exist is recorded as missing.
-		gone := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(
+		gone := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(
 			`{"statement":"s","premises":{"999999":"abc"}}`)})
 		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": gone.ID}, enrich), "rederived", nil)
-		if got := storetest.MustGetObject(t, st.Objects, gone.ID); !json.Valid(got.Content) || !strings.Contains(string(got.Content), `"999999":"missing"`) {
+		if got := backendtest.MustGetObject(t, st.Objects, gone.ID); !json.Valid(got.Content) || !strings.Contains(string(got.Content), `"999999":"missing"`) {
 			t.Fatalf("missing premise: content %s", got.Content)
 		}
 		outcome(t, runTask(t, st, cks.TaskTypeRederive, map[string]any{"object_id": gone.ID}, enrich), "noop", nil)
 
-		bad := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(`{"statement":"s","premises":["1"]}`)})
+		bad := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "inference", Content: json.RawMessage(`{"statement":"s","premises":["1"]}`)})
 		for _, p := range []any{map[string]any{"object_id": bad.ID}, map[string]any{"object_id": 999999}, map[string]any{"id": 1}} {
 			rep := runTask(t, st, cks.TaskTypeRederive, p, enrich)
 			if rep.Outcome != worker.Failed || !errors.Is(rep.Err, worker.ErrPermanent) {
@@ -87,12 +86,12 @@ func TestRederive(t *testing.T) {
 // linked, or reasoning nodes — at most five, best first; run again, it is a
 // no-op.
 func TestEnrich(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		enrich := agents.Enrichment(st.Objects)
 		mk := func(kind, title, text string) cks.Object {
 			b, _ := json.Marshal(map[string]string{"text": text})
-			return storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: kind, Title: title, Content: b})
+			return backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: kind, Title: title, Content: b})
 		}
 		orphan := mk("claim", "", "A heartbeat renews the lease of a running task")
 		related := mk("note", "Leases", "The worker heartbeat renews the task lease every minute")
@@ -127,7 +126,7 @@ func TestEnrich(t *testing.T) {
 				t.Fatalf("related not best first: %+v", done.Related)
 			}
 		}
-		o := storetest.MustGetObject(t, st.Objects, orphan.ID)
+		o := backendtest.MustGetObject(t, st.Objects, orphan.ID)
 		for _, id := range got {
 			if !slices.ContainsFunc(o.Edges, func(e cks.Edge) bool {
 				return e.Src == orphan.ID && e.Dst == id && e.BaseType == agents.BaseRelatedTo && e.SemanticType == agents.SemRelatedTo && e.Weight != nil && *e.Weight > 0
@@ -152,12 +151,12 @@ func TestEnrich(t *testing.T) {
 			t.Fatalf("bees related to %+v, want only %d", done.Related, unrelated.ID)
 		}
 		// Missing metadata filled: the content got its keywords, as a new version.
-		if got := storetest.MustGetObject(t, st.Objects, bees.ID); !strings.Contains(string(got.Content), `"keywords":["bee","dance","honey"]`) ||
+		if got := backendtest.MustGetObject(t, st.Objects, bees.ID); !strings.Contains(string(got.Content), `"keywords":["bee","dance","honey"]`) ||
 			got.HeadVersion != done.Version || done.Version == 0 {
 			t.Fatalf("bees after enrich: %s (head %d), result %+v", got.Content, got.HeadVersion, done)
 		}
 		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": bees.ID}, enrich), "noop", nil)
-		empty := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
+		empty := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: []byte(`{"keywords":[]}`)})
 		outcome(t, runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": empty.ID}, enrich), "noop", nil)
 		if rep := runTask(t, st, cks.TaskTypeEnrich, map[string]any{"object_id": 999999}, enrich); !errors.Is(rep.Err, worker.ErrPermanent) {
 			t.Fatalf("unknown object: %s %v", rep.Outcome, rep.Err)

@@ -14,7 +14,6 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -27,7 +26,7 @@ func runTask(t testing.TB, st *backend.Backend, typ string, payload any, r worke
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := storetest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "knowledge task", Payload: b})
+	want := backendtest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "knowledge task", Payload: b})
 	got, err := st.Tasks.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != want.ID {
 		t.Fatalf("claim of task %d: %v %v", want.ID, got, err)
@@ -88,11 +87,11 @@ func headIDs(t testing.TB, vs *knowledge.Service, id int64) ([]int64, []cks.Vers
 // again, and a task naming heads that are no longer the object's, are
 // no-ops; a bad payload fails permanently.
 func TestForkResolver(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		vs := st
 		resolve := agents.ForkResolver(st.Objects, agents.ForkConfig{})
-		o := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Title: "fork me",
+		o := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Title: "fork me",
 			Content: json.RawMessage(`{"title":"a","tags":["x"],"n":1,"keep":true}`)})
 		base := o.HeadVersion
 		v2 := mustWrite(t, vs.Objects, o.ID, base, `{"title":"b","tags":["x","y"],"n":1,"keep":true}`)
@@ -113,7 +112,7 @@ func TestForkResolver(t *testing.T) {
 		if merged.MergeBase != base || merged.Conflicts != 1 {
 			t.Fatalf("result %+v: want merge base %d and 1 conflict", merged, base)
 		}
-		got := storetest.MustGetObject(t, st.Objects, o.ID)
+		got := backendtest.MustGetObject(t, st.Objects, o.ID)
 		if string(got.Content) != string(hs[0].Content) || got.Forked {
 			t.Fatalf("object after the merge: content %s, forked %v", got.Content, got.Forked)
 		}
@@ -122,7 +121,7 @@ func TestForkResolver(t *testing.T) {
 		}) {
 			t.Fatalf("no rationale %d → object depends_on/resolves edge: %+v", merged.RationaleID, got.Edges)
 		}
-		node := storetest.MustGetObject(t, st.Objects, merged.RationaleID)
+		node := backendtest.MustGetObject(t, st.Objects, merged.RationaleID)
 		var r agents.MergeRationale
 		if err := json.Unmarshal(node.Content, &r); err != nil || node.Kind != "rationale" {
 			t.Fatalf("rationale %s %s: %v", node.Kind, node.Content, err)

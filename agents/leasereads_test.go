@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -50,7 +49,7 @@ func (c *leaseCounted) WatchChanges(ctx context.Context, topics []string, f func
 // and marks each claim, so a task costs no lease read of its own — and an
 // abort of a running task still reaches its resolver through the watch.
 func TestClaimLoopReadsNoLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st, op := open(t), open(t)
 		c := &leaseCounted{Service: st.Tasks, changes: st.Changes, established: make(chan struct{})}
 		set := settings("enrichment", "enrich")
@@ -77,7 +76,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 		calls := c.watchCalls.Load()
 		const n = 5
 		for range n {
-			storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "quick"})
+			backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "quick"})
 		}
 		waitUntil(t, "the quick tasks done", func() bool { return done.Load() == n })
 		// No abort was requested, so a run reads its lease only when its mark
@@ -93,7 +92,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 			t.Logf("%d lease reads, %d watch calls during the quick tasks", got, extra)
 		}
 
-		long := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "long"})
+		long := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "long"})
 		select {
 		case id := <-running:
 			if id != long.ID {

@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -63,7 +62,7 @@ func runWith(t *testing.T, ctx context.Context, st agents.Services, set agents.S
 // at its next poll, one PollInterval of Options.Clock after it found none,
 // and not before.
 func TestPollsOnItsClock(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		b, op := open(t), open(t)
 		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: unnotified{}}
 		c := clock.NewFake(time.Now())
@@ -80,7 +79,7 @@ func TestPollsOnItsClock(t *testing.T) {
 		if err := c.WaitArmed(wctx, 2); err != nil {
 			t.Fatal(err)
 		}
-		task := storetest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
+		task := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
 		if got := taskState(t, op, task.ID); got.State != cks.TaskOpen {
 			t.Fatalf("task %s before the poll came round", got.State)
 		}
@@ -101,7 +100,7 @@ func TestPollsOnItsClock(t *testing.T) {
 // its final heartbeat and returns an error saying so (the process exits
 // non-zero) instead of crashing without one.
 func TestClaimLoopPanic(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		rep, done := runWith(t, context.Background(), agents.Services{Tasks: panicking{st.Tasks}, Liveness: st.Liveness, Changes: st.Changes}, settings("critic", "critique"),
 			func(context.Context, *worker.Attempt) (worker.Result, error) { return worker.Result{}, nil },
@@ -169,7 +168,7 @@ func (w *watching) inProgress() (running, seen []string) {
 // watch, the watch that wakes the claim loop, the reporter's stop watch —
 // not merely been told to.
 func TestRunStopsEverything(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		b := open(t)
 		w := &watching{Notifier: b.Changes, running: map[string]int{}, seen: map[string]bool{}}
 		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: w}

@@ -10,7 +10,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // judgingModel is a model with the optional methods of the knowledge
@@ -35,7 +34,7 @@ var (
 // TestModelDecides: a model implementing the optional methods decides
 // instead of the offline rules, and is named in what is written.
 func TestModelDecides(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		m := judgingModel{}
 		a := newClaim(t, st, "proposed", `{"text":"less cited","citations":[]}`)
@@ -43,13 +42,13 @@ func TestModelDecides(t *testing.T) {
 		var done agents.CritiqueDone
 		outcome(t, runTask(t, st, cks.TaskTypeCritique, map[string]any{"claims": []int64{a.ID, b.ID}}, agents.Critic(st.Objects, agents.CriticConfig{Model: m})), "disputed", &done)
 		var cc agents.CritiqueContent
-		json.Unmarshal(storetest.MustGetObject(t, st.Objects, done.CritiqueID).Content, &cc)
+		json.Unmarshal(backendtest.MustGetObject(t, st.Objects, done.CritiqueID).Content, &cc)
 		if done.Winner != a.ID || cc.Judge != "fake:judge" || cc.Reason != "the model prefers less cited" {
 			t.Fatalf("model verdict: %+v, critique %+v", done, cc)
 		}
 
 		vs := st
-		o := storetest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: json.RawMessage(`{"v":"a"}`)})
+		o := backendtest.MustCreateObject(t, st.Objects, knowledge.NewObject{Kind: "note", Content: json.RawMessage(`{"v":"a"}`)})
 		v2 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"b"}`)
 		v3 := mustWrite(t, vs.Objects, o.ID, o.HeadVersion, `{"v":"c"}`)
 		var merged agents.ForkMerged
@@ -59,7 +58,7 @@ func TestModelDecides(t *testing.T) {
 			t.Fatalf("merged by the model: %s", hs[0].Content)
 		}
 		var r agents.MergeRationale
-		json.Unmarshal(storetest.MustGetObject(t, st.Objects, merged.RationaleID).Content, &r)
+		json.Unmarshal(backendtest.MustGetObject(t, st.Objects, merged.RationaleID).Content, &r)
 		if r.Resolver != "fake:judge" {
 			t.Fatalf("rationale resolver %q", r.Resolver)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // The amplification findings of issue 22: an 18 KB payload nested 9,000
@@ -27,7 +26,7 @@ import (
 // is a 400 naming payload on both backends, in a create and an update, and
 // the deepest value allowed is stored and answered as it was sent.
 func TestDeepPayloadRefused(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		deep := `{"a":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`
 		for _, c := range []struct{ method, path, body, field string }{
@@ -55,7 +54,7 @@ func TestDeepPayloadRefused(t *testing.T) {
 // TestAnswersAreCompact: an answer is compact JSON with <, > and & as they
 // are, about the size of what was stored; ?pretty=1 indents it.
 func TestAnswersAreCompact(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		text := strings.Repeat("<&>", 60<<10) // 180 KB: six times that as \u003c escapes
 		status, body := f.do(t, f.token, "POST", "/v1/tasks", `{"type":"t","payload":{"s":`+quote(t, text)+`}}`)
@@ -88,7 +87,7 @@ func TestAnswersAreCompact(t *testing.T) {
 // writes every number out; SQLite used to keep 1e300 as sent), and one
 // whose written-out form would grow past the bound is refused.
 func TestNumbersStoredAlike(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		status, body := f.do(t, f.token, "POST", "/v1/tasks", `{"type":"t","payload":{"big":1e300,"small":1.5e-3,"z":-0,"s":1.50E1}}`)
 		if status != http.StatusCreated {
@@ -120,7 +119,7 @@ func TestNumbersStoredAlike(t *testing.T) {
 // cks.MaxPageBytes and one task — and paging by next_cursor still reaches
 // every task.
 func TestLargestTasksListingBounded(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		fill := func(n int) string { return strings.Repeat("x", n) }
 		// The largest body a create takes, spent on the largest fields;
@@ -202,7 +201,7 @@ func compact(t testing.TB, raw json.RawMessage) string {
 // field; a clean database reports nothing; only an admin may ask.
 func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		s, d := backendtest.Store(t, open, driver.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 		clean, _, err := s.Tasks.Enqueue(context.Background(), cks.NewTask{Type: "t", Title: "clean"})
@@ -226,7 +225,7 @@ func TestCheckStoredReportsWhatPredatesTheBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
-		storetest.SetPayloadUnchecked(t, d, old.ID, []byte(deep))
+		backendtest.SetPayloadUnchecked(t, d, old.ID, []byte(deep))
 		status, body := f.do(t, f.token, "GET", fmt.Sprintf("/v1/tasks/%d", old.ID), "")
 		if status != http.StatusOK || !strings.Contains(body, `"payload":`+deep) {
 			t.Errorf("the old task is not served compactly: %d %.200s", status, body)

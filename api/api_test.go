@@ -19,6 +19,7 @@ import (
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
@@ -27,7 +28,6 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -57,16 +57,20 @@ func newFixture(t testing.TB) *fixture {
 
 // newFixtureOn is newFixture on a store of open (backendtest.ForEach's
 // opener, for tests that run on both backends).
-func newFixtureOn(t testing.TB, open storetest.Opener) *fixture { return buildFixture(t, open, false) }
+func newFixtureOn(t testing.TB, open backendtest.Opener) *fixture {
+	return buildFixture(t, open, false)
+}
 
 // newHubFixture is newFixtureOn serving what a hub serves: the real studio
 // and every MCP tool at /mcp.
-func newHubFixture(t testing.TB, open storetest.Opener) *fixture { return buildFixture(t, open, true) }
+func newHubFixture(t testing.TB, open backendtest.Opener) *fixture {
+	return buildFixture(t, open, true)
+}
 
-func buildFixture(t testing.TB, open storetest.Opener, full bool) *fixture {
+func buildFixture(t testing.TB, open backendtest.Opener, full bool) *fixture {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	return fixtureOn(t, dir, open(t, driver.WithClock(c)), c, full)
 }
 
@@ -174,10 +178,10 @@ func TestAuthRequired(t *testing.T) {
 func TestProcesses(t *testing.T) {
 	f := newFixture(t)
 	task := int64(12)
-	r := storetest.Liveness("inst-1", "critic", 0)
+	r := backendtest.Liveness("inst-1", "critic", 0)
 	r.CurrentTaskID, r.CurrentTaskType = &task, "critique"
-	storetest.MustUpsert(t, f.store, r)
-	storetest.MustUpsert(t, f.store, storetest.Liveness("inst-0", "pipeline", -time.Hour))
+	backendtest.MustUpsert(t, f.store, r)
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("inst-0", "pipeline", -time.Hour))
 
 	list := func() map[string]cks.Process {
 		t.Helper()
@@ -195,7 +199,7 @@ func TestProcesses(t *testing.T) {
 		}
 		return out
 	}
-	f.clock.Set(storetest.T0.Add(90 * time.Second))
+	f.clock.Set(backendtest.T0.Add(90 * time.Second))
 	got := list()
 	if p := got["inst-1"]; p.Status != cks.ProcessAlive || p.ProcessKind != "critic" || p.CurrentTaskID == nil || *p.CurrentTaskID != 12 {
 		t.Fatalf("inst-1 = %+v, want alive critic on task 12", p)
@@ -244,10 +248,10 @@ func TestProcesses(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	f := newFixture(t)
-	storetest.MustUpsert(t, f.store, storetest.Liveness("a", "critic", 0))
-	storetest.MustUpsert(t, f.store, storetest.Liveness("b", "critic", time.Second))
-	storetest.MustUpsert(t, f.store, storetest.Liveness("c", "pipeline", -time.Hour))
-	f.clock.Set(storetest.T0.Add(time.Second))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("a", "critic", 0))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("b", "critic", time.Second))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("c", "pipeline", -time.Hour))
+	f.clock.Set(backendtest.T0.Add(time.Second))
 	resp, body := f.get(t, "/metrics", f.token)
 	if resp.StatusCode != 200 {
 		t.Fatalf("/metrics: %d", resp.StatusCode)
@@ -283,7 +287,7 @@ func TestEventsStream(t *testing.T) {
 		t.Fatalf("first line %q, want the connected comment", lines.Text())
 	}
 	// The handler subscribed before writing ": connected", so this is not lost.
-	f.bus.Publish(events.Event{Type: events.ProcessesChanged, At: storetest.T0})
+	f.bus.Publish(events.Event{Type: events.ProcessesChanged, At: backendtest.T0})
 	for lines.Scan() {
 		if lines.Text() == "event: processes" {
 			if !lines.Scan() || !strings.HasPrefix(lines.Text(), `data: {"type":"processes"`) {

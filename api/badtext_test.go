@@ -14,15 +14,14 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // badTextInBody are JSON string contents (between the quotes) that decode
 // to text no backend stores: a NUL byte. (Raw invalid UTF-8 in a JSON
 // string decodes to U+FFFD; in a JSON value kept as it is — payload,
-// metadata, content — it is one of storetest.BadJSON.)
+// metadata, content — it is one of backendtest.BadJSON.)
 // And text longer than every field's limit.
-var badTextInBody = []string{`\u0000`, `nul\u0000byte`, storetest.TooLongText}
+var badTextInBody = []string{`\u0000`, `nul\u0000byte`, backendtest.TooLongText}
 
 // badTextInURL are query and path values that decode to text no backend
 // stores: a NUL byte, invalid UTF-8, an encoded surrogate.
@@ -33,22 +32,22 @@ var badTextInURL = []string{"%00", "a%00b", "%FF", "caf%C3", "%ED%A0%80"}
 // store, and wants 400 invalid_argument naming the field and nothing
 // written (Postgres answered 500, SQLite 200 and stored it).
 func TestBadTextIs400(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		c := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
 		f := fixtureOn(t, datadir.Dir(t.TempDir()), s, c, false)
 
-		open1, _ := storetest.Into(t, s, cks.TaskOpen, "api-open")
-		running, runTok := storetest.Into(t, s, cks.TaskRunning, "api-run")
-		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "api-input")
-		review, _ := storetest.Into(t, s, cks.TaskNeedsReview, "api-review")
-		reviewing, reviewTok := storetest.Into(t, s, cks.TaskReviewing, "api-reviewing")
-		stopped, _ := storetest.Into(t, s, cks.TaskStopped, "api-stopped")
-		aborted, abortTok := storetest.Into(t, s, cks.TaskRunning, "api-aborted")
+		open1, _ := backendtest.Into(t, s, cks.TaskOpen, "api-open")
+		running, runTok := backendtest.Into(t, s, cks.TaskRunning, "api-run")
+		asking, _ := backendtest.Into(t, s, cks.TaskNeedsInput, "api-input")
+		review, _ := backendtest.Into(t, s, cks.TaskNeedsReview, "api-review")
+		reviewing, reviewTok := backendtest.Into(t, s, cks.TaskReviewing, "api-reviewing")
+		stopped, _ := backendtest.Into(t, s, cks.TaskStopped, "api-stopped")
+		aborted, abortTok := backendtest.Into(t, s, cks.TaskRunning, "api-aborted")
 		if _, _, err := s.Tasks.Stop(context.Background(), aborted.ID, "op", "hold", 0); err != nil {
 			t.Fatal(err)
 		}
-		obj := storetest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
+		obj := backendtest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})
 
 		task := func(id int64, rest string) string { return fmt.Sprintf("/v1/tasks/%d%s", id, rest) }
 		lease := func(tok, rest string) string { return `{"lease_token":"` + tok + `"` + rest + `}` }
@@ -123,7 +122,7 @@ func TestBadTextIs400(t *testing.T) {
 			{"DELETE", "/v1/tokens/@", "id"},
 		}
 
-		before := storetest.State(t, s)
+		before := backendtest.State(t, s)
 		check := func(what, method, path, body, field string) {
 			t.Helper()
 			status, resp := f.do(t, f.token, method, path, body)
@@ -139,14 +138,14 @@ func TestBadTextIs400(t *testing.T) {
 		for _, bc := range bodies {
 			values := badTextInBody
 			if bc.json {
-				values = storetest.BadJSON
+				values = backendtest.BadJSON
 			}
 			for _, v := range values {
 				body := strings.Replace(bc.body, "@", v, 1)
 				check(fmt.Sprintf("%s %s %s", bc.method, bc.path, body), bc.method, bc.path, body, bc.field)
 			}
-			after := storetest.State(t, s)
-			storetest.DiffState(t, bc.method+" "+bc.path+" with a bad "+bc.field, before, after)
+			after := backendtest.State(t, s)
+			backendtest.DiffState(t, bc.method+" "+bc.path+" with a bad "+bc.field, before, after)
 			before = after
 		}
 		for _, uc := range urls {
@@ -158,8 +157,8 @@ func TestBadTextIs400(t *testing.T) {
 				}
 				check(uc.method+" "+path, uc.method, path, body, uc.field)
 			}
-			after := storetest.State(t, s)
-			storetest.DiffState(t, uc.method+" "+uc.path+" with a bad "+uc.field, before, after)
+			after := backendtest.State(t, s)
+			backendtest.DiffState(t, uc.method+" "+uc.path+" with a bad "+uc.field, before, after)
 			before = after
 		}
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/backend/backendtest"
 )
 
 // mustDo is do failing the test unless the answer is 2xx.
@@ -99,7 +99,7 @@ func TestCreatedByIsTheCaller(t *testing.T) {
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].CreatedBy != "p" {
 		t.Fatalf("children: %+v %v, want one created by p", page.Tasks, err)
 	}
-	if got := storetest.MustGet(t, f.store, page.Tasks[0].ID); got.Events[0].Actor != "p" {
+	if got := backendtest.MustGet(t, f.store, page.Tasks[0].ID); got.Events[0].Actor != "p" {
 		t.Fatalf("the child's creation event names %q, want p", got.Events[0].Actor)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestDependencyOnUnreadableTaskIsMissing: a caller that may create or edit
@@ -21,7 +20,7 @@ import (
 // learn whether X exists, nor whether it is done (the new task's WAITING,
 // OPEN or BLOCKED). With read on X the dependency is taken.
 func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newHubFixture(t, open)
 		parent := f.enqueue(t)
 		pending, cancelled := f.enqueue(t), f.enqueue(t)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // checkFilterError asserts err is a FieldError naming one of fields.
@@ -47,7 +47,7 @@ func FuzzParseTaskFilter(f *testing.F) {
 		"stopped_longer_than=1h&state=", "stopped_longer_than=2562048h", "state=%00", "type=%ff", "state=open;type=x"} {
 		f.Add(q)
 	}
-	now := storetest.T0
+	now := backendtest.T0
 	f.Fuzz(func(t *testing.T, query string) {
 		q, _ := url.ParseQuery(query) // as r.URL.Query(): bad pairs are dropped
 		got, err := api.ParseTaskFilter(q, now)

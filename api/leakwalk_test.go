@@ -18,7 +18,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -126,7 +125,7 @@ func (st leakState) readers(t *testing.T, f *fixture) map[string]string {
 // credential in any answer. (Only the claimer's own claim answer carries
 // its tokens.)
 func TestNoAnswerShowsALeaseToken(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newHubFixture(t, open)
 		st := newLeakState(t, f)
 		routes := f.api.Routes()
@@ -241,7 +240,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // on / and as a task-scoped agent credential, and finds no lease token, no
 // hash of one and no agent credential in any result.
 func TestNoMCPToolShowsALeaseToken(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newHubFixture(t, open)
 		st := newLeakState(t, f)
 		argsOf := func(tool string, task int64) map[string]any {

@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // httpClaim claims one task of typ over HTTP as worker with token and
@@ -52,7 +51,7 @@ func leaseIn(body string) string {
 // neither with its own task-scoped credential nor with any other credential
 // that may read the task — and so cannot complete the task under it.
 func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 		status, body := f.do(t, f.token, "POST", "/v1/tasks", `{"type":"build","title":"x"}`)
@@ -102,7 +101,7 @@ func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
 		if status, body := f.do(t, worker, "POST", path+"/complete", fmt.Sprintf(`{"lease_token":%q,"result":"mine"}`, lease2)); status != http.StatusOK {
 			t.Fatalf("the rightful executor's complete: %d %s", status, body)
 		}
-		if got := storetest.MustGet(t, f.store, id); got.State != "COMPLETED" || got.Result != "mine" {
+		if got := backendtest.MustGet(t, f.store, id); got.State != "COMPLETED" || got.Result != "mine" {
 			t.Fatalf("task after the run: %s %q, want COMPLETED by the rightful executor", got.State, got.Result)
 		}
 	})
@@ -113,7 +112,7 @@ func TestRevokedExecutorCannotTakeOverTheLease(t *testing.T) {
 // stop, cancel or a reclaim — not at the lease reaper's next pass (the
 // principal row is still there when it is refused).
 func TestClaimCredentialEndsWithItsLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		worker := f.tokenWith(t, cks.Grant{Resource: "/tasks", Permission: auth.PermAppend})
 		for _, c := range []struct {

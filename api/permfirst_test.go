@@ -13,7 +13,6 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // mcpAs connects an MCP client to the fixture's /mcp with token.
@@ -50,7 +49,7 @@ func toolText(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]
 // caller holding the permission gets the 400 naming the field, and nothing
 // changes either way.
 func TestPermissionBeforeInput(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newHubFixture(t, open)
 		task := f.enqueue(t)
 		id := itoa(task.ID)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // stopRows writes, at T0+2m: critic-old (heartbeat T0, stopped), critic-new
@@ -20,11 +20,11 @@ import (
 // silent for an hour).
 func stopRows(t *testing.T, f *fixture) {
 	t.Helper()
-	storetest.MustUpsert(t, f.store, storetest.Liveness("critic-old", "critic", 0))
-	storetest.MustUpsert(t, f.store, storetest.Liveness("critic-new", "critic", time.Minute))
-	storetest.MustUpsert(t, f.store, storetest.Liveness("enr-1", "enrichment", time.Minute))
-	storetest.MustUpsert(t, f.store, storetest.Liveness("pipe-1", "pipeline", -time.Hour))
-	f.clock.Set(storetest.T0.Add(2 * time.Minute))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("critic-old", "critic", 0))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("critic-new", "critic", time.Minute))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("enr-1", "enrichment", time.Minute))
+	backendtest.MustUpsert(t, f.store, backendtest.Liveness("pipe-1", "pipeline", -time.Hour))
+	f.clock.Set(backendtest.T0.Add(2 * time.Minute))
 }
 
 func desiredState(t *testing.T, f *fixture, id string) string {

@@ -34,6 +34,7 @@ import (
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
@@ -41,7 +42,6 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // fuzzHub is an API on a SQLite store in a temporary directory, shared by all
@@ -63,7 +63,7 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 	ctx := context.Background()
 	dir := datadir.Dir(tb.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	s, err := backend.Open(ctx, path, driver.WithClock(c))
 	if err != nil {
 		tb.Fatal(err)
@@ -683,7 +683,7 @@ func FuzzLogin(f *testing.F) {
 			}
 			signedIn = true
 			a := h.store.Principals
-			if _, err := a.AuthenticateSession(context.Background(), c.Value, storetest.T0); err != nil {
+			if _, err := a.AuthenticateSession(context.Background(), c.Value, backendtest.T0); err != nil {
 				t.Fatalf("POST /login %q set cookie %q, which does not authenticate: %v", form, c.Value, err)
 			}
 			if _, err := a.Authenticate(context.Background(), c.Value); err == nil {

@@ -25,7 +25,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // noRedirects is a client that shows redirects instead of following them.
@@ -111,7 +110,7 @@ func (f *fixture) signedIn(t testing.TB, value string) bool {
 // session expires by the clock; admins list sessions without secrets and
 // revoke them; revoking the principal ends its sessions.
 func TestSessions(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newFixtureOn(t, open)
 		ctx := context.Background()
 
@@ -282,7 +281,7 @@ type throttleHub struct {
 
 func newThrottleHub(t *testing.T, cfg api.Config) *throttleHub {
 	t.Helper()
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	dir := datadir.Dir(t.TempDir())
 	s, err := backend.Open(context.Background(), filepath.Join(string(dir), "cks.db"), driver.WithClock(c))
 	if err != nil {

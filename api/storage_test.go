@@ -28,7 +28,6 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestReadOnlyStorageIs503: over an API whose SQLite file this process may
@@ -38,7 +37,7 @@ import (
 func TestReadOnlyStorageIs503(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	path := filepath.Join(string(dir), "cks.db")
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	s, err := backend.Open(context.Background(), path, driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +187,7 @@ func TestHealthzFollowsPostgresReadOnly(t *testing.T) {
 	}
 	s.Close()
 	exec("ALTER DATABASE " + name + " SET default_transaction_read_only = on")
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	s, err = backend.Open(context.Background(), dbURL, driver.WithClock(c))
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func openStore(t testing.TB, dir string) *backend.Backend {
@@ -30,7 +30,7 @@ func TestEnsureAdminToken(t *testing.T) {
 	ctx := context.Background()
 	dir := datadir.Dir(t.TempDir())
 	s := openStore(t, string(dir))
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 
 	created, err := auth.EnsureAdminToken(ctx, s.Principals, dir, c)
 	if err != nil || !created {

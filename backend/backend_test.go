@@ -13,13 +13,12 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // opener opens handles of the composite on url with backend.Open.
-func opener(url string) storetest.Opener {
+func opener(url string) backendtest.Opener {
 	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
@@ -35,35 +34,20 @@ func opener(url string) storetest.Opener {
 // by the URL forms a deployment uses.
 var dialects = []struct {
 	name  string
-	newDB storetest.NewDB
+	newDB backendtest.NewDB
 }{
-	{"sqlite", func(t testing.TB) storetest.Opener {
+	{"sqlite", func(t testing.TB) backendtest.Opener {
 		return opener("sqlite:" + filepath.Join(t.TempDir(), "cks.db"))
 	}},
-	{"postgres", func(t testing.TB) storetest.Opener { return opener(backendtest.PostgresURL(t)) }},
+	{"postgres", func(t testing.TB) backendtest.Opener { return opener(backendtest.PostgresURL(t)) }},
 }
 
-// TestConformance runs the conformance suite's rest (storetest.RunRest:
-// liveness, principals) against the composite on both dialects. Its task
-// ledger and knowledge store are checked against the same composite, opened
-// by backendtest, in ledger (storetest.RunTasks) and knowledge
-// (storetest.RunKnowledge): the three together are storetest.Run, each test
-// run once per dialect.
-func TestConformance(t *testing.T) {
-	for _, d := range dialects {
-		t.Run(d.name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunRest(t, d.newDB)
-		})
-	}
-}
-
-// seeded opens a handle on a fresh database, writes storetest.SeedTask and
+// seeded opens a handle on a fresh database, writes backendtest.SeedTask and
 // closes it.
-func seeded(t testing.TB, open storetest.Opener) {
+func seeded(t testing.TB, open backendtest.Opener) {
 	t.Helper()
 	s := open(t)
-	if _, _, err := s.Tasks.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+	if _, _, err := s.Tasks.Enqueue(context.Background(), backendtest.SeedTask); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -76,7 +60,7 @@ func seeded(t testing.TB, open storetest.Opener) {
 // — are driver/sqlite's TestStoreStorageFaults, against this composite.
 func TestStorageFaults(t *testing.T) {
 	url := backendtest.PostgresURL(t)
-	storetest.StorageFaults(t, storetest.FaultStores{
+	backendtest.StorageFaults(t, backendtest.FaultStores{
 		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
 			seeded(t, opener(url))
 			return opener(backendtest.ReadOnlyURL(url))(t, opts...)
@@ -136,14 +120,14 @@ func TestOpenURLForms(t *testing.T) {
 // The benchmarks of the store conformance suite, against the composite.
 func BenchmarkStore(b *testing.B) {
 	for _, d := range dialects {
-		b.Run(d.name, func(b *testing.B) { storetest.Bench(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) }) })
+		b.Run(d.name, func(b *testing.B) { backendtest.Bench(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) }) })
 	}
 }
 
 func BenchmarkLedger(b *testing.B) {
 	for _, d := range dialects {
 		b.Run(d.name, func(b *testing.B) {
-			storetest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
+			backendtest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
 		})
 	}
 }
@@ -151,7 +135,7 @@ func BenchmarkLedger(b *testing.B) {
 func BenchmarkKnowledge(b *testing.B) {
 	for _, d := range dialects {
 		b.Run(d.name, func(b *testing.B) {
-			storetest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
+			backendtest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.newDB(t)(t) })
 		})
 	}
 }

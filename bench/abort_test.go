@@ -10,13 +10,12 @@ import (
 	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestAbort runs a few rounds of the abort benchmark on both backends: every
 // round must end with a confirmed abort (bench.Abort fails otherwise).
 func TestAbort(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		var calls int
 		r, err := bench.Abort(context.Background(), open(t), open(t), bench.AbortConfig{Rounds: 3,
 			Progress: func(string, int, int) { calls++ }})
@@ -34,7 +33,7 @@ func TestAbort(t *testing.T) {
 // backends: process_status must find the live instance among the history
 // and list_processes must return every row (bench.Liveness fails otherwise).
 func TestLiveness(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		r, err := bench.Liveness(context.Background(), open(t).Liveness, bench.LivenessConfig{History: 50, Samples: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +53,7 @@ func TestPipeline(t *testing.T) {
 	}
 	for _, notify := range []bool{true, false} {
 		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
-			backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+			backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 				r, err := bench.Pipeline(context.Background(), open(t), bench.PipelineConfig{Questions: 8, Corpus: c,
 					Question: bench.ResearchQuestion, NoNotify: !notify, Poll: 20 * time.Millisecond})
 				if err != nil {
@@ -71,7 +70,7 @@ func TestPipeline(t *testing.T) {
 // TestMergeAndSweep runs small versions of the merge and sweeper benchmarks
 // on both backends.
 func TestMergeAndSweep(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		m, err := bench.Merge(context.Background(), st, bench.MergeConfig{Fields: 50, History: 30, Merges: 3})
 		if err != nil || m.Merges != 3 || m.MergeP50 <= 0 {

@@ -8,7 +8,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestLedger runs the ledger benchmark small on both backends, with each
@@ -16,7 +15,7 @@ import (
 // every task must end COMPLETED exactly once (bench.Ledger fails
 // otherwise), in as many claims as the batches need at least.
 func TestLedger(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		for _, concurrent := range []bool{false, true} {
 			t.Run(fmt.Sprint("concurrent=", concurrent), func(t *testing.T) {
 				r, err := bench.Ledger(context.Background(), open(t).Tasks, bench.LedgerConfig{Tasks: 200, Workers: 4, Batch: 10,
@@ -35,7 +34,7 @@ func TestLedger(t *testing.T) {
 // TestLedgerPriorities: with Priorities, task i is enqueued at priority
 // i % Priorities (the side-by-side run gives River's jobs the same order).
 func TestLedgerPriorities(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		if _, err := bench.Ledger(context.Background(), st.Tasks, bench.LedgerConfig{Tasks: 30, Workers: 2, Batch: 5,
 			Priorities: 3}); err != nil {

@@ -15,14 +15,13 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // opener opens one more handle on a test database.
-type opener = storetest.Opener
+type opener = backendtest.Opener
 
 func forEachBackend(t *testing.T, f func(t *testing.T, open opener)) {
 	backendtest.ForEach(t, f)

@@ -11,10 +11,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -57,7 +57,7 @@ func sweep(t testing.TB, s sweeper.Sweeper) int {
 func TestLeaseReaper(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		retry := enqueue(t, st, cks.NewTask{Type: "t", MaxAttempts: 2})
 		dead := enqueue(t, st, cks.NewTask{Type: "u", MaxAttempts: 1})
@@ -101,7 +101,7 @@ func TestLeaseReaper(t *testing.T) {
 func TestLeaseReaperSettlesAborts(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		enqueue(t, st, cks.NewTask{Type: "t"})
 		claimed, err := st.Tasks.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
@@ -135,7 +135,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 func TestLeaseReaperReleasesObjectClaims(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		for _, q := range []string{"dead worker", "live worker"} {
 			if _, err := st.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Content: []byte(`{"question":"` + q + `"}`),
@@ -210,7 +210,7 @@ func TestDependencyRelease(t *testing.T) {
 
 func TestStaleStopReport(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		old := enqueue(t, st, cks.NewTask{Type: "t"})
 		move(t, st, old.ID, cks.TaskStopped)
@@ -220,15 +220,15 @@ func TestStaleStopReport(t *testing.T) {
 		enqueue(t, st, cks.NewTask{Type: "t"}) // OPEN: never reported
 
 		report := sweeper.StaleStopReport{Tasks: st.Tasks, Clock: c, Threshold: 24 * time.Hour}
-		c.Set(storetest.T0.Add(24*time.Hour - time.Second))
+		c.Set(backendtest.T0.Add(24*time.Hour - time.Second))
 		if n := sweep(t, report); n != 0 {
 			t.Fatalf("before the threshold: %d reported", n)
 		}
-		c.Set(storetest.T0.Add(24 * time.Hour))
+		c.Set(backendtest.T0.Add(24 * time.Hour))
 		if n := sweep(t, report); n != 1 {
 			t.Fatalf("at the threshold: %d reported, want 1", n)
 		}
-		c.Set(storetest.T0.Add(27 * time.Hour))
+		c.Set(backendtest.T0.Add(27 * time.Hour))
 		if n := sweep(t, report); n != 2 {
 			t.Fatalf("past both: %d reported, want 2", n)
 		}
@@ -240,7 +240,7 @@ func TestStaleStopReport(t *testing.T) {
 func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		claim := func(typ, worker string) cks.ClaimedTask {
 			t.Helper()

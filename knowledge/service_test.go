@@ -16,23 +16,9 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// TestConformance runs the knowledge and version tests of the store
-// conformance suite (storetest.RunKnowledge) on both dialects, against the
-// composite store backend.Open builds, whose knowledge store is this
-// service (store/backend and ledger run the rest of the suite).
-func TestConformance(t *testing.T) {
-	for _, b := range backendtest.All() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunKnowledge(t, b.NewDB)
-		})
-	}
-}
 
 // TestClaimTokenStoredHashed: the database holds the SHA-256 of a claim
 // token, never the token; fencing compares hashes, so the stored value is
@@ -40,10 +26,10 @@ func TestConformance(t *testing.T) {
 func TestClaimTokenStoredHashed(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		d := open(t)
-		k := knowledge.New(d, clock.NewFake(storetest.T0))
+		k := knowledge.New(d, clock.NewFake(backendtest.T0))
 		ctx := context.Background()
-		a := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
-		b := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+		a := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+		b := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
 		ca, err := k.ClaimObjects(ctx, "todo", "w", 1)
 		if err != nil || len(ca) != 1 {
 			t.Fatalf("ClaimObjects = %v, %v", ca, err)
@@ -81,10 +67,10 @@ func TestClaimTokenStoredHashed(t *testing.T) {
 func TestTransitionRollsBackOnFailure(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		d := open(t)
-		clk := clock.NewFake(storetest.T0)
+		clk := clock.NewFake(backendtest.T0)
 		k := knowledge.New(d, clk)
 		ctx := context.Background()
-		o := storetest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a", Content: json.RawMessage(`{"v":1}`)})
+		o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a", Content: json.RawMessage(`{"v":1}`)})
 		claim, err := k.ClaimObjects(ctx, "a", "w", 1)
 		if err != nil || len(claim) != 1 {
 			t.Fatalf("claim: %v, %v", claim, err)
@@ -93,10 +79,10 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 		// as a concurrent writer that broke the rules would): the
 		// transition's content write collides with it.
 		if _, err := d.Executor().VersionInsertMany(ctx, []driver.VersionRow{{ObjectID: o.ID, Version: 2, Parents: []int64{1},
-			Content: []byte(`{}`), ContentHash: "x", CreatedAt: storetest.T0, IsHead: false}}); err != nil {
+			Content: []byte(`{}`), ContentHash: "x", CreatedAt: backendtest.T0, IsHead: false}}); err != nil {
 			t.Fatal(err)
 		}
-		before := storetest.MustGetObject(t, k, o.ID)
+		before := backendtest.MustGetObject(t, k, o.ID)
 		clk.Advance(time.Minute)
 		_, atts, err := k.TransitionObject(ctx, o.ID, claim[0].ClaimToken, knowledge.ObjectTransition{From: "a", To: "b",
 			Action: "completed", Agent: "step", Content: json.RawMessage(`{"v":2}`), Reasoning: 0,
@@ -104,7 +90,7 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 		if err == nil || len(atts) != 0 {
 			t.Fatalf("transition over a taken version number = %v, %v; want an error and nothing made", atts, err)
 		}
-		after := storetest.MustGetObject(t, k, o.ID)
+		after := backendtest.MustGetObject(t, k, o.ID)
 		if after.Status != "a" || after.ClaimedBy != "w" || after.HeadVersion != 1 || len(after.Edges) != 0 ||
 			len(after.Log) != len(before.Log) || string(after.Content) != string(before.Content) {
 			t.Fatalf("after the failed transition: %+v, was %+v", after, before)
@@ -124,7 +110,7 @@ func TestTransitionRollsBackOnFailure(t *testing.T) {
 func BenchmarkService(b *testing.B) {
 	for _, d := range backendtest.All() {
 		b.Run(d.Name, func(b *testing.B) {
-			storetest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
+			backendtest.BenchKnowledge(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
 		})
 	}
 }

@@ -20,7 +20,7 @@ type verb struct {
 
 // verbs are the operator verbs in the order of the cks.TaskAction
 // constants. The service's operations refuse what admits refuses, so what
-// Actions offers is what they do (storetest's TaskActionsAreTheServices).
+// Actions offers is what they do (ledger's TestTaskControl/*/TaskActionsAreTheServices).
 var verbs = [...]verb{
 	{action: cks.ActionStop, to: cks.TaskStopped},
 	{action: cks.ActionStart, from: cks.TaskStopped, to: cks.TaskOpen},

@@ -17,7 +17,6 @@ import (
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // dialects open a fresh database of each dialect as a bare driver.
@@ -374,7 +373,7 @@ func TestCompleterTouches(t *testing.T) {
 	for _, dl := range dialects {
 		t.Run(dl.name, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(storetest.T0)
+			clk := clock.NewFake(backendtest.T0)
 			g := &gate{Driver: dl.open(t)}
 			s, ctx := ledger.NewService(g, nil, driver.WithClock(clk)), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
@@ -410,7 +409,7 @@ func TestCompleterTouches(t *testing.T) {
 			if got := g.sizes(); !slices.Equal(got, []int{1, 3}) {
 				t.Errorf("flushes of %v tasks, want [1 3]", got)
 			}
-			want := storetest.T0.Add(30*time.Second + time.Hour)
+			want := backendtest.T0.Add(30*time.Second + time.Hour)
 			for _, ct := range []cks.ClaimedTask{a, b} {
 				task, err := s.GetTask(ctx, ct.ID)
 				if err != nil || task.State != cks.TaskClaimed || !task.LeaseExpiresAt.Equal(want) {

@@ -9,7 +9,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestClaimCredentialed: a claim gives every task it takes its credential,
@@ -17,7 +16,7 @@ import (
 // returned, its lease revoked) and fails — no task is left leased to a
 // claimer without a credential.
 func TestClaimCredentialed(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t).Tasks
 		ctx := context.Background()
 		for range 3 {

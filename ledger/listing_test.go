@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestListStoppedFirst: on both backends, every STOPPED task heads the first
@@ -19,13 +18,13 @@ import (
 // page has no STOPPED head; MaxStopped bounds the head and says there is
 // more; an empty Rest lists the STOPPED tasks only.
 func TestListStoppedFirst(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
 		enqueue := func(title string) cks.Task {
 			t.Helper()
-			return storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: title})
+			return backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: title})
 		}
 		stop := func(task cks.Task) {
 			t.Helper()
@@ -34,10 +33,10 @@ func TestListStoppedFirst(t *testing.T) {
 			}
 		}
 		a, b, held, open1, older := enqueue("a"), enqueue("b"), enqueue("held"), enqueue("open"), enqueue("older")
-		stop(held)                          // held since T0
-		c.Set(storetest.T0.Add(-time.Hour)) // a hold from earlier: held longest
+		stop(held)                            // held since T0
+		c.Set(backendtest.T0.Add(-time.Hour)) // a hold from earlier: held longest
 		stop(older)
-		c.Set(storetest.T0.Add(time.Hour))
+		c.Set(backendtest.T0.Add(time.Hour))
 		stop(b)
 
 		l, err := ledger.ListStoppedFirst(ctx, s.Tasks, ledger.StoppedFirstQuery{Limit: 1})
@@ -72,13 +71,13 @@ func TestListStoppedFirst(t *testing.T) {
 // none, on a later page), over the filter's types; stopped_first with a
 // state filter, and an unknown order, are refused naming order.
 func TestListInOrder(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		ctx := context.Background()
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
-		a := storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "a"})
-		held := storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "held"})
-		other := storetest.MustEnqueue(t, s, cks.NewTask{Type: "u", Title: "other type, held"})
+		a := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "a"})
+		held := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "held"})
+		other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "u", Title: "other type, held"})
 		for _, task := range []cks.Task{other, held} {
 			c.Advance(time.Minute)
 			if _, _, err := s.Tasks.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
@@ -115,7 +114,7 @@ func TestListInOrder(t *testing.T) {
 			order cks.TaskOrder
 		}{
 			{cks.TaskFilter{States: []cks.TaskState{cks.TaskOpen}}, cks.TaskOrderStoppedFirst},
-			{cks.TaskFilter{StateChangedBefore: storetest.T0}, cks.TaskOrderStoppedFirst},
+			{cks.TaskFilter{StateChangedBefore: backendtest.T0}, cks.TaskOrderStoppedFirst},
 			{cks.TaskFilter{}, "newest"},
 		} {
 			_, err := ledger.ListInOrder(ctx, s.Tasks, bad.f, bad.order)

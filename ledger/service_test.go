@@ -14,27 +14,13 @@ import (
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
-// TestConformance runs the task ledger's part of the store conformance
-// suite (storetest.RunTasks) on both dialects, against the composite store
-// backend.Open builds, whose tasks are this service's (store/backend and
-// knowledge run the rest of the suite).
-func TestConformance(t *testing.T) {
-	for _, b := range backendtest.All() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			storetest.RunTasks(t, b.NewDB)
-		})
-	}
-}
-
-// BenchmarkLedger is storetest.BenchLedger over the service, per dialect.
+// BenchmarkLedger is backendtest.BenchLedger over the service, per dialect.
 func BenchmarkLedger(b *testing.B) {
 	for _, d := range backendtest.All() {
 		b.Run(d.Name, func(b *testing.B) {
-			storetest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
+			backendtest.BenchLedger(b, func(t testing.TB) *backend.Backend { return d.NewDB(t)(t) })
 		})
 	}
 }
@@ -43,12 +29,12 @@ func BenchmarkLedger(b *testing.B) {
 // (a read-only SQLite file, a Postgres server that runs transactions
 // read-only) fail with cks.ErrStorageReadOnly — the drivers classify the
 // error, the service passes it on — and write nothing, while reads go on.
-// (storetest.StorageFaults checks the composite store; a full database is
+// (backendtest.StorageFaults checks the composite store; a full database is
 // the drivers' own test: the service adds nothing to the error.)
 func TestStorageFaults(t *testing.T) {
 	seeded := func(t testing.TB, d driver.Driver) {
 		t.Helper()
-		if _, _, err := ledger.NewService(d, nil).Enqueue(context.Background(), storetest.SeedTask); err != nil {
+		if _, _, err := ledger.NewService(d, nil).Enqueue(context.Background(), backendtest.SeedTask); err != nil {
 			t.Fatal(err)
 		}
 		d.Close()
@@ -111,7 +97,7 @@ func TestStorageFaults(t *testing.T) {
 				}
 			}
 			page, err := s.ListTasks(ctx, cks.TaskFilter{})
-			if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != storetest.SeedTask.Title || page.Tasks[0].State != cks.TaskOpen {
+			if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != backendtest.SeedTask.Title || page.Tasks[0].State != cks.TaskOpen {
 				t.Fatalf("reads of a read-only database: %+v %v, want the seed task alone, OPEN", page.Tasks, err)
 			}
 		})

@@ -8,13 +8,12 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestStopTaskSaysFrom: the operator's stop answers the state it moved the
 // task from, so no surface reads the task's events to tell it.
 func TestStopTaskSaysFrom(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t).Tasks
 		ctx := context.Background()
 		for _, tc := range []struct {

@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func newService(t testing.TB) (*liveness.Service, *backend.Backend, *clock.Fake) {
@@ -22,12 +21,12 @@ func newService(t testing.TB) (*liveness.Service, *backend.Backend, *clock.Fake)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	return liveness.NewService(s.Driver(), c), s, c
 }
 
 func TestStatusFlipsAtThreeIntervals(t *testing.T) {
-	r := storetest.Liveness("i", "critic", 0) // interval 30 s, heartbeat at T0
+	r := backendtest.Liveness("i", "critic", 0) // interval 30 s, heartbeat at T0
 	cases := []struct {
 		after time.Duration
 		want  cks.ProcessStatus
@@ -40,7 +39,7 @@ func TestStatusFlipsAtThreeIntervals(t *testing.T) {
 		{time.Hour, cks.ProcessStopped},
 	}
 	for _, c := range cases {
-		if got := liveness.StatusAt(r, storetest.T0.Add(c.after)); got != c.want {
+		if got := liveness.StatusAt(r, backendtest.T0.Add(c.after)); got != c.want {
 			t.Errorf("StatusAt(heartbeat + %v) = %s, want %s", c.after, got, c.want)
 		}
 	}
@@ -48,12 +47,12 @@ func TestStatusFlipsAtThreeIntervals(t *testing.T) {
 
 func TestListProcessesUsesInjectedClock(t *testing.T) {
 	svc, s, c := newService(t)
-	fast := storetest.Liveness("fast", "critic", 0)
+	fast := backendtest.Liveness("fast", "critic", 0)
 	fast.LivenessIntervalS = 2 // TTL 6 s
-	slow := storetest.Liveness("slow", "fork_resolution", 0)
+	slow := backendtest.Liveness("slow", "fork_resolution", 0)
 	slow.LivenessIntervalS = 60 // TTL 180 s
-	storetest.MustUpsert(t, s, fast)
-	storetest.MustUpsert(t, s, slow)
+	backendtest.MustUpsert(t, s, fast)
+	backendtest.MustUpsert(t, s, slow)
 
 	statuses := func() map[string]cks.ProcessStatus {
 		t.Helper()
@@ -67,7 +66,7 @@ func TestListProcessesUsesInjectedClock(t *testing.T) {
 		}
 		return out
 	}
-	c.Set(storetest.T0.Add(6 * time.Second))
+	c.Set(backendtest.T0.Add(6 * time.Second))
 	if got := statuses(); got["fast"] != cks.ProcessAlive || got["slow"] != cks.ProcessAlive {
 		t.Fatalf("at +6s: %v, want both alive", got)
 	}
@@ -75,13 +74,13 @@ func TestListProcessesUsesInjectedClock(t *testing.T) {
 	if got := statuses(); got["fast"] != cks.ProcessStopped || got["slow"] != cks.ProcessAlive {
 		t.Fatalf("at +6s+1µs: %v, want fast stopped, slow alive", got)
 	}
-	c.Set(storetest.T0.Add(180*time.Second + time.Microsecond))
+	c.Set(backendtest.T0.Add(180*time.Second + time.Microsecond))
 	if got := statuses(); got["slow"] != cks.ProcessStopped {
 		t.Fatalf("at +180s+1µs: %v, want slow stopped", got)
 	}
 	// A fresh heartbeat brings it back.
 	fast.LastHeartbeatAt = c.Now()
-	storetest.MustUpsert(t, s, fast)
+	backendtest.MustUpsert(t, s, fast)
 	if got := statuses(); got["fast"] != cks.ProcessAlive {
 		t.Fatalf("after a new heartbeat: %v, want fast alive", got)
 	}
@@ -89,9 +88,9 @@ func TestListProcessesUsesInjectedClock(t *testing.T) {
 
 func TestProcessStatus(t *testing.T) {
 	svc, s, c := newService(t)
-	storetest.MustUpsert(t, s, storetest.Liveness("c-old", "critic", 0))
-	storetest.MustUpsert(t, s, storetest.Liveness("c-new", "critic", time.Minute))
-	c.Set(storetest.T0.Add(time.Minute))
+	backendtest.MustUpsert(t, s, backendtest.Liveness("c-old", "critic", 0))
+	backendtest.MustUpsert(t, s, backendtest.Liveness("c-new", "critic", time.Minute))
+	c.Set(backendtest.T0.Add(time.Minute))
 
 	p, err := svc.ProcessStatus(context.Background(), "critic")
 	if err != nil {
@@ -158,7 +157,7 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 		}
 	}
 	wait("start") // the first read always signals
-	storetest.MustUpsert(t, s, storetest.Liveness("i", "critic", 0))
+	backendtest.MustUpsert(t, s, backendtest.Liveness("i", "critic", 0))
 	c.Advance(time.Millisecond) // the next read, on the service's clock
 	wait("upsert")
 	drain()
@@ -177,13 +176,13 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 // an instance by id; anything not alive is found:false (nothing written); an
 // unknown kind is an error listing the kinds. Both backends.
 func TestRequestStop(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		c := clock.NewFake(storetest.T0.Add(time.Minute))
+		c := clock.NewFake(backendtest.T0.Add(time.Minute))
 		svc := liveness.NewService(st.Driver(), c)
-		storetest.MustUpsert(t, st, storetest.Liveness("critic-old", "critic", -time.Hour)) // stopped long ago
-		storetest.MustUpsert(t, st, storetest.Liveness("critic-new", "critic", 30*time.Second))
-		storetest.MustUpsert(t, st, storetest.Liveness("pipeline-dead", "pipeline", -time.Hour))
+		backendtest.MustUpsert(t, st, backendtest.Liveness("critic-old", "critic", -time.Hour)) // stopped long ago
+		backendtest.MustUpsert(t, st, backendtest.Liveness("critic-new", "critic", 30*time.Second))
+		backendtest.MustUpsert(t, st, backendtest.Liveness("pipeline-dead", "pipeline", -time.Hour))
 		ctx := context.Background()
 		for _, tc := range []struct {
 			target string

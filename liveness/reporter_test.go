@@ -15,7 +15,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // waitUntil polls cond until it holds or a minute passes.
@@ -80,16 +79,16 @@ func TestInstanceIDIsAUUID(t *testing.T) {
 // TestReporterLifecycle: the first write, the current task, the tick, and
 // the graceful exit that reads stopped at once.
 func TestReporterLifecycle(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		svc := liveness.NewService(st.Driver(), c)
 		r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "critic", Interval: 20 * time.Millisecond, Clock: c})
 		if err := r.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		first := row(t, st, r.InstanceID())
-		if !first.StartedAt.Equal(storetest.T0) || !first.LastHeartbeatAt.Equal(storetest.T0) ||
+		if !first.StartedAt.Equal(backendtest.T0) || !first.LastHeartbeatAt.Equal(backendtest.T0) ||
 			first.ProcessKind != "critic" || first.LivenessIntervalS != 0.02 || first.PID == 0 {
 			t.Fatalf("first heartbeat %+v", first)
 		}
@@ -98,14 +97,14 @@ func TestReporterLifecycle(t *testing.T) {
 			got := row(t, st, r.InstanceID())
 			return got.CurrentTaskID != nil && *got.CurrentTaskID == 42 && got.CurrentTaskType == "critique"
 		})
-		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
+		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0) {
 			t.Fatalf("heartbeat %v before the clock moved", got.LastHeartbeatAt)
 		}
 		tick(t, c, time.Minute)                            // the interval (20ms) is on c: the tick comes when c passes it
 		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
 			t.Fatal(err)
 		}
-		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(time.Minute)) {
+		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0.Add(time.Minute)) {
 			t.Fatalf("heartbeat %v after the tick, want T0+1m", got.LastHeartbeatAt)
 		}
 		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessAlive {
@@ -115,7 +114,7 @@ func TestReporterLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		last := row(t, st, r.InstanceID())
-		if !last.LastHeartbeatAt.Equal(liveness.Epoch) || last.CurrentTaskID != nil || !last.StartedAt.Equal(storetest.T0) {
+		if !last.LastHeartbeatAt.Equal(liveness.Epoch) || last.CurrentTaskID != nil || !last.StartedAt.Equal(backendtest.T0) {
 			t.Fatalf("final heartbeat %+v", last)
 		}
 		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessStopped {
@@ -129,7 +128,7 @@ func TestReporterLifecycle(t *testing.T) {
 // the tick cannot be what delivered it), and through the tick alone when
 // the watch is off.
 func TestReporterStopRequest(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		for _, tc := range []struct {
 			name     string
 			interval time.Duration
@@ -142,7 +141,7 @@ func TestReporterStopRequest(t *testing.T) {
 				st, op := open(t), open(t)
 				stopped := make(chan struct{})
 				var calls atomic.Int32
-				c := clock.NewFake(storetest.T0)
+				c := clock.NewFake(backendtest.T0)
 				r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "pipeline", Interval: tc.interval,
 					Clock: c, NoFastPath: tc.noFast, OnStopRequested: func() {
 						if calls.Add(1) == 1 {
@@ -202,10 +201,10 @@ func (f *flaky) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) er
 // TestReporterSurvivesStoreOutage: failed ticks are logged and retried; the
 // reporter neither stops the process nor gives up.
 func TestReporterSurvivesStoreOutage(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		b := open(t)
 		st := &flaky{Service: b.Liveness, failed: make(chan struct{}, 4)}
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		r := liveness.NewReporter(st, liveness.ReporterConfig{Kind: "critic", Interval: 10 * time.Millisecond, Clock: c,
 			OnStopRequested: func() { t.Error("an outage asked the process to stop") }})
 		if err := r.Start(context.Background()); err != nil {
@@ -218,14 +217,14 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 		r.SetCurrentTask(1, "x") // forces a write attempt now
 		recv(t, st.failed, "the failed write of the current task")
 		st.down.Store(false)
-		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0) {
+		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0) {
 			t.Fatalf("heartbeat %v during the outage", got.LastHeartbeatAt)
 		}
 		tick(t, c, time.Minute)
 		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
 			t.Fatal(err)
 		}
-		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(storetest.T0.Add(2*time.Minute)) ||
+		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0.Add(2*time.Minute)) ||
 			got.CurrentTaskID == nil || *got.CurrentTaskID != 1 {
 			t.Fatalf("after the outage: %+v; want the heartbeat at T0+2m with task 1", got)
 		}

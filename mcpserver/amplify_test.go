@@ -9,15 +9,14 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestToolAnswersAreNotEscaped: a tool's answer carries <, > and & as they
 // are, so a payload of them comes back about its own size (as \u003c each
 // it was six times that: issue 22, finding 2).
 func TestToolAnswersAreNotEscaped(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		clk := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		clk := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(clk))
 		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
 		mcpserver.AddTaskTools(srv, s.Tasks)

@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestToolsRefuseBadText: a tool argument that reaches the store with text
@@ -20,18 +19,18 @@ import (
 // backends, and nothing is written (Postgres failed with a database error,
 // SQLite stored it).
 func TestToolsRefuseBadText(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		clk := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		clk := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(clk))
 		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
 		mcpserver.AddTaskTools(srv, s.Tasks)
 		mcpserver.AddObjectTools(srv, s.Objects)
 		cs := connectInMemory(t, srv)
 
-		open1, _ := storetest.Into(t, s, cks.TaskOpen, "mcp-open")
-		running, _ := storetest.Into(t, s, cks.TaskRunning, "mcp-run")
-		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "mcp-input")
-		stopped, _ := storetest.Into(t, s, cks.TaskStopped, "mcp-stopped")
+		open1, _ := backendtest.Into(t, s, cks.TaskOpen, "mcp-open")
+		running, _ := backendtest.Into(t, s, cks.TaskRunning, "mcp-run")
+		asking, _ := backendtest.Into(t, s, cks.TaskNeedsInput, "mcp-input")
+		stopped, _ := backendtest.Into(t, s, cks.TaskStopped, "mcp-stopped")
 
 		const bad = "nul\x00byte"
 		cases := []struct {
@@ -58,7 +57,7 @@ func TestToolsRefuseBadText(t *testing.T) {
 			{mcpserver.ToolSubmitResearch, "question", map[string]any{"question": "why " + bad}},
 			{mcpserver.ToolSubmitResearch, "corpus", map[string]any{"question": "why?", "corpus": "/data/" + bad}},
 		}
-		before := storetest.State(t, s)
+		before := backendtest.State(t, s)
 		for _, c := range cases {
 			what := fmt.Sprintf("%s with a bad %s", c.tool, c.field)
 			res := call(t, cs, c.tool, c.args)
@@ -67,8 +66,8 @@ func TestToolsRefuseBadText(t *testing.T) {
 			} else if got := toolText(t, res); !strings.HasPrefix(got, "invalid "+c.field+": expected ") {
 				t.Errorf("%.200s: tool error %.300q, want one naming %s", what, got, c.field)
 			}
-			after := storetest.State(t, s)
-			storetest.DiffState(t, what, before, after)
+			after := backendtest.State(t, s)
+			backendtest.DiffState(t, what, before, after)
 			before = after
 		}
 	})

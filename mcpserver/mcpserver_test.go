@@ -19,10 +19,10 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -41,7 +41,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := clock.NewFake(storetest.T0)
+	clk := clock.NewFake(backendtest.T0)
 	return &env{store: st, clock: clk, srv: mcpserver.New(liveness.NewService(st.Driver(), clk), "v-test")}
 }
 
@@ -218,10 +218,10 @@ func TestListProcessesTTL(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cs := connectInMemory(t, e.srv)
-	row := storetest.Liveness("i-1", "critic", 0) // interval 30 s, heartbeat at T0
+	row := backendtest.Liveness("i-1", "critic", 0) // interval 30 s, heartbeat at T0
 	task := int64(7)
 	row.CurrentTaskID, row.CurrentTaskType = &task, "research"
-	storetest.MustUpsert(t, e.store, row)
+	backendtest.MustUpsert(t, e.store, row)
 	ttl := time.Duration(liveness.TTLFactor*row.LivenessIntervalS) * time.Second
 
 	tests := []struct {
@@ -235,14 +235,14 @@ func TestListProcessesTTL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e.clock.Set(storetest.T0.Add(tc.elapsed))
+			e.clock.Set(backendtest.T0.Add(tc.elapsed))
 			var got cks.ProcessList
 			decode(t, call(t, cs, "list_processes", nil), &got)
 			if len(got.Processes) != 1 {
 				t.Fatalf("got %d processes, want 1: %+v", len(got.Processes), got)
 			}
 			p := got.Processes[0]
-			storetest.EqualLiveness(t, p.AgentLiveness, row)
+			backendtest.EqualLiveness(t, p.AgentLiveness, row)
 			if p.Status != tc.want {
 				t.Errorf("status = %q, want %q", p.Status, tc.want)
 			}
@@ -265,12 +265,12 @@ func TestProcessStatus(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cs := connectInMemory(t, e.srv)
-	old := storetest.Liveness("critic-old", "critic", 0)
-	old.LastHeartbeatAt = storetest.T0.Add(10 * time.Minute) // heartbeats later than newer, still not "current"
-	storetest.MustUpsert(t, e.store, old)
-	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-new", "critic", time.Minute))
-	storetest.MustUpsert(t, e.store, storetest.Liveness("pipe-1", "pipeline", 0))
-	e.clock.Set(storetest.T0.Add(2 * time.Minute))
+	old := backendtest.Liveness("critic-old", "critic", 0)
+	old.LastHeartbeatAt = backendtest.T0.Add(10 * time.Minute) // heartbeats later than newer, still not "current"
+	backendtest.MustUpsert(t, e.store, old)
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-new", "critic", time.Minute))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("pipe-1", "pipeline", 0))
+	e.clock.Set(backendtest.T0.Add(2 * time.Minute))
 
 	tests := []struct {
 		name       string
@@ -313,9 +313,9 @@ func TestProcessStatus(t *testing.T) {
 func TestStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	row := storetest.Liveness("i-http", "exec", 0)
-	storetest.MustUpsert(t, e.store, row)
-	admin := cks.Principal{ID: "admin", Name: "admin", CreatedAt: storetest.T0}
+	row := backendtest.Liveness("i-http", "exec", 0)
+	backendtest.MustUpsert(t, e.store, row)
+	admin := cks.Principal{ID: "admin", Name: "admin", CreatedAt: backendtest.T0}
 	if err := e.store.Principals.CreatePrincipal(ctx(t), admin, "hash", []cks.Grant{{Resource: "/", Permission: auth.PermAdmin}}); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestServeStdio(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			storetest.MustUpsert(t, e.store, storetest.Liveness("i-stdio", "critic", 0))
+			backendtest.MustUpsert(t, e.store, backendtest.Liveness("i-stdio", "critic", 0))
 			serverIn, clientOut := pipe(t)
 			clientIn, serverOut := pipe(t)
 			stdin, stdout := os.Stdin, os.Stdout

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestRequestProcessStop: the newest alive instance of the kind is asked to
@@ -20,10 +20,10 @@ func TestRequestProcessStop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cs := connectInMemory(t, e.srv)
-	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-old", "critic", 0))
-	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-new", "critic", time.Minute))
-	storetest.MustUpsert(t, e.store, storetest.Liveness("pipe-1", "pipeline", -time.Hour))
-	e.clock.Set(storetest.T0.Add(2 * time.Minute))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-old", "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-new", "critic", time.Minute))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("pipe-1", "pipeline", -time.Hour))
+	e.clock.Set(backendtest.T0.Add(2 * time.Minute))
 
 	for _, tc := range []struct {
 		kind string
@@ -79,7 +79,7 @@ func TestRequestProcessStop(t *testing.T) {
 // resource, and nothing is requested; control on exactly that kind suffices.
 func TestRequestProcessStopNeedsControl(t *testing.T) {
 	hs, e, _ := mcpOverAPI(t)
-	storetest.MustUpsert(t, e.store, storetest.Liveness("critic-1", "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-1", "critic", 0))
 	args := map[string]any{"process_kind": "critic"}
 
 	reader := connectAs(t, hs.URL, token(t, e.store.Principals, cks.Grant{Resource: "/", Permission: auth.PermRead}))

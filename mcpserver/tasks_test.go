@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // toolText returns the text content of a tool result.
@@ -150,7 +150,7 @@ type updateOut struct {
 // running enqueues a task of type typ and makes worker-1 run it.
 func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 	t.Helper()
-	task := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
+	task := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
 	got, err := e.store.Tasks.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
 	if err != nil || len(got) != 1 || got[0].ID != task.ID {
 		t.Fatalf("claim %s: %v %+v", typ, err, got)
@@ -216,7 +216,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 	}
 
 	// Stop of a task nobody runs: straight to STOPPED, no abort.
-	idle := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "idle"})
+	idle := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "idle"})
 	plain := structured[stopOut](t, call(t, cs, mcpserver.ToolStopTask, map[string]any{"task_id": idle.ID, "reason": "later"}))
 	if plain.Task.State != "STOPPED" || plain.Abort != nil {
 		t.Fatalf("stop_task of an OPEN task = %+v", plain)
@@ -252,9 +252,9 @@ func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
 	cs := connectInMemory(t, e.srv)
 
-	a := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "a", Title: "a"})
-	b := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "b", Title: "b", DependsOn: []int64{a.ID}})
-	done := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "done", Title: "done"})
+	a := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "a", Title: "a"})
+	b := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "b", Title: "b", DependsOn: []int64{a.ID}})
+	done := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "done", Title: "done"})
 	if _, err := e.store.Tasks.Cancel(ctx(t), done.ID, "tester", "not needed"); err != nil {
 		t.Fatal(err)
 	}

@@ -26,13 +26,13 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -61,7 +61,7 @@ func newToolHub(tb testing.TB) *toolHub {
 	tb.Helper()
 	c := context.Background()
 	path := filepath.Join(tb.TempDir(), "cks.db")
-	clk := clock.NewFake(storetest.T0)
+	clk := clock.NewFake(backendtest.T0)
 	st, err := backend.Open(c, path, driver.WithClock(clk))
 	if err != nil {
 		tb.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestBlankTextRulesAreTheStores: on both backends, a stop reason, an
@@ -22,13 +21,13 @@ import (
 // as it is. (The store used to accept a blank answer or question that the
 // surfaces refused, each with its own message.)
 func TestBlankTextRulesAreTheStores(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		ctx := context.Background()
-		s := open(t, driver.WithClock(clock.NewFake(storetest.T0)))
-		open1, _ := storetest.Into(t, s, cks.TaskOpen, "rules-open")
-		asking, _ := storetest.Into(t, s, cks.TaskNeedsInput, "rules-input")
-		running, tok := storetest.Into(t, s, cks.TaskRunning, "rules-run")
-		before := storetest.State(t, s)
+		s := open(t, driver.WithClock(clock.NewFake(backendtest.T0)))
+		open1, _ := backendtest.Into(t, s, cks.TaskOpen, "rules-open")
+		asking, _ := backendtest.Into(t, s, cks.TaskNeedsInput, "rules-input")
+		running, tok := backendtest.Into(t, s, cks.TaskRunning, "rules-run")
+		before := backendtest.State(t, s)
 
 		want := func(what string, err error, rule error) {
 			t.Helper()
@@ -51,6 +50,6 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 		_, err = ops.AnswerTask.Do(op, svc, &cks.AnswerTaskInput{TaskID: asking.ID, Text: " "})
 		want("answer_task with a blank text", err, ledger.ValidateAnswer(""))
 
-		storetest.DiffState(t, "refused blank text", before, storetest.State(t, s))
+		backendtest.DiffState(t, "refused blank text", before, backendtest.State(t, s))
 	})
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestCountTasks: on both backends, count_tasks answers every state the
@@ -24,16 +23,16 @@ import (
 // stopped_longer_than counts the stale stops as list_tasks lists them; a
 // state list_tasks refuses is refused in its words.
 func TestCountTasks(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		c := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
 		ctx := auth.WithLocalOperator(context.Background())
 		svc := &ops.Services{Tasks: s.Tasks, Clock: c}
 		for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskOpen, cks.TaskStopped, cks.TaskCompleted} {
-			storetest.Into(t, s, st, "count-"+strings.ToLower(string(st)))
+			backendtest.Into(t, s, st, "count-"+strings.ToLower(string(st)))
 		}
 		c.Advance(48 * time.Hour)
-		storetest.Into(t, s, cks.TaskStopped, "count-fresh")
+		backendtest.Into(t, s, cks.TaskStopped, "count-fresh")
 
 		all, err := ops.CountTasks.Do(ctx, svc, &cks.CountTasksInput{})
 		if err != nil {
@@ -72,12 +71,12 @@ func TestCountTasks(t *testing.T) {
 // TestGetTaskActions: get_task lists the verbs the ledger admits in the
 // task's state, an empty list (not none) for a finished task.
 func TestGetTaskActions(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		s := open(t, driver.WithClock(clock.NewFake(storetest.T0)))
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t, driver.WithClock(clock.NewFake(backendtest.T0)))
 		ctx := auth.WithLocalOperator(context.Background())
 		svc := &ops.Services{Tasks: s.Tasks}
 		for _, st := range ledger.All {
-			task, _ := storetest.Into(t, s, st, "actions-"+strings.ToLower(string(st)))
+			task, _ := backendtest.Into(t, s, st, "actions-"+strings.ToLower(string(st)))
 			got, err := ops.GetTask.Do(ctx, svc, &cks.TaskInput{TaskID: task.ID})
 			if err != nil {
 				t.Fatal(err)

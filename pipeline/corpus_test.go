@@ -13,7 +13,6 @@ import (
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // unrelated is a corpus that answers none of the test questions.
@@ -47,7 +46,7 @@ func submitWith(t testing.TB, k *knowledge.Service, q, dir string) cks.Object {
 // naming a directory that cannot be loaded parks in needs_input with the
 // load error as the reason, without a model call.
 func TestPerQuestionCorpus(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: unrelated(t)})

@@ -20,7 +20,6 @@ import (
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -213,7 +212,7 @@ func synthesis(t testing.TB, k pipeline.Store, q cks.Object) pipeline.SynthesisC
 // steps, concurrently (two workers per step), each ending resolved with a
 // cited synthesis, its log the full chain, and the steps' events published.
 func TestResolvesQuestions(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		bus := &events.Bus{}
 		evs, unsub := bus.Subscribe()
@@ -276,9 +275,9 @@ func (r slowResearcher) Run(ctx context.Context, env *pipeline.Env, obj cks.Obje
 // TestStepEventsUseTheClock: a step's events carry the time of the
 // orchestrator's clock and the step's duration measured on it.
 func TestStepEventsUseTheClock(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		bus := &events.Bus{}
 		evs, unsub := bus.Subscribe()
 		defer unsub()
@@ -293,11 +292,11 @@ func TestStepEventsUseTheClock(t *testing.T) {
 		}
 		started, completed := <-evs, <-evs
 		se, ce := started.Data.(events.StepEvent), completed.Data.(events.StepEvent)
-		if started.Type != events.AgentStepStarted || se.Step != "researcher" || !started.At.Equal(storetest.T0) {
-			t.Fatalf("first event %s %+v at %v, want the researcher's start at %v", started.Type, se, started.At, storetest.T0)
+		if started.Type != events.AgentStepStarted || se.Step != "researcher" || !started.At.Equal(backendtest.T0) {
+			t.Fatalf("first event %s %+v at %v, want the researcher's start at %v", started.Type, se, started.At, backendtest.T0)
 		}
 		if completed.Type != events.AgentStepCompleted || ce.Step != "researcher" || ce.DurationMS != 1500 ||
-			!completed.At.Equal(storetest.T0.Add(1500*time.Millisecond)) {
+			!completed.At.Equal(backendtest.T0.Add(1500*time.Millisecond)) {
 			t.Fatalf("second event %s %+v at %v, want the researcher done in 1500 ms", completed.Type, ce, completed.At)
 		}
 	})
@@ -305,7 +304,7 @@ func TestStepEventsUseTheClock(t *testing.T) {
 
 // TestSequential drives one question end to end.
 func TestSequential(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		o, err := pipeline.New(pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t)})
 		if err != nil {
@@ -322,7 +321,7 @@ func TestSequential(t *testing.T) {
 // TestParksAfterRounds: a question the corpus cannot answer is sent back
 // with reasons and parked in needs_input after MaxRounds, never looping.
 func TestParksAfterRounds(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), MaxRounds: 2})
 		o := settle(t, k.Objects, submit(t, k.Objects, absent).ID)[0]
@@ -358,7 +357,7 @@ func TestParksAfterRounds(t *testing.T) {
 // workers per step keep racing for each status through the whole run; 500
 // took five minutes of CI under -race and showed nothing more).
 func TestModelRunsOncePerObject(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
 		const n = 150
@@ -390,7 +389,7 @@ func TestModelRunsOncePerObject(t *testing.T) {
 // TestPanickingStepIsRestarted: a step that panics is restarted by the
 // orchestrator and the question still resolves.
 func TestPanickingStepIsRestarted(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(func(method, _ string, n int) error {
 			if method == "critique" && n == 1 {
@@ -409,7 +408,7 @@ func TestPanickingStepIsRestarted(t *testing.T) {
 // TestRedeliveryCallsNoModel: an object re-delivered to a step that already
 // completed it (same content, same round) is moved on without a model call.
 func TestRedeliveryCallsNoModel(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(nil)
 		o, err := pipeline.New(pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: m, Corpus: corpus(t)})
@@ -449,7 +448,7 @@ func TestRedeliveryCallsNoModel(t *testing.T) {
 // logged as the step's failure, the question is retried; a step that keeps
 // getting unusable replies parks it.
 func TestUnusableReplies(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(func(method, q string, n int) error {
 			if method == "synthesize" && (n == 1 || strings.HasPrefix(q, "always")) {
@@ -483,7 +482,7 @@ func TestUnusableReplies(t *testing.T) {
 // TestModelDown: while the model is unreachable the claim is given back
 // (no log entry, nothing lost) and the step backs off; then it resolves.
 func TestModelDown(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		m := newCounting(func(method, _ string, n int) error {
 			if method == "research" && n <= 2 {
@@ -503,9 +502,9 @@ func TestModelDown(t *testing.T) {
 // the workers wait one Poll of the orchestrator's clock between claims, and
 // a question submitted while they wait moves only when the poll comes round.
 func TestFallbackPoll(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		const poll = time.Minute
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: llm.NewOffline(), Corpus: corpus(t), NoNotify: true, Poll: poll,
 			ClaimTouch: time.Hour, Clock: c})
@@ -581,10 +580,10 @@ func (b blocking) Run(ctx context.Context, _ *pipeline.Env, _ cks.Object) (pipel
 // orchestrator's clock, and a renewal that finds the claim lost cancels the
 // step with cks.ErrLeaseLost as the cause (the claim's lease.Keeper).
 func TestClaimTouch(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		ks := open(t)
 		k := &touchCounting{Store: ks.Objects}
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		b := blocking{entered: make(chan struct{})}
 		o, err := pipeline.New(pipeline.Config{Store: k, Model: llm.NewOffline(), Corpus: corpus(t),
 			Steps: []pipeline.Step{b}, ClaimTouch: time.Minute, Clock: c})

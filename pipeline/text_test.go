@@ -9,7 +9,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // accented is the offline model with every claim and answer led by a long
@@ -38,7 +37,7 @@ func (a accented) Synthesize(ctx context.Context, in llm.SynthesisInput) (llm.Sy
 // the store takes them (as text in UTF-8) and the question resolves, on
 // both backends.
 func TestTitlesAreCutAtCharacters(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		k := open(t)
 		start(t, pipeline.Config{Store: k.Objects, Changes: k.Changes, Model: accented{llm.NewOffline()}, Corpus: corpus(t), Workers: 1})
 		q := submit(t, k.Objects, questions[0])
@@ -48,7 +47,7 @@ func TestTitlesAreCutAtCharacters(t *testing.T) {
 		}
 		titled := 0
 		for _, e := range o.Edges {
-			other := storetest.MustGetObject(t, k.Objects, e.Src)
+			other := backendtest.MustGetObject(t, k.Objects, e.Src)
 			if err := cks.ValidateText("title", other.Title); err != nil {
 				t.Errorf("object %d (%s): %v", other.ID, other.Kind, err)
 			}

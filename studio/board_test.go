@@ -15,11 +15,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -47,7 +47,7 @@ func (s stepSweeper) SweepOnce(context.Context) (int, error) { return s.count, s
 
 func newFullEnv(t *testing.T) fullEnv {
 	t.Helper()
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s, err := backend.Open(context.Background(), path, driver.WithClock(c))
 	if err != nil {
@@ -204,7 +204,7 @@ func TestSweeperListErrorRendersMessage(t *testing.T) {
 
 func enqueue(t *testing.T, s *backend.Backend, typ, title string) cks.Task {
 	t.Helper()
-	return storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
+	return backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, Priority: 5, CreatedBy: "tester"})
 }
 
 func claim(t *testing.T, s *backend.Backend, typ string) cks.ClaimedTask {
@@ -337,7 +337,7 @@ func TestTaskBoardCapsLongLists(t *testing.T) {
 func TestTaskPage(t *testing.T) {
 	e := newFullEnv(t)
 	ctx := context.Background()
-	task := storetest.MustEnqueue(t, e.store, cks.NewTask{Type: "research", Title: "Find <the> answer",
+	task := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "research", Title: "Find <the> answer",
 		Description: "Look it up.", Payload: []byte(`{"q":"<script>alert(1)</script>","n":1}`), Priority: 7, CreatedBy: "tester"})
 
 	c := claim(t, e.store, "research")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/store/storetest"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -18,7 +18,7 @@ import (
 func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.ClaimedTask {
 	t.Helper()
 	ctx := context.Background()
-	task := storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
 	ts, err := s.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
 	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
 		t.Fatalf("claim %s: %v, %+v", typ, err, ts)

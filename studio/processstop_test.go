@@ -12,9 +12,9 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/api"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -35,9 +35,9 @@ func processCard(t *testing.T, body, id string) string {
 // instead; a stopped card has neither; no card offers a start.
 func TestProcessCardsOfferStop(t *testing.T) {
 	e := newEnv(t)
-	storetest.MustUpsert(t, e.store, storetest.Liveness("alive-instance-000000001", "critic", 0))
-	storetest.MustUpsert(t, e.store, storetest.Liveness("asked-instance-000000002", "enrichment", 0))
-	storetest.MustUpsert(t, e.store, storetest.Liveness("gone-instance-0000000003", "pipeline", -time.Hour))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("alive-instance-000000001", "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("asked-instance-000000002", "enrichment", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("gone-instance-0000000003", "pipeline", -time.Hour))
 	if ok, err := e.store.Liveness.RequestAgentStop(context.Background(), "asked-instance-000000002"); err != nil || !ok {
 		t.Fatalf("RequestAgentStop: %v %v", ok, err)
 	}
@@ -95,7 +95,7 @@ func TestProcessStopScript(t *testing.T) {
 // reads "stop requested"; a signed-in reader without control is refused.
 func TestProcessStopFromBrowser(t *testing.T) {
 	e := newEnv(t)
-	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness(instanceID, "critic", 0))
 	svc := liveness.NewService(e.store.Driver(), e.clock)
 	a := api.New(api.Config{Services: &ops.Services{Liveness: svc, Principals: e.store.Principals, Clock: e.clock}, Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
 	hs := httptest.NewServer(a)

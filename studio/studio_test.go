@@ -16,9 +16,9 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -36,7 +36,7 @@ func newEnv(t testing.TB) env {
 		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	return env{store: s, clock: c, h: studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test"})}
 }
 
@@ -96,8 +96,8 @@ const instanceID = "3f2a9c1e-7b4d-4e8a-9c0f-1a2b3c4d5e6f"
 
 func TestPanelShowsProcessAndTurnsStopped(t *testing.T) {
 	e := newEnv(t)
-	r := storetest.Liveness(instanceID, "critic", 0) // host-a, pid 4242, every 30s
-	storetest.MustUpsert(t, e.store, r)
+	r := backendtest.Liveness(instanceID, "critic", 0) // host-a, pid 4242, every 30s
+	backendtest.MustUpsert(t, e.store, r)
 
 	steps := []struct {
 		name       string
@@ -133,14 +133,14 @@ func TestPanelShowsProcessAndTurnsStopped(t *testing.T) {
 
 func TestPanelShowsCurrentTaskAndAliveFirst(t *testing.T) {
 	e := newEnv(t)
-	busy := storetest.Liveness("busy-instance-0000000001", "pipeline", 0)
+	busy := backendtest.Liveness("busy-instance-0000000001", "pipeline", 0)
 	task := int64(77)
 	busy.CurrentTaskID, busy.CurrentTaskType = &task, "research"
-	old := storetest.Liveness("old-instance-00000000002", "enrichment", -time.Hour) // long silent
-	newer := storetest.Liveness("new-instance-00000000003", "fork_resolution", time.Minute)
-	newer.LastHeartbeatAt = storetest.T0.Add(-5 * time.Minute) // started later, but silent
+	old := backendtest.Liveness("old-instance-00000000002", "enrichment", -time.Hour) // long silent
+	newer := backendtest.Liveness("new-instance-00000000003", "fork_resolution", time.Minute)
+	newer.LastHeartbeatAt = backendtest.T0.Add(-5 * time.Minute) // started later, but silent
 	for _, r := range []cks.AgentLiveness{busy, old, newer} {
-		storetest.MustUpsert(t, e.store, r)
+		backendtest.MustUpsert(t, e.store, r)
 	}
 
 	page := get(t, e.h, "/")
@@ -164,12 +164,12 @@ func TestPanelShowsCurrentTaskAndAliveFirst(t *testing.T) {
 
 func TestPanelEscapesStoredText(t *testing.T) {
 	e := newEnv(t)
-	r := storetest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)
+	r := backendtest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)
 	r.Hostname = "<b>evil</b>"
 	task := int64(7) // a task id: the store keeps no current task of id 0
 	r.CurrentTaskID = &task
 	r.CurrentTaskType = "<img src=x onerror=alert(2)>"
-	storetest.MustUpsert(t, e.store, r)
+	backendtest.MustUpsert(t, e.store, r)
 
 	page := get(t, e.h, "/")
 	wantHTML(t, page, http.StatusOK)
@@ -179,7 +179,7 @@ func TestPanelEscapesStoredText(t *testing.T) {
 
 func TestFragmentHasCardsWithoutChrome(t *testing.T) {
 	e := newEnv(t)
-	storetest.MustUpsert(t, e.store, storetest.Liveness(instanceID, "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness(instanceID, "critic", 0))
 
 	frag := get(t, e.h, studio.FragmentPath)
 	wantHTML(t, frag, http.StatusOK)

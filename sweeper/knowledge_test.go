@@ -15,19 +15,18 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
 // kfix is one backend's store for a knowledge sweeper test.
 type kfix struct {
 	t    *testing.T
-	open storetest.Opener
+	open backendtest.Opener
 	st   *backend.Backend
 }
 
-func newKFix(t *testing.T, open storetest.Opener) *kfix {
-	return &kfix{t: t, open: open, st: open(t, driver.WithClock(clock.NewFake(storetest.T0)))}
+func newKFix(t *testing.T, open backendtest.Opener) *kfix {
+	return &kfix{t: t, open: open, st: open(t, driver.WithClock(clock.NewFake(backendtest.T0)))}
 }
 
 func (f *kfix) versions() *knowledge.Service { return f.st.Objects }
@@ -42,7 +41,7 @@ func (f *kfix) obj(kind, status string, content any) int64 {
 		}
 		raw = b
 	}
-	return storetest.MustCreateObject(f.t, f.st.Objects, knowledge.NewObject{Kind: kind, Status: status, Content: raw}).ID
+	return backendtest.MustCreateObject(f.t, f.st.Objects, knowledge.NewObject{Kind: kind, Status: status, Content: raw}).ID
 }
 
 func (f *kfix) edge(src, dst int64, base string) {
@@ -118,7 +117,7 @@ func (f *kfix) fork(v *knowledge.Service, id int64, n int) []int64 {
 }
 
 func TestForkDetection(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		v := f.versions()
 		plain := f.obj("note", "", map[string]any{"a": 1})
@@ -156,7 +155,7 @@ func TestForkDetection(t *testing.T) {
 // global ids) never block a fork whose per-object head numbers are the same
 // digits: the keys name heads by version number ("v2,v3").
 func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		v := f.versions()
 		o := f.obj("note", "", map[string]any{"a": 1})
@@ -177,7 +176,7 @@ func TestForkDetectionKeysOfPerObjectNumbers(t *testing.T) {
 // TestForkDetectionTwoHubs: two sweepers on two handles of one database sweep
 // the same fork at the same time; exactly one task results.
 func TestForkDetectionTwoHubs(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		v := f.versions()
 		id := f.obj("note", "", nil)
@@ -236,7 +235,7 @@ func claim(s, p, v string) map[string]any {
 }
 
 func TestContradiction(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		a := f.obj("claim", "", claim("Paris", "capital_of", "France"))
 		b := f.obj("claim", "", claim(" paris ", "Capital_Of", "Germany"))                            // contradicts a
@@ -275,12 +274,12 @@ func (f *kfix) changeContent(id int64, status string, content string) {
 }
 
 func TestInferenceStaleness(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		ctx := context.Background()
 		p1 := f.obj("claim", "found", map[string]any{"v": 1})
 		p2 := f.obj("claim", "found", map[string]any{"v": 2})
-		hash := func(id int64) string { return storetest.MustGetObject(t, f.st.Objects, id).ContentHash }
+		hash := func(id int64) string { return backendtest.MustGetObject(t, f.st.Objects, id).ContentHash }
 		h1, h2 := hash(p1), hash(p2)
 		premises := func(m map[int64]string) map[string]any {
 			out := map[string]string{}
@@ -336,7 +335,7 @@ func TestInferenceStaleness(t *testing.T) {
 //	f → g → f (depends_on)      a cycle of 2
 //	x → y, y → x (supports)     not depends_on: no cycle
 func TestGraphHealth(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		v := f.versions()
 		f.obj("question", "awaiting_research", map[string]any{"text": "why?"})
@@ -387,7 +386,7 @@ func TestGraphHealth(t *testing.T) {
 // TestGraphHealthDangling uses an edge lister that invents edges to missing
 // objects, which the backends' foreign keys cannot hold.
 func TestGraphHealthDangling(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newKFix(t, open)
 		v := f.versions()
 		a := f.obj("claim", "", nil)

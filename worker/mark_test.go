@@ -13,7 +13,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -130,7 +129,7 @@ func wantAborted(t testing.TB, r worker.Report, err error, aborted *atomic.Bool)
 // the same: the watch's check could not see a run not yet registered, so
 // Run reads the lease itself.
 func TestAbortBeforeRunWhileAnotherRuns(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		c := newCounted(st)
 		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
@@ -176,7 +175,7 @@ func heldWatch(t testing.TB, ex *worker.Executor, c *counted) {
 // reads the lease), without a mark, with a mark of a watch not yet
 // established, and with no watch held at all.
 func TestAbortBetweenClaimAndRun(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		t.Run("mark, notification after Run", func(t *testing.T) {
 			st := open(t)
 			c := newCounted(st)
@@ -255,7 +254,7 @@ func TestAbortBetweenClaimAndRun(t *testing.T) {
 // loop's cost per task is the claim and the outcome. A run still aborts
 // through the watch afterwards.
 func TestMarkedRunReadsNoLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		c := newCounted(st)
 		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
@@ -301,7 +300,7 @@ func TestMarkedRunReadsNoLease(t *testing.T) {
 // the hold ends is aborted through the watch all the same, and the watch
 // ends with it.
 func TestWatchLifetime(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		c := newCounted(st)
 		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
@@ -342,7 +341,7 @@ func TestWatchLifetime(t *testing.T) {
 // goroutine has ended, its WatchChanges returned; releasing again does
 // nothing.
 func TestReleaseStopsTheWatch(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		c := newCounted(open(t))
 		ex := worker.New(c, worker.Options{Heartbeat: noHeartbeat, Changes: c})
 		release := ex.Watch(ctx(t))

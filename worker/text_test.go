@@ -8,7 +8,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -17,7 +16,7 @@ import (
 // still fails the task, with the reason as storable text (cks.ToText),
 // on both backends; the task does not stay RUNNING until its lease expires.
 func TestFailReasonIsStoredAsText(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		task := claim(t, st, cks.NewTask{Title: "binary error"}, "w")
@@ -35,7 +34,7 @@ func TestFailReasonIsStoredAsText(t *testing.T) {
 // how much was cut, on both backends: the write is not refused for its
 // length, leaving the task RUNNING until its lease expires.
 func TestLongOutcomesAreCut(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		long := strings.Repeat("x", cks.MaxLongTextLen+100)

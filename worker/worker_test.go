@@ -17,7 +17,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/worker"
 )
 
@@ -88,7 +87,7 @@ func wait(t testing.TB, ch <-chan struct{}, what string) {
 // confirms, and the stop returns abort_confirmed — with a heartbeat period
 // of an hour, so the notification path delivered it.
 func TestStopAbortsRunningResolver(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		agentStore, opStore := open(t), open(t)
 		task := claim(t, agentStore, cks.NewTask{Title: "long"}, "agent-1")
 		ex := worker.New(agentStore.Tasks, worker.Options{Changes: agentStore.Changes, Heartbeat: noHeartbeat})
@@ -125,7 +124,7 @@ func TestStopAbortsRunningResolver(t *testing.T) {
 // task STOPPED all the same. When the executor finally returns, its write
 // is refused and it confirms late.
 func TestStopUnconfirmed(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		task := claim(t, st, cks.NewTask{Title: "wedged"}, "agent-wedged")
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
@@ -165,7 +164,7 @@ func TestStopUnconfirmed(t *testing.T) {
 // agent's first recorded decision is derived from the new revision, and the
 // first agent's late Complete fails with ErrLeaseLost.
 func TestReentryFromTheTop(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st, op := open(t), open(t)
 		ctl := op.Tasks
 		if _, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: "login page",
@@ -276,7 +275,7 @@ func TestReentryFromTheTop(t *testing.T) {
 // and restarts it in one operation, and the executor's abort is confirmed;
 // a priority-only update leaves it running.
 func TestUpdateRunningTask(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st, op := open(t), open(t)
 		ctl := op.Tasks
 		task := claim(t, st, cks.NewTask{Title: "t", Description: "v1"}, "agent-1")
@@ -311,7 +310,7 @@ func TestUpdateRunningTask(t *testing.T) {
 
 // TestRunOutcomes: the resolver's result decides the write.
 func TestRunOutcomes(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
 		for _, tc := range []struct {
@@ -346,7 +345,7 @@ func TestRunOutcomes(t *testing.T) {
 // The heartbeat runs on a fake clock: the reclaim happens while it waits,
 // and the next beat, the test's Advance, is the one that finds the loss.
 func TestHeartbeatFindsLostLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		n := cks.NewTask{Type: "build", Title: "short lease"}
 		if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
@@ -356,7 +355,7 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		w := &watched{Notifier: st.Changes, checked: make(chan struct{})}
 		ex := worker.New(st.Tasks, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c, Changes: w})
 		started := make(chan struct{})
@@ -407,8 +406,8 @@ func beat(t testing.TB, c *clock.Fake, d time.Duration) {
 // renews the lease every third of it (the seeds' rule), timed by the
 // executor's clock; the store, on the same clock, renews to now.
 func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		c := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		task := claim(t, st, cks.NewTask{Title: "long"}, "w") // a lease of an hour
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Clock: c})
@@ -430,7 +429,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Advance(20*time.Minute - time.Nanosecond)
-		if got := renewed(); !got.Equal(storetest.T0) {
+		if got := renewed(); !got.Equal(backendtest.T0) {
 			t.Fatalf("renewed at %v before a third of the lease passed", got)
 		}
 		c.Advance(time.Nanosecond)
@@ -439,7 +438,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 			if err := c.WaitArmed(ctx(t), 1); err != nil {
 				t.Fatal(err)
 			}
-			if got, want := renewed(), storetest.T0.Add(time.Duration(i)*20*time.Minute); !got.Equal(want) {
+			if got, want := renewed(), backendtest.T0.Add(time.Duration(i)*20*time.Minute); !got.Equal(want) {
 				t.Fatalf("beat %d renewed at %v, want %v", i, got, want)
 			}
 			c.Advance(20 * time.Minute)
@@ -508,7 +507,7 @@ func (f *flaky) Complete(ctx context.Context, id int64, tok string, review bool,
 // lease lasts, so the task completes once, by this run, instead of waiting
 // for the reaper and running twice; an answer is not retried.
 func TestWritesOutlastAConnectionLoss(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		f := &flaky{Service: st.Tasks, fails: map[string]int{"running": 2, "complete": 3}, calls: map[string]int{}}
 		ex := worker.New(f, worker.Options{Heartbeat: noHeartbeat, RetryWait: time.Millisecond, Changes: st.Changes})

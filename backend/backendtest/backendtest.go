@@ -3,15 +3,22 @@
 // SQLite in a temp directory, and Postgres in a scratch schema of the server
 // named by CKS_TEST_DATABASE_URL (scripts/test starts one). Without that
 // variable the Postgres half is skipped, or fails when CI=true. A store is
-// the composite of store/backend (backend.Open); a driver is the dialect's
-// driver alone, for tests of the services and the drivers.
+// the composite of package backend (backend.Open); a driver is the
+// dialect's driver alone, for tests of the services and the drivers.
+//
+// The services' behaviour tests are tables of Cases in each service's own
+// test files, run on both backends by Run. The fixtures they and the tests
+// above share (T0, MustEnqueue, Into, Liveness, State, BadTexts, Watch,
+// StorageFaults, the benchmarks …) are here, beside the openers.
 package backendtest
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,15 +26,49 @@ import (
 	"github.com/cks-dev/cks/driver"
 	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	driversqlite "github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store/storetest"
 )
+
+// NewStore returns a fresh, empty store for one test and arranges its cleanup.
+type NewStore func(t testing.TB) *backend.Backend
+
+// Opener opens a new, independent handle (with its own connections) on one
+// database, closed when t ends. Several handles on one database behave like
+// several processes sharing it.
+type Opener func(t testing.TB, opts ...driver.Option) *backend.Backend
+
+// NewDB creates a fresh, empty database for one test, arranges for it to be
+// removed when t ends, and returns an Opener for it.
+type NewDB func(t testing.TB) Opener
+
+// Cases are behaviours of a service by name, each tested on a fresh
+// database of every backend by Run.
+type Cases map[string]func(t *testing.T, open Opener)
+
+// Run runs the cases on every backend: a parallel subtest per backend (its
+// name), in it a parallel subtest per case (its name, in name order), each
+// case on a fresh database of that backend.
+func Run(t *testing.T, cases Cases) {
+	t.Helper()
+	names := slices.Sorted(maps.Keys(cases))
+	for _, b := range All() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, name := range names {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					cases[name](t, b.NewDB(t))
+				})
+			}
+		})
+	}
+}
 
 // Backend creates fresh databases of one backend.
 type Backend struct {
 	Name string
 	// NewDB creates an empty database, dropped at the end of the test, and
 	// returns an opener of handles on it.
-	NewDB storetest.NewDB
+	NewDB NewDB
 }
 
 // All returns the SQLite and the Postgres backend.
@@ -36,7 +77,7 @@ func All() []Backend {
 }
 
 // ForEach runs f as a parallel subtest per backend, each on a fresh database.
-func ForEach(t *testing.T, f func(t *testing.T, open storetest.Opener)) {
+func ForEach(t *testing.T, f func(t *testing.T, open Opener)) {
 	t.Helper()
 	for _, b := range All() {
 		t.Run(b.Name, func(t *testing.T) {
@@ -48,20 +89,20 @@ func ForEach(t *testing.T, f func(t *testing.T, open storetest.Opener)) {
 
 // SQLite creates a database file in t's temp directory; its handles are
 // stores opened by backend.Open.
-func SQLite(t testing.TB) storetest.Opener {
+func SQLite(t testing.TB) Opener {
 	t.Helper()
 	return opener(filepath.Join(t.TempDir(), "cks.db"))
 }
 
 // Postgres creates a scratch schema on CKS_TEST_DATABASE_URL's server; its
 // handles are stores opened by backend.Open.
-func Postgres(t testing.TB) storetest.Opener {
+func Postgres(t testing.TB) Opener {
 	t.Helper()
 	return opener(PostgresURL(t))
 }
 
 // opener opens stores on url, each closed when the test that opened it ends.
-func opener(url string) storetest.Opener {
+func opener(url string) Opener {
 	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, err := backend.Open(context.Background(), url, opts...)
@@ -85,7 +126,7 @@ func Store(t testing.TB, open DriverOpener, opts ...driver.Option) (*backend.Bac
 }
 
 // Stores returns an Opener of composite stores over open's database.
-func Stores(open DriverOpener) storetest.Opener {
+func Stores(open DriverOpener) Opener {
 	return func(t testing.TB, opts ...driver.Option) *backend.Backend {
 		t.Helper()
 		s, _ := Store(t, open, opts...)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestDoctor: `cks doctor` against a real hub exits 0 on a clean database
@@ -36,7 +36,7 @@ func TestDoctor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storetest.SetPayloadUnchecked(t, d, task.ID, []byte(strings.Repeat("[", 70)+strings.Repeat("]", 70)))
+	backendtest.SetPayloadUnchecked(t, d, task.ID, []byte(strings.Repeat("[", 70)+strings.Repeat("]", 70)))
 
 	res = runCKS(t, env, "doctor")
 	id := strconv.FormatInt(task.ID, 10)

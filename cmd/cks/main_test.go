@@ -24,7 +24,6 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // cksBin is the cks binary the process-level tests run, built once.
@@ -256,7 +255,7 @@ func openStore(t testing.TB, dir datadir.Dir) *backend.Backend {
 
 // freshRow is a liveness row heartbeating now, so it reads alive on a real clock.
 func freshRow(id, kind string) cks.AgentLiveness {
-	r := storetest.Liveness(id, kind, 0)
+	r := backendtest.Liveness(id, kind, 0)
 	r.StartedAt = time.Now().UTC()
 	r.LastHeartbeatAt = r.StartedAt
 	r.LivenessIntervalS = 3600
@@ -280,9 +279,9 @@ func TestHubEndToEnd(t *testing.T) {
 
 	s := openStore(t, h.dir)
 	alive := freshRow("proc-alive-1", "critic")
-	dead := storetest.Liveness("proc-dead-1", "pipeline", -24*time.Hour)
-	storetest.MustUpsert(t, s, alive)
-	storetest.MustUpsert(t, s, dead)
+	dead := backendtest.Liveness("proc-dead-1", "pipeline", -24*time.Hour)
+	backendtest.MustUpsert(t, s, alive)
+	backendtest.MustUpsert(t, s, dead)
 
 	// CLI, JSON: finds URL and token in the data directory.
 	res := runCKS(t, nil, "process", "list", "--json", "--data-dir", string(h.dir))
@@ -402,7 +401,7 @@ func assertMCPListsAlive(t testing.TB, sess *mcp.ClientSession, instance string)
 func TestMCPStdio(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	s := openStore(t, dir)
-	storetest.MustUpsert(t, s, freshRow("stdio-1", "enrichment"))
+	backendtest.MustUpsert(t, s, freshRow("stdio-1", "enrichment"))
 	cmd := exec.Command(cksBin, "mcp", "--data-dir", string(dir))
 	cmd.Env = cleanEnv()
 	sess := connectMCP(t, &mcp.CommandTransport{Command: cmd})

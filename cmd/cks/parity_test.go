@@ -26,7 +26,6 @@ import (
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -119,12 +118,12 @@ func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Stop(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}
 	_, h.admin = token(t, s, c, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
-	h.task = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID
-	h.canceled = storetest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "gone"}).ID
+	h.task = backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "open"}).ID
+	h.canceled = backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "gone"}).ID
 	if _, err := s.Tasks.Cancel(ctx, h.canceled, "op", "gone"); err != nil {
 		t.Fatal(err)
 	}
-	h.object = storetest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"}).ID
+	h.object = backendtest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"}).ID
 	return h
 }
 
@@ -220,11 +219,11 @@ func TestParity(t *testing.T) {
 			t.Errorf("operation %s has no parity case", op.Spec().Name)
 		}
 	}
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
-		c := clock.NewFake(storetest.T0)
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
 		h := newParityHub(t, s, c)
-		before := storetest.State(t, s, sweeper.LeaseReaperID)
+		before := backendtest.State(t, s, sweeper.LeaseReaperID)
 		for _, op := range ops.All() {
 			sp := op.Spec()
 			pc, ok := parityCases[sp.Name]
@@ -285,10 +284,10 @@ func TestParity(t *testing.T) {
 			})
 		}
 		// Refused calls change nothing (the tokens the test made aside).
-		after := storetest.State(t, s, sweeper.LeaseReaperID)
+		after := backendtest.State(t, s, sweeper.LeaseReaperID)
 		delete(before, "principals")
 		delete(after, "principals")
-		storetest.DiffState(t, "the refused calls of the parity walk", before, after)
+		backendtest.DiffState(t, "the refused calls of the parity walk", before, after)
 		if got, err := s.Tasks.GetTask(context.Background(), h.task); err != nil || got.State != cks.TaskOpen {
 			t.Errorf("the OPEN task after the walk: %v %v", got.State, err)
 		}
@@ -309,7 +308,7 @@ func expandAll(h *parityHub, args []string) []string {
 // usage error.
 func TestAPICommand(t *testing.T) {
 	s := backendtest.SQLite(t)(t)
-	c := clock.NewFake(storetest.T0)
+	c := clock.NewFake(backendtest.T0)
 	h := newParityHub(t, s, c)
 	cli := func(stdin string, args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestProcessStopCLI: `cks process stop KIND|ID` against a real hub, with
@@ -18,11 +18,11 @@ import (
 func TestProcessStopCLI(t *testing.T) {
 	h := startHub(t, "serve")
 	s := openStore(t, h.dir)
-	storetest.MustUpsert(t, s, freshRow("c0ffee00-1111-4222-8333-444455556666", "critic"))
-	storetest.MustUpsert(t, s, freshRow("e0000000-1111-4222-8333-444455556666", "enrichment"))
+	backendtest.MustUpsert(t, s, freshRow("c0ffee00-1111-4222-8333-444455556666", "critic"))
+	backendtest.MustUpsert(t, s, freshRow("e0000000-1111-4222-8333-444455556666", "enrichment"))
 	gone := freshRow("d0000000-1111-4222-8333-444455556666", "pipeline")
 	gone.LastHeartbeatAt = time.Now().Add(-48 * time.Hour)
-	storetest.MustUpsert(t, s, gone)
+	backendtest.MustUpsert(t, s, gone)
 	run := func(env []string, args ...string) result {
 		t.Helper()
 		return runCKS(t, env, append(args, "--data-dir", string(h.dir))...)

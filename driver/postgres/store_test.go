@@ -24,7 +24,6 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // openStore opens the composite store on dbURL, closed when t ends.
@@ -44,15 +43,15 @@ func TestLeaseTokensStoredHashed(t *testing.T) {
 	u := backendtest.PostgresURL(t)
 	s := openStore(t, u)
 	ctx := testCtx(t)
-	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
-	first := storetest.MustClaimOne(t, s, "w1")
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
+	first := backendtest.MustClaimOne(t, s, "w1")
 	if _, _, err := s.Tasks.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Tasks.Start(ctx, first.ID, "op", ""); err != nil {
 		t.Fatal(err)
 	}
-	second := storetest.MustClaimOne(t, s, "w2")
+	second := backendtest.MustClaimOne(t, s, "w2")
 	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -491,7 +490,7 @@ func containsAll(s string, subs ...string) bool {
 // stored updated_at (the store's clock).
 func TestSweeperControlShape(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u, driver.WithClock(clock.NewFake(storetest.T0)))
+	s := openStore(t, u, driver.WithClock(clock.NewFake(backendtest.T0)))
 	if err := s.Sweepers.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +521,7 @@ WHERE table_schema = current_schema() AND table_name = 'cks_sweeper_control' ORD
 WHERE agent_id = 'graph_health'`).Scan(&running, &updated); err != nil {
 		t.Fatal(err)
 	}
-	if running || !updated.Equal(storetest.T0) {
-		t.Errorf("row = %v, %v; want false, %v", running, updated, storetest.T0)
+	if running || !updated.Equal(backendtest.T0) {
+		t.Errorf("row = %v, %v; want false, %v", running, updated, backendtest.T0)
 	}
 }

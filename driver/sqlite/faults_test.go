@@ -15,7 +15,6 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestStorageFaults: the driver's errors say what the storage did — a file
@@ -121,7 +120,7 @@ func storeOn(t testing.TB, path string, opts ...driver.Option) (*backend.Backend
 	return s, d
 }
 
-// TestStoreStorageFaults runs the store's fault checks (storetest.
+// TestStoreStorageFaults runs the store's fault checks (backendtest.
 // StorageFaults) against the composite store over this driver: a file this
 // process may not write, and one capped by max_page_count (a full disk).
 func TestStoreStorageFaults(t *testing.T) {
@@ -129,13 +128,13 @@ func TestStoreStorageFaults(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "cks.db")
 		s, _ := storeOn(t, path)
-		if _, _, err := s.Tasks.Enqueue(context.Background(), storetest.SeedTask); err != nil {
+		if _, _, err := s.Tasks.Enqueue(context.Background(), backendtest.SeedTask); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
 		return path
 	}
-	storetest.StorageFaults(t, storetest.FaultStores{
+	backendtest.StorageFaults(t, backendtest.FaultStores{
 		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
 			path := seeded(t)
 			backendtest.ReadOnlyFile(t, path)

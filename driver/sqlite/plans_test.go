@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // plan is SQLite's query plan of q with args, one line per step.
@@ -54,7 +54,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 		if i%2 == 1 {
 			typ = "b"
 		}
-		storetest.MustEnqueue(t, s, cks.NewTask{Type: typ, Priority: i % 7})
+		backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Priority: i % 7})
 	}
 	for i := range 60 {
 		st := []string{"awaiting_research", "awaiting_critique", ""}[i%3]
@@ -162,7 +162,7 @@ func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s := openStore(t, path)
 	for i := range 50 {
-		storetest.MustEnqueue(t, s, cks.NewTask{Type: "a", Priority: i % 3})
+		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "a", Priority: i % 3})
 	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {

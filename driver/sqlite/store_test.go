@@ -15,10 +15,10 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // openStore opens the composite store on the file at path, closed when t
@@ -39,15 +39,15 @@ func openStore(t testing.TB, path string, opts ...driver.Option) *backend.Backen
 func TestLeaseTokensStoredHashed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
 	s := openStore(t, path)
-	storetest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
-	first := storetest.MustClaimOne(t, s, "w1")
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
+	first := backendtest.MustClaimOne(t, s, "w1")
 	if _, _, err := s.Tasks.Stop(t.Context(), first.ID, "op", "hold", 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Tasks.Start(t.Context(), first.ID, "op", ""); err != nil {
 		t.Fatal(err)
 	}
-	second := storetest.MustClaimOne(t, s, "w2")
+	second := backendtest.MustClaimOne(t, s, "w2")
 	var content strings.Builder
 	for _, f := range []string{path, path + "-wal"} {
 		b, err := os.ReadFile(f)
@@ -134,7 +134,7 @@ func TestClaimObjectsAcrossHandles(t *testing.T) {
 // counter a write bumps.
 func TestSweeperControlShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	s := openStore(t, path, driver.WithClock(clock.NewFake(storetest.T0)))
+	s := openStore(t, path, driver.WithClock(clock.NewFake(backendtest.T0)))
 	for _, running := range []bool{false, true} {
 		if err := s.Sweepers.SetSweeperDesiredRunning(context.Background(), "graph_health", running); err != nil {
 			t.Fatal(err)

@@ -1,39 +1,40 @@
-package storetest
+package ledger_test
 
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 )
 
-// leaseTests are the conformance tests of lease tokens (shown only to the
-// claimer, stored hashed) and of principals bound to a lease.
-func leaseTests() []taskTest {
-	return []taskTest{
-		{"LeaseTokenOnlyForTheClaimer", testLeaseTokenOnlyForTheClaimer},
-		{"LeasePrincipalEndsWithItsLease", testLeasePrincipalEndsWithItsLease},
-		{"LeasePrincipalOfAnotherLease", testLeasePrincipalOfAnotherLease},
-		{"LeasePrincipalBadInput", testLeasePrincipalBadInput},
-	}
+// TestLeases: lease tokens (shown only to the
+// claimer, stored hashed) and principals bound to a lease, on both
+// backends.
+func TestLeases(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"LeaseTokenOnlyForTheClaimer":    testLeaseTokenOnlyForTheClaimer,
+		"LeasePrincipalEndsWithItsLease": testLeasePrincipalEndsWithItsLease,
+		"LeasePrincipalOfAnotherLease":   testLeasePrincipalOfAnotherLease,
+		"LeasePrincipalBadInput":         testLeasePrincipalBadInput,
+	})
 }
 
 // testLeaseTokenOnlyForTheClaimer: a claim returns a fresh token per task;
 // no read of the task (GetTask, ListTasks, their JSON) shows it; every
 // fenced call compares it, and the hash the store keeps is no token.
-func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testLeaseTokenOnlyForTheClaimer(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	for range 3 {
-		MustEnqueue(t, s, cks.NewTask{Type: "t"})
+		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	}
-	MustEnqueue(t, s, cks.NewTask{Type: "r"})
-	claimed, err := s.Tasks.Claim(ctx(t), "w", []string{"t"}, 3, Lease)
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r"})
+	claimed, err := s.Tasks.Claim(ctx(t), "w", []string{"t"}, 3, backendtest.Lease)
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
 	}
@@ -48,11 +49,11 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		}
 	}
 	// The reviewer's lease too.
-	rc := claimType(t, s, "w", "r")
+	rc := backendtest.ClaimType(t, s, "w", "r")
 	if _, err := s.Tasks.Complete(ctx(t), rc.ID, rc.LeaseToken, true, "draft"); err != nil {
 		t.Fatal(err)
 	}
-	review, err := s.Tasks.ClaimReview(ctx(t), rc.ID, "rev", Lease)
+	review, err := s.Tasks.ClaimReview(ctx(t), rc.ID, "rev", backendtest.Lease)
 	if err != nil || review.LeaseToken == "" || seen[review.LeaseToken] || review.LeaseToken == rc.LeaseToken {
 		t.Fatalf("ClaimReview = %q, %v; want a fresh token", review.LeaseToken, err)
 	}
@@ -60,9 +61,9 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 
 	reads := []any{}
 	for _, c := range claimed {
-		reads = append(reads, MustGet(t, s, c.ID))
+		reads = append(reads, backendtest.MustGet(t, s, c.ID))
 	}
-	reads = append(reads, MustGet(t, s, rc.ID))
+	reads = append(reads, backendtest.MustGet(t, s, rc.ID))
 	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +162,8 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 			must(t, "Cancel", err)
 		}},
 		{"ReclaimExpired", func(t *testing.T, c cks.ClaimedTask) {
-			clk.Advance(2 * Lease)
-			if n, err := s.Tasks.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*Lease), 0); err != nil || n != 1 {
+			clk.Advance(2 * backendtest.Lease)
+			if n, err := s.Tasks.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*backendtest.Lease), 0); err != nil || n != 1 {
 				t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 			}
 		}},
@@ -173,9 +174,9 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 // authenticates while the lease is current and is refused (ErrNotFound) the
 // moment any operation ends it — before DeleteEndedLeasePrincipals runs,
 // which then removes exactly the ended ones.
-func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	operator := cks.Principal{ID: "op", Name: "task/1", CreatedAt: T0} // cks token create --task: unbound
+func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	operator := cks.Principal{ID: "op", Name: "task/1", CreatedAt: backendtest.T0} // cks token create --task: unbound
 	if err := s.Principals.CreatePrincipal(ctx(t), operator, "hash-op", []cks.Grant{{Resource: "/tasks/1", Permission: "read"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 			c = claimedOnly(t, s, typ, "w")
 		}
 		id, hash := "p-"+e.name, "hash-"+e.name
-		p := cks.Principal{ID: id, Name: "task worker", CreatedAt: T0,
+		p := cks.Principal{ID: id, Name: "task worker", CreatedAt: backendtest.T0,
 			Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
 		if err := s.Principals.CreatePrincipal(ctx(t), p, hash, []cks.Grant{{Resource: "/tasks", Permission: "read"}}); err != nil {
 			t.Fatalf("%s: CreatePrincipal: %v", e.name, err)
@@ -207,7 +208,7 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 	}
 	// A live bound principal and the operator's are kept by the cleanup.
 	live := mustRunning(t, s, "live", "w")
-	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: T0,
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "live", Name: "task worker", CreatedAt: backendtest.T0,
 		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -242,19 +243,19 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open Opener) {
 // not RUNNING).
 func claimedOnly(t testing.TB, s *backend.Backend, typ, worker string) cks.ClaimedTask {
 	t.Helper()
-	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
-	return claimType(t, s, worker, typ)
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
+	return backendtest.ClaimType(t, s, worker, typ)
 }
 
 // testLeasePrincipalOfAnotherLease: a principal bound to a lease of task T
 // is refused once T is leased again by someone else (same task, new lease),
 // and a binding naming a hash that is not T's lease never authenticates.
-func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testLeasePrincipalOfAnotherLease(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	c := mustRunning(t, s, "t", "w1")
 	bind := func(id string, task int64, hash string) {
 		t.Helper()
-		if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: id, CreatedAt: T0,
+		if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: id, Name: id, CreatedAt: backendtest.T0,
 			Lease: &cks.LeaseBinding{TaskID: task, LeaseTokenHash: hash}}, "hash-"+id, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +273,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	mustStart(t, s, c.ID)
-	again := claimType(t, s, "w2", "t")
+	again := backendtest.ClaimType(t, s, "w2", "t")
 	if again.ID != c.ID || again.State != cks.TaskClaimed {
 		t.Fatalf("re-claim: %+v", again)
 	}
@@ -287,10 +288,10 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open Opener) {
 
 // testLeasePrincipalBadInput: a lease binding without a task or a hash is
 // refused, naming lease, and stores nothing.
-func testLeasePrincipalBadInput(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testLeasePrincipalBadInput(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	for i, b := range []cks.LeaseBinding{{TaskID: 0, LeaseTokenHash: "h"}, {TaskID: 1, LeaseTokenHash: ""}} {
-		p := cks.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: T0, Lease: &b}
+		p := cks.Principal{ID: "p" + string(rune('a'+i)), Name: "n", CreatedAt: backendtest.T0, Lease: &b}
 		if err := s.Principals.CreatePrincipal(ctx(t), p, "hash-"+p.ID, nil); !cks.IsFieldError(err, "lease") {
 			t.Errorf("CreatePrincipal with binding %+v: %v, want a FieldError naming lease", b, err)
 		}
@@ -299,97 +300,3 @@ func testLeasePrincipalBadInput(t *testing.T, open Opener) {
 		t.Fatalf("principals after refused creates: %v, %v", ps, err)
 	}
 }
-
-// OldLeases is what SetUpOldLeases recorded, for a backend's upgrade test:
-// the backend rewrites the database into the shape of a release that stored
-// lease tokens in plain text and did not bind principals (setting the plain
-// tokens below), reopens it and calls CheckUpgradedLeases.
-type OldLeases struct {
-	// Live is a RUNNING task of worker "w1" whose plain token is LiveToken.
-	Live      int64
-	LiveToken string
-	// Stopped is a STOPPED task with one pending abort, of the lease whose
-	// plain token was AbortToken (executor "w2").
-	Stopped    int64
-	AbortID    int64
-	AbortToken string
-}
-
-// Principals SetUpOldLeases creates (unbound, as an old release did), by
-// token hash: the credentials of two HTTP claims, named "task/ID WORKER",
-// one of a lease still running and one of a lease that ended, and an
-// operator's credential for a task, named "task/ID".
-const (
-	OldClaimLiveHash  = "hash-claim-live"
-	OldClaimEndedHash = "hash-claim-ended"
-	OldOperatorHash   = "hash-operator"
-)
-
-// SetUpOldLeases writes the rows an upgrade test starts from (with tokens
-// the backend then replaces by the plain ones of the result).
-func SetUpOldLeases(t testing.TB, s *backend.Backend) OldLeases {
-	t.Helper()
-	live := mustRunning(t, s, "live", "w1")
-	stopped := mustRunning(t, s, "stopped", "w2")
-	_, ab := mustStop(t, s, stopped.ID, 0)
-	for _, p := range []struct {
-		name, hash string
-		task       int64
-	}{
-		{"task/" + itoa(live.ID) + " w1", OldClaimLiveHash, live.ID},
-		{"task/" + itoa(stopped.ID) + " w2", OldClaimEndedHash, stopped.ID},
-		{"task/" + itoa(live.ID), OldOperatorHash, live.ID},
-	} {
-		if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: p.hash, Name: p.name, CreatedAt: T0}, p.hash,
-			[]cks.Grant{{Resource: "/tasks/" + itoa(p.task), Permission: "read"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return OldLeases{Live: live.ID, LiveToken: "00112233445566778899aabbccddeeff",
-		Stopped: stopped.ID, AbortID: ab.ID, AbortToken: "ffeeddccbbaa99887766554433221100"}
-}
-
-// CheckUpgradedLeases checks a database upgraded from old: the plain tokens
-// still fence (the live lease and the pending abort keep working), the old
-// claim credentials are bound (the live one authenticates, the ended one
-// does not, and the cleanup removes it), the operator's stays unbound.
-func CheckUpgradedLeases(t testing.TB, s *backend.Backend, old OldLeases) {
-	t.Helper()
-	if held := mustHeld(t, s, old.Live, old.LiveToken); !held {
-		t.Fatal("the live lease's plain token is not held after the upgrade")
-	}
-	if held := mustHeld(t, s, old.Live, driver.HashLeaseToken(old.LiveToken)); held {
-		t.Fatal("the hash of the live token is held after the upgrade")
-	}
-	p, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimLiveHash)
-	if err != nil || p.Lease == nil || p.Lease.TaskID != old.Live {
-		t.Fatalf("the live claim's credential after the upgrade: %+v, %v; want it bound to task %d", p, err, old.Live)
-	}
-	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimEndedHash); !errors.Is(err, cks.ErrNotFound) {
-		t.Fatalf("the ended claim's credential after the upgrade: %v, want ErrNotFound", err)
-	}
-	if p, err := s.Principals.PrincipalByTokenHash(ctx(t), OldOperatorHash); err != nil || p.Lease != nil {
-		t.Fatalf("the operator's credential after the upgrade: %+v, %v; want it unbound", p, err)
-	}
-	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 1 {
-		t.Fatalf("DeleteEndedLeasePrincipals after the upgrade = %d, %v; want 1 (the ended claim's)", n, err)
-	}
-	ab, err := s.Tasks.ConfirmAbort(ctx(t), old.Stopped, old.AbortToken)
-	if err != nil || ab.ID != old.AbortID || ab.Outcome != cks.AbortConfirmed {
-		t.Fatalf("ConfirmAbort with the old plain token = %+v, %v; want abort %d confirmed", ab, err, old.AbortID)
-	}
-	if _, err := s.Tasks.Complete(ctx(t), old.Live, old.LiveToken, false, "done"); err != nil {
-		t.Fatalf("Complete with the old plain token: %v", err)
-	}
-	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), OldClaimLiveHash); !errors.Is(err, cks.ErrNotFound) {
-		t.Fatalf("the live claim's credential after its task completed: %v, want ErrNotFound", err)
-	}
-	// New claims after the upgrade work as on a fresh database.
-	MustEnqueue(t, s, cks.NewTask{Type: "after"})
-	c := claimType(t, s, "w3", "after")
-	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil {
-		t.Fatalf("a claim after the upgrade: %v", err)
-	}
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,4 +1,4 @@
-package storetest
+package ledger_test
 
 import (
 	"fmt"
@@ -7,19 +7,20 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 )
 
-// batchingTests are the cases of the ledger's batched forms: the bulk
+// TestTaskBatching: the ledger's batched forms: the bulk
 // enqueue (ledger.Service.EnqueueMany) and the claim that starts the task
 // (ClaimWith, Running).
-func batchingTests() []taskTest {
-	return []taskTest{
-		{"TaskEnqueueMany", testTaskEnqueueMany},
-		{"TaskEnqueueManyRefusesWholeBatch", testTaskEnqueueManyRefusesWholeBatch},
-		{"TaskEnqueueManyDedupe", testTaskEnqueueManyDedupe},
-		{"TaskClaimRunning", testTaskClaimRunning},
-	}
+func TestTaskBatching(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"TaskEnqueueMany":                  testTaskEnqueueMany,
+		"TaskEnqueueManyRefusesWholeBatch": testTaskEnqueueManyRefusesWholeBatch,
+		"TaskEnqueueManyDedupe":            testTaskEnqueueManyDedupe,
+		"TaskClaimRunning":                 testTaskClaimRunning,
+	})
 }
 
 // countAll counts every task.
@@ -34,11 +35,11 @@ func countAll(t testing.TB, s *backend.Backend) int {
 
 // testTaskEnqueueMany: N items are N tasks, each with its creation event,
 // in input order, in the state its dependencies put it in, with its parent.
-func testTaskEnqueueMany(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	parent := MustEnqueue(t, s, cks.NewTask{Title: "parent"})
-	done := MustEnqueue(t, s, cks.NewTask{Title: "done", Priority: 1000})
-	c := MustClaimOne(t, s, "w")
+func testTaskEnqueueMany(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	parent := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "parent"})
+	done := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "done", Priority: 1000})
+	c := backendtest.MustClaimOne(t, s, "w")
 	if c.ID != done.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, done.ID)
 	}
@@ -77,27 +78,27 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 		if i == 3 {
 			want = cks.TaskWaiting
 		}
-		got := MustGet(t, s, ct.Task.ID)
+		got := backendtest.MustGet(t, s, ct.Task.ID)
 		if got.State != want || ct.Task.State != want {
 			t.Fatalf("item %d is %s (returned %s), want %s", i, got.State, ct.Task.State, want)
 		}
 		if len(got.Events) != 1 || got.Events[0].From != "" || got.Events[0].To != want ||
-			got.Events[0].Actor != "filler" || !got.Events[0].At.Equal(T0) {
+			got.Events[0].Actor != "filler" || !got.Events[0].At.Equal(backendtest.T0) {
 			t.Fatalf("item %d events %+v, want one creation event", i, got.Events)
 		}
 	}
-	if got := MustGet(t, s, out[3].Task.ID); len(got.DependsOn) != 1 || got.DependsOn[0] != parent.ID {
+	if got := backendtest.MustGet(t, s, out[3].Task.ID); len(got.DependsOn) != 1 || got.DependsOn[0] != parent.ID {
 		t.Fatalf("item 3 depends on %v, want [%d]", got.DependsOn, parent.ID)
 	}
-	if got := MustGet(t, s, out[5].Task.ID); got.ParentID == nil || *got.ParentID != parent.ID {
+	if got := backendtest.MustGet(t, s, out[5].Task.ID); got.ParentID == nil || *got.ParentID != parent.ID {
 		t.Fatalf("item 5's parent %v, want %d", got.ParentID, parent.ID)
 	}
-	if got := MustGet(t, s, out[6].Task.ID); !jsonEqual(got.Payload, ns[6].Payload) || !jsonEqual(out[6].Task.Payload, ns[6].Payload) {
+	if got := backendtest.MustGet(t, s, out[6].Task.ID); !jsonEqual(got.Payload, ns[6].Payload) || !jsonEqual(out[6].Task.Payload, ns[6].Payload) {
 		t.Fatalf("item 6's payload %s (returned %s)", got.Payload, out[6].Task.Payload)
 	}
 	// The waiting item is released by its dependency's completion, as any.
 	for {
-		ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, Lease)
+		ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, backendtest.Lease)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 			}
 		}
 	}
-	wantState(t, s, out[3].Task.ID, cks.TaskCompleted)
+	backendtest.WantState(t, s, out[3].Task.ID, cks.TaskCompleted)
 	if out, err := s.Tasks.EnqueueMany(ctx(t), nil); err != nil || len(out) != 0 {
 		t.Fatalf("an empty batch: %v, %v", out, err)
 	}
@@ -118,9 +119,9 @@ func testTaskEnqueueMany(t *testing.T, open Opener) {
 
 // testTaskEnqueueManyRefusesWholeBatch: one bad item is a FieldError naming
 // it by index, and nothing of the batch is written.
-func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	existing := MustEnqueue(t, s, cks.NewTask{Title: "ok"})
+func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	existing := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "ok"})
 	missing := existing.ID + 100
 	ok := func(title string) cks.NewTask { return cks.NewTask{Type: "x", Title: title} }
 	cases := []struct {
@@ -146,11 +147,11 @@ func testTaskEnqueueManyRefusesWholeBatch(t *testing.T, open Opener) {
 
 // testTaskEnqueueManyDedupe: dedupe keys are decided item by item as
 // successive Enqueues would, inside the batch and against existing tasks.
-func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	live := MustEnqueue(t, s, cks.NewTask{Title: "live", DedupeKey: "live"})
-	finished := MustEnqueue(t, s, cks.NewTask{Title: "finished", DedupeKey: "fin"})
-	c := MustClaimOne(t, s, "w")
+func testTaskEnqueueManyDedupe(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	live := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "live", DedupeKey: "live"})
+	finished := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "finished", DedupeKey: "fin"})
+	c := backendtest.MustClaimOne(t, s, "w")
 	if c.ID != live.ID {
 		// Claim order is by priority then age: the first one is live.
 		t.Fatalf("claimed %d, want %d", c.ID, live.ID)
@@ -223,12 +224,12 @@ func testTaskEnqueueManyDedupe(t *testing.T, open Opener) {
 // the audit trail of a claim followed by MarkRunning (the same events, in
 // order, by the same actor, of the same attempt), under a lease its token
 // completes; without it a claim is the plain claim.
-func testTaskClaimRunning(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	a := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "two steps", Priority: 2})
-	b := MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "one step", Priority: 1})
-	plain := MustEnqueue(t, s, cks.NewTask{Type: "p", Title: "plain"})
-	two, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, Lease)
+func testTaskClaimRunning(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	a := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "two steps", Priority: 2})
+	b := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "one step", Priority: 1})
+	plain := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "p", Title: "plain"})
+	two, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, backendtest.Lease)
 	if err != nil || len(two) != 1 || two[0].ID != a.ID {
 		t.Fatalf("claim: %+v %v", two, err)
 	}
@@ -236,15 +237,15 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	one, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: Lease, Running: true})
+	one, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: backendtest.Lease, Running: true})
 	if err != nil || len(one) != 1 || one[0].ID != b.ID {
 		t.Fatalf("claim running: %+v %v", one, err)
 	}
 	if c := one[0]; c.State != cks.TaskRunning || c.Attempts != 1 || c.ClaimedBy != "w" || c.LeaseToken == "" ||
-		!c.ClaimedAt.Equal(T0.Add(time.Second)) || !c.LeaseExpiresAt.Equal(T0.Add(time.Second+Lease)) {
+		!c.ClaimedAt.Equal(backendtest.T0.Add(time.Second)) || !c.LeaseExpiresAt.Equal(backendtest.T0.Add(time.Second+backendtest.Lease)) {
 		t.Fatalf("claimed running: %+v", c.Task)
 	}
-	ta, tb := MustGet(t, s, a.ID), MustGet(t, s, b.ID)
+	ta, tb := backendtest.MustGet(t, s, a.ID), backendtest.MustGet(t, s, b.ID)
 	if tb.State != cks.TaskRunning || len(ta.Events) != 3 || len(tb.Events) != 3 {
 		t.Fatalf("events %+v and %+v, want three each", ta.Events, tb.Events)
 	}
@@ -254,18 +255,18 @@ func testTaskClaimRunning(t *testing.T, open Opener) {
 			t.Errorf("event %d: %+v after a claim and MarkRunning, %+v after a claim with Running", i, ea, eb)
 		}
 	}
-	if e := lastEvent(t, tb); e.From != cks.TaskClaimed || e.To != cks.TaskRunning || !e.At.Equal(T0.Add(time.Second)) {
+	if e := lastEvent(t, tb); e.From != cks.TaskClaimed || e.To != cks.TaskRunning || !e.At.Equal(backendtest.T0.Add(time.Second)) {
 		t.Errorf("last event %+v", e)
 	}
 	if _, err := s.Tasks.Complete(ctx(t), b.ID, one[0].LeaseToken, false, "done"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, b.ID, cks.TaskCompleted)
-	rest, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "v", N: 5, Lease: Lease})
+	backendtest.WantState(t, s, b.ID, cks.TaskCompleted)
+	rest, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "v", N: 5, Lease: backendtest.Lease})
 	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != cks.TaskClaimed {
 		t.Fatalf("claim without Running: %+v %v", rest, err)
 	}
-	if _, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "", N: 1, Lease: Lease, Running: true}); !cks.IsFieldError(err, "worker") {
+	if _, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "", N: 1, Lease: backendtest.Lease, Running: true}); !cks.IsFieldError(err, "worker") {
 		t.Fatalf("claim running without a worker: %v", err)
 	}
 }

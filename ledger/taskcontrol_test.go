@@ -1,4 +1,4 @@
-package storetest
+package ledger_test
 
 import (
 	"encoding/json"
@@ -12,61 +12,50 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 )
 
-// The operator side of the ledger (ADR 0020, ledger.Service): stop,
-// start, update, abort requests and their outcomes, decisions, and re-entry
-// from the top of a restarted task.
-func taskControlTests() []taskTest {
-	return []taskTest{
-		{"TaskActionsAreTheServices", testTaskActionsAreTheServices},
-		{"TaskStopEachState", testTaskStopEachState},
-		{"TaskStopRefused", testTaskStopRefused},
-		{"TaskDispatchExclusion", testTaskDispatchExclusion},
-		{"TaskStart", testTaskStart},
-		{"TaskUpdateInPlace", testTaskUpdateInPlace},
-		{"TaskUpdateRecorded", testTaskUpdateRecorded},
-		{"TaskUpdateRunning", testTaskUpdateRunning},
-		{"TaskUpdateDependencies", testTaskUpdateDependencies},
-		{"TaskUpdateRefused", testTaskUpdateRefused},
-		{"TaskUpdateChildren", testTaskUpdateChildren},
-		{"TaskUpdateChildDedupe", testTaskUpdateChildDedupe},
-		{"TaskMetadata", testTaskMetadata},
-		{"TaskAborts", testTaskAborts},
-		{"TaskAbortsPublished", testTaskAbortsPublished},
-		{"TaskLeaseHeld", testTaskLeaseHeld},
-		{"TaskReentryFromTheTop", testTaskReentryFromTheTop},
-		{"TaskRecordDecision", testTaskRecordDecision},
-		{"TaskControlNotFound", testTaskControlNotFound},
-		{"TaskControlConcurrent", testTaskControlConcurrent},
-		{"TaskUpdateConcurrentCycle", testTaskUpdateConcurrentCycle},
-	}
+// TestTaskControl: the operator side of the ledger (ADR 0020,
+// ledger.Service): stop, start, update, abort requests and their outcomes,
+// decisions, and re-entry from the top of a restarted task, on both
+// backends.
+func TestTaskControl(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"TaskActionsAreTheServices": testTaskActionsAreTheServices,
+		"TaskStopEachState":         testTaskStopEachState,
+		"TaskStopRefused":           testTaskStopRefused,
+		"TaskDispatchExclusion":     testTaskDispatchExclusion,
+		"TaskStart":                 testTaskStart,
+		"TaskUpdateInPlace":         testTaskUpdateInPlace,
+		"TaskUpdateRecorded":        testTaskUpdateRecorded,
+		"TaskUpdateRunning":         testTaskUpdateRunning,
+		"TaskUpdateDependencies":    testTaskUpdateDependencies,
+		"TaskUpdateRefused":         testTaskUpdateRefused,
+		"TaskUpdateChildren":        testTaskUpdateChildren,
+		"TaskUpdateChildDedupe":     testTaskUpdateChildDedupe,
+		"TaskMetadata":              testTaskMetadata,
+		"TaskAborts":                testTaskAborts,
+		"TaskAbortsPublished":       testTaskAbortsPublished,
+		"TaskLeaseHeld":             testTaskLeaseHeld,
+		"TaskReentryFromTheTop":     testTaskReentryFromTheTop,
+		"TaskRecordDecision":        testTaskRecordDecision,
+		"TaskControlNotFound":       testTaskControlNotFound,
+		"TaskControlConcurrent":     testTaskControlConcurrent,
+		"TaskUpdateConcurrentCycle": testTaskUpdateConcurrentCycle,
+	})
 }
 
 // leased reports whether a task in state st holds an executor's lease.
 func leased(st cks.TaskState) bool { return st == cks.TaskClaimed || st == cks.TaskRunning }
 
-// claimType claims exactly one task of type typ for worker or fails the test.
-func claimType(t testing.TB, s *backend.Backend, worker, typ string) cks.ClaimedTask {
-	t.Helper()
-	ts, err := s.Tasks.Claim(ctx(t), worker, []string{typ}, 1, Lease)
-	if err != nil {
-		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
-	}
-	if len(ts) != 1 {
-		t.Fatalf("Claim(%s, %s) got %d tasks, want 1", worker, typ, len(ts))
-	}
-	return ts[0]
-}
-
 // mustRunning enqueues a task of type typ, claims it for worker and marks it
 // RUNNING; it returns the claimed task (with its lease token).
 func mustRunning(t testing.TB, s *backend.Backend, typ, worker string) cks.ClaimedTask {
 	t.Helper()
-	MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
-	c := claimType(t, s, worker, typ)
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
+	c := backendtest.ClaimType(t, s, worker, typ)
 	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatalf("MarkRunning(%d): %v", c.ID, err)
 	}
@@ -103,81 +92,6 @@ func mustUpdate(t testing.TB, s *backend.Backend, id int64, p cks.TaskPatch) cks
 	return res
 }
 
-// into makes a task of type typ in state st through real operations and
-// returns it with the lease token of its executor or reviewer ("" when none).
-// Dependencies it needs have type typ+"-dep", so a claim of typ never takes them.
-func into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.Task, string) {
-	t.Helper()
-	enq := func(deps ...int64) cks.Task {
-		return MustEnqueue(t, s, cks.NewTask{Type: typ, Title: string(st), DependsOn: deps})
-	}
-	claim := func() cks.ClaimedTask {
-		enq()
-		return claimType(t, s, "w-"+typ, typ)
-	}
-	var (
-		id  int64
-		tok string
-		err error
-	)
-	switch st {
-	case cks.TaskOpen:
-		id = enq().ID
-	case cks.TaskWaiting:
-		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "open dependency"})
-		id = enq(dep.ID).ID
-	case cks.TaskBlocked:
-		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
-		if _, err := s.Tasks.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
-			t.Fatal(err)
-		}
-		id = enq(dep.ID).ID
-	case cks.TaskClaimed:
-		c := claim()
-		id, tok = c.ID, c.LeaseToken
-	case cks.TaskRunning:
-		c := claim()
-		id, tok = c.ID, c.LeaseToken
-		_, err = s.Tasks.MarkRunning(ctx(t), id, tok)
-	case cks.TaskNeedsInput:
-		c := claim()
-		id = c.ID
-		_, err = s.Tasks.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
-	case cks.TaskNeedsReview:
-		c := claim()
-		id = c.ID
-		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft")
-	case cks.TaskReviewing:
-		c := claim()
-		id = c.ID
-		if _, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
-			var r cks.ClaimedTask
-			r, err = s.Tasks.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
-			tok = r.LeaseToken
-		}
-	case cks.TaskCompleted:
-		c := claim()
-		id = c.ID
-		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, false, "done")
-	case cks.TaskFailed:
-		c := claim()
-		id = c.ID
-		_, err = s.Tasks.Fail(ctx(t), id, c.LeaseToken, false, "broken")
-	case cks.TaskCancelled:
-		id = enq().ID
-		_, err = s.Tasks.Cancel(ctx(t), id, "op", "dropped")
-	case cks.TaskStopped:
-		id = enq().ID
-		_, _, err = s.Tasks.Stop(ctx(t), id, "op", "setup", 0)
-	default:
-		t.Fatalf("into(%s): no recipe", st)
-	}
-	if err != nil {
-		t.Fatalf("setup of a %s task: %v", st, err)
-	}
-	return wantState(t, s, id, st), tok
-}
-
 // fingerprint is what "nothing changed" compares: every field an operator
 // operation could write, and the lengths of the task's append-only records.
 func fingerprint(task cks.Task) string {
@@ -199,7 +113,7 @@ func snapshot(t testing.TB, s *backend.Backend, ids ...int64) map[int64]string {
 	t.Helper()
 	out := map[int64]string{}
 	for _, id := range ids {
-		out[id] = fingerprint(MustGet(t, s, id))
+		out[id] = fingerprint(backendtest.MustGet(t, s, id))
 	}
 	n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{})
 	if err != nil {
@@ -317,7 +231,7 @@ var allActions = []actionCall{
 		return err
 	}},
 	{cks.ActionReview, func(t testing.TB, s *backend.Backend, id int64) error {
-		_, err := s.Tasks.ClaimReview(ctx(t), id, "rev", Lease)
+		_, err := s.Tasks.ClaimReview(ctx(t), id, "rev", backendtest.Lease)
 		return err
 	}},
 }
@@ -325,8 +239,8 @@ var allActions = []actionCall{
 // testTaskActionsAreTheServices: the verbs ledger.Actions offers for a
 // state are exactly the ones the service does to a task in it; the others
 // are conflicts that change nothing.
-func testTaskActionsAreTheServices(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskActionsAreTheServices(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	for _, st := range ledger.All {
 		offered := ledger.Actions(st)
 		for _, a := range offered {
@@ -336,7 +250,7 @@ func testTaskActionsAreTheServices(t *testing.T, open Opener) {
 		}
 		for _, a := range allActions {
 			typ := strings.ToLower(string(st) + "-" + string(a.action))
-			task, _ := into(t, s, st, typ)
+			task, _ := backendtest.Into(t, s, st, typ)
 			before := snapshot(t, s, task.ID)
 			err := a.do(t, s, task.ID)
 			switch want := slices.Contains(offered, a.action); {
@@ -357,12 +271,12 @@ func testTaskActionsAreTheServices(t *testing.T, open Opener) {
 }
 
 // testTaskStopEachState stops a task in every stoppable state.
-func testTaskStopEachState(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskStopEachState(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	stoppable := []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskNeedsInput,
 		cks.TaskNeedsReview, cks.TaskReviewing, cks.TaskClaimed, cks.TaskRunning}
 	for _, st := range stoppable {
-		before, tok := into(t, s, st, strings.ToLower(string(st)))
+		before, tok := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		clk.Advance(time.Second)
 		now := clk.Now()
 		got, ab, err := s.Tasks.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
@@ -370,7 +284,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 			t.Errorf("Stop of a %s task: %v", st, err)
 			continue
 		}
-		after := wantState(t, s, before.ID, cks.TaskStopped)
+		after := backendtest.WantState(t, s, before.ID, cks.TaskStopped)
 		if got.State != cks.TaskStopped || got.ClaimedBy != "" || after.ClaimedBy != "" || !after.LeaseExpiresAt.IsZero() ||
 			after.Restarts != before.Restarts || after.Revision != before.Revision || !after.StateChangedAt.Equal(now) {
 			t.Errorf("Stop of a %s task returned %+v, stored %+v", st, got, after)
@@ -413,7 +327,7 @@ func testTaskStopEachState(t *testing.T, open Opener) {
 			}
 			if st == cks.TaskReviewing {
 				_, err := s.Tasks.Approve(ctx(t), before.ID, tok, "late")
-				wantErr(t, "Approve with the reviewer's token after Stop", err, cks.ErrLeaseLost)
+				backendtest.WantErr(t, "Approve with the reviewer's token after Stop", err, cks.ErrLeaseLost)
 			}
 		}
 	}
@@ -477,10 +391,10 @@ func diffAbort(got, want cks.Abort) string {
 
 // testTaskStopRefused: terminal and STOPPED tasks, bad input and unknown
 // ids are refused and change nothing.
-func testTaskStopRefused(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	for _, st := range []cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped} {
-		task, _ := into(t, s, st, strings.ToLower(string(st)))
+		task, _ := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
 		_, ab, err := s.Tasks.Stop(ctx(t), task.ID, "op", "again", 0)
 		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
@@ -488,8 +402,8 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 		}
 		unchanged(t, s, "Stop of a "+string(st)+" task", before)
 	}
-	open1, _ := into(t, s, cks.TaskOpen, "open")
-	run, tok := into(t, s, cks.TaskRunning, "running")
+	open1, _ := backendtest.Into(t, s, cks.TaskOpen, "open")
+	run, tok := backendtest.Into(t, s, cks.TaskRunning, "running")
 	bad := []struct {
 		field    string
 		reason   string
@@ -516,42 +430,42 @@ func testTaskStopRefused(t *testing.T, open Opener) {
 		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
 	}
 	_, _, err := s.Tasks.Stop(ctx(t), run.ID+1000, "op", "r", 0)
-	wantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
+	backendtest.WantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskDispatchExclusion: STOPPED and NEEDS_INPUT tasks are skipped by
 // every claim, reaper and dependency pass, and never burn an attempt.
-func testTaskDispatchExclusion(t *testing.T, open Opener) {
+func testTaskDispatchExclusion(t *testing.T, open backendtest.Opener) {
 	got := slices.Clone(ledger.DispatchExcluded[:])
 	slices.Sort(got)
 	if want := []cks.TaskState{cks.TaskNeedsInput, cks.TaskStopped}; !slices.Equal(got, want) {
 		t.Fatalf("ledger.DispatchExcluded = %v, want exactly %v", got, want)
 	}
-	s, clk := fakeStore(t, open)
+	s, clk := backendtest.FakeStore(t, open)
 	// Each excluded task has held a lease, so a reaper has something to be wrong about.
-	stoppedRun, _ := into(t, s, cks.TaskRunning, "x")
+	stoppedRun, _ := backendtest.Into(t, s, cks.TaskRunning, "x")
 	mustStop(t, s, stoppedRun.ID, time.Second)
-	stoppedClaim, _ := into(t, s, cks.TaskClaimed, "x")
+	stoppedClaim, _ := backendtest.Into(t, s, cks.TaskClaimed, "x")
 	mustStop(t, s, stoppedClaim.ID, time.Second)
-	parked, _ := into(t, s, cks.TaskNeedsInput, "x")
-	stoppedOpen, _ := into(t, s, cks.TaskOpen, "x")
+	parked, _ := backendtest.Into(t, s, cks.TaskNeedsInput, "x")
+	stoppedOpen, _ := backendtest.Into(t, s, cks.TaskOpen, "x")
 	mustStop(t, s, stoppedOpen.ID, 0)
 	// Stopped while WAITING: its dependency completing, failing or being
 	// cancelled must not move it (only Start evaluates a stopped task).
 	var stoppedWaiting []int64
 	var deps []int64
 	for range 3 {
-		dep := MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
-		w := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "waiting", DependsOn: []int64{dep.ID}})
+		dep := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
+		w := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "waiting", DependsOn: []int64{dep.ID}})
 		mustStop(t, s, w.ID, 0)
 		stoppedWaiting = append(stoppedWaiting, w.ID)
 		deps = append(deps, dep.ID)
 	}
-	d := claimType(t, s, "w", "dep")
+	d := backendtest.ClaimType(t, s, "w", "dep")
 	if _, err := s.Tasks.Complete(ctx(t), d.ID, d.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	d = claimType(t, s, "w", "dep")
+	d = backendtest.ClaimType(t, s, "w", "dep")
 	if _, err := s.Tasks.Fail(ctx(t), d.ID, d.LeaseToken, false, "broken"); err != nil {
 		t.Fatal(err)
 	}
@@ -561,12 +475,12 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 	excluded := append([]int64{stoppedRun.ID, stoppedClaim.ID, parked.ID, stoppedOpen.ID}, stoppedWaiting...)
 	before := snapshot(t, s, excluded...)
 
-	for _, far := range []time.Duration{Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
+	for _, far := range []time.Duration{backendtest.Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
 		clk.Advance(far)
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 100, Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 100, backendtest.Lease); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim with only excluded tasks = %d tasks (%+v), %v; want none", len(ts), ts, err)
 		}
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, backendtest.Lease); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
 		}
 		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
@@ -581,7 +495,7 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 	}
 	unchanged(t, s, "dispatch passes", before)
 	for _, id := range excluded {
-		task := MustGet(t, s, id)
+		task := backendtest.MustGet(t, s, id)
 		if !ledger.IsDispatchExcluded(task.State) || task.Attempts != 0 {
 			t.Errorf("task %d (%s): %s with %d attempts; want excluded with none burned", id, task.Title, task.State, task.Attempts)
 		}
@@ -590,10 +504,10 @@ func testTaskDispatchExclusion(t *testing.T, open Opener) {
 
 // testTaskStart: STOPPED → OPEN/WAITING/BLOCKED re-evaluated at start,
 // restarts+1, attempts neither burned nor reset, run_after cleared.
-func testTaskStart(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "retried", MaxAttempts: 5})
-	c := MustClaimOne(t, s, "w")
+func testTaskStart(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "retried", MaxAttempts: 5})
+	c := backendtest.MustClaimOne(t, s, "w")
 	failed, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "flaky")
 	if err != nil || failed.State != cks.TaskOpen || failed.Attempts != 1 || failed.RunAfter.IsZero() {
 		t.Fatalf("retryable Fail = %+v, %v", failed, err)
@@ -604,14 +518,14 @@ func testTaskStart(t *testing.T, open Opener) {
 	}
 	clk.Advance(time.Second) // well before the backoff ends
 	started := mustStart(t, s, task.ID)
-	got := wantState(t, s, task.ID, cks.TaskOpen)
+	got := backendtest.WantState(t, s, task.ID, cks.TaskOpen)
 	if started.State != cks.TaskOpen || got.Restarts != 1 || got.Attempts != 1 || !got.RunAfter.IsZero() || got.Revision != 1 {
 		t.Fatalf("Start = %+v, stored %+v; want OPEN, restarts 1, attempts 1 (not reset), run_after cleared", started, got)
 	}
 	if e := lastEvent(t, got); e.From != cks.TaskStopped || e.To != cks.TaskOpen || e.Actor != "op" || !e.At.Equal(clk.Now()) {
 		t.Fatalf("start event %+v", e)
 	}
-	again := MustClaimOne(t, s, "w")
+	again := backendtest.MustClaimOne(t, s, "w")
 	if again.ID != task.ID || again.Attempts != 2 || again.Restarts != 1 {
 		t.Fatalf("claim after start: %+v; want attempt 2 of restart 1", again)
 	}
@@ -622,28 +536,28 @@ func testTaskStart(t *testing.T, open Opener) {
 	}
 
 	// A dependency added while stopped is evaluated by Start.
-	dep := MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
-	w, _ := into(t, s, cks.TaskOpen, "w")
+	dep := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "dep", Title: "dependency"})
+	w, _ := backendtest.Into(t, s, cks.TaskOpen, "w")
 	mustStop(t, s, w.ID, 0)
 	if res := mustUpdate(t, s, w.ID, cks.TaskPatch{AddDependsOn: []int64{dep.ID}}); res.Task.State != cks.TaskStopped || res.Path != cks.UpdateInPlace {
 		t.Fatalf("dependency edit of a STOPPED task: %s via %s; want STOPPED in place", res.Task.State, res.Path)
 	}
-	wantState(t, s, w.ID, cks.TaskStopped)
+	backendtest.WantState(t, s, w.ID, cks.TaskStopped)
 	if got := mustStart(t, s, w.ID); got.State != cks.TaskWaiting || got.Restarts != 1 {
 		t.Fatalf("Start with an unmet dependency = %s, restarts %d; want WAITING, 1", got.State, got.Restarts)
 	}
-	if e := lastEvent(t, MustGet(t, s, w.ID)); e.From != cks.TaskStopped || e.To != cks.TaskWaiting {
+	if e := lastEvent(t, backendtest.MustGet(t, s, w.ID)); e.From != cks.TaskStopped || e.To != cks.TaskWaiting {
 		t.Fatalf("start event %+v", e)
 	}
-	dc := claimType(t, s, "w", "dep")
+	dc := backendtest.ClaimType(t, s, "w", "dep")
 	if _, err := s.Tasks.Complete(ctx(t), dc.ID, dc.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, w.ID, cks.TaskOpen)
+	backendtest.WantState(t, s, w.ID, cks.TaskOpen)
 
 	// A dependency that completed while the task was stopped: OPEN at start.
 	done := dc.ID
-	w2, _ := into(t, s, cks.TaskOpen, "w2")
+	w2, _ := backendtest.Into(t, s, cks.TaskOpen, "w2")
 	mustStop(t, s, w2.ID, 0)
 	mustUpdate(t, s, w2.ID, cks.TaskPatch{AddDependsOn: []int64{done}})
 	if got := mustStart(t, s, w2.ID); got.State != cks.TaskOpen {
@@ -652,20 +566,20 @@ func testTaskStart(t *testing.T, open Opener) {
 
 	// Failed or cancelled dependencies: BLOCKED at start.
 	for _, st := range []cks.TaskState{cks.TaskFailed, cks.TaskCancelled} {
-		bad, _ := into(t, s, st, "bad-"+strings.ToLower(string(st)))
-		b, _ := into(t, s, cks.TaskOpen, "b-"+strings.ToLower(string(st)))
+		bad, _ := backendtest.Into(t, s, st, "bad-"+strings.ToLower(string(st)))
+		b, _ := backendtest.Into(t, s, cks.TaskOpen, "b-"+strings.ToLower(string(st)))
 		mustStop(t, s, b.ID, 0)
 		mustUpdate(t, s, b.ID, cks.TaskPatch{AddDependsOn: []int64{bad.ID}})
 		if got := mustStart(t, s, b.ID); got.State != cks.TaskBlocked {
 			t.Fatalf("Start with a %s dependency = %s, want BLOCKED", st, got.State)
 		}
-		wantState(t, s, b.ID, cks.TaskBlocked)
+		backendtest.WantState(t, s, b.ID, cks.TaskBlocked)
 	}
 
 	// Start of anything but STOPPED is a conflict naming the state.
 	for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskClaimed, cks.TaskRunning,
 		cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing, cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled} {
-		task, _ := into(t, s, st, "not-stopped-"+strings.ToLower(string(st)))
+		task, _ := backendtest.Into(t, s, st, "not-stopped-"+strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
 		_, err := s.Tasks.Start(ctx(t), task.ID, "op", "go")
 		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) {
@@ -674,7 +588,7 @@ func testTaskStart(t *testing.T, open Opener) {
 		unchanged(t, s, "Start of a "+string(st)+" task", before)
 	}
 	_, err = s.Tasks.Start(ctx(t), 424242, "op", "go")
-	wantErr(t, "Start of an unknown task", err, cks.ErrNotFound)
+	backendtest.WantErr(t, "Start of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskUpdateRecorded: every edit is in the task's log, whichever path
@@ -682,9 +596,9 @@ func testTaskStart(t *testing.T, open Opener) {
 // events alone: an edit in place and a restart each leave exactly one
 // event whose reason names the fields ("update: …"), by its actor, at its
 // time; a live edit leaves one too.
-func testTaskUpdateRecorded(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Type: "spec", Title: "spec", AcceptanceCriteria: "v1"})
+func testTaskUpdateRecorded(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "spec", Title: "spec", AcceptanceCriteria: "v1"})
 	edit := func(actor string, p cks.TaskPatch, want cks.UpdatePath) time.Time {
 		t.Helper()
 		clk.Advance(time.Minute)
@@ -695,7 +609,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 		return clk.Now()
 	}
 	t1 := edit("alice", cks.TaskPatch{AcceptanceCriteria: ptr("v2")}, cks.UpdateInPlace)
-	c := claimType(t, s, "w", "spec")
+	c := backendtest.ClaimType(t, s, "w", "spec")
 	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +622,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 	}
 	rewrote := func(field string) []who {
 		var out []who
-		for _, e := range MustGet(t, s, task.ID).Events {
+		for _, e := range backendtest.MustGet(t, s, task.ID).Events {
 			fields, ok := strings.CutPrefix(e.Reason, "update: ")
 			if ok && slices.Contains(strings.Split(fields, ", "), field) {
 				out = append(out, who{e.Actor, e.At})
@@ -717,7 +631,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 		return out
 	}
 	if got, want := rewrote("acceptance_criteria"), []who{{"alice", t1}, {"carol", t3}}; !slices.Equal(got, want) {
-		t.Errorf("who rewrote the criteria: %v, want %v (events %+v)", got, want, MustGet(t, s, task.ID).Events)
+		t.Errorf("who rewrote the criteria: %v, want %v (events %+v)", got, want, backendtest.MustGet(t, s, task.ID).Events)
 	}
 	if got, want := rewrote("priority"), []who{{"bob", t2}}; !slices.Equal(got, want) {
 		t.Errorf("who changed the priority: %v, want %v", got, want)
@@ -725,7 +639,7 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 	if got, want := rewrote("title"), []who{{"carol", t3}}; !slices.Equal(got, want) {
 		t.Errorf("who renamed it: %v, want %v", got, want)
 	}
-	got := MustGet(t, s, task.ID)
+	got := backendtest.MustGet(t, s, task.ID)
 	checkEventChain(t, got)
 	if got.AcceptanceCriteria != "v3" || got.Revision != 3 || got.Priority != 5 {
 		t.Fatalf("after the edits: %+v", got)
@@ -734,13 +648,13 @@ func testTaskUpdateRecorded(t *testing.T, open Opener) {
 
 // testTaskUpdateInPlace: tasks nobody executes are edited in place;
 // material edits bump the revision, title/priority/metadata do not.
-func testTaskUpdateInPlace(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskUpdateInPlace(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	for _, st := range []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskStopped} {
-		task, _ := into(t, s, st, strings.ToLower(string(st)))
+		task, _ := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		res := mustUpdate(t, s, task.ID, cks.TaskPatch{Description: ptr("new text"), AcceptanceCriteria: ptr("new criteria"),
 			Payload: json.RawMessage(`{"v": 2}`)})
-		got := wantState(t, s, task.ID, st)
+		got := backendtest.WantState(t, s, task.ID, st)
 		if res.Path != cks.UpdateInPlace || res.Abort != nil || res.Task.State != st || res.Task.Revision != 2 ||
 			got.Revision != 2 || got.Description != "new text" || got.AcceptanceCriteria != "new criteria" ||
 			!jsonEqual(got.Payload, []byte(`{"v": 2}`)) || got.Restarts != task.Restarts || len(got.Events) != len(task.Events)+1 {
@@ -748,7 +662,7 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 		}
 		wantEditEvent(t, got, "op", st, "update: description, acceptance_criteria, payload")
 		res = mustUpdate(t, s, task.ID, cks.TaskPatch{Title: ptr("renamed"), Priority: ptr(7), Metadata: json.RawMessage(`{"owner": "ann"}`)})
-		got = wantState(t, s, task.ID, st)
+		got = backendtest.WantState(t, s, task.ID, st)
 		if res.Path != cks.UpdateInPlace || res.Abort != nil || got.Revision != 2 || got.Title != "renamed" ||
 			got.Priority != 7 || !jsonEqual(got.Metadata, []byte(`{"owner": "ann"}`)) || got.Description != "new text" ||
 			len(got.Events) != len(task.Events)+2 {
@@ -758,13 +672,13 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 	}
 	// Parked and reviewed tasks take non-material edits in place.
 	for _, st := range []cks.TaskState{cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing} {
-		task, tok := into(t, s, st, strings.ToLower(string(st)))
+		task, tok := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
 		if err != nil || res.Path != cks.UpdateInPlace || res.Abort != nil {
 			t.Errorf("non-material edit of a %s task: %+v, %v; want in place", st, res, err)
 			continue
 		}
-		got := wantState(t, s, task.ID, st)
+		got := backendtest.WantState(t, s, task.ID, st)
 		if got.Priority != 3 || got.Title != "renamed" || got.Revision != 1 || got.ClaimedBy != task.ClaimedBy ||
 			!got.LeaseExpiresAt.Equal(task.LeaseExpiresAt) || (tok != "" && !mustHeld(t, s, task.ID, tok)) {
 			t.Errorf("non-material edit of a %s task stored %+v", st, got)
@@ -780,18 +694,18 @@ func testTaskUpdateInPlace(t *testing.T, open Opener) {
 
 // testTaskUpdateRunning: a material edit of a leased task is stop → apply →
 // start in one operation; a non-material one is applied live.
-func testTaskUpdateRunning(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskUpdateRunning(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	for _, st := range []cks.TaskState{cks.TaskRunning, cks.TaskClaimed} {
 		typ := strings.ToLower(string(st))
-		task, tok := into(t, s, st, typ)
+		task, tok := backendtest.Into(t, s, st, typ)
 		clk.Advance(time.Second)
 		now := clk.Now()
 		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
 		if err != nil {
 			t.Fatalf("material edit of a %s task: %v", st, err)
 		}
-		got := wantState(t, s, task.ID, cks.TaskOpen) // never STOPPED to a reader
+		got := backendtest.WantState(t, s, task.ID, cks.TaskOpen) // never STOPPED to a reader
 		if res.Path != cks.UpdateRestart || res.Task.State != cks.TaskOpen || got.Restarts != task.Restarts+1 ||
 			got.Revision != 2 || got.Attempts != task.Attempts-1 || got.ClaimedBy != "" || !got.LeaseExpiresAt.IsZero() ||
 			got.AcceptanceCriteria != "rewritten" {
@@ -815,7 +729,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 		}
 		wantFenced(t, s, task.ID, tok, "after a restarting Update of a "+string(st)+" task")
 		wantAbortOf(t, s, *res.Abort, tok)
-		again := claimType(t, s, "w2", typ)
+		again := backendtest.ClaimType(t, s, "w2", typ)
 		if again.ID != task.ID || again.AcceptanceCriteria != "rewritten" || again.Revision != 2 || again.Attempts != task.Attempts {
 			t.Fatalf("claim after the restart: %+v", again)
 		}
@@ -828,7 +742,7 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 	if err != nil || res.Path != cks.UpdateLive || res.Abort != nil || res.Task.State != cks.TaskRunning {
 		t.Fatalf("non-material edit of a RUNNING task = %+v, %v; want live, still RUNNING", res, err)
 	}
-	got := wantState(t, s, c.ID, cks.TaskRunning)
+	got := backendtest.WantState(t, s, c.ID, cks.TaskRunning)
 	if got.Revision != 1 || got.Priority != 9 || got.Title != "renamed" || !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) ||
 		!mustHeld(t, s, c.ID, c.LeaseToken) || got.Restarts != 0 || got.Attempts != 1 || len(got.Aborts) != 0 || len(got.Events) != 4 {
 		t.Fatalf("after a live edit: %+v", got)
@@ -850,15 +764,15 @@ func testTaskUpdateRunning(t *testing.T, open Opener) {
 
 // testTaskUpdateDependencies: dependency edits re-evaluate OPEN, WAITING
 // and BLOCKED tasks as Enqueue would, and a running task comes back WAITING.
-func testTaskUpdateDependencies(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	dep, _ := into(t, s, cks.TaskOpen, "dep")
-	done, _ := into(t, s, cks.TaskCompleted, "done")
-	failed, _ := into(t, s, cks.TaskFailed, "failed")
+func testTaskUpdateDependencies(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	dep, _ := backendtest.Into(t, s, cks.TaskOpen, "dep")
+	done, _ := backendtest.Into(t, s, cks.TaskCompleted, "done")
+	failed, _ := backendtest.Into(t, s, cks.TaskFailed, "failed")
 
-	x, _ := into(t, s, cks.TaskOpen, "x")
+	x, _ := backendtest.Into(t, s, cks.TaskOpen, "x")
 	res := mustUpdate(t, s, x.ID, cks.TaskPatch{AddDependsOn: []int64{dep.ID}})
-	got := wantState(t, s, x.ID, cks.TaskWaiting)
+	got := backendtest.WantState(t, s, x.ID, cks.TaskWaiting)
 	if res.Path != cks.UpdateInPlace || res.Task.State != cks.TaskWaiting || !slices.Equal(got.DependsOn, []int64{dep.ID}) || got.Revision != 2 {
 		t.Fatalf("adding an incomplete dependency to an OPEN task: %s via %s, stored %+v", res.Task.State, res.Path, got)
 	}
@@ -866,61 +780,61 @@ func testTaskUpdateDependencies(t *testing.T, open Opener) {
 		t.Fatalf("re-evaluation event %+v", e)
 	}
 	res = mustUpdate(t, s, x.ID, cks.TaskPatch{AddDependsOn: []int64{done.ID}})
-	if got := wantState(t, s, x.ID, cks.TaskWaiting); res.Task.State != cks.TaskWaiting || len(got.DependsOn) != 2 {
+	if got := backendtest.WantState(t, s, x.ID, cks.TaskWaiting); res.Task.State != cks.TaskWaiting || len(got.DependsOn) != 2 {
 		t.Fatalf("adding a completed dependency to a WAITING task: %+v", got)
 	}
 	res = mustUpdate(t, s, x.ID, cks.TaskPatch{RemoveDependsOn: []int64{dep.ID}})
-	got = wantState(t, s, x.ID, cks.TaskOpen)
+	got = backendtest.WantState(t, s, x.ID, cks.TaskOpen)
 	if res.Task.State != cks.TaskOpen || !slices.Equal(got.DependsOn, []int64{done.ID}) || got.Revision != 4 {
 		t.Fatalf("removing the last incomplete dependency: %+v", got)
 	}
 
-	y, _ := into(t, s, cks.TaskOpen, "y")
+	y, _ := backendtest.Into(t, s, cks.TaskOpen, "y")
 	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{AddDependsOn: []int64{done.ID}}); res.Task.State != cks.TaskOpen {
 		t.Fatalf("adding a completed dependency to an OPEN task: %s", res.Task.State)
 	}
 	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{AddDependsOn: []int64{failed.ID}}); res.Task.State != cks.TaskBlocked {
 		t.Fatalf("adding a failed dependency: %s, want BLOCKED", res.Task.State)
 	}
-	wantState(t, s, y.ID, cks.TaskBlocked)
+	backendtest.WantState(t, s, y.ID, cks.TaskBlocked)
 	if res := mustUpdate(t, s, y.ID, cks.TaskPatch{RemoveDependsOn: []int64{failed.ID}}); res.Task.State != cks.TaskOpen {
 		t.Fatalf("removing the failed dependency of a BLOCKED task: %s, want OPEN", res.Task.State)
 	}
-	wantState(t, s, y.ID, cks.TaskOpen)
+	backendtest.WantState(t, s, y.ID, cks.TaskOpen)
 
 	// A running task given an incomplete dependency comes back WAITING.
-	r, tok := into(t, s, cks.TaskRunning, "r")
+	r, tok := backendtest.Into(t, s, cks.TaskRunning, "r")
 	res, err := s.Tasks.Update(ctx(t), r.ID, "op", cks.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
 	if err != nil || res.Path != cks.UpdateRestart || res.Abort == nil || res.Task.State != cks.TaskWaiting {
 		t.Fatalf("adding an incomplete dependency to a RUNNING task = %+v, %v; want a restart into WAITING", res, err)
 	}
-	got = wantState(t, s, r.ID, cks.TaskWaiting)
+	got = backendtest.WantState(t, s, r.ID, cks.TaskWaiting)
 	if n := len(got.Events); got.Events[n-2].To != cks.TaskStopped || got.Events[n-1].From != cks.TaskStopped ||
 		got.Events[n-1].To != cks.TaskWaiting || got.Restarts != 1 || got.Attempts != 0 {
 		t.Fatalf("running task after a dependency edit: %+v", got)
 	}
 	checkEventChain(t, got)
 	wantFenced(t, s, r.ID, tok, "after a dependency edit of a RUNNING task")
-	if ts, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, backendtest.Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of the WAITING task = %+v, %v", ts, err)
 	}
 }
 
 // testTaskUpdateRefused: every refused Update changes nothing.
-func testTaskUpdateRefused(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	b := MustEnqueue(t, s, cks.NewTask{Type: "b", Title: "B"})
-	a := MustEnqueue(t, s, cks.NewTask{Type: "a", Title: "A", DependsOn: []int64{b.ID}})
-	c := MustEnqueue(t, s, cks.NewTask{Type: "c", Title: "C", DependsOn: []int64{a.ID}})
-	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "X"})
-	child := MustEnqueue(t, s, cks.NewTask{Type: "child", Title: "child of X", ParentID: &x.ID})
-	y := MustEnqueue(t, s, cks.NewTask{Type: "y", Title: "Y"})
-	run, tok := into(t, s, cks.TaskRunning, "run")
-	done, _ := into(t, s, cks.TaskCompleted, "done")
-	stopped, _ := into(t, s, cks.TaskStopped, "stopped")
-	parked, _ := into(t, s, cks.TaskNeedsInput, "parked")
-	review, _ := into(t, s, cks.TaskNeedsReview, "review")
-	reviewing, _ := into(t, s, cks.TaskReviewing, "reviewing")
+func testTaskUpdateRefused(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	b := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "b", Title: "B"})
+	a := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "a", Title: "A", DependsOn: []int64{b.ID}})
+	c := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "c", Title: "C", DependsOn: []int64{a.ID}})
+	x := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "X"})
+	child := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "child", Title: "child of X", ParentID: &x.ID})
+	y := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "y", Title: "Y"})
+	run, tok := backendtest.Into(t, s, cks.TaskRunning, "run")
+	done, _ := backendtest.Into(t, s, cks.TaskCompleted, "done")
+	stopped, _ := backendtest.Into(t, s, cks.TaskStopped, "stopped")
+	parked, _ := backendtest.Into(t, s, cks.TaskNeedsInput, "parked")
+	review, _ := backendtest.Into(t, s, cks.TaskNeedsReview, "review")
+	reviewing, _ := backendtest.Into(t, s, cks.TaskReviewing, "reviewing")
 	missing := int64(424242)
 	all := []int64{a.ID, b.ID, c.ID, x.ID, child.ID, y.ID, run.ID, done.ID, stopped.ID, parked.ID, review.ID, reviewing.ID}
 
@@ -983,15 +897,15 @@ func testTaskUpdateRefused(t *testing.T, open Opener) {
 		t.Fatalf("the running task's lease after refused edits: %v, %v; want held", held, err)
 	}
 	_, err := s.Tasks.Update(ctx(t), missing, "op", cks.TaskPatch{Title: ptr("x")}, 0)
-	wantErr(t, "Update of an unknown task", err, cks.ErrNotFound)
+	backendtest.WantErr(t, "Update of an unknown task", err, cks.ErrNotFound)
 }
 
 // testTaskUpdateChildren: AddChildren creates children of the task,
 // CancelChildren cancels them; one revision bump per Update.
-func testTaskUpdateChildren(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
-	old := MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old child", ParentID: &x.ID})
+func testTaskUpdateChildren(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	x := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
+	old := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old child", ParentID: &x.ID})
 	res := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{
 		{Type: "sub", Title: "c1", AcceptanceCriteria: "ac1"},
 		{Type: "sub", Title: "c2", DependsOn: []int64{old.ID}},
@@ -1003,13 +917,13 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 		title string
 		state cks.TaskState
 	}{{"c1", cks.TaskOpen}, {"c2", cks.TaskWaiting}} {
-		c := MustGet(t, s, res.Children[i].ID)
+		c := backendtest.MustGet(t, s, res.Children[i].ID)
 		if c.ParentID == nil || *c.ParentID != x.ID || c.Title != want.title || c.State != want.state || c.Type != "sub" ||
 			res.Children[i].Title != want.title || c.Revision != 1 {
 			t.Fatalf("child %d: returned %+v, stored %+v; want %s, %s, parent %d", i, res.Children[i], c, want.title, want.state, x.ID)
 		}
 	}
-	if c := MustGet(t, s, res.Children[0].ID); c.AcceptanceCriteria != "ac1" {
+	if c := backendtest.MustGet(t, s, res.Children[0].ID); c.AcceptanceCriteria != "ac1" {
 		t.Fatalf("child acceptance criteria %q", c.AcceptanceCriteria)
 	}
 	res = mustUpdate(t, s, x.ID, cks.TaskPatch{CancelChildren: []int64{old.ID, res.Children[0].ID}})
@@ -1030,7 +944,7 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 	if want := map[string]cks.TaskState{"old child": cks.TaskCancelled, "c1": cks.TaskCancelled, "c2": cks.TaskBlocked}; fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Fatalf("children after CancelChildren: %v, want %v", states, want)
 	}
-	if e := lastEvent(t, MustGet(t, s, old.ID)); e.From != cks.TaskOpen || e.To != cks.TaskCancelled || e.Actor != "op" {
+	if e := lastEvent(t, backendtest.MustGet(t, s, old.ID)); e.From != cks.TaskOpen || e.To != cks.TaskCancelled || e.Actor != "op" {
 		t.Fatalf("cancel event of a child %+v", e)
 	}
 	// Both in one patch: one revision bump.
@@ -1039,26 +953,26 @@ func testTaskUpdateChildren(t *testing.T, open Opener) {
 	if res.Task.Revision != 4 || len(res.Children) != 1 || res.Children[0].Title != "c3" {
 		t.Fatalf("add and cancel in one patch: revision %d, children %+v", res.Task.Revision, res.Children)
 	}
-	wantState(t, s, byTitle["c2"], cks.TaskCancelled)
-	if c3 := wantState(t, s, res.Children[0].ID, cks.TaskOpen); c3.ParentID == nil || *c3.ParentID != x.ID {
+	backendtest.WantState(t, s, byTitle["c2"], cks.TaskCancelled)
+	if c3 := backendtest.WantState(t, s, res.Children[0].ID, cks.TaskOpen); c3.ParentID == nil || *c3.ParentID != x.ID {
 		t.Fatalf("c3 %+v", c3)
 	}
-	if got := wantState(t, s, x.ID, cks.TaskOpen); got.Revision != 4 {
+	if got := backendtest.WantState(t, s, x.ID, cks.TaskOpen); got.Revision != 4 {
 		t.Fatalf("parent revision %d, want 4", got.Revision)
 	}
 }
 
 // testTaskMetadata: metadata round-trips, defaults to {}, and is refused
 // unless a JSON object.
-func testTaskMetadata(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	plain := MustEnqueue(t, s, cks.NewTask{Title: "plain"})
-	if got := MustGet(t, s, plain.ID); !jsonEqual(got.Metadata, []byte(`{}`)) {
+func testTaskMetadata(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	plain := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "plain"})
+	if got := backendtest.MustGet(t, s, plain.ID); !jsonEqual(got.Metadata, []byte(`{}`)) {
 		t.Fatalf("default metadata %s, want {}", got.Metadata)
 	}
 	meta := json.RawMessage(`{"owner": "ann", "links": ["https://x/1"]}`)
-	with := MustEnqueue(t, s, cks.NewTask{Title: "with", Metadata: meta})
-	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, meta) || !jsonEqual(with.Metadata, meta) {
+	with := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "with", Metadata: meta})
+	if got := backendtest.MustGet(t, s, with.ID); !jsonEqual(got.Metadata, meta) || !jsonEqual(with.Metadata, meta) {
 		t.Fatalf("metadata %s (returned %s), want %s", got.Metadata, with.Metadata, meta)
 	}
 	page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
@@ -1071,19 +985,19 @@ func testTaskMetadata(t *testing.T, open Opener) {
 		}
 	}
 	mustUpdate(t, s, with.ID, cks.TaskPatch{Metadata: json.RawMessage(`{"owner": "bob"}`)})
-	if got := MustGet(t, s, with.ID); !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) || got.Revision != 1 {
+	if got := backendtest.MustGet(t, s, with.ID); !jsonEqual(got.Metadata, []byte(`{"owner": "bob"}`)) || got.Revision != 1 {
 		t.Fatalf("after replacing metadata: %s, revision %d", got.Metadata, got.Revision)
 	}
 }
 
 // testTaskAborts: the outcomes of abort requests.
-func testTaskAborts(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskAborts(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	t1 := mustRunning(t, s, "a1", "w1")
 	t2 := mustRunning(t, s, "a2", "w2")
 	t3 := mustRunning(t, s, "a3", "w3")
 	t4 := mustRunning(t, s, "a4", "w4")
-	quiet := MustEnqueue(t, s, cks.NewTask{Type: "quiet", Title: "never aborted"})
+	quiet := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "quiet", Title: "never aborted"})
 	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
 	_, a2 := mustStop(t, s, t2.ID, time.Minute)
 	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
@@ -1091,15 +1005,15 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if err != nil || cancelled.State != cks.TaskCancelled {
 		t.Fatalf("Cancel of a RUNNING task = %+v, %v", cancelled, err)
 	}
-	c3 := MustGet(t, s, t3.ID)
+	c3 := backendtest.MustGet(t, s, t3.ID)
 	a3 := c3.LastAbort
 	if a3 == nil || len(c3.Aborts) != 1 || a3.Outcome != cks.AbortPending || a3.Executor != "w3" ||
-		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(T0.Add(cks.DefaultAbortDeadline)) || a3.Attempt != 1 {
+		a3.RequestedBy != "op" || !a3.DeadlineAt.Equal(backendtest.T0.Add(cks.DefaultAbortDeadline)) || a3.Attempt != 1 {
 		t.Fatalf("Cancel of a RUNNING task recorded aborts %+v, last %+v; want one pending with the default deadline", c3.Aborts, a3)
 	}
 	wantFenced(t, s, t3.ID, t3.LeaseToken, "after Cancel")
 
-	if n, err := s.Tasks.ExpireAborts(ctx(t), T0.Add(9*time.Second)); n != 0 || err != nil {
+	if n, err := s.Tasks.ExpireAborts(ctx(t), backendtest.T0.Add(9*time.Second)); n != 0 || err != nil {
 		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
 	}
 	getAbort := func(id int64) cks.Abort {
@@ -1145,7 +1059,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 		{"another task's revoked token", quiet.ID, t2.LeaseToken},
 	} {
 		_, err := s.Tasks.ConfirmAbort(ctx(t), c.id, c.token)
-		wantErr(t, "ConfirmAbort with "+c.name, err, cks.ErrNotFound)
+		backendtest.WantErr(t, "ConfirmAbort with "+c.name, err, cks.ErrNotFound)
 	}
 
 	// The deadline passes without a confirmation; a late one still counts.
@@ -1157,7 +1071,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	if got, err := s.Tasks.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
 		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
 	}
-	if got := wantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
+	if got := backendtest.WantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
 	}
 	late, err := s.Tasks.ConfirmAbort(ctx(t), t2.ID, t2.LeaseToken)
@@ -1166,7 +1080,7 @@ func testTaskAborts(t *testing.T, open Opener) {
 	}
 
 	// ExpireAborts resolves exactly the pending aborts due at now (inclusive).
-	clk.Set(T0.Add(20 * time.Second)) // a4's deadline; a3's (30s) is later
+	clk.Set(backendtest.T0.Add(20 * time.Second)) // a4's deadline; a3's (30s) is later
 	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("ExpireAborts at a4's deadline = %d, %v; want 1", n, err)
 	}
@@ -1198,9 +1112,9 @@ func testTaskAborts(t *testing.T, open Opener) {
 
 	// A second abort of one task: Aborts lists both, LastAbort is the newer.
 	mustStart(t, s, t1.ID)
-	again := claimType(t, s, "w1b", "a1")
+	again := backendtest.ClaimType(t, s, "w1b", "a1")
 	_, a1b := mustStop(t, s, t1.ID, 0)
-	g1 := MustGet(t, s, t1.ID)
+	g1 := backendtest.MustGet(t, s, t1.ID)
 	if len(g1.Aborts) != 2 || g1.Aborts[0].ID != a1.ID || g1.Aborts[1].ID != a1b.ID || g1.LastAbort == nil ||
 		g1.LastAbort.ID != a1b.ID || a1b.Executor != "w1b" || a1b.Restart != 1 || a1b.Attempt != 1 {
 		t.Fatalf("two aborts: %+v, last %+v (second %+v)", g1.Aborts, g1.LastAbort, a1b)
@@ -1240,13 +1154,13 @@ func testTaskAborts(t *testing.T, open Opener) {
 
 // testTaskAbortsPublished: every abort write wakes a watcher of
 // TopicTaskAborts on another handle.
-func testTaskAbortsPublished(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	stopped := mustRunning(t, s, "stop", "w")
 	updated := mustRunning(t, s, "update", "w")
 	cancelled := mustRunning(t, s, "cancel", "w")
-	watched := open(t, driver.WithClock(clk), driver.WithChangePollInterval(fastPoll))
-	w := Watch(t, watched, cks.TopicTaskAborts)
+	watched := open(t, driver.WithClock(clk), driver.WithChangePollInterval(backendtest.FastPoll))
+	w := backendtest.Watch(t, watched, cks.TopicTaskAborts)
 	w.Ready(t, cks.TopicTaskAborts)
 	var abortID int64
 	steps := []struct {
@@ -1279,8 +1193,8 @@ func testTaskAbortsPublished(t *testing.T, open Opener) {
 }
 
 // testTaskLeaseHeld: the executor's cheap, read-only lease check.
-func testTaskLeaseHeld(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskLeaseHeld(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	end := []struct {
 		name string
 		end  func(c cks.ClaimedTask) error
@@ -1298,7 +1212,7 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 	}
 	for i, e := range end {
 		c := mustRunning(t, s, fmt.Sprint("t", i), "w")
-		before := MustGet(t, s, c.ID)
+		before := backendtest.MustGet(t, s, c.ID)
 		clk.Advance(30 * time.Second)
 		if held, err := s.Tasks.LeaseHeld(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
 			t.Fatalf("LeaseHeld(current token) = %v, %v; want true", held, err)
@@ -1310,7 +1224,7 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 			t.Fatalf("LeaseHeld(empty token) = %v, %v; want false, nil", held, err)
 		}
 		// Reading only: the lease is not renewed.
-		if after := MustGet(t, s, c.ID); !after.LeaseRenewedAt.Equal(before.LeaseRenewedAt) ||
+		if after := backendtest.MustGet(t, s, c.ID); !after.LeaseRenewedAt.Equal(before.LeaseRenewedAt) ||
 			!after.LeaseExpiresAt.Equal(before.LeaseExpiresAt) || !after.UpdatedAt.Equal(before.UpdatedAt) {
 			t.Fatalf("LeaseHeld wrote: renewed %v → %v, expires %v → %v", before.LeaseRenewedAt, after.LeaseRenewedAt,
 				before.LeaseExpiresAt, after.LeaseExpiresAt)
@@ -1333,14 +1247,14 @@ func testTaskLeaseHeld(t *testing.T, open Opener) {
 // it, and the next agent's first decision is derived from the new revision;
 // nothing of the aborted attempt is current, and its workspace is only
 // reused by an explicit decision.
-func testTaskReentryFromTheTop(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Type: "build", Title: "feature", Description: "build X",
+func testTaskReentryFromTheTop(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "build", Title: "feature", Description: "build X",
 		AcceptanceCriteria: "criteria v1"})
-	oldChild := MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old part", ParentID: &task.ID})
+	oldChild := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "sub", Title: "old part", ParentID: &task.ID})
 
 	// Worker A works on revision 1.
-	a := claimType(t, s, "A", "build")
+	a := backendtest.ClaimType(t, s, "A", "build")
 	if a.Revision != 1 || a.AcceptanceCriteria != "criteria v1" {
 		t.Fatalf("A's claim %+v", a)
 	}
@@ -1364,7 +1278,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if evA.Restart != 0 || evA.Attempt != 1 || wsA.Restart != 0 {
 		t.Fatalf("A's evidence %+v, %+v", evA, wsA)
 	}
-	if cur := MustGet(t, s, task.ID).Current; cur == nil || cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 1 || len(cur.Evidence) != 2 {
+	if cur := backendtest.MustGet(t, s, task.ID).Current; cur == nil || cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 1 || len(cur.Evidence) != 2 {
 		t.Fatalf("A's current attempt %+v", cur)
 	}
 
@@ -1386,7 +1300,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 
 	// Worker B re-enters from the top: the task as it is now.
 	clk.Advance(time.Minute)
-	b := claimType(t, s, "B", "build")
+	b := backendtest.ClaimType(t, s, "B", "build")
 	if b.ID != task.ID || b.AcceptanceCriteria != "criteria v2" || b.Revision != 2 || b.Attempts != 1 || b.Restarts != 1 {
 		t.Fatalf("B's claim %+v; want criteria v2 at revision 2, attempt 1 of restart 1", b)
 	}
@@ -1395,7 +1309,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 		t.Fatalf("B's decision = %+v, %v", decB, err)
 	}
 
-	got := MustGet(t, s, task.ID)
+	got := backendtest.MustGet(t, s, task.ID)
 	cur := got.Current
 	if cur == nil || cur.Restart != 1 || cur.Attempt != 1 || cur.Aborted || len(cur.Evidence) != 0 || cur.Workspace != "" ||
 		len(cur.Decisions) != 1 || cur.Decisions[0].ID != decB.ID || cur.Decisions[0].DerivedFromRevision != 2 {
@@ -1415,16 +1329,16 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if len(got.Aborts) != 1 || got.LastAbort == nil || got.LastAbort.ID != ab.ID {
 		t.Fatalf("aborts %+v", got.Aborts)
 	}
-	wantState(t, s, oldChild.ID, cks.TaskCancelled)
-	if c := wantState(t, s, newChild.ID, cks.TaskOpen); c.ParentID == nil || *c.ParentID != task.ID {
+	backendtest.WantState(t, s, oldChild.ID, cks.TaskCancelled)
+	if c := backendtest.WantState(t, s, newChild.ID, cks.TaskOpen); c.ParentID == nil || *c.ParentID != task.ID {
 		t.Fatalf("new child %+v", c)
 	}
 
 	// A is a zombie.
 	_, err = s.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "built to v1")
-	wantErr(t, "A's late Complete", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "A's late Complete", err, cks.ErrLeaseLost)
 	_, err = s.Tasks.ReuseWorkspace(ctx(t), a.ID, a.LeaseToken, "/work/ws-a", 1)
-	wantErr(t, "A's ReuseWorkspace", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "A's ReuseWorkspace", err, cks.ErrLeaseLost)
 
 	// The workspace is only inherited by an explicit decision.
 	if ws := got.Workspaces(); !slices.Equal(ws, []string{"/work/ws-a"}) {
@@ -1436,7 +1350,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 			t.Fatalf("ReuseWorkspace(%q): err = %v, want a FieldError naming path", bad, err)
 		}
 		unchanged(t, s, "refused ReuseWorkspace", before)
-		if c := MustGet(t, s, task.ID).Current; len(c.Decisions) != 1 || c.Workspace != "" {
+		if c := backendtest.MustGet(t, s, task.ID).Current; len(c.Decisions) != 1 || c.Workspace != "" {
 			t.Fatalf("refused ReuseWorkspace recorded %+v", c)
 		}
 	}
@@ -1445,7 +1359,7 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 		reuse.DerivedFromRevision != 2 || reuse.Actor != "B" {
 		t.Fatalf("ReuseWorkspace = %+v, %v", reuse, err)
 	}
-	got = MustGet(t, s, task.ID)
+	got = backendtest.MustGet(t, s, task.ID)
 	if cur := got.Current; cur.Workspace != "/work/ws-a" || len(cur.Decisions) != 2 || cur.Decisions[1].Kind != cks.DecisionReuseWorkspace ||
 		len(got.History) != 1 || got.History[0].Workspace != "/work/ws-a" {
 		t.Fatalf("after ReuseWorkspace: current %+v, history %+v", cur, got.History)
@@ -1453,14 +1367,14 @@ func testTaskReentryFromTheTop(t *testing.T, open Opener) {
 	if done, err := s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "built to v2"); err != nil || done.State != cks.TaskCompleted {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
-	if final := MustGet(t, s, task.ID); final.Result != "built to v2" || final.Current == nil || final.Current.Restart != 1 {
+	if final := backendtest.MustGet(t, s, task.ID); final.Result != "built to v2" || final.Current == nil || final.Current.Restart != 1 {
 		t.Fatalf("final %+v", final)
 	}
 }
 
 // testTaskRecordDecision: validation and fencing of RecordDecision.
-func testTaskRecordDecision(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskRecordDecision(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	c := mustRunning(t, s, "d", "w")
 	bad := []struct {
 		field, kind string
@@ -1477,15 +1391,15 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 		}
 	}
 	_, err := s.Tasks.RecordDecision(ctx(t), c.ID, "wrong", "atomic", "x", 1)
-	wantErr(t, "RecordDecision with a wrong token", err, cks.ErrLeaseLost)
-	if cur := MustGet(t, s, c.ID).Current; cur == nil || len(cur.Decisions) != 0 {
+	backendtest.WantErr(t, "RecordDecision with a wrong token", err, cks.ErrLeaseLost)
+	if cur := backendtest.MustGet(t, s, c.ID).Current; cur == nil || len(cur.Decisions) != 0 {
 		t.Fatalf("refused decisions were recorded: %+v", cur)
 	}
 	d, err := s.Tasks.RecordDecision(ctx(t), c.ID, c.LeaseToken, "needs_review", "yes", 1)
 	if err != nil || d.Kind != "needs_review" || d.Text != "yes" {
 		t.Fatalf("RecordDecision = %+v, %v", d, err)
 	}
-	if cur := MustGet(t, s, c.ID).Current; len(cur.Decisions) != 1 || cur.Decisions[0].ID != d.ID {
+	if cur := backendtest.MustGet(t, s, c.ID).Current; len(cur.Decisions) != 1 || cur.Decisions[0].ID != d.ID {
 		t.Fatalf("current decisions %+v", cur.Decisions)
 	}
 	// A decision may derive from an earlier revision than the current one.
@@ -1493,7 +1407,7 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 	mustUpdate(t, s, c.ID, cks.TaskPatch{Description: ptr("v2")})
 	mustUpdate(t, s, c.ID, cks.TaskPatch{Description: ptr("v3")})
 	mustStart(t, s, c.ID)
-	c2 := claimType(t, s, "w", "d")
+	c2 := backendtest.ClaimType(t, s, "w", "d")
 	if c2.Revision != 3 {
 		t.Fatalf("revision after two material edits %d, want 3", c2.Revision)
 	}
@@ -1506,8 +1420,8 @@ func testTaskRecordDecision(t *testing.T, open Opener) {
 }
 
 // testTaskControlNotFound: unknown ids are ErrNotFound.
-func testTaskControlNotFound(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	const id = 424242
 	calls := []struct {
 		name string
@@ -1546,9 +1460,9 @@ func testTaskControlNotFound(t *testing.T, open Opener) {
 // Complete on one running task from separate handles: the task ends in a
 // state its events explain, and the executor cannot both be stopped and
 // complete.
-func testTaskControlConcurrent(t *testing.T, open Opener) {
+func testTaskControlConcurrent(t *testing.T, open backendtest.Opener) {
 	const rounds = 12
-	s, clk := fakeStore(t, open)
+	s, clk := backendtest.FakeStore(t, open)
 	handles := make([]*backend.Backend, 4)
 	for i := range handles {
 		handles[i] = open(t, driver.WithClock(clk))
@@ -1593,7 +1507,7 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 				t.Errorf("round %d: %s: %v (only success or a conflict is acceptable)", r, name, err)
 			}
 		}
-		final := MustGet(t, s, c.ID)
+		final := backendtest.MustGet(t, s, c.ID)
 		checkEventChain(t, final)
 		if complErr == nil && stopErr == nil {
 			t.Errorf("round %d: both Complete with the original token and Stop succeeded", r)
@@ -1629,11 +1543,11 @@ func testTaskControlConcurrent(t *testing.T, open Opener) {
 // testTaskUpdateConcurrentCycle races, on two handles, updates adding a → b
 // and b → a: each alone is fine, together they close a cycle, so exactly one
 // must be refused (FieldError add_depends_on) every time.
-func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
+func testTaskUpdateConcurrentCycle(t *testing.T, open backendtest.Opener) {
 	s1, s2 := open(t), open(t)
 	for range 10 {
-		a := MustEnqueue(t, s1, cks.NewTask{Type: "a"})
-		b := MustEnqueue(t, s1, cks.NewTask{Type: "b"})
+		a := backendtest.MustEnqueue(t, s1, cks.NewTask{Type: "a"})
+		b := backendtest.MustEnqueue(t, s1, cks.NewTask{Type: "b"})
 		errs := make(chan error, 2)
 		go func() {
 			_, err := s1.Tasks.Update(ctx(t), a.ID, "op", cks.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
@@ -1659,17 +1573,17 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open Opener) {
 // add_children[i].dedupe_key that says nothing of that task, and the update
 // changes nothing (issue 12: a dedupe hit reveals nothing the caller may
 // not read).
-func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	x := MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
-	secret := MustEnqueue(t, s, cks.NewTask{Type: "other", Title: "not yours", DedupeKey: "k-secret",
+func testTaskUpdateChildDedupe(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	x := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "parent"})
+	secret := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "other", Title: "not yours", DedupeKey: "k-secret",
 		Payload: json.RawMessage(`{"secret":true}`)})
 	first := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
 	again := mustUpdate(t, s, x.ID, cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "sub", Title: "once", DedupeKey: "k-child"}}})
 	if len(again.Children) != 1 || again.Children[0].ID != first.Children[0].ID {
 		t.Fatalf("the child's key again: children %+v, want task %d", again.Children, first.Children[0].ID)
 	}
-	before := MustGet(t, s, x.ID)
+	before := backendtest.MustGet(t, s, x.ID)
 	_, err := s.Tasks.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
 		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
 	if !cks.IsFieldError(err, "add_children[1].dedupe_key") {
@@ -1678,7 +1592,7 @@ func testTaskUpdateChildDedupe(t *testing.T, open Opener) {
 	if msg := err.Error(); strings.Contains(msg, fmt.Sprint(secret.ID)) || strings.Contains(msg, "not yours") || strings.Contains(msg, "secret\"") {
 		t.Fatalf("the refusal names the other task: %s", msg)
 	}
-	after := MustGet(t, s, x.ID)
+	after := backendtest.MustGet(t, s, x.ID)
 	if after.Title != before.Title || after.Revision != before.Revision || len(after.Events) != len(before.Events) {
 		t.Fatalf("a refused update changed the task: %+v → %+v", before, after)
 	}

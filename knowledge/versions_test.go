@@ -1,4 +1,4 @@
-package storetest
+package knowledge_test
 
 import (
 	"encoding/json"
@@ -11,39 +11,40 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
 )
 
-// The version history of knowledge objects (knowledge.Service, issue 8): every
-// content write records a version, a write from a stale base forks the
-// object, MergeVersions joins the heads. Run them alone with
-// -run 'TestConformance/Version'.
-func versionTests() []taskTest {
-	return []taskTest{
-		{"VersionCreateWritesFirst", testVersionCreateWritesFirst},
-		{"VersionNumbersPerObject", testVersionNumbersPerObject},
-		{"VersionWriteFromHead", testVersionWriteFromHead},
-		{"VersionFork", testVersionFork},
-		{"VersionMerge", testVersionMerge},
-		{"VersionMergeStale", testVersionMergeStale},
-		{"VersionMergeSingleHead", testVersionMergeSingleHead},
-		{"VersionBadInput", testVersionBadInput},
-		{"VersionTransition", testVersionTransition},
-		{"VersionDAG", testVersionDAG},
-		{"VersionForkedObjectsPaging", testVersionForkedObjectsPaging},
-		{"VersionListEdgesPaging", testVersionListEdgesPaging},
-		{"VersionConcurrentWrites", testVersionConcurrentWrites},
-		{"VersionConcurrentMerges", testVersionConcurrentMerges},
-	}
+// TestVersions: the version history of knowledge objects
+// (knowledge.Service, issue 8): every content write records a version, a
+// write from a stale base forks the object, MergeVersions joins the heads;
+// on both backends.
+func TestVersions(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"VersionCreateWritesFirst":   testVersionCreateWritesFirst,
+		"VersionNumbersPerObject":    testVersionNumbersPerObject,
+		"VersionWriteFromHead":       testVersionWriteFromHead,
+		"VersionFork":                testVersionFork,
+		"VersionMerge":               testVersionMerge,
+		"VersionMergeStale":          testVersionMergeStale,
+		"VersionMergeSingleHead":     testVersionMergeSingleHead,
+		"VersionBadInput":            testVersionBadInput,
+		"VersionTransition":          testVersionTransition,
+		"VersionDAG":                 testVersionDAG,
+		"VersionForkedObjectsPaging": testVersionForkedObjectsPaging,
+		"VersionListEdgesPaging":     testVersionListEdgesPaging,
+		"VersionConcurrentWrites":    testVersionConcurrentWrites,
+		"VersionConcurrentMerges":    testVersionConcurrentMerges,
+	})
 }
 
 // versionStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge and version stores.
-func versionStore(t testing.TB, open Opener) (*knowledge.Service, *knowledge.Service, *clock.Fake) {
+func versionStore(t testing.TB, open backendtest.Opener) (*knowledge.Service, *knowledge.Service, *clock.Fake) {
 	t.Helper()
-	s, clk := fakeStore(t, open)
+	s, clk := backendtest.FakeStore(t, open)
 	return s.Objects, s.Objects, clk
 }
 
@@ -62,18 +63,6 @@ func sorted(ids ...int64) []int64 {
 	return ids
 }
 
-// versionKey describes v (content canonical, no parents and empty parents
-// alike, time in UTC) for comparing versions read by different calls.
-func versionKey(t testing.TB, v cks.Version) string {
-	t.Helper()
-	c, err := cks.CanonicalJSON(v.Content)
-	if err != nil {
-		t.Fatalf("version %d: content %s: %v", v.Version, v.Content, err)
-	}
-	return fmt.Sprintf("version=%d object=%d parents=%v hash=%s author=%q at=%s content=%s",
-		v.Version, v.ObjectID, v.Parents, v.ContentHash, v.Author, v.CreatedAt.UTC().Format(time.RFC3339Nano), c)
-}
-
 // wantVersion fails the test unless v is a version of object with exactly
 // parents (in this order), content (any encoding of its canonical form) and
 // its hash, by author at at.
@@ -84,7 +73,7 @@ func wantVersion(t testing.TB, what string, v cks.Version, object int64, parents
 	if v.Version <= 0 || v.ObjectID != object || fmt.Sprint(v.Parents) != fmt.Sprint(parents) || err != nil ||
 		string(got) != want || v.ContentHash != hash || v.Author != author || !v.CreatedAt.Equal(at) {
 		t.Fatalf("%s: version %s\nwant object %d, parents %v, content %s (hash %s), author %q, created at %v",
-			what, asJSON(t, v), object, parents, want, hash, author, at)
+			what, backendtest.AsJSON(t, v), object, parents, want, hash, author, at)
 	}
 }
 
@@ -106,24 +95,6 @@ func mustHeads(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
 	return hs
 }
 
-func mustVersions(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
-	t.Helper()
-	vs, err := v.ObjectVersions(ctx(t), id)
-	if err != nil {
-		t.Fatalf("ObjectVersions(%d): %v", id, err)
-	}
-	return vs
-}
-
-func mustForks(t testing.TB, v *knowledge.Service, after int64, limit int) []cks.Fork {
-	t.Helper()
-	fs, err := v.ForkedObjects(ctx(t), after, limit)
-	if err != nil {
-		t.Fatalf("ForkedObjects(%d, %d): %v", after, limit, err)
-	}
-	return fs
-}
-
 // wantHeads fails the test unless the heads of object id are exactly the
 // versions numbered ids, ascending, each equal to the version of that number
 // in ObjectVersions.
@@ -134,12 +105,12 @@ func wantHeads(t testing.TB, v *knowledge.Service, id int64, ids ...int64) {
 		t.Fatalf("object %d: heads %v, want %v (ascending)", id, versionNumbers(hs), ids)
 	}
 	all := map[int64]string{}
-	for _, x := range mustVersions(t, v, id) {
-		all[x.Version] = versionKey(t, x)
+	for _, x := range backendtest.MustVersions(t, v, id) {
+		all[x.Version] = backendtest.VersionKey(t, x)
 	}
 	for _, h := range hs {
-		if all[h.Version] != versionKey(t, h) {
-			t.Fatalf("object %d: head %s\nObjectVersions has %s", id, versionKey(t, h), all[h.Version])
+		if all[h.Version] != backendtest.VersionKey(t, h) {
+			t.Fatalf("object %d: head %s\nObjectVersions has %s", id, backendtest.VersionKey(t, h), all[h.Version])
 		}
 	}
 }
@@ -149,36 +120,22 @@ func wantHeads(t testing.TB, v *knowledge.Service, id int64, ids ...int64) {
 // head's number and Forked forked.
 func wantObjectHead(t testing.TB, k *knowledge.Service, id int64, head cks.Version, forked bool) cks.Object {
 	t.Helper()
-	o := MustGetObject(t, k, id)
+	o := backendtest.MustGetObject(t, k, id)
 	got, err := cks.CanonicalJSON(o.Content)
 	want, _ := cks.CanonicalJSON(head.Content)
 	if o.HeadVersion != head.Version || o.Forked != forked || err != nil || string(got) != string(want) || o.ContentHash != head.ContentHash {
-		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, asJSON(t, o), head.Version, forked, want, head.ContentHash)
+		t.Fatalf("object %d: %s\nwant head_version %d, forked %v, content %s, hash %s", id, backendtest.AsJSON(t, o), head.Version, forked, want, head.ContentHash)
 	}
 	page, err := k.ListObjects(ctx(t), cks.ObjectFilter{After: id - 1, Limit: 1})
 	if err != nil || len(page.Objects) != 1 || page.Objects[0].ID != id {
-		t.Fatalf("ListObjects(after %d, limit 1) = %s, %v", id-1, asJSON(t, page), err)
+		t.Fatalf("ListObjects(after %d, limit 1) = %s, %v", id-1, backendtest.AsJSON(t, page), err)
 	}
 	bare := o
 	bare.Log, bare.Edges = nil, nil
-	if l := page.Objects[0]; asJSON(t, l) != asJSON(t, bare) {
-		t.Fatalf("object %d listed %s\nread %s", id, asJSON(t, l), asJSON(t, bare))
+	if l := page.Objects[0]; backendtest.AsJSON(t, l) != backendtest.AsJSON(t, bare) {
+		t.Fatalf("object %d listed %s\nread %s", id, backendtest.AsJSON(t, l), backendtest.AsJSON(t, bare))
 	}
 	return o
-}
-
-// versionSnapshot returns every object's versions, by object id.
-func versionSnapshot(t testing.TB, k *knowledge.Service, v *knowledge.Service) map[int64]string {
-	t.Helper()
-	m := map[int64]string{}
-	for _, o := range allObjects(t, k) {
-		var keys []string
-		for _, x := range mustVersions(t, v, o.ID) {
-			keys = append(keys, versionKey(t, x))
-		}
-		m[o.ID] = strings.Join(keys, "\n")
-	}
-	return m
 }
 
 // versionsState is the state a refused call must leave as it was.
@@ -189,7 +146,7 @@ type versionsState struct {
 
 func takeSnapshot(t testing.TB, k *knowledge.Service, v *knowledge.Service) versionsState {
 	t.Helper()
-	return versionsState{objectSnapshot(t, k), versionSnapshot(t, k, v), asJSON(t, mustForks(t, v, 0, cks.MaxListLimit))}
+	return versionsState{backendtest.ObjectSnapshot(t, k), backendtest.VersionSnapshot(t, k, v), backendtest.AsJSON(t, backendtest.MustForks(t, v, 0, cks.MaxListLimit))}
 }
 
 // wantNothingWritten fails the test unless objects, logs, edges, versions
@@ -197,13 +154,13 @@ func takeSnapshot(t testing.TB, k *knowledge.Service, v *knowledge.Service) vers
 func wantNothingWritten(t testing.TB, what string, k *knowledge.Service, v *knowledge.Service, before versionsState) {
 	t.Helper()
 	wantUnchanged(t, what, k, before.objects)
-	after := versionSnapshot(t, k, v)
+	after := backendtest.VersionSnapshot(t, k, v)
 	for id, b := range before.versions {
 		if a := after[id]; a != b {
 			t.Errorf("%s changed the versions of object %d:\n got: %s\nwant: %s", what, id, a, b)
 		}
 	}
-	if f := asJSON(t, mustForks(t, v, 0, cks.MaxListLimit)); f != before.forks {
+	if f := backendtest.AsJSON(t, backendtest.MustForks(t, v, 0, cks.MaxListLimit)); f != before.forks {
 		t.Errorf("%s changed the forks: %s, want %s", what, f, before.forks)
 	}
 }
@@ -225,15 +182,15 @@ func resolvesReason(content string) *knowledge.Attachment {
 // testVersionCreateWritesFirst: CreateObject records the object's first
 // version (no parents, its content, by its creator), which is its only head.
 // (That it is numbered 1 is testVersionNumbersPerObject's.)
-func testVersionCreateWritesFirst(t *testing.T, open Opener) {
+func testVersionCreateWritesFirst(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
 	const content = `{ "b": 1, "a": [1, {"d": 2, "c": 1}] }`
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(content),
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(content),
 		Status: "awaiting_research", CreatedBy: "operator"})
 	clk.Advance(time.Minute)
-	r := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
+	r := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"text":"weak"}`), CreatedBy: "critic"})
 	if o.HeadVersion <= 0 || o.Forked || r.HeadVersion <= 0 || r.Forked {
-		t.Fatalf("created objects %s\n%s: want a head version each, not forked", asJSON(t, o), asJSON(t, r))
+		t.Fatalf("created objects %s\n%s: want a head version each, not forked", backendtest.AsJSON(t, o), backendtest.AsJSON(t, r))
 	}
 	for _, c := range []struct {
 		o       cks.Object
@@ -241,34 +198,34 @@ func testVersionCreateWritesFirst(t *testing.T, open Opener) {
 		by      string
 		at      time.Time
 	}{
-		{o, content, "operator", T0},
-		{r, `{"text":"weak"}`, "critic", T0.Add(time.Minute)},
+		{o, content, "operator", backendtest.T0},
+		{r, `{"text":"weak"}`, "critic", backendtest.T0.Add(time.Minute)},
 	} {
 		hs := mustHeads(t, v, c.o.ID)
 		if len(hs) != 1 {
-			t.Fatalf("object %d: heads %s, want the first version alone", c.o.ID, asJSON(t, hs))
+			t.Fatalf("object %d: heads %s, want the first version alone", c.o.ID, backendtest.AsJSON(t, hs))
 		}
 		wantVersion(t, fmt.Sprintf("first version of object %d", c.o.ID), hs[0], c.o.ID, nil, c.content, c.by, c.at)
 		if hs[0].Version != c.o.HeadVersion || hs[0].ContentHash != c.o.ContentHash {
-			t.Fatalf("object %d: head_version %d hash %s, first version %s", c.o.ID, c.o.HeadVersion, c.o.ContentHash, asJSON(t, hs[0]))
+			t.Fatalf("object %d: head_version %d hash %s, first version %s", c.o.ID, c.o.HeadVersion, c.o.ContentHash, backendtest.AsJSON(t, hs[0]))
 		}
-		if vs := mustVersions(t, v, c.o.ID); len(vs) != 1 || versionKey(t, vs[0]) != versionKey(t, hs[0]) {
-			t.Fatalf("object %d: versions %s, want the first version alone", c.o.ID, asJSON(t, vs))
+		if vs := backendtest.MustVersions(t, v, c.o.ID); len(vs) != 1 || backendtest.VersionKey(t, vs[0]) != backendtest.VersionKey(t, hs[0]) {
+			t.Fatalf("object %d: versions %s, want the first version alone", c.o.ID, backendtest.AsJSON(t, vs))
 		}
 		wantObjectHead(t, k, c.o.ID, hs[0], false)
 	}
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
-		t.Fatalf("fresh objects listed as forked: %s", asJSON(t, fs))
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("fresh objects listed as forked: %s", backendtest.AsJSON(t, fs))
 	}
 }
 
 // testVersionNumbersPerObject: versions are numbered 1, 2, 3 … within each
 // object whatever the writes to other objects in between; bases, parents,
 // heads, forks and head_version speak those numbers.
-func testVersionNumbersPerObject(t *testing.T, open Opener) {
+func testVersionNumbersPerObject(t *testing.T, open backendtest.Opener) {
 	k, v, _ := versionStore(t, open)
-	a := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`)})
-	b := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1}`)})
+	a := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`)})
+	b := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1}`)})
 	if a.HeadVersion != 1 || b.HeadVersion != 1 {
 		t.Fatalf("head versions %d and %d, want both objects at their version 1", a.HeadVersion, b.HeadVersion)
 	}
@@ -282,20 +239,20 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 		parents        []int64
 	}{{a2, a.ID, 2, []int64{1}}, {b2, b.ID, 2, []int64{1}}, {b3, b.ID, 3, []int64{2}}, {a3, a.ID, 3, []int64{1}}} {
 		if c.got.ObjectID != c.object || c.got.Version != c.number || fmt.Sprint(c.got.Parents) != fmt.Sprint(c.parents) {
-			t.Fatalf("write %s, want version %d of object %d with parents %v", asJSON(t, c.got), c.number, c.object, c.parents)
+			t.Fatalf("write %s, want version %d of object %d with parents %v", backendtest.AsJSON(t, c.got), c.number, c.object, c.parents)
 		}
 	}
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != asJSON(t, []cks.Fork{{ObjectID: a.ID, Heads: []int64{2, 3}}}) {
-		t.Fatalf("ForkedObjects = %s, want object %d with heads 2 and 3", asJSON(t, fs), a.ID)
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); backendtest.AsJSON(t, fs) != backendtest.AsJSON(t, []cks.Fork{{ObjectID: a.ID, Heads: []int64{2, 3}}}) {
+		t.Fatalf("ForkedObjects = %s, want object %d with heads 2 and 3", backendtest.AsJSON(t, fs), a.ID)
 	}
 	m, _, err := v.MergeVersions(ctx(t), a.ID, []int64{3, 2}, json.RawMessage(`{"a":"merged"}`), "fr", nil)
 	if err != nil || m.Version != 4 || fmt.Sprint(m.Parents) != "[2 3]" {
-		t.Fatalf("merge = %s, %v; want version 4 with parents [2 3]", asJSON(t, m), err)
+		t.Fatalf("merge = %s, %v; want version 4 with parents [2 3]", backendtest.AsJSON(t, m), err)
 	}
-	if vs := mustVersions(t, v, a.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3 4]" {
+	if vs := backendtest.MustVersions(t, v, a.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3 4]" {
 		t.Fatalf("versions of %d: %v, want [1 2 3 4]", a.ID, versionNumbers(vs))
 	}
-	if vs := mustVersions(t, v, b.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3]" {
+	if vs := backendtest.MustVersions(t, v, b.ID); fmt.Sprint(versionNumbers(vs)) != "[1 2 3]" {
 		t.Fatalf("versions of %d: %v, want [1 2 3]", b.ID, versionNumbers(vs))
 	}
 	wantObjectHead(t, k, a.ID, m, false)
@@ -305,17 +262,17 @@ func testVersionNumbersPerObject(t *testing.T, open Opener) {
 		t.Fatalf("WriteVersion(b, base 4): err = %v, want a FieldError naming base_version (b has versions 1 to 3)", err)
 	}
 	if w := mustWrite(t, v, a.ID, 4, `{"a":5}`, "w"); w.Version != 5 {
-		t.Fatalf("write from a's version 4 = %s, want version 5", asJSON(t, w))
+		t.Fatalf("write from a's version 4 = %s, want version 5", backendtest.AsJSON(t, w))
 	}
 }
 
 // testVersionWriteFromHead: a write from the head replaces it as the only
 // head, and the object follows it.
-func testVersionWriteFromHead(t *testing.T, open Opener) {
+func testVersionWriteFromHead(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`), Status: "supported", CreatedBy: "op"})
-	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":true}`)})
-	otherBefore := MustGetObject(t, k, other.ID)
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"a":1}`), Status: "supported", CreatedBy: "op"})
+	other := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":true}`)})
+	otherBefore := backendtest.MustGetObject(t, k, other.ID)
 	prev := o.HeadVersion
 	var chain []int64
 	chain = append(chain, prev)
@@ -328,34 +285,34 @@ func testVersionWriteFromHead(t *testing.T, open Opener) {
 		}
 		wantHeads(t, v, o.ID, w.Version)
 		got := wantObjectHead(t, k, o.ID, w, false)
-		if got.Status != "supported" || got.Round != 0 || !got.CreatedAt.Equal(T0) || !got.UpdatedAt.Equal(clk.Now()) || got.CreatedBy != "op" {
-			t.Fatalf("write %d: object %s, want status, round and creation kept, updated_at %v", i, asJSON(t, got), clk.Now())
+		if got.Status != "supported" || got.Round != 0 || !got.CreatedAt.Equal(backendtest.T0) || !got.UpdatedAt.Equal(clk.Now()) || got.CreatedBy != "op" {
+			t.Fatalf("write %d: object %s, want status, round and creation kept, updated_at %v", i, backendtest.AsJSON(t, got), clk.Now())
 		}
 		wantUnclaimed(t, "written object", got)
 		prev = w.Version
 		chain = append(chain, w.Version)
 	}
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint(chain) {
+	if vs := backendtest.MustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint(chain) {
 		t.Fatalf("versions %v, want %v", versionNumbers(vs), chain)
 	}
-	if got := MustGetObject(t, k, other.ID); asJSON(t, got) != asJSON(t, otherBefore) {
-		t.Fatalf("writes to object %d changed object %d: %s", o.ID, other.ID, asJSON(t, got))
+	if got := backendtest.MustGetObject(t, k, other.ID); backendtest.AsJSON(t, got) != backendtest.AsJSON(t, otherBefore) {
+		t.Fatalf("writes to object %d changed object %d: %s", o.ID, other.ID, backendtest.AsJSON(t, got))
 	}
-	if vs := mustVersions(t, v, other.ID); len(vs) != 1 {
-		t.Fatalf("object %d: versions %s, want its first alone", other.ID, asJSON(t, vs))
+	if vs := backendtest.MustVersions(t, v, other.ID); len(vs) != 1 {
+		t.Fatalf("object %d: versions %s, want its first alone", other.ID, backendtest.AsJSON(t, vs))
 	}
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
-		t.Fatalf("linear writes listed as forks: %s", asJSON(t, fs))
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("linear writes listed as forks: %s", backendtest.AsJSON(t, fs))
 	}
 }
 
 // testVersionFork: a write from a base that is no longer the head adds a
 // second head instead of overwriting.
-func testVersionFork(t *testing.T, open Opener) {
+func testVersionFork(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	plain := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
-	linear := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	plain := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	linear := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	mustWrite(t, v, linear.ID, linear.HeadVersion, `{"n":1}`, "w")
 	base := mustHeads(t, v, o.ID)[0]
 	clk.Advance(time.Minute)
@@ -365,12 +322,12 @@ func testVersionFork(t *testing.T, open Opener) {
 	wantVersion(t, "second write from the base", b, o.ID, []int64{base.Version}, `{"text":"bob"}`, "bob", clk.Now())
 	wantHeads(t, v, o.ID, sorted(a.Version, b.Version)...)
 	wantObjectHead(t, k, o.ID, b, true) // the latest write
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{base.Version, a.Version, b.Version}) {
+	if vs := backendtest.MustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{base.Version, a.Version, b.Version}) {
 		t.Fatalf("versions %v, want all kept: %v", versionNumbers(vs), []int64{base.Version, a.Version, b.Version})
 	}
-	want := asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(a.Version, b.Version)}})
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
-		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
+	want := backendtest.AsJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(a.Version, b.Version)}})
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); backendtest.AsJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects = %s, want %s", backendtest.AsJSON(t, fs), want)
 	}
 	// A write from one head replaces that head; the object stays forked.
 	clk.Advance(time.Minute)
@@ -378,33 +335,33 @@ func testVersionFork(t *testing.T, open Opener) {
 	wantVersion(t, "write from one head", c, o.ID, []int64{a.Version}, `{"text":"carol"}`, "carol", clk.Now())
 	wantHeads(t, v, o.ID, sorted(b.Version, c.Version)...)
 	wantObjectHead(t, k, o.ID, c, true)
-	want = asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version)}})
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
-		t.Fatalf("ForkedObjects after a write from one head = %s, want %s", asJSON(t, fs), want)
+	want = backendtest.AsJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version)}})
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); backendtest.AsJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects after a write from one head = %s, want %s", backendtest.AsJSON(t, fs), want)
 	}
 	// And from the other, the older head: the object follows the latest write.
 	clk.Advance(time.Minute)
 	d := mustWrite(t, v, o.ID, b.Version, `{"text":"dave"}`, "dave")
 	wantHeads(t, v, o.ID, sorted(c.Version, d.Version)...)
 	wantObjectHead(t, k, o.ID, d, true)
-	if vs := mustVersions(t, v, o.ID); len(vs) != 5 {
+	if vs := backendtest.MustVersions(t, v, o.ID); len(vs) != 5 {
 		t.Fatalf("versions %v, want 5", versionNumbers(vs))
 	}
 	for _, id := range []int64{plain.ID, linear.ID} {
-		if got := MustGetObject(t, k, id); got.Forked {
-			t.Fatalf("object %d forked: %s", id, asJSON(t, got))
+		if got := backendtest.MustGetObject(t, k, id); got.Forked {
+			t.Fatalf("object %d forked: %s", id, backendtest.AsJSON(t, got))
 		}
 	}
 }
 
 // testVersionMerge: merging exactly the heads makes one head with all of
 // them as parents, and writes the reason node linked to the object.
-func testVersionMerge(t *testing.T, open Opener) {
+func testVersionMerge(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
-	cited := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	cited := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a, b := fork(t, v, o, "1")
-	before := MustGetObject(t, k, o.ID)
+	before := backendtest.MustGetObject(t, k, o.ID)
 	why := resolvesReason(`{"rule":"latest wins", "heads": 2}`)
 	why.Links = []knowledge.LinkFrom{{Dst: cited.ID, BaseType: "depends_on", SemanticType: "cites"}}
 	clk.Advance(time.Minute)
@@ -422,31 +379,31 @@ func testVersionMerge(t *testing.T, open Opener) {
 	wantHeads(t, v, o.ID, m.Version)
 	got := wantObjectHead(t, k, o.ID, m, false)
 	if got.Status != before.Status || got.Round != before.Round || !got.UpdatedAt.Equal(now) {
-		t.Fatalf("merged object %s, want status and round kept, updated_at %v", asJSON(t, got), now)
+		t.Fatalf("merged object %s, want status and round kept, updated_at %v", backendtest.AsJSON(t, got), now)
 	}
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
-		t.Fatalf("merged object still listed as forked: %s", asJSON(t, fs))
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("merged object still listed as forked: %s", backendtest.AsJSON(t, fs))
 	}
-	if vs := mustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.Version, b.Version, m.Version}) {
+	if vs := backendtest.MustVersions(t, v, o.ID); fmt.Sprint(versionNumbers(vs)) != fmt.Sprint([]int64{o.HeadVersion, a.Version, b.Version, m.Version}) {
 		t.Fatalf("versions %v, want %v", versionNumbers(vs), []int64{o.HeadVersion, a.Version, b.Version, m.Version})
 	}
 	// The reason node: created in the merge, linked reason → object.
 	if reason == nil || reason.ID <= cited.ID || reason.Kind != "rationale" || reason.CreatedBy != "fork_resolution" ||
 		!reason.CreatedAt.Equal(now) || reason.HeadVersion <= 0 {
-		t.Fatalf("reason object %s", asJSON(t, reason))
+		t.Fatalf("reason object %s", backendtest.AsJSON(t, reason))
 	}
 	wantContent(t, "reason object", *reason, `{"heads":2,"rule":"latest wins"}`)
-	rr := MustGetObject(t, k, reason.ID)
+	rr := backendtest.MustGetObject(t, k, reason.ID)
 	rr.Log, rr.Edges = nil, nil
-	if asJSON(t, rr) != asJSON(t, *reason) {
-		t.Fatalf("reason returned %s\nreads %s", asJSON(t, *reason), asJSON(t, rr))
+	if backendtest.AsJSON(t, rr) != backendtest.AsJSON(t, *reason) {
+		t.Fatalf("reason returned %s\nreads %s", backendtest.AsJSON(t, *reason), backendtest.AsJSON(t, rr))
 	}
-	wantEdges(t, MustGetObject(t, k, o.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil))
-	wantEdges(t, MustGetObject(t, k, reason.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil),
+	wantEdges(t, backendtest.MustGetObject(t, k, o.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil))
+	wantEdges(t, backendtest.MustGetObject(t, k, reason.ID), now, edgeKey(reason.ID, o.ID, "depends_on", "resolves", nil),
 		edgeKey(reason.ID, cited.ID, "depends_on", "cites", nil))
-	rv := mustVersions(t, v, reason.ID)
+	rv := backendtest.MustVersions(t, v, reason.ID)
 	if len(rv) != 1 || rv[0].Version != reason.HeadVersion {
-		t.Fatalf("reason object versions %s, want its first alone (head %d)", asJSON(t, rv), reason.HeadVersion)
+		t.Fatalf("reason object versions %s, want its first alone (head %d)", backendtest.AsJSON(t, rv), reason.HeadVersion)
 	}
 	wantVersion(t, "reason's first version", rv[0], reason.ID, nil, `{"heads":2,"rule":"latest wins"}`, "fork_resolution", now)
 	// The merge is an ordinary head to write from.
@@ -456,30 +413,30 @@ func testVersionMerge(t *testing.T, open Opener) {
 	wantObjectHead(t, k, o.ID, w, false)
 
 	// A merge without a reason creates no object and no edge.
-	o2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o2 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a2, b2 := fork(t, v, o2, "2")
-	objects := len(allObjects(t, k))
+	objects := len(backendtest.AllObjects(t, k))
 	m2, r2, err := v.MergeVersions(ctx(t), o2.ID, []int64{a2.Version, b2.Version}, json.RawMessage(`{"m":2}`), "fork_resolution", nil)
 	if err != nil || r2 != nil {
-		t.Fatalf("MergeVersions without a reason = %s, %s, %v", asJSON(t, m2), asJSON(t, r2), err)
+		t.Fatalf("MergeVersions without a reason = %s, %s, %v", backendtest.AsJSON(t, m2), backendtest.AsJSON(t, r2), err)
 	}
 	wantVersion(t, "merge without a reason", m2, o2.ID, sorted(a2.Version, b2.Version), `{"m":2}`, "fork_resolution", clk.Now())
 	wantHeads(t, v, o2.ID, m2.Version)
 	wantObjectHead(t, k, o2.ID, m2, false)
-	if n := len(allObjects(t, k)); n != objects {
+	if n := len(backendtest.AllObjects(t, k)); n != objects {
 		t.Fatalf("merge without a reason: %d objects, want %d", n, objects)
 	}
-	if got := MustGetObject(t, k, o2.ID); len(got.Edges) != 0 {
-		t.Fatalf("merge without a reason wrote edges %s", asJSON(t, got.Edges))
+	if got := backendtest.MustGetObject(t, k, o2.ID); len(got.Edges) != 0 {
+		t.Fatalf("merge without a reason wrote edges %s", backendtest.AsJSON(t, got.Edges))
 	}
 }
 
 // testVersionMergeStale: a merge of anything but exactly the current heads
 // is ErrConflict naming them, and writes nothing.
-func testVersionMergeStale(t *testing.T, open Opener) {
+func testVersionMergeStale(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
-	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	other := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	a, b := fork(t, v, o, "1")
 	clk.Advance(time.Minute)
 	c := mustWrite(t, v, o.ID, b.Version, `{"text":"c"}`, "carol") // a writer came first: heads a, c
@@ -500,7 +457,7 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 		m, r, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"text":"merged"}`), "fork_resolution",
 			resolvesReason(`{"rule":"x"}`))
 		if !errors.Is(err, cks.ErrConflict) {
-			t.Errorf("%s: err = %v (version %s, reason %s), want ErrConflict", what, err, asJSON(t, m), asJSON(t, r))
+			t.Errorf("%s: err = %v (version %s, reason %s), want ErrConflict", what, err, backendtest.AsJSON(t, m), backendtest.AsJSON(t, r))
 		} else if msg := err.Error(); !strings.Contains(msg, fmt.Sprint(a.Version)) || !strings.Contains(msg, fmt.Sprint(c.Version)) {
 			t.Errorf("%s: err = %v, want it to name the current heads %d and %d", what, err, a.Version, c.Version)
 		}
@@ -518,7 +475,7 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 	_, r, err := v.MergeVersions(ctx(t), o.ID, []int64{a.Version, c.Version}, json.RawMessage(`{"text":"again"}`), "fork_resolution",
 		resolvesReason(`{"rule":"y"}`))
 	if !errors.Is(err, cks.ErrConflict) || r != nil {
-		t.Errorf("merge of an already merged fork: err = %v, reason %s; want ErrConflict", err, asJSON(t, r))
+		t.Errorf("merge of an already merged fork: err = %v, reason %s; want ErrConflict", err, backendtest.AsJSON(t, r))
 	}
 	wantNothingWritten(t, "merge of an already merged fork", k, v, before)
 }
@@ -527,9 +484,9 @@ func testVersionMergeStale(t *testing.T, open Opener) {
 // not forked names exactly its heads; the doc allows it (a version with the
 // head as its parent). A backend that refuses it must refuse with
 // ErrConflict and write nothing.
-func testVersionMergeSingleHead(t *testing.T, open Opener) {
+func testVersionMergeSingleHead(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), CreatedBy: "op"})
 	clk.Advance(time.Minute)
 	before := takeSnapshot(t, k, v)
 	m, r, err := v.MergeVersions(ctx(t), o.ID, []int64{o.HeadVersion}, json.RawMessage(`{"text":"same"}`), "fork_resolution", nil)
@@ -537,7 +494,7 @@ func testVersionMergeSingleHead(t *testing.T, open Opener) {
 	case err == nil:
 		t.Logf("MergeVersions of the single head is allowed (a version with one parent)")
 		if r != nil {
-			t.Fatalf("merge without a reason returned reason %s", asJSON(t, r))
+			t.Fatalf("merge without a reason returned reason %s", backendtest.AsJSON(t, r))
 		}
 		wantVersion(t, "single-head merge", m, o.ID, []int64{o.HeadVersion}, `{"text":"same"}`, "fork_resolution", clk.Now())
 		wantHeads(t, v, o.ID, m.Version)
@@ -551,10 +508,10 @@ func testVersionMergeSingleHead(t *testing.T, open Opener) {
 }
 
 // testVersionBadInput: refused writes and merges write nothing.
-func testVersionBadInput(t *testing.T, open Opener) {
+func testVersionBadInput(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
-	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"base"}`), Status: "supported", CreatedBy: "op"})
+	other := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"other":1}`)})
 	// Versions are numbered per object: other's 4 and 5 are no versions of
 	// o, which has 1 to 3.
 	otherNext := other.HeadVersion
@@ -599,7 +556,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 			wantFieldError(t, what, err, c.field)
 		}
 		if err == nil {
-			t.Errorf("%s wrote %s", what, asJSON(t, w))
+			t.Errorf("%s wrote %s", what, backendtest.AsJSON(t, w))
 		}
 		wantNothingWritten(t, what, k, v, before)
 	}
@@ -639,7 +596,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 				t.Errorf("%s: err = %v, want %s", what, err, c.want)
 			}
 			if err == nil || r != nil {
-				t.Errorf("%s: returned %s, reason %s", what, asJSON(t, m), asJSON(t, r))
+				t.Errorf("%s: returned %s, reason %s", what, backendtest.AsJSON(t, m), backendtest.AsJSON(t, r))
 			}
 			wantNothingWritten(t, what, k, v, before)
 			if c.reason != nil {
@@ -651,7 +608,7 @@ func testVersionBadInput(t *testing.T, open Opener) {
 		t.Errorf("Heads(%d): err = %v, want ErrNotFound", missing, err)
 	}
 	if vs, err := v.ObjectVersions(ctx(t), missing); !errors.Is(err, cks.ErrNotFound) && (err != nil || len(vs) != 0) {
-		t.Errorf("ObjectVersions(%d) = %s, %v; want ErrNotFound (or nothing)", missing, asJSON(t, vs), err)
+		t.Errorf("ObjectVersions(%d) = %s, %v; want ErrNotFound (or nothing)", missing, backendtest.AsJSON(t, vs), err)
 	}
 	// Every refused write left the fork as it was, ready to merge.
 	if _, _, err := v.MergeVersions(ctx(t), o.ID, heads, json.RawMessage(`{"m":1}`), "fr", nil); err != nil {
@@ -661,9 +618,9 @@ func testVersionBadInput(t *testing.T, open Opener) {
 
 // testVersionTransition: a transition with content writes a version based
 // on the object's latest version; its attachments get a first version.
-func testVersionTransition(t *testing.T, open Opener) {
+func testVersionTransition(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "a", CreatedBy: "op"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "a", CreatedBy: "op"})
 	first := o.HeadVersion
 	claim := mustClaimObjects(t, k, "a", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
@@ -680,22 +637,22 @@ func testVersionTransition(t *testing.T, open Opener) {
 	}
 	hs := mustHeads(t, v, o.ID)
 	if len(hs) != 1 || got.HeadVersion != hs[0].Version || got.Forked {
-		t.Fatalf("transitioned object %s, heads %s: want one new head", asJSON(t, got), asJSON(t, hs))
+		t.Fatalf("transitioned object %s, heads %s: want one new head", backendtest.AsJSON(t, got), backendtest.AsJSON(t, hs))
 	}
 	tv := hs[0]
 	if tv.Author == "" {
-		t.Errorf("transition version has no author: %s", asJSON(t, tv))
+		t.Errorf("transition version has no author: %s", backendtest.AsJSON(t, tv))
 	}
 	wantVersion(t, "transition version", tv, o.ID, []int64{first}, `{"q":2,"v":[1]}`, tv.Author, clk.Now())
 	wantObjectHead(t, k, o.ID, tv, false)
 	if len(atts) != 2 {
-		t.Fatalf("attachments %s", asJSON(t, atts))
+		t.Fatalf("attachments %s", backendtest.AsJSON(t, atts))
 	}
 	for i, want := range []string{`{"t":1}`, `{}`} {
 		a := atts[i]
-		vs := mustVersions(t, v, a.ID)
+		vs := backendtest.MustVersions(t, v, a.ID)
 		if len(vs) != 1 || a.HeadVersion != vs[0].Version || a.Forked {
-			t.Fatalf("attachment %d: %s, versions %s; want its first version as head", i, asJSON(t, a), asJSON(t, vs))
+			t.Fatalf("attachment %d: %s, versions %s; want its first version as head", i, backendtest.AsJSON(t, a), backendtest.AsJSON(t, vs))
 		}
 		wantVersion(t, fmt.Sprintf("attachment %d first version", i), vs[0], a.ID, nil, want, "critic", clk.Now())
 		wantObjectHead(t, k, a.ID, vs[0], false)
@@ -707,7 +664,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs := mustVersions(t, v, o.ID); len(vs) != 2 || got.HeadVersion != tv.Version {
+	if vs := backendtest.MustVersions(t, v, o.ID); len(vs) != 2 || got.HeadVersion != tv.Version {
 		t.Fatalf("transition without content: versions %v, head_version %d; want %v and %d", versionNumbers(vs), got.HeadVersion, []int64{first, tv.Version}, tv.Version)
 	}
 	// On a forked object, the transition writes from the latest version
@@ -725,7 +682,7 @@ func testVersionTransition(t *testing.T, open Opener) {
 	}
 	hs = mustHeads(t, v, o.ID)
 	if len(hs) != 2 || hs[0].Version != tv.Version || got.HeadVersion != hs[1].Version || !got.Forked {
-		t.Fatalf("transition of a forked object: %s, heads %s; want heads %d and a new one based on %d", asJSON(t, got), asJSON(t, hs), tv.Version, side.Version)
+		t.Fatalf("transition of a forked object: %s, heads %s; want heads %d and a new one based on %d", backendtest.AsJSON(t, got), backendtest.AsJSON(t, hs), tv.Version, side.Version)
 	}
 	wantVersion(t, "transition of a forked object", hs[1], o.ID, []int64{side.Version}, `{"q":3}`, hs[1].Author, clk.Now())
 	wantObjectHead(t, k, o.ID, hs[1], true)
@@ -733,10 +690,10 @@ func testVersionTransition(t *testing.T, open Opener) {
 
 // testVersionDAG: ObjectVersions returns the whole DAG ascending, every
 // version with its parents; Heads and fork heads are ascending.
-func testVersionDAG(t *testing.T, open Opener) {
+func testVersionDAG(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"n":0}`), CreatedBy: "op"})
-	noise := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"n":0}`), CreatedBy: "op"})
+	noise := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	type step struct {
 		name    string
 		parents []int64
@@ -759,9 +716,9 @@ func testVersionDAG(t *testing.T, open Opener) {
 	c := write("c", a)
 	d := write("d", root)
 	wantHeads(t, v, o.ID, sorted(b.Version, c.Version, d.Version)...)
-	want := asJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version, d.Version)}})
-	if fs := mustForks(t, v, 0, cks.MaxListLimit); asJSON(t, fs) != want {
-		t.Fatalf("ForkedObjects = %s, want %s", asJSON(t, fs), want)
+	want := backendtest.AsJSON(t, []cks.Fork{{ObjectID: o.ID, Heads: sorted(b.Version, c.Version, d.Version)}})
+	if fs := backendtest.MustForks(t, v, 0, cks.MaxListLimit); backendtest.AsJSON(t, fs) != want {
+		t.Fatalf("ForkedObjects = %s, want %s", backendtest.AsJSON(t, fs), want)
 	}
 	clk.Advance(time.Second)
 	m, _, err := v.MergeVersions(ctx(t), o.ID, []int64{d.Version, b.Version, c.Version}, json.RawMessage(`{"n":"m"}`), "fr", nil)
@@ -770,7 +727,7 @@ func testVersionDAG(t *testing.T, open Opener) {
 	}
 	add("m", m, sorted(b.Version, c.Version, d.Version)...)
 	e := write("e", m)
-	vs := mustVersions(t, v, o.ID)
+	vs := backendtest.MustVersions(t, v, o.ID)
 	if len(vs) != len(steps) {
 		t.Fatalf("versions %v, want %d", versionNumbers(vs), len(steps))
 	}
@@ -778,8 +735,8 @@ func testVersionDAG(t *testing.T, open Opener) {
 		if i > 0 && vs[i].Version <= vs[i-1].Version {
 			t.Fatalf("versions not ascending: %v", versionNumbers(vs))
 		}
-		if versionKey(t, vs[i]) != versionKey(t, s.v) || fmt.Sprint(vs[i].Parents) != fmt.Sprint(s.parents) {
-			t.Fatalf("version %d (%s): %s\nwritten as %s, parents %v", i, s.name, versionKey(t, vs[i]), versionKey(t, s.v), s.parents)
+		if backendtest.VersionKey(t, vs[i]) != backendtest.VersionKey(t, s.v) || fmt.Sprint(vs[i].Parents) != fmt.Sprint(s.parents) {
+			t.Fatalf("version %d (%s): %s\nwritten as %s, parents %v", i, s.name, backendtest.VersionKey(t, vs[i]), backendtest.VersionKey(t, s.v), s.parents)
 		}
 	}
 	wantHeads(t, v, o.ID, e.Version)
@@ -787,11 +744,11 @@ func testVersionDAG(t *testing.T, open Opener) {
 }
 
 // testVersionForkedObjectsPaging: ForkedObjects pages by object id.
-func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
+func testVersionForkedObjectsPaging(t *testing.T, open backendtest.Opener) {
 	k, v, _ := versionStore(t, open)
 	var os []cks.Object
 	for i := range 7 {
-		os = append(os, MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+		os = append(os, backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
 	want := map[int64][]int64{}
 	for _, i := range []int{0, 2, 3, 6} {
@@ -813,13 +770,13 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 		for _, id := range ids {
 			fs = append(fs, cks.Fork{ObjectID: id, Heads: want[id]})
 		}
-		return asJSON(t, fs)
+		return backendtest.AsJSON(t, fs)
 	}
 	show := func(fs []cks.Fork) string {
 		if fs == nil {
 			fs = []cks.Fork{}
 		}
-		return asJSON(t, fs)
+		return backendtest.AsJSON(t, fs)
 	}
 	cases := []struct {
 		after int64
@@ -836,14 +793,14 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 		{forked[3] + 1000, 1, wantForks()},
 	}
 	for _, c := range cases {
-		if got := show(mustForks(t, v, c.after, c.limit)); got != c.want {
+		if got := show(backendtest.MustForks(t, v, c.after, c.limit)); got != c.want {
 			t.Errorf("ForkedObjects(after %d, limit %d) = %s, want %s", c.after, c.limit, got, c.want)
 		}
 	}
 	// Following the cursor one page at a time visits every fork once.
 	var got []cks.Fork
 	for after, pages := int64(0), 0; ; pages++ {
-		fs := mustForks(t, v, after, 3)
+		fs := backendtest.MustForks(t, v, after, 3)
 		if len(fs) > 3 || pages > 5 {
 			t.Fatalf("page after %d: %s", after, show(fs))
 		}
@@ -863,14 +820,14 @@ func testVersionForkedObjectsPaging(t *testing.T, open Opener) {
 }
 
 // testVersionListEdgesPaging: ListEdges pages through every edge by id.
-func testVersionListEdgesPaging(t *testing.T, open Opener) {
+func testVersionListEdgesPaging(t *testing.T, open backendtest.Opener) {
 	k, v, clk := versionStore(t, open)
 	if es, err := v.ListEdges(ctx(t), 0, cks.MaxListLimit); err != nil || len(es) != 0 {
-		t.Fatalf("ListEdges of an empty store = %s, %v", asJSON(t, es), err)
+		t.Fatalf("ListEdges of an empty store = %s, %v", backendtest.AsJSON(t, es), err)
 	}
 	var os []cks.Object
 	for i := range 4 {
-		os = append(os, MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
+		os = append(os, backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(i)}))
 	}
 	w := func(f float64) *float64 { return &f }
 	var in []knowledge.NewEdge
@@ -898,21 +855,21 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := MustGetObject(t, k, os[0].ID)
+	got := backendtest.MustGetObject(t, k, os[0].ID)
 	for _, e := range got.Edges {
 		if e.Src == r.ID {
 			edges = append(edges, e)
 		}
 	}
 	if len(edges) != 8 {
-		t.Fatalf("edges %s, want 7 added and the reason edge", asJSON(t, edges))
+		t.Fatalf("edges %s, want 7 added and the reason edge", backendtest.AsJSON(t, edges))
 	}
 	slices.SortFunc(edges, func(x, y cks.Edge) int { return int(x.ID - y.ID) })
 	show := func(es []cks.Edge) string {
 		if es == nil {
 			es = []cks.Edge{}
 		}
-		return asJSON(t, es)
+		return backendtest.AsJSON(t, es)
 	}
 	list := func(after int64, limit int) []cks.Edge {
 		t.Helper()
@@ -946,9 +903,9 @@ func testVersionListEdgesPaging(t *testing.T, open Opener) {
 }
 
 // versionHandles opens n handles on open's database sharing one fake clock.
-func versionHandles(t testing.TB, open Opener, n int) ([]*knowledge.Service, []*knowledge.Service) {
+func versionHandles(t testing.TB, open backendtest.Opener, n int) ([]*knowledge.Service, []*knowledge.Service) {
 	t.Helper()
-	clk := clock.NewFake(T0)
+	clk := clock.NewFake(backendtest.T0)
 	var ks []*knowledge.Service
 	var vs []*knowledge.Service
 	for range n {
@@ -960,13 +917,13 @@ func versionHandles(t testing.TB, open Opener, n int) ([]*knowledge.Service, []*
 
 // testVersionConcurrentWrites: two handles writing from one base at once
 // always fork the object; neither write is lost.
-func testVersionConcurrentWrites(t *testing.T, open Opener) {
+func testVersionConcurrentWrites(t *testing.T, open backendtest.Opener) {
 	const rounds = 20
 	ks, vs := versionHandles(t, open, 2)
 	c := ctx(t)
 	var forked []int64
 	for round := range rounds {
-		o := MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
+		o := backendtest.MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
 		var (
 			wg   sync.WaitGroup
 			got  [2]cks.Version
@@ -986,16 +943,16 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 				t.Fatalf("round %d: writer %d: %v", round, i, err)
 			}
 			if fmt.Sprint(got[i].Parents) != fmt.Sprint([]int64{o.HeadVersion}) || got[i].Author != fmt.Sprintf("w%d", i) {
-				t.Fatalf("round %d: writer %d wrote %s, want parents [%d]", round, i, asJSON(t, got[i]), o.HeadVersion)
+				t.Fatalf("round %d: writer %d wrote %s, want parents [%d]", round, i, backendtest.AsJSON(t, got[i]), o.HeadVersion)
 			}
 		}
 		wantHeads(t, vs[1], o.ID, sorted(got[0].Version, got[1].Version)...)
-		if all := mustVersions(t, vs[0], o.ID); fmt.Sprint(versionNumbers(all)) != fmt.Sprint(sorted(o.HeadVersion, got[0].Version, got[1].Version)) {
+		if all := backendtest.MustVersions(t, vs[0], o.ID); fmt.Sprint(versionNumbers(all)) != fmt.Sprint(sorted(o.HeadVersion, got[0].Version, got[1].Version)) {
 			t.Fatalf("round %d: versions %v, want the base and both writes", round, versionNumbers(all))
 		}
-		r := MustGetObject(t, ks[1], o.ID)
+		r := backendtest.MustGetObject(t, ks[1], o.ID)
 		if !r.Forked || (r.HeadVersion != got[0].Version && r.HeadVersion != got[1].Version) {
-			t.Fatalf("round %d: object %s, want forked at one of the writes %d, %d", round, asJSON(t, r), got[0].Version, got[1].Version)
+			t.Fatalf("round %d: object %s, want forked at one of the writes %d, %d", round, backendtest.AsJSON(t, r), got[0].Version, got[1].Version)
 		}
 		w := got[0]
 		if r.HeadVersion == got[1].Version {
@@ -1005,7 +962,7 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 		forked = append(forked, o.ID)
 	}
 	var listed []int64
-	for _, f := range mustForks(t, vs[0], 0, cks.MaxListLimit) {
+	for _, f := range backendtest.MustForks(t, vs[0], 0, cks.MaxListLimit) {
 		listed = append(listed, f.ObjectID)
 	}
 	if fmt.Sprint(listed) != fmt.Sprint(forked) {
@@ -1015,14 +972,14 @@ func testVersionConcurrentWrites(t *testing.T, open Opener) {
 
 // testVersionConcurrentMerges: two handles merging one fork at once: one
 // merge wins, the other is ErrConflict, and the object has one head.
-func testVersionConcurrentMerges(t *testing.T, open Opener) {
+func testVersionConcurrentMerges(t *testing.T, open backendtest.Opener) {
 	const rounds = 20
 	ks, vs := versionHandles(t, open, 2)
 	c := ctx(t)
 	for round := range rounds {
-		o := MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(round)})
+		o := backendtest.MustCreateObject(t, ks[0], knowledge.NewObject{Kind: "claim", Title: fmt.Sprint(round)})
 		a, b := fork(t, vs[round%2], o, fmt.Sprint(round))
-		objects := len(allObjects(t, ks[0]))
+		objects := len(backendtest.AllObjects(t, ks[0]))
 		var (
 			wg      sync.WaitGroup
 			got     [2]cks.Version
@@ -1057,24 +1014,24 @@ func testVersionConcurrentMerges(t *testing.T, open Opener) {
 		}
 		w := won[0]
 		if reasons[1-w] != nil {
-			t.Fatalf("round %d: the refused merge returned reason %s", round, asJSON(t, reasons[1-w]))
+			t.Fatalf("round %d: the refused merge returned reason %s", round, backendtest.AsJSON(t, reasons[1-w]))
 		}
 		if fmt.Sprint(got[w].Parents) != fmt.Sprint(sorted(a.Version, b.Version)) || got[w].Author != fmt.Sprintf("fr%d", w) {
-			t.Fatalf("round %d: merge %s, want parents %v", round, asJSON(t, got[w]), sorted(a.Version, b.Version))
+			t.Fatalf("round %d: merge %s, want parents %v", round, backendtest.AsJSON(t, got[w]), sorted(a.Version, b.Version))
 		}
 		wantHeads(t, vs[1-w], o.ID, got[w].Version)
 		wantObjectHead(t, ks[0], o.ID, got[w], false)
-		if all := mustVersions(t, vs[0], o.ID); len(all) != 4 {
+		if all := backendtest.MustVersions(t, vs[0], o.ID); len(all) != 4 {
 			t.Fatalf("round %d: versions %v, want base, two sides and one merge", round, versionNumbers(all))
 		}
-		if n := len(allObjects(t, ks[1])); n != objects+1 || reasons[w] == nil {
-			t.Fatalf("round %d: %d objects after the merges, %d before; reason %s: want exactly one reason node", round, n, objects, asJSON(t, reasons[w]))
+		if n := len(backendtest.AllObjects(t, ks[1])); n != objects+1 || reasons[w] == nil {
+			t.Fatalf("round %d: %d objects after the merges, %d before; reason %s: want exactly one reason node", round, n, objects, backendtest.AsJSON(t, reasons[w]))
 		}
-		if e := MustGetObject(t, ks[0], o.ID).Edges; len(e) != 1 || e[0].Src != reasons[w].ID {
-			t.Fatalf("round %d: edges %s, want the winner's reason edge alone", round, asJSON(t, e))
+		if e := backendtest.MustGetObject(t, ks[0], o.ID).Edges; len(e) != 1 || e[0].Src != reasons[w].ID {
+			t.Fatalf("round %d: edges %s, want the winner's reason edge alone", round, backendtest.AsJSON(t, e))
 		}
 	}
-	if fs := mustForks(t, vs[0], 0, cks.MaxListLimit); len(fs) != 0 {
-		t.Fatalf("forks left after the merges: %s", asJSON(t, fs))
+	if fs := backendtest.MustForks(t, vs[0], 0, cks.MaxListLimit); len(fs) != 0 {
+		t.Fatalf("forks left after the merges: %s", backendtest.AsJSON(t, fs))
 	}
 }

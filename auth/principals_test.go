@@ -1,6 +1,7 @@
-package storetest
+package auth_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,25 +11,22 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 )
 
-// principalTests are the conformance tests of ListPrincipals and
-// DeletePrincipal, and of the studio's sessions.
-func principalTests() []struct {
-	name string
-	fn   func(t *testing.T, s *backend.Backend)
-} {
-	return []struct {
-		name string
-		fn   func(t *testing.T, s *backend.Backend)
-	}{
-		{"PrincipalsList", testPrincipalsList},
-		{"PrincipalsDelete", testPrincipalsDelete},
-		{"PrincipalsDeleteLastAdmin", testPrincipalsDeleteLastAdmin},
-		{"PrincipalsDeleteConcurrentAdmins", testPrincipalsDeleteConcurrentAdmins},
-		{"Sessions", testSessions},
-		{"SessionsExpire", testSessionsExpire},
-	}
+// TestPrincipals: the principals' records (CreatePrincipal, the lookup by
+// token hash, the grants, ListPrincipals and DeletePrincipal) and the
+// studio's sessions, on both backends.
+func TestPrincipals(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"Principals":                       testPrincipals,
+		"PrincipalsList":                   testPrincipalsList,
+		"PrincipalsDelete":                 testPrincipalsDelete,
+		"PrincipalsDeleteLastAdmin":        testPrincipalsDeleteLastAdmin,
+		"PrincipalsDeleteConcurrentAdmins": testPrincipalsDeleteConcurrentAdmins,
+		"Sessions":                         testSessions,
+		"SessionsExpire":                   testSessionsExpire,
+	})
 }
 
 func mustPrincipal(t *testing.T, s *backend.Backend, id string, at time.Time, grants ...cks.Grant) {
@@ -40,14 +38,15 @@ func mustPrincipal(t *testing.T, s *backend.Backend, id string, at time.Time, gr
 
 var adminGrant = cks.Grant{Resource: auth.AdminResource, Permission: auth.AdminPermission}
 
-func testPrincipalsList(t *testing.T, s *backend.Backend) {
+func testPrincipalsList(t *testing.T, open backendtest.Opener) {
+	s := open(t)
 	if ps, err := s.Principals.ListPrincipals(ctx(t)); err != nil || len(ps) != 0 {
 		t.Fatalf("empty store: %v, %v; want none", ps, err)
 	}
-	mustPrincipal(t, s, "b", T0.Add(time.Minute), cks.Grant{Resource: "/tasks/12", Permission: "read"},
+	mustPrincipal(t, s, "b", backendtest.T0.Add(time.Minute), cks.Grant{Resource: "/tasks/12", Permission: "read"},
 		cks.Grant{Resource: "/tasks/12", Permission: "append"}, cks.Grant{Resource: "/tasks", Permission: "create"})
-	mustPrincipal(t, s, "a", T0, adminGrant)
-	mustPrincipal(t, s, "c", T0.Add(time.Minute)) // no grants; same time as b, after it by id
+	mustPrincipal(t, s, "a", backendtest.T0, adminGrant)
+	mustPrincipal(t, s, "c", backendtest.T0.Add(time.Minute)) // no grants; same time as b, after it by id
 	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -60,17 +59,18 @@ func testPrincipalsList(t *testing.T, s *backend.Backend) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("ListPrincipals = %v, want %s", got, want)
 	}
-	if !ps[0].CreatedAt.Equal(T0) || !ps[1].CreatedAt.Equal(T0.Add(time.Minute)) {
-		t.Fatalf("created_at = %v, %v; want %v, %v", ps[0].CreatedAt, ps[1].CreatedAt, T0, T0.Add(time.Minute))
+	if !ps[0].CreatedAt.Equal(backendtest.T0) || !ps[1].CreatedAt.Equal(backendtest.T0.Add(time.Minute)) {
+		t.Fatalf("created_at = %v, %v; want %v, %v", ps[0].CreatedAt, ps[1].CreatedAt, backendtest.T0, backendtest.T0.Add(time.Minute))
 	}
 	if ps[2].Grants == nil {
 		t.Fatal("a principal without grants lists nil grants; want an empty list")
 	}
 }
 
-func testPrincipalsDelete(t *testing.T, s *backend.Backend) {
-	mustPrincipal(t, s, "admin", T0, adminGrant)
-	mustPrincipal(t, s, "agent", T0, cks.Grant{Resource: "/tasks/1", Permission: "read"})
+func testPrincipalsDelete(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	mustPrincipal(t, s, "admin", backendtest.T0, adminGrant)
+	mustPrincipal(t, s, "agent", backendtest.T0, cks.Grant{Resource: "/tasks/1", Permission: "read"})
 	if err := s.Principals.DeletePrincipal(ctx(t), "agent"); err != nil {
 		t.Fatal(err)
 	}
@@ -87,16 +87,17 @@ func testPrincipalsDelete(t *testing.T, s *backend.Backend) {
 		t.Fatalf("unknown id: err = %v, want ErrNotFound", err)
 	}
 	// A new principal may reuse the deleted one's id; it starts without the old grants.
-	mustPrincipal(t, s, "agent", T0)
+	mustPrincipal(t, s, "agent", backendtest.T0)
 	if gs, err := s.Principals.GrantsOf(ctx(t), "agent"); err != nil || len(gs) != 0 {
 		t.Fatalf("recreated principal's grants = %v, %v; want none", gs, err)
 	}
 }
 
-func testPrincipalsDeleteLastAdmin(t *testing.T, s *backend.Backend) {
-	mustPrincipal(t, s, "admin-1", T0, adminGrant)
+func testPrincipalsDeleteLastAdmin(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	mustPrincipal(t, s, "admin-1", backendtest.T0, adminGrant)
 	// Admin on a subtree is not admin on /.
-	mustPrincipal(t, s, "sub", T0, cks.Grant{Resource: "/tasks", Permission: auth.AdminPermission})
+	mustPrincipal(t, s, "sub", backendtest.T0, cks.Grant{Resource: "/tasks", Permission: auth.AdminPermission})
 	err := s.Principals.DeletePrincipal(ctx(t), "admin-1")
 	if !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("deleting the last admin: err = %v, want ErrConflict", err)
@@ -104,7 +105,7 @@ func testPrincipalsDeleteLastAdmin(t *testing.T, s *backend.Backend) {
 	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-admin-1"); err != nil {
 		t.Fatalf("refused delete removed the admin: %v", err)
 	}
-	mustPrincipal(t, s, "admin-2", T0, adminGrant)
+	mustPrincipal(t, s, "admin-2", backendtest.T0, adminGrant)
 	if err := s.Principals.DeletePrincipal(ctx(t), "admin-1"); err != nil {
 		t.Fatalf("deleting one of two admins: %v", err)
 	}
@@ -116,10 +117,11 @@ func testPrincipalsDeleteLastAdmin(t *testing.T, s *backend.Backend) {
 	}
 }
 
-func testPrincipalsDeleteConcurrentAdmins(t *testing.T, s *backend.Backend) {
+func testPrincipalsDeleteConcurrentAdmins(t *testing.T, open backendtest.Opener) {
+	s := open(t)
 	const n = 4
 	for i := range n {
-		mustPrincipal(t, s, fmt.Sprint("admin-", i), T0, adminGrant)
+		mustPrincipal(t, s, fmt.Sprint("admin-", i), backendtest.T0, adminGrant)
 	}
 	var (
 		wg                  sync.WaitGroup
@@ -159,29 +161,30 @@ func mustSession(t *testing.T, s *backend.Backend, id, principal string, at time
 
 // testSessions: a session authenticates its principal by its secret's
 // hash, lists without it, is deleted by id, and goes with its principal.
-func testSessions(t *testing.T, s *backend.Backend) {
-	mustPrincipal(t, s, "admin", T0, adminGrant)
-	mustPrincipal(t, s, "reader", T0, cks.Grant{Resource: "/", Permission: "read"})
-	a := mustSession(t, s, "s-a", "admin", T0, time.Hour)
-	r := mustSession(t, s, "s-r", "reader", T0.Add(time.Second), time.Hour)
-	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+func testSessions(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	mustPrincipal(t, s, "admin", backendtest.T0, adminGrant)
+	mustPrincipal(t, s, "reader", backendtest.T0, cks.Grant{Resource: "/", Permission: "read"})
+	a := mustSession(t, s, "s-a", "admin", backendtest.T0, time.Hour)
+	r := mustSession(t, s, "s-r", "reader", backendtest.T0.Add(time.Second), time.Hour)
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-x", PrincipalID: "nobody", CreatedAt: backendtest.T0, ExpiresAt: backendtest.T0.Add(time.Hour)},
 		"secret-x"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of an unknown principal: err = %v, want ErrNotFound", err)
 	}
-	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)},
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-a", PrincipalID: "admin", CreatedAt: backendtest.T0, ExpiresAt: backendtest.T0.Add(time.Hour)},
 		"secret-other"); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("duplicate session id: err = %v, want ErrConflict", err)
 	}
 	var fe *cks.FieldError
-	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: T0, ExpiresAt: T0},
+	if err := s.Principals.CreateSession(ctx(t), cks.Session{ID: "s-y", PrincipalID: "admin", CreatedAt: backendtest.T0, ExpiresAt: backendtest.T0},
 		"secret-y"); !errors.As(err, &fe) || fe.Field != "expires_at" {
 		t.Fatalf("session expiring at its creation: err = %v, want a FieldError naming expires_at", err)
 	}
-	p, got, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", T0.Add(time.Minute))
+	p, got, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", backendtest.T0.Add(time.Minute))
 	if err != nil || p.ID != "reader" || got != r {
 		t.Fatalf("by secret = %+v, %+v, %v; want reader's %+v", p, got, err, r)
 	}
-	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-nope", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-nope", backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown secret: err = %v, want ErrNotFound", err)
 	}
 	list, err := s.Principals.ListSessions(ctx(t))
@@ -191,7 +194,7 @@ func testSessions(t *testing.T, s *backend.Backend) {
 	if err := s.Principals.DeleteSession(ctx(t), "s-a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-a", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-a", backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("deleted session: err = %v, want ErrNotFound", err)
 	}
 	if err := s.Principals.DeleteSession(ctx(t), "s-a"); !errors.Is(err, cks.ErrNotFound) {
@@ -201,7 +204,7 @@ func testSessions(t *testing.T, s *backend.Backend) {
 	if err := s.Principals.DeletePrincipal(ctx(t), "reader"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", T0); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of a deleted principal: err = %v, want ErrNotFound", err)
 	}
 	if list, err := s.Principals.ListSessions(ctx(t)); err != nil || len(list) != 0 {
@@ -211,24 +214,67 @@ func testSessions(t *testing.T, s *backend.Backend) {
 
 // testSessionsExpire: from its expires_at on a session is refused and
 // deleted; DeleteExpiredSessions removes the expired ones nobody presents.
-func testSessionsExpire(t *testing.T, s *backend.Backend) {
-	mustPrincipal(t, s, "admin", T0, adminGrant)
-	mustSession(t, s, "short", "admin", T0, time.Minute)
-	mustSession(t, s, "idle", "admin", T0, time.Minute)
-	long := mustSession(t, s, "long", "admin", T0, time.Hour)
-	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute-time.Microsecond)); err != nil {
+func testSessionsExpire(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	mustPrincipal(t, s, "admin", backendtest.T0, adminGrant)
+	mustSession(t, s, "short", "admin", backendtest.T0, time.Minute)
+	mustSession(t, s, "idle", "admin", backendtest.T0, time.Minute)
+	long := mustSession(t, s, "long", "admin", backendtest.T0, time.Hour)
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", backendtest.T0.Add(time.Minute-time.Microsecond)); err != nil {
 		t.Fatalf("a session just before its expiry: %v", err)
 	}
-	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", backendtest.T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("a session at its expiry: err = %v, want ErrNotFound", err)
 	}
 	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 2 {
 		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
 	}
-	if n, err := s.Principals.DeleteExpiredSessions(ctx(t), T0.Add(time.Minute)); err != nil || n != 1 {
+	if n, err := s.Principals.DeleteExpiredSessions(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("DeleteExpiredSessions = %d, %v; want 1 (idle)", n, err)
 	}
 	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 1 || list[0] != long {
 		t.Fatalf("sessions left: %+v, want only %+v", list, long)
+	}
+}
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func testPrincipals(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	p := cks.Principal{ID: "p-1", Name: "admin", CreatedAt: backendtest.T0}
+	grants := []cks.Grant{{Resource: "/", Permission: "admin"}, {Resource: "/", Permission: "read"}}
+	if err := s.Principals.CreatePrincipal(ctx(t), p, "hash-1", grants); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != p.ID || got.Name != p.Name || !got.CreatedAt.Equal(p.CreatedAt) {
+		t.Fatalf("principal = %+v, want %+v", got, p)
+	}
+	gs, err := s.Principals.GrantsOf(ctx(t), "p-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(gs) != fmt.Sprint(grants) {
+		t.Fatalf("grants = %v, want %v", gs, grants)
+	}
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "other"); !errors.Is(err, cks.ErrNotFound) {
+		t.Fatalf("unknown hash: err = %v, want ErrNotFound", err)
+	}
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "p-2", Name: "x", CreatedAt: backendtest.T0}, "hash-1", nil); !errors.Is(err, cks.ErrConflict) {
+		t.Fatalf("duplicate token hash: err = %v, want ErrConflict", err)
+	}
+	if err := s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "p-1", Name: "x", CreatedAt: backendtest.T0}, "hash-2", nil); !errors.Is(err, cks.ErrConflict) {
+		t.Fatalf("duplicate id: err = %v, want ErrConflict", err)
+	}
+	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, cks.ErrNotFound) {
+		t.Fatalf("rejected principal was stored: err = %v", err)
 	}
 }

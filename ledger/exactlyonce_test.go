@@ -1,4 +1,4 @@
-package storetest
+package ledger_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 )
@@ -75,7 +76,7 @@ func (x *exactlyOnce) kickReaper() {
 // moves a shared fake clock and reclaims expired leases. Some executors stall
 // (zombies) and come back after their lease may have been reclaimed. Every
 // task must end COMPLETED exactly once, by one executor, none lost.
-func testTaskExactlyOnce(t *testing.T, open Opener) {
+func testTaskExactlyOnce(t *testing.T, open backendtest.Opener) {
 	total := ExactlyOnceTasks
 	if v, err := strconv.Atoi(os.Getenv("CKS_TEST_EXACTLY_ONCE_TASKS")); err == nil && v > 0 {
 		total = v
@@ -84,7 +85,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	}
 	c, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	x := &exactlyOnce{ctx: c, clk: clock.NewFake(T0), kick: make(chan struct{}, 1), done: make(chan struct{}),
+	x := &exactlyOnce{ctx: c, clk: clock.NewFake(backendtest.T0), kick: make(chan struct{}, 1), done: make(chan struct{}),
 		tick: make(chan struct{}), completed: map[int64][]string{}}
 	x.remaining.Store(int64(total))
 	seed := open(t, driver.WithClock(x.clk))
@@ -132,7 +133,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 	// And the event log agrees, on a sample.
 	for id := int64(1); id <= int64(total); id += int64(total / 50) {
 		n := 0
-		for _, e := range MustGet(t, seed, id).Events {
+		for _, e := range backendtest.MustGet(t, seed, id).Events {
 			if e.To == cks.TaskCompleted {
 				n++
 			}
@@ -150,7 +151,7 @@ func testTaskExactlyOnce(t *testing.T, open Opener) {
 
 // enqueueMany enqueues n tasks (max attempts at the maximum, so that no task
 // is dead-lettered by the churn) from several handles at once.
-func enqueueMany(t testing.TB, c context.Context, open Opener, clk clock.Clock, n int) {
+func enqueueMany(t testing.TB, c context.Context, open backendtest.Opener, clk clock.Clock, n int) {
 	t.Helper()
 	const feeders = 4
 	var wg sync.WaitGroup
@@ -230,7 +231,7 @@ func (x *exactlyOnce) work(s *backend.Backend, w int) {
 		default:
 		}
 		tick := x.nextTick()
-		ts, err := s.Tasks.Claim(x.ctx, name, []string{"work"}, 1+rng.IntN(8), Lease)
+		ts, err := s.Tasks.Claim(x.ctx, name, []string{"work"}, 1+rng.IntN(8), backendtest.Lease)
 		if err != nil {
 			x.fail(fmt.Errorf("%s: claim: %w", name, err))
 			return
@@ -273,7 +274,7 @@ func (x *exactlyOnce) reap(s *backend.Backend) {
 			continue
 		}
 		x.progress.Store(0)
-		x.clk.Advance(Lease / 2)
+		x.clk.Advance(backendtest.Lease / 2)
 		n, err := s.Tasks.ReclaimExpired(x.ctx, x.clk.Now(), 0)
 		if err != nil {
 			x.fail(fmt.Errorf("reclaim: %w", err))

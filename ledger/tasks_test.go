@@ -1,4 +1,4 @@
-package storetest
+package ledger_test
 
 import (
 	"context"
@@ -14,114 +14,59 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 )
 
-// Transitioner is the low-level state change every backend exposes for this
-// suite: one transition through the ledger's table with its event, nothing else.
+// TestTasks: the task ledger's records and transitions — enqueue, claim
+// order, fencing, leases, backoff, dependencies, dedupe, questions,
+// review, cancel, listing, evidence, exactly-once completion under
+// contention and its notifications — on both backends.
+func TestTasks(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"TaskEnqueueAndGet":               testTaskEnqueueAndGet,
+		"TaskBadInput":                    testTaskBadInput,
+		"TaskNotFound":                    testTaskNotFound,
+		"TaskTransitionTable":             testTaskTransitionTable,
+		"TaskClaimOrder":                  testTaskClaimOrder,
+		"TaskFencing":                     testTaskFencing,
+		"TaskTouchRenewsLease":            testTaskTouchRenewsLease,
+		"TaskReclaimToFailed":             testTaskReclaimToFailed,
+		"TaskBackoff":                     testTaskBackoff,
+		"TaskDependencies":                testTaskDependencies,
+		"TaskDedupe":                      testTaskDedupe,
+		"TaskAskAnswer":                   testTaskAskAnswer,
+		"TaskReview":                      testTaskReview,
+		"TaskCancel":                      testTaskCancel,
+		"TaskList":                        testTaskList,
+		"TaskEvidencePerAttempt":          testTaskEvidencePerAttempt,
+		"TaskExactlyOnce":                 testTaskExactlyOnce,
+		"TaskConcurrentDependencyRelease": testTaskConcurrentDependencyRelease,
+		"TaskConcurrentDedupe":            testTaskConcurrentDedupe,
+		"TasksReadyPublished":             testTasksReadyPublished,
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Transitioner is the low-level state change every backend exposes for
+// these tests: one transition through the ledger's table with its event, nothing else.
 type Transitioner interface {
 	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
-}
-
-type taskTest struct {
-	name string
-	fn   func(t *testing.T, open Opener)
-}
-
-func taskTests() []taskTest {
-	return []taskTest{
-		{"TaskEnqueueAndGet", testTaskEnqueueAndGet},
-		{"TaskBadInput", testTaskBadInput},
-		{"TaskNotFound", testTaskNotFound},
-		{"TaskTransitionTable", testTaskTransitionTable},
-		{"TaskClaimOrder", testTaskClaimOrder},
-		{"TaskFencing", testTaskFencing},
-		{"TaskTouchRenewsLease", testTaskTouchRenewsLease},
-		{"TaskReclaimToFailed", testTaskReclaimToFailed},
-		{"TaskBackoff", testTaskBackoff},
-		{"TaskDependencies", testTaskDependencies},
-		{"TaskDedupe", testTaskDedupe},
-		{"TaskAskAnswer", testTaskAskAnswer},
-		{"TaskReview", testTaskReview},
-		{"TaskCancel", testTaskCancel},
-		{"TaskList", testTaskList},
-		{"TaskEvidencePerAttempt", testTaskEvidencePerAttempt},
-		{"TaskExactlyOnce", testTaskExactlyOnce},
-		{"TaskConcurrentDependencyRelease", testTaskConcurrentDependencyRelease},
-		{"TaskConcurrentDedupe", testTaskConcurrentDedupe},
-	}
-}
-
-// Lease is the lease duration the suite claims with.
-const Lease = time.Minute
-
-// fakeStore opens a handle on open's database whose clock is a fake at T0.
-func fakeStore(t testing.TB, open Opener) (*backend.Backend, *clock.Fake) {
-	t.Helper()
-	clk := clock.NewFake(T0)
-	return open(t, driver.WithClock(clk)), clk
-}
-
-// MustEnqueue enqueues n (type "build" when empty) or fails the test.
-func MustEnqueue(t testing.TB, s *backend.Backend, n cks.NewTask) cks.Task {
-	t.Helper()
-	if n.Type == "" {
-		n.Type = "build"
-	}
-	task, _, err := s.Tasks.Enqueue(ctx(t), n)
-	if err != nil {
-		t.Fatalf("Enqueue(%+v): %v", n, err)
-	}
-	return task
-}
-
-// MustGet returns task id or fails the test.
-func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
-	t.Helper()
-	task, err := s.Tasks.GetTask(ctx(t), id)
-	if err != nil {
-		t.Fatalf("GetTask(%d): %v", id, err)
-	}
-	return task
-}
-
-// MustClaimOne claims exactly one task of any type for worker or fails the test.
-func MustClaimOne(t testing.TB, s *backend.Backend, worker string) cks.ClaimedTask {
-	t.Helper()
-	ts, err := s.Tasks.Claim(ctx(t), worker, nil, 1, Lease)
-	if err != nil {
-		t.Fatalf("Claim(%s): %v", worker, err)
-	}
-	if len(ts) != 1 {
-		t.Fatalf("Claim(%s) got %d tasks, want 1", worker, len(ts))
-	}
-	return ts[0]
 }
 
 // hasLease reports whether task shows a lease (a holder or an expiry); the
 // token itself is never part of a Task.
 func hasLease(task cks.Task) bool {
 	return task.ClaimedBy != "" || !task.LeaseExpiresAt.IsZero() || !task.LeaseRenewedAt.IsZero()
-}
-
-// wantState fails the test unless task id is in state want.
-func wantState(t testing.TB, s *backend.Backend, id int64, want cks.TaskState) cks.Task {
-	t.Helper()
-	task := MustGet(t, s, id)
-	if task.State != want {
-		t.Fatalf("task %d is %s, want %s (events %+v)", id, task.State, want, task.Events)
-	}
-	return task
-}
-
-// wantErr fails the test unless errors.Is(err, target).
-func wantErr(t testing.TB, what string, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Fatalf("%s: err = %v, want %v", what, err, target)
-	}
 }
 
 // lastEvent returns the newest event of task.
@@ -138,9 +83,9 @@ func jsonEqual(a, b []byte) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-func testTaskEnqueueAndGet(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	parent := MustEnqueue(t, s, cks.NewTask{Type: "plan", Title: "parent"})
+func testTaskEnqueueAndGet(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	parent := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "plan", Title: "parent"})
 	n := cks.NewTask{Type: "build", Title: "t", Description: "d", AcceptanceCriteria: "ac",
 		Payload: json.RawMessage(`{"b": [1, 2], "a": "x"}`), Priority: 7, MaxAttempts: 5,
 		ParentID: &parent.ID, CreatedBy: "alice"}
@@ -148,21 +93,21 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 	if err != nil || !created {
 		t.Fatalf("Enqueue: %v, created %v", err, created)
 	}
-	got = MustGet(t, s, got.ID)
+	got = backendtest.MustGet(t, s, got.ID)
 	switch {
 	case got.ID <= parent.ID, got.Type != "build", got.Title != "t", got.Description != "d",
 		got.AcceptanceCriteria != "ac", got.Priority != 7, got.MaxAttempts != 5,
 		got.ParentID == nil || *got.ParentID != parent.ID, got.CreatedBy != "alice",
 		got.State != cks.TaskOpen, got.Attempts != 0, got.Restarts != 0, got.Revision != 1,
 		hasLease(got), got.ClaimedBy != "", !got.RunAfter.IsZero(),
-		!got.CreatedAt.Equal(T0), !got.UpdatedAt.Equal(T0), len(got.DependsOn) != 0:
+		!got.CreatedAt.Equal(backendtest.T0), !got.UpdatedAt.Equal(backendtest.T0), len(got.DependsOn) != 0:
 		t.Fatalf("round trip: %+v", got)
 	}
 	if !jsonEqual(got.Payload, n.Payload) {
 		t.Fatalf("payload %s, want %s", got.Payload, n.Payload)
 	}
 	e := lastEvent(t, got)
-	if len(got.Events) != 1 || e.From != "" || e.To != cks.TaskOpen || e.Actor != "alice" || !e.At.Equal(T0) || e.TaskID != got.ID {
+	if len(got.Events) != 1 || e.From != "" || e.To != cks.TaskOpen || e.Actor != "alice" || !e.At.Equal(backendtest.T0) || e.TaskID != got.ID {
 		t.Fatalf("creation event %+v", got.Events)
 	}
 	if !jsonEqual(parent.Payload, []byte(`{}`)) || parent.MaxAttempts != cks.DefaultMaxAttempts {
@@ -170,9 +115,9 @@ func testTaskEnqueueAndGet(t *testing.T, open Opener) {
 	}
 }
 
-func testTaskBadInput(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	existing := MustEnqueue(t, s, cks.NewTask{Title: "ok"})
+func testTaskBadInput(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	existing := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "ok"})
 	missing := existing.ID + 100
 	cases := []struct {
 		field string
@@ -207,8 +152,8 @@ func testTaskBadInput(t *testing.T, open Opener) {
 		n             int
 		lease         time.Duration
 	}{
-		{"worker", "", 1, Lease},
-		{"n", "w", 0, Lease},
+		{"worker", "", 1, backendtest.Lease},
+		{"n", "w", 0, backendtest.Lease},
 		{"lease_s", "w", 1, 0},
 	}
 	for _, c := range claims {
@@ -233,8 +178,8 @@ func testTaskBadInput(t *testing.T, open Opener) {
 	}
 }
 
-func testTaskNotFound(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskNotFound(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	const id = 424242
 	calls := []struct {
 		name string
@@ -243,7 +188,7 @@ func testTaskNotFound(t *testing.T, open Opener) {
 		{"GetTask", func() error { _, err := s.Tasks.GetTask(ctx(t), id); return err }},
 		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), id, "op", "x"); return err }},
 		{"Answer", func() error { _, err := s.Tasks.Answer(ctx(t), id, "op", "x"); return err }},
-		{"ClaimReview", func() error { _, err := s.Tasks.ClaimReview(ctx(t), id, "r", Lease); return err }},
+		{"ClaimReview", func() error { _, err := s.Tasks.ClaimReview(ctx(t), id, "r", backendtest.Lease); return err }},
 		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, "tok", false, ""); return err }},
 		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, "tok"); return err }},
 	}
@@ -285,12 +230,12 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 // transition function and tries every pair: the allowed ones succeed with an
 // event, every illegal one is ErrConflict naming both states and changes
 // nothing.
-func testTaskTransitionTable(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	var tr Transitioner = s.Tasks
 	into := func(target cks.TaskState) cks.Task {
 		t.Helper()
-		task := MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
+		task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
 		path := pathTo(target)
 		if target != cks.TaskOpen && path == nil {
 			t.Fatalf("%s is unreachable from OPEN in the table", target)
@@ -300,7 +245,7 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 				t.Fatalf("setup of task %d towards %s: %s: %v", task.ID, target, st, err)
 			}
 		}
-		return wantState(t, s, task.ID, target)
+		return backendtest.WantState(t, s, task.ID, target)
 	}
 	for _, from := range ledger.All {
 		task := into(from)
@@ -314,7 +259,7 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 				t.Errorf("%s → %s: err = %v, want ErrConflict naming both states", from, to, err)
 			}
 		}
-		after := MustGet(t, s, task.ID)
+		after := backendtest.MustGet(t, s, task.ID)
 		if after.State != from || len(after.Events) != len(task.Events) || !after.UpdatedAt.Equal(task.UpdatedAt) {
 			t.Errorf("illegal transitions from %s changed the task: %+v", from, after)
 		}
@@ -325,7 +270,7 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 				t.Errorf("%s → %s: %v", from, to, err)
 				continue
 			}
-			e := lastEvent(t, MustGet(t, s, task.ID))
+			e := lastEvent(t, backendtest.MustGet(t, s, task.ID))
 			if got.State != to || e.From != from || e.To != to || e.Actor != "suite" || e.Reason != "legal" {
 				t.Errorf("%s → %s: state %s, event %+v", from, to, got.State, e)
 			}
@@ -333,16 +278,16 @@ func testTaskTransitionTable(t *testing.T, open Opener) {
 	}
 }
 
-func testTaskClaimOrder(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	low := MustEnqueue(t, s, cks.NewTask{Title: "low", Priority: 1})
+func testTaskClaimOrder(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	low := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "low", Priority: 1})
 	clk.Advance(time.Second)
-	high := MustEnqueue(t, s, cks.NewTask{Title: "high", Priority: 9})
+	high := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "high", Priority: 9})
 	clk.Advance(time.Second)
-	high2 := MustEnqueue(t, s, cks.NewTask{Title: "high, younger", Priority: 9})
-	other := MustEnqueue(t, s, cks.NewTask{Type: "review", Title: "other type", Priority: 100})
-	parked := MustEnqueue(t, s, cks.NewTask{Title: "parked", Priority: 500})
-	p := MustClaimOne(t, s, "asker")
+	high2 := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "high, younger", Priority: 9})
+	other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "review", Title: "other type", Priority: 100})
+	parked := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "parked", Priority: 500})
+	p := backendtest.MustClaimOne(t, s, "asker")
 	if p.ID != parked.ID {
 		t.Fatalf("claimed %d, want %d", p.ID, parked.ID)
 	}
@@ -351,7 +296,7 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	}
 	clk.Advance(time.Second)
 	now := clk.Now()
-	got, err := s.Tasks.Claim(ctx(t), "w1", []string{"build"}, 2, Lease)
+	got, err := s.Tasks.Claim(ctx(t), "w1", []string{"build"}, 2, backendtest.Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,10 +305,10 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	}
 	for _, c := range got {
 		if c.State != cks.TaskClaimed || c.ClaimedBy != "w1" || !c.ClaimedAt.Equal(now) || c.Attempts != 1 ||
-			!c.LeaseExpiresAt.Equal(now.Add(Lease)) || len(c.LeaseToken) < 16 {
+			!c.LeaseExpiresAt.Equal(now.Add(backendtest.Lease)) || len(c.LeaseToken) < 16 {
 			t.Fatalf("claimed task %+v", c)
 		}
-		e := lastEvent(t, MustGet(t, s, c.ID))
+		e := lastEvent(t, backendtest.MustGet(t, s, c.ID))
 		if e.From != cks.TaskOpen || e.To != cks.TaskClaimed || e.Actor != "w1" || e.Attempt != 1 {
 			t.Fatalf("claim event %+v", e)
 		}
@@ -371,36 +316,36 @@ func testTaskClaimOrder(t *testing.T, open Opener) {
 	if got[0].LeaseToken == got[1].LeaseToken {
 		t.Fatal("two claims share a lease token")
 	}
-	rest, err := s.Tasks.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, Lease)
+	rest, err := s.Tasks.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, backendtest.Lease)
 	if err != nil || len(rest) != 1 || rest[0].ID != low.ID {
 		t.Fatalf("second claim = %+v, %v; want only %d (the parked task is excluded)", rest, err, low.ID)
 	}
-	any, err := s.Tasks.Claim(ctx(t), "w3", nil, 10, Lease)
+	any, err := s.Tasks.Claim(ctx(t), "w3", nil, 10, backendtest.Lease)
 	if err != nil || len(any) != 1 || any[0].ID != other.ID {
 		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
 	}
-	wantState(t, s, parked.ID, cks.TaskNeedsInput)
+	backendtest.WantState(t, s, parked.ID, cks.TaskNeedsInput)
 }
 
 // testTaskFencing: an executor whose lease was reclaimed cannot write, and the
 // task's result is the second executor's.
-func testTaskFencing(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "fenced"})
-	a := MustClaimOne(t, s, "A")
+func testTaskFencing(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "fenced"})
+	a := backendtest.MustClaimOne(t, s, "A")
 	if _, err := s.Tasks.MarkRunning(ctx(t), a.ID, a.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(Lease)
+	clk.Advance(backendtest.Lease)
 	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0)
 	if err != nil || n != 1 {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
-	reopened := wantState(t, s, task.ID, cks.TaskOpen)
+	reopened := backendtest.WantState(t, s, task.ID, cks.TaskOpen)
 	if e := lastEvent(t, reopened); e.From != cks.TaskRunning || e.Actor != "reaper" || reopened.Attempts != 1 || hasLease(reopened) {
 		t.Fatalf("reclaimed task %+v, event %+v", reopened, e)
 	}
-	b := MustClaimOne(t, s, "B")
+	b := backendtest.MustClaimOne(t, s, "B")
 	if b.Attempts != 2 || b.LeaseToken == a.LeaseToken {
 		t.Fatalf("second claim %+v", b)
 	}
@@ -416,7 +361,7 @@ func testTaskFencing(t *testing.T, open Opener) {
 		{"Complete empty token", func() error { _, err := s.Tasks.Complete(ctx(t), a.ID, "", false, "A"); return err }},
 	}
 	for _, z := range zombie {
-		wantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
+		backendtest.WantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
 	}
 	held, err := s.Tasks.Touch(ctx(t), a.ID, a.LeaseToken)
 	if held || !errors.Is(err, cks.ErrLeaseLost) {
@@ -427,26 +372,26 @@ func testTaskFencing(t *testing.T, open Opener) {
 		t.Fatalf("B's Complete = %+v, %v", done, err)
 	}
 	_, err = s.Tasks.Complete(ctx(t), a.ID, a.LeaseToken, false, "A")
-	wantErr(t, "zombie Complete after B", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "zombie Complete after B", err, cks.ErrLeaseLost)
 	_, err = s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "B again")
-	wantErr(t, "second Complete by B", err, cks.ErrLeaseLost)
-	final := wantState(t, s, task.ID, cks.TaskCompleted)
+	backendtest.WantErr(t, "second Complete by B", err, cks.ErrLeaseLost)
+	final := backendtest.WantState(t, s, task.ID, cks.TaskCompleted)
 	if final.Result != "B" {
 		t.Fatalf("result = %q, want B's", final.Result)
 	}
 }
 
-func testTaskTouchRenewsLease(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	MustEnqueue(t, s, cks.NewTask{Title: "long"})
-	c := MustClaimOne(t, s, "w")
+func testTaskTouchRenewsLease(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	backendtest.MustEnqueue(t, s, cks.NewTask{Title: "long"})
+	c := backendtest.MustClaimOne(t, s, "w")
 	clk.Advance(50 * time.Second)
 	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
 	if !held || err != nil {
 		t.Fatalf("Touch = %v, %v", held, err)
 	}
-	got := MustGet(t, s, c.ID)
-	if !got.LeaseExpiresAt.Equal(clk.Now().Add(Lease)) || !got.LeaseRenewedAt.Equal(clk.Now()) {
+	got := backendtest.MustGet(t, s, c.ID)
+	if !got.LeaseExpiresAt.Equal(clk.Now().Add(backendtest.Lease)) || !got.LeaseRenewedAt.Equal(clk.Now()) {
 		t.Fatalf("after touch: expires %v renewed %v, now %v", got.LeaseExpiresAt, got.LeaseRenewedAt, clk.Now())
 	}
 	clk.Advance(50 * time.Second) // past the original expiry, within the renewed one
@@ -461,40 +406,40 @@ func testTaskTouchRenewsLease(t *testing.T, open Opener) {
 	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
 		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
 	}
-	wantState(t, s, c.ID, cks.TaskOpen)
+	backendtest.WantState(t, s, c.ID, cks.TaskOpen)
 }
 
-func testTaskReclaimToFailed(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "flaky", MaxAttempts: 2})
-	dependant := MustEnqueue(t, s, cks.NewTask{Title: "after", DependsOn: []int64{task.ID}})
+func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "flaky", MaxAttempts: 2})
+	dependant := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "after", DependsOn: []int64{task.ID}})
 	for attempt := 1; attempt <= 2; attempt++ {
-		c := MustClaimOne(t, s, fmt.Sprintf("w%d", attempt))
+		c := backendtest.MustClaimOne(t, s, fmt.Sprintf("w%d", attempt))
 		if c.Attempts != attempt {
 			t.Fatalf("attempt %d: claim says %d", attempt, c.Attempts)
 		}
-		clk.Advance(Lease + time.Second)
+		clk.Advance(backendtest.Lease + time.Second)
 		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
 		}
 	}
-	got := wantState(t, s, task.ID, cks.TaskFailed)
+	got := backendtest.WantState(t, s, task.ID, cks.TaskFailed)
 	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
 		t.Fatalf("dead letter: %+v, event %+v", got, e)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 5, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
 	}
-	blocked := wantState(t, s, dependant.ID, cks.TaskBlocked)
+	blocked := backendtest.WantState(t, s, dependant.ID, cks.TaskBlocked)
 	if !strings.Contains(blocked.LastError, "max attempts") {
 		t.Fatalf("blocked dependant's reason %q", blocked.LastError)
 	}
 }
 
-func testTaskBackoff(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "retry", MaxAttempts: 2})
-	c := MustClaimOne(t, s, "w")
+func testTaskBackoff(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "retry", MaxAttempts: 2})
+	c := backendtest.MustClaimOne(t, s, "w")
 	got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
 	if err != nil || got.State != cks.TaskOpen || got.LastError != "transient" || hasLease(got) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
@@ -504,11 +449,11 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 1, Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 1, backendtest.Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim before run_after = %+v, %v", ts, err)
 	}
 	clk.Set(hi)
-	c = MustClaimOne(t, s, "w")
+	c = backendtest.MustClaimOne(t, s, "w")
 	if c.Attempts != 2 || !c.RunAfter.IsZero() {
 		t.Fatalf("retry claim %+v", c)
 	}
@@ -516,8 +461,8 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if err != nil || got.State != cks.TaskFailed || got.LastError != "max attempts: again" {
 		t.Fatalf("exhausted Fail = %+v, %v", got, err)
 	}
-	other := MustEnqueue(t, s, cks.NewTask{Title: "permanent"})
-	c = MustClaimOne(t, s, "w")
+	other := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "permanent"})
+	c = backendtest.MustClaimOne(t, s, "w")
 	if c.ID != other.ID {
 		t.Fatalf("claimed %d, want %d", c.ID, other.ID)
 	}
@@ -525,20 +470,20 @@ func testTaskBackoff(t *testing.T, open Opener) {
 	if err != nil || got.State != cks.TaskFailed || got.LastError != "bad input" || got.Attempts != 1 {
 		t.Fatalf("permanent Fail = %+v, %v", got, err)
 	}
-	wantState(t, s, task.ID, cks.TaskFailed)
+	backendtest.WantState(t, s, task.ID, cks.TaskFailed)
 }
 
-func testTaskDependencies(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	a := MustEnqueue(t, s, cks.NewTask{Title: "a", Priority: 10})
-	b := MustEnqueue(t, s, cks.NewTask{Title: "b", Priority: 5})
-	c := MustEnqueue(t, s, cks.NewTask{Title: "c", DependsOn: []int64{a.ID, b.ID, a.ID}})
+func testTaskDependencies(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	a := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "a", Priority: 10})
+	b := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "b", Priority: 5})
+	c := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "c", DependsOn: []int64{a.ID, b.ID, a.ID}})
 	if c.State != cks.TaskWaiting || !slices.Equal(c.DependsOn, []int64{a.ID, b.ID}) {
 		t.Fatalf("c = %s deps %v, want WAITING on [%d %d]", c.State, c.DependsOn, a.ID, b.ID)
 	}
-	d := MustEnqueue(t, s, cks.NewTask{Title: "d", DependsOn: []int64{c.ID}})
-	e := MustEnqueue(t, s, cks.NewTask{Title: "e", DependsOn: []int64{d.ID}})
-	child := MustEnqueue(t, s, cks.NewTask{Title: "child", ParentID: &c.ID})
+	d := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "d", DependsOn: []int64{c.ID}})
+	e := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "e", DependsOn: []int64{d.ID}})
+	child := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "child", ParentID: &c.ID})
 	if child.State != cks.TaskOpen || *child.ParentID != c.ID {
 		t.Fatalf("child %+v", child)
 	}
@@ -546,57 +491,57 @@ func testTaskDependencies(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 
-	ca := MustClaimOne(t, s, "w")
+	ca := backendtest.MustClaimOne(t, s, "w")
 	if ca.ID != a.ID {
 		t.Fatalf("claimed %d, want a=%d (waiting tasks are not claimable)", ca.ID, a.ID)
 	}
 	if _, err := s.Tasks.Complete(ctx(t), a.ID, ca.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, c.ID, cks.TaskWaiting)
-	cb := MustClaimOne(t, s, "w")
+	backendtest.WantState(t, s, c.ID, cks.TaskWaiting)
+	cb := backendtest.MustClaimOne(t, s, "w")
 	if _, err := s.Tasks.Complete(ctx(t), cb.ID, cb.LeaseToken, false, "ok"); err != nil {
 		t.Fatal(err)
 	}
-	released := wantState(t, s, c.ID, cks.TaskOpen)
+	released := backendtest.WantState(t, s, c.ID, cks.TaskOpen)
 	if ev := lastEvent(t, released); ev.From != cks.TaskWaiting || ev.Actor != "ledger" {
 		t.Fatalf("release event %+v", ev)
 	}
-	wantState(t, s, d.ID, cks.TaskWaiting)
-	if late := MustEnqueue(t, s, cks.NewTask{Title: "late", DependsOn: []int64{a.ID}}); late.State != cks.TaskOpen {
+	backendtest.WantState(t, s, d.ID, cks.TaskWaiting)
+	if late := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "late", DependsOn: []int64{a.ID}}); late.State != cks.TaskOpen {
 		t.Fatalf("task on a completed dependency starts %s, want OPEN", late.State)
 	}
 
-	cc := MustClaimOne(t, s, "w")
+	cc := backendtest.MustClaimOne(t, s, "w")
 	if cc.ID != c.ID {
 		t.Fatalf("claimed %d, want c=%d", cc.ID, c.ID)
 	}
 	if _, err := s.Tasks.Fail(ctx(t), c.ID, cc.LeaseToken, false, "broken"); err != nil {
 		t.Fatal(err)
 	}
-	bd := wantState(t, s, d.ID, cks.TaskBlocked)
-	be := wantState(t, s, e.ID, cks.TaskBlocked)
+	bd := backendtest.WantState(t, s, d.ID, cks.TaskBlocked)
+	be := backendtest.WantState(t, s, e.ID, cks.TaskBlocked)
 	if !strings.Contains(bd.LastError, "broken") || !strings.Contains(lastEvent(t, bd).Reason, fmt.Sprint(c.ID)) ||
 		!strings.Contains(be.LastError, fmt.Sprint(d.ID)) {
 		t.Fatalf("blocked reasons: d %q, e %q", bd.LastError, be.LastError)
 	}
-	if f := MustEnqueue(t, s, cks.NewTask{Title: "f", DependsOn: []int64{c.ID}}); f.State != cks.TaskBlocked {
+	if f := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "f", DependsOn: []int64{c.ID}}); f.State != cks.TaskBlocked {
 		t.Fatalf("task on a failed dependency starts %s, want BLOCKED", f.State)
 	}
-	if g := MustEnqueue(t, s, cks.NewTask{Title: "g", DependsOn: []int64{child.ID}}); g.State != cks.TaskBlocked {
+	if g := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "g", DependsOn: []int64{child.ID}}); g.State != cks.TaskBlocked {
 		t.Fatalf("task on a cancelled dependency starts %s, want BLOCKED", g.State)
 	}
 	// Cancelling a dependency blocks its waiting dependants too.
-	h := MustEnqueue(t, s, cks.NewTask{Title: "h"})
-	i := MustEnqueue(t, s, cks.NewTask{Title: "i", DependsOn: []int64{h.ID}})
+	h := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "h"})
+	i := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "i", DependsOn: []int64{h.ID}})
 	if _, err := s.Tasks.Cancel(ctx(t), h.ID, "op", "dropped"); err != nil {
 		t.Fatal(err)
 	}
-	wantState(t, s, i.ID, cks.TaskBlocked)
+	backendtest.WantState(t, s, i.ID, cks.TaskBlocked)
 }
 
-func testTaskDedupe(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskDedupe(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	first, created, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "sweep", Title: "one", DedupeKey: "k"})
 	if err != nil || !created {
 		t.Fatal(err)
@@ -609,7 +554,7 @@ func testTaskDedupe(t *testing.T, open Opener) {
 	if err != nil || !created || other.ID == first.ID {
 		t.Fatalf("other key = %+v, %v", other, err)
 	}
-	c := MustClaimOne(t, s, "w")
+	c := backendtest.MustClaimOne(t, s, "w")
 	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -632,10 +577,10 @@ func testTaskDedupe(t *testing.T, open Opener) {
 	}
 }
 
-func testTaskAskAnswer(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "ask"})
-	c := MustClaimOne(t, s, "w")
+func testTaskAskAnswer(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "ask"})
+	c := backendtest.MustClaimOne(t, s, "w")
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "note", "before asking"); err != nil {
 		t.Fatal(err)
 	}
@@ -647,12 +592,12 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 		hasLease(parked) || parked.Attempts != 0 {
 		t.Fatalf("RequestInput = %+v, %v", parked, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.To != cks.TaskNeedsInput || e.Attempt != 1 {
+	if e := lastEvent(t, backendtest.MustGet(t, s, task.ID)); e.To != cks.TaskNeedsInput || e.Attempt != 1 {
 		t.Fatalf("ask event %+v", e)
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
-	wantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
-	if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 5, Lease); err != nil || len(ts) != 0 {
+	backendtest.WantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
+	if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
 	if _, err := s.Tasks.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
@@ -666,63 +611,63 @@ func testTaskAskAnswer(t *testing.T, open Opener) {
 	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "OPEN") {
 		t.Fatalf("Answer of an OPEN task: %v, want ErrConflict naming OPEN", err)
 	}
-	again := MustClaimOne(t, s, "w2")
+	again := backendtest.MustClaimOne(t, s, "w2")
 	if again.Attempts != 1 {
 		t.Fatalf("claim after answer: attempts %d, want 1 (asking burns no attempt)", again.Attempts)
 	}
-	if cur := MustGet(t, s, task.ID).CurrentEvidence(); len(cur) != 1 || cur[0].Body != "before asking" {
+	if cur := backendtest.MustGet(t, s, task.ID).CurrentEvidence(); len(cur) != 1 || cur[0].Body != "before asking" {
 		t.Fatalf("current evidence after answer %+v", cur)
 	}
 }
 
-func testTaskReview(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "reviewed"})
-	dep := MustEnqueue(t, s, cks.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
-	c := MustClaimOne(t, s, "w")
+func testTaskReview(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "reviewed"})
+	dep := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "after review", DependsOn: []int64{task.ID}})
+	c := backendtest.MustClaimOne(t, s, "w")
 	got, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 1")
 	if err != nil || got.State != cks.TaskNeedsReview || got.Result != "draft 1" || hasLease(got) {
 		t.Fatalf("Complete(needsReview) = %+v, %v", got, err)
 	}
-	wantState(t, s, dep.ID, cks.TaskWaiting)
-	if _, err := s.Tasks.ClaimReview(ctx(t), dep.ID, "rev", Lease); !errors.Is(err, cks.ErrConflict) {
+	backendtest.WantState(t, s, dep.ID, cks.TaskWaiting)
+	if _, err := s.Tasks.ClaimReview(ctx(t), dep.ID, "rev", backendtest.Lease); !errors.Is(err, cks.ErrConflict) {
 		t.Fatalf("ClaimReview of a WAITING task: %v", err)
 	}
-	r, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev", Lease)
+	r, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev", backendtest.Lease)
 	if err != nil || r.State != cks.TaskReviewing || r.ClaimedBy != "rev" || r.LeaseToken == "" {
 		t.Fatalf("ClaimReview = %+v, %v", r, err)
 	}
 	_, err = s.Tasks.Approve(ctx(t), task.ID, "wrong", "lgtm")
-	wantErr(t, "Approve with a wrong token", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "Approve with a wrong token", err, cks.ErrLeaseLost)
 	rej, err := s.Tasks.Reject(ctx(t), task.ID, r.LeaseToken, "missing tests")
 	if err != nil || rej.State != cks.TaskOpen || rej.ReviewNote != "missing tests" || hasLease(rej) {
 		t.Fatalf("Reject = %+v, %v", rej, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != cks.TaskReviewing || e.To != cks.TaskOpen ||
+	if e := lastEvent(t, backendtest.MustGet(t, s, task.ID)); e.From != cks.TaskReviewing || e.To != cks.TaskOpen ||
 		e.Actor != "rev" || !strings.Contains(e.Reason, "missing tests") {
 		t.Fatalf("reject event %+v", e)
 	}
-	c = MustClaimOne(t, s, "w")
+	c = backendtest.MustClaimOne(t, s, "w")
 	if c.Attempts != 2 {
 		t.Fatalf("claim after reject: attempts %d, want 2", c.Attempts)
 	}
 	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, true, "draft 2"); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev-gone", Lease)
+	gone, err := s.Tasks.ClaimReview(ctx(t), task.ID, "rev-gone", backendtest.Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(Lease)
+	clk.Advance(backendtest.Lease)
 	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
-	if back := wantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
+	if back := backendtest.WantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
 		t.Fatalf("abandoned review back in the queue: %+v", back)
 	}
 	_, err = s.Tasks.Approve(ctx(t), task.ID, gone.LeaseToken, "late")
-	wantErr(t, "Approve after the review lease was reclaimed", err, cks.ErrLeaseLost)
-	r, err = s.Tasks.ClaimReview(ctx(t), task.ID, "rev2", Lease)
+	backendtest.WantErr(t, "Approve after the review lease was reclaimed", err, cks.ErrLeaseLost)
+	r, err = s.Tasks.ClaimReview(ctx(t), task.ID, "rev2", backendtest.Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,13 +675,13 @@ func testTaskReview(t *testing.T, open Opener) {
 	if err != nil || ok.State != cks.TaskCompleted || ok.Result != "draft 2" || ok.ReviewNote != "lgtm" {
 		t.Fatalf("Approve = %+v, %v", ok, err)
 	}
-	wantState(t, s, dep.ID, cks.TaskOpen)
+	backendtest.WantState(t, s, dep.ID, cks.TaskOpen)
 }
 
-func testTaskCancel(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "doomed"})
-	c := MustClaimOne(t, s, "w")
+func testTaskCancel(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "doomed"})
+	c := backendtest.MustClaimOne(t, s, "w")
 	if _, err := s.Tasks.MarkRunning(ctx(t), c.ID, c.LeaseToken); err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +689,7 @@ func testTaskCancel(t *testing.T, open Opener) {
 	if err != nil || got.State != cks.TaskCancelled || hasLease(got) {
 		t.Fatalf("Cancel = %+v, %v", got, err)
 	}
-	if e := lastEvent(t, MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
+	if e := lastEvent(t, backendtest.MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
 		t.Fatalf("cancel event %+v", e)
 	}
 	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
@@ -752,27 +697,27 @@ func testTaskCancel(t *testing.T, open Opener) {
 		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
-	wantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
 	_, err = s.Tasks.Cancel(ctx(t), task.ID, "op", "twice")
 	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "CANCELLED") {
 		t.Fatalf("second Cancel: %v, want ErrConflict naming CANCELLED", err)
 	}
-	if final := MustGet(t, s, task.ID); final.Result != "" || len(final.Events) != 4 {
+	if final := backendtest.MustGet(t, s, task.ID); final.Result != "" || len(final.Events) != 4 {
 		t.Fatalf("after refused writes: %+v", final)
 	}
 }
 
-func testTaskList(t *testing.T, open Opener) {
-	s, _ := fakeStore(t, open)
+func testTaskList(t *testing.T, open backendtest.Opener) {
+	s, _ := backendtest.FakeStore(t, open)
 	var ids []int64
 	for i := range 7 {
 		typ := "a"
 		if i%2 == 1 {
 			typ = "b"
 		}
-		ids = append(ids, MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
+		ids = append(ids, backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
 	}
-	c, err := s.Tasks.Claim(ctx(t), "w", []string{"b"}, 1, Lease)
+	c, err := s.Tasks.Claim(ctx(t), "w", []string{"b"}, 1, backendtest.Lease)
 	if err != nil || len(c) != 1 {
 		t.Fatal(err)
 	}
@@ -825,10 +770,10 @@ func testTaskList(t *testing.T, open Opener) {
 	}
 }
 
-func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "evidence"})
-	c := MustClaimOne(t, s, "w1")
+func testTaskEvidencePerAttempt(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "evidence"})
+	c := backendtest.MustClaimOne(t, s, "w1")
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "", "x"); !cks.IsFieldError(err, "kind") {
 		t.Fatalf("empty kind: %v", err)
 	}
@@ -836,15 +781,15 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	if err != nil || ev.Attempt != 1 || ev.Revision != 1 || ev.Actor != "w1" || ev.ID == 0 {
 		t.Fatalf("AddEvidence = %+v, %v", ev, err)
 	}
-	clk.Advance(Lease)
+	clk.Advance(backendtest.Lease)
 	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
-	c = MustClaimOne(t, s, "w2")
+	c = backendtest.MustClaimOne(t, s, "w2")
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "decision", "second"); err != nil {
 		t.Fatal(err)
 	}
-	got := MustGet(t, s, task.ID)
+	got := backendtest.MustGet(t, s, task.ID)
 	if len(got.History) != 1 || got.History[0].Attempt != 1 || len(got.History[0].Evidence) != 1 ||
 		got.History[0].Evidence[0].Body != "first" || got.History[0].Aborted {
 		t.Fatalf("history %+v", got.History)
@@ -857,53 +802,17 @@ func testTaskEvidencePerAttempt(t *testing.T, open Opener) {
 	}
 }
 
-// CheckUpgradedTasks checks a store opened on a database whose
-// cks_outbox_tasks predates this release: it had only task_id, type, payload,
-// state, priority, attempts, max_attempts, claimed_by, lease_expires_at,
-// created_at and updated_at, and held one OPEN task (id 1, type "critique",
-// payload {"object_id": 7}, priority 2, created T0). The row reads back with
-// the new columns at their defaults, and the ledger works on it.
-func CheckUpgradedTasks(t testing.TB, s *backend.Backend) {
-	t.Helper()
-	old := MustGet(t, s, 1)
-	if old.Type != "critique" || old.State != cks.TaskOpen || old.Priority != 2 || old.MaxAttempts != 3 ||
-		old.Revision != 1 || old.Title != "" || hasLease(old) || !old.CreatedAt.Equal(T0) ||
-		!jsonEqual(old.Payload, []byte(`{"object_id": 7}`)) || len(old.Events) != 0 {
-		t.Fatalf("upgraded row: %+v", old)
-	}
-	// state_changed_at was added and backfilled from updated_at.
-	if !old.StateChangedAt.Equal(T0) {
-		t.Fatalf("upgraded row: state_changed_at %v, want the backfilled updated_at %v", old.StateChangedAt, T0)
-	}
-	if n, err := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{StateChangedBefore: T0}); err != nil || n != 1 {
-		t.Fatalf("CountTasks on the upgraded row = %d, %v; want 1", n, err)
-	}
-	if ctl, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), "lease_reaper"); ctl != nil || err != nil {
-		t.Fatalf("sweeper control on an upgraded database = %v, %v; want no row", show(ctl), err)
-	}
-	c := MustClaimOne(t, s, "w")
-	if c.ID != 1 || c.Attempts != 1 {
-		t.Fatalf("claim of the upgraded row: %+v", c)
-	}
-	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "done"); err != nil {
-		t.Fatal(err)
-	}
-	if n := MustEnqueue(t, s, cks.NewTask{Title: "new", DedupeKey: "k"}); n.ID != 2 || n.StateChangedAt.IsZero() {
-		t.Fatalf("new task after upgrade has id %d, state_changed_at %v; want id 2 and a time", n.ID, n.StateChangedAt)
-	}
-}
-
 // testTaskConcurrentDependencyRelease completes the two dependencies of each
 // of many tasks at the same time from two handles: whichever completion
 // commits second must see the first and release the dependant.
-func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
+func testTaskConcurrentDependencyRelease(t *testing.T, open backendtest.Opener) {
 	const n = 40
-	s, clk := fakeStore(t, open)
+	s, clk := backendtest.FakeStore(t, open)
 	var dependants []int64
 	for i := range n {
-		a := MustEnqueue(t, s, cks.NewTask{Type: "a", Title: fmt.Sprint("a", i)})
-		b := MustEnqueue(t, s, cks.NewTask{Type: "b", Title: fmt.Sprint("b", i)})
-		dependants = append(dependants, MustEnqueue(t, s, cks.NewTask{Type: "d", DependsOn: []int64{a.ID, b.ID}}).ID)
+		a := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "a", Title: fmt.Sprint("a", i)})
+		b := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "b", Title: fmt.Sprint("b", i)})
+		dependants = append(dependants, backendtest.MustEnqueue(t, s, cks.NewTask{Type: "d", DependsOn: []int64{a.ID, b.ID}}).ID)
 	}
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
@@ -911,7 +820,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 		h := open(t, driver.WithClock(clk))
 		wg.Go(func() {
 			for {
-				ts, err := h.Tasks.Claim(ctx(t), "w-"+typ, []string{typ}, 1, Lease)
+				ts, err := h.Tasks.Claim(ctx(t), "w-"+typ, []string{typ}, 1, backendtest.Lease)
 				if err != nil || len(ts) == 0 {
 					errs <- err
 					return
@@ -931,17 +840,17 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open Opener) {
 		}
 	}
 	for _, id := range dependants {
-		wantState(t, s, id, cks.TaskOpen)
+		backendtest.WantState(t, s, id, cks.TaskOpen)
 	}
 }
 
 // testTaskConcurrentDedupe enqueues one dedupe key from many handles at once:
 // exactly one task is created and every caller gets it.
-func testTaskConcurrentDedupe(t *testing.T, open Opener) {
+func testTaskConcurrentDedupe(t *testing.T, open backendtest.Opener) {
 	const n = 8
 	handles := make([]*backend.Backend, n)
 	for i := range handles {
-		handles[i], _ = fakeStore(t, open)
+		handles[i], _ = backendtest.FakeStore(t, open)
 	}
 	ids := make([]int64, n)
 	created := make([]bool, n)
@@ -972,5 +881,29 @@ func testTaskConcurrentDedupe(t *testing.T, open Opener) {
 	}
 	if page, err := handles[0].Tasks.ListTasks(ctx(t), cks.TaskFilter{}); err != nil || len(page.Tasks) != 1 {
 		t.Fatalf("%d tasks, %v; want 1", len(page.Tasks), err)
+	}
+}
+
+// testTasksReadyPublished: every write that makes a task OPEN wakes watchers
+// of TopicTasksReady on other handles; one that makes none OPEN does not.
+func testTasksReadyPublished(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	w := backendtest.Watch(t, open(t, driver.WithChangePollInterval(backendtest.FastPoll)), cks.TopicTasksReady)
+	w.Ready(t, cks.TopicTasksReady)
+	dep := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "dep"}) // OPEN
+	if got := w.Next(t); got != cks.TopicTasksReady {
+		t.Fatalf("enqueue woke %q", got)
+	}
+	waiting := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "waiting", DependsOn: []int64{dep.ID}})
+	if waiting.State != "WAITING" {
+		t.Fatalf("setup: %s", waiting.State)
+	}
+	c := backendtest.MustClaimOne(t, s, "w") // OPEN → CLAIMED: nothing became OPEN
+	w.Quiet(t)
+	if _, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok"); err != nil { // releases waiting
+		t.Fatal(err)
+	}
+	if got := w.Next(t); got != cks.TopicTasksReady {
+		t.Fatalf("release woke %q", got)
 	}
 }

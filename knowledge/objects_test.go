@@ -1,6 +1,7 @@
-package storetest
+package knowledge_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,44 +16,45 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
 )
 
-// The knowledge store of ADR-007 (knowledge.Service): objects with a status and
-// an append-only transition log, edges, and the claim discipline of pipeline
-// steps. Run them alone with -run 'TestConformance/(Object|Knowledge)'.
-func knowledgeTests() []taskTest {
-	return []taskTest{
-		{"KnowledgeCanonicalJSON", testKnowledgeCanonicalJSON},
-		{"KnowledgeCanonicalContent", testKnowledgeCanonicalContent},
-		{"KnowledgeValidate", testKnowledgeValidate},
-		{"ObjectCreateAndGet", testObjectCreateAndGet},
-		{"ObjectContentHash", testObjectContentHash},
-		{"ObjectBadInput", testObjectBadInput},
-		{"ObjectNotFound", testObjectNotFound},
-		{"ObjectList", testObjectList},
-		{"ObjectClaim", testObjectClaim},
-		{"ObjectClaimBadInput", testObjectClaimBadInput},
-		{"ObjectClaimExactlyOnce", testObjectClaimExactlyOnce},
-		{"ObjectClaimOne", testObjectClaimOne},
-		{"ObjectClaimTokenOnlyForTheClaimer", testObjectClaimTokenOnlyForTheClaimer},
-		{"ObjectTransition", testObjectTransition},
-		{"ObjectTransitionSameStatus", testObjectTransitionSameStatus},
-		{"ObjectTransitionErrors", testObjectTransitionErrors},
-		{"ObjectTouchAndReleaseClaim", testObjectTouchAndReleaseClaim},
-		{"ObjectReleaseStaleClaims", testObjectReleaseStaleClaims},
-		{"ObjectAddEdges", testObjectAddEdges},
-		{"KnowledgeTopicPublished", testKnowledgeTopicPublished},
-	}
+// TestKnowledge: the knowledge store of ADR-007 (knowledge.Service): objects
+// with a status and an append-only transition log, edges, and the claim
+// discipline of pipeline steps, on both backends.
+func TestKnowledge(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"KnowledgeCanonicalJSON":            testKnowledgeCanonicalJSON,
+		"KnowledgeCanonicalContent":         testKnowledgeCanonicalContent,
+		"KnowledgeValidate":                 testKnowledgeValidate,
+		"ObjectCreateAndGet":                testObjectCreateAndGet,
+		"ObjectContentHash":                 testObjectContentHash,
+		"ObjectBadInput":                    testObjectBadInput,
+		"ObjectNotFound":                    testObjectNotFound,
+		"ObjectList":                        testObjectList,
+		"ObjectClaim":                       testObjectClaim,
+		"ObjectClaimBadInput":               testObjectClaimBadInput,
+		"ObjectClaimExactlyOnce":            testObjectClaimExactlyOnce,
+		"ObjectClaimOne":                    testObjectClaimOne,
+		"ObjectClaimTokenOnlyForTheClaimer": testObjectClaimTokenOnlyForTheClaimer,
+		"ObjectTransition":                  testObjectTransition,
+		"ObjectTransitionSameStatus":        testObjectTransitionSameStatus,
+		"ObjectTransitionErrors":            testObjectTransitionErrors,
+		"ObjectTouchAndReleaseClaim":        testObjectTouchAndReleaseClaim,
+		"ObjectReleaseStaleClaims":          testObjectReleaseStaleClaims,
+		"ObjectAddEdges":                    testObjectAddEdges,
+		"KnowledgeTopicPublished":           testKnowledgeTopicPublished,
+	})
 }
 
 // knowledgeStore opens a handle on open's database whose clock is a fake at
 // T0 and returns its knowledge store.
-func knowledgeStore(t testing.TB, open Opener) (*knowledge.Service, *clock.Fake) {
+func knowledgeStore(t testing.TB, open backendtest.Opener) (*knowledge.Service, *clock.Fake) {
 	t.Helper()
-	s, clk := fakeStore(t, open)
+	s, clk := backendtest.FakeStore(t, open)
 	return s.Objects, clk
 }
 
@@ -77,29 +79,6 @@ func wantContent(t testing.TB, what string, o cks.Object, content string) {
 	if err != nil || string(got) != want || o.ContentHash != hash {
 		t.Fatalf("%s: content %s (canonical %s, %v), hash %s; want %s, hash %s", what, o.Content, got, err, o.ContentHash, want, hash)
 	}
-}
-
-// MustCreateObject creates n or fails the test.
-func MustCreateObject(t testing.TB, k *knowledge.Service, n knowledge.NewObject) cks.Object {
-	t.Helper()
-	o, err := k.CreateObject(ctx(t), n)
-	if err != nil {
-		t.Fatalf("CreateObject(%+v): %v", n, err)
-	}
-	if o.ID <= 0 {
-		t.Fatalf("CreateObject(%+v) returned id %d", n, o.ID)
-	}
-	return o
-}
-
-// MustGetObject returns object id with its log and edges or fails the test.
-func MustGetObject(t testing.TB, k *knowledge.Service, id int64) cks.Object {
-	t.Helper()
-	o, err := k.GetObject(ctx(t), id)
-	if err != nil {
-		t.Fatalf("GetObject(%d): %v", id, err)
-	}
-	return o
 }
 
 // mustClaimObjects claims up to n objects of status for worker and fails the
@@ -130,51 +109,11 @@ func sortedIDs(os []cks.Object) []int64 {
 	return ids
 }
 
-// allObjects lists every object, following the cursor.
-func allObjects(t testing.TB, k *knowledge.Service) []cks.Object {
-	t.Helper()
-	var all []cks.Object
-	for cursor := int64(0); ; {
-		page, err := k.ListObjects(ctx(t), cks.ObjectFilter{After: cursor, Limit: cks.MaxListLimit})
-		if err != nil {
-			t.Fatalf("ListObjects(after %d): %v", cursor, err)
-		}
-		all = append(all, page.Objects...)
-		if page.Next == 0 {
-			return all
-		}
-		if page.Next <= cursor {
-			t.Fatalf("ListObjects cursor went from %d to %d", cursor, page.Next)
-		}
-		cursor = page.Next
-	}
-}
-
-// asJSON is the JSON of v, for comparing whole records.
-func asJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// objectSnapshot returns every object with its log and edges, by id.
-func objectSnapshot(t testing.TB, k *knowledge.Service) map[int64]string {
-	t.Helper()
-	m := map[int64]string{}
-	for _, o := range allObjects(t, k) {
-		m[o.ID] = asJSON(t, MustGetObject(t, k, o.ID))
-	}
-	return m
-}
-
 // wantUnchanged fails the test unless the store holds exactly the objects,
 // logs, edges and claims of before.
 func wantUnchanged(t testing.TB, what string, k *knowledge.Service, before map[int64]string) {
 	t.Helper()
-	after := objectSnapshot(t, k)
+	after := backendtest.ObjectSnapshot(t, k)
 	if len(after) != len(before) {
 		t.Errorf("%s: %d objects, want %d (nothing written)", what, len(after), len(before))
 	}
@@ -248,7 +187,7 @@ func wantEntry(t testing.TB, what string, e, want cks.TransitionEntry, checkReas
 		}
 	}
 	if !ok {
-		t.Fatalf("%s: log entry\n got %s\nwant %s (any seq > 0)", what, asJSON(t, e), asJSON(t, want))
+		t.Fatalf("%s: log entry\n got %s\nwant %s (any seq > 0)", what, backendtest.AsJSON(t, e), backendtest.AsJSON(t, want))
 	}
 }
 
@@ -260,7 +199,7 @@ func wantUnclaimed(t testing.TB, what string, o cks.Object) {
 	}
 }
 
-func testKnowledgeCanonicalJSON(t *testing.T, _ Opener) {
+func testKnowledgeCanonicalJSON(t *testing.T, _ backendtest.Opener) {
 	cases := []struct{ in, want string }{
 		{`{"b":1,"a":2}`, `{"a":2,"b":1}`},
 		{" {\n \"b\" : 1 ,\t\"a\" : 2 } \n", `{"a":2,"b":1}`},
@@ -296,7 +235,7 @@ func testKnowledgeCanonicalJSON(t *testing.T, _ Opener) {
 	}
 }
 
-func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
+func testKnowledgeCanonicalContent(t *testing.T, _ backendtest.Opener) {
 	emptySum := sha256.Sum256([]byte(`{}`))
 	emptyHash := hex.EncodeToString(emptySum[:])
 	for _, in := range []string{``, ` `, "\n\t", `{}`, ` { } `} {
@@ -339,7 +278,7 @@ func testKnowledgeCanonicalContent(t *testing.T, _ Opener) {
 
 // testKnowledgeValidate: the Validate methods name the first bad field as
 // the backends report it, and canonicalise contents.
-func testKnowledgeValidate(t *testing.T, _ Opener) {
+func testKnowledgeValidate(t *testing.T, _ backendtest.Opener) {
 	n, err := knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"b":1, "a":2}`)}.Validate("attach[0].object.")
 	if err != nil || string(n.Content) != `{"a":2,"b":1}` {
 		t.Errorf("NewObject.Validate: %s, %v", n.Content, err)
@@ -418,14 +357,14 @@ func testKnowledgeValidate(t *testing.T, _ Opener) {
 	}
 }
 
-func testObjectCreateAndGet(t *testing.T, open Opener) {
+func testObjectCreateAndGet(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
 	// A pipeline object: its creation is the first log entry.
-	q := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "Why?",
+	q := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "Why?",
 		Content: json.RawMessage(`{ "text": "why <é>?", "n": 1.0 }`), Status: "awaiting_research", CreatedBy: "operator"})
 	clk.Advance(time.Minute)
 	// A reasoning node: no status, no log; content {} by default.
-	r := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
+	r := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	if r.ID <= q.ID {
 		t.Fatalf("ids %d then %d, want increasing", q.ID, r.ID)
 	}
@@ -435,14 +374,14 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 		by, content         string
 		at                  time.Time
 	}{
-		{q, "question", "Why?", "awaiting_research", "operator", `{"n":1.0,"text":"why <é>?"}`, T0},
-		{r, "critique", "", "", "", `{}`, T0.Add(time.Minute)},
+		{q, "question", "Why?", "awaiting_research", "operator", `{"n":1.0,"text":"why <é>?"}`, backendtest.T0},
+		{r, "critique", "", "", "", `{}`, backendtest.T0.Add(time.Minute)},
 	} {
-		for i, o := range []cks.Object{c.o, MustGetObject(t, k, c.o.ID)} {
+		for i, o := range []cks.Object{c.o, backendtest.MustGetObject(t, k, c.o.ID)} {
 			what := fmt.Sprintf("object %d (%s)", o.ID, []string{"as created", "as read"}[i])
 			if o.ID != c.o.ID || o.Kind != c.kind || o.Title != c.title || o.Status != c.status ||
 				o.CreatedBy != c.by || o.Round != 0 || !o.CreatedAt.Equal(c.at) || !o.UpdatedAt.Equal(c.at) {
-				t.Fatalf("%s: %s", what, asJSON(t, o))
+				t.Fatalf("%s: %s", what, backendtest.AsJSON(t, o))
 			}
 			wantContent(t, what, o, c.content)
 			wantUnclaimed(t, what, o)
@@ -451,29 +390,29 @@ func testObjectCreateAndGet(t *testing.T, open Opener) {
 			}
 		}
 	}
-	got := MustGetObject(t, k, q.ID)
+	got := backendtest.MustGetObject(t, k, q.ID)
 	if len(got.Log) != 1 {
-		t.Fatalf("object with a status: log %s, want one created entry", asJSON(t, got.Log))
+		t.Fatalf("object with a status: log %s, want one created entry", backendtest.AsJSON(t, got.Log))
 	}
-	wantEntry(t, "creation entry", got.Log[0], cks.TransitionEntry{ObjectID: q.ID, TS: T0, Agent: "operator",
+	wantEntry(t, "creation entry", got.Log[0], cks.TransitionEntry{ObjectID: q.ID, TS: backendtest.T0, Agent: "operator",
 		Action: "created", TransitionedTo: "awaiting_research", ContentHash: q.ContentHash, Round: 0}, true)
-	if got := MustGetObject(t, k, r.ID); len(got.Log) != 0 {
-		t.Fatalf("object without a status has log %s, want none", asJSON(t, got.Log))
+	if got := backendtest.MustGetObject(t, k, r.ID); len(got.Log) != 0 {
+		t.Fatalf("object without a status has log %s, want none", backendtest.AsJSON(t, got.Log))
 	}
-	if all := allObjects(t, k); fmt.Sprint(objectIDs(all)) != fmt.Sprint([]int64{q.ID, r.ID}) {
+	if all := backendtest.AllObjects(t, k); fmt.Sprint(objectIDs(all)) != fmt.Sprint([]int64{q.ID, r.ID}) {
 		t.Fatalf("ListObjects: %v", objectIDs(all))
 	}
 }
 
 // testObjectContentHash: the hash is of the canonical content, so key order
 // and spacing do not change it, and any other value does.
-func testObjectContentHash(t *testing.T, open Opener) {
+func testObjectContentHash(t *testing.T, open backendtest.Opener) {
 	k, _ := knowledgeStore(t, open)
 	mk := func(content string) cks.Object {
 		t.Helper()
-		o := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(content), Status: "proposed"})
+		o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(content), Status: "proposed"})
 		wantContent(t, "created "+content, o, content)
-		got := MustGetObject(t, k, o.ID)
+		got := backendtest.MustGetObject(t, k, o.ID)
 		wantContent(t, "read "+content, got, content)
 		if got.Log[0].ContentHash != o.ContentHash {
 			t.Fatalf("created entry hash %s, object hash %s", got.Log[0].ContentHash, o.ContentHash)
@@ -499,7 +438,7 @@ func testObjectContentHash(t *testing.T, open Opener) {
 		}
 		seen[o.ContentHash] = other
 	}
-	d := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	d := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	wantContent(t, "default content", d, `{}`)
 	sum := sha256.Sum256([]byte(`{}`))
 	if d.ContentHash != hex.EncodeToString(sum[:]) {
@@ -507,11 +446,11 @@ func testObjectContentHash(t *testing.T, open Opener) {
 	}
 }
 
-func testObjectBadInput(t *testing.T, open Opener) {
+func testObjectBadInput(t *testing.T, open backendtest.Opener) {
 	k, _ := knowledgeStore(t, open)
-	MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
-	MustCreateObject(t, k, knowledge.NewObject{Kind: strings.Repeat("k", knowledge.MaxKindLen), Status: strings.Repeat("s", knowledge.MaxKindLen)})
-	before := objectSnapshot(t, k)
+	backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
+	backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: strings.Repeat("k", knowledge.MaxKindLen), Status: strings.Repeat("s", knowledge.MaxKindLen)})
+	before := backendtest.ObjectSnapshot(t, k)
 	cases := []struct {
 		field string
 		n     knowledge.NewObject
@@ -542,9 +481,9 @@ func testObjectBadInput(t *testing.T, open Opener) {
 	wantUnchanged(t, "refused CreateObject", k, before)
 }
 
-func testObjectNotFound(t *testing.T, open Opener) {
+func testObjectNotFound(t *testing.T, open backendtest.Opener) {
 	k, _ := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "a"})
 	const id = 424242
 	tr := knowledge.ObjectTransition{From: "a", To: "b", Action: "completed", Agent: "critic", Reasoning: -1}
 	calls := []struct {
@@ -562,17 +501,17 @@ func testObjectNotFound(t *testing.T, open Opener) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound naming the id", c.name, id, err)
 		}
 	}
-	if got := MustGetObject(t, k, o.ID); got.Status != "a" || len(got.Log) != 1 {
-		t.Fatalf("calls on a missing id changed object %d: %s", o.ID, asJSON(t, got))
+	if got := backendtest.MustGetObject(t, k, o.ID); got.Status != "a" || len(got.Log) != 1 {
+		t.Fatalf("calls on a missing id changed object %d: %s", o.ID, backendtest.AsJSON(t, got))
 	}
 }
 
-func testObjectList(t *testing.T, open Opener) {
+func testObjectList(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
 	mk := func(kind, status string) int64 {
 		t.Helper()
 		clk.Advance(time.Second)
-		return MustCreateObject(t, k, knowledge.NewObject{Kind: kind, Status: status, Title: kind + " " + status}).ID
+		return backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: kind, Status: status, Title: kind + " " + status}).ID
 	}
 	q1 := mk("question", "awaiting_research")
 	c1 := mk("claim", "supported")
@@ -627,10 +566,10 @@ func testObjectList(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	for _, o := range page.Objects {
-		full := MustGetObject(t, k, o.ID)
+		full := backendtest.MustGetObject(t, k, o.ID)
 		full.Log, full.Edges = nil, nil
-		if len(o.Log) != 0 || len(o.Edges) != 0 || asJSON(t, o) != asJSON(t, full) {
-			t.Fatalf("listed %s\n  read %s", asJSON(t, o), asJSON(t, full))
+		if len(o.Log) != 0 || len(o.Edges) != 0 || backendtest.AsJSON(t, o) != backendtest.AsJSON(t, full) {
+			t.Fatalf("listed %s\n  read %s", backendtest.AsJSON(t, o), backendtest.AsJSON(t, full))
 		}
 	}
 	// Paging follows the cursor, each page at most Limit objects.
@@ -672,7 +611,7 @@ func testObjectList(t *testing.T, open Opener) {
 	}
 	// The default limit.
 	for range cks.DefaultListLimit {
-		MustCreateObject(t, k, knowledge.NewObject{Kind: "filler"})
+		backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "filler"})
 	}
 	page, err = k.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil || len(page.Objects) != cks.DefaultListLimit || page.Next == 0 {
@@ -692,14 +631,14 @@ func testObjectList(t *testing.T, open Opener) {
 	}
 }
 
-func testObjectClaim(t *testing.T, open Opener) {
+func testObjectClaim(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
 	var todo []int64
 	for i := range 5 {
-		todo = append(todo, MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", Title: fmt.Sprint(i)}).ID)
+		todo = append(todo, backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", Title: fmt.Sprint(i)}).ID)
 		// Objects of another status or none are never claimed for this one.
-		MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_synthesis"})
-		MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
+		backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_synthesis"})
+		backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	}
 	mustClaimObjects(t, k, "nothing_has_this", "w1", 10, 0)
 	tokens := map[string]bool{}
@@ -707,7 +646,7 @@ func testObjectClaim(t *testing.T, open Opener) {
 		t.Helper()
 		for _, o := range os {
 			if o.Status != "awaiting_critique" || o.ClaimedBy != worker || o.ClaimToken == "" || !o.ClaimedAt.Equal(at) {
-				t.Fatalf("claimed object %s, want claimed_by %s at %v with a token", asJSON(t, o), worker, at)
+				t.Fatalf("claimed object %s, want claimed_by %s at %v with a token", backendtest.AsJSON(t, o), worker, at)
 			}
 			if tokens[o.ClaimToken] {
 				t.Fatalf("claim token %q handed out twice", o.ClaimToken)
@@ -715,9 +654,9 @@ func testObjectClaim(t *testing.T, open Opener) {
 			tokens[o.ClaimToken] = true
 			// A read shows who holds the claim and since when, never the
 			// token: only the claim's answer carries it.
-			got := MustGetObject(t, k, o.ID)
+			got := backendtest.MustGetObject(t, k, o.ID)
 			if got.ClaimedBy != worker || got.ClaimToken != "" || !got.ClaimedAt.Equal(at) || got.Status != "awaiting_critique" {
-				t.Fatalf("read back claimed object %s, claimed as %s", asJSON(t, got), asJSON(t, o))
+				t.Fatalf("read back claimed object %s, claimed as %s", backendtest.AsJSON(t, got), backendtest.AsJSON(t, o))
 			}
 		}
 	}
@@ -726,18 +665,18 @@ func testObjectClaim(t *testing.T, open Opener) {
 	if got := fmt.Sprint(sortedIDs(first)); got != fmt.Sprint(todo[:2]) {
 		t.Fatalf("first claim got %s, want the oldest %v", got, todo[:2])
 	}
-	check(first, "critic-1", T0.Add(time.Minute))
+	check(first, "critic-1", backendtest.T0.Add(time.Minute))
 	clk.Advance(time.Minute)
 	rest := mustClaimObjects(t, k, "awaiting_critique", "critic-2", cks.MaxListLimit, 3)
 	if got := fmt.Sprint(sortedIDs(rest)); got != fmt.Sprint(todo[2:]) {
 		t.Fatalf("second claim got %s, want the rest %v", got, todo[2:])
 	}
-	check(rest, "critic-2", T0.Add(2*time.Minute))
+	check(rest, "critic-2", backendtest.T0.Add(2*time.Minute))
 	mustClaimObjects(t, k, "awaiting_critique", "critic-3", 5, 0)
 	// The first claims are kept: held by their claimer since their claim,
 	// and their tokens still fence (checked last, a touch renews).
-	if got := MustGetObject(t, k, first[0].ID); got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(T0.Add(time.Minute)) {
-		t.Fatalf("first claim reads %s, want held by critic-1 since %v", asJSON(t, got), T0.Add(time.Minute))
+	if got := backendtest.MustGetObject(t, k, first[0].ID); got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(backendtest.T0.Add(time.Minute)) {
+		t.Fatalf("first claim reads %s, want held by critic-1 since %v", backendtest.AsJSON(t, got), backendtest.T0.Add(time.Minute))
 	}
 	defer func() {
 		for _, o := range first {
@@ -750,16 +689,16 @@ func testObjectClaim(t *testing.T, open Opener) {
 	other := mustClaimObjects(t, k, "awaiting_synthesis", "synth", 10, 5)
 	for _, o := range other {
 		if o.Status != "awaiting_synthesis" || o.ClaimedBy != "synth" {
-			t.Fatalf("claimed %s", asJSON(t, o))
+			t.Fatalf("claimed %s", backendtest.AsJSON(t, o))
 		}
 	}
 }
 
-func testObjectClaimBadInput(t *testing.T, open Opener) {
+func testObjectClaimBadInput(t *testing.T, open backendtest.Opener) {
 	k, _ := knowledgeStore(t, open)
-	MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique"})
-	MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
-	before := objectSnapshot(t, k)
+	backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique"})
+	backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
+	before := backendtest.ObjectSnapshot(t, k)
 	cases := []struct {
 		field, status, worker string
 		n                     int
@@ -784,12 +723,12 @@ func testObjectClaimBadInput(t *testing.T, open Opener) {
 
 // testObjectClaimOne: ClaimObject claims one given object when it is
 // unclaimed and of one of the statuses.
-func testObjectClaimOne(t *testing.T, open Opener) {
+func testObjectClaimOne(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research", CreatedBy: "op"})
-	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "resolved"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research", CreatedBy: "op"})
+	other := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "resolved"})
 	clk.Advance(time.Minute)
-	before := objectSnapshot(t, k)
+	before := backendtest.ObjectSnapshot(t, k)
 	if _, err := k.ClaimObject(ctx(t), o.ID, "", []string{"awaiting_research"}); !cks.IsFieldError(err, "worker") {
 		t.Errorf("ClaimObject with no worker: err = %v, want a FieldError naming worker", err)
 	}
@@ -808,11 +747,11 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 		t.Fatalf("ClaimObject: %v", err)
 	}
 	if got.ID != o.ID || got.ClaimedBy != "researcher-1" || got.ClaimToken == "" || !got.ClaimedAt.Equal(clk.Now()) || got.Status != "awaiting_research" {
-		t.Fatalf("ClaimObject = %s", asJSON(t, got))
+		t.Fatalf("ClaimObject = %s", backendtest.AsJSON(t, got))
 	}
-	read := MustGetObject(t, k, o.ID)
+	read := backendtest.MustGetObject(t, k, o.ID)
 	if read.ClaimToken != "" || read.ClaimedBy != "researcher-1" || !read.ClaimedAt.Equal(clk.Now()) || len(read.Log) != 1 {
-		t.Fatalf("claimed object reads %s, want the holder and no token", asJSON(t, read))
+		t.Fatalf("claimed object reads %s, want the holder and no token", backendtest.AsJSON(t, read))
 	}
 	_, err = k.ClaimObject(ctx(t), o.ID, "researcher-2", []string{"awaiting_research"})
 	if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), "researcher-1") {
@@ -829,10 +768,10 @@ func testObjectClaimOne(t *testing.T, open Opener) {
 // the claim that made it and in no read (GetObject, ListObjects, the answer
 // of a transition); a token fences its own object only, and the token's
 // SHA-256 (what a store may keep of it) is no token.
-func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
+func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	a := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
-	b := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+	a := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
+	b := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "todo"})
 	clk.Advance(time.Minute)
 	ca := mustClaimObjects(t, k, "todo", "w1", 1, 1)[0]
 	cb, err := k.ClaimObject(ctx(t), b.ID, "w2", []string{"todo"})
@@ -840,27 +779,27 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	if ca.ID != a.ID || ca.ClaimToken == "" || cb.ClaimToken == "" || ca.ClaimToken == cb.ClaimToken {
-		t.Fatalf("claims %s and %s, want a token each", asJSON(t, ca), asJSON(t, cb))
+		t.Fatalf("claims %s and %s, want a token each", backendtest.AsJSON(t, ca), backendtest.AsJSON(t, cb))
 	}
 	page, err := k.ListObjects(ctx(t), cks.ObjectFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range append(page.Objects, MustGetObject(t, k, a.ID), MustGetObject(t, k, b.ID)) {
+	for _, o := range append(page.Objects, backendtest.MustGetObject(t, k, a.ID), backendtest.MustGetObject(t, k, b.ID)) {
 		if o.ClaimToken != "" || o.ClaimedBy == "" || !o.ClaimedAt.Equal(clk.Now()) {
-			t.Fatalf("read of a claimed object %s: want its holder and claim time, no token", asJSON(t, o))
+			t.Fatalf("read of a claimed object %s: want its holder and claim time, no token", backendtest.AsJSON(t, o))
 		}
 	}
-	before := objectSnapshot(t, k)
+	before := backendtest.ObjectSnapshot(t, k)
 	sum := sha256.Sum256([]byte(ca.ClaimToken))
 	for _, tok := range []string{cb.ClaimToken, hex.EncodeToString(sum[:]), strings.ToUpper(ca.ClaimToken), ca.ClaimToken + " "} {
-		wantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), cks.ErrLeaseLost)
+		backendtest.WantErr(t, fmt.Sprintf("TouchClaim(%d) with %q", a.ID, tok), k.TouchClaim(ctx(t), a.ID, tok), cks.ErrLeaseLost)
 	}
 	wantUnchanged(t, "refused touches", k, before)
 	got, _, err := k.TransitionObject(ctx(t), a.ID, ca.ClaimToken, knowledge.ObjectTransition{From: "todo", To: "done",
 		Action: "completed", Agent: "w1", Reasoning: -1})
 	if err != nil || got.ClaimToken != "" {
-		t.Fatalf("transition = %s, %v; want no token in its answer", asJSON(t, got), err)
+		t.Fatalf("transition = %s, %v; want no token in its answer", backendtest.AsJSON(t, got), err)
 	}
 	if err := k.TouchClaim(ctx(t), b.ID, cb.ClaimToken); err != nil {
 		t.Fatalf("the other claim after a transition: %v", err)
@@ -870,12 +809,12 @@ func testObjectClaimTokenOnlyForTheClaimer(t *testing.T, open Opener) {
 // testObjectClaimExactlyOnce: workers on separate handles claim and
 // transition objects concurrently; each object is claimed exactly once and
 // all end in the next status.
-func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
+func testObjectClaimExactlyOnce(t *testing.T, open backendtest.Opener) {
 	const objects, workers = 300, 8
-	clk := clock.NewFake(T0)
+	clk := clock.NewFake(backendtest.T0)
 	seed := open(t, driver.WithClock(clk))
 	for i := range objects {
-		MustCreateObject(t, seed.Objects, knowledge.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
+		backendtest.MustCreateObject(t, seed.Objects, knowledge.NewObject{Kind: "question", Status: "todo", Title: fmt.Sprint(i), CreatedBy: "seed"})
 	}
 	handles := make([]*knowledge.Service, workers)
 	for w := range handles {
@@ -939,7 +878,7 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 	if t.Failed() {
 		return
 	}
-	all := allObjects(t, seed.Objects)
+	all := backendtest.AllObjects(t, seed.Objects)
 	if len(all) != objects || claimed != objects {
 		t.Fatalf("%d objects, %d claims; want %d of each", len(all), claimed, objects)
 	}
@@ -949,20 +888,20 @@ func testObjectClaimExactlyOnce(t *testing.T, open Opener) {
 			continue
 		}
 		if o.ID%10 == 0 { // the log agrees, on a sample
-			got := MustGetObject(t, seed.Objects, o.ID)
+			got := backendtest.MustGetObject(t, seed.Objects, o.ID)
 			if len(got.Log) != 2 || got.Log[1].Agent != claims[o.ID][0] || got.Log[1].TransitionedTo != "done" {
-				t.Errorf("object %d log %s, want created and one completion by %s", o.ID, asJSON(t, got.Log), claims[o.ID][0])
+				t.Errorf("object %d log %s, want created and one completion by %s", o.ID, backendtest.AsJSON(t, got.Log), claims[o.ID][0])
 			}
 		}
 	}
 }
 
-func testObjectTransition(t *testing.T, open Opener) {
+func testObjectTransition(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	subj := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(`{"q":"why"}`),
+	subj := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Title: "q", Content: json.RawMessage(`{"q":"why"}`),
 		Status: "awaiting_critique", CreatedBy: "researcher"})
-	c1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c1"}`), Status: "supported", CreatedBy: "researcher"})
-	c2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c2"}`), CreatedBy: "researcher"})
+	c1 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c1"}`), Status: "supported", CreatedBy: "researcher"})
+	c2 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"text":"c2"}`), CreatedBy: "researcher"})
 	clk.Advance(time.Minute)
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
@@ -990,20 +929,20 @@ func testObjectTransition(t *testing.T, open Opener) {
 	}
 	// The object as it now is.
 	if got.ID != subj.ID || got.Kind != "question" || got.Title != "q" || got.Status != "awaiting_synthesis" ||
-		got.Round != 1 || got.CreatedBy != "researcher" || !got.CreatedAt.Equal(T0) || !got.UpdatedAt.Equal(now) {
-		t.Fatalf("transitioned object %s", asJSON(t, got))
+		got.Round != 1 || got.CreatedBy != "researcher" || !got.CreatedAt.Equal(backendtest.T0) || !got.UpdatedAt.Equal(now) {
+		t.Fatalf("transitioned object %s", backendtest.AsJSON(t, got))
 	}
 	wantContent(t, "transitioned object", got, newContent)
 	wantUnclaimed(t, "transitioned object", got)
-	read := MustGetObject(t, k, subj.ID)
+	read := backendtest.MustGetObject(t, k, subj.ID)
 	bare := read
 	bare.Log, bare.Edges = nil, nil
-	if asJSON(t, got) != asJSON(t, bare) {
-		t.Fatalf("Transition returned %s\nGetObject reads  %s", asJSON(t, got), asJSON(t, bare))
+	if backendtest.AsJSON(t, got) != backendtest.AsJSON(t, bare) {
+		t.Fatalf("Transition returned %s\nGetObject reads  %s", backendtest.AsJSON(t, got), backendtest.AsJSON(t, bare))
 	}
 	// The attachments, in order.
 	if len(atts) != 2 || atts[0].ID <= c2.ID || atts[1].ID <= c2.ID || atts[0].ID == atts[1].ID {
-		t.Fatalf("attachments %s", asJSON(t, atts))
+		t.Fatalf("attachments %s", backendtest.AsJSON(t, atts))
 	}
 	for i, want := range []struct{ kind, title, status, content string }{
 		{"critique", "", "", `{"a":1,"text":"weak"}`}, {"claim", "found", "proposed", `{}`},
@@ -1011,22 +950,22 @@ func testObjectTransition(t *testing.T, open Opener) {
 		a := atts[i]
 		if a.Kind != want.kind || a.Title != want.title || a.Status != want.status || a.CreatedBy != "critic" ||
 			a.Round != 0 || !a.CreatedAt.Equal(now) {
-			t.Fatalf("attachment %d: %s", i, asJSON(t, a))
+			t.Fatalf("attachment %d: %s", i, backendtest.AsJSON(t, a))
 		}
 		wantContent(t, fmt.Sprintf("attachment %d", i), a, want.content)
 		wantUnclaimed(t, fmt.Sprintf("attachment %d", i), a)
-		ra := MustGetObject(t, k, a.ID)
+		ra := backendtest.MustGetObject(t, k, a.ID)
 		ra.Log, ra.Edges = nil, nil
-		if asJSON(t, ra) != asJSON(t, a) {
-			t.Fatalf("attachment %d returned %s, reads %s", i, asJSON(t, a), asJSON(t, ra))
+		if backendtest.AsJSON(t, ra) != backendtest.AsJSON(t, a) {
+			t.Fatalf("attachment %d returned %s, reads %s", i, backendtest.AsJSON(t, a), backendtest.AsJSON(t, ra))
 		}
 	}
 	// The log: creation, then the transition pointing at the reasoning node,
 	// with the content hash and round after the change.
 	if len(read.Log) != 2 {
-		t.Fatalf("log %s, want created and completed", asJSON(t, read.Log))
+		t.Fatalf("log %s, want created and completed", backendtest.AsJSON(t, read.Log))
 	}
-	wantEntry(t, "creation entry", read.Log[0], cks.TransitionEntry{ObjectID: subj.ID, TS: T0, Agent: "researcher",
+	wantEntry(t, "creation entry", read.Log[0], cks.TransitionEntry{ObjectID: subj.ID, TS: backendtest.T0, Agent: "researcher",
 		Action: "created", TransitionedTo: "awaiting_critique", ContentHash: subj.ContentHash}, true)
 	wantEntry(t, "transition entry", read.Log[1], cks.TransitionEntry{ObjectID: subj.ID, TS: now, Agent: "critic",
 		Action: "completed", TransitionedTo: "awaiting_synthesis", ReasoningNodeID: &atts[0].ID, ContentHash: newHash, Round: 1}, true)
@@ -1037,47 +976,47 @@ func testObjectTransition(t *testing.T, open Opener) {
 	wantEdges(t, read, now,
 		edgeKey(atts[0].ID, subj.ID, "depends_on", "critiques", w(-0.5)),
 		edgeKey(atts[1].ID, subj.ID, "depends_on", "supports", nil))
-	wantEdges(t, MustGetObject(t, k, atts[0].ID), now,
+	wantEdges(t, backendtest.MustGetObject(t, k, atts[0].ID), now,
 		edgeKey(atts[0].ID, subj.ID, "depends_on", "critiques", w(-0.5)),
 		edgeKey(atts[0].ID, c1.ID, "depends_on", "refutes", w(0.75)))
-	rc1 := MustGetObject(t, k, c1.ID)
+	rc1 := backendtest.MustGetObject(t, k, c1.ID)
 	wantEdges(t, rc1, now,
 		edgeKey(atts[0].ID, c1.ID, "depends_on", "refutes", w(0.75)),
 		edgeKey(c2.ID, c1.ID, "depends_on", "supports", nil))
-	wantEdges(t, MustGetObject(t, k, c2.ID), now, edgeKey(c2.ID, c1.ID, "depends_on", "supports", nil))
+	wantEdges(t, backendtest.MustGetObject(t, k, c2.ID), now, edgeKey(c2.ID, c1.ID, "depends_on", "supports", nil))
 	// SetStatus: its own log entry by the agent, pointing to the same
 	// reasoning node (why the step changed it).
 	if rc1.Status != "disputed" || len(rc1.Log) != 2 {
-		t.Fatalf("set_status target %s", asJSON(t, rc1))
+		t.Fatalf("set_status target %s", backendtest.AsJSON(t, rc1))
 	}
 	wantContent(t, "set_status target", rc1, `{"text":"c1"}`)
 	wantEntry(t, "set_status entry", rc1.Log[1], cks.TransitionEntry{ObjectID: c1.ID, TS: now, Agent: "critic",
 		Action: "disputed", TransitionedTo: "disputed", ReasoningNodeID: &atts[0].ID, ContentHash: c1.ContentHash, Round: 0}, true)
 	// An attachment with a status enters its pipeline with a created entry.
-	ra1 := MustGetObject(t, k, atts[1].ID)
+	ra1 := backendtest.MustGetObject(t, k, atts[1].ID)
 	if len(ra1.Log) != 1 {
-		t.Fatalf("attachment with a status: log %s", asJSON(t, ra1.Log))
+		t.Fatalf("attachment with a status: log %s", backendtest.AsJSON(t, ra1.Log))
 	}
 	wantEntry(t, "attachment created entry", ra1.Log[0], cks.TransitionEntry{ObjectID: atts[1].ID, TS: now, Agent: "critic",
 		Action: "created", TransitionedTo: "proposed", ContentHash: atts[1].ContentHash}, true)
-	if ra0 := MustGetObject(t, k, atts[0].ID); len(ra0.Log) != 0 {
-		t.Fatalf("attachment without a status has log %s", asJSON(t, ra0.Log))
+	if ra0 := backendtest.MustGetObject(t, k, atts[0].ID); len(ra0.Log) != 0 {
+		t.Fatalf("attachment without a status has log %s", backendtest.AsJSON(t, ra0.Log))
 	}
-	if n := len(allObjects(t, k)); n != 5 {
+	if n := len(backendtest.AllObjects(t, k)); n != 5 {
 		t.Fatalf("%d objects, want 5", n)
 	}
 	// The claim is spent: the token no longer works, checked before the status.
-	before := objectSnapshot(t, k)
+	before := backendtest.ObjectSnapshot(t, k)
 	_, _, err = k.TransitionObject(ctx(t), subj.ID, claim.ClaimToken, tr)
-	wantErr(t, "Transition with a spent claim", err, cks.ErrLeaseLost)
-	wantErr(t, "TouchClaim with a spent claim", k.TouchClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim with a spent claim", k.ReleaseClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "Transition with a spent claim", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "TouchClaim with a spent claim", k.TouchClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "ReleaseClaim with a spent claim", k.ReleaseClaim(ctx(t), subj.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	wantUnchanged(t, "calls with a spent claim", k, before)
 	// The next step claims it; without Content and NextRound they stay.
 	clk.Advance(time.Minute)
 	next := mustClaimObjects(t, k, "awaiting_synthesis", "synth-1", 10, 1)[0]
 	if next.ID != subj.ID || next.ClaimToken == claim.ClaimToken {
-		t.Fatalf("next claim %s", asJSON(t, next))
+		t.Fatalf("next claim %s", backendtest.AsJSON(t, next))
 	}
 	got, atts, err = k.TransitionObject(ctx(t), subj.ID, next.ClaimToken, knowledge.ObjectTransition{
 		From: "awaiting_synthesis", To: "awaiting_arbitration", Action: "completed", Agent: "synthesizer", Reasoning: -1})
@@ -1085,10 +1024,10 @@ func testObjectTransition(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	if got.Status != "awaiting_arbitration" || got.Round != 1 || got.ContentHash != newHash || len(atts) != 0 {
-		t.Fatalf("plain transition: %s, attachments %d", asJSON(t, got), len(atts))
+		t.Fatalf("plain transition: %s, attachments %d", backendtest.AsJSON(t, got), len(atts))
 	}
 	wantUnclaimed(t, "plain transition", got)
-	read = MustGetObject(t, k, subj.ID)
+	read = backendtest.MustGetObject(t, k, subj.ID)
 	if len(read.Log) != 3 || len(read.Edges) != 2 {
 		t.Fatalf("plain transition: log %d entries, %d edges", len(read.Log), len(read.Edges))
 	}
@@ -1098,9 +1037,9 @@ func testObjectTransition(t *testing.T, open Opener) {
 
 // testObjectTransitionSameStatus: To == From records an outcome that does
 // not move the object (a failure), with a log entry, and releases the claim.
-func testObjectTransitionSameStatus(t *testing.T, open Opener) {
+func testObjectTransitionSameStatus(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(time.Minute)
 	got, atts, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{
@@ -1112,27 +1051,27 @@ func testObjectTransitionSameStatus(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	if got.Status != "awaiting_critique" || got.Round != 0 || got.ContentHash != o.ContentHash || len(atts) != 1 {
-		t.Fatalf("failure transition: %s, %d attachments", asJSON(t, got), len(atts))
+		t.Fatalf("failure transition: %s, %d attachments", backendtest.AsJSON(t, got), len(atts))
 	}
 	wantUnclaimed(t, "failure transition", got)
-	read := MustGetObject(t, k, o.ID)
+	read := backendtest.MustGetObject(t, k, o.ID)
 	if len(read.Log) != 2 {
-		t.Fatalf("log %s, want created and failed", asJSON(t, read.Log))
+		t.Fatalf("log %s, want created and failed", backendtest.AsJSON(t, read.Log))
 	}
 	wantEntry(t, "failure entry", read.Log[1], cks.TransitionEntry{ObjectID: o.ID, TS: clk.Now(), Agent: "critic",
 		Action: "failed", TransitionedTo: "awaiting_critique", ReasoningNodeID: &atts[0].ID, ContentHash: o.ContentHash}, true)
 	wantEdges(t, read, clk.Now(), edgeKey(atts[0].ID, o.ID, "depends_on", "rejected_reply", nil))
 	again := mustClaimObjects(t, k, "awaiting_critique", "critic-2", 1, 1)[0]
 	if again.ID != o.ID || again.ClaimToken == claim.ClaimToken {
-		t.Fatalf("reclaim after failure: %s", asJSON(t, again))
+		t.Fatalf("reclaim after failure: %s", backendtest.AsJSON(t, again))
 	}
 }
 
-func testObjectTransitionErrors(t *testing.T, open Opener) {
+func testObjectTransitionErrors(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	subj := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
-	c1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Status: "supported", CreatedBy: "op"})
-	c2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	subj := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Content: json.RawMessage(`{"q":1}`), Status: "awaiting_critique", CreatedBy: "op"})
+	c1 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim", Status: "supported", CreatedBy: "op"})
+	c2 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
 	if _, err := k.AddEdges(ctx(t), []knowledge.NewEdge{{Src: c2.ID, Dst: subj.ID, BaseType: "depends_on", SemanticType: "cites"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -1152,7 +1091,7 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			SetStatus: []knowledge.StatusChange{{ObjectID: c1.ID, Status: "disputed", Action: "disputed"}},
 		}
 	}
-	before := objectSnapshot(t, k)
+	before := backendtest.ObjectSnapshot(t, k)
 	cases := []struct {
 		name  string
 		token string
@@ -1236,67 +1175,67 @@ func testObjectTransitionErrors(t *testing.T, open Opener) {
 			t.Errorf("%s: err = %v, want %s", c.name, err, c.want)
 		}
 		if len(atts) != 0 {
-			t.Errorf("%s: returned attachments %s", c.name, asJSON(t, atts))
+			t.Errorf("%s: returned attachments %s", c.name, backendtest.AsJSON(t, atts))
 		}
 		wantUnchanged(t, c.name, k, before)
 	}
 	// The claim survived every refused transition.
 	got, _, err := k.TransitionObject(ctx(t), subj.ID, claim.ClaimToken, good())
 	if err != nil || got.Status != "awaiting_synthesis" || got.Round != 1 {
-		t.Fatalf("transition after the refused ones: %s, %v", asJSON(t, got), err)
+		t.Fatalf("transition after the refused ones: %s, %v", backendtest.AsJSON(t, got), err)
 	}
 }
 
-func testObjectTouchAndReleaseClaim(t *testing.T, open Opener) {
+func testObjectTouchAndReleaseClaim(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	o := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", CreatedBy: "op"})
+	o := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_critique", CreatedBy: "op"})
 	clk.Advance(time.Minute)
 	claim := mustClaimObjects(t, k, "awaiting_critique", "critic-1", 1, 1)[0]
 	clk.Advance(2 * time.Minute)
 	if err := k.TouchClaim(ctx(t), o.ID, claim.ClaimToken); err != nil {
 		t.Fatalf("TouchClaim: %v", err)
 	}
-	got := MustGetObject(t, k, o.ID)
-	if got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(T0.Add(3*time.Minute)) ||
+	got := backendtest.MustGetObject(t, k, o.ID)
+	if got.ClaimedBy != "critic-1" || got.ClaimToken != "" || !got.ClaimedAt.Equal(backendtest.T0.Add(3*time.Minute)) ||
 		got.Status != "awaiting_critique" || len(got.Log) != 1 {
-		t.Fatalf("after TouchClaim: %s, want claimed_at %v", asJSON(t, got), T0.Add(3*time.Minute))
+		t.Fatalf("after TouchClaim: %s, want claimed_at %v", backendtest.AsJSON(t, got), backendtest.T0.Add(3*time.Minute))
 	}
-	before := objectSnapshot(t, k)
-	wantErr(t, "TouchClaim with a wrong token", k.TouchClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim with a wrong token", k.ReleaseClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
+	before := backendtest.ObjectSnapshot(t, k)
+	backendtest.WantErr(t, "TouchClaim with a wrong token", k.TouchClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "ReleaseClaim with a wrong token", k.ReleaseClaim(ctx(t), o.ID, "wrong"), cks.ErrLeaseLost)
 	wantUnchanged(t, "wrong tokens", k, before)
 	clk.Advance(time.Minute)
 	if err := k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken); err != nil {
 		t.Fatalf("ReleaseClaim: %v", err)
 	}
-	got = MustGetObject(t, k, o.ID)
+	got = backendtest.MustGetObject(t, k, o.ID)
 	wantUnclaimed(t, "released object", got)
 	if got.Status != "awaiting_critique" || len(got.Log) != 1 || got.Round != 0 || got.ContentHash != o.ContentHash {
-		t.Fatalf("release changed more than the claim: %s", asJSON(t, got))
+		t.Fatalf("release changed more than the claim: %s", backendtest.AsJSON(t, got))
 	}
-	wantErr(t, "TouchClaim after release", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
-	wantErr(t, "ReleaseClaim twice", k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "TouchClaim after release", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "ReleaseClaim twice", k.ReleaseClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
 	_, _, err := k.TransitionObject(ctx(t), o.ID, claim.ClaimToken, knowledge.ObjectTransition{From: "awaiting_critique",
 		To: "awaiting_synthesis", Action: "completed", Agent: "critic", Reasoning: -1})
-	wantErr(t, "Transition after release", err, cks.ErrLeaseLost)
+	backendtest.WantErr(t, "Transition after release", err, cks.ErrLeaseLost)
 	again := mustClaimObjects(t, k, "awaiting_critique", "critic-2", 1, 1)[0]
 	if again.ID != o.ID || again.ClaimToken == claim.ClaimToken || again.ClaimedBy != "critic-2" || !again.ClaimedAt.Equal(clk.Now()) {
-		t.Fatalf("claim after release: %s", asJSON(t, again))
+		t.Fatalf("claim after release: %s", backendtest.AsJSON(t, again))
 	}
-	wantErr(t, "old token after a new claim", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
-	if got := MustGetObject(t, k, o.ID); len(got.Log) != 1 {
-		t.Fatalf("claims and releases logged: %s", asJSON(t, got.Log))
+	backendtest.WantErr(t, "old token after a new claim", k.TouchClaim(ctx(t), o.ID, claim.ClaimToken), cks.ErrLeaseLost)
+	if got := backendtest.MustGetObject(t, k, o.ID); len(got.Log) != 1 {
+		t.Fatalf("claims and releases logged: %s", backendtest.AsJSON(t, got.Log))
 	}
 }
 
-func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
+func testObjectReleaseStaleClaims(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
 	var ids []int64
 	for i := range 4 {
-		ids = append(ids, MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s", Title: fmt.Sprint(i)}).ID)
+		ids = append(ids, backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s", Title: fmt.Sprint(i)}).ID)
 	}
-	other := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "other"}).ID
-	unclaimed := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s"}).ID
+	other := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "other"}).ID
+	unclaimed := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "s"}).ID
 	first := mustClaimObjects(t, k, "s", "w", 2, 2) // ids[0], ids[1] at T0
 	mustClaimObjects(t, k, "other", "w", 1, 1)      // other at T0
 	clk.Advance(time.Minute)
@@ -1315,14 +1254,14 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 	if err := k.TouchClaim(ctx(t), touched.ID, touched.ClaimToken); err != nil {
 		t.Fatal(err)
 	}
-	before := objectSnapshot(t, k)
-	n, err := k.ReleaseStaleClaims(ctx(t), T0.Add(time.Minute))
+	before := backendtest.ObjectSnapshot(t, k)
+	n, err := k.ReleaseStaleClaims(ctx(t), backendtest.T0.Add(time.Minute))
 	if err != nil || n != 3 {
 		t.Fatalf("ReleaseStaleClaims(T0+1m) = %d, %v; want 3 (ids %d, %d at T0, %d at the cutoff)", n, err, ids[1], other, ids[2])
 	}
-	after := objectSnapshot(t, k)
+	after := backendtest.ObjectSnapshot(t, k)
 	for _, id := range []int64{ids[1], other, ids[2]} {
-		got := MustGetObject(t, k, id)
+		got := backendtest.MustGetObject(t, k, id)
 		wantUnclaimed(t, "stale claim", got)
 		// Only the claim changed: no log entry, status and content kept.
 		var was cks.Object
@@ -1330,7 +1269,7 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 		if got.Status != was.Status || len(got.Log) != len(was.Log) || got.ContentHash != was.ContentHash || got.Round != was.Round {
-			t.Fatalf("released object %d: %s, was %s", id, asJSON(t, got), before[id])
+			t.Fatalf("released object %d: %s, was %s", id, backendtest.AsJSON(t, got), before[id])
 		}
 	}
 	for _, id := range []int64{ids[0], ids[3], unclaimed} {
@@ -1345,29 +1284,29 @@ func testObjectReleaseStaleClaims(t *testing.T, open Opener) {
 	if err := k.TouchClaim(ctx(t), fourth.ID, fourth.ClaimToken); err != nil {
 		t.Fatalf("claim after the cutoff: %v", err)
 	}
-	wantErr(t, "released claim", k.TouchClaim(ctx(t), third.ID, third.ClaimToken), cks.ErrLeaseLost)
+	backendtest.WantErr(t, "released claim", k.TouchClaim(ctx(t), third.ID, third.ClaimToken), cks.ErrLeaseLost)
 	// The released objects are claimable again, oldest first.
 	again := mustClaimObjects(t, k, "s", "w2", 10, 3)
 	if fmt.Sprint(sortedIDs(again)) != fmt.Sprint([]int64{ids[1], ids[2], unclaimed}) {
 		t.Fatalf("reclaimed %v, want %v", sortedIDs(again), []int64{ids[1], ids[2], unclaimed})
 	}
-	if n, err := k.ReleaseStaleClaims(ctx(t), T0.Add(time.Minute)); err != nil || n != 0 {
+	if n, err := k.ReleaseStaleClaims(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 0 {
 		t.Fatalf("second ReleaseStaleClaims = %d, %v; want 0", n, err)
 	}
 	clk.Advance(time.Minute)
 	if n, err := k.ReleaseStaleClaims(ctx(t), clk.Now()); err != nil || n != 5 {
 		t.Fatalf("ReleaseStaleClaims(now) = %d, %v; want every one of the 5 claims", n, err)
 	}
-	for _, o := range allObjects(t, k) {
+	for _, o := range backendtest.AllObjects(t, k) {
 		wantUnclaimed(t, "after releasing all", o)
 	}
 }
 
-func testObjectAddEdges(t *testing.T, open Opener) {
+func testObjectAddEdges(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	o1 := MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
-	o2 := MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
-	o3 := MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
+	o1 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "claim"})
+	o2 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "question", Status: "awaiting_research"})
+	o3 := backendtest.MustCreateObject(t, k, knowledge.NewObject{Kind: "critique"})
 	clk.Advance(time.Minute)
 	w := func(v float64) *float64 { return &v }
 	in := []knowledge.NewEdge{
@@ -1386,32 +1325,32 @@ func testObjectAddEdges(t *testing.T, open Opener) {
 	for i, e := range edges {
 		want := edgeKey(in[i].Src, in[i].Dst, in[i].BaseType, in[i].SemanticType, in[i].Weight)
 		if got := edgeKey(e.Src, e.Dst, e.BaseType, e.SemanticType, e.Weight); got != want || e.ID <= 0 || ids[e.ID] || !e.CreatedAt.Equal(clk.Now()) {
-			t.Fatalf("edge %d: %s, want %s with a fresh id at %v", i, asJSON(t, e), want, clk.Now())
+			t.Fatalf("edge %d: %s, want %s with a fresh id at %v", i, backendtest.AsJSON(t, e), want, clk.Now())
 		}
 		ids[e.ID] = true
 	}
 	now := clk.Now()
-	wantEdges(t, MustGetObject(t, k, o2.ID), now, edgeKey(o1.ID, o2.ID, "depends_on", "supports", w(0.25)),
+	wantEdges(t, backendtest.MustGetObject(t, k, o2.ID), now, edgeKey(o1.ID, o2.ID, "depends_on", "supports", w(0.25)),
 		edgeKey(o3.ID, o2.ID, "depends_on", "refutes", w(-1)))
-	wantEdges(t, MustGetObject(t, k, o1.ID), now, edgeKey(o1.ID, o2.ID, "depends_on", "supports", w(0.25)),
+	wantEdges(t, backendtest.MustGetObject(t, k, o1.ID), now, edgeKey(o1.ID, o2.ID, "depends_on", "supports", w(0.25)),
 		edgeKey(o3.ID, o1.ID, "relates_to", "", nil))
-	r3 := MustGetObject(t, k, o3.ID)
+	r3 := backendtest.MustGetObject(t, k, o3.ID)
 	wantEdges(t, r3, now, edgeKey(o3.ID, o2.ID, "depends_on", "refutes", w(-1)), edgeKey(o3.ID, o1.ID, "relates_to", "", nil))
 	// GetObject's edges are the stored edges, oldest first.
 	for i, e := range r3.Edges {
 		if i > 0 && e.ID < r3.Edges[i-1].ID {
-			t.Fatalf("edges not oldest first: %s", asJSON(t, r3.Edges))
+			t.Fatalf("edges not oldest first: %s", backendtest.AsJSON(t, r3.Edges))
 		}
 		if e.ID != edges[1].ID && e.ID != edges[2].ID {
 			t.Fatalf("edge %d not among the returned ids", e.ID)
 		}
 	}
-	if got := MustGetObject(t, k, o2.ID); len(got.Log) != 1 || got.Status != "awaiting_research" {
-		t.Fatalf("AddEdges changed the object: %s", asJSON(t, got))
+	if got := backendtest.MustGetObject(t, k, o2.ID); len(got.Log) != 1 || got.Status != "awaiting_research" {
+		t.Fatalf("AddEdges changed the object: %s", backendtest.AsJSON(t, got))
 	}
 	// All or none.
 	missing := o3.ID + 1000
-	before := objectSnapshot(t, k)
+	before := backendtest.ObjectSnapshot(t, k)
 	bad := []struct {
 		field string
 		edges []knowledge.NewEdge
@@ -1430,7 +1369,7 @@ func testObjectAddEdges(t *testing.T, open Opener) {
 		got, err := k.AddEdges(ctx(t), c.edges)
 		wantFieldError(t, fmt.Sprintf("AddEdges(%v)", edgeKeys(c.edges)), err, c.field)
 		if len(got) != 0 {
-			t.Errorf("refused AddEdges returned %s", asJSON(t, got))
+			t.Errorf("refused AddEdges returned %s", backendtest.AsJSON(t, got))
 		}
 	}
 	wantUnchanged(t, "refused AddEdges", k, before)
@@ -1440,14 +1379,14 @@ func testObjectAddEdges(t *testing.T, open Opener) {
 // (created with a status, status changed, claim given back or released as
 // stale) wakes watchers of TopicObjects on other handles; taking a claim
 // does not.
-func testKnowledgeTopicPublished(t *testing.T, open Opener) {
+func testKnowledgeTopicPublished(t *testing.T, open backendtest.Opener) {
 	k, clk := knowledgeStore(t, open)
-	w := Watch(t, open(t, driver.WithChangePollInterval(fastPoll)), cks.TopicObjects)
+	w := backendtest.Watch(t, open(t, driver.WithChangePollInterval(backendtest.FastPoll)), cks.TopicObjects)
 	w.Ready(t, cks.TopicObjects)
 	drain := func() {
 		for {
 			select {
-			case <-w.calls:
+			case <-w.Calls:
 			default:
 				return
 			}
@@ -1517,4 +1456,11 @@ func testKnowledgeTopicPublished(t *testing.T, open Opener) {
 			t.Fatalf("%s woke %q, want %q", s.name, got, cks.TopicObjects)
 		}
 	}
+}
+
+func ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
 }

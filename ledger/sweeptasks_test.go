@@ -1,4 +1,4 @@
-package storetest
+package ledger_test
 
 import (
 	"encoding/json"
@@ -12,17 +12,21 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 )
 
-func sweepTaskTests() []taskTest {
-	return []taskTest{
-		{"TaskStateChangedAt", testTaskStateChangedAt},
-		{"TaskStateChangedBefore", testTaskStateChangedBefore},
-		{"TaskReleaseDependencies", testTaskReleaseDependencies},
-		{"TaskReleaseDependenciesConcurrent", testTaskReleaseDependenciesConcurrent},
-	}
+// TestSweepTasks: what the sweepers ask of the ledger — when a task's
+// state changed, and the safety net that releases dependencies — on both
+// backends.
+func TestSweepTasks(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{
+		"TaskStateChangedAt":                testTaskStateChangedAt,
+		"TaskStateChangedBefore":            testTaskStateChangedBefore,
+		"TaskReleaseDependencies":           testTaskReleaseDependencies,
+		"TaskReleaseDependenciesConcurrent": testTaskReleaseDependenciesConcurrent,
+	})
 }
 
 // transitioner returns s's low-level Transition or fails the test.
@@ -48,23 +52,23 @@ func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState)
 
 // testTaskStateChangedAt: enqueue and every state change set
 // state_changed_at; writes that keep the state (Touch, AddEvidence) do not.
-func testTaskStateChangedAt(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	task := MustEnqueue(t, s, cks.NewTask{Title: "timed"})
+func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "timed"})
 	check := func(step string, want time.Time) cks.Task {
 		t.Helper()
-		got := MustGet(t, s, task.ID)
+		got := backendtest.MustGet(t, s, task.ID)
 		if !got.StateChangedAt.Equal(want) || got.StateChangedAt.Location() != time.UTC {
 			t.Fatalf("%s: state_changed_at %v, want %v", step, got.StateChangedAt, want)
 		}
 		return got
 	}
-	if !task.StateChangedAt.Equal(T0) {
-		t.Fatalf("Enqueue returned state_changed_at %v, want %v", task.StateChangedAt, T0)
+	if !task.StateChangedAt.Equal(backendtest.T0) {
+		t.Fatalf("Enqueue returned state_changed_at %v, want %v", task.StateChangedAt, backendtest.T0)
 	}
-	check("enqueue", T0)
+	check("enqueue", backendtest.T0)
 	clk.Advance(time.Minute)
-	c := MustClaimOne(t, s, "w")
+	c := backendtest.MustClaimOne(t, s, "w")
 	if !c.StateChangedAt.Equal(clk.Now()) {
 		t.Fatalf("Claim returned state_changed_at %v, want %v", c.StateChangedAt, clk.Now())
 	}
@@ -99,9 +103,9 @@ func testTaskStateChangedAt(t *testing.T, open Opener) {
 
 // testTaskStateChangedBefore: the stale_stop_report query, CountTasks with
 // States and StateChangedBefore, and ListTasks with the same filter.
-func testTaskStateChangedBefore(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
-	enqueue := func(title string) int64 { return MustEnqueue(t, s, cks.NewTask{Title: title}).ID }
+func testTaskStateChangedBefore(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	enqueue := func(title string) int64 { return backendtest.MustEnqueue(t, s, cks.NewTask{Title: title}).ID }
 	open0 := enqueue("open since T0")
 	stop0 := enqueue("stopped at T0")
 	mustMove(t, s, stop0, cks.TaskStopped)
@@ -123,13 +127,13 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 		want []int64
 	}{
 		{"stale stops (24h)", cks.TaskFilter{States: stopped, StateChangedBefore: clk.Now().Add(-24 * time.Hour)}, []int64{stop0, stop10}},
-		{"boundary is inclusive", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour)}, []int64{stop0, stop10}},
-		{"just before the boundary", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10*time.Hour - time.Microsecond)}, []int64{stop0}},
+		{"boundary is inclusive", cks.TaskFilter{States: stopped, StateChangedBefore: backendtest.T0.Add(10 * time.Hour)}, []int64{stop0, stop10}},
+		{"just before the boundary", cks.TaskFilter{States: stopped, StateChangedBefore: backendtest.T0.Add(10*time.Hour - time.Microsecond)}, []int64{stop0}},
 		{"zero cutoff: no time filter", cks.TaskFilter{States: stopped}, []int64{stop0, stop10, stop30}},
-		{"any state", cks.TaskFilter{StateChangedBefore: T0.Add(time.Hour)}, []int64{open0, stop0}},
-		{"cutoff before everything", cks.TaskFilter{StateChangedBefore: T0.Add(-time.Second)}, nil},
+		{"any state", cks.TaskFilter{StateChangedBefore: backendtest.T0.Add(time.Hour)}, []int64{open0, stop0}},
+		{"cutoff before everything", cks.TaskFilter{StateChangedBefore: backendtest.T0.Add(-time.Second)}, nil},
 		{"with types", cks.TaskFilter{Types: []string{"other"}, StateChangedBefore: clk.Now()}, nil},
-		{"cutoff in another zone", cks.TaskFilter{States: stopped, StateChangedBefore: T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
+		{"cutoff in another zone", cks.TaskFilter{States: stopped, StateChangedBefore: backendtest.T0.Add(10 * time.Hour).In(time.FixedZone("X", -5*3600))}, []int64{stop0, stop10}},
 	}
 	for _, tc := range cases {
 		n, err := s.Tasks.CountTasks(ctx(t), tc.f)
@@ -178,10 +182,10 @@ func testTaskStateChangedBefore(t *testing.T, open Opener) {
 // testTaskReleaseDependencies builds, with the low-level Transition (which
 // has no dependency effects), the situations the inline release of
 // Complete/Fail/Cancel would have handled, and checks the safety net.
-func testTaskReleaseDependencies(t *testing.T, open Opener) {
-	s, clk := fakeStore(t, open)
+func testTaskReleaseDependencies(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
 	enq := func(title string, deps ...int64) int64 {
-		return MustEnqueue(t, s, cks.NewTask{Title: title, DependsOn: deps}).ID
+		return backendtest.MustEnqueue(t, s, cks.NewTask{Title: title, DependsOn: deps}).ID
 	}
 	done1, done2 := enq("done 1"), enq("done 2")
 	failed, cancelled, pending, blockedDep := enq("failed"), enq("cancelled"), enq("pending"), enq("blocked")
@@ -202,7 +206,7 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	mustMove(t, s, cancelled, cks.TaskCancelled)
 	mustMove(t, s, blockedDep, cks.TaskWaiting, cks.TaskBlocked)
 	for _, id := range []int64{allDone, onFailed, chained, onCancelled, mixed, onBlocked} {
-		wantState(t, s, id, cks.TaskWaiting) // the inline release did not run
+		backendtest.WantState(t, s, id, cks.TaskWaiting) // the inline release did not run
 	}
 
 	clk.Advance(time.Minute)
@@ -228,7 +232,7 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 		{stoppedAllDone, cks.TaskStopped, ""}, // dispatch-excluded: never touched
 	}
 	for _, tc := range cases {
-		task := wantState(t, s, tc.id, tc.want)
+		task := backendtest.WantState(t, s, tc.id, tc.want)
 		e := lastEvent(t, task)
 		if tc.reason == "" {
 			if e.Actor == ledger.ActorDependencyRelease {
@@ -248,7 +252,7 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 	if again, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || again != (ledger.DependencyRelease{}) {
 		t.Errorf("second ReleaseDependencies = %+v, %v; want nothing to do", again, err)
 	}
-	ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, Lease)
+	ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, backendtest.Lease)
 	var claimed []int64
 	for _, task := range ts {
 		claimed = append(claimed, task.ID)
@@ -262,14 +266,14 @@ func testTaskReleaseDependencies(t *testing.T, open Opener) {
 // testTaskReleaseDependenciesConcurrent runs the safety net from several
 // handles at once, as sweepers on several nodes do: every task is moved
 // exactly once, and the counts add up.
-func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
+func testTaskReleaseDependenciesConcurrent(t *testing.T, open backendtest.Opener) {
 	const n, nodes = 20, 3
-	s, clk := fakeStore(t, open)
-	done, failed := MustEnqueue(t, s, cks.NewTask{Title: "done"}).ID, MustEnqueue(t, s, cks.NewTask{Title: "failed"}).ID
+	s, clk := backendtest.FakeStore(t, open)
+	done, failed := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "done"}).ID, backendtest.MustEnqueue(t, s, cks.NewTask{Title: "failed"}).ID
 	var toOpen, toBlock []int64
 	for i := range n {
-		toOpen = append(toOpen, MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("open ", i), DependsOn: []int64{done}}).ID)
-		toBlock = append(toBlock, MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("block ", i), DependsOn: []int64{failed}}).ID)
+		toOpen = append(toOpen, backendtest.MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("open ", i), DependsOn: []int64{done}}).ID)
+		toBlock = append(toBlock, backendtest.MustEnqueue(t, s, cks.NewTask{Title: fmt.Sprint("block ", i), DependsOn: []int64{failed}}).ID)
 	}
 	mustMove(t, s, done, cks.TaskClaimed, cks.TaskCompleted)
 	mustMove(t, s, failed, cks.TaskClaimed, cks.TaskFailed)
@@ -297,7 +301,7 @@ func testTaskReleaseDependenciesConcurrent(t *testing.T, open Opener) {
 		want cks.TaskState
 	}{{toOpen, cks.TaskOpen}, {toBlock, cks.TaskBlocked}} {
 		for _, id := range ids.ids {
-			task := wantState(t, s, id, ids.want)
+			task := backendtest.WantState(t, s, id, ids.want)
 			moves := 0
 			for _, e := range task.Events {
 				if e.Actor == ledger.ActorDependencyRelease {
