@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/leader"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,7 +24,7 @@ func ctxOf(t testing.TB) context.Context {
 
 // started starts an elector on its own handle of the database and stops it
 // when the test ends.
-func started(t testing.TB, open storetest.Opener, id string, cfg leader.Config) (*leader.Elector, *backend.Backend) {
+func started(t testing.TB, open backendtest.Opener, id string, cfg leader.Config) (*leader.Elector, *backend.Backend) {
 	t.Helper()
 	st := open(t)
 	cfg.ID = id
@@ -61,7 +60,7 @@ var hour = leader.Config{TTL: time.Hour, Interval: time.Hour}
 // started (Start's first election runs before it returns), and every hub
 // reads the same leader.
 func TestOneLeader(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		a, _ := started(t, open, "hub-a", hour)
 		b, _ := started(t, open, "hub-b", hour)
 		c, _ := started(t, open, "hub-c", hour)
@@ -80,7 +79,7 @@ func TestOneLeader(t *testing.T) {
 // TestResignHandsOver: a leader that stops resigns and notifies, and
 // another hub takes over at once — not after its hour-long interval.
 func TestResignHandsOver(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		var changes []bool
 		a, _ := started(t, open, "hub-a", hour)
 		cfg := hour
@@ -125,7 +124,7 @@ func TestResignHandsOver(t *testing.T) {
 // TestKilledLeaderReplaced: a leader that stops renewing without resigning
 // (killed) holds the leadership until its lease runs out, and not longer.
 func TestKilledLeaderReplaced(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		// The killed hub's last renewal, with a lease that is already over.
 		if _, err := st.Driver().Executor().LeaderElect(ctxOf(t), driver.LeaderElectParams{Name: "maintenance",
