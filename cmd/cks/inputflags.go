@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -186,6 +187,30 @@ func (b *inputFlags) given(field string) bool {
 		set = set || ok && p.field == field
 	})
 	return set
+}
+
+// nameFlag makes a refusal of the hub that blames an input field this
+// command reads from a flag name the flag: `invalid --reason: expected …`
+// for the hub's `invalid reason: expected …` (or the flag after the
+// message, when it does not open so). Any other error is returned as it is.
+func (b *inputFlags) nameFlag(err error) error {
+	var ce *cks.Error
+	if !errors.As(err, &ce) || ce.Field == "" {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.flags)) {
+		if b.flags[name].field != ce.Field {
+			continue
+		}
+		named := *ce
+		if said := "invalid " + ce.Field + ":"; strings.Contains(ce.Message, said) {
+			named.Message = strings.Replace(ce.Message, said, "invalid --"+name+":", 1)
+		} else {
+			named.Message += " (--" + name + ")"
+		}
+		return &named
+	}
+	return err
 }
 
 // checkCount refuses a number of positional arguments other than the

@@ -100,7 +100,7 @@ func cmdObjectEdit(ctx context.Context, full string, args []string, e env) error
 	}
 	var ver cks.Version
 	if err := c.Call(ctx, ops.WriteObjectVersionOp, in, &ver); err != nil {
-		return err
+		return b.nameFlag(err)
 	}
 	if cf.json {
 		return printJSON(e.stdout, ver)

@@ -146,7 +146,7 @@ func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full stri
 	}
 	var out Out
 	if err := c.Call(ctx, op, in, &out); err != nil {
-		return err
+		return b.nameFlag(err)
 	}
 	x := &reply[In, Out]{ctx: ctx, c: c, w: e.stdout, in: in, out: out}
 	switch {
