@@ -126,9 +126,9 @@ func parseDev(args []string, e env) (*devRun, error) {
 	}
 	fs := flagSet("dev", e)
 	d.sf.register(fs)
-	fs.StringVar(&d.listen, "listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
+	fs.StringVar(&d.listen, "listen", "", "address `HOST:PORT` to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
 	fs.BoolVar(&d.noAgents, "no-agents", false, "start only the hub, no agent processes")
-	execTypes := fs.String("exec-types", "", "also start `cks agent exec` for these comma-separated task types, running the COMMAND after --")
+	execTypes := fs.String("exec-types", "", "also start an exec agent (cks agent exec) for these comma-separated task types `T1,T2`, running the COMMAND after --")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,9 @@ type inputSpec struct {
 	// values are flags of the CLI's own syntax for fields (--add-child
 	// TYPE:TITLE, --grant PERMISSION:RESOURCE).
 	values map[string]func() fieldValue
+	// optional are required fields the command fills in itself when their
+	// flag is not given (object edit's base and content).
+	optional []string
 }
 
 // fieldValue is the flag of one input field.
@@ -105,7 +108,7 @@ func bindInput(fs *flag.FlagSet, op ops.Operation, spec inputSpec) *inputFlags {
 		if s := props[name]; s != nil {
 			usage = s.Description
 		}
-		if slices.Contains(op.InputSchema().Required, name) && !strings.Contains(usage, "required") {
+		if slices.Contains(op.InputSchema().Required, name) && !slices.Contains(spec.optional, name) && !strings.Contains(usage, "required") {
 			usage += " (required)"
 		}
 		if _, ok := p.value.(repeatable); ok {

@@ -167,7 +167,11 @@ func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full stri
 // with their placeholders.
 func commandHelp(fs *flag.FlagSet, full string, args []string, description string) {
 	w := fs.Output()
-	fmt.Fprintf(w, "Usage: cks %s [FLAGS]\n\n", strings.TrimSpace(full+" "+strings.Join(args, " ")))
+	line := strings.TrimSpace(full + " " + strings.Join(args, " ") + " [FLAGS]")
+	if len(args) > 0 && strings.HasPrefix(strings.TrimPrefix(args[0], "["), "--") { // agent exec -- COMMAND ARGS…
+		line = full + " [FLAGS] " + strings.Join(args, " ")
+	}
+	fmt.Fprintf(w, "Usage: cks %s\n\n", line)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n\n", wrap(description, 78, ""))
 	}

@@ -22,9 +22,9 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "url", "", "hub URL (env CKS_URL; default from the data directory)")
-	fs.StringVar(&f.token, "token", "", "bearer token (env CKS_TOKEN; default the data directory's admin token)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of a local hub (env CKS_DATA_DIR; default "+datadir.Default+")")
+	fs.StringVar(&f.url, "url", "", "hub `URL` (env CKS_URL; default from the data directory)")
+	fs.StringVar(&f.token, "token", "", "bearer `TOKEN` (env CKS_TOKEN; default the data directory's admin token, for its hub)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` of a local hub (env CKS_DATA_DIR; default the nearest "+datadir.Default+" here or above)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 }
 
