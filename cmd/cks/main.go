@@ -184,8 +184,18 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *storeFlags) resolve(e env) (datadir.Dir, string) {
-	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	dir := dataDir(f.dataDir, e)
 	return dir, or(f.database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL())
+}
+
+// dataDir is the data directory of a command: the one named by --data-dir
+// (given) or CKS_DATA_DIR, else the nearest .cks in the working directory
+// or above it (datadir.Find), else ./.cks.
+func dataDir(given string, e env) datadir.Dir {
+	if d := or(given, e.getenv("CKS_DATA_DIR")); d != "" {
+		return datadir.Dir(d)
+	}
+	return datadir.Find(".")
 }
 
 func logger(w io.Writer) *slog.Logger {

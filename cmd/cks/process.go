@@ -29,7 +29,7 @@ func (f *clientFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *clientFlags) client(e env) (*client.Client, error) {
-	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	dir := dataDir(f.dataDir, e)
 	url, tok, err := client.Discover(or(f.url, e.getenv("CKS_URL")), or(f.token, e.getenv("CKS_TOKEN")), dir)
 	if err != nil {
 		return nil, err
