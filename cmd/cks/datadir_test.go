@@ -50,8 +50,9 @@ func TestOneHubPerDataDirectory(t *testing.T) {
 
 // TestDataDirFoundAbove: the CLI run in a subdirectory of the one holding
 // .cks finds it, as git finds .git: the hub's URL and token, and (for a
-// command that opens the store) its database; --data-dir and CKS_DATA_DIR
-// still win, and with no .cks above, the answer names ./.cks.
+// command that opens the store) its database; --url alone takes the
+// directory's token for the directory's hub and no other; --data-dir and
+// CKS_DATA_DIR still win, and with no .cks above, the answer names ./.cks.
 func TestDataDirFoundAbove(t *testing.T) {
 	root := t.TempDir()
 	h := startHubIn(t, "serve", datadir.Dir(filepath.Join(root, ".cks")))
@@ -66,6 +67,15 @@ func TestDataDirFoundAbove(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sub, ".cks")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the CLI made a data directory in %s: %v", sub, err)
+	}
+	// --url alone: the data directory's token for its own hub only.
+	if r := runCKSIn(t, sub, nil, "task", "show", itoa(id), "--url", h.url); r.code != 0 {
+		t.Fatalf("task show --url (the data directory's hub): exit %d %s", r.code, r.stderr)
+	}
+	if r := runCKSIn(t, sub, nil, "--url", "http://127.0.0.1:1", "task", "show", itoa(id)); r.code != 1 ||
+		!strings.Contains(r.stderr, "no token for the hub at http://127.0.0.1:1: pass --token or set CKS_TOKEN") ||
+		strings.Contains(r.stderr, h.token) {
+		t.Fatalf("task show --url (another hub) without a token: exit %d %s", r.code, r.stderr)
 	}
 	elsewhere := t.TempDir()
 	for _, r := range []result{
