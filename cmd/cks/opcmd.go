@@ -99,6 +99,9 @@ type opSpec[In, Out any] struct {
 	// check is the error (the exit status) the output implies, after it
 	// is printed.
 	check func(in *In, out Out) error
+	// offline: a read answered from the data directory's store when no
+	// hub answers for it (readOffline).
+	offline bool
 }
 
 // reply is a call's input and output, to print.
@@ -140,12 +143,17 @@ func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full stri
 			return err
 		}
 	}
-	c, err := cf.client(e)
-	if err != nil {
-		return err
-	}
 	var out Out
-	if err := c.Call(ctx, op, in, &out); err != nil {
+	c, err := cf.client(e)
+	if err == nil {
+		err = c.Call(ctx, op, in, &out)
+	}
+	if s.offline && err != nil {
+		if read, rerr := readOffline(ctx, op, &cf, e, err, in, &out); read {
+			err = rerr
+		}
+	}
+	if err != nil {
 		return b.nameFlag(err)
 	}
 	x := &reply[In, Out]{ctx: ctx, c: c, w: e.stdout, in: in, out: out}

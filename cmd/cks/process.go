@@ -38,12 +38,16 @@ func (f *clientFlags) client(e env) (*client.Client, error) {
 }
 
 // processGroup is `cks process`: the standalone agent processes. There is
-// no start: cks cannot launch an agent process (ADR-016 §4).
+// no start: cks cannot launch an agent process (ADR-016 §4). list and
+// status read the data directory's store when no hub answers, so the
+// final states stay readable once `cks dev` has exited.
 var processGroup = group{name: "process", commands: []command{
 	opCommand("list", ops.ListProcesses, opSpec[struct{}, cks.ProcessList]{
-		table: func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+		table:   func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+		offline: true,
 	}),
 	opCommand("status", ops.ProcessStatus, opSpec[cks.ProcessInput, cks.Process]{
+		offline: true,
 		table: func(x *reply[cks.ProcessInput, cks.Process]) error {
 			if x.out.Status == cks.ProcessNotFound {
 				_, err := fmt.Fprintf(x.w, "no %s process has ever reported\n", x.out.ProcessKind)
