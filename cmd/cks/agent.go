@@ -117,6 +117,11 @@ func (a *agentRun) check(e env) error {
 	switch {
 	case a.kind == "exec" && (len(a.command) == 0 || len(a.set.Types) == 0):
 		return fmt.Errorf("%w: agent exec needs --types T1,T2 and a command after --", errUsage)
+	case a.kind == "exec":
+		if err := (agents.ExecConfig{Command: a.command}).Check(); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil
 	case a.kind != "exec" && len(a.command) > 0:
 		return fmt.Errorf("%w: only agent exec takes a command", errUsage)
 	case a.kind != "pipeline":

@@ -144,6 +144,12 @@ func parseDev(args []string, e env) (*devRun, error) {
 		return nil, fmt.Errorf("%w: dev: a command after -- needs --exec-types T1,T2 (the task types it works)", errUsage)
 	case len(d.command) > 0 && d.noAgents:
 		return nil, fmt.Errorf("%w: dev: --no-agents and an exec agent command exclude each other", errUsage)
+	case len(d.command) > 0:
+		// Refused before the hub starts, not by an agent that fails
+		// every task it claims.
+		if err := (agents.ExecConfig{Command: d.command}).Check(); err != nil {
+			return nil, fmt.Errorf("%w: dev: %w", errUsage, err)
+		}
 	}
 	return d, nil
 }
