@@ -39,6 +39,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	if err := a.check(e); err != nil {
 		return err
 	}
+	catchSIGPIPE() // under cks dev, stderr is a pipe to it: a drain must not die of its end
 	var model llm.Model
 	if a.kind == "critic" || a.kind == "fork_resolution" {
 		// The model decides when it implements the agents' optional

@@ -198,6 +198,16 @@ func dataDir(given string, e env) datadir.Dir {
 	return datadir.Find(".")
 }
 
+// catchSIGPIPE makes a write to a closed pipe (a stderr whose reader was
+// stopped: `cks dev 2>&1 | tee`) an error (EPIPE) for this process instead
+// of its death by SIGPIPE, in the commands that must shut down cleanly. It
+// catches the signal rather than ignoring it: an ignored signal stays
+// ignored across exec, and the agents and their commands must start with
+// the default.
+func catchSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+}
+
 func logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

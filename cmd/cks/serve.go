@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, pos)
 	}
+	catchSIGPIPE()
 	dir, dbURL := sf.resolve(e)
 	cfg := hub.Config{
 		DatabaseURL: dbURL,
