@@ -1,6 +1,9 @@
 package cks
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ErrorBody is the shape of every error answer of the HTTP API:
 // {"error":{"code":…,"message":…,"field":…}}. Its Error is what an MCP tool
@@ -20,7 +23,38 @@ type Error struct {
 	Field string `json:"field,omitempty"`
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status) }
+// Error is the message with the code and the HTTP status, the code said
+// once: a message that already says it (`task 1 is already STOPPED:
+// conflict`, `storage_full: no space left`, `…: lease lost: conflict` of
+// lease_lost) is followed by the status alone.
+func (e *Error) Error() string {
+	if saysWords(e.Message, e.Code) || saysWords(e.Message, strings.ReplaceAll(e.Code, "_", " ")) {
+		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+	}
+	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+// saysWords reports whether text holds phrase as whole words: not inside
+// a longer word ("conflicting" does not say "conflict").
+func saysWords(text, phrase string) bool {
+	if phrase == "" {
+		return false
+	}
+	word := func(b byte) bool {
+		return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], phrase)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(phrase)
+		if (start == 0 || !word(text[start-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
 
 // The codes of Error.
 const (

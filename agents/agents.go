@@ -223,7 +223,7 @@ func watchReady(ctx context.Context, st Services, wake chan<- struct{}) {
 // task finished in that moment must not be followed by another claim.
 func claimLoop(ctx, run context.Context, st Services, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
-	name := fmt.Sprintf("%s/%s", set.Kind, rep.InstanceID())
+	name := ExecutorName(set.Kind, rep.InstanceID())
 	// The executor's abort watch lives as long as the loop, and a mark taken
 	// before each claim spares each run its own lease read (worker.RunParams).
 	release := ex.Watch(ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,6 +101,30 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		}
 		return worker.Result{Output: out}, nil
 	}
+}
+
+// Check refuses a command that cannot be started — its program not found
+// (a path is taken from the working directory, a bare name looked up on
+// $PATH) or not executable — so that an exec agent refuses to start
+// instead of failing every task it claims on it.
+func (cfg ExecConfig) Check() error {
+	if len(cfg.Command) == 0 {
+		return errors.New("exec agent: no command")
+	}
+	name := cfg.Command[0]
+	_, err := exec.LookPath(name)
+	if err == nil {
+		return nil
+	}
+	if ee, ok := errors.AsType[*exec.Error](err); ok {
+		err = ee.Err
+	}
+	where := "looked up on $PATH"
+	if strings.ContainsRune(name, os.PathSeparator) {
+		wd, _ := os.Getwd()
+		where = "a path taken from the working directory " + wd
+	}
+	return fmt.Errorf("exec agent: command %q cannot be run (%s): %w", name, where, err)
 }
 
 // commandRun is what one run of the command reads and where its output goes.

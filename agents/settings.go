@@ -214,12 +214,12 @@ func (f typesFlag) Set(v string) error {
 // --heartbeat-interval, --liveness-interval, --max-retries, --types. Call
 // Finish after parsing.
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(intervalFlag{&s.PollInterval}, "poll-interval", "wait between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
+	fs.Var(intervalFlag{&s.PollInterval}, "poll-interval", "wait `DURATION` between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
 	fs.Var(intervalFlag{&s.HeartbeatInterval}, "heartbeat-interval",
-		"lease heartbeat of the task being worked, at most a third of "+EnvStaleWindow+" (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+")")
-	fs.Var(intervalFlag{&s.LivenessInterval}, "liveness-interval", "process liveness heartbeat (env "+EnvName(s.Kind, "LIVENESS_INTERVAL")+")")
+		"lease heartbeat `DURATION` of the task being worked, at most a third of "+EnvStaleWindow+" (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+")")
+	fs.Var(intervalFlag{&s.LivenessInterval}, "liveness-interval", "process liveness heartbeat `DURATION` (env "+EnvName(s.Kind, "LIVENESS_INTERVAL")+")")
 	fs.IntVar(&s.MaxRetries, "max-retries", s.MaxRetries, "retries of a task this agent failed (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
-	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types to claim (env "+EnvName(s.Kind, "TYPES")+")")
+	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types `T1,T2` to claim (env "+EnvName(s.Kind, "TYPES")+")")
 }
 
 // Finish validates s after flags were applied and derives the lease. The

@@ -48,9 +48,13 @@ type DataDir interface {
 
 // Discover settles the hub URL and token. Non-empty arguments (from flags or
 // the environment) win; otherwise they are read from the data directory a local
-// hub writes them to. The error says every place that was looked at.
+// hub writes them to. The directory's admin token goes only to the
+// directory's hub: with a URL given and no token, it is used when the URL is
+// the one the directory holds, and otherwise the error says to pass a token.
+// The error says every place that was looked at.
 func Discover(baseURL, token string, dir DataDir) (string, string, error) {
-	if baseURL == "" {
+	given := baseURL != ""
+	if !given {
 		u, err := dir.ReadURL()
 		if err != nil {
 			return "", "", fmt.Errorf("no hub URL: pass --url, set CKS_URL, or start `cks serve` with data directory %s (%s: %w)",
@@ -61,15 +65,25 @@ func Discover(baseURL, token string, dir DataDir) (string, string, error) {
 	if _, err := url.ParseRequestURI(baseURL); err != nil || !strings.HasPrefix(baseURL, "http") {
 		return "", "", fmt.Errorf("bad hub URL %q: expected http://HOST:PORT", baseURL)
 	}
-	if token == "" {
-		t, err := dir.ReadToken()
-		if err != nil {
-			return "", "", fmt.Errorf("no token: pass --token, set CKS_TOKEN, or run where the hub's data directory is (%s: %w)",
-				dir.TokenFile(), unwrapPath(err))
-		}
-		token = t
+	if token != "" {
+		return baseURL, token, nil
 	}
-	return baseURL, token, nil
+	if given {
+		if local, err := dir.ReadURL(); err != nil || strings.TrimRight(local, "/") != strings.TrimRight(baseURL, "/") {
+			serves := "no hub serves from it"
+			if err == nil {
+				serves = "its hub is " + local
+			}
+			return "", "", fmt.Errorf("no token for the hub at %s: pass --token or set CKS_TOKEN (`cks token create` on that hub "+
+				"makes one); the admin token of data directory %s goes only to that directory's hub, and %s", baseURL, dir, serves)
+		}
+	}
+	t, err := dir.ReadToken()
+	if err != nil {
+		return "", "", fmt.Errorf("no token: pass --token, set CKS_TOKEN, or run where the hub's data directory is (%s: %w)",
+			dir.TokenFile(), unwrapPath(err))
+	}
+	return baseURL, t, nil
 }
 
 func unwrapPath(err error) error {

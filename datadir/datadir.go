@@ -16,8 +16,32 @@ import (
 	"strings"
 )
 
-// Default is the data directory used when none is given.
+// Default is the data directory used when none is given and Find finds
+// none: ./.cks, which a hub creates.
 const Default = ".cks"
+
+// Find is the data directory of a command run in directory dir that names
+// none: the nearest directory named .cks in dir or above it, as git finds
+// .git — Default when that is dir's own, its absolute path when it is an
+// ancestor's — and Default when there is none (a file named .cks does not
+// count). A relative dir is taken from the working directory.
+func Find(dir string) Dir {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Default
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(filepath.Join(d, Default)); err == nil && st.IsDir() {
+			if d == abs {
+				return Default
+			}
+			return Dir(filepath.Join(d, Default))
+		}
+		if filepath.Dir(d) == d {
+			return Default
+		}
+	}
+}
 
 // Dir is a data directory path.
 type Dir string

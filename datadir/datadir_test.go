@@ -89,3 +89,46 @@ func TestLock(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// TestFind: a command that names no data directory uses the nearest .cks
+// in its working directory or above it, as git finds .git; a file named
+// .cks is no data directory; with none anywhere above, ./.cks.
+func TestFind(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "a", "b", "c")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := datadir.Find(sub); got != datadir.Default {
+		t.Fatalf("Find with no .cks above = %q, want %q", got, datadir.Default)
+	}
+	if err := os.Mkdir(filepath.Join(root, ".cks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a", ".cks"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  string
+		want datadir.Dir
+	}{
+		{sub, datadir.Dir(filepath.Join(root, ".cks"))},
+		{filepath.Join(root, "a"), datadir.Dir(filepath.Join(root, ".cks"))},
+		{root, datadir.Default},
+	} {
+		if got := datadir.Find(c.dir); got != c.want {
+			t.Errorf("Find(%s) = %q, want %q", c.dir, got, c.want)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "a", "b", ".cks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := datadir.Find(sub), datadir.Dir(filepath.Join(root, "a", "b", ".cks")); got != want {
+		t.Errorf("Find(%s) = %q, want the nearest, %q", sub, got, want)
+	}
+	// A relative directory is taken from the working directory.
+	t.Chdir(sub)
+	if got, want := datadir.Find("."), datadir.Dir(filepath.Join(root, "a", "b", ".cks")); got != want {
+		t.Errorf("Find(.) in %s = %q, want %q", sub, got, want)
+	}
+}

@@ -88,9 +88,9 @@ func ParsePipelineSettings(getenv func(string) string) (PipelineSettings, error)
 // override s (already read from the environment). Call Validate after
 // parsing.
 func (s *PipelineSettings) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&s.Corpus, "corpus", s.Corpus, "default corpus directory of .md/.txt files (env "+EnvPipelineCorpus+"; default the corpus shipped in the binary)")
+	fs.StringVar(&s.Corpus, "corpus", s.Corpus, "default corpus directory `DIR` of .md/.txt files (env "+EnvPipelineCorpus+"; default the corpus shipped in the binary)")
 	fs.IntVar(&s.Workers, "workers", s.Workers, "workers per pipeline step (env "+EnvPipelineWorkers+")")
-	fs.Func("poll", "fallback poll of the step workers, e.g. 30s (env "+EnvPipelinePoll+"; default "+s.Poll.String()+")", func(v string) error {
+	fs.Func("poll", "fallback poll `DURATION` of the step workers, e.g. 30s (env "+EnvPipelinePoll+"; default "+s.Poll.String()+")", func(v string) error {
 		d, err := agents.ParseInterval(v)
 		if err == nil {
 			s.Poll = d

@@ -1024,29 +1024,8 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 			if err != nil {
 				return err
 			}
-			moves := make([]move, len(rows))
-			var failed []int64
-			for i, r := range rows {
-				switch {
-				case cks.TaskState(r.State) == cks.TaskReviewing:
-					// An abandoned review goes back to the review queue.
-					moves[i] = move{row: r, to: cks.TaskNeedsReview, actor: "reaper", reason: "review lease expired", set: revoke}
-				case r.Attempts >= r.MaxAttempts:
-					moves[i] = move{row: r, to: cks.TaskFailed, actor: "reaper", reason: "max attempts",
-						set: func(r *driver.TaskRow) { r.LastError = "max attempts"; revoke(r) }}
-					failed = append(failed, r.ID)
-				default:
-					moves[i] = move{row: r, to: cks.TaskOpen, actor: "reaper", reason: "lease expired",
-						set: func(r *driver.TaskRow) { r.LastError = "lease expired"; revoke(r) }}
-				}
-			}
-			if _, err := transition(ctx, ex, now, moves); err != nil {
+			if _, err := reclaim(ctx, ex, now, rows, "reaper", "lease expired"); err != nil {
 				return err
-			}
-			for _, id := range failed {
-				if _, err := blockDependants(ctx, ex, now, "ledger", id, cks.TaskFailed, "max attempts"); err != nil {
-					return err
-				}
 			}
 			total += len(rows)
 			if len(rows) < reclaimBatch {

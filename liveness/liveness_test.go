@@ -210,3 +210,48 @@ func TestRequestStop(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordExited: an instance recorded as exited by the process that
+// reaped it reads stopped at once, as a graceful exit leaves it — the
+// epoch heartbeat, no task in hand — its other columns (started_at, the
+// stop request) kept; an unknown instance is false and writes nothing, a
+// malformed id a FieldError. Both backends.
+func TestRecordExited(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		c := clock.NewFake(storetest.T0)
+		svc := liveness.NewService(st.Driver(), c)
+		ctx := context.Background()
+		r := storetest.Liveness("killed-1", "exec", 0)
+		task := int64(7)
+		r.CurrentTaskID, r.CurrentTaskType = &task, "build"
+		storetest.MustUpsert(t, st, r)
+		if _, err := svc.RequestAgentStop(ctx, "killed-1"); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := svc.ProcessStatus(ctx, "exec"); p.Status != cks.ProcessAlive {
+			t.Fatalf("before: %s, want alive", p.Status)
+		}
+		got, found, err := svc.RecordExited(ctx, "killed-1")
+		if err != nil || !found || !got.LastHeartbeatAt.Equal(liveness.Epoch) || got.CurrentTaskID != nil {
+			t.Fatalf("RecordExited = %+v, %v, %v", got, found, err)
+		}
+		p, err := svc.ProcessStatus(ctx, "exec")
+		if err != nil || p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil ||
+			p.CurrentTaskType != "" || !p.StartedAt.Equal(r.StartedAt) || p.DesiredState != cks.DesiredStopRequested {
+			t.Fatalf("after: %+v %v; want stopped at the epoch, no task, started_at and desired_state kept", p, err)
+		}
+		if want := liveness.Exited(r); want.LastHeartbeatAt != p.LastHeartbeatAt || want.CurrentTaskID != nil {
+			t.Fatalf("Exited(row) = %+v, not the row RecordExited wrote", want)
+		}
+		if _, found, err := svc.RecordExited(ctx, "never-reported"); found || err != nil {
+			t.Fatalf("RecordExited of an unknown instance = %v, %v; want false, nil", found, err)
+		}
+		if rows, _ := svc.ListAgentLiveness(ctx); len(rows) != 1 {
+			t.Fatalf("%d rows after recording an unknown instance, want 1", len(rows))
+		}
+		if _, _, err := svc.RecordExited(ctx, "bad\x00id"); !cks.IsFieldError(err, "instance_id") {
+			t.Fatalf("RecordExited of a malformed id = %v, want a FieldError", err)
+		}
+	})
+}

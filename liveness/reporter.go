@@ -20,6 +20,17 @@ import (
 // (ADR-014 §2: 30 s, independent of the lease heartbeat).
 const DefaultInterval = 30 * time.Second
 
+// Exited is row r as an exited process leaves it: its heartbeat backdated
+// to the Epoch, so it reads stopped at once (ADR-016 §3; `exited` in a
+// listing), and no task in hand. A process's own graceful exit writes it
+// (Reporter.Stop), and so does the one that reaped a process that could
+// not (Service.RecordExited).
+func Exited(r cks.AgentLiveness) cks.AgentLiveness {
+	r.LastHeartbeatAt = Epoch
+	r.CurrentTaskID, r.CurrentTaskType = nil, ""
+	return r
+}
+
 // Epoch is the heartbeat a process writes when it exits gracefully: older
 // than any TTL, so the row reads stopped at once (ADR-016 §3).
 var Epoch = time.Unix(0, 0).UTC()
@@ -200,8 +211,7 @@ func (r *Reporter) tick(ctx context.Context) {
 func (r *Reporter) write(ctx context.Context, final bool) error {
 	r.mu.Lock()
 	if final {
-		r.row.LastHeartbeatAt = Epoch
-		r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
+		r.row = Exited(r.row)
 	} else {
 		r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
 	}

@@ -15,14 +15,8 @@ func (s *Service) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) 
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
-		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType}
-	if r.CurrentTaskID != nil {
-		row.CurrentTaskID = *r.CurrentTaskID
-	}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		return ex.LivenessUpsert(ctx, row)
+		return ex.LivenessUpsert(ctx, rowOf(r))
 	})
 	if err != nil {
 		return fmt.Errorf("upsert liveness %s: %w", r.InstanceID, err)
@@ -98,6 +92,47 @@ func (s *Service) RequestAgentStop(ctx context.Context, instanceID string) (bool
 		return false, fmt.Errorf("request stop of %s: %w", instanceID, err)
 	}
 	return found, nil
+}
+
+// RecordExited records instance instanceID as exited, for a process that
+// could not say so itself (killed, or dead before its last write): its row
+// as the process's own graceful exit leaves it (Exited), in one
+// transaction with the read, so it reads stopped — `exited` — at once. It
+// returns the row as written, and false, with no error, when no such
+// instance ever reported.
+func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.AgentLiveness, bool, error) {
+	if err := cks.ValidateText("instance_id", instanceID); err != nil {
+		return cks.AgentLiveness{}, false, err
+	}
+	var out cks.AgentLiveness
+	found := false
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		found = false
+		r, err := ex.LivenessGet(ctx, instanceID)
+		if errors.Is(err, driver.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out, found = Exited(livenessOf(r)), true
+		return ex.LivenessUpsert(ctx, rowOf(out))
+	})
+	if err != nil {
+		return cks.AgentLiveness{}, false, fmt.Errorf("record %s exited: %w", instanceID, err)
+	}
+	return out, found, nil
+}
+
+// rowOf is the row of a record.
+func rowOf(r cks.AgentLiveness) driver.LivenessRow {
+	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
+		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
+		CurrentTaskType: r.CurrentTaskType}
+	if r.CurrentTaskID != nil {
+		row.CurrentTaskID = *r.CurrentTaskID
+	}
+	return row
 }
 
 // livenessOf is the record of a row.

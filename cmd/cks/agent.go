@@ -39,6 +39,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	if err := a.check(e); err != nil {
 		return err
 	}
+	catchSIGPIPE() // under cks dev, stderr is a pipe to it: a drain must not die of its end
 	var model llm.Model
 	if a.kind == "critic" || a.kind == "fork_resolution" {
 		// The model decides when it implements the agents' optional
@@ -117,6 +118,11 @@ func (a *agentRun) check(e env) error {
 	switch {
 	case a.kind == "exec" && (len(a.command) == 0 || len(a.set.Types) == 0):
 		return fmt.Errorf("%w: agent exec needs --types T1,T2 and a command after --", errUsage)
+	case a.kind == "exec":
+		if err := (agents.ExecConfig{Command: a.command}).Check(); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil
 	case a.kind != "exec" && len(a.command) > 0:
 		return fmt.Errorf("%w: only agent exec takes a command", errUsage)
 	case a.kind != "pipeline":

@@ -366,6 +366,12 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"agent", "critic", "--liveness-interval", "-1"}, "positive"},
 		{[]string{"dev", "--exec-types", "x"}, "command after --"},
 		{[]string{"dev", "--", "true"}, "needs --exec-types"},
+		// A command that cannot be run is refused at start, not by every
+		// task the agent would claim (and dev starts no hub for it).
+		{[]string{"agent", "exec", "--types", "x", "--", "./scripts/no-such-agent.sh"},
+			`exec agent: command "./scripts/no-such-agent.sh" cannot be run (a path taken from the working directory`},
+		{[]string{"agent", "exec", "--types", "x", "--", "no-such-program-of-cks"}, "looked up on $PATH"},
+		{[]string{"dev", "--exec-types", "x", "--", "./scripts/no-such-agent.sh"}, `dev: exec agent: command "./scripts/no-such-agent.sh" cannot be run`},
 	} {
 		r := runCKS(t, nil, append(c.args, "--data-dir", filepath.Join(dir, "never"))...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

@@ -34,20 +34,31 @@ func cmdBench(ctx context.Context, args []string, e env) error {
 	return benches[args[0]](ctx, args[1:], e)
 }
 
+// benchSubs are the benchmarks of `cks bench NAME`, for help
+// (docs/benchmarks.md).
+var benchSubs = []subCommand{
+	{name: "ledger", summary: "ledger throughput: enqueue and work tasks with each number of workers, on a scratch store"},
+	{name: "abort", summary: "stop and update latency of running tasks, with the abort confirmed"},
+	{name: "liveness", summary: "the liveness store: heartbeats, status reads and list_processes over a history of rows"},
+	{name: "stop", summary: "remote process stop: agent processes started and stopped, by notification and at the tick"},
+	{name: "pipeline", summary: "the research pipeline: questions answered per second with each number of workers"},
+	{name: "knowledge", summary: "merges of large objects with long histories, and the knowledge sweepers' passes"},
+}
+
 // cmdBenchLedger is `cks bench ledger`: enqueue and work tasks with each
 // number of workers, on a scratch store.
 func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench ledger", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	tasks := fs.Int("tasks", 100_000, "tasks to enqueue and work per run")
-	workers := fs.String("workers", "1,4,16", "comma-separated worker counts, one run each")
+	workers := fs.String("workers", "1,4,16", "comma-separated worker counts `N,N`, one run each")
 	batch := fs.Int("batch", 10, "tasks leased per claim")
 	concurrent := fs.Bool("concurrent", false, "complete the tasks of a claim each on its own goroutine (as River runs the jobs of a fetch), not one after another")
 	priorities := fs.Int("priorities", 1, "priority levels the tasks cycle through (task i gets priority i mod N; 1: all the same)")
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this file, for `go tool pprof`")
-	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: `go tool pprof -sample_index=alloc_space`) to this file when they end")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this `FILE`, for go tool pprof")
+	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: go tool pprof -sample_index=alloc_space) to this `FILE` when they end")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
@@ -141,7 +152,7 @@ func writeProfile(name, path string) error {
 // handles of one scratch store.
 func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench abort", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	rounds := fs.Int("rounds", 200, "stops and updates to measure")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := noArgs(fs, args); err != nil {
@@ -247,7 +258,7 @@ func scratchStore(ctx context.Context, database string) (string, func(), error) 
 // list_processes over a history of instance rows (bench.Liveness).
 func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench liveness", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	history := fs.Int("history", 100_000, "historical instance rows written first")
 	samples := fs.Int("samples", 500, "timed calls of each kind (a tenth for list_processes)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
@@ -290,7 +301,7 @@ func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 // and with the liveness tick only.
 func cmdBenchStop(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench stop", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	rounds := fs.Int("rounds", 20, "processes started and stopped per path")
 	interval := fs.Duration("liveness-interval", time.Second, "the agents' liveness interval (the tick-only path waits up to one)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
@@ -387,9 +398,9 @@ func launchAgent(ctx context.Context, self string, args []string) (string, func(
 // count, once woken by notifications and once by the poll alone.
 func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench pipeline", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	questions := fs.Int("questions", 1000, "questions per run")
-	workers := fs.String("workers", "1,4", "comma-separated workers per step, one run each")
+	workers := fs.String("workers", "1,4", "comma-separated workers per step `N,N`, one run each")
 	poll := fs.Duration("poll", time.Second, "the fallback poll interval of the poll-only runs")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := noArgs(fs, args); err != nil {
@@ -463,7 +474,7 @@ func cmdBenchPipeline(ctx context.Context, args []string, e env) error {
 // objects (bench.Sweep), each on its own scratch store.
 func cmdBenchKnowledge(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench knowledge", e)
-	database := fs.String("database", "", "postgres://… to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	fields := fs.Int("fields", 1000, "top-level fields of the merged object")
 	history := fs.Int("history", 1000, "versions written before the merges")
 	merges := fs.Int("merges", 50, "forks made and merged")

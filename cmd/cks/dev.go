@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,9 +19,11 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/liveness"
 )
 
 // devAgentKinds are the seed agents `cks dev` starts.
@@ -39,15 +42,23 @@ const devAgentStartTimeout = 15 * time.Second
 // processes of this binary against the same database. On SIGINT/SIGTERM it
 // stops the agents (SIGTERM, a bounded wait, then SIGKILL) before the hub.
 // It launches, it does not supervise: an agent that dies is logged, not
-// restarted (ADR-016 §4).
+// restarted (ADR-016 §4); but one that could not say it exited (killed
+// after the grace period, or dead) is recorded as exited, its leases
+// released (devFleet.recordExit). A closed stderr (`cks dev 2>&1 | tee`,
+// the tee stopped by the same Ctrl-C) neither kills it nor loses the log:
+// SIGPIPE is caught, and the log goes on in the data directory (logSink).
 func cmdDev(ctx context.Context, args []string, e env) error {
 	d, err := parseDev(args, e)
 	if err != nil {
 		return err
 	}
+	catchSIGPIPE()
 	dir, _ := d.sf.resolve(e)
 	dbURL := or(d.sf.database, dir.DatabaseURL()) // dev uses the embedded default unless --database
-	log := logger(e.stderr)
+	sink := &logSink{w: e.stderr, file: filepath.Join(string(dir), devLogFile)}
+	defer sink.Close()
+	e.stderr = sink
+	log := logger(sink)
 	cfg := hub.Config{
 		DatabaseURL: dbURL,
 		DataDir:     dir,
@@ -69,7 +80,27 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 	case err := <-hubDone:
 		return err
 	}
+	fleet := &devFleet{log: log, stderr: sink}
+	if !d.noAgents {
+		st, err := backend.Open(ctx, dbURL)
+		if err != nil {
+			log.Warn("cannot open the database to record agents that die as exited", "err", err)
+		} else {
+			defer st.Close()
+			fleet.rec, fleet.rows = &agents.ExitRecorder{Tasks: st.Tasks, Liveness: st.Liveness}, st.Liveness.ListAgentLiveness
+		}
+	}
+	startErr := d.runFleet(ctx, fleet, r, dir, dbURL, e, hubDone)
+	stopHub()
+	if err := <-hubDone; err != nil {
+		return err
+	}
+	return startErr
+}
 
+// runFleet starts the agents, prints the banner and waits for ctx (Ctrl-C)
+// or the hub's end (which it passes on to hubDone), then stops the agents.
+func (d *devRun) runFleet(ctx context.Context, fleet *devFleet, r hub.Ready, dir datadir.Dir, dbURL string, e env, hubDone chan error) error {
 	var specs []devAgent
 	if !d.noAgents {
 		for _, k := range devAgentKinds {
@@ -80,33 +111,25 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 				"--types", strings.Join(d.types, ","), "--"}, d.command...)})
 		}
 	}
-	fleet := &devFleet{log: log, stderr: e.stderr}
-	var startErr error
-	if ctx.Err() == nil {
-		startErr = fleet.start(specs)
+	defer fleet.stop(d.grace)
+	if ctx.Err() != nil {
+		return nil
 	}
-	if startErr == nil && ctx.Err() == nil {
-		tok, _ := dir.ReadToken()
-		fleet.waitReported(ctx, client.New(r.URL, tok), devAgentStartTimeout)
-	}
-	if startErr == nil && ctx.Err() == nil {
-		printDevBanner(e.stdout, r, dir, fleet.started())
-	}
-
-	if startErr == nil {
-		select {
-		case <-ctx.Done():
-		case err := <-hubDone:
-			fleet.stop(devAgentStopTimeout)
-			return err
-		}
-	}
-	fleet.stop(devAgentStopTimeout)
-	stopHub()
-	if err := <-hubDone; err != nil {
+	if err := fleet.start(specs); err != nil {
 		return err
 	}
-	return startErr
+	tok, _ := dir.ReadToken()
+	fleet.waitReported(ctx, client.New(r.URL, tok), devAgentStartTimeout)
+	if ctx.Err() != nil {
+		return nil
+	}
+	printDevBanner(e.stdout, r, dir, fleet.started())
+	select {
+	case <-ctx.Done():
+	case err := <-hubDone:
+		hubDone <- err // for cmdDev, once the agents are stopped
+	}
+	return nil
 }
 
 // devRun is what `cks dev` was asked to run.
@@ -114,8 +137,9 @@ type devRun struct {
 	sf       storeFlags
 	listen   string
 	noAgents bool
-	types    []string // the exec agent's task types
-	command  []string // the exec agent's command, after --
+	grace    time.Duration // how long the agents may drain at Ctrl-C
+	types    []string      // the exec agent's task types
+	command  []string      // the exec agent's command, after --
 }
 
 // parseDev reads `cks dev [flags] [-- COMMAND ARGS…]`.
@@ -126,9 +150,11 @@ func parseDev(args []string, e env) (*devRun, error) {
 	}
 	fs := flagSet("dev", e)
 	d.sf.register(fs)
-	fs.StringVar(&d.listen, "listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
+	fs.StringVar(&d.listen, "listen", "", "address `HOST:PORT` to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
 	fs.BoolVar(&d.noAgents, "no-agents", false, "start only the hub, no agent processes")
-	execTypes := fs.String("exec-types", "", "also start `cks agent exec` for these comma-separated task types, running the COMMAND after --")
+	fs.DurationVar(&d.grace, "agent-grace", devAgentStopTimeout, "how long the agents have at Ctrl-C to finish their tasks "+
+		"and exit before they are killed (and recorded as exited, their tasks released), a `DURATION`")
+	execTypes := fs.String("exec-types", "", "also start an exec agent (cks agent exec) for these comma-separated task types `T1,T2`, running the COMMAND after --")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -138,36 +164,51 @@ func parseDev(args []string, e env) (*devRun, error) {
 	}
 	d.types = agents.SplitTypes(*execTypes)
 	switch {
+	case d.grace <= 0:
+		return nil, fmt.Errorf("%w: dev --agent-grace: expected a positive duration, got %s", errUsage, d.grace)
 	case len(d.types) > 0 && len(d.command) == 0:
 		return nil, fmt.Errorf("%w: dev --exec-types needs the exec agent's command after --", errUsage)
 	case len(d.command) > 0 && len(d.types) == 0:
 		return nil, fmt.Errorf("%w: dev: a command after -- needs --exec-types T1,T2 (the task types it works)", errUsage)
 	case len(d.command) > 0 && d.noAgents:
 		return nil, fmt.Errorf("%w: dev: --no-agents and an exec agent command exclude each other", errUsage)
+	case len(d.command) > 0:
+		// Refused before the hub starts, not by an agent that fails
+		// every task it claims.
+		if err := (agents.ExecConfig{Command: d.command}).Check(); err != nil {
+			return nil, fmt.Errorf("%w: dev: %w", errUsage, err)
+		}
 	}
 	return d, nil
 }
 
-// printDevBanner says where the hub is, which agents run and how to watch them.
+// printDevBanner says where the hub is, which agents run and how to watch
+// them — or, with none, how to start one — and how to call the hub with
+// the CLI as this one was run (`go run ./cmd/cks` or the binary).
 func printDevBanner(w io.Writer, r hub.Ready, dir datadir.Dir, started []*devChild) {
 	tok, _ := dir.ReadToken()
-	cli := "go run ./cmd/cks"
-	if dir != datadir.Default {
-		cli = "cks" // the CLI needs --data-dir below, so show the plain form
-	}
+	cli := cliName()
 	dd := ""
 	if dir != datadir.Default {
 		dd = " --data-dir " + string(dir)
 	}
 	var agentsLine strings.Builder
-	if len(started) == 0 {
-		agentsLine.WriteString("none (--no-agents)")
-	}
 	for i, c := range started {
 		if i > 0 {
 			agentsLine.WriteString(", ")
 		}
 		fmt.Fprintf(&agentsLine, "%s (pid %d)", c.kind, c.cmd.Process.Pid)
+	}
+	agentsLine.WriteString("\n           their logs are on this stderr, each line prefixed with its kind")
+	stop := "Press Ctrl-C to stop (the agents first, then the hub)."
+	if len(started) == 0 {
+		agentsLine.Reset()
+		db := dd
+		if r.Backend != "sqlite" {
+			db = " --database URL" // the hub's, which the banner does not show
+		}
+		fmt.Fprintf(&agentsLine, "none (--no-agents); start one beside the hub with: %s agent KIND%s", cli, db)
+		stop = "Press Ctrl-C to stop the hub."
 	}
 	fmt.Fprintf(w, `
 cks dev is running on %s (%s).
@@ -175,11 +216,31 @@ cks dev is running on %s (%s).
   Studio:  %s/   (sign in with the admin token)
   Token:   %s   (also in %s)
   Agents:  %s
-           their logs are on this stderr, each line prefixed with its kind
   CLI:     %s process list%s    (agent liveness; stop one with: process stop KIND)
 
-Press Ctrl-C to stop (the agents first, then the hub).
-`, r.URL, r.Backend, r.URL, tok, r.TokenFile, agentsLine.String(), cli, dd)
+%s
+`, r.URL, r.Backend, r.URL, tok, r.TokenFile, agentsLine.String(), cli, dd, stop)
+}
+
+// cliName is how to run this CLI again: `go run ./cmd/cks` when this is a
+// binary go run built, cks when the cks on $PATH is this binary, else the
+// path this one was run by.
+func cliName() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "cks"
+	}
+	if strings.Contains(self, string(os.PathSeparator)+"go-build") {
+		return "go run ./cmd/cks"
+	}
+	if onPath, err := exec.LookPath("cks"); err == nil {
+		a, aerr := os.Stat(onPath)
+		b, berr := os.Stat(self)
+		if aerr == nil && berr == nil && os.SameFile(a, b) {
+			return "cks"
+		}
+	}
+	return os.Args[0]
 }
 
 // devAgent is one agent process `cks dev` starts: its kind and its arguments
@@ -191,9 +252,10 @@ type devAgent struct {
 
 // devChild is a started agent process.
 type devChild struct {
-	kind string
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process was reaped
+	kind    string
+	cmd     *exec.Cmd
+	started time.Time     // just before it was started
+	done    chan struct{} // closed once the process was reaped (and recorded)
 }
 
 // devFleet is the agents of one `cks dev`.
@@ -201,6 +263,11 @@ type devFleet struct {
 	log    *slog.Logger
 	stderr io.Writer
 	outMu  sync.Mutex // serialises the prefixed lines of all children
+	// rec records an agent that could not say it exited; rows reads the
+	// liveness rows to find its own. Nil when the database could not be
+	// opened.
+	rec  *agents.ExitRecorder
+	rows func(context.Context) ([]cks.AgentLiveness, error)
 
 	mu       sync.Mutex
 	children []*devChild
@@ -225,27 +292,78 @@ func (f *devFleet) start(specs []devAgent) error {
 		// which then stops each agent once (a second signal would make an
 		// agent skip its drain).
 		cmd.SysProcAttr = devSysProcAttr()
+		c := &devChild{kind: s.kind, cmd: cmd, started: time.Now(), done: make(chan struct{})}
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("dev: start agent %s: %w", s.kind, err)
 		}
-		c := &devChild{kind: s.kind, cmd: cmd, done: make(chan struct{})}
 		f.mu.Lock()
 		f.children = append(f.children, c)
 		f.mu.Unlock()
-		go func() {
-			err := cmd.Wait()
-			w.flush()
-			f.mu.Lock()
-			stopping := f.stopping
-			f.mu.Unlock()
-			close(c.done)
-			if !stopping {
-				f.log.Error("agent process exited unexpectedly; not restarted (cks dev does not supervise)",
-					"process_kind", c.kind, "pid", cmd.Process.Pid, "status", exitStatus(err))
-			}
-		}()
+		go f.reap(c, w)
 	}
 	return nil
+}
+
+// reap waits for child c to exit, records it as exited when it could not
+// say so itself, and logs an exit that was not asked for: at info when
+// the agent exited with status 0 (it was asked to stop: `cks process
+// stop`), else as an error. cks dev does not restart it.
+func (f *devFleet) reap(c *devChild, w *prefixWriter) {
+	err := c.cmd.Wait()
+	w.flush()
+	f.recordExit(c)
+	f.mu.Lock()
+	stopping := f.stopping
+	f.mu.Unlock()
+	close(c.done)
+	switch {
+	case stopping:
+	case err == nil:
+		f.log.Info("agent process exited; not restarted (cks dev does not supervise)",
+			"process_kind", c.kind, "pid", c.cmd.Process.Pid, "status", exitStatus(err))
+	default:
+		f.log.Error("agent process exited unexpectedly; not restarted (cks dev does not supervise)",
+			"process_kind", c.kind, "pid", c.cmd.Process.Pid, "status", exitStatus(err))
+	}
+}
+
+// recordExit records child c, which has exited, as exited — its row read
+// exited, its leases released (agents.ExitRecorder) — unless its own last
+// write already says so (a graceful exit). Its row is the newest of this
+// host with its pid, started after it.
+func (f *devFleet) recordExit(c *devChild) {
+	if f.rec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, err := f.rows(ctx)
+	if err != nil {
+		f.log.Warn("cannot read the agents' liveness to record an exit", "process_kind", c.kind, "err", err)
+		return
+	}
+	host, _ := os.Hostname()
+	var row *cks.AgentLiveness
+	for i, r := range rows {
+		if r.Hostname == host && r.PID == c.cmd.Process.Pid && !r.StartedAt.Before(c.started.Add(-time.Second)) &&
+			(row == nil || r.StartedAt.After(row.StartedAt)) {
+			row = &rows[i]
+		}
+	}
+	if row == nil || row.LastHeartbeatAt.Equal(liveness.Epoch) {
+		return // it never reported, or it said it exited
+	}
+	released, err := f.rec.RecordExit(ctx, *row, "cks dev")
+	if err != nil {
+		f.log.Warn("cannot record the agent as exited", "process_kind", c.kind, "instance_id", row.InstanceID, "err", err)
+		return
+	}
+	ids := make([]int64, len(released))
+	for i, t := range released {
+		ids[i] = t.ID
+	}
+	f.log.Info("agent recorded as exited, its leases released", "process_kind", c.kind, "instance_id", row.InstanceID,
+		"pid", c.cmd.Process.Pid, "released_tasks", fmt.Sprint(ids))
 }
 
 // waitReported waits until every running agent has written its first
@@ -348,6 +466,53 @@ func (f *devFleet) stop(timeout time.Duration) {
 		}
 	}
 	f.log.Info("agents stopped")
+}
+
+// devLogFile is where the log of `cks dev` goes on in its data directory
+// once its stderr is gone.
+const devLogFile = "dev.log"
+
+// logSink is the stderr of `cks dev`: it writes to w and, once a write to
+// w fails (a closed pipe: the tee it fed was stopped), to file, saying so
+// there first, for the rest of the run. A write never fails.
+type logSink struct {
+	mu   sync.Mutex
+	w    io.Writer
+	file string
+	f    *os.File
+	gone bool // w failed
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.gone {
+		_, err := l.w.Write(p)
+		if err == nil {
+			return len(p), nil
+		}
+		l.gone = true
+		if err := os.MkdirAll(filepath.Dir(l.file), datadir.DirMode); err == nil {
+			l.f, _ = os.OpenFile(l.file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, datadir.FileMode)
+		}
+		if l.f != nil {
+			fmt.Fprintf(l.f, "cks dev: stderr is gone (%v): the log goes on here\n", err)
+		}
+	}
+	if l.f != nil {
+		l.f.Write(p) //nolint:errcheck // nowhere left to say so
+	}
+	return len(p), nil
+}
+
+// Close closes the file, if the log went there.
+func (l *logSink) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }
 
 // exitStatus describes how a process ended.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
 )
 
@@ -36,9 +39,9 @@ func parentPID(pid int) int {
 
 // TestDevStartsAgents: `cks dev` starts the four seed agents and an exec
 // agent as its children on the same database; they read alive, the exec
-// agent works a task, a child that dies is logged and not restarted, and
-// SIGTERM to cks dev stops the others gracefully (epoch heartbeat) before the
-// hub exits, leaving no child behind.
+// agent works a task, a child that dies is logged, recorded as exited and
+// not restarted, and SIGTERM to cks dev stops the others gracefully (epoch
+// heartbeat) before the hub exits, leaving no child behind.
 func TestDevStartsAgents(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		args := []string{"--exec-types", "echo", "--", "sh", "-c", `cat >/dev/null; echo "echoed $CKS_TASK_ID"`}
@@ -69,12 +72,18 @@ func TestDevStartsAgents(t *testing.T) {
 			t.Fatalf("exec agent of cks dev: result %q", task.Result)
 		}
 
-		// No supervision: a child that dies is logged, not restarted.
+		// No supervision: a child that dies is logged, not restarted; its
+		// row, which it could not write, is recorded exited at once.
 		syscall.Kill(pids["pipeline"], syscall.SIGKILL)
 		waitFor(t, "cks dev to log the dead pipeline agent", func() bool {
 			return strings.Contains(h.stderr.String(), "agent process exited unexpectedly") &&
-				strings.Contains(h.stderr.String(), "process_kind=pipeline")
+				strings.Contains(h.stderr.String(), `msg="agent recorded as exited, its leases released" process_kind=pipeline`)
 		})
+		for _, p := range processes(t, h) {
+			if p.InstanceID == ids["pipeline"] && (p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch)) {
+				t.Fatalf("the killed pipeline agent reads %s (heartbeat %s), want exited at once", p.Status, p.LastHeartbeatAt)
+			}
+		}
 
 		h.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -106,11 +115,7 @@ func TestDevStartsAgents(t *testing.T) {
 			t.Fatalf("%d liveness rows, want one per agent (none restarted): %+v", len(rows), rows)
 		}
 		for _, r := range rows {
-			graceful := r.LastHeartbeatAt.Equal(liveness.Epoch)
-			if r.ProcessKind == "pipeline" && graceful {
-				t.Errorf("the killed pipeline agent wrote a graceful-exit heartbeat")
-			}
-			if r.ProcessKind != "pipeline" && (!graceful || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped) {
+			if !r.LastHeartbeatAt.Equal(liveness.Epoch) || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped {
 				t.Errorf("%s row after cks dev stopped: heartbeat %s, want the epoch (stopped at once)", r.ProcessKind, r.LastHeartbeatAt)
 			}
 		}
@@ -128,7 +133,7 @@ func TestDevStartsAgents(t *testing.T) {
 }
 
 // TestDevBanner: the banner names the agents and how to see their liveness;
-// with --no-agents there are none.
+// with --no-agents there are none, and it says how to start one.
 func TestDevBanner(t *testing.T) {
 	for _, noAgents := range []bool{false, true} {
 		t.Run(fmt.Sprint("no-agents=", noAgents), func(t *testing.T) {
@@ -156,8 +161,17 @@ func TestDevBanner(t *testing.T) {
 					t.Errorf("banner lists %s: %v, want %v:\n%s", k, got, !noAgents, banner)
 				}
 			}
-			if noAgents && !strings.Contains(banner, "none (--no-agents)") {
+			// It says what is true: with no agents, no logs of theirs, how to
+			// start one, and the CLI as it was run.
+			if noAgents && (!strings.Contains(banner, "none (--no-agents); start one beside the hub with: "+cksBin+" agent KIND --data-dir "+dir) ||
+				strings.Contains(banner, "their logs") || !strings.Contains(banner, "Press Ctrl-C to stop the hub.")) {
 				t.Errorf("banner with --no-agents:\n%s", banner)
+			}
+			if !noAgents && (!strings.Contains(banner, "their logs are on this stderr") || !strings.Contains(banner, "the agents first, then the hub")) {
+				t.Errorf("banner with agents:\n%s", banner)
+			}
+			if !strings.Contains(banner, "CLI:     "+cksBin+" process list") {
+				t.Errorf("banner does not show the CLI as it was run (%s):\n%s", cksBin, banner)
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			if err := cmd.Wait(); err != nil {
@@ -173,4 +187,123 @@ func TestDevBanner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDevShutdownNeverLies, with real processes, as `cks dev 2>&1 | tee`
+// is run: a process stop asked for is logged at info, not as an error;
+// then the tee dies (Ctrl-C stops it too) and cks dev is interrupted while
+// its exec agent holds a task past the grace period. cks dev does not die
+// of the closed pipe: it shuts down, exit 0, its log going on in the data
+// directory's dev.log; the exec agent, killed after the grace period, is
+// recorded as exited and its task released at once (OPEN, its lease
+// revoked: no zombie can complete it), its command killed with it; every
+// agent's row reads exited, and `cks process list` shows so once the hub
+// is gone, reading the store directly.
+func TestDevShutdownNeverLies(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		dir := datadir.Dir(t.TempDir())
+		marker := t.TempDir()
+		hold := `trap "" TERM; ` + blockUntilGo // past any grace: only the kill ends it
+		args := []string{"dev", "--listen", "127.0.0.1:0", "--data-dir", string(dir), "--agent-grace", "1s",
+			"--exec-types", "hold", "--", "sh", "-c", hold}
+		var env []string
+		if db.backend != "sqlite" {
+			args = append(args[:1], append([]string{"--database", db.url}, args[1:]...)...)
+			env = []string{"CKS_DATABASE_URL=" + db.url} // for the process list below
+		}
+		cmd := exec.Command(cksBin, args...)
+		cmd.Env = append(cleanEnv(), "T_DIR="+marker)
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			os.WriteFile(filepath.Join(marker, "go"), nil, 0o600)
+		})
+		tee := &syncBuffer{}
+		go io.Copy(tee, pr) //nolint:errcheck // ends when the test closes pr
+		waitFor(t, "the banner of cks dev", func() bool { return strings.Contains(tee.String(), "Press Ctrl-C") })
+		url, _ := dir.ReadURL()
+		tok, _ := dir.ReadToken()
+		api := client.New(url, tok)
+
+		// A stop that was asked for: info, exit status 0, no error.
+		if r := runCKS(t, nil, "process", "stop", "critic", "--data-dir", string(dir)); r.code != 0 {
+			t.Fatalf("process stop critic: exit %d %s", r.code, r.stderr)
+		}
+		waitFor(t, "cks dev to log the critic's exit", func() bool {
+			return strings.Contains(tee.String(), `level=INFO msg="agent process exited; not restarted (cks dev does not supervise)" process_kind=critic`)
+		})
+		for _, line := range strings.Split(tee.String(), "\n") {
+			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "critic") {
+				t.Errorf("a stop asked for logged as an error: %s", line)
+			}
+		}
+
+		id := newTask(t, api, "hold", "held past the grace")
+		waitState(t, api, id, cks.TaskRunning)
+		shell := readPID(t, filepath.Join(marker, fmt.Sprint("pid.", id)))
+
+		// The tee dies, then cks dev is interrupted.
+		pr.Close()
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("cks dev with its stderr gone: %v, want exit 0\n%s", err, tee.String())
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("cks dev did not stop\n%s", tee.String())
+		}
+		b, _ := os.ReadFile(filepath.Join(string(dir), "dev.log"))
+		log := string(b)
+		for _, want := range []string{"cks dev: stderr is gone", `msg="agents did not stop in time; killing them"`,
+			`msg="agent recorded as exited, its leases released" process_kind=exec`, fmt.Sprintf("released_tasks=[%d]", id),
+			`msg="agents stopped"`, `msg="hub shutting down"`} {
+			if !strings.Contains(log, want) {
+				t.Errorf("dev.log lacks %q:\n%s", want, log)
+			}
+		}
+		waitFor(t, "the held command to die with its agent", func() bool { return pidGone(shell) })
+
+		var s *backend.Backend
+		if db.backend == "sqlite" {
+			s = openStore(t, dir)
+		} else {
+			s = db.open(t)
+		}
+		task, err := s.Tasks.GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := task.Events[len(task.Events)-1]; task.State != cks.TaskOpen || task.ClaimedBy != "" ||
+			task.LastError != "executor exited" || ev.Actor != "cks dev" {
+			t.Fatalf("the killed agent's task: %s, claimed by %q, last error %q, last event by %s; want it OPEN at once, its lease revoked",
+				task.State, task.ClaimedBy, task.LastError, ev.Actor)
+		}
+		rows, err := s.Liveness.ListAgentLiveness(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 5 {
+			t.Fatalf("%d liveness rows, want the five agents'", len(rows))
+		}
+		for _, r := range rows {
+			if !r.LastHeartbeatAt.Equal(liveness.Epoch) {
+				t.Errorf("%s row after cks dev exited: heartbeat %s, want exited", r.ProcessKind, r.LastHeartbeatAt)
+			}
+		}
+		r := runCKS(t, env, "process", "list", "--data-dir", string(dir))
+		if r.code != 0 || strings.Count(r.stdout, " exited ") != 5 || !strings.Contains(r.stderr, "directly") {
+			t.Fatalf("process list after cks dev exited: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -44,6 +45,9 @@ type inputSpec struct {
 	// values are flags of the CLI's own syntax for fields (--add-child
 	// TYPE:TITLE, --grant PERMISSION:RESOURCE).
 	values map[string]func() fieldValue
+	// optional are required fields the command fills in itself when their
+	// flag is not given (object edit's base and content).
+	optional []string
 }
 
 // fieldValue is the flag of one input field.
@@ -104,7 +108,7 @@ func bindInput(fs *flag.FlagSet, op ops.Operation, spec inputSpec) *inputFlags {
 		if s := props[name]; s != nil {
 			usage = s.Description
 		}
-		if slices.Contains(op.InputSchema().Required, name) && !strings.Contains(usage, "required") {
+		if slices.Contains(op.InputSchema().Required, name) && !slices.Contains(spec.optional, name) && !strings.Contains(usage, "required") {
 			usage += " (required)"
 		}
 		if _, ok := p.value.(repeatable); ok {
@@ -186,6 +190,30 @@ func (b *inputFlags) given(field string) bool {
 		set = set || ok && p.field == field
 	})
 	return set
+}
+
+// nameFlag makes a refusal of the hub that blames an input field this
+// command reads from a flag name the flag: `invalid --reason: expected …`
+// for the hub's `invalid reason: expected …` (or the flag after the
+// message, when it does not open so). Any other error is returned as it is.
+func (b *inputFlags) nameFlag(err error) error {
+	var ce *cks.Error
+	if !errors.As(err, &ce) || ce.Field == "" {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.flags)) {
+		if b.flags[name].field != ce.Field {
+			continue
+		}
+		named := *ce
+		if said := "invalid " + ce.Field + ":"; strings.Contains(ce.Message, said) {
+			named.Message = strings.Replace(ce.Message, said, "invalid --"+name+":", 1)
+		} else {
+			named.Message += " (--" + name + ")"
+		}
+		return &named
+	}
+	return err
 }
 
 // checkCount refuses a number of positional arguments other than the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cks-dev/cks/agents"
@@ -21,97 +22,14 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-const usage = `cks — control plane and shared blackboard for fleets of AI agents
-
-Usage:
-  cks serve   [--listen ADDR] [--database URL] [--data-dir DIR]   run a hub
-  cks dev     [--listen ADDR] [--data-dir DIR] [--database URL] [--no-agents]
-              [--exec-types T1,T2 -- COMMAND ARGS…]
-                                  a hub on the embedded SQLite default plus the four seed
-                                  agents (and an exec agent) as child processes; their
-                                  logs on stderr prefixed with the kind; Ctrl-C stops
-                                  the agents, then the hub
-  cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
-  cks agent KIND [--database URL] [--poll-interval D] [--liveness-interval D]
-                 [--heartbeat-interval D] [--max-retries N] [--types T1,T2]
-                                  one agent process; drains on SIGTERM or a stop request.
-                                  critic works critique tasks, enrichment rederive and
-                                  enrich, fork_resolution resolve_fork (the knowledge
-                                  sweepers enqueue them)
-  cks agent pipeline [--corpus DIR] [--workers N] [--poll D] [--max-rounds N] [agent flags]
-                                  the research pipeline (Researcher → Critic → Synthesizer →
-                                  Arbiter) as its own process; model from CKS_LLM_*
-  cks agent exec --types T1,T2 [flags] -- COMMAND ARGS…
-                                  run COMMAND once per claimed task (task JSON on stdin;
-                                  exit 0 completes, non-zero fails; killed on abort)
-  cks process list [--json]                                       list agent process instances
-  cks process status KIND [--json]                                newest instance of one kind
-  cks process stop KIND|ID [--json]                               ask a process to finish its task and exit
-  cks task list [--state S] [--type T] [--cursor ID] [--limit N] [--order id] [--json]
-                                  without --state: STOPPED tasks first, with how long
-                                  they have been held and any unconfirmed abort
-  cks task show ID [--json]       current attempt, earlier attempts, aborts, events
-  cks task create --type T [--title …] [--priority N] [--payload JSON]
-                  [--depends-on ID]… [--parent ID] [--dedupe-key K] [--json]
-  cks task update ID [--title T] [--description D] [--criteria C] [--payload JSON]
-                  [--priority N] [--metadata JSON] [--add-dep ID]… [--remove-dep ID]…
-                  [--add-child TYPE:TITLE]… [--cancel-child ID]… [--deadline 30s]
-                  [--wait=true] [--json]
-                                  a material edit of a running task is stop → apply →
-                                  start in one operation; prints the path taken
-  cks task stop ID --reason R [--deadline 30s] [--wait=true] [--json]
-                                  hold a task (ADR 0020); aborts a running executor
-  cks task start ID [--reason R] [--json]
-                                  release a STOPPED task (OPEN, or WAITING if blocked)
-  cks task answer ID TEXT [--json]
-  cks task cancel ID [--reason R] [--json]
-  cks research "QUESTION" [--corpus DIR] [--wait] [--timeout 5m] [--json]
-                                  submit a question to the research pipeline; --wait follows
-                                  it (one line per transition) and prints the answer with
-                                  its citations, or why it parked (exit 4)
-  cks object show ID [--json]     an object's transition log as a chain, with its reasoning,
-                                  claims and synthesis; a forked object's heads side by side
-  cks object list [--status S] [--kind K] [--cursor ID] [--limit N] [--json]
-  cks object edit ID [--base VERSION] (--content JSON | --set FIELD=VALUE…) [--json]
-                                  write a version (two edits from one base make a fork)
-  cks object versions ID [--json] the version DAG of an object
-  cks sweeper list [--json] | status ID | start ID | stop ID         in-process sweepers (ADR-015)
-  cks token create [--name N] [--grant PERM:RESOURCE]… [--task ID] [--json]
-                                                                  new bearer token (shown once)
-  cks token list [--json] | revoke ID                             principals and their grants
-  cks session list [--json] | revoke ID [--json]                  studio sessions (never their secrets)
-  cks doctor [--json]             check every stored task and object against today's bounds
-                                  (values stored before a bound existed); exit 5 if any is past one
-  cks api OP [JSON] | --list      call any operation by name with JSON as its input (default {},
-                                  "-" reads stdin) and print its output; --list lists them
-  cks bench ledger [--database postgres://…] [--tasks N] [--workers 1,4,16] [--json]
-  cks bench abort|liveness|stop|pipeline [--database postgres://…] [--json]
-                                  stop/update latency, liveness store, process stop,
-                                  research pipeline (docs/benchmarks.md)
-  cks version
-
-process, task, object, sweeper, token and session call the operations of the hub's
-table: ` + "`cks GROUP --help`" + ` lists a group's commands, ` + "`cks GROUP COMMAND --help`" + ` a
-command's flags, one per field of the operation's input (a list is repeated or
-comma-separated; a JSON value is written as it is, or read from @FILE).
-
-Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side);
-CKS_URL, CKS_TOKEN (client side). Flags win over the environment; the client
-falls back to the hub URL and admin token in the data directory (default ./.cks).
-
-Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
-2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
-executor did not confirm its abort within the deadline (the task IS stopped or
-restarted, but that executor may still be running against it), 4 a research
-question followed with --wait that parked in needs_input, 5 a doctor run that found
-stored values past a bound.
-`
-
 // env carries the process environment and streams into the commands.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// probe, when set, is given every flag set a command makes, once its
+	// flags are registered (help reads them: probeFlags).
+	probe func(*flag.FlagSet)
 }
 
 func main() {
@@ -129,7 +47,7 @@ var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		printUsage(e.stderr)
 		return 2
 	}
 	return exitCode(e, runCommand(ctx, args, e))
@@ -138,36 +56,36 @@ func run(ctx context.Context, args []string, e env) int {
 // groups are the commands of the operations table, each with subcommands.
 var groups = []group{processGroup, taskGroup, objectGroup, sweeperGroup, tokenGroup, sessionGroup}
 
-// runCommand runs the command args[0] with the rest of args.
+// runCommand runs the command args name, with global flags given before
+// its name moved after it (hoistGlobals).
 func runCommand(ctx context.Context, args []string, e env) error {
+	args, err := hoistGlobals(args)
+	if err != nil {
+		return err
+	}
 	if i := slices.IndexFunc(groups, func(g group) bool { return g.name == args[0] }); i >= 0 {
 		return groups[i].run(ctx, args[1:], e)
 	}
-	switch args[0] {
-	case "serve":
-		return cmdServe(ctx, args[1:], e, false)
-	case "dev":
-		return cmdServe(ctx, args[1:], e, true)
-	case "mcp":
-		return cmdMCP(ctx, args[1:], e)
-	case "agent":
-		return cmdAgent(ctx, args[1:], e)
-	case "research":
-		return cmdResearch(ctx, args[1:], e)
-	case "doctor":
-		return cmdDoctor(ctx, args[1:], e)
-	case "api":
-		return cmdAPI(ctx, args[1:], e)
-	case "bench":
-		return cmdBench(ctx, args[1:], e)
-	case "version":
-		fmt.Fprintln(e.stdout, "cks", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(e.stdout, usage)
+	var names []string
+	for _, c := range topCommands() {
+		if c.name == args[0] {
+			if len(c.subs) > 0 && len(args) > 1 && isHelp(args[1]) {
+				subsHelp(e.stdout, c)
+				return nil
+			}
+			return c.run(ctx, args[1:], e)
+		}
+		names = append(names, c.name)
+	}
+	if isHelp(args[0]) {
+		printUsage(e.stdout)
 		return nil
 	}
-	return fmt.Errorf("%w: unknown command %q; expected serve, dev, mcp, agent, process, task, research, object, sweeper, token, session, doctor, api, bench or version", errUsage, args[0])
+	for _, g := range groups {
+		names = append(names, g.name)
+	}
+	return fmt.Errorf("%w: unknown command %q; expected %s or %s (cks --help lists them)", errUsage, args[0],
+		strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // exitCode prints err, if any, and returns the exit status it means.
@@ -195,10 +113,18 @@ func exitCode(e env, err error) int {
 	}
 }
 
-// flagSet returns a flag set whose errors are returned, not printed and exited.
+// flagSet returns a flag set whose errors are returned, not printed and
+// exited; its help is the command's (commandHelp), unless the command
+// sets its own. When e probes, it is handed the flag set, which holds the
+// command's flags once the command has parsed them.
 func flagSet(name string, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	args, summary := describe(name)
+	fs.Usage = func() { commandHelp(fs, name, args, summary) }
+	if e.probe != nil {
+		e.probe(fs)
+	}
 	return fs
 }
 
@@ -253,13 +179,33 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.database, "database", "", "database URL: a file path, sqlite:PATH or postgres://… (env CKS_DATABASE_URL; default the data directory's cks.db)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "data directory for the SQLite file, admin token and hub URL (env CKS_DATA_DIR; default "+datadir.Default+")")
+	fs.StringVar(&f.database, "database", "", "database `URL`: a file path, sqlite:PATH or postgres://… (env CKS_DATABASE_URL; default the data directory's cks.db)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` for the SQLite file, admin token and hub URL (env CKS_DATA_DIR; default the nearest "+datadir.Default+" here or above, else ./"+datadir.Default+")")
 }
 
 func (f *storeFlags) resolve(e env) (datadir.Dir, string) {
-	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	dir := dataDir(f.dataDir, e)
 	return dir, or(f.database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL())
+}
+
+// dataDir is the data directory of a command: the one named by --data-dir
+// (given) or CKS_DATA_DIR, else the nearest .cks in the working directory
+// or above it (datadir.Find), else ./.cks.
+func dataDir(given string, e env) datadir.Dir {
+	if d := or(given, e.getenv("CKS_DATA_DIR")); d != "" {
+		return datadir.Dir(d)
+	}
+	return datadir.Find(".")
+}
+
+// catchSIGPIPE makes a write to a closed pipe (a stderr whose reader was
+// stopped: `cks dev 2>&1 | tee`) an error (EPIPE) for this process instead
+// of its death by SIGPIPE, in the commands that must shut down cleanly. It
+// catches the signal rather than ignoring it: an ignored signal stays
+// ignored across exec, and the agents and their commands must start with
+// the default.
+func catchSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 func logger(w io.Writer) *slog.Logger {

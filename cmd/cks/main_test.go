@@ -63,10 +63,17 @@ type result struct {
 // runCKS runs the binary to completion with a clean CKS_* environment plus env.
 func runCKS(t testing.TB, env []string, args ...string) result {
 	t.Helper()
+	return runCKSIn(t, "", env, args...)
+}
+
+// runCKSIn is runCKS in working directory dir ("": the test's).
+func runCKSIn(t testing.TB, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cksBin, args...)
 	cmd.Env = append(cleanEnv(), env...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -563,8 +570,25 @@ func startAgent(t testing.TB, env []string, args ...string) *agentProc {
 // spawnAgent is startAgent for a test's goroutines: an error instead of a
 // failed test, and no cleanup (the caller ends the process, a.kill).
 func spawnAgent(env []string, args ...string) (*agentProc, error) {
+	return spawnAgentIn("", env, args...)
+}
+
+// startAgentIn is startAgent in working directory dir.
+func startAgentIn(t testing.TB, dir string, args ...string) *agentProc {
+	t.Helper()
+	a, err := spawnAgentIn(dir, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.kill)
+	return a
+}
+
+// spawnAgentIn is spawnAgent in working directory dir ("": the test's).
+func spawnAgentIn(dir string, env []string, args ...string) (*agentProc, error) {
 	cmd := exec.Command(cksBin, append([]string{"agent"}, args...)...)
 	cmd.Env = append(cleanEnv(), env...)
+	cmd.Dir = dir
 	a := &agentProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, a.stderr
 	if err := cmd.Start(); err != nil {

@@ -61,7 +61,7 @@ func (l *fieldSets) Set(v string) error {
 }
 
 // editInput is how `object edit` reads write_object_version's input.
-var editInput = inputSpec{names: map[string]string{"base_version": "base"}}
+var editInput = inputSpec{names: map[string]string{"base_version": "base"}, optional: []string{"base_version", "content"}}
 
 // cmdObjectEdit is `cks object edit ID [--base VERSION] (--content JSON |
 // --set FIELD=VALUE…)`: write_object_version based on the given version
@@ -73,7 +73,7 @@ func cmdObjectEdit(ctx context.Context, full string, args []string, e env) error
 	cf.register(fset)
 	b := bindInput(fset, ops.WriteObjectVersionOp, editInput)
 	var sets fieldSets
-	fset.Var(&sets, "set", "FIELD=VALUE: set one top-level field of the base version's content (repeatable); VALUE is read as "+
+	fset.Var(&sets, "set", "`FIELD=VALUE`: set one top-level field of the base version's content (repeatable); VALUE is read as "+
 		"JSON when it parses (5, true, [\"a\"], {\"k\":1}, \"quoted\"), else as a string")
 	fset.Usage = func() { commandHelp(fset, full, b.metas(), ops.WriteObjectVersionOp.Spec().Description) }
 	pos, err := parse(fset, args)
@@ -100,7 +100,7 @@ func cmdObjectEdit(ctx context.Context, full string, args []string, e env) error
 	}
 	var ver cks.Version
 	if err := c.Call(ctx, ops.WriteObjectVersionOp, in, &ver); err != nil {
-		return err
+		return b.nameFlag(err)
 	}
 	if cf.json {
 		return printJSON(e.stdout, ver)

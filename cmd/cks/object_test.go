@@ -103,7 +103,7 @@ func TestObjectEditFork(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--base", "999999", "--content", `{"question":"x"}`}, 1, "base_version"},
+		{[]string{"--base", "999999", "--content", `{"question":"x"}`}, 1, "invalid --base: expected a version of object"},
 		{[]string{"--base", base, "--content", `["not","an","object"]`}, 1, "content"},
 		{[]string{"--base", base, "--content", `{not json`}, 2, "not valid JSON"},
 		{[]string{"--base", "999999", "--set", "question=x"}, 1, "no version 999999"},

@@ -99,6 +99,9 @@ type opSpec[In, Out any] struct {
 	// check is the error (the exit status) the output implies, after it
 	// is printed.
 	check func(in *In, out Out) error
+	// offline: a read answered from the data directory's store when no
+	// hub answers for it (readOffline).
+	offline bool
 }
 
 // reply is a call's input and output, to print.
@@ -140,13 +143,18 @@ func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full stri
 			return err
 		}
 	}
-	c, err := cf.client(e)
-	if err != nil {
-		return err
-	}
 	var out Out
-	if err := c.Call(ctx, op, in, &out); err != nil {
-		return err
+	c, err := cf.client(e)
+	if err == nil {
+		err = c.Call(ctx, op, in, &out)
+	}
+	if s.offline && err != nil {
+		if read, rerr := readOffline(ctx, op, &cf, e, err, in, &out); read {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return b.nameFlag(err)
 	}
 	x := &reply[In, Out]{ctx: ctx, c: c, w: e.stdout, in: in, out: out}
 	switch {
@@ -167,7 +175,11 @@ func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full stri
 // with their placeholders.
 func commandHelp(fs *flag.FlagSet, full string, args []string, description string) {
 	w := fs.Output()
-	fmt.Fprintf(w, "Usage: cks %s [FLAGS]\n\n", strings.TrimSpace(full+" "+strings.Join(args, " ")))
+	line := strings.TrimSpace(full + " " + strings.Join(args, " ") + " [FLAGS]")
+	if len(args) > 0 && strings.HasPrefix(strings.TrimPrefix(args[0], "["), "--") { // agent exec -- COMMAND ARGS…
+		line = full + " [FLAGS] " + strings.Join(args, " ")
+	}
+	fmt.Fprintf(w, "Usage: cks %s\n\n", line)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n\n", wrap(description, 78, ""))
 	}

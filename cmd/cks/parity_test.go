@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -233,7 +234,7 @@ func TestParity(t *testing.T) {
 			t.Run(sp.Name, func(t *testing.T) {
 				input := h.expand(pc.invalid)
 				status, f := h.overHTTP(t, h.admin, op, input)
-				cli := fmt.Sprintf("cks: %s (%s, HTTP %d)\n", f.Message, f.Code, status)
+				cli := fmt.Sprintf("cks: %s\n", &cks.Error{Status: status, Code: f.Code, Message: f.Message})
 				if sp.Surfaces&ops.MCP != 0 {
 					if got := h.overMCP(t, h.admin, sp.Name, input); got != f.Message {
 						t.Errorf("%s: MCP says %q, HTTP %q", input, got, f.Message)
@@ -243,9 +244,15 @@ func TestParity(t *testing.T) {
 					t.Errorf("cks api %s %s: exit %d %q, want 1 %q", sp.Name, input, code, got, cli)
 				}
 				if pc.invalidCLI != nil {
+					// The command's words are the hub's, but for the field it
+					// blames, which the command names by its flag.
 					args := expandAll(h, pc.invalidCLI)
-					if code, got := h.overCLI(t, h.admin, args...); code != 1 || got != cli {
-						t.Errorf("cks %q: exit %d %q, want 1 %q (as HTTP and MCP)", args, code, got, cli)
+					want := cli
+					if fl := flagOf(args, f.Field); fl != "" {
+						want = strings.Replace(cli, "invalid "+f.Field+":", "invalid --"+fl+":", 1)
+					}
+					if code, got := h.overCLI(t, h.admin, args...); code != 1 || got != want {
+						t.Errorf("cks %q: exit %d %q, want 1 %q (as HTTP and MCP)", args, code, got, want)
 					}
 				}
 				if sp.Surfaces&ops.CLI != 0 && pc.validCLI == nil {
@@ -271,7 +278,7 @@ func TestParity(t *testing.T) {
 						t.Errorf("without %s: MCP says %q, HTTP %q", sp.Permission, got, f.Message)
 					}
 				}
-				cli = fmt.Sprintf("cks: %s (forbidden, HTTP 403)\n", f.Message)
+				cli = fmt.Sprintf("cks: %s\n", &cks.Error{Status: http.StatusForbidden, Code: cks.CodeForbidden, Message: f.Message})
 				if code, got := h.overCLI(t, tok, "api", sp.Name, valid); code != 1 || got != cli {
 					t.Errorf("cks api %s without %s: exit %d %q, want 1 %q", sp.Name, sp.Permission, code, got, cli)
 				}
@@ -292,6 +299,25 @@ func TestParity(t *testing.T) {
 			t.Errorf("the OPEN task after the walk: %v %v", got.State, err)
 		}
 	})
+}
+
+// flagOf is the flag of the command args name (`task stop …`) that reads
+// input field field, or "" when none does (a positional argument, a
+// command of its own).
+func flagOf(args []string, field string) string {
+	for _, g := range groups {
+		for _, c := range g.commands {
+			if len(args) < 2 || g.name != args[0] || c.name != args[1] || field == "" {
+				continue
+			}
+			for name, p := range bindInput(flag.NewFlagSet("", flag.ContinueOnError), c.op, c.in).flags {
+				if p.field == field {
+					return name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func expandAll(h *parityHub, args []string) []string {

@@ -22,14 +22,14 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "url", "", "hub URL (env CKS_URL; default from the data directory)")
-	fs.StringVar(&f.token, "token", "", "bearer token (env CKS_TOKEN; default the data directory's admin token)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of a local hub (env CKS_DATA_DIR; default "+datadir.Default+")")
+	fs.StringVar(&f.url, "url", "", "hub `URL` (env CKS_URL; default from the data directory)")
+	fs.StringVar(&f.token, "token", "", "bearer `TOKEN` (env CKS_TOKEN; default the data directory's admin token, for its hub)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "data directory `DIR` of a local hub (env CKS_DATA_DIR; default the nearest "+datadir.Default+" here or above)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 }
 
 func (f *clientFlags) client(e env) (*client.Client, error) {
-	dir := datadir.Dir(or(f.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
+	dir := dataDir(f.dataDir, e)
 	url, tok, err := client.Discover(or(f.url, e.getenv("CKS_URL")), or(f.token, e.getenv("CKS_TOKEN")), dir)
 	if err != nil {
 		return nil, err
@@ -38,12 +38,16 @@ func (f *clientFlags) client(e env) (*client.Client, error) {
 }
 
 // processGroup is `cks process`: the standalone agent processes. There is
-// no start: cks cannot launch an agent process (ADR-016 §4).
+// no start: cks cannot launch an agent process (ADR-016 §4). list and
+// status read the data directory's store when no hub answers, so the
+// final states stay readable once `cks dev` has exited.
 var processGroup = group{name: "process", commands: []command{
 	opCommand("list", ops.ListProcesses, opSpec[struct{}, cks.ProcessList]{
-		table: func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+		table:   func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+		offline: true,
 	}),
 	opCommand("status", ops.ProcessStatus, opSpec[cks.ProcessInput, cks.Process]{
+		offline: true,
 		table: func(x *reply[cks.ProcessInput, cks.Process]) error {
 			if x.out.Status == cks.ProcessNotFound {
 				_, err := fmt.Fprintf(x.w, "no %s process has ever reported\n", x.out.ProcessKind)

@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,5 +106,70 @@ func TestProcessStopCLI(t *testing.T) {
 	}
 	if r = run([]string{"CKS_TOKEN=" + pipeTok}, "process", "stop", "pipeline"); r.code != 0 || !strings.Contains(r.stdout, "nothing to stop") {
 		t.Fatalf("process stop pipeline with control on it: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestProcessListWithoutHub: once the hub is gone — stopped (its hub.url
+// removed) or killed (nothing listens at its URL) — `cks process list`
+// and `process status` read the data directory's database directly, say
+// so on stderr and show the final states; with a URL given, or no
+// database to read, they report the hub's absence as before.
+func TestProcessListWithoutHub(t *testing.T) {
+	for _, how := range []string{"stopped", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			h := startHub(t, "serve")
+			s := openStore(t, h.dir)
+			ctx := context.Background()
+			if err := s.Liveness.UpsertAgentLiveness(ctx, freshRow("c0ffee00-aaaa-4222-8333-444455556666", "critic")); err != nil {
+				t.Fatal(err)
+			}
+			gone := freshRow("e0000000-aaaa-4222-8333-444455556666", "exec")
+			gone.LastHeartbeatAt = liveness.Epoch // exited
+			if err := s.Liveness.UpsertAgentLiveness(ctx, gone); err != nil {
+				t.Fatal(err)
+			}
+			url := h.url
+			if how == "stopped" {
+				h.cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-h.gone:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("the hub did not stop on SIGTERM\n%s", h.stderr.String())
+				}
+			}
+			h.kill()
+			run := func(args ...string) result {
+				t.Helper()
+				return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
+			}
+			why := map[string]string{"stopped": "no hub serves from data directory " + string(h.dir),
+				"killed": "no hub answers at " + url + " (connection refused)"}[how]
+			note := ": read from the database " + filepath.Join(string(h.dir), "cks.db") + " directly\n"
+			r := run("process", "list")
+			if r.code != 0 || !strings.HasPrefix(r.stderr, "cks: "+why) || !strings.HasSuffix(r.stderr, note) || !strings.Contains(r.stdout, "c0ffee00  ") ||
+				!regexp.MustCompile(`exec +e0000000 .* stopped +exited`).MatchString(r.stdout) {
+				t.Fatalf("process list without a hub: exit %d\n%s%s\nwant the note %q…%q", r.code, r.stdout, r.stderr, why, note)
+			}
+			r = run("process", "status", "critic", "--json")
+			var p cks.Process
+			if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil || p.Status != cks.ProcessAlive || !strings.HasSuffix(r.stderr, note) {
+				t.Fatalf("process status without a hub: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+			}
+			if r := run("process", "status", "janitor"); r.code != 1 || !strings.Contains(r.stderr, `unknown process kind "janitor"`) {
+				t.Fatalf("process status janitor without a hub: exit %d %s, want the operation's refusal", r.code, r.stderr)
+			}
+			if r := run("process", "list", "--url", url, "--token", h.token); r.code != 1 || !strings.Contains(r.stderr, "cannot reach the hub") ||
+				strings.Contains(r.stderr, "directly") {
+				t.Fatalf("process list --url of a gone hub: exit %d %s, want the hub's absence", r.code, r.stderr)
+			}
+			empty := t.TempDir()
+			if r := runCKS(t, nil, "process", "list", "--data-dir", empty); r.code != 1 || !strings.Contains(r.stderr, "no hub URL") {
+				t.Fatalf("process list on an empty data directory: exit %d %s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(empty, "cks.db")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("process list made a database in an empty data directory: %v", err)
+			}
+		})
 	}
 }

@@ -66,7 +66,7 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	}
 	var o cks.Object
 	if err := c.Call(ctx, ops.SubmitResearch, req, &o); err != nil {
-		return err
+		return b.nameFlag(err)
 	}
 	if !*wait {
 		if cf.json {

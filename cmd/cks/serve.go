@@ -16,7 +16,7 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 	fs := flagSet("serve", e)
 	var sf storeFlags
 	sf.register(fs)
-	listen := fs.String("listen", "", "address to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
+	listen := fs.String("listen", "", "address `HOST:PORT` to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, pos)
 	}
+	catchSIGPIPE()
 	dir, dbURL := sf.resolve(e)
 	cfg := hub.Config{
 		DatabaseURL: dbURL,

@@ -132,21 +132,23 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("start printed %q, want %q", r.stdout, want)
 	}
 
-	// Refusals: exit 1 with the hub's reason as it says it, or 2 for a
-	// usage error (flag syntax).
+	// Refusals: exit 1 with the hub's reason as it says it — naming the
+	// flag of the field it blames, and its code once — or 2 for a usage
+	// error (flag syntax).
 	bad := []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"task", "start", fmt.Sprint(y)}, 1, "WAITING"},
-		{[]string{"task", "stop", fmt.Sprint(y)}, 1, "cks: invalid reason: expected a non-empty reason (why the task is held) (invalid_argument, HTTP 400)"},
+		{[]string{"task", "stop", fmt.Sprint(y)}, 1, "cks: invalid --reason: expected a non-empty reason (why the task is held) (invalid_argument, HTTP 400)"},
 		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "soon"}, 2, "deadline"},
 		{[]string{"task", "stop", fmt.Sprint(y), "--reason", "r", "--deadline", "1h"}, 1, "deadline"},
 		{[]string{"task", "update", fmt.Sprint(y)}, 1, "cks: invalid patch: expected at least one field to change (invalid_argument, HTTP 400)"},
 		{[]string{"task", "update", fmt.Sprint(y), "--payload", "{nope"}, 2, "--payload"},
 		{[]string{"task", "update", fmt.Sprint(y), "--add-dep", "x1"}, 2, "expected a task id"},
-		{[]string{"task", "update", fmt.Sprint(z1), "--add-dep", fmt.Sprint(y)}, 1, "add_depends_on"},
+		{[]string{"task", "update", fmt.Sprint(z1), "--add-dep", fmt.Sprint(y)}, 1, "invalid --add-dep: expected"},
+		{[]string{"task", "answer", fmt.Sprint(y), "yes"}, 1, "answer needs NEEDS_INPUT: conflict (HTTP 409)\n"},
 		{[]string{"task", "update", fmt.Sprint(y), "--add-child", ":no type"}, 2, "TYPE:TITLE"},
 		{[]string{"task", "update", "99999", "--title", "t"}, 1, "99999"},
 	}
