@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestRecordExit: recording a gone agent process releases the lease it
@@ -19,13 +18,13 @@ import (
 // and makes its row read exited; another instance of the kind keeps its
 // lease. Both backends.
 func TestRecordExit(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
 		ctx := context.Background()
-		gone, alive := storetest.Liveness("gone-1", "exec", 0), storetest.Liveness("alive-1", "exec", 0)
+		gone, alive := backendtest.Liveness("gone-1", "exec", 0), backendtest.Liveness("alive-1", "exec", 0)
 		gone.LastHeartbeatAt, alive.LastHeartbeatAt = time.Now(), time.Now()
 		for _, r := range []cks.AgentLiveness{gone, alive} {
-			storetest.MustUpsert(t, st, r)
+			backendtest.MustUpsert(t, st, r)
 		}
 		claimed := map[string]cks.ClaimedTask{}
 		for _, r := range []cks.AgentLiveness{gone, alive} {

@@ -9,7 +9,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/store/storetest"
 )
 
 // TestReleaseExecutor: the leases of an executor known to be gone end at
@@ -20,7 +19,7 @@ import (
 // executor's lease is untouched; a second release finds nothing; a blank
 // name is refused naming the field. Both backends.
 func TestReleaseExecutor(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t).Tasks
 		ctx := context.Background()
 		const gone, alive = "exec/gone-instance", "exec/alive-instance"

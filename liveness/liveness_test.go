@@ -217,15 +217,15 @@ func TestRequestStop(t *testing.T) {
 // stop request) kept; an unknown instance is false and writes nothing, a
 // malformed id a FieldError. Both backends.
 func TestRecordExited(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
-		c := clock.NewFake(storetest.T0)
+		c := clock.NewFake(backendtest.T0)
 		svc := liveness.NewService(st.Driver(), c)
 		ctx := context.Background()
-		r := storetest.Liveness("killed-1", "exec", 0)
+		r := backendtest.Liveness("killed-1", "exec", 0)
 		task := int64(7)
 		r.CurrentTaskID, r.CurrentTaskType = &task, "build"
-		storetest.MustUpsert(t, st, r)
+		backendtest.MustUpsert(t, st, r)
 		if _, err := svc.RequestAgentStop(ctx, "killed-1"); err != nil {
 			t.Fatal(err)
 		}
