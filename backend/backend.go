@@ -38,20 +38,34 @@ func Open(ctx context.Context, url string, opts ...driver.Option) (*Backend, err
 
 // openDriver opens the driver url names.
 func openDriver(ctx context.Context, url string, opts []driver.Option) (driver.Driver, error) {
+	dialect, target, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if dialect == "postgres" {
+		return postgres.Open(ctx, target, opts...)
+	}
+	return sqlite.Open(ctx, target, opts...)
+}
+
+// ParseURL tells which dialect a database URL names ("sqlite" or
+// "postgres") and what that dialect's driver opens: the file path of a
+// SQLite URL, the whole URL of a Postgres one.
+func ParseURL(url string) (dialect, target string, err error) {
 	switch {
 	case url == "":
-		return nil, fmt.Errorf("empty database URL: %w", errForms)
+		return "", "", fmt.Errorf("empty database URL: %w", errForms)
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return postgres.Open(ctx, url, opts...)
+		return "postgres", url, nil
 	case strings.HasPrefix(url, "sqlite://"):
-		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite://"), opts...)
+		return "sqlite", strings.TrimPrefix(url, "sqlite://"), nil
 	case strings.HasPrefix(url, "sqlite:"):
-		return sqlite.Open(ctx, strings.TrimPrefix(url, "sqlite:"), opts...)
+		return "sqlite", strings.TrimPrefix(url, "sqlite:"), nil
 	}
 	if scheme, _, ok := strings.Cut(url, "://"); ok {
-		return nil, fmt.Errorf("unknown database scheme %q in %q: %w", scheme, url, errForms)
+		return "", "", fmt.Errorf("unknown database scheme %q in %q: %w", scheme, url, errForms)
 	}
-	return sqlite.Open(ctx, url, opts...)
+	return "sqlite", url, nil
 }
 
 var errForms = fmt.Errorf("expected a file path, sqlite:PATH, or postgres://USER@HOST:PORT/DB: %w", cks.ErrInvalid)

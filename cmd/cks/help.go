@@ -52,6 +52,10 @@ func topCommands() []topCommand {
 			"(one line per transition) and prints the answer with its citations, or why it parked (exit 4)", run: cmdResearch},
 		{name: "doctor", summary: "check every stored task and object against today's bounds (values stored before a " +
 			"bound existed); exit 5 if any is past one", run: cmdDoctor},
+		{name: "backup", args: "FILE", summary: "copy the SQLite database to FILE while the hub and its agents run " +
+			"(progress on stderr; never over an existing file); Postgres: pg_dump", run: cmdBackup},
+		{name: "restore", args: "FILE", summary: "replace the data directory's SQLite database with the backup FILE; " +
+			"refused while a hub or an agent of the database runs; the replaced database is kept beside it", run: cmdRestore},
 		{name: "api", args: "OP [JSON|-]", summary: "call any operation by name with JSON as its input (default {}, " +
 			`"-" reads stdin) and print its output; --list lists the operations`, run: cmdAPI},
 		{name: "bench", subs: benchSubs, run: cmdBench},

@@ -61,7 +61,7 @@ func Backup(ctx context.Context, src, dst string, opts BackupOptions) error {
 	if err := copyDatabase(ctx, src, partial, opts); err != nil {
 		return fmt.Errorf("sqlite: backup of %s: %w", src, err)
 	}
-	if err := quickCheck(ctx, partial); err != nil {
+	if err := QuickCheck(ctx, partial); err != nil {
 		return fmt.Errorf("sqlite: backup of %s: the copy fails its check: %w", src, err)
 	}
 	if err := os.Rename(partial, dst); err != nil {
@@ -121,8 +121,9 @@ func copyDatabase(ctx context.Context, src, dst string, opts BackupOptions) erro
 	})
 }
 
-// quickCheck runs PRAGMA quick_check on the database at path.
-func quickCheck(ctx context.Context, path string) error {
+// QuickCheck runs PRAGMA quick_check on the database file at path, read
+// only: nil when SQLite finds it sound.
+func QuickCheck(ctx context.Context, path string) error {
 	db, err := sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}}))
 	if err != nil {
 		return err

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver/sqlite"
+)
+
+// pgDumpHint is what cks backup and restore say of a Postgres database.
+const pgDumpHint = "a Postgres database is backed up with pg_dump (pg_dump --format=custom --file FILE URL) and " +
+	"restored with pg_restore (docs/operations.md)"
+
+// cmdBackup is `cks backup FILE`: an online copy of the SQLite database,
+// safe while the hub and its agents write it (sqlite.Backup), with its
+// progress on stderr.
+func cmdBackup(ctx context.Context, args []string, e env) error {
+	fs := flagSet("backup", e)
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: backup takes one argument, the FILE to write, got %q", errUsage, pos)
+	}
+	_, src, err := sqliteFile(sf, e, "backup")
+	if err != nil {
+		return err
+	}
+	dst := pos[0]
+	begin := time.Now()
+	err = sqlite.Backup(ctx, src, dst, sqlite.BackupOptions{Progress: func(p sqlite.BackupProgress) {
+		fmt.Fprintf(e.stderr, "\rcopied %d of %d pages (%d%%)", p.Copied, p.Total, 100*p.Copied/max(p.Total, 1))
+	}})
+	fmt.Fprintln(e.stderr)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%w: %s exists; a backup never overwrites a file", errUsage, dst)
+	}
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return err
+	}
+	res := struct {
+		Database string  `json:"database"`
+		Backup   string  `json:"backup"`
+		Bytes    int64   `json:"bytes"`
+		Seconds  float64 `json:"seconds"`
+	}{src, dst, fi.Size(), time.Since(begin).Seconds()}
+	if *asJSON {
+		return printJSON(e.stdout, res)
+	}
+	fmt.Fprintf(e.stdout, "backed up %s to %s: %d bytes in %.1fs (restore it with: cks restore %s)\n",
+		res.Database, res.Backup, res.Bytes, res.Seconds, res.Backup)
+	return nil
+}
+
+// cmdRestore is `cks restore FILE`: the data directory's database replaced
+// by a backup. It refuses while a hub serves from the directory (its lock,
+// held until the restore is done, so none starts meanwhile) or while a
+// process of the database is alive (agents open the file themselves); the
+// backup is checked and opened (brought to the current schema) as a copy
+// before anything is replaced, and the database it replaces is kept, as an
+// online copy, beside it.
+func cmdRestore(ctx context.Context, args []string, e env) error {
+	fs := flagSet("restore", e)
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: restore takes one argument, the backup FILE, got %q", errUsage, pos)
+	}
+	dir, target, err := sqliteFile(sf, e, "restore")
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil // nothing to replace: a restore onto a new machine
+	}
+	if err != nil {
+		return err
+	}
+	from := pos[0]
+	if err := sqlite.QuickCheck(ctx, from); err != nil {
+		return fmt.Errorf("%s is not a sound SQLite database: %w", from, err)
+	}
+	lock, err := dir.Lock()
+	if errors.Is(err, datadir.ErrLocked) {
+		return fmt.Errorf("a hub serves from %s: stop it (and its agents) before a restore: %w", dir, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	kept, err := replaceDatabase(ctx, target, from)
+	if err != nil {
+		return err
+	}
+	res := struct {
+		Database string `json:"database"`
+		From     string `json:"from"`
+		Kept     string `json:"kept,omitempty"`
+	}{target, from, kept}
+	if *asJSON {
+		return printJSON(e.stdout, res)
+	}
+	fmt.Fprintf(e.stdout, "restored %s from %s\n", target, from)
+	if kept != "" {
+		fmt.Fprintf(e.stdout, "the database it replaced is kept as %s\n", kept)
+	}
+	return nil
+}
+
+// sqliteFile resolves the command's database and returns its SQLite file,
+// refusing a Postgres URL (what to use instead) and naming a missing file
+// with os.ErrNotExist in the chain.
+func sqliteFile(sf storeFlags, e env, what string) (datadir.Dir, string, error) {
+	dir, url := sf.resolve(e)
+	dialect, path, err := backend.ParseURL(url)
+	if err != nil {
+		return dir, "", err
+	}
+	if dialect != "sqlite" {
+		return dir, "", fmt.Errorf("%w: cks %s works on the SQLite file; %s", errUsage, what, pgDumpHint)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return dir, path, fmt.Errorf("no database at %s (give --data-dir or --database): %w", path, err)
+	}
+	return dir, path, nil
+}
+
+// replaceDatabase puts a copy of the backup at from in target's place and
+// returns where the database it replaced is kept ("" when there was none).
+// The copy is opened by the driver before it replaces anything, so a
+// backup of an older cks is upgraded, and one it cannot open replaces
+// nothing. The replaced database refuses the restore while one of its
+// processes is alive.
+func replaceDatabase(ctx context.Context, target, from string) (string, error) {
+	staged := target + ".restoring"
+	if err := removeDatabase(staged); err != nil { // a restore that was cut short
+		return "", err
+	}
+	if err := sqlite.Backup(ctx, from, staged, sqlite.BackupOptions{}); err != nil {
+		return "", err
+	}
+	defer removeDatabase(staged) //nolint:errcheck // a leftover is removed by the next restore
+	d, err := sqlite.Open(ctx, staged)
+	if err != nil {
+		return "", fmt.Errorf("cks cannot open the backup %s: %w", from, err)
+	}
+	if err := d.Close(); err != nil {
+		return "", err
+	}
+	kept := ""
+	if _, err := os.Stat(target); err == nil {
+		if err := refuseAlive(ctx, target); err != nil {
+			return "", err
+		}
+		kept = fmt.Sprintf("%s.before-restore-%s", target, time.Now().UTC().Format("20060102T150405Z"))
+		if err := sqlite.Backup(ctx, target, kept, sqlite.BackupOptions{}); err != nil {
+			return "", fmt.Errorf("keeping the database a restore replaces: %w", err)
+		}
+	}
+	if err := removeDatabase(target); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), datadir.DirMode); err != nil {
+		return "", err
+	}
+	// Copied, not renamed: the staged copy's last writes may sit in its WAL.
+	if err := sqlite.Backup(ctx, staged, target, sqlite.BackupOptions{}); err != nil {
+		return "", fmt.Errorf("%w (the replaced database is kept as %s)", err, kept)
+	}
+	return kept, nil
+}
+
+// removeDatabase removes a SQLite database file with its WAL and shared
+// memory files.
+func removeDatabase(path string) error {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseAlive fails when a process that writes the database at path is
+// alive by its liveness row (an agent started with --database).
+func refuseAlive(ctx context.Context, path string) error {
+	st, err := backend.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ps, err := st.Liveness.ListProcesses(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.Status == cks.ProcessAlive {
+			return fmt.Errorf("process %s (%s, pid %d on %s) of this database is alive: stop it before a restore",
+				p.InstanceID, p.ProcessKind, p.PID, p.Hostname)
+		}
+	}
+	return nil
+}
