@@ -35,8 +35,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -45,23 +43,14 @@ import (
 type Options struct {
 	// Version is the cks version shown in the page footer.
 	Version string
-	// Logger receives errors from the liveness service and from rendering.
-	// Nil means slog.Default().
+	// Logger receives errors from the services and from rendering. Nil
+	// means the services' Logger, else slog.Default().
 	Logger *slog.Logger
-	// Sweepers, when set, gives the Agent Panel its sweeper cards with start
-	// and stop buttons (which call the hub's /v1/sweepers API).
-	Sweepers *sweeper.Controller
-	// Tasks, when set, serves the task board at /tasks and task pages at
-	// /tasks/{id}.
-	Tasks *ledger.Service
 	// StaleStopAfter is how long a task may stay STOPPED before the board
 	// flags it: the hub passes the stale_stop_report sweeper's threshold
 	// (CKS_STALE_STOP_THRESHOLD), so both report the same tasks. Zero means
 	// sweeper.DefaultStaleStopThreshold.
 	StaleStopAfter time.Duration
-	// Clock tells the time for ages ("12s ago", stopped longer than the
-	// threshold); nil means the system clock.
-	Clock clock.Clock
 }
 
 // The routes New serves, relative to where the hub mounts the handler ("/").
@@ -166,13 +155,19 @@ type attemptArgs struct {
 
 func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
 
-// New returns the studio handler over svc. Every page reads through the
+// New returns the studio handler over svc, the hub's one set of services
+// (the HTTP API and the MCP server share it). Every page reads through the
 // operations of the table (package ops), which check that the caller in the
 // request context (the hub authenticates it in front) holds the operation's
 // permission: a page the caller may not read is a 403 page naming what is
-// missing.
-func New(svc *liveness.Service, opts Options) http.Handler {
-	s := &server{version: opts.Version, log: opts.Logger, clock: opts.Clock, staleStop: opts.StaleStopAfter}
+// missing. What svc lacks the studio leaves out: no Sweepers, no sweeper
+// cards; no Tasks, no task board. svc's Clock tells the time of ages ("12s
+// ago", stopped longer than the threshold); nil means the system clock.
+func New(svc *ops.Services, opts Options) http.Handler {
+	s := &server{ops: svc, version: opts.Version, log: opts.Logger, clock: svc.Clock, staleStop: opts.StaleStopAfter}
+	if s.log == nil {
+		s.log = svc.Logger
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -184,10 +179,6 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 	}
 	if s.staleStop <= 0 {
 		s.staleStop = sweeper.DefaultStaleStopThreshold
-	}
-	s.ops = &ops.Services{Liveness: svc, Sweepers: opts.Sweepers, Clock: s.clock, Logger: s.log}
-	if opts.Tasks != nil {
-		s.ops.Tasks = opts.Tasks
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.panel)

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/store/storetest"
 	"github.com/cks-dev/cks/studio"
 )
@@ -37,7 +38,7 @@ func newEnv(t testing.TB) env {
 	}
 	t.Cleanup(func() { s.Close() })
 	c := clock.NewFake(storetest.T0)
-	return env{store: s, clock: c, h: studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test"})}
+	return env{store: s, clock: c, h: studio.New(&ops.Services{Liveness: liveness.NewService(s.Driver(), c), Clock: c}, studio.Options{Version: "v-test"})}
 }
 
 type response struct {
@@ -229,7 +230,7 @@ func TestServiceErrorRendersMessage(t *testing.T) {
 	}
 	dead.Close()
 	svc := dead.Liveness
-	h := studio.New(svc, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := studio.New(&ops.Services{Liveness: svc}, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	for _, target := range []string{"/", studio.FragmentPath} {
 		t.Run(target, func(t *testing.T) {
