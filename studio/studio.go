@@ -122,6 +122,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".js":
 		return "text/javascript; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
 	default:
 		if t := mime.TypeByExtension(ext); t != "" {
 			return t
@@ -212,6 +214,12 @@ type layout struct {
 	Nav string
 	// Tasks shows the header link to the task board.
 	Tasks bool
+	// Objects shows the header links to the knowledge inspector and the
+	// research page.
+	Objects bool
+	// Who names the signed-in principal beside the sign-out button; render
+	// fills it from the request.
+	Who string
 	// Live includes the page script and the live indicator.
 	Live bool
 	// Script includes the page script without the live indicator (for the
@@ -224,7 +232,8 @@ type layout struct {
 
 // page is the layout of a signed-in page.
 func (s *server) page(title, nav string, live bool, body any) layout {
-	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.ops.Tasks != nil, Live: live, Body: body}
+	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.ops.Tasks != nil, Objects: s.ops.Objects != nil,
+		Live: live, Body: body}
 }
 
 // panelView is the data of the Agent Panel.
@@ -447,6 +456,12 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // render executes the template into a buffer first, so a template error becomes
 // a clean 500 instead of half a page.
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, name string, data any) {
+	if l, ok := data.(layout); ok && !l.Public {
+		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+			l.Who = p.Name
+			data = l
+		}
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		s.log.ErrorContext(r.Context(), "studio: render", "template", name, "path", r.URL.Path, "err", err)
