@@ -174,7 +174,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func (tb *tab) screenshot(suffix string) {
 	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		tb.t.Logf("screenshot: %v", err)
 		return

@@ -63,6 +63,7 @@ func startAgent(t testing.TB, h consoleHub, kind string) (string, <-chan error) 
 // signs in to the Agent Panel, whose title and header name the page and
 // the principal.
 func TestBrowserSignIn(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, "sqlite", nil)
 	tb := newTab(t, 0)
 	tb.do(
@@ -91,6 +92,7 @@ func TestBrowserSignIn(t *testing.T) {
 // login form with no session cookie, and the session it had no longer
 // signs anything in.
 func TestBrowserSignOut(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, "sqlite", nil)
 	tb := newTab(t, 0)
 	tb.signIn(h, h.Token)
@@ -126,6 +128,7 @@ func TestBrowserSignOut(t *testing.T) {
 // card live; its Stop button makes the agent exit, and the card turns
 // stopped without a reload.
 func TestBrowserPanelStopsAnAgent(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, "sqlite", nil)
 	id, exited := startAgent(t, h, "critic")
 	tb := newTab(t, 0)
@@ -158,6 +161,7 @@ func TestBrowserPanelStopsAnAgent(t *testing.T) {
 // both (403 cross_origin), the agent is not asked to stop and the session
 // stands.
 func TestBrowserCrossOriginPostRefused(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, "sqlite", nil)
 	id, _ := startAgent(t, h, "critic")
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,4 +200,64 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 	}
 	// Still signed in: the cross-origin /logout ended nothing.
 	tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
+}
+
+// TestBrowserLayout: the main pages and an error page fit a 390 px phone
+// and a 1920 px screen without scrolling sideways, have a title naming
+// them, a label for every input, and the sign-out button in view; the
+// error page says what to do; and the keyboard alone reaches Sign out and
+// signs out.
+func TestBrowserLayout(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "sqlite", nil)
+	if code, out := h.api(t, http.MethodPost, "/v1/tasks", `{"type":"review","title":"A task with a rather long title that must wrap on a phone screen"}`); code != http.StatusCreated {
+		t.Fatalf("create_task: %d %s", code, out)
+	}
+	h.submitQuestion(t, "How does cks stop a running task?")
+	for _, width := range []int{390, 1920} {
+		tb := newTab(t, width)
+		tb.signIn(h, h.Token)
+		for _, p := range []struct{ path, title string }{
+			{"/", "Agent Panel"}, {"/tasks", "Tasks"}, {"/tasks/1", "Task 1"}, {"/objects", "Knowledge"},
+			{"/objects/1", "Question 1"}, {"/research", "Research"}, {"/objects/999999", "No such object"},
+		} {
+			tb.do(chromedp.Navigate(h.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			where := fmt.Sprintf("%s at %d px", p.path, width)
+			if got := value(tb, chromedp.Title()); got != p.title+" · cks studio" {
+				t.Errorf("%s: title %q", where, got)
+			}
+			if over := js[int](tb, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+				t.Errorf("%s: the page is %d px wider than the window", where, over)
+			}
+			unlabelled := js[[]string](tb, `[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+				.filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.name || e.id || e.outerHTML)`)
+			if len(unlabelled) > 0 {
+				t.Errorf("%s: inputs without a label: %v", where, unlabelled)
+			}
+			if !js[bool](tb, `(() => { const r = document.querySelector('[data-signout]').getBoundingClientRect();
+				return r.width > 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })()`) {
+				t.Errorf("%s: the Sign out button is not in view", where)
+			}
+		}
+		msg := tb.text(`main .notice--error`)
+		if !strings.Contains(msg, "no object 999999") || !strings.Contains(msg, "Find the object in the list") {
+			t.Errorf("the error page %q does not say what to do", msg)
+		}
+		if width == 390 {
+			// From the top of the page, Tab until Sign out has the focus, then Enter.
+			tb.do(chromedp.Navigate(h.URL+"/research"), chromedp.WaitVisible(chromedp.ID("r-question")))
+			reached := false
+			for range 20 {
+				tb.do(chromedp.KeyEvent("\t"))
+				if js[bool](tb, `document.activeElement && document.activeElement.matches('[data-signout]')`) {
+					reached = true
+					break
+				}
+			}
+			if !reached {
+				t.Fatal("20 presses of Tab never reached the Sign out button")
+			}
+			tb.do(chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("token")))
+		}
+	}
 }

@@ -89,6 +89,10 @@ var pages = map[string]*template.Template{
 	"error":    parsePage("error.html"),
 	"tasks":    parsePage("tasks.html"),
 	"task":     parsePage("task.html"),
+	"objects":  parsePage("objects.html"),
+	"object":   parsePage("object.html", "knowledge.html"),
+	"forks":    parsePage("forks.html", "knowledge.html"),
+	"research": parsePage("research.html", "knowledge.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -142,10 +146,16 @@ func assetURL(name string) (string, error) {
 	return "/static/" + name + "?v=" + a.hash, nil
 }
 
-func parsePage(name string) *template.Template {
+// parsePage parses the layout, the page's template and the shared blocks
+// it uses (more).
+func parsePage(name string, more ...string) *template.Template {
+	files := []string{"templates/layout.html", "templates/" + name}
+	for _, m := range more {
+		files = append(files, "templates/"+m)
+	}
 	return template.Must(template.New(name).
 		Funcs(template.FuncMap{"asset": assetURL, "pair": pair}).
-		ParseFS(templateFS, "templates/layout.html", "templates/"+name))
+		ParseFS(templateFS, files...))
 }
 
 // attemptArgs is the argument of the task page's "attempt" template: an
@@ -189,6 +199,14 @@ func New(svc *ops.Services, opts Options) http.Handler {
 	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
 		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
+	}
+	if s.ops.Objects != nil {
+		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
+		mux.HandleFunc("GET "+ObjectsPath+"/{id}", s.objectPage)
+		mux.HandleFunc("GET "+ObjectsPath+"/{id}/forks", s.forksPage)
+		mux.HandleFunc("GET "+ObjectFragmentPath+"{id}", s.objectFragment)
+		mux.HandleFunc("GET "+ResearchPath, s.research)
+		mux.HandleFunc("GET "+ResearchFragmentPath+"{id}", s.researchFragment)
 	}
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.HandleFunc("GET "+LoginPath, s.login)
