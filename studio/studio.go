@@ -1,15 +1,20 @@
-// Package studio is the cks web UI: server-rendered html/template pages plus a
-// little JavaScript that refreshes them when the hub's Server-Sent Events say
-// something changed. The pages are the Agent Panel (process cards whose Stop
-// button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
+// Package studio is the cks web console: server-rendered html/template pages
+// plus one small script that refreshes them when the hub's Server-Sent Events
+// say something changed. The pages are the Agent Panel (process cards whose
+// Stop button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
 // task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
-// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API). There is no front-end build step; the templates, the
-// stylesheet and the script are embedded in the binary.
+// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API), the
+// knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
+// objects.go, versions.go) and the research page (/research: research.go).
+// Every read goes through the operations of the table (package ops) with the
+// caller's permissions, and every action is a call of the API's route of an
+// operation. There is no front-end build step and no CDN; the templates, the
+// stylesheet, the favicon and the script are embedded in the binary.
 //
 // The hub mounts the handler returned by New at "/" behind its auth middleware.
-// The hub owns authentication, cookies, POST /login and /v1/events; studio only
-// renders pages and serves its own assets.
+// The hub owns authentication, cookies, POST /login and /logout and
+// /v1/events; studio only renders pages and serves its own assets.
 package studio
 
 import (
