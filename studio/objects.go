@@ -167,6 +167,16 @@ func (s *server) objectID(w http.ResponseWriter, r *http.Request) (int64, bool) 
 	return id, true
 }
 
+// objectAt reads the object the {id} path value names (objectID,
+// readObject), or answers the 404, refusal or failure and returns false.
+func (s *server) objectAt(w http.ResponseWriter, r *http.Request) (cks.ObjectView, cks.VersionList, bool) {
+	id, ok := s.objectID(w, r)
+	if !ok {
+		return cks.ObjectView{}, cks.VersionList{}, false
+	}
+	return s.readObject(w, r, id)
+}
+
 // readObject reads object id (get_object) and its version DAG
 // (list_object_versions), or answers the refusal, the 404 or the failure
 // and returns false.
@@ -342,11 +352,7 @@ type linkedView struct {
 }
 
 func (s *server) objectPage(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.objectID(w, r)
-	if !ok {
-		return
-	}
-	v, vl, ok := s.readObject(w, r, id)
+	v, vl, ok := s.objectAt(w, r)
 	if !ok {
 		return
 	}
@@ -363,11 +369,7 @@ func (s *server) objectPage(w http.ResponseWriter, r *http.Request) {
 
 // objectFragment serves the live part of an object page.
 func (s *server) objectFragment(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.objectID(w, r)
-	if !ok {
-		return
-	}
-	v, _, ok := s.readObject(w, r, id)
+	v, _, ok := s.objectAt(w, r)
 	if !ok {
 		return
 	}

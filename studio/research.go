@@ -53,11 +53,7 @@ func (s *server) research(w http.ResponseWriter, r *http.Request) {
 
 // researchFragment serves a question's progress.
 func (s *server) researchFragment(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.objectID(w, r)
-	if !ok {
-		return
-	}
-	ov, _, ok := s.readObject(w, r, id)
+	ov, _, ok := s.objectAt(w, r)
 	if !ok {
 		return
 	}

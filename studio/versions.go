@@ -159,14 +159,11 @@ type diffCell struct {
 }
 
 func (s *server) forksPage(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.objectID(w, r)
+	v, vl, ok := s.objectAt(w, r)
 	if !ok {
 		return
 	}
-	v, vl, ok := s.readObject(w, r, id)
-	if !ok {
-		return
-	}
+	id := v.ID
 	fv := forksView{ID: id, Title: objectTitle(v.Object), Forked: vl.Forked, DAG: versionDAG(vl)}
 	var shown []int64
 	roles := map[int64]string{}
