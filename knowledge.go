@@ -89,8 +89,28 @@ type ObjectFilter struct {
 	// Unclaimed keeps only objects no worker has claimed (a cheap read a
 	// step makes before it tries to claim).
 	Unclaimed bool
+	// Text, when set, keeps only objects whose title or content contains
+	// it, ASCII letters matched in either case (at most MaxSearchText
+	// bytes).
+	Text string
 	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
 	Limit int
+}
+
+// MaxSearchText bounds ObjectFilter.Text.
+const MaxSearchText = 200
+
+// SearchKey is the form of a search text the stores match: ASCII letters
+// lower-cased, everything else as given (both dialects lower-case the
+// stored text the same way for ASCII).
+func SearchKey(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // Validate reports the first bad field of f and fills the default limit.
@@ -101,7 +121,12 @@ func (f ObjectFilter) Validate() (ObjectFilter, error) {
 	if err := ValidateTexts("status", f.Statuses); err != nil {
 		return f, err
 	}
+	if err := ValidateText("q", f.Text); err != nil {
+		return f, err
+	}
 	switch {
+	case len(f.Text) > MaxSearchText:
+		return f, fieldError("q", fmt.Sprintf("a search text of at most %d bytes", MaxSearchText))
 	case f.Limit < 0 || f.Limit > MaxListLimit:
 		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxListLimit, DefaultListLimit))
 	case f.After < 0:

@@ -327,13 +327,14 @@ type ObjectView struct {
 type ListObjectsInput struct {
 	Status []string `json:"status,omitempty" jsonschema:"only objects in any of these statuses"`
 	Kind   []string `json:"kind,omitempty" jsonschema:"only objects of any of these kinds: question, claim, synthesis, critique, rationale, model_reply"`
+	Q      string   `json:"q,omitempty" jsonschema:"only objects whose title or content contains this text (ASCII letters in either case), at most 200 bytes"`
 	Cursor int64    `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
 	Limit  int      `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 }
 
 // ObjectFilter turns in into the store's filter.
 func (in ListObjectsInput) ObjectFilter() (ObjectFilter, error) {
-	return ObjectFilter{Statuses: in.Status, Kinds: in.Kind, After: in.Cursor, Limit: in.Limit}.Validate()
+	return ObjectFilter{Statuses: in.Status, Kinds: in.Kind, Text: in.Q, After: in.Cursor, Limit: in.Limit}.Validate()
 }
 
 // VersionList is the output of list_object_versions: every version of the

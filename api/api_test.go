@@ -100,7 +100,7 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake,
 	cfg := api.Config{Services: svc, Version: "test",
 		Studio: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })}
 	if full {
-		cfg.Studio = studio.New(svc.Liveness, studio.Options{Version: "test", Sweepers: rt.Sweepers, Tasks: s.Tasks, Clock: c})
+		cfg.Studio = studio.New(svc, studio.Options{Version: "test"})
 		cfg.MCP = mcpserver.HTTPHandler(mcpserver.NewServer("test", svc))
 	}
 	a := api.New(cfg)

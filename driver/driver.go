@@ -682,8 +682,11 @@ type ObjectListParams struct {
 	Statuses []string
 	// Unclaimed keeps only objects with no claim (claimed_by '').
 	Unclaimed bool
-	After     int64
-	Limit     int
+	// Match, when set, keeps only objects whose title or content, lower-
+	// cased, contains it (the caller lower-cases it too).
+	Match string
+	After int64
+	Limit int
 }
 
 // ObjectClaimableParams selects objects a claim may take.

@@ -14,6 +14,10 @@ const (
 	ProcessesChanged = "processes"
 	// SweepersChanged: a sweeper was started or stopped, here or on another node.
 	SweepersChanged = "sweepers"
+	// ObjectsChanged: an object of the knowledge store became claimable or
+	// changed status (cks.TopicObjects), written by this or any other
+	// process on the store: a research question moved a step.
+	ObjectsChanged = "objects"
 	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
 	// Data is a StepEvent.
 	AgentStepStarted = "agent_step_started"

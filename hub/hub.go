@@ -196,10 +196,9 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log}
 	mcpSrv := mcpserver.NewServer(cfg.Version, svc)
 	a := api.New(api.Config{
-		Services: svc,
-		MCP:      mcpserver.HTTPHandler(mcpSrv),
-		Studio: studio.New(rt.Liveness, studio.Options{Version: cfg.Version, Logger: log, Sweepers: rt.Sweepers, Tasks: st.Tasks,
-			Clock: cfg.Clock, StaleStopAfter: settings.StaleStopThreshold}),
+		Services:   svc,
+		MCP:        mcpserver.HTTPHandler(mcpSrv),
+		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
 		Collectors: []prometheus.Collector{sweepRuns},

@@ -253,15 +253,22 @@ func (rt *Runtime) watch(ctx context.Context) {
 		wg.Go(func() {
 			// The fast path of ADR-015's cross-node stop: a change to the
 			// override table, made by any node, wakes every local runner to
-			// re-read its override now instead of at its next tick.
-			err := rt.cfg.Changes.WatchChanges(ctx, []string{cks.TopicSweeperControl}, func(string) {
+			// re-read its override now instead of at its next tick. A change
+			// of the knowledge store, made by any process (a pipeline agent),
+			// tells the hub's viewers (the studio's object and research
+			// pages follow their question through its steps).
+			err := rt.cfg.Changes.WatchChanges(ctx, []string{cks.TopicSweeperControl, cks.TopicObjects}, func(topic string) {
+				if topic == cks.TopicObjects {
+					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
+					return
+				}
 				for _, r := range rt.Sweepers.Registry().Runners() {
 					r.Poke()
 				}
 				rt.Bus.Publish(events.Event{Type: events.SweepersChanged, At: rt.cfg.Clock.Now()})
 			})
 			if err != nil && !errors.Is(err, context.Canceled) {
-				rt.cfg.Logger.Error("sweeper control watch ended", "err", err)
+				rt.cfg.Logger.Error("change watch ended", "err", err)
 			}
 		})
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -319,6 +321,33 @@ func TestOneHubSweeps(t *testing.T) {
 		}
 		if got := waitStatus(t, b, sweeper.GraphHealthID, func(s cks.SweeperStatus) bool { return s.RunCount == 1 }); got.Standby {
 			t.Fatalf("graph_health on the new leader: %+v", got)
+		}
+	})
+}
+
+// TestObjectChangesReachTheBus: an object made claimable by another process
+// on the store (a pipeline agent's handle) is an "objects" event on the
+// hub's bus, which /v1/events relays to the studio's pages.
+func TestObjectChangesReachTheBus(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		rt := newRuntime(t, open(t), nil, false)
+		evs, unsubscribe := rt.Bus.Subscribe()
+		defer unsubscribe()
+		other := open(t)
+		if _, err := other.Objects.CreateObject(context.Background(), knowledge.NewObject{Kind: cks.KindQuestion,
+			Content: []byte(`{"question":"q?"}`), Status: cks.StatusAwaitingResearch}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case e := <-evs:
+				if e.Type == events.ObjectsChanged {
+					return
+				}
+			case <-deadline:
+				t.Fatal("no objects event on the bus within 30 s of the object's creation")
+			}
 		}
 	})
 }

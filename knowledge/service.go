@@ -323,7 +323,7 @@ func (s *Service) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.Obje
 		return cks.ObjectPage{}, err
 	}
 	rows, err := s.db.Executor().ObjectList(ctx, driver.ObjectListParams{Kinds: f.Kinds, Statuses: f.Statuses,
-		Unclaimed: f.Unclaimed, After: f.After, Limit: f.Limit + 1})
+		Unclaimed: f.Unclaimed, Match: cks.SearchKey(f.Text), After: f.After, Limit: f.Limit + 1})
 	if err != nil {
 		return cks.ObjectPage{}, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/studio"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -77,8 +78,8 @@ func newFullEnv(t *testing.T) fullEnv {
 	})
 	ctl := s.Sweepers
 	logs := &bytes.Buffer{}
-	h := studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test", Sweepers: ctl, Tasks: s.Tasks, Clock: c,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	h := studio.New(&ops.Services{Liveness: liveness.NewService(s.Driver(), c), Sweepers: ctl, Tasks: s.Tasks, Clock: c},
+		studio.Options{Version: "v-test", Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return fullEnv{store: s, clock: c, ctl: ctl, h: h, logs: logs, path: path}
 }
 
@@ -188,7 +189,7 @@ func TestSweeperListErrorRendersMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: dead.Sweepers,
+	h := studio.New(&ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Sweepers: dead.Sweepers}, studio.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, target := range []string{"/", studio.SweepersFragmentPath} {
 		logs.Reset()
@@ -415,7 +416,7 @@ func TestTaskServiceErrorsRenderMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.Close()
-	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Tasks: dead.Tasks,
+	h := studio.New(&ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: dead.Tasks}, studio.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for target, want := range map[string]string{
 		"/tasks":   "Could not load tasks",
@@ -450,7 +451,7 @@ func TestSweeperCardShowsDetails(t *testing.T) {
 	}
 	t.Cleanup(func() { ctl.Stop(context.Background(), "graph_health") })
 	waitRuns(t, ctl, "graph_health", 1)
-	h := studio.New(liveness.NewService(e.store.Driver(), e.clock), studio.Options{Sweepers: ctl})
+	h := studio.New(&ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Sweepers: ctl}, studio.Options{})
 	page := get(t, h, "/")
 	wantHTML(t, page, http.StatusOK)
 	c := sweeperCard(t, page.body, "graph_health")
@@ -495,7 +496,7 @@ func TestTaskBoardCountsInOneRead(t *testing.T) {
 	}
 	counted := backend.New(countingDriver{Driver: d, counts: &counts}, driver.WithClock(e.clock))
 	t.Cleanup(func() { counted.Close() })
-	h := studio.New(counted.Liveness, studio.Options{Tasks: counted.Tasks, Clock: e.clock})
+	h := studio.New(&ops.Services{Liveness: counted.Liveness, Tasks: counted.Tasks, Clock: e.clock}, studio.Options{})
 	enqueue(t, e.store, "plain", "Just open")
 	page := get(t, h, "/tasks")
 	wantHTML(t, page, http.StatusOK)

@@ -1,11 +1,24 @@
 package studio_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 // TestMain fails the run when a goroutine its tests started (a store's, a
-// server's) outlives them.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// server's, the browser's) outlives them; the package's one browser is
+// ended first (browser_test.go).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopBrowser()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

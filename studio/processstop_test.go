@@ -97,7 +97,8 @@ func TestProcessStopFromBrowser(t *testing.T) {
 	e := newEnv(t)
 	backendtest.MustUpsert(t, e.store, backendtest.Liveness(instanceID, "critic", 0))
 	svc := liveness.NewService(e.store.Driver(), e.clock)
-	a := api.New(api.Config{Services: &ops.Services{Liveness: svc, Principals: e.store.Principals, Clock: e.clock}, Studio: studio.New(svc, studio.Options{Version: "v-test", Clock: e.clock})})
+	services := &ops.Services{Liveness: svc, Principals: e.store.Principals, Clock: e.clock}
+	a := api.New(api.Config{Services: services, Studio: studio.New(services, studio.Options{Version: "v-test"})})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	// sessionFor is the cookie of a browser signed in with a token of g.

@@ -1,15 +1,20 @@
-// Package studio is the cks web UI: server-rendered html/template pages plus a
-// little JavaScript that refreshes them when the hub's Server-Sent Events say
-// something changed. The pages are the Agent Panel (process cards whose Stop
-// button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
+// Package studio is the cks web console: server-rendered html/template pages
+// plus one small script that refreshes them when the hub's Server-Sent Events
+// say something changed. The pages are the Agent Panel (process cards whose
+// Stop button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
 // task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
-// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API). There is no front-end build step; the templates, the
-// stylesheet and the script are embedded in the binary.
+// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API), the
+// knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
+// objects.go, versions.go) and the research page (/research: research.go).
+// Every read goes through the operations of the table (package ops) with the
+// caller's permissions, and every action is a call of the API's route of an
+// operation. There is no front-end build step and no CDN; the templates, the
+// stylesheet, the favicon and the script are embedded in the binary.
 //
 // The hub mounts the handler returned by New at "/" behind its auth middleware.
-// The hub owns authentication, cookies, POST /login and /v1/events; studio only
-// renders pages and serves its own assets.
+// The hub owns authentication, cookies, POST /login and /logout and
+// /v1/events; studio only renders pages and serves its own assets.
 package studio
 
 import (
@@ -35,8 +40,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -45,23 +48,14 @@ import (
 type Options struct {
 	// Version is the cks version shown in the page footer.
 	Version string
-	// Logger receives errors from the liveness service and from rendering.
-	// Nil means slog.Default().
+	// Logger receives errors from the services and from rendering. Nil
+	// means the services' Logger, else slog.Default().
 	Logger *slog.Logger
-	// Sweepers, when set, gives the Agent Panel its sweeper cards with start
-	// and stop buttons (which call the hub's /v1/sweepers API).
-	Sweepers *sweeper.Controller
-	// Tasks, when set, serves the task board at /tasks and task pages at
-	// /tasks/{id}.
-	Tasks *ledger.Service
 	// StaleStopAfter is how long a task may stay STOPPED before the board
 	// flags it: the hub passes the stale_stop_report sweeper's threshold
 	// (CKS_STALE_STOP_THRESHOLD), so both report the same tasks. Zero means
 	// sweeper.DefaultStaleStopThreshold.
 	StaleStopAfter time.Duration
-	// Clock tells the time for ages ("12s ago", stopped longer than the
-	// threshold); nil means the system clock.
-	Clock clock.Clock
 }
 
 // The routes New serves, relative to where the hub mounts the handler ("/").
@@ -100,6 +94,10 @@ var pages = map[string]*template.Template{
 	"error":    parsePage("error.html"),
 	"tasks":    parsePage("tasks.html"),
 	"task":     parsePage("task.html"),
+	"objects":  parsePage("objects.html"),
+	"object":   parsePage("object.html", "knowledge.html"),
+	"forks":    parsePage("forks.html", "knowledge.html"),
+	"research": parsePage("research.html", "knowledge.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -133,6 +131,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".js":
 		return "text/javascript; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
 	default:
 		if t := mime.TypeByExtension(ext); t != "" {
 			return t
@@ -151,10 +151,16 @@ func assetURL(name string) (string, error) {
 	return "/static/" + name + "?v=" + a.hash, nil
 }
 
-func parsePage(name string) *template.Template {
+// parsePage parses the layout, the page's template and the shared blocks
+// it uses (more).
+func parsePage(name string, more ...string) *template.Template {
+	files := []string{"templates/layout.html", "templates/" + name}
+	for _, m := range more {
+		files = append(files, "templates/"+m)
+	}
 	return template.Must(template.New(name).
 		Funcs(template.FuncMap{"asset": assetURL, "pair": pair}).
-		ParseFS(templateFS, "templates/layout.html", "templates/"+name))
+		ParseFS(templateFS, files...))
 }
 
 // attemptArgs is the argument of the task page's "attempt" template: an
@@ -166,13 +172,19 @@ type attemptArgs struct {
 
 func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
 
-// New returns the studio handler over svc. Every page reads through the
+// New returns the studio handler over svc, the hub's one set of services
+// (the HTTP API and the MCP server share it). Every page reads through the
 // operations of the table (package ops), which check that the caller in the
 // request context (the hub authenticates it in front) holds the operation's
 // permission: a page the caller may not read is a 403 page naming what is
-// missing.
-func New(svc *liveness.Service, opts Options) http.Handler {
-	s := &server{version: opts.Version, log: opts.Logger, clock: opts.Clock, staleStop: opts.StaleStopAfter}
+// missing. What svc lacks the studio leaves out: no Sweepers, no sweeper
+// cards; no Tasks, no task board. svc's Clock tells the time of ages ("12s
+// ago", stopped longer than the threshold); nil means the system clock.
+func New(svc *ops.Services, opts Options) http.Handler {
+	s := &server{ops: svc, version: opts.Version, log: opts.Logger, clock: svc.Clock, staleStop: opts.StaleStopAfter}
+	if s.log == nil {
+		s.log = svc.Logger
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -185,10 +197,6 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 	if s.staleStop <= 0 {
 		s.staleStop = sweeper.DefaultStaleStopThreshold
 	}
-	s.ops = &ops.Services{Liveness: svc, Sweepers: opts.Sweepers, Clock: s.clock, Logger: s.log}
-	if opts.Tasks != nil {
-		s.ops.Tasks = opts.Tasks
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.panel)
 	mux.HandleFunc("GET "+FragmentPath, s.fragment)
@@ -196,6 +204,14 @@ func New(svc *liveness.Service, opts Options) http.Handler {
 	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
 		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
+	}
+	if s.ops.Objects != nil {
+		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
+		mux.HandleFunc("GET "+ObjectsPath+"/{id}", s.objectPage)
+		mux.HandleFunc("GET "+ObjectsPath+"/{id}/forks", s.forksPage)
+		mux.HandleFunc("GET "+ObjectFragmentPath+"{id}", s.objectFragment)
+		mux.HandleFunc("GET "+ResearchPath, s.research)
+		mux.HandleFunc("GET "+ResearchFragmentPath+"{id}", s.researchFragment)
 	}
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.HandleFunc("GET "+LoginPath, s.login)
@@ -221,6 +237,12 @@ type layout struct {
 	Nav string
 	// Tasks shows the header link to the task board.
 	Tasks bool
+	// Objects shows the header links to the knowledge inspector and the
+	// research page.
+	Objects bool
+	// Who names the signed-in principal beside the sign-out button; render
+	// fills it from the request.
+	Who string
 	// Live includes the page script and the live indicator.
 	Live bool
 	// Script includes the page script without the live indicator (for the
@@ -233,7 +255,8 @@ type layout struct {
 
 // page is the layout of a signed-in page.
 func (s *server) page(title, nav string, live bool, body any) layout {
-	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.ops.Tasks != nil, Live: live, Body: body}
+	return layout{Title: title, Version: s.version, Nav: nav, Tasks: s.ops.Tasks != nil, Objects: s.ops.Objects != nil,
+		Live: live, Body: body}
 }
 
 // panelView is the data of the Agent Panel.
@@ -456,6 +479,12 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // render executes the template into a buffer first, so a template error becomes
 // a clean 500 instead of half a page.
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, name string, data any) {
+	if l, ok := data.(layout); ok && !l.Public {
+		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+			l.Who = p.Name
+			data = l
+		}
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		s.log.ErrorContext(r.Context(), "studio: render", "template", name, "path", r.URL.Path, "err", err)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -37,7 +39,7 @@ func newEnv(t testing.TB) env {
 	}
 	t.Cleanup(func() { s.Close() })
 	c := clock.NewFake(backendtest.T0)
-	return env{store: s, clock: c, h: studio.New(liveness.NewService(s.Driver(), c), studio.Options{Version: "v-test"})}
+	return env{store: s, clock: c, h: studio.New(&ops.Services{Liveness: liveness.NewService(s.Driver(), c), Clock: c}, studio.Options{Version: "v-test"})}
 }
 
 type response struct {
@@ -212,7 +214,7 @@ func TestEmptyState(t *testing.T) {
 func TestPanelWithoutSweeperController(t *testing.T) {
 	e := newEnv(t)
 	page := get(t, e.h, "/")
-	mustContain(t, "page", page.body, ">cks studio<", ">Sweepers</h2>",
+	mustContain(t, "page", page.body, "cks studio</a>", ">Sweepers</h2>",
 		"Sweeper control is not available in this studio.", "cks v-test")
 	mustNotContain(t, "page", page.body, "data-sweeper-action", `href="/tasks"`)
 	frag := get(t, e.h, studio.SweepersFragmentPath)
@@ -229,7 +231,7 @@ func TestServiceErrorRendersMessage(t *testing.T) {
 	}
 	dead.Close()
 	svc := dead.Liveness
-	h := studio.New(svc, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := studio.New(&ops.Services{Liveness: svc}, studio.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	for _, target := range []string{"/", studio.FragmentPath} {
 		t.Run(target, func(t *testing.T) {
@@ -290,9 +292,14 @@ var assetRef = regexp.MustCompile(`(?:src|href)="(/static/[^"]+)"`)
 func TestPageWiresLiveUpdates(t *testing.T) {
 	e := newEnv(t)
 	page := get(t, e.h, "/")
-	refs := assetRef.FindAllStringSubmatch(page.body, -1)
-	if len(refs) != 2 {
-		t.Fatalf("page links %d assets, want 2 (css, js)\n%s", len(refs), page.body)
+	var refs [][]string
+	for _, m := range assetRef.FindAllStringSubmatch(page.body, -1) {
+		if !slices.ContainsFunc(refs, func(r []string) bool { return r[1] == m[1] }) {
+			refs = append(refs, m)
+		}
+	}
+	if len(refs) != 3 {
+		t.Fatalf("page links %d assets, want 3 (css, js, the favicon)\n%s", len(refs), page.body)
 	}
 	var js string
 	for _, m := range refs {
@@ -336,7 +343,7 @@ func TestLoginForm(t *testing.T) {
 			r := get(t, e.h, tc.target)
 			wantHTML(t, r, http.StatusOK)
 			mustContain(t, "login", r.body, `<form method="post" action="/login">`,
-				`name="token" type="password"`, ">cks studio<")
+				`name="token" type="password"`, "cks studio</a>")
 			mustNotContain(t, "login", r.body, "<script") // no event stream before signing in
 			if got := strings.Contains(r.body, "That token was not accepted."); got != tc.wantError {
 				t.Errorf("error message shown = %v, want %v", got, tc.wantError)

@@ -217,13 +217,15 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		t.Parallel()
 		d, _ := open(t, newDB)
 		ex, ctx := d.Executor(), testCtx(t)
+		searchable := objectRow("question", "research", 0)
+		searchable.Title, searchable.Content = "Why the SKY is Blue", []byte(`{"k":"Needle"}`)
 		rows := insertObjects(t, ex,
 			objectRow("question", "research", 0), // 0
 			objectRow("claim", "supported", 0),   // 1
 			objectRow("question", "critique", 0), // 2
 			objectRow("critique", "", 0),         // 3
 			objectRow("claim", "research", 0),    // 4
-			objectRow("question", "research", 0), // 5
+			searchable,                           // 5
 		)
 		claimed := rows[0]
 		claimed.Content, claimed.ClaimedBy, claimed.ClaimTokenHash, claimed.ClaimedAt = nil, "w", "th", T0
@@ -253,6 +255,13 @@ func Knowledge(t *testing.T, newDB NewDB) {
 			{"kinds unclaimed", driver.ObjectListParams{Kinds: []string{"question"}, Unclaimed: true, Limit: 10}, id(2, 5)},
 			{"no status", driver.ObjectListParams{Statuses: []string{""}, Limit: 10}, id(3)},
 			{"unknown", driver.ObjectListParams{Kinds: []string{"nope"}, Limit: 10}, id()},
+			// Match is lower-case; the stored title and content are matched lower-cased.
+			{"match a title", driver.ObjectListParams{Match: "sky is", Limit: 10}, id(5)},
+			{"match a content", driver.ObjectListParams{Match: "needle", Limit: 10}, id(5)},
+			{"match, statuses and kinds", driver.ObjectListParams{Match: "title of", Statuses: []string{"research"}, Kinds: []string{"question"}, Limit: 10}, id(0)},
+			{"match unclaimed", driver.ObjectListParams{Match: "title of q", Unclaimed: true, Limit: 10}, id(2)},
+			{"match after, limit", driver.ObjectListParams{Match: "title of", After: rows[1].ID, Limit: 2}, id(2, 3)},
+			{"match nothing", driver.ObjectListParams{Match: "zebra", Limit: 10}, id()},
 		} {
 			got, err := ex.ObjectList(ctx, c.p)
 			must(t, c.name, err)

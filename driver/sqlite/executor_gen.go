@@ -678,6 +678,18 @@ func objectListByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListByStat
 	}
 }
 
+// objectListMatchingParams writes a driver.ObjectListParams as dbsqlc.ObjectListMatchingParams.
+func objectListMatchingParams(p driver.ObjectListParams) dbsqlc.ObjectListMatchingParams {
+	return dbsqlc.ObjectListMatchingParams{
+		After:     p.After,
+		Statuses:  jsonList(p.Statuses),
+		Kinds:     jsonList(p.Kinds),
+		Unclaimed: p.Unclaimed,
+		Match:     p.Match,
+		Lim:       int64(p.Limit),
+	}
+}
+
 // objectListUnclaimedByStatusParams writes a driver.ObjectListParams as dbsqlc.ObjectListUnclaimedByStatusParams.
 func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListUnclaimedByStatusParams {
 	return dbsqlc.ObjectListUnclaimedByStatusParams{
@@ -1223,6 +1235,8 @@ func (e *executor) ObjectList(ctx context.Context, p driver.ObjectListParams) ([
 		err error
 	)
 	switch {
+	case p.Match != "":
+		x, err = e.d.q.ObjectListMatching(ctx, e.read, objectListMatchingParams(p))
 	case len(p.Statuses) > 0 && p.Unclaimed:
 		x, err = e.d.q.ObjectListUnclaimedByStatus(ctx, e.read, objectListUnclaimedByStatusParams(p))
 	case len(p.Statuses) > 0:

@@ -10,8 +10,13 @@
 //
 // The hub's /v1/events stream says *that* something changed ("processes" and
 // "sweepers" events carry no data); on each one this script re-fetches the
-// server-rendered cards of that kind and swaps them in. A 10 s poll is the
-// fallback and keeps ages ("12s ago") moving between events.
+// server-rendered cards of that kind and swaps them in. Any element with
+// data-live-fragment (an object page's live part, a research question's
+// progress) is refreshed the same way from its URL on the events its
+// data-live-events names, until a fragment says it is done
+// (data-terminal). The research form posts its question to submit_research
+// (POST /v1/objects) and follows the new question's progress. A 10 s poll is
+// the fallback and keeps ages ("12s ago") moving between events.
 (() => {
   "use strict";
 
@@ -35,6 +40,10 @@
     if (!container) {
       return null;
     }
+    return regionOf(container, url, kind, afterSwap);
+  }
+
+  function regionOf(container, url, kind, afterSwap) {
     // One fetch at a time; a request made meanwhile runs once the current one ends.
     let inFlight = false;
     let again = false;
@@ -55,6 +64,9 @@
         if (res.headers.get("X-Studio-Fragment") === kind) {
           container.innerHTML = await res.text();
           container.classList.remove("stale");
+          if (container.querySelector("[data-terminal]")) {
+            container.dataset.liveDone = "";
+          }
           if (afterSwap) {
             afterSwap(container);
           }
@@ -188,7 +200,116 @@
   const processes = region("processes", "/studio/processes", "processes", showProcessErrors);
   const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
   const regions = [processes, sweepers].filter((r) => r !== null);
-  if (regions.length === 0) {
+
+  // Live fragments: each refreshes on the events it names, until done.
+  const byEvent = new Map();
+  function follow(container) {
+    const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
+    const guarded = {
+      container: r.container,
+      refresh: () => {
+        if (!("liveDone" in container.dataset)) {
+          r.refresh();
+        }
+      },
+    };
+    regions.push(guarded);
+    for (const ev of (container.dataset.liveEvents || "").split(/\s+/).filter(Boolean)) {
+      if (!byEvent.has(ev)) {
+        byEvent.set(ev, []);
+      }
+      byEvent.get(ev).push(guarded);
+    }
+    return guarded;
+  }
+  for (const el of document.querySelectorAll("[data-live-fragment]")) {
+    follow(el);
+  }
+  function listen(es, ev) {
+    es.addEventListener(ev, () => {
+      for (const r of byEvent.get(ev) || []) {
+        r.refresh();
+      }
+    });
+  }
+
+  // The research form: ask, then follow the question's progress.
+  const researchForm = document.querySelector("[data-research-form]");
+  if (researchForm) {
+    const progress = document.getElementById("research-progress");
+    const slot = researchForm.querySelector("[data-action-error]");
+    const btn = researchForm.querySelector("[data-research-submit]");
+    const showError = (msg) => {
+      slot.textContent = msg;
+      slot.hidden = !msg;
+    };
+    researchForm.elements.question.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+        ev.preventDefault();
+        researchForm.requestSubmit();
+      }
+    });
+    researchForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const question = researchForm.elements.question.value.trim();
+      if (!question) {
+        showError("Write a question first.");
+        researchForm.elements.question.focus();
+        return;
+      }
+      const body = { question: question };
+      const corpus = researchForm.elements.corpus.value.trim();
+      if (corpus) {
+        body.corpus = corpus;
+      }
+      btn.disabled = true;
+      btn.textContent = "Asking…";
+      showError("");
+      try {
+        const res = await fetch("/v1/objects", {
+          method: "POST",
+          credentials: "same-origin",
+          cache: "no-store",
+          headers: { Accept: "application/json", "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        if (res.status === 401) {
+          window.location.reload();
+          return;
+        }
+        if (!res.ok) {
+          showError(await errorMessage(res));
+        } else {
+          const obj = await res.json();
+          const id = obj.object_id;
+          history.replaceState(null, "", "/research?id=" + encodeURIComponent(id));
+          progress.dataset.liveFragment = "/studio/research/" + id;
+          progress.dataset.liveKind = "research";
+          progress.dataset.liveEvents = "objects agent_step_started agent_step_completed";
+          delete progress.dataset.liveDone;
+          const heading = document.getElementById("progress-heading");
+          if (heading) {
+            heading.hidden = false;
+          }
+          for (const list of byEvent.values()) { // follow only the newest question
+            for (let i = list.length - 1; i >= 0; i--) {
+              if (list[i].container === progress) {
+                list.splice(i, 1);
+              }
+            }
+          }
+          follow(progress).refresh();
+          researchForm.elements.question.value = "";
+        }
+      } catch (err) {
+        showError("The hub could not be reached: " + err.message);
+      }
+      btn.disabled = false;
+      btn.textContent = "Ask";
+    });
+  }
+
+  if (regions.length === 0 && !researchForm) {
     return;
   }
 
@@ -298,6 +419,10 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
+    for (const ev of ["objects", "agent_step_started", "agent_step_completed"]) {
+      listen(es, ev);
+    }
+
     es.addEventListener("error", () => {
       setIndicator("reconnecting", "reconnecting…");
       // The browser retries by itself unless the server refused the stream.

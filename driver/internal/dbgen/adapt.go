@@ -935,6 +935,7 @@ var choices = map[string][]variant{
 	"TaskDedupeFind": {{cond: "p.IncludeTerminal", query: "TaskDedupeFindAny"}, {cond: "", query: "TaskDedupeFindLive"}},
 	"VersionList":    {{cond: "p.HeadsOnly", query: "VersionListHeads"}, {cond: "", query: "VersionList"}},
 	"ObjectList": {
+		{cond: `p.Match != ""`, query: "ObjectListMatching"},
 		{cond: "len(p.Statuses) > 0 && p.Unclaimed", query: "ObjectListUnclaimedByStatus"},
 		{cond: "len(p.Statuses) > 0", query: "ObjectListByStatus"},
 		{cond: "len(p.Kinds) > 0", query: "ObjectListByKind"},

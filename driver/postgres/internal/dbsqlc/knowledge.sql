@@ -78,6 +78,20 @@ WHERE kind = ANY(@kinds::text[]) AND object_id > @after
 ORDER BY object_id
 LIMIT @lim;
 
+-- A search (@match, lower-cased by the service) reads every object after the
+-- cursor until the page is full: no index serves a substring, and a console's
+-- search of titles and contents may cost a scan. The other filters are those
+-- of the queries above, an empty list selecting any.
+-- name: ObjectListMatching :many
+SELECT * FROM cks_objects
+WHERE object_id > @after
+    AND (cardinality(@statuses::text[]) = 0 OR current_status = ANY(@statuses::text[]))
+    AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))
+    AND (NOT @unclaimed::boolean OR claimed_by = '')
+    AND (strpos(lower(title), @match::text) > 0 OR strpos(lower(content), @match::text) > 0)
+ORDER BY object_id
+LIMIT @lim;
+
 -- The partial idx_objects_claim serves it in claim order; rows another
 -- claimer holds are skipped, never waited for.
 -- name: ObjectClaimable :many

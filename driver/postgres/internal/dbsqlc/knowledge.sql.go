@@ -498,6 +498,73 @@ func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectLis
 	return items, nil
 }
 
+const objectListMatching = `-- name: ObjectListMatching :many
+SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
+WHERE object_id > $1
+    AND (cardinality($2::text[]) = 0 OR current_status = ANY($2::text[]))
+    AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
+    AND (NOT $4::boolean OR claimed_by = '')
+    AND (strpos(lower(title), $5::text) > 0 OR strpos(lower(content), $5::text) > 0)
+ORDER BY object_id
+LIMIT $6
+`
+
+type ObjectListMatchingParams struct {
+	After     int64
+	Statuses  []string
+	Kinds     []string
+	Unclaimed bool
+	Match     string
+	Lim       int32
+}
+
+// A search (@match, lower-cased by the service) reads every object after the
+// cursor until the page is full: no index serves a substring, and a console's
+// search of titles and contents may cost a scan. The other filters are those
+// of the queries above, an empty list selecting any.
+func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectListMatchingParams) ([]CksObject, error) {
+	rows, err := db.Query(ctx, objectListMatching,
+		arg.After,
+		arg.Statuses,
+		arg.Kinds,
+		arg.Unclaimed,
+		arg.Match,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksObject
+	for rows.Next() {
+		var i CksObject
+		if err := rows.Scan(
+			&i.ObjectID,
+			&i.Kind,
+			&i.Title,
+			&i.Content,
+			&i.ContentHash,
+			&i.CurrentStatus,
+			&i.ClaimedBy,
+			&i.ClaimToken,
+			&i.ClaimedAt,
+			&i.Round,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HeadVersion,
+			&i.Heads,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const objectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE current_status = ANY($1::text[]) AND claimed_by = '' AND object_id > $2

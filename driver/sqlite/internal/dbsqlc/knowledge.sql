@@ -68,6 +68,20 @@ WHERE kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))) AND object_id 
 ORDER BY object_id
 LIMIT @lim;
 
+-- A search (@match, lower-cased by the service) reads every object after the
+-- cursor until the page is full: no index serves a substring, and a console's
+-- search of titles and contents may cost a scan. The other filters are those
+-- of the queries above, an empty list selecting any.
+-- name: ObjectListMatching :many
+SELECT * FROM cks_objects
+WHERE object_id > @after
+    AND (json_array_length(CAST(@statuses AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT))))
+    AND (json_array_length(CAST(@kinds AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
+    AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')
+    AND (instr(lower(title), CAST(@match AS TEXT)) > 0 OR instr(lower(content), CAST(@match AS TEXT)) > 0)
+ORDER BY object_id
+LIMIT @lim;
+
 -- idx_objects_claim serves it in claim order.
 -- name: ObjectClaimable :many
 SELECT * FROM cks_objects

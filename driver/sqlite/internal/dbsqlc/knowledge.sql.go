@@ -566,6 +566,76 @@ func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectLis
 	return items, nil
 }
 
+const objectListMatching = `-- name: ObjectListMatching :many
+SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
+WHERE object_id > ?1
+    AND (json_array_length(CAST(?2 AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (NOT CAST(?4 AS BOOLEAN) OR claimed_by = '')
+    AND (instr(lower(title), CAST(?5 AS TEXT)) > 0 OR instr(lower(content), CAST(?5 AS TEXT)) > 0)
+ORDER BY object_id
+LIMIT ?6
+`
+
+type ObjectListMatchingParams struct {
+	After     int64
+	Statuses  string
+	Kinds     string
+	Unclaimed bool
+	Match     string
+	Lim       int64
+}
+
+// A search (@match, lower-cased by the service) reads every object after the
+// cursor until the page is full: no index serves a substring, and a console's
+// search of titles and contents may cost a scan. The other filters are those
+// of the queries above, an empty list selecting any.
+func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectListMatchingParams) ([]CksObject, error) {
+	rows, err := db.QueryContext(ctx, objectListMatching,
+		arg.After,
+		arg.Statuses,
+		arg.Kinds,
+		arg.Unclaimed,
+		arg.Match,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksObject
+	for rows.Next() {
+		var i CksObject
+		if err := rows.Scan(
+			&i.ObjectID,
+			&i.Kind,
+			&i.Title,
+			&i.Content,
+			&i.ContentHash,
+			&i.CurrentStatus,
+			&i.ClaimedBy,
+			&i.ClaimToken,
+			&i.ClaimedAt,
+			&i.Round,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HeadVersion,
+			&i.Heads,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const objectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE current_status IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND claimed_by = ''
