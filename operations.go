@@ -202,9 +202,15 @@ type LeaseInput struct {
 }
 
 // TouchResult is the output of touch_task: whether the lease is still held
-// (the seed's touch convention: a lost lease is an answer, not an error).
+// (the seed's touch convention: a lost lease is an answer, not an error)
+// and, when it is not, whether that is an abort the executor must confirm.
 type TouchResult struct {
-	Held bool `json:"held"`
+	Held bool `json:"held" jsonschema:"the lease is still this caller's: go on working"`
+	// AbortRequested: the lease was revoked by an operator's stop, update
+	// or cancel that waits for this attempt to stop (confirm_abort with
+	// the same lease token). False with held false: the lease ended some
+	// other way (it expired, the task finished), nothing to confirm.
+	AbortRequested bool `json:"abort_requested" jsonschema:"with held false: an operator stopped the attempt; stop working and call confirm_abort with the same lease token"`
 }
 
 // AddEvidenceInput is the input of add_evidence.
