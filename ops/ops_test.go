@@ -14,13 +14,16 @@ import (
 	"github.com/cks-dev/cks/ops"
 )
 
-// mcpTools are the MCP tool names the seeds and the first build fixed; the
-// table must keep them exactly.
+// mcpTools are the MCP tools: the names the seeds and the first build fixed,
+// the worker's (the executor and review operations, issue 25) and the
+// knowledge store's; the table must keep them exactly.
 var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop",
 	"list_tasks", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
+	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
+	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
-	"submit_research", "get_object",
+	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }
 
 // TestTableShape: names are unique snake_case, routes are unique and under
@@ -269,6 +272,42 @@ func TestSchemasResolve(t *testing.T) {
 		json.Unmarshal(raw, &v)
 		if err := in.Validate(v); err != nil {
 			t.Errorf("%s: sample input %s: %v", op.Spec().Name, raw, err)
+		}
+	}
+}
+
+// TestHints: every operation's MCP annotations are set deliberately, none
+// left to the protocol's defaults (which call an unannotated tool
+// destructive and open-world): OpenWorld on every one, Destructive on every
+// one that is not read-only, and a read-only one idempotent too. The hints
+// the issue found missing are what the table means.
+func TestHints(t *testing.T) {
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Stream {
+			continue
+		}
+		h := sp.Hints
+		if h.OpenWorld == nil {
+			t.Errorf("%s: OpenWorld hint unset (cks is a closed world: set it false)", sp.Name)
+		}
+		if !h.ReadOnly && h.Destructive == nil {
+			t.Errorf("%s: not read-only, and its Destructive hint is unset (the MCP default is true)", sp.Name)
+		}
+		if h.ReadOnly && (!h.Idempotent || h.Destructive != nil) {
+			t.Errorf("%s: read-only, so idempotent and not marked destructive either way; got %+v", sp.Name, h)
+		}
+	}
+	for name, destructive := range map[string]bool{
+		"answer_task": false, "create_task": false, "start_agent": false, "start_task": false, "update_task": true,
+		"cancel_task": true, "stop_task": false, "write_object_version": false, "complete_task": false,
+	} {
+		op, ok := ops.Lookup(name)
+		if !ok {
+			t.Fatalf("no operation %s", name)
+		}
+		if d := op.Spec().Hints.Destructive; d == nil || *d != destructive {
+			t.Errorf("%s: destructive hint %v, want %v", name, d, destructive)
 		}
 	}
 }

@@ -29,7 +29,7 @@ var ListAgents = define(cks.OpListAgents, &Op[struct{}, cks.SweeperList]{
 			"last_result_count, last_run_duration_ms, last_error, run_count and the stored override desired_running " +
 			"(null when the config default applies)." + sweeperNote,
 		Permission: auth.PermRead, Resource: auth.ResourceSweepers,
-		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: Hints{ReadOnly: true, Idempotent: true},
+		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SweeperList, error) {
 		sts, err := s.Sweepers.List(ctx)
@@ -58,7 +58,7 @@ var AgentStatus = sweeperOp(cks.OpAgentStatus, Spec{
 	Title:       "Sweeper status",
 	Summary:     "the status of one sweeper",
 	Description: "The status of one sweeper, in the shape of a list_agents row." + sweeperNote,
-	Permission:  auth.PermRead, Hints: Hints{ReadOnly: true, Idempotent: true},
+	Permission:  auth.PermRead, Hints: readOnly,
 }, (*sweeper.Controller).Status)
 
 // StartAgent is start_agent.
@@ -67,7 +67,7 @@ var StartAgent = sweeperOp(cks.OpStartAgent, Spec{
 	Summary: "start a sweeper (persistent)",
 	Description: "Start a sweeper: records desired_running=true (persisting across restarts) and starts it in this " +
 		"process. A sweeper disabled by configuration cannot be started (disabled_by_config)." + asymmetry + sweeperNote,
-	Permission: auth.PermControl, Hints: Hints{Idempotent: true},
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 }, (*sweeper.Controller).Start)
 
 // StopAgent is stop_agent.
@@ -76,5 +76,5 @@ var StopAgent = sweeperOp(cks.OpStopAgent, Spec{
 	Summary: "stop a sweeper (persistent)",
 	Description: "Stop a sweeper: records desired_running=false (persisting across restarts) and stops it in this " +
 		"process, waiting for its loop to exit." + asymmetry + sweeperNote,
-	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false)},
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 }, (*sweeper.Controller).Stop)
