@@ -100,7 +100,11 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.SetBool(true)
 		case reflect.Slice:
 			if fv.Type().Elem().Kind() == reflect.String {
-				fv.Set(reflect.ValueOf([]string{"a", "b"}))
+				vals := []string{"a", "b"}
+				if strings.HasPrefix(f.Tag.Get("json"), "state,") { // a closed vocabulary
+					vals = []string{"OPEN", "STOPPED"}
+				}
+				fv.Set(reflect.ValueOf(vals))
 			}
 		}
 	}
