@@ -11,6 +11,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 )
 
@@ -74,6 +75,14 @@ func TestTableShape(t *testing.T) {
 			t.Errorf("%s is not marked Secret (its answer carries a lease or bearer token)", name)
 		}
 	}
+}
+
+// openAPIParam is a parameter of an OpenAPI operation.
+type openAPIParam struct {
+	Name    string         `json:"name"`
+	In      string         `json:"in"`
+	Schema  map[string]any `json:"schema"`
+	Explode bool           `json:"explode"`
 }
 
 // sample returns a valid-looking input of op: every path and scalar field
@@ -193,7 +202,8 @@ func errorsAs(err error, fe **cks.FieldError) bool {
 
 // TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, lists
 // every HTTP operation under its path and method with its operationId, and
-// describes the body of every operation that takes one.
+// describes the body of every operation that takes one; a list in the query
+// is an exploded array.
 func TestOpenAPI(t *testing.T) {
 	b, err := ops.OpenAPI(ops.All(), "test")
 	if err != nil {
@@ -208,11 +218,8 @@ func TestOpenAPI(t *testing.T) {
 			OperationID string         `json:"operationId"`
 			Permission  string         `json:"x-cks-permission"`
 			RequestBody map[string]any `json:"requestBody"`
-			Parameters  []struct {
-				Name string `json:"name"`
-				In   string `json:"in"`
-			} `json:"parameters"`
-			Responses map[string]any `json:"responses"`
+			Parameters  []openAPIParam `json:"parameters"`
+			Responses   map[string]any `json:"responses"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -234,10 +241,7 @@ func TestOpenAPI(t *testing.T) {
 			t.Errorf("%s: responses %v, want success and error", sp.Name, o.Responses)
 		}
 		for _, w := range strings.Split(strings.Trim(strings.ReplaceAll(sp.Path, "}", "{"), "{"), "{") {
-			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p struct {
-				Name string `json:"name"`
-				In   string `json:"in"`
-			}) bool {
+			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p openAPIParam) bool {
 				return p.Name == w && p.In == "path"
 			}) {
 				t.Errorf("%s: no path parameter %s", sp.Name, w)
@@ -252,6 +256,17 @@ func TestOpenAPI(t *testing.T) {
 	}
 	if n != len(ops.All()) {
 		t.Errorf("%d of %d operations in the document", n, len(ops.All()))
+	}
+	// A list in the query repeats its parameter: list_tasks' state (one
+	// state or a list, in a body) is an array of states there.
+	for _, p := range doc.Paths["/v1/tasks"]["get"].Parameters {
+		if p.Name != "state" {
+			continue
+		}
+		items, _ := p.Schema["items"].(map[string]any)
+		if p.Schema["type"] != "array" || !p.Explode || items == nil || len(items["enum"].([]any)) != len(ledger.All) {
+			t.Errorf("GET /v1/tasks state parameter %+v, want an exploded array of the states", p)
+		}
 	}
 }
 
