@@ -330,3 +330,18 @@ func TestHints(t *testing.T) {
 		}
 	}
 }
+
+// TestSweeperToolsSayWhatASweeperIs: a model reading the sweeper tools
+// learns what a sweeper is and that a standalone agent process is stopped
+// with request_process_stop, not stop_agent.
+func TestSweeperToolsSayWhatASweeperIs(t *testing.T) {
+	for _, name := range []string{"list_agents", "agent_status", "start_agent", "stop_agent"} {
+		op, _ := ops.Lookup(name)
+		d := op.Spec().Description
+		for _, want := range []string{"A sweeper is a background loop", "lease_reaper", "request_process_stop"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: description lacks %q", name, want)
+			}
+		}
+	}
+}

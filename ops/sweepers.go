@@ -11,8 +11,11 @@ import (
 // The sweeper operations (ADR-015, cks-mcp ADR-009): the in-process
 // sweepers of this hub, their status and their persistent start/stop.
 
-const sweeperNote = " These are the in-process sweepers of this cks server (kind \"sweeper\"), not the standalone agent " +
-	"processes that list_processes reports. There is no separate pause or resume: stop then start is the same thing, " +
+const sweeperNote = " A sweeper is a background loop of the cks server itself (kind \"sweeper\") that keeps its state " +
+	"in order on an interval: lease_reaper reopens tasks whose lease expired, dependency_release opens tasks whose " +
+	"dependencies completed, stale_stop_report reports long-held stops, and the knowledge sweepers (fork_detection, " +
+	"contradiction, inference_staleness, graph_health) enqueue tasks for the knowledge agents. They are not the " +
+	"standalone agent processes that list_processes reports: to stop one of those, use request_process_stop. There is no separate pause or resume: stop then start is the same thing, " +
 	"since each sweep pass is one bounded unit of work with nothing to resume. An unknown agent_id is a not_found " +
 	"error naming the known ids."
 
