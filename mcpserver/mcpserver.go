@@ -1,6 +1,8 @@
 // Package mcpserver exposes cks over the Model Context Protocol (official Go
-// SDK), over stdio (the `cks mcp` command) and over the streamable HTTP
-// transport (mounted by the hub at /mcp behind its bearer auth).
+// SDK): over the streamable HTTP transport (mounted by the hub at /mcp behind
+// its bearer auth), and over stdio (the `cks mcp` command) as a Proxy of a
+// hub's /mcp — or, with --embedded, served from the database itself
+// (ServeStdio).
 //
 // Its tools are the MCP operations of the table (package ops), registered by
 // one adapter: a tool's name, description, input and output schemas and

@@ -123,7 +123,7 @@ var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 // TouchTask is touch_task.
 var TouchTask = executorOp(cks.OpTouchTask, Spec{
 	Title:   "Renew lease",
-	Summary: "renew a lease; held false when it is lost",
+	Summary: "renew a lease (the heartbeat); held false when it is lost, with abort_requested after a stop",
 	Hints:   leaseOnce,
 	Description: "Step 3 of the worker protocol (claim_tasks describes it): renew the lease for its length again (the heartbeat); " +
 		"call it at least every third of the lease while working. held false (an answer, not an error): the lease is lost, " +

@@ -20,7 +20,7 @@ import (
 // permission (holding stop does not grant start).
 
 // LocalActor is recorded as the actor of a change made by a caller that is
-// no principal: the local operator of `cks mcp` over stdio.
+// no principal: the local operator of `cks mcp --embedded` over stdio.
 const LocalActor = "mcp"
 
 // actor names the caller in ctx for the event log: the authenticated

@@ -31,7 +31,10 @@ Usage:
                                   agents (and an exec agent) as child processes; their
                                   logs on stderr prefixed with the kind; Ctrl-C stops
                                   the agents, then the hub
-  cks mcp     [--database URL] [--data-dir DIR]                   serve MCP over stdio
+  cks mcp     [--url URL] [--token T] [--data-dir DIR]           MCP over stdio: a client of the hub,
+                                  relaying its tools with the token's permissions
+  cks mcp --embedded [--database URL] [--data-dir DIR]            MCP over stdio from the database,
+                                  without a hub (no sweepers)
   cks agent KIND [--database URL] [--poll-interval D] [--liveness-interval D]
                  [--heartbeat-interval D] [--max-retries N] [--types T1,T2]
                                   one agent process; drains on SIGTERM or a stop request.
