@@ -30,7 +30,14 @@ import (
 func cmdMCP(ctx context.Context, args []string, e env) error {
 	fs := flagSet("mcp", e)
 	var cf clientFlags
-	cf.register(fs)
+	// The client commands' flags, but --json: mcp prints no listing.
+	all := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	cf.register(all)
+	all.VisitAll(func(f *flag.Flag) {
+		if f.Name != "json" {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
 	embedded := fs.Bool("embedded", false, "serve from the database itself, without a hub: no sweepers, no sweeper tools")
 	database := fs.String("database", "", "with --embedded: database URL (env CKS_DATABASE_URL; default the data directory's cks.db)")
 	pos, err := parse(fs, args)
