@@ -20,10 +20,10 @@ import (
 // or review it. Claim and review claim are Secret: their answers are the only
 // ones that carry lease tokens.
 
-// workerProtocol is how an agent works a task, told once in full (claim_tasks'
-// description and the MCP server's instructions, WorkerProtocol); each other
-// executor call says its step.
-const workerProtocol = "The worker protocol, in order: " +
+// WorkerProtocol is how an agent works a task, told once in full (claim_tasks'
+// description and the MCP server's instructions); each other executor call
+// says its step.
+const WorkerProtocol = "The worker protocol, in order: " +
 	"(1) claim_tasks (types, lease_s) leases tasks, each with its revision and a lease_token shown in that answer only; " +
 	"(2) mark_running; " +
 	"(3) while working: touch_task at least every third of the lease (held false: the lease is gone, stop working; with " +
@@ -33,10 +33,6 @@ const workerProtocol = "The worker protocol, in order: " +
 	"Every call after the claim carries task_id and lease_token; one whose lease is no longer held (stopped, cancelled, " +
 	"expired, finished) is a lease_lost error and changes nothing. A stopped task that is started again is claimed afresh, " +
 	"with a new lease and its new revision: re-derive everything from the task as that claim returns it."
-
-// WorkerProtocol is the worker protocol as claim_tasks describes it (the MCP
-// server's instructions).
-const WorkerProtocol = workerProtocol
 
 // leaseOf reads lease_s: 0 is the ledger's DefaultLease. The bound is the
 // ledger's (ValidateClaim, naming lease_s): a number of seconds past it
@@ -61,7 +57,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			"(default the caller's name), for lease_s seconds (default 300). Each comes with its revision and a fresh lease_token, " +
 			"shown in this answer only: keep it, every later call of the attempt needs it. agent_tokens holds a task-scoped " +
 			"credential per task (read, append and create on /tasks/ID, bound to the lease) for whatever the executor runs " +
-			"to work that task with. No OPEN task: tasks is empty. Needs append on /tasks. " + workerProtocol,
+			"to work that task with. No OPEN task: tasks is empty. Needs append on /tasks. " + WorkerProtocol,
 		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP, Needs: NeedTasks | NeedPrincipals,
 		Secret: true, Hints: leaseCall,
 	},
