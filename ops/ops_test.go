@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -342,6 +343,45 @@ func TestSweeperToolsSayWhatASweeperIs(t *testing.T) {
 			if !strings.Contains(d, want) {
 				t.Errorf("%s: description lacks %q", name, want)
 			}
+		}
+	}
+}
+
+// TestNoBareSchemas: no property of an input or output schema is the bare
+// schema true (or false), which strict MCP validators refuse: a value of
+// any type is described as such.
+func TestNoBareSchemas(t *testing.T) {
+	var walk func(name, path string, v any)
+	walk = func(name, path string, v any) {
+		switch x := v.(type) {
+		case bool:
+			t.Errorf("%s: %s is the bare schema %v", name, path, x)
+		case map[string]any:
+			if props, ok := x["properties"].(map[string]any); ok {
+				for k, p := range props {
+					walk(name, path+"."+k, p)
+				}
+			}
+			if items, ok := x["items"]; ok {
+				walk(name, path+"[]", items)
+			}
+			for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+				branches, _ := x[key].([]any)
+				for i, b := range branches {
+					walk(name, fmt.Sprintf("%s.%s[%d]", path, key, i), b)
+				}
+			}
+		}
+	}
+	for _, op := range ops.All() {
+		if op.Spec().Stream {
+			continue
+		}
+		for side, s := range map[string]any{"input": op.InputSchema(), "output": op.OutputSchema()} {
+			b, _ := json.Marshal(s)
+			var v any
+			json.Unmarshal(b, &v)
+			walk(op.Spec().Name+" "+side, "$", v)
 		}
 	}
 }

@@ -26,6 +26,9 @@ import (
 func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		// An interface (a sweeper's details): any JSON value too, rather
+		// than the bare schema true, which strict validators refuse.
+		reflect.TypeFor[any](): {Description: "any JSON value"},
 		// One name, or a list of them (cks.Names).
 		reflect.TypeFor[cks.Names](): {AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}},
 	}
