@@ -91,6 +91,9 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeRequestTooLarge: a body over the limit (413).
 	CodeRequestTooLarge = "request_too_large"
+	// CodeMethodNotAllowed: a method the path does not answer (405, with
+	// Allow).
+	CodeMethodNotAllowed = "method_not_allowed"
 	// CodeTooManyConnections: a client address over its connection limit
 	// (503).
 	CodeTooManyConnections = "too_many_connections"

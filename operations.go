@@ -3,6 +3,7 @@ package cks
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -23,8 +24,8 @@ type TaskInput struct {
 // ListTasksInput is the input of list_tasks (over HTTP, the query of GET
 // /v1/tasks: a list may repeat its parameter or separate items by commas).
 type ListTasksInput struct {
-	State []string `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
-	Type  []string `json:"type,omitempty" jsonschema:"only tasks of any of these types"`
+	State Names `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED): one, or a list"`
+	Type  Names `json:"type,omitempty" jsonschema:"only tasks of any of these types: one, or a list"`
 	// Cursor and Limit page the list.
 	Cursor int64 `json:"cursor,omitempty" jsonschema:"list tasks with task_id greater than this (the next_cursor of the previous page)"`
 	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
@@ -49,6 +50,29 @@ const (
 	TaskOrderStoppedFirst TaskOrder = "stopped_first"
 )
 
+// Names is a list of names (states, types, kinds) that a caller may also
+// send as one name, as a person or a model naturally does: the JSON "OPEN"
+// reads as ["OPEN"], and "" as no name at all. Anything else that is not
+// a list of strings is a type error naming the field.
+type Names []string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *Names) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		if *n = nil; one != "" {
+			*n = Names{one}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[[]string]()}
+	}
+	*n = list
+	return nil
+}
+
 // Duration is a Go duration written as text ("30s", "2m", "24h"): the type
 // of an input field that holds one, so that a surface reading the field
 // from text (the CLI's flags) reads it as a duration. The operation parses
@@ -68,8 +92,8 @@ func ListTasksInputOf(f TaskFilter) ListTasksInput {
 // CountTasksInput is the input of count_tasks: list_tasks' filter without
 // its paging.
 type CountTasksInput struct {
-	State []string `json:"state,omitempty" jsonschema:"count only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
-	Type  []string `json:"type,omitempty" jsonschema:"count only tasks of any of these types"`
+	State Names `json:"state,omitempty" jsonschema:"count only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED): one, or a list"`
+	Type  Names `json:"type,omitempty" jsonschema:"count only tasks of any of these types: one, or a list"`
 	// StoppedLongerThan counts the STOPPED tasks whose state has not
 	// changed for at least this long, relative to now.
 	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: count only STOPPED tasks held at least that long (no state filter with it)"`
@@ -172,8 +196,8 @@ type UpdateTaskInput struct {
 // ClaimTasksInput is the input of claim_tasks.
 type ClaimTasksInput struct {
 	// Worker names the executor instance; default the caller's name.
-	Worker string   `json:"worker,omitempty" jsonschema:"the executor instance (default the caller's name)"`
-	Types  []string `json:"types,omitempty" jsonschema:"task types to lease; none leases tasks of any type"`
+	Worker string `json:"worker,omitempty" jsonschema:"the executor instance (default the caller's name)"`
+	Types  Names  `json:"types,omitempty" jsonschema:"task types to lease, one or a list; none leases tasks of any type"`
 	// N is how many tasks to lease at most (default 1).
 	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
 	// LeaseS is the lease in seconds (default 300).
@@ -202,9 +226,15 @@ type LeaseInput struct {
 }
 
 // TouchResult is the output of touch_task: whether the lease is still held
-// (the seed's touch convention: a lost lease is an answer, not an error).
+// (the seed's touch convention: a lost lease is an answer, not an error)
+// and, when it is not, whether that is an abort the executor must confirm.
 type TouchResult struct {
-	Held bool `json:"held"`
+	Held bool `json:"held" jsonschema:"the lease is still this caller's: go on working"`
+	// AbortRequested: the lease was revoked by an operator's stop, update
+	// or cancel that waits for this attempt to stop (confirm_abort with
+	// the same lease token). False with held false: the lease ended some
+	// other way (it expired, the task finished), nothing to confirm.
+	AbortRequested bool `json:"abort_requested" jsonschema:"with held false: an operator stopped the attempt; stop working and call confirm_abort with the same lease token"`
 }
 
 // AddEvidenceInput is the input of add_evidence.
@@ -325,11 +355,11 @@ type ObjectView struct {
 // ListObjectsInput is the input of list_objects (over HTTP, the query of GET
 // /v1/objects).
 type ListObjectsInput struct {
-	Status []string `json:"status,omitempty" jsonschema:"only objects in any of these statuses"`
-	Kind   []string `json:"kind,omitempty" jsonschema:"only objects of any of these kinds: question, claim, synthesis, critique, rationale, model_reply"`
-	Q      string   `json:"q,omitempty" jsonschema:"only objects whose title or content contains this text (ASCII letters in either case), at most 200 bytes"`
-	Cursor int64    `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
-	Limit  int      `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+	Status Names  `json:"status,omitempty" jsonschema:"only objects in any of these statuses: one, or a list"`
+	Kind   Names  `json:"kind,omitempty" jsonschema:"only objects of any of these kinds (question, claim, synthesis, critique, rationale, model_reply): one, or a list"`
+	Q      string `json:"q,omitempty" jsonschema:"only objects whose title or content contains this text (ASCII letters in either case), at most 200 bytes"`
+	Cursor int64  `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 }
 
 // ObjectFilter turns in into the store's filter.

@@ -137,6 +137,7 @@ func New(cfg Config) *API {
 	a.mux.HandleFunc("GET /healthz", a.healthz)
 	a.mux.HandleFunc("POST /login", a.login)
 	a.mux.HandleFunc("POST /logout", a.logout)
+	a.routeDiscovery()
 	// Authenticated: every operation of the table the services offer, each
 	// with the permission it needs (see Routes).
 	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version)
@@ -428,7 +429,7 @@ func (a *API) authenticate(r *http.Request) (*http.Request, error) {
 // token or session (429 for an address failing too often).
 func (a *API) authed(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, err error) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="cks"`)
+		w.Header().Set("WWW-Authenticate", challenge(r))
 		WriteError(w, http.StatusUnauthorized, cks.CodeUnauthenticated, err.Error())
 	}, func(w http.ResponseWriter, _ *http.Request, wait time.Duration) { writeThrottled(w, wait) })
 }

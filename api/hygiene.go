@@ -200,11 +200,7 @@ func sameOrigin(r *http.Request) error {
 	if origin == "" {
 		return errors.New("it carries neither Sec-Fetch-Site nor Origin")
 	}
-	self := "http://" + r.Host
-	if r.TLS != nil {
-		self = "https://" + r.Host
-	}
-	if !strings.EqualFold(origin, self) {
+	if self := originOf(r); !strings.EqualFold(origin, self) {
 		return fmt.Errorf("Origin %q is not this hub's %q", origin, self)
 	}
 	return nil

@@ -203,7 +203,7 @@ func WithPrincipal(ctx context.Context, authz *Service, p cks.Principal) context
 }
 
 // WithLocalOperator returns ctx marking the caller as the local operator (the
-// person at the terminal of `cks mcp` over stdio), who holds admin.
+// person at the terminal of `cks mcp --embedded` over stdio), who holds admin.
 func WithLocalOperator(ctx context.Context) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{local: true})
 }

@@ -33,6 +33,12 @@ func New(baseURL, token string) *Client {
 	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
 }
 
+// BaseURL is the URL of the hub c calls.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Token is the bearer token c authenticates with.
+func (c *Client) Token() string { return c.token }
+
 // Error is an error answered by the hub (cks.Error): its HTTP status, code,
 // message and, for bad input, the offending field.
 type Error = cks.Error

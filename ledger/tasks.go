@@ -634,6 +634,29 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	return err == nil, err
 }
 
+// Heartbeat is Touch answered for an executor that knows nothing of the
+// ledger's notifications (an agent over HTTP or MCP): whether the lease is
+// still held and, when it is not, whether an abort names it — an
+// operator's stop, update or cancel revoked it and waits for the executor
+// to confirm (ConfirmAbort with the same token) — or it ended some other
+// way (expired and reaped, the task finished), with nothing to confirm. A
+// lost lease is an answer, not an error.
+func (s *Service) Heartbeat(ctx context.Context, id int64, token string) (cks.TouchResult, error) {
+	held, err := s.Touch(ctx, id, token)
+	switch {
+	case !errors.Is(err, cks.ErrLeaseLost):
+		return cks.TouchResult{Held: held}, err
+	case token == "":
+		return cks.TouchResult{}, nil // no lease: no abort names it
+	}
+	_, err = s.db.Executor().AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: id,
+		LeaseTokenHash: driver.HashLeaseToken(token), Lock: driver.LockNone})
+	if errors.Is(err, driver.ErrNoRows) {
+		return cks.TouchResult{}, nil
+	}
+	return cks.TouchResult{AbortRequested: err == nil}, err
+}
+
 // AddEvidence records evidence for the current attempt and revision.
 func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body string) (cks.Evidence, error) {
 	if err := cmp.Or(cks.ValidateText("kind", kind), cks.ValidateText("body", body)); err != nil {

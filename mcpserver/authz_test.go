@@ -35,9 +35,8 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Stop(context.Background()) })
-	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
-	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
-	mcpserver.AddObjectTools(e.srv, e.store.Objects)
+	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks, Principals: e.store.Principals, Sweepers: rt.Sweepers,
+		Objects: e.store.Objects})
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Principals: e.store.Principals, Clock: e.clock}, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -94,6 +93,22 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolUpdateTask:         {"task_id": id, "priority": 3},
 		mcpserver.ToolSubmitResearch:     {"question": "Why is the sky blue?"},
 		mcpserver.ToolGetObject:          {"object_id": id},
+		mcpserver.ToolListObjects:        nil,
+		mcpserver.ToolListObjectVersions: {"object_id": id},
+		mcpserver.ToolWriteObjectVersion: {"object_id": id, "base_version": 1, "content": map[string]any{}},
+		mcpserver.ToolClaimTasks:         {"types": []string{"none-such"}},
+		mcpserver.ToolMarkRunning:        {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolTouchTask:          {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolAddEvidence:        {"task_id": id, "lease_token": "nope", "kind": "log", "body": "b"},
+		mcpserver.ToolRecordDecision:     {"task_id": id, "lease_token": "nope", "kind": "k", "derived_from_revision": 1},
+		mcpserver.ToolReuseWorkspace:     {"task_id": id, "lease_token": "nope", "path": "/w", "derived_from_revision": 1},
+		mcpserver.ToolConfirmAbort:       {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolCompleteTask:       {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolFailTask:           {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolRequestInput:       {"task_id": id, "lease_token": "nope", "question": "q"},
+		mcpserver.ToolClaimReview:        {"task_id": id},
+		mcpserver.ToolApproveReview:      {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolRejectReview:       {"task_id": id, "lease_token": "nope"},
 	}
 	if len(args) != len(mcpserver.Access()) {
 		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access()))

@@ -1,6 +1,8 @@
 // Package mcpserver exposes cks over the Model Context Protocol (official Go
-// SDK), over stdio (the `cks mcp` command) and over the streamable HTTP
-// transport (mounted by the hub at /mcp behind its bearer auth).
+// SDK): over the streamable HTTP transport (mounted by the hub at /mcp behind
+// its bearer auth), and over stdio (the `cks mcp` command) as a Proxy of a
+// hub's /mcp — or, with --embedded, served from the database itself
+// (ServeStdio).
 //
 // Its tools are the MCP operations of the table (package ops), registered by
 // one adapter: a tool's name, description, input and output schemas and
@@ -51,7 +53,35 @@ const (
 	ToolStopAgent          = "stop_agent"
 	ToolSubmitResearch     = "submit_research"
 	ToolGetObject          = "get_object"
+	// The worker's tools (the executor and review operations).
+	ToolClaimTasks     = "claim_tasks"
+	ToolMarkRunning    = "mark_running"
+	ToolTouchTask      = "touch_task"
+	ToolAddEvidence    = "add_evidence"
+	ToolRecordDecision = "record_decision"
+	ToolReuseWorkspace = "reuse_workspace"
+	ToolConfirmAbort   = "confirm_abort"
+	ToolCompleteTask   = "complete_task"
+	ToolFailTask       = "fail_task"
+	ToolRequestInput   = "request_input"
+	ToolClaimReview    = "claim_review"
+	ToolApproveReview  = "approve_review"
+	ToolRejectReview   = "reject_review"
+	// The knowledge store's other tools.
+	ToolListObjects        = "list_objects"
+	ToolListObjectVersions = "list_object_versions"
+	ToolWriteObjectVersion = "write_object_version"
 )
+
+// Instructions are what the server tells a client at initialization: what
+// cks is, which tools do what, and the worker protocol in order.
+const Instructions = "cks is a control plane for fleets of AI agents: a task ledger (tasks with states, leases and " +
+	"revisions), a knowledge store (research questions, claims, syntheses, versioned objects) and the processes and " +
+	"sweepers that work them. Operators list, create, stop, start, update, answer and cancel tasks (list_tasks, " +
+	"get_task, create_task, …); workers lease and work them. " + ops.WorkerProtocol +
+	" The knowledge store: submit_research, then get_object until the question is resolved or needs_input; " +
+	"list_objects, list_object_versions and write_object_version (a write from a base that is no longer a head forks the object). " +
+	"Every refusal is a tool error in the words of the HTTP API."
 
 // NewServer returns an MCP server named "cks" at version serving every MCP
 // operation the services svc offer.
@@ -60,6 +90,7 @@ func NewServer(version string, svc *ops.Services) *mcp.Server {
 		// No logging capability: the server sends no log messages. The tools
 		// capability is inferred from the tools added.
 		Capabilities: &mcp.ServerCapabilities{},
+		Instructions: Instructions,
 	})
 	Register(srv, svc)
 	return srv

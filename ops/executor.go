@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -20,6 +19,20 @@ import (
 // lease, which can report on its task but never stop, start, update, cancel
 // or review it. Claim and review claim are Secret: their answers are the only
 // ones that carry lease tokens.
+
+// WorkerProtocol is how an agent works a task, told once in full (claim_tasks'
+// description and the MCP server's instructions); each other executor call
+// says its step.
+const WorkerProtocol = "The worker protocol, in order: " +
+	"(1) claim_tasks (types, lease_s) leases tasks, each with its revision and a lease_token shown in that answer only; " +
+	"(2) mark_running; " +
+	"(3) while working: touch_task at least every third of the lease (held false: the lease is gone, stop working; with " +
+	"abort_requested also call confirm_abort), add_evidence, and record_decision with derived_from_revision set to the " +
+	"claimed task's revision; " +
+	"(4) end the attempt with exactly one of complete_task, fail_task or request_input. " +
+	"Every call after the claim carries task_id and lease_token; one whose lease is no longer held (stopped, cancelled, " +
+	"expired, finished) is a lease_lost error and changes nothing. A stopped task that is started again is claimed afresh, " +
+	"with a new lease and its new revision: re-derive everything from the task as that claim returns it."
 
 // leaseOf reads lease_s: 0 is the ledger's DefaultLease. The bound is the
 // ledger's (ValidateClaim, naming lease_s): a number of seconds past it
@@ -40,11 +53,13 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 	spec: Spec{
 		Title:   "Claim tasks",
 		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
-		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker. " +
-			"Each comes with a fresh lease_token, shown in this answer only, and agent_tokens holds a task-scoped " +
-			"credential per task bound to its lease. Needs append on /tasks.",
-		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP, Needs: NeedTasks | NeedPrincipals,
-		Secret: true,
+		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker " +
+			"(default the caller's name), for lease_s seconds (default 300). Each comes with its revision and a fresh lease_token, " +
+			"shown in this answer only: keep it, every later call of the attempt needs it. agent_tokens holds a task-scoped " +
+			"credential per task (read, append and create on /tasks/ID, bound to the lease) for whatever the executor runs " +
+			"to work that task with. No OPEN task: tasks is empty. Needs append on /tasks. " + WorkerProtocol,
+		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP, Needs: NeedTasks | NeedPrincipals,
+		Secret: true, Hints: leaseCall,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ClaimTasksInput) (cks.ClaimedTasks, error) {
 		worker, n := in.Worker, in.N
@@ -73,56 +88,75 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 	},
 })
 
-// executorOp declares an executor call on one task: append on the task.
+// leaseCall are the hints of a call under a lease: it changes the task
+// (never destructively: it records, or moves the attempt on), and a
+// repeat is another change (a second claim, another evidence row) or is
+// refused; leaseOnce those of one whose repeat changes nothing more (a
+// renewal, the second confirmation, a move the first call made).
+var (
+	leaseCall = Hints{Destructive: new(false), OpenWorld: new(false)}
+	leaseOnce = Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)}
+)
+
+// executorOp declares an executor call on one task: append on the task,
+// over HTTP and MCP.
 func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
 	sp.Permission, sp.Resource = auth.PermAppend, taskResource
-	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	sp.Surfaces, sp.Needs = HTTP|MCP, NeedTasks
 	return define(e, &Op[In, Out]{spec: sp, call: call})
 }
 
 // MarkRunning is mark_running.
 var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 	Title:   "Mark running",
-	Summary: "move a claimed task to RUNNING", Description: "Move a CLAIMED task to RUNNING under its lease.",
+	Summary: "move a claimed task to RUNNING", Hints: leaseOnce,
+	Description: "Step 2 of the worker protocol (claim_tasks describes it): move the CLAIMED task to RUNNING under its lease, " +
+		"once, before the work starts.",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Task, error) {
 	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
 })
 
 // TouchTask is touch_task.
 var TouchTask = executorOp(cks.OpTouchTask, Spec{
-	Title:       "Renew lease",
-	Summary:     "renew a lease; held false when it is lost",
-	Description: "Renew the lease (the lease heartbeat). held is false, not an error, when the lease is lost: stop working on the task.",
+	Title:   "Renew lease",
+	Summary: "renew a lease (the heartbeat); held false when it is lost, with abort_requested after a stop",
+	Hints:   leaseOnce,
+	Description: "Step 3 of the worker protocol (claim_tasks describes it): renew the lease for its length again (the heartbeat); " +
+		"call it at least every third of the lease while working. held false (an answer, not an error): the lease is lost, " +
+		"stop working on the task and write nothing more; abort_requested true with it: an operator stopped the attempt " +
+		"and waits for confirm_abort with this lease token.",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.TouchResult, error) {
-	held, err := s.Tasks.Touch(ctx, in.TaskID, in.LeaseToken)
-	if errors.Is(err, cks.ErrLeaseLost) {
-		err = nil // a lost lease is the answer held=false, not an error
-	}
-	return cks.TouchResult{Held: held}, err
+	return s.Tasks.Heartbeat(ctx, in.TaskID, in.LeaseToken)
 })
 
 // AddEvidence is add_evidence.
 var AddEvidence = executorOp(cks.OpAddEvidence, Spec{
-	Title: "Add evidence", Status: http.StatusCreated,
-	Summary: "record evidence of the current attempt", Description: "Record evidence of the current attempt (201).",
+	Title: "Add evidence", Status: http.StatusCreated, Hints: leaseCall,
+	Summary: "record evidence of the current attempt",
+	Description: "Step 3 of the worker protocol (claim_tasks describes it): record evidence of the current attempt (what was " +
+		"found, run or produced; kind workspace names the attempt's workspace path), under its lease (201).",
 }, func(ctx context.Context, s *Services, in *cks.AddEvidenceInput) (cks.Evidence, error) {
 	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
 })
 
 // RecordDecision is record_decision.
 var RecordDecision = executorOp(cks.OpRecordDecision, Spec{
-	Title: "Record decision", Status: http.StatusCreated,
-	Summary:     "record a decision of the current attempt, with the revision it was derived from",
-	Description: "Record a decision of the current attempt with the task revision it was derived from (201).",
+	Title: "Record decision", Status: http.StatusCreated, Hints: leaseCall,
+	Summary: "record a decision of the current attempt, with the revision it was derived from",
+	Description: "Step 3 of the worker protocol (claim_tasks describes it): record a decision of the current attempt with " +
+		"derived_from_revision, the revision of the task as the claim returned it, so a decision made on an older text " +
+		"of the task shows as such (201). A revision the task never had is an invalid_argument error naming derived_from_revision.",
 }, func(ctx context.Context, s *Services, in *cks.RecordDecisionInput) (cks.Decision, error) {
 	return s.Tasks.RecordDecision(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Text, in.DerivedFromRevision)
 })
 
 // ReuseWorkspace is reuse_workspace.
 var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
-	Title: "Reuse workspace", Status: http.StatusCreated,
-	Summary:     "continue in a workspace an earlier attempt left (an explicit decision)",
-	Description: "Record the explicit decision to continue in a workspace left by an earlier attempt, and make it the current attempt's (201).",
+	Title: "Reuse workspace", Status: http.StatusCreated, Hints: leaseCall,
+	Summary: "continue in a workspace an earlier attempt left (an explicit decision)",
+	Description: "Step 3 of the worker protocol, optional: record the explicit decision to continue in a workspace left by an " +
+		"earlier attempt (get_task lists them under history), and make it the current attempt's (201); without it the " +
+		"attempt starts with none.",
 }, func(ctx context.Context, s *Services, in *cks.ReuseWorkspaceInput) (cks.Decision, error) {
 	return s.Tasks.ReuseWorkspace(ctx, in.TaskID, in.LeaseToken, in.Path, in.DerivedFromRevision)
 })
@@ -130,9 +164,11 @@ var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
 // ConfirmAbort is confirm_abort.
 var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 	Title:   "Confirm abort",
-	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped",
-	Description: "The executor's confirmation that the work of its revoked lease has stopped; not_found when no abort " +
-		"names that lease (it ended some other way).",
+	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped", Hints: leaseOnce,
+	Description: "The worker protocol's answer to an abort (touch_task said abort_requested): confirm, with the revoked lease " +
+		"token, that the work of that attempt has stopped, so the operator's stop_task or update_task knows " +
+		"(abort_confirmed). not_found when no abort names that lease (it ended some other way: nothing to confirm); a " +
+		"second confirmation changes nothing.",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Abort, error) {
 	if in.LeaseToken == "" {
 		return cks.Abort{}, &cks.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
@@ -143,7 +179,10 @@ var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 // CompleteTask is complete_task.
 var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 	Title:   "Complete task",
-	Summary: "end an attempt successfully (or for review)", Description: "End the attempt: COMPLETED, or NEEDS_REVIEW with needs_review.",
+	Summary: "end an attempt successfully (or for review)", Hints: leaseOnce,
+	Description: "Step 4 of the worker protocol (claim_tasks describes it): end the attempt with its result: COMPLETED, or " +
+		"NEEDS_REVIEW with needs_review. The lease ends with it; a lease that is no longer held (the task was stopped) " +
+		"is a lease_lost error and completes nothing.",
 }, func(ctx context.Context, s *Services, in *cks.CompleteTaskInput) (cks.Task, error) {
 	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
 })
@@ -151,7 +190,9 @@ var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 // FailTask is fail_task.
 var FailTask = executorOp(cks.OpFailTask, Spec{
 	Title:   "Fail task",
-	Summary: "end an attempt unsuccessfully", Description: "End the attempt unsuccessfully: FAILED, or OPEN again when retryable and attempts remain.",
+	Summary: "end an attempt unsuccessfully", Hints: leaseOnce,
+	Description: "Step 4 of the worker protocol (claim_tasks describes it): end the attempt unsuccessfully with its reason: " +
+		"FAILED, or with retryable OPEN again after a backoff while attempts remain.",
 }, func(ctx context.Context, s *Services, in *cks.FailTaskInput) (cks.Task, error) {
 	return s.Tasks.Fail(ctx, in.TaskID, in.LeaseToken, in.Retryable, in.Reason)
 })
@@ -159,23 +200,28 @@ var FailTask = executorOp(cks.OpFailTask, Spec{
 // RequestInput is request_input.
 var RequestInput = executorOp(cks.OpRequestInput, Spec{
 	Title:   "Request input",
-	Summary: "park a task with a question for a person (NEEDS_INPUT)", Description: "Park the task in NEEDS_INPUT with a question; the attempt is given back.",
+	Summary: "park a task with a question for a person (NEEDS_INPUT)", Hints: leaseOnce,
+	Description: "Step 4 of the worker protocol (claim_tasks describes it): park the task in NEEDS_INPUT with a question for a " +
+		"person; the attempt is given back and the lease ends. Once answer_task answers it the task is OPEN again, to be " +
+		"claimed afresh with the answer.",
 }, func(ctx context.Context, s *Services, in *cks.QuestionInput) (cks.Task, error) {
 	return s.Tasks.RequestInput(ctx, in.TaskID, in.LeaseToken, in.Question)
 })
 
-// reviewOp declares a review call: update on the task.
+// reviewOp declares a review call: update on the task, over HTTP and MCP.
 func reviewOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx context.Context, s *Services, in *In) (Out, error)) *Op[In, Out] {
 	sp.Permission, sp.Resource = auth.PermUpdate, taskResource
-	sp.Surfaces, sp.Needs = HTTP, NeedTasks
+	sp.Surfaces, sp.Needs = HTTP|MCP, NeedTasks
 	return define(e, &Op[In, Out]{spec: sp, call: call})
 }
 
 // ClaimReview is claim_review.
 var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
-	Title: "Claim review", Secret: true,
-	Summary:     "lease a NEEDS_REVIEW task for review, with the review lease's token",
-	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING); the answer carries the review lease's token, as a claim does.",
+	Title: "Claim review", Secret: true, Hints: leaseCall,
+	Summary: "lease a NEEDS_REVIEW task for review, with the review lease's token",
+	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING) for lease_s seconds (default 300); the answer carries the review " +
+		"lease's token, shown in this answer only, as a claim does. End the review with approve_review or reject_review " +
+		"under that token.",
 }, func(ctx context.Context, s *Services, in *cks.ClaimReviewInput) (cks.ClaimedTask, error) {
 	lease := leaseOf(in.LeaseS)
 	reviewer := in.Reviewer
@@ -188,7 +234,8 @@ var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 // ApproveReview is approve_review.
 var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 	Title:   "Approve review",
-	Summary: "approve a reviewed task (COMPLETED)", Description: "Approve the reviewed task: COMPLETED.",
+	Summary: "approve a reviewed task (COMPLETED)", Hints: leaseOnce,
+	Description: "Approve the task under review (claim_review's lease token): COMPLETED.",
 }, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
 })
@@ -196,7 +243,8 @@ var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 // RejectReview is reject_review.
 var RejectReview = reviewOp(cks.OpRejectReview, Spec{
 	Title:   "Reject review",
-	Summary: "reject a reviewed task (OPEN again)", Description: "Reject the reviewed task: OPEN again for another attempt.",
+	Summary: "reject a reviewed task (OPEN again)", Hints: leaseOnce,
+	Description: "Reject the task under review (claim_review's lease token), with a note: OPEN again for another attempt.",
 }, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)
 })

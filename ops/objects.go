@@ -28,7 +28,9 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 		Description: "Submit a question to the cks research pipeline (Researcher → Critic → Synthesizer → Arbiter). " +
 			"It creates a question object in status awaiting_research and returns it at once; the pipeline then moves it " +
 			"through awaiting_critique, awaiting_synthesis and awaiting_arbitration to resolved (a synthesis with citations) " +
-			"or, when it cannot answer within its rounds, needs_input with the reason. Follow it with get_object. " +
+			"or, when it cannot answer within its rounds, needs_input with the reason. To wait for the answer, call get_object on " +
+			"the returned id until current_status is resolved or needs_input (as `cks research --wait` does); the pipeline " +
+			"runs in the hub (or in `cks agent pipeline` processes) and takes seconds to minutes. " +
 			"An empty question or one over 2000 bytes, or a relative corpus, is an invalid_argument error naming the field.",
 		Permission: auth.PermCreate, Resource: auth.ResourceObjects,
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
@@ -109,7 +111,7 @@ var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.Object
 		Description: "List objects of the knowledge store, oldest first, one page at a time (use next_cursor as cursor " +
 			"for the next page), filtered by status and kind, and by q: a text the title or the content (its JSON) " +
 			"contains, ASCII letters in either case; a search reads objects until the page is full.",
-		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ListObjectsInput) (cks.ObjectPage, error) {
 		f, err := in.ObjectFilter()
@@ -162,7 +164,7 @@ var ListObjectVersionsOp = define(cks.OpListObjectVersions, &Op[cks.ObjectInput,
 		Title:       "List object versions",
 		Summary:     `the version DAG {"versions","heads","forked"}; versions are numbered 1, 2, 3 … within each object, and bases, parents and heads are those numbers`,
 		Description: "Every version of an object, ascending by number (versions are numbered 1, 2, 3 … within each object; each names its parents, so the list is the version DAG), the numbers of its heads, and whether it is forked.",
-		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | CLI, Needs: NeedObjects, Hints: readOnly,
+		Permission:  auth.PermRead, Resource: objectResource, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ObjectInput) (cks.VersionList, error) {
 		return ListObjectVersions(ctx, s.Objects, in.ObjectID)
@@ -214,7 +216,8 @@ var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[cks.WriteVersion
 			"a base that is no version of the object or content that is not a JSON object is an invalid_argument error naming base_version or " +
 			"content, an unknown object not_found, and nothing is written.",
 		Permission: auth.PermUpdate, Resource: objectResource,
-		Status: http.StatusCreated, Surfaces: HTTP | CLI, Needs: NeedObjects,
+		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)}, // a version is added, none is replaced
 	},
 	call: func(ctx context.Context, s *Services, in *cks.WriteVersionInput) (cks.Version, error) {
 		return WriteObjectVersion(ctx, s.Objects, in.ObjectID, in.BaseVersion, in.Content, actor(ctx))

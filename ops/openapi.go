@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -99,7 +100,8 @@ func operationObject(op Operation) (map[string]any, error) {
 	if op.Route().Bodyless() {
 		for _, name := range sortedKeys(props) {
 			p := map[string]any{"name": name, "in": "query", "required": isRequired(name), "schema": props[name]}
-			if isArray(props[name]) {
+			if arr := queryList(props[name]); arr != nil {
+				p["schema"] = arr
 				p["style"], p["explode"] = "form", true // ?state=OPEN&state=STOPPED
 			}
 			params = append(params, p)
@@ -146,6 +148,27 @@ func isArray(schema any) bool {
 		return slices.Contains(t, any("array"))
 	}
 	return false
+}
+
+// queryList is the schema of a list as a query parameter, which repeats:
+// the schema itself when it is an array, the list of a cks.Names (a name or
+// a list of them, in a body) with its description, else nil.
+func queryList(schema any) map[string]any {
+	s, _ := schema.(map[string]any)
+	if isArray(s) {
+		return s
+	}
+	branches, _ := s["anyOf"].([]any)
+	for _, b := range branches {
+		if isArray(b) {
+			arr := maps.Clone(b.(map[string]any))
+			if d, ok := s["description"]; ok {
+				arr["description"] = d
+			}
+			return arr
+		}
+	}
+	return nil
 }
 
 func jsonContent(schema any) map[string]any {

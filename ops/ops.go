@@ -110,6 +110,12 @@ func (s *Services) has(n Need) bool {
 }
 
 // Hints describe an operation's effects for MCP clients (tool annotations).
+// Every operation sets them deliberately (TestHints): OpenWorld always
+// (cks is a closed world: false), Destructive whenever it is not ReadOnly
+// (the MCP default for an unset one is true), and a ReadOnly one is also
+// Idempotent. Idempotent means a repeat with the same input changes nothing
+// more — also when the repeat is refused (a second stop, a completion under
+// a lease that the first one ended).
 type Hints struct {
 	ReadOnly    bool
 	Idempotent  bool

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -11,16 +12,20 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 )
 
-// mcpTools are the MCP tool names the seeds and the first build fixed; the
-// table must keep them exactly.
+// mcpTools are the MCP tools: the names the seeds and the first build fixed,
+// the worker's (the executor and review operations, issue 25) and the
+// knowledge store's; the table must keep them exactly.
 var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop",
 	"list_tasks", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
+	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
+	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
-	"submit_research", "get_object",
+	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }
 
 // TestTableShape: names are unique snake_case, routes are unique and under
@@ -73,6 +78,14 @@ func TestTableShape(t *testing.T) {
 	}
 }
 
+// openAPIParam is a parameter of an OpenAPI operation.
+type openAPIParam struct {
+	Name    string         `json:"name"`
+	In      string         `json:"in"`
+	Schema  map[string]any `json:"schema"`
+	Explode bool           `json:"explode"`
+}
+
 // sample returns a valid-looking input of op: every path and scalar field
 // set, so an HTTP round trip has something to carry.
 func sample(t *testing.T, op ops.Operation) any {
@@ -97,7 +110,11 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.SetBool(true)
 		case reflect.Slice:
 			if fv.Type().Elem().Kind() == reflect.String {
-				fv.Set(reflect.ValueOf([]string{"a", "b"}))
+				vals := []string{"a", "b"}
+				if strings.HasPrefix(f.Tag.Get("json"), "state,") { // a closed vocabulary
+					vals = []string{"OPEN", "STOPPED"}
+				}
+				fv.Set(reflect.ValueOf(vals))
 			}
 		}
 	}
@@ -186,7 +203,8 @@ func errorsAs(err error, fe **cks.FieldError) bool {
 
 // TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, lists
 // every HTTP operation under its path and method with its operationId, and
-// describes the body of every operation that takes one.
+// describes the body of every operation that takes one; a list in the query
+// is an exploded array.
 func TestOpenAPI(t *testing.T) {
 	b, err := ops.OpenAPI(ops.All(), "test")
 	if err != nil {
@@ -201,11 +219,8 @@ func TestOpenAPI(t *testing.T) {
 			OperationID string         `json:"operationId"`
 			Permission  string         `json:"x-cks-permission"`
 			RequestBody map[string]any `json:"requestBody"`
-			Parameters  []struct {
-				Name string `json:"name"`
-				In   string `json:"in"`
-			} `json:"parameters"`
-			Responses map[string]any `json:"responses"`
+			Parameters  []openAPIParam `json:"parameters"`
+			Responses   map[string]any `json:"responses"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -227,10 +242,7 @@ func TestOpenAPI(t *testing.T) {
 			t.Errorf("%s: responses %v, want success and error", sp.Name, o.Responses)
 		}
 		for _, w := range strings.Split(strings.Trim(strings.ReplaceAll(sp.Path, "}", "{"), "{"), "{") {
-			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p struct {
-				Name string `json:"name"`
-				In   string `json:"in"`
-			}) bool {
+			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p openAPIParam) bool {
 				return p.Name == w && p.In == "path"
 			}) {
 				t.Errorf("%s: no path parameter %s", sp.Name, w)
@@ -245,6 +257,17 @@ func TestOpenAPI(t *testing.T) {
 	}
 	if n != len(ops.All()) {
 		t.Errorf("%d of %d operations in the document", n, len(ops.All()))
+	}
+	// A list in the query repeats its parameter: list_tasks' state (one
+	// state or a list, in a body) is an array of states there.
+	for _, p := range doc.Paths["/v1/tasks"]["get"].Parameters {
+		if p.Name != "state" {
+			continue
+		}
+		items, _ := p.Schema["items"].(map[string]any)
+		if p.Schema["type"] != "array" || !p.Explode || items == nil || len(items["enum"].([]any)) != len(ledger.All) {
+			t.Errorf("GET /v1/tasks state parameter %+v, want an exploded array of the states", p)
+		}
 	}
 }
 
@@ -269,6 +292,96 @@ func TestSchemasResolve(t *testing.T) {
 		json.Unmarshal(raw, &v)
 		if err := in.Validate(v); err != nil {
 			t.Errorf("%s: sample input %s: %v", op.Spec().Name, raw, err)
+		}
+	}
+}
+
+// TestHints: every operation's MCP annotations are set deliberately, none
+// left to the protocol's defaults (which call an unannotated tool
+// destructive and open-world): OpenWorld on every one, Destructive on every
+// one that is not read-only, and a read-only one idempotent too. The hints
+// the issue found missing are what the table means.
+func TestHints(t *testing.T) {
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Stream {
+			continue
+		}
+		h := sp.Hints
+		if h.OpenWorld == nil {
+			t.Errorf("%s: OpenWorld hint unset (cks is a closed world: set it false)", sp.Name)
+		}
+		if !h.ReadOnly && h.Destructive == nil {
+			t.Errorf("%s: not read-only, and its Destructive hint is unset (the MCP default is true)", sp.Name)
+		}
+		if h.ReadOnly && (!h.Idempotent || h.Destructive != nil) {
+			t.Errorf("%s: read-only, so idempotent and not marked destructive either way; got %+v", sp.Name, h)
+		}
+	}
+	for name, destructive := range map[string]bool{
+		"answer_task": false, "create_task": false, "start_agent": false, "start_task": false, "update_task": true,
+		"cancel_task": true, "stop_task": false, "write_object_version": false, "complete_task": false,
+	} {
+		op, ok := ops.Lookup(name)
+		if !ok {
+			t.Fatalf("no operation %s", name)
+		}
+		if d := op.Spec().Hints.Destructive; d == nil || *d != destructive {
+			t.Errorf("%s: destructive hint %v, want %v", name, d, destructive)
+		}
+	}
+}
+
+// TestSweeperToolsSayWhatASweeperIs: a model reading the sweeper tools
+// learns what a sweeper is and that a standalone agent process is stopped
+// with request_process_stop, not stop_agent.
+func TestSweeperToolsSayWhatASweeperIs(t *testing.T) {
+	for _, name := range []string{"list_agents", "agent_status", "start_agent", "stop_agent"} {
+		op, _ := ops.Lookup(name)
+		d := op.Spec().Description
+		for _, want := range []string{"A sweeper is a background loop", "lease_reaper", "request_process_stop"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: description lacks %q", name, want)
+			}
+		}
+	}
+}
+
+// TestNoBareSchemas: no property of an input or output schema is the bare
+// schema true (or false), which strict MCP validators refuse: a value of
+// any type is described as such.
+func TestNoBareSchemas(t *testing.T) {
+	var walk func(name, path string, v any)
+	walk = func(name, path string, v any) {
+		switch x := v.(type) {
+		case bool:
+			t.Errorf("%s: %s is the bare schema %v", name, path, x)
+		case map[string]any:
+			if props, ok := x["properties"].(map[string]any); ok {
+				for k, p := range props {
+					walk(name, path+"."+k, p)
+				}
+			}
+			if items, ok := x["items"]; ok {
+				walk(name, path+"[]", items)
+			}
+			for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+				branches, _ := x[key].([]any)
+				for i, b := range branches {
+					walk(name, fmt.Sprintf("%s.%s[%d]", path, key, i), b)
+				}
+			}
+		}
+	}
+	for _, op := range ops.All() {
+		if op.Spec().Stream {
+			continue
+		}
+		for side, s := range map[string]any{"input": op.InputSchema(), "output": op.OutputSchema()} {
+			b, _ := json.Marshal(s)
+			var v any
+			json.Unmarshal(b, &v)
+			walk(op.Spec().Name+" "+side, "$", v)
 		}
 	}
 }

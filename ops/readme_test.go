@@ -10,7 +10,7 @@ import (
 	"github.com/cks-dev/cks/ops"
 )
 
-var updateREADME = flag.Bool("update", false, "rewrite README.md's table of operations from the table")
+var updateREADME = flag.Bool("update", false, "rewrite README.md's table of operations and docs/mcp.md's of tools from the table")
 
 const (
 	tableStart = "<!-- operations table: generated from package ops by `go test ./ops -run TestREADME -update` -->\n"
@@ -42,25 +42,86 @@ func readmeTable() string {
 // of operations as the table says it (name, route, permission and resource,
 // summary, MCP tool), so the documented API is the served one.
 func TestREADMEListsEveryOperation(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	generated(t, "../README.md", tableStart, tableEnd, readmeTable(), "go test ./ops -run TestREADME -update")
+}
+
+const (
+	toolsStart = "<!-- tools table: generated from package ops by `go test ./ops -run TestDocsMCP -update` -->\n"
+	toolsEnd   = "<!-- end of tools table -->\n"
+)
+
+// toolsTable is docs/mcp.md's table of the MCP tools, from the table.
+func toolsTable() string {
+	var b strings.Builder
+	b.WriteString(toolsStart)
+	b.WriteString("| tool | needs | hints | what |\n|---|---|---|---|\n")
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Surfaces&ops.MCP == 0 {
+			continue
+		}
+		summary := strings.ReplaceAll(sp.Summary, "|", `\|`)
+		if sp.Secret {
+			summary += " (the only answer with its secret)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s on `%s` | %s | %s |\n", sp.Name, sp.Permission, sp.Resource, hintWords(sp.Hints), summary)
+	}
+	b.WriteString(toolsEnd)
+	return b.String()
+}
+
+// hintWords says a tool's annotations in words.
+func hintWords(h ops.Hints) string {
+	var out []string
+	if h.ReadOnly {
+		out = append(out, "read-only")
+	}
+	if h.Idempotent {
+		out = append(out, "idempotent")
+	}
+	switch d := h.Destructive; {
+	case d != nil && *d:
+		out = append(out, "destructive")
+	case d != nil:
+		out = append(out, "not destructive")
+	}
+	switch w := h.OpenWorld; {
+	case w != nil && *w:
+		out = append(out, "open world")
+	case w != nil:
+		out = append(out, "closed world")
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestDocsMCPListsEveryTool: docs/mcp.md lists every MCP tool with the
+// permission it needs, its hints and what it does, as the table says.
+func TestDocsMCPListsEveryTool(t *testing.T) {
+	generated(t, "../docs/mcp.md", toolsStart, toolsEnd, toolsTable(), "go test ./ops -run TestDocsMCP -update")
+}
+
+// generated checks that file holds want between the lines start and end
+// (want includes them), rewriting it with -update; otherwise the error says
+// to run regenerate.
+func generated(t *testing.T, file, start, end, want, regenerate string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	i, j := strings.Index(readme, tableStart), strings.Index(readme, tableEnd)
+	doc := string(b)
+	i, j := strings.Index(doc, start), strings.Index(doc, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no operations table between %q and %q", tableStart, tableEnd)
+		t.Fatalf("%s has no generated table between %q and %q", file, start, end)
 	}
-	want := readmeTable()
-	got := readme[i : j+len(tableEnd)]
-	if got == want {
+	if doc[i:j+len(end)] == want {
 		return
 	}
 	if *updateREADME {
-		if err := os.WriteFile("../README.md", []byte(readme[:i]+want+readme[j+len(tableEnd):]), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(doc[:i]+want+doc[j+len(end):]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's operations table is not the table's; run go test ./ops -run TestREADME -update. Want:\n%s", want)
+	t.Errorf("%s's generated table is not the table's; run %s. Want:\n%s", file, regenerate, want)
 }

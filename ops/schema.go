@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // The JSON schemas of inputs and outputs are inferred from the Go types
@@ -25,6 +26,11 @@ import (
 func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		// An interface (a sweeper's details): any JSON value too, rather
+		// than the bare schema true, which strict validators refuse.
+		reflect.TypeFor[any](): {Description: "any JSON value"},
+		// One name, or a list of them (cks.Names).
+		reflect.TypeFor[cks.Names](): {AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}},
 	}
 	nt, err := jsonschema.For[cks.NewTask](&jsonschema.ForOptions{TypeSchemas: types})
 	if err != nil {
@@ -71,6 +77,14 @@ func bound(s *jsonschema.Schema) {
 		return
 	}
 	for name, p := range s.Properties {
+		for _, b := range p.AnyOf { // a cks.Names: its one name and its list
+			switch {
+			case b.Type == "string":
+				b.MaxLength = new(cks.MaxTextLen(name))
+			case b.Type == "array" && b.Items != nil && b.Items.Type == "string":
+				b.Items.MaxLength = new(cks.MaxTextLen(name))
+			}
+		}
 		switch {
 		case p.Type == "string":
 			p.MaxLength = new(cks.MaxTextLen(name))
@@ -90,6 +104,36 @@ func bound(s *jsonschema.Schema) {
 var jsonBounds = fmt.Sprintf(" (nested at most %d levels deep, at most %d bytes as stored: numbers in plain decimal form)",
 	cks.MaxJSONDepth, cks.MaxJSONBytes)
 
+// enums are the closed vocabularies of the cks.Names inputs, by property
+// name: a state is one of the ledger's.
+func enums() map[string][]any {
+	var states []any
+	for _, st := range ledger.All {
+		states = append(states, string(st))
+	}
+	return map[string][]any{"state": states}
+}
+
+// enumerate gives the cks.Names properties of s with a closed vocabulary
+// (enums) their enum, on the one name and on the list's items.
+func enumerate(s *jsonschema.Schema) {
+	vocab := enums()
+	for name, p := range s.Properties {
+		values, ok := vocab[name]
+		if !ok {
+			continue
+		}
+		for _, b := range p.AnyOf {
+			switch b.Type {
+			case "string":
+				b.Enum = values
+			case "array":
+				b.Items.Enum = values
+			}
+		}
+	}
+}
+
 // inputSchema is the schema of In: an object whose properties are described
 // by their tags and by docs (property path, dotted for nested ones → text),
 // requiring required when it is set.
@@ -100,6 +144,7 @@ func inputSchema[In any](name string, docs map[string]string, required []string)
 	}
 	openRaw(s)
 	bound(s)
+	enumerate(s)
 	if s.Type != "object" {
 		panic(fmt.Sprintf("ops: %s: input %v is not a JSON object", name, reflect.TypeFor[In]()))
 	}

@@ -11,8 +11,11 @@ import (
 // The sweeper operations (ADR-015, cks-mcp ADR-009): the in-process
 // sweepers of this hub, their status and their persistent start/stop.
 
-const sweeperNote = " These are the in-process sweepers of this cks server (kind \"sweeper\"), not the standalone agent " +
-	"processes that list_processes reports. There is no separate pause or resume: stop then start is the same thing, " +
+const sweeperNote = " A sweeper is a background loop of the cks server itself (kind \"sweeper\") that keeps its state " +
+	"in order on an interval: lease_reaper reopens tasks whose lease expired, dependency_release opens tasks whose " +
+	"dependencies completed, stale_stop_report reports long-held stops, and the knowledge sweepers (fork_detection, " +
+	"contradiction, inference_staleness, graph_health) enqueue tasks for the knowledge agents. They are not the " +
+	"standalone agent processes that list_processes reports: to stop one of those, use request_process_stop. There is no separate pause or resume: stop then start is the same thing, " +
 	"since each sweep pass is one bounded unit of work with nothing to resume. An unknown agent_id is a not_found " +
 	"error naming the known ids."
 
@@ -29,7 +32,7 @@ var ListAgents = define(cks.OpListAgents, &Op[struct{}, cks.SweeperList]{
 			"last_result_count, last_run_duration_ms, last_error, run_count and the stored override desired_running " +
 			"(null when the config default applies)." + sweeperNote,
 		Permission: auth.PermRead, Resource: auth.ResourceSweepers,
-		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: Hints{ReadOnly: true, Idempotent: true},
+		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SweeperList, error) {
 		sts, err := s.Sweepers.List(ctx)
@@ -58,7 +61,7 @@ var AgentStatus = sweeperOp(cks.OpAgentStatus, Spec{
 	Title:       "Sweeper status",
 	Summary:     "the status of one sweeper",
 	Description: "The status of one sweeper, in the shape of a list_agents row." + sweeperNote,
-	Permission:  auth.PermRead, Hints: Hints{ReadOnly: true, Idempotent: true},
+	Permission:  auth.PermRead, Hints: readOnly,
 }, (*sweeper.Controller).Status)
 
 // StartAgent is start_agent.
@@ -67,7 +70,7 @@ var StartAgent = sweeperOp(cks.OpStartAgent, Spec{
 	Summary: "start a sweeper (persistent)",
 	Description: "Start a sweeper: records desired_running=true (persisting across restarts) and starts it in this " +
 		"process. A sweeper disabled by configuration cannot be started (disabled_by_config)." + asymmetry + sweeperNote,
-	Permission: auth.PermControl, Hints: Hints{Idempotent: true},
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 }, (*sweeper.Controller).Start)
 
 // StopAgent is stop_agent.
@@ -76,5 +79,5 @@ var StopAgent = sweeperOp(cks.OpStopAgent, Spec{
 	Summary: "stop a sweeper (persistent)",
 	Description: "Stop a sweeper: records desired_running=false (persisting across restarts) and stops it in this " +
 		"process, waiting for its loop to exit." + asymmetry + sweeperNote,
-	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false)},
+	Permission: auth.PermControl, Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 }, (*sweeper.Controller).Stop)

@@ -20,7 +20,7 @@ import (
 // permission (holding stop does not grant start).
 
 // LocalActor is recorded as the actor of a change made by a caller that is
-// no principal: the local operator of `cks mcp` over stdio.
+// no principal: the local operator of `cks mcp --embedded` over stdio.
 const LocalActor = "mcp"
 
 // actor names the caller in ctx for the event log: the authenticated
@@ -82,7 +82,7 @@ var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 			"stopped_first the first page opens with every STOPPED task (up to 1000; more_stopped says there are more), longest held " +
 			"first, and stopped says how many; then come the tasks of every other state, paged as usual.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
-		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ListTasksInput) (cks.TaskPage, error) {
 		f, err := TaskFilterOf(*in, s.clock().Now())
@@ -106,7 +106,7 @@ var CountTasks = define(cks.OpCountTasks, &Op[cks.CountTasksInput, cks.TaskCount
 			"when it names none), 0 included, and total their sum. The filter is list_tasks': state, type, or the STOPPED " +
 			"tasks held at least stopped_longer_than.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
-		Surfaces: HTTP, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+		Surfaces: HTTP, Needs: NeedTasks, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.CountTasksInput) (cks.TaskCounts, error) {
 		f, err := TaskFilterOf(in.ListTasksInput(), s.clock().Now())
@@ -127,7 +127,7 @@ var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review; none " +
 			"when it is finished) — whether the caller holds their permissions is not checked here.",
 		Permission: auth.PermRead, Resource: taskResource,
-		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskInput) (cks.Task, error) {
 		t, err := s.Tasks.GetTask(ctx, in.TaskID)
@@ -178,6 +178,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 		Permission: auth.PermCreate, Resource: auth.ResourceTasks,
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Alternate: &Alternate{Status: http.StatusOK, When: "a live task had the dedupe_key: it is returned, with created false"},
+		// Each call adds a task (one with a dedupe_key only the first time).
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
 	// The one place of the rule: a child of P needs create on /tasks/P (so
 	// a task-scoped agent credential can create children of its own task).
@@ -243,6 +245,8 @@ var AnswerTask = define(cks.OpAnswerTask, &Op[cks.AnswerTaskInput, cks.Task]{
 		Summary:     "answer a NEEDS_INPUT task's question",
 		Description: "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded. Answering is an operator edit: it needs update on the task.",
 		Permission:  auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		// A second answer is refused: the task is no longer NEEDS_INPUT.
+		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.AnswerTaskInput) (cks.Task, error) {
 		return s.Tasks.Answer(ctx, in.TaskID, actor(ctx), in.Text)
@@ -256,7 +260,7 @@ var CancelTask = define(cks.OpCancelTask, &Op[cks.TaskReasonInput, cks.Task]{
 		Summary:     "cancel a task (terminal)",
 		Description: "Cancel a task (terminal). Its executor loses the lease and its WAITING dependants become BLOCKED. Needs cancel on the task.",
 		Permission:  auth.PermCancel, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{Destructive: new(true)},
+		Hints: Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)}, // terminal: a second cancel is refused
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Cancel(ctx, in.TaskID, actor(ctx), in.Reason)
@@ -275,7 +279,8 @@ var StopTask = define(cks.OpStopTask, &Op[cks.StopTaskInput, cks.TaskStopResult]
 			"OPEN, WAITING, BLOCKED, NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks are stopped directly (no abort). " +
 			"A terminal or already STOPPED task is a conflict. Needs stop on /tasks/{task_id}, which does not grant start.",
 		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+		// A hold, undone by start_task; a second stop is refused.
+		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.StopTaskInput) (cks.TaskStopResult, error) {
 		d, wait, err := in.Parse()
@@ -296,7 +301,8 @@ var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 			"now stands; nothing an aborted attempt recorded counts as current. A task that is not STOPPED is a conflict. " +
 			"Needs start on /tasks/{task_id}.",
 		Permission: auth.PermStart, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{OpenWorld: new(false)},
+		// A second start is refused: the task is no longer STOPPED.
+		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Start(ctx, in.TaskID, actor(ctx), in.Reason)
@@ -318,7 +324,9 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 			"close a cycle is an invalid_argument error, and any error changes nothing. " +
 			"Needs update on /tasks/{task_id}.",
 		Permission: auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{OpenWorld: new(false)},
+		// It can cancel children, drop dependencies and restart a running
+		// executor's attempt; add_children repeated adds more children.
+		Hints: Hints{Destructive: new(true), OpenWorld: new(false)},
 	},
 	docs: map[string]string{
 		"title":               "new title (not material)",

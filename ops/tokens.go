@@ -25,7 +25,7 @@ var CreateToken = tokenOp(cks.OpCreateToken, &Op[cks.CreateTokenInput, cks.Creat
 		Title: "Create token", Status: http.StatusCreated,
 		Summary:     "create a bearer token (shown once) with its grants",
 		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
-		Secret:      true,
+		Secret:      true, Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.CreateTokenInput) (cks.CreatedToken, error) {
 		grants, name := in.Grants, in.Name
@@ -64,7 +64,7 @@ var ListTokens = tokenOp(cks.OpListTokens, &Op[struct{}, cks.TokenList]{
 		Title:       "List tokens",
 		Summary:     "every principal with its grants (never a token or its hash)",
 		Description: "Every principal with its grants, oldest first; never a token or its hash.",
-		Hints:       Hints{ReadOnly: true, Idempotent: true},
+		Hints:       readOnly,
 	},
 	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.TokenList, error) {
 		ps, err := s.Principals.ListPrincipals(ctx)
@@ -81,7 +81,7 @@ var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[cks.TokenInput, struct{}]{
 		Title: "Revoke token", Status: http.StatusNoContent,
 		Summary:     "revoke a principal (204); the last admin cannot be revoked",
 		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
-		Hints:       Hints{Idempotent: true, Destructive: new(true)},
+		Hints:       Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TokenInput) (struct{}, error) {
 		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
@@ -94,7 +94,7 @@ var ListSessions = tokenOp(cks.OpListSessions, &Op[struct{}, cks.SessionList]{
 		Title:       "List sessions",
 		Summary:     "every studio session with its principal (never a secret or its hash)",
 		Description: "Every studio sign-in that has not ended, oldest first: its id, its principal's id and name, when it was opened and when it expires; never its secret or the secret's hash. Expired ones are deleted by the lease reaper and may be listed until then.",
-		Hints:       Hints{ReadOnly: true, Idempotent: true},
+		Hints:       readOnly,
 	},
 	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SessionList, error) {
 		ss, err := s.Principals.ListSessions(ctx)
@@ -111,7 +111,7 @@ var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[cks.SessionInput, struct{}]
 		Title: "Revoke session", Status: http.StatusNoContent,
 		Summary:     "end a studio session (204); its cookie stops authenticating at once",
 		Description: "Delete a studio session: the browser holding its cookie is signed out at its next request. An unknown id is a 404. Revoking the session's principal (revoke_token) ends all its sessions.",
-		Hints:       Hints{Idempotent: true, Destructive: new(true)},
+		Hints:       Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.SessionInput) (struct{}, error) {
 		if in.ID == "" {

@@ -46,7 +46,9 @@ func topCommands() []topCommand {
 			"(and, with --exec-types and a command after --, an exec agent) as child processes, their logs on stderr " +
 			"prefixed with the kind; Ctrl-C stops the agents, then the hub",
 			run: func(ctx context.Context, args []string, e env) error { return cmdServe(ctx, args, e, true) }},
-		{name: "mcp", summary: "serve the MCP tools over stdio, for desktop LLM clients", run: cmdMCP},
+		{name: "mcp", summary: "MCP over stdio for desktop LLM clients: a client of the hub (found as every client " +
+			"command finds it) relaying its tools with the token's permissions; --embedded serves from the database " +
+			"without a hub and runs no sweepers (docs/mcp.md)", run: cmdMCP},
 		{name: "agent", subs: agentSubs(), run: cmdAgent},
 		{name: "research", args: `"QUESTION"`, summary: "submit a question to the research pipeline; --wait follows it " +
 			"(one line per transition) and prints the answer with its citations, or why it parked (exit 4)", run: cmdResearch},

@@ -409,7 +409,7 @@ func TestMCPStdio(t *testing.T) {
 	dir := datadir.Dir(t.TempDir())
 	s := openStore(t, dir)
 	backendtest.MustUpsert(t, s, freshRow("stdio-1", "enrichment"))
-	cmd := exec.Command(cksBin, "mcp", "--data-dir", string(dir))
+	cmd := exec.Command(cksBin, "mcp", "--embedded", "--data-dir", string(dir))
 	cmd.Env = cleanEnv()
 	sess := connectMCP(t, &mcp.CommandTransport{Command: cmd})
 	assertMCPListsAlive(t, sess, "stdio-1")
