@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -237,12 +236,8 @@ func testSessionsExpire(t *testing.T, open backendtest.Opener) {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx
 
 func testPrincipals(t *testing.T, open backendtest.Opener) {
 	s := open(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -53,18 +54,48 @@ func seeded(t testing.TB, open backendtest.Opener) {
 	s.Close()
 }
 
-// TestStorageFaults: a Postgres server that runs transactions read-only (a
-// full one cannot be had from a test server; the driver's mapping of
-// disk_full is tested on its own). SQLite's faults — a read-only file and
-// one capped by max_page_count, which takes the driver's writer connection
-// — are driver/sqlite's TestStoreStorageFaults, against this composite.
+// TestStorageFaults runs the services' fault checks (backendtest.
+// StorageFaults) on each dialect's database. SQLite: a file this process
+// may not write, and one capped by max_page_count (a full disk), which
+// takes the driver's writer connection (sqlite.CapPages). Postgres: a
+// server that runs transactions read-only (a full one cannot be had from a
+// test server; the driver's mapping of disk_full is tested on its own).
 func TestStorageFaults(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	backendtest.StorageFaults(t, backendtest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
-			seeded(t, opener(url))
-			return opener(backendtest.ReadOnlyURL(url))(t, opts...)
-		},
+	t.Run("sqlite", func(t *testing.T) {
+		seededFile := func(t testing.TB) string {
+			t.Helper()
+			path := sqliteFile(t)
+			seeded(t, opener(path))
+			return path
+		}
+		backendtest.StorageFaults(t, backendtest.FaultStores{
+			ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
+				path := seededFile(t)
+				backendtest.ReadOnlyFile(t, path)
+				return opener(path)(t, opts...)
+			},
+			Full: func(t testing.TB, opts ...driver.Option) *backend.Backend {
+				d, err := sqlite.Open(context.Background(), seededFile(t), opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := backend.New(d, opts...)
+				t.Cleanup(func() { s.Close() })
+				if err := sqlite.CapPages(context.Background(), d, 4); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := backendtest.PostgresURL(t)
+		backendtest.StorageFaults(t, backendtest.FaultStores{
+			ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
+				seeded(t, opener(url))
+				return opener(backendtest.ReadOnlyURL(url))(t, opts...)
+			},
+		})
 	})
 }
 

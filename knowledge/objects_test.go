@@ -1,7 +1,6 @@
 package knowledge_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -1458,9 +1457,5 @@ func testKnowledgeTopicPublished(t *testing.T, open backendtest.Opener) {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx

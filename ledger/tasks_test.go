@@ -50,12 +50,8 @@ func TestTasks(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx
 
 // Transitioner is the low-level state change every backend exposes for
 // these tests: one transition through the ledger's table with its event, nothing else.

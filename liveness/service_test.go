@@ -1,7 +1,6 @@
 package liveness_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -77,12 +76,8 @@ func testLivenessRequestStop(t *testing.T, open backendtest.Opener) {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx
 
 func testLivenessRoundTrip(t *testing.T, open backendtest.Opener) {
 	s := open(t)

@@ -123,9 +123,5 @@ func testChangesStopWithContext(t *testing.T, open backendtest.Opener) {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx

@@ -1,7 +1,6 @@
 package sweeper_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -79,9 +78,5 @@ func testSweeperControlBadInput(t *testing.T, open backendtest.Opener) {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+// ctx bounds a test's calls: backendtest.Ctx.
+var ctx = backendtest.Ctx

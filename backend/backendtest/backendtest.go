@@ -4,7 +4,9 @@
 // named by CKS_TEST_DATABASE_URL (scripts/test starts one). Without that
 // variable the Postgres half is skipped, or fails when CI=true. A store is
 // the composite of package backend (backend.Open); a driver is the
-// dialect's driver alone, for tests of the services and the drivers.
+// dialect's driver alone, for tests of a service over it. The databases
+// themselves (PostgresURL, ReadOnlyURL, ReadOnlyFile, Ctx) are
+// driver/drivertest's, which the drivers' own tests use.
 //
 // The services' behaviour tests are tables of Cases in each service's own
 // test files, run on both backends by Run. The fixtures they and the tests
@@ -15,15 +17,13 @@ package backendtest
 import (
 	"context"
 	"maps"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
 	driverpostgres "github.com/cks-dev/cks/driver/postgres"
 	driversqlite "github.com/cks-dev/cks/driver/sqlite"
 )
@@ -134,71 +134,38 @@ func Stores(open DriverOpener) Opener {
 	}
 }
 
+// The databases' support of driver/drivertest, for the tests above the
+// drivers (one implementation, the drivers' own tests use it too).
+
 // PostgresURL creates a scratch schema on CKS_TEST_DATABASE_URL's server,
 // dropped at the end of the test, and returns its URL (for tests that hand
-// the database to a process). Without the variable the test is skipped, or
-// fails when CI=true.
+// the database to a process): drivertest.PostgresURL. Without the variable
+// the test is skipped, or fails when CI=true.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("CKS_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CKS_TEST_DATABASE_URL not set but CI=true (use scripts/test)")
-		}
-		t.Skip("CKS_TEST_DATABASE_URL not set: Postgres tests skipped")
-	}
-	url, drop, err := driverpostgres.ScratchSchema(context.Background(), base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { drop(context.Background()) })
-	return url
+	return drivertest.PostgresURL(t)
 }
 
 // ReadOnlyURL returns the Postgres URL u with every transaction of its
-// connections read-only (default_transaction_read_only), as on a hot
-// standby. Only connections opened with the URL are affected.
-func ReadOnlyURL(u string) string { return WithParam(u, "default_transaction_read_only", "on") }
+// connections read-only, as on a hot standby: drivertest.ReadOnlyURL.
+func ReadOnlyURL(u string) string { return drivertest.ReadOnlyURL(u) }
 
-// WithParam returns the Postgres URL u with the parameter key=value added
-// (a run-time setting of its connections, or a pgxpool one such as
-// pool_max_conns), in either of the URL's forms.
-func WithParam(u, key, value string) string {
-	if !strings.Contains(u, "://") { // keyword/value form: host=… dbname=…
-		return u + " " + key + "=" + value
-	}
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + key + "=" + value
-}
+// WithParam returns the Postgres URL u with the parameter key=value added:
+// drivertest.WithParam.
+func WithParam(u, key, value string) string { return drivertest.WithParam(u, key, value) }
 
 // ReadOnlyFile makes the file at path unwritable for this process until the
-// test ends: mode 0444, or, for root (whom modes do not stop), the
-// immutable attribute (chattr +i). The test is skipped when neither can be
-// had (root on a file system without chattr).
+// test ends (or skips the test): drivertest.ReadOnlyFile.
 func ReadOnlyFile(t testing.TB, path string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		st, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(path, 0o444); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(path, st.Mode().Perm()) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Skipf("cannot make %s read-only for root (chattr +i: %v %s)", path, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("chattr", "-i", path).CombinedOutput(); err != nil {
-			t.Errorf("chattr -i %s: %v %s", path, err, out)
-		}
-	})
+	drivertest.ReadOnlyFile(t, path)
+}
+
+// Ctx returns a context that ends 30 s after the call, or when t ends, for
+// a test's calls of the services: drivertest.Ctx.
+func Ctx(t testing.TB) context.Context {
+	t.Helper()
+	return drivertest.Ctx(t)
 }
 
 // DriverOpener opens handles on one fresh database of a driver, each closed

@@ -71,7 +71,7 @@ func State(t testing.TB, s *backend.Backend, sweepers ...string) map[string]stri
 	t.Helper()
 	out := map[string]string{}
 	for cursor := int64(0); ; {
-		page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
+		page, err := s.Tasks.ListTasks(Ctx(t), cks.TaskFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatalf("ListTasks: %v", err)
 		}
@@ -90,23 +90,23 @@ func State(t testing.TB, s *backend.Backend, sweepers ...string) map[string]stri
 		out[fmt.Sprint("versions of ", id)] = v
 	}
 	out["forks"] = AsJSON(t, MustForks(t, s.Objects, 0, cks.MaxListLimit))
-	edges, err := s.Objects.ListEdges(ctx(t), 0, cks.MaxListLimit)
+	edges, err := s.Objects.ListEdges(Ctx(t), 0, cks.MaxListLimit)
 	if err != nil {
 		t.Fatalf("ListEdges: %v", err)
 	}
 	out["edges"] = AsJSON(t, edges)
-	ps, err := s.Principals.ListPrincipals(ctx(t))
+	ps, err := s.Principals.ListPrincipals(Ctx(t))
 	if err != nil {
 		t.Fatalf("ListPrincipals: %v", err)
 	}
 	out["principals"] = AsJSON(t, ps)
-	ls, err := s.Liveness.ListAgentLiveness(ctx(t))
+	ls, err := s.Liveness.ListAgentLiveness(Ctx(t))
 	if err != nil {
 		t.Fatalf("ListAgentLiveness: %v", err)
 	}
 	out["liveness"] = AsJSON(t, ls)
 	for _, id := range sweepers {
-		o, err := s.Sweepers.GetSweeperDesiredRunning(ctx(t), id)
+		o, err := s.Sweepers.GetSweeperDesiredRunning(Ctx(t), id)
 		if err != nil {
 			t.Fatalf("GetSweeperDesiredRunning(%s): %v", id, err)
 		}

@@ -24,7 +24,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		b.ResetTimer()
 		for i := range b.N {
 			r.LastHeartbeatAt = T0.Add(time.Duration(i) * time.Millisecond)
-			if err := s.Liveness.UpsertAgentLiveness(ctx(b), r); err != nil {
+			if err := s.Liveness.UpsertAgentLiveness(Ctx(b), r); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -40,7 +40,7 @@ func Bench(b *testing.B, newStore NewStore) {
 			for pb.Next() {
 				i++
 				r.LastHeartbeatAt = T0.Add(time.Duration(i) * time.Millisecond)
-				if err := s.Liveness.UpsertAgentLiveness(ctx(b), r); err != nil {
+				if err := s.Liveness.UpsertAgentLiveness(Ctx(b), r); err != nil {
 					b.Error(err)
 					return
 				}
@@ -50,7 +50,7 @@ func Bench(b *testing.B, newStore NewStore) {
 	b.Run("ListAgentLiveness100", func(b *testing.B) {
 		s := seed(b, newStore(b), 100)
 		for range b.N {
-			rows, err := s.Liveness.ListAgentLiveness(ctx(b))
+			rows, err := s.Liveness.ListAgentLiveness(Ctx(b))
 			if err != nil || len(rows) != 100 {
 				b.Fatal(len(rows), err)
 			}
@@ -59,7 +59,7 @@ func Bench(b *testing.B, newStore NewStore) {
 	b.Run("LatestAgentLiveness100", func(b *testing.B) {
 		s := seed(b, newStore(b), 100)
 		for range b.N {
-			if _, err := s.Liveness.LatestAgentLiveness(ctx(b), "critic"); err != nil {
+			if _, err := s.Liveness.LatestAgentLiveness(Ctx(b), "critic"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -74,7 +74,7 @@ func BenchLedger(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			if _, _, err := s.Tasks.Enqueue(ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+			if _, _, err := s.Tasks.Enqueue(Ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -82,18 +82,18 @@ func BenchLedger(b *testing.B, newStore NewStore) {
 	b.Run("ClaimComplete", func(b *testing.B) {
 		s := newStore(b)
 		for i := range b.N {
-			if _, _, err := s.Tasks.Enqueue(ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
+			if _, _, err := s.Tasks.Enqueue(Ctx(b), cks.NewTask{Type: "bench", Priority: i % 10}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			ts, err := s.Tasks.Claim(ctx(b), "bench", []string{"bench"}, 1, time.Hour)
+			ts, err := s.Tasks.Claim(Ctx(b), "bench", []string{"bench"}, 1, time.Hour)
 			if err != nil || len(ts) != 1 {
 				b.Fatal(len(ts), err)
 			}
-			if _, err := s.Tasks.Complete(ctx(b), ts[0].ID, ts[0].LeaseToken, false, "ok"); err != nil {
+			if _, err := s.Tasks.Complete(Ctx(b), ts[0].ID, ts[0].LeaseToken, false, "ok"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -124,11 +124,11 @@ func BenchKnowledge(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			os, err := s.Objects.ClaimObjects(ctx(b), "todo", "bench", 1)
+			os, err := s.Objects.ClaimObjects(Ctx(b), "todo", "bench", 1)
 			if err != nil || len(os) != 1 {
 				b.Fatal(len(os), err)
 			}
-			if _, _, err := s.Objects.TransitionObject(ctx(b), os[0].ID, os[0].ClaimToken, knowledge.ObjectTransition{From: "todo", To: "done",
+			if _, _, err := s.Objects.TransitionObject(Ctx(b), os[0].ID, os[0].ClaimToken, knowledge.ObjectTransition{From: "todo", To: "done",
 				Action: "completed", Agent: "bench", Content: json.RawMessage(`{"q":"why?","a":"because"}`), Reasoning: 0,
 				Attach: []knowledge.Attachment{{Object: knowledge.NewObject{Kind: "critique", Content: json.RawMessage(`{"ok":true}`)},
 					BaseType: "depends_on", SemanticType: "critiques"}}}); err != nil {
@@ -143,7 +143,7 @@ func BenchKnowledge(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			v, err := s.Objects.WriteVersion(ctx(b), o.ID, head, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), "bench")
+			v, err := s.Objects.WriteVersion(Ctx(b), o.ID, head, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), "bench")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -155,14 +155,14 @@ func BenchKnowledge(b *testing.B, newStore NewStore) {
 		o := MustCreateObject(b, s.Objects, knowledge.NewObject{Kind: "question", Status: "todo"})
 		for range 10 {
 			c := MustCreateObject(b, s.Objects, knowledge.NewObject{Kind: "claim"})
-			if _, err := s.Objects.AddEdges(ctx(b), []knowledge.NewEdge{{Src: c.ID, Dst: o.ID, BaseType: "supports"}}); err != nil {
+			if _, err := s.Objects.AddEdges(Ctx(b), []knowledge.NewEdge{{Src: c.ID, Dst: o.ID, BaseType: "supports"}}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			if got, err := s.Objects.GetObject(ctx(b), o.ID); err != nil || len(got.Edges) != 10 {
+			if got, err := s.Objects.GetObject(Ctx(b), o.ID); err != nil || len(got.Edges) != 10 {
 				b.Fatal(len(got.Edges), err)
 			}
 		}

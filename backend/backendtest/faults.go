@@ -38,30 +38,30 @@ func StorageFaults(t *testing.T, f FaultStores) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		t.Parallel()
 		s := f.ReadOnly(t)
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageReadOnly) || !errors.Is(err, cks.ErrUnavailable) {
+		if err := s.StorageHealth(Ctx(t)); !errors.Is(err, cks.ErrStorageReadOnly) || !errors.Is(err, cks.ErrUnavailable) {
 			t.Fatalf("StorageHealth of a read-only database: %v, want ErrStorageReadOnly", err)
 		}
 		writes := map[string]func() error{
 			"Enqueue": func() error {
-				_, _, err := s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "refused"})
+				_, _, err := s.Tasks.Enqueue(Ctx(t), cks.NewTask{Type: "t", Title: "refused"})
 				return err
 			},
-			"UpsertAgentLiveness": func() error { return s.Liveness.UpsertAgentLiveness(ctx(t), Liveness("i-ro", "critic", 0)) },
+			"UpsertAgentLiveness": func() error { return s.Liveness.UpsertAgentLiveness(Ctx(t), Liveness("i-ro", "critic", 0)) },
 			"SetSweeperDesiredRunning": func() error {
-				return s.Sweepers.SetSweeperDesiredRunning(ctx(t), "lease_reaper", false)
+				return s.Sweepers.SetSweeperDesiredRunning(Ctx(t), "lease_reaper", false)
 			},
 			"Claim": func() error {
-				_, err := s.Tasks.Claim(ctx(t), "w", nil, 1, time.Minute)
+				_, err := s.Tasks.Claim(Ctx(t), "w", nil, 1, time.Minute)
 				return err
 			},
 			"CreateObject": func() error {
-				_, err := s.Objects.CreateObject(ctx(t), knowledge.NewObject{Kind: "note", Title: "refused"})
+				_, err := s.Objects.CreateObject(Ctx(t), knowledge.NewObject{Kind: "note", Title: "refused"})
 				return err
 			},
 			// A token: principals are written outside the task ledger's
 			// write path, and their faults are the storage's all the same.
 			"CreatePrincipal": func() error {
-				return s.Principals.CreatePrincipal(ctx(t), cks.Principal{ID: "p-ro", Name: "refused", CreatedAt: T0}, "hash-ro",
+				return s.Principals.CreatePrincipal(Ctx(t), cks.Principal{ID: "p-ro", Name: "refused", CreatedAt: T0}, "hash-ro",
 					[]cks.Grant{{Resource: "/", Permission: "read"}})
 			},
 		}
@@ -71,11 +71,11 @@ func StorageFaults(t *testing.T, f FaultStores) {
 				t.Errorf("%s on a read-only database: %v, want ErrStorageReadOnly", name, err)
 			}
 		}
-		page, err := s.Tasks.ListTasks(ctx(t), cks.TaskFilter{})
+		page, err := s.Tasks.ListTasks(Ctx(t), cks.TaskFilter{})
 		if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Title != SeedTask.Title || page.Tasks[0].State != "OPEN" {
 			t.Fatalf("reads of a read-only database: %+v %v, want the seed task alone, OPEN", page.Tasks, err)
 		}
-		if _, err := s.Liveness.GetAgentLiveness(ctx(t), "i-ro"); !errors.Is(err, cks.ErrNotFound) {
+		if _, err := s.Liveness.GetAgentLiveness(Ctx(t), "i-ro"); !errors.Is(err, cks.ErrNotFound) {
 			t.Fatalf("liveness row after a refused upsert: %v, want not found", err)
 		}
 	})
@@ -86,32 +86,32 @@ func StorageFaults(t *testing.T, f FaultStores) {
 		t.Parallel()
 		clk := clock.NewFake(T0)
 		s := f.Full(t, driver.WithClock(clk))
-		if err := s.StorageHealth(ctx(t)); err != nil {
+		if err := s.StorageHealth(Ctx(t)); err != nil {
 			t.Fatalf("StorageHealth before any write failed: %v", err)
 		}
 		payload, _ := json.Marshal(map[string]string{"filler": strings.Repeat("x", 8<<10)})
 		var err error
 		written := 0
 		for ; written < 10000; written++ {
-			if _, _, err = s.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "t", Title: "filler", Payload: payload}); err != nil {
+			if _, _, err = s.Tasks.Enqueue(Ctx(t), cks.NewTask{Type: "t", Title: "filler", Payload: payload}); err != nil {
 				break
 			}
 		}
 		if !errors.Is(err, cks.ErrStorageFull) || !errors.Is(err, cks.ErrUnavailable) {
 			t.Fatalf("after %d writes: %v, want ErrStorageFull", written, err)
 		}
-		if n, cerr := s.Tasks.CountTasks(ctx(t), cks.TaskFilter{}); cerr != nil || n != 1+written {
+		if n, cerr := s.Tasks.CountTasks(Ctx(t), cks.TaskFilter{}); cerr != nil || n != 1+written {
 			t.Fatalf("%d tasks (%v) after %d writes and a failed one, want %d: the failed write must leave nothing", n, cerr, written, 1+written)
 		}
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
+		if err := s.StorageHealth(Ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth after a write met a full disk: %v, want ErrStorageFull", err)
 		}
 		clk.Advance(driver.FaultMemory - time.Second)
-		if err := s.StorageHealth(ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
+		if err := s.StorageHealth(Ctx(t)); !errors.Is(err, cks.ErrStorageFull) {
 			t.Fatalf("StorageHealth within FaultMemory: %v, want ErrStorageFull", err)
 		}
 		clk.Advance(time.Second)
-		if err := s.StorageHealth(ctx(t)); err != nil {
+		if err := s.StorageHealth(Ctx(t)); err != nil {
 			t.Fatalf("StorageHealth FaultMemory after the failed write: %v, want nil", err)
 		}
 	})

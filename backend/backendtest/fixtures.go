@@ -1,7 +1,6 @@
 package backendtest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -26,17 +25,10 @@ func Liveness(id, kind string, offset time.Duration) cks.AgentLiveness {
 	}
 }
 
-func ctx(t testing.TB) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // MustUpsert upserts r or fails the test.
 func MustUpsert(t testing.TB, s *backend.Backend, r cks.AgentLiveness) {
 	t.Helper()
-	if err := s.Liveness.UpsertAgentLiveness(ctx(t), r); err != nil {
+	if err := s.Liveness.UpsertAgentLiveness(Ctx(t), r); err != nil {
 		t.Fatalf("UpsertAgentLiveness(%s): %v", r.InstanceID, err)
 	}
 }

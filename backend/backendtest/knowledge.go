@@ -14,7 +14,7 @@ import (
 // MustCreateObject creates n or fails the test.
 func MustCreateObject(t testing.TB, k *knowledge.Service, n knowledge.NewObject) cks.Object {
 	t.Helper()
-	o, err := k.CreateObject(ctx(t), n)
+	o, err := k.CreateObject(Ctx(t), n)
 	if err != nil {
 		t.Fatalf("CreateObject(%+v): %v", n, err)
 	}
@@ -27,7 +27,7 @@ func MustCreateObject(t testing.TB, k *knowledge.Service, n knowledge.NewObject)
 // MustGetObject returns object id with its log and edges or fails the test.
 func MustGetObject(t testing.TB, k *knowledge.Service, id int64) cks.Object {
 	t.Helper()
-	o, err := k.GetObject(ctx(t), id)
+	o, err := k.GetObject(Ctx(t), id)
 	if err != nil {
 		t.Fatalf("GetObject(%d): %v", id, err)
 	}
@@ -39,7 +39,7 @@ func AllObjects(t testing.TB, k *knowledge.Service) []cks.Object {
 	t.Helper()
 	var all []cks.Object
 	for cursor := int64(0); ; {
-		page, err := k.ListObjects(ctx(t), cks.ObjectFilter{After: cursor, Limit: cks.MaxListLimit})
+		page, err := k.ListObjects(Ctx(t), cks.ObjectFilter{After: cursor, Limit: cks.MaxListLimit})
 		if err != nil {
 			t.Fatalf("ListObjects(after %d): %v", cursor, err)
 		}
@@ -89,7 +89,7 @@ func VersionKey(t testing.TB, v cks.Version) string {
 // MustVersions returns the versions of object id or fails the test.
 func MustVersions(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
 	t.Helper()
-	vs, err := v.ObjectVersions(ctx(t), id)
+	vs, err := v.ObjectVersions(Ctx(t), id)
 	if err != nil {
 		t.Fatalf("ObjectVersions(%d): %v", id, err)
 	}
@@ -100,7 +100,7 @@ func MustVersions(t testing.TB, v *knowledge.Service, id int64) []cks.Version {
 // the test.
 func MustForks(t testing.TB, v *knowledge.Service, after int64, limit int) []cks.Fork {
 	t.Helper()
-	fs, err := v.ForkedObjects(ctx(t), after, limit)
+	fs, err := v.ForkedObjects(Ctx(t), after, limit)
 	if err != nil {
 		t.Fatalf("ForkedObjects(%d, %d): %v", after, limit, err)
 	}

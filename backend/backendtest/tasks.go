@@ -14,7 +14,7 @@ import (
 // ClaimType claims exactly one task of type typ for worker or fails the test.
 func ClaimType(t testing.TB, s *backend.Backend, worker, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(ctx(t), worker, []string{typ}, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), worker, []string{typ}, 1, Lease)
 	if err != nil {
 		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
 	}
@@ -49,7 +49,7 @@ func Into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.T
 		id = enq(dep.ID).ID
 	case cks.TaskBlocked:
 		dep := MustEnqueue(t, s, cks.NewTask{Type: typ + "-dep", Title: "cancelled dependency"})
-		if _, err := s.Tasks.Cancel(ctx(t), dep.ID, "op", "dropped"); err != nil {
+		if _, err := s.Tasks.Cancel(Ctx(t), dep.ID, "op", "dropped"); err != nil {
 			t.Fatal(err)
 		}
 		id = enq(dep.ID).ID
@@ -59,37 +59,37 @@ func Into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.T
 	case cks.TaskRunning:
 		c := claim()
 		id, tok = c.ID, c.LeaseToken
-		_, err = s.Tasks.MarkRunning(ctx(t), id, tok)
+		_, err = s.Tasks.MarkRunning(Ctx(t), id, tok)
 	case cks.TaskNeedsInput:
 		c := claim()
 		id = c.ID
-		_, err = s.Tasks.RequestInput(ctx(t), id, c.LeaseToken, "which one?")
+		_, err = s.Tasks.RequestInput(Ctx(t), id, c.LeaseToken, "which one?")
 	case cks.TaskNeedsReview:
 		c := claim()
 		id = c.ID
-		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft")
+		_, err = s.Tasks.Complete(Ctx(t), id, c.LeaseToken, true, "draft")
 	case cks.TaskReviewing:
 		c := claim()
 		id = c.ID
-		if _, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
+		if _, err = s.Tasks.Complete(Ctx(t), id, c.LeaseToken, true, "draft"); err == nil {
 			var r cks.ClaimedTask
-			r, err = s.Tasks.ClaimReview(ctx(t), id, "rev-"+typ, Lease)
+			r, err = s.Tasks.ClaimReview(Ctx(t), id, "rev-"+typ, Lease)
 			tok = r.LeaseToken
 		}
 	case cks.TaskCompleted:
 		c := claim()
 		id = c.ID
-		_, err = s.Tasks.Complete(ctx(t), id, c.LeaseToken, false, "done")
+		_, err = s.Tasks.Complete(Ctx(t), id, c.LeaseToken, false, "done")
 	case cks.TaskFailed:
 		c := claim()
 		id = c.ID
-		_, err = s.Tasks.Fail(ctx(t), id, c.LeaseToken, false, "broken")
+		_, err = s.Tasks.Fail(Ctx(t), id, c.LeaseToken, false, "broken")
 	case cks.TaskCancelled:
 		id = enq().ID
-		_, err = s.Tasks.Cancel(ctx(t), id, "op", "dropped")
+		_, err = s.Tasks.Cancel(Ctx(t), id, "op", "dropped")
 	case cks.TaskStopped:
 		id = enq().ID
-		_, _, err = s.Tasks.Stop(ctx(t), id, "op", "setup", 0)
+		_, _, err = s.Tasks.Stop(Ctx(t), id, "op", "setup", 0)
 	default:
 		t.Fatalf("into(%s): no recipe", st)
 	}
@@ -115,7 +115,7 @@ func MustEnqueue(t testing.TB, s *backend.Backend, n cks.NewTask) cks.Task {
 	if n.Type == "" {
 		n.Type = "build"
 	}
-	task, _, err := s.Tasks.Enqueue(ctx(t), n)
+	task, _, err := s.Tasks.Enqueue(Ctx(t), n)
 	if err != nil {
 		t.Fatalf("Enqueue(%+v): %v", n, err)
 	}
@@ -125,7 +125,7 @@ func MustEnqueue(t testing.TB, s *backend.Backend, n cks.NewTask) cks.Task {
 // MustGet returns task id or fails the test.
 func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
 	t.Helper()
-	task, err := s.Tasks.GetTask(ctx(t), id)
+	task, err := s.Tasks.GetTask(Ctx(t), id)
 	if err != nil {
 		t.Fatalf("GetTask(%d): %v", id, err)
 	}
@@ -135,7 +135,7 @@ func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
 func MustClaimOne(t testing.TB, s *backend.Backend, worker string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(ctx(t), worker, nil, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), worker, nil, 1, Lease)
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", worker, err)
 	}

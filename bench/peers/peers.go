@@ -7,8 +7,9 @@
 // pg_stat_database) and /proc.
 //
 // It is a module of its own so that cks itself never depends on River. It
-// uses only cks's public entry points: store/backend.Open, the backend.Backend
-// methods a worker calls, worker.Executor, and bench.Ledger.
+// uses only cks's public entry points: backend.Open, the services of the
+// backend.Backend a worker calls (its ledger, Tasks), worker.Executor, and
+// bench.Ledger.
 package peers
 
 import (

@@ -12,7 +12,7 @@ func Control(t *testing.T, newDB NewDB) {
 	t.Run("UpsertAndGet", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		_, err := ex.SweeperControlGet(ctx, "lease_reaper")
 		isNoRows(t, "get without an override", err)
 		must(t, "stop", ex.SweeperControlUpsert(ctx, "lease_reaper", false, T0))
@@ -33,7 +33,7 @@ func Control(t *testing.T, newDB NewDB) {
 // out here by a fixture that dates it in the past (T0), never by waiting.
 func Leaders(t *testing.T, newDB NewDB) {
 	d, db := open(t, newDB)
-	ex, ctx := d.Executor(), testCtx(t)
+	ex, ctx := d.Executor(), Ctx(t)
 	elect := func(id string) (driver.LeaderRow, error) {
 		return ex.LeaderElect(ctx, driver.LeaderElectParams{Name: "maintenance", LeaderID: id, TTL: time.Hour, Now: time.Now()})
 	}

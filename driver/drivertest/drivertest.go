@@ -69,13 +69,6 @@ var T0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // SQLite stores it as the text it is, in the SQLite driver's format).
 const T0SQL = "'2026-11-30T12:00:00.000000000Z'"
 
-func testCtx(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // open opens one handle of a fresh database.
 func open(t testing.TB, newDB NewDB, opts ...driver.Option) (driver.Driver, DB) {
 	t.Helper()
@@ -140,7 +133,7 @@ func SeedTask() driver.TaskRow { return task("seed", "OPEN") }
 // It returns Health's error, for the facts of the dialect (what it names).
 func CheckReadOnly(t testing.TB, d driver.Driver) error {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := Ctx(t)
 	ex := d.Executor()
 	_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{SeedTask()})
 	WantFault(t, "TaskInsertMany", err, cks.ErrStorageReadOnly)

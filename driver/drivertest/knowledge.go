@@ -24,7 +24,7 @@ func objectRow(kind, status string, s int) driver.ObjectRow {
 // insertObjects inserts rows and returns them with their ids.
 func insertObjects(t testing.TB, ex driver.Executor, rows ...driver.ObjectRow) []driver.ObjectRow {
 	t.Helper()
-	ids, err := ex.ObjectInsertMany(testCtx(t), rows)
+	ids, err := ex.ObjectInsertMany(Ctx(t), rows)
 	skipUnsupported(t, "object insert", err)
 	if len(ids) != len(rows) {
 		t.Fatalf("object insert returned %d ids for %d rows", len(ids), len(rows))
@@ -39,7 +39,7 @@ func insertObjects(t testing.TB, ex driver.Executor, rows ...driver.ObjectRow) [
 // getObjects reads ids without a lock.
 func getObjects(t testing.TB, ex driver.Executor, ids ...int64) []driver.ObjectRow {
 	t.Helper()
-	got, err := ex.ObjectGetMany(testCtx(t), driver.ObjectGetManyParams{IDs: ids})
+	got, err := ex.ObjectGetMany(Ctx(t), driver.ObjectGetManyParams{IDs: ids})
 	must(t, "object get", err)
 	return got
 }
@@ -117,7 +117,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectInsertAndGet", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		full := objectRow("question", "awaiting_research", 0)
 		full.Content = []byte(`{"a":[1,2.50],"s":"é 😀 \u003c"}`) // stored byte for byte
 		full.ClaimedBy, full.ClaimTokenHash, full.ClaimedAt = "w", "token-hash", T0.Add(1500*time.Microsecond)
@@ -163,7 +163,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectExistMany", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("a", "", 0), objectRow("b", "", 0), objectRow("c", "", 0))
 		found, err := ex.ObjectExistMany(ctx, []int64{rows[2].ID, 999999, rows[0].ID, rows[2].ID, 0, -1})
 		must(t, "object exist", err)
@@ -177,7 +177,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectUpdateMany", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("a", "s1", 0), objectRow("b", "s1", 0), objectRow("c", "s1", 0))
 		later := T0.Add(time.Minute)
 		// a: a claim, content not sent (kept); b: a version write with
@@ -216,7 +216,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectList", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		searchable := objectRow("question", "research", 0)
 		searchable.Title, searchable.Content = "Why the SKY is Blue", []byte(`{"k":"Needle"}`)
 		rows := insertObjects(t, ex,
@@ -276,7 +276,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectClaimable", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("q", "todo", 0), objectRow("q", "other", 0), objectRow("q", "todo", 0),
 			objectRow("q", "todo", 0), objectRow("q", "todo", 0))
 		held := rows[2]
@@ -298,7 +298,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		if d.Dialect() != "postgres" {
 			t.Skip("SQLite has one writer: a claim never meets another's lock")
 		}
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("q", "todo", 0), objectRow("q", "todo", 0), objectRow("q", "todo", 0))
 		other := db.Open(t)
 		err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -333,7 +333,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		if d.Dialect() != "postgres" {
 			t.Skip("SQLite has one writer: there are no row locks")
 		}
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("q", "todo", 0), objectRow("c", "", 0))
 		other := db.Open(t)
 		err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -352,7 +352,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ObjectClaimedBefore", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		rows := insertObjects(t, ex, objectRow("q", "s", 0), objectRow("q", "s", 0), objectRow("q", "s", 0), objectRow("q", "s", 0))
 		var claims []driver.ObjectRow
 		for i, at := range []time.Duration{2 * time.Minute, time.Minute, time.Minute + time.Microsecond} {
@@ -374,7 +374,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("Versions", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		objs := insertObjects(t, ex, objectRow("a", "", 0), objectRow("b", "", 0))
 		a, b := objs[0].ID, objs[1].ID
 		// Both objects have a version 1; a forks (2 and 3 from 1) and merges.
@@ -446,7 +446,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("ForkList", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		var rows []driver.ObjectRow
 		for i := range 5 {
 			r := objectRow(fmt.Sprint("o", i), "", 0)
@@ -488,7 +488,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("Edges", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		o := objectIDsOf(insertObjects(t, ex, objectRow("a", "", 0), objectRow("b", "", 0), objectRow("c", "", 0)))
 		w := -0.25
 		in := []driver.EdgeRow{
@@ -548,7 +548,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 	t.Run("TransitionLog", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		o := objectIDsOf(insertObjects(t, ex, objectRow("q", "a", 0), objectRow("r", "", 0)))
 		in := []driver.TransitionRow{
 			{ObjectID: o[0], TS: T0, Agent: "op", Action: "created", TransitionedTo: "a", ContentHash: "h1"},

@@ -19,7 +19,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 	t.Run("UpsertInsertsThenUpdates", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		r := row("i-1", "agent", 0)
 		must(t, "insert", ex.LivenessUpsert(ctx, r))
 		got, err := ex.LivenessGet(ctx, "i-1")
@@ -50,15 +50,15 @@ func Liveness(t *testing.T, newDB NewDB) {
 	t.Run("GetUnknown", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		_, err := d.Executor().LivenessGet(testCtx(t), "nope")
+		_, err := d.Executor().LivenessGet(Ctx(t), "nope")
 		isNoRows(t, "get unknown", err)
-		_, err = d.Executor().LivenessLatest(testCtx(t), "nope")
+		_, err = d.Executor().LivenessLatest(Ctx(t), "nope")
 		isNoRows(t, "latest of unknown kind", err)
 	})
 	t.Run("ListOrder", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		if got, err := ex.LivenessList(ctx); err != nil || len(got) != 0 {
 			t.Fatalf("empty list = %v, %v", got, err)
 		}
@@ -75,7 +75,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 	t.Run("LatestOrder", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		old := row("old", "agent", 0)
 		late := row("late", "agent", 10)
 		tie1, tie2 := row("b", "agent", 10), row("a", "agent", 10)
@@ -94,7 +94,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 	t.Run("SetDesiredState", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		r := row("i-1", "agent", 0)
 		must(t, "upsert", ex.LivenessUpsert(ctx, r))
 		found, err := ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")

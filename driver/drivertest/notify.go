@@ -21,7 +21,7 @@ const pollEvery = 10 * time.Millisecond
 func listen(t testing.TB, d driver.Driver) driver.Listener {
 	t.Helper()
 	l := d.Listener()
-	must(t, "connect", l.Connect(testCtx(t)))
+	must(t, "connect", l.Connect(Ctx(t)))
 	t.Cleanup(func() { l.Close(context.Background()) })
 	return l
 }
@@ -29,7 +29,7 @@ func listen(t testing.TB, d driver.Driver) driver.Listener {
 // next waits (with the suite's deadline) for the next topics of l.
 func next(t testing.TB, l driver.Listener) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+	ctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
 	defer cancel()
 	topics, err := l.WaitForTopics(ctx)
 	must(t, "wait for topics", err)
@@ -39,7 +39,7 @@ func next(t testing.TB, l driver.Listener) []string {
 // quiet checks that l delivers nothing for quietFor.
 func quiet(t testing.TB, l driver.Listener) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(testCtx(t), quietFor)
+	ctx, cancel := context.WithTimeout(Ctx(t), quietFor)
 	defer cancel()
 	if topics, err := l.WaitForTopics(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("listener delivered %v, %v; want nothing", topics, err)
@@ -51,7 +51,7 @@ func collect(t testing.TB, l driver.Listener) []string {
 	t.Helper()
 	var all []string
 	for {
-		ctx, cancel := context.WithTimeout(testCtx(t), quietFor)
+		ctx, cancel := context.WithTimeout(Ctx(t), quietFor)
 		topics, err := l.WaitForTopics(ctx)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -81,7 +81,7 @@ func Notify(t *testing.T, newDB NewDB) {
 		db := newDB(t)
 		writer, other := db.Open(t, poll), db.Open(t, poll)
 		same, across := listen(t, writer), listen(t, other)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		err := writer.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			if err := ex.Notify(ctx, "t1"); err != nil {
 				return err
@@ -103,7 +103,7 @@ func Notify(t *testing.T, newDB NewDB) {
 		db := newDB(t)
 		writer, other := db.Open(t, poll), db.Open(t, poll)
 		l := listen(t, other)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		boom := errors.New("boom")
 		err := writer.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			if err := ex.Notify(ctx, "rolled_back"); err != nil {
@@ -124,7 +124,7 @@ func Notify(t *testing.T, newDB NewDB) {
 		db := newDB(t)
 		writer, other := db.Open(t, poll), db.Open(t, poll)
 		l := listen(t, other)
-		must(t, "notify", notifyTx(testCtx(t), writer, "b", "a", "a", "a"))
+		must(t, "notify", notifyTx(Ctx(t), writer, "b", "a", "a", "a"))
 		got := collect(t, l)
 		slices.Sort(got)
 		if !slices.Equal(got, []string{"a", "b"}) {
@@ -137,11 +137,11 @@ func Notify(t *testing.T, newDB NewDB) {
 		// wake (SQLite) or the push (Postgres) can deliver in time.
 		d, _ := open(t, newDB, driver.WithChangePollInterval(time.Hour))
 		l := listen(t, d)
-		must(t, "notify outside a transaction", d.Executor().Notify(testCtx(t), "t1"))
+		must(t, "notify outside a transaction", d.Executor().Notify(Ctx(t), "t1"))
 		if got := next(t, l); !slices.Equal(got, []string{"t1"}) {
 			t.Fatalf("got %v", got)
 		}
-		must(t, "notify in a transaction", notifyTx(testCtx(t), d, "t2"))
+		must(t, "notify in a transaction", notifyTx(Ctx(t), d, "t2"))
 		if got := next(t, l); !slices.Equal(got, []string{"t2"}) {
 			t.Fatalf("got %v", got)
 		}
@@ -151,7 +151,7 @@ func Notify(t *testing.T, newDB NewDB) {
 		db := newDB(t)
 		writer, other := db.Open(t, poll), db.Open(t, poll)
 		ls := []driver.Listener{listen(t, other), listen(t, other), listen(t, writer)}
-		must(t, "notify", writer.Executor().Notify(testCtx(t), "t1"))
+		must(t, "notify", writer.Executor().Notify(Ctx(t), "t1"))
 		for i, l := range ls {
 			if got := next(t, l); !slices.Equal(got, []string{"t1"}) {
 				t.Errorf("listener %d got %v", i, got)
@@ -161,7 +161,7 @@ func Notify(t *testing.T, newDB NewDB) {
 	t.Run("Lifecycle", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB, poll)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		l := d.Listener()
 		if _, err := l.WaitForTopics(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("wait before connect = %v, want an error", err)

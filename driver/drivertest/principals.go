@@ -25,7 +25,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("InsertAndRead", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		p := principal("p1", 0)
 		must(t, "insert", ex.PrincipalInsert(ctx, p))
 		got, err := ex.PrincipalByTokenHash(ctx, "hash-p1")
@@ -46,7 +46,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("InsertDuplicates", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		must(t, "insert", ex.PrincipalInsert(ctx, principal("p1", 0)))
 		sameID := principal("p1", 1)
 		sameID.TokenHash = "other"
@@ -64,7 +64,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("Grants", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		must(t, "insert", ex.PrincipalInsert(ctx, principal("p1", 0)))
 		must(t, "insert", ex.PrincipalInsert(ctx, principal("P0", 0)))
 		must(t, "no grants", ex.GrantInsertMany(ctx, nil))
@@ -97,7 +97,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("ListOrder", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		// Oldest first, ties by id in byte order.
 		for _, p := range []driver.PrincipalRow{principal("c", 5), principal("b", 0), principal("B", 0)} {
 			must(t, "insert", ex.PrincipalInsert(ctx, p))
@@ -115,7 +115,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("Delete", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		must(t, "insert", ex.PrincipalInsert(ctx, principal("p1", 0)))
 		must(t, "insert", ex.PrincipalInsert(ctx, principal("p2", 0)))
 		must(t, "grants", ex.GrantInsertMany(ctx, []driver.GrantRow{grant("p1", "/", "admin"), grant("p2", "/", "read")}))
@@ -135,7 +135,7 @@ func Principals(t *testing.T, newDB NewDB) {
 	t.Run("CountWithGrant", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		for _, id := range []string{"a", "b", "c"} {
 			must(t, "insert", ex.PrincipalInsert(ctx, principal(id, 0)))
 		}
@@ -163,7 +163,7 @@ func Principals(t *testing.T, newDB NewDB) {
 // is deleted by id or once expired, and goes with its principal.
 func sessions(t *testing.T, newDB NewDB) {
 	d, _ := open(t, newDB)
-	ex, ctx := d.Executor(), testCtx(t)
+	ex, ctx := d.Executor(), Ctx(t)
 	for _, p := range []driver.PrincipalRow{principal("p1", 0), principal("p2", 0)} {
 		must(t, "insert "+p.ID, ex.PrincipalInsert(ctx, p))
 	}
@@ -219,7 +219,7 @@ func sessions(t *testing.T, newDB NewDB) {
 // (and only it) once the lease ended or moved on.
 func leaseBinding(t *testing.T, newDB NewDB) {
 	d, db := open(t, newDB)
-	ex, ctx := d.Executor(), testCtx(t)
+	ex, ctx := d.Executor(), Ctx(t)
 	// Tasks 1 and 2, leased with h1 and h2 (what the ledger stores of a lease).
 	for _, h := range []string{"h1", "h2"} {
 		exec(t, db, "INSERT INTO cks_outbox_tasks (type, state, lease_token_hash, created_at, updated_at) VALUES ('t', 'RUNNING', '"+

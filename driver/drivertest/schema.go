@@ -207,7 +207,7 @@ func (s Scratch) CheckFirstBackendDatabase(t *testing.T) {
 // CheckUpgradesOlderLiveness: cks_agent_liveness before current_task_* and
 // desired_state; the old rows read as idle, with no stop requested.
 func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
-	all, err := s.UpgradeFrom(t, "old_liveness.sql").Open(t).Executor().LivenessList(testCtx(t))
+	all, err := s.UpgradeFrom(t, "old_liveness.sql").Open(t).Executor().LivenessList(Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func (s Scratch) CheckUpgradeNumbersVersionsPerObject(t *testing.T) {
 	if err := db.Exec(t, `UPDATE cks_object_versions SET version = 7 WHERE version_id = 1`); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("changing a number after the upgrade: err = %v, want the append-only refusal", err)
 	}
-	forks, err := db.Open(t).Executor().ForkList(testCtx(t), driver.ForkListParams{Limit: 10})
+	forks, err := db.Open(t).Executor().ForkList(Ctx(t), driver.ForkListParams{Limit: 10})
 	if err != nil || fmt.Sprint(forks) != "[{3 [2 3]}]" {
 		t.Fatalf("forks after the upgrade: %v, %v", forks, err)
 	}

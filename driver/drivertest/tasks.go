@@ -55,7 +55,7 @@ func fullTask(parent int64) driver.TaskRow {
 // back as written, with ids, in input order.
 func insert(t testing.TB, ex driver.Executor, rows ...driver.TaskRow) []int64 {
 	t.Helper()
-	stored, err := ex.TaskInsertMany(testCtx(t), rows)
+	stored, err := ex.TaskInsertMany(Ctx(t), rows)
 	skipUnsupported(t, "task insert", err)
 	if len(stored) != len(rows) {
 		t.Fatalf("task insert returned %d rows for %d", len(stored), len(rows))
@@ -95,7 +95,7 @@ func claimedIDs(rows []driver.TaskClaimed) []int64 {
 // get reads one task.
 func get(t testing.TB, ex driver.Executor, id int64) driver.TaskRow {
 	t.Helper()
-	rows, err := ex.TaskGetMany(testCtx(t), driver.TaskGetManyParams{IDs: []int64{id}})
+	rows, err := ex.TaskGetMany(Ctx(t), driver.TaskGetManyParams{IDs: []int64{id}})
 	must(t, "task get", err)
 	if len(rows) != 1 {
 		t.Fatalf("task %d: %d rows", id, len(rows))
@@ -135,7 +135,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("InsertAndGet", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		parent := insert(t, ex, task("plan", stOpen))[0]
 		full, bare := fullTask(parent), task("x", stOpen)
 		bare.StateChangedAt = time.Time{} // nullable: NULL reads as zero
@@ -176,7 +176,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("UpdateMany", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		p := insert(t, ex, task("plan", stOpen))[0]
 		got := insert(t, ex, fullTask(p), task("x", stOpen), task("y", stOpen))
 		// Every writable column of the full row back to its zero, and the
@@ -225,7 +225,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("MoveMany", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		p := insert(t, ex, task("plan", stOpen))[0]
 		got := insert(t, ex, fullTask(p), task("x", stClaimed), task("y", stOpen))
 		full, bare := get(t, ex, got[0]), get(t, ex, got[1])
@@ -336,7 +336,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("Claimable", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		mk := func(typ string, prio, created int, runAfter time.Time) driver.TaskRow {
 			r := task(typ, stOpen)
 			r.Priority, r.CreatedAt, r.RunAfter = prio, sec(created), runAfter
@@ -412,7 +412,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		mk := func(typ string, prio, created, attempts int) driver.TaskRow {
 			r := task(typ, stOpen)
 			r.Priority, r.CreatedAt, r.Attempts, r.RunAfter = prio, sec(created), attempts, sec(-5)
@@ -519,7 +519,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("LeaseExpired", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		mk := func(state string, expires, renewed time.Time) driver.TaskRow {
 			r := task("a", state)
 			r.LeaseExpiresAt, r.LeaseRenewedAt = expires, renewed
@@ -553,7 +553,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("ListAndCount", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		mk := func(typ, state string, changed int) driver.TaskRow {
 			r := task(typ, state)
 			r.StateChangedAt = sec(changed)
@@ -615,7 +615,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("DedupeFind", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		mk := func(key, state string) driver.TaskRow {
 			r := task("a", state)
 			r.DedupeKey = key
@@ -660,7 +660,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 	t.Run("Dependencies", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		got := insert(t, ex, task("a", stOpen), task("a", stOpen), task("a", stWaiting), task("a", stWaiting), task("a", stOpen))
 		a, b, w1, w2, o := got[0], got[1], got[2], got[3], got[4]
 		dep := func(task, on int64) driver.TaskDep { return driver.TaskDep{TaskID: task, DependsOn: on} }
@@ -729,7 +729,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if d.Dialect() != "postgres" {
 			t.Skip("SQLite's one writer serialises dependency edits")
 		}
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		// A second holder waits until the first transaction ends.
 		release := make(chan struct{})
 		held := make(chan struct{})
@@ -771,7 +771,7 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		if d.Dialect() != "postgres" {
 			t.Skip("SQLite's one writer: no row is ever held by another transaction")
 		}
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		expired := func() driver.TaskRow {
 			r := task("a", stRunning)
 			r.LeaseExpiresAt = sec(0)
@@ -823,7 +823,7 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 	t.Run("Events", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		got := insert(t, ex, task("a", stOpen), task("a", stOpen))
 		evs := []driver.TaskEventRow{
 			{TaskID: got[0], At: sec(0), Actor: "alice", To: stOpen, Reason: "enqueued"},
@@ -855,7 +855,7 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 	t.Run("EvidenceAndDecisions", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		id := insert(t, ex, task("a", stRunning))[0]
 		e1 := driver.EvidenceRow{TaskID: id, Attempt: 1, Restart: 0, Revision: 1, Kind: "log", Body: "b", Actor: "w", CreatedAt: sec(1)}
 		e2 := driver.EvidenceRow{TaskID: id, Attempt: 2, Restart: 1, Revision: 2, Kind: "workspace", Body: "/tmp/x", Actor: "w2", CreatedAt: sec(2)}
@@ -900,7 +900,7 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 	t.Run("Aborts", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		got := insert(t, ex, task("a", stHeld), task("a", stHeld), task("a", stOpen))
 		mk := func(task int64, hash string, deadline int) driver.AbortRow {
 			return driver.AbortRow{TaskID: task, LeaseTokenHash: hash, Executor: "w", Attempt: 1, Restart: 2,

@@ -14,7 +14,7 @@ func Times(t *testing.T, newDB NewDB) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		in := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
 		r := row("i-1", "agent", 0)
 		r.StartedAt, r.LastHeartbeatAt = in, in.Add(999*time.Nanosecond)
@@ -34,7 +34,7 @@ func Times(t *testing.T, newDB NewDB) {
 	t.Run("Nullable", func(t *testing.T) {
 		t.Parallel()
 		d, db := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		in := time.Date(2026, 11, 30, 13, 0, 0, 123456789, time.FixedZone("CET", 3600))
 		unset, set := task("nullable", "OPEN"), task("nullable", "CLAIMED")
 		set.ClaimedAt = in
@@ -59,7 +59,7 @@ func Times(t *testing.T, newDB NewDB) {
 	t.Run("OrderedByInstant", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ex, ctx := d.Executor(), testCtx(t)
+		ex, ctx := d.Executor(), Ctx(t)
 		for i, at := range []time.Time{T0.Add(time.Microsecond), T0.Add(10 * time.Second), T0.Add(2 * time.Microsecond), T0} {
 			r := row(string(rune('a'+i)), "agent", 0)
 			r.StartedAt = at

@@ -16,7 +16,7 @@ func Tx(t *testing.T, newDB NewDB) {
 	t.Run("CommitAndRollback", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		boom := errors.New("boom")
 		err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			if err := ex.LivenessUpsert(ctx, row("gone", "agent", 0)); err != nil {
@@ -41,7 +41,7 @@ func Tx(t *testing.T, newDB NewDB) {
 	t.Run("ReadOnlySnapshot", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		must(t, "upsert", d.Executor().LivenessUpsert(ctx, row("a", "agent", 0)))
 		err := d.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
 			before, err := ex.LivenessGet(ctx, "a")
@@ -78,7 +78,7 @@ func Tx(t *testing.T, newDB NewDB) {
 	t.Run("WriteInReadOnlyRefused", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		err := d.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
 			return ex.LivenessUpsert(ctx, row("a", "agent", 0))
 		})
@@ -92,7 +92,7 @@ func Tx(t *testing.T, newDB NewDB) {
 		t.Parallel()
 		db := newDB(t)
 		handles := []driver.Driver{db.Open(t), db.Open(t), db.Open(t)}
-		ctx := testCtx(t)
+		ctx := Ctx(t)
 		const each = 15
 		var wg sync.WaitGroup
 		errs := make(chan error, len(handles)*each)

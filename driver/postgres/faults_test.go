@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -21,17 +20,13 @@ import (
 // (a test server cannot be filled: its mapping is checked on the error).
 func TestStorageFaults(t *testing.T) {
 	ctx := context.Background()
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	if _, err := open(t, url).Executor().TaskInsertMany(ctx, []driver.TaskRow{drivertest.SeedTask()}); err != nil {
 		t.Fatal(err)
 	}
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
 	// Health says why, for the hub's start-up error; a writable handle on
 	// the same schema is healthy.
-	err := drivertest.CheckReadOnly(t, open(t, url+sep+"default_transaction_read_only=on"))
+	err := drivertest.CheckReadOnly(t, open(t, drivertest.ReadOnlyURL(url)))
 	if err == nil || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "default_transaction_read_only") {
 		t.Errorf("Health of a read-only server: %v, want it naming the causes", err)
 	}
@@ -49,8 +44,8 @@ func TestStorageFaults(t *testing.T) {
 // schema would have to be created or upgraded fails at once with
 // ErrStorageReadOnly, saying why, before the schema step's DDL would.
 func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	d, err := postgres.Open(testCtx(t), backendtest.ReadOnlyURL(url))
+	url := drivertest.PostgresURL(t)
+	d, err := postgres.Open(testCtx(t), drivertest.ReadOnlyURL(url))
 	if err == nil {
 		d.Close()
 		t.Fatal("Open of a read-only server with an empty schema succeeded")

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 )
 
@@ -48,7 +48,7 @@ func connect(t testing.TB, d *postgres.Driver) *postgres.Listener {
 // TestOneConnectionPerListener: each Listener holds one connection of its
 // own, LISTENing, outside the pool; Close ends it.
 func TestOneConnectionPerListener(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	d := open(t, url)
 	pooled := postgres.PoolConns(d)
 	var ls []*postgres.Listener
@@ -99,7 +99,7 @@ func waitFor(t testing.TB, cond func() bool, what string) {
 // connection, WaitForTopics returns an error (not a context one), and the
 // listener connects again and delivers what is notified after.
 func TestListenerConnectionKilled(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	d := open(t, url)
 	l := connect(t, d)
 	pid := l.PID()
@@ -133,7 +133,7 @@ func TestListenerConnectionKilled(t *testing.T) {
 // TestListenerScopedToSchema: NOTIFY is database-wide, but a listener only
 // hears its own schema's topics.
 func TestListenerScopedToSchema(t *testing.T) {
-	mine, theirs := open(t, backendtest.PostgresURL(t)), open(t, backendtest.PostgresURL(t))
+	mine, theirs := open(t, drivertest.PostgresURL(t)), open(t, drivertest.PostgresURL(t))
 	l := connect(t, mine)
 	if err := theirs.Executor().Notify(testCtx(t), "theirs"); err != nil {
 		t.Fatal(err)

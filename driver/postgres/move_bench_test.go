@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
 )
 
 // BenchmarkCompletionWrite is the write of a completer's flush of 50 tasks,
@@ -23,7 +23,7 @@ func BenchmarkCompletionWrite(b *testing.B) {
 		batch, narrow := c.batch, c.narrow
 		name := fmt.Sprintf("%s/%d", map[bool]string{false: "whole", true: "narrow"}[narrow], batch)
 		b.Run(name, func(b *testing.B) {
-			d := open(b, backendtest.PostgresURL(b))
+			d := open(b, drivertest.PostgresURL(b))
 			ctx := context.Background()
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			rows := make([]driver.TaskRow, batch)

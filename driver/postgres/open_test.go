@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 )
 
@@ -88,7 +88,7 @@ func TestOpenMalformedURL(t *testing.T) {
 }
 
 func TestOpenMissingSchema(t *testing.T) {
-	u, err := url.Parse(backendtest.PostgresURL(t)) // skips (or fails under CI) without a server
+	u, err := url.Parse(drivertest.PostgresURL(t)) // skips (or fails under CI) without a server
 	if err != nil {
 		t.Fatal(err)
 	}

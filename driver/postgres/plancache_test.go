@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -17,7 +16,7 @@ import (
 // is planned anew at every execution.
 func TestOneTaskReadIsPlannedOnce(t *testing.T) {
 	// One connection, so that the statements and their counts are its own.
-	d := open(t, backendtest.WithParam(backendtest.PostgresURL(t), "pool_max_conns", "1"))
+	d := open(t, drivertest.WithParam(drivertest.PostgresURL(t), "pool_max_conns", "1"))
 	ctx, ex := testCtx(t), d.Executor()
 	rows, err := ex.TaskInsertMany(ctx, []driver.TaskRow{drivertest.SeedTask(), drivertest.SeedTask()})
 	if err != nil {
@@ -50,8 +49,8 @@ func TestOneTaskReadIsPlannedOnce(t *testing.T) {
 // the query names the index's state; a claim's plan was a third of the
 // statement's server time when every claim was planned anew.
 func TestClaimIsPlannedOnce(t *testing.T) {
-	url := backendtest.PostgresURL(t)
-	d := open(t, backendtest.WithParam(url, "pool_max_conns", "1"))
+	url := drivertest.PostgresURL(t)
+	d := open(t, drivertest.WithParam(url, "pool_max_conns", "1"))
 	ctx, ex := testCtx(t), d.Executor()
 	const claims = 12
 	// A table where the claim's plan matters: 20,000 finished tasks and

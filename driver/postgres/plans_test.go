@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/drivertest"
 )
 
@@ -107,7 +106,7 @@ func pgPlan(t testing.TB, c *pgx.Conn, name string, q query, args map[string]any
 // ones, so their time grew with the table). The queries are the driver's,
 // read from its query files.
 func TestQueriesUseIndexes(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	open(t, url).Close()
 	c := conn(t, url)
 	ctx := testCtx(t)

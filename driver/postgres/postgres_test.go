@@ -1,14 +1,11 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
@@ -16,11 +13,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx bounds a test's calls (drivertest.Ctx).
+var testCtx = drivertest.Ctx
 
 // open opens a Driver on url, closed when t ends.
 func open(t testing.TB, url string, opts ...driver.Option) *postgres.Driver {
@@ -48,7 +42,7 @@ func rawExec(t testing.TB, url, q string, args ...any) error {
 
 // newDB is a fresh scratch schema on CKS_TEST_DATABASE_URL's server.
 func newDB(t testing.TB) drivertest.DB {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	return drivertest.DB{
 		Name: url,
 		Open: func(t testing.TB, opts ...driver.Option) driver.Driver { return open(t, url, opts...) },

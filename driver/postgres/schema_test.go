@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 )
@@ -117,7 +116,7 @@ func TestUpgradesOlderEvidence(t *testing.T) {
 // several hubs starting together would: the advisory lock serialises the
 // schema step.
 func TestConcurrentOpen(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)

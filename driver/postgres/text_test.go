@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/driver/drivertest"
 )
 
 // TestTextRuleMatchesPostgres: cks.ValidateText accepts exactly the
@@ -22,7 +22,7 @@ import (
 // the one jsonb prints, so SQLite answers the same digits.
 func TestTextRuleMatchesPostgres(t *testing.T) {
 	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, backendtest.PostgresURL(t))
+	conn, err := pgx.Connect(ctx, drivertest.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

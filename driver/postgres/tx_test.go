@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/drivertest"
 )
 
 func liveness(id string) driver.LivenessRow {
@@ -24,7 +24,7 @@ func liveness(id string) driver.LivenessRow {
 // opposite order deadlock; Postgres aborts one, which WithTx runs again, and
 // both commit.
 func TestWithTxRunsDeadlockedAgain(t *testing.T) {
-	d := open(t, backendtest.PostgresURL(t))
+	d := open(t, drivertest.PostgresURL(t))
 	ctx := testCtx(t)
 	for _, id := range []string{"a", "b"} {
 		if err := d.Executor().LivenessUpsert(ctx, liveness(id)); err != nil {
@@ -70,7 +70,7 @@ func TestWithTxRunsDeadlockedAgain(t *testing.T) {
 // TestWithTxRetryLimits: a serialization failure is run again up to three
 // times in all, then returned; any other error is returned at once.
 func TestWithTxRetryLimits(t *testing.T) {
-	d := open(t, backendtest.PostgresURL(t))
+	d := open(t, drivertest.PostgresURL(t))
 	for _, c := range []struct {
 		err   error
 		tries int32
@@ -96,7 +96,7 @@ func TestWithTxRetryLimits(t *testing.T) {
 // and then counts right — of two admins deleting themselves at once, one is
 // refused.
 func TestGrantCountLocksHolders(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	d := open(t, url)
 	ctx := testCtx(t)
 	ex := d.Executor()
@@ -153,7 +153,7 @@ func TestGrantCountLocksHolders(t *testing.T) {
 // is refused on every append-only table, also when it would only cascade
 // to one (cks_objects, cks_outbox_tasks) or names several.
 func TestAppendOnlyRefusesTruncate(t *testing.T) {
-	url := backendtest.PostgresURL(t)
+	url := drivertest.PostgresURL(t)
 	open(t, url)
 	for _, tb := range []string{"cks_task_events", "cks_task_decisions", "cks_transition_log", "cks_object_versions",
 		"cks_objects", "cks_outbox_tasks", "cks_objects, cks_edges, cks_transition_log, cks_object_versions"} {

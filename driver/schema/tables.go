@@ -271,7 +271,7 @@ func taskEvents() Table {
 			// lock of its row) per event. The ledger is the only writer
 			// of events, each for a task it inserted or locked in the same
 			// transaction, and tasks are never deleted
-			// (backendtest.EventsHaveTheirTasks proves it of a mixed load).
+			// (backend's TestEventsHaveTheirTasks proves it of a mixed load).
 			{Name: "task_id", Type: BigInt, NotNull: true},
 			at("at"),
 			textOr("actor"),

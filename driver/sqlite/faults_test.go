@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
@@ -30,7 +28,7 @@ func TestStorageFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.Close()
-		backendtest.ReadOnlyFile(t, path)
+		drivertest.ReadOnlyFile(t, path)
 		d = open(t, path)
 		err := drivertest.CheckReadOnly(t, d)
 		// A notification is a write of SQLite's (a counter's bump).
@@ -93,7 +91,7 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 			if err := rawExec(t, path, c.setup); err != nil {
 				t.Fatal(err)
 			}
-			backendtest.ReadOnlyFile(t, path)
+			drivertest.ReadOnlyFile(t, path)
 			d, err := sqlite.Open(context.Background(), path)
 			if err == nil {
 				d.Close()
@@ -105,48 +103,4 @@ func TestOpenReadOnlyNeedsCurrentSchema(t *testing.T) {
 			}
 		})
 	}
-}
-
-// storeOn opens the composite store over a driver on path, closed when t
-// ends; it returns both.
-func storeOn(t testing.TB, path string, opts ...driver.Option) (*backend.Backend, *sqlite.Driver) {
-	t.Helper()
-	d, err := sqlite.Open(context.Background(), path, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := backend.New(d, opts...)
-	t.Cleanup(func() { s.Close() })
-	return s, d
-}
-
-// TestStoreStorageFaults runs the store's fault checks (backendtest.
-// StorageFaults) against the composite store over this driver: a file this
-// process may not write, and one capped by max_page_count (a full disk).
-func TestStoreStorageFaults(t *testing.T) {
-	seeded := func(t testing.TB) string {
-		t.Helper()
-		path := filepath.Join(t.TempDir(), "cks.db")
-		s, _ := storeOn(t, path)
-		if _, _, err := s.Tasks.Enqueue(context.Background(), backendtest.SeedTask); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		return path
-	}
-	backendtest.StorageFaults(t, backendtest.FaultStores{
-		ReadOnly: func(t testing.TB, opts ...driver.Option) *backend.Backend {
-			path := seeded(t)
-			backendtest.ReadOnlyFile(t, path)
-			s, _ := storeOn(t, path, opts...)
-			return s
-		},
-		Full: func(t testing.TB, opts ...driver.Option) *backend.Backend {
-			s, d := storeOn(t, seeded(t), opts...)
-			if err := sqlite.CapPages(context.Background(), d, 4); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	})
 }

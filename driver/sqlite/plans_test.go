@@ -2,15 +2,13 @@ package sqlite_test
 
 import (
 	"database/sql"
-	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
-	"github.com/cks-dev/cks/knowledge"
 )
 
 // plan is SQLite's query plan of q with args, one line per step.
@@ -47,32 +45,9 @@ func plan(t testing.TB, db *sql.DB, q string, args ...any) string {
 // queries, read from its query files.)
 func TestQueriesUseIndexes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	s := openStore(t, path)
-	ctx := t.Context()
-	for i := range 200 {
-		typ := "a"
-		if i%2 == 1 {
-			typ = "b"
-		}
-		backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Priority: i % 7})
-	}
-	for i := range 60 {
-		st := []string{"awaiting_research", "awaiting_critique", ""}[i%3]
-		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Status: st, Content: json.RawMessage(`{"n": 0}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i%5 == 0 {
-			for range 2 {
-				if _, err := s.Objects.WriteVersion(ctx, o.ID, o.HeadVersion, json.RawMessage(`{"n": 1}`), "editor"); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	if _, err := s.Objects.ClaimObjects(ctx, "awaiting_critique", "critic-1", 5); err != nil {
-		t.Fatal(err)
-	}
+	ex := open(t, path).Executor()
+	seedTasks(t, ex, 200, func(i int) (string, int) { return []string{"a", "b"}[i%2], i % 7 })
+	seedObjects(t, ex)
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +135,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 // plan would scan the table or sort.
 func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cks.db")
-	s := openStore(t, path)
-	for i := range 50 {
-		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "a", Priority: i % 3})
-	}
+	seedTasks(t, open(t, path).Executor(), 50, func(i int) (string, int) { return "a", i % 3 })
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +164,68 @@ func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 				t.Errorf("%s plans differently with state %v:\n%s\nthan with OPEN:\n%s", c.query, state, p, open)
 			}
 		}
+	}
+}
+
+// seedTasks inserts n OPEN tasks through the primitives, as enqueues
+// write them: task i of the type and priority of(i) gives.
+func seedTasks(t testing.TB, ex driver.Executor, n int, of func(i int) (typ string, priority int)) {
+	t.Helper()
+	rows := make([]driver.TaskRow, n)
+	for i := range rows {
+		typ, prio := of(i)
+		rows[i] = driver.TaskRow{Type: typ, State: "OPEN", Priority: prio, Revision: 1, Payload: []byte(`{}`),
+			Metadata: []byte(`{}`), CreatedAt: drivertest.T0, UpdatedAt: drivertest.T0, StateChangedAt: drivertest.T0}
+	}
+	if _, err := ex.TaskInsertMany(t.Context(), rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seedObjects writes 60 questions through the primitives, as the knowledge
+// service would: their statuses awaiting_research, awaiting_critique and
+// none in turn; every fifth forked (two versions written from its first,
+// both heads); five of those awaiting critique claimed.
+func seedObjects(t testing.TB, ex driver.Executor) {
+	t.Helper()
+	ctx := t.Context()
+	rows := make([]driver.ObjectRow, 60)
+	for i := range rows {
+		rows[i] = driver.ObjectRow{Kind: "question", Status: []string{"awaiting_research", "awaiting_critique", ""}[i%3],
+			Content: []byte(`{"n":0}`), ContentHash: "h0", HeadVersion: 1, Heads: 1, CreatedAt: drivertest.T0,
+			UpdatedAt: drivertest.T0}
+		if i%5 == 0 {
+			rows[i].Content, rows[i].ContentHash, rows[i].HeadVersion, rows[i].Heads = []byte(`{"n":1}`), "h1", 3, 2
+		}
+	}
+	ids, err := ex.ObjectInsertMany(ctx, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []driver.VersionRow
+	var claimed []driver.ObjectRow
+	for i, id := range ids {
+		rows[i].ID = id
+		v := driver.VersionRow{ObjectID: id, Version: 1, Content: []byte(`{"n":0}`), ContentHash: "h0", Author: "maker",
+			CreatedAt: drivertest.T0, IsHead: i%5 != 0}
+		versions = append(versions, v)
+		if i%5 == 0 {
+			for n := int64(2); n <= 3; n++ {
+				versions = append(versions, driver.VersionRow{ObjectID: id, Version: n, Parents: []int64{1},
+					Content: []byte(`{"n":1}`), ContentHash: "h1", Author: "editor", CreatedAt: drivertest.T0, IsHead: true})
+			}
+		}
+		if rows[i].Status == "awaiting_critique" && len(claimed) < 5 {
+			c := rows[i]
+			c.ClaimedBy, c.ClaimTokenHash, c.ClaimedAt = "critic-1", fmt.Sprintf("claim-%d", i), drivertest.T0
+			claimed = append(claimed, c)
+		}
+	}
+	if _, err := ex.VersionInsertMany(ctx, versions); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.ObjectUpdateMany(ctx, claimed); err != nil {
+		t.Fatal(err)
 	}
 }
 

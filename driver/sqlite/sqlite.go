@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,6 +240,18 @@ func checkHeader(path string) error {
 		return fmt.Errorf("sqlite: %s is not a SQLite database (bad file header); expected a SQLite 3 file or a new path", path)
 	}
 	return nil
+}
+
+// CapPages caps the database file at n pages for d's writer connection
+// (PRAGMA max_page_count), so that writes beyond it fail as on a full disk.
+// It is for tests of what a full disk does — the driver's, and the
+// services' above it (backend's TestStorageFaults), since no test can fill
+// a real disk — never for a deployment.
+func CapPages(ctx context.Context, d *Driver, n int) error {
+	return d.write(ctx, func(w *wtx) error {
+		_, err := w.Tx.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(n))
+		return err
+	})
 }
 
 // Dialect returns "sqlite".

@@ -1,9 +1,8 @@
-package postgres_test
+package backend_test
 
-// Facts of the Postgres database under the composite store (store/backend
-// over this driver), moved here from the first Postgres backend's tests:
-// what rows hold, what waits on row locks and what does not, how racing
-// writers of one object end.
+// Facts of the Postgres database under the services, moved here from the
+// driver's tests (which use only the driver): what waits on row locks and
+// what does not, what rows hold, how racing writers of one object end.
 
 import (
 	"context"
@@ -19,72 +18,18 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/knowledge"
 )
-
-// openStore opens the composite store on dbURL, closed when t ends.
-func openStore(t testing.TB, dbURL string, opts ...driver.Option) *backend.Backend {
-	t.Helper()
-	s, err := backend.Open(testCtx(t), dbURL, opts...)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// TestLeaseTokensStoredHashed: no row of the schema holds a plain lease
-// token — not of a live lease, not of an aborted one — only its hash.
-func TestLeaseTokensStoredHashed(t *testing.T) {
-	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
-	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
-	first := backendtest.MustClaimOne(t, s, "w1")
-	if _, _, err := s.Tasks.Stop(ctx, first.ID, "op", "hold", 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Tasks.Start(ctx, first.ID, "op", ""); err != nil {
-		t.Fatal(err)
-	}
-	second := backendtest.MustClaimOne(t, s, "w2")
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	count := func(text string) int {
-		t.Helper()
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM cks_outbox_tasks r WHERE r::text LIKE '%' || $1 || '%')
-	+ (SELECT count(*) FROM cks_task_aborts r WHERE r::text LIKE '%' || $1 || '%')
-	+ (SELECT count(*) FROM cks_task_events r WHERE r::text LIKE '%' || $1 || '%')`, text).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	for _, tok := range []string{first.LeaseToken, second.LeaseToken} {
-		if n := count(tok); n != 0 {
-			t.Fatalf("%d rows hold the plain lease token %s", n, tok)
-		}
-		if n := count(driver.HashLeaseToken(tok)); n != 1 {
-			t.Fatalf("%d rows hold the hash of lease token %s, want 1", n, tok)
-		}
-	}
-}
 
 // TestClaimObjectsConcurrent claims from many goroutines (each call on a pool
 // connection of its own store handle or of a shared one) and checks that no
 // object is claimed twice and every object is claimed once.
 func TestClaimObjectsConcurrent(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	shared := openStore(t, u)
-	other := openStore(t, u)
-	ctx := testCtx(t)
+	shared := opener(u)(t)
+	other := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	const objects = 120
 	for i := range objects {
 		if _, err := shared.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "question", Title: fmt.Sprint(i),
@@ -152,8 +97,8 @@ func TestClaimObjectsConcurrent(t *testing.T) {
 // ClaimObjects does not wait for them: it claims the others at once.
 func TestClaimObjectsSkipsLocked(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
+	s := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	var ids []int64
 	for range 6 {
 		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Status: "awaiting_critique"})
@@ -162,20 +107,8 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 		}
 		ids = append(ids, o.ID)
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
 	// The two oldest are held, as by a claimer whose transaction is open.
-	if _, err := tx.Exec(ctx, `SELECT object_id FROM cks_objects WHERE object_id = ANY($1) FOR UPDATE`, ids[:2]); err != nil {
-		t.Fatal(err)
-	}
+	release := holdObjects(t, u, ids[:2]...)
 
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -198,9 +131,7 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 	// A transition holding its object's lock does not stall a claimer of
 	// another status either, and once the lock is gone the held ones are
 	// claimable.
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	got, err = s.Objects.ClaimObjects(ctx, "awaiting_critique", "critic-2", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -214,8 +145,8 @@ func TestClaimObjectsSkipsLocked(t *testing.T) {
 // concurrent writer (a touch in progress) holds, and releases the others.
 func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
+	s := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	for range 3 {
 		if _, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Status: "awaiting_critique"}); err != nil {
 			t.Fatal(err)
@@ -225,28 +156,14 @@ func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("claim: %v, %v", got, err)
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM cks_objects WHERE object_id = $1 FOR UPDATE`, got[0].ID); err != nil {
-		t.Fatal(err)
-	}
+	release := holdObjects(t, u, got[0].ID)
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	n, err := s.Objects.ReleaseStaleClaims(short, time.Now().Add(time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("ReleaseStaleClaims = %d, %v; want 2 (the locked one skipped)", n, err)
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if err := s.Objects.TouchClaim(ctx, got[0].ID, got[0].ClaimToken); err != nil {
 		t.Fatalf("touch of the skipped claim: %v", err)
 	}
@@ -256,8 +173,8 @@ func TestReleaseStaleClaimsSkipsLocked(t *testing.T) {
 // bytes (the column is TEXT: JSONB would re-encode numbers and spacing).
 func TestObjectContentBytes(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
+	s := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	in := `{"z": 1.50, "a": {"y": [1e3, "é<>&"], "b": null}}`
 	want, err := cks.CanonicalJSON([]byte(in))
 	if err != nil {
@@ -281,12 +198,8 @@ func TestObjectContentBytes(t *testing.T) {
 // the object's.
 func checkHeadsConsistent(t testing.TB, dbURL string) {
 	t.Helper()
-	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx := backendtest.Ctx(t)
+	conn := pgConn(t, dbURL)
 	rows, err := conn.Query(ctx, `SELECT o.object_id::text || ': heads ' || o.heads || ', head_version ' || o.head_version
 FROM cks_objects o
 WHERE o.heads <> (SELECT count(*) FROM cks_object_versions v WHERE v.object_id = o.object_id AND v.is_head)
@@ -305,21 +218,18 @@ ORDER BY o.object_id`)
 	}
 }
 
-// holdObject locks object id's row in a transaction on a connection of its
-// own (as a writer in the middle of a transaction would) and returns the
-// function that releases it.
-func holdObject(t *testing.T, dbURL string, id int64) func() {
+// holdObjects locks the rows of objects ids in a transaction on a
+// connection of its own (as a writer in the middle of a transaction would)
+// and returns the function that releases them (also called when t ends).
+func holdObjects(t *testing.T, dbURL string, ids ...int64) func() {
 	t.Helper()
-	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := backendtest.Ctx(t)
+	conn := pgConn(t, dbURL)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM cks_objects WHERE object_id = $1 FOR UPDATE`, id); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM cks_objects WHERE object_id = ANY($1) FOR UPDATE`, ids); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
@@ -336,12 +246,8 @@ func holdObject(t *testing.T, dbURL string, id int64) func() {
 // waitLockWaiters waits until n sessions of the database wait for a lock.
 func waitLockWaiters(t *testing.T, dbURL string, n int) {
 	t.Helper()
-	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx := backendtest.Ctx(t)
+	conn := pgConn(t, dbURL)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var waiting int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
@@ -363,14 +269,14 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 // object row agrees with them.
 func TestWriteVersionRaceForks(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
+	s := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	for round := range 5 {
 		o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"base":true}`), Title: fmt.Sprint(round)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		release := holdObject(t, u, o.ID)
+		release := holdObjects(t, u, o.ID)
 		var (
 			wg   sync.WaitGroup
 			got  [2]cks.Version
@@ -422,8 +328,8 @@ func TestWriteVersionRaceForks(t *testing.T) {
 // winner's reason node exists.
 func TestMergeVersionsRace(t *testing.T) {
 	u := backendtest.PostgresURL(t)
-	s := openStore(t, u)
-	ctx := testCtx(t)
+	s := opener(u)(t)
+	ctx := backendtest.Ctx(t)
 	o, err := s.Objects.CreateObject(ctx, knowledge.NewObject{Kind: "claim"})
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +342,7 @@ func TestMergeVersionsRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := holdObject(t, u, o.ID)
+	release := holdObjects(t, u, o.ID)
 	var (
 		wg      sync.WaitGroup
 		got     [2]cks.Version
@@ -484,44 +390,4 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
-}
-
-// TestSweeperControlShape checks cks_sweeper_control against ADR-015 and the
-// stored updated_at (the store's clock).
-func TestSweeperControlShape(t *testing.T) {
-	u := backendtest.PostgresURL(t)
-	s := openStore(t, u, driver.WithClock(clock.NewFake(backendtest.T0)))
-	if err := s.Sweepers.SetSweeperDesiredRunning(testCtx(t), "graph_health", false); err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT column_name || ' ' || data_type || ' ' || is_nullable FROM information_schema.columns
-WHERE table_schema = current_schema() AND table_name = 'cks_sweeper_control' ORDER BY ordinal_position`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "agent_id text NO, desired_running boolean NO, updated_at timestamp with time zone NO"
-	if got := strings.Join(cols, ", "); got != want {
-		t.Errorf("cks_sweeper_control columns:\n got: %s\nwant: %s", got, want)
-	}
-	var (
-		running bool
-		updated time.Time
-	)
-	if err := conn.QueryRow(ctx, `SELECT desired_running, updated_at FROM cks_sweeper_control
-WHERE agent_id = 'graph_health'`).Scan(&running, &updated); err != nil {
-		t.Fatal(err)
-	}
-	if running || !updated.Equal(backendtest.T0) {
-		t.Errorf("row = %v, %v; want false, %v", running, updated, backendtest.T0)
-	}
 }
