@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"strings"
@@ -89,4 +90,42 @@ func ReadOnlyFile(t testing.TB, path string) {
 			t.Errorf("chattr -i %s: %v %s", path, err, out)
 		}
 	})
+}
+
+// PoolerURL creates a scratch database on CKS_TEST_DATABASE_URL's server,
+// dropped at the end of the test, and returns its URL through the
+// transaction-mode PgBouncer of CKS_TEST_POOLER_URL (scripts/with-postgres
+// starts one when PgBouncer is installed), with cks_pooler=transaction, and
+// with cks_listen naming the server itself when listen is set. Without the
+// variables the test is skipped, or fails when CI=true.
+func PoolerURL(t testing.TB, listen bool) string {
+	t.Helper()
+	direct, pooler := os.Getenv("CKS_TEST_DATABASE_URL"), os.Getenv("CKS_TEST_POOLER_URL")
+	if direct == "" || pooler == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CKS_TEST_POOLER_URL not set but CI=true (scripts/test starts PgBouncer when it is installed: apt-get install pgbouncer)")
+		}
+		t.Skip("CKS_TEST_POOLER_URL not set: tests behind a pooler skipped")
+	}
+	name, drop, err := scratch.Database(context.Background(), direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drop(context.Background()) })
+	pu, err := url.Parse(pooler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.Path = "/" + name
+	q := pu.Query()
+	q.Set("cks_pooler", "transaction")
+	if listen {
+		du, err := url.Parse(direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Set("cks_listen", du.Host)
+	}
+	pu.RawQuery = q.Encode()
+	return pu.String()
 }

@@ -26,6 +26,9 @@ type Listener struct {
 	d      *Driver
 	conn   *pgx.Conn
 	prefix string // "<schema>.": the payloads that are this schema's
+	// silent: connected behind a transaction pooler with no cks_listen
+	// server; no notification ever arrives.
+	silent bool
 }
 
 var errNotConnected = errors.New("postgres: listener not connected")
@@ -36,7 +39,14 @@ func (l *Listener) Connect(ctx context.Context) error {
 	if l.conn != nil {
 		return errors.New("postgres: listener already connected")
 	}
-	conn, err := pgx.ConnectConfig(ctx, l.d.pool.Config().ConnConfig)
+	cfg, ok := l.d.pooler.listenConfig(l.d.pool.Config().ConnConfig)
+	if !ok {
+		// Behind a transaction pooler with no server to LISTEN on: nothing
+		// is pushed, and WaitForTopics waits for its context.
+		l.silent = true
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return mapErr("listener connect", err)
 	}
@@ -58,6 +68,10 @@ func (l *Listener) Connect(ctx context.Context) error {
 // pings the server; a lost connection is returned as an error (the caller
 // closes the listener and connects again).
 func (l *Listener) WaitForTopics(ctx context.Context) ([]string, error) {
+	if l.silent {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if l.conn == nil {
 		return nil, errNotConnected
 	}
@@ -120,6 +134,7 @@ func (l *Listener) PID() uint32 {
 
 // Close ends the listener's connection; Connect may be called again.
 func (l *Listener) Close(ctx context.Context) error {
+	l.silent = false
 	if l.conn == nil {
 		return nil
 	}

@@ -45,6 +45,9 @@ type Driver struct {
 	// transaction, dated by clock, for Health.
 	faults driver.Faults
 	clock  clock.Clock
+	// pooler is what the URL's cks parameters say of a pooler in front
+	// (pooler.go).
+	pooler poolerConfig
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -61,10 +64,17 @@ var _ driver.Driver = (*Driver)(nil)
 // dates the faults Health remembers (driver.WithClock); changes are pushed,
 // not polled.
 func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, error) {
+	url, pc, err := splitParams(url)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: malformed database URL (%w; expected postgres://USER@HOST:PORT/DB[?PARAMS]): %s",
 			cks.ErrInvalid, oneLine(err.Error()))
+	}
+	if err := pc.apply(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
@@ -83,7 +93,8 @@ func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, erro
 		pool.Close()
 		return nil, connectError(addr, who, err, timedOut)
 	}
-	d := &Driver{pool: pool, q: dbsqlc.New(), where: addr + " (" + who + ")", clock: driver.ApplyOptions(opts).Clock}
+	d := &Driver{pool: pool, q: dbsqlc.New(), where: addr + " (" + who + ")", clock: driver.ApplyOptions(opts).Clock,
+		pooler: pc}
 	if err := d.ensureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema of %s: %w", d.where, err)

@@ -42,3 +42,26 @@ func Schema(ctx context.Context, dbURL string) (string, func(context.Context) er
 	drop := func(ctx context.Context) error { return exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }
 	return u.String(), drop, nil
 }
+
+// Database creates an empty database cks_scratch_<random> on the server at
+// dbURL (for a pooler, which keeps no search_path) and returns its name and
+// a function that drops it, ending the sessions still on it.
+func Database(ctx context.Context, dbURL string) (string, func(context.Context) error, error) {
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "cks_scratch_" + hex.EncodeToString(b)
+	exec := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			return fmt.Errorf("postgres: connect: %w", err)
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("postgres: create scratch database: %w", err)
+	}
+	drop := func(ctx context.Context) error { return exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") }
+	return name, drop, nil
+}
