@@ -22,22 +22,14 @@ const pgDumpHint = "a Postgres database is backed up with pg_dump (pg_dump --for
 // safe while the hub and its agents write it (sqlite.Backup), with its
 // progress on stderr.
 func cmdBackup(ctx context.Context, args []string, e env) error {
-	fs := flagSet("backup", e)
-	var sf storeFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parse(fs, args)
+	sf, dst, asJSON, err := fileArgs("backup", "the FILE to write", args, e)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: backup takes one argument, the FILE to write, got %q", errUsage, pos)
 	}
 	_, src, err := sqliteFile(sf, e, "backup")
 	if err != nil {
 		return err
 	}
-	dst := pos[0]
 	begin := time.Now()
 	err = sqlite.Backup(ctx, src, dst, sqlite.BackupOptions{Progress: func(p sqlite.BackupProgress) {
 		fmt.Fprintf(e.stderr, "\rcopied %d of %d pages (%d%%)", p.Copied, p.Total, 100*p.Copied/max(p.Total, 1))
@@ -59,7 +51,7 @@ func cmdBackup(ctx context.Context, args []string, e env) error {
 		Bytes    int64   `json:"bytes"`
 		Seconds  float64 `json:"seconds"`
 	}{src, dst, fi.Size(), time.Since(begin).Seconds()}
-	if *asJSON {
+	if asJSON {
 		return printJSON(e.stdout, res)
 	}
 	fmt.Fprintf(e.stdout, "backed up %s to %s: %d bytes in %.1fs (restore it with: cks restore %s)\n",
@@ -75,16 +67,9 @@ func cmdBackup(ctx context.Context, args []string, e env) error {
 // before anything is replaced, and the database it replaces is kept, as an
 // online copy, beside it.
 func cmdRestore(ctx context.Context, args []string, e env) error {
-	fs := flagSet("restore", e)
-	var sf storeFlags
-	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parse(fs, args)
+	sf, from, asJSON, err := fileArgs("restore", "the backup FILE", args, e)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: restore takes one argument, the backup FILE, got %q", errUsage, pos)
 	}
 	dir, target, err := sqliteFile(sf, e, "restore")
 	if errors.Is(err, os.ErrNotExist) {
@@ -93,7 +78,6 @@ func cmdRestore(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	from := pos[0]
 	if err := sqlite.QuickCheck(ctx, from); err != nil {
 		return fmt.Errorf("%s is not a sound SQLite database: %w", from, err)
 	}
@@ -114,7 +98,7 @@ func cmdRestore(ctx context.Context, args []string, e env) error {
 		From     string `json:"from"`
 		Kept     string `json:"kept,omitempty"`
 	}{target, from, kept}
-	if *asJSON {
+	if asJSON {
 		return printJSON(e.stdout, res)
 	}
 	fmt.Fprintf(e.stdout, "restored %s from %s\n", target, from)
@@ -122,6 +106,22 @@ func cmdRestore(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "the database it replaced is kept as %s\n", kept)
 	}
 	return nil
+}
+
+// fileArgs parses the command line of backup and restore: the store's
+// flags, --json and one argument, a file (what says which).
+func fileArgs(name, what string, args []string, e env) (sf storeFlags, file string, asJSON bool, err error) {
+	fs := flagSet(name, e)
+	sf.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return sf, "", false, err
+	}
+	if len(pos) != 1 {
+		return sf, "", false, fmt.Errorf("%w: %s takes one argument, %s, got %q", errUsage, name, what, pos)
+	}
+	return sf, pos[0], asJSON, nil
 }
 
 // sqliteFile resolves the command's database and returns its SQLite file,
