@@ -732,6 +732,8 @@ type LivenessRow struct {
 	CurrentTaskID     int64 // 0: idle
 	CurrentTaskType   string
 	DesiredState      string
+	// ExitedAt is when the instance exited gracefully; zero while it runs.
+	ExitedAt time.Time
 }
 
 // LivenessExecutor holds the primitives of process liveness.

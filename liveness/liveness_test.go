@@ -2,8 +2,10 @@ package liveness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +210,52 @@ func TestRequestStop(t *testing.T) {
 		var unknown *liveness.UnknownKindError
 		if _, err := svc.RequestStop(ctx, "critics"); !errors.As(err, &unknown) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("unknown kind: %v", err)
+		}
+	})
+}
+
+// TestExited: an instance that exited reads stopped whatever its heartbeat
+// says, with its exit time, and is not asked to stop; a row an older cks
+// wrote at exit (its heartbeat backdated to the epoch) reads exited at its
+// start, with no heartbeat from 1970 in any view; an exit before the start
+// is refused, naming exited_at. Both backends.
+func TestExited(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
+		st := open(t)
+		c := clock.NewFake(storetest.T0.Add(time.Second))
+		svc := liveness.NewService(st.Driver(), c)
+		ctx := context.Background()
+		gone := storetest.Liveness("critic-gone", "critic", 0)
+		gone.ExitedAt = storetest.T0
+		storetest.MustUpsert(t, st, gone)
+		old := storetest.Liveness("pipeline-old", "pipeline", -time.Hour)
+		old.LastHeartbeatAt = time.Unix(0, 0).UTC()
+		storetest.MustUpsert(t, st, old)
+
+		for _, tc := range []struct {
+			kind              string
+			exited, heartbeat time.Time
+		}{
+			{"critic", storetest.T0, storetest.T0},
+			{"pipeline", old.StartedAt, old.StartedAt},
+		} {
+			p, err := svc.ProcessStatus(ctx, tc.kind)
+			if err != nil || p.Status != cks.ProcessStopped || !p.ExitedAt.Equal(tc.exited) || !p.LastHeartbeatAt.Equal(tc.heartbeat) {
+				t.Errorf("%s: %+v, %v; want stopped, exited %v, heartbeat %v", tc.kind, p, err, tc.exited, tc.heartbeat)
+			}
+			b, _ := json.Marshal(p)
+			if !strings.Contains(string(b), `"exited_at":"`) || strings.Contains(string(b), "1970") {
+				t.Errorf("%s as JSON: %s", tc.kind, b)
+			}
+			if res, err := svc.RequestStop(ctx, tc.kind); err != nil || res.Found {
+				t.Errorf("stop of an exited %s: %+v, %v; want found false", tc.kind, res, err)
+			}
+		}
+		bad := storetest.Liveness("critic-bad", "critic", 0)
+		bad.ExitedAt = storetest.T0.Add(-time.Second)
+		var fe *cks.FieldError
+		if err := st.Liveness.UpsertAgentLiveness(ctx, bad); !errors.As(err, &fe) || fe.Field != "exited_at" {
+			t.Errorf("an exit before the start: %v, want a FieldError naming exited_at", err)
 		}
 	})
 }

@@ -20,10 +20,6 @@ import (
 // (ADR-014 §2: 30 s, independent of the lease heartbeat).
 const DefaultInterval = 30 * time.Second
 
-// Epoch is the heartbeat a process writes when it exits gracefully: older
-// than any TTL, so the row reads stopped at once (ADR-016 §3).
-var Epoch = time.Unix(0, 0).UTC()
-
 // ReporterStore is what a Reporter needs of the store.
 type ReporterStore interface {
 	UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) error
@@ -65,7 +61,9 @@ type ReporterConfig struct {
 // the stop request of ADR-016): it writes its row at Start and every
 // interval, reads the row back on each tick and, beyond the seed, whenever
 // cks.TopicAgentStop is published, and calls OnStopRequested when asked
-// to stop. Stop writes a final heartbeat backdated to the epoch. Its loop
+// to stop. Stop writes a final heartbeat with the exit time (exited_at), so
+// the row reads stopped at once (ADR-016 §3) and keeps a real last
+// heartbeat. Its loop
 // runs on a lifecycle.Base.
 type Reporter struct {
 	st  ReporterStore
@@ -187,7 +185,7 @@ func (r *Reporter) tickLoop(ctx context.Context) {
 
 // tick writes one heartbeat. Stop does not cancel it (Stop waits for it
 // instead): a cancelled write can still commit on Postgres, after Stop's
-// final epoch heartbeat, and make an exited process read alive. Its time
+// final heartbeat, and make an exited process read alive. Its time
 // is bounded by the interval.
 func (r *Reporter) tick(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(r.cfg.Interval, time.Second))
@@ -195,15 +193,18 @@ func (r *Reporter) tick(ctx context.Context) {
 	r.write(wctx, false) //nolint:errcheck // logged; the next tick retries
 }
 
-// write upserts the row with a fresh heartbeat (or the epoch when final).
-// A failure is logged and left to the next tick.
+// write upserts the row with a fresh heartbeat, and when final the exit
+// at that time with no current task. A failure is logged and left to the
+// next tick.
 func (r *Reporter) write(ctx context.Context, final bool) error {
 	r.mu.Lock()
+	r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
 	if final {
-		r.row.LastHeartbeatAt = Epoch
+		if r.row.StartedAt.IsZero() { // never started: the exit is its one write
+			r.row.StartedAt = r.row.LastHeartbeatAt
+		}
+		r.row.ExitedAt = r.row.LastHeartbeatAt
 		r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
-	} else {
-		r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
 	}
 	row := r.row
 	r.mu.Unlock()
@@ -260,8 +261,8 @@ func (r *Reporter) nudge() {
 }
 
 // Stop ends the tick and the watch, waits for them, and writes the final
-// heartbeat, backdated to the epoch with no current task, so the process
-// reads stopped at once. ctx bounds the wait and that write; a Stop of a
+// heartbeat with the exit time and no current task, so the process reads
+// stopped (exited) at once. ctx bounds the wait and that write; a Stop of a
 // reporter never started writes only the final heartbeat.
 func (r *Reporter) Stop(ctx context.Context) error {
 	if err := r.base.Stop(ctx); err != nil {

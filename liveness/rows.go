@@ -17,7 +17,7 @@ func (s *Service) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) 
 	}
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType}
+		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt)}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
@@ -100,11 +100,18 @@ func (s *Service) RequestAgentStop(ctx context.Context, instanceID string) (bool
 	return found, nil
 }
 
-// livenessOf is the record of a row.
+// livenessOf is the record of a row. A row whose last heartbeat is before
+// its start was written at exit by a cks from before exited_at (a
+// heartbeat backdated to the epoch, which the upgrade rewrites in the rows
+// it finds, but an older process still running may write another): it
+// reads as the upgrade leaves it, exited, with started_at for both times.
 func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
+	if r.ExitedAt.IsZero() && r.LastHeartbeatAt.Before(r.StartedAt) {
+		r.ExitedAt, r.LastHeartbeatAt = r.StartedAt, r.StartedAt
+	}
 	a := cks.AgentLiveness{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: r.StartedAt, LastHeartbeatAt: r.LastHeartbeatAt,
-		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState}
+		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState, ExitedAt: r.ExitedAt}
 	if r.CurrentTaskID != 0 {
 		id := r.CurrentTaskID
 		a.CurrentTaskID = &id

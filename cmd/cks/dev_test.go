@@ -37,7 +37,7 @@ func parentPID(pid int) int {
 // TestDevStartsAgents: `cks dev` starts the four seed agents and an exec
 // agent as its children on the same database; they read alive, the exec
 // agent works a task, a child that dies is logged and not restarted, and
-// SIGTERM to cks dev stops the others gracefully (epoch heartbeat) before the
+// SIGTERM to cks dev stops the others gracefully (exited_at) before the
 // hub exits, leaving no child behind.
 func TestDevStartsAgents(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
@@ -106,12 +106,12 @@ func TestDevStartsAgents(t *testing.T) {
 			t.Fatalf("%d liveness rows, want one per agent (none restarted): %+v", len(rows), rows)
 		}
 		for _, r := range rows {
-			graceful := r.LastHeartbeatAt.Equal(liveness.Epoch)
+			graceful := !r.ExitedAt.IsZero()
 			if r.ProcessKind == "pipeline" && graceful {
 				t.Errorf("the killed pipeline agent wrote a graceful-exit heartbeat")
 			}
 			if r.ProcessKind != "pipeline" && (!graceful || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped) {
-				t.Errorf("%s row after cks dev stopped: heartbeat %s, want the epoch (stopped at once)", r.ProcessKind, r.LastHeartbeatAt)
+				t.Errorf("%s row after cks dev stopped: heartbeat %s, exited %s, want exited (stopped at once)", r.ProcessKind, r.LastHeartbeatAt, r.ExitedAt)
 			}
 		}
 

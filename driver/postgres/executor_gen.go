@@ -28,6 +28,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
+		ExitedAt:          fromNullTime(r.ExitedAt),
 	}
 }
 
@@ -565,6 +566,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		LastHeartbeatAt:   driver.Time(p.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
+		ExitedAt:          nullTime(p.ExitedAt),
 	}
 }
 

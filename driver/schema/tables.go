@@ -67,6 +67,11 @@ func agentLiveness() Table {
 			{Name: "current_task_type", Type: Text},
 			// ADR-016: NULL = no stop requested, 'stop_requested' = pending.
 			{Name: "desired_state", Type: Text},
+			// When the instance exited gracefully; NULL while it runs (or
+			// since it died without saying so: the TTL rule tells).
+			// Rows written before the column existed, whose exit wrote a
+			// heartbeat backdated to the epoch, are backfilled.
+			{Name: "exited_at", Type: Time},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},

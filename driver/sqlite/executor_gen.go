@@ -25,6 +25,10 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 	if err != nil {
 		return driver.LivenessRow{}, fmt.Errorf("LivenessRow LastHeartbeatAt: %w", err)
 	}
+	exitedAt, err := parseNullTime(r.ExitedAt)
+	if err != nil {
+		return driver.LivenessRow{}, fmt.Errorf("LivenessRow ExitedAt: %w", err)
+	}
 	return driver.LivenessRow{
 		InstanceID:        r.InstanceID,
 		ProcessKind:       r.ProcessKind,
@@ -36,6 +40,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
+		ExitedAt:          exitedAt,
 	}, nil
 }
 
@@ -618,6 +623,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		LastHeartbeatAt:   fmtTime(p.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
+		ExitedAt:          fmtNullTime(p.ExitedAt),
 	}
 }
 

@@ -19,6 +19,7 @@ type CksAgentLiveness struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	DesiredState      *string
+	ExitedAt          *time.Time
 }
 
 type CksEdge struct {

@@ -15,6 +15,7 @@ type CksAgentLiveness struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	DesiredState      *string
+	ExitedAt          *string
 }
 
 type CksChange struct {
