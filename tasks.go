@@ -185,6 +185,27 @@ type TaskEvent struct {
 	To      TaskState `json:"to"`
 	Attempt int       `json:"attempt"`
 	Reason  string    `json:"reason,omitempty"`
+	// Changes are the fields an edit (update_task) changed, each with its
+	// old and new value, in the order of TaskPatch.Fields; none on a state
+	// change. An edit of a running task that restarted it records them on
+	// its start event.
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one field an edit changed: its value before and after, as
+// JSON (a string for the text fields, a number for priority, the JSON of
+// payload and metadata). For add_depends_on, remove_depends_on,
+// add_children and cancel_children New lists the tasks added, removed,
+// created or cancelled and there is no Old. An event is bounded by its
+// edit: it keeps at most as much of an Old value as the larger of New and
+// 4 KiB (package ledger's MinOldKept); OldCut says how many bytes of it
+// were not kept (a text is cut at a character boundary; a JSON value too
+// large is left out whole, Old null).
+type FieldChange struct {
+	Field  string          `json:"field"`
+	Old    json.RawMessage `json:"old,omitempty"`
+	New    json.RawMessage `json:"new,omitempty"`
+	OldCut int             `json:"old_cut,omitempty"`
 }
 
 // Evidence is one record an executor attached to a task during one attempt.

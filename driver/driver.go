@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -300,8 +301,22 @@ type TaskGetManyParams struct {
 // TaskMoveManyParams are the state moves of TaskMoveMany: the rows as
 // moved and their events.
 type TaskMoveManyParams struct {
-	Rows   []TaskRow
+	Rows []TaskRow
+	// Events carry no Changes: an edit's event is written by
+	// TaskEventInsertMany (TaskMoveMany refuses one that has changes, which
+	// it would not write).
 	Events []TaskEventRow
+}
+
+// MoveEventsWithoutChanges is TaskMoveMany's refusal of an event with
+// Changes, which it would not write.
+func MoveEventsWithoutChanges(events []TaskEventRow) error {
+	for _, ev := range events {
+		if ev.Changes != "" {
+			return fmt.Errorf("task move: the event of task %d has changes, which TaskMoveMany does not write (TaskEventInsertMany does)", ev.TaskID)
+		}
+	}
+	return nil
 }
 
 // OnlyMoved reports whether after differs from before only in the columns
@@ -465,6 +480,9 @@ type TaskEventRow struct {
 	To      string
 	Attempt int
 	Reason  string
+	// Changes is the JSON of an edit's changes (the ledger's: each field's
+	// old and new value), "" for an event that changed no field.
+	Changes string
 }
 
 // EvidenceRow is one row of cks_task_evidence.

@@ -103,13 +103,14 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (ck
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return startTx(ctx, ex, now, cur, actor, reason)
+		return startTx(ctx, ex, now, cur, actor, reason, "")
 	})
 }
 
 // startTx releases the STOPPED task cur (read and locked) to the state its
-// dependencies call for now: restarts+1, run_after cleared.
-func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+// dependencies call for now: restarts+1, run_after cleared. changes are
+// its event's: those of the edit that restarted the task, or "".
+func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, changes string) (driver.TaskRow, error) {
 	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
@@ -124,7 +125,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 	if reason == "" {
 		reason = "started"
 	}
-	return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason + " (" + why + ")",
+	return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason + " (" + why + ")", changes: changes,
 		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
 }
 
@@ -146,8 +147,9 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // check and together close a cycle. An update whose new children lose a
 // dedupe race is run again (the retry then finds the winner), as Enqueue is.
 // An update applied in place or live appends an event of its own (From and To
-// the task's state, reason "update: FIELDS"), so every edit is in the task's
-// log; a restart records the edit in its stop and start events.
+// the task's state, reason "update: FIELDS", and each field's old and new
+// value, editChanges), so every edit is in the task's log; a restart
+// records the edit in its stop and start events, the values on the start's.
 func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
 	if err := cks.ValidateText("actor", actor); err != nil {
 		return cks.UpdateResult{}, err
@@ -206,7 +208,11 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 			return out, err
 		}
 		out.Children = children
-		started, err := startTx(ctx, ex, now, applied, actor, "restarted after "+summary)
+		changes, err := editChanges(cur, p, children)
+		if err != nil {
+			return out, err
+		}
+		started, err := startTx(ctx, ex, now, applied, actor, "restarted after "+summary, changes)
 		if err != nil {
 			return out, err
 		}
@@ -225,9 +231,14 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	}
 	out.Children = children
-	// The edit's own event: who changed which fields, and when.
+	// The edit's own event: who changed which fields, from what to what,
+	// and when.
+	changes, err := editChanges(cur, p, children)
+	if err != nil {
+		return out, err
+	}
 	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: id, At: now, Actor: actor,
-		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary}}); err != nil {
+		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary, Changes: changes}}); err != nil {
 		return out, err
 	}
 	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&

@@ -369,7 +369,9 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		}
 		t.Events = make([]cks.TaskEvent, len(events))
 		for i, e := range events {
-			t.Events[i] = toEvent(e)
+			if t.Events[i], err = toEvent(e); err != nil {
+				return err
+			}
 		}
 		evRows, err := ex.EvidenceList(ctx, id)
 		if err != nil {

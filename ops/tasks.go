@@ -123,7 +123,7 @@ var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 		Title:   "Get task",
 		Summary: "one task with its events, evidence per attempt and aborts",
 		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
-			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
+			"attempt, reason; and every edit, with each field it changed, its old and its new value), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
 			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review; none " +
 			"when it is finished) — whether the caller holds their permissions is not checked here.",
 		Permission: auth.PermRead, Resource: taskResource,

@@ -126,6 +126,15 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("update printed %q, want %q", r.stdout, want)
 	}
 	ok(run("task", "update", fmt.Sprint(y), "--add-dep", fmt.Sprint(z1)))
+	// show lists each edit with its fields' old and new values.
+	r = ok(run("task", "show", fmt.Sprint(y)))
+	for _, want := range []string{"\nedits:\n", "(update: acceptance_criteria, add_depends_on, add_children):\n",
+		`    acceptance_criteria: "" → "it works"` + "\n", fmt.Sprintf("    add_depends_on: [%d,%d]\n", z1, z2),
+		`    title: "held one" → "held"` + "\n", fmt.Sprintf("    remove_depends_on: [%d,%d]\n", z1, z2)} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("show does not print %q:\n%s", want, r.stdout)
+		}
+	}
 	// Start re-evaluates: the added dependency is unmet.
 	r = ok(run("task", "start", fmt.Sprint(y)))
 	if want := fmt.Sprintf("task %d started: WAITING (restart 1", y); !strings.Contains(r.stdout, want) {

@@ -161,7 +161,7 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // but for what was added since: the lease binding of principals, and the
 // per-object version numbers (their column and index, and the append-only
 // trigger that freezes them too), the studio's sessions (issue 22: their
-// table, its keys and indexes), the exit time of a process (issue 24); and for what was retired since (Retired,
+// table, its keys and indexes), the exit time of a process and the changes of an edit's event (issue 24); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -170,7 +170,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	fresh = WithoutPrefixes(fresh, append([]string{"column|cks_principals|lease_", "column|cks_object_versions|version|",
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
-		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|"}, s.Added...)...)
+		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
+		"column|cks_task_events|changes|"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

@@ -310,6 +310,13 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{}); err != nil || n != 0 {
 			t.Fatalf("move of nothing = %d, %v", n, err)
 		}
+		// An event with changes is not a move's: refused, nothing written.
+		withChanges := oneEv
+		withChanges.Changes = `[]`
+		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{one},
+			Events: []driver.TaskEventRow{withChanges}}); err == nil || n != 0 {
+			t.Fatalf("move with an event with changes = %d, %v; want refused", n, err)
+		}
 		// Inside a transaction, and rolled back with it: rows and events.
 		boom := errors.New("boom")
 		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -829,7 +836,8 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			{TaskID: got[0], At: sec(0), Actor: "alice", To: stOpen, Reason: "enqueued"},
 			{TaskID: got[1], At: sec(1), Actor: "bob", To: stOpen},
 			{TaskID: got[0], At: sec(2), Actor: "w", From: stOpen, To: stClaimed, Attempt: 1, Reason: "claimed"},
-			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running"},
+			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running",
+				Changes: `[{"field":"title","old":"a","new":"b"}]`},
 		}
 		err := ex.TaskEventInsertMany(ctx, evs)
 		skipUnsupported(t, "event insert", err)
@@ -851,6 +859,16 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("events of no task = %v, %v", none, err)
 		}
 		must(t, "no events", ex.TaskEventInsertMany(ctx, nil))
+		// One event alone (a dialect may have a form of its own for it),
+		// with its changes byte for byte.
+		one := driver.TaskEventRow{TaskID: got[1], At: sec(3), Actor: "op", From: stOpen, To: stOpen, Reason: "update: priority",
+			Changes: `[{"field":"priority", "old":0,"new":7}]`}
+		must(t, "one event", ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{one}))
+		list, err = ex.TaskEventList(ctx, got[1])
+		must(t, "event list", err)
+		if one.ID = list[len(list)-1].ID; len(list) != 2 || list[1] != one {
+			t.Fatalf("events %+v, want the last %+v", list, one)
+		}
 	})
 	t.Run("EvidenceAndDecisions", func(t *testing.T) {
 		t.Parallel()

@@ -302,6 +302,7 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 		To:      r.ToState,
 		Attempt: int(r.Attempt),
 		Reason:  r.Reason,
+		Changes: r.Changes,
 	}
 }
 
@@ -809,6 +810,7 @@ func taskEventInsertParams(p driver.TaskEventRow) dbsqlc.TaskEventInsertParams {
 		ToState:   p.To,
 		Attempt:   int32(p.Attempt),
 		Reason:    p.Reason,
+		Changes:   p.Changes,
 	}
 }
 
@@ -823,6 +825,7 @@ func taskEventInsertManyParams(rows []driver.TaskEventRow) dbsqlc.TaskEventInser
 		a.ToStates = append(a.ToStates, r.To)
 		a.Attempts = append(a.Attempts, int32(r.Attempt))
 		a.Reasons = append(a.Reasons, r.Reason)
+		a.Changess = append(a.Changess, r.Changes)
 	}
 	return a
 }

@@ -283,6 +283,11 @@ func taskEvents() Table {
 			text("to_state"),
 			intOr("attempt", "0"),
 			textOr("reason"),
+			// An edit's changes: a JSON list of each field's old and new
+			// value (cks.FieldChange); '' for an event that changed no
+			// field (every state change, and every event written before
+			// the column existed).
+			textOr("changes"),
 		},
 		// A task's events, in order, are what every read of events asks
 		// for. On Postgres that is the primary key, the one index of the

@@ -425,6 +425,7 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) (driver.TaskEventRow, error) {
 		To:      r.ToState,
 		Attempt: int(r.Attempt),
 		Reason:  r.Reason,
+		Changes: r.Changes,
 	}, nil
 }
 

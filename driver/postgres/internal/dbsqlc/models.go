@@ -167,6 +167,7 @@ type CksTaskEvent struct {
 	ToState   string
 	Attempt   int32
 	Reason    string
+	Changes   string
 }
 
 type CksTaskEvidence struct {

@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS cks_task_events (
     to_state TEXT NOT NULL,
     attempt INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '',
+    changes TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (task_id, event_id)
 );
 

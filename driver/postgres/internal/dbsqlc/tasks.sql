@@ -494,8 +494,8 @@ FOR SHARE;
 SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0));
 
 -- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@ats::timestamptz[]) AS at,
@@ -503,11 +503,12 @@ FROM (SELECT
     unnest(@from_states::text[]) AS from_state,
     unnest(@to_states::text[]) AS to_state,
     unnest(@attempts::int[]) AS attempt,
-    unnest(@reasons::text[]) AS reason) AS u;
+    unnest(@reasons::text[]) AS reason,
+    unnest(@changess::text[]) AS changes) AS u;
 
 -- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;

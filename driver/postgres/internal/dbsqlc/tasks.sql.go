@@ -1695,8 +1695,8 @@ func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg 
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type TaskEventInsertParams struct {
@@ -1707,6 +1707,7 @@ type TaskEventInsertParams struct {
 	ToState   string
 	Attempt   int32
 	Reason    string
+	Changes   string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -1718,13 +1719,14 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.ToState,
 		arg.Attempt,
 		arg.Reason,
+		arg.Changes,
 	)
 	return err
 }
 
 const taskEventInsertMany = `-- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::timestamptz[]) AS at,
@@ -1732,7 +1734,8 @@ FROM (SELECT
     unnest($4::text[]) AS from_state,
     unnest($5::text[]) AS to_state,
     unnest($6::int[]) AS attempt,
-    unnest($7::text[]) AS reason) AS u
+    unnest($7::text[]) AS reason,
+    unnest($8::text[]) AS changes) AS u
 `
 
 type TaskEventInsertManyParams struct {
@@ -1743,6 +1746,7 @@ type TaskEventInsertManyParams struct {
 	ToStates   []string
 	Attempts   []int32
 	Reasons    []string
+	Changess   []string
 }
 
 func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEventInsertManyParams) error {
@@ -1754,12 +1758,13 @@ func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEven
 		arg.ToStates,
 		arg.Attempts,
 		arg.Reasons,
+		arg.Changess,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -1780,6 +1785,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ToState,
 			&i.Attempt,
 			&i.Reason,
+			&i.Changes,
 		); err != nil {
 			return nil, err
 		}

@@ -168,6 +168,7 @@ type CksTaskEvent struct {
 	ToState   string
 	Attempt   int64
 	Reason    string
+	Changes   string
 }
 
 type CksTaskEvidence struct {

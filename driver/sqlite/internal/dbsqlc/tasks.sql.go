@@ -948,8 +948,8 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 `
 
 type TaskEventInsertParams struct {
@@ -960,6 +960,7 @@ type TaskEventInsertParams struct {
 	ToState   string
 	Attempt   int64
 	Reason    string
+	Changes   string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -971,12 +972,13 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.ToState,
 		arg.Attempt,
 		arg.Reason,
+		arg.Changes,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -997,6 +999,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ToState,
 			&i.Attempt,
 			&i.Reason,
+			&i.Changes,
 		); err != nil {
 			return nil, err
 		}
