@@ -105,7 +105,8 @@ type AnswerTaskInput struct {
 	Text   string `json:"text" jsonschema:"the answer to the task's question"`
 }
 
-// TaskReasonInput is the input of cancel_task and start_task: a task and why.
+// TaskReasonInput is the input of cancel_task, start_task and retry_task: a
+// task and why.
 type TaskReasonInput struct {
 	TaskID int64  `json:"task_id" jsonschema:"the task"`
 	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task's events"`

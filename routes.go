@@ -81,6 +81,8 @@ var (
 	OpStopTask = endpoint[StopTaskInput, TaskStopResult]("stop_task", "POST", "/v1/tasks/{task_id}/stop")
 	// OpStartTask is start_task.
 	OpStartTask = endpoint[TaskReasonInput, Task]("start_task", "POST", "/v1/tasks/{task_id}/start")
+	// OpRetryTask is retry_task.
+	OpRetryTask = endpoint[TaskReasonInput, Task]("retry_task", "POST", "/v1/tasks/{task_id}/retry")
 	// OpUpdateTask is update_task.
 	OpUpdateTask = endpoint[UpdateTaskInput, UpdateResult]("update_task", "PATCH", "/v1/tasks/{task_id}")
 	// OpClaimTasks is claim_tasks.
@@ -166,6 +168,7 @@ func Operations() []Operation {
 		OpCancelTask,
 		OpStopTask,
 		OpStartTask,
+		OpRetryTask,
 		OpUpdateTask,
 		OpClaimTasks,
 		OpMarkRunning,

@@ -46,9 +46,11 @@ const (
 	TaskReviewing TaskState = "REVIEWING"
 	// TaskCompleted is terminal success.
 	TaskCompleted TaskState = "COMPLETED"
-	// TaskFailed is terminal failure (including the dead letter "max attempts").
+	// TaskFailed is terminal failure (including the dead letter "max
+	// attempts"); only an operator's retry opens it again.
 	TaskFailed TaskState = "FAILED"
-	// TaskCancelled is terminal abandonment.
+	// TaskCancelled is terminal abandonment; only an operator's retry opens
+	// it again.
 	TaskCancelled TaskState = "CANCELLED"
 	// TaskStopped tasks are held by an operator (live work, not terminal).
 	TaskStopped TaskState = "STOPPED"
@@ -80,6 +82,9 @@ const (
 	ActionUpdateMaterial TaskAction = "update_material"
 	// ActionReview leases a NEEDS_REVIEW task for review (claim_review).
 	ActionReview TaskAction = "review"
+	// ActionRetry gives a FAILED or CANCELLED task a fresh attempt budget
+	// and opens it again (retry_task).
+	ActionRetry TaskAction = "retry"
 )
 
 // Task is one row of cks_outbox_tasks (the outbox of ADR-014/016, which is the
@@ -99,7 +104,9 @@ type Task struct {
 	// burn an attempt (see Tasks.RequestInput).
 	Attempts    int `json:"attempts"`
 	MaxAttempts int `json:"max_attempts"`
-	// Restarts counts operator restarts (STOPPED → OPEN); never attempts.
+	// Restarts counts operator restarts (STOPPED → OPEN) and retries
+	// (FAILED or CANCELLED → OPEN, which also give a fresh attempt budget:
+	// attempts 0); a start never changes attempts.
 	Restarts int `json:"restarts"`
 	// Revision starts at 1 and is bumped by material edits (see
 	// TaskPatch); evidence and decisions record the revision they were

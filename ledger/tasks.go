@@ -1072,10 +1072,11 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 // table with an event by actor "dependency_release"; dispatch-excluded
 // tasks (ledger.DispatchExcluded) are never touched. One transaction.
 //
-// FAILED, CANCELLED and COMPLETED are terminal, so what the first reads see
-// of dependencies cannot be undone by a concurrent transaction; the WAITING
-// tasks are then locked and their dependencies read again before any is
-// released.
+// COMPLETED is never left, so what the first reads see of a completed
+// dependency cannot be undone by a concurrent transaction; a FAILED or
+// CANCELLED one can be, by a retry, and is read with a shared lock (the
+// retry waits, then unblocks). The WAITING tasks are then locked and their
+// dependencies read again before any is released.
 func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, error) {
 	var out DependencyRelease
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -1109,7 +1110,10 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 			all = append(all, ds...)
 		}
 		slices.Sort(all)
-		depRows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+		// Shared locks: a retry (which locks the task it opens again)
+		// either waits for this transaction, and then unblocks what it
+		// blocked, or has committed, and its task is read as it left it.
+		depRows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all), Lock: driver.LockShare})
 		if err != nil {
 			return err
 		}

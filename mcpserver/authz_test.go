@@ -86,6 +86,7 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolCancelTask:         {"task_id": id},
 		mcpserver.ToolStopTask:           {"task_id": id, "reason": "matrix"},
 		mcpserver.ToolStartTask:          {"task_id": id},
+		"retry_task":                     {"task_id": id},
 		mcpserver.ToolUpdateTask:         {"task_id": id, "priority": 3},
 		mcpserver.ToolSubmitResearch:     {"question": "Why is the sky blue?"},
 		mcpserver.ToolGetObject:          {"object_id": id},

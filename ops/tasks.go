@@ -16,8 +16,8 @@ import (
 )
 
 // The operator operations of the task ledger (ADR 0020): list, show, create,
-// answer, cancel, and the controls stop, start and update, each with its own
-// permission (holding stop does not grant start).
+// answer, cancel, and the controls stop, start, retry and update, each with
+// its own permission (holding stop does not grant start, nor start retry).
 
 // LocalActor is recorded as the actor of a change made by a caller that is
 // no principal: the local operator of `cks mcp` over stdio.
@@ -124,8 +124,8 @@ var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 		Summary: "one task with its events, evidence per attempt and aborts",
 		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
 			"attempt, reason; and every edit, with each field it changed, its old and its new value), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
-			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review; none " +
-			"when it is finished) — whether the caller holds their permissions is not checked here.",
+			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review, retry; none " +
+			"when it is COMPLETED) — whether the caller holds their permissions is not checked here.",
 		Permission: auth.PermRead, Resource: taskResource,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: Hints{ReadOnly: true, Idempotent: true},
 	},
@@ -300,6 +300,25 @@ var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Start(ctx, in.TaskID, actor(ctx), in.Reason)
+	},
+})
+
+// RetryTask is retry_task.
+var RetryTask = define(cks.OpRetryTask, &Op[cks.TaskReasonInput, cks.Task]{
+	spec: Spec{
+		Title:   "Retry task",
+		Summary: "open a FAILED or CANCELLED task again with a fresh attempt budget (OPEN, or WAITING/BLOCKED by its dependencies)",
+		Description: "Open a FAILED or CANCELLED task again: attempts goes back to 0 (a fresh budget of max_attempts), restarts is " +
+			"incremented, and it becomes OPEN, or WAITING when a dependency is not COMPLETED at this moment (BLOCKED when one failed or " +
+			"was cancelled). Its earlier attempts, with their evidence, decisions and aborts, stay in its history; the retry is an event " +
+			"of its own. The tasks its failure blocked wait again, unless another failed or blocked dependency still blocks them; its " +
+			"children are left as they are. A task in any other state (COMPLETED is never reopened), or one whose dedupe_key a live " +
+			"task holds now, is a conflict. Needs retry on /tasks/{task_id}, which start does not grant.",
+		Permission: auth.PermRetry, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
+		return s.Tasks.Retry(ctx, in.TaskID, actor(ctx), in.Reason)
 	},
 })
 

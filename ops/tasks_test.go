@@ -70,7 +70,8 @@ func TestCountTasks(t *testing.T) {
 }
 
 // TestGetTaskActions: get_task lists the verbs the ledger admits in the
-// task's state, an empty list (not none) for a finished task.
+// task's state, an empty list (not none) for a COMPLETED task (a FAILED or
+// CANCELLED one admits retry).
 func TestGetTaskActions(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open storetest.Opener) {
 		s := open(t, driver.WithClock(clock.NewFake(storetest.T0)))
@@ -89,7 +90,7 @@ func TestGetTaskActions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ledger.IsTerminal(st) && !strings.Contains(string(b), `"actions":[]`) {
+			if len(ledger.Actions(st)) == 0 && !strings.Contains(string(b), `"actions":[]`) {
 				t.Errorf("get_task of a %s task encodes no empty actions: %s", st, b)
 			}
 		}

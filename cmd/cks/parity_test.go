@@ -56,6 +56,7 @@ var parityCases = map[string]parityCase{
 	"cancel_task":          {`{"task_id":$C}`, []string{"task", "cancel", "$C"}, `{"task_id":$T}`, []string{"task", "cancel", "$T"}},
 	"stop_task":            {`{"task_id":$T,"reason":" "}`, []string{"task", "stop", "$T", "--reason", " "}, `{"task_id":$T,"reason":"r"}`, []string{"task", "stop", "$T", "--reason", "r"}},
 	"start_task":           {`{"task_id":$T}`, []string{"task", "start", "$T"}, `{"task_id":$T}`, []string{"task", "start", "$T"}},
+	"retry_task":           {`{"task_id":$T}`, []string{"task", "retry", "$T"}, `{"task_id":$C}`, []string{"task", "retry", "$C"}},
 	"update_task":          {`{"task_id":$T}`, []string{"task", "update", "$T"}, `{"task_id":$T,"priority":1}`, []string{"task", "update", "$T", "--priority", "1"}},
 	"claim_tasks":          {`{"lease_s":0.5}`, nil, `{}`, nil},
 	"mark_running":         {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},

@@ -49,7 +49,8 @@ var taskGroup = group{name: "task", commands: []command{
 		table: printStopped,
 		check: func(_ *cks.StopTaskInput, out cks.TaskStopResult) error { return unconfirmed(out.Task.ID, out.Abort) },
 	}),
-	opCommand("start", ops.StartTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printStarted}),
+	opCommand("start", ops.StartTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printRestarted("started")}),
+	opCommand("retry", ops.RetryTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printRestarted("retried")}),
 	opCommand("answer", ops.AnswerTask, opSpec[cks.AnswerTaskInput, cks.Task]{
 		in: inputSpec{args: []string{"text"}}, table: printVerb[cks.AnswerTaskInput]("answered"),
 	}),
@@ -129,11 +130,15 @@ func printStopped(x *reply[cks.StopTaskInput, cks.TaskStopResult]) error {
 	return nil
 }
 
-func printStarted(x *reply[cks.TaskReasonInput, cks.Task]) error {
-	t := x.out
-	_, err := fmt.Fprintf(x.w, "task %d started: %s (restart %d, attempts %d of %d, revision %d)\n",
-		t.ID, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
-	return err
+// printRestarted prints "task ID VERB: STATE (restart …, attempts …)": the
+// line of a start or a retry.
+func printRestarted(verb string) func(x *reply[cks.TaskReasonInput, cks.Task]) error {
+	return func(x *reply[cks.TaskReasonInput, cks.Task]) error {
+		t := x.out
+		_, err := fmt.Fprintf(x.w, "task %d %s: %s (restart %d, attempts %d of %d, revision %d)\n",
+			t.ID, verb, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
+		return err
+	}
 }
 
 // printVerb prints "task ID VERB: STATE".

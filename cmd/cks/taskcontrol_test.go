@@ -256,4 +256,16 @@ func TestTaskControlCLI(t *testing.T) {
 		sr.Abort.Outcome != "abort_unconfirmed" || sr.Abort.Executor != "agent-4" {
 		t.Fatalf("stop --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
+
+	// Retry: a cancelled task opens again with a fresh budget; an OPEN one
+	// is the hub's conflict.
+	ok(run("task", "cancel", fmt.Sprint(z2), "--reason", "not yet"))
+	r = ok(run("task", "retry", fmt.Sprint(z2), "--reason", "now"))
+	if want := fmt.Sprintf("task %d retried: OPEN (restart 1, attempts 0 of 3, revision 1)\n", z2); r.stdout != want {
+		t.Fatalf("retry printed %q, want %q", r.stdout, want)
+	}
+	r = run("task", "retry", fmt.Sprint(z2))
+	if r.code != 1 || !strings.Contains(r.stderr, "is OPEN, retry needs FAILED or CANCELLED") || !strings.Contains(r.stderr, "409") {
+		t.Fatalf("retry an OPEN task: exit %d %s", r.code, r.stderr)
+	}
 }
