@@ -85,6 +85,14 @@ var (
 	OpRetryTask = endpoint[TaskReasonInput, Task]("retry_task", "POST", "/v1/tasks/{task_id}/retry")
 	// OpUpdateTask is update_task.
 	OpUpdateTask = endpoint[UpdateTaskInput, UpdateResult]("update_task", "PATCH", "/v1/tasks/{task_id}")
+	// OpBulkStopTasks is bulk_stop_tasks.
+	OpBulkStopTasks = endpoint[BulkStopTasksInput, BulkResult]("bulk_stop_tasks", "POST", "/v1/tasks/bulk/stop")
+	// OpBulkStartTasks is bulk_start_tasks.
+	OpBulkStartTasks = endpoint[BulkTasksInput, BulkResult]("bulk_start_tasks", "POST", "/v1/tasks/bulk/start")
+	// OpBulkCancelTasks is bulk_cancel_tasks.
+	OpBulkCancelTasks = endpoint[BulkTasksInput, BulkResult]("bulk_cancel_tasks", "POST", "/v1/tasks/bulk/cancel")
+	// OpBulkRetryTasks is bulk_retry_tasks.
+	OpBulkRetryTasks = endpoint[BulkTasksInput, BulkResult]("bulk_retry_tasks", "POST", "/v1/tasks/bulk/retry")
 	// OpClaimTasks is claim_tasks.
 	OpClaimTasks = endpoint[ClaimTasksInput, ClaimedTasks]("claim_tasks", "POST", "/v1/tasks/claim")
 	// OpMarkRunning is mark_running.
@@ -170,6 +178,10 @@ func Operations() []Operation {
 		OpStartTask,
 		OpRetryTask,
 		OpUpdateTask,
+		OpBulkStopTasks,
+		OpBulkStartTasks,
+		OpBulkCancelTasks,
+		OpBulkRetryTasks,
 		OpClaimTasks,
 		OpMarkRunning,
 		OpTouchTask,

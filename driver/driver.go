@@ -223,7 +223,8 @@ type TaskExecutor interface {
 	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
 	// not renewed since RenewedBefore, locked with LockUpdateSkip, by id.
 	TaskLeaseExpired(ctx context.Context, p TaskLeaseExpiredParams) ([]TaskRow, error)
-	// TaskList reads one page of tasks ordered by id (Limit rows at most).
+	// TaskList reads one page of tasks ordered by id (Limit rows at most),
+	// locked as asked.
 	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
 	// TaskCount counts the tasks p selects.
 	TaskCount(ctx context.Context, p TaskCountParams) (int, error)
@@ -275,6 +276,9 @@ type TaskExecutor interface {
 	AbortInsert(ctx context.Context, a AbortRow) (AbortRow, error)
 	// AbortGet reads one abort, locked as asked (ErrNoRows).
 	AbortGet(ctx context.Context, p AbortGetParams) (AbortRow, error)
+	// AbortGetMany reads the aborts ids, ordered by id, locked as asked.
+	// Unknown ids are absent from the result (no error).
+	AbortGetMany(ctx context.Context, p AbortGetManyParams) ([]AbortRow, error)
 	// AbortFindLatest returns the newest abort of TaskID naming
 	// LeaseTokenHash (never one naming no lease), locked as asked
 	// (ErrNoRows).
@@ -418,6 +422,9 @@ type TaskListParams struct {
 	// After is the cursor: task_id > After.
 	After int64
 	Limit int
+	// Lock locks the rows of the page (LockNone or LockUpdate): the
+	// selection of a bulk operation, which then moves them.
+	Lock Lock
 }
 
 // TaskCountParams selects the tasks TaskCount and TaskCountByState count.
@@ -531,6 +538,12 @@ type AbortRow struct {
 // AbortGetParams names one abort.
 type AbortGetParams struct {
 	ID   int64
+	Lock Lock
+}
+
+// AbortGetManyParams selects aborts by id.
+type AbortGetManyParams struct {
+	IDs  []int64
 	Lock Lock
 }
 

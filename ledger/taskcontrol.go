@@ -334,7 +334,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 		if err != nil {
 			return cur, nil, err
 		}
-		if _, err := cancelTx(ctx, ex, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
+		if _, _, err := cancelTx(ctx, ex, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
 			return cur, nil, fmt.Errorf("cancel_children: %w", err)
 		}
 	}
@@ -456,26 +456,42 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 
 // ResolveAbort declares a pending abort unconfirmed (the stop's
 // deadline passed) and publishes TopicTaskAborts; an abort that is no
-// longer pending is returned as it is.
+// longer pending is returned as it is. It is ResolveAborts of one.
 func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	var out cks.Abort
+	got, err := s.ResolveAborts(ctx, []int64{abortID})
+	a, ok := got[abortID]
+	if !ok && err == nil {
+		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
+	}
+	return a, err
+}
+
+// ResolveAborts declares the pending ones of the aborts ids unconfirmed,
+// in one transaction (read and locked in one statement, written in one),
+// and publishes TopicTaskAborts when it resolved any. It returns every one
+// of them as it now stands, by id; an id that is no abort is absent.
+func (s *Service) ResolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
+	var out map[int64]cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		a, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: abortID, Lock: driver.LockUpdate})
-		if errors.Is(err, driver.ErrNoRows) {
-			return fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-		}
+		out = map[int64]cks.Abort{}
+		rows, err := ex.AbortGetMany(ctx, driver.AbortGetManyParams{IDs: ids, Lock: driver.LockUpdate})
 		if err != nil {
 			return err
 		}
-		out = toAbort(a)
-		if a.Outcome != string(cks.AbortPending) {
-			return nil // settled already: returned as it is
+		var due []driver.AbortRow
+		for _, a := range rows {
+			if a.Outcome == string(cks.AbortPending) { // else settled already: returned as it is
+				a.Outcome, a.ResolvedAt = string(cks.AbortUnconfirmed), now
+				due = append(due, a)
+			}
+			out[a.ID] = toAbort(a)
 		}
-		a.Outcome, a.ResolvedAt = string(cks.AbortUnconfirmed), now
-		if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
+		if len(due) == 0 {
+			return nil
+		}
+		if _, err := ex.AbortUpdateMany(ctx, due); err != nil {
 			return err
 		}
-		out = toAbort(a)
 		return ex.Notify(ctx, cks.TopicTaskAborts)
 	})
 	return out, err

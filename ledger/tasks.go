@@ -975,27 +975,31 @@ func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (c
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return cancelTx(ctx, ex, now, cur, actor, reason)
+		out, _, err := cancelTx(ctx, ex, now, cur, actor, reason)
+		return out, err
 	})
 }
 
 // cancelTx is Cancel's work on cur (read and locked): CANCELLED with the
-// lease revoked, a pending abort (published on TopicTaskAborts) when cur
-// was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
-// CancelChildren uses it too.
-func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+// lease revoked, a pending abort (published on TopicTaskAborts, and
+// returned) when cur was CLAIMED or RUNNING, and its WAITING dependants
+// BLOCKED. Update's CancelChildren and Bulk use it too.
+func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, *cks.Abort, error) {
 	out, err := moveOne(ctx, ex, now, move{row: cur, to: cks.TaskCancelled, actor: actor, reason: reason,
 		set: func(r *driver.TaskRow) { r.LastError = reason; revoke(r) }})
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
+	var ab *cks.Abort
 	if st := cks.TaskState(cur.State); st == cks.TaskClaimed || st == cks.TaskRunning {
-		if _, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, cks.DefaultAbortDeadline); err != nil {
-			return out, err
+		a, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, cks.DefaultAbortDeadline)
+		if err != nil {
+			return out, nil, err
 		}
+		ab = &a
 	}
 	_, err = blockDependants(ctx, ex, now, "ledger", cur.ID, cks.TaskCancelled, reason)
-	return out, err
+	return out, ab, err
 }
 
 // reclaimable are the states whose expired leases ReclaimExpired

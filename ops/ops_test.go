@@ -15,12 +15,12 @@ import (
 )
 
 // mcpTools are the MCP tool names the seeds and the first build fixed, and
-// those added since (retry_task, issue 24); the table must keep them
-// exactly.
+// those added since (retry_task and the bulk operations, issue 24); the
+// table must keep them exactly.
 var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop",
 	"list_tasks", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
-	"retry_task",
+	"retry_task", "bulk_stop_tasks", "bulk_start_tasks", "bulk_cancel_tasks", "bulk_retry_tasks",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
 	"submit_research", "get_object",
 }

@@ -31,6 +31,7 @@ var table = []Operation{
 	ListProcesses, ProcessStatus, RequestProcessStop,
 	Events, OpenAPIDocument,
 	CreateTask, ListTasks, CountTasks, GetTask, AnswerTask, CancelTask, StopTask, StartTask, RetryTask, UpdateTask,
+	BulkStopTasks, BulkStartTasks, BulkCancelTasks, BulkRetryTasks,
 	ClaimTasks, MarkRunning, TouchTask, AddEvidence, RecordDecision, ReuseWorkspace, ConfirmAbort,
 	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,
 	ListAgents, AgentStatus, StartAgent, StopAgent,

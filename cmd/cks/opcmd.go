@@ -37,6 +37,9 @@ type command struct {
 	in inputSpec
 	// run runs it: full is "GROUP NAME", args follow the name.
 	run func(ctx context.Context, full string, args []string, e env) error
+	// sub, when set, is the group of commands it runs (`cks task bulk`:
+	// op is nil).
+	sub *group
 }
 
 // run runs the subcommand args[0] with the rest of args; --help (or -h,
@@ -56,6 +59,26 @@ func (g group) run(ctx context.Context, args []string, e env) error {
 		}
 	}
 	return fmt.Errorf("%w: unknown %s subcommand %q; expected %s", errUsage, g.name, args[0], g.list())
+}
+
+// commandGroups are the groups and, after each, the groups its commands
+// run (`task bulk`), each named by its words: every command of the CLI is
+// a command of one of them.
+func commandGroups() []group {
+	var out []group
+	var walk func(g group)
+	walk = func(g group) {
+		out = append(out, g)
+		for _, c := range g.commands {
+			if c.sub != nil {
+				walk(*c.sub)
+			}
+		}
+	}
+	for _, g := range groups {
+		walk(g)
+	}
+	return out
 }
 
 // list names the subcommands with their arguments: "list, show ID or stop ID".

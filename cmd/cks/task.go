@@ -55,6 +55,7 @@ var taskGroup = group{name: "task", commands: []command{
 		in: inputSpec{args: []string{"text"}}, table: printVerb[cks.AnswerTaskInput]("answered"),
 	}),
 	opCommand("cancel", ops.CancelTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printVerb[cks.TaskReasonInput]("cancelled")}),
+	bulkGroupCommand,
 }}
 
 // taskFlagNames are the task fields whose flags have names of their own.

@@ -269,3 +269,49 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("retry an OPEN task: exit %d %s", r.code, r.stderr)
 	}
 }
+
+// TestTaskBulkCLI: `cks task bulk VERB` over a filter goes through it call
+// by call (--limit), with a progress line after each call that more
+// follow, and prints every task's outcome (--json: one answer of them all);
+// over --ids it says which it refused and why; an abort an executor does
+// not confirm is exit 3, as for task stop.
+func TestTaskBulkCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	ctx := context.Background()
+	api := client.New(h.url, h.token)
+	run := func(args ...string) result {
+		t.Helper()
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
+	}
+	var ids []int64
+	for range 5 {
+		task, _, err := api.CreateTask(ctx, cks.NewTask{Type: "bulky"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	r := run("task", "bulk", "stop", "--state", "OPEN", "--type", "bulky", "--reason", "freeze", "--limit", "2")
+	if r.code != 0 || strings.Count(r.stderr, "more follow\n") != 2 || !strings.Contains(r.stderr, "4 tasks so far (4 done, 0 refused)") ||
+		!strings.HasPrefix(r.stdout, "task bulk stop: 5 done, 0 refused\n") || strings.Count(r.stdout, " OPEN ") != 5 {
+		t.Fatalf("bulk stop by filter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run("task", "bulk", "start", "--ids", fmt.Sprintf("%d,%d,99999", ids[0], ids[1]), "--json")
+	var res cks.BulkResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || res.Done != 2 || res.Refused != 1 ||
+		res.Tasks[2].TaskID != 99999 || !strings.Contains(res.Tasks[2].Reason, "not found") {
+		t.Fatalf("bulk start --ids --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	r = run("task", "bulk", "start", "--ids", fmt.Sprint(ids[0]))
+	if r.code != 0 || !strings.Contains(r.stdout, "0 done, 1 refused") || !strings.Contains(r.stdout, "refused: task") {
+		t.Fatalf("bulk start of a started task: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	claimed, err := api.Claim(ctx, "agent-b", []string{"bulky"}, 1, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	r = run("task", "bulk", "stop", "--ids", fmt.Sprint(claimed[0].ID), "--reason", "wedged", "--deadline", "50ms")
+	if r.code != 3 || !strings.Contains(r.stdout, "1 UNCONFIRMED") || !strings.Contains(r.stderr, "agent-b (task") {
+		t.Fatalf("bulk stop of an executor that does not confirm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

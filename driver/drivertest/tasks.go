@@ -590,6 +590,16 @@ func Tasks(t *testing.T, newDB NewDB) {
 			if !slices.Equal(ids(rows), c.want) {
 				t.Errorf("list %+v = %v, want %v", c.p, ids(rows), c.want)
 			}
+			// The same page locked, in a write transaction (a bulk's selection).
+			must(t, "list locked", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				p := c.p
+				p.Lock = driver.LockUpdate
+				locked, err := ex.TaskList(ctx, p)
+				if err != nil || !slices.Equal(ids(locked), c.want) {
+					return fmt.Errorf("list %+v locked = %v, %v; want %v", c.p, ids(locked), err, c.want)
+				}
+				return nil
+			}))
 			if c.p.After != 0 || c.p.Limit != 10 {
 				continue
 			}
@@ -950,6 +960,21 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 				l, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: got[0], LeaseTokenHash: "h1", Lock: lock})
 				if err != nil || l != a2 {
 					return fmt.Errorf("latest of h1 = %+v, %v; want %+v", l, err, a2)
+				}
+				// By id, in id order, unknown ids absent; one id alone too.
+				for _, c := range []struct{ ids, want []driver.AbortRow }{
+					{[]driver.AbortRow{a5, a1, {ID: 999}, a3}, []driver.AbortRow{a1, a3, a5}},
+					{[]driver.AbortRow{a4}, []driver.AbortRow{a4}},
+					{nil, nil},
+				} {
+					var ids []int64
+					for _, a := range c.ids {
+						ids = append(ids, a.ID)
+					}
+					m, err := ex.AbortGetMany(ctx, driver.AbortGetManyParams{IDs: ids, Lock: lock})
+					if err != nil || !slices.Equal(m, c.want) {
+						return fmt.Errorf("abort get many %v = %+v, %v; want %+v", ids, m, err, c.want)
+					}
 				}
 				return nil
 			}))

@@ -926,6 +926,17 @@ func taskListParams(p driver.TaskListParams) dbsqlc.TaskListParams {
 	}
 }
 
+// taskListForUpdateParams writes a driver.TaskListParams as dbsqlc.TaskListForUpdateParams.
+func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdateParams {
+	return dbsqlc.TaskListForUpdateParams{
+		After:              p.After,
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		Max:                int32(p.Limit),
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1076,9 +1087,20 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	return taskRowsOf(x), nil
 }
 
-// TaskList implements driver.Executor with dbsqlc's TaskList.
+// TaskList implements driver.Executor with the query its params choose.
 func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]driver.TaskRow, error) {
-	x, err := e.d.q.TaskList(ctx, e.db, taskListParams(p))
+	var (
+		x   []dbsqlc.CksOutboxTask
+		err error
+	)
+	switch {
+	case p.Lock == driver.LockNone:
+		x, err = e.d.q.TaskList(ctx, e.db, taskListParams(p))
+	case p.Lock == driver.LockUpdate:
+		x, err = e.d.q.TaskListForUpdate(ctx, e.db, taskListForUpdateParams(p))
+	default:
+		return nil, fmt.Errorf("postgres: task list: unsupported lock %d", p.Lock)
+	}
 	if err != nil {
 		return nil, mapErr("task list", err)
 	}
@@ -1262,6 +1284,29 @@ func (e *executor) AbortGet(ctx context.Context, p driver.AbortGetParams) (drive
 		return driver.AbortRow{}, mapErr("abort get", err)
 	}
 	return abortRowOf(x), nil
+}
+
+// AbortGetMany implements driver.Executor with the query its params choose.
+func (e *executor) AbortGetMany(ctx context.Context, p driver.AbortGetManyParams) ([]driver.AbortRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksTaskAbort
+		err error
+	)
+	switch {
+	case p.Lock == driver.LockNone:
+		x, err = e.d.q.AbortGetMany(ctx, e.db, nonNil(p.IDs))
+	case p.Lock == driver.LockUpdate:
+		x, err = e.d.q.AbortGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+	default:
+		return nil, fmt.Errorf("postgres: abort get many: unsupported lock %d", p.Lock)
+	}
+	if err != nil {
+		return nil, mapErr("abort get many", err)
+	}
+	return abortRowsOf(x), nil
 }
 
 // AbortFindLatest implements driver.Executor with the query its params choose.

@@ -1129,6 +1129,18 @@ func (e *executor) AbortGet(ctx context.Context, p driver.AbortGetParams) (drive
 	return abortRowOf(x)
 }
 
+// AbortGetMany implements driver.Executor with dbsqlc's AbortGetMany.
+func (e *executor) AbortGetMany(ctx context.Context, p driver.AbortGetManyParams) ([]driver.AbortRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	x, err := e.d.q.AbortGetMany(ctx, e.read, jsonList(p.IDs))
+	if err != nil {
+		return nil, mapErr("abort get many", err)
+	}
+	return abortRowsOf(x)
+}
+
 // AbortFindLatest implements driver.Executor with dbsqlc's AbortFindLatest.
 func (e *executor) AbortFindLatest(ctx context.Context, p driver.AbortFindLatestParams) (driver.AbortRow, error) {
 	x, err := e.d.q.AbortFindLatest(ctx, e.read, abortFindLatestParams(p))

@@ -394,6 +394,18 @@ WHERE task_id > @after
 ORDER BY task_id
 LIMIT @max;
 
+-- The selection of a bulk operation: the page, locked.
+-- name: TaskListForUpdate :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id > @after
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+ORDER BY task_id
+LIMIT @max
+FOR UPDATE;
+
 -- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
 WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
@@ -543,6 +555,12 @@ SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
 
 -- name: AbortGetForUpdate :one
 SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id FOR UPDATE;
+
+-- name: AbortGetMany :many
+SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id;
+
+-- name: AbortGetManyForUpdate :many
+SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id FOR UPDATE;
 
 -- name: AbortFindLatest :one
 SELECT * FROM cks_task_aborts

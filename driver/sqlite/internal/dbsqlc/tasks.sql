@@ -229,6 +229,11 @@ RETURNING *;
 -- name: AbortGet :one
 SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
 
+-- name: AbortGetMany :many
+SELECT * FROM cks_task_aborts
+WHERE abort_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+ORDER BY abort_id;
+
 -- name: AbortFindLatest :one
 SELECT * FROM cks_task_aborts
 WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''

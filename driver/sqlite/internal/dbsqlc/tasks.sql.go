@@ -65,6 +65,48 @@ func (q *Queries) AbortGet(ctx context.Context, db DBTX, abortID int64) (CksTask
 	return i, err
 }
 
+const abortGetMany = `-- name: AbortGetMany :many
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
+WHERE abort_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY abort_id
+`
+
+func (q *Queries) AbortGetMany(ctx context.Context, db DBTX, ids string) ([]CksTaskAbort, error) {
+	rows, err := db.QueryContext(ctx, abortGetMany, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskAbort
+	for rows.Next() {
+		var i CksTaskAbort
+		if err := rows.Scan(
+			&i.AbortID,
+			&i.TaskID,
+			&i.LeaseTokenHash,
+			&i.Executor,
+			&i.Attempt,
+			&i.Restart,
+			&i.RequestedBy,
+			&i.Reason,
+			&i.RequestedAt,
+			&i.DeadlineAt,
+			&i.Outcome,
+			&i.ResolvedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const abortInsert = `-- name: AbortInsert :one
 INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
     reason, requested_at, deadline_at, outcome, resolved_at)
