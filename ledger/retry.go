@@ -50,11 +50,7 @@ func retryTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 				cks.ErrConflict)
 		}
 	}
-	deps, err := depsOf(ctx, ex, cur.ID)
-	if err != nil {
-		return cur, err
-	}
-	to, why, err := depState(ctx, ex, deps[cur.ID], "depends_on")
+	to, why, err := stateNow(ctx, ex, cur.ID, "depends_on")
 	if err != nil {
 		return cur, err
 	}
@@ -83,19 +79,7 @@ func unblockDependants(ctx context.Context, ex driver.Executor, now time.Time, a
 		if err != nil || len(blocked) == 0 {
 			return err
 		}
-		bids := make([]int64, len(blocked))
-		for i, r := range blocked {
-			bids[i] = r.ID
-		}
-		deps, err := depsOf(ctx, ex, bids...)
-		if err != nil {
-			return err
-		}
-		var all []int64
-		for _, ds := range deps {
-			all = append(all, ds...)
-		}
-		states, err := rowsByID(ctx, ex, all, driver.LockShare)
+		deps, states, err := dependenciesOf(ctx, ex, blocked, driver.LockShare)
 		if err != nil {
 			return err
 		}

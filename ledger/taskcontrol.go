@@ -114,11 +114,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
-	deps, err := depsOf(ctx, ex, cur.ID)
-	if err != nil {
-		return cur, err
-	}
-	to, why, err := depState(ctx, ex, deps[cur.ID], "depends_on")
+	to, why, err := stateNow(ctx, ex, cur.ID, "depends_on")
 	if err != nil {
 		return cur, err
 	}
@@ -244,11 +240,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&
 		slices.Contains([]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}, cks.TaskState(applied.State)) {
 		// A dependency edit re-evaluates the task as Enqueue would.
-		deps, err := depsOf(ctx, ex, id)
-		if err != nil {
-			return out, err
-		}
-		to, why, err := depState(ctx, ex, deps[id], "add_depends_on")
+		to, why, err := stateNow(ctx, ex, id, "add_depends_on")
 		if err != nil {
 			return out, err
 		}

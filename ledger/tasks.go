@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -306,6 +307,36 @@ func rowsByID(ctx context.Context, ex driver.Executor, ids []int64, lock driver.
 		out[r.ID] = r
 	}
 	return out, nil
+}
+
+// dependenciesOf returns the dependencies of each of rows and the row of
+// every one of those dependencies, by id, locked as asked: one read of the
+// edges, one of the rows.
+func dependenciesOf(ctx context.Context, ex driver.Executor, rows []driver.TaskRow, lock driver.Lock) (map[int64][]int64, map[int64]driver.TaskRow, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	deps, err := depsOf(ctx, ex, ids...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []int64
+	for _, ds := range deps {
+		all = append(all, ds...)
+	}
+	byID, err := rowsByID(ctx, ex, all, lock)
+	return deps, byID, err
+}
+
+// stateNow is depState of task id's own dependencies: the state Start,
+// Retry and a dependency edit move it to.
+func stateNow(ctx context.Context, ex driver.Executor, id int64, field string) (cks.TaskState, string, error) {
+	deps, err := depsOf(ctx, ex, id)
+	if err != nil {
+		return "", "", err
+	}
+	return depState(ctx, ex, deps[id], field)
 }
 
 // depState is the state a task with dependencies deps belongs in now, as
@@ -780,26 +811,13 @@ func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, i
 // released returns the moves of those of the WAITING tasks waiting (read
 // and locked) whose dependencies are all COMPLETED, each made by mk.
 func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow, mk func(driver.TaskRow) move) ([]move, error) {
-	ids := make([]int64, len(waiting))
-	for i, r := range waiting {
-		ids[i] = r.ID
-	}
-	deps, err := depsOf(ctx, ex, ids...)
-	if err != nil {
-		return nil, err
-	}
-	var all []int64
-	for _, ds := range deps {
-		all = append(all, ds...)
-	}
-	slices.Sort(all)
-	states, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+	deps, states, err := dependenciesOf(ctx, ex, waiting, driver.LockNone)
 	if err != nil {
 		return nil, err
 	}
 	done := map[int64]bool{}
-	for _, r := range states {
-		done[r.ID] = cks.TaskState(r.State) == cks.TaskCompleted
+	for id, r := range states {
+		done[id] = cks.TaskState(r.State) == cks.TaskCompleted
 	}
 	var moves []move
 	for _, r := range waiting {
@@ -1105,24 +1123,16 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 		for i, r := range waiting {
 			ids[i] = r.ID
 		}
-		deps, err := depsOf(ctx, ex, ids...)
-		if err != nil {
-			return err
-		}
-		var all []int64
-		for _, ds := range deps {
-			all = append(all, ds...)
-		}
-		slices.Sort(all)
 		// Shared locks: a retry (which locks the task it opens again)
 		// either waits for this transaction, and then unblocks what it
 		// blocked, or has committed, and its task is read as it left it.
-		depRows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all), Lock: driver.LockShare})
+		_, depRows, err := dependenciesOf(ctx, ex, waiting, driver.LockShare)
 		if err != nil {
 			return err
 		}
 		// Every FAILED or CANCELLED dependency of a WAITING task, by id.
-		for _, d := range depRows {
+		for _, id := range slices.Sorted(maps.Keys(depRows)) {
+			d := depRows[id]
 			if st := cks.TaskState(d.State); st == cks.TaskFailed || st == cks.TaskCancelled {
 				n, err := blockDependants(ctx, ex, now, ActorDependencyRelease, d.ID, st,
 					"found by the dependency_release sweeper")

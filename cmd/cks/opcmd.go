@@ -142,18 +142,26 @@ func opCommand[In, Out any](name string, op *ops.Op[In, Out], s opSpec[In, Out])
 		}}
 }
 
-// run reads op's input from args, calls op on the hub and prints its output.
-func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full string, args []string, e env) error {
+// readInput reads the input of op, a command full with input spec spec,
+// from args (its flags and arguments, and the client's flags, which it
+// returns); --help prints the command's help.
+func readInput(op ops.Operation, spec inputSpec, full string, args []string, e env) (any, clientFlags, error) {
 	fs := flagSet(full, e)
 	var cf clientFlags
 	cf.register(fs)
-	b := bindInput(fs, op, s.in)
+	b := bindInput(fs, op, spec)
 	fs.Usage = func() { commandHelp(fs, full, b.metas(), op.Spec().Description) }
 	pos, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, cf, err
 	}
 	v, err := b.input(pos)
+	return v, cf, err
+}
+
+// run reads op's input from args, calls op on the hub and prints its output.
+func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full string, args []string, e env) error {
+	v, cf, err := readInput(op, s.in, full, args, e)
 	if err != nil {
 		return err
 	}

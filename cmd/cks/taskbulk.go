@@ -45,16 +45,7 @@ func bulkCommand[In any](name string, op *ops.Op[In, cks.BulkResult], sel func(*
 	probe := bindInput(flag.NewFlagSet(name, flag.ContinueOnError), op, bulkSpec)
 	return command{name: name, args: strings.Join(probe.metas(), " "), summary: op.Spec().Summary, op: op, in: bulkSpec,
 		run: func(ctx context.Context, full string, args []string, e env) error {
-			fs := flagSet(full, e)
-			var cf clientFlags
-			cf.register(fs)
-			b := bindInput(fs, op, bulkSpec)
-			fs.Usage = func() { commandHelp(fs, full, b.metas(), op.Spec().Description) }
-			pos, err := parse(fs, args)
-			if err != nil {
-				return err
-			}
-			v, err := b.input(pos)
+			v, cf, err := readInput(op, bulkSpec, full, args, e)
 			if err != nil {
 				return err
 			}
