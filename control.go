@@ -291,3 +291,70 @@ type TaskStopResult struct {
 	// Outcome is definite (confirmed or unconfirmed) when the call waited.
 	Abort *Abort `json:"abort,omitempty"`
 }
+
+// BulkOutcome is what a bulk operation did to one task.
+type BulkOutcome string
+
+// The outcomes of a bulk operation's tasks.
+const (
+	// BulkDone: the task moved as the operation does.
+	BulkDone BulkOutcome = "done"
+	// BulkRefused: the ledger refused it (its state does not admit the
+	// operation, its dedupe key is taken, no such task); Reason says why
+	// and nothing of the task changed.
+	BulkRefused BulkOutcome = "refused"
+)
+
+// BulkTask is the outcome of a bulk operation for one task.
+type BulkTask struct {
+	TaskID  int64       `json:"task_id"`
+	Outcome BulkOutcome `json:"outcome"`
+	// From is the state the task was in, State the one it is in now (the
+	// same when refused; both empty for an id that is no task).
+	From  TaskState `json:"from,omitempty"`
+	State TaskState `json:"state,omitempty"`
+	// Reason is why the task was refused.
+	Reason string `json:"reason,omitempty"`
+	// Abort is, for a stop or a cancel of a CLAIMED or RUNNING task, the
+	// abort it requested (a stop that waited has its definite outcome);
+	// for a start or a retry, the task's latest abort when its executor
+	// never confirmed it (that executor may still be running).
+	Abort *Abort `json:"abort,omitempty"`
+}
+
+// BulkResult is the answer of a bulk operation: each task's outcome, in
+// task id order, and their counts.
+type BulkResult struct {
+	Action  TaskAction `json:"action"`
+	Tasks   []BulkTask `json:"tasks"`
+	Done    int        `json:"done"`
+	Refused int        `json:"refused"`
+	// Pending and Unconfirmed count the tasks whose Abort is pending
+	// (abort_pending) or unconfirmed (abort_unconfirmed): executors that
+	// may still be running.
+	Pending     int `json:"pending,omitempty"`
+	Unconfirmed int `json:"unconfirmed,omitempty"`
+	// NextCursor, for a selection by filter, is where the next call goes
+	// on when more tasks match than this one took (0: none do).
+	NextCursor int64 `json:"next_cursor,omitempty"`
+}
+
+// Count fills r's counts from its tasks.
+func (r *BulkResult) Count() {
+	r.Done, r.Refused, r.Pending, r.Unconfirmed = 0, 0, 0, 0
+	for _, t := range r.Tasks {
+		if t.Outcome == BulkDone {
+			r.Done++
+		} else {
+			r.Refused++
+		}
+		if t.Abort != nil {
+			switch t.Abort.Outcome {
+			case AbortPending:
+				r.Pending++
+			case AbortUnconfirmed:
+				r.Unconfirmed++
+			}
+		}
+	}
+}

@@ -129,7 +129,8 @@ type AnswerTaskInput struct {
 	Text   string `json:"text" jsonschema:"the answer to the task's question"`
 }
 
-// TaskReasonInput is the input of cancel_task and start_task: a task and why.
+// TaskReasonInput is the input of cancel_task, start_task and retry_task: a
+// task and why.
 type TaskReasonInput struct {
 	TaskID int64  `json:"task_id" jsonschema:"the task"`
 	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in the task's events"`
@@ -187,6 +188,49 @@ type StopTaskInput struct {
 type UpdateTaskInput struct {
 	TaskID int64 `json:"task_id" jsonschema:"the task to update"`
 	TaskPatch
+	AbortWait
+}
+
+// TaskSelection selects the tasks of a bulk operation (bulk_stop_tasks,
+// bulk_start_tasks, bulk_cancel_tasks, bulk_retry_tasks): the tasks
+// TaskIDs names, or, instead, those list_tasks' filter (State, Type,
+// StoppedLongerThan) selects, a page at a time from Cursor (at most Limit
+// of them; the answer's next_cursor goes on).
+type TaskSelection struct {
+	TaskIDs []int64  `json:"task_ids,omitempty" jsonschema:"the tasks to act on (at most 500); or, instead, a filter (state, type, stopped_longer_than)"`
+	State   []string `json:"state,omitempty" jsonschema:"act on the tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
+	Type    []string `json:"type,omitempty" jsonschema:"act on the tasks of any of these types"`
+	// StoppedLongerThan selects the STOPPED tasks held at least this long.
+	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: act on the STOPPED tasks held at least that long (no state filter with it)"`
+	Cursor            int64    `json:"cursor,omitempty" jsonschema:"with a filter: act on tasks with task_id greater than this (the next_cursor of the previous call)"`
+	Limit             int      `json:"limit,omitempty" jsonschema:"with a filter: act on at most this many tasks, 1 to 500 (default 500)"`
+}
+
+// Filtered reports whether s selects by a filter rather than by ids.
+func (s TaskSelection) Filtered() bool {
+	return len(s.State) > 0 || len(s.Type) > 0 || s.StoppedLongerThan != "" || s.Cursor != 0 || s.Limit != 0
+}
+
+// ListTasksInput is list_tasks' input with s's filter, from s's cursor (its
+// limit is the bulk operation's own).
+func (s TaskSelection) ListTasksInput() ListTasksInput {
+	return ListTasksInput{State: s.State, Type: s.Type, StoppedLongerThan: s.StoppedLongerThan, Cursor: s.Cursor}
+}
+
+// BulkTasksInput is the input of bulk_start_tasks, bulk_cancel_tasks and
+// bulk_retry_tasks: the tasks and why.
+type BulkTasksInput struct {
+	TaskSelection
+	Reason string `json:"reason,omitempty" jsonschema:"why, recorded in each task's events"`
+}
+
+// BulkStopTasksInput is the input of bulk_stop_tasks: the tasks, why, and
+// how the stop waits for the executors of the running ones to confirm
+// their aborts (one deadline for them all).
+type BulkStopTasksInput struct {
+	TaskSelection
+	// Reason is required; it is recorded in each task's events and abort.
+	Reason string `json:"reason" jsonschema:"why the tasks are held, recorded in their events and abort requests (required)"`
 	AbortWait
 }
 

@@ -21,6 +21,11 @@ type AgentLiveness struct {
 	// existed read so too) or DesiredStopRequested (ADR-016). It is written
 	// only by RequestAgentStop; UpsertAgentLiveness never changes it.
 	DesiredState string `json:"desired_state,omitempty"`
+	// ExitedAt is when the instance exited gracefully (its last write, with
+	// its last heartbeat); zero while it runs, or when it died without
+	// saying so (then only the TTL rule tells it is gone). An exited
+	// instance reads stopped whatever its heartbeat.
+	ExitedAt time.Time `json:"exited_at,omitzero"`
 }
 
 // DesiredStopRequested is the desired_state of a process asked to stop.
@@ -53,6 +58,8 @@ func (r AgentLiveness) Validate() error {
 		return fieldError("last_heartbeat_at", "a timestamp")
 	case r.CurrentTaskID != nil && *r.CurrentTaskID <= 0:
 		return fieldError("current_task_id", "a positive task id, or null when idle")
+	case !r.ExitedAt.IsZero() && r.ExitedAt.Before(r.StartedAt):
+		return fieldError("exited_at", "a time at or after started_at, or none while the process runs")
 	}
 	return nil
 }
@@ -66,7 +73,8 @@ type ProcessStatus string
 const (
 	// ProcessAlive: the instance heartbeated within 3 × its liveness interval.
 	ProcessAlive ProcessStatus = "alive"
-	// ProcessStopped: the instance's last heartbeat is older than that.
+	// ProcessStopped: the instance exited, or its last heartbeat is older
+	// than that.
 	ProcessStopped ProcessStatus = "stopped"
 	// ProcessNotFound: no instance of the kind has ever reported (a normal answer).
 	ProcessNotFound ProcessStatus = "not_found"

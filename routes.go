@@ -81,8 +81,18 @@ var (
 	OpStopTask = endpoint[StopTaskInput, TaskStopResult]("stop_task", "POST", "/v1/tasks/{task_id}/stop")
 	// OpStartTask is start_task.
 	OpStartTask = endpoint[TaskReasonInput, Task]("start_task", "POST", "/v1/tasks/{task_id}/start")
+	// OpRetryTask is retry_task.
+	OpRetryTask = endpoint[TaskReasonInput, Task]("retry_task", "POST", "/v1/tasks/{task_id}/retry")
 	// OpUpdateTask is update_task.
 	OpUpdateTask = endpoint[UpdateTaskInput, UpdateResult]("update_task", "PATCH", "/v1/tasks/{task_id}")
+	// OpBulkStopTasks is bulk_stop_tasks.
+	OpBulkStopTasks = endpoint[BulkStopTasksInput, BulkResult]("bulk_stop_tasks", "POST", "/v1/tasks/bulk/stop")
+	// OpBulkStartTasks is bulk_start_tasks.
+	OpBulkStartTasks = endpoint[BulkTasksInput, BulkResult]("bulk_start_tasks", "POST", "/v1/tasks/bulk/start")
+	// OpBulkCancelTasks is bulk_cancel_tasks.
+	OpBulkCancelTasks = endpoint[BulkTasksInput, BulkResult]("bulk_cancel_tasks", "POST", "/v1/tasks/bulk/cancel")
+	// OpBulkRetryTasks is bulk_retry_tasks.
+	OpBulkRetryTasks = endpoint[BulkTasksInput, BulkResult]("bulk_retry_tasks", "POST", "/v1/tasks/bulk/retry")
 	// OpClaimTasks is claim_tasks.
 	OpClaimTasks = endpoint[ClaimTasksInput, ClaimedTasks]("claim_tasks", "POST", "/v1/tasks/claim")
 	// OpMarkRunning is mark_running.
@@ -166,7 +176,12 @@ func Operations() []Operation {
 		OpCancelTask,
 		OpStopTask,
 		OpStartTask,
+		OpRetryTask,
 		OpUpdateTask,
+		OpBulkStopTasks,
+		OpBulkStartTasks,
+		OpBulkCancelTasks,
+		OpBulkRetryTasks,
 		OpClaimTasks,
 		OpMarkRunning,
 		OpTouchTask,

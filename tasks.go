@@ -46,9 +46,11 @@ const (
 	TaskReviewing TaskState = "REVIEWING"
 	// TaskCompleted is terminal success.
 	TaskCompleted TaskState = "COMPLETED"
-	// TaskFailed is terminal failure (including the dead letter "max attempts").
+	// TaskFailed is terminal failure (including the dead letter "max
+	// attempts"); only an operator's retry opens it again.
 	TaskFailed TaskState = "FAILED"
-	// TaskCancelled is terminal abandonment.
+	// TaskCancelled is terminal abandonment; only an operator's retry opens
+	// it again.
 	TaskCancelled TaskState = "CANCELLED"
 	// TaskStopped tasks are held by an operator (live work, not terminal).
 	TaskStopped TaskState = "STOPPED"
@@ -80,6 +82,9 @@ const (
 	ActionUpdateMaterial TaskAction = "update_material"
 	// ActionReview leases a NEEDS_REVIEW task for review (claim_review).
 	ActionReview TaskAction = "review"
+	// ActionRetry gives a FAILED or CANCELLED task a fresh attempt budget
+	// and opens it again (retry_task).
+	ActionRetry TaskAction = "retry"
 )
 
 // Task is one row of cks_outbox_tasks (the outbox of ADR-014/016, which is the
@@ -99,7 +104,9 @@ type Task struct {
 	// burn an attempt (see Tasks.RequestInput).
 	Attempts    int `json:"attempts"`
 	MaxAttempts int `json:"max_attempts"`
-	// Restarts counts operator restarts (STOPPED → OPEN); never attempts.
+	// Restarts counts operator restarts (STOPPED → OPEN) and retries
+	// (FAILED or CANCELLED → OPEN, which also give a fresh attempt budget:
+	// attempts 0); a start never changes attempts.
 	Restarts int `json:"restarts"`
 	// Revision starts at 1 and is bumped by material edits (see
 	// TaskPatch); evidence and decisions record the revision they were
@@ -185,6 +192,27 @@ type TaskEvent struct {
 	To      TaskState `json:"to"`
 	Attempt int       `json:"attempt"`
 	Reason  string    `json:"reason,omitempty"`
+	// Changes are the fields an edit (update_task) changed, each with its
+	// old and new value, in the order of TaskPatch.Fields; none on a state
+	// change. An edit of a running task that restarted it records them on
+	// its start event.
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one field an edit changed: its value before and after, as
+// JSON (a string for the text fields, a number for priority, the JSON of
+// payload and metadata). For add_depends_on, remove_depends_on,
+// add_children and cancel_children New lists the tasks added, removed,
+// created or cancelled and there is no Old. An event is bounded by its
+// edit: it keeps at most as much of an Old value as the larger of New and
+// 4 KiB (package ledger's MinOldKept); OldCut says how many bytes of it
+// were not kept (a text is cut at a character boundary; a JSON value too
+// large is left out whole, Old null).
+type FieldChange struct {
+	Field  string          `json:"field"`
+	Old    json.RawMessage `json:"old,omitempty"`
+	New    json.RawMessage `json:"new,omitempty"`
+	OldCut int             `json:"old_cut,omitempty"`
 }
 
 // Evidence is one record an executor attached to a task during one attempt.

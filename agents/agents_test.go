@@ -306,7 +306,7 @@ func TestDrainOnStop(t *testing.T) {
 					t.Fatalf("queued task was touched during the drain: %s, attempts %d", got.State, got.Attempts)
 				}
 				row, err := op.Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
-				if err != nil || !row.LastHeartbeatAt.Equal(liveness.Epoch) || row.CurrentTaskID != nil {
+				if err != nil || row.ExitedAt.IsZero() || row.CurrentTaskID != nil {
 					t.Fatalf("row after exit %+v, %v", row, err)
 				}
 			})

@@ -10,7 +10,6 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/liveness"
 )
 
 // TestRecordExit: recording a gone agent process releases the lease it
@@ -53,8 +52,8 @@ func TestRecordExit(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range rows {
-			if exited := p.LastHeartbeatAt.Equal(liveness.Epoch); exited != (p.InstanceID == "gone-1") {
-				t.Errorf("%s: heartbeat %s (%s)", p.InstanceID, p.LastHeartbeatAt, p.Status)
+			if exited := !p.ExitedAt.IsZero(); exited != (p.InstanceID == "gone-1") {
+				t.Errorf("%s: exited %s (%s)", p.InstanceID, p.ExitedAt, p.Status)
 			}
 		}
 	})

@@ -22,7 +22,9 @@ import (
 	"github.com/cks-dev/cks/datadir"
 )
 
-// Permissions on the resource tree (DESIGN.md §10).
+// Permissions on the resource tree (DESIGN.md §10). Retry (issue 24) opens a
+// FAILED or CANCELLED task again (retry_task): a permission of its own, as
+// stop and start are, since it undoes a verdict and spends new attempts.
 const (
 	PermRead    = "read"
 	PermAppend  = "append"
@@ -31,6 +33,7 @@ const (
 	PermStop    = "stop"
 	PermStart   = "start"
 	PermCancel  = "cancel"
+	PermRetry   = "retry"
 	PermControl = "control"
 	PermAdmin   = "admin"
 )

@@ -40,10 +40,11 @@ func (e *ForbiddenError) Error() string {
 // Unwrap makes errors.Is(err, ErrForbidden) hold.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
-// Permissions lists every permission, in the order of DESIGN.md §10. Admin
-// implies every other; no other permission implies anything (stop does not
-// grant start, update does not grant stop).
-var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermStop, PermStart, PermCancel, PermControl, PermAdmin}
+// Permissions lists every permission, in the order of DESIGN.md §10 (retry,
+// of issue 24, beside cancel). Admin implies every other; no other
+// permission implies anything (stop does not grant start, update does not
+// grant stop, start does not grant retry).
+var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermStop, PermStart, PermCancel, PermRetry, PermControl, PermAdmin}
 
 // Roots of the resource tree. A resource is "/", a root, or a root followed by
 // one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID.

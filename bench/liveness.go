@@ -126,7 +126,7 @@ func Liveness(ctx context.Context, st *liveness.Service, cfg LivenessConfig) (Li
 func oldRow(i int, kinds []string, base time.Time) cks.AgentLiveness {
 	at := base.Add(time.Duration(i) * time.Second)
 	return cks.AgentLiveness{InstanceID: fmt.Sprintf("history-%07d", i), ProcessKind: kinds[i%len(kinds)],
-		Hostname: "bench", PID: 1000 + i%30000, LivenessIntervalS: 30, StartedAt: at, LastHeartbeatAt: liveness.Epoch}
+		Hostname: "bench", PID: 1000 + i%30000, LivenessIntervalS: 30, StartedAt: at, LastHeartbeatAt: at, ExitedAt: at}
 }
 
 // StopConfig is one run of the process stop benchmark.

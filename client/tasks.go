@@ -141,6 +141,12 @@ func (c *Client) StartTask(ctx context.Context, id int64, reason string) (cks.Ta
 	return Do(ctx, c, cks.OpStartTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
 }
 
+// RetryTask opens a FAILED or CANCELLED task again with a fresh attempt
+// budget (OPEN, or WAITING/BLOCKED by its dependencies).
+func (c *Client) RetryTask(ctx context.Context, id int64, reason string) (cks.Task, error) {
+	return Do(ctx, c, cks.OpRetryTask, cks.TaskReasonInput{TaskID: id, Reason: reason})
+}
+
 // UpdateTask applies a patch as one operation; the result says which path
 // was taken (in_place, live or stop_apply_start) and the abort outcome.
 func (c *Client) UpdateTask(ctx context.Context, id int64, req UpdateRequest) (cks.UpdateResult, error) {

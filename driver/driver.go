@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -223,7 +224,8 @@ type TaskExecutor interface {
 	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
 	// not renewed since RenewedBefore, locked with LockUpdateSkip, by id.
 	TaskLeaseExpired(ctx context.Context, p TaskLeaseExpiredParams) ([]TaskRow, error)
-	// TaskList reads one page of tasks ordered by id (Limit rows at most).
+	// TaskList reads one page of tasks ordered by id (Limit rows at most),
+	// locked as asked.
 	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
 	// TaskCount counts the tasks p selects.
 	TaskCount(ctx context.Context, p TaskCountParams) (int, error)
@@ -275,6 +277,9 @@ type TaskExecutor interface {
 	AbortInsert(ctx context.Context, a AbortRow) (AbortRow, error)
 	// AbortGet reads one abort, locked as asked (ErrNoRows).
 	AbortGet(ctx context.Context, p AbortGetParams) (AbortRow, error)
+	// AbortGetMany reads the aborts ids, ordered by id, locked as asked.
+	// Unknown ids are absent from the result (no error).
+	AbortGetMany(ctx context.Context, p AbortGetManyParams) ([]AbortRow, error)
 	// AbortFindLatest returns the newest abort of TaskID naming
 	// LeaseTokenHash (never one naming no lease), locked as asked
 	// (ErrNoRows).
@@ -301,8 +306,22 @@ type TaskGetManyParams struct {
 // TaskMoveManyParams are the state moves of TaskMoveMany: the rows as
 // moved and their events.
 type TaskMoveManyParams struct {
-	Rows   []TaskRow
+	Rows []TaskRow
+	// Events carry no Changes: an edit's event is written by
+	// TaskEventInsertMany (TaskMoveMany refuses one that has changes, which
+	// it would not write).
 	Events []TaskEventRow
+}
+
+// MoveEventsWithoutChanges is TaskMoveMany's refusal of an event with
+// Changes, which it would not write.
+func MoveEventsWithoutChanges(events []TaskEventRow) error {
+	for _, ev := range events {
+		if ev.Changes != "" {
+			return fmt.Errorf("task move: the event of task %d has changes, which TaskMoveMany does not write (TaskEventInsertMany does)", ev.TaskID)
+		}
+	}
+	return nil
 }
 
 // OnlyMoved reports whether after differs from before only in the columns
@@ -404,6 +423,9 @@ type TaskListParams struct {
 	// After is the cursor: task_id > After.
 	After int64
 	Limit int
+	// Lock locks the rows of the page (LockNone or LockUpdate): the
+	// selection of a bulk operation, which then moves them.
+	Lock Lock
 }
 
 // TaskCountParams selects the tasks TaskCount and TaskCountByState count.
@@ -466,6 +488,9 @@ type TaskEventRow struct {
 	To      string
 	Attempt int
 	Reason  string
+	// Changes is the JSON of an edit's changes (the ledger's: each field's
+	// old and new value), "" for an event that changed no field.
+	Changes string
 }
 
 // EvidenceRow is one row of cks_task_evidence.
@@ -514,6 +539,12 @@ type AbortRow struct {
 // AbortGetParams names one abort.
 type AbortGetParams struct {
 	ID   int64
+	Lock Lock
+}
+
+// AbortGetManyParams selects aborts by id.
+type AbortGetManyParams struct {
+	IDs  []int64
 	Lock Lock
 }
 
@@ -736,6 +767,8 @@ type LivenessRow struct {
 	CurrentTaskID     int64 // 0: idle
 	CurrentTaskType   string
 	DesiredState      string
+	// ExitedAt is when the instance exited gracefully; zero while it runs.
+	ExitedAt time.Time
 }
 
 // LivenessExecutor holds the primitives of process liveness.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/driver"
 )
 
 // Watcher is what the ledger needs of the change notifications: the abort
@@ -85,15 +88,30 @@ var errNoWatcher = errors.New("ledger: no change watcher to wait for an abort's 
 // cks.TopicTaskAborts, and declares it unconfirmed when d passes first
 // (ResolveAbort, which returns it confirmed if the confirmation won the
 // race). When ctx ends first it returns the abort as it stands with ctx's
-// error; the ledger settles it at its deadline.
+// error; the ledger settles it at its deadline. It is WaitAborts of one.
 func (s *Service) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
+	got, err := s.WaitAborts(ctx, []int64{abortID}, d)
+	a, ok := got[abortID]
+	if !ok && err == nil {
+		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
+	}
+	return a, err
+}
+
+// WaitAborts is WaitAbort of the aborts ids at once, up to d for them all:
+// at every wake-up the ones still pending are read again in one read
+// (AbortGetMany), and those still pending when d passes are declared
+// unconfirmed in one transaction (ResolveAborts). It returns each abort as
+// it stands, by id; an id that is no abort is absent.
+func (s *Service) WaitAborts(ctx context.Context, ids []int64, d time.Duration) (map[int64]cks.Abort, error) {
 	if s.changes == nil {
-		return cks.Abort{}, errNoWatcher
+		return nil, errNoWatcher
 	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
-		last    cks.Abort
+		got     = map[int64]cks.Abort{}
+		pending = slices.Clone(ids)
 		lastErr error
 		settled bool
 	)
@@ -101,21 +119,33 @@ func (s *Service) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	// missed) and again at every change of the topic. It may never run when
 	// d passes before the watch is established.
 	werr := s.changes.WatchChanges(wctx, []string{cks.TopicTaskAborts}, func(string) {
-		last, lastErr = s.GetAbort(wctx, abortID)
-		if lastErr == nil && last.Outcome != cks.AbortPending {
+		rows, err := s.db.Executor().AbortGetMany(wctx, driver.AbortGetManyParams{IDs: pending})
+		if lastErr = err; err != nil {
+			return
+		}
+		var still []int64
+		for _, a := range rows {
+			got[a.ID] = toAbort(a)
+			if a.Outcome == string(cks.AbortPending) {
+				still = append(still, a.ID)
+			}
+		}
+		if pending = still; len(pending) == 0 {
 			settled = true
 			cancel()
 		}
 	})
 	switch {
 	case werr != nil:
-		return last, fmt.Errorf("wait for abort %d: %w", abortID, werr)
+		return got, fmt.Errorf("wait for aborts %v: %w", ids, werr)
 	case settled:
-		return last, nil
+		return got, nil
 	case ctx.Err() != nil:
-		return last, fmt.Errorf("wait for abort %d: %w", abortID, ctx.Err())
+		return got, fmt.Errorf("wait for aborts %v: %w", ids, ctx.Err())
 	case lastErr != nil && !errors.Is(lastErr, context.DeadlineExceeded) && !errors.Is(lastErr, context.Canceled):
-		return last, lastErr
+		return got, lastErr
 	}
-	return s.ResolveAbort(ctx, abortID)
+	resolved, err := s.ResolveAborts(ctx, pending)
+	maps.Copy(got, resolved)
+	return got, err
 }

@@ -1,8 +1,7 @@
 // Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
 // task states, which of them are terminal, the allowed-transition table, the
 // dispatch-exclusion set and the retry backoff, as pure data and functions;
-// and Service, the task ledger itself (ledger.Service and ledger.Service)
-// over a driver.Driver, which routes every state change through Check in
+// and Service, the task ledger itself over a driver.Driver, which routes every state change through Check in
 // its one transition function, so the table here is the only place a
 // transition is allowed and every rule of the lifecycle is written once for
 // both dialects. Control adds the operator operations (stop, start, update)
@@ -26,7 +25,10 @@ import (
 var All = [...]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskClaimed, cks.TaskRunning, cks.TaskNeedsReview, cks.TaskNeedsInput,
 	cks.TaskReviewing, cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped}
 
-// Terminal lists the states a task never leaves.
+// Terminal lists the states that end a task's work: no agent, sweeper or
+// edit moves a task out of them, and a dedupe key is unique among the other
+// states. An operator's retry (Retry) is the one way out, of FAILED and
+// CANCELLED back to OPEN (or WAITING, BLOCKED); COMPLETED is never left.
 var Terminal = [...]cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled}
 
 // DispatchExcluded is the one set of states that every claim query, sweeper
@@ -59,8 +61,10 @@ var transitions = map[cks.TaskState][]cks.TaskState{
 	// BLOCKED when one failed or was cancelled.
 	cks.TaskStopped:   {cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked, cks.TaskCancelled},
 	cks.TaskCompleted: nil,
-	cks.TaskFailed:    nil,
-	cks.TaskCancelled: nil,
+	// retry: a fresh attempt budget, dependencies re-evaluated as start
+	// does.
+	cks.TaskFailed:    {cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked},
+	cks.TaskCancelled: {cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked},
 }
 
 // Transitions returns a copy of the allowed-transition table.

@@ -21,8 +21,16 @@ func TestTableCoversEveryState(t *testing.T) {
 		if !ok {
 			t.Errorf("state %s has no row in the table", from)
 		}
-		if ledger.IsTerminal(from) && len(tos) != 0 {
-			t.Errorf("terminal %s may move to %v", from, tos)
+		// A terminal state is left only by an operator's retry, to where a
+		// start would go; COMPLETED never.
+		if ledger.IsTerminal(from) {
+			want := []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}
+			if from == cks.TaskCompleted {
+				want = nil
+			}
+			if !slices.Equal(tos, want) {
+				t.Errorf("terminal %s may move to %v, want %v", from, tos, want)
+			}
 		}
 		for _, to := range tos {
 			if !ledger.Valid(to) {
@@ -47,6 +55,9 @@ func TestCheck(t *testing.T) {
 		{cks.TaskNeedsInput, cks.TaskOpen, true},
 		{cks.TaskOpen, cks.TaskCompleted, false},
 		{cks.TaskCompleted, cks.TaskOpen, false},
+		{cks.TaskFailed, cks.TaskOpen, true},
+		{cks.TaskCancelled, cks.TaskWaiting, true},
+		{cks.TaskFailed, cks.TaskClaimed, false},
 		{cks.TaskCancelled, cks.TaskStopped, false},
 		{cks.TaskWaiting, cks.TaskClaimed, false},
 		{cks.TaskNeedsInput, cks.TaskClaimed, false},
@@ -127,11 +138,13 @@ func TestCycle(t *testing.T) {
 
 // TestActions pins what ledger.Actions offers in each state (ADR 0020: stop
 // anything live but a held task, start only a held one, answer a question,
-// review a result, material edits not under a question or a review).
+// review a result, material edits not under a question or a review; issue
+// 24: retry a failed or cancelled one, never a completed one).
 func TestActions(t *testing.T) {
 	const (
 		stop, start, cancel, answer = cks.ActionStop, cks.ActionStart, cks.ActionCancel, cks.ActionAnswer
 		update, material, review    = cks.ActionUpdate, cks.ActionUpdateMaterial, cks.ActionReview
+		retry                       = cks.ActionRetry
 	)
 	want := map[cks.TaskState][]cks.TaskAction{
 		cks.TaskOpen:        {stop, cancel, update, material},
@@ -144,8 +157,8 @@ func TestActions(t *testing.T) {
 		cks.TaskReviewing:   {stop, cancel, update},
 		cks.TaskStopped:     {start, cancel, update, material},
 		cks.TaskCompleted:   nil,
-		cks.TaskFailed:      nil,
-		cks.TaskCancelled:   nil,
+		cks.TaskFailed:      {retry},
+		cks.TaskCancelled:   {retry},
 	}
 	for _, st := range ledger.All {
 		if got := ledger.Actions(st); !slices.Equal(got, want[st]) {

@@ -209,9 +209,10 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 	return t
 }
 
-func toEvent(e driver.TaskEventRow) cks.TaskEvent {
+func toEvent(e driver.TaskEventRow) (cks.TaskEvent, error) {
+	changes, err := changesOf(e)
 	return cks.TaskEvent{ID: e.ID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: cks.TaskState(e.From),
-		To: cks.TaskState(e.To), Attempt: e.Attempt, Reason: e.Reason}
+		To: cks.TaskState(e.To), Attempt: e.Attempt, Reason: e.Reason, Changes: changes}, err
 }
 
 func toEvidence(e driver.EvidenceRow) cks.Evidence {
@@ -243,12 +244,16 @@ type move struct {
 	// attempt, when > 0, is the event's attempt; otherwise the row's
 	// attempts after the change.
 	attempt int
+	// changes, when not "", are the event's (editChanges): the move ends
+	// an edit that restarted the task.
+	changes string
 }
 
 // transition is the one function through which every state change goes.
 // It checks each move against the table (Check), applies it, and writes the
 // rows by primary key with one event per move: when every move changed only
-// the columns of the lifecycle (driver.OnlyMoved), in one TaskMoveMany that
+// the columns of the lifecycle (driver.OnlyMoved) and no event records an
+// edit's changes, in one TaskMoveMany that
 // writes just those and the events in the same statement; otherwise the
 // whole rows (one TaskUpdateMany) and then the events (one
 // TaskEventInsertMany). It publishes TopicTasksReady when a task became
@@ -279,9 +284,10 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 			attempt = m.attempt
 		}
 		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
-			Attempt: attempt, Reason: m.reason}
+			Attempt: attempt, Reason: m.reason, Changes: m.changes}
 		ready = ready || m.to == cks.TaskOpen
-		narrow = narrow && driver.OnlyMoved(m.row, *r)
+		// TaskMoveMany writes no event's changes.
+		narrow = narrow && driver.OnlyMoved(m.row, *r) && m.changes == ""
 	}
 	var (
 		n   int

@@ -103,28 +103,25 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (ck
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return startTx(ctx, ex, now, cur, actor, reason)
+		return startTx(ctx, ex, now, cur, actor, reason, "")
 	})
 }
 
 // startTx releases the STOPPED task cur (read and locked) to the state its
-// dependencies call for now: restarts+1, run_after cleared.
-func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+// dependencies call for now: restarts+1, run_after cleared. changes are
+// its event's: those of the edit that restarted the task, or "".
+func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, changes string) (driver.TaskRow, error) {
 	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
-	deps, err := depsOf(ctx, ex, cur.ID)
-	if err != nil {
-		return cur, err
-	}
-	to, why, err := depState(ctx, ex, deps[cur.ID], "depends_on")
+	to, why, err := stateNow(ctx, ex, cur.ID, "depends_on")
 	if err != nil {
 		return cur, err
 	}
 	if reason == "" {
 		reason = "started"
 	}
-	return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason + " (" + why + ")",
+	return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason + " (" + why + ")", changes: changes,
 		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
 }
 
@@ -146,8 +143,9 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // check and together close a cycle. An update whose new children lose a
 // dedupe race is run again (the retry then finds the winner), as Enqueue is.
 // An update applied in place or live appends an event of its own (From and To
-// the task's state, reason "update: FIELDS"), so every edit is in the task's
-// log; a restart records the edit in its stop and start events.
+// the task's state, reason "update: FIELDS", and each field's old and new
+// value, editChanges), so every edit is in the task's log; a restart
+// records the edit in its stop and start events, the values on the start's.
 func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
 	if err := cks.ValidateText("actor", actor); err != nil {
 		return cks.UpdateResult{}, err
@@ -206,7 +204,11 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 			return out, err
 		}
 		out.Children = children
-		started, err := startTx(ctx, ex, now, applied, actor, "restarted after "+summary)
+		changes, err := editChanges(cur, p, children)
+		if err != nil {
+			return out, err
+		}
+		started, err := startTx(ctx, ex, now, applied, actor, "restarted after "+summary, changes)
 		if err != nil {
 			return out, err
 		}
@@ -225,19 +227,20 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	}
 	out.Children = children
-	// The edit's own event: who changed which fields, and when.
+	// The edit's own event: who changed which fields, from what to what,
+	// and when.
+	changes, err := editChanges(cur, p, children)
+	if err != nil {
+		return out, err
+	}
 	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: id, At: now, Actor: actor,
-		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary}}); err != nil {
+		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary, Changes: changes}}); err != nil {
 		return out, err
 	}
 	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&
 		slices.Contains([]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}, cks.TaskState(applied.State)) {
 		// A dependency edit re-evaluates the task as Enqueue would.
-		deps, err := depsOf(ctx, ex, id)
-		if err != nil {
-			return out, err
-		}
-		to, why, err := depState(ctx, ex, deps[id], "add_depends_on")
+		to, why, err := stateNow(ctx, ex, id, "add_depends_on")
 		if err != nil {
 			return out, err
 		}
@@ -323,7 +326,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 		if err != nil {
 			return cur, nil, err
 		}
-		if _, err := cancelTx(ctx, ex, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
+		if _, _, err := cancelTx(ctx, ex, now, child, actor, fmt.Sprintf("cancelled by an update of parent %d", cur.ID)); err != nil {
 			return cur, nil, fmt.Errorf("cancel_children: %w", err)
 		}
 	}
@@ -445,26 +448,42 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 
 // ResolveAbort declares a pending abort unconfirmed (the stop's
 // deadline passed) and publishes TopicTaskAborts; an abort that is no
-// longer pending is returned as it is.
+// longer pending is returned as it is. It is ResolveAborts of one.
 func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	var out cks.Abort
+	got, err := s.ResolveAborts(ctx, []int64{abortID})
+	a, ok := got[abortID]
+	if !ok && err == nil {
+		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
+	}
+	return a, err
+}
+
+// ResolveAborts declares the pending ones of the aborts ids unconfirmed,
+// in one transaction (read and locked in one statement, written in one),
+// and publishes TopicTaskAborts when it resolved any. It returns every one
+// of them as it now stands, by id; an id that is no abort is absent.
+func (s *Service) ResolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
+	var out map[int64]cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		a, err := ex.AbortGet(ctx, driver.AbortGetParams{ID: abortID, Lock: driver.LockUpdate})
-		if errors.Is(err, driver.ErrNoRows) {
-			return fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-		}
+		out = map[int64]cks.Abort{}
+		rows, err := ex.AbortGetMany(ctx, driver.AbortGetManyParams{IDs: ids, Lock: driver.LockUpdate})
 		if err != nil {
 			return err
 		}
-		out = toAbort(a)
-		if a.Outcome != string(cks.AbortPending) {
-			return nil // settled already: returned as it is
+		var due []driver.AbortRow
+		for _, a := range rows {
+			if a.Outcome == string(cks.AbortPending) { // else settled already: returned as it is
+				a.Outcome, a.ResolvedAt = string(cks.AbortUnconfirmed), now
+				due = append(due, a)
+			}
+			out[a.ID] = toAbort(a)
 		}
-		a.Outcome, a.ResolvedAt = string(cks.AbortUnconfirmed), now
-		if _, err := ex.AbortUpdateMany(ctx, []driver.AbortRow{a}); err != nil {
+		if len(due) == 0 {
+			return nil
+		}
+		if _, err := ex.AbortUpdateMany(ctx, due); err != nil {
 			return err
 		}
-		out = toAbort(a)
 		return ex.Notify(ctx, cks.TopicTaskAborts)
 	})
 	return out, err

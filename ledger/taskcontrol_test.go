@@ -234,6 +234,10 @@ var allActions = []actionCall{
 		_, err := s.Tasks.ClaimReview(ctx(t), id, "rev", backendtest.Lease)
 		return err
 	}},
+	{cks.ActionRetry, func(t testing.TB, s *backend.Backend, id int64) error {
+		_, err := s.Tasks.Retry(ctx(t), id, "op", "again")
+		return err
+	}},
 }
 
 // testTaskActionsAreTheServices: the verbs ledger.Actions offers for a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -308,6 +309,36 @@ func rowsByID(ctx context.Context, ex driver.Executor, ids []int64, lock driver.
 	return out, nil
 }
 
+// dependenciesOf returns the dependencies of each of rows and the row of
+// every one of those dependencies, by id, locked as asked: one read of the
+// edges, one of the rows.
+func dependenciesOf(ctx context.Context, ex driver.Executor, rows []driver.TaskRow, lock driver.Lock) (map[int64][]int64, map[int64]driver.TaskRow, error) {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	deps, err := depsOf(ctx, ex, ids...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []int64
+	for _, ds := range deps {
+		all = append(all, ds...)
+	}
+	byID, err := rowsByID(ctx, ex, all, lock)
+	return deps, byID, err
+}
+
+// stateNow is depState of task id's own dependencies: the state Start,
+// Retry and a dependency edit move it to.
+func stateNow(ctx context.Context, ex driver.Executor, id int64, field string) (cks.TaskState, string, error) {
+	deps, err := depsOf(ctx, ex, id)
+	if err != nil {
+		return "", "", err
+	}
+	return depState(ctx, ex, deps[id], field)
+}
+
 // depState is the state a task with dependencies deps belongs in now, as
 // Enqueue, Start and Update evaluate it: BLOCKED when one FAILED or was
 // CANCELLED, WAITING when one is not COMPLETED, else OPEN, with the reason
@@ -369,7 +400,9 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		}
 		t.Events = make([]cks.TaskEvent, len(events))
 		for i, e := range events {
-			t.Events[i] = toEvent(e)
+			if t.Events[i], err = toEvent(e); err != nil {
+				return err
+			}
 		}
 		evRows, err := ex.EvidenceList(ctx, id)
 		if err != nil {
@@ -801,26 +834,13 @@ func releaseDependants(ctx context.Context, ex driver.Executor, now time.Time, i
 // released returns the moves of those of the WAITING tasks waiting (read
 // and locked) whose dependencies are all COMPLETED, each made by mk.
 func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow, mk func(driver.TaskRow) move) ([]move, error) {
-	ids := make([]int64, len(waiting))
-	for i, r := range waiting {
-		ids[i] = r.ID
-	}
-	deps, err := depsOf(ctx, ex, ids...)
-	if err != nil {
-		return nil, err
-	}
-	var all []int64
-	for _, ds := range deps {
-		all = append(all, ds...)
-	}
-	slices.Sort(all)
-	states, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+	deps, states, err := dependenciesOf(ctx, ex, waiting, driver.LockNone)
 	if err != nil {
 		return nil, err
 	}
 	done := map[int64]bool{}
-	for _, r := range states {
-		done[r.ID] = cks.TaskState(r.State) == cks.TaskCompleted
+	for id, r := range states {
+		done[id] = cks.TaskState(r.State) == cks.TaskCompleted
 	}
 	var moves []move
 	for _, r := range waiting {
@@ -996,27 +1016,31 @@ func (s *Service) Cancel(ctx context.Context, id int64, actor, reason string) (c
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return cancelTx(ctx, ex, now, cur, actor, reason)
+		out, _, err := cancelTx(ctx, ex, now, cur, actor, reason)
+		return out, err
 	})
 }
 
 // cancelTx is Cancel's work on cur (read and locked): CANCELLED with the
-// lease revoked, a pending abort (published on TopicTaskAborts) when cur
-// was CLAIMED or RUNNING, and its WAITING dependants BLOCKED. Update's
-// CancelChildren uses it too.
-func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
+// lease revoked, a pending abort (published on TopicTaskAborts, and
+// returned) when cur was CLAIMED or RUNNING, and its WAITING dependants
+// BLOCKED. Update's CancelChildren and Bulk use it too.
+func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, *cks.Abort, error) {
 	out, err := moveOne(ctx, ex, now, move{row: cur, to: cks.TaskCancelled, actor: actor, reason: reason,
 		set: func(r *driver.TaskRow) { r.LastError = reason; revoke(r) }})
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
+	var ab *cks.Abort
 	if st := cks.TaskState(cur.State); st == cks.TaskClaimed || st == cks.TaskRunning {
-		if _, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, cks.DefaultAbortDeadline); err != nil {
-			return out, err
+		a, err := insertAbort(ctx, ex, now, cur, actor, "cancelled: "+reason, cks.DefaultAbortDeadline)
+		if err != nil {
+			return out, nil, err
 		}
+		ab = &a
 	}
 	_, err = blockDependants(ctx, ex, now, "ledger", cur.ID, cks.TaskCancelled, reason)
-	return out, err
+	return out, ab, err
 }
 
 // reclaimable are the states whose expired leases ReclaimExpired
@@ -1072,10 +1096,11 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 // table with an event by actor "dependency_release"; dispatch-excluded
 // tasks (ledger.DispatchExcluded) are never touched. One transaction.
 //
-// FAILED, CANCELLED and COMPLETED are terminal, so what the first reads see
-// of dependencies cannot be undone by a concurrent transaction; the WAITING
-// tasks are then locked and their dependencies read again before any is
-// released.
+// COMPLETED is never left, so what the first reads see of a completed
+// dependency cannot be undone by a concurrent transaction; a FAILED or
+// CANCELLED one can be, by a retry, and is read with a shared lock (the
+// retry waits, then unblocks). The WAITING tasks are then locked and their
+// dependencies read again before any is released.
 func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, error) {
 	var out DependencyRelease
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -1100,21 +1125,16 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 		for i, r := range waiting {
 			ids[i] = r.ID
 		}
-		deps, err := depsOf(ctx, ex, ids...)
-		if err != nil {
-			return err
-		}
-		var all []int64
-		for _, ds := range deps {
-			all = append(all, ds...)
-		}
-		slices.Sort(all)
-		depRows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: slices.Compact(all)})
+		// Shared locks: a retry (which locks the task it opens again)
+		// either waits for this transaction, and then unblocks what it
+		// blocked, or has committed, and its task is read as it left it.
+		_, depRows, err := dependenciesOf(ctx, ex, waiting, driver.LockShare)
 		if err != nil {
 			return err
 		}
 		// Every FAILED or CANCELLED dependency of a WAITING task, by id.
-		for _, d := range depRows {
+		for _, id := range slices.Sorted(maps.Keys(depRows)) {
+			d := depRows[id]
 			if st := cks.TaskState(d.State); st == cks.TaskFailed || st == cks.TaskCancelled {
 				n, err := blockDependants(ctx, ex, now, ActorDependencyRelease, d.ID, st,
 					"found by the dependency_release sweeper")

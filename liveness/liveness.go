@@ -38,10 +38,11 @@ func (e *UnknownKindError) Error() string {
 // Unwrap makes errors.Is(err, cks.ErrInvalid) hold.
 func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
 
-// StatusAt applies the TTL rule: alive iff now - last_heartbeat_at <= 3 × interval.
+// StatusAt applies the TTL rule: alive iff the instance has not exited and
+// now - last_heartbeat_at <= 3 × interval.
 func StatusAt(r cks.AgentLiveness, now time.Time) cks.ProcessStatus {
 	ttl := time.Duration(TTLFactor * r.LivenessIntervalS * float64(time.Second))
-	if now.Sub(r.LastHeartbeatAt) <= ttl {
+	if r.ExitedAt.IsZero() && now.Sub(r.LastHeartbeatAt) <= ttl {
 		return cks.ProcessAlive
 	}
 	return cks.ProcessStopped
@@ -164,7 +165,8 @@ func CountAlive(ps []cks.Process) map[string]int {
 func fingerprint(ps []cks.Process) string {
 	var b strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%s|%s|%d|%s|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.CurrentTaskType, p.DesiredState)
+		fmt.Fprintf(&b, "%s|%s|%d|%d|%s|%s|", p.InstanceID, p.Status, p.LastHeartbeatAt.UnixMicro(), p.ExitedAt.UnixMicro(),
+			p.CurrentTaskType, p.DesiredState)
 		if p.CurrentTaskID != nil {
 			fmt.Fprint(&b, *p.CurrentTaskID)
 		}

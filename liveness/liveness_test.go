@@ -2,8 +2,10 @@ package liveness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,8 +214,8 @@ func TestRequestStop(t *testing.T) {
 }
 
 // TestRecordExited: an instance recorded as exited by the process that
-// reaped it reads stopped at once, as a graceful exit leaves it — the
-// epoch heartbeat, no task in hand — its other columns (started_at, the
+// reaped it reads stopped at once, as a graceful exit leaves it — exited
+// at the reaper's clock, its last heartbeat kept, no task in hand — its other columns (started_at, the
 // stop request) kept; an unknown instance is false and writes nothing, a
 // malformed id a FieldError. Both backends.
 func TestRecordExited(t *testing.T) {
@@ -233,15 +235,16 @@ func TestRecordExited(t *testing.T) {
 			t.Fatalf("before: %s, want alive", p.Status)
 		}
 		got, found, err := svc.RecordExited(ctx, "killed-1")
-		if err != nil || !found || !got.LastHeartbeatAt.Equal(liveness.Epoch) || got.CurrentTaskID != nil {
+		if err != nil || !found || !got.ExitedAt.Equal(backendtest.T0) || !got.LastHeartbeatAt.Equal(r.LastHeartbeatAt) ||
+			got.CurrentTaskID != nil {
 			t.Fatalf("RecordExited = %+v, %v, %v", got, found, err)
 		}
 		p, err := svc.ProcessStatus(ctx, "exec")
-		if err != nil || p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil ||
+		if err != nil || p.Status != cks.ProcessStopped || !p.ExitedAt.Equal(backendtest.T0) || p.CurrentTaskID != nil ||
 			p.CurrentTaskType != "" || !p.StartedAt.Equal(r.StartedAt) || p.DesiredState != cks.DesiredStopRequested {
-			t.Fatalf("after: %+v %v; want stopped at the epoch, no task, started_at and desired_state kept", p, err)
+			t.Fatalf("after: %+v %v; want stopped, exited at T0, no task, started_at and desired_state kept", p, err)
 		}
-		if want := liveness.Exited(r); want.LastHeartbeatAt != p.LastHeartbeatAt || want.CurrentTaskID != nil {
+		if want := liveness.Exited(r, backendtest.T0); !want.ExitedAt.Equal(p.ExitedAt) || want.CurrentTaskID != nil {
 			t.Fatalf("Exited(row) = %+v, not the row RecordExited wrote", want)
 		}
 		if _, found, err := svc.RecordExited(ctx, "never-reported"); found || err != nil {
@@ -252,6 +255,52 @@ func TestRecordExited(t *testing.T) {
 		}
 		if _, _, err := svc.RecordExited(ctx, "bad\x00id"); !cks.IsFieldError(err, "instance_id") {
 			t.Fatalf("RecordExited of a malformed id = %v, want a FieldError", err)
+		}
+	})
+}
+
+// TestExited: an instance that exited reads stopped whatever its heartbeat
+// says, with its exit time, and is not asked to stop; a row an older cks
+// wrote at exit (its heartbeat backdated to the epoch) reads exited at its
+// start, with no heartbeat from 1970 in any view; an exit before the start
+// is refused, naming exited_at. Both backends.
+func TestExited(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		c := clock.NewFake(backendtest.T0.Add(time.Second))
+		svc := liveness.NewService(st.Driver(), c)
+		ctx := context.Background()
+		gone := backendtest.Liveness("critic-gone", "critic", 0)
+		gone.ExitedAt = backendtest.T0
+		backendtest.MustUpsert(t, st, gone)
+		old := backendtest.Liveness("pipeline-old", "pipeline", -time.Hour)
+		old.LastHeartbeatAt = time.Unix(0, 0).UTC()
+		backendtest.MustUpsert(t, st, old)
+
+		for _, tc := range []struct {
+			kind              string
+			exited, heartbeat time.Time
+		}{
+			{"critic", backendtest.T0, backendtest.T0},
+			{"pipeline", old.StartedAt, old.StartedAt},
+		} {
+			p, err := svc.ProcessStatus(ctx, tc.kind)
+			if err != nil || p.Status != cks.ProcessStopped || !p.ExitedAt.Equal(tc.exited) || !p.LastHeartbeatAt.Equal(tc.heartbeat) {
+				t.Errorf("%s: %+v, %v; want stopped, exited %v, heartbeat %v", tc.kind, p, err, tc.exited, tc.heartbeat)
+			}
+			b, _ := json.Marshal(p)
+			if !strings.Contains(string(b), `"exited_at":"`) || strings.Contains(string(b), "1970") {
+				t.Errorf("%s as JSON: %s", tc.kind, b)
+			}
+			if res, err := svc.RequestStop(ctx, tc.kind); err != nil || res.Found {
+				t.Errorf("stop of an exited %s: %+v, %v; want found false", tc.kind, res, err)
+			}
+		}
+		bad := backendtest.Liveness("critic-bad", "critic", 0)
+		bad.ExitedAt = backendtest.T0.Add(-time.Second)
+		var fe *cks.FieldError
+		if err := st.Liveness.UpsertAgentLiveness(ctx, bad); !errors.As(err, &fe) || fe.Field != "exited_at" {
+			t.Errorf("an exit before the start: %v, want a FieldError naming exited_at", err)
 		}
 	})
 }

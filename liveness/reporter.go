@@ -20,20 +20,19 @@ import (
 // (ADR-014 §2: 30 s, independent of the lease heartbeat).
 const DefaultInterval = 30 * time.Second
 
-// Exited is row r as an exited process leaves it: its heartbeat backdated
-// to the Epoch, so it reads stopped at once (ADR-016 §3; `exited` in a
-// listing), and no task in hand. A process's own graceful exit writes it
-// (Reporter.Stop), and so does the one that reaped a process that could
-// not (Service.RecordExited).
-func Exited(r cks.AgentLiveness) cks.AgentLiveness {
-	r.LastHeartbeatAt = Epoch
+// Exited is row r as an exited process leaves it: exited at at (ADR-016 §3:
+// it reads stopped at once, `exited` in a listing), its last heartbeat kept,
+// no task in hand, and started at at if it never was. A process's own
+// graceful exit writes it (Reporter.Stop), and so does the one that reaped
+// a process that could not (Service.RecordExited).
+func Exited(r cks.AgentLiveness, at time.Time) cks.AgentLiveness {
+	if r.StartedAt.IsZero() { // never started: the exit is its one write
+		r.StartedAt = at
+	}
+	r.ExitedAt = at
 	r.CurrentTaskID, r.CurrentTaskType = nil, ""
 	return r
 }
-
-// Epoch is the heartbeat a process writes when it exits gracefully: older
-// than any TTL, so the row reads stopped at once (ADR-016 §3).
-var Epoch = time.Unix(0, 0).UTC()
 
 // ReporterStore is what a Reporter needs of the store.
 type ReporterStore interface {
@@ -76,7 +75,9 @@ type ReporterConfig struct {
 // the stop request of ADR-016): it writes its row at Start and every
 // interval, reads the row back on each tick and, beyond the seed, whenever
 // cks.TopicAgentStop is published, and calls OnStopRequested when asked
-// to stop. Stop writes a final heartbeat backdated to the epoch. Its loop
+// to stop. Stop writes a final heartbeat with the exit time (exited_at), so
+// the row reads stopped at once (ADR-016 §3) and keeps a real last
+// heartbeat. Its loop
 // runs on a lifecycle.Base.
 type Reporter struct {
 	st  ReporterStore
@@ -198,7 +199,7 @@ func (r *Reporter) tickLoop(ctx context.Context) {
 
 // tick writes one heartbeat. Stop does not cancel it (Stop waits for it
 // instead): a cancelled write can still commit on Postgres, after Stop's
-// final epoch heartbeat, and make an exited process read alive. Its time
+// final heartbeat, and make an exited process read alive. Its time
 // is bounded by the interval.
 func (r *Reporter) tick(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(r.cfg.Interval, time.Second))
@@ -206,14 +207,14 @@ func (r *Reporter) tick(ctx context.Context) {
 	r.write(wctx, false) //nolint:errcheck // logged; the next tick retries
 }
 
-// write upserts the row with a fresh heartbeat (or the epoch when final).
-// A failure is logged and left to the next tick.
+// write upserts the row with a fresh heartbeat, and when final the exit
+// at that time with no current task. A failure is logged and left to the
+// next tick.
 func (r *Reporter) write(ctx context.Context, final bool) error {
 	r.mu.Lock()
+	r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
 	if final {
-		r.row = Exited(r.row)
-	} else {
-		r.row.LastHeartbeatAt = driver.Time(r.cfg.Clock.Now())
+		r.row = Exited(r.row, r.row.LastHeartbeatAt)
 	}
 	row := r.row
 	r.mu.Unlock()
@@ -270,8 +271,8 @@ func (r *Reporter) nudge() {
 }
 
 // Stop ends the tick and the watch, waits for them, and writes the final
-// heartbeat, backdated to the epoch with no current task, so the process
-// reads stopped at once. ctx bounds the wait and that write; a Stop of a
+// heartbeat with the exit time and no current task, so the process reads
+// stopped (exited) at once. ctx bounds the wait and that write; a Stop of a
 // reporter never started writes only the final heartbeat.
 func (r *Reporter) Stop(ctx context.Context) error {
 	if err := r.base.Stop(ctx); err != nil {

@@ -114,11 +114,14 @@ func TestReporterLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		last := row(t, st, r.InstanceID())
-		if !last.LastHeartbeatAt.Equal(liveness.Epoch) || last.CurrentTaskID != nil || !last.StartedAt.Equal(backendtest.T0) {
-			t.Fatalf("final heartbeat %+v", last)
+		// The exit at the clock's time, which is also the last heartbeat:
+		// no heartbeat it never made.
+		at := backendtest.T0.Add(time.Minute)
+		if !last.ExitedAt.Equal(at) || !last.LastHeartbeatAt.Equal(at) || last.CurrentTaskID != nil || !last.StartedAt.Equal(backendtest.T0) {
+			t.Fatalf("final heartbeat %+v, want exited and heartbeat at %v", last, at)
 		}
-		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessStopped {
-			t.Fatalf("status %s right after a graceful exit, want stopped", p.Status)
+		if p, _ := svc.ProcessStatus(context.Background(), "critic"); p.Status != cks.ProcessStopped || !p.ExitedAt.Equal(at) {
+			t.Fatalf("status %s, exited %v right after a graceful exit, want stopped, exited", p.Status, p.ExitedAt)
 		}
 	})
 }

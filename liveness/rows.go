@@ -115,7 +115,7 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 		if err != nil {
 			return err
 		}
-		out, found = Exited(livenessOf(r)), true
+		out, found = Exited(livenessOf(r), driver.Time(s.clock.Now())), true
 		return ex.LivenessUpsert(ctx, rowOf(out))
 	})
 	if err != nil {
@@ -128,7 +128,7 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType}
+		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt)}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
@@ -137,9 +137,12 @@ func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 
 // livenessOf is the record of a row.
 func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
+	if r.ExitedAt.IsZero() && r.LastHeartbeatAt.Before(r.StartedAt) {
+		r.ExitedAt, r.LastHeartbeatAt = r.StartedAt, r.StartedAt
+	}
 	a := cks.AgentLiveness{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: r.StartedAt, LastHeartbeatAt: r.LastHeartbeatAt,
-		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState}
+		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState, ExitedAt: r.ExitedAt}
 	if r.CurrentTaskID != 0 {
 		id := r.CurrentTaskID
 		a.CurrentTaskID = &id

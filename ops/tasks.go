@@ -16,8 +16,8 @@ import (
 )
 
 // The operator operations of the task ledger (ADR 0020): list, show, create,
-// answer, cancel, and the controls stop, start and update, each with its own
-// permission (holding stop does not grant start).
+// answer, cancel, and the controls stop, start, retry and update, each with
+// its own permission (holding stop does not grant start, nor start retry).
 
 // LocalActor is recorded as the actor of a change made by a caller that is
 // no principal: the local operator of `cks mcp --embedded` over stdio.
@@ -123,9 +123,9 @@ var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 		Title:   "Get task",
 		Summary: "one task with its events, evidence per attempt and aborts",
 		Description: "Show one task with its dependencies, its event history (every state change: who, when, from, to, " +
-			"attempt, reason), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
-			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review; none " +
-			"when it is finished) — whether the caller holds their permissions is not checked here.",
+			"attempt, reason; and every edit, with each field it changed, its old and its new value), its current attempt and earlier ones (evidence, decisions, workspace), its aborts, and under " +
+			"actions the operator verbs its state admits (stop, start, cancel, answer, update, update_material, review, retry; none " +
+			"when it is COMPLETED) — whether the caller holds their permissions is not checked here.",
 		Permission: auth.PermRead, Resource: taskResource,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},
@@ -309,6 +309,25 @@ var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 	},
 })
 
+// RetryTask is retry_task.
+var RetryTask = define(cks.OpRetryTask, &Op[cks.TaskReasonInput, cks.Task]{
+	spec: Spec{
+		Title:   "Retry task",
+		Summary: "open a FAILED or CANCELLED task again with a fresh attempt budget (OPEN, or WAITING/BLOCKED by its dependencies)",
+		Description: "Open a FAILED or CANCELLED task again: attempts goes back to 0 (a fresh budget of max_attempts), restarts is " +
+			"incremented, and it becomes OPEN, or WAITING when a dependency is not COMPLETED at this moment (BLOCKED when one failed or " +
+			"was cancelled). Its earlier attempts, with their evidence, decisions and aborts, stay in its history; the retry is an event " +
+			"of its own. The tasks its failure blocked wait again, unless another failed or blocked dependency still blocks them; its " +
+			"children are left as they are. A task in any other state (COMPLETED is never reopened), or one whose dedupe_key a live " +
+			"task holds now, is a conflict. Needs retry on /tasks/{task_id}, which start does not grant.",
+		Permission: auth.PermRetry, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
+		Hints: Hints{OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
+		return s.Tasks.Retry(ctx, in.TaskID, actor(ctx), in.Reason)
+	},
+})
+
 // UpdateTask is update_task.
 var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateResult]{
 	spec: Spec{
@@ -356,3 +375,95 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		return s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: in.TaskID, Actor: actor(ctx), Patch: in.TaskPatch, Deadline: d, Wait: wait})
 	},
 })
+
+// bulkFilter is the selection of a bulk operation as the ledger takes it:
+// the ids, or list_tasks' filter at time now (with the bulk's own limit,
+// which the ledger bounds).
+func bulkFilter(sel cks.TaskSelection, now time.Time) ([]int64, *cks.TaskFilter, error) {
+	if !sel.Filtered() {
+		return sel.TaskIDs, nil, nil
+	}
+	f, err := TaskFilterOf(sel.ListTasksInput(), now)
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Limit = sel.Limit
+	return sel.TaskIDs, &f, nil
+}
+
+// bulkDescription is what every bulk operation's description says of its
+// selection, outcomes and permission.
+const bulkDescription = " The tasks are task_ids (at most 500), or else every task list_tasks' filter selects (state, type, " +
+	"stopped_longer_than): at most limit of them (1 to 500, default 500) in task_id order from cursor, and next_cursor says where " +
+	"the next call goes on when more match. One transaction selects and locks them, then moves each from its state as it is at its " +
+	"turn by the rule of the single-task operation; each task's outcome is done (from, state) or refused with the reason (its " +
+	"state does not admit it, no such task: nothing of it changes). pending and unconfirmed count the aborts whose executors may " +
+	"still be running. Needs %s on /tasks (a filter may select any task)."
+
+// bulkOp declares the bulk operation of endpoint e, verb action, needing
+// permission perm.
+func bulkOp[In any](e cks.Endpoint[In, cks.BulkResult], action cks.TaskAction, perm string, spec Spec,
+	params func(in *In) (cks.TaskSelection, string, cks.AbortWait)) *Op[In, cks.BulkResult] {
+	spec.Description += fmt.Sprintf(bulkDescription, perm)
+	spec.Permission, spec.Resource, spec.Surfaces, spec.Needs = perm, auth.ResourceTasks, HTTP|MCP|CLI, NeedTasks
+	return define(e, &Op[In, cks.BulkResult]{
+		spec: spec,
+		call: func(ctx context.Context, s *Services, in *In) (cks.BulkResult, error) {
+			sel, reason, w := params(in)
+			d, wait, err := w.Parse()
+			if err != nil {
+				return cks.BulkResult{}, err
+			}
+			ids, f, err := bulkFilter(sel, s.clock().Now())
+			if err != nil {
+				return cks.BulkResult{}, err
+			}
+			return s.Tasks.Bulk(ctx, ledger.BulkParams{Action: action, IDs: ids, Filter: f, Actor: actor(ctx), Reason: reason,
+				Deadline: d, Wait: wait})
+		},
+	})
+}
+
+// bulkInput reads a BulkTasksInput (no abort wait: only a stop waits).
+func bulkInput(in *cks.BulkTasksInput) (cks.TaskSelection, string, cks.AbortWait) {
+	return in.TaskSelection, in.Reason, cks.AbortWait{Wait: new(false)}
+}
+
+// The bulk operations (issue 24): stop, start, cancel and retry of many
+// tasks as one ledger call (ledger.Service.Bulk).
+var (
+	// BulkStopTasks is bulk_stop_tasks.
+	BulkStopTasks = bulkOp(cks.OpBulkStopTasks, cks.ActionStop, auth.PermStop, Spec{
+		Title:   "Stop tasks",
+		Summary: "hold many tasks in STOPPED (ids, or a filter), each task's outcome and its executor's abort",
+		Description: "Hold many tasks in STOPPED, as stop_task does each: a CLAIMED or RUNNING one's executor loses its lease and is " +
+			"asked to abort; with wait (the default) the call waits up to one deadline (default 30s) for all of them to confirm, and " +
+			"each abort is then abort_confirmed or abort_unconfirmed.",
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+	}, func(in *cks.BulkStopTasksInput) (cks.TaskSelection, string, cks.AbortWait) {
+		return in.TaskSelection, in.Reason, in.AbortWait
+	})
+	// BulkStartTasks is bulk_start_tasks.
+	BulkStartTasks = bulkOp(cks.OpBulkStartTasks, cks.ActionStart, auth.PermStart, Spec{
+		Title:   "Start tasks",
+		Summary: "release many STOPPED tasks (ids, or a filter), each task's outcome",
+		Description: "Release many STOPPED tasks, as start_task does each (OPEN, or WAITING/BLOCKED by its dependencies); a task " +
+			"whose last abort its executor never confirmed says so in its outcome's abort.",
+		Hints: Hints{OpenWorld: new(false)},
+	}, bulkInput)
+	// BulkCancelTasks is bulk_cancel_tasks.
+	BulkCancelTasks = bulkOp(cks.OpBulkCancelTasks, cks.ActionCancel, auth.PermCancel, Spec{
+		Title:       "Cancel tasks",
+		Summary:     "cancel many tasks (ids, or a filter), each task's outcome",
+		Description: "Cancel many tasks, as cancel_task does each (terminal; a running one's executor is asked to abort, its WAITING dependants become BLOCKED).",
+		Hints:       Hints{Destructive: new(true)},
+	}, bulkInput)
+	// BulkRetryTasks is bulk_retry_tasks.
+	BulkRetryTasks = bulkOp(cks.OpBulkRetryTasks, cks.ActionRetry, auth.PermRetry, Spec{
+		Title:   "Retry tasks",
+		Summary: "open many FAILED or CANCELLED tasks again with fresh attempt budgets (ids, or a filter), each task's outcome",
+		Description: "Open many FAILED or CANCELLED tasks again, as retry_task does each (a fresh attempt budget, restarts+1, the " +
+			"tasks their failures blocked waiting again); of two with one dedupe_key the second is refused.",
+		Hints: Hints{OpenWorld: new(false)},
+	}, bulkInput)
+)

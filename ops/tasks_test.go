@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -69,7 +70,8 @@ func TestCountTasks(t *testing.T) {
 }
 
 // TestGetTaskActions: get_task lists the verbs the ledger admits in the
-// task's state, an empty list (not none) for a finished task.
+// task's state, an empty list (not none) for a COMPLETED task (a FAILED or
+// CANCELLED one admits retry).
 func TestGetTaskActions(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t, driver.WithClock(clock.NewFake(backendtest.T0)))
@@ -88,9 +90,64 @@ func TestGetTaskActions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ledger.IsTerminal(st) && !strings.Contains(string(b), `"actions":[]`) {
+			if len(ledger.Actions(st)) == 0 && !strings.Contains(string(b), `"actions":[]`) {
 				t.Errorf("get_task of a %s task encodes no empty actions: %s", st, b)
 			}
+		}
+	})
+}
+
+// TestBulkOps: the bulk operations take list_tasks' filter (its state, type
+// and stopped_longer_than, relative to the services' clock) or ids, not
+// both, and answer the ledger's outcomes. Both backends.
+func TestBulkOps(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		ctx := auth.WithLocalOperator(context.Background())
+		svc := &ops.Services{Tasks: s.Tasks, Clock: c}
+		var ids []int64
+		for range 3 {
+			ids = append(ids, backendtest.MustEnqueue(t, s, cks.NewTask{Type: "bulk"}).ID)
+		}
+		other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "other"})
+		res, err := ops.BulkStopTasks.Do(ctx, svc, &cks.BulkStopTasksInput{Reason: "freeze",
+			TaskSelection: cks.TaskSelection{State: []string{"open"}, Type: []string{"bulk"}}, AbortWait: cks.AbortWait{Wait: new(false)}})
+		if err != nil || res.Done != 3 || res.Action != cks.ActionStop {
+			t.Fatalf("bulk stop by filter: %+v, %v", res, err)
+		}
+		// Held an hour: stopped_longer_than 1h selects them, and only them.
+		c.Advance(time.Hour)
+		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "bulk"}) // not stopped
+		res, err = ops.BulkStartTasks.Do(ctx, svc, &cks.BulkTasksInput{TaskSelection: cks.TaskSelection{StoppedLongerThan: "1h"}})
+		var got []int64
+		for _, o := range res.Tasks {
+			got = append(got, o.TaskID)
+		}
+		if err != nil || res.Done != 3 || !slices.Equal(got, ids) {
+			t.Fatalf("bulk start of the tasks stopped an hour: %+v, %v", res, err)
+		}
+		res, err = ops.BulkCancelTasks.Do(ctx, svc, &cks.BulkTasksInput{TaskSelection: cks.TaskSelection{TaskIDs: []int64{other.ID}}})
+		if err != nil || res.Done != 1 || res.Tasks[0].State != cks.TaskCancelled {
+			t.Fatalf("bulk cancel by id: %+v, %v", res, err)
+		}
+		for _, tc := range []struct {
+			name  string
+			in    cks.BulkTasksInput
+			field string
+		}{
+			{"ids and a filter", cks.BulkTasksInput{TaskSelection: cks.TaskSelection{TaskIDs: ids, State: []string{"OPEN"}}}, "task_ids"},
+			{"a bad state", cks.BulkTasksInput{TaskSelection: cks.TaskSelection{State: []string{"DONE"}}}, "state"},
+			{"a bad duration", cks.BulkTasksInput{TaskSelection: cks.TaskSelection{StoppedLongerThan: "soon"}}, "stopped_longer_than"},
+			{"a limit past the bound", cks.BulkTasksInput{TaskSelection: cks.TaskSelection{State: []string{"OPEN"}, Limit: ledger.MaxBulk + 1}}, "limit"},
+		} {
+			_, err := ops.BulkRetryTasks.Do(ctx, svc, &tc.in)
+			if fe, ok := errors.AsType[*cks.FieldError](err); !ok || fe.Field != tc.field {
+				t.Errorf("%s: %v, want a FieldError naming %s", tc.name, err, tc.field)
+			}
+		}
+		if ops.BulkStopTasks.Wait(&cks.BulkStopTasksInput{AbortWait: cks.AbortWait{Deadline: "2s"}}) != 2*time.Second {
+			t.Error("a bulk stop does not extend the surfaces' deadlines by its abort wait")
 		}
 	})
 }

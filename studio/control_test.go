@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/studio"
@@ -246,4 +248,40 @@ func TestTaskPageWiresStopAndStart(t *testing.T) {
 	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/"`, `"/" + action`, `action !== "stop" && action !== "start"`,
 		"reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
 	_ = studio.TasksPath
+}
+
+// TestTaskPageOffersRetry: a FAILED task's page offers Retry to a viewer who
+// holds retry on it, and says why there is none to one who does not; the
+// script posts the retry to the HTTP API's retry_task.
+func TestTaskPageOffersRetry(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	task := running(t, e.store, "flaky", "Flaky thing", "worker-1")
+	if _, err := e.store.Tasks.Fail(ctx, task.ID, task.LeaseToken, false, "broke"); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/tasks/%d", task.ID)
+	actions := section(t, get(t, e.h, path).body, `id="task-actions"`, `id="fields-heading"`)
+	mustContain(t, "failed actions", actions, `<form class="task-action" data-task-action="retry">`, `>Retry</button>`,
+		"fresh attempt budget")
+	mustNotContain(t, "failed actions", actions, `data-task-action="stop"`, `data-task-action="start"`)
+
+	reader, _, err := auth.CreateToken(ctx, e.store.Principals, e.clock, "reader", []cks.Grant{{Resource: "/", Permission: auth.PermRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	e.h.ServeHTTP(rec, req.WithContext(auth.WithPrincipal(req.Context(), e.store.Principals, reader)))
+	actions = section(t, rec.Body.String(), `id="task-actions"`, `id="fields-heading"`)
+	mustContain(t, "failed actions of a reader", actions, "Retrying it needs the retry permission")
+	mustNotContain(t, "failed actions of a reader", actions, "<button")
+
+	var js string
+	for _, m := range assetRef.FindAllStringSubmatch(get(t, e.h, path).body, -1) {
+		if strings.Contains(m[1], ".js") {
+			js = get(t, e.h, strings.ReplaceAll(m[1], "&amp;", "&")).body
+		}
+	}
+	mustContain(t, "studio.js", js, `action !== "retry"`, `retry: "Retrying…"`, `"/v1/tasks/" + encodeURIComponent(taskId) + "/" + action`)
 }

@@ -325,6 +325,10 @@ type card struct {
 	// CanStop offers the Stop button: alive and not already asked. There is
 	// never a start button; cks cannot launch a process (ADR-016 §4).
 	CanStop bool
+	// ExitedAt (RFC 3339) and ExitedAge ("5m ago") say when the instance
+	// exited gracefully; ExitedAt is "" while it runs or since it died
+	// without saying so.
+	ExitedAt, ExitedAge string
 }
 
 // loginView is the login form's notice: a refused token (Error), or an
@@ -415,6 +419,10 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		}
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
+		}
+		if !p.ExitedAt.IsZero() {
+			c.ExitedAt = p.ExitedAt.UTC().Format(time.RFC3339)
+			c.ExitedAge = humanAge(p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds())
 		}
 		c.StopRequested = c.Alive && p.DesiredState == cks.DesiredStopRequested
 		c.CanStop = c.Alive && !c.StopRequested

@@ -164,6 +164,22 @@ func TestPanelShowsCurrentTaskAndAliveFirst(t *testing.T) {
 	}
 }
 
+// TestPanelShowsExited: an instance that exited gracefully says so with its
+// exit time, instead of a heartbeat age (there is no fake heartbeat to age).
+func TestPanelShowsExited(t *testing.T) {
+	e := newEnv(t)
+	r := backendtest.Liveness("gone-instance-0000000001", "critic", -time.Hour)
+	r.LastHeartbeatAt = backendtest.T0.Add(-5 * time.Minute)
+	r.ExitedAt = r.LastHeartbeatAt
+	backendtest.MustUpsert(t, e.store, r)
+
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "page", page.body, `<dt>Exited</dt>`, `datetime="2026-11-30T11:55:00Z"`, ">exited 5m ago<",
+		`</span>stopped</span>`)
+	mustNotContain(t, "page", page.body, "<dt>Heartbeat</dt>", "d ago")
+}
+
 func TestPanelEscapesStoredText(t *testing.T) {
 	e := newEnv(t)
 	r := backendtest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)

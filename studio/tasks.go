@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -420,6 +421,10 @@ type taskDetail struct {
 	// get_task says the task admits (the ledger's Actions). The API
 	// decides whether the viewer may.
 	CanStop, CanStart bool
+	// CanRetry offers the Retry button: the task admits retry and the
+	// viewer holds retry on it (RetryForbidden: it admits retry, but the
+	// viewer may not).
+	CanRetry, RetryForbidden bool
 }
 
 // attemptView is one attempt of a task, formatted for display.
@@ -570,12 +575,16 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.CanStop = slices.Contains(t.Actions, cks.ActionStop)
 	d.CanStart = slices.Contains(t.Actions, cks.ActionStart)
+	if slices.Contains(t.Actions, cks.ActionRetry) {
+		err := ops.Authorize(r.Context(), s.ops, ops.RetryTask, &cks.TaskReasonInput{TaskID: t.ID})
+		d.CanRetry, d.RetryForbidden = err == nil, errors.Is(err, auth.ErrForbidden)
+	}
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
 	p := s.page(fmt.Sprintf("Task %d", t.ID), "tasks", false, d)
-	p.Script = true // the Stop and Start buttons
+	p.Script = true // the Stop, Start and Retry buttons
 	s.render(w, r, http.StatusOK, pages["task"], "layout", p)
 }
 

@@ -102,7 +102,7 @@ func waitState(t testing.TB, api *client.Client, id int64, want cks.TaskState) c
 // TestAgentStopPaths: SIGTERM and a remote stop request (`cks process stop
 // ID`) end an exec agent the same way: it logs the drain, finishes the task
 // in hand (COMPLETED), claims nothing more, exits 0, and its row reads
-// stopped at once (epoch heartbeat).
+// stopped at once (exited_at).
 func TestAgentStopPaths(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		h := startHub(t, "serve", "--database", db.url)
@@ -148,15 +148,15 @@ func TestAgentStopPaths(t *testing.T) {
 
 				// At once: no waiting for the TTL.
 				p := processByID(t, h, row.InstanceID)
-				if p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch) || p.CurrentTaskID != nil {
-					t.Fatalf("row after a graceful exit: %+v, want stopped, epoch heartbeat, no task", p)
+				if p.Status != cks.ProcessStopped || p.ExitedAt.IsZero() || !p.LastHeartbeatAt.Equal(p.ExitedAt) || p.CurrentTaskID != nil {
+					t.Fatalf("row after a graceful exit: %+v, want stopped, exited at its last heartbeat, no task", p)
 				}
 				r := runCKS(t, nil, "process", "status", "exec", "--json", "--data-dir", string(h.dir))
 				if r.code != 0 || !strings.Contains(r.stdout, `"instance_id": "`+row.InstanceID) || !strings.Contains(r.stdout, `"status": "stopped"`) {
 					t.Fatalf("process status exec: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 				}
 				r = runCKS(t, nil, "process", "list", "--data-dir", string(h.dir))
-				if !strings.Contains(r.stdout, "exited") || strings.Contains(r.stdout, "d ago") {
+				if !strings.Contains(r.stdout, "exited ") || !strings.Contains(r.stdout, "s ago") || strings.Contains(r.stdout, "d ago") {
 					t.Fatalf("process list shows a graceful exit as:\n%s", r.stdout)
 				}
 				if task := getTask(t, api, first); task.State != cks.TaskCompleted || task.Result != fmt.Sprintf("finished %d\n", first) {
@@ -222,8 +222,8 @@ echo "attempt $CKS_TASK_ATTEMPT"`
 		var last time.Time
 		waitFor(t, "killed agent to read stopped", func() bool {
 			p := processByID(t, h, row.InstanceID)
-			if p.LastHeartbeatAt.Equal(liveness.Epoch) {
-				t.Fatalf("a killed agent wrote the graceful-exit heartbeat: %+v", p)
+			if !p.ExitedAt.IsZero() {
+				t.Fatalf("a killed agent wrote a graceful exit: %+v", p)
 			}
 			if !last.IsZero() && !p.LastHeartbeatAt.Equal(last) {
 				// A tick in flight at the kill may land once; later ones may not.

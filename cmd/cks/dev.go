@@ -23,7 +23,6 @@ import (
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/liveness"
 )
 
 // devAgentKinds are the seed agents `cks dev` starts.
@@ -350,7 +349,7 @@ func (f *devFleet) recordExit(c *devChild) {
 			row = &rows[i]
 		}
 	}
-	if row == nil || row.LastHeartbeatAt.Equal(liveness.Epoch) {
+	if row == nil || !row.ExitedAt.IsZero() {
 		return // it never reported, or it said it exited
 	}
 	released, err := f.rec.RecordExit(ctx, *row, "cks dev")

@@ -40,8 +40,9 @@ func parentPID(pid int) int {
 // TestDevStartsAgents: `cks dev` starts the four seed agents and an exec
 // agent as its children on the same database; they read alive, the exec
 // agent works a task, a child that dies is logged, recorded as exited and
-// not restarted, and SIGTERM to cks dev stops the others gracefully (epoch
-// heartbeat) before the hub exits, leaving no child behind.
+// not restarted, and
+// SIGTERM to cks dev stops the others gracefully (exited_at) before the
+// hub exits, leaving no child behind.
 func TestDevStartsAgents(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		args := []string{"--exec-types", "echo", "--", "sh", "-c", `cat >/dev/null; echo "echoed $CKS_TASK_ID"`}
@@ -80,8 +81,8 @@ func TestDevStartsAgents(t *testing.T) {
 				strings.Contains(h.stderr.String(), `msg="agent recorded as exited, its leases released" process_kind=pipeline`)
 		})
 		for _, p := range processes(t, h) {
-			if p.InstanceID == ids["pipeline"] && (p.Status != cks.ProcessStopped || !p.LastHeartbeatAt.Equal(liveness.Epoch)) {
-				t.Fatalf("the killed pipeline agent reads %s (heartbeat %s), want exited at once", p.Status, p.LastHeartbeatAt)
+			if p.InstanceID == ids["pipeline"] && (p.Status != cks.ProcessStopped || p.ExitedAt.IsZero()) {
+				t.Fatalf("the killed pipeline agent reads %s (exited %s), want exited at once", p.Status, p.ExitedAt)
 			}
 		}
 
@@ -115,8 +116,10 @@ func TestDevStartsAgents(t *testing.T) {
 			t.Fatalf("%d liveness rows, want one per agent (none restarted): %+v", len(rows), rows)
 		}
 		for _, r := range rows {
-			if !r.LastHeartbeatAt.Equal(liveness.Epoch) || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped {
-				t.Errorf("%s row after cks dev stopped: heartbeat %s, want the epoch (stopped at once)", r.ProcessKind, r.LastHeartbeatAt)
+			// Every row reads exited: the killed pipeline agent's recorded by
+			// cks dev, the others' by their own graceful exit.
+			if r.ExitedAt.IsZero() || liveness.StatusAt(r, time.Now()) != cks.ProcessStopped {
+				t.Errorf("%s row after cks dev stopped: heartbeat %s, exited %s, want exited (stopped at once)", r.ProcessKind, r.LastHeartbeatAt, r.ExitedAt)
 			}
 		}
 
@@ -297,8 +300,8 @@ func TestDevShutdownNeverLies(t *testing.T) {
 			t.Fatalf("%d liveness rows, want the five agents'", len(rows))
 		}
 		for _, r := range rows {
-			if !r.LastHeartbeatAt.Equal(liveness.Epoch) {
-				t.Errorf("%s row after cks dev exited: heartbeat %s, want exited", r.ProcessKind, r.LastHeartbeatAt)
+			if r.ExitedAt.IsZero() {
+				t.Errorf("%s row after cks dev exited: heartbeat %s, no exit; want exited", r.ProcessKind, r.LastHeartbeatAt)
 			}
 		}
 		r := runCKS(t, env, "process", "list", "--data-dir", string(dir))

@@ -37,6 +37,9 @@ type command struct {
 	in inputSpec
 	// run runs it: full is "GROUP NAME", args follow the name.
 	run func(ctx context.Context, full string, args []string, e env) error
+	// sub, when set, is the group of commands it runs (`cks task bulk`:
+	// op is nil).
+	sub *group
 }
 
 // run runs the subcommand args[0] with the rest of args; --help (or -h,
@@ -56,6 +59,26 @@ func (g group) run(ctx context.Context, args []string, e env) error {
 		}
 	}
 	return fmt.Errorf("%w: unknown %s subcommand %q; expected %s", errUsage, g.name, args[0], g.list())
+}
+
+// commandGroups are the groups and, after each, the groups its commands
+// run (`task bulk`), each named by its words: every command of the CLI is
+// a command of one of them.
+func commandGroups() []group {
+	var out []group
+	var walk func(g group)
+	walk = func(g group) {
+		out = append(out, g)
+		for _, c := range g.commands {
+			if c.sub != nil {
+				walk(*c.sub)
+			}
+		}
+	}
+	for _, g := range groups {
+		walk(g)
+	}
+	return out
 }
 
 // list names the subcommands with their arguments: "list, show ID or stop ID".
@@ -122,18 +145,27 @@ func opCommand[In, Out any](name string, op *ops.Op[In, Out], s opSpec[In, Out])
 		}}
 }
 
-// run reads op's input from args, calls op on the hub and prints its output.
-func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full string, args []string, e env) error {
+// readInput reads the input of op, a command full with input spec spec,
+// from args (its flags and arguments, and the client's flags, which it
+// returns with the input's flags, which name the flag a refusal blames);
+// --help prints the command's help.
+func readInput(op ops.Operation, spec inputSpec, full string, args []string, e env) (any, clientFlags, *inputFlags, error) {
 	fs := flagSet(full, e)
 	var cf clientFlags
 	cf.register(fs)
-	b := bindInput(fs, op, s.in)
+	b := bindInput(fs, op, spec)
 	fs.Usage = func() { commandHelp(fs, full, b.metas(), op.Spec().Description) }
 	pos, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, cf, b, err
 	}
 	v, err := b.input(pos)
+	return v, cf, b, err
+}
+
+// run reads op's input from args, calls op on the hub and prints its output.
+func (s opSpec[In, Out]) run(ctx context.Context, op *ops.Op[In, Out], full string, args []string, e env) error {
+	v, cf, b, err := readInput(op, s.in, full, args, e)
 	if err != nil {
 		return err
 	}

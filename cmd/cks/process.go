@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 )
 
@@ -100,8 +99,11 @@ func printProcesses(w io.Writer, ps []cks.Process) error {
 			task = fmt.Sprintf("#%d %s", *p.CurrentTaskID, p.CurrentTaskType)
 		}
 		last := age(time.Duration(p.HeartbeatAgeS*float64(time.Second))) + " ago"
-		if p.LastHeartbeatAt.Equal(liveness.Epoch) {
-			last = "exited" // the backdated heartbeat of a graceful exit (ADR-016 §3)
+		if !p.ExitedAt.IsZero() {
+			// A graceful exit (ADR-016 §3): its time, by the hub's clock as
+			// the heartbeat's age is.
+			exited := p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds()
+			last = "exited " + age(time.Duration(exited*float64(time.Second))) + " ago"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
 			p.Status, last, task)

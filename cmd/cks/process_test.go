@@ -125,7 +125,7 @@ func TestProcessListWithoutHub(t *testing.T) {
 				t.Fatal(err)
 			}
 			gone := freshRow("e0000000-aaaa-4222-8333-444455556666", "exec")
-			gone.LastHeartbeatAt = liveness.Epoch // exited
+			gone.ExitedAt = gone.LastHeartbeatAt
 			if err := s.Liveness.UpsertAgentLiveness(ctx, gone); err != nil {
 				t.Fatal(err)
 			}

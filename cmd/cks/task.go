@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,11 +49,13 @@ var taskGroup = group{name: "task", commands: []command{
 		table: printStopped,
 		check: func(_ *cks.StopTaskInput, out cks.TaskStopResult) error { return unconfirmed(out.Task.ID, out.Abort) },
 	}),
-	opCommand("start", ops.StartTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printStarted}),
+	opCommand("start", ops.StartTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printRestarted("started")}),
+	opCommand("retry", ops.RetryTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printRestarted("retried")}),
 	opCommand("answer", ops.AnswerTask, opSpec[cks.AnswerTaskInput, cks.Task]{
 		in: inputSpec{args: []string{"text"}}, table: printVerb[cks.AnswerTaskInput]("answered"),
 	}),
 	opCommand("cancel", ops.CancelTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printVerb[cks.TaskReasonInput]("cancelled")}),
+	bulkGroupCommand,
 }}
 
 // taskFlagNames are the task fields whose flags have names of their own.
@@ -128,11 +131,15 @@ func printStopped(x *reply[cks.StopTaskInput, cks.TaskStopResult]) error {
 	return nil
 }
 
-func printStarted(x *reply[cks.TaskReasonInput, cks.Task]) error {
-	t := x.out
-	_, err := fmt.Fprintf(x.w, "task %d started: %s (restart %d, attempts %d of %d, revision %d)\n",
-		t.ID, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
-	return err
+// printRestarted prints "task ID VERB: STATE (restart …, attempts …)": the
+// line of a start or a retry.
+func printRestarted(verb string) func(x *reply[cks.TaskReasonInput, cks.Task]) error {
+	return func(x *reply[cks.TaskReasonInput, cks.Task]) error {
+		t := x.out
+		_, err := fmt.Fprintf(x.w, "task %d %s: %s (restart %d, attempts %d of %d, revision %d)\n",
+			t.ID, verb, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
+		return err
+	}
 }
 
 // printVerb prints "task ID VERB: STATE".
@@ -357,6 +364,52 @@ func printTaskLog(w io.Writer, t cks.Task) {
 		}
 		tw.Flush()
 	}
+	printEdits(w, t.Events)
+}
+
+// shownChange is how much of a value `task show` prints (--json has all).
+const shownChange = 200
+
+// printEdits prints what each edit of the task changed: every field with
+// its old and new value (long ones cut; --json has them whole).
+func printEdits(w io.Writer, events []cks.TaskEvent) {
+	head := false
+	for _, ev := range events {
+		if len(ev.Changes) == 0 {
+			continue
+		}
+		if !head {
+			fmt.Fprintln(w, "\nedits:")
+			head = true
+		}
+		fmt.Fprintf(w, "  %s by %s (%s):\n", ev.At.Format(time.RFC3339), ev.Actor, ev.Reason)
+		for _, c := range ev.Changes {
+			switch {
+			case len(c.Old) == 0 && c.OldCut == 0:
+				fmt.Fprintf(w, "    %s: %s\n", c.Field, changeValue(c.New))
+			default:
+				old := changeValue(c.Old)
+				if c.OldCut > 0 {
+					old = strings.TrimSpace(old + fmt.Sprintf(" (%d bytes not kept)", c.OldCut))
+				}
+				fmt.Fprintf(w, "    %s: %s → %s\n", c.Field, old, changeValue(c.New))
+			}
+		}
+	}
+}
+
+// changeValue is a value of a change as `task show` prints it: a text
+// quoted, other JSON as it is, either cut to shownChange bytes.
+func changeValue(v json.RawMessage) string {
+	var text string
+	out := string(v)
+	if json.Unmarshal(v, &text) == nil {
+		out = strconv.Quote(text)
+	}
+	if len(out) > shownChange {
+		out = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(out[:shownChange], ""), len(v))
+	}
+	return out
 }
 
 // printAttempt prints what one attempt recorded, indented.

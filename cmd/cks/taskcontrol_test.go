@@ -126,6 +126,15 @@ func TestTaskControlCLI(t *testing.T) {
 		t.Fatalf("update printed %q, want %q", r.stdout, want)
 	}
 	ok(run("task", "update", fmt.Sprint(y), "--add-dep", fmt.Sprint(z1)))
+	// show lists each edit with its fields' old and new values.
+	r = ok(run("task", "show", fmt.Sprint(y)))
+	for _, want := range []string{"\nedits:\n", "(update: acceptance_criteria, add_depends_on, add_children):\n",
+		`    acceptance_criteria: "" → "it works"` + "\n", fmt.Sprintf("    add_depends_on: [%d,%d]\n", z1, z2),
+		`    title: "held one" → "held"` + "\n", fmt.Sprintf("    remove_depends_on: [%d,%d]\n", z1, z2)} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("show does not print %q:\n%s", want, r.stdout)
+		}
+	}
 	// Start re-evaluates: the added dependency is unmet.
 	r = ok(run("task", "start", fmt.Sprint(y)))
 	if want := fmt.Sprintf("task %d started: WAITING (restart 1", y); !strings.Contains(r.stdout, want) {
@@ -248,5 +257,63 @@ func TestTaskControlCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &sr); r.code != 3 || err != nil || sr.Task.State != "STOPPED" ||
 		sr.Abort.Outcome != "abort_unconfirmed" || sr.Abort.Executor != "agent-4" {
 		t.Fatalf("stop --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+
+	// Retry: a cancelled task opens again with a fresh budget; an OPEN one
+	// is the hub's conflict.
+	ok(run("task", "cancel", fmt.Sprint(z2), "--reason", "not yet"))
+	r = ok(run("task", "retry", fmt.Sprint(z2), "--reason", "now"))
+	if want := fmt.Sprintf("task %d retried: OPEN (restart 1, attempts 0 of 3, revision 1)\n", z2); r.stdout != want {
+		t.Fatalf("retry printed %q, want %q", r.stdout, want)
+	}
+	r = run("task", "retry", fmt.Sprint(z2))
+	if r.code != 1 || !strings.Contains(r.stderr, "is OPEN, retry needs FAILED or CANCELLED") || !strings.Contains(r.stderr, "409") {
+		t.Fatalf("retry an OPEN task: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestTaskBulkCLI: `cks task bulk VERB` over a filter goes through it call
+// by call (--limit), with a progress line after each call that more
+// follow, and prints every task's outcome (--json: one answer of them all);
+// over --ids it says which it refused and why; an abort an executor does
+// not confirm is exit 3, as for task stop.
+func TestTaskBulkCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	ctx := context.Background()
+	api := client.New(h.url, h.token)
+	run := func(args ...string) result {
+		t.Helper()
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
+	}
+	var ids []int64
+	for range 5 {
+		task, _, err := api.CreateTask(ctx, cks.NewTask{Type: "bulky"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	r := run("task", "bulk", "stop", "--state", "OPEN", "--type", "bulky", "--reason", "freeze", "--limit", "2")
+	if r.code != 0 || strings.Count(r.stderr, "more follow\n") != 2 || !strings.Contains(r.stderr, "4 tasks so far (4 done, 0 refused)") ||
+		!strings.HasPrefix(r.stdout, "task bulk stop: 5 done, 0 refused\n") || strings.Count(r.stdout, " OPEN ") != 5 {
+		t.Fatalf("bulk stop by filter: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run("task", "bulk", "start", "--ids", fmt.Sprintf("%d,%d,99999", ids[0], ids[1]), "--json")
+	var res cks.BulkResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || res.Done != 2 || res.Refused != 1 ||
+		res.Tasks[2].TaskID != 99999 || !strings.Contains(res.Tasks[2].Reason, "not found") {
+		t.Fatalf("bulk start --ids --json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	r = run("task", "bulk", "start", "--ids", fmt.Sprint(ids[0]))
+	if r.code != 0 || !strings.Contains(r.stdout, "0 done, 1 refused") || !strings.Contains(r.stdout, "refused: task") {
+		t.Fatalf("bulk start of a started task: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	claimed, err := api.Claim(ctx, "agent-b", []string{"bulky"}, 1, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	r = run("task", "bulk", "stop", "--ids", fmt.Sprint(claimed[0].ID), "--reason", "wedged", "--deadline", "50ms")
+	if r.code != 3 || !strings.Contains(r.stdout, "1 UNCONFIRMED") || !strings.Contains(r.stderr, "agent-b (task") {
+		t.Fatalf("bulk stop of an executor that does not confirm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

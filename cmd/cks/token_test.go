@@ -92,7 +92,7 @@ func TestTokenCLI(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"token", "create", "--name", "x", "--grant", "write:/tasks"}, 1, `invalid permission: expected one of read, append, create, update, stop, start, cancel, control, admin, got "write"`},
+		{[]string{"token", "create", "--name", "x", "--grant", "write:/tasks"}, 1, `invalid permission: expected one of read, append, create, update, stop, start, cancel, retry, control, admin, got "write"`},
 		{[]string{"token", "create", "--name", "x", "--grant", "read:/tasks/abc"}, 1, `got "/tasks/abc"`},
 		{[]string{"token", "create", "--name", "x"}, 1, "invalid --grant: expected at least one grant (or a task_id)"},
 		{[]string{"token", "create", "--grant", "read:/"}, 1, "invalid --name: expected a non-empty token name"},

@@ -43,8 +43,14 @@ func Liveness(t *testing.T, newDB NewDB) {
 		// Idle again: 0 and "" are NULL and read back as 0 and "".
 		u.CurrentTaskID, u.CurrentTaskType = 0, ""
 		must(t, "idle", ex.LivenessUpsert(ctx, u))
-		if got, _ := ex.LivenessGet(ctx, "i-1"); got.CurrentTaskID != 0 || got.CurrentTaskType != "" {
-			t.Fatalf("idle row reads task %d %q", got.CurrentTaskID, got.CurrentTaskType)
+		if got, _ := ex.LivenessGet(ctx, "i-1"); got.CurrentTaskID != 0 || got.CurrentTaskType != "" || !got.ExitedAt.IsZero() {
+			t.Fatalf("idle row reads task %d %q, exited at %v", got.CurrentTaskID, got.CurrentTaskType, got.ExitedAt)
+		}
+		// The exit is written with the last heartbeat, and read back.
+		u.ExitedAt, u.LastHeartbeatAt = T0.Add(2*time.Minute), T0.Add(2*time.Minute)
+		must(t, "exit", ex.LivenessUpsert(ctx, u))
+		if got, _ := ex.LivenessGet(ctx, "i-1"); !got.ExitedAt.Equal(u.ExitedAt) || !got.LastHeartbeatAt.Equal(u.LastHeartbeatAt) {
+			t.Fatalf("exited row reads exited %v, heartbeat %v; want both %v", got.ExitedAt, got.LastHeartbeatAt, u.ExitedAt)
 		}
 	})
 	t.Run("GetUnknown", func(t *testing.T) {

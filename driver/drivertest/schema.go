@@ -161,8 +161,9 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // but for what was added since: the lease binding of principals, and the
 // per-object version numbers (their column and index, and the append-only
 // trigger that freezes them too), the studio's sessions (issue 22: their
-// table, its keys and indexes), the leaders (issue 26: their table and
-// key); and for what was retired since (Retired,
+// table, its keys and indexes), the exit time of a process and the
+// changes of an edit's event (issue 24), the leaders (issue 26: their
+// table and key); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -171,7 +172,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	fresh = WithoutPrefixes(fresh, append([]string{"column|cks_principals|lease_", "column|cks_object_versions|version|",
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
-		"index|sqlite_autoindex_cks_sessions_",
+		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
+		"column|cks_task_events|changes|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
@@ -204,8 +206,11 @@ func (s Scratch) CheckFirstBackendDatabase(t *testing.T) {
 	}
 }
 
-// CheckUpgradesOlderLiveness: cks_agent_liveness before current_task_* and
-// desired_state; the old rows read as idle, with no stop requested.
+// CheckUpgradesOlderLiveness: cks_agent_liveness before current_task_*,
+// desired_state and exited_at; the old rows read as idle, with no stop
+// requested, and the one whose exit wrote a heartbeat backdated to the
+// epoch as exited at its start, with that for its last heartbeat (the
+// only time it is known to have been alive).
 func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	all, err := s.UpgradeFrom(t, "old_liveness.sql").Open(t).Executor().LivenessList(Ctx(t))
 	if err != nil {
@@ -213,9 +218,11 @@ func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	}
 	got := fmt.Sprintf("%+v", all)
 	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState:} " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
 		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState:}]"
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
+		"{InstanceID:old-exited ProcessKind:critic Hostname:h PID:9 LivenessIntervalS:30 StartedAt:2026-11-30 11:00:00 +0000 UTC " +
+		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC}]"
 	if got != want {
 		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
 	}

@@ -310,6 +310,13 @@ func Tasks(t *testing.T, newDB NewDB) {
 		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{}); err != nil || n != 0 {
 			t.Fatalf("move of nothing = %d, %v", n, err)
 		}
+		// An event with changes is not a move's: refused, nothing written.
+		withChanges := oneEv
+		withChanges.Changes = `[]`
+		if n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{one},
+			Events: []driver.TaskEventRow{withChanges}}); err == nil || n != 0 {
+			t.Fatalf("move with an event with changes = %d, %v; want refused", n, err)
+		}
 		// Inside a transaction, and rolled back with it: rows and events.
 		boom := errors.New("boom")
 		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -583,6 +590,16 @@ func Tasks(t *testing.T, newDB NewDB) {
 			if !slices.Equal(ids(rows), c.want) {
 				t.Errorf("list %+v = %v, want %v", c.p, ids(rows), c.want)
 			}
+			// The same page locked, in a write transaction (a bulk's selection).
+			must(t, "list locked", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+				p := c.p
+				p.Lock = driver.LockUpdate
+				locked, err := ex.TaskList(ctx, p)
+				if err != nil || !slices.Equal(ids(locked), c.want) {
+					return fmt.Errorf("list %+v locked = %v, %v; want %v", c.p, ids(locked), err, c.want)
+				}
+				return nil
+			}))
 			if c.p.After != 0 || c.p.Limit != 10 {
 				continue
 			}
@@ -829,7 +846,8 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			{TaskID: got[0], At: sec(0), Actor: "alice", To: stOpen, Reason: "enqueued"},
 			{TaskID: got[1], At: sec(1), Actor: "bob", To: stOpen},
 			{TaskID: got[0], At: sec(2), Actor: "w", From: stOpen, To: stClaimed, Attempt: 1, Reason: "claimed"},
-			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running"},
+			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running",
+				Changes: `[{"field":"title","old":"a","new":"b"}]`},
 		}
 		err := ex.TaskEventInsertMany(ctx, evs)
 		skipUnsupported(t, "event insert", err)
@@ -851,6 +869,16 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("events of no task = %v, %v", none, err)
 		}
 		must(t, "no events", ex.TaskEventInsertMany(ctx, nil))
+		// One event alone (a dialect may have a form of its own for it),
+		// with its changes byte for byte.
+		one := driver.TaskEventRow{TaskID: got[1], At: sec(3), Actor: "op", From: stOpen, To: stOpen, Reason: "update: priority",
+			Changes: `[{"field":"priority", "old":0,"new":7}]`}
+		must(t, "one event", ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{one}))
+		list, err = ex.TaskEventList(ctx, got[1])
+		must(t, "event list", err)
+		if one.ID = list[len(list)-1].ID; len(list) != 2 || list[1] != one {
+			t.Fatalf("events %+v, want the last %+v", list, one)
+		}
 	})
 	t.Run("EvidenceAndDecisions", func(t *testing.T) {
 		t.Parallel()
@@ -932,6 +960,21 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 				l, err := ex.AbortFindLatest(ctx, driver.AbortFindLatestParams{TaskID: got[0], LeaseTokenHash: "h1", Lock: lock})
 				if err != nil || l != a2 {
 					return fmt.Errorf("latest of h1 = %+v, %v; want %+v", l, err, a2)
+				}
+				// By id, in id order, unknown ids absent; one id alone too.
+				for _, c := range []struct{ ids, want []driver.AbortRow }{
+					{[]driver.AbortRow{a5, a1, {ID: 999}, a3}, []driver.AbortRow{a1, a3, a5}},
+					{[]driver.AbortRow{a4}, []driver.AbortRow{a4}},
+					{nil, nil},
+				} {
+					var ids []int64
+					for _, a := range c.ids {
+						ids = append(ids, a.ID)
+					}
+					m, err := ex.AbortGetMany(ctx, driver.AbortGetManyParams{IDs: ids, Lock: lock})
+					if err != nil || !slices.Equal(m, c.want) {
+						return fmt.Errorf("abort get many %v = %+v, %v; want %+v", ids, m, err, c.want)
+					}
 				}
 				return nil
 			}))

@@ -28,6 +28,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
+		ExitedAt:          fromNullTime(r.ExitedAt),
 	}
 }
 
@@ -301,6 +302,7 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 		To:      r.ToState,
 		Attempt: int(r.Attempt),
 		Reason:  r.Reason,
+		Changes: r.Changes,
 	}
 }
 
@@ -565,6 +567,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		LastHeartbeatAt:   driver.Time(p.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
+		ExitedAt:          nullTime(p.ExitedAt),
 	}
 }
 
@@ -819,6 +822,7 @@ func taskEventInsertParams(p driver.TaskEventRow) dbsqlc.TaskEventInsertParams {
 		ToState:   p.To,
 		Attempt:   int32(p.Attempt),
 		Reason:    p.Reason,
+		Changes:   p.Changes,
 	}
 }
 
@@ -833,6 +837,7 @@ func taskEventInsertManyParams(rows []driver.TaskEventRow) dbsqlc.TaskEventInser
 		a.ToStates = append(a.ToStates, r.To)
 		a.Attempts = append(a.Attempts, int32(r.Attempt))
 		a.Reasons = append(a.Reasons, r.Reason)
+		a.Changess = append(a.Changess, r.Changes)
 	}
 	return a
 }
@@ -925,6 +930,17 @@ func taskLeaseExpiredParams(p driver.TaskLeaseExpiredParams) dbsqlc.TaskLeaseExp
 // taskListParams writes a driver.TaskListParams as dbsqlc.TaskListParams.
 func taskListParams(p driver.TaskListParams) dbsqlc.TaskListParams {
 	return dbsqlc.TaskListParams{
+		After:              p.After,
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		Max:                int32(p.Limit),
+	}
+}
+
+// taskListForUpdateParams writes a driver.TaskListParams as dbsqlc.TaskListForUpdateParams.
+func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdateParams {
+	return dbsqlc.TaskListForUpdateParams{
 		After:              p.After,
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
@@ -1083,9 +1099,20 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	return taskRowsOf(x), nil
 }
 
-// TaskList implements driver.Executor with dbsqlc's TaskList.
+// TaskList implements driver.Executor with the query its params choose.
 func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]driver.TaskRow, error) {
-	x, err := e.d.q.TaskList(ctx, e.db, taskListParams(p))
+	var (
+		x   []dbsqlc.CksOutboxTask
+		err error
+	)
+	switch {
+	case p.Lock == driver.LockNone:
+		x, err = e.d.q.TaskList(ctx, e.db, taskListParams(p))
+	case p.Lock == driver.LockUpdate:
+		x, err = e.d.q.TaskListForUpdate(ctx, e.db, taskListForUpdateParams(p))
+	default:
+		return nil, fmt.Errorf("postgres: task list: unsupported lock %d", p.Lock)
+	}
 	if err != nil {
 		return nil, mapErr("task list", err)
 	}
@@ -1269,6 +1296,29 @@ func (e *executor) AbortGet(ctx context.Context, p driver.AbortGetParams) (drive
 		return driver.AbortRow{}, mapErr("abort get", err)
 	}
 	return abortRowOf(x), nil
+}
+
+// AbortGetMany implements driver.Executor with the query its params choose.
+func (e *executor) AbortGetMany(ctx context.Context, p driver.AbortGetManyParams) ([]driver.AbortRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksTaskAbort
+		err error
+	)
+	switch {
+	case p.Lock == driver.LockNone:
+		x, err = e.d.q.AbortGetMany(ctx, e.db, nonNil(p.IDs))
+	case p.Lock == driver.LockUpdate:
+		x, err = e.d.q.AbortGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+	default:
+		return nil, fmt.Errorf("postgres: abort get many: unsupported lock %d", p.Lock)
+	}
+	if err != nil {
+		return nil, mapErr("abort get many", err)
+	}
+	return abortRowsOf(x), nil
 }
 
 // AbortFindLatest implements driver.Executor with the query its params choose.

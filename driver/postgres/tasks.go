@@ -72,6 +72,9 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 	if len(p.Rows) == 0 && len(p.Events) == 0 {
 		return 0, nil
 	}
+	if err := driver.MoveEventsWithoutChanges(p.Events); err != nil {
+		return 0, err
+	}
 	if len(p.Rows) == 1 && len(p.Events) == 1 {
 		r, ev := p.Rows[0], p.Events[0]
 		n, err := e.d.q.TaskMove(ctx, e.db, dbsqlc.TaskMoveParams{State: r.State, Attempts: int32(r.Attempts),

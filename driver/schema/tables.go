@@ -68,6 +68,11 @@ func agentLiveness() Table {
 			{Name: "current_task_type", Type: Text},
 			// ADR-016: NULL = no stop requested, 'stop_requested' = pending.
 			{Name: "desired_state", Type: Text},
+			// When the instance exited gracefully; NULL while it runs (or
+			// since it died without saying so: the TTL rule tells).
+			// Rows written before the column existed, whose exit wrote a
+			// heartbeat backdated to the epoch, are backfilled.
+			{Name: "exited_at", Type: Time},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},
@@ -279,6 +284,11 @@ func taskEvents() Table {
 			text("to_state"),
 			intOr("attempt", "0"),
 			textOr("reason"),
+			// An edit's changes: a JSON list of each field's old and new
+			// value (cks.FieldChange); '' for an event that changed no
+			// field (every state change, and every event written before
+			// the column existed).
+			textOr("changes"),
 		},
 		// A task's events, in order, are what every read of events asks
 		// for. On Postgres that is the primary key, the one index of the

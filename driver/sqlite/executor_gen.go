@@ -25,6 +25,10 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 	if err != nil {
 		return driver.LivenessRow{}, fmt.Errorf("LivenessRow LastHeartbeatAt: %w", err)
 	}
+	exitedAt, err := parseNullTime(r.ExitedAt)
+	if err != nil {
+		return driver.LivenessRow{}, fmt.Errorf("LivenessRow ExitedAt: %w", err)
+	}
 	return driver.LivenessRow{
 		InstanceID:        r.InstanceID,
 		ProcessKind:       r.ProcessKind,
@@ -36,6 +40,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		CurrentTaskID:     nullable.Deref(r.CurrentTaskID),
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
+		ExitedAt:          exitedAt,
 	}, nil
 }
 
@@ -420,6 +425,7 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) (driver.TaskEventRow, error) {
 		To:      r.ToState,
 		Attempt: int(r.Attempt),
 		Reason:  r.Reason,
+		Changes: r.Changes,
 	}, nil
 }
 
@@ -618,6 +624,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		LastHeartbeatAt:   fmtTime(p.LastHeartbeatAt),
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
+		ExitedAt:          fmtNullTime(p.ExitedAt),
 	}
 }
 
@@ -1132,6 +1139,18 @@ func (e *executor) AbortGet(ctx context.Context, p driver.AbortGetParams) (drive
 		return driver.AbortRow{}, mapErr("abort get", err)
 	}
 	return abortRowOf(x)
+}
+
+// AbortGetMany implements driver.Executor with dbsqlc's AbortGetMany.
+func (e *executor) AbortGetMany(ctx context.Context, p driver.AbortGetManyParams) ([]driver.AbortRow, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	x, err := e.d.q.AbortGetMany(ctx, e.read, jsonList(p.IDs))
+	if err != nil {
+		return nil, mapErr("abort get many", err)
+	}
+	return abortRowsOf(x)
 }
 
 // AbortFindLatest implements driver.Executor with dbsqlc's AbortFindLatest.

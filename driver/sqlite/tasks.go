@@ -99,6 +99,9 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 	if len(p.Rows) == 0 && len(p.Events) == 0 {
 		return 0, nil
 	}
+	if err := driver.MoveEventsWithoutChanges(p.Events); err != nil {
+		return 0, err
+	}
 	var n int
 	err := e.write(ctx, "task move", func(w *wtx) error {
 		n = 0
@@ -172,7 +175,7 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 		for _, ev := range events {
 			if err := e.d.q.TaskEventInsert(ctx, w, dbsqlc.TaskEventInsertParams{
 				TaskID: ev.TaskID, At: fmtTime(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
-				Attempt: int64(ev.Attempt), Reason: ev.Reason}); err != nil {
+				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes}); err != nil {
 				return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), err)
 			}
 		}

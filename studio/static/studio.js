@@ -1,9 +1,9 @@
 // cks studio: keeps the Agent Panel's process and sweeper cards current,
 // wires the process cards' Stop buttons (POST /v1/processes/{instance_id}/stop:
 // the process finishes its current task and exits; there is no start), the
-// sweepers' Start and Stop buttons, and the task page's Stop and
-// Start buttons (POST /v1/tasks/{id}/stop|start with the browser's cookie;
-// the API checks the stop and start permissions). The hub takes these
+// sweepers' Start and Stop buttons, and the task page's Stop, Start and
+// Retry buttons (POST /v1/tasks/{id}/stop|start|retry with the browser's
+// cookie; the API checks the stop, start and retry permissions). The hub takes these
 // cookie-signed POSTs only from its own pages: the browser's Sec-Fetch-Site
 // (or Origin) header proves it, so the script sends no token of its own; a
 // body goes as application/json, the only type the API reads.
@@ -154,7 +154,7 @@
       }
       ev.preventDefault();
       const action = form.dataset.taskAction;
-      if (action !== "stop" && action !== "start") {
+      if (action !== "stop" && action !== "start" && action !== "retry") {
         return;
       }
       let body = {};
@@ -171,7 +171,7 @@
       const label = btn ? btn.textContent : "";
       if (btn) {
         btn.disabled = true;
-        btn.textContent = action === "stop" ? "Stopping…" : "Starting…";
+        btn.textContent = { stop: "Stopping…", start: "Starting…", retry: "Retrying…" }[action];
       }
       showError("");
       try {

@@ -2,9 +2,9 @@
 
 -- name: LivenessUpsert :exec
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at)
 VALUES (@instance_id, @process_kind, @hostname, @pid, @liveness_interval_s,
-    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type)
+    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type, @exited_at)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -12,7 +12,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     liveness_interval_s = excluded.liveness_interval_s,
     last_heartbeat_at = excluded.last_heartbeat_at,
     current_task_id = excluded.current_task_id,
-    current_task_type = excluded.current_task_type;
+    current_task_type = excluded.current_task_type,
+    exited_at = excluded.exited_at;
 
 -- name: LivenessList :many
 SELECT * FROM cks_agent_liveness

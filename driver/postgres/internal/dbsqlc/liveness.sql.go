@@ -11,7 +11,7 @@ import (
 )
 
 const livenessGet = `-- name: LivenessGet :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state FROM cks_agent_liveness WHERE instance_id = $1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness WHERE instance_id = $1
 `
 
 func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (CksAgentLiveness, error) {
@@ -28,12 +28,13 @@ func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (
 		&i.CurrentTaskID,
 		&i.CurrentTaskType,
 		&i.DesiredState,
+		&i.ExitedAt,
 	)
 	return i, err
 }
 
 const livenessLatest = `-- name: LivenessLatest :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state FROM cks_agent_liveness WHERE process_kind = $1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness WHERE process_kind = $1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C"
 LIMIT 1
 `
@@ -53,12 +54,13 @@ func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind strin
 		&i.CurrentTaskID,
 		&i.CurrentTaskType,
 		&i.DesiredState,
+		&i.ExitedAt,
 	)
 	return i, err
 }
 
 const livenessList = `-- name: LivenessList :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness
 ORDER BY started_at DESC, instance_id COLLATE "C"
 `
 
@@ -82,6 +84,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 			&i.CurrentTaskID,
 			&i.CurrentTaskType,
 			&i.DesiredState,
+			&i.ExitedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -113,9 +116,9 @@ func (q *Queries) LivenessSetDesiredState(ctx context.Context, db DBTX, arg Live
 const livenessUpsert = `-- name: LivenessUpsert :exec
 
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at)
 VALUES ($1, $2, $3, $4, $5,
-    $6, $7, $8, $9)
+    $6, $7, $8, $9, $10)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -123,7 +126,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     liveness_interval_s = excluded.liveness_interval_s,
     last_heartbeat_at = excluded.last_heartbeat_at,
     current_task_id = excluded.current_task_id,
-    current_task_type = excluded.current_task_type
+    current_task_type = excluded.current_task_type,
+    exited_at = excluded.exited_at
 `
 
 type LivenessUpsertParams struct {
@@ -136,6 +140,7 @@ type LivenessUpsertParams struct {
 	LastHeartbeatAt   time.Time
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
+	ExitedAt          *time.Time
 }
 
 // Process liveness (ADR-014) and remote stop (ADR-016).
@@ -150,6 +155,7 @@ func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpser
 		arg.LastHeartbeatAt,
 		arg.CurrentTaskID,
 		arg.CurrentTaskType,
+		arg.ExitedAt,
 	)
 	return err
 }

@@ -19,6 +19,7 @@ type CksAgentLiveness struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	DesiredState      *string
+	ExitedAt          *time.Time
 }
 
 type CksEdge struct {
@@ -173,6 +174,7 @@ type CksTaskEvent struct {
 	ToState   string
 	Attempt   int32
 	Reason    string
+	Changes   string
 }
 
 type CksTaskEvidence struct {

@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     last_heartbeat_at TIMESTAMPTZ NOT NULL,
     current_task_id BIGINT,
     current_task_type TEXT,
-    desired_state TEXT
+    desired_state TEXT,
+    exited_at TIMESTAMPTZ
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -86,6 +87,7 @@ CREATE TABLE IF NOT EXISTS cks_task_events (
     to_state TEXT NOT NULL,
     attempt INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '',
+    changes TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (task_id, event_id)
 );
 

@@ -394,6 +394,18 @@ WHERE task_id > @after
 ORDER BY task_id
 LIMIT @max;
 
+-- The selection of a bulk operation: the page, locked.
+-- name: TaskListForUpdate :many
+SELECT * FROM cks_outbox_tasks
+WHERE task_id > @after
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+ORDER BY task_id
+LIMIT @max
+FOR UPDATE;
+
 -- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
 WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
@@ -494,8 +506,8 @@ FOR SHARE;
 SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0));
 
 -- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@ats::timestamptz[]) AS at,
@@ -503,11 +515,12 @@ FROM (SELECT
     unnest(@from_states::text[]) AS from_state,
     unnest(@to_states::text[]) AS to_state,
     unnest(@attempts::int[]) AS attempt,
-    unnest(@reasons::text[]) AS reason) AS u;
+    unnest(@reasons::text[]) AS reason,
+    unnest(@changess::text[]) AS changes) AS u;
 
 -- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;
@@ -542,6 +555,12 @@ SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
 
 -- name: AbortGetForUpdate :one
 SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id FOR UPDATE;
+
+-- name: AbortGetMany :many
+SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id;
+
+-- name: AbortGetManyForUpdate :many
+SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id FOR UPDATE;
 
 -- name: AbortFindLatest :one
 SELECT * FROM cks_task_aborts

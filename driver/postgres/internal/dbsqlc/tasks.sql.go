@@ -123,6 +123,80 @@ func (q *Queries) AbortGetForUpdate(ctx context.Context, db DBTX, abortID int64)
 	return i, err
 }
 
+const abortGetMany = `-- name: AbortGetMany :many
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id
+`
+
+func (q *Queries) AbortGetMany(ctx context.Context, db DBTX, ids []int64) ([]CksTaskAbort, error) {
+	rows, err := db.Query(ctx, abortGetMany, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskAbort
+	for rows.Next() {
+		var i CksTaskAbort
+		if err := rows.Scan(
+			&i.AbortID,
+			&i.TaskID,
+			&i.LeaseTokenHash,
+			&i.Executor,
+			&i.Attempt,
+			&i.Restart,
+			&i.RequestedBy,
+			&i.Reason,
+			&i.RequestedAt,
+			&i.DeadlineAt,
+			&i.Outcome,
+			&i.ResolvedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const abortGetManyForUpdate = `-- name: AbortGetManyForUpdate :many
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id FOR UPDATE
+`
+
+func (q *Queries) AbortGetManyForUpdate(ctx context.Context, db DBTX, ids []int64) ([]CksTaskAbort, error) {
+	rows, err := db.Query(ctx, abortGetManyForUpdate, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskAbort
+	for rows.Next() {
+		var i CksTaskAbort
+		if err := rows.Scan(
+			&i.AbortID,
+			&i.TaskID,
+			&i.LeaseTokenHash,
+			&i.Executor,
+			&i.Attempt,
+			&i.Restart,
+			&i.RequestedBy,
+			&i.Reason,
+			&i.RequestedAt,
+			&i.DeadlineAt,
+			&i.Outcome,
+			&i.ResolvedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const abortInsert = `-- name: AbortInsert :one
 INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
     reason, requested_at, deadline_at, outcome, resolved_at)
@@ -1695,8 +1769,8 @@ func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg 
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 `
 
 type TaskEventInsertParams struct {
@@ -1707,6 +1781,7 @@ type TaskEventInsertParams struct {
 	ToState   string
 	Attempt   int32
 	Reason    string
+	Changes   string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -1718,13 +1793,14 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.ToState,
 		arg.Attempt,
 		arg.Reason,
+		arg.Changes,
 	)
 	return err
 }
 
 const taskEventInsertMany = `-- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::timestamptz[]) AS at,
@@ -1732,7 +1808,8 @@ FROM (SELECT
     unnest($4::text[]) AS from_state,
     unnest($5::text[]) AS to_state,
     unnest($6::int[]) AS attempt,
-    unnest($7::text[]) AS reason) AS u
+    unnest($7::text[]) AS reason,
+    unnest($8::text[]) AS changes) AS u
 `
 
 type TaskEventInsertManyParams struct {
@@ -1743,6 +1820,7 @@ type TaskEventInsertManyParams struct {
 	ToStates   []string
 	Attempts   []int32
 	Reasons    []string
+	Changess   []string
 }
 
 func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEventInsertManyParams) error {
@@ -1754,12 +1832,13 @@ func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEven
 		arg.ToStates,
 		arg.Attempts,
 		arg.Reasons,
+		arg.Changess,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -1780,6 +1859,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ToState,
 			&i.Attempt,
 			&i.Reason,
+			&i.Changes,
 		); err != nil {
 			return nil, err
 		}
@@ -2636,6 +2716,85 @@ type TaskListParams struct {
 // An empty @states or @types selects every state or type.
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskList,
+		arg.After,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListForUpdate = `-- name: TaskListForUpdate :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE task_id > $1
+    AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
+    AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
+    AND ($4::timestamptz IS NULL
+        OR state_changed_at <= $4::timestamptz)
+ORDER BY task_id
+LIMIT $5
+FOR UPDATE
+`
+
+type TaskListForUpdateParams struct {
+	After              int64
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+	Max                int32
+}
+
+// The selection of a bulk operation: the page, locked.
+func (q *Queries) TaskListForUpdate(ctx context.Context, db DBTX, arg TaskListForUpdateParams) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskListForUpdate,
 		arg.After,
 		arg.States,
 		arg.Types,

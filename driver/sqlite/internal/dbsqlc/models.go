@@ -15,6 +15,7 @@ type CksAgentLiveness struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	DesiredState      *string
+	ExitedAt          *string
 }
 
 type CksChange struct {
@@ -174,6 +175,7 @@ type CksTaskEvent struct {
 	ToState   string
 	Attempt   int64
 	Reason    string
+	Changes   string
 }
 
 type CksTaskEvidence struct {

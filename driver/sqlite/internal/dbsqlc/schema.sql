@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     last_heartbeat_at TEXT NOT NULL,
     current_task_id INTEGER,
     current_task_type TEXT,
-    desired_state TEXT
+    desired_state TEXT,
+    exited_at TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -85,7 +86,8 @@ CREATE TABLE IF NOT EXISTS cks_task_events (
     from_state TEXT NOT NULL DEFAULT '',
     to_state TEXT NOT NULL,
     attempt INTEGER NOT NULL DEFAULT 0,
-    reason TEXT NOT NULL DEFAULT ''
+    reason TEXT NOT NULL DEFAULT '',
+    changes TEXT NOT NULL DEFAULT ''
 );
 
 CREATE TABLE IF NOT EXISTS cks_task_evidence (

@@ -195,8 +195,8 @@ WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
 ORDER BY task_id;
 
 -- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason);
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;
@@ -228,6 +228,11 @@ RETURNING *;
 
 -- name: AbortGet :one
 SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
+
+-- name: AbortGetMany :many
+SELECT * FROM cks_task_aborts
+WHERE abort_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+ORDER BY abort_id;
 
 -- name: AbortFindLatest :one
 SELECT * FROM cks_task_aborts

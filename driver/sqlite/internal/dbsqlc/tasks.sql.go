@@ -65,6 +65,48 @@ func (q *Queries) AbortGet(ctx context.Context, db DBTX, abortID int64) (CksTask
 	return i, err
 }
 
+const abortGetMany = `-- name: AbortGetMany :many
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
+WHERE abort_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY abort_id
+`
+
+func (q *Queries) AbortGetMany(ctx context.Context, db DBTX, ids string) ([]CksTaskAbort, error) {
+	rows, err := db.QueryContext(ctx, abortGetMany, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskAbort
+	for rows.Next() {
+		var i CksTaskAbort
+		if err := rows.Scan(
+			&i.AbortID,
+			&i.TaskID,
+			&i.LeaseTokenHash,
+			&i.Executor,
+			&i.Attempt,
+			&i.Restart,
+			&i.RequestedBy,
+			&i.Reason,
+			&i.RequestedAt,
+			&i.DeadlineAt,
+			&i.Outcome,
+			&i.ResolvedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const abortInsert = `-- name: AbortInsert :one
 INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
     reason, requested_at, deadline_at, outcome, resolved_at)
@@ -948,8 +990,8 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 `
 
 type TaskEventInsertParams struct {
@@ -960,6 +1002,7 @@ type TaskEventInsertParams struct {
 	ToState   string
 	Attempt   int64
 	Reason    string
+	Changes   string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -971,12 +1014,13 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.ToState,
 		arg.Attempt,
 		arg.Reason,
+		arg.Changes,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -997,6 +1041,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ToState,
 			&i.Attempt,
 			&i.Reason,
+			&i.Changes,
 		); err != nil {
 			return nil, err
 		}
