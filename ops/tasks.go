@@ -321,7 +321,7 @@ var RetryTask = define(cks.OpRetryTask, &Op[cks.TaskReasonInput, cks.Task]{
 			"children are left as they are. A task in any other state (COMPLETED is never reopened), or one whose dedupe_key a live " +
 			"task holds now, is a conflict. Needs retry on /tasks/{task_id}, which start does not grant.",
 		Permission: auth.PermRetry, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)}, // a fresh budget; the old attempts stay history
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Retry(ctx, in.TaskID, actor(ctx), in.Reason)
@@ -449,14 +449,14 @@ var (
 		Summary: "release many STOPPED tasks (ids, or a filter), each task's outcome",
 		Description: "Release many STOPPED tasks, as start_task does each (OPEN, or WAITING/BLOCKED by its dependencies); a task " +
 			"whose last abort its executor never confirmed says so in its outcome's abort.",
-		Hints: Hints{OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	}, bulkInput)
 	// BulkCancelTasks is bulk_cancel_tasks.
 	BulkCancelTasks = bulkOp(cks.OpBulkCancelTasks, cks.ActionCancel, auth.PermCancel, Spec{
 		Title:       "Cancel tasks",
 		Summary:     "cancel many tasks (ids, or a filter), each task's outcome",
 		Description: "Cancel many tasks, as cancel_task does each (terminal; a running one's executor is asked to abort, its WAITING dependants become BLOCKED).",
-		Hints:       Hints{Destructive: new(true)},
+		Hints:       Hints{Destructive: new(true), OpenWorld: new(false)}, // terminal
 	}, bulkInput)
 	// BulkRetryTasks is bulk_retry_tasks.
 	BulkRetryTasks = bulkOp(cks.OpBulkRetryTasks, cks.ActionRetry, auth.PermRetry, Spec{
@@ -464,6 +464,6 @@ var (
 		Summary: "open many FAILED or CANCELLED tasks again with fresh attempt budgets (ids, or a filter), each task's outcome",
 		Description: "Open many FAILED or CANCELLED tasks again, as retry_task does each (a fresh attempt budget, restarts+1, the " +
 			"tasks their failures blocked waiting again); of two with one dedupe_key the second is refused.",
-		Hints: Hints{OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	}, bulkInput)
 )
