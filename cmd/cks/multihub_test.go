@@ -654,8 +654,10 @@ func TestThreeHubs(t *testing.T) {
 			t.Fatalf("agent %v exited (status %d) during the hubs' kills\n%s", a.cmd.Args, a.code, a.stderr.String())
 		}
 	}
-	t.Logf("figures: process stop %s; sweeper stop seen %s, start seen %s; %.0f claims/s; failover %s; whole test %s",
-		stopExit.Round(time.Millisecond), stopSeen, startSeen, rate, failover.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+	t.Logf("figures: process stop %s; sweeper stop seen %s, start seen %s; %.0f creates/s, %.0f claims/s; failover %s, "+
+		"abandoned claim reaped %s after the kill; whole test %s", stopExit.Round(time.Millisecond), stopSeen, startSeen,
+		float64(mhLoad)/created.Seconds(), rate, failover.Round(time.Millisecond), reapedAfter.Round(time.Millisecond),
+		time.Since(begin).Round(time.Millisecond))
 }
 
 // sweeperSeen waits until sweeper id's status reads running (or not) on
