@@ -234,10 +234,13 @@ func (rt *Runtime) Start(ctx context.Context) error {
 // Stop stops the sweepers and the watchers and waits for them, unless ctx
 // ends first. Stopping twice is stopping once; Start starts them again.
 func (rt *Runtime) Stop(ctx context.Context) error {
-	// The leadership is resigned after the sweepers stopped: no pass of this
+	// The watchers first: the sweeper control watch starts runners
+	// (Follow), so it must not start one StopAll has stopped. The
+	// leadership is resigned after the sweepers stopped: no pass of this
 	// hub overlaps one of the hub that takes over.
+	watched := rt.watchers.Stop(ctx)
 	swept := rt.Sweepers.Registry().StopAll(ctx)
-	return errors.Join(swept, rt.Leader.Stop(ctx), rt.watchers.Stop(ctx))
+	return errors.Join(watched, swept, rt.Leader.Stop(ctx))
 }
 
 // watch is the watchers' loop: the liveness watch and the sweeper control
@@ -251,9 +254,11 @@ func (rt *Runtime) watch(ctx context.Context) {
 	})
 	if !rt.cfg.NoChangeWatch {
 		wg.Go(func() {
-			// The fast path of ADR-015's cross-node stop: a change to the
-			// override table, made by any node, wakes every local runner to
-			// re-read its override now instead of at its next tick. A change
+			// The fast path of ADR-015's cross-node stop, and the path of a
+			// cross-node start: a change to the override table, made by any
+			// node, wakes every local runner to re-read its override now
+			// instead of at its next tick, and starts a stopped one whose
+			// override now says start (sweeper.Registry.Follow). A change
 			// of the knowledge store, made by any process (a pipeline agent),
 			// tells the hub's viewers (the studio's object and research
 			// pages follow their question through its steps).
@@ -262,8 +267,8 @@ func (rt *Runtime) watch(ctx context.Context) {
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
 					return
 				}
-				for _, r := range rt.Sweepers.Registry().Runners() {
-					r.Poke()
+				if err := rt.Sweepers.Registry().Follow(ctx, rt.Store.Sweepers); err != nil && ctx.Err() == nil {
+					rt.cfg.Logger.Warn("following the sweepers' overrides", "err", err)
 				}
 				rt.Bus.Publish(events.Event{Type: events.SweepersChanged, At: rt.cfg.Clock.Now()})
 			})

@@ -161,6 +161,43 @@ func TestCrossNodeStop(t *testing.T) {
 	})
 }
 
+// TestCrossNodeStart: a sweeper stopped and then started through the hub
+// that stands by (B) runs again on the maintenance leader (A), whose passes
+// are the ones that run: the start's change notification starts A's
+// stopped runner (sweeper.Registry.Follow). Hour-long intervals: only the
+// notification can do it in time. Without it the start reached B alone,
+// whose runner stands by, and the sweeper's passes ran nowhere.
+func TestCrossNodeStart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		id := sweeper.LeaseReaperID
+		vars := map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": "1h"}
+		a := newRuntime(t, open(t), vars, false)
+		b := newRuntime(t, open(t), vars, false)
+		waitStatus(t, a, id, func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+		waitStatus(t, b, id, func(s cks.SweeperStatus) bool { return s.Standby })
+		if !a.Leader.IsLeader() || b.Leader.IsLeader() {
+			t.Fatalf("leaders: a %v, b %v; want a, the first started", a.Leader.IsLeader(), b.Leader.IsLeader())
+		}
+		if _, err := b.Sweepers.Stop(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		waitStopped(t, a, id, time.Now())
+		start := time.Now()
+		if _, err := b.Sweepers.Start(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		st := waitStatus(t, a, id, func(s cks.SweeperStatus) bool { return s.Running && s.RunCount == 2 })
+		t.Logf("%s: the leader runs %s again %v after its start through the other hub", a.Store.Dialect(), id, time.Since(start))
+		if st.DesiredRunning == nil || !*st.DesiredRunning {
+			t.Fatalf("the leader's status after the start: %+v, want desired_running true", st)
+		}
+		if stB := waitStatus(t, b, id, func(s cks.SweeperStatus) bool { return s.Running }); stB.RunCount != 0 || !stB.Standby {
+			t.Fatalf("the standby hub's %s after its own start: %+v; want running on standby, no pass", id, stB)
+		}
+	})
+}
+
 // TestSevenSweepers: a hub registers the three ledger and the four knowledge
 // sweepers, all enabled by default and running with live status; the
 // knowledge sweepers take their settings from the same environment

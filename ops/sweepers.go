@@ -19,9 +19,10 @@ const sweeperNote = " A sweeper is a background loop of the cks server itself (k
 	"since each sweep pass is one bounded unit of work with nothing to resume. An unknown agent_id is a not_found " +
 	"error naming the known ids."
 
-const asymmetry = " Across nodes sharing one database the effect is asymmetric (ADR-015): a stop is recorded and every " +
-	"other node's running loop stops itself at its next tick (sooner when notified); a start is recorded and starts " +
-	"this node's loop only — another node picks it up when it restarts or when its own start_agent is called."
+const asymmetry = " Across nodes sharing one database both reach every node, asymmetrically (ADR-015, issue 26): a stop is " +
+	"recorded and every other node's running loop stops itself when notified, or at its next tick at the latest; a start " +
+	"is recorded, starts this node's loop and every other node's stopped loop when the change notification reaches it " +
+	"(a node that misses it starts the loop when it restarts). The passes run on the maintenance leader only."
 
 // ListAgents is list_agents.
 var ListAgents = define(cks.OpListAgents, &Op[struct{}, cks.SweeperList]{

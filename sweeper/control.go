@@ -16,12 +16,15 @@ import (
 // every runner of its registry reads. Stop writes the override AND stops
 // the local runner, so every other node stops at its next tick (or sooner
 // through a change notification). Start writes the override and starts the
-// local runner only: a node whose loop is not running has nothing that
-// would read the override until it restarts. That asymmetry is ADR-015's,
-// deliberately. An override's rules are here too: an id is checked by
-// ValidateSweeperID before anything is read or written, an override is an
-// upsert dated by the clock that publishes cks.TopicSweeperControl in the
-// same transaction, and no row reads as no override (nil).
+// local runner; another node's stopped runner has no tick that would read
+// the override, so it starts on the change notification (Registry.Follow)
+// or at its restart. ADR-015 left cross-node starts out; with one
+// maintenance leader running the passes a start that reached one standby
+// hub alone would run nothing (issue 26). An override's rules are here
+// too: an id is checked by ValidateSweeperID before anything is read or
+// written, an override is an upsert dated by the clock that publishes
+// cks.TopicSweeperControl in the same transaction, and no row reads as no
+// override (nil).
 type Controller struct {
 	db    driver.Driver
 	clock clock.Clock

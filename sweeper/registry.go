@@ -117,6 +117,44 @@ func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
 	return errors.Join(errs...)
 }
 
+// Follow applies the overrides another node may have changed (a process
+// calls it on every cks.TopicSweeperControl notification): a running
+// runner re-reads its override at once (Poke: a stop stops it), and a
+// stopped, config-enabled runner whose override is now explicitly true is
+// started. So a start through any hub starts the sweeper on every hub, the
+// maintenance leader among them — without it a start through a hub that
+// stands by would leave the sweeper's passes running nowhere (issue 26).
+// A stopped runner with no override row is left as it is (a start always
+// writes one). Failed reads and starts are returned joined; the other
+// runners are followed all the same.
+func (g *Registry) Follow(ctx context.Context, o Overrides) error {
+	var errs []error
+	for _, r := range g.Runners() {
+		if r.Status().Running {
+			r.Poke()
+			continue
+		}
+		if !r.ConfigEnabled() || o == nil {
+			continue
+		}
+		want, err := o.GetSweeperDesiredRunning(ctx, r.id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("follow sweeper %s: read override: %w", r.id, err))
+			continue
+		}
+		r.update(func(s *cks.SweeperStatus) { s.DesiredRunning = want })
+		if want == nil || !*want {
+			continue
+		}
+		if err := r.Start(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("follow sweeper %s: %w", r.id, err))
+			continue
+		}
+		r.log.Info("sweeper started by its override (desired_running=true, set on another node)")
+	}
+	return errors.Join(errs...)
+}
+
 // StopAll stops every runner, in reverse registration order, and returns the
 // failures joined.
 func (g *Registry) StopAll(ctx context.Context) error {

@@ -3,9 +3,11 @@ package sweeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +179,74 @@ func TestStartAllReportsFailuresAndStartsTheRest(t *testing.T) {
 	}
 	if want := []bool{true, false, true}; !slices.Equal(got, want) {
 		t.Fatalf("running = %v, want %v", got, want)
+	}
+}
+
+// TestFollow: what a node does when another changed an override. A stopped,
+// config-enabled runner whose override now says start is started (its first
+// pass runs); one with no row, a false override or a failed read is left
+// stopped (the failure returned), a config-disabled one is never read; a
+// running runner re-reads its override at once and stops on a false one.
+func TestFollow(t *testing.T) {
+	storeDown := errors.New("store down")
+	cases := []struct {
+		name        string
+		enabled     bool
+		running     bool  // started before the override changes
+		row         *bool // the override after the change
+		readErr     error
+		wantRunning bool
+		wantErr     error
+		wantReads   int64 // reads by Follow and the poked loop
+	}{
+		{name: "stopped, override true", enabled: true, row: ptr(true), wantRunning: true, wantReads: 1},
+		{name: "stopped, no row", enabled: true, row: nil, wantRunning: false, wantReads: 1},
+		{name: "stopped, override false", enabled: true, row: ptr(false), wantRunning: false, wantReads: 1},
+		{name: "stopped, read fails", enabled: true, readErr: storeDown, wantRunning: false, wantErr: storeDown, wantReads: 1},
+		{name: "config disabled, override true", enabled: false, row: ptr(true), wantRunning: false, wantReads: 0},
+		{name: "running, override false", enabled: true, running: true, row: ptr(false), wantRunning: false, wantReads: 1},
+		{name: "running, override true", enabled: true, running: true, row: ptr(true), wantRunning: true, wantReads: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := &atomicOverride{}
+			var reads atomic.Int64
+			var fail atomic.Bool
+			over := overridesFunc(func(ctx context.Context, id string) (*bool, error) {
+				reads.Add(1)
+				if fail.Load() {
+					return nil, c.readErr
+				}
+				return o.GetSweeperDesiredRunning(ctx, id)
+			})
+			r, p := newTestRunner(t, noop("graph_health"), Options{Interval: time.Hour, ConfigEnabled: c.enabled, Overrides: over})
+			g := &Registry{runners: []*Runner{r}, byID: map[string]*Runner{r.id: r}}
+			if c.running {
+				mustStart(t, r)
+				p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+			}
+			reads.Store(0)
+			o.set(c.row)
+			fail.Store(c.readErr != nil)
+			err := g.Follow(waitCtx(t), over)
+			if !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
+				t.Fatalf("Follow = %v, want %v", err, c.wantErr)
+			}
+			if c.wantErr != nil && !strings.Contains(err.Error(), "sweeper graph_health") {
+				t.Errorf("Follow's error %q does not name the sweeper", err)
+			}
+			st := p.waitFor(t, r, fmt.Sprintf("running=%v", c.wantRunning), func(s cks.SweeperStatus) bool {
+				return s.Running == c.wantRunning && reads.Load() >= c.wantReads
+			})
+			if n := reads.Load(); n != c.wantReads {
+				t.Errorf("override reads = %d, want %d", n, c.wantReads)
+			}
+			switch {
+			case c.wantRunning && !c.running:
+				p.waitFor(t, r, "the first pass of the started loop", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+			case !c.wantRunning && !c.running && p.entered.Load() != 0:
+				t.Errorf("a loop was started: %+v", st)
+			}
+		})
 	}
 }
