@@ -149,8 +149,11 @@ func helpSections() []helpSection {
 		}
 	}
 	var ops []helpEntry
-	for _, g := range groups {
+	for _, g := range commandGroups() {
 		for _, c := range g.commands {
+			if c.sub != nil {
+				continue // its commands are listed as a group of their own
+			}
 			ops = append(ops, helpEntry{words: g.name + " " + c.name, args: c.args, summary: c.summary})
 		}
 	}

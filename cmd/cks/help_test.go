@@ -29,7 +29,7 @@ func cliRun(t testing.TB, args ...string) (int, string, string) {
 // benchmark's names).
 func nouns() map[string][]string {
 	out := map[string][]string{}
-	for _, g := range groups {
+	for _, g := range commandGroups() {
 		for _, c := range g.commands {
 			out[g.name] = append(out[g.name], c.name)
 		}
@@ -49,7 +49,12 @@ func nouns() map[string][]string {
 // --help` for every word, with the command's usage line. No hub is needed.
 func TestNounHelp(t *testing.T) {
 	for noun, words := range nouns() {
-		for _, args := range [][]string{{noun, "--help"}, {noun, "-h"}, {"help", noun}} {
+		n := strings.Fields(noun) // task bulk: a group's group
+		variants := [][]string{append(slices.Clone(n), "--help"), append(slices.Clone(n), "-h")}
+		if len(n) == 1 {
+			variants = append(variants, []string{"help", noun})
+		}
+		for _, args := range variants {
 			code, out, errOut := cliRun(t, args...)
 			if code != 0 || out+errOut == "" {
 				t.Errorf("cks %q: exit %d, %d bytes of help\n%s", args, code, len(out+errOut), errOut)
@@ -61,7 +66,7 @@ func TestNounHelp(t *testing.T) {
 			}
 		}
 		for _, w := range words {
-			code, out, errOut := cliRun(t, noun, w, "--help")
+			code, out, errOut := cliRun(t, append(slices.Clone(n), w, "--help")...)
 			if code != 0 || !strings.Contains(out+errOut, "Usage: cks "+noun+" "+w) {
 				t.Errorf("cks %s %s --help: exit %d\n%s%s", noun, w, code, out, errOut)
 			}
@@ -82,8 +87,8 @@ func usageBlocks(t *testing.T, help string) map[string]string {
 		if rest, ok := strings.CutPrefix(line, "  cks "); ok {
 			f := strings.Fields(rest)
 			cur = f[0]
-			if len(f) > 1 && slices.Contains(nouns()[f[0]], f[1]) {
-				cur += " " + f[1]
+			for i := 1; i < len(f) && slices.Contains(nouns()[cur], f[i]); i++ {
+				cur += " " + f[i] // a group's command, or a group's group's (task bulk stop)
 			}
 			blocks[cur] = ""
 		}
@@ -121,8 +126,11 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		"task stop":   {"--reason TEXT", "--deadline DURATION"}, "object edit": {"--set FIELD=VALUE", "[--base N]"},
 		"version": nil, "help": nil,
 	}
-	for _, g := range groups {
+	for _, g := range commandGroups() {
 		for _, c := range g.commands {
+			if c.sub != nil {
+				continue
+			}
 			name := g.name + " " + c.name
 			for fl := range bindInput(flag.NewFlagSet("", flag.ContinueOnError), c.op, c.in).flags {
 				want[name] = append(want[name], "--"+fl)
