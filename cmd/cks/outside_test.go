@@ -62,36 +62,55 @@ func runNode(t testing.TB, dir string, args ...string) result {
 }
 
 // TestInspectorStrict lists a real hub's tools with the official MCP
-// Inspector CLI, pinned, under --strict: it exits 0 and reports no
-// finding at all (no error, no warning) about any tool's schemas, and it
-// saw every tool the hub serves.
+// Inspector CLI, pinned, under --strict, over streamable HTTP and through
+// the stdio proxy (cks mcp, started by the Inspector as a desktop client
+// starts it): it exits 0 and reports no finding at all (no error, no
+// warning) about any tool's schemas, and it saw the tools that had
+// findings before.
 func TestInspectorStrict(t *testing.T) {
 	tools := npmTools(t)
 	h := startHub(t, "serve")
-	r := runNode(t, tools, filepath.Join("node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js"),
-		"--cli", h.url+"/mcp", "--header", "Authorization: Bearer "+h.token, "--method", "tools/list", "--strict")
-	if r.code != 0 || strings.TrimSpace(r.stderr) != "" {
-		t.Fatalf("mcp-inspector --strict: exit %d, findings:\n%s", r.code, r.stderr)
-	}
-	var list struct {
-		Tools []struct {
-			Name         string          `json:"name"`
-			OutputSchema json.RawMessage `json:"outputSchema"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
-		t.Fatalf("tools/list answer: %v\n%s", err, r.stdout)
-	}
-	names := map[string]bool{}
-	for _, tl := range list.Tools {
-		names[tl.Name] = true
-	}
-	// The tools whose schemas had findings before (type arrays, untyped
-	// payloads, bare true details) are among those checked.
-	for _, want := range []string{"agent_status", "create_task", "get_task", "update_task", "claim_tasks", "list_objects"} {
-		if !names[want] {
-			t.Errorf("the Inspector did not list %s (listed %d tools)", want, len(list.Tools))
-		}
+	launcher := filepath.Join("node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	for _, tc := range []struct {
+		name   string
+		target []string
+	}{
+		{"http", []string{h.url + "/mcp", "--header", "Authorization: Bearer " + h.token}},
+		{"stdio", []string{"-e", "CKS_TOKEN=" + h.token, cksBin, "mcp", "--url", h.url}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{launcher, "--cli"}, tc.target...), "--method", "tools/list", "--strict")
+			r := runNode(t, tools, args...)
+			var findings []string
+			for line := range strings.Lines(r.stderr) {
+				// The proxy logs to stderr too (level=INFO …); the
+				// Inspector's findings are "Warning: …"/"Error: …" blocks
+				// and a closing count.
+				if !strings.HasPrefix(line, "time=") {
+					findings = append(findings, line)
+				}
+			}
+			if r.code != 0 || len(findings) != 0 {
+				t.Fatalf("mcp-inspector --strict: exit %d, findings:\n%s", r.code, strings.Join(findings, ""))
+			}
+			var list struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+				t.Fatalf("tools/list answer: %v\n%s", err, r.stdout)
+			}
+			names := map[string]bool{}
+			for _, tl := range list.Tools {
+				names[tl.Name] = true
+			}
+			for _, want := range []string{"agent_status", "create_task", "get_task", "update_task", "claim_tasks", "list_objects"} {
+				if !names[want] {
+					t.Errorf("the Inspector did not list %s (listed %d tools)", want, len(list.Tools))
+				}
+			}
+		})
 	}
 }
 
