@@ -303,14 +303,21 @@ func (p *Proxy) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.Re
 		return nil, err
 	}
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
-	if err != nil {
-		if _, ok := errors.AsType[*jsonrpc.Error](err); !ok && ctx.Err() == nil {
-			p.drop(cs)
-			return nil, p.failure(err)
-		}
-		return nil, err
+	return res, p.relayed(ctx, cs, err)
+}
+
+// relayed is the error of a relayed request: the hub's JSON-RPC error as
+// itself, a failure to reach the hub (the session dropped, to dial again)
+// as what p.failure says.
+func (p *Proxy) relayed(ctx context.Context, cs *mcp.ClientSession, err error) error {
+	if err == nil {
+		return nil
 	}
-	return res, nil
+	if _, ok := errors.AsType[*jsonrpc.Error](err); !ok && ctx.Err() == nil {
+		p.drop(cs)
+		return p.failure(err)
+	}
+	return err
 }
 
 // prompt relays a prompts/get to the hub.
@@ -320,12 +327,5 @@ func (p *Proxy) prompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.Get
 		return nil, err
 	}
 	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
-	if err != nil {
-		if _, ok := errors.AsType[*jsonrpc.Error](err); !ok && ctx.Err() == nil {
-			p.drop(cs)
-			return nil, p.failure(err)
-		}
-		return nil, err
-	}
-	return res, nil
+	return res, p.relayed(ctx, cs, err)
 }
