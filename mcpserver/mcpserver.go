@@ -112,8 +112,11 @@ func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
 // AddObjectTools registers the knowledge-store tools over k on srv.
 func AddObjectTools(srv *mcp.Server, k *knowledge.Service) { Register(srv, &ops.Services{Objects: k}) }
 
-// Register adds to srv a tool for every MCP operation svc offers.
+// Register adds to srv a tool for every MCP operation svc offers, and the
+// resources and prompts of those operations (resources.go).
 func Register(srv *mcp.Server, svc *ops.Services) {
+	defer addPrompts(srv, svc)
+	defer addResources(srv, svc)
 	for _, op := range ops.Available(ops.All(), ops.MCP, svc) {
 		sp := op.Spec()
 		srv.AddTool(&mcp.Tool{

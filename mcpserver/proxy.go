@@ -92,6 +92,10 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 		p.srv.AddTool(tool, p.relay)
 		n++
 	}
+	if err := p.relayResources(ctx, hub, init.Capabilities); err != nil {
+		hub.Close()
+		return nil, fmt.Errorf("listing the resources and prompts of the hub at %s: %w", p.endpoint, err)
+	}
 	p.hub = hub
 	if hi := init.ServerInfo; hi != nil {
 		cfg.Logger.Info("mcp proxy relaying the hub's tools", "hub", p.endpoint, "hub_version", hi.Version, "tools", n)
@@ -257,4 +261,71 @@ func (r *refusals) take() (string, bool) {
 	msg := r.last
 	r.last = ""
 	return msg, msg != ""
+}
+
+// relayResources adds the hub's resources, resource templates and prompts
+// (those its capabilities declare) to the proxy, each read or got from the
+// hub as the client asked.
+func (p *Proxy) relayResources(ctx context.Context, hub *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
+	if caps == nil {
+		return nil
+	}
+	if caps.Resources != nil {
+		for r, err := range hub.Resources(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			p.srv.AddResource(r, p.read)
+		}
+		for t, err := range hub.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			p.srv.AddResourceTemplate(t, p.read)
+		}
+	}
+	if caps.Prompts != nil {
+		for pr, err := range hub.Prompts(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			p.srv.AddPrompt(pr, p.prompt)
+		}
+	}
+	return nil
+}
+
+// read relays a resources/read to the hub; the hub's JSON-RPC error (a
+// resource not found) goes back as itself.
+func (p *Proxy) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	cs, err := p.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI})
+	return res, p.relayed(ctx, cs, err)
+}
+
+// relayed is the error of a relayed request: the hub's JSON-RPC error as
+// itself, a failure to reach the hub (the session dropped, to dial again)
+// as what p.failure says.
+func (p *Proxy) relayed(ctx context.Context, cs *mcp.ClientSession, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*jsonrpc.Error](err); !ok && ctx.Err() == nil {
+		p.drop(cs)
+		return p.failure(err)
+	}
+	return err
+}
+
+// prompt relays a prompts/get to the hub.
+func (p *Proxy) prompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	cs, err := p.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+	return res, p.relayed(ctx, cs, err)
 }

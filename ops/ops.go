@@ -434,6 +434,7 @@ func define[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 	o.out = outputSchema[Out](sp.Name)
 	if o.outSchema != nil {
 		o.outSchema(o.out)
+		portable(o.out)
 	}
 	return o
 }

@@ -25,10 +25,10 @@ import (
 // whose fields carry no descriptions and of which only type is required.
 func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
 		// An interface (a sweeper's details): any JSON value too, rather
 		// than the bare schema true, which strict validators refuse.
-		reflect.TypeFor[any](): {Description: "any JSON value"},
+		reflect.TypeFor[any](): anyJSON("any JSON value"),
 		// One name, or a list of them (cks.Names).
 		reflect.TypeFor[cks.Names](): {AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}},
 	}
@@ -145,6 +145,7 @@ func inputSchema[In any](name string, docs map[string]string, required []string)
 	openRaw(s)
 	bound(s)
 	enumerate(s)
+	portable(s)
 	if s.Type != "object" {
 		panic(fmt.Sprintf("ops: %s: input %v is not a JSON object", name, reflect.TypeFor[In]()))
 	}
@@ -183,7 +184,72 @@ func outputSchema[Out any](name string) *jsonschema.Schema {
 		panic(fmt.Sprintf("ops: %s: output schema: %v", name, err))
 	}
 	openRaw(s)
+	portable(s)
 	return s
+}
+
+// jsonTypes are JSON's six types, the branches of anyJSON.
+var jsonTypes = []string{"object", "array", "string", "number", "boolean", "null"}
+
+// anyJSON is the schema of any JSON value, spelled as the six types'
+// anyOf: a schema with no validation keyword (the object form of a bare
+// true) is one strict validators (the MCP Inspector's --strict) warn about.
+func anyJSON(description string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Description: description}
+	for _, t := range jsonTypes {
+		s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: t})
+	}
+	return s
+}
+
+// portable rewrites, everywhere in s, what the inference writes that not
+// every client's schema dialect reads: a type array (["null", T], a
+// pointer, slice or map that may be null) becomes an anyOf of single-type
+// branches — {"anyOf": [{"type": "null"}, {"type": T, …}]}, the
+// constraints in T's branch and the description outside — and a schema
+// with no validation keyword (a raw value whose description alone was
+// set) becomes anyJSON. The JSON values either accepts are the same.
+func portable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) > 0 {
+		outer := jsonschema.Schema{Description: s.Description, Title: s.Title}
+		inner := *s
+		inner.Types, inner.Description, inner.Title = nil, "", ""
+		for _, t := range s.Types {
+			if t == "null" {
+				outer.AnyOf = append(outer.AnyOf, &jsonschema.Schema{Type: "null"})
+				continue
+			}
+			b := inner
+			b.Type = t
+			outer.AnyOf = append(outer.AnyOf, &b)
+		}
+		*s = outer
+	}
+	if unconstrained(s) {
+		*s = *anyJSON(s.Description)
+	}
+	for _, p := range s.Properties {
+		portable(p)
+	}
+	for _, d := range s.Defs {
+		portable(d)
+	}
+	for _, b := range slices.Concat(s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems) {
+		portable(b)
+	}
+	portable(s.Items)
+	portable(s.AdditionalProperties)
+}
+
+// unconstrained reports whether s has no keyword that constrains a value
+// (only annotations such as description).
+func unconstrained(s *jsonschema.Schema) bool {
+	return s.Type == "" && len(s.Types) == 0 && s.Ref == "" && s.Enum == nil && s.Const == nil &&
+		s.AnyOf == nil && s.OneOf == nil && s.AllOf == nil && s.Not == nil && s.If == nil &&
+		s.Properties == nil && s.Items == nil && s.AdditionalProperties == nil
 }
 
 // describe sets the description of s's properties from docs; a name that
