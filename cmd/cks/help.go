@@ -58,6 +58,9 @@ func topCommands() []topCommand {
 			"(progress on stderr; never over an existing file); Postgres: pg_dump", run: cmdBackup},
 		{name: "restore", args: "FILE", summary: "replace the data directory's SQLite database with the backup FILE; " +
 			"refused while a hub or an agent of the database runs; the replaced database is kept beside it", run: cmdRestore},
+		{name: "config", summary: "print the effective configuration of this environment: every variable of the hub, the " +
+			"agents and the CLI with its value and source (secrets as set/unset; docs/configuration.md); exit 1 if a value is refused",
+			run: cmdConfig},
 		{name: "api", args: "OP [JSON|-]", summary: "call any operation by name with JSON as its input (default {}, " +
 			`"-" reads stdin) and print its output; --list lists the operations`, run: cmdAPI},
 		{name: "bench", subs: benchSubs, run: cmdBench},
@@ -390,7 +393,8 @@ A flag of a command may come before or after its arguments; --url, --token,
 JSON flag is written as it is, or read from @FILE.
 
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side); CKS_URL,
-CKS_TOKEN (client side). Flags win over the environment. Without --data-dir
+CKS_TOKEN (client side); cks config lists every variable with its effective
+value (docs/configuration.md). Flags win over the environment. Without --data-dir
 or CKS_DATA_DIR the data directory is the nearest .cks in the working
 directory or above it (as git finds .git), else ./.cks; the client reads the
 hub's URL and admin token there.
