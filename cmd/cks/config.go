@@ -103,7 +103,7 @@ func configTable() []setting {
 		{env: "CKS_DATA_DIR", flag: "data-dir", readers: append(append([]string{"client", "mcp", "backup", "restore", "config"}, hubs...), allAgents...),
 			meaning: "the data directory: the SQLite file, the admin token (admin.token) and the serving hub's URL (hub.url)",
 			def:     "the nearest " + datadir.Default + " here or above, else ./" + datadir.Default},
-		{env: "CKS_DATABASE_URL", flag: "database", readers: append(append([]string{"mcp", "backup", "restore"}, hubs...), allAgents...),
+		{env: "CKS_DATABASE_URL", flag: "database", readers: append(append([]string{"mcp", "backup", "restore", "doctor"}, hubs...), allAgents...),
 			meaning: "the database: a file path, sqlite:PATH or postgres://… (a password in it is never printed); " +
 				"`cks dev` ignores the variable (only its flag); `cks process list` reads it when no hub answers",
 			def:   "the data directory's cks.db",

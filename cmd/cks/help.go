@@ -52,8 +52,9 @@ func topCommands() []topCommand {
 		{name: "agent", subs: agentSubs(), run: cmdAgent},
 		{name: "research", args: `"QUESTION"`, summary: "submit a question to the research pipeline; --wait follows it " +
 			"(one line per transition) and prints the answer with its citations, or why it parked (exit 4)", run: cmdResearch},
-		{name: "doctor", summary: "check every stored task and object against today's bounds (values stored before a " +
-			"bound existed); exit 5 if any is past one", run: cmdDoctor},
+		{name: "doctor", summary: "check the deployment: the database reachable and writable, its schema, the clock " +
+			"skew against it, the hub, the token, the maintenance leader, the agents alive, and every stored task and object " +
+			"against today's bounds; each failure with its fix; exit status of the first failure (below)", run: cmdDoctor},
 		{name: "backup", args: "FILE", summary: "copy the SQLite database to FILE while the hub and its agents run " +
 			"(progress on stderr; never over an existing file); Postgres: pg_dump", run: cmdBackup},
 		{name: "restore", args: "FILE", summary: "replace the data directory's SQLite database with the backup FILE; " +
@@ -403,6 +404,7 @@ Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
 2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
 restarted, but that executor may still be running against it), 4 a research
-question followed with --wait that parked in needs_input, 5 a doctor run that found
-stored values past a bound.
+question followed with --wait that parked in needs_input; cks doctor's first failed
+finding: 10 database, 11 schema, 12 clock skew, 13 hub, 14 token, 15 leader, 16 agents,
+5 stored values past a bound.
 `
