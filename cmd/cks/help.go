@@ -62,6 +62,9 @@ func topCommands() []topCommand {
 		{name: "config", summary: "print the effective configuration of this environment: every variable of the hub, the " +
 			"agents and the CLI with its value and source (secrets as set/unset; docs/configuration.md); exit 1 if a value is refused",
 			run: cmdConfig},
+		{name: "completion", subs: completionShells, run: func(ctx context.Context, args []string, e env) error {
+			return completionRun(ctx, args, e)
+		}},
 		{name: "api", args: "OP [JSON|-]", summary: "call any operation by name with JSON as its input (default {}, " +
 			`"-" reads stdin) and print its output; --list lists the operations`, run: cmdAPI},
 		{name: "bench", subs: benchSubs, run: cmdBench},
@@ -316,7 +319,7 @@ func subsHelp(w io.Writer, c topCommand) {
 	for _, s := range c.subs {
 		entries = append(entries, helpEntry{words: c.name + " " + s.name, args: s.args, summary: s.summary})
 	}
-	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind"}[c.name]+
+	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind", "completion": "shell"}[c.name]+
 		map[string]string{"bench": "name"}[c.name]))
 	printSection(w, helpSection{heading: "Commands:", entries: entries})
 }
