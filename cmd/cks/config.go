@@ -96,10 +96,20 @@ func parseConfig(getenv func(string) string) *configValues {
 // configTable is the configuration of cks, in the order of
 // docs/configuration.md.
 func configTable() []setting {
-	dur := func(d time.Duration) string { return d.String() }
+	return slices.Concat(commonSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
+}
+
+// hubReaders are the commands that run a hub.
+func hubReaders() []string { return []string{"serve", "dev"} }
+
+func dur(d time.Duration) string { return d.String() }
+
+// commonSettings are the data directory, the database, the addresses and
+// tokens, the flags of dev and mcp, and the hub's own knobs.
+func commonSettings() []setting {
 	allAgents := agentWords(agents.Kinds()...)
-	hubs := []string{"serve", "dev"}
-	t := []setting{
+	hubs := hubReaders()
+	return []setting{
 		{env: "CKS_DATA_DIR", flag: "data-dir", readers: append(append([]string{"client", "mcp", "backup", "restore", "config"}, hubs...), allAgents...),
 			meaning: "the data directory: the SQLite file, the admin token (admin.token) and the serving hub's URL (hub.url)",
 			def:     "the nearest " + datadir.Default + " here or above, else ./" + datadir.Default},
@@ -148,6 +158,12 @@ func configTable() []setting {
 				}
 			}},
 	}
+}
+
+// sweeperSettings are each sweeper's enablement and interval.
+func sweeperSettings() []setting {
+	var t []setting
+	hubs := hubReaders()
 	for _, id := range sweeperIDs() {
 		en, iv := sweeper.EnvNames(id)
 		t = append(t,
@@ -156,8 +172,15 @@ func configTable() []setting {
 			setting{env: iv, readers: hubs, meaning: "the interval of the " + id + " sweeper's passes",
 				value: func(v *configValues) string { return dur(v.hub.Sweepers[id].Interval) }})
 	}
-	pipe := append(hubs, "agent pipeline")
+	return t
+}
+
+// pipelineSettings are the research pipeline's and the model's.
+func pipelineSettings() []setting {
+	hubs := hubReaders()
+	pipe := append(hubReaders(), "agent pipeline")
 	pipeFlag := []string{"agent pipeline"}
+	t := []setting{}
 	t = append(t,
 		setting{env: hub.EnvPipelineInProcess, readers: hubs, meaning: "the hub runs the research pipeline in its own process",
 			value: func(v *configValues) string { return strconv.FormatBool(v.pipeline.InProcess) }},
@@ -180,6 +203,12 @@ func configTable() []setting {
 		setting{env: "CKS_LLM_API_KEY", readers: llmReaders, secret: true, meaning: "the server's API key (local servers often need none)"},
 		setting{env: "CKS_LLM_TIMEOUT", readers: llmReaders, meaning: "the timeout of one HTTP attempt", def: "60s"},
 	)
+	return t
+}
+
+// agentSettings are every agent kind's own, under its prefix.
+func agentSettings() []setting {
+	var t []setting
 	for _, k := range agents.Kinds() {
 		r := agentWords(k)
 		name := func(f string) string { return agents.EnvName(k, f) }
@@ -197,7 +226,7 @@ func configTable() []setting {
 				value: func(v *configValues) string { return strconv.Itoa(v.agent[k].MaxRetries) }},
 		)
 	}
-	t = append(t, setting{flag: "no-fast-stop", readers: allAgents, def: "false",
+	t = append(t, setting{flag: "no-fast-stop", readers: agentWords(agents.Kinds()...), def: "false",
 		meaning: "obey stop requests only at the liveness tick (for measurements)"})
 	return t
 }
