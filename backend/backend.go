@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -116,6 +117,20 @@ func (b *Backend) Driver() driver.Driver { return b.drv }
 // A hub refuses to start on a read-only database and reports the rest at
 // /healthz.
 func (b *Backend) StorageHealth(ctx context.Context) error { return b.drv.Health(ctx) }
+
+// DatabaseNow reads the database's own clock, when it has one of its own:
+// Postgres's clock_timestamp() (own true). A SQLite database is a file of
+// this host, whose clock it has: own false, and the time is zero.
+func (b *Backend) DatabaseNow(ctx context.Context) (t time.Time, own bool, err error) {
+	c, ok := b.drv.(interface {
+		DatabaseNow(ctx context.Context) (time.Time, error)
+	})
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	t, err = c.DatabaseNow(ctx)
+	return t, true, err
+}
 
 // Dialect names the database: "sqlite" or "postgres".
 func (b *Backend) Dialect() string { return b.drv.Dialect() }

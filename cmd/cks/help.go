@@ -52,12 +52,19 @@ func topCommands() []topCommand {
 		{name: "agent", subs: agentSubs(), run: cmdAgent},
 		{name: "research", args: `"QUESTION"`, summary: "submit a question to the research pipeline; --wait follows it " +
 			"(one line per transition) and prints the answer with its citations, or why it parked (exit 4)", run: cmdResearch},
-		{name: "doctor", summary: "check every stored task and object against today's bounds (values stored before a " +
-			"bound existed); exit 5 if any is past one", run: cmdDoctor},
+		{name: "doctor", summary: "check the deployment: the database reachable and writable, its schema, the clock " +
+			"skew against it, the hub, the token, the maintenance leader, the agents alive, and every stored task and object " +
+			"against today's bounds; each failure with its fix; exit status of the first failure (below)", run: cmdDoctor},
 		{name: "backup", args: "FILE", summary: "copy the SQLite database to FILE while the hub and its agents run " +
 			"(progress on stderr; never over an existing file); Postgres: pg_dump", run: cmdBackup},
 		{name: "restore", args: "FILE", summary: "replace the data directory's SQLite database with the backup FILE; " +
 			"refused while a hub or an agent of the database runs; the replaced database is kept beside it", run: cmdRestore},
+		{name: "config", summary: "print the effective configuration of this environment: every variable of the hub, the " +
+			"agents and the CLI with its value and source (secrets as set/unset; docs/configuration.md); exit 1 if a value is refused",
+			run: cmdConfig},
+		{name: "completion", subs: completionShells, run: func(ctx context.Context, args []string, e env) error {
+			return completionRun(ctx, args, e)
+		}},
 		{name: "api", args: "OP [JSON|-]", summary: "call any operation by name with JSON as its input (default {}, " +
 			`"-" reads stdin) and print its output; --list lists the operations`, run: cmdAPI},
 		{name: "bench", subs: benchSubs, run: cmdBench},
@@ -315,7 +322,7 @@ func subsHelp(w io.Writer, c topCommand) {
 	for _, s := range c.subs {
 		entries = append(entries, helpEntry{words: c.name + " " + s.name, args: s.args, summary: s.summary})
 	}
-	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind"}[c.name]+
+	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind", "completion": "shell"}[c.name]+
 		map[string]string{"bench": "name"}[c.name]))
 	printSection(w, helpSection{heading: "Commands:", entries: entries})
 }
@@ -393,7 +400,8 @@ A flag of a command may come before or after its arguments; --url, --token,
 JSON flag is written as it is, or read from @FILE.
 
 Environment: CKS_DATABASE_URL, CKS_DATA_DIR, CKS_LISTEN (hub side); CKS_URL,
-CKS_TOKEN (client side). Flags win over the environment. Without --data-dir
+CKS_TOKEN (client side); cks config lists every variable with its effective
+value (docs/configuration.md). Flags win over the environment. Without --data-dir
 or CKS_DATA_DIR the data directory is the nearest .cks in the working
 directory or above it (as git finds .git), else ./.cks; the client reads the
 hub's URL and admin token there.
@@ -402,6 +410,7 @@ Exit status: 0 success, 1 error (a refusal by the hub is printed in its words),
 2 usage error (the command line itself: flags, arguments), 3 a stop or update whose
 executor did not confirm its abort within the deadline (the task IS stopped or
 restarted, but that executor may still be running against it), 4 a research
-question followed with --wait that parked in needs_input, 5 a doctor run that found
-stored values past a bound.
+question followed with --wait that parked in needs_input; cks doctor's first failed
+finding: 10 database, 11 schema, 12 clock skew, 13 hub, 14 token, 15 leader, 16 agents,
+5 stored values past a bound.
 `

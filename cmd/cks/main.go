@@ -104,9 +104,11 @@ func exitCode(e env, err error) int {
 	case errors.Is(err, errParked):
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 4
-	case errors.Is(err, errProblems):
+	case errors.As(err, new(*doctorError)):
 		fmt.Fprintln(e.stderr, "cks:", err)
-		return 5
+		var de *doctorError
+		errors.As(err, &de)
+		return de.code
 	default:
 		fmt.Fprintln(e.stderr, "cks:", err)
 		return 1

@@ -4,3 +4,8 @@
 
 -- name: TransactionReadOnly :one
 SELECT current_setting('transaction_read_only') = 'on';
+
+-- The server's clock, read as late as the statement runs (cks doctor
+-- compares it with the host's: the leases of leadership are judged by it).
+-- name: DatabaseNow :one
+SELECT clock_timestamp()::timestamptz;

@@ -7,7 +7,21 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
+
+const databaseNow = `-- name: DatabaseNow :one
+SELECT clock_timestamp()::timestamptz
+`
+
+// The server's clock, read as late as the statement runs (cks doctor
+// compares it with the host's: the leases of leadership are judged by it).
+func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, databaseNow)
+	var column_1 time.Time
+	err := row.Scan(&column_1)
+	return column_1, err
+}
 
 const transactionReadOnly = `-- name: TransactionReadOnly :one
 
