@@ -18,6 +18,10 @@ const (
 	// changed status (cks.TopicObjects), written by this or any other
 	// process on the store: a research question moved a step.
 	ObjectsChanged = "objects"
+	// TasksChanged: a call of the operations table changed a task (created,
+	// claimed, moved, stopped, answered, …; not a lease renewal). The
+	// studio's board and task pages re-read on it.
+	TasksChanged = "tasks"
 	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
 	// Data is a StepEvent.
 	AgentStepStarted = "agent_step_started"

@@ -157,6 +157,9 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			cfg.OnSweep(id, d, count, err)
 		}
 		bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
+		if count > 0 { // a pass that handled tasks (reaped a lease, resolved an abort) moved them
+			bus.Publish(events.Event{Type: events.TasksChanged, At: cfg.Clock.Now()})
+		}
 	}
 	reg := st.Sweepers.Registry()
 	elector := leader.New(st.Driver(), leader.Config{TTL: set.LeaderTTL, Changes: cfg.Changes, Clock: cfg.Clock,
