@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,7 +221,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	}
 	p = get(t, e.h, fmt.Sprintf("/tasks/%d", id))
 	actions = section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
-	mustContain(t, "finished actions", actions, "finished, nothing to stop or start")
+	mustContain(t, "finished actions", actions, "finished, nothing to stop, start or cancel")
 	mustNotContain(t, "finished actions", actions, "<button")
 }
 
@@ -242,8 +243,9 @@ func TestTaskPageWiresStopAndStart(t *testing.T) {
 	if js == "" {
 		t.Fatalf("task page does not load the script\n%s", p.body)
 	}
-	mustNotContain(t, "task page", p.body, `id="live"`)
-	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/"`, `"/" + action`, `action !== "stop" && action !== "start"`,
-		"reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
+	mustContain(t, "task page", p.body, `id="live"`, `data-live-fragment="/studio/tasks/`+strconv.FormatInt(task.ID, 10)+`"`, `data-live-events="tasks"`)
+	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/" + id + "/stop"`, `"/v1/tasks/" + id + "/start"`,
+		`"/v1/tasks/" + id + "/cancel"`, `"/v1/tasks/" + id + "/answer"`, `["PATCH", "/v1/tasks/" + id]`, `["POST", "/v1/tasks"]`,
+		`"tasks", "objects"`, "reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
 	_ = studio.TasksPath
 }

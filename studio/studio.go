@@ -65,6 +65,10 @@ const (
 	FragmentPath = "/studio/processes"
 	// SweepersFragmentPath serves only the sweeper cards, likewise.
 	SweepersFragmentPath = "/studio/sweepers"
+	// BoardFragmentPath serves the task board's lists alone (with the
+	// board's query), and BoardFragmentPath/{id} a task page's live part:
+	// the page script swaps them in when a "tasks" event arrives.
+	BoardFragmentPath = "/studio/tasks"
 	// LoginPath renders the login form. The hub handles the form's POST.
 	LoginPath = "/login"
 )
@@ -94,6 +98,7 @@ var pages = map[string]*template.Template{
 	"error":    parsePage("error.html"),
 	"tasks":    parsePage("tasks.html"),
 	"task":     parsePage("task.html"),
+	"newtask":  parsePage("newtask.html"),
 	"objects":  parsePage("objects.html"),
 	"object":   parsePage("object.html", "knowledge.html"),
 	"forks":    parsePage("forks.html", "knowledge.html"),
@@ -204,6 +209,9 @@ func New(svc *ops.Services, opts Options) http.Handler {
 	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
 		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
+		mux.HandleFunc("GET "+TasksPath+"/new", s.newTask)
+		mux.HandleFunc("GET "+BoardFragmentPath, s.boardFragment)
+		mux.HandleFunc("GET "+BoardFragmentPath+"/{id}", s.taskPage)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
