@@ -18,9 +18,11 @@ const (
 	// changed status (cks.TopicObjects), written by this or any other
 	// process on the store: a research question moved a step.
 	ObjectsChanged = "objects"
-	// TasksChanged: a call of the operations table changed a task (created,
-	// claimed, moved, stopped, answered, …; not a lease renewal). The
-	// studio's board and task pages re-read on it.
+	// TasksChanged: a task changed — a call of the operations table changed
+	// one (created, claimed, moved, stopped, answered, …; not a lease
+	// renewal), a sweeper pass handled some, or any process on the store made
+	// one ready or requested or confirmed an abort (cks.TopicTasksReady,
+	// cks.TopicTaskAborts). The studio's board and task pages re-read on it.
 	TasksChanged = "tasks"
 	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
 	// Data is a StepEvent.

@@ -260,9 +260,16 @@ func (rt *Runtime) watch(ctx context.Context) {
 			// of the knowledge store, made by any process (a pipeline agent),
 			// tells the hub's viewers (the studio's object and research
 			// pages follow their question through its steps).
-			err := rt.cfg.Changes.WatchChanges(ctx, []string{cks.TopicSweeperControl, cks.TopicObjects}, func(topic string) {
-				if topic == cks.TopicObjects {
+			// A task made ready or an abort requested or confirmed, by any
+			// process, tells them too (the board and task pages follow it).
+			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts}
+			err := rt.cfg.Changes.WatchChanges(ctx, topics, func(topic string) {
+				switch topic {
+				case cks.TopicObjects:
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
+					return
+				case cks.TopicTasksReady, cks.TopicTaskAborts:
+					rt.Bus.Publish(events.Event{Type: events.TasksChanged, At: rt.cfg.Clock.Now()})
 					return
 				}
 				for _, r := range rt.Sweepers.Registry().Runners() {

@@ -43,8 +43,12 @@
     return regionOf(container, url, kind, afterSwap);
   }
 
-  // editing: a form control in el has the focus or holds a change not sent.
+  // editing: a form control in el has the focus or holds a change not
+  // sent, or a form was opened (an open <details>, the task's edit form).
   function editing(el) {
+    if (el.querySelector("details[open]")) {
+      return true;
+    }
     const active = document.activeElement;
     if (active && active !== document.body && el.contains(active) && active.matches("input, textarea, select")) {
       return true;
@@ -61,11 +65,13 @@
     // One fetch at a time; a request made meanwhile runs once the current one ends.
     let inFlight = false;
     let again = false;
+    let last = null; // the fragment last swapped in
 
     async function refresh() {
       if (editing(container)) {
         // Never replace what a person is typing: catch up once they leave.
         container.addEventListener("focusout", () => setTimeout(refresh, 0), { once: true });
+        container.addEventListener("toggle", () => setTimeout(refresh, 0), { once: true, capture: true });
         return;
       }
       if (inFlight) {
@@ -81,7 +87,14 @@
         });
         // Only studio's own fragment (including its error block) goes into the page.
         if (res.headers.get("X-Studio-Fragment") === kind) {
-          container.innerHTML = await res.text();
+          const html = await res.text();
+          if (html === last) {
+            // Unchanged: keep the DOM (and what the person is looking at).
+            container.classList.remove("stale");
+            return;
+          }
+          last = html;
+          container.innerHTML = html;
           container.classList.remove("stale");
           if (container.querySelector("[data-terminal]")) {
             container.dataset.liveDone = "";
@@ -321,6 +334,7 @@
   function follow(container) {
     const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
     const guarded = {
+      followed: true,
       container: r.container,
       refresh: () => {
         if (!("liveDone" in container.dataset)) {
@@ -515,6 +529,7 @@
   }
 
   let retryMs = 1000;
+  let connectedOnce = false;
 
   function connect() {
     if (!("EventSource" in window)) {
@@ -526,7 +541,17 @@
     es.addEventListener("open", () => {
       retryMs = 1000;
       setIndicator("live", "live");
-      refreshAll(); // catch up on anything missed while disconnected
+      // Catch up on anything missed while disconnected. The first
+      // connection follows a fresh page: the live fragments (board, task)
+      // have nothing to catch up on, and swapping them would only reset
+      // what the person started (the 10 s poll covers the moment between
+      // render and connect).
+      for (const r of regions) {
+        if (connectedOnce || !r.followed) {
+          r.refresh();
+        }
+      }
+      connectedOnce = true;
     });
     if (processes) {
       es.addEventListener("processes", processes.refresh);
