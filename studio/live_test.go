@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/ops"
@@ -176,4 +177,28 @@ func TestNewTaskForm(t *testing.T) {
 		}
 		mustContain(t, q, r.body, want)
 	}
+}
+
+// TestTaskPageHonoursPermissions: on both backends, a viewer who may only
+// read sees the verbs the task admits disabled, each with the permission
+// it lacks, and no link to create a task; the operator sees them enabled.
+func TestTaskPageHonoursPermissions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend.Backend) {
+		h := taskStudio(b)
+		run, _ := backendtest.Into(t, b, cks.TaskRunning, "run")
+		reader := as(t, b, cks.Grant{Resource: "/", Permission: auth.PermRead})
+		r := getAs(t, h, fmt.Sprintf("/tasks/%d", run.ID), reader)
+		wantHTML(t, r, http.StatusOK)
+		acts := section(t, r.body, `id="actions-heading"`, `id="fields-heading"`)
+		for _, perm := range []string{auth.PermStop, auth.PermCancel, auth.PermUpdate} {
+			mustContain(t, "reader's actions", acts, fmt.Sprintf(`disabled title="forbidden: principal &#34;viewer&#34; needs %s on /tasks/%d"`, perm, run.ID))
+		}
+		mustNotContain(t, "reader's actions", acts, "/tasks/new?parent=")
+		mustNotContain(t, "reader's board", getAs(t, h, "/tasks", reader).body, `href="/tasks/new"`)
+
+		op := section(t, get(t, h, fmt.Sprintf("/tasks/%d", run.ID)).body, `id="actions-heading"`, `id="fields-heading"`)
+		mustNotContain(t, "operator's actions", op, "disabled title=\"forbidden")
+		mustContain(t, "operator's actions", op, "/tasks/new?parent=")
+		mustContain(t, "operator's board", get(t, h, "/tasks").body, `href="/tasks/new"`)
+	})
 }

@@ -155,6 +155,9 @@ type boardView struct {
 	FinishedAll   int
 	// Filtered is the list of a filtered board.
 	Filtered taskList
+	// CanCreate offers the New task link: the viewer holds create_task's
+	// permission.
+	CanCreate bool
 }
 
 // stateChoice is one state of the filter form.
@@ -317,6 +320,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		v.Filter = strings.Join(parts, " · ")
 	}
 	lister := listTasks{s.ops}
+	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
 
 	// The chips count the tasks of the type filter, per state.
 	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type})
@@ -580,6 +584,10 @@ type taskDetail struct {
 	// Leased: CLAIMED or RUNNING, where a material edit stops the attempt,
 	// applies and restarts it.
 	Leased bool
+	// Refused names, per verb the task admits but the viewer may not use
+	// ("stop", "start", "cancel", "answer", "update", "create"), why: the
+	// permission the operation needs. The page shows those disabled with it.
+	Refused map[string]string
 	// Edit lists the edit form's fields, each with whether changing it is
 	// material (cks.TaskPatch.Material: the executor works from it).
 	Edit []editField
@@ -761,6 +769,23 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	d.CanUpdateMaterial = slices.Contains(t.Actions, cks.ActionUpdateMaterial)
 	d.Leased = t.State == cks.TaskClaimed || t.State == cks.TaskRunning
 	d.Edit = editFields(t)
+	d.Refused = map[string]string{}
+	ctx := r.Context()
+	for verb, op := range map[string]struct {
+		op ops.Operation
+		in any
+	}{
+		"stop":   {ops.StopTask, &cks.StopTaskInput{TaskID: t.ID}},
+		"start":  {ops.StartTask, &cks.TaskReasonInput{TaskID: t.ID}},
+		"cancel": {ops.CancelTask, &cks.TaskReasonInput{TaskID: t.ID}},
+		"answer": {ops.AnswerTask, &cks.AnswerTaskInput{TaskID: t.ID}},
+		"update": {ops.UpdateTask, &cks.UpdateTaskInput{TaskID: t.ID}},
+		"create": {ops.CreateTask, &cks.NewTask{}},
+	} {
+		if err := ops.Authorize(ctx, s.ops, op.op, op.in); err != nil {
+			d.Refused[verb] = err.Error()
+		}
+	}
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
