@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -201,4 +202,33 @@ func TestTaskPageHonoursPermissions(t *testing.T) {
 		mustContain(t, "operator's actions", op, "/tasks/new?parent=")
 		mustContain(t, "operator's board", get(t, h, "/tasks").body, `href="/tasks/new"`)
 	})
+}
+
+// TestPanelGroupsByKind: the Agent Panel groups the process cards by kind,
+// a kind with a live instance first and its live instances in view; exited
+// instances are collapsed under the kind, at most studio.HistoryCap of
+// them with the count of all; a current task links to its page.
+func TestPanelGroupsByKind(t *testing.T) {
+	e := newFullEnv(t)
+	busy := backendtest.Liveness("critic-live-000000000001", "critic", 0)
+	task := int64(9)
+	busy.CurrentTaskID, busy.CurrentTaskType = &task, "review"
+	backendtest.MustUpsert(t, e.store, busy)
+	for i := range studio.HistoryCap + 2 {
+		backendtest.MustUpsert(t, e.store, backendtest.Liveness(fmt.Sprintf("critic-old-%014d", i), "critic", -time.Hour-time.Duration(i)*time.Minute))
+	}
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("exec-old-0000000000001", "exec", -time.Hour))
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	critic := section(t, page.body, `data-kind="critic"`, `data-kind="exec"`)
+	live := section(t, critic, `critic <span`, `<details class="history">`)
+	mustContain(t, "critic's live cards", live, `data-process-card="critic-live-000000000001"`, `<a class="task" href="/tasks/9">#9</a> review`)
+	mustNotContain(t, "critic's live cards", live, "critic-old-")
+	hist := critic[strings.Index(critic, `<details class="history">`):]
+	if n := strings.Count(hist, `data-process-card="critic-old-`); n != studio.HistoryCap {
+		t.Errorf("%d exited critic cards listed, want %d", n, studio.HistoryCap)
+	}
+	mustContain(t, "critic's history", hist, fmt.Sprintf("Earlier instances (%d)", studio.HistoryCap+2),
+		fmt.Sprintf("The newest %d of %d shown.", studio.HistoryCap, studio.HistoryCap+2))
+	mustContain(t, "exec group", page.body[strings.Index(page.body, `data-kind="exec"`):], "No live instance of exec.", `data-process-card="exec-old-0000000000001"`)
 }

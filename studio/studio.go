@@ -306,15 +306,60 @@ func (s *server) logErr(r *http.Request, msg string, err error, attrs ...any) {
 
 // processesView is the data of the "processes" block.
 type processesView struct {
-	Cards          []card
+	Cards []card
+	// Groups are the cards by process kind (kinds with a live instance
+	// first, then in the cards' order): the live instances, and the newest
+	// HistoryCap exited ones of HistoryAll, collapsed.
+	Groups         []procGroup
 	Alive, Stopped int
 	// Failed means the service could not list processes; the block shows an
 	// error instead of cards.
 	Failed bool
 }
 
+// HistoryCap is how many exited instances of a kind the Agent Panel lists.
+const HistoryCap = 10
+
+// procGroup is the cards of one process kind.
+type procGroup struct {
+	Kind       string
+	Live       []card
+	History    []card
+	HistoryAll int
+}
+
+// groupCards groups cards (alive first, newest first otherwise) by kind.
+func groupCards(cards []card) []procGroup {
+	var out []procGroup
+	at := map[string]int{}
+	for _, c := range cards {
+		i, ok := at[c.Kind]
+		if !ok {
+			i = len(out)
+			at[c.Kind] = i
+			out = append(out, procGroup{Kind: c.Kind})
+		}
+		g := &out[i]
+		switch {
+		case c.Alive:
+			g.Live = append(g.Live, c)
+		default:
+			g.HistoryAll++
+			if len(g.History) < HistoryCap {
+				g.History = append(g.History, c)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b procGroup) int {
+		return cmp.Compare(min(len(b.Live), 1), min(len(a.Live), 1))
+	})
+	return out
+}
+
 // card is one process instance, formatted for display.
 type card struct {
+	// Tasks links the current task to its page (the studio has the board).
+	Tasks bool
 	Kind        string
 	InstanceID  string
 	ShortID     string
@@ -431,8 +476,10 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		} else {
 			v.Stopped++
 		}
+		c.Tasks = s.ops.Tasks != nil
 		v.Cards = append(v.Cards, c)
 	}
+	v.Groups = groupCards(v.Cards)
 	return v, http.StatusOK, nil
 }
 
