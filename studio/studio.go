@@ -359,7 +359,7 @@ func groupCards(cards []card) []procGroup {
 // card is one process instance, formatted for display.
 type card struct {
 	// Tasks links the current task to its page (the studio has the board).
-	Tasks bool
+	Tasks       bool
 	Kind        string
 	InstanceID  string
 	ShortID     string
