@@ -3,8 +3,11 @@
 // say something changed. The pages are the Agent Panel (process cards whose
 // Stop button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
-// task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
-// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API), the
+// task board (/tasks: STOPPED band and NEEDS_INPUT inbox first, filters by
+// state, type and stopped_longer_than, cursor paging, live on the hub's
+// "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
+// call the API's routes of stop, start, cancel, answer and update, and
+// /tasks/new, create_task's form), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
 // Every read goes through the operations of the table (package ops) with the
