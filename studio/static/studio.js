@@ -165,6 +165,24 @@
     return "The request failed (HTTP " + res.status + ").";
   }
 
+  // sendJSON sends body as JSON to the API with the browser's cookie; a
+  // signed-out session (401) reloads the page, so the hub can send the
+  // browser to sign in, and answers null.
+  async function sendJSON(method, url, body) {
+    const res = await fetch(url, {
+      method: method,
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (res.status === 401) {
+      window.location.reload();
+      return null;
+    }
+    return res;
+  }
+
   // Task page actions, delegated from the document (the actions live in the
   // task's live fragment, which is swapped in on "tasks" events). Each posts
   // to the API's route of its operation; on success the page's live part
@@ -294,15 +312,8 @@
     showError("");
     const [method, url] = taskCalls[action](taskId);
     try {
-      const res = await fetch(url, {
-        method: method,
-        credentials: "same-origin",
-        cache: "no-store",
-        headers: { Accept: "application/json", "Content-Type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status === 401) {
-        window.location.reload();
+      const res = await sendJSON(method, url, body);
+      if (res === null) {
         return;
       }
       if (res.ok) {
@@ -395,15 +406,8 @@
       btn.textContent = "Asking…";
       showError("");
       try {
-        const res = await fetch("/v1/objects", {
-          method: "POST",
-          credentials: "same-origin",
-          cache: "no-store",
-          headers: { Accept: "application/json", "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        if (res.status === 401) {
-          window.location.reload();
+        const res = await sendJSON("POST", "/v1/objects", body);
+        if (res === null) {
           return;
         }
         if (!res.ok) {
