@@ -18,6 +18,12 @@ const (
 	// changed status (cks.TopicObjects), written by this or any other
 	// process on the store: a research question moved a step.
 	ObjectsChanged = "objects"
+	// TasksChanged: a task changed — a call of the operations table changed
+	// one (created, claimed, moved, stopped, answered, …; not a lease
+	// renewal), a sweeper pass handled some, or any process on the store made
+	// one ready or requested or confirmed an abort (cks.TopicTasksReady,
+	// cks.TopicTaskAborts). The studio's board and task pages re-read on it.
+	TasksChanged = "tasks"
 	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
 	// Data is a StepEvent.
 	AgentStepStarted = "agent_step_started"

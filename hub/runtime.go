@@ -157,6 +157,9 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			cfg.OnSweep(id, d, count, err)
 		}
 		bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
+		if count > 0 { // a pass that handled tasks (reaped a lease, resolved an abort) moved them
+			bus.Publish(events.Event{Type: events.TasksChanged, At: cfg.Clock.Now()})
+		}
 	}
 	reg := st.Sweepers.Registry()
 	elector := leader.New(st.Driver(), leader.Config{TTL: set.LeaderTTL, Changes: cfg.Changes, Clock: cfg.Clock,
@@ -262,9 +265,16 @@ func (rt *Runtime) watch(ctx context.Context) {
 			// of the knowledge store, made by any process (a pipeline agent),
 			// tells the hub's viewers (the studio's object and research
 			// pages follow their question through its steps).
-			err := rt.cfg.Changes.WatchChanges(ctx, []string{cks.TopicSweeperControl, cks.TopicObjects}, func(topic string) {
-				if topic == cks.TopicObjects {
+			// A task made ready or an abort requested or confirmed, by any
+			// process, tells them too (the board and task pages follow it).
+			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts}
+			err := rt.cfg.Changes.WatchChanges(ctx, topics, func(topic string) {
+				switch topic {
+				case cks.TopicObjects:
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
+					return
+				case cks.TopicTasksReady, cks.TopicTaskAborts:
+					rt.Bus.Publish(events.Event{Type: events.TasksChanged, At: rt.cfg.Clock.Now()})
 					return
 				}
 				if err := rt.Sweepers.Registry().Follow(ctx, rt.Store.Sweepers); err != nil && ctx.Err() == nil {

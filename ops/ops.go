@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -278,7 +279,7 @@ func (o *Op[In, Out]) invoke(ctx context.Context, s *Services, in any, checked s
 	if err := authorize(ctx, s, o, p, checked); err != nil {
 		return nil, err
 	}
-	return o.call(ctx, s, p)
+	return o.run(ctx, s, p)
 }
 
 // Do is Invoke with a typed input: the call of a surface (the studio) that
@@ -288,7 +289,25 @@ func (o *Op[In, Out]) Do(ctx context.Context, s *Services, in *In) (Out, error) 
 		var zero Out
 		return zero, err
 	}
-	return o.call(ctx, s, in)
+	return o.run(ctx, s, in)
+}
+
+// run calls o; a call that changed a task tells the hub's viewers on the
+// Bus (events.TasksChanged), as a process stop does.
+func (o *Op[In, Out]) run(ctx context.Context, s *Services, in *In) (Out, error) {
+	out, err := o.call(ctx, s, in)
+	if err == nil && s.Bus != nil && changesTasks(&o.spec) {
+		s.Bus.Publish(events.Event{Type: events.TasksChanged, At: s.clock().Now()})
+	}
+	return out, err
+}
+
+// changesTasks reports whether a successful call of sp changes a task a
+// viewer would see: any operation on the tasks that is not read-only,
+// except the lease renewal (a heartbeat every few seconds per executor
+// would only make every board re-read).
+func changesTasks(sp *Spec) bool {
+	return !sp.Hints.ReadOnly && strings.HasPrefix(sp.Resource, auth.ResourceTasks) && sp.Name != TouchTask.spec.Name
 }
 
 // Authorize checks what Invoke checks before it calls op: that in's text is

@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 )
@@ -148,6 +149,74 @@ func TestBulkOps(t *testing.T) {
 		}
 		if ops.BulkStopTasks.Wait(&cks.BulkStopTasksInput{AbortWait: cks.AbortWait{Deadline: "2s"}}) != 2*time.Second {
 			t.Error("a bulk stop does not extend the surfaces' deadlines by its abort wait")
+		}
+	})
+}
+
+// TestTaskCallsTellTheBus: on both backends, a call that changes a task
+// (create, stop, mark running) publishes events.TasksChanged on the
+// Services' Bus, so the studio's board follows it; a read and a lease
+// renewal (touch_task) publish nothing, and a refused call nothing either.
+func TestTaskCallsTellTheBus(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		ctx := auth.WithLocalOperator(context.Background())
+		bus := &events.Bus{}
+		ch, done := bus.SubscribeBuffered(64)
+		defer done()
+		svc := &ops.Services{Tasks: s.Tasks, Clock: c, Bus: bus}
+		running, tok := backendtest.Into(t, s, cks.TaskRunning, "bus")
+		claimed, ctok := backendtest.Into(t, s, cks.TaskClaimed, "bus")
+		heard := func() int {
+			n := 0
+			for {
+				select {
+				case e := <-ch:
+					if e.Type == events.TasksChanged {
+						n++
+					}
+				default:
+					return n
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name string
+			call func() error
+			want int
+		}{
+			{"list_tasks", func() error { _, err := ops.ListTasks.Do(ctx, svc, &cks.ListTasksInput{}); return err }, 0},
+			{"get_task", func() error { _, err := ops.GetTask.Do(ctx, svc, &cks.TaskInput{TaskID: running.ID}); return err }, 0},
+			{"touch_task", func() error {
+				_, err := ops.TouchTask.Do(ctx, svc, &cks.LeaseInput{TaskID: running.ID, LeaseToken: tok})
+				return err
+			}, 0},
+			{"create_task", func() error {
+				_, err := ops.CreateTask.Do(ctx, svc, &cks.NewTask{Type: "bus", Title: "new"})
+				return err
+			}, 1},
+			{"mark_running", func() error {
+				_, err := ops.MarkRunning.Do(ctx, svc, &cks.LeaseInput{TaskID: claimed.ID, LeaseToken: ctok})
+				return err
+			}, 1},
+			{"stop_task", func() error {
+				_, err := ops.StopTask.Do(ctx, svc, &cks.StopTaskInput{TaskID: running.ID, Reason: "hold", AbortWait: cks.AbortWait{Wait: new(false)}})
+				return err
+			}, 1},
+			{"start_task refused (not STOPPED)", func() error {
+				if _, err := ops.StartTask.Do(ctx, svc, &cks.TaskReasonInput{TaskID: claimed.ID}); err == nil {
+					return errors.New("start of a RUNNING task accepted")
+				}
+				return nil
+			}, 0},
+		} {
+			if err := tc.call(); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got := heard(); got != tc.want {
+				t.Errorf("%s: %d %q events, want %d", tc.name, got, events.TasksChanged, tc.want)
+			}
 		}
 	})
 }

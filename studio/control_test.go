@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +223,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	}
 	p = get(t, e.h, fmt.Sprintf("/tasks/%d", id))
 	actions = section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
-	mustContain(t, "finished actions", actions, "finished, nothing to stop or start")
+	mustContain(t, "finished actions", actions, "finished, nothing to stop, start or cancel")
 	mustNotContain(t, "finished actions", actions, "<button")
 }
 
@@ -244,15 +245,17 @@ func TestTaskPageWiresStopAndStart(t *testing.T) {
 	if js == "" {
 		t.Fatalf("task page does not load the script\n%s", p.body)
 	}
-	mustNotContain(t, "task page", p.body, `id="live"`)
-	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/"`, `"/" + action`, `action !== "stop" && action !== "start"`,
-		"reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
+	mustContain(t, "task page", p.body, `id="live"`, `data-live-fragment="/studio/tasks/`+strconv.FormatInt(task.ID, 10)+`"`, `data-live-events="tasks"`)
+	mustContain(t, "studio.js", js, "[data-task-actions]", `"/v1/tasks/" + id + "/stop"`, `"/v1/tasks/" + id + "/start"`,
+		`"/v1/tasks/" + id + "/cancel"`, `"/v1/tasks/" + id + "/answer"`, `["PATCH", "/v1/tasks/" + id]`, `["POST", "/v1/tasks"]`,
+		`"tasks", "objects"`, "reason: reason, wait: false", `method: "POST"`, `credentials: "same-origin"`, `"Content-Type": "application/json"`)
 	_ = studio.TasksPath
 }
 
 // TestTaskPageOffersRetry: a FAILED task's page offers Retry to a viewer who
-// holds retry on it, and says why there is none to one who does not; the
-// script posts the retry to the HTTP API's retry_task.
+// holds retry on it, and to one who does not a disabled Retry naming the
+// permission it needs; the script posts the retry to the HTTP API's
+// retry_task.
 func TestTaskPageOffersRetry(t *testing.T) {
 	e := newFullEnv(t)
 	ctx := context.Background()
@@ -274,8 +277,8 @@ func TestTaskPageOffersRetry(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	e.h.ServeHTTP(rec, req.WithContext(auth.WithPrincipal(req.Context(), e.store.Principals, reader)))
 	actions = section(t, rec.Body.String(), `id="task-actions"`, `id="fields-heading"`)
-	mustContain(t, "failed actions of a reader", actions, "Retrying it needs the retry permission")
-	mustNotContain(t, "failed actions of a reader", actions, "<button")
+	mustContain(t, "failed actions of a reader", actions, `data-task-action-button disabled title="`, "retry")
+	mustNotContain(t, "failed actions of a reader", actions, `data-task-action-button>Retry</button>`)
 
 	var js string
 	for _, m := range assetRef.FindAllStringSubmatch(get(t, e.h, path).body, -1) {
@@ -283,5 +286,5 @@ func TestTaskPageOffersRetry(t *testing.T) {
 			js = get(t, e.h, strings.ReplaceAll(m[1], "&amp;", "&")).body
 		}
 	}
-	mustContain(t, "studio.js", js, `action !== "retry"`, `retry: "Retrying…"`, `"/v1/tasks/" + encodeURIComponent(taskId) + "/" + action`)
+	mustContain(t, "studio.js", js, `retry: (id) => ["POST", "/v1/tasks/" + id + "/retry"]`)
 }

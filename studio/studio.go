@@ -3,8 +3,11 @@
 // say something changed. The pages are the Agent Panel (process cards whose
 // Stop button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
-// task board (/tasks, STOPPED tasks first) and task pages (/tasks/{id}, whose
-// Stop and Start buttons call the hub's /v1/tasks/{id}/stop|start API), the
+// task board (/tasks: STOPPED band and NEEDS_INPUT inbox first, filters by
+// state, type and stopped_longer_than, cursor paging, live on the hub's
+// "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
+// call the API's routes of stop, start, cancel, answer and update, and
+// /tasks/new, create_task's form), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
 // Every read goes through the operations of the table (package ops) with the
@@ -65,6 +68,10 @@ const (
 	FragmentPath = "/studio/processes"
 	// SweepersFragmentPath serves only the sweeper cards, likewise.
 	SweepersFragmentPath = "/studio/sweepers"
+	// BoardFragmentPath serves the task board's lists alone (with the
+	// board's query), and BoardFragmentPath/{id} a task page's live part:
+	// the page script swaps them in when a "tasks" event arrives.
+	BoardFragmentPath = "/studio/tasks"
 	// LoginPath renders the login form. The hub handles the form's POST.
 	LoginPath = "/login"
 )
@@ -94,6 +101,7 @@ var pages = map[string]*template.Template{
 	"error":    parsePage("error.html"),
 	"tasks":    parsePage("tasks.html"),
 	"task":     parsePage("task.html"),
+	"newtask":  parsePage("newtask.html"),
 	"objects":  parsePage("objects.html"),
 	"object":   parsePage("object.html", "knowledge.html"),
 	"forks":    parsePage("forks.html", "knowledge.html"),
@@ -204,6 +212,9 @@ func New(svc *ops.Services, opts Options) http.Handler {
 	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
 		mux.HandleFunc("GET "+TasksPath+"/{id}", s.taskPage)
+		mux.HandleFunc("GET "+TasksPath+"/new", s.newTask)
+		mux.HandleFunc("GET "+BoardFragmentPath, s.boardFragment)
+		mux.HandleFunc("GET "+BoardFragmentPath+"/{id}", s.taskPage)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
@@ -298,15 +309,60 @@ func (s *server) logErr(r *http.Request, msg string, err error, attrs ...any) {
 
 // processesView is the data of the "processes" block.
 type processesView struct {
-	Cards          []card
+	Cards []card
+	// Groups are the cards by process kind (kinds with a live instance
+	// first, then in the cards' order): the live instances, and the newest
+	// HistoryCap exited ones of HistoryAll, collapsed.
+	Groups         []procGroup
 	Alive, Stopped int
 	// Failed means the service could not list processes; the block shows an
 	// error instead of cards.
 	Failed bool
 }
 
+// HistoryCap is how many exited instances of a kind the Agent Panel lists.
+const HistoryCap = 10
+
+// procGroup is the cards of one process kind.
+type procGroup struct {
+	Kind       string
+	Live       []card
+	History    []card
+	HistoryAll int
+}
+
+// groupCards groups cards (alive first, newest first otherwise) by kind.
+func groupCards(cards []card) []procGroup {
+	var out []procGroup
+	at := map[string]int{}
+	for _, c := range cards {
+		i, ok := at[c.Kind]
+		if !ok {
+			i = len(out)
+			at[c.Kind] = i
+			out = append(out, procGroup{Kind: c.Kind})
+		}
+		g := &out[i]
+		switch {
+		case c.Alive:
+			g.Live = append(g.Live, c)
+		default:
+			g.HistoryAll++
+			if len(g.History) < HistoryCap {
+				g.History = append(g.History, c)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b procGroup) int {
+		return cmp.Compare(min(len(b.Live), 1), min(len(a.Live), 1))
+	})
+	return out
+}
+
 // card is one process instance, formatted for display.
 type card struct {
+	// Tasks links the current task to its page (the studio has the board).
+	Tasks       bool
 	Kind        string
 	InstanceID  string
 	ShortID     string
@@ -431,8 +487,10 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		} else {
 			v.Stopped++
 		}
+		c.Tasks = s.ops.Tasks != nil
 		v.Cards = append(v.Cards, c)
 	}
+	v.Groups = groupCards(v.Cards)
 	return v, http.StatusOK, nil
 }
 

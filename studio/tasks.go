@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -128,8 +128,18 @@ type boardView struct {
 	Cap   int
 	Total int
 	Chips []chip
-	// Filter is the state of a filtered board; "" shows the default sections.
+	// Filter says what a filtered board lists ("STOPPED, OPEN · type build");
+	// "" shows the default sections.
 	Filter string
+	// The filter's fields, for the filter form.
+	States            []string
+	Types             string
+	StoppedLongerThan string
+	// AllStates are the ledger's states, for the filter form's choices.
+	AllStates []stateChoice
+	// Query is the board's query ("state=OPEN&type=build"), the fragment's
+	// URL keeps it; Base is it without the cursor.
+	Query, Base string
 	// After is the cursor the filtered list started after (0: from the start).
 	After int64
 	// The default board's sections.
@@ -145,7 +155,20 @@ type boardView struct {
 	FinishedAll   int
 	// Filtered is the list of a filtered board.
 	Filtered taskList
+	// CanCreate offers the New task link: the viewer holds create_task's
+	// permission.
+	CanCreate bool
 }
+
+// stateChoice is one state of the filter form.
+type stateChoice struct {
+	State   string
+	Checked bool
+}
+
+// boardParams are the query parameters the board reads; any other is
+// refused, never ignored.
+var boardParams = []string{"state", "type", "stopped_longer_than", "after"}
 
 // badRequest is a query the board refuses; its message is shown as is.
 type badRequest struct{ msg string }
@@ -153,22 +176,46 @@ type badRequest struct{ msg string }
 func (e *badRequest) Error() string { return e.msg }
 
 func (s *server) taskBoard(w http.ResponseWriter, r *http.Request) {
+	s.boardResponse(w, r, false)
+}
+
+// boardFragment serves the board's lists alone, for the page script to swap
+// in when the hub's events say a task changed.
+func (s *server) boardFragment(w http.ResponseWriter, r *http.Request) {
+	s.boardResponse(w, r, true)
+}
+
+func (s *server) boardResponse(w http.ResponseWriter, r *http.Request, fragment bool) {
 	v, err := s.board(r)
 	var bad *badRequest
 	var fe *cks.FieldError
+	status, heading, msg := http.StatusOK, "", ""
 	switch {
 	case s.forbidden(w, r, err):
+		return
 	case errors.As(err, &bad):
-		s.errorPage(w, r, http.StatusBadRequest, "Bad task filter", bad.msg)
+		status, heading, msg = http.StatusBadRequest, "Bad task filter", bad.msg
 	case errors.As(err, &fe):
-		s.errorPage(w, r, http.StatusBadRequest, "Bad task filter", err.Error())
+		status, heading, msg = http.StatusBadRequest, "Bad task filter", err.Error()
 	case err != nil:
 		s.logErr(r, "studio: task board", err)
-		s.errorPage(w, r, http.StatusInternalServerError, "Could not load tasks",
-			"The task list could not be read from the store. The error was logged on the server; reload to try again.")
-	default:
-		s.render(w, r, http.StatusOK, pages["tasks"], "layout", s.page("Tasks", "tasks", false, v))
+		status, heading, msg = http.StatusInternalServerError, "Could not load tasks",
+			"The task list could not be read from the store. The error was logged on the server; reload to try again."
 	}
+	if fragment {
+		w.Header().Set("X-Studio-Fragment", "tasks")
+		if status != http.StatusOK {
+			s.render(w, r, status, pages["error"], "message", errorView{Heading: heading, Message: msg})
+			return
+		}
+		s.render(w, r, status, pages["tasks"], "board", v)
+		return
+	}
+	if status != http.StatusOK {
+		s.errorPage(w, r, status, heading, msg)
+		return
+	}
+	s.render(w, r, http.StatusOK, pages["tasks"], "layout", s.page("Tasks", "tasks", true, v))
 }
 
 // listTasks lists tasks through the list_tasks operation, with its
@@ -180,12 +227,39 @@ func (l listTasks) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPag
 	return ops.ListTasks.Do(ctx, l.s, &in)
 }
 
-// board reads the task board: ?state=STATE lists that state (from
-// ?after=ID on), else the default sections. A state the list_tasks
-// operation refuses is its FieldError, shown as it says.
+// names splits a query's values of key: each may be a comma-separated list
+// (?state=OPEN,STOPPED&state=RUNNING).
+func names(q url.Values, key string) []string {
+	var out []string
+	for _, v := range q[key] {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// board reads the task board. ?state= (one or several, comma-separated),
+// ?type= and ?stopped_longer_than= filter it through list_tasks, from
+// ?after=ID on; without a filter it shows the default sections. A filter
+// the list_tasks operation refuses is its FieldError, shown as it says; a
+// query parameter the board does not read is refused by name.
 func (s *server) board(r *http.Request) (boardView, error) {
 	q := r.URL.Query()
 	v := boardView{Cap: BoardCap, StaleAfter: staleText(s.staleStop)}
+	var unknown []string
+	for k := range q {
+		if !slices.Contains(boardParams, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return v, &badRequest{fmt.Sprintf("The board has no filter %s: it filters by %s.",
+			strings.Join(unknown, ", "), strings.Join(boardParams[:3], ", ")+" and pages with after")}
+	}
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || n < 0 {
@@ -195,12 +269,10 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 	ctx := r.Context()
 	now := s.clock.Now()
-	in := cks.ListTasksInput{}
-	if st := q.Get("state"); st != "" {
-		in.State = []string{st}
-	}
+	in := cks.ListTasksInput{State: names(q, "state"), Type: names(q, "type"),
+		StoppedLongerThan: cks.Duration(strings.TrimSpace(q.Get("stopped_longer_than"))), Cursor: v.After, Limit: BoardCap}
 	// The counts below show what list_tasks would: the caller needs its
-	// permission, and a state it refuses is refused here.
+	// permission, and a filter it refuses is refused here.
 	if err := ops.Authorize(ctx, s.ops, ops.ListTasks, &in); err != nil {
 		return v, err
 	}
@@ -208,12 +280,50 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if err != nil {
 		return v, err
 	}
-	if len(filter.States) == 1 {
-		v.Filter = string(filter.States[0])
+	base := url.Values{}
+	if len(in.State) > 0 {
+		for _, st := range filter.States {
+			v.States = append(v.States, string(st))
+		}
+		base.Set("state", strings.Join(v.States, ","))
+	}
+	if len(in.Type) > 0 {
+		v.Types = strings.Join(in.Type, ",")
+		base.Set("type", v.Types)
+	}
+	if in.StoppedLongerThan != "" {
+		v.StoppedLongerThan = string(in.StoppedLongerThan)
+		base.Set("stopped_longer_than", v.StoppedLongerThan)
+	}
+	v.Base = base.Encode()
+	page := url.Values{}
+	maps.Copy(page, base)
+	if v.After > 0 {
+		page.Set("after", strconv.FormatInt(v.After, 10))
+	}
+	v.Query = page.Encode()
+	for _, st := range ledger.All {
+		v.AllStates = append(v.AllStates, stateChoice{State: string(st), Checked: slices.Contains(v.States, string(st))})
+	}
+	filtered := len(base) > 0
+	if filtered {
+		var parts []string
+		if len(v.States) > 0 {
+			parts = append(parts, strings.Join(v.States, ", "))
+		}
+		if v.Types != "" {
+			parts = append(parts, "type "+v.Types)
+		}
+		if v.StoppedLongerThan != "" {
+			parts = append(parts, "STOPPED for at least "+v.StoppedLongerThan)
+		}
+		v.Filter = strings.Join(parts, " · ")
 	}
 	lister := listTasks{s.ops}
+	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
 
-	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{})
+	// The chips count the tasks of the type filter, per state.
+	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type})
 	if err != nil {
 		return v, fmt.Errorf("count tasks: %w", err)
 	}
@@ -221,7 +331,8 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	v.Total = all.Total
 	// The chips: STOPPED and NEEDS_INPUT first, then lifecycle order.
 	chipOf := func(st cks.TaskState) chip {
-		return chip{State: string(st), Class: stateClass(st), Count: counts[st], Active: string(st) == v.Filter}
+		return chip{State: string(st), Class: stateClass(st), Count: counts[st],
+			Active: len(v.States) == 1 && v.States[0] == string(st) && v.StoppedLongerThan == ""}
 	}
 	for _, st := range append([]cks.TaskState{cks.TaskStopped, cks.TaskNeedsInput}, liveStates...) {
 		v.Chips = append(v.Chips, chipOf(st))
@@ -231,6 +342,25 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		v.Chips = append(v.Chips, c)
 		v.Finished = append(v.Finished, c)
 		v.FinishedAll += c.Count
+	}
+
+	if filtered {
+		n, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan})
+		if err != nil {
+			return v, fmt.Errorf("count filtered tasks: %w", err)
+		}
+		p, err := ops.ListTasks.Do(ctx, s.ops, &in)
+		if err != nil {
+			return v, fmt.Errorf("list tasks: %w", err)
+		}
+		v.Filtered = taskList{Rows: s.rows(p.Tasks, now), Count: n.Total, Next: p.Next}
+		if p.Next != 0 {
+			more := url.Values{}
+			maps.Copy(more, base)
+			more.Set("after", strconv.FormatInt(p.Next, 10))
+			v.Filtered.MoreURL = TasksPath + "?" + more.Encode()
+		}
+		return v, nil
 	}
 
 	list := func(states []cks.TaskState, after int64) (taskList, error) {
@@ -248,19 +378,6 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		l.Rows = s.rows(page.Tasks, now)
 		l.Next = page.Next
 		return l, nil
-	}
-
-	if v.Filter != "" {
-		st := cks.TaskState(v.Filter)
-		l, err := list([]cks.TaskState{st}, v.After)
-		if err != nil {
-			return v, err
-		}
-		if l.Next != 0 {
-			l.MoreURL = boardURL(st, l.Next)
-		}
-		v.Filtered = l
-		return v, nil
 	}
 
 	v.Stopped.Count = counts[cks.TaskStopped]
@@ -290,13 +407,22 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if v.Live, err = list(liveStates, 0); err != nil {
 		return v, err
 	}
-	// A default section that is cut short links to its state's own list (the
-	// live-work list spans several states, so it links to the next page of
-	// its first state that has more).
+	// A default section that is cut short links to its state's own list.
 	if v.Inbox.Next != 0 {
 		v.Inbox.MoreURL = boardURL(cks.TaskNeedsInput, 0)
 	}
+	if v.Live.Next != 0 {
+		v.Live.MoreURL = TasksPath + "?" + url.Values{"state": {strings.Join(stateNames(liveStates), ",")}, "after": {strconv.FormatInt(v.Live.Next, 10)}}.Encode()
+	}
 	return v, nil
+}
+
+func stateNames(sts []cks.TaskState) []string {
+	var out []string
+	for _, st := range sts {
+		out = append(out, string(st))
+	}
+	return out
 }
 
 // rows formats tasks for a board list.
@@ -393,6 +519,38 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// newTaskView is the data of the create form: Parent, when set, makes the
+// new task its child.
+type newTaskView struct{ Parent int64 }
+
+// newTask renders the create form (?parent=ID for a child task); the
+// script posts it to create_task. The caller needs create_task's
+// permission to see it.
+func (s *server) newTask(w http.ResponseWriter, r *http.Request) {
+	var v newTaskView
+	q := r.URL.Query()
+	for k := range q {
+		if k != "parent" {
+			s.errorPage(w, r, http.StatusBadRequest, "Bad request", fmt.Sprintf("The new-task form takes only parent, not %s.", k))
+			return
+		}
+	}
+	if p := q.Get("parent"); p != "" {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n <= 0 {
+			s.errorPage(w, r, http.StatusBadRequest, "Bad request", fmt.Sprintf("parent=%q is not a task id: expected a positive integer.", p))
+			return
+		}
+		v.Parent = n
+	}
+	if s.forbidden(w, r, ops.Authorize(r.Context(), s.ops, ops.CreateTask, &cks.NewTask{})) {
+		return
+	}
+	p := s.page("New task", "tasks", false, v)
+	p.Script = true
+	s.render(w, r, http.StatusOK, pages["newtask"], "layout", p)
+}
+
 // taskDetail is the data of a task's page.
 type taskDetail struct {
 	taskRow
@@ -417,14 +575,47 @@ type taskDetail struct {
 	// Aborts are the task's abort requests, newest first.
 	Aborts []abortView
 	Events []eventView
-	// CanStop offers the Stop form, CanStart the Start button: what
-	// get_task says the task admits (the ledger's Actions). The API
-	// decides whether the viewer may.
-	CanStop, CanStart bool
-	// CanRetry offers the Retry button: the task admits retry and the
-	// viewer holds retry on it (RetryForbidden: it admits retry, but the
-	// viewer may not).
-	CanRetry, RetryForbidden bool
+	// CanStop offers the Stop form, CanStart the Start button, CanCancel
+	// the Cancel form, CanAnswer the answer form, CanUpdate the edit form
+	// (CanUpdateMaterial: with its material fields): what get_task says
+	// the task admits (the ledger's Actions). The API decides whether the
+	// viewer may.
+	CanStop, CanStart, CanCancel, CanAnswer, CanUpdate, CanUpdateMaterial bool
+	// CanRetry offers the Retry form: the task (FAILED or CANCELLED) admits
+	// retry_task.
+	CanRetry bool
+	// Leased: CLAIMED or RUNNING, where a material edit stops the attempt,
+	// applies and restarts it.
+	Leased bool
+	// Refused names, per verb the task admits but the viewer may not use
+	// ("stop", "start", "retry", "cancel", "answer", "update", "create"), why: the
+	// permission the operation needs. The page shows those disabled with it.
+	Refused map[string]string
+	// Edit lists the edit form's fields, each with whether changing it is
+	// material (cks.TaskPatch.Material: the executor works from it).
+	Edit []editField
+}
+
+// editField is one field of the task page's edit form.
+type editField struct {
+	Name, Label, Value string
+	Multiline          bool
+	Material           bool
+	Number             bool
+}
+
+// editFields are the edit form's fields of t; whether each is material is
+// asked of cks.TaskPatch.Material, the one rule update_task follows.
+func editFields(t cks.Task) []editField {
+	text := func(v string) *string { return &v }
+	prio := t.Priority
+	return []editField{
+		{Name: "title", Label: "Title", Value: t.Title, Material: cks.TaskPatch{Title: text(t.Title)}.Material()},
+		{Name: "priority", Label: "Priority", Value: strconv.Itoa(t.Priority), Number: true, Material: cks.TaskPatch{Priority: &prio}.Material()},
+		{Name: "description", Label: "Description", Value: t.Description, Multiline: true, Material: cks.TaskPatch{Description: text(t.Description)}.Material()},
+		{Name: "acceptance_criteria", Label: "Acceptance criteria", Value: t.AcceptanceCriteria, Multiline: true,
+			Material: cks.TaskPatch{AcceptanceCriteria: text(t.AcceptanceCriteria)}.Material()},
+	}
 }
 
 // attemptView is one attempt of a task, formatted for display.
@@ -545,7 +736,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		{"Created", t.CreatedAt},
 		{"Updated", t.UpdatedAt},
 		{"State changed", t.StateChangedAt},
-		{"Claimed", t.ClaimedAt},
+		{claimedLabel(t), t.ClaimedAt},
 		{"Lease renewed", t.LeaseRenewedAt},
 		{"Lease expires", t.LeaseExpiresAt},
 		{"Run after", t.RunAfter},
@@ -575,17 +766,52 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.CanStop = slices.Contains(t.Actions, cks.ActionStop)
 	d.CanStart = slices.Contains(t.Actions, cks.ActionStart)
-	if slices.Contains(t.Actions, cks.ActionRetry) {
-		err := ops.Authorize(r.Context(), s.ops, ops.RetryTask, &cks.TaskReasonInput{TaskID: t.ID})
-		d.CanRetry, d.RetryForbidden = err == nil, errors.Is(err, auth.ErrForbidden)
+	d.CanCancel = slices.Contains(t.Actions, cks.ActionCancel)
+	d.CanRetry = slices.Contains(t.Actions, cks.ActionRetry)
+	d.CanAnswer = slices.Contains(t.Actions, cks.ActionAnswer)
+	d.CanUpdate = slices.Contains(t.Actions, cks.ActionUpdate)
+	d.CanUpdateMaterial = slices.Contains(t.Actions, cks.ActionUpdateMaterial)
+	d.Leased = t.State == cks.TaskClaimed || t.State == cks.TaskRunning
+	d.Edit = editFields(t)
+	d.Refused = map[string]string{}
+	ctx := r.Context()
+	for verb, op := range map[string]struct {
+		op ops.Operation
+		in any
+	}{
+		"stop":   {ops.StopTask, &cks.StopTaskInput{TaskID: t.ID}},
+		"start":  {ops.StartTask, &cks.TaskReasonInput{TaskID: t.ID}},
+		"cancel": {ops.CancelTask, &cks.TaskReasonInput{TaskID: t.ID}},
+		"retry":  {ops.RetryTask, &cks.TaskReasonInput{TaskID: t.ID}},
+		"answer": {ops.AnswerTask, &cks.AnswerTaskInput{TaskID: t.ID}},
+		"update": {ops.UpdateTask, &cks.UpdateTaskInput{TaskID: t.ID}},
+		"create": {ops.CreateTask, &cks.NewTask{}},
+	} {
+		if err := ops.Authorize(ctx, s.ops, op.op, op.in); err != nil {
+			d.Refused[verb] = err.Error()
+		}
 	}
 	for _, e := range t.Events {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
-	p := s.page(fmt.Sprintf("Task %d", t.ID), "tasks", false, d)
-	p.Script = true // the Stop, Start and Retry buttons
+	if r.URL.Path != TasksPath+"/"+raw { // the live fragment
+		w.Header().Set("X-Studio-Fragment", "task")
+		s.render(w, r, http.StatusOK, pages["task"], "task", d)
+		return
+	}
+	p := s.page(fmt.Sprintf("Task %d", t.ID), "tasks", true, d)
 	s.render(w, r, http.StatusOK, pages["task"], "layout", p)
+}
+
+// claimedLabel names the claim time of t: a task no executor holds now
+// (STOPPED, OPEN again, finished) shows when it was last claimed, not a
+// "Claimed" time beside "Claimed by nobody".
+func claimedLabel(t cks.Task) string {
+	if t.ClaimedBy == "" {
+		return "Last claimed"
+	}
+	return "Claimed"
 }
 
 // at formats a time for the task page; the zero time gives a zero field.

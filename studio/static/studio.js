@@ -1,9 +1,9 @@
 // cks studio: keeps the Agent Panel's process and sweeper cards current,
 // wires the process cards' Stop buttons (POST /v1/processes/{instance_id}/stop:
 // the process finishes its current task and exits; there is no start), the
-// sweepers' Start and Stop buttons, and the task page's Stop, Start and
-// Retry buttons (POST /v1/tasks/{id}/stop|start|retry with the browser's
-// cookie; the API checks the stop, start and retry permissions). The hub takes these
+// sweepers' Start and Stop buttons, and the task page's Stop and
+// Start buttons (POST /v1/tasks/{id}/stop|start with the browser's cookie;
+// the API checks the stop and start permissions). The hub takes these
 // cookie-signed POSTs only from its own pages: the browser's Sec-Fetch-Site
 // (or Origin) header proves it, so the script sends no token of its own; a
 // body goes as application/json, the only type the API reads.
@@ -12,7 +12,7 @@
 // "sweepers" events carry no data); on each one this script re-fetches the
 // server-rendered cards of that kind and swaps them in. Any element with
 // data-live-fragment (an object page's live part, a research question's
-// progress) is refreshed the same way from its URL on the events its
+// progress, the task board's lists and a task page on "tasks") is refreshed the same way from its URL on the events its
 // data-live-events names, until a fragment says it is done
 // (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
@@ -43,12 +43,37 @@
     return regionOf(container, url, kind, afterSwap);
   }
 
+  // editing: a form control in el has the focus or holds a change not
+  // sent, or a form was opened (an open <details>, the task's edit form).
+  function editing(el) {
+    if (el.querySelector("details[open]")) {
+      return true;
+    }
+    const active = document.activeElement;
+    if (active && active !== document.body && el.contains(active) && active.matches("input, textarea, select")) {
+      return true;
+    }
+    for (const f of el.querySelectorAll("input, textarea")) {
+      if (f.type !== "checkbox" && f.value !== f.defaultValue) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   function regionOf(container, url, kind, afterSwap) {
     // One fetch at a time; a request made meanwhile runs once the current one ends.
     let inFlight = false;
     let again = false;
+    let last = null; // the fragment last swapped in
 
     async function refresh() {
+      if (editing(container)) {
+        // Never replace what a person is typing: catch up once they leave.
+        container.addEventListener("focusout", () => setTimeout(refresh, 0), { once: true });
+        container.addEventListener("toggle", () => setTimeout(refresh, 0), { once: true, capture: true });
+        return;
+      }
       if (inFlight) {
         again = true;
         return;
@@ -62,7 +87,14 @@
         });
         // Only studio's own fragment (including its error block) goes into the page.
         if (res.headers.get("X-Studio-Fragment") === kind) {
-          container.innerHTML = await res.text();
+          const html = await res.text();
+          if (html === last) {
+            // Unchanged: keep the DOM (and what the person is looking at).
+            container.classList.remove("stale");
+            return;
+          }
+          last = html;
+          container.innerHTML = html;
           container.classList.remove("stale");
           if (container.querySelector("[data-terminal]")) {
             container.dataset.liveDone = "";
@@ -133,69 +165,177 @@
     return "The request failed (HTTP " + res.status + ").";
   }
 
-  // Task page actions. Stop sends the reason and does not wait for the
-  // executor's abort confirmation (the page shows the abort as pending, and
-  // its outcome once settled); on success the page reloads to show the new
-  // state, on failure the API's message stays under the buttons.
-  const taskActions = document.querySelector("[data-task-actions]");
-  if (taskActions) {
-    const taskId = taskActions.dataset.taskActions;
-    const slot = taskActions.querySelector("[data-action-error]");
+  // sendJSON sends body as JSON to the API with the browser's cookie; a
+  // signed-out session (401) reloads the page, so the hub can send the
+  // browser to sign in, and answers null.
+  async function sendJSON(method, url, body) {
+    const res = await fetch(url, {
+      method: method,
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (res.status === 401) {
+      window.location.reload();
+      return null;
+    }
+    return res;
+  }
+
+  // Task page actions, delegated from the document (the actions live in the
+  // task's live fragment, which is swapped in on "tasks" events). Each posts
+  // to the API's route of its operation; on success the page's live part
+  // is refreshed (stop does not wait for the executor's abort confirmation:
+  // the page shows the abort as pending, and its outcome once settled); on
+  // failure the API's message stays under the buttons.
+  const taskCalls = {
+    stop: (id) => ["POST", "/v1/tasks/" + id + "/stop"],
+    start: (id) => ["POST", "/v1/tasks/" + id + "/start"],
+    retry: (id) => ["POST", "/v1/tasks/" + id + "/retry"],
+    cancel: (id) => ["POST", "/v1/tasks/" + id + "/cancel"],
+    answer: (id) => ["POST", "/v1/tasks/" + id + "/answer"],
+    update: (id) => ["PATCH", "/v1/tasks/" + id],
+    create: () => ["POST", "/v1/tasks"],
+  };
+
+  // editKind says, before submitting, what an edit does: the fields marked
+  // material (the ledger's cks.TaskPatch.Material, rendered per field) stop,
+  // apply and restart a CLAIMED or RUNNING task; the others apply live.
+  function editPatch(form) {
+    const patch = {};
+    let material = false;
+    for (const el of form.querySelectorAll("[data-material]")) {
+      if (el.disabled || el.value === el.defaultValue) {
+        continue;
+      }
+      patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      if (el.dataset.material === "true") {
+        material = true;
+      }
+    }
+    return { patch, material };
+  }
+  function editKind(form) {
+    const { patch, material } = editPatch(form);
+    const out = form.querySelector("[data-edit-kind]");
+    if (!out) {
+      return;
+    }
+    if (Object.keys(patch).length === 0) {
+      out.textContent = "Change a field to see what the edit does.";
+      out.dataset.editKind = "";
+    } else if (material && form.dataset.leased === "true") {
+      out.textContent = "Material edit: the running attempt is stopped, the edit applied, and the task restarted (the next agent starts from the new revision).";
+      out.dataset.editKind = "material";
+    } else if (material) {
+      out.textContent = "Material edit: the task's revision goes up; the next agent works from it.";
+      out.dataset.editKind = "material";
+    } else {
+      out.textContent = "Live edit: applied in place, nothing is stopped.";
+      out.dataset.editKind = "live";
+    }
+  }
+  document.addEventListener("input", (ev) => {
+    const form = ev.target.closest && ev.target.closest("form[data-task-action=update]");
+    if (form) {
+      editKind(form);
+    }
+  });
+
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest("form[data-task-action]");
+    if (!form) {
+      return;
+    }
+    ev.preventDefault();
+    const box = form.closest("[data-task-actions]");
+    const taskId = box ? encodeURIComponent(box.dataset.taskActions) : "";
+    const slot = box ? box.querySelector("[data-action-error]") : form.querySelector("[data-action-error]");
     const showError = (msg) => {
       if (slot) {
         slot.textContent = msg;
         slot.hidden = !msg;
       }
     };
-    taskActions.addEventListener("submit", async (ev) => {
-      const form = ev.target.closest("form[data-task-action]");
-      if (!form) {
+    const action = form.dataset.taskAction;
+    if (!(action in taskCalls)) {
+      return;
+    }
+    let body = {};
+    const val = (name) => (form.elements[name] ? (form.elements[name].value || "").trim() : "");
+    if (action === "stop") {
+      const reason = val("reason");
+      if (!reason) {
+        showError("Give a reason for the stop.");
+        form.elements.reason.focus();
         return;
       }
-      ev.preventDefault();
-      const action = form.dataset.taskAction;
-      if (action !== "stop" && action !== "start" && action !== "retry") {
+      body = { reason: reason, wait: false };
+      if (val("deadline")) {
+        body.deadline = val("deadline");
+      }
+    } else if (action === "cancel" || action === "start" || action === "retry") {
+      if (val("reason")) {
+        body.reason = val("reason");
+      }
+    } else if (action === "answer") {
+      if (!val("text")) {
+        showError("Write the answer first.");
+        form.elements.text.focus();
         return;
       }
-      let body = {};
-      if (action === "stop") {
-        const reason = (form.elements.reason.value || "").trim();
-        if (!reason) {
-          showError("Give a reason for the stop.");
-          form.elements.reason.focus();
+      body = { text: val("text") };
+    } else if (action === "update") {
+      body = editPatch(form).patch;
+      if (Object.keys(body).length === 0) {
+        showError("Nothing changed.");
+        return;
+      }
+      body.wait = false;
+    } else if (action === "create") {
+      for (const name of ["type", "title", "description", "acceptance_criteria"]) {
+        if (val(name)) {
+          body[name] = val(name);
+        }
+      }
+      body.priority = Number(val("priority") || "0");
+      if (val("parent_id")) {
+        body.parent_id = Number(val("parent_id"));
+      }
+    }
+    const btn = form.querySelector("[data-task-action-button]");
+    const label = btn ? btn.textContent : "";
+    if (btn) {
+      btn.disabled = true;
+      btn.textContent = "Sending…";
+    }
+    showError("");
+    const [method, url] = taskCalls[action](taskId);
+    try {
+      const res = await sendJSON(method, url, body);
+      if (res === null) {
+        return;
+      }
+      if (res.ok) {
+        if (action === "create") {
+          const created = await res.json();
+          const id = created.task && created.task.task_id;
+          window.location.assign(id ? "/tasks/" + id : "/tasks");
           return;
         }
-        body = { reason: reason, wait: false };
+        window.location.reload();
+        return;
       }
-      const btn = form.querySelector("[data-task-action-button]");
-      const label = btn ? btn.textContent : "";
-      if (btn) {
-        btn.disabled = true;
-        btn.textContent = { stop: "Stopping…", start: "Starting…", retry: "Retrying…" }[action];
-      }
-      showError("");
-      try {
-        const res = await fetch("/v1/tasks/" + encodeURIComponent(taskId) + "/" + action, {
-          method: "POST",
-          credentials: "same-origin",
-          cache: "no-store",
-          headers: { Accept: "application/json", "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        if (res.ok || res.status === 401) {
-          window.location.reload();
-          return;
-        }
-        showError(await errorMessage(res));
-      } catch (err) {
-        showError("The hub could not be reached: " + err.message);
-      }
-      if (btn) {
-        btn.disabled = false;
-        btn.textContent = label;
-      }
-    });
-  }
+      showError(await errorMessage(res));
+    } catch (err) {
+      showError("The hub could not be reached: " + err.message);
+    }
+    if (btn) {
+      btn.disabled = false;
+      btn.textContent = label;
+    }
+  });
 
   const processes = region("processes", "/studio/processes", "processes", showProcessErrors);
   const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
@@ -206,6 +346,7 @@
   function follow(container) {
     const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
     const guarded = {
+      followed: true,
       container: r.container,
       refresh: () => {
         if (!("liveDone" in container.dataset)) {
@@ -266,15 +407,8 @@
       btn.textContent = "Asking…";
       showError("");
       try {
-        const res = await fetch("/v1/objects", {
-          method: "POST",
-          credentials: "same-origin",
-          cache: "no-store",
-          headers: { Accept: "application/json", "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        if (res.status === 401) {
-          window.location.reload();
+        const res = await sendJSON("POST", "/v1/objects", body);
+        if (res === null) {
           return;
         }
         if (!res.ok) {
@@ -400,6 +534,7 @@
   }
 
   let retryMs = 1000;
+  let connectedOnce = false;
 
   function connect() {
     if (!("EventSource" in window)) {
@@ -411,7 +546,17 @@
     es.addEventListener("open", () => {
       retryMs = 1000;
       setIndicator("live", "live");
-      refreshAll(); // catch up on anything missed while disconnected
+      // Catch up on anything missed while disconnected. The first
+      // connection follows a fresh page: the live fragments (board, task)
+      // have nothing to catch up on, and swapping them would only reset
+      // what the person started (the 10 s poll covers the moment between
+      // render and connect).
+      for (const r of regions) {
+        if (connectedOnce || !r.followed) {
+          r.refresh();
+        }
+      }
+      connectedOnce = true;
     });
     if (processes) {
       es.addEventListener("processes", processes.refresh);
@@ -419,7 +564,7 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
-    for (const ev of ["objects", "agent_step_started", "agent_step_completed"]) {
+    for (const ev of ["tasks", "objects", "agent_step_started", "agent_step_completed"]) {
       listen(es, ev);
     }
 
