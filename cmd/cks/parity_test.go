@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -314,9 +315,11 @@ func TestParity(t *testing.T) {
 // input field field, or "" when none does (a positional argument, a
 // command of its own).
 func flagOf(args []string, field string) string {
-	for _, g := range groups {
+	for _, g := range commandGroups() {
+		words := strings.Fields(g.name) // task bulk: a group's group
 		for _, c := range g.commands {
-			if len(args) < 2 || g.name != args[0] || c.name != args[1] || field == "" {
+			if c.sub != nil || len(args) <= len(words) || !slices.Equal(args[:len(words)], words) ||
+				c.name != args[len(words)] || field == "" {
 				continue
 			}
 			for name, p := range bindInput(flag.NewFlagSet("", flag.ContinueOnError), c.op, c.in).flags {
