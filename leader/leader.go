@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -181,6 +184,10 @@ func (e *Elector) attempt(ctx context.Context) {
 	case err == nil:
 		e.set(true)
 	case errors.Is(err, driver.ErrNoRows):
+		if e.replaceDead(ctx) {
+			e.attempt(ctx)
+			return
+		}
 		e.set(false)
 	case ctx.Err() == nil:
 		e.cfg.Logger.Warn("leader election failed; trying again", "leadership", e.cfg.Name, "err", err)
@@ -203,6 +210,48 @@ func (e *Elector) set(held bool) {
 	if e.cfg.OnChange != nil {
 		e.cfg.OnChange(held)
 	}
+}
+
+// replaceDead gives up, for it, the leadership of a hub on this host whose
+// process is gone (killed: it could not resign), so that a hub restarted
+// in its place — the one hub of a SQLite file, `cks dev` after a crash —
+// leads at once instead of when the dead one's lease runs out. It reports
+// whether it removed the dead holder's row. A holder on another host, a
+// pid that runs (or was reused), or an id of another shape waits for its
+// lease, as before.
+func (e *Elector) replaceDead(ctx context.Context) bool {
+	cur, ok, err := e.Current(ctx)
+	if err != nil || !ok || cur.ID == e.cfg.ID || !deadOnThisHost(cur.ID) {
+		return false
+	}
+	gone, err := e.db.Executor().LeaderResign(ctx, e.cfg.Name, cur.ID)
+	if err != nil || !gone {
+		return false
+	}
+	e.cfg.Logger.Info("the leader's process on this host is gone; taking over at once",
+		"leadership", e.cfg.Name, "dead", cur.ID)
+	return true
+}
+
+// deadOnThisHost reports whether id (NewID's host/pid/suffix) names a
+// process of this host that no longer exists.
+func deadOnThisHost(id string) bool {
+	host, rest, ok := strings.Cut(id, "/")
+	pidText, _, ok2 := strings.Cut(rest, "/")
+	me, err := os.Hostname()
+	if !ok || !ok2 || err != nil || host != me {
+		return false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // resign gives a held leadership up and notifies the other hubs in the same

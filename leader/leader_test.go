@@ -2,6 +2,9 @@ package leader_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -141,6 +144,41 @@ func TestKilledLeaderReplaced(t *testing.T) {
 			if err != nil || !ok || l.ID != "hub-b" || c.IsLeader() {
 				t.Fatalf("with hub-b leading: %+v, %v, %v, c leads %v", l, ok, err, c.IsLeader())
 			}
+		}
+	})
+}
+
+// TestDeadHubOnThisHostReplacedAtOnce: a hub restarted on the host of a
+// killed leader (the one hub of a SQLite file) takes the leadership at its
+// first election, not when the dead one's hour-long lease runs out; a
+// leader whose process runs keeps it.
+func TestDeadHubOnThisHostReplacedAtOnce(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip(err)
+	}
+	dead := fmt.Sprintf("%s/%d/deadbeef", host, cmd.Process.Pid)
+	alive := fmt.Sprintf("%s/%d/cafecafe", host, os.Getppid())
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		for _, tc := range []struct {
+			holder string
+			want   bool
+		}{{alive, false}, {dead, true}} {
+			st.Driver().Executor().LeaderResign(ctxOf(t), "maintenance", alive) //nolint:errcheck // a fresh start
+			if _, err := st.Driver().Executor().LeaderElect(ctxOf(t), driver.LeaderElectParams{Name: "maintenance",
+				LeaderID: tc.holder, TTL: time.Hour, Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := started(t, open, "hub-new-"+fmt.Sprint(tc.want), hour)
+			if e.IsLeader() != tc.want {
+				t.Fatalf("holder %s: the new hub leads %v, want %v", tc.holder, e.IsLeader(), tc.want)
+			}
+			e.Stop(ctxOf(t))
 		}
 	})
 }
