@@ -513,3 +513,45 @@ func TestTaskBoardCountsInOneRead(t *testing.T) {
 		t.Errorf("a board with STOPPED tasks made %d count reads, want 2", n)
 	}
 }
+
+// notLeader is a Leadership that never leads: another hub runs the passes.
+type notLeader struct{}
+
+func (notLeader) IsLeader() bool { return false }
+
+// TestSweeperCardsSayStandby: on a hub that is not the maintenance leader
+// the panel names the leader hub and reads the running loops standby.
+func TestSweeperCardsSayStandby(t *testing.T) {
+	c := clock.NewFake(backendtest.T0)
+	s, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"), driver.WithClock(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Driver().Executor().LeaderElect(context.Background(), driver.LeaderElectParams{Name: "maintenance",
+		LeaderID: "other-host/42/abcd", TTL: time.Hour, Now: backendtest.T0}); err != nil {
+		t.Fatal(err)
+	}
+	reg := s.Sweepers.Registry()
+	r, err := reg.Register(stepSweeper{id: "lease_reaper", count: 3}, sweeper.Options{Interval: time.Hour, ConfigEnabled: true,
+		Overrides: s.Sweepers, Clock: c, Logger: slog.New(slog.DiscardHandler), Leader: notLeader{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.StopAll(context.Background()) })
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Status().Standby {
+		if time.Now().After(deadline) {
+			t.Fatal("the runner never stood by")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h := studio.New(&ops.Services{Liveness: liveness.NewService(s.Driver(), c), Sweepers: s.Sweepers, Clock: c},
+		studio.Options{Version: "v-test"})
+	page := get(t, h, "/")
+	mustContain(t, "panel", page.body, "this hub stands by", "<code>other-host/42/abcd</code>")
+	mustContain(t, "standby card", sweeperCard(t, page.body, "lease_reaper"), "</span>standby</span>", "<dt>Runs</dt><dd>0</dd>")
+}

@@ -21,6 +21,10 @@ type sweepersView struct {
 	Running, Stopped int
 	// Failed means the controller could not list the sweepers.
 	Failed bool
+	// Leader is the hub running the passes (the maintenance leader), ""
+	// when none holds it; Standby says this hub's loops stand by for it.
+	Leader  string
+	Standby bool
 }
 
 // sweeperCard is one sweeper's status, formatted for display.
@@ -39,6 +43,8 @@ type sweeperCard struct {
 	LastDuration string
 	RunCount     int64
 	LastError    string
+	// Standby: the loop runs, but the maintenance leader runs its passes.
+	Standby bool
 	// Action is the button the card offers: "start", "stop", or "" for a
 	// sweeper disabled by configuration.
 	Action string
@@ -85,7 +91,10 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int, error) {
 			LastDuration:  "—",
 			RunCount:      st.RunCount,
 			Details:       sweeper.DetailList(st.Details),
+			Standby:       st.Standby,
 		}
+		v.Leader = st.Leader
+		v.Standby = v.Standby || st.Standby
 		if st.LastRunAt != nil {
 			c.LastRun = humanAge(now.Sub(*st.LastRunAt).Seconds())
 			c.LastRunAt = st.LastRunAt.UTC().Format(time.RFC3339)
