@@ -8,6 +8,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/leader"
 )
 
 // Controller is the sweepers of one process and their persistent
@@ -84,14 +85,8 @@ func (c *Controller) status(ctx context.Context, r *Runner) (cks.SweeperStatus, 
 
 // leader returns the id of the maintenance leader, "" when no hub holds it.
 func (c *Controller) leader(ctx context.Context) (string, error) {
-	l, err := c.db.Executor().LeaderGet(ctx, cks.MaintenanceLeadership, driver.Time(c.clock.Now()))
-	if errors.Is(err, driver.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read the maintenance leader: %w", err)
-	}
-	return l.LeaderID, nil
+	l, _, err := leader.Current(ctx, c.db, cks.MaintenanceLeadership, c.clock)
+	return l.ID, err
 }
 
 // override returns r's status with its stored override read now.
