@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/sqlite"
@@ -29,12 +30,30 @@ import (
 // Any other "scheme://" is refused with an error that lists the accepted forms.
 // opts (driver.WithClock, driver.WithChangePollInterval) apply to the driver
 // and the services of the returned handle.
+//
+// Without driver.WithClock, the services tell the time by the host's clock
+// corrected to the database's when the database has a clock of its own
+// (Postgres; see Clock): its offset is measured before Open returns and
+// again every ClockRemeasure until Close.
 func Open(ctx context.Context, url string, opts ...driver.Option) (*Backend, error) {
 	d, err := openDriver(ctx, url, opts)
 	if err != nil {
 		return nil, err
 	}
-	return New(d, opts...), nil
+	corr, opts, err := correctClock(ctx, d, opts)
+	if err != nil {
+		d.Close() //nolint:errcheck // the measurement's error is the one to report
+		return nil, err
+	}
+	b := New(d, opts...)
+	b.corr = corr
+	if corr != nil {
+		if err := corr.loop.Start(context.WithoutCancel(ctx)); err != nil {
+			b.Close() //nolint:errcheck // the start's error is the one to report
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // openDriver opens the driver url names.
@@ -85,6 +104,9 @@ type Backend struct {
 	Sweepers   *sweeper.Controller
 	Changes    *notifier.Notifier
 	drv        driver.Driver
+	clk        clock.Clock
+	// corr corrects clk to the database's clock; nil when nothing does.
+	corr *correction
 }
 
 // New returns the services over d, which the Backend owns from then on
@@ -102,7 +124,28 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 		Sweepers:   sweeper.NewController(d, clk),
 		Changes:    changes,
 		drv:        d,
+		clk:        clk,
 	}
+}
+
+// Clock returns the clock the services tell the time by, for the loops of
+// the process that stamp or judge times in the database (the liveness
+// reporter, the lease reaper, the hub's liveness reads): the injected one
+// (driver.WithClock); else, on a database with a clock of its own, the
+// host's clock corrected to it, so that heartbeats, lease deadlines and
+// liveness written and judged on hosts whose clocks disagree are all on the
+// database's clock; else the host's.
+func (b *Backend) Clock() clock.Clock { return b.clk }
+
+// ClockCorrection returns the last measurement of the database's clock
+// against the host's and whether the services' clock is corrected by it
+// (ok false on SQLite, with an injected clock, or the correction turned
+// off).
+func (b *Backend) ClockCorrection() (m clock.Measurement, ok bool) {
+	if b.corr == nil {
+		return clock.Measurement{}, false
+	}
+	return *b.corr.last.Load(), true
 }
 
 // Driver returns the driver the services run on, for tests of what the
@@ -138,6 +181,9 @@ func (b *Backend) Dialect() string { return b.drv.Dialect() }
 // Close ends the change listener (every WatchChanges returns), then closes
 // the driver's connections. The services are unusable afterwards.
 func (b *Backend) Close() error {
+	if b.corr != nil {
+		b.corr.loop.Stop(context.Background()) //nolint:errcheck // a background context waits for the loop
+	}
 	b.Changes.Close()
 	return b.drv.Close()
 }

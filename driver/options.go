@@ -13,6 +13,12 @@ type Options struct {
 	// ChangePollInterval is the change poll period of a polling backend
 	// (see WithChangePollInterval); DefaultChangePollInterval when <= 0.
 	ChangePollInterval time.Duration
+	// HostClockSkew moves the host's clock by a fixed offset before any
+	// correction (see WithHostClockSkew). Test only.
+	HostClockSkew time.Duration
+	// NoClockCorrection leaves the host's clock uncorrected on a database
+	// with a clock of its own (see WithoutClockCorrection). Test only.
+	NoClockCorrection bool
 }
 
 // Option sets one of the Options.
@@ -20,6 +26,18 @@ type Option func(*Options)
 
 // WithClock makes the store read the time from c instead of the system clock.
 func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
+
+// WithHostClockSkew plays a host whose clock is off by d: the clock of a
+// backend opened without WithClock is the system clock plus d, before the
+// backend corrects it to the database's. For tests of the correction
+// (CKS_TEST_CLOCK_SKEW); an injected clock is used as it is.
+func WithHostClockSkew(d time.Duration) Option { return func(o *Options) { o.HostClockSkew = d } }
+
+// WithoutClockCorrection keeps a backend opened without WithClock on the
+// host's clock even when the database has a clock of its own, as before
+// the correction existed: for the tests that show what it prevents
+// (CKS_TEST_CLOCK_CORRECTION=off).
+func WithoutClockCorrection() Option { return func(o *Options) { o.NoClockCorrection = true } }
 
 // ApplyOptions returns the Options that opts produce, with defaults for the
 // rest (the system clock).
