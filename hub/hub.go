@@ -37,7 +37,9 @@ type Config struct {
 	Listen      string
 	Version     string
 	Logger      *slog.Logger
-	Clock       clock.Clock
+	// Clock, when set, is the hub's clock (tests); nil: the backend's,
+	// the database's clock on Postgres (backend.Backend.Clock).
+	Clock clock.Clock
 	// WatchInterval is how often process liveness is re-read to publish
 	// change events (default 1 s).
 	WatchInterval time.Duration
@@ -67,9 +69,6 @@ type Ready struct {
 func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = datadir.Default
@@ -104,11 +103,20 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	defer ln.Close()
 	ln = LimitConns(ln, httpSet.MaxConnsPerIP, log)
 
-	st, err := backend.Open(ctx, cfg.DatabaseURL)
+	clockOpts, err := backend.EnvOptions(cfg.Getenv)
+	if err != nil {
+		return err
+	}
+	st, err := backend.Open(ctx, cfg.DatabaseURL, clockOpts...)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if cfg.Clock == nil {
+		// The database's clock on Postgres (backend.Clock): liveness and
+		// leases are judged by the clock the agents stamped them with.
+		cfg.Clock = st.Clock()
+	}
 	if err := st.StorageHealth(ctx); err != nil {
 		// A hub that cannot write would answer every write with an error:
 		// refuse to start instead, saying why.
@@ -201,7 +209,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
-		Collectors: []prometheus.Collector{sweepRuns},
+		Collectors: append([]prometheus.Collector{sweepRuns}, clockGauges(st)...),
 		Health:     st.StorageHealth,
 		Leader:     rt.Leader,
 
@@ -243,6 +251,27 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	}
 	log.Info("hub stopped")
 	return nil
+}
+
+// clockGauges show the correction of the hub's clock to the database's
+// (backend.Backend.ClockCorrection): the offset in use and how uncertain
+// its measurement is (half its round trip); both 0 when nothing is
+// corrected (SQLite: one host).
+func clockGauges(st *backend.Backend) []prometheus.Collector {
+	read := func(f func(m clock.Measurement) time.Duration) func() float64 {
+		return func() float64 {
+			m, _ := st.ClockCorrection()
+			return f(m).Seconds()
+		}
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_clock_offset_seconds",
+			Help: "The database's clock minus this host's, as last measured: what the hub adds to its host's clock to stamp and judge heartbeats and leases."},
+			read(func(m clock.Measurement) time.Duration { return m.Offset })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_clock_offset_uncertainty_seconds",
+			Help: "Half the round trip of the measurement of cks_clock_offset_seconds: the most it can be off by."},
+			read(func(m clock.Measurement) time.Duration { return m.RTT / 2 })),
+	}
 }
 
 // Listen opens a TCP listener on addr, with an error that says what was expected.

@@ -92,6 +92,7 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 
 // RuntimeConfig configures the in-process machinery of a hub.
 type RuntimeConfig struct {
+	// Clock is the hub's clock; nil: the store's (backend.Backend.Clock).
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	Settings Settings
@@ -133,7 +134,7 @@ type Runtime struct {
 // default). Nothing runs until Start.
 func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
+		cfg.Clock = st.Clock() // the database's on Postgres
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -27,6 +27,16 @@ type agentRun struct {
 	command    []string // exec's command, after --
 }
 
+// openBackend opens the database at url as a process of this host does:
+// with the test-only clock options of its environment (backend.EnvOptions).
+func openBackend(ctx context.Context, url string, e env) (*backend.Backend, error) {
+	opts, err := backend.EnvOptions(e.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return backend.Open(ctx, url, opts...)
+}
+
 // cmdAgent runs one standalone agent process: `cks agent KIND [flags]`, or
 // `cks agent exec --types T1,T2 [flags] -- COMMAND ARGS…`. The first SIGTERM
 // or SIGINT (ctx) and a stop request both drain it; a second signal during
@@ -50,7 +60,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 		}
 	}
 	_, dbURL := a.sf.resolve(e)
-	st, err := backend.Open(ctx, dbURL)
+	st, err := openBackend(ctx, dbURL, e)
 	if err != nil {
 		return err
 	}
@@ -63,7 +73,9 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	done := make(chan struct{})
 	defer close(done)
 	go exitOnSecondSignal(ctx, done, e)
-	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background})
+	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background,
+		Clock: st.Clock()}) // heartbeats and leases on the database's clock
+
 }
 
 // parseAgent reads `cks agent KIND [flags] [-- COMMAND ARGS…]`: the kind's

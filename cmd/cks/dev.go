@@ -19,7 +19,6 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
@@ -81,7 +80,7 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 	}
 	fleet := &devFleet{log: log, stderr: sink}
 	if !d.noAgents {
-		st, err := backend.Open(ctx, dbURL)
+		st, err := openBackend(ctx, dbURL, e)
 		if err != nil {
 			log.Warn("cannot open the database to record agents that die as exited", "err", err)
 		} else {

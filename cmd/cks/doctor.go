@@ -16,6 +16,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 )
 
@@ -111,7 +112,7 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 	}
 	d := &doctorRun{r: &doctorReport{Findings: []finding{}, Stored: cks.StoredCheck{Problems: []cks.StoredProblem{}}}}
 	dir := dataDir(cf.dataDir, e)
-	d.database(ctx, or(*database, e.getenv("CKS_DATABASE_URL")), dir)
+	d.database(ctx, or(*database, e.getenv("CKS_DATABASE_URL")), dir, e)
 	refused := d.hub(ctx, &cf, e)
 
 	var failed []string
@@ -148,7 +149,7 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 // database checks the database directly, when this host names one or
 // holds the data directory's file: reachable and writable, its schema,
 // the clock skew.
-func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir) {
+func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir, e env) {
 	if dbURL == "" {
 		if u, _ := offlineStore(dir, env{getenv: func(string) string { return "" }}); u != "" {
 			dbURL = u
@@ -171,7 +172,7 @@ func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir)
 	var st *backend.Backend
 	if err == nil {
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		st, err = backend.Open(octx, dbURL)
+		st, err = openBackend(octx, dbURL, e)
 		cancel()
 	}
 	if err != nil {
@@ -195,24 +196,43 @@ func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir)
 		d.ok("database", name+" ("+st.Dialect()+") is reachable and takes writes")
 	}
 	d.ok("schema", "the schema is this cks's ("+version+"); an older one is brought up to date when opened, as by a hub")
-	before := time.Now()
-	dbNow, own, err := st.DatabaseNow(ctx)
-	after := time.Now()
-	switch {
-	case err != nil:
+	d.clock(ctx, st)
+}
+
+// clock reports the skew of this host's clock against the database's and
+// the correction cks applies to it (backend.Backend.ClockCorrection), and
+// checks that the corrected clock reads the database's time.
+func (d *doctorRun) clock(ctx context.Context, st *backend.Backend) {
+	if _, own, err := st.DatabaseNow(ctx); err != nil {
 		d.fail("clock", err.Error(), "check that the database answers queries")
-	case !own:
+		return
+	} else if !own {
 		d.ok("clock", "the database is a file of this host: one clock")
-	default:
-		skew := dbNow.Sub(before.Add(after.Sub(before) / 2))
-		detail := fmt.Sprintf("this host's clock is %s %s the database's (read in %s)", absDur(skew).Round(time.Millisecond),
-			map[bool]string{true: "behind", false: "ahead of"}[skew > 0], after.Sub(before).Round(time.Millisecond))
-		if absDur(skew) > maxSkew {
-			d.fail("clock", detail, "synchronize the clocks of this host and the database's (chrony or systemd-timesyncd); "+
-				"the maintenance leadership is judged by the database's clock, the agents' heartbeats are stamped by their hosts'")
-		} else {
-			d.ok("clock", detail)
-		}
+		return
+	}
+	// What is left between the clock cks stamps by and the database's.
+	left, err := clock.MeasureOffset(ctx, st.Clock(), backend.ClockSamples, func(ctx context.Context) (time.Time, error) {
+		t, _, err := st.DatabaseNow(ctx)
+		return t, err
+	})
+	if err != nil {
+		d.fail("clock", err.Error(), "check that the database answers queries")
+		return
+	}
+	skew, corrected := left.Offset, "not corrected ("+backend.EnvTestClockCorrection+"=off)"
+	if m, ok := st.ClockCorrection(); ok {
+		skew += m.Offset
+		corrected = fmt.Sprintf("cks corrects it by %s (measured to ±%s), so heartbeats, leases and liveness are on the "+
+			"database's clock (the corrected clock reads %s off it)", m.Offset.Round(time.Millisecond),
+			(m.RTT / 2).Round(time.Microsecond), absDur(left.Offset).Round(time.Millisecond))
+	}
+	detail := fmt.Sprintf("this host's clock is %s %s the database's; %s", absDur(skew).Round(time.Millisecond),
+		map[bool]string{true: "behind", false: "ahead of"}[skew > 0], corrected)
+	if absDur(skew) > maxSkew || absDur(left.Offset) > maxSkew {
+		d.fail("clock", detail, "synchronize the clocks of this host and the database's (chrony or systemd-timesyncd): "+
+			"cks corrects its own times by the measured offset, but logs and other programs on this host do not")
+	} else {
+		d.ok("clock", detail)
 	}
 }
 

@@ -158,3 +158,32 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor --json: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 }
+
+// TestDoctorClock: on Postgres doctor reports the skew of this host's clock
+// (played by CKS_TEST_CLOCK_SKEW) and the correction cks applies: a host
+// 30 s behind fails the clock check (exit 12) naming the skew and the
+// offset cks corrects by, or that nothing corrects it.
+func TestDoctorClock(t *testing.T) {
+	pg := backendtest.PostgresURL(t)
+	for _, c := range []struct {
+		name string
+		env  []string
+		says []string
+	}{
+		{"corrected", nil, []string{"30s behind the database's", "cks corrects it by 30s", "the corrected clock reads"}},
+		{"correction off", []string{"CKS_TEST_CLOCK_CORRECTION=off"}, []string{"30s behind the database's", "not corrected"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, by, _ := doctorJSON(t, append([]string{"CKS_DATABASE_URL=" + pg, "CKS_TEST_CLOCK_SKEW=-30s"}, c.env...))
+			wantFindings(t, by, map[string]string{"database": "ok", "clock": "fail"})
+			for _, s := range c.says {
+				if !strings.Contains(by["clock"].Detail, s) {
+					t.Errorf("clock: %q, want it to say %q", by["clock"].Detail, s)
+				}
+			}
+			if code != 12 {
+				t.Fatalf("exit %d, want 12 (the clock)", code)
+			}
+		})
+	}
+}

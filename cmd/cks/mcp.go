@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
@@ -85,13 +83,13 @@ func flagGiven(fs *flag.FlagSet, names ...string) bool {
 // with no hub: the table's operations over the store's services, except the
 // sweepers'.
 func mcpEmbedded(ctx context.Context, e env, dbURL string) error {
-	st, err := backend.Open(ctx, dbURL)
+	st, err := openBackend(ctx, dbURL, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	log := logger(e.stderr)
-	srv := mcpserver.NewServer(version, &ops.Services{Liveness: liveness.NewService(st.Driver(), clock.System{}),
+	srv := mcpserver.NewServer(version, &ops.Services{Liveness: liveness.NewService(st.Driver(), st.Clock()),
 		Tasks: st.Tasks, Objects: st.Objects, Principals: st.Principals, Logger: log})
 	log.Info("mcp serving on stdio from the database, without a hub (--embedded): no sweepers run", "backend", st.Dialect())
 	return mcpserver.ServeStdio(ctx, srv)

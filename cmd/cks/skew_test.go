@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/sweeper"
+)
+
+// skewTask is how long the exec agent works the task of TestSkewedClocks:
+// long enough for the hub's lease reaper (every 200 ms) to pass over its
+// lease many times.
+const skewTask = "2"
+
+// TestSkewedClocks (issue 26, item 2): a hub whose host clock is 30 s
+// ahead and an exec agent whose host clock is 30 s behind (the skew played
+// by CKS_TEST_CLOCK_SKEW), real processes on one Postgres database. With
+// the correction (the default) both tell the time by the database's clock:
+// the hub lists the agent alive, and the agent's task completes after one
+// claim, its lease never reclaimed. With it turned off
+// (CKS_TEST_CLOCK_CORRECTION=off) the same setup goes wrong as it did before
+// the correction, which shows the test can fail: the agent's heartbeats
+// read a minute old to the hub, so it is not alive, and the hub's reaper
+// reclaims the lease of a task the agent is working.
+func TestSkewedClocks(t *testing.T) {
+	reaperEnabled, reaperInterval := sweeper.EnvNames(sweeper.LeaseReaperID)
+	for _, tc := range []struct {
+		correction string
+		wantRight  bool
+	}{{"on", true}, {"off", false}} {
+		t.Run("correction "+tc.correction, func(t *testing.T) {
+			db := backendtest.PostgresURL(t)
+			both := []string{backend.EnvTestClockCorrection + "=" + tc.correction, "CKS_STALE_WINDOW=3s"}
+			h := startHubDir(t, "serve", datadir.Dir(t.TempDir()),
+				append([]string{backend.EnvTestClockSkew + "=30s", reaperEnabled + "=true", reaperInterval + "=200ms"}, both...),
+				"--database", db)
+			a := startAgent(t, append([]string{backend.EnvTestClockSkew + "=-30s"}, both...),
+				"exec", "--types", "skewed", "--database", db, "--liveness-interval", "0.3", "--poll-interval", "0.2",
+				"--", "sleep", skewTask)
+			api := client.New(h.url, h.token)
+			ctx := context.Background()
+
+			// The agent's row, as the hub judges it: alive only when the
+			// clocks agree. Read it repeatedly while the task runs.
+			var seen []cks.ProcessStatus
+			process := func() (bool, string) {
+				if a.exited() {
+					t.Fatalf("the agent exited (status %d)\n%s", a.code, a.stderr.String())
+				}
+				ps, err := api.ListProcesses(ctx)
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, p := range ps {
+					if p.PID == a.cmd.Process.Pid {
+						seen = append(seen, p.Status)
+						return true, fmt.Sprintf("%s, heartbeat %.1fs old", p.Status, p.HeartbeatAgeS)
+					}
+				}
+				return false, "the agent's row is not listed yet"
+			}
+			eventually(t, 30*time.Second, "the agent's row listed by the hub", process)
+
+			task, _, err := api.CreateTask(ctx, cks.NewTask{Type: "skewed", Title: "worked across skewed hosts"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got cks.Task
+			eventually(t, 45*time.Second, "the task completed, or reclaimed by the reaper", func() (bool, string) {
+				process()
+				got, err = api.GetTask(ctx, task.ID)
+				if err != nil {
+					return false, err.Error()
+				}
+				return got.State == cks.TaskCompleted || reclaimed(got), fmt.Sprintf("%s after %d attempts", got.State, got.Attempts)
+			})
+			_, last := process()
+			alive := !slices.ContainsFunc(seen, func(s cks.ProcessStatus) bool { return s != cks.ProcessAlive })
+			reads := map[cks.ProcessStatus]int{}
+			for _, s := range seen {
+				reads[s]++
+			}
+			t.Logf("correction %s: the hub read the agent %v (last: %s); the task %s after %d attempts, reclaimed %v",
+				tc.correction, reads, last, got.State, got.Attempts, reclaimed(got))
+			if !tc.wantRight {
+				if alive || !reclaimed(got) {
+					t.Fatalf("with the correction off, a 60 s skew should make the agent read not alive and its lease reclaimed "+
+						"early: alive %v (%v), reclaimed %v — the test cannot tell the correction works", alive, reads, reclaimed(got))
+				}
+				return
+			}
+			if !alive {
+				t.Errorf("the hub read the agent %v, want alive at every read: liveness judged by skewed clocks", reads)
+			}
+			if reclaimed(got) || got.State != cks.TaskCompleted || got.Attempts != 1 {
+				t.Errorf("task %s after %d attempts, events %+v: want COMPLETED after one claim, its lease never reclaimed",
+					got.State, got.Attempts, got.Events)
+			}
+		})
+	}
+}
+
+// reclaimed tells whether the lease reaper took task's lease back.
+func reclaimed(task cks.Task) bool {
+	return slices.ContainsFunc(task.Events, func(e cks.TaskEvent) bool { return e.Actor == "reaper" })
+}
