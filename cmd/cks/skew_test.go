@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,6 +49,13 @@ func TestSkewedClocks(t *testing.T) {
 				"--", "sleep", skewTask)
 			api := client.New(h.url, h.token)
 			ctx := context.Background()
+
+			// The hub's /metrics shows the correction: the database's clock
+			// is 30 s behind the hub's host's; 0 when nothing corrects.
+			wantOffset := map[bool]float64{true: -30, false: 0}[tc.wantRight]
+			if off := clockOffsetMetric(t, h); off < wantOffset-1 || off > wantOffset+1 {
+				t.Errorf("cks_clock_offset_seconds %v, want about %v", off, wantOffset)
+			}
 
 			// The agent's row, as the hub judges it: alive only when the
 			// clocks agree. Read it repeatedly while the task runs.
@@ -106,6 +115,21 @@ func TestSkewedClocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clockOffsetMetric reads cks_clock_offset_seconds from h's /metrics.
+func clockOffsetMetric(t testing.TB, h *hubProc) float64 {
+	t.Helper()
+	code, body := h.get(t, "/metrics")
+	m := regexp.MustCompile(`(?m)^cks_clock_offset_seconds (\S+)$`).FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		t.Fatalf("/metrics: HTTP %d without cks_clock_offset_seconds:\n%s", code, body)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // reclaimed tells whether the lease reaper took task's lease back.
