@@ -97,15 +97,25 @@ func correctClock(ctx context.Context, d driver.Driver, opts []driver.Option) (*
 	if !own || given.NoClockCorrection {
 		return nil, opts, nil
 	}
-	c := &correction{host: host, read: db.DatabaseNow, logger: slog.Default()}
+	c, err := newCorrection(ctx, host, db.DatabaseNow)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, append(opts, driver.WithClock(c.clock)), nil
+}
+
+// newCorrection measures read's clock against host's once; its loop, not
+// started, measures again every ClockRemeasure.
+func newCorrection(ctx context.Context, host clock.Clock, read func(context.Context) (time.Time, error)) (*correction, error) {
+	c := &correction{host: host, read: read, logger: slog.Default()}
 	m, err := clock.MeasureOffset(ctx, host, ClockSamples, c.read)
 	if err != nil {
-		return nil, nil, fmt.Errorf("measure the database's clock: %w", err)
+		return nil, fmt.Errorf("measure the database's clock: %w", err)
 	}
 	c.last.Store(&m)
 	c.clock = clock.NewOffset(host, m.Offset)
 	c.loop = lifecycle.New(lifecycle.Config{Run: c.remeasure})
-	return c, append(opts, driver.WithClock(c.clock)), nil
+	return c, nil
 }
 
 // remeasure measures the offset again every ClockRemeasure until ctx ends;
