@@ -62,6 +62,9 @@ const (
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		once := &notifyOnce{Executor: ex}
+		// Leases and claims are stamped by the service's clock, which a
+		// backend opened on Postgres corrects to the database's: a reaper
+		// on another host judges them by the same clock.
 		if err := fn(ctx, once, driver.Time(s.clock.Now())); err != nil {
 			return err
 		}

@@ -64,7 +64,9 @@ type ReporterConfig struct {
 	// leaves the tick's read-back the only way.
 	Changes Watcher
 	// Clock tells the heartbeat times and times the interval; the system
-	// clock when nil.
+	// clock when nil. An agent passes its backend's (backend.Backend.Clock,
+	// the database's on Postgres), since hubs on other hosts judge the
+	// heartbeats.
 	Clock clock.Clock
 	// Logger receives failed ticks (the process keeps running); nil
 	// discards them.

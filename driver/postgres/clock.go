@@ -9,8 +9,9 @@ import (
 )
 
 // DatabaseNow reads the server's clock (clock_timestamp()): the clock the
-// leases of leadership are judged by, which `cks doctor` compares with the
-// host's.
+// leases of leadership are judged by, and the one every process corrects
+// its host's clock to (backend.Open measures the offset with it), which
+// `cks doctor` compares with the host's.
 func (d *Driver) DatabaseNow(ctx context.Context) (time.Time, error) {
 	t, err := d.q.DatabaseNow(ctx, d.pool)
 	if err != nil {
