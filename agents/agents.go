@@ -31,7 +31,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock tells liveness times and times the agent's waits (the idle
 	// poll, the liveness interval, the task-lease heartbeat); the system
-	// clock when nil.
+	// clock when nil. `cks agent` passes its backend's, the database's
+	// clock on Postgres (backend.Backend.Clock).
 	Clock clock.Clock
 	// NoFastStop leaves the liveness tick as the only path of a stop
 	// request (for measurements; see liveness.ReporterConfig.NoFastPath).
