@@ -75,7 +75,6 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	go exitOnSecondSignal(ctx, done, e)
 	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background,
 		Clock: st.Clock()}) // heartbeats and leases on the database's clock
-
 }
 
 // parseAgent reads `cks agent KIND [flags] [-- COMMAND ARGS…]`: the kind's
