@@ -64,6 +64,10 @@ type Config struct {
 		ID() string
 		Current(ctx context.Context) (cks.Leader, bool, error)
 	}
+	// ClockCorrection, when set, is the correction of the hub's clock to
+	// the database's (backend.Backend.ClockCorrection): /healthz shows the
+	// offset in use.
+	ClockCorrection func() (clock.Measurement, bool)
 	// WriteTimeout is the HTTP server's write timeout, if it has one: the
 	// event stream and /mcp lift it, and a stop or update that waits for an
 	// abort confirmation extends it by its wait.
@@ -272,6 +276,18 @@ type Health struct {
 	// maintenance leadership (a hub that does not run its passes is healthy:
 	// it stands by).
 	Leader *HealthLeader `json:"leader,omitempty"`
+	// Clock is the correction of the hub's clock to the database's, when
+	// one is in use (Postgres).
+	Clock *HealthClock `json:"clock,omitempty"`
+}
+
+// HealthClock is the correction of the hub's clock in /healthz.
+type HealthClock struct {
+	// OffsetS is the database's clock minus this host's, in seconds: what
+	// the hub adds to its host's clock.
+	OffsetS float64 `json:"offset_s"`
+	// UncertaintyS is half the measurement's round trip, in seconds.
+	UncertaintyS float64 `json:"uncertainty_s"`
 }
 
 // HealthLeader names the maintenance leader in /healthz.
@@ -295,6 +311,11 @@ type healthCache struct {
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", Version: a.cfg.Version}
+	if a.cfg.ClockCorrection != nil {
+		if m, ok := a.cfg.ClockCorrection(); ok {
+			h.Clock = &HealthClock{OffsetS: m.Offset.Seconds(), UncertaintyS: (m.RTT / 2).Seconds()}
+		}
+	}
 	if a.cfg.Health == nil {
 		writeJSON(w, http.StatusOK, h)
 		return

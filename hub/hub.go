@@ -213,6 +213,8 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Health:     st.StorageHealth,
 		Leader:     rt.Leader,
 
+		ClockCorrection: st.ClockCorrection,
+
 		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
 		KeepAlive:    httpSet.EventKeepAlive,
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -55,6 +56,16 @@ func TestSkewedClocks(t *testing.T) {
 			wantOffset := map[bool]float64{true: -30, false: 0}[tc.wantRight]
 			if off := clockOffsetMetric(t, h); off < wantOffset-1 || off > wantOffset+1 {
 				t.Errorf("cks_clock_offset_seconds %v, want about %v", off, wantOffset)
+			}
+			// So does /healthz, while a correction is in use.
+			var hz struct {
+				Clock *struct {
+					OffsetS float64 `json:"offset_s"`
+				} `json:"clock"`
+			}
+			if code, body := h.get(t, "/healthz"); code != 200 || json.Unmarshal([]byte(body), &hz) != nil ||
+				(hz.Clock != nil) != tc.wantRight || hz.Clock != nil && (hz.Clock.OffsetS < -31 || hz.Clock.OffsetS > -29) {
+				t.Errorf("/healthz: HTTP %d %s, want the clock's offset (about -30 s) only with the correction", code, body)
 			}
 
 			// The agent's row, as the hub judges it: alive only when the
