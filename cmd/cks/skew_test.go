@@ -32,7 +32,10 @@ const skewTask = "2"
 // (CKS_TEST_CLOCK_CORRECTION=off) the same setup goes wrong as it did before
 // the correction, which shows the test can fail: the agent's heartbeats
 // read a minute old to the hub, so it is not alive, and the hub's reaper
-// reclaims the lease of a task the agent is working.
+// reclaims the lease of a task the agent is working. The windows (alive
+// within 6 s of a heartbeat, a lease reclaimed 10 s after its renewal) are
+// far below the 60 s the clocks disagree by, and far above a loaded
+// machine's stalls.
 func TestSkewedClocks(t *testing.T) {
 	reaperEnabled, reaperInterval := sweeper.EnvNames(sweeper.LeaseReaperID)
 	for _, tc := range []struct {
@@ -41,12 +44,12 @@ func TestSkewedClocks(t *testing.T) {
 	}{{"on", true}, {"off", false}} {
 		t.Run("correction "+tc.correction, func(t *testing.T) {
 			db := backendtest.PostgresURL(t)
-			both := []string{backend.EnvTestClockCorrection + "=" + tc.correction, "CKS_STALE_WINDOW=3s"}
+			both := []string{backend.EnvTestClockCorrection + "=" + tc.correction, "CKS_STALE_WINDOW=10s"}
 			h := startHubDir(t, "serve", datadir.Dir(t.TempDir()),
 				append([]string{backend.EnvTestClockSkew + "=30s", reaperEnabled + "=true", reaperInterval + "=200ms"}, both...),
 				"--database", db)
 			a := startAgent(t, append([]string{backend.EnvTestClockSkew + "=-30s"}, both...),
-				"exec", "--types", "skewed", "--database", db, "--liveness-interval", "0.3", "--poll-interval", "0.2",
+				"exec", "--types", "skewed", "--database", db, "--liveness-interval", "2", "--poll-interval", "0.2",
 				"--", "sleep", skewTask)
 			api := client.New(h.url, h.token)
 			ctx := context.Background()
