@@ -227,14 +227,19 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
 		var edges []driver.TaskDep
-		events := make([]driver.TaskEventRow, len(inserted))
+		var events []driver.TaskEventRow
 		for k, r := range inserted { // as stored: the database's form of the JSON columns
 			n := ns[fresh[k]]
 			for _, d := range n.DependsOn {
 				edges = append(edges, driver.TaskDep{TaskID: r.ID, DependsOn: d})
 			}
-			events[k] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy, To: string(states[k]),
-				Reason: reasons[k]}
+			// A task created OPEN is its row (history: the creation event is
+			// read from it); one created WAITING or BLOCKED keeps its event,
+			// whose state and reason the row does not hold.
+			if states[k] != cks.TaskOpen {
+				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy,
+					To: string(states[k]), Reason: reasons[k]})
+			}
 			// The dependencies are the ones just written, in the order a
 			// read returns them.
 			var ds []int64
@@ -398,11 +403,8 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		if err != nil {
 			return err
 		}
-		t.Events = make([]cks.TaskEvent, len(events))
-		for i, e := range events {
-			if t.Events[i], err = toEvent(e); err != nil {
-				return err
-			}
+		if t.Events, err = history(r, events); err != nil {
+			return err
 		}
 		evRows, err := ex.EvidenceList(ctx, id)
 		if err != nil {
@@ -639,9 +641,6 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 
 // executing are the states an executor's lease is good for.
 var executing = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
-
-// runningReason is the reason of the event of the move to RUNNING.
-const runningReason = "running"
 
 // MarkRunning moves a claimed task to RUNNING.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.Task, error) {
