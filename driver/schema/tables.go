@@ -289,7 +289,7 @@ func taskEvents() Table {
 			// field (every state change, and every event written before
 			// the column existed).
 			textOr("changes"),
-	
+
 			// An attempt's end (issue 27) holds the whole attempt: its
 			// claim (claimed_at, the worker: '' when it is the end's actor)
 			// and its start (started_at, NULL when it never ran), which no
