@@ -107,7 +107,8 @@ func itemError(name func(i int, field string) string, i int, err error) error {
 
 // enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
 // it returns the task of n's dedupe key (created false) or inserts the task
-// with its dependencies and creation event.
+// with its dependencies (and the creation event of a task not created
+// OPEN).
 func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n cks.NewTask) (cks.Task, bool, error) {
 	out, err := s.enqueueManyTx(ctx, ex, now, []cks.NewTask{n}, func(_ int, f string) string { return f })
 	if err != nil {
@@ -125,7 +126,8 @@ type dedupeHit struct{ live, any int64 }
 // enqueueManyTx is the work of EnqueueMany inside ex's transaction, for
 // validated ns: each item, in order, gets the task of its dedupe key
 // (created false: an existing one, or one an earlier item of ns created)
-// or becomes a new task with its dependencies and creation event. The
+// or becomes a new task with its dependencies (and the creation event of a
+// task not created OPEN). The
 // rules are decided in Go over reads made once for the whole batch — the
 // dedupe keys (one read, TaskDedupeFindMany), the parents (one read),
 // the dependencies (one read, LockShare, as depState) — and the new rows
@@ -602,14 +604,14 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 
 // ClaimWith is Claim with its arguments in p, and the choice of
 // p.Running: each claimed task moves on to RUNNING in the same
-// transaction, with the CLAIMED event and then the RUNNING one that
-// MarkRunning would write (one commit less for an executor that starts
-// at once; worker.Executor skips MarkRunning for a RUNNING task).
+// transaction, as MarkRunning would (one commit less for an executor that
+// starts at once; worker.Executor skips MarkRunning for a RUNNING task).
 //
 // in one driver statement (TaskClaim): the claimable tasks are locked (SKIP
-// LOCKED: another claimer's are passed over), leased and given their CLAIMED
-// events at once — and, with p.Running, moved on to RUNNING with
-// MarkRunning's event after it. The lease tokens are made here, one per task
+// LOCKED: another claimer's are passed over) and leased at once — and,
+// with p.Running, moved on to RUNNING. Neither writes an event: the
+// attempt lives on the row until the event that ends it records it whole
+// (history reads the claim and the start from there). The lease tokens are made here, one per task
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer).
@@ -642,7 +644,8 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 // executing are the states an executor's lease is good for.
 var executing = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
 
-// MarkRunning moves a claimed task to RUNNING.
+// MarkRunning moves a claimed task to RUNNING. It writes no event: the
+// start is the row's state_changed_at until the attempt's end records it.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskRunning, actor: cur.ClaimedBy, reason: runningReason})
