@@ -214,11 +214,11 @@ type TaskExecutor interface {
 	TaskClaimable(ctx context.Context, p TaskClaimableParams) ([]TaskRow, error)
 	// TaskClaim leases up to Limit of the tasks TaskClaimable would read,
 	// in one statement where the dialect allows (Postgres: an UPDATE of
-	// the rows locked SKIP LOCKED, whose events a data-modifying CTE
-	// inserts; SQLite: the same statements in its one writer's
-	// transaction). The i-th row in claim order gets LeaseTokenHashes[i]
-	// (so at most len(LeaseTokenHashes) rows are claimed) and the values
-	// of p — nothing is decided here — and one event. It returns the rows
+	// the rows locked SKIP LOCKED; SQLite: the same statements in its one
+	// writer's transaction). The i-th row in claim order gets
+	// LeaseTokenHashes[i] (so at most len(LeaseTokenHashes) rows are
+	// claimed) and the values of p — nothing is decided here — and no
+	// event (TaskClaimParams). It returns the rows
 	// as written, in claim order, with their dependencies.
 	TaskClaim(ctx context.Context, p TaskClaimParams) ([]TaskClaimed, error)
 	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
@@ -361,20 +361,18 @@ type TaskClaimableParams struct {
 // claims), each row leased to its own caller. Each row is written with
 // State To, attempts increased by AttemptsAdded, ClaimedAt =
 // LeaseRenewedAt = UpdatedAt = StateChangedAt = Now, its lease's ClaimedBy,
-// token hash, ExpiresAt and Ms, and RunAfter (zero: NULL); its event is
-// (Now, the lease's ClaimedBy, State → To, the new attempts, Reason).
+// token hash, ExpiresAt and Ms, and RunAfter (zero: NULL). A claim writes
+// no event: a running attempt lives on its task's row, and the event that
+// ends it records it whole (TaskEventRow.ClaimedAt).
 type TaskClaimParams struct {
 	TaskClaimableParams
 	Leases        []TaskClaimLease
 	To            string
 	AttemptsAdded int
 	RunAfter      time.Time
-	Reason        string
 	// Then, when its To is set, is a second move every claimed row makes
 	// at once (RUNNING, for an executor that starts the task straight
-	// away): the row is written with State Then.To instead of To, and gets a
-	// second event (Now, the lease's ClaimedBy, To → Then.To, the new
-	// attempts, Then.Reason) after the first.
+	// away): the row is written with State Then.To instead of To.
 	Then TaskClaimThen
 }
 
@@ -390,8 +388,7 @@ type TaskClaimLease struct {
 
 // TaskClaimThen is the second move of a claim (TaskClaimParams.Then).
 type TaskClaimThen struct {
-	To     string
-	Reason string
+	To string
 }
 
 // TaskClaimed is a row a claim wrote, with the ids of its dependencies in
@@ -491,6 +488,13 @@ type TaskEventRow struct {
 	// Changes is the JSON of an edit's changes (the ledger's: each field's
 	// old and new value), "" for an event that changed no field.
 	Changes string
+	// ClaimedAt, StartedAt and Worker are set on the event that ends an
+	// attempt (the ledger's): when it was claimed, when it started (zero:
+	// never), and who held it ("" when the event's Actor did). Zero on any
+	// other event.
+	ClaimedAt time.Time
+	StartedAt time.Time
+	Worker    string
 }
 
 // EvidenceRow is one row of cks_task_evidence.

@@ -90,9 +90,9 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 			params := driver.TaskClaimParams{
 				TaskClaimableParams: driver.TaskClaimableParams{State: string(cks.TaskOpen),
 					Excluded: strs(DispatchExcluded[:]), Types: p.Types, Now: now},
-				To: string(cks.TaskClaimed), AttemptsAdded: 1, Reason: "claimed"}
+				To: string(cks.TaskClaimed), AttemptsAdded: 1}
 			if p.Running {
-				params.Then = driver.TaskClaimThen{To: string(cks.TaskRunning), Reason: runningReason}
+				params.Then = driver.TaskClaimThen{To: string(cks.TaskRunning)}
 			}
 			owners := map[string]owner{}
 			for _, i := range live {

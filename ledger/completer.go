@@ -58,7 +58,8 @@ type completer = groupcommit.Group[*finish, cks.Task]
 // a stale token is that caller's ErrLeaseLost and nobody else's, and a
 // task met twice is decided the second time as the first left it — then
 // the renewed leases are written (one TaskMoveMany), every move with its
-// event (transition: one TaskMoveMany with the events), and
+// event — the one history row that holds the attempt it ends —
+// (transition: one TaskMoveMany with the events), and
 // dependants are released (or blocked) only for tasks something depends
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and

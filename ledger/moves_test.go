@@ -24,7 +24,8 @@ type writeCall struct {
 }
 
 // writeRecorder is a driver whose executors record their task writes
-// (TaskMoveMany, TaskUpdateMany, TaskEventInsertMany).
+// (TaskInsertMany, TaskClaim, TaskMoveMany, TaskUpdateMany,
+// TaskEventInsertMany).
 type writeRecorder struct {
 	driver.Driver
 	mu    sync.Mutex
@@ -73,6 +74,21 @@ func (e writeRecording) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyP
 func (e writeRecording) TaskUpdateMany(ctx context.Context, rows []driver.TaskRow) (int, error) {
 	e.r.note(writeCall{prim: "TaskUpdateMany", states: statesOf(rows)})
 	return e.Executor.TaskUpdateMany(ctx, rows)
+}
+
+func (e writeRecording) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
+	e.r.note(writeCall{prim: "TaskInsertMany", states: statesOf(rows)})
+	return e.Executor.TaskInsertMany(ctx, rows)
+}
+
+func (e writeRecording) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	claimed, err := e.Executor.TaskClaim(ctx, p)
+	states := make([]string, len(claimed))
+	for i, c := range claimed {
+		states[i] = c.State
+	}
+	e.r.note(writeCall{prim: "TaskClaim", states: states})
+	return claimed, err
 }
 
 func (e writeRecording) TaskEventInsertMany(ctx context.Context, events []driver.TaskEventRow) error {
@@ -223,6 +239,80 @@ func TestMoveOfAVanishedRowConflicts(t *testing.T) {
 			events, err := d.Executor().TaskEventList(ctx, 999)
 			if err != nil || len(events) != 0 {
 				t.Errorf("%s: events of the missing row = %+v, %v; want none", c.name, events, err)
+			}
+		}
+	})
+}
+
+// TestHotPathRows counts the rows each move of the hot path writes (issue
+// 27): a task's insert, its claim and its end are one row of the task
+// each, and the end adds the one history row that holds the whole attempt:
+// 4 rows a task, a start of its own (MarkRunning) one more write of the
+// task's row and no history row. The history rows in the database are
+// counted too: one a task.
+func TestHotPathRows(t *testing.T) {
+	cases := []struct {
+		name    string
+		running bool // claimed straight into RUNNING
+		start   bool // MarkRunning after the claim
+		end     func(ctx context.Context, s *ledger.Service, id int64, token string) error
+		want    int
+	}{
+		{"claim running, complete", true, false, func(ctx context.Context, s *ledger.Service, id int64, token string) error {
+			_, err := s.Complete(ctx, id, token, false, "done")
+			return err
+		}, 4},
+		{"claim, complete", false, false, func(ctx context.Context, s *ledger.Service, id int64, token string) error {
+			_, err := s.Complete(ctx, id, token, false, "done")
+			return err
+		}, 4},
+		{"claim running, fail", true, false, func(ctx context.Context, s *ledger.Service, id int64, token string) error {
+			_, err := s.Fail(ctx, id, token, false, "broken")
+			return err
+		}, 4},
+		{"claim running, retryable failure", true, false, func(ctx context.Context, s *ledger.Service, id int64, token string) error {
+			_, err := s.Fail(ctx, id, token, true, "flaky")
+			return err
+		}, 4},
+		{"claim, start, complete", false, true, func(ctx context.Context, s *ledger.Service, id int64, token string) error {
+			_, err := s.Complete(ctx, id, token, false, "done")
+			return err
+		}, 5},
+	}
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		rec := &writeRecorder{Driver: open(t)}
+		s := ledger.NewService(rec, nil)
+		ctx := context.Background()
+		for i, c := range cases {
+			typ := fmt.Sprintf("hot%d", i)
+			rec.take()
+			task, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			claimed, err := s.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1,
+				Lease: time.Minute, Running: c.running})
+			if err != nil || len(claimed) != 1 {
+				t.Fatalf("%s: claim = %+v, %v", c.name, claimed, err)
+			}
+			if c.start {
+				if _, err := s.MarkRunning(ctx, task.ID, claimed[0].LeaseToken); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.end(ctx, s, task.ID, claimed[0].LeaseToken); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			calls, rows := rec.take(), 0
+			for _, w := range calls {
+				rows += len(w.states) + w.events
+			}
+			if rows != c.want {
+				t.Errorf("%s: %d rows written (%+v), want %d", c.name, rows, calls, c.want)
+			}
+			events, err := rec.Executor().TaskEventList(ctx, task.ID)
+			if err != nil || len(events) != 1 || events[0].ClaimedAt.IsZero() {
+				t.Errorf("%s: history rows %+v, %v; want the one that ends the attempt", c.name, events, err)
 			}
 		}
 	})

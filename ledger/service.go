@@ -254,7 +254,9 @@ type move struct {
 
 // transition is the one function through which every state change goes.
 // It checks each move against the table (Check), applies it, and writes the
-// rows by primary key with one event per move: when every move changed only
+// rows by primary key with the moves' events (eventOf: one per move but
+// the start of an attempt, which the row holds until the attempt's end
+// records it): when every move changed only
 // the columns of the lifecycle (driver.OnlyMoved) and no event records an
 // edit's changes, in one TaskMoveMany that
 // writes just those and the events in the same statement; otherwise the
@@ -267,7 +269,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		return nil, nil
 	}
 	rows := make([]driver.TaskRow, len(moves))
-	events := make([]driver.TaskEventRow, len(moves))
+	events := make([]driver.TaskEventRow, 0, len(moves))
 	ready, narrow := false, true
 	for i, m := range moves {
 		from := cks.TaskState(m.row.State)
@@ -286,8 +288,9 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		if m.attempt > 0 {
 			attempt = m.attempt
 		}
-		events[i] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
-			Attempt: attempt, Reason: m.reason, Changes: m.changes}
+		if ev, ok := eventOf(m, from, r, now, attempt); ok {
+			events = append(events, ev)
+		}
 		ready = ready || m.to == cks.TaskOpen
 		// TaskMoveMany writes no event's changes.
 		narrow = narrow && driver.OnlyMoved(m.row, *r) && m.changes == ""

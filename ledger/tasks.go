@@ -107,7 +107,8 @@ func itemError(name func(i int, field string) string, i int, err error) error {
 
 // enqueueTx is Enqueue's work inside ex's transaction, for a validated n:
 // it returns the task of n's dedupe key (created false) or inserts the task
-// with its dependencies and creation event.
+// with its dependencies (and the creation event of a task not created
+// OPEN).
 func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Time, n cks.NewTask) (cks.Task, bool, error) {
 	out, err := s.enqueueManyTx(ctx, ex, now, []cks.NewTask{n}, func(_ int, f string) string { return f })
 	if err != nil {
@@ -125,7 +126,8 @@ type dedupeHit struct{ live, any int64 }
 // enqueueManyTx is the work of EnqueueMany inside ex's transaction, for
 // validated ns: each item, in order, gets the task of its dedupe key
 // (created false: an existing one, or one an earlier item of ns created)
-// or becomes a new task with its dependencies and creation event. The
+// or becomes a new task with its dependencies (and the creation event of a
+// task not created OPEN). The
 // rules are decided in Go over reads made once for the whole batch — the
 // dedupe keys (one read, TaskDedupeFindMany), the parents (one read),
 // the dependencies (one read, LockShare, as depState) — and the new rows
@@ -227,14 +229,19 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
 		var edges []driver.TaskDep
-		events := make([]driver.TaskEventRow, len(inserted))
+		var events []driver.TaskEventRow
 		for k, r := range inserted { // as stored: the database's form of the JSON columns
 			n := ns[fresh[k]]
 			for _, d := range n.DependsOn {
 				edges = append(edges, driver.TaskDep{TaskID: r.ID, DependsOn: d})
 			}
-			events[k] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy, To: string(states[k]),
-				Reason: reasons[k]}
+			// A task created OPEN is its row (history: the creation event is
+			// read from it); one created WAITING or BLOCKED keeps its event,
+			// whose state and reason the row does not hold.
+			if states[k] != cks.TaskOpen {
+				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy,
+					To: string(states[k]), Reason: reasons[k]})
+			}
 			// The dependencies are the ones just written, in the order a
 			// read returns them.
 			var ds []int64
@@ -398,11 +405,8 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		if err != nil {
 			return err
 		}
-		t.Events = make([]cks.TaskEvent, len(events))
-		for i, e := range events {
-			if t.Events[i], err = toEvent(e); err != nil {
-				return err
-			}
+		if t.Events, err = history(r, events); err != nil {
+			return err
 		}
 		evRows, err := ex.EvidenceList(ctx, id)
 		if err != nil {
@@ -600,14 +604,14 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 
 // ClaimWith is Claim with its arguments in p, and the choice of
 // p.Running: each claimed task moves on to RUNNING in the same
-// transaction, with the CLAIMED event and then the RUNNING one that
-// MarkRunning would write (one commit less for an executor that starts
-// at once; worker.Executor skips MarkRunning for a RUNNING task).
+// transaction, as MarkRunning would (one commit less for an executor that
+// starts at once; worker.Executor skips MarkRunning for a RUNNING task).
 //
 // in one driver statement (TaskClaim): the claimable tasks are locked (SKIP
-// LOCKED: another claimer's are passed over), leased and given their CLAIMED
-// events at once — and, with p.Running, moved on to RUNNING with
-// MarkRunning's event after it. The lease tokens are made here, one per task
+// LOCKED: another claimer's are passed over) and leased at once — and,
+// with p.Running, moved on to RUNNING. Neither writes an event: the
+// attempt lives on the row until the event that ends it records it whole
+// (history reads the claim and the start from there). The lease tokens are made here, one per task
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer).
@@ -640,10 +644,8 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 // executing are the states an executor's lease is good for.
 var executing = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
 
-// runningReason is the reason of the event of the move to RUNNING.
-const runningReason = "running"
-
-// MarkRunning moves a claimed task to RUNNING.
+// MarkRunning moves a claimed task to RUNNING. It writes no event: the
+// start is the row's state_changed_at until the attempt's end records it.
 func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.Task, error) {
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskRunning, actor: cur.ClaimedBy, reason: runningReason})

@@ -163,7 +163,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // trigger that freezes them too), the studio's sessions (issue 22: their
 // table, its keys and indexes), the exit time of a process and the
 // changes of an edit's event (issue 24), the leaders (issue 26: their
-// table and key); and for what was retired since (Retired,
+// table and key), the attempt an event ends (issue 27: claimed_at,
+// started_at, worker); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -173,7 +174,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
-		"column|cks_task_events|changes|",
+		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
+		"column|cks_task_events|worker|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",

@@ -294,15 +294,18 @@ func taskDepsOf(rows []dbsqlc.CksTaskDep) []driver.TaskDep {
 // taskEventRowOf reads a dbsqlc.CksTaskEvent as a driver.TaskEventRow.
 func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 	return driver.TaskEventRow{
-		ID:      r.EventID,
-		TaskID:  r.TaskID,
-		At:      driver.Time(r.At),
-		Actor:   r.Actor,
-		From:    r.FromState,
-		To:      r.ToState,
-		Attempt: int(r.Attempt),
-		Reason:  r.Reason,
-		Changes: r.Changes,
+		ID:        r.EventID,
+		TaskID:    r.TaskID,
+		At:        driver.Time(r.At),
+		Actor:     r.Actor,
+		From:      r.FromState,
+		To:        r.ToState,
+		Attempt:   int(r.Attempt),
+		Reason:    r.Reason,
+		Changes:   r.Changes,
+		ClaimedAt: fromNullTime(r.ClaimedAt),
+		StartedAt: fromNullTime(r.StartedAt),
+		Worker:    r.Worker,
 	}
 }
 
@@ -823,6 +826,9 @@ func taskEventInsertParams(p driver.TaskEventRow) dbsqlc.TaskEventInsertParams {
 		Attempt:   int32(p.Attempt),
 		Reason:    p.Reason,
 		Changes:   p.Changes,
+		ClaimedAt: nullTime(p.ClaimedAt),
+		StartedAt: nullTime(p.StartedAt),
+		Worker:    p.Worker,
 	}
 }
 
@@ -838,6 +844,9 @@ func taskEventInsertManyParams(rows []driver.TaskEventRow) dbsqlc.TaskEventInser
 		a.Attempts = append(a.Attempts, int32(r.Attempt))
 		a.Reasons = append(a.Reasons, r.Reason)
 		a.Changess = append(a.Changess, r.Changes)
+		a.ClaimedAts = append(a.ClaimedAts, arrayTime(r.ClaimedAt))
+		a.StartedAts = append(a.StartedAts, arrayTime(r.StartedAt))
+		a.Workers = append(a.Workers, r.Worker)
 	}
 	return a
 }

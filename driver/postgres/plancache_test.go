@@ -82,7 +82,7 @@ ANALYZE cks_outbox_tasks`); err != nil {
 				TaskClaimableParams: driver.TaskClaimableParams{State: "OPEN", Excluded: []string{"STOPPED"}, Types: f.types,
 					Now: drivertest.T0.Add(time.Hour), Limit: 1},
 				Leases: []driver.TaskClaimLease{{TokenHash: fmt.Sprintf("h%d", i), ClaimedBy: "w", ExpiresAt: drivertest.T0.Add(2 * time.Hour), Ms: 60000}},
-				To:     "CLAIMED", AttemptsAdded: 1, Reason: "claimed"})
+				To:     "CLAIMED", AttemptsAdded: 1})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("%s, claim %d: %v %v", f.name, i, got, err)
 			}

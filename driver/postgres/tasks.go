@@ -84,7 +84,8 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
 			ReviewNote: r.ReviewNote, UpdatedAt: driver.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
 			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: driver.Time(ev.At), EventActor: ev.Actor,
-			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason})
+			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason,
+			EventClaimedAt: nullTime(ev.ClaimedAt), EventStartedAt: nullTime(ev.StartedAt), EventWorker: ev.Worker})
 		return int(n), mapErr(fmt.Sprintf("task move %d", r.ID), err)
 	}
 	n, err := e.d.q.TaskMoveMany(ctx, e.db, taskMoveManyParams(p))
@@ -105,7 +106,8 @@ func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
 		StateChangedAts: make([]time.Time, n),
 		EventTaskIds:    make([]int64, m), EventAts: make([]time.Time, m), EventActors: make([]string, m),
 		EventFromStates: make([]string, m), EventToStates: make([]string, m), EventAttempts: make([]int32, m),
-		EventReasons: make([]string, m),
+		EventReasons: make([]string, m), EventClaimedAts: make([]time.Time, m), EventStartedAts: make([]time.Time, m),
+		EventWorkers: make([]string, m),
 	}
 	for i, r := range p.Rows {
 		a.TaskIds[i], a.States[i], a.Attemptss[i], a.Restartss[i] = r.ID, r.State, int32(r.Attempts), int32(r.Restarts)
@@ -119,6 +121,7 @@ func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
 		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, driver.Time(ev.At), ev.Actor
 		a.EventFromStates[i], a.EventToStates[i] = ev.From, ev.To
 		a.EventAttempts[i], a.EventReasons[i] = int32(ev.Attempt), ev.Reason
+		a.EventClaimedAts[i], a.EventStartedAts[i], a.EventWorkers[i] = arrayTime(ev.ClaimedAt), arrayTime(ev.StartedAt), ev.Worker
 	}
 	return a
 }
@@ -153,8 +156,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	}
 	now := driver.Time(p.Now)
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
-		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter), Reason: p.Reason,
-		ThenTo: p.Then.To, ThenReason: p.Then.Reason}
+		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter),
+		ThenTo: p.Then.To}
 	q.LeaseTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit)
 	q.LeaseExpiresAts, q.LeaseMss = make([]time.Time, limit), make([]int64, limit)
 	for i, l := range p.Leases[:limit] {
@@ -175,16 +178,14 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		rows, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
-			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo})
 		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypeRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
 	default:
 		var rows []dbsqlc.TaskClaimOfTypesRow
 		rows, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, Reason: q.Reason,
-			ThenTo: q.ThenTo, ThenReason: q.ThenReason})
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo})
 		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypesRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
 	}
 	if err != nil {

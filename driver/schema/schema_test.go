@@ -198,7 +198,7 @@ func TestUpgradeRetiresIndexesAndReferences(t *testing.T) {
 		if d == Postgres {
 			want = append(want, "ALTER TABLE cks_task_events DROP CONSTRAINT cks_task_events_task_id_fkey")
 		} else {
-			cols := "event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes"
+			cols := "event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes, claimed_at, started_at, worker"
 			want = append(want, "ALTER TABLE cks_task_events RENAME TO cks_task_events__rebuilt", CreateSQL(events, d),
 				"INSERT INTO cks_task_events ("+cols+") SELECT "+cols+" FROM cks_task_events__rebuilt",
 				"DROP TABLE cks_task_events__rebuilt")

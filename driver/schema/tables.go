@@ -289,6 +289,15 @@ func taskEvents() Table {
 			// field (every state change, and every event written before
 			// the column existed).
 			textOr("changes"),
+
+			// An attempt's end (issue 27) holds the whole attempt: its
+			// claim (claimed_at, the worker: '' when it is the end's actor)
+			// and its start (started_at, NULL when it never ran), which no
+			// row of their own records. NULL claimed_at: any other event,
+			// and every one written before the columns existed.
+			{Name: "claimed_at", Type: Time},
+			{Name: "started_at", Type: Time},
+			textOr("worker"),
 		},
 		// A task's events, in order, are what every read of events asks
 		// for. On Postgres that is the primary key, the one index of the

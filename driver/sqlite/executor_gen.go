@@ -416,16 +416,27 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) (driver.TaskEventRow, error) {
 	if err != nil {
 		return driver.TaskEventRow{}, fmt.Errorf("TaskEventRow At: %w", err)
 	}
+	claimedAt, err := parseNullTime(r.ClaimedAt)
+	if err != nil {
+		return driver.TaskEventRow{}, fmt.Errorf("TaskEventRow ClaimedAt: %w", err)
+	}
+	startedAt, err := parseNullTime(r.StartedAt)
+	if err != nil {
+		return driver.TaskEventRow{}, fmt.Errorf("TaskEventRow StartedAt: %w", err)
+	}
 	return driver.TaskEventRow{
-		ID:      r.EventID,
-		TaskID:  r.TaskID,
-		At:      at,
-		Actor:   r.Actor,
-		From:    r.FromState,
-		To:      r.ToState,
-		Attempt: int(r.Attempt),
-		Reason:  r.Reason,
-		Changes: r.Changes,
+		ID:        r.EventID,
+		TaskID:    r.TaskID,
+		At:        at,
+		Actor:     r.Actor,
+		From:      r.FromState,
+		To:        r.ToState,
+		Attempt:   int(r.Attempt),
+		Reason:    r.Reason,
+		Changes:   r.Changes,
+		ClaimedAt: claimedAt,
+		StartedAt: startedAt,
+		Worker:    r.Worker,
 	}, nil
 }
 

@@ -36,8 +36,8 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 }
 
 // TaskClaim implements driver.TaskExecutor with TaskClaimable's read and
-// one prepared update and event insert per row, in the one writer's
-// transaction (SQLite has no round trip to save).
+// one prepared update per row, in the one writer's transaction (SQLite has
+// no round trip to save).
 func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
 	limit := min(p.Limit, len(p.Leases))
 	if limit <= 0 {
@@ -53,7 +53,6 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		events := make([]driver.TaskEventRow, 0, 2*len(rows))
 		ids := make([]int64, len(rows))
 		for i := range rows {
 			r := &rows[i]
@@ -61,18 +60,14 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, l.ClaimedBy, p.Now
 			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = l.TokenHash, l.ExpiresAt, p.Now
 			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = l.Ms, p.RunAfter, p.Now, p.Now
-			events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: l.ClaimedBy, From: p.State,
-				To: p.To, Attempt: r.Attempts, Reason: p.Reason})
 			if p.Then.To != "" {
 				r.State = p.Then.To
-				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: p.Now, Actor: l.ClaimedBy, From: p.To,
-					To: p.Then.To, Attempt: r.Attempts, Reason: p.Then.Reason})
 			}
 			ids[i] = r.ID
 		}
 		// A claim changes only the lifecycle's columns: the narrow write,
 		// which leaves the indexes of the other columns alone.
-		if _, err := in.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows, Events: events}); err != nil {
+		if _, err := in.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows}); err != nil {
 			return err
 		}
 		deps, err := in.TaskDepList(ctx, ids)
@@ -175,7 +170,8 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 		for _, ev := range events {
 			if err := e.d.q.TaskEventInsert(ctx, w, dbsqlc.TaskEventInsertParams{
 				TaskID: ev.TaskID, At: fmtTime(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
-				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes}); err != nil {
+				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: fmtNullTime(ev.ClaimedAt),
+				StartedAt: fmtNullTime(ev.StartedAt), Worker: ev.Worker}); err != nil {
 				return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), err)
 			}
 		}

@@ -175,6 +175,9 @@ type CksTaskEvent struct {
 	Attempt   int32
 	Reason    string
 	Changes   string
+	ClaimedAt *time.Time
+	StartedAt *time.Time
+	Worker    string
 }
 
 type CksTaskEvidence struct {

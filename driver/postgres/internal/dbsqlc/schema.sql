@@ -88,6 +88,9 @@ CREATE TABLE IF NOT EXISTS cks_task_events (
     attempt INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '',
     changes TEXT NOT NULL DEFAULT '',
+    claimed_at TIMESTAMPTZ,
+    started_at TIMESTAMPTZ,
+    worker TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (task_id, event_id)
 );
 

@@ -168,8 +168,10 @@ WHERE task_id = @task_id;
 -- refers to it). The rows the UPDATE wrote are its count.
 -- name: TaskMoveMany :execrows
 WITH events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
+        claimed_at, started_at, worker)
+    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason,
+        NULLIF(e.claimed_at, '0001-01-01 00:00:00Z'), NULLIF(e.started_at, '0001-01-01 00:00:00Z'), e.worker
     FROM (SELECT
         unnest(@event_task_ids::bigint[]) AS task_id,
         unnest(@event_ats::timestamptz[]) AS at,
@@ -177,7 +179,10 @@ WITH events AS (
         unnest(@event_from_states::text[]) AS from_state,
         unnest(@event_to_states::text[]) AS to_state,
         unnest(@event_attempts::int[]) AS attempt,
-        unnest(@event_reasons::text[]) AS reason) AS e
+        unnest(@event_reasons::text[]) AS reason,
+        unnest(@event_claimed_ats::timestamptz[]) AS claimed_at,
+        unnest(@event_started_ats::timestamptz[]) AS started_at,
+        unnest(@event_workers::text[]) AS worker) AS e
 )
 UPDATE cks_outbox_tasks t SET
     state = u.state, attempts = u.attempts, restarts = u.restarts, claimed_by = u.claimed_by,
@@ -212,9 +217,10 @@ WHERE t.task_id = u.task_id;
 -- One move with its one event (as TaskInsert, plain parameters).
 -- name: TaskMove :execrows
 WITH events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
+        claimed_at, started_at, worker)
     VALUES (@event_task_id, @event_at, @event_actor, @event_from_state, @event_to_state, @event_attempt,
-        @event_reason)
+        @event_reason, sqlc.narg(event_claimed_at), sqlc.narg(event_started_at), @event_worker)
 )
 UPDATE cks_outbox_tasks t SET
     state = @state, attempts = @attempts, restarts = @restarts, claimed_by = @claimed_by,
@@ -266,11 +272,10 @@ FOR UPDATE SKIP LOCKED;
 -- TaskClaimable locks them (the same three forms, for the same plans),
 -- numbered in claim order, given the lease of their number (token hash,
 -- claimer, expiry, length: one claim may carry the claims of several
--- callers), written with the values the ledger passes, and each gets its
--- event in the same statement (a data-modifying CTE) — two, in order, when
--- the claim moves on at once (@then_to: RUNNING, for an executor that
--- starts the task straight away); the rows come back as written, with
--- their dependencies.
+-- callers), and written with the values the ledger passes (@then_to:
+-- RUNNING at once, for an executor that starts the task straight away);
+-- the rows come back as written, with their dependencies. No event: the
+-- attempt is recorded whole by the event that ends it (issue 27).
 
 -- name: TaskClaim :many
 WITH locked AS (
@@ -293,13 +298,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
-        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -327,13 +325,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
-        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -361,13 +352,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.*
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, @now::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, @state::text, @to_state::text, @reason::text),
-        (2, @to_state::text, @then_to::text, @then_reason::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -506,8 +490,10 @@ FOR SHARE;
 SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0));
 
 -- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes,
+    NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'), NULLIF(u.started_at, '0001-01-01 00:00:00Z'), u.worker
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@ats::timestamptz[]) AS at,
@@ -516,11 +502,16 @@ FROM (SELECT
     unnest(@to_states::text[]) AS to_state,
     unnest(@attempts::int[]) AS attempt,
     unnest(@reasons::text[]) AS reason,
-    unnest(@changess::text[]) AS changes) AS u;
+    unnest(@changess::text[]) AS changes,
+    unnest(@claimed_ats::timestamptz[]) AS claimed_at,
+    unnest(@started_ats::timestamptz[]) AS started_at,
+    unnest(@workers::text[]) AS worker) AS u;
 
 -- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes);
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes,
+    sqlc.narg(claimed_at), sqlc.narg(started_at), @worker);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;

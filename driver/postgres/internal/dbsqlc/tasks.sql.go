@@ -580,13 +580,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $3::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $10::text, $13::text),
-        (2, $10::text, $9::text, $14::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -607,8 +600,6 @@ type TaskClaimParams struct {
 	ToState          string
 	AttemptsAdded    int32
 	RunAfter         *time.Time
-	Reason           string
-	ThenReason       string
 }
 
 type TaskClaimRow struct {
@@ -650,11 +641,10 @@ type TaskClaimRow struct {
 // TaskClaimable locks them (the same three forms, for the same plans),
 // numbered in claim order, given the lease of their number (token hash,
 // claimer, expiry, length: one claim may carry the claims of several
-// callers), written with the values the ledger passes, and each gets its
-// event in the same statement (a data-modifying CTE) — two, in order, when
-// the claim moves on at once (@then_to: RUNNING, for an executor that
-// starts the task straight away); the rows come back as written, with
-// their dependencies.
+// callers), and written with the values the ledger passes (@then_to:
+// RUNNING at once, for an executor that starts the task straight away);
+// the rows come back as written, with their dependencies. No event: the
+// attempt is recorded whole by the event that ends it (issue 27).
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := db.Query(ctx, taskClaim,
 		arg.State,
@@ -669,8 +659,6 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.RunAfter,
-		arg.Reason,
-		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -744,13 +732,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $11::text, $14::text),
-        (2, $11::text, $10::text, $15::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -772,8 +753,6 @@ type TaskClaimOfTypeParams struct {
 	ToState          string
 	AttemptsAdded    int32
 	RunAfter         *time.Time
-	Reason           string
-	ThenReason       string
 }
 
 type TaskClaimOfTypeRow struct {
@@ -826,8 +805,6 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.RunAfter,
-		arg.Reason,
-		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -901,13 +878,6 @@ WITH locked AS (
     FROM picked p
     WHERE t.task_id = p.task_id
     RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
-), events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT c.task_id, $4::timestamptz, c.claimed_by, e.from_state, e.to_state, c.attempts, e.reason
-    FROM claimed c, (VALUES (1, $1::text, $11::text, $14::text),
-        (2, $11::text, $10::text, $15::text)) AS e(n, from_state, to_state, reason)
-    WHERE e.to_state <> ''
-    ORDER BY c.task_id, e.n
 )
 SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
@@ -929,8 +899,6 @@ type TaskClaimOfTypesParams struct {
 	ToState          string
 	AttemptsAdded    int32
 	RunAfter         *time.Time
-	Reason           string
-	ThenReason       string
 }
 
 type TaskClaimOfTypesRow struct {
@@ -983,8 +951,6 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 		arg.ToState,
 		arg.AttemptsAdded,
 		arg.RunAfter,
-		arg.Reason,
-		arg.ThenReason,
 	)
 	if err != nil {
 		return nil, err
@@ -1769,8 +1735,10 @@ func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg 
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+    $9, $10, $11)
 `
 
 type TaskEventInsertParams struct {
@@ -1782,6 +1750,9 @@ type TaskEventInsertParams struct {
 	Attempt   int32
 	Reason    string
 	Changes   string
+	ClaimedAt *time.Time
+	StartedAt *time.Time
+	Worker    string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -1794,13 +1765,18 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.Attempt,
 		arg.Reason,
 		arg.Changes,
+		arg.ClaimedAt,
+		arg.StartedAt,
+		arg.Worker,
 	)
 	return err
 }
 
 const taskEventInsertMany = `-- name: TaskEventInsertMany :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes,
+    NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'), NULLIF(u.started_at, '0001-01-01 00:00:00Z'), u.worker
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::timestamptz[]) AS at,
@@ -1809,7 +1785,10 @@ FROM (SELECT
     unnest($5::text[]) AS to_state,
     unnest($6::int[]) AS attempt,
     unnest($7::text[]) AS reason,
-    unnest($8::text[]) AS changes) AS u
+    unnest($8::text[]) AS changes,
+    unnest($9::timestamptz[]) AS claimed_at,
+    unnest($10::timestamptz[]) AS started_at,
+    unnest($11::text[]) AS worker) AS u
 `
 
 type TaskEventInsertManyParams struct {
@@ -1821,6 +1800,9 @@ type TaskEventInsertManyParams struct {
 	Attempts   []int32
 	Reasons    []string
 	Changess   []string
+	ClaimedAts []time.Time
+	StartedAts []time.Time
+	Workers    []string
 }
 
 func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEventInsertManyParams) error {
@@ -1833,12 +1815,15 @@ func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEven
 		arg.Attempts,
 		arg.Reasons,
 		arg.Changess,
+		arg.ClaimedAts,
+		arg.StartedAts,
+		arg.Workers,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes, claimed_at, started_at, worker FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -1860,6 +1845,9 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.Attempt,
 			&i.Reason,
 			&i.Changes,
+			&i.ClaimedAt,
+			&i.StartedAt,
+			&i.Worker,
 		); err != nil {
 			return nil, err
 		}
@@ -2863,9 +2851,10 @@ func (q *Queries) TaskLockDependencyGraph(ctx context.Context, db DBTX) error {
 
 const taskMove = `-- name: TaskMove :execrows
 WITH events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
+        claimed_at, started_at, worker)
     VALUES ($19, $20, $21, $22, $23, $24,
-        $25)
+        $25, $26, $27, $28)
 )
 UPDATE cks_outbox_tasks t SET
     state = $1, attempts = $2, restarts = $3, claimed_by = $4,
@@ -2903,6 +2892,9 @@ type TaskMoveParams struct {
 	EventToState   string
 	EventAttempt   int32
 	EventReason    string
+	EventClaimedAt *time.Time
+	EventStartedAt *time.Time
+	EventWorker    string
 }
 
 // One move with its one event (as TaskInsert, plain parameters).
@@ -2933,6 +2925,9 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 		arg.EventToState,
 		arg.EventAttempt,
 		arg.EventReason,
+		arg.EventClaimedAt,
+		arg.EventStartedAt,
+		arg.EventWorker,
 	)
 	if err != nil {
 		return 0, err
@@ -2942,8 +2937,10 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 
 const taskMoveMany = `-- name: TaskMoveMany :execrows
 WITH events AS (
-    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason)
-    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason
+    INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
+        claimed_at, started_at, worker)
+    SELECT e.task_id, e.at, e.actor, e.from_state, e.to_state, e.attempt, e.reason,
+        NULLIF(e.claimed_at, '0001-01-01 00:00:00Z'), NULLIF(e.started_at, '0001-01-01 00:00:00Z'), e.worker
     FROM (SELECT
         unnest($19::bigint[]) AS task_id,
         unnest($20::timestamptz[]) AS at,
@@ -2951,7 +2948,10 @@ WITH events AS (
         unnest($22::text[]) AS from_state,
         unnest($23::text[]) AS to_state,
         unnest($24::int[]) AS attempt,
-        unnest($25::text[]) AS reason) AS e
+        unnest($25::text[]) AS reason,
+        unnest($26::timestamptz[]) AS claimed_at,
+        unnest($27::timestamptz[]) AS started_at,
+        unnest($28::text[]) AS worker) AS e
 )
 UPDATE cks_outbox_tasks t SET
     state = u.state, attempts = u.attempts, restarts = u.restarts, claimed_by = u.claimed_by,
@@ -3010,6 +3010,9 @@ type TaskMoveManyParams struct {
 	EventToStates    []string
 	EventAttempts    []int32
 	EventReasons     []string
+	EventClaimedAts  []time.Time
+	EventStartedAts  []time.Time
+	EventWorkers     []string
 }
 
 // A state move, written narrowly: only the columns a move of the
@@ -3044,6 +3047,9 @@ func (q *Queries) TaskMoveMany(ctx context.Context, db DBTX, arg TaskMoveManyPar
 		arg.EventToStates,
 		arg.EventAttempts,
 		arg.EventReasons,
+		arg.EventClaimedAts,
+		arg.EventStartedAts,
+		arg.EventWorkers,
 	)
 	if err != nil {
 		return 0, err

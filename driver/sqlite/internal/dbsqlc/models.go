@@ -176,6 +176,9 @@ type CksTaskEvent struct {
 	Attempt   int64
 	Reason    string
 	Changes   string
+	ClaimedAt *string
+	StartedAt *string
+	Worker    string
 }
 
 type CksTaskEvidence struct {

@@ -87,7 +87,10 @@ CREATE TABLE IF NOT EXISTS cks_task_events (
     to_state TEXT NOT NULL,
     attempt INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '',
-    changes TEXT NOT NULL DEFAULT ''
+    changes TEXT NOT NULL DEFAULT '',
+    claimed_at TEXT,
+    started_at TEXT,
+    worker TEXT NOT NULL DEFAULT ''
 );
 
 CREATE TABLE IF NOT EXISTS cks_task_evidence (

@@ -195,8 +195,10 @@ WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
 ORDER BY task_id;
 
 -- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes);
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+VALUES (@task_id, @at, @actor, @from_state, @to_state, @attempt, @reason, @changes,
+    sqlc.narg(claimed_at), sqlc.narg(started_at), @worker);
 
 -- name: TaskEventList :many
 SELECT * FROM cks_task_events WHERE task_id = @task_id ORDER BY event_id;

@@ -990,8 +990,10 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 }
 
 const taskEventInsert = `-- name: TaskEventInsert :exec
-INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
+    claimed_at, started_at, worker)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+    ?9, ?10, ?11)
 `
 
 type TaskEventInsertParams struct {
@@ -1003,6 +1005,9 @@ type TaskEventInsertParams struct {
 	Attempt   int64
 	Reason    string
 	Changes   string
+	ClaimedAt *string
+	StartedAt *string
+	Worker    string
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
@@ -1015,12 +1020,15 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 		arg.Attempt,
 		arg.Reason,
 		arg.Changes,
+		arg.ClaimedAt,
+		arg.StartedAt,
+		arg.Worker,
 	)
 	return err
 }
 
 const taskEventList = `-- name: TaskEventList :many
-SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes, claimed_at, started_at, worker FROM cks_task_events WHERE task_id = ?1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
@@ -1042,6 +1050,9 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.Attempt,
 			&i.Reason,
 			&i.Changes,
+			&i.ClaimedAt,
+			&i.StartedAt,
+			&i.Worker,
 		); err != nil {
 			return nil, err
 		}
