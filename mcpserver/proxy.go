@@ -23,8 +23,10 @@ import (
 // call, through one SDK client session to the hub's /mcp authenticated with
 // the caller's bearer token. So each tool acts on the hub's state with that
 // token's permissions, and answers exactly as the hub does: a refusal is the
-// hub's tool error, word for word. Nothing runs beside the hub: no store, no
-// sweeper.
+// hub's tool error, word for word. Its resources, prompts and resource
+// subscriptions are the hub's too: the proxy holds each subscribed URI once
+// on its session with the hub and relays the hub's notifications. Nothing
+// runs beside the hub: no store, no sweeper, no change listener.
 
 // ProxyConfig is the hub a Proxy relays to.
 type ProxyConfig struct {
