@@ -114,13 +114,14 @@ func (h *HTTP) openSession(w http.ResponseWriter, r *http.Request) {
 				"wait for an idle one to time out, or use the session-less protocol (2026-07-28)", h.max))
 		return
 	}
-	rec := &sessionRecorder{ResponseWriter: w}
-	h.stateful.ServeHTTP(rec, r)
-	if rec.id != "" {
+	owner := principalID(r)
+	// The owner is noted as the session id goes out, before its client can
+	// send anything on it.
+	h.stateful.ServeHTTP(&sessionRecorder{ResponseWriter: w, opened: func(id string) {
 		h.mu.Lock()
-		h.owners[rec.id] = principalID(r)
+		h.owners[id] = owner
 		h.mu.Unlock()
-	}
+	}}, r)
 }
 
 // initializes reports whether r is a POST whose body (a message or a
@@ -195,21 +196,30 @@ func principalID(r *http.Request) string {
 	return p.ID
 }
 
-// sessionRecorder notes the session id a response assigns.
+// sessionRecorder calls opened with the session id a response assigns,
+// once, before the response is sent.
 type sessionRecorder struct {
 	http.ResponseWriter
-	id string
+	opened func(id string)
+	done   bool
+}
+
+func (s *sessionRecorder) note() {
+	if !s.done {
+		s.done = true
+		if id := s.Header().Get(sessionIDHeader); id != "" {
+			s.opened(id)
+		}
+	}
 }
 
 func (s *sessionRecorder) WriteHeader(code int) {
-	s.id = s.Header().Get(sessionIDHeader)
+	s.note()
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *sessionRecorder) Write(b []byte) (int, error) {
-	if s.id == "" {
-		s.id = s.Header().Get(sessionIDHeader)
-	}
+	s.note()
 	return s.ResponseWriter.Write(b)
 }
 
@@ -219,6 +229,7 @@ func (s *sessionRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter
 
 // Flush flushes the stream of events an answer may be.
 func (s *sessionRecorder) Flush() {
+	s.note()
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks/auth"
@@ -67,6 +69,10 @@ func (s *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	digest, _ := s.digest(r, op, uri)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n := s.held(req.Session); n >= MaxSubscriptions && (s.uris[uri] == nil || !s.uris[uri].sessions[req.Session]) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("this session holds %d subscriptions, the most it may: unsubscribe from one first", n)}
+	}
 	w := s.uris[uri]
 	if w == nil {
 		w = &watched{res: r, op: op, sessions: map[*mcp.ServerSession]bool{}, digest: digest}
@@ -87,6 +93,21 @@ func (s *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		go s.loop(s.stop)
 	}
 	return nil
+}
+
+// MaxSubscriptions caps the URIs one session may subscribe to: each is
+// read again on every change.
+const MaxSubscriptions = 100
+
+// held returns how many URIs ss is subscribed to (s.mu held).
+func (s *subscriptions) held(ss *mcp.ServerSession) int {
+	n := 0
+	for _, w := range s.uris {
+		if w.sessions[ss] {
+			n++
+		}
+	}
+	return n
 }
 
 // unsubscribe is the UnsubscribeHandler.
@@ -154,16 +175,28 @@ func (s *subscriptions) loop(stop chan struct{}) {
 		case <-stop:
 			return
 		case e := <-ch:
-			if e.Type == events.TasksChanged || e.Type == events.ObjectsChanged {
-				s.changed()
+			// A burst of changes is one pass: what is queued behind the
+			// first is seen by the same reads.
+			relevant := e.Type == events.TasksChanged || e.Type == events.ObjectsChanged
+			for drained := false; !drained; {
+				select {
+				case e := <-ch:
+					relevant = relevant || e.Type == events.TasksChanged || e.Type == events.ObjectsChanged
+				default:
+					drained = true
+				}
+			}
+			if relevant {
+				s.changed(stop)
 			}
 		}
 	}
 }
 
 // changed re-reads every subscribed URI and notifies the subscribers of
-// those whose answer is no longer the one they last had.
-func (s *subscriptions) changed() {
+// those whose answer is no longer the one they last had; it gives up once
+// stop is closed (nothing is subscribed any more).
+func (s *subscriptions) changed(stop chan struct{}) {
 	s.mu.Lock()
 	todo := make(map[string]*watched, len(s.uris))
 	for u, w := range s.uris {
@@ -171,6 +204,11 @@ func (s *subscriptions) changed() {
 	}
 	s.mu.Unlock()
 	for uri, w := range todo {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		d, err := s.digest(w.res, w.op, uri)
 		if err != nil {
 			s.log.Debug("mcp subscription: reading the resource", "uri", uri, "err", err)

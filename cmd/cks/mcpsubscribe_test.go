@@ -113,7 +113,7 @@ var subscriptionTransports = []struct {
 // a session that subscribed to nothing, are not; after resources/unsubscribe
 // the task's changes notify no more. The capability is declared; a task
 // that does not exist cannot be subscribed to, nor one the token may not
-// read.
+// read. A client of the session-less protocol is notified too.
 func TestMCPSubscriptions(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		ctx := context.Background()
@@ -195,6 +195,43 @@ func TestMCPSubscriptions(t *testing.T) {
 				}
 			})
 		}
+
+		// The session-less protocol subscribes with subscriptions/listen,
+		// which the SDK's client sends without waiting for the hub to hold
+		// it: the task is changed until the notification comes.
+		t.Run("streamable HTTP session-less", func(t *testing.T) {
+			c, _, err := op.CreateTask(ctx, cks.NewTask{Type: "sub-sessionless", Title: "watched"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uri := fmt.Sprintf("cks://tasks/%d", c.ID)
+			cs, got := notifiedClient(t, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", MaxRetries: -1,
+				HTTPClient: &http.Client{Transport: bearer{h.token}}}, "")
+			if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+				t.Fatalf("negotiated %s, want the session-less protocol", v)
+			}
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for stopped := false; got.count(uri) == 0; stopped = !stopped {
+				if time.Now().After(deadline) {
+					t.Fatalf("no notification of %s on the session-less protocol: %v", uri, got.all())
+				}
+				var err error
+				if stopped {
+					_, err = op.StartTask(ctx, c.ID, "go on")
+				} else {
+					_, err = op.StopTask(ctx, c.ID, client.StopRequest{Reason: "hold"})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for wait := time.Now().Add(250 * time.Millisecond); got.count(uri) == 0 && time.Now().Before(wait); {
+					time.Sleep(5 * time.Millisecond) // polling a condition
+				}
+			}
+		})
 	})
 }
 
