@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,7 +114,8 @@ var subscriptionTransports = []struct {
 // a session that subscribed to nothing, are not; after resources/unsubscribe
 // the task's changes notify no more. The capability is declared; a task
 // that does not exist cannot be subscribed to, nor one the token may not
-// read. A client of the session-less protocol is notified too.
+// read. A subscription to an object's versions is notified of a version
+// written over HTTP. A client of the session-less protocol is notified too.
 func TestMCPSubscriptions(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		ctx := context.Background()
@@ -183,7 +185,21 @@ func TestMCPSubscriptions(t *testing.T) {
 					t.Errorf("a session that subscribed to nothing was notified: %v", all)
 				}
 
-				err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "cks://tasks/999999"})
+				// An object's versions: a write over HTTP that forks it.
+				obj, err := op.SubmitResearch(ctx, cks.SubmitResearchInput{Question: "which parser, " + tr.name + "?"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				versions := fmt.Sprintf("cks://objects/%d/versions", obj.ID)
+				if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: versions}); err != nil {
+					t.Fatalf("subscribe %s: %v", versions, err)
+				}
+				if _, err := op.WriteVersion(ctx, obj.ID, obj.HeadVersion, json.RawMessage(`{"note":"a second head"}`)); err != nil {
+					t.Fatal(err)
+				}
+				got.await(t, versions, 1)
+
+				err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "cks://tasks/999999"})
 				if err == nil || !strings.Contains(err.Error(), "not found") {
 					t.Errorf("subscribe to a missing task: %v, want resource not found", err)
 				}
