@@ -39,6 +39,13 @@ type HTTPSettings struct {
 	// EventKeepAlive is the interval of the event stream's keep-alive
 	// comments (default 15 s).
 	EventKeepAlive time.Duration
+	// MCPMaxSessions caps the MCP sessions /mcp keeps open at once
+	// (CKS_MCP_MAX_SESSIONS, default mcpserver.DefaultMaxSessions).
+	MCPMaxSessions int
+	// MCPSessionIdle closes an MCP session that sends no request for this
+	// long (CKS_MCP_SESSION_IDLE_TIMEOUT, default
+	// mcpserver.DefaultSessionIdle).
+	MCPSessionIdle time.Duration
 }
 
 // Defaults of HTTPSettings.
@@ -65,6 +72,7 @@ func ParseHTTPSettings(getenv func(string) string) (HTTPSettings, error) {
 		{"CKS_HTTP_READ_TIMEOUT", &s.ReadTimeout},
 		{"CKS_HTTP_WRITE_TIMEOUT", &s.WriteTimeout},
 		{"CKS_HTTP_IDLE_TIMEOUT", &s.IdleTimeout},
+		{"CKS_MCP_SESSION_IDLE_TIMEOUT", &s.MCPSessionIdle},
 	} {
 		if *d.to, err = durationSetting(getenv, d.name, 0); err != nil {
 			return s, err
@@ -78,6 +86,13 @@ func ParseHTTPSettings(getenv func(string) string) (HTTPSettings, error) {
 		if s.MaxConnsPerIP = n; n == 0 {
 			s.MaxConnsPerIP = -1
 		}
+	}
+	if v := getenv("CKS_MCP_MAX_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return s, fmt.Errorf("CKS_MCP_MAX_SESSIONS=%q: expected a positive number of sessions", v)
+		}
+		s.MCPMaxSessions = n
 	}
 	return s, nil
 }
@@ -94,6 +109,10 @@ func (s HTTPSettings) over(o HTTPSettings) HTTPSettings {
 	set(&s.WriteTimeout, o.WriteTimeout)
 	set(&s.IdleTimeout, o.IdleTimeout)
 	set(&s.EventKeepAlive, o.EventKeepAlive)
+	set(&s.MCPSessionIdle, o.MCPSessionIdle)
+	if o.MCPMaxSessions != 0 {
+		s.MCPMaxSessions = o.MCPMaxSessions
+	}
 	if o.MaxConnsPerIP != 0 {
 		s.MaxConnsPerIP = o.MaxConnsPerIP
 	}

@@ -202,10 +202,12 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	// over one set of services built here for every surface.
 	svc := &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
 		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log}
-	mcpSrv := mcpserver.NewServer(cfg.Version, svc)
+	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServer(cfg.Version, svc),
+		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, IdleTimeout: httpSet.MCPSessionIdle})
+	defer mcpHTTP.Close()
 	a := api.New(api.Config{
 		Services:   svc,
-		MCP:        mcpserver.HTTPHandler(mcpSrv),
+		MCP:        mcpHTTP,
 		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
@@ -228,6 +230,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(a.CloseStreams)
+	srv.RegisterOnShutdown(mcpHTTP.Close) // the MCP sessions' GET streams
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -22,7 +22,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,13 +84,26 @@ const Instructions = "cks is a control plane for fleets of AI agents: a task led
 
 // NewServer returns an MCP server named "cks" at version serving every MCP
 // operation the services svc offer.
+//
+// With an event bus (svc.Bus: a hub's, fed by its one change listener) it
+// offers resource subscriptions (subscribe.go) and declares the capability;
+// without one (--embedded over stdio) it declares neither.
 func NewServer(version string, svc *ops.Services) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "cks", Title: "cks", Version: version}, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		// No logging capability: the server sends no log messages. The tools
 		// capability is inferred from the tools added.
 		Capabilities: &mcp.ServerCapabilities{},
 		Instructions: Instructions,
-	})
+	}
+	var subs *subscriptions
+	if svc.Bus != nil {
+		subs = newSubscriptions(svc)
+		opts.SubscribeHandler, opts.UnsubscribeHandler = subs.subscribe, subs.unsubscribe
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cks", Title: "cks", Version: version}, opts)
+	if subs != nil {
+		subs.srv = srv
+	}
 	Register(srv, svc)
 	return srv
 }
@@ -196,17 +208,4 @@ func serve(ctx context.Context, srv *mcp.Server, t mcp.Transport) error {
 		return nil
 	}
 	return err
-}
-
-// HTTPHandler returns an http.Handler serving srv over the streamable HTTP
-// transport. It runs stateless: every request is served on its own, so no
-// session outlives its request and both the session-less (2026-07-28) and the
-// initialize-handshake protocol versions work. It does no authentication; the
-// caller mounts it behind its own, which must put the principal in the request
-// context (auth.WithPrincipal): every tool checks its permission against it
-// and refuses, as a tool error, when there is none.
-func HTTPHandler(srv *mcp.Server) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless: true,
-	})
 }

@@ -23,8 +23,10 @@ import (
 // call, through one SDK client session to the hub's /mcp authenticated with
 // the caller's bearer token. So each tool acts on the hub's state with that
 // token's permissions, and answers exactly as the hub does: a refusal is the
-// hub's tool error, word for word. Nothing runs beside the hub: no store, no
-// sweeper.
+// hub's tool error, word for word. Its resources, prompts and resource
+// subscriptions are the hub's too: the proxy holds each subscribed URI once
+// on its session with the hub and relays the hub's notifications. Nothing
+// runs beside the hub: no store, no sweeper, no change listener.
 
 // ProxyConfig is the hub a Proxy relays to.
 type ProxyConfig struct {
@@ -57,8 +59,9 @@ type Proxy struct {
 	refusals *refusals
 	srv      *mcp.Server
 
-	mu  sync.Mutex
-	hub *mcp.ClientSession // nil after a transport failure, until the next call dials again
+	mu   sync.Mutex
+	hub  *mcp.ClientSession                     // nil after a transport failure, until the next call dials again
+	subs map[string]map[*mcp.ServerSession]bool // the URIs the proxy's clients subscribed to, held at the hub
 }
 
 // NewProxy connects to the hub of cfg, reads its tools and returns the proxy
@@ -75,14 +78,20 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	}
 	ref := &refusals{}
 	p := &Proxy{cfg: cfg, endpoint: strings.TrimRight(cfg.URL, "/") + "/mcp", refusals: ref,
-		http: &http.Client{Transport: &bearerTransport{token: cfg.Token, base: base, refusals: ref}}}
+		http: &http.Client{Transport: &bearerTransport{token: cfg.Token, base: base, refusals: ref}},
+		subs: map[string]map[*mcp.ServerSession]bool{}}
 	hub, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	init := hub.InitializeResult()
 	impl := &mcp.Implementation{Name: "cks", Title: "cks (stdio, proxy to " + p.endpoint + ")", Version: cfg.Version}
-	p.srv = mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Instructions: init.Instructions})
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}, Instructions: init.Instructions}
+	if c := init.Capabilities; c != nil && c.Resources != nil && c.Resources.Subscribe {
+		// Subscriptions only where the hub offers them.
+		opts.SubscribeHandler, opts.UnsubscribeHandler = p.subscribe, p.unsubscribe
+	}
+	p.srv = mcp.NewServer(impl, opts)
 	n := 0
 	for tool, err := range hub.Tools(ctx, nil) {
 		if err != nil {
@@ -125,15 +134,83 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// dial opens a session with the hub.
+// hubProtocol is the protocol version the proxy speaks to the hub: the
+// last one with sessions, whose resources/subscribe is answered once the
+// hub holds the subscription (the session-less protocol's is not), and
+// whose notifications come on the session's GET stream.
+const hubProtocol = "2025-11-25"
+
+// dial opens a session with the hub, subscribed to what the proxy's
+// clients are subscribed to (a session dialled again after a failure
+// subscribes again).
 func (p *Proxy) dial(ctx context.Context) (*mcp.ClientSession, error) {
-	c := mcp.NewClient(&mcp.Implementation{Name: "cks-mcp-proxy", Version: p.cfg.Version}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.endpoint, HTTPClient: p.http, MaxRetries: -1,
-		DisableStandaloneSSE: true}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "cks-mcp-proxy", Version: p.cfg.Version}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: p.updated})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.endpoint, HTTPClient: p.http, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: hubProtocol})
 	if err != nil {
 		return nil, p.failure(err)
 	}
+	for uri := range p.subs { // under p.mu, but for the first dial
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			p.cfg.Logger.Warn("mcp proxy: subscribing again at the hub", "hub", p.endpoint, "uri", uri, "err", err)
+		}
+	}
 	return cs, nil
+}
+
+// updated relays the hub's notifications/resources/updated to the proxy's
+// subscribed clients.
+func (p *Proxy) updated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if p.srv == nil || req.Params == nil {
+		return
+	}
+	if err := p.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: req.Params.URI}); err != nil {
+		p.cfg.Logger.Warn("mcp proxy: relaying a resource update", "uri", req.Params.URI, "err", err)
+	}
+}
+
+// subscribe relays a resources/subscribe: the hub subscribes the proxy's
+// session to the URI (refusing one that does not exist or that the token
+// may not read, as the hub words it), once however many clients hold it.
+func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	cs, err := p.session(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	held := len(p.subs[uri]) > 0
+	p.mu.Unlock()
+	if !held {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			return p.relayed(ctx, cs, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subs[uri] == nil {
+		p.subs[uri] = map[*mcp.ServerSession]bool{}
+	}
+	p.subs[uri][req.Session] = true
+	return nil
+}
+
+// unsubscribe relays a resources/unsubscribe once no client holds the URI.
+func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	uri := req.Params.URI
+	p.mu.Lock()
+	delete(p.subs[uri], req.Session)
+	last := len(p.subs[uri]) == 0
+	if last {
+		delete(p.subs, uri)
+	}
+	cs := p.hub
+	p.mu.Unlock()
+	if !last || cs == nil {
+		return nil
+	}
+	return p.relayed(ctx, cs, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}))
 }
 
 // failure says why a request to the hub failed: the token refused (the

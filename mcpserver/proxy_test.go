@@ -28,7 +28,9 @@ func TestProxy(t *testing.T) {
 	e := newEnv(t)
 	svc := &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks,
 		Principals: e.store.Principals, Clock: e.clock}
-	a := api.New(api.Config{Services: svc, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("hub", svc))})
+	hubMCP := mcpserver.HTTPHandler(mcpserver.NewServer("hub", svc))
+	t.Cleanup(hubMCP.Close) // the sessions of the proxy's dropped connections
+	a := api.New(api.Config{Services: svc, MCP: hubMCP})
 	var down atomic.Bool
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if down.Load() { // the connection dropped, as by a hub that died

@@ -293,11 +293,18 @@ func (o *Op[In, Out]) Do(ctx context.Context, s *Services, in *In) (Out, error) 
 }
 
 // run calls o; a call that changed a task tells the hub's viewers on the
-// Bus (events.TasksChanged), as a process stop does.
+// Bus (events.TasksChanged), as a process stop does, and one that wrote to
+// the knowledge store tells them events.ObjectsChanged (a version write
+// publishes no change topic unless it makes the object claimable).
 func (o *Op[In, Out]) run(ctx context.Context, s *Services, in *In) (Out, error) {
 	out, err := o.call(ctx, s, in)
-	if err == nil && s.Bus != nil && changesTasks(&o.spec) {
-		s.Bus.Publish(events.Event{Type: events.TasksChanged, At: s.clock().Now()})
+	if err == nil && s.Bus != nil {
+		switch {
+		case changesTasks(&o.spec):
+			s.Bus.Publish(events.Event{Type: events.TasksChanged, At: s.clock().Now()})
+		case !o.spec.Hints.ReadOnly && strings.HasPrefix(o.spec.Resource, auth.ResourceObjects):
+			s.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: s.clock().Now()})
+		}
 	}
 	return out, err
 }

@@ -21,12 +21,12 @@ const (
 func readmeTable() string {
 	var b strings.Builder
 	b.WriteString(tableStart)
-	b.WriteString("| operation | route | needs | what | MCP |\n|---|---|---|---|---|\n")
+	b.WriteString("| operation | route | needs | what | MCP (hints) |\n|---|---|---|---|---|\n")
 	for _, op := range ops.All() {
 		sp := op.Spec()
 		mcp := ""
 		if sp.Surfaces&ops.MCP != 0 {
-			mcp = "tool"
+			mcp = "tool: " + hintWords(sp.Hints) // every tool with its hints, as docs/mcp.md lists them
 		}
 		summary := strings.ReplaceAll(sp.Summary, "|", `\|`)
 		if sp.Secret {

@@ -185,6 +185,7 @@ func outputSchema[Out any](name string) *jsonschema.Schema {
 	}
 	openRaw(s)
 	portable(s)
+	documentOutput(s, reflect.TypeFor[Out]())
 	return s
 }
 
@@ -262,4 +263,70 @@ func describe(op string, s *jsonschema.Schema, docs map[string]string) {
 		}
 		p.Description = doc
 	}
+}
+
+// documentOutput gives every property of the output schema s of Go type t
+// that has no description the one outputDocs holds for it: under
+// "Type.field" (t's struct type name and the JSON name), else under the
+// JSON name alone. It walks t alongside s (pointers, slices, maps and
+// anyOf branches).
+func documentOutput(s *jsonschema.Schema, t reflect.Type) {
+	if s == nil || t == nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for _, b := range s.AnyOf {
+		documentOutput(b, t)
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		documentOutput(s.Items, t.Elem())
+		return
+	case reflect.Map:
+		documentOutput(s.AdditionalProperties, t.Elem())
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	fields := jsonFields(t)
+	for name, p := range s.Properties {
+		if p.Description == "" {
+			p.Description = outputDoc(t.Name(), name)
+		}
+		documentOutput(p, fields[name])
+	}
+}
+
+// outputDoc is the description outputDocs holds for the field name of
+// struct type typ ("" when none does).
+func outputDoc(typ, name string) string {
+	if d, ok := outputDocs[typ+"."+name]; ok {
+		return d
+	}
+	return outputDocs[name]
+}
+
+// jsonFields maps the JSON names of t's fields (promoted ones included) to
+// their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (f.Anonymous && name == "") {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, seen := out[name]; !seen || len(f.Index) == 1 {
+			out[name] = f.Type
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -146,6 +148,12 @@ func commonSettings() []setting {
 			value: func(v *configValues) string { return dur(orDur(v.http.WriteTimeout, hub.DefaultWriteTimeout)) }},
 		{env: "CKS_HTTP_IDLE_TIMEOUT", readers: hubs, meaning: "how long an idle keep-alive connection stays open",
 			value: func(v *configValues) string { return dur(orDur(v.http.IdleTimeout, hub.DefaultIdleTimeout)) }},
+		{env: "CKS_MCP_MAX_SESSIONS", readers: hubs, meaning: "MCP sessions /mcp keeps open at once (an initialize over it is a 503)",
+			value: func(v *configValues) string {
+				return strconv.Itoa(cmp.Or(v.http.MCPMaxSessions, mcpserver.DefaultMaxSessions))
+			}},
+		{env: "CKS_MCP_SESSION_IDLE_TIMEOUT", readers: hubs, meaning: "how long an MCP session without a request stays open",
+			value: func(v *configValues) string { return dur(orDur(v.http.MCPSessionIdle, mcpserver.DefaultSessionIdle)) }},
 		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap)",
 			value: func(v *configValues) string {
 				switch n := v.http.MaxConnsPerIP; {
