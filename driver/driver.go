@@ -769,6 +769,9 @@ type LivenessRow struct {
 	DesiredState      string
 	// ExitedAt is when the instance exited gracefully; zero while it runs.
 	ExitedAt time.Time
+	// TaskTypes are the task types the instance claims, a JSON array as
+	// the liveness service writes it; "" for none.
+	TaskTypes string
 }
 
 // LivenessExecutor holds the primitives of process liveness.

@@ -375,6 +375,8 @@ type card struct {
 	Interval    string // "30s"
 	TaskID      string // "" when idle
 	TaskType    string
+	// TaskTypes are the task types the instance claims.
+	TaskTypes []string
 	// StopRequested: the instance is alive and has been asked to stop
 	// (desired_state stop_requested, ADR-016); it is draining.
 	StopRequested bool
@@ -472,6 +474,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			HeartbeatAt: p.LastHeartbeatAt.UTC().Format(time.RFC3339),
 			Interval:    strconv.FormatFloat(p.LivenessIntervalS, 'f', -1, 64) + "s",
 			TaskType:    p.CurrentTaskType,
+			TaskTypes:   p.TaskTypes,
 		}
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)

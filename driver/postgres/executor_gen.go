@@ -29,6 +29,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          fromNullTime(r.ExitedAt),
+		TaskTypes:         nullable.Deref(r.TaskTypes),
 	}
 }
 
@@ -568,6 +569,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          nullTime(p.ExitedAt),
+		TaskTypes:         nullable.String(p.TaskTypes),
 	}
 }
 

@@ -73,6 +73,9 @@ func agentLiveness() Table {
 			// Rows written before the column existed, whose exit wrote a
 			// heartbeat backdated to the epoch, are backfilled.
 			{Name: "exited_at", Type: Time},
+			// The task types the instance claims, a JSON array of strings
+			// (NULL: none, or written before the column existed).
+			{Name: "task_types", Type: Text},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},

@@ -41,6 +41,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          exitedAt,
+		TaskTypes:         nullable.Deref(r.TaskTypes),
 	}, nil
 }
 
@@ -625,6 +626,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          fmtNullTime(p.ExitedAt),
+		TaskTypes:         nullable.String(p.TaskTypes),
 	}
 }
 

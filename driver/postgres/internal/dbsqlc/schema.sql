@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     current_task_id BIGINT,
     current_task_type TEXT,
     desired_state TEXT,
-    exited_at TIMESTAMPTZ
+    exited_at TIMESTAMPTZ,
+    task_types TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
