@@ -231,6 +231,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(de
 
 CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on);
 
+CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at);
+
 CREATE OR REPLACE FUNCTION cks_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP;

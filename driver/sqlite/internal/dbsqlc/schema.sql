@@ -231,6 +231,8 @@ CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on)
 
 CREATE INDEX IF NOT EXISTS idx_task_events_task ON cks_task_events(task_id, event_id);
 
+CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at);
+
 CREATE TRIGGER IF NOT EXISTS cks_task_events_no_update BEFORE UPDATE ON cks_task_events
 BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: UPDATE refused'); END;
 
