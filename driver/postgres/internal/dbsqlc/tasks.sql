@@ -606,7 +606,7 @@ SELECT date_trunc('minute', at)::timestamptz AS minute, from_state, to_state, co
 FROM cks_task_events
 WHERE at >= @since AND at < @until
 GROUP BY 1, 2, 3
-ORDER BY 1, 2 COLLATE "C", 3 COLLATE "C";
+ORDER BY minute, from_state COLLATE "C", to_state COLLATE "C";
 
 -- The claims (events to CLAIMED) of a window, newest first, each with
 -- when its task last became OPEN before it (idx_task_events_task); a

@@ -1920,7 +1920,7 @@ SELECT date_trunc('minute', at)::timestamptz AS minute, from_state, to_state, co
 FROM cks_task_events
 WHERE at >= $1 AND at < $2
 GROUP BY 1, 2, 3
-ORDER BY 1, 2 COLLATE "C", 3 COLLATE "C"
+ORDER BY minute, from_state COLLATE "C", to_state COLLATE "C"
 `
 
 type TaskEventMinutesParams struct {
