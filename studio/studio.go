@@ -106,6 +106,7 @@ var pages = map[string]*template.Template{
 	"object":   parsePage("object.html", "knowledge.html"),
 	"forks":    parsePage("forks.html", "knowledge.html"),
 	"research": parsePage("research.html", "knowledge.html"),
+	"charts":   parsePage("charts.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -215,6 +216,8 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+TasksPath+"/new", s.newTask)
 		mux.HandleFunc("GET "+BoardFragmentPath, s.boardFragment)
 		mux.HandleFunc("GET "+BoardFragmentPath+"/{id}", s.taskPage)
+		mux.HandleFunc("GET "+ChartsPath, s.chartsPage)
+		mux.HandleFunc("GET "+ChartsFragmentPath, s.chartsFragment)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)

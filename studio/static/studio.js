@@ -564,7 +564,7 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
-    for (const ev of ["tasks", "objects", "agent_step_started", "agent_step_completed"]) {
+    for (const ev of ["tasks", "sweepers", "objects", "agent_step_started", "agent_step_completed"]) {
       listen(es, ev);
     }
 
