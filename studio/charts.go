@@ -97,7 +97,7 @@ func taskCharts(st cks.TaskStats) []template.HTML {
 		Desc: "Unfinished tasks in each state at the end of each minute; states empty all hour are left out.", Unit: "tasks",
 		Start: st.Since, End: end}
 	lat := chart.Chart{ID: "chart-latency", Title: "Claim latency",
-		Desc: "Median and 95th percentile, per minute, of the wait from a task becoming OPEN to its claim.",
+		Desc:  "Median and 95th percentile, per minute, of the wait from a task becoming OPEN to its claim.",
 		Start: st.Since, End: end, Gap: time.Minute, Series: []chart.Series{{Name: "p50"}, {Name: "p95"}}}
 	byState := map[cks.TaskState]*chart.Series{}
 	var states []cks.TaskState
