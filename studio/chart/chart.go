@@ -65,7 +65,7 @@ type Chart struct {
 // The drawing's size in viewBox units and its margins (axis labels on
 // the left and below, the unit above).
 const (
-	Width, Height            = 480, 220
+	Width, Height            = 400, 200
 	left, right, top, bottom = 44, 10, 20, 24
 	plotW, plotH             = Width - left - right, Height - top - bottom
 	yTicks                   = 4
