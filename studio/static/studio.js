@@ -12,7 +12,7 @@
 // "sweepers" events carry no data); on each one this script re-fetches the
 // server-rendered cards of that kind and swaps them in. Any element with
 // data-live-fragment (an object page's live part, a research question's
-// progress, the task board's lists and a task page on "tasks") is refreshed the same way from its URL on the events its
+// progress, the task board's lists and a task page on "tasks", the charts on "tasks" and "sweepers") is refreshed the same way from its URL on the events its
 // data-live-events names, until a fragment says it is done
 // (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
@@ -564,7 +564,7 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
-    for (const ev of ["tasks", "sweepers", "objects", "agent_step_started", "agent_step_completed"]) {
+    for (const ev of ["tasks", "objects", "sweepers", "agent_step_started", "agent_step_completed"]) {
       listen(es, ev);
     }
 
