@@ -40,7 +40,7 @@ func TestChartsPage(t *testing.T) {
 	page := get(t, e.h, studio.ChartsPath)
 	wantHTML(t, page, http.StatusOK)
 	mustContain(t, "page", page.body, `<a href="/charts" aria-current="page">Charts</a>`,
-		`data-live-fragment="/studio/charts" data-live-kind="charts" data-live-events="tasks sweepers"`,
+		`data-live-fragment="/studio/charts" data-live-kind="charts" data-live-events="tasks sweepers" data-live-min-ms="2000"`,
 		`<title id="chart-finished-title">Tasks finished per minute</title>`,
 		`completed: 1 tasks / min in all`,
 		`<rect class="chart__s0" `, `<title>completed 12:01: 1 tasks / min</title>`,

@@ -341,17 +341,32 @@
   const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
   const regions = [processes, sweepers].filter((r) => r !== null);
 
-  // Live fragments: each refreshes on the events it names, until done.
+  // Live fragments: each refreshes on the events it names, until done; one
+  // with data-live-min-ms (the charts, an hour of minutes) at most that often,
+  // a burst of events making one refresh at the end of the wait.
   const byEvent = new Map();
   function follow(container) {
     const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
+    const minMs = Number(container.dataset.liveMinMs || 0);
+    let lastAt = 0;
+    let pending = null;
     const guarded = {
       followed: true,
       container: r.container,
       refresh: () => {
-        if (!("liveDone" in container.dataset)) {
-          r.refresh();
+        if ("liveDone" in container.dataset || pending !== null) {
+          return;
         }
+        const wait = lastAt + minMs - Date.now();
+        if (wait > 0) {
+          pending = setTimeout(() => {
+            pending = null;
+            guarded.refresh();
+          }, wait);
+          return;
+        }
+        lastAt = Date.now();
+        r.refresh();
       },
     };
     regions.push(guarded);
