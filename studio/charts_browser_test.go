@@ -64,9 +64,11 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 			last = h.createTask(t, cks.NewTask{Type: quick, Title: fmt.Sprintf("quick %d", i)})
 		}
 		h.waitTask(t, last.ID, "COMPLETED", func(t cks.Task) bool { return t.State == cks.TaskCompleted })
-		tb.waitTrue("the open page draws the completed tasks' bars", `document.querySelectorAll("#chart-finished svg rect.chart__s0").length > 0`)
-		if got := js[string](tb, `document.querySelector("#chart-finished svg desc").textContent`); !strings.Contains(got, "completed: 3 tasks / min in all") {
-			t.Errorf("finished chart's desc %q, want 3 completed", got)
+		// The page follows the completions (a refresh every 2 s at most): all three, without a reload.
+		if err := tb.poll(`document.querySelectorAll("#chart-finished svg rect.chart__s0").length > 0 &&
+			document.querySelector("#chart-finished svg desc").textContent.includes("completed: 3 tasks / min in all")`); err != nil {
+			t.Fatalf("the open page does not draw the 3 completed tasks: %v; its desc reads %q", err,
+				js[string](tb, `document.querySelector("#chart-finished svg desc").textContent`))
 		}
 		tb.waitTrue("the latency chart has points", `document.querySelectorAll("#chart-latency svg circle").length > 0`)
 		if !js[bool](tb, `[...document.querySelectorAll("svg.chart")].length === 4 && [...document.querySelectorAll("svg.chart")].every(s =>
@@ -91,9 +93,13 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 		held := h.createTask(t, cks.NewTask{Type: hold, Title: "held"})
 		h.waitTask(t, held.ID, "RUNNING", func(t cks.Task) bool { return t.State == cks.TaskRunning })
 		tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
-		tb.waitTrue("the working agent's card links its task", fmt.Sprintf(
+		working := fmt.Sprintf(
 			`[...document.querySelectorAll("[data-process-card]")].some(c => c.querySelector("[data-task-types]").textContent.includes(%q) && c.querySelector('a.task[href="/tasks/%d"]'))`,
-			hold, held.ID))
+			hold, held.ID)
+		if err := tb.poll(working); err != nil {
+			t.Fatalf("no card names %s and links task %d: %v; the cards read:\n%s", hold, held.ID, err,
+				js[string](tb, `[...document.querySelectorAll("[data-process-card]")].map(c => c.innerText.replace(/\s+/g, " ")).join("\n")`))
+		}
 		tb.waitTrue("the lease_reaper card lists a recent pass", `document.querySelector('[data-sweeper-card="lease_reaper"] [data-pass] time') !== null`)
 		if got := tb.text(`[data-sweeper-card="lease_reaper"] [data-pass]`); !strings.Contains(got, "ms") && !strings.Contains(got, " s") {
 			t.Errorf("lease_reaper's recent pass reads %q, want its duration", got)
