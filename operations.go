@@ -115,6 +115,57 @@ type TaskCounts struct {
 	Total int `json:"total"`
 }
 
+// TaskStatsInput is the input of task_stats.
+type TaskStatsInput struct {
+	// Minutes is the window: the last Minutes minutes up to now, the
+	// current one included (DefaultStatsMinutes when 0, at most
+	// MaxStatsMinutes).
+	Minutes int `json:"minutes,omitempty" jsonschema:"the window in minutes, up to now (60 when 0 or absent, at most 1440)"`
+}
+
+// The window of task_stats.
+const (
+	DefaultStatsMinutes = 60
+	MaxStatsMinutes     = 24 * 60
+)
+
+// TaskStats is the output of task_stats: the task ledger's throughput,
+// queue depth and claim latency per minute, from its events.
+type TaskStats struct {
+	// Since is the start of the first minute, Until the time of the read
+	// (inside the last minute).
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Minutes are the window's minutes, oldest first, every one present.
+	Minutes []TaskStatsMinute `json:"minutes"`
+	// ClaimsSampled is true when the window held more claims than
+	// MaxStatsClaims: the latencies are those of the newest ones.
+	ClaimsSampled bool `json:"claims_sampled,omitempty"`
+}
+
+// MaxStatsClaims is how many claims task_stats reads for the latencies.
+const MaxStatsClaims = 10000
+
+// TaskStatsMinute is one minute of TaskStats.
+type TaskStatsMinute struct {
+	// At is the minute's start.
+	At time.Time `json:"at"`
+	// Completed and Failed count the tasks that reached COMPLETED or
+	// FAILED in the minute.
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// Depth is how many tasks were in each unfinished state at the end of
+	// the minute (at Until for the last one), every unfinished state
+	// present.
+	Depth map[TaskState]int `json:"depth"`
+	// Claims counts the claims of the minute; ClaimLatencyP50MS and P95MS
+	// are the median and 95th percentile of their wait, from the time the
+	// task last became OPEN to its claim (null without claims).
+	Claims            int      `json:"claims"`
+	ClaimLatencyP50MS *float64 `json:"claim_latency_p50_ms"`
+	ClaimLatencyP95MS *float64 `json:"claim_latency_p95_ms"`
+}
+
 // CreatedTask is the output of create_task.
 type CreatedTask struct {
 	Task Task `json:"task"`

@@ -26,6 +26,10 @@ type AgentLiveness struct {
 	// saying so (then only the TTL rule tells it is gone). An exited
 	// instance reads stopped whatever its heartbeat.
 	ExitedAt time.Time `json:"exited_at,omitzero"`
+	// TaskTypes are the task types the instance claims (its --types);
+	// none for an agent that claims no tasks, and for rows written by a
+	// cks from before the column.
+	TaskTypes []string `json:"task_types,omitempty"`
 }
 
 // DesiredStopRequested is the desired_state of a process asked to stop.
@@ -40,6 +44,9 @@ func (r AgentLiveness) Validate() error {
 		if err := ValidateText(f.name, f.v); err != nil {
 			return err
 		}
+	}
+	if err := ValidateTexts("task_types", r.TaskTypes); err != nil {
+		return err
 	}
 	switch {
 	case r.InstanceID == "":

@@ -71,6 +71,8 @@ var (
 	OpListTasks = endpoint[ListTasksInput, TaskPage]("list_tasks", "GET", "/v1/tasks")
 	// OpCountTasks is count_tasks.
 	OpCountTasks = endpoint[CountTasksInput, TaskCounts]("count_tasks", "GET", "/v1/tasks/counts")
+	// OpTaskStats is task_stats.
+	OpTaskStats = endpoint[TaskStatsInput, TaskStats]("task_stats", "GET", "/v1/tasks/stats")
 	// OpGetTask is get_task.
 	OpGetTask = endpoint[TaskInput, Task]("get_task", "GET", "/v1/tasks/{task_id}")
 	// OpAnswerTask is answer_task.
@@ -171,6 +173,7 @@ func Operations() []Operation {
 		OpCreateTask,
 		OpListTasks,
 		OpCountTasks,
+		OpTaskStats,
 		OpGetTask,
 		OpAnswerTask,
 		OpCancelTask,

@@ -42,6 +42,22 @@ type SweeperStatus struct {
 	// Leader is the id of the hub whose passes run (the maintenance
 	// leader), as read with this status; empty when no hub holds it.
 	Leader string `json:"leader,omitempty"`
+	// RecentPasses are this hub's last completed passes, newest first (at
+	// most sweeper.RecentPassesCap, kept in memory: a restarted hub starts
+	// with none, and a standby hub has none of the leader's).
+	RecentPasses []SweeperPass `json:"recent_passes,omitempty"`
+}
+
+// SweeperPass is one completed pass of a sweeper.
+type SweeperPass struct {
+	// At is when the pass started.
+	At time.Time `json:"at"`
+	// DurationMS is how long it took.
+	DurationMS float64 `json:"duration_ms"`
+	// Count is what it counted (leases reclaimed, tasks enqueued, ...).
+	Count int `json:"count"`
+	// Error is the pass's error, "" when it succeeded.
+	Error string `json:"error,omitempty"`
 }
 
 // Leader is the hub holding a leadership among the hubs on one database

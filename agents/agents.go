@@ -90,7 +90,11 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	// run ends on SIGTERM (ctx) and on a stop request alike.
 	run, stop := context.WithCancel(ctx)
 	defer stop()
-	rep := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Kind: set.Kind, Interval: set.LivenessInterval,
+	var claims []string // what the claim loop below claims: nothing without a resolver
+	if resolve != nil {
+		claims = set.Types
+	}
+	rep := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Kind: set.Kind, TaskTypes: claims, Interval: set.LivenessInterval,
 		OnStopRequested: stop, NoFastPath: opts.NoFastStop, Changes: st.Changes, Clock: opts.Clock, Logger: log})
 	if err := rep.Start(ctx); err != nil {
 		return err

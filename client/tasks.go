@@ -25,6 +25,12 @@ func (c *Client) CountTasks(ctx context.Context, in cks.CountTasksInput) (cks.Ta
 	return Do(ctx, c, cks.OpCountTasks, in)
 }
 
+// TaskStats reads the ledger's throughput, queue depth and claim latency
+// per minute (task_stats).
+func (c *Client) TaskStats(ctx context.Context, in cks.TaskStatsInput) (cks.TaskStats, error) {
+	return Do(ctx, c, cks.OpTaskStats, in)
+}
+
 // GetTask returns a task with its events and evidence.
 func (c *Client) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 	return Do(ctx, c, cks.OpGetTask, cks.TaskInput{TaskID: id})

@@ -232,6 +232,14 @@ type TaskExecutor interface {
 	// TaskCountByState counts the tasks p selects per state, in one read:
 	// one row per state that has any, ordered by state.
 	TaskCountByState(ctx context.Context, p TaskCountParams) ([]TaskStateCount, error)
+	// TaskEventMinutes counts the task events at or after p.Since and
+	// before p.Until per minute (of their time, truncated) and transition,
+	// ordered by minute, from and to.
+	TaskEventMinutes(ctx context.Context, p TaskEventWindowParams) ([]TaskEventMinute, error)
+	// TaskClaimWaits returns the claims (events to CLAIMED) of p's window,
+	// newest first, at most p.Limit, each with the time its task last
+	// became OPEN before it (the claim's own time when it never did).
+	TaskClaimWaits(ctx context.Context, p TaskEventWindowParams) ([]TaskClaimWait, error)
 	// TaskDedupeFind returns the id of the task p names, or ErrNoRows.
 	TaskDedupeFind(ctx context.Context, p TaskDedupeFindParams) (int64, error)
 	// TaskDedupeFindMany returns, for each of p.Keys that a task has, the
@@ -436,6 +444,26 @@ type TaskCountParams struct {
 type TaskStateCount struct {
 	State string
 	Count int
+}
+
+// TaskEventWindowParams selects the task events at or after Since and
+// before Until; Limit bounds the rows of TaskClaimWaits.
+type TaskEventWindowParams struct {
+	Since, Until time.Time
+	Limit        int
+}
+
+// TaskEventMinute is how many task events of one minute moved a task from
+// From ("" for a creation) to To.
+type TaskEventMinute struct {
+	Minute   time.Time
+	From, To string
+	Count    int
+}
+
+// TaskClaimWait is one claim and when its task had become claimable.
+type TaskClaimWait struct {
+	ClaimedAt, OpenedAt time.Time
 }
 
 // TaskDedupeFindParams names a dedupe key lookup.
@@ -773,6 +801,9 @@ type LivenessRow struct {
 	DesiredState      string
 	// ExitedAt is when the instance exited gracefully; zero while it runs.
 	ExitedAt time.Time
+	// TaskTypes are the task types the instance claims, a JSON array as
+	// the liveness service writes it; "" for none.
+	TaskTypes string
 }
 
 // LivenessExecutor holds the primitives of process liveness.

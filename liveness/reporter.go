@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ type Watcher interface {
 type ReporterConfig struct {
 	// Kind is the process kind (one of KnownKinds).
 	Kind string
+	// TaskTypes are the task types the process claims, written on its row
+	// so the Agent Panel can say what it works on; none for a process that
+	// claims no tasks.
+	TaskTypes []string
 	// Interval is the liveness interval; DefaultInterval when 0.
 	Interval time.Duration
 	// OnStopRequested is called once when the process's row asks it to stop
@@ -113,7 +118,7 @@ func NewReporter(st ReporterStore, cfg ReporterConfig) *Reporter {
 	}
 	r := &Reporter{st: st, cfg: cfg, log: log, poke: make(chan struct{}, 1),
 		row: cks.AgentLiveness{InstanceID: NewInstanceID(), ProcessKind: cfg.Kind, Hostname: host,
-			PID: os.Getpid(), LivenessIntervalS: cfg.Interval.Seconds()}}
+			PID: os.Getpid(), LivenessIntervalS: cfg.Interval.Seconds(), TaskTypes: slices.Clone(cfg.TaskTypes)}}
 	r.base = lifecycle.New(lifecycle.Config{Init: r.first, Run: r.run, OnPanic: func(v any, stack []byte) {
 		log.Error("liveness reporter panicked; no more heartbeats", "instance_id", r.row.InstanceID,
 			"panic", v, "stack", string(stack))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,7 +84,8 @@ func TestReporterLifecycle(t *testing.T) {
 		st := open(t)
 		c := clock.NewFake(backendtest.T0)
 		svc := liveness.NewService(st.Driver(), c)
-		r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "critic", Interval: 20 * time.Millisecond, Clock: c})
+		r := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Changes: st.Changes, Kind: "critic", Interval: 20 * time.Millisecond, Clock: c,
+			TaskTypes: []string{"critique", "a,b"}})
 		if err := r.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +93,10 @@ func TestReporterLifecycle(t *testing.T) {
 		if !first.StartedAt.Equal(backendtest.T0) || !first.LastHeartbeatAt.Equal(backendtest.T0) ||
 			first.ProcessKind != "critic" || first.LivenessIntervalS != 0.02 || first.PID == 0 {
 			t.Fatalf("first heartbeat %+v", first)
+		}
+		// The types it claims are on its row, as given (a comma is no separator).
+		if !slices.Equal(first.TaskTypes, []string{"critique", "a,b"}) {
+			t.Fatalf("task types %q, want [critique a,b]", first.TaskTypes)
 		}
 		r.SetCurrentTask(42, "critique")
 		waitUntil(t, "the current task written", func() bool {
@@ -235,3 +241,20 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestBadTaskTypesRefused: a task type a backend cannot store is refused
+// naming task_types, and nothing is written.
+func TestBadTaskTypesRefused(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		r := cks.AgentLiveness{InstanceID: "i-bad", ProcessKind: "critic", Hostname: "h", PID: 1, LivenessIntervalS: 30,
+			StartedAt: backendtest.T0, LastHeartbeatAt: backendtest.T0, TaskTypes: []string{"ok", "bad\x00"}}
+		var fe *cks.FieldError
+		if err := st.Liveness.UpsertAgentLiveness(t.Context(), r); !errors.As(err, &fe) || fe.Field != "task_types" {
+			t.Fatalf("upsert with a NUL in a task type: %v, want a FieldError of task_types", err)
+		}
+		if _, err := st.Liveness.GetAgentLiveness(t.Context(), "i-bad"); !errors.Is(err, cks.ErrNotFound) {
+			t.Fatalf("the refused row was written: %v", err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package liveness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -132,6 +133,10 @@ func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
+	if len(r.TaskTypes) > 0 {
+		b, _ := json.Marshal(r.TaskTypes) // a []string always marshals
+		row.TaskTypes = string(b)
+	}
 	return row
 }
 
@@ -146,6 +151,11 @@ func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
 	if r.CurrentTaskID != 0 {
 		id := r.CurrentTaskID
 		a.CurrentTaskID = &id
+	}
+	if r.TaskTypes != "" {
+		// Written only by rowOf; a value that is not its JSON reads as no
+		// types rather than failing the whole listing.
+		_ = json.Unmarshal([]byte(r.TaskTypes), &a.TaskTypes)
 	}
 	return a
 }

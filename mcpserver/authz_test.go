@@ -91,6 +91,7 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolStopTask:           {"task_id": id, "reason": "matrix"},
 		mcpserver.ToolStartTask:          {"task_id": id},
 		"retry_task":                     {"task_id": id},
+		"task_stats":                     {"minutes": 5},
 		"bulk_stop_tasks":                {"task_ids": []int64{id}, "reason": "matrix", "wait": false},
 		"bulk_start_tasks":               {"task_ids": []int64{id}},
 		"bulk_cancel_tasks":              {"task_ids": []int64{id}},

@@ -117,6 +117,24 @@ var CountTasks = define(cks.OpCountTasks, &Op[cks.CountTasksInput, cks.TaskCount
 	},
 })
 
+// TaskStats is task_stats.
+var TaskStats = define(cks.OpTaskStats, &Op[cks.TaskStatsInput, cks.TaskStats]{
+	spec: Spec{
+		Title:   "Task statistics",
+		Summary: "tasks completed and failed, queue depth and claim latency per minute, over the last hour",
+		Description: "The task ledger's last minutes (minutes, 60 by default, at most 1440; the current minute last), from its " +
+			"events: per minute the tasks that reached COMPLETED and FAILED, the depth of the queue at the minute's end " +
+			"under depth (every unfinished state, 0 included), and the claims with the median and 95th percentile of " +
+			"their wait from the task last becoming OPEN to its claim (claim_latency_p50_ms, claim_latency_p95_ms; null " +
+			"without claims). claims_sampled says the window held more than 10000 claims and the newest were measured.",
+		Permission: auth.PermRead, Resource: auth.ResourceTasks,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *cks.TaskStatsInput) (cks.TaskStats, error) {
+		return s.Tasks.TaskStats(ctx, in.Minutes)
+	},
+})
+
 // GetTask is get_task.
 var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 	spec: Spec{

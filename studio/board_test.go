@@ -140,6 +140,9 @@ func TestSweeperCardsFollowStartAndStop(t *testing.T) {
 		">12s ago<", "<dt>Last result</dt><dd>3</dd>", "<dt>Last duration</dt><dd>0.0 ms</dd>", "<dt>Runs</dt><dd>1</dd>",
 		`data-sweeper-action="stop">Stop</button>`)
 	mustNotContain(t, "running card", c, "Last error")
+	// Its recent passes: the one pass, when, how long, what it found.
+	mustContain(t, "running card's passes", c, `<caption>Recent passes</caption>`,
+		`<tr data-pass><td><time datetime="2026-11-30T12:00:00Z" title="2026-11-30T12:00:00Z">12s ago</time></td><td>0.0 ms</td><td>3</td></tr>`)
 
 	// Stopped through the controller: stopped, override stop, a Start button.
 	if _, err := e.ctl.Stop(ctx, "lease_reaper"); err != nil {

@@ -253,17 +253,25 @@ func js[T any](tb *tab, expr string) T {
 // browserWait) until it is true; what says what was waited for.
 func (tb *tab) waitTrue(what, expr string) {
 	tb.t.Helper()
+	if err := tb.poll(expr); err != nil {
+		tb.t.Fatalf("browser: %s: %v (at %s)", what, err, tb.location())
+	}
+}
+
+// poll evaluates the JavaScript condition expr every 50 ms until it is
+// true or browserWait passes, and says which.
+func (tb *tab) poll(expr string) error {
 	ctx, cancel := context.WithTimeout(tb.ctx, browserWait)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			tb.t.Fatalf("browser: %s: not so within %s (at %s)", what, browserWait, tb.location())
+			return fmt.Errorf("not so within %s", browserWait)
 		case <-tick.C:
 		}
 	}

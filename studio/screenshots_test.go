@@ -72,6 +72,8 @@ func TestScreenshots(t *testing.T) {
 		{"forks", fmt.Sprintf("/objects/%d/forks", f), "table[data-diff]", 0},
 		{"research", fmt.Sprintf("/research?id=%d", q), `[data-terminal]`, 0},
 		{"panel-phone", "/", ".card", 390},
+		{"charts", "/charts", "#chart-sweepers svg", 0},
+		{"charts-phone", "/charts", "#chart-sweepers svg", 390},
 	} {
 		shoot(s.name, s.path, s.ready, s.width)
 	}

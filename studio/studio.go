@@ -106,6 +106,7 @@ var pages = map[string]*template.Template{
 	"object":   parsePage("object.html", "knowledge.html"),
 	"forks":    parsePage("forks.html", "knowledge.html"),
 	"research": parsePage("research.html", "knowledge.html"),
+	"charts":   parsePage("charts.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -215,6 +216,8 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+TasksPath+"/new", s.newTask)
 		mux.HandleFunc("GET "+BoardFragmentPath, s.boardFragment)
 		mux.HandleFunc("GET "+BoardFragmentPath+"/{id}", s.taskPage)
+		mux.HandleFunc("GET "+ChartsPath, s.chartsPage)
+		mux.HandleFunc("GET "+ChartsFragmentPath, s.chartsFragment)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
@@ -375,6 +378,8 @@ type card struct {
 	Interval    string // "30s"
 	TaskID      string // "" when idle
 	TaskType    string
+	// TaskTypes are the task types the instance claims.
+	TaskTypes []string
 	// StopRequested: the instance is alive and has been asked to stop
 	// (desired_state stop_requested, ADR-016); it is draining.
 	StopRequested bool
@@ -472,6 +477,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			HeartbeatAt: p.LastHeartbeatAt.UTC().Format(time.RFC3339),
 			Interval:    strconv.FormatFloat(p.LivenessIntervalS, 'f', -1, 64) + "s",
 			TaskType:    p.CurrentTaskType,
+			TaskTypes:   p.TaskTypes,
 		}
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)

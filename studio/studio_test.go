@@ -180,6 +180,24 @@ func TestPanelShowsExited(t *testing.T) {
 	mustNotContain(t, "page", page.body, "<dt>Heartbeat</dt>", "d ago")
 }
 
+// TestPanelNamesTaskTypes: a card says which task types its instance
+// claims (none for one that claims nothing).
+func TestPanelNamesTaskTypes(t *testing.T) {
+	e := newEnv(t)
+	r := backendtest.Liveness("typed-instance-000000001", "exec", 0)
+	r.TaskTypes = []string{"build", "<lint>"}
+	task := int64(12)
+	r.CurrentTaskID, r.CurrentTaskType = &task, "build"
+	backendtest.MustUpsert(t, e.store, r)
+	idle := backendtest.Liveness("idle-instance-0000000001", "critic", 0)
+	backendtest.MustUpsert(t, e.store, idle)
+
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "page", page.body, `<dt>Claims</dt><dd data-task-types><code>build</code>, <code>&lt;lint&gt;</code></dd>`,
+		`<dt>Claims</dt><dd data-task-types><span class="idle">no task types</span></dd>`)
+}
+
 func TestPanelEscapesStoredText(t *testing.T) {
 	e := newEnv(t)
 	r := backendtest.Liveness(`id"><script>alert(1)</script>`, "critic", 0)

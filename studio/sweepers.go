@@ -51,6 +51,17 @@ type sweeperCard struct {
 	// Details are what the last pass reported beyond its count (e.g.
 	// graph_health's orphans and cycles).
 	Details []sweeper.Detail
+	// Passes are the newest CardPasses of the hub's recent passes.
+	Passes []passRow
+}
+
+// CardPasses is how many recent passes a sweeper card lists (the charts
+// page draws all the hub keeps).
+const CardPasses = 5
+
+// passRow is one recent pass, formatted for display.
+type passRow struct {
+	At, Age, Duration, Count, Error string
 }
 
 func (s *server) sweepersFragment(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +118,10 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int, error) {
 		}
 		if st.LastError != nil {
 			c.LastError = *st.LastError
+		}
+		for _, p := range st.RecentPasses[:min(len(st.RecentPasses), CardPasses)] {
+			c.Passes = append(c.Passes, passRow{At: p.At.UTC().Format(time.RFC3339), Age: humanAge(now.Sub(p.At).Seconds()),
+				Duration: millis(p.DurationMS), Count: strconv.Itoa(p.Count), Error: p.Error})
 		}
 		switch {
 		case !st.ConfigEnabled:

@@ -5,7 +5,6 @@ package studio_test
 // is edited and stopped in front of a real exec agent.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
 )
 
 // createTask creates a task through the API (create_task) and returns it.
@@ -142,26 +139,8 @@ func TestBrowserAnswerFromInbox(t *testing.T) {
 // dir/stdin-RESTART.json and then works until it is aborted.
 func startExecAgent(t testing.TB, h consoleHub, typ, dir string) {
 	t.Helper()
-	b, err := backend.Open(context.Background(), h.Database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	resolve := agents.Exec(agents.ExecConfig{KillGrace: time.Second, Command: []string{"sh", "-c",
-		`cat > "` + dir + `/stdin-$CKS_TASK_RESTART.json.part" && mv "` + dir + `/stdin-$CKS_TASK_RESTART.json.part" "` + dir + `/stdin-$CKS_TASK_RESTART.json"; exec sleep 60`}})
-	go func() {
-		done <- agents.Run(ctx, agents.ServicesOf(b), agents.Settings{Kind: "exec", Types: []string{typ}, LivenessInterval: time.Second,
-			PollInterval: 200 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond, Lease: time.Minute, StaleWindow: time.Minute}, resolve,
-			agents.Options{})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("exec agent: %v", err)
-		}
-		b.Close()
-	})
+	runExecAgent(t, h, typ, "sh", "-c",
+		`cat > "`+dir+`/stdin-$CKS_TASK_RESTART.json.part" && mv "`+dir+`/stdin-$CKS_TASK_RESTART.json.part" "`+dir+`/stdin-$CKS_TASK_RESTART.json"; exec sleep 60`)
 }
 
 // waitFile waits, within browserWait, for path to exist and returns it.

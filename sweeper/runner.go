@@ -13,6 +13,11 @@ import (
 	"github.com/cks-dev/cks/lifecycle"
 )
 
+// RecentPassesCap is how many completed passes a Runner's status keeps
+// (SweeperStatus.RecentPasses): enough for a chart of the last stretch and
+// a sweeper card's list, small enough to keep in memory.
+const RecentPassesCap = 30
+
 // Runner runs one Sweeper every interval on its own goroutine, on a
 // lifecycle.Base: Start and Stop serialise on its control lock, held across
 // their whole check-then-act including Stop's wait for the loop goroutine to
@@ -244,11 +249,15 @@ func (r *Runner) pass(ctx context.Context) {
 		ms := float64(d) / float64(time.Millisecond)
 		s.LastRunDurationMS = &ms
 		s.LastError = nil
+		p := cks.SweeperPass{At: start, DurationMS: ms, Count: count}
 		if err != nil {
 			msg := err.Error()
 			s.LastError = &msg
+			p.Error = msg
 		}
 		s.RunCount++
+		// A new slice every pass: a Status snapshot shares the old one, never mutated.
+		s.RecentPasses = append([]cks.SweeperPass{p}, s.RecentPasses[:min(len(s.RecentPasses), RecentPassesCap-1)]...)
 	})
 	if err != nil {
 		r.log.Warn("sweep failed", "err", err, "duration", d)

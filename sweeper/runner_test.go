@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +68,7 @@ func TestStatusRecordsEachPass(t *testing.T) {
 
 	st := r.Status()
 	want := cks.SweeperStatus{AgentID: "lease_reaper", Kind: "sweeper", ConfigEnabled: true, IntervalS: 0.001}
-	if st != want {
+	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("before start: %+v, want %+v", st, want)
 	}
 	mustStart(t, r)
@@ -95,6 +97,39 @@ func TestStatusRecordsEachPass(t *testing.T) {
 	}
 	if st := r.Status(); st.Running || p.live.Load() != 0 {
 		t.Errorf("after stop: running %v, live loops %d", st.Running, p.live.Load())
+	}
+	// The recent passes, newest first: what OnRun heard, in reverse.
+	var passes []string
+	for _, p := range st.RecentPasses {
+		passes = append(passes, fmt.Sprintf("%v|%d|%s", p.DurationMS, p.Count, p.Error))
+	}
+	if n := len(passes); n < 3 || !slices.Equal(passes[n-3:], []string{"250|7|", "250|1|store down", "250|7|"}) {
+		t.Errorf("recent passes = %q, want the first three oldest last", passes)
+	}
+	if at := st.RecentPasses[0].At; !at.Equal(*st.LastRunAt) {
+		t.Errorf("newest recent pass at %v, last_run_at %v", at, st.LastRunAt)
+	}
+}
+
+// TestRecentPassesAreCapped: the status keeps the newest RecentPassesCap
+// passes, newest first.
+func TestRecentPassesAreCapped(t *testing.T) {
+	c := clock.NewFake(t0())
+	sw := sweeperFunc("lease_reaper", func(_ context.Context, call int) (int, error) { return call, nil })
+	r, p := newTestRunner(t, sw, Options{Interval: time.Second, ConfigEnabled: true, Clock: c})
+	mustStart(t, r)
+	for range RecentPassesCap + 5 {
+		tick(t, c, time.Second)
+	}
+	st := p.waitFor(t, r, "the passes", func(s cks.SweeperStatus) bool { return s.RunCount >= RecentPassesCap+6 })
+	mustStop(t, r)
+	if len(st.RecentPasses) != RecentPassesCap {
+		t.Fatalf("%d recent passes after %d, want %d", len(st.RecentPasses), st.RunCount, RecentPassesCap)
+	}
+	for i, ps := range st.RecentPasses {
+		if want := int(st.RunCount) - i; ps.Count != want {
+			t.Fatalf("recent pass %d counted %d, want %d (newest first)", i, ps.Count, want)
+		}
 	}
 }
 

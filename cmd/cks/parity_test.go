@@ -52,6 +52,7 @@ var parityCases = map[string]parityCase{
 	"create_task":          {`{"type":""}`, []string{"task", "create"}, `{"type":"t"}`, []string{"task", "create", "--type", "t"}},
 	"list_tasks":           {`{"state":["DONE"]}`, []string{"task", "list", "--state", "DONE"}, `{}`, []string{"task", "list", "--state", "OPEN"}},
 	"count_tasks":          {`{"state":["DONE"]}`, nil, `{}`, nil},
+	"task_stats":           {`{"minutes":-1}`, []string{"task", "stats", "--minutes", "-1"}, `{"minutes":5}`, []string{"task", "stats", "--minutes", "5"}},
 	"get_task":             {`{"task_id":0}`, []string{"task", "show", "0"}, `{"task_id":$T}`, []string{"task", "show", "$T"}},
 	"answer_task":          {`{"task_id":$T,"text":"  "}`, []string{"task", "answer", "$T", "  "}, `{"task_id":$T,"text":"yes"}`, []string{"task", "answer", "$T", "yes"}},
 	"cancel_task":          {`{"task_id":$C}`, []string{"task", "cancel", "$C"}, `{"task_id":$T}`, []string{"task", "cancel", "$T"}},

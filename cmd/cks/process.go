@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -92,7 +93,7 @@ func printProcesses(w io.Writer, ps []cks.Process) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tINSTANCE\tHOST\tPID\tSTATUS\tLAST HEARTBEAT\tTASK")
+	fmt.Fprintln(tw, "KIND\tINSTANCE\tHOST\tPID\tSTATUS\tLAST HEARTBEAT\tTASK\tCLAIMS")
 	for _, p := range ps {
 		task := "idle"
 		if p.CurrentTaskID != nil {
@@ -105,8 +106,12 @@ func printProcesses(w io.Writer, ps []cks.Process) error {
 			exited := p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds()
 			last = "exited " + age(time.Duration(exited*float64(time.Second))) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
-			p.Status, last, task)
+		claims := strings.Join(p.TaskTypes, ",")
+		if claims == "" {
+			claims = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.ProcessKind, short(p.InstanceID), p.Hostname, p.PID,
+			p.Status, last, task, claims)
 	}
 	return tw.Flush()
 }

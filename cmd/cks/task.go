@@ -25,6 +25,12 @@ var taskGroup = group{name: "task", commands: []command{
 			return nil
 		},
 	}),
+	opCommand("stats", ops.TaskStats, opSpec[cks.TaskStatsInput, cks.TaskStats]{
+		table: func(x *reply[cks.TaskStatsInput, cks.TaskStats]) error {
+			printTaskStats(x.w, x.out)
+			return nil
+		},
+	}),
 	opCommand("show", ops.GetTask, opSpec[cks.TaskInput, cks.Task]{
 		summary: "one task: its current attempt, earlier attempts, aborts and events",
 		table: func(x *reply[cks.TaskInput, cks.Task]) error {
@@ -432,5 +438,28 @@ func printAttempt(w io.Writer, v *cks.AttemptView, revision int) {
 			}
 			fmt.Fprintf(w, "      [%s] %s (derived from revision %d%s; by %s)\n", d.Kind, d.Text, d.DerivedFromRevision, stale, d.Actor)
 		}
+	}
+}
+
+// printTaskStats prints task_stats one minute a line, the queue's busiest
+// states as columns.
+func printTaskStats(w io.Writer, st cks.TaskStats) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MINUTE\tCOMPLETED\tFAILED\tCLAIMS\tP50\tP95\tOPEN\tCLAIMED\tRUNNING\tSTOPPED\tNEEDS_INPUT")
+	ms := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return (time.Duration(*p * float64(time.Millisecond))).Round(time.Millisecond).String()
+	}
+	for _, m := range st.Minutes {
+		d := m.Depth
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.At.Local().Format("15:04"), m.Completed, m.Failed,
+			m.Claims, ms(m.ClaimLatencyP50MS), ms(m.ClaimLatencyP95MS), d[cks.TaskOpen], d[cks.TaskClaimed], d[cks.TaskRunning],
+			d[cks.TaskStopped], d[cks.TaskNeedsInput])
+	}
+	tw.Flush()
+	if st.ClaimsSampled {
+		fmt.Fprintf(w, "(latencies of the newest %d claims)\n", cks.MaxStatsClaims)
 	}
 }

@@ -31,7 +31,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 		must(t, "stop", ignore(ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")))
 		u := driver.LivenessRow{InstanceID: "i-1", ProcessKind: "pipeline", Hostname: "h2", PID: 7,
 			LivenessIntervalS: 2.5, StartedAt: T0.Add(time.Hour), LastHeartbeatAt: T0.Add(time.Minute),
-			CurrentTaskID: 42, CurrentTaskType: "critique"}
+			CurrentTaskID: 42, CurrentTaskType: "critique", TaskTypes: `["critique","fork"]`}
 		must(t, "update", ex.LivenessUpsert(ctx, u))
 		got, err = ex.LivenessGet(ctx, "i-1")
 		must(t, "get", err)

@@ -173,7 +173,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	fresh = WithoutPrefixes(fresh, append([]string{"column|cks_principals|lease_", "column|cks_object_versions|version|",
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
-		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
+		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|", "column|cks_agent_liveness|task_types|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
@@ -220,11 +220,11 @@ func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	}
 	got := fmt.Sprintf("%+v", all)
 	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes:} " +
 		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes:} " +
 		"{InstanceID:old-exited ProcessKind:critic Hostname:h PID:9 LivenessIntervalS:30 StartedAt:2026-11-30 11:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC}]"
+		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC TaskTypes:}]"
 	if got != want {
 		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
 	}

@@ -873,6 +873,55 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("events %+v, want the last %+v", list, one)
 		}
 	})
+	t.Run("EventWindow", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		got := insert(t, ex, task("a", stOpen), task("a", stOpen))
+		a, b := got[0], got[1]
+		must(t, "events", ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{
+			{TaskID: a, At: sec(-30), To: stOpen}, // before the window
+			{TaskID: b, At: sec(5), To: stOpen},
+			{TaskID: a, At: sec(10), From: stOpen, To: stClaimed},
+			{TaskID: a, At: sec(70), From: stClaimed, To: stOpen}, // reclaimed
+			{TaskID: b, At: sec(75), From: stOpen, To: stClaimed},
+			{TaskID: a, At: sec(100), From: stOpen, To: stClaimed},
+			{TaskID: b, At: sec(119), From: stClaimed, To: "COMPLETED"},
+			{TaskID: b, At: sec(120), From: "COMPLETED", To: "COMPLETED"}, // at Until: outside
+		}))
+		w := driver.TaskEventWindowParams{Since: sec(0), Until: sec(120), Limit: 10}
+		mins, err := ex.TaskEventMinutes(ctx, w)
+		must(t, "event minutes", err)
+		want := []driver.TaskEventMinute{
+			{Minute: sec(0), From: "", To: stOpen, Count: 1}, {Minute: sec(0), From: stOpen, To: stClaimed, Count: 1},
+			{Minute: sec(60), From: stClaimed, To: "COMPLETED", Count: 1}, {Minute: sec(60), From: stClaimed, To: stOpen, Count: 1},
+			{Minute: sec(60), From: stOpen, To: stClaimed, Count: 2},
+		}
+		if len(mins) != len(want) {
+			t.Fatalf("event minutes %+v, want %+v", mins, want)
+		}
+		for i := range want {
+			if !mins[i].Minute.Equal(want[i].Minute) || mins[i].From != want[i].From || mins[i].To != want[i].To || mins[i].Count != want[i].Count {
+				t.Errorf("event minute %d = %+v, want %+v", i, mins[i], want[i])
+			}
+		}
+		// The claims, newest first, each with when its task last became OPEN.
+		waits, err := ex.TaskClaimWaits(ctx, w)
+		must(t, "claim waits", err)
+		wantWaits := [][2]time.Time{{sec(100), sec(70)}, {sec(75), sec(5)}, {sec(10), sec(-30)}}
+		if len(waits) != len(wantWaits) {
+			t.Fatalf("claim waits %+v, want %v", waits, wantWaits)
+		}
+		for i, ww := range wantWaits {
+			if !waits[i].ClaimedAt.Equal(ww[0]) || !waits[i].OpenedAt.Equal(ww[1]) {
+				t.Errorf("claim wait %d = %+v, want claimed %v opened %v", i, waits[i], ww[0], ww[1])
+			}
+		}
+		w.Limit = 1
+		if waits, err := ex.TaskClaimWaits(ctx, w); err != nil || len(waits) != 1 || !waits[0].ClaimedAt.Equal(sec(100)) {
+			t.Fatalf("claim waits limited to 1: %+v, %v", waits, err)
+		}
+	})
 	t.Run("EvidenceAndDecisions", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

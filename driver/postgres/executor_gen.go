@@ -29,6 +29,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          fromNullTime(r.ExitedAt),
+		TaskTypes:         nullable.Deref(r.TaskTypes),
 	}
 }
 
@@ -420,6 +421,23 @@ func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 	}
 }
 
+// taskClaimWaitOf reads a dbsqlc.TaskClaimWaitsRow as a driver.TaskClaimWait.
+func taskClaimWaitOf(r dbsqlc.TaskClaimWaitsRow) driver.TaskClaimWait {
+	return driver.TaskClaimWait{
+		ClaimedAt: driver.Time(r.ClaimedAt),
+		OpenedAt:  driver.Time(r.OpenedAt),
+	}
+}
+
+// taskClaimWaitsOf reads rows with taskClaimWaitOf.
+func taskClaimWaitsOf(rows []dbsqlc.TaskClaimWaitsRow) []driver.TaskClaimWait {
+	out := make([]driver.TaskClaimWait, len(rows))
+	for i, r := range rows {
+		out[i] = taskClaimWaitOf(r)
+	}
+	return out
+}
+
 // taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
 func taskStateCountOf(r dbsqlc.TaskCountByStateRow) driver.TaskStateCount {
 	return driver.TaskStateCount{
@@ -571,6 +589,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          nullTime(p.ExitedAt),
+		TaskTypes:         nullable.String(p.TaskTypes),
 	}
 }
 
@@ -705,6 +724,15 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 		PrincipalID: p.PrincipalID,
 		CreatedAt:   driver.Time(p.CreatedAt),
 		ExpiresAt:   driver.Time(p.ExpiresAt),
+	}
+}
+
+// taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
+func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
+	return dbsqlc.TaskClaimWaitsParams{
+		Since: driver.Time(p.Since),
+		Until: driver.Time(p.Until),
+		Max:   int32(p.Limit),
 	}
 }
 
@@ -1144,6 +1172,15 @@ func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParam
 		return nil, mapErr("task count by state", err)
 	}
 	return taskStateCountsOf(x), nil
+}
+
+// TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.
+func (e *executor) TaskClaimWaits(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskClaimWait, error) {
+	x, err := e.d.q.TaskClaimWaits(ctx, e.db, taskClaimWaitsParams(p))
+	if err != nil {
+		return nil, mapErr("task claim waits", err)
+	}
+	return taskClaimWaitsOf(x), nil
 }
 
 // TaskDedupeFind implements driver.Executor with the query its params choose.

@@ -247,3 +247,16 @@ func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFi
 	}
 	return out, nil
 }
+
+// TaskEventMinutes implements driver.TaskExecutor.
+func (e *executor) TaskEventMinutes(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskEventMinute, error) {
+	rows, err := e.d.q.TaskEventMinutes(ctx, e.db, dbsqlc.TaskEventMinutesParams{Since: driver.Time(p.Since), Until: driver.Time(p.Until)})
+	if err != nil {
+		return nil, mapErr("task event minutes", err)
+	}
+	out := make([]driver.TaskEventMinute, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskEventMinute{Minute: driver.Time(r.Minute), From: r.FromState, To: r.ToState, Count: int(r.Count)}
+	}
+	return out, nil
+}

@@ -73,6 +73,9 @@ func agentLiveness() Table {
 			// Rows written before the column existed, whose exit wrote a
 			// heartbeat backdated to the epoch, are backfilled.
 			{Name: "exited_at", Type: Time},
+			// The task types the instance claims, a JSON array of strings
+			// (NULL: none, or written before the column existed).
+			{Name: "task_types", Type: Text},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},
@@ -307,8 +310,11 @@ func taskEvents() Table {
 		PrimaryKey:        []string{"task_id", "event_id"},
 		PrimaryKeyOnly:    Postgres,
 		RetiredPrimaryKey: []string{"event_id"},
-		Indexes:           []Index{{Name: "idx_task_events_task", Keys: []Key{K("task_id"), K("event_id")}, Only: SQLite}},
-		RetiredIndexes:    []RetiredIndex{{Name: "idx_task_events_task", Only: Postgres}},
+		// The events of a time window (task_stats' charts of the last
+		// hour) are read by their time.
+		Indexes: []Index{{Name: "idx_task_events_task", Keys: []Key{K("task_id"), K("event_id")}, Only: SQLite},
+			{Name: "idx_task_events_at", Keys: []Key{K("at")}}},
+		RetiredIndexes: []RetiredIndex{{Name: "idx_task_events_task", Only: Postgres}},
 		// Append-only, enforced by the database itself (DESIGN §4).
 		AppendOnly:        &AppendOnly{},
 		RetiredReferences: []string{"task_id"},

@@ -41,6 +41,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          exitedAt,
+		TaskTypes:         nullable.Deref(r.TaskTypes),
 	}, nil
 }
 
@@ -514,6 +515,34 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	return out, nil
 }
 
+// taskClaimWaitOf reads a dbsqlc.TaskClaimWaitsRow as a driver.TaskClaimWait.
+func taskClaimWaitOf(r dbsqlc.TaskClaimWaitsRow) (driver.TaskClaimWait, error) {
+	claimedAt, err := parseTime(r.ClaimedAt)
+	if err != nil {
+		return driver.TaskClaimWait{}, fmt.Errorf("TaskClaimWait ClaimedAt: %w", err)
+	}
+	openedAt, err := parseTime(r.OpenedAt)
+	if err != nil {
+		return driver.TaskClaimWait{}, fmt.Errorf("TaskClaimWait OpenedAt: %w", err)
+	}
+	return driver.TaskClaimWait{
+		ClaimedAt: claimedAt,
+		OpenedAt:  openedAt,
+	}, nil
+}
+
+// taskClaimWaitsOf reads rows with taskClaimWaitOf.
+func taskClaimWaitsOf(rows []dbsqlc.TaskClaimWaitsRow) ([]driver.TaskClaimWait, error) {
+	out := make([]driver.TaskClaimWait, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = taskClaimWaitOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
 func taskStateCountOf(r dbsqlc.TaskCountByStateRow) driver.TaskStateCount {
 	return driver.TaskStateCount{
@@ -636,6 +665,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          fmtNullTime(p.ExitedAt),
+		TaskTypes:         nullable.String(p.TaskTypes),
 	}
 }
 
@@ -738,6 +768,15 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 		PrincipalID: p.PrincipalID,
 		CreatedAt:   fmtTime(p.CreatedAt),
 		ExpiresAt:   fmtTime(p.ExpiresAt),
+	}
+}
+
+// taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
+func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
+	return dbsqlc.TaskClaimWaitsParams{
+		Since: fmtTime(p.Since),
+		Until: fmtTime(p.Until),
+		Max:   int64(p.Limit),
 	}
 }
 
@@ -973,6 +1012,15 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 		return nil, mapErr("task lease expired", err)
 	}
 	return taskRowsOf(x)
+}
+
+// TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.
+func (e *executor) TaskClaimWaits(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskClaimWait, error) {
+	x, err := e.d.q.TaskClaimWaits(ctx, e.read, taskClaimWaitsParams(p))
+	if err != nil {
+		return nil, mapErr("task claim waits", err)
+	}
+	return taskClaimWaitsOf(x)
 }
 
 // TaskDedupeFind implements driver.Executor with the query its params choose.

@@ -205,3 +205,20 @@ func (e *executor) TaskDedupeFindMany(ctx context.Context, p driver.TaskDedupeFi
 	}
 	return out, nil
 }
+
+// TaskEventMinutes implements driver.TaskExecutor.
+func (e *executor) TaskEventMinutes(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskEventMinute, error) {
+	rows, err := e.d.q.TaskEventMinutes(ctx, e.read, dbsqlc.TaskEventMinutesParams{Since: fmtTime(p.Since), Until: fmtTime(p.Until)})
+	if err != nil {
+		return nil, mapErr("task event minutes", err)
+	}
+	out := make([]driver.TaskEventMinute, len(rows))
+	for i, r := range rows {
+		m, err := parseTime(r.Minute)
+		if err != nil {
+			return nil, fmt.Errorf("task event minutes: %w", err)
+		}
+		out[i] = driver.TaskEventMinute{Minute: m, From: r.FromState, To: r.ToState, Count: int(r.Count)}
+	}
+	return out, nil
+}

@@ -12,7 +12,7 @@
 // "sweepers" events carry no data); on each one this script re-fetches the
 // server-rendered cards of that kind and swaps them in. Any element with
 // data-live-fragment (an object page's live part, a research question's
-// progress, the task board's lists and a task page on "tasks") is refreshed the same way from its URL on the events its
+// progress, the task board's lists and a task page on "tasks", the charts on "tasks" and "sweepers") is refreshed the same way from its URL on the events its
 // data-live-events names, until a fragment says it is done
 // (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
@@ -341,17 +341,32 @@
   const sweepers = region("sweepers", "/studio/sweepers", "sweepers", showActionErrors);
   const regions = [processes, sweepers].filter((r) => r !== null);
 
-  // Live fragments: each refreshes on the events it names, until done.
+  // Live fragments: each refreshes on the events it names, until done; one
+  // with data-live-min-ms (the charts, an hour of minutes) at most that often,
+  // a burst of events making one refresh at the end of the wait.
   const byEvent = new Map();
   function follow(container) {
     const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
+    const minMs = Number(container.dataset.liveMinMs || 0);
+    let lastAt = 0;
+    let pending = null;
     const guarded = {
       followed: true,
       container: r.container,
       refresh: () => {
-        if (!("liveDone" in container.dataset)) {
-          r.refresh();
+        if ("liveDone" in container.dataset || pending !== null) {
+          return;
         }
+        const wait = lastAt + minMs - Date.now();
+        if (wait > 0) {
+          pending = setTimeout(() => {
+            pending = null;
+            guarded.refresh();
+          }, wait);
+          return;
+        }
+        lastAt = Date.now();
+        r.refresh();
       },
     };
     regions.push(guarded);
@@ -564,7 +579,7 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
-    for (const ev of ["tasks", "objects", "agent_step_started", "agent_step_completed"]) {
+    for (const ev of ["tasks", "objects", "sweepers", "agent_step_started", "agent_step_completed"]) {
       listen(es, ev);
     }
 

@@ -2,9 +2,9 @@
 
 -- name: LivenessUpsert :exec
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types)
 VALUES (@instance_id, @process_kind, @hostname, @pid, @liveness_interval_s,
-    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type, @exited_at)
+    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type, @exited_at, @task_types)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -13,7 +13,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     last_heartbeat_at = excluded.last_heartbeat_at,
     current_task_id = excluded.current_task_id,
     current_task_type = excluded.current_task_type,
-    exited_at = excluded.exited_at;
+    exited_at = excluded.exited_at,
+    task_types = excluded.task_types;
 
 -- name: LivenessList :many
 SELECT * FROM cks_agent_liveness

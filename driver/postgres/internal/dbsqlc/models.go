@@ -20,6 +20,7 @@ type CksAgentLiveness struct {
 	CurrentTaskType   *string
 	DesiredState      *string
 	ExitedAt          *time.Time
+	TaskTypes         *string
 }
 
 type CksEdge struct {

@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     current_task_id BIGINT,
     current_task_type TEXT,
     desired_state TEXT,
-    exited_at TIMESTAMPTZ
+    exited_at TIMESTAMPTZ,
+    task_types TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -232,6 +233,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(de
 	WHERE dedupe_key <> '' AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
 
 CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on);
+
+CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at);
 
 CREATE OR REPLACE FUNCTION cks_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

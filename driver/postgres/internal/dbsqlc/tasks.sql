@@ -589,3 +589,24 @@ WHERE outcome = @outcome AND deadline_at <= @now
 ORDER BY abort_id
 LIMIT @max
 FOR UPDATE SKIP LOCKED;
+
+-- The task events of a window counted per minute and transition, for
+-- task_stats (idx_task_events_at).
+-- name: TaskEventMinutes :many
+SELECT date_trunc('minute', at)::timestamptz AS minute, from_state, to_state, count(*) AS count
+FROM cks_task_events
+WHERE at >= @since AND at < @until
+GROUP BY 1, 2, 3
+ORDER BY minute, from_state COLLATE "C", to_state COLLATE "C";
+
+-- The claims (events to CLAIMED) of a window, newest first, each with
+-- when its task last became OPEN before it (idx_task_events_task); a
+-- claim with no such event reads as opened when claimed.
+-- name: TaskClaimWaits :many
+SELECT c.at AS claimed_at,
+    COALESCE((SELECT max(p.at) FROM cks_task_events p
+        WHERE p.task_id = c.task_id AND p.event_id < c.event_id AND p.to_state = 'OPEN'), c.at)::timestamptz AS opened_at
+FROM cks_task_events c
+WHERE c.to_state = 'CLAIMED' AND c.at >= @since AND c.at < @until
+ORDER BY c.at DESC, c.event_id DESC
+LIMIT @max;

@@ -10,7 +10,7 @@ import (
 )
 
 const livenessGet = `-- name: LivenessGet :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness WHERE instance_id = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness WHERE instance_id = ?1
 `
 
 func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (CksAgentLiveness, error) {
@@ -28,12 +28,13 @@ func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (
 		&i.CurrentTaskType,
 		&i.DesiredState,
 		&i.ExitedAt,
+		&i.TaskTypes,
 	)
 	return i, err
 }
 
 const livenessLatest = `-- name: LivenessLatest :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness WHERE process_kind = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness WHERE process_kind = ?1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id
 LIMIT 1
 `
@@ -54,12 +55,13 @@ func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind strin
 		&i.CurrentTaskType,
 		&i.DesiredState,
 		&i.ExitedAt,
+		&i.TaskTypes,
 	)
 	return i, err
 }
 
 const livenessList = `-- name: LivenessList :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness
 ORDER BY started_at DESC, instance_id
 `
 
@@ -84,6 +86,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 			&i.CurrentTaskType,
 			&i.DesiredState,
 			&i.ExitedAt,
+			&i.TaskTypes,
 		); err != nil {
 			return nil, err
 		}
@@ -118,9 +121,9 @@ func (q *Queries) LivenessSetDesiredState(ctx context.Context, db DBTX, arg Live
 const livenessUpsert = `-- name: LivenessUpsert :exec
 
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types)
 VALUES (?1, ?2, ?3, ?4, ?5,
-    ?6, ?7, ?8, ?9, ?10)
+    ?6, ?7, ?8, ?9, ?10, ?11)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -129,7 +132,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     last_heartbeat_at = excluded.last_heartbeat_at,
     current_task_id = excluded.current_task_id,
     current_task_type = excluded.current_task_type,
-    exited_at = excluded.exited_at
+    exited_at = excluded.exited_at,
+    task_types = excluded.task_types
 `
 
 type LivenessUpsertParams struct {
@@ -143,6 +147,7 @@ type LivenessUpsertParams struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	ExitedAt          *string
+	TaskTypes         *string
 }
 
 // Process liveness (ADR-014) and remote stop (ADR-016).
@@ -158,6 +163,7 @@ func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpser
 		arg.CurrentTaskID,
 		arg.CurrentTaskType,
 		arg.ExitedAt,
+		arg.TaskTypes,
 	)
 	return err
 }

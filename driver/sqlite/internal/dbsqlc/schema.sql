@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     current_task_id INTEGER,
     current_task_type TEXT,
     desired_state TEXT,
-    exited_at TEXT
+    exited_at TEXT,
+    task_types TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -232,6 +233,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(de
 CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on);
 
 CREATE INDEX IF NOT EXISTS idx_task_events_task ON cks_task_events(task_id, event_id);
+
+CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at);
 
 CREATE TRIGGER IF NOT EXISTS cks_task_events_no_update BEFORE UPDATE ON cks_task_events
 BEGIN SELECT RAISE(ABORT, 'cks_task_events is append-only: UPDATE refused'); END;

@@ -261,3 +261,25 @@ SELECT * FROM cks_task_aborts
 WHERE outcome = @outcome AND deadline_at <= @now
 ORDER BY abort_id
 LIMIT @max;
+
+-- The task events of a window counted per minute and transition, for
+-- task_stats (idx_task_events_at). A time is the fixed-width text, so its
+-- first 16 characters are its minute.
+-- name: TaskEventMinutes :many
+SELECT CAST(substr(at, 1, 16) || ':00.000000000Z' AS TEXT) AS minute, from_state, to_state, count(*) AS count
+FROM cks_task_events
+WHERE at >= @since AND at < @until
+GROUP BY minute, from_state, to_state
+ORDER BY minute, from_state, to_state;
+
+-- The claims (events to CLAIMED) of a window, newest first, each with
+-- when its task last became OPEN before it (idx_task_events_task); a
+-- claim with no such event reads as opened when claimed.
+-- name: TaskClaimWaits :many
+SELECT c.at AS claimed_at,
+    CAST(COALESCE((SELECT max(p.at) FROM cks_task_events p
+        WHERE p.task_id = c.task_id AND p.event_id < c.event_id AND p.to_state = 'OPEN'), c.at) AS TEXT) AS opened_at
+FROM cks_task_events c
+WHERE c.to_state = 'CLAIMED' AND c.at >= @since AND c.at < @until
+ORDER BY c.at DESC, c.event_id DESC
+LIMIT @max;

@@ -479,6 +479,53 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
+const taskClaimWaits = `-- name: TaskClaimWaits :many
+SELECT c.at AS claimed_at,
+    CAST(COALESCE((SELECT max(p.at) FROM cks_task_events p
+        WHERE p.task_id = c.task_id AND p.event_id < c.event_id AND p.to_state = 'OPEN'), c.at) AS TEXT) AS opened_at
+FROM cks_task_events c
+WHERE c.to_state = 'CLAIMED' AND c.at >= ?1 AND c.at < ?2
+ORDER BY c.at DESC, c.event_id DESC
+LIMIT ?3
+`
+
+type TaskClaimWaitsParams struct {
+	Since string
+	Until string
+	Max   int64
+}
+
+type TaskClaimWaitsRow struct {
+	ClaimedAt string
+	OpenedAt  string
+}
+
+// The claims (events to CLAIMED) of a window, newest first, each with
+// when its task last became OPEN before it (idx_task_events_task); a
+// claim with no such event reads as opened when claimed.
+func (q *Queries) TaskClaimWaits(ctx context.Context, db DBTX, arg TaskClaimWaitsParams) ([]TaskClaimWaitsRow, error) {
+	rows, err := db.QueryContext(ctx, taskClaimWaits, arg.Since, arg.Until, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskClaimWaitsRow
+	for rows.Next() {
+		var i TaskClaimWaitsRow
+		if err := rows.Scan(&i.ClaimedAt, &i.OpenedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskClaimable = `-- name: TaskClaimable :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
@@ -1053,6 +1100,57 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 			&i.ClaimedAt,
 			&i.StartedAt,
 			&i.Worker,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskEventMinutes = `-- name: TaskEventMinutes :many
+SELECT CAST(substr(at, 1, 16) || ':00.000000000Z' AS TEXT) AS minute, from_state, to_state, count(*) AS count
+FROM cks_task_events
+WHERE at >= ?1 AND at < ?2
+GROUP BY minute, from_state, to_state
+ORDER BY minute, from_state, to_state
+`
+
+type TaskEventMinutesParams struct {
+	Since string
+	Until string
+}
+
+type TaskEventMinutesRow struct {
+	Minute    string
+	FromState string
+	ToState   string
+	Count     int64
+}
+
+// The task events of a window counted per minute and transition, for
+// task_stats (idx_task_events_at). A time is the fixed-width text, so its
+// first 16 characters are its minute.
+func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMinutesParams) ([]TaskEventMinutesRow, error) {
+	rows, err := db.QueryContext(ctx, taskEventMinutes, arg.Since, arg.Until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskEventMinutesRow
+	for rows.Next() {
+		var i TaskEventMinutesRow
+		if err := rows.Scan(
+			&i.Minute,
+			&i.FromState,
+			&i.ToState,
+			&i.Count,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,101 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/driver"
+)
+
+// TestTaskStats: task_stats' minutes count the completions and failures
+// of each minute, the queue depth at each minute's end (walked back from
+// today's counts, so a task enqueued before the window counts too) and
+// the claims' latencies from OPEN to CLAIMED; a window out of range is a
+// FieldError naming minutes. Both backends.
+func TestTaskStats(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0.Add(-10 * time.Minute))
+		s := open(t, driver.WithClock(c))
+		ctx := context.Background()
+		enqueue := func(typ string, maxAttempts int) {
+			t.Helper()
+			if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ, MaxAttempts: maxAttempts}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claim := func(typ string) cks.ClaimedTask {
+			t.Helper()
+			got, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Hour)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim %s: %+v, %v", typ, got, err)
+			}
+			return got[0]
+		}
+		enqueue("old", 0) // before the window, OPEN throughout
+		c.Set(backendtest.T0.Add(10 * time.Second))
+		enqueue("done", 0)
+		enqueue("broken", 1)
+		enqueue("late", 0)
+		c.Set(backendtest.T0.Add(70 * time.Second)) // minute 1: two claims after 60 s, a completion and a failure
+		done, broken := claim("done"), claim("broken")
+		if _, err := s.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Tasks.Fail(ctx, broken.ID, broken.LeaseToken, false, "no"); err != nil {
+			t.Fatal(err)
+		}
+		c.Set(backendtest.T0.Add(130 * time.Second)) // minute 2: a claim after 120 s, still held
+		claim("late")
+
+		st, err := s.Tasks.TaskStats(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Since.Equal(backendtest.T0) || !st.Until.Equal(backendtest.T0.Add(130*time.Second)) || len(st.Minutes) != 3 {
+			t.Fatalf("window %v to %v, %d minutes; want T0 to T0+130s, 3", st.Since, st.Until, len(st.Minutes))
+		}
+		type minute struct {
+			completed, failed, open, claimed, claims int
+			p50, p95                                 float64 // -1: none
+		}
+		want := []minute{
+			{open: 4, p50: -1, p95: -1},
+			{completed: 1, failed: 1, open: 2, claims: 2, p50: 60000, p95: 60000},
+			{open: 1, claimed: 1, claims: 1, p50: 120000, p95: 120000},
+		}
+		ms := func(p *float64) float64 {
+			if p == nil {
+				return -1
+			}
+			return *p
+		}
+		for i, w := range want {
+			m := st.Minutes[i]
+			got := minute{m.Completed, m.Failed, m.Depth[cks.TaskOpen], m.Depth[cks.TaskClaimed], m.Claims,
+				ms(m.ClaimLatencyP50MS), ms(m.ClaimLatencyP95MS)}
+			if got != w || !m.At.Equal(backendtest.T0.Add(time.Duration(i)*time.Minute)) {
+				t.Errorf("minute %d at %v: %+v, want %+v", i, m.At, got, w)
+			}
+			if len(m.Depth) != 9 {
+				t.Errorf("minute %d's depth has %d states, want the 9 unfinished ones: %v", i, len(m.Depth), m.Depth)
+			}
+			if _, ok := m.Depth[cks.TaskCompleted]; ok {
+				t.Errorf("minute %d's depth counts COMPLETED", i)
+			}
+		}
+		if st, err := s.Tasks.TaskStats(ctx, 0); err != nil || len(st.Minutes) != cks.DefaultStatsMinutes {
+			t.Fatalf("default window: %d minutes, %v", len(st.Minutes), err)
+		}
+		for _, bad := range []int{-1, cks.MaxStatsMinutes + 1} {
+			var fe *cks.FieldError
+			if _, err := s.Tasks.TaskStats(ctx, bad); !errors.As(err, &fe) || fe.Field != "minutes" {
+				t.Errorf("minutes %d: %v, want a FieldError of minutes", bad, err)
+			}
+		}
+	})
+}
