@@ -41,9 +41,18 @@ func TestTaskStats(t *testing.T) {
 		enqueue("done", 0)
 		enqueue("broken", 1)
 		enqueue("late", 0)
-		c.Set(backendtest.T0.Add(70 * time.Second)) // minute 1: two claims after 60 s, a completion and a failure
-		done, broken := claim("done"), claim("broken")
+		enqueue("ran", 0)
+		c.Set(backendtest.T0.Add(70 * time.Second)) // minute 1: three claims after 60 s, two completions and a failure
+		done, broken, ran := claim("done"), claim("broken"), claim("ran")
 		if _, err := s.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		// A start the task row holds until its attempt ends (issue 27): the
+		// move to RUNNING and out of it both count, so RUNNING stays 0.
+		if _, err := s.Tasks.MarkRunning(ctx, ran.ID, ran.LeaseToken); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Tasks.Complete(ctx, ran.ID, ran.LeaseToken, false, "ok"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Tasks.Fail(ctx, broken.ID, broken.LeaseToken, false, "no"); err != nil {
@@ -60,12 +69,12 @@ func TestTaskStats(t *testing.T) {
 			t.Fatalf("window %v to %v, %d minutes; want T0 to T0+130s, 3", st.Since, st.Until, len(st.Minutes))
 		}
 		type minute struct {
-			completed, failed, open, claimed, claims int
+			completed, failed, open, claimed, running, claims int
 			p50, p95                                 float64 // -1: none
 		}
 		want := []minute{
-			{open: 4, p50: -1, p95: -1},
-			{completed: 1, failed: 1, open: 2, claims: 2, p50: 60000, p95: 60000},
+			{open: 5, p50: -1, p95: -1},
+			{completed: 2, failed: 1, open: 2, claims: 3, p50: 60000, p95: 60000},
 			{open: 1, claimed: 1, claims: 1, p50: 120000, p95: 120000},
 		}
 		ms := func(p *float64) float64 {
@@ -76,7 +85,7 @@ func TestTaskStats(t *testing.T) {
 		}
 		for i, w := range want {
 			m := st.Minutes[i]
-			got := minute{m.Completed, m.Failed, m.Depth[cks.TaskOpen], m.Depth[cks.TaskClaimed], m.Claims,
+			got := minute{m.Completed, m.Failed, m.Depth[cks.TaskOpen], m.Depth[cks.TaskClaimed], m.Depth[cks.TaskRunning], m.Claims,
 				ms(m.ClaimLatencyP50MS), ms(m.ClaimLatencyP95MS)}
 			if got != w || !m.At.Equal(backendtest.T0.Add(time.Duration(i)*time.Minute)) {
 				t.Errorf("minute %d at %v: %+v, want %+v", i, m.At, got, w)

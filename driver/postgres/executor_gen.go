@@ -730,9 +730,9 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
+		Max:   int32(p.Limit),
 		Since: driver.Time(p.Since),
 		Until: driver.Time(p.Until),
-		Max:   int32(p.Limit),
 	}
 }
 

@@ -774,9 +774,9 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
+		Max:   int64(p.Limit),
 		Since: fmtTime(p.Since),
 		Until: fmtTime(p.Until),
-		Max:   int64(p.Limit),
 	}
 }
 

@@ -1004,19 +1004,34 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 }
 
 const taskClaimWaits = `-- name: TaskClaimWaits :many
-SELECT c.at AS claimed_at,
+WITH claims(task_id, claimed_at, before_id) AS (
+    SELECT e.task_id, e.at, e.event_id FROM cks_task_events e
+    WHERE e.to_state = 'CLAIMED' AND e.from_state = 'OPEN' AND e.at >= $2 AND e.at < $3
+    UNION ALL
+    SELECT e.task_id, e.claimed_at, e.event_id FROM cks_task_events e
+    WHERE e.at >= $2 AND e.claimed_at >= $2 AND e.claimed_at < $3
+        AND e.to_state NOT IN ('CLAIMED', 'RUNNING')
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = e.task_id
+            AND c.to_state = 'CLAIMED' AND c.from_state = 'OPEN' AND c.at = e.claimed_at)
+    UNION ALL
+    SELECT t.task_id, t.claimed_at, 9223372036854775807::bigint FROM cks_outbox_tasks t
+    WHERE t.state IN ('CLAIMED', 'RUNNING') AND t.claimed_at >= $2 AND t.claimed_at < $3
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = t.task_id
+            AND c.to_state = 'CLAIMED' AND c.from_state = 'OPEN' AND c.at = t.claimed_at)
+)
+SELECT c.claimed_at::timestamptz AS claimed_at,
     COALESCE((SELECT max(p.at) FROM cks_task_events p
-        WHERE p.task_id = c.task_id AND p.event_id < c.event_id AND p.to_state = 'OPEN'), c.at)::timestamptz AS opened_at
-FROM cks_task_events c
-WHERE c.to_state = 'CLAIMED' AND c.at >= $1 AND c.at < $2
-ORDER BY c.at DESC, c.event_id DESC
-LIMIT $3
+        WHERE p.task_id = c.task_id AND p.event_id < c.before_id AND p.to_state = 'OPEN' AND p.at <= c.claimed_at),
+        (SELECT t.created_at FROM cks_outbox_tasks t WHERE t.task_id = c.task_id), c.claimed_at)::timestamptz AS opened_at
+FROM claims c
+ORDER BY c.claimed_at DESC, c.task_id DESC
+LIMIT $1
 `
 
 type TaskClaimWaitsParams struct {
+	Max   int32
 	Since time.Time
 	Until time.Time
-	Max   int32
 }
 
 type TaskClaimWaitsRow struct {
@@ -1024,11 +1039,12 @@ type TaskClaimWaitsRow struct {
 	OpenedAt  time.Time
 }
 
-// The claims (events to CLAIMED) of a window, newest first, each with
-// when its task last became OPEN before it (idx_task_events_task); a
-// claim with no such event reads as opened when claimed.
+// The claims of a window, newest first, each with when its task last
+// became OPEN before it, or its creation: the claims of ended attempts
+// from the events that ended them, of running ones from their rows (as
+// TaskEventMinutes), and claim events of their own (before issue 27).
 func (q *Queries) TaskClaimWaits(ctx context.Context, db DBTX, arg TaskClaimWaitsParams) ([]TaskClaimWaitsRow, error) {
-	rows, err := db.Query(ctx, taskClaimWaits, arg.Since, arg.Until, arg.Max)
+	rows, err := db.Query(ctx, taskClaimWaits, arg.Max, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
@@ -1904,9 +1920,39 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 }
 
 const taskEventMinutes = `-- name: TaskEventMinutes :many
-SELECT date_trunc('minute', at)::timestamptz AS minute, from_state, to_state, count(*) AS count
-FROM cks_task_events
-WHERE at >= $1 AND at < $2
+WITH moves(at, from_state, to_state) AS (
+    SELECT e.at, e.from_state, e.to_state FROM cks_task_events e
+    WHERE e.at >= $1 AND e.at < $2
+    UNION ALL
+    SELECT e.claimed_at, 'OPEN', 'CLAIMED' FROM cks_task_events e
+    WHERE e.at >= $1 AND e.claimed_at >= $1 AND e.claimed_at < $2
+        AND e.to_state NOT IN ('CLAIMED', 'RUNNING')
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = e.task_id
+            AND c.to_state = 'CLAIMED' AND c.from_state = 'OPEN' AND c.at = e.claimed_at)
+    UNION ALL
+    SELECT e.started_at, 'CLAIMED', 'RUNNING' FROM cks_task_events e
+    WHERE e.at >= $1 AND e.started_at >= $1 AND e.started_at < $2
+        AND e.to_state NOT IN ('CLAIMED', 'RUNNING')
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = e.task_id
+            AND c.to_state = 'RUNNING' AND c.from_state = 'CLAIMED' AND c.at = e.started_at)
+    UNION ALL
+    SELECT t.claimed_at, 'OPEN', 'CLAIMED' FROM cks_outbox_tasks t
+    WHERE t.state IN ('CLAIMED', 'RUNNING') AND t.claimed_at >= $1 AND t.claimed_at < $2
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = t.task_id
+            AND c.to_state = 'CLAIMED' AND c.from_state = 'OPEN' AND c.at = t.claimed_at)
+    UNION ALL
+    SELECT t.state_changed_at, 'CLAIMED', 'RUNNING' FROM cks_outbox_tasks t
+    WHERE t.state = 'RUNNING' AND t.state_changed_at >= $1 AND t.state_changed_at < $2
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = t.task_id
+            AND c.to_state = 'RUNNING' AND c.from_state = 'CLAIMED' AND c.at = t.state_changed_at)
+    UNION ALL
+    SELECT t.created_at, '', 'OPEN' FROM cks_outbox_tasks t
+    WHERE t.created_at >= $1 AND t.created_at < $2
+        AND NOT EXISTS (SELECT 1 FROM cks_task_events c WHERE c.task_id = t.task_id AND c.from_state = '')
+)
+SELECT date_trunc('minute', at)::timestamptz AS minute, from_state::text AS from_state, to_state::text AS to_state,
+    count(*) AS count
+FROM moves
 GROUP BY 1, 2, 3
 ORDER BY minute, from_state COLLATE "C", to_state COLLATE "C"
 `
@@ -1923,8 +1969,13 @@ type TaskEventMinutesRow struct {
 	Count     int64
 }
 
-// The task events of a window counted per minute and transition, for
-// task_stats (idx_task_events_at).
+// The moves of a window counted per minute and transition, for task_stats.
+// History is written per attempt (issue 27), so the moves no event row
+// holds are read where they are kept: an ended attempt's claim and start
+// from the event that ended it, a running attempt's from its task row, the
+// creation of an OPEN task from the row. Each is skipped where an event of
+// its own (written before issue 27, or a start by someone else) holds it
+// (idx_task_events_at for the events, the state index for the rows).
 func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMinutesParams) ([]TaskEventMinutesRow, error) {
 	rows, err := db.Query(ctx, taskEventMinutes, arg.Since, arg.Until)
 	if err != nil {
