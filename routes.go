@@ -60,7 +60,7 @@ type Waiter interface {
 // operations table (package ops), each with its input and output type.
 var (
 	// OpListProcesses is list_processes.
-	OpListProcesses = endpoint[struct{}, ProcessList]("list_processes", "GET", "/v1/processes")
+	OpListProcesses = endpoint[ListProcessesInput, ProcessList]("list_processes", "GET", "/v1/processes")
 	// OpProcessStatus is process_status.
 	OpProcessStatus = endpoint[ProcessInput, Process]("process_status", "GET", "/v1/processes/{process_kind}")
 	// OpRequestProcessStop is request_process_stop.

@@ -769,6 +769,46 @@ type LivenessRow struct {
 	DesiredState      string
 	// ExitedAt is when the instance exited gracefully; zero while it runs.
 	ExitedAt time.Time
+	// AliveUntil is until when the TTL rule reads the instance alive; zero
+	// once it exited (and for rows written before the column existed and
+	// not backfilled).
+	AliveUntil time.Time
+}
+
+// LivenessPageParams selects a page of instances, newest-started first
+// (started_at descending, then instance_id in byte order).
+type LivenessPageParams struct {
+	// Kinds restricts the page when non-empty.
+	Kinds []string
+	// StoppedOnly keeps only the instances not alive at Now (no
+	// alive_until, or one before Now).
+	StoppedOnly bool
+	Now         time.Time
+	// AfterStartedAt and AfterInstanceID are the cursor, the last row of
+	// the previous page; a zero AfterStartedAt is the first page.
+	AfterStartedAt  time.Time
+	AfterInstanceID string
+	Limit           int
+}
+
+// LivenessAliveParams selects a page of the instances alive at Now
+// (alive_until >= Now), in LivenessPage's order.
+type LivenessAliveParams struct {
+	Now             time.Time
+	Kinds           []string
+	AfterStartedAt  time.Time
+	AfterInstanceID string
+	Limit           int
+}
+
+// LivenessPruneParams selects old history to delete.
+type LivenessPruneParams struct {
+	// Before: instances whose last heartbeat (their exit, for one that
+	// exited) is before it and that are not alive at Now.
+	Before time.Time
+	Now    time.Time
+	// Limit bounds the rows one call deletes.
+	Limit int
 }
 
 // LivenessExecutor holds the primitives of process liveness.
@@ -786,6 +826,14 @@ type LivenessExecutor interface {
 	// LivenessSetDesiredState sets desired_state of an instance and reports
 	// whether the row exists; it never touches last_heartbeat_at.
 	LivenessSetDesiredState(ctx context.Context, instanceID, state string) (bool, error)
+	// LivenessPage returns one page of the history (idx_agent_liveness_started).
+	LivenessPage(ctx context.Context, p LivenessPageParams) ([]LivenessRow, error)
+	// LivenessAlive returns one page of the alive instances
+	// (idx_agent_liveness_alive: the history is not read).
+	LivenessAlive(ctx context.Context, p LivenessAliveParams) ([]LivenessRow, error)
+	// LivenessPrune deletes up to p.Limit rows p selects and returns how
+	// many it deleted.
+	LivenessPrune(ctx context.Context, p LivenessPruneParams) (int, error)
 }
 
 // ControlExecutor holds the primitives of sweeper control (ADR-015).

@@ -128,7 +128,7 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt)}
+		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt), AliveUntil: AliveUntil(r)}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}

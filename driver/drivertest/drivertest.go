@@ -43,6 +43,7 @@ func Run(t *testing.T, newDB NewDB) {
 		run  func(t *testing.T, newDB NewDB)
 	}{
 		{"Liveness", Liveness},
+		{"LivenessHistory", LivenessHistory},
 		{"Control", Control},
 		{"Leaders", Leaders},
 		{"Principals", Principals},

@@ -163,7 +163,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // trigger that freezes them too), the studio's sessions (issue 22: their
 // table, its keys and indexes), the exit time of a process and the
 // changes of an edit's event (issue 24), the leaders (issue 26: their
-// table and key); and for what was retired since (Retired,
+// table and key), the alive_until of a process and the indexes of the
+// history and the alive instances (issue 26); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -173,6 +174,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
+		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|",
 		"column|cks_task_events|changes|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
@@ -210,7 +212,8 @@ func (s Scratch) CheckFirstBackendDatabase(t *testing.T) {
 // desired_state and exited_at; the old rows read as idle, with no stop
 // requested, and the one whose exit wrote a heartbeat backdated to the
 // epoch as exited at its start, with that for its last heartbeat (the
-// only time it is known to have been alive).
+// only time it is known to have been alive); the others are alive until
+// their last heartbeat plus 3 intervals (alive_until, backfilled).
 func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	all, err := s.UpgradeFrom(t, "old_liveness.sql").Open(t).Executor().LivenessList(Ctx(t))
 	if err != nil {
@@ -218,11 +221,11 @@ func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	}
 	got := fmt.Sprintf("%+v", all)
 	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC AliveUntil:2026-11-30 12:01:45 +0000 UTC} " +
 		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC AliveUntil:2026-11-30 12:02:00 +0000 UTC} " +
 		"{InstanceID:old-exited ProcessKind:critic Hostname:h PID:9 LivenessIntervalS:30 StartedAt:2026-11-30 11:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC}]"
+		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC AliveUntil:0001-01-01 00:00:00 +0000 UTC}]"
 	if got != want {
 		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
 	}

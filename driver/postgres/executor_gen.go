@@ -29,6 +29,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          fromNullTime(r.ExitedAt),
+		AliveUntil:        fromNullTime(r.AliveUntil),
 	}
 }
 
@@ -555,6 +556,38 @@ func grantInsertManyParams(rows []driver.GrantRow) dbsqlc.GrantInsertManyParams 
 	return a
 }
 
+// livenessAliveParams writes a driver.LivenessAliveParams as dbsqlc.LivenessAliveParams.
+func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParams {
+	return dbsqlc.LivenessAliveParams{
+		Now:             nullTime(p.Now),
+		AfterStartedAt:  driver.Time(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           nonNil(p.Kinds),
+		Max:             int32(p.Limit),
+	}
+}
+
+// livenessPageParams writes a driver.LivenessPageParams as dbsqlc.LivenessPageParams.
+func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
+	return dbsqlc.LivenessPageParams{
+		AfterStartedAt:  driver.Time(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           nonNil(p.Kinds),
+		StoppedOnly:     p.StoppedOnly,
+		Now:             nullTime(p.Now),
+		Max:             int32(p.Limit),
+	}
+}
+
+// livenessPruneParams writes a driver.LivenessPruneParams as dbsqlc.LivenessPruneParams.
+func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParams {
+	return dbsqlc.LivenessPruneParams{
+		Before: driver.Time(p.Before),
+		Now:    nullTime(p.Now),
+		Max:    int32(p.Limit),
+	}
+}
+
 // livenessUpsertParams writes a driver.LivenessRow as dbsqlc.LivenessUpsertParams.
 func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 	return dbsqlc.LivenessUpsertParams{
@@ -568,6 +601,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          nullTime(p.ExitedAt),
+		AliveUntil:        nullTime(p.AliveUntil),
 	}
 }
 
@@ -1618,6 +1652,33 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID strin
 		return false, mapErr("liveness set desired state", err)
 	}
 	return x > 0, nil
+}
+
+// LivenessPage implements driver.Executor with dbsqlc's LivenessPage.
+func (e *executor) LivenessPage(ctx context.Context, p driver.LivenessPageParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessPage(ctx, e.db, livenessPageParams(p))
+	if err != nil {
+		return nil, mapErr("liveness page", err)
+	}
+	return livenessRowsOf(x), nil
+}
+
+// LivenessAlive implements driver.Executor with dbsqlc's LivenessAlive.
+func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAliveParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessAlive(ctx, e.db, livenessAliveParams(p))
+	if err != nil {
+		return nil, mapErr("liveness alive", err)
+	}
+	return livenessRowsOf(x), nil
+}
+
+// LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.
+func (e *executor) LivenessPrune(ctx context.Context, p driver.LivenessPruneParams) (int, error) {
+	x, err := e.d.q.LivenessPrune(ctx, e.db, livenessPruneParams(p))
+	if err != nil {
+		return 0, mapErr("liveness prune", err)
+	}
+	return int(x), nil
 }
 
 // SweeperControlUpsert implements driver.Executor with dbsqlc's SweeperControlUpsert.

@@ -73,12 +73,22 @@ func agentLiveness() Table {
 			// Rows written before the column existed, whose exit wrote a
 			// heartbeat backdated to the epoch, are backfilled.
 			{Name: "exited_at", Type: Time},
+			// Until when the TTL rule reads the instance alive
+			// (liveness.AliveUntil, written with every heartbeat); NULL once
+			// it exited. Derived, so that the alive instances are a range of
+			// an index, not a scan of the history (issue 26).
+			{Name: "alive_until", Type: Time},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},
 			// process_status: the newest instance of a kind, in LivenessLatest's order.
 			{Name: "idx_agent_liveness_latest", Keys: []Key{K("process_kind"), {Column: "started_at", Desc: true},
 				{Column: "last_heartbeat_at", Desc: true}, {Column: "instance_id", ByteOrder: true}}},
+			// The pages of the history, in LivenessPage's order, and the
+			// retention sweeper's old rows (started before its cutoff).
+			{Name: "idx_agent_liveness_started", Keys: []Key{{Column: "started_at", Desc: true}, {Column: "instance_id", ByteOrder: true}}},
+			// The alive instances (LivenessAlive): only rows that may be.
+			{Name: "idx_agent_liveness_alive", Keys: []Key{K("alive_until")}, Where: "alive_until IS NOT NULL"},
 		},
 	}
 }

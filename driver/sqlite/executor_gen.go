@@ -29,6 +29,10 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 	if err != nil {
 		return driver.LivenessRow{}, fmt.Errorf("LivenessRow ExitedAt: %w", err)
 	}
+	aliveUntil, err := parseNullTime(r.AliveUntil)
+	if err != nil {
+		return driver.LivenessRow{}, fmt.Errorf("LivenessRow AliveUntil: %w", err)
+	}
 	return driver.LivenessRow{
 		InstanceID:        r.InstanceID,
 		ProcessKind:       r.ProcessKind,
@@ -41,6 +45,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		CurrentTaskType:   nullable.Deref(r.CurrentTaskType),
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          exitedAt,
+		AliveUntil:        aliveUntil,
 	}, nil
 }
 
@@ -612,6 +617,38 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 	}
 }
 
+// livenessAliveParams writes a driver.LivenessAliveParams as dbsqlc.LivenessAliveParams.
+func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParams {
+	return dbsqlc.LivenessAliveParams{
+		Now:             fmtNullTime(p.Now),
+		AfterStartedAt:  fmtTime(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           jsonList(p.Kinds),
+		Max:             int64(p.Limit),
+	}
+}
+
+// livenessPageParams writes a driver.LivenessPageParams as dbsqlc.LivenessPageParams.
+func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
+	return dbsqlc.LivenessPageParams{
+		AfterStartedAt:  fmtTime(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           jsonList(p.Kinds),
+		StoppedOnly:     p.StoppedOnly,
+		Now:             fmtNullTime(p.Now),
+		Max:             int64(p.Limit),
+	}
+}
+
+// livenessPruneParams writes a driver.LivenessPruneParams as dbsqlc.LivenessPruneParams.
+func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParams {
+	return dbsqlc.LivenessPruneParams{
+		Before: fmtTime(p.Before),
+		Now:    fmtNullTime(p.Now),
+		Max:    int64(p.Limit),
+	}
+}
+
 // livenessUpsertParams writes a driver.LivenessRow as dbsqlc.LivenessUpsertParams.
 func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 	return dbsqlc.LivenessUpsertParams{
@@ -625,6 +662,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskID:     nullable.Int(p.CurrentTaskID),
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          fmtNullTime(p.ExitedAt),
+		AliveUntil:        fmtNullTime(p.AliveUntil),
 	}
 }
 
@@ -1458,6 +1496,38 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID strin
 			return mapErr("liveness set desired state", err)
 		}
 		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// LivenessPage implements driver.Executor with dbsqlc's LivenessPage.
+func (e *executor) LivenessPage(ctx context.Context, p driver.LivenessPageParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessPage(ctx, e.read, livenessPageParams(p))
+	if err != nil {
+		return nil, mapErr("liveness page", err)
+	}
+	return livenessRowsOf(x)
+}
+
+// LivenessAlive implements driver.Executor with dbsqlc's LivenessAlive.
+func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAliveParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessAlive(ctx, e.read, livenessAliveParams(p))
+	if err != nil {
+		return nil, mapErr("liveness alive", err)
+	}
+	return livenessRowsOf(x)
+}
+
+// LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.
+func (e *executor) LivenessPrune(ctx context.Context, p driver.LivenessPruneParams) (int, error) {
+	var out int
+	err := e.write(ctx, "liveness prune", func(w *wtx) error {
+		x, err := e.d.q.LivenessPrune(ctx, w, livenessPruneParams(p))
+		if err != nil {
+			return mapErr("liveness prune", err)
+		}
+		out = int(x)
 		return nil
 	})
 	return out, err

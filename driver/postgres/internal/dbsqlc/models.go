@@ -20,6 +20,7 @@ type CksAgentLiveness struct {
 	CurrentTaskType   *string
 	DesiredState      *string
 	ExitedAt          *time.Time
+	AliveUntil        *time.Time
 }
 
 type CksEdge struct {

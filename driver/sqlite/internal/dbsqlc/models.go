@@ -16,6 +16,7 @@ type CksAgentLiveness struct {
 	CurrentTaskType   *string
 	DesiredState      *string
 	ExitedAt          *string
+	AliveUntil        *string
 }
 
 type CksChange struct {

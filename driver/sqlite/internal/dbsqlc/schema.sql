@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     current_task_id INTEGER,
     current_task_type TEXT,
     desired_state TEXT,
-    exited_at TEXT
+    exited_at TEXT,
+    alive_until TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -203,6 +204,11 @@ CREATE TABLE IF NOT EXISTS cks_changes (
 CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process_kind, last_heartbeat_at);
 
 CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(process_kind, started_at DESC, last_heartbeat_at DESC, instance_id);
+
+CREATE INDEX IF NOT EXISTS idx_agent_liveness_started ON cks_agent_liveness(started_at DESC, instance_id);
+
+CREATE INDEX IF NOT EXISTS idx_agent_liveness_alive ON cks_agent_liveness(alive_until)
+	WHERE alive_until IS NOT NULL;
 
 CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
 	WHERE task_id IS NOT NULL;
