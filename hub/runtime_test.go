@@ -304,8 +304,8 @@ func TestStopEndsTheWatchers(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatalf("round %d: the sweeper control watch did not start", round)
 			}
-			// The liveness watch's ticker and the seven sweepers' timers.
-			if err := c.WaitArmed(ctx, 8); err != nil {
+			// The liveness watch's ticker and the eight sweepers' timers.
+			if err := c.WaitArmed(ctx, 9); err != nil {
 				t.Fatalf("round %d: %d timers armed: %v", round, c.Armed(), err)
 			}
 			for range 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
@@ -148,4 +149,32 @@ func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
 		a.CurrentTaskID = &id
 	}
 	return a
+}
+
+// PruneBatch is how many rows one transaction of Prune deletes: short
+// transactions, so that heartbeats and the one SQLite writer never wait
+// long behind the retention sweeper.
+const PruneBatch = 1000
+
+// Prune deletes the history older than before: the instances that last
+// reported (or exited) before it and are not alive at now, in
+// transactions of at most PruneBatch rows and at most maxRows in all (a
+// bounded pass; the next goes on). It returns how many it deleted.
+func (s *Service) Prune(ctx context.Context, before, now time.Time, maxRows int) (int, error) {
+	total := 0
+	for total < maxRows {
+		limit, n := min(PruneBatch, maxRows-total), 0
+		err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			var err error
+			n, err = ex.LivenessPrune(ctx, driver.LivenessPruneParams{Before: before, Now: now, Limit: limit})
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune liveness: %w", err)
+		}
+		if total += n; n < limit {
+			break
+		}
+	}
+	return total, nil
 }
