@@ -266,6 +266,19 @@ type TaskExecutor interface {
 	TaskEventInsertMany(ctx context.Context, events []TaskEventRow) error
 	// TaskEventList returns the events of task id, oldest first.
 	TaskEventList(ctx context.Context, taskID int64) ([]TaskEventRow, error)
+	// TaskPurgeCandidates returns the ids of up to p.Limit tasks TaskPurge
+	// may delete, by id: in one of p.States, state changed before
+	// p.Before, no child, no dependant outside p.States.
+	TaskPurgeCandidates(ctx context.Context, p TaskPurgeCandidatesParams) ([]int64, error)
+	// TaskPurge deletes those of p.IDs that are still candidates (as
+	// TaskPurgeCandidates selects them, at the time of the call) with
+	// every row of theirs — dependencies both ways, events, evidence,
+	// decisions, aborts, task credentials — lifting the append-only
+	// triggers of events and decisions for the statements and restoring
+	// them before it returns (call it in a transaction: its DDL and
+	// deletes commit together, or not at all). It returns the ids it
+	// deleted. The one primitive that deletes tasks (driver/*/purge.sql).
+	TaskPurge(ctx context.Context, p TaskPurgeParams) ([]int64, error)
 	// EvidenceInsert and DecisionInsert append one record and return it
 	// with its id.
 	EvidenceInsert(ctx context.Context, e EvidenceRow) (EvidenceRow, error)
@@ -411,6 +424,21 @@ type TaskLeaseExpiredParams struct {
 	// RenewedBefore: lease_renewed_at is NULL or <= RenewedBefore.
 	RenewedBefore time.Time
 	Limit         int
+}
+
+// TaskPurgeCandidatesParams selects old terminal tasks.
+type TaskPurgeCandidatesParams struct {
+	States []string
+	Before time.Time
+	Limit  int
+}
+
+// TaskPurgeParams names tasks to delete, and the rule they must still
+// meet (TaskPurgeCandidatesParams's).
+type TaskPurgeParams struct {
+	IDs    []int64
+	States []string
+	Before time.Time
 }
 
 // TaskListParams selects a page of tasks.

@@ -46,6 +46,10 @@ type Settings struct {
 	// keeps it), RetentionTasks that of the terminal tasks it archives
 	// and deletes (CKS_RETENTION_TASKS, default 0: every task kept).
 	Retention, RetentionTasks time.Duration
+	// RetentionArchive is the file the tasks are archived to before they
+	// are deleted (CKS_RETENTION_ARCHIVE; Run's default is
+	// DefaultArchive under the data directory).
+	RetentionArchive string
 	// LeaderTTL is the lease of the maintenance leadership (CKS_LEADER_TTL,
 	// default leader.DefaultTTL): when the leader hub is killed, another
 	// hub's sweepers take over within it plus a third of it.
@@ -97,6 +101,7 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	if s.RetentionTasks, err = retentionSetting(getenv, "CKS_RETENTION_TASKS", 0); err != nil {
 		return s, err
 	}
+	s.RetentionArchive = strings.TrimSpace(getenv("CKS_RETENTION_ARCHIVE"))
 	if s.LeaderTTL, err = durationSetting(getenv, "CKS_LEADER_TTL", leader.DefaultTTL); err != nil {
 		return s, err
 	}
@@ -199,7 +204,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
 		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
 		&sweeper.Retention{Liveness: liveness.NewService(st.Driver(), cfg.Clock), Clock: cfg.Clock,
-			Age: set.Retention, TasksAge: set.RetentionTasks},
+			Age: set.Retention, TasksAge: set.RetentionTasks, Tasks: taskArchive(st.Tasks, set.RetentionArchive, cfg.Clock)},
 	} {
 		conf, ok := set.Sweepers[sw.ID()]
 		if !ok { // Settings built by hand without this sweeper: its defaults
@@ -222,6 +227,21 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Logger.Error("hub watchers panicked; no more process or sweeper control events", "panic", v, "stack", string(stack))
 	}})
 	return rt, nil
+}
+
+// DefaultArchive is the task archive's path under the data directory.
+const DefaultArchive = "archive/tasks.jsonl"
+
+// taskArchive is the retention sweeper's archive-then-delete of tasks into
+// the file at path; nil (tasks kept) without a path.
+func taskArchive(tasks *ledger.Service, path string, c clock.Clock) sweeper.TaskArchiver {
+	if path == "" {
+		return nil
+	}
+	archive := ledger.FileArchive(path, c.Now)
+	return sweeper.TaskArchiverFunc(func(ctx context.Context, before time.Time, maxTasks int) (int, error) {
+		return tasks.ArchiveTerminal(ctx, before, maxTasks, archive)
+	})
 }
 
 // retentionSetting reads an age of the retention sweeper: a Go duration

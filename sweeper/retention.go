@@ -58,6 +58,14 @@ type TaskArchiver interface {
 	ArchiveTerminal(ctx context.Context, before time.Time, maxTasks int) (int, error)
 }
 
+// TaskArchiverFunc is a func that is a TaskArchiver.
+type TaskArchiverFunc func(ctx context.Context, before time.Time, maxTasks int) (int, error)
+
+// ArchiveTerminal calls f.
+func (f TaskArchiverFunc) ArchiveTerminal(ctx context.Context, before time.Time, maxTasks int) (int, error) {
+	return f(ctx, before, maxTasks)
+}
+
 // RetentionReport is what the last pass of the retention sweeper did (its
 // Details).
 type RetentionReport struct {

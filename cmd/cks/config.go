@@ -153,6 +153,10 @@ func commonSettings() []setting {
 			meaning: "the age past which the retention sweeper archives (CKS_RETENTION_ARCHIVE) and then deletes terminal " +
 				"tasks with their events; 0/off keeps every task (audit data)",
 			value: func(v *configValues) string { return ageOrOff(v.hub.RetentionTasks) }},
+		{env: "CKS_RETENTION_ARCHIVE", readers: hubs,
+			meaning: "the file (JSON lines, one task with its events, evidence and aborts a line) the retention sweeper " +
+				"appends old tasks to before it deletes them",
+			def: "DIR/" + hub.DefaultArchive + " of the data directory DIR"},
 		{env: "CKS_LEADER_TTL", readers: hubs,
 			meaning: "the lease of the maintenance leadership: a killed leader is replaced within it plus a third of it",
 			value:   func(v *configValues) string { return dur(v.hub.LeaderTTL) }},

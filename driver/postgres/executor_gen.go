@@ -983,6 +983,15 @@ func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdatePa
 	}
 }
 
+// taskPurgeCandidatesParams writes a driver.TaskPurgeCandidatesParams as dbsqlc.TaskPurgeCandidatesParams.
+func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPurgeCandidatesParams {
+	return dbsqlc.TaskPurgeCandidatesParams{
+		Before: nullTime(p.Before),
+		States: nonNil(p.States),
+		Max:    int32(p.Limit),
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1265,6 +1274,15 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
 	}
 	return taskEventRowsOf(x), nil
+}
+
+// TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
+func (e *executor) TaskPurgeCandidates(ctx context.Context, p driver.TaskPurgeCandidatesParams) ([]int64, error) {
+	x, err := e.d.q.TaskPurgeCandidates(ctx, e.db, taskPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("task purge candidates", err)
+	}
+	return x, nil
 }
 
 // EvidenceInsert implements driver.Executor with dbsqlc's EvidenceInsert.

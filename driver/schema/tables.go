@@ -237,13 +237,18 @@ func outboxTasks() Table {
 				Where: "lease_expires_at IS NOT NULL", Only: SQLite},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
+			// The children of a task: the retention sweeper deletes no task
+			// that has one (and the foreign key's check of a delete reads
+			// it). Only the tasks that have a parent.
+			{Name: "idx_outbox_tasks_parent_of", Keys: []Key{K("parent_id")}, Where: "parent_id IS NOT NULL"},
 			// One live task per dedupe key.
 			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
 				Where: "dedupe_key <> '' AND state NOT IN " + literalList(TerminalStates[:])},
 		},
 		RetiredIndexes: []RetiredIndex{
-			// No query reads tasks by parent, and no task is ever deleted
-			// (what an index on a referencing column is for).
+			// No query read tasks by parent, and no task was deleted (what
+			// an index on a referencing column is for); the retention
+			// sweeper's has the partial idx_outbox_tasks_parent_of.
 			{Name: "idx_outbox_tasks_parent"},
 			// Replaced by the partial idx_outbox_tasks_stopped and
 			// idx_outbox_tasks_leased (Postgres), idx_outbox_tasks_lease_expires

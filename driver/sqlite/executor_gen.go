@@ -855,6 +855,15 @@ func taskLeaseExpiredParams(p driver.TaskLeaseExpiredParams) dbsqlc.TaskLeaseExp
 	}
 }
 
+// taskPurgeCandidatesParams writes a driver.TaskPurgeCandidatesParams as dbsqlc.TaskPurgeCandidatesParams.
+func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPurgeCandidatesParams {
+	return dbsqlc.TaskPurgeCandidatesParams{
+		Before: fmtNullTime(p.Before),
+		States: jsonList(p.States),
+		Max:    int64(p.Limit),
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1108,6 +1117,15 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
 	}
 	return taskEventRowsOf(x)
+}
+
+// TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
+func (e *executor) TaskPurgeCandidates(ctx context.Context, p driver.TaskPurgeCandidatesParams) ([]int64, error) {
+	x, err := e.d.q.TaskPurgeCandidates(ctx, e.read, taskPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("task purge candidates", err)
+	}
+	return x, nil
 }
 
 // EvidenceInsert implements driver.Executor with dbsqlc's EvidenceInsert.

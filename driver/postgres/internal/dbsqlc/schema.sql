@@ -231,6 +231,9 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_exp
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
 
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent_of ON cks_outbox_tasks(parent_id)
+	WHERE parent_id IS NOT NULL;
+
 CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '' AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
 
