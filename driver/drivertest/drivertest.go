@@ -44,6 +44,7 @@ func Run(t *testing.T, newDB NewDB) {
 	}{
 		{"Liveness", Liveness},
 		{"LivenessHistory", LivenessHistory},
+		{"Purge", Purge},
 		{"Control", Control},
 		{"Leaders", Leaders},
 		{"Principals", Principals},

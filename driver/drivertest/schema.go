@@ -164,7 +164,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // table, its keys and indexes), the exit time of a process and the
 // changes of an edit's event (issue 24), the leaders (issue 26: their
 // table and key), the alive_until of a process and the indexes of the
-// history and the alive instances (issue 26); and for what was retired since (Retired,
+// history and the alive instances, the children index of the retention
+// sweeper (issue 26); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -174,7 +175,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|",
-		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|",
+		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|",
 		"column|cks_task_events|changes|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
