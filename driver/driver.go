@@ -803,6 +803,12 @@ type LivenessRow struct {
 	AliveUntil time.Time
 }
 
+// LivenessKindCount is how many instances of a kind ever reported.
+type LivenessKindCount struct {
+	ProcessKind string
+	Count       int
+}
+
 // LivenessPageParams selects a page of instances, newest-started first
 // (started_at descending, then instance_id in byte order).
 type LivenessPageParams struct {
@@ -859,6 +865,9 @@ type LivenessExecutor interface {
 	// LivenessAlive returns one page of the alive instances
 	// (idx_agent_liveness_alive: the history is not read).
 	LivenessAlive(ctx context.Context, p LivenessAliveParams) ([]LivenessRow, error)
+	// LivenessCountByKind counts the rows of each kind (one row a kind
+	// that has any, by kind): an index-only read, for the metrics.
+	LivenessCountByKind(ctx context.Context) ([]LivenessKindCount, error)
 	// LivenessPrune deletes up to p.Limit rows p selects and returns how
 	// many it deleted.
 	LivenessPrune(ctx context.Context, p LivenessPruneParams) (int, error)

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,17 @@ func LivenessHistory(t *testing.T, newDB NewDB) {
 			if got := livenessIDs(rows); got != c.want {
 				t.Errorf("%s: %q, want %q", c.name, got, c.want)
 			}
+		}
+	})
+	t.Run("CountByKind", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		seed(t, ex)
+		got, err := ex.LivenessCountByKind(ctx)
+		must(t, "count", err)
+		if want := []driver.LivenessKindCount{{ProcessKind: "critic", Count: 3}, {ProcessKind: "exec", Count: 3}}; !slices.Equal(got, want) {
+			t.Fatalf("counts %+v, want %+v", got, want)
 		}
 	})
 	t.Run("PruneDeletesOldRowsNotAlive", func(t *testing.T) {

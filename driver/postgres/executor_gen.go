@@ -381,6 +381,23 @@ func forkRowsOf(rows []dbsqlc.ForkListRow) []driver.ForkRow {
 	return out
 }
 
+// livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
+func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
+	return driver.LivenessKindCount{
+		ProcessKind: r.ProcessKind,
+		Count:       int(r.Count),
+	}
+}
+
+// livenessKindCountsOf reads rows with livenessKindCountOf.
+func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.LivenessKindCount {
+	out := make([]driver.LivenessKindCount, len(rows))
+	for i, r := range rows {
+		out[i] = livenessKindCountOf(r)
+	}
+	return out
+}
+
 // taskRowOfTaskClaimRow reads a dbsqlc.TaskClaimRow as a driver.TaskRow.
 func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 	return driver.TaskRow{
@@ -1688,6 +1705,15 @@ func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAlivePara
 		return nil, mapErr("liveness alive", err)
 	}
 	return livenessRowsOf(x), nil
+}
+
+// LivenessCountByKind implements driver.Executor with dbsqlc's LivenessCountByKind.
+func (e *executor) LivenessCountByKind(ctx context.Context) ([]driver.LivenessKindCount, error) {
+	x, err := e.d.q.LivenessCountByKind(ctx, e.db)
+	if err != nil {
+		return nil, mapErr("liveness count by kind", err)
+	}
+	return livenessKindCountsOf(x), nil
 }
 
 // LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.

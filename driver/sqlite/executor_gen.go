@@ -508,6 +508,23 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	return out, nil
 }
 
+// livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
+func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
+	return driver.LivenessKindCount{
+		ProcessKind: r.ProcessKind,
+		Count:       int(r.Count),
+	}
+}
+
+// livenessKindCountsOf reads rows with livenessKindCountOf.
+func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.LivenessKindCount {
+	out := make([]driver.LivenessKindCount, len(rows))
+	for i, r := range rows {
+		out[i] = livenessKindCountOf(r)
+	}
+	return out
+}
+
 // taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
 func taskStateCountOf(r dbsqlc.TaskCountByStateRow) driver.TaskStateCount {
 	return driver.TaskStateCount{
@@ -1535,6 +1552,15 @@ func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAlivePara
 		return nil, mapErr("liveness alive", err)
 	}
 	return livenessRowsOf(x)
+}
+
+// LivenessCountByKind implements driver.Executor with dbsqlc's LivenessCountByKind.
+func (e *executor) LivenessCountByKind(ctx context.Context) ([]driver.LivenessKindCount, error) {
+	x, err := e.d.q.LivenessCountByKind(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("liveness count by kind", err)
+	}
+	return livenessKindCountsOf(x), nil
 }
 
 // LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.

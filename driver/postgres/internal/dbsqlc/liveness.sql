@@ -65,3 +65,9 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
     WHERE o.started_at < @before AND o.last_heartbeat_at < @before
         AND (o.alive_until IS NULL OR o.alive_until < @now)
     LIMIT @max);
+
+-- The instances of each kind (idx_agent_liveness_kind, index only).
+-- name: LivenessCountByKind :many
+SELECT process_kind, count(*) AS count FROM cks_agent_liveness
+GROUP BY process_kind
+ORDER BY process_kind;

@@ -71,6 +71,41 @@ func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveP
 	return items, nil
 }
 
+const livenessCountByKind = `-- name: LivenessCountByKind :many
+SELECT process_kind, count(*) AS count FROM cks_agent_liveness
+GROUP BY process_kind
+ORDER BY process_kind
+`
+
+type LivenessCountByKindRow struct {
+	ProcessKind string
+	Count       int64
+}
+
+// The instances of each kind (idx_agent_liveness_kind, index only).
+func (q *Queries) LivenessCountByKind(ctx context.Context, db DBTX) ([]LivenessCountByKindRow, error) {
+	rows, err := db.QueryContext(ctx, livenessCountByKind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LivenessCountByKindRow
+	for rows.Next() {
+		var i LivenessCountByKindRow
+		if err := rows.Scan(&i.ProcessKind, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const livenessGet = `-- name: LivenessGet :one
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, alive_until FROM cks_agent_liveness WHERE instance_id = ?1
 `
