@@ -158,21 +158,6 @@ func (s *Service) RequestStop(ctx context.Context, target string) (cks.ProcessSt
 	return res, err
 }
 
-// CountAlive returns the number of alive instances per known kind, including
-// kinds with none.
-func CountAlive(ps []cks.Process) map[string]int {
-	out := map[string]int{}
-	for _, k := range KnownKinds() {
-		out[k] = 0
-	}
-	for _, p := range ps {
-		if p.Status == cks.ProcessAlive {
-			out[p.ProcessKind]++
-		}
-	}
-	return out
-}
-
 // fingerprint summarises what a viewer of the processes would see change.
 func fingerprint(ps []cks.Process) string {
 	var b strings.Builder

@@ -23,7 +23,22 @@ func TestProcessPages(t *testing.T) {
 		"DefaultViewHidesHistory":  testDefaultViewHidesHistory,
 		"Filters":                  testProcessFilters,
 		"BadFiltersNameTheirField": testBadProcessFilters,
+		"Counts":                   testProcessCounts,
 	})
+}
+
+// testProcessCounts: the metrics' counts, alive and stopped per kind, every
+// known kind among the alive ones (0 included).
+func testProcessCounts(t *testing.T, open backendtest.Opener) {
+	svc, _ := history(t, open(t))
+	alive, stopped, err := svc.Counts(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alive["critic"] != 2 || alive["exec"] != 0 || len(alive) != len(liveness.KnownKinds()) ||
+		stopped["critic"] != 5 || stopped["exec"] != 2 || len(stopped) != 2 {
+		t.Fatalf("alive %v, stopped %v; want critic 2 alive, 5 stopped, exec 2 stopped", alive, stopped)
+	}
 }
 
 // history seeds s with a history at now = T0+1h: critic has two alive
