@@ -290,6 +290,11 @@ func fieldTexts(f reflect.Value) []string {
 		return []string{strconv.FormatInt(f.Int(), 10)}
 	case reflect.Bool:
 		return []string{strconv.FormatBool(f.Bool())}
+	case reflect.Pointer: // an optional value (list_processes' alive): unset when nil
+		if f.IsNil() {
+			return nil
+		}
+		return fieldTexts(f.Elem())
 	case reflect.Slice:
 		if f.Type().Elem().Kind() == reflect.String {
 			return f.Convert(reflect.TypeFor[[]string]()).Interface().([]string)
