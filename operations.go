@@ -395,6 +395,8 @@ type ReviewInput struct {
 // ProcessList is the output of list_processes.
 type ProcessList struct {
 	Processes []Process `json:"processes"`
+	// Next is the cursor of the following page, empty on the last.
+	Next string `json:"next_cursor,omitempty"`
 }
 
 // ProcessInput names a process: a kind (its newest instance) or, where an

@@ -1,6 +1,10 @@
 package cks
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // AgentLiveness is one row of cks_agent_liveness (ADR-014): the heartbeat of one
 // standalone agent process instance. A restarted process writes a new row under a
@@ -103,4 +107,53 @@ type ProcessStopResult struct {
 	Found       bool   `json:"found"`
 	InstanceID  string `json:"instance_id,omitempty"`
 	ProcessKind string `json:"process_kind,omitempty"`
+}
+
+// ListProcessesInput is the input of list_processes: by default the live
+// instances (the newest of each kind and every alive one), the whole
+// history with History; both paged newest-started first.
+type ListProcessesInput struct {
+	History bool   `json:"history,omitempty" jsonschema:"list the whole history (every instance that ever reported, exited ones included) instead of the live instances (the newest instance of each kind and every alive one)"`
+	Alive   *bool  `json:"alive,omitempty" jsonschema:"only alive instances (true) or only stopped ones (false)"`
+	Kind    Names  `json:"kind,omitempty" jsonschema:"only instances of any of these process kinds: one, or a list"`
+	Cursor  string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (empty for the first)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+}
+
+// ProcessCursor is where a page of list_processes goes on from: the last
+// instance of the previous page, in the listing's order (started_at
+// descending, then instance_id).
+type ProcessCursor struct {
+	StartedAt  time.Time
+	InstanceID string
+}
+
+// String is the cursor as list_processes answers it in next_cursor: the
+// start in Unix microseconds (the precision both backends store), a dot,
+// the instance id.
+func (c ProcessCursor) String() string {
+	return strconv.FormatInt(c.StartedAt.UnixMicro(), 10) + "." + c.InstanceID
+}
+
+// ParseProcessCursor reads a cursor String wrote; "" is the first page (a
+// zero cursor). Anything else is a FieldError naming cursor.
+func ParseProcessCursor(s string) (ProcessCursor, error) {
+	if s == "" {
+		return ProcessCursor{}, nil
+	}
+	us, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" || ValidateText("cursor", id) != nil {
+		return ProcessCursor{}, fieldError("cursor", "the next_cursor of a previous page")
+	}
+	return ProcessCursor{StartedAt: time.UnixMicro(n).UTC(), InstanceID: id}, nil
+}
+
+// After reports whether p comes after c in the listing's order (every
+// instance does after the zero cursor).
+func (c ProcessCursor) After(p AgentLiveness) bool {
+	if c.StartedAt.IsZero() && c.InstanceID == "" {
+		return true
+	}
+	return p.StartedAt.Before(c.StartedAt) || (p.StartedAt.Equal(c.StartedAt) && p.InstanceID > c.InstanceID)
 }

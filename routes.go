@@ -60,7 +60,7 @@ type Waiter interface {
 // operations table (package ops), each with its input and output type.
 var (
 	// OpListProcesses is list_processes.
-	OpListProcesses = endpoint[struct{}, ProcessList]("list_processes", "GET", "/v1/processes")
+	OpListProcesses = endpoint[ListProcessesInput, ProcessList]("list_processes", "GET", "/v1/processes")
 	// OpProcessStatus is process_status.
 	OpProcessStatus = endpoint[ProcessInput, Process]("process_status", "GET", "/v1/processes/{process_kind}")
 	// OpRequestProcessStop is request_process_stop.
@@ -293,6 +293,11 @@ func fieldTexts(f reflect.Value) []string {
 		return []string{strconv.FormatInt(f.Int(), 10)}
 	case reflect.Bool:
 		return []string{strconv.FormatBool(f.Bool())}
+	case reflect.Pointer: // an optional value (list_processes' alive): unset when nil
+		if f.IsNil() {
+			return nil
+		}
+		return fieldTexts(f.Elem())
 	case reflect.Slice:
 		if f.Type().Elem().Kind() == reflect.String {
 			return f.Convert(reflect.TypeFor[[]string]()).Interface().([]string)

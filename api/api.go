@@ -571,21 +571,21 @@ func (c *processCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ps, err := c.svc.ListProcesses(ctx)
+	alive, stopped, err := c.svc.Counts(ctx)
 	if err != nil {
-		c.log.Error("metrics: list processes", "err", err)
+		c.log.Error("metrics: count processes", "err", err)
 		ch <- prometheus.NewInvalidMetric(aliveDesc, err)
 		return
 	}
-	for kind, n := range liveness.CountAlive(ps) {
+	for kind, n := range alive {
 		ch <- prometheus.MustNewConstMetric(aliveDesc, prometheus.GaugeValue, float64(n), kind)
+		if n > 0 {
+			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), kind, string(cks.ProcessAlive))
+		}
 	}
-	type key struct{ kind, status string }
-	counts := map[key]int{}
-	for _, p := range ps {
-		counts[key{p.ProcessKind, string(p.Status)}]++
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), k.kind, k.status)
+	for kind, n := range stopped {
+		if n > 0 {
+			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n), kind, string(cks.ProcessStopped))
+		}
 	}
 }

@@ -19,7 +19,7 @@ func TestSweepersOverHTTP(t *testing.T) {
 	ctx := context.Background()
 
 	sts, err := c.ListSweepers(ctx)
-	if err != nil || len(sts) != 7 || sts[0].AgentID != sweeper.LeaseReaperID || sts[0].Kind != "sweeper" {
+	if err != nil || len(sts) != 8 || sts[0].AgentID != sweeper.LeaseReaperID || sts[0].Kind != "sweeper" {
 		t.Fatalf("list: %+v %v", sts, err)
 	}
 	st, err := c.StartSweeper(ctx, sweeper.LeaseReaperID)

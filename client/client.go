@@ -190,10 +190,25 @@ func (c *Client) Health(ctx context.Context) error {
 	return c.send(ctx, c.http, http.MethodGet, "/healthz", nil, nil)
 }
 
-// ListProcesses returns every agent process instance with its computed status.
+// ListProcesses returns every agent process instance with its computed
+// status: the whole history, read a page at a time.
 func (c *Client) ListProcesses(ctx context.Context) ([]cks.Process, error) {
-	out, err := Do(ctx, c, cks.OpListProcesses, struct{}{})
-	return out.Processes, err
+	var all []cks.Process
+	in := cks.ListProcessesInput{History: true, Limit: cks.MaxListLimit}
+	for {
+		page, err := c.Processes(ctx, in)
+		all = append(all, page.Processes...)
+		if err != nil || page.Next == "" {
+			return all, err
+		}
+		in.Cursor = page.Next
+	}
+}
+
+// Processes returns one page of list_processes: by default the live
+// instances (the newest of each kind and every alive one).
+func (c *Client) Processes(ctx context.Context, in cks.ListProcessesInput) (cks.ProcessList, error) {
+	return Do(ctx, c, cks.OpListProcesses, in)
 }
 
 // ProcessStatus returns the newest instance of kind; Status is "not_found" when

@@ -274,6 +274,19 @@ type TaskExecutor interface {
 	TaskEventInsertMany(ctx context.Context, events []TaskEventRow) error
 	// TaskEventList returns the events of task id, oldest first.
 	TaskEventList(ctx context.Context, taskID int64) ([]TaskEventRow, error)
+	// TaskPurgeCandidates returns the ids of up to p.Limit tasks TaskPurge
+	// may delete, by id: in one of p.States, state changed before
+	// p.Before, no child, no dependant outside p.States.
+	TaskPurgeCandidates(ctx context.Context, p TaskPurgeCandidatesParams) ([]int64, error)
+	// TaskPurge deletes those of p.IDs that are still candidates (as
+	// TaskPurgeCandidates selects them, at the time of the call) with
+	// every row of theirs — dependencies both ways, events, evidence,
+	// decisions, aborts, task credentials — lifting the append-only
+	// triggers of events and decisions for the statements and restoring
+	// them before it returns (call it in a transaction: its DDL and
+	// deletes commit together, or not at all). It returns the ids it
+	// deleted. The one primitive that deletes tasks (driver/*/purge.sql).
+	TaskPurge(ctx context.Context, p TaskPurgeParams) ([]int64, error)
 	// EvidenceInsert and DecisionInsert append one record and return it
 	// with its id.
 	EvidenceInsert(ctx context.Context, e EvidenceRow) (EvidenceRow, error)
@@ -416,6 +429,21 @@ type TaskLeaseExpiredParams struct {
 	// RenewedBefore: lease_renewed_at is NULL or <= RenewedBefore.
 	RenewedBefore time.Time
 	Limit         int
+}
+
+// TaskPurgeCandidatesParams selects old terminal tasks.
+type TaskPurgeCandidatesParams struct {
+	States []string
+	Before time.Time
+	Limit  int
+}
+
+// TaskPurgeParams names tasks to delete, and the rule they must still
+// meet (TaskPurgeCandidatesParams's).
+type TaskPurgeParams struct {
+	IDs    []int64
+	States []string
+	Before time.Time
 }
 
 // TaskListParams selects a page of tasks.
@@ -804,6 +832,52 @@ type LivenessRow struct {
 	// TaskTypes are the task types the instance claims, a JSON array as
 	// the liveness service writes it; "" for none.
 	TaskTypes string
+	// AliveUntil is until when the TTL rule reads the instance alive; zero
+	// once it exited (and for rows written before the column existed and
+	// not backfilled).
+	AliveUntil time.Time
+}
+
+// LivenessKindCount is how many instances of a kind ever reported.
+type LivenessKindCount struct {
+	ProcessKind string
+	Count       int
+}
+
+// LivenessPageParams selects a page of instances, newest-started first
+// (started_at descending, then instance_id in byte order).
+type LivenessPageParams struct {
+	// Kinds restricts the page when non-empty.
+	Kinds []string
+	// StoppedOnly keeps only the instances not alive at Now (no
+	// alive_until, or one before Now).
+	StoppedOnly bool
+	Now         time.Time
+	// AfterStartedAt and AfterInstanceID are the cursor, the last row of
+	// the previous page; a zero AfterStartedAt is the first page.
+	AfterStartedAt  time.Time
+	AfterInstanceID string
+	Limit           int
+}
+
+// LivenessAliveParams selects a page of the instances alive at Now
+// (alive_until >= Now), in LivenessPage's order.
+type LivenessAliveParams struct {
+	Now             time.Time
+	Kinds           []string
+	AfterStartedAt  time.Time
+	AfterInstanceID string
+	Limit           int
+}
+
+// LivenessPruneParams selects old history to delete.
+type LivenessPruneParams struct {
+	// Before: instances whose last heartbeat (their exit, for one that
+	// exited) is before it and that are not alive at Now.
+	Before time.Time
+	Now    time.Time
+	// Limit bounds the rows one call deletes.
+	Limit int
 }
 
 // LivenessExecutor holds the primitives of process liveness.
@@ -821,6 +895,17 @@ type LivenessExecutor interface {
 	// LivenessSetDesiredState sets desired_state of an instance and reports
 	// whether the row exists; it never touches last_heartbeat_at.
 	LivenessSetDesiredState(ctx context.Context, instanceID, state string) (bool, error)
+	// LivenessPage returns one page of the history (idx_agent_liveness_started).
+	LivenessPage(ctx context.Context, p LivenessPageParams) ([]LivenessRow, error)
+	// LivenessAlive returns one page of the alive instances
+	// (idx_agent_liveness_alive: the history is not read).
+	LivenessAlive(ctx context.Context, p LivenessAliveParams) ([]LivenessRow, error)
+	// LivenessCountByKind counts the rows of each kind (one row a kind
+	// that has any, by kind): an index-only read, for the metrics.
+	LivenessCountByKind(ctx context.Context) ([]LivenessKindCount, error)
+	// LivenessPrune deletes up to p.Limit rows p selects and returns how
+	// many it deleted.
+	LivenessPrune(ctx context.Context, p LivenessPruneParams) (int, error)
 }
 
 // ControlExecutor holds the primitives of sweeper control (ADR-015).

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,6 +91,9 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	settings, err := ParseSettings(cfg.Getenv)
 	if err != nil {
 		return err
+	}
+	if settings.RetentionArchive == "" {
+		settings.RetentionArchive = filepath.Join(string(cfg.DataDir), DefaultArchive)
 	}
 	httpSet, err := ParseHTTPSettings(cfg.Getenv)
 	if err != nil {

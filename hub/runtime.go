@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,15 @@ type Settings struct {
 	// Pipeline is where the research pipeline runs (CKS_PIPELINE_*); a hub
 	// runs it in-process when Pipeline.InProcess is set.
 	Pipeline PipelineSettings
+	// Retention is the age of the operational history the retention
+	// sweeper prunes (CKS_RETENTION, default sweeper.DefaultRetention; 0
+	// keeps it), RetentionTasks that of the terminal tasks it archives
+	// and deletes (CKS_RETENTION_TASKS, default 0: every task kept).
+	Retention, RetentionTasks time.Duration
+	// RetentionArchive is the file the tasks are archived to before they
+	// are deleted (CKS_RETENTION_ARCHIVE; Run's default is
+	// DefaultArchive under the data directory).
+	RetentionArchive string
 	// LeaderTTL is the lease of the maintenance leadership (CKS_LEADER_TTL,
 	// default leader.DefaultTTL): when the leader hub is killed, another
 	// hub's sweepers take over within it plus a third of it.
@@ -56,6 +67,9 @@ func sweeperDefaults() map[string]SweeperSetting {
 		sweeper.ContradictionID:      {true, 5 * time.Minute},
 		sweeper.InferenceStalenessID: {true, 5 * time.Minute},
 		sweeper.GraphHealthID:        {true, 10 * time.Minute},
+		// Issue 26: on by default; with the default ages it prunes only
+		// operational history (liveness rows), never a task.
+		sweeper.RetentionID: {true, 10 * time.Minute},
 	}
 }
 
@@ -81,6 +95,13 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
 		return s, err
 	}
+	if s.Retention, err = retentionSetting(getenv, "CKS_RETENTION", sweeper.DefaultRetention); err != nil {
+		return s, err
+	}
+	if s.RetentionTasks, err = retentionSetting(getenv, "CKS_RETENTION_TASKS", 0); err != nil {
+		return s, err
+	}
+	s.RetentionArchive = strings.TrimSpace(getenv("CKS_RETENTION_ARCHIVE"))
 	if s.LeaderTTL, err = durationSetting(getenv, "CKS_LEADER_TTL", leader.DefaultTTL); err != nil {
 		return s, err
 	}
@@ -183,6 +204,8 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		sweeper.Contradiction{Tasks: st.Tasks, Objects: st.Objects},
 		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
 		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
+		&sweeper.Retention{Liveness: liveness.NewService(st.Driver(), cfg.Clock), Clock: cfg.Clock,
+			Age: set.Retention, TasksAge: set.RetentionTasks, Tasks: taskArchive(st.Tasks, set.RetentionArchive, cfg.Clock)},
 	} {
 		conf, ok := set.Sweepers[sw.ID()]
 		if !ok { // Settings built by hand without this sweeper: its defaults
@@ -205,6 +228,42 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Logger.Error("hub watchers panicked; no more process or sweeper control events", "panic", v, "stack", string(stack))
 	}})
 	return rt, nil
+}
+
+// DefaultArchive is the task archive's path under the data directory.
+const DefaultArchive = "archive/tasks.jsonl"
+
+// taskArchive is the retention sweeper's archive-then-delete of tasks into
+// the file at path; nil (tasks kept) without a path.
+func taskArchive(tasks *ledger.Service, path string, c clock.Clock) sweeper.TaskArchiver {
+	if path == "" {
+		return nil
+	}
+	archive := ledger.FileArchive(path, c.Now)
+	return sweeper.TaskArchiverFunc(func(ctx context.Context, before time.Time, maxTasks int) (int, error) {
+		return tasks.ArchiveTerminal(ctx, before, maxTasks, archive)
+	})
+}
+
+// retentionSetting reads an age of the retention sweeper: a Go duration
+// (168h), a number of days (7d), or 0 or off, which keep what it would
+// prune (0 is returned).
+func retentionSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(name))
+	switch strings.ToLower(v) {
+	case "":
+		return def, nil
+	case "0", "off":
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 && n < 100_000 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%s=%q: expected an age such as 7d or 168h, or 0 (off) to keep everything", name, v)
 }
 
 func durationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,22 +199,23 @@ func TestCrossNodeStart(t *testing.T) {
 	})
 }
 
-// TestSevenSweepers: a hub registers the three ledger and the four knowledge
-// sweepers, all enabled by default and running with live status; the
-// knowledge sweepers take their settings from the same environment
-// variables.
-func TestSevenSweepers(t *testing.T) {
+// TestSweepers: a hub registers the three ledger and the four knowledge
+// sweepers and the retention sweeper, all enabled by default and running
+// with live status; the knowledge sweepers take their settings from the
+// same environment variables.
+func TestSweepers(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		rt := newRuntime(t, open(t), map[string]string{"CKS_GRAPH_HEALTH_SWEEPER_INTERVAL": "90s",
 			"CKS_CONTRADICTION_SWEEPER_ENABLED": "false"}, false)
 		want := []string{sweeper.LeaseReaperID, sweeper.DependencyReleaseID, sweeper.StaleStopReportID,
-			sweeper.ForkDetectionID, sweeper.ContradictionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID}
+			sweeper.ForkDetectionID, sweeper.ContradictionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID,
+			sweeper.RetentionID}
 		if got := rt.Sweepers.Registry().IDs(); !slices.Equal(got, want) {
 			t.Fatalf("sweepers %v, want %v", got, want)
 		}
 		sts, err := rt.Sweepers.List(ctx)
-		if err != nil || len(sts) != 7 {
+		if err != nil || len(sts) != 8 {
 			t.Fatalf("list: %d %v", len(sts), err)
 		}
 		intervals := map[string]float64{}
@@ -304,8 +306,8 @@ func TestStopEndsTheWatchers(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatalf("round %d: the sweeper control watch did not start", round)
 			}
-			// The liveness watch's ticker and the seven sweepers' timers.
-			if err := c.WaitArmed(ctx, 8); err != nil {
+			// The liveness watch's ticker and the eight sweepers' timers.
+			if err := c.WaitArmed(ctx, 9); err != nil {
 				t.Fatalf("round %d: %d timers armed: %v", round, c.Armed(), err)
 			}
 			for range 2 {
@@ -387,4 +389,32 @@ func TestObjectChangesReachTheBus(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRetentionSettings: CKS_RETENTION and CKS_RETENTION_TASKS take days,
+// Go durations, or 0/off; the defaults keep tasks and prune liveness rows
+// after 7 days; a bad value names its variable.
+func TestRetentionSettings(t *testing.T) {
+	for _, c := range []struct {
+		env         map[string]string
+		age, tasks  time.Duration
+		errContains string
+	}{
+		{env: nil, age: sweeper.DefaultRetention},
+		{env: map[string]string{"CKS_RETENTION": "30d", "CKS_RETENTION_TASKS": "90d"}, age: 30 * 24 * time.Hour, tasks: 90 * 24 * time.Hour},
+		{env: map[string]string{"CKS_RETENTION": "off", "CKS_RETENTION_TASKS": "36h"}, tasks: 36 * time.Hour},
+		{env: map[string]string{"CKS_RETENTION": "0"}},
+		{env: map[string]string{"CKS_RETENTION": "a week"}, errContains: "CKS_RETENTION="},
+		{env: map[string]string{"CKS_RETENTION_TASKS": "-1d"}, errContains: "CKS_RETENTION_TASKS="},
+	} {
+		s, err := hub.ParseSettings(func(k string) string { return c.env[k] })
+		switch {
+		case c.errContains != "":
+			if err == nil || !strings.Contains(err.Error(), c.errContains) {
+				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
+			}
+		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks:
+			t.Errorf("%v: %v %v, %v; want %v %v", c.env, s.Retention, s.RetentionTasks, err, c.age, c.tasks)
+		}
+	}
 }

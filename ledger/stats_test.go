@@ -70,7 +70,7 @@ func TestTaskStats(t *testing.T) {
 		}
 		type minute struct {
 			completed, failed, open, claimed, running, claims int
-			p50, p95                                 float64 // -1: none
+			p50, p95                                          float64 // -1: none
 		}
 		want := []minute{
 			{open: 5, p50: -1, p95: -1},

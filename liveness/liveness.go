@@ -39,13 +39,24 @@ func (e *UnknownKindError) Error() string {
 func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
 
 // StatusAt applies the TTL rule: alive iff the instance has not exited and
-// now - last_heartbeat_at <= 3 × interval.
+// now - last_heartbeat_at <= 3 × interval, that is now <= AliveUntil(r).
 func StatusAt(r cks.AgentLiveness, now time.Time) cks.ProcessStatus {
-	ttl := time.Duration(TTLFactor * r.LivenessIntervalS * float64(time.Second))
-	if r.ExitedAt.IsZero() && now.Sub(r.LastHeartbeatAt) <= ttl {
+	if until := AliveUntil(r); !until.IsZero() && !now.After(until) {
 		return cks.ProcessAlive
 	}
 	return cks.ProcessStopped
+}
+
+// AliveUntil is the last time the TTL rule reads r alive: its last
+// heartbeat plus 3 × its interval, at the microsecond the backends store
+// (so that the stored alive_until a listing selects by and StatusAt agree);
+// zero once r exited.
+func AliveUntil(r cks.AgentLiveness) time.Time {
+	if !r.ExitedAt.IsZero() {
+		return time.Time{}
+	}
+	ttl := time.Duration(TTLFactor * r.LivenessIntervalS * float64(time.Second))
+	return driver.Time(driver.Time(r.LastHeartbeatAt).Add(ttl))
 }
 
 // Service is process liveness over a driver: the heartbeat rows of ADR-014
@@ -77,7 +88,8 @@ func (s *Service) annotate(r cks.AgentLiveness, now time.Time) cks.Process {
 }
 
 // ListProcesses returns every instance that ever reported, newest-started first,
-// each with its computed status.
+// each with its computed status: the whole history at once, for a caller
+// that needs all of it (the metrics); list_processes pages it (Page).
 func (s *Service) ListProcesses(ctx context.Context) ([]cks.Process, error) {
 	rows, err := s.ListAgentLiveness(ctx)
 	if err != nil {
@@ -146,21 +158,6 @@ func (s *Service) RequestStop(ctx context.Context, target string) (cks.ProcessSt
 	return res, err
 }
 
-// CountAlive returns the number of alive instances per known kind, including
-// kinds with none.
-func CountAlive(ps []cks.Process) map[string]int {
-	out := map[string]int{}
-	for _, k := range KnownKinds() {
-		out[k] = 0
-	}
-	for _, p := range ps {
-		if p.Status == cks.ProcessAlive {
-			out[p.ProcessKind]++
-		}
-	}
-	return out
-}
-
 // fingerprint summarises what a viewer of the processes would see change.
 func fingerprint(ps []cks.Process) string {
 	var b strings.Builder
@@ -175,7 +172,8 @@ func fingerprint(ps []cks.Process) string {
 	return b.String()
 }
 
-// Watch reads the processes every interval of the service's clock until ctx
+// Watch reads the live processes (Page's default view: the panel's
+// cards; the history behind them is paged on demand) every interval of the service's clock until ctx
 // ends and calls changed after the first read and whenever a row or a
 // computed status differs from the previous read. Status
 // flips caused only by time passing are caught too, which a row-change trigger
@@ -185,7 +183,8 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, changed func()
 	defer t.Stop()
 	last, first := "", true
 	for {
-		ps, err := s.ListProcesses(ctx)
+		list, err := s.Page(ctx, cks.ListProcessesInput{Limit: cks.MaxListLimit})
+		ps := list.Processes
 		switch {
 		case err != nil && ctx.Err() == nil && onErr != nil:
 			onErr(err)

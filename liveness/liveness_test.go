@@ -117,19 +117,6 @@ func TestProcessStatus(t *testing.T) {
 	}
 }
 
-func TestCountAlive(t *testing.T) {
-	ps := []cks.Process{
-		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessAlive},
-		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessAlive},
-		{AgentLiveness: cks.AgentLiveness{ProcessKind: "critic"}, Status: cks.ProcessStopped},
-		{AgentLiveness: cks.AgentLiveness{ProcessKind: "pipeline"}, Status: cks.ProcessStopped},
-	}
-	got := liveness.CountAlive(ps)
-	if got["critic"] != 2 || got["pipeline"] != 0 || len(got) != len(liveness.KnownKinds()) {
-		t.Fatalf("CountAlive = %v", got)
-	}
-}
-
 func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 	svc, s, c := newService(t)
 	ctx, cancel := context.WithCancel(context.Background())

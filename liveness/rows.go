@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
@@ -129,7 +130,7 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt)}
+		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt), AliveUntil: AliveUntil(r)}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
@@ -158,4 +159,32 @@ func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
 		_ = json.Unmarshal([]byte(r.TaskTypes), &a.TaskTypes)
 	}
 	return a
+}
+
+// PruneBatch is how many rows one transaction of Prune deletes: short
+// transactions, so that heartbeats and the one SQLite writer never wait
+// long behind the retention sweeper.
+const PruneBatch = 1000
+
+// Prune deletes the history older than before: the instances that last
+// reported (or exited) before it and are not alive at now, in
+// transactions of at most PruneBatch rows and at most maxRows in all (a
+// bounded pass; the next goes on). It returns how many it deleted.
+func (s *Service) Prune(ctx context.Context, before, now time.Time, maxRows int) (int, error) {
+	total := 0
+	for total < maxRows {
+		limit, n := min(PruneBatch, maxRows-total), 0
+		err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			var err error
+			n, err = ex.LivenessPrune(ctx, driver.LivenessPruneParams{Before: before, Now: now, Limit: limit})
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune liveness: %w", err)
+		}
+		if total += n; n < limit {
+			break
+		}
+	}
+	return total, nil
 }

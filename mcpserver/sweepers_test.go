@@ -40,7 +40,7 @@ func TestSweeperTools(t *testing.T) {
 	list := structured[struct {
 		Sweepers []status `json:"sweepers"`
 	}](t, call(t, cs, mcpserver.ToolListAgents, nil))
-	if len(list.Sweepers) != 7 || list.Sweepers[0].Kind != "sweeper" || list.Sweepers[2].ConfigEnabled {
+	if len(list.Sweepers) != 8 || list.Sweepers[0].Kind != "sweeper" || list.Sweepers[2].ConfigEnabled {
 		t.Fatalf("list_agents = %+v", list)
 	}
 	st := structured[status](t, call(t, cs, mcpserver.ToolStartAgent, map[string]any{"agent_id": "lease_reaper"}))

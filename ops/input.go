@@ -181,11 +181,15 @@ func splitAll(vals []string) []string {
 }
 
 // setText sets field name of in from text (a path value when path, else a
-// query value): strings as they are, integers parsed (a FieldError naming
-// the field otherwise; an integer in a path is an id), booleans as
-// strconv.ParseBool reads them.
+// query value; a pointer field gets a value of its own): strings as they
+// are, integers parsed (a FieldError naming the field otherwise; an integer
+// in a path is an id), booleans as strconv.ParseBool reads them.
 func setText(in any, name, text string, path bool) error {
 	f := cks.InputField(in, name)
+	if f.Kind() == reflect.Pointer { // an optional value: set, pointing to the text's
+		f.Set(reflect.New(f.Type().Elem()))
+		f = f.Elem()
+	}
 	switch f.Kind() {
 	case reflect.String:
 		f.SetString(text)

@@ -24,30 +24,32 @@ var ttlRule = fmt.Sprintf(`status is computed when read: "alive" iff now - last_
 var kinds = strings.Join(liveness.KnownKinds(), ", ")
 
 // ListProcesses is list_processes.
-var ListProcesses = define(cks.OpListProcesses, &Op[struct{}, cks.ProcessList]{
+var ListProcesses = define(cks.OpListProcesses, &Op[cks.ListProcessesInput, cks.ProcessList]{
 	spec: Spec{
 		Title:   "List agent processes",
-		Summary: "every agent process instance with its computed status",
-		Description: "List every standalone cks agent process instance that has ever reported a liveness heartbeat " +
-			"(one row per OS process instance; a restarted process gets a new row and old rows stay as history), " +
-			"newest-started first, under \"processes\". " + ttlRule + ". " +
-			"Each row has instance_id, process_kind (" + kinds + "), hostname, pid, liveness_interval_s, started_at, " +
+		Summary: "the live agent process instances (history=true: every one that ever reported), paged, with their computed status",
+		Description: "List standalone cks agent process instances (one row per OS process instance; a restarted process " +
+			"gets a new row and old rows stay as history until the retention sweeper prunes them), newest-started first, " +
+			"under \"processes\". By default the live instances: the newest instance of each kind (what process_status " +
+			"reports, alive or not) and every alive instance; history=true lists every instance that ever reported. " +
+			"alive=true or alive=false keeps only the alive or the stopped ones, kind only the instances of the kinds " +
+			"named (" + kinds + "). A page holds up to limit rows (default 100, at most 1000); next_cursor, when " +
+			"present, is the cursor of the following page. " + ttlRule + ". " +
+			"Each row has instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, " +
 			"last_heartbeat_at, heartbeat_age_s and the best-effort current_task_id/current_task_type. " +
+			"An unknown kind, a bad cursor or limit is an invalid_argument error naming the field. " +
 			"Use process_status for the current state of one kind. These are OS processes, not the in-process " +
 			"sweepers that list_agents reports.",
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.ProcessList, error) {
-		ps, err := s.Liveness.ListProcesses(ctx)
-		if ps == nil {
-			ps = []cks.Process{}
-		}
-		return cks.ProcessList{Processes: ps}, err
+	call: func(ctx context.Context, s *Services, in *cks.ListProcessesInput) (cks.ProcessList, error) {
+		return s.Liveness.Page(ctx, *in)
 	},
 	outSchema: func(s *jsonschema.Schema) {
-		s.Properties["processes"].Description = "every instance that ever reported, newest-started first"
+		s.Properties["processes"].Description = "the page's instances, newest-started first"
 		s.Properties["processes"].Items = processSchema(cks.ProcessAlive, cks.ProcessStopped)
+		s.Properties["next_cursor"].Description = "the cursor of the following page; absent on the last"
 	},
 })
 

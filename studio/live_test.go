@@ -2,7 +2,9 @@ package studio_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -205,16 +207,19 @@ func TestTaskPageHonoursPermissions(t *testing.T) {
 }
 
 // TestPanelGroupsByKind: the Agent Panel groups the process cards by kind,
-// a kind with a live instance first and its live instances in view; exited
-// instances are collapsed under the kind, at most studio.HistoryCap of
-// them with the count of all; a current task links to its page.
+// a kind with a live instance first and its live instances in view; stopped
+// instances are collapsed under the kind, the newest studio.HistoryCap of
+// them, with a link to the older ones, which the history page lists a page
+// at a time (list_processes with history) until every one was shown once;
+// a current task links to its page.
 func TestPanelGroupsByKind(t *testing.T) {
 	e := newFullEnv(t)
 	busy := backendtest.Liveness("critic-live-000000000001", "critic", 0)
 	task := int64(9)
 	busy.CurrentTaskID, busy.CurrentTaskType = &task, "review"
 	backendtest.MustUpsert(t, e.store, busy)
-	for i := range studio.HistoryCap + 2 {
+	old := studio.HistoryCap + 2
+	for i := range old {
 		backendtest.MustUpsert(t, e.store, backendtest.Liveness(fmt.Sprintf("critic-old-%014d", i), "critic", -time.Hour-time.Duration(i)*time.Minute))
 	}
 	backendtest.MustUpsert(t, e.store, backendtest.Liveness("exec-old-0000000000001", "exec", -time.Hour))
@@ -228,7 +233,39 @@ func TestPanelGroupsByKind(t *testing.T) {
 	if n := strings.Count(hist, `data-process-card="critic-old-`); n != studio.HistoryCap {
 		t.Errorf("%d exited critic cards listed, want %d", n, studio.HistoryCap)
 	}
-	mustContain(t, "critic's history", hist, fmt.Sprintf("Earlier instances (%d)", studio.HistoryCap+2),
-		fmt.Sprintf("The newest %d of %d shown.", studio.HistoryCap, studio.HistoryCap+2))
+	mustContain(t, "critic's history", hist, "Earlier instances", fmt.Sprintf("The newest %d shown.", studio.HistoryCap))
 	mustContain(t, "exec group", page.body[strings.Index(page.body, `data-kind="exec"`):], "No live instance of exec.", `data-process-card="exec-old-0000000000001"`)
+
+	// The history page, from the first page on, lists every critic
+	// instance once, the live one first.
+	seen := map[string]int{}
+	next := studio.HistoryPath + "?kind=critic"
+	for range 10 {
+		p := get(t, e.h, next)
+		wantHTML(t, p, http.StatusOK)
+		for _, m := range regexp.MustCompile(`data-process-card="([^"]+)"`).FindAllStringSubmatch(p.body, -1) {
+			seen[m[1]]++
+		}
+		mustNotContain(t, "critic's history page", p.body, "exec-old-")
+		m := regexp.MustCompile(`rel="next" href="([^"]+)"`).FindStringSubmatch(p.body)
+		if m == nil {
+			break
+		}
+		next = html.UnescapeString(m[1])
+	}
+	if len(seen) != old+1 {
+		t.Errorf("the history pages listed %d critic instances, want %d: %v", len(seen), old+1, seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	// A bad cursor or kind is a 400 naming the field.
+	for q, field := range map[string]string{"?cursor=nope": "cursor", "?kind=janitor": "kind"} {
+		p := get(t, e.h, studio.HistoryPath+q)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "invalid "+field) {
+			t.Errorf("%s: %d, want 400 naming %s", q, p.status, field)
+		}
+	}
 }

@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -66,6 +67,8 @@ const (
 	// FragmentPath serves only the process cards; the page script fetches it to
 	// refresh them in place.
 	FragmentPath = "/studio/processes"
+	// HistoryPath pages a kind's process history (?kind=, ?cursor=).
+	HistoryPath = "/processes/history"
 	// SweepersFragmentPath serves only the sweeper cards, likewise.
 	SweepersFragmentPath = "/studio/sweepers"
 	// BoardFragmentPath serves the task board's lists alone (with the
@@ -96,6 +99,7 @@ var assets = loadAssets()
 // "content" block.
 var pages = map[string]*template.Template{
 	"panel":    parsePage("panel.html"),
+	"history":  parsePage("panel.html", "history.html"), // panel.html has the "card" template
 	"login":    parsePage("login.html"),
 	"notfound": parsePage("notfound.html"),
 	"error":    parsePage("error.html"),
@@ -209,6 +213,7 @@ func New(svc *ops.Services, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.panel)
 	mux.HandleFunc("GET "+FragmentPath, s.fragment)
+	mux.HandleFunc("GET "+HistoryPath, s.history)
 	mux.HandleFunc("GET "+SweepersFragmentPath, s.sweepersFragment)
 	if s.ops.Tasks != nil {
 		mux.HandleFunc("GET "+TasksPath, s.taskBoard)
@@ -315,7 +320,8 @@ type processesView struct {
 	Cards []card
 	// Groups are the cards by process kind (kinds with a live instance
 	// first, then in the cards' order): the live instances, and the newest
-	// HistoryCap exited ones of HistoryAll, collapsed.
+	// HistoryCap stopped ones, collapsed, the rest a page further on
+	// (HistoryPath).
 	Groups         []procGroup
 	Alive, Stopped int
 	// Failed means the service could not list processes; the block shows an
@@ -323,18 +329,24 @@ type processesView struct {
 	Failed bool
 }
 
-// HistoryCap is how many exited instances of a kind the Agent Panel lists.
+// HistoryCap is how many stopped instances of a kind the Agent Panel
+// lists, and the size of a page of HistoryPath.
 const HistoryCap = 10
 
 // procGroup is the cards of one process kind.
 type procGroup struct {
-	Kind       string
-	Live       []card
-	History    []card
-	HistoryAll int
+	Kind    string
+	Live    []card
+	History []card
+	// More is the cursor of the kind's older instances (HistoryPath), ""
+	// when History holds them all.
+	More string
 }
 
-// groupCards groups cards (alive first, newest first otherwise) by kind.
+// groupCards groups the live view's cards (alive first, newest first
+// otherwise) by kind: its alive cards are Live; its stopped ones (the
+// newest instance of a kind that stopped) are left to the history the
+// caller reads.
 func groupCards(cards []card) []procGroup {
 	var out []procGroup
 	at := map[string]int{}
@@ -346,14 +358,8 @@ func groupCards(cards []card) []procGroup {
 			out = append(out, procGroup{Kind: c.Kind})
 		}
 		g := &out[i]
-		switch {
-		case c.Alive:
+		if c.Alive {
 			g.Live = append(g.Live, c)
-		default:
-			g.HistoryAll++
-			if len(g.History) < HistoryCap {
-				g.History = append(g.History, c)
-			}
 		}
 	}
 	slices.SortStableFunc(out, func(a, b procGroup) int {
@@ -446,12 +452,13 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusNotFound, pages["notfound"], "layout", s.page("Not found", "", false, nil))
 }
 
-// processes reads the process list (list_processes) and formats it, alive
-// instances first and otherwise in the service's newest-started-first
-// order. Only a refusal is returned as an error; any other failure is the
-// block's Failed.
+// processes reads the live processes (list_processes' default view) and
+// formats them, alive instances first and otherwise in the service's
+// newest-started-first order, each kind with the first page of its
+// stopped instances (list_processes with history). Only a refusal is
+// returned as an error; any other failure is the block's Failed.
 func (s *server) processes(r *http.Request) (processesView, int, error) {
-	list, err := ops.ListProcesses.Do(r.Context(), s.ops, &struct{}{})
+	list, err := ops.ListProcesses.Do(r.Context(), s.ops, &cks.ListProcessesInput{Limit: cks.MaxListLimit})
 	if errors.Is(err, auth.ErrForbidden) {
 		return processesView{}, http.StatusForbidden, err
 	}
@@ -463,7 +470,31 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 	slices.SortStableFunc(ps, func(a, b cks.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
-	v := processesView{Cards: make([]card, 0, len(ps))}
+	v := processesView{Cards: s.cards(ps)}
+	for _, c := range v.Cards {
+		if c.Alive {
+			v.Alive++
+		} else {
+			v.Stopped++
+		}
+	}
+	v.Groups = groupCards(v.Cards)
+	for i := range v.Groups {
+		g := &v.Groups[i]
+		hist, err := ops.ListProcesses.Do(r.Context(), s.ops, &cks.ListProcessesInput{History: true, Alive: new(false),
+			Kind: cks.Names{g.Kind}, Limit: HistoryCap})
+		if err != nil {
+			s.logErr(r, "studio: list process history", err, "kind", g.Kind)
+			return processesView{Failed: true}, http.StatusInternalServerError, nil
+		}
+		g.History, g.More = s.cards(hist.Processes), hist.Next
+	}
+	return v, http.StatusOK, nil
+}
+
+// cards formats processes for display.
+func (s *server) cards(ps []cks.Process) []card {
+	out := make([]card, 0, len(ps))
 	for _, p := range ps {
 		c := card{
 			Kind:        p.ProcessKind,
@@ -488,16 +519,57 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		}
 		c.StopRequested = c.Alive && p.DesiredState == cks.DesiredStopRequested
 		c.CanStop = c.Alive && !c.StopRequested
-		if c.Alive {
-			v.Alive++
-		} else {
-			v.Stopped++
-		}
 		c.Tasks = s.ops.Tasks != nil
-		v.Cards = append(v.Cards, c)
+		out = append(out, c)
 	}
-	v.Groups = groupCards(v.Cards)
-	return v, http.StatusOK, nil
+	return out
+}
+
+// historyView is the data of the process history page.
+type historyView struct {
+	Kind  string
+	Cards []card
+	// Next is the URL of the following page, "" on the last.
+	Next string
+}
+
+// history is a page of one kind's process history (or every kind's):
+// list_processes with history, from the query's cursor, HistoryCap at a
+// time. A bad kind or cursor is the operation's refusal, naming the field.
+func (s *server) history(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := historyView{Kind: q.Get("kind")}
+	in := cks.ListProcessesInput{History: true, Cursor: q.Get("cursor"), Limit: HistoryCap}
+	if v.Kind != "" {
+		in.Kind = cks.Names{v.Kind}
+	}
+	page, err := ops.ListProcesses.Do(r.Context(), s.ops, &in)
+	if s.forbidden(w, r, err) {
+		return
+	}
+	if fe, ok := errors.AsType[*cks.FieldError](err); ok {
+		s.errorPage(w, r, http.StatusBadRequest, "Bad page", fe.Error()+". Go back to the Agent Panel.")
+		return
+	}
+	if err != nil {
+		s.logErr(r, "studio: list process history", err)
+		s.errorPage(w, r, http.StatusInternalServerError, "Could not list processes",
+			"The process history could not be read. The error was logged on the hub; reload this page to try again.")
+		return
+	}
+	v.Cards = s.cards(page.Processes)
+	if page.Next != "" {
+		next := url.Values{"cursor": {page.Next}}
+		if v.Kind != "" {
+			next.Set("kind", v.Kind)
+		}
+		v.Next = HistoryPath + "?" + next.Encode()
+	}
+	title := "Process history"
+	if v.Kind != "" {
+		title = v.Kind + " history"
+	}
+	s.render(w, r, http.StatusOK, pages["history"], "layout", s.page(title, "panel", false, v))
 }
 
 func rank(s cks.ProcessStatus) int {

@@ -206,11 +206,11 @@ func refuseAlive(ctx context.Context, path string) error {
 		return err
 	}
 	defer st.Close()
-	ps, err := st.Liveness.ListProcesses(ctx)
+	list, err := st.Liveness.Page(ctx, cks.ListProcessesInput{Alive: new(true), Limit: 1})
 	if err != nil {
 		return err
 	}
-	for _, p := range ps {
+	for _, p := range list.Processes {
 		if p.Status == cks.ProcessAlive {
 			return fmt.Errorf("process %s (%s, pid %d on %s) of this database is alive: stop it before a restore",
 				p.InstanceID, p.ProcessKind, p.PID, p.Hostname)

@@ -106,6 +106,14 @@ func hubReaders() []string { return []string{"serve", "dev"} }
 
 func dur(d time.Duration) string { return d.String() }
 
+// ageOrOff is an age of the retention sweeper, "off" for 0.
+func ageOrOff(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return d.String()
+}
+
 // commonSettings are the data directory, the database, the addresses and
 // tokens, the flags of dev and mcp, and the hub's own knobs.
 func commonSettings() []setting {
@@ -139,6 +147,18 @@ func commonSettings() []setting {
 			value: func(v *configValues) string { return dur(v.hub.StaleWindow) }},
 		{env: "CKS_STALE_STOP_THRESHOLD", readers: hubs, meaning: "when a STOPPED task is reported by the stale stop sweeper",
 			value: func(v *configValues) string { return dur(v.hub.StaleStopThreshold) }},
+		{env: "CKS_RETENTION", readers: hubs,
+			meaning: "the age past which the retention sweeper prunes operational history (liveness rows of stopped " +
+				"instances): 7d, 168h, or 0/off to keep it",
+			value: func(v *configValues) string { return ageOrOff(v.hub.Retention) }},
+		{env: "CKS_RETENTION_TASKS", readers: hubs,
+			meaning: "the age past which the retention sweeper archives (CKS_RETENTION_ARCHIVE) and then deletes terminal " +
+				"tasks with their events; 0/off keeps every task (audit data)",
+			value: func(v *configValues) string { return ageOrOff(v.hub.RetentionTasks) }},
+		{env: "CKS_RETENTION_ARCHIVE", readers: hubs,
+			meaning: "the file (JSON lines, one task with its events, evidence and aborts a line) the retention sweeper " +
+				"appends old tasks to before it deletes them",
+			def: "DIR/" + hub.DefaultArchive + " of the data directory DIR"},
 		{env: "CKS_LEADER_TTL", readers: hubs,
 			meaning: "the lease of the maintenance leadership: a killed leader is replaced within it plus a third of it",
 			value:   func(v *configValues) string { return dur(v.hub.LeaderTTL) }},

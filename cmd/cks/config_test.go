@@ -93,10 +93,10 @@ func TestConfigTableMatchesParsers(t *testing.T) {
 }
 
 // readerWords are the command words whose flags a reader of the table
-// stands for ("client": every command calling a hub, as process list).
+// stands for ("client": every command calling a hub, as process status, which has no flags of its own).
 func readerWords(r string) []string {
 	if r == "client" {
-		return []string{"process", "list"}
+		return []string{"process", "status"}
 	}
 	return strings.Fields(r)
 }

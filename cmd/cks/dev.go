@@ -377,10 +377,10 @@ func (f *devFleet) waitReported(ctx context.Context, c *client.Client, timeout t
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		ps, err := c.ListProcesses(ctx)
+		list, err := c.Processes(ctx, cks.ListProcessesInput{Alive: new(true), Limit: cks.MaxListLimit})
 		if err == nil {
 			up := map[int]bool{}
-			for _, p := range ps {
+			for _, p := range list.Processes {
 				if p.Hostname == host && p.Status == cks.ProcessAlive {
 					up[p.PID] = true
 				}

@@ -282,7 +282,7 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 		skipRest("the hub did not answer")
 		return nil
 	}
-	procs, err := cl.ListProcesses(ctx)
+	procs, err := cl.Processes(ctx, cks.ListProcessesInput{Limit: cks.MaxListLimit}) // the live view: each kind's newest and the alive ones
 	var ce *cks.Error
 	switch {
 	case errors.As(err, &ce) && ce.Code == cks.CodeUnauthenticated:
@@ -307,7 +307,7 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 	case err != nil:
 		d.skip("agents", "the token may not list the processes: "+err.Error())
 	default:
-		d.agents(procs)
+		d.agents(procs.Processes)
 	}
 	return d.stored(ctx, cl, e)
 }

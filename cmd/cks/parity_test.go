@@ -46,7 +46,7 @@ type parityCase struct {
 // parityCases are the cases of every operation of the table, by name, with
 // $T an OPEN task, $C a cancelled one, $O an object.
 var parityCases = map[string]parityCase{
-	"list_processes":       {`{"bogus":1}`, nil, `{}`, []string{"process", "list"}},
+	"list_processes":       {`{"kind":"janitor"}`, []string{"process", "list", "--kind", "janitor", "--history"}, `{"history":true,"alive":false}`, []string{"process", "list", "--history", "--alive=false"}},
 	"process_status":       {`{"process_kind":"janitor"}`, []string{"process", "status", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "status", "critic"}},
 	"request_process_stop": {`{"process_kind":"janitor"}`, []string{"process", "stop", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "stop", "critic"}},
 	"create_task":          {`{"type":""}`, []string{"task", "create"}, `{"type":"t"}`, []string{"task", "create", "--type", "t"}},

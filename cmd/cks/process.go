@@ -42,8 +42,16 @@ func (f *clientFlags) client(e env) (*client.Client, error) {
 // status read the data directory's store when no hub answers, so the
 // final states stay readable once `cks dev` has exited.
 var processGroup = group{name: "process", commands: []command{
-	opCommand("list", ops.ListProcesses, opSpec[struct{}, cks.ProcessList]{
-		table:   func(x *reply[struct{}, cks.ProcessList]) error { return printProcesses(x.w, x.out.Processes) },
+	opCommand("list", ops.ListProcesses, opSpec[cks.ListProcessesInput, cks.ProcessList]{
+		table: func(x *reply[cks.ListProcessesInput, cks.ProcessList]) error {
+			if err := printProcesses(x.w, x.out.Processes); err != nil {
+				return err
+			}
+			if x.out.Next != "" {
+				fmt.Fprintf(x.w, "more: --cursor %s\n", x.out.Next)
+			}
+			return nil
+		},
 		offline: true,
 	}),
 	opCommand("status", ops.ProcessStatus, opSpec[cks.ProcessInput, cks.Process]{

@@ -35,7 +35,7 @@ func TestSweeperCLI(t *testing.T) {
 			Running bool   `json:"running"`
 		} `json:"sweepers"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Sweepers) != 7 {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Sweepers) != 8 {
 		t.Fatalf("sweeper list --json: %v\n%s", err, r.stdout)
 	}
 	for _, s := range list.Sweepers {
@@ -58,6 +58,16 @@ func TestSweeperCLI(t *testing.T) {
 	for _, want := range []string{"graph_health", "orphans:", "dangling_edges:", "cycle_members:", "cycles:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("sweeper status graph_health lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// The retention sweeper (issue 26) reports what its pass pruned.
+	waitFor(t, "retention's first pass", func() bool {
+		r = run("sweeper", "status", "retention")
+		return r.code == 0 && strings.Contains(r.stdout, "Details of the last pass:")
+	})
+	for _, want := range []string{"liveness_rows:  0", "tasks_archived: 0", `"168h0m0s"`, `tasks_age:      "off"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("sweeper status retention lacks %q:\n%s", want, r.stdout)
 		}
 	}
 }

@@ -43,6 +43,8 @@ func Run(t *testing.T, newDB NewDB) {
 		run  func(t *testing.T, newDB NewDB)
 	}{
 		{"Liveness", Liveness},
+		{"LivenessHistory", LivenessHistory},
+		{"Purge", Purge},
 		{"Control", Control},
 		{"Leaders", Leaders},
 		{"Principals", Principals},

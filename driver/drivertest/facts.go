@@ -1,8 +1,15 @@
 package drivertest
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cks-dev/cks/driver"
 )
 
 // Facts checks what the database itself enforces, in every dialect alike:
@@ -57,5 +64,72 @@ func Facts(t *testing.T, newDB NewDB) {
 		// An empty key is no key.
 		exec(t, db, "INSERT INTO cks_outbox_tasks (type, state, created_at, updated_at) VALUES ('t', 'OPEN', "+T0SQL+", "+T0SQL+")")
 		exec(t, db, "INSERT INTO cks_outbox_tasks (type, state, created_at, updated_at) VALUES ('t', 'OPEN', "+T0SQL+", "+T0SQL+")")
+	})
+}
+
+// Purge checks TaskPurge: it deletes the old terminal tasks with their
+// events and decisions (whose triggers refuse any other DELETE), leaves
+// the others, and the tables are append-only again afterwards — after a
+// purge that committed and after one that rolled back.
+func Purge(t *testing.T, newDB NewDB) {
+	t.Run("DeletesAndStaysAppendOnly", func(t *testing.T) {
+		t.Parallel()
+		d, db := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		rows, err := ex.TaskInsertMany(ctx, []driver.TaskRow{task("t", "CANCELLED"), task("t", "OPEN"), task("t", "COMPLETED")})
+		must(t, "insert", err)
+		for _, r := range rows {
+			exec(t, db, fmt.Sprintf("INSERT INTO cks_task_events (task_id, at, to_state) VALUES (%d, %s, 'OPEN')", r.ID, T0SQL))
+			exec(t, db, fmt.Sprintf("INSERT INTO cks_task_decisions (task_id, attempt, restart, revision, derived_from_revision, kind, created_at) VALUES (%d, 1, 0, 1, 1, 'k', %s)", r.ID, T0SQL))
+		}
+		terminal := []string{"COMPLETED", "FAILED", "CANCELLED"}
+		p := driver.TaskPurgeCandidatesParams{States: terminal, Before: T0.Add(time.Second), Limit: 10}
+		ids, err := ex.TaskPurgeCandidates(ctx, p)
+		must(t, "candidates", err)
+		if want := []int64{rows[0].ID, rows[2].ID}; !slices.Equal(ids, want) {
+			t.Fatalf("candidates %v, want %v", ids, want)
+		}
+		// Rolled back: nothing deleted, the triggers still there.
+		rollback := errors.New("rollback")
+		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			if _, err := ex.TaskPurge(ctx, driver.TaskPurgeParams{IDs: ids, States: terminal, Before: p.Before}); err != nil {
+				return err
+			}
+			return rollback
+		})
+		if !errors.Is(err, rollback) {
+			t.Fatalf("purge in a rolled back transaction: %v", err)
+		}
+		if got, _ := ex.TaskEventList(ctx, rows[0].ID); len(got) != 1 {
+			t.Fatalf("after the rollback task %d has %d events, want 1", rows[0].ID, len(got))
+		}
+		refused := func(when string) {
+			t.Helper()
+			for _, q := range []string{"DELETE FROM cks_task_events", "DELETE FROM cks_task_decisions", "UPDATE cks_task_events SET reason = 'x'"} {
+				if err := db.Exec(t, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+					t.Errorf("%s: %s: err = %v, want the append-only refusal", when, q, err)
+				}
+			}
+		}
+		refused("after a rolled back purge")
+		var deleted []int64
+		must(t, "purge", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			deleted, err = ex.TaskPurge(ctx, driver.TaskPurgeParams{IDs: append(ids, rows[1].ID), States: terminal, Before: p.Before})
+			return err
+		}))
+		if !slices.Equal(deleted, ids) {
+			t.Fatalf("purged %v, want %v (the open task is not a candidate)", deleted, ids)
+		}
+		left, err := ex.TaskList(ctx, driver.TaskListParams{Limit: 10})
+		must(t, "list", err)
+		if len(left) != 1 || left[0].ID != rows[1].ID {
+			t.Fatalf("left %+v, want the open task alone", left)
+		}
+		for i, r := range rows {
+			if events, _ := ex.TaskEventList(ctx, r.ID); (i != 1) != (len(events) == 0) {
+				t.Errorf("task %d keeps %d events", r.ID, len(events))
+			}
+		}
+		refused("after a purge")
 	})
 }

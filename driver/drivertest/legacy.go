@@ -44,12 +44,13 @@ func CheckLegacy(t testing.TB, d driver.Driver) {
 	ex := d.Executor()
 	all, err := ex.LivenessList(ctx)
 	must(t, "liveness", err)
+	// alive_until is backfilled: the last heartbeat plus 3 intervals.
 	want := []driver.LivenessRow{
 		{InstanceID: "i-2", ProcessKind: "hub", Hostname: "h", PID: 11, LivenessIntervalS: 2.5,
-			StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute)},
+			StartedAt: T0.Add(time.Minute), LastHeartbeatAt: T0.Add(time.Minute), AliveUntil: T0.Add(time.Minute + 7500*time.Millisecond)},
 		{InstanceID: "i-1", ProcessKind: "agent", Hostname: "h", PID: 10, LivenessIntervalS: 15,
 			StartedAt: T0, LastHeartbeatAt: T0.Add(time.Second), CurrentTaskID: 9, CurrentTaskType: "critique",
-			DesiredState: cks.DesiredStopRequested},
+			DesiredState: cks.DesiredStopRequested, AliveUntil: T0.Add(46 * time.Second)},
 	}
 	if len(all) != 2 || all[0] != want[0] || all[1] != want[1] {
 		t.Errorf("liveness rows %+v, want %+v", all, want)

@@ -1,6 +1,8 @@
 package drivertest
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +123,129 @@ func Liveness(t *testing.T, newDB NewDB) {
 			t.Fatalf("set on no row = %v, %v; want false, nil", found, err)
 		}
 	})
+}
+
+// LivenessHistory checks the primitives of a long history: its pages, the
+// alive range and the pruning of old rows.
+func LivenessHistory(t *testing.T, newDB NewDB) {
+	// Rows a..f: b and c start at the same time (the id breaks the tie,
+	// in byte order: "B" before "b"); "d" exited; alive_until set on a, B, b
+	// and e (alive at T0+100s or later), f none.
+	seed := func(t *testing.T, ex driver.Executor) {
+		t.Helper()
+		for _, r := range []driver.LivenessRow{
+			withUntil(row("a", "critic", 10), 200), withUntil(row("b", "exec", 20), 100),
+			withUntil(row("B", "critic", 20), 150), withExit(row("d", "exec", 30)),
+			withUntil(row("e", "exec", 40), 50), row("f", "critic", 5),
+		} {
+			must(t, "upsert "+r.InstanceID, ex.LivenessUpsert(Ctx(t), r))
+		}
+	}
+	end := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	t.Run("PagesTheHistory", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		seed(t, ex)
+		now := T0.Add(100 * time.Second)
+		for _, c := range []struct {
+			name  string
+			p     driver.LivenessPageParams
+			pages []string
+		}{
+			{"all", driver.LivenessPageParams{Limit: 2}, []string{"e d", "B b", "a f", ""}},
+			{"all at once", driver.LivenessPageParams{Limit: 10}, []string{"e d B b a f"}},
+			{"kinds", driver.LivenessPageParams{Kinds: []string{"critic"}, Limit: 2}, []string{"B a", "f", ""}},
+			// Not alive at now: e (until 50 s), d (exited), f (none).
+			{"stopped", driver.LivenessPageParams{StoppedOnly: true, Now: now, Limit: 2}, []string{"e d", "f", ""}},
+		} {
+			p, got := c.p, []string{}
+			p.AfterStartedAt = end
+			for range len(c.pages) {
+				rows, err := ex.LivenessPage(ctx, p)
+				must(t, c.name, err)
+				got = append(got, livenessIDs(rows))
+				if len(rows) == 0 {
+					break
+				}
+				last := rows[len(rows)-1]
+				p.AfterStartedAt, p.AfterInstanceID = last.StartedAt, last.InstanceID
+			}
+			if strings.Join(got, "|") != strings.Join(c.pages, "|") {
+				t.Errorf("%s: pages %q, want %q", c.name, got, c.pages)
+			}
+		}
+	})
+	t.Run("AliveRange", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		seed(t, ex)
+		for _, c := range []struct {
+			name string
+			p    driver.LivenessAliveParams
+			want string
+		}{
+			{"at 100 s: until 100 s included", driver.LivenessAliveParams{Now: T0.Add(100 * time.Second), Limit: 10}, "B b a"},
+			{"a microsecond later", driver.LivenessAliveParams{Now: T0.Add(100*time.Second + time.Microsecond), Limit: 10}, "B a"},
+			{"kinds", driver.LivenessAliveParams{Now: T0, Kinds: []string{"exec"}, Limit: 10}, "e b"},
+			{"limit", driver.LivenessAliveParams{Now: T0, Limit: 2}, "e B"},
+			{"after the cursor", driver.LivenessAliveParams{Now: T0, AfterStartedAt: T0.Add(20 * time.Second), AfterInstanceID: "B", Limit: 10}, "b a"},
+		} {
+			if c.p.AfterStartedAt.IsZero() {
+				c.p.AfterStartedAt = end
+			}
+			rows, err := ex.LivenessAlive(ctx, c.p)
+			must(t, c.name, err)
+			if got := livenessIDs(rows); got != c.want {
+				t.Errorf("%s: %q, want %q", c.name, got, c.want)
+			}
+		}
+	})
+	t.Run("CountByKind", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		seed(t, ex)
+		got, err := ex.LivenessCountByKind(ctx)
+		must(t, "count", err)
+		if want := []driver.LivenessKindCount{{ProcessKind: "critic", Count: 3}, {ProcessKind: "exec", Count: 3}}; !slices.Equal(got, want) {
+			t.Fatalf("counts %+v, want %+v", got, want)
+		}
+	})
+	t.Run("PruneDeletesOldRowsNotAlive", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		seed(t, ex)
+		// Before T0+35 s, not alive at T0+120 s: f (5 s, none), d (30 s,
+		// exited). a and B are alive still; b (20 s) stopped at 100 s.
+		p := driver.LivenessPruneParams{Before: T0.Add(35 * time.Second), Now: T0.Add(120 * time.Second), Limit: 2}
+		n, err := ex.LivenessPrune(ctx, p)
+		must(t, "prune", err)
+		m, err := ex.LivenessPrune(ctx, p)
+		must(t, "prune again", err)
+		if n != 2 || m != 1 {
+			t.Fatalf("pruned %d then %d, want 2 (the batch) then 1", n, m)
+		}
+		rows, err := ex.LivenessList(ctx)
+		must(t, "list", err)
+		if got := livenessIDs(rows); got != "e B a" {
+			t.Fatalf("left %q, want the rows alive or newer than the cutoff: e B a", got)
+		}
+	})
+}
+
+// withUntil sets r's alive_until s seconds after T0.
+func withUntil(r driver.LivenessRow, s int) driver.LivenessRow {
+	r.AliveUntil = T0.Add(time.Duration(s) * time.Second)
+	return r
+}
+
+// withExit marks r exited at its start.
+func withExit(r driver.LivenessRow) driver.LivenessRow {
+	r.ExitedAt = r.StartedAt
+	return r
 }
 
 func livenessIDs(rows []driver.LivenessRow) string {

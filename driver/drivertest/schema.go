@@ -164,7 +164,9 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // table, its keys and indexes), the exit time of a process and the
 // changes of an edit's event (issue 24), the leaders (issue 26: their
 // table and key), the attempt an event ends (issue 27: claimed_at,
-// started_at, worker); and for what was retired since (Retired,
+// started_at, worker), the alive_until of a process and the indexes of the
+// history and the alive instances, the children index of the retention
+// sweeper (issue 26); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -174,6 +176,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|", "column|cks_agent_liveness|task_types|",
+		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
@@ -212,7 +215,8 @@ func (s Scratch) CheckFirstBackendDatabase(t *testing.T) {
 // desired_state and exited_at; the old rows read as idle, with no stop
 // requested, and the one whose exit wrote a heartbeat backdated to the
 // epoch as exited at its start, with that for its last heartbeat (the
-// only time it is known to have been alive).
+// only time it is known to have been alive); the others are alive until
+// their last heartbeat plus 3 intervals (alive_until, backfilled).
 func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	all, err := s.UpgradeFrom(t, "old_liveness.sql").Open(t).Executor().LivenessList(Ctx(t))
 	if err != nil {
@@ -220,11 +224,11 @@ func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	}
 	got := fmt.Sprintf("%+v", all)
 	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes:} " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:01:45 +0000 UTC} " +
 		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes:} " +
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:02:00 +0000 UTC} " +
 		"{InstanceID:old-exited ProcessKind:critic Hostname:h PID:9 LivenessIntervalS:30 StartedAt:2026-11-30 11:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC TaskTypes:}]"
+		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC TaskTypes: AliveUntil:0001-01-01 00:00:00 +0000 UTC}]"
 	if got != want {
 		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
 	}

@@ -30,6 +30,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          fromNullTime(r.ExitedAt),
 		TaskTypes:         nullable.Deref(r.TaskTypes),
+		AliveUntil:        fromNullTime(r.AliveUntil),
 	}
 }
 
@@ -384,6 +385,23 @@ func forkRowsOf(rows []dbsqlc.ForkListRow) []driver.ForkRow {
 	return out
 }
 
+// livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
+func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
+	return driver.LivenessKindCount{
+		ProcessKind: r.ProcessKind,
+		Count:       int(r.Count),
+	}
+}
+
+// livenessKindCountsOf reads rows with livenessKindCountOf.
+func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.LivenessKindCount {
+	out := make([]driver.LivenessKindCount, len(rows))
+	for i, r := range rows {
+		out[i] = livenessKindCountOf(r)
+	}
+	return out
+}
+
 // taskRowOfTaskClaimRow reads a dbsqlc.TaskClaimRow as a driver.TaskRow.
 func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 	return driver.TaskRow{
@@ -576,6 +594,38 @@ func grantInsertManyParams(rows []driver.GrantRow) dbsqlc.GrantInsertManyParams 
 	return a
 }
 
+// livenessAliveParams writes a driver.LivenessAliveParams as dbsqlc.LivenessAliveParams.
+func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParams {
+	return dbsqlc.LivenessAliveParams{
+		Now:             nullTime(p.Now),
+		AfterStartedAt:  driver.Time(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           nonNil(p.Kinds),
+		Max:             int32(p.Limit),
+	}
+}
+
+// livenessPageParams writes a driver.LivenessPageParams as dbsqlc.LivenessPageParams.
+func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
+	return dbsqlc.LivenessPageParams{
+		AfterStartedAt:  driver.Time(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           nonNil(p.Kinds),
+		StoppedOnly:     p.StoppedOnly,
+		Now:             nullTime(p.Now),
+		Max:             int32(p.Limit),
+	}
+}
+
+// livenessPruneParams writes a driver.LivenessPruneParams as dbsqlc.LivenessPruneParams.
+func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParams {
+	return dbsqlc.LivenessPruneParams{
+		Before: driver.Time(p.Before),
+		Now:    nullTime(p.Now),
+		Max:    int32(p.Limit),
+	}
+}
+
 // livenessUpsertParams writes a driver.LivenessRow as dbsqlc.LivenessUpsertParams.
 func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 	return dbsqlc.LivenessUpsertParams{
@@ -590,6 +640,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          nullTime(p.ExitedAt),
 		TaskTypes:         nullable.String(p.TaskTypes),
+		AliveUntil:        nullTime(p.AliveUntil),
 	}
 }
 
@@ -986,6 +1037,15 @@ func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdatePa
 	}
 }
 
+// taskPurgeCandidatesParams writes a driver.TaskPurgeCandidatesParams as dbsqlc.TaskPurgeCandidatesParams.
+func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPurgeCandidatesParams {
+	return dbsqlc.TaskPurgeCandidatesParams{
+		Before: nullTime(p.Before),
+		States: nonNil(p.States),
+		Max:    int32(p.Limit),
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1277,6 +1337,15 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
 	}
 	return taskEventRowsOf(x), nil
+}
+
+// TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
+func (e *executor) TaskPurgeCandidates(ctx context.Context, p driver.TaskPurgeCandidatesParams) ([]int64, error) {
+	x, err := e.d.q.TaskPurgeCandidates(ctx, e.db, taskPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("task purge candidates", err)
+	}
+	return x, nil
 }
 
 // EvidenceInsert implements driver.Executor with dbsqlc's EvidenceInsert.
@@ -1664,6 +1733,42 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID strin
 		return false, mapErr("liveness set desired state", err)
 	}
 	return x > 0, nil
+}
+
+// LivenessPage implements driver.Executor with dbsqlc's LivenessPage.
+func (e *executor) LivenessPage(ctx context.Context, p driver.LivenessPageParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessPage(ctx, e.db, livenessPageParams(p))
+	if err != nil {
+		return nil, mapErr("liveness page", err)
+	}
+	return livenessRowsOf(x), nil
+}
+
+// LivenessAlive implements driver.Executor with dbsqlc's LivenessAlive.
+func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAliveParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessAlive(ctx, e.db, livenessAliveParams(p))
+	if err != nil {
+		return nil, mapErr("liveness alive", err)
+	}
+	return livenessRowsOf(x), nil
+}
+
+// LivenessCountByKind implements driver.Executor with dbsqlc's LivenessCountByKind.
+func (e *executor) LivenessCountByKind(ctx context.Context) ([]driver.LivenessKindCount, error) {
+	x, err := e.d.q.LivenessCountByKind(ctx, e.db)
+	if err != nil {
+		return nil, mapErr("liveness count by kind", err)
+	}
+	return livenessKindCountsOf(x), nil
+}
+
+// LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.
+func (e *executor) LivenessPrune(ctx context.Context, p driver.LivenessPruneParams) (int, error) {
+	x, err := e.d.q.LivenessPrune(ctx, e.db, livenessPruneParams(p))
+	if err != nil {
+		return 0, mapErr("liveness prune", err)
+	}
+	return int(x), nil
 }
 
 // SweeperControlUpsert implements driver.Executor with dbsqlc's SweeperControlUpsert.

@@ -140,3 +140,21 @@ func frozenColumns(t Table) []string {
 	}
 	return out
 }
+
+// LiftAppendOnly returns the statements that drop the append-only
+// triggers of the named tables in d and those that create them again:
+// the retention sweeper's delete of old tasks (driver TaskPurge) runs
+// between the two in one transaction, so no other transaction ever sees
+// the tables without their triggers.
+func LiftAppendOnly(d Dialect, tables ...string) (drop, restore []string) {
+	for _, t := range Tables() {
+		if !slices.Contains(tables, t.Name) {
+			continue
+		}
+		for _, tr := range Triggers(t, d) {
+			drop = append(drop, DropTriggerSQL(t, tr, d))
+			restore = append(restore, tr.SQL)
+		}
+	}
+	return drop, restore
+}

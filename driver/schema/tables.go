@@ -76,12 +76,22 @@ func agentLiveness() Table {
 			// The task types the instance claims, a JSON array of strings
 			// (NULL: none, or written before the column existed).
 			{Name: "task_types", Type: Text},
+			// Until when the TTL rule reads the instance alive
+			// (liveness.AliveUntil, written with every heartbeat); NULL once
+			// it exited. Derived, so that the alive instances are a range of
+			// an index, not a scan of the history (issue 26).
+			{Name: "alive_until", Type: Time},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},
 			// process_status: the newest instance of a kind, in LivenessLatest's order.
 			{Name: "idx_agent_liveness_latest", Keys: []Key{K("process_kind"), {Column: "started_at", Desc: true},
 				{Column: "last_heartbeat_at", Desc: true}, {Column: "instance_id", ByteOrder: true}}},
+			// The pages of the history, in LivenessPage's order, and the
+			// retention sweeper's old rows (started before its cutoff).
+			{Name: "idx_agent_liveness_started", Keys: []Key{{Column: "started_at", Desc: true}, {Column: "instance_id", ByteOrder: true}}},
+			// The alive instances (LivenessAlive): only rows that may be.
+			{Name: "idx_agent_liveness_alive", Keys: []Key{K("alive_until")}, Where: "alive_until IS NOT NULL"},
 		},
 	}
 }
@@ -230,13 +240,18 @@ func outboxTasks() Table {
 				Where: "lease_expires_at IS NOT NULL", Only: SQLite},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
+			// The children of a task: the retention sweeper deletes no task
+			// that has one (and the foreign key's check of a delete reads
+			// it). Only the tasks that have a parent.
+			{Name: "idx_outbox_tasks_parent_of", Keys: []Key{K("parent_id")}, Where: "parent_id IS NOT NULL"},
 			// One live task per dedupe key.
 			{Name: "idx_outbox_tasks_dedupe", Unique: true, Keys: []Key{K("dedupe_key")},
 				Where: "dedupe_key <> '' AND state NOT IN " + literalList(TerminalStates[:])},
 		},
 		RetiredIndexes: []RetiredIndex{
-			// No query reads tasks by parent, and no task is ever deleted
-			// (what an index on a referencing column is for).
+			// No query read tasks by parent, and no task was deleted (what
+			// an index on a referencing column is for); the retention
+			// sweeper's has the partial idx_outbox_tasks_parent_of.
 			{Name: "idx_outbox_tasks_parent"},
 			// Replaced by the partial idx_outbox_tasks_stopped and
 			// idx_outbox_tasks_leased (Postgres), idx_outbox_tasks_lease_expires

@@ -29,6 +29,10 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 	if err != nil {
 		return driver.LivenessRow{}, fmt.Errorf("LivenessRow ExitedAt: %w", err)
 	}
+	aliveUntil, err := parseNullTime(r.AliveUntil)
+	if err != nil {
+		return driver.LivenessRow{}, fmt.Errorf("LivenessRow AliveUntil: %w", err)
+	}
 	return driver.LivenessRow{
 		InstanceID:        r.InstanceID,
 		ProcessKind:       r.ProcessKind,
@@ -42,6 +46,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		DesiredState:      nullable.Deref(r.DesiredState),
 		ExitedAt:          exitedAt,
 		TaskTypes:         nullable.Deref(r.TaskTypes),
+		AliveUntil:        aliveUntil,
 	}, nil
 }
 
@@ -515,6 +520,23 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	return out, nil
 }
 
+// livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
+func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
+	return driver.LivenessKindCount{
+		ProcessKind: r.ProcessKind,
+		Count:       int(r.Count),
+	}
+}
+
+// livenessKindCountsOf reads rows with livenessKindCountOf.
+func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.LivenessKindCount {
+	out := make([]driver.LivenessKindCount, len(rows))
+	for i, r := range rows {
+		out[i] = livenessKindCountOf(r)
+	}
+	return out
+}
+
 // taskClaimWaitOf reads a dbsqlc.TaskClaimWaitsRow as a driver.TaskClaimWait.
 func taskClaimWaitOf(r dbsqlc.TaskClaimWaitsRow) (driver.TaskClaimWait, error) {
 	claimedAt, err := parseTime(r.ClaimedAt)
@@ -652,6 +674,38 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 	}
 }
 
+// livenessAliveParams writes a driver.LivenessAliveParams as dbsqlc.LivenessAliveParams.
+func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParams {
+	return dbsqlc.LivenessAliveParams{
+		Now:             fmtNullTime(p.Now),
+		AfterStartedAt:  fmtTime(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           jsonList(p.Kinds),
+		Max:             int64(p.Limit),
+	}
+}
+
+// livenessPageParams writes a driver.LivenessPageParams as dbsqlc.LivenessPageParams.
+func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
+	return dbsqlc.LivenessPageParams{
+		AfterStartedAt:  fmtTime(p.AfterStartedAt),
+		AfterInstanceID: p.AfterInstanceID,
+		Kinds:           jsonList(p.Kinds),
+		StoppedOnly:     p.StoppedOnly,
+		Now:             fmtNullTime(p.Now),
+		Max:             int64(p.Limit),
+	}
+}
+
+// livenessPruneParams writes a driver.LivenessPruneParams as dbsqlc.LivenessPruneParams.
+func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParams {
+	return dbsqlc.LivenessPruneParams{
+		Before: fmtTime(p.Before),
+		Now:    fmtNullTime(p.Now),
+		Max:    int64(p.Limit),
+	}
+}
+
 // livenessUpsertParams writes a driver.LivenessRow as dbsqlc.LivenessUpsertParams.
 func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 	return dbsqlc.LivenessUpsertParams{
@@ -666,6 +720,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		CurrentTaskType:   nullable.String(p.CurrentTaskType),
 		ExitedAt:          fmtNullTime(p.ExitedAt),
 		TaskTypes:         nullable.String(p.TaskTypes),
+		AliveUntil:        fmtNullTime(p.AliveUntil),
 	}
 }
 
@@ -864,6 +919,15 @@ func taskLeaseExpiredParams(p driver.TaskLeaseExpiredParams) dbsqlc.TaskLeaseExp
 		ExpiredAt:     fmtNullTime(p.ExpiredAt),
 		RenewedBefore: fmtNullTime(p.RenewedBefore),
 		Max:           int64(p.Limit),
+	}
+}
+
+// taskPurgeCandidatesParams writes a driver.TaskPurgeCandidatesParams as dbsqlc.TaskPurgeCandidatesParams.
+func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPurgeCandidatesParams {
+	return dbsqlc.TaskPurgeCandidatesParams{
+		Before: fmtNullTime(p.Before),
+		States: jsonList(p.States),
+		Max:    int64(p.Limit),
 	}
 }
 
@@ -1129,6 +1193,15 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
 	}
 	return taskEventRowsOf(x)
+}
+
+// TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
+func (e *executor) TaskPurgeCandidates(ctx context.Context, p driver.TaskPurgeCandidatesParams) ([]int64, error) {
+	x, err := e.d.q.TaskPurgeCandidates(ctx, e.read, taskPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("task purge candidates", err)
+	}
+	return x, nil
 }
 
 // EvidenceInsert implements driver.Executor with dbsqlc's EvidenceInsert.
@@ -1517,6 +1590,47 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID strin
 			return mapErr("liveness set desired state", err)
 		}
 		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// LivenessPage implements driver.Executor with dbsqlc's LivenessPage.
+func (e *executor) LivenessPage(ctx context.Context, p driver.LivenessPageParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessPage(ctx, e.read, livenessPageParams(p))
+	if err != nil {
+		return nil, mapErr("liveness page", err)
+	}
+	return livenessRowsOf(x)
+}
+
+// LivenessAlive implements driver.Executor with dbsqlc's LivenessAlive.
+func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAliveParams) ([]driver.LivenessRow, error) {
+	x, err := e.d.q.LivenessAlive(ctx, e.read, livenessAliveParams(p))
+	if err != nil {
+		return nil, mapErr("liveness alive", err)
+	}
+	return livenessRowsOf(x)
+}
+
+// LivenessCountByKind implements driver.Executor with dbsqlc's LivenessCountByKind.
+func (e *executor) LivenessCountByKind(ctx context.Context) ([]driver.LivenessKindCount, error) {
+	x, err := e.d.q.LivenessCountByKind(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("liveness count by kind", err)
+	}
+	return livenessKindCountsOf(x), nil
+}
+
+// LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.
+func (e *executor) LivenessPrune(ctx context.Context, p driver.LivenessPruneParams) (int, error) {
+	var out int
+	err := e.write(ctx, "liveness prune", func(w *wtx) error {
+		x, err := e.d.q.LivenessPrune(ctx, w, livenessPruneParams(p))
+		if err != nil {
+			return mapErr("liveness prune", err)
+		}
+		out = int(x)
 		return nil
 	})
 	return out, err

@@ -21,6 +21,7 @@ type CksAgentLiveness struct {
 	DesiredState      *string
 	ExitedAt          *time.Time
 	TaskTypes         *string
+	AliveUntil        *time.Time
 }
 
 type CksEdge struct {

@@ -12,7 +12,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     current_task_type TEXT,
     desired_state TEXT,
     exited_at TIMESTAMPTZ,
-    task_types TEXT
+    task_types TEXT,
+    alive_until TIMESTAMPTZ
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (
@@ -204,6 +205,11 @@ CREATE INDEX IF NOT EXISTS idx_agent_liveness_kind ON cks_agent_liveness(process
 
 CREATE INDEX IF NOT EXISTS idx_agent_liveness_latest ON cks_agent_liveness(process_kind, started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C");
 
+CREATE INDEX IF NOT EXISTS idx_agent_liveness_started ON cks_agent_liveness(started_at DESC, instance_id COLLATE "C");
+
+CREATE INDEX IF NOT EXISTS idx_agent_liveness_alive ON cks_agent_liveness(alive_until)
+	WHERE alive_until IS NOT NULL;
+
 CREATE INDEX IF NOT EXISTS idx_principals_lease ON cks_principals(task_id)
 	WHERE task_id IS NOT NULL;
 
@@ -228,6 +234,9 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_exp
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_parent_of ON cks_outbox_tasks(parent_id)
+	WHERE parent_id IS NOT NULL;
 
 CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '' AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');

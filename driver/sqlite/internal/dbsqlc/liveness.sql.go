@@ -9,8 +9,106 @@ import (
 	"context"
 )
 
+const livenessAlive = `-- name: LivenessAlive :many
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
+WHERE alive_until >= ?1
+    AND started_at <= ?2
+    AND (started_at < ?2 OR instance_id > ?3)
+    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+        OR process_kind IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
+ORDER BY started_at DESC, instance_id
+LIMIT ?5
+`
+
+type LivenessAliveParams struct {
+	Now             *string
+	AfterStartedAt  string
+	AfterInstanceID string
+	Kinds           string
+	Max             int64
+}
+
+// The alive instances (idx_agent_liveness_alive), in LivenessPage's order.
+func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveParams) ([]CksAgentLiveness, error) {
+	rows, err := db.QueryContext(ctx, livenessAlive,
+		arg.Now,
+		arg.AfterStartedAt,
+		arg.AfterInstanceID,
+		arg.Kinds,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksAgentLiveness
+	for rows.Next() {
+		var i CksAgentLiveness
+		if err := rows.Scan(
+			&i.InstanceID,
+			&i.ProcessKind,
+			&i.Hostname,
+			&i.Pid,
+			&i.LivenessIntervalS,
+			&i.StartedAt,
+			&i.LastHeartbeatAt,
+			&i.CurrentTaskID,
+			&i.CurrentTaskType,
+			&i.DesiredState,
+			&i.ExitedAt,
+			&i.TaskTypes,
+			&i.AliveUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const livenessCountByKind = `-- name: LivenessCountByKind :many
+SELECT process_kind, count(*) AS count FROM cks_agent_liveness
+GROUP BY process_kind
+ORDER BY process_kind
+`
+
+type LivenessCountByKindRow struct {
+	ProcessKind string
+	Count       int64
+}
+
+// The instances of each kind (idx_agent_liveness_kind, index only).
+func (q *Queries) LivenessCountByKind(ctx context.Context, db DBTX) ([]LivenessCountByKindRow, error) {
+	rows, err := db.QueryContext(ctx, livenessCountByKind)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LivenessCountByKindRow
+	for rows.Next() {
+		var i LivenessCountByKindRow
+		if err := rows.Scan(&i.ProcessKind, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const livenessGet = `-- name: LivenessGet :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness WHERE instance_id = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE instance_id = ?1
 `
 
 func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (CksAgentLiveness, error) {
@@ -29,12 +127,13 @@ func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (
 		&i.DesiredState,
 		&i.ExitedAt,
 		&i.TaskTypes,
+		&i.AliveUntil,
 	)
 	return i, err
 }
 
 const livenessLatest = `-- name: LivenessLatest :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness WHERE process_kind = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE process_kind = ?1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id
 LIMIT 1
 `
@@ -56,12 +155,13 @@ func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind strin
 		&i.DesiredState,
 		&i.ExitedAt,
 		&i.TaskTypes,
+		&i.AliveUntil,
 	)
 	return i, err
 }
 
 const livenessList = `-- name: LivenessList :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
 ORDER BY started_at DESC, instance_id
 `
 
@@ -87,6 +187,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 			&i.DesiredState,
 			&i.ExitedAt,
 			&i.TaskTypes,
+			&i.AliveUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -99,6 +200,100 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 		return nil, err
 	}
 	return items, nil
+}
+
+const livenessPage = `-- name: LivenessPage :many
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
+WHERE true
+    AND started_at <= ?1
+    AND (started_at < ?1 OR instance_id > ?2)
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR process_kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (NOT CAST(?4 AS BOOLEAN) OR alive_until IS NULL OR alive_until < ?5)
+ORDER BY started_at DESC, instance_id
+LIMIT ?6
+`
+
+type LivenessPageParams struct {
+	AfterStartedAt  string
+	AfterInstanceID string
+	Kinds           string
+	StoppedOnly     bool
+	Now             *string
+	Max             int64
+}
+
+// A page of the history, newest-started first, from the cursor (the
+// previous page's last row; its started_at bounds the range of
+// idx_agent_liveness_started, so a deep page does not walk the ones
+// before it).
+func (q *Queries) LivenessPage(ctx context.Context, db DBTX, arg LivenessPageParams) ([]CksAgentLiveness, error) {
+	rows, err := db.QueryContext(ctx, livenessPage,
+		arg.AfterStartedAt,
+		arg.AfterInstanceID,
+		arg.Kinds,
+		arg.StoppedOnly,
+		arg.Now,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksAgentLiveness
+	for rows.Next() {
+		var i CksAgentLiveness
+		if err := rows.Scan(
+			&i.InstanceID,
+			&i.ProcessKind,
+			&i.Hostname,
+			&i.Pid,
+			&i.LivenessIntervalS,
+			&i.StartedAt,
+			&i.LastHeartbeatAt,
+			&i.CurrentTaskID,
+			&i.CurrentTaskType,
+			&i.DesiredState,
+			&i.ExitedAt,
+			&i.TaskTypes,
+			&i.AliveUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const livenessPrune = `-- name: LivenessPrune :execrows
+DELETE FROM cks_agent_liveness WHERE instance_id IN (
+    SELECT o.instance_id FROM cks_agent_liveness o
+    WHERE o.started_at < ?1 AND o.last_heartbeat_at < ?1
+        AND (o.alive_until IS NULL OR o.alive_until < ?2)
+    LIMIT ?3)
+`
+
+type LivenessPruneParams struct {
+	Before string
+	Now    *string
+	Max    int64
+}
+
+// Old history, a bounded batch at a time: instances that last reported
+// before the cutoff (so started before it too: idx_agent_liveness_started)
+// and are not alive.
+func (q *Queries) LivenessPrune(ctx context.Context, db DBTX, arg LivenessPruneParams) (int64, error) {
+	result, err := db.ExecContext(ctx, livenessPrune, arg.Before, arg.Now, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const livenessSetDesiredState = `-- name: LivenessSetDesiredState :execrows
@@ -121,9 +316,9 @@ func (q *Queries) LivenessSetDesiredState(ctx context.Context, db DBTX, arg Live
 const livenessUpsert = `-- name: LivenessUpsert :exec
 
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until)
 VALUES (?1, ?2, ?3, ?4, ?5,
-    ?6, ?7, ?8, ?9, ?10, ?11)
+    ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -133,7 +328,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     current_task_id = excluded.current_task_id,
     current_task_type = excluded.current_task_type,
     exited_at = excluded.exited_at,
-    task_types = excluded.task_types
+    task_types = excluded.task_types,
+    alive_until = excluded.alive_until
 `
 
 type LivenessUpsertParams struct {
@@ -148,6 +344,7 @@ type LivenessUpsertParams struct {
 	CurrentTaskType   *string
 	ExitedAt          *string
 	TaskTypes         *string
+	AliveUntil        *string
 }
 
 // Process liveness (ADR-014) and remote stop (ADR-016).
@@ -164,6 +361,7 @@ func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpser
 		arg.CurrentTaskType,
 		arg.ExitedAt,
 		arg.TaskTypes,
+		arg.AliveUntil,
 	)
 	return err
 }

@@ -17,6 +17,7 @@ type CksAgentLiveness struct {
 	DesiredState      *string
 	ExitedAt          *string
 	TaskTypes         *string
+	AliveUntil        *string
 }
 
 type CksChange struct {
