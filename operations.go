@@ -27,7 +27,7 @@ type ListTasksInput struct {
 	State Names `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED): one, or a list"`
 	Type  Names `json:"type,omitempty" jsonschema:"only tasks of any of these types: one, or a list"`
 	// Cursor and Limit page the list.
-	Cursor int64 `json:"cursor,omitempty" jsonschema:"list tasks with task_id greater than this (the next_cursor of the previous page)"`
+	Cursor int64 `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page: list the tasks after that task in the sort's order (by id: task_id greater than this)"`
 	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 	// StoppedLongerThan selects the STOPPED tasks whose state has not
 	// changed for at least this long, relative to now.
