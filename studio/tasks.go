@@ -320,7 +320,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	in := cks.ListTasksInput{State: names(q, "state"), Type: names(q, "type"),
 		StoppedLongerThan: cks.Duration(strings.TrimSpace(q.Get("stopped_longer_than"))), Cursor: v.After, Limit: BoardCap,
 		TaskMatch: cks.TaskMatch{Q: strings.TrimSpace(q.Get("q")), CreatedBy: strings.TrimSpace(q.Get("created_by"))},
-		Sort: cks.TaskSort(strings.TrimSpace(q.Get("sort"))), CursorKey: q.Get("key")}
+		Sort:      cks.TaskSort(strings.TrimSpace(q.Get("sort"))), CursorKey: q.Get("key")}
 	switch a := q.Get("unconfirmed_abort"); a {
 	case "", "0", "false":
 	case "1", "true", "on":
