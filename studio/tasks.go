@@ -698,6 +698,8 @@ type taskDetail struct {
 	// Aborts are the task's abort requests, newest first.
 	Aborts []abortView
 	Events []eventView
+	// Revisions is the edit history of the description and criteria.
+	Revisions []revisionView
 	// CanStop offers the Stop form, CanStart the Start button, CanCancel
 	// the Cancel form, CanAnswer the answer form, CanUpdate the edit form
 	// (CanUpdateMaterial: with its material fields): what get_task says
@@ -918,6 +920,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
+	d.Revisions = revisions(t.Events)
 	if r.URL.Path != TasksPath+"/"+raw { // the live fragment
 		w.Header().Set("X-Studio-Fragment", "task")
 		s.render(w, r, http.StatusOK, pages["task"], "task", d)
