@@ -27,14 +27,30 @@ type ListTasksInput struct {
 	State Names `json:"state,omitempty" jsonschema:"only tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED): one, or a list"`
 	Type  Names `json:"type,omitempty" jsonschema:"only tasks of any of these types: one, or a list"`
 	// Cursor and Limit page the list.
-	Cursor int64 `json:"cursor,omitempty" jsonschema:"list tasks with task_id greater than this (the next_cursor of the previous page)"`
+	Cursor int64 `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page: list the tasks after that task in the sort's order (by id: task_id greater than this)"`
 	Limit  int   `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 	// StoppedLongerThan selects the STOPPED tasks whose state has not
 	// changed for at least this long, relative to now.
 	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: only STOPPED tasks held at least that long (no state filter with it)"`
 	// Order is how the page is ordered (package ledger, ListInOrder).
 	Order TaskOrder `json:"order,omitempty" jsonschema:"id (the default): by task_id, oldest first; stopped_first: every STOPPED task (up to 1000), longest held first, heads the first page, then a page of the tasks in every other state (no state filter or stopped_longer_than with it)"`
+	TaskMatch
+	// Sort and CursorKey: the sort of the page (of the tasks after the
+	// STOPPED head in order stopped_first) and the cursor's key.
+	Sort      TaskSort `json:"sort,omitempty" jsonschema:"the order of the page: id (the default, oldest first), -id (newest first), updated, -updated (last changed first) or priority (highest first)"`
+	CursorKey string   `json:"cursor_key,omitempty" jsonschema:"with sort updated, -updated or priority: the next_key of the previous page, with its next_cursor as cursor"`
 }
+
+// TaskMatch are the filters of list_tasks and a bulk selection beyond state
+// and type: text, creator, an abort not confirmed.
+type TaskMatch struct {
+	Q                string `json:"q,omitempty" jsonschema:"only tasks whose title, description or acceptance criteria contain this text (ASCII letters in either case; at most 200 bytes)"`
+	CreatedBy        string `json:"created_by,omitempty" jsonschema:"only tasks created by this principal"`
+	UnconfirmedAbort bool   `json:"unconfirmed_abort,omitempty" jsonschema:"only tasks whose latest abort request is not confirmed (pending or unconfirmed: the old executor may still be working)"`
+}
+
+// Set reports whether m filters at all.
+func (m TaskMatch) Set() bool { return m.Q != "" || m.CreatedBy != "" || m.UnconfirmedAbort }
 
 // TaskOrder is the order of a list_tasks page.
 type TaskOrder string
@@ -82,7 +98,8 @@ type Duration string
 // ListTasksInputOf is the input of list_tasks that selects what f does
 // (its states, types, cursor and limit).
 func ListTasksInputOf(f TaskFilter) ListTasksInput {
-	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit}
+	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit, Sort: f.Sort, CursorKey: f.AfterKey,
+		TaskMatch: TaskMatch{Q: f.Text, CreatedBy: f.CreatedBy, UnconfirmedAbort: f.UnconfirmedAbort}}
 	for _, st := range f.States {
 		in.State = append(in.State, string(st))
 	}
@@ -245,27 +262,28 @@ type UpdateTaskInput struct {
 // TaskSelection selects the tasks of a bulk operation (bulk_stop_tasks,
 // bulk_start_tasks, bulk_cancel_tasks, bulk_retry_tasks): the tasks
 // TaskIDs names, or, instead, those list_tasks' filter (State, Type,
-// StoppedLongerThan) selects, a page at a time from Cursor (at most Limit
+// StoppedLongerThan, TaskMatch) selects, a page at a time from Cursor (at most Limit
 // of them; the answer's next_cursor goes on).
 type TaskSelection struct {
-	TaskIDs []int64  `json:"task_ids,omitempty" jsonschema:"the tasks to act on (at most 500); or, instead, a filter (state, type, stopped_longer_than)"`
+	TaskIDs []int64  `json:"task_ids,omitempty" jsonschema:"the tasks to act on (at most 500); or, instead, a filter (state, type, stopped_longer_than, q, created_by, unconfirmed_abort)"`
 	State   []string `json:"state,omitempty" jsonschema:"act on the tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
 	Type    []string `json:"type,omitempty" jsonschema:"act on the tasks of any of these types"`
 	// StoppedLongerThan selects the STOPPED tasks held at least this long.
 	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: act on the STOPPED tasks held at least that long (no state filter with it)"`
-	Cursor            int64    `json:"cursor,omitempty" jsonschema:"with a filter: act on tasks with task_id greater than this (the next_cursor of the previous call)"`
-	Limit             int      `json:"limit,omitempty" jsonschema:"with a filter: act on at most this many tasks, 1 to 500 (default 500)"`
+	TaskMatch
+	Cursor int64 `json:"cursor,omitempty" jsonschema:"with a filter: act on tasks with task_id greater than this (the next_cursor of the previous call)"`
+	Limit  int   `json:"limit,omitempty" jsonschema:"with a filter: act on at most this many tasks, 1 to 500 (default 500)"`
 }
 
 // Filtered reports whether s selects by a filter rather than by ids.
 func (s TaskSelection) Filtered() bool {
-	return len(s.State) > 0 || len(s.Type) > 0 || s.StoppedLongerThan != "" || s.Cursor != 0 || s.Limit != 0
+	return len(s.State) > 0 || len(s.Type) > 0 || s.StoppedLongerThan != "" || s.TaskMatch.Set() || s.Cursor != 0 || s.Limit != 0
 }
 
 // ListTasksInput is list_tasks' input with s's filter, from s's cursor (its
 // limit is the bulk operation's own).
 func (s TaskSelection) ListTasksInput() ListTasksInput {
-	return ListTasksInput{State: s.State, Type: s.Type, StoppedLongerThan: s.StoppedLongerThan, Cursor: s.Cursor}
+	return ListTasksInput{State: s.State, Type: s.Type, StoppedLongerThan: s.StoppedLongerThan, TaskMatch: s.TaskMatch, Cursor: s.Cursor}
 }
 
 // BulkTasksInput is the input of bulk_start_tasks, bulk_cancel_tasks and

@@ -3,6 +3,7 @@ package cks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -348,10 +349,45 @@ type TaskFilter struct {
 	// StateChangedBefore, when not zero, keeps only tasks whose state last
 	// changed at or before it (Task.StateChangedAt <= StateChangedBefore).
 	StateChangedBefore time.Time
-	// After is the cursor: only tasks with task_id > After are listed.
-	After int64
+	// CreatedBy, when set, keeps the tasks that principal created.
+	CreatedBy string
+	// Text, when set, keeps the tasks whose title, description or
+	// acceptance criteria contain it, ASCII letters matched in either case
+	// (at most MaxSearchText bytes).
+	Text string
+	// UnconfirmedAbort keeps the tasks whose latest abort request is not
+	// confirmed (pending or unconfirmed).
+	UnconfirmedAbort bool
+	// Sort is the order of the page ("" is TaskSortID).
+	Sort TaskSort
+	// After is the cursor, the previous page's Next: the tasks after that
+	// task in Sort's order; under a sort by a key (updated, priority)
+	// AfterKey is the previous page's NextKey, that task's key.
+	After    int64
+	AfterKey string
 	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
 	Limit int
+}
+
+// TaskSort is the order of a list_tasks page: a key, "-" before it for
+// descending; ties go by task_id in the same direction.
+type TaskSort string
+
+// The sorts of list_tasks.
+const (
+	TaskSortID          TaskSort = "id"       // by task_id, oldest first (the default)
+	TaskSortIDDesc      TaskSort = "-id"      // newest first
+	TaskSortUpdated     TaskSort = "updated"  // by updated_at, least recently changed first
+	TaskSortUpdatedDesc TaskSort = "-updated" // most recently changed first
+	TaskSortPriority    TaskSort = "priority" // highest priority first, then oldest (claim order)
+)
+
+// TaskSorts are the sorts of list_tasks.
+var TaskSorts = []TaskSort{TaskSortID, TaskSortIDDesc, TaskSortUpdated, TaskSortUpdatedDesc, TaskSortPriority}
+
+// Keyed reports whether a cursor of sort s carries a key (AfterKey).
+func (s TaskSort) Keyed() bool {
+	return s == TaskSortUpdated || s == TaskSortUpdatedDesc || s == TaskSortPriority
 }
 
 // Validate reports the first bad field of f (States are checked by the
@@ -360,11 +396,30 @@ func (f TaskFilter) Validate() (TaskFilter, error) {
 	if err := ValidateTexts("type", f.Types); err != nil {
 		return f, err
 	}
+	if err := ValidateText("q", f.Text); err != nil {
+		return f, err
+	}
+	if err := ValidateText("created_by", f.CreatedBy); err != nil {
+		return f, err
+	}
 	switch {
+	case len(f.Text) > MaxSearchText:
+		return f, fieldError("q", fmt.Sprintf("a search text of at most %d bytes", MaxSearchText))
+	case len(f.CreatedBy) > MaxSearchText:
+		return f, fieldError("created_by", fmt.Sprintf("a principal's name of at most %d bytes", MaxSearchText))
+	case f.Sort != "" && !slices.Contains(TaskSorts, f.Sort):
+		return f, fieldError("sort", fmt.Sprintf("one of %v, got %q", TaskSorts, f.Sort))
 	case f.Limit < 0 || f.Limit > MaxListLimit:
 		return f, fieldError("limit", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxListLimit, DefaultListLimit))
 	case f.After < 0:
 		return f, fieldError("cursor", "a task id")
+	case f.AfterKey != "" && !f.Sort.Keyed():
+		return f, fieldError("cursor_key", "no key with sort id or -id (the cursor alone pages them)")
+	case f.After > 0 && f.Sort.Keyed() && f.AfterKey == "":
+		return f, fieldError("cursor_key", fmt.Sprintf("the next_key of the previous page, with its next_cursor, under sort %s", f.Sort))
+	}
+	if f.Sort == "" {
+		f.Sort = TaskSortID
 	}
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit
@@ -372,12 +427,15 @@ func (f TaskFilter) Validate() (TaskFilter, error) {
 	return f, nil
 }
 
-// TaskPage is one page of ListTasks, ordered by task_id.
+// TaskPage is one page of ListTasks, in its filter's Sort.
 type TaskPage struct {
 	Tasks []Task `json:"tasks"`
 	// Next is the cursor of the following page (the last task_id of this
 	// one), or 0 when this page is the last.
 	Next int64 `json:"next_cursor,omitempty"`
+	// NextKey, under a sort by a key (updated, -updated, priority), is the
+	// key of the task Next names: the following page's cursor_key.
+	NextKey string `json:"next_key,omitempty"`
 	// Stopped, on a page listed in order stopped_first, is how many of
 	// Tasks, at its head, are STOPPED (0 on a later page); nil in any
 	// other order.

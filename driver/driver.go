@@ -453,13 +453,39 @@ type TaskListParams struct {
 	Types  []string
 	// StateChangedBefore, when not zero: state_changed_at <= it.
 	StateChangedBefore time.Time
-	// After is the cursor: task_id > After.
-	After int64
-	Limit int
+	// CreatedBy, when not "", keeps the tasks of that creator.
+	CreatedBy string
+	// Match, when not "", keeps the tasks whose title, description or
+	// acceptance criteria contain it (cks.SearchKey: ASCII lower-cased).
+	Match string
+	// UnconfirmedAbort keeps the tasks whose latest abort is not
+	// confirmed (pending or unconfirmed).
+	UnconfirmedAbort bool
+	// Sort is the order of the page; After is the cursor, the last task of
+	// the previous page (0: the first page): its task_id, and for a sort by
+	// a key its key (AfterUpdated, AfterPriority).
+	Sort          TaskSort
+	After         int64
+	AfterUpdated  time.Time
+	AfterPriority int
+	Limit         int
 	// Lock locks the rows of the page (LockNone or LockUpdate): the
-	// selection of a bulk operation, which then moves them.
+	// selection of a bulk operation, which then moves them, in id order
+	// (Sort TaskSortID).
 	Lock Lock
 }
+
+// TaskSort is the order of a TaskList page; ties of a key go by task_id.
+type TaskSort int
+
+// The orders of TaskList.
+const (
+	TaskSortID          TaskSort = iota // task_id ascending
+	TaskSortIDDesc                      // task_id descending: newest first
+	TaskSortUpdated                     // updated_at ascending
+	TaskSortUpdatedDesc                 // updated_at descending, task_id descending
+	TaskSortPriority                    // priority descending, then task_id ascending
+)
 
 // TaskCountParams selects the tasks TaskCount and TaskCountByState count.
 type TaskCountParams struct {

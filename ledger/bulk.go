@@ -24,8 +24,9 @@ type BulkParams struct {
 	// ActionRetry.
 	Action cks.TaskAction
 	// IDs are the tasks to act on; or, when nil, the tasks Filter selects
-	// (its States, Types and StateChangedBefore, from After, at most Limit
-	// of them: 0 for MaxBulk).
+	// (its States, Types, StateChangedBefore, Text, CreatedBy and
+	// UnconfirmedAbort, in id order from After whatever its Sort, at most
+	// Limit of them: 0 for MaxBulk).
 	IDs    []int64
 	Filter *cks.TaskFilter
 	Actor  string
@@ -117,8 +118,8 @@ func validateBulk(p *BulkParams) (time.Duration, error) {
 		if slices.ContainsFunc(p.IDs, func(id int64) bool { return id <= 0 }) {
 			return 0, &cks.FieldError{Field: "task_ids", Expected: "ids of existing tasks"}
 		}
-	case len(f.States) == 0 && len(f.Types) == 0 && f.StateChangedBefore.IsZero():
-		return 0, &cks.FieldError{Field: "state", Expected: "a filter of the tasks to act on: a state, a type or stopped_longer_than (or task ids)"}
+	case len(f.States) == 0 && len(f.Types) == 0 && f.StateChangedBefore.IsZero() && f.Text == "" && f.CreatedBy == "" && !f.UnconfirmedAbort:
+		return 0, &cks.FieldError{Field: "state", Expected: "a filter of the tasks to act on: a state, a type, stopped_longer_than, q, created_by or unconfirmed_abort (or task ids)"}
 	case f.Limit < 0 || f.Limit > MaxBulk:
 		return 0, &cks.FieldError{Field: "limit", Expected: fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxBulk, MaxBulk)}
 	case f.After < 0:
@@ -128,7 +129,11 @@ func validateBulk(p *BulkParams) (time.Duration, error) {
 		if _, err := filterStates(*p.Filter); err != nil {
 			return 0, err
 		}
-		if err := cks.ValidateTexts("type", p.Filter.Types); err != nil {
+		// The listing's checks of the filter (its text, creator); the
+		// selection goes in id order whatever the listing's sort.
+		f := *p.Filter
+		f.Sort, f.AfterKey, f.Limit = "", "", 0
+		if _, err := f.Validate(); err != nil {
 			return 0, err
 		}
 	}
@@ -142,7 +147,8 @@ func bulkSelect(ctx context.Context, ex driver.Executor, p BulkParams) ([]int64,
 	if f := p.Filter; f != nil {
 		limit := cmp.Or(f.Limit, MaxBulk)
 		rows, err := ex.TaskList(ctx, driver.TaskListParams{States: strs(f.States), Types: f.Types,
-			StateChangedBefore: driver.Time(f.StateChangedBefore), After: f.After, Limit: limit + 1, Lock: driver.LockUpdate})
+			StateChangedBefore: driver.Time(f.StateChangedBefore), CreatedBy: f.CreatedBy, Match: cks.SearchKey(f.Text),
+			UnconfirmedAbort: f.UnconfirmedAbort, After: f.After, Limit: limit + 1, Lock: driver.LockUpdate})
 		if err != nil {
 			return nil, 0, err
 		}

@@ -171,6 +171,29 @@ func TestBulkByFilter(t *testing.T) {
 	})
 }
 
+// TestBulkByTextFilter: list_tasks' text, creator and abort filters select
+// the tasks of a bulk stop alone, a filter of none but them included. Both
+// backends.
+func TestBulkByTextFilter(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t)
+		ctx := context.Background()
+		hit := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "Nightly REPORT", CreatedBy: "cron"})
+		miss := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "report by hand", CreatedBy: "op"})
+		other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x", Title: "other", CreatedBy: "cron"})
+		res, err := s.Tasks.Bulk(ctx, ledger.BulkParams{Action: cks.ActionStop, Actor: "op", Reason: "hold",
+			Filter: &cks.TaskFilter{Text: "report", CreatedBy: "cron"}})
+		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].TaskID != hit.ID || res.Tasks[0].State != cks.TaskStopped {
+			t.Fatalf("stop q=report created_by=cron: %+v %v; want only %d stopped", res, err, hit.ID)
+		}
+		for _, id := range []int64{miss.ID, other.ID} {
+			if st := stateOf(t, s, id).State; st != cks.TaskOpen {
+				t.Errorf("task %d, not selected, is %s", id, st)
+			}
+		}
+	})
+}
+
 // TestBulkInput: bad input is a FieldError naming the field, and changes
 // nothing — past the bound of MaxBulk ids or a limit above it included.
 // Both backends.
@@ -197,6 +220,7 @@ func TestBulkInput(t *testing.T) {
 			{"an empty filter", ledger.BulkParams{Action: cks.ActionCancel, Filter: &cks.TaskFilter{Limit: 3}}, "state"},
 			{"a limit too high", ledger.BulkParams{Action: cks.ActionCancel, Filter: &cks.TaskFilter{States: opened, Limit: ledger.MaxBulk + 1}}, "limit"},
 			{"an unknown state", ledger.BulkParams{Action: cks.ActionCancel, Filter: &cks.TaskFilter{States: []cks.TaskState{"DONE"}}}, "state"},
+			{"a search text too long", ledger.BulkParams{Action: cks.ActionCancel, Filter: &cks.TaskFilter{Text: strings.Repeat("x", cks.MaxSearchText+1)}}, "q"},
 			{"a stop without a reason", ledger.BulkParams{Action: cks.ActionStop, IDs: []int64{task.ID}, Reason: " "}, "reason"},
 			{"a deadline too long", ledger.BulkParams{Action: cks.ActionStop, IDs: []int64{task.ID}, Reason: "r", Deadline: time.Hour}, "deadline"},
 		} {

@@ -17,8 +17,13 @@ type TaskLister interface {
 
 // StoppedFirstQuery is what ListStoppedFirst lists.
 type StoppedFirstQuery struct {
-	// Types limits every list to these task types.
-	Types []string
+	// Types and Match limit every list to these task types, and the
+	// filter's Text, CreatedBy and UnconfirmedAbort; Sort and AfterKey
+	// order and page the tasks after the STOPPED ones.
+	Types    []string
+	Match    cks.TaskFilter
+	Sort     cks.TaskSort
+	AfterKey string
 	// After and Limit page the tasks after the STOPPED ones.
 	After int64
 	Limit int
@@ -38,7 +43,8 @@ type StoppedFirst struct {
 	Stopped int        `json:"stopped"`
 	Tasks   []cks.Task `json:"tasks"`
 	// Next is the cursor of the following page of the rest, 0 on the last.
-	Next int64 `json:"next_cursor,omitempty"`
+	Next    int64  `json:"next_cursor,omitempty"`
+	NextKey string `json:"next_key,omitempty"`
 	// MoreStopped is set when there are more STOPPED tasks than MaxStopped.
 	MoreStopped bool `json:"more_stopped,omitempty"`
 }
@@ -51,7 +57,8 @@ type StoppedFirst struct {
 func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (StoppedFirst, error) {
 	out := StoppedFirst{Tasks: []cks.Task{}}
 	if q.After == 0 {
-		f := cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, Types: q.Types, Limit: cks.MaxListLimit}
+		f := cks.TaskFilter{States: []cks.TaskState{cks.TaskStopped}, Types: q.Types, Limit: cks.MaxListLimit,
+			Text: q.Match.Text, CreatedBy: q.Match.CreatedBy, UnconfirmedAbort: q.Match.UnconfirmedAbort}
 		if q.MaxStopped > 0 {
 			f.Limit = min(cks.MaxListLimit, q.MaxStopped)
 		}
@@ -86,12 +93,13 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	if len(rest) == 0 {
 		return out, nil
 	}
-	page, err := l.ListTasks(ctx, cks.TaskFilter{States: rest, Types: q.Types, After: q.After, Limit: q.Limit})
+	page, err := l.ListTasks(ctx, cks.TaskFilter{States: rest, Types: q.Types, After: q.After, Limit: q.Limit,
+		Text: q.Match.Text, CreatedBy: q.Match.CreatedBy, UnconfirmedAbort: q.Match.UnconfirmedAbort, Sort: q.Sort, AfterKey: q.AfterKey})
 	if err != nil {
 		return out, err
 	}
 	out.Tasks = append(out.Tasks, page.Tasks...)
-	out.Next = page.Next
+	out.Next, out.NextKey = page.Next, page.NextKey
 	return out, nil
 }
 
@@ -117,9 +125,10 @@ func ListInOrder(ctx context.Context, l TaskLister, f cks.TaskFilter, order cks.
 		return cks.TaskPage{}, &cks.FieldError{Field: "order",
 			Expected: "no state filter or stopped_longer_than with stopped_first (it lists every state, the STOPPED tasks first)"}
 	}
-	sf, err := ListStoppedFirst(ctx, l, StoppedFirstQuery{Types: f.Types, After: f.After, Limit: f.Limit, MaxStopped: cks.MaxListLimit})
+	sf, err := ListStoppedFirst(ctx, l, StoppedFirstQuery{Types: f.Types, Match: f, Sort: f.Sort, After: f.After, AfterKey: f.AfterKey,
+		Limit: f.Limit, MaxStopped: cks.MaxListLimit})
 	if err != nil {
 		return cks.TaskPage{}, err
 	}
-	return cks.TaskPage{Tasks: sf.Tasks, Next: sf.Next, Stopped: &sf.Stopped, MoreStopped: sf.MoreStopped}, nil
+	return cks.TaskPage{Tasks: sf.Tasks, Next: sf.Next, NextKey: sf.NextKey, Stopped: &sf.Stopped, MoreStopped: sf.MoreStopped}, nil
 }

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +136,130 @@ func equal(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// TestListFilterAndSort: on both backends, list_tasks' filters q (title,
+// description or criteria, either case), created_by and unconfirmed_abort
+// select what they say, alone and together with a state; each sort orders
+// the page by its key, and paging by one task at a time with next_cursor
+// (and next_key) walks every task exactly once in that order, also after
+// the cursor's task changed; a bad sort, key or text is refused naming
+// its field.
+func TestListFilterAndSort(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		ctx := context.Background()
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		mk := func(n cks.NewTask) cks.Task {
+			t.Helper()
+			c.Advance(time.Second)
+			if n.Type == "" {
+				n.Type = "t"
+			}
+			return backendtest.MustEnqueue(t, s, n)
+		}
+		a := mk(cks.NewTask{Title: "Build the Parser", Priority: 5, CreatedBy: "alice"})
+		b := mk(cks.NewTask{Title: "b", Description: "needs a PARSER fix", Priority: 9, CreatedBy: "bob"})
+		cc := mk(cks.NewTask{Title: "c", AcceptanceCriteria: "the parser passes", Priority: 5, CreatedBy: "alice"})
+		d := mk(cks.NewTask{Type: "run", Title: "d", Priority: 1, CreatedBy: "bob"})
+		e := mk(cks.NewTask{Title: "e", Priority: 9, CreatedBy: "carol"})
+		// d runs and is stopped with an abort its executor never confirms;
+		// a's abort is confirmed.
+		backendtest.ClaimType(t, s, "w", "run")
+		c.Advance(time.Second)
+		if _, ab, err := s.Tasks.Stop(ctx, d.ID, "op", "hold", time.Minute); err != nil || ab == nil {
+			t.Fatalf("stop d: %v %v", ab, err)
+		}
+		// a is the latest changed: its update moves it to the end of updated.
+		c.Advance(time.Second)
+		if _, err := s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: a.ID, Actor: "op", Patch: cks.TaskPatch{Priority: new(5)}}); err != nil {
+			t.Fatal(err)
+		}
+		ids := func(p cks.TaskPage) []int64 {
+			out := []int64{}
+			for _, t := range p.Tasks {
+				out = append(out, t.ID)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			name string
+			f    cks.TaskFilter
+			want []int64
+		}{
+			{"q in any text, any case", cks.TaskFilter{Text: "pArSeR"}, []int64{a.ID, b.ID, cc.ID}},
+			{"q no match", cks.TaskFilter{Text: "nothing"}, []int64{}},
+			{"created_by", cks.TaskFilter{CreatedBy: "alice"}, []int64{a.ID, cc.ID}},
+			{"q and created_by", cks.TaskFilter{Text: "parser", CreatedBy: "bob"}, []int64{b.ID}},
+			{"unconfirmed abort", cks.TaskFilter{UnconfirmedAbort: true}, []int64{d.ID}},
+			{"unconfirmed abort and a state", cks.TaskFilter{UnconfirmedAbort: true, States: []cks.TaskState{cks.TaskOpen}}, []int64{}},
+			{"-id", cks.TaskFilter{Sort: cks.TaskSortIDDesc}, []int64{e.ID, d.ID, cc.ID, b.ID, a.ID}},
+			{"updated", cks.TaskFilter{Sort: cks.TaskSortUpdated}, []int64{b.ID, cc.ID, e.ID, d.ID, a.ID}},
+			{"-updated", cks.TaskFilter{Sort: cks.TaskSortUpdatedDesc}, []int64{a.ID, d.ID, e.ID, cc.ID, b.ID}},
+			{"priority", cks.TaskFilter{Sort: cks.TaskSortPriority}, []int64{b.ID, e.ID, a.ID, cc.ID, d.ID}},
+			{"priority and q", cks.TaskFilter{Sort: cks.TaskSortPriority, Text: "parser"}, []int64{b.ID, a.ID, cc.ID}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p, err := s.Tasks.ListTasks(ctx, tc.f)
+				if err != nil || !equal(ids(p), tc.want) || p.Next != 0 {
+					t.Fatalf("%+v: %v next %d, %v; want %v", tc.f, ids(p), p.Next, err, tc.want)
+				}
+				// One task a page walks the same order.
+				var walked []int64
+				f := tc.f
+				f.Limit = 1
+				for range 10 {
+					p, err := s.Tasks.ListTasks(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					walked = append(walked, ids(p)...)
+					if p.Next == 0 {
+						break
+					}
+					if (p.NextKey != "") != f.Sort.Keyed() {
+						t.Fatalf("sort %q: next_key %q", f.Sort, p.NextKey)
+					}
+					f.After, f.AfterKey = p.Next, p.NextKey
+				}
+				if len(walked) == 0 {
+					walked = []int64{}
+				}
+				if !equal(walked, tc.want) {
+					t.Fatalf("paged one at a time: %v, want %v", walked, tc.want)
+				}
+			})
+		}
+		// A page's cursor holds its place when its task changes meanwhile.
+		p, err := s.Tasks.ListTasks(ctx, cks.TaskFilter{Sort: cks.TaskSortUpdated, Limit: 2})
+		if err != nil || !equal(ids(p), []int64{b.ID, cc.ID}) {
+			t.Fatalf("updated, 2: %v %v", ids(p), err)
+		}
+		c.Advance(time.Second)
+		if _, err := s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: cc.ID, Actor: "op", Patch: cks.TaskPatch{Priority: new(6)}}); err != nil {
+			t.Fatal(err)
+		}
+		p, err = s.Tasks.ListTasks(ctx, cks.TaskFilter{Sort: cks.TaskSortUpdated, After: p.Next, AfterKey: p.NextKey})
+		if err != nil || !equal(ids(p), []int64{e.ID, d.ID, a.ID, cc.ID}) {
+			t.Fatalf("updated after the changed cursor: %v %v; want e d a, then c moved last", ids(p), err)
+		}
+		for _, bad := range []struct {
+			f     cks.TaskFilter
+			field string
+		}{
+			{cks.TaskFilter{Sort: "newest"}, "sort"},
+			{cks.TaskFilter{Sort: cks.TaskSortUpdated, After: a.ID}, "cursor_key"},
+			{cks.TaskFilter{Sort: cks.TaskSortUpdated, After: a.ID, AfterKey: "yesterday"}, "cursor_key"},
+			{cks.TaskFilter{Sort: cks.TaskSortPriority, After: a.ID, AfterKey: "high"}, "cursor_key"},
+			{cks.TaskFilter{Sort: cks.TaskSortIDDesc, AfterKey: "5"}, "cursor_key"},
+			{cks.TaskFilter{Text: strings.Repeat("x", cks.MaxSearchText+1)}, "q"},
+			{cks.TaskFilter{Text: "a\x00b"}, "q"},
+			{cks.TaskFilter{CreatedBy: strings.Repeat("x", cks.MaxSearchText+1)}, "created_by"},
+		} {
+			_, err := s.Tasks.ListTasks(ctx, bad.f)
+			if fe, ok := errors.AsType[*cks.FieldError](err); !ok || fe.Field != bad.field {
+				t.Errorf("%+v: %v, want a field error naming %s", bad.f, err, bad.field)
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -459,16 +460,19 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 	if err != nil {
 		return cks.TaskPage{}, err
 	}
+	lp, err := listParams(f, states)
+	if err != nil {
+		return cks.TaskPage{}, err
+	}
 	var page cks.TaskPage
 	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		page = cks.TaskPage{}
-		rows, more, err := listRows(ctx, ex, driver.TaskListParams{States: states, Types: f.Types,
-			StateChangedBefore: driver.Time(f.StateChangedBefore), After: f.After}, f.Limit)
+		rows, more, err := listRows(ctx, ex, lp, f.Limit)
 		if err != nil {
 			return err
 		}
 		if more {
-			page.Next = rows[len(rows)-1].ID
+			page.Next, page.NextKey = rows[len(rows)-1].ID, sortKey(f.Sort, rows[len(rows)-1])
 		}
 		if len(rows) == 0 {
 			return nil
@@ -521,8 +525,59 @@ func listRows(ctx context.Context, ex driver.Executor, p driver.TaskListParams, 
 		if len(chunk) < p.Limit {
 			return rows, false, nil
 		}
-		p.After = chunk[len(chunk)-1].ID
+		last := chunk[len(chunk)-1]
+		p.After, p.AfterUpdated, p.AfterPriority = last.ID, last.UpdatedAt, last.Priority
 	}
+}
+
+// driverSorts are the driver's orders of list_tasks' sorts.
+var driverSorts = map[cks.TaskSort]driver.TaskSort{
+	cks.TaskSortID: driver.TaskSortID, cks.TaskSortIDDesc: driver.TaskSortIDDesc,
+	cks.TaskSortUpdated: driver.TaskSortUpdated, cks.TaskSortUpdatedDesc: driver.TaskSortUpdatedDesc,
+	cks.TaskSortPriority: driver.TaskSortPriority,
+}
+
+// keyTime is the text of a cursor's updated_at key: fixed width, at the
+// stores' precision (driver.Time).
+const keyTime = "2006-01-02T15:04:05.000000Z"
+
+// sortKey is the cursor key of row r under sort (cks.TaskPage.NextKey): ""
+// for a sort by task_id alone.
+func sortKey(sort cks.TaskSort, r driver.TaskRow) string {
+	switch sort {
+	case cks.TaskSortUpdated, cks.TaskSortUpdatedDesc:
+		return driver.Time(r.UpdatedAt).Format(keyTime)
+	case cks.TaskSortPriority:
+		return strconv.Itoa(r.Priority)
+	}
+	return ""
+}
+
+// listParams are the driver's params of f (validated) and its states: the
+// cursor's key read back from f.AfterKey, a key that does not parse a
+// FieldError naming cursor_key.
+func listParams(f cks.TaskFilter, states []string) (driver.TaskListParams, error) {
+	p := driver.TaskListParams{States: states, Types: f.Types, StateChangedBefore: driver.Time(f.StateChangedBefore),
+		CreatedBy: f.CreatedBy, Match: cks.SearchKey(f.Text), UnconfirmedAbort: f.UnconfirmedAbort,
+		Sort: driverSorts[f.Sort], After: f.After}
+	if f.After == 0 || !f.Sort.Keyed() {
+		return p, nil
+	}
+	bad := &cks.FieldError{Field: "cursor_key", Expected: fmt.Sprintf("the next_key of the previous page under sort %s, got %q", f.Sort, f.AfterKey)}
+	if f.Sort == cks.TaskSortPriority {
+		n, err := strconv.Atoi(f.AfterKey)
+		if err != nil {
+			return p, bad
+		}
+		p.AfterPriority = n
+		return p, nil
+	}
+	t, err := time.Parse(keyTime, f.AfterKey)
+	if err != nil {
+		return p, bad
+	}
+	p.AfterUpdated = t
+	return p, nil
 }
 
 // rowSize is about the size of a task row in an answer: its text and JSON

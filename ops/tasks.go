@@ -42,7 +42,8 @@ func ListTasksInputOf(f cks.TaskFilter) cks.ListTasksInput { return cks.ListTask
 // at time now: its states checked against the ledger's, stopped_longer_than
 // made a STOPPED filter relative to now.
 func TaskFilterOf(in cks.ListTasksInput, now time.Time) (cks.TaskFilter, error) {
-	f := cks.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit}
+	f := cks.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit, Text: in.Q, CreatedBy: in.CreatedBy,
+		UnconfirmedAbort: in.UnconfirmedAbort, Sort: cks.TaskSort(strings.TrimSpace(string(in.Sort))), AfterKey: in.CursorKey}
 	if v := in.StoppedLongerThan; v != "" {
 		d, err := time.ParseDuration(string(v))
 		if err != nil || d < 0 {
@@ -76,9 +77,11 @@ func statesList() string {
 var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 	spec: Spec{
 		Title:   "List tasks",
-		Summary: "a page of tasks (cursor paging), filtered by state and type, or the STOPPED ones held at least stopped_longer_than (e.g. 24h); order stopped_first lists the STOPPED tasks first",
-		Description: "List tasks of the cks task ledger, oldest first, one page at a time (use next_cursor as cursor for the " +
-			"next page). Filter by state and type, or select the STOPPED tasks held at least stopped_longer_than. With order " +
+		Summary: "a page of tasks (cursor paging), filtered by state, type, text (q), creator and an unconfirmed abort, or the STOPPED ones held at least stopped_longer_than (e.g. 24h); sorted by id, -id, updated, -updated or priority; order stopped_first lists the STOPPED tasks first",
+		Description: "List tasks of the cks task ledger, oldest first (or in sort's order), one page at a time (use next_cursor " +
+			"as cursor for the next page, and under sort updated, -updated or priority its next_key as cursor_key). Filter by " +
+			"state and type, text in the title, description or criteria (q), creator (created_by), an abort not confirmed " +
+			"(unconfirmed_abort), or select the STOPPED tasks held at least stopped_longer_than. With order " +
 			"stopped_first the first page opens with every STOPPED task (up to 1000; more_stopped says there are more), longest held " +
 			"first, and stopped says how many; then come the tasks of every other state, paged as usual.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
@@ -412,7 +415,7 @@ func bulkFilter(sel cks.TaskSelection, now time.Time) ([]int64, *cks.TaskFilter,
 // bulkDescription is what every bulk operation's description says of its
 // selection, outcomes and permission.
 const bulkDescription = " The tasks are task_ids (at most 500), or else every task list_tasks' filter selects (state, type, " +
-	"stopped_longer_than): at most limit of them (1 to 500, default 500) in task_id order from cursor, and next_cursor says where " +
+	"stopped_longer_than, q, created_by, unconfirmed_abort): at most limit of them (1 to 500, default 500) in task_id order from cursor, and next_cursor says where " +
 	"the next call goes on when more match. One transaction selects and locks them, then moves each from its state as it is at its " +
 	"turn by the rule of the single-task operation; each task's outcome is done (from, state) or refused with the reason (its " +
 	"state does not admit it, no such task: nothing of it changes). pending and unconfirmed count the aborts whose executors may " +

@@ -316,10 +316,13 @@ func TestTaskBoardRejectsUnknownState(t *testing.T) {
 
 func TestTaskBoardCapsLongLists(t *testing.T) {
 	e := newFullEnv(t)
-	var last int64
+	var ids []int64
 	for i := range studio.BoardCap + 5 {
-		last = enqueue(t, e.store, "bulk", fmt.Sprintf("bulk %d", i)).ID
+		ids = append(ids, enqueue(t, e.store, "bulk", fmt.Sprintf("bulk %d", i)).ID)
 	}
+	// Newest first: the next page starts after the 200th newest, and holds
+	// the 5 oldest.
+	cursor, first1 := ids[5], ids[0]
 	page := get(t, e.h, "/tasks")
 	wantHTML(t, page, http.StatusOK)
 	mustContain(t, "board", page.body, fmt.Sprintf("Showing the first %d of %d.", studio.BoardCap, studio.BoardCap+5))
@@ -328,13 +331,13 @@ func TestTaskBoardCapsLongLists(t *testing.T) {
 	}
 
 	first := get(t, e.h, "/tasks?state=OPEN")
-	mustContain(t, "first page", first.body, "Next page →", fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN"`, studio.BoardCap))
-	second := get(t, e.h, fmt.Sprintf("/tasks?state=OPEN&after=%d", studio.BoardCap))
+	mustContain(t, "first page", first.body, "Next page →", fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN"`, cursor))
+	second := get(t, e.h, fmt.Sprintf("/tasks?state=OPEN&after=%d", cursor))
 	wantHTML(t, second, http.StatusOK)
 	if n := strings.Count(second.body, "<tr class=\"row--open\">"); n != 5 {
 		t.Errorf("second page has %d rows, want 5", n)
 	}
-	mustContain(t, "second page", second.body, fmt.Sprintf("#%d<", last), "Back to the first page")
+	mustContain(t, "second page", second.body, fmt.Sprintf("#%d<", first1), "Back to the first page")
 	mustNotContain(t, "second page", second.body, "Next page")
 }
 

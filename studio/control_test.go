@@ -288,3 +288,30 @@ func TestTaskPageOffersRetry(t *testing.T) {
 	}
 	mustContain(t, "studio.js", js, `retry: (id) => ["POST", "/v1/tasks/" + id + "/retry"]`)
 }
+
+// TestBoardBulkForm: a filtered board has the bulk form, its filter as the
+// bulk operations take it and a checkbox per row; a viewer who may stop but
+// not cancel sees Cancel disabled with the permission it needs; the
+// default board (no filter) has no bulk form.
+func TestBoardBulkForm(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	task := enqueue(t, e.store, "build", "Nightly build")
+	path := "/tasks?state=OPEN&q=nightly"
+	page := get(t, e.h, path).body
+	mustContain(t, "bulk form", page, `<form id="bulk" class="bulk" data-bulk="{&#34;state&#34;:[&#34;OPEN&#34;],&#34;q&#34;:&#34;nightly&#34;}"`,
+		`<option value="stop">Stop</option>`, `<option value="retry">Retry</option>`,
+		fmt.Sprintf(`data-bulk-select value="%d"`, task.ID), `data-bulk-all`)
+	mustNotContain(t, "default board", get(t, e.h, "/tasks").body, `id="bulk"`, `data-bulk-select`)
+
+	stopper, _, err := auth.CreateToken(ctx, e.store.Principals, e.clock, "stopper",
+		[]cks.Grant{{Resource: "/", Permission: auth.PermRead}, {Resource: "/", Permission: auth.PermStop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	e.h.ServeHTTP(rec, req.WithContext(auth.WithPrincipal(req.Context(), e.store.Principals, stopper)))
+	mustContain(t, "a stopper's bulk form", rec.Body.String(), `<option value="stop">Stop</option>`,
+		`<option value="cancel" disabled title="`, "needs cancel")
+}

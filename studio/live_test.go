@@ -47,6 +47,10 @@ func TestBoardFilters(t *testing.T) {
 			{"type", "type=review", []int64{review.ID}, []int64{open.ID, held.ID, done.ID}, 1},
 			{"state and type", "state=OPEN,COMPLETED&type=build", []int64{open.ID, done.ID}, []int64{review.ID, held.ID}, 2},
 			{"stopped longer than", "stopped_longer_than=0s", []int64{held.ID}, []int64{open.ID, review.ID, done.ID}, 1},
+			{"search text", "q=OPEN+BUILD", []int64{open.ID}, []int64{review.ID, held.ID, done.ID}, 1},
+			{"search text and state", "q=open&state=OPEN&sort=priority", []int64{open.ID, review.ID}, []int64{held.ID, done.ID}, 2},
+			{"created by", "created_by=nobody", nil, []int64{open.ID, review.ID, held.ID, done.ID}, 0},
+			{"abort not confirmed", "unconfirmed_abort=1", nil, []int64{open.ID, review.ID, done.ID}, -1},
 		} {
 			for _, path := range []string{"/tasks?", studio.BoardFragmentPath + "?"} {
 				r := get(t, h, path+tc.query)
@@ -59,7 +63,9 @@ func TestBoardFilters(t *testing.T) {
 				for _, id := range tc.not {
 					mustNotContain(t, tc.name, r.body, row(id))
 				}
-				mustContain(t, tc.name, r.body, fmt.Sprintf(`<span class="count" data-count="filtered">%d</span>`, tc.count))
+				if tc.count >= 0 {
+					mustContain(t, tc.name, r.body, fmt.Sprintf(`<span class="count" data-count="filtered">%d</span>`, tc.count))
+				}
 				if strings.HasPrefix(path, studio.BoardFragmentPath) {
 					if r.header.Get("X-Studio-Fragment") != "tasks" {
 						t.Errorf("%s: fragment header %q", tc.name, r.header.Get("X-Studio-Fragment"))
@@ -70,12 +76,20 @@ func TestBoardFilters(t *testing.T) {
 				}
 			}
 		}
+		// The form shows the filter it lists; the URL keeps it (shareable).
+		mustContain(t, "search form", get(t, h, "/tasks?q=build&created_by=op&unconfirmed_abort=1&sort=priority").body,
+			`name="q" type="search" value="build"`, `name="created_by" type="text" value="op"`,
+			`name="unconfirmed_abort" value="1" checked`, `<option value="priority" selected>`,
+			`data-live-fragment="/studio/tasks?created_by=op&amp;q=build&amp;sort=priority&amp;unconfirmed_abort=1"`)
 		// The page's fragment URL keeps its filter.
 		mustContain(t, "filtered page", get(t, h, "/tasks?state=OPEN,STOPPED&type=build").body,
 			`data-live-fragment="/studio/tasks?state=OPEN%2CSTOPPED&amp;type=build"`)
 
 		for _, tc := range []struct{ query, want string }{
-			{"q=build&sort=age", "The board has no filter q, sort"},
+			{"q=build&order=age", "The board has no filter order"},
+			{"q=build&sort=age", "sort: expected one of"},
+			{"sort=updated&after=3", "cursor_key"},
+			{"unconfirmed_abort=maybe", "unconfirmed_abort=&#34;maybe&#34;"},
 			{"state=OPEN&bogus=1", "The board has no filter bogus"},
 			{"state=DONE", `state: expected one of`},
 			{"stopped_longer_than=soon", `stopped_longer_than`},
@@ -104,14 +118,15 @@ func TestBoardPagesAFilter(t *testing.T) {
 	if n := strings.Count(first.body, "data-task-row="); n != studio.BoardCap {
 		t.Errorf("first page %d rows, want %d", n, studio.BoardCap)
 	}
-	next := fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN%%2CSTOPPED&amp;type=bulk"`, ids[studio.BoardCap-1])
+	// Newest first: the next page is the 3 oldest.
+	next := fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN%%2CSTOPPED&amp;type=bulk"`, ids[3])
 	mustContain(t, "first page", first.body, next, "Next page →")
-	second := get(t, e.h, fmt.Sprintf("/tasks?after=%d&state=OPEN,STOPPED&type=bulk", ids[studio.BoardCap-1]))
+	second := get(t, e.h, fmt.Sprintf("/tasks?after=%d&state=OPEN,STOPPED&type=bulk", ids[3]))
 	if n := strings.Count(second.body, "data-task-row="); n != 3 {
 		t.Errorf("second page %d rows, want 3", n)
 	}
 	// The default board's live-work list pages on too.
-	mustContain(t, "board", get(t, e.h, "/tasks").body, fmt.Sprintf("after=%d&amp;state=OPEN%%2C", ids[studio.BoardCap-1]))
+	mustContain(t, "board", get(t, e.h, "/tasks").body, fmt.Sprintf("after=%d&amp;state=OPEN%%2C", ids[3]))
 }
 
 // TestTaskPageVerbs: on both backends, the task page offers the verbs the

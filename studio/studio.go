@@ -4,8 +4,9 @@
 // Stop button calls the hub's POST /v1/processes/{instance_id}/stop; sweeper
 // cards whose Start and Stop buttons call the hub's /v1/sweepers API), the
 // task board (/tasks: STOPPED band and NEEDS_INPUT inbox first, filters by
-// state, type and stopped_longer_than, cursor paging, live on the hub's
-// "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
+// state, type, stopped_longer_than, text, creator and unconfirmed abort, a
+// sort, cursor paging, bulk actions calling the API's bulk routes, live on
+// the hub's "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
 // call the API's routes of stop, start, cancel, answer and update, and
 // /tasks/new, create_task's form), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:

@@ -114,8 +114,14 @@ type taskList struct {
 	Rows []taskRow
 	// Count is how many tasks the list's states hold in all.
 	Count int
+	// CountText is Count as shown, when only the page is known: "12",
+	// "200+" (a text filter, which count_tasks does not take).
+	CountText string
 	// Next is the cursor of the following page, 0 when this page is the last.
-	Next int64
+	Next    int64
+	NextKey string
+	// Select puts a checkbox on each row, for the bulk actions.
+	Select bool
 	// MoreURL lists the rest (the next page, or the state's own list).
 	MoreURL string
 }
@@ -135,6 +141,11 @@ type boardView struct {
 	States            []string
 	Types             string
 	StoppedLongerThan string
+	Q, CreatedBy      string
+	UnconfirmedAbort  bool
+	Sort              string
+	// Sorts are the sort selector's choices.
+	Sorts []sortChoice
 	// AllStates are the ledger's states, for the filter form's choices.
 	AllStates []stateChoice
 	// Query is the board's query ("state=OPEN&type=build"), the fragment's
@@ -158,6 +169,43 @@ type boardView struct {
 	// CanCreate offers the New task link: the viewer holds create_task's
 	// permission.
 	CanCreate bool
+	// Bulk are the bulk actions of a filtered board, BulkFilter its filter
+	// as the bulk operations take it (JSON).
+	Bulk       []bulkAction
+	BulkFilter string
+}
+
+// sortChoice is one choice of the board's sort selector.
+type sortChoice struct {
+	Value, Label string
+	Selected     bool
+}
+
+// boardSorts are the board's sorts, the default (newest first) first.
+var boardSorts = []sortChoice{
+	{Value: string(cks.TaskSortIDDesc), Label: "Newest first"},
+	{Value: string(cks.TaskSortID), Label: "Oldest first"},
+	{Value: string(cks.TaskSortUpdatedDesc), Label: "Recently changed"},
+	{Value: string(cks.TaskSortUpdated), Label: "Least recently changed"},
+	{Value: string(cks.TaskSortPriority), Label: "Priority"},
+}
+
+// bulkAction is one verb of the board's bulk form; Refused, when set, is
+// why the viewer may not use it (the option is disabled and says so).
+type bulkAction struct {
+	Verb, Label, Refused string
+}
+
+// bulkOps are the bulk operations of the board's form, in its order.
+var bulkOps = []struct {
+	verb, label string
+	op          ops.Operation
+	in          any
+}{
+	{"stop", "Stop", ops.BulkStopTasks, &cks.BulkStopTasksInput{}},
+	{"start", "Start", ops.BulkStartTasks, &cks.BulkTasksInput{}},
+	{"cancel", "Cancel", ops.BulkCancelTasks, &cks.BulkTasksInput{}},
+	{"retry", "Retry", ops.BulkRetryTasks, &cks.BulkTasksInput{}},
 }
 
 // stateChoice is one state of the filter form.
@@ -168,7 +216,7 @@ type stateChoice struct {
 
 // boardParams are the query parameters the board reads; any other is
 // refused, never ignored.
-var boardParams = []string{"state", "type", "stopped_longer_than", "after"}
+var boardParams = []string{"state", "type", "stopped_longer_than", "q", "created_by", "unconfirmed_abort", "sort", "after", "key"}
 
 // badRequest is a query the board refuses; its message is shown as is.
 type badRequest struct{ msg string }
@@ -258,7 +306,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		return v, &badRequest{fmt.Sprintf("The board has no filter %s: it filters by %s.",
-			strings.Join(unknown, ", "), strings.Join(boardParams[:3], ", ")+" and pages with after")}
+			strings.Join(unknown, ", "), strings.Join(boardParams[:7], ", ")+" and pages with after and key")}
 	}
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
@@ -270,7 +318,19 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	ctx := r.Context()
 	now := s.clock.Now()
 	in := cks.ListTasksInput{State: names(q, "state"), Type: names(q, "type"),
-		StoppedLongerThan: cks.Duration(strings.TrimSpace(q.Get("stopped_longer_than"))), Cursor: v.After, Limit: BoardCap}
+		StoppedLongerThan: cks.Duration(strings.TrimSpace(q.Get("stopped_longer_than"))), Cursor: v.After, Limit: BoardCap,
+		TaskMatch: cks.TaskMatch{Q: strings.TrimSpace(q.Get("q")), CreatedBy: strings.TrimSpace(q.Get("created_by"))},
+		Sort:      cks.TaskSort(strings.TrimSpace(q.Get("sort"))), CursorKey: q.Get("key")}
+	switch a := q.Get("unconfirmed_abort"); a {
+	case "", "0", "false":
+	case "1", "true", "on":
+		in.UnconfirmedAbort = true
+	default:
+		return v, &badRequest{fmt.Sprintf("unconfirmed_abort=%q: expected 1 (or nothing).", a)}
+	}
+	if in.Sort == "" {
+		in.Sort = cks.TaskSortIDDesc // the board's default: newest first
+	}
 	// The counts below show what list_tasks would: the caller needs its
 	// permission, and a filter it refuses is refused here.
 	if err := ops.Authorize(ctx, s.ops, ops.ListTasks, &in); err != nil {
@@ -295,17 +355,39 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		v.StoppedLongerThan = string(in.StoppedLongerThan)
 		base.Set("stopped_longer_than", v.StoppedLongerThan)
 	}
+	v.Q, v.CreatedBy, v.UnconfirmedAbort, v.Sort = in.Q, in.CreatedBy, in.UnconfirmedAbort, string(in.Sort)
+	if in.Q != "" {
+		base.Set("q", in.Q)
+	}
+	if in.CreatedBy != "" {
+		base.Set("created_by", in.CreatedBy)
+	}
+	if in.UnconfirmedAbort {
+		base.Set("unconfirmed_abort", "1")
+	}
+	for _, c := range boardSorts {
+		c.Selected = c.Value == v.Sort
+		v.Sorts = append(v.Sorts, c)
+	}
+	// The sort alone does not filter: the default board lists its sections
+	// in it.
+	filtered := len(base) > 0
+	if in.Sort != cks.TaskSortIDDesc {
+		base.Set("sort", v.Sort)
+	}
 	v.Base = base.Encode()
 	page := url.Values{}
 	maps.Copy(page, base)
 	if v.After > 0 {
 		page.Set("after", strconv.FormatInt(v.After, 10))
+		if in.CursorKey != "" {
+			page.Set("key", in.CursorKey)
+		}
 	}
 	v.Query = page.Encode()
 	for _, st := range ledger.All {
 		v.AllStates = append(v.AllStates, stateChoice{State: string(st), Checked: slices.Contains(v.States, string(st))})
 	}
-	filtered := len(base) > 0
 	if filtered {
 		var parts []string
 		if len(v.States) > 0 {
@@ -316,6 +398,15 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		}
 		if v.StoppedLongerThan != "" {
 			parts = append(parts, "STOPPED for at least "+v.StoppedLongerThan)
+		}
+		if v.Q != "" {
+			parts = append(parts, fmt.Sprintf("text %q", v.Q))
+		}
+		if v.CreatedBy != "" {
+			parts = append(parts, "created by "+v.CreatedBy)
+		}
+		if v.UnconfirmedAbort {
+			parts = append(parts, "abort not confirmed")
 		}
 		v.Filter = strings.Join(parts, " · ")
 	}
@@ -345,20 +436,45 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 
 	if filtered {
-		n, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan})
-		if err != nil {
-			return v, fmt.Errorf("count filtered tasks: %w", err)
-		}
 		p, err := ops.ListTasks.Do(ctx, s.ops, &in)
 		if err != nil {
 			return v, fmt.Errorf("list tasks: %w", err)
 		}
-		v.Filtered = taskList{Rows: s.rows(p.Tasks, now), Count: n.Total, Next: p.Next}
+		v.Filtered = taskList{Rows: s.rows(p.Tasks, now), Next: p.Next, Select: true}
+		if in.TaskMatch.Set() {
+			// count_tasks filters by state and type only: say the page.
+			v.Filtered.CountText = strconv.Itoa(len(p.Tasks))
+			if p.Next != 0 {
+				v.Filtered.CountText += "+"
+			}
+		} else {
+			n, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan})
+			if err != nil {
+				return v, fmt.Errorf("count filtered tasks: %w", err)
+			}
+			v.Filtered.Count, v.Filtered.CountText = n.Total, strconv.Itoa(n.Total)
+		}
 		if p.Next != 0 {
 			more := url.Values{}
 			maps.Copy(more, base)
 			more.Set("after", strconv.FormatInt(p.Next, 10))
+			if p.NextKey != "" {
+				more.Set("key", p.NextKey)
+			}
 			v.Filtered.MoreURL = TasksPath + "?" + more.Encode()
+		}
+		sel := cks.TaskSelection{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan, TaskMatch: in.TaskMatch}
+		js, err := json.Marshal(sel)
+		if err != nil {
+			return v, err
+		}
+		v.BulkFilter = string(js)
+		for _, b := range bulkOps {
+			a := bulkAction{Verb: b.verb, Label: b.label}
+			if err := ops.Authorize(ctx, s.ops, b.op, b.in); err != nil {
+				a.Refused = err.Error()
+			}
+			v.Bulk = append(v.Bulk, a)
 		}
 		return v, nil
 	}
@@ -371,12 +487,12 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		if l.Count == 0 {
 			return l, nil
 		}
-		page, err := lister.ListTasks(ctx, cks.TaskFilter{States: states, After: after, Limit: BoardCap})
+		page, err := lister.ListTasks(ctx, cks.TaskFilter{States: states, After: after, Limit: BoardCap, Sort: in.Sort})
 		if err != nil {
 			return l, fmt.Errorf("list %v tasks: %w", states, err)
 		}
 		l.Rows = s.rows(page.Tasks, now)
-		l.Next = page.Next
+		l.Next, l.NextKey = page.Next, page.NextKey
 		return l, nil
 	}
 
@@ -412,7 +528,14 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		v.Inbox.MoreURL = boardURL(cks.TaskNeedsInput, 0)
 	}
 	if v.Live.Next != 0 {
-		v.Live.MoreURL = TasksPath + "?" + url.Values{"state": {strings.Join(stateNames(liveStates), ",")}, "after": {strconv.FormatInt(v.Live.Next, 10)}}.Encode()
+		more := url.Values{"state": {strings.Join(stateNames(liveStates), ",")}, "after": {strconv.FormatInt(v.Live.Next, 10)}}
+		if in.Sort != cks.TaskSortIDDesc {
+			more.Set("sort", string(in.Sort))
+		}
+		if v.Live.NextKey != "" {
+			more.Set("key", v.Live.NextKey)
+		}
+		v.Live.MoreURL = TasksPath + "?" + more.Encode()
 	}
 	return v, nil
 }
@@ -575,6 +698,8 @@ type taskDetail struct {
 	// Aborts are the task's abort requests, newest first.
 	Aborts []abortView
 	Events []eventView
+	// Revisions is the edit history of the description and criteria.
+	Revisions []revisionView
 	// CanStop offers the Stop form, CanStart the Start button, CanCancel
 	// the Cancel form, CanAnswer the answer form, CanUpdate the edit form
 	// (CanUpdateMaterial: with its material fields): what get_task says
@@ -795,6 +920,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.Events = append(d.Events, eventView{At: stamp(e.At), Shown: shown(e.At), Actor: e.Actor, From: string(e.From),
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
+	d.Revisions = revisions(t.Events)
 	if r.URL.Path != TasksPath+"/"+raw { // the live fragment
 		w.Header().Set("X-Studio-Fragment", "task")
 		s.render(w, r, http.StatusOK, pages["task"], "task", d)

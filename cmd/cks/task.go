@@ -169,7 +169,7 @@ func printTasks(w io.Writer, page cks.TaskPage) {
 	}
 	tw.Flush()
 	if page.Next != 0 {
-		fmt.Fprintf(w, "more: --cursor %d\n", page.Next)
+		fmt.Fprintln(w, moreHint(page))
 	}
 }
 
@@ -248,13 +248,13 @@ func printListing(w io.Writer, p cks.TaskPage, now time.Time) {
 		}
 		if len(p.Tasks) == stopped {
 			if p.Next != 0 {
-				fmt.Fprintf(w, "more: --cursor %d\n", p.Next)
+				fmt.Fprintln(w, moreHint(p))
 			}
 			return
 		}
 		fmt.Fprintln(w)
 	}
-	printTasks(w, cks.TaskPage{Tasks: p.Tasks[stopped:], Next: p.Next})
+	printTasks(w, cks.TaskPage{Tasks: p.Tasks[stopped:], Next: p.Next, NextKey: p.NextKey})
 }
 
 // heldFor formats how long a task has been stopped: 45s, 12m, 5h12m, 3d4h
@@ -462,4 +462,13 @@ func printTaskStats(w io.Writer, st cks.TaskStats) {
 	if st.ClaimsSampled {
 		fmt.Fprintf(w, "(latencies of the newest %d claims)\n", cks.MaxStatsClaims)
 	}
+}
+
+// moreHint says how to list the page after p: its cursor, and its key
+// under a sort by one.
+func moreHint(p cks.TaskPage) string {
+	if p.NextKey != "" {
+		return fmt.Sprintf("more: --cursor %d --cursor-key %s", p.Next, p.NextKey)
+	}
+	return fmt.Sprintf("more: --cursor %d", p.Next)
 }

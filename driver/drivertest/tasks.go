@@ -550,6 +550,41 @@ func Tasks(t *testing.T, newDB NewDB) {
 			t.Fatalf("expired with CLAIMED excluded = %v, want [%d]", ids(rows), got[1])
 		}
 	})
+	t.Run("ListMatchAndSort", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		mk := func(title, by string, prio, updated int) driver.TaskRow {
+			r := task("a", stOpen)
+			r.Title, r.CreatedBy, r.Priority, r.UpdatedAt = title, by, prio, sec(updated)
+			return r
+		}
+		got := insert(t, ex, mk("Fix the Parser", "alice", 2, 30), mk("b", "bob", 5, 10), mk("parser docs", "bob", 2, 20), mk("d", "alice", 5, 10))
+		for _, c := range []struct {
+			p    driver.TaskListParams
+			want []int64
+		}{
+			// Match is lower-cased by the caller; the stored text is matched in either case.
+			{driver.TaskListParams{Match: "parser", Limit: 10}, []int64{got[0], got[2]}},
+			{driver.TaskListParams{CreatedBy: "bob", Limit: 10}, []int64{got[1], got[2]}},
+			{driver.TaskListParams{Match: "parser", CreatedBy: "alice", Limit: 10}, []int64{got[0]}},
+			{driver.TaskListParams{Sort: driver.TaskSortIDDesc, Limit: 10}, []int64{got[3], got[2], got[1], got[0]}},
+			{driver.TaskListParams{Sort: driver.TaskSortIDDesc, After: got[2], Limit: 10}, []int64{got[1], got[0]}},
+			{driver.TaskListParams{Sort: driver.TaskSortUpdated, Limit: 10}, []int64{got[1], got[3], got[2], got[0]}},
+			{driver.TaskListParams{Sort: driver.TaskSortUpdated, After: got[1], AfterUpdated: sec(10), Limit: 10}, []int64{got[3], got[2], got[0]}},
+			{driver.TaskListParams{Sort: driver.TaskSortUpdatedDesc, Limit: 10}, []int64{got[0], got[2], got[3], got[1]}},
+			{driver.TaskListParams{Sort: driver.TaskSortUpdatedDesc, After: got[3], AfterUpdated: sec(10), Limit: 10}, []int64{got[1]}},
+			{driver.TaskListParams{Sort: driver.TaskSortPriority, Limit: 10}, []int64{got[1], got[3], got[0], got[2]}},
+			{driver.TaskListParams{Sort: driver.TaskSortPriority, After: got[3], AfterPriority: 5, Limit: 10}, []int64{got[0], got[2]}},
+			{driver.TaskListParams{Sort: driver.TaskSortPriority, Match: "parser", Limit: 1}, []int64{got[0]}},
+		} {
+			rows, err := ex.TaskList(ctx, c.p)
+			skipUnsupported(t, "list", err)
+			if !slices.Equal(ids(rows), c.want) {
+				t.Errorf("list %+v = %v, want %v", c.p, ids(rows), c.want)
+			}
+		}
+	})
 	t.Run("ListAndCount", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

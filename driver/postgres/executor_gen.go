@@ -1022,6 +1022,9 @@ func taskListParams(p driver.TaskListParams) dbsqlc.TaskListParams {
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
 		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
 		Max:                int32(p.Limit),
 	}
 }
@@ -1033,6 +1036,68 @@ func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdatePa
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
 		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
+		Max:                int32(p.Limit),
+	}
+}
+
+// taskListIDDescParams writes a driver.TaskListParams as dbsqlc.TaskListIDDescParams.
+func taskListIDDescParams(p driver.TaskListParams) dbsqlc.TaskListIDDescParams {
+	return dbsqlc.TaskListIDDescParams{
+		After:              p.After,
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
+		Max:                int32(p.Limit),
+	}
+}
+
+// taskListPriorityParams writes a driver.TaskListParams as dbsqlc.TaskListPriorityParams.
+func taskListPriorityParams(p driver.TaskListParams) dbsqlc.TaskListPriorityParams {
+	return dbsqlc.TaskListPriorityParams{
+		After:              p.After,
+		AfterPriority:      int32(p.AfterPriority),
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
+		Max:                int32(p.Limit),
+	}
+}
+
+// taskListUpdatedParams writes a driver.TaskListParams as dbsqlc.TaskListUpdatedParams.
+func taskListUpdatedParams(p driver.TaskListParams) dbsqlc.TaskListUpdatedParams {
+	return dbsqlc.TaskListUpdatedParams{
+		After:              p.After,
+		AfterUpdated:       nullTime(p.AfterUpdated),
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
+		Max:                int32(p.Limit),
+	}
+}
+
+// taskListUpdatedDescParams writes a driver.TaskListParams as dbsqlc.TaskListUpdatedDescParams.
+func taskListUpdatedDescParams(p driver.TaskListParams) dbsqlc.TaskListUpdatedDescParams {
+	return dbsqlc.TaskListUpdatedDescParams{
+		After:              p.After,
+		AfterUpdated:       nullTime(p.AfterUpdated),
+		States:             nonNil(p.States),
+		Types:              nonNil(p.Types),
+		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
 		Max:                int32(p.Limit),
 	}
 }
@@ -1203,12 +1268,18 @@ func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]dri
 		err error
 	)
 	switch {
-	case p.Lock == driver.LockNone:
-		x, err = e.d.q.TaskList(ctx, e.db, taskListParams(p))
 	case p.Lock == driver.LockUpdate:
 		x, err = e.d.q.TaskListForUpdate(ctx, e.db, taskListForUpdateParams(p))
+	case p.Sort == driver.TaskSortIDDesc:
+		x, err = e.d.q.TaskListIDDesc(ctx, e.db, taskListIDDescParams(p))
+	case p.Sort == driver.TaskSortUpdated:
+		x, err = e.d.q.TaskListUpdated(ctx, e.db, taskListUpdatedParams(p))
+	case p.Sort == driver.TaskSortUpdatedDesc:
+		x, err = e.d.q.TaskListUpdatedDesc(ctx, e.db, taskListUpdatedDescParams(p))
+	case p.Sort == driver.TaskSortPriority:
+		x, err = e.d.q.TaskListPriority(ctx, e.db, taskListPriorityParams(p))
 	default:
-		return nil, fmt.Errorf("postgres: task list: unsupported lock %d", p.Lock)
+		x, err = e.d.q.TaskList(ctx, e.db, taskListParams(p))
 	}
 	if err != nil {
 		return nil, mapErr("task list", err)

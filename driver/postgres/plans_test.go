@@ -213,7 +213,11 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 			[]string{"idx_outbox_tasks_leased"}, []string{"Seq Scan", "cks_outbox_tasks_pkey"}},
 		// Listing: a page in id order from the primary key.
 		{"listing", "TaskList", map[string]any{"after": int64(100), "states": []string{}, "types": []string{},
-			"state_changed_before": nil, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
+		// The board's default listing, newest first: the primary key
+		// backwards, no sort of the table.
+		{"listing newest first", "TaskListIDDesc", map[string]any{"after": int64(0), "states": []string{}, "types": []string{},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
 		// The stale-stop report's count: the STOPPED tasks only, from
 		// their partial index.
 		{"stopped count", "TaskCount", map[string]any{"states": []string{"STOPPED"}, "types": []string{},
@@ -223,15 +227,15 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// the index of the states off the hot path (the WAITING tasks
 		// alone, sorted), or, when they are not rare, the primary key.
 		{"waiting tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"WAITING"}, "types": []string{},
-			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
 		{"failed count", "TaskCount", map[string]any{"states": []string{"FAILED"}, "types": []string{},
 			"state_changed_before": nil}, []string{"idx_outbox_tasks_offpath"}, []string{"Seq Scan"}},
 		// A listing of a state on the hot path: its own partial index, or
 		// (COMPLETED, most of the table) the primary key; no scan.
 		{"open tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"OPEN"}, "types": []string{},
-			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
 		{"running tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"RUNNING"}, "types": []string{},
-			"state_changed_before": nil, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
 	}
 	// The queries checked only once the table has statistics (see the
 	// claim of any type).

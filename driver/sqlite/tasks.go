@@ -127,11 +127,36 @@ func optTime(p *string) string {
 	return *p
 }
 
-// TaskList implements driver.TaskExecutor.
+// TaskList implements driver.TaskExecutor: the query of p's sort (the
+// one writer makes a lock moot).
 func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]driver.TaskRow, error) {
-	rows, err := e.d.q.TaskList(ctx, e.read, dbsqlc.TaskListParams{
-		After: p.After, States: jsonList(p.States), Types: jsonList(p.Types),
-		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)), Max: int64(p.Limit)})
+	var (
+		rows []dbsqlc.CksOutboxTask
+		err  error
+	)
+	// Every sort's params are the same fields but for the cursor's key.
+	b := dbsqlc.TaskListParams{After: p.After, States: jsonList(p.States), Types: jsonList(p.Types),
+		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)), CreatedBy: p.CreatedBy, Match: p.Match,
+		UnconfirmedAbort: p.UnconfirmedAbort, Max: int64(p.Limit)}
+	updated := optTime(fmtNullTime(p.AfterUpdated))
+	switch p.Sort {
+	case driver.TaskSortIDDesc:
+		rows, err = e.d.q.TaskListIDDesc(ctx, e.read, dbsqlc.TaskListIDDescParams(b))
+	case driver.TaskSortUpdated:
+		rows, err = e.d.q.TaskListUpdated(ctx, e.read, dbsqlc.TaskListUpdatedParams{After: b.After, AfterUpdated: updated,
+			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+	case driver.TaskSortUpdatedDesc:
+		rows, err = e.d.q.TaskListUpdatedDesc(ctx, e.read, dbsqlc.TaskListUpdatedDescParams{After: b.After, AfterUpdated: updated,
+			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+	case driver.TaskSortPriority:
+		rows, err = e.d.q.TaskListPriority(ctx, e.read, dbsqlc.TaskListPriorityParams{After: b.After, AfterPriority: int64(p.AfterPriority),
+			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+	default:
+		rows, err = e.d.q.TaskList(ctx, e.read, b)
+	}
 	if err != nil {
 		return nil, mapErr("task list", err)
 	}

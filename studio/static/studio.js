@@ -46,7 +46,7 @@
   // editing: a form control in el has the focus or holds a change not
   // sent, or a form was opened (an open <details>, the task's edit form).
   function editing(el) {
-    if (el.querySelector("details[open]")) {
+    if (el.querySelector("details[open]") || el.querySelector("input[data-bulk-select]:checked")) {
       return true;
     }
     const active = document.activeElement;
@@ -335,6 +335,129 @@
       btn.disabled = false;
       btn.textContent = label;
     }
+  });
+
+  // Bulk actions of a filtered board: one call of the bulk operation's
+  // route, over the checked rows or over the board's filter (the form's
+  // data-bulk, as the operation takes it); its per-task outcomes go in a
+  // table under the form.
+  document.addEventListener("change", (ev) => {
+    if (ev.target.matches && ev.target.matches("input[data-bulk-all]")) {
+      const table = ev.target.closest("table");
+      for (const box of table.querySelectorAll("input[data-bulk-select]")) {
+        box.checked = ev.target.checked;
+      }
+    }
+  });
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) {
+      td.className = cls;
+    }
+    tr.appendChild(td);
+    return td;
+  }
+  function bulkTable(out) {
+    const wrap = document.createElement("div");
+    const sum = document.createElement("p");
+    sum.className = "note";
+    sum.dataset.bulkSummary = "";
+    sum.textContent = out.action + ": " + (out.done || 0) + " done, " + (out.refused || 0) + " refused" +
+      (out.pending ? ", " + out.pending + " abort(s) pending" : "") +
+      (out.unconfirmed ? ", " + out.unconfirmed + " abort(s) unconfirmed" : "") +
+      (out.next_cursor ? ". More tasks match: apply again to go on." : ".");
+    wrap.appendChild(sum);
+    const table = document.createElement("table");
+    table.className = "tasks";
+    table.innerHTML = "<thead><tr><th scope=\"col\">Task</th><th scope=\"col\">From</th><th scope=\"col\">Now</th><th scope=\"col\">Outcome</th><th scope=\"col\">Why / abort</th></tr></thead>";
+    const body = document.createElement("tbody");
+    for (const t of out.tasks || []) {
+      const tr = document.createElement("tr");
+      tr.dataset.bulkOutcome = t.task_id;
+      const a = document.createElement("a");
+      a.href = "/tasks/" + t.task_id;
+      a.textContent = "#" + t.task_id;
+      cell(tr, "").appendChild(a);
+      cell(tr, t.from || "");
+      cell(tr, t.state || "");
+      cell(tr, t.outcome, "outcome outcome--" + t.outcome);
+      let why = t.reason || "";
+      if (t.abort && t.abort.outcome && t.abort.outcome !== "abort_confirmed") {
+        why = (why ? why + "; " : "") + t.abort.outcome.replace("_", " ") + ": " + (t.abort.executor || "the executor") + " may still be running";
+      }
+      const td = cell(tr, why);
+      if (t.abort && t.abort.outcome === "abort_unconfirmed") {
+        td.className = "flag";
+      }
+      body.appendChild(tr);
+    }
+    table.appendChild(body);
+    wrap.appendChild(table);
+    return wrap;
+  }
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest("form[data-bulk]");
+    if (!form) {
+      return;
+    }
+    ev.preventDefault();
+    const slot = form.querySelector("[data-action-error]");
+    const result = form.querySelector("[data-bulk-result]");
+    const showError = (msg) => {
+      slot.textContent = msg;
+      slot.hidden = !msg;
+    };
+    const action = form.elements.action.value;
+    const reason = (form.elements.reason.value || "").trim();
+    const deadline = (form.elements.deadline.value || "").trim();
+    let body = {};
+    if (form.elements.scope.value === "filter") {
+      body = JSON.parse(form.dataset.bulk);
+    } else {
+      const ids = [...document.querySelectorAll("input[data-bulk-select]:checked")].map((b) => Number(b.value));
+      if (ids.length === 0) {
+        showError("Select tasks first, or choose all matching the filter.");
+        return;
+      }
+      body.task_ids = ids;
+    }
+    if (action === "stop") {
+      if (!reason) {
+        showError("Give a reason for the stop.");
+        form.elements.reason.focus();
+        return;
+      }
+      // Wait for the executors' confirmations only up to a deadline given.
+      body.wait = deadline !== "";
+      if (deadline) {
+        body.deadline = deadline;
+      }
+    }
+    if (reason) {
+      body.reason = reason;
+    }
+    const btn = form.querySelector("[data-bulk-button]");
+    btn.disabled = true;
+    showError("");
+    try {
+      const res = await sendJSON("POST", "/v1/tasks/bulk/" + encodeURIComponent(action), body);
+      if (res === null) {
+        return;
+      }
+      if (!res.ok) {
+        showError(await errorMessage(res));
+      } else {
+        result.replaceChildren(bulkTable(await res.json()));
+        for (const box of document.querySelectorAll("input[data-bulk-select]:checked, input[data-bulk-all]:checked")) {
+          box.checked = false;
+        }
+        refreshAll();
+      }
+    } catch (err) {
+      showError("The hub could not be reached: " + err.message);
+    }
+    btn.disabled = false;
   });
 
   const processes = region("processes", "/studio/processes", "processes", showProcessErrors);

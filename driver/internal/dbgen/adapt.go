@@ -939,6 +939,15 @@ func (g *gen) call(m string, sig fn, q string, qsig fn) (arg string, used map[st
 var choices = map[string][]variant{
 	"TaskDedupeFind": {{cond: "p.IncludeTerminal", query: "TaskDedupeFindAny"}, {cond: "", query: "TaskDedupeFindLive"}},
 	"VersionList":    {{cond: "p.HeadsOnly", query: "VersionListHeads"}, {cond: "", query: "VersionList"}},
+	// A bulk selection locks in id order; a listing has its sort's query.
+	"TaskList": {
+		{cond: "p.Lock == driver.LockUpdate", query: "TaskListForUpdate"},
+		{cond: "p.Sort == driver.TaskSortIDDesc", query: "TaskListIDDesc"},
+		{cond: "p.Sort == driver.TaskSortUpdated", query: "TaskListUpdated"},
+		{cond: "p.Sort == driver.TaskSortUpdatedDesc", query: "TaskListUpdatedDesc"},
+		{cond: "p.Sort == driver.TaskSortPriority", query: "TaskListPriority"},
+		{cond: "", query: "TaskList"},
+	},
 	"ObjectList": {
 		{cond: `p.Match != ""`, query: "ObjectListMatching"},
 		{cond: "len(p.Statuses) > 0 && p.Unclaimed", query: "ObjectListUnclaimedByStatus"},

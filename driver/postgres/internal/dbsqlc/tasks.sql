@@ -367,28 +367,120 @@ ORDER BY task_id
 LIMIT @max
 FOR UPDATE SKIP LOCKED;
 
--- An empty @states or @types selects every state or type.
+-- An empty @states or @types selects every state or type; a null
+-- @state_changed_before no time, an empty @created_by every creator, an
+-- empty @match every text (else a substring of the title, description or
+-- criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+-- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
+-- sorted forms below by their key, then task_id, each after the cursor row
+-- (@after 0: from the start).
 -- name: TaskList :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id > @after
+WHERE cks_outbox_tasks.task_id > @after
     AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
 LIMIT @max;
 
 -- The selection of a bulk operation: the page, locked.
 -- name: TaskListForUpdate :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id > @after
+WHERE cks_outbox_tasks.task_id > @after
     AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
 LIMIT @max
 FOR UPDATE;
+
+-- name: TaskListIDDesc :many
+SELECT * FROM cks_outbox_tasks
+WHERE (@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::bigint)
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT @max;
+
+-- name: TaskListUpdated :many
+SELECT * FROM cks_outbox_tasks
+WHERE (@after::bigint = 0 OR updated_at > sqlc.narg(after_updated)::timestamptz
+        OR (updated_at = sqlc.narg(after_updated)::timestamptz AND cks_outbox_tasks.task_id > @after::bigint))
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at, task_id
+LIMIT @max;
+
+-- name: TaskListUpdatedDesc :many
+SELECT * FROM cks_outbox_tasks
+WHERE (@after::bigint = 0 OR updated_at < sqlc.narg(after_updated)::timestamptz
+        OR (updated_at = sqlc.narg(after_updated)::timestamptz AND cks_outbox_tasks.task_id < @after::bigint))
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at DESC, task_id DESC
+LIMIT @max;
+
+-- Highest priority first, then oldest: the order of a claim.
+-- name: TaskListPriority :many
+SELECT * FROM cks_outbox_tasks
+WHERE (@after::bigint = 0 OR priority < @after_priority::integer
+        OR (priority = @after_priority::integer AND cks_outbox_tasks.task_id > @after::bigint))
+    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
+    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
+    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY priority DESC, task_id
+LIMIT @max;
 
 -- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks

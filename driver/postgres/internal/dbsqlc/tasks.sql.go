@@ -2826,13 +2826,20 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 
 const taskList = `-- name: TaskList :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id > $1
+WHERE cks_outbox_tasks.task_id > $1
     AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
+    AND ($5::text = '' OR created_by = $5::text)
+    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
+        OR strpos(lower(description), $6::text) > 0
+        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
-LIMIT $5
+LIMIT $8
 `
 
 type TaskListParams struct {
@@ -2840,16 +2847,28 @@ type TaskListParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 	Max                int32
 }
 
-// An empty @states or @types selects every state or type.
+// An empty @states or @types selects every state or type; a null
+// @state_changed_before no time, an empty @created_by every creator, an
+// empty @match every text (else a substring of the title, description or
+// criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+// tasks whose latest abort is not confirmed. TaskList pages by task_id; its
+// sorted forms below by their key, then task_id, each after the cursor row
+// (@after 0: from the start).
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, taskList,
 		arg.After,
 		arg.States,
 		arg.Types,
 		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
 		arg.Max,
 	)
 	if err != nil {
@@ -2904,13 +2923,20 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 
 const taskListForUpdate = `-- name: TaskListForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id > $1
+WHERE cks_outbox_tasks.task_id > $1
     AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
+    AND ($5::text = '' OR created_by = $5::text)
+    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
+        OR strpos(lower(description), $6::text) > 0
+        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
-LIMIT $5
+LIMIT $8
 FOR UPDATE
 `
 
@@ -2919,6 +2945,9 @@ type TaskListForUpdateParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 	Max                int32
 }
 
@@ -2929,6 +2958,379 @@ func (q *Queries) TaskListForUpdate(ctx context.Context, db DBTX, arg TaskListFo
 		arg.States,
 		arg.Types,
 		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListIDDesc = `-- name: TaskListIDDesc :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
+    AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
+    AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
+    AND ($4::timestamptz IS NULL
+        OR state_changed_at <= $4::timestamptz)
+    AND ($5::text = '' OR created_by = $5::text)
+    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
+        OR strpos(lower(description), $6::text) > 0
+        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT $8
+`
+
+type TaskListIDDescParams struct {
+	After              int64
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int32
+}
+
+func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDescParams) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskListIDDesc,
+		arg.After,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListPriority = `-- name: TaskListPriority :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE ($1::bigint = 0 OR priority < $2::integer
+        OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
+    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
+    AND ($5::timestamptz IS NULL
+        OR state_changed_at <= $5::timestamptz)
+    AND ($6::text = '' OR created_by = $6::text)
+    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
+        OR strpos(lower(description), $7::text) > 0
+        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY priority DESC, task_id
+LIMIT $9
+`
+
+type TaskListPriorityParams struct {
+	After              int64
+	AfterPriority      int32
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int32
+}
+
+// Highest priority first, then oldest: the order of a claim.
+func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPriorityParams) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskListPriority,
+		arg.After,
+		arg.AfterPriority,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListUpdated = `-- name: TaskListUpdated :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE ($1::bigint = 0 OR updated_at > $2::timestamptz
+        OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id > $1::bigint))
+    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
+    AND ($5::timestamptz IS NULL
+        OR state_changed_at <= $5::timestamptz)
+    AND ($6::text = '' OR created_by = $6::text)
+    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
+        OR strpos(lower(description), $7::text) > 0
+        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at, task_id
+LIMIT $9
+`
+
+type TaskListUpdatedParams struct {
+	After              int64
+	AfterUpdated       *time.Time
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int32
+}
+
+func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskListUpdated,
+		arg.After,
+		arg.AfterUpdated,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE ($1::bigint = 0 OR updated_at < $2::timestamptz
+        OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id < $1::bigint))
+    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
+    AND ($5::timestamptz IS NULL
+        OR state_changed_at <= $5::timestamptz)
+    AND ($6::text = '' OR created_by = $6::text)
+    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
+        OR strpos(lower(description), $7::text) > 0
+        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at DESC, task_id DESC
+LIMIT $9
+`
+
+type TaskListUpdatedDescParams struct {
+	After              int64
+	AfterUpdated       *time.Time
+	States             []string
+	Types              []string
+	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int32
+}
+
+func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskListUpdatedDescParams) ([]CksOutboxTask, error) {
+	rows, err := db.Query(ctx, taskListUpdatedDesc,
+		arg.After,
+		arg.AfterUpdated,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
 		arg.Max,
 	)
 	if err != nil {

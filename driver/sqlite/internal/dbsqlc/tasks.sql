@@ -106,16 +106,104 @@ ORDER BY task_id
 LIMIT @max;
 
 -- An empty @states or @types selects every state or type; an empty
--- @state_changed_before no time.
+-- @state_changed_before no time, an empty @created_by every creator, an
+-- empty @match every text (else a substring of the title, description or
+-- criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+-- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
+-- sorted forms below by their key, then task_id, each after the cursor row
+-- (@after 0: from the start).
 -- name: TaskList :many
 SELECT * FROM cks_outbox_tasks
-WHERE task_id > @after
+WHERE cks_outbox_tasks.task_id > @after
     AND (json_array_length(CAST(@states AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
     AND (json_array_length(CAST(@types AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskListIDDesc :many
+SELECT * FROM cks_outbox_tasks
+WHERE (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT @max;
+
+-- name: TaskListUpdated :many
+SELECT * FROM cks_outbox_tasks
+WHERE (CAST(@after AS INTEGER) = 0 OR updated_at > CAST(@after_updated AS TEXT)
+        OR (updated_at = CAST(@after_updated AS TEXT) AND cks_outbox_tasks.task_id > CAST(@after AS INTEGER)))
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at, task_id
+LIMIT @max;
+
+-- name: TaskListUpdatedDesc :many
+SELECT * FROM cks_outbox_tasks
+WHERE (CAST(@after AS INTEGER) = 0 OR updated_at < CAST(@after_updated AS TEXT)
+        OR (updated_at = CAST(@after_updated AS TEXT) AND cks_outbox_tasks.task_id < CAST(@after AS INTEGER)))
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at DESC, task_id DESC
+LIMIT @max;
+
+-- Highest priority first, then oldest: the order of a claim.
+-- name: TaskListPriority :many
+SELECT * FROM cks_outbox_tasks
+WHERE (CAST(@after AS INTEGER) = 0 OR priority < CAST(@after_priority AS INTEGER)
+        OR (priority = CAST(@after_priority AS INTEGER) AND cks_outbox_tasks.task_id > CAST(@after AS INTEGER)))
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY priority DESC, task_id
 LIMIT @max;
 
 -- name: TaskCount :one

@@ -1547,14 +1547,21 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 
 const taskList = `-- name: TaskList :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE task_id > ?1
+WHERE cks_outbox_tasks.task_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR instr(lower(title), CAST(?6 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?6 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
-LIMIT ?5
+LIMIT ?8
 `
 
 type TaskListParams struct {
@@ -1562,17 +1569,414 @@ type TaskListParams struct {
 	States             string
 	Types              string
 	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 	Max                int64
 }
 
 // An empty @states or @types selects every state or type; an empty
-// @state_changed_before no time.
+// @state_changed_before no time, an empty @created_by every creator, an
+// empty @match every text (else a substring of the title, description or
+// criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+// tasks whose latest abort is not confirmed. TaskList pages by task_id; its
+// sorted forms below by their key, then task_id, each after the cursor row
+// (@after 0: from the start).
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskList,
 		arg.After,
 		arg.States,
 		arg.Types,
 		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListIDDesc = `-- name: TaskListIDDesc :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER))
+    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR instr(lower(title), CAST(?6 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?6 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT ?8
+`
+
+type TaskListIDDescParams struct {
+	After              int64
+	States             string
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDescParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListIDDesc,
+		arg.After,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListPriority = `-- name: TaskListPriority :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
+        OR (priority = CAST(?2 AS INTEGER) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
+    AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
+    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY priority DESC, task_id
+LIMIT ?9
+`
+
+type TaskListPriorityParams struct {
+	After              int64
+	AfterPriority      int64
+	States             string
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+// Highest priority first, then oldest: the order of a claim.
+func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPriorityParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListPriority,
+		arg.After,
+		arg.AfterPriority,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListUpdated = `-- name: TaskListUpdated :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at > CAST(?2 AS TEXT)
+        OR (updated_at = CAST(?2 AS TEXT) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
+    AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
+    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at, task_id
+LIMIT ?9
+`
+
+type TaskListUpdatedParams struct {
+	After              int64
+	AfterUpdated       string
+	States             string
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListUpdated,
+		arg.After,
+		arg.AfterUpdated,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at < CAST(?2 AS TEXT)
+        OR (updated_at = CAST(?2 AS TEXT) AND cks_outbox_tasks.task_id < CAST(?1 AS INTEGER)))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
+    AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
+    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY updated_at DESC, task_id DESC
+LIMIT ?9
+`
+
+type TaskListUpdatedDescParams struct {
+	After              int64
+	AfterUpdated       string
+	States             string
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskListUpdatedDescParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListUpdatedDesc,
+		arg.After,
+		arg.AfterUpdated,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
 		arg.Max,
 	)
 	if err != nil {
