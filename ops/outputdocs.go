@@ -5,6 +5,26 @@ package ops
 // different types, else by JSON name (documentOutput). A time is RFC 3339.
 // TestOutputsDescribed fails on an output property without a description.
 var outputDocs = map[string]string{
+	// task_stats.
+	"since":                "the start of the window's first minute",
+	"until":                "the end of the window (now)",
+	"minutes":              "one entry per minute of the window, oldest first",
+	"TaskStatsMinute.at":   "the minute's start",
+	"completed":            "tasks that reached COMPLETED in the minute",
+	"failed":               "tasks that reached FAILED in the minute",
+	"depth":                "how many tasks were in each unfinished state at the minute's end",
+	"claims":               "claims in the minute",
+	"claim_latency_p50_ms": "the median of the minute's claims' waits from OPEN to claimed, in ms; absent with no claim",
+	"claim_latency_p95_ms": "the 95th percentile of the minute's claims' waits from OPEN to claimed, in ms; absent with no claim",
+	"claims_sampled":       "true when the window held more claims than were measured: the latencies are of the newest",
+	// A sweeper's recent passes.
+	"recent_passes":     "the sweeper's last passes on this hub, newest first",
+	"SweeperPass.at":    "when the pass started",
+	"duration_ms":       "how long the pass took, in ms",
+	"SweeperPass.count": "what the pass counted (leases reclaimed, tasks enqueued, rows pruned, ...)",
+	"SweeperPass.error": "the pass's error; absent when it succeeded",
+	"task_types":        "the task types the process claims",
+	"next_key":          "under a sort by a key (updated, priority): pass it as cursor_key with next_cursor",
 	// A task.
 	"task_id":             "the task's id",
 	"type":                "the task's type (what kind of work; workers claim by type)",
