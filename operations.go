@@ -114,12 +114,13 @@ type CountTasksInput struct {
 	// StoppedLongerThan counts the STOPPED tasks whose state has not
 	// changed for at least this long, relative to now.
 	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: count only STOPPED tasks held at least that long (no state filter with it)"`
+	TaskMatch
 }
 
 // ListTasksInput is list_tasks' input with the same filter, from its
 // first page.
 func (in CountTasksInput) ListTasksInput() ListTasksInput {
-	return ListTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan}
+	return ListTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan, TaskMatch: in.TaskMatch}
 }
 
 // TaskCounts is the output of count_tasks: how many tasks a filter selects,

@@ -492,6 +492,11 @@ type TaskCountParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore time.Time
+	// CreatedBy, Match and UnconfirmedAbort are TaskListParams': the
+	// counts of a board filtered by them.
+	CreatedBy        string
+	Match            string
+	UnconfirmedAbort bool
 }
 
 // TaskStateCount is how many tasks TaskCountByState found in one state.

@@ -204,6 +204,13 @@ func TestListFilterAndSort(t *testing.T) {
 				if err != nil || !equal(ids(p), tc.want) || p.Next != 0 {
 					t.Fatalf("%+v: %v next %d, %v; want %v", tc.f, ids(p), p.Next, err, tc.want)
 				}
+				// count_tasks counts what the list selects, per state too.
+				if n, err := s.Tasks.CountTasks(ctx, tc.f); err != nil || n != len(tc.want) {
+					t.Fatalf("%+v: count %d, %v; want %d", tc.f, n, err, len(tc.want))
+				}
+				if byState, err := s.Tasks.CountTasksByState(ctx, tc.f); err != nil || byState.Total != len(tc.want) {
+					t.Fatalf("%+v: counts %+v, %v; want a total of %d", tc.f, byState, err, len(tc.want))
+				}
 				// One task a page walks the same order.
 				var walked []int64
 				f := tc.f

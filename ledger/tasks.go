@@ -592,32 +592,40 @@ func rowSize(r driver.TaskRow) int {
 }
 
 // CountTasks counts the tasks f selects, with ListTasks' semantics for
-// States, Types and StateChangedBefore; After and Limit are ignored. An
+// its filters (states, types, StateChangedBefore, text, creator, an
+// unconfirmed abort); After, AfterKey, Sort and Limit are ignored. An
 // unknown state is a FieldError naming state. (The stale_stop_report
 // sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
 func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
-	if err := cks.ValidateTexts("type", f.Types); err != nil {
+	f, err := f.Validate()
+	if err != nil {
 		return 0, err
 	}
 	states, err := filterStates(f)
 	if err != nil {
 		return 0, err
 	}
-	return s.db.Executor().TaskCount(ctx, driver.TaskCountParams{States: states, Types: f.Types,
-		StateChangedBefore: driver.Time(f.StateChangedBefore)})
+	return s.db.Executor().TaskCount(ctx, countParams(f, states))
+}
+
+// countParams are the count queries' params of filter f (its states
+// resolved): ListTasks' selection without its paging and sort.
+func countParams(f cks.TaskFilter, states []string) driver.TaskCountParams {
+	return driver.TaskCountParams{States: states, Types: f.Types, StateChangedBefore: driver.Time(f.StateChangedBefore),
+		CreatedBy: f.CreatedBy, Match: cks.SearchKey(f.Text), UnconfirmedAbort: f.UnconfirmedAbort}
 }
 
 // CountTasksByState implements ledger.Service in one read (TaskCountByState).
 func (s *Service) CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.TaskCounts, error) {
-	if err := cks.ValidateTexts("type", f.Types); err != nil {
+	f, err := f.Validate()
+	if err != nil {
 		return cks.TaskCounts{}, err
 	}
 	states, err := filterStates(f)
 	if err != nil {
 		return cks.TaskCounts{}, err
 	}
-	rows, err := s.db.Executor().TaskCountByState(ctx, driver.TaskCountParams{States: states, Types: f.Types,
-		StateChangedBefore: driver.Time(f.StateChangedBefore)})
+	rows, err := s.db.Executor().TaskCountByState(ctx, countParams(f, states))
 	if err != nil {
 		return cks.TaskCounts{}, err
 	}

@@ -107,7 +107,7 @@ var CountTasks = define(cks.OpCountTasks, &Op[cks.CountTasksInput, cks.TaskCount
 		Summary: "how many tasks are in each state, for list_tasks' filter, in one read",
 		Description: "Count the tasks of the cks task ledger per state: counts has every state the filter names (every state " +
 			"when it names none), 0 included, and total their sum. The filter is list_tasks': state, type, or the STOPPED " +
-			"tasks held at least stopped_longer_than.",
+			"tasks held at least stopped_longer_than, and the text (q), creator (created_by) and unconfirmed_abort filters.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
 		Surfaces: HTTP, Needs: NeedTasks, Hints: readOnly,
 	},

@@ -76,6 +76,10 @@ func TestBoardFilters(t *testing.T) {
 				}
 			}
 		}
+		// The chips count what the search selects, per state, and keep it.
+		mustContain(t, "chips under a search", get(t, h, "/tasks?q=review").body,
+			`href="/tasks?state=OPEN&amp;q=review">OPEN <span class="chip__n">1</span>`,
+			`href="/tasks?state=COMPLETED&amp;q=review">COMPLETED <span class="chip__n">0</span>`)
 		// The form shows the filter it lists; the URL keeps it (shareable).
 		mustContain(t, "search form", get(t, h, "/tasks?q=build&created_by=op&unconfirmed_abort=1&sort=priority").body,
 			`name="q" type="search" value="build"`, `name="created_by" type="text" value="op"`,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
@@ -114,8 +115,7 @@ type taskList struct {
 	Rows []taskRow
 	// Count is how many tasks the list's states hold in all.
 	Count int
-	// CountText is Count as shown, when only the page is known: "12",
-	// "200+" (a text filter, which count_tasks does not take).
+	// CountText is Count as shown.
 	CountText string
 	// Next is the cursor of the following page, 0 when this page is the last.
 	Next    int64
@@ -151,6 +151,9 @@ type boardView struct {
 	// Query is the board's query ("state=OPEN&type=build"), the fragment's
 	// URL keeps it; Base is it without the cursor.
 	Query, Base string
+	// Match is the query of the filters a state chip keeps (q,
+	// created_by, unconfirmed_abort, sort), "" for none.
+	Match template.URL
 	// After is the cursor the filtered list started after (0: from the start).
 	After int64
 	// The default board's sections.
@@ -365,6 +368,18 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	if in.UnconfirmedAbort {
 		base.Set("unconfirmed_abort", "1")
 	}
+	// The chips keep the text, creator and abort filters (and the sort):
+	// a chip narrows the search to one state.
+	match := url.Values{}
+	for _, k := range []string{"q", "created_by", "unconfirmed_abort"} {
+		if base.Has(k) {
+			match.Set(k, base.Get(k))
+		}
+	}
+	if in.Sort != cks.TaskSortIDDesc {
+		match.Set("sort", v.Sort)
+	}
+	v.Match = template.URL(match.Encode()) // url.Values.Encode escapes every value
 	for _, c := range boardSorts {
 		c.Selected = c.Value == v.Sort
 		v.Sorts = append(v.Sorts, c)
@@ -413,8 +428,8 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	lister := listTasks{s.ops}
 	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
 
-	// The chips count the tasks of the type filter, per state.
-	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type})
+	// The chips count the tasks of the type and match filters, per state.
+	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type, TaskMatch: in.TaskMatch})
 	if err != nil {
 		return v, fmt.Errorf("count tasks: %w", err)
 	}
@@ -441,19 +456,12 @@ func (s *server) board(r *http.Request) (boardView, error) {
 			return v, fmt.Errorf("list tasks: %w", err)
 		}
 		v.Filtered = taskList{Rows: s.rows(p.Tasks, now), Next: p.Next, Select: true}
-		if in.TaskMatch.Set() {
-			// count_tasks filters by state and type only: say the page.
-			v.Filtered.CountText = strconv.Itoa(len(p.Tasks))
-			if p.Next != 0 {
-				v.Filtered.CountText += "+"
-			}
-		} else {
-			n, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{State: in.State, Type: in.Type, StoppedLongerThan: in.StoppedLongerThan})
-			if err != nil {
-				return v, fmt.Errorf("count filtered tasks: %w", err)
-			}
-			v.Filtered.Count, v.Filtered.CountText = n.Total, strconv.Itoa(n.Total)
+		n, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{State: in.State, Type: in.Type,
+			StoppedLongerThan: in.StoppedLongerThan, TaskMatch: in.TaskMatch})
+		if err != nil {
+			return v, fmt.Errorf("count filtered tasks: %w", err)
 		}
+		v.Filtered.Count, v.Filtered.CountText = n.Total, strconv.Itoa(n.Total)
 		if p.Next != 0 {
 			more := url.Values{}
 			maps.Copy(more, base)

@@ -814,6 +814,9 @@ func taskCountParams(p driver.TaskCountParams) dbsqlc.TaskCountParams {
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
 		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
 	}
 }
 
@@ -823,6 +826,9 @@ func taskCountByStateParams(p driver.TaskCountParams) dbsqlc.TaskCountByStatePar
 		States:             nonNil(p.States),
 		Types:              nonNil(p.Types),
 		StateChangedBefore: nullTime(p.StateChangedBefore),
+		CreatedBy:          p.CreatedBy,
+		Match:              p.Match,
+		UnconfirmedAbort:   p.UnconfirmedAbort,
 	}
 }
 

@@ -167,7 +167,8 @@ func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]dri
 func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int, error) {
 	n, err := e.d.q.TaskCount(ctx, e.read, dbsqlc.TaskCountParams{
 		States: jsonList(p.States), Types: jsonList(p.Types),
-		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore))})
+		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)),
+		CreatedBy:          p.CreatedBy, Match: p.Match, UnconfirmedAbort: p.UnconfirmedAbort})
 	return int(n), mapErr("task count", err)
 }
 
@@ -175,7 +176,8 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
 	rows, err := e.d.q.TaskCountByState(ctx, e.read, dbsqlc.TaskCountByStateParams{
 		States: jsonList(p.States), Types: jsonList(p.Types),
-		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore))})
+		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)),
+		CreatedBy:          p.CreatedBy, Match: p.Match, UnconfirmedAbort: p.UnconfirmedAbort})
 	if err != nil {
 		return nil, mapErr("task count by state", err)
 	}

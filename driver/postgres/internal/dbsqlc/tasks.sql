@@ -487,7 +487,14 @@ SELECT count(*) FROM cks_outbox_tasks
 WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz);
+        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
 
 -- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
@@ -495,6 +502,13 @@ WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
+    AND (@created_by::text = '' OR created_by = @created_by::text)
+    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
+        OR strpos(lower(description), @match::text) > 0
+        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state;
 

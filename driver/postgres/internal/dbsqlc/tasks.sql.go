@@ -1305,16 +1305,33 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
+    AND ($4::text = '' OR created_by = $4::text)
+    AND ($5::text = '' OR strpos(lower(title), $5::text) > 0
+        OR strpos(lower(description), $5::text) > 0
+        OR strpos(lower(acceptance_criteria), $5::text) > 0)
+    AND (NOT $6::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 `
 
 type TaskCountParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 }
 
 func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (int64, error) {
-	row := db.QueryRow(ctx, taskCount, arg.States, arg.Types, arg.StateChangedBefore)
+	row := db.QueryRow(ctx, taskCount,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+	)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -1326,6 +1343,13 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
+    AND ($4::text = '' OR created_by = $4::text)
+    AND ($5::text = '' OR strpos(lower(title), $5::text) > 0
+        OR strpos(lower(description), $5::text) > 0
+        OR strpos(lower(acceptance_criteria), $5::text) > 0)
+    AND (NOT $6::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state
 `
@@ -1334,6 +1358,9 @@ type TaskCountByStateParams struct {
 	States             []string
 	Types              []string
 	StateChangedBefore *time.Time
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 }
 
 type TaskCountByStateRow struct {
@@ -1342,7 +1369,14 @@ type TaskCountByStateRow struct {
 }
 
 func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountByStateParams) ([]TaskCountByStateRow, error) {
-	rows, err := db.Query(ctx, taskCountByState, arg.States, arg.Types, arg.StateChangedBefore)
+	rows, err := db.Query(ctx, taskCountByState,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -212,7 +212,14 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
     AND (json_array_length(CAST(@types AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT));
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
 
 -- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
@@ -221,6 +228,13 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
     AND (json_array_length(CAST(@types AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
+        OR instr(lower(description), CAST(@match AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state;
 

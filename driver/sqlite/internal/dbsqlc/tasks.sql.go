@@ -729,16 +729,33 @@ WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
+    AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR instr(lower(title), CAST(?5 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?5 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
+    AND (NOT CAST(?6 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 `
 
 type TaskCountParams struct {
 	States             string
 	Types              string
 	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 }
 
 func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (int64, error) {
-	row := db.QueryRowContext(ctx, taskCount, arg.States, arg.Types, arg.StateChangedBefore)
+	row := db.QueryRowContext(ctx, taskCount,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+	)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -751,6 +768,13 @@ WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
+    AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR instr(lower(title), CAST(?5 AS TEXT)) > 0
+        OR instr(lower(description), CAST(?5 AS TEXT)) > 0
+        OR instr(lower(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
+    AND (NOT CAST(?6 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state
 `
@@ -759,6 +783,9 @@ type TaskCountByStateParams struct {
 	States             string
 	Types              string
 	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
 }
 
 type TaskCountByStateRow struct {
@@ -767,7 +794,14 @@ type TaskCountByStateRow struct {
 }
 
 func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountByStateParams) ([]TaskCountByStateRow, error) {
-	rows, err := db.QueryContext(ctx, taskCountByState, arg.States, arg.Types, arg.StateChangedBefore)
+	rows, err := db.QueryContext(ctx, taskCountByState,
+		arg.States,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+	)
 	if err != nil {
 		return nil, err
 	}
