@@ -47,6 +47,12 @@ const (
 	StatusNeedsInput = "needs_input"
 )
 
+// FinalStatuses are the statuses no pipeline step claims an object from
+// (a question resolved, or parked in needs_input): the retention sweeper
+// may archive the old transition log of objects in them
+// (CKS_RETENTION_KNOWLEDGE).
+var FinalStatuses = []string{StatusResolved, StatusNeedsInput}
+
 // The statuses of a claim.
 const (
 	// StatusProposed, StatusAccepted and StatusRejected are set by the

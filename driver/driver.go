@@ -729,6 +729,22 @@ type TransitionRow struct {
 	Round           int
 }
 
+// TransitionPurgeCandidatesParams selects old transition-log rows of
+// objects in a final status.
+type TransitionPurgeCandidatesParams struct {
+	Statuses []string
+	Before   time.Time
+	Limit    int
+}
+
+// TransitionPurgeParams names log rows to delete, and the rule they must
+// still meet (TransitionPurgeCandidatesParams's).
+type TransitionPurgeParams struct {
+	Seqs     []int64
+	Statuses []string
+	Before   time.Time
+}
+
 // KnowledgeExecutor holds the primitives of the knowledge store (ADR-007).
 // Objects are locked for update FOR NO KEY UPDATE on Postgres: no object
 // write changes its key, so rows that reference an object (edges, versions,
@@ -789,6 +805,15 @@ type KnowledgeExecutor interface {
 	TransitionInsertMany(ctx context.Context, rows []TransitionRow) error
 	// TransitionList returns an object's log, oldest (lowest seq) first.
 	TransitionList(ctx context.Context, objectID int64) ([]TransitionRow, error)
+	// TransitionPurgeCandidates returns up to p.Limit log rows
+	// TransitionPurge may delete, oldest seq first: older than p.Before,
+	// of an object in one of p.Statuses last changed before p.Before.
+	TransitionPurgeCandidates(ctx context.Context, p TransitionPurgeCandidatesParams) ([]TransitionRow, error)
+	// TransitionPurge deletes those of p.Seqs that are still candidates,
+	// lifting the log's append-only triggers for the statement and
+	// restoring them before it returns, in one transaction; it returns
+	// the seqs it deleted. The one primitive that deletes log rows.
+	TransitionPurge(ctx context.Context, p TransitionPurgeParams) ([]int64, error)
 }
 
 // ObjectGetManyParams selects objects by id.

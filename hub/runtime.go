@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/leader"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/lifecycle"
@@ -44,11 +46,14 @@ type Settings struct {
 	// Retention is the age of the operational history the retention
 	// sweeper prunes (CKS_RETENTION, default sweeper.DefaultRetention; 0
 	// keeps it), RetentionTasks that of the terminal tasks it archives
-	// and deletes (CKS_RETENTION_TASKS, default 0: every task kept).
-	Retention, RetentionTasks time.Duration
+	// and deletes (CKS_RETENTION_TASKS, default 0: every task kept),
+	// RetentionKnowledge that of the transition-log rows of final
+	// knowledge objects (CKS_RETENTION_KNOWLEDGE, default 0: kept).
+	Retention, RetentionTasks, RetentionKnowledge time.Duration
 	// RetentionArchive is the file the tasks are archived to before they
 	// are deleted (CKS_RETENTION_ARCHIVE; Run's default is
-	// DefaultArchive under the data directory).
+	// DefaultArchive under the data directory); the knowledge log goes to
+	// KnowledgeArchive in the same directory.
 	RetentionArchive string
 	// LeaderTTL is the lease of the maintenance leadership (CKS_LEADER_TTL,
 	// default leader.DefaultTTL): when the leader hub is killed, another
@@ -99,6 +104,9 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if s.RetentionTasks, err = retentionSetting(getenv, "CKS_RETENTION_TASKS", 0); err != nil {
+		return s, err
+	}
+	if s.RetentionKnowledge, err = retentionSetting(getenv, "CKS_RETENTION_KNOWLEDGE", 0); err != nil {
 		return s, err
 	}
 	s.RetentionArchive = strings.TrimSpace(getenv("CKS_RETENTION_ARCHIVE"))
@@ -205,7 +213,8 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
 		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
 		&sweeper.Retention{Liveness: liveness.NewService(st.Driver(), cfg.Clock), Clock: cfg.Clock,
-			Age: set.Retention, TasksAge: set.RetentionTasks, Tasks: taskArchive(st.Tasks, set.RetentionArchive, cfg.Clock)},
+			Age: set.Retention, TasksAge: set.RetentionTasks, Tasks: taskArchive(st.Tasks, set.RetentionArchive, cfg.Clock),
+			KnowledgeAge: set.RetentionKnowledge, Knowledge: knowledgeArchive(st.Objects, set.RetentionArchive, cfg.Clock)},
 	} {
 		conf, ok := set.Sweepers[sw.ID()]
 		if !ok { // Settings built by hand without this sweeper: its defaults
@@ -242,6 +251,23 @@ func taskArchive(tasks *ledger.Service, path string, c clock.Clock) sweeper.Task
 	archive := ledger.FileArchive(path, c.Now)
 	return sweeper.TaskArchiverFunc(func(ctx context.Context, before time.Time, maxTasks int) (int, error) {
 		return tasks.ArchiveTerminal(ctx, before, maxTasks, archive)
+	})
+}
+
+// KnowledgeArchive is the knowledge archive's file name, in the directory
+// of the task archive.
+const KnowledgeArchive = "knowledge.jsonl"
+
+// knowledgeArchive is the retention sweeper's archive-then-delete of old
+// transition-log rows into KnowledgeArchive beside the task archive at
+// taskPath; nil (the log kept) without a path.
+func knowledgeArchive(objects *knowledge.Service, taskPath string, c clock.Clock) sweeper.KnowledgeArchiver {
+	if taskPath == "" {
+		return nil
+	}
+	archive := knowledge.FileArchive(filepath.Join(filepath.Dir(taskPath), KnowledgeArchive), c.Now)
+	return sweeper.KnowledgeArchiverFunc(func(ctx context.Context, before time.Time, maxRows int) (int, error) {
+		return objects.ArchiveFinalLogs(ctx, before, maxRows, archive)
 	})
 }
 

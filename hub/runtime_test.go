@@ -391,19 +391,23 @@ func TestObjectChangesReachTheBus(t *testing.T) {
 	})
 }
 
-// TestRetentionSettings: CKS_RETENTION and CKS_RETENTION_TASKS take days,
-// Go durations, or 0/off; the defaults keep tasks and prune liveness rows
+// TestRetentionSettings: CKS_RETENTION, CKS_RETENTION_TASKS and
+// CKS_RETENTION_KNOWLEDGE take days, Go durations, or 0/off; the defaults
+// keep tasks and the knowledge log and prune liveness rows
 // after 7 days; a bad value names its variable.
 func TestRetentionSettings(t *testing.T) {
 	for _, c := range []struct {
-		env         map[string]string
-		age, tasks  time.Duration
-		errContains string
+		env                   map[string]string
+		age, tasks, knowledge time.Duration
+		errContains           string
 	}{
 		{env: nil, age: sweeper.DefaultRetention},
 		{env: map[string]string{"CKS_RETENTION": "30d", "CKS_RETENTION_TASKS": "90d"}, age: 30 * 24 * time.Hour, tasks: 90 * 24 * time.Hour},
 		{env: map[string]string{"CKS_RETENTION": "off", "CKS_RETENTION_TASKS": "36h"}, tasks: 36 * time.Hour},
 		{env: map[string]string{"CKS_RETENTION": "0"}},
+		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "365d"}, age: sweeper.DefaultRetention, knowledge: 365 * 24 * time.Hour},
+		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "off"}, age: sweeper.DefaultRetention},
+		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "soon"}, errContains: "CKS_RETENTION_KNOWLEDGE="},
 		{env: map[string]string{"CKS_RETENTION": "a week"}, errContains: "CKS_RETENTION="},
 		{env: map[string]string{"CKS_RETENTION_TASKS": "-1d"}, errContains: "CKS_RETENTION_TASKS="},
 	} {
@@ -413,8 +417,8 @@ func TestRetentionSettings(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.errContains) {
 				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
 			}
-		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks:
-			t.Errorf("%v: %v %v, %v; want %v %v", c.env, s.Retention, s.RetentionTasks, err, c.age, c.tasks)
+		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks || s.RetentionKnowledge != c.knowledge:
+			t.Errorf("%v: %v %v %v, %v; want %v %v %v", c.env, s.Retention, s.RetentionTasks, s.RetentionKnowledge, err, c.age, c.tasks, c.knowledge)
 		}
 	}
 }

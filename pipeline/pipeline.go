@@ -31,7 +31,7 @@ import (
 // Terminal reports whether no step claims status: resolved, or parked in
 // needs_input.
 func Terminal(status string) bool {
-	return status == cks.StatusResolved || status == cks.StatusNeedsInput
+	return slices.Contains(cks.FinalStatuses, status)
 }
 
 // Actions of log entries that are not step completions.

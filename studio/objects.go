@@ -231,6 +231,7 @@ type objectLive struct {
 	Text                 string           // a claim's or reasoning node's text
 	Citations            []citationView   // a claim's
 	Timeline             []timelineEntry
+	LogArchived          bool // a status but no log: the retention sweeper archived it (CKS_RETENTION_KNOWLEDGE)
 	Terminal             bool // a resolved or parked question: nothing more comes
 	QuestionCorpus       string
 	ReasoningOf          *nodeView // a reasoning node's own page: its verdicts and edges
@@ -427,6 +428,9 @@ func (s *server) objectLive(v cks.ObjectView) objectLive {
 		l.ReasoningOf = nodeOf(v.Object, byID)
 	}
 	l.Timeline = timeline(v.Object, byID, v.Reasoning)
+	// Every object with a status logged its creation: an empty log is one
+	// the retention sweeper archived.
+	l.LogArchived = v.Status != "" && len(v.Log) == 0
 	return l
 }
 

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -166,6 +167,19 @@ func TestObjectPage(t *testing.T) {
 			t.Errorf("fragment: header %q, whole page %v", frag.header.Get("X-Studio-Fragment"), strings.Contains(frag.body, "<html"))
 		}
 		mustContain(t, "fragment", frag.body, `data-agent="arbiter"`)
+		if strings.Contains(r.body, "data-log-archived") {
+			t.Error("a question with its log says its log was archived")
+		}
+		// Once the retention sweeper archived its log the page still shows
+		// the question, its status, and says where the transitions went.
+		if n, err := b.Objects.ArchiveFinalLogs(backendtest.Ctx(t), time.Now().Add(time.Hour), 1000,
+			func([]cks.TransitionEntry) error { return nil }); err != nil || n == 0 {
+			t.Fatalf("ArchiveFinalLogs = %d, %v; want the resolved question's entries", n, err)
+		}
+		archived := get(t, h, fmt.Sprintf("/objects/%d", q))
+		wantHTML(t, archived, http.StatusOK)
+		mustContain(t, "question page after retention", archived.body, "data-log-archived", "CKS_RETENTION_KNOWLEDGE",
+			fmt.Sprintf("<title>Question %d · cks studio</title>", q), "resolved")
 		for _, target := range []string{"/objects/999999", "/objects/nope", "/studio/objects/999999"} {
 			nf := get(t, h, target)
 			wantHTML(t, nf, http.StatusNotFound)

@@ -28,19 +28,27 @@ const (
 // ended task credentials and expired sessions the lease reaper already
 // deletes as soon as they end) — and, only when TasksAge is set, the
 // terminal tasks older than it, archived before they are deleted
-// (Tasks). Task history and the knowledge store's logs are audit data: a
-// zero TasksAge keeps every task, and nothing here touches the knowledge
-// store. Deletes run in short batches (no long transaction).
+// (Tasks), and only when KnowledgeAge is set, the old transition-log rows
+// of knowledge objects in a final status, archived likewise (Knowledge).
+// Task history and the knowledge store's logs are audit data: a zero
+// TasksAge or KnowledgeAge keeps them. Deletes run in short batches (no
+// long transaction).
 type Retention struct {
 	Liveness LivenessPruner
 	// Tasks archives and deletes old terminal tasks; nil keeps them.
 	Tasks TaskArchiver
-	Clock clock.Clock
+	// Knowledge archives and deletes old log rows of final objects; nil
+	// keeps them.
+	Knowledge KnowledgeArchiver
+	Clock     clock.Clock
 	// Age is the age of the operational history pruned; 0 keeps it.
 	Age time.Duration
 	// TasksAge is the age of the terminal tasks archived and deleted; 0
 	// (the default) keeps every task.
 	TasksAge time.Duration
+	// KnowledgeAge is the age of the transition-log rows archived and
+	// deleted; 0 (the default) keeps the whole log.
+	KnowledgeAge time.Duration
 
 	mu   sync.Mutex
 	last *RetentionReport
@@ -66,6 +74,21 @@ func (f TaskArchiverFunc) ArchiveTerminal(ctx context.Context, before time.Time,
 	return f(ctx, before, maxTasks)
 }
 
+// KnowledgeArchiver is what Retention needs of the knowledge store:
+// archive, then delete, up to maxRows transition-log rows older than
+// before of objects in a final status, returning how many.
+type KnowledgeArchiver interface {
+	ArchiveFinalLogs(ctx context.Context, before time.Time, maxRows int) (int, error)
+}
+
+// KnowledgeArchiverFunc is a func that is a KnowledgeArchiver.
+type KnowledgeArchiverFunc func(ctx context.Context, before time.Time, maxRows int) (int, error)
+
+// ArchiveFinalLogs calls f.
+func (f KnowledgeArchiverFunc) ArchiveFinalLogs(ctx context.Context, before time.Time, maxRows int) (int, error) {
+	return f(ctx, before, maxRows)
+}
+
 // RetentionReport is what the last pass of the retention sweeper did (its
 // Details).
 type RetentionReport struct {
@@ -73,19 +96,24 @@ type RetentionReport struct {
 	LivenessRows int `json:"liveness_rows"`
 	// TasksArchived is how many terminal tasks it archived and deleted.
 	TasksArchived int `json:"tasks_archived"`
-	// Age and TasksAge are the configured ages, "off" when kept.
-	Age      string `json:"age"`
-	TasksAge string `json:"tasks_age"`
+	// KnowledgeArchived is how many transition-log rows it archived and
+	// deleted.
+	KnowledgeArchived int `json:"knowledge_archived"`
+	// Age, TasksAge and KnowledgeAge are the configured ages, "off" when
+	// kept.
+	Age          string `json:"age"`
+	TasksAge     string `json:"tasks_age"`
+	KnowledgeAge string `json:"knowledge_age"`
 }
 
 // ID returns "retention".
 func (*Retention) ID() string { return RetentionID }
 
-// SweepOnce prunes what is older than the ages and returns how many rows
-// and tasks it deleted.
+// SweepOnce prunes what is older than the ages and returns how many rows,
+// tasks and log rows it deleted.
 func (r *Retention) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
-	rep := RetentionReport{Age: ageText(r.Age), TasksAge: ageText(r.TasksAge)}
+	rep := RetentionReport{Age: ageText(r.Age), TasksAge: ageText(r.TasksAge), KnowledgeAge: ageText(r.KnowledgeAge)}
 	var err error
 	if r.Age > 0 && r.Liveness != nil {
 		rep.LivenessRows, err = r.Liveness.Prune(ctx, now.Add(-r.Age), now, RetentionMaxRows)
@@ -93,12 +121,15 @@ func (r *Retention) SweepOnce(ctx context.Context) (int, error) {
 	if err == nil && r.TasksAge > 0 && r.Tasks != nil {
 		rep.TasksArchived, err = r.Tasks.ArchiveTerminal(ctx, now.Add(-r.TasksAge), RetentionMaxRows)
 	}
+	if err == nil && r.KnowledgeAge > 0 && r.Knowledge != nil {
+		rep.KnowledgeArchived, err = r.Knowledge.ArchiveFinalLogs(ctx, now.Add(-r.KnowledgeAge), RetentionMaxRows)
+	}
 	if err == nil {
 		r.mu.Lock()
 		r.last = &rep
 		r.mu.Unlock()
 	}
-	return rep.LivenessRows + rep.TasksArchived, err
+	return rep.LivenessRows + rep.TasksArchived + rep.KnowledgeArchived, err
 }
 
 // Details returns the report of the last successful pass, or nil.

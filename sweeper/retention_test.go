@@ -1,7 +1,9 @@
 package sweeper_test
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -158,3 +161,36 @@ func TestRetentionStandsBy(t *testing.T) {
 type leaderFunc func() bool
 
 func (f leaderFunc) IsLeader() bool { return f() }
+
+// TestRetentionKnowledge: the knowledge log is audit data — a pass with
+// KnowledgeAge unset keeps every entry even with an archiver wired (the
+// hub's default); with it set, the old entries of a final object are
+// archived and deleted, the object kept, and the report counts them.
+func TestRetentionKnowledge(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t)
+		c := backendtest.Ctx(t)
+		o := backendtest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "question", Status: cks.StatusResolved})
+		archive := knowledge.FileArchive(filepath.Join(t.TempDir(), "knowledge.jsonl"), time.Now)
+		clk := clock.NewFake(time.Now().Add(30 * 24 * time.Hour))
+		r := &sweeper.Retention{Clock: clk, Knowledge: sweeper.KnowledgeArchiverFunc(func(ctx context.Context, before time.Time, maxRows int) (int, error) {
+			return s.Objects.ArchiveFinalLogs(ctx, before, maxRows, archive)
+		})}
+		if n, err := r.SweepOnce(c); err != nil || n != 0 || len(backendtest.MustGetObject(t, s.Objects, o.ID).Log) != 1 {
+			t.Fatalf("KnowledgeAge unset: pass = %d, %v; want the log kept", n, err)
+		}
+		if rep, ok := r.Details().(sweeper.RetentionReport); !ok || rep.KnowledgeAge != "off" {
+			t.Fatalf("details %+v", r.Details())
+		}
+		r.KnowledgeAge = 7 * 24 * time.Hour
+		if n, err := r.SweepOnce(c); err != nil || n != 1 {
+			t.Fatalf("KnowledgeAge 7d: pass = %d, %v; want the 1 entry", n, err)
+		}
+		if got := backendtest.MustGetObject(t, s.Objects, o.ID); got.Status != cks.StatusResolved || len(got.Log) != 0 {
+			t.Fatalf("object after the pass: status %q, %d entries", got.Status, len(got.Log))
+		}
+		if rep, ok := r.Details().(sweeper.RetentionReport); !ok || rep.KnowledgeArchived != 1 || rep.KnowledgeAge != "168h0m0s" {
+			t.Fatalf("details %+v", r.Details())
+		}
+	})
+}

@@ -155,6 +155,11 @@ func commonSettings() []setting {
 			meaning: "the age past which the retention sweeper archives (CKS_RETENTION_ARCHIVE) and then deletes terminal " +
 				"tasks with their events; 0/off keeps every task (audit data)",
 			value: func(v *configValues) string { return ageOrOff(v.hub.RetentionTasks) }},
+		{env: "CKS_RETENTION_KNOWLEDGE", readers: hubs,
+			meaning: "the age past which the retention sweeper archives (knowledge.jsonl beside CKS_RETENTION_ARCHIVE) and then " +
+				"deletes the transition-log entries of knowledge objects in a final status (resolved, needs_input); the objects, " +
+				"versions and edges stay; 0/off keeps the whole log (audit data)",
+			value: func(v *configValues) string { return ageOrOff(v.hub.RetentionKnowledge) }},
 		{env: "CKS_RETENTION_ARCHIVE", readers: hubs,
 			meaning: "the file (JSON lines, one task with its events, evidence and aborts a line) the retention sweeper " +
 				"appends old tasks to before it deletes them",

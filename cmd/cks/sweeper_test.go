@@ -65,7 +65,8 @@ func TestSweeperCLI(t *testing.T) {
 		r = run("sweeper", "status", "retention")
 		return r.code == 0 && strings.Contains(r.stdout, "Details of the last pass:")
 	})
-	for _, want := range []string{"liveness_rows:  0", "tasks_archived: 0", `"168h0m0s"`, `tasks_age:      "off"`} {
+	for _, want := range []string{"liveness_rows:      0", "tasks_archived:     0", "knowledge_archived: 0", `"168h0m0s"`,
+		`tasks_age:          "off"`, `knowledge_age:      "off"`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("sweeper status retention lacks %q:\n%s", want, r.stdout)
 		}

@@ -70,7 +70,8 @@ func Facts(t *testing.T, newDB NewDB) {
 // Purge checks TaskPurge: it deletes the old terminal tasks with their
 // events and decisions (whose triggers refuse any other DELETE), leaves
 // the others, and the tables are append-only again afterwards — after a
-// purge that committed and after one that rolled back.
+// purge that committed and after one that rolled back; and
+// TransitionPurge likewise for the knowledge store's transition log.
 func Purge(t *testing.T, newDB NewDB) {
 	t.Run("DeletesAndStaysAppendOnly", func(t *testing.T) {
 		t.Parallel()
@@ -129,6 +130,70 @@ func Purge(t *testing.T, newDB NewDB) {
 			if events, _ := ex.TaskEventList(ctx, r.ID); (i != 1) != (len(events) == 0) {
 				t.Errorf("task %d keeps %d events", r.ID, len(events))
 			}
+		}
+		refused("after a purge")
+	})
+	t.Run("TransitionLog", func(t *testing.T) {
+		t.Parallel()
+		d, db := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		// o[0] final and old, o[1] old but not final, o[2] final but changed
+		// after Before.
+		o := objectIDsOf(insertObjects(t, ex, objectRow("q", "done", 0), objectRow("r", "open", 0), objectRow("s", "done", 3600)))
+		entry := func(id int64, ts time.Time, action string) driver.TransitionRow {
+			return driver.TransitionRow{ObjectID: id, TS: ts, Agent: "a", Action: action, TransitionedTo: "done", ContentHash: "h"}
+		}
+		err := ex.TransitionInsertMany(ctx, []driver.TransitionRow{entry(o[0], T0, "created"), entry(o[1], T0, "created"),
+			entry(o[0], T0, "completed"), entry(o[2], T0, "created"), entry(o[0], T0.Add(2*time.Hour), "reopened")})
+		skipUnsupported(t, "transition insert", err)
+		final := []string{"done"}
+		p := driver.TransitionPurgeCandidatesParams{Statuses: final, Before: T0.Add(time.Second), Limit: 10}
+		cands, err := ex.TransitionPurgeCandidates(ctx, p)
+		must(t, "candidates", err)
+		log0, err := ex.TransitionList(ctx, o[0])
+		must(t, "log", err)
+		if len(cands) != 2 || cands[0] != log0[0] || cands[1] != log0[1] {
+			t.Fatalf("candidates %+v, want the two old entries of %d %+v", cands, o[0], log0[:2])
+		}
+		seqs := []int64{cands[0].Seq, cands[1].Seq}
+		rollback := errors.New("rollback")
+		err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			if _, err := ex.TransitionPurge(ctx, driver.TransitionPurgeParams{Seqs: seqs, Statuses: final, Before: p.Before}); err != nil {
+				return err
+			}
+			return rollback
+		})
+		if !errors.Is(err, rollback) {
+			t.Fatalf("purge in a rolled back transaction: %v", err)
+		}
+		if got, _ := ex.TransitionList(ctx, o[0]); len(got) != 3 {
+			t.Fatalf("after the rollback object %d has %d entries, want 3", o[0], len(got))
+		}
+		refused := func(when string) {
+			t.Helper()
+			for _, q := range []string{"DELETE FROM cks_transition_log", "UPDATE cks_transition_log SET agent = 'x'"} {
+				if err := db.Exec(t, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+					t.Errorf("%s: %s: err = %v, want the append-only refusal", when, q, err)
+				}
+			}
+		}
+		refused("after a rolled back purge")
+		log1, _ := ex.TransitionList(ctx, o[1])
+		var deleted []int64
+		must(t, "purge", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			deleted, err = ex.TransitionPurge(ctx, driver.TransitionPurgeParams{Seqs: append(seqs, log1[0].Seq), Statuses: final, Before: p.Before})
+			return err
+		}))
+		if !slices.Equal(deleted, seqs) {
+			t.Fatalf("purged %v, want %v (the entry of the open object is not a candidate)", deleted, seqs)
+		}
+		for i, want := range []int{1, 1, 1} {
+			if got, _ := ex.TransitionList(ctx, o[i]); len(got) != want {
+				t.Errorf("object %d keeps %d entries, want %d", o[i], len(got), want)
+			}
+		}
+		if got, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: o}); err != nil || len(got) != 3 || got[0].Status != "done" {
+			t.Errorf("objects after the purge: %+v, %v (their rows stay)", got, err)
 		}
 		refused("after a purge")
 	})

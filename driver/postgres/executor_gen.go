@@ -1201,6 +1201,15 @@ func transitionInsertParams(p driver.TransitionRow) dbsqlc.TransitionInsertParam
 	}
 }
 
+// transitionPurgeCandidatesParams writes a driver.TransitionPurgeCandidatesParams as dbsqlc.TransitionPurgeCandidatesParams.
+func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) dbsqlc.TransitionPurgeCandidatesParams {
+	return dbsqlc.TransitionPurgeCandidatesParams{
+		Before:   driver.Time(p.Before),
+		Statuses: nonNil(p.Statuses),
+		Max:      int32(p.Limit),
+	}
+}
+
 // versionInsertParams writes a driver.VersionRow as dbsqlc.VersionInsertParams.
 func versionInsertParams(p driver.VersionRow) dbsqlc.VersionInsertParams {
 	return dbsqlc.VersionInsertParams{
@@ -1764,6 +1773,15 @@ func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver
 	x, err := e.d.q.TransitionList(ctx, e.db, objectID)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("transition list ", objectID), err)
+	}
+	return transitionRowsOf(x), nil
+}
+
+// TransitionPurgeCandidates implements driver.Executor with dbsqlc's TransitionPurgeCandidates.
+func (e *executor) TransitionPurgeCandidates(ctx context.Context, p driver.TransitionPurgeCandidatesParams) ([]driver.TransitionRow, error) {
+	x, err := e.d.q.TransitionPurgeCandidates(ctx, e.db, transitionPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("transition purge candidates", err)
 	}
 	return transitionRowsOf(x), nil
 }

@@ -33,27 +33,77 @@ func (e *executor) TaskPurge(ctx context.Context, p driver.TaskPurgeParams) ([]i
 	if err != nil || len(ids) == 0 {
 		return nil, mapErr("task purge", err)
 	}
-	drop, restore := schema.LiftAppendOnly(schema.Postgres, "cks_task_events", "cks_task_decisions")
-	for _, q := range drop {
-		if _, err := tx.Exec(ctx, q); err != nil {
-			return nil, mapErr("task purge: lift triggers", err)
+	err = withoutAppendOnly(ctx, tx, "task purge", []string{"cks_task_events", "cks_task_decisions"}, func() error {
+		for _, del := range []func(context.Context, dbsqlc.DBTX, []int64) error{
+			e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeDecisions,
+			e.d.q.TaskPurgeAborts, e.d.q.TaskPurgePrincipals, e.d.q.TaskPurgeTasks,
+		} {
+			if err := del(ctx, tx, ids); err != nil {
+				return mapErr("task purge", err)
+			}
 		}
-	}
-	for _, del := range []func(context.Context, dbsqlc.DBTX, []int64) error{
-		e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeDecisions,
-		e.d.q.TaskPurgeAborts, e.d.q.TaskPurgePrincipals, e.d.q.TaskPurgeTasks,
-	} {
-		if err := del(ctx, tx, ids); err != nil {
-			return nil, mapErr("task purge", err)
-		}
-	}
-	for _, q := range restore {
-		if _, err := tx.Exec(ctx, q); err != nil {
-			return nil, mapErr("task purge: restore triggers", err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr("task purge", err)
 	}
 	return ids, nil
+}
+
+// TransitionPurge implements driver.KnowledgeExecutor: purge.sql's
+// statements on the transition log in one transaction (a savepoint of the
+// caller's), its append-only triggers dropped before the delete and
+// created again after; the DROP TRIGGER holds the log's lock until the
+// commit, a batch's length.
+func (e *executor) TransitionPurge(ctx context.Context, p driver.TransitionPurgeParams) ([]int64, error) {
+	b, ok := e.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("postgres: transition purge: %T cannot begin a transaction", e.db)
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return nil, mapErr("transition purge", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit, a no-op
+	seqs, err := e.d.q.TransitionPurgeEligible(ctx, tx, dbsqlc.TransitionPurgeEligibleParams{Seqs: nonNil(p.Seqs),
+		Before: driver.Time(p.Before), Statuses: nonNil(p.Statuses)})
+	if err != nil || len(seqs) == 0 {
+		return nil, mapErr("transition purge", err)
+	}
+	err = withoutAppendOnly(ctx, tx, "transition purge", []string{"cks_transition_log"}, func() error {
+		return mapErr("transition purge", e.d.q.TransitionPurgeRows(ctx, tx, seqs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, mapErr("transition purge", err)
+	}
+	return seqs, nil
+}
+
+// withoutAppendOnly runs del in tx with the append-only triggers of
+// tables dropped, and creates them again after it (the same transaction:
+// no other one sees the tables without them).
+func withoutAppendOnly(ctx context.Context, tx pgx.Tx, op string, tables []string, del func() error) error {
+	drop, restore := schema.LiftAppendOnly(schema.Postgres, tables...)
+	for _, q := range drop {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return mapErr(op+": lift triggers", err)
+		}
+	}
+	if err := del(); err != nil {
+		return err
+	}
+	for _, q := range restore {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return mapErr(op+": restore triggers", err)
+		}
+	}
+	return nil
 }

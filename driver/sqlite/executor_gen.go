@@ -979,6 +979,15 @@ func transitionInsertParams(p driver.TransitionRow) dbsqlc.TransitionInsertParam
 	}
 }
 
+// transitionPurgeCandidatesParams writes a driver.TransitionPurgeCandidatesParams as dbsqlc.TransitionPurgeCandidatesParams.
+func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) dbsqlc.TransitionPurgeCandidatesParams {
+	return dbsqlc.TransitionPurgeCandidatesParams{
+		Before:   fmtTime(p.Before),
+		Statuses: jsonList(p.Statuses),
+		Max:      int64(p.Limit),
+	}
+}
+
 // versionInsertParams writes a driver.VersionRow as dbsqlc.VersionInsertParams.
 func versionInsertParams(p driver.VersionRow) dbsqlc.VersionInsertParams {
 	return dbsqlc.VersionInsertParams{
@@ -1540,6 +1549,15 @@ func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver
 	x, err := e.d.q.TransitionList(ctx, e.read, objectID)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("transition list ", objectID), err)
+	}
+	return transitionRowsOf(x)
+}
+
+// TransitionPurgeCandidates implements driver.Executor with dbsqlc's TransitionPurgeCandidates.
+func (e *executor) TransitionPurgeCandidates(ctx context.Context, p driver.TransitionPurgeCandidatesParams) ([]driver.TransitionRow, error) {
+	x, err := e.d.q.TransitionPurgeCandidates(ctx, e.read, transitionPurgeCandidatesParams(p))
+	if err != nil {
+		return nil, mapErr("transition purge candidates", err)
 	}
 	return transitionRowsOf(x)
 }

@@ -161,3 +161,97 @@ func (q *Queries) TaskPurgeTasks(ctx context.Context, db DBTX, ids []int64) erro
 	_, err := db.Exec(ctx, taskPurgeTasks, ids)
 	return err
 }
+
+const transitionPurgeCandidates = `-- name: TransitionPurgeCandidates :many
+SELECT l.seq, l.object_id, l.ts, l.agent, l.action, l.transitioned_to, l.reasoning_node_id,
+    l.content_hash, l.round
+FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.ts < $1 AND o.updated_at < $1
+    AND o.current_status = ANY($2::text[])
+ORDER BY l.seq
+LIMIT $3
+`
+
+type TransitionPurgeCandidatesParams struct {
+	Before   time.Time
+	Statuses []string
+	Max      int32
+}
+
+// The retention sweeper's deletion of old transition-log rows of objects in
+// a final status (CKS_RETENTION_KNOWLEDGE): the object rows, versions and
+// edges stay. A row goes when it and its object's last change are older
+// than @before and the object is in one of @statuses, oldest seq first.
+func (q *Queries) TransitionPurgeCandidates(ctx context.Context, db DBTX, arg TransitionPurgeCandidatesParams) ([]CksTransitionLog, error) {
+	rows, err := db.Query(ctx, transitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTransitionLog
+	for rows.Next() {
+		var i CksTransitionLog
+		if err := rows.Scan(
+			&i.Seq,
+			&i.ObjectID,
+			&i.Ts,
+			&i.Agent,
+			&i.Action,
+			&i.TransitionedTo,
+			&i.ReasoningNodeID,
+			&i.ContentHash,
+			&i.Round,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transitionPurgeEligible = `-- name: TransitionPurgeEligible :many
+SELECT l.seq FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.seq = ANY($1::bigint[])
+    AND l.ts < $2 AND o.updated_at < $2
+    AND o.current_status = ANY($3::text[])
+ORDER BY l.seq
+`
+
+type TransitionPurgeEligibleParams struct {
+	Seqs     []int64
+	Before   time.Time
+	Statuses []string
+}
+
+// Of @seqs, those still eligible, in the purge's transaction.
+func (q *Queries) TransitionPurgeEligible(ctx context.Context, db DBTX, arg TransitionPurgeEligibleParams) ([]int64, error) {
+	rows, err := db.Query(ctx, transitionPurgeEligible, arg.Seqs, arg.Before, arg.Statuses)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		items = append(items, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transitionPurgeRows = `-- name: TransitionPurgeRows :exec
+DELETE FROM cks_transition_log WHERE seq = ANY($1::bigint[])
+`
+
+func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs []int64) error {
+	_, err := db.Exec(ctx, transitionPurgeRows, seqs)
+	return err
+}

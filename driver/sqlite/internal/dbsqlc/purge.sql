@@ -53,3 +53,27 @@ DELETE FROM cks_principals WHERE task_id IN (SELECT value FROM json_each(CAST(@i
 
 -- name: TaskPurgeTasks :exec
 DELETE FROM cks_outbox_tasks WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
+
+-- The retention sweeper's deletion of old transition-log rows of objects in
+-- a final status (CKS_RETENTION_KNOWLEDGE): the object rows, versions and
+-- edges stay. A row goes when it and its object's last change are older
+-- than @before and the object is in one of @statuses, oldest seq first.
+-- name: TransitionPurgeCandidates :many
+SELECT l.seq, l.object_id, l.ts, l.agent, l.action, l.transitioned_to, l.reasoning_node_id,
+    l.content_hash, l.round
+FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.ts < @before AND o.updated_at < @before
+    AND o.current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT)))
+ORDER BY l.seq
+LIMIT @max;
+
+-- Of @seqs, those still eligible, in the purge's transaction.
+-- name: TransitionPurgeEligible :many
+SELECT l.seq FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.seq IN (SELECT value FROM json_each(CAST(@seqs AS TEXT)))
+    AND l.ts < @before AND o.updated_at < @before
+    AND o.current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT)))
+ORDER BY l.seq;
+
+-- name: TransitionPurgeRows :exec
+DELETE FROM cks_transition_log WHERE seq IN (SELECT value FROM json_each(CAST(@seqs AS TEXT)));

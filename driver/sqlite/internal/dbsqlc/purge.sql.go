@@ -166,3 +166,103 @@ func (q *Queries) TaskPurgeTasks(ctx context.Context, db DBTX, ids string) error
 	_, err := db.ExecContext(ctx, taskPurgeTasks, ids)
 	return err
 }
+
+const transitionPurgeCandidates = `-- name: TransitionPurgeCandidates :many
+SELECT l.seq, l.object_id, l.ts, l.agent, l.action, l.transitioned_to, l.reasoning_node_id,
+    l.content_hash, l.round
+FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.ts < ?1 AND o.updated_at < ?1
+    AND o.current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+ORDER BY l.seq
+LIMIT ?3
+`
+
+type TransitionPurgeCandidatesParams struct {
+	Before   string
+	Statuses string
+	Max      int64
+}
+
+// The retention sweeper's deletion of old transition-log rows of objects in
+// a final status (CKS_RETENTION_KNOWLEDGE): the object rows, versions and
+// edges stay. A row goes when it and its object's last change are older
+// than @before and the object is in one of @statuses, oldest seq first.
+func (q *Queries) TransitionPurgeCandidates(ctx context.Context, db DBTX, arg TransitionPurgeCandidatesParams) ([]CksTransitionLog, error) {
+	rows, err := db.QueryContext(ctx, transitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTransitionLog
+	for rows.Next() {
+		var i CksTransitionLog
+		if err := rows.Scan(
+			&i.Seq,
+			&i.ObjectID,
+			&i.Ts,
+			&i.Agent,
+			&i.Action,
+			&i.TransitionedTo,
+			&i.ReasoningNodeID,
+			&i.ContentHash,
+			&i.Round,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transitionPurgeEligible = `-- name: TransitionPurgeEligible :many
+SELECT l.seq FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
+WHERE l.seq IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+    AND l.ts < ?2 AND o.updated_at < ?2
+    AND o.current_status IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+ORDER BY l.seq
+`
+
+type TransitionPurgeEligibleParams struct {
+	Seqs     string
+	Before   string
+	Statuses string
+}
+
+// Of @seqs, those still eligible, in the purge's transaction.
+func (q *Queries) TransitionPurgeEligible(ctx context.Context, db DBTX, arg TransitionPurgeEligibleParams) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, transitionPurgeEligible, arg.Seqs, arg.Before, arg.Statuses)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		items = append(items, seq)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transitionPurgeRows = `-- name: TransitionPurgeRows :exec
+DELETE FROM cks_transition_log WHERE seq IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+`
+
+func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs string) error {
+	_, err := db.ExecContext(ctx, transitionPurgeRows, seqs)
+	return err
+}
