@@ -1,16 +1,13 @@
 package knowledge
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/jsonlines"
 )
 
 // PurgeBatch is how many log rows one transaction of ArchiveFinalLogs
@@ -74,30 +71,11 @@ type ArchivedEntry struct {
 // it returns, so that nothing is deleted before its line is on disk.
 func FileArchive(path string, now func() time.Time) func([]cks.TransitionEntry) error {
 	return func(entries []cks.TransitionEntry) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriter(f)
-		enc := json.NewEncoder(w)
 		at := now().UTC()
-		for _, e := range entries {
-			if err := enc.Encode(ArchivedEntry{ArchivedAt: at, Entry: e}); err != nil {
-				f.Close()
-				return fmt.Errorf("archive log entry %d: %w", e.Seq, err)
-			}
+		lines := make([]ArchivedEntry, len(entries))
+		for i, x := range entries {
+			lines[i] = ArchivedEntry{ArchivedAt: at, Entry: x}
 		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		return jsonlines.Append(path, lines)
 	}
 }

@@ -1,16 +1,13 @@
 package ledger
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/jsonlines"
 )
 
 // PurgeBatch is how many tasks one transaction of ArchiveTerminal deletes.
@@ -83,30 +80,11 @@ type ArchivedTask struct {
 // returns, so that nothing is deleted before its line is on disk.
 func FileArchive(path string, now func() time.Time) func([]cks.Task) error {
 	return func(tasks []cks.Task) error {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriter(f)
-		enc := json.NewEncoder(w)
 		at := now().UTC()
-		for _, t := range tasks {
-			if err := enc.Encode(ArchivedTask{ArchivedAt: at, Task: t}); err != nil {
-				f.Close()
-				return fmt.Errorf("archive task %d: %w", t.ID, err)
-			}
+		lines := make([]ArchivedTask, len(tasks))
+		for i, x := range tasks {
+			lines[i] = ArchivedTask{ArchivedAt: at, Task: x}
 		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		return jsonlines.Append(path, lines)
 	}
 }
