@@ -597,35 +597,35 @@ func rowSize(r driver.TaskRow) int {
 // unknown state is a FieldError naming state. (The stale_stop_report
 // sweeper counts {States: [STOPPED], StateChangedBefore: now - 24h}.)
 func (s *Service) CountTasks(ctx context.Context, f cks.TaskFilter) (int, error) {
-	f, err := f.Validate()
+	p, err := countParams(f)
 	if err != nil {
 		return 0, err
+	}
+	return s.db.Executor().TaskCount(ctx, p)
+}
+
+// countParams validates filter f and returns the count queries' params
+// of it: ListTasks' selection without its paging and sort.
+func countParams(f cks.TaskFilter) (driver.TaskCountParams, error) {
+	f, err := f.Validate()
+	if err != nil {
+		return driver.TaskCountParams{}, err
 	}
 	states, err := filterStates(f)
 	if err != nil {
-		return 0, err
+		return driver.TaskCountParams{}, err
 	}
-	return s.db.Executor().TaskCount(ctx, countParams(f, states))
-}
-
-// countParams are the count queries' params of filter f (its states
-// resolved): ListTasks' selection without its paging and sort.
-func countParams(f cks.TaskFilter, states []string) driver.TaskCountParams {
 	return driver.TaskCountParams{States: states, Types: f.Types, StateChangedBefore: driver.Time(f.StateChangedBefore),
-		CreatedBy: f.CreatedBy, Match: cks.SearchKey(f.Text), UnconfirmedAbort: f.UnconfirmedAbort}
+		CreatedBy: f.CreatedBy, Match: cks.SearchKey(f.Text), UnconfirmedAbort: f.UnconfirmedAbort}, nil
 }
 
 // CountTasksByState implements ledger.Service in one read (TaskCountByState).
 func (s *Service) CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.TaskCounts, error) {
-	f, err := f.Validate()
+	p, err := countParams(f)
 	if err != nil {
 		return cks.TaskCounts{}, err
 	}
-	states, err := filterStates(f)
-	if err != nil {
-		return cks.TaskCounts{}, err
-	}
-	rows, err := s.db.Executor().TaskCountByState(ctx, countParams(f, states))
+	rows, err := s.db.Executor().TaskCountByState(ctx, p)
 	if err != nil {
 		return cks.TaskCounts{}, err
 	}

@@ -115,8 +115,6 @@ type taskList struct {
 	Rows []taskRow
 	// Count is how many tasks the list's states hold in all.
 	Count int
-	// CountText is Count as shown.
-	CountText string
 	// Next is the cursor of the following page, 0 when this page is the last.
 	Next    int64
 	NextKey string
@@ -461,7 +459,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 		if err != nil {
 			return v, fmt.Errorf("count filtered tasks: %w", err)
 		}
-		v.Filtered.Count, v.Filtered.CountText = n.Total, strconv.Itoa(n.Total)
+		v.Filtered.Count = n.Total
 		if p.Next != 0 {
 			more := url.Values{}
 			maps.Copy(more, base)
