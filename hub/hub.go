@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/studio"
@@ -110,6 +111,12 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	clockOpts, err := backend.EnvOptions(cfg.Getenv)
 	if err != nil {
 		return err
+	}
+	if cfg.Clock != nil {
+		// An injected clock is the clock of everything the hub runs, the
+		// services' writes included: a stop stamped by one clock and judged
+		// stale by another would mislead the test that injected it.
+		clockOpts = append(clockOpts, driver.WithClock(cfg.Clock))
 	}
 	st, err := backend.Open(ctx, cfg.DatabaseURL, clockOpts...)
 	if err != nil {
