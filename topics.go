@@ -42,3 +42,19 @@ const TopicObjects = "objects"
 // learn of an abort without waiting for their next lease heartbeat; stop
 // calls watch it for the confirmation.
 const TopicTaskAborts = "task_aborts"
+
+// TopicTasksMoved is the change topic of task moves: a task was created,
+// claimed, started, or moved to any other state (completed, failed,
+// stopped …) by any process — the hub, a standalone agent, any client of
+// the ledger on the same database. The hub turns it into its "tasks" event,
+// so an open board, task page or charts page follows work done outside the
+// hub without waiting for its fallback poll. Unlike the other topics it is
+// not published in the transaction of the change: that would put a NOTIFY
+// in every completing commit, and Postgres serialises NOTIFYing commits on
+// a global lock. Each handle publishes it instead after the commit, at most
+// once per driver.DefaultMovesInterval (driver.WithMovesInterval) —
+// at once after a quiet spell, then once at the end of each interval in
+// which it moved more, so the last move is never left unpublished
+// (notifier.Coalescer). Moves that make a task OPEN or request an abort
+// still publish TopicTasksReady or TopicTaskAborts in their transaction.
+const TopicTasksMoved = "tasks_moved"
