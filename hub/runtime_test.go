@@ -422,3 +422,68 @@ func TestRetentionSettings(t *testing.T) {
 		}
 	}
 }
+
+// watchCalls is the change notifications of a Runtime under test: each
+// WatchChanges call hands its topics and callback to the test (on calls)
+// and waits for its context.
+type watchCalls struct{ calls chan watchCall }
+
+type watchCall struct {
+	topics []string
+	f      func(topic string)
+}
+
+func (w watchCalls) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
+	select {
+	case w.calls <- watchCall{topics, f}:
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestTaskMovesReachTheBus: the hub watches cks.TopicTasksMoved — the
+// topic a standalone agent's process publishes for its claims, starts and
+// completions, which publish no other topic — and turns it into a "tasks"
+// event on its bus, which /v1/events relays to the board, the task page and
+// the charts. (That the topic crosses processes is
+// TestTasksMovedReachesOtherHandles in package backend;
+// TestBrowserBoardFollowsOutsideAgent runs the whole path.)
+func TestTaskMovesReachTheBus(t *testing.T) {
+	st := backendtest.SQLite(t)(t)
+	set, err := hub.ParseSettings(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchCalls{calls: make(chan watchCall, 4)}
+	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Settings: set, Changes: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background()) })
+	var watch watchCall
+	deadline := time.After(30 * time.Second)
+	for !slices.Contains(watch.topics, cks.TopicTasksMoved) {
+		select {
+		case watch = <-w.calls: // the leader's watch, then the runtime's
+		case <-deadline:
+			t.Fatal("no watch of tasks_moved within 30 s of the start")
+		}
+	}
+	evs, unsubscribe := rt.Bus.Subscribe()
+	defer unsubscribe()
+	watch.f(cks.TopicTasksMoved)
+	for {
+		select {
+		case e := <-evs:
+			if e.Type == events.TasksChanged {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no tasks event on the bus for tasks_moved")
+		}
+	}
+}
