@@ -126,8 +126,12 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 	clk := o.Clock
 	changes := notifier.New(d.Listener, nil)
 	tasks := ledger.NewService(d, changes, opts...)
+	// The interval is real time on the system clock, never the services'
+	// (an injected fake): it paces notifications, it decides nothing
+	// stored, and a test that counts its fake's armed timers must not meet
+	// it.
 	moves := notifier.NewCoalescer(notifier.CoalescerConfig{Topic: cks.TopicTasksMoved, Interval: o.MovesInterval,
-		Clock: clk, Publish: func(ctx context.Context) error {
+		Clock: clock.System{}, Publish: func(ctx context.Context) error {
 			return d.Executor().Notify(ctx, cks.TopicTasksMoved)
 		}})
 	tasks.NoteMovesTo(moves)
@@ -143,6 +147,12 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 		clk:        clk,
 	}
 }
+
+// FlushMoves publishes at once the task moves of this handle not yet
+// published (cks.TopicTasksMoved; notifier.Coalescer.Flush): until the next
+// move, the handle writes nothing more in the background. For tests that
+// compare the database before and after a call that must change nothing.
+func (b *Backend) FlushMoves(ctx context.Context) error { return b.moves.Flush(ctx) }
 
 // closeWait bounds Close's wait for the last publication of
 // cks.TopicTasksMoved: one statement, unless the database is gone.

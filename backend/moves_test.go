@@ -10,7 +10,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/ledger"
 )
@@ -53,14 +52,15 @@ func (m *movesCounting) Notify(ctx context.Context, topic string) error {
 }
 
 // TestTasksMovedReachesOtherHandles: on both backends, the task moves one
-// handle makes — a creation, a claim, a start, a completion, a failure, none
-// of which publishes tasks_ready or task_aborts — reach a watcher of
+// handle makes — a creation, a claim into RUNNING, completions, failures,
+// none of which publishes tasks_ready or task_aborts — reach a watcher of
 // cks.TopicTasksMoved on another handle of the database (another process,
-// as a hub beside a standalone agent), and a burst of 61 moves in 40
+// as a hub beside a standalone agent), and a burst of 61 moves in 41
 // transactions publishes 2 notifications: the first move's at once, the
-// rest together when the interval ends (the mover's clock is a fake, so
-// its intervals end only when the test moves it). None is published in a
-// move's transaction.
+// rest together at the end of the interval — an hour here, so the end is
+// the test's FlushMoves (or Close), and what is published in between is
+// exact (the interval's timer is notifier's TestCoalescer). None is
+// published in a move's transaction.
 func TestTasksMovedReachesOtherHandles(t *testing.T) {
 	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
 		ctx := backendtest.Ctx(t)
@@ -68,8 +68,7 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 		w := backendtest.Watch(t, viewer, cks.TopicTasksMoved)
 		w.Ready(t)
 
-		fake := clock.NewFake(time.Now())
-		opts := []driver.Option{driver.WithClock(fake), driver.WithMovesInterval(time.Second)}
+		opts := []driver.Option{driver.WithMovesInterval(time.Hour)}
 		c := &movesCounter{Driver: open(t, opts...), published: make(chan struct{}, 100)}
 		agent := backend.New(c, opts...)
 		t.Cleanup(func() { agent.Close() })
@@ -84,19 +83,10 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 				t.Fatalf("%s: the other handle's watcher saw another topic", what)
 			}
 		}
-		intervalRuns := func(what string) {
-			t.Helper()
-			wctx, cancel := context.WithTimeout(ctx, backendtest.WakeDeadline)
-			defer cancel()
-			if err := fake.WaitArmed(wctx, 1); err != nil {
-				t.Fatalf("%s: no interval runs: %v", what, err)
-			}
-		}
 
 		// A creation, alone: published at once.
 		backendtest.MustEnqueue(t, agent, cks.NewTask{Type: "first"})
 		published("the first move")
-		intervalRuns("after the first move")
 
 		// The burst, within the interval: 20 tasks created (20
 		// transactions), claimed into RUNNING (one), 10 completed and 10
@@ -120,34 +110,43 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 			}
 		}
 		if n := c.outside.Load(); n != 1 {
-			t.Fatalf("%d publications before the interval ended, want 1 (the first move's)", n)
+			t.Fatalf("%d publications during the interval, want 1 (the first move's)", n)
 		}
-		fake.Advance(time.Second)
+		if err := agent.FlushMoves(ctx); err != nil {
+			t.Fatal(err)
+		}
 		published("the burst, at the interval's end")
 		if n, in := c.outside.Load(), c.inside.Load(); n != 2 || in != 0 {
 			t.Fatalf("%d publications for 61 moves (%d in their transactions), want 2 and none inside", n, in)
 		}
-		intervalRuns("after the burst")
-		fake.Advance(time.Second) // nothing moved: the next move is published at once
 
-		// A heartbeat moves nothing; the completion of the last task is
-		// published at once, and Close publishes the one pending.
-		backendtest.MustEnqueue(t, agent, cks.NewTask{Type: "last"})
-		published("a move after a quiet interval")
-		intervalRuns("after it")
-		last := backendtest.ClaimType(t, agent, "w", "last")
-		if _, err := agent.Tasks.Touch(ctx, last.ID, last.LeaseToken); err != nil {
+		// A heartbeat moves nothing: nothing to flush. The claim and the
+		// completion after it are pending until Close publishes them.
+		last := backendtest.MustEnqueue(t, agent, cks.NewTask{Type: "last"})
+		if err := agent.FlushMoves(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := agent.Tasks.Complete(ctx, last.ID, last.LeaseToken, false, "done"); err != nil {
+		published("the last creation")
+		lease := backendtest.ClaimType(t, agent, "w", "last")
+		if err := agent.FlushMoves(ctx); err != nil {
+			t.Fatal(err)
+		}
+		published("the claim")
+		if _, err := agent.Tasks.Touch(ctx, last.ID, lease.LeaseToken); err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.FlushMoves(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := agent.Tasks.Complete(ctx, last.ID, lease.LeaseToken, false, "done"); err != nil {
 			t.Fatal(err)
 		}
 		if err := agent.Close(); err != nil {
 			t.Fatal(err)
 		}
-		published("the pending move, by Close")
-		if n := c.outside.Load(); n != 4 {
-			t.Fatalf("%d publications in all, want 4", n)
+		published("the completion, by Close")
+		if n := c.outside.Load(); n != 5 {
+			t.Fatalf("%d publications in all, want 5: the touch published one", n)
 		}
 	})
 }

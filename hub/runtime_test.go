@@ -34,11 +34,18 @@ func env(vars map[string]string) func(string) string { return func(k string) str
 
 func newRuntime(t testing.TB, st *backend.Backend, vars map[string]string, noWatch bool) *hub.Runtime {
 	t.Helper()
+	return newRuntimeWith(t, st, vars, hub.RuntimeConfig{NoChangeWatch: noWatch})
+}
+
+// newRuntimeWith is newRuntime with cfg, whose Settings are vars'.
+func newRuntimeWith(t testing.TB, st *backend.Backend, vars map[string]string, cfg hub.RuntimeConfig) *hub.Runtime {
+	t.Helper()
 	set, err := hub.ParseSettings(env(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Settings: set, NoChangeWatch: noWatch})
+	cfg.Settings = set
+	rt, err := hub.NewRuntime(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,20 +457,8 @@ func (w watchCalls) WatchChanges(ctx context.Context, topics []string, f func(to
 // TestTasksMovedReachesOtherHandles in package backend;
 // TestBrowserBoardFollowsOutsideAgent runs the whole path.)
 func TestTaskMovesReachTheBus(t *testing.T) {
-	st := backendtest.SQLite(t)(t)
-	set, err := hub.ParseSettings(env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := watchCalls{calls: make(chan watchCall, 4)}
-	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Settings: set, Changes: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Stop(context.Background()) })
+	rt := newRuntimeWith(t, backendtest.SQLite(t)(t), nil, hub.RuntimeConfig{Changes: w})
 	var watch watchCall
 	deadline := time.After(30 * time.Second)
 	for !slices.Contains(watch.topics, cks.TopicTasksMoved) {

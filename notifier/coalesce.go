@@ -40,6 +40,9 @@ type Coalescer struct {
 
 	mu     sync.Mutex // guards closed, ordering Note's Start before Close's Stop
 	closed bool
+	// publishing is held from the take of pending through its publication
+	// (run, Flush), so Flush returns only once what was taken is out.
+	publishing sync.Mutex
 }
 
 // CoalescerConfig configures a Coalescer. Publish and Interval are
@@ -113,10 +116,40 @@ func (c *Coalescer) Close(ctx context.Context) error {
 	if err := c.base.Stop(ctx); err != nil {
 		return err
 	}
+	return c.Flush(ctx)
+}
+
+// Flush publishes at once what was noted and not yet published, after the
+// publication in flight, if any, has ended; it does not end the interval
+// that runs. When it returns every change noted before it is published, and
+// until the next Note nothing more will be: a test that compares the
+// database before and after a call that must change nothing flushes first.
+func (c *Coalescer) Flush(ctx context.Context) error {
+	c.publishing.Lock()
+	defer c.publishing.Unlock()
 	if c.pending.Swap(false) {
 		return c.cfg.Publish(ctx)
 	}
 	return nil
+}
+
+// take publishes what is pending, holding publishing; it reports whether
+// there was anything, and false when ctx ended during the publication (then
+// it is pending again, for Close).
+func (c *Coalescer) take(ctx context.Context) bool {
+	c.publishing.Lock()
+	defer c.publishing.Unlock()
+	if !c.pending.Swap(false) {
+		return false
+	}
+	if err := c.cfg.Publish(ctx); err != nil {
+		if ctx.Err() != nil {
+			c.pending.Store(true) // cut short by Close, which publishes it
+			return false
+		}
+		c.cfg.Logger.Warn("publishing a change", "topic", c.cfg.Topic, "err", err)
+	}
+	return true
 }
 
 // run is the one function that decides when the topic is published: woken
@@ -130,14 +163,7 @@ func (c *Coalescer) run(ctx context.Context) {
 			return
 		case <-c.wake:
 		}
-		for c.pending.Swap(false) {
-			if err := c.cfg.Publish(ctx); err != nil {
-				if ctx.Err() != nil {
-					c.pending.Store(true) // cut short by Close, which publishes it
-					return
-				}
-				c.cfg.Logger.Warn("publishing a change", "topic", c.cfg.Topic, "err", err)
-			}
+		for c.take(ctx) {
 			if clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval, nil) != nil {
 				return // Close publishes what is pending
 			}
