@@ -1,10 +1,11 @@
 package cks
 
 // Change topics: a write publishes its topic in the transaction that makes
-// the change (driver Executor.Notify), and a watcher (package notifier)
-// re-reads when one of its topics is committed, by this or any other
-// process on the same database. The names are the NOTIFY channels on
-// Postgres and the rows of cks_changes on SQLite.
+// the change (driver Executor.Notify) — all but TopicTasksMoved, published
+// after the commit, coalesced — and a watcher (package notifier) re-reads
+// when one of its topics is committed, by this or any other process on the
+// same database. The names are the NOTIFY channels on Postgres and the rows
+// of cks_changes on SQLite.
 const (
 	// TopicSweeperControl: a row of cks_sweeper_control changed.
 	TopicSweeperControl = "sweeper_control"
