@@ -1,10 +1,11 @@
 package cks
 
 // Change topics: a write publishes its topic in the transaction that makes
-// the change (driver Executor.Notify), and a watcher (package notifier)
-// re-reads when one of its topics is committed, by this or any other
-// process on the same database. The names are the NOTIFY channels on
-// Postgres and the rows of cks_changes on SQLite.
+// the change (driver Executor.Notify) — all but TopicTasksMoved, published
+// after the commit, coalesced — and a watcher (package notifier) re-reads
+// when one of its topics is committed, by this or any other process on the
+// same database. The names are the NOTIFY channels on Postgres and the rows
+// of cks_changes on SQLite.
 const (
 	// TopicSweeperControl: a row of cks_sweeper_control changed.
 	TopicSweeperControl = "sweeper_control"
@@ -42,3 +43,19 @@ const TopicObjects = "objects"
 // learn of an abort without waiting for their next lease heartbeat; stop
 // calls watch it for the confirmation.
 const TopicTaskAborts = "task_aborts"
+
+// TopicTasksMoved is the change topic of task moves: a task was created,
+// claimed, started, or moved to any other state (completed, failed,
+// stopped …) by any process — the hub, a standalone agent, any client of
+// the ledger on the same database. The hub turns it into its "tasks" event,
+// so an open board, task page or charts page follows work done outside the
+// hub without waiting for its fallback poll. Unlike the other topics it is
+// not published in the transaction of the change: that would put a NOTIFY
+// in every completing commit, and Postgres serialises NOTIFYing commits on
+// a global lock. Each handle publishes it instead after the commit, at most
+// once per driver.DefaultMovesInterval (driver.WithMovesInterval) —
+// at once after a quiet spell, then once at the end of each interval in
+// which it moved more, so the last move is never left unpublished
+// (notifier.Coalescer). Moves that make a task OPEN or request an abort
+// still publish TopicTasksReady or TopicTaskAborts in their transaction.
+const TopicTasksMoved = "tasks_moved"

@@ -6,6 +6,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -103,8 +104,11 @@ type Backend struct {
 	Principals *auth.Service
 	Sweepers   *sweeper.Controller
 	Changes    *notifier.Notifier
-	drv        driver.Driver
-	clk        clock.Clock
+	// moves publishes cks.TopicTasksMoved for the ledger's moves,
+	// coalesced (notifier.Coalescer); closed first by Close.
+	moves *notifier.Coalescer
+	drv   driver.Driver
+	clk   clock.Clock
 	// corr corrects clk to the database's clock; nil when nothing does.
 	corr *correction
 }
@@ -113,20 +117,46 @@ type Backend struct {
 // (Close closes it). opts are those d was opened with: the clock
 // (driver.WithClock) tells the services the time of every write whose time
 // is not an argument.
+//
+// The ledger's moves publish cks.TopicTasksMoved through one
+// notifier.Coalescer of the handle: at most once per
+// driver.WithMovesInterval, outside the moves' transactions.
 func New(d driver.Driver, opts ...driver.Option) *Backend {
-	clk := driver.ApplyOptions(opts).Clock
+	o := driver.ApplyOptions(opts)
+	clk := o.Clock
 	changes := notifier.New(d.Listener, nil)
+	tasks := ledger.NewService(d, changes, opts...)
+	// The interval is real time on the system clock, never the services'
+	// (an injected fake): it paces notifications, it decides nothing
+	// stored, and a test that counts its fake's armed timers must not meet
+	// it.
+	moves := notifier.NewCoalescer(notifier.CoalescerConfig{Topic: cks.TopicTasksMoved, Interval: o.MovesInterval,
+		Clock: clock.System{}, Publish: func(ctx context.Context) error {
+			return d.Executor().Notify(ctx, cks.TopicTasksMoved)
+		}})
+	tasks.NoteMovesTo(moves)
 	return &Backend{
-		Tasks:      ledger.NewService(d, changes, opts...),
+		Tasks:      tasks,
 		Objects:    knowledge.New(d, clk),
 		Liveness:   liveness.NewService(d, clk),
 		Principals: auth.NewService(d),
 		Sweepers:   sweeper.NewController(d, clk),
 		Changes:    changes,
+		moves:      moves,
 		drv:        d,
 		clk:        clk,
 	}
 }
+
+// FlushMoves publishes at once the task moves of this handle not yet
+// published (cks.TopicTasksMoved; notifier.Coalescer.Flush): until the next
+// move, the handle writes nothing more in the background. For tests that
+// compare the database before and after a call that must change nothing.
+func (b *Backend) FlushMoves(ctx context.Context) error { return b.moves.Flush(ctx) }
+
+// closeWait bounds Close's wait for the last publication of
+// cks.TopicTasksMoved: one statement, unless the database is gone.
+const closeWait = 5 * time.Second
 
 // Clock returns the clock the services tell the time by, for the loops of
 // the process that stamp or judge times in the database (the liveness
@@ -178,12 +208,16 @@ func (b *Backend) DatabaseNow(ctx context.Context) (t time.Time, own bool, err e
 // Dialect names the database: "sqlite" or "postgres".
 func (b *Backend) Dialect() string { return b.drv.Dialect() }
 
-// Close ends the change listener (every WatchChanges returns), then closes
-// the driver's connections. The services are unusable afterwards.
+// Close publishes the moves not yet published (cks.TopicTasksMoved, within
+// closeWait), ends the change listener (every WatchChanges returns), then
+// closes the driver's connections. The services are unusable afterwards.
 func (b *Backend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	moved := b.moves.Close(ctx)
 	if b.corr != nil {
 		b.corr.loop.Stop(context.Background()) //nolint:errcheck // a background context waits for the loop
 	}
 	b.Changes.Close()
-	return b.drv.Close()
+	return errors.Join(moved, b.drv.Close())
 }

@@ -13,6 +13,10 @@ type Options struct {
 	// ChangePollInterval is the change poll period of a polling backend
 	// (see WithChangePollInterval); DefaultChangePollInterval when <= 0.
 	ChangePollInterval time.Duration
+	// MovesInterval is the least time between two publications of
+	// cks.TopicTasksMoved by one handle (see WithMovesInterval);
+	// DefaultMovesInterval when <= 0.
+	MovesInterval time.Duration
 	// HostClockSkew moves the host's clock by a fixed offset before any
 	// correction (see WithHostClockSkew). Test only.
 	HostClockSkew time.Duration
@@ -52,6 +56,9 @@ func ApplyOptions(opts []Option) Options {
 	if o.ChangePollInterval <= 0 {
 		o.ChangePollInterval = DefaultChangePollInterval
 	}
+	if o.MovesInterval <= 0 {
+		o.MovesInterval = DefaultMovesInterval
+	}
 	return o
 }
 
@@ -64,6 +71,22 @@ const DefaultChangePollInterval = 100 * time.Millisecond
 // pushed changes (Postgres) ignore it. d <= 0 means the default.
 func WithChangePollInterval(d time.Duration) Option {
 	return func(o *Options) { o.ChangePollInterval = d }
+}
+
+// DefaultMovesInterval is how often, at most, one handle publishes
+// cks.TopicTasksMoved after the task moves it made: a viewer (the studio's
+// board) learns of a move made in another process within about this long,
+// and a process that makes thousands of moves a second publishes one
+// notification a second instead of one per transaction — on Postgres every
+// NOTIFYing commit takes a global lock, so a NOTIFY per move would
+// serialise the completions (issue 27). See WithMovesInterval.
+const DefaultMovesInterval = time.Second
+
+// WithMovesInterval sets the least time between two publications of
+// cks.TopicTasksMoved by the handle (package notifier's Coalescer, which
+// the backend gives the ledger). d <= 0 means the default.
+func WithMovesInterval(d time.Duration) Option {
+	return func(o *Options) { o.MovesInterval = d }
 }
 
 // Time normalises t to what every backend can store exactly: UTC with

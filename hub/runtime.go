@@ -351,15 +351,19 @@ func (rt *Runtime) watch(ctx context.Context) {
 			// of the knowledge store, made by any process (a pipeline agent),
 			// tells the hub's viewers (the studio's object and research
 			// pages follow their question through its steps).
-			// A task made ready or an abort requested or confirmed, by any
-			// process, tells them too (the board and task pages follow it).
-			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts}
+			// A task made ready, moved (claimed, started, completed, failed
+			// … by a standalone agent: TopicTasksMoved, coalesced by the
+			// process that moved it), or an abort requested or confirmed,
+			// by any process, tells them too (the board, task and charts
+			// pages follow it).
+			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts,
+				cks.TopicTasksMoved}
 			err := rt.cfg.Changes.WatchChanges(ctx, topics, func(topic string) {
 				switch topic {
 				case cks.TopicObjects:
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
 					return
-				case cks.TopicTasksReady, cks.TopicTaskAborts:
+				case cks.TopicTasksReady, cks.TopicTaskAborts, cks.TopicTasksMoved:
 					rt.Bus.Publish(events.Event{Type: events.TasksChanged, At: rt.cfg.Clock.Now()})
 					return
 				}

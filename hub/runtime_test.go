@@ -34,11 +34,18 @@ func env(vars map[string]string) func(string) string { return func(k string) str
 
 func newRuntime(t testing.TB, st *backend.Backend, vars map[string]string, noWatch bool) *hub.Runtime {
 	t.Helper()
+	return newRuntimeWith(t, st, vars, hub.RuntimeConfig{NoChangeWatch: noWatch})
+}
+
+// newRuntimeWith is newRuntime with cfg, whose Settings are vars'.
+func newRuntimeWith(t testing.TB, st *backend.Backend, vars map[string]string, cfg hub.RuntimeConfig) *hub.Runtime {
+	t.Helper()
 	set, err := hub.ParseSettings(env(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{Settings: set, NoChangeWatch: noWatch})
+	cfg.Settings = set
+	rt, err := hub.NewRuntime(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,6 +426,59 @@ func TestRetentionSettings(t *testing.T) {
 			}
 		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks || s.RetentionKnowledge != c.knowledge:
 			t.Errorf("%v: %v %v %v, %v; want %v %v %v", c.env, s.Retention, s.RetentionTasks, s.RetentionKnowledge, err, c.age, c.tasks, c.knowledge)
+		}
+	}
+}
+
+// watchCalls is the change notifications of a Runtime under test: each
+// WatchChanges call hands its topics and callback to the test (on calls)
+// and waits for its context.
+type watchCalls struct{ calls chan watchCall }
+
+type watchCall struct {
+	topics []string
+	f      func(topic string)
+}
+
+func (w watchCalls) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
+	select {
+	case w.calls <- watchCall{topics, f}:
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestTaskMovesReachTheBus: the hub watches cks.TopicTasksMoved — the
+// topic a standalone agent's process publishes for its claims, starts and
+// completions, which publish no other topic — and turns it into a "tasks"
+// event on its bus, which /v1/events relays to the board, the task page and
+// the charts. (That the topic crosses processes is
+// TestTasksMovedReachesOtherHandles in package backend;
+// TestBrowserBoardFollowsOutsideAgent runs the whole path.)
+func TestTaskMovesReachTheBus(t *testing.T) {
+	w := watchCalls{calls: make(chan watchCall, 4)}
+	rt := newRuntimeWith(t, backendtest.SQLite(t)(t), nil, hub.RuntimeConfig{Changes: w})
+	var watch watchCall
+	deadline := time.After(30 * time.Second)
+	for !slices.Contains(watch.topics, cks.TopicTasksMoved) {
+		select {
+		case watch = <-w.calls: // the leader's watch, then the runtime's
+		case <-deadline:
+			t.Fatal("no watch of tasks_moved within 30 s of the start")
+		}
+	}
+	evs, unsubscribe := rt.Bus.Subscribe()
+	defer unsubscribe()
+	watch.f(cks.TopicTasksMoved)
+	for {
+		select {
+		case e := <-evs:
+			if e.Type == events.TasksChanged {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no tasks event on the bus for tasks_moved")
 		}
 	}
 }

@@ -111,6 +111,11 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 			if err != nil {
 				return err
 			}
+			if len(rows) > 0 { // noted, published after the commit (write)
+				if err := ex.Notify(ctx, cks.TopicTasksMoved); err != nil {
+					return err
+				}
+			}
 			for _, r := range rows {
 				// The driver hands the leases out in claim order; the
 				// token of a row is the one whose hash it got.

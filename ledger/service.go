@@ -33,7 +33,23 @@ type Service struct {
 	claimer   claimer
 	// changes wakes WaitAbort; nil in a service that never waits.
 	changes Watcher
+	// moves is told of every committed write that moved a task; nil: no
+	// one is (NoteMovesTo).
+	moves MovesNoter
 }
+
+// MovesNoter is told, after the commit, of every write of the ledger that
+// created a task, claimed one or moved one to another state (transition) —
+// not of a lease renewal or an edit that moves nothing. The process's
+// notifier.Coalescer is one: it publishes cks.TopicTasksMoved for them, at
+// most once an interval, outside the transactions. Note must not wait: it
+// is called on the path of every completion.
+type MovesNoter interface{ Note() }
+
+// NoteMovesTo makes the service tell n of its moves (package backend hands
+// it the handle's coalesced publisher of cks.TopicTasksMoved). It is called
+// once, before the service is used; without it no move is published.
+func (s *Service) NoteMovesTo(n MovesNoter) { s.moves = n }
 
 // NewService returns the ledger over db. changes wakes the operator calls
 // that wait for an abort's confirmation (StopTask, UpdateTask); nil for a
@@ -58,10 +74,14 @@ const (
 // write runs fn in one write transaction with the time of the clock. On
 // Postgres the transaction may run again (deadlock, serialization), so fn
 // must only assign its results. The topics fn publishes are published once
-// each, when fn has succeeded, just before the commit (notifyOnce).
+// each, when fn has succeeded, just before the commit (notifyOnce) — but
+// cks.TopicTasksMoved, which is never published in the transaction: once
+// it committed, s.moves is told (MovesNoter), and publishes it coalesced.
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
-	return s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+	moved := false
+	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		once := &notifyOnce{Executor: ex}
+		moved = false // of the attempt that commits
 		// Leases and claims are stamped by the service's clock, which a
 		// backend opened on Postgres corrects to the database's: a reaper
 		// on another host judges them by the same clock.
@@ -69,12 +89,20 @@ func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex dri
 			return err
 		}
 		for _, topic := range once.topics {
+			if topic == cks.TopicTasksMoved {
+				moved = true
+				continue
+			}
 			if err := ex.Notify(ctx, topic); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err == nil && moved && s.moves != nil {
+		s.moves.Note()
+	}
+	return err
 }
 
 // notifyOnce is the executor of a ledger write: every primitive but Notify
@@ -262,7 +290,8 @@ type move struct {
 // writes just those and the events in the same statement; otherwise the
 // whole rows (one TaskUpdateMany) and then the events (one
 // TaskEventInsertMany). It publishes TopicTasksReady when a task became
-// OPEN, all in ex's transaction; state_changed_at and updated_at become
+// OPEN, all in ex's transaction, and notes TopicTasksMoved (which write
+// publishes after the commit, coalesced); state_changed_at and updated_at become
 // now. It returns the rows as written, in the order of moves.
 func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []move) ([]driver.TaskRow, error) {
 	if len(moves) == 0 {
@@ -321,6 +350,10 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		if err := ex.Notify(ctx, cks.TopicTasksReady); err != nil {
 			return nil, err
 		}
+	}
+	// Noted, not published, by the executor of write (notifyOnce).
+	if err := ex.Notify(ctx, cks.TopicTasksMoved); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }

@@ -262,6 +262,11 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 				return nil, err
 			}
 		}
+		// A new task counts on the board: noted, published after the
+		// commit (write).
+		if err := ex.Notify(ctx, cks.TopicTasksMoved); err != nil {
+			return nil, err
+		}
 	}
 	// The dedupe hits: tasks of this batch, or existing ones read at once.
 	var existing []int64

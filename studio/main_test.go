@@ -15,6 +15,7 @@ import (
 // ended first (browser_test.go).
 func TestMain(m *testing.M) {
 	agents.RunExecGuard() // the exec agent of the browser tests runs its command under this binary started again
+	runOutsideAgent()     // the agent process of TestBrowserBoardFollowsOutsideAgent is this binary started again
 	code := m.Run()
 	stopBrowser()
 	if code == 0 {
