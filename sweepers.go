@@ -42,9 +42,10 @@ type SweeperStatus struct {
 	// Leader is the id of the hub whose passes run (the maintenance
 	// leader), as read with this status; empty when no hub holds it.
 	Leader string `json:"leader,omitempty"`
-	// RecentPasses are this hub's last completed passes, newest first (at
-	// most sweeper.RecentPassesCap, kept in memory: a restarted hub starts
-	// with none, and a standby hub has none of the leader's).
+	// RecentPasses are the sweeper's last completed passes, newest first
+	// (at most sweeper.RecentPassesCap), read from the database
+	// (cks_sweeper_passes): they survive a restart, and every hub on the
+	// database reads the same ones, the maintenance leader's included.
 	RecentPasses []SweeperPass `json:"recent_passes,omitempty"`
 }
 
@@ -58,6 +59,14 @@ type SweeperPass struct {
 	Count int `json:"count"`
 	// Error is the pass's error, "" when it succeeded.
 	Error string `json:"error,omitempty"`
+	// Hub is the id of the hub that ran the pass (the maintenance leader
+	// at the time), "" when the runner had none.
+	Hub string `json:"hub,omitempty"`
+	// Details is what the pass reported beyond its count (the Details of
+	// a sweeper.Detailer: graph_health's counts, retention's report),
+	// omitted for the others.
+	// (Read back from the database it holds a json.RawMessage.)
+	Details any `json:"details,omitempty"`
 }
 
 // Leader is the hub holding a leadership among the hubs on one database

@@ -970,6 +970,53 @@ type ControlExecutor interface {
 	SweeperControlUpsert(ctx context.Context, id string, running bool, at time.Time) error
 	// SweeperControlGet returns the override (ErrNoRows when none).
 	SweeperControlGet(ctx context.Context, id string) (bool, error)
+	// SweeperPassInsert records one completed pass (every column of the
+	// row but PassID, which it assigns).
+	SweeperPassInsert(ctx context.Context, r SweeperPassRow) error
+	// SweeperPassRecent returns the newest Limit passes of one sweeper,
+	// newest first (idx_sweeper_passes_agent).
+	SweeperPassRecent(ctx context.Context, p SweeperPassRecentParams) ([]SweeperPassRow, error)
+	// SweeperPassPrune deletes up to Limit passes that started before
+	// Before and returns how many.
+	SweeperPassPrune(ctx context.Context, p SweeperPassPruneParams) (int, error)
+	// SweeperPassTrim deletes up to Limit passes of one sweeper older than
+	// its newest Keep and returns how many.
+	SweeperPassTrim(ctx context.Context, p SweeperPassTrimParams) (int, error)
+}
+
+// SweeperPassRow is one row of cks_sweeper_passes: a completed pass of a
+// sweeper, on the hub that ran it.
+type SweeperPassRow struct {
+	PassID      int64
+	AgentID     string
+	HubID       string
+	StartedAt   time.Time
+	DurationMS  float64
+	ResultCount int
+	// Error is the pass's error, "" when it succeeded.
+	Error string
+	// Details is the JSON of the pass's details, "" when it had none.
+	Details string
+}
+
+// SweeperPassRecentParams selects the newest passes of a sweeper.
+type SweeperPassRecentParams struct {
+	AgentID string
+	Limit   int
+}
+
+// SweeperPassPruneParams selects old passes to delete.
+type SweeperPassPruneParams struct {
+	Before time.Time
+	Limit  int
+}
+
+// SweeperPassTrimParams selects the passes of a sweeper beyond its newest
+// Keep.
+type SweeperPassTrimParams struct {
+	AgentID string
+	Keep    int
+	Limit   int
 }
 
 // LeaderRow is one row of cks_leaders: who holds a leadership and until when.

@@ -212,7 +212,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		sweeper.Contradiction{Tasks: st.Tasks, Objects: st.Objects},
 		sweeper.InferenceStaleness{Tasks: st.Tasks, Objects: st.Objects},
 		&sweeper.GraphHealth{Tasks: st.Tasks, Objects: st.Objects, Edges: st.Objects},
-		&sweeper.Retention{Liveness: liveness.NewService(st.Driver(), cfg.Clock), Clock: cfg.Clock,
+		&sweeper.Retention{Liveness: liveness.NewService(st.Driver(), cfg.Clock), Passes: st.Sweepers, Clock: cfg.Clock,
 			Age: set.Retention, TasksAge: set.RetentionTasks, Tasks: taskArchive(st.Tasks, set.RetentionArchive, cfg.Clock),
 			KnowledgeAge: set.RetentionKnowledge, Knowledge: knowledgeArchive(st.Objects, set.RetentionArchive, cfg.Clock)},
 	} {
@@ -221,7 +221,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			conf = sweeperDefaults()[sw.ID()]
 		}
 		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st.Sweepers,
-			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun, Leader: elector}); err != nil {
+			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun, Leader: elector, Passes: st.Sweepers, Hub: elector.ID()}); err != nil {
 			return nil, err
 		}
 	}

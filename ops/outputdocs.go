@@ -18,11 +18,12 @@ var outputDocs = map[string]string{
 	"claim_latency_p95_ms": "the 95th percentile of the minute's claims' waits from OPEN to claimed, in ms; absent with no claim",
 	"claims_sampled":       "true when the window held more claims than were measured: the latencies are of the newest",
 	// A sweeper's recent passes.
-	"recent_passes":     "the sweeper's last passes on this hub, newest first",
+	"recent_passes":     "the sweeper's last passes (at most 30), newest first, whichever hub ran them; stored, so they survive a restart",
 	"SweeperPass.at":    "when the pass started",
 	"duration_ms":       "how long the pass took, in ms",
 	"SweeperPass.count": "what the pass counted (leases reclaimed, tasks enqueued, rows pruned, ...)",
 	"SweeperPass.error": "the pass's error; absent when it succeeded",
+	"SweeperPass.hub":   "the id of the hub that ran the pass (the maintenance leader then)",
 	"task_types":        "the task types the process claims",
 	"next_key":          "under a sort by a key (updated, priority): pass it as cursor_key with next_cursor",
 	// A task.

@@ -31,8 +31,9 @@ var ListAgents = define(cks.OpListAgents, &Op[struct{}, cks.SweeperList]{
 		Summary: "every sweeper with its status",
 		Description: "List every sweeper with its status, under \"sweepers\": config_enabled, running, interval_s, last_run_at, " +
 			"last_result_count, last_run_duration_ms, last_error, run_count, the stored override desired_running " +
-			"(null when the config default applies) and recent_passes, this hub's last completed passes newest first " +
-			"(at, duration_ms, count, error; kept in memory, so none after a restart or on a standby hub)." + sweeperNote,
+			"(null when the config default applies) and recent_passes, the sweeper's last completed passes newest first " +
+			"(at, duration_ms, count, error, hub, details; stored in the database, so they survive a restart and every hub " +
+			"on it answers the maintenance leader's)." + sweeperNote,
 		Permission: auth.PermRead, Resource: auth.ResourceSweepers,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedSweepers, Hints: readOnly,
 	},

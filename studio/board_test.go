@@ -67,7 +67,7 @@ func newFullEnv(t *testing.T) fullEnv {
 		{stepSweeper{id: "stale_stop_report"}, 5 * time.Minute, false},
 	} {
 		if _, err := reg.Register(sw.sw, sweeper.Options{Interval: sw.interval, ConfigEnabled: sw.enabled,
-			Overrides: s.Sweepers, Clock: c, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			Overrides: s.Sweepers, Clock: c, Logger: slog.New(slog.DiscardHandler), Passes: s.Sweepers}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -560,4 +560,15 @@ func TestSweeperCardsSayStandby(t *testing.T) {
 	page := get(t, h, "/")
 	mustContain(t, "panel", page.body, "this hub stands by", "<code>other-host/42/abcd</code>")
 	mustContain(t, "standby card", sweeperCard(t, page.body, "lease_reaper"), "</span>standby</span>", "<dt>Runs</dt><dd>0</dd>")
+	mustNotContain(t, "standby card before the leader's pass", sweeperCard(t, page.body, "lease_reaper"), "<tr data-pass>")
+
+	// The leader's pass, recorded in the database, shows on this hub's card.
+	if err := s.Sweepers.RecordPass(context.Background(), "lease_reaper", cks.SweeperPass{At: backendtest.T0, DurationMS: 4,
+		Count: 9, Hub: "other-host/42/abcd"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	page = get(t, h, "/")
+	mustContain(t, "standby card's passes", sweeperCard(t, page.body, "lease_reaper"),
+		`<tr data-pass><td><time datetime="2026-11-30T12:00:00Z" title="2026-11-30T12:00:00Z on hub other-host/42/abcd">1m ago</time></td><td>4.0 ms</td><td>9</td></tr>`)
 }

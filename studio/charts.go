@@ -148,11 +148,11 @@ func taskCharts(st cks.TaskStats) []template.HTML {
 	return []template.HTML{done.Figure(), depth.Figure(), lat.Figure()}
 }
 
-// sweeperChart draws each sweeper's recent passes in [start, end] by
+// sweeperChart draws each sweeper's recorded recent passes in [start, end] by
 // their duration; a sweeper with none in the window is left out.
 func sweeperChart(sts []cks.SweeperStatus, start, end time.Time) chart.Chart {
 	c := chart.Chart{ID: "chart-sweepers", Title: "Sweeper pass durations",
-		Desc: "How long each of this hub's recent sweeper passes took, over the last hour.", Unit: "ms",
+		Desc: "How long each sweeper's recent passes (its newest 30, whichever hub ran them) took, over the last hour.", Unit: "ms",
 		Start: start, End: end}
 	for _, st := range sts {
 		s := chart.Series{Name: st.AgentID}

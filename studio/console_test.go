@@ -202,11 +202,14 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 	tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
 }
 
-// TestBrowserLayout: the main pages and an error page fit a 390 px phone
-// and a 1920 px screen without scrolling sideways, have a title naming
-// them, a label for every input, and the sign-out button in view; the
-// error page says what to do; and the keyboard alone reaches Sign out and
-// signs out.
+// TestBrowserLayout walks every studio page (issue 24, item 8) at a 390 px
+// phone and a 1920 px screen: none scrolls sideways, each has a title naming
+// it and the favicon, every input, select and textarea has a label, no
+// control is a click-only element (every [onclick] or role=button is a real
+// <button>, <a> or <input>), the sign-out button is in view, and at 390 px
+// the header does not overflow and every nav link is in view and is what a
+// tap at its centre hits. The error page says what to do; and the keyboard
+// alone reaches Sign out and signs out. Then the login page, signed out.
 func TestBrowserLayout(t *testing.T) {
 	t.Parallel()
 	h := startHub(t, "sqlite", nil)
@@ -214,34 +217,58 @@ func TestBrowserLayout(t *testing.T) {
 		t.Fatalf("create_task: %d %s", code, out)
 	}
 	h.submitQuestion(t, "How does cks stop a running task?")
+	// Every page of the studio's routes (studio.go), signed in.
+	pages := []struct{ path, title string }{
+		{"/", "Agent Panel"}, {"/processes/history?kind=critic", "critic history"}, {"/tasks", "Tasks"},
+		{"/tasks/new", "New task"}, {"/tasks/1", "Task 1"}, {"/charts", "Charts"}, {"/objects", "Knowledge"},
+		{"/objects/1", "Question 1"}, {"/objects/1/forks", "Forks of question 1"}, {"/research", "Research"},
+		{"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
+	}
 	for _, width := range []int{390, 1920} {
 		tb := newTab(t, width)
 		tb.signIn(h, h.Token)
-		for _, p := range []struct{ path, title string }{
-			{"/", "Agent Panel"}, {"/tasks", "Tasks"}, {"/tasks/1", "Task 1"}, {"/objects", "Knowledge"},
-			{"/objects/1", "Question 1"}, {"/research", "Research"}, {"/objects/999999", "No such object"},
-		} {
+		for _, p := range pages {
 			tb.do(chromedp.Navigate(h.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main h1")))
 			where := fmt.Sprintf("%s at %d px", p.path, width)
 			if got := value(tb, chromedp.Title()); got != p.title+" · cks studio" {
 				t.Errorf("%s: title %q", where, got)
 			}
-			if over := js[int](tb, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
-				t.Errorf("%s: the page is %d px wider than the window", where, over)
-			}
-			unlabelled := js[[]string](tb, `[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
-				.filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.name || e.id || e.outerHTML)`)
-			if len(unlabelled) > 0 {
-				t.Errorf("%s: inputs without a label: %v", where, unlabelled)
-			}
+			checkPageBasics(t, tb, where)
 			if !js[bool](tb, `(() => { const r = document.querySelector('[data-signout]').getBoundingClientRect();
 				return r.width > 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })()`) {
 				t.Errorf("%s: the Sign out button is not in view", where)
 			}
+			if width != 390 {
+				continue
+			}
+			if over := js[[]string](tb, `[...document.querySelectorAll('.topbar, .topbar .nav')]
+				.filter(e => e.scrollWidth > e.clientWidth).map(e => e.className + ': ' + e.scrollWidth + ' > ' + e.clientWidth)`); len(over) > 0 {
+				t.Errorf("%s: the header scrolls sideways: %v", where, over)
+			}
+			hidden := js[[]string](tb, `[...document.querySelectorAll('.topbar .nav a')].filter(a => {
+				const r = a.getBoundingClientRect();
+				if (r.width === 0 || r.left < 0 || r.right > window.innerWidth || r.top < 0 || r.bottom > window.innerHeight) return true;
+				const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+				return !(hit && a.contains(hit));
+			}).map(a => a.textContent)`)
+			if n := js[int](tb, `document.querySelectorAll('.topbar .nav a').length`); n < 5 || len(hidden) > 0 {
+				t.Errorf("%s: %d nav links, these not in view or not what a tap hits: %v", where, n, hidden)
+			}
 		}
+		if width == 390 {
+			// A tap on the last nav link (the one a scrolled strip hid) goes there.
+			tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")),
+				chromedp.Click(chromedp.CSS(".topbar .nav a:last-child")))
+			tb.do(chromedp.WaitVisible(chromedp.ID("r-question")))
+		}
+		tb.do(chromedp.Navigate(h.URL + "/objects/999999"))
 		msg := tb.text(`main .notice--error`)
 		if !strings.Contains(msg, "no object 999999") || !strings.Contains(msg, "Find the object in the list") {
 			t.Errorf("the error page %q does not say what to do", msg)
+		}
+		tb.do(chromedp.Navigate(h.URL + "/no/such/page"))
+		if msg := tb.text(`main .notice`); !strings.Contains(msg, "Check it for a typing error") {
+			t.Errorf("the not-found page %q does not say what to do", msg)
 		}
 		if width == 390 {
 			// From the top of the page, Tab until Sign out has the focus, then Enter.
@@ -258,6 +285,35 @@ func TestBrowserLayout(t *testing.T) {
 				t.Fatal("20 presses of Tab never reached the Sign out button")
 			}
 			tb.do(chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("token")))
+			// Signed out: the login page, at 390 px.
+			if got := value(tb, chromedp.Title()); got != "Sign in · cks studio" {
+				t.Errorf("login: title %q", got)
+			}
+			checkPageBasics(t, tb, "/login at 390 px")
 		}
+	}
+}
+
+// checkPageBasics fails t unless the tab's page has the favicon, does not
+// scroll sideways, labels every input, select and textarea, and makes
+// every clickable thing a native control.
+func checkPageBasics(t *testing.T, tb *tab, where string) {
+	t.Helper()
+	if !js[bool](tb, `!!document.querySelector('link[rel=icon][href*="favicon.svg"]')`) {
+		t.Errorf("%s: no favicon link", where)
+	}
+	if over := js[int](tb, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+		t.Errorf("%s: the page is %d px wider than the window", where, over)
+	}
+	unlabelled := js[[]string](tb, `[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+		.filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby'))
+		.map(e => e.name || e.id || e.outerHTML)`)
+	if len(unlabelled) > 0 {
+		t.Errorf("%s: inputs without a label: %v", where, unlabelled)
+	}
+	clickOnly := js[[]string](tb, `[...document.querySelectorAll('[onclick], [role=button], [tabindex]:not([tabindex="-1"])')]
+		.filter(e => !e.matches('button, a[href], input, select, textarea, summary')).map(e => e.outerHTML.slice(0, 80))`)
+	if len(clickOnly) > 0 {
+		t.Errorf("%s: click-only elements that are no control: %v", where, clickOnly)
 	}
 }

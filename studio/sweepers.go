@@ -51,17 +51,20 @@ type sweeperCard struct {
 	// Details are what the last pass reported beyond its count (e.g.
 	// graph_health's orphans and cycles).
 	Details []sweeper.Detail
-	// Passes are the newest CardPasses of the hub's recent passes.
+	// Passes are the newest CardPasses of the sweeper's recorded passes
+	// (whichever hub ran them).
 	Passes []passRow
 }
 
 // CardPasses is how many recent passes a sweeper card lists (the charts
-// page draws all the hub keeps).
+// page draws all list_agents answers).
 const CardPasses = 5
 
 // passRow is one recent pass, formatted for display.
 type passRow struct {
 	At, Age, Duration, Count, Error string
+	// Hub is the id of the hub that ran it, "" when unknown.
+	Hub string
 }
 
 func (s *server) sweepersFragment(w http.ResponseWriter, r *http.Request) {
@@ -121,7 +124,7 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int, error) {
 		}
 		for _, p := range st.RecentPasses[:min(len(st.RecentPasses), CardPasses)] {
 			c.Passes = append(c.Passes, passRow{At: p.At.UTC().Format(time.RFC3339), Age: humanAge(now.Sub(p.At).Seconds()),
-				Duration: millis(p.DurationMS), Count: strconv.Itoa(p.Count), Error: p.Error})
+				Duration: millis(p.DurationMS), Count: strconv.Itoa(p.Count), Error: p.Error, Hub: p.Hub})
 		}
 		switch {
 		case !st.ConfigEnabled:

@@ -2,8 +2,10 @@ package sweeper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
@@ -89,7 +91,8 @@ func (c *Controller) leader(ctx context.Context) (string, error) {
 	return l.ID, err
 }
 
-// override returns r's status with its stored override read now.
+// override returns r's status with its stored override and its recent
+// passes read now.
 func (c *Controller) override(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
 	st := r.Status()
 	o, err := c.GetSweeperDesiredRunning(ctx, r.ID())
@@ -97,6 +100,9 @@ func (c *Controller) override(ctx context.Context, r *Runner) (cks.SweeperStatus
 		return st, fmt.Errorf("read override of %s: %w", r.ID(), err)
 	}
 	st.DesiredRunning = o
+	if st.RecentPasses, err = c.RecentPasses(ctx, r.ID(), RecentPassesCap); err != nil {
+		return st, err
+	}
 	return st, nil
 }
 
@@ -172,3 +178,87 @@ func (c *Controller) GetSweeperDesiredRunning(ctx context.Context, id string) (*
 	}
 	return &running, nil
 }
+
+// PassesKept is how many of a sweeper's newest passes cks_sweeper_passes
+// keeps whatever their age: RecordPass trims the older ones, so the table
+// stays bounded (about PassesKept rows a sweeper) even with retention off,
+// while the retention sweeper prunes the passes older than CKS_RETENTION.
+// At the default intervals 1000 passes are 8 hours of lease_reaper's (30 s)
+// and a week of the 10-minute sweepers'.
+const PassesKept = 1000
+
+// trimBatch bounds what one RecordPass trims: one row beyond the cap in
+// the steady state, more once after PassesKept was lowered.
+const trimBatch = 100
+
+// RecordPass records a completed pass of sweeper id (its PassRecorder):
+// the row and the trim of the sweeper's passes beyond PassesKept, in one
+// transaction. An invalid id is a FieldError naming agent_id.
+func (c *Controller) RecordPass(ctx context.Context, id string, p cks.SweeperPass) error {
+	if err := ValidateSweeperID(id); err != nil {
+		return err
+	}
+	row := driver.SweeperPassRow{AgentID: id, HubID: p.Hub, StartedAt: driver.Time(p.At), DurationMS: p.DurationMS,
+		ResultCount: p.Count, Error: p.Error}
+	if p.Details != nil {
+		b, err := json.Marshal(p.Details)
+		if err != nil {
+			return fmt.Errorf("record pass of sweeper %q: details: %w", id, err)
+		}
+		row.Details = string(b)
+	}
+	err := c.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+		if err := ex.SweeperPassInsert(ctx, row); err != nil {
+			return err
+		}
+		_, err := ex.SweeperPassTrim(ctx, driver.SweeperPassTrimParams{AgentID: id, Keep: PassesKept, Limit: trimBatch})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record pass of sweeper %q: %w", id, err)
+	}
+	return nil
+}
+
+// RecentPasses returns the newest limit passes of sweeper id, newest first,
+// whichever hub ran them.
+func (c *Controller) RecentPasses(ctx context.Context, id string, limit int) ([]cks.SweeperPass, error) {
+	if err := ValidateSweeperID(id); err != nil {
+		return nil, err
+	}
+	rows, err := c.db.Executor().SweeperPassRecent(ctx, driver.SweeperPassRecentParams{AgentID: id, Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("read passes of sweeper %q: %w", id, err)
+	}
+	out := make([]cks.SweeperPass, len(rows))
+	for i, r := range rows {
+		out[i] = cks.SweeperPass{At: r.StartedAt, DurationMS: r.DurationMS, Count: r.ResultCount, Error: r.Error, Hub: r.HubID}
+		if r.Details != "" {
+			out[i].Details = json.RawMessage(r.Details)
+		}
+	}
+	return out, nil
+}
+
+// PrunePasses deletes the passes that started before before, up to
+// maxRows in batches of PruneBatch, and returns how many: the retention
+// sweeper's share of the passes (its PassPruner).
+func (c *Controller) PrunePasses(ctx context.Context, before time.Time, maxRows int) (int, error) {
+	total := 0
+	for total < maxRows {
+		n, err := c.db.Executor().SweeperPassPrune(ctx, driver.SweeperPassPruneParams{Before: driver.Time(before),
+			Limit: min(PruneBatch, maxRows-total)})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune sweeper passes: %w", err)
+		}
+		if n < PruneBatch {
+			break
+		}
+	}
+	return total, nil
+}
+
+// PruneBatch is how many passes one statement of PrunePasses deletes (no
+// long transaction).
+const PruneBatch = 1000

@@ -14,7 +14,8 @@ const RetentionID = "retention"
 // Defaults of the retention sweeper.
 const (
 	// DefaultRetention is the age past which operational history (the
-	// liveness rows of instances that stopped) is pruned: CKS_RETENTION.
+	// liveness rows of instances that stopped, the sweepers' passes) is
+	// pruned: CKS_RETENTION.
 	DefaultRetention = 7 * 24 * time.Hour
 	// RetentionMaxRows bounds what one pass deletes of each kind of
 	// history, so that a pass over a long backlog stays short; the next
@@ -24,8 +25,8 @@ const (
 
 // Retention bounds the history the store keeps (issue 26). Every pass
 // prunes the operational history older than Age — the liveness rows of
-// instances that exited or stopped heartbeating (liveness.Service.Prune;
-// ended task credentials and expired sessions the lease reaper already
+// instances that exited or stopped heartbeating (liveness.Service.Prune)
+// and the sweepers' recorded passes (Controller.PrunePasses; ended task credentials and expired sessions the lease reaper already
 // deletes as soon as they end) — and, only when TasksAge is set, the
 // terminal tasks older than it, archived before they are deleted
 // (Tasks), and only when KnowledgeAge is set, the old transition-log rows
@@ -35,6 +36,9 @@ const (
 // long transaction).
 type Retention struct {
 	Liveness LivenessPruner
+	// Passes prunes the sweepers' recorded passes; nil keeps them (each
+	// sweeper's stay capped at PassesKept).
+	Passes PassPruner
 	// Tasks archives and deletes old terminal tasks; nil keeps them.
 	Tasks TaskArchiver
 	// Knowledge archives and deletes old log rows of final objects; nil
@@ -57,6 +61,12 @@ type Retention struct {
 // LivenessPruner is what Retention needs of process liveness.
 type LivenessPruner interface {
 	Prune(ctx context.Context, before, now time.Time, maxRows int) (int, error)
+}
+
+// PassPruner is what Retention needs of the sweepers' pass history
+// (Controller): delete up to maxRows passes started before before.
+type PassPruner interface {
+	PrunePasses(ctx context.Context, before time.Time, maxRows int) (int, error)
 }
 
 // TaskArchiver is what Retention needs of the ledger: archive, then
@@ -94,6 +104,8 @@ func (f KnowledgeArchiverFunc) ArchiveFinalLogs(ctx context.Context, before time
 type RetentionReport struct {
 	// LivenessRows is how many liveness rows it deleted.
 	LivenessRows int `json:"liveness_rows"`
+	// SweeperPasses is how many recorded sweeper passes it deleted.
+	SweeperPasses int `json:"sweeper_passes"`
 	// TasksArchived is how many terminal tasks it archived and deleted.
 	TasksArchived int `json:"tasks_archived"`
 	// KnowledgeArchived is how many transition-log rows it archived and
@@ -110,13 +122,16 @@ type RetentionReport struct {
 func (*Retention) ID() string { return RetentionID }
 
 // SweepOnce prunes what is older than the ages and returns how many rows,
-// tasks and log rows it deleted.
+// passes, tasks and log rows it deleted.
 func (r *Retention) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
 	rep := RetentionReport{Age: ageText(r.Age), TasksAge: ageText(r.TasksAge), KnowledgeAge: ageText(r.KnowledgeAge)}
 	var err error
 	if r.Age > 0 && r.Liveness != nil {
 		rep.LivenessRows, err = r.Liveness.Prune(ctx, now.Add(-r.Age), now, RetentionMaxRows)
+	}
+	if err == nil && r.Age > 0 && r.Passes != nil {
+		rep.SweeperPasses, err = r.Passes.PrunePasses(ctx, now.Add(-r.Age), RetentionMaxRows)
 	}
 	if err == nil && r.TasksAge > 0 && r.Tasks != nil {
 		rep.TasksArchived, err = r.Tasks.ArchiveTerminal(ctx, now.Add(-r.TasksAge), RetentionMaxRows)
@@ -129,7 +144,7 @@ func (r *Retention) SweepOnce(ctx context.Context) (int, error) {
 		r.last = &rep
 		r.mu.Unlock()
 	}
-	return rep.LivenessRows + rep.TasksArchived + rep.KnowledgeArchived, err
+	return rep.LivenessRows + rep.SweeperPasses + rep.TasksArchived + rep.KnowledgeArchived, err
 }
 
 // Details returns the report of the last successful pass, or nil.

@@ -13,9 +13,9 @@ import (
 	"github.com/cks-dev/cks/lifecycle"
 )
 
-// RecentPassesCap is how many completed passes a Runner's status keeps
-// (SweeperStatus.RecentPasses): enough for a chart of the last stretch and
-// a sweeper card's list, small enough to keep in memory.
+// RecentPassesCap is how many of a sweeper's newest passes its status
+// answers (SweeperStatus.RecentPasses, read from cks_sweeper_passes):
+// enough for a chart of the last stretch and a sweeper card's list.
 const RecentPassesCap = 30
 
 // Runner runs one Sweeper every interval on its own goroutine, on a
@@ -36,6 +36,8 @@ type Runner struct {
 	log       *slog.Logger
 	onRun     func(id string, d time.Duration, count int, err error)
 	leader    Leadership
+	passes    PassRecorder
+	hub       string
 
 	base *lifecycle.Base
 	poke chan struct{} // one-slot, coalescing wake-up for the wait
@@ -84,6 +86,8 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 		log:       opts.Logger.With("sweeper", id),
 		onRun:     opts.OnRun,
 		leader:    opts.Leader,
+		passes:    opts.Passes,
+		hub:       opts.Hub,
 		poke:      make(chan struct{}, 1),
 		now:       make(chan struct{}, 1),
 		st: cks.SweeperStatus{
@@ -242,22 +246,24 @@ func (r *Runner) pass(ctx context.Context) {
 	if dt, ok := r.sw.(Detailer); ok {
 		details = dt.Details()
 	}
+	ms := float64(d) / float64(time.Millisecond)
+	p := cks.SweeperPass{At: start, DurationMS: ms, Count: count, Hub: r.hub}
+	if err != nil {
+		p.Error = err.Error()
+	}
+	// Recorded before the status counts it: a reader that saw the run
+	// counted finds its row.
+	r.record(ctx, p, details)
 	r.update(func(s *cks.SweeperStatus) {
 		s.Details = details
 		s.LastRunAt = &start
 		s.LastResultCount = &count
-		ms := float64(d) / float64(time.Millisecond)
 		s.LastRunDurationMS = &ms
 		s.LastError = nil
-		p := cks.SweeperPass{At: start, DurationMS: ms, Count: count}
 		if err != nil {
-			msg := err.Error()
-			s.LastError = &msg
-			p.Error = msg
+			s.LastError = &p.Error
 		}
 		s.RunCount++
-		// A new slice every pass: a Status snapshot shares the old one, never mutated.
-		s.RecentPasses = append([]cks.SweeperPass{p}, s.RecentPasses[:min(len(s.RecentPasses), RecentPassesCap-1)]...)
 	})
 	if err != nil {
 		r.log.Warn("sweep failed", "err", err, "duration", d)
@@ -266,6 +272,18 @@ func (r *Runner) pass(ctx context.Context) {
 	}
 	if r.onRun != nil {
 		r.onRun(r.id, d, count, err)
+	}
+}
+
+// record writes the pass to the runner's PassRecorder, when it has one. A
+// failed write is logged and costs the pass nothing: its work is done.
+func (r *Runner) record(ctx context.Context, p cks.SweeperPass, details any) {
+	if r.passes == nil {
+		return
+	}
+	p.Details = details
+	if err := r.passes.RecordPass(ctx, r.id, p); err != nil && ctx.Err() == nil {
+		r.log.Warn("recording the sweeper pass failed", "err", err)
 	}
 }
 

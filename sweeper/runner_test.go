@@ -55,7 +55,8 @@ func TestStatusRecordsEachPass(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var runs []string
-	r, p := newTestRunner(t, sw, Options{
+	rec := &memRecorder{}
+	r, p := newTestRunner(t, sw, Options{Passes: rec, Hub: "hub-a",
 		Interval: time.Millisecond, ConfigEnabled: true, Clock: c,
 		OnRun: func(id string, d time.Duration, count int, err error) {
 			mu.Lock()
@@ -98,39 +99,42 @@ func TestStatusRecordsEachPass(t *testing.T) {
 	if st := r.Status(); st.Running || p.live.Load() != 0 {
 		t.Errorf("after stop: running %v, live loops %d", st.Running, p.live.Load())
 	}
-	// The recent passes, newest first: what OnRun heard, in reverse.
+	// The recorded passes, in order: what OnRun heard, with the hub.
 	var passes []string
-	for _, p := range st.RecentPasses {
-		passes = append(passes, fmt.Sprintf("%v|%d|%s", p.DurationMS, p.Count, p.Error))
+	for _, p := range rec.all() {
+		passes = append(passes, fmt.Sprintf("%s|%s|%v|%d|%s", p.id, p.Hub, p.DurationMS, p.Count, p.Error))
 	}
-	if n := len(passes); n < 3 || !slices.Equal(passes[n-3:], []string{"250|7|", "250|1|store down", "250|7|"}) {
-		t.Errorf("recent passes = %q, want the first three oldest last", passes)
+	if n := len(passes); n < 3 || !slices.Equal(passes[:3], []string{"lease_reaper|hub-a|250|7|", "lease_reaper|hub-a|250|1|store down", "lease_reaper|hub-a|250|7|"}) {
+		t.Errorf("recorded passes = %q, want the first three", passes)
 	}
-	if at := st.RecentPasses[0].At; !at.Equal(*st.LastRunAt) {
-		t.Errorf("newest recent pass at %v, last_run_at %v", at, st.LastRunAt)
+	if all := rec.all(); !all[len(all)-1].At.Equal(*st.LastRunAt) {
+		t.Errorf("last recorded pass at %v, last_run_at %v", all[len(all)-1].At, st.LastRunAt)
 	}
 }
 
-// TestRecentPassesAreCapped: the status keeps the newest RecentPassesCap
-// passes, newest first.
-func TestRecentPassesAreCapped(t *testing.T) {
-	c := clock.NewFake(t0())
-	sw := sweeperFunc("lease_reaper", func(_ context.Context, call int) (int, error) { return call, nil })
-	r, p := newTestRunner(t, sw, Options{Interval: time.Second, ConfigEnabled: true, Clock: c})
-	mustStart(t, r)
-	for range RecentPassesCap + 5 {
-		tick(t, c, time.Second)
-	}
-	st := p.waitFor(t, r, "the passes", func(s cks.SweeperStatus) bool { return s.RunCount >= RecentPassesCap+6 })
-	mustStop(t, r)
-	if len(st.RecentPasses) != RecentPassesCap {
-		t.Fatalf("%d recent passes after %d, want %d", len(st.RecentPasses), st.RunCount, RecentPassesCap)
-	}
-	for i, ps := range st.RecentPasses {
-		if want := int(st.RunCount) - i; ps.Count != want {
-			t.Fatalf("recent pass %d counted %d, want %d (newest first)", i, ps.Count, want)
-		}
-	}
+// memRecorder is a PassRecorder in memory, for the runner's own tests
+// (Controller.RecordPass, on both backends, is tested in sweeper_test).
+type memRecorder struct {
+	mu     sync.Mutex
+	passes []recorded
+}
+
+type recorded struct {
+	id string
+	cks.SweeperPass
+}
+
+func (m *memRecorder) RecordPass(_ context.Context, id string, p cks.SweeperPass) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.passes = append(m.passes, recorded{id, p})
+	return nil
+}
+
+func (m *memRecorder) all() []recorded {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.passes)
 }
 
 func errString(err error) string {

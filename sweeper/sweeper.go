@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 )
 
@@ -86,6 +87,18 @@ type Options struct {
 	// waits for the next, so that of several hubs on one database only the
 	// leader scans. Nil runs every pass (one hub, or tests).
 	Leader Leadership
+	// Passes, when set, records every completed pass (cks_sweeper_passes,
+	// through Controller.RecordPass), the one history of passes that
+	// list_agents' recent_passes and the studio read. Nil records none.
+	Passes PassRecorder
+	// Hub is the id of this hub recorded with each pass (leader.Elector's
+	// ID); "" when there is none.
+	Hub string
+}
+
+// PassRecorder records a sweeper's completed pass.
+type PassRecorder interface {
+	RecordPass(ctx context.Context, id string, p cks.SweeperPass) error
 }
 
 // Leadership is the one question a runner asks of the hub's leader elector

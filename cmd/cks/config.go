@@ -149,7 +149,7 @@ func commonSettings() []setting {
 			value: func(v *configValues) string { return dur(v.hub.StaleStopThreshold) }},
 		{env: "CKS_RETENTION", readers: hubs,
 			meaning: "the age past which the retention sweeper prunes operational history (liveness rows of stopped " +
-				"instances): 7d, 168h, or 0/off to keep it",
+				"instances, recorded sweeper passes): 7d, 168h, or 0/off to keep it",
 			value: func(v *configValues) string { return ageOrOff(v.hub.Retention) }},
 		{env: "CKS_RETENTION_TASKS", readers: hubs,
 			meaning: "the age past which the retention sweeper archives (CKS_RETENTION_ARCHIVE) and then deletes terminal " +

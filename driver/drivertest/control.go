@@ -80,3 +80,69 @@ func Leaders(t *testing.T, newDB NewDB) {
 	_, err = ex.LeaderElect(ctx, driver.LeaderElectParams{Name: "other", LeaderID: "hub-b", TTL: time.Hour, Now: time.Now()})
 	must(t, "another leadership is independent", err)
 }
+
+// SweeperPasses checks the sweeper-pass primitives: a pass reads back
+// whole, newest first per sweeper, bounded by the limit; the prune deletes
+// by age and the trim each sweeper's beyond its newest few, in bounded
+// batches.
+func SweeperPasses(t *testing.T, newDB NewDB) {
+	d, _ := open(t, newDB)
+	ex, ctx := d.Executor(), Ctx(t)
+	pass := func(agent string, s int) driver.SweeperPassRow {
+		return driver.SweeperPassRow{AgentID: agent, HubID: "hub-a", StartedAt: T0.Add(time.Duration(s) * time.Second),
+			DurationMS: 1.25 + float64(s), ResultCount: s}
+	}
+	for s := range 5 {
+		must(t, "insert", ex.SweeperPassInsert(ctx, pass("lease_reaper", s)))
+	}
+	failed := pass("graph_health", 2)
+	failed.Error, failed.Details = "boom", `{"cycles":1}`
+	must(t, "insert a failure", ex.SweeperPassInsert(ctx, failed))
+
+	recent := func(agent string, limit int) []driver.SweeperPassRow {
+		t.Helper()
+		rows, err := ex.SweeperPassRecent(ctx, driver.SweeperPassRecentParams{AgentID: agent, Limit: limit})
+		must(t, "recent", err)
+		return rows
+	}
+	got := recent("lease_reaper", 3)
+	if len(got) != 3 {
+		t.Fatalf("recent 3 = %d rows", len(got))
+	}
+	for i, r := range got {
+		want := pass("lease_reaper", 4-i)
+		if r.PassID == 0 || r.AgentID != want.AgentID || r.HubID != want.HubID || !r.StartedAt.Equal(want.StartedAt) ||
+			r.DurationMS != want.DurationMS || r.ResultCount != want.ResultCount || r.Error != "" || r.Details != "" {
+			t.Fatalf("recent[%d] = %+v, want %+v", i, r, want)
+		}
+	}
+	if g := recent("graph_health", 10); len(g) != 1 || g[0].Error != "boom" || g[0].Details != `{"cycles":1}` {
+		t.Fatalf("graph_health's passes = %+v", g)
+	}
+	if g := recent("retention", 10); len(g) != 0 {
+		t.Fatalf("a sweeper without passes has %+v", g)
+	}
+
+	n, err := ex.SweeperPassTrim(ctx, driver.SweeperPassTrimParams{AgentID: "lease_reaper", Keep: 2, Limit: 2})
+	if err != nil || n != 2 {
+		t.Fatalf("trim to 2, a batch of 2 = %d, %v; want 2", n, err)
+	}
+	n, err = ex.SweeperPassTrim(ctx, driver.SweeperPassTrimParams{AgentID: "lease_reaper", Keep: 2, Limit: 10})
+	if err != nil || n != 1 {
+		t.Fatalf("trim to 2 again = %d, %v; want the last 1 beyond", n, err)
+	}
+	if g := recent("lease_reaper", 10); len(g) != 2 || g[0].ResultCount != 4 || g[1].ResultCount != 3 {
+		t.Fatalf("after the trim: %+v, want the newest two", g)
+	}
+	if g := recent("graph_health", 10); len(g) != 1 {
+		t.Fatalf("the trim of lease_reaper touched graph_health: %+v", g)
+	}
+
+	n, err = ex.SweeperPassPrune(ctx, driver.SweeperPassPruneParams{Before: T0.Add(4 * time.Second), Limit: 10})
+	if err != nil || n != 2 {
+		t.Fatalf("prune before T0+4s = %d, %v; want lease_reaper's pass 3 and graph_health's", n, err)
+	}
+	if g := recent("lease_reaper", 10); len(g) != 1 || g[0].ResultCount != 4 {
+		t.Fatalf("after the prune: %+v, want the pass at T0+4s", g)
+	}
+}

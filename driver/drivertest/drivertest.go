@@ -47,6 +47,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Purge", Purge},
 		{"Control", Control},
 		{"Leaders", Leaders},
+		{"SweeperPasses", SweeperPasses},
 		{"Principals", Principals},
 		{"Knowledge", Knowledge},
 		{"Tasks", Tasks},

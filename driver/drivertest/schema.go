@@ -166,7 +166,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // table and key), the attempt an event ends (issue 27: claimed_at,
 // started_at, worker), the alive_until of a process and the indexes of the
 // history and the alive instances, the children index of the retention
-// sweeper (issue 26); and for what was retired since (Retired,
+// sweeper (issue 26), the sweepers' passes (issue 24: their table, key and
+// indexes); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -179,7 +180,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|",
-		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_"}, s.Added...)...)
+		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",
+		"column|cks_sweeper_passes|", "constraint|cks_sweeper_passes|", "index|cks_sweeper_passes_", "index|idx_sweeper_passes_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

@@ -224,6 +224,29 @@ func sessionRowsOf(rows []dbsqlc.CksSession) []driver.SessionRow {
 	return out
 }
 
+// sweeperPassRowOf reads a dbsqlc.CksSweeperPass as a driver.SweeperPassRow.
+func sweeperPassRowOf(r dbsqlc.CksSweeperPass) driver.SweeperPassRow {
+	return driver.SweeperPassRow{
+		PassID:      r.PassID,
+		AgentID:     r.AgentID,
+		HubID:       r.HubID,
+		StartedAt:   driver.Time(r.StartedAt),
+		DurationMS:  r.DurationMs,
+		ResultCount: int(r.ResultCount),
+		Error:       r.Error,
+		Details:     r.Details,
+	}
+}
+
+// sweeperPassRowsOf reads rows with sweeperPassRowOf.
+func sweeperPassRowsOf(rows []dbsqlc.CksSweeperPass) []driver.SweeperPassRow {
+	out := make([]driver.SweeperPassRow, len(rows))
+	for i, r := range rows {
+		out[i] = sweeperPassRowOf(r)
+	}
+	return out
+}
+
 // abortRowOf reads a dbsqlc.CksTaskAbort as a driver.AbortRow.
 func abortRowOf(r dbsqlc.CksTaskAbort) driver.AbortRow {
 	return driver.AbortRow{
@@ -775,6 +798,44 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 		PrincipalID: p.PrincipalID,
 		CreatedAt:   driver.Time(p.CreatedAt),
 		ExpiresAt:   driver.Time(p.ExpiresAt),
+	}
+}
+
+// sweeperPassInsertParams writes a driver.SweeperPassRow as dbsqlc.SweeperPassInsertParams.
+func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertParams {
+	return dbsqlc.SweeperPassInsertParams{
+		AgentID:     p.AgentID,
+		HubID:       p.HubID,
+		StartedAt:   driver.Time(p.StartedAt),
+		DurationMs:  p.DurationMS,
+		ResultCount: int32(p.ResultCount),
+		Error:       p.Error,
+		Details:     p.Details,
+	}
+}
+
+// sweeperPassPruneParams writes a driver.SweeperPassPruneParams as dbsqlc.SweeperPassPruneParams.
+func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassPruneParams {
+	return dbsqlc.SweeperPassPruneParams{
+		Before: driver.Time(p.Before),
+		Max:    int32(p.Limit),
+	}
+}
+
+// sweeperPassRecentParams writes a driver.SweeperPassRecentParams as dbsqlc.SweeperPassRecentParams.
+func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPassRecentParams {
+	return dbsqlc.SweeperPassRecentParams{
+		AgentID: p.AgentID,
+		Max:     int32(p.Limit),
+	}
+}
+
+// sweeperPassTrimParams writes a driver.SweeperPassTrimParams as dbsqlc.SweeperPassTrimParams.
+func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
+	return dbsqlc.SweeperPassTrimParams{
+		AgentID: p.AgentID,
+		Keep:    int32(p.Keep),
+		Max:     int32(p.Limit),
 	}
 }
 
@@ -1882,6 +1943,38 @@ func (e *executor) SweeperControlGet(ctx context.Context, id string) (bool, erro
 		return false, mapErr(fmt.Sprint("sweeper control get ", id), err)
 	}
 	return x, nil
+}
+
+// SweeperPassInsert implements driver.Executor with dbsqlc's SweeperPassInsert.
+func (e *executor) SweeperPassInsert(ctx context.Context, arg driver.SweeperPassRow) error {
+	return mapErr("sweeper pass insert", e.d.q.SweeperPassInsert(ctx, e.db, sweeperPassInsertParams(arg)))
+}
+
+// SweeperPassRecent implements driver.Executor with dbsqlc's SweeperPassRecent.
+func (e *executor) SweeperPassRecent(ctx context.Context, p driver.SweeperPassRecentParams) ([]driver.SweeperPassRow, error) {
+	x, err := e.d.q.SweeperPassRecent(ctx, e.db, sweeperPassRecentParams(p))
+	if err != nil {
+		return nil, mapErr("sweeper pass recent", err)
+	}
+	return sweeperPassRowsOf(x), nil
+}
+
+// SweeperPassPrune implements driver.Executor with dbsqlc's SweeperPassPrune.
+func (e *executor) SweeperPassPrune(ctx context.Context, p driver.SweeperPassPruneParams) (int, error) {
+	x, err := e.d.q.SweeperPassPrune(ctx, e.db, sweeperPassPruneParams(p))
+	if err != nil {
+		return 0, mapErr("sweeper pass prune", err)
+	}
+	return int(x), nil
+}
+
+// SweeperPassTrim implements driver.Executor with dbsqlc's SweeperPassTrim.
+func (e *executor) SweeperPassTrim(ctx context.Context, p driver.SweeperPassTrimParams) (int, error) {
+	x, err := e.d.q.SweeperPassTrim(ctx, e.db, sweeperPassTrimParams(p))
+	if err != nil {
+		return 0, mapErr("sweeper pass trim", err)
+	}
+	return int(x), nil
 }
 
 // LeaderResign implements driver.Executor with dbsqlc's LeaderResign.

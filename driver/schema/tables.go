@@ -21,6 +21,7 @@ func Tables() []Table {
 		taskDecisions(),
 		taskAborts(),
 		sweeperControl(),
+		sweeperPasses(),
 		leaders(),
 		objects(),
 		objectVersions(),
@@ -421,6 +422,32 @@ func sweeperControl() Table {
 			textKey("agent_id"),
 			{Name: "desired_running", Type: Bool, NotNull: true},
 			at("updated_at"),
+		},
+	}
+}
+
+func sweeperPasses() Table {
+	return Table{
+		// Issue 24: one row per completed pass of a sweeper, written by the
+		// runner at the pass's end on the hub that ran it (hub_id, the
+		// leader elector's id; '' for a runner without one), read newest
+		// first per sweeper by list_agents' recent_passes, and pruned by the
+		// retention sweeper (by age and to a number per sweeper). details is
+		// the JSON of what the pass reported beyond its count, '' for none.
+		Name: "cks_sweeper_passes",
+		Columns: []Column{
+			pk("pass_id"),
+			text("agent_id"),
+			textOr("hub_id"),
+			at("started_at"),
+			{Name: "duration_ms", Type: Float, NotNull: true},
+			reqInt("result_count"),
+			textOr("error"),
+			textOr("details"),
+		},
+		Indexes: []Index{
+			{Name: "idx_sweeper_passes_agent", Keys: []Key{K("agent_id"), {Column: "started_at", Desc: true}, {Column: "pass_id", Desc: true}}},
+			{Name: "idx_sweeper_passes_started", Keys: []Key{K("started_at")}},
 		},
 	}
 }

@@ -325,6 +325,36 @@ func sessionRowsOf(rows []dbsqlc.CksSession) ([]driver.SessionRow, error) {
 	return out, nil
 }
 
+// sweeperPassRowOf reads a dbsqlc.CksSweeperPass as a driver.SweeperPassRow.
+func sweeperPassRowOf(r dbsqlc.CksSweeperPass) (driver.SweeperPassRow, error) {
+	startedAt, err := parseTime(r.StartedAt)
+	if err != nil {
+		return driver.SweeperPassRow{}, fmt.Errorf("SweeperPassRow StartedAt: %w", err)
+	}
+	return driver.SweeperPassRow{
+		PassID:      r.PassID,
+		AgentID:     r.AgentID,
+		HubID:       r.HubID,
+		StartedAt:   startedAt,
+		DurationMS:  r.DurationMs,
+		ResultCount: int(r.ResultCount),
+		Error:       r.Error,
+		Details:     r.Details,
+	}, nil
+}
+
+// sweeperPassRowsOf reads rows with sweeperPassRowOf.
+func sweeperPassRowsOf(rows []dbsqlc.CksSweeperPass) ([]driver.SweeperPassRow, error) {
+	out := make([]driver.SweeperPassRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = sweeperPassRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // abortRowOf reads a dbsqlc.CksTaskAbort as a driver.AbortRow.
 func abortRowOf(r dbsqlc.CksTaskAbort) (driver.AbortRow, error) {
 	requestedAt, err := parseTime(r.RequestedAt)
@@ -823,6 +853,44 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 		PrincipalID: p.PrincipalID,
 		CreatedAt:   fmtTime(p.CreatedAt),
 		ExpiresAt:   fmtTime(p.ExpiresAt),
+	}
+}
+
+// sweeperPassInsertParams writes a driver.SweeperPassRow as dbsqlc.SweeperPassInsertParams.
+func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertParams {
+	return dbsqlc.SweeperPassInsertParams{
+		AgentID:     p.AgentID,
+		HubID:       p.HubID,
+		StartedAt:   fmtTime(p.StartedAt),
+		DurationMs:  p.DurationMS,
+		ResultCount: int64(p.ResultCount),
+		Error:       p.Error,
+		Details:     p.Details,
+	}
+}
+
+// sweeperPassPruneParams writes a driver.SweeperPassPruneParams as dbsqlc.SweeperPassPruneParams.
+func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassPruneParams {
+	return dbsqlc.SweeperPassPruneParams{
+		Before: fmtTime(p.Before),
+		Max:    int64(p.Limit),
+	}
+}
+
+// sweeperPassRecentParams writes a driver.SweeperPassRecentParams as dbsqlc.SweeperPassRecentParams.
+func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPassRecentParams {
+	return dbsqlc.SweeperPassRecentParams{
+		AgentID: p.AgentID,
+		Max:     int64(p.Limit),
+	}
+}
+
+// sweeperPassTrimParams writes a driver.SweeperPassTrimParams as dbsqlc.SweeperPassTrimParams.
+func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
+	return dbsqlc.SweeperPassTrimParams{
+		AgentID: p.AgentID,
+		Keep:    int64(p.Keep),
+		Max:     int64(p.Limit),
 	}
 }
 
@@ -1672,6 +1740,50 @@ func (e *executor) SweeperControlGet(ctx context.Context, id string) (bool, erro
 		return false, mapErr(fmt.Sprint("sweeper control get ", id), err)
 	}
 	return x, nil
+}
+
+// SweeperPassInsert implements driver.Executor with dbsqlc's SweeperPassInsert.
+func (e *executor) SweeperPassInsert(ctx context.Context, arg driver.SweeperPassRow) error {
+	return e.write(ctx, "sweeper pass insert", func(w *wtx) error {
+		return mapErr("sweeper pass insert", e.d.q.SweeperPassInsert(ctx, w, sweeperPassInsertParams(arg)))
+	})
+}
+
+// SweeperPassRecent implements driver.Executor with dbsqlc's SweeperPassRecent.
+func (e *executor) SweeperPassRecent(ctx context.Context, p driver.SweeperPassRecentParams) ([]driver.SweeperPassRow, error) {
+	x, err := e.d.q.SweeperPassRecent(ctx, e.read, sweeperPassRecentParams(p))
+	if err != nil {
+		return nil, mapErr("sweeper pass recent", err)
+	}
+	return sweeperPassRowsOf(x)
+}
+
+// SweeperPassPrune implements driver.Executor with dbsqlc's SweeperPassPrune.
+func (e *executor) SweeperPassPrune(ctx context.Context, p driver.SweeperPassPruneParams) (int, error) {
+	var out int
+	err := e.write(ctx, "sweeper pass prune", func(w *wtx) error {
+		x, err := e.d.q.SweeperPassPrune(ctx, w, sweeperPassPruneParams(p))
+		if err != nil {
+			return mapErr("sweeper pass prune", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
+}
+
+// SweeperPassTrim implements driver.Executor with dbsqlc's SweeperPassTrim.
+func (e *executor) SweeperPassTrim(ctx context.Context, p driver.SweeperPassTrimParams) (int, error) {
+	var out int
+	err := e.write(ctx, "sweeper pass trim", func(w *wtx) error {
+		x, err := e.d.q.SweeperPassTrim(ctx, w, sweeperPassTrimParams(p))
+		if err != nil {
+			return mapErr("sweeper pass trim", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
 }
 
 // LeaderResign implements driver.Executor with dbsqlc's LeaderResign.

@@ -62,6 +62,7 @@ var rowOf = map[string]string{
 	"CksPrincipal":           "PrincipalRow",
 	"CksGrant":               "GrantRow",
 	"CksSession":             "SessionRow",
+	"CksSweeperPass":         "SweeperPassRow",
 }
 
 // aliases are the other names a driver field has in the queries

@@ -112,3 +112,121 @@ func (q *Queries) SweeperControlUpsert(ctx context.Context, db DBTX, arg Sweeper
 	_, err := db.Exec(ctx, sweeperControlUpsert, arg.AgentID, arg.DesiredRunning, arg.UpdatedAt)
 	return err
 }
+
+const sweeperPassInsert = `-- name: SweeperPassInsert :exec
+
+INSERT INTO cks_sweeper_passes (agent_id, hub_id, started_at, duration_ms, result_count, error, details)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type SweeperPassInsertParams struct {
+	AgentID     string
+	HubID       string
+	StartedAt   time.Time
+	DurationMs  float64
+	ResultCount int32
+	Error       string
+	Details     string
+}
+
+// Sweeper passes (issue 24): one row per completed pass, newest first per
+// sweeper by idx_sweeper_passes_agent.
+func (q *Queries) SweeperPassInsert(ctx context.Context, db DBTX, arg SweeperPassInsertParams) error {
+	_, err := db.Exec(ctx, sweeperPassInsert,
+		arg.AgentID,
+		arg.HubID,
+		arg.StartedAt,
+		arg.DurationMs,
+		arg.ResultCount,
+		arg.Error,
+		arg.Details,
+	)
+	return err
+}
+
+const sweeperPassPrune = `-- name: SweeperPassPrune :execrows
+DELETE FROM cks_sweeper_passes WHERE pass_id IN (
+    SELECT o.pass_id FROM cks_sweeper_passes o
+    WHERE o.started_at < $1
+    LIMIT $2)
+`
+
+type SweeperPassPruneParams struct {
+	Before time.Time
+	Max    int32
+}
+
+// The passes older than the cutoff, a bounded batch at a time
+// (idx_sweeper_passes_started).
+func (q *Queries) SweeperPassPrune(ctx context.Context, db DBTX, arg SweeperPassPruneParams) (int64, error) {
+	result, err := db.Exec(ctx, sweeperPassPrune, arg.Before, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const sweeperPassRecent = `-- name: SweeperPassRecent :many
+SELECT pass_id, agent_id, hub_id, started_at, duration_ms, result_count, error, details FROM cks_sweeper_passes
+WHERE agent_id = $1
+ORDER BY started_at DESC, pass_id DESC
+LIMIT $2
+`
+
+type SweeperPassRecentParams struct {
+	AgentID string
+	Max     int32
+}
+
+func (q *Queries) SweeperPassRecent(ctx context.Context, db DBTX, arg SweeperPassRecentParams) ([]CksSweeperPass, error) {
+	rows, err := db.Query(ctx, sweeperPassRecent, arg.AgentID, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksSweeperPass
+	for rows.Next() {
+		var i CksSweeperPass
+		if err := rows.Scan(
+			&i.PassID,
+			&i.AgentID,
+			&i.HubID,
+			&i.StartedAt,
+			&i.DurationMs,
+			&i.ResultCount,
+			&i.Error,
+			&i.Details,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sweeperPassTrim = `-- name: SweeperPassTrim :execrows
+DELETE FROM cks_sweeper_passes WHERE pass_id IN (
+    SELECT o.pass_id FROM cks_sweeper_passes o
+    WHERE o.agent_id = $1
+    ORDER BY o.started_at DESC, o.pass_id DESC
+    LIMIT $3 OFFSET $2)
+`
+
+type SweeperPassTrimParams struct {
+	AgentID string
+	Keep    int32
+	Max     int32
+}
+
+// A sweeper's passes beyond its newest keep, a bounded batch at a time: the
+// offset walks keep entries of idx_sweeper_passes_agent.
+func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassTrimParams) (int64, error) {
+	result, err := db.Exec(ctx, sweeperPassTrim, arg.AgentID, arg.Keep, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -134,6 +134,17 @@ type CksSweeperControl struct {
 	UpdatedAt      time.Time
 }
 
+type CksSweeperPass struct {
+	PassID      int64
+	AgentID     string
+	HubID       string
+	StartedAt   time.Time
+	DurationMs  float64
+	ResultCount int32
+	Error       string
+	Details     string
+}
+
 type CksTaskAbort struct {
 	AbortID        int64
 	TaskID         int64

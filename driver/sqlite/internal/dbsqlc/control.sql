@@ -34,3 +34,33 @@ DELETE FROM cks_leaders WHERE name = @name AND leader_id = @leader_id;
 -- name: LeaderGet :one
 SELECT name, leader_id, elected_at, expires_at FROM cks_leaders
 WHERE name = @name AND expires_at >= @now;
+
+-- Sweeper passes (issue 24): one row per completed pass, newest first per
+-- sweeper by idx_sweeper_passes_agent.
+
+-- name: SweeperPassInsert :exec
+INSERT INTO cks_sweeper_passes (agent_id, hub_id, started_at, duration_ms, result_count, error, details)
+VALUES (@agent_id, @hub_id, @started_at, @duration_ms, @result_count, @error, @details);
+
+-- name: SweeperPassRecent :many
+SELECT * FROM cks_sweeper_passes
+WHERE agent_id = @agent_id
+ORDER BY started_at DESC, pass_id DESC
+LIMIT @max;
+
+-- The passes older than the cutoff, a bounded batch at a time
+-- (idx_sweeper_passes_started).
+-- name: SweeperPassPrune :execrows
+DELETE FROM cks_sweeper_passes WHERE pass_id IN (
+    SELECT o.pass_id FROM cks_sweeper_passes o
+    WHERE o.started_at < @before
+    LIMIT @max);
+
+-- A sweeper's passes beyond its newest keep, a bounded batch at a time: the
+-- offset walks keep entries of idx_sweeper_passes_agent.
+-- name: SweeperPassTrim :execrows
+DELETE FROM cks_sweeper_passes WHERE pass_id IN (
+    SELECT o.pass_id FROM cks_sweeper_passes o
+    WHERE o.agent_id = @agent_id
+    ORDER BY o.started_at DESC, o.pass_id DESC
+    LIMIT @max OFFSET @keep);

@@ -135,6 +135,17 @@ type CksSweeperControl struct {
 	UpdatedAt      string
 }
 
+type CksSweeperPass struct {
+	PassID      int64
+	AgentID     string
+	HubID       string
+	StartedAt   string
+	DurationMs  float64
+	ResultCount int64
+	Error       string
+	Details     string
+}
+
 type CksTaskAbort struct {
 	AbortID        int64
 	TaskID         int64

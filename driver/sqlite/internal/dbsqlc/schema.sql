@@ -141,6 +141,17 @@ CREATE TABLE IF NOT EXISTS cks_sweeper_control (
     updated_at TEXT NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS cks_sweeper_passes (
+    pass_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    hub_id TEXT NOT NULL DEFAULT '',
+    started_at TEXT NOT NULL,
+    duration_ms REAL NOT NULL,
+    result_count INTEGER NOT NULL,
+    error TEXT NOT NULL DEFAULT '',
+    details TEXT NOT NULL DEFAULT ''
+);
+
 CREATE TABLE IF NOT EXISTS cks_leaders (
     name TEXT PRIMARY KEY,
     leader_id TEXT NOT NULL,
@@ -265,6 +276,10 @@ CREATE INDEX IF NOT EXISTS idx_task_aborts_lease ON cks_task_aborts(task_id, lea
 
 CREATE INDEX IF NOT EXISTS idx_task_aborts_pending ON cks_task_aborts(deadline_at)
 	WHERE outcome = 'abort_pending';
+
+CREATE INDEX IF NOT EXISTS idx_sweeper_passes_agent ON cks_sweeper_passes(agent_id, started_at DESC, pass_id DESC);
+
+CREATE INDEX IF NOT EXISTS idx_sweeper_passes_started ON cks_sweeper_passes(started_at);
 
 CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, claimed_by, object_id);
 
