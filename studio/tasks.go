@@ -712,6 +712,9 @@ type taskDetail struct {
 	// the task admits (the ledger's Actions). The API decides whether the
 	// viewer may.
 	CanStop, CanStart, CanCancel, CanAnswer, CanUpdate, CanUpdateMaterial bool
+	// CanReview offers the review form (approve or reject with a note): the
+	// task is NEEDS_REVIEW (claim_review admits it).
+	CanReview bool
 	// CanRetry offers the Retry form: the task (FAILED or CANCELLED) admits
 	// retry_task.
 	CanRetry bool
@@ -719,7 +722,7 @@ type taskDetail struct {
 	// applies and restarts it.
 	Leased bool
 	// Refused names, per verb the task admits but the viewer may not use
-	// ("stop", "start", "retry", "cancel", "answer", "update", "create"), why: the
+	// ("stop", "start", "retry", "cancel", "answer", "review", "update", "create"), why: the
 	// permission the operation needs. The page shows those disabled with it.
 	Refused map[string]string
 	// Edit lists the edit form's fields, each with whether changing it is
@@ -900,6 +903,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	d.CanCancel = slices.Contains(t.Actions, cks.ActionCancel)
 	d.CanRetry = slices.Contains(t.Actions, cks.ActionRetry)
 	d.CanAnswer = slices.Contains(t.Actions, cks.ActionAnswer)
+	d.CanReview = slices.Contains(t.Actions, cks.ActionReview)
 	d.CanUpdate = slices.Contains(t.Actions, cks.ActionUpdate)
 	d.CanUpdateMaterial = slices.Contains(t.Actions, cks.ActionUpdateMaterial)
 	d.Leased = t.State == cks.TaskClaimed || t.State == cks.TaskRunning
@@ -915,6 +919,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		"cancel": {ops.CancelTask, &cks.TaskReasonInput{TaskID: t.ID}},
 		"retry":  {ops.RetryTask, &cks.TaskReasonInput{TaskID: t.ID}},
 		"answer": {ops.AnswerTask, &cks.AnswerTaskInput{TaskID: t.ID}},
+		"review": {ops.ClaimReview, &cks.ClaimReviewInput{TaskID: t.ID}},
 		"update": {ops.UpdateTask, &cks.UpdateTaskInput{TaskID: t.ID}},
 		"create": {ops.CreateTask, &cks.NewTask{}},
 	} {

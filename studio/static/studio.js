@@ -197,7 +197,25 @@
     answer: (id) => ["POST", "/v1/tasks/" + id + "/answer"],
     update: (id) => ["PATCH", "/v1/tasks/" + id],
     create: () => ["POST", "/v1/tasks"],
+    review: (id) => ["POST", "/v1/tasks/" + id + "/review/claim"],
   };
+
+  // review leases a NEEDS_REVIEW task for review (claim_review, one
+  // minute) and decides it under that lease (approve_review or
+  // reject_review), as a reviewing agent does; the lease token stays in
+  // this function. It answers the failed call's response, or the decision's.
+  async function review(taskId, verdict, note) {
+    const claimed = await sendJSON("POST", "/v1/tasks/" + taskId + "/review/claim", { lease_s: 60 });
+    if (claimed === null || !claimed.ok) {
+      return claimed;
+    }
+    const lease = await claimed.json();
+    const body = { lease_token: lease.lease_token };
+    if (note) {
+      body.note = note;
+    }
+    return sendJSON("POST", "/v1/tasks/" + taskId + "/review/" + verdict, body);
+  }
 
   // editKind says, before submitting, what an edit does: the fields marked
   // material (the ledger's cks.TaskPatch.Material, rendered per field) stop,
@@ -304,7 +322,7 @@
         body.parent_id = Number(val("parent_id"));
       }
     }
-    const btn = form.querySelector("[data-task-action-button]");
+    const btn = (ev.submitter && ev.submitter.matches("[data-task-action-button]")) ? ev.submitter : form.querySelector("[data-task-action-button]");
     const label = btn ? btn.textContent : "";
     if (btn) {
       btn.disabled = true;
@@ -313,7 +331,9 @@
     showError("");
     const [method, url] = taskCalls[action](taskId);
     try {
-      const res = await sendJSON(method, url, body);
+      const res = action === "review"
+        ? await review(taskId, btn && btn.value === "reject" ? "reject" : "approve", val("note"))
+        : await sendJSON(method, url, body);
       if (res === null) {
         return;
       }
