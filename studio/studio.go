@@ -112,6 +112,7 @@ var pages = map[string]*template.Template{
 	"forks":    parsePage("forks.html", "knowledge.html"),
 	"research": parsePage("research.html", "knowledge.html"),
 	"charts":   parsePage("charts.html"),
+	"access":   parsePage("access.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -233,6 +234,9 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+ResearchPath, s.research)
 		mux.HandleFunc("GET "+ResearchFragmentPath+"{id}", s.researchFragment)
 	}
+	if s.ops.Principals != nil {
+		mux.HandleFunc("GET "+AccessPath, s.access)
+	}
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.HandleFunc("GET "+LoginPath, s.login)
 	mux.HandleFunc("GET /", s.notFound)
@@ -263,6 +267,9 @@ type layout struct {
 	// Who names the signed-in principal beside the sign-out button; render
 	// fills it from the request.
 	Who string
+	// Access shows the header link to the access page; render sets it when
+	// the principal may read it (admin on /).
+	Access bool
 	// Live includes the page script and the live indicator.
 	Live bool
 	// Script includes the page script without the live indicator (for the
@@ -627,8 +634,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 	if l, ok := data.(layout); ok && !l.Public {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			l.Who = p.Name
-			data = l
 		}
+		l.Access = s.mayAdminister(r)
+		data = l
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {

@@ -601,6 +601,114 @@
     });
   }
 
+  // The access page: create a token with its grants (create_token; the
+  // token is shown once, in the page, to the admin who made it), revoke a
+  // principal (revoke_token) or sign a studio session out (revoke_session).
+  // The page is re-read after a change; a refusal stays under the control.
+  const accessForm = document.querySelector("form[data-access-create]");
+  if (accessForm) {
+    accessForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const slot = accessForm.querySelector("[data-action-error]");
+      const showError = (msg) => {
+        slot.textContent = msg;
+        slot.hidden = !msg;
+      };
+      const body = { grants: [] };
+      const name = accessForm.elements.name.value.trim();
+      if (name) {
+        body.name = name;
+      }
+      for (const row of accessForm.querySelectorAll("[data-grant-row]")) {
+        const perm = row.querySelector("select").value;
+        const res = row.querySelector("input").value.trim();
+        if (perm || res) {
+          body.grants.push({ permission: perm, resource: res });
+        }
+      }
+      const task = accessForm.elements.task_id.value.trim();
+      if (task) {
+        body.task_id = Number(task);
+      }
+      const btn = accessForm.querySelector("[data-access-create-button]");
+      btn.disabled = true;
+      showError("");
+      try {
+        const res = await sendJSON("POST", "/v1/tokens", body);
+        if (res === null) {
+          return;
+        }
+        if (res.ok) {
+          const created = await res.json();
+          await refreshAccess();
+          const box = document.querySelector("[data-new-token]");
+          box.querySelector("[data-new-token-value]").textContent = created.token;
+          box.dataset.newPrincipal = created.id;
+          box.hidden = false;
+          accessForm.reset();
+        } else {
+          showError(await errorMessage(res));
+        }
+      } catch (err) {
+        showError("The hub could not be reached: " + err.message);
+      }
+      btn.disabled = false;
+    });
+  }
+  // refreshAccess re-reads the access page and swaps its tables in.
+  async function refreshAccess() {
+    const res = await fetch("/access", { credentials: "same-origin", cache: "no-store" });
+    if (!res.ok) {
+      window.location.reload();
+      return;
+    }
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const id of ["principals", "sessions"]) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (fresh && old) {
+        old.replaceWith(fresh);
+      }
+    }
+  }
+  document.addEventListener("click", async (ev) => {
+    const btn = ev.target.closest && ev.target.closest("button[data-access-revoke]");
+    if (!btn) {
+      return;
+    }
+    const kind = btn.dataset.accessRevoke;
+    const what = kind === "token" ? "Revoke the principal " + btn.dataset.name + "? Its token stops working at once."
+      : "Sign out this session of " + btn.dataset.name + "?";
+    if (!window.cksNoConfirm && !window.confirm(what)) {
+      return;
+    }
+    const slot = document.querySelector("[data-access-error]");
+    btn.disabled = true;
+    try {
+      const res = await fetch((kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id), {
+        method: "DELETE",
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { Accept: "application/json" },
+      });
+      if (res.status === 401) {
+        window.location.reload();
+        return;
+      }
+      if (res.ok) {
+        slot.hidden = true;
+        await refreshAccess();
+        return;
+      }
+      slot.textContent = await errorMessage(res);
+      slot.hidden = false;
+    } catch (err) {
+      slot.textContent = "The hub could not be reached: " + err.message;
+      slot.hidden = false;
+    }
+    btn.disabled = false;
+  });
+
   if (regions.length === 0 && !researchForm) {
     return;
   }
