@@ -400,6 +400,10 @@ type card struct {
 	// CanStop offers the Stop button: alive and not already asked. There is
 	// never a start button; cks cannot launch a process (ADR-016 §4).
 	CanStop bool
+	// Refused says why the viewer may not use the Stop button (the
+	// permission request_process_stop needs on the kind): it is shown
+	// disabled with it.
+	Refused string
 	// ExitedAt (RFC 3339) and ExitedAge ("5m ago") say when the instance
 	// exited gracefully; ExitedAt is "" while it runs or since it died
 	// without saying so.
@@ -478,7 +482,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 	slices.SortStableFunc(ps, func(a, b cks.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
-	v := processesView{Cards: s.cards(ps)}
+	v := processesView{Cards: s.refuseStops(r.Context(), s.cards(ps))}
 	for _, c := range v.Cards {
 		if c.Alive {
 			v.Alive++
@@ -495,7 +499,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			s.logErr(r, "studio: list process history", err, "kind", g.Kind)
 			return processesView{Failed: true}, http.StatusInternalServerError, nil
 		}
-		g.History, g.More = s.cards(hist.Processes), hist.Next
+		g.History, g.More = s.refuseStops(r.Context(), s.cards(hist.Processes)), hist.Next
 	}
 	return v, http.StatusOK, nil
 }
@@ -533,6 +537,28 @@ func (s *server) cards(ps []cks.Process) []card {
 	return out
 }
 
+// refuseStops sets the Refused of the cards that offer Stop when the
+// caller in ctx may not call request_process_stop on their kind (asked
+// once per kind), and returns cards.
+func (s *server) refuseStops(ctx context.Context, cards []card) []card {
+	why := map[string]string{}
+	for i := range cards {
+		c := &cards[i]
+		if !c.CanStop {
+			continue
+		}
+		msg, ok := why[c.Kind]
+		if !ok {
+			if err := ops.Authorize(ctx, s.ops, ops.RequestProcessStop, &cks.ProcessInput{ProcessKind: c.Kind}); err != nil {
+				msg = err.Error()
+			}
+			why[c.Kind] = msg
+		}
+		c.Refused = msg
+	}
+	return cards
+}
+
 // historyView is the data of the process history page.
 type historyView struct {
 	Kind  string
@@ -565,7 +591,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) {
 			"The process history could not be read. The error was logged on the hub; reload this page to try again.")
 		return
 	}
-	v.Cards = s.cards(page.Processes)
+	v.Cards = s.refuseStops(r.Context(), s.cards(page.Processes))
 	if page.Next != "" {
 		next := url.Values{"cursor": {page.Next}}
 		if v.Kind != "" {
