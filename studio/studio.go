@@ -404,6 +404,9 @@ type card struct {
 	// permission request_process_stop needs on the kind): it is shown
 	// disabled with it.
 	Refused string
+	// StartedAt (RFC 3339) and StartedAge ("2h ago") say when the
+	// instance started (ADR-014's started_at).
+	StartedAt, StartedAge string
 	// ExitedAt (RFC 3339) and ExitedAge ("5m ago") say when the instance
 	// exited gracefully; ExitedAt is "" while it runs or since it died
 	// without saying so.
@@ -524,6 +527,12 @@ func (s *server) cards(ps []cks.Process) []card {
 		}
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
+		}
+		if !p.StartedAt.IsZero() {
+			// The start's age from the heartbeat's, which the service read
+			// at its own now.
+			c.StartedAt = p.StartedAt.UTC().Format(time.RFC3339)
+			c.StartedAge = humanAge(p.HeartbeatAgeS + p.LastHeartbeatAt.Sub(p.StartedAt).Seconds())
 		}
 		if !p.ExitedAt.IsZero() {
 			c.ExitedAt = p.ExitedAt.UTC().Format(time.RFC3339)
