@@ -231,16 +231,16 @@ type objectLive struct {
 	// stale window (ADR-007 §2), for another worker to claim.
 	ClaimedAt, Claimed string
 	HeadVersion        int64
-	Summary              *questionSummary // questions only
-	Text                 string           // a claim's or reasoning node's text
-	Citations            []citationView   // a claim's
-	Timeline             []timelineEntry
-	LogArchived          bool // a status but no log: the retention sweeper archived it (CKS_RETENTION_KNOWLEDGE)
-	Terminal             bool // a resolved or parked question: nothing more comes
-	QuestionCorpus       string
-	ReasoningOf          *nodeView // a reasoning node's own page: its verdicts and edges
-	SynthesisAnswer      []answerPart
-	SynthesisCitations   []citationView
+	Summary            *questionSummary // questions only
+	Text               string           // a claim's or reasoning node's text
+	Citations          []citationView   // a claim's
+	Timeline           []timelineEntry
+	LogArchived        bool // a status but no log: the retention sweeper archived it (CKS_RETENTION_KNOWLEDGE)
+	Terminal           bool // a resolved or parked question: nothing more comes
+	QuestionCorpus     string
+	ReasoningOf        *nodeView // a reasoning node's own page: its verdicts and edges
+	SynthesisAnswer    []answerPart
+	SynthesisCitations []citationView
 }
 
 // questionSummary is a question's progress: its four steps, and the answer
