@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -725,9 +726,22 @@ type taskDetail struct {
 	// ("stop", "start", "retry", "cancel", "answer", "review", "update", "create"), why: the
 	// permission the operation needs. The page shows those disabled with it.
 	Refused map[string]string
+	// Executor is the agent process behind an unconfirmed abort, when its
+	// executor is one (agents.ParseExecutorName): the notice offers to stop
+	// it (request_process_stop of the instance), so an operator can end what
+	// may still be running against the task.
+	Executor *executorProcess
 	// Edit lists the edit form's fields, each with whether changing it is
 	// material (cks.TaskPatch.Material: the executor works from it).
 	Edit []editField
+}
+
+// executorProcess is the agent process an abort names as its executor.
+type executorProcess struct {
+	Kind, InstanceID, ShortID string
+	// Refused says why the viewer may not ask it to stop (control on
+	// /processes/KIND); the button is then disabled with it.
+	Refused string
 }
 
 // editField is one field of the task page's edit form.
@@ -932,6 +946,14 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
 	d.Revisions = revisions(t.Events)
+	if d.Abort != nil && d.Abort.Class == "unconfirmed" {
+		if kind, id, ok := agents.ParseExecutorName(d.Abort.Executor); ok {
+			d.Executor = &executorProcess{Kind: kind, InstanceID: id, ShortID: shortID(id)}
+			if err := ops.Authorize(ctx, s.ops, ops.RequestProcessStop, &cks.ProcessInput{ProcessKind: kind}); err != nil {
+				d.Executor.Refused = err.Error()
+			}
+		}
+	}
 	if r.URL.Path != TasksPath+"/"+raw { // the live fragment
 		w.Header().Set("X-Studio-Fragment", "task")
 		s.render(w, r, http.StatusOK, pages["task"], "task", d)

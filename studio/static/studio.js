@@ -709,6 +709,36 @@
     btn.disabled = false;
   });
 
+  // The task page's stop of the agent process behind an unconfirmed abort
+  // (request_process_stop of the instance); the outcome stays beside it.
+  document.addEventListener("click", async (ev) => {
+    const btn = ev.target.closest && ev.target.closest("button[data-executor-stop]");
+    if (!btn) {
+      return;
+    }
+    const out = btn.parentElement.querySelector("[data-executor-outcome]");
+    btn.disabled = true;
+    let msg;
+    try {
+      const res = await sendJSON("POST", "/v1/processes/" + encodeURIComponent(btn.dataset.executorStop) + "/stop", {});
+      if (res === null) {
+        return;
+      }
+      if (res.ok) {
+        const r = await res.json();
+        msg = r.found ? "Asked to stop: it finishes its current work and exits." : "Not alive: there is no process left to stop.";
+      } else {
+        msg = await errorMessage(res);
+        btn.disabled = false;
+      }
+    } catch (err) {
+      msg = "The hub could not be reached: " + err.message;
+      btn.disabled = false;
+    }
+    out.textContent = msg;
+    out.hidden = false;
+  });
+
   if (regions.length === 0 && !researchForm) {
     return;
   }
