@@ -750,6 +750,8 @@ type editField struct {
 	Multiline          bool
 	Material           bool
 	Number             bool
+	// IDs: a list of task ids, written comma-separated (sent as a list).
+	IDs bool
 }
 
 // editFields are the edit form's fields of t; whether each is material is
@@ -763,6 +765,9 @@ func editFields(t cks.Task) []editField {
 		{Name: "description", Label: "Description", Value: t.Description, Multiline: true, Material: cks.TaskPatch{Description: text(t.Description)}.Material()},
 		{Name: "acceptance_criteria", Label: "Acceptance criteria", Value: t.AcceptanceCriteria, Multiline: true,
 			Material: cks.TaskPatch{AcceptanceCriteria: text(t.AcceptanceCriteria)}.Material()},
+		{Name: "add_depends_on", Label: "Add dependencies (task ids)", IDs: true, Material: cks.TaskPatch{AddDependsOn: []int64{t.ID}}.Material()},
+		{Name: "remove_depends_on", Label: "Remove dependencies (task ids)", IDs: true, Material: cks.TaskPatch{RemoveDependsOn: []int64{t.ID}}.Material()},
+		{Name: "cancel_children", Label: "Cancel children (task ids)", IDs: true, Material: cks.TaskPatch{CancelChildren: []int64{t.ID}}.Material()},
 	}
 }
 

@@ -100,3 +100,51 @@ func TestBrowserSweeperStopAndStart(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserAddDependencyThenStart: on both backends, ADR 0020 §4 from the
+// pages: a STOPPED task edited in the form to depend on an unfinished task
+// (a material edit: its revision goes up) comes back WAITING when started,
+// not claimable; an id that is no task is the hub's refusal naming the
+// field, and changes nothing.
+func TestBrowserAddDependencyThenStart(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		dep := h.createTask(t, cks.NewTask{Type: "build", Title: "Build the new image"})
+		task := h.createTask(t, cks.NewTask{Type: "deploy", Title: "Deploy it"})
+		if code, out := h.api(t, http.MethodPost, "/v1/tasks/"+strconv.FormatInt(task.ID, 10)+"/stop", `{"reason":"wait for the image"}`); code != http.StatusOK {
+			t.Fatalf("stop: %d %s", code, out)
+		}
+		tb := newTab(t, 0)
+		tb.signIn(h, h.Token)
+		tb.do(
+			chromedp.Navigate(h.URL+"/tasks/"+strconv.FormatInt(task.ID, 10)),
+			chromedp.WaitVisible(chromedp.CSS(`details.task-edit summary`)),
+			chromedp.Click(chromedp.CSS(`details.task-edit summary`)),
+			chromedp.SendKeys(chromedp.ID("edit-add_depends_on"), "999999"),
+		)
+		if got := tb.text(`[data-edit-kind]`); !strings.Contains(got, "Material edit") {
+			t.Errorf("edit kind before saving: %q", got)
+		}
+		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)))
+		tb.waitTrue("the refusal", `!document.querySelector("[data-action-error]").hidden`)
+		if got := tb.text(`[data-action-error]`); !strings.Contains(got, "add_depends_on") {
+			t.Errorf("refusal of an unknown dependency: %q", got)
+		}
+		if got := h.getTask(t, task.ID); got.Revision != task.Revision || len(got.DependsOn) != 0 {
+			t.Fatalf("a refused edit changed the task: %+v", got)
+		}
+		tb.do(
+			chromedp.SetValue(chromedp.ID("edit-add_depends_on"), strconv.FormatInt(dep.ID, 10)),
+			chromedp.Click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)),
+		)
+		edited := h.waitTask(t, task.ID, "edited", func(t cks.Task) bool { return len(t.DependsOn) == 1 })
+		if edited.DependsOn[0] != dep.ID || edited.Revision != task.Revision+1 || edited.State != cks.TaskStopped {
+			t.Fatalf("edited: %+v", edited)
+		}
+		tb.waitTrue("the Start button", `document.readyState === "complete" && !!document.querySelector("form[data-task-action=start] button")`)
+		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=start] button`)))
+		h.waitTask(t, task.ID, "started", func(t cks.Task) bool { return t.State == cks.TaskWaiting })
+		tb.waitTrue("the page shows it WAITING", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "WAITING"`)
+	})
+}

@@ -227,7 +227,17 @@
       if (el.disabled || el.value === el.defaultValue) {
         continue;
       }
-      patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      if ("ids" in el.dataset) {
+        // "12, 14" → [12, 14]; a word that is no id is sent as it is, for
+        // the hub to refuse naming the field.
+        const ids = el.value.split(/[\s,]+/).filter((w) => w !== "").map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
+        if (ids.length === 0) {
+          continue;
+        }
+        patch[el.name] = ids;
+      } else {
+        patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      }
       if (el.dataset.material === "true") {
         material = true;
       }
