@@ -7,8 +7,9 @@
 // state, type, stopped_longer_than, text, creator and unconfirmed abort, a
 // sort, cursor paging, bulk actions calling the API's bulk routes, live on
 // the hub's "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
-// call the API's routes of stop, start, cancel, answer and update, and
-// /tasks/new, create_task's form), the
+// call the API's routes of stop, start, cancel, retry, answer, review and
+// update, and /tasks/new, create_task's form), the access page (/access:
+// access.go; principals, grants, tokens and sessions), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
 // Every read goes through the operations of the table (package ops) with the
