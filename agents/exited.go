@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cks-dev/cks"
 )
@@ -11,6 +12,18 @@ import (
 // ExecutorName is the name an agent process claims its tasks under (the
 // tasks' claimed_by): its kind and its instance id.
 func ExecutorName(kind, instanceID string) string { return kind + "/" + instanceID }
+
+// ParseExecutorName is ExecutorName's inverse: the kind and instance id of
+// an executor an agent process named, and false for any other executor (a
+// worker of the Go API or an HTTP client names itself as it likes). The
+// studio uses it to offer the stop of the process behind an abort.
+func ParseExecutorName(name string) (kind, instanceID string, ok bool) {
+	kind, instanceID, ok = strings.Cut(name, "/")
+	if !ok || kind == "" || instanceID == "" || strings.Contains(instanceID, "/") {
+		return "", "", false
+	}
+	return kind, instanceID, true
+}
 
 // ExitRecorder is what recording a gone agent process needs of the
 // services: the ledger's release of an executor's leases and the liveness

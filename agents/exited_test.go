@@ -58,3 +58,17 @@ func TestRecordExit(t *testing.T) {
 		}
 	})
 }
+
+// TestParseExecutorName: what ExecutorName makes parses back; other
+// executor names do not.
+func TestParseExecutorName(t *testing.T) {
+	kind, id, ok := agents.ParseExecutorName(agents.ExecutorName("critic", "0b6c-41"))
+	if !ok || kind != "critic" || id != "0b6c-41" {
+		t.Errorf("round trip: %q %q %v", kind, id, ok)
+	}
+	for _, name := range []string{"worker-7", "", "/x", "critic/", "a/b/c"} {
+		if _, _, ok := agents.ParseExecutorName(name); ok {
+			t.Errorf("%q parsed as an agent process's executor", name)
+		}
+	}
+}

@@ -226,17 +226,21 @@ type objectLive struct {
 	CreatedAt, UpdatedAt string
 	Created, Updated     string
 	ClaimedBy            string
-	HeadVersion          int64
-	Summary              *questionSummary // questions only
-	Text                 string           // a claim's or reasoning node's text
-	Citations            []citationView   // a claim's
-	Timeline             []timelineEntry
-	LogArchived          bool // a status but no log: the retention sweeper archived it (CKS_RETENTION_KNOWLEDGE)
-	Terminal             bool // a resolved or parked question: nothing more comes
-	QuestionCorpus       string
-	ReasoningOf          *nodeView // a reasoning node's own page: its verdicts and edges
-	SynthesisAnswer      []answerPart
-	SynthesisCitations   []citationView
+	// ClaimedAt (RFC 3339) and Claimed ("3m ago") say when the claim was
+	// taken or last renewed: the lease reaper releases one older than its
+	// stale window (ADR-007 §2), for another worker to claim.
+	ClaimedAt, Claimed string
+	HeadVersion        int64
+	Summary            *questionSummary // questions only
+	Text               string           // a claim's or reasoning node's text
+	Citations          []citationView   // a claim's
+	Timeline           []timelineEntry
+	LogArchived        bool // a status but no log: the retention sweeper archived it (CKS_RETENTION_KNOWLEDGE)
+	Terminal           bool // a resolved or parked question: nothing more comes
+	QuestionCorpus     string
+	ReasoningOf        *nodeView // a reasoning node's own page: its verdicts and edges
+	SynthesisAnswer    []answerPart
+	SynthesisCitations []citationView
 }
 
 // questionSummary is a question's progress: its four steps, and the answer
@@ -404,6 +408,9 @@ func (s *server) objectLive(v cks.ObjectView) objectLive {
 		CreatedAt: v.CreatedAt.UTC().Format(time.RFC3339), UpdatedAt: v.UpdatedAt.UTC().Format(time.RFC3339),
 		Created: humanAge(now.Sub(v.CreatedAt).Seconds()), Updated: humanAge(now.Sub(v.UpdatedAt).Seconds()),
 		ClaimedBy: v.ClaimedBy, HeadVersion: v.HeadVersion}
+	if v.ClaimedBy != "" && !v.ClaimedAt.IsZero() {
+		l.ClaimedAt, l.Claimed = v.ClaimedAt.UTC().Format(time.RFC3339), humanAge(now.Sub(v.ClaimedAt).Seconds())
+	}
 	byID := reasoningByID(v)
 	switch v.Kind {
 	case cks.KindQuestion:

@@ -7,8 +7,9 @@
 // state, type, stopped_longer_than, text, creator and unconfirmed abort, a
 // sort, cursor paging, bulk actions calling the API's bulk routes, live on
 // the hub's "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
-// call the API's routes of stop, start, cancel, answer and update, and
-// /tasks/new, create_task's form), the
+// call the API's routes of stop, start, cancel, retry, answer, review and
+// update, and /tasks/new, create_task's form), the access page (/access:
+// access.go; principals, grants, tokens and sessions), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
 // Every read goes through the operations of the table (package ops) with the
@@ -112,6 +113,7 @@ var pages = map[string]*template.Template{
 	"forks":    parsePage("forks.html", "knowledge.html"),
 	"research": parsePage("research.html", "knowledge.html"),
 	"charts":   parsePage("charts.html"),
+	"access":   parsePage("access.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -233,6 +235,9 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+ResearchPath, s.research)
 		mux.HandleFunc("GET "+ResearchFragmentPath+"{id}", s.researchFragment)
 	}
+	if s.ops.Principals != nil {
+		mux.HandleFunc("GET "+AccessPath, s.access)
+	}
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.HandleFunc("GET "+LoginPath, s.login)
 	mux.HandleFunc("GET /", s.notFound)
@@ -263,6 +268,9 @@ type layout struct {
 	// Who names the signed-in principal beside the sign-out button; render
 	// fills it from the request.
 	Who string
+	// Access shows the header link to the access page; render sets it when
+	// the principal may read it (admin on /).
+	Access bool
 	// Live includes the page script and the live indicator.
 	Live bool
 	// Script includes the page script without the live indicator (for the
@@ -393,6 +401,13 @@ type card struct {
 	// CanStop offers the Stop button: alive and not already asked. There is
 	// never a start button; cks cannot launch a process (ADR-016 §4).
 	CanStop bool
+	// Refused says why the viewer may not use the Stop button (the
+	// permission request_process_stop needs on the kind): it is shown
+	// disabled with it.
+	Refused string
+	// StartedAt (RFC 3339) and StartedAge ("2h ago") say when the
+	// instance started (ADR-014's started_at).
+	StartedAt, StartedAge string
 	// ExitedAt (RFC 3339) and ExitedAge ("5m ago") say when the instance
 	// exited gracefully; ExitedAt is "" while it runs or since it died
 	// without saying so.
@@ -471,7 +486,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 	slices.SortStableFunc(ps, func(a, b cks.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
-	v := processesView{Cards: s.cards(ps)}
+	v := processesView{Cards: s.refuseStops(r.Context(), s.cards(ps))}
 	for _, c := range v.Cards {
 		if c.Alive {
 			v.Alive++
@@ -488,7 +503,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			s.logErr(r, "studio: list process history", err, "kind", g.Kind)
 			return processesView{Failed: true}, http.StatusInternalServerError, nil
 		}
-		g.History, g.More = s.cards(hist.Processes), hist.Next
+		g.History, g.More = s.refuseStops(r.Context(), s.cards(hist.Processes)), hist.Next
 	}
 	return v, http.StatusOK, nil
 }
@@ -514,6 +529,12 @@ func (s *server) cards(ps []cks.Process) []card {
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
 		}
+		if !p.StartedAt.IsZero() {
+			// The start's age from the heartbeat's, which the service read
+			// at its own now.
+			c.StartedAt = p.StartedAt.UTC().Format(time.RFC3339)
+			c.StartedAge = humanAge(p.HeartbeatAgeS + p.LastHeartbeatAt.Sub(p.StartedAt).Seconds())
+		}
 		if !p.ExitedAt.IsZero() {
 			c.ExitedAt = p.ExitedAt.UTC().Format(time.RFC3339)
 			c.ExitedAge = humanAge(p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds())
@@ -524,6 +545,28 @@ func (s *server) cards(ps []cks.Process) []card {
 		out = append(out, c)
 	}
 	return out
+}
+
+// refuseStops sets the Refused of the cards that offer Stop when the
+// caller in ctx may not call request_process_stop on their kind (asked
+// once per kind), and returns cards.
+func (s *server) refuseStops(ctx context.Context, cards []card) []card {
+	why := map[string]string{}
+	for i := range cards {
+		c := &cards[i]
+		if !c.CanStop {
+			continue
+		}
+		msg, ok := why[c.Kind]
+		if !ok {
+			if err := ops.Authorize(ctx, s.ops, ops.RequestProcessStop, &cks.ProcessInput{ProcessKind: c.Kind}); err != nil {
+				msg = err.Error()
+			}
+			why[c.Kind] = msg
+		}
+		c.Refused = msg
+	}
+	return cards
 }
 
 // historyView is the data of the process history page.
@@ -558,7 +601,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) {
 			"The process history could not be read. The error was logged on the hub; reload this page to try again.")
 		return
 	}
-	v.Cards = s.cards(page.Processes)
+	v.Cards = s.refuseStops(r.Context(), s.cards(page.Processes))
 	if page.Next != "" {
 		next := url.Values{"cursor": {page.Next}}
 		if v.Kind != "" {
@@ -627,8 +670,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 	if l, ok := data.(layout); ok && !l.Public {
 		if p, ok := auth.PrincipalFrom(r.Context()); ok {
 			l.Who = p.Name
-			data = l
 		}
+		l.Access = s.mayAdminister(r)
+		data = l
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -48,6 +49,10 @@ type sweeperCard struct {
 	// Action is the button the card offers: "start", "stop", or "" for a
 	// sweeper disabled by configuration.
 	Action string
+	// Refused says why the viewer may not use the Action button (the
+	// permission start_agent or stop_agent needs): it is shown disabled
+	// with it.
+	Refused string
 	// Details are what the last pass reported beyond its count (e.g.
 	// graph_health's orphans and cycles).
 	Details []sweeper.Detail
@@ -132,6 +137,11 @@ func (s *server) sweepers(r *http.Request) (sweepersView, int, error) {
 			c.Action = "stop"
 		default:
 			c.Action = "start"
+		}
+		if op := map[string]ops.Operation{"start": ops.StartAgent, "stop": ops.StopAgent}[c.Action]; op != nil {
+			if err := ops.Authorize(r.Context(), s.ops, op, &cks.SweeperInput{AgentID: st.AgentID}); err != nil {
+				c.Refused = err.Error()
+			}
 		}
 		if st.Running {
 			v.Running++

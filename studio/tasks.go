@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
@@ -712,6 +713,9 @@ type taskDetail struct {
 	// the task admits (the ledger's Actions). The API decides whether the
 	// viewer may.
 	CanStop, CanStart, CanCancel, CanAnswer, CanUpdate, CanUpdateMaterial bool
+	// CanReview offers the review form (approve or reject with a note): the
+	// task is NEEDS_REVIEW (claim_review admits it).
+	CanReview bool
 	// CanRetry offers the Retry form: the task (FAILED or CANCELLED) admits
 	// retry_task.
 	CanRetry bool
@@ -719,12 +723,25 @@ type taskDetail struct {
 	// applies and restarts it.
 	Leased bool
 	// Refused names, per verb the task admits but the viewer may not use
-	// ("stop", "start", "retry", "cancel", "answer", "update", "create"), why: the
+	// ("stop", "start", "retry", "cancel", "answer", "review", "update", "create"), why: the
 	// permission the operation needs. The page shows those disabled with it.
 	Refused map[string]string
+	// Executor is the agent process behind an unconfirmed abort, when its
+	// executor is one (agents.ParseExecutorName): the notice offers to stop
+	// it (request_process_stop of the instance), so an operator can end what
+	// may still be running against the task.
+	Executor *executorProcess
 	// Edit lists the edit form's fields, each with whether changing it is
 	// material (cks.TaskPatch.Material: the executor works from it).
 	Edit []editField
+}
+
+// executorProcess is the agent process an abort names as its executor.
+type executorProcess struct {
+	Kind, InstanceID, ShortID string
+	// Refused says why the viewer may not ask it to stop (control on
+	// /processes/KIND); the button is then disabled with it.
+	Refused string
 }
 
 // editField is one field of the task page's edit form.
@@ -733,6 +750,8 @@ type editField struct {
 	Multiline          bool
 	Material           bool
 	Number             bool
+	// IDs: a list of task ids, written comma-separated (sent as a list).
+	IDs bool
 }
 
 // editFields are the edit form's fields of t; whether each is material is
@@ -746,6 +765,9 @@ func editFields(t cks.Task) []editField {
 		{Name: "description", Label: "Description", Value: t.Description, Multiline: true, Material: cks.TaskPatch{Description: text(t.Description)}.Material()},
 		{Name: "acceptance_criteria", Label: "Acceptance criteria", Value: t.AcceptanceCriteria, Multiline: true,
 			Material: cks.TaskPatch{AcceptanceCriteria: text(t.AcceptanceCriteria)}.Material()},
+		{Name: "add_depends_on", Label: "Add dependencies (task ids)", IDs: true, Material: cks.TaskPatch{AddDependsOn: []int64{t.ID}}.Material()},
+		{Name: "remove_depends_on", Label: "Remove dependencies (task ids)", IDs: true, Material: cks.TaskPatch{RemoveDependsOn: []int64{t.ID}}.Material()},
+		{Name: "cancel_children", Label: "Cancel children (task ids)", IDs: true, Material: cks.TaskPatch{CancelChildren: []int64{t.ID}}.Material()},
 	}
 }
 
@@ -900,6 +922,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 	d.CanCancel = slices.Contains(t.Actions, cks.ActionCancel)
 	d.CanRetry = slices.Contains(t.Actions, cks.ActionRetry)
 	d.CanAnswer = slices.Contains(t.Actions, cks.ActionAnswer)
+	d.CanReview = slices.Contains(t.Actions, cks.ActionReview)
 	d.CanUpdate = slices.Contains(t.Actions, cks.ActionUpdate)
 	d.CanUpdateMaterial = slices.Contains(t.Actions, cks.ActionUpdateMaterial)
 	d.Leased = t.State == cks.TaskClaimed || t.State == cks.TaskRunning
@@ -915,6 +938,7 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 		"cancel": {ops.CancelTask, &cks.TaskReasonInput{TaskID: t.ID}},
 		"retry":  {ops.RetryTask, &cks.TaskReasonInput{TaskID: t.ID}},
 		"answer": {ops.AnswerTask, &cks.AnswerTaskInput{TaskID: t.ID}},
+		"review": {ops.ClaimReview, &cks.ClaimReviewInput{TaskID: t.ID}},
 		"update": {ops.UpdateTask, &cks.UpdateTaskInput{TaskID: t.ID}},
 		"create": {ops.CreateTask, &cks.NewTask{}},
 	} {
@@ -927,6 +951,14 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
 	d.Revisions = revisions(t.Events)
+	if d.Abort != nil && d.Abort.Class == "unconfirmed" {
+		if kind, id, ok := agents.ParseExecutorName(d.Abort.Executor); ok {
+			d.Executor = &executorProcess{Kind: kind, InstanceID: id, ShortID: shortID(id)}
+			if err := ops.Authorize(ctx, s.ops, ops.RequestProcessStop, &cks.ProcessInput{ProcessKind: kind}); err != nil {
+				d.Executor.Refused = err.Error()
+			}
+		}
+	}
 	if r.URL.Path != TasksPath+"/"+raw { // the live fragment
 		w.Header().Set("X-Studio-Fragment", "task")
 		s.render(w, r, http.StatusOK, pages["task"], "task", d)

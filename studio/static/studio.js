@@ -200,7 +200,25 @@
     answer: (id) => ["POST", "/v1/tasks/" + id + "/answer"],
     update: (id) => ["PATCH", "/v1/tasks/" + id],
     create: () => ["POST", "/v1/tasks"],
+    review: (id) => ["POST", "/v1/tasks/" + id + "/review/claim"],
   };
+
+  // review leases a NEEDS_REVIEW task for review (claim_review, one
+  // minute) and decides it under that lease (approve_review or
+  // reject_review), as a reviewing agent does; the lease token stays in
+  // this function. It answers the failed call's response, or the decision's.
+  async function review(taskId, verdict, note) {
+    const claimed = await sendJSON("POST", "/v1/tasks/" + taskId + "/review/claim", { lease_s: 60 });
+    if (claimed === null || !claimed.ok) {
+      return claimed;
+    }
+    const lease = await claimed.json();
+    const body = { lease_token: lease.lease_token };
+    if (note) {
+      body.note = note;
+    }
+    return sendJSON("POST", "/v1/tasks/" + taskId + "/review/" + verdict, body);
+  }
 
   // editKind says, before submitting, what an edit does: the fields marked
   // material (the ledger's cks.TaskPatch.Material, rendered per field) stop,
@@ -212,7 +230,17 @@
       if (el.disabled || el.value === el.defaultValue) {
         continue;
       }
-      patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      if ("ids" in el.dataset) {
+        // "12, 14" → [12, 14]; a word that is no id is sent as it is, for
+        // the hub to refuse naming the field.
+        const ids = el.value.split(/[\s,]+/).filter((w) => w !== "").map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
+        if (ids.length === 0) {
+          continue;
+        }
+        patch[el.name] = ids;
+      } else {
+        patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      }
       if (el.dataset.material === "true") {
         material = true;
       }
@@ -307,7 +335,7 @@
         body.parent_id = Number(val("parent_id"));
       }
     }
-    const btn = form.querySelector("[data-task-action-button]");
+    const btn = (ev.submitter && ev.submitter.matches("[data-task-action-button]")) ? ev.submitter : form.querySelector("[data-task-action-button]");
     const label = btn ? btn.textContent : "";
     if (btn) {
       btn.disabled = true;
@@ -316,7 +344,9 @@
     showError("");
     const [method, url] = taskCalls[action](taskId);
     try {
-      const res = await sendJSON(method, url, body);
+      const res = action === "review"
+        ? await review(taskId, btn && btn.value === "reject" ? "reject" : "approve", val("note"))
+        : await sendJSON(method, url, body);
       if (res === null) {
         return;
       }
@@ -583,6 +613,144 @@
       btn.textContent = "Ask";
     });
   }
+
+  // The access page: create a token with its grants (create_token; the
+  // token is shown once, in the page, to the admin who made it), revoke a
+  // principal (revoke_token) or sign a studio session out (revoke_session).
+  // The page is re-read after a change; a refusal stays under the control.
+  const accessForm = document.querySelector("form[data-access-create]");
+  if (accessForm) {
+    accessForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const slot = accessForm.querySelector("[data-action-error]");
+      const showError = (msg) => {
+        slot.textContent = msg;
+        slot.hidden = !msg;
+      };
+      const body = { grants: [] };
+      const name = accessForm.elements.name.value.trim();
+      if (name) {
+        body.name = name;
+      }
+      for (const row of accessForm.querySelectorAll("[data-grant-row]")) {
+        const perm = row.querySelector("select").value;
+        const res = row.querySelector("input").value.trim();
+        if (perm || res) {
+          body.grants.push({ permission: perm, resource: res });
+        }
+      }
+      const task = accessForm.elements.task_id.value.trim();
+      if (task) {
+        body.task_id = Number(task);
+      }
+      const btn = accessForm.querySelector("[data-access-create-button]");
+      btn.disabled = true;
+      showError("");
+      try {
+        const res = await sendJSON("POST", "/v1/tokens", body);
+        if (res === null) {
+          return;
+        }
+        if (res.ok) {
+          const created = await res.json();
+          await refreshAccess();
+          const box = document.querySelector("[data-new-token]");
+          box.querySelector("[data-new-token-value]").textContent = created.token;
+          box.dataset.newPrincipal = created.id;
+          box.hidden = false;
+          accessForm.reset();
+        } else {
+          showError(await errorMessage(res));
+        }
+      } catch (err) {
+        showError("The hub could not be reached: " + err.message);
+      }
+      btn.disabled = false;
+    });
+  }
+  // refreshAccess re-reads the access page and swaps its tables in.
+  async function refreshAccess() {
+    const res = await fetch("/access", { credentials: "same-origin", cache: "no-store" });
+    if (!res.ok) {
+      window.location.reload();
+      return;
+    }
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const id of ["principals", "sessions"]) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (fresh && old) {
+        old.replaceWith(fresh);
+      }
+    }
+  }
+  document.addEventListener("click", async (ev) => {
+    const btn = ev.target.closest && ev.target.closest("button[data-access-revoke]");
+    if (!btn) {
+      return;
+    }
+    const kind = btn.dataset.accessRevoke;
+    const what = kind === "token" ? "Revoke the principal " + btn.dataset.name + "? Its token stops working at once."
+      : "Sign out this session of " + btn.dataset.name + "?";
+    if (!window.cksNoConfirm && !window.confirm(what)) {
+      return;
+    }
+    const slot = document.querySelector("[data-access-error]");
+    btn.disabled = true;
+    try {
+      const res = await fetch((kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id), {
+        method: "DELETE",
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { Accept: "application/json" },
+      });
+      if (res.status === 401) {
+        window.location.reload();
+        return;
+      }
+      if (res.ok) {
+        slot.hidden = true;
+        await refreshAccess();
+        return;
+      }
+      slot.textContent = await errorMessage(res);
+      slot.hidden = false;
+    } catch (err) {
+      slot.textContent = "The hub could not be reached: " + err.message;
+      slot.hidden = false;
+    }
+    btn.disabled = false;
+  });
+
+  // The task page's stop of the agent process behind an unconfirmed abort
+  // (request_process_stop of the instance); the outcome stays beside it.
+  document.addEventListener("click", async (ev) => {
+    const btn = ev.target.closest && ev.target.closest("button[data-executor-stop]");
+    if (!btn) {
+      return;
+    }
+    const out = btn.parentElement.querySelector("[data-executor-outcome]");
+    btn.disabled = true;
+    let msg;
+    try {
+      const res = await sendJSON("POST", "/v1/processes/" + encodeURIComponent(btn.dataset.executorStop) + "/stop", {});
+      if (res === null) {
+        return;
+      }
+      if (res.ok) {
+        const r = await res.json();
+        msg = r.found ? "Asked to stop: it finishes its current work and exits." : "Not alive: there is no process left to stop.";
+      } else {
+        msg = await errorMessage(res);
+        btn.disabled = false;
+      }
+    } catch (err) {
+      msg = "The hub could not be reached: " + err.message;
+      btn.disabled = false;
+    }
+    out.textContent = msg;
+    out.hidden = false;
+  });
 
   if (regions.length === 0 && !researchForm) {
     return;
