@@ -47,3 +47,24 @@ func TestOnlyMoved(t *testing.T) {
 		t.Error("OnlyMoved of a row and itself = false")
 	}
 }
+
+// TestLeaseTokenHashes: the allocation-free check agrees with
+// driver.HashLeaseToken, refuses another token, and allocates nothing.
+func TestLeaseTokenHashes(t *testing.T) {
+	token := driver.NewLeaseToken()
+	h := driver.HashLeaseToken(token)
+	if !driver.LeaseTokenHashes(h, token) {
+		t.Fatalf("driver.LeaseTokenHashes(driver.HashLeaseToken(%q), %q) = false", token, token)
+	}
+	for _, other := range []string{driver.NewLeaseToken(), "", token + "x"} {
+		if driver.LeaseTokenHashes(h, other) {
+			t.Fatalf("LeaseTokenHashes accepted %q for the hash of %q", other, token)
+		}
+	}
+	if driver.LeaseTokenHashes("", token) {
+		t.Fatal("LeaseTokenHashes accepted an empty hash")
+	}
+	if n := testing.AllocsPerRun(100, func() { driver.LeaseTokenHashes(h, token) }); n != 0 {
+		t.Fatalf("LeaseTokenHashes allocates %v times a call, want 0", n)
+	}
+}
