@@ -97,7 +97,9 @@ type int8Array []int64
 // int8Elem is one element of an int8Array.
 type int8Elem int64
 
-func (e *int8Elem) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: int64(*e), Valid: true}, nil }
+func (e *int8Elem) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*e), Valid: true}, nil
+}
 
 func (a int8Array) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
 func (a int8Array) Index(i int) any                     { return (*int8Elem)(&a[i]) }
@@ -109,7 +111,9 @@ type int4Array []int32
 // int4Elem is one element of an int4Array.
 type int4Elem int32
 
-func (e *int4Elem) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: int64(*e), Valid: true}, nil }
+func (e *int4Elem) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*e), Valid: true}, nil
+}
 
 func (a int4Array) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
 func (a int4Array) Index(i int) any                     { return (*int4Elem)(&a[i]) }

@@ -65,7 +65,7 @@ func TestArraysEncodeWithoutElementAllocations(t *testing.T) {
 	m := arrayMap()
 	now := time.Now()
 	for _, c := range []struct {
-		oid      uint32
+		oid       uint32
 		one, many any
 	}{
 		{pgtype.TimestamptzArrayOID, []time.Time{now}, make([]time.Time, 256)},
