@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,17 @@ func TestLeaseTokenHashes(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { driver.LeaseTokenHashes(h, token) }); n != 0 {
 		t.Fatalf("LeaseTokenHashes allocates %v times a call, want 0", n)
+	}
+}
+
+// TestNewLeaseToken: 128 random bits in hex, a fresh one each call, made
+// with one allocation (the token itself).
+func TestNewLeaseToken(t *testing.T) {
+	a, b := driver.NewLeaseToken(), driver.NewLeaseToken()
+	if len(a) != 32 || strings.Trim(a, "0123456789abcdef") != "" || a == b {
+		t.Fatalf("NewLeaseToken gave %q then %q, want two different 32-digit hex tokens", a, b)
+	}
+	if n := testing.AllocsPerRun(100, func() { driver.NewLeaseToken() }); n != 1 {
+		t.Fatalf("NewLeaseToken allocates %v times a call, want 1", n)
 	}
 }
