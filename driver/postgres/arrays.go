@@ -33,88 +33,76 @@ func registerArrays(_ context.Context, conn *pgx.Conn) error {
 func wrapArray(value any) (plan pgtype.WrappedEncodePlanNextSetter, nextValue any, ok bool) {
 	switch v := value.(type) {
 	case []time.Time:
-		return &arrayPlan[time.Time, timeArray]{}, timeArray(v), true
+		return wrapped(v, func(e *time.Time) any { return (*timeElem)(e) })
 	case []string:
-		return &arrayPlan[string, textArray]{}, textArray(v), true
+		return wrapped(v, func(e *string) any { return (*textElem)(e) })
 	case []int64:
-		return &arrayPlan[int64, int8Array]{}, int8Array(v), true
+		return wrapped(v, func(e *int64) any { return (*int8Elem)(e) })
 	case []int32:
-		return &arrayPlan[int32, int4Array]{}, int4Array(v), true
+		return wrapped(v, func(e *int32) any { return (*int4Elem)(e) })
 	}
 	return nil, nil, false
 }
 
-// arrayPlan converts a []E to its wrapper A and encodes that.
-type arrayPlan[E any, A ~[]E] struct{ next pgtype.EncodePlan }
-
-func (p *arrayPlan[E, A]) SetNext(next pgtype.EncodePlan) { p.next = next }
-
-func (p *arrayPlan[E, A]) Encode(value any, buf []byte) ([]byte, error) {
-	return p.next.Encode(A(value.([]E)), buf)
+// wrapped is wrapArray's answer for s, whose elements elem presents to pgx.
+func wrapped[E any](s []E, elem func(*E) any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+	return &arrayPlan[E]{elem: elem}, array[E]{s: s, elem: elem}, true
 }
 
-// dims are the dimensions pgtype.FlatArray gives a slice of n elements
-// (nil for a nil slice: NULL).
-func dims(isNil bool, n int) []pgtype.ArrayDimension {
-	if isNil {
+// arrayPlan encodes a []E as its array.
+type arrayPlan[E any] struct {
+	next pgtype.EncodePlan
+	elem func(*E) any
+}
+
+func (p *arrayPlan[E]) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *arrayPlan[E]) Encode(value any, buf []byte) ([]byte, error) {
+	return p.next.Encode(array[E]{s: value.([]E), elem: p.elem}, buf)
+}
+
+// array is a slice for pgx (a pgtype.ArrayGetter) whose elements are
+// pointers into it, of the type elem converts them to: a pointer boxes
+// without allocating.
+type array[E any] struct {
+	s    []E
+	elem func(*E) any
+}
+
+// Dimensions are those pgtype.FlatArray gives the slice (nil for a nil
+// slice: NULL).
+func (a array[E]) Dimensions() []pgtype.ArrayDimension {
+	if a.s == nil {
 		return nil
 	}
-	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
+	return []pgtype.ArrayDimension{{Length: int32(len(a.s)), LowerBound: 1}}
 }
 
-// timeArray is a []time.Time for pgx: timestamptz elements.
-type timeArray []time.Time
+func (a array[E]) Index(i int) any { return a.elem(&a.s[i]) }
 
-// timeElem is one element of a timeArray, encoded as pgx encodes a
-// time.Time.
-type timeElem time.Time
+func (a array[E]) IndexType() any { return a.elem(new(E)) }
+
+// The elements, each encoded as pgx encodes the Go value it points to,
+// through pgx's valuer interfaces.
+type (
+	timeElem time.Time
+	textElem string
+	int8Elem int64
+	int4Elem int32
+)
 
 func (e *timeElem) TimestamptzValue() (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: time.Time(*e), Valid: true}, nil
 }
 
-func (a timeArray) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
-func (a timeArray) Index(i int) any                     { return (*timeElem)(&a[i]) }
-func (a timeArray) IndexType() any                      { return new(timeElem) }
-
-// textArray is a []string for pgx: text elements.
-type textArray []string
-
-// textElem is one element of a textArray.
-type textElem string
-
 func (e *textElem) TextValue() (pgtype.Text, error) {
 	return pgtype.Text{String: string(*e), Valid: true}, nil
 }
-
-func (a textArray) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
-func (a textArray) Index(i int) any                     { return (*textElem)(&a[i]) }
-func (a textArray) IndexType() any                      { return new(textElem) }
-
-// int8Array is a []int64 for pgx: bigint elements.
-type int8Array []int64
-
-// int8Elem is one element of an int8Array.
-type int8Elem int64
 
 func (e *int8Elem) Int64Value() (pgtype.Int8, error) {
 	return pgtype.Int8{Int64: int64(*e), Valid: true}, nil
 }
 
-func (a int8Array) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
-func (a int8Array) Index(i int) any                     { return (*int8Elem)(&a[i]) }
-func (a int8Array) IndexType() any                      { return new(int8Elem) }
-
-// int4Array is a []int32 for pgx: int elements.
-type int4Array []int32
-
-// int4Elem is one element of an int4Array.
-type int4Elem int32
-
 func (e *int4Elem) Int64Value() (pgtype.Int8, error) {
 	return pgtype.Int8{Int64: int64(*e), Valid: true}, nil
 }
-
-func (a int4Array) Dimensions() []pgtype.ArrayDimension { return dims(a == nil, len(a)) }
-func (a int4Array) Index(i int) any                     { return (*int4Elem)(&a[i]) }
-func (a int4Array) IndexType() any                      { return new(int4Elem) }
