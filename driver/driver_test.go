@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +46,38 @@ func TestOnlyMoved(t *testing.T) {
 	}
 	if !driver.OnlyMoved(base, base) {
 		t.Error("OnlyMoved of a row and itself = false")
+	}
+}
+
+// TestLeaseTokenHashes: the allocation-free check agrees with
+// driver.HashLeaseToken, refuses another token, and allocates nothing.
+func TestLeaseTokenHashes(t *testing.T) {
+	token := driver.NewLeaseToken()
+	h := driver.HashLeaseToken(token)
+	if !driver.LeaseTokenHashes(h, token) {
+		t.Fatalf("driver.LeaseTokenHashes(driver.HashLeaseToken(%q), %q) = false", token, token)
+	}
+	for _, other := range []string{driver.NewLeaseToken(), "", token + "x"} {
+		if driver.LeaseTokenHashes(h, other) {
+			t.Fatalf("LeaseTokenHashes accepted %q for the hash of %q", other, token)
+		}
+	}
+	if driver.LeaseTokenHashes("", token) {
+		t.Fatal("LeaseTokenHashes accepted an empty hash")
+	}
+	if n := testing.AllocsPerRun(100, func() { driver.LeaseTokenHashes(h, token) }); n != 0 {
+		t.Fatalf("LeaseTokenHashes allocates %v times a call, want 0", n)
+	}
+}
+
+// TestNewLeaseToken: 128 random bits in hex, a fresh one each call, made
+// with one allocation (the token itself).
+func TestNewLeaseToken(t *testing.T) {
+	a, b := driver.NewLeaseToken(), driver.NewLeaseToken()
+	if len(a) != 32 || strings.Trim(a, "0123456789abcdef") != "" || a == b {
+		t.Fatalf("NewLeaseToken gave %q then %q, want two different 32-digit hex tokens", a, b)
+	}
+	if n := testing.AllocsPerRun(100, func() { driver.NewLeaseToken() }); n != 1 {
+		t.Fatalf("NewLeaseToken allocates %v times a call, want 1", n)
 	}
 }

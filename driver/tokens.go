@@ -20,6 +20,22 @@ func NewLeaseToken() string {
 // (as bearer tokens are stored). Fenced calls compare hashes, so a database
 // read, a backup or a log of the table yields no usable token.
 func HashLeaseToken(token string) string {
+	h := hashLeaseToken(token)
+	return string(h[:])
+}
+
+// LeaseTokenHashes reports whether hash is HashLeaseToken(token), without
+// allocating: every fenced call (each completion, each heartbeat) checks
+// its token so.
+func LeaseTokenHashes(hash, token string) bool {
+	h := hashLeaseToken(token)
+	return string(h[:]) == hash
+}
+
+// hashLeaseToken is HashLeaseToken's hex digits.
+func hashLeaseToken(token string) [2 * sha256.Size]byte {
+	var h [2 * sha256.Size]byte
 	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
+	hex.Encode(h[:], sum[:])
+	return h
 }

@@ -94,7 +94,14 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 			if p.Running {
 				params.Then = driver.TaskClaimThen{To: string(cks.TaskRunning)}
 			}
-			owners := map[string]owner{}
+			n := 0
+			for _, i := range live {
+				if keys[i] == key {
+					n += len(batch[i].In.hashes)
+				}
+			}
+			params.Leases = make([]driver.TaskClaimLease, 0, n)
+			owners := make(map[string]owner, n)
 			for _, i := range live {
 				if keys[i] != key {
 					continue

@@ -1,10 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -78,54 +78,57 @@ func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.T
 		if err != nil {
 			return err
 		}
-		rows := make(map[int64]driver.TaskRow, len(locked))
-		for _, r := range locked {
-			rows[r.ID] = r
+		// The locked rows come in id order; a call finds its task's row
+		// by binary search and decides on it in place, so that a later
+		// call on the same task in this batch sees the row as this one
+		// left it (rows are large: no map of copies).
+		find := func(id int64) (int, bool) {
+			return slices.BinarySearchFunc(locked, id, func(r driver.TaskRow, id int64) int { return cmp.Compare(r.ID, id) })
 		}
 		var (
 			moves = make([]move, 0, len(batch))
 			who   = make([]int, 0, len(batch)) // the batch index of each move
-			// renewed are the rows Touch renews, by id, written before
-			// the moves; a later move of the same task in the batch
-			// writes its row (renewal included) instead.
-			renewed = map[int64]driver.TaskRow{}
+			// renewed marks the rows Touch renews (by index in locked),
+			// written before the moves; a later move of the same task in
+			// the batch writes its row (renewal included) instead.
+			renewed []bool
 		)
 		for i, c := range batch {
 			f := c.In
-			cur, ok := rows[f.id]
+			k, ok := find(f.id)
+			if !ok {
+				out[i].Err = notFound(f.id)
+				continue
+			}
+			cur := &locked[k]
 			states := executing
 			if f.touch {
 				states = renewable
 			}
 			switch {
-			case !ok:
-				out[i].Err = notFound(f.id)
-				continue
-			case !holds(cur, f.token) || !slices.Contains(states, cks.TaskState(cur.State)):
+			case !holds(*cur, f.token) || !slices.Contains(states, cks.TaskState(cur.State)):
 				out[i].Err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, cks.ErrLeaseLost)
 				continue
 			case f.touch:
-				renew(&cur, now)
-				rows[f.id], renewed[f.id] = cur, cur
+				renew(cur, now)
+				if renewed == nil {
+					renewed = make([]bool, len(locked))
+				}
+				renewed[k] = true
 				continue
 			}
-			delete(renewed, f.id)
-			m := s.finishMove(cur, f, now)
+			if renewed != nil {
+				renewed[k] = false
+			}
+			m := s.finishMove(*cur, f, now)
 			// The row as this move leaves it, for a later call on the
 			// same task in this batch (whose lease is then gone).
-			after := cur
-			m.set(&after)
-			after.State = string(m.to)
-			rows[f.id] = after
+			m.set(cur)
+			cur.State = string(m.to)
 			moves = append(moves, m)
 			who = append(who, i)
 		}
-		if len(renewed) > 0 {
-			ids := slices.Sorted(maps.Keys(renewed))
-			renew := make([]driver.TaskRow, len(ids))
-			for k, id := range ids {
-				renew[k] = renewed[id]
-			}
+		if renew := renewedRows(locked, renewed); len(renew) > 0 {
 			// A renewal changes only lease columns: written narrowly.
 			if _, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: renew}); err != nil {
 				return err
@@ -162,6 +165,17 @@ func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.T
 	if err != nil {
 		for i := range out {
 			out[i] = groupcommit.Result[cks.Task]{Err: err}
+		}
+	}
+	return out
+}
+
+// renewedRows are the rows of locked that renewed marks, in id order.
+func renewedRows(locked []driver.TaskRow, renewed []bool) []driver.TaskRow {
+	var out []driver.TaskRow
+	for k, r := range renewed {
+		if r {
+			out = append(out, locked[k])
 		}
 	}
 	return out

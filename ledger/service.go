@@ -134,7 +134,7 @@ func (s *Service) read(ctx context.Context, fn func(ctx context.Context, ex driv
 // holds reports whether token is the current lease of r: the ledger stores
 // only driver.HashLeaseToken of a token, and compares hashes.
 func holds(r driver.TaskRow, token string) bool {
-	return token != "" && r.LeaseTokenHash != "" && r.LeaseTokenHash == driver.HashLeaseToken(token)
+	return token != "" && r.LeaseTokenHash != "" && driver.LeaseTokenHashes(r.LeaseTokenHash, token)
 }
 
 // strs renders states as the driver's parameters.

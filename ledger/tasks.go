@@ -208,9 +208,11 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 					Expected: fmt.Sprintf("the id of an existing task (no task %d)", *n.ParentID)}
 			}
 		}
-		state, reason, err := depStateOf(depRows, n.DependsOn, name(i, "depends_on"))
-		if err != nil {
-			return nil, err
+		state, reason := cks.TaskOpen, ""
+		if len(n.DependsOn) > 0 { // (the field's name is made only for a task that has some)
+			if state, reason, err = depStateOf(depRows, n.DependsOn, name(i, "depends_on")); err != nil {
+				return nil, err
+			}
 		}
 		if state == cks.TaskOpen {
 			reason, ready = "enqueued", true

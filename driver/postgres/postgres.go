@@ -79,6 +79,7 @@ func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, erro
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
+	cfg.AfterConnect = registerArrays
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
 	who := fmt.Sprintf("user %s, database %s", cfg.ConnConfig.User, cfg.ConnConfig.Database)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
