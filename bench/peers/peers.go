@@ -194,7 +194,8 @@ type Report struct {
 	// Postgres and SQLite are every throughput run, in the order run.
 	Postgres []Run `json:"postgres"`
 	// Retained is the Postgres runs with Config.Retained completed jobs
-	// loaded first: one run of each system at its largest worker count.
+	// loaded first: one run of each system at its largest worker count, in
+	// the last round right after the same run without.
 	Retained []Run     `json:"retained,omitempty"`
 	SQLite   []Run     `json:"sqlite"`
 	Latency  []Latency `json:"latency"`

@@ -272,6 +272,17 @@ func writeRatios(b *strings.Builder, runs []Run) {
 	b.WriteString("\n")
 }
 
+// without is the run without retained jobs that r follows: the same
+// system and worker count in the same round.
+func without(runs []Run, r Run) (Run, bool) {
+	for _, p := range runs {
+		if p.System == r.System && p.Workers == r.Workers && p.Round == r.Round {
+			return p, true
+		}
+	}
+	return Run{}, false
+}
+
 // writeRetained is the table of the runs with retained jobs beside the
 // same system and worker count without.
 func writeRetained(b *strings.Builder, rep Report) {
@@ -281,18 +292,13 @@ func writeRetained(b *strings.Builder, rep Report) {
 		"as a queue that keeps what it finished holds them: for cks, a task enqueued, claimed and completed through the ledger is "+
 		"copied with its history rows by `INSERT … SELECT generate_series`; for River, completed `river_job` rows likewise "+
 		"(River keeps no history beside the row). Both tables are then vacuumed and analysed (as autovacuum would have done) "+
-		"and checkpointed; the load is not part of the figures. *Without* is the median of the rounds above at the same "+
-		"worker count.\n\n", thousands(int64(n)))
+		"and checkpointed; the load is not part of the figures. *Without* is the run of the same system and worker count just "+
+		"before it, in the last round.\n\n", thousands(int64(n)))
 	b.WriteString("| system | load | jobs/s without | with | with / without | rows written per task without / with | WAL bytes per task without / with | CPU per task (client + server) without / with |\n|---|---|---|---|---|---|---|---|\n")
-	plain := map[contender]group{}
-	for _, g := range groups(rep.Postgres) {
-		plain[contender{g.system, g.workers}] = g
-	}
 	for _, r := range rep.Retained {
-		g, ok := plain[contender{r.System, r.Workers}]
-		_, work := g.rates()
-		_, med, _ := spread(work)
-		a, jobs := g.total()
+		p, ok := without(rep.Postgres, r)
+		a, jobs := p.Acct, int64(p.Jobs)
+		med := p.JobsPerSecond
 		ra, rj := r.Acct, int64(r.Jobs)
 		fmt.Fprintf(b, "| %s | %.0f s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", riverVersioned(r.Label(), r.System, rep),
 			r.LoadSeconds, thousands(int64(med)), thousands(int64(r.JobsPerSecond)), ratio(r.JobsPerSecond, med),
@@ -627,17 +633,12 @@ func Summary(rep Report) string {
 		}
 	}
 	if len(rep.Retained) > 0 {
-		plain := map[contender]float64{}
-		for _, g := range gs {
-			_, work := g.rates()
-			_, med, _ := spread(work)
-			plain[contender{g.system, g.workers}] = med
-		}
 		var parts []string
 		for _, r := range rep.Retained {
-			parts = append(parts, fmt.Sprintf("%s %s", systemName(r.System), ratio(r.JobsPerSecond, plain[contender{r.System, r.Workers}])))
+			p, _ := without(rep.Postgres, r)
+			parts = append(parts, fmt.Sprintf("%s %s", systemName(r.System), ratio(r.JobsPerSecond, p.JobsPerSecond)))
 		}
-		w("- With %s completed jobs retained, each system's jobs/s over its own without: %s\n", thousands(int64(rep.Config.Retained)), strings.Join(parts, ", "))
+		w("- With %s completed jobs retained, each system's jobs/s over its run without just before: %s\n", thousands(int64(rep.Config.Retained)), strings.Join(parts, ", "))
 	}
 	if len(rep.SQLite) > 0 {
 		sg := groups(rep.SQLite)

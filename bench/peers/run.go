@@ -40,7 +40,8 @@ type Config struct {
 	HTTPWorkers []int `json:"http_agents"`
 	MCPWorkers  []int `json:"mcp_agents"`
 	// Retained, when positive, adds a run of each Postgres system at its
-	// largest worker count after the rounds, with this many completed jobs
+	// largest worker count to the last round, right after the same run
+	// without, with this many completed jobs
 	// loaded into its tables first (cks: tasks with their history rows;
 	// River: river_job rows), so that a claim's walk past dead tuples and
 	// the history's growth show (Report.Retained).
@@ -214,6 +215,7 @@ func Bench(ctx context.Context, cfg Config) (Report, error) {
 			cfg.Progress("pg_stat_statements is not loaded (shared_preload_libraries): no statement counts")
 		}
 		cs := contenders(cfg.postgresSystems()...)
+		retain := cfg.retainedContenders()
 		for round := 1; round <= cfg.Rounds; round++ {
 			for _, c := range cs {
 				r, err := runPostgres(ctx, m, cfg, c, round, 0)
@@ -222,11 +224,12 @@ func Bench(ctx context.Context, cfg Config) (Report, error) {
 				}
 				cfg.Progress(fmt.Sprintf("postgres round %d/%d: %s: %s jobs/s", round, cfg.Rounds, r.Label(), thousands(int64(r.JobsPerSecond))))
 				rep.Postgres = append(rep.Postgres, r)
-			}
-		}
-		if cfg.Retained > 0 {
-			for _, c := range cfg.retainedContenders() {
-				r, err := runPostgres(ctx, m, cfg, c, 1, cfg.Retained)
+				if cfg.Retained <= 0 || round != cfg.Rounds || !slices.Contains(retain, c) {
+					continue
+				}
+				// The run with retained jobs follows its run without in
+				// the last round, so that the two see the same machine.
+				r, err = runPostgres(ctx, m, cfg, c, round, cfg.Retained)
 				if err != nil {
 					return rep, fmt.Errorf("postgres, %s completed retained, %s: %w", thousands(int64(cfg.Retained)), label(c.system, c.workers), err)
 				}
