@@ -38,6 +38,9 @@ type agentSettings struct {
 	// lease is the lease each claim asks for; the executor's heartbeat is a
 	// third of it, as `cks agent` sets them.
 	lease time.Duration
+	// touches is how many lease renewals each remote agent's task sends
+	// before it completes (Config.Touches).
+	touches int
 }
 
 // agentThroughput enqueues jobs as cksThroughput does, then runs workers

@@ -299,7 +299,9 @@ func (ra *remoteAgents) close(ctx context.Context) error {
 // `cks agent` works: claim one task through the hub, run it through
 // worker.Executor over the same connection (mark it running, the lease
 // heartbeat beside a no-op resolver, complete it, every call fenced by the
-// lease token), until no task is left.
+// lease token), until no task is left. With a.touches the resolver renews
+// the lease that many times (touch_task) before it returns, as the
+// executor's heartbeat would over a longer task.
 func remoteThroughput(ctx context.Context, st *backend.Backend, ra *remoteAgents, jobs, priorities int, a agentSettings,
 	progress func(string, int, int)) (enqueue, work time.Duration, err error) {
 	enqueue, err = enqueueCks(ctx, st, jobs, priorities, progress)
@@ -319,7 +321,16 @@ func remoteThroughput(ctx context.Context, st *backend.Backend, ra *remoteAgents
 			if len(ts) == 0 {
 				return nil
 			}
-			rep, err := ex.Run(ctx, ts[0], noop)
+			c := ts[0]
+			rep, err := ex.Run(ctx, c, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
+				// Heartbeats a longer task would send meanwhile.
+				for range a.touches {
+					if held, err := conn.Touch(ctx, c.ID, c.LeaseToken); err != nil || !held {
+						return worker.Result{}, fmt.Errorf("touch: held %v: %w", held, err)
+					}
+				}
+				return noop(ctx, at)
+			})
 			if err != nil {
 				return fmt.Errorf("run task %d: %w", ts[0].ID, err)
 			}

@@ -167,6 +167,10 @@ func describe(rep Report) string {
 		"the executor tools in one streamable-HTTP session. Their client CPU includes the hub's, which runs in this process. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
 		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), priorities(c), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)
+	if c.Touches > 0 {
+		fmt.Fprintf(&b, " Each task of the agents over HTTP and MCP renews its lease %s (`touch_task`) before it completes, as the heartbeats of a longer task would (`--touches`).",
+			plural(c.Touches, "time"))
+	}
 	return b.String()
 }
 

@@ -58,6 +58,11 @@ type Config struct {
 	// Lease is the cks agent path's lease; its heartbeat is a third of it
 	// (default 3 minutes, as `cks agent`: heartbeat 60 s).
 	Lease time.Duration `json:"cks_lease_ns"`
+	// Touches is how many times each task of the agents over HTTP and MCP
+	// renews its lease (touch_task) before it completes, the heartbeats of
+	// a task longer than a third of the lease (default 0: a no-op task ends
+	// before its first heartbeat, as on the other paths).
+	Touches int `json:"touches,omitempty"`
 
 	// LatencySamples is how many jobs each latency measurement times
 	// (default 200; 0 after defaults is never: use NoLatency).
@@ -431,7 +436,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 			err = start()
 		}
 		if err == nil {
-			a := agentSettings{lease: cfg.Lease}
+			a := agentSettings{lease: cfg.Lease, touches: cfg.Touches}
 			switch c.system {
 			case SystemCks:
 				enq, work, err = cksThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, cfg.Batch, progress)

@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	agentWorkers := fs.String("agent-workers", "4,16", "cks agent-path worker counts on Postgres")
 	httpAgents := fs.String("http-agents", "16,64", "agent counts of cks through the hub's HTTP executor API (package client) on Postgres")
 	mcpAgents := fs.String("mcp-agents", "16,64", "agent counts of cks through the hub's MCP tools (streamable HTTP) on Postgres")
+	touches := fs.Int("touches", 0, "lease renewals (touch_task) each task of the agents over HTTP and MCP sends before it completes, as heartbeats of a longer task would")
 	retained := fs.Int("retained", 0, "after the rounds, run each Postgres system once more (at its largest worker count) with this many completed jobs loaded first (cks: tasks with their history; River: river_job rows), e.g. 1000000")
 	priorities := fs.Int("priorities", 1, "priority levels the jobs of both systems cycle through, in the same order (1 to 4, River's range; 1: all the same)")
 	batch := fs.Int("batch", 10, "tasks per cks claim (claim→complete)")
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	cfg := peers.Config{Rounds: *rounds, Jobs: *jobs, Priorities: *priorities, Batch: *batch, RiverInsertBatch: *insertBatch, Lease: *lease,
 		LatencySamples: *samples, NoLatency: *noLatency, LatencyGap: *gap, TunedCooldown: *tunedCooldown, TunedPoll: *tunedPoll,
-		RiverDefaultFetch: *defaultFetch, Retained: *retained,
+		RiverDefaultFetch: *defaultFetch, Retained: *retained, Touches: *touches,
 		SQLite: *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
 	for _, l := range []struct {
 		flag string
@@ -106,6 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if *rounds < 1 || *jobs < 1 || *batch < 1 || *insertBatch < 1 || *samples < 1 {
 		return errors.New("--rounds, --jobs, --batch, --river-insert-batch and --latency-samples must be positive")
+	}
+	if *touches < 0 || *touches > 100 {
+		return fmt.Errorf("--touches: expected 0 to 100 renewals per task, got %d", *touches)
 	}
 	if *retained < 0 {
 		return fmt.Errorf("--retained: expected a count of jobs, 0 for none, got %d", *retained)
