@@ -30,7 +30,16 @@ type Client struct {
 
 // New returns a client of the hub at baseURL that authenticates with token.
 func New(baseURL, token string) *Client {
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	return NewWithHTTP(baseURL, token, &http.Client{Timeout: 30 * time.Second})
+}
+
+// NewWithHTTP is New sending through hc: its transport (connection pooling)
+// and its timeout. A program that runs many clients of one hub in one
+// process gives each a transport of its own, as separate processes would
+// have, since the default transport keeps only two idle connections per
+// host.
+func NewWithHTTP(baseURL, token string, hc *http.Client) *Client {
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, http: hc}
 }
 
 // BaseURL is the URL of the hub c calls.

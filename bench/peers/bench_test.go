@@ -21,7 +21,9 @@ func TestBenchSmallRun(t *testing.T) {
 		t.Log("CKS_TEST_DATABASE_URL is unset: SQLite only")
 	}
 	const jobs = 200
+	const retained = 300
 	cfg := Config{Database: db, Rounds: 1, Jobs: jobs, RiverWorkers: []int{10}, CksWorkers: []int{2}, AgentWorkers: []int{2},
+		HTTPWorkers: []int{2}, MCPWorkers: []int{3}, Retained: retained,
 		LatencySamples: 5, LatencyGap: time.Millisecond, LatencyRiverWorkers: 2, LatencyCksWorkers: 2,
 		SQLite: true, SQLiteDir: t.TempDir(), SQLiteRiverWorkers: []int{10}, SQLiteCksWorkers: []int{1}, SQLiteAgentWorkers: []int{2},
 		NoCheckpoint: true, Timeout: 2 * time.Minute, Progress: func(line string) { t.Log(line) }}
@@ -44,8 +46,16 @@ func TestBenchSmallRun(t *testing.T) {
 	if db == "" {
 		return
 	}
-	check(rep.Postgres, SystemRiver, SystemCks, SystemCksAgent)
-	for _, r := range rep.Postgres {
+	check(rep.Postgres, SystemRiver, SystemCks, SystemCksAgent, SystemCksHTTP, SystemCksMCP)
+	// The retained runs: each system once more, with the retained jobs
+	// loaded (and counted by the harness) first.
+	check(rep.Retained, SystemRiver, SystemCks, SystemCksAgent, SystemCksHTTP, SystemCksMCP)
+	for _, r := range rep.Retained {
+		if r.Retained != retained || r.LoadSeconds <= 0 {
+			t.Errorf("%s: retained %d loaded in %v s, want %d", r.Label(), r.Retained, r.LoadSeconds, retained)
+		}
+	}
+	for _, r := range append(rep.Postgres, rep.Retained...) {
 		a := r.Acct
 		if !a.HasServerStats || a.RowsWritten < jobs || a.WALBytes <= 0 {
 			t.Errorf("%s: accounting %+v; want at least a row written per job and WAL", r.Label(), a)
@@ -54,8 +64,13 @@ func TestBenchSmallRun(t *testing.T) {
 		// once per task (the agent path claims one at a time); enqueues
 		// (EnqueueMany) and completions (the completer) share commits.
 		least := int64(jobs / 10)
-		if r.System == SystemCksAgent {
+		switch r.System {
+		case SystemCksAgent:
 			least = jobs
+		case SystemCksHTTP, SystemCksMCP:
+			// Through the hub: the claim, mark_running and the completion
+			// each commit (and each request authenticates).
+			least = 3 * jobs
 		}
 		if r.System != SystemRiver && a.Commits < least {
 			t.Errorf("%s: %d commits for %d tasks, want at least %d", r.Label(), a.Commits, jobs, least)

@@ -38,6 +38,9 @@ type agentSettings struct {
 	// lease is the lease each claim asks for; the executor's heartbeat is a
 	// third of it, as `cks agent` sets them.
 	lease time.Duration
+	// touches is how many lease renewals each remote agent's task sends
+	// before it completes (Config.Touches).
+	touches int
 }
 
 // agentThroughput enqueues jobs as cksThroughput does, then runs workers
@@ -52,14 +55,7 @@ func agentThroughput(ctx context.Context, st *backend.Backend, jobs, priorities,
 		return 0, 0, err
 	}
 	noop := func(context.Context, *worker.Attempt) (worker.Result, error) { return worker.Result{Output: "ok"}, nil }
-	var (
-		done atomic.Int64
-		mu   sync.Mutex
-		seen = make(map[int64]bool, jobs)
-	)
-	stop := every(500*time.Millisecond, func() { progress("work", int(done.Load()), jobs) })
-	start := time.Now()
-	err = parallel(ctx, workers, func(ctx context.Context, w int) error {
+	work, err = workAll(ctx, jobs, workers, progress, func(ctx context.Context, w int, completed func(int64, worker.Report) error) error {
 		name := fmt.Sprintf("peers-agent-%d", w)
 		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: a.lease / 3})
 		// As `cks agent`'s claim loop: the abort watch held for the loop,
@@ -79,29 +75,55 @@ func agentThroughput(ctx context.Context, st *backend.Backend, jobs, priorities,
 			if err != nil {
 				return fmt.Errorf("run task %d: %w", ts[0].ID, err)
 			}
-			if rep.Outcome != worker.Completed {
-				return fmt.Errorf("task %d: outcome %s", ts[0].ID, rep.Outcome)
+			if err := completed(ts[0].ID, rep); err != nil {
+				return err
 			}
-			mu.Lock()
-			dup := seen[ts[0].ID]
-			seen[ts[0].ID] = true
-			mu.Unlock()
-			if dup {
-				return fmt.Errorf("task %d completed twice", ts[0].ID)
-			}
-			done.Add(1)
 		}
 	})
-	stop()
-	work = time.Since(start)
 	if err != nil {
 		return enqueue, 0, fmt.Errorf("peers: cks agent: %w", err)
 	}
+	return enqueue, work, nil
+}
+
+// workAll runs loop on workers goroutines until each returns (its claims
+// found no task left) and times it. A loop reports each task it ran with
+// completed, which refuses an outcome other than COMPLETED and a task
+// completed twice; workAll then checks that every one of jobs was.
+func workAll(ctx context.Context, jobs, workers int, progress func(string, int, int),
+	loop func(ctx context.Context, w int, completed func(id int64, rep worker.Report) error) error) (time.Duration, error) {
+	var (
+		done atomic.Int64
+		mu   sync.Mutex
+		seen = make(map[int64]bool, jobs)
+	)
+	completed := func(id int64, rep worker.Report) error {
+		if rep.Outcome != worker.Completed {
+			return fmt.Errorf("task %d: outcome %s", id, rep.Outcome)
+		}
+		mu.Lock()
+		dup := seen[id]
+		seen[id] = true
+		mu.Unlock()
+		if dup {
+			return fmt.Errorf("task %d completed twice", id)
+		}
+		done.Add(1)
+		return nil
+	}
+	stop := every(500*time.Millisecond, func() { progress("work", int(done.Load()), jobs) })
+	start := time.Now()
+	err := parallel(ctx, workers, func(ctx context.Context, w int) error { return loop(ctx, w, completed) })
+	stop()
+	work := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
 	progress("work", int(done.Load()), jobs)
 	if n := int(done.Load()); n != jobs {
-		return enqueue, 0, fmt.Errorf("peers: cks agent: completed %d of %d tasks", n, jobs)
+		return 0, fmt.Errorf("completed %d of %d tasks", n, jobs)
 	}
-	return enqueue, work, nil
+	return work, nil
 }
 
 // enqueueCks enqueues jobs tasks as bench.Ledger does: four writers, each

@@ -8,8 +8,9 @@
 //
 // It is a module of its own so that cks itself never depends on River. It
 // uses only cks's public entry points: backend.Open, the services of the
-// backend.Backend a worker calls (its ledger, Tasks), worker.Executor, and
-// bench.Ledger.
+// backend.Backend a worker calls (its ledger, Tasks), worker.Executor,
+// bench.Ledger, and for the agents that work through a hub the api and
+// mcpserver handlers, package client and the MCP SDK's client.
 package peers
 
 import (
@@ -27,6 +28,16 @@ const (
 	// RUNNING, then worker.Executor.Run (the heartbeat, Complete), as `cks
 	// agent` does it.
 	SystemCksAgent = "cks-agent"
+	// SystemCksHTTP is cks's agents over the hub's HTTP executor API: each
+	// agent claims through package client and runs the task through
+	// worker.Executor over the same client (mark running, the heartbeat,
+	// complete), with a token of its own, against an api server on
+	// 127.0.0.1.
+	SystemCksHTTP = "cks-http"
+	// SystemCksMCP is cks's agents as MCP clients over streamable HTTP
+	// (/mcp), calling the executor tools (claim_tasks, mark_running,
+	// touch_task, complete_task) in one session each.
+	SystemCksMCP = "cks-mcp"
 	// SystemSQLiteCeiling is the raw SQLite commit ceiling: single-row
 	// INSERT transactions on one connection with cks's settings.
 	SystemSQLiteCeiling = "sqlite-commit"
@@ -51,6 +62,11 @@ type Run struct {
 	JobsPerSecond float64 `json:"jobs_per_s"`
 	// Acct is what the run cost, enqueue and work together.
 	Acct Accounting `json:"accounting"`
+	// Retained is how many completed jobs (cks: tasks with their history)
+	// the tables held before the run (Config.Retained); LoadSeconds is how
+	// long loading them took (not part of the run's figures).
+	Retained    int     `json:"retained,omitempty"`
+	LoadSeconds float64 `json:"load_s,omitempty"`
 }
 
 // Label names the run's system and worker count for a table.
@@ -64,6 +80,10 @@ func label(system string, workers int) string {
 		return "cks claim→complete, " + plural(workers, "worker")
 	case SystemCksAgent:
 		return "cks agent path, " + plural(workers, "worker")
+	case SystemCksHTTP:
+		return "cks agents over HTTP, " + plural(workers, "agent")
+	case SystemCksMCP:
+		return "cks agents over MCP, " + plural(workers, "agent")
 	case SystemSQLiteCeiling:
 		return "raw SQLite single-row commits"
 	}
@@ -172,7 +192,11 @@ type Report struct {
 	Host     Host      `json:"host"`
 	Config   Config    `json:"config"`
 	// Postgres and SQLite are every throughput run, in the order run.
-	Postgres []Run     `json:"postgres"`
+	Postgres []Run `json:"postgres"`
+	// Retained is the Postgres runs with Config.Retained completed jobs
+	// loaded first: one run of each system at its largest worker count, in
+	// the last round right after the same run without.
+	Retained []Run     `json:"retained,omitempty"`
 	SQLite   []Run     `json:"sqlite"`
 	Latency  []Latency `json:"latency"`
 }

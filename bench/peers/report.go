@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -96,6 +97,9 @@ func Markdown(rep Report) string {
 		writeAccounting(&b, gs)
 		writeTop(&b, gs)
 	}
+	if len(rep.Retained) > 0 {
+		writeRetained(&b, rep)
+	}
 	if len(rep.Latency) > 0 {
 		w("### Postgres: latency on an idle system\n\n")
 		w("One job at a time into idle workers, each %s plus a random pause below %s after the previous one started; "+
@@ -155,9 +159,18 @@ func describe(rep Report) string {
 		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
 		"(`cks bench ledger`): four writers enqueue with `EnqueueMany` in batches of 1,000, workers claim batches of %d and `Complete` the batch's tasks concurrently, each on a goroutine of its own as River runs the jobs of a fetch (`--concurrent`). "+
 		"cks agent path: each worker claims one task straight to RUNNING (`ClaimWith`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
-		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. Regenerate with "+
+		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. "+
+		"cks agents over HTTP and over MCP work through a hub: the api handler with /mcp (what `cks serve` serves, without its sweepers "+
+		"and studio) on a real HTTP server at 127.0.0.1 in this process, each agent with a token of its own (read and append on /tasks) "+
+		"and an HTTP transport of its own; an HTTP agent claims one task with package `client` (`claim_tasks`) and runs it through "+
+		"`worker.Executor` over the same client (`mark_running`, the heartbeat, `complete_task`), an MCP agent does the same through "+
+		"the executor tools in one streamable-HTTP session. Their client CPU includes the hub's, which runs in this process. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
 		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), priorities(c), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)
+	if c.Touches > 0 {
+		fmt.Fprintf(&b, " Each task of the agents over HTTP and MCP renews its lease %s (`touch_task`) before it completes, as the heartbeats of a longer task would (`--touches`).",
+			plural(c.Touches, "time"))
+	}
 	return b.String()
 }
 
@@ -204,39 +217,98 @@ func riverVersioned(l, system string, rep Report) string {
 	return l
 }
 
-// writeRatios is the per-round table of cks's best over River's best.
-func writeRatios(b *strings.Builder, runs []Run) {
-	type best struct{ river, cks, agent float64 }
-	var rounds []int
-	by := map[int]*best{}
+// cksSystems are the cks systems of the Postgres tables, in table order.
+var cksSystems = []string{SystemCks, SystemCksAgent, SystemCksHTTP, SystemCksMCP}
+
+// bestPerRound is each system's best jobs/s in each round (any worker
+// count), and the rounds in the order run.
+func bestPerRound(runs []Run) (rounds []int, best map[int]map[string]float64) {
+	best = map[int]map[string]float64{}
 	for _, r := range runs {
-		p, ok := by[r.Round]
+		p, ok := best[r.Round]
 		if !ok {
-			p = &best{}
-			by[r.Round] = p
+			p = map[string]float64{}
+			best[r.Round] = p
 			rounds = append(rounds, r.Round)
 		}
-		switch r.System {
-		case SystemRiver:
-			p.river = max(p.river, r.JobsPerSecond)
-		case SystemCks:
-			p.cks = max(p.cks, r.JobsPerSecond)
-		case SystemCksAgent:
-			p.agent = max(p.agent, r.JobsPerSecond)
+		p[r.System] = max(p[r.System], r.JobsPerSecond)
+	}
+	return rounds, best
+}
+
+// present is the systems of systems that some run has.
+func present(runs []Run, systems []string) []string {
+	var out []string
+	for _, sys := range systems {
+		if slices.ContainsFunc(runs, func(r Run) bool { return r.System == sys }) {
+			out = append(out, sys)
 		}
 	}
-	ratio := func(a, b float64) string {
-		if a == 0 || b == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.3f", a/b)
+	return out
+}
+
+// ratio formats a/b to three decimals ("–" when either is missing).
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "–"
 	}
+	return fmt.Sprintf("%.3f", a/b)
+}
+
+// writeRatios is the per-round table of each cks system's best over River's best.
+func writeRatios(b *strings.Builder, runs []Run) {
+	rounds, best := bestPerRound(runs)
+	systems := present(runs, cksSystems)
 	fmt.Fprintf(b, "Ratio to River per round, each system at its best worker count in that round:\n\n")
-	fmt.Fprintf(b, "| round | River best jobs/s | cks claim→complete best | cks / River | cks agent path best | agent / River |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| round | River best jobs/s |")
+	for _, sys := range systems {
+		fmt.Fprintf(b, " %s best | / River |", systemName(sys))
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|---|", len(systems)) + "\n")
 	for _, n := range rounds {
-		p := by[n]
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", n, thousands(int64(p.river)), thousands(int64(p.cks)), ratio(p.cks, p.river),
-			thousands(int64(p.agent)), ratio(p.agent, p.river))
+		p := best[n]
+		fmt.Fprintf(b, "| %d | %s |", n, thousands(int64(p[SystemRiver])))
+		for _, sys := range systems {
+			fmt.Fprintf(b, " %s | %s |", thousands(int64(p[sys])), ratio(p[sys], p[SystemRiver]))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// without is the run without retained jobs that r follows: the same
+// system and worker count in the same round.
+func without(runs []Run, r Run) (Run, bool) {
+	for _, p := range runs {
+		if p.System == r.System && p.Workers == r.Workers && p.Round == r.Round {
+			return p, true
+		}
+	}
+	return Run{}, false
+}
+
+// writeRetained is the table of the runs with retained jobs beside the
+// same system and worker count without.
+func writeRetained(b *strings.Builder, rep Report) {
+	n := rep.Config.Retained
+	fmt.Fprintf(b, "### Postgres: with %s completed jobs retained\n\n", thousands(int64(n)))
+	fmt.Fprintf(b, "One more run of each system at its largest worker count, with %s completed jobs loaded into its tables first, "+
+		"as a queue that keeps what it finished holds them: for cks, a task enqueued, claimed and completed through the ledger is "+
+		"copied with its history rows by `INSERT … SELECT generate_series`; for River, completed `river_job` rows likewise "+
+		"(River keeps no history beside the row). Both tables are then vacuumed and analysed (as autovacuum would have done) "+
+		"and checkpointed; the load is not part of the figures. *Without* is the run of the same system and worker count just "+
+		"before it, in the last round.\n\n", thousands(int64(n)))
+	b.WriteString("| system | load | jobs/s without | with | with / without | rows written per task without / with | WAL bytes per task without / with | CPU per task (client + server) without / with |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Retained {
+		p, ok := without(rep.Postgres, r)
+		a, jobs := p.Acct, int64(p.Jobs)
+		med := p.JobsPerSecond
+		ra, rj := r.Acct, int64(r.Jobs)
+		fmt.Fprintf(b, "| %s | %.0f s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", riverVersioned(r.Label(), r.System, rep),
+			r.LoadSeconds, thousands(int64(med)), thousands(int64(r.JobsPerSecond)), ratio(r.JobsPerSecond, med),
+			perTaskCell(float64(a.RowsWritten), jobs, ok && a.HasServerStats), perTaskCell(float64(ra.RowsWritten), rj, ra.HasServerStats),
+			perTaskCell(float64(a.WALBytes), jobs, ok && a.HasServerStats), perTaskCell(float64(ra.WALBytes), rj, ra.HasServerStats),
+			cpuCell(a.ClientCPU+a.ServerCPU, jobs, ok && a.HasServerCPU), cpuCell(ra.ClientCPU+ra.ServerCPU, rj, ra.HasServerCPU))
 	}
 	b.WriteString("\n")
 }
@@ -255,24 +327,30 @@ func writeAccounting(b *strings.Builder, gs []group) {
 		if jobs == 0 {
 			continue
 		}
-		per := func(v int64, ok bool) string {
-			if !ok {
-				return "–"
-			}
-			return perTask(float64(v) / float64(jobs))
-		}
-		cpu := func(d time.Duration, ok bool) string {
-			if !ok {
-				return "–"
-			}
-			return micros(d, jobs)
-		}
+		per := func(v int64, ok bool) string { return perTaskCell(float64(v), jobs, ok) }
+		cpu := func(d time.Duration, ok bool) string { return cpuCell(d, jobs, ok) }
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(),
 			per(a.Statements, a.HasStatements), per(a.Commits, a.HasServerStats), per(a.WALSyncs, a.HasServerStats),
 			per(a.RowsWritten, a.HasServerStats), per(a.WALBytes, a.HasServerStats),
 			cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), cpu(a.ClientCPU+a.ServerCPU, a.HasServerCPU))
 	}
 	b.WriteString("\n")
+}
+
+// perTaskCell is a table cell of total v per job ("–" when not measured).
+func perTaskCell(v float64, jobs int64, ok bool) string {
+	if !ok || jobs == 0 {
+		return "–"
+	}
+	return perTask(v / float64(jobs))
+}
+
+// cpuCell is a table cell of CPU time d per job ("–" when not measured).
+func cpuCell(d time.Duration, jobs int64, ok bool) string {
+	if !ok || jobs == 0 {
+		return "–"
+	}
+	return micros(d, jobs)
 }
 
 // micros formats d per job in microseconds.
@@ -344,6 +422,10 @@ func systemName(system string) string {
 		return "cks claim→complete"
 	case SystemCksAgent:
 		return "cks agent path"
+	case SystemCksHTTP:
+		return "cks over HTTP"
+	case SystemCksMCP:
+		return "cks over MCP"
 	}
 	return system
 }
@@ -389,8 +471,12 @@ func writeSQLite(b *strings.Builder, rep Report) {
 // Charts renders the report's charts, by file name.
 func Charts(rep Report) map[string][]byte {
 	out := map[string][]byte{}
-	colors := map[string]string{SystemRiver: "#6c8ebf", SystemCks: "#e8a33c", SystemCksAgent: "#7fb069", SystemSQLiteCeiling: "#bbbbbb"}
+	colors := map[string]string{SystemRiver: "#6c8ebf", SystemCks: "#e8a33c", SystemCksAgent: "#7fb069", SystemCksHTTP: "#b07aa1",
+		SystemCksMCP: "#d37295", SystemSQLiteCeiling: "#bbbbbb"}
 	legend := []legendEntry{{colors[SystemRiver], "River"}, {colors[SystemCks], "cks claim→complete"}, {colors[SystemCksAgent], "cks agent path"}}
+	for _, sys := range present(rep.Postgres, []string{SystemCksHTTP, SystemCksMCP}) {
+		legend = append(legend, legendEntry{colors[sys], systemName(sys)})
+	}
 	if len(rep.Postgres) > 0 || len(rep.SQLite) > 0 {
 		c := chart{title: "Claim→complete throughput (median, whiskers min–max over rounds)", axis: "jobs per second", legend: legend}
 		if len(rep.SQLite) > 0 {
@@ -429,8 +515,9 @@ func Charts(rep Report) map[string][]byte {
 }
 
 // WriteDocs writes the report into docsDir: its section of benchmarks.md
-// (replaced between the markers, or appended when the file has none) and
-// the charts.
+// (replaced between the markers, or appended when the file has none), the
+// summary at the top of the file (Summary, replaced between its markers, or
+// put before the first second-level heading), and the charts.
 func WriteDocs(docsDir string, rep Report) error {
 	path := filepath.Join(docsDir, "benchmarks.md")
 	old, err := os.ReadFile(path)
@@ -438,6 +525,9 @@ func WriteDocs(docsDir string, rep Report) error {
 		return fmt.Errorf("peers: %w", err)
 	}
 	doc, err := splice(old, Markdown(rep))
+	if err == nil {
+		doc, err = spliceSummary(doc, Summary(rep))
+	}
 	if err != nil {
 		return fmt.Errorf("peers: %s: %w", path, err)
 	}
@@ -456,6 +546,11 @@ func WriteDocs(docsDir string, rep Report) error {
 // the markers), or appends it when doc has no markers. A lone or misordered
 // marker is an error: the hand-written text around it must not be lost.
 func splice(doc []byte, section string) ([]byte, error) {
+	return spliceBetween(doc, beginMarker, endMarker, section)
+}
+
+// spliceBetween is splice with the markers begin and end.
+func spliceBetween(doc []byte, beginMarker, endMarker, section string) ([]byte, error) {
 	begin := bytes.Index(doc, []byte(beginMarker))
 	end := bytes.Index(doc, []byte(endMarker))
 	switch {
@@ -471,4 +566,147 @@ func splice(doc []byte, section string) ([]byte, error) {
 	rest = bytes.TrimPrefix(rest, []byte("\n"))
 	out := append(append([]byte{}, doc[:begin]...), section...)
 	return append(out, rest...), nil
+}
+
+// The markers of the short summary WriteDocs keeps at the top of
+// benchmarks.md.
+const (
+	summaryBegin = "<!-- BEGIN bench/peers summary: generated by `go run ./cmd/peers` in bench/peers from the figures of the section below; edits between these markers are overwritten -->"
+	summaryEnd   = "<!-- END bench/peers summary -->"
+)
+
+// best is the group of system with the highest median jobs/s, and that
+// median; false when no run has the system.
+func best(gs []group, system string) (group, float64, bool) {
+	var out group
+	top, found := 0.0, false
+	for _, g := range gs {
+		if g.system != system {
+			continue
+		}
+		_, work := g.rates()
+		if _, med, _ := spread(work); !found || med > top {
+			out, top, found = g, med, true
+		}
+	}
+	return out, top, found
+}
+
+// Summary renders the short section a reader takes in at a glance, the
+// markers included: the headline ratios to River per round, each system's
+// cost per task side by side at its best worker count, the retained-jobs
+// runs, SQLite against its commit ceiling and the idle latency.
+func Summary(rep Report) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("%s\n\n## At a glance: cks beside River\n\n", summaryBegin)
+	var where []string
+	if rep.Host.Postgres != "" {
+		durable := "PostgreSQL " + rep.Host.Postgres
+		if rep.Host.Settings["fsync"] == "on" && rep.Host.Settings["synchronous_commit"] == "on" {
+			durable = "durable " + durable
+		}
+		where = append(where, durable)
+	}
+	where = append(where, fmt.Sprintf("%d CPUs", rep.Host.CPUs), thousands(int64(rep.Config.Jobs))+" jobs per run",
+		plural(rep.Config.Rounds, "interleaved round"))
+	w("%s, measured %s by `bench/peers` (the method and every figure: [Side by side with River](#side-by-side-with-river-issue-14)).",
+		capitalize(strings.Join(where, ", ")), rep.Started.Format("2006-01-02"))
+	if rep.Host.LoadBefore > float64(rep.Host.CPUs)/2 || rep.Host.LoadAfter > float64(rep.Host.CPUs)/2 {
+		w(" **The machine was shared with other work (load %.1f → %.1f): read these as rough.**", rep.Host.LoadBefore, rep.Host.LoadAfter)
+	}
+	w("\n\n")
+	gs := groups(rep.Postgres)
+	if _, riverMed, ok := best(gs, SystemRiver); ok {
+		rounds, perRound := bestPerRound(rep.Postgres)
+		for i, sys := range present(rep.Postgres, cksSystems) {
+			_, med, _ := best(gs, sys)
+			var per []string
+			for _, n := range rounds {
+				per = append(per, ratio(perRound[n][sys], perRound[n][SystemRiver]))
+			}
+			lead := "- "
+			if i == 0 {
+				lead = "- **"
+			}
+			text := fmt.Sprintf("%s %s× River", systemName(sys), ratio(med, riverMed))
+			if i == 0 {
+				text += "**"
+			}
+			w("%s%s (best median against best median; best against best per round: %s)\n", lead, text, strings.Join(per, ", "))
+		}
+	}
+	if len(rep.Retained) > 0 {
+		var parts []string
+		for _, r := range rep.Retained {
+			p, _ := without(rep.Postgres, r)
+			parts = append(parts, fmt.Sprintf("%s %s", systemName(r.System), ratio(r.JobsPerSecond, p.JobsPerSecond)))
+		}
+		w("- With %s completed jobs retained, each system's jobs/s over its run without just before: %s\n", thousands(int64(rep.Config.Retained)), strings.Join(parts, ", "))
+	}
+	if len(rep.SQLite) > 0 {
+		sg := groups(rep.SQLite)
+		_, ceiling, okC := best(sg, SystemSQLiteCeiling)
+		_, cksMed, okK := best(sg, SystemCks)
+		_, riverMed, okR := best(sg, SystemRiver)
+		if okC && okK {
+			w("- SQLite: cks %s tasks/s, %s of the raw commit ceiling measured in the same run (%s commits/s)", thousands(int64(cksMed)),
+				ratio(cksMed, ceiling), thousands(int64(ceiling)))
+			if okR {
+				w("; riversqlite %s jobs/s (cks %s×)", thousands(int64(riverMed)), ratio(cksMed, riverMed))
+			}
+			w("\n")
+		}
+	}
+	var lat []string
+	for _, l := range rep.Latency {
+		if (l.System == SystemRiver && l.Setting == "tuned") || l.System == SystemCksAgent {
+			name := "River tuned"
+			if l.System == SystemCksAgent {
+				name = "cks agent path"
+			}
+			lat = append(lat, fmt.Sprintf("%s %s", name, ms(l.StartP99)))
+		}
+	}
+	if len(lat) > 0 {
+		w("- Idle enqueue→work start p99: %s\n", strings.Join(lat, ", "))
+	}
+	if len(gs) > 0 {
+		w("\nPer task at each system's best worker count (enqueue and work, all rounds); CPU client is this process's (River's client, " +
+			"or cks's ledger, with the hub for the agents over HTTP and MCP), CPU server every Postgres process's:\n\n")
+		w("| system | jobs/s (median) | × River | CPU client | CPU server | commits | statements | rows written | WAL bytes |\n")
+		w("|---|---|---|---|---|---|---|---|---|\n")
+		_, riverMed, _ := best(gs, SystemRiver)
+		for _, sys := range append([]string{SystemRiver}, cksSystems...) {
+			g, med, ok := best(gs, sys)
+			if !ok {
+				continue
+			}
+			a, jobs := g.total()
+			per := func(v int64, ok bool) string { return perTaskCell(float64(v), jobs, ok) }
+			cpu := func(d time.Duration, ok bool) string { return cpuCell(d, jobs, ok) }
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(), thousands(int64(med)), ratio(med, riverMed),
+				cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), per(a.Commits, a.HasServerStats),
+				per(a.Statements, a.HasStatements), per(a.RowsWritten, a.HasServerStats), per(a.WALBytes, a.HasServerStats))
+		}
+	}
+	w("\n%s\n", summaryEnd)
+	return b.String()
+}
+
+// spliceSummary replaces the summary of doc, or puts it before the first
+// second-level heading (after the page's title and introduction) when doc
+// has none.
+func spliceSummary(doc []byte, section string) ([]byte, error) {
+	if bytes.Contains(doc, []byte(summaryBegin)) || bytes.Contains(doc, []byte(summaryEnd)) {
+		return spliceBetween(doc, summaryBegin, summaryEnd, section)
+	}
+	at := bytes.Index(doc, []byte("\n## "))
+	if at < 0 {
+		return spliceBetween(doc, summaryBegin, summaryEnd, section)
+	}
+	at++
+	out := append(append([]byte{}, doc[:at]...), section...)
+	out = append(out, '\n')
+	return append(out, doc[at:]...), nil
 }

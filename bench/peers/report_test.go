@@ -197,3 +197,120 @@ func TestChartScale(t *testing.T) {
 		}
 	}
 }
+
+// hubReport is sampleReport with the agents over HTTP and MCP in both
+// rounds and a run of each system with retained jobs.
+func hubReport() Report {
+	rep := sampleReport()
+	acct := func(commits int64) Accounting {
+		return Accounting{HasStatements: true, Statements: 20 * commits, HasServerStats: true, Commits: 9 * commits, RowsWritten: 9 * commits,
+			WALBytes: 4000 * commits, ClientCPU: 2 * time.Second, HasServerCPU: true, ServerCPU: 2 * time.Second}
+	}
+	var runs []Run
+	for _, r := range rep.Postgres {
+		runs = append(runs, r)
+		if r.System == SystemCksAgent {
+			for _, h := range []struct {
+				system string
+				rate   float64
+			}{{SystemCksHTTP, 400}, {SystemCksMCP, 200}} {
+				runs = append(runs, Run{Backend: "postgres", System: h.system, Workers: 64, Round: r.Round, Jobs: 1000,
+					EnqueueSeconds: 0.5, WorkSeconds: 1000 / h.rate, JobsPerSecond: h.rate, Acct: acct(1000)})
+			}
+		}
+	}
+	rep.Postgres = runs
+	rep.Config.Retained = 1_000_000
+	for _, c := range []struct {
+		system  string
+		workers int
+		rate    float64
+	}{{SystemRiver, 1000, 10000}, {SystemCks, 4, 1800}, {SystemCksHTTP, 64, 300}} {
+		a := acct(1000)
+		a.RowsWritten, a.WALBytes = 5000, 6_000_000
+		rep.Retained = append(rep.Retained, Run{Backend: "postgres", System: c.system, Workers: c.workers, Round: 1, Jobs: 1000,
+			WorkSeconds: 1000 / c.rate, JobsPerSecond: c.rate, Acct: a, Retained: 1_000_000, LoadSeconds: 42})
+	}
+	return rep
+}
+
+// TestMarkdownHubPaths: the ratio table has a column pair per cks system
+// run, the cost table a row per hub path, and the retained runs a table of
+// their own beside the same system without.
+func TestMarkdownHubPaths(t *testing.T) {
+	md := Markdown(hubReport())
+	for _, want := range []string{
+		"| round | River best jobs/s | cks claim→complete best | / River | cks agent path best | / River | cks over HTTP best | / River | cks over MCP best | / River |",
+		"| 1 | 20,000 | 1,500 | 0.075 | 1,000 | 0.050 | 400 | 0.020 | 200 | 0.010 |",
+		"| cks agents over HTTP, 64 agents | 20.0 | 9.00 | 0 | 9.00 | 4,000 | 2,000 µs | 2,000 µs | 4,000 µs |",
+		"### Postgres: with 1,000,000 completed jobs retained",
+		// River at 1,000 workers: 20,000 jobs/s without, 10,000 with; rows 0.075 → 5.00 per task.
+		"| River v0.51.2, 1,000 workers | 42 s | 20,000 | 10,000 | 0.500 | 0.075 / 5.00 | 25.0 / 6,000 | 3,000 µs / 4,000 µs |",
+		// cks claim→complete at 4 workers: beside its run of the same round (1,500), not round 2's 3,000.
+		"| cks claim→complete, 4 workers | 42 s | 1,500 | 1,800 | 1.200 |",
+		"| cks agents over HTTP, 64 agents | 42 s | 400 | 300 | 0.750 | 9.00 / 5.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(Markdown(sampleReport()), "retained") {
+		t.Error("a report without retained runs has a retained table")
+	}
+}
+
+// TestSummary: the top section says the ratios to River, each system's cost
+// per task at its best worker count, the retained runs, SQLite against its
+// ceiling and the idle latency, between its own markers.
+func TestSummary(t *testing.T) {
+	rep := hubReport()
+	rep.Latency = append(rep.Latency,
+		Latency{System: SystemRiver, Setting: "tuned", StartP99: 6 * time.Millisecond},
+		Latency{System: SystemCksAgent, Setting: "default", StartP99: 4500 * time.Microsecond})
+	s := Summary(rep)
+	if !strings.HasPrefix(s, summaryBegin+"\n") || !strings.HasSuffix(s, summaryEnd+"\n") {
+		t.Fatalf("the summary is not between its markers:\n%s", s)
+	}
+	for _, want := range []string{
+		// best median against best median: 2,250 / 20,000; per round 0.075, 0.150.
+		"- **cks claim→complete 0.113× River** (best median against best median; best against best per round: 0.075, 0.150)",
+		"- cks over HTTP 0.020× River",
+		"- cks over MCP 0.010× River",
+		"- With 1,000,000 completed jobs retained, each system's jobs/s over its run without just before: River 0.500, cks claim→complete 1.200, cks over HTTP 0.750",
+		"- SQLite: cks 4,000 tasks/s, 0.100 of the raw commit ceiling measured in the same run (40,000 commits/s)",
+		"- Idle enqueue→work start p99: River tuned 6.00 ms, cks agent path 4.50 ms",
+		"| River, 1,000 workers | 20,000 | 1.000 | 1,000 µs | 2,000 µs | 0.025 | 0.02 | 0.075 | 25.0 |",
+		"| cks claim→complete, 4 workers | 2,250 | 0.113 | 1,000 µs | 2,000 µs | 2.10 | 14.5 | 6.30 | 2,100 |",
+		"| cks agents over MCP, 64 agents | 200 | 0.010 | 2,000 µs | 2,000 µs | 9.00 | 20.0 | 9.00 | 4,000 |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestSpliceSummary: the summary goes before the first second-level
+// heading, and is replaced in place after that.
+func TestSpliceSummary(t *testing.T) {
+	section := summaryBegin + "\nnew\n" + summaryEnd + "\n"
+	doc := "# Benchmarks\n\nIntro.\n\n## First\n\ntext\n"
+	got, err := spliceSummary([]byte(doc), section)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Benchmarks\n\nIntro.\n\n" + section + "\n## First\n\ntext\n"
+	if string(got) != want {
+		t.Fatalf("spliceSummary =\n%q\nwant\n%q", got, want)
+	}
+	again, err := spliceSummary(got, section)
+	if err != nil || !bytes.Equal(again, got) {
+		t.Errorf("second splice = %q, %v; want it unchanged", again, err)
+	}
+	newer, err := spliceSummary(got, summaryBegin+"\nnewer\n"+summaryEnd+"\n")
+	if err != nil || strings.Contains(string(newer), "\nnew\n") || !strings.Contains(string(newer), "newer") {
+		t.Errorf("replacing splice = %q, %v", newer, err)
+	}
+	if _, err := spliceSummary([]byte("# B\n"+summaryBegin+"\n## First\n"), section); err == nil {
+		t.Error("a lone begin marker was spliced over")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,18 @@ type Config struct {
 	RiverWorkers []int `json:"river_workers"`
 	CksWorkers   []int `json:"cks_workers"`
 	AgentWorkers []int `json:"agent_workers"`
+	// HTTPWorkers and MCPWorkers are the agent counts of the runs through
+	// the hub: the HTTP executor API and the MCP tools (default 16, 64
+	// each).
+	HTTPWorkers []int `json:"http_agents"`
+	MCPWorkers  []int `json:"mcp_agents"`
+	// Retained, when positive, adds a run of each Postgres system at its
+	// largest worker count to the last round, right after the same run
+	// without, with this many completed jobs
+	// loaded into its tables first (cks: tasks with their history rows;
+	// River: river_job rows), so that a claim's walk past dead tuples and
+	// the history's growth show (Report.Retained).
+	Retained int `json:"retained,omitempty"`
 	// Priorities is how many priority levels the jobs of both systems cycle
 	// through, in the same order (default 1: all the same, River's default;
 	// at most 4, River's range).
@@ -45,6 +58,11 @@ type Config struct {
 	// Lease is the cks agent path's lease; its heartbeat is a third of it
 	// (default 3 minutes, as `cks agent`: heartbeat 60 s).
 	Lease time.Duration `json:"cks_lease_ns"`
+	// Touches is how many times each task of the agents over HTTP and MCP
+	// renews its lease (touch_task) before it completes, the heartbeats of
+	// a task longer than a third of the lease (default 0: a no-op task ends
+	// before its first heartbeat, as on the other paths).
+	Touches int `json:"touches,omitempty"`
 
 	// LatencySamples is how many jobs each latency measurement times
 	// (default 200; 0 after defaults is never: use NoLatency).
@@ -120,6 +138,8 @@ func (c Config) withDefaults() Config {
 	defList(&c.RiverWorkers, 100, 1000)
 	defList(&c.CksWorkers, 4, 16)
 	defList(&c.AgentWorkers, 4, 16)
+	defList(&c.HTTPWorkers, 16, 64)
+	defList(&c.MCPWorkers, 16, 64)
 	def(&c.Batch, 10)
 	def(&c.Priorities, 1)
 	def(&c.RiverInsertBatch, 1000)
@@ -147,16 +167,36 @@ type contender struct {
 	workers int
 }
 
-func contenders(river, cks, agent []int) []contender {
+// systemWorkers is one system's worker counts.
+type systemWorkers struct {
+	system  string
+	workers []int
+}
+
+func contenders(systems ...systemWorkers) []contender {
 	var out []contender
-	for _, w := range river {
-		out = append(out, contender{SystemRiver, w})
+	for _, s := range systems {
+		for _, w := range s.workers {
+			out = append(out, contender{s.system, w})
+		}
 	}
-	for _, w := range cks {
-		out = append(out, contender{SystemCks, w})
-	}
-	for _, w := range agent {
-		out = append(out, contender{SystemCksAgent, w})
+	return out
+}
+
+// postgresSystems are the Postgres runs' systems, in the order of a round.
+func (c Config) postgresSystems() []systemWorkers {
+	return []systemWorkers{{SystemRiver, c.RiverWorkers}, {SystemCks, c.CksWorkers}, {SystemCksAgent, c.AgentWorkers},
+		{SystemCksHTTP, c.HTTPWorkers}, {SystemCksMCP, c.MCPWorkers}}
+}
+
+// retainedContenders are the runs with retained jobs: each system once, at
+// its largest worker count.
+func (c Config) retainedContenders() []contender {
+	var out []contender
+	for _, s := range c.postgresSystems() {
+		if len(s.workers) > 0 {
+			out = append(out, contender{s.system, slices.Max(s.workers)})
+		}
 	}
 	return out
 }
@@ -179,15 +219,28 @@ func Bench(ctx context.Context, cfg Config) (Report, error) {
 		if !m.pgss {
 			cfg.Progress("pg_stat_statements is not loaded (shared_preload_libraries): no statement counts")
 		}
-		cs := contenders(cfg.RiverWorkers, cfg.CksWorkers, cfg.AgentWorkers)
+		cs := contenders(cfg.postgresSystems()...)
+		retain := cfg.retainedContenders()
 		for round := 1; round <= cfg.Rounds; round++ {
 			for _, c := range cs {
-				r, err := runPostgres(ctx, m, cfg, c, round)
+				r, err := runPostgres(ctx, m, cfg, c, round, 0)
 				if err != nil {
 					return rep, fmt.Errorf("postgres round %d, %s: %w", round, label(c.system, c.workers), err)
 				}
 				cfg.Progress(fmt.Sprintf("postgres round %d/%d: %s: %s jobs/s", round, cfg.Rounds, r.Label(), thousands(int64(r.JobsPerSecond))))
 				rep.Postgres = append(rep.Postgres, r)
+				if cfg.Retained <= 0 || round != cfg.Rounds || !slices.Contains(retain, c) {
+					continue
+				}
+				// The run with retained jobs follows its run without in
+				// the last round, so that the two see the same machine.
+				r, err = runPostgres(ctx, m, cfg, c, round, cfg.Retained)
+				if err != nil {
+					return rep, fmt.Errorf("postgres, %s completed retained, %s: %w", thousands(int64(cfg.Retained)), label(c.system, c.workers), err)
+				}
+				cfg.Progress(fmt.Sprintf("postgres, %s retained (loaded in %.0f s): %s: %s jobs/s", thousands(int64(cfg.Retained)),
+					r.LoadSeconds, r.Label(), thousands(int64(r.JobsPerSecond))))
+				rep.Retained = append(rep.Retained, r)
 			}
 		}
 		if !cfg.NoLatency {
@@ -208,7 +261,8 @@ func Bench(ctx context.Context, cfg Config) (Report, error) {
 			return rep, fmt.Errorf("peers: sqlite directory: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		cs := append([]contender{{SystemSQLiteCeiling, 1}}, contenders(cfg.SQLiteRiverWorkers, cfg.SQLiteCksWorkers, cfg.SQLiteAgentWorkers)...)
+		cs := append([]contender{{SystemSQLiteCeiling, 1}}, contenders(systemWorkers{SystemRiver, cfg.SQLiteRiverWorkers},
+			systemWorkers{SystemCks, cfg.SQLiteCksWorkers}, systemWorkers{SystemCksAgent, cfg.SQLiteAgentWorkers})...)
 		for round := 1; round <= cfg.Rounds; round++ {
 			for _, c := range cs {
 				r, err := runSQLite(ctx, dir, cfg, c, round)
@@ -287,12 +341,17 @@ func createTables(ctx context.Context, m *meter, system, setupURL, schema string
 	return m.drained(ctx, "peers-setup")
 }
 
-// runPostgres is one throughput run on Postgres, with its accounting.
-func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round int) (Run, error) {
+// runPostgres is one throughput run on Postgres, with its accounting;
+// retained completed jobs are loaded into the tables first.
+func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, retained int) (Run, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	r := Run{Backend: "postgres", System: c.system, Workers: c.workers, Round: round, Jobs: cfg.Jobs}
-	schema := schemaFor("pg", c, round)
+	r := Run{Backend: "postgres", System: c.system, Workers: c.workers, Round: round, Jobs: cfg.Jobs, Retained: retained}
+	kind := "pg"
+	if retained > 0 {
+		kind = "pgret"
+	}
+	schema := schemaFor(kind, c, round)
 	app := "peers-" + c.system
 	setupURL, runURL, drop, err := freshSchema(ctx, m, cfg.Database, schema, app)
 	if err != nil {
@@ -302,7 +361,27 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 	if err := createTables(ctx, m, c.system, setupURL, schema); err != nil {
 		return r, err
 	}
-	progress := progressFor(cfg, fmt.Sprintf("postgres round %d/%d: %s", round, cfg.Rounds, r.Label()))
+	prefix := fmt.Sprintf("postgres round %d/%d: %s", round, cfg.Rounds, r.Label())
+	if retained > 0 {
+		prefix = fmt.Sprintf("postgres, %s retained: %s", thousands(int64(retained)), r.Label())
+		cfg.Progress(prefix + ": loading the retained jobs")
+		t0 := time.Now()
+		var err error
+		if c.system == SystemRiver {
+			err = retainRiver(ctx, m, schema, retained)
+		} else {
+			err = retainCks(ctx, m, setupURL, schema, retained)
+		}
+		if err == nil {
+			err = m.drained(ctx, "peers-setup")
+		}
+		if err != nil {
+			return r, err
+		}
+		r.LoadSeconds = time.Since(t0).Seconds()
+		cfg.Progress(fmt.Sprintf("%s: loaded in %.1f s", prefix, r.LoadSeconds))
+	}
+	progress := progressFor(cfg, prefix)
 
 	var (
 		before, cpuEnd snapshot
@@ -335,7 +414,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 		}
 		cpuEnd = m.cpu()
 		if err == nil {
-			err = expectCount(ctx, m, "SELECT count(*) FROM "+schema+".river_job WHERE state = 'completed'", cfg.Jobs)
+			err = expectCount(ctx, m, "SELECT count(*) FROM "+schema+".river_job WHERE state = 'completed' AND kind = $1", cfg.Jobs, noopArgs{}.Kind())
 		}
 		if err != nil {
 			pool.Close()
@@ -347,15 +426,30 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 			return r, fmt.Errorf("peers: open cks: %w", err)
 		}
 		closeFn = func() { st.Close() }
-		err = start()
+		var ra *remoteAgents
+		if c.system == SystemCksHTTP || c.system == SystemCksMCP {
+			// The hub, the agents' tokens and sessions are set up before
+			// the run, as a fleet's would be.
+			ra, err = connectAgents(ctx, st, c.system, c.workers)
+		}
 		if err == nil {
-			if c.system == SystemCks {
+			err = start()
+		}
+		if err == nil {
+			a := agentSettings{lease: cfg.Lease, touches: cfg.Touches}
+			switch c.system {
+			case SystemCks:
 				enq, work, err = cksThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, cfg.Batch, progress)
-			} else {
-				enq, work, err = agentThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, agentSettings{lease: cfg.Lease}, progress)
+			case SystemCksAgent:
+				enq, work, err = agentThroughput(ctx, st, cfg.Jobs, cfg.Priorities, c.workers, a, progress)
+			default:
+				enq, work, err = remoteThroughput(ctx, st, ra, cfg.Jobs, cfg.Priorities, a, progress)
 			}
 		}
 		cpuEnd = m.cpu()
+		if ra != nil {
+			err = errors.Join(err, ra.close(ctx))
+		}
 		if err == nil {
 			err = expectCompleted(ctx, st, cfg.Jobs)
 		}
@@ -380,8 +474,8 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round i
 	return r, nil
 }
 
-func expectCount(ctx context.Context, m *meter, sql string, want int) error {
-	n, err := m.count(ctx, sql)
+func expectCount(ctx context.Context, m *meter, sql string, want int, args ...any) error {
+	n, err := m.count(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("peers: count completed jobs: %w", err)
 	}

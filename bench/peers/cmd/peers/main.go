@@ -52,6 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	riverWorkers := fs.String("river-workers", "100,1000", "River worker counts on Postgres")
 	cksWorkers := fs.String("cks-workers", "4,16", "cks claim→complete worker counts on Postgres")
 	agentWorkers := fs.String("agent-workers", "4,16", "cks agent-path worker counts on Postgres")
+	httpAgents := fs.String("http-agents", "16,64", "agent counts of cks through the hub's HTTP executor API (package client) on Postgres")
+	mcpAgents := fs.String("mcp-agents", "16,64", "agent counts of cks through the hub's MCP tools (streamable HTTP) on Postgres")
+	touches := fs.Int("touches", 0, "lease renewals (touch_task) each task of the agents over HTTP and MCP sends before it completes, as heartbeats of a longer task would")
+	retained := fs.Int("retained", 0, "after the rounds, run each Postgres system once more (at its largest worker count) with this many completed jobs loaded first (cks: tasks with their history; River: river_job rows), e.g. 1000000")
 	priorities := fs.Int("priorities", 1, "priority levels the jobs of both systems cycle through, in the same order (1 to 4, River's range; 1: all the same)")
 	batch := fs.Int("batch", 10, "tasks per cks claim (claim→complete)")
 	insertBatch := fs.Int("river-insert-batch", 1000, "jobs per River InsertManyFast")
@@ -85,15 +89,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	cfg := peers.Config{Rounds: *rounds, Jobs: *jobs, Priorities: *priorities, Batch: *batch, RiverInsertBatch: *insertBatch, Lease: *lease,
 		LatencySamples: *samples, NoLatency: *noLatency, LatencyGap: *gap, TunedCooldown: *tunedCooldown, TunedPoll: *tunedPoll,
-		RiverDefaultFetch: *defaultFetch,
-		SQLite:            *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
+		RiverDefaultFetch: *defaultFetch, Retained: *retained, Touches: *touches,
+		SQLite: *withSQLite, SQLiteDir: *sqliteDir, Timeout: *timeout}
 	for _, l := range []struct {
 		flag string
 		val  string
 		dst  *[]int
 	}{
 		{"river-workers", *riverWorkers, &cfg.RiverWorkers}, {"cks-workers", *cksWorkers, &cfg.CksWorkers},
-		{"agent-workers", *agentWorkers, &cfg.AgentWorkers}, {"sqlite-river-workers", *sqliteRiver, &cfg.SQLiteRiverWorkers},
+		{"agent-workers", *agentWorkers, &cfg.AgentWorkers}, {"http-agents", *httpAgents, &cfg.HTTPWorkers},
+		{"mcp-agents", *mcpAgents, &cfg.MCPWorkers}, {"sqlite-river-workers", *sqliteRiver, &cfg.SQLiteRiverWorkers},
 		{"sqlite-cks-workers", *sqliteCks, &cfg.SQLiteCksWorkers}, {"sqlite-agent-workers", *sqliteAgent, &cfg.SQLiteAgentWorkers},
 	} {
 		if *l.dst, err = counts(l.val); err != nil {
@@ -102,6 +107,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if *rounds < 1 || *jobs < 1 || *batch < 1 || *insertBatch < 1 || *samples < 1 {
 		return errors.New("--rounds, --jobs, --batch, --river-insert-batch and --latency-samples must be positive")
+	}
+	if *touches < 0 || *touches > 100 {
+		return fmt.Errorf("--touches: expected 0 to 100 renewals per task, got %d", *touches)
+	}
+	if *retained < 0 {
+		return fmt.Errorf("--retained: expected a count of jobs, 0 for none, got %d", *retained)
 	}
 	if *priorities < 1 || *priorities > 4 {
 		return fmt.Errorf("--priorities: expected 1 to 4 (River's priorities), got %d", *priorities)
@@ -156,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	_, err = io.WriteString(stdout, peers.Markdown(rep))
+	_, err = io.WriteString(stdout, peers.Summary(rep)+"\n"+peers.Markdown(rep))
 	return err
 }
 
@@ -176,7 +187,7 @@ func renderFile(path, docsDir string, stdout io.Writer) error {
 			return err
 		}
 	}
-	_, err = io.WriteString(stdout, peers.Markdown(rep))
+	_, err = io.WriteString(stdout, peers.Summary(rep)+"\n"+peers.Markdown(rep))
 	return err
 }
 
