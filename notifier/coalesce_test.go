@@ -124,3 +124,16 @@ func TestCoalescerFailedPublish(t *testing.T) {
 		t.Fatalf("%d publications, want 2", got)
 	}
 }
+
+// BenchmarkCoalescerNote: the cost Note adds to every committed move, with
+// a publication pending (the common case under load: an atomic swap).
+func BenchmarkCoalescerNote(b *testing.B) {
+	c := notifier.NewCoalescer(notifier.CoalescerConfig{Topic: "t", Interval: time.Hour,
+		Publish: func(context.Context) error { return nil }})
+	defer c.Close(context.Background()) //nolint:errcheck // the publication is a no-op
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Note()
+		}
+	})
+}
