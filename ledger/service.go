@@ -33,6 +33,8 @@ type Service struct {
 	claimer   claimer
 	// changes wakes WaitAbort; nil in a service that never waits.
 	changes Watcher
+	// stats keeps TaskStats' answers for StatsTTL, one read per window.
+	stats statsCache
 }
 
 // NewService returns the ledger over db. changes wakes the operator calls
@@ -45,6 +47,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
 		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
+	s.stats.read = s.readStats
 	return s
 }
 
