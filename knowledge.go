@@ -115,12 +115,17 @@ const MaxSearchText = 200
 // translate(lower(text COLLATE "und-x-icu"), chr(962), chr(963)), which a test holds
 // to it for every character (TestFoldIsSearchKey).
 func SearchKey(s string) string {
-	ascii := true
+	ascii, upper := true, false
 	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+		c := s[i]
+		if c >= utf8.RuneSelf {
 			ascii = false
 			break
 		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if ascii && !upper {
+		return s // most stored text: nothing to fold, nothing to copy
 	}
 	if ascii {
 		b := []byte(s)
