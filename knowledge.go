@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Object is one row of cks_objects: a node of the knowledge graph (a
@@ -100,17 +103,52 @@ type ObjectFilter struct {
 // MaxSearchText bounds ObjectFilter.Text.
 const MaxSearchText = 200
 
-// SearchKey is the form of a search text the stores match: ASCII letters
-// lower-cased, everything else as given (both dialects lower-case the
-// stored text the same way for ASCII).
+// SearchKey is the case-folded form of a text that searches (the filters'
+// q, list_tasks' and list_objects') match: a search matches a stored text
+// when SearchKey(search) is a substring of SearchKey(stored), on both
+// dialects alike. The rule, per character: its Unicode lowercase (the
+// unconditional full mapping, as ICU's root locale lowers: Ä→ä, Σ→σ,
+// K (Kelvin)→k, and İ→i̇, i and a combining dot), then the final sigma ς
+// as σ — so ΣΊΣΥΦΟΣ, Σίσυφος and σίσυφος fold alike. Nothing else: no
+// accent is removed, ß stays ß (not ss), ſ stays ſ. SQLite calls it as
+// cks_fold (driver/sqlite/functions.go); Postgres computes the same with
+// translate(lower(text COLLATE "und-x-icu"), chr(962), chr(963)), which a test holds
+// to it for every character (TestFoldIsSearchKey).
 func SearchKey(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
+	ascii, upper := true, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
 		}
+		upper = upper || 'A' <= c && c <= 'Z'
 	}
-	return string(b)
+	if ascii && !upper {
+		return s // most stored text: nothing to fold, nothing to copy
+	}
+	if ascii {
+		b := []byte(s)
+		for i, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[i] = c + ('a' - 'A')
+			}
+		}
+		return string(b)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch r {
+		case '\u0130': // İ: its full lowercase is two characters
+			b.WriteString("i\u0307")
+			continue
+		case '\u03c2': // ς
+			r = '\u03c3'
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
 
 // Validate reports the first bad field of f and fills the default limit.

@@ -44,7 +44,7 @@ type ListTasksInput struct {
 // TaskMatch are the filters of list_tasks and a bulk selection beyond state
 // and type: text, creator, an abort not confirmed.
 type TaskMatch struct {
-	Q                string `json:"q,omitempty" jsonschema:"only tasks whose title, description or acceptance criteria contain this text (ASCII letters in either case; at most 200 bytes)"`
+	Q                string `json:"q,omitempty" jsonschema:"only tasks whose title, description or acceptance criteria contain this text (letters of any script in either case: each character lower-cased, final sigma as σ; at most 200 bytes)"`
 	CreatedBy        string `json:"created_by,omitempty" jsonschema:"only tasks created by this principal"`
 	UnconfirmedAbort bool   `json:"unconfirmed_abort,omitempty" jsonschema:"only tasks whose latest abort request is not confirmed (pending or unconfirmed: the old executor may still be working)"`
 }
@@ -473,7 +473,7 @@ type ObjectView struct {
 type ListObjectsInput struct {
 	Status Names  `json:"status,omitempty" jsonschema:"only objects in any of these statuses: one, or a list"`
 	Kind   Names  `json:"kind,omitempty" jsonschema:"only objects of any of these kinds (question, claim, synthesis, critique, rationale, model_reply): one, or a list"`
-	Q      string `json:"q,omitempty" jsonschema:"only objects whose title or content contains this text (ASCII letters in either case), at most 200 bytes"`
+	Q      string `json:"q,omitempty" jsonschema:"only objects whose title or content contains this text (letters of any script in either case: each character lower-cased, final sigma as σ), at most 200 bytes"`
 	Cursor int64  `json:"cursor,omitempty" jsonschema:"list objects with object_id greater than this (the next_cursor of the previous page)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 }

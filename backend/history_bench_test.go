@@ -2,15 +2,11 @@ package backend_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, for the fixture
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
@@ -71,29 +67,7 @@ func seedHistory(b *testing.B, be backendtest.Backend, n int) *backend.Backend {
 	b.Cleanup(func() { s.Close() })
 	t0 := time.Now()
 	stmts := []string{fmt.Sprintf(historySQL[be.Name][0], n), fmt.Sprintf(historySQL[be.Name][1], n), "ANALYZE"}
-	if be.Name == "sqlite" {
-		db, err := sql.Open("sqlite", url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		for _, q := range stmts {
-			if _, err := db.Exec(q); err != nil {
-				b.Fatalf("%s: %v", q, err)
-			}
-		}
-	} else {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		for _, q := range stmts {
-			if _, err := conn.Exec(context.Background(), q); err != nil {
-				b.Fatalf("%s: %v", q, err)
-			}
-		}
-	}
+	backendtest.ExecSQL(b, be.Name, url, stmts...)
 	b.Logf("%s: seeded %d liveness rows and %d tasks in %v", be.Name, n, n, time.Since(t0).Round(time.Millisecond))
 	// The live fleet: two alive instances of each kind, a COMPLETED and an
 	// OPEN task of today.

@@ -31,6 +31,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -456,7 +458,8 @@ type TaskListParams struct {
 	// CreatedBy, when not "", keeps the tasks of that creator.
 	CreatedBy string
 	// Match, when not "", keeps the tasks whose title, description or
-	// acceptance criteria contain it (cks.SearchKey: ASCII lower-cased).
+	// acceptance criteria, case-folded, contain it (it is cks.SearchKey of
+	// the search; the dialects fold the stored text by the same rule).
 	Match string
 	// UnconfirmedAbort keeps the tasks whose latest abort is not
 	// confirmed (pending or unconfirmed).
@@ -497,6 +500,27 @@ type TaskCountParams struct {
 	CreatedBy        string
 	Match            string
 	UnconfirmedAbort bool
+}
+
+// ByStateAlone reports whether p selects by state alone (or selects every
+// task): the counts the dialects read from their state indexes alone
+// (TaskCountByState's unfiltered query), not from the table's rows.
+func (p TaskCountParams) ByStateAlone() bool {
+	return len(p.Types) == 0 && p.StateChangedBefore.IsZero() && p.CreatedBy == "" && p.Match == "" && !p.UnconfirmedAbort
+}
+
+// InStates keeps the counts of rows in states (every row when states is
+// empty) and drops the states counted none: the answer of TaskCountByState
+// for a selection by state alone, from the count of every state.
+func InStates(rows []TaskStateCount, states []string) []TaskStateCount {
+	out := rows[:0:0]
+	for _, r := range rows {
+		if r.Count > 0 && (len(states) == 0 || slices.Contains(states, r.State)) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b TaskStateCount) int { return strings.Compare(a.State, b.State) })
+	return out
 }
 
 // TaskStateCount is how many tasks TaskCountByState found in one state.

@@ -36,6 +36,8 @@ type Service struct {
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).
 	moves MovesNoter
+	// stats keeps TaskStats' answers for StatsTTL, one read per window.
+	stats statsCache
 }
 
 // MovesNoter is told, after the commit, of every write of the ledger that
@@ -61,6 +63,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
 		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
+	s.stats.read = s.readStats
 	return s
 }
 

@@ -29,7 +29,10 @@ var Unfinished = func() []cks.TaskState {
 // the claims' latencies (from the task last becoming OPEN to its claim).
 // It reads from the events alone, bounded to the window: the depth is
 // today's count of each state, walked back through the window's
-// transitions, so it needs no history of counts.
+// transitions, so it needs no history of counts. An answer is kept for
+// StatsTTL and shared by the callers of the same window meanwhile
+// (statsCache): its Until, the time of its read, may be up to StatsTTL
+// before the call.
 func (s *Service) TaskStats(ctx context.Context, minutes int) (cks.TaskStats, error) {
 	if minutes == 0 {
 		minutes = cks.DefaultStatsMinutes
@@ -38,6 +41,11 @@ func (s *Service) TaskStats(ctx context.Context, minutes int) (cks.TaskStats, er
 		return cks.TaskStats{}, &cks.FieldError{Field: "minutes",
 			Expected: fmt.Sprintf("a number of minutes from 1 to %d (0 for %d)", cks.MaxStatsMinutes, cks.DefaultStatsMinutes)}
 	}
+	return s.stats.get(ctx, minutes, s.clock.Now())
+}
+
+// readStats is TaskStats' read of the store, behind its cache.
+func (s *Service) readStats(ctx context.Context, minutes int) (cks.TaskStats, error) {
 	now := driver.Time(s.clock.Now())
 	since := now.Truncate(time.Minute).Add(-time.Duration(minutes-1) * time.Minute)
 	// Until is just after now: an event written at now is in the window.

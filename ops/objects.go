@@ -110,7 +110,7 @@ var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.Object
 		Summary: "a page of objects (cursor paging), filtered by status, kind and a text their title or content contains",
 		Description: "List objects of the knowledge store, oldest first, one page at a time (use next_cursor as cursor " +
 			"for the next page), filtered by status and kind, and by q: a text the title or the content (its JSON) " +
-			"contains, ASCII letters in either case; a search reads objects until the page is full.",
+			"contains, letters of any script in either case; a search reads objects until the page is full.",
 		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ListObjectsInput) (cks.ObjectPage, error) {

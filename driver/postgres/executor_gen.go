@@ -1372,15 +1372,6 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 	return int(x), nil
 }
 
-// TaskCountByState implements driver.Executor with dbsqlc's TaskCountByState.
-func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
-	x, err := e.d.q.TaskCountByState(ctx, e.db, taskCountByStateParams(p))
-	if err != nil {
-		return nil, mapErr("task count by state", err)
-	}
-	return taskStateCountsOf(x), nil
-}
-
 // TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.
 func (e *executor) TaskClaimWaits(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskClaimWait, error) {
 	x, err := e.d.q.TaskClaimWaits(ctx, e.db, taskClaimWaitsParams(p))

@@ -260,3 +260,25 @@ func (e *executor) TaskEventMinutes(ctx context.Context, p driver.TaskEventWindo
 	}
 	return out, nil
 }
+
+// TaskCountByState implements driver.TaskExecutor: a selection by state
+// alone (the board's chips, the charts) is counted from the state indexes
+// (TaskCountByStateAll); a filtered one reads the rows it filters.
+func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
+	if !p.ByStateAlone() {
+		x, err := e.d.q.TaskCountByState(ctx, e.db, taskCountByStateParams(p))
+		if err != nil {
+			return nil, mapErr("task count by state", err)
+		}
+		return taskStateCountsOf(x), nil
+	}
+	all, err := e.d.q.TaskCountByStateAll(ctx, e.db)
+	if err != nil {
+		return nil, mapErr("task count by state", err)
+	}
+	out := make([]driver.TaskStateCount, len(all))
+	for i, r := range all {
+		out[i] = driver.TaskStateCount{State: r.State, Count: int(r.Count)}
+	}
+	return driver.InStates(out, p.States), nil
+}

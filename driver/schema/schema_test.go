@@ -328,7 +328,7 @@ var (
 		"idx_task_events_task":     true,
 		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
-		"idx_outbox_tasks_offpath": true,
+		"idx_outbox_tasks_settled": true, "idx_outbox_tasks_state": true,
 	}
 )
 

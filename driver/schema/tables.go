@@ -216,14 +216,23 @@ func outboxTasks() Table {
 			{Name: "idx_outbox_tasks_claim_type", Keys: []Key{K("state"), K("type"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(cks.TaskOpen))},
 			// Postgres's listings and counts by state, in id order, for the
-			// states off the path of a task that runs and completes (the
-			// dependency sweeper's WAITING tasks, a review queue, the failed
-			// ones): no move of that path writes it. The path's own states
-			// have their indexes above and below (OPEN, and the leased ones);
-			// COMPLETED tasks are most of the table, which the primary key
-			// walks in id order.
-			{Name: "idx_outbox_tasks_offpath", Keys: []Key{K("state"), K("task_id")},
-				Where: "state NOT IN " + literalList(onPath[:]), Only: Postgres},
+			// states a task settles in: off the path of a task that runs
+			// (the dependency sweeper's WAITING tasks, a review queue, the
+			// failed and STOPPED ones) and COMPLETED, its end. The claim and
+			// the start of a run do not write it; the completion adds the
+			// task's one entry (the board's counts read COMPLETED, most of
+			// the table, from it alone: an index-only scan, not the table).
+			// The running states have their indexes above and below (OPEN,
+			// and the leased ones).
+			{Name: "idx_outbox_tasks_settled", Keys: []Key{K("state"), K("task_id")},
+				Where: "state NOT IN " + literalList(running[:]), Only: Postgres},
+			// SQLite's listings and counts of one state but OPEN (the board's
+			// STOPPED and NEEDS_INPUT lists, the stale-stop count) and its
+			// counts by state: the queries that read it name its WHERE, which
+			// SQLite's planner matches only literally. Every move but an
+			// enqueue writes it (OPEN tasks are the claim indexes').
+			{Name: "idx_outbox_tasks_state", Keys: []Key{K("state")},
+				Where: "state <> " + literal(string(cks.TaskOpen)), Only: SQLite},
 			// Claims of any type (or of several): the OPEN tasks in claim order.
 			{Name: "idx_outbox_tasks_claim_open", Keys: []Key{K("state"), {Column: "priority", Desc: true}, K("created_at"), K("task_id")},
 				Where: "state = " + literal(string(cks.TaskOpen))},
@@ -266,8 +275,12 @@ func outboxTasks() Table {
 			// Claims of one type and, on Postgres, listings and counts by
 			// state: every move rewrote it (10.7 µs and 396 WAL bytes a task,
 			// scripts/index-cost), replaced by the partial
-			// idx_outbox_tasks_claim_type and idx_outbox_tasks_offpath.
+			// idx_outbox_tasks_claim_type and idx_outbox_tasks_offpath (now
+			// idx_outbox_tasks_settled).
 			{Name: "idx_outbox_tasks_claim"},
+			// Replaced by idx_outbox_tasks_settled, which holds the COMPLETED
+			// tasks too (the board's counts by state).
+			{Name: "idx_outbox_tasks_offpath", Only: Postgres},
 		},
 		// The plain token, before issue 12.
 		Retired: []Retired{{Column: "lease_token"}},
@@ -607,10 +620,10 @@ func changes() Table {
 // (states, outcomes) go through it, never input.
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// onPath are the states of a task that is claimed, runs and completes:
-// the states the ledger's hot path writes (idx_outbox_tasks_offpath
-// leaves them out).
-var onPath = [...]cks.TaskState{cks.TaskOpen, cks.TaskClaimed, cks.TaskRunning, cks.TaskCompleted}
+// running are the states of a task between its enqueue and its end on
+// the ledger's hot path (idx_outbox_tasks_settled leaves them out; the
+// board's counts by state read them from the claim and lease indexes).
+var running = [...]cks.TaskState{cks.TaskOpen, cks.TaskClaimed, cks.TaskRunning}
 
 // The sets of states the indexes' WHERE clauses name, from the leaf: the
 // schema sits below the services, so it cannot read package ledger's sets,

@@ -243,3 +243,69 @@ func namedNulls(q string) []any {
 	}
 	return args
 }
+
+// TestBoardQueriesUseIndexes: the board's reads of a table of tasks most
+// of which are COMPLETED come from indexes, before and after ANALYZE: the
+// counts by state from idx_outbox_tasks_state and a claim index alone
+// (covering: no row of the table is read), the listing and the count of
+// one state but OPEN (the STOPPED tasks, the NEEDS_INPUT ones, the
+// stale-stop count) from that state's entries, in id order either way.
+func TestBoardQueriesUseIndexes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cks.db")
+	seedTasks(t, open(t, path).Executor(), 2000, func(i int) (string, int) { return "a", 0 })
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE cks_outbox_tasks SET state = CASE WHEN task_id % 50 = 1 THEN 'STOPPED'
+    WHEN task_id % 50 = 2 THEN 'NEEDS_INPUT' WHEN task_id > 1900 THEN 'OPEN' ELSE 'COMPLETED' END`); err != nil {
+		t.Fatal(err)
+	}
+	q := drivertest.Queries(t)
+	filters := []any{sql.Named("types", `[]`), sql.Named("state_changed_before", ""), sql.Named("created_by", ""),
+		sql.Named("match", ""), sql.Named("unconfirmed_abort", false)}
+	args := func(extra ...any) []any { return append(extra, filters...) }
+	cases := []struct {
+		name, query string
+		args        []any
+		want, bad   []string
+	}{
+		{"count by state", "TaskCountByStateAll", nil,
+			[]string{"SCAN cks_outbox_tasks USING COVERING INDEX idx_outbox_tasks_state",
+				"USING COVERING INDEX idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks\n", "TEMP B-TREE"}},
+		{"the STOPPED tasks", "TaskListInState", args(sql.Named("state", "STOPPED"), sql.Named("after", 0), sql.Named("max", 201)),
+			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=? AND rowid>?)"},
+			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+		{"the NEEDS_INPUT tasks, newest first", "TaskListInStateDesc",
+			args(sql.Named("state", "NEEDS_INPUT"), sql.Named("after", 0), sql.Named("max", 201)),
+			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=?"},
+			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
+		{"stale-stop count", "TaskCountInState", args(sql.Named("state", "STOPPED")),
+			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=?)"}, []string{"SCAN cks_outbox_tasks"}},
+	}
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			if _, err := db.Exec(`ANALYZE`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range cases {
+			text, ok := q[c.query]
+			if !ok {
+				t.Fatalf("no query %s in internal/dbsqlc", c.query)
+			}
+			p := plan(t, db, text, c.args...) + "\n"
+			for _, w := range c.want {
+				if !strings.Contains(p, w) {
+					t.Errorf("%s (%s, analyzed %v) does not use %s:\n%s", c.name, c.query, analyzed, w, p)
+				}
+			}
+			for _, b := range c.bad {
+				if strings.Contains(p, b) {
+					t.Errorf("%s (%s, analyzed %v): the plan has %q:\n%s", c.name, c.query, analyzed, b, p)
+				}
+			}
+		}
+	}
+}

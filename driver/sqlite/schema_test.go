@@ -103,7 +103,8 @@ var scratch = drivertest.Scratch{
 	VersionsTrigger: "cks_object_versions_no_update",
 	Retired: []string{"fk|cks_task_events|task_id|", "index|idx_outbox_tasks_lease|",
 		"index|idx_outbox_tasks_state_changed|", "index|idx_outbox_tasks_claim|"},
-	Added: []string{"index|idx_outbox_tasks_lease_expires|", "index|idx_outbox_tasks_claim_type|", "index|idx_task_events_at|"},
+	Added: []string{"index|idx_outbox_tasks_lease_expires|", "index|idx_outbox_tasks_claim_type|", "index|idx_task_events_at|",
+		"index|idx_outbox_tasks_state|"},
 }
 
 // TestSchema runs the schema checks (drivertest.Scratch) on this dialect.

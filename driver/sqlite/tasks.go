@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
@@ -139,6 +140,37 @@ func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]dri
 		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)), CreatedBy: p.CreatedBy, Match: p.Match,
 		UnconfirmedAbort: p.UnconfirmedAbort, Max: int64(p.Limit)}
 	updated := optTime(fmtNullTime(p.AfterUpdated))
+	one := oneIndexedState(p.States)
+	switch {
+	case one != "" && (p.Sort == driver.TaskSortID || p.Sort == driver.TaskSortIDDesc):
+		in := dbsqlc.TaskListInStateParams{State: one, After: b.After, Types: b.Types, StateChangedBefore: b.StateChangedBefore,
+			CreatedBy: b.CreatedBy, Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max}
+		if p.Sort == driver.TaskSortID {
+			rows, err = e.d.q.TaskListInState(ctx, e.read, in)
+		} else {
+			rows, err = e.d.q.TaskListInStateDesc(ctx, e.read, dbsqlc.TaskListInStateDescParams(in))
+		}
+	default:
+		rows, err = e.listSorted(ctx, p, b, updated)
+	}
+	if err != nil {
+		return nil, mapErr("task list", err)
+	}
+	return taskRowsOf(rows)
+}
+
+// oneIndexedState is the one state of states when there is one and
+// idx_outbox_tasks_state holds it (any but OPEN), else "".
+func oneIndexedState(states []string) string {
+	if len(states) != 1 || states[0] == string(cks.TaskOpen) {
+		return ""
+	}
+	return states[0]
+}
+
+// listSorted is TaskList of any states in p.Sort's order.
+func (e *executor) listSorted(ctx context.Context, p driver.TaskListParams, b dbsqlc.TaskListParams, updated string) (
+	rows []dbsqlc.CksOutboxTask, err error) {
 	switch p.Sort {
 	case driver.TaskSortIDDesc:
 		rows, err = e.d.q.TaskListIDDesc(ctx, e.read, dbsqlc.TaskListIDDescParams(b))
@@ -157,14 +189,17 @@ func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]dri
 	default:
 		rows, err = e.d.q.TaskList(ctx, e.read, b)
 	}
-	if err != nil {
-		return nil, mapErr("task list", err)
-	}
-	return taskRowsOf(rows)
+	return rows, err
 }
 
 // TaskCount implements driver.TaskExecutor.
 func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int, error) {
+	if one := oneIndexedState(p.States); one != "" {
+		n, err := e.d.q.TaskCountInState(ctx, e.read, dbsqlc.TaskCountInStateParams{State: one, Types: jsonList(p.Types),
+			StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)),
+			CreatedBy:          p.CreatedBy, Match: p.Match, UnconfirmedAbort: p.UnconfirmedAbort})
+		return int(n), mapErr("task count", err)
+	}
 	n, err := e.d.q.TaskCount(ctx, e.read, dbsqlc.TaskCountParams{
 		States: jsonList(p.States), Types: jsonList(p.Types),
 		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)),
@@ -174,6 +209,17 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 
 // TaskCountByState implements driver.TaskExecutor.
 func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParams) ([]driver.TaskStateCount, error) {
+	if p.ByStateAlone() {
+		all, err := e.d.q.TaskCountByStateAll(ctx, e.read)
+		if err != nil {
+			return nil, mapErr("task count by state", err)
+		}
+		out := make([]driver.TaskStateCount, len(all))
+		for i, r := range all {
+			out[i] = driver.TaskStateCount{State: r.State, Count: int(r.Count)}
+		}
+		return driver.InStates(out, p.States), nil
+	}
 	rows, err := e.d.q.TaskCountByState(ctx, e.read, dbsqlc.TaskCountByStateParams{
 		States: jsonList(p.States), Types: jsonList(p.Types),
 		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)),

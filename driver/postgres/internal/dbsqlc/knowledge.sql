@@ -88,7 +88,7 @@ WHERE object_id > @after
     AND (cardinality(@statuses::text[]) = 0 OR current_status = ANY(@statuses::text[]))
     AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))
     AND (NOT @unclaimed::boolean OR claimed_by = '')
-    AND (strpos(lower(title), @match::text) > 0 OR strpos(lower(content), @match::text) > 0)
+    AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0 OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
 ORDER BY object_id
 LIMIT @lim;
 

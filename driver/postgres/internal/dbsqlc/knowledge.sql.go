@@ -504,7 +504,7 @@ WHERE object_id > $1
     AND (cardinality($2::text[]) = 0 OR current_status = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
     AND (NOT $4::boolean OR claimed_by = '')
-    AND (strpos(lower(title), $5::text) > 0 OR strpos(lower(content), $5::text) > 0)
+    AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0 OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0)
 ORDER BY object_id
 LIMIT $6
 `

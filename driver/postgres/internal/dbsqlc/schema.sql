@@ -234,8 +234,8 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_stopped ON cks_outbox_tasks(state_ch
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 
-CREATE INDEX IF NOT EXISTS idx_outbox_tasks_offpath ON cks_outbox_tasks(state, task_id)
-	WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING', 'COMPLETED');
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_settled ON cks_outbox_tasks(state, task_id)
+	WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING');
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';

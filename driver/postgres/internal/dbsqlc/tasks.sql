@@ -370,7 +370,7 @@ FOR UPDATE SKIP LOCKED;
 -- An empty @states or @types selects every state or type; a null
 -- @state_changed_before no time, an empty @created_by every creator, an
 -- empty @match every text (else a substring of the title, description or
--- criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+-- criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
 -- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
 -- sorted forms below by their key, then task_id, each after the cursor row
 -- (@after 0: from the start).
@@ -382,9 +382,9 @@ WHERE cks_outbox_tasks.task_id > @after
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -400,9 +400,9 @@ WHERE cks_outbox_tasks.task_id > @after
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -418,9 +418,9 @@ WHERE (@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::bigint)
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -436,9 +436,9 @@ WHERE (@after::bigint = 0 OR updated_at > sqlc.narg(after_updated)::timestamptz
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -454,9 +454,9 @@ WHERE (@after::bigint = 0 OR updated_at < sqlc.narg(after_updated)::timestamptz
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -473,9 +473,9 @@ WHERE (@after::bigint = 0 OR priority < @after_priority::integer
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -489,9 +489,9 @@ WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
@@ -503,14 +503,27 @@ WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
     AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(lower(title), @match::text) > 0
-        OR strpos(lower(description), @match::text) > 0
-        OR strpos(lower(acceptance_criteria), @match::text) > 0)
+    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
     AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state;
+
+-- Every task's count by state, unfiltered (the board's chips, the charts),
+-- from the indexes, never a scan of the table: the settled states (most
+-- of the table COMPLETED) by an index-only scan of idx_outbox_tasks_settled,
+-- OPEN of idx_outbox_tasks_claim_open, CLAIMED and RUNNING (the tasks
+-- leased now, few) through idx_outbox_tasks_leased. The three WHEREs are
+-- those indexes' own, so a generic plan uses them too.
+-- name: TaskCountByStateAll :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING') GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state = 'OPEN' GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state IN ('CLAIMED', 'RUNNING') GROUP BY state;
 
 -- The condition on an empty key lets the planner use the partial index of
 -- keyed tasks.

@@ -1306,9 +1306,9 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
     AND ($4::text = '' OR created_by = $4::text)
-    AND ($5::text = '' OR strpos(lower(title), $5::text) > 0
-        OR strpos(lower(description), $5::text) > 0
-        OR strpos(lower(acceptance_criteria), $5::text) > 0)
+    AND ($5::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0)
     AND (NOT $6::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1344,9 +1344,9 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
     AND ($4::text = '' OR created_by = $4::text)
-    AND ($5::text = '' OR strpos(lower(title), $5::text) > 0
-        OR strpos(lower(description), $5::text) > 0
-        OR strpos(lower(acceptance_criteria), $5::text) > 0)
+    AND ($5::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0)
     AND (NOT $6::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1384,6 +1384,45 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 	var items []TaskCountByStateRow
 	for rows.Next() {
 		var i TaskCountByStateRow
+		if err := rows.Scan(&i.State, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskCountByStateAll = `-- name: TaskCountByStateAll :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING') GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state = 'OPEN' GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state IN ('CLAIMED', 'RUNNING') GROUP BY state
+`
+
+type TaskCountByStateAllRow struct {
+	State string
+	Count int64
+}
+
+// Every task's count by state, unfiltered (the board's chips, the charts),
+// from the indexes, never a scan of the table: the settled states (most
+// of the table COMPLETED) by an index-only scan of idx_outbox_tasks_settled,
+// OPEN of idx_outbox_tasks_claim_open, CLAIMED and RUNNING (the tasks
+// leased now, few) through idx_outbox_tasks_leased. The three WHEREs are
+// those indexes' own, so a generic plan uses them too.
+func (q *Queries) TaskCountByStateAll(ctx context.Context, db DBTX) ([]TaskCountByStateAllRow, error) {
+	rows, err := db.Query(ctx, taskCountByStateAll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskCountByStateAllRow
+	for rows.Next() {
+		var i TaskCountByStateAllRow
 		if err := rows.Scan(&i.State, &i.Count); err != nil {
 			return nil, err
 		}
@@ -2866,9 +2905,9 @@ WHERE cks_outbox_tasks.task_id > $1
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
     AND ($5::text = '' OR created_by = $5::text)
-    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
-        OR strpos(lower(description), $6::text) > 0
-        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND ($6::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0)
     AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -2890,7 +2929,7 @@ type TaskListParams struct {
 // An empty @states or @types selects every state or type; a null
 // @state_changed_before no time, an empty @created_by every creator, an
 // empty @match every text (else a substring of the title, description or
-// criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+// criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
 // tasks whose latest abort is not confirmed. TaskList pages by task_id; its
 // sorted forms below by their key, then task_id, each after the cursor row
 // (@after 0: from the start).
@@ -2963,9 +3002,9 @@ WHERE cks_outbox_tasks.task_id > $1
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
     AND ($5::text = '' OR created_by = $5::text)
-    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
-        OR strpos(lower(description), $6::text) > 0
-        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND ($6::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0)
     AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -3055,9 +3094,9 @@ WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
     AND ($5::text = '' OR created_by = $5::text)
-    AND ($6::text = '' OR strpos(lower(title), $6::text) > 0
-        OR strpos(lower(description), $6::text) > 0
-        OR strpos(lower(acceptance_criteria), $6::text) > 0)
+    AND ($6::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $6::text) > 0)
     AND (NOT $7::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -3146,9 +3185,9 @@ WHERE ($1::bigint = 0 OR priority < $2::integer
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
     AND ($6::text = '' OR created_by = $6::text)
-    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
-        OR strpos(lower(description), $7::text) > 0
-        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND ($7::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0)
     AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -3240,9 +3279,9 @@ WHERE ($1::bigint = 0 OR updated_at > $2::timestamptz
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
     AND ($6::text = '' OR created_by = $6::text)
-    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
-        OR strpos(lower(description), $7::text) > 0
-        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND ($7::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0)
     AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -3333,9 +3372,9 @@ WHERE ($1::bigint = 0 OR updated_at < $2::timestamptz
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
     AND ($6::text = '' OR created_by = $6::text)
-    AND ($7::text = '' OR strpos(lower(title), $7::text) > 0
-        OR strpos(lower(description), $7::text) > 0
-        OR strpos(lower(acceptance_criteria), $7::text) > 0)
+    AND ($7::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0
+        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), $7::text) > 0)
     AND (NOT $8::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))

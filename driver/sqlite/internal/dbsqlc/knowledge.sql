@@ -78,7 +78,7 @@ WHERE object_id > @after
     AND (json_array_length(CAST(@statuses AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT))))
     AND (json_array_length(CAST(@kinds AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
     AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')
-    AND (instr(lower(title), CAST(@match AS TEXT)) > 0 OR instr(lower(content), CAST(@match AS TEXT)) > 0)
+    AND (instr(cks_fold(title), CAST(@match AS TEXT)) > 0 OR instr(cks_fold(content), CAST(@match AS TEXT)) > 0)
 ORDER BY object_id
 LIMIT @lim;
 

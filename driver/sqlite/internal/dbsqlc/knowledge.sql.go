@@ -572,7 +572,7 @@ WHERE object_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (json_array_length(CAST(?3 AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (NOT CAST(?4 AS BOOLEAN) OR claimed_by = '')
-    AND (instr(lower(title), CAST(?5 AS TEXT)) > 0 OR instr(lower(content), CAST(?5 AS TEXT)) > 0)
+    AND (instr(cks_fold(title), CAST(?5 AS TEXT)) > 0 OR instr(cks_fold(content), CAST(?5 AS TEXT)) > 0)
 ORDER BY object_id
 LIMIT ?6
 `

@@ -235,6 +235,9 @@ CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_state ON cks_outbox_tasks(state)
+	WHERE state <> 'OPEN';
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 

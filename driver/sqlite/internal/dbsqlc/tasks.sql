@@ -108,7 +108,7 @@ LIMIT @max;
 -- An empty @states or @types selects every state or type; an empty
 -- @state_changed_before no time, an empty @created_by every creator, an
 -- empty @match every text (else a substring of the title, description or
--- criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+-- criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
 -- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
 -- sorted forms below by their key, then task_id, each after the cursor row
 -- (@after 0: from the start).
@@ -121,9 +121,9 @@ WHERE cks_outbox_tasks.task_id > @after
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -139,9 +139,9 @@ WHERE (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS 
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -158,9 +158,9 @@ WHERE (CAST(@after AS INTEGER) = 0 OR updated_at > CAST(@after_updated AS TEXT)
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -177,9 +177,9 @@ WHERE (CAST(@after AS INTEGER) = 0 OR updated_at < CAST(@after_updated AS TEXT)
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -197,9 +197,9 @@ WHERE (CAST(@after AS INTEGER) = 0 OR priority < CAST(@after_priority AS INTEGER
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -214,9 +214,9 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
@@ -229,14 +229,74 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
     AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(lower(title), CAST(@match AS TEXT)) > 0
-        OR instr(lower(description), CAST(@match AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
     AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 GROUP BY state
 ORDER BY state;
+
+-- The listings and counts of one state but OPEN (the board's STOPPED and
+-- NEEDS_INPUT lists, the stale-stop count): the literal state <> 'OPEN' is
+-- idx_outbox_tasks_state's WHERE, which lets SQLite's planner read that
+-- state's entries alone, in id order, instead of the table (TaskList's
+-- JSON list of states matches no index). The other filters are TaskList's.
+-- name: TaskListInState :many
+SELECT * FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = @state AND cks_outbox_tasks.task_id > @after
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskListInStateDesc :many
+SELECT * FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = @state
+    AND (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT @max;
+
+-- name: TaskCountInState :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = @state
+    AND (json_array_length(CAST(@types AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
+    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
+    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
+    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
+    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
+
+-- Every task's count by state, unfiltered (the board's chips, the charts):
+-- from the indexes alone: idx_outbox_tasks_state for every state but
+-- OPEN, idx_outbox_tasks_claim_open for OPEN; never the table's rows.
+-- name: TaskCountByStateAll :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state <> 'OPEN' GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state = 'OPEN' GROUP BY state;
 
 -- The condition on an empty key lets the planner use the partial index of
 -- keyed tasks.

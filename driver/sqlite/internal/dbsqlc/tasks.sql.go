@@ -730,9 +730,9 @@ WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
     AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
-    AND (CAST(?5 AS TEXT) = '' OR instr(lower(title), CAST(?5 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?5 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
+    AND (CAST(?5 AS TEXT) = '' OR instr(cks_fold(title), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
     AND (NOT CAST(?6 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -769,9 +769,9 @@ WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
     AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
-    AND (CAST(?5 AS TEXT) = '' OR instr(lower(title), CAST(?5 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?5 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
+    AND (CAST(?5 AS TEXT) = '' OR instr(cks_fold(title), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
     AND (NOT CAST(?6 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -821,6 +821,81 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 		return nil, err
 	}
 	return items, nil
+}
+
+const taskCountByStateAll = `-- name: TaskCountByStateAll :many
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state <> 'OPEN' GROUP BY state
+UNION ALL
+SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state = 'OPEN' GROUP BY state
+`
+
+type TaskCountByStateAllRow struct {
+	State string
+	Count int64
+}
+
+// Every task's count by state, unfiltered (the board's chips, the charts):
+// from the indexes alone: idx_outbox_tasks_state for every state but
+// OPEN, idx_outbox_tasks_claim_open for OPEN; never the table's rows.
+func (q *Queries) TaskCountByStateAll(ctx context.Context, db DBTX) ([]TaskCountByStateAllRow, error) {
+	rows, err := db.QueryContext(ctx, taskCountByStateAll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskCountByStateAllRow
+	for rows.Next() {
+		var i TaskCountByStateAllRow
+		if err := rows.Scan(&i.State, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskCountInState = `-- name: TaskCountInState :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = ?1
+    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
+    AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
+    AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR instr(cks_fold(title), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?5 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?5 AS TEXT)) > 0)
+    AND (NOT CAST(?6 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+`
+
+type TaskCountInStateParams struct {
+	State              string
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+}
+
+func (q *Queries) TaskCountInState(ctx context.Context, db DBTX, arg TaskCountInStateParams) (int64, error) {
+	row := db.QueryRowContext(ctx, taskCountInState,
+		arg.State,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const taskDedupeFindAny = `-- name: TaskDedupeFindAny :one
@@ -1588,9 +1663,9 @@ WHERE cks_outbox_tasks.task_id > ?1
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
-    AND (CAST(?6 AS TEXT) = '' OR instr(lower(title), CAST(?6 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?6 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (CAST(?6 AS TEXT) = '' OR instr(cks_fold(title), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
     AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1612,7 +1687,7 @@ type TaskListParams struct {
 // An empty @states or @types selects every state or type; an empty
 // @state_changed_before no time, an empty @created_by every creator, an
 // empty @match every text (else a substring of the title, description or
-// criteria, lower-cased as cks.SearchKey does); @unconfirmed_abort keeps the
+// criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
 // tasks whose latest abort is not confirmed. TaskList pages by task_id; its
 // sorted forms below by their key, then task_id, each after the cursor row
 // (@after 0: from the start).
@@ -1689,9 +1764,9 @@ WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER)
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
-    AND (CAST(?6 AS TEXT) = '' OR instr(lower(title), CAST(?6 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?6 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (CAST(?6 AS TEXT) = '' OR instr(cks_fold(title), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
     AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1774,6 +1849,196 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 	return items, nil
 }
 
+const taskListInState = `-- name: TaskListInState :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = ?1 AND cks_outbox_tasks.task_id > ?2
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR instr(cks_fold(title), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id
+LIMIT ?8
+`
+
+type TaskListInStateParams struct {
+	State              string
+	After              int64
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+// The listings and counts of one state but OPEN (the board's STOPPED and
+// NEEDS_INPUT lists, the stale-stop count): the literal state <> 'OPEN' is
+// idx_outbox_tasks_state's WHERE, which lets SQLite's planner read that
+// state's entries alone, in id order, instead of the table (TaskList's
+// JSON list of states matches no index). The other filters are TaskList's.
+func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInStateParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListInState,
+		arg.State,
+		arg.After,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskListInStateDesc = `-- name: TaskListInStateDesc :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+WHERE state <> 'OPEN' AND state = ?1
+    AND (CAST(?2 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?2 AS INTEGER))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
+    AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
+    AND (CAST(?6 AS TEXT) = '' OR instr(cks_fold(title), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?6 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?6 AS TEXT)) > 0)
+    AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
+        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
+            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+ORDER BY task_id DESC
+LIMIT ?8
+`
+
+type TaskListInStateDescParams struct {
+	State              string
+	After              int64
+	Types              string
+	StateChangedBefore string
+	CreatedBy          string
+	Match              string
+	UnconfirmedAbort   bool
+	Max                int64
+}
+
+func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskListInStateDescParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskListInStateDesc,
+		arg.State,
+		arg.After,
+		arg.Types,
+		arg.StateChangedBefore,
+		arg.CreatedBy,
+		arg.Match,
+		arg.UnconfirmedAbort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(
+			&i.TaskID,
+			&i.Type,
+			&i.Title,
+			&i.Description,
+			&i.AcceptanceCriteria,
+			&i.Payload,
+			&i.State,
+			&i.Priority,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.Restarts,
+			&i.Revision,
+			&i.ParentID,
+			&i.DedupeKey,
+			&i.CreatedBy,
+			&i.ClaimedBy,
+			&i.ClaimedAt,
+			&i.LeaseTokenHash,
+			&i.LeaseExpiresAt,
+			&i.LeaseRenewedAt,
+			&i.LeaseMs,
+			&i.RunAfter,
+			&i.Result,
+			&i.LastError,
+			&i.Question,
+			&i.Answer,
+			&i.ReviewNote,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StateChangedAt,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskListPriority = `-- name: TaskListPriority :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
@@ -1784,9 +2049,9 @@ WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
-    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (CAST(?7 AS TEXT) = '' OR instr(cks_fold(title), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
     AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1882,9 +2147,9 @@ WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at > CAST(?2 AS TEXT)
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
-    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (CAST(?7 AS TEXT) = '' OR instr(cks_fold(title), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
     AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
@@ -1979,9 +2244,9 @@ WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at < CAST(?2 AS TEXT)
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
-    AND (CAST(?7 AS TEXT) = '' OR instr(lower(title), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(description), CAST(?7 AS TEXT)) > 0
-        OR instr(lower(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
+    AND (CAST(?7 AS TEXT) = '' OR instr(cks_fold(title), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(description), CAST(?7 AS TEXT)) > 0
+        OR instr(cks_fold(acceptance_criteria), CAST(?7 AS TEXT)) > 0)
     AND (NOT CAST(?8 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))

@@ -1,0 +1,96 @@
+package ledger
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cks-dev/cks"
+)
+
+// StatsTTL is how long one read of TaskStats answers every caller of the
+// same window: the /charts page refreshes every 2 s in each open tab, and
+// the read costs about half a second of the database at 30k tasks an
+// hour, so many tabs would otherwise read it many times a refresh.
+const StatsTTL = 2 * time.Second
+
+// statsCache holds the last TaskStats of each window (minutes) for
+// StatsTTL of the service's clock, and makes concurrent callers of a
+// window share one read (singleflight): the first caller starts it, the
+// others wait for its answer. A failed read is shared by its waiters but
+// not kept. The key is the window alone: task_stats reads the whole
+// ledger, the same for every principal its permission admits (checked by
+// the surface before the call), so there is no narrower visible scope to
+// key on. Windows are 1..cks.MaxStatsMinutes, so the map stays small.
+type statsCache struct {
+	mu      sync.Mutex
+	entries map[int]*statsEntry
+	// read is the read a miss runs (Service.readStats; tests wrap it).
+	read func(ctx context.Context, minutes int) (cks.TaskStats, error)
+	// waiting, when set, is called each time a caller starts waiting for
+	// another's read (tests).
+	waiting func()
+}
+
+// statsEntry is one window's read: in flight until done is closed, then
+// its answer, read at the clock's at.
+type statsEntry struct {
+	done  chan struct{}
+	at    time.Time
+	stats cks.TaskStats
+	err   error
+}
+
+// get answers window minutes at now: the kept answer when younger than
+// StatsTTL, the read in flight when there is one, else a new read. The
+// read runs detached from ctx's cancellation (one caller leaving does not
+// fail the others); a caller whose ctx ends stops waiting with its error.
+func (c *statsCache) get(ctx context.Context, minutes int, now time.Time) (cks.TaskStats, error) {
+	c.mu.Lock()
+	e := c.entries[minutes]
+	if e != nil {
+		select {
+		case <-e.done:
+			if e.err != nil || now.Sub(e.at) >= StatsTTL || now.Before(e.at) {
+				e = nil // failed, expired, or read at a later time than now
+			}
+		default:
+			if c.waiting != nil {
+				c.waiting()
+			}
+		}
+	}
+	if e == nil {
+		e = &statsEntry{done: make(chan struct{}), at: now}
+		if c.entries == nil {
+			c.entries = map[int]*statsEntry{}
+		}
+		c.entries[minutes] = e
+		go func(ctx context.Context) {
+			e.stats, e.err = c.read(ctx, minutes)
+			close(e.done)
+		}(context.WithoutCancel(ctx))
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.done:
+		return cloneStats(e.stats), e.err
+	case <-ctx.Done():
+		return cks.TaskStats{}, ctx.Err()
+	}
+}
+
+// cloneStats is a copy of st that shares nothing with it (its minutes and
+// their depth maps): every caller of a kept answer gets its own.
+func cloneStats(st cks.TaskStats) cks.TaskStats {
+	if st.Minutes == nil {
+		return st
+	}
+	st.Minutes = slices.Clone(st.Minutes)
+	for i := range st.Minutes {
+		st.Minutes[i].Depth = maps.Clone(st.Minutes[i].Depth)
+	}
+	return st
+}
