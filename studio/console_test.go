@@ -222,7 +222,7 @@ func TestBrowserLayout(t *testing.T) {
 		{"/", "Agent Panel"}, {"/processes/history?kind=critic", "critic history"}, {"/tasks", "Tasks"},
 		{"/tasks/new", "New task"}, {"/tasks/1", "Task 1"}, {"/charts", "Charts"}, {"/objects", "Knowledge"},
 		{"/objects/1", "Question 1"}, {"/objects/1/forks", "Forks of question 1"}, {"/research", "Research"},
-		{"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
+		{"/access", "Access"}, {"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
 	}
 	for _, width := range []int{390, 1920} {
 		tb := newTab(t, width)
@@ -257,9 +257,10 @@ func TestBrowserLayout(t *testing.T) {
 		}
 		if width == 390 {
 			// A tap on the last nav link (the one a scrolled strip hid) goes there.
-			tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")),
-				chromedp.Click(chromedp.CSS(".topbar .nav a:last-child")))
-			tb.do(chromedp.WaitVisible(chromedp.ID("r-question")))
+			tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
+			last := js[string](tb, `document.querySelector('.topbar .nav a:last-child').getAttribute('href')`)
+			tb.do(chromedp.Click(chromedp.CSS(".topbar .nav a:last-child")))
+			tb.waitTrue("the last nav link's page "+last, fmt.Sprintf(`location.pathname === %q && !!document.querySelector('main h1')`, last))
 		}
 		tb.do(chromedp.Navigate(h.URL + "/objects/999999"))
 		msg := tb.text(`main .notice--error`)
