@@ -168,16 +168,20 @@
     return "The request failed (HTTP " + res.status + ").";
   }
 
-  // sendJSON sends body as JSON to the API with the browser's cookie; a
-  // signed-out session (401) reloads the page, so the hub can send the
-  // browser to sign in, and answers null.
+  // sendJSON sends body as JSON (no body when it is undefined) to the API
+  // with the browser's cookie; a signed-out session (401) reloads the page,
+  // so the hub can send the browser to sign in, and answers null.
   async function sendJSON(method, url, body) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+    }
     const res = await fetch(url, {
       method: method,
       credentials: "same-origin",
       cache: "no-store",
-      headers: { Accept: "application/json", "Content-Type": "application/json" },
-      body: JSON.stringify(body),
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (res.status === 401) {
       window.location.reload();
@@ -698,14 +702,8 @@
     const slot = document.querySelector("[data-access-error]");
     btn.disabled = true;
     try {
-      const res = await fetch((kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id), {
-        method: "DELETE",
-        credentials: "same-origin",
-        cache: "no-store",
-        headers: { Accept: "application/json" },
-      });
-      if (res.status === 401) {
-        window.location.reload();
+      const res = await sendJSON("DELETE", (kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id));
+      if (res === null) {
         return;
       }
       if (res.ok) {
