@@ -172,10 +172,8 @@
   // with the browser's cookie; a signed-out session (401) reloads the page,
   // so the hub can send the browser to sign in, and answers null.
   async function sendJSON(method, url, body) {
-    const headers = { Accept: "application/json" };
-    if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
-    }
+    const headers = body === undefined ? { Accept: "application/json" }
+      : { Accept: "application/json", "Content-Type": "application/json" };
     const res = await fetch(url, {
       method: method,
       credentials: "same-origin",
