@@ -100,9 +100,14 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 			t.Fatalf("no card names %s and links task %d: %v; the cards read:\n%s", hold, held.ID, err,
 				js[string](tb, `[...document.querySelectorAll("[data-process-card]")].map(c => c.innerText.replace(/\s+/g, " ")).join("\n")`))
 		}
-		tb.waitTrue("the lease_reaper card lists a recent pass", `document.querySelector('[data-sweeper-card="lease_reaper"] [data-pass] time') !== null`)
-		if got := tb.text(`[data-sweeper-card="lease_reaper"] [data-pass]`); !strings.Contains(got, "ms") && !strings.Contains(got, " s") {
-			t.Errorf("lease_reaper's recent pass reads %q, want its duration", got)
+		// One evaluation reads the pass and its duration: the live panel may
+		// swap the card in between two reads (a chromedp Text of the node a
+		// WaitVisible found then reads a detached node: "").
+		pass := `document.querySelector('[data-sweeper-card="lease_reaper"] [data-pass]')`
+		if err := tb.poll(`(() => { const p = ` + pass + `; return p !== null && p.querySelector("time") !== null &&
+			(p.innerText.includes("ms") || p.innerText.includes(" s")); })()`); err != nil {
+			t.Errorf("lease_reaper's card lists no recent pass with its duration: %v; it reads %q", err,
+				js[string](tb, `(`+pass+` || {innerText: ""}).innerText`))
 		}
 	})
 }
