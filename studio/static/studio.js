@@ -70,11 +70,16 @@
     let again = false;
     let last = null; // the fragment last swapped in
 
+    // later catches up once the person leaves what they are editing.
+    function later() {
+      container.addEventListener("focusout", () => setTimeout(refresh, 0), { once: true });
+      container.addEventListener("toggle", () => setTimeout(refresh, 0), { once: true, capture: true });
+    }
+
     async function refresh() {
       if (editing(container)) {
         // Never replace what a person is typing: catch up once they leave.
-        container.addEventListener("focusout", () => setTimeout(refresh, 0), { once: true });
-        container.addEventListener("toggle", () => setTimeout(refresh, 0), { once: true, capture: true });
+        later();
         return;
       }
       if (inFlight) {
@@ -91,6 +96,12 @@
         // Only studio's own fragment (including its error block) goes into the page.
         if (res.headers.get("X-Studio-Fragment") === kind) {
           const html = await res.text();
+          if (editing(container)) {
+            // They began while the fragment was on its way (a form opened,
+            // a key typed): the same rule as before the fetch.
+            later();
+            return;
+          }
           if (html === last) {
             // Unchanged: keep the DOM (and what the person is looking at).
             container.classList.remove("stale");
