@@ -123,8 +123,8 @@ func (c Config) withDefaults() Config {
 			*v = d
 		}
 	}
-	defList := func(v *[]int, d ...int) {
-		if len(*v) == 0 {
+	defList := func(v *[]int, d ...int) { // nil: the default; empty: none
+		if *v == nil {
 			*v = d
 		}
 	}

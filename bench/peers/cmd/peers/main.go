@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			"Runs River and cks side by side on one PostgreSQL (interleaved rounds), measures idle latency,\n"+
 			"and compares the embedded SQLite ledgers; prints the tables and writes them into docs/benchmarks.md.\n\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\nAn empty worker list (--http-agents \"\") leaves that system out.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -194,6 +195,9 @@ func renderFile(path, docsDir string, stdout io.Writer) error {
 // counts parses a comma-separated list of worker counts.
 func counts(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return []int{}, nil // "": that system is not run
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 10_000 {
