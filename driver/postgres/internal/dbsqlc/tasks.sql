@@ -270,12 +270,17 @@ FOR UPDATE SKIP LOCKED;
 
 -- A claim in one statement: the claimable rows are locked as
 -- TaskClaimable locks them (the same three forms, for the same plans),
--- numbered in claim order, given the lease of their number (token hash,
--- claimer, expiry, length: one claim may carry the claims of several
--- callers), and written with the values the ledger passes (@then_to:
+-- gathered in claim order into one array and zipped with the lease arrays
+-- (ROWS FROM: the n-th row gets the n-th lease: token hash, claimer,
+-- expiry, length; one claim may carry the claims of several callers;
+-- leases past the rows pair with a NULL id, which updates nothing), and
+-- written with the values the ledger passes (@then_to:
 -- RUNNING at once, for an executor that starts the task straight away);
 -- the rows come back as written, with their dependencies. No event: the
--- attempt is recorded whole by the event that ends it (issue 27).
+-- attempt is recorded whole by the event that ends it (issue 27). The zip
+-- costs the same per row at any size; a subscript of the lease arrays per
+-- row (its n-th lease) walked the text arrays from their start, 20 ms of
+-- a 2,500-row claim (BenchmarkClaimRows, docs/benchmarks.md).
 
 -- name: TaskClaim :many
 WITH locked AS (
@@ -286,9 +291,11 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
-        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
+        unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
@@ -313,9 +320,11 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
-        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
+        unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
@@ -340,9 +349,11 @@ WITH locked AS (
     LIMIT @max
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, (@lease_token_hashes::text[])[l.n] AS hash, (@claimed_bys::text[])[l.n] AS claimed_by,
-        (@lease_expires_ats::timestamptz[])[l.n] AS expires_at, (@lease_mss::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
+        unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,

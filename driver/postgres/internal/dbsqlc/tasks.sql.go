@@ -568,9 +568,11 @@ WITH locked AS (
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, ($5::text[])[l.n] AS hash, ($6::text[])[l.n] AS claimed_by,
-        ($7::timestamptz[])[l.n] AS expires_at, ($8::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($5::text[]), unnest($6::text[]),
+        unnest($7::timestamptz[]), unnest($8::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($9::text, ''), $10::text), attempts = t.attempts + $11::int,
         claimed_by = p.claimed_by, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
@@ -639,12 +641,17 @@ type TaskClaimRow struct {
 
 // A claim in one statement: the claimable rows are locked as
 // TaskClaimable locks them (the same three forms, for the same plans),
-// numbered in claim order, given the lease of their number (token hash,
-// claimer, expiry, length: one claim may carry the claims of several
-// callers), and written with the values the ledger passes (@then_to:
+// gathered in claim order into one array and zipped with the lease arrays
+// (ROWS FROM: the n-th row gets the n-th lease: token hash, claimer,
+// expiry, length; one claim may carry the claims of several callers;
+// leases past the rows pair with a NULL id, which updates nothing), and
+// written with the values the ledger passes (@then_to:
 // RUNNING at once, for an executor that starts the task straight away);
 // the rows come back as written, with their dependencies. No event: the
-// attempt is recorded whole by the event that ends it (issue 27).
+// attempt is recorded whole by the event that ends it (issue 27). The zip
+// costs the same per row at any size; a subscript of the lease arrays per
+// row (its n-th lease) walked the text arrays from their start, 20 ms of
+// a 2,500-row claim (BenchmarkClaimRows, docs/benchmarks.md).
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := db.Query(ctx, taskClaim,
 		arg.State,
@@ -720,9 +727,11 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, ($6::text[])[l.n] AS hash, ($7::text[])[l.n] AS claimed_by,
-        ($8::timestamptz[])[l.n] AS expires_at, ($9::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]), unnest($7::text[]),
+        unnest($8::timestamptz[]), unnest($9::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
         claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
@@ -866,9 +875,11 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT l.task_id, ($6::text[])[l.n] AS hash, ($7::text[])[l.n] AS claimed_by,
-        ($8::timestamptz[])[l.n] AS expires_at, ($9::bigint[])[l.n] AS ms
-    FROM (SELECT task_id, row_number() OVER (ORDER BY priority DESC, created_at, task_id) AS n FROM locked) l
+    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]), unnest($7::text[]),
+        unnest($8::timestamptz[]), unnest($9::bigint[]))
+        AS u(task_id, hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
         claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
