@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 )
 
 // Group runs the calls of one process in batches. Set its fields before
@@ -227,23 +226,38 @@ func (g *Group[In, Out]) take(n int) []*Call[In, Out] {
 func (g *Group[In, Out]) maxBatch() int { return max(g.MaxBatch, 1) }
 
 // allEnded returns a context that ends when the contexts of all of calls
-// have ended, with the values of the first one's; stop releases it.
+// have ended, with the values of the first one's; stop releases it. One
+// goroutine waits for the calls' contexts in turn — all must end, so the
+// order does not matter, and a context shared by the calls next to each
+// other (the workers of one process) is waited for once — rather than an
+// AfterFunc per call, which cost each call allocations and a turn on its
+// parent context's lock (issue 27). A call whose context can never end
+// (Done is nil) keeps the batch's from ending: then nothing waits at all.
 func allEnded[In, Out any](calls []*Call[In, Out]) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(calls[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(calls)))
-	stops := make([]func() bool, len(calls))
-	for i, c := range calls {
-		stops[i] = context.AfterFunc(c.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
+	base := context.WithoutCancel(calls[0].ctx)
+	for _, c := range calls {
+		if c.ctx.Done() == nil {
+			return base, func() {}
 		}
+	}
+	ctx, cancel := context.WithCancel(base)
+	quit := make(chan struct{})
+	go func() {
+		var last <-chan struct{}
+		for _, c := range calls {
+			if d := c.ctx.Done(); d != last {
+				select {
+				case <-d:
+				case <-quit:
+					return
+				}
+				last = d
+			}
+		}
+		cancel()
+	}()
+	return ctx, func() {
+		close(quit)
 		cancel()
 	}
 }

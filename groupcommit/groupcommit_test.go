@@ -368,3 +368,69 @@ func goid() int64 {
 	}
 	return id
 }
+
+// TestGroupSharedContexts: Run's context for a batch whose callers share
+// contexts ends when the last distinct one has ended, and never while a
+// caller's context cannot end (context.Background) — and the watch over
+// them ends with the batch (goleak).
+func TestGroupSharedContexts(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, tc := range []struct {
+		name string
+		// ctxs are the contexts of the batch's calls, by name: "-" is
+		// context.Background, any other one cancellable, cancelled in
+		// the order of cancel.
+		ctxs   []string
+		cancel []string
+		ends   bool
+	}{
+		{name: "one context shared", ctxs: []string{"a", "a", "a"}, cancel: []string{"a"}, ends: true},
+		{name: "shared, then another", ctxs: []string{"a", "a", "b"}, cancel: []string{"a", "b"}, ends: true},
+		{name: "the last cancelled first", ctxs: []string{"a", "b", "a"}, cancel: []string{"b", "a"}, ends: true},
+		{name: "not all cancelled", ctxs: []string{"a", "a", "b"}, cancel: []string{"a"}},
+		{name: "one cannot end", ctxs: []string{"a", "-", "b"}, cancel: []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type seen struct {
+				ctx     context.Context
+				proceed chan struct{}
+			}
+			batches := make(chan seen)
+			g := &groupcommit.Group[int, int]{Max: 1, MaxBatch: 8}
+			g.Run = func(ctx context.Context, b *groupcommit.Batch[int, int]) []groupcommit.Result[int] {
+				s := seen{ctx: ctx, proceed: make(chan struct{})}
+				batches <- s
+				<-s.proceed
+				return make([]groupcommit.Result[int], len(b.Calls))
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { g.Do(context.Background(), 0) }) //nolint:errcheck
+			first := <-batches
+			ctxs, cancels := map[string]context.Context{"-": context.Background()}, map[string]context.CancelFunc{}
+			for i, name := range tc.ctxs {
+				if _, ok := ctxs[name]; !ok {
+					ctxs[name], cancels[name] = context.WithCancel(context.Background())
+					defer cancels[name]()
+				}
+				wg.Go(func() { g.Do(ctxs[name], i+1) }) //nolint:errcheck
+				waitQueued(t, g, i+1)
+			}
+			close(first.proceed)
+			second := <-batches
+			for _, name := range tc.cancel {
+				cancels[name]()
+			}
+			if tc.ends {
+				select {
+				case <-second.ctx.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("Run's context did not end when the last of its callers' contexts did")
+				}
+			} else if err := second.ctx.Err(); err != nil {
+				t.Errorf("Run's context ended (%v) with a caller's context still live", err)
+			}
+			close(second.proceed)
+			wg.Wait()
+		})
+	}
+}

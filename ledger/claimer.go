@@ -43,8 +43,17 @@ type claim struct {
 // key is what claims must share to go in one statement: the types they
 // take (in any order) and whether they start the task.
 func (c *claim) key() string {
-	types := slices.Sorted(slices.Values(c.p.Types))
-	return fmt.Sprintf("%t\x00%s", c.p.Running, strings.Join(types, "\x00"))
+	run := "f"
+	if c.p.Running {
+		run = "t"
+	}
+	switch len(c.p.Types) {
+	case 0:
+		return run
+	case 1: // the common case, without a sorted copy
+		return run + "\x00" + c.p.Types[0]
+	}
+	return run + "\x00" + strings.Join(slices.Sorted(slices.Values(c.p.Types)), "\x00")
 }
 
 // claimBatch makes the claims of batch in one write transaction: one
@@ -101,7 +110,8 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 				}
 			}
 			params.Leases = make([]driver.TaskClaimLease, 0, n)
-			owners := make(map[string]owner, n)
+			// owners[j] is the owner of params.Leases[j].
+			owners := make([]owner, 0, n)
 			for _, i := range live {
 				if keys[i] != key {
 					continue
@@ -110,7 +120,7 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 				for k, h := range c.hashes {
 					params.Leases = append(params.Leases, driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
 						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()})
-					owners[h] = owner{i, k}
+					owners = append(owners, owner{i, k})
 				}
 			}
 			params.Limit = len(params.Leases)
@@ -123,12 +133,26 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 					return err
 				}
 			}
-			for _, r := range rows {
-				// The driver hands the leases out in claim order; the
-				// token of a row is the one whose hash it got.
-				o, ok := owners[r.LeaseTokenHash]
-				if !ok {
-					return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
+			var byHash map[string]owner // built only if a row is out of lease order
+			for j, r := range rows {
+				// The driver hands the leases out in claim order and
+				// returns the rows in it, so row j has lease j; the token
+				// of a row is the one whose hash it got, looked up by
+				// hash should a row come back out of that order.
+				var o owner
+				if j < len(owners) && r.LeaseTokenHash == params.Leases[j].TokenHash {
+					o = owners[j]
+				} else {
+					if byHash == nil {
+						byHash = make(map[string]owner, len(owners))
+						for k, l := range params.Leases {
+							byHash[l.TokenHash] = owners[k]
+						}
+					}
+					var ok bool
+					if o, ok = byHash[r.LeaseTokenHash]; !ok {
+						return fmt.Errorf("claim: task %d came back with a lease this claim did not make", r.ID)
+					}
 				}
 				out[o.call].Val = append(out[o.call].Val, cks.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
 					LeaseToken: batch[o.call].In.tokens[o.token]})

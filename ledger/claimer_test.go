@@ -184,3 +184,37 @@ func TestClaimWithdraw(t *testing.T) {
 		})
 	}
 }
+
+// shuffled is a driver whose claim statements return their rows out of
+// claim order (reversed), as the driver's contract does not allow.
+type shuffled struct{ driver.Driver }
+
+func (d shuffled) WithTx(ctx context.Context, opts driver.TxOptions, fn func(context.Context, driver.Executor) error) error {
+	return d.Driver.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error { return fn(ctx, reversedClaims{ex}) })
+}
+
+type reversedClaims struct{ driver.Executor }
+
+func (e reversedClaims) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	rows, err := e.Executor.TaskClaim(ctx, p)
+	slices.Reverse(rows)
+	return rows, err
+}
+
+// TestClaimerRowsOutOfOrder: the claimer gives each row the token of the
+// lease it got even when the rows do not come back in lease order (it reads
+// row j as lease j only when their hashes agree): every token completes its
+// own task.
+func TestClaimerRowsOutOfOrder(t *testing.T) {
+	for _, dl := range dialects {
+		t.Run(dl.name, func(t *testing.T) {
+			t.Parallel()
+			s, ctx := ledger.NewService(shuffled{dl.open(t)}, nil), context.Background()
+			for _, c := range claimN(t, s, "x", 4) {
+				if _, err := s.Complete(ctx, c.ID, c.LeaseToken, false, "ok"); err != nil {
+					t.Errorf("task %d: %v", c.ID, err)
+				}
+			}
+		})
+	}
+}
