@@ -64,6 +64,12 @@ var _ driver.Driver = (*Driver)(nil)
 // dates the faults Health remembers (driver.WithClock); changes are pushed,
 // not polled.
 func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, error) {
+	return open(ctx, url, nil, opts...)
+}
+
+// open is Open with configure, when not nil, applied to the pool's
+// configuration last (tests count round trips through its DialFunc).
+func open(ctx context.Context, url string, configure func(*pgxpool.Config), opts ...driver.Option) (*Driver, error) {
 	url, pc, err := splitParams(url)
 	if err != nil {
 		return nil, err
@@ -80,6 +86,9 @@ func Open(ctx context.Context, url string, opts ...driver.Option) (*Driver, erro
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
 	cfg.AfterConnect = registerArrays
+	if configure != nil {
+		configure(cfg)
+	}
 	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
 	who := fmt.Sprintf("user %s, database %s", cfg.ConnConfig.User, cfg.ConnConfig.Database)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
