@@ -316,6 +316,10 @@ type ClaimTasksInput struct {
 	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
 	// LeaseS is the lease in seconds (default 300).
 	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default 300)"`
+	// Running claims each task straight into RUNNING, as mark_running right
+	// after the claim would (its start is the claim's instant): one request
+	// and one commit less for an executor that starts the work at once.
+	Running bool `json:"running,omitempty" jsonschema:"claim each task straight into RUNNING, as mark_running right after the claim would: then skip mark_running"`
 }
 
 // ClaimedTasks is the output of claim_tasks: the only answer that carries

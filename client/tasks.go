@@ -59,6 +59,13 @@ func (c *Client) ClaimWithTokens(ctx context.Context, worker string, types []str
 	return Do(ctx, c, cks.OpClaimTasks, cks.ClaimTasksInput{Worker: worker, Types: types, N: n, LeaseS: lease.Seconds()})
 }
 
+// ClaimWith is claim_tasks with its whole input: in.Running claims each
+// task straight into RUNNING, for an executor that starts at once and so
+// skips MarkRunning (worker.Executor does for a RUNNING task).
+func (c *Client) ClaimWith(ctx context.Context, in cks.ClaimTasksInput) (cks.ClaimedTasks, error) {
+	return Do(ctx, c, cks.OpClaimTasks, in)
+}
+
 // MarkRunning moves a claimed task to RUNNING.
 func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error) {
 	return Do(ctx, c, cks.OpMarkRunning, lease(id, leaseToken))

@@ -25,7 +25,7 @@ import (
 // says its step.
 const WorkerProtocol = "The worker protocol, in order: " +
 	"(1) claim_tasks (types, lease_s) leases tasks, each with its revision and a lease_token shown in that answer only; " +
-	"(2) mark_running; " +
+	"(2) mark_running, before the work starts (or claim with running true, which claims straight into RUNNING: then skip it); " +
 	"(3) while working: touch_task at least every third of the lease (held false: the lease is gone, stop working; with " +
 	"abort_requested also call confirm_abort), add_evidence, and record_decision with derived_from_revision set to the " +
 	"claimed task's revision; " +
@@ -57,8 +57,10 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			"(default the caller's name), for lease_s seconds (default 300). Each comes with its revision and a fresh lease_token, " +
 			"shown in this answer only: keep it, every later call of the attempt needs it. agent_tokens holds a task-scoped " +
 			"credential per task (read, append and create on /tasks/ID, bound to the lease) for whatever the executor runs " +
-			"to work that task with. No OPEN task: tasks is empty. Needs append on /tasks. " + WorkerProtocol,
-		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP, Needs: NeedTasks | NeedPrincipals,
+			"to work that task with. running true claims each task straight into RUNNING (its start recorded at the claim), as " +
+			"mark_running right after the claim would: for an executor that starts at once, one call less. No OPEN task: tasks " +
+			"is empty. Needs append on /tasks. " + WorkerProtocol,
+		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks | NeedPrincipals,
 		Secret: true, Hints: leaseCall,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ClaimTasksInput) (cks.ClaimedTasks, error) {
@@ -70,7 +72,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			n = 1
 		}
 		lease := leaseOf(in.LeaseS)
-		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease},
+		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running},
 			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
 				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
 			})
@@ -111,7 +113,7 @@ var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 	Title:   "Mark running",
 	Summary: "move a claimed task to RUNNING", Hints: leaseOnce,
 	Description: "Step 2 of the worker protocol (claim_tasks describes it): move the CLAIMED task to RUNNING under its lease, " +
-		"once, before the work starts.",
+		"once, before the work starts; not needed after a claim with running true (the task is RUNNING already).",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Task, error) {
 	return s.Tasks.MarkRunning(ctx, in.TaskID, in.LeaseToken)
 })

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,9 @@ type hubServer struct {
 	mcp *mcpserver.HTTP
 	// served is Serve's error, once it returns.
 	served chan error
+	// requests counts the requests served (the MCP endpoint's included):
+	// what a hub path costs in round trips.
+	requests atomic.Int64
 }
 
 // startHub serves st's services at 127.0.0.1.
@@ -50,7 +54,11 @@ func startHub(st *backend.Backend) (*hubServer, error) {
 	h := &hubServer{url: "http://" + ln.Addr().String(), served: make(chan error, 1),
 		mcp: mcpserver.NewHTTP(mcpserver.NewServer("peers", svc), mcpserver.HTTPOptions{})}
 	a := api.New(api.Config{Services: svc, MCP: h.mcp, Logger: log, Version: "peers", Health: st.StorageHealth})
-	h.srv = &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
+		a.ServeHTTP(w, r)
+	})
+	h.srv = &http.Server{Handler: counted, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	h.srv.RegisterOnShutdown(a.CloseStreams)
 	h.srv.RegisterOnShutdown(h.mcp.Close)
 	go func() { h.served <- h.srv.Serve(ln) }()
@@ -119,8 +127,11 @@ func newHTTPAgent(url, token string) *httpAgent {
 	return &httpAgent{Client: client.NewWithHTTP(url, token, &http.Client{Transport: t, Timeout: 30 * time.Second}), transport: t}
 }
 
+// claim claims straight into RUNNING (running): the executor starts at
+// once, so it makes no mark_running request.
 func (a *httpAgent) claim(ctx context.Context, name string, lease time.Duration) ([]cks.ClaimedTask, error) {
-	return a.Claim(ctx, name, []string{cksType}, 1, lease)
+	out, err := a.ClaimWith(ctx, cks.ClaimTasksInput{Worker: name, Types: cks.Names{cksType}, N: 1, LeaseS: lease.Seconds(), Running: true})
+	return out.Tasks, err
 }
 
 // LeaseHeld asks by a heartbeat: the HTTP API has no separate read of the
@@ -203,8 +214,10 @@ func leaseIn(id int64, token string) cks.LeaseInput {
 	return cks.LeaseInput{TaskID: id, LeaseToken: token}
 }
 
+// claim claims straight into RUNNING, as the HTTP agent does.
 func (a *mcpAgent) claim(ctx context.Context, name string, lease time.Duration) ([]cks.ClaimedTask, error) {
-	out, err := callTool(ctx, a.cs, cks.OpClaimTasks, cks.ClaimTasksInput{Worker: name, Types: cks.Names{cksType}, N: 1, LeaseS: lease.Seconds()})
+	out, err := callTool(ctx, a.cs, cks.OpClaimTasks, cks.ClaimTasksInput{Worker: name, Types: cks.Names{cksType}, N: 1, LeaseS: lease.Seconds(),
+		Running: true})
 	return out.Tasks, err
 }
 
@@ -296,10 +309,10 @@ func (ra *remoteAgents) close(ctx context.Context) error {
 
 // remoteThroughput enqueues jobs as the other cks runs do (in process,
 // EnqueueMany), then runs one loop per connected agent, each as a remote
-// `cks agent` works: claim one task through the hub, run it through
-// worker.Executor over the same connection (mark it running, the lease
+// `cks agent` works: claim one task through the hub straight into RUNNING,
+// run it through worker.Executor over the same connection (the lease
 // heartbeat beside a no-op resolver, complete it, every call fenced by the
-// lease token), until no task is left. With a.touches the resolver renews
+// lease token), until no task is left: two requests per task. With a.touches the resolver renews
 // the lease that many times (touch_task) before it returns, as the
 // executor's heartbeat would over a longer task.
 func remoteThroughput(ctx context.Context, st *backend.Backend, ra *remoteAgents, jobs, priorities int, a agentSettings,

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 )
 
-// countingConn counts an agent's lease renewals.
+// countingConn counts an agent's lease renewals and mark_running calls.
 type countingConn struct {
 	agentConn
-	touches *atomic.Int64
+	touches, marks *atomic.Int64
 }
 
 func (c countingConn) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
@@ -21,10 +22,17 @@ func (c countingConn) Touch(ctx context.Context, id int64, leaseToken string) (b
 	return c.agentConn.Touch(ctx, id, leaseToken)
 }
 
+func (c countingConn) MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error) {
+	c.marks.Add(1)
+	return c.agentConn.MarkRunning(ctx, id, leaseToken)
+}
+
 // TestRemoteThroughput works tasks through a hub on SQLite, over HTTP and
 // over MCP, with two lease renewals per task: every task is completed (the
 // harness checks each once), and each renewal went through the agent's
-// connection.
+// connection. The claims go straight into RUNNING, so no agent calls
+// mark_running, and the hub serves exactly the claim, the renewals and the
+// completion of each task, and each agent's last claim (which finds none).
 func TestRemoteThroughput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves a hub over real HTTP")
@@ -43,11 +51,13 @@ func TestRemoteThroughput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var n atomic.Int64
+			var n, marks atomic.Int64
 			for i, c := range ra.conns {
-				ra.conns[i] = countingConn{agentConn: c, touches: &n}
+				ra.conns[i] = countingConn{agentConn: c, touches: &n, marks: &marks}
 			}
+			before := ra.hub.requests.Load()
 			_, work, err := remoteThroughput(ctx, st, ra, jobs, 1, agentSettings{lease: time.Minute, touches: touches}, func(string, int, int) {})
+			requests := ra.hub.requests.Load() - before
 			if cerr := ra.close(ctx); cerr != nil {
 				t.Error(cerr)
 			}
@@ -59,6 +69,13 @@ func TestRemoteThroughput(t *testing.T) {
 			}
 			if got := n.Load(); got != jobs*touches {
 				t.Errorf("%d lease renewals, want %d (%d per task)", got, jobs*touches, touches)
+			}
+			if got := marks.Load(); got != 0 {
+				t.Errorf("%d mark_running calls, want none (the claims run)", got)
+			}
+			if want := int64(jobs*(2+touches) + len(ra.conns)); requests != want {
+				t.Errorf("the hub served %d requests, want %d (claim, %d renewals, completion per task, a last claim per agent)",
+					requests, want, touches)
 			}
 			if err := expectCompleted(ctx, st, jobs); err != nil {
 				t.Error(err)

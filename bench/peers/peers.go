@@ -119,6 +119,9 @@ type Accounting struct {
 	// database server (backends, WAL writer, checkpointer, autovacuum).
 	HasServerCPU bool          `json:"has_server_cpu"`
 	ServerCPU    time.Duration `json:"server_cpu_ns"`
+	// Requests is the number of HTTP requests the hub served during the
+	// run (the hub paths only: the agents' round trips to it).
+	Requests int64 `json:"requests,omitempty"`
 	// Top is the run's most frequent statements.
 	Top []Statement `json:"top_statements,omitempty"`
 }
@@ -145,6 +148,7 @@ func (a Accounting) add(b Accounting) Accounting {
 	a.WALSyncs += b.WALSyncs
 	a.ClientCPU += b.ClientCPU
 	a.ServerCPU += b.ServerCPU
+	a.Requests += b.Requests
 	a.Top = mergeTop(a.Top, b.Top)
 	return a
 }

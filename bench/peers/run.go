@@ -387,6 +387,8 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		before, cpuEnd snapshot
 		enq, work      time.Duration
 		closeFn        func()
+		// The hub's requests during the run (a hub path's).
+		requests, requestsBefore int64
 	)
 	// start takes the starting counters once the measured connections
 	// exist (opening them is not part of the run).
@@ -435,6 +437,9 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		if err == nil {
 			err = start()
 		}
+		if ra != nil {
+			requestsBefore = ra.hub.requests.Load()
+		}
 		if err == nil {
 			a := agentSettings{lease: cfg.Lease, touches: cfg.Touches}
 			switch c.system {
@@ -448,6 +453,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		}
 		cpuEnd = m.cpu()
 		if ra != nil {
+			requests = ra.hub.requests.Load() - requestsBefore
 			err = errors.Join(err, ra.close(ctx))
 		}
 		if err == nil {
@@ -469,6 +475,7 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 	if r.Acct, err = m.account(ctx, before, cpuEnd, after); err != nil {
 		return r, err
 	}
+	r.Acct.Requests = requests
 	r.EnqueueSeconds, r.WorkSeconds = enq.Seconds(), work.Seconds()
 	r.JobsPerSecond = float64(cfg.Jobs) / work.Seconds()
 	return r, nil

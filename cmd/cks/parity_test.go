@@ -69,7 +69,7 @@ var parityCases = map[string]parityCase{
 		`{"task_ids":[$T]}`, []string{"task", "bulk", "cancel", "--ids", "$T"}},
 	"bulk_retry_tasks": {`{"state":["DONE"],"q":"x"}`, []string{"task", "bulk", "retry", "--state", "DONE", "--q", "x"}, `{"task_ids":[$C]}`,
 		[]string{"task", "bulk", "retry", "--ids", "$C"}},
-	"claim_tasks":          {`{"lease_s":0.5}`, nil, `{}`, nil},
+	"claim_tasks":          {`{"lease_s":0.5}`, []string{"task", "claim", "--lease-s", "0.5"}, `{"running":true}`, []string{"task", "claim", "--running"}},
 	"mark_running":         {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
 	"touch_task":           {`{"task_id":0,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
 	"add_evidence":         {`{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil, `{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil},

@@ -61,6 +61,10 @@ var taskGroup = group{name: "task", commands: []command{
 		in: inputSpec{args: []string{"text"}}, table: printVerb[cks.AnswerTaskInput]("answered"),
 	}),
 	opCommand("cancel", ops.CancelTask, opSpec[cks.TaskReasonInput, cks.Task]{table: printVerb[cks.TaskReasonInput]("cancelled")}),
+	opCommand("claim", ops.ClaimTasks, opSpec[cks.ClaimTasksInput, cks.ClaimedTasks]{
+		summary: "lease up to --n OPEN tasks (--running: straight into RUNNING), each with its lease token (shown this once)",
+		table:   printClaimed,
+	}),
 	bulkGroupCommand,
 }}
 
@@ -146,6 +150,22 @@ func printRestarted(verb string) func(x *reply[cks.TaskReasonInput, cks.Task]) e
 			t.ID, verb, t.State, t.Restarts, t.Attempts, t.MaxAttempts, t.Revision)
 		return err
 	}
+}
+
+// printClaimed prints each claimed task a line with its lease token: the
+// one answer that shows it, so the line is all a script needs to go on.
+func printClaimed(x *reply[cks.ClaimTasksInput, cks.ClaimedTasks]) error {
+	if len(x.out.Tasks) == 0 {
+		_, err := fmt.Fprintln(x.w, "no task claimed (no OPEN task to lease)")
+		return err
+	}
+	for _, t := range x.out.Tasks {
+		if _, err := fmt.Fprintf(x.w, "task %d claimed: %s %s %q (attempt %d, revision %d), lease token %s until %s\n",
+			t.ID, t.State, t.Type, t.Title, t.Attempts, t.Revision, t.LeaseToken, t.LeaseExpiresAt.Format(time.RFC3339)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printVerb prints "task ID VERB: STATE".
