@@ -96,8 +96,8 @@ func TestBrowserAccess(t *testing.T) {
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
 		tb.do(
-			chromedp.Click(chromedp.CSS(`nav a[href="/access"]`)),
-			chromedp.WaitVisible(chromedp.ID("token-name")),
+			click(chromedp.CSS(`nav a[href="/access"]`)),
+			waitVisible(chromedp.ID("token-name")),
 		)
 		js[bool](tb, `window.cksNoConfirm = true`) // no confirm dialog: the test clicks for the operator
 		// A bad grant: the service's refusal, naming the field.
@@ -105,7 +105,7 @@ func TestBrowserAccess(t *testing.T) {
 			chromedp.SendKeys(chromedp.ID("token-name"), "night-operator"),
 			chromedp.SetValue(chromedp.ID("grant-perm-0"), "stop"),
 			chromedp.SendKeys(chromedp.ID("grant-res-0"), "tasks"),
-			chromedp.Click(chromedp.CSS(`[data-access-create-button]`)),
+			click(chromedp.CSS(`[data-access-create-button]`)),
 		)
 		tb.waitTrue("the refusal under the form", `!document.querySelector("form[data-access-create] [data-action-error]").hidden`)
 		if got := tb.text(`form[data-access-create] [data-action-error]`); !strings.Contains(got, "resource") {
@@ -115,7 +115,7 @@ func TestBrowserAccess(t *testing.T) {
 			chromedp.SetValue(chromedp.ID("grant-res-0"), "/tasks"),
 			chromedp.SetValue(chromedp.ID("grant-perm-1"), "read"),
 			chromedp.SendKeys(chromedp.ID("grant-res-1"), "/tasks"),
-			chromedp.Click(chromedp.CSS(`[data-access-create-button]`)),
+			click(chromedp.CSS(`[data-access-create-button]`)),
 		)
 		tb.waitTrue("the new token shown", `!document.querySelector("[data-new-token]").hidden`)
 		token := tb.text(`[data-new-token-value]`)
@@ -137,7 +137,7 @@ func TestBrowserAccess(t *testing.T) {
 			t.Errorf("the new token starts a task: %d %s, want 403 (stop does not imply start)", code, out)
 		}
 
-		tb.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-principal=%q] button[data-access-revoke]`, id))))
+		tb.do(click(chromedp.CSS(fmt.Sprintf(`[data-principal=%q] button[data-access-revoke]`, id))))
 		tb.waitTrue("the revoked principal gone from the list", fmt.Sprintf(`!document.querySelector('tr[data-principal=%q]')`, id))
 		if code, _ := as.api(t, http.MethodGet, fmt.Sprintf("/v1/tasks/%d", task.ID), ""); code != http.StatusUnauthorized {
 			t.Errorf("the revoked token: %d, want 401", code)
@@ -150,9 +150,9 @@ func TestBrowserAccess(t *testing.T) {
 			t.Fatalf("list_sessions: %d %s %v", code, out, err)
 		}
 		first := sessions.Sessions[0].ID // the other browser signed in first
-		tb.do(chromedp.Navigate(h.URL+"/access"), chromedp.WaitVisible(chromedp.ID("sessions-heading")))
+		tb.do(chromedp.Navigate(h.URL+"/access"), waitVisible(chromedp.ID("sessions-heading")))
 		js[bool](tb, `window.cksNoConfirm = true`)
-		tb.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-session=%q] button[data-access-revoke]`, first))))
+		tb.do(click(chromedp.CSS(fmt.Sprintf(`[data-session=%q] button[data-access-revoke]`, first))))
 		tb.waitTrue("the session gone from the list", fmt.Sprintf(`!document.querySelector('[data-session=%q]')`, first))
 		req, _ := http.NewRequest(http.MethodGet, h.URL+"/v1/processes", nil)
 		req.AddCookie(&http.Cookie{Name: api.CookieName, Value: otherSession})
@@ -164,6 +164,6 @@ func TestBrowserAccess(t *testing.T) {
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("the signed-out session: %d, want 401", res.StatusCode)
 		}
-		other.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("token")))
+		other.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.ID("token")))
 	})
 }

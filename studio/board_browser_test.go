@@ -52,10 +52,10 @@ func TestBrowserBulkStopByFilter(t *testing.T) {
 
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
-		tb.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("filter-q")),
+		tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.ID("filter-q")),
 			chromedp.SendKeys(chromedp.ID("filter-q"), "NIGHTLY REPORT"),
 			chromedp.Submit(chromedp.ID("filter-q")),
-			chromedp.WaitVisible(chromedp.ID("bulk")))
+			waitVisible(chromedp.ID("bulk")))
 		if loc := tb.location(); !strings.Contains(loc, "q=NIGHTLY+REPORT") {
 			t.Errorf("the board's URL %q does not keep the search", loc)
 		}
@@ -68,10 +68,10 @@ func TestBrowserBulkStopByFilter(t *testing.T) {
 			}
 		}
 
-		tb.do(chromedp.Click(chromedp.CSS(`#bulk input[name=scope][value=filter]`)),
+		tb.do(click(chromedp.CSS(`#bulk input[name=scope][value=filter]`)),
 			chromedp.SetValue(chromedp.ID("bulk-action"), "stop"),
 			chromedp.SendKeys(chromedp.ID("bulk-reason"), "hold the nightly run"),
-			chromedp.Click(chromedp.CSS(`#bulk [data-bulk-button]`)))
+			click(chromedp.CSS(`#bulk [data-bulk-button]`)))
 		tb.waitTrue("the outcomes of the bulk stop", `document.querySelectorAll("[data-bulk-outcome]").length === 21`)
 		if got := tb.text(`[data-bulk-summary]`); !strings.Contains(got, "20 done, 1 refused") || !strings.Contains(got, "1 abort(s) pending") {
 			t.Errorf("summary %q, want 20 done, 1 refused, 1 abort pending", got)
@@ -114,8 +114,8 @@ func TestBrowserRetryFailedTask(t *testing.T) {
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
 		tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)),
-			chromedp.WaitVisible(chromedp.CSS(`form[data-task-action=retry] button`)),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=retry] button`)))
+			waitVisible(chromedp.CSS(`form[data-task-action=retry] button`)),
+			click(chromedp.CSS(`form[data-task-action=retry] button`)))
 		got := h.waitTask(t, task.ID, "retried", func(t cks.Task) bool { return t.State == cks.TaskOpen })
 		if got.Restarts != 1 || got.Attempts != 0 {
 			t.Errorf("retried: restarts %d attempts %d, want 1 and a fresh budget", got.Restarts, got.Attempts)
@@ -134,12 +134,12 @@ func TestBrowserEditHistory(t *testing.T) {
 	tb := newTab(t, 0)
 	tb.signIn(h, h.Token)
 	tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)),
-		chromedp.WaitVisible(chromedp.ID("edit-history")),
-		chromedp.Click(chromedp.CSS(`.task-edit summary`)),
-		chromedp.WaitVisible(chromedp.ID("edit-acceptance_criteria")),
+		waitVisible(chromedp.ID("edit-history")),
+		click(chromedp.CSS(`.task-edit summary`)),
+		waitVisible(chromedp.ID("edit-acceptance_criteria")),
 		chromedp.SetValue(chromedp.ID("edit-acceptance_criteria"), "the new criteria"))
 	js[bool](tb, `document.getElementById("edit-acceptance_criteria").dispatchEvent(new Event("input", {bubbles: true}))`)
-	tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=update] button`)))
+	tb.do(click(chromedp.CSS(`form[data-task-action=update] button`)))
 	h.waitTask(t, task.ID, "edited", func(t cks.Task) bool { return t.AcceptanceCriteria == "the new criteria" })
 	tb.waitTrue("the edit history shows the change",
 		`document.readyState === "complete" && !!document.querySelector("#edit-history [data-revision] .diff__del") && document.querySelector("#edit-history [data-revision] .diff__del").textContent.includes("the old criteria")`)

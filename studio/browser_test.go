@@ -5,7 +5,7 @@ package studio_test
 // a real hub (hub.Run in this process, on a fresh data directory and a fresh
 // database of either backend). One browser serves the package; each test gets
 // a tab in a browser context of its own (its own cookies and storage). Every
-// wait is a condition (WaitVisible, a poll of the page with a deadline), never
+// wait is a condition (waitVisible, a poll of the page with a deadline), never
 // a sleep; a failed test leaves a screenshot of its tab in
 // testdata/artifacts/ (ignored by git; CKS_BROWSER_ARTIFACTS names another
 // directory). Without Chromium the browser tests skip, saying so, unless
@@ -13,6 +13,7 @@ package studio_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -236,11 +237,84 @@ func (tb *tab) location() string {
 }
 
 // text returns the text of the first element the CSS selector sel
-// matches, once visible.
+// matches, once visible: read in the same evaluation that finds it.
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
-	tb.do(chromedp.WaitVisible(chromedp.CSS(sel)))
-	return value(tb, chromedp.Text(chromedp.CSS(sel)))
+	q := fmt.Sprintf(`(() => { const e = %s; return e && e.checkVisibility() ? e.innerText : null; })()`, elementJS(chromedp.CSS(sel)))
+	var text string
+	tb.do(untilPage(string(sel), q, func(v *string) bool {
+		if v == nil {
+			return false
+		}
+		text = *v
+		return true
+	}))
+	return text
+}
+
+// selector is a selector of the page's elements the helpers below take:
+// chromedp.CSS (the first match) or chromedp.ID.
+type selector interface {
+	chromedp.CSS | chromedp.ID
+}
+
+// elementJS is a JavaScript expression for the element sel names (null
+// when the page has none).
+func elementJS[S selector](sel S) string {
+	switch s := any(sel).(type) {
+	case chromedp.ID:
+		return "document.getElementById(" + jsString(string(s)) + ")"
+	case chromedp.CSS:
+		return "document.querySelector(" + jsString(string(s)) + ")"
+	}
+	panic("unreachable")
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// waitVisible waits until the element sel names is on the page and
+// visible. Unlike chromedp.WaitVisible, which looks a node up and then
+// asks about it in separate calls, it asks the page in one evaluation
+// per poll: a live fragment swapped in between (an SSE event re-renders
+// the task page's actions) cannot leave it holding a node id the page
+// no longer has.
+func waitVisible[S selector](sel S) chromedp.Action[chromedp.Void] {
+	q := fmt.Sprintf(`(() => { const e = %s; return !!e && e.checkVisibility(); })()`, elementJS(sel))
+	return untilPage(string(sel), q, func(ok *bool) bool { return ok != nil && *ok })
+}
+
+// click waits until the element sel names is visible and clicks it, in
+// the same evaluation (see waitVisible): focus, then click, as a mouse
+// would.
+func click[S selector](sel S) chromedp.Action[chromedp.Void] {
+	q := fmt.Sprintf(`(() => { const e = %s; if (!e || !e.checkVisibility()) return false; e.focus(); e.click(); return true; })()`, elementJS(sel))
+	return untilPage(string(sel), q, func(ok *bool) bool { return ok != nil && *ok })
+}
+
+// untilPage evaluates the JavaScript expression q every 20 ms until done
+// accepts its value (an evaluation that fails, as during a navigation,
+// counts as not yet) or the context ends; what names the element in the
+// error.
+func untilPage[T any](what, q string, done func(*T) bool) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			v, err := chromedp.Evaluate[*T](q)(ctx, t)
+			if err == nil && done(v) {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			case <-tick.C:
+			}
+		}
+	}
 }
 
 // js evaluates a JavaScript expression of type T.
@@ -351,10 +425,10 @@ func (tb *tab) signIn(h consoleHub, token string) {
 	tb.t.Helper()
 	tb.do(
 		chromedp.Navigate(h.URL+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
+		waitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), token),
 		chromedp.Submit(chromedp.ID("token")),
-		chromedp.WaitVisible(chromedp.ID("processes-heading")),
+		waitVisible(chromedp.ID("processes-heading")),
 	)
 }
 

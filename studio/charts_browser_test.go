@@ -52,7 +52,7 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 		h := startHub(t, backendName, nil)
 		tb := newTab(t, 390)
 		tb.signIn(h, h.Token)
-		tb.do(chromedp.Navigate(h.URL+"/charts"), chromedp.WaitVisible(chromedp.CSS(`#chart-finished svg`)))
+		tb.do(chromedp.Navigate(h.URL+"/charts"), waitVisible(chromedp.CSS(`#chart-finished svg`)))
 		if got := tb.text(`#chart-finished`); !strings.Contains(got, "no data in this window") {
 			t.Errorf("the finished chart before any task: %q, want no data", got)
 		}
@@ -82,7 +82,7 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 
 		wide := newTab(t, 1920)
 		wide.signIn(h, h.Token)
-		wide.do(chromedp.Navigate(h.URL+"/charts"), chromedp.WaitVisible(chromedp.CSS(`#chart-sweepers svg`)))
+		wide.do(chromedp.Navigate(h.URL+"/charts"), waitVisible(chromedp.CSS(`#chart-sweepers svg`)))
 		if n := js[int](wide, `getComputedStyle(document.querySelector(".charts")).gridTemplateColumns.split(" ").length`); n < 3 {
 			t.Errorf("%d charts a row at 1920 px, want 3 or more", n)
 		}
@@ -92,7 +92,7 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 		runExecAgent(t, h, hold, "sh", "-c", "cat > /dev/null; exec sleep 60")
 		held := h.createTask(t, cks.NewTask{Type: hold, Title: "held"})
 		h.waitTask(t, held.ID, "RUNNING", func(t cks.Task) bool { return t.State == cks.TaskRunning })
-		tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
+		tb.do(chromedp.Navigate(h.URL+"/"), waitVisible(chromedp.ID("processes-heading")))
 		working := fmt.Sprintf(
 			`[...document.querySelectorAll("[data-process-card]")].some(c => c.querySelector("[data-task-types]").textContent.includes(%q) && c.querySelector('a.task[href="/tasks/%d"]'))`,
 			hold, held.ID)

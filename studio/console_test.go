@@ -68,10 +68,10 @@ func TestBrowserSignIn(t *testing.T) {
 	tb := newTab(t, 0)
 	tb.do(
 		chromedp.Navigate(h.URL+"/"),
-		chromedp.WaitVisible(chromedp.ID("token")), // sent to sign in
+		waitVisible(chromedp.ID("token")), // sent to sign in
 		chromedp.SendKeys(chromedp.ID("token"), "not-a-token"),
 		chromedp.Submit(chromedp.ID("token")),
-		chromedp.WaitVisible(chromedp.CSS(`.login .notice--error`)),
+		waitVisible(chromedp.CSS(`.login .notice--error`)),
 	)
 	if got := tb.text(`.login .notice--error`); !strings.Contains(got, "not accepted") {
 		t.Errorf("refused token: notice %q", got)
@@ -101,13 +101,13 @@ func TestBrowserSignOut(t *testing.T) {
 		t.Fatal("signed in without a session cookie")
 	}
 	tb.do(
-		chromedp.Click(chromedp.CSS(`[data-signout]`)),
-		chromedp.WaitVisible(chromedp.ID("token")),
+		click(chromedp.CSS(`[data-signout]`)),
+		waitVisible(chromedp.ID("token")),
 	)
 	if got := tb.cookie(api.CookieName); got != "" {
 		t.Errorf("the session cookie is still set after sign-out")
 	}
-	tb.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("token")))
+	tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.ID("token")))
 	// The session itself is gone, not only the browser's cookie.
 	req, err := http.NewRequest(http.MethodGet, h.URL+"/v1/processes", nil)
 	if err != nil {
@@ -134,13 +134,13 @@ func TestBrowserPanelStopsAnAgent(t *testing.T) {
 	tb := newTab(t, 0)
 	tb.signIn(h, h.Token)
 	card := fmt.Sprintf(`[data-process-card=%q]`, id)
-	tb.do(chromedp.WaitVisible(chromedp.CSS(card + ` [data-process-stop]`)))
+	tb.do(waitVisible(chromedp.CSS(card + ` [data-process-stop]`)))
 	if got := tb.text(card + ` .kind`); got != "critic" {
 		t.Errorf("card kind %q", got)
 	}
 	tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
 	js[bool](tb, `window.cksNoReload = true`)
-	tb.do(chromedp.Click(chromedp.CSS(card + ` [data-process-stop]`)))
+	tb.do(click(chromedp.CSS(card + ` [data-process-stop]`)))
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -179,9 +179,9 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 	for _, form := range []string{"stop", "logout"} {
 		tb.do(
 			chromedp.Navigate(evil.URL),
-			chromedp.WaitVisible(chromedp.CSS("#"+form)),
+			waitVisible(chromedp.CSS("#"+form)),
 			chromedp.Submit(chromedp.CSS("#"+form+" button")),
-			chromedp.WaitVisible(chromedp.CSS(`body`)),
+			waitVisible(chromedp.CSS(`body`)),
 		)
 		tb.waitTrue(form+": the hub's refusal is shown", `document.body.innerText.includes("cross_origin")`)
 		if body := js[string](tb, `document.body.innerText`); !strings.Contains(body, "cross-origin request refused") {
@@ -199,7 +199,7 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 		}
 	}
 	// Still signed in: the cross-origin /logout ended nothing.
-	tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
+	tb.do(chromedp.Navigate(h.URL+"/"), waitVisible(chromedp.ID("processes-heading")))
 }
 
 // TestBrowserLayout walks every studio page (issue 24, item 8) at a 390 px
@@ -228,7 +228,7 @@ func TestBrowserLayout(t *testing.T) {
 		tb := newTab(t, width)
 		tb.signIn(h, h.Token)
 		for _, p := range pages {
-			tb.do(chromedp.Navigate(h.URL+p.path), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			tb.do(chromedp.Navigate(h.URL+p.path), waitVisible(chromedp.CSS("main h1")))
 			where := fmt.Sprintf("%s at %d px", p.path, width)
 			if got := value(tb, chromedp.Title()); got != p.title+" · cks studio" {
 				t.Errorf("%s: title %q", where, got)
@@ -257,9 +257,9 @@ func TestBrowserLayout(t *testing.T) {
 		}
 		if width == 390 {
 			// A tap on the last nav link (the one a scrolled strip hid) goes there.
-			tb.do(chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(chromedp.ID("processes-heading")))
+			tb.do(chromedp.Navigate(h.URL+"/"), waitVisible(chromedp.ID("processes-heading")))
 			last := js[string](tb, `document.querySelector('.topbar .nav a:last-child').getAttribute('href')`)
-			tb.do(chromedp.Click(chromedp.CSS(".topbar .nav a:last-child")))
+			tb.do(click(chromedp.CSS(".topbar .nav a:last-child")))
 			tb.waitTrue("the last nav link's page "+last, fmt.Sprintf(`location.pathname === %q && !!document.querySelector('main h1')`, last))
 		}
 		tb.do(chromedp.Navigate(h.URL + "/objects/999999"))
@@ -273,7 +273,7 @@ func TestBrowserLayout(t *testing.T) {
 		}
 		if width == 390 {
 			// From the top of the page, Tab until Sign out has the focus, then Enter.
-			tb.do(chromedp.Navigate(h.URL+"/research"), chromedp.WaitVisible(chromedp.ID("r-question")))
+			tb.do(chromedp.Navigate(h.URL+"/research"), waitVisible(chromedp.ID("r-question")))
 			reached := false
 			for range 20 {
 				tb.do(chromedp.KeyEvent("\t"))
@@ -285,7 +285,7 @@ func TestBrowserLayout(t *testing.T) {
 			if !reached {
 				t.Fatal("20 presses of Tab never reached the Sign out button")
 			}
-			tb.do(chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("token")))
+			tb.do(chromedp.KeyEvent("\r"), waitVisible(chromedp.ID("token")))
 			// Signed out: the login page, at 390 px.
 			if got := value(tb, chromedp.Title()); got != "Sign in · cks studio" {
 				t.Errorf("login: title %q", got)

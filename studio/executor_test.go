@@ -81,8 +81,8 @@ func TestBrowserStopExecutorOfUnconfirmedAbort(t *testing.T) {
 		btn := fmt.Sprintf(`[data-executor-stop=%q]`, id)
 		tb.do(
 			chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)),
-			chromedp.WaitVisible(chromedp.CSS(btn)),
-			chromedp.Click(chromedp.CSS(btn)),
+			waitVisible(chromedp.CSS(btn)),
+			click(chromedp.CSS(btn)),
 		)
 		select {
 		case err := <-exited:

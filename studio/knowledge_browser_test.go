@@ -60,10 +60,10 @@ func TestBrowserForkDiff(t *testing.T) {
 		tb.signIn(h, h.Token)
 		forks := fmt.Sprintf(`a[href="/objects/%d/forks"]`, id)
 		tb.do(
-			chromedp.Click(chromedp.CSS(`nav a[href="/objects"]`)),
-			chromedp.WaitVisible(chromedp.CSS(forks)),
-			chromedp.Click(chromedp.CSS(forks)),
-			chromedp.WaitVisible(chromedp.CSS(`table[data-diff]`)),
+			click(chromedp.CSS(`nav a[href="/objects"]`)),
+			waitVisible(chromedp.CSS(forks)),
+			click(chromedp.CSS(forks)),
+			waitVisible(chromedp.CSS(`table[data-diff]`)),
 		)
 		if got := value(tb, chromedp.Title()); got != fmt.Sprintf("Forks of question %d · cks studio", id) {
 			t.Errorf("title %q", got)
@@ -129,15 +129,15 @@ func TestBrowserResearch(t *testing.T) {
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
 		tb.do(
-			chromedp.Click(chromedp.CSS(`nav a[href="/research"]`)),
-			chromedp.WaitVisible(chromedp.ID("r-question")),
+			click(chromedp.CSS(`nav a[href="/research"]`)),
+			waitVisible(chromedp.ID("r-question")),
 		)
 		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
 		js[bool](tb, `window.cksNoReload = true`)
 		tb.do(
 			chromedp.SendKeys(chromedp.ID("r-question"), "How does cks stop a running task?"),
 			chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)), // Ctrl+Enter asks
-			chromedp.WaitVisible(chromedp.CSS(`#research-progress [data-question]`)),
+			waitVisible(chromedp.CSS(`#research-progress [data-question]`)),
 		)
 		if got := tb.text(`#research-progress [data-object-status]`); got != cks.StatusAwaitingResearch {
 			t.Fatalf("before any pipeline runs the question reads %q, want %s", got, cks.StatusAwaitingResearch)

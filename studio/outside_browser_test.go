@@ -123,7 +123,7 @@ func TestBrowserBoardFollowsOutsideAgent(t *testing.T) {
 			return err
 		}))
 		tb.signIn(h, h.Token)
-		tb.do(chromedp.Navigate(h.URL+"/tasks?type="+typ), chromedp.WaitVisible(chromedp.ID("list-heading")))
+		tb.do(chromedp.Navigate(h.URL+"/tasks?type="+typ), waitVisible(chromedp.ID("list-heading")))
 		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
 		js[bool](tb, `window.cksNoReload = true`)
 		if !js[bool](tb, `window.cksPollMs === 3600000`) {

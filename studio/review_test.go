@@ -82,9 +82,9 @@ func TestBrowserReviewTask(t *testing.T) {
 		decide := func(id int64, note, verdict string) {
 			tb.do(
 				chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, id)),
-				chromedp.WaitVisible(chromedp.ID("review-note")),
+				waitVisible(chromedp.ID("review-note")),
 				chromedp.SendKeys(chromedp.ID("review-note"), note),
-				chromedp.Click(chromedp.CSS(fmt.Sprintf(`form[data-task-action=review] button[value=%s]`, verdict))),
+				click(chromedp.CSS(fmt.Sprintf(`form[data-task-action=review] button[value=%s]`, verdict))),
 			)
 		}
 		decide(good, "looks right", "approve")

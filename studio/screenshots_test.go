@@ -47,7 +47,7 @@ func TestScreenshots(t *testing.T) {
 		t.Helper()
 		tb := newTab(t, width)
 		tb.signIn(h, h.Token)
-		tb.do(chromedp.Navigate(h.URL+path), chromedp.WaitVisible(chromedp.CSS(ready)))
+		tb.do(chromedp.Navigate(h.URL+path), waitVisible(chromedp.CSS(ready)))
 		ctx, cancel := context.WithTimeout(tb.ctx, browserWait)
 		defer cancel()
 		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())

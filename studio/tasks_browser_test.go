@@ -69,7 +69,7 @@ func TestBrowserBoardFollowsTasks(t *testing.T) {
 		h := startHub(t, backendName, nil)
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
-		tb.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("live-heading")))
+		tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.ID("live-heading")))
 		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
 		js[bool](tb, `window.cksNoReload = true`)
 
@@ -113,19 +113,19 @@ func TestBrowserAnswerFromInbox(t *testing.T) {
 	tb := newTab(t, 0)
 	tb.signIn(h, h.Token)
 	link := fmt.Sprintf(`#inbox a[href="/tasks/%d"]`, task.ID)
-	tb.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS(link)))
+	tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.CSS(link)))
 	if got := tb.text(`#inbox .question`); !strings.Contains(got, "Red or blue?") {
 		t.Errorf("inbox question %q", got)
 	}
 	tb.do(
-		chromedp.Click(chromedp.CSS(link)),
-		chromedp.WaitVisible(chromedp.ID("answer-text")),
+		click(chromedp.CSS(link)),
+		waitVisible(chromedp.ID("answer-text")),
 		chromedp.SendKeys(chromedp.ID("answer-text"), "Blue."),
-		chromedp.Click(chromedp.CSS(`form[data-task-action=answer] button`)),
+		click(chromedp.CSS(`form[data-task-action=answer] button`)),
 	)
 	h.waitTask(t, task.ID, "answered", func(t cks.Task) bool { return t.State == cks.TaskOpen && t.Answer == "Blue." })
 	tb.waitTrue("the task page shows it OPEN", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "OPEN" && !document.getElementById("answer-text")`)
-	tb.do(chromedp.Navigate(h.URL+"/tasks"), chromedp.WaitVisible(chromedp.ID("inbox-heading")))
+	tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.ID("inbox-heading")))
 	if js[bool](tb, fmt.Sprintf(`!!document.querySelector(%q)`, link)) {
 		t.Error("the answered task is still in the inbox")
 	}
@@ -182,8 +182,8 @@ func TestBrowserEditAndStopRunningTask(t *testing.T) {
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
 		tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)),
-			chromedp.Click(chromedp.CSS(`.task-edit summary`)),
-			chromedp.WaitVisible(chromedp.ID("edit-priority")),
+			click(chromedp.CSS(`.task-edit summary`)),
+			waitVisible(chromedp.ID("edit-priority")),
 			chromedp.SetValue(chromedp.ID("edit-priority"), "3"),
 		)
 		js[bool](tb, `document.getElementById("edit-priority").dispatchEvent(new Event("input", {bubbles: true}))`)
@@ -196,7 +196,7 @@ func TestBrowserEditAndStopRunningTask(t *testing.T) {
 		if got := tb.text(`[data-edit-kind]`); !strings.Contains(got, "Material edit") || !strings.Contains(got, "restarted") {
 			t.Errorf("criteria edit announced as %q, want material: stop, apply, restart", got)
 		}
-		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=update] button`)))
+		tb.do(click(chromedp.CSS(`form[data-task-action=update] button`)))
 		var second cks.Task
 		if err := json.Unmarshal(waitFile(t, filepath.Join(dir, "stdin-1.json")), &second); err != nil {
 			t.Fatal(err)
@@ -209,10 +209,10 @@ func TestBrowserEditAndStopRunningTask(t *testing.T) {
 
 		// Stop it, from the board.
 		tb.do(chromedp.Navigate(h.URL+"/tasks"),
-			chromedp.Click(chromedp.CSS(fmt.Sprintf(`#live-work a[href="/tasks/%d"]`, task.ID))),
-			chromedp.WaitVisible(chromedp.ID("stop-reason")),
+			click(chromedp.CSS(fmt.Sprintf(`#live-work a[href="/tasks/%d"]`, task.ID))),
+			waitVisible(chromedp.ID("stop-reason")),
 			chromedp.SendKeys(chromedp.ID("stop-reason"), "operator hold"),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=stop] button`)),
+			click(chromedp.CSS(`form[data-task-action=stop] button`)),
 		)
 		tb.waitTrue("the page shows the stop's abort confirmed", `[...document.querySelectorAll(".aborts tbody tr")].some(r => r.textContent.includes("operator hold") && r.querySelector(".badge").textContent === "abort_confirmed")`)
 		if got := h.getTask(t, task.ID); got.State != cks.TaskStopped || got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortConfirmed {

@@ -25,12 +25,12 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 		tb.signIn(h, h.Token)
 		tb.do(
 			chromedp.Navigate(h.URL+"/tasks/new"),
-			chromedp.WaitVisible(chromedp.ID("new-type")),
+			waitVisible(chromedp.ID("new-type")),
 			chromedp.SendKeys(chromedp.ID("new-type"), "deploy"),
 			chromedp.SendKeys(chromedp.ID("new-title"), "Roll out the fix"),
 			chromedp.SendKeys(chromedp.ID("new-criteria"), "all hosts on the new build"),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=create] [data-task-action-button]`)),
-			chromedp.WaitVisible(chromedp.ID("stop-reason")),
+			click(chromedp.CSS(`form[data-task-action=create] [data-task-action-button]`)),
+			waitVisible(chromedp.ID("stop-reason")),
 		)
 		loc := tb.location()
 		id, err := strconv.ParseInt(loc[strings.LastIndex(loc, "/")+1:], 10, 64)
@@ -45,14 +45,14 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 
 		tb.do(
 			chromedp.SendKeys(chromedp.ID("stop-reason"), "freeze window"),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=stop] button`)),
+			click(chromedp.CSS(`form[data-task-action=stop] button`)),
 		)
 		stopped := h.waitTask(t, id, "stopped", func(t cks.Task) bool { return t.State == cks.TaskStopped })
 		if last := stopped.Events[len(stopped.Events)-1]; last.Reason != "stopped: freeze window" || last.Actor != "admin" {
 			t.Errorf("stop event %+v", last)
 		}
 		tb.waitTrue("the Start button", `document.readyState === "complete" && !!document.querySelector("form[data-task-action=start] button")`)
-		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=start] button`)))
+		tb.do(click(chromedp.CSS(`form[data-task-action=start] button`)))
 		started := h.waitTask(t, id, "started", func(t cks.Task) bool { return t.State == cks.TaskOpen })
 		if started.Restarts != 1 || started.Attempts != 0 {
 			t.Errorf("started: restarts %d attempts %d, want 1 and 0", started.Restarts, started.Attempts)
@@ -60,7 +60,7 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 		tb.waitTrue("the Cancel form", `document.readyState === "complete" && !!document.getElementById("cancel-reason") && document.querySelector("h1 .state").textContent === "OPEN"`)
 		tb.do(
 			chromedp.SendKeys(chromedp.ID("cancel-reason"), "superseded"),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=cancel] button`)),
+			click(chromedp.CSS(`form[data-task-action=cancel] button`)),
 		)
 		h.waitTask(t, id, "cancelled", func(t cks.Task) bool { return t.State == cks.TaskCancelled && t.LastError == "superseded" })
 		tb.waitTrue("the page shows it CANCELLED", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "CANCELLED"`)
@@ -88,12 +88,12 @@ func TestBrowserSweeperStopAndStart(t *testing.T) {
 		btn := func(action string) string {
 			return `[data-sweeper="stale_stop_report"][data-sweeper-action="` + action + `"]`
 		}
-		tb.do(chromedp.WaitVisible(chromedp.CSS(btn("stop"))), chromedp.Click(chromedp.CSS(btn("stop"))))
+		tb.do(waitVisible(chromedp.CSS(btn("stop"))), click(chromedp.CSS(btn("stop"))))
 		tb.waitTrue("the card offers Start", `!!document.querySelector('`+btn("start")+`')`)
 		if st := status(); st.Running || st.DesiredRunning == nil || *st.DesiredRunning {
 			t.Errorf("after Stop: running %v, desired_running %v", st.Running, st.DesiredRunning)
 		}
-		tb.do(chromedp.Click(chromedp.CSS(btn("start"))))
+		tb.do(click(chromedp.CSS(btn("start"))))
 		tb.waitTrue("the card offers Stop", `!!document.querySelector('`+btn("stop")+`')`)
 		if st := status(); !st.Running || st.DesiredRunning == nil || !*st.DesiredRunning {
 			t.Errorf("after Start: running %v, desired_running %v", st.Running, st.DesiredRunning)
@@ -119,14 +119,14 @@ func TestBrowserAddDependencyThenStart(t *testing.T) {
 		tb.signIn(h, h.Token)
 		tb.do(
 			chromedp.Navigate(h.URL+"/tasks/"+strconv.FormatInt(task.ID, 10)),
-			chromedp.WaitVisible(chromedp.CSS(`details.task-edit summary`)),
-			chromedp.Click(chromedp.CSS(`details.task-edit summary`)),
+			waitVisible(chromedp.CSS(`details.task-edit summary`)),
+			click(chromedp.CSS(`details.task-edit summary`)),
 			chromedp.SendKeys(chromedp.ID("edit-add_depends_on"), "999999"),
 		)
 		if got := tb.text(`[data-edit-kind]`); !strings.Contains(got, "Material edit") {
 			t.Errorf("edit kind before saving: %q", got)
 		}
-		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)))
+		tb.do(click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)))
 		tb.waitTrue("the refusal", `!document.querySelector("[data-action-error]").hidden`)
 		if got := tb.text(`[data-action-error]`); !strings.Contains(got, "add_depends_on") {
 			t.Errorf("refusal of an unknown dependency: %q", got)
@@ -136,14 +136,14 @@ func TestBrowserAddDependencyThenStart(t *testing.T) {
 		}
 		tb.do(
 			chromedp.SetValue(chromedp.ID("edit-add_depends_on"), strconv.FormatInt(dep.ID, 10)),
-			chromedp.Click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)),
+			click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)),
 		)
 		edited := h.waitTask(t, task.ID, "edited", func(t cks.Task) bool { return len(t.DependsOn) == 1 })
 		if edited.DependsOn[0] != dep.ID || edited.Revision != task.Revision+1 || edited.State != cks.TaskStopped {
 			t.Fatalf("edited: %+v", edited)
 		}
 		tb.waitTrue("the Start button", `document.readyState === "complete" && !!document.querySelector("form[data-task-action=start] button")`)
-		tb.do(chromedp.Click(chromedp.CSS(`form[data-task-action=start] button`)))
+		tb.do(click(chromedp.CSS(`form[data-task-action=start] button`)))
 		h.waitTask(t, task.ID, "started", func(t cks.Task) bool { return t.State == cks.TaskWaiting })
 		tb.waitTrue("the page shows it WAITING", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "WAITING"`)
 	})
