@@ -45,6 +45,9 @@ var (
 	// ErrUniqueViolation means an insert or update broke a unique index
 	// (a dedupe key taken by a concurrent enqueue, a duplicate principal).
 	ErrUniqueViolation = errors.New("driver: unique violation")
+	// ErrSingle means a transaction that promised one statement
+	// (TxOptions.Single) ran a second.
+	ErrSingle = errors.New("driver: a second statement in a Single transaction")
 )
 
 // Driver is one database.
@@ -88,6 +91,14 @@ type Driver interface {
 type TxOptions struct {
 	// ReadOnly asks for a consistent read-only snapshot.
 	ReadOnly bool
+	// Single promises that fn runs one primitive that Postgres carries
+	// in one statement (TaskClaim): the Postgres driver then sends that
+	// statement alone, as a transaction of its own — no BEGIN, no COMMIT,
+	// one round trip where a transaction takes two — and fails a second
+	// one with ErrSingle (the first has committed by then: breaking the
+	// promise is a bug of the caller, which the error names). SQLite,
+	// whose writes share a group commit, runs fn as any transaction.
+	Single bool
 }
 
 // Executor is every primitive, on a pool or inside a transaction.

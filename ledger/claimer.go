@@ -79,12 +79,19 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 		return out
 	}
 	keys := make([]string, len(batch))
+	// single: the batch is one TaskClaim (one key), which Postgres runs as
+	// a transaction of its own, in one round trip (driver.TxOptions.Single;
+	// the moves' topic is published after the commit, not in it). A claim
+	// whose caller gives up while it runs then keeps its tasks until their
+	// leases run out, as it would when its caller gave up after the commit.
+	single := true
 	for _, i := range live {
 		keys[i] = batch[i].In.key()
+		single = single && keys[i] == keys[live[0]]
 	}
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
-	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+	err := s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
 			out[i].Val = make([]cks.ClaimedTask, 0, batch[i].In.p.N)
 		}

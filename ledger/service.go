@@ -81,8 +81,14 @@ const (
 // cks.TopicTasksMoved, which is never published in the transaction: once
 // it committed, s.moves is told (MovesNoter), and publishes it coalesced.
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
+	return s.writeWith(ctx, driver.TxOptions{}, fn)
+}
+
+// writeWith is write with the transaction's options (driver.TxOptions.Single
+// for the claim).
+func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	moved := false
-	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+	err := s.db.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
 		once := &notifyOnce{Executor: ex}
 		moved = false // of the attempt that commits
 		// Leases and claims are stamped by the service's clock, which a

@@ -33,8 +33,8 @@ func OpenConfigured(ctx context.Context, url string, configure func(*pgxpool.Con
 
 // WithTxDB runs fn in one of d's transactions (WithTx) on the statements'
 // dbsqlc.DBTX, for tests of the path a statement takes.
-func WithTxDB(ctx context.Context, d *Driver, readOnly bool, fn func(ctx context.Context, db dbsqlc.DBTX) error) error {
-	return d.WithTx(ctx, driver.TxOptions{ReadOnly: readOnly}, func(ctx context.Context, ex driver.Executor) error {
+func WithTxDB(ctx context.Context, d *Driver, opts driver.TxOptions, fn func(ctx context.Context, db dbsqlc.DBTX) error) error {
+	return d.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
 		return fn(ctx, ex.(*executor).db)
 	})
 }

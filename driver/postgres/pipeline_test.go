@@ -127,7 +127,7 @@ func TestTxRoundTrips(t *testing.T) {
 			// The first run prepares the connection's statements.
 			for run := range 2 {
 				before := trips.Load()
-				if err := postgres.WithTxDB(ctx, d, c.readOnly, c.fn); err != nil {
+				if err := postgres.WithTxDB(ctx, d, driver.TxOptions{ReadOnly: c.readOnly}, c.fn); err != nil {
 					t.Fatal(err)
 				}
 				if got := trips.Load() - before; run == 1 && got != c.want {
@@ -135,6 +135,102 @@ func TestTxRoundTrips(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSingleTx: a Single transaction is its one statement, sent alone
+// (one round trip, no BEGIN or COMMIT), committed as it ends; an error of
+// the statement leaves nothing; a second statement fails with
+// driver.ErrSingle.
+func TestSingleTx(t *testing.T) {
+	url := drivertest.PostgresURL(t)
+	var trips atomic.Int64
+	d := openCounting(t, url, &trips)
+	ctx := testCtx(t)
+	if err := rawExec(t, url, `CREATE TABLE single (k int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	single := driver.TxOptions{Single: true}
+	count := func() int {
+		t.Helper()
+		var n int
+		err := postgres.WithTxDB(ctx, d, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, db dbsqlc.DBTX) error {
+			return db.QueryRow(ctx, `SELECT count(*) FROM single`).Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for k, c := range []struct {
+		name string
+		fn   func(ctx context.Context, db dbsqlc.DBTX, k int) error
+	}{
+		{"Exec", func(ctx context.Context, db dbsqlc.DBTX, k int) error {
+			_, err := db.Exec(ctx, `INSERT INTO single VALUES ($1)`, k)
+			return err
+		}},
+		{"Query", func(ctx context.Context, db dbsqlc.DBTX, k int) error {
+			rows, err := db.Query(ctx, `INSERT INTO single VALUES ($1) RETURNING k`, k)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+			}
+			return rows.Err()
+		}},
+		{"QueryRow", func(ctx context.Context, db dbsqlc.DBTX, k int) error {
+			var got int
+			return db.QueryRow(ctx, `INSERT INTO single VALUES ($1) RETURNING k`, k).Scan(&got)
+		}},
+		{"SendBatch", func(ctx context.Context, db dbsqlc.DBTX, k int) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO single VALUES ($1)`, k)
+			return db.SendBatch(ctx, b).Close()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The first run prepares the connection's statement.
+			for run := range 2 {
+				rows := count()
+				before := trips.Load()
+				key := 100*k + run
+				if err := postgres.WithTxDB(ctx, d, single, func(ctx context.Context, db dbsqlc.DBTX) error {
+					return c.fn(ctx, db, key)
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if got := trips.Load() - before; run == 1 && got != 1 {
+					t.Errorf("%d round trips, want 1", got)
+				}
+				if got := count(); got != rows+1 {
+					t.Errorf("%d rows after the insert, want %d: not committed", got, rows+1)
+				}
+			}
+			// A key taken fails, and writes nothing (a failed batch makes
+			// pgx prepare its statements again: last, not to count).
+			rows := count()
+			err := postgres.WithTxDB(ctx, d, single, func(ctx context.Context, db dbsqlc.DBTX) error {
+				return c.fn(ctx, db, 100*k)
+			})
+			if !errors.Is(err, driver.ErrUniqueViolation) && sqlState(err) != "23505" {
+				t.Errorf("duplicate insert: %v, want a unique violation", err)
+			}
+			if got := count(); got != rows {
+				t.Errorf("%d rows after a failed insert, want %d", got, rows)
+			}
+		})
+	}
+	err := postgres.WithTxDB(ctx, d, single, func(ctx context.Context, db dbsqlc.DBTX) error {
+		if _, err := db.Exec(ctx, `INSERT INTO single VALUES (1000)`); err != nil {
+			return err
+		}
+		_, err := db.Exec(ctx, `INSERT INTO single VALUES (1001)`)
+		return err
+	})
+	if !errors.Is(err, driver.ErrSingle) {
+		t.Errorf("a second statement: %v, want driver.ErrSingle", err)
 	}
 }
 
@@ -162,7 +258,7 @@ func TestTxFirstStatementInTransaction(t *testing.T) {
 	} {
 		var iso, ro string
 		var xid1, xid2 int64
-		err := postgres.WithTxDB(ctx, d, c.readOnly, func(ctx context.Context, db dbsqlc.DBTX) error {
+		err := postgres.WithTxDB(ctx, d, driver.TxOptions{ReadOnly: c.readOnly}, func(ctx context.Context, db dbsqlc.DBTX) error {
 			err := db.QueryRow(ctx, `SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only'),
 				txid_current()`).Scan(&iso, &ro, &xid1)
 			if err != nil {
@@ -196,12 +292,12 @@ func TestTxFirstStatementErrors(t *testing.T) {
 		_, err := db.Exec(ctx, `INSERT INTO once VALUES ($1)`, 1)
 		return err
 	}
-	if err := postgres.WithTxDB(ctx, d, false, insert); err != nil {
+	if err := postgres.WithTxDB(ctx, d, driver.TxOptions{}, insert); err != nil {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{"Exec", "Query", "QueryRow", "SendBatch"} {
 		var stmtErr error
-		err := postgres.WithTxDB(ctx, d, false, func(ctx context.Context, db dbsqlc.DBTX) error {
+		err := postgres.WithTxDB(ctx, d, driver.TxOptions{}, func(ctx context.Context, db dbsqlc.DBTX) error {
 			const q = `INSERT INTO once VALUES ($1), ($2) RETURNING k`
 			switch kind {
 			case "Exec":
@@ -230,7 +326,7 @@ func TestTxFirstStatementErrors(t *testing.T) {
 		}
 	}
 	var n int
-	err := postgres.WithTxDB(ctx, d, true, func(ctx context.Context, db dbsqlc.DBTX) error {
+	err := postgres.WithTxDB(ctx, d, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, db dbsqlc.DBTX) error {
 		return db.QueryRow(ctx, `SELECT count(*) FROM once`).Scan(&n)
 	})
 	if err != nil || n != 1 {
@@ -239,7 +335,7 @@ func TestTxFirstStatementErrors(t *testing.T) {
 
 	d.Close()
 	var stmtErr error
-	err = postgres.WithTxDB(ctx, d, false, func(ctx context.Context, db dbsqlc.DBTX) error {
+	err = postgres.WithTxDB(ctx, d, driver.TxOptions{}, func(ctx context.Context, db dbsqlc.DBTX) error {
 		stmtErr = insert(ctx, db)
 		return stmtErr
 	})
@@ -247,7 +343,7 @@ func TestTxFirstStatementErrors(t *testing.T) {
 		t.Errorf("on a closed pool: statement error %v, WithTx %v; want a begin error from both", stmtErr, err)
 	}
 	// fn ignoring the statement's error: WithTx still fails.
-	err = postgres.WithTxDB(ctx, d, false, func(ctx context.Context, db dbsqlc.DBTX) error {
+	err = postgres.WithTxDB(ctx, d, driver.TxOptions{}, func(ctx context.Context, db dbsqlc.DBTX) error {
 		_ = insert(ctx, db)
 		return nil
 	})
@@ -284,7 +380,7 @@ func TestTxCanceledFirstStatement(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- postgres.WithTxDB(cctx, d, false, update) }()
+	go func() { done <- postgres.WithTxDB(cctx, d, driver.TxOptions{}, update) }()
 	watch := conn(t, url)
 	waitFor(t, func() bool {
 		var n int
@@ -299,7 +395,7 @@ func TestTxCanceledFirstStatement(t *testing.T) {
 	if err := hold.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := postgres.WithTxDB(ctx, d, false, update); err != nil {
+	if err := postgres.WithTxDB(ctx, d, driver.TxOptions{}, update); err != nil {
 		t.Fatalf("the next transaction: %v", err)
 	}
 	var idle int

@@ -34,7 +34,7 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 		txo = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	}
 	for try := 1; ; try++ {
-		err := d.txOnce(ctx, txo, fn)
+		err := d.txOnce(ctx, txo, opts.Single, fn)
 		if try == maxTxTries || !retryable(err) || ctx.Err() != nil {
 			// A storage fault is remembered for Health: the services
 			// write only in transactions.
@@ -43,13 +43,74 @@ func (d *Driver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx 
 	}
 }
 
-func (d *Driver) txOnce(ctx context.Context, txo pgx.TxOptions, fn func(ctx context.Context, ex driver.Executor) error) error {
+func (d *Driver) txOnce(ctx context.Context, txo pgx.TxOptions, single bool, fn func(ctx context.Context, ex driver.Executor) error) error {
+	if single {
+		return fn(ctx, &executor{d: d, db: &singleTx{pool: d.pool}})
+	}
 	t := &lazyTx{pool: d.pool, txo: txo}
 	defer t.rollback(ctx)
 	if err := fn(ctx, &executor{d: d, db: t}); err != nil {
 		return err
 	}
 	return t.commit(ctx)
+}
+
+// singleTx is dbsqlc.DBTX in a transaction of one statement
+// (driver.TxOptions.Single): the statement runs on the pool as its own
+// implicit transaction, so the claim's transaction is one round trip, as
+// River's is; a second statement fails with driver.ErrSingle.
+type singleTx struct {
+	pool *pgxpool.Pool
+	sent bool
+}
+
+var _ dbsqlc.DBTX = (*singleTx)(nil)
+
+// next marks the statement sent, or says that one was.
+func (t *singleTx) next() error {
+	if t.sent {
+		return driver.ErrSingle
+	}
+	t.sent = true
+	return nil
+}
+
+// Exec implements dbsqlc.DBTX.
+func (t *singleTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.next(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.pool.Exec(ctx, sql, args...)
+}
+
+// Query implements dbsqlc.DBTX.
+func (t *singleTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.next(); err != nil {
+		return nil, err
+	}
+	return t.pool.Query(ctx, sql, args...)
+}
+
+// QueryRow implements dbsqlc.DBTX.
+func (t *singleTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.next(); err != nil {
+		return errRow{err}
+	}
+	return t.pool.QueryRow(ctx, sql, args...)
+}
+
+// SendBatch implements dbsqlc.DBTX: a batch is one implicit transaction
+// too (one pipeline, one sync), and counts as the statement.
+func (t *singleTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := t.next(); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return t.pool.SendBatch(ctx, b)
+}
+
+// Begin implements dbsqlc.DBTX: a savepoint needs a transaction block.
+func (t *singleTx) Begin(context.Context) (pgx.Tx, error) {
+	return nil, fmt.Errorf("savepoint: %w", driver.ErrSingle)
 }
 
 // lazyTx is dbsqlc.DBTX in a transaction that begins with its first
