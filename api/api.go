@@ -410,22 +410,34 @@ func PrincipalFrom(ctx context.Context) (cks.Principal, bool) {
 	return auth.PrincipalFrom(ctx)
 }
 
-// principalOf authenticates r: by the bearer token of its Authorization
+// principalOf authenticates r and returns its context with the caller: by the bearer token of its Authorization
 // header, else by the studio session its cookie names. The cookie is only
 // ever a session: a bearer token put there is a malformed session.
-func (a *API) principalOf(r *http.Request) (cks.Principal, error) {
+// A bearer token's request reads its principal and grants in one
+// statement (AuthenticateWithGrants), and its checks use those grants.
+func (a *API) principalOf(r *http.Request) (context.Context, error) {
+	ctx, principals := r.Context(), a.svc.Principals
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return cks.Principal{}, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
+			return ctx, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
 				auth.ErrUnauthenticated)
 		}
-		return a.svc.Principals.Authenticate(r.Context(), strings.TrimSpace(tok))
+		p, grants, err := principals.AuthenticateWithGrants(ctx, strings.TrimSpace(tok))
+		if err != nil {
+			return ctx, err
+		}
+		return auth.WithPrincipalGrants(ctx, principals, p, grants), nil
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		return a.svc.Principals.AuthenticateSession(r.Context(), c.Value, a.svc.Clock.Now())
+		p, err := principals.AuthenticateSession(ctx, c.Value, a.svc.Clock.Now())
+		if err != nil {
+			return ctx, err
+		}
+		return auth.WithPrincipal(ctx, principals, p), nil
 	}
-	return a.svc.Principals.Authenticate(r.Context(), "") // the missing token's error
+	_, err := principals.Authenticate(ctx, "") // the missing token's error
+	return ctx, err
 }
 
 // presentsCredential reports whether r carries a credential at all (a
@@ -439,11 +451,11 @@ func presentsCredential(r *http.Request) bool {
 }
 
 func (a *API) authenticate(r *http.Request) (*http.Request, error) {
-	p, err := a.principalOf(r)
+	ctx, err := a.principalOf(r)
 	if err != nil {
 		return r, err
 	}
-	return r.WithContext(auth.WithPrincipal(r.Context(), a.svc.Principals, p)), nil
+	return r.WithContext(ctx), nil
 }
 
 // authed answers 401 with a JSON error unless the request carries a valid

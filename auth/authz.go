@@ -157,8 +157,10 @@ func AllowsWithin(grants []cks.Grant, perm, resource string) bool {
 
 // Check, CheckWithin and the Require functions are the one place
 // permissions are checked, for the HTTP API, the MCP tools and the studio
-// alike. Nothing is cached: every check reads the principal's grants, so a
-// revoked or changed grant applies to the next request.
+// alike. Nothing is cached across requests: a check reads the principal's
+// grants, or uses those its request read with the principal
+// (WithPrincipalGrants), so a revoked or changed grant applies to the
+// next request.
 
 // Check returns nil when p holds perm (or admin) on resource or an ancestor
 // of it, and otherwise a *ForbiddenError (matching ErrForbidden) naming the
@@ -181,6 +183,12 @@ func (s *Service) check(ctx context.Context, p cks.Principal, perm string, resou
 	if err != nil {
 		return fmt.Errorf("auth: grants of %q: %w", p.Name, err)
 	}
+	return checkGrants(p, grants, perm, resources, allows)
+}
+
+// checkGrants is check of grants, p's.
+func checkGrants(p cks.Principal, grants []cks.Grant, perm string, resources []string,
+	allows func([]cks.Grant, string, string) bool) error {
 	for _, r := range resources {
 		if !allows(grants, perm, r) {
 			return &ForbiddenError{Principal: p.Name, Permission: perm, Resource: r}
@@ -195,12 +203,36 @@ type caller struct {
 	authz     *Service
 	principal cks.Principal
 	local     bool
+	// grants were read with the principal (granted: WithPrincipalGrants).
+	grants  []cks.Grant
+	granted bool
 }
 
 // WithPrincipal returns ctx carrying an authenticated principal and the
 // service that checks it, for Require further down the call.
 func WithPrincipal(ctx context.Context, authz *Service, p cks.Principal) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller{authz: authz, principal: p})
+}
+
+// WithPrincipalGrants is WithPrincipal with p's grants as the request
+// read them (AuthenticateWithGrants): the checks of the request use them
+// instead of reading them again. Only for a context that ends with its
+// request (see ForgetGrants).
+func WithPrincipalGrants(ctx context.Context, authz *Service, p cks.Principal, grants []cks.Grant) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller{authz: authz, principal: p, grants: grants, granted: true})
+}
+
+// ForgetGrants returns ctx without the grants its request read
+// (WithPrincipalGrants), the principal kept: for a context that outlives
+// its request (an MCP session's), whose later checks must each read the
+// grants as they are then.
+func ForgetGrants(ctx context.Context) context.Context {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if !ok || !c.granted {
+		return ctx
+	}
+	c.grants, c.granted = nil, false
+	return context.WithValue(ctx, callerKey{}, c)
 }
 
 // WithLocalOperator returns ctx marking the caller as the local operator (the
@@ -219,14 +251,14 @@ func PrincipalFrom(ctx context.Context) (cks.Principal, bool) {
 // local operator holds everything. A ctx with no caller is refused: callers
 // that forgot to authenticate fail closed.
 func Require(ctx context.Context, perm, resource string) error {
-	return require(ctx, perm, resource, (*Service).Check)
+	return requireBy(ctx, perm, []string{resource}, Allows)
 }
 
 // RequireWithin is Require by CheckWithin: that the caller in ctx holds
 // perm on resource, an ancestor or a node below it (the check a surface
 // makes before it knows which node a call names).
 func RequireWithin(ctx context.Context, perm, resource string) error {
-	return require(ctx, perm, resource, (*Service).CheckWithin)
+	return requireBy(ctx, perm, []string{resource}, AllowsWithin)
 }
 
 // RequireEach is Require of perm on every one of resources, the caller's
@@ -236,22 +268,23 @@ func RequireEach(ctx context.Context, perm string, resources []string) error {
 	if len(resources) == 0 {
 		return nil
 	}
-	return require(ctx, perm, resources[0], func(s *Service, ctx context.Context, p cks.Principal, perm, _ string) error {
-		return s.check(ctx, p, perm, resources, Allows)
-	})
+	return requireBy(ctx, perm, resources, Allows)
 }
 
-// require is Require by check.
-func require(ctx context.Context, perm, resource string,
-	check func(*Service, context.Context, cks.Principal, string, string) error) error {
+// requireBy is Require of perm on every one of resources (at least one)
+// by allows: against the grants the request read with its principal, or
+// those read now.
+func requireBy(ctx context.Context, perm string, resources []string, allows func([]cks.Grant, string, string) bool) error {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	switch {
 	case !ok:
-		return &ForbiddenError{Permission: perm, Resource: resource}
+		return &ForbiddenError{Permission: perm, Resource: resources[0]}
 	case c.local:
 		return nil
+	case c.granted:
+		return checkGrants(c.principal, c.grants, perm, resources, allows)
 	}
-	return check(c.authz, ctx, c.principal, perm, resource)
+	return c.authz.check(ctx, c.principal, perm, resources, allows)
 }
 
 // TaskTokenGrants are the grants of a task-scoped agent credential for task

@@ -24,6 +24,7 @@ func TestPrincipals(t *testing.T) {
 		"PrincipalsDeleteLastAdmin":        testPrincipalsDeleteLastAdmin,
 		"PrincipalsDeleteConcurrentAdmins": testPrincipalsDeleteConcurrentAdmins,
 		"Sessions":                         testSessions,
+		"AuthenticateWithGrants":           testAuthenticateWithGrants,
 		"SessionsExpire":                   testSessionsExpire,
 	})
 }
@@ -271,5 +272,48 @@ func testPrincipals(t *testing.T, open backendtest.Opener) {
 	}
 	if _, err := s.Principals.PrincipalByTokenHash(ctx(t), "hash-2"); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("rejected principal was stored: err = %v", err)
+	}
+}
+
+// testAuthenticateWithGrants: a bearer token's principal and grants come
+// back together; the checks of a context that carries them use them (not
+// a read: they stand after the principal is gone), and ForgetGrants makes
+// its checks read again (the principal gone: refused).
+func testAuthenticateWithGrants(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	_, tok, err := auth.CreateToken(ctx(t), s.Principals, nil, "reader", []cks.Grant{
+		{Resource: "/tasks", Permission: auth.PermRead}, {Resource: "/objects", Permission: auth.PermCreate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, grants, err := s.Principals.AuthenticateWithGrants(ctx(t), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cks.Grant{{Resource: "/objects", Permission: auth.PermCreate}, {Resource: "/tasks", Permission: auth.PermRead}}
+	if p.Name != "reader" || fmt.Sprint(grants) != fmt.Sprint(want) {
+		t.Fatalf("authenticated %+v with %v, want reader with %v", p, grants, want)
+	}
+	if _, _, err := s.Principals.AuthenticateWithGrants(ctx(t), "not-a-token"); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("a malformed token: %v, want ErrUnauthenticated", err)
+	}
+	c := auth.WithPrincipalGrants(ctx(t), s.Principals, p, grants)
+	if err := auth.Require(c, auth.PermRead, "/tasks/3"); err != nil {
+		t.Errorf("read on /tasks/3 with the grants read: %v", err)
+	}
+	if err := auth.Require(c, auth.PermStop, "/tasks/3"); !errors.Is(err, auth.ErrForbidden) {
+		t.Errorf("stop on /tasks/3: %v, want forbidden", err)
+	}
+	if err := s.Principals.DeletePrincipal(ctx(t), p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Principals.AuthenticateWithGrants(ctx(t), tok); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("a deleted token: %v, want ErrUnauthenticated", err)
+	}
+	if err := auth.Require(c, auth.PermRead, "/tasks/3"); err != nil {
+		t.Errorf("the request's own grants after the delete: %v, want them used, not read again", err)
+	}
+	if err := auth.Require(auth.ForgetGrants(c), auth.PermRead, "/tasks/3"); !errors.Is(err, auth.ErrForbidden) {
+		t.Errorf("ForgetGrants after the delete: %v, want the grants read again and none found", err)
 	}
 }

@@ -1110,6 +1110,14 @@ type GrantRow struct {
 	Permission  string
 }
 
+// PrincipalAuthRow is a principal with its grants, as authentication
+// reads them (PrincipalAuth).
+type PrincipalAuthRow struct {
+	PrincipalRow
+	// Grants are ordered by resource, permission (as GrantList's).
+	Grants []GrantRow
+}
+
 // PrincipalExecutor holds the primitives of principals and grants.
 type PrincipalExecutor interface {
 	// PrincipalInsert inserts a principal (ErrUniqueViolation on a
@@ -1122,6 +1130,10 @@ type PrincipalExecutor interface {
 	// the task's current one (the task has a lease and its hash equals the
 	// binding), so a task credential dies with its lease.
 	PrincipalByTokenHash(ctx context.Context, tokenHash string) (PrincipalRow, error)
+	// PrincipalAuth is PrincipalByTokenHash with the principal's grants,
+	// read together (on Postgres in one statement: an authenticated
+	// request is one read, not two).
+	PrincipalAuth(ctx context.Context, tokenHash string) (PrincipalAuthRow, error)
 	// PrincipalGet reads a principal by id (ErrNoRows), bound or not.
 	PrincipalGet(ctx context.Context, id string) (PrincipalRow, error)
 	// GrantList returns a principal's grants ordered by resource, permission.

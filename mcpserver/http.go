@@ -96,10 +96,17 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"this MCP session belongs to another token: open a session of your own (initialize without Mcp-Session-Id)")
 			return
 		}
-		h.stateful.ServeHTTP(w, r)
+		h.stateful.ServeHTTP(w, forgetGrants(r))
 	default:
-		h.openSession(w, r)
+		h.openSession(w, forgetGrants(r))
 	}
+}
+
+// forgetGrants is r without the grants its authentication read: a
+// session's tools run in the context of the request that opened it, long
+// after that request, so each of their checks reads the grants anew.
+func forgetGrants(r *http.Request) *http.Request {
+	return r.WithContext(auth.ForgetGrants(r.Context()))
 }
 
 // openSession serves an initialize of the protocol with sessions, which

@@ -35,6 +35,13 @@ func Principals(t *testing.T, newDB NewDB) {
 		}
 		_, err = ex.PrincipalByTokenHash(ctx, "hash-nope")
 		isNoRows(t, "unknown token hash", err)
+		auth, err := ex.PrincipalAuth(ctx, "hash-p1")
+		must(t, "auth", err)
+		if auth.PrincipalRow != p || len(auth.Grants) != 0 {
+			t.Fatalf("auth reads %+v, want %+v without grants", auth, p)
+		}
+		_, err = ex.PrincipalAuth(ctx, "hash-nope")
+		isNoRows(t, "auth of an unknown token hash", err)
 		got, err = ex.PrincipalGet(ctx, "p1")
 		must(t, "get", err)
 		if got != p {
@@ -80,6 +87,11 @@ func Principals(t *testing.T, newDB NewDB) {
 		want := []driver.GrantRow{grant("p1", "/", "admin"), grant("p1", "/a", "read"), grant("p1", "/tasks", "create"), grant("p1", "/tasks", "read")}
 		if !slices.Equal(got, want) {
 			t.Fatalf("grants of p1 = %v, want %v", got, want)
+		}
+		auth, err := ex.PrincipalAuth(ctx, "hash-p1")
+		must(t, "auth", err)
+		if auth.PrincipalRow != principal("p1", 0) || !slices.Equal(auth.Grants, want) {
+			t.Fatalf("auth of p1 = %+v, want its row and grants %v", auth, want)
 		}
 		all, err := ex.GrantListAll(ctx)
 		must(t, "grant list all", err)
@@ -238,6 +250,10 @@ func leaseBinding(t *testing.T, newDB NewDB) {
 		t.Helper()
 		for _, id := range []string{"plain", "w1", "w2", "stale"} {
 			p, err := ex.PrincipalByTokenHash(ctx, "hash-"+id)
+			// Authentication's read decides alike.
+			if a, aerr := ex.PrincipalAuth(ctx, "hash-"+id); a.PrincipalRow != p || errors.Is(aerr, driver.ErrNoRows) != errors.Is(err, driver.ErrNoRows) {
+				t.Errorf("%s: auth reads %+v, %v; by token hash %+v, %v", id, a.PrincipalRow, aerr, p, err)
+			}
 			switch {
 			case slices.Contains(want, id) && err != nil:
 				t.Errorf("%s: %v, want it valid", id, err)

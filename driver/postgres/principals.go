@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 )
 
@@ -21,4 +23,22 @@ func (e *executor) PrincipalCountWithGrant(ctx context.Context, resource, permis
 		}
 	}
 	return n, nil
+}
+
+// PrincipalAuth implements driver.PrincipalExecutor in one statement: the
+// grants come back as two parallel arrays.
+func (e *executor) PrincipalAuth(ctx context.Context, tokenHash string) (driver.PrincipalAuthRow, error) {
+	x, err := e.d.q.PrincipalAuth(ctx, e.db, tokenHash)
+	if err != nil {
+		return driver.PrincipalAuthRow{}, mapErr("principal auth", err)
+	}
+	if len(x.GrantResources) != len(x.GrantPermissions) {
+		return driver.PrincipalAuthRow{}, fmt.Errorf("postgres: principal auth: %d grant resources for %d permissions",
+			len(x.GrantResources), len(x.GrantPermissions))
+	}
+	out := driver.PrincipalAuthRow{PrincipalRow: principalRowOf(x.CksPrincipal), Grants: make([]driver.GrantRow, len(x.GrantResources))}
+	for i, res := range x.GrantResources {
+		out.Grants[i] = driver.GrantRow{PrincipalID: out.ID, Resource: res, Permission: x.GrantPermissions[i]}
+	}
+	return out, nil
 }

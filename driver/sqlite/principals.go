@@ -31,3 +31,19 @@ func (e *executor) GrantInsertMany(ctx context.Context, grants []driver.GrantRow
 		return mapErr("grant insert", e.d.q.GrantInsertMany(ctx, w, string(b)))
 	})
 }
+
+// PrincipalAuth implements driver.PrincipalExecutor: two statements, which
+// cost no round trip in process; in a transaction, one snapshot, else two
+// reads (grants revoked between them are gone from the second: a request
+// sees the revocation, never a grant that was not there).
+func (e *executor) PrincipalAuth(ctx context.Context, tokenHash string) (driver.PrincipalAuthRow, error) {
+	p, err := e.PrincipalByTokenHash(ctx, tokenHash)
+	if err != nil {
+		return driver.PrincipalAuthRow{}, err
+	}
+	grants, err := e.GrantList(ctx, p.ID)
+	if err != nil {
+		return driver.PrincipalAuthRow{}, err
+	}
+	return driver.PrincipalAuthRow{PrincipalRow: p, Grants: grants}, nil
+}

@@ -20,6 +20,21 @@ WHERE p.token_hash = @token_hash
         WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
             AND t.lease_token_hash = p.lease_token_hash));
 
+-- PrincipalByTokenHash with the principal's grants (GrantList's order),
+-- in one statement: an authenticated request's one read.
+-- name: PrincipalAuth :one
+SELECT sqlc.embed(p),
+    coalesce((SELECT array_agg(g.resource ORDER BY g.resource COLLATE "C", g.permission COLLATE "C")
+        FROM cks_grants g WHERE g.principal_id = p.principal_id), '{}')::text[] AS grant_resources,
+    coalesce((SELECT array_agg(g.permission ORDER BY g.resource COLLATE "C", g.permission COLLATE "C")
+        FROM cks_grants g WHERE g.principal_id = p.principal_id), '{}')::text[] AS grant_permissions
+FROM cks_principals p
+WHERE p.token_hash = @token_hash
+    AND (p.task_id IS NULL OR EXISTS (
+        SELECT 1 FROM cks_outbox_tasks t
+        WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+            AND t.lease_token_hash = p.lease_token_hash));
+
 -- name: PrincipalGet :one
 SELECT * FROM cks_principals WHERE principal_id = @principal_id;
 

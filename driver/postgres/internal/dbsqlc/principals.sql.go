@@ -113,6 +113,44 @@ func (q *Queries) GrantListAll(ctx context.Context, db DBTX) ([]CksGrant, error)
 	return items, nil
 }
 
+const principalAuth = `-- name: PrincipalAuth :one
+SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.task_id, p.lease_token_hash,
+    coalesce((SELECT array_agg(g.resource ORDER BY g.resource COLLATE "C", g.permission COLLATE "C")
+        FROM cks_grants g WHERE g.principal_id = p.principal_id), '{}')::text[] AS grant_resources,
+    coalesce((SELECT array_agg(g.permission ORDER BY g.resource COLLATE "C", g.permission COLLATE "C")
+        FROM cks_grants g WHERE g.principal_id = p.principal_id), '{}')::text[] AS grant_permissions
+FROM cks_principals p
+WHERE p.token_hash = $1
+    AND (p.task_id IS NULL OR EXISTS (
+        SELECT 1 FROM cks_outbox_tasks t
+        WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
+            AND t.lease_token_hash = p.lease_token_hash))
+`
+
+type PrincipalAuthRow struct {
+	CksPrincipal     CksPrincipal
+	GrantResources   []string
+	GrantPermissions []string
+}
+
+// PrincipalByTokenHash with the principal's grants (GrantList's order),
+// in one statement: an authenticated request's one read.
+func (q *Queries) PrincipalAuth(ctx context.Context, db DBTX, tokenHash string) (PrincipalAuthRow, error) {
+	row := db.QueryRow(ctx, principalAuth, tokenHash)
+	var i PrincipalAuthRow
+	err := row.Scan(
+		&i.CksPrincipal.PrincipalID,
+		&i.CksPrincipal.Name,
+		&i.CksPrincipal.TokenHash,
+		&i.CksPrincipal.CreatedAt,
+		&i.CksPrincipal.TaskID,
+		&i.CksPrincipal.LeaseTokenHash,
+		&i.GrantResources,
+		&i.GrantPermissions,
+	)
+	return i, err
+}
+
 const principalByTokenHash = `-- name: PrincipalByTokenHash :one
 SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.task_id, p.lease_token_hash FROM cks_principals p
 WHERE p.token_hash = $1
