@@ -173,6 +173,45 @@ func Tasks(t *testing.T, newDB NewDB) {
 			t.Fatalf("second live task of a dedupe key: err = %v, want ErrUniqueViolation", err)
 		}
 	})
+	// What an insert returns is what a read returns, byte for byte (the
+	// JSON columns in the database's stored form): for a batch of new tasks
+	// as an enqueue makes them (a driver may send those narrowly) and for
+	// one with a row that is not new.
+	t.Run("InsertReturnsAsStored", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		parent := insert(t, ex, task("plan", stOpen))[0]
+		fresh := func(i int) driver.TaskRow {
+			r := task("build", stOpen)
+			r.Title, r.Description, r.AcceptanceCriteria = fmt.Sprintf("t%d ü", i), "d", "ac"
+			r.Payload, r.Metadata = []byte(`{"b":  1, "a": [1, 2]}`), []byte(` {"owner":"x"} `)
+			r.Priority, r.MaxAttempts, r.CreatedBy, r.DedupeKey = i, 5, "alice", fmt.Sprintf("k%d", i)
+			if i%2 == 0 {
+				r.ParentID = parent
+			}
+			if i == 3 {
+				r.State = "WAITING"
+			}
+			return r
+		}
+		for _, batch := range [][]driver.TaskRow{
+			{fresh(1), fresh(2), fresh(3)},
+			{fresh(4), fullTask(parent), fresh(5)},
+		} {
+			stored, err := ex.TaskInsertMany(ctx, batch)
+			must(t, "insert", err)
+			var want []int64
+			for _, r := range stored {
+				want = append(want, r.ID)
+			}
+			read, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: want})
+			must(t, "get many", err)
+			if !reflect.DeepEqual(stored, read) {
+				t.Fatalf("insert returned\n %+v\nread back\n %+v", stored, read)
+			}
+		}
+	})
 	t.Run("UpdateMany", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

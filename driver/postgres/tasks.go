@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
 )
 
@@ -40,6 +41,9 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 		}
 		return []driver.TaskRow{taskRowOf(stored)}, nil
 	}
+	if at, ok := newTasks(rows); ok {
+		return e.taskInsertManyNew(ctx, rows, at)
+	}
 	inserted, err := e.d.q.TaskInsertMany(ctx, e.db, taskInsertManyParams(rows))
 	if err != nil {
 		return nil, mapErr("task insert", err)
@@ -49,6 +53,57 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 	}
 	slices.SortFunc(inserted, func(x, y dbsqlc.CksOutboxTask) int { return cmp.Compare(x.TaskID, y.TaskID) })
 	return taskRowsOf(inserted), nil
+}
+
+// newTasks reports whether rows are tasks as an enqueue creates them (no
+// attempt, lease, outcome or schedule yet, the first revision, created,
+// updated and state-changed at one time, the same for every row), and that
+// time: TaskInsertManyNew's rows.
+func newTasks(rows []driver.TaskRow) (time.Time, bool) {
+	at := rows[0].CreatedAt
+	for _, r := range rows {
+		if r.Attempts != 0 || r.Restarts != 0 || r.Revision != 1 || r.ClaimedBy != "" || !r.ClaimedAt.IsZero() ||
+			r.LeaseTokenHash != "" || !r.LeaseExpiresAt.IsZero() || !r.LeaseRenewedAt.IsZero() || r.LeaseMs != 0 ||
+			!r.RunAfter.IsZero() || r.Result != "" || r.LastError != "" || r.Question != "" || r.Answer != "" ||
+			r.ReviewNote != "" || !r.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) || !r.StateChangedAt.Equal(at) {
+			return time.Time{}, false
+		}
+	}
+	return at, true
+}
+
+// taskInsertManyNew inserts rows (newTasks) with TaskInsertManyNew: the
+// rows as stored are rows with the ids and the jsonb columns' stored form
+// that come back.
+func (e *executor) taskInsertManyNew(ctx context.Context, rows []driver.TaskRow, at time.Time) ([]driver.TaskRow, error) {
+	n := len(rows)
+	a := dbsqlc.TaskInsertManyNewParams{CreatedAt: driver.Time(at), Types: make([]string, n), Titles: make([]string, n),
+		Descriptions: make([]string, n), AcceptanceCriterias: make([]string, n), Payloads: make([]string, n),
+		States: make([]string, n), Priorities: make([]int32, n), MaxAttemptss: make([]int32, n),
+		ParentIds: make([]int64, n), DedupeKeys: make([]string, n), CreatedBys: make([]string, n),
+		Metadatas: make([]string, n)}
+	for i, r := range rows {
+		a.Types[i], a.Titles[i], a.Descriptions[i], a.AcceptanceCriterias[i] = r.Type, r.Title, r.Description, r.AcceptanceCriteria
+		a.Payloads[i], a.States[i], a.Priorities[i] = nullable.JSONText(r.Payload), r.State, int32(r.Priority)
+		a.MaxAttemptss[i], a.ParentIds[i], a.DedupeKeys[i] = int32(r.MaxAttempts), r.ParentID, r.DedupeKey
+		a.CreatedBys[i], a.Metadatas[i] = r.CreatedBy, nullable.JSONText(r.Metadata)
+	}
+	got, err := e.d.q.TaskInsertManyNew(ctx, e.db, a)
+	if err != nil {
+		return nil, mapErr("task insert", err)
+	}
+	if len(got) != n {
+		return nil, fmt.Errorf("postgres: task insert: %d rows back for %d", len(got), n)
+	}
+	slices.SortFunc(got, func(x, y dbsqlc.TaskInsertManyNewRow) int { return cmp.Compare(x.TaskID, y.TaskID) })
+	out := make([]driver.TaskRow, n)
+	for i, g := range got {
+		out[i] = rows[i]
+		out[i].ID, out[i].Payload, out[i].Metadata = g.TaskID, nonNil(g.Payload), nonNil(g.Metadata)
+		out[i].CreatedAt = driver.Time(at)
+		out[i].UpdatedAt, out[i].StateChangedAt = out[i].CreatedAt, out[i].CreatedAt
+	}
+	return out, nil
 }
 
 // TaskUpdateMany implements driver.TaskExecutor: one statement, by

@@ -53,6 +53,26 @@ FROM (SELECT
     unnest(@metadatas::text[]) AS metadata) AS u
 RETURNING *;
 
+-- New tasks, as the ledger's enqueue makes them: the columns a task is
+-- created with (created, updated and state-changed at one time), every
+-- other one its default; back come only what the database assigns or
+-- rewrites (the id, the jsonb columns' stored form). A third of
+-- TaskInsertMany's arrays, and no row sent back whole.
+-- name: TaskInsertManyNew :many
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
+    state_changed_at, metadata)
+SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
+    u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
+    @created_at, @created_at, @created_at, u.metadata::jsonb
+FROM ROWS FROM (unnest(@types::text[]), unnest(@titles::text[]), unnest(@descriptions::text[]),
+    unnest(@acceptance_criterias::text[]), unnest(@payloads::text[]), unnest(@states::text[]),
+    unnest(@priorities::int[]), unnest(@max_attemptss::int[]), unnest(@parent_ids::bigint[]),
+    unnest(@dedupe_keys::text[]), unnest(@created_bys::text[]), unnest(@metadatas::text[]))
+    AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
+        parent_id, dedupe_key, created_by, metadata)
+RETURNING task_id, payload, metadata;
+
 -- One row: plain parameters, cheaper for Postgres than one-element arrays.
 -- name: TaskInsert :one
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
