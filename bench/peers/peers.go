@@ -29,13 +29,13 @@ const (
 	// agent` does it.
 	SystemCksAgent = "cks-agent"
 	// SystemCksHTTP is cks's agents over the hub's HTTP executor API: each
-	// agent claims through package client and runs the task through
-	// worker.Executor over the same client (mark running, the heartbeat,
-	// complete), with a token of its own, against an api server on
-	// 127.0.0.1.
+	// agent claims straight into RUNNING through package client and runs
+	// the task through worker.Executor over the same client (the
+	// heartbeat, complete), with a token of its own, against an api server
+	// on 127.0.0.1.
 	SystemCksHTTP = "cks-http"
 	// SystemCksMCP is cks's agents as MCP clients over streamable HTTP
-	// (/mcp), calling the executor tools (claim_tasks, mark_running,
+	// (/mcp), calling the executor tools (claim_tasks with running,
 	// touch_task, complete_task) in one session each.
 	SystemCksMCP = "cks-mcp"
 	// SystemSQLiteCeiling is the raw SQLite commit ceiling: single-row

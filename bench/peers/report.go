@@ -162,8 +162,8 @@ func describe(rep Report) string {
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. "+
 		"cks agents over HTTP and over MCP work through a hub: the api handler with /mcp (what `cks serve` serves, without its sweepers "+
 		"and studio) on a real HTTP server at 127.0.0.1 in this process, each agent with a token of its own (read and append on /tasks) "+
-		"and an HTTP transport of its own; an HTTP agent claims one task with package `client` (`claim_tasks`) and runs it through "+
-		"`worker.Executor` over the same client (`mark_running`, the heartbeat, `complete_task`), an MCP agent does the same through "+
+		"and an HTTP transport of its own; an HTTP agent claims one task straight into RUNNING with package `client` (`claim_tasks`, `running`) "+
+		"and runs it through `worker.Executor` over the same client (the heartbeat, `complete_task`; no `mark_running`), an MCP agent does the same through "+
 		"the executor tools in one streamable-HTTP session. Their client CPU includes the hub's, which runs in this process. Regenerate with "+
 		"`cd bench/peers && go run ./cmd/peers` (`--help` for the flags, `--json` for the raw figures).",
 		capitalize(plural(c.Rounds, "round")), thousands(int64(c.Jobs)), priorities(c), thousands(int64(c.RiverInsertBatch)), riverFetch(c), c.Batch)

@@ -75,8 +75,8 @@ func (w *pyWorker) wait(t testing.TB) int {
 
 // TestPythonWorker drives examples/python-worker (Python's standard library
 // only, the HTTP executor API) against a real hub, on both backends, with a
-// token holding only read and append on /tasks: it claims a task, marks it
-// running, records a decision with the claimed revision and heartbeats; an
+// token holding only read and append on /tasks: it claims a task straight
+// into RUNNING, records a decision with the claimed revision and heartbeats; an
 // operator's stop mid-run reaches it through the next heartbeat, and it
 // confirms the abort (the waiting stop answers abort_confirmed). The task,
 // edited (a new revision) and started again, is claimed by a second run at
@@ -106,6 +106,11 @@ func TestPythonWorker(t *testing.T) {
 			})
 		}
 		running("the first run's decision at revision 1", 1)
+		// The worker claims with running true: started at the claim, not
+		// by a mark_running request after it.
+		if got, err := op.GetTask(ctx, task.ID); err != nil || !got.StateChangedAt.Equal(got.ClaimedAt) {
+			t.Fatalf("first run's task: started %v, claimed %v (%v); want started at the claim", got.StateChangedAt, got.ClaimedAt, err)
+		}
 
 		stop, err := op.StopTask(ctx, task.ID, client.StopRequest{Reason: "criteria change", Deadline: 60 * time.Second})
 		if err != nil {

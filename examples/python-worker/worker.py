@@ -8,16 +8,17 @@
 It works one task of type T by the protocol (docs/mcp.md, "The worker protocol";
 the same operations as the MCP tools of the same names):
 
-  1. claim_tasks   POST /v1/tasks/claim     {worker, types, n, lease_s}
-                   -> the task, its revision and its lease_token (shown once)
-  2. mark_running  POST /v1/tasks/ID/running
-  3. record_decision POST /v1/tasks/ID/decisions {kind, text, derived_from_revision}
+  1. claim_tasks   POST /v1/tasks/claim     {worker, types, n, lease_s, running}
+                   -> the task, its revision and its lease_token (shown once);
+                   running: true claims it straight into RUNNING, so the
+                   worker makes no mark_running call (POST /v1/tasks/ID/running)
+  2. record_decision POST /v1/tasks/ID/decisions {kind, text, derived_from_revision}
      touch_task    POST /v1/tasks/ID/touch   (the heartbeat, every --heartbeat-s,
                    well within a third of the lease) while the work runs;
                    {"held": false, "abort_requested": true} after an operator's
                    stop: the worker stops working and confirms the abort
                    (POST /v1/tasks/ID/abort/confirm)
-  4. complete_task POST /v1/tasks/ID/complete {result}
+  3. complete_task POST /v1/tasks/ID/complete {result}
 
 Every call after the claim carries the lease_token: a call under a lease the
 hub no longer holds is refused (409 lease_lost) and changes nothing. With
@@ -88,7 +89,7 @@ def work(hub, args):
     """Claims one task and works it; returns the exit status."""
     worker = "python-worker@%s/%d" % (socket.gethostname(), os.getpid())
     claim = hub.call("POST", "/v1/tasks/claim",
-                     {"worker": worker, "types": [args.type], "n": 1, "lease_s": args.lease_s})
+                     {"worker": worker, "types": [args.type], "n": 1, "lease_s": args.lease_s, "running": True})
     if not claim["tasks"]:
         log("no OPEN task of type", args.type)
         return 0
@@ -98,7 +99,6 @@ def work(hub, args):
     if args.save_lease:
         with open(args.save_lease, "w") as f:
             json.dump(lease, f)
-    leased(hub, lease, "/running")
     # The plan is derived from the task as claimed: its revision says which text.
     leased(hub, lease, "/decisions", {
         "kind": "plan",
