@@ -119,6 +119,11 @@ type Accounting struct {
 	// database server (backends, WAL writer, checkpointer, autovacuum).
 	HasServerCPU bool          `json:"has_server_cpu"`
 	ServerCPU    time.Duration `json:"server_cpu_ns"`
+	// WorkClientCPU and WorkServerCPU are the parts of ClientCPU and
+	// ServerCPU spent in the work phase (after the last enqueue), the
+	// phase jobs/s measures: on CPU-bound cores they set it.
+	WorkClientCPU time.Duration `json:"work_client_cpu_ns,omitempty"`
+	WorkServerCPU time.Duration `json:"work_server_cpu_ns,omitempty"`
 	// Requests is the number of HTTP requests the hub served during the
 	// run (the hub paths only: the agents' round trips to it).
 	Requests int64 `json:"requests,omitempty"`
@@ -148,6 +153,8 @@ func (a Accounting) add(b Accounting) Accounting {
 	a.WALSyncs += b.WALSyncs
 	a.ClientCPU += b.ClientCPU
 	a.ServerCPU += b.ServerCPU
+	a.WorkClientCPU += b.WorkClientCPU
+	a.WorkServerCPU += b.WorkServerCPU
 	a.Requests += b.Requests
 	a.Top = mergeTop(a.Top, b.Top)
 	return a

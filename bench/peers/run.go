@@ -381,10 +381,12 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		r.LoadSeconds = time.Since(t0).Seconds()
 		cfg.Progress(fmt.Sprintf("%s: loaded in %.1f s", prefix, r.LoadSeconds))
 	}
-	progress := progressFor(cfg, prefix)
-
 	var (
 		before, cpuEnd snapshot
+		// workStart is the CPU at the end of the enqueue phase: the work
+		// phase's CPU, which alone decides jobs/s, is cpuEnd less it.
+		workStart snapshot
+		marked    bool
 		enq, work      time.Duration
 		closeFn        func()
 		// The hub's requests during the run (a hub path's).
@@ -399,6 +401,13 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		var err error
 		before, err = m.read(ctx)
 		return err
+	}
+	said := progressFor(cfg, prefix)
+	progress := func(phase string, done, total int) {
+		if phase == "enqueue" && done == total && !marked {
+			workStart, marked = m.cpu(), true
+		}
+		said(phase, done, total)
 	}
 	switch c.system {
 	case SystemRiver:
@@ -474,6 +483,12 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 	}
 	if r.Acct, err = m.account(ctx, before, cpuEnd, after); err != nil {
 		return r, err
+	}
+	if marked {
+		r.Acct.WorkClientCPU = cpuEnd.client - workStart.client
+		if r.Acct.HasServerCPU {
+			r.Acct.WorkServerCPU = cpuEnd.server - workStart.server
+		}
 	}
 	r.Acct.Requests = requests
 	r.EnqueueSeconds, r.WorkSeconds = enq.Seconds(), work.Seconds()
