@@ -50,9 +50,9 @@ func schemaName(t testing.TB, dbURL string) string {
 
 // schemaOf describes the current schema of url as the catalog reports it,
 // one sorted line per fact: every column (type, nullability, default,
-// identity), constraint, index, trigger and function, with the schema's
-// own name taken out. Column order is not a fact: a column added by an
-// upgrade comes last.
+// identity), constraint, index, trigger, function and table's storage
+// parameters, with the schema's own name taken out. Column order is not a
+// fact: a column added by an upgrade comes last.
 func schemaOf(t testing.TB, url string) []string {
 	t.Helper()
 	c := conn(t, url)
@@ -66,6 +66,8 @@ func schemaOf(t testing.TB, url string) []string {
 	JOIN pg_class r ON r.oid = t.tgrelid WHERE r.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal`)...)
 	out = append(out, texts(t, c, `SELECT concat_ws('|', 'function', p.proname, pg_get_functiondef(p.oid)) FROM pg_proc p
 	WHERE p.pronamespace = current_schema()::regnamespace`)...)
+	out = append(out, texts(t, c, `SELECT concat_ws('|', 'options', relname, array_to_string(reloptions, ',')) FROM pg_class
+	WHERE relnamespace = current_schema()::regnamespace AND reloptions IS NOT NULL`)...)
 	schema := schemaName(t, url)
 	for i := range out {
 		out[i] = strings.ReplaceAll(out[i], schema+".", "SCHEMA.")
@@ -186,7 +188,7 @@ var scratch = drivertest.Scratch{
 		"index|idx_outbox_tasks_lease|", "index|idx_outbox_tasks_state_changed|", "index|idx_outbox_tasks_claim|",
 		"index|idx_task_events_task|", "constraint|cks_task_events|cks_task_events_pkey|PRIMARY KEY (event_id)",
 		"index|cks_task_events_pkey|CREATE UNIQUE INDEX cks_task_events_pkey ON SCHEMA.cks_task_events USING btree (event_id)"},
-	Added: []string{"index|idx_outbox_tasks_leased|", "index|idx_task_events_at|", "index|idx_outbox_tasks_stopped|",
+	Added: []string{"index|idx_outbox_tasks_leased|", "options|cks_outbox_tasks|fillfactor=70", "index|idx_task_events_at|", "index|idx_outbox_tasks_stopped|",
 		"index|idx_outbox_tasks_claim_type|", "index|idx_outbox_tasks_settled|",
 		"constraint|cks_task_events|cks_task_events_pkey|PRIMARY KEY (task_id, event_id)",
 		"index|cks_task_events_pkey|CREATE UNIQUE INDEX cks_task_events_pkey ON SCHEMA.cks_task_events USING btree (task_id, event_id)"},

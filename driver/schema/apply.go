@@ -13,7 +13,8 @@ type ApplyParams struct {
 	// Files holds the driver's upgrade/ directory: the catalog reads
 	// upgrade/columns.sql (table, column), upgrade/names.sql ("index" or
 	// "trigger", name), upgrade/references.sql (table.column, constraint)
-	// and upgrade/keys.sql (table, its key's columns joined by commas), and
+	// upgrade/keys.sql (table, its key's columns joined by commas) and
+	// upgrade/options.sql (table, one storage parameter as "name=value"), and
 	// what ReadUpgrade reads.
 	Files fs.FS
 	// Query runs a catalog read whose rows are pairs of text, calling row
@@ -32,7 +33,7 @@ type ApplyParams struct {
 // backfills and retirements) and runs it, in the caller's transaction.
 func Apply(ctx context.Context, p ApplyParams) error {
 	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
-		References: map[string]string{}, PrimaryKeys: map[string]string{}}
+		References: map[string]string{}, PrimaryKeys: map[string]string{}, Options: map[string]map[string]bool{}}
 	err := catalog(ctx, p, "columns.sql", func(table, column string) {
 		if have.Columns[table] == nil {
 			have.Columns[table] = map[string]bool{}
@@ -57,6 +58,15 @@ func Apply(ctx context.Context, p ApplyParams) error {
 		return err
 	}
 	err = catalog(ctx, p, "keys.sql", func(table, columns string) { have.PrimaryKeys[table] = columns })
+	if err != nil {
+		return err
+	}
+	err = catalog(ctx, p, "options.sql", func(table, option string) {
+		if have.Options[table] == nil {
+			have.Options[table] = map[string]bool{}
+		}
+		have.Options[table][option] = true
+	})
 	if err != nil {
 		return err
 	}

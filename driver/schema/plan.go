@@ -24,6 +24,9 @@ type Existing struct {
 	// PrimaryKeys maps each existing table with a primary key to its
 	// columns, in key order, joined by commas.
 	PrimaryKeys map[string]string
+	// Options maps each existing table with storage parameters to them,
+	// as the catalog spells each ("fillfactor=70"; Postgres only).
+	Options map[string]map[string]bool
 }
 
 // Backfill maps "table.column" to the statements that fill that column in
@@ -154,6 +157,13 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 		}
 	}
 	out = append(out, fills...)
+	for _, t := range tables {
+		if o := storageOption(t, d); o != "" && have.Columns[t.Name] != nil && !have.Options[t.Name][o] {
+			// Pages written from now on keep the room; those already full
+			// get it as their rows are pruned.
+			out = append(out, "ALTER TABLE "+t.Name+" SET ("+strings.Replace(o, "=", " = ", 1)+")")
+		}
+	}
 	function := false // the Postgres reject function, created once before its first trigger
 	for _, t := range tables {
 		for _, ix := range t.Indexes {

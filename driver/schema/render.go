@@ -2,6 +2,7 @@ package schema
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -39,7 +40,25 @@ func CreateSQL(t Table, d Dialect) string {
 	if len(t.PrimaryKey) > 0 && t.primaryKeyIn(d) {
 		parts = append(parts, "PRIMARY KEY ("+strings.Join(t.PrimaryKey, ", ")+")")
 	}
-	return "CREATE TABLE IF NOT EXISTS " + t.Name + " (\n    " + strings.Join(parts, ",\n    ") + "\n)"
+	return "CREATE TABLE IF NOT EXISTS " + t.Name + " (\n    " + strings.Join(parts, ",\n    ") + "\n)" + withSQL(t, d)
+}
+
+// withSQL renders the storage parameters of t in d (Postgres: WITH (…) of
+// CREATE TABLE), "" when it has none.
+func withSQL(t Table, d Dialect) string {
+	if o := storageOption(t, d); o != "" {
+		return " WITH (" + o + ")"
+	}
+	return ""
+}
+
+// storageOption is t's storage parameter in d as Postgres's catalog spells
+// it in pg_class.reloptions ("fillfactor=70"), "" when it has none.
+func storageOption(t Table, d Dialect) string {
+	if d != Postgres || t.FillFactor == 0 {
+		return ""
+	}
+	return "fillfactor=" + strconv.Itoa(t.FillFactor)
 }
 
 // AddColumnSQL renders the ALTER TABLE that adds column c to t in d.

@@ -232,6 +232,14 @@ type Table struct {
 	// or, since SQLite cannot drop one, rebuilds the table in the current
 	// shape with its rows, indexes and triggers.
 	RetiredReferences []string
+	// FillFactor (Postgres) is the percentage of each heap page that
+	// inserts fill, the rest kept for the newer versions of the page's
+	// rows; 0 is Postgres's default, 100. Every move of a task writes a
+	// new version of its row (state is a key: no HOT update), and when
+	// the version fits on the old one's page Postgres writes it without
+	// the lock record and the free-space search that moving it to another
+	// page costs (docs/benchmarks.md, issue 27).
+	FillFactor int
 }
 
 // Retired is a column an older shape had. Its Indexes go first: SQLite

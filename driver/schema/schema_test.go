@@ -9,8 +9,11 @@ import (
 // current returns the Existing of a database of the current shape in d.
 func current(d Dialect) Existing {
 	have := Existing{Columns: map[string]map[string]bool{}, Indexes: map[string]bool{}, Triggers: map[string]bool{},
-		References: map[string]string{}, PrimaryKeys: map[string]string{}}
+		References: map[string]string{}, PrimaryKeys: map[string]string{}, Options: map[string]map[string]bool{}}
 	for _, t := range TablesOf(d) {
+		if o := storageOption(t, d); o != "" {
+			have.Options[t.Name] = map[string]bool{o: true}
+		}
 		have.Columns[t.Name] = map[string]bool{}
 		for _, c := range t.Columns {
 			have.Columns[t.Name][c.Name] = true
@@ -342,5 +345,36 @@ func TestVersionsTriggerFreezesAllButIsHead(t *testing.T) {
 	}
 	if got := Triggers(v, SQLite)[0].SQL; !strings.Contains(got, "UPDATE refused (only is_head changes)") {
 		t.Errorf("sqlite versions trigger message: %s", got)
+	}
+}
+
+// TestFillFactor: the task table is created with its fillfactor on
+// Postgres and with none on SQLite, and an existing Postgres table without
+// it gets it (ALTER TABLE … SET), once.
+func TestFillFactor(t *testing.T) {
+	tasks := func(d Dialect) Table {
+		for _, tb := range TablesOf(d) {
+			if tb.Name == "cks_outbox_tasks" {
+				return tb
+			}
+		}
+		t.Fatal("no cks_outbox_tasks")
+		return Table{}
+	}
+	if got := CreateSQL(tasks(Postgres), Postgres); !strings.HasSuffix(got, ") WITH (fillfactor=70)") {
+		t.Errorf("Postgres create ends %q, want WITH (fillfactor=70)", got[max(0, len(got)-40):])
+	}
+	if got := CreateSQL(tasks(SQLite), SQLite); strings.Contains(got, "WITH") {
+		t.Errorf("SQLite create has storage parameters: %q", got[max(0, len(got)-40):])
+	}
+	have := current(Postgres)
+	delete(have.Options, "cks_outbox_tasks")
+	want := []string{"ALTER TABLE cks_outbox_tasks SET (fillfactor = 70)"}
+	if got := Plan(Postgres, have, Upgrade{}); !slices.Equal(got, want) {
+		t.Errorf("plan of a table without its fillfactor %q, want %q", got, want)
+	}
+	have.Options["cks_outbox_tasks"] = map[string]bool{"fillfactor=90": true}
+	if got := Plan(Postgres, have, Upgrade{}); !slices.Equal(got, want) {
+		t.Errorf("plan of a table with another fillfactor %q, want %q", got, want)
 	}
 }

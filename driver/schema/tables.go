@@ -195,6 +195,9 @@ func outboxTasks() Table {
 			// Operators' free-form JSON object (owner, links, …).
 			{Name: "metadata", Type: JSON, NotNull: true, Default: EmptyObject},
 		},
+		// A task's row gets a new version at its claim and at its end:
+		// room on its page for them.
+		FillFactor: 70,
 		// Every index here is rewritten by every state change (a new row
 		// version, since state is a key), so each earns its cost: the
 		// ones a sweeper alone reads are partial, holding only the states

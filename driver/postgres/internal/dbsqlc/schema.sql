@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     updated_at TIMESTAMPTZ NOT NULL,
     state_changed_at TIMESTAMPTZ,
     metadata JSONB NOT NULL DEFAULT '{}'
-);
+) WITH (fillfactor=70);
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (
     task_id BIGINT NOT NULL REFERENCES cks_outbox_tasks(task_id),
