@@ -321,7 +321,8 @@ func writeAccounting(b *strings.Builder, gs []group) {
 		"are `pg_stat_database.xact_commit`; WAL fsyncs are `pg_stat_wal.wal_sync` (backends at commit and the WAL writer); " +
 		"rows written are tuples inserted + updated + deleted; CPU is this process's user+system time (client) and that of " +
 		"every server process (`/proc`: backends, WAL writer, checkpointer, autovacuum).\n\n")
-	b.WriteString("| system | statements | commits | WAL fsyncs | rows written | WAL bytes | CPU client | CPU server | CPU total |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("The work phase's CPU is the part of the client's and the server's after the last enqueue: the phase jobs/s measures.\n\n")
+	b.WriteString("| system | statements | commits | WAL fsyncs | rows written | WAL bytes | CPU client | CPU server | CPU total | work phase: client + server |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range gs {
 		a, jobs := g.total()
 		if jobs == 0 {
@@ -329,12 +330,21 @@ func writeAccounting(b *strings.Builder, gs []group) {
 		}
 		per := func(v int64, ok bool) string { return perTaskCell(float64(v), jobs, ok) }
 		cpu := func(d time.Duration, ok bool) string { return cpuCell(d, jobs, ok) }
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(),
 			per(a.Statements, a.HasStatements), per(a.Commits, a.HasServerStats), per(a.WALSyncs, a.HasServerStats),
 			per(a.RowsWritten, a.HasServerStats), per(a.WALBytes, a.HasServerStats),
-			cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), cpu(a.ClientCPU+a.ServerCPU, a.HasServerCPU))
+			cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), cpu(a.ClientCPU+a.ServerCPU, a.HasServerCPU), workCPU(a, jobs))
 	}
 	b.WriteString("\n")
+}
+
+// workCPU is the cell of a's work-phase CPU per job, client + server ("–"
+// when not measured: figures of a bench before it was).
+func workCPU(a Accounting, jobs int64) string {
+	if a.WorkClientCPU == 0 || !a.HasServerCPU {
+		return "–"
+	}
+	return cpuCell(a.WorkClientCPU, jobs, true) + " + " + cpuCell(a.WorkServerCPU, jobs, true)
 }
 
 // perTaskCell is a table cell of total v per job ("–" when not measured).
@@ -673,9 +683,10 @@ func Summary(rep Report) string {
 	}
 	if len(gs) > 0 {
 		w("\nPer task at each system's best worker count (enqueue and work, all rounds); CPU client is this process's (River's client, " +
-			"or cks's ledger, with the hub for the agents over HTTP and MCP), CPU server every Postgres process's:\n\n")
-		w("| system | jobs/s (median) | × River | CPU client | CPU server | commits | statements | rows written | WAL bytes |\n")
-		w("|---|---|---|---|---|---|---|---|---|\n")
+			"or cks's ledger, with the hub for the agents over HTTP and MCP), CPU server every Postgres process's; *work phase* is the " +
+			"part of both after the last enqueue, the phase jobs/s measures, which on CPU-bound cores sets it:\n\n")
+		w("| system | jobs/s (median) | × River | CPU client | CPU server | work phase: client + server | commits | statements | rows written | WAL bytes |\n")
+		w("|---|---|---|---|---|---|---|---|---|---|\n")
 		_, riverMed, _ := best(gs, SystemRiver)
 		for _, sys := range append([]string{SystemRiver}, cksSystems...) {
 			g, med, ok := best(gs, sys)
@@ -685,8 +696,8 @@ func Summary(rep Report) string {
 			a, jobs := g.total()
 			per := func(v int64, ok bool) string { return perTaskCell(float64(v), jobs, ok) }
 			cpu := func(d time.Duration, ok bool) string { return cpuCell(d, jobs, ok) }
-			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(), thousands(int64(med)), ratio(med, riverMed),
-				cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), per(a.Commits, a.HasServerStats),
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label(), thousands(int64(med)), ratio(med, riverMed),
+				cpu(a.ClientCPU, true), cpu(a.ServerCPU, a.HasServerCPU), workCPU(a, jobs), per(a.Commits, a.HasServerStats),
 				per(a.Statements, a.HasStatements), per(a.RowsWritten, a.HasServerStats), per(a.WALBytes, a.HasServerStats))
 		}
 	}

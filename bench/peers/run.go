@@ -387,8 +387,8 @@ func runPostgres(ctx context.Context, m *meter, cfg Config, c contender, round, 
 		// phase's CPU, which alone decides jobs/s, is cpuEnd less it.
 		workStart snapshot
 		marked    bool
-		enq, work      time.Duration
-		closeFn        func()
+		enq, work time.Duration
+		closeFn   func()
 		// The hub's requests during the run (a hub path's).
 		requests, requestsBefore int64
 	)
