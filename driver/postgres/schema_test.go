@@ -188,7 +188,7 @@ var scratch = drivertest.Scratch{
 		"index|idx_outbox_tasks_lease|", "index|idx_outbox_tasks_state_changed|", "index|idx_outbox_tasks_claim|",
 		"index|idx_task_events_task|", "constraint|cks_task_events|cks_task_events_pkey|PRIMARY KEY (event_id)",
 		"index|cks_task_events_pkey|CREATE UNIQUE INDEX cks_task_events_pkey ON SCHEMA.cks_task_events USING btree (event_id)"},
-	Added: []string{"index|idx_outbox_tasks_leased|", "options|cks_outbox_tasks|fillfactor=70", "index|idx_task_events_at|", "index|idx_outbox_tasks_stopped|",
+	Added: []string{"index|idx_outbox_tasks_leased|", "options|cks_outbox_tasks|fillfactor=70", "index|idx_task_events_at_brin|", "options|idx_task_events_at_brin|", "index|idx_outbox_tasks_stopped|",
 		"index|idx_outbox_tasks_claim_type|", "index|idx_outbox_tasks_settled|",
 		"constraint|cks_task_events|cks_task_events_pkey|PRIMARY KEY (task_id, event_id)",
 		"index|cks_task_events_pkey|CREATE UNIQUE INDEX cks_task_events_pkey ON SCHEMA.cks_task_events USING btree (task_id, event_id)"},

@@ -82,7 +82,17 @@ func IndexSQL(t Table, ix Index, d Dialect) string {
 	if ix.Unique {
 		unique = "UNIQUE "
 	}
-	q := "CREATE " + unique + "INDEX IF NOT EXISTS " + ix.Name + " ON " + t.Name + "(" + strings.Join(keys, ", ") + ")"
+	using := ""
+	if ix.BRIN && d == Postgres {
+		using = " USING brin"
+	}
+	q := "CREATE " + unique + "INDEX IF NOT EXISTS " + ix.Name + " ON " + t.Name + using + "(" + strings.Join(keys, ", ") + ")"
+	if ix.BRIN && d == Postgres {
+		// Each range summarized as it fills (autovacuum's work item), so
+		// that a read of older ranges skips them without waiting for a
+		// VACUUM; until then a range is read whole.
+		q += " WITH (autosummarize = on)"
+	}
 	if ix.Where != "" {
 		q += "\n\tWHERE " + ix.Where
 	}

@@ -189,6 +189,11 @@ type Index struct {
 	// Only restricts the index to one dialect ("" means both): indexes the
 	// first backends created differently.
 	Only Dialect
+	// BRIN (Postgres) makes it a block range index: per range of table
+	// pages the least and greatest key, for a key that grows with the
+	// table (an append-only log's time). Inserting into it writes nothing
+	// until the range is summarized, where a B-tree writes an entry per row.
+	BRIN bool
 }
 
 // AppendOnly makes the database refuse changes to a table's rows: UPDATE

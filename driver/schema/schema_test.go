@@ -206,7 +206,9 @@ func TestUpgradeRetiresIndexesAndReferences(t *testing.T) {
 				"INSERT INTO cks_task_events ("+cols+") SELECT "+cols+" FROM cks_task_events__rebuilt",
 				"DROP TABLE cks_task_events__rebuilt")
 			for _, ix := range events.Indexes {
-				want = append(want, IndexSQL(events, ix, d))
+				if ix.In(d) {
+					want = append(want, IndexSQL(events, ix, d))
+				}
 			}
 			for _, tr := range Triggers(events, d) {
 				want = append(want, tr.SQL)
@@ -326,9 +328,10 @@ var (
 	// partial ones on state; on SQLite, whose queries take states as JSON,
 	// one on the lease expiry alone and the claim index of a type partial.
 	// SQLite's events keep the task's index beside the rowid; Postgres's
-	// primary key is that index.
+	// primary key is that index. The events' time: a B-tree on SQLite, a
+	// block range index on Postgres (issue 27).
 	dialectIndex = map[string]bool{
-		"idx_task_events_task":     true,
+		"idx_task_events_task": true, "idx_task_events_at": true, "idx_task_events_at_brin": true,
 		"idx_outbox_tasks_stopped": true,
 		"idx_outbox_tasks_leased":  true, "idx_outbox_tasks_lease_expires": true,
 		"idx_outbox_tasks_settled": true, "idx_outbox_tasks_state": true,
@@ -376,5 +379,26 @@ func TestFillFactor(t *testing.T) {
 	have.Options["cks_outbox_tasks"] = map[string]bool{"fillfactor=90": true}
 	if got := Plan(Postgres, have, Upgrade{}); !slices.Equal(got, want) {
 		t.Errorf("plan of a table with another fillfactor %q, want %q", got, want)
+	}
+}
+
+// TestEventsTimeIndex: the events' time is a block range index on Postgres
+// (summarized as ranges fill) and a B-tree on SQLite.
+func TestEventsTimeIndex(t *testing.T) {
+	for d, want := range map[Dialect]string{
+		Postgres: "CREATE INDEX IF NOT EXISTS idx_task_events_at_brin ON cks_task_events USING brin(at) WITH (autosummarize = on)",
+		SQLite:   "CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at)",
+	} {
+		var got []string
+		for _, tb := range TablesOf(d) {
+			for _, ix := range tb.Indexes {
+				if tb.Name == "cks_task_events" && ix.In(d) && slices.Equal(ix.Keys, []Key{K("at")}) {
+					got = append(got, IndexSQL(tb, ix, d))
+				}
+			}
+		}
+		if !slices.Equal(got, []string{want}) {
+			t.Errorf("%s: the events' time index %q, want %q", d, got, want)
+		}
 	}
 }

@@ -343,10 +343,14 @@ func taskEvents() Table {
 		PrimaryKeyOnly:    Postgres,
 		RetiredPrimaryKey: []string{"event_id"},
 		// The events of a time window (task_stats' charts of the last
-		// hour) are read by their time.
+		// hour) are read by their time. Events are appended as time goes,
+		// so on Postgres a block range index serves: the ranges of the
+		// window, at no index write per event (a B-tree wrote one, 72 WAL
+		// bytes, on every attempt's end; issue 27).
 		Indexes: []Index{{Name: "idx_task_events_task", Keys: []Key{K("task_id"), K("event_id")}, Only: SQLite},
-			{Name: "idx_task_events_at", Keys: []Key{K("at")}}},
-		RetiredIndexes: []RetiredIndex{{Name: "idx_task_events_task", Only: Postgres}},
+			{Name: "idx_task_events_at", Keys: []Key{K("at")}, Only: SQLite},
+			{Name: "idx_task_events_at_brin", Keys: []Key{K("at")}, BRIN: true, Only: Postgres}},
+		RetiredIndexes: []RetiredIndex{{Name: "idx_task_events_task", Only: Postgres}, {Name: "idx_task_events_at", Only: Postgres}},
 		// Append-only, enforced by the database itself (DESIGN §4).
 		AppendOnly:        &AppendOnly{},
 		RetiredReferences: []string{"task_id"},

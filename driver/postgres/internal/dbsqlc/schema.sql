@@ -254,7 +254,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe ON cks_outbox_tasks(de
 
 CREATE INDEX IF NOT EXISTS idx_task_deps_depends_on ON cks_task_deps(depends_on);
 
-CREATE INDEX IF NOT EXISTS idx_task_events_at ON cks_task_events(at);
+CREATE INDEX IF NOT EXISTS idx_task_events_at_brin ON cks_task_events USING brin(at) WITH (autosummarize = on);
 
 CREATE OR REPLACE FUNCTION cks_reject_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -746,7 +746,7 @@ FOR UPDATE SKIP LOCKED;
 -- from the event that ended it, a running attempt's from its task row, the
 -- creation of an OPEN task from the row. Each is skipped where an event of
 -- its own (written before issue 27, or a start by someone else) holds it
--- (idx_task_events_at for the events, the state index for the rows).
+-- (idx_task_events_at_brin for the events, the state index for the rows).
 -- name: TaskEventMinutes :many
 WITH moves(at, from_state, to_state) AS (
     SELECT e.at, e.from_state, e.to_state FROM cks_task_events e

@@ -2059,7 +2059,7 @@ type TaskEventMinutesRow struct {
 // from the event that ended it, a running attempt's from its task row, the
 // creation of an OPEN task from the row. Each is skipped where an event of
 // its own (written before issue 27, or a start by someone else) holds it
-// (idx_task_events_at for the events, the state index for the rows).
+// (idx_task_events_at_brin for the events, the state index for the rows).
 func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMinutesParams) ([]TaskEventMinutesRow, error) {
 	rows, err := db.Query(ctx, taskEventMinutes, arg.Since, arg.Until)
 	if err != nil {
