@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
@@ -209,8 +211,8 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	if limit <= 0 {
 		return nil, nil
 	}
-	now := driver.Time(p.Now)
-	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded), Now: &now, Max: int32(limit),
+	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded),
+		Now: pgtype.Timestamptz{Time: driver.Time(p.Now), Valid: true}, Max: int32(limit),
 		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter),
 		ThenTo: p.Then.To}
 	q.LeaseTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit)

@@ -380,9 +380,9 @@ func (s *source) conv(from, to, v string, json, elem bool) (expr string, fallibl
 		return "string(" + v + ")", false, true
 	case from == "string" && to == "[]byte":
 		return "[]byte(" + v + ")", false, true
-	case pg && from == "time.Time" && to == "*time.Time":
+	case pg && from == "time.Time" && to == "pgtype.Timestamptz":
 		return "nullTime(" + v + ")", false, true
-	case pg && from == "*time.Time" && to == "time.Time":
+	case pg && from == "pgtype.Timestamptz" && to == "time.Time":
 		return "fromNullTime(" + v + ")", false, true
 	case !pg && from == "time.Time" && to == "string":
 		return "fmtTime(" + v + ")", false, true

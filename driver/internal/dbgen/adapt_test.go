@@ -89,7 +89,7 @@ type EdgeExecutor interface {
 // fixtureQueries is a dbsqlc of the fixture in dialect d: Postgres has a
 // FOR UPDATE form of the read and batches the insert.
 func fixtureQueries(d schema.Dialect) string {
-	nullTime, small, list := "*time.Time", "int32", "[]int64"
+	nullTime, small, list := "pgtype.Timestamptz", "int32", "[]int64"
 	if d == schema.SQLite {
 		nullTime, small, list = "*string", "int64", "string"
 	}

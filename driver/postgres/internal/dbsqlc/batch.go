@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 var (
@@ -101,7 +102,7 @@ type ObjectInsertParams struct {
 	CurrentStatus  string
 	ClaimedBy      string
 	ClaimTokenHash string
-	ClaimedAt      *time.Time
+	ClaimedAt      pgtype.Timestamptz
 	Round          int32
 	CreatedBy      string
 	CreatedAt      time.Time
@@ -182,7 +183,7 @@ type ObjectUpdateParams struct {
 	CurrentStatus  string
 	ClaimedBy      string
 	ClaimTokenHash string
-	ClaimedAt      *time.Time
+	ClaimedAt      pgtype.Timestamptz
 	Round          int32
 	HeadVersion    int64
 	Heads          int32
@@ -254,7 +255,7 @@ type ObjectUpdateWithContentParams struct {
 	CurrentStatus  string
 	ClaimedBy      string
 	ClaimTokenHash string
-	ClaimedAt      *time.Time
+	ClaimedAt      pgtype.Timestamptz
 	Round          int32
 	HeadVersion    int64
 	Heads          int32

@@ -7,7 +7,8 @@ package dbsqlc
 
 import (
 	"context"
-	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const edgeList = `-- name: EdgeList :many
@@ -184,7 +185,7 @@ FOR NO KEY UPDATE SKIP LOCKED
 // idx_objects_claimed_at holds the claimed objects only. A claim locked by
 // a concurrent touch, release or transition is skipped: that writer is on
 // it.
-func (q *Queries) ObjectClaimedBefore(ctx context.Context, db DBTX, before *time.Time) ([]CksObject, error) {
+func (q *Queries) ObjectClaimedBefore(ctx context.Context, db DBTX, before pgtype.Timestamptz) ([]CksObject, error) {
 	rows, err := db.Query(ctx, objectClaimedBefore, before)
 	if err != nil {
 		return nil, err

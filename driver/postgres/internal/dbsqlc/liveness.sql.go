@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const livenessAlive = `-- name: LivenessAlive :many
@@ -21,7 +23,7 @@ LIMIT $5
 `
 
 type LivenessAliveParams struct {
-	Now             *time.Time
+	Now             pgtype.Timestamptz
 	AfterStartedAt  time.Time
 	AfterInstanceID string
 	Kinds           []string
@@ -209,7 +211,7 @@ type LivenessPageParams struct {
 	AfterInstanceID string
 	Kinds           []string
 	StoppedOnly     bool
-	Now             *time.Time
+	Now             pgtype.Timestamptz
 	Max             int32
 }
 
@@ -268,7 +270,7 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
 
 type LivenessPruneParams struct {
 	Before time.Time
-	Now    *time.Time
+	Now    pgtype.Timestamptz
 	Max    int32
 }
 
@@ -329,9 +331,9 @@ type LivenessUpsertParams struct {
 	LastHeartbeatAt   time.Time
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
-	ExitedAt          *time.Time
+	ExitedAt          pgtype.Timestamptz
 	TaskTypes         *string
-	AliveUntil        *time.Time
+	AliveUntil        pgtype.Timestamptz
 }
 
 // Process liveness (ADR-014) and remote stop (ADR-016).

@@ -6,6 +6,8 @@ package dbsqlc
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type CksAgentLiveness struct {
@@ -19,9 +21,9 @@ type CksAgentLiveness struct {
 	CurrentTaskID     *int64
 	CurrentTaskType   *string
 	DesiredState      *string
-	ExitedAt          *time.Time
+	ExitedAt          pgtype.Timestamptz
 	TaskTypes         *string
-	AliveUntil        *time.Time
+	AliveUntil        pgtype.Timestamptz
 }
 
 type CksEdge struct {
@@ -56,7 +58,7 @@ type CksObject struct {
 	CurrentStatus string
 	ClaimedBy     string
 	ClaimToken    string
-	ClaimedAt     *time.Time
+	ClaimedAt     pgtype.Timestamptz
 	Round         int32
 	CreatedBy     string
 	CreatedAt     time.Time
@@ -94,12 +96,12 @@ type CksOutboxTask struct {
 	DedupeKey          string
 	CreatedBy          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
@@ -107,7 +109,7 @@ type CksOutboxTask struct {
 	ReviewNote         string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 }
 
@@ -157,7 +159,7 @@ type CksTaskAbort struct {
 	RequestedAt    time.Time
 	DeadlineAt     time.Time
 	Outcome        string
-	ResolvedAt     *time.Time
+	ResolvedAt     pgtype.Timestamptz
 }
 
 type CksTaskDecision struct {
@@ -188,8 +190,8 @@ type CksTaskEvent struct {
 	Attempt   int32
 	Reason    string
 	Changes   string
-	ClaimedAt *time.Time
-	StartedAt *time.Time
+	ClaimedAt pgtype.Timestamptz
+	StartedAt pgtype.Timestamptz
 	Worker    string
 }
 

@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const taskPurgeAborts = `-- name: TaskPurgeAborts :exec
@@ -34,7 +36,7 @@ LIMIT $3
 `
 
 type TaskPurgeCandidatesParams struct {
-	Before *time.Time
+	Before pgtype.Timestamptz
 	States []string
 	Max    int32
 }
@@ -99,7 +101,7 @@ ORDER BY t.task_id
 
 type TaskPurgeEligibleParams struct {
 	IDs    []int64
-	Before *time.Time
+	Before pgtype.Timestamptz
 	States []string
 }
 

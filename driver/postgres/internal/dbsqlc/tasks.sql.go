@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const abortFindLatest = `-- name: AbortFindLatest :one
@@ -216,7 +218,7 @@ type AbortInsertParams struct {
 	RequestedAt    time.Time
 	DeadlineAt     time.Time
 	Outcome        string
-	ResolvedAt     *time.Time
+	ResolvedAt     pgtype.Timestamptz
 }
 
 func (q *Queries) AbortInsert(ctx context.Context, db DBTX, arg AbortInsertParams) (CksTaskAbort, error) {
@@ -592,7 +594,7 @@ ORDER BY c.priority DESC, c.created_at, c.task_id
 type TaskClaimParams struct {
 	State            string
 	Excluded         []string
-	Now              *time.Time
+	Now              pgtype.Timestamptz
 	Max              int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
@@ -601,7 +603,7 @@ type TaskClaimParams struct {
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	RunAfter         *time.Time
+	RunAfter         pgtype.Timestamptz
 }
 
 type TaskClaimRow struct {
@@ -621,12 +623,12 @@ type TaskClaimRow struct {
 	DedupeKey          string
 	CreatedBy          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
@@ -634,7 +636,7 @@ type TaskClaimRow struct {
 	ReviewNote         string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 	DependsOn          []int64
 }
@@ -752,7 +754,7 @@ type TaskClaimOfTypeParams struct {
 	State            string
 	Excluded         []string
 	Type             string
-	Now              *time.Time
+	Now              pgtype.Timestamptz
 	Max              int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
@@ -761,7 +763,7 @@ type TaskClaimOfTypeParams struct {
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	RunAfter         *time.Time
+	RunAfter         pgtype.Timestamptz
 }
 
 type TaskClaimOfTypeRow struct {
@@ -781,12 +783,12 @@ type TaskClaimOfTypeRow struct {
 	DedupeKey          string
 	CreatedBy          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
@@ -794,7 +796,7 @@ type TaskClaimOfTypeRow struct {
 	ReviewNote         string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 	DependsOn          []int64
 }
@@ -900,7 +902,7 @@ type TaskClaimOfTypesParams struct {
 	State            string
 	Excluded         []string
 	Types            []string
-	Now              *time.Time
+	Now              pgtype.Timestamptz
 	Max              int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
@@ -909,7 +911,7 @@ type TaskClaimOfTypesParams struct {
 	ThenTo           string
 	ToState          string
 	AttemptsAdded    int32
-	RunAfter         *time.Time
+	RunAfter         pgtype.Timestamptz
 }
 
 type TaskClaimOfTypesRow struct {
@@ -929,12 +931,12 @@ type TaskClaimOfTypesRow struct {
 	DedupeKey          string
 	CreatedBy          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
@@ -942,7 +944,7 @@ type TaskClaimOfTypesRow struct {
 	ReviewNote         string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 	DependsOn          []int64
 }
@@ -1087,7 +1089,7 @@ FOR UPDATE SKIP LOCKED
 type TaskClaimableParams struct {
 	State    string
 	Excluded []string
-	Now      *time.Time
+	Now      pgtype.Timestamptz
 	Max      int32
 }
 
@@ -1173,7 +1175,7 @@ type TaskClaimableOfTypeParams struct {
 	State    string
 	Excluded []string
 	Type     string
-	Now      *time.Time
+	Now      pgtype.Timestamptz
 	Max      int32
 }
 
@@ -1248,7 +1250,7 @@ type TaskClaimableOfTypesParams struct {
 	State    string
 	Excluded []string
 	Types    []string
-	Now      *time.Time
+	Now      pgtype.Timestamptz
 	Max      int32
 }
 
@@ -1328,7 +1330,7 @@ WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
 type TaskCountParams struct {
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -1368,7 +1370,7 @@ ORDER BY state
 type TaskCountByStateParams struct {
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -1894,8 +1896,8 @@ type TaskEventInsertParams struct {
 	Attempt   int32
 	Reason    string
 	Changes   string
-	ClaimedAt *time.Time
-	StartedAt *time.Time
+	ClaimedAt pgtype.Timestamptz
+	StartedAt pgtype.Timestamptz
 	Worker    string
 }
 
@@ -2572,12 +2574,12 @@ type TaskInsertParams struct {
 	DedupeKey          string
 	CreatedBy          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
@@ -2585,7 +2587,7 @@ type TaskInsertParams struct {
 	ReviewNote         string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 }
 
@@ -2922,8 +2924,8 @@ FOR UPDATE SKIP LOCKED
 type TaskLeaseExpiredParams struct {
 	States        []string
 	Excluded      []string
-	ExpiredAt     *time.Time
-	RenewedBefore *time.Time
+	ExpiredAt     pgtype.Timestamptz
+	RenewedBefore pgtype.Timestamptz
 	Max           int32
 }
 
@@ -3007,7 +3009,7 @@ type TaskListParams struct {
 	After              int64
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3105,7 +3107,7 @@ type TaskListForUpdateParams struct {
 	After              int64
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3196,7 +3198,7 @@ type TaskListIDDescParams struct {
 	After              int64
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3288,7 +3290,7 @@ type TaskListPriorityParams struct {
 	AfterPriority      int32
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3379,10 +3381,10 @@ LIMIT $9
 
 type TaskListUpdatedParams struct {
 	After              int64
-	AfterUpdated       *time.Time
+	AfterUpdated       pgtype.Timestamptz
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3472,10 +3474,10 @@ LIMIT $9
 
 type TaskListUpdatedDescParams struct {
 	After              int64
-	AfterUpdated       *time.Time
+	AfterUpdated       pgtype.Timestamptz
 	States             []string
 	Types              []string
-	StateChangedBefore *time.Time
+	StateChangedBefore pgtype.Timestamptz
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
@@ -3576,19 +3578,19 @@ type TaskMoveParams struct {
 	Attempts       int32
 	Restarts       int32
 	ClaimedBy      string
-	ClaimedAt      *time.Time
+	ClaimedAt      pgtype.Timestamptz
 	LeaseTokenHash string
-	LeaseExpiresAt *time.Time
-	LeaseRenewedAt *time.Time
+	LeaseExpiresAt pgtype.Timestamptz
+	LeaseRenewedAt pgtype.Timestamptz
 	LeaseMs        int64
-	RunAfter       *time.Time
+	RunAfter       pgtype.Timestamptz
 	Result         string
 	LastError      string
 	Question       string
 	Answer         string
 	ReviewNote     string
 	UpdatedAt      time.Time
-	StateChangedAt *time.Time
+	StateChangedAt pgtype.Timestamptz
 	TaskID         int64
 	EventTaskID    int64
 	EventAt        time.Time
@@ -3597,8 +3599,8 @@ type TaskMoveParams struct {
 	EventToState   string
 	EventAttempt   int32
 	EventReason    string
-	EventClaimedAt *time.Time
-	EventStartedAt *time.Time
+	EventClaimedAt pgtype.Timestamptz
+	EventStartedAt pgtype.Timestamptz
 	EventWorker    string
 }
 
@@ -3791,19 +3793,19 @@ type TaskUpdateParams struct {
 	ParentID           *int64
 	DedupeKey          string
 	ClaimedBy          string
-	ClaimedAt          *time.Time
+	ClaimedAt          pgtype.Timestamptz
 	LeaseTokenHash     string
-	LeaseExpiresAt     *time.Time
-	LeaseRenewedAt     *time.Time
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
-	RunAfter           *time.Time
+	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
 	Question           string
 	Answer             string
 	ReviewNote         string
 	UpdatedAt          time.Time
-	StateChangedAt     *time.Time
+	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
 	TaskID             int64
 }
