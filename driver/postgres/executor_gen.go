@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
@@ -34,15 +36,6 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 	}
 }
 
-// livenessRowsOf reads rows with livenessRowOf.
-func livenessRowsOf(rows []dbsqlc.CksAgentLiveness) []driver.LivenessRow {
-	out := make([]driver.LivenessRow, len(rows))
-	for i, r := range rows {
-		out[i] = livenessRowOf(r)
-	}
-	return out
-}
-
 // edgeRowOf reads a dbsqlc.CksEdge as a driver.EdgeRow.
 func edgeRowOf(r dbsqlc.CksEdge) driver.EdgeRow {
 	return driver.EdgeRow{
@@ -56,15 +49,6 @@ func edgeRowOf(r dbsqlc.CksEdge) driver.EdgeRow {
 	}
 }
 
-// edgeRowsOf reads rows with edgeRowOf.
-func edgeRowsOf(rows []dbsqlc.CksEdge) []driver.EdgeRow {
-	out := make([]driver.EdgeRow, len(rows))
-	for i, r := range rows {
-		out[i] = edgeRowOf(r)
-	}
-	return out
-}
-
 // grantRowOf reads a dbsqlc.CksGrant as a driver.GrantRow.
 func grantRowOf(r dbsqlc.CksGrant) driver.GrantRow {
 	return driver.GrantRow{
@@ -72,15 +56,6 @@ func grantRowOf(r dbsqlc.CksGrant) driver.GrantRow {
 		Resource:    r.Resource,
 		Permission:  r.Permission,
 	}
-}
-
-// grantRowsOf reads rows with grantRowOf.
-func grantRowsOf(rows []dbsqlc.CksGrant) []driver.GrantRow {
-	out := make([]driver.GrantRow, len(rows))
-	for i, r := range rows {
-		out[i] = grantRowOf(r)
-	}
-	return out
 }
 
 // objectRowOf reads a dbsqlc.CksObject as a driver.ObjectRow.
@@ -104,15 +79,6 @@ func objectRowOf(r dbsqlc.CksObject) driver.ObjectRow {
 	}
 }
 
-// objectRowsOf reads rows with objectRowOf.
-func objectRowsOf(rows []dbsqlc.CksObject) []driver.ObjectRow {
-	out := make([]driver.ObjectRow, len(rows))
-	for i, r := range rows {
-		out[i] = objectRowOf(r)
-	}
-	return out
-}
-
 // versionRowOf reads a dbsqlc.CksObjectVersion as a driver.VersionRow.
 func versionRowOf(r dbsqlc.CksObjectVersion) driver.VersionRow {
 	return driver.VersionRow{
@@ -126,15 +92,6 @@ func versionRowOf(r dbsqlc.CksObjectVersion) driver.VersionRow {
 		CreatedAt:   driver.Time(r.CreatedAt),
 		IsHead:      r.IsHead,
 	}
-}
-
-// versionRowsOf reads rows with versionRowOf.
-func versionRowsOf(rows []dbsqlc.CksObjectVersion) []driver.VersionRow {
-	out := make([]driver.VersionRow, len(rows))
-	for i, r := range rows {
-		out[i] = versionRowOf(r)
-	}
-	return out
 }
 
 // taskRowOf reads a dbsqlc.CksOutboxTask as a driver.TaskRow.
@@ -195,15 +152,6 @@ func principalRowOf(r dbsqlc.CksPrincipal) driver.PrincipalRow {
 	}
 }
 
-// principalRowsOf reads rows with principalRowOf.
-func principalRowsOf(rows []dbsqlc.CksPrincipal) []driver.PrincipalRow {
-	out := make([]driver.PrincipalRow, len(rows))
-	for i, r := range rows {
-		out[i] = principalRowOf(r)
-	}
-	return out
-}
-
 // sessionRowOf reads a dbsqlc.CksSession as a driver.SessionRow.
 func sessionRowOf(r dbsqlc.CksSession) driver.SessionRow {
 	return driver.SessionRow{
@@ -213,15 +161,6 @@ func sessionRowOf(r dbsqlc.CksSession) driver.SessionRow {
 		CreatedAt:   driver.Time(r.CreatedAt),
 		ExpiresAt:   driver.Time(r.ExpiresAt),
 	}
-}
-
-// sessionRowsOf reads rows with sessionRowOf.
-func sessionRowsOf(rows []dbsqlc.CksSession) []driver.SessionRow {
-	out := make([]driver.SessionRow, len(rows))
-	for i, r := range rows {
-		out[i] = sessionRowOf(r)
-	}
-	return out
 }
 
 // sweeperPassRowOf reads a dbsqlc.CksSweeperPass as a driver.SweeperPassRow.
@@ -236,15 +175,6 @@ func sweeperPassRowOf(r dbsqlc.CksSweeperPass) driver.SweeperPassRow {
 		Error:       r.Error,
 		Details:     r.Details,
 	}
-}
-
-// sweeperPassRowsOf reads rows with sweeperPassRowOf.
-func sweeperPassRowsOf(rows []dbsqlc.CksSweeperPass) []driver.SweeperPassRow {
-	out := make([]driver.SweeperPassRow, len(rows))
-	for i, r := range rows {
-		out[i] = sweeperPassRowOf(r)
-	}
-	return out
 }
 
 // abortRowOf reads a dbsqlc.CksTaskAbort as a driver.AbortRow.
@@ -265,15 +195,6 @@ func abortRowOf(r dbsqlc.CksTaskAbort) driver.AbortRow {
 	}
 }
 
-// abortRowsOf reads rows with abortRowOf.
-func abortRowsOf(rows []dbsqlc.CksTaskAbort) []driver.AbortRow {
-	out := make([]driver.AbortRow, len(rows))
-	for i, r := range rows {
-		out[i] = abortRowOf(r)
-	}
-	return out
-}
-
 // decisionRowOf reads a dbsqlc.CksTaskDecision as a driver.DecisionRow.
 func decisionRowOf(r dbsqlc.CksTaskDecision) driver.DecisionRow {
 	return driver.DecisionRow{
@@ -290,30 +211,12 @@ func decisionRowOf(r dbsqlc.CksTaskDecision) driver.DecisionRow {
 	}
 }
 
-// decisionRowsOf reads rows with decisionRowOf.
-func decisionRowsOf(rows []dbsqlc.CksTaskDecision) []driver.DecisionRow {
-	out := make([]driver.DecisionRow, len(rows))
-	for i, r := range rows {
-		out[i] = decisionRowOf(r)
-	}
-	return out
-}
-
 // taskDepOf reads a dbsqlc.CksTaskDep as a driver.TaskDep.
 func taskDepOf(r dbsqlc.CksTaskDep) driver.TaskDep {
 	return driver.TaskDep{
 		TaskID:    r.TaskID,
 		DependsOn: r.DependsOn,
 	}
-}
-
-// taskDepsOf reads rows with taskDepOf.
-func taskDepsOf(rows []dbsqlc.CksTaskDep) []driver.TaskDep {
-	out := make([]driver.TaskDep, len(rows))
-	for i, r := range rows {
-		out[i] = taskDepOf(r)
-	}
-	return out
 }
 
 // taskEventRowOf reads a dbsqlc.CksTaskEvent as a driver.TaskEventRow.
@@ -334,15 +237,6 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 	}
 }
 
-// taskEventRowsOf reads rows with taskEventRowOf.
-func taskEventRowsOf(rows []dbsqlc.CksTaskEvent) []driver.TaskEventRow {
-	out := make([]driver.TaskEventRow, len(rows))
-	for i, r := range rows {
-		out[i] = taskEventRowOf(r)
-	}
-	return out
-}
-
 // evidenceRowOf reads a dbsqlc.CksTaskEvidence as a driver.EvidenceRow.
 func evidenceRowOf(r dbsqlc.CksTaskEvidence) driver.EvidenceRow {
 	return driver.EvidenceRow{
@@ -356,15 +250,6 @@ func evidenceRowOf(r dbsqlc.CksTaskEvidence) driver.EvidenceRow {
 		Actor:     r.Actor,
 		CreatedAt: driver.Time(r.CreatedAt),
 	}
-}
-
-// evidenceRowsOf reads rows with evidenceRowOf.
-func evidenceRowsOf(rows []dbsqlc.CksTaskEvidence) []driver.EvidenceRow {
-	out := make([]driver.EvidenceRow, len(rows))
-	for i, r := range rows {
-		out[i] = evidenceRowOf(r)
-	}
-	return out
 }
 
 // transitionRowOf reads a dbsqlc.CksTransitionLog as a driver.TransitionRow.
@@ -382,15 +267,6 @@ func transitionRowOf(r dbsqlc.CksTransitionLog) driver.TransitionRow {
 	}
 }
 
-// transitionRowsOf reads rows with transitionRowOf.
-func transitionRowsOf(rows []dbsqlc.CksTransitionLog) []driver.TransitionRow {
-	out := make([]driver.TransitionRow, len(rows))
-	for i, r := range rows {
-		out[i] = transitionRowOf(r)
-	}
-	return out
-}
-
 // forkRowOf reads a dbsqlc.ForkListRow as a driver.ForkRow.
 func forkRowOf(r dbsqlc.ForkListRow) driver.ForkRow {
 	return driver.ForkRow{
@@ -399,30 +275,12 @@ func forkRowOf(r dbsqlc.ForkListRow) driver.ForkRow {
 	}
 }
 
-// forkRowsOf reads rows with forkRowOf.
-func forkRowsOf(rows []dbsqlc.ForkListRow) []driver.ForkRow {
-	out := make([]driver.ForkRow, len(rows))
-	for i, r := range rows {
-		out[i] = forkRowOf(r)
-	}
-	return out
-}
-
 // livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
 func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
 	return driver.LivenessKindCount{
 		ProcessKind: r.ProcessKind,
 		Count:       int(r.Count),
 	}
-}
-
-// livenessKindCountsOf reads rows with livenessKindCountOf.
-func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.LivenessKindCount {
-	out := make([]driver.LivenessKindCount, len(rows))
-	for i, r := range rows {
-		out[i] = livenessKindCountOf(r)
-	}
-	return out
 }
 
 // taskRowOfTaskClaimRow reads a dbsqlc.TaskClaimRow as a driver.TaskRow.
@@ -468,15 +326,6 @@ func taskClaimWaitOf(r dbsqlc.TaskClaimWaitsRow) driver.TaskClaimWait {
 		ClaimedAt: driver.Time(r.ClaimedAt),
 		OpenedAt:  driver.Time(r.OpenedAt),
 	}
-}
-
-// taskClaimWaitsOf reads rows with taskClaimWaitOf.
-func taskClaimWaitsOf(rows []dbsqlc.TaskClaimWaitsRow) []driver.TaskClaimWait {
-	out := make([]driver.TaskClaimWait, len(rows))
-	for i, r := range rows {
-		out[i] = taskClaimWaitOf(r)
-	}
-	return out
 }
 
 // taskStateCountOf reads a dbsqlc.TaskCountByStateRow as a driver.TaskStateCount.
@@ -1293,74 +1142,1252 @@ func versionUnsetHeadsParams(p driver.VersionUnsetHeadsParams) dbsqlc.VersionUns
 	}
 }
 
+// eachAbortGetMany runs dbsqlc's AbortGetMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachAbortGetMany(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortGetMany, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskAbort
+	dest := []any{&i.AbortID, &i.TaskID, &i.LeaseTokenHash, &i.Executor, &i.Attempt, &i.Restart, &i.RequestedBy, &i.Reason, &i.RequestedAt, &i.DeadlineAt, &i.Outcome, &i.ResolvedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachAbortGetManyForUpdate runs dbsqlc's AbortGetManyForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachAbortGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortGetManyForUpdate, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskAbort
+	dest := []any{&i.AbortID, &i.TaskID, &i.LeaseTokenHash, &i.Executor, &i.Attempt, &i.Restart, &i.RequestedBy, &i.Reason, &i.RequestedAt, &i.DeadlineAt, &i.Outcome, &i.ResolvedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachAbortLatestMany runs dbsqlc's AbortLatestMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachAbortLatestMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortLatestMany, taskIds)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskAbort
+	dest := []any{&i.AbortID, &i.TaskID, &i.LeaseTokenHash, &i.Executor, &i.Attempt, &i.Restart, &i.RequestedBy, &i.Reason, &i.RequestedAt, &i.DeadlineAt, &i.Outcome, &i.ResolvedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachAbortList runs dbsqlc's AbortList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachAbortList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortList, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskAbort
+	dest := []any{&i.AbortID, &i.TaskID, &i.LeaseTokenHash, &i.Executor, &i.Attempt, &i.Restart, &i.RequestedBy, &i.Reason, &i.RequestedAt, &i.DeadlineAt, &i.Outcome, &i.ResolvedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachAbortPendingDue runs dbsqlc's AbortPendingDue, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachAbortPendingDue(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.AbortPendingDueParams, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortPendingDue, arg.Outcome, arg.Now, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskAbort
+	dest := []any{&i.AbortID, &i.TaskID, &i.LeaseTokenHash, &i.Executor, &i.Attempt, &i.Restart, &i.RequestedBy, &i.Reason, &i.RequestedAt, &i.DeadlineAt, &i.Outcome, &i.ResolvedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachDecisionList runs dbsqlc's DecisionList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachDecisionList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskDecision)) error {
+	rows, err := db.Query(ctx, dbsqlc.DecisionList, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskDecision
+	dest := []any{&i.DecisionID, &i.TaskID, &i.Attempt, &i.Restart, &i.Revision, &i.DerivedFromRevision, &i.Kind, &i.Text, &i.Actor, &i.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachEdgeList runs dbsqlc's EdgeList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachEdgeList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.EdgeListParams, each func(*dbsqlc.CksEdge)) error {
+	rows, err := db.Query(ctx, dbsqlc.EdgeList, arg.After, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksEdge
+	dest := []any{&i.EdgeID, &i.Src, &i.Dst, &i.BaseType, &i.SemanticType, &i.Weight, &i.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachEdgeListOf runs dbsqlc's EdgeListOf, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachEdgeListOf(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksEdge)) error {
+	rows, err := db.Query(ctx, dbsqlc.EdgeListOf, objectID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksEdge
+	dest := []any{&i.EdgeID, &i.Src, &i.Dst, &i.BaseType, &i.SemanticType, &i.Weight, &i.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachEvidenceList runs dbsqlc's EvidenceList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachEvidenceList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskEvidence)) error {
+	rows, err := db.Query(ctx, dbsqlc.EvidenceList, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskEvidence
+	dest := []any{&i.EvidenceID, &i.TaskID, &i.Attempt, &i.Revision, &i.Kind, &i.Body, &i.Actor, &i.CreatedAt, &i.Restart}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachForkList runs dbsqlc's ForkList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachForkList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ForkListParams, each func(*dbsqlc.ForkListRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.ForkList, arg.After, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.ForkListRow
+	dest := []any{&i.ObjectID, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachGrantList runs dbsqlc's GrantList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachGrantList(ctx context.Context, db dbsqlc.DBTX, principalID string, each func(*dbsqlc.CksGrant)) error {
+	rows, err := db.Query(ctx, dbsqlc.GrantList, principalID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksGrant
+	dest := []any{&i.PrincipalID, &i.Resource, &i.Permission}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachGrantListAll runs dbsqlc's GrantListAll, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachGrantListAll(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksGrant)) error {
+	rows, err := db.Query(ctx, dbsqlc.GrantListAll)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksGrant
+	dest := []any{&i.PrincipalID, &i.Resource, &i.Permission}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachLivenessAlive runs dbsqlc's LivenessAlive, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachLivenessAlive(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessAliveParams, each func(*dbsqlc.CksAgentLiveness)) error {
+	rows, err := db.Query(ctx, dbsqlc.LivenessAlive, arg.Now, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksAgentLiveness
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachLivenessCountByKind runs dbsqlc's LivenessCountByKind, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachLivenessCountByKind(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.LivenessCountByKindRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.LivenessCountByKind)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.LivenessCountByKindRow
+	dest := []any{&i.ProcessKind, &i.Count}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachLivenessList runs dbsqlc's LivenessList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachLivenessList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksAgentLiveness)) error {
+	rows, err := db.Query(ctx, dbsqlc.LivenessList)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksAgentLiveness
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachLivenessPage runs dbsqlc's LivenessPage, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachLivenessPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessPageParams, each func(*dbsqlc.CksAgentLiveness)) error {
+	rows, err := db.Query(ctx, dbsqlc.LivenessPage, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.StoppedOnly, arg.Now, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksAgentLiveness
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectClaimable runs dbsqlc's ObjectClaimable, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectClaimableParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectClaimable, arg.Status, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectClaimedBefore runs dbsqlc's ObjectClaimedBefore, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectClaimedBefore(ctx context.Context, db dbsqlc.DBTX, before pgtype.Timestamptz, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectClaimedBefore, before)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectGetMany runs dbsqlc's ObjectGetMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectGetMany(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectGetMany, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectGetManyForUpdate runs dbsqlc's ObjectGetManyForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectGetManyForUpdate, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectList runs dbsqlc's ObjectList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectList, arg.After, arg.Unclaimed, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectListByKind runs dbsqlc's ObjectListByKind, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectListByKind(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByKindParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByKind, arg.Kinds, arg.After, arg.Unclaimed, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectListByStatus runs dbsqlc's ObjectListByStatus, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectListByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByStatusParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectListMatching runs dbsqlc's ObjectListMatching, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectListMatching(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListMatchingParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachObjectListUnclaimedByStatus runs dbsqlc's ObjectListUnclaimedByStatus, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachObjectListUnclaimedByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListUnclaimedByStatusParams, each func(*dbsqlc.CksObject)) error {
+	rows, err := db.Query(ctx, dbsqlc.ObjectListUnclaimedByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObject
+	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachPrincipalList runs dbsqlc's PrincipalList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachPrincipalList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksPrincipal)) error {
+	rows, err := db.Query(ctx, dbsqlc.PrincipalList)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksPrincipal
+	dest := []any{&i.PrincipalID, &i.Name, &i.TokenHash, &i.CreatedAt, &i.TaskID, &i.LeaseTokenHash}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachSessionList runs dbsqlc's SessionList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachSessionList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksSession)) error {
+	rows, err := db.Query(ctx, dbsqlc.SessionList)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksSession
+	dest := []any{&i.SessionID, &i.SecretHash, &i.PrincipalID, &i.CreatedAt, &i.ExpiresAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachSweeperPassRecent runs dbsqlc's SweeperPassRecent, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachSweeperPassRecent(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.SweeperPassRecentParams, each func(*dbsqlc.CksSweeperPass)) error {
+	rows, err := db.Query(ctx, dbsqlc.SweeperPassRecent, arg.AgentID, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksSweeperPass
+	dest := []any{&i.PassID, &i.AgentID, &i.HubID, &i.StartedAt, &i.DurationMs, &i.ResultCount, &i.Error, &i.Details}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaim runs dbsqlc's TaskClaim, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimParams, each func(*dbsqlc.TaskClaimRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaim, arg.State, arg.Excluded, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.TaskClaimRow
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimOfType runs dbsqlc's TaskClaimOfType, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimOfTypeParams, each func(*dbsqlc.TaskClaimOfTypeRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.TaskClaimOfTypeRow
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimOfTypes runs dbsqlc's TaskClaimOfTypes, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimOfTypesParams, each func(*dbsqlc.TaskClaimOfTypesRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.TaskClaimOfTypesRow
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimWaits runs dbsqlc's TaskClaimWaits, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimWaits(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimWaitsParams, each func(*dbsqlc.TaskClaimWaitsRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Max, arg.Since, arg.Until)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.TaskClaimWaitsRow
+	dest := []any{&i.ClaimedAt, &i.OpenedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimable runs dbsqlc's TaskClaimable, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimable, arg.State, arg.Excluded, arg.Now, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimableOfType runs dbsqlc's TaskClaimableOfType, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimableOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableOfTypeParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskClaimableOfTypes runs dbsqlc's TaskClaimableOfTypes, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskClaimableOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableOfTypesParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDepList runs dbsqlc's TaskDepList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDepList(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksTaskDep)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDepList, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskDep
+	dest := []any{&i.TaskID, &i.DependsOn}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDepListAdjacent runs dbsqlc's TaskDepListAdjacent, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDepListAdjacent(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksTaskDep)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDepListAdjacent, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskDep
+	dest := []any{&i.TaskID, &i.DependsOn}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDependants runs dbsqlc's TaskDependants, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDependants(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDependants, arg.DependsOns, arg.State)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDependantsForShare runs dbsqlc's TaskDependantsForShare, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDependantsForShare(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForShareParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForShare, arg.DependsOns, arg.State)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDependantsForUpdate runs dbsqlc's TaskDependantsForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDependantsForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForUpdateParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdate, arg.DependsOns, arg.State)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskDependantsForUpdateSkip runs dbsqlc's TaskDependantsForUpdateSkip, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskDependantsForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForUpdateSkipParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdateSkip, arg.DependsOns, arg.State)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskEventList runs dbsqlc's TaskEventList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskEventList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskEvent)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskEventList, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskEvent
+	dest := []any{&i.EventID, &i.TaskID, &i.At, &i.Actor, &i.FromState, &i.ToState, &i.Attempt, &i.Reason, &i.Changes, &i.ClaimedAt, &i.StartedAt, &i.Worker}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGet runs dbsqlc's TaskGet, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGet, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetForShare runs dbsqlc's TaskGetForShare, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetForShare(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetForShare, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetForUpdate runs dbsqlc's TaskGetForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetForUpdate(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetForUpdate, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetForUpdateSkip runs dbsqlc's TaskGetForUpdateSkip, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetForUpdateSkip, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetMany runs dbsqlc's TaskGetMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetMany(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetMany, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetManyForShare runs dbsqlc's TaskGetManyForShare, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetManyForShare(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetManyForShare, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetManyForUpdate runs dbsqlc's TaskGetManyForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetManyForUpdate, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskGetManyForUpdateSkip runs dbsqlc's TaskGetManyForUpdateSkip, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskGetManyForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskGetManyForUpdateSkip, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskInsertManyNew runs dbsqlc's TaskInsertManyNew, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskInsertManyNew(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskInsertManyNewParams, each func(*dbsqlc.TaskInsertManyNewRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskInsertManyNew, arg.CreatedAt, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.MaxAttemptss, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.Metadatas)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.TaskInsertManyNewRow
+	dest := []any{&i.TaskID, &i.Payload, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskLeaseExpired runs dbsqlc's TaskLeaseExpired, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskLeaseExpired(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLeaseExpiredParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskLeaseExpired, arg.States, arg.Excluded, arg.ExpiredAt, arg.RenewedBefore, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskList runs dbsqlc's TaskList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskListForUpdate runs dbsqlc's TaskListForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskListForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListForUpdateParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskListForUpdate, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskListIDDesc runs dbsqlc's TaskListIDDesc, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskListIDDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListIDDescParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskListPriority runs dbsqlc's TaskListPriority, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskListPriority(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListPriorityParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskListUpdated runs dbsqlc's TaskListUpdated, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskListUpdated(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListUpdatedParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTaskListUpdatedDesc runs dbsqlc's TaskListUpdatedDesc, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskListUpdatedDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListUpdatedDescParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTransitionList runs dbsqlc's TransitionList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTransitionList(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksTransitionLog)) error {
+	rows, err := db.Query(ctx, dbsqlc.TransitionList, objectID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTransitionLog
+	dest := []any{&i.Seq, &i.ObjectID, &i.Ts, &i.Agent, &i.Action, &i.TransitionedTo, &i.ReasoningNodeID, &i.ContentHash, &i.Round}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachTransitionPurgeCandidates runs dbsqlc's TransitionPurgeCandidates, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTransitionPurgeCandidates(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TransitionPurgeCandidatesParams, each func(*dbsqlc.CksTransitionLog)) error {
+	rows, err := db.Query(ctx, dbsqlc.TransitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTransitionLog
+	dest := []any{&i.Seq, &i.ObjectID, &i.Ts, &i.Agent, &i.Action, &i.TransitionedTo, &i.ReasoningNodeID, &i.ContentHash, &i.Round}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachVersionList runs dbsqlc's VersionList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachVersionList(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksObjectVersion)) error {
+	rows, err := db.Query(ctx, dbsqlc.VersionList, objectID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObjectVersion
+	dest := []any{&i.VersionID, &i.ObjectID, &i.Parents, &i.Content, &i.ContentHash, &i.Author, &i.CreatedAt, &i.IsHead, &i.Version}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachVersionListHeads runs dbsqlc's VersionListHeads, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachVersionListHeads(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksObjectVersion)) error {
+	rows, err := db.Query(ctx, dbsqlc.VersionListHeads, objectID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksObjectVersion
+	dest := []any{&i.VersionID, &i.ObjectID, &i.Parents, &i.Content, &i.ContentHash, &i.Author, &i.CreatedAt, &i.IsHead, &i.Version}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // TaskGetMany implements driver.Executor with the query its params choose.
 func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
 	if len(p.IDs) == 0 {
 		return nil, nil
 	}
-	var (
-		x   []dbsqlc.CksOutboxTask
-		err error
-	)
+	out := make([]driver.TaskRow, 0, len(p.IDs))
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	var err error
 	switch {
 	case len(p.IDs) == 1 && p.Lock == driver.LockNone:
-		x, err = e.d.q.TaskGet(ctx, e.db, p.IDs[0])
+		err = eachTaskGet(ctx, e.db, p.IDs[0], add)
 	case p.Lock == driver.LockNone:
-		x, err = e.d.q.TaskGetMany(ctx, e.db, nonNil(p.IDs))
+		err = eachTaskGetMany(ctx, e.db, nonNil(p.IDs), add)
 	case len(p.IDs) == 1 && p.Lock == driver.LockUpdate:
-		x, err = e.d.q.TaskGetForUpdate(ctx, e.db, p.IDs[0])
+		err = eachTaskGetForUpdate(ctx, e.db, p.IDs[0], add)
 	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.TaskGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+		err = eachTaskGetManyForUpdate(ctx, e.db, nonNil(p.IDs), add)
 	case len(p.IDs) == 1 && p.Lock == driver.LockUpdateSkip:
-		x, err = e.d.q.TaskGetForUpdateSkip(ctx, e.db, p.IDs[0])
+		err = eachTaskGetForUpdateSkip(ctx, e.db, p.IDs[0], add)
 	case p.Lock == driver.LockUpdateSkip:
-		x, err = e.d.q.TaskGetManyForUpdateSkip(ctx, e.db, nonNil(p.IDs))
+		err = eachTaskGetManyForUpdateSkip(ctx, e.db, nonNil(p.IDs), add)
 	case len(p.IDs) == 1 && p.Lock == driver.LockShare:
-		x, err = e.d.q.TaskGetForShare(ctx, e.db, p.IDs[0])
+		err = eachTaskGetForShare(ctx, e.db, p.IDs[0], add)
 	case p.Lock == driver.LockShare:
-		x, err = e.d.q.TaskGetManyForShare(ctx, e.db, nonNil(p.IDs))
+		err = eachTaskGetManyForShare(ctx, e.db, nonNil(p.IDs), add)
 	default:
 		return nil, fmt.Errorf("postgres: task get many: unsupported lock %d", p.Lock)
 	}
 	if err != nil {
 		return nil, mapErr("task get many", err)
 	}
-	return taskRowsOf(x), nil
+	return out, nil
 }
 
 // TaskLeaseExpired implements driver.Executor with dbsqlc's TaskLeaseExpired.
 func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
-	x, err := e.d.q.TaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p))
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	err := eachTaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p), add)
 	if err != nil {
 		return nil, mapErr("task lease expired", err)
 	}
-	return taskRowsOf(x), nil
+	return out, nil
 }
 
 // TaskList implements driver.Executor with the query its params choose.
 func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]driver.TaskRow, error) {
-	var (
-		x   []dbsqlc.CksOutboxTask
-		err error
-	)
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	var err error
 	switch {
 	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.TaskListForUpdate(ctx, e.db, taskListForUpdateParams(p))
+		err = eachTaskListForUpdate(ctx, e.db, taskListForUpdateParams(p), add)
 	case p.Sort == driver.TaskSortIDDesc:
-		x, err = e.d.q.TaskListIDDesc(ctx, e.db, taskListIDDescParams(p))
+		err = eachTaskListIDDesc(ctx, e.db, taskListIDDescParams(p), add)
 	case p.Sort == driver.TaskSortUpdated:
-		x, err = e.d.q.TaskListUpdated(ctx, e.db, taskListUpdatedParams(p))
+		err = eachTaskListUpdated(ctx, e.db, taskListUpdatedParams(p), add)
 	case p.Sort == driver.TaskSortUpdatedDesc:
-		x, err = e.d.q.TaskListUpdatedDesc(ctx, e.db, taskListUpdatedDescParams(p))
+		err = eachTaskListUpdatedDesc(ctx, e.db, taskListUpdatedDescParams(p), add)
 	case p.Sort == driver.TaskSortPriority:
-		x, err = e.d.q.TaskListPriority(ctx, e.db, taskListPriorityParams(p))
+		err = eachTaskListPriority(ctx, e.db, taskListPriorityParams(p), add)
 	default:
-		x, err = e.d.q.TaskList(ctx, e.db, taskListParams(p))
+		err = eachTaskList(ctx, e.db, taskListParams(p), add)
 	}
 	if err != nil {
 		return nil, mapErr("task list", err)
 	}
-	return taskRowsOf(x), nil
+	return out, nil
 }
 
 // TaskCount implements driver.Executor with dbsqlc's TaskCount.
@@ -1374,11 +2401,13 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 
 // TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.
 func (e *executor) TaskClaimWaits(ctx context.Context, p driver.TaskEventWindowParams) ([]driver.TaskClaimWait, error) {
-	x, err := e.d.q.TaskClaimWaits(ctx, e.db, taskClaimWaitsParams(p))
+	out := []driver.TaskClaimWait{}
+	add := func(r *dbsqlc.TaskClaimWaitsRow) { out = append(out, taskClaimWaitOf(*r)) }
+	err := eachTaskClaimWaits(ctx, e.db, taskClaimWaitsParams(p), add)
 	if err != nil {
 		return nil, mapErr("task claim waits", err)
 	}
-	return taskClaimWaitsOf(x), nil
+	return out, nil
 }
 
 // TaskDedupeFind implements driver.Executor with the query its params choose.
@@ -1420,11 +2449,13 @@ func (e *executor) TaskDepList(ctx context.Context, ids []int64) ([]driver.TaskD
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	x, err := e.d.q.TaskDepList(ctx, e.db, nonNil(ids))
+	out := make([]driver.TaskDep, 0, len(ids))
+	add := func(r *dbsqlc.CksTaskDep) { out = append(out, taskDepOf(*r)) }
+	err := eachTaskDepList(ctx, e.db, nonNil(ids), add)
 	if err != nil {
 		return nil, mapErr("task dep list", err)
 	}
-	return taskDepsOf(x), nil
+	return out, nil
 }
 
 // TaskDepListAdjacent implements driver.Executor with dbsqlc's TaskDepListAdjacent.
@@ -1432,35 +2463,36 @@ func (e *executor) TaskDepListAdjacent(ctx context.Context, ids []int64) ([]driv
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	x, err := e.d.q.TaskDepListAdjacent(ctx, e.db, nonNil(ids))
+	out := make([]driver.TaskDep, 0, len(ids))
+	add := func(r *dbsqlc.CksTaskDep) { out = append(out, taskDepOf(*r)) }
+	err := eachTaskDepListAdjacent(ctx, e.db, nonNil(ids), add)
 	if err != nil {
 		return nil, mapErr("task dep list adjacent", err)
 	}
-	return taskDepsOf(x), nil
+	return out, nil
 }
 
 // TaskDependants implements driver.Executor with the query its params choose.
 func (e *executor) TaskDependants(ctx context.Context, p driver.TaskDependantsParams) ([]driver.TaskRow, error) {
-	var (
-		x   []dbsqlc.CksOutboxTask
-		err error
-	)
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	var err error
 	switch {
 	case p.Lock == driver.LockNone:
-		x, err = e.d.q.TaskDependants(ctx, e.db, taskDependantsParams(p))
+		err = eachTaskDependants(ctx, e.db, taskDependantsParams(p), add)
 	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.TaskDependantsForUpdate(ctx, e.db, taskDependantsForUpdateParams(p))
+		err = eachTaskDependantsForUpdate(ctx, e.db, taskDependantsForUpdateParams(p), add)
 	case p.Lock == driver.LockUpdateSkip:
-		x, err = e.d.q.TaskDependantsForUpdateSkip(ctx, e.db, taskDependantsForUpdateSkipParams(p))
+		err = eachTaskDependantsForUpdateSkip(ctx, e.db, taskDependantsForUpdateSkipParams(p), add)
 	case p.Lock == driver.LockShare:
-		x, err = e.d.q.TaskDependantsForShare(ctx, e.db, taskDependantsForShareParams(p))
+		err = eachTaskDependantsForShare(ctx, e.db, taskDependantsForShareParams(p), add)
 	default:
 		return nil, fmt.Errorf("postgres: task dependants: unsupported lock %d", p.Lock)
 	}
 	if err != nil {
 		return nil, mapErr("task dependants", err)
 	}
-	return taskRowsOf(x), nil
+	return out, nil
 }
 
 // TaskLockDependencyGraph implements driver.Executor with dbsqlc's TaskLockDependencyGraph.
@@ -1470,11 +2502,13 @@ func (e *executor) TaskLockDependencyGraph(ctx context.Context) error {
 
 // TaskEventList implements driver.Executor with dbsqlc's TaskEventList.
 func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.TaskEventRow, error) {
-	x, err := e.d.q.TaskEventList(ctx, e.db, taskID)
+	out := []driver.TaskEventRow{}
+	add := func(r *dbsqlc.CksTaskEvent) { out = append(out, taskEventRowOf(*r)) }
+	err := eachTaskEventList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
 	}
-	return taskEventRowsOf(x), nil
+	return out, nil
 }
 
 // TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
@@ -1497,11 +2531,13 @@ func (e *executor) EvidenceInsert(ctx context.Context, arg driver.EvidenceRow) (
 
 // EvidenceList implements driver.Executor with dbsqlc's EvidenceList.
 func (e *executor) EvidenceList(ctx context.Context, taskID int64) ([]driver.EvidenceRow, error) {
-	x, err := e.d.q.EvidenceList(ctx, e.db, taskID)
+	out := []driver.EvidenceRow{}
+	add := func(r *dbsqlc.CksTaskEvidence) { out = append(out, evidenceRowOf(*r)) }
+	err := eachEvidenceList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("evidence list ", taskID), err)
 	}
-	return evidenceRowsOf(x), nil
+	return out, nil
 }
 
 // DecisionInsert implements driver.Executor with dbsqlc's DecisionInsert.
@@ -1515,11 +2551,13 @@ func (e *executor) DecisionInsert(ctx context.Context, d driver.DecisionRow) (dr
 
 // DecisionList implements driver.Executor with dbsqlc's DecisionList.
 func (e *executor) DecisionList(ctx context.Context, taskID int64) ([]driver.DecisionRow, error) {
-	x, err := e.d.q.DecisionList(ctx, e.db, taskID)
+	out := []driver.DecisionRow{}
+	add := func(r *dbsqlc.CksTaskDecision) { out = append(out, decisionRowOf(*r)) }
+	err := eachDecisionList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("decision list ", taskID), err)
 	}
-	return decisionRowsOf(x), nil
+	return out, nil
 }
 
 // AbortInsert implements driver.Executor with dbsqlc's AbortInsert.
@@ -1556,22 +2594,21 @@ func (e *executor) AbortGetMany(ctx context.Context, p driver.AbortGetManyParams
 	if len(p.IDs) == 0 {
 		return nil, nil
 	}
-	var (
-		x   []dbsqlc.CksTaskAbort
-		err error
-	)
+	out := make([]driver.AbortRow, 0, len(p.IDs))
+	add := func(r *dbsqlc.CksTaskAbort) { out = append(out, abortRowOf(*r)) }
+	var err error
 	switch {
 	case p.Lock == driver.LockNone:
-		x, err = e.d.q.AbortGetMany(ctx, e.db, nonNil(p.IDs))
+		err = eachAbortGetMany(ctx, e.db, nonNil(p.IDs), add)
 	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.AbortGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+		err = eachAbortGetManyForUpdate(ctx, e.db, nonNil(p.IDs), add)
 	default:
 		return nil, fmt.Errorf("postgres: abort get many: unsupported lock %d", p.Lock)
 	}
 	if err != nil {
 		return nil, mapErr("abort get many", err)
 	}
-	return abortRowsOf(x), nil
+	return out, nil
 }
 
 // AbortFindLatest implements driver.Executor with the query its params choose.
@@ -1608,11 +2645,13 @@ func (e *executor) AbortUpdateMany(ctx context.Context, aborts []driver.AbortRow
 
 // AbortList implements driver.Executor with dbsqlc's AbortList.
 func (e *executor) AbortList(ctx context.Context, taskID int64) ([]driver.AbortRow, error) {
-	x, err := e.d.q.AbortList(ctx, e.db, taskID)
+	out := []driver.AbortRow{}
+	add := func(r *dbsqlc.CksTaskAbort) { out = append(out, abortRowOf(*r)) }
+	err := eachAbortList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("abort list ", taskID), err)
 	}
-	return abortRowsOf(x), nil
+	return out, nil
 }
 
 // AbortLatestMany implements driver.Executor with dbsqlc's AbortLatestMany.
@@ -1620,20 +2659,24 @@ func (e *executor) AbortLatestMany(ctx context.Context, taskIDs []int64) ([]driv
 	if len(taskIDs) == 0 {
 		return nil, nil
 	}
-	x, err := e.d.q.AbortLatestMany(ctx, e.db, nonNil(taskIDs))
+	out := make([]driver.AbortRow, 0, len(taskIDs))
+	add := func(r *dbsqlc.CksTaskAbort) { out = append(out, abortRowOf(*r)) }
+	err := eachAbortLatestMany(ctx, e.db, nonNil(taskIDs), add)
 	if err != nil {
 		return nil, mapErr("abort latest many", err)
 	}
-	return abortRowsOf(x), nil
+	return out, nil
 }
 
 // AbortPendingDue implements driver.Executor with dbsqlc's AbortPendingDue.
 func (e *executor) AbortPendingDue(ctx context.Context, p driver.AbortPendingDueParams) ([]driver.AbortRow, error) {
-	x, err := e.d.q.AbortPendingDue(ctx, e.db, abortPendingDueParams(p))
+	out := []driver.AbortRow{}
+	add := func(r *dbsqlc.CksTaskAbort) { out = append(out, abortRowOf(*r)) }
+	err := eachAbortPendingDue(ctx, e.db, abortPendingDueParams(p), add)
 	if err != nil {
 		return nil, mapErr("abort pending due", err)
 	}
-	return abortRowsOf(x), nil
+	return out, nil
 }
 
 // ObjectInsertMany implements driver.Executor with one batch of dbsqlc's ObjectInsert.
@@ -1653,22 +2696,21 @@ func (e *executor) ObjectGetMany(ctx context.Context, p driver.ObjectGetManyPara
 	if len(p.IDs) == 0 {
 		return nil, nil
 	}
-	var (
-		x   []dbsqlc.CksObject
-		err error
-	)
+	out := make([]driver.ObjectRow, 0, len(p.IDs))
+	add := func(r *dbsqlc.CksObject) { out = append(out, objectRowOf(*r)) }
+	var err error
 	switch {
 	case p.Lock == driver.LockNone:
-		x, err = e.d.q.ObjectGetMany(ctx, e.db, nonNil(p.IDs))
+		err = eachObjectGetMany(ctx, e.db, nonNil(p.IDs), add)
 	case p.Lock == driver.LockUpdate:
-		x, err = e.d.q.ObjectGetManyForUpdate(ctx, e.db, nonNil(p.IDs))
+		err = eachObjectGetManyForUpdate(ctx, e.db, nonNil(p.IDs), add)
 	default:
 		return nil, fmt.Errorf("postgres: object get many: unsupported lock %d", p.Lock)
 	}
 	if err != nil {
 		return nil, mapErr("object get many", err)
 	}
-	return objectRowsOf(x), nil
+	return out, nil
 }
 
 // ObjectExistMany implements driver.Executor with dbsqlc's ObjectExistMany.
@@ -1685,53 +2727,58 @@ func (e *executor) ObjectExistMany(ctx context.Context, ids []int64) ([]int64, e
 
 // ObjectList implements driver.Executor with the query its params choose.
 func (e *executor) ObjectList(ctx context.Context, p driver.ObjectListParams) ([]driver.ObjectRow, error) {
-	var (
-		x   []dbsqlc.CksObject
-		err error
-	)
+	out := []driver.ObjectRow{}
+	add := func(r *dbsqlc.CksObject) { out = append(out, objectRowOf(*r)) }
+	var err error
 	switch {
 	case p.Match != "":
-		x, err = e.d.q.ObjectListMatching(ctx, e.db, objectListMatchingParams(p))
+		err = eachObjectListMatching(ctx, e.db, objectListMatchingParams(p), add)
 	case len(p.Statuses) > 0 && p.Unclaimed:
-		x, err = e.d.q.ObjectListUnclaimedByStatus(ctx, e.db, objectListUnclaimedByStatusParams(p))
+		err = eachObjectListUnclaimedByStatus(ctx, e.db, objectListUnclaimedByStatusParams(p), add)
 	case len(p.Statuses) > 0:
-		x, err = e.d.q.ObjectListByStatus(ctx, e.db, objectListByStatusParams(p))
+		err = eachObjectListByStatus(ctx, e.db, objectListByStatusParams(p), add)
 	case len(p.Kinds) > 0:
-		x, err = e.d.q.ObjectListByKind(ctx, e.db, objectListByKindParams(p))
+		err = eachObjectListByKind(ctx, e.db, objectListByKindParams(p), add)
 	default:
-		x, err = e.d.q.ObjectList(ctx, e.db, objectListParams(p))
+		err = eachObjectList(ctx, e.db, objectListParams(p), add)
 	}
 	if err != nil {
 		return nil, mapErr("object list", err)
 	}
-	return objectRowsOf(x), nil
+	return out, nil
 }
 
 // ObjectClaimable implements driver.Executor with dbsqlc's ObjectClaimable.
 func (e *executor) ObjectClaimable(ctx context.Context, p driver.ObjectClaimableParams) ([]driver.ObjectRow, error) {
-	x, err := e.d.q.ObjectClaimable(ctx, e.db, objectClaimableParams(p))
+	out := []driver.ObjectRow{}
+	add := func(r *dbsqlc.CksObject) { out = append(out, objectRowOf(*r)) }
+	err := eachObjectClaimable(ctx, e.db, objectClaimableParams(p), add)
 	if err != nil {
 		return nil, mapErr("object claimable", err)
 	}
-	return objectRowsOf(x), nil
+	return out, nil
 }
 
 // ObjectClaimedBefore implements driver.Executor with dbsqlc's ObjectClaimedBefore.
 func (e *executor) ObjectClaimedBefore(ctx context.Context, p driver.ObjectClaimedBeforeParams) ([]driver.ObjectRow, error) {
-	x, err := e.d.q.ObjectClaimedBefore(ctx, e.db, nullTime(p.Before))
+	out := []driver.ObjectRow{}
+	add := func(r *dbsqlc.CksObject) { out = append(out, objectRowOf(*r)) }
+	err := eachObjectClaimedBefore(ctx, e.db, nullTime(p.Before), add)
 	if err != nil {
 		return nil, mapErr("object claimed before", err)
 	}
-	return objectRowsOf(x), nil
+	return out, nil
 }
 
 // ForkList implements driver.Executor with dbsqlc's ForkList.
 func (e *executor) ForkList(ctx context.Context, p driver.ForkListParams) ([]driver.ForkRow, error) {
-	x, err := e.d.q.ForkList(ctx, e.db, forkListParams(p))
+	out := []driver.ForkRow{}
+	add := func(r *dbsqlc.ForkListRow) { out = append(out, forkRowOf(*r)) }
+	err := eachForkList(ctx, e.db, forkListParams(p), add)
 	if err != nil {
 		return nil, mapErr("fork list", err)
 	}
-	return forkRowsOf(x), nil
+	return out, nil
 }
 
 // VersionInsertMany implements driver.Executor with one batch of dbsqlc's VersionInsert.
@@ -1748,20 +2795,19 @@ func (e *executor) VersionInsertMany(ctx context.Context, rows []driver.VersionR
 
 // VersionList implements driver.Executor with the query its params choose.
 func (e *executor) VersionList(ctx context.Context, p driver.VersionListParams) ([]driver.VersionRow, error) {
-	var (
-		x   []dbsqlc.CksObjectVersion
-		err error
-	)
+	out := []driver.VersionRow{}
+	add := func(r *dbsqlc.CksObjectVersion) { out = append(out, versionRowOf(*r)) }
+	var err error
 	switch {
 	case p.HeadsOnly:
-		x, err = e.d.q.VersionListHeads(ctx, e.db, p.ObjectID)
+		err = eachVersionListHeads(ctx, e.db, p.ObjectID, add)
 	default:
-		x, err = e.d.q.VersionList(ctx, e.db, p.ObjectID)
+		err = eachVersionList(ctx, e.db, p.ObjectID, add)
 	}
 	if err != nil {
 		return nil, mapErr("version list", err)
 	}
-	return versionRowsOf(x), nil
+	return out, nil
 }
 
 // VersionUnsetHeads implements driver.Executor with dbsqlc's VersionUnsetHeads.
@@ -1790,20 +2836,24 @@ func (e *executor) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([
 
 // EdgeListOf implements driver.Executor with dbsqlc's EdgeListOf.
 func (e *executor) EdgeListOf(ctx context.Context, objectID int64) ([]driver.EdgeRow, error) {
-	x, err := e.d.q.EdgeListOf(ctx, e.db, objectID)
+	out := []driver.EdgeRow{}
+	add := func(r *dbsqlc.CksEdge) { out = append(out, edgeRowOf(*r)) }
+	err := eachEdgeListOf(ctx, e.db, objectID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("edge list of ", objectID), err)
 	}
-	return edgeRowsOf(x), nil
+	return out, nil
 }
 
 // EdgeList implements driver.Executor with dbsqlc's EdgeList.
 func (e *executor) EdgeList(ctx context.Context, p driver.EdgeListParams) ([]driver.EdgeRow, error) {
-	x, err := e.d.q.EdgeList(ctx, e.db, edgeListParams(p))
+	out := []driver.EdgeRow{}
+	add := func(r *dbsqlc.CksEdge) { out = append(out, edgeRowOf(*r)) }
+	err := eachEdgeList(ctx, e.db, edgeListParams(p), add)
 	if err != nil {
 		return nil, mapErr("edge list", err)
 	}
-	return edgeRowsOf(x), nil
+	return out, nil
 }
 
 // TransitionInsertMany implements driver.Executor with one batch of dbsqlc's TransitionInsert.
@@ -1822,20 +2872,24 @@ func (e *executor) TransitionInsertMany(ctx context.Context, rows []driver.Trans
 
 // TransitionList implements driver.Executor with dbsqlc's TransitionList.
 func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver.TransitionRow, error) {
-	x, err := e.d.q.TransitionList(ctx, e.db, objectID)
+	out := []driver.TransitionRow{}
+	add := func(r *dbsqlc.CksTransitionLog) { out = append(out, transitionRowOf(*r)) }
+	err := eachTransitionList(ctx, e.db, objectID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("transition list ", objectID), err)
 	}
-	return transitionRowsOf(x), nil
+	return out, nil
 }
 
 // TransitionPurgeCandidates implements driver.Executor with dbsqlc's TransitionPurgeCandidates.
 func (e *executor) TransitionPurgeCandidates(ctx context.Context, p driver.TransitionPurgeCandidatesParams) ([]driver.TransitionRow, error) {
-	x, err := e.d.q.TransitionPurgeCandidates(ctx, e.db, transitionPurgeCandidatesParams(p))
+	out := []driver.TransitionRow{}
+	add := func(r *dbsqlc.CksTransitionLog) { out = append(out, transitionRowOf(*r)) }
+	err := eachTransitionPurgeCandidates(ctx, e.db, transitionPurgeCandidatesParams(p), add)
 	if err != nil {
 		return nil, mapErr("transition purge candidates", err)
 	}
-	return transitionRowsOf(x), nil
+	return out, nil
 }
 
 // LivenessUpsert implements driver.Executor with dbsqlc's LivenessUpsert.
@@ -1845,11 +2899,13 @@ func (e *executor) LivenessUpsert(ctx context.Context, arg driver.LivenessRow) e
 
 // LivenessList implements driver.Executor with dbsqlc's LivenessList.
 func (e *executor) LivenessList(ctx context.Context) ([]driver.LivenessRow, error) {
-	x, err := e.d.q.LivenessList(ctx, e.db)
+	out := []driver.LivenessRow{}
+	add := func(r *dbsqlc.CksAgentLiveness) { out = append(out, livenessRowOf(*r)) }
+	err := eachLivenessList(ctx, e.db, add)
 	if err != nil {
 		return nil, mapErr("liveness list", err)
 	}
-	return livenessRowsOf(x), nil
+	return out, nil
 }
 
 // LivenessGet implements driver.Executor with dbsqlc's LivenessGet.
@@ -1884,29 +2940,35 @@ func (e *executor) LivenessSetDesiredState(ctx context.Context, instanceID strin
 
 // LivenessPage implements driver.Executor with dbsqlc's LivenessPage.
 func (e *executor) LivenessPage(ctx context.Context, p driver.LivenessPageParams) ([]driver.LivenessRow, error) {
-	x, err := e.d.q.LivenessPage(ctx, e.db, livenessPageParams(p))
+	out := []driver.LivenessRow{}
+	add := func(r *dbsqlc.CksAgentLiveness) { out = append(out, livenessRowOf(*r)) }
+	err := eachLivenessPage(ctx, e.db, livenessPageParams(p), add)
 	if err != nil {
 		return nil, mapErr("liveness page", err)
 	}
-	return livenessRowsOf(x), nil
+	return out, nil
 }
 
 // LivenessAlive implements driver.Executor with dbsqlc's LivenessAlive.
 func (e *executor) LivenessAlive(ctx context.Context, p driver.LivenessAliveParams) ([]driver.LivenessRow, error) {
-	x, err := e.d.q.LivenessAlive(ctx, e.db, livenessAliveParams(p))
+	out := []driver.LivenessRow{}
+	add := func(r *dbsqlc.CksAgentLiveness) { out = append(out, livenessRowOf(*r)) }
+	err := eachLivenessAlive(ctx, e.db, livenessAliveParams(p), add)
 	if err != nil {
 		return nil, mapErr("liveness alive", err)
 	}
-	return livenessRowsOf(x), nil
+	return out, nil
 }
 
 // LivenessCountByKind implements driver.Executor with dbsqlc's LivenessCountByKind.
 func (e *executor) LivenessCountByKind(ctx context.Context) ([]driver.LivenessKindCount, error) {
-	x, err := e.d.q.LivenessCountByKind(ctx, e.db)
+	out := []driver.LivenessKindCount{}
+	add := func(r *dbsqlc.LivenessCountByKindRow) { out = append(out, livenessKindCountOf(*r)) }
+	err := eachLivenessCountByKind(ctx, e.db, add)
 	if err != nil {
 		return nil, mapErr("liveness count by kind", err)
 	}
-	return livenessKindCountsOf(x), nil
+	return out, nil
 }
 
 // LivenessPrune implements driver.Executor with dbsqlc's LivenessPrune.
@@ -1943,11 +3005,13 @@ func (e *executor) SweeperPassInsert(ctx context.Context, arg driver.SweeperPass
 
 // SweeperPassRecent implements driver.Executor with dbsqlc's SweeperPassRecent.
 func (e *executor) SweeperPassRecent(ctx context.Context, p driver.SweeperPassRecentParams) ([]driver.SweeperPassRow, error) {
-	x, err := e.d.q.SweeperPassRecent(ctx, e.db, sweeperPassRecentParams(p))
+	out := []driver.SweeperPassRow{}
+	add := func(r *dbsqlc.CksSweeperPass) { out = append(out, sweeperPassRowOf(*r)) }
+	err := eachSweeperPassRecent(ctx, e.db, sweeperPassRecentParams(p), add)
 	if err != nil {
 		return nil, mapErr("sweeper pass recent", err)
 	}
-	return sweeperPassRowsOf(x), nil
+	return out, nil
 }
 
 // SweeperPassPrune implements driver.Executor with dbsqlc's SweeperPassPrune.
@@ -2013,29 +3077,35 @@ func (e *executor) PrincipalGet(ctx context.Context, id string) (driver.Principa
 
 // GrantList implements driver.Executor with dbsqlc's GrantList.
 func (e *executor) GrantList(ctx context.Context, principalID string) ([]driver.GrantRow, error) {
-	x, err := e.d.q.GrantList(ctx, e.db, principalID)
+	out := []driver.GrantRow{}
+	add := func(r *dbsqlc.CksGrant) { out = append(out, grantRowOf(*r)) }
+	err := eachGrantList(ctx, e.db, principalID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("grant list ", principalID), err)
 	}
-	return grantRowsOf(x), nil
+	return out, nil
 }
 
 // PrincipalList implements driver.Executor with dbsqlc's PrincipalList.
 func (e *executor) PrincipalList(ctx context.Context) ([]driver.PrincipalRow, error) {
-	x, err := e.d.q.PrincipalList(ctx, e.db)
+	out := []driver.PrincipalRow{}
+	add := func(r *dbsqlc.CksPrincipal) { out = append(out, principalRowOf(*r)) }
+	err := eachPrincipalList(ctx, e.db, add)
 	if err != nil {
 		return nil, mapErr("principal list", err)
 	}
-	return principalRowsOf(x), nil
+	return out, nil
 }
 
 // GrantListAll implements driver.Executor with dbsqlc's GrantListAll.
 func (e *executor) GrantListAll(ctx context.Context) ([]driver.GrantRow, error) {
-	x, err := e.d.q.GrantListAll(ctx, e.db)
+	out := []driver.GrantRow{}
+	add := func(r *dbsqlc.CksGrant) { out = append(out, grantRowOf(*r)) }
+	err := eachGrantListAll(ctx, e.db, add)
 	if err != nil {
 		return nil, mapErr("grant list all", err)
 	}
-	return grantRowsOf(x), nil
+	return out, nil
 }
 
 // PrincipalDelete implements driver.Executor with dbsqlc's PrincipalDelete.
@@ -2072,11 +3142,13 @@ func (e *executor) SessionBySecretHash(ctx context.Context, secretHash string) (
 
 // SessionList implements driver.Executor with dbsqlc's SessionList.
 func (e *executor) SessionList(ctx context.Context) ([]driver.SessionRow, error) {
-	x, err := e.d.q.SessionList(ctx, e.db)
+	out := []driver.SessionRow{}
+	add := func(r *dbsqlc.CksSession) { out = append(out, sessionRowOf(*r)) }
+	err := eachSessionList(ctx, e.db, add)
 	if err != nil {
 		return nil, mapErr("session list", err)
 	}
-	return sessionRowsOf(x), nil
+	return out, nil
 }
 
 // SessionDelete implements driver.Executor with dbsqlc's SessionDelete.

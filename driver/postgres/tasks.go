@@ -90,7 +90,8 @@ func (e *executor) taskInsertManyNew(ctx context.Context, rows []driver.TaskRow,
 		a.MaxAttemptss[i], a.ParentIds[i], a.DedupeKeys[i] = int32(r.MaxAttempts), r.ParentID, r.DedupeKey
 		a.CreatedBys[i], a.Metadatas[i] = r.CreatedBy, nullable.JSONText(r.Metadata)
 	}
-	got, err := e.d.q.TaskInsertManyNew(ctx, e.db, a)
+	got := make([]dbsqlc.TaskInsertManyNewRow, 0, n)
+	err := eachTaskInsertManyNew(ctx, e.db, a, func(r *dbsqlc.TaskInsertManyNewRow) { got = append(got, *r) })
 	if err != nil {
 		return nil, mapErr("task insert", err)
 	}
@@ -185,23 +186,22 @@ func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
 
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
-	var (
-		rows []dbsqlc.CksOutboxTask
-		err  error
-	)
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	var err error
 	switch len(p.Types) {
 	case 0:
-		rows, err = e.d.q.TaskClaimable(ctx, e.db, taskClaimableParams(p))
+		err = eachTaskClaimable(ctx, e.db, taskClaimableParams(p), add)
 	case 1:
-		rows, err = e.d.q.TaskClaimableOfType(ctx, e.db, dbsqlc.TaskClaimableOfTypeParams{
-			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now), Max: int32(p.Limit)})
+		err = eachTaskClaimableOfType(ctx, e.db, dbsqlc.TaskClaimableOfTypeParams{
+			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now), Max: int32(p.Limit)}, add)
 	default:
-		rows, err = e.d.q.TaskClaimableOfTypes(ctx, e.db, taskClaimableOfTypesParams(p))
+		err = eachTaskClaimableOfTypes(ctx, e.db, taskClaimableOfTypesParams(p), add)
 	}
 	if err != nil {
 		return nil, mapErr("task claimable", err)
 	}
-	return taskRowsOf(rows), nil
+	return out, nil
 }
 
 // TaskClaim implements driver.TaskExecutor: one statement of the form
@@ -222,50 +222,51 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		q.LeaseExpiresAts[i], q.LeaseMss[i] = driver.Time(l.ExpiresAt), l.Ms
 	}
 	var (
-		out []driver.TaskClaimed
+		c   claimed
 		err error
 	)
 	switch len(p.Types) {
 	case 0:
-		var rows []dbsqlc.TaskClaimRow
-		rows, err = e.d.q.TaskClaim(ctx, e.db, q)
-		out = claimedRows(rows, func(r dbsqlc.TaskClaimRow) dbsqlc.TaskClaimRow { return r })
+		err = eachTaskClaim(ctx, e.db, q, func(r *dbsqlc.TaskClaimRow) { c.add(*r, limit) })
 	case 1:
-		var rows []dbsqlc.TaskClaimOfTypeRow
-		rows, err = e.d.q.TaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
+		err = eachTaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo})
-		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypeRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
+			func(r *dbsqlc.TaskClaimOfTypeRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })
 	default:
-		var rows []dbsqlc.TaskClaimOfTypesRow
-		rows, err = e.d.q.TaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
+		err = eachTaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
 			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
-			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo})
-		out = claimedRows(rows, func(r dbsqlc.TaskClaimOfTypesRow) dbsqlc.TaskClaimRow { return dbsqlc.TaskClaimRow(r) })
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
+			func(r *dbsqlc.TaskClaimOfTypesRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })
 	}
 	if err != nil {
 		return nil, mapErr("task claim", err)
 	}
-	return out, nil
+	return c.rows, nil
 }
 
-// claimedRows are the rows of one of the three claim forms (the same
-// columns; as converts one to the first form's type) as the driver's.
-func claimedRows[R any](rows []R, as func(R) dbsqlc.TaskClaimRow) []driver.TaskClaimed {
-	if len(rows) == 0 {
-		return nil
+// claimPrealloc bounds the rows a claim makes room for at its first row:
+// a claim is often of fewer rows than its limit (the queue runs dry), and
+// room for thousands would be made for a few; past it the slice grows.
+const claimPrealloc = 64
+
+// claimed gathers the rows of one of the three claim forms (the same
+// columns, converted to the first form's type) as the driver's, read
+// straight from the scan (eachTaskClaim…): nil for none.
+type claimed struct{ rows []driver.TaskClaimed }
+
+// add appends r, of a claim of at most limit rows.
+func (c *claimed) add(r dbsqlc.TaskClaimRow, limit int) {
+	if c.rows == nil {
+		c.rows = make([]driver.TaskClaimed, 0, min(limit, claimPrealloc))
 	}
-	out := make([]driver.TaskClaimed, len(rows))
-	for i, x := range rows {
-		r := as(x)
-		out[i] = driver.TaskClaimed{TaskRow: taskRowOfTaskClaimRow(r)}
-		if len(r.DependsOn) > 0 {
-			out[i].DependsOn = r.DependsOn
-		}
+	t := driver.TaskClaimed{TaskRow: taskRowOfTaskClaimRow(r)}
+	if len(r.DependsOn) > 0 {
+		t.DependsOn = r.DependsOn
 	}
-	return out
+	c.rows = append(c.rows, t)
 }
 
 // nonNil is s, or an empty list for nil (a nil slice is a NULL array,

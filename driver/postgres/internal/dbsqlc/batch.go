@@ -18,7 +18,7 @@ var (
 	ErrBatchAlreadyClosed = errors.New("batch already closed")
 )
 
-const edgeInsert = `-- name: EdgeInsert :batchone
+const EdgeInsert = `-- name: EdgeInsert :batchone
 INSERT INTO cks_edges (src, dst, base_type, semantic_type, weight, created_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING edge_id
@@ -50,7 +50,7 @@ func (q *Queries) EdgeInsert(ctx context.Context, db DBTX, arg []EdgeInsertParam
 			a.Weight,
 			a.CreatedAt,
 		}
-		batch.Queue(edgeInsert, vals...)
+		batch.Queue(EdgeInsert, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &EdgeInsertBatchResults{br, len(arg), false}
@@ -79,7 +79,7 @@ func (b *EdgeInsertBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const objectInsert = `-- name: ObjectInsert :batchone
+const ObjectInsert = `-- name: ObjectInsert :batchone
 
 INSERT INTO cks_objects (kind, title, content, content_hash, current_status, claimed_by, claim_token,
     claimed_at, round, created_by, created_at, updated_at, head_version, heads)
@@ -136,7 +136,7 @@ func (q *Queries) ObjectInsert(ctx context.Context, db DBTX, arg []ObjectInsertP
 			a.HeadVersion,
 			a.Heads,
 		}
-		batch.Queue(objectInsert, vals...)
+		batch.Queue(ObjectInsert, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &ObjectInsertBatchResults{br, len(arg), false}
@@ -165,7 +165,7 @@ func (b *ObjectInsertBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const objectUpdate = `-- name: ObjectUpdate :batchone
+const ObjectUpdate = `-- name: ObjectUpdate :batchone
 UPDATE cks_objects SET current_status = $1, claimed_by = $2,
     claim_token = $3, claimed_at = $4, round = $5,
     head_version = $6, heads = $7, updated_at = $8
@@ -207,7 +207,7 @@ func (q *Queries) ObjectUpdate(ctx context.Context, db DBTX, arg []ObjectUpdateP
 			a.UpdatedAt,
 			a.ObjectID,
 		}
-		batch.Queue(objectUpdate, vals...)
+		batch.Queue(ObjectUpdate, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &ObjectUpdateBatchResults{br, len(arg), false}
@@ -236,7 +236,7 @@ func (b *ObjectUpdateBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const objectUpdateWithContent = `-- name: ObjectUpdateWithContent :batchone
+const ObjectUpdateWithContent = `-- name: ObjectUpdateWithContent :batchone
 UPDATE cks_objects SET current_status = $1, claimed_by = $2,
     claim_token = $3, claimed_at = $4, round = $5,
     head_version = $6, heads = $7, updated_at = $8,
@@ -281,7 +281,7 @@ func (q *Queries) ObjectUpdateWithContent(ctx context.Context, db DBTX, arg []Ob
 			a.ContentHash,
 			a.ObjectID,
 		}
-		batch.Queue(objectUpdateWithContent, vals...)
+		batch.Queue(ObjectUpdateWithContent, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &ObjectUpdateWithContentBatchResults{br, len(arg), false}
@@ -310,7 +310,7 @@ func (b *ObjectUpdateWithContentBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const transitionInsert = `-- name: TransitionInsert :batchexec
+const TransitionInsert = `-- name: TransitionInsert :batchexec
 INSERT INTO cks_transition_log (object_id, ts, agent, action, transitioned_to, reasoning_node_id,
     content_hash, round)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -346,7 +346,7 @@ func (q *Queries) TransitionInsert(ctx context.Context, db DBTX, arg []Transitio
 			a.ContentHash,
 			a.Round,
 		}
-		batch.Queue(transitionInsert, vals...)
+		batch.Queue(TransitionInsert, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &TransitionInsertBatchResults{br, len(arg), false}
@@ -373,7 +373,7 @@ func (b *TransitionInsertBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const versionInsert = `-- name: VersionInsert :batchone
+const VersionInsert = `-- name: VersionInsert :batchone
 INSERT INTO cks_object_versions (object_id, version, parents, content, content_hash, author, created_at, is_head)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING version_id
@@ -409,7 +409,7 @@ func (q *Queries) VersionInsert(ctx context.Context, db DBTX, arg []VersionInser
 			a.CreatedAt,
 			a.IsHead,
 		}
-		batch.Queue(versionInsert, vals...)
+		batch.Queue(VersionInsert, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
 	return &VersionInsertBatchResults{br, len(arg), false}

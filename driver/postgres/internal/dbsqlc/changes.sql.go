@@ -9,16 +9,16 @@ import (
 	"context"
 )
 
-const changeListen = `-- name: ChangeListen :exec
+const ChangeListen = `-- name: ChangeListen :exec
 LISTEN cks_changes
 `
 
 func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, changeListen)
+	_, err := db.Exec(ctx, ChangeListen)
 	return err
 }
 
-const changeNotify = `-- name: ChangeNotify :exec
+const ChangeNotify = `-- name: ChangeNotify :exec
 
 SELECT pg_notify('cks_changes', current_schema() || '.' || $1::text)
 `
@@ -27,16 +27,16 @@ SELECT pg_notify('cks_changes', current_schema() || '.' || $1::text)
 // the payload ("<schema>.<topic>"), since NOTIFY is database-wide and
 // several deployments (or test schemas) may share one database.
 func (q *Queries) ChangeNotify(ctx context.Context, db DBTX, topic string) error {
-	_, err := db.Exec(ctx, changeNotify, topic)
+	_, err := db.Exec(ctx, ChangeNotify, topic)
 	return err
 }
 
-const currentSchema = `-- name: CurrentSchema :one
+const CurrentSchema = `-- name: CurrentSchema :one
 SELECT current_schema()::text
 `
 
 func (q *Queries) CurrentSchema(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRow(ctx, currentSchema)
+	row := db.QueryRow(ctx, CurrentSchema)
 	var column_1 string
 	err := row.Scan(&column_1)
 	return column_1, err

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const leaderElect = `-- name: LeaderElect :one
+const LeaderElect = `-- name: LeaderElect :one
 
 INSERT INTO cks_leaders (name, leader_id, elected_at, expires_at)
 VALUES ($1, $2, now(), now() + $3::bigint * interval '1 microsecond')
@@ -35,7 +35,7 @@ type LeaderElectParams struct {
 // out, and renews it when leader_id holds it (elected_at kept); no row when
 // another holds it.
 func (q *Queries) LeaderElect(ctx context.Context, db DBTX, arg LeaderElectParams) (CksLeader, error) {
-	row := db.QueryRow(ctx, leaderElect, arg.Name, arg.LeaderID, arg.TtlUs)
+	row := db.QueryRow(ctx, LeaderElect, arg.Name, arg.LeaderID, arg.TtlUs)
 	var i CksLeader
 	err := row.Scan(
 		&i.Name,
@@ -46,13 +46,13 @@ func (q *Queries) LeaderElect(ctx context.Context, db DBTX, arg LeaderElectParam
 	return i, err
 }
 
-const leaderGet = `-- name: LeaderGet :one
+const LeaderGet = `-- name: LeaderGet :one
 SELECT name, leader_id, elected_at, expires_at FROM cks_leaders
 WHERE name = $1 AND expires_at >= now()
 `
 
 func (q *Queries) LeaderGet(ctx context.Context, db DBTX, name string) (CksLeader, error) {
-	row := db.QueryRow(ctx, leaderGet, name)
+	row := db.QueryRow(ctx, LeaderGet, name)
 	var i CksLeader
 	err := row.Scan(
 		&i.Name,
@@ -63,7 +63,7 @@ func (q *Queries) LeaderGet(ctx context.Context, db DBTX, name string) (CksLeade
 	return i, err
 }
 
-const leaderResign = `-- name: LeaderResign :execrows
+const LeaderResign = `-- name: LeaderResign :execrows
 DELETE FROM cks_leaders WHERE name = $1 AND leader_id = $2
 `
 
@@ -73,25 +73,25 @@ type LeaderResignParams struct {
 }
 
 func (q *Queries) LeaderResign(ctx context.Context, db DBTX, arg LeaderResignParams) (int64, error) {
-	result, err := db.Exec(ctx, leaderResign, arg.Name, arg.LeaderID)
+	result, err := db.Exec(ctx, LeaderResign, arg.Name, arg.LeaderID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const sweeperControlGet = `-- name: SweeperControlGet :one
+const SweeperControlGet = `-- name: SweeperControlGet :one
 SELECT desired_running FROM cks_sweeper_control WHERE agent_id = $1
 `
 
 func (q *Queries) SweeperControlGet(ctx context.Context, db DBTX, agentID string) (bool, error) {
-	row := db.QueryRow(ctx, sweeperControlGet, agentID)
+	row := db.QueryRow(ctx, SweeperControlGet, agentID)
 	var desired_running bool
 	err := row.Scan(&desired_running)
 	return desired_running, err
 }
 
-const sweeperControlUpsert = `-- name: SweeperControlUpsert :exec
+const SweeperControlUpsert = `-- name: SweeperControlUpsert :exec
 
 INSERT INTO cks_sweeper_control (agent_id, desired_running, updated_at)
 VALUES ($1, $2, $3)
@@ -109,11 +109,11 @@ type SweeperControlUpsertParams struct {
 // Sweeper control (ADR-015): a row only for a sweeper whose default was
 // overridden.
 func (q *Queries) SweeperControlUpsert(ctx context.Context, db DBTX, arg SweeperControlUpsertParams) error {
-	_, err := db.Exec(ctx, sweeperControlUpsert, arg.AgentID, arg.DesiredRunning, arg.UpdatedAt)
+	_, err := db.Exec(ctx, SweeperControlUpsert, arg.AgentID, arg.DesiredRunning, arg.UpdatedAt)
 	return err
 }
 
-const sweeperPassInsert = `-- name: SweeperPassInsert :exec
+const SweeperPassInsert = `-- name: SweeperPassInsert :exec
 
 INSERT INTO cks_sweeper_passes (agent_id, hub_id, started_at, duration_ms, result_count, error, details)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -132,7 +132,7 @@ type SweeperPassInsertParams struct {
 // Sweeper passes (issue 24): one row per completed pass, newest first per
 // sweeper by idx_sweeper_passes_agent.
 func (q *Queries) SweeperPassInsert(ctx context.Context, db DBTX, arg SweeperPassInsertParams) error {
-	_, err := db.Exec(ctx, sweeperPassInsert,
+	_, err := db.Exec(ctx, SweeperPassInsert,
 		arg.AgentID,
 		arg.HubID,
 		arg.StartedAt,
@@ -144,7 +144,7 @@ func (q *Queries) SweeperPassInsert(ctx context.Context, db DBTX, arg SweeperPas
 	return err
 }
 
-const sweeperPassPrune = `-- name: SweeperPassPrune :execrows
+const SweeperPassPrune = `-- name: SweeperPassPrune :execrows
 DELETE FROM cks_sweeper_passes WHERE pass_id IN (
     SELECT o.pass_id FROM cks_sweeper_passes o
     WHERE o.started_at < $1
@@ -159,14 +159,14 @@ type SweeperPassPruneParams struct {
 // The passes older than the cutoff, a bounded batch at a time
 // (idx_sweeper_passes_started).
 func (q *Queries) SweeperPassPrune(ctx context.Context, db DBTX, arg SweeperPassPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, sweeperPassPrune, arg.Before, arg.Max)
+	result, err := db.Exec(ctx, SweeperPassPrune, arg.Before, arg.Max)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const sweeperPassRecent = `-- name: SweeperPassRecent :many
+const SweeperPassRecent = `-- name: SweeperPassRecent :many
 SELECT pass_id, agent_id, hub_id, started_at, duration_ms, result_count, error, details FROM cks_sweeper_passes
 WHERE agent_id = $1
 ORDER BY started_at DESC, pass_id DESC
@@ -179,7 +179,7 @@ type SweeperPassRecentParams struct {
 }
 
 func (q *Queries) SweeperPassRecent(ctx context.Context, db DBTX, arg SweeperPassRecentParams) ([]CksSweeperPass, error) {
-	rows, err := db.Query(ctx, sweeperPassRecent, arg.AgentID, arg.Max)
+	rows, err := db.Query(ctx, SweeperPassRecent, arg.AgentID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (q *Queries) SweeperPassRecent(ctx context.Context, db DBTX, arg SweeperPas
 	return items, nil
 }
 
-const sweeperPassTrim = `-- name: SweeperPassTrim :execrows
+const SweeperPassTrim = `-- name: SweeperPassTrim :execrows
 DELETE FROM cks_sweeper_passes WHERE pass_id IN (
     SELECT o.pass_id FROM cks_sweeper_passes o
     WHERE o.agent_id = $1
@@ -224,7 +224,7 @@ type SweeperPassTrimParams struct {
 // A sweeper's passes beyond its newest keep, a bounded batch at a time: the
 // offset walks keep entries of idx_sweeper_passes_agent.
 func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassTrimParams) (int64, error) {
-	result, err := db.Exec(ctx, sweeperPassTrim, arg.AgentID, arg.Keep, arg.Max)
+	result, err := db.Exec(ctx, SweeperPassTrim, arg.AgentID, arg.Keep, arg.Max)
 	if err != nil {
 		return 0, err
 	}

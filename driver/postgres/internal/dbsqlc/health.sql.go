@@ -10,20 +10,20 @@ import (
 	"time"
 )
 
-const databaseNow = `-- name: DatabaseNow :one
+const DatabaseNow = `-- name: DatabaseNow :one
 SELECT clock_timestamp()::timestamptz
 `
 
 // The server's clock, read as late as the statement runs (cks doctor
 // compares it with the host's: the leases of leadership are judged by it).
 func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
-	row := db.QueryRow(ctx, databaseNow)
+	row := db.QueryRow(ctx, DatabaseNow)
 	var column_1 time.Time
 	err := row.Scan(&column_1)
 	return column_1, err
 }
 
-const transactionReadOnly = `-- name: TransactionReadOnly :one
+const TransactionReadOnly = `-- name: TransactionReadOnly :one
 
 SELECT current_setting('transaction_read_only') = 'on'
 `
@@ -32,7 +32,7 @@ SELECT current_setting('transaction_read_only') = 'on'
 // read-only (a hot standby, or default_transaction_read_only set for the
 // database or the user), where every write fails with SQLSTATE 25006.
 func (q *Queries) TransactionReadOnly(ctx context.Context, db DBTX) (bool, error) {
-	row := db.QueryRow(ctx, transactionReadOnly)
+	row := db.QueryRow(ctx, TransactionReadOnly)
 	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err

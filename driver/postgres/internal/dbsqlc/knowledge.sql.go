@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const edgeList = `-- name: EdgeList :many
+const EdgeList = `-- name: EdgeList :many
 SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
 WHERE edge_id > $1
 ORDER BY edge_id
@@ -24,7 +24,7 @@ type EdgeListParams struct {
 }
 
 func (q *Queries) EdgeList(ctx context.Context, db DBTX, arg EdgeListParams) ([]CksEdge, error) {
-	rows, err := db.Query(ctx, edgeList, arg.After, arg.Lim)
+	rows, err := db.Query(ctx, EdgeList, arg.After, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +51,14 @@ func (q *Queries) EdgeList(ctx context.Context, db DBTX, arg EdgeListParams) ([]
 	return items, nil
 }
 
-const edgeListOf = `-- name: EdgeListOf :many
+const EdgeListOf = `-- name: EdgeListOf :many
 SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
 WHERE src = $1 OR dst = $1
 ORDER BY edge_id
 `
 
 func (q *Queries) EdgeListOf(ctx context.Context, db DBTX, objectID int64) ([]CksEdge, error) {
-	rows, err := db.Query(ctx, edgeListOf, objectID)
+	rows, err := db.Query(ctx, EdgeListOf, objectID)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (q *Queries) EdgeListOf(ctx context.Context, db DBTX, objectID int64) ([]Ck
 	return items, nil
 }
 
-const forkList = `-- name: ForkList :many
+const ForkList = `-- name: ForkList :many
 SELECT o.object_id, ARRAY(SELECT v.version FROM cks_object_versions v
         WHERE v.object_id = o.object_id AND v.is_head ORDER BY v.version)::bigint[] AS heads
 FROM cks_objects o
@@ -105,7 +105,7 @@ type ForkListRow struct {
 }
 
 func (q *Queries) ForkList(ctx context.Context, db DBTX, arg ForkListParams) ([]ForkListRow, error) {
-	rows, err := db.Query(ctx, forkList, arg.After, arg.Lim)
+	rows, err := db.Query(ctx, ForkList, arg.After, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (q *Queries) ForkList(ctx context.Context, db DBTX, arg ForkListParams) ([]
 	return items, nil
 }
 
-const objectClaimable = `-- name: ObjectClaimable :many
+const ObjectClaimable = `-- name: ObjectClaimable :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE current_status = $1 AND claimed_by = ''
 ORDER BY object_id
@@ -140,7 +140,7 @@ type ObjectClaimableParams struct {
 // The partial idx_objects_claim serves it in claim order; rows another
 // claimer holds are skipped, never waited for.
 func (q *Queries) ObjectClaimable(ctx context.Context, db DBTX, arg ObjectClaimableParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectClaimable, arg.Status, arg.Lim)
+	rows, err := db.Query(ctx, ObjectClaimable, arg.Status, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (q *Queries) ObjectClaimable(ctx context.Context, db DBTX, arg ObjectClaima
 	return items, nil
 }
 
-const objectClaimedBefore = `-- name: ObjectClaimedBefore :many
+const ObjectClaimedBefore = `-- name: ObjectClaimedBefore :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE claimed_by <> '' AND claimed_at <= $1
 ORDER BY object_id
@@ -186,7 +186,7 @@ FOR NO KEY UPDATE SKIP LOCKED
 // a concurrent touch, release or transition is skipped: that writer is on
 // it.
 func (q *Queries) ObjectClaimedBefore(ctx context.Context, db DBTX, before pgtype.Timestamptz) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectClaimedBefore, before)
+	rows, err := db.Query(ctx, ObjectClaimedBefore, before)
 	if err != nil {
 		return nil, err
 	}
@@ -221,14 +221,14 @@ func (q *Queries) ObjectClaimedBefore(ctx context.Context, db DBTX, before pgtyp
 	return items, nil
 }
 
-const objectExistMany = `-- name: ObjectExistMany :many
+const ObjectExistMany = `-- name: ObjectExistMany :many
 SELECT object_id FROM cks_objects
 WHERE object_id = ANY($1::bigint[])
 ORDER BY object_id
 `
 
 func (q *Queries) ObjectExistMany(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
-	rows, err := db.Query(ctx, objectExistMany, ids)
+	rows, err := db.Query(ctx, ObjectExistMany, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -247,14 +247,14 @@ func (q *Queries) ObjectExistMany(ctx context.Context, db DBTX, ids []int64) ([]
 	return items, nil
 }
 
-const objectGetMany = `-- name: ObjectGetMany :many
+const ObjectGetMany = `-- name: ObjectGetMany :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id = ANY($1::bigint[])
 ORDER BY object_id
 `
 
 func (q *Queries) ObjectGetMany(ctx context.Context, db DBTX, ids []int64) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectGetMany, ids)
+	rows, err := db.Query(ctx, ObjectGetMany, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (q *Queries) ObjectGetMany(ctx context.Context, db DBTX, ids []int64) ([]Ck
 	return items, nil
 }
 
-const objectGetManyForUpdate = `-- name: ObjectGetManyForUpdate :many
+const ObjectGetManyForUpdate = `-- name: ObjectGetManyForUpdate :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id = ANY($1::bigint[])
 ORDER BY object_id
@@ -297,7 +297,7 @@ FOR NO KEY UPDATE
 `
 
 func (q *Queries) ObjectGetManyForUpdate(ctx context.Context, db DBTX, ids []int64) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectGetManyForUpdate, ids)
+	rows, err := db.Query(ctx, ObjectGetManyForUpdate, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (q *Queries) ObjectGetManyForUpdate(ctx context.Context, db DBTX, ids []int
 	return items, nil
 }
 
-const objectList = `-- name: ObjectList :many
+const ObjectList = `-- name: ObjectList :many
 
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id > $1 AND (NOT $2::boolean OR claimed_by = '')
@@ -352,7 +352,7 @@ type ObjectListParams struct {
 // (idx_objects_status), by kind (idx_objects_kind), or neither (the
 // primary key). An empty @kinds selects any kind.
 func (q *Queries) ObjectList(ctx context.Context, db DBTX, arg ObjectListParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectList, arg.After, arg.Unclaimed, arg.Lim)
+	rows, err := db.Query(ctx, ObjectList, arg.After, arg.Unclaimed, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +387,7 @@ func (q *Queries) ObjectList(ctx context.Context, db DBTX, arg ObjectListParams)
 	return items, nil
 }
 
-const objectListByKind = `-- name: ObjectListByKind :many
+const ObjectListByKind = `-- name: ObjectListByKind :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE kind = ANY($1::text[]) AND object_id > $2
     AND (NOT $3::boolean OR claimed_by = '')
@@ -403,7 +403,7 @@ type ObjectListByKindParams struct {
 }
 
 func (q *Queries) ObjectListByKind(ctx context.Context, db DBTX, arg ObjectListByKindParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectListByKind,
+	rows, err := db.Query(ctx, ObjectListByKind,
 		arg.Kinds,
 		arg.After,
 		arg.Unclaimed,
@@ -443,7 +443,7 @@ func (q *Queries) ObjectListByKind(ctx context.Context, db DBTX, arg ObjectListB
 	return items, nil
 }
 
-const objectListByStatus = `-- name: ObjectListByStatus :many
+const ObjectListByStatus = `-- name: ObjectListByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE current_status = ANY($1::text[]) AND object_id > $2
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
@@ -459,7 +459,7 @@ type ObjectListByStatusParams struct {
 }
 
 func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectListByStatusParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectListByStatus,
+	rows, err := db.Query(ctx, ObjectListByStatus,
 		arg.Statuses,
 		arg.After,
 		arg.Kinds,
@@ -499,7 +499,7 @@ func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectLis
 	return items, nil
 }
 
-const objectListMatching = `-- name: ObjectListMatching :many
+const ObjectListMatching = `-- name: ObjectListMatching :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id > $1
     AND (cardinality($2::text[]) = 0 OR current_status = ANY($2::text[]))
@@ -524,7 +524,7 @@ type ObjectListMatchingParams struct {
 // search of titles and contents may cost a scan. The other filters are those
 // of the queries above, an empty list selecting any.
 func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectListMatchingParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectListMatching,
+	rows, err := db.Query(ctx, ObjectListMatching,
 		arg.After,
 		arg.Statuses,
 		arg.Kinds,
@@ -566,7 +566,7 @@ func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectLis
 	return items, nil
 }
 
-const objectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
+const ObjectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE current_status = ANY($1::text[]) AND claimed_by = '' AND object_id > $2
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
@@ -582,7 +582,7 @@ type ObjectListUnclaimedByStatusParams struct {
 }
 
 func (q *Queries) ObjectListUnclaimedByStatus(ctx context.Context, db DBTX, arg ObjectListUnclaimedByStatusParams) ([]CksObject, error) {
-	rows, err := db.Query(ctx, objectListUnclaimedByStatus,
+	rows, err := db.Query(ctx, ObjectListUnclaimedByStatus,
 		arg.Statuses,
 		arg.After,
 		arg.Kinds,
@@ -622,14 +622,14 @@ func (q *Queries) ObjectListUnclaimedByStatus(ctx context.Context, db DBTX, arg 
 	return items, nil
 }
 
-const transitionList = `-- name: TransitionList :many
+const TransitionList = `-- name: TransitionList :many
 SELECT seq, object_id, ts, agent, action, transitioned_to, reasoning_node_id, content_hash, round FROM cks_transition_log
 WHERE object_id = $1
 ORDER BY seq
 `
 
 func (q *Queries) TransitionList(ctx context.Context, db DBTX, objectID int64) ([]CksTransitionLog, error) {
-	rows, err := db.Query(ctx, transitionList, objectID)
+	rows, err := db.Query(ctx, TransitionList, objectID)
 	if err != nil {
 		return nil, err
 	}
@@ -658,14 +658,14 @@ func (q *Queries) TransitionList(ctx context.Context, db DBTX, objectID int64) (
 	return items, nil
 }
 
-const versionList = `-- name: VersionList :many
+const VersionList = `-- name: VersionList :many
 SELECT version_id, object_id, parents, content, content_hash, author, created_at, is_head, version FROM cks_object_versions
 WHERE object_id = $1
 ORDER BY version
 `
 
 func (q *Queries) VersionList(ctx context.Context, db DBTX, objectID int64) ([]CksObjectVersion, error) {
-	rows, err := db.Query(ctx, versionList, objectID)
+	rows, err := db.Query(ctx, VersionList, objectID)
 	if err != nil {
 		return nil, err
 	}
@@ -694,7 +694,7 @@ func (q *Queries) VersionList(ctx context.Context, db DBTX, objectID int64) ([]C
 	return items, nil
 }
 
-const versionListHeads = `-- name: VersionListHeads :many
+const VersionListHeads = `-- name: VersionListHeads :many
 SELECT version_id, object_id, parents, content, content_hash, author, created_at, is_head, version FROM cks_object_versions
 WHERE object_id = $1 AND is_head
 ORDER BY version
@@ -702,7 +702,7 @@ ORDER BY version
 
 // idx_object_versions_heads holds the heads only.
 func (q *Queries) VersionListHeads(ctx context.Context, db DBTX, objectID int64) ([]CksObjectVersion, error) {
-	rows, err := db.Query(ctx, versionListHeads, objectID)
+	rows, err := db.Query(ctx, VersionListHeads, objectID)
 	if err != nil {
 		return nil, err
 	}
@@ -731,7 +731,7 @@ func (q *Queries) VersionListHeads(ctx context.Context, db DBTX, objectID int64)
 	return items, nil
 }
 
-const versionUnsetHeads = `-- name: VersionUnsetHeads :execrows
+const VersionUnsetHeads = `-- name: VersionUnsetHeads :execrows
 UPDATE cks_object_versions SET is_head = false
 WHERE object_id = $1 AND is_head AND version = ANY($2::bigint[])
 `
@@ -742,7 +742,7 @@ type VersionUnsetHeadsParams struct {
 }
 
 func (q *Queries) VersionUnsetHeads(ctx context.Context, db DBTX, arg VersionUnsetHeadsParams) (int64, error) {
-	result, err := db.Exec(ctx, versionUnsetHeads, arg.ObjectID, arg.Versions)
+	result, err := db.Exec(ctx, VersionUnsetHeads, arg.ObjectID, arg.Versions)
 	if err != nil {
 		return 0, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const livenessAlive = `-- name: LivenessAlive :many
+const LivenessAlive = `-- name: LivenessAlive :many
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
 WHERE alive_until >= $1
     AND started_at <= $2
@@ -32,7 +32,7 @@ type LivenessAliveParams struct {
 
 // The alive instances (idx_agent_liveness_alive), in LivenessPage's order.
 func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveParams) ([]CksAgentLiveness, error) {
-	rows, err := db.Query(ctx, livenessAlive,
+	rows, err := db.Query(ctx, LivenessAlive,
 		arg.Now,
 		arg.AfterStartedAt,
 		arg.AfterInstanceID,
@@ -71,7 +71,7 @@ func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveP
 	return items, nil
 }
 
-const livenessCountByKind = `-- name: LivenessCountByKind :many
+const LivenessCountByKind = `-- name: LivenessCountByKind :many
 SELECT process_kind, count(*) AS count FROM cks_agent_liveness
 GROUP BY process_kind
 ORDER BY process_kind
@@ -84,7 +84,7 @@ type LivenessCountByKindRow struct {
 
 // The instances of each kind (idx_agent_liveness_kind, index only).
 func (q *Queries) LivenessCountByKind(ctx context.Context, db DBTX) ([]LivenessCountByKindRow, error) {
-	rows, err := db.Query(ctx, livenessCountByKind)
+	rows, err := db.Query(ctx, LivenessCountByKind)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +103,12 @@ func (q *Queries) LivenessCountByKind(ctx context.Context, db DBTX) ([]LivenessC
 	return items, nil
 }
 
-const livenessGet = `-- name: LivenessGet :one
+const LivenessGet = `-- name: LivenessGet :one
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE instance_id = $1
 `
 
 func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (CksAgentLiveness, error) {
-	row := db.QueryRow(ctx, livenessGet, instanceID)
+	row := db.QueryRow(ctx, LivenessGet, instanceID)
 	var i CksAgentLiveness
 	err := row.Scan(
 		&i.InstanceID,
@@ -128,7 +128,7 @@ func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (
 	return i, err
 }
 
-const livenessLatest = `-- name: LivenessLatest :one
+const LivenessLatest = `-- name: LivenessLatest :one
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE process_kind = $1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id COLLATE "C"
 LIMIT 1
@@ -136,7 +136,7 @@ LIMIT 1
 
 // The newest instance of a kind (idx_agent_liveness_latest).
 func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind string) (CksAgentLiveness, error) {
-	row := db.QueryRow(ctx, livenessLatest, processKind)
+	row := db.QueryRow(ctx, LivenessLatest, processKind)
 	var i CksAgentLiveness
 	err := row.Scan(
 		&i.InstanceID,
@@ -156,13 +156,13 @@ func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind strin
 	return i, err
 }
 
-const livenessList = `-- name: LivenessList :many
+const LivenessList = `-- name: LivenessList :many
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
 ORDER BY started_at DESC, instance_id COLLATE "C"
 `
 
 func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness, error) {
-	rows, err := db.Query(ctx, livenessList)
+	rows, err := db.Query(ctx, LivenessList)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 	return items, nil
 }
 
-const livenessPage = `-- name: LivenessPage :many
+const LivenessPage = `-- name: LivenessPage :many
 SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
 WHERE true
     AND started_at <= $1
@@ -220,7 +220,7 @@ type LivenessPageParams struct {
 // idx_agent_liveness_started, so a deep page does not walk the ones
 // before it).
 func (q *Queries) LivenessPage(ctx context.Context, db DBTX, arg LivenessPageParams) ([]CksAgentLiveness, error) {
-	rows, err := db.Query(ctx, livenessPage,
+	rows, err := db.Query(ctx, LivenessPage,
 		arg.AfterStartedAt,
 		arg.AfterInstanceID,
 		arg.Kinds,
@@ -260,7 +260,7 @@ func (q *Queries) LivenessPage(ctx context.Context, db DBTX, arg LivenessPagePar
 	return items, nil
 }
 
-const livenessPrune = `-- name: LivenessPrune :execrows
+const LivenessPrune = `-- name: LivenessPrune :execrows
 DELETE FROM cks_agent_liveness WHERE instance_id IN (
     SELECT o.instance_id FROM cks_agent_liveness o
     WHERE o.started_at < $1 AND o.last_heartbeat_at < $1
@@ -278,14 +278,14 @@ type LivenessPruneParams struct {
 // before the cutoff (so started before it too: idx_agent_liveness_started)
 // and are not alive.
 func (q *Queries) LivenessPrune(ctx context.Context, db DBTX, arg LivenessPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, livenessPrune, arg.Before, arg.Now, arg.Max)
+	result, err := db.Exec(ctx, LivenessPrune, arg.Before, arg.Now, arg.Max)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const livenessSetDesiredState = `-- name: LivenessSetDesiredState :execrows
+const LivenessSetDesiredState = `-- name: LivenessSetDesiredState :execrows
 UPDATE cks_agent_liveness SET desired_state = $1 WHERE instance_id = $2
 `
 
@@ -295,14 +295,14 @@ type LivenessSetDesiredStateParams struct {
 }
 
 func (q *Queries) LivenessSetDesiredState(ctx context.Context, db DBTX, arg LivenessSetDesiredStateParams) (int64, error) {
-	result, err := db.Exec(ctx, livenessSetDesiredState, arg.DesiredState, arg.InstanceID)
+	result, err := db.Exec(ctx, LivenessSetDesiredState, arg.DesiredState, arg.InstanceID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const livenessUpsert = `-- name: LivenessUpsert :exec
+const LivenessUpsert = `-- name: LivenessUpsert :exec
 
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
     started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until)
@@ -338,7 +338,7 @@ type LivenessUpsertParams struct {
 
 // Process liveness (ADR-014) and remote stop (ADR-016).
 func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpsertParams) error {
-	_, err := db.Exec(ctx, livenessUpsert,
+	_, err := db.Exec(ctx, LivenessUpsert,
 		arg.InstanceID,
 		arg.ProcessKind,
 		arg.Hostname,

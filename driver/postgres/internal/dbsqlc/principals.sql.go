@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const grantHoldersLock = `-- name: GrantHoldersLock :many
+const GrantHoldersLock = `-- name: GrantHoldersLock :many
 SELECT principal_id FROM cks_grants
 WHERE resource = $1 AND permission = $2
 FOR UPDATE
@@ -26,7 +26,7 @@ type GrantHoldersLockParams struct {
 // sees the first's row, and counts right. (FOR UPDATE cannot go with
 // count(); the driver counts the rows.)
 func (q *Queries) GrantHoldersLock(ctx context.Context, db DBTX, arg GrantHoldersLockParams) ([]string, error) {
-	rows, err := db.Query(ctx, grantHoldersLock, arg.Resource, arg.Permission)
+	rows, err := db.Query(ctx, GrantHoldersLock, arg.Resource, arg.Permission)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (q *Queries) GrantHoldersLock(ctx context.Context, db DBTX, arg GrantHolder
 	return items, nil
 }
 
-const grantInsertMany = `-- name: GrantInsertMany :exec
+const GrantInsertMany = `-- name: GrantInsertMany :exec
 INSERT INTO cks_grants (principal_id, resource, permission)
 SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[])
 ON CONFLICT DO NOTHING
@@ -59,17 +59,17 @@ type GrantInsertManyParams struct {
 
 // The three arrays are the grants' columns, element by element.
 func (q *Queries) GrantInsertMany(ctx context.Context, db DBTX, arg GrantInsertManyParams) error {
-	_, err := db.Exec(ctx, grantInsertMany, arg.PrincipalIDs, arg.Resources, arg.Permissions)
+	_, err := db.Exec(ctx, GrantInsertMany, arg.PrincipalIDs, arg.Resources, arg.Permissions)
 	return err
 }
 
-const grantList = `-- name: GrantList :many
+const GrantList = `-- name: GrantList :many
 SELECT principal_id, resource, permission FROM cks_grants WHERE principal_id = $1
 ORDER BY resource COLLATE "C", permission COLLATE "C"
 `
 
 func (q *Queries) GrantList(ctx context.Context, db DBTX, principalID string) ([]CksGrant, error) {
-	rows, err := db.Query(ctx, grantList, principalID)
+	rows, err := db.Query(ctx, GrantList, principalID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,13 +88,13 @@ func (q *Queries) GrantList(ctx context.Context, db DBTX, principalID string) ([
 	return items, nil
 }
 
-const grantListAll = `-- name: GrantListAll :many
+const GrantListAll = `-- name: GrantListAll :many
 SELECT principal_id, resource, permission FROM cks_grants
 ORDER BY principal_id COLLATE "C", resource COLLATE "C", permission COLLATE "C"
 `
 
 func (q *Queries) GrantListAll(ctx context.Context, db DBTX) ([]CksGrant, error) {
-	rows, err := db.Query(ctx, grantListAll)
+	rows, err := db.Query(ctx, GrantListAll)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (q *Queries) GrantListAll(ctx context.Context, db DBTX) ([]CksGrant, error)
 	return items, nil
 }
 
-const principalAuth = `-- name: PrincipalAuth :one
+const PrincipalAuth = `-- name: PrincipalAuth :one
 SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.task_id, p.lease_token_hash,
     coalesce((SELECT array_agg(g.resource ORDER BY g.resource COLLATE "C", g.permission COLLATE "C")
         FROM cks_grants g WHERE g.principal_id = p.principal_id), '{}')::text[] AS grant_resources,
@@ -136,7 +136,7 @@ type PrincipalAuthRow struct {
 // PrincipalByTokenHash with the principal's grants (GrantList's order),
 // in one statement: an authenticated request's one read.
 func (q *Queries) PrincipalAuth(ctx context.Context, db DBTX, tokenHash string) (PrincipalAuthRow, error) {
-	row := db.QueryRow(ctx, principalAuth, tokenHash)
+	row := db.QueryRow(ctx, PrincipalAuth, tokenHash)
 	var i PrincipalAuthRow
 	err := row.Scan(
 		&i.CksPrincipal.PrincipalID,
@@ -151,7 +151,7 @@ func (q *Queries) PrincipalAuth(ctx context.Context, db DBTX, tokenHash string) 
 	return i, err
 }
 
-const principalByTokenHash = `-- name: PrincipalByTokenHash :one
+const PrincipalByTokenHash = `-- name: PrincipalByTokenHash :one
 SELECT p.principal_id, p.name, p.token_hash, p.created_at, p.task_id, p.lease_token_hash FROM cks_principals p
 WHERE p.token_hash = $1
     AND (p.task_id IS NULL OR EXISTS (
@@ -163,7 +163,7 @@ WHERE p.token_hash = $1
 // A principal bound to a lease only while that lease is its task's current
 // one: the task has a lease and its token's hash is the bound one.
 func (q *Queries) PrincipalByTokenHash(ctx context.Context, db DBTX, tokenHash string) (CksPrincipal, error) {
-	row := db.QueryRow(ctx, principalByTokenHash, tokenHash)
+	row := db.QueryRow(ctx, PrincipalByTokenHash, tokenHash)
 	var i CksPrincipal
 	err := row.Scan(
 		&i.PrincipalID,
@@ -176,20 +176,20 @@ func (q *Queries) PrincipalByTokenHash(ctx context.Context, db DBTX, tokenHash s
 	return i, err
 }
 
-const principalDelete = `-- name: PrincipalDelete :execrows
+const PrincipalDelete = `-- name: PrincipalDelete :execrows
 DELETE FROM cks_principals WHERE principal_id = $1
 `
 
 // Its grants go with it (ON DELETE CASCADE).
 func (q *Queries) PrincipalDelete(ctx context.Context, db DBTX, principalID string) (int64, error) {
-	result, err := db.Exec(ctx, principalDelete, principalID)
+	result, err := db.Exec(ctx, PrincipalDelete, principalID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const principalDeleteEndedLeases = `-- name: PrincipalDeleteEndedLeases :execrows
+const PrincipalDeleteEndedLeases = `-- name: PrincipalDeleteEndedLeases :execrows
 DELETE FROM cks_principals p
 WHERE p.task_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM cks_outbox_tasks t
@@ -198,19 +198,19 @@ WHERE p.task_id IS NOT NULL AND NOT EXISTS (
 `
 
 func (q *Queries) PrincipalDeleteEndedLeases(ctx context.Context, db DBTX) (int64, error) {
-	result, err := db.Exec(ctx, principalDeleteEndedLeases)
+	result, err := db.Exec(ctx, PrincipalDeleteEndedLeases)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const principalGet = `-- name: PrincipalGet :one
+const PrincipalGet = `-- name: PrincipalGet :one
 SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals WHERE principal_id = $1
 `
 
 func (q *Queries) PrincipalGet(ctx context.Context, db DBTX, principalID string) (CksPrincipal, error) {
-	row := db.QueryRow(ctx, principalGet, principalID)
+	row := db.QueryRow(ctx, PrincipalGet, principalID)
 	var i CksPrincipal
 	err := row.Scan(
 		&i.PrincipalID,
@@ -223,7 +223,7 @@ func (q *Queries) PrincipalGet(ctx context.Context, db DBTX, principalID string)
 	return i, err
 }
 
-const principalInsert = `-- name: PrincipalInsert :exec
+const PrincipalInsert = `-- name: PrincipalInsert :exec
 
 INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -240,7 +240,7 @@ type PrincipalInsertParams struct {
 
 // Principals (bearer-token identities) and their grants.
 func (q *Queries) PrincipalInsert(ctx context.Context, db DBTX, arg PrincipalInsertParams) error {
-	_, err := db.Exec(ctx, principalInsert,
+	_, err := db.Exec(ctx, PrincipalInsert,
 		arg.PrincipalID,
 		arg.Name,
 		arg.TokenHash,
@@ -251,12 +251,12 @@ func (q *Queries) PrincipalInsert(ctx context.Context, db DBTX, arg PrincipalIns
 	return err
 }
 
-const principalList = `-- name: PrincipalList :many
+const PrincipalList = `-- name: PrincipalList :many
 SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals ORDER BY created_at, principal_id COLLATE "C"
 `
 
 func (q *Queries) PrincipalList(ctx context.Context, db DBTX) ([]CksPrincipal, error) {
-	rows, err := db.Query(ctx, principalList)
+	rows, err := db.Query(ctx, PrincipalList)
 	if err != nil {
 		return nil, err
 	}
@@ -282,12 +282,12 @@ func (q *Queries) PrincipalList(ctx context.Context, db DBTX) ([]CksPrincipal, e
 	return items, nil
 }
 
-const sessionBySecretHash = `-- name: SessionBySecretHash :one
+const SessionBySecretHash = `-- name: SessionBySecretHash :one
 SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions WHERE secret_hash = $1
 `
 
 func (q *Queries) SessionBySecretHash(ctx context.Context, db DBTX, secretHash string) (CksSession, error) {
-	row := db.QueryRow(ctx, sessionBySecretHash, secretHash)
+	row := db.QueryRow(ctx, SessionBySecretHash, secretHash)
 	var i CksSession
 	err := row.Scan(
 		&i.SessionID,
@@ -299,31 +299,31 @@ func (q *Queries) SessionBySecretHash(ctx context.Context, db DBTX, secretHash s
 	return i, err
 }
 
-const sessionDelete = `-- name: SessionDelete :execrows
+const SessionDelete = `-- name: SessionDelete :execrows
 DELETE FROM cks_sessions WHERE session_id = $1
 `
 
 func (q *Queries) SessionDelete(ctx context.Context, db DBTX, sessionID string) (int64, error) {
-	result, err := db.Exec(ctx, sessionDelete, sessionID)
+	result, err := db.Exec(ctx, SessionDelete, sessionID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const sessionDeleteExpired = `-- name: SessionDeleteExpired :execrows
+const SessionDeleteExpired = `-- name: SessionDeleteExpired :execrows
 DELETE FROM cks_sessions WHERE expires_at <= $1
 `
 
 func (q *Queries) SessionDeleteExpired(ctx context.Context, db DBTX, now time.Time) (int64, error) {
-	result, err := db.Exec(ctx, sessionDeleteExpired, now)
+	result, err := db.Exec(ctx, SessionDeleteExpired, now)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const sessionInsert = `-- name: SessionInsert :exec
+const SessionInsert = `-- name: SessionInsert :exec
 
 INSERT INTO cks_sessions (session_id, secret_hash, principal_id, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5)
@@ -339,7 +339,7 @@ type SessionInsertParams struct {
 
 // Studio sessions: the hash of a browser's secret, bound to a principal.
 func (q *Queries) SessionInsert(ctx context.Context, db DBTX, arg SessionInsertParams) error {
-	_, err := db.Exec(ctx, sessionInsert,
+	_, err := db.Exec(ctx, SessionInsert,
 		arg.SessionID,
 		arg.SecretHash,
 		arg.PrincipalID,
@@ -349,12 +349,12 @@ func (q *Queries) SessionInsert(ctx context.Context, db DBTX, arg SessionInsertP
 	return err
 }
 
-const sessionList = `-- name: SessionList :many
+const SessionList = `-- name: SessionList :many
 SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions ORDER BY created_at, session_id COLLATE "C"
 `
 
 func (q *Queries) SessionList(ctx context.Context, db DBTX) ([]CksSession, error) {
-	rows, err := db.Query(ctx, sessionList)
+	rows, err := db.Query(ctx, SessionList)
 	if err != nil {
 		return nil, err
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const taskPurgeAborts = `-- name: TaskPurgeAborts :exec
+const TaskPurgeAborts = `-- name: TaskPurgeAborts :exec
 DELETE FROM cks_task_aborts WHERE task_id = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeAborts(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeAborts, ids)
+	_, err := db.Exec(ctx, TaskPurgeAborts, ids)
 	return err
 }
 
-const taskPurgeCandidates = `-- name: TaskPurgeCandidates :many
+const TaskPurgeCandidates = `-- name: TaskPurgeCandidates :many
 
 SELECT t.task_id FROM cks_outbox_tasks t
 WHERE t.state_changed_at < $1
@@ -49,7 +49,7 @@ type TaskPurgeCandidatesParams struct {
 // The old terminal tasks that nothing live refers to, oldest id first
 // (@states: the terminal states).
 func (q *Queries) TaskPurgeCandidates(ctx context.Context, db DBTX, arg TaskPurgeCandidatesParams) ([]int64, error) {
-	rows, err := db.Query(ctx, taskPurgeCandidates, arg.Before, arg.States, arg.Max)
+	rows, err := db.Query(ctx, TaskPurgeCandidates, arg.Before, arg.States, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -68,25 +68,25 @@ func (q *Queries) TaskPurgeCandidates(ctx context.Context, db DBTX, arg TaskPurg
 	return items, nil
 }
 
-const taskPurgeDecisions = `-- name: TaskPurgeDecisions :exec
+const TaskPurgeDecisions = `-- name: TaskPurgeDecisions :exec
 DELETE FROM cks_task_decisions WHERE task_id = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeDecisions(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeDecisions, ids)
+	_, err := db.Exec(ctx, TaskPurgeDecisions, ids)
 	return err
 }
 
-const taskPurgeDeps = `-- name: TaskPurgeDeps :exec
+const TaskPurgeDeps = `-- name: TaskPurgeDeps :exec
 DELETE FROM cks_task_deps WHERE task_id = ANY($1::bigint[]) OR depends_on = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeDeps(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeDeps, ids)
+	_, err := db.Exec(ctx, TaskPurgeDeps, ids)
 	return err
 }
 
-const taskPurgeEligible = `-- name: TaskPurgeEligible :many
+const TaskPurgeEligible = `-- name: TaskPurgeEligible :many
 SELECT t.task_id FROM cks_outbox_tasks t
 WHERE t.task_id = ANY($1::bigint[])
     AND t.state_changed_at < $2
@@ -107,7 +107,7 @@ type TaskPurgeEligibleParams struct {
 
 // Of @ids, those still eligible, in the purge's transaction.
 func (q *Queries) TaskPurgeEligible(ctx context.Context, db DBTX, arg TaskPurgeEligibleParams) ([]int64, error) {
-	rows, err := db.Query(ctx, taskPurgeEligible, arg.IDs, arg.Before, arg.States)
+	rows, err := db.Query(ctx, TaskPurgeEligible, arg.IDs, arg.Before, arg.States)
 	if err != nil {
 		return nil, err
 	}
@@ -126,45 +126,45 @@ func (q *Queries) TaskPurgeEligible(ctx context.Context, db DBTX, arg TaskPurgeE
 	return items, nil
 }
 
-const taskPurgeEvents = `-- name: TaskPurgeEvents :exec
+const TaskPurgeEvents = `-- name: TaskPurgeEvents :exec
 DELETE FROM cks_task_events WHERE task_id = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeEvents(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeEvents, ids)
+	_, err := db.Exec(ctx, TaskPurgeEvents, ids)
 	return err
 }
 
-const taskPurgeEvidence = `-- name: TaskPurgeEvidence :exec
+const TaskPurgeEvidence = `-- name: TaskPurgeEvidence :exec
 DELETE FROM cks_task_evidence WHERE task_id = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeEvidence(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeEvidence, ids)
+	_, err := db.Exec(ctx, TaskPurgeEvidence, ids)
 	return err
 }
 
-const taskPurgePrincipals = `-- name: TaskPurgePrincipals :exec
+const TaskPurgePrincipals = `-- name: TaskPurgePrincipals :exec
 DELETE FROM cks_principals WHERE task_id = ANY($1::bigint[])
 `
 
 // Task-scoped credentials (their grants and sessions go with them: ON
 // DELETE CASCADE).
 func (q *Queries) TaskPurgePrincipals(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgePrincipals, ids)
+	_, err := db.Exec(ctx, TaskPurgePrincipals, ids)
 	return err
 }
 
-const taskPurgeTasks = `-- name: TaskPurgeTasks :exec
+const TaskPurgeTasks = `-- name: TaskPurgeTasks :exec
 DELETE FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[])
 `
 
 func (q *Queries) TaskPurgeTasks(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, taskPurgeTasks, ids)
+	_, err := db.Exec(ctx, TaskPurgeTasks, ids)
 	return err
 }
 
-const transitionPurgeCandidates = `-- name: TransitionPurgeCandidates :many
+const TransitionPurgeCandidates = `-- name: TransitionPurgeCandidates :many
 SELECT l.seq, l.object_id, l.ts, l.agent, l.action, l.transitioned_to, l.reasoning_node_id,
     l.content_hash, l.round
 FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
@@ -185,7 +185,7 @@ type TransitionPurgeCandidatesParams struct {
 // edges stay. A row goes when it and its object's last change are older
 // than @before and the object is in one of @statuses, oldest seq first.
 func (q *Queries) TransitionPurgeCandidates(ctx context.Context, db DBTX, arg TransitionPurgeCandidatesParams) ([]CksTransitionLog, error) {
-	rows, err := db.Query(ctx, transitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	rows, err := db.Query(ctx, TransitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (q *Queries) TransitionPurgeCandidates(ctx context.Context, db DBTX, arg Tr
 	return items, nil
 }
 
-const transitionPurgeEligible = `-- name: TransitionPurgeEligible :many
+const TransitionPurgeEligible = `-- name: TransitionPurgeEligible :many
 SELECT l.seq FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
 WHERE l.seq = ANY($1::bigint[])
     AND l.ts < $2 AND o.updated_at < $2
@@ -230,7 +230,7 @@ type TransitionPurgeEligibleParams struct {
 
 // Of @seqs, those still eligible, in the purge's transaction.
 func (q *Queries) TransitionPurgeEligible(ctx context.Context, db DBTX, arg TransitionPurgeEligibleParams) ([]int64, error) {
-	rows, err := db.Query(ctx, transitionPurgeEligible, arg.Seqs, arg.Before, arg.Statuses)
+	rows, err := db.Query(ctx, TransitionPurgeEligible, arg.Seqs, arg.Before, arg.Statuses)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +249,11 @@ func (q *Queries) TransitionPurgeEligible(ctx context.Context, db DBTX, arg Tran
 	return items, nil
 }
 
-const transitionPurgeRows = `-- name: TransitionPurgeRows :exec
+const TransitionPurgeRows = `-- name: TransitionPurgeRows :exec
 DELETE FROM cks_transition_log WHERE seq = ANY($1::bigint[])
 `
 
 func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs []int64) error {
-	_, err := db.Exec(ctx, transitionPurgeRows, seqs)
+	_, err := db.Exec(ctx, TransitionPurgeRows, seqs)
 	return err
 }

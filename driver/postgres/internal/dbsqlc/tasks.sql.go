@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const abortFindLatest = `-- name: AbortFindLatest :one
+const AbortFindLatest = `-- name: AbortFindLatest :one
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
 WHERE task_id = $1 AND lease_token_hash = $2 AND lease_token_hash <> ''
 ORDER BY abort_id DESC
@@ -25,7 +25,7 @@ type AbortFindLatestParams struct {
 }
 
 func (q *Queries) AbortFindLatest(ctx context.Context, db DBTX, arg AbortFindLatestParams) (CksTaskAbort, error) {
-	row := db.QueryRow(ctx, abortFindLatest, arg.TaskID, arg.LeaseTokenHash)
+	row := db.QueryRow(ctx, AbortFindLatest, arg.TaskID, arg.LeaseTokenHash)
 	var i CksTaskAbort
 	err := row.Scan(
 		&i.AbortID,
@@ -44,7 +44,7 @@ func (q *Queries) AbortFindLatest(ctx context.Context, db DBTX, arg AbortFindLat
 	return i, err
 }
 
-const abortFindLatestForUpdate = `-- name: AbortFindLatestForUpdate :one
+const AbortFindLatestForUpdate = `-- name: AbortFindLatestForUpdate :one
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
 WHERE task_id = $1 AND lease_token_hash = $2 AND lease_token_hash <> ''
 ORDER BY abort_id DESC
@@ -58,7 +58,7 @@ type AbortFindLatestForUpdateParams struct {
 }
 
 func (q *Queries) AbortFindLatestForUpdate(ctx context.Context, db DBTX, arg AbortFindLatestForUpdateParams) (CksTaskAbort, error) {
-	row := db.QueryRow(ctx, abortFindLatestForUpdate, arg.TaskID, arg.LeaseTokenHash)
+	row := db.QueryRow(ctx, AbortFindLatestForUpdate, arg.TaskID, arg.LeaseTokenHash)
 	var i CksTaskAbort
 	err := row.Scan(
 		&i.AbortID,
@@ -77,12 +77,12 @@ func (q *Queries) AbortFindLatestForUpdate(ctx context.Context, db DBTX, arg Abo
 	return i, err
 }
 
-const abortGet = `-- name: AbortGet :one
+const AbortGet = `-- name: AbortGet :one
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = $1
 `
 
 func (q *Queries) AbortGet(ctx context.Context, db DBTX, abortID int64) (CksTaskAbort, error) {
-	row := db.QueryRow(ctx, abortGet, abortID)
+	row := db.QueryRow(ctx, AbortGet, abortID)
 	var i CksTaskAbort
 	err := row.Scan(
 		&i.AbortID,
@@ -101,12 +101,12 @@ func (q *Queries) AbortGet(ctx context.Context, db DBTX, abortID int64) (CksTask
 	return i, err
 }
 
-const abortGetForUpdate = `-- name: AbortGetForUpdate :one
+const AbortGetForUpdate = `-- name: AbortGetForUpdate :one
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = $1 FOR UPDATE
 `
 
 func (q *Queries) AbortGetForUpdate(ctx context.Context, db DBTX, abortID int64) (CksTaskAbort, error) {
-	row := db.QueryRow(ctx, abortGetForUpdate, abortID)
+	row := db.QueryRow(ctx, AbortGetForUpdate, abortID)
 	var i CksTaskAbort
 	err := row.Scan(
 		&i.AbortID,
@@ -125,12 +125,12 @@ func (q *Queries) AbortGetForUpdate(ctx context.Context, db DBTX, abortID int64)
 	return i, err
 }
 
-const abortGetMany = `-- name: AbortGetMany :many
+const AbortGetMany = `-- name: AbortGetMany :many
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id
 `
 
 func (q *Queries) AbortGetMany(ctx context.Context, db DBTX, ids []int64) ([]CksTaskAbort, error) {
-	rows, err := db.Query(ctx, abortGetMany, ids)
+	rows, err := db.Query(ctx, AbortGetMany, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +162,12 @@ func (q *Queries) AbortGetMany(ctx context.Context, db DBTX, ids []int64) ([]Cks
 	return items, nil
 }
 
-const abortGetManyForUpdate = `-- name: AbortGetManyForUpdate :many
+const AbortGetManyForUpdate = `-- name: AbortGetManyForUpdate :many
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id FOR UPDATE
 `
 
 func (q *Queries) AbortGetManyForUpdate(ctx context.Context, db DBTX, ids []int64) ([]CksTaskAbort, error) {
-	rows, err := db.Query(ctx, abortGetManyForUpdate, ids)
+	rows, err := db.Query(ctx, AbortGetManyForUpdate, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (q *Queries) AbortGetManyForUpdate(ctx context.Context, db DBTX, ids []int6
 	return items, nil
 }
 
-const abortInsert = `-- name: AbortInsert :one
+const AbortInsert = `-- name: AbortInsert :one
 INSERT INTO cks_task_aborts (task_id, lease_token_hash, executor, attempt, restart, requested_by,
     reason, requested_at, deadline_at, outcome, resolved_at)
 VALUES ($1, $2, $3, $4, $5, $6,
@@ -222,7 +222,7 @@ type AbortInsertParams struct {
 }
 
 func (q *Queries) AbortInsert(ctx context.Context, db DBTX, arg AbortInsertParams) (CksTaskAbort, error) {
-	row := db.QueryRow(ctx, abortInsert,
+	row := db.QueryRow(ctx, AbortInsert,
 		arg.TaskID,
 		arg.LeaseTokenHash,
 		arg.Executor,
@@ -253,14 +253,14 @@ func (q *Queries) AbortInsert(ctx context.Context, db DBTX, arg AbortInsertParam
 	return i, err
 }
 
-const abortLatestMany = `-- name: AbortLatestMany :many
+const AbortLatestMany = `-- name: AbortLatestMany :many
 SELECT DISTINCT ON (task_id) abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
 WHERE task_id = ANY($1::bigint[])
 ORDER BY task_id, abort_id DESC
 `
 
 func (q *Queries) AbortLatestMany(ctx context.Context, db DBTX, taskIds []int64) ([]CksTaskAbort, error) {
-	rows, err := db.Query(ctx, abortLatestMany, taskIds)
+	rows, err := db.Query(ctx, AbortLatestMany, taskIds)
 	if err != nil {
 		return nil, err
 	}
@@ -292,12 +292,12 @@ func (q *Queries) AbortLatestMany(ctx context.Context, db DBTX, taskIds []int64)
 	return items, nil
 }
 
-const abortList = `-- name: AbortList :many
+const AbortList = `-- name: AbortList :many
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE task_id = $1 ORDER BY abort_id
 `
 
 func (q *Queries) AbortList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskAbort, error) {
-	rows, err := db.Query(ctx, abortList, taskID)
+	rows, err := db.Query(ctx, AbortList, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (q *Queries) AbortList(ctx context.Context, db DBTX, taskID int64) ([]CksTa
 	return items, nil
 }
 
-const abortPendingDue = `-- name: AbortPendingDue :many
+const AbortPendingDue = `-- name: AbortPendingDue :many
 SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts
 WHERE outcome = $1 AND deadline_at <= $2
 ORDER BY abort_id
@@ -344,7 +344,7 @@ type AbortPendingDueParams struct {
 }
 
 func (q *Queries) AbortPendingDue(ctx context.Context, db DBTX, arg AbortPendingDueParams) ([]CksTaskAbort, error) {
-	rows, err := db.Query(ctx, abortPendingDue, arg.Outcome, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, AbortPendingDue, arg.Outcome, arg.Now, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +376,7 @@ func (q *Queries) AbortPendingDue(ctx context.Context, db DBTX, arg AbortPending
 	return items, nil
 }
 
-const abortUpdateMany = `-- name: AbortUpdateMany :execrows
+const AbortUpdateMany = `-- name: AbortUpdateMany :execrows
 UPDATE cks_task_aborts a SET outcome = u.outcome,
     resolved_at = NULLIF(u.resolved_at, '0001-01-01 00:00:00Z')
 FROM (SELECT
@@ -393,14 +393,14 @@ type AbortUpdateManyParams struct {
 }
 
 func (q *Queries) AbortUpdateMany(ctx context.Context, db DBTX, arg AbortUpdateManyParams) (int64, error) {
-	result, err := db.Exec(ctx, abortUpdateMany, arg.AbortIds, arg.Outcomes, arg.ResolvedAts)
+	result, err := db.Exec(ctx, AbortUpdateMany, arg.AbortIds, arg.Outcomes, arg.ResolvedAts)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const decisionInsert = `-- name: DecisionInsert :one
+const DecisionInsert = `-- name: DecisionInsert :one
 INSERT INTO cks_task_decisions (task_id, attempt, restart, revision, derived_from_revision,
     kind, text, actor, created_at)
 VALUES ($1, $2, $3, $4, $5,
@@ -421,7 +421,7 @@ type DecisionInsertParams struct {
 }
 
 func (q *Queries) DecisionInsert(ctx context.Context, db DBTX, arg DecisionInsertParams) (CksTaskDecision, error) {
-	row := db.QueryRow(ctx, decisionInsert,
+	row := db.QueryRow(ctx, DecisionInsert,
 		arg.TaskID,
 		arg.Attempt,
 		arg.Restart,
@@ -448,12 +448,12 @@ func (q *Queries) DecisionInsert(ctx context.Context, db DBTX, arg DecisionInser
 	return i, err
 }
 
-const decisionList = `-- name: DecisionList :many
+const DecisionList = `-- name: DecisionList :many
 SELECT decision_id, task_id, attempt, restart, revision, derived_from_revision, kind, text, actor, created_at FROM cks_task_decisions WHERE task_id = $1 ORDER BY decision_id
 `
 
 func (q *Queries) DecisionList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskDecision, error) {
-	rows, err := db.Query(ctx, decisionList, taskID)
+	rows, err := db.Query(ctx, DecisionList, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +483,7 @@ func (q *Queries) DecisionList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
-const evidenceInsert = `-- name: EvidenceInsert :one
+const EvidenceInsert = `-- name: EvidenceInsert :one
 INSERT INTO cks_task_evidence (task_id, attempt, restart, revision, kind, body, actor, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING evidence_id, task_id, attempt, revision, kind, body, actor, created_at, restart
@@ -501,7 +501,7 @@ type EvidenceInsertParams struct {
 }
 
 func (q *Queries) EvidenceInsert(ctx context.Context, db DBTX, arg EvidenceInsertParams) (CksTaskEvidence, error) {
-	row := db.QueryRow(ctx, evidenceInsert,
+	row := db.QueryRow(ctx, EvidenceInsert,
 		arg.TaskID,
 		arg.Attempt,
 		arg.Restart,
@@ -526,12 +526,12 @@ func (q *Queries) EvidenceInsert(ctx context.Context, db DBTX, arg EvidenceInser
 	return i, err
 }
 
-const evidenceList = `-- name: EvidenceList :many
+const EvidenceList = `-- name: EvidenceList :many
 SELECT evidence_id, task_id, attempt, revision, kind, body, actor, created_at, restart FROM cks_task_evidence WHERE task_id = $1 ORDER BY evidence_id
 `
 
 func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvidence, error) {
-	rows, err := db.Query(ctx, evidenceList, taskID)
+	rows, err := db.Query(ctx, EvidenceList, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +560,7 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
-const taskClaim = `-- name: TaskClaim :many
+const TaskClaim = `-- name: TaskClaim :many
 
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
@@ -655,7 +655,7 @@ type TaskClaimRow struct {
 // row (its n-th lease) walked the text arrays from their start, 20 ms of
 // a 2,500-row claim (BenchmarkClaimRows, docs/benchmarks.md).
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) ([]TaskClaimRow, error) {
-	rows, err := db.Query(ctx, taskClaim,
+	rows, err := db.Query(ctx, TaskClaim,
 		arg.State,
 		arg.Excluded,
 		arg.Now,
@@ -720,7 +720,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, arg TaskClaimParams) (
 	return items, nil
 }
 
-const taskClaimOfType = `-- name: TaskClaimOfType :many
+const TaskClaimOfType = `-- name: TaskClaimOfType :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = $3
@@ -802,7 +802,7 @@ type TaskClaimOfTypeRow struct {
 }
 
 func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfTypeParams) ([]TaskClaimOfTypeRow, error) {
-	rows, err := db.Query(ctx, taskClaimOfType,
+	rows, err := db.Query(ctx, TaskClaimOfType,
 		arg.State,
 		arg.Excluded,
 		arg.Type,
@@ -868,7 +868,7 @@ func (q *Queries) TaskClaimOfType(ctx context.Context, db DBTX, arg TaskClaimOfT
 	return items, nil
 }
 
-const taskClaimOfTypes = `-- name: TaskClaimOfTypes :many
+const TaskClaimOfTypes = `-- name: TaskClaimOfTypes :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = ANY($3::text[])
@@ -950,7 +950,7 @@ type TaskClaimOfTypesRow struct {
 }
 
 func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOfTypesParams) ([]TaskClaimOfTypesRow, error) {
-	rows, err := db.Query(ctx, taskClaimOfTypes,
+	rows, err := db.Query(ctx, TaskClaimOfTypes,
 		arg.State,
 		arg.Excluded,
 		arg.Types,
@@ -1016,7 +1016,7 @@ func (q *Queries) TaskClaimOfTypes(ctx context.Context, db DBTX, arg TaskClaimOf
 	return items, nil
 }
 
-const taskClaimWaits = `-- name: TaskClaimWaits :many
+const TaskClaimWaits = `-- name: TaskClaimWaits :many
 WITH claims(task_id, claimed_at, before_id) AS (
     SELECT e.task_id, e.at, e.event_id FROM cks_task_events e
     WHERE e.to_state = 'CLAIMED' AND e.from_state = 'OPEN' AND e.at >= $2 AND e.at < $3
@@ -1057,7 +1057,7 @@ type TaskClaimWaitsRow struct {
 // from the events that ended them, of running ones from their rows (as
 // TaskEventMinutes), and claim events of their own (before issue 27).
 func (q *Queries) TaskClaimWaits(ctx context.Context, db DBTX, arg TaskClaimWaitsParams) ([]TaskClaimWaitsRow, error) {
-	rows, err := db.Query(ctx, taskClaimWaits, arg.Max, arg.Since, arg.Until)
+	rows, err := db.Query(ctx, TaskClaimWaits, arg.Max, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
@@ -1076,7 +1076,7 @@ func (q *Queries) TaskClaimWaits(ctx context.Context, db DBTX, arg TaskClaimWait
 	return items, nil
 }
 
-const taskClaimable = `-- name: TaskClaimable :many
+const TaskClaimable = `-- name: TaskClaimable :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
@@ -1106,7 +1106,7 @@ type TaskClaimableParams struct {
 // costing a third of the statement (TestClaimIsPlannedOnce). A ledger that
 // passed another state would claim nothing.
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskClaimable,
+	rows, err := db.Query(ctx, TaskClaimable,
 		arg.State,
 		arg.Excluded,
 		arg.Now,
@@ -1162,7 +1162,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 	return items, nil
 }
 
-const taskClaimableOfType = `-- name: TaskClaimableOfType :many
+const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
@@ -1180,7 +1180,7 @@ type TaskClaimableOfTypeParams struct {
 }
 
 func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClaimableOfTypeParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskClaimableOfType,
+	rows, err := db.Query(ctx, TaskClaimableOfType,
 		arg.State,
 		arg.Excluded,
 		arg.Type,
@@ -1237,7 +1237,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 	return items, nil
 }
 
-const taskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
+const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
@@ -1255,7 +1255,7 @@ type TaskClaimableOfTypesParams struct {
 }
 
 func (q *Queries) TaskClaimableOfTypes(ctx context.Context, db DBTX, arg TaskClaimableOfTypesParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskClaimableOfTypes,
+	rows, err := db.Query(ctx, TaskClaimableOfTypes,
 		arg.State,
 		arg.Excluded,
 		arg.Types,
@@ -1312,7 +1312,7 @@ func (q *Queries) TaskClaimableOfTypes(ctx context.Context, db DBTX, arg TaskCla
 	return items, nil
 }
 
-const taskCount = `-- name: TaskCount :one
+const TaskCount = `-- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
 WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
@@ -1337,7 +1337,7 @@ type TaskCountParams struct {
 }
 
 func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (int64, error) {
-	row := db.QueryRow(ctx, taskCount,
+	row := db.QueryRow(ctx, TaskCount,
 		arg.States,
 		arg.Types,
 		arg.StateChangedBefore,
@@ -1350,7 +1350,7 @@ func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (
 	return count, err
 }
 
-const taskCountByState = `-- name: TaskCountByState :many
+const TaskCountByState = `-- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
 WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
@@ -1382,7 +1382,7 @@ type TaskCountByStateRow struct {
 }
 
 func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountByStateParams) ([]TaskCountByStateRow, error) {
-	rows, err := db.Query(ctx, taskCountByState,
+	rows, err := db.Query(ctx, TaskCountByState,
 		arg.States,
 		arg.Types,
 		arg.StateChangedBefore,
@@ -1408,7 +1408,7 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 	return items, nil
 }
 
-const taskCountByStateAll = `-- name: TaskCountByStateAll :many
+const TaskCountByStateAll = `-- name: TaskCountByStateAll :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state NOT IN ('OPEN', 'CLAIMED', 'RUNNING') GROUP BY state
 UNION ALL
 SELECT state, count(*) AS count FROM cks_outbox_tasks WHERE state = 'OPEN' GROUP BY state
@@ -1428,7 +1428,7 @@ type TaskCountByStateAllRow struct {
 // leased now, few) through idx_outbox_tasks_leased. The three WHEREs are
 // those indexes' own, so a generic plan uses them too.
 func (q *Queries) TaskCountByStateAll(ctx context.Context, db DBTX) ([]TaskCountByStateAllRow, error) {
-	rows, err := db.Query(ctx, taskCountByStateAll)
+	rows, err := db.Query(ctx, TaskCountByStateAll)
 	if err != nil {
 		return nil, err
 	}
@@ -1447,7 +1447,7 @@ func (q *Queries) TaskCountByStateAll(ctx context.Context, db DBTX) ([]TaskCount
 	return items, nil
 }
 
-const taskDedupeFindAny = `-- name: TaskDedupeFindAny :one
+const TaskDedupeFindAny = `-- name: TaskDedupeFindAny :one
 SELECT task_id FROM cks_outbox_tasks
 WHERE dedupe_key = $1 AND dedupe_key <> ''
 ORDER BY state = ANY($2::text[]), task_id DESC
@@ -1461,13 +1461,13 @@ type TaskDedupeFindAnyParams struct {
 
 // A live task first (false sorts before true), else the newest.
 func (q *Queries) TaskDedupeFindAny(ctx context.Context, db DBTX, arg TaskDedupeFindAnyParams) (int64, error) {
-	row := db.QueryRow(ctx, taskDedupeFindAny, arg.Key, arg.Terminal)
+	row := db.QueryRow(ctx, TaskDedupeFindAny, arg.Key, arg.Terminal)
 	var task_id int64
 	err := row.Scan(&task_id)
 	return task_id, err
 }
 
-const taskDedupeFindLive = `-- name: TaskDedupeFindLive :one
+const TaskDedupeFindLive = `-- name: TaskDedupeFindLive :one
 SELECT task_id FROM cks_outbox_tasks
 WHERE dedupe_key = $1 AND dedupe_key <> '' AND state <> ALL($2::text[])
 ORDER BY task_id DESC
@@ -1482,13 +1482,13 @@ type TaskDedupeFindLiveParams struct {
 // The condition on an empty key lets the planner use the partial index of
 // keyed tasks.
 func (q *Queries) TaskDedupeFindLive(ctx context.Context, db DBTX, arg TaskDedupeFindLiveParams) (int64, error) {
-	row := db.QueryRow(ctx, taskDedupeFindLive, arg.Key, arg.Terminal)
+	row := db.QueryRow(ctx, TaskDedupeFindLive, arg.Key, arg.Terminal)
 	var task_id int64
 	err := row.Scan(&task_id)
 	return task_id, err
 }
 
-const taskDedupeFindMany = `-- name: TaskDedupeFindMany :many
+const TaskDedupeFindMany = `-- name: TaskDedupeFindMany :many
 SELECT DISTINCT ON (dedupe_key) dedupe_key, task_id, (state = ANY($1::text[]))::boolean AS terminal
 FROM cks_outbox_tasks
 WHERE dedupe_key = ANY($2::text[]) AND dedupe_key <> ''
@@ -1509,7 +1509,7 @@ type TaskDedupeFindManyRow struct {
 // Per key of @keys that a task has: the newest live task, else the newest
 // finished one (what TaskDedupeFindAny finds), and whether it is finished.
 func (q *Queries) TaskDedupeFindMany(ctx context.Context, db DBTX, arg TaskDedupeFindManyParams) ([]TaskDedupeFindManyRow, error) {
-	rows, err := db.Query(ctx, taskDedupeFindMany, arg.Terminal, arg.Keys)
+	rows, err := db.Query(ctx, TaskDedupeFindMany, arg.Terminal, arg.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -1528,7 +1528,7 @@ func (q *Queries) TaskDedupeFindMany(ctx context.Context, db DBTX, arg TaskDedup
 	return items, nil
 }
 
-const taskDepDeleteMany = `-- name: TaskDepDeleteMany :exec
+const TaskDepDeleteMany = `-- name: TaskDepDeleteMany :exec
 DELETE FROM cks_task_deps d
 USING (SELECT
     unnest($1::bigint[]) AS task_id,
@@ -1542,11 +1542,11 @@ type TaskDepDeleteManyParams struct {
 }
 
 func (q *Queries) TaskDepDeleteMany(ctx context.Context, db DBTX, arg TaskDepDeleteManyParams) error {
-	_, err := db.Exec(ctx, taskDepDeleteMany, arg.TaskIds, arg.DependsOns)
+	_, err := db.Exec(ctx, TaskDepDeleteMany, arg.TaskIds, arg.DependsOns)
 	return err
 }
 
-const taskDepInsertMany = `-- name: TaskDepInsertMany :exec
+const TaskDepInsertMany = `-- name: TaskDepInsertMany :exec
 INSERT INTO cks_task_deps (task_id, depends_on)
 SELECT unnest($1::bigint[]), unnest($2::bigint[])
 `
@@ -1557,18 +1557,18 @@ type TaskDepInsertManyParams struct {
 }
 
 func (q *Queries) TaskDepInsertMany(ctx context.Context, db DBTX, arg TaskDepInsertManyParams) error {
-	_, err := db.Exec(ctx, taskDepInsertMany, arg.TaskIds, arg.DependsOns)
+	_, err := db.Exec(ctx, TaskDepInsertMany, arg.TaskIds, arg.DependsOns)
 	return err
 }
 
-const taskDepList = `-- name: TaskDepList :many
+const TaskDepList = `-- name: TaskDepList :many
 SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id = ANY($1::bigint[])
 ORDER BY task_id, depends_on
 `
 
 func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids []int64) ([]CksTaskDep, error) {
-	rows, err := db.Query(ctx, taskDepList, ids)
+	rows, err := db.Query(ctx, TaskDepList, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -1587,7 +1587,7 @@ func (q *Queries) TaskDepList(ctx context.Context, db DBTX, ids []int64) ([]CksT
 	return items, nil
 }
 
-const taskDepListAdjacent = `-- name: TaskDepListAdjacent :many
+const TaskDepListAdjacent = `-- name: TaskDepListAdjacent :many
 SELECT task_id, depends_on FROM cks_task_deps
 WHERE task_id = ANY($1::bigint[]) OR depends_on = ANY($1::bigint[])
 ORDER BY task_id, depends_on
@@ -1596,7 +1596,7 @@ ORDER BY task_id, depends_on
 // Both ends: idx_task_deps' primary key serves task_id, the dependency
 // index depends_on (a BitmapOr of the two).
 func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids []int64) ([]CksTaskDep, error) {
-	rows, err := db.Query(ctx, taskDepListAdjacent, ids)
+	rows, err := db.Query(ctx, TaskDepListAdjacent, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -1615,7 +1615,7 @@ func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids []int64)
 	return items, nil
 }
 
-const taskDependants = `-- name: TaskDependants :many
+const TaskDependants = `-- name: TaskDependants :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
@@ -1634,7 +1634,7 @@ type TaskDependantsParams struct {
 // statistics, walks every task in @state (every WAITING task at each
 // completion) instead.
 func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependantsParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskDependants, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, TaskDependants, arg.DependsOns, arg.State)
 	if err != nil {
 		return nil, err
 	}
@@ -1685,7 +1685,7 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 	return items, nil
 }
 
-const taskDependantsForShare = `-- name: TaskDependantsForShare :many
+const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
@@ -1699,7 +1699,7 @@ type TaskDependantsForShareParams struct {
 }
 
 func (q *Queries) TaskDependantsForShare(ctx context.Context, db DBTX, arg TaskDependantsForShareParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskDependantsForShare, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, TaskDependantsForShare, arg.DependsOns, arg.State)
 	if err != nil {
 		return nil, err
 	}
@@ -1750,7 +1750,7 @@ func (q *Queries) TaskDependantsForShare(ctx context.Context, db DBTX, arg TaskD
 	return items, nil
 }
 
-const taskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
+const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
@@ -1764,7 +1764,7 @@ type TaskDependantsForUpdateParams struct {
 }
 
 func (q *Queries) TaskDependantsForUpdate(ctx context.Context, db DBTX, arg TaskDependantsForUpdateParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskDependantsForUpdate, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, TaskDependantsForUpdate, arg.DependsOns, arg.State)
 	if err != nil {
 		return nil, err
 	}
@@ -1815,7 +1815,7 @@ func (q *Queries) TaskDependantsForUpdate(ctx context.Context, db DBTX, arg Task
 	return items, nil
 }
 
-const taskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
+const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
@@ -1829,7 +1829,7 @@ type TaskDependantsForUpdateSkipParams struct {
 }
 
 func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg TaskDependantsForUpdateSkipParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskDependantsForUpdateSkip, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, TaskDependantsForUpdateSkip, arg.DependsOns, arg.State)
 	if err != nil {
 		return nil, err
 	}
@@ -1880,7 +1880,7 @@ func (q *Queries) TaskDependantsForUpdateSkip(ctx context.Context, db DBTX, arg 
 	return items, nil
 }
 
-const taskEventInsert = `-- name: TaskEventInsert :exec
+const TaskEventInsert = `-- name: TaskEventInsert :exec
 INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
     claimed_at, started_at, worker)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
@@ -1902,7 +1902,7 @@ type TaskEventInsertParams struct {
 }
 
 func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventInsertParams) error {
-	_, err := db.Exec(ctx, taskEventInsert,
+	_, err := db.Exec(ctx, TaskEventInsert,
 		arg.TaskID,
 		arg.At,
 		arg.Actor,
@@ -1918,7 +1918,7 @@ func (q *Queries) TaskEventInsert(ctx context.Context, db DBTX, arg TaskEventIns
 	return err
 }
 
-const taskEventInsertMany = `-- name: TaskEventInsertMany :exec
+const TaskEventInsertMany = `-- name: TaskEventInsertMany :exec
 INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason, changes,
     claimed_at, started_at, worker)
 SELECT u.task_id, u.at, u.actor, u.from_state, u.to_state, u.attempt, u.reason, u.changes,
@@ -1952,7 +1952,7 @@ type TaskEventInsertManyParams struct {
 }
 
 func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEventInsertManyParams) error {
-	_, err := db.Exec(ctx, taskEventInsertMany,
+	_, err := db.Exec(ctx, TaskEventInsertMany,
 		arg.TaskIds,
 		arg.Ats,
 		arg.Actors,
@@ -1968,12 +1968,12 @@ func (q *Queries) TaskEventInsertMany(ctx context.Context, db DBTX, arg TaskEven
 	return err
 }
 
-const taskEventList = `-- name: TaskEventList :many
+const TaskEventList = `-- name: TaskEventList :many
 SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes, claimed_at, started_at, worker FROM cks_task_events WHERE task_id = $1 ORDER BY event_id
 `
 
 func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]CksTaskEvent, error) {
-	rows, err := db.Query(ctx, taskEventList, taskID)
+	rows, err := db.Query(ctx, TaskEventList, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -2005,7 +2005,7 @@ func (q *Queries) TaskEventList(ctx context.Context, db DBTX, taskID int64) ([]C
 	return items, nil
 }
 
-const taskEventMinutes = `-- name: TaskEventMinutes :many
+const TaskEventMinutes = `-- name: TaskEventMinutes :many
 WITH moves(at, from_state, to_state) AS (
     SELECT e.at, e.from_state, e.to_state FROM cks_task_events e
     WHERE e.at >= $1 AND e.at < $2
@@ -2063,7 +2063,7 @@ type TaskEventMinutesRow struct {
 // its own (written before issue 27, or a start by someone else) holds it
 // (idx_task_events_at_brin for the events, the state index for the rows).
 func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMinutesParams) ([]TaskEventMinutesRow, error) {
-	rows, err := db.Query(ctx, taskEventMinutes, arg.Since, arg.Until)
+	rows, err := db.Query(ctx, TaskEventMinutes, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
@@ -2087,7 +2087,7 @@ func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMi
 	return items, nil
 }
 
-const taskGet = `-- name: TaskGet :many
+const TaskGet = `-- name: TaskGet :many
 
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1
 `
@@ -2098,7 +2098,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 // of one task (every single-task operation, an executor's lease check)
 // would pay the planner each time.
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGet, taskID)
+	rows, err := db.Query(ctx, TaskGet, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -2149,12 +2149,12 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutb
 	return items, nil
 }
 
-const taskGetForShare = `-- name: TaskGetForShare :many
+const TaskGetForShare = `-- name: TaskGetForShare :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
 func (q *Queries) TaskGetForShare(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetForShare, taskID)
+	rows, err := db.Query(ctx, TaskGetForShare, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -2205,12 +2205,12 @@ func (q *Queries) TaskGetForShare(ctx context.Context, db DBTX, taskID int64) ([
 	return items, nil
 }
 
-const taskGetForUpdate = `-- name: TaskGetForUpdate :many
+const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
 func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetForUpdate, taskID)
+	rows, err := db.Query(ctx, TaskGetForUpdate, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -2261,12 +2261,12 @@ func (q *Queries) TaskGetForUpdate(ctx context.Context, db DBTX, taskID int64) (
 	return items, nil
 }
 
-const taskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
+const TaskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
 func (q *Queries) TaskGetForUpdateSkip(ctx context.Context, db DBTX, taskID int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetForUpdateSkip, taskID)
+	rows, err := db.Query(ctx, TaskGetForUpdateSkip, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -2317,12 +2317,12 @@ func (q *Queries) TaskGetForUpdateSkip(ctx context.Context, db DBTX, taskID int6
 	return items, nil
 }
 
-const taskGetMany = `-- name: TaskGetMany :many
+const TaskGetMany = `-- name: TaskGetMany :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 `
 
 func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids []int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetMany, ids)
+	rows, err := db.Query(ctx, TaskGetMany, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -2373,13 +2373,13 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids []int64) ([]CksO
 	return items, nil
 }
 
-const taskGetManyForShare = `-- name: TaskGetManyForShare :many
+const TaskGetManyForShare = `-- name: TaskGetManyForShare :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR SHARE
 `
 
 func (q *Queries) TaskGetManyForShare(ctx context.Context, db DBTX, ids []int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetManyForShare, ids)
+	rows, err := db.Query(ctx, TaskGetManyForShare, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -2430,13 +2430,13 @@ func (q *Queries) TaskGetManyForShare(ctx context.Context, db DBTX, ids []int64)
 	return items, nil
 }
 
-const taskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
+const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE
 `
 
 func (q *Queries) TaskGetManyForUpdate(ctx context.Context, db DBTX, ids []int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetManyForUpdate, ids)
+	rows, err := db.Query(ctx, TaskGetManyForUpdate, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -2487,13 +2487,13 @@ func (q *Queries) TaskGetManyForUpdate(ctx context.Context, db DBTX, ids []int64
 	return items, nil
 }
 
-const taskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
+const TaskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `
 
 func (q *Queries) TaskGetManyForUpdateSkip(ctx context.Context, db DBTX, ids []int64) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskGetManyForUpdateSkip, ids)
+	rows, err := db.Query(ctx, TaskGetManyForUpdateSkip, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -2544,7 +2544,7 @@ func (q *Queries) TaskGetManyForUpdateSkip(ctx context.Context, db DBTX, ids []i
 	return items, nil
 }
 
-const taskInsert = `-- name: TaskInsert :one
+const TaskInsert = `-- name: TaskInsert :one
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
@@ -2593,7 +2593,7 @@ type TaskInsertParams struct {
 
 // One row: plain parameters, cheaper for Postgres than one-element arrays.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, taskInsert,
+	row := db.QueryRow(ctx, TaskInsert,
 		arg.Type,
 		arg.Title,
 		arg.Description,
@@ -2662,7 +2662,7 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 	return i, err
 }
 
-const taskInsertMany = `-- name: TaskInsertMany :many
+const TaskInsertMany = `-- name: TaskInsertMany :many
 
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
@@ -2752,7 +2752,7 @@ type TaskInsertManyParams struct {
 // arrays stands for NULL (NULLIF), since an array element of a Go slice
 // cannot be nil.
 func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskInsertMany,
+	rows, err := db.Query(ctx, TaskInsertMany,
 		arg.Types,
 		arg.Titles,
 		arg.Descriptions,
@@ -2834,7 +2834,7 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 	return items, nil
 }
 
-const taskInsertManyNew = `-- name: TaskInsertManyNew :many
+const TaskInsertManyNew = `-- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
     state_changed_at, metadata)
@@ -2878,7 +2878,7 @@ type TaskInsertManyNewRow struct {
 // rewrites (the id, the jsonb columns' stored form). A third of
 // TaskInsertMany's arrays, and no row sent back whole.
 func (q *Queries) TaskInsertManyNew(ctx context.Context, db DBTX, arg TaskInsertManyNewParams) ([]TaskInsertManyNewRow, error) {
-	rows, err := db.Query(ctx, taskInsertManyNew,
+	rows, err := db.Query(ctx, TaskInsertManyNew,
 		arg.CreatedAt,
 		arg.Types,
 		arg.Titles,
@@ -2911,7 +2911,7 @@ func (q *Queries) TaskInsertManyNew(ctx context.Context, db DBTX, arg TaskInsert
 	return items, nil
 }
 
-const taskLeaseExpired = `-- name: TaskLeaseExpired :many
+const TaskLeaseExpired = `-- name: TaskLeaseExpired :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = ANY($1::text[]) AND state <> ALL($2::text[])
     AND lease_expires_at <= $3
@@ -2930,7 +2930,7 @@ type TaskLeaseExpiredParams struct {
 }
 
 func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseExpiredParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskLeaseExpired,
+	rows, err := db.Query(ctx, TaskLeaseExpired,
 		arg.States,
 		arg.Excluded,
 		arg.ExpiredAt,
@@ -2987,7 +2987,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 	return items, nil
 }
 
-const taskList = `-- name: TaskList :many
+const TaskList = `-- name: TaskList :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
     AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -3024,7 +3024,7 @@ type TaskListParams struct {
 // sorted forms below by their key, then task_id, each after the cursor row
 // (@after 0: from the start).
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskList,
+	rows, err := db.Query(ctx, TaskList,
 		arg.After,
 		arg.States,
 		arg.Types,
@@ -3084,7 +3084,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	return items, nil
 }
 
-const taskListForUpdate = `-- name: TaskListForUpdate :many
+const TaskListForUpdate = `-- name: TaskListForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
     AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -3116,7 +3116,7 @@ type TaskListForUpdateParams struct {
 
 // The selection of a bulk operation: the page, locked.
 func (q *Queries) TaskListForUpdate(ctx context.Context, db DBTX, arg TaskListForUpdateParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskListForUpdate,
+	rows, err := db.Query(ctx, TaskListForUpdate,
 		arg.After,
 		arg.States,
 		arg.Types,
@@ -3176,7 +3176,7 @@ func (q *Queries) TaskListForUpdate(ctx context.Context, db DBTX, arg TaskListFo
 	return items, nil
 }
 
-const taskListIDDesc = `-- name: TaskListIDDesc :many
+const TaskListIDDesc = `-- name: TaskListIDDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -3206,7 +3206,7 @@ type TaskListIDDescParams struct {
 }
 
 func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDescParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskListIDDesc,
+	rows, err := db.Query(ctx, TaskListIDDesc,
 		arg.After,
 		arg.States,
 		arg.Types,
@@ -3266,7 +3266,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 	return items, nil
 }
 
-const taskListPriority = `-- name: TaskListPriority :many
+const TaskListPriority = `-- name: TaskListPriority :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
@@ -3299,7 +3299,7 @@ type TaskListPriorityParams struct {
 
 // Highest priority first, then oldest: the order of a claim.
 func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPriorityParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskListPriority,
+	rows, err := db.Query(ctx, TaskListPriority,
 		arg.After,
 		arg.AfterPriority,
 		arg.States,
@@ -3360,7 +3360,7 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 	return items, nil
 }
 
-const taskListUpdated = `-- name: TaskListUpdated :many
+const TaskListUpdated = `-- name: TaskListUpdated :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR updated_at > $2::timestamptz
         OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id > $1::bigint))
@@ -3392,7 +3392,7 @@ type TaskListUpdatedParams struct {
 }
 
 func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskListUpdated,
+	rows, err := db.Query(ctx, TaskListUpdated,
 		arg.After,
 		arg.AfterUpdated,
 		arg.States,
@@ -3453,7 +3453,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 	return items, nil
 }
 
-const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
+const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR updated_at < $2::timestamptz
         OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id < $1::bigint))
@@ -3485,7 +3485,7 @@ type TaskListUpdatedDescParams struct {
 }
 
 func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskListUpdatedDescParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, taskListUpdatedDesc,
+	rows, err := db.Query(ctx, TaskListUpdatedDesc,
 		arg.After,
 		arg.AfterUpdated,
 		arg.States,
@@ -3546,17 +3546,17 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 	return items, nil
 }
 
-const taskLockDependencyGraph = `-- name: TaskLockDependencyGraph :exec
+const TaskLockDependencyGraph = `-- name: TaskLockDependencyGraph :exec
 SELECT pg_advisory_xact_lock(hashtextextended('cks.deps:' || current_schema(), 0))
 `
 
 // One lock per schema, held until the transaction ends.
 func (q *Queries) TaskLockDependencyGraph(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, taskLockDependencyGraph)
+	_, err := db.Exec(ctx, TaskLockDependencyGraph)
 	return err
 }
 
-const taskMove = `-- name: TaskMove :execrows
+const TaskMove = `-- name: TaskMove :execrows
 WITH events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
         claimed_at, started_at, worker)
@@ -3606,7 +3606,7 @@ type TaskMoveParams struct {
 
 // One move with its one event (as TaskInsert, plain parameters).
 func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (int64, error) {
-	result, err := db.Exec(ctx, taskMove,
+	result, err := db.Exec(ctx, TaskMove,
 		arg.State,
 		arg.Attempts,
 		arg.Restarts,
@@ -3642,7 +3642,7 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 	return result.RowsAffected(), nil
 }
 
-const taskMoveMany = `-- name: TaskMoveMany :execrows
+const TaskMoveMany = `-- name: TaskMoveMany :execrows
 WITH events AS (
     INSERT INTO cks_task_events (task_id, at, actor, from_state, to_state, attempt, reason,
         claimed_at, started_at, worker)
@@ -3728,7 +3728,7 @@ type TaskMoveManyParams struct {
 // statement (a data-modifying CTE: it runs whether or not the UPDATE
 // refers to it). The rows the UPDATE wrote are its count.
 func (q *Queries) TaskMoveMany(ctx context.Context, db DBTX, arg TaskMoveManyParams) (int64, error) {
-	result, err := db.Exec(ctx, taskMoveMany,
+	result, err := db.Exec(ctx, TaskMoveMany,
 		arg.TaskIds,
 		arg.States,
 		arg.Attemptss,
@@ -3764,7 +3764,7 @@ func (q *Queries) TaskMoveMany(ctx context.Context, db DBTX, arg TaskMoveManyPar
 	return result.RowsAffected(), nil
 }
 
-const taskUpdate = `-- name: TaskUpdate :execrows
+const TaskUpdate = `-- name: TaskUpdate :execrows
 UPDATE cks_outbox_tasks SET
     title = $1, description = $2, acceptance_criteria = $3,
     payload = $4::jsonb, state = $5, priority = $6, attempts = $7,
@@ -3812,7 +3812,7 @@ type TaskUpdateParams struct {
 
 // One row, by primary key (as TaskInsert, plain parameters).
 func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
-	result, err := db.Exec(ctx, taskUpdate,
+	result, err := db.Exec(ctx, TaskUpdate,
 		arg.Title,
 		arg.Description,
 		arg.AcceptanceCriteria,
@@ -3848,7 +3848,7 @@ func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams)
 	return result.RowsAffected(), nil
 }
 
-const taskUpdateMany = `-- name: TaskUpdateMany :execrows
+const TaskUpdateMany = `-- name: TaskUpdateMany :execrows
 UPDATE cks_outbox_tasks t SET
     title = u.title, description = u.description, acceptance_criteria = u.acceptance_criteria,
     payload = u.payload::jsonb, state = u.state, priority = u.priority, attempts = u.attempts,
@@ -3927,7 +3927,7 @@ type TaskUpdateManyParams struct {
 
 // Every column but task_id, type, created_at and created_by, by primary key.
 func (q *Queries) TaskUpdateMany(ctx context.Context, db DBTX, arg TaskUpdateManyParams) (int64, error) {
-	result, err := db.Exec(ctx, taskUpdateMany,
+	result, err := db.Exec(ctx, TaskUpdateMany,
 		arg.TaskIds,
 		arg.Titles,
 		arg.Descriptions,
