@@ -1,0 +1,7 @@
+//go:build race
+
+package postgres_test
+
+// raceEnabled: the race detector's instrumentation allocates, so the
+// allocation counts are not the program's.
+const raceEnabled = true
