@@ -5,15 +5,86 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
 // SQLite has one writer, so every Lock a caller asks for is already held:
 // the primitives ignore it. The bulk writes run one prepared statement per
 // row inside the caller's write transaction (or one of their own).
+
+// TaskInsertMany implements driver.TaskExecutor with one prepared insert per
+// row that returns nothing but the id. The row as stored is the row sent in
+// the form a read returns it (stored): SQLite keeps TEXT and INTEGER values
+// as they are bound. A row as an enqueue makes it (newTask) goes through the
+// narrow insert, its other columns left to their defaults.
+func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var out []driver.TaskRow
+	err := e.write(ctx, "task insert many", func(w *wtx) error {
+		out = make([]driver.TaskRow, len(rows))
+		for i, r := range rows {
+			var (
+				id  int64
+				err error
+			)
+			if newTask(r) {
+				id, err = e.d.q.TaskInsertNew(ctx, w, dbsqlc.TaskInsertNewParams{Type: r.Type, Title: r.Title,
+					Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
+					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
+					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
+					CreatedBy: r.CreatedBy, CreatedAt: fmtTime(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
+			} else {
+				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
+			}
+			if err != nil {
+				return mapErr("task insert many", err)
+			}
+			if out[i], err = stored(r); err != nil {
+				return fmt.Errorf("task insert many: %w", err)
+			}
+			out[i].ID = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// newTask reports whether r is a task as an enqueue creates it, which
+// TaskInsertNew stores: no attempt, lease, outcome or schedule yet, the
+// first revision, created, updated and state-changed at one time.
+func newTask(r driver.TaskRow) bool {
+	return !r.CreatedAt.IsZero() && r.Attempts == 0 && r.Restarts == 0 && r.Revision == 1 && r.ClaimedBy == "" && r.ClaimedAt.IsZero() &&
+		r.LeaseTokenHash == "" && r.LeaseExpiresAt.IsZero() && r.LeaseRenewedAt.IsZero() && r.LeaseMs == 0 &&
+		r.RunAfter.IsZero() && r.Result == "" && r.LastError == "" && r.Question == "" && r.Answer == "" &&
+		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt)
+}
+
+// stored is r as a read of its row returns it: the JSON columns' empty
+// value is the empty object, each time is what its text parses back to.
+func stored(r driver.TaskRow) (driver.TaskRow, error) {
+	r.Payload, r.Metadata = []byte(nullable.JSONText(r.Payload)), []byte(nullable.JSONText(r.Metadata))
+	for _, t := range []*time.Time{&r.ClaimedAt, &r.LeaseExpiresAt, &r.LeaseRenewedAt, &r.RunAfter,
+		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt} {
+		if t.IsZero() {
+			continue
+		}
+		var err error
+		if *t, err = parseTime(fmtTime(*t)); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
 
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
