@@ -21,10 +21,12 @@ const maxFinishBatch = 256
 // flush's callers hand the next batch on, and calls that could run side by
 // side on two connections wait for each other: with four workers on
 // Postgres one flush at a time halved the completions (bench ledger). Two
-// keep the database busy while the queue still gathers behind them. (On
-// SQLite, whose one writer runs one transaction at a time, the second
-// flush joins the first's transaction, the writer's group commit, rather
-// than wait for its commit.)
+// keep the database busy while the queue still gathers behind them. A
+// driver whose writes run one at a time (driver.SerialWriter: SQLite) gets
+// one: there the second flush could only wait for the first's commit or
+// join its transaction as a savepoint of its own, and most flushes carried
+// one call (bench ledger --workers 4 --concurrent, 20,000 completions:
+// 6,739 flushes, 5,835 of one call; one at a time, 4,655 and 3,794).
 const maxFlushes = 2
 
 // finish is one Complete, Fail or Touch call of the completer: the group

@@ -63,6 +63,12 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
 		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
+	if _, ok := db.(driver.SerialWriter); ok {
+		// A second flush could only queue behind the first's transaction:
+		// the calls gather into the next flush instead (one locking read,
+		// one commit for them all).
+		s.completer.Max = 1
+	}
 	s.stats.read = s.readStats
 	return s
 }
