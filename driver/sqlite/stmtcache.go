@@ -89,6 +89,8 @@ type wtx struct {
 	local map[string]*sql.Stmt
 	// notified is set by Notify: the commit wakes this Driver's listeners.
 	notified bool
+	// times are the texts of the times written lately.
+	times timeTexts
 }
 
 func (w *wtx) stmt(q string) *sql.Stmt {

@@ -39,14 +39,14 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 					Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
 					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
 					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
-					CreatedBy: r.CreatedBy, CreatedAt: fmtTime(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
+					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
 			} else {
 				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
 			}
 			if err != nil {
 				return mapErr("task insert many", err)
 			}
-			if out[i], err = stored(r); err != nil {
+			if out[i], err = stored(r, &w.times); err != nil {
 				return fmt.Errorf("task insert many: %w", err)
 			}
 			out[i].ID = id
@@ -71,7 +71,7 @@ func newTask(r driver.TaskRow) bool {
 
 // stored is r as a read of its row returns it: the JSON columns' empty
 // value is the empty object, each time is what its text parses back to.
-func stored(r driver.TaskRow) (driver.TaskRow, error) {
+func stored(r driver.TaskRow, times *timeTexts) (driver.TaskRow, error) {
 	r.Payload, r.Metadata = []byte(nullable.JSONText(r.Payload)), []byte(nullable.JSONText(r.Metadata))
 	for _, t := range []*time.Time{&r.ClaimedAt, &r.LeaseExpiresAt, &r.LeaseRenewedAt, &r.RunAfter,
 		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt} {
@@ -79,7 +79,7 @@ func stored(r driver.TaskRow) (driver.TaskRow, error) {
 			continue
 		}
 		var err error
-		if *t, err = parseTime(fmtTime(*t)); err != nil {
+		if *t, err = parseTime(times.nonNull(*t)); err != nil {
 			return r, err
 		}
 	}
@@ -174,11 +174,11 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 		n = 0
 		for _, r := range p.Rows {
 			x, err := e.d.q.TaskMove(ctx, w, dbsqlc.TaskMoveParams{State: r.State, Attempts: int64(r.Attempts),
-				Restarts: int64(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: fmtNullTime(r.ClaimedAt),
-				LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: fmtNullTime(r.LeaseExpiresAt),
-				LeaseRenewedAt: fmtNullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: fmtNullTime(r.RunAfter),
+				Restarts: int64(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt),
+				LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: w.times.of(r.LeaseExpiresAt),
+				LeaseRenewedAt: w.times.of(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: w.times.of(r.RunAfter),
 				Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
-				ReviewNote: r.ReviewNote, UpdatedAt: fmtTime(r.UpdatedAt), StateChangedAt: fmtNullTime(r.StateChangedAt),
+				ReviewNote: r.ReviewNote, UpdatedAt: w.times.nonNull(r.UpdatedAt), StateChangedAt: w.times.of(r.StateChangedAt),
 				TaskID: r.ID})
 			if err != nil {
 				return mapErr(fmt.Sprintf("task move %d", r.ID), err)
@@ -313,9 +313,9 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 	return e.write(ctx, "task event insert", func(w *wtx) error {
 		for _, ev := range events {
 			if err := e.d.q.TaskEventInsert(ctx, w, dbsqlc.TaskEventInsertParams{
-				TaskID: ev.TaskID, At: fmtTime(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
-				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: fmtNullTime(ev.ClaimedAt),
-				StartedAt: fmtNullTime(ev.StartedAt), Worker: ev.Worker}); err != nil {
+				TaskID: ev.TaskID, At: w.times.nonNull(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
+				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: w.times.of(ev.ClaimedAt),
+				StartedAt: w.times.of(ev.StartedAt), Worker: ev.Worker}); err != nil {
 				return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), err)
 			}
 		}
