@@ -65,11 +65,21 @@ type completer = groupcommit.Group[*finish, cks.Task]
 // dependants are released (or blocked) only for tasks something depends
 // on. Each caller gets its own outcome after the
 // commit; when the transaction fails, every caller gets its error and
-// nothing of the batch is written.
+// nothing of the batch is written. On a driver whose writes run one at a
+// time the calls that queued while the flush waited for the writer join
+// its batch first.
 func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.Task]) []groupcommit.Result[cks.Task] {
 	batch := b.Calls
 	out := make([]groupcommit.Result[cks.Task], len(batch))
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		if s.serial {
+			// The calls that queued while this flush waited for the one
+			// writer join it, rather than wait for its commit and then
+			// take a flush and a commit of their own.
+			b.Join()
+			batch = b.Calls
+			out = make([]groupcommit.Result[cks.Task], len(batch))
+		}
 		clear(out)
 		ids := make([]int64, 0, len(batch))
 		for _, c := range batch {
