@@ -136,11 +136,15 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 				r.State = p.Then.To
 			}
 			ids[i] = r.ID
-		}
-		// A claim changes only the lifecycle's columns: the narrow write,
-		// which leaves the indexes of the other columns alone.
-		if _, err := in.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows}); err != nil {
-			return err
+			// The claim's own columns alone (TaskClaimMove): the others
+			// are as read, in this transaction of the one writer.
+			if _, err := e.d.q.TaskClaimMove(ctx, w, dbsqlc.TaskClaimMoveParams{State: r.State, Attempts: int64(r.Attempts),
+				ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash,
+				LeaseExpiresAt: w.times.of(r.LeaseExpiresAt), LeaseRenewedAt: w.times.of(r.LeaseRenewedAt),
+				LeaseMs: r.LeaseMs, RunAfter: w.times.of(r.RunAfter), UpdatedAt: w.times.nonNull(r.UpdatedAt),
+				StateChangedAt: w.times.of(r.StateChangedAt), TaskID: r.ID}); err != nil {
+				return mapErr(fmt.Sprintf("task claim %d", r.ID), err)
+			}
 		}
 		deps, err := in.TaskDepList(ctx, ids)
 		if err != nil {

@@ -69,6 +69,17 @@ UPDATE cks_outbox_tasks SET
     review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at
 WHERE task_id = @task_id;
 
+-- A claim's move: only the columns a claim sets (the state, the attempt,
+-- the lease, the schedule, the times); six parameters fewer than TaskMove
+-- a claimed task.
+-- name: TaskClaimMove :execrows
+UPDATE cks_outbox_tasks SET
+    state = @state, attempts = @attempts, claimed_by = @claimed_by, claimed_at = @claimed_at,
+    lease_token_hash = @lease_token_hash, lease_expires_at = @lease_expires_at,
+    lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
+    updated_at = @updated_at, state_changed_at = @state_changed_at
+WHERE task_id = @task_id;
+
 -- The claim queries come in two forms: any type or several (a type IN
 -- list on idx_outbox_tasks_claim_type would need a temp B-tree anyway),
 -- and one type as an equality, which idx_outbox_tasks_claim_type (state,

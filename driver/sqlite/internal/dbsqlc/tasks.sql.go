@@ -479,6 +479,54 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
+const taskClaimMove = `-- name: TaskClaimMove :execrows
+UPDATE cks_outbox_tasks SET
+    state = ?1, attempts = ?2, claimed_by = ?3, claimed_at = ?4,
+    lease_token_hash = ?5, lease_expires_at = ?6,
+    lease_renewed_at = ?7, lease_ms = ?8, run_after = ?9,
+    updated_at = ?10, state_changed_at = ?11
+WHERE task_id = ?12
+`
+
+type TaskClaimMoveParams struct {
+	State          string
+	Attempts       int64
+	ClaimedBy      string
+	ClaimedAt      *string
+	LeaseTokenHash string
+	LeaseExpiresAt *string
+	LeaseRenewedAt *string
+	LeaseMs        int64
+	RunAfter       *string
+	UpdatedAt      string
+	StateChangedAt *string
+	TaskID         int64
+}
+
+// A claim's move: only the columns a claim sets (the state, the attempt,
+// the lease, the schedule, the times); six parameters fewer than TaskMove
+// a claimed task.
+func (q *Queries) TaskClaimMove(ctx context.Context, db DBTX, arg TaskClaimMoveParams) (int64, error) {
+	result, err := db.ExecContext(ctx, taskClaimMove,
+		arg.State,
+		arg.Attempts,
+		arg.ClaimedBy,
+		arg.ClaimedAt,
+		arg.LeaseTokenHash,
+		arg.LeaseExpiresAt,
+		arg.LeaseRenewedAt,
+		arg.LeaseMs,
+		arg.RunAfter,
+		arg.UpdatedAt,
+		arg.StateChangedAt,
+		arg.TaskID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const taskClaimWaits = `-- name: TaskClaimWaits :many
 WITH claims(task_id, claimed_at, before_id) AS (
     SELECT e.task_id, e.at, e.event_id FROM cks_task_events e
