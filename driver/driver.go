@@ -87,6 +87,19 @@ type Driver interface {
 	Close() error
 }
 
+// SerialWriter is implemented by a Driver whose write transactions run one
+// at a time, whatever its callers do (SQLite: one writer connection and its
+// group commit). There a batch of the ledger's run beside another gains
+// nothing — the second waits for the first's commit, or joins its
+// transaction as one more savepoint — and fragments both: the ledger then
+// runs its batches one at a time, and the calls that arrive meanwhile
+// gather into the next.
+type SerialWriter interface {
+	Driver
+	// WritesSerially marks the driver; it does nothing.
+	WritesSerially()
+}
+
 // TxOptions are the options of WithTx.
 type TxOptions struct {
 	// ReadOnly asks for a consistent read-only snapshot.

@@ -31,6 +31,10 @@ type Service struct {
 	// process, claimer its claims.
 	completer completer
 	claimer   claimer
+	// serial is set when the driver's writes run one at a time
+	// (driver.SerialWriter): a flush then takes in the calls that queued
+	// while it waited for the writer (flush).
+	serial bool
 	// changes wakes WaitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no
@@ -63,6 +67,12 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
 		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
+	if _, ok := db.(driver.SerialWriter); ok {
+		// A second flush could only queue behind the first's transaction:
+		// the calls gather into the next flush instead (one locking read,
+		// one commit for them all).
+		s.completer.Max, s.serial = 1, true
+	}
 	s.stats.read = s.readStats
 	return s
 }

@@ -1078,33 +1078,6 @@ func versionUnsetHeadsParams(p driver.VersionUnsetHeadsParams) dbsqlc.VersionUns
 	}
 }
 
-// TaskInsertMany implements driver.Executor with one dbsqlc.TaskInsert a row.
-func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	var out []driver.TaskRow
-	err := e.write(ctx, "task insert many", func(w *wtx) error {
-		out = make([]driver.TaskRow, 0, len(rows))
-		for _, r := range rows {
-			x, err := e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
-			if err != nil {
-				return mapErr("task insert many", err)
-			}
-			v, err := taskRowOf(x)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // TaskGetMany implements driver.Executor with the query its params choose.
 func (e *executor) TaskGetMany(ctx context.Context, p driver.TaskGetManyParams) ([]driver.TaskRow, error) {
 	if len(p.IDs) == 0 {

@@ -76,7 +76,7 @@ type Driver struct {
 	clock  clock.Clock
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var _ driver.SerialWriter = (*Driver)(nil)
 
 // Open opens (creating if needed) the database file at path, with its
 // directory, and brings its schema up to date. A file that exists but is not
@@ -253,6 +253,10 @@ func CapPages(ctx context.Context, d *Driver, n int) error {
 		return err
 	})
 }
+
+// WritesSerially implements driver.SerialWriter: every write goes through
+// the one writer.
+func (d *Driver) WritesSerially() {}
 
 // Dialect returns "sqlite".
 func (d *Driver) Dialect() string { return "sqlite" }

@@ -82,8 +82,15 @@ type wtx struct {
 	// bound are the cached statements bound to this transaction, so that
 	// the many executions of one statement in a group bind it once.
 	bound map[*sql.Stmt]*sql.Stmt
+	// local are the queries not cached yet, prepared on this transaction
+	// at their first execution in it: a bulk write's first transaction
+	// (a thousand inserts of an enqueue) would otherwise parse its
+	// statement once a row.
+	local map[string]*sql.Stmt
 	// notified is set by Notify: the commit wakes this Driver's listeners.
 	notified bool
+	// times are the texts of the times written lately.
+	times timeTexts
 }
 
 func (w *wtx) stmt(q string) *sql.Stmt {
@@ -98,8 +105,21 @@ func (w *wtx) stmt(q string) *sql.Stmt {
 		w.bound[st] = b
 		return b
 	}
+	if st, ok := w.local[q]; ok {
+		return st
+	}
 	w.missed = append(w.missed, q)
-	return nil
+	if w.local == nil {
+		w.local = map[string]*sql.Stmt{}
+	}
+	// A query that fails to prepare runs unprepared (nil), and its error
+	// is the execution's.
+	st, err := w.Tx.PrepareContext(w.ctx, q)
+	if err != nil {
+		st = nil
+	}
+	w.local[q] = st
+	return st
 }
 
 // QueryContext runs q in the transaction, unless ctx has ended.

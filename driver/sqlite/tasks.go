@@ -5,15 +5,86 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/driver/internal/nullable"
 	"github.com/cks-dev/cks/driver/sqlite/internal/dbsqlc"
 )
 
 // SQLite has one writer, so every Lock a caller asks for is already held:
 // the primitives ignore it. The bulk writes run one prepared statement per
 // row inside the caller's write transaction (or one of their own).
+
+// TaskInsertMany implements driver.TaskExecutor with one prepared insert per
+// row that returns nothing but the id. The row as stored is the row sent in
+// the form a read returns it (stored): SQLite keeps TEXT and INTEGER values
+// as they are bound. A row as an enqueue makes it (newTask) goes through the
+// narrow insert, its other columns left to their defaults.
+func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([]driver.TaskRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var out []driver.TaskRow
+	err := e.write(ctx, "task insert many", func(w *wtx) error {
+		out = make([]driver.TaskRow, len(rows))
+		for i, r := range rows {
+			var (
+				id  int64
+				err error
+			)
+			if newTask(r) {
+				id, err = e.d.q.TaskInsertNew(ctx, w, dbsqlc.TaskInsertNewParams{Type: r.Type, Title: r.Title,
+					Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
+					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
+					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
+					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
+			} else {
+				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
+			}
+			if err != nil {
+				return mapErr("task insert many", err)
+			}
+			if out[i], err = stored(r, &w.times); err != nil {
+				return fmt.Errorf("task insert many: %w", err)
+			}
+			out[i].ID = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// newTask reports whether r is a task as an enqueue creates it, which
+// TaskInsertNew stores: no attempt, lease, outcome or schedule yet, the
+// first revision, created, updated and state-changed at one time.
+func newTask(r driver.TaskRow) bool {
+	return !r.CreatedAt.IsZero() && r.Attempts == 0 && r.Restarts == 0 && r.Revision == 1 && r.ClaimedBy == "" && r.ClaimedAt.IsZero() &&
+		r.LeaseTokenHash == "" && r.LeaseExpiresAt.IsZero() && r.LeaseRenewedAt.IsZero() && r.LeaseMs == 0 &&
+		r.RunAfter.IsZero() && r.Result == "" && r.LastError == "" && r.Question == "" && r.Answer == "" &&
+		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt)
+}
+
+// stored is r as a read of its row returns it: the JSON columns' empty
+// value is the empty object, each time is what its text parses back to.
+func stored(r driver.TaskRow, times *timeTexts) (driver.TaskRow, error) {
+	r.Payload, r.Metadata = []byte(nullable.JSONText(r.Payload)), []byte(nullable.JSONText(r.Metadata))
+	for _, t := range []*time.Time{&r.ClaimedAt, &r.LeaseExpiresAt, &r.LeaseRenewedAt, &r.RunAfter,
+		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt} {
+		if t.IsZero() {
+			continue
+		}
+		var err error
+		if *t, err = parseTime(times.nonNull(*t)); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
 
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
@@ -65,11 +136,15 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 				r.State = p.Then.To
 			}
 			ids[i] = r.ID
-		}
-		// A claim changes only the lifecycle's columns: the narrow write,
-		// which leaves the indexes of the other columns alone.
-		if _, err := in.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: rows}); err != nil {
-			return err
+			// The claim's own columns alone (TaskClaimMove): the others
+			// are as read, in this transaction of the one writer.
+			if _, err := e.d.q.TaskClaimMove(ctx, w, dbsqlc.TaskClaimMoveParams{State: r.State, Attempts: int64(r.Attempts),
+				ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash,
+				LeaseExpiresAt: w.times.of(r.LeaseExpiresAt), LeaseRenewedAt: w.times.of(r.LeaseRenewedAt),
+				LeaseMs: r.LeaseMs, RunAfter: w.times.of(r.RunAfter), UpdatedAt: w.times.nonNull(r.UpdatedAt),
+				StateChangedAt: w.times.of(r.StateChangedAt), TaskID: r.ID}); err != nil {
+				return mapErr(fmt.Sprintf("task claim %d", r.ID), err)
+			}
 		}
 		deps, err := in.TaskDepList(ctx, ids)
 		if err != nil {
@@ -103,11 +178,11 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 		n = 0
 		for _, r := range p.Rows {
 			x, err := e.d.q.TaskMove(ctx, w, dbsqlc.TaskMoveParams{State: r.State, Attempts: int64(r.Attempts),
-				Restarts: int64(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: fmtNullTime(r.ClaimedAt),
-				LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: fmtNullTime(r.LeaseExpiresAt),
-				LeaseRenewedAt: fmtNullTime(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: fmtNullTime(r.RunAfter),
+				Restarts: int64(r.Restarts), ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt),
+				LeaseTokenHash: r.LeaseTokenHash, LeaseExpiresAt: w.times.of(r.LeaseExpiresAt),
+				LeaseRenewedAt: w.times.of(r.LeaseRenewedAt), LeaseMs: r.LeaseMs, RunAfter: w.times.of(r.RunAfter),
 				Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
-				ReviewNote: r.ReviewNote, UpdatedAt: fmtTime(r.UpdatedAt), StateChangedAt: fmtNullTime(r.StateChangedAt),
+				ReviewNote: r.ReviewNote, UpdatedAt: w.times.nonNull(r.UpdatedAt), StateChangedAt: w.times.of(r.StateChangedAt),
 				TaskID: r.ID})
 			if err != nil {
 				return mapErr(fmt.Sprintf("task move %d", r.ID), err)
@@ -242,9 +317,9 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 	return e.write(ctx, "task event insert", func(w *wtx) error {
 		for _, ev := range events {
 			if err := e.d.q.TaskEventInsert(ctx, w, dbsqlc.TaskEventInsertParams{
-				TaskID: ev.TaskID, At: fmtTime(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
-				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: fmtNullTime(ev.ClaimedAt),
-				StartedAt: fmtNullTime(ev.StartedAt), Worker: ev.Worker}); err != nil {
+				TaskID: ev.TaskID, At: w.times.nonNull(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
+				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: w.times.of(ev.ClaimedAt),
+				StartedAt: w.times.of(ev.StartedAt), Worker: ev.Worker}); err != nil {
 				return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), err)
 			}
 		}

@@ -112,3 +112,39 @@ func parseFixed(s string) (time.Time, bool) {
 	}
 	return t, true
 }
+
+// timeTexts remembers the text of the last few times a write transaction
+// formatted. The rows of one batch share their times — a flush's moves
+// are all made now, a claim's leases all start then, an enqueue's tasks
+// are all created at one time — and each was formatted, and its text and
+// pointer allocated, once a column a row: six times a move.
+type timeTexts struct {
+	at   [4]time.Time
+	text [4]*string
+	next int
+}
+
+// of is fmtNullTime(t), the text shared with the times equal to t
+// formatted before it (equal instants have one text: UTC, microseconds).
+func (c *timeTexts) of(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	for i, at := range c.at {
+		if c.text[i] != nil && at.Equal(t) {
+			return c.text[i]
+		}
+	}
+	s := fmtTime(t)
+	c.at[c.next], c.text[c.next] = t, &s
+	c.next = (c.next + 1) % len(c.at)
+	return &s
+}
+
+// nonNull is fmtTime(t) through the texts of c.
+func (c *timeTexts) nonNull(t time.Time) string {
+	if t.IsZero() {
+		return fmtTime(t)
+	}
+	return *c.of(t)
+}

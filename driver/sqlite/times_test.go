@@ -69,3 +69,30 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+// TestTimeTexts: the texts a transaction remembers are fmtTime's and
+// fmtNullTime's, shared by equal instants whatever their zone, and a
+// time pushed out of the few remembered is formatted anew.
+func TestTimeTexts(t *testing.T) {
+	var c timeTexts
+	if c.of(time.Time{}) != nil || c.nonNull(time.Time{}) != fmtTime(time.Time{}) {
+		t.Fatal("the zero time is not NULL, or not fmtTime's text")
+	}
+	base := time.Now() // with a monotonic reading
+	for round := range 2 {
+		for i := range 6 {
+			at := base.Add(time.Duration(i) * 1500 * time.Nanosecond)
+			want := fmtTime(at)
+			if got := *c.of(at); got != want {
+				t.Fatalf("round %d, time %d: %q, want %q", round, i, got, want)
+			}
+			if got := c.nonNull(at.In(time.FixedZone("x", -3600))); got != want {
+				t.Fatalf("round %d, time %d in another zone: %q, want %q", round, i, got, want)
+			}
+		}
+	}
+	a := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	if c.of(a) != c.of(a.In(time.Local)) {
+		t.Fatal("an equal instant got a text of its own")
+	}
+}

@@ -5,7 +5,11 @@
 -- runs them prepared in the caller's transaction (SQLite has no round trip
 -- to save, and bound parameters keep every byte).
 
--- name: TaskInsert :one
+-- The inserts return no row, only the id (the glue reads it as the last
+-- insert rowid): SQLite stores TEXT and INTEGER values as they are bound,
+-- so the row as stored is the row sent, and reading its 30 columns back
+-- (RETURNING *) was most of an insert's cost.
+-- name: TaskInsert :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
@@ -15,8 +19,19 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, @parent_id, @dedupe_key, @created_by,
     @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
     @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
-    @metadata)
-RETURNING *;
+    @metadata);
+
+-- A new task, as the ledger's enqueue makes it: the columns a task is
+-- created with (created, updated and state-changed at one time), every
+-- other one its default (no attempt, lease, outcome or schedule, the first
+-- revision). Half of TaskInsert's parameters.
+-- name: TaskInsertNew :execlastid
+INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
+    priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
+    state_changed_at, metadata)
+VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
+    @priority, @max_attempts, @parent_id, @dedupe_key, @created_by, @created_at, @created_at,
+    @created_at, @metadata);
 
 -- SQLite has one writer: the locks a caller asks for are all no-ops.
 -- name: TaskGetMany :many
@@ -52,6 +67,17 @@ UPDATE cks_outbox_tasks SET
     lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
     result = @result, last_error = @last_error, question = @question, answer = @answer,
     review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at
+WHERE task_id = @task_id;
+
+-- A claim's move: only the columns a claim sets (the state, the attempt,
+-- the lease, the schedule, the times); six parameters fewer than TaskMove
+-- a claimed task.
+-- name: TaskClaimMove :execrows
+UPDATE cks_outbox_tasks SET
+    state = @state, attempts = @attempts, claimed_by = @claimed_by, claimed_at = @claimed_at,
+    lease_token_hash = @lease_token_hash, lease_expires_at = @lease_expires_at,
+    lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
+    updated_at = @updated_at, state_changed_at = @state_changed_at
 WHERE task_id = @task_id;
 
 -- The claim queries come in two forms: any type or several (a type IN
