@@ -161,7 +161,7 @@ func Plan(d Dialect, have Existing, up Upgrade) []string {
 		if o := storageOption(t, d); o != "" && have.Columns[t.Name] != nil && !have.Options[t.Name][o] {
 			// Pages written from now on keep the room; those already full
 			// get it as their rows are pruned.
-			out = append(out, "ALTER TABLE "+t.Name+" SET ("+strings.Replace(o, "=", " = ", 1)+")")
+			out = append(out, "ALTER TABLE "+t.Name+" SET ("+o+")")
 		}
 	}
 	function := false // the Postgres reject function, created once before its first trigger

@@ -82,17 +82,14 @@ func IndexSQL(t Table, ix Index, d Dialect) string {
 	if ix.Unique {
 		unique = "UNIQUE "
 	}
-	using := ""
-	if ix.BRIN && d == Postgres {
-		using = " USING brin"
-	}
-	q := "CREATE " + unique + "INDEX IF NOT EXISTS " + ix.Name + " ON " + t.Name + using + "(" + strings.Join(keys, ", ") + ")"
+	using, with := "", ""
 	if ix.BRIN && d == Postgres {
 		// Each range summarized as it fills (autovacuum's work item), so
 		// that a read of older ranges skips them without waiting for a
 		// VACUUM; until then a range is read whole.
-		q += " WITH (autosummarize = on)"
+		using, with = " USING brin", " WITH (autosummarize = on)"
 	}
+	q := "CREATE " + unique + "INDEX IF NOT EXISTS " + ix.Name + " ON " + t.Name + using + "(" + strings.Join(keys, ", ") + ")" + with
 	if ix.Where != "" {
 		q += "\n\tWHERE " + ix.Where
 	}

@@ -372,7 +372,7 @@ func TestFillFactor(t *testing.T) {
 	}
 	have := current(Postgres)
 	delete(have.Options, "cks_outbox_tasks")
-	want := []string{"ALTER TABLE cks_outbox_tasks SET (fillfactor = 70)"}
+	want := []string{"ALTER TABLE cks_outbox_tasks SET (fillfactor=70)"}
 	if got := Plan(Postgres, have, Upgrade{}); !slices.Equal(got, want) {
 		t.Errorf("plan of a table without its fillfactor %q, want %q", got, want)
 	}
