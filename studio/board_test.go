@@ -275,7 +275,7 @@ func TestTaskBoardSections(t *testing.T) {
 		"1 stopped for longer than 24 h.",
 		fmt.Sprintf(`<a href="/tasks/%d">#%d</a>`, oldStop.ID, oldStop.ID), "Stopped long ago",
 		fmt.Sprintf(`<a href="/tasks/%d">#%d</a>`, newStop.ID, newStop.ID), "Stopped just now",
-		`<tr class="row--stopped row--stale">`, "over 24 h", ">1d ago<", ">1m ago<")
+		`<tr class="row--stopped row--stale" data-key="task-`, "over 24 h", ">1d ago<", ">1m ago<")
 	if n := strings.Count(stopped, "row--stale"); n != 1 {
 		t.Errorf("%d stale rows, want 1 (only task %d)", n, oldStop.ID)
 	}
@@ -326,7 +326,7 @@ func TestTaskBoardCapsLongLists(t *testing.T) {
 	page := get(t, e.h, "/tasks")
 	wantHTML(t, page, http.StatusOK)
 	mustContain(t, "board", page.body, fmt.Sprintf("Showing the first %d of %d.", studio.BoardCap, studio.BoardCap+5))
-	if n := strings.Count(page.body, "<tr class=\"row--open\">"); n != studio.BoardCap {
+	if n := strings.Count(page.body, "<tr class=\"row--open\" data-key="); n != studio.BoardCap {
 		t.Errorf("%d rows, want %d", n, studio.BoardCap)
 	}
 
@@ -334,7 +334,7 @@ func TestTaskBoardCapsLongLists(t *testing.T) {
 	mustContain(t, "first page", first.body, "Next page →", fmt.Sprintf(`href="/tasks?after=%d&amp;state=OPEN"`, cursor))
 	second := get(t, e.h, fmt.Sprintf("/tasks?state=OPEN&after=%d", cursor))
 	wantHTML(t, second, http.StatusOK)
-	if n := strings.Count(second.body, "<tr class=\"row--open\">"); n != 5 {
+	if n := strings.Count(second.body, "<tr class=\"row--open\" data-key="); n != 5 {
 		t.Errorf("second page has %d rows, want 5", n)
 	}
 	mustContain(t, "second page", second.body, fmt.Sprintf("#%d<", first1), "Back to the first page")

@@ -213,7 +213,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 
 	// CLAIMED: the page offers Stop with a reason, not Start.
 	actions = section(t, p.body, `id="task-actions"`, `id="fields-heading"`)
-	mustContain(t, "running actions", actions, fmt.Sprintf(`data-task-actions="%d"`, id), `<form class="task-action" data-task-action="stop">`,
+	mustContain(t, "running actions", actions, fmt.Sprintf(`data-task-actions="%d"`, id), `<form class="task-action" data-task-action="stop" data-key="action-stop">`,
 		`<input id="stop-reason" name="reason" type="text" required`, `>Stop</button>`, "data-action-error")
 	mustNotContain(t, "running actions", actions, `data-task-action="start"`)
 
@@ -265,7 +265,7 @@ func TestTaskPageOffersRetry(t *testing.T) {
 	}
 	path := fmt.Sprintf("/tasks/%d", task.ID)
 	actions := section(t, get(t, e.h, path).body, `id="task-actions"`, `id="fields-heading"`)
-	mustContain(t, "failed actions", actions, `<form class="task-action" data-task-action="retry">`, `>Retry</button>`,
+	mustContain(t, "failed actions", actions, `<form class="task-action" data-task-action="retry" data-key="action-retry">`, `>Retry</button>`,
 		"fresh attempt budget")
 	mustNotContain(t, "failed actions", actions, `data-task-action="stop"`, `data-task-action="start"`)
 

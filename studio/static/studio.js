@@ -10,11 +10,13 @@
 //
 // The hub's /v1/events stream says *that* something changed ("processes" and
 // "sweepers" events carry no data); on each one this script re-fetches the
-// server-rendered cards of that kind and swaps them in. Any element with
-// data-live-fragment (an object page's live part, a research question's
-// progress, the task board's lists and a task page on "tasks", the charts on "tasks" and "sweepers") is refreshed the same way from its URL on the events its
-// data-live-events names, until a fragment says it is done
-// (data-terminal). The research form posts its question to submit_research
+// server-rendered cards of that kind and morphs the page into them (morph:
+// what a person is editing stays as it is, everything around it updates).
+// Any element with data-live-fragment (an object page's live part, a
+// research question's progress, the task board's lists and a task page on
+// "tasks", the charts on "tasks" and "sweepers") is refreshed the same way
+// from its URL on the events its data-live-events names, until a fragment
+// says it is done (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
 // the fallback and keeps ages ("12s ago") moving between events.
 (() => {
@@ -46,42 +48,198 @@
     return regionOf(container, url, kind, afterSwap);
   }
 
-  // editing: a form control in el has the focus or holds a change not
-  // sent, or a form was opened (an open <details>, the task's edit form).
-  function editing(el) {
-    if (el.querySelector("details[open]") || el.querySelector("input[data-bulk-select]:checked")) {
+  // A live region is brought up to date by morphing it into the fresh
+  // fragment, not by replacing it: an element in both (matched by id or
+  // data-key, else by tag at its place) is kept, its attributes and
+  // children patched, so the field a person is typing in, the row they
+  // ticked, the <details> they opened and the node a script (or a test)
+  // holds stay the same nodes while everything around them updates.
+  // What a person changed stays theirs (owned): a form control's value or
+  // ticks, the open state of a <details>, a message or result the script
+  // wrote ([data-client]), a button busy with a request ([aria-busy]). A
+  // part the fragment no longer has is removed unless a person is editing
+  // in it; then it stays, marked out of date (outdated), so nothing typed
+  // is lost and the page says why the form may no longer apply.
+
+  // keyOf is an element's identity across fragments: its id or data-key.
+  function keyOf(node) {
+    if (node.nodeType !== Node.ELEMENT_NODE) {
+      return "";
+    }
+    return node.id || node.getAttribute("data-key") || "";
+  }
+
+  // changed reports whether a form control holds what a person put there:
+  // a value, a tick or a choice other than the page's, or the focus.
+  function changed(el) {
+    if (el === document.activeElement) {
       return true;
     }
-    const active = document.activeElement;
-    if (active && active !== document.body && el.contains(active) && active.matches("input, textarea, select")) {
+    if (el.type === "checkbox" || el.type === "radio") {
+      return el.checked !== el.defaultChecked;
+    }
+    if (el.tagName === "SELECT") {
+      return [...el.options].some((o) => o.selected !== o.defaultSelected);
+    }
+    return el.value !== el.defaultValue;
+  }
+
+  // editingIn reports whether a person is editing in node (or node itself).
+  function editingIn(node) {
+    if (node.nodeType !== Node.ELEMENT_NODE) {
+      return false;
+    }
+    if (node.matches("input, textarea, select") && changed(node)) {
       return true;
     }
-    for (const f of el.querySelectorAll("input, textarea")) {
-      if (f.type !== "checkbox" && f.value !== f.defaultValue) {
+    for (const el of node.querySelectorAll("input, textarea, select")) {
+      if (changed(el)) {
         return true;
       }
     }
     return false;
   }
 
+  function syncAttributes(old, next, keep) {
+    for (const a of [...old.attributes]) {
+      if (!next.hasAttribute(a.name) && !keep.includes(a.name)) {
+        old.removeAttribute(a.name);
+      }
+    }
+    for (const a of next.attributes) {
+      if (old.getAttribute(a.name) !== a.value && !keep.includes(a.name)) {
+        old.setAttribute(a.name, a.value);
+      }
+    }
+  }
+
+  // morphNode brings old up to date with next (same kind of node).
+  function morphNode(old, next) {
+    if (old.nodeType !== Node.ELEMENT_NODE) {
+      if (old.nodeValue !== next.nodeValue) {
+        old.nodeValue = next.nodeValue;
+      }
+      return;
+    }
+    if (old.hasAttribute("data-client") || old.getAttribute("aria-busy") === "true") {
+      return; // the script's, until it lets go
+    }
+    if (old.matches("input, textarea, select")) {
+      if (changed(old)) {
+        // The person's value stays; what the page says about the
+        // control (disabled, its title, its label's target) follows.
+        syncAttributes(old, next, ["value", "checked"]);
+        return;
+      }
+      syncAttributes(old, next, []);
+      if (old.tagName === "TEXTAREA" && old.defaultValue !== next.defaultValue) {
+        old.defaultValue = next.defaultValue;
+      }
+      if (old.tagName !== "SELECT") {
+        return;
+      }
+    } else {
+      syncAttributes(old, next, old.tagName === "DETAILS" ? ["open"] : []);
+    }
+    morphChildren(old, next);
+  }
+
+  // outdated keeps node (a part the fresh fragment no longer has, in which
+  // a person is editing) and says so in it.
+  function outdated(node) {
+    node.setAttribute("data-outdated", "");
+    if (node.matches("input, textarea, select") || node.querySelector("[data-outdated-note]")) {
+      return;
+    }
+    const note = document.createElement("p");
+    note.className = "notice notice--warn";
+    note.setAttribute("data-outdated-note", "");
+    note.setAttribute("role", "status");
+    note.textContent = "Out of date: this changed while you were editing it, and the page no longer offers it. What you typed is kept; sending it may be refused.";
+    node.prepend(note);
+  }
+
+  // matches reports whether old may become fresh, which has no key: the
+  // same kind of node, with no key of its own and not kept out of date.
+  function matches(old, fresh) {
+    return old !== null && old.nodeType === fresh.nodeType && old.nodeName === fresh.nodeName && !keyOf(old) &&
+      !(old.nodeType === Node.ELEMENT_NODE && old.hasAttribute("data-outdated"));
+  }
+
+  // morphChildren makes old's children next's, keeping what matches.
+  function morphChildren(old, next) {
+    const keyed = new Map();
+    for (const c of old.children) {
+      const k = keyOf(c);
+      if (k) {
+        keyed.set(k, c);
+      }
+    }
+    let cur = old.firstChild;
+    for (const n of [...next.childNodes]) {
+      const k = keyOf(n);
+      let match = null;
+      if (k) {
+        match = keyed.get(k) || null;
+        keyed.delete(k);
+      } else {
+        // The next unkeyed node of its kind: the ones skipped to reach it
+        // are gone from the fragment (a notice that ended, a form the
+        // state no longer offers).
+        let m = cur;
+        while (m !== null && !matches(m, n) && !keyOf(m)) {
+          m = m.nextSibling;
+        }
+        if (m !== null && matches(m, n)) {
+          while (cur !== m) {
+            cur = drop(cur);
+          }
+          match = cur;
+        }
+      }
+      if (match === null) {
+        old.insertBefore(n, cur); // the fresh node itself, adopted
+        continue;
+      }
+      if (match === cur) {
+        cur = cur.nextSibling;
+      } else {
+        old.insertBefore(match, cur);
+      }
+      morphNode(match, n);
+    }
+    while (cur) {
+      cur = drop(cur);
+    }
+  }
+
+  // drop removes node, which the fragment no longer has, unless a person
+  // is editing in it (then it stays, outdated; one they have left goes
+  // now), and answers its next sibling.
+  function drop(node) {
+    const next = node.nextSibling;
+    if (editingIn(node)) {
+      outdated(node);
+    } else {
+      node.remove();
+    }
+    return next;
+  }
+
+  // morph makes el's content the fragment html, in place.
+  function morph(el, html) {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    morphChildren(el, tpl.content);
+  }
+
   function regionOf(container, url, kind, afterSwap) {
     // One fetch at a time; a request made meanwhile runs once the current one ends.
     let inFlight = false;
     let again = false;
-    let last = null; // the fragment last swapped in
-
-    // later catches up once the person leaves what they are editing.
-    function later() {
-      container.addEventListener("focusout", () => setTimeout(refresh, 0), { once: true });
-      container.addEventListener("toggle", () => setTimeout(refresh, 0), { once: true, capture: true });
-    }
+    let last = null; // the fragment last morphed in
 
     async function refresh() {
-      if (editing(container)) {
-        // Never replace what a person is typing: catch up once they leave.
-        later();
-        return;
-      }
       if (inFlight) {
         again = true;
         return;
@@ -96,20 +254,12 @@
         // Only studio's own fragment (including its error block) goes into the page.
         if (res.headers.get("X-Studio-Fragment") === kind) {
           const html = await res.text();
-          if (editing(container)) {
-            // They began while the fragment was on its way (a form opened,
-            // a key typed): the same rule as before the fetch.
-            later();
-            return;
-          }
-          if (html === last) {
-            // Unchanged: keep the DOM (and what the person is looking at).
-            container.classList.remove("stale");
-            return;
+          container.classList.remove("stale");
+          if (html === last && !container.querySelector("[data-outdated]")) {
+            return; // unchanged (an out-of-date part waits for the next morph to go)
           }
           last = html;
-          container.innerHTML = html;
-          container.classList.remove("stale");
+          morph(container, html);
           if (container.querySelector("[data-terminal]")) {
             container.dataset.liveDone = "";
           }
@@ -353,6 +503,7 @@
     if (btn) {
       btn.disabled = true;
       btn.textContent = "Sending…";
+      btn.setAttribute("aria-busy", "true"); // a live update leaves it alone meanwhile
     }
     showError("");
     const [method, url] = taskCalls[action](taskId);
@@ -380,6 +531,7 @@
     if (btn) {
       btn.disabled = false;
       btn.textContent = label;
+      btn.removeAttribute("aria-busy");
     }
   });
 
@@ -520,7 +672,6 @@
     let lastAt = 0;
     let pending = null;
     const guarded = {
-      followed: true,
       container: r.container,
       refresh: () => {
         if ("liveDone" in container.dataset || pending !== null) {
@@ -850,7 +1001,6 @@
   }
 
   let retryMs = 1000;
-  let connectedOnce = false;
 
   function connect() {
     if (!("EventSource" in window)) {
@@ -862,17 +1012,14 @@
     es.addEventListener("open", () => {
       retryMs = 1000;
       setIndicator("live", "live");
-      // Catch up on anything missed while disconnected. The first
-      // connection follows a fresh page: the live fragments (board, task)
-      // have nothing to catch up on, and swapping them would only reset
-      // what the person started (the 10 s poll covers the moment between
-      // render and connect).
+      // Catch up on anything missed while disconnected — also on the
+      // first connection: a change between the page's render and the
+      // stream's start (an abort confirmed right after the stop that
+      // reloaded the page) has no event of its own. A morph keeps what the
+      // person started, and an unchanged fragment changes nothing.
       for (const r of regions) {
-        if (connectedOnce || !r.followed) {
-          r.refresh();
-        }
+        r.refresh();
       }
-      connectedOnce = true;
     });
     if (processes) {
       es.addEventListener("processes", processes.refresh);
