@@ -38,9 +38,10 @@ import (
 )
 
 // browserWait bounds each step of a browser test (a navigation, a wait for an
-// element): generous for a loaded 2-core machine, short enough that a broken
-// page fails the test in seconds rather than minutes.
-const browserWait = 20 * time.Second
+// element): generous for a loaded 2-core machine (at a load of 20, steps
+// that take a second took over 20 s), short enough that a broken page fails
+// the test in a minute rather than at the package's timeout.
+const browserWait = 60 * time.Second
 
 // chromium finds the browser: CKS_CHROMIUM, else the first of the usual
 // names on PATH; "" when there is none.

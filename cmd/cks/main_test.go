@@ -222,6 +222,27 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// pollProgress calls cond every 10 ms until it reports done (true), or
+// until what it counts has not grown for stall (false): the wait for work
+// that moves at the machine's pace (tasks draining through agents), which
+// a fixed deadline would fail on a loaded machine while the work still
+// moves, and which this still fails once it has stopped moving.
+func pollProgress(stall time.Duration, cond func() (done bool, count int)) bool {
+	best, since := -1, time.Now()
+	for {
+		done, n := cond()
+		if done {
+			return true
+		}
+		if n > best {
+			best, since = n, time.Now()
+		} else if time.Since(since) > stall {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // poll calls cond every 10 ms until it holds (true) or timeout has passed
 // (false): waitFor for goroutines, which must not fail the test.
 func poll(timeout time.Duration, cond func() bool) bool {
