@@ -80,6 +80,11 @@ func (d *Driver) group(ctx context.Context, b *groupcommit.Batch[func(w *wtx) er
 		return out
 	}
 	growStack(0)
+	leave, err := d.enter(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("sqlite: begin: %w", err))
+	}
+	defer leave() // after the rollback below
 	tx, err := beginImmediate(ctx, d.writer)
 	if err != nil {
 		return fail(mapErr("begin", err))

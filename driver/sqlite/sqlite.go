@@ -57,6 +57,9 @@ type Driver struct {
 	reader *sql.DB // a pool of query_only connections
 	q      *dbsqlc.Queries
 	cache  stmtCache
+	// gate is the file's write gate in this process (writeGate), taken
+	// around every write transaction.
+	gate chan struct{}
 	// ckpt checkpoints the WAL after commits (nil when read-only).
 	ckpt *checkpointer
 	// writes queues the writes for the writer (group commit, see write).
@@ -117,7 +120,8 @@ func Open(ctx context.Context, path string, opts ...driver.Option) (*Driver, err
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	o := driver.ApplyOptions(opts)
-	d := &Driver{path: path, writer: writer, q: dbsqlc.New(), pollInterval: o.ChangePollInterval, clock: o.Clock}
+	d := &Driver{path: path, writer: writer, q: dbsqlc.New(), pollInterval: o.ChangePollInterval, clock: o.Clock,
+		gate: writeGate(path)}
 	d.writes = d.newWrites()
 	// Opening the writer's connection sets journal_mode=WAL and so may meet
 	// a lock held by another process: it waits like a write.
