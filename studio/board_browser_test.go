@@ -68,10 +68,18 @@ func TestBrowserBulkStopByFilter(t *testing.T) {
 			}
 		}
 
+		// The form says how many match; the apply asks first, with the count.
+		if got := tb.text(`#bulk [data-bulk-count]`); got != "21" {
+			t.Errorf("the bulk form counts %q tasks matching the filter, want 21", got)
+		}
+		dl := tb.answerDialogs()
 		tb.do(click(chromedp.CSS(`#bulk input[name=scope][value=filter]`)),
 			chromedp.SetValue(chromedp.ID("bulk-action"), "stop"),
 			chromedp.SendKeys(chromedp.ID("bulk-reason"), "hold the nightly run"),
 			click(chromedp.CSS(`#bulk [data-bulk-button]`)))
+		if msg := dl.wait(t, 1); !strings.HasPrefix(msg, "Stop 21 tasks matching the filter?") {
+			t.Errorf("the bulk stop's confirmation says %q", msg)
+		}
 		tb.waitTrue("the outcomes of the bulk stop", `document.querySelectorAll("[data-bulk-outcome]").length === 21`)
 		if got := tb.text(`[data-bulk-summary]`); !strings.Contains(got, "20 done, 1 refused") || !strings.Contains(got, "1 abort(s) pending") {
 			t.Errorf("summary %q, want 20 done, 1 refused, 1 abort pending", got)

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks/backend/backendtest"
@@ -350,6 +351,67 @@ func (tb *tab) poll(expr string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// dialogs are the JavaScript dialogs (confirm, alert) of a tab, answered
+// as the test says (answerDialogs).
+type dialogs struct {
+	mu     sync.Mutex
+	msgs   []string
+	accept bool
+}
+
+// answerDialogs answers every JavaScript dialog the tab opens from now on
+// — accepting it, as a person clicking OK, unless set otherwise — and
+// records its message, until the test ends.
+func (tb *tab) answerDialogs() *dialogs {
+	d := &dialogs{accept: true}
+	ctx, cancel := context.WithCancel(tb.ctx)
+	tb.t.Cleanup(cancel)
+	events := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			d.mu.Lock()
+			d.msgs = append(d.msgs, ev.Message)
+			accept := d.accept
+			d.mu.Unlock()
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept}) //nolint:errcheck // the tab may be closing
+		}
+	}()
+	return d
+}
+
+// setAccept makes the next dialogs accepted (OK) or dismissed (Cancel).
+func (d *dialogs) setAccept(accept bool) {
+	d.mu.Lock()
+	d.accept = accept
+	d.mu.Unlock()
+}
+
+// count is how many dialogs were answered.
+func (d *dialogs) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.msgs)
+}
+
+// wait waits (within browserWait) until the tab has opened n dialogs and
+// returns the n-th one's message.
+func (d *dialogs) wait(t testing.TB, n int) string {
+	t.Helper()
+	deadline := time.Now().Add(browserWait)
+	for d.count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("browser: dialog %d did not open within %s (%d opened)", n, browserWait, d.count())
+		}
+		time.Sleep(10 * time.Millisecond) // polling what the listener recorded
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.msgs[n-1]
 }
 
 // cookie returns the value of the tab's cookie named name for the current

@@ -125,8 +125,10 @@ func TestBrowserSignOut(t *testing.T) {
 }
 
 // TestBrowserPanelStopsAnAgent: the Agent Panel shows a running agent's
-// card live; its Stop button makes the agent exit, and the card turns
-// stopped without a reload.
+// card live; its Stop button asks first (nothing starts a process again),
+// a dismissed question sends nothing, a confirmed one makes the agent
+// exit, and the card turns stopped without a reload, where it was (not
+// into the collapsed earlier instances).
 func TestBrowserPanelStopsAnAgent(t *testing.T) {
 	t.Parallel()
 	h := startHub(t, "sqlite", nil)
@@ -140,7 +142,18 @@ func TestBrowserPanelStopsAnAgent(t *testing.T) {
 	}
 	tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
 	js[bool](tb, `window.cksNoReload = true`)
+	dl := tb.answerDialogs()
+	dl.setAccept(false)
 	tb.do(click(chromedp.CSS(card + ` [data-process-stop]`)))
+	if msg := dl.wait(t, 1); !strings.Contains(msg, "critic process "+id) || !strings.Contains(msg, "nothing starts it again") {
+		t.Errorf("the Stop confirmation says %q", msg)
+	}
+	if !js[bool](tb, fmt.Sprintf(`(() => { const b = document.querySelector(%q); return !!b && !b.disabled && b.textContent === "Stop"; })()`, card+` [data-process-stop]`)) {
+		t.Fatal("a dismissed Stop was sent anyway")
+	}
+	dl.setAccept(true)
+	tb.do(click(chromedp.CSS(card + ` [data-process-stop]`)))
+	dl.wait(t, 2)
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -150,6 +163,9 @@ func TestBrowserPanelStopsAnAgent(t *testing.T) {
 		t.Fatal("the agent did not exit within " + browserWait.String() + " of the Stop click")
 	}
 	tb.waitTrue("the card reads stopped", fmt.Sprintf(`!!document.querySelector(%q)`, card+`.card--stopped`))
+	if js[bool](tb, fmt.Sprintf(`!!document.querySelector(%q)`, `details.history `+card)) {
+		t.Error("the stopped card went into the collapsed earlier instances instead of staying in place")
+	}
 	if !js[bool](tb, `window.cksNoReload === true`) {
 		t.Error("the page reloaded to show the stop; it should follow it live")
 	}

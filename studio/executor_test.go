@@ -79,11 +79,15 @@ func TestBrowserStopExecutorOfUnconfirmedAbort(t *testing.T) {
 		tb := newTab(t, 0)
 		tb.signIn(h, h.Token)
 		btn := fmt.Sprintf(`[data-executor-stop=%q]`, id)
+		dl := tb.answerDialogs()
 		tb.do(
 			chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)),
 			waitVisible(chromedp.CSS(btn)),
 			click(chromedp.CSS(btn)),
 		)
+		if msg := dl.wait(t, 1); !strings.Contains(msg, "Stop the agent process "+id+"?") {
+			t.Errorf("the stop's confirmation says %q", msg)
+		}
 		select {
 		case err := <-exited:
 			if err != nil {

@@ -288,3 +288,28 @@ func TestPanelGroupsByKind(t *testing.T) {
 		}
 	}
 }
+
+// TestPanelKeepsRecentlyStoppedInPlace: an instance that stopped within
+// studio.RecentlyStopped keeps its card among its kind's live ones, reading
+// stopped, in its place by start (an operator who clicked its Stop sees it
+// end there); one stopped longer ago is in the collapsed history.
+func TestPanelKeepsRecentlyStoppedInPlace(t *testing.T) {
+	e := newFullEnv(t)
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-new-000000000001", "critic", 0))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-just-stopped-0001", "critic", -5*time.Minute))
+	backendtest.MustUpsert(t, e.store, backendtest.Liveness("critic-old-000000000001", "critic", -time.Hour))
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	critic := section(t, page.body, `data-kind="critic"`, `<details class="history">`)
+	mustContain(t, "critic's cards", critic, "critic <span class=\"count count--alive\">1 alive</span>",
+		`data-process-card="critic-new-000000000001"`, `data-process-card="critic-just-stopped-0001"`)
+	mustNotContain(t, "critic's cards", critic, "critic-old-", "No live instance")
+	if strings.Index(critic, "critic-new-") > strings.Index(critic, "critic-just-stopped-") {
+		t.Error("the stopped instance's card is not in its place (newest started first)")
+	}
+	card := critic[strings.Index(critic, `data-process-card="critic-just-stopped-0001"`):]
+	mustContain(t, "the stopped card", card[:strings.Index(card, "</li>")], `status--stopped`)
+	hist := page.body[strings.Index(page.body, `<details class="history">`):]
+	mustContain(t, "critic's history", hist, `data-process-card="critic-old-000000000001"`)
+	mustNotContain(t, "critic's history", hist, "critic-just-stopped-")
+}

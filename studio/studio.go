@@ -342,10 +342,19 @@ type processesView struct {
 // lists, and the size of a page of HistoryPath.
 const HistoryCap = 10
 
+// RecentlyStopped is how long an instance that stopped keeps its card
+// among its kind's live ones, reading stopped where it was, before it goes
+// to the collapsed history: an operator who clicked its Stop sees it end
+// in place (issue 39).
+const RecentlyStopped = 10 * time.Minute
+
 // procGroup is the cards of one process kind.
 type procGroup struct {
-	Kind    string
+	Kind string
+	// Live are the alive instances and those stopped within
+	// RecentlyStopped, newest started first; Alive counts the first.
 	Live    []card
+	Alive   int
 	History []card
 	// More is the cursor of the kind's older instances (HistoryPath), ""
 	// when History holds them all.
@@ -369,12 +378,28 @@ func groupCards(cards []card) []procGroup {
 		g := &out[i]
 		if c.Alive {
 			g.Live = append(g.Live, c)
+			g.Alive++
 		}
 	}
 	slices.SortStableFunc(out, func(a, b procGroup) int {
 		return cmp.Compare(min(len(b.Live), 1), min(len(a.Live), 1))
 	})
 	return out
+}
+
+// keepRecent moves the cards of hist that stopped within RecentlyStopped
+// into g.Live, in the order the listings share (newest started first),
+// and leaves the others in g.History.
+func (g *procGroup) keepRecent(hist []card) {
+	g.History = nil
+	for _, c := range hist {
+		if c.stoppedFor >= 0 && c.stoppedFor < RecentlyStopped.Seconds() {
+			g.Live = append(g.Live, c)
+		} else {
+			g.History = append(g.History, c)
+		}
+	}
+	slices.SortStableFunc(g.Live, func(a, b card) int { return cmp.Compare(b.StartedAt, a.StartedAt) })
 }
 
 // card is one process instance, formatted for display.
@@ -412,6 +437,9 @@ type card struct {
 	// exited gracefully; ExitedAt is "" while it runs or since it died
 	// without saying so.
 	ExitedAt, ExitedAge string
+	// stoppedFor is how many seconds ago a stopped instance was last
+	// alive (its exit, else its last heartbeat); -1 while it is alive.
+	stoppedFor float64
 }
 
 // loginView is the login form's notice: a refused token (Error), or an
@@ -503,7 +531,8 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 			s.logErr(r, "studio: list process history", err, "kind", g.Kind)
 			return processesView{Failed: true}, http.StatusInternalServerError, nil
 		}
-		g.History, g.More = s.refuseStops(r.Context(), s.cards(hist.Processes)), hist.Next
+		g.keepRecent(s.refuseStops(r.Context(), s.cards(hist.Processes)))
+		g.More = hist.Next
 	}
 	return v, http.StatusOK, nil
 }
@@ -525,6 +554,7 @@ func (s *server) cards(ps []cks.Process) []card {
 			Interval:    strconv.FormatFloat(p.LivenessIntervalS, 'f', -1, 64) + "s",
 			TaskType:    p.CurrentTaskType,
 			TaskTypes:   p.TaskTypes,
+			stoppedFor:  -1,
 		}
 		if p.CurrentTaskID != nil {
 			c.TaskID = strconv.FormatInt(*p.CurrentTaskID, 10)
@@ -535,9 +565,13 @@ func (s *server) cards(ps []cks.Process) []card {
 			c.StartedAt = p.StartedAt.UTC().Format(time.RFC3339)
 			c.StartedAge = humanAge(p.HeartbeatAgeS + p.LastHeartbeatAt.Sub(p.StartedAt).Seconds())
 		}
+		if !c.Alive {
+			c.stoppedFor = p.HeartbeatAgeS
+		}
 		if !p.ExitedAt.IsZero() {
 			c.ExitedAt = p.ExitedAt.UTC().Format(time.RFC3339)
-			c.ExitedAge = humanAge(p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds())
+			c.stoppedFor = p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds()
+			c.ExitedAge = humanAge(c.stoppedFor)
 		}
 		c.StopRequested = c.Alive && p.DesiredState == cks.DesiredStopRequested
 		c.CanStop = c.Alive && !c.StopRequested

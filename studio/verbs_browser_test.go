@@ -2,6 +2,7 @@ package studio_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,10 +59,22 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 			t.Errorf("started: restarts %d attempts %d, want 1 and 0", started.Restarts, started.Attempts)
 		}
 		tb.waitTrue("the Cancel form", `document.readyState === "complete" && !!document.getElementById("cancel-reason") && document.querySelector("h1 .state").textContent === "OPEN"`)
+		// Cancel asks first; a dismissed question sends nothing.
+		dl := tb.answerDialogs()
+		dl.setAccept(false)
 		tb.do(
 			chromedp.SendKeys(chromedp.ID("cancel-reason"), "superseded"),
 			click(chromedp.CSS(`form[data-task-action=cancel] button`)),
 		)
+		if msg := dl.wait(t, 1); !strings.Contains(msg, fmt.Sprintf("Cancel task #%d?", id)) {
+			t.Errorf("the cancel confirmation says %q", msg)
+		}
+		if !js[bool](tb, `(() => { const b = document.querySelector("form[data-task-action=cancel] button"); return !!b && !b.disabled && b.textContent === "Cancel task"; })()`) {
+			t.Fatal("a dismissed cancel was sent anyway")
+		}
+		dl.setAccept(true)
+		tb.do(click(chromedp.CSS(`form[data-task-action=cancel] button`)))
+		dl.wait(t, 2)
 		h.waitTask(t, id, "cancelled", func(t cks.Task) bool { return t.State == cks.TaskCancelled && t.LastError == "superseded" })
 		tb.waitTrue("the page shows it CANCELLED", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "CANCELLED"`)
 	})

@@ -260,6 +260,7 @@
           }
           last = html;
           morph(container, html);
+          container.dispatchEvent(new CustomEvent("cks:morphed", { bubbles: true }));
           if (container.querySelector("[data-terminal]")) {
             container.dataset.liveDone = "";
           }
@@ -347,6 +348,13 @@
       return null;
     }
     return res;
+  }
+
+  // confirmed asks the person to confirm what cannot be taken back (msg
+  // says what will happen); a page whose window.cksNoConfirm is set (a
+  // test clicking for the operator) does not ask.
+  function confirmed(msg) {
+    return !!window.cksNoConfirm || window.confirm(msg);
   }
 
   // Task page actions, delegated from the document (the actions live in the
@@ -470,6 +478,9 @@
         body.deadline = val("deadline");
       }
     } else if (action === "cancel" || action === "start" || action === "retry") {
+      if (action === "cancel" && !confirmed("Cancel task #" + decodeURIComponent(taskId) + "? Cancelling gives the task up: no agent claims it again, and a retry starts it over from the top.")) {
+        return;
+      }
       if (val("reason")) {
         body.reason = val("reason");
       }
@@ -594,6 +605,23 @@
     wrap.appendChild(table);
     return wrap;
   }
+  // What a bulk action says in its confirmation.
+  const bulkVerb = { stop: "Stop", start: "Start", cancel: "Cancel", retry: "Retry" };
+  const bulkEffect = {
+    stop: "Each is held STOPPED until it is started; a running one's executor is asked to abort.",
+    start: "Each becomes OPEN (or WAITING on a dependency) for the next agent.",
+    cancel: "Cancelling gives the tasks up: no agent claims them again, and only a retry starts one over.",
+    retry: "Each failed or cancelled task starts over with a fresh attempt budget.",
+  };
+  // The bulk form's count of the tasks matching the filter follows the
+  // board's (a morph of the board tells, cks:morphed).
+  document.addEventListener("cks:morphed", () => {
+    const from = document.querySelector("[data-count=filtered]");
+    const to = document.querySelector("[data-bulk-count]");
+    if (from && to && to.textContent !== from.textContent) {
+      to.textContent = from.textContent;
+    }
+  });
   document.addEventListener("submit", async (ev) => {
     const form = ev.target.closest("form[data-bulk]");
     if (!form) {
@@ -610,8 +638,15 @@
     const reason = (form.elements.reason.value || "").trim();
     const deadline = (form.elements.deadline.value || "").trim();
     let body = {};
+    let count;
     if (form.elements.scope.value === "filter") {
       body = JSON.parse(form.dataset.bulk);
+      const n = document.querySelector("[data-count=filtered]");
+      count = n ? Number(n.textContent) : NaN;
+      if (count === 0) {
+        showError("No task matches the filter.");
+        return;
+      }
     } else {
       const ids = [...document.querySelectorAll("input[data-bulk-select]:checked")].map((b) => Number(b.value));
       if (ids.length === 0) {
@@ -619,6 +654,7 @@
         return;
       }
       body.task_ids = ids;
+      count = ids.length;
     }
     if (action === "stop") {
       if (!reason) {
@@ -630,6 +666,15 @@
       body.wait = deadline !== "";
       if (deadline) {
         body.deadline = deadline;
+      }
+    }
+    // Every action over the filter, and a cancel of any task, is
+    // confirmed before it is sent, with how many tasks it touches.
+    if (body.task_ids === undefined || action === "cancel") {
+      const what = isNaN(count) ? "every task" : (count === 1 ? "1 task" : count + " tasks");
+      const scope = body.task_ids === undefined ? " matching the filter" + (count > 500 ? " (500 now; apply again for the rest)" : "") : "";
+      if (!confirmed(bulkVerb[action] + " " + what + scope + "? " + bulkEffect[action])) {
+        return;
       }
     }
     if (reason) {
@@ -856,7 +901,7 @@
     const kind = btn.dataset.accessRevoke;
     const what = kind === "token" ? "Revoke the principal " + btn.dataset.name + "? Its token stops working at once."
       : "Sign out this session of " + btn.dataset.name + "?";
-    if (!window.cksNoConfirm && !window.confirm(what)) {
+    if (!confirmed(what)) {
       return;
     }
     const slot = document.querySelector("[data-access-error]");
@@ -885,6 +930,9 @@
   document.addEventListener("click", async (ev) => {
     const btn = ev.target.closest && ev.target.closest("button[data-executor-stop]");
     if (!btn) {
+      return;
+    }
+    if (!confirmed("Stop the agent process " + btn.dataset.executorStop + "? It finishes (or drops) its current work and exits, and nothing starts it again: a new process has to be launched.")) {
       return;
     }
     const out = btn.parentElement.querySelector("[data-executor-outcome]");
@@ -966,6 +1014,11 @@
         return;
       }
       const id = btn.dataset.processStop;
+      const card = btn.closest("[data-process-card]");
+      const kind = card && card.querySelector(".kind") ? card.querySelector(".kind").textContent + " " : "";
+      if (!confirmed("Stop the " + kind + "process " + id + "? It finishes its current task and exits, and nothing starts it again: a new process has to be launched.")) {
+        return;
+      }
       btn.disabled = true;
       btn.textContent = "Requesting…";
       try {
