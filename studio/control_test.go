@@ -315,3 +315,23 @@ func TestBoardBulkForm(t *testing.T) {
 	mustContain(t, "a stopper's bulk form", rec.Body.String(), `<option value="stop">Stop</option>`,
 		`<option value="cancel" disabled title="`, "needs cancel")
 }
+
+// TestTaskPageSaysWhoMovedIt: on both backends, a task page says under its
+// title who moved the task into its state, when and why: the operator and
+// reason of a stop, the creator of a new task.
+func TestTaskPageSaysWhoMovedIt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend.Backend) {
+		h := taskStudio(b)
+		held := backendtest.MustEnqueue(t, b, cks.NewTask{Type: "build", Title: "held"})
+		if _, _, err := b.Tasks.Stop(context.Background(), held.ID, "night-operator", "freeze window", cks.DefaultAbortDeadline); err != nil {
+			t.Fatal(err)
+		}
+		r := get(t, h, fmt.Sprintf("/tasks/%d", held.ID))
+		wantHTML(t, r, http.StatusOK)
+		mustContain(t, "the stopped task's page", section(t, r.body, "<h1>", `id="actions-heading"`),
+			`data-moved>STOPPED since <time`, `by <strong>night-operator</strong>`, `freeze window</span>`)
+		fresh := backendtest.MustEnqueue(t, b, cks.NewTask{Type: "build", Title: "new"})
+		r = get(t, h, fmt.Sprintf("/tasks/%d", fresh.ID))
+		mustContain(t, "the new task's page", section(t, r.body, "<h1>", `id="actions-heading"`), `data-moved>Created <time`)
+	})
+}

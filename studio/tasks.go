@@ -650,8 +650,12 @@ func stamp(t time.Time) string {
 }
 
 // newTaskView is the data of the create form: Parent, when set, makes the
-// new task its child.
+// new task its child; the attempt bounds are create_task's.
 type newTaskView struct{ Parent int64 }
+
+// MaxAttempts and DefaultAttempts bound and fill the form's max attempts.
+func (newTaskView) MaxAttempts() int     { return cks.MaxMaxAttempts }
+func (newTaskView) DefaultAttempts() int { return cks.DefaultMaxAttempts }
 
 // newTask renders the create form (?parent=ID for a child task); the
 // script posts it to create_task. The caller needs create_task's
@@ -734,6 +738,9 @@ type taskDetail struct {
 	// Edit lists the edit form's fields, each with whether changing it is
 	// material (cks.TaskPatch.Material: the executor works from it).
 	Edit []editField
+	// Moved is the event that moved the task into its state: who did
+	// and why, shown under the title (a stop's operator and reason).
+	Moved *eventView
 }
 
 // executorProcess is the agent process an abort names as its executor.
@@ -752,6 +759,8 @@ type editField struct {
 	Number             bool
 	// IDs: a list of task ids, written comma-separated (sent as a list).
 	IDs bool
+	// JSON: a JSON value (the payload, the metadata object), sent parsed.
+	JSON bool
 }
 
 // editFields are the edit form's fields of t; whether each is material is
@@ -765,6 +774,10 @@ func editFields(t cks.Task) []editField {
 		{Name: "description", Label: "Description", Value: t.Description, Multiline: true, Material: cks.TaskPatch{Description: text(t.Description)}.Material()},
 		{Name: "acceptance_criteria", Label: "Acceptance criteria", Value: t.AcceptanceCriteria, Multiline: true,
 			Material: cks.TaskPatch{AcceptanceCriteria: text(t.AcceptanceCriteria)}.Material()},
+		{Name: "payload", Label: "Payload (JSON)", Value: prettyJSON(t.Payload), Multiline: true, JSON: true,
+			Material: cks.TaskPatch{Payload: t.Payload}.Material()},
+		{Name: "metadata", Label: "Metadata (a JSON object)", Value: prettyJSON(t.Metadata), Multiline: true, JSON: true,
+			Material: cks.TaskPatch{Metadata: json.RawMessage(`{}`)}.Material()},
 		{Name: "add_depends_on", Label: "Add dependencies (task ids)", IDs: true, Material: cks.TaskPatch{AddDependsOn: []int64{t.ID}}.Material()},
 		{Name: "remove_depends_on", Label: "Remove dependencies (task ids)", IDs: true, Material: cks.TaskPatch{RemoveDependsOn: []int64{t.ID}}.Material()},
 		{Name: "cancel_children", Label: "Cancel children (task ids)", IDs: true, Material: cks.TaskPatch{CancelChildren: []int64{t.ID}}.Material()},
@@ -951,6 +964,12 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
 	d.Revisions = revisions(t.Events)
+	for i := len(d.Events) - 1; i >= 0; i-- {
+		if e := d.Events[i]; e.To == string(t.State) {
+			d.Moved = &d.Events[i]
+			break
+		}
+	}
 	if d.Abort != nil && d.Abort.Class == "unconfirmed" {
 		if kind, id, ok := agents.ParseExecutorName(d.Abort.Executor); ok {
 			d.Executor = &executorProcess{Kind: kind, InstanceID: id, ShortID: shortID(id)}

@@ -161,3 +161,62 @@ func TestBrowserAddDependencyThenStart(t *testing.T) {
 		tb.waitTrue("the page shows it WAITING", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "WAITING"`)
 	})
 }
+
+// TestBrowserCreateAndEditARealTask: on both backends, the New task form
+// makes a task with everything an agent needs — payload, dependencies,
+// max attempts, dedupe key, metadata — a payload that is not JSON is
+// refused in the page naming the field (nothing is created), and the task
+// page's edit form changes the payload.
+func TestBrowserCreateAndEditARealTask(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		dep := h.createTask(t, cks.NewTask{Type: "prep", Title: "Prepare"})
+		tb := newTab(t, 0)
+		tb.signIn(h, h.Token)
+		tb.do(
+			chromedp.Navigate(h.URL+"/tasks/new"),
+			waitVisible(chromedp.ID("new-type")),
+			chromedp.SendKeys(chromedp.ID("new-type"), "build"),
+			chromedp.SendKeys(chromedp.ID("new-title"), "Build the docs"),
+			chromedp.SendKeys(chromedp.ID("new-payload"), `{"target": "docs`),
+			click(chromedp.CSS(`form[data-task-action=create] [data-task-action-button]`)),
+		)
+		if got := tb.text(`form[data-task-action=create] [data-action-error]`); !strings.Contains(got, "invalid payload: expected JSON") {
+			t.Errorf("a payload that is not JSON: the form says %q", got)
+		}
+		if code, out := h.api(t, http.MethodGet, "/v1/tasks?type=build", ""); code != http.StatusOK || strings.Contains(out, `"task_id"`) {
+			t.Fatalf("a refused form created a task: %d %s", code, out)
+		}
+		tb.do(
+			chromedp.SendKeys(chromedp.ID("new-payload"), `"}`),
+			chromedp.SendKeys(chromedp.ID("new-depends-on"), fmt.Sprint(dep.ID)),
+			chromedp.SendKeys(chromedp.ID("new-max-attempts"), "5"),
+			chromedp.SendKeys(chromedp.ID("new-dedupe-key"), "docs-build"),
+			chromedp.SendKeys(chromedp.ID("new-metadata"), `{"owner": "ops"}`),
+			click(chromedp.CSS(`form[data-task-action=create] [data-task-action-button]`)),
+			waitVisible(chromedp.ID("actions-heading")),
+		)
+		loc := tb.location()
+		id, err := strconv.ParseInt(loc[strings.LastIndex(loc, "/")+1:], 10, 64)
+		if err != nil {
+			t.Fatalf("after create the browser is at %s", loc)
+		}
+		got := h.getTask(t, id)
+		if got.Type != "build" || string(got.Payload) != `{"target":"docs"}` || len(got.DependsOn) != 1 || got.DependsOn[0] != dep.ID ||
+			got.MaxAttempts != 5 || got.DedupeKey != "docs-build" || string(got.Metadata) != `{"owner":"ops"}` || got.State != cks.TaskWaiting {
+			t.Fatalf("created: %+v, payload %s, metadata %s", got, got.Payload, got.Metadata)
+		}
+
+		tb.do(
+			click(chromedp.CSS(`details.task-edit summary`)),
+			waitVisible(chromedp.ID("edit-payload")),
+			chromedp.SetValue(chromedp.ID("edit-payload"), `{"target": "site"}`),
+			click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)),
+		)
+		edited := h.waitTask(t, id, "with the new payload", func(t cks.Task) bool { return string(t.Payload) == `{"target":"site"}` })
+		if edited.Revision != 2 {
+			t.Errorf("revision %d after a payload edit, want 2 (a material edit)", edited.Revision)
+		}
+	})
+}

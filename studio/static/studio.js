@@ -394,6 +394,31 @@
   // editKind says, before submitting, what an edit does: the fields marked
   // material (the ledger's cks.TaskPatch.Material, rendered per field) stop,
   // apply and restart a CLAIMED or RUNNING task; the others apply live.
+  // fieldValue is what a form field sends: a list of ids ("12, 14" → [12,
+  // 14]; a word that is no id is sent as it is, for the hub to refuse
+  // naming the field), a JSON value parsed (a field that does not parse
+  // throws, naming it), a number, or the text; undefined when empty.
+  function fieldValue(el) {
+    if ("ids" in el.dataset) {
+      const ids = el.value.split(/[\s,]+/).filter((w) => w !== "").map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
+      return ids.length === 0 ? undefined : ids;
+    }
+    if ("json" in el.dataset) {
+      if (el.value.trim() === "") {
+        return undefined;
+      }
+      try {
+        return JSON.parse(el.value);
+      } catch (err) {
+        throw new Error("invalid " + el.name + ": expected JSON (" + err.message + ")");
+      }
+    }
+    if (el.type === "number") {
+      return el.value === "" ? undefined : Number(el.value);
+    }
+    return el.value;
+  }
+
   function editPatch(form) {
     const patch = {};
     let material = false;
@@ -401,17 +426,11 @@
       if (el.disabled || el.value === el.defaultValue) {
         continue;
       }
-      if ("ids" in el.dataset) {
-        // "12, 14" → [12, 14]; a word that is no id is sent as it is, for
-        // the hub to refuse naming the field.
-        const ids = el.value.split(/[\s,]+/).filter((w) => w !== "").map((w) => (/^[0-9]+$/.test(w) ? Number(w) : w));
-        if (ids.length === 0) {
-          continue;
-        }
-        patch[el.name] = ids;
-      } else {
-        patch[el.name] = el.type === "number" ? Number(el.value) : el.value;
+      const v = fieldValue(el);
+      if (v === undefined && ("ids" in el.dataset || "json" in el.dataset)) {
+        continue;
       }
+      patch[el.name] = v;
       if (el.dataset.material === "true") {
         material = true;
       }
@@ -419,7 +438,17 @@
     return { patch, material };
   }
   function editKind(form) {
-    const { patch, material } = editPatch(form);
+    let patch, material;
+    try {
+      ({ patch, material } = editPatch(form));
+    } catch (err) {
+      const out = form.querySelector("[data-edit-kind]");
+      if (out) {
+        out.textContent = err.message;
+        out.dataset.editKind = "invalid";
+      }
+      return;
+    }
     const out = form.querySelector("[data-edit-kind]");
     if (!out) {
       return;
@@ -492,22 +521,33 @@
       }
       body = { text: val("text") };
     } else if (action === "update") {
-      body = editPatch(form).patch;
+      try {
+        body = editPatch(form).patch;
+      } catch (err) {
+        showError(err.message);
+        return;
+      }
       if (Object.keys(body).length === 0) {
         showError("Nothing changed.");
         return;
       }
       body.wait = false;
     } else if (action === "create") {
-      for (const name of ["type", "title", "description", "acceptance_criteria"]) {
-        if (val(name)) {
-          body[name] = val(name);
+      try {
+        for (const el of form.querySelectorAll("input[name], textarea[name], select[name]")) {
+          let v = fieldValue(el);
+          if (typeof v === "string") {
+            v = v.trim();
+          }
+          if (v !== undefined && v !== "") {
+            body[el.name] = el.name === "parent_id" ? Number(v) : v;
+          }
         }
+      } catch (err) {
+        showError(err.message);
+        return;
       }
-      body.priority = Number(val("priority") || "0");
-      if (val("parent_id")) {
-        body.parent_id = Number(val("parent_id"));
-      }
+      body.priority = body.priority || 0;
     }
     const btn = (ev.submitter && ev.submitter.matches("[data-task-action-button]")) ? ev.submitter : form.querySelector("[data-task-action-button]");
     const label = btn ? btn.textContent : "";
