@@ -720,8 +720,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes()) // a failed write means the client went away
+	send(w, r, status, buf.Bytes())
 }
 
 // static serves an embedded asset. A request carrying the current content hash

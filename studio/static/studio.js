@@ -233,26 +233,51 @@
     morphChildren(el, tpl.content);
   }
 
-  function regionOf(container, url, kind, afterSwap) {
-    // One fetch at a time; a request made meanwhile runs once the current one ends.
+  // regionOf keeps container current from url (a fragment of kind): one
+  // fetch at a time, a request made meanwhile run once it ends, and (minMs)
+  // fetches started at least that far apart — a burst of events makes one
+  // refresh at the end of the wait, a lone event one at once.
+  function regionOf(container, url, kind, afterSwap, minMs = 0) {
     let inFlight = false;
     let again = false;
+    let lastAt = -Infinity; // when the last fetch started
+    let timer = null; // the refresh waiting out minMs
     let last = null; // the fragment last morphed in
+    let etag = null; // its ETag: an unchanged fragment comes back 304, without a body
 
-    async function refresh() {
+    function refresh() {
+      if (timer !== null) {
+        return;
+      }
       if (inFlight) {
         again = true;
         return;
       }
+      const wait = lastAt + minMs - Date.now();
+      if (wait > 0) {
+        timer = setTimeout(() => {
+          timer = null;
+          refresh();
+        }, wait);
+        return;
+      }
+      lastAt = Date.now();
+      fetchFragment();
+    }
+
+    async function fetchFragment() {
       inFlight = true;
       try {
-        const res = await fetch(url, {
-          credentials: "same-origin",
-          cache: "no-store",
-          headers: { Accept: "text/html" },
-        });
-        // Only studio's own fragment (including its error block) goes into the page.
-        if (res.headers.get("X-Studio-Fragment") === kind) {
+        const headers = { Accept: "text/html" };
+        if (etag && !container.querySelector("[data-outdated]")) {
+          headers["If-None-Match"] = etag;
+        }
+        const res = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: headers });
+        if (res.status === 304) {
+          container.classList.remove("stale"); // unchanged
+        } else if (res.headers.get("X-Studio-Fragment") === kind) {
+          // Only studio's own fragment (including its error block) goes into the page.
+          etag = res.ok ? res.headers.get("ETag") : null;
           const html = await res.text();
           container.classList.remove("stale");
           if (html === last && !container.querySelector("[data-outdated]")) {
@@ -748,30 +773,18 @@
   const regions = [processes, sweepers].filter((r) => r !== null);
 
   // Live fragments: each refreshes on the events it names, until done; one
-  // with data-live-min-ms (the charts, an hour of minutes) at most that often,
-  // a burst of events making one refresh at the end of the wait.
+  // with data-live-min-ms (the board, the charts) at most that often
+  // (regionOf).
   const byEvent = new Map();
   function follow(container) {
-    const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind);
-    const minMs = Number(container.dataset.liveMinMs || 0);
-    let lastAt = 0;
-    let pending = null;
+    const r = regionOf(container, container.dataset.liveFragment, container.dataset.liveKind, null,
+      Number(container.dataset.liveMinMs || 0));
     const guarded = {
       container: r.container,
       refresh: () => {
-        if ("liveDone" in container.dataset || pending !== null) {
-          return;
+        if (!("liveDone" in container.dataset)) {
+          r.refresh();
         }
-        const wait = lastAt + minMs - Date.now();
-        if (wait > 0) {
-          pending = setTimeout(() => {
-            pending = null;
-            guarded.refresh();
-          }, wait);
-          return;
-        }
-        lastAt = Date.now();
-        r.refresh();
       },
     };
     regions.push(guarded);
