@@ -198,11 +198,13 @@ func TestBrowserBoardBurstIsCheap(t *testing.T) {
 			N                 int
 			Transfer, Decoded float64
 			Span              float64 // ms from the first fetch's start to the last's
+			MinGap            float64 // ms between the closest two fetch starts
 		}
 		f := js[fetches](tb, `(() => {
 			const es = performance.getEntriesByType("resource").filter((e) => new URL(e.name).pathname === "/studio/tasks");
 			return { N: es.length, Transfer: es.reduce((s, e) => s + e.transferSize, 0), Decoded: es.reduce((s, e) => s + e.decodedBodySize, 0),
-				Span: es.length ? es[es.length - 1].startTime - es[0].startTime : 0 };
+				Span: es.length ? es[es.length - 1].startTime - es[0].startTime : 0,
+				MinGap: es.slice(1).reduce((m, e, i) => Math.min(m, e.startTime - es[i].startTime), 1e9) };
 		})()`)
 		t.Logf("%d tasks: %d fragment fetches over %.1f s, %.0f bytes transferred for %.0f of HTML", burst, f.N, f.Span/1000, f.Transfer, f.Decoded)
 		if f.N == 0 {
@@ -211,8 +213,10 @@ func TestBrowserBoardBurstIsCheap(t *testing.T) {
 		if f.Transfer*3 > f.Decoded {
 			t.Errorf("%.0f bytes transferred for %.0f of fragments: want a third or less (gzip, 304)", f.Transfer, f.Decoded)
 		}
-		if most := int(f.Span/1000) + 1; f.N > most {
-			t.Errorf("%d fragment fetches in %.1f s: want at most one a second (%d)", f.N, f.Span/1000, most)
+		// The page spaces fetch starts by its own clock, so a slow machine
+		// can only widen the gaps; the slack is for the two clocks' rounding.
+		if f.N > 1 && f.MinGap < 1000-50 {
+			t.Errorf("two fragment fetches %.0f ms apart: want at most one a second", f.MinGap)
 		}
 	})
 }
