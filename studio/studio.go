@@ -175,7 +175,7 @@ func parsePage(name string, more ...string) *template.Template {
 		files = append(files, "templates/"+m)
 	}
 	return template.Must(template.New(name).
-		Funcs(template.FuncMap{"asset": assetURL, "pair": pair}).
+		Funcs(template.FuncMap{"asset": assetURL, "pair": pair, "size": byteSize}).
 		ParseFS(templateFS, files...))
 }
 
@@ -187,6 +187,21 @@ type attemptArgs struct {
 }
 
 func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
+
+// byteSize says how long a text is, in bytes, KB or MB ("20.0 KB"): the
+// task page shows it beside a long field, which it bounds to a box of its
+// own.
+func byteSize(s string) string {
+	n := len(s)
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+}
 
 // New returns the studio handler over svc, the hub's one set of services
 // (the HTTP API and the MCP server share it). Every page reads through the

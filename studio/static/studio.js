@@ -623,11 +623,14 @@
       }
     }
   });
-  function cell(tr, text, cls) {
+  function cell(tr, text, cls, label) {
     const td = document.createElement("td");
     td.textContent = text;
     if (cls) {
       td.className = cls;
+    }
+    if (label) {
+      td.dataset.label = label; // a narrow screen stacks the row and labels the cell
     }
     tr.appendChild(td);
     return td;
@@ -653,14 +656,14 @@
       a.href = "/tasks/" + t.task_id;
       a.textContent = "#" + t.task_id;
       cell(tr, "").appendChild(a);
-      cell(tr, t.from || "");
-      cell(tr, t.state || "");
-      cell(tr, t.outcome, "outcome outcome--" + t.outcome);
+      cell(tr, t.from || "", "", "From");
+      cell(tr, t.state || "", "", "Now");
+      cell(tr, t.outcome, "outcome outcome--" + t.outcome, "Outcome");
       let why = t.reason || "";
       if (t.abort && t.abort.outcome && t.abort.outcome !== "abort_confirmed") {
         why = (why ? why + "; " : "") + t.abort.outcome.replace("_", " ") + ": " + (t.abort.executor || "the executor") + " may still be running";
       }
-      const td = cell(tr, why);
+      const td = cell(tr, why, "", why ? "Why" : "");
       if (t.abort && t.abort.outcome === "abort_unconfirmed") {
         td.className = "flag";
       }
