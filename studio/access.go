@@ -99,15 +99,7 @@ func (s *server) access(w http.ResponseWriter, r *http.Request) {
 			v.Refused[verb] = err.Error()
 		}
 	}
-	s.render(w, r, http.StatusOK, pages["access"], "layout", s.scriptPage("Access", "access", v))
-}
-
-// scriptPage is the layout of a signed-in page whose controls need the
-// page script but that follows no events.
-func (s *server) scriptPage(title, nav string, body any) layout {
-	l := s.page(title, nav, false, body)
-	l.Script = true
-	return l
+	s.render(w, r, http.StatusOK, pages["access"], "layout", s.page("Access", "access", false, v))
 }
 
 // mayAdminister reports whether the request's principal may read the

@@ -43,7 +43,7 @@ func TestChartsPage(t *testing.T) {
 		`data-live-fragment="/studio/charts" data-live-kind="charts" data-live-events="tasks sweepers" data-live-min-ms="2000"`,
 		`<title id="chart-finished-title">Tasks finished per minute</title>`,
 		`completed: 1 tasks / min in all`,
-		`<rect class="chart__s0" `, `<title>completed 12:01: 1 tasks / min</title>`,
+		`<rect class="chart__s0" `, `<title>completed 2026-11-30 12:01 UTC: 1 tasks / min</title>`,
 		`<title id="chart-depth-title">Queue depth by state</title>`, `</span>OPEN</li>`, `</span>CLAIMED</li>`,
 		`<title id="chart-latency-title">Claim latency</title>`, `p50: from 90 to 90 s, latest 90.`,
 		`<title id="chart-sweepers-title">Sweeper pass durations</title>`, `</span>lease_reaper</li>`)

@@ -4,12 +4,29 @@ package studio_test
 // board rows at a phone's width, long titles, long payloads.
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/cks-dev/cks"
 )
+
+// inZone makes the tab's pages run in the time zone zone (an IANA name),
+// as a browser on a machine set to it would.
+func (tb *tab) inZone(zone string) {
+	tb.t.Helper()
+	tb.do(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
+		return chromedp.Void{}, err
+	})
+}
 
 // TestBrowserLongContent: at a 390 px phone the board shows every row's
 // title within the screen (the rows stack as cards); a 1,000-byte title
@@ -60,6 +77,52 @@ func TestBrowserLongContent(t *testing.T) {
 			if got := js[string](tb, `((document.querySelector('#payload-heading .count') || {}).textContent || '')`); got != "21.7 KB" {
 				t.Errorf("the payload's heading says %q, want its size 21.7 KB", got)
 			}
+		}
+	})
+}
+
+// TestBrowserTimesInBrowserZone: in a browser set to Asia/Tokyo (UTC+9, no
+// daylight saving), a task page shows its absolute times in Tokyo time, the
+// UTC time on hover; a time a live update brings (the stop's event) reads
+// in Tokyo time too; a relative age keeps its text and names the time in
+// both zones on hover. On both backends.
+func TestBrowserTimesInBrowserZone(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		code, out := h.api(t, http.MethodPost, "/v1/tasks", `{"type":"review","title":"What time is it?"}`)
+		var created struct {
+			Task cks.Task `json:"task"`
+		}
+		if err := json.Unmarshal([]byte(out), &created); code != http.StatusCreated || err != nil {
+			t.Fatalf("create_task: %d %s %v", code, out, err)
+		}
+		at := created.Task.CreatedAt.UTC().Truncate(time.Second)
+		tokyo := at.In(time.FixedZone("JST", 9*3600)).Format("2006-01-02 15:04:05") + " GMT+9"
+		utc := at.Format("2006-01-02 15:04:05 UTC")
+		tb := newTab(t, 0)
+		tb.inZone("Asia/Tokyo")
+		tb.signIn(h, h.Token)
+		tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, created.Task.ID)), waitVisible(chromedp.ID("fields-heading")))
+		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
+		sel := fmt.Sprintf(`#task-live dd > time[data-absolute][datetime=%q]`, at.Format(time.RFC3339))
+		if got := tb.text(sel); got != tokyo {
+			t.Errorf("the created time reads %q, want %q (Tokyo)", got, tokyo)
+		}
+		if got := js[string](tb, fmt.Sprintf(`document.querySelector(%q).title`, sel)); got != utc {
+			t.Errorf("the created time's hover text is %q, want %q", got, utc)
+		}
+		// A live update: the stop's event row comes in, its time in Tokyo's.
+		if code, out := h.api(t, http.MethodPost, fmt.Sprintf("/v1/tasks/%d/stop", created.Task.ID), `{"reason":"time check","wait":false}`); code != http.StatusOK {
+			t.Fatalf("stop_task: %d %s", code, out)
+		}
+		tb.waitTrue("the stop's event row", `document.querySelectorAll('#task-live table.events tbody tr').length === 2`)
+		if bad := js[[]string](tb, `[...document.querySelectorAll('time[data-absolute]')].filter(e => !e.textContent.endsWith(' GMT+9') || !e.title.endsWith(' UTC')).map(e => e.outerHTML)`); len(bad) > 0 {
+			t.Errorf("times not in Tokyo's zone after the update: %v", bad)
+		}
+		tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.CSS(`td[data-label="Age"] time`)))
+		if got := js[string](tb, `document.querySelector('td[data-label="Age"] time').title`); got != tokyo+" ("+utc+")" {
+			t.Errorf("the age's hover text is %q, want %q", got, tokyo+" ("+utc+")")
 		}
 	})
 }

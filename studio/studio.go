@@ -286,11 +286,10 @@ type layout struct {
 	// Access shows the header link to the access page; render sets it when
 	// the principal may read it (admin on /).
 	Access bool
-	// Live includes the page script and the live indicator.
+	// Live shows the live indicator: the page follows the hub's events.
+	// Every page has the page script (it also shows times in the
+	// browser's time zone).
 	Live bool
-	// Script includes the page script without the live indicator (for the
-	// task page's buttons).
-	Script bool
 	// Public leaves out the navigation (the login form).
 	Public bool
 	Body   any

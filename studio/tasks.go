@@ -680,9 +680,7 @@ func (s *server) newTask(w http.ResponseWriter, r *http.Request) {
 	if s.forbidden(w, r, ops.Authorize(r.Context(), s.ops, ops.CreateTask, &cks.NewTask{})) {
 		return
 	}
-	p := s.page("New task", "tasks", false, v)
-	p.Script = true
-	s.render(w, r, http.StatusOK, pages["newtask"], "layout", p)
+	s.render(w, r, http.StatusOK, pages["newtask"], "layout", s.page("New task", "tasks", false, v))
 }
 
 // taskDetail is the data of a task's page.

@@ -229,10 +229,16 @@ func (c Chart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<line class="chart__grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, left, f(y), Width-right, f(y))
 		fmt.Fprintf(&b, `<text class="chart__label" x="%d" y="%s" text-anchor="end">%s</text>`, left-4, f(y+4), Num(v))
 	}
-	// The x axis: its times, UTC.
-	for _, t := range c.XTicks() {
-		x := c.X(t)
-		fmt.Fprintf(&b, `<text class="chart__label" x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), Height-6, t.UTC().Format("15:04"))
+	// The x axis: its times, in UTC here; the page script shows them in
+	// the browser's time zone (data-t, data-t-format).
+	ticks := c.XTicks()
+	layout, format := "15:04", "hm"
+	if len(ticks) > 1 && ticks[1].Sub(ticks[0]) >= 24*time.Hour {
+		layout, format = "01-02", "md"
+	}
+	for _, t := range ticks {
+		fmt.Fprintf(&b, `<text class="chart__label" x="%s" y="%d" text-anchor="middle" data-t="%s" data-t-format="%s">%s</text>`,
+			f(c.X(t)), Height-6, t.UTC().Format(time.RFC3339), format, t.UTC().Format(layout))
 	}
 	empty := true
 	for _, s := range c.Series {
@@ -270,7 +276,7 @@ func (c Chart) bars(b *strings.Builder, a Axis) {
 			y0, y1 := Y(a, base[k]), Y(a, base[k]+p.V)
 			base[k] += p.V
 			fmt.Fprintf(b, `<rect class="chart__s%d" x="%s" y="%s" width="%s" height="%s"><title>%s %s: %s %s</title></rect>`,
-				i%6, f(x+0.5), f(y1), f(w), f(y0-y1), esc(s.Name), p.T.UTC().Format("15:04"), Num(p.V), esc(c.Unit))
+				i%6, f(x+0.5), f(y1), f(w), f(y0-y1), esc(s.Name), p.T.UTC().Format("2006-01-02 15:04 UTC"), Num(p.V), esc(c.Unit))
 		}
 	}
 }
@@ -294,7 +300,7 @@ func (c Chart) lines(b *strings.Builder, a Axis) {
 		flush()
 		for _, p := range s.Points {
 			fmt.Fprintf(b, `<circle class="chart__dot chart__s%d" cx="%s" cy="%s" r="2"><title>%s %s: %s %s</title></circle>`,
-				i%6, f(c.X(p.T)), f(Y(a, p.V)), esc(s.Name), p.T.UTC().Format("15:04:05"), Num(p.V), esc(c.Unit))
+				i%6, f(c.X(p.T)), f(Y(a, p.V)), esc(s.Name), p.T.UTC().Format("2006-01-02 15:04:05 UTC"), Num(p.V), esc(c.Unit))
 		}
 	}
 }

@@ -112,7 +112,7 @@ func TestStackedBars(t *testing.T) {
 	if done.attr("x") != failed.attr("x") || num(t, failed.attr("height")) <= num(t, done.attr("height")) {
 		t.Errorf("stack misdrawn: %+v %+v", done, failed)
 	}
-	if got := done.text; got != "completed 12:00: 3 tasks" {
+	if got := done.text; got != "completed 2026-11-30 12:00 UTC: 3 tasks" {
 		t.Errorf("bar title %q", got)
 	}
 	if got := svg.first("title").text; got != "Tasks finished" {

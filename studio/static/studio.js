@@ -39,6 +39,60 @@
     indicator.textContent = text;
   }
 
+  // Times. The hub writes every time in UTC: a <time datetime> whose text
+  // is an absolute time (data-absolute; "ms" with milliseconds) is shown
+  // here in the browser's time zone, its UTC text on hover (the title); a
+  // relative age ("5m ago") keeps its text, and its title, which names
+  // the time in UTC, names it in both. A chart's axis label (data-t, as
+  // data-t-format says: "hm" hours and minutes, "md" month and day) is
+  // shown in the browser's zone likewise. localizeTimes runs on the page
+  // and on every fragment before it is morphed in, so an update changes
+  // nothing it need not.
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+  const zoneFormat = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" });
+  const zoneName = (d) => {
+    const part = zoneFormat.formatToParts(d).find((p) => p.type === "timeZoneName");
+    return part ? part.value : "";
+  };
+  function utcText(d, ms) {
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + pad(d.getUTCHours()) + ":" +
+      pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds()) + (ms ? "." + pad(d.getUTCMilliseconds(), 3) : "") + " UTC";
+  }
+  function localText(d, ms) {
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
+      pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + (ms ? "." + pad(d.getMilliseconds(), 3) : "") + " " + zoneName(d);
+  }
+  function localizeTimes(root) {
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const stamp = el.getAttribute("datetime");
+      const d = new Date(stamp);
+      if (isNaN(d)) {
+        continue;
+      }
+      const ms = el.getAttribute("data-absolute") === "ms";
+      const utc = utcText(d, ms);
+      const local = localText(d, ms);
+      if (el.hasAttribute("data-absolute")) {
+        el.textContent = local;
+        el.title = utc;
+        continue;
+      }
+      const title = el.getAttribute("title") || "";
+      const named = [stamp, utc].find((t) => title.includes(t));
+      if (named && local !== utc) {
+        el.title = title.replace(named, local + " (" + utc + ")");
+      }
+    }
+    for (const el of root.querySelectorAll("[data-t]")) {
+      const d = new Date(el.getAttribute("data-t"));
+      if (!isNaN(d)) {
+        el.textContent = el.getAttribute("data-t-format") === "md" ? pad(d.getMonth() + 1) + "-" + pad(d.getDate())
+          : pad(d.getHours()) + ":" + pad(d.getMinutes());
+      }
+    }
+  }
+  localizeTimes(document);
+
   // A region is one server-rendered block the script refreshes in place.
   function region(id, url, kind, afterSwap) {
     const container = document.getElementById(id);
@@ -230,6 +284,7 @@
   function morph(el, html) {
     const tpl = document.createElement("template");
     tpl.innerHTML = html;
+    localizeTimes(tpl.content);
     morphChildren(el, tpl.content);
   }
 
@@ -941,6 +996,7 @@
       return;
     }
     const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    localizeTimes(doc);
     for (const id of ["principals", "sessions"]) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
