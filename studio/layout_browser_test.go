@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +125,100 @@ func TestBrowserTimesInBrowserZone(t *testing.T) {
 		tb.do(chromedp.Navigate(h.URL+"/tasks"), waitVisible(chromedp.CSS(`td[data-label="Age"] time`)))
 		if got := js[string](tb, `document.querySelector('td[data-label="Age"] time').title`); got != tokyo+" ("+utc+")" {
 			t.Errorf("the age's hover text is %q, want %q", got, tokyo+" ("+utc+")")
+		}
+	})
+}
+
+// signInTimes opens n studio sessions of h's admin, as n browsers signing
+// in would (POST /login with the token).
+func (h consoleHub) signInTimes(t testing.TB, n int) {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for range n {
+		req, err := http.NewRequest(http.MethodPost, h.URL+"/login", strings.NewReader(url.Values{"token": {h.Token}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", h.URL) // the hub's own login form
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) == 0 {
+			t.Fatalf("POST /login: %d, cookies %v", res.StatusCode, res.Cookies())
+		}
+	}
+}
+
+// inViewJS reports whether the element sel names is shown and wholly
+// within the window.
+func inViewJS(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || !e.checkVisibility()) return false;
+		const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; })()`, sel)
+}
+
+// TestBrowserAccessOnAPhone: on a 390 px phone, with 30 other studio
+// sessions of the same admin open, the access page lists the viewer's own
+// session first, marked "this session" (the only one so marked), each
+// with when it signed in and when it expires; an error of its forms — a
+// token with a bad grant, the revoke of the last admin — is brought into
+// view, in an alert, though the control that failed sat at the bottom
+// edge of the screen. On both backends.
+func TestBrowserAccessOnAPhone(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		h.signInTimes(t, 30)
+		tb := newTab(t, 390)
+		tb.signIn(h, h.Token)
+		var list cks.SessionList
+		code, out := h.api(t, http.MethodGet, "/v1/sessions", "")
+		if err := json.Unmarshal([]byte(out), &list); code != http.StatusOK || err != nil || len(list.Sessions) != 31 {
+			t.Fatalf("list_sessions: %d %v (%d sessions, want 31)", code, err, len(list.Sessions))
+		}
+		mine := slices.MaxFunc(list.Sessions, func(a, b cks.Session) int { return a.CreatedAt.Compare(b.CreatedAt) }).ID // the newest
+		tb.do(chromedp.Navigate(h.URL+"/access"), waitVisible(chromedp.ID("sessions-heading")))
+		if got := js[string](tb, `document.querySelector('#sessions tbody tr').dataset.session`); got != mine {
+			t.Errorf("the first session listed is %s, want the viewer's own %s", got, mine)
+		}
+		if n := js[int](tb, `document.querySelectorAll('#sessions tr[data-current]').length`); n != 1 {
+			t.Errorf("%d sessions marked as the viewer's, want 1", n)
+		}
+		if got := tb.text(`#sessions tbody tr:first-child`); !strings.Contains(got, "this session") {
+			t.Errorf("the viewer's session reads %q: want it marked this session", got)
+		}
+		if n := js[int](tb, `document.querySelectorAll('#sessions tbody tr:first-child :is(td[data-label="Signed in"], td[data-label="Expires"]) time[datetime]').length`); n != 2 {
+			t.Errorf("the viewer's session shows %d of when it signed in and when it expires, want both", n)
+		}
+		js[bool](tb, `window.cksNoConfirm = true`) // the test clicks for the operator
+		// Each control at the bottom edge of the screen when clicked, as a
+		// thumb would find it.
+		atBottom := func(sel string) string {
+			return fmt.Sprintf(`(() => { const b = document.querySelector(%q); b.scrollIntoView({block: "end"}); b.click(); return true; })()`, sel)
+		}
+		tb.do(
+			chromedp.SetValue(chromedp.ID("grant-perm-0"), "stop"),
+			chromedp.SendKeys(chromedp.ID("grant-res-0"), "tasks"),
+		)
+		js[bool](tb, atBottom(`[data-access-create-button]`))
+		msg := `form[data-access-create] [data-action-error]`
+		tb.waitTrue("the refused grant's message", fmt.Sprintf(`!!document.querySelector(%q).textContent`, msg))
+		if !js[bool](tb, inViewJS(msg)) {
+			t.Error("the refused grant's message is out of view")
+		}
+		js[bool](tb, atBottom(`#principals button[data-access-revoke]`)) // the last admin: refused
+		msg = `#principals [data-access-error]`
+		tb.waitTrue("the refused revoke's message", fmt.Sprintf(`!!document.querySelector(%q) && !!document.querySelector(%q).textContent`, msg, msg))
+		if got := tb.text(msg); !strings.Contains(got, "admin") {
+			t.Errorf("the refused revoke says %q", got)
+		}
+		if !js[bool](tb, inViewJS(msg)) {
+			t.Error("the refused revoke's message is out of view")
+		}
+		if role := js[string](tb, fmt.Sprintf(`document.querySelector(%q).getAttribute('role')`, msg)); role != "alert" {
+			t.Errorf("the refused revoke's message has role %q, want alert (read out)", role)
 		}
 	})
 }

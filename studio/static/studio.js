@@ -398,6 +398,21 @@
     }
   }
 
+  // showMessage puts msg (an error; "" for none) in slot, the role=alert
+  // element under a form or a table, and brings it into view: the control
+  // that failed may be far from where its message goes (on a phone, under
+  // a long table), and the alert role has it read out.
+  function showMessage(slot, msg) {
+    if (!slot) {
+      return;
+    }
+    slot.textContent = msg;
+    slot.hidden = !msg;
+    if (msg) {
+      slot.scrollIntoView({ block: "nearest" });
+    }
+  }
+
   async function errorMessage(res) {
     try {
       const body = await res.json();
@@ -563,12 +578,7 @@
     const box = form.closest("[data-task-actions]");
     const taskId = box ? encodeURIComponent(box.dataset.taskActions) : "";
     const slot = box ? box.querySelector("[data-action-error]") : form.querySelector("[data-action-error]");
-    const showError = (msg) => {
-      if (slot) {
-        slot.textContent = msg;
-        slot.hidden = !msg;
-      }
-    };
+    const showError = (msg) => showMessage(slot, msg);
     const action = form.dataset.taskAction;
     if (!(action in taskCalls)) {
       return;
@@ -753,10 +763,7 @@
     ev.preventDefault();
     const slot = form.querySelector("[data-action-error]");
     const result = form.querySelector("[data-bulk-result]");
-    const showError = (msg) => {
-      slot.textContent = msg;
-      slot.hidden = !msg;
-    };
+    const showError = (msg) => showMessage(slot, msg);
     const action = form.elements.action.value;
     const reason = (form.elements.reason.value || "").trim();
     const deadline = (form.elements.deadline.value || "").trim();
@@ -871,10 +878,7 @@
     const progress = document.getElementById("research-progress");
     const slot = researchForm.querySelector("[data-action-error]");
     const btn = researchForm.querySelector("[data-research-submit]");
-    const showError = (msg) => {
-      slot.textContent = msg;
-      slot.hidden = !msg;
-    };
+    const showError = (msg) => showMessage(slot, msg);
     researchForm.elements.question.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
         ev.preventDefault();
@@ -943,10 +947,7 @@
     accessForm.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const slot = accessForm.querySelector("[data-action-error]");
-      const showError = (msg) => {
-        slot.textContent = msg;
-        slot.hidden = !msg;
-      };
+      const showError = (msg) => showMessage(slot, msg);
       const body = { grants: [] };
       const name = accessForm.elements.name.value.trim();
       if (name) {
@@ -988,7 +989,8 @@
       btn.disabled = false;
     });
   }
-  // refreshAccess re-reads the access page and swaps its tables in.
+  // refreshAccess re-reads the access page and morphs its tables into
+  // the page's.
   async function refreshAccess() {
     const res = await fetch("/access", { credentials: "same-origin", cache: "no-store" });
     if (!res.ok) {
@@ -996,12 +998,11 @@
       return;
     }
     const doc = new DOMParser().parseFromString(await res.text(), "text/html");
-    localizeTimes(doc);
     for (const id of ["principals", "sessions"]) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (fresh && old) {
-        old.replaceWith(fresh);
+        morph(old, fresh.innerHTML);
       }
     }
   }
@@ -1011,12 +1012,15 @@
       return;
     }
     const kind = btn.dataset.accessRevoke;
+    const mine = !!btn.closest("[data-current]");
     const what = kind === "token" ? "Revoke the principal " + btn.dataset.name + "? Its token stops working at once."
-      : "Sign out this session of " + btn.dataset.name + "?";
+      : mine ? "Sign out this session, your own? This browser goes to the sign-in form."
+        : "Sign out this session of " + btn.dataset.name + "?";
     if (!confirmed(what)) {
       return;
     }
-    const slot = document.querySelector("[data-access-error]");
+    // The message goes under the table of the button (principals or sessions).
+    const slot = btn.closest("section").querySelector("[data-access-error]");
     btn.disabled = true;
     try {
       const res = await sendJSON("DELETE", (kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id));
@@ -1024,15 +1028,13 @@
         return;
       }
       if (res.ok) {
-        slot.hidden = true;
+        showMessage(slot, "");
         await refreshAccess();
         return;
       }
-      slot.textContent = await errorMessage(res);
-      slot.hidden = false;
+      showMessage(slot, await errorMessage(res));
     } catch (err) {
-      slot.textContent = "The hub could not be reached: " + err.message;
-      slot.hidden = false;
+      showMessage(slot, "The hub could not be reached: " + err.message);
     }
     btn.disabled = false;
   });
