@@ -226,8 +226,9 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 // has a title naming it and the favicon, every input, select and textarea
 // has a label, no control is a click-only element (every [onclick] or
 // role=button is a real <button>, <a> or <input>), the sign-out button is
-// in view, and at 390 px the header does not overflow and every nav link
-// is in view and is what a tap at its centre hits. The error page says what
+// in view, the first Tab press reaches "Skip to content", and at 390 px
+// the header does not overflow and every nav link is in view and is what
+// a tap at its centre hits. The error page says what
 // to do; and the keyboard alone reaches Sign out and signs out. Then the
 // login page, signed out. On both backends.
 func TestBrowserLayout(t *testing.T) {
@@ -264,6 +265,9 @@ func testLayout(t *testing.T, backendName string) {
 				t.Errorf("%s: title %q", where, got)
 			}
 			checkPageBasics(t, tb, where)
+			if tb.tabUntil(`el.matches('a.skip[href="#main"]')`, 1) != 1 {
+				t.Errorf("%s: the first Tab press does not reach Skip to content", where)
+			}
 			if !js[bool](tb, `(() => { const r = document.querySelector('[data-signout]').getBoundingClientRect();
 				return r.width > 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })()`) {
 				t.Errorf("%s: the Sign out button is not in view", where)

@@ -222,3 +222,52 @@ func TestBrowserAccessOnAPhone(t *testing.T) {
 		}
 	})
 }
+
+// tabUntil presses Tab (a real key event) until the JavaScript condition
+// cond holds of document.activeElement (as el), at most limit times, and
+// returns how many presses it took (limit+1: never).
+func (tb *tab) tabUntil(cond string, limit int) int {
+	tb.t.Helper()
+	for n := 1; n <= limit; n++ {
+		tb.do(chromedp.KeyEvent("\t"))
+		if js[bool](tb, `(() => { const el = document.activeElement; return !!el && (`+cond+`); })()`) {
+			return n
+		}
+	}
+	return limit + 1
+}
+
+// TestBrowserSkipToTasks: on the board (all of it, and a filtered list
+// with its bulk form), the first Tab press reaches "Skip to content" and
+// the second "Skip to the task list"; from there Enter and at most 5 Tab
+// presses reach the first task's link. On both backends.
+func TestBrowserSkipToTasks(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		for i := range 3 {
+			h.createTask(t, cks.NewTask{Type: "review", Title: fmt.Sprintf("task %d", i)})
+		}
+		tb := newTab(t, 0)
+		tb.signIn(h, h.Token)
+		firstTask := `el.matches('#board td[data-task-row] a') && el.closest('tr') === document.querySelector('#board tbody tr')`
+		for _, path := range []string{"/tasks", "/tasks?state=OPEN"} {
+			tb.do(chromedp.Navigate(h.URL+path), waitVisible(chromedp.CSS(`#board td[data-task-row] a`)))
+			t.Logf("%s: %d Tab presses from the top of the page to the first task without the skip links", path,
+				tb.tabUntil(firstTask, 100))
+			tb.do(chromedp.Navigate(h.URL+path), waitVisible(chromedp.CSS(`#board td[data-task-row] a`)))
+			if n := tb.tabUntil(`el.matches('a.skip[href="#main"]')`, 1); n != 1 {
+				t.Errorf("%s: the first Tab press does not reach Skip to content", path)
+			}
+			if n := tb.tabUntil(`el.matches('a.skip[href="#task-lists"]')`, 1); n != 1 {
+				t.Fatalf("%s: the second Tab press does not reach the skip link to the task list", path)
+			}
+			tb.do(chromedp.KeyEvent("\r"))
+			n := tb.tabUntil(firstTask, 5)
+			if n > 5 {
+				t.Errorf("%s: 5 Tab presses from the skip link did not reach the first task", path)
+			}
+			t.Logf("%s: %d Tab presses from the skip link to the first task", path, n)
+		}
+	})
+}

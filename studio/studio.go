@@ -292,8 +292,15 @@ type layout struct {
 	Live bool
 	// Public leaves out the navigation (the login form).
 	Public bool
-	Body   any
+	// Skip, when set, is a second skip link after "Skip to content", to
+	// the part of the page most visits are for (the board's task list).
+	Skip *skipLink
+	Body any
 }
+
+// skipLink is a link past the page's header and controls to the element
+// with the id Target.
+type skipLink struct{ Target, Label string }
 
 // page is the layout of a signed-in page.
 func (s *server) page(title, nav string, live bool, body any) layout {

@@ -265,7 +265,9 @@ func (s *server) boardResponse(w http.ResponseWriter, r *http.Request, fragment 
 		s.errorPage(w, r, status, heading, msg)
 		return
 	}
-	s.render(w, r, http.StatusOK, pages["tasks"], "layout", s.page("Tasks", "tasks", true, v))
+	l := s.page("Tasks", "tasks", true, v)
+	l.Skip = &skipLink{Target: "task-lists", Label: "Skip to the task list"} // past the filters and chips
+	s.render(w, r, http.StatusOK, pages["tasks"], "layout", l)
 }
 
 // listTasks lists tasks through the list_tasks operation, with its
