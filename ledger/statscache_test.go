@@ -33,8 +33,8 @@ func TestTaskStatsCache(t *testing.T) {
 			fail    error
 			mu      sync.Mutex
 		)
-		ledger.WrapStatsRead(s.Tasks, func(read func(context.Context, int) (cks.TaskStats, error)) func(context.Context, int) (cks.TaskStats, error) {
-			return func(ctx context.Context, minutes int) (cks.TaskStats, error) {
+		ledger.WrapStatsRead(s.Tasks, func(read func(context.Context, ledger.StatsWindow) (cks.TaskStats, error)) func(context.Context, ledger.StatsWindow) (cks.TaskStats, error) {
+			return func(ctx context.Context, w ledger.StatsWindow) (cks.TaskStats, error) {
 				reads.Add(1)
 				started <- struct{}{}
 				mu.Lock()
@@ -46,13 +46,13 @@ func TestTaskStatsCache(t *testing.T) {
 				if err != nil {
 					return cks.TaskStats{}, err
 				}
-				return read(ctx, minutes)
+				return read(ctx, w)
 			}
 		}, func() { waiters <- struct{}{} })
 		openOf := func(st cks.TaskStats) int { return st.Minutes[len(st.Minutes)-1].Depth[cks.TaskOpen] }
 		stats := func(minutes int) cks.TaskStats {
 			t.Helper()
-			st, err := s.Tasks.TaskStats(ctx, minutes)
+			st, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: minutes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestTaskStatsCache(t *testing.T) {
 		mu.Lock()
 		fail = boom
 		mu.Unlock()
-		if _, err := s.Tasks.TaskStats(ctx, 5); !errors.Is(err, boom) {
+		if _, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: 5}); !errors.Is(err, boom) {
 			t.Fatalf("failed read: %v, want %v", err, boom)
 		}
 		mu.Lock()
@@ -141,7 +141,7 @@ func TestTaskStatsCache(t *testing.T) {
 		}
 		// Bad input is refused before the cache, naming the field.
 		var fe *cks.FieldError
-		if _, err := s.Tasks.TaskStats(ctx, -1); !errors.As(err, &fe) || fe.Field != "minutes" {
+		if _, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: -1}); !errors.As(err, &fe) || fe.Field != "minutes" {
 			t.Fatalf("minutes -1: %v", err)
 		}
 	})
