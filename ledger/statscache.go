@@ -16,15 +16,21 @@ import (
 // hour, so many tabs would otherwise read it many times a refresh.
 const StatsTTL = 2 * time.Second
 
+// ttl is how long an answer of w is kept: StatsTTL per minute of its step
+// (2 s by the minute, 30 s by 15 minutes, 4 min by 2 hours). A wider window
+// reads more events (a week's are 168 hours' worth), and a coarser step
+// changes the answer less for the same time.
+func (w StatsWindow) ttl() time.Duration { return StatsTTL * time.Duration(w.Step) }
+
 // statsCache holds the last TaskStats of each window (minutes and step) for
-// StatsTTL of the service's clock, and makes concurrent callers of a
-// window share one read (singleflight): the first caller starts it, the
+// its ttl (StatsTTL by the minute) of the service's clock, and makes
+// concurrent callers of a window share one read (singleflight): the first caller starts it, the
 // others wait for its answer. A failed read is shared by its waiters but
 // not kept. The key is the window alone: task_stats reads the whole
 // ledger, the same for every principal its permission admits (checked by
 // the surface before the call), so there is no narrower visible scope to
 // key on. An entry goes once it expires and another window is asked for,
-// so the map holds the windows asked for within StatsTTL.
+// so the map holds the windows asked for within their ttl.
 type statsCache struct {
 	mu      sync.Mutex
 	entries map[StatsWindow]*statsEntry
@@ -45,7 +51,7 @@ type statsEntry struct {
 }
 
 // get answers window w at now: the kept answer when younger than
-// StatsTTL, the read in flight when there is one, else a new read. The
+// w.ttl(), the read in flight when there is one, else a new read. The
 // read runs detached from ctx's cancellation (one caller leaving does not
 // fail the others); a caller whose ctx ends stops waiting with its error.
 func (c *statsCache) get(ctx context.Context, w StatsWindow, now time.Time) (cks.TaskStats, error) {
@@ -54,7 +60,7 @@ func (c *statsCache) get(ctx context.Context, w StatsWindow, now time.Time) (cks
 	if e != nil {
 		select {
 		case <-e.done:
-			if e.err != nil || now.Sub(e.at) >= StatsTTL || now.Before(e.at) {
+			if e.err != nil || now.Sub(e.at) >= w.ttl() || now.Before(e.at) {
 				e = nil // failed, expired, or read at a later time than now
 			}
 		default:
@@ -84,14 +90,14 @@ func (c *statsCache) get(ctx context.Context, w StatsWindow, now time.Time) (cks
 	}
 }
 
-// dropExpired forgets the answers read StatsTTL or longer before now (c.mu
-// held): the windows are many (minutes and step), so the map keeps only
-// those asked for lately.
+// dropExpired forgets the answers older than their window's ttl at now
+// (c.mu held): the windows are many (minutes and step), so the map keeps
+// only those asked for lately.
 func (c *statsCache) dropExpired(now time.Time) {
 	for w, e := range c.entries {
 		select {
 		case <-e.done:
-			if now.Sub(e.at) >= StatsTTL || now.Before(e.at) {
+			if now.Sub(e.at) >= w.ttl() || now.Before(e.at) {
 				delete(c.entries, w)
 			}
 		default: // in flight: its callers wait for it

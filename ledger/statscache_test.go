@@ -18,8 +18,9 @@ import (
 // TestTaskStatsCache (both backends): task_stats answers every caller of a
 // window from one read for ledger.StatsTTL of the service's clock —
 // concurrent callers share the read in flight, later ones get its answer
-// (a task enqueued meanwhile shows only once the answer has expired) —
-// each window has its own, and a failed read is not kept.
+// (a task enqueued meanwhile shows only once the answer has expired; a
+// window by 15 minutes is kept 15 times as long) — each window has its
+// own, and a failed read is not kept.
 func TestTaskStatsCache(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		c := clock.NewFake(backendtest.T0)
@@ -139,6 +140,28 @@ func TestTaskStatsCache(t *testing.T) {
 		if st := stats(5); openOf(st) != 2 || reads.Load() != 5 {
 			t.Fatalf("after a failed read: OPEN depth %d after %d reads, want 2 after 5", openOf(st), reads.Load())
 		}
+		// A window by 15 minutes is kept 15 times as long.
+		c.Advance(ledger.StatsTTL)
+		wide := func() cks.TaskStats {
+			t.Helper()
+			st, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: 60, StepMinutes: 15})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		reads.Store(0)
+		wide()
+		enqueue()
+		c.Advance(15*ledger.StatsTTL - time.Millisecond)
+		if st := wide(); openOf(st) != 2 || reads.Load() != 1 {
+			t.Fatalf("by 15 minutes within 15 TTLs: OPEN depth %d after %d reads, want the kept 2 after 1", openOf(st), reads.Load())
+		}
+		c.Advance(time.Millisecond)
+		if st := wide(); openOf(st) != 3 || reads.Load() != 2 {
+			t.Fatalf("by 15 minutes after 15 TTLs: OPEN depth %d after %d reads, want 3 after 2", openOf(st), reads.Load())
+		}
+
 		// Bad input is refused before the cache, naming the field.
 		var fe *cks.FieldError
 		if _, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: -1}); !errors.As(err, &fe) || fe.Field != "minutes" {
