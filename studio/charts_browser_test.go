@@ -128,11 +128,7 @@ func TestBrowserChartsWindowsAndColours(t *testing.T) {
 	t.Parallel()
 	browserBackends(t, func(t *testing.T, backendName string) {
 		h := startHub(t, backendName, nil)
-		b, err := backend.Open(context.Background(), h.Database)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
+		b := h.open(t)
 		for _, st := range ledger.Unfinished {
 			taskIn(t, b, st)
 		}

@@ -24,11 +24,8 @@ import (
 // ("light" or "dark"), as a browser set so would.
 func (tb *tab) colorScheme(scheme string) {
 	tb.t.Helper()
-	tb.do(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
-		return chromedp.Void{}, err
-	})
+	emulate(tb, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
 }
 
 // lowContrastJS lists the buttons, state badges, chips and links of the
@@ -121,11 +118,7 @@ func TestBrowserContrast(t *testing.T) {
 	t.Parallel()
 	browserBackends(t, func(t *testing.T, backendName string) {
 		h := startHub(t, backendName, nil)
-		b, err := backend.Open(context.Background(), h.Database)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
+		b := h.open(t)
 		for _, st := range ledger.All {
 			taskIn(t, b, st)
 		}

@@ -4,7 +4,6 @@ package studio_test
 // board rows at a phone's width, long titles, long payloads.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,10 +23,7 @@ import (
 // as a browser on a machine set to it would.
 func (tb *tab) inZone(zone string) {
 	tb.t.Helper()
-	tb.do(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
-		return chromedp.Void{}, err
-	})
+	emulate(tb, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
 }
 
 // TestBrowserLongContent: at a 390 px phone the board shows every row's

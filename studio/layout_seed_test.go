@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/knowledge"
@@ -24,6 +27,28 @@ type layoutSeed struct {
 
 // longWord is an unbroken run of n letters (a URL, a hash, a path).
 func longWord(n int) string { return strings.Repeat("x", n) }
+
+// open is a second handle on h's database, as an agent process has its
+// own; closed when t ends.
+func (h consoleHub) open(t testing.TB) *backend.Backend {
+	t.Helper()
+	b, err := backend.Open(context.Background(), h.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// emulate runs the DevTools command cmd with params on the tab: an
+// emulation (a time zone, a colour scheme) its pages then run under.
+func emulate[P any](tb *tab, cmd cdp.Command[P, cdp.Empty], params P) {
+	tb.t.Helper()
+	tb.do(func(ctx context.Context, _ *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Call(ctx, cmd, params)
+		return chromedp.Void{}, err
+	})
+}
 
 // seedLayout makes, through the API and a second handle on h's database
 // (as an agent process would write), the content that stretches pages.
@@ -50,11 +75,7 @@ func seedLayout(t testing.TB, h consoleHub) layoutSeed {
 		t.Fatalf("create_task: %d %s %v", code, out, err)
 	}
 	s.LongTask = created.Task.ID
-	b, err := backend.Open(context.Background(), h.Database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := h.open(t)
 	ctx := context.Background()
 	s.Question = ask(t, b, "How does cks stop a running task?")
 	content, _ := json.Marshal(map[string]string{"text": "A claim whose source is " + "https://example.com/" + longWord(300), "source": longWord(120)})
