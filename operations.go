@@ -138,23 +138,32 @@ type TaskStatsInput struct {
 	// Minutes is the window: the last Minutes minutes up to now, the
 	// current one included (DefaultStatsMinutes when 0, at most
 	// MaxStatsMinutes).
-	Minutes int `json:"minutes,omitempty" jsonschema:"the window in minutes, up to now (60 when 0 or absent, at most 1440)"`
+	Minutes int `json:"minutes,omitempty" jsonschema:"the window in minutes, up to now (60 when 0 or absent, at most 10080: 7 days)"`
+	// StepMinutes is how many minutes each entry of the answer sums (1
+	// when 0): the window in steps, at most MaxStatsSteps of them.
+	StepMinutes int `json:"step_minutes,omitempty" jsonschema:"the minutes each entry sums (1 when 0 or absent); minutes / step_minutes at most 1440"`
 }
 
-// The window of task_stats.
+// The window of task_stats: up to 7 days, in at most 1,440 steps (a day
+// by the minute, a week by the 7 minutes or coarser), so an answer stays
+// the size of a day's minutes whatever the window.
 const (
 	DefaultStatsMinutes = 60
-	MaxStatsMinutes     = 24 * 60
+	MaxStatsMinutes     = 7 * 24 * 60
+	MaxStatsSteps       = 24 * 60
 )
 
 // TaskStats is the output of task_stats: the task ledger's throughput,
 // queue depth and claim latency per minute, from its events.
 type TaskStats struct {
-	// Since is the start of the first minute, Until the time of the read
-	// (inside the last minute).
+	// Since is the start of the first step, Until the time of the read
+	// (inside the last step).
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
-	// Minutes are the window's minutes, oldest first, every one present.
+	// StepMinutes is how many minutes each entry of Minutes sums.
+	StepMinutes int `json:"step_minutes"`
+	// Minutes are the window's steps (its minutes unless StepMinutes
+	// says otherwise), oldest first, every one present.
 	Minutes []TaskStatsMinute `json:"minutes"`
 	// ClaimsSampled is true when the window held more claims than
 	// MaxStatsClaims: the latencies are those of the newest ones.
@@ -164,7 +173,7 @@ type TaskStats struct {
 // MaxStatsClaims is how many claims task_stats reads for the latencies.
 const MaxStatsClaims = 10000
 
-// TaskStatsMinute is one minute of TaskStats.
+// TaskStatsMinute is one step of TaskStats: a minute, or StepMinutes of them.
 type TaskStatsMinute struct {
 	// At is the minute's start.
 	At time.Time `json:"at"`

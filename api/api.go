@@ -430,11 +430,11 @@ func (a *API) principalOf(r *http.Request) (context.Context, error) {
 		return auth.WithPrincipalGrants(ctx, principals, p, grants), nil
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		p, err := principals.AuthenticateSession(ctx, c.Value, a.svc.Clock.Now())
+		p, sess, err := principals.AuthenticateSession(ctx, c.Value, a.svc.Clock.Now())
 		if err != nil {
 			return ctx, err
 		}
-		return auth.WithPrincipal(ctx, principals, p), nil
+		return auth.WithSession(auth.WithPrincipal(ctx, principals, p), sess.ID), nil
 	}
 	_, err := principals.Authenticate(ctx, "") // the missing token's error
 	return ctx, err

@@ -683,7 +683,7 @@ func FuzzLogin(f *testing.F) {
 			}
 			signedIn = true
 			a := h.store.Principals
-			if _, err := a.AuthenticateSession(context.Background(), c.Value, backendtest.T0); err != nil {
+			if _, _, err := a.AuthenticateSession(context.Background(), c.Value, backendtest.T0); err != nil {
 				t.Fatalf("POST /login %q set cookie %q, which does not authenticate: %v", form, c.Value, err)
 			}
 			if _, err := a.Authenticate(context.Background(), c.Value); err == nil {

@@ -72,19 +72,36 @@ func (s *Service) Login(ctx context.Context, tok string, now time.Time) (string,
 	return secret, sess, nil
 }
 
-// AuthenticateSession returns the principal of the session whose secret
-// the cookie holds. Every failure matches ErrUnauthenticated: a missing or
-// malformed secret (a bearer token is one), and an unknown, signed-out,
+// AuthenticateSession returns the session whose secret the cookie holds
+// and its principal. Every failure matches ErrUnauthenticated: a missing
+// or malformed secret (a bearer token is one), and an unknown, signed-out,
 // revoked or (at now) expired session.
-func (s *Service) AuthenticateSession(ctx context.Context, secret string, now time.Time) (cks.Principal, error) {
+func (s *Service) AuthenticateSession(ctx context.Context, secret string, now time.Time) (cks.Principal, cks.Session, error) {
 	if err := checkSessionFormat(secret); err != nil {
-		return cks.Principal{}, err
+		return cks.Principal{}, cks.Session{}, err
 	}
-	p, _, err := s.SessionBySecretHash(ctx, HashToken(secret), now)
+	p, sess, err := s.SessionBySecretHash(ctx, HashToken(secret), now)
 	if errors.Is(err, cks.ErrNotFound) {
-		return p, fmt.Errorf("unknown session (signed out, revoked or expired; sign in again): %w", ErrUnauthenticated)
+		return p, sess, fmt.Errorf("unknown session (signed out, revoked or expired; sign in again): %w", ErrUnauthenticated)
 	}
-	return p, err
+	return p, sess, err
+}
+
+// sessionKey is the context key of the studio session a request came with.
+type sessionKey struct{}
+
+// WithSession records in ctx the id of the studio session its request
+// authenticated with (the hub's cookie authentication): the studio's
+// access page marks that session as the viewer's own.
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+// SessionFrom returns the id of the studio session recorded in ctx; ""
+// when the request came with a bearer token, or none.
+func SessionFrom(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
 }
 
 // Logout ends the session whose secret the cookie holds: its row is

@@ -49,6 +49,6 @@ func MoveRow(ctx context.Context, s *Service, row driver.TaskRow, to cks.TaskSta
 
 // WrapStatsRead makes TaskStats' cache of s read through wrap(the read),
 // and calls waiting each time a caller starts waiting for another's read.
-func WrapStatsRead(s *Service, wrap func(read func(ctx context.Context, minutes int) (cks.TaskStats, error)) func(ctx context.Context, minutes int) (cks.TaskStats, error), waiting func()) {
+func WrapStatsRead(s *Service, wrap func(read func(ctx context.Context, w StatsWindow) (cks.TaskStats, error)) func(ctx context.Context, w StatsWindow) (cks.TaskStats, error), waiting func()) {
 	s.stats.read, s.stats.waiting = wrap(s.stats.read), waiting
 }

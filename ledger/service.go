@@ -40,7 +40,8 @@ type Service struct {
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).
 	moves MovesNoter
-	// stats keeps TaskStats' answers for StatsTTL, one read per window.
+	// stats keeps TaskStats' answers for StatsTTL per minute of their
+	// step, one read per window.
 	stats statsCache
 }
 

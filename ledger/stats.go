@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -23,31 +24,44 @@ var Unfinished = func() []cks.TaskState {
 	return out
 }()
 
-// TaskStats reads the ledger's last minutes (cks.DefaultStatsMinutes
-// when 0) per minute, up to the clock's now: the tasks completed and
-// failed, the queue depth by unfinished state at each minute's end, and
-// the claims' latencies (from the task last becoming OPEN to its claim).
-// It reads from the events alone, bounded to the window: the depth is
-// today's count of each state, walked back through the window's
-// transitions, so it needs no history of counts. An answer is kept for
-// StatsTTL and shared by the callers of the same window meanwhile
-// (statsCache): its Until, the time of its read, may be up to StatsTTL
-// before the call.
-func (s *Service) TaskStats(ctx context.Context, minutes int) (cks.TaskStats, error) {
-	if minutes == 0 {
-		minutes = cks.DefaultStatsMinutes
-	}
-	if minutes < 1 || minutes > cks.MaxStatsMinutes {
+// StatsWindow is a window of TaskStats: the last Minutes minutes, in
+// steps of Step minutes.
+type StatsWindow struct{ Minutes, Step int }
+
+// steps is how many steps w has: its minutes rounded up to whole steps.
+func (w StatsWindow) steps() int { return (w.Minutes + w.Step - 1) / w.Step }
+
+// TaskStats reads the ledger's last in.Minutes (cks.DefaultStatsMinutes
+// when 0) per step of in.StepMinutes (1 when 0), up to the clock's now:
+// the tasks completed and failed, the queue depth by unfinished state at
+// each step's end, and the claims' latencies (from the task last becoming
+// OPEN to its claim). Steps start at whole multiples of the step (an hour
+// on the hour), so the window is its minutes rounded up to whole steps;
+// there are at most cks.MaxStatsSteps. It reads from the events alone,
+// bounded to the window: the depth is today's count of each state, walked
+// back through the window's transitions, so it needs no history of counts.
+// An answer is kept for StatsTTL per minute of its step and shared by the
+// callers of the same window meanwhile (statsCache): its Until, the time of
+// its read, may be up to that long before the call.
+func (s *Service) TaskStats(ctx context.Context, in cks.TaskStatsInput) (cks.TaskStats, error) {
+	w := StatsWindow{Minutes: cmp.Or(in.Minutes, cks.DefaultStatsMinutes), Step: cmp.Or(in.StepMinutes, 1)}
+	if w.Minutes < 1 || w.Minutes > cks.MaxStatsMinutes {
 		return cks.TaskStats{}, &cks.FieldError{Field: "minutes",
 			Expected: fmt.Sprintf("a number of minutes from 1 to %d (0 for %d)", cks.MaxStatsMinutes, cks.DefaultStatsMinutes)}
 	}
-	return s.stats.get(ctx, minutes, s.clock.Now())
+	if w.Step < 1 || w.Step > w.Minutes || w.steps() > cks.MaxStatsSteps {
+		return cks.TaskStats{}, &cks.FieldError{Field: "step_minutes",
+			Expected: fmt.Sprintf("a number of minutes from %d to %d for a window of %d minutes (at most %d steps; 0 for 1)",
+				(w.Minutes+cks.MaxStatsSteps-1)/cks.MaxStatsSteps, w.Minutes, w.Minutes, cks.MaxStatsSteps)}
+	}
+	return s.stats.get(ctx, w, s.clock.Now())
 }
 
 // readStats is TaskStats' read of the store, behind its cache.
-func (s *Service) readStats(ctx context.Context, minutes int) (cks.TaskStats, error) {
+func (s *Service) readStats(ctx context.Context, win StatsWindow) (cks.TaskStats, error) {
 	now := driver.Time(s.clock.Now())
-	since := now.Truncate(time.Minute).Add(-time.Duration(minutes-1) * time.Minute)
+	step := time.Duration(win.Step) * time.Minute
+	since := now.Truncate(step).Add(-time.Duration(win.steps()-1) * step)
 	// Until is just after now: an event written at now is in the window.
 	w := driver.TaskEventWindowParams{Since: since, Until: now.Add(time.Microsecond), Limit: cks.MaxStatsClaims}
 	var (
@@ -70,25 +84,25 @@ func (s *Service) readStats(ctx context.Context, minutes int) (cks.TaskStats, er
 	if err != nil {
 		return cks.TaskStats{}, fmt.Errorf("task stats: %w", err)
 	}
-	return statsOf(since, now, minutes, counts, moves, waits), nil
+	return statsOf(since, now, win.steps(), step, counts, moves, waits), nil
 }
 
-// statsOf assembles TaskStats from the reads (TaskStats' rule, apart from
-// the store).
-func statsOf(since, now time.Time, minutes int, counts []driver.TaskStateCount, moves []driver.TaskEventMinute,
+// statsOf assembles TaskStats of n steps of step from the reads
+// (TaskStats' rule, apart from the store).
+func statsOf(since, now time.Time, n int, step time.Duration, counts []driver.TaskStateCount, moves []driver.TaskEventMinute,
 	waits []driver.TaskClaimWait) cks.TaskStats {
-	out := cks.TaskStats{Since: since, Until: now, Minutes: make([]cks.TaskStatsMinute, minutes),
+	out := cks.TaskStats{Since: since, Until: now, StepMinutes: int(step / time.Minute), Minutes: make([]cks.TaskStatsMinute, n),
 		ClaimsSampled: len(waits) >= cks.MaxStatsClaims}
-	index := func(t time.Time) int { return int(t.Sub(since) / time.Minute) }
-	// net[i][st] is how much minute i's transitions changed st's count.
-	net := make([]map[cks.TaskState]int, minutes)
+	index := func(t time.Time) int { return int(t.Sub(since) / step) }
+	// net[i][st] is how much step i's transitions changed st's count.
+	net := make([]map[cks.TaskState]int, n)
 	for i := range out.Minutes {
-		out.Minutes[i].At = since.Add(time.Duration(i) * time.Minute)
+		out.Minutes[i].At = since.Add(time.Duration(i) * step)
 		net[i] = map[cks.TaskState]int{}
 	}
 	for _, m := range moves {
 		i := index(m.Minute)
-		if i < 0 || i >= minutes {
+		if i < 0 || i >= n {
 			continue
 		}
 		if m.From == m.To { // an edit in place: no move
@@ -105,26 +119,26 @@ func statsOf(since, now time.Time, minutes int, counts []driver.TaskStateCount, 
 			out.Minutes[i].Failed += m.Count
 		}
 	}
-	// The depth at the end of the last minute is today's; each earlier
-	// minute's is the next one's without the next minute's moves.
+	// The depth at the end of the last step is today's; each earlier
+	// step's is the next one's without the next step's moves.
 	depth := map[cks.TaskState]int{}
 	for _, c := range counts {
 		depth[cks.TaskState(c.State)] = c.Count
 	}
-	for i := minutes - 1; i >= 0; i-- {
+	for i := n - 1; i >= 0; i-- {
 		d := make(map[cks.TaskState]int, len(Unfinished))
 		for _, st := range Unfinished {
 			d[st] = max(depth[st], 0) // never below 0, whatever an odd history says
 		}
 		out.Minutes[i].Depth = d
-		for st, n := range net[i] {
-			depth[st] -= n
+		for st, delta := range net[i] {
+			depth[st] -= delta
 		}
 	}
-	lat := make([][]float64, minutes)
+	lat := make([][]float64, n)
 	for _, w := range waits {
 		i := index(w.ClaimedAt)
-		if i < 0 || i >= minutes {
+		if i < 0 || i >= n {
 			continue
 		}
 		lat[i] = append(lat[i], max(float64(w.ClaimedAt.Sub(w.OpenedAt))/float64(time.Millisecond), 0))

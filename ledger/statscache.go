@@ -16,19 +16,26 @@ import (
 // hour, so many tabs would otherwise read it many times a refresh.
 const StatsTTL = 2 * time.Second
 
-// statsCache holds the last TaskStats of each window (minutes) for
-// StatsTTL of the service's clock, and makes concurrent callers of a
-// window share one read (singleflight): the first caller starts it, the
+// ttl is how long an answer of w is kept: StatsTTL per minute of its step
+// (2 s by the minute, 30 s by 15 minutes, 4 min by 2 hours). A wider window
+// reads more events (a week's are 168 hours' worth), and a coarser step
+// changes the answer less for the same time.
+func (w StatsWindow) ttl() time.Duration { return StatsTTL * time.Duration(w.Step) }
+
+// statsCache holds the last TaskStats of each window (minutes and step) for
+// its ttl (StatsTTL by the minute) of the service's clock, and makes
+// concurrent callers of a window share one read (singleflight): the first caller starts it, the
 // others wait for its answer. A failed read is shared by its waiters but
 // not kept. The key is the window alone: task_stats reads the whole
 // ledger, the same for every principal its permission admits (checked by
 // the surface before the call), so there is no narrower visible scope to
-// key on. Windows are 1..cks.MaxStatsMinutes, so the map stays small.
+// key on. An entry goes once it expires and another window is asked for,
+// so the map holds the windows asked for within their ttl.
 type statsCache struct {
 	mu      sync.Mutex
-	entries map[int]*statsEntry
+	entries map[StatsWindow]*statsEntry
 	// read is the read a miss runs (Service.readStats; tests wrap it).
-	read func(ctx context.Context, minutes int) (cks.TaskStats, error)
+	read func(ctx context.Context, w StatsWindow) (cks.TaskStats, error)
 	// waiting, when set, is called each time a caller starts waiting for
 	// another's read (tests).
 	waiting func()
@@ -43,17 +50,17 @@ type statsEntry struct {
 	err   error
 }
 
-// get answers window minutes at now: the kept answer when younger than
-// StatsTTL, the read in flight when there is one, else a new read. The
+// get answers window w at now: the kept answer when younger than
+// w.ttl(), the read in flight when there is one, else a new read. The
 // read runs detached from ctx's cancellation (one caller leaving does not
 // fail the others); a caller whose ctx ends stops waiting with its error.
-func (c *statsCache) get(ctx context.Context, minutes int, now time.Time) (cks.TaskStats, error) {
+func (c *statsCache) get(ctx context.Context, w StatsWindow, now time.Time) (cks.TaskStats, error) {
 	c.mu.Lock()
-	e := c.entries[minutes]
+	e := c.entries[w]
 	if e != nil {
 		select {
 		case <-e.done:
-			if e.err != nil || now.Sub(e.at) >= StatsTTL || now.Before(e.at) {
+			if e.err != nil || now.Sub(e.at) >= w.ttl() || now.Before(e.at) {
 				e = nil // failed, expired, or read at a later time than now
 			}
 		default:
@@ -65,11 +72,12 @@ func (c *statsCache) get(ctx context.Context, minutes int, now time.Time) (cks.T
 	if e == nil {
 		e = &statsEntry{done: make(chan struct{}), at: now}
 		if c.entries == nil {
-			c.entries = map[int]*statsEntry{}
+			c.entries = map[StatsWindow]*statsEntry{}
 		}
-		c.entries[minutes] = e
+		c.dropExpired(now)
+		c.entries[w] = e
 		go func(ctx context.Context) {
-			e.stats, e.err = c.read(ctx, minutes)
+			e.stats, e.err = c.read(ctx, w)
 			close(e.done)
 		}(context.WithoutCancel(ctx))
 	}
@@ -79,6 +87,21 @@ func (c *statsCache) get(ctx context.Context, minutes int, now time.Time) (cks.T
 		return cloneStats(e.stats), e.err
 	case <-ctx.Done():
 		return cks.TaskStats{}, ctx.Err()
+	}
+}
+
+// dropExpired forgets the answers older than their window's ttl at now
+// (c.mu held): the windows are many (minutes and step), so the map keeps
+// only those asked for lately.
+func (c *statsCache) dropExpired(now time.Time) {
+	for w, e := range c.entries {
+		select {
+		case <-e.done:
+			if now.Sub(e.at) >= w.ttl() || now.Before(e.at) {
+				delete(c.entries, w)
+			}
+		default: // in flight: its callers wait for it
+		}
 	}
 }
 

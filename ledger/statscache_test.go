@@ -18,8 +18,9 @@ import (
 // TestTaskStatsCache (both backends): task_stats answers every caller of a
 // window from one read for ledger.StatsTTL of the service's clock —
 // concurrent callers share the read in flight, later ones get its answer
-// (a task enqueued meanwhile shows only once the answer has expired) —
-// each window has its own, and a failed read is not kept.
+// (a task enqueued meanwhile shows only once the answer has expired; a
+// window by 15 minutes is kept 15 times as long) — each window has its
+// own, and a failed read is not kept.
 func TestTaskStatsCache(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		c := clock.NewFake(backendtest.T0)
@@ -33,8 +34,8 @@ func TestTaskStatsCache(t *testing.T) {
 			fail    error
 			mu      sync.Mutex
 		)
-		ledger.WrapStatsRead(s.Tasks, func(read func(context.Context, int) (cks.TaskStats, error)) func(context.Context, int) (cks.TaskStats, error) {
-			return func(ctx context.Context, minutes int) (cks.TaskStats, error) {
+		ledger.WrapStatsRead(s.Tasks, func(read func(context.Context, ledger.StatsWindow) (cks.TaskStats, error)) func(context.Context, ledger.StatsWindow) (cks.TaskStats, error) {
+			return func(ctx context.Context, w ledger.StatsWindow) (cks.TaskStats, error) {
 				reads.Add(1)
 				started <- struct{}{}
 				mu.Lock()
@@ -46,13 +47,13 @@ func TestTaskStatsCache(t *testing.T) {
 				if err != nil {
 					return cks.TaskStats{}, err
 				}
-				return read(ctx, minutes)
+				return read(ctx, w)
 			}
 		}, func() { waiters <- struct{}{} })
 		openOf := func(st cks.TaskStats) int { return st.Minutes[len(st.Minutes)-1].Depth[cks.TaskOpen] }
 		stats := func(minutes int) cks.TaskStats {
 			t.Helper()
-			st, err := s.Tasks.TaskStats(ctx, minutes)
+			st, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: minutes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +131,7 @@ func TestTaskStatsCache(t *testing.T) {
 		mu.Lock()
 		fail = boom
 		mu.Unlock()
-		if _, err := s.Tasks.TaskStats(ctx, 5); !errors.Is(err, boom) {
+		if _, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: 5}); !errors.Is(err, boom) {
 			t.Fatalf("failed read: %v, want %v", err, boom)
 		}
 		mu.Lock()
@@ -139,9 +140,31 @@ func TestTaskStatsCache(t *testing.T) {
 		if st := stats(5); openOf(st) != 2 || reads.Load() != 5 {
 			t.Fatalf("after a failed read: OPEN depth %d after %d reads, want 2 after 5", openOf(st), reads.Load())
 		}
+		// A window by 15 minutes is kept 15 times as long.
+		c.Advance(ledger.StatsTTL)
+		wide := func() cks.TaskStats {
+			t.Helper()
+			st, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: 60, StepMinutes: 15})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		reads.Store(0)
+		wide()
+		enqueue()
+		c.Advance(15*ledger.StatsTTL - time.Millisecond)
+		if st := wide(); openOf(st) != 2 || reads.Load() != 1 {
+			t.Fatalf("by 15 minutes within 15 TTLs: OPEN depth %d after %d reads, want the kept 2 after 1", openOf(st), reads.Load())
+		}
+		c.Advance(time.Millisecond)
+		if st := wide(); openOf(st) != 3 || reads.Load() != 2 {
+			t.Fatalf("by 15 minutes after 15 TTLs: OPEN depth %d after %d reads, want 3 after 2", openOf(st), reads.Load())
+		}
+
 		// Bad input is refused before the cache, naming the field.
 		var fe *cks.FieldError
-		if _, err := s.Tasks.TaskStats(ctx, -1); !errors.As(err, &fe) || fe.Field != "minutes" {
+		if _, err := s.Tasks.TaskStats(ctx, cks.TaskStatsInput{Minutes: -1}); !errors.As(err, &fe) || fe.Field != "minutes" {
 			t.Fatalf("minutes -1: %v", err)
 		}
 	})

@@ -6,9 +6,10 @@ package ops
 // TestOutputsDescribed fails on an output property without a description.
 var outputDocs = map[string]string{
 	// task_stats.
-	"since":                "the start of the window's first minute",
+	"since":                "the start of the window's first minute (or step)",
 	"until":                "the end of the window (now)",
-	"minutes":              "one entry per minute of the window, oldest first",
+	"minutes":              "one entry per minute (or step of step_minutes) of the window, oldest first",
+	"step_minutes":         "how many minutes each entry of minutes sums",
 	"TaskStatsMinute.at":   "the minute's start",
 	"completed":            "tasks that reached COMPLETED in the minute",
 	"failed":               "tasks that reached FAILED in the minute",

@@ -125,8 +125,10 @@ var TaskStats = define(cks.OpTaskStats, &Op[cks.TaskStatsInput, cks.TaskStats]{
 	spec: Spec{
 		Title:   "Task statistics",
 		Summary: "tasks completed and failed, queue depth and claim latency per minute, over the last hour",
-		Description: "The task ledger's last minutes (minutes, 60 by default, at most 1440; the current minute last), from its " +
-			"events: per minute the tasks that reached COMPLETED and FAILED, the depth of the queue at the minute's end " +
+		Description: "The task ledger's last minutes (minutes, 60 by default, at most 10080: 7 days; the current minute last), from its " +
+			"events, per minute or per step of step_minutes (1 by default; at most 1440 steps, each starting at a whole multiple " +
+			"of the step, so the window is rounded up to whole steps; step_minutes says which in the answer): " +
+			"the tasks that reached COMPLETED and FAILED, the depth of the queue at the step's end " +
 			"under depth (every unfinished state, 0 included), and the claims with the median and 95th percentile of " +
 			"their wait from the task last becoming OPEN to its claim (claim_latency_p50_ms, claim_latency_p95_ms; null " +
 			"without claims). claims_sampled says the window held more than 10000 claims and the newest were measured.",
@@ -134,7 +136,7 @@ var TaskStats = define(cks.OpTaskStats, &Op[cks.TaskStatsInput, cks.TaskStats]{
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskStatsInput) (cks.TaskStats, error) {
-		return s.Tasks.TaskStats(ctx, in.Minutes)
+		return s.Tasks.TaskStats(ctx, *in)
 	},
 })
 

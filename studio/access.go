@@ -1,6 +1,7 @@
 package studio
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 
@@ -45,6 +46,8 @@ type principalView struct {
 type sessionView struct {
 	ID, Principal, PrincipalID string
 	Created, Expires           timeField
+	// Current: the session this page was asked for with (the viewer's).
+	Current bool
 }
 
 // access renders the access page. Who may not list the principals gets
@@ -83,10 +86,13 @@ func (s *server) access(w http.ResponseWriter, r *http.Request) {
 		})
 		v.Principals = append(v.Principals, pv)
 	}
+	mine := auth.SessionFrom(ctx)
 	for _, x := range sess.Sessions {
 		v.Sessions = append(v.Sessions, sessionView{ID: x.ID, Principal: x.PrincipalName, PrincipalID: x.PrincipalID,
-			Created: at(now, x.CreatedAt), Expires: at(now, x.ExpiresAt)})
+			Created: at(now, x.CreatedAt), Expires: at(now, x.ExpiresAt), Current: mine != "" && x.ID == mine})
 	}
+	// The viewer's own session first, the others in the listing's order.
+	slices.SortStableFunc(v.Sessions, func(a, b sessionView) int { return cmp.Compare(btoi(b.Current), btoi(a.Current)) })
 	for verb, op := range map[string]struct {
 		op ops.Operation
 		in any
@@ -99,15 +105,7 @@ func (s *server) access(w http.ResponseWriter, r *http.Request) {
 			v.Refused[verb] = err.Error()
 		}
 	}
-	s.render(w, r, http.StatusOK, pages["access"], "layout", s.scriptPage("Access", "access", v))
-}
-
-// scriptPage is the layout of a signed-in page whose controls need the
-// page script but that follows no events.
-func (s *server) scriptPage(title, nav string, body any) layout {
-	l := s.page(title, nav, false, body)
-	l.Script = true
-	return l
+	s.render(w, r, http.StatusOK, pages["access"], "layout", s.page("Access", "access", false, v))
 }
 
 // mayAdminister reports whether the request's principal may read the
@@ -117,4 +115,12 @@ func (s *server) mayAdminister(r *http.Request) bool {
 		return false
 	}
 	return ops.Authorize(r.Context(), s.ops, ops.ListTokens, &struct{}{}) == nil
+}
+
+// btoi is 1 for true, 0 for false (a sort key).
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

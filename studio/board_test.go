@@ -287,7 +287,7 @@ func TestTaskBoardSections(t *testing.T) {
 	mustNotContain(t, "inbox", inbox, "<b>bucket")
 
 	live := section(t, page.body, `id="live-heading"`, `id="finished-heading"`)
-	mustContain(t, "live", live, "Just open", fmt.Sprintf("#%d<", open.ID), `<td class="num">0/3</td>`)
+	mustContain(t, "live", live, "Just open", fmt.Sprintf("#%d<", open.ID), `<td class="num" data-label="Attempts">0/3</td>`)
 	mustNotContain(t, "live", live, "All done", "Stopped")
 	mustContain(t, "finished", page.body, `<a href="/tasks?state=COMPLETED">COMPLETED 1</a>`)
 
@@ -378,7 +378,7 @@ func TestTaskPage(t *testing.T) {
 
 	events := r.body[strings.Index(r.body, `id="events-heading"`):]
 	mustContain(t, "events", events, `<span class="idle">created</span> → <span class="state state--open">OPEN</span>`,
-		`OPEN → <span class="state state--claimed">CLAIMED</span>`, "network flake", "<td>tester</td>",
+		`OPEN → <span class="state state--claimed">CLAIMED</span>`, "network flake", `<td data-label="Actor">tester</td>`,
 		"2026-11-30 12:00:00 UTC")
 	if n := strings.Count(events, "<tr>"); n != 5 { // header, created, claimed, failed→open, claimed
 		t.Errorf("event table has %d rows, want 5 (header + 4 events)\n%s", n, events)
@@ -392,7 +392,7 @@ func TestTaskPageStaleStopAndNotFound(t *testing.T) {
 	e.clock.Advance(48 * time.Hour)
 	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
 	wantHTML(t, r, http.StatusOK)
-	mustContain(t, "page", r.body, "Stopped for longer than 24 h (since 2d ago).", "held for inspection", "<td>operator</td>")
+	mustContain(t, "page", r.body, "Stopped for longer than 24 h (since 2d ago).", "held for inspection", `<td data-label="Actor">operator</td>`)
 
 	for target, want := range map[string]string{
 		"/tasks/999":   "There is no task 999.",

@@ -2,6 +2,7 @@ package studio
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
@@ -16,13 +17,49 @@ import (
 
 // The charts page's routes.
 const (
-	// ChartsPath is the charts page: the task ledger's last hour
-	// (task_stats) and the sweepers' recent passes (list_agents).
+	// ChartsPath is the charts page: the task ledger over a window
+	// (?window=1h, 24h or 7d; task_stats) and the sweepers' recent passes
+	// (list_agents).
 	ChartsPath = "/charts"
-	// ChartsFragmentPath serves the charts alone; the page script swaps
-	// them in on "tasks" and "sweepers" events (and its 10 s poll).
+	// ChartsFragmentPath serves the charts alone (with the page's
+	// window); the page script morphs them in on "tasks" and "sweepers"
+	// events (and its 10 s poll).
 	ChartsFragmentPath = "/studio/charts"
 )
+
+// chartWindow is a window the charts page offers: its value in the URL,
+// its length, and the step of task_stats over it (a chart of 60 to 96
+// bars whatever the window).
+type chartWindow struct {
+	Value, Label string
+	Span         time.Duration
+	Step         time.Duration
+	// Per names the step in a chart's title ("per minute"), Short in its
+	// unit ("tasks / min").
+	Per, Short string
+}
+
+// chartWindows are the windows of the charts page, the first the default.
+var chartWindows = []chartWindow{
+	{Value: "1h", Label: "1 hour", Span: time.Hour, Step: time.Minute, Per: "minute", Short: "min"},
+	{Value: "24h", Label: "24 hours", Span: 24 * time.Hour, Step: 15 * time.Minute, Per: "15 minutes", Short: "15 min"},
+	{Value: "7d", Label: "7 days", Span: 7 * 24 * time.Hour, Step: 2 * time.Hour, Per: "2 hours", Short: "2 h"},
+}
+
+// windowOf is the window r's query names (the default when none), or a
+// FieldError naming window.
+func windowOf(r *http.Request) (chartWindow, error) {
+	v := r.URL.Query().Get("window")
+	if v == "" {
+		return chartWindows[0], nil
+	}
+	for _, w := range chartWindows {
+		if w.Value == v {
+			return w, nil
+		}
+	}
+	return chartWindow{}, &cks.FieldError{Field: "window", Expected: "1h, 24h or 7d"}
+}
 
 // chartsView is the data of the "charts" block.
 type chartsView struct {
@@ -33,10 +70,18 @@ type chartsView struct {
 	// Sampled: the latencies are of the newest claims only.
 	Sampled bool
 	Until   string // RFC 3339, the time of the read
+	// Window is the window shown, Windows every one offered.
+	Window  chartWindow
+	Windows []chartWindow
 }
 
 func (s *server) chartsPage(w http.ResponseWriter, r *http.Request) {
-	v, status, err := s.charts(r)
+	win, err := windowOf(r)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "Bad window", err.Error()+". Pick one of the windows on the Charts page.")
+		return
+	}
+	v, status, err := s.charts(r, win)
 	if s.forbidden(w, r, err) {
 		return
 	}
@@ -44,7 +89,12 @@ func (s *server) chartsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) chartsFragment(w http.ResponseWriter, r *http.Request) {
-	v, status, err := s.charts(r)
+	win, err := windowOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	v, status, err := s.charts(r, win)
 	if s.forbidden(w, r, err) {
 		return
 	}
@@ -52,12 +102,13 @@ func (s *server) chartsFragment(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, status, pages["charts"], "charts", v)
 }
 
-// charts reads task_stats (the last hour) and, when the hub has sweepers,
+// charts reads task_stats over win and, when the hub has sweepers,
 // list_agents, and draws them. Only a refusal is returned as an error.
-func (s *server) charts(r *http.Request) (chartsView, int, error) {
-	var v chartsView
+func (s *server) charts(r *http.Request, win chartWindow) (chartsView, int, error) {
+	v := chartsView{Window: win, Windows: chartWindows}
 	status := http.StatusOK
-	st, err := ops.TaskStats.Do(r.Context(), s.ops, &cks.TaskStatsInput{})
+	st, err := ops.TaskStats.Do(r.Context(), s.ops, &cks.TaskStatsInput{Minutes: int(win.Span / time.Minute),
+		StepMinutes: int(win.Step / time.Minute)})
 	switch {
 	case errors.Is(err, auth.ErrForbidden):
 		return v, http.StatusForbidden, err
@@ -65,7 +116,7 @@ func (s *server) charts(r *http.Request) (chartsView, int, error) {
 		s.logErr(r, "studio: task stats", err)
 		v.TasksFailed, status = true, http.StatusInternalServerError
 	default:
-		v.Charts = append(v.Charts, taskCharts(st)...)
+		v.Charts = append(v.Charts, taskCharts(st, win)...)
 		v.Sampled = st.ClaimsSampled
 		v.Until = st.Until.UTC().Format(time.RFC3339)
 	}
@@ -79,31 +130,32 @@ func (s *server) charts(r *http.Request) (chartsView, int, error) {
 			v.SweepersFailed, status = true, http.StatusInternalServerError
 		default:
 			end := s.clock.Now()
-			v.Charts = append(v.Charts, sweeperChart(list.Sweepers, end.Add(-time.Hour), end).Figure())
+			v.Charts = append(v.Charts, sweeperChart(list.Sweepers, end.Add(-win.Span), end, win).Figure())
 		}
 	}
 	return v, status, nil
 }
 
-// taskCharts draws task_stats: tasks finished per minute, the queue depth
-// by state, the claim latency.
-func taskCharts(st cks.TaskStats) []template.HTML {
-	end := st.Since.Add(time.Duration(len(st.Minutes)) * time.Minute)
-	done := chart.Chart{ID: "chart-finished", Title: "Tasks finished per minute",
-		Desc: "Tasks that reached COMPLETED or FAILED in each minute of the last hour.", Unit: "tasks / min",
-		Kind: chart.StackedBars, Start: st.Since, End: end, Step: time.Minute,
+// taskCharts draws task_stats over win: tasks finished per step, the queue
+// depth by state, the claim latency.
+func taskCharts(st cks.TaskStats, win chartWindow) []template.HTML {
+	step := time.Duration(max(st.StepMinutes, 1)) * time.Minute // win.Step, as asked
+	end := st.Since.Add(time.Duration(len(st.Minutes)) * step)
+	done := chart.Chart{ID: "chart-finished", Title: "Tasks finished per " + win.Per,
+		Desc: fmt.Sprintf("Tasks that reached COMPLETED or FAILED in each %s of the last %s.", win.Per, win.Label), Unit: "tasks / " + win.Short,
+		Kind: chart.StackedBars, Start: st.Since, End: end, Step: step,
 		Series: []chart.Series{{Name: "completed"}, {Name: "failed"}}}
 	depth := chart.Chart{ID: "chart-depth", Title: "Queue depth by state",
-		Desc: "Unfinished tasks in each state at the end of each minute; states empty all hour are left out.", Unit: "tasks",
-		Start: st.Since, End: end}
+		Desc: fmt.Sprintf("Unfinished tasks in each state at the end of each %s; states empty all the last %s are left out.", win.Per, win.Label),
+		Unit: "tasks", Start: st.Since, End: end}
 	lat := chart.Chart{ID: "chart-latency", Title: "Claim latency",
-		Desc:  "Median and 95th percentile, per minute, of the wait from a task becoming OPEN to its claim.",
-		Start: st.Since, End: end, Gap: time.Minute, Series: []chart.Series{{Name: "p50"}, {Name: "p95"}}}
+		Desc:  fmt.Sprintf("Median and 95th percentile, per %s, of the wait from a task becoming OPEN to its claim.", win.Per),
+		Start: st.Since, End: end, Gap: step, Series: []chart.Series{{Name: "p50"}, {Name: "p95"}}}
 	byState := map[cks.TaskState]*chart.Series{}
 	var states []cks.TaskState
 	var slowest float64
 	for _, m := range st.Minutes {
-		mid := m.At.Add(30 * time.Second) // a minute's value is drawn at its middle
+		mid := m.At.Add(step / 2) // a step's value is drawn at its middle
 		if m.Completed > 0 {
 			done.Series[0].Points = append(done.Series[0].Points, chart.Point{T: m.At, V: float64(m.Completed)})
 		}
@@ -129,7 +181,7 @@ func taskCharts(st cks.TaskStats) []template.HTML {
 	for _, st0 := range states {
 		s := byState[st0]
 		for _, m := range st.Minutes {
-			s.Points = append(s.Points, chart.Point{T: m.At.Add(time.Minute), V: float64(m.Depth[st0])})
+			s.Points = append(s.Points, chart.Point{T: m.At.Add(step), V: float64(m.Depth[st0])})
 		}
 		depth.Series = append(depth.Series, *s)
 	}
@@ -150,10 +202,10 @@ func taskCharts(st cks.TaskStats) []template.HTML {
 
 // sweeperChart draws each sweeper's recorded recent passes in [start, end] by
 // their duration; a sweeper with none in the window is left out.
-func sweeperChart(sts []cks.SweeperStatus, start, end time.Time) chart.Chart {
+func sweeperChart(sts []cks.SweeperStatus, start, end time.Time, win chartWindow) chart.Chart {
 	c := chart.Chart{ID: "chart-sweepers", Title: "Sweeper pass durations",
-		Desc: "How long each sweeper's recent passes (its newest 30, whichever hub ran them) took, over the last hour.", Unit: "ms",
-		Start: start, End: end}
+		Desc: fmt.Sprintf("How long each sweeper's recent passes (its newest 30, whichever hub ran them) took, over the last %s.", win.Label),
+		Unit: "ms", Start: start, End: end}
 	for _, st := range sts {
 		s := chart.Series{Name: st.AgentID}
 		for _, p := range slices.Backward(st.RecentPasses) { // oldest first

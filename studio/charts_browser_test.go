@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // runExecAgent runs an exec agent claiming tasks of typ over a second
@@ -108,6 +109,75 @@ func TestBrowserChartsAndPanelDetails(t *testing.T) {
 			(p.innerText.includes("ms") || p.innerText.includes(" s")); })()`); err != nil {
 			t.Errorf("lease_reaper's card lists no recent pass with its duration: %v; it reads %q", err,
 				js[string](tb, `(`+pass+` || {innerText: ""}).innerText`))
+		}
+	})
+}
+
+// legendColoursJS maps each chart's id to the colours of its legend keys,
+// as the browser draws them.
+const legendColoursJS = `Object.fromEntries([...document.querySelectorAll('.chart-figure')].map(f =>
+	[f.id, [...f.querySelectorAll('.chart-legend li .chart-legend__color')].map(e => getComputedStyle(e).stroke)]))`
+
+// TestBrowserChartsWindowsAndColours: with tasks in nine unfinished states
+// the queue-depth chart has nine series, and in every chart no two legend
+// entries share a colour, in the light scheme and the dark; each line's
+// key shows its dash. The window links switch the charts to the last 24
+// hours (by 15 minutes) and 7 days (by 2 hours), named in the address,
+// and the live part refreshes the window shown. On both backends.
+func TestBrowserChartsWindowsAndColours(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		b := h.open(t)
+		for _, st := range ledger.Unfinished {
+			taskIn(t, b, st)
+		}
+		for _, scheme := range []string{"light", "dark"} {
+			tb := newTab(t, 0)
+			tb.colorScheme(scheme)
+			tb.signIn(h, h.Token)
+			tb.do(chromedp.Navigate(h.URL+"/charts"), waitVisible(chromedp.CSS(`#chart-depth svg`)))
+			legends := js[map[string][]string](tb, legendColoursJS)
+			if n := len(legends["chart-depth"]); n != len(ledger.Unfinished) {
+				t.Errorf("%s: the queue-depth chart has %d legend entries, want %d: %v", scheme, n, len(ledger.Unfinished), legends)
+			}
+			for id, colours := range legends {
+				seen := map[string]int{}
+				for i, c := range colours {
+					if j, ok := seen[c]; ok {
+						t.Errorf("%s: %s's legend entries %d and %d share the colour %s", scheme, id, j, i, c)
+					}
+					seen[c] = i
+				}
+			}
+			dashes := js[[]string](tb, `[...document.querySelectorAll('#chart-depth .chart-legend__color')].map(e => getComputedStyle(e).strokeDasharray)`)
+			if len(dashes) < 2 || dashes[0] == dashes[1] {
+				t.Errorf("%s: the first two depth lines' keys do not differ in dash: %v", scheme, dashes)
+			}
+			if scheme == "dark" {
+				continue
+			}
+			for _, w := range []struct{ value, per string }{{"24h", "15 minutes"}, {"7d", "2 hours"}} {
+				tb.do(click(chromedp.CSS(fmt.Sprintf(`a[data-window=%q]`, w.value))), waitVisible(chromedp.CSS(fmt.Sprintf(`.charts[data-window=%q]`, w.value))))
+				if loc := value(tb, chromedp.Location()); !strings.HasSuffix(loc, "/charts?window="+w.value) {
+					t.Errorf("the %s window's address is %s", w.value, loc)
+				}
+				if got := tb.text(`#chart-finished figcaption`); got != "Tasks finished per "+w.per {
+					t.Errorf("the %s window's first chart is %q", w.value, got)
+				}
+				if got := tb.text(`nav[aria-label="Window"] [aria-current="page"]`); !strings.Contains(got, strings.TrimSuffix(strings.TrimSuffix(w.value, "h"), "d")) {
+					t.Errorf("the %s window's link marked current reads %q", w.value, got)
+				}
+			}
+			// The live part refreshes the 7-day window: every fetch of the
+			// fragment (one as the event stream opens, more on events) names it.
+			tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)
+			h.createTask(t, cks.NewTask{Type: "late", Title: "one more"})
+			fetches := `performance.getEntriesByType("resource").map(e => e.name).filter(n => n.includes("/studio/charts"))`
+			tb.waitTrue("a fetch of the charts' fragment", fetches+`.length > 0`)
+			if bad := js[[]string](tb, fetches+`.filter(n => !n.endsWith("/studio/charts?window=7d"))`); len(bad) > 0 {
+				t.Errorf("the 7-day page fetched other windows' charts: %v", bad)
+			}
 		}
 	})
 }

@@ -219,26 +219,41 @@ func TestBrowserCrossOriginPostRefused(t *testing.T) {
 }
 
 // TestBrowserLayout walks every studio page (issue 24, item 8) at a 390 px
-// phone and a 1920 px screen: none scrolls sideways, each has a title naming
-// it and the favicon, every input, select and textarea has a label, no
-// control is a click-only element (every [onclick] or role=button is a real
-// <button>, <a> or <input>), the sign-out button is in view, and at 390 px
-// the header does not overflow and every nav link is in view and is what a
-// tap at its centre hits. The error page says what to do; and the keyboard
-// alone reaches Sign out and signs out. Then the login page, signed out.
+// phone and a 1920 px screen, with the content that once stretched pages
+// (issue 39: a 1,000-byte title, a 20 KB payload, an answer with citations,
+// a claim of long unbroken text held by a worker of a long name, a merged
+// fork): none scrolls sideways (nor, at 390 px, does any table in it), each
+// has a title naming it and the favicon, every input, select and textarea
+// has a label, no control is a click-only element (every [onclick] or
+// role=button is a real <button>, <a> or <input>), the sign-out button is
+// in view, the first Tab press reaches "Skip to content", and at 390 px
+// the header does not overflow and every nav link is in view and is what
+// a tap at its centre hits. The error page says what
+// to do; and the keyboard alone reaches Sign out and signs out. Then the
+// login page, signed out. On both backends.
 func TestBrowserLayout(t *testing.T) {
 	t.Parallel()
-	h := startHub(t, "sqlite", nil)
+	browserBackends(t, testLayout)
+}
+
+func testLayout(t *testing.T, backendName string) {
+	h := startHub(t, backendName, nil)
 	if code, out := h.api(t, http.MethodPost, "/v1/tasks", `{"type":"review","title":"A task with a rather long title that must wrap on a phone screen"}`); code != http.StatusCreated {
 		t.Fatalf("create_task: %d %s", code, out)
 	}
 	h.submitQuestion(t, "How does cks stop a running task?")
+	seed := seedLayout(t, h)
 	// Every page of the studio's routes (studio.go), signed in.
 	pages := []struct{ path, title string }{
 		{"/", "Agent Panel"}, {"/processes/history?kind=critic", "critic history"}, {"/tasks", "Tasks"},
 		{"/tasks/new", "New task"}, {"/tasks/1", "Task 1"}, {"/charts", "Charts"}, {"/objects", "Knowledge"},
 		{"/objects/1", "Question 1"}, {"/objects/1/forks", "Forks of question 1"}, {"/research", "Research"},
 		{"/access", "Access"}, {"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
+		{fmt.Sprintf("/tasks/%d", seed.LongTask), fmt.Sprintf("Task %d", seed.LongTask)},
+		{fmt.Sprintf("/objects/%d", seed.Question), fmt.Sprintf("Question %d", seed.Question)},
+		{fmt.Sprintf("/research?id=%d", seed.Question), "Research"},
+		{fmt.Sprintf("/objects/%d", seed.Claim), fmt.Sprintf("Claim %d", seed.Claim)},
+		{fmt.Sprintf("/objects/%d/forks", seed.Forked), fmt.Sprintf("Forks of claim %d", seed.Forked)},
 	}
 	for _, width := range []int{390, 1920} {
 		tb := newTab(t, width)
@@ -250,12 +265,19 @@ func TestBrowserLayout(t *testing.T) {
 				t.Errorf("%s: title %q", where, got)
 			}
 			checkPageBasics(t, tb, where)
+			if tb.tabUntil(`el.matches('a.skip[href="#main"]')`, 1) != 1 {
+				t.Errorf("%s: the first Tab press does not reach Skip to content", where)
+			}
 			if !js[bool](tb, `(() => { const r = document.querySelector('[data-signout]').getBoundingClientRect();
 				return r.width > 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })()`) {
 				t.Errorf("%s: the Sign out button is not in view", where)
 			}
 			if width != 390 {
 				continue
+			}
+			if over := js[[]string](tb, `[...document.querySelectorAll('main .table-wrap, main table')]
+				.filter(e => e.scrollWidth > e.clientWidth).map(e => e.className + ': ' + e.scrollWidth + ' > ' + e.clientWidth)`); len(over) > 0 {
+				t.Errorf("%s: tables scroll sideways: %v", where, over)
 			}
 			if over := js[[]string](tb, `[...document.querySelectorAll('.topbar, .topbar .nav')]
 				.filter(e => e.scrollWidth > e.clientWidth).map(e => e.className + ': ' + e.scrollWidth + ' > ' + e.clientWidth)`); len(over) > 0 {

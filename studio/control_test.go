@@ -128,7 +128,7 @@ func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	mustContain(t, "task page", p.body, `notice--abort-unconfirmed`, "Abort unconfirmed.", "<code>worker-gone</code>",
 		"may still be running", "Stopped for 1h 35m")
 	aborts := p.body[strings.Index(p.body, `id="aborts-heading"`):strings.Index(p.body, `id="events-heading"`)]
-	mustContain(t, "aborts", aborts, `Aborts <span class="count">1</span>`, "<td>runaway</td>", "<td>operator</td>",
+	mustContain(t, "aborts", aborts, `Aborts <span class="count">1</span>`, `<td data-label="Reason">runaway</td>`, `<td data-label="By">operator</td>`,
 		"<code>worker-gone</code>", "abort_unconfirmed", "worker-gone may still be running", "2026-12-02 14:01:00 UTC")
 }
 
@@ -206,8 +206,8 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 	mustNotContain(t, "history", history, "evidence of the current attempt", "no decomposition needed")
 
 	aborts := section(t, p.body, `id="aborts-heading"`, `id="events-heading"`)
-	mustContain(t, "aborts", aborts, "<td>rewrite the criteria</td>", "<code>worker-1</code>", "abort_confirmed",
-		`badge--abort-confirmed`, `<td class="num">0 · 1</td>`, shownTime(ab.DeadlineAt))
+	mustContain(t, "aborts", aborts, `<td data-label="Reason">rewrite the criteria</td>`, "<code>worker-1</code>", "abort_confirmed",
+		`badge--abort-confirmed`, `<td class="num" data-label="Restart · attempt">0 · 1</td>`, shownTime(ab.DeadlineAt))
 	mustNotContain(t, "aborts", aborts, "may still be running")
 	mustNotContain(t, "page", p.body, "notice--abort")
 

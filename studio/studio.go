@@ -175,7 +175,7 @@ func parsePage(name string, more ...string) *template.Template {
 		files = append(files, "templates/"+m)
 	}
 	return template.Must(template.New(name).
-		Funcs(template.FuncMap{"asset": assetURL, "pair": pair}).
+		Funcs(template.FuncMap{"asset": assetURL, "pair": pair, "size": byteSize}).
 		ParseFS(templateFS, files...))
 }
 
@@ -187,6 +187,21 @@ type attemptArgs struct {
 }
 
 func pair(a attemptView, rev int) attemptArgs { return attemptArgs{A: a, Rev: rev} }
+
+// byteSize says how long a text is, in bytes, KB or MB ("20.0 KB"): the
+// task page shows it beside a long field, which it bounds to a box of its
+// own.
+func byteSize(s string) string {
+	n := len(s)
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+}
 
 // New returns the studio handler over svc, the hub's one set of services
 // (the HTTP API and the MCP server share it). Every page reads through the
@@ -271,15 +286,21 @@ type layout struct {
 	// Access shows the header link to the access page; render sets it when
 	// the principal may read it (admin on /).
 	Access bool
-	// Live includes the page script and the live indicator.
+	// Live shows the live indicator: the page follows the hub's events.
+	// Every page has the page script (it also shows times in the
+	// browser's time zone).
 	Live bool
-	// Script includes the page script without the live indicator (for the
-	// task page's buttons).
-	Script bool
 	// Public leaves out the navigation (the login form).
 	Public bool
-	Body   any
+	// Skip, when set, is a second skip link after "Skip to content", to
+	// the part of the page most visits are for (the board's task list).
+	Skip *skipLink
+	Body any
 }
+
+// skipLink is a link past the page's header and controls to the element
+// with the id Target.
+type skipLink struct{ Target, Label string }
 
 // page is the layout of a signed-in page.
 func (s *server) page(title, nav string, live bool, body any) layout {

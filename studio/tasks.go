@@ -265,7 +265,9 @@ func (s *server) boardResponse(w http.ResponseWriter, r *http.Request, fragment 
 		s.errorPage(w, r, status, heading, msg)
 		return
 	}
-	s.render(w, r, http.StatusOK, pages["tasks"], "layout", s.page("Tasks", "tasks", true, v))
+	l := s.page("Tasks", "tasks", true, v)
+	l.Skip = &skipLink{Target: "task-lists", Label: "Skip to the task list"} // past the filters and chips
+	s.render(w, r, http.StatusOK, pages["tasks"], "layout", l)
 }
 
 // listTasks lists tasks through the list_tasks operation, with its
@@ -680,9 +682,7 @@ func (s *server) newTask(w http.ResponseWriter, r *http.Request) {
 	if s.forbidden(w, r, ops.Authorize(r.Context(), s.ops, ops.CreateTask, &cks.NewTask{})) {
 		return
 	}
-	p := s.page("New task", "tasks", false, v)
-	p.Script = true
-	s.render(w, r, http.StatusOK, pages["newtask"], "layout", p)
+	s.render(w, r, http.StatusOK, pages["newtask"], "layout", s.page("New task", "tasks", false, v))
 }
 
 // taskDetail is the data of a task's page.

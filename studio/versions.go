@@ -156,6 +156,9 @@ type diffRow struct {
 type diffCell struct {
 	Value string
 	State string
+	// Label names the cell's column ("v2 head"): a narrow screen stacks
+	// the cells of a row and labels each.
+	Label string
 }
 
 func (s *server) forksPage(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +259,7 @@ func diffTable(vl cks.VersionList, cols []int64, roles map[int64]string) ([]diff
 		base, inBase := fields[0][k]
 		for i := range cols {
 			val, ok := fields[i][k]
-			cell := diffCell{Value: displayJSON(val)}
+			cell := diffCell{Value: displayJSON(val), Label: fmt.Sprintf("v%d %s", cols[i], roles[cols[i]])}
 			switch {
 			case i == 0 && ok:
 				cell.State = "base"

@@ -461,11 +461,15 @@ func printAttempt(w io.Writer, v *cks.AttemptView, revision int) {
 	}
 }
 
-// printTaskStats prints task_stats one minute a line, the queue's busiest
-// states as columns.
+// printTaskStats prints task_stats one minute (or step) a line, the
+// queue's busiest states as columns.
 func printTaskStats(w io.Writer, st cks.TaskStats) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MINUTE\tCOMPLETED\tFAILED\tCLAIMS\tP50\tP95\tOPEN\tCLAIMED\tRUNNING\tSTOPPED\tNEEDS_INPUT")
+	head, at := "MINUTE", "15:04"
+	if st.StepMinutes > 1 {
+		head, at = fmt.Sprintf("%d MINUTES FROM", st.StepMinutes), "01-02 15:04"
+	}
+	fmt.Fprintln(tw, head+"\tCOMPLETED\tFAILED\tCLAIMS\tP50\tP95\tOPEN\tCLAIMED\tRUNNING\tSTOPPED\tNEEDS_INPUT")
 	ms := func(p *float64) string {
 		if p == nil {
 			return "-"
@@ -474,7 +478,7 @@ func printTaskStats(w io.Writer, st cks.TaskStats) {
 	}
 	for _, m := range st.Minutes {
 		d := m.Depth
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.At.Local().Format("15:04"), m.Completed, m.Failed,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", m.At.Local().Format(at), m.Completed, m.Failed,
 			m.Claims, ms(m.ClaimLatencyP50MS), ms(m.ClaimLatencyP95MS), d[cks.TaskOpen], d[cks.TaskClaimed], d[cks.TaskRunning],
 			d[cks.TaskStopped], d[cks.TaskNeedsInput])
 	}

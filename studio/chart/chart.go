@@ -5,7 +5,10 @@
 // <title> and <desc>, what a screen reader says), axis labels with their
 // unit, and a legend (Figure). The SVG scales to its container's width (viewBox);
 // colours come from the page's stylesheet (classes chart__s0…), so dark
-// mode and the Content-Security-Policy (no inline style) both hold.
+// mode and the Content-Security-Policy (no inline style) both hold. Every
+// series of a chart has a colour of its own (up to Colors series) and a
+// mark besides (Marks: a line's dash and dot shape, a bar's fill pattern),
+// which its legend key shows too, so colour is never the only cue.
 package chart
 
 import (
@@ -61,6 +64,18 @@ type Chart struct {
 	// Series are drawn in order (the first at the bottom of a stack).
 	Series []Series
 }
+
+// Colors is how many colours the stylesheet has for series (chart__s0 to
+// chart__s11), Marks how many marks (chart__m0 to chart__m3): series i
+// has colour i mod Colors and mark i mod Marks, so no two of a chart's
+// first Colors series share a colour, and two that do differ in mark.
+const (
+	Colors = 12
+	Marks  = 4
+)
+
+// style is the classes of series i: its colour and its mark.
+func style(i int) (color, mark int) { return i % Colors, i % Marks }
 
 // The drawing's size in viewBox units and its margins (axis labels on
 // the left and below, the unit above).
@@ -221,6 +236,9 @@ func (c Chart) SVG() template.HTML {
 		desc += " " + c.Summary(s)
 	}
 	fmt.Fprintf(&b, `<title id="%s-title">%s</title><desc id="%s-desc">%s</desc>`, id, esc(c.Title), id, esc(strings.TrimSpace(desc)))
+	if c.Kind == StackedBars {
+		c.patterns(&b)
+	}
 	// The y axis: grid lines and their values, the unit above them.
 	fmt.Fprintf(&b, `<text class="chart__unit" x="%d" y="%d">%s</text>`, 2, top-8, esc(c.Unit))
 	for i := 0; i <= yTicks; i++ {
@@ -229,10 +247,20 @@ func (c Chart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<line class="chart__grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, left, f(y), Width-right, f(y))
 		fmt.Fprintf(&b, `<text class="chart__label" x="%d" y="%s" text-anchor="end">%s</text>`, left-4, f(y+4), Num(v))
 	}
-	// The x axis: its times, UTC.
-	for _, t := range c.XTicks() {
-		x := c.X(t)
-		fmt.Fprintf(&b, `<text class="chart__label" x="%s" y="%d" text-anchor="middle">%s</text>`, f(x), Height-6, t.UTC().Format("15:04"))
+	// The x axis: its times, in UTC here; the page script shows them in
+	// the browser's time zone (data-t, data-t-format).
+	ticks := c.XTicks()
+	layout, format := "15:04", "hm"
+	if len(ticks) > 1 && ticks[1].Sub(ticks[0]) >= 24*time.Hour {
+		layout, format = "01-02", "md"
+	}
+	for _, t := range ticks {
+		x, anchor := c.X(t), "middle"
+		if x > Width-right-15 { // a label at the right edge would be cut in half
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<text class="chart__label" x="%s" y="%d" text-anchor="%s" data-t="%s" data-t-format="%s">%s</text>`,
+			f(x), Height-6, anchor, t.UTC().Format(time.RFC3339), format, t.UTC().Format(layout))
 	}
 	empty := true
 	for _, s := range c.Series {
@@ -269,8 +297,8 @@ func (c Chart) bars(b *strings.Builder, a Axis) {
 			x := c.X(c.Start.Add(time.Duration(k) * c.Step))
 			y0, y1 := Y(a, base[k]), Y(a, base[k]+p.V)
 			base[k] += p.V
-			fmt.Fprintf(b, `<rect class="chart__s%d" x="%s" y="%s" width="%s" height="%s"><title>%s %s: %s %s</title></rect>`,
-				i%6, f(x+0.5), f(y1), f(w), f(y0-y1), esc(s.Name), p.T.UTC().Format("15:04"), Num(p.V), esc(c.Unit))
+			fmt.Fprintf(b, `<rect %s x="%s" y="%s" width="%s" height="%s"><title>%s %s: %s %s</title></rect>`,
+				c.barFill(i), f(x+0.5), f(y1), f(w), f(y0-y1), esc(s.Name), p.T.UTC().Format("2006-01-02 15:04 UTC"), Num(p.V), esc(c.Unit))
 		}
 	}
 }
@@ -278,10 +306,11 @@ func (c Chart) bars(b *strings.Builder, a Axis) {
 // lines draws each series as polylines (broken at gaps) with a dot per point.
 func (c Chart) lines(b *strings.Builder, a Axis) {
 	for i, s := range c.Series {
+		color, mark := style(i)
 		var run []string
 		flush := func() {
 			if len(run) > 1 {
-				fmt.Fprintf(b, `<polyline class="chart__line chart__s%d" points="%s"/>`, i%6, strings.Join(run, " "))
+				fmt.Fprintf(b, `<polyline class="chart__line chart__s%d chart__m%d" points="%s"/>`, color, mark, strings.Join(run, " "))
 			}
 			run = run[:0]
 		}
@@ -293,10 +322,91 @@ func (c Chart) lines(b *strings.Builder, a Axis) {
 		}
 		flush()
 		for _, p := range s.Points {
-			fmt.Fprintf(b, `<circle class="chart__dot chart__s%d" cx="%s" cy="%s" r="2"><title>%s %s: %s %s</title></circle>`,
-				i%6, f(c.X(p.T)), f(Y(a, p.V)), esc(s.Name), p.T.UTC().Format("15:04:05"), Num(p.V), esc(c.Unit))
+			fmt.Fprintf(b, `%s<title>%s %s: %s %s</title>%s`, dotOpen(i, c.X(p.T), Y(a, p.V), 2.5),
+				esc(s.Name), p.T.UTC().Format("2006-01-02 15:04:05 UTC"), Num(p.V), esc(c.Unit), dotClose(i))
 		}
 	}
+}
+
+// dotOpen opens the dot of series i at (x, y), of radius r: a circle, a
+// square, a triangle or a diamond, by the series' mark; dotClose closes it.
+func dotOpen(i int, x, y, r float64) string {
+	color, mark := style(i)
+	class := fmt.Sprintf(`class="chart__dot chart__s%d"`, color)
+	switch mark {
+	case 1:
+		return fmt.Sprintf(`<rect %s x="%s" y="%s" width="%s" height="%s">`, class, f(x-r), f(y-r), f(2*r), f(2*r))
+	case 2:
+		return fmt.Sprintf(`<path %s d="M%s %sL%s %sL%s %sZ">`, class, f(x), f(y-r-0.5), f(x+r+0.5), f(y+r), f(x-r-0.5), f(y+r))
+	case 3:
+		return fmt.Sprintf(`<path %s d="M%s %sL%s %sL%s %sL%s %sZ">`, class, f(x), f(y-r-0.5), f(x+r+0.5), f(y), f(x), f(y+r+0.5), f(x-r-0.5), f(y))
+	default:
+		return fmt.Sprintf(`<circle %s cx="%s" cy="%s" r="%s">`, class, f(x), f(y), f(r))
+	}
+}
+
+func dotClose(i int) string {
+	switch _, mark := style(i); mark {
+	case 1:
+		return "</rect>"
+	case 2, 3:
+		return "</path>"
+	default:
+		return "</circle>"
+	}
+}
+
+// patterns defines the fill patterns of the chart's bar series whose mark
+// is not a plain fill: stripes one way, the other, or crossed, in the
+// series' colour over a tint of it. Their ids start with the chart's.
+func (c Chart) patterns(b *strings.Builder) {
+	b.WriteString("<defs>")
+	for i := range c.Series {
+		color, mark := style(i)
+		if mark == 0 {
+			continue
+		}
+		fmt.Fprintf(b, `<pattern id="%s" width="6" height="6" patternUnits="userSpaceOnUse"%s>`, c.patternID(i),
+			map[int]string{1: ` patternTransform="rotate(45)"`, 2: ` patternTransform="rotate(-45)"`, 3: ""}[mark])
+		fmt.Fprintf(b, `<rect class="chart__s%d" width="6" height="6" fill-opacity=".3"/>`, color)
+		if mark == 3 {
+			fmt.Fprintf(b, `<circle class="chart__s%d" cx="3" cy="3" r="1.6"/>`, color)
+		} else {
+			fmt.Fprintf(b, `<rect class="chart__s%d" width="2.5" height="6"/>`, color)
+		}
+		b.WriteString("</pattern>")
+	}
+	b.WriteString("</defs>")
+}
+
+func (c Chart) patternID(i int) string { return html.EscapeString(c.ID) + "-fill-" + strconv.Itoa(i) }
+
+// barFill is the class (and fill) attributes of series i's bars: its
+// colour, and its pattern unless its mark is a plain fill.
+func (c Chart) barFill(i int) string {
+	color, mark := style(i)
+	if mark == 0 {
+		return fmt.Sprintf(`class="chart__s%d"`, color)
+	}
+	return fmt.Sprintf(`class="chart__bar chart__s%d" fill="url(#%s)"`, color, c.patternID(i))
+}
+
+// legendKey is series i's key in the legend: a short line with its dash
+// and a dot of its shape (lines), or a swatch of its fill (bars), in its
+// colour (the element of class chart-legend__color carries it).
+func (c Chart) legendKey(i int) string {
+	color, mark := style(i)
+	var b strings.Builder
+	b.WriteString(`<svg class="chart-legend__key" viewBox="0 0 28 12" width="28" height="12" aria-hidden="true">`)
+	if c.Kind == StackedBars {
+		fmt.Fprintf(&b, `<rect %s x="1" y="1" width="26" height="10"/>`, c.barFill(i))
+		fmt.Fprintf(&b, `<rect class="chart-legend__color chart__s%d" x="1" y="1" width="26" height="10" fill="none"/>`, color)
+	} else {
+		fmt.Fprintf(&b, `<line class="chart-legend__color chart__line chart__s%d chart__m%d" x1="1" y1="6" x2="27" y2="6"/>`, color, mark)
+		b.WriteString(dotOpen(i, 14, 6, 3) + dotClose(i))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
 }
 
 // Figure is the chart in a <figure>: its title as the caption, the SVG,
@@ -307,7 +417,7 @@ func (c Chart) Figure() template.HTML {
 	b.WriteString(string(c.SVG()))
 	b.WriteString(`<ul class="chart-legend">`)
 	for i, s := range c.Series {
-		fmt.Fprintf(&b, `<li><span class="chart-legend__swatch chart__s%d" aria-hidden="true"></span>%s</li>`, i%6, esc(s.Name))
+		fmt.Fprintf(&b, `<li data-series="%d">%s%s</li>`, i, c.legendKey(i), esc(s.Name))
 	}
 	b.WriteString(`</ul></figure>`)
 	return template.HTML(b.String()) //nolint:gosec // every text is escaped

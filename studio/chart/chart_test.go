@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,7 +101,12 @@ func TestStackedBars(t *testing.T) {
 		t.Errorf("axis %+v, want max 8 (the stack of 7)", a)
 	}
 	svg := parse(t, string(c.SVG()))
-	rects := svg.all("rect")
+	var rects []*node // the bars: each says what it is in its <title>
+	for _, r := range svg.all("rect") {
+		if r.text != "" {
+			rects = append(rects, r)
+		}
+	}
 	if len(rects) != 3 { // a zero draws nothing
 		t.Fatalf("%d bars, want 3: %s", len(rects), c.SVG())
 	}
@@ -112,7 +118,7 @@ func TestStackedBars(t *testing.T) {
 	if done.attr("x") != failed.attr("x") || num(t, failed.attr("height")) <= num(t, done.attr("height")) {
 		t.Errorf("stack misdrawn: %+v %+v", done, failed)
 	}
-	if got := done.text; got != "completed 12:00: 3 tasks" {
+	if got := done.text; got != "completed 2026-11-30 12:00 UTC: 3 tasks" {
 		t.Errorf("bar title %q", got)
 	}
 	if got := svg.first("title").text; got != "Tasks finished" {
@@ -149,8 +155,49 @@ func TestLines(t *testing.T) {
 		t.Errorf("%d dots, want 4", len(dots))
 	}
 	if fig := string(c.Figure()); !strings.Contains(fig, "<figcaption>Claim &lt;latency&gt;</figcaption>") ||
-		!strings.Contains(fig, `chart__s0" aria-hidden="true"></span>p50 &amp; more</li>`) {
+		!strings.Contains(fig, `</svg>p50 &amp; more</li>`) {
 		t.Errorf("figure %s", fig)
+	}
+}
+
+// TestSeriesStyles: the twelve series of a chart have twelve colours and,
+// besides, marks: lines four dashes and dot shapes, bars a plain fill and
+// three patterns defined in the chart; each legend key shows its series'
+// colour and mark.
+func TestSeriesStyles(t *testing.T) {
+	var series []chart.Series
+	for i := range chart.Colors {
+		series = append(series, chart.Series{Name: fmt.Sprintf("s%d", i), Points: []chart.Point{{minute(0), 1}, {minute(1), 2}}})
+	}
+	lines := chart.Chart{ID: "l", Start: minute(0), End: minute(2), Series: series}
+	fig := string(lines.Figure())
+	colors := map[string]bool{}
+	for i := range chart.Colors {
+		key := regexp.MustCompile(fmt.Sprintf(`<li data-series="%d"><svg class="chart-legend__key"[^>]*><line class="chart-legend__color chart__line (chart__s\d+) (chart__m\d)"`, i)).FindStringSubmatch(fig)
+		if key == nil {
+			t.Fatalf("series %d has no legend key with its colour and mark: %s", i, fig)
+		}
+		if colors[key[1]] {
+			t.Errorf("series %d shares colour %s", i, key[1])
+		}
+		colors[key[1]] = true
+		if want := fmt.Sprintf("chart__m%d", i%chart.Marks); key[2] != want {
+			t.Errorf("series %d's mark %s, want %s", i, key[2], want)
+		}
+	}
+	svg := parse(t, string(lines.SVG()))
+	if n := len(svg.all("circle")) + len(svg.all("rect")) + len(svg.all("path")); n != 2*chart.Colors {
+		t.Errorf("%d dots, want %d", n, 2*chart.Colors)
+	}
+	bars := chart.Chart{ID: "b", Kind: chart.StackedBars, Step: time.Minute, Start: minute(0), End: minute(2), Series: series[:chart.Marks]}
+	fig = string(bars.Figure())
+	for i := 1; i < chart.Marks; i++ {
+		if !strings.Contains(fig, fmt.Sprintf(`<pattern id="b-fill-%d"`, i)) || strings.Count(fig, fmt.Sprintf(`fill="url(#b-fill-%d)"`, i)) != 3 {
+			t.Errorf("series %d's bars and legend key are not filled with its pattern: %s", i, fig)
+		}
+	}
+	if strings.Contains(fig, `id="b-fill-0"`) {
+		t.Error("series 0, a plain fill, has a pattern")
 	}
 }
 

@@ -39,6 +39,60 @@
     indicator.textContent = text;
   }
 
+  // Times. The hub writes every time in UTC: a <time datetime> whose text
+  // is an absolute time (data-absolute; "ms" with milliseconds) is shown
+  // here in the browser's time zone, its UTC text on hover (the title); a
+  // relative age ("5m ago") keeps its text, and its title, which names
+  // the time in UTC, names it in both. A chart's axis label (data-t, as
+  // data-t-format says: "hm" hours and minutes, "md" month and day) is
+  // shown in the browser's zone likewise. localizeTimes runs on the page
+  // and on every fragment before it is morphed in, so an update changes
+  // nothing it need not.
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+  const zoneFormat = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" });
+  const zoneName = (d) => {
+    const part = zoneFormat.formatToParts(d).find((p) => p.type === "timeZoneName");
+    return part ? part.value : "";
+  };
+  function utcText(d, ms) {
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) + " " + pad(d.getUTCHours()) + ":" +
+      pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds()) + (ms ? "." + pad(d.getUTCMilliseconds(), 3) : "") + " UTC";
+  }
+  function localText(d, ms) {
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" +
+      pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + (ms ? "." + pad(d.getMilliseconds(), 3) : "") + " " + zoneName(d);
+  }
+  function localizeTimes(root) {
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      const stamp = el.getAttribute("datetime");
+      const d = new Date(stamp);
+      if (isNaN(d)) {
+        continue;
+      }
+      const ms = el.getAttribute("data-absolute") === "ms";
+      const utc = utcText(d, ms);
+      const local = localText(d, ms);
+      if (el.hasAttribute("data-absolute")) {
+        el.textContent = local;
+        el.title = utc;
+        continue;
+      }
+      const title = el.getAttribute("title") || "";
+      const named = [stamp, utc].find((t) => title.includes(t));
+      if (named && local !== utc) {
+        el.title = title.replace(named, local + " (" + utc + ")");
+      }
+    }
+    for (const el of root.querySelectorAll("[data-t]")) {
+      const d = new Date(el.getAttribute("data-t"));
+      if (!isNaN(d)) {
+        el.textContent = el.getAttribute("data-t-format") === "md" ? pad(d.getMonth() + 1) + "-" + pad(d.getDate())
+          : pad(d.getHours()) + ":" + pad(d.getMinutes());
+      }
+    }
+  }
+  localizeTimes(document);
+
   // A region is one server-rendered block the script refreshes in place.
   function region(id, url, kind, afterSwap) {
     const container = document.getElementById(id);
@@ -230,6 +284,7 @@
   function morph(el, html) {
     const tpl = document.createElement("template");
     tpl.innerHTML = html;
+    localizeTimes(tpl.content);
     morphChildren(el, tpl.content);
   }
 
@@ -340,6 +395,21 @@
       const msg = processErrors.get(card.dataset.processCard);
       slot.textContent = msg || "";
       slot.hidden = !msg;
+    }
+  }
+
+  // showMessage puts msg (an error; "" for none) in slot, the role=alert
+  // element under a form or a table, and brings it into view: the control
+  // that failed may be far from where its message goes (on a phone, under
+  // a long table), and the alert role has it read out.
+  function showMessage(slot, msg) {
+    if (!slot) {
+      return;
+    }
+    slot.textContent = msg;
+    slot.hidden = !msg;
+    if (msg) {
+      slot.scrollIntoView({ block: "nearest" });
     }
   }
 
@@ -508,12 +578,7 @@
     const box = form.closest("[data-task-actions]");
     const taskId = box ? encodeURIComponent(box.dataset.taskActions) : "";
     const slot = box ? box.querySelector("[data-action-error]") : form.querySelector("[data-action-error]");
-    const showError = (msg) => {
-      if (slot) {
-        slot.textContent = msg;
-        slot.hidden = !msg;
-      }
-    };
+    const showError = (msg) => showMessage(slot, msg);
     const action = form.dataset.taskAction;
     if (!(action in taskCalls)) {
       return;
@@ -623,11 +688,14 @@
       }
     }
   });
-  function cell(tr, text, cls) {
+  function cell(tr, text, cls, label) {
     const td = document.createElement("td");
     td.textContent = text;
     if (cls) {
       td.className = cls;
+    }
+    if (label) {
+      td.dataset.label = label; // a narrow screen stacks the row and labels the cell
     }
     tr.appendChild(td);
     return td;
@@ -653,14 +721,14 @@
       a.href = "/tasks/" + t.task_id;
       a.textContent = "#" + t.task_id;
       cell(tr, "").appendChild(a);
-      cell(tr, t.from || "");
-      cell(tr, t.state || "");
-      cell(tr, t.outcome, "outcome outcome--" + t.outcome);
+      cell(tr, t.from || "", "", "From");
+      cell(tr, t.state || "", "", "Now");
+      cell(tr, t.outcome, "outcome outcome--" + t.outcome, "Outcome");
       let why = t.reason || "";
       if (t.abort && t.abort.outcome && t.abort.outcome !== "abort_confirmed") {
         why = (why ? why + "; " : "") + t.abort.outcome.replace("_", " ") + ": " + (t.abort.executor || "the executor") + " may still be running";
       }
-      const td = cell(tr, why);
+      const td = cell(tr, why, "", why ? "Why" : "");
       if (t.abort && t.abort.outcome === "abort_unconfirmed") {
         td.className = "flag";
       }
@@ -695,10 +763,7 @@
     ev.preventDefault();
     const slot = form.querySelector("[data-action-error]");
     const result = form.querySelector("[data-bulk-result]");
-    const showError = (msg) => {
-      slot.textContent = msg;
-      slot.hidden = !msg;
-    };
+    const showError = (msg) => showMessage(slot, msg);
     const action = form.elements.action.value;
     const reason = (form.elements.reason.value || "").trim();
     const deadline = (form.elements.deadline.value || "").trim();
@@ -813,10 +878,7 @@
     const progress = document.getElementById("research-progress");
     const slot = researchForm.querySelector("[data-action-error]");
     const btn = researchForm.querySelector("[data-research-submit]");
-    const showError = (msg) => {
-      slot.textContent = msg;
-      slot.hidden = !msg;
-    };
+    const showError = (msg) => showMessage(slot, msg);
     researchForm.elements.question.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
         ev.preventDefault();
@@ -885,10 +947,7 @@
     accessForm.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const slot = accessForm.querySelector("[data-action-error]");
-      const showError = (msg) => {
-        slot.textContent = msg;
-        slot.hidden = !msg;
-      };
+      const showError = (msg) => showMessage(slot, msg);
       const body = { grants: [] };
       const name = accessForm.elements.name.value.trim();
       if (name) {
@@ -930,7 +989,8 @@
       btn.disabled = false;
     });
   }
-  // refreshAccess re-reads the access page and swaps its tables in.
+  // refreshAccess re-reads the access page and morphs its tables into
+  // the page's.
   async function refreshAccess() {
     const res = await fetch("/access", { credentials: "same-origin", cache: "no-store" });
     if (!res.ok) {
@@ -942,7 +1002,7 @@
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (fresh && old) {
-        old.replaceWith(fresh);
+        morph(old, fresh.innerHTML);
       }
     }
   }
@@ -952,12 +1012,15 @@
       return;
     }
     const kind = btn.dataset.accessRevoke;
+    const mine = !!btn.closest("[data-current]");
     const what = kind === "token" ? "Revoke the principal " + btn.dataset.name + "? Its token stops working at once."
-      : "Sign out this session of " + btn.dataset.name + "?";
+      : mine ? "Sign out this session, your own? This browser goes to the sign-in form."
+        : "Sign out this session of " + btn.dataset.name + "?";
     if (!confirmed(what)) {
       return;
     }
-    const slot = document.querySelector("[data-access-error]");
+    // The message goes under the table of the button (principals or sessions).
+    const slot = btn.closest("section").querySelector("[data-access-error]");
     btn.disabled = true;
     try {
       const res = await sendJSON("DELETE", (kind === "token" ? "/v1/tokens/" : "/v1/sessions/") + encodeURIComponent(btn.dataset.id));
@@ -965,15 +1028,13 @@
         return;
       }
       if (res.ok) {
-        slot.hidden = true;
+        showMessage(slot, "");
         await refreshAccess();
         return;
       }
-      slot.textContent = await errorMessage(res);
-      slot.hidden = false;
+      showMessage(slot, await errorMessage(res));
     } catch (err) {
-      slot.textContent = "The hub could not be reached: " + err.message;
-      slot.hidden = false;
+      showMessage(slot, "The hub could not be reached: " + err.message);
     }
     btn.disabled = false;
   });
