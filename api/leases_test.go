@@ -142,7 +142,7 @@ func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 			}},
 			{"reclaim", func(t *testing.T, id int64, _, _ string) {
 				f.clock.Advance(2 * time.Hour)
-				if n, err := f.store.Tasks.ReclaimExpired(t.Context(), f.clock.Now(), time.Minute); err != nil || n != 1 {
+				if n, err := f.store.Tasks.ReclaimExpired(t.Context(), f.clock.Now()); err != nil || n != 1 {
 					t.Fatalf("reclaim: %d %v", n, err)
 				}
 			}},

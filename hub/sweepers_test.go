@@ -265,7 +265,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		// Both other leases go stale; "moved" is claimed again by another
 		// worker, "reopened" stays OPEN.
 		c.Advance(2 * time.Hour)
-		if n, err := st.Tasks.ReclaimExpired(ctx, c.Now(), time.Minute); err != nil || n != 2 {
+		if n, err := st.Tasks.ReclaimExpired(ctx, c.Now()); err != nil || n != 2 {
 			t.Fatalf("reclaim: %d, %v", n, err)
 		}
 		moved := claim("moved", "w2")

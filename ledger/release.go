@@ -73,7 +73,7 @@ func (s *Service) ReleaseExecutor(ctx context.Context, executor, actor, why stri
 		// tasks, then locked and read again.
 		var ids []int64
 		for after := int64(0); ; {
-			rows, err := ex.TaskList(ctx, driver.TaskListParams{States: strs(reclaimable[:]), After: after, Limit: reclaimBatch})
+			rows, err := ex.TaskList(ctx, driver.TaskListParams{States: strs(leasedStates[:]), After: after, Limit: reclaimBatch})
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ func (s *Service) ReleaseExecutor(ctx context.Context, executor, actor, why stri
 			return err
 		}
 		held := slices.DeleteFunc(locked, func(r driver.TaskRow) bool {
-			return r.ClaimedBy != executor || !slices.Contains(reclaimable[:], cks.TaskState(r.State))
+			return r.ClaimedBy != executor || !slices.Contains(leasedStates[:], cks.TaskState(r.State))
 		})
 		rows, err := reclaim(ctx, ex, now, held, actor, why)
 		if err != nil {

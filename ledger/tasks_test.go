@@ -150,7 +150,9 @@ func testTaskBadInput(t *testing.T, open backendtest.Opener) {
 	}{
 		{"worker", "", 1, backendtest.Lease},
 		{"n", "w", 0, backendtest.Lease},
-		{"lease_s", "w", 1, 0},
+		{"lease_s", "w", 1, -time.Second},
+		{"lease_s", "w", 1, time.Millisecond},
+		{"lease_s", "w", 1, ledger.MaxLease + time.Second},
 	}
 	for _, c := range claims {
 		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
@@ -333,7 +335,7 @@ func testTaskFencing(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(backendtest.Lease)
-	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0)
+	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now())
 	if err != nil || n != 1 {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
@@ -391,16 +393,12 @@ func testTaskTouchRenewsLease(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("after touch: expires %v renewed %v, now %v", got.LeaseExpiresAt, got.LeaseRenewedAt, clk.Now())
 	}
 	clk.Advance(50 * time.Second) // past the original expiry, within the renewed one
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
 		t.Fatalf("reclaim of a renewed lease = %d, %v", n, err)
 	}
-	clk.Advance(20 * time.Second) // expired, but renewed 70s ago: within a 5m stale window
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
-		t.Fatalf("reclaim within the stale window = %d, %v", n, err)
-	}
-	clk.Advance(ledger.DefaultStaleWindow)
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
-		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
+	clk.Advance(10 * time.Second) // the renewed lease has run out: reclaimed at once, no grace
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("reclaim of the renewed lease once it expired = %d, %v", n, err)
 	}
 	backendtest.WantState(t, s, c.ID, cks.TaskOpen)
 }
@@ -415,7 +413,7 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("attempt %d: claim says %d", attempt, c.Attempts)
 		}
 		clk.Advance(backendtest.Lease + time.Second)
-		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
 			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
 		}
 	}
@@ -441,7 +439,7 @@ func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
-	lo, hi := now.Add(ledger.Backoff(1, 0)), now.Add(ledger.Backoff(1, 1))
+	lo, hi := now.Add(ledger.Backoff(ledger.BackoffBase, 1, 0)), now.Add(ledger.Backoff(ledger.BackoffBase, 1, 1))
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
@@ -655,7 +653,7 @@ func testTaskReview(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(backendtest.Lease)
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
 	if back := backendtest.WantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
@@ -778,7 +776,7 @@ func testTaskEvidencePerAttempt(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("AddEvidence = %+v, %v", ev, err)
 	}
 	clk.Advance(backendtest.Lease)
-	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
+	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c = backendtest.MustClaimOne(t, s, "w2")
