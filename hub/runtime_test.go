@@ -16,8 +16,8 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/knowledge"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/sweeper"
 )
