@@ -16,20 +16,20 @@ import (
 // one past what a time.Duration holds is an error saying which forms are
 // accepted; zero is returned as it is, for the caller to refuse where a
 // setting must be positive.
-func ParseDuration(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
+func ParseDuration(in string) (time.Duration, error) {
+	v := strings.TrimSpace(in)
 	var d time.Duration
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		ns := f * float64(time.Second)
 		if math.IsNaN(ns) || ns >= math.MaxInt64 || ns < 0 {
-			return 0, fmt.Errorf("%q: expected a non-negative number of seconds (e.g. 30 or 0.5) within %s, or a duration (e.g. 30s, 5m)", v, time.Duration(math.MaxInt64))
+			return 0, fmt.Errorf("%q: expected a non-negative number of seconds (e.g. 30 or 0.5) within %s, or a duration (e.g. 30s, 5m)", in, time.Duration(math.MaxInt64))
 		}
 		d = time.Duration(ns)
 	} else if d, err = time.ParseDuration(v); err != nil {
-		return 0, fmt.Errorf("%q: expected seconds (e.g. 30 or 0.5) or a duration (e.g. 30s, 5m)", v)
+		return 0, fmt.Errorf("%q: expected seconds (e.g. 30 or 0.5) or a duration (e.g. 30s, 5m)", in)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q: expected a non-negative number of seconds or duration (e.g. 30, 30s)", v)
+		return 0, fmt.Errorf("%q: expected a non-negative number of seconds or duration (e.g. 30, 30s)", in)
 	}
 	return d, nil
 }

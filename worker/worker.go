@@ -120,7 +120,9 @@ type Report struct {
 // Options configure an Executor.
 type Options struct {
 	// Heartbeat is the lease heartbeat period; 0 means a third of the
-	// task's lease (at least 10ms).
+	// task's lease (at least 10ms). A lease that runs out unrenewed is
+	// lost, so a period set here must be at most a third of the leases
+	// the tasks are claimed with (cks agent claims three of its own).
 	Heartbeat time.Duration
 	// Logger receives warnings (a failed heartbeat); nil discards them.
 	Logger *slog.Logger
