@@ -57,7 +57,7 @@ func (s *Service) ClaimCredentialed(ctx context.Context, p ClaimParams, issue Is
 // done (worker: "released by shutdown: …"). A lease already lost (or
 // expired) is ErrLeaseLost: that attempt is the ledger's to count.
 func (s *Service) GiveBack(ctx context.Context, id int64, token, reason string) (cks.Task, error) {
-	if err := ValidateStopReason(reason); err != nil {
+	if err := nonBlank("reason", reason, "a non-empty reason (why the attempt is given back)"); err != nil {
 		return cks.Task{}, err
 	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
