@@ -33,6 +33,7 @@ func TestTasks(t *testing.T) {
 		"TaskFencing":                     testTaskFencing,
 		"TaskTouchRenewsLease":            testTaskTouchRenewsLease,
 		"TaskReclaimToFailed":             testTaskReclaimToFailed,
+		"TaskBackoffConfigured":           testTaskBackoffConfigured,
 		"TaskBackoff":                     testTaskBackoff,
 		"TaskDependencies":                testTaskDependencies,
 		"TaskDedupe":                      testTaskDedupe,
@@ -428,6 +429,37 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 	if !strings.Contains(blocked.LastError, "max attempts") {
 		t.Fatalf("blocked dependant's reason %q", blocked.LastError)
 	}
+}
+
+// testTaskBackoffConfigured: CKS_RETRY_BACKOFF is the delay after the
+// first failed attempt, doubling with each further one (plus up to a
+// quarter of jitter); 0 retries at once.
+func testTaskBackoffConfigured(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	set, err := ledger.SettingsFromEnv(func(k string) string { return map[string]string{ledger.EnvRetryBackoff: "10"}[k] })
+	if err != nil || s.Tasks.Configure(set) != nil {
+		t.Fatalf("CKS_RETRY_BACKOFF=10: %+v, %v", set, err)
+	}
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "b", MaxAttempts: 5})
+	for attempt, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second} {
+		c := backendtest.ClaimType(t, s, "w", "b")
+		got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait := got.RunAfter.Sub(clk.Now()); wait < want || wait > want+want/4 {
+			t.Fatalf("attempt %d: run_after %s after the failure, want %s to %s", attempt+1, wait, want, want+want/4)
+		}
+		clk.Set(got.RunAfter)
+	}
+	if err := s.Tasks.Configure(ledger.Settings{DefaultLease: ledger.DefaultLease, RetryBackoff: 0}); err != nil {
+		t.Fatal(err)
+	}
+	c := backendtest.ClaimType(t, s, "w", "b")
+	if got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient"); err != nil || got.RunAfter.After(clk.Now()) {
+		t.Fatalf("CKS_RETRY_BACKOFF=0: run_after %s, now %s, %v; want at once", got.RunAfter, clk.Now(), err)
+	}
+	backendtest.ClaimType(t, s, "w", "b") // claimable at once
 }
 
 func testTaskBackoff(t *testing.T, open backendtest.Opener) {
