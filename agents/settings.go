@@ -167,11 +167,8 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 // or as a Go duration ("30s", "500ms"): cks.ParseDuration, 0 refused.
 func ParseInterval(v string) (time.Duration, error) {
 	d, err := cks.ParseDuration(v)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("expected a positive interval, got %q", v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("expected a positive interval: seconds (e.g. 30 or 0.5) or a duration (e.g. 30s), got %q", v)
 	}
 	return d, nil
 }

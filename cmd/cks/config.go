@@ -99,7 +99,7 @@ func parseConfig(getenv func(string) string) *configValues {
 // configTable is the configuration of cks, in the order of
 // docs/configuration.md.
 func configTable() []setting {
-	return slices.Concat(commonSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
+	return slices.Concat(commonSettings(), ledgerSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
 }
 
 // hubReaders are the commands that run a hub.
@@ -143,15 +143,6 @@ func commonSettings() []setting {
 		{flag: "exec-types", readers: []string{"dev"},
 			meaning: "task types of the exec agent `cks dev` starts with the command after --"},
 
-		{env: ledger.EnvStaleWindow, readers: append(hubs, allAgents...),
-			meaning: "the default lease: the lease of a claim that names none (claim_tasks without lease_s) and of a pipeline " +
-				"object claim; an agent's default heartbeat is a third of it (at most 60s). A lease of any length ends when it " +
-				"runs out unrenewed: the next claim takes the task back",
-			value: func(v *configValues) string { return dur(v.hub.Ledger.DefaultLease) }},
-		{env: ledger.EnvRetryBackoff, readers: append(hubs, allAgents...),
-			meaning: "the delay before a task whose attempt failed retryably may be claimed again: this after the first " +
-				"attempt, doubling with each further one up to 1h, plus up to a quarter of jitter; 0 retries at once",
-			value: func(v *configValues) string { return dur(v.hub.Ledger.RetryBackoff) }},
 		{env: "CKS_STALE_STOP_THRESHOLD", readers: hubs, meaning: "when a STOPPED task is reported by the stale stop sweeper",
 			value: func(v *configValues) string { return dur(v.hub.StaleStopThreshold) }},
 		{env: "CKS_RETENTION", readers: hubs,
@@ -197,6 +188,23 @@ func commonSettings() []setting {
 					return strconv.Itoa(n)
 				}
 			}},
+	}
+}
+
+// ledgerSettings are the ledger's, which the hubs and the agents read
+// alike (ledger.SettingsFromEnv).
+func ledgerSettings() []setting {
+	readers := append(hubReaders(), agentWords(agents.Kinds()...)...)
+	return []setting{
+		{env: ledger.EnvStaleWindow, readers: readers,
+			meaning: "the default lease: the lease of a claim that names none (claim_tasks without lease_s) and of a pipeline " +
+				"object claim; an agent's default heartbeat is a third of it (at most 60s). A lease of any length ends when it " +
+				"runs out unrenewed: the next claim takes the task back",
+			value: func(v *configValues) string { return dur(v.hub.Ledger.DefaultLease) }},
+		{env: ledger.EnvRetryBackoff, readers: readers,
+			meaning: "the delay before a task whose attempt failed retryably may be claimed again: this after the first " +
+				"attempt, doubling with each further one up to 1h, plus up to a quarter of jitter; 0 retries at once",
+			value: func(v *configValues) string { return dur(v.hub.Ledger.RetryBackoff) }},
 	}
 }
 
