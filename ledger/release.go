@@ -49,8 +49,8 @@ func reclaim(ctx context.Context, ex driver.Executor, now time.Time, rows []driv
 
 // ReleaseExecutor ends, at once, every lease executor (a claim's worker
 // name, the tasks' claimed_by) holds, for an executor known to be gone —
-// `cks dev` reaped its process — instead of leaving its tasks to the
-// reaper once the stale window has passed: each is reclaimed as an
+// `cks dev` reaped its process — instead of leaving its tasks until their
+// leases run out: each is reclaimed as an
 // expired lease is (reclaim, with why as the reason: OPEN again, FAILED
 // at max attempts, a review back to NEEDS_REVIEW), its lease revoked, so
 // a zombie still holding the token cannot complete it or report on it.

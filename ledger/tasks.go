@@ -750,7 +750,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 // still held and, when it is not, whether an abort names it — an
 // operator's stop, update or cancel revoked it and waits for the executor
 // to confirm (ConfirmAbort with the same token) — or it ended some other
-// way (expired and reaped, the task finished), with nothing to confirm. A
+// way (it ran out unrenewed, the task finished), with nothing to confirm. A
 // lost lease is an answer, not an error.
 func (s *Service) Heartbeat(ctx context.Context, id int64, token string) (cks.TouchResult, error) {
 	held, err := s.Touch(ctx, id, token)

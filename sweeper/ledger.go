@@ -65,7 +65,7 @@ type ClaimStore interface {
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
 // SweepOnce reclaims every expired task lease, settles every overdue abort,
-// releases every object claim older than the stale window and revokes the
+// releases every object claim older than StaleWindow and revokes the
 // credentials of ended leases; it returns how many of all four it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
