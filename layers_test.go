@@ -21,7 +21,8 @@ var layers = []struct {
 	testsAlso []string // layers the package's tests may import besides
 }{
 	{name: "leaf", pkgs: []string{""}},
-	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit", "jsonlines", "studio/chart"}},
+	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit", "jsonlines", "studio/chart",
+		"cmd/cks/internal/shutdown"}},
 	{name: "driver", pkgs: []string{"driver"}},
 	{name: "driver support", pkgs: []string{"driver/schema", "driver/internal/dberr", "driver/internal/nullable",
 		"driver/internal/scratch"}},

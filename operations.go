@@ -323,8 +323,9 @@ type ClaimTasksInput struct {
 	Types  Names  `json:"types,omitempty" jsonschema:"task types to lease, one or a list; none leases tasks of any type"`
 	// N is how many tasks to lease at most (default 1).
 	N int `json:"n,omitempty" jsonschema:"how many tasks to lease at most (default 1)"`
-	// LeaseS is the lease in seconds (default 300).
-	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default 300)"`
+	// LeaseS is the lease in seconds (default the hub's default lease,
+	// CKS_STALE_WINDOW: 300 unless set).
+	LeaseS float64 `json:"lease_s,omitempty" jsonschema:"the lease in seconds, 1 to 86400 (default the hub's CKS_STALE_WINDOW, 300 unless set); lost once it runs out unrenewed"`
 	// Running claims each task straight into RUNNING, as mark_running right
 	// after the claim would (its start is the claim's instant): one request
 	// and one commit less for an executor that starts the work at once.
@@ -413,7 +414,7 @@ type QuestionInput struct {
 type ClaimReviewInput struct {
 	TaskID   int64   `json:"task_id" jsonschema:"the NEEDS_REVIEW task"`
 	Reviewer string  `json:"reviewer,omitempty" jsonschema:"who reviews (default the caller's name)"`
-	LeaseS   float64 `json:"lease_s,omitempty" jsonschema:"the review lease in seconds, 1 to 86400 (default 300)"`
+	LeaseS   float64 `json:"lease_s,omitempty" jsonschema:"the review lease in seconds, 1 to 86400 (default the hub's CKS_STALE_WINDOW, 300 unless set)"`
 }
 
 // ReviewInput is the input of approve_review and reject_review.

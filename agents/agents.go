@@ -2,10 +2,11 @@
 // KIND`, ADR-014/016): one Run shared by every kind, which reports liveness,
 // claims tasks of the kind's types, works each with the lease heartbeat and
 // abort delivery of package worker, waits between claims until new work or a
-// stop arrives, and drains on stop — the current task is finished, nothing
-// more is claimed, and Run returns nil. A stop is the cancellation of Run's
-// context (SIGTERM/SIGINT in a process) or a stop request read from the
-// store (`cks process stop`); both take the same path.
+// stop arrives, and drains on stop — nothing more is claimed, the current
+// task may finish within the drain timeout (else it is interrupted and given
+// back, its attempt not counted), and Run returns nil. A stop is the
+// cancellation of Run's context (SIGTERM/SIGINT in a process) or a stop
+// request read from the store (`cks process stop`); both take the same path.
 package agents
 
 import (
@@ -40,6 +41,10 @@ type Options struct {
 	// Started, when set, is called with the reporter once the first
 	// heartbeat is written (tests and `cks dev` learn the instance id).
 	Started func(*liveness.Reporter)
+	// Interrupt, when set, ends a drain at once: the task in hand is
+	// interrupted and given back as when Settings.DrainTimeout has
+	// passed (`cks agent` closes it on a second SIGTERM or SIGINT).
+	Interrupt <-chan struct{}
 	// Background, when set, runs for the agent's lifetime alongside the
 	// claim loop: a kind whose work is not tasks of the ledger (the
 	// pipeline agent's orchestrator) does it here. It starts after the
@@ -74,11 +79,15 @@ func ServicesOf(b *backend.Backend) Services {
 }
 
 // Run runs the agent until ctx ends or a stop is requested, then drains and
-// returns nil. resolve works one claimed task; with no resolver, or no
-// task types, the agent claims nothing and only reports liveness and obeys
-// stop. An error is returned only when the agent cannot start (its first
-// heartbeat cannot be written) or its Options.Background failed; store
-// failures later are logged and retried.
+// returns nil: it claims nothing more, lets the task in hand finish for up
+// to set.DrainTimeout (or until Options.Interrupt), then interrupts it and
+// gives it back (worker.Interrupted: OPEN again, its attempt not counted).
+// resolve works one claimed task; with no resolver, or no task types, the
+// agent claims nothing and only reports liveness and obeys stop. An error is
+// returned only when the agent cannot start (its first heartbeat cannot be
+// written, and ctx had not ended: a stop before the start returns nil) or
+// its Options.Background failed; store failures later are logged and
+// retried.
 func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
@@ -97,11 +106,20 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	rep := liveness.NewReporter(st.Liveness, liveness.ReporterConfig{Kind: set.Kind, TaskTypes: claims, Interval: set.LivenessInterval,
 		OnStopRequested: stop, NoFastPath: opts.NoFastStop, Changes: st.Changes, Clock: opts.Clock, Logger: log})
 	if err := rep.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped before it started: nothing claimed, nothing to drain.
+			log.Info(MsgStoppedBeforeStart, "process_kind", set.Kind, "err", err)
+			return nil
+		}
 		return err
 	}
 	log = log.With("process_kind", set.Kind, "instance_id", rep.InstanceID())
 	log.Info("agent started", "types", set.Types, "poll_interval", set.PollInterval.String(),
-		"liveness_interval", set.LivenessInterval.String(), "heartbeat_interval", set.HeartbeatInterval.String())
+		"liveness_interval", set.LivenessInterval.String(), "heartbeat_interval", set.HeartbeatInterval.String(),
+		"lease", set.Lease.String(), "drain_timeout", set.DrainTimeout.String())
+	if msg := set.MaxRetriesDeprecation(); msg != "" && resolve != nil {
+		log.Warn(msg)
+	}
 	if opts.Started != nil {
 		opts.Started(rep)
 	}
@@ -140,6 +158,12 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	// ends (signal or stop request), its Stop waiting for the task in hand
 	// and for the watch that wakes it.
 	var panicked atomic.Value // what the claim loop panicked with
+	// hurry is the context of the task in hand: it outlives the stop (the
+	// drain finishes the task) and ends when the drain may not wait any
+	// longer, with the reason as its cause: the executor then gives the
+	// task back (worker.Interrupted).
+	hurry, interrupt := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer interrupt(nil)
 	loop := lifecycle.New(lifecycle.Config{
 		Run: func(lctx context.Context) {
 			// The watch that wakes an idle claim loop lives as long as the
@@ -152,7 +176,7 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 				watchReady(wctx, st, wake)
 			}()
 			defer func() { endWatch(); <-watched }()
-			claimLoop(lctx, run, st, set, resolve, wake, rep,
+			claimLoop(lctx, run, hurry, st, set, resolve, wake, rep,
 				worker.New(st.Tasks, worker.Options{Heartbeat: set.HeartbeatInterval, Clock: opts.Clock, Logger: log, Changes: st.Changes}),
 				opts.Clock, log)
 		},
@@ -166,8 +190,8 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 		return fmt.Errorf("start the claim loop: %w", err)
 	}
 	<-run.Done()
-	log.Info(MsgDraining)
-	if err := loop.Stop(context.WithoutCancel(ctx)); err != nil {
+	log.Info(MsgDraining, "drain_timeout", set.DrainTimeout.String())
+	if err := drain(ctx, loop, set.DrainTimeout, opts, interrupt, log); err != nil {
 		return fmt.Errorf("stop the claim loop: %w", err)
 	}
 	if v := panicked.Load(); v != nil {
@@ -175,6 +199,37 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	}
 	return nil
 }
+
+// drain stops the claim loop, which waits for the task in hand, and
+// interrupts that task (interrupt: the executor gives it back) once
+// timeout of opts.Clock has passed (0: never) or opts.Interrupt closes.
+func drain(ctx context.Context, loop *lifecycle.Base, timeout time.Duration, opts Options, interrupt context.CancelCauseFunc, log *slog.Logger) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- loop.Stop(context.WithoutCancel(ctx)) }()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := opts.Clock.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C()
+	}
+	select {
+	case err := <-stopped:
+		return err
+	case <-expired:
+		log.Warn(MsgDrainTimeout, "drain_timeout", timeout.String())
+		interrupt(fmt.Errorf("the drain timeout (%s) passed", timeout))
+	case <-opts.Interrupt:
+		log.Warn(MsgInterrupted)
+		interrupt(errors.New("interrupted during the drain"))
+	}
+	return <-stopped
+}
+
+// The log messages of a drain that could not wait for the task in hand.
+const (
+	MsgDrainTimeout = "the task in hand did not finish within the drain timeout: interrupting it and giving it back"
+	MsgInterrupted  = "interrupted during the drain: interrupting the task in hand and giving it back"
+)
 
 // backgroundWork is Options.Background on a lifecycle.Base: its context
 // ends at Stop, and when it returns before that it stops the agent (stop).
@@ -226,7 +281,7 @@ func watchReady(ctx context.Context, st Services, wake chan<- struct{}) {
 // cancels its resolver. run is read as well as ctx because the loop's own
 // context ends only when its Stop is called, a moment after run ends: a
 // task finished in that moment must not be followed by another claim.
-func claimLoop(ctx, run context.Context, st Services, set Settings, resolve worker.Resolver, wake <-chan struct{},
+func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := ExecutorName(set.Kind, rep.InstanceID())
 	// The executor's abort watch lives as long as the loop, and a mark taken
@@ -251,7 +306,7 @@ func claimLoop(ctx, run context.Context, st Services, set Settings, resolve work
 		}
 		t := tasks[0]
 		rep.SetCurrentTask(t.ID, t.Type)
-		r, err := ex.RunWith(context.WithoutCancel(ctx), t, capRetries(resolve, set.MaxRetries), worker.RunParams{Mark: mark})
+		r, err := ex.RunWith(hurry, t, capRetries(resolve, set.MaxRetries), worker.RunParams{Mark: mark})
 		rep.ClearCurrentTask()
 		if err != nil {
 			log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)
@@ -262,12 +317,22 @@ func claimLoop(ctx, run context.Context, st Services, set Settings, resolve work
 }
 
 // MsgDraining is the log message of an agent that was told to stop: it
-// finishes the task in hand, claims nothing more, and exits.
+// finishes the task in hand (within its drain timeout), claims nothing
+// more, and exits.
 const MsgDraining = "stopping: finishing the current task, claiming nothing more"
 
+// MsgStoppedBeforeStart is the log message of an agent stopped before it
+// had started (its database opened and its first heartbeat written): it
+// claimed nothing and ends cleanly.
+const MsgStoppedBeforeStart = "stopped before the agent had started: exiting, nothing claimed"
+
 // capRetries makes a failure permanent once the task has had maxRetries
-// retries (attempt maxRetries+1 or later).
+// retries (attempt maxRetries+1 or later): the deprecated
+// Settings.MaxRetries; below 0 resolve is returned as it is.
 func capRetries(resolve worker.Resolver, maxRetries int) worker.Resolver {
+	if maxRetries < 0 {
+		return resolve
+	}
 	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		res, err := resolve(ctx, a)
 		if err != nil && a.Task().Attempts > maxRetries && !errors.Is(err, worker.ErrPermanent) {

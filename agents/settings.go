@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 )
@@ -29,27 +30,40 @@ type Settings struct {
 	// HeartbeatInterval renews the lease of the task being worked; it is
 	// independent of LivenessInterval (ADR-014). SettingsFromEnv defaults it
 	// to the seeds' 60 s or a third of StaleWindow, whichever is shorter, so
-	// that a short window alone is enough to shorten recovery.
+	// that a short default lease alone is enough to shorten recovery.
 	HeartbeatInterval time.Duration
 	// LivenessInterval is the process heartbeat (ADR-014).
 	LivenessInterval time.Duration
-	// MaxRetries is how many times a task this agent failed is retried: a
-	// failure on attempt MaxRetries+1 or later is permanent.
+	// MaxRetries is deprecated: a task's max_attempts is how often it is
+	// tried. When it is 0 or more, a failure on attempt MaxRetries+1 or
+	// later is made permanent even though the task has attempts left (the
+	// agent warns at start); -1, the default, leaves it to max_attempts.
 	MaxRetries int
-	// StaleWindow is the lease reaper's stale window, the hub's
-	// CKS_STALE_WINDOW (ledger.DefaultStaleWindow when unset): a lease not
-	// renewed for that long is reclaimed. The agent reads the same variable
-	// only to check that its heartbeat fits (Finish); the hub's reaper is
-	// what applies it.
+	// StaleWindow is CKS_STALE_WINDOW, the default lease of the ledger
+	// (ledger.Settings.DefaultLease, which the hubs read from the same
+	// variable): the agent derives its default heartbeat from it. Its own
+	// lease is Lease.
 	StaleWindow time.Duration
-	// Lease is the lease a claim asks for: three heartbeats. Finish keeps it
-	// within StaleWindow, so that the window, not the lease, is how long a
-	// dead agent's task waits before it is reclaimed.
+	// Lease is the lease a claim asks for: three heartbeats, so the
+	// heartbeat renews it every third of it. A dead agent's task is taken
+	// back by the next claim once it ran out.
 	Lease time.Duration
+	// DrainTimeout bounds the drain after a stop (SIGTERM, SIGINT, a stop
+	// request): the task in hand may finish for that long, then it is
+	// interrupted and given back to the ledger — OPEN again, its attempt
+	// not counted — and the agent exits. 0 waits for the task without
+	// bound.
+	DrainTimeout time.Duration
 }
 
-// EnvStaleWindow is the stale window's variable, shared with the hub.
-const EnvStaleWindow = "CKS_STALE_WINDOW"
+// EnvStaleWindow is the default lease's variable, shared with the hub.
+const EnvStaleWindow = ledger.EnvStaleWindow
+
+// DefaultDrainTimeout is how long a stopped agent lets the task in hand
+// finish: well inside the stop timeouts of the usual supervisors (systemd
+// 90 s, Kubernetes 30 s) with the exec agent's kill grace (5 s) on top,
+// so that the attempt is given back before the supervisor kills.
+const DefaultDrainTimeout = 20 * time.Second
 
 // envPrefix is each kind's variable prefix (the seeds' names).
 var envPrefix = map[string]string{
@@ -64,13 +78,15 @@ var envPrefix = map[string]string{
 func Kinds() []string { return liveness.KnownKinds() }
 
 // Defaults returns the seed defaults for kind: poll 5 s (30 s for
-// fork_resolution), heartbeat 60 s, liveness 30 s, 3 retries.
+// fork_resolution), heartbeat 60 s, liveness 30 s, drain 20 s, no retry
+// cap of the agent's own.
 func Defaults(kind string) (Settings, error) {
 	if _, ok := envPrefix[kind]; !ok {
 		return Settings{}, &liveness.UnknownKindError{Kind: kind}
 	}
 	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: defaultHeartbeat,
-		LivenessInterval: liveness.DefaultInterval, MaxRetries: 3, StaleWindow: ledger.DefaultStaleWindow}
+		LivenessInterval: liveness.DefaultInterval, MaxRetries: -1, StaleWindow: ledger.DefaultLease,
+		DrainTimeout: DefaultDrainTimeout}
 	if kind == "fork_resolution" {
 		s.PollInterval = 30 * time.Second
 	}
@@ -85,11 +101,9 @@ const defaultHeartbeat = 60 * time.Second
 // survives two late or failed renewals.
 const leaseHeartbeats = 3
 
-// leaseFor is the lease a claim asks for. It is not stretched to the stale
-// window: the reaper reclaims only a lease that has expired and has not been
-// renewed within the window (ledger.Service.ReclaimExpired), so the window
-// already bounds recovery from below, and a longer lease would only make a
-// dead agent's task wait longer than the window that was configured.
+// leaseFor is the lease a claim asks for: what the ledger holds the agent
+// to (a lease that ran out unrenewed is the next claim's), so a dead
+// agent's task waits three heartbeats.
 func leaseFor(heartbeat time.Duration) time.Duration {
 	return leaseHeartbeats * heartbeat
 }
@@ -100,11 +114,11 @@ func leaseFor(heartbeat time.Duration) time.Duration {
 func EnvName(kind, field string) string { return envPrefix[kind] + field }
 
 // SettingsFromEnv returns kind's defaults overridden by its environment
-// variables (getenv is os.Getenv in a process), and the stale window of
-// CKS_STALE_WINDOW. Durations are seconds ("30", "0.5", as the seeds write
-// them) or Go durations ("30s"); CKS_STALE_WINDOW is a Go duration, as the
-// hub reads it. A bad value is an error naming the variable. Whether the
-// heartbeat fits the window is checked by Finish, once flags had their say.
+// variables (getenv is os.Getenv in a process), and the default lease of
+// CKS_STALE_WINDOW (read as the hub reads it: ledger.SettingsFromEnv).
+// Every duration is seconds ("30", "0.5", as the seeds write them) or a Go
+// duration ("30s"), alike for every variable (cks.ParseDuration). A bad
+// value is an error naming the variable.
 func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) {
 	s, err := Defaults(kind)
 	if err != nil {
@@ -113,10 +127,16 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 	for _, d := range []struct {
 		field string
 		dst   *time.Duration
-	}{{"POLL_INTERVAL", &s.PollInterval}, {"HEARTBEAT_INTERVAL", &s.HeartbeatInterval}, {"LIVENESS_INTERVAL", &s.LivenessInterval}} {
+		zero  bool // 0 is a value
+	}{{"POLL_INTERVAL", &s.PollInterval, false}, {"HEARTBEAT_INTERVAL", &s.HeartbeatInterval, false},
+		{"LIVENESS_INTERVAL", &s.LivenessInterval, false}, {"DRAIN_TIMEOUT", &s.DrainTimeout, true}} {
 		name := EnvName(kind, d.field)
 		if v := getenv(name); v != "" {
-			if *d.dst, err = ParseInterval(v); err != nil {
+			parse := ParseInterval
+			if d.zero {
+				parse = cks.ParseDuration
+			}
+			if *d.dst, err = parse(v); err != nil {
 				return s, fmt.Errorf("%s: %w", name, err)
 			}
 		}
@@ -131,14 +151,11 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 	if v := getenv(EnvName(kind, "TYPES")); v != "" {
 		s.Types = SplitTypes(v)
 	}
-	if v := getenv(EnvStaleWindow); v != "" {
-		// Parsed as the hub parses it, so that both accept the same values.
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 15s", EnvStaleWindow, v)
-		}
-		s.StaleWindow = d
+	led, err := ledger.SettingsFromEnv(getenv)
+	if err != nil {
+		return s, err
 	}
+	s.StaleWindow = led.DefaultLease
 	if getenv(EnvName(kind, "HEARTBEAT_INTERVAL")) == "" {
 		s.HeartbeatInterval = min(defaultHeartbeat, s.StaleWindow/leaseHeartbeats)
 	}
@@ -147,18 +164,11 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 }
 
 // ParseInterval reads a positive duration written as seconds ("30", "0.5")
-// or as a Go duration ("30s", "500ms").
+// or as a Go duration ("30s", "500ms"): cks.ParseDuration, 0 refused.
 func ParseInterval(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(v, 64)
-		if ferr != nil {
-			return 0, fmt.Errorf("expected seconds (e.g. 30 or 0.5) or a duration (e.g. 30s), got %q", v)
-		}
-		d = time.Duration(f * float64(time.Second))
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("expected a positive interval, got %q", v)
+	d, err := cks.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("expected a positive interval: seconds (e.g. 30 or 0.5) or a duration (e.g. 30s), got %q", v)
 	}
 	return d, nil
 }
@@ -175,8 +185,16 @@ func SplitTypes(v string) []string {
 	return out
 }
 
-// intervalFlag is a flag.Value over a Settings duration.
-type intervalFlag struct{ d *time.Duration }
+// IntervalFlag is a flag.Value over d that reads a positive duration as
+// every duration setting of cks is read (ParseInterval: seconds or a Go
+// duration).
+func IntervalFlag(d *time.Duration) flag.Value { return intervalFlag{d: d} }
+
+// intervalFlag is a flag.Value over a Settings duration; zero accepts 0.
+type intervalFlag struct {
+	d    *time.Duration
+	zero bool
+}
 
 func (f intervalFlag) String() string {
 	if f.d == nil {
@@ -186,11 +204,35 @@ func (f intervalFlag) String() string {
 }
 
 func (f intervalFlag) Set(v string) error {
-	d, err := ParseInterval(v)
+	parse := ParseInterval
+	if f.zero {
+		parse = cks.ParseDuration
+	}
+	d, err := parse(v)
 	if err != nil {
 		return err
 	}
 	*f.d = d
+	return nil
+}
+
+// retriesFlag is a flag.Value over the deprecated Settings.MaxRetries,
+// shown empty when unset (-1).
+type retriesFlag struct{ n *int }
+
+func (f retriesFlag) String() string {
+	if f.n == nil || *f.n < 0 {
+		return ""
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f retriesFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("expected a non-negative integer, got %q", v)
+	}
+	*f.n = n
 	return nil
 }
 
@@ -211,37 +253,39 @@ func (f typesFlag) Set(v string) error {
 
 // RegisterFlags adds flags that override s (already filled from the
 // environment, so the defaults shown are the effective ones): --poll-interval,
-// --heartbeat-interval, --liveness-interval, --max-retries, --types. Call
-// Finish after parsing.
+// --heartbeat-interval, --liveness-interval, --drain-timeout, --types, and
+// the deprecated --max-retries. Call Finish after parsing.
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(intervalFlag{&s.PollInterval}, "poll-interval", "wait `DURATION` between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
-	fs.Var(intervalFlag{&s.HeartbeatInterval}, "heartbeat-interval",
-		"lease heartbeat `DURATION` of the task being worked, at most a third of "+EnvStaleWindow+" (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+")")
-	fs.Var(intervalFlag{&s.LivenessInterval}, "liveness-interval", "process liveness heartbeat `DURATION` (env "+EnvName(s.Kind, "LIVENESS_INTERVAL")+")")
-	fs.IntVar(&s.MaxRetries, "max-retries", s.MaxRetries, "retries of a task this agent failed (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
+	fs.Var(intervalFlag{d: &s.PollInterval}, "poll-interval", "wait `DURATION` between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
+	fs.Var(intervalFlag{d: &s.HeartbeatInterval}, "heartbeat-interval",
+		"lease heartbeat `DURATION` of the task being worked; the lease asked for is three of them (env "+EnvName(s.Kind, "HEARTBEAT_INTERVAL")+
+			"; default 60s or a third of "+EnvStaleWindow+", whichever is shorter)")
+	fs.Var(intervalFlag{d: &s.LivenessInterval}, "liveness-interval", "process liveness heartbeat `DURATION` (env "+EnvName(s.Kind, "LIVENESS_INTERVAL")+")")
+	fs.Var(intervalFlag{d: &s.DrainTimeout, zero: true}, "drain-timeout",
+		"on stop, let the task in hand finish for up to `DURATION`, then interrupt it and give it back (OPEN, its attempt not counted); "+
+			"0 waits without bound (env "+EnvName(s.Kind, "DRAIN_TIMEOUT")+")")
+	fs.Var(retriesFlag{&s.MaxRetries}, "max-retries", "DEPRECATED: a task's max_attempts decides its retries; `N` makes a failure permanent "+
+		"from attempt N+1 on (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
 	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types `T1,T2` to claim (env "+EnvName(s.Kind, "TYPES")+")")
 }
 
-// Finish validates s after flags were applied and derives the lease. The
-// heartbeat must be well inside the stale window — at most a third of it,
-// so that the lease (three heartbeats) ends within the window: a longer one
-// would make a dead agent's task wait three heartbeats instead of the window
-// that was configured.
+// Finish validates s after flags were applied and derives the lease
+// (three heartbeats, within the ledger's bounds).
 func (s *Settings) Finish() error {
-	if s.MaxRetries < 0 {
-		return fmt.Errorf("--max-retries: expected a non-negative integer, got %d", s.MaxRetries)
-	}
 	s.Lease = leaseFor(s.HeartbeatInterval)
 	if s.Lease < ledger.MinLease || s.Lease > ledger.MaxLease {
 		return fmt.Errorf("lease heartbeat %s (%s / --heartbeat-interval) makes a lease of %s (%d heartbeats), outside the ledger's %s to %s",
 			s.HeartbeatInterval, EnvName(s.Kind, "HEARTBEAT_INTERVAL"), s.Lease, leaseHeartbeats, ledger.MinLease, ledger.MaxLease)
 	}
-	if s.Lease > s.StaleWindow {
-		return fmt.Errorf("lease heartbeat %s (%s / --heartbeat-interval) is not well inside the stale window %s (%s): "+
-			"it must be at most a third of the window (%s here), or a dead agent's task waits %d heartbeats (%s) instead of the window; "+
-			"shorten the heartbeat or widen the window (the hub's %s)",
-			s.HeartbeatInterval, EnvName(s.Kind, "HEARTBEAT_INTERVAL"), s.StaleWindow, EnvStaleWindow,
-			s.StaleWindow/leaseHeartbeats, leaseHeartbeats, s.Lease, EnvStaleWindow)
-	}
 	return nil
+}
+
+// MaxRetriesDeprecation is the warning an agent logs at start when the
+// deprecated MaxRetries is set ("" when it is not).
+func (s Settings) MaxRetriesDeprecation() string {
+	if s.MaxRetries < 0 {
+		return ""
+	}
+	return fmt.Sprintf("--max-retries / %s is deprecated: a task's max_attempts decides how often it is tried; "+
+		"this agent still makes a failure permanent from attempt %d on", EnvName(s.Kind, "MAX_RETRIES"), s.MaxRetries+1)
 }

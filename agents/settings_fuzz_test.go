@@ -11,9 +11,10 @@ import (
 )
 
 // FuzzParseInterval is every CKS_<AGENT>_*_INTERVAL value: seconds or a Go
-// duration. What it accepts is positive and is the value written (a number
-// of seconds is never accepted as a value that overflowed); what it refuses
-// gets an error quoting the input.
+// duration, surrounding blanks ignored (cks.ParseDuration, as every
+// duration of cks). What it accepts is positive and is the value written (a
+// number of seconds is never accepted as a value that overflowed); what it
+// refuses gets an error quoting the input.
 func FuzzParseInterval(f *testing.F) {
 	for _, s := range []string{"30", "0.5", "30s", "1m", "0", "-1", "-5s", "1e-10", "1e10", "9e9", "1e400", "NaN", "Inf", "+Inf",
 		"0x1p4", "1_000", "", " 30", "2562047h47m16.854775807s", "2562047h47m16.854775808s", "\x00"} {
@@ -30,6 +31,7 @@ func FuzzParseInterval(f *testing.F) {
 		if got <= 0 {
 			t.Fatalf("ParseInterval(%q) = %v, not positive", v, got)
 		}
+		v = strings.TrimSpace(v)
 		if d, derr := time.ParseDuration(v); derr == nil {
 			if got != d {
 				t.Fatalf("ParseInterval(%q) = %v, want %v", v, got, d)

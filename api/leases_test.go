@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // httpClaim claims one task of typ over HTTP as worker with token and
@@ -142,7 +143,7 @@ func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 			}},
 			{"reclaim", func(t *testing.T, id int64, _, _ string) {
 				f.clock.Advance(2 * time.Hour)
-				if n, err := f.store.Tasks.ReclaimExpired(t.Context(), f.clock.Now(), time.Minute); err != nil || n != 1 {
+				if n, err := f.store.Tasks.ReclaimExpired(t.Context(), f.clock.Now()); err != nil || n != 1 {
 					t.Fatalf("reclaim: %d %v", n, err)
 				}
 			}},
@@ -172,6 +173,60 @@ func TestClaimCredentialEndsWithItsLease(t *testing.T) {
 					t.Fatalf("principal %s is gone: the credential was deleted, not refused by its lease", name)
 				}
 			})
+		}
+	})
+}
+
+// TestLeaseRunsOutOverHTTP (issue 37 item 3): over HTTP, a lease of
+// lease_s 1 that ran out unrenewed — 5 s later, no reaper pass — is lost:
+// complete_task is 409 lease_lost and completes nothing, touch_task says
+// held false and revives nothing, and the next claim takes the task as
+// attempt 2. A claim without lease_s gets the hub's default lease.
+func TestLeaseRunsOutOverHTTP(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		f := newFixtureOn(t, open)
+		f.mustDo(t, f.token, "POST", "/v1/tasks", `{"type":"short"}`)
+		status, body := f.do(t, f.token, "POST", "/v1/tasks/claim", `{"worker":"dead","types":["short"],"lease_s":1}`)
+		var claimed struct {
+			Tasks []struct {
+				ID         int64     `json:"task_id"`
+				LeaseToken string    `json:"lease_token"`
+				Expires    time.Time `json:"lease_expires_at"`
+				Claimed    time.Time `json:"claimed_at"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal([]byte(body), &claimed); status != http.StatusOK || err != nil || len(claimed.Tasks) != 1 {
+			t.Fatalf("claim: %d %s", status, body)
+		}
+		c := claimed.Tasks[0]
+		f.clock.Advance(5 * time.Second)
+		status, body = f.do(t, f.token, "POST", fmt.Sprintf("/v1/tasks/%d/complete", c.ID), fmt.Sprintf(`{"lease_token":%q,"result":"late"}`, c.LeaseToken))
+		if e := decodeError(t, body); status != http.StatusConflict || e.Error.Code != "lease_lost" {
+			t.Fatalf("complete 5 s after a 1 s lease ran out: %d %s, want 409 lease_lost", status, body)
+		}
+		status, body = f.do(t, f.token, "POST", fmt.Sprintf("/v1/tasks/%d/touch", c.ID), fmt.Sprintf(`{"lease_token":%q}`, c.LeaseToken))
+		if status != http.StatusOK || !strings.Contains(body, `"held":false`) {
+			t.Fatalf("touch after the lease ran out: %d %s, want held false", status, body)
+		}
+		task, err := f.store.Tasks.GetTask(t.Context(), c.ID)
+		if err != nil || task.State != cks.TaskClaimed || task.Result != "" || !task.LeaseExpiresAt.Equal(c.Expires) {
+			t.Fatalf("after the late calls: %s, result %q, lease until %s (%v); want CLAIMED as it was", task.State, task.Result, task.LeaseExpiresAt, err)
+		}
+		status, body = f.do(t, f.token, "POST", "/v1/tasks/claim", `{"worker":"next","types":["short"]}`)
+		var next struct {
+			Tasks []struct {
+				ID       int64     `json:"task_id"`
+				Attempts int       `json:"attempts"`
+				Expires  time.Time `json:"lease_expires_at"`
+				Claimed  time.Time `json:"claimed_at"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal([]byte(body), &next); status != http.StatusOK || err != nil || len(next.Tasks) != 1 ||
+			next.Tasks[0].ID != c.ID || next.Tasks[0].Attempts != 2 {
+			t.Fatalf("the next claim: %d %s; want task %d as attempt 2", status, body, c.ID)
+		}
+		if got := next.Tasks[0].Expires.Sub(next.Tasks[0].Claimed); got != ledger.DefaultLease {
+			t.Fatalf("a claim without lease_s: a lease of %s, want the default %s", got, ledger.DefaultLease)
 		}
 	})
 }

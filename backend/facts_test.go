@@ -108,7 +108,7 @@ func TestEventsHaveTheirTasks(t *testing.T) {
 			}
 			// What is still leased is reclaimed once more (expired by the
 			// clock an hour ahead), after the load.
-			if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
+			if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			if n := c.orphans(t, url); n != 0 {
@@ -180,7 +180,7 @@ func eventLoad(ctx context.Context, s *ledger.Service, worker string, rounds int
 			}
 		}
 		if r%5 == 4 {
-			if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
+			if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour)); err != nil {
 				return err
 			}
 		}

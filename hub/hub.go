@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		return err
 	}
 	defer st.Close()
+	if err := st.Tasks.Configure(settings.Ledger); err != nil {
+		return err
+	}
 	if cfg.Clock == nil {
 		// The database's clock on Postgres (backend.Clock): liveness and
 		// leases are judged by the clock the agents stamped them with.

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/pipeline"
 )
@@ -151,6 +152,14 @@ func NewPipeline(st pipeline.Store, changes pipeline.Watcher, s PipelineSettings
 		log.Info("research pipeline configured", "model", model.Name(), "corpus", s.CorpusLabel(), "passages", c.Len(),
 			"workers_per_step", s.Workers, "poll", s.Poll.String(), "max_rounds", s.MaxRounds)
 	}
+	// An object claim's lease is the default lease (the hubs' lease
+	// reaper releases a claim not renewed within it): a step renews its
+	// claim every third of it, at most every DefaultClaimTouch.
+	led, err := ledger.SettingsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
 	return pipeline.New(pipeline.Config{Store: st, Changes: changes, Model: model, Corpus: c, Workers: s.Workers, Poll: s.Poll,
-		MaxRounds: s.MaxRounds, Bus: bus, Logger: log, Name: name})
+		MaxRounds: s.MaxRounds, Bus: bus, Logger: log, Name: name,
+		ClaimTouch: min(pipeline.DefaultClaimTouch, led.DefaultLease/3)})
 }

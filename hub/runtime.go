@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
@@ -35,8 +34,11 @@ type SweeperSetting struct {
 type Settings struct {
 	// Sweepers by id: CKS_<ID>_SWEEPER_ENABLED and CKS_<ID>_SWEEPER_INTERVAL.
 	Sweepers map[string]SweeperSetting
-	// StaleWindow is the lease reaper's window (CKS_STALE_WINDOW, default 5m).
-	StaleWindow time.Duration
+	// Ledger are the ledger's settings: the default lease
+	// (CKS_STALE_WINDOW, default 5m), also the lease of a pipeline object
+	// claim, and the retry backoff (CKS_RETRY_BACKOFF, default 1s); the
+	// agents read the same variables (ledger.SettingsFromEnv).
+	Ledger ledger.Settings
 	// StaleStopThreshold is when a STOPPED task is reported
 	// (CKS_STALE_STOP_THRESHOLD, default 24h).
 	StaleStopThreshold time.Duration
@@ -93,8 +95,9 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 		s.Sweepers[id] = SweeperSetting{enabled, interval}
 	}
 	var err error
-	// The agents read the same variable to fit their lease heartbeat in it.
-	if s.StaleWindow, err = durationSetting(getenv, agents.EnvStaleWindow, ledger.DefaultStaleWindow); err != nil {
+	// The agents read the same variables (and derive their heartbeat from
+	// the default lease).
+	if s.Ledger, err = ledger.SettingsFromEnv(getenv); err != nil {
 		return s, err
 	}
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
@@ -202,7 +205,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
 		}})
 	for _, sw := range []sweeper.Sweeper{
-		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.StaleWindow,
+		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.Ledger.DefaultLease,
 			ClaimTokens: func(ctx context.Context) (int, error) {
 				return auth.DeleteEndedCredentials(ctx, st.Principals, cfg.Clock.Now())
 			}},
@@ -297,9 +300,9 @@ func durationSetting(getenv func(string) string, name string, def time.Duration)
 	if v == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := cks.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 24h", name, v)
+		return 0, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 24h, or a number of seconds", name, v)
 	}
 	return d, nil
 }

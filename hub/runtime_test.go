@@ -17,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/knowledge"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -426,6 +427,43 @@ func TestRetentionSettings(t *testing.T) {
 			}
 		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks || s.RetentionKnowledge != c.knowledge:
 			t.Errorf("%v: %v %v %v, %v; want %v %v %v", c.env, s.Retention, s.RetentionTasks, s.RetentionKnowledge, err, c.age, c.tasks, c.knowledge)
+		}
+	}
+}
+
+// TestDurationSettingsOneParser (issue 39): the hub reads its durations
+// as every agent interval is read — seconds or a Go duration — so
+// CKS_STALE_WINDOW=30 is 30 s, not a refusal; a bad one names its variable.
+func TestDurationSettingsOneParser(t *testing.T) {
+	for _, c := range []struct {
+		env         map[string]string
+		check       func(hub.Settings) bool
+		errContains string
+	}{
+		{env: nil, check: func(s hub.Settings) bool {
+			return s.Ledger.DefaultLease == ledger.DefaultLease && s.Ledger.RetryBackoff == ledger.BackoffBase
+		}},
+		{env: map[string]string{"CKS_STALE_WINDOW": "30"}, check: func(s hub.Settings) bool { return s.Ledger.DefaultLease == 30*time.Second }},
+		{env: map[string]string{"CKS_STALE_WINDOW": "1m30s"}, check: func(s hub.Settings) bool { return s.Ledger.DefaultLease == 90*time.Second }},
+		{env: map[string]string{"CKS_RETRY_BACKOFF": "0"}, check: func(s hub.Settings) bool { return s.Ledger.RetryBackoff == 0 }},
+		{env: map[string]string{"CKS_RETRY_BACKOFF": "2.5"}, check: func(s hub.Settings) bool { return s.Ledger.RetryBackoff == 2500*time.Millisecond }},
+		{env: map[string]string{"CKS_LEADER_TTL": "12"}, check: func(s hub.Settings) bool { return s.LeaderTTL == 12*time.Second }},
+		{env: map[string]string{"CKS_STALE_STOP_THRESHOLD": "3600"}, check: func(s hub.Settings) bool { return s.StaleStopThreshold == time.Hour }},
+		{env: map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": "10"},
+			check: func(s hub.Settings) bool { return s.Sweepers["lease_reaper"].Interval == 10*time.Second }},
+		{env: map[string]string{"CKS_STALE_WINDOW": "soon"}, errContains: "CKS_STALE_WINDOW"},
+		{env: map[string]string{"CKS_STALE_WINDOW": "0"}, errContains: "CKS_STALE_WINDOW"},
+		{env: map[string]string{"CKS_RETRY_BACKOFF": "2h"}, errContains: "CKS_RETRY_BACKOFF"},
+		{env: map[string]string{"CKS_LEADER_TTL": "-5"}, errContains: "CKS_LEADER_TTL"},
+	} {
+		s, err := hub.ParseSettings(func(k string) string { return c.env[k] })
+		switch {
+		case c.errContains != "":
+			if err == nil || !strings.Contains(err.Error(), c.errContains) {
+				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
+			}
+		case err != nil || !c.check(s):
+			t.Errorf("%v: %+v, %v", c.env, s, err)
 		}
 	}
 }

@@ -71,15 +71,16 @@ func TestLeaseReaper(t *testing.T) {
 			leases[typ] = ts[0].LeaseToken
 		}
 		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: 5 * time.Minute}
-		c.Advance(4 * time.Minute) // expired, but renewed within the window
+		c.Advance(time.Minute - time.Millisecond) // every lease runs still
 		if n := sweep(t, reaper); n != 0 {
-			t.Fatalf("reaped %d leases inside the stale window", n)
+			t.Fatalf("reaped %d leases that still run", n)
 		}
-		// Keep one lease alive, let the others go stale.
-		c.Advance(2 * time.Minute)
+		// Keep one lease alive, let the others run out: they are reaped
+		// at once (the stale window is no grace under a task's lease).
 		if ok, err := st.Tasks.Touch(ctx, held.ID, leases["v"]); !ok || err != nil {
 			t.Fatalf("touch: %v %v", ok, err)
 		}
+		c.Advance(time.Millisecond)
 		if n := sweep(t, reaper); n != 2 {
 			t.Fatalf("reaped %d, want 2", n)
 		}
@@ -265,7 +266,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		// Both other leases go stale; "moved" is claimed again by another
 		// worker, "reopened" stays OPEN.
 		c.Advance(2 * time.Hour)
-		if n, err := st.Tasks.ReclaimExpired(ctx, c.Now(), time.Minute); err != nil || n != 2 {
+		if n, err := st.Tasks.ReclaimExpired(ctx, c.Now()); err != nil || n != 2 {
 			t.Fatalf("reclaim: %d, %v", n, err)
 		}
 		moved := claim("moved", "w2")

@@ -89,11 +89,33 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 		keys[i] = batch[i].In.key()
 		single = single && keys[i] == keys[live[0]]
 	}
+	// A lease that expired unrenewed is the claim's to take back at once
+	// (leaseLive): the claim's transaction reclaims the expired leases
+	// first (reclaimExpired, as the reaper would: the attempt counted,
+	// max_attempts dead-lettered), and the claim then takes those tasks
+	// with the OPEN ones, in claim order. A probe on the pool finds
+	// whether there are any (on Postgres one statement; on SQLite a
+	// read of the reader pool), so that the claim stays a transaction of
+	// one statement when there are none. A lease that expires between the
+	// probe and the claim is the next claim's.
+	stale, _, err := expiredLeases(ctx, s.db.Executor(), driver.Time(s.clock.Now()), 1)
+	if err != nil {
+		for _, i := range live {
+			out[i].Err = err
+		}
+		return out
+	}
+	single = single && len(stale) == 0
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
-	err := s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+	err = s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
 			out[i].Val = make([]cks.ClaimedTask, 0, batch[i].In.p.N)
+		}
+		if len(stale) > 0 {
+			if _, _, err := reclaimExpired(ctx, ex, now); err != nil {
+				return err
+			}
 		}
 		done := map[string]bool{}
 		for _, first := range live {

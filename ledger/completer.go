@@ -56,8 +56,9 @@ type completer = groupcommit.Group[*finish, cks.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
-// single Complete, Fail or Touch — fenced by the hash of its own token, so
-// a stale token is that caller's ErrLeaseLost and nobody else's, and a
+// single Complete, Fail or Touch — fenced by its own token and the lease's
+// life (fence: a token that is not the current one, or whose lease
+// expired unrenewed, is that caller's ErrLeaseLost and nobody else's), and a
 // task met twice is decided the second time as the first left it — then
 // the renewed leases are written (one TaskMoveMany), every move with its
 // event — the one history row that holds the attempt it ends —
@@ -115,13 +116,13 @@ func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.T
 			cur := &locked[k]
 			states := executing
 			if f.touch {
-				states = renewable
+				states = leasedStates[:]
 			}
-			switch {
-			case !holds(*cur, f.token) || !slices.Contains(states, cks.TaskState(cur.State)):
-				out[i].Err = fmt.Errorf("task %d (now %s): %w", f.id, cur.State, cks.ErrLeaseLost)
+			if err := fence(*cur, f.token, now, states); err != nil {
+				out[i].Err = err
 				continue
-			case f.touch:
+			}
+			if f.touch {
 				renew(cur, now)
 				if renewed == nil {
 					renewed = make([]bool, len(locked))
@@ -193,9 +194,6 @@ func renewedRows(locked []driver.TaskRow, renewed []bool) []driver.TaskRow {
 	return out
 }
 
-// renewable are the states whose lease a Touch renews.
-var renewable = []cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
-
 // renew extends the lease of r (read, locked, fenced) by its own length
 // from now.
 func renew(r *driver.TaskRow, now time.Time) {
@@ -213,7 +211,7 @@ func (s *Service) finishMove(cur driver.TaskRow, f *finish, now time.Time) move 
 	}
 	reason := f.text
 	if f.retryable && cur.Attempts < cur.MaxAttempts {
-		runAfter := now.Add(Backoff(cur.Attempts, s.jitter()))
+		runAfter := now.Add(Backoff(s.settings.RetryBackoff, cur.Attempts, s.jitter()))
 		return move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "retry: " + reason,
 			set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }}
 	}

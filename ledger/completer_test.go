@@ -225,7 +225,7 @@ func TestCompleterGroupsWithOneStaleToken(t *testing.T) {
 			s, ctx := ledger.NewService(g, nil), context.Background()
 			ledger.SetMaxFlushes(s, 1) // while the held flush runs, the others queue
 			old := claimN(t, s, "x", 1)[0]
-			if n, err := s.ReclaimExpired(ctx, time.Now().Add(2*time.Hour), 0); err != nil || n != 1 {
+			if n, err := s.ReclaimExpired(ctx, time.Now().Add(2*time.Hour)); err != nil || n != 1 {
 				t.Fatalf("reclaim: %d %v", n, err)
 			}
 			claimed := claimN(t, s, "x", 5) // x again (the oldest), and four of five new tasks

@@ -38,7 +38,7 @@ func (s *Service) ClaimCredentialed(ctx context.Context, p ClaimParams, issue Is
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		for _, b := range ts {
-			if _, gerr := s.GiveBack(gctx, b.ID, b.LeaseToken); gerr != nil {
+			if _, gerr := s.GiveBack(gctx, b.ID, b.LeaseToken, "claim given back"); gerr != nil {
 				err = errors.Join(err, fmt.Errorf("give back task %d: %w", b.ID, gerr))
 			}
 		}
@@ -47,12 +47,21 @@ func (s *Service) ClaimCredentialed(ctx context.Context, p ClaimParams, issue Is
 	return ts, creds, nil
 }
 
-// GiveBack returns a task its claimer cannot work, fenced by its lease:
-// CLAIMED or RUNNING → OPEN with the claim's attempt given back (attempts-1)
-// and the lease revoked, so the next claim carries the same attempt number.
-func (s *Service) GiveBack(ctx context.Context, id int64, token string) (cks.Task, error) {
+// GiveBack returns a task its claimer cannot work, fenced by its live
+// lease: CLAIMED or RUNNING → OPEN with the claim's attempt given back
+// (attempts-1), the lease revoked, and reason in its history, so the next
+// claim carries the same attempt number and the attempt counts against no
+// max_attempts — as an operator's stop gives it back. A claim whose
+// credential could not be issued is given back so ("claim given back"),
+// and so is the task of an executor that shuts down before the task is
+// done (worker: "released by shutdown: …"). A lease already lost (or
+// expired) is ErrLeaseLost: that attempt is the ledger's to count.
+func (s *Service) GiveBack(ctx context.Context, id int64, token, reason string) (cks.Task, error) {
+	if err := nonBlank("reason", reason, "a non-empty reason (why the attempt is given back)"); err != nil {
+		return cks.Task{}, err
+	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "claim given back",
+		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: reason,
 			attempt: cur.Attempts, set: func(r *driver.TaskRow) {
 				r.Attempts--
 				revoke(r)

@@ -69,7 +69,7 @@ func TestDispatchExclusionSet(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0); err != nil {
+		if _, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{string(cks.TaskNeedsInput), string(cks.TaskStopped)}

@@ -275,7 +275,7 @@ func (x *exactlyOnce) reap(s *backend.Backend) {
 		}
 		x.progress.Store(0)
 		x.clk.Advance(backendtest.Lease / 2)
-		n, err := s.Tasks.ReclaimExpired(x.ctx, x.clk.Now(), 0)
+		n, err := s.Tasks.ReclaimExpired(x.ctx, x.clk.Now())
 		if err != nil {
 			x.fail(fmt.Errorf("reclaim: %w", err))
 			return

@@ -255,12 +255,12 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 		tick()
 		claim("lost", "w1", true)
 		clk.Advance(2 * backendtest.Lease)
-		_, err := tasks.ReclaimExpired(c, clk.Now(), 0)
+		_, err := tasks.ReclaimExpired(c, clk.Now())
 		must("reclaim", err)
 		clk.Advance(2 * ledger.BackoffMax)
 		claim("lost", "w2", false)
 		clk.Advance(2 * backendtest.Lease)
-		_, err = tasks.ReclaimExpired(c, clk.Now(), 0)
+		_, err = tasks.ReclaimExpired(c, clk.Now())
 		must("reclaim", err)
 		show("lease-expired", id)
 	}
@@ -396,7 +396,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 		tick()
 		ct := claim("giveback", "w1", false)
 		tick()
-		_, err = tasks.GiveBack(c, id, ct.LeaseToken)
+		_, err = tasks.GiveBack(c, id, ct.LeaseToken, "claim given back")
 		must("give back", err)
 		show("give-back", id)
 

@@ -10,7 +10,11 @@ type ClaimParams struct {
 	Types []string
 	// N is the most tasks the claim takes.
 	N int
-	// Lease is each lease's duration (Touch renews it by as much).
+	// Lease is each lease's duration, MinLease to MaxLease (Touch renews
+	// it by as much); 0 is the service's default lease
+	// (Settings.DefaultLease, CKS_STALE_WINDOW). Once it has run out
+	// unrenewed, every call under it is ErrLeaseLost and the next claim
+	// may take the task.
 	Lease time.Duration
 	// Running moves each claimed task on to RUNNING at once, as a
 	// MarkRunning right after the claim would, in the claim's transaction.

@@ -163,7 +163,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 		}},
 		{"ReclaimExpired", func(t *testing.T, c cks.ClaimedTask) {
 			clk.Advance(2 * backendtest.Lease)
-			if n, err := s.Tasks.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*backendtest.Lease), 0); err != nil || n != 1 {
+			if n, err := s.Tasks.ReclaimExpired(ctx(t), c.LeaseExpiresAt.Add(2*backendtest.Lease)); err != nil || n != 1 {
 				t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 			}
 		}},

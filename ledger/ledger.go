@@ -112,25 +112,29 @@ func (e *TransitionError) Unwrap() error { return cks.ErrConflict }
 
 // Retry backoff bounds (see Backoff).
 const (
-	// BackoffBase is the delay after the first failed attempt.
+	// BackoffBase is the delay after the first failed attempt when
+	// Settings.RetryBackoff is not set (CKS_RETRY_BACKOFF).
 	BackoffBase = time.Second
-	// BackoffMax caps the delay before jitter.
+	// BackoffMax caps the delay before jitter, and bounds
+	// Settings.RetryBackoff.
 	BackoffMax = time.Hour
 	// BackoffJitter is the largest extra fraction added to the base delay.
 	BackoffJitter = 0.25
 )
 
 // Backoff is the delay before a retried task may be claimed again after its
-// attempt-th attempt failed: BackoffBase·2^(attempt-1), capped at BackoffMax,
-// plus up to BackoffJitter of itself chosen by r in [0, 1) (the caller passes
-// a random number, so this function stays deterministic for tests).
-func Backoff(attempt int, r float64) time.Duration {
+// attempt-th attempt failed: base·2^(attempt-1), capped at BackoffMax, plus
+// up to BackoffJitter of itself chosen by r in [0, 1) (the caller passes a
+// random number, so this function stays deterministic for tests). base is
+// Settings.RetryBackoff: 1 s by default, so 1 s, 2 s, 4 s …; 0 retries at
+// once.
+func Backoff(base time.Duration, attempt int, r float64) time.Duration {
 	d := BackoffMax
 	if attempt < 1 {
 		attempt = 1
 	}
-	if attempt <= 32 {
-		if e := BackoffBase << (attempt - 1); e < BackoffMax {
+	if attempt <= 32 && base < BackoffMax {
+		if e := base << (attempt - 1); e >= 0 && e < BackoffMax && e>>(attempt-1) == base {
 			d = e
 		}
 	}

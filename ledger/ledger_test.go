@@ -95,21 +95,27 @@ func TestDispatchExclusion(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	cases := []struct {
+		base    time.Duration
 		attempt int
 		r       float64
 		want    time.Duration
 	}{
-		{1, 0, time.Second},
-		{2, 0, 2 * time.Second},
-		{3, 0.5, 4*time.Second + 500*time.Millisecond},
-		{1, 0.999999999, time.Second + 249999999},
-		{40, 0, time.Hour},
-		{13, 1, time.Hour + 15*time.Minute},
-		{0, 0, time.Second},
+		{time.Second, 1, 0, time.Second},
+		{time.Second, 2, 0, 2 * time.Second},
+		{time.Second, 3, 0.5, 4*time.Second + 500*time.Millisecond},
+		{time.Second, 1, 0.999999999, time.Second + 249999999},
+		{time.Second, 40, 0, time.Hour},
+		{time.Second, 13, 1, time.Hour + 15*time.Minute},
+		{time.Second, 0, 0, time.Second},
+		// CKS_RETRY_BACKOFF: another base, doubling the same way; 0 at once.
+		{10 * time.Second, 3, 0, 40 * time.Second},
+		{0, 5, 1, 0},
+		{time.Hour, 1, 0, time.Hour},
+		{59 * time.Minute, 32, 0, time.Hour}, // the shift overflows: capped
 	}
 	for _, c := range cases {
-		if got := ledger.Backoff(c.attempt, c.r); got != c.want {
-			t.Errorf("Backoff(%d, %v) = %v, want %v", c.attempt, c.r, got, c.want)
+		if got := ledger.Backoff(c.base, c.attempt, c.r); got != c.want {
+			t.Errorf("Backoff(%v, %d, %v) = %v, want %v", c.base, c.attempt, c.r, got, c.want)
 		}
 	}
 }

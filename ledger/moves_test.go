@@ -129,7 +129,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 			return err
 		}, []writeCall{move("FAILED"), move("BLOCKED")}},
 		{"reclaim", func(ctx context.Context, s *ledger.Service, _, _ int64, _ string) error {
-			_, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour), 0)
+			_, err := s.ReclaimExpired(ctx, time.Now().Add(time.Hour))
 			return err
 		}, []writeCall{move("OPEN")}},
 		{"question and answer", func(ctx context.Context, s *ledger.Service, id, _ int64, token string) error {

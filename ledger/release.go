@@ -49,8 +49,8 @@ func reclaim(ctx context.Context, ex driver.Executor, now time.Time, rows []driv
 
 // ReleaseExecutor ends, at once, every lease executor (a claim's worker
 // name, the tasks' claimed_by) holds, for an executor known to be gone —
-// `cks dev` reaped its process — instead of leaving its tasks to the
-// reaper once the stale window has passed: each is reclaimed as an
+// `cks dev` reaped its process — instead of leaving its tasks until their
+// leases run out: each is reclaimed as an
 // expired lease is (reclaim, with why as the reason: OPEN again, FAILED
 // at max attempts, a review back to NEEDS_REVIEW), its lease revoked, so
 // a zombie still holding the token cannot complete it or report on it.
@@ -73,7 +73,7 @@ func (s *Service) ReleaseExecutor(ctx context.Context, executor, actor, why stri
 		// tasks, then locked and read again.
 		var ids []int64
 		for after := int64(0); ; {
-			rows, err := ex.TaskList(ctx, driver.TaskListParams{States: strs(reclaimable[:]), After: after, Limit: reclaimBatch})
+			rows, err := ex.TaskList(ctx, driver.TaskListParams{States: strs(leasedStates[:]), After: after, Limit: reclaimBatch})
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ func (s *Service) ReleaseExecutor(ctx context.Context, executor, actor, why stri
 			return err
 		}
 		held := slices.DeleteFunc(locked, func(r driver.TaskRow) bool {
-			return r.ClaimedBy != executor || !slices.Contains(reclaimable[:], cks.TaskState(r.State))
+			return r.ClaimedBy != executor || !slices.Contains(leasedStates[:], cks.TaskState(r.State))
 		})
 		rows, err := reclaim(ctx, ex, now, held, actor, why)
 		if err != nil {

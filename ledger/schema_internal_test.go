@@ -18,7 +18,7 @@ func TestSchemaStatesAreTheLedgers(t *testing.T) {
 		schema, ours []cks.TaskState
 	}{
 		{"terminal", schema.TerminalStates[:], Terminal[:]},
-		{"leased", schema.LeasedStates[:], reclaimable[:]},
+		{"leased", schema.LeasedStates[:], leasedStates[:]},
 	} {
 		if !slices.Equal(c.schema, c.ours) {
 			t.Errorf("the schema's %s states are %v, the ledger's %v", c.name, c.schema, c.ours)

@@ -43,6 +43,8 @@ type Service struct {
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
 	stats statsCache
+	// settings are the default lease and the retry backoff (Configure).
+	settings Settings
 }
 
 // MovesNoter is told, after the commit, of every write of the ledger that
@@ -66,7 +68,7 @@ func (s *Service) NoteMovesTo(n MovesNoter) { s.moves = n }
 func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Service {
 	s := &Service{db: db, changes: changes, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
-		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}}
+		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}, settings: DefaultSettings()}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
 	if _, ok := db.(driver.SerialWriter); ok {
 		// A second flush could only queue behind the first's transaction:
@@ -155,6 +157,31 @@ func (s *Service) read(ctx context.Context, fn func(ctx context.Context, ex driv
 // only driver.HashLeaseToken of a token, and compares hashes.
 func holds(r driver.TaskRow, token string) bool {
 	return token != "" && r.LeaseTokenHash != "" && driver.LeaseTokenHashes(r.LeaseTokenHash, token)
+}
+
+// leaseLive is the one rule of a live lease: r has a lease and now, by the
+// service's clock (the database's on Postgres), is before its
+// lease_expires_at. A lease is exactly as long as its claim asked (or the
+// default lease, Settings.DefaultLease), renewed by as much by every
+// Touch. Every call under a lease needs it live (fence), LeaseHeld reports
+// it, and a lease that is not live is the next claim's to take back
+// (claimBatch), or the reaper's (ReclaimExpired) if nobody claims.
+func leaseLive(r driver.TaskRow, now time.Time) bool {
+	return r.LeaseTokenHash != "" && now.Before(r.LeaseExpiresAt)
+}
+
+// fence is the check of every call under a lease: token holds r's lease,
+// the lease is live at now (leaseLive), and r is in one of states;
+// otherwise ErrLeaseLost, saying whether the lease expired.
+func fence(r driver.TaskRow, token string, now time.Time, states []cks.TaskState) error {
+	switch {
+	case !holds(r, token) || !slices.Contains(states, cks.TaskState(r.State)):
+		return fmt.Errorf("task %d (now %s): %w", r.ID, r.State, cks.ErrLeaseLost)
+	case !leaseLive(r, now):
+		return fmt.Errorf("task %d (now %s): its lease expired unrenewed at %s: %w", r.ID, r.State,
+			r.LeaseExpiresAt.UTC().Format(time.RFC3339Nano), cks.ErrLeaseLost)
+	}
+	return nil
 }
 
 // strs renders states as the driver's parameters.
@@ -393,10 +420,10 @@ func revoke(r *driver.TaskRow) {
 	r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt, r.ClaimedBy = "", time.Time{}, time.Time{}, ""
 }
 
-// leased reads and locks task id and checks that token is its current lease
-// and that it is in one of states; otherwise ErrLeaseLost (or ErrNotFound,
-// or the FieldError of a token that is not text).
-func leased(ctx context.Context, ex driver.Executor, id int64, token string, states ...cks.TaskState) (driver.TaskRow, error) {
+// leased reads and locks task id and checks that token holds its live
+// lease (fence) and that it is in one of states; otherwise ErrLeaseLost (or
+// ErrNotFound, or the FieldError of a token that is not text).
+func leased(ctx context.Context, ex driver.Executor, now time.Time, id int64, token string, states ...cks.TaskState) (driver.TaskRow, error) {
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return driver.TaskRow{}, err
 	}
@@ -404,16 +431,13 @@ func leased(ctx context.Context, ex driver.Executor, id int64, token string, sta
 	if err != nil {
 		return r, err
 	}
-	if !holds(r, token) || !slices.Contains(states, cks.TaskState(r.State)) {
-		return r, fmt.Errorf("task %d (now %s): %w", id, r.State, cks.ErrLeaseLost)
-	}
-	return r, nil
+	return r, fence(r, token, now, states)
 }
 
 // onTask runs fn on task id, read and locked in one write transaction, and
 // returns the task fn's row becomes.
 func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
-	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
+	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) (driver.TaskRow, error) {
 		return getRow(ctx, ex, id, driver.LockUpdate)
 	}, fn)
 }
@@ -421,18 +445,18 @@ func (s *Service) onTask(ctx context.Context, id int64, fn func(ctx context.Cont
 // onLease runs fn on task id fenced by token (leased) in one write
 // transaction, and returns the task fn's row becomes.
 func (s *Service) onLease(ctx context.Context, id int64, token string, states []cks.TaskState, fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
-	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error) {
-		return leased(ctx, ex, id, token, states...)
+	return s.onRow(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) (driver.TaskRow, error) {
+		return leased(ctx, ex, now, id, token, states...)
 	}, fn)
 }
 
 // onRow runs fn, in one write transaction, on the row read returns, and
 // returns the task fn's row becomes.
-func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex driver.Executor) (driver.TaskRow, error),
+func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex driver.Executor, now time.Time) (driver.TaskRow, error),
 	fn func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error)) (cks.Task, error) {
 	var out cks.Task
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := read(ctx, ex)
+		cur, err := read(ctx, ex, now)
 		if err != nil {
 			return err
 		}

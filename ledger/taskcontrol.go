@@ -529,15 +529,16 @@ func (s *Service) ExpireAborts(ctx context.Context, now time.Time) (int, error) 
 	return n, nil
 }
 
-// LeaseHeld reports, reading only, whether leaseToken is still task id's
-// current lease: the cheap check an executor makes when woken by
-// TopicTaskAborts.
+// LeaseHeld reports, reading only, whether leaseToken still holds task id's
+// live lease (fence, at the service's clock's now): the cheap check an
+// executor makes when woken by TopicTaskAborts. A lease that expired
+// unrenewed is not held, whether or not it was taken back yet.
 func (s *Service) LeaseHeld(ctx context.Context, id int64, token string) (bool, error) {
 	r, err := getRow(ctx, s.db.Executor(), id, driver.LockNone)
 	if err != nil {
 		return false, err
 	}
-	return holds(r, token), nil
+	return fence(r, token, driver.Time(s.clock.Now()), leasedStates[:]) == nil, nil
 }
 
 // RecordDecision records a decision of the current attempt, fenced like
@@ -552,7 +553,7 @@ func (s *Service) RecordDecision(ctx context.Context, id int64, token, kind, tex
 	}
 	var out cks.Decision
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, executing...)
+		cur, err := leased(ctx, ex, now, id, token, executing...)
 		if err != nil {
 			return err
 		}
@@ -591,7 +592,7 @@ func (s *Service) ReuseWorkspace(ctx context.Context, id int64, token, path stri
 	}
 	var out cks.Decision
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, executing...)
+		cur, err := leased(ctx, ex, now, id, token, executing...)
 		if err != nil {
 			return err
 		}

@@ -487,11 +487,8 @@ func testTaskDispatchExclusion(t *testing.T, open backendtest.Opener) {
 		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, backendtest.Lease); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
 		}
-		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
 			t.Fatalf("ReclaimExpired %v later = %d, %v; want 0", far, n, err)
-		}
-		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
-			t.Fatalf("ReclaimExpired with a stale window %v later = %d, %v; want 0", far, n, err)
 		}
 		if r, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || r != (ledger.DependencyRelease{}) {
 			t.Fatalf("ReleaseDependencies = %+v, %v; want nothing moved", r, err)

@@ -662,10 +662,13 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 
 // Claim leases up to n claimable tasks of the given types (any type when
 // types is empty) to worker: state OPEN, run_after passed, not in the
-// dispatch-exclusion set; highest priority first, then oldest. Each gets
-// CLAIMED, claimed_by, claimed_at, a fresh lease token (NewLeaseToken,
-// stored as its hash), lease_expires_at = now+lease and attempts+1. The
-// tasks are returned in that order, each with its plain token.
+// dispatch-exclusion set — or CLAIMED or RUNNING under a lease that expired
+// unrenewed, which the claim takes back first as the reaper would (the
+// attempt counted; FAILED "max attempts" when none is left) —; highest
+// priority first, then oldest. Each gets CLAIMED, claimed_by, claimed_at,
+// a fresh lease token (NewLeaseToken, stored as its hash), lease_expires_at
+// = now+lease (d; 0: the default lease) and attempts+1. The tasks are
+// returned in that order, each with its plain token.
 //
 // ClaimWith without Running.
 func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]cks.ClaimedTask, error) {
@@ -688,6 +691,9 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTexts("types", p.Types); err != nil {
 		return nil, err
+	}
+	if p.Lease == 0 {
+		p.Lease = s.settings.DefaultLease
 	}
 	if err := ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
 		return nil, err
@@ -744,7 +750,7 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 // still held and, when it is not, whether an abort names it — an
 // operator's stop, update or cancel revoked it and waits for the executor
 // to confirm (ConfirmAbort with the same token) — or it ended some other
-// way (expired and reaped, the task finished), with nothing to confirm. A
+// way (it ran out unrenewed, the task finished), with nothing to confirm. A
 // lost lease is an answer, not an error.
 func (s *Service) Heartbeat(ctx context.Context, id int64, token string) (cks.TouchResult, error) {
 	held, err := s.Touch(ctx, id, token)
@@ -772,7 +778,7 @@ func (s *Service) AddEvidence(ctx context.Context, id int64, token, kind, body s
 	}
 	var out cks.Evidence
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, executing...)
+		cur, err := leased(ctx, ex, now, id, token, executing...)
 		if err != nil {
 			return err
 		}
@@ -1015,17 +1021,29 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 }
 
 // ClaimReview moves a NEEDS_REVIEW task to REVIEWING under a fresh lease
-// held by reviewer (attempts unchanged), returned with its plain token
-// as Claim returns it.
+// held by reviewer for d (0: the default lease, Settings.DefaultLease)
+// (attempts unchanged), returned with its plain token as Claim returns it.
+// A REVIEWING task whose review lease expired unrenewed is taken back
+// first, as the reaper would (back to NEEDS_REVIEW), and then claimed.
 func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d time.Duration) (cks.ClaimedTask, error) {
 	if err := cks.ValidateText("reviewer", reviewer); err != nil {
 		return cks.ClaimedTask{}, err
+	}
+	if d == 0 {
+		d = s.settings.DefaultLease
 	}
 	if err := ValidateClaim(reviewer, 1, d); err != nil {
 		return cks.ClaimedTask{}, err
 	}
 	var token string
 	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		if cks.TaskState(cur.State) == cks.TaskReviewing && !leaseLive(cur, now) {
+			back, err := reclaim(ctx, ex, now, []driver.TaskRow{cur}, ActorReaper, ReasonLeaseExpired)
+			if err != nil {
+				return cur, err
+			}
+			cur = back[0]
+		}
 		if !Admits(cks.TaskState(cur.State), cks.ActionReview) {
 			return cur, wrongState(cur, "claim review", cks.TaskNeedsReview)
 		}
@@ -1055,7 +1073,7 @@ func (s *Service) decideReview(ctx context.Context, id int64, token string, appr
 	}
 	var out cks.Task
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
-		cur, err := leased(ctx, ex, id, token, cks.TaskReviewing)
+		cur, err := leased(ctx, ex, now, id, token, cks.TaskReviewing)
 		if err != nil {
 			return err
 		}
@@ -1115,40 +1133,32 @@ func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver
 	return out, ab, err
 }
 
-// reclaimable are the states whose expired leases ReclaimExpired
-// reclaims (the schema's LeasedStates, its index of them on Postgres).
-var reclaimable = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
+// leasedStates are the states that have a lease: a Touch renews it, and
+// once it expired a claim or the reaper reclaims it (the schema's
+// LeasedStates, its index of them on Postgres).
+var leasedStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
 
-// ReclaimExpired reclaims every CLAIMED or RUNNING task whose lease has
-// expired (lease_expires_at <= now) and was not renewed within staleWindow
-// (lease_renewed_at <= now-staleWindow): back to OPEN (the attempt stays
-// counted), or FAILED with reason "max attempts" when attempts reached
-// max_attempts. A REVIEWING task whose review lease is stale in the same
-// sense goes back to NEEDS_REVIEW. It returns how many tasks it reclaimed.
+// ReclaimExpired is the lease reaper's pass: it takes back every lease
+// that is no longer live at now (leaseLive: expired unrenewed) — a
+// CLAIMED or RUNNING task back to OPEN (the attempt stays counted), or
+// FAILED with reason "max attempts" when attempts reached max_attempts; a
+// REVIEWING task back to NEEDS_REVIEW — with an event by actor "reaper",
+// reason "lease expired". The next claim takes such leases back too
+// (claimBatch), so the reaper is the safety net for the tasks nobody
+// claims. It returns how many tasks it reclaimed.
 //
 // The expired leases are read in batches, locked with SKIP LOCKED (a lease
 // another transaction is renewing or ending is that one's business).
-func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error) {
-	if staleWindow < 0 {
-		return 0, &cks.FieldError{Field: "stale_window", Expected: "a non-negative duration"}
-	}
+func (s *Service) ReclaimExpired(ctx context.Context, now time.Time) (int, error) {
 	now = driver.Time(now)
 	total := 0
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
 		total = 0
 		for {
-			rows, err := ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
-				States: strs(reclaimable[:]), Excluded: strs(DispatchExcluded[:]),
-				ExpiredAt: now, RenewedBefore: now.Add(-staleWindow), Limit: reclaimBatch})
-			if err != nil {
+			n, full, err := reclaimExpired(ctx, ex, now)
+			total += n
+			if err != nil || !full {
 				return err
-			}
-			if _, err := reclaim(ctx, ex, now, rows, "reaper", "lease expired"); err != nil {
-				return err
-			}
-			total += len(rows)
-			if len(rows) < reclaimBatch {
-				return nil
 			}
 		}
 	})
@@ -1157,6 +1167,44 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time, staleWindow
 	}
 	return total, nil
 }
+
+// expiredLeases reads, locked (SKIP LOCKED), up to limit tasks in a
+// leased state whose lease is no longer live at now — never one in a
+// dispatch-excluded state: the leases reclaimExpired takes back, and the
+// claim's probe for them. full reports that the read was cut at limit.
+func expiredLeases(ctx context.Context, ex driver.Executor, now time.Time, limit int) (rows []driver.TaskRow, full bool, err error) {
+	// The query selects lease_expires_at <= now; leaseLive decides.
+	rows, err = ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
+		States: strs(leasedStates[:]), Excluded: strs(DispatchExcluded[:]),
+		ExpiredAt: now, RenewedBefore: now, Limit: limit})
+	if err != nil {
+		return nil, false, err
+	}
+	full = len(rows) == limit
+	return slices.DeleteFunc(rows, func(r driver.TaskRow) bool { return leaseLive(r, now) }), full, nil
+}
+
+// reclaimExpired takes back, in ex's transaction, one batch of the leases
+// that are no longer live at now (expiredLeases) as the reaper does
+// (reclaim, actor ActorReaper, reason ReasonLeaseExpired). full reports a
+// whole batch: there may be more.
+func reclaimExpired(ctx context.Context, ex driver.Executor, now time.Time) (n int, full bool, err error) {
+	rows, full, err := expiredLeases(ctx, ex, now, reclaimBatch)
+	if err != nil {
+		return 0, false, err
+	}
+	if _, err := reclaim(ctx, ex, now, rows, ActorReaper, ReasonLeaseExpired); err != nil {
+		return 0, false, err
+	}
+	return len(rows), full, nil
+}
+
+// The event of a lease taken back once it expired unrenewed, whichever of
+// the claim and the reaper took it back first: one rule, one record.
+const (
+	ActorReaper        = "reaper"
+	ReasonLeaseExpired = "lease expired"
+)
 
 // ReleaseDependencies is the safety net of the dependency_release
 // sweeper for WAITING tasks (Complete, Fail and Cancel already do this

@@ -33,6 +33,7 @@ func TestTasks(t *testing.T) {
 		"TaskFencing":                     testTaskFencing,
 		"TaskTouchRenewsLease":            testTaskTouchRenewsLease,
 		"TaskReclaimToFailed":             testTaskReclaimToFailed,
+		"TaskBackoffConfigured":           testTaskBackoffConfigured,
 		"TaskBackoff":                     testTaskBackoff,
 		"TaskDependencies":                testTaskDependencies,
 		"TaskDedupe":                      testTaskDedupe,
@@ -150,7 +151,9 @@ func testTaskBadInput(t *testing.T, open backendtest.Opener) {
 	}{
 		{"worker", "", 1, backendtest.Lease},
 		{"n", "w", 0, backendtest.Lease},
-		{"lease_s", "w", 1, 0},
+		{"lease_s", "w", 1, -time.Second},
+		{"lease_s", "w", 1, time.Millisecond},
+		{"lease_s", "w", 1, ledger.MaxLease + time.Second},
 	}
 	for _, c := range claims {
 		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
@@ -333,7 +336,7 @@ func testTaskFencing(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(backendtest.Lease)
-	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0)
+	n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now())
 	if err != nil || n != 1 {
 		t.Fatalf("ReclaimExpired = %d, %v; want 1", n, err)
 	}
@@ -391,16 +394,12 @@ func testTaskTouchRenewsLease(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("after touch: expires %v renewed %v, now %v", got.LeaseExpiresAt, got.LeaseRenewedAt, clk.Now())
 	}
 	clk.Advance(50 * time.Second) // past the original expiry, within the renewed one
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 0 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
 		t.Fatalf("reclaim of a renewed lease = %d, %v", n, err)
 	}
-	clk.Advance(20 * time.Second) // expired, but renewed 70s ago: within a 5m stale window
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 0 || err != nil {
-		t.Fatalf("reclaim within the stale window = %d, %v", n, err)
-	}
-	clk.Advance(ledger.DefaultStaleWindow)
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), ledger.DefaultStaleWindow); n != 1 || err != nil {
-		t.Fatalf("reclaim after the stale window = %d, %v", n, err)
+	clk.Advance(10 * time.Second) // the renewed lease has run out: reclaimed at once, no grace
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("reclaim of the renewed lease once it expired = %d, %v", n, err)
 	}
 	backendtest.WantState(t, s, c.ID, cks.TaskOpen)
 }
@@ -415,7 +414,7 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("attempt %d: claim says %d", attempt, c.Attempts)
 		}
 		clk.Advance(backendtest.Lease + time.Second)
-		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
 			t.Fatalf("attempt %d: reclaim = %d, %v", attempt, n, err)
 		}
 	}
@@ -432,6 +431,37 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 	}
 }
 
+// testTaskBackoffConfigured: CKS_RETRY_BACKOFF is the delay after the
+// first failed attempt, doubling with each further one (plus up to a
+// quarter of jitter); 0 retries at once.
+func testTaskBackoffConfigured(t *testing.T, open backendtest.Opener) {
+	s, clk := backendtest.FakeStore(t, open)
+	set, err := ledger.SettingsFromEnv(func(k string) string { return map[string]string{ledger.EnvRetryBackoff: "10"}[k] })
+	if err != nil || s.Tasks.Configure(set) != nil {
+		t.Fatalf("CKS_RETRY_BACKOFF=10: %+v, %v", set, err)
+	}
+	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "b", MaxAttempts: 5})
+	for attempt, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second} {
+		c := backendtest.ClaimType(t, s, "w", "b")
+		got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait := got.RunAfter.Sub(clk.Now()); wait < want || wait > want+want/4 {
+			t.Fatalf("attempt %d: run_after %s after the failure, want %s to %s", attempt+1, wait, want, want+want/4)
+		}
+		clk.Set(got.RunAfter)
+	}
+	if err := s.Tasks.Configure(ledger.Settings{DefaultLease: ledger.DefaultLease, RetryBackoff: 0}); err != nil {
+		t.Fatal(err)
+	}
+	c := backendtest.ClaimType(t, s, "w", "b")
+	if got, err := s.Tasks.Fail(ctx(t), c.ID, c.LeaseToken, true, "transient"); err != nil || got.RunAfter.After(clk.Now()) {
+		t.Fatalf("CKS_RETRY_BACKOFF=0: run_after %s, now %s, %v; want at once", got.RunAfter, clk.Now(), err)
+	}
+	backendtest.ClaimType(t, s, "w", "b") // claimable at once
+}
+
 func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "retry", MaxAttempts: 2})
@@ -441,7 +471,7 @@ func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
-	lo, hi := now.Add(ledger.Backoff(1, 0)), now.Add(ledger.Backoff(1, 1))
+	lo, hi := now.Add(ledger.Backoff(ledger.BackoffBase, 1, 0)), now.Add(ledger.Backoff(ledger.BackoffBase, 1, 1))
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
@@ -655,7 +685,7 @@ func testTaskReview(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(backendtest.Lease)
-	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); n != 1 || err != nil {
+	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 1 || err != nil {
 		t.Fatalf("reclaim of an abandoned review = %d, %v", n, err)
 	}
 	if back := backendtest.WantState(t, s, task.ID, cks.TaskNeedsReview); hasLease(back) || back.Attempts != 2 {
@@ -778,7 +808,7 @@ func testTaskEvidencePerAttempt(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("AddEvidence = %+v, %v", ev, err)
 	}
 	clk.Advance(backendtest.Lease)
-	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now(), 0); err != nil {
+	if _, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c = backendtest.MustClaimOne(t, s, "w2")

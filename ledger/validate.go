@@ -11,7 +11,8 @@ import (
 )
 
 // The bound of a lease, the one every claim and review claim meets on every
-// surface, and the lease of a claim that names none.
+// surface, and the default of the lease of a claim that names none
+// (Settings.DefaultLease, CKS_STALE_WINDOW).
 const (
 	MinLease     = time.Second
 	MaxLease     = 24 * time.Hour
@@ -19,7 +20,8 @@ const (
 )
 
 // ValidateClaim reports the first bad argument of a claim: an empty worker, a
-// batch size outside 1..MaxListLimit, or a lease shorter than a millisecond.
+// batch size outside 1..MaxListLimit, or a lease outside MinLease..MaxLease
+// (the service has put its default lease in for none before).
 func ValidateClaim(worker string, n int, lease time.Duration) error {
 	if err := cks.ValidateText("worker", worker); err != nil {
 		return err
@@ -51,10 +53,6 @@ func SortClaimed(ts []cks.ClaimedTask) {
 
 // ActorDependencyRelease is the event actor of ReleaseDependencies.
 const ActorDependencyRelease = "dependency_release"
-
-// DefaultStaleWindow is the reaper's default: a lease not renewed for five
-// minutes is reclaimed.
-const DefaultStaleWindow = 5 * time.Minute
 
 // GroupAttempts fills t.Current and t.History from every evidence and
 // decision record of t (oldest first) and its aborts: Current is the attempt

@@ -2,10 +2,9 @@ package llm
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/cks-dev/cks"
 )
 
 // FromEnv builds the Model the environment asks for:
@@ -43,25 +42,11 @@ func FromEnv(getenv func(string) string) (Model, error) {
 		return nil, fmt.Errorf("CKS_LLM_BASE_URL: %w", err)
 	}
 	if v := strings.TrimSpace(getenv("CKS_LLM_TIMEOUT")); v != "" {
-		d, err := parseDuration(v)
+		d, err := cks.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("CKS_LLM_TIMEOUT: %q is not a positive duration (e.g. 90s, or seconds: 90)", v)
 		}
 		cfg.Timeout = d
 	}
 	return NewOpenAI(cfg)
-}
-
-// parseDuration reads seconds ("30", "0.5") or a Go duration ("30s"). A
-// number of seconds a Duration cannot hold (or NaN) is refused: converting
-// it would give an arbitrary value (on amd64, a negative one).
-func parseDuration(s string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		ns := f * float64(time.Second)
-		if math.IsNaN(ns) || ns >= math.MaxInt64 || ns <= math.MinInt64 {
-			return 0, fmt.Errorf("%s seconds is out of range", s)
-		}
-		return time.Duration(ns), nil
-	}
-	return time.ParseDuration(s)
 }

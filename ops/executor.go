@@ -31,17 +31,19 @@ const WorkerProtocol = "The worker protocol, in order: " +
 	"claimed task's revision; " +
 	"(4) end the attempt with exactly one of complete_task, fail_task or request_input. " +
 	"Every call after the claim carries task_id and lease_token; one whose lease is no longer held (stopped, cancelled, " +
-	"expired, finished) is a lease_lost error and changes nothing. A stopped task that is started again is claimed afresh, " +
+	"finished, or expired: lease_s passed since the claim or the last touch_task, by the hub's clock) is a lease_lost " +
+	"error and changes nothing, and an expired lease's task may be claimed by the next claim at once. A stopped task that is started again is claimed afresh, " +
 	"with a new lease and its new revision: re-derive everything from the task as that claim returns it."
 
-// leaseOf reads lease_s: 0 is the ledger's DefaultLease. The bound is the
-// ledger's (ValidateClaim, naming lease_s): a number of seconds past it
+// leaseOf reads lease_s: 0 (omitted) is the ledger's default lease
+// (ledger.Settings.DefaultLease, the hub's CKS_STALE_WINDOW). The bound is
+// the ledger's (ValidateClaim, naming lease_s): a number of seconds past it
 // (or not a number) is given as -1, which the ledger refuses, rather than
 // converted past what a Duration holds.
 func leaseOf(seconds float64) time.Duration {
 	switch {
 	case seconds == 0:
-		return ledger.DefaultLease
+		return 0
 	case !(seconds >= 0 && seconds <= ledger.MaxLease.Seconds()):
 		return -1
 	}
@@ -54,7 +56,8 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		Title:   "Claim tasks",
 		Summary: "lease up to n OPEN tasks, each with its lease token and an agent credential",
 		Description: "Lease up to n OPEN tasks of the given types (any type when none), highest priority first, to worker " +
-			"(default the caller's name), for lease_s seconds (default 300). Each comes with its revision and a fresh lease_token, " +
+			"(default the caller's name), for lease_s seconds (default the hub's default lease, CKS_STALE_WINDOW: 300 unless set); " +
+			"the lease is exactly that long unless touch_task renews it. Each comes with its revision and a fresh lease_token, " +
 			"shown in this answer only: keep it, every later call of the attempt needs it. agent_tokens holds a task-scoped " +
 			"credential per task (read, append and create on /tasks/ID, bound to the lease) for whatever the executor runs " +
 			"to work that task with. running true claims each task straight into RUNNING (its start recorded at the claim), as " +
@@ -124,7 +127,8 @@ var TouchTask = executorOp(cks.OpTouchTask, Spec{
 	Summary: "renew a lease (the heartbeat); held false when it is lost, with abort_requested after a stop",
 	Hints:   leaseOnce,
 	Description: "Step 3 of the worker protocol (claim_tasks describes it): renew the lease for its length again (the heartbeat); " +
-		"call it at least every third of the lease while working. held false (an answer, not an error): the lease is lost, " +
+		"call it at least every third of the lease while working: a lease that ran out is not renewed, it is lost. " +
+		"held false (an answer, not an error): the lease is lost, " +
 		"stop working on the task and write nothing more; abort_requested true with it: an operator stopped the attempt " +
 		"and waits for confirm_abort with this lease token.",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.TouchResult, error) {
@@ -183,8 +187,8 @@ var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 	Title:   "Complete task",
 	Summary: "end an attempt successfully (or for review)", Hints: leaseOnce,
 	Description: "Step 4 of the worker protocol (claim_tasks describes it): end the attempt with its result: COMPLETED, or " +
-		"NEEDS_REVIEW with needs_review. The lease ends with it; a lease that is no longer held (the task was stopped) " +
-		"is a lease_lost error and completes nothing.",
+		"NEEDS_REVIEW with needs_review. The lease ends with it; a lease that is no longer held (the task was stopped, or " +
+		"the lease ran out unrenewed) is a lease_lost error and completes nothing.",
 }, func(ctx context.Context, s *Services, in *cks.CompleteTaskInput) (cks.Task, error) {
 	return s.Tasks.Complete(ctx, in.TaskID, in.LeaseToken, in.NeedsReview, in.Result)
 })
@@ -221,7 +225,8 @@ func reviewOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx conte
 var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 	Title: "Claim review", Secret: true, Hints: leaseCall,
 	Summary: "lease a NEEDS_REVIEW task for review, with the review lease's token",
-	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING) for lease_s seconds (default 300); the answer carries the review " +
+	Description: "Lease a NEEDS_REVIEW task for review (REVIEWING) for lease_s seconds (default the hub's default lease, " +
+		"CKS_STALE_WINDOW: 300 unless set; a review lease that ran out unrenewed is lost, and the next review claim takes it); the answer carries the review " +
 		"lease's token, shown in this answer only, as a claim does. End the review with approve_review or reject_review " +
 		"under that token.",
 }, func(ctx context.Context, s *Services, in *cks.ClaimReviewInput) (cks.ClaimedTask, error) {

@@ -97,8 +97,10 @@ type Config struct {
 	// MaxFailures is how many unusable model replies one step may get for
 	// one question in one round before it parks it (default 3).
 	MaxFailures int
-	// ClaimTouch is how often a running step renews its claim (default 1 m,
-	// well inside the lease reaper's stale window), with a lease.Keeper.
+	// ClaimTouch is how often a running step renews its claim (default 1 m;
+	// the hub makes it a third of the default lease, CKS_STALE_WINDOW, when
+	// that is shorter, since the lease reaper releases a claim not renewed
+	// within it), with a lease.Keeper.
 	ClaimTouch time.Duration
 	// Clock times the poll, the claim renewals and the backoffs, and tells
 	// the time and duration of the step events; the system clock when nil.

@@ -2,11 +2,11 @@ package sweeper
 
 import (
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cks-dev/cks"
 )
 
 // EnvNames returns the names of the environment variables that configure the
@@ -61,19 +61,11 @@ func parseBool(v string) (value, ok bool) {
 	return false, false
 }
 
+// parseInterval reads a positive interval as every duration of cks is read
+// (cks.ParseDuration: seconds or a Go duration).
 func parseInterval(v string) (time.Duration, bool) {
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		d := secs * float64(time.Second)
-		if math.IsNaN(d) || d < 1 || d >= math.MaxInt64 {
-			return 0, false
-		}
-		return time.Duration(d), true
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, false
-	}
-	return d, true
+	d, err := cks.ParseDuration(v)
+	return d, err == nil && d > 0
 }
 
 // validID accepts lower-case letters, digits and underscores, so that every id

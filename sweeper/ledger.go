@@ -22,21 +22,26 @@ const (
 // stale_stop_report sweeper reports it.
 const DefaultStaleStopThreshold = 24 * time.Hour
 
-// LeaseReaper reclaims leases that were not renewed within the stale window:
-// back to OPEN, or FAILED ("max attempts") when attempts are used up. It is the
-// periodic caller of ledger.Service.ReclaimExpired, which skips the
+// LeaseReaper reclaims the task leases that expired unrenewed: back to
+// OPEN, or FAILED ("max attempts") when attempts are used up. The next
+// claim takes such a lease back at once (the ledger's claim does), so the
+// reaper is the safety net for the tasks nobody claims: it is the periodic
+// caller of ledger.Service.ReclaimExpired, which skips the
 // dispatch-excluded states. It also settles abort requests whose deadline
 // passed with nobody left waiting for them (ledger.Service.ExpireAborts),
 // so every abort ends confirmed or unconfirmed even when the stop's caller
 // went away. And it releases the claims of the knowledge store's pipeline
-// objects (ADR-007 §2) not taken or renewed within the stale window
+// objects (ADR-007 §2) not taken or renewed within StaleWindow
 // (knowledge.Service.ReleaseStaleClaims), so an object whose step worker died
 // is claimed again by another worker.
 type LeaseReaper struct {
 	Tasks LeaseStore
 	// Claims holds the pipeline's object claims; nil releases none.
-	Claims      ClaimStore
-	Clock       clock.Clock
+	Claims ClaimStore
+	Clock  clock.Clock
+	// StaleWindow is the lease of a pipeline object claim, which names
+	// none: the default lease (ledger.Settings.DefaultLease,
+	// CKS_STALE_WINDOW). Task leases carry their own length.
 	StaleWindow time.Duration
 	// ClaimTokens, when set, deletes the credentials that no longer
 	// authenticate — the task-scoped credentials of leases that ended, and
@@ -47,7 +52,7 @@ type LeaseReaper struct {
 
 // LeaseStore is what LeaseReaper needs of the ledger.
 type LeaseStore interface {
-	ReclaimExpired(ctx context.Context, now time.Time, staleWindow time.Duration) (int, error)
+	ReclaimExpired(ctx context.Context, now time.Time) (int, error)
 	ExpireAborts(ctx context.Context, now time.Time) (int, error)
 }
 
@@ -59,12 +64,12 @@ type ClaimStore interface {
 // ID returns "lease_reaper".
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
-// SweepOnce reclaims every stale lease, settles every overdue abort,
-// releases every object claim older than the stale window and revokes the
+// SweepOnce reclaims every expired task lease, settles every overdue abort,
+// releases every object claim older than StaleWindow and revokes the
 // credentials of ended leases; it returns how many of all four it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
-	n, err := r.Tasks.ReclaimExpired(ctx, now, r.StaleWindow)
+	n, err := r.Tasks.ReclaimExpired(ctx, now)
 	if err != nil {
 		return n, err
 	}

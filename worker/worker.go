@@ -38,6 +38,18 @@ type Store interface {
 	GetTask(ctx context.Context, id int64) (cks.Task, error)
 }
 
+// GiveBacker is a Store that can give an attempt back without counting it
+// (ledger.Service.GiveBack): an executor that shuts down before its task
+// is done gives the task back with it. A store without it (the HTTP API
+// has no such call) fails the attempt retryably instead.
+type GiveBacker interface {
+	GiveBack(ctx context.Context, id int64, leaseToken, reason string) (cks.Task, error)
+}
+
+// ReasonShutdown begins the history reason of a task an executor gave back
+// because it was shutting down (Interrupted).
+const ReasonShutdown = "released by shutdown"
+
 // Watcher is what an executor needs of the change notifications: to learn
 // of an abort (cks.TopicTaskAborts) without waiting for its next lease
 // heartbeat (notifier.Notifier).
@@ -86,8 +98,11 @@ const (
 	// LeaseLost: the lease ended without an abort request (reclaimed after
 	// it expired); the resolver was cancelled and nothing was written.
 	LeaseLost Outcome = "lease_lost"
-	// Interrupted: ctx ended (the executor is shutting down); the attempt
-	// was failed retryably so another executor can take the task.
+	// Interrupted: ctx ended (the executor is shutting down) before the
+	// resolver was done; the task was given back — OPEN again, its attempt
+	// not counted, "released by shutdown" in its history — so another
+	// executor takes it (a Store that cannot give back fails it
+	// retryably).
 	Interrupted Outcome = "interrupted"
 )
 
@@ -105,7 +120,9 @@ type Report struct {
 // Options configure an Executor.
 type Options struct {
 	// Heartbeat is the lease heartbeat period; 0 means a third of the
-	// task's lease (at least 10ms).
+	// task's lease (at least 10ms). A lease that runs out unrenewed is
+	// lost, so a period set here must be at most a third of the leases
+	// the tasks are claimed with (cks agent claims three of its own).
 	Heartbeat time.Duration
 	// Logger receives warnings (a failed heartbeat); nil discards them.
 	Logger *slog.Logger
@@ -264,15 +281,7 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 		return e.lost(wctx, t, token)
 	}
 	if ctx.Err() != nil {
-		var cur cks.Task
-		err := e.write(wctx, t, "fail", func() (err error) {
-			cur, err = e.st.Fail(wctx, t.ID, token, true, "interrupted: the executor is shutting down")
-			return err
-		})
-		if errors.Is(err, cks.ErrLeaseLost) {
-			return e.lost(wctx, t, token)
-		}
-		return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, "fail", err)
+		return e.interrupted(wctx, t, token, context.Cause(ctx), rerr)
 	}
 	if rerr != nil {
 		// The error may quote anything, of any length (a command's output): store what the
@@ -302,12 +311,40 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	return Report{Outcome: out, Task: cur}, wrap(t, "complete", err)
 }
 
-// write runs one write of t's attempt (mark running, its outcome, the abort
-// confirmation), and again, waiting RetryWait doubling to 5 s, while it fails
-// on the connection (a database restart, a dropped connection) rather than
-// with an answer of the ledger, for at most one lease of t: giving up at
-// once would leave the task RUNNING until the reaper reclaims it a stale
-// window later, and the work would be done twice. An answer (the lease is
+// interrupted ends a run whose ctx ended before the resolver was done
+// (the executor is shutting down, cause says why): the task is given back
+// without counting the attempt (GiveBacker), or failed retryably by a
+// store that cannot give back.
+func (e *Executor) interrupted(ctx context.Context, t cks.Task, token string, cause, rerr error) (Report, error) {
+	why := "the executor is shutting down"
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		why = cause.Error()
+	}
+	var cur cks.Task
+	op := "give back"
+	err := e.write(ctx, t, op, func() (err error) {
+		if gb, ok := e.st.(GiveBacker); ok {
+			cur, err = gb.GiveBack(ctx, t.ID, token, ReasonShutdown+": "+why)
+			return err
+		}
+		op = "fail"
+		cur, err = e.st.Fail(ctx, t.ID, token, true, "interrupted: "+why)
+		return err
+	})
+	if errors.Is(err, cks.ErrLeaseLost) {
+		return e.lost(ctx, t, token)
+	}
+	return Report{Outcome: Interrupted, Task: cur, Err: rerr}, wrap(t, op, err)
+}
+
+// write runs one write of t's attempt (mark running, the resolver's
+// evidence and decisions, its outcome, the give-back, the abort
+// confirmation), and again, waiting RetryWait doubling to 5 s, while it
+// fails on the connection (a database restart, a dropped connection)
+// rather than with an answer of the ledger, for at most one lease of t:
+// giving up at once would fail the attempt, or leave the task RUNNING
+// until its lease ran out, and the work would be done twice; past a lease
+// the ledger's answer could only be lease_lost. An answer (the lease is
 // lost, invalid input, a conflict) or ctx's end is returned as it is.
 func (e *Executor) write(ctx context.Context, t cks.Task, op string, f func() error) error {
 	wait := e.opts.RetryWait
@@ -534,19 +571,35 @@ type Attempt struct {
 // lease token, which stays with the Executor).
 func (a *Attempt) Task() cks.Task { return a.task }
 
-// Evidence records evidence for this attempt.
+// Evidence records evidence for this attempt. Like every write of the
+// attempt it is made again while it fails on the connection, for up to a
+// lease (Executor.write): evidence written after the work — a command's
+// output — must not cost the work a second run because the database
+// restarted in between. (A write whose commit was not acknowledged may
+// then be recorded twice.)
 func (a *Attempt) Evidence(ctx context.Context, kind, body string) (cks.Evidence, error) {
-	return a.e.st.AddEvidence(ctx, a.task.ID, a.token, kind, body)
+	var out cks.Evidence
+	err := a.e.write(ctx, a.task, "evidence", func() (err error) {
+		out, err = a.e.st.AddEvidence(ctx, a.task.ID, a.token, kind, body)
+		return err
+	})
+	return out, err
 }
 
-// Decide records a decision derived from the revision this attempt claimed.
+// Decide records a decision derived from the revision this attempt
+// claimed, retried as Evidence is.
 func (a *Attempt) Decide(ctx context.Context, kind, text string) (cks.Decision, error) {
-	return a.e.st.RecordDecision(ctx, a.task.ID, a.token, kind, text, a.task.Revision)
+	var out cks.Decision
+	err := a.e.write(ctx, a.task, "decision", func() (err error) {
+		out, err = a.e.st.RecordDecision(ctx, a.task.ID, a.token, kind, text, a.task.Revision)
+		return err
+	})
+	return out, err
 }
 
 // SetWorkspace records path as this attempt's workspace.
 func (a *Attempt) SetWorkspace(ctx context.Context, path string) error {
-	_, err := a.e.st.AddEvidence(ctx, a.task.ID, a.token, cks.EvidenceWorkspace, path)
+	_, err := a.Evidence(ctx, cks.EvidenceWorkspace, path)
 	return err
 }
 
@@ -561,7 +614,13 @@ func (a *Attempt) PreviousWorkspaces(ctx context.Context) ([]string, error) {
 }
 
 // ReuseWorkspace records the explicit decision to continue in path, a
-// workspace of an earlier attempt, and makes it this attempt's workspace.
+// workspace of an earlier attempt, and makes it this attempt's workspace;
+// retried as Evidence is.
 func (a *Attempt) ReuseWorkspace(ctx context.Context, path string) (cks.Decision, error) {
-	return a.e.st.ReuseWorkspace(ctx, a.task.ID, a.token, path, a.task.Revision)
+	var out cks.Decision
+	err := a.e.write(ctx, a.task, "reuse workspace", func() (err error) {
+		out, err = a.e.st.ReuseWorkspace(ctx, a.task.ID, a.token, path, a.task.Revision)
+		return err
+	})
+	return out, err
 }

@@ -374,7 +374,7 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		// try until it got it.
 		deadline := time.Now().Add(time.Minute)
 		for {
-			n, err := st.Tasks.ReclaimExpired(ctx(t), time.Now().Add(time.Hour), 0)
+			n, err := st.Tasks.ReclaimExpired(ctx(t), time.Now().Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/worker"
 )
@@ -28,19 +29,36 @@ type agentRun struct {
 }
 
 // openBackend opens the database at url as a process of this host does:
-// with the test-only clock options of its environment (backend.EnvOptions).
+// with the test-only clock options of its environment (backend.EnvOptions),
+// and the ledger's settings of its environment (ledger.SettingsFromEnv: the
+// default lease and the retry backoff, as the hubs read them).
 func openBackend(ctx context.Context, url string, e env) (*backend.Backend, error) {
 	opts, err := backend.EnvOptions(e.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	return backend.Open(ctx, url, opts...)
+	set, err := ledger.SettingsFromEnv(e.getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	st, err := backend.Open(ctx, url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Tasks.Configure(set); err != nil {
+		st.Close() //nolint:errcheck // the settings' error is the one to report
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return st, nil
 }
 
 // cmdAgent runs one standalone agent process: `cks agent KIND [flags]`, or
 // `cks agent exec --types T1,T2 [flags] -- COMMAND ARGS…`. The first SIGTERM
-// or SIGINT (ctx) and a stop request both drain it; a second signal during
-// the drain exits at once.
+// or SIGINT (ctx) and a stop request both drain it: the task in hand may
+// finish within --drain-timeout, then it is interrupted and given back
+// (OPEN, its attempt not counted). A second signal interrupts it at once,
+// a third exits at once. A signal before the agent has started (even
+// before main: package shutdown) ends it cleanly too, with status 0.
 func cmdAgent(ctx context.Context, args []string, e env) error {
 	a, err := parseAgent(args, e)
 	if err != nil {
@@ -59,22 +77,27 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
+	log := logger(e.stderr)
 	_, dbURL := a.sf.resolve(e)
 	st, err := openBackend(ctx, dbURL, e)
 	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, errUsage) {
+			log.Info(agents.MsgStoppedBeforeStart, "process_kind", a.kind, "err", err)
+			return nil
+		}
 		return err
 	}
 	defer st.Close()
-	log := logger(e.stderr)
 	resolve, background, err := a.work(st, model, log, e)
 	if err != nil {
 		return err
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go exitOnSecondSignal(ctx, done, e)
+	interrupt := make(chan struct{})
+	go hurryOnSignals(ctx, done, interrupt, e)
 	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background,
-		Clock: st.Clock()}) // heartbeats and leases on the database's clock
+		Interrupt: interrupt, Clock: st.Clock()}) // heartbeats and leases on the database's clock
 }
 
 // parseAgent reads `cks agent KIND [flags] [-- COMMAND ARGS…]`: the kind's
@@ -178,21 +201,29 @@ func (a *agentRun) work(st *backend.Backend, model llm.Model, log *slog.Logger, 
 	return nil, nil, nil
 }
 
-// exitOnSecondSignal exits the process at once on a signal after ctx ended
-// (the first signal began the drain), until done.
-func exitOnSecondSignal(ctx context.Context, done <-chan struct{}, e env) {
+// hurryOnSignals passes on the signals after the first (which began the
+// drain: ctx), until done: the second closes interrupt, so the task in
+// hand is interrupted and given back at once (agents.Options.Interrupt);
+// the third exits the process at once.
+func hurryOnSignals(ctx context.Context, done <-chan struct{}, interrupt chan<- struct{}, e env) {
 	select {
 	case <-done:
 		return
 	case <-ctx.Done():
 	}
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
-	select {
-	case <-again:
-		fmt.Fprintln(e.stderr, "cks agent: second signal during the drain: exiting at once")
+	for n := 2; ; n++ {
+		select {
+		case <-shutdown.Again():
+		case <-done:
+			return
+		}
+		if n == 2 {
+			fmt.Fprintln(e.stderr, "cks agent: second signal during the drain: interrupting the task in hand and giving it back; "+
+				"a third exits at once")
+			close(interrupt)
+			continue
+		}
+		fmt.Fprintln(e.stderr, "cks agent: third signal during the drain: exiting at once")
 		os.Exit(1)
-	case <-done:
 	}
 }

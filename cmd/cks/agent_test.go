@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/worker"
 )
 
 // fastAgent are agent flags that make a test quick: liveness every 0.3 s
@@ -383,32 +384,57 @@ func TestAgentBadInput(t *testing.T) {
 	}
 }
 
-// TestAgentSecondSignal: a second SIGTERM during the drain exits at once,
-// non-zero, with the task left RUNNING for its lease to expire, and its
-// command killed.
+// TestAgentSecondSignal: a second SIGTERM during the drain interrupts the
+// task in hand at once and gives it back — its command killed, the task
+// OPEN with its attempt not counted, exit 0 — and a third exits at once,
+// non-zero, with the task left RUNNING for its lease to run out (a command
+// that ignores SIGTERM keeps the give-back waiting for its kill grace
+// meanwhile), and its command killed.
 func TestAgentSecondSignal(t *testing.T) {
 	h := startHub(t, "serve")
 	api := client.New(h.url, h.token)
-	dir := t.TempDir()
-	t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
-	id := newTask(t, api, "slow", "never finishes here")
-	a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--data-dir", string(h.dir), "--types", "slow"},
-		append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
-	shell := readPID(t, filepath.Join(dir, fmt.Sprint("pid.", id)))
-	t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
-	waitState(t, api, id, cks.TaskRunning)
-	a.cmd.Process.Signal(syscall.SIGTERM)
-	a.waitLog(t, agents.MsgDraining)
-	a.cmd.Process.Signal(syscall.SIGTERM)
-	if code := a.wait(t); code == 0 {
-		t.Fatalf("exit status 0 after a second SIGTERM, want non-zero\n%s", a.stderr.String())
+	for _, signals := range []int{2, 3} {
+		t.Run(fmt.Sprint(signals, " signals"), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
+			typ := fmt.Sprint("slow", signals)
+			id := newTask(t, api, typ, "never finishes here")
+			command := blockUntilGo
+			if signals == 3 {
+				command = `trap "" TERM; ` + blockUntilGo
+			}
+			a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--data-dir", string(h.dir), "--types", typ,
+				"--drain-timeout", "0"}, append(fastAgent, "--", "sh", "-c", command)...)...)
+			shell := readPID(t, filepath.Join(dir, fmt.Sprint("pid.", id)))
+			t.Cleanup(func() { syscall.Kill(-shell, syscall.SIGKILL) })
+			waitState(t, api, id, cks.TaskRunning)
+			a.cmd.Process.Signal(syscall.SIGTERM)
+			a.waitLog(t, agents.MsgDraining)
+			a.cmd.Process.Signal(syscall.SIGTERM)
+			a.waitLog(t, "second signal")
+			if signals == 2 {
+				if code := a.wait(t); code != 0 {
+					t.Fatalf("exit status %d after a second SIGTERM, want 0 (the task given back)\n%s", code, a.stderr.String())
+				}
+				task := getTask(t, api, id)
+				if last := task.Events[len(task.Events)-1]; task.State != cks.TaskOpen || task.Attempts != 0 ||
+					!strings.HasPrefix(last.Reason, worker.ReasonShutdown) {
+					t.Fatalf("task %s with %d attempts, last event %+v; want OPEN, its attempt given back", task.State, task.Attempts, last)
+				}
+			} else {
+				a.cmd.Process.Signal(syscall.SIGTERM)
+				if code := a.wait(t); code == 0 {
+					t.Fatalf("exit status 0 after a third SIGTERM, want non-zero\n%s", a.stderr.String())
+				}
+				if !strings.Contains(a.stderr.String(), "third signal") {
+					t.Fatalf("no word of the third signal:\n%s", a.stderr.String())
+				}
+				if task := getTask(t, api, id); task.State != cks.TaskRunning {
+					t.Fatalf("task is %s after the hard exit, want RUNNING (its lease left to run out)", task.State)
+				}
+			}
+			// The command does not outlive the agent that exited.
+			waitFor(t, "the command of the agent that exited to die", func() bool { return pidGone(shell) })
+		})
 	}
-	if !strings.Contains(a.stderr.String(), "second signal") {
-		t.Fatalf("no word of the second signal:\n%s", a.stderr.String())
-	}
-	if task := getTask(t, api, id); task.State != cks.TaskRunning {
-		t.Fatalf("task is %s after the hard exit, want RUNNING (its lease left to expire)", task.State)
-	}
-	// The command does not outlive the agent that exited.
-	waitFor(t, "the command of the agent that exited to die", func() bool { return pidGone(shell) })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/sweeper"
@@ -98,7 +99,7 @@ func parseConfig(getenv func(string) string) *configValues {
 // configTable is the configuration of cks, in the order of
 // docs/configuration.md.
 func configTable() []setting {
-	return slices.Concat(commonSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
+	return slices.Concat(commonSettings(), ledgerSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
 }
 
 // hubReaders are the commands that run a hub.
@@ -137,14 +138,11 @@ func commonSettings() []setting {
 			meaning: "serve MCP from the database without a hub (no sweepers)"},
 		{flag: "no-agents", readers: []string{"dev"}, def: "false", meaning: "`cks dev` starts the hub alone"},
 		{flag: "agent-grace", readers: []string{"dev"}, def: "10s",
-			meaning: "how long `cks dev` waits for its agents to drain before it kills them"},
+			meaning: "how long `cks dev` waits at Ctrl-C for its agents to finish their tasks; then they interrupt them and " +
+				"give them back (attempts not counted), and are killed if they have not exited 15s later"},
 		{flag: "exec-types", readers: []string{"dev"},
 			meaning: "task types of the exec agent `cks dev` starts with the command after --"},
 
-		{env: agents.EnvStaleWindow, readers: append(hubs, allAgents...),
-			meaning: "the lease reaper's stale window: a lease not renewed for this long is reclaimed; " +
-				"the agents fit their lease heartbeat in it",
-			value: func(v *configValues) string { return dur(v.hub.StaleWindow) }},
 		{env: "CKS_STALE_STOP_THRESHOLD", readers: hubs, meaning: "when a STOPPED task is reported by the stale stop sweeper",
 			value: func(v *configValues) string { return dur(v.hub.StaleStopThreshold) }},
 		{env: "CKS_RETENTION", readers: hubs,
@@ -190,6 +188,23 @@ func commonSettings() []setting {
 					return strconv.Itoa(n)
 				}
 			}},
+	}
+}
+
+// ledgerSettings are the ledger's, which the hubs and the agents read
+// alike (ledger.SettingsFromEnv).
+func ledgerSettings() []setting {
+	readers := append(hubReaders(), agentWords(agents.Kinds()...)...)
+	return []setting{
+		{env: ledger.EnvStaleWindow, readers: readers,
+			meaning: "the default lease: the lease of a claim that names none (claim_tasks without lease_s) and of a pipeline " +
+				"object claim; an agent's default heartbeat is a third of it (at most 60s). A lease of any length ends when it " +
+				"runs out unrenewed: the next claim takes the task back",
+			value: func(v *configValues) string { return dur(v.hub.Ledger.DefaultLease) }},
+		{env: ledger.EnvRetryBackoff, readers: readers,
+			meaning: "the delay before a task whose attempt failed retryably may be claimed again: this after the first " +
+				"attempt, doubling with each further one up to 1h, plus up to a quarter of jitter; 0 retries at once",
+			value: func(v *configValues) string { return dur(v.hub.Ledger.RetryBackoff) }},
 	}
 }
 
@@ -251,12 +266,24 @@ func agentSettings() []setting {
 			setting{env: name("POLL_INTERVAL"), flag: "poll-interval", readers: r, meaning: "the wait between claims when idle",
 				value: func(v *configValues) string { return dur(v.agent[k].PollInterval) }},
 			setting{env: name("HEARTBEAT_INTERVAL"), flag: "heartbeat-interval", readers: r,
-				meaning: "the lease heartbeat of the task being worked (at most a third of CKS_STALE_WINDOW)",
-				value:   func(v *configValues) string { return dur(v.agent[k].HeartbeatInterval) }},
+				meaning: "the lease heartbeat of the task being worked; the agent's lease is three heartbeats " +
+					"(default 60s, or a third of CKS_STALE_WINDOW if that is shorter)",
+				value: func(v *configValues) string { return dur(v.agent[k].HeartbeatInterval) }},
 			setting{env: name("LIVENESS_INTERVAL"), flag: "liveness-interval", readers: r, meaning: "the process liveness heartbeat",
 				value: func(v *configValues) string { return dur(v.agent[k].LivenessInterval) }},
-			setting{env: name("MAX_RETRIES"), flag: "max-retries", readers: r, meaning: "retries of a task this agent failed",
-				value: func(v *configValues) string { return strconv.Itoa(v.agent[k].MaxRetries) }},
+			setting{env: name("DRAIN_TIMEOUT"), flag: "drain-timeout", readers: r,
+				meaning: "on stop, how long the task in hand may finish before it is interrupted and given back (OPEN, its " +
+					"attempt not counted); 0 waits without bound",
+				value: func(v *configValues) string { return dur(v.agent[k].DrainTimeout) }},
+			setting{env: name("MAX_RETRIES"), flag: "max-retries", readers: r,
+				meaning: "DEPRECATED (a task's max_attempts decides its retries): when set, a failure from attempt N+1 on is " +
+					"made permanent; unset, max_attempts alone decides",
+				value: func(v *configValues) string {
+					if n := v.agent[k].MaxRetries; n >= 0 {
+						return strconv.Itoa(n)
+					}
+					return "unset"
+				}},
 		)
 	}
 	t = append(t, setting{flag: "no-fast-stop", readers: agentWords(agents.Kinds()...), def: "false",

@@ -16,9 +16,11 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/configuration.md from 
 
 // notSettings are CKS_ names in the source that configure nothing: what an
 // exec agent hands its command, the exec guard's marker, the tests'
-// database and pooler, the tests' skewed host clocks (backend.EnvOptions).
+// database and pooler, the tests' skewed host clocks (backend.EnvOptions),
+// the early-signal test's marker (package shutdown).
 var notSettings = []string{"CKS_TASK_ID", "CKS_TASK_TYPE", "CKS_TASK_ATTEMPT", "CKS_TASK_RESTART", "CKS_TASK_REVISION",
-	"CKS_EXEC_GUARD", "CKS_TEST_DATABASE_URL", "CKS_TEST_POOLER_URL", "CKS_TEST_CLOCK_SKEW", "CKS_TEST_CLOCK_CORRECTION"}
+	"CKS_EXEC_GUARD", "CKS_TEST_DATABASE_URL", "CKS_TEST_POOLER_URL", "CKS_TEST_CLOCK_SKEW", "CKS_TEST_CLOCK_CORRECTION",
+	"CKS_TEST_SIGNALS_READY"}
 
 // sourceNames are the CKS_ names written in the module's non-test Go
 // source (prefixes such as CKS_CRITIC_ left out), but for config.go's own.

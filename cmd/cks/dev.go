@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 )
@@ -30,6 +30,11 @@ var devAgentKinds = []string{"critic", "enrichment", "fork_resolution", "pipelin
 // devAgentStopTimeout bounds how long `cks dev` waits for its agents to drain
 // after SIGTERM before it kills them.
 const devAgentStopTimeout = 10 * time.Second
+
+// devInterruptTimeout bounds how long `cks dev` waits, once it has told
+// its agents to interrupt their tasks, before it kills them: the exec
+// agent's kill grace (agents.DefaultKillGrace) and the give-back's write.
+const devInterruptTimeout = agents.DefaultKillGrace + 10*time.Second
 
 // devAgentStartTimeout bounds how long `cks dev` waits for its agents' first
 // heartbeats before it prints the banner anyway.
@@ -150,8 +155,10 @@ func parseDev(args []string, e env) (*devRun, error) {
 	d.sf.register(fs)
 	fs.StringVar(&d.listen, "listen", "", "address `HOST:PORT` to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
 	fs.BoolVar(&d.noAgents, "no-agents", false, "start only the hub, no agent processes")
-	fs.DurationVar(&d.grace, "agent-grace", devAgentStopTimeout, "how long the agents have at Ctrl-C to finish their tasks "+
-		"and exit before they are killed (and recorded as exited, their tasks released), a `DURATION`")
+	d.grace = devAgentStopTimeout
+	fs.Var(agents.IntervalFlag(&d.grace), "agent-grace", "how long the agents have at Ctrl-C to finish their tasks "+
+		"and exit; then they interrupt them and give them back (OPEN, attempts not counted), and are killed "+
+		"(recorded as exited, their tasks released) if they have not exited "+devInterruptTimeout.String()+" later; a `DURATION`")
 	execTypes := fs.String("exec-types", "", "also start an exec agent (cks agent exec) for these comma-separated task types `T1,T2`, running the COMMAND after --")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -421,9 +428,13 @@ func (f *devFleet) started() []*devChild {
 	return append([]*devChild(nil), f.children...)
 }
 
-// stop sends SIGTERM to every running agent, waits up to timeout for them to
-// drain and exit, then kills the rest. A second SIGINT/SIGTERM to cks dev
-// meanwhile is passed on, which makes the agents exit at once.
+// stop sends SIGTERM to every running agent and waits up to timeout for
+// them to drain and exit; then it sends a second SIGTERM, which makes an
+// agent interrupt the task in hand and give it back (OPEN, its attempt not
+// counted: a restart of cks dev burns no attempt), and waits up to
+// devInterruptTimeout more before it kills the rest (a killed agent's
+// tasks are released by recordExit, their attempts counted). A second
+// SIGINT/SIGTERM to cks dev meanwhile is passed on at once.
 func (f *devFleet) stop(timeout time.Duration) {
 	f.mu.Lock()
 	f.stopping = true
@@ -432,31 +443,41 @@ func (f *devFleet) stop(timeout time.Duration) {
 	if len(children) == 0 {
 		return
 	}
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
 	f.log.Info("stopping agents", "count", len(children), "timeout", timeout.String())
-	for _, c := range children {
-		c.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // already gone is fine
+	signalAll := func(sig os.Signal) {
+		for _, c := range children {
+			c.cmd.Process.Signal(sig) //nolint:errcheck // already gone is fine
+		}
 	}
+	signalAll(syscall.SIGTERM)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	interrupted := false
+	interrupt := func() {
+		if !interrupted {
+			interrupted = true
+			signalAll(syscall.SIGTERM)
+			deadline.Reset(devInterruptTimeout)
+		}
+	}
 	for _, c := range children {
 	wait:
 		for {
 			select {
 			case <-c.done:
 				break wait
-			case <-again:
-				f.log.Warn("second signal: agents exit without finishing their tasks")
-				for _, c := range children {
-					c.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
-				}
+			case <-shutdown.Again():
+				f.log.Warn("second signal: agents interrupt their tasks and give them back")
+				interrupt()
 			case <-deadline.C:
-				f.log.Warn("agents did not stop in time; killing them", "timeout", timeout.String())
-				for _, c := range children {
-					c.cmd.Process.Kill() //nolint:errcheck
+				if !interrupted {
+					f.log.Warn("agents did not finish their tasks in time; interrupting them (given back, attempts not counted)",
+						"timeout", timeout.String())
+					interrupt()
+					continue
 				}
+				f.log.Warn("agents did not stop in time; killing them", "timeout", devInterruptTimeout.String())
+				signalAll(os.Kill)
 			}
 		}
 		if ps := c.cmd.ProcessState; ps != nil && !ps.Success() {

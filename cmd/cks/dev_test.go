@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
+	"github.com/cks-dev/cks/worker"
 )
 
 // parentPID is the parent of process pid, from /proc (0 when unknown).
@@ -197,11 +199,14 @@ func TestDevBanner(t *testing.T) {
 // then the tee dies (Ctrl-C stops it too) and cks dev is interrupted while
 // its exec agent holds a task past the grace period. cks dev does not die
 // of the closed pipe: it shuts down, exit 0, its log going on in the data
-// directory's dev.log; the exec agent, killed after the grace period, is
-// recorded as exited and its task released at once (OPEN, its lease
-// revoked: no zombie can complete it), its command killed with it; every
-// agent's row reads exited, and `cks process list` shows so once the hub
-// is gone, reading the store directly.
+// directory's dev.log; the exec agent, whose command ignores SIGTERM and
+// outlasts the grace period, is told to interrupt it: the command is
+// killed (SIGKILL after the exec agent's kill grace) and the task given
+// back at once (OPEN, its attempt not counted, its lease revoked: no zombie
+// can complete it), and the agent exits by itself; every agent's row reads
+// exited, and `cks process list` shows so once the hub is gone, reading the
+// store directly. (An agent cks dev must kill is recorded as exited and its
+// leases released: TestDevStartsAgents.)
 func TestDevShutdownNeverLies(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		dir := datadir.Dir(t.TempDir())
@@ -268,12 +273,14 @@ func TestDevShutdownNeverLies(t *testing.T) {
 		}
 		b, _ := os.ReadFile(filepath.Join(string(dir), "dev.log"))
 		log := string(b)
-		for _, want := range []string{"cks dev: stderr is gone", `msg="agents did not stop in time; killing them"`,
-			`msg="agent recorded as exited, its leases released" process_kind=exec`, fmt.Sprintf("released_tasks=[%d]", id),
-			`msg="agents stopped"`, `msg="hub shutting down"`} {
+		for _, want := range []string{"cks dev: stderr is gone", `msg="agents did not finish their tasks in time; interrupting them`,
+			agents.MsgInterrupted, `msg="agents stopped"`, `msg="hub shutting down"`} {
 			if !strings.Contains(log, want) {
 				t.Errorf("dev.log lacks %q:\n%s", want, log)
 			}
+		}
+		if strings.Contains(log, "killing them") {
+			t.Errorf("cks dev killed an agent that was giving its task back:\n%s", log)
 		}
 		waitFor(t, "the held command to die with its agent", func() bool { return pidGone(shell) })
 
@@ -287,10 +294,10 @@ func TestDevShutdownNeverLies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev := task.Events[len(task.Events)-1]; task.State != cks.TaskOpen || task.ClaimedBy != "" ||
-			task.LastError != "executor exited" || ev.Actor != "cks dev" {
-			t.Fatalf("the killed agent's task: %s, claimed by %q, last error %q, last event by %s; want it OPEN at once, its lease revoked",
-				task.State, task.ClaimedBy, task.LastError, ev.Actor)
+		if ev := task.Events[len(task.Events)-1]; task.State != cks.TaskOpen || task.ClaimedBy != "" || task.Attempts != 0 ||
+			!strings.HasPrefix(ev.Reason, worker.ReasonShutdown) {
+			t.Fatalf("the interrupted agent's task: %s, claimed by %q, %d attempts, last event %+v; want it OPEN at once, "+
+				"its lease revoked, its attempt given back", task.State, task.ClaimedBy, task.Attempts, ev)
 		}
 		rows, err := s.Liveness.ListAgentLiveness(context.Background())
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/datadir"
 )
 
@@ -36,7 +37,9 @@ func main() {
 	// `cks agent exec` runs its commands under this binary started again
 	// as their guard; such a process is the guard, not the CLI.
 	agents.RunExecGuard()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signals have been caught since the shutdown package's init, well
+	// before main: one that came meanwhile ends ctx at once.
+	ctx, stop := shutdown.Context(context.Background())
 	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()
 	os.Exit(code)

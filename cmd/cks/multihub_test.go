@@ -34,10 +34,11 @@ const (
 	// mhLeaderTTL is the hubs' CKS_LEADER_TTL: a killed leader is replaced
 	// within it plus a third of it.
 	mhLeaderTTL = 2 * time.Second
-	// mhStaleWindow is the hubs' CKS_STALE_WINDOW, short so that the lease
-	// reaper reclaims an abandoned claim within the test. The agents are
-	// not given it: their leases stay at the default three minutes, so no
-	// task of theirs is ever reclaimed (a second claim would be a bug).
+	// mhStaleWindow is the hubs' CKS_STALE_WINDOW, their default lease
+	// (the abandoned claim names its own, 1 s, which the lease reaper
+	// takes back once it ran out). The agents are not given it: their
+	// leases stay at the default three minutes, so no task of theirs is
+	// ever reclaimed (a second claim would be a bug).
 	mhStaleWindow = 2 * time.Second
 	// mhLoad is how many tasks the load phase creates round-robin through
 	// the three hubs; mhAfterKill how many go through the last hub.
