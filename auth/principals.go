@@ -23,7 +23,8 @@ import (
 // transaction). Writes run in driver transactions, so their storage faults
 // are the driver's to remember.
 type Service struct {
-	db driver.Driver
+	db      driver.Driver
+	revoked revocations
 }
 
 // NewService returns the principals, grants and sessions of db.
@@ -111,6 +112,9 @@ func (s *Service) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete ended lease principals: %w", err)
+	}
+	if n > 0 {
+		s.noteRevoked()
 	}
 	return n, nil
 }
@@ -208,6 +212,9 @@ func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error
 	})
 	if err != nil && !errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrNotFound) {
 		return fmt.Errorf("delete principal %s: %w", principalID, err)
+	}
+	if err == nil {
+		s.noteRevoked()
 	}
 	return err
 }

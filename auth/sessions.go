@@ -244,6 +244,7 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	case !found:
 		return fmt.Errorf("session %q: %w", id, cks.ErrNotFound)
 	}
+	s.noteRevoked()
 	return nil
 }
 
@@ -258,6 +259,9 @@ func (s *Service) DeleteExpiredSessions(ctx context.Context, now time.Time) (int
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	if n > 0 {
+		s.noteRevoked()
 	}
 	return n, nil
 }

@@ -213,8 +213,10 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	// over one set of services built here for every surface.
 	svc := &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
 		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log}
-	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServer(cfg.Version, svc),
-		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, IdleTimeout: httpSet.MCPSessionIdle})
+	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServerWith(cfg.Version, svc, mcpserver.ServerOptions{ProgressEvery: httpSet.MCPProgressInterval}),
+		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, MaxSessionsPerToken: httpSet.MCPMaxSessionsPerToken,
+			IdleTimeout: httpSet.MCPSessionIdle, UnsubscribedIdleTimeout: httpSet.MCPUnsubscribedSessionIdle,
+			KeepAlive: httpSet.EventKeepAlive, Clock: cfg.Clock})
 	defer mcpHTTP.Close()
 	a := api.New(api.Config{
 		Services:   svc,
