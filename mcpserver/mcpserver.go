@@ -176,7 +176,9 @@ func AddObjectTools(srv *mcp.Server, k *knowledge.Service) { Register(srv, &ops.
 
 // Register adds to srv a tool for every MCP operation svc offers, and the
 // resources and prompts of those operations (resources.go).
-func Register(srv *mcp.Server, svc *ops.Services) { register(srv, svc, ServerOptions{ProgressEvery: DefaultProgressEvery}) }
+func Register(srv *mcp.Server, svc *ops.Services) {
+	register(srv, svc, ServerOptions{ProgressEvery: DefaultProgressEvery})
+}
 
 func register(srv *mcp.Server, svc *ops.Services, o ServerOptions) {
 	defer addPrompts(srv, svc)

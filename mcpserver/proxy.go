@@ -310,7 +310,9 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	if !last {
 		return nil
 	}
-	return p.do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error { return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}) })
+	return p.do(ctx, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
 }
 
 // failure says why a request to the hub failed: the token refused (the

@@ -288,10 +288,10 @@ func (s *subscriptions) loop(stop chan struct{}) {
 	var (
 		last    = map[scope]time.Time{} // the start of the last full pass of a scope
 		every   = map[scope]time.Duration{scopeTasks: s.pass, scopeObjects: s.pass}
-		pending scope                // full passes waiting for their interval
-		timer   clock.Timer          // fires when the first of them is due
-		due     <-chan time.Time     // timer's channel while armed
-		now     = s.clock.Monotonic  // the time of the intervals
+		pending scope               // full passes waiting for their interval
+		timer   clock.Timer         // fires when the first of them is due
+		due     <-chan time.Time    // timer's channel while armed
+		now     = s.clock.Monotonic // the time of the intervals
 		armed   = func(d time.Duration) {
 			if timer == nil {
 				timer = s.clock.NewTimer(d)
