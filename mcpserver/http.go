@@ -526,6 +526,13 @@ func initializes(r *http.Request) bool {
 	})
 }
 
+// Open returns how many sessions are open.
+func (h *HTTP) Open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
 // SessionsByToken returns how many sessions are open, by the id of the
 // principal that opened each ("" for none).
 func (h *HTTP) SessionsByToken() map[string]int {

@@ -358,12 +358,14 @@ func (p *Proxy) drop(cs *mcp.ClientSession) {
 }
 
 // do sends one request to the hub with f, on the session with the hub. A
-// hub that answers 404 — the session ended (idle past its timeout, closed
-// to make room, the hub restarted) — did nothing with it: a new session is
-// opened and f sent again, once. A JSON-RPC error of the hub is returned as
-// itself; a failure to reach the hub, or an HTTP error it answered, as what
-// p.failure says (the session dropped, to dial again, unless the hub
-// refused only this request).
+// request that never left (the session's connection had already failed:
+// its GET stream ended with the session) or that the hub answered 404 —
+// the session ended (idle past its timeout, closed to make room, the hub
+// restarted) — reached nothing: a new session is opened and f sent again,
+// once. A JSON-RPC error of the hub is returned as itself; a failure to
+// reach the hub, or an HTTP error it answered, as what p.failure says. The
+// session is dropped, to dial again, unless the hub answered a transient
+// error (429, 502, 503, 504: the SDK keeps the connection).
 func (p *Proxy) do(ctx context.Context, f func(ctx context.Context, cs *mcp.ClientSession) error) error {
 	for attempt := 0; ; attempt++ {
 		cs, err := p.session(ctx)
@@ -372,23 +374,28 @@ func (p *Proxy) do(ctx context.Context, f func(ctx context.Context, cs *mcp.Clie
 		}
 		actx, ans := withAnswer(ctx)
 		err = f(actx, cs)
-		if rpc, ok := errors.AsType[*jsonrpc.Error](err); err == nil || ok && !clientSide[rpc.Code] && ans.get() == nil {
+		if rpc, ok := errors.AsType[*jsonrpc.Error](err); err == nil || ok && !clientSide[rpc.Code] {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		he := ans.get()
-		if he == nil || he.Status == http.StatusNotFound || he.Status == http.StatusUnauthorized {
+		if he == nil || !transient[he.Status] {
 			p.drop(cs)
 		}
-		if he != nil && he.Status == http.StatusNotFound && attempt == 0 {
-			p.cfg.Logger.Info("mcp proxy: the hub's session ended; opening a new one", "hub", p.endpoint)
+		if attempt == 0 && (!ans.wasSent() || he != nil && he.Status == http.StatusNotFound) {
+			p.cfg.Logger.Info("mcp proxy: the session with the hub ended; opening a new one", "hub", p.endpoint)
 			continue
 		}
 		return p.failure(err, ans)
 	}
 }
+
+// transient are the HTTP statuses after which the SDK's client keeps its
+// connection.
+var transient = map[int]bool{http.StatusTooManyRequests: true, http.StatusBadGateway: true,
+	http.StatusServiceUnavailable: true, http.StatusGatewayTimeout: true}
 
 // relay is every tool's handler: the call, as the client sent it, to the
 // hub, and the hub's answer, as it is, back — with the hub's progress
@@ -455,6 +462,9 @@ func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ans, _ := r.Context().Value(answerKey{}).(*hubAnswer)
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
+	if ans != nil {
+		ans.send()
+	}
 	resp, err := b.base.RoundTrip(r)
 	if err == nil && resp.StatusCode >= 400 && ans != nil {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -465,10 +475,26 @@ func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// hubAnswer holds the HTTP error the hub answered a request with, if any.
+// hubAnswer holds whether a request was sent to the hub and the HTTP
+// error the hub answered it with, if any.
 type hubAnswer struct {
-	mu  sync.Mutex
-	err *HubError
+	mu   sync.Mutex
+	sent bool
+	err  *HubError
+}
+
+// send notes a request going out.
+func (a *hubAnswer) send() {
+	a.mu.Lock()
+	a.sent = true
+	a.mu.Unlock()
+}
+
+// wasSent reports whether a request went out.
+func (a *hubAnswer) wasSent() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent
 }
 
 type answerKey struct{}

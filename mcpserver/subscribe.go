@@ -167,7 +167,13 @@ func (s *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	if !s.running {
 		s.running = true
 		s.stop = make(chan struct{})
-		go s.loop(s.stop)
+		// On the bus before the subscription is answered: a change
+		// right after it is seen.
+		ch, unsubscribe := s.svc.Bus.Subscribe()
+		go func(stop chan struct{}) {
+			defer unsubscribe()
+			s.loop(stop, ch)
+		}(s.stop)
 	}
 	return nil
 }
@@ -279,12 +285,10 @@ func (c *change) add(e events.Event) {
 	}
 }
 
-// loop follows the bus until stop is closed: a change re-reads at once the
+// loop follows the bus (ch) until stop is closed: a change re-reads at once the
 // tasks it names, and the scopes it does not name its resources in once
 // their full-pass interval has passed since their last full pass.
-func (s *subscriptions) loop(stop chan struct{}) {
-	ch, unsubscribe := s.svc.Bus.Subscribe()
-	defer unsubscribe()
+func (s *subscriptions) loop(stop chan struct{}, ch <-chan events.Event) {
 	var (
 		last    = map[scope]time.Time{} // the start of the last full pass of a scope
 		every   = map[scope]time.Duration{scopeTasks: s.pass, scopeObjects: s.pass}
