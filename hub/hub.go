@@ -219,16 +219,16 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 			KeepAlive: httpSet.EventKeepAlive, Clock: cfg.Clock})
 	defer mcpHTTP.Close()
 	a := api.New(api.Config{
-		Services:   svc,
-		MCP:        mcpHTTP,
-		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
-		Logger:     log,
-		Version:    cfg.Version,
+		Services: svc,
+		MCP:      mcpHTTP,
+		Studio:   studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
+		Logger:   log,
+		Version:  cfg.Version,
 		Collectors: append([]prometheus.Collector{sweepRuns, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
 			Help: "The MCP sessions /mcp holds open (at most CKS_MCP_MAX_SESSIONS, CKS_MCP_MAX_SESSIONS_PER_TOKEN a token)."},
 			func() float64 { return float64(mcpHTTP.Open()) })}, clockGauges(st)...),
-		Health:     st.StorageHealth,
-		Leader:     rt.Leader,
+		Health: st.StorageHealth,
+		Leader: rt.Leader,
 
 		ClockCorrection: st.ClockCorrection,
 
