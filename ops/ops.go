@@ -115,9 +115,15 @@ func (s *Services) has(n Need) bool {
 // Every operation sets them deliberately (TestHints): OpenWorld always
 // (cks is a closed world: false), Destructive whenever it is not ReadOnly
 // (the MCP default for an unset one is true), and a ReadOnly one is also
-// Idempotent. Idempotent means a repeat with the same input changes nothing
-// more — also when the repeat is refused (a second stop, a completion under
-// a lease that the first one ended).
+// Idempotent. Idempotent means a repeat with the same input is answered as
+// the first call was, so a client may repeat a call whose answer it lost
+// (a renewal, a second abort confirmation, a second stop request of a
+// process); an operation whose repeat is refused (a second stop of a task,
+// a completion under a lease the first one ended) is not Idempotent,
+// although the repeat changes nothing (mcpserver's TestIdempotentHintsHold
+// repeats each Idempotent one). Destructive is true for an operation that
+// ends or interrupts work (a cancel, a stop that aborts a running attempt,
+// a process asked to exit), false for one that only adds or moves work on.
 type Hints struct {
 	ReadOnly    bool
 	Idempotent  bool
