@@ -138,6 +138,12 @@ func (n *notes) add(s string) {
 	n.got = append(n.got, s)
 }
 
+func (n *notes) len() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.got)
+}
+
 func (n *notes) count(s string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -148,10 +148,10 @@ func (sh *sessionHub) stream(t testing.TB, token, id string) (<-chan string, fun
 // within waits for cond until a deadline, failing t with what.
 func within(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
+			t.Fatalf("waited a minute for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for state
 	}
