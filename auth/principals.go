@@ -113,9 +113,6 @@ func (s *Service) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("delete ended lease principals: %w", err)
 	}
-	if n > 0 {
-		s.noteRevoked()
-	}
 	return n, nil
 }
 

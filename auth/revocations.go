@@ -22,8 +22,10 @@ type revocations struct {
 
 // Revoked returns a channel closed at the next revocation made through s:
 // a principal deleted (its token revoked), a studio session deleted or
-// signed out, the credentials of ended leases or expired sessions deleted.
-// Call it again after it fires for the one after.
+// signed out. Call it again after it fires for the one after. A credential
+// that ends by itself — a claim's at the end of its lease, a session at its
+// expiry — stops authenticating without one: a stream sees it at its next
+// keep-alive, as it sees another process's revocations.
 func (s *Service) Revoked() <-chan struct{} {
 	s.revoked.mu.Lock()
 	defer s.revoked.mu.Unlock()

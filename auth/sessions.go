@@ -260,9 +260,6 @@ func (s *Service) DeleteExpiredSessions(ctx context.Context, now time.Time) (int
 	if err != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", err)
 	}
-	if n > 0 {
-		s.noteRevoked()
-	}
 	return n, nil
 }
 

@@ -271,3 +271,36 @@ func proxyTo(w http.ResponseWriter, r *http.Request, base string) {
 		}
 	}
 }
+
+// TestProxyFallsBackToSessionless (issue 37, finding 2): a hub that opens
+// no session (its initialize answered 503) is spoken to in the session-less
+// protocol: the proxy starts, lists the tools and relays calls.
+func TestProxyFallsBackToSessionless(t *testing.T) {
+	sh := newSessionHub(t, mcpserver.HTTPOptions{})
+	_, admin := sh.principal(t, cks.Grant{Resource: auth.ResourceRoot, Permission: auth.PermAdmin})
+	var refused atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" && r.Header.Get("Mcp-Session-Id") == "" {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"initialize"`) {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":"unavailable","message":"no sessions here"}}`)
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
+		proxyTo(w, r, sh.url)
+	}))
+	t.Cleanup(front.Close)
+	cs, _ := proxied(t, front.URL, admin)
+	var page cks.TaskPage
+	decode(t, call(t, cs, mcpserver.ToolListTasks, nil), &page)
+	if refused.Load() == 0 {
+		t.Fatal("the front refused no initialize: the test tests nothing")
+	}
+	if n := sh.h.Open(); n != 0 {
+		t.Fatalf("%d sessions open at the hub, want none (session-less)", n)
+	}
+}
