@@ -71,7 +71,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 			}
 			return map[string]any{"task_id": c.ID, "lease_token": c.LeaseToken}
 		},
-		mcpserver.ToolStopAgent:  func() map[string]any { return map[string]any{"agent_id": "stale_stop_report"} },
+		mcpserver.ToolStopAgent: func() map[string]any { return map[string]any{"agent_id": "stale_stop_report"} },
 	}
 	tools, err := cs.ListTools(ctx(t), nil)
 	if err != nil {

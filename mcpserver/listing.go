@@ -45,9 +45,38 @@ func withAllTools(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), allToolsKey{}, true))
 }
 
-// listTools is the receiving middleware that filters a tools/list answer
-// to the tools the caller may call, unless its context asks for all.
+// listTools is the receiving middleware that answers tools/list with the
+// tools the caller may call — or, when its context asks for all, every tool,
+// those it may not call marked so.
 func listTools(svc *ops.Services) mcp.Middleware {
+	return toolsFilter(func(ctx context.Context) (func(*mcp.Tool) *mcp.Tool, error) {
+		all, _ := ctx.Value(allToolsKey{}).(bool)
+		pinned, err := auth.PinGrants(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the tools the caller may call: %w", err)
+		}
+		return func(t *mcp.Tool) *mcp.Tool {
+			switch op, ok := ops.Lookup(t.Name); {
+			case !ok || ops.Offered(pinned, op):
+				return t
+			case all:
+				marked := *t
+				marked.Meta = maps.Clone(t.Meta)
+				if marked.Meta == nil {
+					marked.Meta = mcp.Meta{}
+				}
+				marked.Meta[CallableMeta] = false
+				return &marked
+			}
+			return nil
+		}, nil
+	})
+}
+
+// toolsFilter is a receiving middleware that answers tools/list with each
+// tool as the function keep returns for the request's context makes it
+// (nil: left out).
+func toolsFilter(keep func(ctx context.Context) (func(*mcp.Tool) *mcp.Tool, error)) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -55,28 +84,17 @@ func listTools(svc *ops.Services) mcp.Middleware {
 			if err != nil || !ok || method != "tools/list" {
 				return res, err
 			}
-			all, _ := ctx.Value(allToolsKey{}).(bool)
-			pinned, err := auth.PinGrants(ctx)
+			f, err := keep(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("listing the tools the caller may call: %w", err)
-			}
-			kept := list.Tools[:0:0]
-			for _, t := range list.Tools {
-				switch op, ok := ops.Lookup(t.Name); {
-				case !ok || ops.Offered(pinned, op):
-					kept = append(kept, t)
-				case all:
-					marked := *t
-					marked.Meta = maps.Clone(t.Meta)
-					if marked.Meta == nil {
-						marked.Meta = mcp.Meta{}
-					}
-					marked.Meta[CallableMeta] = false
-					kept = append(kept, &marked)
-				}
+				return nil, err
 			}
 			out := *list
-			out.Tools = kept
+			out.Tools = nil
+			for _, t := range list.Tools {
+				if kept := f(t); kept != nil {
+					out.Tools = append(out.Tools, kept)
+				}
+			}
 			return &out, nil
 		}
 	}
@@ -147,20 +165,11 @@ func callable(t *mcp.Tool) bool {
 
 // listCallable is the proxy's receiving middleware that lists the tools the
 // hub marked callable only.
-func listCallable(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		list, ok := res.(*mcp.ListToolsResult)
-		if err != nil || !ok || method != "tools/list" {
-			return res, err
+var listCallable = toolsFilter(func(context.Context) (func(*mcp.Tool) *mcp.Tool, error) {
+	return func(t *mcp.Tool) *mcp.Tool {
+		if callable(t) {
+			return t
 		}
-		out := *list
-		out.Tools = nil
-		for _, t := range list.Tools {
-			if callable(t) {
-				out.Tools = append(out.Tools, t)
-			}
-		}
-		return &out, nil
-	}
-}
+		return nil
+	}, nil
+})

@@ -51,21 +51,7 @@ func TestProxy(t *testing.T) {
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
 	admin := token(t, e.store.Principals, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
 
-	p, err := mcpserver.NewProxy(ctx(t), mcpserver.ProxyConfig{URL: hs.URL, Token: admin, Version: "proxy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := p.Server().Connect(ctx(t), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := newClient().Connect(ctx(t), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	cs, _ := proxied(t, hs.URL, admin)
 
 	var created cks.CreatedTask
 	decode(t, call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "relayed"}), &created)
@@ -84,7 +70,7 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("list_tasks once the hub answers again: %+v", page.Tasks)
 	}
 
-	_, err = mcpserver.NewProxy(ctx(t), mcpserver.ProxyConfig{URL: hs.URL, Token: "cks_unknown"})
+	_, err := mcpserver.NewProxy(ctx(t), mcpserver.ProxyConfig{URL: hs.URL, Token: "cks_unknown"})
 	if !errors.Is(err, mcpserver.ErrHubRefused) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a refused token: %v, want ErrHubRefused naming the 401", err)
 	}

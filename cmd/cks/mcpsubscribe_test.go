@@ -348,23 +348,11 @@ func TestMCPSessionsBounded(t *testing.T) {
 // and returns its id; nothing ends it.
 func rawInitialize(t testing.TB, h *hubProc, token string) string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
-	req, err := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 400))
-	id := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || id == "" {
-		t.Fatalf("initialize: %d %s (session %q)", resp.StatusCode, b, id)
+	code, b, header := rawMCPHeader(t, h, http.MethodPost, token, "",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	id := header.Get("Mcp-Session-Id")
+	if code != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s (session %q)", code, b, id)
 	}
 	notified := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	if code, b := rawMCP(t, h, http.MethodPost, token, id, notified); code != http.StatusAccepted {
@@ -376,6 +364,13 @@ func rawInitialize(t testing.TB, h *hubProc, token string) string {
 // rawMCP sends one request to the hub's /mcp with token (and the session
 // id, if any) and returns its status and the start of its body.
 func rawMCP(t testing.TB, h *hubProc, method, token, session, body string) (int, string) {
+	t.Helper()
+	code, b, _ := rawMCPHeader(t, h, method, token, session, body)
+	return code, b
+}
+
+// rawMCPHeader is rawMCP with the answer's header.
+func rawMCPHeader(t testing.TB, h *hubProc, method, token, session, body string) (int, string, http.Header) {
 	t.Helper()
 	var rd io.Reader
 	if method == http.MethodPost {
@@ -398,5 +393,5 @@ func rawMCP(t testing.TB, h *hubProc, method, token, session, body string) (int,
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 400))
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
