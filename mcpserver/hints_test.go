@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,14 +27,7 @@ import (
 // destructive.
 func TestIdempotentHintsHold(t *testing.T) {
 	e := newEnv(t)
-	rt, err := hub.NewRuntime(e.store, hub.RuntimeConfig{Clock: e.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Leader.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Stop(context.Background()) })
+	rt := startRuntime(t, e, hub.RuntimeConfig{})
 	srv := mcpserver.NewServer("v", &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks,
 		Objects: e.store.Objects, Sweepers: rt.Sweepers, Principals: e.store.Principals, Clock: e.clock})
 	cs := connectInMemory(t, srv)
