@@ -97,9 +97,6 @@ const (
 	// CodeTooManyConnections: a client address over its connection limit
 	// (503).
 	CodeTooManyConnections = "too_many_connections"
-	// CodeTooManySessions: the MCP endpoint holds as many sessions as it
-	// keeps open.
-	CodeTooManySessions = "too_many_sessions"
 	// CodeTooManyFailures: a client address that failed to authenticate
 	// too often within a window (429, with Retry-After).
 	CodeTooManyFailures = "too_many_auth_failures"

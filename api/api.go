@@ -361,9 +361,12 @@ func (a *API) storageHealth(ctx context.Context) error {
 	return err
 }
 
-// events streams bus events as Server-Sent Events until the client leaves or
-// the server shuts down. Events carry no payload beyond their type and time:
-// a client re-reads what it shows.
+// events streams bus events as Server-Sent Events until the client leaves,
+// the server shuts down or the stream's credential no longer authenticates
+// (its token revoked, its studio session signed out or expired: checked on
+// every revocation this hub makes and at every keep-alive). Events carry
+// no payload beyond their type, time and a pipeline step's detail: a
+// client re-reads what it shows.
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -373,6 +376,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	clearDeadlines(w) // the stream lasts as long as its client
 	ch, unsubscribe := a.svc.Bus.Subscribe()
 	defer unsubscribe()
+	revoked := a.revoked() // before the client learns the stream is open
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -388,7 +392,19 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-a.streams.Done():
 			return
+		case <-revoked:
+			// Something was revoked here: the stream ends if it was its
+			// credential.
+			if auth.CheckCredential(r.Context()) != nil {
+				return
+			}
+			revoked = a.revoked()
+			continue
 		case <-keep.C:
+			// A revocation by another hub on the database is seen here.
+			if auth.CheckCredential(r.Context()) != nil {
+				return
+			}
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
 				return
 			}
@@ -403,6 +419,15 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		}
 		fl.Flush()
 	}
+}
+
+// revoked is a channel closed at this hub's next revocation (nil, never
+// closed, without principals).
+func (a *API) revoked() <-chan struct{} {
+	if a.svc.Principals == nil {
+		return nil
+	}
+	return a.svc.Principals.Revoked()
 }
 
 // PrincipalFrom returns the authenticated principal of a request.
@@ -423,10 +448,15 @@ func (a *API) principalOf(r *http.Request) (context.Context, error) {
 			return ctx, errors.Join(errors.New("malformed Authorization header: expected \"Bearer <token>\""),
 				auth.ErrUnauthenticated)
 		}
-		p, grants, err := principals.AuthenticateWithGrants(ctx, strings.TrimSpace(tok))
+		tok = strings.TrimSpace(tok)
+		p, grants, err := principals.AuthenticateWithGrants(ctx, tok)
 		if err != nil {
 			return ctx, err
 		}
+		ctx = auth.WithCredentialCheck(ctx, func(ctx context.Context) error {
+			_, err := principals.Authenticate(ctx, tok)
+			return err
+		})
 		return auth.WithPrincipalGrants(ctx, principals, p, grants), nil
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
@@ -434,6 +464,10 @@ func (a *API) principalOf(r *http.Request) (context.Context, error) {
 		if err != nil {
 			return ctx, err
 		}
+		ctx = auth.WithCredentialCheck(ctx, func(ctx context.Context) error {
+			_, _, err := principals.AuthenticateSession(ctx, c.Value, a.svc.Clock.Now())
+			return err
+		})
 		return auth.WithSession(auth.WithPrincipal(ctx, principals, p), sess.ID), nil
 	}
 	_, err := principals.Authenticate(ctx, "") // the missing token's error

@@ -267,7 +267,9 @@ func TestNoMCPToolShowsALeaseToken(t *testing.T) {
 		for who, tok := range st.readers(t, f) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "walk", Version: "v0"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: f.srv.URL + "/mcp", MaxRetries: -1,
+				// Every tool, not only those the reader may call: each
+				// refusal is walked too.
+				&mcp.StreamableClientTransport{Endpoint: f.srv.URL + "/mcp?tools=all", MaxRetries: -1,
 					HTTPClient: &http.Client{Transport: bearer{tok}}}, nil)
 			if err != nil {
 				cancel()

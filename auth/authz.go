@@ -235,6 +235,24 @@ func ForgetGrants(ctx context.Context) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
+// PinGrants returns ctx whose checks use its caller's grants as read
+// now, once, for a batch of checks made at one moment (a tools/list
+// weighing every tool): the grants its request read, if any, else those
+// read here. A ctx of the local operator or of no caller is returned as
+// it is.
+func PinGrants(ctx context.Context) (context.Context, error) {
+	c, ok := ctx.Value(callerKey{}).(caller)
+	if !ok || c.local || c.granted {
+		return ctx, nil
+	}
+	grants, err := c.authz.GrantsOf(ctx, c.principal.ID)
+	if err != nil {
+		return ctx, fmt.Errorf("auth: grants of %q: %w", c.principal.Name, err)
+	}
+	c.grants, c.granted = grants, true
+	return context.WithValue(ctx, callerKey{}, c), nil
+}
+
 // WithLocalOperator returns ctx marking the caller as the local operator (the
 // person at the terminal of `cks mcp --embedded` over stdio), who holds admin.
 func WithLocalOperator(ctx context.Context) context.Context {

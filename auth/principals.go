@@ -23,7 +23,8 @@ import (
 // transaction). Writes run in driver transactions, so their storage faults
 // are the driver's to remember.
 type Service struct {
-	db driver.Driver
+	db      driver.Driver
+	revoked revocations
 }
 
 // NewService returns the principals, grants and sessions of db.
@@ -208,6 +209,9 @@ func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error
 	})
 	if err != nil && !errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrNotFound) {
 		return fmt.Errorf("delete principal %s: %w", principalID, err)
+	}
+	if err == nil {
+		s.noteRevoked()
 	}
 	return err
 }

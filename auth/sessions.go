@@ -261,6 +261,7 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	case !found:
 		return fmt.Errorf("session %q: %w", id, cks.ErrNotFound)
 	}
+	s.noteRevoked()
 	return nil
 }
 

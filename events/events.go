@@ -53,6 +53,12 @@ type Event struct {
 	At   time.Time `json:"at"`
 	// Data is the event's detail, when its type has one.
 	Data any `json:"data,omitempty"`
+	// TaskIDs, on a TasksChanged event, name the tasks the change was made
+	// on when it is known (a call of this process on a task): a listener
+	// may re-read those only. A change may also move tasks it does not
+	// name (a dependant released, a child cancelled); those moves are
+	// published without ids by the change listener. Not sent to clients.
+	TaskIDs []int64 `json:"-"`
 }
 
 // Bus fans events out to subscribers. A slow subscriber misses events rather

@@ -36,16 +36,31 @@ type HTTPSettings struct {
 	// browser tab of `cks dev` comes from 127.0.0.1, hence the generous
 	// default.
 	MaxConnsPerIP int
-	// EventKeepAlive is the interval of the event stream's keep-alive
-	// comments (default 15 s).
+	// EventKeepAlive is the interval of the keep-alive comments of every
+	// event stream: /v1/events and /mcp's (default 15 s, well under the
+	// 300 s after which Node's fetch drops a silent stream).
 	EventKeepAlive time.Duration
 	// MCPMaxSessions caps the MCP sessions /mcp keeps open at once
-	// (CKS_MCP_MAX_SESSIONS, default mcpserver.DefaultMaxSessions).
+	// (CKS_MCP_MAX_SESSIONS, default mcpserver.DefaultMaxSessions); an
+	// initialize over it closes the longest-idle session.
 	MCPMaxSessions int
-	// MCPSessionIdle closes an MCP session that sends no request for this
-	// long (CKS_MCP_SESSION_IDLE_TIMEOUT, default
-	// mcpserver.DefaultSessionIdle).
+	// MCPMaxSessionsPerToken caps those of one token
+	// (CKS_MCP_MAX_SESSIONS_PER_TOKEN, default
+	// mcpserver.DefaultMaxSessionsPerToken); its initialize over it closes
+	// its own longest-idle session.
+	MCPMaxSessionsPerToken int
+	// MCPSessionIdle closes an MCP session holding subscriptions that has
+	// no request in flight and no open GET stream for this long
+	// (CKS_MCP_SESSION_IDLE_TIMEOUT, default mcpserver.DefaultSessionIdle).
 	MCPSessionIdle time.Duration
+	// MCPUnsubscribedSessionIdle is MCPSessionIdle for a session holding
+	// none (CKS_MCP_UNSUBSCRIBED_SESSION_IDLE_TIMEOUT, default
+	// mcpserver.DefaultUnsubscribedSessionIdle).
+	MCPUnsubscribedSessionIdle time.Duration
+	// MCPProgressInterval is the interval of the progress notifications of
+	// an MCP call that waits (CKS_MCP_PROGRESS_INTERVAL, default
+	// mcpserver.DefaultProgressEvery).
+	MCPProgressInterval time.Duration
 }
 
 // Defaults of HTTPSettings.
@@ -73,6 +88,8 @@ func ParseHTTPSettings(getenv func(string) string) (HTTPSettings, error) {
 		{"CKS_HTTP_WRITE_TIMEOUT", &s.WriteTimeout},
 		{"CKS_HTTP_IDLE_TIMEOUT", &s.IdleTimeout},
 		{"CKS_MCP_SESSION_IDLE_TIMEOUT", &s.MCPSessionIdle},
+		{"CKS_MCP_UNSUBSCRIBED_SESSION_IDLE_TIMEOUT", &s.MCPUnsubscribedSessionIdle},
+		{"CKS_MCP_PROGRESS_INTERVAL", &s.MCPProgressInterval},
 	} {
 		if *d.to, err = durationSetting(getenv, d.name, 0); err != nil {
 			return s, err
@@ -87,12 +104,17 @@ func ParseHTTPSettings(getenv func(string) string) (HTTPSettings, error) {
 			s.MaxConnsPerIP = -1
 		}
 	}
-	if v := getenv("CKS_MCP_MAX_SESSIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return s, fmt.Errorf("CKS_MCP_MAX_SESSIONS=%q: expected a positive number of sessions", v)
+	for _, c := range []struct {
+		name string
+		to   *int
+	}{{"CKS_MCP_MAX_SESSIONS", &s.MCPMaxSessions}, {"CKS_MCP_MAX_SESSIONS_PER_TOKEN", &s.MCPMaxSessionsPerToken}} {
+		if v := getenv(c.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return s, fmt.Errorf("%s=%q: expected a positive number of sessions", c.name, v)
+			}
+			*c.to = n
 		}
-		s.MCPMaxSessions = n
 	}
 	return s, nil
 }
@@ -110,8 +132,13 @@ func (s HTTPSettings) over(o HTTPSettings) HTTPSettings {
 	set(&s.IdleTimeout, o.IdleTimeout)
 	set(&s.EventKeepAlive, o.EventKeepAlive)
 	set(&s.MCPSessionIdle, o.MCPSessionIdle)
+	set(&s.MCPUnsubscribedSessionIdle, o.MCPUnsubscribedSessionIdle)
+	set(&s.MCPProgressInterval, o.MCPProgressInterval)
 	if o.MCPMaxSessions != 0 {
 		s.MCPMaxSessions = o.MCPMaxSessions
+	}
+	if o.MCPMaxSessionsPerToken != 0 {
+		s.MCPMaxSessionsPerToken = o.MCPMaxSessionsPerToken
 	}
 	if o.MaxConnsPerIP != 0 {
 		s.MaxConnsPerIP = o.MaxConnsPerIP

@@ -216,18 +216,22 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	// over one set of services built here for every surface.
 	svc := &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
 		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Clock: cfg.Clock, Logger: log}
-	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServer(cfg.Version, svc),
-		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, IdleTimeout: httpSet.MCPSessionIdle})
+	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServerWith(cfg.Version, svc, mcpserver.ServerOptions{ProgressEvery: httpSet.MCPProgressInterval}),
+		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, MaxSessionsPerToken: httpSet.MCPMaxSessionsPerToken,
+			IdleTimeout: httpSet.MCPSessionIdle, UnsubscribedIdleTimeout: httpSet.MCPUnsubscribedSessionIdle,
+			KeepAlive: httpSet.EventKeepAlive, Clock: cfg.Clock})
 	defer mcpHTTP.Close()
 	a := api.New(api.Config{
-		Services:   svc,
-		MCP:        mcpHTTP,
-		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
-		Logger:     log,
-		Version:    cfg.Version,
-		Collectors: append([]prometheus.Collector{sweepRuns}, clockGauges(st)...),
-		Health:     st.StorageHealth,
-		Leader:     rt.Leader,
+		Services: svc,
+		MCP:      mcpHTTP,
+		Studio:   studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
+		Logger:   log,
+		Version:  cfg.Version,
+		Collectors: append([]prometheus.Collector{sweepRuns, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
+			Help: "The MCP sessions /mcp holds open (at most CKS_MCP_MAX_SESSIONS, CKS_MCP_MAX_SESSIONS_PER_TOKEN a token)."},
+			func() float64 { return float64(mcpHTTP.Open()) })}, clockGauges(st)...),
+		Health: st.StorageHealth,
+		Leader: rt.Leader,
 
 		ClockCorrection: st.ClockCorrection,
 

@@ -25,16 +25,7 @@ import (
 func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	t.Helper()
 	e := newEnv(t)
-	rt, err := hub.NewRuntime(e.store, hub.RuntimeConfig{Clock: e.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The sweepers' passes run on the maintenance leader: this fixture's
-	// runtime, which is not started as a whole, takes part in the election.
-	if err := rt.Leader.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Stop(context.Background()) })
+	rt := startRuntime(t, e, hub.RuntimeConfig{})
 	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks, Principals: e.store.Principals, Sweepers: rt.Sweepers,
 		Objects: e.store.Objects})
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Principals: e.store.Principals, Clock: e.clock}, MCP: mcpserver.HTTPHandler(e.srv)})
@@ -45,6 +36,24 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 		t.Fatal(err)
 	}
 	return hs, e, task
+}
+
+// startRuntime makes the hub runtime of e's store (its clock set), with
+// cfg, ended with t. The sweepers' passes run on the maintenance leader:
+// the runtime, which is not started as a whole, takes part in the
+// election.
+func startRuntime(t testing.TB, e *env, cfg hub.RuntimeConfig) *hub.Runtime {
+	t.Helper()
+	cfg.Clock = e.clock
+	rt, err := hub.NewRuntime(e.store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Leader.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background()) })
+	return rt
 }
 
 func connectAs(t *testing.T, url, token string) *mcp.ClientSession {

@@ -22,10 +22,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
@@ -82,13 +86,57 @@ const Instructions = "cks is a control plane for fleets of AI agents: a task led
 	"list_objects, list_object_versions and write_object_version (a write from a base that is no longer a head forks the object). " +
 	"Every refusal is a tool error in the words of the HTTP API."
 
+// ServerOptions tune a server NewServerWith makes.
+type ServerOptions struct {
+	// ProgressEvery is the interval of the notifications/progress a call
+	// that waits (an abort confirmation) sends while it waits, when its
+	// request carries a progressToken (0: DefaultProgressEvery).
+	ProgressEvery time.Duration
+	// SubscriptionPass is the least time between two passes over every
+	// subscribed resource of one kind (0: DefaultSubscriptionPass).
+	SubscriptionPass time.Duration
+}
+
+// DefaultProgressEvery is ServerOptions.ProgressEvery's default: well
+// under the 60 s a client's request times out after by default.
+const DefaultProgressEvery = 10 * time.Second
+
+// serverState is what NewServerWith knows of a server that its HTTP
+// endpoint needs (NewHTTP): its services (their principals' revocations)
+// and its subscriptions (which lengthen a session's idle timeout).
+type serverState struct {
+	svc  *ops.Services
+	subs *subscriptions
+}
+
+// states holds the serverState of each server NewServerWith made.
+var states sync.Map // *mcp.Server → *serverState
+
+// stateOf returns srv's serverState, nil for a server NewServerWith did not
+// make.
+func stateOf(srv *mcp.Server) *serverState {
+	st, _ := states.Load(srv)
+	s, _ := st.(*serverState)
+	return s
+}
+
 // NewServer returns an MCP server named "cks" at version serving every MCP
-// operation the services svc offer.
+// operation the services svc offer (NewServerWith with default options).
+func NewServer(version string, svc *ops.Services) *mcp.Server {
+	return NewServerWith(version, svc, ServerOptions{})
+}
+
+// NewServerWith returns an MCP server named "cks" at version serving every
+// MCP operation the services svc offer.
 //
 // With an event bus (svc.Bus: a hub's, fed by its one change listener) it
 // offers resource subscriptions (subscribe.go) and declares the capability;
-// without one (--embedded over stdio) it declares neither.
-func NewServer(version string, svc *ops.Services) *mcp.Server {
+// without one (--embedded over stdio) it declares neither. Its tools/list
+// answers the tools the caller's grants let it call (listTools).
+func NewServerWith(version string, svc *ops.Services, o ServerOptions) *mcp.Server {
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = DefaultProgressEvery
+	}
 	opts := &mcp.ServerOptions{
 		// No logging capability: the server sends no log messages. The tools
 		// capability is inferred from the tools added.
@@ -97,14 +145,16 @@ func NewServer(version string, svc *ops.Services) *mcp.Server {
 	}
 	var subs *subscriptions
 	if svc.Bus != nil {
-		subs = newSubscriptions(svc)
+		subs = newSubscriptions(svc, o.SubscriptionPass)
 		opts.SubscribeHandler, opts.UnsubscribeHandler = subs.subscribe, subs.unsubscribe
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "cks", Title: "cks", Version: version}, opts)
 	if subs != nil {
 		subs.srv = srv
 	}
-	Register(srv, svc)
+	register(srv, svc, o)
+	srv.AddReceivingMiddleware(listTools(svc))
+	states.Store(srv, &serverState{svc: svc, subs: subs})
 	return srv
 }
 
@@ -127,6 +177,10 @@ func AddObjectTools(srv *mcp.Server, k *knowledge.Service) { Register(srv, &ops.
 // Register adds to srv a tool for every MCP operation svc offers, and the
 // resources and prompts of those operations (resources.go).
 func Register(srv *mcp.Server, svc *ops.Services) {
+	register(srv, svc, ServerOptions{ProgressEvery: DefaultProgressEvery})
+}
+
+func register(srv *mcp.Server, svc *ops.Services, o ServerOptions) {
 	defer addPrompts(srv, svc)
 	defer addResources(srv, svc)
 	for _, op := range ops.Available(ops.All(), ops.MCP, svc) {
@@ -139,16 +193,27 @@ func Register(srv *mcp.Server, svc *ops.Services) {
 			OutputSchema: op.OutputSchema(),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: sp.Hints.ReadOnly, IdempotentHint: sp.Hints.Idempotent,
 				DestructiveHint: sp.Hints.Destructive, OpenWorldHint: sp.Hints.OpenWorld},
-		}, handler(op, svc))
+		}, handler(op, svc, o.ProgressEvery))
 	}
 }
 
-// handler is the MCP adapter of an operation.
-func handler(op ops.Operation, svc *ops.Services) mcp.ToolHandler {
+// handler is the MCP adapter of an operation. A call that waits (op.Wait:
+// a stop or update awaiting an abort confirmation) sends
+// notifications/progress every progressEvery while it waits, when the
+// request carries a progressToken, so a client's request timeout that
+// resets on progress does not fire while the hub is still waiting.
+func handler(op ops.Operation, svc *ops.Services, progressEvery time.Duration) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		stop := func() {}
+		ready := func(in any) {
+			if d := op.Wait(in); d > 0 {
+				stop = progress(ctx, svc, req, d, progressEvery)
+			}
+		}
 		// ops.Call checks the caller's permission before it decodes the
 		// arguments: a caller without it learns nothing of their rules.
-		out, err := ops.Call(ctx, svc, op, ops.Request{Args: req.Params.Arguments})
+		out, err := ops.Call(ctx, svc, op, ops.Request{Args: req.Params.Arguments, Ready: ready})
+		stop()
 		if err != nil {
 			return toolError(ctx, svc, op, err), nil
 		}
@@ -161,7 +226,51 @@ func handler(op ops.Operation, svc *ops.Services) mcp.ToolHandler {
 			return nil, err
 		}
 		b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		content := append([]mcp.Content{&mcp.TextContent{Text: string(b)}}, links(out)...)
+		return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: content}, nil
+	}
+}
+
+// progress sends notifications/progress for req every `every` until the
+// returned stop is called, while a call waits up to wait; nothing without
+// a progressToken. Progress counts the seconds waited, Total is wait.
+func progress(ctx context.Context, svc *ops.Services, req *mcp.CallToolRequest, wait, every time.Duration) (stop func()) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return func() {}
+	}
+	c := svc.Clock
+	if c == nil {
+		c = clock.System{}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := c.NewTicker(every)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C():
+			}
+			waited := time.Duration(n) * every
+			if waited > wait {
+				continue // the wait is over: the answer comes next
+			}
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+				Progress: waited.Seconds(), Total: wait.Seconds(),
+				Message: fmt.Sprintf("waiting for the executor to confirm the abort: %s of at most %s", waited, wait)})
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
 	}
 }
 
@@ -195,10 +304,11 @@ func Access() map[string]ToolAccess {
 }
 
 // ServeStdio serves srv to one client over stdin/stdout until ctx ends or the
-// client disconnects, both of which return nil. Nothing else may write to
-// stdout meanwhile. The client is the local operator, who holds admin.
+// client disconnects, both of which return nil; a request read before the
+// end of stdin is answered first. Nothing else may write to stdout
+// meanwhile. The client is the local operator, who holds admin.
 func ServeStdio(ctx context.Context, srv *mcp.Server) error {
-	return serve(auth.WithLocalOperator(ctx), srv, &mcp.StdioTransport{})
+	return serve(auth.WithLocalOperator(ctx), srv, newStdio())
 }
 
 // serve runs srv over t, treating the end of ctx as a normal shutdown.

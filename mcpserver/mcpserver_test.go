@@ -86,15 +86,21 @@ func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any)
 	return res
 }
 
-// text returns the text of a result's only content, which must be text.
+// text returns the text of a result's first content, which must be text;
+// any other content must be a resource link (to what the answer names).
 func text(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("got %d content items, want exactly 1: %+v", len(res.Content), res.Content)
+	if len(res.Content) == 0 {
+		t.Fatalf("got no content, want a text first")
 	}
 	tc, ok := res.Content[0].(*mcp.TextContent)
 	if !ok {
 		t.Fatalf("content is %T, want *mcp.TextContent", res.Content[0])
+	}
+	for _, c := range res.Content[1:] {
+		if _, ok := c.(*mcp.ResourceLink); !ok {
+			t.Fatalf("content after the text is %T, want only resource links", c)
+		}
 	}
 	return tc.Text
 }

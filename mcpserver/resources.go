@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
@@ -153,7 +154,10 @@ func addPrompts(srv *mcp.Server, svc *ops.Services) {
 			func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				typ := strings.TrimSpace(req.Params.Arguments["type"])
 				if typ == "" {
-					return nil, errors.New("type: required, the task type to claim")
+					// Invalid params (-32602), as the protocol has it for a
+					// missing required argument.
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+						Message: "invalid params: argument \"type\" is required: the task type to claim"}
 				}
 				return promptText("Work the next task of type "+typ,
 					fmt.Sprintf("Claim the next OPEN task of type %q with claim_tasks {\"types\": %q, \"n\": 1, \"lease_s\": 300} "+

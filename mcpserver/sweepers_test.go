@@ -17,16 +17,7 @@ func TestSweeperTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hub.NewRuntime(e.store, hub.RuntimeConfig{Clock: e.clock, Settings: set})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The sweepers' passes run on the maintenance leader: this fixture's
-	// runtime, which is not started as a whole, takes part in the election.
-	if err := rt.Leader.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Stop(context.Background()) })
+	rt := startRuntime(t, e, hub.RuntimeConfig{Settings: set})
 	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
 	cs := connectInMemory(t, e.srv)
 

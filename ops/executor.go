@@ -96,11 +96,11 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 // leaseCall are the hints of a call under a lease: it changes the task
 // (never destructively: it records, or moves the attempt on), and a
 // repeat is another change (a second claim, another evidence row) or is
-// refused; leaseOnce those of one whose repeat changes nothing more (a
-// renewal, the second confirmation, a move the first call made).
+// refused (a move the first call made); leaseRepeat those of one whose
+// repeat is answered as the first (a renewal, the second confirmation).
 var (
-	leaseCall = Hints{Destructive: new(false), OpenWorld: new(false)}
-	leaseOnce = Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)}
+	leaseCall   = Hints{Destructive: new(false), OpenWorld: new(false)}
+	leaseRepeat = Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)}
 )
 
 // executorOp declares an executor call on one task: append on the task,
@@ -114,7 +114,7 @@ func executorOp[In, Out any](e cks.Endpoint[In, Out], sp Spec, call func(ctx con
 // MarkRunning is mark_running.
 var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 	Title:   "Mark running",
-	Summary: "move a claimed task to RUNNING", Hints: leaseOnce,
+	Summary: "move a claimed task to RUNNING", Hints: leaseCall,
 	Description: "Step 2 of the worker protocol (claim_tasks describes it): move the CLAIMED task to RUNNING under its lease, " +
 		"once, before the work starts; not needed after a claim with running true (the task is RUNNING already).",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Task, error) {
@@ -125,7 +125,7 @@ var MarkRunning = executorOp(cks.OpMarkRunning, Spec{
 var TouchTask = executorOp(cks.OpTouchTask, Spec{
 	Title:   "Renew lease",
 	Summary: "renew a lease (the heartbeat); held false when it is lost, with abort_requested after a stop",
-	Hints:   leaseOnce,
+	Hints:   leaseRepeat,
 	Description: "Step 3 of the worker protocol (claim_tasks describes it): renew the lease for its length again (the heartbeat); " +
 		"call it at least every third of the lease while working: a lease that ran out is not renewed, it is lost. " +
 		"held false (an answer, not an error): the lease is lost, " +
@@ -170,7 +170,7 @@ var ReuseWorkspace = executorOp(cks.OpReuseWorkspace, Spec{
 // ConfirmAbort is confirm_abort.
 var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 	Title:   "Confirm abort",
-	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped", Hints: leaseOnce,
+	Summary: "confirm, with the revoked lease token, that the aborted attempt stopped", Hints: leaseRepeat,
 	Description: "The worker protocol's answer to an abort (touch_task said abort_requested): confirm, with the revoked lease " +
 		"token, that the work of that attempt has stopped, so the operator's stop_task or update_task knows " +
 		"(abort_confirmed). not_found when no abort names that lease (it ended some other way: nothing to confirm); a " +
@@ -185,7 +185,7 @@ var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 // CompleteTask is complete_task.
 var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 	Title:   "Complete task",
-	Summary: "end an attempt successfully (or for review)", Hints: leaseOnce,
+	Summary: "end an attempt successfully (or for review)", Hints: leaseCall,
 	Description: "Step 4 of the worker protocol (claim_tasks describes it): end the attempt with its result: COMPLETED, or " +
 		"NEEDS_REVIEW with needs_review. The lease ends with it; a lease that is no longer held (the task was stopped, or " +
 		"the lease ran out unrenewed) is a lease_lost error and completes nothing.",
@@ -196,7 +196,7 @@ var CompleteTask = executorOp(cks.OpCompleteTask, Spec{
 // FailTask is fail_task.
 var FailTask = executorOp(cks.OpFailTask, Spec{
 	Title:   "Fail task",
-	Summary: "end an attempt unsuccessfully", Hints: leaseOnce,
+	Summary: "end an attempt unsuccessfully", Hints: leaseCall,
 	Description: "Step 4 of the worker protocol (claim_tasks describes it): end the attempt unsuccessfully with its reason: " +
 		"FAILED, or with retryable OPEN again after a backoff while attempts remain.",
 }, func(ctx context.Context, s *Services, in *cks.FailTaskInput) (cks.Task, error) {
@@ -206,7 +206,7 @@ var FailTask = executorOp(cks.OpFailTask, Spec{
 // RequestInput is request_input.
 var RequestInput = executorOp(cks.OpRequestInput, Spec{
 	Title:   "Request input",
-	Summary: "park a task with a question for a person (NEEDS_INPUT)", Hints: leaseOnce,
+	Summary: "park a task with a question for a person (NEEDS_INPUT)", Hints: leaseCall,
 	Description: "Step 4 of the worker protocol (claim_tasks describes it): park the task in NEEDS_INPUT with a question for a " +
 		"person; the attempt is given back and the lease ends. Once answer_task answers it the task is OPEN again, to be " +
 		"claimed afresh with the answer.",
@@ -241,7 +241,7 @@ var ClaimReview = reviewOp(cks.OpClaimReview, Spec{
 // ApproveReview is approve_review.
 var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 	Title:   "Approve review",
-	Summary: "approve a reviewed task (COMPLETED)", Hints: leaseOnce,
+	Summary: "approve a reviewed task (COMPLETED)", Hints: leaseCall,
 	Description: "Approve the task under review (claim_review's lease token): COMPLETED.",
 }, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Approve(ctx, in.TaskID, in.LeaseToken, in.Note)
@@ -250,7 +250,7 @@ var ApproveReview = reviewOp(cks.OpApproveReview, Spec{
 // RejectReview is reject_review.
 var RejectReview = reviewOp(cks.OpRejectReview, Spec{
 	Title:   "Reject review",
-	Summary: "reject a reviewed task (OPEN again)", Hints: leaseOnce,
+	Summary: "reject a reviewed task (OPEN again)", Hints: leaseCall,
 	Description: "Reject the task under review (claim_review's lease token), with a note: OPEN again for another attempt.",
 }, func(ctx context.Context, s *Services, in *cks.ReviewInput) (cks.Task, error) {
 	return s.Tasks.Reject(ctx, in.TaskID, in.LeaseToken, in.Note)

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,9 +115,15 @@ func (s *Services) has(n Need) bool {
 // Every operation sets them deliberately (TestHints): OpenWorld always
 // (cks is a closed world: false), Destructive whenever it is not ReadOnly
 // (the MCP default for an unset one is true), and a ReadOnly one is also
-// Idempotent. Idempotent means a repeat with the same input changes nothing
-// more — also when the repeat is refused (a second stop, a completion under
-// a lease that the first one ended).
+// Idempotent. Idempotent means a repeat with the same input is answered as
+// the first call was, so a client may repeat a call whose answer it lost
+// (a renewal, a second abort confirmation, a second stop request of a
+// process); an operation whose repeat is refused (a second stop of a task,
+// a completion under a lease the first one ended) is not Idempotent,
+// although the repeat changes nothing (mcpserver's TestIdempotentHintsHold
+// repeats each Idempotent one). Destructive is true for an operation that
+// ends or interrupts work (a cancel, a stop that aborts a running attempt,
+// a process asked to exit), false for one that only adds or moves work on.
 type Hints struct {
 	ReadOnly    bool
 	Idempotent  bool
@@ -194,6 +201,10 @@ type Operation interface {
 	// Invoke checks in's text, authorizes the caller in ctx through
 	// auth.Require on the input's resource, and calls the operation.
 	Invoke(ctx context.Context, s *Services, in any) (any, error)
+	// inputResource reports whether the resource the permission is
+	// checked on depends on the input: a {field} of the template, or a
+	// resource function.
+	inputResource() bool
 	// invoke is Invoke for Call, which already checked the permission on
 	// the resource checked ("" for none): it is checked again only when
 	// in's resource is another.
@@ -268,6 +279,30 @@ func (o *Op[In, Out]) Resource(ctx context.Context, s *Services, in any) (string
 	return expand(o.spec.Resource, o.input(in))
 }
 
+// inputResource implements Operation.
+func (o *Op[In, Out]) inputResource() bool {
+	return o.resource != nil || strings.Contains(o.spec.Resource, "{")
+}
+
+// Offered reports whether the caller in ctx may call op with some input:
+// it holds op's permission on op's resource or above it — or, when the
+// resource depends on the input, also below the template's fixed part (as
+// Call's first check requires, before anything else). A caller op is not
+// offered to is refused whatever it sends; one it is offered to may still
+// be refused a resource it names. For a batch of checks, pin the caller's
+// grants first (auth.PinGrants).
+func Offered(ctx context.Context, op Operation) bool {
+	sp := op.Spec()
+	if !op.inputResource() {
+		return auth.Require(ctx, sp.Permission, sp.Resource) == nil
+	}
+	fixed, _, _ := strings.Cut(sp.Resource, "/{")
+	if fixed == "" {
+		fixed = auth.ResourceRoot
+	}
+	return auth.RequireWithin(ctx, sp.Permission, fixed) == nil
+}
+
 // Invoke implements Operation.
 func (o *Op[In, Out]) Invoke(ctx context.Context, s *Services, in any) (any, error) {
 	return o.Do(ctx, s, o.input(in))
@@ -301,12 +336,28 @@ func (o *Op[In, Out]) run(ctx context.Context, s *Services, in *In) (Out, error)
 	if err == nil && s.Bus != nil {
 		switch {
 		case changesTasks(&o.spec):
-			s.Bus.Publish(events.Event{Type: events.TasksChanged, At: s.clock().Now()})
+			s.Bus.Publish(events.Event{Type: events.TasksChanged, At: s.clock().Now(), TaskIDs: o.tasksNamed(ctx, s, in)})
 		case !o.spec.Hints.ReadOnly && strings.HasPrefix(o.spec.Resource, auth.ResourceObjects):
 			s.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: s.clock().Now()})
 		}
 	}
 	return out, err
+}
+
+// tasksNamed returns the task whose resource a call on in is checked on
+// (/tasks/ID: the task acted on, or the parent a child is created under),
+// or nil when it names none (a list, a claim, a bulk call).
+func (o *Op[In, Out]) tasksNamed(ctx context.Context, s *Services, in *In) []int64 {
+	res, err := o.Resource(ctx, s, in)
+	if err != nil {
+		return nil
+	}
+	id, ok := strings.CutPrefix(res, auth.ResourceTasks+"/")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if !ok || err != nil {
+		return nil
+	}
+	return []int64{n}
 }
 
 // changesTasks reports whether a successful call of sp changes a task a
@@ -383,6 +434,7 @@ func (e *stream) Wait(any) time.Duration           { return 0 }
 func (e *stream) StatusOf(any) int                 { return http.StatusOK }
 func (e *stream) InputSchema() *jsonschema.Schema  { return nil }
 func (e *stream) OutputSchema() *jsonschema.Schema { return nil }
+func (e *stream) inputResource() bool              { return false }
 
 func (e *stream) Resource(context.Context, *Services, any) (string, error) {
 	return e.spec.Resource, nil

@@ -322,7 +322,8 @@ func TestHints(t *testing.T) {
 	}
 	for name, destructive := range map[string]bool{
 		"answer_task": false, "create_task": false, "start_agent": false, "start_task": false, "update_task": true,
-		"cancel_task": true, "stop_task": false, "write_object_version": false, "complete_task": false,
+		"cancel_task": true, "stop_task": true, "bulk_stop_tasks": true, "request_process_stop": true,
+		"write_object_version": false, "complete_task": false,
 	} {
 		op, ok := ops.Lookup(name)
 		if !ok {

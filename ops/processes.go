@@ -94,7 +94,9 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[cks.ProcessInput, 
 			"Needs control on /processes/KIND of the process it names.",
 		Permission: auth.PermControl, Resource: auth.ResourceProcesses + "/{process_kind}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness,
-		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+		// The process exits (a drain: it claims nothing more); a repeat is
+		// answered as the first.
+		Hints: Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)},
 	},
 	resource: processStopResource,
 	call: func(ctx context.Context, s *Services, in *cks.ProcessInput) (cks.ProcessStopResult, error) {

@@ -269,7 +269,7 @@ var AnswerTask = define(cks.OpAnswerTask, &Op[cks.AnswerTaskInput, cks.Task]{
 		Description: "Answer the question of a NEEDS_INPUT task; it returns to OPEN with the answer recorded. Answering is an operator edit: it needs update on the task.",
 		Permission:  auth.PermUpdate, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		// A second answer is refused: the task is no longer NEEDS_INPUT.
-		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.AnswerTaskInput) (cks.Task, error) {
 		return s.Tasks.Answer(ctx, in.TaskID, actor(ctx), in.Text)
@@ -283,7 +283,7 @@ var CancelTask = define(cks.OpCancelTask, &Op[cks.TaskReasonInput, cks.Task]{
 		Summary:     "cancel a task (terminal)",
 		Description: "Cancel a task (terminal). Its executor loses the lease and its WAITING dependants become BLOCKED. Needs cancel on the task.",
 		Permission:  auth.PermCancel, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		Hints: Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)}, // terminal: a second cancel is refused
+		Hints: Hints{Destructive: new(true), OpenWorld: new(false)}, // terminal: a second cancel is refused
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Cancel(ctx, in.TaskID, actor(ctx), in.Reason)
@@ -302,8 +302,9 @@ var StopTask = define(cks.OpStopTask, &Op[cks.StopTaskInput, cks.TaskStopResult]
 			"OPEN, WAITING, BLOCKED, NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks are stopped directly (no abort). " +
 			"A terminal or already STOPPED task is a conflict. Needs stop on /tasks/{task_id}, which does not grant start.",
 		Permission: auth.PermStop, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
-		// A hold, undone by start_task; a second stop is refused.
-		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+		// It aborts a running attempt (its work is lost); a second stop is
+		// refused.
+		Hints: Hints{Destructive: new(true), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.StopTaskInput) (cks.TaskStopResult, error) {
 		d, wait, err := in.Parse()
@@ -325,7 +326,7 @@ var StartTask = define(cks.OpStartTask, &Op[cks.TaskReasonInput, cks.Task]{
 			"Needs start on /tasks/{task_id}.",
 		Permission: auth.PermStart, Resource: taskResource, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		// A second start is refused: the task is no longer STOPPED.
-		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TaskReasonInput) (cks.Task, error) {
 		return s.Tasks.Start(ctx, in.TaskID, actor(ctx), in.Reason)
@@ -462,7 +463,7 @@ var (
 		Description: "Hold many tasks in STOPPED, as stop_task does each: a CLAIMED or RUNNING one's executor loses its lease and is " +
 			"asked to abort; with wait (the default) the call waits up to one deadline (default 30s) for all of them to confirm, and " +
 			"each abort is then abort_confirmed or abort_unconfirmed.",
-		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+		Hints: Hints{Destructive: new(true), OpenWorld: new(false)}, // it aborts running attempts
 	}, func(in *cks.BulkStopTasksInput) (cks.TaskSelection, string, cks.AbortWait) {
 		return in.TaskSelection, in.Reason, in.AbortWait
 	})

@@ -81,7 +81,7 @@ var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[cks.TokenInput, struct{}]{
 		Title: "Revoke token", Status: http.StatusNoContent,
 		Summary:     "revoke a principal (204); the last admin cannot be revoked",
 		Description: "Delete a principal and its grants: its token stops authenticating at once. The last principal with admin on / is a conflict.",
-		Hints:       Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)},
+		Hints:       Hints{Destructive: new(true), OpenWorld: new(false)}, // a second revoke is a 404
 	},
 	call: func(ctx context.Context, s *Services, in *cks.TokenInput) (struct{}, error) {
 		return struct{}{}, s.Principals.DeletePrincipal(ctx, in.ID)
@@ -111,7 +111,7 @@ var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[cks.SessionInput, struct{}]
 		Title: "Revoke session", Status: http.StatusNoContent,
 		Summary:     "end a studio session (204); its cookie stops authenticating at once",
 		Description: "Delete a studio session: the browser holding its cookie is signed out at its next request. An unknown id is a 404. Revoking the session's principal (revoke_token) ends all its sessions.",
-		Hints:       Hints{Idempotent: true, Destructive: new(true), OpenWorld: new(false)},
+		Hints:       Hints{Destructive: new(true), OpenWorld: new(false)}, // a second revoke is a 404
 	},
 	call: func(ctx context.Context, s *Services, in *cks.SessionInput) (struct{}, error) {
 		if in.ID == "" {

@@ -136,6 +136,8 @@ func commonSettings() []setting {
 			meaning: "the bearer token of a client", def: "the data directory's admin.token (for its own hub only)"},
 		{flag: "embedded", readers: []string{"mcp"}, def: "false",
 			meaning: "serve MCP from the database without a hub (no sweepers)"},
+		{flag: "all-tools", readers: []string{"mcp"}, def: "false",
+			meaning: "list every tool of the hub, not only those the token may call"},
 		{flag: "no-agents", readers: []string{"dev"}, def: "false", meaning: "`cks dev` starts the hub alone"},
 		{flag: "agent-grace", readers: []string{"dev"}, def: "10s",
 			meaning: "how long `cks dev` waits at Ctrl-C for its agents to finish their tasks; then they interrupt them and " +
@@ -171,12 +173,29 @@ func commonSettings() []setting {
 			value: func(v *configValues) string { return dur(orDur(v.http.WriteTimeout, hub.DefaultWriteTimeout)) }},
 		{env: "CKS_HTTP_IDLE_TIMEOUT", readers: hubs, meaning: "how long an idle keep-alive connection stays open",
 			value: func(v *configValues) string { return dur(orDur(v.http.IdleTimeout, hub.DefaultIdleTimeout)) }},
-		{env: "CKS_MCP_MAX_SESSIONS", readers: hubs, meaning: "MCP sessions /mcp keeps open at once (an initialize over it is a 503)",
+		{env: "CKS_MCP_MAX_SESSIONS", readers: hubs,
+			meaning: "MCP sessions /mcp keeps open at once (an initialize over it closes the longest-idle one)",
 			value: func(v *configValues) string {
 				return strconv.Itoa(cmp.Or(v.http.MCPMaxSessions, mcpserver.DefaultMaxSessions))
 			}},
-		{env: "CKS_MCP_SESSION_IDLE_TIMEOUT", readers: hubs, meaning: "how long an MCP session without a request stays open",
-			value: func(v *configValues) string { return dur(orDur(v.http.MCPSessionIdle, mcpserver.DefaultSessionIdle)) }},
+		{env: "CKS_MCP_MAX_SESSIONS_PER_TOKEN", readers: hubs,
+			meaning: "MCP sessions one token holds at once (its initialize over it closes its own longest-idle one)",
+			value: func(v *configValues) string {
+				return strconv.Itoa(cmp.Or(v.http.MCPMaxSessionsPerToken, mcpserver.DefaultMaxSessionsPerToken))
+			}},
+		{env: "CKS_MCP_SESSION_IDLE_TIMEOUT", readers: hubs,
+			meaning: "how long an MCP session holding subscriptions stays open idle (no request in flight, no GET stream open)",
+			value:   func(v *configValues) string { return dur(orDur(v.http.MCPSessionIdle, mcpserver.DefaultSessionIdle)) }},
+		{env: "CKS_MCP_UNSUBSCRIBED_SESSION_IDLE_TIMEOUT", readers: hubs,
+			meaning: "how long an MCP session holding no subscription stays open idle",
+			value: func(v *configValues) string {
+				return dur(orDur(v.http.MCPUnsubscribedSessionIdle, mcpserver.DefaultUnsubscribedSessionIdle))
+			}},
+		{env: "CKS_MCP_PROGRESS_INTERVAL", readers: hubs,
+			meaning: "the interval of the progress notifications of an MCP call that waits (a stop awaiting an abort confirmation)",
+			value: func(v *configValues) string {
+				return dur(orDur(v.http.MCPProgressInterval, mcpserver.DefaultProgressEvery))
+			}},
 		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap)",
 			value: func(v *configValues) string {
 				switch n := v.http.MaxConnsPerIP; {

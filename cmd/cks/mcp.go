@@ -16,8 +16,11 @@ import (
 // CKS_URL and CKS_TOKEN, else the data directory's hub.url and admin
 // token): it relays the hub's tools and every call to the hub's /mcp with
 // that token (mcpserver.Proxy), so the tools act on the hub's state with the
-// token's permissions. No hub is an error at start saying how to point at
-// one (exit 1).
+// token's permissions; it lists the tools the token may call (--all-tools:
+// every one). No hub is an error at start saying how to point at one, a hub
+// that answers an error one quoting it (exit 1). The session with the hub
+// is opened again whenever the hub ends it, so the process may live as long
+// as its desktop client.
 //
 // --embedded serves the tools from the database itself instead, as the
 // local operator (admin), for a machine with no hub: no sweeper runs and the
@@ -38,6 +41,7 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 	})
 	embedded := fs.Bool("embedded", false, "serve from the database itself, without a hub: no sweepers, no sweeper tools")
 	database := fs.String("database", "", "with --embedded: database URL (env CKS_DATABASE_URL; default the data directory's cks.db)")
+	allTools := fs.Bool("all-tools", false, "list every tool of the hub, not only those the token may call")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -46,8 +50,8 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("%w: mcp takes no arguments, got %q", errUsage, pos)
 	}
 	if *embedded {
-		if flagGiven(fs, "url", "token") {
-			return fmt.Errorf("%w: mcp --embedded serves from the database, not a hub: drop --url and --token", errUsage)
+		if flagGiven(fs, "url", "token", "all-tools") {
+			return fmt.Errorf("%w: mcp --embedded serves from the database, not a hub, as the local operator: drop --url, --token and --all-tools", errUsage)
 		}
 		dir := datadir.Dir(or(cf.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
 		return mcpEmbedded(ctx, e, or(*database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL()))
@@ -60,7 +64,8 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("mcp is a client of a hub (--embedded serves from the database without one): %w", err)
 	}
 	log := logger(e.stderr)
-	p, err := mcpserver.NewProxy(ctx, mcpserver.ProxyConfig{URL: c.BaseURL(), Token: c.Token(), Version: version, Logger: log})
+	p, err := mcpserver.NewProxy(ctx, mcpserver.ProxyConfig{URL: c.BaseURL(), Token: c.Token(), Version: version, Logger: log,
+		AllTools: *allTools})
 	if err != nil {
 		return err
 	}

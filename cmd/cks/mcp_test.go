@@ -478,3 +478,49 @@ func closedPort(t testing.TB) string {
 	ln.Close()
 	return addr
 }
+
+// TestMCPAnswersBeforeStdinEnds (issue 37, finding 5): a client that writes
+// a request to `cks mcp` and closes stdin at once gets the answer before
+// the process exits — through the proxy (a call that travels to the hub)
+// and --embedded alike.
+func TestMCPAnswersBeforeStdinEnds(t *testing.T) {
+	h := startHub(t, "serve")
+	dir := datadir.Dir(t.TempDir())
+	openStore(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"proxy", []string{"--url", h.url, "--token", h.token}},
+		{"embedded", []string{"--embedded", "--data-dir", string(dir)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, cksBin, append([]string{"mcp"}, tc.args...)...)
+			cmd.Env = cleanEnv()
+			cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"0"}}}` + "\n" +
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}` + "\n")
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("cks mcp: %v\n%s", err, stderr.String())
+			}
+			var answered bool
+			for line := range strings.Lines(string(out)) {
+				var msg struct {
+					ID     int             `json:"id"`
+					Result json.RawMessage `json:"result"`
+				}
+				if json.Unmarshal([]byte(line), &msg) == nil && msg.ID == 2 && strings.Contains(string(msg.Result), `"tasks"`) {
+					answered = true
+				}
+			}
+			if !answered {
+				t.Fatalf("no answer to the call before the exit; stdout:\n%s\nstderr:\n%s", out, stderr.String())
+			}
+		})
+	}
+}

@@ -254,13 +254,21 @@ func TestMCPSubscriptions(t *testing.T) {
 // TestMCPSessionsBounded opens sessions of /mcp on a real hub, on both
 // backends: a session is bound to the token that opened it (a request of
 // another token on its id is a 403, GET or POST, and the session still
-// works for its own); the hub keeps at most CKS_MCP_MAX_SESSIONS open — an
-// initialize over it is a 503 saying so — and a closed one makes room,
-// while the session-less protocol is served regardless.
+// works for its own). No token can lock another out: a loop of one
+// read-only token opening sessions and never ending them (as the
+// TypeScript SDK's close does) is never refused and holds at most
+// CKS_MCP_MAX_SESSIONS_PER_TOKEN of them, its own oldest closed for each
+// new one; the other tokens' sessions go on working and new tokens open
+// theirs; on a full hub (CKS_MCP_MAX_SESSIONS) a new token's initialize
+// closes the longest-idle session — the loop's, not the busy ones — and
+// a request on a closed session is a 404 saying to initialize again. The
+// session-less protocol is served regardless.
 func TestMCPSessionsBounded(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
-		h := startHubEnv(t, "serve", []string{"CKS_MCP_MAX_SESSIONS=2"}, "--database", db.url)
+		h := startHubEnv(t, "serve", []string{"CKS_MCP_MAX_SESSIONS=4", "CKS_MCP_MAX_SESSIONS_PER_TOKEN=2"}, "--database", db.url)
 		other := newToken(t, h, "other", cks.Grant{Resource: auth.ResourceRoot, Permission: auth.PermAdmin})
+		looper := newToken(t, h, "looper", cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermRead})
+		late := newToken(t, h, "late", cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermRead})
 		session := func(token string) (*mcp.ClientSession, error) {
 			c := mcp.NewClient(&mcp.Implementation{Name: "cks-test", Version: "0"}, nil)
 			return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", MaxRetries: -1,
@@ -285,42 +293,84 @@ func TestMCPSessionsBounded(t *testing.T) {
 			t.Fatalf("the session's own token after the refusals: %v", err)
 		}
 
+		// The loop: 20 sessions opened and abandoned (no DELETE), each
+		// with a call, by a read-only token.
+		var looped []string
+		for i := range 20 {
+			id := rawInitialize(t, h, looper)
+			if code, body := rawMCP(t, h, http.MethodPost, looper, id,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}`); code != http.StatusOK {
+				t.Fatalf("round %d of the loop: tools/call %d %s", i, code, body)
+			}
+			looped = append(looped, id)
+		}
+		for _, id := range looped[:18] {
+			if code, body := rawMCP(t, h, http.MethodPost, looper, id, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); code != http.StatusNotFound ||
+				!strings.Contains(body, "initialize a new session") {
+				t.Fatalf("a session the loop's newer ones closed: %d %s, want 404 saying to initialize again", code, body)
+			}
+		}
 		second, err := session(other)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("another token's session after the loop: %v", err)
 		}
-		if _, err := session(h.token); err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
-			t.Fatalf("a third session with CKS_MCP_MAX_SESSIONS=2: %v, want a 503", err)
+		defer second.Close()
+		for _, cs := range []*mcp.ClientSession{first, second} {
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				t.Fatalf("a session of another token after the loop: %v", err)
+			}
 		}
-		initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
-		if code, body := rawMCP(t, h, http.MethodPost, h.token, "", initialize); code != http.StatusServiceUnavailable ||
-			!strings.Contains(body, "too many MCP sessions (2,") {
-			t.Fatalf("an initialize over the cap: %d %s, want a 503 saying so", code, body)
+		// The hub is full (2 of the loop's, first, second): a new token
+		// gets in, and the loop's older session, the longest idle, made
+		// room — not first or second, whose GET streams are open.
+		third, err := session(late)
+		if err != nil {
+			t.Fatalf("a new token on a full hub: %v", err)
+		}
+		defer third.Close()
+		if code, _ := rawMCP(t, h, http.MethodPost, looper, looped[18], `{"jsonrpc":"2.0","id":4,"method":"ping"}`); code != http.StatusNotFound {
+			t.Fatalf("the loop's longest-idle session on a full hub: %d, want 404 (closed to make room)", code)
+		}
+		for _, cs := range []*mcp.ClientSession{first, second, third} {
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				t.Fatalf("a busy session after the hub made room: %v", err)
+			}
 		}
 		sessionless := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", MaxRetries: -1,
 			HTTPClient: &http.Client{Transport: bearer{h.token}}})
 		if _, err := sessionless.ListTools(context.Background(), nil); err != nil {
 			t.Fatalf("the session-less protocol while the sessions are full: %v", err)
 		}
-		second.Close() // DELETE /mcp ends it at the hub
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			third, err := session(h.token)
-			if err == nil {
-				third.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no room after a session closed: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond) // polling a condition
-		}
 	})
+}
+
+// rawInitialize opens a session of /mcp with a bare initialize of token
+// and returns its id; nothing ends it.
+func rawInitialize(t testing.TB, h *hubProc, token string) string {
+	t.Helper()
+	code, b, header := rawMCPHeader(t, h, http.MethodPost, token, "",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	id := header.Get("Mcp-Session-Id")
+	if code != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s (session %q)", code, b, id)
+	}
+	notified := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	if code, b := rawMCP(t, h, http.MethodPost, token, id, notified); code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", code, b)
+	}
+	return id
 }
 
 // rawMCP sends one request to the hub's /mcp with token (and the session
 // id, if any) and returns its status and the start of its body.
 func rawMCP(t testing.TB, h *hubProc, method, token, session, body string) (int, string) {
+	t.Helper()
+	code, b, _ := rawMCPHeader(t, h, method, token, session, body)
+	return code, b
+}
+
+// rawMCPHeader is rawMCP with the answer's header.
+func rawMCPHeader(t testing.TB, h *hubProc, method, token, session, body string) (int, string, http.Header) {
 	t.Helper()
 	var rd io.Reader
 	if method == http.MethodPost {
@@ -343,5 +393,5 @@ func rawMCP(t testing.TB, h *hubProc, method, token, session, body string) (int,
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 400))
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }

@@ -1,20 +1,30 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
+	"github.com/cks-dev/cks/client"
 )
 
 // The contracts a hub publishes, checked by pinned outside validators
 // (tools/npm: package.json and package-lock.json pin them exactly; .ci/run
 // runs npm ci there): the MCP Inspector CLI's --strict on /mcp's tools, and
-// @apidevtools/swagger-parser on /v1/openapi.json.
+// @apidevtools/swagger-parser on /v1/openapi.json; and /mcp's sessions as
+// the official TypeScript SDK (@modelcontextprotocol/sdk) uses them.
 
 // npmTools is the directory of the installed validators. Without node, or
 // without the install, the test is skipped with a message saying how to
@@ -35,8 +45,10 @@ func npmTools(t testing.TB) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("no node on PATH")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "package.json")); err != nil {
-		missing("the pinned validators are not installed in tools/npm/node_modules")
+	for _, pkg := range []string{"inspector", "sdk"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "package.json")); err != nil {
+			missing("the pinned validators and SDK are not installed in tools/npm/node_modules")
+		}
 	}
 	return dir
 }
@@ -143,5 +155,104 @@ func TestOpenAPIOutside(t *testing.T) {
 	}
 	if r := runNode(t, tools, "validate-openapi.mjs", file); r.code == 0 {
 		t.Fatalf("validate-openapi.mjs took a response without a description:\n%s", r.stdout)
+	}
+}
+
+// TestTypeScriptSessionLoop (issue 37, finding 1): the official TypeScript
+// SDK's connect, call, close — whose close does not DELETE its session —
+// in a loop of three times the hub's session cap, by a read-only token:
+// every round succeeds, the hub holds at most the token's cap of sessions
+// afterwards (cks_mcp_sessions), and another token's session opens and
+// calls as before.
+func TestTypeScriptSessionLoop(t *testing.T) {
+	tools := npmTools(t)
+	h := startHubEnv(t, "serve", []string{"CKS_MCP_MAX_SESSIONS=10", "CKS_MCP_MAX_SESSIONS_PER_TOKEN=3"})
+	loop := newToken(t, h, "loop", cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermRead})
+	r := runNode(t, tools, "mcp-session-loop.mjs", h.url+"/mcp", loop, "30")
+	if r.code != 0 || !strings.Contains(r.stdout, `{"rounds":30}`) {
+		t.Fatalf("the loop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	code, metrics := h.get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	var open float64 = -1
+	for line := range strings.Lines(metrics) {
+		if v, ok := strings.CutPrefix(line, "cks_mcp_sessions "); ok {
+			fmt.Sscan(v, &open)
+		}
+	}
+	if open < 0 || open > 3 {
+		t.Fatalf("cks_mcp_sessions after the loop: %v, want at most the token's 3", open)
+	}
+	admin := connectMCP(t, &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{h.token}}})
+	useTool(t, admin, "list_tasks", nil, nil)
+}
+
+// TestTypeScriptLongStop (issue 37, finding 6): a stop_task that waits for
+// its executor longer than the TypeScript SDK client's request timeout
+// works: the hub's progress notifications reset the timeout
+// (resetTimeoutOnProgress). The timeout here is 5 s and the progress
+// interval 250 ms (CKS_MCP_PROGRESS_INTERVAL), standing for the SDK's
+// default 60 s and a 75 s wait: the executor confirms the abort only once
+// the call has waited twice the timeout.
+func TestTypeScriptLongStop(t *testing.T) {
+	tools := npmTools(t)
+	const timeout = 5 * time.Second
+	h := startHubEnv(t, "serve", []string{"CKS_MCP_PROGRESS_INTERVAL=250ms"})
+	op := client.New(h.url, h.token)
+	ctx := context.Background()
+	if _, _, err := op.CreateTask(ctx, cks.NewTask{Type: "long-stop", Title: "slow to stop"}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := op.Claim(ctx, "slow-worker", []string{"long-stop"}, 1, time.Hour)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "node", "mcp-long-stop.mjs", h.url+"/mcp", h.token, fmt.Sprint(claimed[0].ID),
+		fmt.Sprint(timeout.Milliseconds()))
+	cmd.Dir = tools
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var last struct {
+		Progress int    `json:"progress"`
+		WaitedMS int64  `json:"waited_ms"`
+		Error    string `json:"error"`
+		Result   *struct {
+			Abort struct {
+				Outcome string `json:"outcome"`
+			} `json:"abort"`
+		} `json:"result"`
+	}
+	confirmed := false
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		last.Result = nil
+		if err := json.Unmarshal(lines.Bytes(), &last); err != nil {
+			t.Fatalf("mcp-long-stop.mjs said %q", lines.Text())
+		}
+		if !confirmed && last.Result == nil && last.WaitedMS > 2*timeout.Milliseconds() {
+			if _, err := op.ConfirmAbort(ctx, claimed[0].ID, claimed[0].LeaseToken); err != nil {
+				t.Fatal(err)
+			}
+			confirmed = true
+		}
+	}
+	if err := cmd.Wait(); err != nil || !confirmed || last.Result == nil || last.Result.Abort.Outcome != "abort_confirmed" {
+		t.Fatalf("the long stop: %v, confirmed %v, last line %+v\n%s", err, confirmed, last, stderr.String())
+	}
+	if last.WaitedMS <= 2*timeout.Milliseconds() || last.Progress == 0 {
+		t.Fatalf("the stop answered after %d ms with %d progress notifications: want longer than twice the %s timeout",
+			last.WaitedMS, last.Progress, timeout)
 	}
 }
