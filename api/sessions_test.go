@@ -164,7 +164,7 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("the cookie still signs in after logout")
 		}
-		if ss, err := f.store.Principals.ListSessions(ctx); err != nil || len(ss) != 0 {
+		if ss, err := listSessions(ctx, f); err != nil || len(ss) != 0 {
 			t.Fatalf("sessions after logout: %+v, %v; want none", ss, err)
 		}
 
@@ -178,13 +178,13 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("an expired session still signs in")
 		}
-		if ss, _ := f.store.Principals.ListSessions(ctx); len(ss) != 0 {
+		if ss, _ := listSessions(ctx, f); len(ss) != 0 {
 			t.Fatalf("the expired session was not deleted: %+v", ss)
 		}
 
 		// revoke_session by id.
 		c = f.login(t, f.token)
-		ss, _ := f.store.Principals.ListSessions(ctx)
+		ss, _ := listSessions(ctx, f)
 		if len(ss) != 1 {
 			t.Fatalf("sessions: %+v", ss)
 		}
@@ -213,7 +213,7 @@ func TestSessions(t *testing.T) {
 		resp, body = f.get(t, "/v1/sessions", viewer)
 		wantError(t, resp, body, http.StatusForbidden, "forbidden", "admin")
 		var vid string
-		ss, _ = f.store.Principals.ListSessions(ctx)
+		ss, _ = listSessions(ctx, f)
 		for _, s := range ss {
 			if s.PrincipalName == "viewer" {
 				vid = s.PrincipalID
@@ -225,6 +225,74 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, vc.Value) {
 			t.Fatal("the session of a revoked principal still signs in")
 		}
+	})
+}
+
+// listSessions is every session of f's store (one page of the most).
+func listSessions(ctx context.Context, f *fixture) ([]cks.Session, error) {
+	page, err := f.store.Principals.ListSessions(ctx, cks.ListSessionsInput{Limit: cks.MaxListLimit})
+	return page.Sessions, err
+}
+
+// TestSessionsBounded (issue 38.6), on both backends: a token that may
+// read one task signs in again and again — it keeps
+// auth.MaxSessionsPerPrincipal sessions, each new one signing in and its
+// oldest signed out (on main it kept every one: 20,000 in 12 s); GET
+// /v1/sessions answers a page, at most its limit, with the total and a
+// cursor that walks every session once.
+func TestSessionsBounded(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		f := newFixtureOn(t, open)
+		ctx := context.Background()
+		_, reader, err := auth.CreateToken(ctx, f.store.Principals, f.clock, "one-task", []cks.Grant{{Resource: "/tasks/1", Permission: auth.PermRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const signIns = 3 * auth.MaxSessionsPerPrincipal
+		var cookies []*http.Cookie
+		for range signIns {
+			cookies = append(cookies, f.login(t, reader))
+			f.clock.Advance(time.Second)
+		}
+		f.login(t, f.token)
+		authenticates := func(c *http.Cookie) bool {
+			resp, _ := f.withCookie(t, "GET", "/v1/tasks/1", c.Value)
+			return resp.StatusCode == http.StatusNotFound // read allowed: no task 1
+		}
+		// The newest MaxSessionsPerPrincipal, and two before them (more
+		// refusals would be throttled).
+		for i := signIns - auth.MaxSessionsPerPrincipal - 2; i < signIns; i++ {
+			if want := i >= signIns-auth.MaxSessionsPerPrincipal; authenticates(cookies[i]) != want {
+				t.Fatalf("after %d sign-ins, the %d-th: signed in %v, want %v (the newest %d are)", signIns, i+1, !want, want, auth.MaxSessionsPerPrincipal)
+			}
+		}
+		want := auth.MaxSessionsPerPrincipal + 1
+		seen := map[string]bool{}
+		cursor := ""
+		for pages := 0; ; pages++ {
+			resp, body := f.get(t, "/v1/sessions?limit=5&cursor="+url.QueryEscape(cursor), f.token)
+			var page cks.SessionList
+			if err := json.Unmarshal([]byte(body), &page); resp.StatusCode != http.StatusOK || err != nil {
+				t.Fatalf("GET /v1/sessions: %d %v %s", resp.StatusCode, err, body)
+			}
+			if len(page.Sessions) > 5 || page.Total != want || pages > want {
+				t.Fatalf("page %d: %d sessions, total %d; want at most 5, total %d", pages, len(page.Sessions), page.Total, want)
+			}
+			for _, x := range page.Sessions {
+				if seen[x.ID] {
+					t.Fatalf("session %s listed twice", x.ID)
+				}
+				seen[x.ID] = true
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != want {
+			t.Fatalf("the pages hold %d sessions, want %d", len(seen), want)
+		}
+		resp, body := f.get(t, "/v1/sessions?limit=0x", f.token)
+		wantError(t, resp, body, http.StatusBadRequest, "invalid_argument", "limit")
 	})
 }
 

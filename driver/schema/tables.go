@@ -149,6 +149,8 @@ func sessions() Table {
 			// expired sessions.
 			{Name: "idx_sessions_principal", Keys: []Key{K("principal_id")}},
 			{Name: "idx_sessions_expires", Keys: []Key{K("expires_at")}},
+			// The pages of list_sessions, in SessionPage's order.
+			{Name: "idx_sessions_created", Keys: []Key{{Column: "created_at", Desc: true}, {Column: "session_id", ByteOrder: true}}},
 		},
 	}
 }

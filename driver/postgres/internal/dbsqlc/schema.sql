@@ -228,6 +228,8 @@ CREATE INDEX IF NOT EXISTS idx_sessions_principal ON cks_sessions(principal_id);
 
 CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 
+CREATE INDEX IF NOT EXISTS idx_sessions_created ON cks_sessions(created_at DESC, session_id COLLATE "C");
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_stopped ON cks_outbox_tasks(state_changed_at)
 	WHERE state = 'STOPPED';
 

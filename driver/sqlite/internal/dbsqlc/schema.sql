@@ -232,6 +232,8 @@ CREATE INDEX IF NOT EXISTS idx_sessions_principal ON cks_sessions(principal_id);
 
 CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 
+CREATE INDEX IF NOT EXISTS idx_sessions_created ON cks_sessions(created_at DESC, session_id);
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 
