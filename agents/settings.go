@@ -51,6 +51,22 @@ type Settings struct {
 // EnvStaleWindow is the stale window's variable, shared with the hub.
 const EnvStaleWindow = "CKS_STALE_WINDOW"
 
+// StaleWindowFromEnv is the stale window EnvStaleWindow sets —
+// ledger.DefaultStaleWindow when unset — as the hub and every agent read
+// it: one parser, so that all accept the same values and refuse a bad one
+// with the same words.
+func StaleWindowFromEnv(getenv func(string) string) (time.Duration, error) {
+	v := getenv(EnvStaleWindow)
+	if v == "" {
+		return ledger.DefaultStaleWindow, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 15s", EnvStaleWindow, v)
+	}
+	return d, nil
+}
+
 // envPrefix is each kind's variable prefix (the seeds' names).
 var envPrefix = map[string]string{
 	"critic":          "CKS_CRITIC_",
@@ -131,13 +147,8 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 	if v := getenv(EnvName(kind, "TYPES")); v != "" {
 		s.Types = SplitTypes(v)
 	}
-	if v := getenv(EnvStaleWindow); v != "" {
-		// Parsed as the hub parses it, so that both accept the same values.
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 15s", EnvStaleWindow, v)
-		}
-		s.StaleWindow = d
+	if s.StaleWindow, err = StaleWindowFromEnv(getenv); err != nil {
+		return s, err
 	}
 	if getenv(EnvName(kind, "HEARTBEAT_INTERVAL")) == "" {
 		s.HeartbeatInterval = min(defaultHeartbeat, s.StaleWindow/leaseHeartbeats)

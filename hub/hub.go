@@ -245,7 +245,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	log.Info("hub serving", "url", url, "backend", st.Dialect(), "data_dir", string(cfg.DataDir))
+	log.Info("hub serving", "url", url, "backend", st.Dialect(), "database", backend.RedactURL(cfg.DatabaseURL), "data_dir", string(cfg.DataDir))
 	if onReady != nil {
 		onReady(Ready{URL: url, Backend: st.Dialect(), TokenFile: cfg.DataDir.TokenFile(), TokenCreated: created})
 	}

@@ -94,7 +94,7 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	}
 	var err error
 	// The agents read the same variable to fit their lease heartbeat in it.
-	if s.StaleWindow, err = durationSetting(getenv, agents.EnvStaleWindow, ledger.DefaultStaleWindow); err != nil {
+	if s.StaleWindow, err = agents.StaleWindowFromEnv(getenv); err != nil {
 		return s, err
 	}
 	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {

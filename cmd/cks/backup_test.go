@@ -93,6 +93,36 @@ func TestBackupOfPostgresSaysPgDump(t *testing.T) {
 	}
 }
 
+// TestConnStringIsNeverAFile (issue 38.8): a libpq keyword/value string in
+// CKS_DATABASE_URL is Postgres to every command — backup and restore say
+// pg_dump, serve and doctor try the server — and none of them creates a
+// file in the working directory or prints the password (on main serve
+// created and served a SQLite file named after the string, backup backed
+// it up and doctor printed it).
+func TestConnStringIsNeverAFile(t *testing.T) {
+	wd := t.TempDir()
+	env := []string{"CKS_DATABASE_URL=host=127.0.0.1 port=1 user=cks password=hunter2 dbname=cks connect_timeout=2"}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"backup", filepath.Join(t.TempDir(), "x.db")}, 2, "pg_dump"},
+		{[]string{"restore", filepath.Join(t.TempDir(), "x.db")}, 2, "pg_dump"},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, 1, "127.0.0.1:1"},
+		{[]string{"doctor", "--data-dir", t.TempDir()}, -1, "127.0.0.1:1"},
+	} {
+		res := runCKSIn(t, wd, env, c.args...)
+		if c.code >= 0 && res.code != c.code || res.code == 0 || !strings.Contains(res.stdout+res.stderr, c.want) ||
+			strings.Contains(res.stdout+res.stderr, "hunter2") {
+			t.Errorf("cks %s: exit %d\n%s%s; want exit %d saying %q, no password", c.args[0], res.code, res.stdout, res.stderr, c.code, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+		t.Fatalf("the commands made %q in the working directory", entries[0].Name())
+	}
+}
+
 // TestRestoreRefusedWhileAnyProcessHasTheDatabase (issue 38.2, 39.12): a
 // hub of another data directory serving the same file with --database
 // makes a restore fail, naming its pid, and changes nothing — the write it

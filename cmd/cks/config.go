@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/llm"
@@ -92,6 +92,11 @@ func parseConfig(getenv func(string) string) *configValues {
 	if _, err := llm.FromEnv(getenv); err != nil {
 		v.errs = append(v.errs, err)
 	}
+	// A variable several parsers read (CKS_STALE_WINDOW: the hub's and
+	// every agent's) is refused once.
+	v.errs = slices.CompactFunc(slices.SortedStableFunc(slices.Values(v.errs), func(a, b error) int {
+		return strings.Compare(a.Error(), b.Error())
+	}), func(a, b error) bool { return a.Error() == b.Error() })
 	return v
 }
 
@@ -124,10 +129,10 @@ func commonSettings() []setting {
 			meaning: "the data directory: the SQLite file, the admin token (admin.token) and the serving hub's URL (hub.url)",
 			def:     "the nearest " + datadir.Default + " here or above, else ./" + datadir.Default},
 		{env: "CKS_DATABASE_URL", flag: "database", readers: append(append([]string{"mcp", "backup", "restore", "doctor"}, hubs...), allAgents...),
-			meaning: "the database: a file path, sqlite:PATH or postgres://… (a password in it is never printed); " +
+			meaning: "the database: a file path, sqlite:PATH, postgres://… or a libpq keyword/value string host=… dbname=… (a password in it is never printed); " +
 				"`cks dev` ignores the variable (only its flag); `cks process list` reads it when no hub answers",
 			def:   "the data directory's cks.db",
-			value: func(v *configValues) string { return redactURL(v.getenv("CKS_DATABASE_URL")) }},
+			value: func(v *configValues) string { return backend.RedactURL(v.getenv("CKS_DATABASE_URL")) }},
 		{env: "CKS_LISTEN", flag: "listen", readers: hubs, meaning: "the hub's address HOST:PORT", def: hub.DefaultListen},
 		{env: "CKS_URL", flag: "url", readers: []string{"client", "mcp"}, meaning: "the hub a client calls",
 			def: "the data directory's hub.url"},
@@ -288,14 +293,6 @@ func orDur(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// redactURL hides a database URL's password.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // defaultOf is s's default: def, or its value in an empty environment.

@@ -162,7 +162,7 @@ func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir,
 		d.skip("clock", why)
 		return
 	}
-	name := redactURL(dbURL)
+	name := backend.RedactURL(dbURL)
 	dialect, target, err := backend.ParseURL(dbURL)
 	if err == nil && dialect == "sqlite" {
 		if _, serr := os.Stat(target); serr != nil {
