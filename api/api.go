@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,17 @@ type Config struct {
 	FailureLimit   int
 	FailureWindow  time.Duration
 	FailureClients int
+	// SecureCookie marks the studio's cookie Secure on every answer: the
+	// hub is reached over HTTPS only, through a TLS-terminating proxy
+	// (CKS_HTTP_SECURE_COOKIE). Without it the cookie is Secure when the
+	// hub serves TLS itself, or when a trusted proxy says the browser used
+	// HTTPS.
+	SecureCookie bool
+	// TrustedProxies are the addresses of the proxies whose
+	// X-Forwarded-Proto the hub believes (CKS_HTTP_TRUSTED_PROXIES): a
+	// request from one of them with X-Forwarded-Proto: https came over
+	// HTTPS. Another client's header is ignored (any client can send it).
+	TrustedProxies []netip.Prefix
 }
 
 // API is the hub's HTTP handler.
@@ -476,7 +488,7 @@ func (a *API) authed(next http.Handler) http.Handler {
 func (a *API) authedPage(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
 		if _, err := r.Cookie(CookieName); err == nil {
-			clearCookie(w)
+			a.clearCookie(w, r)
 		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	}, a.throttledLogin)
@@ -520,7 +532,7 @@ func (a *API) throttledLogin(w http.ResponseWriter, r *http.Request, wait time.D
 // login opens a studio session for the token of the form (auth.Login) and
 // puts its secret, never the token, in the cookie. The cookie lasts as long
 // as the session (auth.SessionTTL), is HttpOnly and SameSite=Strict, and
-// Secure when the hub serves TLS itself.
+// Secure when the browser reached the hub over HTTPS (secure).
 func (a *API) login(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	secret, s, err := a.svc.Principals.Login(r.Context(), tok, a.svc.Clock.Now())
@@ -537,7 +549,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(s.ExpiresAt.Sub(s.CreatedAt).Seconds())})
+		SameSite: http.SameSiteStrictMode, Secure: a.secure(r), MaxAge: int(s.ExpiresAt.Sub(s.CreatedAt).Seconds())})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -550,14 +562,41 @@ func (a *API) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	clearCookie(w)
+	a.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// clearCookie tells the browser to drop the studio cookie.
-func clearCookie(w http.ResponseWriter) {
+// clearCookie tells the browser to drop the studio cookie (with the
+// attributes it was set with).
+func (a *API) clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+		SameSite: http.SameSiteStrictMode, Secure: a.secure(r), MaxAge: -1})
+}
+
+// secure reports whether the browser reached the hub over HTTPS: the hub
+// serves TLS itself, the configuration says every request did
+// (Config.SecureCookie), or a trusted proxy (Config.TrustedProxies) says
+// so in X-Forwarded-Proto.
+func (a *API) secure(r *http.Request) bool {
+	if r.TLS != nil || a.cfg.SecureCookie {
+		return true
+	}
+	// The first of a list is what the browser used (each proxy appends).
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	if len(a.cfg.TrustedProxies) == 0 || !strings.EqualFold(strings.TrimSpace(proto), "https") {
+		return false
+	}
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.cfg.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // processCollector exports process liveness at scrape time.

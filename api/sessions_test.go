@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -294,6 +295,75 @@ func TestSessionsBounded(t *testing.T) {
 		resp, body := f.get(t, "/v1/sessions?limit=0x", f.token)
 		wantError(t, resp, body, http.StatusBadRequest, "invalid_argument", "limit")
 	})
+}
+
+// TestSecureCookie (issue 38.9): behind a TLS-terminating proxy the hub
+// sees plain HTTP, so the studio cookie's Secure attribute comes from the
+// configuration — always with SecureCookie, and with TrustedProxies when a
+// trusted proxy's X-Forwarded-Proto says https (the header of any other
+// client is ignored) — on the cookie a sign-in sets and the one a sign-out
+// clears. On main it was never Secure over HTTP.
+func TestSecureCookie(t *testing.T) {
+	st, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	dir := datadir.Dir(t.TempDir())
+	if _, err := auth.EnsureAdminToken(context.Background(), st.Principals, dir, clock.System{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	elsewhere := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, c := range []struct {
+		name    string
+		secure  bool
+		proxies []netip.Prefix
+		proto   string
+		want    bool
+	}{
+		{"plain HTTP", false, nil, "", false},
+		{"a forwarded proto without trusted proxies", false, nil, "https", false},
+		{"a forwarded proto from a proxy not trusted", false, elsewhere, "https", false},
+		{"a trusted proxy without the header", false, loopback, "", false},
+		{"a trusted proxy saying http", false, loopback, "http", false},
+		{"a trusted proxy saying https", false, loopback, "https", true},
+		{"a trusted proxy's list, https first", false, loopback, "https, http", true},
+		{"the setting", true, nil, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := api.New(api.Config{Services: &ops.Services{Principals: st.Principals, Clock: clock.System{}}, Version: "test",
+				SecureCookie: c.secure, TrustedProxies: c.proxies,
+				Studio: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "studio") })})
+			srv := httptest.NewServer(a)
+			t.Cleanup(srv.Close)
+			req, _ := http.NewRequest("POST", srv.URL+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			if c.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", c.proto)
+			}
+			resp, _ := roundTrip(t, req)
+			in := studioCookie(resp)
+			if in == nil || in.Value == "" || in.Secure != c.want {
+				t.Fatalf("sign-in cookie %+v, want Secure=%v", in, c.want)
+			}
+			req, _ = http.NewRequest("POST", srv.URL+"/logout", nil)
+			req.AddCookie(&http.Cookie{Name: api.CookieName, Value: in.Value})
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			if c.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", c.proto)
+			}
+			resp, _ = roundTrip(t, req)
+			if out := studioCookie(resp); out == nil || out.MaxAge >= 0 || out.Secure != c.want {
+				t.Fatalf("sign-out cookie %+v, want it dropped with Secure=%v", out, c.want)
+			}
+		})
+	}
 }
 
 // TestLoginRefusesClaimCredentials: a claim's task credential, bound to a

@@ -184,7 +184,23 @@ func commonSettings() []setting {
 			}},
 		{env: "CKS_MCP_SESSION_IDLE_TIMEOUT", readers: hubs, meaning: "how long an MCP session without a request stays open",
 			value: func(v *configValues) string { return dur(orDur(v.http.MCPSessionIdle, mcpserver.DefaultSessionIdle)) }},
-		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap)",
+		{env: hub.EnvSecureCookie, readers: hubs,
+			meaning: "mark the studio's session cookie Secure on every answer: set it when browsers reach the hub through a " +
+				"TLS-terminating proxy only (else the cookie is Secure when the hub serves TLS itself or a trusted proxy says HTTPS)",
+			value: func(v *configValues) string { return strconv.FormatBool(v.http.SecureCookie) }},
+		{env: hub.EnvTrustedProxies, readers: hubs,
+			meaning: "the proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Proto: https marks the " +
+				"studio's cookie Secure; the header of any other client is ignored",
+			value: func(v *configValues) string {
+				var ps []string
+				for _, p := range v.http.TrustedProxies {
+					ps = append(ps, p.String())
+				}
+				return strings.Join(ps, ",")
+			}},
+		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap): every agent, " +
+			"browser tab and MCP client behind one address (a NAT, a proxy, one host's 500 agents) shares it — raise it, or set 0, " +
+			"for such a fleet",
 			value: func(v *configValues) string {
 				switch n := v.http.MaxConnsPerIP; {
 				case n < 0:
