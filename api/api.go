@@ -263,6 +263,9 @@ func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, rest
 // fail answers err as every surface reports it (ops.FailureOf).
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	f := ops.FailureOf(r.Context(), a.cfg.Logger, r.Method+" "+r.URL.Path, err)
+	if f.Status == http.StatusServiceUnavailable {
+		retryAfter(w, ops.StorageRetryAfter)
+	}
 	writeJSON(w, f.Status, ErrorBody{Error: f})
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -217,6 +218,9 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 // hub's own words), or the hub not answering.
 func (p *Proxy) failure(err error) error {
 	if msg, ok := p.refusals.take(); ok {
+		if strings.HasPrefix(msg, strconv.Itoa(http.StatusServiceUnavailable)) {
+			return fmt.Errorf("%w: the hub at %s answered %s; try again shortly", ErrHubUnreachable, p.endpoint, msg)
+		}
 		return fmt.Errorf("%w: the hub at %s answered %s; pass a token it takes with --token or CKS_TOKEN", ErrHubRefused, p.endpoint, msg)
 	}
 	return fmt.Errorf("%w: the MCP endpoint %s did not answer (%v); start a hub (`cks serve` or `cks dev`) or point at one "+
@@ -299,7 +303,7 @@ func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	resp, err := b.base.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusServiceUnavailable) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -308,14 +312,15 @@ func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// refusals holds the last refusal of the token (a 401) the hub answered.
+// refusals holds the last refusal the hub answered: of the token (a 401),
+// or for its database (a 503).
 type refusals struct {
 	mu   sync.Mutex
 	last string
 }
 
-// note records a 401 with its body: the hub's {"error":{"message"}}, when
-// it is one.
+// note records a 401 or 503 with its body: the hub's
+// {"error":{"message"}}, when it is one.
 func (r *refusals) note(status string, body []byte) {
 	msg := status
 	var e struct {
