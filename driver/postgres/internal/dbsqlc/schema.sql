@@ -245,6 +245,8 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_expires_at)
 	WHERE state IN ('CLAIMED', 'RUNNING', 'REVIEWING');
 
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
 
