@@ -281,7 +281,10 @@ func agentSettings() []setting {
 		)
 	}
 	t = append(t, setting{flag: "no-fast-stop", readers: agentWords(agents.Kinds()...), def: "false",
-		meaning: "obey stop requests only at the liveness tick (for measurements)"})
+		meaning: "obey stop requests only at the liveness tick (for measurements)"},
+		setting{flag: "create", readers: agentWords(agents.Kinds()...), def: "false",
+			meaning: "create the SQLite database when it does not exist; without it an agent refuses a missing one " +
+				"(it would wait on a new, empty database for tasks no hub gives it)"})
 	return t
 }
 
