@@ -81,6 +81,9 @@ type Config struct {
 	FailureLimit   int
 	FailureWindow  time.Duration
 	FailureClients int
+	// PipelineInProcess says that the hub runs the research pipeline
+	// itself: /healthz says so, and `cks research --wait` reads it.
+	PipelineInProcess bool
 	// SecureCookie marks the studio's cookie Secure on every answer: the
 	// hub is reached over HTTPS only, through a TLS-terminating proxy
 	// (CKS_HTTP_SECURE_COOKIE). Without it the cookie is Secure when the
@@ -294,6 +297,10 @@ type Health struct {
 	// Clock is the correction of the hub's clock to the database's, when
 	// one is in use (Postgres).
 	Clock *HealthClock `json:"clock,omitempty"`
+	// Pipeline is "in_process" when this hub runs the research pipeline
+	// itself (CKS_PIPELINE_IN_PROCESS); absent when it does not (a
+	// `cks agent pipeline` process may).
+	Pipeline string `json:"pipeline,omitempty"`
 }
 
 // HealthClock is the correction of the hub's clock in /healthz.
@@ -326,6 +333,9 @@ type healthCache struct {
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", Version: a.cfg.Version}
+	if a.cfg.PipelineInProcess {
+		h.Pipeline = "in_process"
+	}
 	if a.cfg.ClockCorrection != nil {
 		if m, ok := a.cfg.ClockCorrection(); ok {
 			h.Clock = &HealthClock{OffsetS: m.Offset.Seconds(), UncertaintyS: (m.RTT / 2).Seconds()}

@@ -231,8 +231,9 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
 		KeepAlive:    httpSet.EventKeepAlive,
 
-		SecureCookie:   httpSet.SecureCookie,
-		TrustedProxies: httpSet.TrustedProxies,
+		SecureCookie:      httpSet.SecureCookie,
+		TrustedProxies:    httpSet.TrustedProxies,
+		PipelineInProcess: settings.Pipeline.InProcess,
 	})
 
 	srv := &http.Server{

@@ -255,6 +255,7 @@ type healthBody struct {
 	Leader  *struct {
 		ID string `json:"id"`
 	} `json:"leader"`
+	Pipeline string `json:"pipeline"`
 }
 
 // hub checks the hub, the token, the leader, the agents and the stored
@@ -315,19 +316,26 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 	return d.stored(ctx, cl, e)
 }
 
-// hubHealth reads the hub's /healthz: the hub finding, and the body.
-func (d *doctorRun) hubHealth(ctx context.Context, base string) (healthBody, bool) {
+// readHealth reads the /healthz of the hub at base.
+func readHealth(ctx context.Context, base string) (healthBody, error) {
 	var h healthBody
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(hctx, http.MethodGet, strings.TrimRight(base, "/")+"/healthz", nil)
-	if err == nil {
-		var resp *http.Response
-		if resp, err = http.DefaultClient.Do(req); err == nil {
-			defer resp.Body.Close()
-			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
-		}
+	if err != nil {
+		return h, err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	return h, json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
+}
+
+// hubHealth reads the hub's /healthz: the hub finding, and the body.
+func (d *doctorRun) hubHealth(ctx context.Context, base string) (healthBody, bool) {
+	h, err := readHealth(ctx, base)
 	switch {
 	case err != nil:
 		d.fail("hub", "no answer from "+base+": "+err.Error(), "start the hub (cks serve, or the cks-hub unit), or fix --url / CKS_URL")
