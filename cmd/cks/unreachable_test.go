@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,21 +27,7 @@ func TestStoppedPostgresAnswers503(t *testing.T) {
 	h := startHubDir(t, "serve", datadir.Dir(t.TempDir()), nil, "--database", pg.url())
 	proxy := connectProxy(t, nil, "--url", h.url, "--token", h.token)
 	embedded := connectProxy(t, nil, "--embedded", "--database", pg.url(), "--data-dir", t.TempDir())
-	call := func(method, path, body string) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, h.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+h.token)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	call := func(method, path, body string) (*http.Response, string) { return h.do(t, method, path, body) }
 	if resp, body := call("GET", "/v1/tasks", ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("list tasks with the database up: %d %s", resp.StatusCode, body)
 	}

@@ -132,19 +132,11 @@ func copyDatabase(ctx context.Context, src, dst string, opts BackupOptions) erro
 // and -shm files beside it whenever it is opened, and a read-only open
 // leaves them.
 func rollbackJournal(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", dsn(path, url.Values{}))
-	if err != nil {
-		return err
+	mode, err := pragma(ctx, path, url.Values{}, "PRAGMA journal_mode=DELETE")
+	if err == nil && mode != "delete" {
+		err = fmt.Errorf("journal mode of %s is %s, want delete", path, mode)
 	}
-	defer db.Close()
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=DELETE").Scan(&mode); err != nil {
-		return err
-	}
-	if mode != "delete" {
-		return fmt.Errorf("journal mode of %s is %s, want delete", path, mode)
-	}
-	return nil
+	return err
 }
 
 // QuickCheck runs PRAGMA quick_check on the database file at path, read
@@ -156,17 +148,23 @@ func QuickCheck(ctx context.Context, path string) error {
 	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
 		params.Set("immutable", "1")
 	}
+	res, err := pragma(ctx, path, params, "PRAGMA quick_check")
+	if err == nil && res != "ok" {
+		err = errors.New(res)
+	}
+	return err
+}
+
+// pragma runs statement q, a PRAGMA of one value, on a connection of its
+// own to the database file at path (opened with params), and returns the
+// value.
+func pragma(ctx context.Context, path string, params url.Values, q string) (string, error) {
 	db, err := sql.Open("sqlite", dsn(path, params))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer db.Close()
-	var res string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
-		return err
-	}
-	if res != "ok" {
-		return errors.New(res)
-	}
-	return nil
+	var v string
+	err = db.QueryRowContext(ctx, q).Scan(&v)
+	return v, err
 }
