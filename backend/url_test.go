@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
@@ -127,4 +128,34 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// FuzzRedactURL: whatever a password is, in any form cks takes — a URL's
+// user information, a password= parameter of its query, a keyword/value
+// string's password, quoted — RedactURL never shows it, and ParseURL
+// never panics on the string.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("cks", "hunter2", "db:5432")
+	f.Add("u:x", "p@ss/w:rd", "h")
+	f.Add("", "a b c", "[::1]:5432")
+	f.Fuzz(func(t *testing.T, user, pass, host string) {
+		if len(pass) < 4 || strings.ContainsAny(pass, "&#'\\\x00\t\n\v\f\r ") || !utf8.ValidString(pass) {
+			return
+		}
+		for _, u := range []string{
+			"postgres://" + user + ":" + pass + "@" + host + "/cks",
+			"postgres://" + user + "@" + host + "/cks?sslmode=require&password=" + pass,
+			"host=" + host + " user=" + user + " password=" + pass + " dbname=cks",
+			"host=" + host + " password='" + pass + " x' dbname=cks",
+		} {
+			backend.ParseURL(u) //nolint:errcheck // must not panic
+			template := strings.ReplaceAll(u, pass, "")
+			if strings.Contains(template, pass) || strings.Contains(user+host, pass) || strings.Contains("postgres://cks?sslmode=require&password=host=user=dbname=", pass) {
+				continue // the password is also some other part of the string
+			}
+			if got := backend.RedactURL(u); strings.Contains(got, pass) {
+				t.Fatalf("RedactURL(%q) = %q shows the password", u, got)
+			}
+		}
+	})
 }
