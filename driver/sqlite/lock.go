@@ -97,11 +97,15 @@ func lockShared(ctx context.Context, path string) (*FileLock, error) {
 
 // openLockFile opens (creating, mode 0600) the lock file of the database
 // at path; read-only when it exists but may not be written (flock needs no
-// write access).
+// write access). When it can be neither made nor opened for want of
+// rights, the error is the refused creation's (fs.ErrPermission or EROFS).
 func openLockFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(LockFile(path), os.O_RDWR|os.O_CREATE, 0o600)
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		f, err = os.Open(LockFile(path))
+		var rerr error
+		if f, rerr = os.Open(LockFile(path)); rerr == nil {
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", LockFile(path), err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/sqlite"
 )
 
@@ -49,5 +50,20 @@ func TestOpenHoldsTheDatabaseLock(t *testing.T) {
 	}
 	if err := <-opened; err != nil {
 		t.Fatalf("Open once the exclusive lock is released: %v", err)
+	}
+}
+
+// TestLockInAReadOnlyDirectory: where the lock file can be neither made
+// nor opened (a directory this process may not write), Open takes no lock
+// rather than failing: no restore can replace the database there either.
+func TestLockInAReadOnlyDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	drivertest.ReadOnlyFile(t, dir)
+	l, err := sqlite.LockShared(context.Background(), filepath.Join(dir, "cks.db"))
+	if err != nil || l != nil {
+		t.Fatalf("the lock in a read-only directory = %v, %v; want none and no error", l, err)
 	}
 }
