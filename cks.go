@@ -41,6 +41,14 @@ var (
 	// ErrStorageFull means a write failed for lack of space: a full disk
 	// (SQLite SQLITE_FULL, Postgres disk_full, SQLSTATE 53100) or a size cap.
 	ErrStorageFull error = &unavailableError{"storage_full: no space left for the write"}
+	// ErrStorageUnreachable means the database could not be reached: the
+	// connection was refused, broken or timed out, or the server is
+	// shutting down or starting (a Postgres restart). Like ErrUnavailable
+	// it is no fault of the request (the API answers 503 with Retry-After),
+	// but it does not match ErrUnavailable: it passes within seconds, so a
+	// writer tries again, where a read-only or full database is an answer.
+	// A write cut off by it may or may not have committed.
+	ErrStorageUnreachable = errors.New("storage_unavailable: the database cannot be reached")
 	// ErrLeaseLost means an executor call carried a lease token that is no
 	// longer current: the task was reclaimed, cancelled, parked or completed
 	// since the token was issued. It wraps ErrConflict, so errors.Is(err,

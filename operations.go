@@ -548,10 +548,22 @@ type TokenInput struct {
 	ID string `json:"id" jsonschema:"the principal's id (list_tokens lists them)"`
 }
 
-// SessionList is the output of list_sessions: every studio session, oldest
-// first (never a secret or its hash).
+// ListSessionsInput is the input of list_sessions: a page of the studio
+// sessions, newest first.
+type ListSessionsInput struct {
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (empty for the first)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
+}
+
+// SessionList is the output of list_sessions: a page of the studio
+// sessions, newest first (never a secret or its hash), with how many there
+// are in all.
 type SessionList struct {
 	Sessions []Session `json:"sessions"`
+	// Total is the number of sessions, on every page.
+	Total int `json:"total"`
+	// Next is the cursor of the following page, empty on the last.
+	Next string `json:"next_cursor,omitempty"`
 }
 
 // SessionInput names a studio session.

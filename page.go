@@ -1,5 +1,12 @@
 package cks
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
 // MaxPageBytes bounds what one page of a listing holds, by the size of its
 // rows in the answer, as well as by their count (the filter's limit): a
 // page of a thousand of the largest tasks a client may create would be
@@ -43,4 +50,44 @@ func EncodedLen(s string) int {
 		}
 	}
 	return n
+}
+
+// TimeCursor is where a page of a listing ordered by a time, newest
+// first, and then an id goes on from: the last row of the previous page.
+type TimeCursor struct {
+	At time.Time
+	ID string
+}
+
+// String is the cursor as a listing answers it in next_cursor: the time in
+// Unix microseconds (the precision both backends store), a dot, the id.
+func (c TimeCursor) String() string {
+	return strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID
+}
+
+// ParseTimeCursor reads a cursor String wrote; "" is the first page (a
+// zero cursor). Anything else is a FieldError naming cursor.
+func ParseTimeCursor(s string) (TimeCursor, error) {
+	if s == "" {
+		return TimeCursor{}, nil
+	}
+	us, id, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" || ValidateText("cursor", id) != nil {
+		return TimeCursor{}, fieldError("cursor", "the next_cursor of a previous page")
+	}
+	return TimeCursor{At: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+// PageLimit is the page size a listing's limit asks for: limit when it is
+// 1 to MaxListLimit, DefaultListLimit for 0, and otherwise a FieldError
+// naming limit.
+func PageLimit(limit int) (int, error) {
+	switch {
+	case limit < 0 || limit > MaxListLimit:
+		return 0, fieldError("limit", fmt.Sprintf("an integer from 1 to %d (0 for the default %d)", MaxListLimit, DefaultListLimit))
+	case limit == 0:
+		return DefaultListLimit, nil
+	}
+	return limit, nil
 }

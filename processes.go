@@ -1,10 +1,6 @@
 package cks
 
-import (
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
 // AgentLiveness is one row of cks_agent_liveness (ADR-014): the heartbeat of one
 // standalone agent process instance. A restarted process writes a new row under a
@@ -128,25 +124,15 @@ type ProcessCursor struct {
 	InstanceID string
 }
 
-// String is the cursor as list_processes answers it in next_cursor: the
-// start in Unix microseconds (the precision both backends store), a dot,
-// the instance id.
-func (c ProcessCursor) String() string {
-	return strconv.FormatInt(c.StartedAt.UnixMicro(), 10) + "." + c.InstanceID
-}
+// String is the cursor as list_processes answers it in next_cursor (a
+// TimeCursor's).
+func (c ProcessCursor) String() string { return TimeCursor{At: c.StartedAt, ID: c.InstanceID}.String() }
 
 // ParseProcessCursor reads a cursor String wrote; "" is the first page (a
 // zero cursor). Anything else is a FieldError naming cursor.
 func ParseProcessCursor(s string) (ProcessCursor, error) {
-	if s == "" {
-		return ProcessCursor{}, nil
-	}
-	us, id, ok := strings.Cut(s, ".")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || id == "" || ValidateText("cursor", id) != nil {
-		return ProcessCursor{}, fieldError("cursor", "the next_cursor of a previous page")
-	}
-	return ProcessCursor{StartedAt: time.UnixMicro(n).UTC(), InstanceID: id}, nil
+	c, err := ParseTimeCursor(s)
+	return ProcessCursor{StartedAt: c.At, InstanceID: c.ID}, err
 }
 
 // After reports whether p comes after c in the listing's order (every

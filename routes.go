@@ -146,7 +146,7 @@ var (
 	// OpRevokeToken is revoke_token.
 	OpRevokeToken = endpoint[TokenInput, struct{}]("revoke_token", "DELETE", "/v1/tokens/{id}")
 	// OpListSessions is list_sessions.
-	OpListSessions = endpoint[struct{}, SessionList]("list_sessions", "GET", "/v1/sessions")
+	OpListSessions = endpoint[ListSessionsInput, SessionList]("list_sessions", "GET", "/v1/sessions")
 	// OpRevokeSession is revoke_session.
 	OpRevokeSession = endpoint[SessionInput, struct{}]("revoke_session", "DELETE", "/v1/sessions/{id}")
 	// OpCheckStored is check_stored.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,20 @@ type Config struct {
 	FailureLimit   int
 	FailureWindow  time.Duration
 	FailureClients int
+	// PipelineInProcess says that the hub runs the research pipeline
+	// itself: /healthz says so, and `cks research --wait` reads it.
+	PipelineInProcess bool
+	// SecureCookie marks the studio's cookie Secure on every answer: the
+	// hub is reached over HTTPS only, through a TLS-terminating proxy
+	// (CKS_HTTP_SECURE_COOKIE). Without it the cookie is Secure when the
+	// hub serves TLS itself, or when a trusted proxy says the browser used
+	// HTTPS.
+	SecureCookie bool
+	// TrustedProxies are the addresses of the proxies whose
+	// X-Forwarded-Proto the hub believes (CKS_HTTP_TRUSTED_PROXIES): a
+	// request from one of them with X-Forwarded-Proto: https came over
+	// HTTPS. Another client's header is ignored (any client can send it).
+	TrustedProxies []netip.Prefix
 }
 
 // API is the hub's HTTP handler.
@@ -251,6 +266,9 @@ func writeRows[T any](w io.Writer, enc *json.Encoder, key string, rows []T, rest
 // fail answers err as every surface reports it (ops.FailureOf).
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	f := ops.FailureOf(r.Context(), a.cfg.Logger, r.Method+" "+r.URL.Path, err)
+	if f.Status == http.StatusServiceUnavailable {
+		retryAfter(w, ops.StorageRetryAfter)
+	}
 	writeJSON(w, f.Status, ErrorBody{Error: f})
 }
 
@@ -279,6 +297,10 @@ type Health struct {
 	// Clock is the correction of the hub's clock to the database's, when
 	// one is in use (Postgres).
 	Clock *HealthClock `json:"clock,omitempty"`
+	// Pipeline is "in_process" when this hub runs the research pipeline
+	// itself (CKS_PIPELINE_IN_PROCESS); absent when it does not (a
+	// `cks agent pipeline` process may).
+	Pipeline string `json:"pipeline,omitempty"`
 }
 
 // HealthClock is the correction of the hub's clock in /healthz.
@@ -311,6 +333,9 @@ type healthCache struct {
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", Version: a.cfg.Version}
+	if a.cfg.PipelineInProcess {
+		h.Pipeline = "in_process"
+	}
 	if a.cfg.ClockCorrection != nil {
 		if m, ok := a.cfg.ClockCorrection(); ok {
 			h.Clock = &HealthClock{OffsetS: m.Offset.Seconds(), UncertaintyS: (m.RTT / 2).Seconds()}
@@ -510,7 +535,7 @@ func (a *API) authed(next http.Handler) http.Handler {
 func (a *API) authedPage(next http.Handler) http.Handler {
 	return a.requireAuth(next, func(w http.ResponseWriter, r *http.Request, _ error) {
 		if _, err := r.Cookie(CookieName); err == nil {
-			clearCookie(w)
+			a.clearCookie(w, r)
 		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	}, a.throttledLogin)
@@ -554,7 +579,7 @@ func (a *API) throttledLogin(w http.ResponseWriter, r *http.Request, wait time.D
 // login opens a studio session for the token of the form (auth.Login) and
 // puts its secret, never the token, in the cookie. The cookie lasts as long
 // as the session (auth.SessionTTL), is HttpOnly and SameSite=Strict, and
-// Secure when the hub serves TLS itself.
+// Secure when the browser reached the hub over HTTPS (secure).
 func (a *API) login(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	secret, s, err := a.svc.Principals.Login(r.Context(), tok, a.svc.Clock.Now())
@@ -571,7 +596,7 @@ func (a *API) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(s.ExpiresAt.Sub(s.CreatedAt).Seconds())})
+		SameSite: http.SameSiteStrictMode, Secure: a.secure(r), MaxAge: int(s.ExpiresAt.Sub(s.CreatedAt).Seconds())})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -584,14 +609,41 @@ func (a *API) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	clearCookie(w)
+	a.clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// clearCookie tells the browser to drop the studio cookie.
-func clearCookie(w http.ResponseWriter) {
+// clearCookie tells the browser to drop the studio cookie (with the
+// attributes it was set with).
+func (a *API) clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+		SameSite: http.SameSiteStrictMode, Secure: a.secure(r), MaxAge: -1})
+}
+
+// secure reports whether the browser reached the hub over HTTPS: the hub
+// serves TLS itself, the configuration says every request did
+// (Config.SecureCookie), or a trusted proxy (Config.TrustedProxies) says
+// so in X-Forwarded-Proto.
+func (a *API) secure(r *http.Request) bool {
+	if r.TLS != nil || a.cfg.SecureCookie {
+		return true
+	}
+	// The first of a list is what the browser used (each proxy appends).
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	if len(a.cfg.TrustedProxies) == 0 || !strings.EqualFold(strings.TrimSpace(proto), "https") {
+		return false
+	}
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.cfg.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // processCollector exports process liveness at scrape time.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -164,7 +165,7 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("the cookie still signs in after logout")
 		}
-		if ss, err := f.store.Principals.ListSessions(ctx); err != nil || len(ss) != 0 {
+		if ss, err := listSessions(ctx, f); err != nil || len(ss) != 0 {
 			t.Fatalf("sessions after logout: %+v, %v; want none", ss, err)
 		}
 
@@ -178,13 +179,13 @@ func TestSessions(t *testing.T) {
 		if f.signedIn(t, c.Value) {
 			t.Fatal("an expired session still signs in")
 		}
-		if ss, _ := f.store.Principals.ListSessions(ctx); len(ss) != 0 {
+		if ss, _ := listSessions(ctx, f); len(ss) != 0 {
 			t.Fatalf("the expired session was not deleted: %+v", ss)
 		}
 
 		// revoke_session by id.
 		c = f.login(t, f.token)
-		ss, _ := f.store.Principals.ListSessions(ctx)
+		ss, _ := listSessions(ctx, f)
 		if len(ss) != 1 {
 			t.Fatalf("sessions: %+v", ss)
 		}
@@ -213,7 +214,7 @@ func TestSessions(t *testing.T) {
 		resp, body = f.get(t, "/v1/sessions", viewer)
 		wantError(t, resp, body, http.StatusForbidden, "forbidden", "admin")
 		var vid string
-		ss, _ = f.store.Principals.ListSessions(ctx)
+		ss, _ = listSessions(ctx, f)
 		for _, s := range ss {
 			if s.PrincipalName == "viewer" {
 				vid = s.PrincipalID
@@ -226,6 +227,143 @@ func TestSessions(t *testing.T) {
 			t.Fatal("the session of a revoked principal still signs in")
 		}
 	})
+}
+
+// listSessions is every session of f's store (one page of the most).
+func listSessions(ctx context.Context, f *fixture) ([]cks.Session, error) {
+	page, err := f.store.Principals.ListSessions(ctx, cks.ListSessionsInput{Limit: cks.MaxListLimit})
+	return page.Sessions, err
+}
+
+// TestSessionsBounded (issue 38.6), on both backends: a token that may
+// read one task signs in again and again — it keeps
+// auth.MaxSessionsPerPrincipal sessions, each new one signing in and its
+// oldest signed out (on main it kept every one: 20,000 in 12 s); GET
+// /v1/sessions answers a page, at most its limit, with the total and a
+// cursor that walks every session once.
+func TestSessionsBounded(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		f := newFixtureOn(t, open)
+		ctx := context.Background()
+		_, reader, err := auth.CreateToken(ctx, f.store.Principals, f.clock, "one-task", []cks.Grant{{Resource: "/tasks/1", Permission: auth.PermRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const signIns = 3 * auth.MaxSessionsPerPrincipal
+		var cookies []*http.Cookie
+		for range signIns {
+			cookies = append(cookies, f.login(t, reader))
+			f.clock.Advance(time.Second)
+		}
+		f.login(t, f.token)
+		authenticates := func(c *http.Cookie) bool {
+			resp, _ := f.withCookie(t, "GET", "/v1/tasks/1", c.Value)
+			return resp.StatusCode == http.StatusNotFound // read allowed: no task 1
+		}
+		// The newest MaxSessionsPerPrincipal, and two before them (more
+		// refusals would be throttled).
+		for i := signIns - auth.MaxSessionsPerPrincipal - 2; i < signIns; i++ {
+			if want := i >= signIns-auth.MaxSessionsPerPrincipal; authenticates(cookies[i]) != want {
+				t.Fatalf("after %d sign-ins, the %d-th: signed in %v, want %v (the newest %d are)", signIns, i+1, !want, want, auth.MaxSessionsPerPrincipal)
+			}
+		}
+		want := auth.MaxSessionsPerPrincipal + 1
+		seen := map[string]bool{}
+		cursor := ""
+		for pages := 0; ; pages++ {
+			resp, body := f.get(t, "/v1/sessions?limit=5&cursor="+url.QueryEscape(cursor), f.token)
+			var page cks.SessionList
+			if err := json.Unmarshal([]byte(body), &page); resp.StatusCode != http.StatusOK || err != nil {
+				t.Fatalf("GET /v1/sessions: %d %v %s", resp.StatusCode, err, body)
+			}
+			if len(page.Sessions) > 5 || page.Total != want || pages > want {
+				t.Fatalf("page %d: %d sessions, total %d; want at most 5, total %d", pages, len(page.Sessions), page.Total, want)
+			}
+			for _, x := range page.Sessions {
+				if seen[x.ID] {
+					t.Fatalf("session %s listed twice", x.ID)
+				}
+				seen[x.ID] = true
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != want {
+			t.Fatalf("the pages hold %d sessions, want %d", len(seen), want)
+		}
+		resp, body := f.get(t, "/v1/sessions?limit=0x", f.token)
+		wantError(t, resp, body, http.StatusBadRequest, "invalid_argument", "limit")
+	})
+}
+
+// TestSecureCookie (issue 38.9): behind a TLS-terminating proxy the hub
+// sees plain HTTP, so the studio cookie's Secure attribute comes from the
+// configuration — always with SecureCookie, and with TrustedProxies when a
+// trusted proxy's X-Forwarded-Proto says https (the header of any other
+// client is ignored) — on the cookie a sign-in sets and the one a sign-out
+// clears. On main it was never Secure over HTTP.
+func TestSecureCookie(t *testing.T) {
+	st, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	dir := datadir.Dir(t.TempDir())
+	if _, err := auth.EnsureAdminToken(context.Background(), st.Principals, dir, clock.System{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := dir.ReadToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	elsewhere := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, c := range []struct {
+		name    string
+		secure  bool
+		proxies []netip.Prefix
+		proto   string
+		want    bool
+	}{
+		{"plain HTTP", false, nil, "", false},
+		{"a forwarded proto without trusted proxies", false, nil, "https", false},
+		{"a forwarded proto from a proxy not trusted", false, elsewhere, "https", false},
+		{"a trusted proxy without the header", false, loopback, "", false},
+		{"a trusted proxy saying http", false, loopback, "http", false},
+		{"a trusted proxy saying https", false, loopback, "https", true},
+		{"a trusted proxy's list, https first", false, loopback, "https, http", true},
+		{"the setting", true, nil, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := api.New(api.Config{Services: &ops.Services{Principals: st.Principals, Clock: clock.System{}}, Version: "test",
+				SecureCookie: c.secure, TrustedProxies: c.proxies,
+				Studio: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "studio") })})
+			srv := httptest.NewServer(a)
+			t.Cleanup(srv.Close)
+			req, _ := http.NewRequest("POST", srv.URL+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			if c.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", c.proto)
+			}
+			resp, _ := roundTrip(t, req)
+			in := studioCookie(resp)
+			if in == nil || in.Value == "" || in.Secure != c.want {
+				t.Fatalf("sign-in cookie %+v, want Secure=%v", in, c.want)
+			}
+			req, _ = http.NewRequest("POST", srv.URL+"/logout", nil)
+			req.AddCookie(&http.Cookie{Name: api.CookieName, Value: in.Value})
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			if c.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", c.proto)
+			}
+			resp, _ = roundTrip(t, req)
+			if out := studioCookie(resp); out == nil || out.MaxAge >= 0 || out.Secure != c.want {
+				t.Fatalf("sign-out cookie %+v, want it dropped with Secure=%v", out, c.want)
+			}
+		})
+	}
 }
 
 // TestLoginRefusesClaimCredentials: a claim's task credential, bound to a

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func TestPrincipals(t *testing.T) {
 		"Sessions":                         testSessions,
 		"AuthenticateWithGrants":           testAuthenticateWithGrants,
 		"SessionsExpire":                   testSessionsExpire,
+		"SessionsCapped":                   testSessionsCapped,
+		"SessionsPaged":                    testSessionsPaged,
 	})
 }
 
@@ -187,9 +190,9 @@ func testSessions(t *testing.T, open backendtest.Opener) {
 	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-nope", backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("unknown secret: err = %v, want ErrNotFound", err)
 	}
-	list, err := s.Principals.ListSessions(ctx(t))
-	if err != nil || len(list) != 2 || list[0] != a || list[1] != r {
-		t.Fatalf("ListSessions = %+v, %v; want %+v, %+v", list, err, a, r)
+	list, err := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{})
+	if err != nil || len(list.Sessions) != 2 || list.Sessions[0] != r || list.Sessions[1] != a || list.Total != 2 || list.Next != "" {
+		t.Fatalf("ListSessions = %+v, %v; want %+v, %+v (newest first), total 2", list, err, r, a)
 	}
 	if err := s.Principals.DeleteSession(ctx(t), "s-a"); err != nil {
 		t.Fatal(err)
@@ -207,8 +210,103 @@ func testSessions(t *testing.T, open backendtest.Opener) {
 	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-s-r", backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("session of a deleted principal: err = %v, want ErrNotFound", err)
 	}
-	if list, err := s.Principals.ListSessions(ctx(t)); err != nil || len(list) != 0 {
+	if list, err := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); err != nil || len(list.Sessions) != 0 || list.Total != 0 {
 		t.Fatalf("sessions left: %+v, %v; want none", list, err)
+	}
+}
+
+// testSessionsCapped (issue 38.6): a principal keeps at most
+// MaxSessionsPerPrincipal sessions — a sign-in past them signs out its
+// oldest, the new one always kept, even when all were opened at the same
+// instant — and another principal's sessions are untouched; on main a
+// token opened 20,000.
+func testSessionsCapped(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	mustPrincipal(t, s, "admin", backendtest.T0, adminGrant)
+	mustPrincipal(t, s, "reader", backendtest.T0, cks.Grant{Resource: "/tasks/1", Permission: "read"})
+	mustSession(t, s, "admin-1", "admin", backendtest.T0, time.Hour)
+	const n = auth.MaxSessionsPerPrincipal + 5
+	var last cks.Session
+	for i := range n {
+		// The last six all at one instant: the new one is kept whatever its id.
+		at := backendtest.T0.Add(time.Duration(min(i, n-6)) * time.Second)
+		last = mustSession(t, s, fmt.Sprintf("r%02d", n-i), "reader", at, time.Hour)
+		if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-"+last.ID, at); err != nil {
+			t.Fatalf("the session just opened, %s: %v", last.ID, err)
+		}
+	}
+	list, err := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{Limit: cks.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers := 0
+	for _, x := range list.Sessions {
+		if x.PrincipalID == "reader" {
+			readers++
+		}
+	}
+	if readers != auth.MaxSessionsPerPrincipal || list.Total != readers+1 || !slices.ContainsFunc(list.Sessions, func(x cks.Session) bool { return x.ID == "admin-1" }) {
+		t.Fatalf("after %d sign-ins: %d of reader's sessions, total %d; want %d, and admin's kept", n, readers, list.Total, auth.MaxSessionsPerPrincipal)
+	}
+	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), fmt.Sprintf("secret-r%02d", n), backendtest.T0); !errors.Is(err, cks.ErrNotFound) {
+		t.Fatalf("the oldest session after the cap: %v, want signed out", err)
+	}
+}
+
+// testSessionsPaged (issue 38.6): list_sessions pages newest first, every
+// session once, each page at most its limit, total on every page; a bad
+// cursor or limit is a FieldError naming it.
+func testSessionsPaged(t *testing.T, open backendtest.Opener) {
+	s := open(t)
+	var want []string
+	for i := range 7 {
+		id := fmt.Sprintf("p%d", i)
+		mustPrincipal(t, s, id, backendtest.T0, adminGrant)
+		for j := range 3 {
+			sess := mustSession(t, s, fmt.Sprintf("%s-%d", id, j), id, backendtest.T0.Add(time.Duration(j)*time.Second), time.Hour)
+			want = append(want, sess.ID)
+		}
+	}
+	var got []string
+	in := cks.ListSessionsInput{Limit: 4}
+	for pages := 0; ; pages++ {
+		if pages > len(want) {
+			t.Fatal("list_sessions does not end")
+		}
+		page, err := s.Principals.ListSessions(ctx(t), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Sessions) > 4 || page.Total != len(want) {
+			t.Fatalf("page of %d sessions, total %d; want at most 4, total %d", len(page.Sessions), page.Total, len(want))
+		}
+		for i, x := range page.Sessions {
+			if x.PrincipalName != "name-"+x.PrincipalID {
+				t.Fatalf("session %s names principal %q", x.ID, x.PrincipalName)
+			}
+			if i > 0 && x.CreatedAt.After(page.Sessions[i-1].CreatedAt) {
+				t.Fatalf("page not newest first: %+v", page.Sessions)
+			}
+			got = append(got, x.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		in.Cursor = page.Next
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("paged %q, want every session once: %q", got, want)
+	}
+	for _, c := range []struct {
+		in    cks.ListSessionsInput
+		field string
+	}{{cks.ListSessionsInput{Limit: -1}, "limit"}, {cks.ListSessionsInput{Limit: cks.MaxListLimit + 1}, "limit"},
+		{cks.ListSessionsInput{Cursor: "nope"}, "cursor"}, {cks.ListSessionsInput{Cursor: "1.\x00"}, "cursor"}} {
+		if _, err := s.Principals.ListSessions(ctx(t), c.in); !cks.IsFieldError(err, c.field) {
+			t.Errorf("ListSessions(%+v) = %v, want a FieldError naming %s", c.in, err, c.field)
+		}
 	}
 }
 
@@ -226,13 +324,13 @@ func testSessionsExpire(t *testing.T, open backendtest.Opener) {
 	if _, _, err := s.Principals.SessionBySecretHash(ctx(t), "secret-short", backendtest.T0.Add(time.Minute)); !errors.Is(err, cks.ErrNotFound) {
 		t.Fatalf("a session at its expiry: err = %v, want ErrNotFound", err)
 	}
-	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 2 {
+	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 2 {
 		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
 	}
 	if n, err := s.Principals.DeleteExpiredSessions(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("DeleteExpiredSessions = %d, %v; want 1 (idle)", n, err)
 	}
-	if list, _ := s.Principals.ListSessions(ctx(t)); len(list) != 1 || list[0] != long {
+	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 1 || list.Sessions[0] != long {
 		t.Fatalf("sessions left: %+v, want only %+v", list, long)
 	}
 }

@@ -24,6 +24,12 @@ import (
 // SessionTTL is how long a studio session lasts from its sign-in.
 const SessionTTL = 7 * 24 * time.Hour
 
+// MaxSessionsPerPrincipal is how many studio sessions one principal keeps
+// at once: a sign-in past it signs out that principal's oldest, so that no
+// token can fill the table (and every listing of it) with sessions, and a
+// person signed in on a few browsers is never signed out by the cap.
+const MaxSessionsPerPrincipal = 16
+
 // sessionPrefix starts every session secret. It differs from a bearer
 // token's ("cks_"), so neither is ever taken for the other: a token put in
 // the cookie is a malformed session, a secret sent as a bearer token a
@@ -138,8 +144,9 @@ func DeleteEndedCredentials(ctx context.Context, ps *Service, now time.Time) (in
 }
 
 // CreateSession stores a studio session with the hash of its secret
-// (s.PrincipalName is not stored). An unknown principal is ErrNotFound,
-// a duplicate id or secret hash ErrConflict.
+// (s.PrincipalName is not stored) and, in the same transaction, signs out
+// its principal's oldest sessions past MaxSessionsPerPrincipal. An unknown
+// principal is ErrNotFound, a duplicate id or secret hash ErrConflict.
 //
 // the principal is read in the insert's transaction, so an unknown one is
 // ErrNotFound.
@@ -164,7 +171,12 @@ func (s *Service) CreateSession(ctx context.Context, sess cks.Session, secretHas
 			}
 			return err
 		}
-		return ex.SessionInsert(ctx, row)
+		if err := ex.SessionInsert(ctx, row); err != nil {
+			return err
+		}
+		_, err := ex.SessionTrim(ctx, driver.SessionTrimParams{PrincipalID: sess.PrincipalID, NewSessionID: sess.ID,
+			Keep: MaxSessionsPerPrincipal - 1})
+		return err
 	})
 	switch {
 	case errors.Is(err, driver.ErrUniqueViolation):
@@ -212,33 +224,59 @@ func (s *Service) SessionBySecretHash(ctx context.Context, secretHash string, no
 	return principalOf(p), sessionOf(r, p.Name), nil
 }
 
-// ListSessions returns every session with its principal's name, oldest
-// first (ties by id); never a secret hash.
+// endOfTime is the cursor of a first page: after every session's sign-in.
+var endOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// ListSessions is list_sessions: one page of the sessions, newest first
+// (ties by id), each with its principal's name, and how many there are in
+// all; never a secret hash. A bad cursor or limit is a FieldError naming
+// it.
 //
-// the sessions and the names of their principals are read in one snapshot.
-func (s *Service) ListSessions(ctx context.Context) ([]cks.Session, error) {
-	var (
-		rows []driver.SessionRow
-		ps   []driver.PrincipalRow
-	)
-	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
-		var err error
-		if rows, err = ex.SessionList(ctx); err != nil {
+// the page, the count and the names of the page's principals are read in
+// one snapshot.
+func (s *Service) ListSessions(ctx context.Context, in cks.ListSessionsInput) (cks.SessionList, error) {
+	limit, err := cks.PageLimit(in.Limit)
+	if err != nil {
+		return cks.SessionList{}, err
+	}
+	after, err := cks.ParseTimeCursor(in.Cursor)
+	if err != nil {
+		return cks.SessionList{}, err
+	}
+	if after.ID == "" {
+		after.At = endOfTime
+	}
+	out := cks.SessionList{Sessions: []cks.Session{}}
+	err = s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		rows, err := ex.SessionPage(ctx, driver.SessionPageParams{AfterCreatedAt: driver.Time(after.At), AfterSessionID: after.ID, Limit: limit + 1})
+		if err != nil {
 			return err
 		}
-		ps, err = ex.PrincipalList(ctx)
-		return err
+		n, err := ex.SessionCount(ctx)
+		if err != nil {
+			return err
+		}
+		out.Total = int(n)
+		if len(rows) > limit {
+			rows = rows[:limit]
+			last := rows[limit-1]
+			out.Next = cks.TimeCursor{At: last.CreatedAt, ID: last.ID}.String()
+		}
+		names := map[string]string{}
+		for _, r := range rows {
+			if _, ok := names[r.PrincipalID]; !ok {
+				p, err := ex.PrincipalGet(ctx, r.PrincipalID)
+				if err != nil && !errors.Is(err, driver.ErrNoRows) {
+					return err
+				}
+				names[r.PrincipalID] = p.Name
+			}
+			out.Sessions = append(out.Sessions, sessionOf(r, names[r.PrincipalID]))
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	names := make(map[string]string, len(ps))
-	for _, p := range ps {
-		names[p.ID] = p.Name
-	}
-	out := make([]cks.Session, len(rows))
-	for i, r := range rows {
-		out[i] = sessionOf(r, names[r.PrincipalID])
+		return cks.SessionList{}, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -24,11 +25,9 @@ import (
 	"github.com/cks-dev/cks/sweeper"
 )
 
-// Open opens the store named by url:
-//   - "postgres://…" or "postgresql://…": Postgres;
-//   - "sqlite:PATH" or a plain file path: SQLite, creating the file and its directory.
-//
-// Any other "scheme://" is refused with an error that lists the accepted forms.
+// Open opens the store named by url (ParseURL says which forms it takes):
+// Postgres, or SQLite, creating the file and its directory. Any other
+// form is refused with an error that lists the accepted ones.
 // opts (driver.WithClock, driver.WithChangePollInterval) apply to the driver
 // and the services of the returned handle.
 //
@@ -71,7 +70,17 @@ func openDriver(ctx context.Context, url string, opts []driver.Option) (driver.D
 
 // ParseURL tells which dialect a database URL names ("sqlite" or
 // "postgres") and what that dialect's driver opens: the file path of a
-// SQLite URL, the whole URL of a Postgres one.
+// SQLite URL, the whole URL of a Postgres one. It is the one rule of what
+// a database URL is:
+//   - "postgres://…" or "postgresql://…", and a libpq keyword/value
+//     connection string ("host=db user=cks password=… dbname=cks", naming
+//     a keyword libpq knows): Postgres;
+//   - "sqlite:PATH" or "sqlite://PATH": SQLite, any path;
+//   - a plain file path: SQLite — unless it looks like a URL (any other
+//     "scheme:" or "scheme://") or holds "=" (a mistyped connection
+//     string), which are refused naming the forms (a file whose name
+//     has ":" or "=" is given as sqlite:PATH), so that no such string
+//     ever becomes a SQLite file named after it (password included).
 func ParseURL(url string) (dialect, target string, err error) {
 	switch {
 	case url == "":
@@ -82,14 +91,48 @@ func ParseURL(url string) (dialect, target string, err error) {
 		return "sqlite", strings.TrimPrefix(url, "sqlite://"), nil
 	case strings.HasPrefix(url, "sqlite:"):
 		return "sqlite", strings.TrimPrefix(url, "sqlite:"), nil
+	case postgres.IsConnString(url):
+		return "postgres", url, nil
 	}
-	if scheme, _, ok := strings.Cut(url, "://"); ok {
-		return "", "", fmt.Errorf("unknown database scheme %q in %q: %w", scheme, url, errForms)
+	if m := schemeRE.FindStringSubmatch(url); m != nil {
+		return "", "", fmt.Errorf("unknown database scheme %q in %q (a file whose name has a colon is sqlite:PATH): %w",
+			m[1], RedactURL(url), errForms)
+	}
+	if strings.Contains(url, "=") {
+		return "", "", fmt.Errorf("%q is neither a file path nor a connection string libpq knows (a file whose name has \"=\" "+
+			"is sqlite:PATH; a keyword/value string names host, dbname, user, …): %w", RedactURL(url), errForms)
 	}
 	return "sqlite", url, nil
 }
 
-var errForms = fmt.Errorf("expected a file path, sqlite:PATH, or postgres://USER@HOST:PORT/DB: %w", cks.ErrInvalid)
+// schemeRE matches a URL's scheme: letters, then letters, digits, "+",
+// "-" or ".", then ":".
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+
+var errForms = fmt.Errorf("expected a file path, sqlite:PATH, postgres://USER@HOST:PORT/DB, or host=HOST dbname=DB user=USER …: %w", cks.ErrInvalid)
+
+// RedactURL is a database URL as cks prints it (cks config, cks doctor,
+// the logs, errors): every password hidden as xxxxx, in whatever form it
+// was given — the user information of a URL ("postgres://u:pw@h/db"),
+// parsed or not, and a password= or sslpassword= parameter of a URL's
+// query or of a libpq keyword/value string (quoted or not). It is the one
+// redaction of a database URL.
+func RedactURL(url string) string {
+	s := url
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
+				s = scheme + "://" + user + ":xxxxx" + rest[at:]
+			}
+		}
+	}
+	return passwordParamRE.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// passwordParamRE matches a password parameter and its value: in a URL's
+// query (up to "&" or "#"), or in a keyword/value string (a quoted value,
+// or up to a space).
+var passwordParamRE = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&#\s]*)`)
 
 // Backend is one database's services, each the one service of its domain,
 // built once per process over one driver and handed to every surface (the

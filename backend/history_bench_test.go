@@ -138,6 +138,18 @@ func BenchmarkHistory(b *testing.B) {
 					}
 				}
 			})
+			// The board's "recently changed" order (issue 38.9: 1.8 s over
+			// 50,000 tasks on SQLite when it sorted the table).
+			for _, sort := range []cks.TaskSort{cks.TaskSortUpdatedDesc, cks.TaskSortUpdated} {
+				b.Run("list_tasks/sort_"+string(sort), func(b *testing.B) {
+					for b.Loop() {
+						page, err := s.Tasks.ListTasks(ctx, cks.TaskFilter{Sort: sort})
+						if err != nil || len(page.Tasks) != cks.DefaultListLimit {
+							b.Fatalf("%d tasks, %v", len(page.Tasks), err)
+						}
+					}
+				})
+			}
 			b.Run("list_tasks/stopped_first_page", func(b *testing.B) {
 				for b.Loop() {
 					page, err := ledger.ListInOrder(ctx, s.Tasks, cks.TaskFilter{}, cks.TaskOrderStoppedFirst)

@@ -6,11 +6,11 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// ListSessions returns every studio session with its principal (never a
-// secret or its hash). It needs admin on /.
-func (c *Client) ListSessions(ctx context.Context) ([]cks.Session, error) {
-	out, err := Do(ctx, c, cks.OpListSessions, struct{}{})
-	return out.Sessions, err
+// ListSessions returns a page of the studio sessions, newest first, with
+// their principals (never a secret or its hash), the total and the next
+// page's cursor. It needs admin on /.
+func (c *Client) ListSessions(ctx context.Context, in cks.ListSessionsInput) (cks.SessionList, error) {
+	return Do(ctx, c, cks.OpListSessions, in)
 }
 
 // RevokeSession ends the studio session id: its cookie stops authenticating

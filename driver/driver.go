@@ -1170,6 +1170,22 @@ type PrincipalExecutor interface {
 	PrincipalDeleteEndedLeases(ctx context.Context) (int, error)
 }
 
+// SessionPageParams selects a page of the sessions: up to Limit after the
+// session AfterID created at AfterCreatedAt, in SessionPage's order.
+type SessionPageParams struct {
+	AfterCreatedAt time.Time
+	AfterSessionID string
+	Limit          int
+}
+
+// SessionTrimParams selects the sessions of PrincipalID but NewSessionID
+// and the newest Keep of the others.
+type SessionTrimParams struct {
+	PrincipalID  string
+	NewSessionID string
+	Keep         int
+}
+
 // SessionRow is one row of cks_sessions: a studio sign-in.
 type SessionRow struct {
 	ID string
@@ -1189,8 +1205,14 @@ type SessionExecutor interface {
 	// SessionBySecretHash reads the session of a secret's hash (ErrNoRows),
 	// expired or not: the service decides.
 	SessionBySecretHash(ctx context.Context, secretHash string) (SessionRow, error)
-	// SessionList returns every session, oldest first (ties by id).
-	SessionList(ctx context.Context) ([]SessionRow, error)
+	// SessionPage returns one page of the sessions, newest first (ties
+	// by id), after p's cursor.
+	SessionPage(ctx context.Context, p SessionPageParams) ([]SessionRow, error)
+	// SessionCount counts the sessions.
+	SessionCount(ctx context.Context) (int64, error)
+	// SessionTrim deletes a principal's sessions but p.NewSessionID and
+	// the newest p.Keep of the others, and returns how many it deleted.
+	SessionTrim(ctx context.Context, p SessionTrimParams) (int, error)
 	// SessionDelete removes a session and reports whether it existed.
 	SessionDelete(ctx context.Context, id string) (bool, error)
 	// SessionDeleteExpired removes the sessions whose expires_at is at or

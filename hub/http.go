@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -61,6 +63,14 @@ type HTTPSettings struct {
 	// an MCP call that waits (CKS_MCP_PROGRESS_INTERVAL, default
 	// mcpserver.DefaultProgressEvery).
 	MCPProgressInterval time.Duration
+	// SecureCookie marks the studio's cookie Secure on every answer, for a
+	// hub reached through a TLS-terminating proxy only
+	// (CKS_HTTP_SECURE_COOKIE=true; api.Config.SecureCookie).
+	SecureCookie bool
+	// TrustedProxies are the proxies whose X-Forwarded-Proto says whether
+	// the browser used HTTPS (CKS_HTTP_TRUSTED_PROXIES: IP addresses or
+	// CIDR prefixes, comma-separated; api.Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of HTTPSettings.
@@ -116,7 +126,44 @@ func ParseHTTPSettings(getenv func(string) string) (HTTPSettings, error) {
 			*c.to = n
 		}
 	}
+	if v := getenv(EnvSecureCookie); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("%s=%q: expected true or false", EnvSecureCookie, v)
+		}
+		s.SecureCookie = b
+	}
+	if s.TrustedProxies, err = ParsePrefixes(getenv(EnvTrustedProxies)); err != nil {
+		return s, fmt.Errorf("%s: %w", EnvTrustedProxies, err)
+	}
 	return s, nil
+}
+
+// The variables of the studio cookie's Secure attribute.
+const (
+	EnvSecureCookie   = "CKS_HTTP_SECURE_COOKIE"
+	EnvTrustedProxies = "CKS_HTTP_TRUSTED_PROXIES"
+)
+
+// ParsePrefixes reads a comma-separated list of IP addresses (one host
+// each) and CIDR prefixes; "" is none.
+func ParsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q: expected IP addresses or CIDR prefixes such as 10.0.0.5 or 10.0.0.0/8, comma-separated", f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // over returns s with the non-zero fields of o.
@@ -142,6 +189,10 @@ func (s HTTPSettings) over(o HTTPSettings) HTTPSettings {
 	}
 	if o.MaxConnsPerIP != 0 {
 		s.MaxConnsPerIP = o.MaxConnsPerIP
+	}
+	s.SecureCookie = s.SecureCookie || o.SecureCookie
+	if len(o.TrustedProxies) > 0 {
+		s.TrustedProxies = o.TrustedProxies
 	}
 	return s
 }

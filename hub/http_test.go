@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -336,6 +338,11 @@ func TestParseHTTPSettings(t *testing.T) {
 		{env: map[string]string{"CKS_HTTP_MAX_CONNS_PER_IP": "-3"}, wantErr: "CKS_HTTP_MAX_CONNS_PER_IP"},
 		{env: map[string]string{"CKS_HTTP_WRITE_TIMEOUT": "soon"}, wantErr: "CKS_HTTP_WRITE_TIMEOUT"},
 		{env: map[string]string{"CKS_HTTP_READ_TIMEOUT": "0s"}, wantErr: "CKS_HTTP_READ_TIMEOUT"},
+		{env: map[string]string{"CKS_HTTP_SECURE_COOKIE": "true", "CKS_HTTP_TRUSTED_PROXIES": " 10.0.0.5, 192.168.0.0/16,::1"},
+			want: hub.HTTPSettings{SecureCookie: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"),
+				netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("::1/128")}}},
+		{env: map[string]string{"CKS_HTTP_SECURE_COOKIE": "sometimes"}, wantErr: "CKS_HTTP_SECURE_COOKIE"},
+		{env: map[string]string{"CKS_HTTP_TRUSTED_PROXIES": "10.0.0.5,proxy.internal"}, wantErr: "CKS_HTTP_TRUSTED_PROXIES"},
 	}
 	for _, c := range cases {
 		got, err := hub.ParseHTTPSettings(env(c.env))
@@ -345,7 +352,7 @@ func TestParseHTTPSettings(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != c.want {
+		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%v: %+v %v, want %+v", c.env, got, err, c.want)
 		}
 	}

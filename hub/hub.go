@@ -237,6 +237,10 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 
 		WriteTimeout: httpSet.WriteTimeout, // lifted by streams, extended by abort waits
 		KeepAlive:    httpSet.EventKeepAlive,
+
+		SecureCookie:      httpSet.SecureCookie,
+		TrustedProxies:    httpSet.TrustedProxies,
+		PipelineInProcess: settings.Pipeline.InProcess,
 	})
 
 	srv := &http.Server{
@@ -252,7 +256,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	log.Info("hub serving", "url", url, "backend", st.Dialect(), "data_dir", string(cfg.DataDir))
+	log.Info("hub serving", "url", url, "backend", st.Dialect(), "database", backend.RedactURL(cfg.DatabaseURL), "data_dir", string(cfg.DataDir))
 	if onReady != nil {
 		onReady(Ready{URL: url, Backend: st.Dialect(), TokenFile: cfg.DataDir.TokenFile(), TokenCreated: created})
 	}

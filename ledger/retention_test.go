@@ -19,8 +19,9 @@ import (
 // backends — only terminal tasks whose state changed before the cutoff,
 // never one that a live task names (parent, dependency); each is in the
 // archive, with its events, before it is deleted; a failed archive
-// deletes nothing; the deleted tasks' events go with them while the
-// events table stays append-only.
+// deletes nothing; a torn line a crashed pass left is cut off, so every
+// line is one task of valid JSON; the deleted tasks' events go with them
+// while the events table stays append-only.
 func TestArchiveTerminal(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t)
@@ -71,7 +72,15 @@ func TestArchiveTerminal(t *testing.T) {
 			t.Fatalf("a failed archive deleted task %d: %v", a, err)
 		}
 
+		// The archive a crashed pass left torn (issue 38.7): its line is
+		// cut off, not appended onto.
 		path := filepath.Join(t.TempDir(), "archive", "tasks.jsonl")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(`{"archived_at":"2026-11-30T12:00:00Z","task":{"id":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		file := ledger.FileArchive(path, time.Now)
 		var archived []int64
 		n, err := s.Tasks.ArchiveTerminal(c, cutoff, 100, func(ts []cks.Task) error {

@@ -246,6 +246,44 @@ func TestRecordExited(t *testing.T) {
 	})
 }
 
+// TestRecordAllExited: every instance alive by its row is recorded exited
+// at the clock (what a restore does to the rows of its backup), the
+// stopped ones are left as they were, and a second call finds none. Both
+// backends.
+func TestRecordAllExited(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		c := clock.NewFake(backendtest.T0.Add(time.Minute))
+		svc := liveness.NewService(st.Driver(), c)
+		ctx := context.Background()
+		for i, id := range []string{"a", "b", "c"} {
+			backendtest.MustUpsert(t, st, backendtest.Liveness(id, "exec", time.Duration(i)*time.Second))
+		}
+		stale := backendtest.Liveness("stale", "critic", -time.Hour)
+		backendtest.MustUpsert(t, st, stale)
+		n, err := svc.RecordAllExited(ctx)
+		if err != nil || n != 3 {
+			t.Fatalf("RecordAllExited = %d, %v; want the 3 alive", n, err)
+		}
+		rows, err := svc.ListAgentLiveness(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			exited := !r.ExitedAt.IsZero()
+			if want := r.InstanceID != "stale"; exited != want || exited && !r.ExitedAt.Equal(c.Now()) {
+				t.Errorf("%s: exited at %v, want exited=%v at %v", r.InstanceID, r.ExitedAt, want, c.Now())
+			}
+			if liveness.StatusAt(r, c.Now()) != cks.ProcessStopped {
+				t.Errorf("%s reads %s", r.InstanceID, liveness.StatusAt(r, c.Now()))
+			}
+		}
+		if n, err := svc.RecordAllExited(ctx); n != 0 || err != nil {
+			t.Fatalf("second RecordAllExited = %d, %v; want 0", n, err)
+		}
+	})
+}
+
 // TestExited: an instance that exited reads stopped whatever its heartbeat
 // says, with its exit time, and is not asked to stop; a row an older cks
 // wrote at exit (its heartbeat backdated to the epoch) reads exited at its

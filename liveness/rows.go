@@ -126,6 +126,38 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 	return out, found, nil
 }
 
+// RecordAllExited records every instance alive by its row as exited
+// (Exited), in transactions of at most PruneBatch rows, and returns how
+// many it recorded. It is for a database no process can have open — one a
+// restore has just put in place, whose rows were alive when the backup
+// was taken — so that those rows neither read alive nor block a restore.
+func (s *Service) RecordAllExited(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
+			now := driver.Time(s.clock.Now())
+			rows, err := ex.LivenessAlive(ctx, driver.LivenessAliveParams{Now: now, AfterStartedAt: endOfTime, Limit: PruneBatch})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if err := ex.LivenessUpsert(ctx, rowOf(Exited(livenessOf(r), now))); err != nil {
+					return err
+				}
+			}
+			n = len(rows)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("record every process exited: %w", err)
+		}
+		if total += n; n < PruneBatch {
+			return total, nil
+		}
+	}
+}
+
 // rowOf is the row of a record.
 func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -46,6 +47,12 @@ func FailureOf(ctx context.Context, log *slog.Logger, what string, err error) ck
 		return fail(http.StatusUnauthorized, cks.CodeUnauthenticated)
 	case errors.Is(err, auth.ErrForbidden):
 		return fail(http.StatusForbidden, cks.CodeForbidden)
+	case errors.Is(err, cks.ErrStorageUnreachable):
+		// The database could not be reached (a Postgres restart): the
+		// request may be sent again once it is back, in seconds.
+		log.Error("storage unreachable", "call", what, "err", err)
+		return cks.Error{Status: http.StatusServiceUnavailable, Code: cks.CodeStorageUnavailable,
+			Message: "the hub's database is unavailable (it cannot be reached); try again shortly (see the hub log)"}
 	case errors.Is(err, cks.ErrUnavailable):
 		// The storage's failure, not the request's: nothing was written,
 		// and the same request may succeed once the storage is fixed.
@@ -63,6 +70,10 @@ func FailureOf(ctx context.Context, log *slog.Logger, what string, err error) ck
 	return cks.Error{Status: http.StatusInternalServerError, Code: cks.CodeInternal, Message: "internal error; see the hub log"}
 }
 
+// StorageRetryAfter is the Retry-After of an answer 503 for the storage:
+// a Postgres restart is over in seconds.
+const StorageRetryAfter = 5 * time.Second
+
 // StorageState names a storage fault for codes (storage_CODE, /healthz's
 // storage) and says what it is.
 func StorageState(err error) (code, what string) {
@@ -71,6 +82,8 @@ func StorageState(err error) (code, what string) {
 		return "read_only", "refuses writes (it is read-only)"
 	case errors.Is(err, cks.ErrStorageFull):
 		return "full", "has no space left for writes"
+	case errors.Is(err, cks.ErrStorageUnreachable):
+		return "unavailable", "cannot be reached"
 	case errors.Is(err, cks.ErrUnavailable):
 		return "unavailable", "cannot take requests"
 	}

@@ -30,7 +30,8 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 			"through awaiting_critique, awaiting_synthesis and awaiting_arbitration to resolved (a synthesis with citations) " +
 			"or, when it cannot answer within its rounds, needs_input with the reason. To wait for the answer, call get_object on " +
 			"the returned id until current_status is resolved or needs_input (as `cks research --wait` does); the pipeline " +
-			"runs in the hub (or in `cks agent pipeline` processes) and takes seconds to minutes. " +
+			"runs in `cks agent pipeline` processes (`cks dev` starts one) or, with CKS_PIPELINE_IN_PROCESS=true, in the hub, " +
+			"and takes seconds to minutes; while none runs the question waits in awaiting_research (`cks serve` alone runs none). " +
 			"An empty question or one over 2000 bytes, or a relative corpus, is an invalid_argument error naming the field.",
 		Permission: auth.PermCreate, Resource: auth.ResourceObjects,
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,

@@ -89,19 +89,15 @@ var RevokeToken = tokenOp(cks.OpRevokeToken, &Op[cks.TokenInput, struct{}]{
 })
 
 // ListSessions is list_sessions.
-var ListSessions = tokenOp(cks.OpListSessions, &Op[struct{}, cks.SessionList]{
+var ListSessions = tokenOp(cks.OpListSessions, &Op[cks.ListSessionsInput, cks.SessionList]{
 	spec: Spec{
 		Title:       "List sessions",
-		Summary:     "every studio session with its principal (never a secret or its hash)",
-		Description: "Every studio sign-in that has not ended, oldest first: its id, its principal's id and name, when it was opened and when it expires; never its secret or the secret's hash. Expired ones are deleted by the lease reaper and may be listed until then.",
+		Summary:     "a page of the studio sessions, newest first, with their principals and the total (never a secret or its hash)",
+		Description: "A page of the studio sign-ins that have not ended, newest first, with how many there are in all (total) and the cursor of the next page: each one's id, its principal's id and name, when it was opened and when it expires; never its secret or the secret's hash. A principal keeps at most 16 sessions (a sign-in past them signs out its oldest). Expired ones are deleted by the lease reaper and may be listed until then.",
 		Hints:       readOnly,
 	},
-	call: func(ctx context.Context, s *Services, _ *struct{}) (cks.SessionList, error) {
-		ss, err := s.Principals.ListSessions(ctx)
-		if ss == nil {
-			ss = []cks.Session{}
-		}
-		return cks.SessionList{Sessions: ss}, err
+	call: func(ctx context.Context, s *Services, in *cks.ListSessionsInput) (cks.SessionList, error) {
+		return s.Principals.ListSessions(ctx, *in)
 	},
 })
 

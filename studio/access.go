@@ -20,10 +20,17 @@ const AccessPath = "/access"
 // grantRows is how many grant rows the create form offers.
 const grantRows = 4
 
+// accessSessions is how many sessions, the newest, the access page shows;
+// it says how many there are in all (cks session list pages them).
+const accessSessions = 100
+
 // accessView is the data of the access page.
 type accessView struct {
 	Principals []principalView
 	Sessions   []sessionView
+	// SessionTotal is how many sessions there are; Sessions are the
+	// newest accessSessions of them.
+	SessionTotal int
 	// Permissions are the permissions a grant may give, for the form.
 	Permissions []string
 	// Rows numbers the create form's grant rows.
@@ -60,7 +67,7 @@ func (s *server) access(w http.ResponseWriter, r *http.Request) {
 	}
 	var sess cks.SessionList
 	if err == nil {
-		sess, err = ops.ListSessions.Do(ctx, s.ops, &struct{}{})
+		sess, err = ops.ListSessions.Do(ctx, s.ops, &cks.ListSessionsInput{Limit: accessSessions})
 		if s.forbidden(w, r, err) {
 			return
 		}
@@ -87,6 +94,7 @@ func (s *server) access(w http.ResponseWriter, r *http.Request) {
 		v.Principals = append(v.Principals, pv)
 	}
 	mine := auth.SessionFrom(ctx)
+	v.SessionTotal = sess.Total
 	for _, x := range sess.Sessions {
 		v.Sessions = append(v.Sessions, sessionView{ID: x.ID, Principal: x.PrincipalName, PrincipalID: x.PrincipalID,
 			Created: at(now, x.CreatedAt), Expires: at(now, x.ExpiresAt), Current: mine != "" && x.ID == mine})

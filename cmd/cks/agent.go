@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
+	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/llm"
@@ -25,7 +27,10 @@ type agentRun struct {
 	ps         hub.PipelineSettings
 	sf         storeFlags
 	noFastStop bool
-	command    []string // exec's command, after --
+	// create lets the agent create a SQLite database that does not exist
+	// (--create); without it a missing one is refused.
+	create  bool
+	command []string // exec's command, after --
 }
 
 // openBackend opens the database at url as a process of this host does:
@@ -78,7 +83,11 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 		}
 	}
 	log := logger(e.stderr)
-	_, dbURL := a.sf.resolve(e)
+	dir, dbURL := a.sf.resolve(e)
+	name, err := agentDatabase(dir, dbURL, a.create)
+	if err != nil {
+		return err
+	}
 	st, err := openBackend(ctx, dbURL, e)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, errUsage) {
@@ -88,6 +97,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer st.Close()
+	log.Info("agent database opened", "process_kind", a.kind, "database", name, "backend", st.Dialect())
 	resolve, background, err := a.work(st, model, log, e)
 	if err != nil {
 		return err
@@ -98,6 +108,35 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	go hurryOnSignals(ctx, done, interrupt, e)
 	return agents.Run(ctx, agents.ServicesOf(st), a.set, resolve, agents.Options{Logger: log, NoFastStop: a.noFastStop, Background: background,
 		Interrupt: interrupt, Clock: st.Clock()}) // heartbeats and leases on the database's clock
+}
+
+// agentDatabase is the database an agent opens, named for its log (its
+// password redacted, a SQLite file by its absolute path). A SQLite file
+// that does not exist is refused unless create is set, naming where it was
+// looked for: the data directory was found as the CLI finds it (--data-dir,
+// CKS_DATA_DIR, else the nearest .cks here or above), and an agent that
+// created a new, empty database there would wait on it for tasks no hub
+// gives it.
+func agentDatabase(dir datadir.Dir, url string, create bool) (string, error) {
+	dialect, path, err := backend.ParseURL(url)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if dialect != "sqlite" {
+		return backend.RedactURL(url), nil
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if _, err := os.Stat(path); err == nil || create || !errors.Is(err, os.ErrNotExist) {
+		return path, nil
+	}
+	where := "the data directory " + string(dir) + " (--data-dir, CKS_DATA_DIR, or the nearest " + datadir.Default + " here or above)"
+	if url != dir.DatabaseURL() {
+		where = "--database or CKS_DATABASE_URL"
+	}
+	return "", fmt.Errorf("no database at %s, named by %s: start the hub first (cks serve or cks dev creates it), "+
+		"run the agent where its .cks is, or name the database; --create creates a new, empty one", path, where)
 }
 
 // parseAgent reads `cks agent KIND [flags] [-- COMMAND ARGS…]`: the kind's
@@ -129,6 +168,8 @@ func parseAgent(args []string, e env) (*agentRun, error) {
 		a.ps.RegisterFlags(fs)
 	}
 	fs.BoolVar(&a.noFastStop, "no-fast-stop", false, "obey stop requests only at the liveness tick (ADR-016 baseline; for measurements)")
+	fs.BoolVar(&a.create, "create", false, "create the SQLite database when it does not exist (by default a missing one is refused: "+
+		"an agent on a new, empty database would wait there for tasks no hub gives it)")
 	rest := args[1:]
 	if i := slices.Index(rest, "--"); i >= 0 {
 		rest, a.command = rest[:i], rest[i+1:]

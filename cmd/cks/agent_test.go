@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/worker"
 )
@@ -437,4 +438,39 @@ func TestAgentSecondSignal(t *testing.T) {
 			waitFor(t, "the command of the agent that exited to die", func() bool { return pidGone(shell) })
 		})
 	}
+}
+
+// TestAgentRefusesAMissingDatabase (issue 39.9): `cks agent` finds its
+// database as the CLI finds .cks (here or above); where there is none it
+// refuses to start, naming where it looked and what to do, and creates
+// nothing (on main it created an empty database and waited there forever);
+// --create makes one; and its start-up log names the database it opened.
+func TestAgentRefusesAMissingDatabase(t *testing.T) {
+	empty := t.TempDir()
+	r := runCKSIn(t, empty, nil, "agent", "critic")
+	want := filepath.Join(empty, ".cks", "cks.db")
+	if r.code != 1 || !strings.Contains(r.stderr, "no database at "+want) || !strings.Contains(r.stderr, "--create") {
+		t.Fatalf("agent without a database: exit %d %s; want 1 naming %s and --create", r.code, r.stderr, want)
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Fatalf("the refused agent made %q", entries[0].Name())
+	}
+	named := filepath.Join(t.TempDir(), "typo.db")
+	if r := runCKS(t, nil, "agent", "critic", "--database", named); r.code != 1 || !strings.Contains(r.stderr, "no database at "+named) ||
+		!strings.Contains(r.stderr, "--database") {
+		t.Fatalf("agent on a missing --database: exit %d %s", r.code, r.stderr)
+	}
+	a := startAgentIn(t, empty, append([]string{"critic", "--create"}, fastAgent...)...)
+	a.waitLog(t, `msg="agent database opened" process_kind=critic database=`+want)
+	a.kill()
+
+	// A database in a .cks above the working directory: found, and named.
+	top := t.TempDir()
+	sub := filepath.Join(top, "deep", "below")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	openStore(t, datadir.Dir(filepath.Join(top, ".cks"))).Close()
+	b := startAgentIn(t, sub, append([]string{"critic"}, fastAgent...)...)
+	b.waitLog(t, "database="+filepath.Join(top, ".cks", "cks.db"))
 }

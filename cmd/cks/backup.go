@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver/sqlite"
@@ -60,12 +59,14 @@ func cmdBackup(ctx context.Context, args []string, e env) error {
 }
 
 // cmdRestore is `cks restore FILE`: the data directory's database replaced
-// by a backup. It refuses while a hub serves from the directory (its lock,
-// held until the restore is done, so none starts meanwhile) or while a
-// process of the database is alive (agents open the file themselves); the
-// backup is checked and opened (brought to the current schema) as a copy
-// before anything is replaced, and the database it replaces is kept, as an
-// online copy, beside it.
+// by a backup. It refuses while a hub serves from the directory (its lock)
+// and while any process has the database open — a hub or agent of another
+// directory with --database, an MCP server, a CLI reading it — by the
+// database's exclusive lock (sqlite.LockExclusive), which every Driver of
+// it holds shared; both are held until the restore is done, so none opens
+// it meanwhile. The backup is checked and opened (brought to the current
+// schema) as a copy before anything is replaced, and the database it
+// replaces is kept, as an online copy, beside it.
 func cmdRestore(ctx context.Context, args []string, e env) error {
 	sf, from, asJSON, err := fileArgs("restore", "the backup FILE", args, e)
 	if err != nil {
@@ -89,6 +90,17 @@ func cmdRestore(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer lock.Unlock()
+	if err := os.MkdirAll(filepath.Dir(target), datadir.DirMode); err != nil {
+		return err
+	}
+	dbLock, err := sqlite.LockExclusive(target)
+	if errors.Is(err, sqlite.ErrInUse) {
+		return fmt.Errorf("%w: stop every hub, agent and MCP server of the database before a restore", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer dbLock.Unlock()
 	kept, err := replaceDatabase(ctx, target, from)
 	if err != nil {
 		return err
@@ -144,40 +156,33 @@ func sqliteFile(sf storeFlags, e env, what string) (datadir.Dir, string, error) 
 
 // replaceDatabase puts a copy of the backup at from in target's place and
 // returns where the database it replaced is kept ("" when there was none).
-// The copy is opened by the driver before it replaces anything, so a
-// backup of an older cks is upgraded, and one it cannot open replaces
-// nothing. The replaced database refuses the restore while one of its
-// processes is alive.
+// The caller holds target's exclusive lock: no process has it open. The
+// copy is opened by the backend before it replaces anything, so a backup
+// of an older cks is upgraded, and one it cannot open replaces nothing;
+// the processes its rows say are alive are recorded exited (none of them
+// runs: none has the database open), so they neither read alive nor
+// block the next restore. The copy and the kept database are single
+// files, and nothing is left beside them.
 func replaceDatabase(ctx context.Context, target, from string) (string, error) {
 	staged := target + ".restoring"
-	if err := removeDatabase(staged); err != nil { // a restore that was cut short
+	if err := removeStaged(staged); err != nil { // a restore that was cut short
 		return "", err
 	}
 	if err := sqlite.Backup(ctx, from, staged, sqlite.BackupOptions{}); err != nil {
 		return "", err
 	}
-	defer removeDatabase(staged) //nolint:errcheck // a leftover is removed by the next restore
-	d, err := sqlite.Open(ctx, staged)
-	if err != nil {
-		return "", fmt.Errorf("cks cannot open the backup %s: %w", from, err)
-	}
-	if err := d.Close(); err != nil {
+	defer removeStaged(staged) //nolint:errcheck // a leftover is removed by the next restore
+	if err := settle(ctx, staged, from); err != nil {
 		return "", err
 	}
 	kept := ""
 	if _, err := os.Stat(target); err == nil {
-		if err := refuseAlive(ctx, target); err != nil {
-			return "", err
-		}
-		kept = fmt.Sprintf("%s.before-restore-%s", target, time.Now().UTC().Format("20060102T150405Z"))
+		kept = fmt.Sprintf("%s.before-restore-%s", target, time.Now().UTC().Format("20060102T150405.000000000Z"))
 		if err := sqlite.Backup(ctx, target, kept, sqlite.BackupOptions{}); err != nil {
 			return "", fmt.Errorf("keeping the database a restore replaces: %w", err)
 		}
 	}
 	if err := removeDatabase(target); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(target), datadir.DirMode); err != nil {
 		return "", err
 	}
 	// Copied, not renamed: the staged copy's last writes may sit in its WAL.
@@ -187,8 +192,20 @@ func replaceDatabase(ctx context.Context, target, from string) (string, error) {
 	return kept, nil
 }
 
+// settle opens the staged copy of the backup at from through the backend
+// (which brings it to the current schema) and records its alive processes
+// exited.
+func settle(ctx context.Context, staged, from string) error {
+	st, err := backend.Open(ctx, "sqlite:"+staged)
+	if err != nil {
+		return fmt.Errorf("cks cannot open the backup %s: %w", from, err)
+	}
+	_, err = st.Liveness.RecordAllExited(ctx)
+	return errors.Join(err, st.Close())
+}
+
 // removeDatabase removes a SQLite database file with its WAL and shared
-// memory files.
+// memory files. Its lock file stays (sqlite.LockFile says why).
 func removeDatabase(path string) error {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -198,23 +215,12 @@ func removeDatabase(path string) error {
 	return nil
 }
 
-// refuseAlive fails when a process that writes the database at path is
-// alive by its liveness row (an agent started with --database).
-func refuseAlive(ctx context.Context, path string) error {
-	st, err := backend.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		return err
+// removeStaged removes the staged copy of a restore, lock file and all: it
+// is the restore's alone.
+func removeStaged(path string) error {
+	err := os.Remove(sqlite.LockFile(path))
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
 	}
-	defer st.Close()
-	list, err := st.Liveness.Page(ctx, cks.ListProcessesInput{Alive: new(true), Limit: 1})
-	if err != nil {
-		return err
-	}
-	for _, p := range list.Processes {
-		if p.Status == cks.ProcessAlive {
-			return fmt.Errorf("process %s (%s, pid %d on %s) of this database is alive: stop it before a restore",
-				p.InstanceID, p.ProcessKind, p.PID, p.Hostname)
-		}
-	}
-	return nil
+	return errors.Join(removeDatabase(path), err)
 }

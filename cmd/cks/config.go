@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/ledger"
@@ -93,6 +93,11 @@ func parseConfig(getenv func(string) string) *configValues {
 	if _, err := llm.FromEnv(getenv); err != nil {
 		v.errs = append(v.errs, err)
 	}
+	// A variable several parsers read (CKS_STALE_WINDOW: the hub's and
+	// every agent's) is refused once.
+	v.errs = slices.CompactFunc(slices.SortedStableFunc(slices.Values(v.errs), func(a, b error) int {
+		return strings.Compare(a.Error(), b.Error())
+	}), func(a, b error) bool { return a.Error() == b.Error() })
 	return v
 }
 
@@ -125,10 +130,10 @@ func commonSettings() []setting {
 			meaning: "the data directory: the SQLite file, the admin token (admin.token) and the serving hub's URL (hub.url)",
 			def:     "the nearest " + datadir.Default + " here or above, else ./" + datadir.Default},
 		{env: "CKS_DATABASE_URL", flag: "database", readers: append(append([]string{"mcp", "backup", "restore", "doctor"}, hubs...), allAgents...),
-			meaning: "the database: a file path, sqlite:PATH or postgres://… (a password in it is never printed); " +
+			meaning: "the database: a file path, sqlite:PATH, postgres://… or a libpq keyword/value string host=… dbname=… (a password in it is never printed); " +
 				"`cks dev` ignores the variable (only its flag); `cks process list` reads it when no hub answers",
 			def:   "the data directory's cks.db",
-			value: func(v *configValues) string { return redactURL(v.getenv("CKS_DATABASE_URL")) }},
+			value: func(v *configValues) string { return backend.RedactURL(v.getenv("CKS_DATABASE_URL")) }},
 		{env: "CKS_LISTEN", flag: "listen", readers: hubs, meaning: "the hub's address HOST:PORT", def: hub.DefaultListen},
 		{env: "CKS_URL", flag: "url", readers: []string{"client", "mcp"}, meaning: "the hub a client calls",
 			def: "the data directory's hub.url"},
@@ -196,7 +201,23 @@ func commonSettings() []setting {
 			value: func(v *configValues) string {
 				return dur(orDur(v.http.MCPProgressInterval, mcpserver.DefaultProgressEvery))
 			}},
-		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap)",
+		{env: hub.EnvSecureCookie, readers: hubs,
+			meaning: "mark the studio's session cookie Secure on every answer: set it when browsers reach the hub through a " +
+				"TLS-terminating proxy only (else the cookie is Secure when the hub serves TLS itself or a trusted proxy says HTTPS)",
+			value: func(v *configValues) string { return strconv.FormatBool(v.http.SecureCookie) }},
+		{env: hub.EnvTrustedProxies, readers: hubs,
+			meaning: "the proxies (IP addresses or CIDR prefixes, comma-separated) whose X-Forwarded-Proto: https marks the " +
+				"studio's cookie Secure; the header of any other client is ignored",
+			value: func(v *configValues) string {
+				var ps []string
+				for _, p := range v.http.TrustedProxies {
+					ps = append(ps, p.String())
+				}
+				return strings.Join(ps, ",")
+			}},
+		{env: "CKS_HTTP_MAX_CONNS_PER_IP", readers: hubs, meaning: "open connections of one client IP (0: no cap): every agent, " +
+			"browser tab and MCP client behind one address (a NAT, a proxy, one host's 500 agents) shares it — raise it, or set 0, " +
+			"for such a fleet",
 			value: func(v *configValues) string {
 				switch n := v.http.MaxConnsPerIP; {
 				case n < 0:
@@ -306,7 +327,10 @@ func agentSettings() []setting {
 		)
 	}
 	t = append(t, setting{flag: "no-fast-stop", readers: agentWords(agents.Kinds()...), def: "false",
-		meaning: "obey stop requests only at the liveness tick (for measurements)"})
+		meaning: "obey stop requests only at the liveness tick (for measurements)"},
+		setting{flag: "create", readers: agentWords(agents.Kinds()...), def: "false",
+			meaning: "create the SQLite database when it does not exist; without it an agent refuses a missing one " +
+				"(it would wait on a new, empty database for tasks no hub gives it)"})
 	return t
 }
 
@@ -334,14 +358,6 @@ func orDur(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// redactURL hides a database URL's password.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // defaultOf is s's default: def, or its value in an empty environment.

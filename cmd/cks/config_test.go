@@ -151,6 +151,16 @@ func agentKinds() []string {
 	return out
 }
 
+// TestConfigNamesABadValueOnce (issue 39.13): a variable the hub and
+// every agent read, refused, is named once in the error (main named
+// CKS_STALE_WINDOW six times).
+func TestConfigNamesABadValueOnce(t *testing.T) {
+	res := runCKSIn(t, t.TempDir(), []string{"CKS_STALE_WINDOW=bogus"}, "config")
+	if res.code != 1 || strings.Count(res.stderr, "CKS_STALE_WINDOW") != 1 {
+		t.Fatalf("exit %d, stderr %s; want 1, naming CKS_STALE_WINDOW once", res.code, res.stderr)
+	}
+}
+
 // TestConfigDoc: docs/configuration.md is the table's (-update rewrites it).
 func TestConfigDoc(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "configuration.md")
@@ -194,6 +204,17 @@ func TestConfigCommand(t *testing.T) {
 				"CKS_HTTP_MAX_CONNS_PER_IP": {"0", "env"}},
 			absent: []string{"s3cret-token", "k3y-value", "pa55word"}},
 		{name: "refused", env: []string{"CKS_LEADER_TTL=soon"}, code: 1, stderrs: "CKS_LEADER_TTL"},
+		// Issue 38.9: a password in the query, in a URL that does not
+		// parse, in a keyword/value string.
+		{name: "password in the query", env: []string{"CKS_DATABASE_URL=postgres://cks@db/cks?sslmode=require&password=pa55word"},
+			want:   map[string][2]string{"CKS_DATABASE_URL": {"postgres://cks@db/cks?sslmode=require&password=xxxxx", "env"}},
+			absent: []string{"pa55word"}},
+		{name: "password in a URL that does not parse", env: []string{"CKS_DATABASE_URL=postgres://cks:pa55word@db:bad port/cks"},
+			want:   map[string][2]string{"CKS_DATABASE_URL": {"postgres://cks:xxxxx@db:bad port/cks", "env"}},
+			absent: []string{"pa55word"}},
+		{name: "password in a connection string", env: []string{"CKS_DATABASE_URL=host=db user=cks password='pa55 word' dbname=cks"},
+			want:   map[string][2]string{"CKS_DATABASE_URL": {"host=db user=cks password=xxxxx dbname=cks", "env"}},
+			absent: []string{"pa55"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

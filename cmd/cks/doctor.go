@@ -45,7 +45,7 @@ var doctorChecks = []doctorCheck{
 	{"hub", 13, "the hub answers /healthz and its storage is ok"},
 	{"token", 14, "the token is valid at the hub"},
 	{"leader", 15, "a hub holds the maintenance leadership (the lease reaper and the sweepers' passes run)"},
-	{"agents", 16, "an agent process reports to the database, and no kind's newest instance has stopped"},
+	{"agents", 16, "no kind of agent process that ever reported has its newest instance stopped (none ever reported: a warning)"},
 	{"stored", 5, "every stored task and object is within today's bounds"},
 }
 
@@ -56,7 +56,7 @@ const maxSkew = time.Second
 // finding is the outcome of one check.
 type finding struct {
 	Check  string `json:"check"`
-	Status string `json:"status"` // ok, fail or skipped
+	Status string `json:"status"` // ok, warn, fail or skipped
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
 	Exit   int    `json:"exit"` // the status its failure means
@@ -95,6 +95,9 @@ func (d *doctorRun) add(check, status, detail, fix string) {
 func (d *doctorRun) ok(check, detail string)        { d.add(check, "ok", detail, "") }
 func (d *doctorRun) fail(check, detail, fix string) { d.add(check, "fail", detail, fix) }
 func (d *doctorRun) skip(check, why string)         { d.add(check, "skipped", why, "") }
+
+// warn is a finding to read that fails nothing: the exit status stays 0.
+func (d *doctorRun) warn(check, detail, advice string) { d.add(check, "warn", detail, advice) }
 
 // cmdDoctor is `cks doctor`.
 func cmdDoctor(ctx context.Context, args []string, e env) error {
@@ -162,7 +165,7 @@ func (d *doctorRun) database(ctx context.Context, dbURL string, dir datadir.Dir,
 		d.skip("clock", why)
 		return
 	}
-	name := redactURL(dbURL)
+	name := backend.RedactURL(dbURL)
 	dialect, target, err := backend.ParseURL(dbURL)
 	if err == nil && dialect == "sqlite" {
 		if _, serr := os.Stat(target); serr != nil {
@@ -252,6 +255,7 @@ type healthBody struct {
 	Leader  *struct {
 		ID string `json:"id"`
 	} `json:"leader"`
+	Pipeline string `json:"pipeline"`
 }
 
 // hub checks the hub, the token, the leader, the agents and the stored
@@ -312,19 +316,26 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 	return d.stored(ctx, cl, e)
 }
 
-// hubHealth reads the hub's /healthz: the hub finding, and the body.
-func (d *doctorRun) hubHealth(ctx context.Context, base string) (healthBody, bool) {
+// readHealth reads the /healthz of the hub at base.
+func readHealth(ctx context.Context, base string) (healthBody, error) {
 	var h healthBody
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(hctx, http.MethodGet, strings.TrimRight(base, "/")+"/healthz", nil)
-	if err == nil {
-		var resp *http.Response
-		if resp, err = http.DefaultClient.Do(req); err == nil {
-			defer resp.Body.Close()
-			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
-		}
+	if err != nil {
+		return h, err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	return h, json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h)
+}
+
+// hubHealth reads the hub's /healthz: the hub finding, and the body.
+func (d *doctorRun) hubHealth(ctx context.Context, base string) (healthBody, bool) {
+	h, err := readHealth(ctx, base)
 	switch {
 	case err != nil:
 		d.fail("hub", "no answer from "+base+": "+err.Error(), "start the hub (cks serve, or the cks-hub unit), or fix --url / CKS_URL")
@@ -352,8 +363,11 @@ func (d *doctorRun) agents(procs []cks.Process) {
 		}
 	}
 	if len(newest) == 0 {
-		d.fail("agents", "no agent process has ever reported to this database", "start the agents: cks agent KIND (or their "+
-			"cks-agent@KIND units), or cks dev on one machine")
+		// A warning, not a failure: a fleet of HTTP or MCP agents never
+		// reports (only `cks agent KIND` processes do), and a new hub has
+		// none yet.
+		d.warn("agents", "no agent process has ever reported to this database (agents that call the API or MCP report none)",
+			"to run cks's own agents: cks agent KIND (or their cks-agent@KIND units), or cks dev on one machine")
 		return
 	}
 	var down, up []string
@@ -419,7 +433,10 @@ func printFindings(w io.Writer, r *doctorReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, f := range r.Findings {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Status, f.Check, f.Detail)
-		if f.Fix != "" {
+		switch {
+		case f.Fix != "" && f.Status == "warn":
+			fmt.Fprintf(tw, "\t\t%s\n", f.Fix)
+		case f.Fix != "":
 			fmt.Fprintf(tw, "\t\tfix: %s (exit %d)\n", f.Fix, f.Exit)
 		}
 	}

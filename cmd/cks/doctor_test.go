@@ -51,18 +51,20 @@ func wantFindings(t testing.TB, by map[string]finding, want map[string]string) {
 
 // TestDoctorDeployment: against a real hub on each backend, doctor checks
 // the database directly (reachable, writable, schema, the clock: its own
-// on Postgres), the hub, the token and the leader; it fails on the agents
-// (exit 16) until one reports, passes (0) while it lives, fails again
+// on Postgres), the hub, the token and the leader; it warns that no agent
+// reports (exit 0) until one does, passes while it lives, fails (exit 16)
 // naming its kind once it is killed, and a bad token is exit 14.
 func TestDoctorDeployment(t *testing.T) {
 	forBackends(t, func(t *testing.T, db testDB) {
 		h := startHub(t, "serve", "--database", db.url)
 		env := []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token, "CKS_DATABASE_URL=" + db.url}
 		code, by, _ := doctorJSON(t, env)
+		// No agent yet (an HTTP-only fleet never has one): a warning, not
+		// a failure (issue 39.11; main failed it, exit 16).
 		wantFindings(t, by, map[string]string{"database": "ok", "schema": "ok", "clock": "ok", "hub": "ok", "token": "ok",
-			"leader": "ok", "agents": "fail", "stored": "ok"})
-		if code != 16 {
-			t.Fatalf("no agent: exit %d, want 16", code)
+			"leader": "ok", "agents": "warn", "stored": "ok"})
+		if code != 0 || !strings.Contains(by["agents"].Detail, "no agent process has ever reported") {
+			t.Fatalf("no agent: exit %d, agents %+v; want 0 and the warning", code, by["agents"])
 		}
 		clock := map[string]string{"sqlite": "one clock", "postgres": "the database's"}[db.backend]
 		if !strings.Contains(by["clock"].Detail, clock) {

@@ -258,15 +258,26 @@ func poll(timeout time.Duration, cond func() bool) bool {
 
 func (h *hubProc) get(t testing.TB, path string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", h.url+path, nil)
+	resp, body := h.do(t, "GET", path, "")
+	return resp.StatusCode, body
+}
+
+// do sends method path with the admin token and body (JSON, when not
+// empty) and returns the answer, read.
+func (h *hubProc) do(t testing.TB, method, path, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, h.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+h.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // openStore opens the hub's SQLite database from the test process, as an agent

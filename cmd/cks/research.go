@@ -64,6 +64,11 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	if *wait {
+		if err := pipelineRuns(ctx, c); err != nil {
+			return err
+		}
+	}
 	var o cks.Object
 	if err := c.Call(ctx, ops.SubmitResearch, req, &o); err != nil {
 		return b.nameFlag(err)
@@ -81,6 +86,30 @@ func cmdResearch(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintf(progress, "question %d submitted: %s\n", o.ID, strings.TrimSpace(req.Question))
 	return followResearch(ctx, c, o.ID, *timeout, progress, e.stdout, cf.json)
+}
+
+// errNoPipeline marks `cks research --wait` where no research pipeline
+// runs: nothing would ever answer the question it waits for.
+var errNoPipeline = errors.New("no research pipeline runs for this hub's database")
+
+// pipelineRuns tells, before `research --wait` submits anything, whether a
+// research pipeline works the questions of c's hub: the hub runs it itself
+// (its /healthz says pipeline in_process), or a `cks agent pipeline`
+// process of its database is alive. It is errNoPipeline, saying how to
+// start one, when neither; nil when one runs, and when it cannot tell (a
+// token that may not read the processes: the wait goes on as before).
+func pipelineRuns(ctx context.Context, c *client.Client) error {
+	if h, err := readHealth(ctx, c.BaseURL()); err == nil && h.Pipeline == "in_process" {
+		return nil
+	}
+	var p cks.Process
+	if err := c.Call(ctx, ops.ProcessStatus, &cks.ProcessInput{ProcessKind: "pipeline"}, &p); err != nil || p.Status == cks.ProcessAlive {
+		return nil
+	}
+	return fmt.Errorf("%w: the hub does not run it (CKS_PIPELINE_IN_PROCESS) and no pipeline process is alive "+
+		"(process status pipeline: %s); start one — `cks agent pipeline` beside the hub (cks dev starts it), or run the hub with "+
+		"CKS_PIPELINE_IN_PROCESS=true — or submit without --wait: the question then waits in awaiting_research until one runs",
+		errNoPipeline, p.Status)
 }
 
 // localCorpus makes the --corpus of a question an absolute path, refusing

@@ -196,3 +196,34 @@ func wantInOrder(t testing.TB, what, out string, parts ...string) {
 		rest = rest[i+len(p):]
 	}
 }
+
+// TestResearchWaitWithoutPipeline (issue 39.11): against `cks serve` alone
+// — no pipeline in the hub, no pipeline process — `cks research --wait`
+// says at once that nothing would answer and how to start a pipeline, and
+// submits nothing (on main it waited until its timeout); without --wait
+// the question is queued; /healthz says whether the hub runs the pipeline.
+func TestResearchWaitWithoutPipeline(t *testing.T) {
+	h := startHub(t, "serve")
+	dir := string(h.dir)
+	r := runCKS(t, nil, "research", "How does cks stop a running task?", "--wait", "--timeout", "30s", "--data-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "no research pipeline runs") || !strings.Contains(r.stderr, "cks agent pipeline") ||
+		!strings.Contains(r.stderr, "CKS_PIPELINE_IN_PROCESS=true") {
+		t.Fatalf("research --wait without a pipeline: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var list struct {
+		Objects []json.RawMessage `json:"objects"`
+	}
+	if code, body := h.get(t, "/v1/objects"); code != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list.Objects) != 0 {
+		t.Fatalf("the refused research --wait submitted a question: %d %s", code, body)
+	}
+	if _, body := h.get(t, "/healthz"); strings.Contains(body, "pipeline") {
+		t.Fatalf("/healthz of a hub without the pipeline: %s", body)
+	}
+	if r := runCKS(t, nil, "research", "How does cks stop a running task?", "--data-dir", dir); r.code != 0 || !strings.Contains(r.stdout, "submitted") {
+		t.Fatalf("research without --wait: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	in := startHubWith(t, []string{"CKS_PIPELINE_IN_PROCESS=true"})
+	if _, body := in.get(t, "/healthz"); !strings.Contains(body, `"pipeline":"in_process"`) {
+		t.Fatalf("/healthz of a hub running the pipeline: %s", body)
+	}
+}

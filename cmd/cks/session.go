@@ -12,9 +12,12 @@ import (
 
 // sessionGroup is `cks session`: the studio's sessions (admin on /).
 var sessionGroup = group{name: "session", commands: []command{
-	opCommand("list", ops.ListSessions, opSpec[struct{}, cks.SessionList]{
-		table: func(x *reply[struct{}, cks.SessionList]) error {
+	opCommand("list", ops.ListSessions, opSpec[cks.ListSessionsInput, cks.SessionList]{
+		table: func(x *reply[cks.ListSessionsInput, cks.SessionList]) error {
 			printSessions(x.w, x.out.Sessions)
+			if x.out.Next != "" {
+				fmt.Fprintf(x.w, "%d sessions in all; more: --cursor %s\n", x.out.Total, x.out.Next)
+			}
 			return nil
 		},
 	}),

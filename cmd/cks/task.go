@@ -18,8 +18,10 @@ import (
 var taskGroup = group{name: "task", commands: []command{
 	opCommand("list", ops.ListTasks, opSpec[cks.ListTasksInput, cks.TaskPage]{
 		summary: "a page of tasks; without --state (or --order id) the STOPPED tasks first, with how long they have " +
-			"been held and any unconfirmed abort",
+			"been held and any unconfirmed abort, then the others most recently changed first (a task that just failed on top); " +
+			"without a hub, read from the data directory's database",
 		prepare: stoppedFirst,
+		offline: true,
 		table: func(x *reply[cks.ListTasksInput, cks.TaskPage]) error {
 			printListing(x.w, x.out, time.Now())
 			return nil
@@ -32,7 +34,9 @@ var taskGroup = group{name: "task", commands: []command{
 		},
 	}),
 	opCommand("show", ops.GetTask, opSpec[cks.TaskInput, cks.Task]{
-		summary: "one task: its current attempt, earlier attempts, aborts and events",
+		summary: "one task: its current attempt, earlier attempts, aborts and events; without a hub, read from the data " +
+			"directory's database",
+		offline: true,
 		table: func(x *reply[cks.TaskInput, cks.Task]) error {
 			printTask(x.w, x.out)
 			return nil
@@ -78,12 +82,19 @@ var taskFlagNames = map[string]string{
 	"cancel_children":     "cancel-child",
 }
 
-// stoppedFirst asks for the operator's view of the ledger, its STOPPED
-// tasks first (list_tasks' order stopped_first), unless the listing
-// selects states itself or names its order.
+// stoppedFirst asks for the operator's view of the ledger, unless the
+// listing selects states itself or names its order: its STOPPED tasks
+// first (list_tasks' order stopped_first), then — unless it names its sort
+// — the others most recently changed first, so that what just happened (a
+// task that failed, one waiting for an answer) is on the first page
+// however many tasks there are (issue 39.10: in id order it was the
+// oldest hundred).
 func stoppedFirst(in *cks.ListTasksInput) error {
 	if in.Order == "" && len(in.State) == 0 && in.StoppedLongerThan == "" {
 		in.Order = cks.TaskOrderStoppedFirst
+		if in.Sort == "" {
+			in.Sort = cks.TaskSortUpdatedDesc
+		}
 	}
 	return nil
 }

@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/client"
 )
 
 func TestTaskCLI(t *testing.T) {
@@ -151,4 +158,56 @@ func TestBenchLedgerSmoke(t *testing.T) {
 	if !strings.Contains(r.stderr, "work") || !strings.Contains(r.stderr, "300/300") {
 		t.Fatalf("bench shows no progress:\n%s", r.stderr)
 	}
+}
+
+// TestTaskViewWithoutHub (issue 39.10): the default `task list` puts what
+// just happened on its first page — a task that failed after 120 others
+// were created (in id order, main's, it was past the first hundred) — and
+// once the hub is gone, stopped (no hub.url) or killed (its URL refuses
+// connections), `task list` and `task show` read the data directory's
+// database, saying so, as `process list` does.
+func TestTaskViewWithoutHub(t *testing.T) {
+	h := startHub(t, "serve")
+	dir := string(h.dir)
+	api := client.New(h.url, h.token)
+	ctx := context.Background()
+	for i := range 120 {
+		if _, _, err := api.CreateTask(ctx, cks.NewTask{Type: "filler", Title: fmt.Sprintf("filler %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flaky, _, err := api.CreateTask(ctx, cks.NewTask{Type: "flaky", Title: "the one that failed", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := api.Claim(ctx, "w", []string{"flaky"}, 1, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	if _, err := api.Fail(ctx, flaky.ID, claimed[0].LeaseToken, false, "exit status 1"); err != nil {
+		t.Fatal(err)
+	}
+	failedRow := regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+FAILED\s+flaky`, flaky.ID))
+	r := runCKS(t, nil, "task", "list", "--data-dir", dir)
+	if r.code != 0 || !failedRow.MatchString(r.stdout) {
+		t.Fatalf("task list: exit %d; want the FAILED task %d on the first page:\n%s%s", r.code, flaky.ID, r.stdout, r.stderr)
+	}
+	check := func(how string) {
+		t.Helper()
+		r := runCKS(t, nil, "task", "list", "--data-dir", dir)
+		if r.code != 0 || !failedRow.MatchString(r.stdout) || !strings.Contains(r.stderr, "read from the database") {
+			t.Fatalf("task list with the hub %s: exit %d\n%s%s", how, r.code, r.stdout, r.stderr)
+		}
+		r = runCKS(t, nil, "task", "show", itoa(flaky.ID), "--data-dir", dir)
+		if r.code != 0 || !strings.Contains(r.stdout, "FAILED") || !strings.Contains(r.stdout, "the one that failed") ||
+			!strings.Contains(r.stderr, "read from the database") {
+			t.Fatalf("task show with the hub %s: exit %d\n%s%s", how, r.code, r.stdout, r.stderr)
+		}
+	}
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	<-h.gone
+	check("stopped")
+	killed := startHubIn(t, "serve", h.dir)
+	killed.kill()
+	check("killed")
 }

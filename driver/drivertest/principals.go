@@ -169,10 +169,12 @@ func Principals(t *testing.T, newDB NewDB) {
 	})
 	t.Run("LeaseBinding", func(t *testing.T) { t.Parallel(); leaseBinding(t, newDB) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); sessions(t, newDB) })
+	t.Run("SessionTrim", func(t *testing.T) { t.Parallel(); sessionTrim(t, newDB) })
 }
 
-// sessions: a session reads back by its secret's hash, lists oldest first,
-// is deleted by id or once expired, and goes with its principal.
+// sessions: a session reads back by its secret's hash, pages newest first
+// from a cursor, is counted, is deleted by id or once expired, and goes
+// with its principal.
 func sessions(t *testing.T, newDB NewDB) {
 	d, _ := open(t, newDB)
 	ex, ctx := d.Executor(), Ctx(t)
@@ -202,10 +204,19 @@ func sessions(t *testing.T, newDB NewDB) {
 	}
 	_, err = ex.SessionBySecretHash(ctx, "secret-nope")
 	isNoRows(t, "unknown secret hash", err)
-	list, err := ex.SessionList(ctx)
-	must(t, "list", err)
-	if !slices.Equal(list, rows) {
-		t.Fatalf("list = %+v, want %+v", list, rows)
+	first := driver.SessionPageParams{AfterCreatedAt: T0.Add(time.Hour), Limit: 10}
+	list, err := ex.SessionPage(ctx, first)
+	must(t, "page", err)
+	if want := []driver.SessionRow{rows[2], rows[1], rows[0]}; !slices.Equal(list, want) {
+		t.Fatalf("page = %+v, want %+v (newest first)", list, want)
+	}
+	list, err = ex.SessionPage(ctx, driver.SessionPageParams{AfterCreatedAt: rows[1].CreatedAt, AfterSessionID: rows[1].ID, Limit: 10})
+	must(t, "page after s2", err)
+	if want := []driver.SessionRow{rows[0]}; !slices.Equal(list, want) {
+		t.Fatalf("page after s2 = %+v, want %+v", list, want)
+	}
+	if n, err := ex.SessionCount(ctx); err != nil || n != 3 {
+		t.Fatalf("count = %d, %v; want 3", n, err)
 	}
 	// s2 expires at T0+61s: at that instant it is expired, s1 and s3 not.
 	if n, err := ex.SessionDeleteExpired(ctx, T0.Add(61*time.Second)); err != nil || n != 1 {
@@ -221,8 +232,42 @@ func sessions(t *testing.T, newDB NewDB) {
 	if _, err := ex.PrincipalDelete(ctx, "p2"); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := ex.SessionList(ctx); len(list) != 0 {
+	if list, _ := ex.SessionPage(ctx, first); len(list) != 0 {
 		t.Fatalf("sessions left: %+v, want none", list)
+	}
+}
+
+// sessionTrim: SessionTrim deletes a principal's sessions but the new one
+// and the newest Keep of the others — ties of created_at by id, the new
+// one kept whatever its id — and no other principal's.
+func sessionTrim(t *testing.T, newDB NewDB) {
+	d, _ := open(t, newDB)
+	ex, ctx := d.Executor(), Ctx(t)
+	for _, p := range []driver.PrincipalRow{{ID: "p1", Name: "one", TokenHash: "h1", CreatedAt: T0}, {ID: "p2", Name: "two", TokenHash: "h2", CreatedAt: T0}} {
+		must(t, "insert "+p.ID, ex.PrincipalInsert(ctx, p))
+	}
+	add := func(id, principal string, s int) {
+		at := T0.Add(time.Duration(s) * time.Second)
+		must(t, "insert "+id, ex.SessionInsert(ctx, driver.SessionRow{ID: id, SecretHash: "secret-" + id, PrincipalID: principal, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}))
+	}
+	add("a", "p1", 0)
+	add("b", "p1", 1)
+	add("c", "p1", 2)
+	add("d", "p1", 2) // ties with c: c is the newer by id
+	add("0-new", "p1", 2)
+	add("x", "p2", 0)
+	n, err := ex.SessionTrim(ctx, driver.SessionTrimParams{PrincipalID: "p1", NewSessionID: "0-new", Keep: 2})
+	if err != nil || n != 2 {
+		t.Fatalf("trim = %d, %v; want 2 (a and b)", n, err)
+	}
+	list, err := ex.SessionPage(ctx, driver.SessionPageParams{AfterCreatedAt: T0.Add(time.Hour), Limit: 10})
+	must(t, "page", err)
+	var ids []string
+	for _, r := range list {
+		ids = append(ids, r.ID)
+	}
+	if want := []string{"0-new", "c", "d", "x"}; !slices.Equal(ids, want) {
+		t.Fatalf("sessions after the trim: %q, want %q", ids, want)
 	}
 }
 

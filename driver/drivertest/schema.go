@@ -177,7 +177,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|", "column|cks_agent_liveness|task_types|",
-		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|",
+		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|", "index|idx_outbox_tasks_updated|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",

@@ -1,7 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/cks-dev/cks/driver/internal/dberr"
 	"github.com/jackc/pgx/v5"
@@ -23,15 +28,42 @@ func kind(err error) dberr.Kind {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return dberr.NoRows
 	}
-	switch sqlState(err) {
-	case "23505":
+	switch s := sqlState(err); {
+	case s == "23505":
 		return dberr.Unique
-	case "25006":
+	case s == "25006":
 		return dberr.ReadOnly
-	case "53100":
+	case s == "53100":
 		return dberr.Full
+	case unreachable(err):
+		return dberr.Unreachable
 	}
 	return dberr.Other
+}
+
+// unreachable reports whether err says the server could not be reached
+// rather than answered: a failed connect, a connection_exception (SQLSTATE
+// class 08), a server shutting down or starting (57P01, 57P02, 57P03), or
+// a connection closed, reset or refused under the query. An ended context
+// is the caller's, not the server's.
+func unreachable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	if s := sqlState(err); s != "" {
+		return strings.HasPrefix(s, "08") || s == "57P01" || s == "57P02" || s == "57P03"
+	}
+	for _, e := range []error{pgconn.ErrConnClosed, io.EOF, io.ErrUnexpectedEOF, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // sqlState returns the SQLSTATE of a Postgres error, or "".

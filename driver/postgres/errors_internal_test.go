@@ -1,8 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +31,19 @@ func TestMapErr(t *testing.T) {
 		{&pgconn.PgError{Code: "25006"}, []error{cks.ErrStorageReadOnly, cks.ErrUnavailable}, []error{cks.ErrStorageFull}},
 		{&pgconn.PgError{Code: "53100"}, []error{cks.ErrStorageFull, cks.ErrUnavailable}, []error{cks.ErrStorageReadOnly}},
 		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "53100"}), []error{cks.ErrStorageFull}, nil},
-		{&pgconn.PgError{Code: "40P01"}, nil, []error{cks.ErrUnavailable, driver.ErrNoRows}},
+		{&pgconn.PgError{Code: "40P01"}, nil, []error{cks.ErrUnavailable, driver.ErrNoRows, cks.ErrStorageUnreachable}},
+		// The database unreachable (issue 38.9): not ErrUnavailable (a
+		// writer retries it), but ErrStorageUnreachable (503).
+		{&pgconn.PgError{Code: "57P01"}, []error{cks.ErrStorageUnreachable}, []error{cks.ErrUnavailable}},
+		{&pgconn.PgError{Code: "57P03"}, []error{cks.ErrStorageUnreachable}, []error{cks.ErrUnavailable}},
+		{&pgconn.PgError{Code: "08006"}, []error{cks.ErrStorageUnreachable}, []error{cks.ErrUnavailable}},
+		{&pgconn.PgError{Code: "42P01"}, nil, []error{cks.ErrStorageUnreachable}},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), []error{cks.ErrStorageUnreachable}, []error{cks.ErrUnavailable}},
+		{pgconn.ErrConnClosed, []error{cks.ErrStorageUnreachable}, nil},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, []error{cks.ErrStorageUnreachable}, nil},
+		{fmt.Errorf("write: %w", syscall.EPIPE), []error{cks.ErrStorageUnreachable}, nil},
+		{context.DeadlineExceeded, nil, []error{cks.ErrStorageUnreachable}},
+		{fmt.Errorf("timeout: %w", context.Canceled), nil, []error{cks.ErrStorageUnreachable}},
 	} {
 		got := mapErr("step", c.err)
 		for _, w := range c.want {

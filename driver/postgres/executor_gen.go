@@ -650,6 +650,24 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 	}
 }
 
+// sessionPageParams writes a driver.SessionPageParams as dbsqlc.SessionPageParams.
+func sessionPageParams(p driver.SessionPageParams) dbsqlc.SessionPageParams {
+	return dbsqlc.SessionPageParams{
+		AfterCreatedAt: driver.Time(p.AfterCreatedAt),
+		AfterSessionID: p.AfterSessionID,
+		Max:            int32(p.Limit),
+	}
+}
+
+// sessionTrimParams writes a driver.SessionTrimParams as dbsqlc.SessionTrimParams.
+func sessionTrimParams(p driver.SessionTrimParams) dbsqlc.SessionTrimParams {
+	return dbsqlc.SessionTrimParams{
+		PrincipalID:  p.PrincipalID,
+		NewSessionID: p.NewSessionID,
+		Keep:         int32(p.Keep),
+	}
+}
+
 // sweeperPassInsertParams writes a driver.SweeperPassRow as dbsqlc.SweeperPassInsertParams.
 func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertParams {
 	return dbsqlc.SweeperPassInsertParams{
@@ -1636,10 +1654,10 @@ func eachPrincipalList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Ck
 	return rows.Err()
 }
 
-// eachSessionList runs dbsqlc's SessionList, handing each row to each as it is
+// eachSessionPage runs dbsqlc's SessionPage, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
-func eachSessionList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksSession)) error {
-	rows, err := db.Query(ctx, dbsqlc.SessionList)
+func eachSessionPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.SessionPageParams, each func(*dbsqlc.CksSession)) error {
+	rows, err := db.Query(ctx, dbsqlc.SessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Max)
 	if err != nil {
 		return err
 	}
@@ -3140,15 +3158,33 @@ func (e *executor) SessionBySecretHash(ctx context.Context, secretHash string) (
 	return sessionRowOf(x), nil
 }
 
-// SessionList implements driver.Executor with dbsqlc's SessionList.
-func (e *executor) SessionList(ctx context.Context) ([]driver.SessionRow, error) {
+// SessionPage implements driver.Executor with dbsqlc's SessionPage.
+func (e *executor) SessionPage(ctx context.Context, p driver.SessionPageParams) ([]driver.SessionRow, error) {
 	out := []driver.SessionRow{}
 	add := func(r *dbsqlc.CksSession) { out = append(out, sessionRowOf(*r)) }
-	err := eachSessionList(ctx, e.db, add)
+	err := eachSessionPage(ctx, e.db, sessionPageParams(p), add)
 	if err != nil {
-		return nil, mapErr("session list", err)
+		return nil, mapErr("session page", err)
 	}
 	return out, nil
+}
+
+// SessionCount implements driver.Executor with dbsqlc's SessionCount.
+func (e *executor) SessionCount(ctx context.Context) (int64, error) {
+	x, err := e.d.q.SessionCount(ctx, e.db)
+	if err != nil {
+		return 0, mapErr("session count", err)
+	}
+	return x, nil
+}
+
+// SessionTrim implements driver.Executor with dbsqlc's SessionTrim.
+func (e *executor) SessionTrim(ctx context.Context, p driver.SessionTrimParams) (int, error) {
+	x, err := e.d.q.SessionTrim(ctx, e.db, sessionTrimParams(p))
+	if err != nil {
+		return 0, mapErr("session trim", err)
+	}
+	return int(x), nil
 }
 
 // SessionDelete implements driver.Executor with dbsqlc's SessionDelete.

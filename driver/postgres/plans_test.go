@@ -221,6 +221,18 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// backwards, no sort of the table.
 		{"listing newest first", "TaskListIDDesc", map[string]any{"after": int64(0), "states": []string{}, "types": []string{},
 			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
+		// The board's "recently changed" order, either way, first page
+		// and a later one: a range of idx_outbox_tasks_updated from the
+		// cursor, no sort of the table (issue 38.9).
+		{"listing by updated, newest first", "TaskListUpdatedDesc", map[string]any{"after": int64(0), "after_updated": nil,
+			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
+			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
+		{"listing by updated, newest first, a later page", "TaskListUpdatedDesc", map[string]any{"after": int64(5000), "after_updated": now,
+			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
+			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
+		{"listing by updated", "TaskListUpdated", map[string]any{"after": int64(0), "after_updated": nil,
+			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
+			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
 		// The stale-stop report's count: the STOPPED tasks only, from
 		// their partial index or from the settled states' index, whose
 		// first key is the state (under stale statistics the planner may

@@ -41,24 +41,51 @@ type poolerConfig struct {
 	listenPort uint16
 }
 
-// splitParams removes the cks parameters from rawURL and returns the URL pgx
-// parses and what they ask. A bad value is an error wrapping cks.ErrInvalid.
+// splitParams removes the cks parameters from rawURL (a URL or a libpq
+// keyword/value connection string) and returns what pgx parses and what
+// they ask. A bad value is an error wrapping cks.ErrInvalid.
 func splitParams(rawURL string) (string, poolerConfig, error) {
 	var pc poolerConfig
 	if !strings.Contains(rawURL, "cks_") {
 		return rawURL, pc, nil
+	}
+	if kv, ok := ParseKeywords(rawURL); ok {
+		q, rest := url.Values{}, kv[:0:0]
+		for _, p := range kv {
+			if p.Key == ParamPooler || p.Key == ParamListen {
+				q.Set(p.Key, p.Value)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		pc, err := pc.read(q)
+		if err != nil {
+			return "", pc, err
+		}
+		return JoinKeywords(rest), pc, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return rawURL, pc, nil // pgx says what is wrong with it
 	}
 	q := u.Query()
+	if pc, err = pc.read(q); err != nil {
+		return "", pc, err
+	}
+	q.Del(ParamPooler)
+	q.Del(ParamListen)
+	u.RawQuery = q.Encode()
+	return u.String(), pc, nil
+}
+
+// read reads the cks parameters of q into pc.
+func (pc poolerConfig) read(q url.Values) (poolerConfig, error) {
 	switch v := q.Get(ParamPooler); v {
 	case "":
 	case "transaction":
 		pc.transaction = true
 	default:
-		return "", pc, fmt.Errorf("postgres: %s=%q: expected %s=transaction (a pooler in transaction mode): %w",
+		return pc, fmt.Errorf("postgres: %s=%q: expected %s=transaction (a pooler in transaction mode): %w",
 			ParamPooler, v, ParamPooler, cks.ErrInvalid)
 	}
 	if v := q.Get(ParamListen); v != "" {
@@ -68,15 +95,12 @@ func splitParams(rawURL string) (string, poolerConfig, error) {
 			_, err = fmt.Sscan(port, &p)
 		}
 		if err != nil || host == "" || p == 0 || p > 65535 {
-			return "", pc, fmt.Errorf("postgres: %s=%q: expected HOST:PORT of the server past the pooler: %w",
+			return pc, fmt.Errorf("postgres: %s=%q: expected HOST:PORT of the server past the pooler: %w",
 				ParamListen, v, cks.ErrInvalid)
 		}
 		pc.listenHost, pc.listenPort = host, uint16(p)
 	}
-	q.Del(ParamPooler)
-	q.Del(ParamListen)
-	u.RawQuery = q.Encode()
-	return u.String(), pc, nil
+	return pc, nil
 }
 
 // apply configures the pool for a transaction-mode pooler.

@@ -34,8 +34,10 @@ type BackupProgress struct {
 // copy is of one read transaction's snapshot (WAL mode: no writer waits
 // for it, and no write made during the copy restarts it), written to
 // dst.partial and renamed to dst once complete and checked (quick_check),
-// so dst is never a torn copy. An existing dst is refused; the database at
-// src is only read.
+// so dst is never a torn copy. The copy is one file: switched to SQLite's
+// rollback journal, it has no -wal or -shm file beside it, and none is
+// left (a Driver that opens it switches it back to WAL). An existing dst
+// is refused; the database at src is only read.
 func Backup(ctx context.Context, src, dst string, opts BackupOptions) error {
 	if opts.Pages <= 0 {
 		opts.Pages = BackupPages
@@ -59,6 +61,9 @@ func Backup(ctx context.Context, src, dst string, opts BackupOptions) error {
 		}
 	}()
 	if err := copyDatabase(ctx, src, partial, opts); err != nil {
+		return fmt.Errorf("sqlite: backup of %s: %w", src, err)
+	}
+	if err := rollbackJournal(ctx, partial); err != nil {
 		return fmt.Errorf("sqlite: backup of %s: %w", src, err)
 	}
 	if err := QuickCheck(ctx, partial); err != nil {
@@ -121,20 +126,45 @@ func copyDatabase(ctx context.Context, src, dst string, opts BackupOptions) erro
 	})
 }
 
+// rollbackJournal switches the database at path, which no other
+// connection has open, to the rollback journal (journal_mode DELETE): the
+// WAL mode its header took from the source would have SQLite make -wal
+// and -shm files beside it whenever it is opened, and a read-only open
+// leaves them.
+func rollbackJournal(ctx context.Context, path string) error {
+	mode, err := pragma(ctx, path, url.Values{}, "PRAGMA journal_mode=DELETE")
+	if err == nil && mode != "delete" {
+		err = fmt.Errorf("journal mode of %s is %s, want delete", path, mode)
+	}
+	return err
+}
+
 // QuickCheck runs PRAGMA quick_check on the database file at path, read
-// only: nil when SQLite finds it sound.
+// only: nil when SQLite finds it sound. A file with no -wal beside it is
+// read as immutable (nothing can sit in a WAL that is not there), so that
+// the check of a WAL-mode file leaves no -wal or -shm file behind.
 func QuickCheck(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}}))
+	params := url.Values{"mode": {"ro"}}
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		params.Set("immutable", "1")
+	}
+	res, err := pragma(ctx, path, params, "PRAGMA quick_check")
+	if err == nil && res != "ok" {
+		err = errors.New(res)
+	}
+	return err
+}
+
+// pragma runs statement q, a PRAGMA of one value, on a connection of its
+// own to the database file at path (opened with params), and returns the
+// value.
+func pragma(ctx context.Context, path string, params url.Values, q string) (string, error) {
+	db, err := sql.Open("sqlite", dsn(path, params))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer db.Close()
-	var res string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
-		return err
-	}
-	if res != "ok" {
-		return errors.New(res)
-	}
-	return nil
+	var v string
+	err = db.QueryRowContext(ctx, q).Scan(&v)
+	return v, err
 }

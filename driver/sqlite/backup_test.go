@@ -132,3 +132,37 @@ func TestBackupRefusesAnExistingFile(t *testing.T) {
 		t.Fatalf("the existing file was changed: %q", b)
 	}
 }
+
+// TestBackupIsOneFile: the backup of a database in WAL mode, and the check
+// of that backup, leave one file in the backup's directory — no -wal,
+// -shm or .partial litter — and the copy still opens as a database.
+func TestBackupIsOneFile(t *testing.T) {
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "cks.db")
+	d := open(t, src)
+	if _, err := d.Executor().TaskInsertMany(ctx, []driver.TaskRow{drivertest.SeedTask()}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "backup.db")
+	if err := sqlite.Backup(ctx, src, dst, sqlite.BackupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlite.QuickCheck(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "backup.db" {
+		t.Fatalf("the backup's directory holds %q, want only backup.db", names)
+	}
+	if n := count(t, dst); n != 1 {
+		t.Fatalf("the backup holds %d tasks, want 1", n)
+	}
+}

@@ -856,6 +856,24 @@ func sessionInsertParams(p driver.SessionRow) dbsqlc.SessionInsertParams {
 	}
 }
 
+// sessionPageParams writes a driver.SessionPageParams as dbsqlc.SessionPageParams.
+func sessionPageParams(p driver.SessionPageParams) dbsqlc.SessionPageParams {
+	return dbsqlc.SessionPageParams{
+		AfterCreatedAt: fmtTime(p.AfterCreatedAt),
+		AfterSessionID: p.AfterSessionID,
+		Max:            int64(p.Limit),
+	}
+}
+
+// sessionTrimParams writes a driver.SessionTrimParams as dbsqlc.SessionTrimParams.
+func sessionTrimParams(p driver.SessionTrimParams) dbsqlc.SessionTrimParams {
+	return dbsqlc.SessionTrimParams{
+		PrincipalID:  p.PrincipalID,
+		NewSessionID: p.NewSessionID,
+		Keep:         int64(p.Keep),
+	}
+}
+
 // sweeperPassInsertParams writes a driver.SweeperPassRow as dbsqlc.SweeperPassInsertParams.
 func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertParams {
 	return dbsqlc.SweeperPassInsertParams{
@@ -1885,13 +1903,36 @@ func (e *executor) SessionBySecretHash(ctx context.Context, secretHash string) (
 	return sessionRowOf(x)
 }
 
-// SessionList implements driver.Executor with dbsqlc's SessionList.
-func (e *executor) SessionList(ctx context.Context) ([]driver.SessionRow, error) {
-	x, err := e.d.q.SessionList(ctx, e.read)
+// SessionPage implements driver.Executor with dbsqlc's SessionPage.
+func (e *executor) SessionPage(ctx context.Context, p driver.SessionPageParams) ([]driver.SessionRow, error) {
+	x, err := e.d.q.SessionPage(ctx, e.read, sessionPageParams(p))
 	if err != nil {
-		return nil, mapErr("session list", err)
+		return nil, mapErr("session page", err)
 	}
 	return sessionRowsOf(x)
+}
+
+// SessionCount implements driver.Executor with dbsqlc's SessionCount.
+func (e *executor) SessionCount(ctx context.Context) (int64, error) {
+	x, err := e.d.q.SessionCount(ctx, e.read)
+	if err != nil {
+		return 0, mapErr("session count", err)
+	}
+	return x, nil
+}
+
+// SessionTrim implements driver.Executor with dbsqlc's SessionTrim.
+func (e *executor) SessionTrim(ctx context.Context, p driver.SessionTrimParams) (int, error) {
+	var out int
+	err := e.write(ctx, "session trim", func(w *wtx) error {
+		x, err := e.d.q.SessionTrim(ctx, w, sessionTrimParams(p))
+		if err != nil {
+			return mapErr("session trim", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
 }
 
 // SessionDelete implements driver.Executor with dbsqlc's SessionDelete.

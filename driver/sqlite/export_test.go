@@ -40,3 +40,6 @@ func WriterPragma(ctx context.Context, d *Driver, name string) (int, error) {
 // CheckpointerStopped returns a channel closed once d's checkpointer
 // goroutine has ended.
 func CheckpointerStopped(d *Driver) <-chan struct{} { return d.ckpt.base.Stopped() }
+
+// LockShared is the shared lock a Driver takes at Open.
+func LockShared(ctx context.Context, path string) (*FileLock, error) { return lockShared(ctx, path) }

@@ -77,12 +77,18 @@ type Driver struct {
 	// by clock, for Health.
 	faults driver.Faults
 	clock  clock.Clock
+	// lock is the shared lock on the database's LockFile, held until Close
+	// (nil when the lock file could not be made).
+	lock *FileLock
 }
 
 var _ driver.SerialWriter = (*Driver)(nil)
 
 // Open opens (creating if needed) the database file at path, with its
-// directory, and brings its schema up to date. A file that exists but is not
+// directory, and brings its schema up to date. It holds a shared lock on
+// the database's LockFile until Close, so that a restore knows the file is
+// open; while a restore holds that lock, Open waits for it (at most
+// WriteLockTimeout) and then fails with ErrInUse. A file that exists but is not
 // a SQLite database is refused before SQLite touches it. A file this process
 // may not write opens read-only when its schema is current (Health reports
 // it); one whose schema would have to change is refused with
@@ -93,6 +99,29 @@ func Open(ctx context.Context, path string, opts ...driver.Option) (*Driver, err
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
+	// Checked before the lock file is made beside it, and again once the
+	// lock is held: a restore may replace the file meanwhile.
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	}
+	lock, err := lockShared(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := open(ctx, path, opts)
+	if err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	d.lock = lock
+	return d, nil
+}
+
+// open is Open once the database's shared lock is held.
+func open(ctx context.Context, path string, opts []driver.Option) (*Driver, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
@@ -272,13 +301,15 @@ func (d *Driver) Path() string { return d.path }
 // reader pool, each write in its own write transaction.
 func (d *Driver) Executor() driver.Executor { return &executor{d: d, read: d.reader} }
 
-// Close stops the checkpointer and closes the connection pools.
+// Close stops the checkpointer, closes the connection pools and then
+// releases the database's shared lock.
 func (d *Driver) Close() error {
 	var errs []error
 	if d.ckpt != nil {
 		errs = append(errs, d.ckpt.close())
 	}
-	return errors.Join(append(errs, d.cache.close(), d.reader.Close(), d.writer.Close())...)
+	errs = append(errs, d.cache.close(), d.reader.Close(), d.writer.Close())
+	return errors.Join(append(errs, d.lock.Unlock())...)
 }
 
 // localChanges wakes the listeners of one Driver after a commit that

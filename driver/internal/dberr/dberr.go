@@ -27,6 +27,9 @@ const (
 	ReadOnly
 	// Full: the storage has no room for the write.
 	Full
+	// Unreachable: the database could not be reached (a refused or broken
+	// connection, a server shutting down or starting).
+	Unreachable
 )
 
 // Map wraps err, the error of step what of dialect's driver, of kind k: no
@@ -34,7 +37,8 @@ const (
 // driver.ErrUniqueViolation and still the database's error (a caller may
 // look at it: WithTx sees a deadlock through it); a refused write or a full
 // storage is the storage fault cks.ErrStorageReadOnly or
-// cks.ErrStorageFull; an error mapped already keeps its storage fault.
+// cks.ErrStorageFull; an unreachable database cks.ErrStorageUnreachable;
+// an error mapped already keeps its storage fault.
 // nil stays nil.
 func Map(dialect, what string, err error, k Kind) error {
 	switch {
@@ -44,12 +48,14 @@ func Map(dialect, what string, err error, k Kind) error {
 		return fmt.Errorf("%s: %s: %w", dialect, what, driver.ErrNoRows)
 	case k == Unique:
 		return fmt.Errorf("%s: %s: %w: %w", dialect, what, driver.ErrUniqueViolation, err)
-	case errors.Is(err, cks.ErrUnavailable): // mapped already
+	case errors.Is(err, cks.ErrUnavailable), errors.Is(err, cks.ErrStorageUnreachable): // mapped already
 		return fmt.Errorf("%s: %s: %w", dialect, what, err)
 	case k == ReadOnly:
 		return driver.StorageFault(cks.ErrStorageReadOnly, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	case k == Full:
 		return driver.StorageFault(cks.ErrStorageFull, fmt.Errorf("%s: %s: %w", dialect, what, err))
+	case k == Unreachable:
+		return driver.StorageFault(cks.ErrStorageUnreachable, fmt.Errorf("%s: %s: %w", dialect, what, err))
 	}
 	return fmt.Errorf("%s: %s: %w", dialect, what, err)
 }

@@ -228,6 +228,8 @@ CREATE INDEX IF NOT EXISTS idx_sessions_principal ON cks_sessions(principal_id);
 
 CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 
+CREATE INDEX IF NOT EXISTS idx_sessions_created ON cks_sessions(created_at DESC, session_id COLLATE "C");
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_stopped ON cks_outbox_tasks(state_changed_at)
 	WHERE state = 'STOPPED';
 
@@ -242,6 +244,8 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_expires_at)
 	WHERE state IN ('CLAIMED', 'RUNNING', 'REVIEWING');
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';

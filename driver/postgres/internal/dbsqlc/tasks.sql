@@ -458,10 +458,14 @@ WHERE (@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::bigint)
 ORDER BY task_id DESC
 LIMIT @max;
 
+-- The sorts by updated_at read idx_outbox_tasks_updated from the cursor
+-- on, in its order, and stop at the page's end (issue 38.9: they sorted
+-- the table): the cursor is one row value the index ranges over (the
+-- first page's is before, or after, every row).
 -- name: TaskListUpdated :many
 SELECT * FROM cks_outbox_tasks
-WHERE (@after::bigint = 0 OR updated_at > sqlc.narg(after_updated)::timestamptz
-        OR (updated_at = sqlc.narg(after_updated)::timestamptz AND cks_outbox_tasks.task_id > @after::bigint))
+WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN @after::bigint = 0 THEN '-infinity'::timestamptz
+        ELSE sqlc.narg(after_updated)::timestamptz END, @after::bigint)
     AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
@@ -478,8 +482,9 @@ LIMIT @max;
 
 -- name: TaskListUpdatedDesc :many
 SELECT * FROM cks_outbox_tasks
-WHERE (@after::bigint = 0 OR updated_at < sqlc.narg(after_updated)::timestamptz
-        OR (updated_at = sqlc.narg(after_updated)::timestamptz AND cks_outbox_tasks.task_id < @after::bigint))
+WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN @after::bigint = 0 THEN 'infinity'::timestamptz
+        ELSE sqlc.narg(after_updated)::timestamptz END,
+        CASE WHEN @after::bigint = 0 THEN 9223372036854775807 ELSE @after::bigint END)
     AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL

@@ -3362,8 +3362,8 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE ($1::bigint = 0 OR updated_at > $2::timestamptz
-        OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id > $1::bigint))
+WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
+        ELSE $2::timestamptz END, $1::bigint)
     AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
     AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
     AND ($5::timestamptz IS NULL
@@ -3391,6 +3391,10 @@ type TaskListUpdatedParams struct {
 	Max                int32
 }
 
+// The sorts by updated_at read idx_outbox_tasks_updated from the cursor
+// on, in its order, and stop at the page's end (issue 38.9: they sorted
+// the table): the cursor is one row value the index ranges over (the
+// first page's is before, or after, every row).
 func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
 	rows, err := db.Query(ctx, TaskListUpdated,
 		arg.After,
@@ -3455,8 +3459,9 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE ($1::bigint = 0 OR updated_at < $2::timestamptz
-        OR (updated_at = $2::timestamptz AND cks_outbox_tasks.task_id < $1::bigint))
+WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
+        ELSE $2::timestamptz END,
+        CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
     AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
     AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
     AND ($5::timestamptz IS NULL

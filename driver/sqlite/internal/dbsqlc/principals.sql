@@ -61,8 +61,27 @@ VALUES (@session_id, @secret_hash, @principal_id, @created_at, @expires_at);
 -- name: SessionBySecretHash :one
 SELECT * FROM cks_sessions WHERE secret_hash = @secret_hash;
 
--- name: SessionList :many
-SELECT * FROM cks_sessions ORDER BY created_at, session_id;
+-- A page of the sessions, newest first (ties by id), after the last row
+-- of the previous page (idx_sessions_created).
+-- name: SessionPage :many
+SELECT * FROM cks_sessions
+WHERE created_at <= @after_created_at
+    AND (created_at < @after_created_at OR session_id > @after_session_id)
+ORDER BY created_at DESC, session_id
+LIMIT @max;
+
+-- name: SessionCount :one
+SELECT count(*) FROM cks_sessions;
+
+-- The sessions of a principal but @new_session_id and the newest @keep
+-- of the others (idx_sessions_principal): the oldest, signed out when a
+-- sign-in passes the cap.
+-- name: SessionTrim :execrows
+DELETE FROM cks_sessions WHERE session_id IN (
+    SELECT s.session_id FROM cks_sessions AS s
+    WHERE s.principal_id = @principal_id AND s.session_id <> @new_session_id
+    ORDER BY s.created_at DESC, s.session_id
+    LIMIT -1 OFFSET @keep);
 
 -- name: SessionDelete :execrows
 DELETE FROM cks_sessions WHERE session_id = @session_id;

@@ -249,6 +249,17 @@ func (q *Queries) SessionBySecretHash(ctx context.Context, db DBTX, secretHash s
 	return i, err
 }
 
+const sessionCount = `-- name: SessionCount :one
+SELECT count(*) FROM cks_sessions
+`
+
+func (q *Queries) SessionCount(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRowContext(ctx, sessionCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const sessionDelete = `-- name: SessionDelete :execrows
 DELETE FROM cks_sessions WHERE session_id = ?1
 `
@@ -299,12 +310,24 @@ func (q *Queries) SessionInsert(ctx context.Context, db DBTX, arg SessionInsertP
 	return err
 }
 
-const sessionList = `-- name: SessionList :many
-SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions ORDER BY created_at, session_id
+const sessionPage = `-- name: SessionPage :many
+SELECT session_id, secret_hash, principal_id, created_at, expires_at FROM cks_sessions
+WHERE created_at <= ?1
+    AND (created_at < ?1 OR session_id > ?2)
+ORDER BY created_at DESC, session_id
+LIMIT ?3
 `
 
-func (q *Queries) SessionList(ctx context.Context, db DBTX) ([]CksSession, error) {
-	rows, err := db.QueryContext(ctx, sessionList)
+type SessionPageParams struct {
+	AfterCreatedAt string
+	AfterSessionID string
+	Max            int64
+}
+
+// A page of the sessions, newest first (ties by id), after the last row
+// of the previous page (idx_sessions_created).
+func (q *Queries) SessionPage(ctx context.Context, db DBTX, arg SessionPageParams) ([]CksSession, error) {
+	rows, err := db.QueryContext(ctx, sessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -330,4 +353,29 @@ func (q *Queries) SessionList(ctx context.Context, db DBTX) ([]CksSession, error
 		return nil, err
 	}
 	return items, nil
+}
+
+const sessionTrim = `-- name: SessionTrim :execrows
+DELETE FROM cks_sessions WHERE session_id IN (
+    SELECT s.session_id FROM cks_sessions AS s
+    WHERE s.principal_id = ?1 AND s.session_id <> ?2
+    ORDER BY s.created_at DESC, s.session_id
+    LIMIT -1 OFFSET ?3)
+`
+
+type SessionTrimParams struct {
+	PrincipalID  string
+	NewSessionID string
+	Keep         int64
+}
+
+// The sessions of a principal but @new_session_id and the newest @keep
+// of the others (idx_sessions_principal): the oldest, signed out when a
+// sign-in passes the cap.
+func (q *Queries) SessionTrim(ctx context.Context, db DBTX, arg SessionTrimParams) (int64, error) {
+	result, err := db.ExecContext(ctx, sessionTrim, arg.PrincipalID, arg.NewSessionID, arg.Keep)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

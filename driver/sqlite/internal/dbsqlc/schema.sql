@@ -232,6 +232,8 @@ CREATE INDEX IF NOT EXISTS idx_sessions_principal ON cks_sessions(principal_id);
 
 CREATE INDEX IF NOT EXISTS idx_sessions_expires ON cks_sessions(expires_at);
 
+CREATE INDEX IF NOT EXISTS idx_sessions_created ON cks_sessions(created_at DESC, session_id);
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_type ON cks_outbox_tasks(state, type, priority DESC, created_at, task_id)
 	WHERE state = 'OPEN';
 
@@ -243,6 +245,8 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease_expires ON cks_outbox_tasks(lease_expires_at)
 	WHERE lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';

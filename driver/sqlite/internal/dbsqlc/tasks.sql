@@ -174,10 +174,14 @@ WHERE (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS 
 ORDER BY task_id DESC
 LIMIT @max;
 
+-- The sorts by updated_at read idx_outbox_tasks_updated from the cursor
+-- on, in its order, and stop at the page's end (issue 38.9: they sorted
+-- the table): the cursor is one row value the index ranges over (the
+-- first page's is before, or after, every row).
 -- name: TaskListUpdated :many
 SELECT * FROM cks_outbox_tasks
-WHERE (CAST(@after AS INTEGER) = 0 OR updated_at > CAST(@after_updated AS TEXT)
-        OR (updated_at = CAST(@after_updated AS TEXT) AND cks_outbox_tasks.task_id > CAST(@after AS INTEGER)))
+WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '' ELSE CAST(@after_updated AS TEXT) END,
+        CAST(@after AS INTEGER))
     AND (json_array_length(CAST(@states AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
     AND (json_array_length(CAST(@types AS TEXT)) = 0
@@ -195,8 +199,8 @@ LIMIT @max;
 
 -- name: TaskListUpdatedDesc :many
 SELECT * FROM cks_outbox_tasks
-WHERE (CAST(@after AS INTEGER) = 0 OR updated_at < CAST(@after_updated AS TEXT)
-        OR (updated_at = CAST(@after_updated AS TEXT) AND cks_outbox_tasks.task_id < CAST(@after AS INTEGER)))
+WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '9999' ELSE CAST(@after_updated AS TEXT) END,
+        CASE WHEN CAST(@after AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(@after AS INTEGER) END)
     AND (json_array_length(CAST(@states AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
     AND (json_array_length(CAST(@types AS TEXT)) = 0

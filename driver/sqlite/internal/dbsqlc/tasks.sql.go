@@ -2210,8 +2210,8 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 
 const taskListUpdated = `-- name: TaskListUpdated :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at > CAST(?2 AS TEXT)
-        OR (updated_at = CAST(?2 AS TEXT) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
+WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '' ELSE CAST(?2 AS TEXT) END,
+        CAST(?1 AS INTEGER))
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (json_array_length(CAST(?4 AS TEXT)) = 0
@@ -2240,6 +2240,10 @@ type TaskListUpdatedParams struct {
 	Max                int64
 }
 
+// The sorts by updated_at read idx_outbox_tasks_updated from the cursor
+// on, in its order, and stop at the page's end (issue 38.9: they sorted
+// the table): the cursor is one row value the index ranges over (the
+// first page's is before, or after, every row).
 func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListUpdated,
 		arg.After,
@@ -2307,8 +2311,8 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 
 const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE (CAST(?1 AS INTEGER) = 0 OR updated_at < CAST(?2 AS TEXT)
-        OR (updated_at = CAST(?2 AS TEXT) AND cks_outbox_tasks.task_id < CAST(?1 AS INTEGER)))
+WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '9999' ELSE CAST(?2 AS TEXT) END,
+        CASE WHEN CAST(?1 AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(?1 AS INTEGER) END)
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (json_array_length(CAST(?4 AS TEXT)) = 0
