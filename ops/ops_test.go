@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
@@ -103,6 +105,16 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.Set(reflect.ValueOf(json.RawMessage(`{"k":1}`)))
 			continue
 		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if enum := enumOf(op.InputSchema().Properties[name]); len(enum) > 0 { // a closed vocabulary
+			switch fv.Kind() {
+			case reflect.String:
+				fv.SetString(enum[0])
+			case reflect.Slice:
+				fv.Set(reflect.ValueOf(enum[:min(2, len(enum))]).Convert(fv.Type()))
+			}
+			continue
+		}
 		switch fv.Kind() {
 		case reflect.String:
 			fv.SetString("x-" + strings.ToLower(f.Name))
@@ -112,15 +124,35 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.SetBool(true)
 		case reflect.Slice:
 			if fv.Type().Elem().Kind() == reflect.String {
-				vals := []string{"a", "b"}
-				if strings.HasPrefix(f.Tag.Get("json"), "state,") { // a closed vocabulary
-					vals = []string{"OPEN", "STOPPED"}
-				}
-				fv.Set(reflect.ValueOf(vals))
+				fv.Set(reflect.ValueOf([]string{"a", "b"}).Convert(fv.Type()))
 			}
 		}
 	}
 	return in
+}
+
+// enumOf is the enum of a text property's schema s (of its items, of its
+// one-or-a-list branches), or none.
+func enumOf(s *jsonschema.Schema) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range s.Enum {
+		out = append(out, v.(string))
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if out = enumOf(s.Items); len(out) > 0 {
+		return out
+	}
+	for _, b := range s.AnyOf {
+		if out = enumOf(b); len(out) > 0 {
+			return out
+		}
+	}
+	return nil
 }
 
 // TestHTTPRoundTrip: for every HTTP operation, the request a client builds
