@@ -55,7 +55,7 @@ func scanInput(t reflect.Type, data []byte) *scan {
 	if len(bytes.TrimSpace(data)) == 0 || len(data) > MaxBody {
 		return sc
 	}
-	d := &scanner{scan: sc, dec: jsontext.NewDecoder(bytes.NewReader(data),
+	d := &scanner{scan: sc, dec: jsontext.NewDecoder(bytes.NewBuffer(data), // parsed in place, not copied
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 	if err := d.top(reflect.TypeOf(sc.draft).Elem()); err != nil {
 		sc.draftOK = false // not JSON: Decode says why
@@ -159,15 +159,16 @@ func (d *scanner) list(f field, elem reflect.Type, path string) error {
 	}
 	n := 0
 	for d.dec.PeekKind() != ']' {
-		item := fmt.Sprintf("%s[%d]", path, n)
 		n++
-		var err error
-		switch k := d.dec.PeekKind(); {
-		case n <= f.rule.items && elem.Kind() == reflect.Struct && k == '{':
-			err = d.object(elem, item, reflect.Value{})
+		k, err := d.dec.PeekKind(), error(nil)
+		switch {
+		case n > f.rule.items:
+			err = d.dec.SkipValue() // counted, never read
+		case elem.Kind() == reflect.Struct && k == '{':
+			err = d.object(elem, fmt.Sprintf("%s[%d]", path, n-1), reflect.Value{})
 		default:
-			if n <= f.rule.items && k == '0' && (f.rule.min != nil || f.rule.max != nil) {
-				d.sent[item] = true
+			if k == '0' && (f.rule.min != nil || f.rule.max != nil) {
+				d.sent[fmt.Sprintf("%s[%d]", path, n-1)] = true
 			}
 			err = d.dec.SkipValue()
 		}
