@@ -130,8 +130,10 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // readBody reads the body of an unsafe request into memory, checking its
-// size and, under /v1, its shape, and returns the request with it; or it
-// answers the request and returns false. A safe request is returned as it
+// size and, under /v1, that it declares its type, and returns the request
+// with it; or it answers the request and returns false. What the body
+// holds is the operation's to judge (ops.Call), once the caller may call
+// it. A safe request is returned as it
 // is.
 func (a *API) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if safeMethod(r.Method) {

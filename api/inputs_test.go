@@ -75,7 +75,9 @@ func TestChildrenArePaged(t *testing.T) {
 		parent := f.enqueue(t)
 		path := "/v1/tasks/" + itoa(parent.ID)
 		child := `{"type":"child"}`
-		children := func(n int) string { return `{"add_children":[` + strings.TrimSuffix(strings.Repeat(child+",", n), ",") + `]}` }
+		children := func(n int) string {
+			return `{"add_children":[` + strings.TrimSuffix(strings.Repeat(child+",", n), ",") + `]}`
+		}
 		status, body := f.do(t, f.token, "PATCH", path, children(cks.MaxAddChildren+1))
 		if e := decodeError(t, body); status != http.StatusBadRequest || e.Error.Field != "add_children" || f.taskCount(t) != 1 {
 			t.Fatalf("%d children in one update: %d %.200s, %d tasks; want 400 naming add_children, nothing created",

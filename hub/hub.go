@@ -222,6 +222,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Studio:     studio.New(svc, studio.Options{Version: cfg.Version, StaleStopAfter: settings.StaleStopThreshold}),
 		Logger:     log,
 		Version:    cfg.Version,
+		URL:        url,
 		Collectors: append([]prometheus.Collector{sweepRuns}, clockGauges(st)...),
 		Health:     st.StorageHealth,
 		Leader:     rt.Leader,

@@ -15,6 +15,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -217,6 +218,10 @@ type Operation interface {
 	// output (nil for a Stream).
 	InputSchema() *jsonschema.Schema
 	OutputSchema() *jsonschema.Schema
+	// ToolOutputSchema is OutputSchema with each record it holds written
+	// once under $defs and referenced where it recurs (withDefs): the MCP
+	// tool's output schema (nil for a Stream).
+	ToolOutputSchema() json.RawMessage
 }
 
 // Op is an operation with input In and output Out.
@@ -249,6 +254,7 @@ type Op[In, Out any] struct {
 	also func(ctx context.Context, s *Services, in *In) error
 
 	in, out *jsonschema.Schema
+	tool    json.RawMessage
 }
 
 // Spec implements Operation.
@@ -412,18 +418,22 @@ func (o *Op[In, Out]) InputSchema() *jsonschema.Schema { return o.in }
 // OutputSchema implements Operation.
 func (o *Op[In, Out]) OutputSchema() *jsonschema.Schema { return o.out }
 
+// ToolOutputSchema implements Operation.
+func (o *Op[In, Out]) ToolOutputSchema() json.RawMessage { return o.tool }
+
 // stream is a Stream row.
 type stream struct{ spec Spec }
 
-func (e *stream) Spec() *Spec                      { return &e.spec }
-func (e *stream) Route() cks.Route                 { return routeOf(&e.spec) }
-func (e *stream) InputType() reflect.Type          { return nil }
-func (e *stream) OutputType() reflect.Type         { return nil }
-func (e *stream) NewInput() any                    { return &struct{}{} }
-func (e *stream) Wait(any) time.Duration           { return 0 }
-func (e *stream) StatusOf(any) int                 { return http.StatusOK }
-func (e *stream) InputSchema() *jsonschema.Schema  { return nil }
-func (e *stream) OutputSchema() *jsonschema.Schema { return nil }
+func (e *stream) Spec() *Spec                       { return &e.spec }
+func (e *stream) Route() cks.Route                  { return routeOf(&e.spec) }
+func (e *stream) InputType() reflect.Type           { return nil }
+func (e *stream) OutputType() reflect.Type          { return nil }
+func (e *stream) NewInput() any                     { return &struct{}{} }
+func (e *stream) Wait(any) time.Duration            { return 0 }
+func (e *stream) StatusOf(any) int                  { return http.StatusOK }
+func (e *stream) InputSchema() *jsonschema.Schema   { return nil }
+func (e *stream) OutputSchema() *jsonschema.Schema  { return nil }
+func (e *stream) ToolOutputSchema() json.RawMessage { return nil }
 
 func (e *stream) Resource(context.Context, *Services, any) (string, error) {
 	return e.spec.Resource, nil
@@ -506,6 +516,11 @@ func define[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 		o.outSchema(o.out)
 		portable(o.out)
 	}
+	tool, err := withDefs(o.out, reflect.TypeFor[Out]())
+	if err != nil {
+		panic(fmt.Sprintf("ops: %s: output schema: %v", sp.Name, err))
+	}
+	o.tool = tool
 	return o
 }
 

@@ -235,12 +235,14 @@ func errorsAs(err error, fe **cks.FieldError) bool {
 	return ok
 }
 
-// TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, lists
-// every HTTP operation under its path and method with its operationId, and
-// describes the body of every operation that takes one; a list in the query
-// is an exploded array.
+// TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, names
+// its server, lists every HTTP operation under its path and method with
+// its operationId and a tag, its refusals (4XX, 5XX) and describes the
+// body of every operation that takes one; a list in the query is an
+// exploded array. A Task (and every other record that recurs) is one
+// component, referenced: its schema is written once.
 func TestOpenAPI(t *testing.T) {
-	b, err := ops.OpenAPI(ops.All(), "test")
+	b, err := ops.OpenAPI(ops.All(), "test", "http://127.0.0.1:7433")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +251,12 @@ func TestOpenAPI(t *testing.T) {
 		Info    struct {
 			Version string `json:"version"`
 		} `json:"info"`
+		Servers []struct {
+			URL string `json:"url"`
+		} `json:"servers"`
 		Paths map[string]map[string]struct {
 			OperationID string         `json:"operationId"`
+			Tags        []string       `json:"tags"`
 			Permission  string         `json:"x-cks-permission"`
 			RequestBody map[string]any `json:"requestBody"`
 			Parameters  []openAPIParam `json:"parameters"`
@@ -260,8 +266,14 @@ func TestOpenAPI(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" {
-		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" || len(doc.Servers) != 1 || doc.Servers[0].URL != "http://127.0.0.1:7433" {
+		t.Fatalf("openapi %q version %q servers %v", doc.OpenAPI, doc.Info.Version, doc.Servers)
+	}
+	if n := strings.Count(string(b), `"lease_expires_at"`); n != 2 {
+		t.Errorf("a task's schema is written %d times, want twice (components/schemas/Task and ClaimedTask)", n)
+	}
+	if n := strings.Count(string(b), `"$ref": "#/components/schemas/Task"`); n < 15 {
+		t.Errorf("components/schemas/Task is referenced %d times", n)
 	}
 	n := 0
 	for _, op := range ops.All() {
@@ -272,8 +284,8 @@ func TestOpenAPI(t *testing.T) {
 			continue
 		}
 		n++
-		if len(o.Responses) < 2 {
-			t.Errorf("%s: responses %v, want success and error", sp.Name, o.Responses)
+		if len(o.Responses) < 3 || o.Responses["4XX"] == nil || o.Responses["5XX"] == nil || len(o.Tags) != 1 {
+			t.Errorf("%s: responses %v, tags %v; want success, 4XX and 5XX, and a tag", sp.Name, o.Responses, o.Tags)
 		}
 		for _, w := range strings.Split(strings.Trim(strings.ReplaceAll(sp.Path, "}", "{"), "{"), "{") {
 			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p openAPIParam) bool {
