@@ -208,7 +208,7 @@ func FuzzToolArguments(f *testing.F) {
 		mcpserver.ToolListTasks: {`{}`, `{"state":["open"],"type":["t"],"cursor":1,"limit":1000}`, `{"limit":-1}`, `{"limit":0}`,
 			`{"sort":"priority","cursor_key":"5"}`, `{"parent_id":$ID,"limit":2}`, `{"parent_id":$ID,"sort":"-id"}`,
 			`{"state":` + list(`"OPEN"`, cks.MaxNames+1) + `}`, `{"type":` + list(`"t"`, cks.MaxNames) + `}`},
-		mcpserver.ToolGetTask:            {`{"task_id":$ID}`},
+		mcpserver.ToolGetTask: {`{"task_id":$ID}`},
 		mcpserver.ToolCreateTask: {`{"type":"t","payload":{"a":[1]},"priority":3,"parent_id":$ID,"depends_on":[$ID]}`,
 			`{"type":"t","dedupe_key":"k"}`},
 		mcpserver.ToolAnswerTask: {`{"task_id":$ID,"text":"this"}`},
