@@ -18,7 +18,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -49,9 +48,8 @@ import (
 type fuzzHub struct {
 	api   *api.API
 	store *backend.Backend
-	// version is a connection of its own to the database file, for PRAGMA
-	// data_version.
-	version *sql.Conn
+	// commits counts the commits to the database file.
+	commits *backendtest.Commits
 	// tokens of the principals a request is sent as (see principal).
 	admin, reader string
 	// n numbers the task types of the setups, so each claims its own task.
@@ -91,39 +89,16 @@ func newFuzzHub(tb testing.TB) *fuzzHub {
 		tb.Fatal(err)
 	}
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, Version: "fuzz"})
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	tb.Cleanup(func() {
-		conn.Close()
-		db.Close()
 		rt.Stop(context.Background())
 		a.CloseStreams()
 		s.Close()
 	})
-	return &fuzzHub{api: a, store: s, version: conn, admin: admin, reader: reader}
+	return &fuzzHub{api: a, store: s, commits: backendtest.WatchCommits(tb, s, path), admin: admin, reader: reader}
 }
 
-// dataVersion is SQLite's count of commits by other connections, once the
-// store has published the task moves it made so far (tasks_moved, which it
-// publishes after them, in the background): a move of a setup must not
-// count against the request that follows it.
-func (h *fuzzHub) dataVersion(t testing.TB) int64 {
-	t.Helper()
-	if err := h.store.FlushMoves(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var v int64
-	if err := h.version.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+// dataVersion is the count of commits to the database (backendtest.Commits).
+func (h *fuzzHub) dataVersion(t testing.TB) int64 { return h.commits.Count(t) }
 
 // state is the state of the task a request is sent against.
 type state int

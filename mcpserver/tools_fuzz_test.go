@@ -12,7 +12,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -51,7 +50,7 @@ var fuzzStates = []string{"OPEN", "STOPPED", "NEEDS_INPUT", "NEEDS_REVIEW", "COM
 type toolHub struct {
 	store    *backend.Backend
 	sweepers *sweeper.Controller
-	version  *sql.Conn
+	commits  *backendtest.Commits
 	sessions [2]*mcp.ClientSession // the local operator, a reader
 	object   int64
 	n        int
@@ -103,40 +102,19 @@ func newToolHub(tb testing.TB) *toolHub {
 		tb.Fatal(err)
 	}
 	h.object = o.ID
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if h.version, err = db.Conn(c); err != nil {
-		tb.Fatal(err)
-	}
 	tb.Cleanup(func() {
 		for _, f := range closers {
 			f()
 		}
-		h.version.Close()
-		db.Close()
 		rt.Stop(context.Background())
 		st.Close()
 	})
+	h.commits = backendtest.WatchCommits(tb, st, path)
 	return h
 }
 
-// dataVersion is SQLite's count of commits by other connections, once the
-// store has published the task moves it made so far (tasks_moved, which it
-// publishes after them, in the background): a move of a setup must not
-// count against the call that follows it.
-func (h *toolHub) dataVersion(t testing.TB) int64 {
-	t.Helper()
-	if err := h.store.FlushMoves(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var v int64
-	if err := h.version.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+// dataVersion is the count of commits to the database (backendtest.Commits).
+func (h *toolHub) dataVersion(t testing.TB) int64 { return h.commits.Count(t) }
 
 // task creates a task in state (a name of fuzzStates) and returns its id and
 // lease token (of a RUNNING task).

@@ -37,7 +37,8 @@ type presence func(path string) bool
 type scan struct {
 	// err is the first list past its bound (a FieldError naming it).
 	err error
-	// keys are the top-level keys, in order.
+	// keys are the top-level keys that name a field, in order (an
+	// unknown one Decode refuses).
 	keys []string
 	// sent are the paths of the numbers with a range that were sent.
 	sent map[string]bool
@@ -98,15 +99,15 @@ func (d *scanner) object(t reflect.Type, path string, draft reflect.Value) error
 			return err
 		}
 		name := tok.String()
-		if path == "" {
-			d.keys = append(d.keys, name)
-		}
 		f, ok := lookupField(fs, name)
 		if !ok {
 			if err := d.dec.SkipValue(); err != nil { // Decode refuses the field
 				return err
 			}
 			continue
+		}
+		if path == "" {
+			d.keys = append(d.keys, name)
 		}
 		if err := d.value(f, join(path, name), draft); err != nil {
 			return err

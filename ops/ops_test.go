@@ -431,3 +431,35 @@ func TestNoBareSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestToolOutputsWriteRecordsOnce: an MCP tool's output schema is the
+// operation's output schema with each record in it written once, under
+// $defs, and referenced where it recurs: it resolves, it is no larger than
+// the output schema, and a task's abort (its last_abort and each of its
+// aborts) is written once in get_task's.
+func TestToolOutputsWriteRecordsOnce(t *testing.T) {
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Stream {
+			continue
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(op.ToolOutputSchema(), &s); err != nil {
+			t.Fatalf("%s: %v", sp.Name, err)
+		}
+		if _, err := s.Resolve(nil); err != nil {
+			t.Errorf("%s: the tool's output schema does not resolve: %v", sp.Name, err)
+		}
+		if full, _ := json.Marshal(op.OutputSchema()); len(op.ToolOutputSchema()) > len(full)+200 {
+			t.Errorf("%s: the tool's output schema is %d bytes, the output schema %d", sp.Name, len(op.ToolOutputSchema()), len(full))
+		}
+	}
+	tool := string(ops.GetTask.ToolOutputSchema())
+	if n := strings.Count(tool, `"abort_id":{`); n != 1 || !strings.Contains(tool, `"$ref":"#/$defs/Abort"`) {
+		t.Errorf("get_task's tool output schema writes an abort %d times, want once under $defs: %.300s", n, tool)
+	}
+	full, _ := json.Marshal(ops.GetTask.OutputSchema())
+	if n := strings.Count(string(full), `"abort_id":{`); n < 2 {
+		t.Errorf("get_task's output schema writes an abort %d times: the test no longer tells", n)
+	}
+}

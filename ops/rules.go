@@ -178,37 +178,22 @@ type field struct {
 // fieldsCache holds fieldsOf's answers, by struct type.
 var fieldsCache sync.Map
 
-// fieldsOf returns the JSON fields of struct type t (promoted ones
-// included, as encoding/json sees them), in their order, each with its
-// rule.
+// fieldsOf returns the JSON fields of struct type t (cks.InputFields:
+// promoted ones included, as encoding/json sees them), in their order in
+// t, each with its rule.
 func fieldsOf(t reflect.Type) []field {
 	if v, ok := fieldsCache.Load(t); ok {
 		return v.([]field)
 	}
 	var out []field
-	for _, f := range reflect.VisibleFields(t) {
-		if !f.IsExported() || f.Anonymous {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if i := slices.IndexFunc(out, func(o field) bool { return o.name == name }); i >= 0 {
-			if len(f.Index) >= len(out[i].index) {
-				continue // shadowed, as encoding/json has it
-			}
-			out = slices.Delete(out, i, i+1)
-		}
+	for name, index := range cks.InputFields(t) {
 		owner := t
-		if len(f.Index) > 1 {
-			owner = t.FieldByIndex(f.Index[:len(f.Index)-1]).Type
+		if len(index) > 1 {
+			owner = t.FieldByIndex(index[:len(index)-1]).Type
 		}
-		out = append(out, field{name: name, typ: f.Type, index: f.Index, rule: declared[owner][name]})
+		out = append(out, field{name: name, typ: t.FieldByIndex(index).Type, index: index, rule: declared[owner][name]})
 	}
+	slices.SortFunc(out, func(a, b field) int { return slices.Compare(a.index, b.index) })
 	fieldsCache.Store(t, out)
 	return out
 }
