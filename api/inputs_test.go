@@ -55,9 +55,10 @@ func TestRefusedListCostsItsSize(t *testing.T) {
 			!strings.Contains(e.Error.Message, fmt.Sprintf("at most %d items", cks.MaxAddChildren)) {
 			t.Fatalf("PATCH of 200,000 add_children: %d %.300s, want 400 naming add_children and its bound", status, answer)
 		}
-		// Reading the body and scanning it costs a few times its size; the
-		// decoding it replaced cost four hundred times.
-		if limit := uint64(8 * len(body)); alloc > limit {
+		// Reading the body and scanning it costs a few times its size (1.8
+		// MB; 3.6 MB under -race, which drops pooled buffers); the decoding it
+		// replaced cost twelve hundred times (486 MB).
+		if limit := uint64(32 * len(body)); alloc > limit {
 			t.Errorf("the refused %d-byte PATCH allocated %d bytes, past %d", len(body), alloc, limit)
 		}
 		backendtest.DiffState(t, "a refused PATCH of 200,000 add_children", before, backendtest.State(t, f.store))
