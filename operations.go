@@ -158,7 +158,7 @@ type TaskStatsInput struct {
 	// Minutes is the window: the last Minutes minutes up to now, the
 	// current one included (DefaultStatsMinutes when 0, at most
 	// MaxStatsMinutes).
-	Minutes int `json:"minutes,omitempty" jsonschema:"the window in minutes, up to now (60 when 0 or absent, at most 1440)"`
+	Minutes int `json:"minutes,omitempty" jsonschema:"the window in minutes, up to now: 1 to 1440 (60 when absent)"`
 }
 
 // The window of task_stats.

@@ -15,13 +15,17 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// An input is judged in one pass, in one place: scan counts every list of
-// the JSON against the declarations (rules.go) before anything of it is
-// decoded, Decode decodes it once, and validate holds the decoded input to
-// every declaration and to the operation's own rule. Every
-// invalid_argument answer of a call comes from these (TestEveryRefusalIsChecked);
-// the services trust the input they are given, keeping only the
-// invariants that protect their stores.
+// An input is judged in one pass, in one place (Call's admit): scan counts
+// every list of the JSON against the declarations (rules.go) before
+// anything of it is decoded, Decode decodes it once, and validate holds the
+// decoded input to every declaration and to the operation's own rule
+// (which may be a service's exported check, so the rule stays that
+// service's one function). Every invalid_argument answer a call gives for
+// its input comes from these, before it reaches a service
+// (TestEveryRefusalIsAdmits); a service refuses with its own checks only
+// what depends on its state (a dependency that does not exist, a cycle) or
+// a caller in the hub's process that does not come through here (a
+// sweeper, an agent, the worker).
 
 // presence reports whether the input field at path (add_children[2].priority)
 // was sent. A field that was not stands for its default and is not held
@@ -129,7 +133,7 @@ func (d *scanner) value(f field, path string, draft reflect.Value) error {
 	switch {
 	case listOf(t) && kind == '[':
 		return d.list(f, t.Elem(), path)
-	case t.Kind() == reflect.Struct && kind == '{' && t != reflect.TypeFor[json.RawMessage]():
+	case t.Kind() == reflect.Struct && kind == '{':
 		return d.object(t, path, reflect.Value{})
 	case kind == '[' || kind == '{' || !draft.IsValid():
 		if kind == '0' && (f.rule.min != nil || f.rule.max != nil) {
@@ -150,7 +154,8 @@ func (d *scanner) value(f field, path string, draft reflect.Value) error {
 
 // list reads the list of field f at path, of items of type elem, counting
 // its items: more than the field's bound is the scan's error, and the
-// items past it are skipped unread.
+// items past it are skipped unread. (An item that is a number is held to
+// its range whenever it is there.)
 func (d *scanner) list(f field, elem reflect.Type, path string) error {
 	if _, err := d.dec.ReadToken(); err != nil { // [
 		return err
@@ -161,17 +166,11 @@ func (d *scanner) list(f field, elem reflect.Type, path string) error {
 	n := 0
 	for d.dec.PeekKind() != ']' {
 		n++
-		k, err := d.dec.PeekKind(), error(nil)
-		switch {
-		case n > f.rule.items:
-			err = d.dec.SkipValue() // counted, never read
-		case elem.Kind() == reflect.Struct && k == '{':
+		var err error
+		if n <= f.rule.items && elem.Kind() == reflect.Struct && d.dec.PeekKind() == '{' {
 			err = d.object(elem, fmt.Sprintf("%s[%d]", path, n-1), reflect.Value{})
-		default:
-			if k == '0' && (f.rule.min != nil || f.rule.max != nil) {
-				d.sent[fmt.Sprintf("%s[%d]", path, n-1)] = true
-			}
-			err = d.dec.SkipValue()
+		} else {
+			err = d.dec.SkipValue() // an item past the bound: counted, never read
 		}
 		if err != nil {
 			return err
