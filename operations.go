@@ -14,6 +14,23 @@ import (
 // (StopTaskInput is the input of stop_task) or, when several operations
 // share it, for what it names (TaskInput, LeaseInput).
 
+// The bounds of the lists of the inputs. The hub counts a list's items
+// before it decodes them and refuses a longer list naming its field
+// (package ops), and the input schemas state each bound as maxItems.
+const (
+	// MaxNames bounds a list of names: states, types, kinds, statuses.
+	MaxNames = 100
+	// MaxDependsOn bounds a task's depends_on, and an edit's
+	// add_depends_on and remove_depends_on.
+	MaxDependsOn = 1000
+	// MaxAddChildren bounds the children one update_task creates.
+	MaxAddChildren = 100
+	// MaxCancelChildren bounds the children one update_task cancels.
+	MaxCancelChildren = 500
+	// MaxGrants bounds the grants of one create_token.
+	MaxGrants = 100
+)
+
 // The operator operations of the task ledger (ADR 0020).
 
 // TaskInput names a task.
@@ -39,6 +56,9 @@ type ListTasksInput struct {
 	// STOPPED head in order stopped_first) and the cursor's key.
 	Sort      TaskSort `json:"sort,omitempty" jsonschema:"the order of the page: id (the default, oldest first), -id (newest first), updated, -updated (last changed first) or priority (highest first)"`
 	CursorKey string   `json:"cursor_key,omitempty" jsonschema:"with sort updated, -updated or priority: the next_key of the previous page, with its next_cursor as cursor"`
+	// ParentID keeps the children of that task: how a parent's children
+	// are paged (a task view names at most MaxChildIDs of them).
+	ParentID int64 `json:"parent_id,omitempty" jsonschema:"only the children of this task (get_task names at most 100 of them, under child_ids, and counts them all)"`
 }
 
 // TaskMatch are the filters of list_tasks and a bulk selection beyond state
@@ -98,7 +118,7 @@ type Duration string
 // ListTasksInputOf is the input of list_tasks that selects what f does
 // (its states, types, cursor and limit).
 func ListTasksInputOf(f TaskFilter) ListTasksInput {
-	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit, Sort: f.Sort, CursorKey: f.AfterKey,
+	in := ListTasksInput{Type: f.Types, Cursor: f.After, Limit: f.Limit, Sort: f.Sort, CursorKey: f.AfterKey, ParentID: f.Parent,
 		TaskMatch: TaskMatch{Q: f.Text, CreatedBy: f.CreatedBy, UnconfirmedAbort: f.UnconfirmedAbort}}
 	for _, st := range f.States {
 		in.State = append(in.State, string(st))
@@ -223,11 +243,32 @@ type AbortWait struct {
 	// Wait, default true, makes the call wait up to Deadline for the
 	// confirmation; false answers at once with the abort abort_pending.
 	Wait *bool `json:"wait,omitempty" jsonschema:"wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending"`
+	// parsed says Check read Deadline into deadline.
+	parsed   bool
+	deadline time.Duration
+}
+
+// Check parses the deadline and checks its range (ValidateDeadline) once,
+// keeping what it read for Parse and MaxWait: the call's one reading of
+// it (package ops checks every input before its call).
+func (a *AbortWait) Check() error {
+	d, _, err := a.Parse()
+	if err != nil {
+		return err
+	}
+	if _, err := ValidateDeadline(d); err != nil {
+		return err
+	}
+	a.parsed, a.deadline = true, d
+	return nil
 }
 
 // Parse reads the deadline (0 when empty: the ledger's default) and wait.
 func (a AbortWait) Parse() (time.Duration, bool, error) {
 	wait := a.Wait == nil || *a.Wait
+	if a.parsed {
+		return a.deadline, wait, nil
+	}
 	if a.Deadline == "" {
 		return 0, wait, nil
 	}
@@ -275,9 +316,9 @@ type UpdateTaskInput struct {
 // StoppedLongerThan, TaskMatch) selects, a page at a time from Cursor (at most Limit
 // of them; the answer's next_cursor goes on).
 type TaskSelection struct {
-	TaskIDs []int64  `json:"task_ids,omitempty" jsonschema:"the tasks to act on (at most 500); or, instead, a filter (state, type, stopped_longer_than, q, created_by, unconfirmed_abort)"`
-	State   []string `json:"state,omitempty" jsonschema:"act on the tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED)"`
-	Type    []string `json:"type,omitempty" jsonschema:"act on the tasks of any of these types"`
+	TaskIDs []int64 `json:"task_ids,omitempty" jsonschema:"the tasks to act on (at most 500); or, instead, a filter (state, type, stopped_longer_than, q, created_by, unconfirmed_abort)"`
+	State   Names   `json:"state,omitempty" jsonschema:"act on the tasks in any of these states (OPEN, WAITING, BLOCKED, CLAIMED, RUNNING, NEEDS_REVIEW, NEEDS_INPUT, REVIEWING, COMPLETED, FAILED, CANCELLED, STOPPED): one, or a list"`
+	Type    Names   `json:"type,omitempty" jsonschema:"act on the tasks of any of these types: one, or a list"`
 	// StoppedLongerThan selects the STOPPED tasks held at least this long.
 	StoppedLongerThan Duration `json:"stopped_longer_than,omitempty" jsonschema:"a duration such as 24h: act on the STOPPED tasks held at least that long (no state filter with it)"`
 	TaskMatch

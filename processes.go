@@ -116,6 +116,13 @@ type ListProcessesInput struct {
 	Limit   int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 100)"`
 }
 
+// Check refuses a cursor no page of list_processes answered, naming
+// cursor (ParseProcessCursor).
+func (in *ListProcessesInput) Check() error {
+	_, err := ParseProcessCursor(in.Cursor)
+	return err
+}
+
 // ProcessCursor is where a page of list_processes goes on from: the last
 // instance of the previous page, in the listing's order (started_at
 // descending, then instance_id).

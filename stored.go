@@ -1,10 +1,5 @@
 package cks
 
-import (
-	"fmt"
-	"slices"
-)
-
 // The check of stored values against the rules of this package: rows
 // stored before a bound existed (ValidateJSON's nesting, size and number
 // growth; ValidateText's lengths) are still served, compactly, and
@@ -18,18 +13,6 @@ var StoredKinds = [...]string{"tasks", "objects"}
 type CheckStoredInput struct {
 	What   string `json:"what" jsonschema:"what to check: tasks or objects"`
 	Cursor int64  `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (0 for the first)"`
-}
-
-// Validate reports a FieldError unless What is one of StoredKinds and
-// Cursor is not negative.
-func (in CheckStoredInput) Validate() error {
-	switch {
-	case !slices.Contains(StoredKinds[:], in.What):
-		return fieldError("what", fmt.Sprintf("%q or %q", StoredKinds[0], StoredKinds[1]))
-	case in.Cursor < 0:
-		return fieldError("cursor", "an id")
-	}
-	return nil
 }
 
 // StoredCheck is the answer of check_stored: the problems of one page.

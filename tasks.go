@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -159,7 +160,16 @@ type Task struct {
 	// when it is terminal), in the order of the TaskAction constants;
 	// filled by get_task only.
 	Actions []TaskAction `json:"actions,omitzero"`
+	// ChildIDs are the ids of the task's first MaxChildIDs children, by
+	// id, and ChildCount how many it has: a view of a parent stays small
+	// however many children it has (list_tasks with parent_id pages them).
+	// Filled by GetTask only.
+	ChildIDs   []int64 `json:"child_ids,omitempty"`
+	ChildCount int     `json:"child_count,omitempty"`
 }
+
+// MaxChildIDs bounds the child ids a task view names (Task.ChildIDs).
+const MaxChildIDs = 100
 
 // ClaimedTask is a task as Claim and ClaimReview return it to the claimer:
 // the task and the plain fencing token of the lease just created, which the
@@ -367,6 +377,8 @@ type TaskFilter struct {
 	AfterKey string
 	// Limit is the page size, 1..MaxListLimit; 0 means DefaultListLimit.
 	Limit int
+	// Parent, when not 0, keeps the children of that task.
+	Parent int64
 }
 
 // TaskSort is the order of a list_tasks page: a key, "-" before it for
@@ -388,6 +400,23 @@ var TaskSorts = []TaskSort{TaskSortID, TaskSortIDDesc, TaskSortUpdated, TaskSort
 // Keyed reports whether a cursor of sort s carries a key (AfterKey).
 func (s TaskSort) Keyed() bool {
 	return s == TaskSortUpdated || s == TaskSortUpdatedDesc || s == TaskSortPriority
+}
+
+// KeyTime is the layout of the key of a sort by updated_at: fixed width, at
+// the stores' precision (microseconds).
+const KeyTime = "2006-01-02T15:04:05.000000Z"
+
+// keyOK reports whether key is one a page under sort s answers as its
+// next_key: an integer (priority) or a KeyTime (updated, -updated).
+func (s TaskSort) keyOK(key string) bool {
+	var err error
+	switch s {
+	case TaskSortPriority:
+		_, err = strconv.Atoi(key)
+	case TaskSortUpdated, TaskSortUpdatedDesc:
+		_, err = time.Parse(KeyTime, key)
+	}
+	return err == nil
 }
 
 // Validate reports the first bad field of f (States are checked by the
@@ -417,6 +446,15 @@ func (f TaskFilter) Validate() (TaskFilter, error) {
 		return f, fieldError("cursor_key", "no key with sort id or -id (the cursor alone pages them)")
 	case f.After > 0 && f.Sort.Keyed() && f.AfterKey == "":
 		return f, fieldError("cursor_key", fmt.Sprintf("the next_key of the previous page, with its next_cursor, under sort %s", f.Sort))
+	case f.AfterKey != "" && f.After == 0:
+		return f, fieldError("cursor_key", "a cursor with it: the next_key of the previous page goes with its next_cursor as cursor")
+	case f.AfterKey != "" && !f.Sort.keyOK(f.AfterKey):
+		return f, fieldError("cursor_key", fmt.Sprintf("the next_key of the previous page under sort %s, got %q", f.Sort, f.AfterKey))
+	case f.Parent < 0:
+		return f, fieldError("parent_id", "a task id")
+	case f.Parent != 0 && (len(f.States) > 0 || len(f.Types) > 0 || !f.StateChangedBefore.IsZero() || f.Text != "" ||
+		f.CreatedBy != "" || f.UnconfirmedAbort || f.Sort != "" && f.Sort != TaskSortID):
+		return f, fieldError("parent_id", "no other filter and no sort but id with it: a parent's children are paged by id, from cursor")
 	}
 	if f.Sort == "" {
 		f.Sort = TaskSortID

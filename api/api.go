@@ -54,6 +54,9 @@ type Config struct {
 	Studio  http.Handler
 	Logger  *slog.Logger
 	Version string
+	// URL is the hub's base URL (http://HOST:PORT), the server its OpenAPI
+	// document names; empty: the document's own origin.
+	URL string
 	// KeepAlive is the SSE comment interval (default 15 s).
 	KeepAlive time.Duration
 	// Health, when set, is the store's StorageHealth: /healthz answers 503
@@ -159,7 +162,7 @@ func New(cfg Config) *API {
 	a.routeDiscovery()
 	// Authenticated: every operation of the table the services offer, each
 	// with the permission it needs (see Routes).
-	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version)
+	doc, err := ops.OpenAPI(ops.Available(ops.All(), ops.HTTP, a.svc), cfg.Version, cfg.URL)
 	if err != nil {
 		panic(fmt.Sprintf("api: %v", err)) // the table's schemas are fixed at build time
 	}

@@ -30,7 +30,9 @@ func TestDependencyOnUnreadableTaskIsMissing(t *testing.T) {
 		const missing = 999999
 		// A task-scoped credential of the parent: read, append, create on it.
 		agent := f.tokenWith(t, auth.TaskTokenGrants(parent.ID)...)
-		editor := f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(parent.ID), Permission: auth.PermUpdate})
+		// Adding children needs create on the parent as well (issue 38).
+		editor := f.tokenWith(t, cks.Grant{Resource: auth.TaskResource(parent.ID), Permission: auth.PermUpdate},
+			cks.Grant{Resource: auth.TaskResource(parent.ID), Permission: auth.PermCreate})
 		mcpAgent := f.mcpAs(t, agent)
 		for _, c := range []struct {
 			name, token, method, path, body string

@@ -49,7 +49,8 @@ import (
 //     or not, on every method: else 403 cross_origin. Clients that are no
 //     browser send neither header and are not affected.
 //   - Shape. A /v1 body is a JSON object: null (which decodes into a struct
-//     without error), arrays and scalars are 400.
+//     without error), arrays and scalars are 400 — from the operation's
+//     check of its input (ops.Call), once the caller may call it.
 
 // safeMethod reports whether m is a method that changes nothing (RFC 9110).
 func safeMethod(m string) bool {
@@ -129,8 +130,10 @@ func (a *API) admit(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // readBody reads the body of an unsafe request into memory, checking its
-// size and, under /v1, its shape, and returns the request with it; or it
-// answers the request and returns false. A safe request is returned as it
+// size and, under /v1, that it declares its type, and returns the request
+// with it; or it answers the request and returns false. What the body
+// holds is the operation's to judge (ops.Call), once the caller may call
+// it. A safe request is returned as it
 // is.
 func (a *API) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if safeMethod(r.Method) {
@@ -155,16 +158,9 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		}
 		r.Body.Close()
 	}
-	if trimmed := bytes.TrimSpace(b); api && len(trimmed) > 0 {
-		if r.Header.Get("Content-Type") == "" {
-			writeUnsupported(w, "a body without a Content-Type")
-			return r, false
-		}
-		if trimmed[0] != '{' {
-			WriteError(w, http.StatusBadRequest, cks.CodeInvalidArgument,
-				"invalid request body: expected a JSON object, got "+ops.JSONKind(trimmed))
-			return r, false
-		}
+	if api && len(bytes.TrimSpace(b)) > 0 && r.Header.Get("Content-Type") == "" {
+		writeUnsupported(w, "a body without a Content-Type")
+		return r, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -157,6 +158,9 @@ func TestNoAnswerShowsALeaseToken(t *testing.T) {
 					body := ""
 					if method != http.MethodGet {
 						body = "{}"
+						if op, _ := ops.Lookup(rt.Operation); op != nil && cks.InputFields(op.InputType())["lease_token"] != nil {
+							body = `{"lease_token":"not-the-lease"}` // a lease call needs one
+						}
 					}
 					status, out := f.do(t, tok, method, path, body)
 					if status == http.StatusOK {

@@ -393,8 +393,16 @@ func fuzzBody(f *testing.F, bt bodyTarget) {
 	})
 }
 
+// list is the JSON list of n copies of item: a seed at or past a list's
+// bound (cks.MaxAddChildren, …), which is refused before it is decoded.
+func list(item string, n int) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+}
+
 func FuzzCreateTask(f *testing.F) {
 	fuzzBody(f, bodyTarget{method: "POST", path: "/v1/tasks", states: []state{open, running, completed}, seeds: []string{
+		`{"type":"t","depends_on":` + list("$ID", cks.MaxDependsOn+1) + `}`,
+		`{"type":"t","max_attempts":0,"priority":1001}`,
 		`{"type":"t"}`,
 		`{"type":"t","title":"x","description":"d","acceptance_criteria":"c","payload":{"a":[1,2]},"priority":5,"max_attempts":2}`,
 		`{"type":"t","parent_id":$ID}`,
@@ -410,6 +418,8 @@ func FuzzClaimTasks(f *testing.F) {
 		`{"worker":"w","types":["fuzz-1"],"n":3,"lease_s":60}`,
 		`{"types":[],"n":1,"lease_s":0.5}`,
 		`{"n":1000,"lease_s":86400}`,
+		`{"n":0,"lease_s":0.5}`,
+		`{"types":` + list(`"t"`, cks.MaxNames+1) + `}`,
 	}})
 }
 
@@ -447,12 +457,30 @@ func FuzzUpdateTask(f *testing.F) {
 		`{"add_depends_on":[$ID],"remove_depends_on":[1]}`,
 		`{"add_children":[{"type":"child","title":"c"}],"cancel_children":[2]}`,
 		`{"description":"d","deadline":"1s","wait":false}`,
+		`{"add_children":` + list("1", 200_000) + `}`,
+		`{"add_children":` + list(`{"type":"c"}`, cks.MaxAddChildren+1) + `}`,
+		`{"add_children":[{"type":"c","depends_on":` + list("$ID", cks.MaxDependsOn+1) + `}]}`,
+		`{"cancel_children":` + list("$ID", cks.MaxCancelChildren+1) + `}`,
+		`{"add_depends_on":` + list("$ID", cks.MaxDependsOn+1) + `,"remove_depends_on":` + list("1", cks.MaxDependsOn+1) + `}`,
+	}})
+}
+
+// FuzzBulkTasks sends bulk stops, by ids and by filters, past their bounds
+// too (task_ids, a list of states).
+func FuzzBulkTasks(f *testing.F) {
+	fuzzBody(f, bodyTarget{method: "POST", path: "/v1/tasks/bulk/stop", states: []state{open, stopped}, seeds: []string{
+		`{"task_ids":[$ID],"reason":"r","wait":false}`,
+		`{"state":"OPEN","type":"fuzz-1","reason":"r","limit":1,"wait":false}`,
+		`{"q":"no such title","reason":"r","wait":false}`,
+		`{"task_ids":` + list("$ID", 501) + `,"reason":"r"}`,
+		`{"state":` + list(`"OPEN"`, cks.MaxNames+1) + `,"reason":"r"}`,
+		`{"task_ids":[$ID],"state":"OPEN","reason":"r"}`, `{"reason":" "}`, `{"state":"OPEN","reason":"r","limit":0}`,
 	}})
 }
 
 func FuzzMarkRunning(f *testing.F) {
 	fuzzBody(f, bodyTarget{method: "POST", path: "/v1/tasks/{id}/running", states: []state{claimed, running, aborting}, seeds: []string{
-		`{"lease_token":"$LEASE"}`, `{"lease_token":""}`,
+		`{"lease_token":"$LEASE"}`, `{"lease_token":""}`, `{}`,
 	}})
 }
 
@@ -537,6 +565,7 @@ func FuzzWriteVersion(f *testing.F) {
 
 func FuzzCreateToken(f *testing.F) {
 	fuzzBody(f, bodyTarget{method: "POST", path: "/v1/tokens", states: []state{open}, seeds: []string{
+		`{"name":"n","grants":` + list(`{"permission":"read","resource":"/tasks"}`, cks.MaxGrants+1) + `}`,
 		`{"name":"n","grants":[{"permission":"read","resource":"/tasks"}]}`,
 		`{"task_id":$ID}`,
 		`{"name":"n","grants":[{"permission":"admin","resource":"/tasks/$ID"}],"task_id":$ID}`,
@@ -653,7 +682,9 @@ func fuzzQuery(f *testing.F, path string, seeds ...string) {
 
 func FuzzListTasksQuery(f *testing.F) {
 	fuzzQuery(f, "/v1/tasks", "", "state=open,RUNNING&type=a,b", "cursor=3&limit=1000", "limit=1001", "stopped_longer_than=24h",
-		"stopped_longer_than=-1h", "state=open&stopped_longer_than=1h", "state=nope", "cursor=-1", "limit=%zz")
+		"stopped_longer_than=-1h", "state=open&stopped_longer_than=1h", "state=nope", "cursor=-1", "limit=%zz", "limit=0",
+		"sort=priority&cursor_key=5", "sort=updated&cursor=3&cursor_key=x", "parent_id=1&limit=2", "parent_id=1&sort=-id",
+		"state="+strings.Repeat("OPEN,", cks.MaxNames+1), "type="+strings.Repeat("t&type=", cks.MaxNames)+"t")
 }
 
 func FuzzListObjectsQuery(f *testing.F) {

@@ -33,9 +33,11 @@ func TestSweepersOverHTTP(t *testing.T) {
 	if o, _ := f.store.Sweepers.GetSweeperDesiredRunning(ctx, sweeper.LeaseReaperID); o == nil || *o {
 		t.Fatal("stop did not persist desired_running=false")
 	}
+	// An id no sweeper of cks has is bad input, naming the ids (the input
+	// schema's enum); one this hub does not run would be not_found.
 	_, err = c.SweeperStatus(ctx, "contradictions")
-	if e := apiErr(t, err); e.Status != 404 || !strings.Contains(e.Message, "lease_reaper") {
-		t.Fatalf("unknown sweeper: %v, want 404 naming the known ids", err)
+	if e := apiErr(t, err); e.Status != 400 || e.Field != "agent_id" || !strings.Contains(e.Message, "lease_reaper") {
+		t.Fatalf("unknown sweeper: %v, want 400 naming agent_id and the known ids", err)
 	}
 	resp, body := f.get(t, "/metrics", f.token)
 	if resp.StatusCode != 200 || !strings.Contains(body, `cks_sweeper_running{agent_id="lease_reaper"} 0`) {

@@ -218,6 +218,11 @@ type TaskExecutor interface {
 	// normalises jsonb). A dedupe key taken by a live task is
 	// ErrUniqueViolation.
 	TaskInsertMany(ctx context.Context, rows []TaskRow) ([]TaskRow, error)
+	// TaskChildren returns the ids of the children of task p.Parent after
+	// p.After, by id, at most p.Limit of them (the index of parent_id).
+	TaskChildren(ctx context.Context, p TaskChildrenParams) ([]int64, error)
+	// TaskChildCount counts the children of task parent.
+	TaskChildCount(ctx context.Context, parent int64) (int, error)
 	// TaskGetMany reads the tasks ids, ordered by id, locked as asked.
 	// Unknown ids are absent from the result (no error).
 	TaskGetMany(ctx context.Context, p TaskGetManyParams) ([]TaskRow, error)
@@ -342,6 +347,13 @@ type TaskExecutor interface {
 	// AbortPendingDue reads up to Limit aborts with Outcome whose deadline
 	// is at or before Now, by id, locked with LockUpdateSkip.
 	AbortPendingDue(ctx context.Context, p AbortPendingDueParams) ([]AbortRow, error)
+}
+
+// TaskChildrenParams selects a page of a task's children.
+type TaskChildrenParams struct {
+	Parent int64
+	After  int64
+	Limit  int
 }
 
 // TaskGetManyParams selects tasks by id.

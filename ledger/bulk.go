@@ -92,6 +92,14 @@ func (s *Service) Bulk(ctx context.Context, p BulkParams) (cks.BulkResult, error
 	return out, err
 }
 
+// CheckBulk reports the first field of p Bulk refuses before it reads
+// anything: the rule of a bulk call's input, which package ops checks
+// before the call.
+func CheckBulk(p BulkParams) error {
+	_, err := validateBulk(&p)
+	return err
+}
+
 // validateBulk checks p (filling in the filter's default limit) and returns
 // the abort deadline to use.
 func validateBulk(p *BulkParams) (time.Duration, error) {

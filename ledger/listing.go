@@ -103,6 +103,26 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 	return out, nil
 }
 
+// CheckOrder reports a FieldError naming order unless ListInOrder lists f
+// in order: an order that is id, empty or stopped_first, and with
+// stopped_first no state filter (f.States, f.StateChangedBefore) and no
+// parent (its head lists every task's holds).
+func CheckOrder(f cks.TaskFilter, order cks.TaskOrder) error {
+	switch order {
+	case "", cks.TaskOrderByID:
+		return nil
+	case cks.TaskOrderStoppedFirst:
+	default:
+		return &cks.FieldError{Field: "order",
+			Expected: fmt.Sprintf("%s or %s, got %q", cks.TaskOrderByID, cks.TaskOrderStoppedFirst, order)}
+	}
+	if len(f.States) > 0 || !f.StateChangedBefore.IsZero() || f.Parent != 0 {
+		return &cks.FieldError{Field: "order",
+			Expected: "no state filter, stopped_longer_than or parent_id with stopped_first (it lists every state, the STOPPED tasks first)"}
+	}
+	return nil
+}
+
 // ListInOrder lists the page of f in order, the rule of list_tasks on every
 // surface: by task_id (cks.TaskOrderByID, also the empty order), or
 // cks.TaskOrderStoppedFirst — ListStoppedFirst over f's types and page,
@@ -113,17 +133,11 @@ func ListStoppedFirst(ctx context.Context, l TaskLister, q StoppedFirstQuery) (S
 // (f.States, f.StateChangedBefore); an order that is neither is refused,
 // naming the input's field order.
 func ListInOrder(ctx context.Context, l TaskLister, f cks.TaskFilter, order cks.TaskOrder) (cks.TaskPage, error) {
-	switch order {
-	case "", cks.TaskOrderByID:
-		return l.ListTasks(ctx, f)
-	case cks.TaskOrderStoppedFirst:
-	default:
-		return cks.TaskPage{}, &cks.FieldError{Field: "order",
-			Expected: fmt.Sprintf("%s or %s, got %q", cks.TaskOrderByID, cks.TaskOrderStoppedFirst, order)}
+	if err := CheckOrder(f, order); err != nil {
+		return cks.TaskPage{}, err
 	}
-	if len(f.States) > 0 || !f.StateChangedBefore.IsZero() {
-		return cks.TaskPage{}, &cks.FieldError{Field: "order",
-			Expected: "no state filter or stopped_longer_than with stopped_first (it lists every state, the STOPPED tasks first)"}
+	if order != cks.TaskOrderStoppedFirst {
+		return l.ListTasks(ctx, f)
 	}
 	sf, err := ListStoppedFirst(ctx, l, StoppedFirstQuery{Types: f.Types, Match: f, Sort: f.Sort, After: f.After, AfterKey: f.AfterKey,
 		Limit: f.Limit, MaxStopped: cks.MaxListLimit})

@@ -409,6 +409,9 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		if t, err = taskOf(ctx, ex, r); err != nil {
 			return err
 		}
+		if t.ChildIDs, t.ChildCount, err = children(ctx, ex, id); err != nil {
+			return err
+		}
 		events, err := ex.TaskEventList(ctx, id)
 		if err != nil {
 			return err
@@ -446,6 +449,18 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 	return t, err
 }
 
+// children are the ids of the first cks.MaxChildIDs children of task id
+// and how many it has: what a view of a parent names of them, however many
+// there are (list_tasks with parent_id pages them all).
+func children(ctx context.Context, ex driver.Executor, id int64) ([]int64, int, error) {
+	n, err := ex.TaskChildCount(ctx, id)
+	if err != nil || n == 0 {
+		return nil, 0, err
+	}
+	ids, err := ex.TaskChildren(ctx, driver.TaskChildrenParams{Parent: id, Limit: cks.MaxChildIDs})
+	return ids, n, err
+}
+
 // filterStates checks the states of f against the table and renders them.
 func filterStates(f cks.TaskFilter) ([]string, error) {
 	for _, st := range f.States {
@@ -474,7 +489,7 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 	var page cks.TaskPage
 	err = s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		page = cks.TaskPage{}
-		rows, more, err := listRows(ctx, ex, lp, f.Limit)
+		rows, more, err := listRows(ctx, ex, lp, f.Parent, f.Limit)
 		if err != nil {
 			return err
 		}
@@ -513,13 +528,14 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 // one chunk more, not its whole limit of rows.
 const listChunk = 100
 
-// listRows reads the rows of one page of p's listing: at most limit rows,
-// and no more than a cks.PageBudget holds. more says whether rows follow.
-func listRows(ctx context.Context, ex driver.Executor, p driver.TaskListParams, limit int) (rows []driver.TaskRow, more bool, err error) {
+// listRows reads the rows of one page of p's listing (of the children of
+// parent, when it is not 0): at most limit rows, and no more than a
+// cks.PageBudget holds. more says whether rows follow.
+func listRows(ctx context.Context, ex driver.Executor, p driver.TaskListParams, parent int64, limit int) (rows []driver.TaskRow, more bool, err error) {
 	var budget cks.PageBudget
 	for {
 		p.Limit = min(limit+1-len(rows), listChunk)
-		chunk, err := ex.TaskList(ctx, p)
+		chunk, err := listChunkOf(ctx, ex, p, parent)
 		if err != nil {
 			return nil, false, err
 		}
@@ -537,6 +553,19 @@ func listRows(ctx context.Context, ex driver.Executor, p driver.TaskListParams, 
 	}
 }
 
+// listChunkOf reads one chunk of p's listing: of the children of parent
+// by id (through the index of parent_id) when it is not 0.
+func listChunkOf(ctx context.Context, ex driver.Executor, p driver.TaskListParams, parent int64) ([]driver.TaskRow, error) {
+	if parent == 0 {
+		return ex.TaskList(ctx, p)
+	}
+	ids, err := ex.TaskChildren(ctx, driver.TaskChildrenParams{Parent: parent, After: p.After, Limit: p.Limit})
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: ids})
+}
+
 // driverSorts are the driver's orders of list_tasks' sorts.
 var driverSorts = map[cks.TaskSort]driver.TaskSort{
 	cks.TaskSortID: driver.TaskSortID, cks.TaskSortIDDesc: driver.TaskSortIDDesc,
@@ -544,16 +573,12 @@ var driverSorts = map[cks.TaskSort]driver.TaskSort{
 	cks.TaskSortPriority: driver.TaskSortPriority,
 }
 
-// keyTime is the text of a cursor's updated_at key: fixed width, at the
-// stores' precision (driver.Time).
-const keyTime = "2006-01-02T15:04:05.000000Z"
-
 // sortKey is the cursor key of row r under sort (cks.TaskPage.NextKey): ""
 // for a sort by task_id alone.
 func sortKey(sort cks.TaskSort, r driver.TaskRow) string {
 	switch sort {
 	case cks.TaskSortUpdated, cks.TaskSortUpdatedDesc:
-		return driver.Time(r.UpdatedAt).Format(keyTime)
+		return driver.Time(r.UpdatedAt).Format(cks.KeyTime)
 	case cks.TaskSortPriority:
 		return strconv.Itoa(r.Priority)
 	}
@@ -579,7 +604,7 @@ func listParams(f cks.TaskFilter, states []string) (driver.TaskListParams, error
 		p.AfterPriority = n
 		return p, nil
 	}
-	t, err := time.Parse(keyTime, f.AfterKey)
+	t, err := time.Parse(cks.KeyTime, f.AfterKey)
 	if err != nil {
 		return p, bad
 	}

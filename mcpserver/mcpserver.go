@@ -190,7 +190,7 @@ func register(srv *mcp.Server, svc *ops.Services, o ServerOptions) {
 			Title:        sp.Title,
 			Description:  sp.Description,
 			InputSchema:  op.InputSchema(),
-			OutputSchema: op.OutputSchema(),
+			OutputSchema: op.ToolOutputSchema(), // each record once, under $defs
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: sp.Hints.ReadOnly, IdempotentHint: sp.Hints.Idempotent,
 				DestructiveHint: sp.Hints.Destructive, OpenWorldHint: sp.Hints.OpenWorld},
 		}, handler(op, svc, o.ProgressEvery))

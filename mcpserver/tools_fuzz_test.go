@@ -181,12 +181,20 @@ func (h *toolHub) confirmer(id int64, lease string) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
+// list is the JSON list of n copies of item: a seed at or past a list's
+// bound (cks.MaxAddChildren, …), which is refused before it is decoded.
+func list(item string, n int) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+}
+
 func FuzzToolArguments(f *testing.F) {
 	seeds := map[string][]string{
 		mcpserver.ToolProcessStatus:      {`{"process_kind":"critic"}`, `{"process_kind":""}`},
-		mcpserver.ToolRequestProcessStop: {`{"process_kind":"exec"}`},
-		mcpserver.ToolListTasks:          {`{}`, `{"state":["open"],"type":["t"],"cursor":1,"limit":1000}`, `{"limit":-1}`},
-		mcpserver.ToolGetTask:            {`{"task_id":$ID}`},
+		mcpserver.ToolRequestProcessStop: {`{"process_kind":"exec"}`, `{"process_kind":"a/b"}`},
+		mcpserver.ToolListTasks: {`{}`, `{"state":["open"],"type":["t"],"cursor":1,"limit":1000}`, `{"limit":-1}`, `{"limit":0}`,
+			`{"sort":"priority","cursor_key":"5"}`, `{"parent_id":$ID,"limit":2}`, `{"parent_id":$ID,"sort":"-id"}`,
+			`{"state":` + list(`"OPEN"`, cks.MaxNames+1) + `}`, `{"type":` + list(`"t"`, cks.MaxNames) + `}`},
+		mcpserver.ToolGetTask: {`{"task_id":$ID}`},
 		mcpserver.ToolCreateTask: {`{"type":"t","payload":{"a":[1]},"priority":3,"parent_id":$ID,"depends_on":[$ID]}`,
 			`{"type":"t","dedupe_key":"k"}`},
 		mcpserver.ToolAnswerTask: {`{"task_id":$ID,"text":"this"}`},
@@ -194,7 +202,13 @@ func FuzzToolArguments(f *testing.F) {
 		mcpserver.ToolStopTask:   {`{"task_id":$ID,"reason":"hold","deadline":"2s","wait":true}`, `{"task_id":$ID,"reason":"hold","deadline":"100us"}`},
 		mcpserver.ToolStartTask:  {`{"task_id":$ID,"reason":"go"}`},
 		mcpserver.ToolUpdateTask: {`{"task_id":$ID,"title":"t","metadata":{"k":1},"add_children":[{"type":"c","payload":[1]}]}`,
-			`{"task_id":$ID,"description":"d","deadline":"1s"}`},
+			`{"task_id":$ID,"description":"d","deadline":"1s"}`,
+			`{"task_id":$ID,"add_children":` + list(`1`, 200_000) + `}`,
+			`{"task_id":$ID,"add_children":` + list(`{"type":"c"}`, cks.MaxAddChildren+1) + `}`,
+			`{"task_id":$ID,"add_children":[{"type":"c","depends_on":` + list(`$ID`, cks.MaxDependsOn+1) + `}]}`,
+			`{"task_id":$ID,"cancel_children":` + list(`$ID`, cks.MaxCancelChildren+1) + `}`,
+			`{"task_id":$ID,"add_depends_on":` + list(`$ID`, cks.MaxDependsOn+1) + `}`,
+			`{"task_id":$ID,"priority":1001}`},
 		mcpserver.ToolAgentStatus:    {`{"agent_id":"lease_reaper"}`},
 		mcpserver.ToolStartAgent:     {`{"agent_id":"lease_reaper"}`, `{"agent_id":"nope"}`},
 		mcpserver.ToolStopAgent:      {`{"agent_id":"fork_detection"}`},
@@ -219,7 +233,7 @@ func FuzzToolArguments(f *testing.F) {
 			defer h.confirmer(id, lease)()
 		}
 		cs := h.sessions[who%2]
-		what := fmt.Sprintf("%s(%s) as %s (the task %s)", name, raw, []string{"the operator", "a reader"}[who%2], state)
+		what := fmt.Sprintf("%s(%.300s) as %s (the task %s)", name, raw, []string{"the operator", "a reader"}[who%2], state)
 		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		before := backendtest.Records(t, h.db)

@@ -176,9 +176,6 @@ var ConfirmAbort = executorOp(cks.OpConfirmAbort, Spec{
 		"(abort_confirmed). not_found when no abort names that lease (it ended some other way: nothing to confirm); a " +
 		"second confirmation changes nothing.",
 }, func(ctx context.Context, s *Services, in *cks.LeaseInput) (cks.Abort, error) {
-	if in.LeaseToken == "" {
-		return cks.Abort{}, &cks.FieldError{Field: "lease_token", Expected: "the revoked lease token of the aborted attempt"}
-	}
 	return s.Tasks.ConfirmAbort(ctx, in.TaskID, in.LeaseToken)
 })
 

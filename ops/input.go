@@ -27,10 +27,16 @@ import (
 const MaxBody = 1 << 20
 
 // Decode reads the JSON object data into in (a pointer from NewInput),
-// refusing unknown fields and trailing data with an error naming what was
-// wrong. Empty data (or only white space, or null) stands for {}: an input
-// whose every field is optional may be sent as nothing.
+// refusing a list past its bound before anything is decoded (scanInput),
+// unknown fields and trailing data, with an error naming what was wrong.
+// Empty data (or only white space, or null) stands for {}: an input whose
+// every field is optional may be sent as nothing.
 func Decode(data []byte, in any) error {
+	return decodeJSON(data, in, scanInput(reflect.TypeOf(in).Elem(), data))
+}
+
+// decodeJSON is Decode of data, whose scan is sc.
+func decodeJSON(data []byte, in any, sc *scan) error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil
@@ -40,6 +46,9 @@ func Decode(data []byte, in any) error {
 	}
 	if trimmed[0] != '{' {
 		return fmt.Errorf("invalid input: expected a JSON object, got %s: %w", JSONKind(trimmed), cks.ErrInvalid)
+	}
+	if sc.err != nil {
+		return sc.err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -99,72 +108,101 @@ func JSONKind(b []byte) string {
 // (pathValue of each wildcard), and the query (GET, DELETE) or the JSON body.
 // A body naming a path field is refused: the path says it.
 func HTTPInput(op Operation, pathValue func(string) string, query url.Values, body []byte) (any, error) {
-	sp := op.Spec()
-	in := op.NewInput()
-	path := Wildcards(sp.Path)
-	if op.Route().Bodyless() {
-		if err := fillQuery(in, query, path); err != nil {
-			return nil, err
-		}
-	} else {
-		if keys, err := topKeys(body); err == nil {
-			for _, k := range keys {
-				if slices.Contains(path, k) {
-					return nil, unknownField(k)
-				}
-			}
-		}
-		if err := Decode(body, in); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range path {
-		if err := setText(in, name, pathValue(name), true); err != nil {
-			return nil, err
-		}
-	}
-	return in, nil
+	in, _, err := decode(op, Request{Args: body, PathValue: pathValue, Query: query}, nil)
+	return in, err
 }
 
-// topKeys returns the keys of a JSON object (nil for anything else).
-func topKeys(data []byte) ([]string, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
+// decode builds op's input from req, once: over HTTP from the path values
+// and the query or the body, else from Args, the whole input; sc is the
+// scan of the JSON text, when the permission check read one already. It
+// returns the input and which of its fields were sent.
+func decode(op Operation, req Request, sc *scan) (any, presence, error) {
+	in := op.NewInput()
+	given := map[string]bool{}
+	var path []string
+	if req.PathValue != nil {
+		path = Wildcards(op.Spec().Path)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
+	if req.PathValue != nil && op.Route().Bodyless() {
+		if err := fillQuery(in, req.Query, path, given); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if sc == nil {
+			sc = scanInput(inputType(op), req.Args)
+		}
+		for _, k := range sc.keys {
+			if slices.Contains(path, k) {
+				return nil, nil, unknownField(k)
+			}
+		}
+		if req.PathValue != nil && string(bytes.TrimSpace(req.Args)) == "null" {
+			// null stands for {} in MCP arguments; an HTTP body is an object.
+			return nil, nil, fmt.Errorf("invalid input: expected a JSON object, got null: %w", cks.ErrInvalid)
+		}
+		if err := decodeJSON(req.Args, in, sc); err != nil {
+			return nil, nil, err
+		}
+		given = sc.sent
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	for _, name := range path {
+		if err := setText(in, name, req.PathValue(name), true); err != nil {
+			return nil, nil, err
+		}
+		given[name] = true
 	}
-	slices.Sort(keys)
-	return keys, nil
+	return in, func(p string) bool { return given[p] }, nil
 }
+
+// inputType is the struct type of op's input.
+func inputType(op Operation) reflect.Type { return reflect.TypeOf(op.NewInput()).Elem() }
 
 // fillQuery sets the fields of in named by query parameters: a list field
 // takes every value, each split on commas (?state=OPEN,RUNNING&state=STOPPED),
-// any other the first. A parameter that names no field (or a path field) is
-// refused as a body's unknown field is: the same input on every surface.
-func fillQuery(in any, q url.Values, path []string) error {
-	fields := cks.InputFields(reflect.TypeOf(in).Elem())
+// any other the first, and given notes each field set. A parameter that
+// names no field (or a path field) is refused as a body's unknown field is:
+// the same input on every surface; one whose name is no text a store takes
+// is refused naming the query. A list of more items than its bound is
+// refused before it is split.
+func fillQuery(in any, q url.Values, path []string, given map[string]bool) error {
+	fs := fieldsOf(reflect.TypeOf(in).Elem())
 	for _, name := range slices.Sorted(maps.Keys(q)) {
-		if _, ok := fields[name]; !ok || slices.Contains(path, name) {
+		if err := cks.ValidateText("query", name); err != nil {
+			return &cks.FieldError{Field: "query", Expected: fmt.Sprintf("parameter names that are %s, got %q", cks.ExpectedText, name)}
+		}
+		f, ok := lookupField(fs, name)
+		if !ok || slices.Contains(path, name) {
 			return unknownField(name)
 		}
-		f := cks.InputField(in, name)
-		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String {
-			f.Set(reflect.ValueOf(splitAll(q[name])))
+		fv := cks.InputField(in, name)
+		if listOf(fv.Type()) && fv.Type().Elem().Kind() == reflect.String {
+			if n := countItems(q[name]); n > f.rule.items {
+				return tooMany(name, f.rule, n)
+			}
+			fv.Set(reflect.ValueOf(splitAll(q[name])).Convert(fv.Type()))
 			continue
 		}
 		if v := q.Get(name); v != "" {
 			if err := setText(in, name, v, false); err != nil {
 				return err
 			}
+			given[name] = true
 		}
 	}
 	return nil
+}
+
+// countItems is len(splitAll(vals)), counted without splitting.
+func countItems(vals []string) int {
+	n := 0
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(part) != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // splitAll splits every value on commas, dropping blank items.
@@ -251,36 +289,4 @@ func expand(template string, in any) (string, error) {
 		res = strings.ReplaceAll(res, "{"+name+"}", v)
 	}
 	return res, nil
-}
-
-// checkText refuses an input whose top-level string fields hold text no
-// store backend stores (cks.ValidateText), naming the field: so a value
-// that never reaches a store validator (a process kind, a sweeper id) is
-// refused alike on every surface, before anything is read.
-func checkText(in any) error {
-	v := reflect.ValueOf(in).Elem()
-	if v.Kind() != reflect.Struct {
-		return nil
-	}
-	for _, f := range reflect.VisibleFields(v.Type()) {
-		if !f.IsExported() || f.Anonymous {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		fv := v.FieldByIndex(f.Index)
-		switch {
-		case fv.Kind() == reflect.String:
-			if err := cks.ValidateText(name, fv.String()); err != nil {
-				return err
-			}
-		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String:
-			if err := cks.ValidateTexts(name, fv.Convert(reflect.TypeFor[[]string]()).Interface().([]string)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

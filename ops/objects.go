@@ -37,6 +37,10 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
+	check: func(in *cks.SubmitResearchInput) error {
+		_, err := pipeline.NewQuestion(pipeline.Question{Question: in.Question, Corpus: in.Corpus}, LocalActor)
+		return err
+	},
 	call: func(ctx context.Context, s *Services, in *cks.SubmitResearchInput) (cks.Object, error) {
 		o, err := pipeline.Submit(ctx, s.Objects, pipeline.Question{Question: in.Question, Corpus: in.Corpus}, actor(ctx))
 		o.ClaimToken = "" // the claiming worker's secret
@@ -113,6 +117,10 @@ var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.Object
 			"for the next page), filtered by status and kind, and by q: a text the title or the content (its JSON) " +
 			"contains, letters of any script in either case; a search reads objects until the page is full.",
 		Permission: auth.PermRead, Resource: auth.ResourceObjects, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects, Hints: readOnly,
+	},
+	check: func(in *cks.ListObjectsInput) error {
+		_, err := in.ObjectFilter()
+		return err
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ListObjectsInput) (cks.ObjectPage, error) {
 		f, err := in.ObjectFilter()
@@ -219,6 +227,12 @@ var WriteObjectVersionOp = define(cks.OpWriteObjectVersion, &Op[cks.WriteVersion
 		Permission: auth.PermUpdate, Resource: objectResource,
 		Status: http.StatusCreated, Surfaces: HTTP | MCP | CLI, Needs: NeedObjects,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)}, // a version is added, none is replaced
+	},
+	check: func(in *cks.WriteVersionInput) error {
+		if err := CheckVersionContent(in.Content); err != nil {
+			return err
+		}
+		return cks.ValidateJSON("content", in.Content)
 	},
 	call: func(ctx context.Context, s *Services, in *cks.WriteVersionInput) (cks.Version, error) {
 		return WriteObjectVersion(ctx, s.Objects, in.ObjectID, in.BaseVersion, in.Content, actor(ctx))

@@ -15,6 +15,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -198,17 +199,25 @@ type Operation interface {
 	// Resource returns the resource the permission is checked on for the
 	// input in (a pointer from NewInput).
 	Resource(ctx context.Context, s *Services, in any) (string, error)
-	// Invoke checks in's text, authorizes the caller in ctx through
-	// auth.Require on the input's resource, and calls the operation.
+	// Invoke authorizes the caller in ctx through auth.Require on the
+	// input's resource, checks the input (admitInput) and calls the
+	// operation.
 	Invoke(ctx context.Context, s *Services, in any) (any, error)
 	// inputResource reports whether the resource the permission is
 	// checked on depends on the input: a {field} of the template, or a
 	// resource function.
 	inputResource() bool
-	// invoke is Invoke for Call, which already checked the permission on
-	// the resource checked ("" for none): it is checked again only when
+	// invoke is Invoke for Call, which already admitted in, having checked
+	// the permission on the resource checked ("" for none): it is checked again only when
 	// in's resource is another.
 	invoke(ctx context.Context, s *Services, in any, checked string) (any, error)
+	// admitInput checks, once in is decoded, what the call needs beyond
+	// the operation's permission, then validates in (validate; sent says
+	// which fields were sent, nil for a typed input).
+	admitInput(ctx context.Context, s *Services, in any, sent presence) error
+	// ownResource reports whether the operation decides its resource
+	// itself (not by the expansion of Spec.Resource).
+	ownResource() bool
 	// Wait is how long a call with input in may wait before it answers
 	// beyond an ordinary request (a stop waiting for an abort
 	// confirmation: an input that is a cks.Waiter); surfaces extend their
@@ -220,6 +229,10 @@ type Operation interface {
 	// output (nil for a Stream).
 	InputSchema() *jsonschema.Schema
 	OutputSchema() *jsonschema.Schema
+	// ToolOutputSchema is OutputSchema with each record it holds written
+	// once under $defs and referenced where it recurs (withDefs): the MCP
+	// tool's output schema (nil for a Stream).
+	ToolOutputSchema() json.RawMessage
 }
 
 // Op is an operation with input In and output Out.
@@ -239,8 +252,20 @@ type Op[In, Out any] struct {
 	required []string
 	// outSchema adjusts the output schema.
 	outSchema func(*jsonschema.Schema)
+	// fields are the operation's own declarations of its input's
+	// top-level fields, over those of the input's type (rules.go).
+	fields fields
+	// check is the operation's rule of its input beyond the declarations:
+	// across fields, or a service's own rule (its exported check), so it
+	// is judged before the call with the rest.
+	check func(in *In) error
+	// also checks, once the input is decoded and before it is validated,
+	// the permissions the input needs beyond Spec.Permission (update_task's
+	// children).
+	also func(ctx context.Context, s *Services, in *In) error
 
 	in, out *jsonschema.Schema
+	tool    json.RawMessage
 }
 
 // Spec implements Operation.
@@ -317,11 +342,36 @@ func (o *Op[In, Out]) invoke(ctx context.Context, s *Services, in any, checked s
 	return o.run(ctx, s, p)
 }
 
+// admitInput implements Operation.
+func (o *Op[In, Out]) admitInput(ctx context.Context, s *Services, in any, sent presence) error {
+	p := o.input(in)
+	if o.also != nil {
+		if err := o.also(ctx, s, p); err != nil {
+			return err
+		}
+	}
+	if err := validate(p, o.fields, sent); err != nil {
+		return err
+	}
+	if o.check != nil {
+		return o.check(p)
+	}
+	return nil
+}
+
+// ownResource implements Operation.
+func (o *Op[In, Out]) ownResource() bool { return o.resource != nil }
+
 // Do is Invoke with a typed input: the call of a surface (the studio) that
-// builds the input itself.
+// builds the input itself. The caller's permission is checked first, then
+// the input as Call checks a decoded one (a field is taken as sent when it
+// is not zero).
 func (o *Op[In, Out]) Do(ctx context.Context, s *Services, in *In) (Out, error) {
+	var zero Out
 	if err := Authorize(ctx, s, o, in); err != nil {
-		var zero Out
+		return zero, err
+	}
+	if err := o.admitInput(ctx, s, in, nil); err != nil {
 		return zero, err
 	}
 	return o.run(ctx, s, in)
@@ -368,10 +418,10 @@ func changesTasks(sp *Spec) bool {
 	return !sp.Hints.ReadOnly && strings.HasPrefix(sp.Resource, auth.ResourceTasks) && sp.Name != TouchTask.spec.Name
 }
 
-// Authorize checks what Invoke checks before it calls op: that in's text is
-// storable and that the caller in ctx holds op's permission on in's
-// resource. A surface that reads more than op returns (the studio's counts)
-// checks with it that the caller may read what op would.
+// Authorize checks the permission Invoke checks first: that the caller in
+// ctx holds op's permission on in's resource. A surface that reads more
+// than op returns (the studio's counts) checks with it that the caller may
+// read what op would.
 func Authorize(ctx context.Context, s *Services, op Operation, in any) error {
 	return authorize(ctx, s, op, in, "")
 }
@@ -379,9 +429,6 @@ func Authorize(ctx context.Context, s *Services, op Operation, in any) error {
 // authorize is Authorize, skipping the permission check when in's resource
 // is checked, the one Call's gate already checked.
 func authorize(ctx context.Context, s *Services, op Operation, in any, checked string) error {
-	if err := checkText(in); err != nil {
-		return err
-	}
 	res, err := op.Resource(ctx, s, in)
 	if err != nil || res == checked {
 		return err
@@ -422,19 +469,23 @@ func (o *Op[In, Out]) InputSchema() *jsonschema.Schema { return o.in }
 // OutputSchema implements Operation.
 func (o *Op[In, Out]) OutputSchema() *jsonschema.Schema { return o.out }
 
+// ToolOutputSchema implements Operation.
+func (o *Op[In, Out]) ToolOutputSchema() json.RawMessage { return o.tool }
+
 // stream is a Stream row.
 type stream struct{ spec Spec }
 
-func (e *stream) Spec() *Spec                      { return &e.spec }
-func (e *stream) Route() cks.Route                 { return routeOf(&e.spec) }
-func (e *stream) InputType() reflect.Type          { return nil }
-func (e *stream) OutputType() reflect.Type         { return nil }
-func (e *stream) NewInput() any                    { return &struct{}{} }
-func (e *stream) Wait(any) time.Duration           { return 0 }
-func (e *stream) StatusOf(any) int                 { return http.StatusOK }
-func (e *stream) InputSchema() *jsonschema.Schema  { return nil }
-func (e *stream) OutputSchema() *jsonschema.Schema { return nil }
-func (e *stream) inputResource() bool              { return false }
+func (e *stream) Spec() *Spec                       { return &e.spec }
+func (e *stream) Route() cks.Route                  { return routeOf(&e.spec) }
+func (e *stream) InputType() reflect.Type           { return nil }
+func (e *stream) OutputType() reflect.Type          { return nil }
+func (e *stream) NewInput() any                     { return &struct{}{} }
+func (e *stream) Wait(any) time.Duration            { return 0 }
+func (e *stream) StatusOf(any) int                  { return http.StatusOK }
+func (e *stream) InputSchema() *jsonschema.Schema   { return nil }
+func (e *stream) OutputSchema() *jsonschema.Schema  { return nil }
+func (e *stream) inputResource() bool               { return false }
+func (e *stream) ToolOutputSchema() json.RawMessage { return nil }
 
 func (e *stream) Resource(context.Context, *Services, any) (string, error) {
 	return e.spec.Resource, nil
@@ -447,6 +498,9 @@ func (e *stream) Invoke(context.Context, *Services, any) (any, error) {
 func (e *stream) invoke(ctx context.Context, s *Services, in any, _ string) (any, error) {
 	return e.Invoke(ctx, s, in)
 }
+
+func (e *stream) admitInput(context.Context, *Services, any, presence) error { return nil }
+func (e *stream) ownResource() bool                                          { return false }
 
 // Available returns the operations of table offered on surface by a hub with
 // services s, in table order.
@@ -508,12 +562,17 @@ func define[In, Out any](e cks.Endpoint[In, Out], o *Op[In, Out]) *Op[In, Out] {
 			}
 		}
 	}
-	o.in = inputSchema[In](sp.Name, o.docs, o.required)
+	o.in = inputSchema[In](sp.Name, o.docs, o.required, o.fields)
 	o.out = outputSchema[Out](sp.Name)
 	if o.outSchema != nil {
 		o.outSchema(o.out)
 		portable(o.out)
 	}
+	tool, err := withDefs(o.out, reflect.TypeFor[Out]())
+	if err != nil {
+		panic(fmt.Sprintf("ops: %s: output schema: %v", sp.Name, err))
+	}
+	o.tool = tool
 	return o
 }
 

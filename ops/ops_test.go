@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/ledger"
@@ -103,6 +105,16 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.Set(reflect.ValueOf(json.RawMessage(`{"k":1}`)))
 			continue
 		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if enum := enumOf(op.InputSchema().Properties[name]); len(enum) > 0 { // a closed vocabulary
+			switch fv.Kind() {
+			case reflect.String:
+				fv.SetString(enum[0])
+			case reflect.Slice:
+				fv.Set(reflect.ValueOf(enum[:min(2, len(enum))]).Convert(fv.Type()))
+			}
+			continue
+		}
 		switch fv.Kind() {
 		case reflect.String:
 			fv.SetString("x-" + strings.ToLower(f.Name))
@@ -112,15 +124,35 @@ func sample(t *testing.T, op ops.Operation) any {
 			fv.SetBool(true)
 		case reflect.Slice:
 			if fv.Type().Elem().Kind() == reflect.String {
-				vals := []string{"a", "b"}
-				if strings.HasPrefix(f.Tag.Get("json"), "state,") { // a closed vocabulary
-					vals = []string{"OPEN", "STOPPED"}
-				}
-				fv.Set(reflect.ValueOf(vals))
+				fv.Set(reflect.ValueOf([]string{"a", "b"}).Convert(fv.Type()))
 			}
 		}
 	}
 	return in
+}
+
+// enumOf is the enum of a text property's schema s (of its items, of its
+// one-or-a-list branches), or none.
+func enumOf(s *jsonschema.Schema) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range s.Enum {
+		out = append(out, v.(string))
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if out = enumOf(s.Items); len(out) > 0 {
+		return out
+	}
+	for _, b := range s.AnyOf {
+		if out = enumOf(b); len(out) > 0 {
+			return out
+		}
+	}
+	return nil
 }
 
 // TestHTTPRoundTrip: for every HTTP operation, the request a client builds
@@ -203,12 +235,14 @@ func errorsAs(err error, fe **cks.FieldError) bool {
 	return ok
 }
 
-// TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, lists
-// every HTTP operation under its path and method with its operationId, and
-// describes the body of every operation that takes one; a list in the query
-// is an exploded array.
+// TestOpenAPI: the document is valid JSON in the OpenAPI 3.1 shape, names
+// its server, lists every HTTP operation under its path and method with
+// its operationId and a tag, its refusals (4XX, 5XX) and describes the
+// body of every operation that takes one; a list in the query is an
+// exploded array. A Task (and every other record that recurs) is one
+// component, referenced: its schema is written once.
 func TestOpenAPI(t *testing.T) {
-	b, err := ops.OpenAPI(ops.All(), "test")
+	b, err := ops.OpenAPI(ops.All(), "test", "http://127.0.0.1:7433")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +251,12 @@ func TestOpenAPI(t *testing.T) {
 		Info    struct {
 			Version string `json:"version"`
 		} `json:"info"`
+		Servers []struct {
+			URL string `json:"url"`
+		} `json:"servers"`
 		Paths map[string]map[string]struct {
 			OperationID string         `json:"operationId"`
+			Tags        []string       `json:"tags"`
 			Permission  string         `json:"x-cks-permission"`
 			RequestBody map[string]any `json:"requestBody"`
 			Parameters  []openAPIParam `json:"parameters"`
@@ -228,8 +266,14 @@ func TestOpenAPI(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" {
-		t.Fatalf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" || len(doc.Servers) != 1 || doc.Servers[0].URL != "http://127.0.0.1:7433" {
+		t.Fatalf("openapi %q version %q servers %v", doc.OpenAPI, doc.Info.Version, doc.Servers)
+	}
+	if n := strings.Count(string(b), `"lease_expires_at"`); n != 2 {
+		t.Errorf("a task's schema is written %d times, want twice (components/schemas/Task and ClaimedTask)", n)
+	}
+	if n := strings.Count(string(b), `"$ref": "#/components/schemas/Task"`); n < 15 {
+		t.Errorf("components/schemas/Task is referenced %d times", n)
 	}
 	n := 0
 	for _, op := range ops.All() {
@@ -240,8 +284,8 @@ func TestOpenAPI(t *testing.T) {
 			continue
 		}
 		n++
-		if len(o.Responses) < 2 {
-			t.Errorf("%s: responses %v, want success and error", sp.Name, o.Responses)
+		if len(o.Responses) < 3 || o.Responses["4XX"] == nil || o.Responses["5XX"] == nil || len(o.Tags) != 1 {
+			t.Errorf("%s: responses %v, tags %v; want success, 4XX and 5XX, and a tag", sp.Name, o.Responses, o.Tags)
 		}
 		for _, w := range strings.Split(strings.Trim(strings.ReplaceAll(sp.Path, "}", "{"), "{"), "{") {
 			if !strings.HasPrefix(w, "/") && !slices.ContainsFunc(o.Parameters, func(p openAPIParam) bool {
@@ -386,5 +430,37 @@ func TestNoBareSchemas(t *testing.T) {
 			json.Unmarshal(b, &v)
 			walk(op.Spec().Name+" "+side, "$", v)
 		}
+	}
+}
+
+// TestToolOutputsWriteRecordsOnce: an MCP tool's output schema is the
+// operation's output schema with each record in it written once, under
+// $defs, and referenced where it recurs: it resolves, it is no larger than
+// the output schema, and a task's abort (its last_abort and each of its
+// aborts) is written once in get_task's.
+func TestToolOutputsWriteRecordsOnce(t *testing.T) {
+	for _, op := range ops.All() {
+		sp := op.Spec()
+		if sp.Stream {
+			continue
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(op.ToolOutputSchema(), &s); err != nil {
+			t.Fatalf("%s: %v", sp.Name, err)
+		}
+		if _, err := s.Resolve(nil); err != nil {
+			t.Errorf("%s: the tool's output schema does not resolve: %v", sp.Name, err)
+		}
+		if full, _ := json.Marshal(op.OutputSchema()); len(op.ToolOutputSchema()) > len(full)+200 {
+			t.Errorf("%s: the tool's output schema is %d bytes, the output schema %d", sp.Name, len(op.ToolOutputSchema()), len(full))
+		}
+	}
+	tool := string(ops.GetTask.ToolOutputSchema())
+	if n := strings.Count(tool, `"abort_id":{`); n != 1 || !strings.Contains(tool, `"$ref":"#/$defs/Abort"`) {
+		t.Errorf("get_task's tool output schema writes an abort %d times, want once under $defs: %.300s", n, tool)
+	}
+	full, _ := json.Marshal(ops.GetTask.OutputSchema())
+	if n := strings.Count(string(full), `"abort_id":{`); n < 2 {
+		t.Errorf("get_task's output schema writes an abort %d times: the test no longer tells", n)
 	}
 }

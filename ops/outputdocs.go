@@ -62,6 +62,8 @@ var outputDocs = map[string]string{
 	"history":             "every earlier attempt, oldest first, aborted ones included (get_task only)",
 	"aborts":              "the task's abort requests, oldest first (get_task only)",
 	"actions":             "the operator verbs its state admits (get_task only; none when terminal)",
+	"child_ids":           "the ids of its first 100 children, by id (get_task only; list_tasks with parent_id pages them all)",
+	"child_count":         "how many children it has (get_task only; absent when none)",
 	"lease_token":         "the lease's fencing token, shown in this answer only: pass it to every call of the lease",
 
 	// An attempt, its evidence and decisions.

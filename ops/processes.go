@@ -65,6 +65,7 @@ var ProcessStatus = define(cks.OpProcessStatus, &Op[cks.ProcessInput, cks.Proces
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses + "/{process_kind}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
 	},
+	fields: fields{"process_kind": oneOf(processKinds...)},
 	call: func(ctx context.Context, s *Services, in *cks.ProcessInput) (cks.Process, error) {
 		return s.Liveness.ProcessStatus(ctx, in.ProcessKind)
 	},

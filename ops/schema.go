@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ledger"
 )
 
 // The JSON schemas of inputs and outputs are inferred from the Go types
@@ -68,83 +67,107 @@ func openRaw(s *jsonschema.Schema) {
 	openRaw(s.Items)
 }
 
-// bound states the limits of the leaf's input rules in an input schema:
-// each text property's maxLength (cks.MaxTextLen of its name, as
-// ValidateText applies it), and the bounds of every stored JSON value in
-// the description of payload, metadata and content.
-func bound(s *jsonschema.Schema) {
-	if s == nil {
+// bound states in s, the schema of an input of struct type t, what every
+// field's declaration holds it to (rules.go; over, the operation's own,
+// first): a number's minimum, maximum and default, a text's maxLength (its
+// rule's, else cks.MaxTextLen of its name), minLength and pattern, the
+// enum of a closed set, a list's maxItems and its items' bounds, and the
+// bounds of every stored JSON value in the description of payload,
+// metadata and content. A cks.Names is bounded on both its branches.
+func bound(s *jsonschema.Schema, t reflect.Type, over fields) {
+	for t.Kind() == reflect.Pointer || listOf(t) {
+		t = t.Elem()
+	}
+	if s == nil || t.Kind() != reflect.Struct {
 		return
 	}
-	for name, p := range s.Properties {
-		for _, b := range p.AnyOf { // a cks.Names: its one name and its list
-			switch {
-			case b.Type == "string":
-				b.MaxLength = new(cks.MaxTextLen(name))
-			case b.Type == "array" && b.Items != nil && b.Items.Type == "string":
-				b.Items.MaxLength = new(cks.MaxTextLen(name))
-			}
+	for _, f := range fieldsOf(t) {
+		p, ok := s.Properties[f.name]
+		if !ok {
+			continue
 		}
-		switch {
-		case p.Type == "string":
-			p.MaxLength = new(cks.MaxTextLen(name))
-		case p.Type == "array" && p.Items != nil && p.Items.Type == "string":
-			p.Items.MaxLength = new(cks.MaxTextLen(name))
-		case name == "payload" || name == "metadata" || name == "content":
-			if !strings.Contains(p.Description, jsonBounds) {
-				p.Description += jsonBounds
-			}
+		r := f.rule
+		if o, ok := over[f.name]; ok {
+			r = o
 		}
-		bound(p)
+		boundField(p, f, r)
 	}
-	bound(s.Items)
+}
+
+// boundField states rule r of field f in its schema p.
+func boundField(p *jsonschema.Schema, f field, r rule) {
+	if f.name == "payload" || f.name == "metadata" || f.name == "content" {
+		if !strings.Contains(p.Description, jsonBounds) {
+			p.Description += jsonBounds
+		}
+		return
+	}
+	if r.def != nil {
+		p.Default, _ = json.Marshal(r.def)
+	}
+	for _, b := range append([]*jsonschema.Schema{p}, p.AnyOf...) {
+		switch {
+		case b.Type == "string" || slices.Contains(b.Types, "string"):
+			boundText(b, f.name, r)
+		case b.Type == "array" || slices.Contains(b.Types, "array"):
+			b.MaxItems = new(r.items)
+			if b.Items == nil {
+				continue
+			}
+			switch b.Items.Type {
+			case "string":
+				boundText(b.Items, f.name, r)
+			case "integer", "number":
+				boundNumber(b.Items, r)
+			case "object":
+				bound(b.Items, f.typ, nil)
+			}
+		case b.Type == "integer" || b.Type == "number" || slices.Contains(b.Types, "integer") || slices.Contains(b.Types, "number"):
+			boundNumber(b, r)
+		case b.Type == "object" || slices.Contains(b.Types, "object"):
+			bound(b, f.typ, nil)
+		}
+	}
+}
+
+// boundNumber states r's range in the schema of a number.
+func boundNumber(s *jsonschema.Schema, r rule) {
+	s.Minimum, s.Maximum = r.min, r.max
+}
+
+// boundText states r in the schema of a text field named name.
+func boundText(s *jsonschema.Schema, name string, r rule) {
+	s.MaxLength = new(r.maxLenOf(name))
+	switch {
+	case r.segment:
+		s.MinLength, s.Pattern = new(1), "^[^/]+$"
+	case r.nonBlank:
+		s.MinLength, s.Pattern = new(1), `\S`
+	case r.nonEmpty:
+		s.MinLength = new(1)
+	}
+	if len(r.enum) > 0 {
+		s.Enum = nil
+		for _, v := range r.enum {
+			s.Enum = append(s.Enum, v)
+		}
+	}
 }
 
 // jsonBounds is what bound adds to the description of a JSON value.
 var jsonBounds = fmt.Sprintf(" (nested at most %d levels deep, at most %d bytes as stored: numbers in plain decimal form)",
 	cks.MaxJSONDepth, cks.MaxJSONBytes)
 
-// enums are the closed vocabularies of the cks.Names inputs, by property
-// name: a state is one of the ledger's.
-func enums() map[string][]any {
-	var states []any
-	for _, st := range ledger.All {
-		states = append(states, string(st))
-	}
-	return map[string][]any{"state": states}
-}
-
-// enumerate gives the cks.Names properties of s with a closed vocabulary
-// (enums) their enum, on the one name and on the list's items.
-func enumerate(s *jsonschema.Schema) {
-	vocab := enums()
-	for name, p := range s.Properties {
-		values, ok := vocab[name]
-		if !ok {
-			continue
-		}
-		for _, b := range p.AnyOf {
-			switch b.Type {
-			case "string":
-				b.Enum = values
-			case "array":
-				b.Items.Enum = values
-			}
-		}
-	}
-}
-
 // inputSchema is the schema of In: an object whose properties are described
 // by their tags and by docs (property path, dotted for nested ones → text),
 // requiring required when it is set.
-func inputSchema[In any](name string, docs map[string]string, required []string) *jsonschema.Schema {
+func inputSchema[In any](name string, docs map[string]string, required []string, over fields) *jsonschema.Schema {
 	s, err := jsonschema.For[In](schemaOptions())
 	if err != nil {
 		panic(fmt.Sprintf("ops: %s: input schema: %v", name, err))
 	}
 	openRaw(s)
-	bound(s)
-	enumerate(s)
+	bound(s, reflect.TypeFor[In](), over)
 	portable(s)
 	if s.Type != "object" {
 		panic(fmt.Sprintf("ops: %s: input %v is not a JSON object", name, reflect.TypeFor[In]()))

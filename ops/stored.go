@@ -26,9 +26,6 @@ var CheckStored = define(cks.OpCheckStored, &Op[cks.CheckStoredInput, cks.Stored
 		Hints: readOnly,
 	},
 	call: func(ctx context.Context, s *Services, in *cks.CheckStoredInput) (cks.StoredCheck, error) {
-		if err := in.Validate(); err != nil {
-			return cks.StoredCheck{}, err
-		}
 		if in.What == "tasks" {
 			page, err := s.Tasks.ListTasks(ctx, cks.TaskFilter{After: in.Cursor, Limit: storedPage})
 			return storedCheck(page.Tasks, cks.CheckStoredTask, page.Next), err

@@ -43,7 +43,8 @@ func ListTasksInputOf(f cks.TaskFilter) cks.ListTasksInput { return cks.ListTask
 // made a STOPPED filter relative to now.
 func TaskFilterOf(in cks.ListTasksInput, now time.Time) (cks.TaskFilter, error) {
 	f := cks.TaskFilter{Types: in.Type, After: in.Cursor, Limit: in.Limit, Text: in.Q, CreatedBy: in.CreatedBy,
-		UnconfirmedAbort: in.UnconfirmedAbort, Sort: cks.TaskSort(strings.TrimSpace(string(in.Sort))), AfterKey: in.CursorKey}
+		UnconfirmedAbort: in.UnconfirmedAbort, Sort: cks.TaskSort(strings.TrimSpace(string(in.Sort))), AfterKey: in.CursorKey,
+		Parent: in.ParentID}
 	if v := in.StoppedLongerThan; v != "" {
 		d, err := time.ParseDuration(string(v))
 		if err != nil || d < 0 {
@@ -87,6 +88,13 @@ var ListTasks = define(cks.OpListTasks, &Op[cks.ListTasksInput, cks.TaskPage]{
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},
+	check: func(in *cks.ListTasksInput) error {
+		f, err := TaskFilterOf(*in, time.Time{})
+		if err != nil {
+			return err
+		}
+		return ledger.CheckOrder(f, in.Order)
+	},
 	call: func(ctx context.Context, s *Services, in *cks.ListTasksInput) (cks.TaskPage, error) {
 		f, err := TaskFilterOf(*in, s.clock().Now())
 		if err != nil {
@@ -110,6 +118,10 @@ var CountTasks = define(cks.OpCountTasks, &Op[cks.CountTasksInput, cks.TaskCount
 			"tasks held at least stopped_longer_than, and the text (q), creator (created_by) and unconfirmed_abort filters.",
 		Permission: auth.PermRead, Resource: auth.ResourceTasks,
 		Surfaces: HTTP, Needs: NeedTasks, Hints: readOnly,
+	},
+	check: func(in *cks.CountTasksInput) error {
+		_, err := TaskFilterOf(in.ListTasksInput(), time.Time{})
+		return err
 	},
 	call: func(ctx context.Context, s *Services, in *cks.CountTasksInput) (cks.TaskCounts, error) {
 		f, err := TaskFilterOf(in.ListTasksInput(), s.clock().Now())
@@ -211,6 +223,10 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 			return auth.TaskResource(*n.ParentID), nil
 		}
 		return auth.ResourceTasks, nil
+	},
+	check: func(n *cks.NewTask) error {
+		_, err := n.Validate()
+		return err
 	},
 	call: func(ctx context.Context, s *Services, n *cks.NewTask) (cks.CreatedTask, error) {
 		if err := requireReadable(ctx, "depends_on", n.DependsOn); err != nil {
@@ -383,6 +399,13 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		"add_children":        "child tasks to create under this task, without parent_id (material)",
 		"cancel_children":     "children of this task to cancel (material)",
 	},
+	also: func(ctx context.Context, _ *Services, in *cks.UpdateTaskInput) error {
+		return requireChildren(ctx, in.TaskID, in.TaskPatch)
+	},
+	check: func(in *cks.UpdateTaskInput) error {
+		_, err := in.TaskPatch.Validate()
+		return err
+	},
 	call: func(ctx context.Context, s *Services, in *cks.UpdateTaskInput) (cks.UpdateResult, error) {
 		d, wait, err := in.Parse()
 		if err != nil {
@@ -399,6 +422,29 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		return s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: in.TaskID, Actor: actor(ctx), Patch: in.TaskPatch, Deadline: d, Wait: wait})
 	},
 })
+
+// requireChildren checks what an edit of task parent does to its children
+// beyond the update its permission is (issue 38): creating children
+// (add_children) needs create on the parent, as create_task with that
+// parent_id does, and cancelling one (cancel_children) needs cancel on it,
+// as cancel_task does — so update implies neither. A listed task that is
+// no child of parent is refused alike when the caller may not cancel it:
+// the refusal names the permission and the task, never whether it is a
+// child. Checked before anything is written or read.
+func requireChildren(ctx context.Context, parent int64, p cks.TaskPatch) error {
+	if len(p.AddChildren) > 0 {
+		if err := auth.Require(ctx, auth.PermCreate, auth.TaskResource(parent)); err != nil {
+			return err
+		}
+	}
+	var resources []string
+	for _, c := range p.CancelChildren {
+		if c > 0 {
+			resources = append(resources, auth.TaskResource(c))
+		}
+	}
+	return auth.RequireEach(ctx, auth.PermCancel, resources)
+}
 
 // bulkFilter is the selection of a bulk operation as the ledger takes it:
 // the ids, or list_tasks' filter at time now (with the bulk's own limit,
@@ -422,7 +468,8 @@ const bulkDescription = " The tasks are task_ids (at most 500), or else every ta
 	"the next call goes on when more match. One transaction selects and locks them, then moves each from its state as it is at its " +
 	"turn by the rule of the single-task operation; each task's outcome is done (from, state) or refused with the reason (its " +
 	"state does not admit it, no such task: nothing of it changes). pending and unconfirmed count the aborts whose executors may " +
-	"still be running. Needs %s on /tasks (a filter may select any task)."
+	"still be running. Needs %s on /tasks (a filter may select any task), and a selection by a filter also read on /tasks " +
+	"(the outcomes name the tasks it matched)."
 
 // bulkOp declares the bulk operation of endpoint e, verb action, needing
 // permission perm.
@@ -432,6 +479,22 @@ func bulkOp[In any](e cks.Endpoint[In, cks.BulkResult], action cks.TaskAction, p
 	spec.Permission, spec.Resource, spec.Surfaces, spec.Needs = perm, auth.ResourceTasks, HTTP|MCP|CLI, NeedTasks
 	return define(e, &Op[In, cks.BulkResult]{
 		spec: spec,
+		also: func(ctx context.Context, _ *Services, in *In) error {
+			sel, _, _ := params(in)
+			return requireFilterRead(ctx, sel)
+		},
+		check: func(in *In) error {
+			sel, reason, w := params(in)
+			d, wait, err := w.Parse()
+			if err != nil {
+				return err
+			}
+			ids, f, err := bulkFilter(sel, time.Time{})
+			if err != nil {
+				return err
+			}
+			return ledger.CheckBulk(ledger.BulkParams{Action: action, IDs: ids, Filter: f, Reason: reason, Deadline: d, Wait: wait})
+		},
 		call: func(ctx context.Context, s *Services, in *In) (cks.BulkResult, error) {
 			sel, reason, w := params(in)
 			d, wait, err := w.Parse()
@@ -446,6 +509,18 @@ func bulkOp[In any](e cks.Endpoint[In, cks.BulkResult], action cks.TaskAction, p
 				Deadline: d, Wait: wait})
 		},
 	})
+}
+
+// requireFilterRead refuses a bulk selection by a filter to a caller who
+// may not read every task (read on /tasks): a filter reads the tasks as
+// list_tasks does, and the outcomes name what it matched, so without it a
+// caller holding stop but not read would learn the tasks a q matches
+// (issue 38). A selection by ids names its tasks itself and needs no read.
+func requireFilterRead(ctx context.Context, sel cks.TaskSelection) error {
+	if !sel.Filtered() {
+		return nil
+	}
+	return auth.Require(ctx, auth.PermRead, auth.ResourceTasks)
 }
 
 // bulkInput reads a BulkTasksInput (no abort wait: only a stop waits).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
@@ -27,12 +28,24 @@ var CreateToken = tokenOp(cks.OpCreateToken, &Op[cks.CreateTokenInput, cks.Creat
 		Description: "Create a principal with a new bearer token and its grants; the token is in this answer only (the hub stores its hash).",
 		Secret:      true, Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
 	},
+	check: func(in *cks.CreateTokenInput) error {
+		for _, g := range in.Grants {
+			if err := auth.ValidGrant(g); err != nil {
+				return err
+			}
+		}
+		switch {
+		case in.TaskID != 0:
+		case len(in.Grants) == 0:
+			return &cks.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
+		case strings.TrimSpace(in.Name) == "":
+			return &cks.FieldError{Field: "name", Expected: "a non-empty token name (or a task_id)"}
+		}
+		return nil
+	},
 	call: func(ctx context.Context, s *Services, in *cks.CreateTokenInput) (cks.CreatedToken, error) {
 		grants, name := in.Grants, in.Name
 		if in.TaskID != 0 {
-			if in.TaskID < 0 {
-				return cks.CreatedToken{}, &cks.FieldError{Field: "task_id", Expected: "a positive task id"}
-			}
 			if s.Tasks != nil {
 				if _, err := s.Tasks.GetTask(ctx, in.TaskID); err != nil {
 					return cks.CreatedToken{}, err
@@ -42,9 +55,6 @@ var CreateToken = tokenOp(cks.OpCreateToken, &Op[cks.CreateTokenInput, cks.Creat
 			if name == "" {
 				name = "task/" + strconv.FormatInt(in.TaskID, 10)
 			}
-		}
-		if len(grants) == 0 {
-			return cks.CreatedToken{}, &cks.FieldError{Field: "grants", Expected: "at least one grant (or a task_id)"}
 		}
 		p, tok, err := auth.CreateToken(ctx, s.Principals, s.clock(), name, grants)
 		if err != nil {
@@ -110,9 +120,6 @@ var RevokeSession = tokenOp(cks.OpRevokeSession, &Op[cks.SessionInput, struct{}]
 		Hints:       Hints{Destructive: new(true), OpenWorld: new(false)}, // a second revoke is a 404
 	},
 	call: func(ctx context.Context, s *Services, in *cks.SessionInput) (struct{}, error) {
-		if in.ID == "" {
-			return struct{}{}, &cks.FieldError{Field: "id", Expected: "a session id (list_sessions lists them)"}
-		}
 		return struct{}{}, s.Principals.DeleteSession(ctx, in.ID)
 	},
 })

@@ -24,6 +24,14 @@ import (
 // the list_agents and agent_status tools.
 const Kind = "sweeper"
 
+// IDs are the agent ids of every sweeper cks defines, in their order of
+// registration (a hub registers those its configuration and services
+// have): the closed set an agent_id of the API is one of.
+func IDs() []string {
+	return []string{LeaseReaperID, DependencyReleaseID, StaleStopReportID, RetentionID,
+		ForkDetectionID, ContradictionID, InferenceStalenessID, GraphHealthID}
+}
+
 // Sweeper is one background maintenance job.
 type Sweeper interface {
 	// ID is the sweeper's agent id, e.g. "lease_reaper": lower-case letters,

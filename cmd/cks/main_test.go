@@ -534,7 +534,8 @@ func TestBadInput(t *testing.T) {
 func TestClientErrorsFromHub(t *testing.T) {
 	h := startHub(t, "serve")
 	res := runCKS(t, nil, "process", "status", "bogus", "--data-dir", string(h.dir))
-	if res.code == 0 || !strings.Contains(res.stderr, `unknown process kind "bogus"`) || !strings.Contains(res.stderr, "HTTP 400") {
+	if res.code == 0 || !strings.Contains(res.stderr, `invalid process_kind: expected one of critic,`) || !strings.Contains(res.stderr, `"bogus"`) ||
+		!strings.Contains(res.stderr, "HTTP 400") {
 		t.Fatalf("status bogus: exit %d: %s", res.code, res.stderr)
 	}
 	wrong := "cks_" + strings.Repeat("A", 43)

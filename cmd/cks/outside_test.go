@@ -22,9 +22,11 @@ import (
 
 // The contracts a hub publishes, checked by pinned outside validators
 // (tools/npm: package.json and package-lock.json pin them exactly; .ci/run
-// runs npm ci there): the MCP Inspector CLI's --strict on /mcp's tools, and
-// @apidevtools/swagger-parser on /v1/openapi.json; and /mcp's sessions as
-// the official TypeScript SDK (@modelcontextprotocol/sdk) uses them.
+// runs npm ci there): the MCP Inspector CLI's --strict on /mcp's tools,
+// @apidevtools/swagger-parser on /v1/openapi.json, and the linters redocly
+// and spectral on it (tools/npm/redocly.yaml, tools/npm/.spectral.yaml);
+// and /mcp's sessions as the official TypeScript SDK
+// (@modelcontextprotocol/sdk) uses them.
 
 // npmTools is the directory of the installed validators. Without node, or
 // without the install, the test is skipped with a message saying how to
@@ -45,13 +47,19 @@ func npmTools(t testing.TB) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("no node on PATH")
 	}
-	for _, pkg := range []string{"inspector", "sdk"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "package.json")); err != nil {
-			missing("the pinned validators and SDK are not installed in tools/npm/node_modules")
+	for _, script := range []string{"@modelcontextprotocol/inspector/package.json", "@modelcontextprotocol/sdk/package.json", redocly, spectral} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", script)); err != nil {
+			missing("the pinned validators and SDK are not installed in tools/npm/node_modules (no " + script + ")")
 		}
 	}
 	return dir
 }
+
+// The linters' scripts under tools/npm/node_modules.
+const (
+	redocly  = "@redocly/cli/bin/cli.js"
+	spectral = "@stoplight/spectral-cli/dist/index.js"
+)
 
 // runNode runs node with args in dir and returns its exit code, stdout and stderr.
 func runNode(t testing.TB, dir string, args ...string) result {
@@ -254,5 +262,86 @@ func TestTypeScriptLongStop(t *testing.T) {
 	if last.WaitedMS <= 2*timeout.Milliseconds() || last.Progress == 0 {
 		t.Fatalf("the stop answered after %d ms with %d progress notifications: want longer than twice the %s timeout",
 			last.WaitedMS, last.Progress, timeout)
+	}
+}
+
+// lintFindings lints the OpenAPI document file with redocly (its
+// recommended rules, tools/npm/redocly.yaml) and spectral (spectral:oas,
+// tools/npm/.spectral.yaml) and returns every finding of either, errors and
+// warnings alike, one line each.
+func lintFindings(t *testing.T, tools, file string) []string {
+	t.Helper()
+	var out []string
+	r := runNode(t, tools, filepath.Join("node_modules", redocly), "lint", file, "--config", "redocly.yaml", "--format=json")
+	var rep struct {
+		Totals   struct{ Errors, Warnings int }
+		Problems []struct {
+			RuleID   string `json:"ruleId"`
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("redocly lint: exit %d, not a JSON report (%v):\n%.2000s%.2000s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, p := range rep.Problems {
+		out = append(out, "redocly "+p.Severity+" "+p.RuleID+": "+p.Message)
+	}
+	if len(out) != rep.Totals.Errors+rep.Totals.Warnings {
+		t.Fatalf("redocly lint: %d problems listed, totals %+v", len(out), rep.Totals)
+	}
+	r = runNode(t, tools, filepath.Join("node_modules", spectral), "lint", file, "--ruleset", ".spectral.yaml", "-f", "json", "--quiet")
+	var found []struct {
+		Code     any    `json:"code"`
+		Message  string `json:"message"`
+		Severity int    `json:"severity"`
+		Path     []any  `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &found); err != nil {
+		t.Fatalf("spectral lint: exit %d, not a JSON report (%v):\n%.2000s%.2000s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, f := range found {
+		out = append(out, fmt.Sprintf("spectral severity %d %v at %v: %s", f.Severity, f.Code, f.Path, f.Message))
+	}
+	return out
+}
+
+// TestOpenAPILint lints a real hub's /v1/openapi.json with the pinned
+// redocly and spectral: no finding at all, error or warning, but the one
+// rule tools/npm/redocly.yaml turns off with its reason (info-license: the
+// project states no license). The document names its server (the hub's
+// URL), a tag and the refusals of every operation, and writes a Task once.
+// A document they must fault is faulted: the check is live.
+func TestOpenAPILint(t *testing.T) {
+	tools := npmTools(t)
+	h := startHub(t, "serve")
+	code, body := h.get(t, "/v1/openapi.json")
+	if code != 200 {
+		t.Fatalf("GET /v1/openapi.json: %d %s", code, body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if servers, _ := doc["servers"].([]any); len(servers) != 1 || servers[0].(map[string]any)["url"] != h.url {
+		t.Errorf("servers %v, want the hub's URL %s", doc["servers"], h.url)
+	}
+	t.Logf("the document: %d bytes", len(body))
+	file := filepath.Join(t.TempDir(), "openapi.json")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if found := lintFindings(t, tools, file); len(found) != 0 {
+		t.Fatalf("%d lint findings:\n%s", len(found), strings.Join(found, "\n"))
+	}
+	op := doc["paths"].(map[string]any)["/v1/tasks"].(map[string]any)["get"].(map[string]any)
+	delete(op, "description")
+	delete(op, "tags")
+	bad, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if found := lintFindings(t, tools, file); len(found) < 2 {
+		t.Fatalf("the linters took an operation without a description or a tag: %v", found)
 	}
 }

@@ -156,7 +156,8 @@ func TestProcessListWithoutHub(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil || p.Status != cks.ProcessAlive || !strings.HasSuffix(r.stderr, note) {
 				t.Fatalf("process status without a hub: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 			}
-			if r := run("process", "status", "janitor"); r.code != 1 || !strings.Contains(r.stderr, `unknown process kind "janitor"`) {
+			if r := run("process", "status", "janitor"); r.code != 1 || !strings.Contains(r.stderr, `invalid process_kind: expected one of critic,`) ||
+				!strings.Contains(r.stderr, `"janitor"`) {
 				t.Fatalf("process status janitor without a hub: exit %d %s, want the operation's refusal", r.code, r.stderr)
 			}
 			if r := run("process", "list", "--url", url, "--token", h.token); r.code != 1 || !strings.Contains(r.stderr, "cannot reach the hub") ||

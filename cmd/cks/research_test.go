@@ -157,7 +157,7 @@ func TestResearchBadInput(t *testing.T) {
 	h := startHub(t, "serve")
 	for _, c := range []struct{ question, want string }{
 		{"  ", "cks: invalid question: expected a non-empty question (invalid_argument, HTTP 400)\n"},
-		{strings.Repeat("why ", 600), "cks: invalid question: expected at most 2000 bytes, got 2400 (invalid_argument, HTTP 400)\n"},
+		{strings.Repeat("why ", 600), "cks: invalid question: expected at most 2000 bytes of text (got 2400) (invalid_argument, HTTP 400)\n"},
 	} {
 		if r := runCKS(t, nil, "research", c.question, "--data-dir", string(h.dir)); r.code != 1 || r.stderr != c.want {
 			t.Errorf("research %.20q: exit %d, stderr %q; want 1, %q", c.question, r.code, r.stderr, c.want)

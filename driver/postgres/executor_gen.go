@@ -706,6 +706,15 @@ func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTri
 	}
 }
 
+// taskChildrenParams writes a driver.TaskChildrenParams as dbsqlc.TaskChildrenParams.
+func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
+	return dbsqlc.TaskChildrenParams{
+		Parent: p.Parent,
+		After:  p.After,
+		Max:    int32(p.Limit),
+	}
+}
+
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
@@ -2336,6 +2345,24 @@ func eachVersionListHeads(ctx context.Context, db dbsqlc.DBTX, objectID int64, e
 		each(&i)
 	}
 	return rows.Err()
+}
+
+// TaskChildren implements driver.Executor with dbsqlc's TaskChildren.
+func (e *executor) TaskChildren(ctx context.Context, p driver.TaskChildrenParams) ([]int64, error) {
+	x, err := e.d.q.TaskChildren(ctx, e.db, taskChildrenParams(p))
+	if err != nil {
+		return nil, mapErr("task children", err)
+	}
+	return x, nil
+}
+
+// TaskChildCount implements driver.Executor with dbsqlc's TaskChildCount.
+func (e *executor) TaskChildCount(ctx context.Context, parent int64) (int, error) {
+	x, err := e.d.q.TaskChildCount(ctx, e.db, parent)
+	if err != nil {
+		return 0, mapErr(fmt.Sprint("task child count ", parent), err)
+	}
+	return int(x), nil
 }
 
 // TaskGetMany implements driver.Executor with the query its params choose.

@@ -105,6 +105,16 @@ SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE SKIP LOCKED;
 -- name: TaskGetForShare :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR SHARE;
 
+-- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
+-- name: TaskChildren :many
+SELECT task_id FROM cks_outbox_tasks
+WHERE parent_id = @parent::bigint AND task_id > @after::bigint
+ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskChildCount :one
+SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = @parent::bigint;
+
 -- name: TaskGetMany :many
 SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id;
 

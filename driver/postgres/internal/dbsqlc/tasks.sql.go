@@ -560,6 +560,51 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
+const TaskChildCount = `-- name: TaskChildCount :one
+SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = $1::bigint
+`
+
+func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (int64, error) {
+	row := db.QueryRow(ctx, TaskChildCount, parent)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const TaskChildren = `-- name: TaskChildren :many
+SELECT task_id FROM cks_outbox_tasks
+WHERE parent_id = $1::bigint AND task_id > $2::bigint
+ORDER BY task_id
+LIMIT $3
+`
+
+type TaskChildrenParams struct {
+	Parent int64
+	After  int64
+	Max    int32
+}
+
+// The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
+func (q *Queries) TaskChildren(ctx context.Context, db DBTX, arg TaskChildrenParams) ([]int64, error) {
+	rows, err := db.Query(ctx, TaskChildren, arg.Parent, arg.After, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var task_id int64
+		if err := rows.Scan(&task_id); err != nil {
+			return nil, err
+		}
+		items = append(items, task_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const TaskClaim = `-- name: TaskClaim :many
 
 WITH locked AS (

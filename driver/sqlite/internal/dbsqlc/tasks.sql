@@ -33,6 +33,16 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @max_attempts, @parent_id, @dedupe_key, @created_by, @created_at, @created_at,
     @created_at, @metadata);
 
+-- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
+-- name: TaskChildren :many
+SELECT task_id FROM cks_outbox_tasks
+WHERE parent_id = @parent AND task_id > @after
+ORDER BY task_id
+LIMIT @max;
+
+-- name: TaskChildCount :one
+SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = @parent;
+
 -- SQLite has one writer: the locks a caller asks for are all no-ops.
 -- name: TaskGetMany :many
 SELECT * FROM cks_outbox_tasks

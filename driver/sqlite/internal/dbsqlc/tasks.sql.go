@@ -479,6 +479,54 @@ func (q *Queries) EvidenceList(ctx context.Context, db DBTX, taskID int64) ([]Ck
 	return items, nil
 }
 
+const taskChildCount = `-- name: TaskChildCount :one
+SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = ?1
+`
+
+func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent *int64) (int64, error) {
+	row := db.QueryRowContext(ctx, taskChildCount, parent)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const taskChildren = `-- name: TaskChildren :many
+SELECT task_id FROM cks_outbox_tasks
+WHERE parent_id = ?1 AND task_id > ?2
+ORDER BY task_id
+LIMIT ?3
+`
+
+type TaskChildrenParams struct {
+	Parent *int64
+	After  int64
+	Max    int64
+}
+
+// The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
+func (q *Queries) TaskChildren(ctx context.Context, db DBTX, arg TaskChildrenParams) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, taskChildren, arg.Parent, arg.After, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var task_id int64
+		if err := rows.Scan(&task_id); err != nil {
+			return nil, err
+		}
+		items = append(items, task_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskClaimMove = `-- name: TaskClaimMove :execrows
 UPDATE cks_outbox_tasks SET
     state = ?1, attempts = ?2, claimed_by = ?3, claimed_at = ?4,
