@@ -73,6 +73,8 @@ var (
 	OpCountTasks = endpoint[CountTasksInput, TaskCounts]("count_tasks", "GET", "/v1/tasks/counts")
 	// OpTaskStats is task_stats.
 	OpTaskStats = endpoint[TaskStatsInput, TaskStats]("task_stats", "GET", "/v1/tasks/stats")
+	// OpListUnclaimedTypes is list_unclaimed_types.
+	OpListUnclaimedTypes = endpoint[UnclaimedTypesInput, UnclaimedTypes]("list_unclaimed_types", "GET", "/v1/tasks/unclaimed-types")
 	// OpGetTask is get_task.
 	OpGetTask = endpoint[TaskInput, Task]("get_task", "GET", "/v1/tasks/{task_id}")
 	// OpAnswerTask is answer_task.
@@ -174,6 +176,7 @@ func Operations() []Operation {
 		OpListTasks,
 		OpCountTasks,
 		OpTaskStats,
+		OpListUnclaimedTypes,
 		OpGetTask,
 		OpAnswerTask,
 		OpCancelTask,
@@ -291,6 +294,8 @@ func fieldTexts(f reflect.Value) []string {
 		return []string{f.String()}
 	case reflect.Int, reflect.Int64:
 		return []string{strconv.FormatInt(f.Int(), 10)}
+	case reflect.Float64:
+		return []string{strconv.FormatFloat(f.Float(), 'g', -1, 64)}
 	case reflect.Bool:
 		return []string{strconv.FormatBool(f.Bool())}
 	case reflect.Pointer: // an optional value (list_processes' alive): unset when nil

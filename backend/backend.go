@@ -98,7 +98,9 @@ func ParseURL(url string) (dialect, target string, err error) {
 		return "", "", fmt.Errorf("unknown database scheme %q in %q (a file whose name has a colon is sqlite:PATH): %w",
 			m[1], RedactURL(url), errForms)
 	}
-	if strings.Contains(url, "=") {
+	// A path that starts at the root or here is a path, "=" or not (a test's
+	// temporary directory /tmp/TestX_a=b/…): no libpq keyword starts so.
+	if strings.Contains(url, "=") && !strings.HasPrefix(url, "/") && !strings.HasPrefix(url, "./") && !strings.HasPrefix(url, "../") {
 		return "", "", fmt.Errorf("%q is neither a file path nor a connection string libpq knows (a file whose name has \"=\" "+
 			"is sqlite:PATH; a keyword/value string names host, dbname, user, …): %w", RedactURL(url), errForms)
 	}

@@ -17,8 +17,9 @@ import (
 
 // TestParseURL (issue 38.8): the one rule of what a database URL is — a
 // libpq keyword/value connection string is Postgres (on main it became a
-// SQLite file named after it, password included), a path with "=" or a
-// URL of another scheme is refused naming the forms, and a path is SQLite.
+// SQLite file named after it, password included), a bare name with "=" or
+// a URL of another scheme is refused naming the forms, and a path is
+// SQLite (one from the root or from here even with "=").
 func TestParseURL(t *testing.T) {
 	for _, c := range []struct {
 		url, dialect, target string
@@ -33,6 +34,8 @@ func TestParseURL(t *testing.T) {
 		{"/var/lib/cks/cks.db", "sqlite", "/var/lib/cks/cks.db"},
 		{"cks.db", "sqlite", "cks.db"},
 		{"./odd:name.db", "sqlite", "./odd:name.db"},
+		{"/tmp/TestX_notify=true/001/cks.db", "sqlite", "/tmp/TestX_notify=true/001/cks.db"},
+		{"../a=b/cks.db", "sqlite", "../a=b/cks.db"},
 	} {
 		d, target, err := backend.ParseURL(c.url)
 		if err != nil || d != c.dialect || target != c.target {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestProgressWhileStopWaits(t *testing.T) {
 		{"stdio proxy", func(t *testing.T) (*mcp.ClientSession, *notes) { return proxied(t, sh.url, admin) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			typ := "progress-" + tc.name
+			typ := "progress-" + strings.ReplaceAll(tc.name, " ", "-")
 			if _, _, err := sh.e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: typ, Title: "long"}); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"reflect"
 	"slices"
@@ -241,6 +242,12 @@ func setText(in any, name, text string, path bool) error {
 			return &cks.FieldError{Field: name, Expected: fmt.Sprintf("%s, got %q", expected, text)}
 		}
 		f.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return &cks.FieldError{Field: name, Expected: fmt.Sprintf("a number, got %q", text)}
+		}
+		f.SetFloat(x)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(text)
 		if err != nil {

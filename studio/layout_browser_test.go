@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/auth"
 )
 
 // inZone makes the tab's pages run in the time zone zone (an IANA name),
@@ -155,8 +156,9 @@ func inViewJS(sel string) string {
 		const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; })()`, sel)
 }
 
-// TestBrowserAccessOnAPhone: on a 390 px phone, with 30 other studio
-// sessions of the same admin open, the access page lists the viewer's own
+// TestBrowserAccessOnAPhone: on a 390 px phone, with as many other studio
+// sessions of the same admin open as a principal may keep
+// (auth.MaxSessionsPerPrincipal, with the viewer's own), the access page lists the viewer's own
 // session first, marked "this session" (the only one so marked), each
 // with when it signed in and when it expires; an error of its forms — a
 // token with a bad grant, the revoke of the last admin — is brought into
@@ -166,13 +168,13 @@ func TestBrowserAccessOnAPhone(t *testing.T) {
 	t.Parallel()
 	browserBackends(t, func(t *testing.T, backendName string) {
 		h := startHub(t, backendName, nil)
-		h.signInTimes(t, 30)
+		h.signInTimes(t, auth.MaxSessionsPerPrincipal-1)
 		tb := newTab(t, 390)
 		tb.signIn(h, h.Token)
 		var list cks.SessionList
 		code, out := h.api(t, http.MethodGet, "/v1/sessions", "")
-		if err := json.Unmarshal([]byte(out), &list); code != http.StatusOK || err != nil || len(list.Sessions) != 31 {
-			t.Fatalf("list_sessions: %d %v (%d sessions, want 31)", code, err, len(list.Sessions))
+		if err := json.Unmarshal([]byte(out), &list); code != http.StatusOK || err != nil || len(list.Sessions) != auth.MaxSessionsPerPrincipal {
+			t.Fatalf("list_sessions: %d %v (%d sessions, want %d)", code, err, len(list.Sessions), auth.MaxSessionsPerPrincipal)
 		}
 		mine := slices.MaxFunc(list.Sessions, func(a, b cks.Session) int { return a.CreatedAt.Compare(b.CreatedAt) }).ID // the newest
 		tb.do(chromedp.Navigate(h.URL+"/access"), waitVisible(chromedp.ID("sessions-heading")))

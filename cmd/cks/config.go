@@ -104,7 +104,7 @@ func parseConfig(getenv func(string) string) *configValues {
 // configTable is the configuration of cks, in the order of
 // docs/configuration.md.
 func configTable() []setting {
-	return slices.Concat(commonSettings(), ledgerSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
+	return slices.Concat(commonSettings(), httpSettings(), ledgerSettings(), sweeperSettings(), pipelineSettings(), agentSettings())
 }
 
 // hubReaders are the commands that run a hub.
@@ -121,7 +121,8 @@ func ageOrOff(d time.Duration) string {
 }
 
 // commonSettings are the data directory, the database, the addresses and
-// tokens, the flags of dev and mcp, and the hub's own knobs.
+// tokens, the flags of dev and mcp, and the hub's own knobs (its HTTP
+// server's in httpSettings).
 func commonSettings() []setting {
 	allAgents := agentWords(agents.Kinds()...)
 	hubs := hubReaders()
@@ -172,6 +173,13 @@ func commonSettings() []setting {
 		{env: "CKS_LEADER_TTL", readers: hubs,
 			meaning: "the lease of the maintenance leadership: a killed leader is replaced within it plus a third of it",
 			value:   func(v *configValues) string { return dur(v.hub.LeaderTTL) }},
+	}
+}
+
+// httpSettings are the hub's HTTP server's and its MCP endpoint's.
+func httpSettings() []setting {
+	hubs := hubReaders()
+	return []setting{
 		{env: "CKS_HTTP_READ_TIMEOUT", readers: hubs, meaning: "how long a request may take to arrive",
 			value: func(v *configValues) string { return dur(orDur(v.http.ReadTimeout, hub.DefaultReadTimeout)) }},
 		{env: "CKS_HTTP_WRITE_TIMEOUT", readers: hubs, meaning: "how long an answer may take (streams lift it)",

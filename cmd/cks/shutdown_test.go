@@ -30,7 +30,7 @@ import (
 func TestAgentEarlySIGTERM(t *testing.T) {
 	for round := range 3 {
 		dir := t.TempDir()
-		cmd := exec.Command(cksBin, "agent", "exec", "--data-dir", filepath.Join(dir, datadir.Default), "--types", "early",
+		cmd := exec.Command(cksBin, "agent", "exec", "--data-dir", filepath.Join(dir, datadir.Default), "--types", "early", "--create",
 			"--", "true")
 		cmd.Env = append(cleanEnv(), shutdown.EnvTestReady+"=1")
 		stderr, err := cmd.StderrPipe()
