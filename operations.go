@@ -611,3 +611,42 @@ type SessionList struct {
 type SessionInput struct {
 	ID string `json:"id" jsonschema:"the session's id (list_sessions lists them)"`
 }
+
+// UnclaimedTypesInput is the input of list_unclaimed_types.
+type UnclaimedTypesInput struct {
+	// AfterS is how long a type's tasks must have waited unclaimed
+	// (DefaultUnclaimedAfter when 0).
+	AfterS float64 `json:"after_s,omitempty" jsonschema:"how long, in seconds, a type's oldest due OPEN task must have waited (60 when absent)"`
+}
+
+// Bounds of list_unclaimed_types.
+const (
+	// DefaultUnclaimedAfter is how long a type's tasks wait before the type
+	// counts as unclaimed when the input says nothing.
+	DefaultUnclaimedAfter = time.Minute
+	// MaxUnclaimedTypes bounds the types of an answer (the longest-waiting
+	// first; Total counts them all).
+	MaxUnclaimedTypes = 100
+)
+
+// UnclaimedType is a task type no worker claims: it has OPEN tasks due
+// for longer than the input's after_s, no task of it is CLAIMED or
+// RUNNING, and no live process names it among the types it claims.
+type UnclaimedType struct {
+	Type string `json:"type"`
+	// Waiting counts its due OPEN tasks.
+	Waiting int `json:"waiting"`
+	// Since is when the longest-waiting of them became OPEN.
+	Since time.Time `json:"waiting_since"`
+}
+
+// UnclaimedTypes is the output of list_unclaimed_types.
+type UnclaimedTypes struct {
+	// Types are the unclaimed types, longest-waiting first, at most
+	// MaxUnclaimedTypes.
+	Types []UnclaimedType `json:"types"`
+	// Total counts every unclaimed type.
+	Total int `json:"total"`
+	// AfterS is the wait the answer used.
+	AfterS float64 `json:"after_s"`
+}

@@ -147,6 +147,9 @@ type Task struct {
 	// LastAbort is the task's most recent abort request, if any; filled by
 	// GetTask and ListTasks (so a listing can show an unconfirmed abort).
 	LastAbort *Abort `json:"last_abort,omitempty"`
+	// Stop is, on a STOPPED task of a listing (ListTasks), the event that
+	// stopped it: who, when and why.
+	Stop *TaskEvent `json:"stop,omitempty"`
 	// Events is the task's history, oldest first; filled by GetTask only.
 	Events []TaskEvent `json:"events,omitempty"`
 	// Current is what the current attempt recorded (evidence, decisions,
@@ -282,8 +285,8 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, err
 	}
 	switch {
-	case n.Type == "":
-		return n, fieldError("type", "a non-empty task type")
+	case ValidateTaskType("type", n.Type) != nil:
+		return n, ValidateTaskType("type", n.Type)
 	case n.Priority < 0 || n.Priority > MaxPriority:
 		return n, fieldError("priority", fmt.Sprintf("an integer from 0 to %d", MaxPriority))
 	case n.MaxAttempts < 0 || n.MaxAttempts > MaxMaxAttempts:

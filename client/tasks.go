@@ -31,6 +31,11 @@ func (c *Client) TaskStats(ctx context.Context, in cks.TaskStatsInput) (cks.Task
 	return Do(ctx, c, cks.OpTaskStats, in)
 }
 
+// UnclaimedTypes is list_unclaimed_types: the task types no worker claims.
+func (c *Client) UnclaimedTypes(ctx context.Context, in cks.UnclaimedTypesInput) (cks.UnclaimedTypes, error) {
+	return Do(ctx, c, cks.OpListUnclaimedTypes, in)
+}
+
 // GetTask returns a task with its events and evidence.
 func (c *Client) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 	return Do(ctx, c, cks.OpGetTask, cks.TaskInput{TaskID: id})

@@ -263,6 +263,13 @@ type TaskExecutor interface {
 	// TaskCountByState counts the tasks p selects per state, in one read:
 	// one row per state that has any, ordered by state.
 	TaskCountByState(ctx context.Context, p TaskCountParams) ([]TaskStateCount, error)
+	// TaskTypesDue returns, per task type with OPEN tasks whose run_after
+	// is not after now, how many there are and since when the oldest has
+	// been OPEN; ordered by type.
+	TaskTypesDue(ctx context.Context, now time.Time) ([]TaskTypeDue, error)
+	// TaskTypesHeld returns the task types of the CLAIMED and RUNNING
+	// tasks, ordered.
+	TaskTypesHeld(ctx context.Context) ([]string, error)
 	// TaskEventMinutes counts the task events at or after p.Since and
 	// before p.Until per minute (of their time, truncated) and transition,
 	// ordered by minute, from and to.
@@ -305,6 +312,10 @@ type TaskExecutor interface {
 	TaskEventInsertMany(ctx context.Context, events []TaskEventRow) error
 	// TaskEventList returns the events of task id, oldest first.
 	TaskEventList(ctx context.Context, taskID int64) ([]TaskEventRow, error)
+	// TaskEventStoppedMany returns the newest event into STOPPED of each
+	// of the tasks that has one, ordered by task: who stopped it, when,
+	// why (the board's STOPPED rows).
+	TaskEventStoppedMany(ctx context.Context, taskIDs []int64) ([]TaskEventRow, error)
 	// TaskPurgeCandidates returns the ids of up to p.Limit tasks TaskPurge
 	// may delete, by id: in one of p.States, state changed before
 	// p.Before, no child, no dependant outside p.States.
@@ -525,6 +536,15 @@ const (
 	TaskSortUpdatedDesc                 // updated_at descending, task_id descending
 	TaskSortPriority                    // priority descending, then task_id ascending
 )
+
+// TaskTypeDue is a row of TaskTypesDue.
+type TaskTypeDue struct {
+	Type string
+	// Due counts the type's OPEN tasks due now.
+	Due int
+	// Since is when the longest-waiting of them became OPEN.
+	Since time.Time
+}
 
 // TaskCountParams selects the tasks TaskCount and TaskCountByState count.
 type TaskCountParams struct {

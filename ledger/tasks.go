@@ -515,12 +515,42 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 			ab := toAbort(a)
 			byTask[a.TaskID] = &ab
 		}
+		var stopped []int64
 		for i := range page.Tasks {
 			page.Tasks[i].LastAbort = byTask[page.Tasks[i].ID]
+			if page.Tasks[i].State == cks.TaskStopped {
+				stopped = append(stopped, page.Tasks[i].ID)
+			}
 		}
-		return nil
+		return fillStops(ctx, ex, page.Tasks, stopped)
 	})
 	return page, err
+}
+
+// fillStops sets the Stop of the tasks of ids (STOPPED ones of tasks): the
+// event that stopped each, one read for all of them.
+func fillStops(ctx context.Context, ex driver.Executor, tasks []cks.Task, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := ex.TaskEventStoppedMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	byTask := make(map[int64]*cks.TaskEvent, len(rows))
+	for _, r := range rows {
+		ev, err := toEvent(r)
+		if err != nil {
+			return err
+		}
+		byTask[r.TaskID] = &ev
+	}
+	for i := range tasks {
+		if ev := byTask[tasks[i].ID]; ev != nil && tasks[i].State == cks.TaskStopped {
+			tasks[i].Stop = ev
+		}
+	}
+	return nil
 }
 
 // listChunk is how many rows ListTasks reads at a time: a page of large
@@ -714,7 +744,7 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer).
 func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
-	if err := cks.ValidateTexts("types", p.Types); err != nil {
+	if err := cks.ValidateTaskTypes("types", p.Types); err != nil {
 		return nil, err
 	}
 	if p.Lease == 0 {

@@ -177,3 +177,30 @@ func (s *Service) Counts(ctx context.Context) (alive, stopped map[string]int, er
 	}
 	return alive, stopped, nil
 }
+
+// DeclaredTypes returns the task types the alive instances say they
+// claim (their --types), for ledger.UnclaimedTypes: read a page of alive
+// rows at a time from idx_agent_liveness_alive.
+func (s *Service) DeclaredTypes(ctx context.Context) (map[string]bool, error) {
+	now := s.clock.Now()
+	ex := s.db.Executor()
+	out := map[string]bool{}
+	after, afterID := endOfTime, ""
+	for {
+		const page = 1000
+		rows, err := ex.LivenessAlive(ctx, driver.LivenessAliveParams{Now: now, AfterStartedAt: after, AfterInstanceID: afterID, Limit: page})
+		if err != nil {
+			return nil, fmt.Errorf("declared task types: %w", err)
+		}
+		for _, r := range rows {
+			for _, t := range livenessOf(r).TaskTypes {
+				out[t] = true
+			}
+		}
+		if len(rows) < page {
+			return out, nil
+		}
+		last := livenessOf(rows[len(rows)-1])
+		after, afterID = last.StartedAt, last.InstanceID
+	}
+}

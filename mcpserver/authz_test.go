@@ -26,7 +26,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	t.Helper()
 	e := newEnv(t)
 	rt := startRuntime(t, e, hub.RuntimeConfig{})
-	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks, Principals: e.store.Principals, Sweepers: rt.Sweepers,
+	mcpserver.Register(e.srv, &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks, Principals: e.store.Principals, Sweepers: rt.Sweepers,
 		Objects: e.store.Objects})
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Principals: e.store.Principals, Clock: e.clock}, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
@@ -101,6 +101,7 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolStartTask:          {"task_id": id},
 		"retry_task":                     {"task_id": id},
 		"task_stats":                     {"minutes": 5},
+		"list_unclaimed_types":           {"after_s": 30},
 		"bulk_stop_tasks":                {"task_ids": []int64{id}, "reason": "matrix", "wait": false},
 		"bulk_start_tasks":               {"task_ids": []int64{id}},
 		"bulk_cancel_tasks":              {"task_ids": []int64{id}},

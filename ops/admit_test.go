@@ -26,7 +26,7 @@ import (
 // filter (filterBases).
 var bases = map[string]string{
 	"list_processes": `{}`, "process_status": `{"process_kind":"critic"}`, "request_process_stop": `{"process_kind":"critic"}`,
-	"create_task": `{"type":"t"}`, "list_tasks": `{}`, "count_tasks": `{}`, "task_stats": `{}`, "get_task": `{"task_id":1}`,
+	"create_task": `{"type":"t"}`, "list_tasks": `{}`, "count_tasks": `{}`, "task_stats": `{}`, "list_unclaimed_types": `{}`, "get_task": `{"task_id":1}`,
 	"answer_task": `{"task_id":1,"text":"a"}`, "cancel_task": `{"task_id":1}`, "stop_task": `{"task_id":1,"reason":"r"}`,
 	"start_task": `{"task_id":1}`, "retry_task": `{"task_id":1}`, "update_task": `{"task_id":1,"title":"t"}`,
 	"bulk_stop_tasks": `{"task_ids":[1],"reason":"r"}`, "bulk_start_tasks": `{"task_ids":[1]}`,
@@ -166,6 +166,8 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: " \t", set: set})
 	case "^[^/]+$":
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "a/b", set: set})
+	case cks.TaskTypePattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "build ", at: "build", set: set})
 	default:
 		panic("a pattern the test does not probe: " + b.Pattern)
 	}
@@ -327,7 +329,7 @@ func TestEveryRefusalIsAdmits(t *testing.T) {
 			{"add_evidence", `{"task_id":1,"lease_token":"x","kind":"","body":"b"}`, "kind"},
 			{"record_decision", `{"task_id":1,"lease_token":"x","kind":"k","derived_from_revision":0}`, "derived_from_revision"},
 			{"reuse_workspace", `{"task_id":1,"lease_token":"x","path":"","derived_from_revision":1}`, "path"},
-			{"task_stats", `{"minutes":1441}`, "minutes"},
+			{"task_stats", `{"minutes":10081}`, "minutes"},
 			{"list_tasks", `{"cursor_key":"2026-01-01T00:00:00.000000Z","sort":"updated"}`, "cursor_key"},
 			{"list_tasks", `{"limit":0}`, "limit"},
 			{"list_tasks", `{"sort":"priority","cursor":5,"cursor_key":"high"}`, "cursor_key"},

@@ -337,7 +337,11 @@ func validateText(s, path, name string, r rule) error {
 	}
 	switch {
 	case r.is != nil:
-		return r.is(s)
+		err := r.is(s)
+		if fe, ok := errors.AsType[*cks.FieldError](err); ok {
+			fe.Field = path // the rule's own name for a field it is one of
+		}
+		return err
 	case (r.nonEmpty || r.segment) && s == "":
 		return r.refuse(path, "empty")
 	case r.segment && strings.Contains(s, "/"):

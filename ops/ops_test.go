@@ -24,7 +24,7 @@ import (
 // table must keep them exactly.
 var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop",
-	"list_tasks", "task_stats", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
+	"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
 	"retry_task", "bulk_stop_tasks", "bulk_start_tasks", "bulk_cancel_tasks", "bulk_retry_tasks",
 	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",

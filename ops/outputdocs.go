@@ -18,6 +18,13 @@ var outputDocs = map[string]string{
 	"claim_latency_p50_ms": "the median of the minute's claims' waits from OPEN to claimed, in ms; absent with no claim",
 	"claim_latency_p95_ms": "the 95th percentile of the minute's claims' waits from OPEN to claimed, in ms; absent with no claim",
 	"claims_sampled":       "true when the window held more claims than were measured: the latencies are of the newest",
+	"stop":                 "in a listing, on a STOPPED task: the event that stopped it (who, when, why)",
+	// list_unclaimed_types.
+	"UnclaimedTypes.types": "the unclaimed types, the longest-waiting first, at most 100",
+	"waiting":              "how many OPEN tasks of the type are due now",
+	"waiting_since":        "when the longest-waiting of them became OPEN",
+	"UnclaimedTypes.total": "how many types are unclaimed (types lists at most 100)",
+	"after_s":              "how long, in seconds, a type's oldest due task had to wait to count",
 	// A sweeper's recent passes.
 	"recent_passes":     "the sweeper's last passes (at most 30), newest first, whichever hub ran them; stored, so they survive a restart",
 	"SweeperPass.at":    "when the pass started",

@@ -47,6 +47,9 @@ type rule struct {
 	// segment requires a text that is one segment of a resource path:
 	// not empty, without "/".
 	segment bool
+	// pattern is the regular expression the schema states of a text; is
+	// is then the rule that holds a call to it.
+	pattern string
 	// expected, when set, says what the field holds in the refusals of
 	// its min, max, nonEmpty and nonBlank, as the services always said it.
 	expected string
@@ -75,6 +78,14 @@ func names(vocab ...string) rule { return rule{items: cks.MaxNames, enum: vocab}
 
 // with is r saying what its field holds when it refuses a value.
 func (r rule) with(expected string) rule { r.expected = expected; return r }
+
+// taskType is the rule of a task type (each of a list's, with items).
+var taskType = rule{nonEmpty: true, maxLen: cks.MaxTaskTypeLen, pattern: cks.TaskTypePattern,
+	is: func(s string) error { return cks.ValidateTaskType("type", s) }}
+
+// taskTypes is the rule of a list of task types a worker claims (a
+// single "" is none: any type).
+var taskTypes = func() rule { r := taskType; r.items, r.nonEmpty = cks.MaxNames, false; return r }()
 
 // states is the rule of a list of task states, in either case.
 var states = rule{items: cks.MaxNames, enum: taskStates, fold: true}
@@ -124,20 +135,21 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.TaskPatch](): {"priority": num(0, cks.MaxPriority, nil),
 		"add_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"), "remove_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"),
 		"add_children": {items: cks.MaxAddChildren}, "cancel_children": ids(cks.MaxCancelChildren).with("ids of existing tasks")},
-	typeOf[cks.NewTask](): {"type": rule{nonEmpty: true}.with("a non-empty task type"),
+	typeOf[cks.NewTask](): {"type": taskType,
 		"priority":     num(0, cks.MaxPriority, 0),
 		"max_attempts": num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts),
 		"parent_id":    id.with("the id of an existing task"), "depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks")},
 	typeOf[cks.ListTasksInput](): {"state": states, "type": names(), "cursor": from(0).with("a task id"),
 		"limit": listLimit, "order": oneOf(taskOrders...), "sort": oneOf(taskSorts...), "parent_id": id},
-	typeOf[cks.CountTasksInput](): {"state": states, "type": names()},
-	typeOf[cks.TaskMatch]():       {"q": {maxLen: cks.MaxSearchText}, "created_by": {maxLen: cks.MaxSearchText}},
-	typeOf[cks.TaskStatsInput]():  {"minutes": num(1, cks.MaxStatsMinutes, cks.DefaultStatsMinutes), "step_minutes": num(1, cks.MaxStatsMinutes, 1)},
+	typeOf[cks.CountTasksInput]():     {"state": states, "type": names()},
+	typeOf[cks.TaskMatch]():           {"q": {maxLen: cks.MaxSearchText}, "created_by": {maxLen: cks.MaxSearchText}},
+	typeOf[cks.TaskStatsInput]():      {"minutes": num(1, cks.MaxStatsMinutes, cks.DefaultStatsMinutes), "step_minutes": num(1, cks.MaxStatsMinutes, 1)},
+	typeOf[cks.UnclaimedTypesInput](): {"after_s": num(1, 86400, cks.DefaultUnclaimedAfter.Seconds())},
 	typeOf[cks.TaskSelection](): {"task_ids": ids(ledger.MaxBulk).with("ids of existing tasks"),
 		"state": states, "type": names(), "cursor": from(0).with("a task id"),
 		"limit": num(1, ledger.MaxBulk, ledger.MaxBulk)},
 	typeOf[cks.BulkStopTasksInput](): {"reason": {nonBlank: true, is: ledger.ValidateStopReason}},
-	typeOf[cks.ClaimTasksInput](): {"types": names(), "n": num(1, cks.MaxListLimit, 1),
+	typeOf[cks.ClaimTasksInput](): {"types": taskTypes, "n": num(1, cks.MaxListLimit, 1),
 		"lease_s": leaseRange.with(fmt.Sprintf("a lease of %.0f to %.0f seconds", ledger.MinLease.Seconds(), ledger.MaxLease.Seconds()))},
 	typeOf[cks.LeaseInput](): {"task_id": id,
 		"lease_token": rule{nonEmpty: true}.with("the lease token the claim (or review claim) answered")},

@@ -146,6 +146,9 @@ func boundText(s *jsonschema.Schema, name string, r rule) {
 	case r.nonEmpty:
 		s.MinLength = new(1)
 	}
+	if r.pattern != "" {
+		s.Pattern = r.pattern
+	}
 	if len(r.enum) > 0 {
 		s.Enum = nil
 		for _, v := range r.enum {

@@ -37,7 +37,7 @@ var table = []Operation{
 	Metrics,
 	ListProcesses, ProcessStatus, RequestProcessStop,
 	Events, OpenAPIDocument,
-	CreateTask, ListTasks, CountTasks, TaskStats, GetTask, AnswerTask, CancelTask, StopTask, StartTask, RetryTask, UpdateTask,
+	CreateTask, ListTasks, CountTasks, TaskStats, ListUnclaimedTypes, GetTask, AnswerTask, CancelTask, StopTask, StartTask, RetryTask, UpdateTask,
 	BulkStopTasks, BulkStartTasks, BulkCancelTasks, BulkRetryTasks,
 	ClaimTasks, MarkRunning, TouchTask, AddEvidence, RecordDecision, ReuseWorkspace, ConfirmAbort,
 	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,6 +152,34 @@ var TaskStats = define(cks.OpTaskStats, &Op[cks.TaskStatsInput, cks.TaskStats]{
 		return s.Tasks.TaskStats(ctx, *in)
 	},
 })
+
+// ListUnclaimedTypes is list_unclaimed_types.
+var ListUnclaimedTypes = define(cks.OpListUnclaimedTypes, &Op[cks.UnclaimedTypesInput, cks.UnclaimedTypes]{
+	spec: Spec{
+		Title:   "List unclaimed task types",
+		Summary: "the task types whose OPEN tasks wait with no worker to claim them",
+		Description: "The task types no worker claims: a type whose longest-waiting due OPEN task has waited more than after_s " +
+			"seconds (60 by default), with no task of it CLAIMED or RUNNING and no live process naming it among the types it " +
+			"claims (its --types). Such tasks wait forever unless a worker for the type starts, or the type is misspelt. " +
+			"Longest-waiting first, at most 100 (total counts them all).",
+		Permission: auth.PermRead, Resource: auth.ResourceTasks,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks | NeedLiveness, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *cks.UnclaimedTypesInput) (cks.UnclaimedTypes, error) {
+		return UnclaimedTypes(ctx, s, time.Duration(in.AfterS*float64(time.Second)))
+	},
+})
+
+// UnclaimedTypes is list_unclaimed_types for after (the input's after_s;
+// cks.DefaultUnclaimedAfter when 0), for the surfaces that show it beside
+// something else (the board, task show, doctor, /metrics).
+func UnclaimedTypes(ctx context.Context, s *Services, after time.Duration) (cks.UnclaimedTypes, error) {
+	declared, err := s.Liveness.DeclaredTypes(ctx)
+	if err != nil {
+		return cks.UnclaimedTypes{}, err
+	}
+	return s.Tasks.UnclaimedTypes(ctx, cmp.Or(after, cks.DefaultUnclaimedAfter), declared)
+}
 
 // GetTask is get_task.
 var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{

@@ -572,3 +572,50 @@ func TestSweeperCardsSayStandby(t *testing.T) {
 	mustContain(t, "standby card's passes", sweeperCard(t, page.body, "lease_reaper"),
 		`<tr data-pass><td><time datetime="2026-11-30T12:00:00Z" title="2026-11-30T12:00:00Z on hub other-host/42/abcd">1m ago</time></td><td>4.0 ms</td><td>9</td></tr>`)
 }
+
+// TestTaskBoardNamesUnclaimedTypes (issue 39 item 8): the board says, over
+// its sections, which task types have tasks waiting that no worker claims
+// (a minute after they became due), linking each to its OPEN tasks; once a
+// live process names the type in its --types the notice goes.
+func TestTaskBoardNamesUnclaimedTypes(t *testing.T) {
+	e := newFullEnv(t)
+	enqueue(t, e.store, "build", "Nobody builds")
+	enqueue(t, e.store, "build", "Nobody builds either")
+	if strings.Contains(get(t, e.h, "/studio/tasks").body, "data-unclaimed") {
+		t.Fatal("the board names an unclaimed type before its tasks waited a minute")
+	}
+	e.clock.Advance(2 * time.Minute)
+	frag := get(t, e.h, "/studio/tasks").body
+	if !strings.Contains(frag, "data-unclaimed") || !strings.Contains(frag, `data-unclaimed-type="build"`) ||
+		!strings.Contains(frag, "2 waiting since") {
+		t.Fatalf("the board does not name build as unclaimed:\n%s", frag)
+	}
+	w := backendtest.Liveness("i-builder", "exec", 2*time.Minute)
+	w.TaskTypes = []string{"build"}
+	backendtest.MustUpsert(t, e.store, w)
+	if frag := get(t, e.h, "/studio/tasks").body; strings.Contains(frag, "data-unclaimed") {
+		t.Fatalf("the board names build unclaimed while a live worker claims it:\n%s", frag)
+	}
+}
+
+// TestTaskBoardRowSaysWhoStopped (issue 39 item 3): a STOPPED row on the
+// board says who stopped the task and why, from the stop's event; a row in
+// another state says nothing of the kind.
+func TestTaskBoardRowSaysWhoStopped(t *testing.T) {
+	e := newFullEnv(t)
+	held := enqueue(t, e.store, "plain", "Held by an operator")
+	if _, _, err := e.store.Tasks.Stop(context.Background(), held.ID, "ops-alice", "waiting on the <vendor>", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, e.store, "plain", "Still open")
+	body := get(t, e.h, "/studio/tasks").body
+	row := body[strings.Index(body, fmt.Sprintf(`data-key="task-%d"`, held.ID)):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, "data-stopped-by") || !strings.Contains(row, "<strong>ops-alice</strong>") ||
+		!strings.Contains(row, "</strong>: waiting on the &lt;vendor&gt;") {
+		t.Fatalf("the STOPPED row does not say who stopped it and why:\n%s", row)
+	}
+	if strings.Count(body, "data-stopped-by") != 1 {
+		t.Fatalf("%d rows say who stopped them, want the one STOPPED", strings.Count(body, "data-stopped-by"))
+	}
+}

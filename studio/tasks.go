@@ -66,6 +66,9 @@ type taskRow struct {
 	// Abort flags the task's last abort request while its outcome says the
 	// old executor may still be working; nil otherwise.
 	Abort *abortFlag
+	// StoppedBy and StopReason say who stopped a STOPPED task and why
+	// (list_tasks' stop); empty otherwise.
+	StoppedBy, StopReason string
 }
 
 // abortFlag is the badge of an abort request that is not confirmed.
@@ -175,6 +178,41 @@ type boardView struct {
 	// as the bulk operations take it (JSON).
 	Bulk       []bulkAction
 	BulkFilter string
+	// Unclaimed are the task types no worker claims (list_unclaimed_types),
+	// shown above the board while there are any.
+	Unclaimed unclaimedView
+}
+
+// unclaimedView is list_unclaimed_types for the board.
+type unclaimedView struct {
+	Total int
+	Types []unclaimedType
+}
+
+// unclaimedType is one type of unclaimedView.
+type unclaimedType struct {
+	Type    string
+	Waiting int
+	Since   timeField
+}
+
+// unclaimed reads the task types no worker claims for the board; the
+// board shows none when they cannot be read (a viewer the board admits
+// may read them: both need read on /tasks).
+func (s *server) unclaimed(ctx context.Context, now time.Time) unclaimedView {
+	var v unclaimedView
+	if s.ops.Liveness == nil {
+		return v
+	}
+	u, err := ops.UnclaimedTypes(ctx, s.ops, 0)
+	if err != nil {
+		return v
+	}
+	v.Total = u.Total
+	for _, t := range u.Types {
+		v.Types = append(v.Types, unclaimedType{Type: t.Type, Waiting: t.Waiting, Since: at(now, t.Since)})
+	}
+	return v
 }
 
 // sortChoice is one choice of the board's sort selector.
@@ -428,6 +466,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	}
 	lister := listTasks{s.ops}
 	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
+	v.Unclaimed = s.unclaimed(ctx, now)
 
 	// The chips count the tasks of the type and match filters, per state.
 	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type, TaskMatch: in.TaskMatch})
@@ -601,6 +640,10 @@ func (s *server) row(t cks.Task, now time.Time) taskRow {
 	}
 	if t.State == cks.TaskStopped && !t.StateChangedAt.IsZero() {
 		r.StoppedFor = span(now.Sub(t.StateChangedAt))
+	}
+	if t.Stop != nil {
+		// The event's reason is the stop's with the ledger's "stopped: ".
+		r.StoppedBy, r.StopReason = t.Stop.Actor, strings.TrimPrefix(t.Stop.Reason, "stopped: ")
 	}
 	return r
 }

@@ -46,6 +46,7 @@ var doctorChecks = []doctorCheck{
 	{"token", 14, "the token is valid at the hub"},
 	{"leader", 15, "a hub holds the maintenance leadership (the lease reaper and the sweepers' passes run)"},
 	{"agents", 16, "no kind of agent process that ever reported has its newest instance stopped (none ever reported: a warning)"},
+	{"types", 0, "no task type has tasks due for over a minute with no worker to claim them (list_unclaimed_types; only ever a warning)"},
 	{"stored", 5, "every stored task and object is within today's bounds"},
 }
 
@@ -261,7 +262,7 @@ type healthBody struct {
 // hub checks the hub, the token, the leader, the agents and the stored
 // values.
 func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
-	later := []string{"token", "leader", "agents", "stored"}
+	later := []string{"token", "leader", "agents", "types", "stored"}
 	skipRest := func(why string) {
 		for _, c := range later {
 			d.skip(c, why)
@@ -313,6 +314,7 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 	default:
 		d.agents(procs.Processes)
 	}
+	d.types(ctx, cl)
 	return d.stored(ctx, cl, e)
 }
 
@@ -386,6 +388,29 @@ func (d *doctorRun) agents(procs []cks.Process) {
 		return
 	}
 	d.ok("agents", "alive: "+strings.Join(up, ", "))
+}
+
+// types warns of the task types no worker claims: their tasks wait
+// forever (list_unclaimed_types).
+func (d *doctorRun) types(ctx context.Context, cl *client.Client) {
+	u, err := cl.UnclaimedTypes(ctx, cks.UnclaimedTypesInput{})
+	if err != nil {
+		d.skip("types", "list the unclaimed task types: "+err.Error())
+		return
+	}
+	if u.Total == 0 {
+		d.ok("types", "every task type with due tasks has a worker")
+		return
+	}
+	var ts []string
+	for _, t := range u.Types {
+		ts = append(ts, fmt.Sprintf("%q (%d waiting since %s)", t.Type, t.Waiting, t.Since.Local().Format(time.DateTime)))
+	}
+	if u.Total > len(u.Types) {
+		ts = append(ts, fmt.Sprintf("and %d more", u.Total-len(u.Types)))
+	}
+	d.warn("types", "no live worker claims "+strings.Join(ts, ", "),
+		"start a worker for each (cks agent exec --types TYPE -- COMMAND, or an SDK worker), or check the type's spelling: cks task unclaimed")
 }
 
 // stored is the stored-values check (check_stored, page by page; admin on

@@ -54,6 +54,8 @@ var parityCases = map[string]parityCase{
 		`{"q":"build","unconfirmed_abort":true,"sort":"-updated"}`, []string{"task", "list", "--q", "build", "--unconfirmed-abort", "--sort", "-updated"}},
 	"count_tasks": {`{"state":["DONE"]}`, nil, `{}`, nil},
 	"task_stats":  {`{"minutes":-1}`, []string{"task", "stats", "--minutes", "-1"}, `{"minutes":5}`, []string{"task", "stats", "--minutes", "5"}},
+	"list_unclaimed_types": {`{"after_s":0.5}`, []string{"task", "unclaimed", "--after-s", "0.5"}, `{"after_s":30}`,
+		[]string{"task", "unclaimed", "--after-s", "30"}},
 	"get_task":    {`{"task_id":0}`, []string{"task", "show", "0"}, `{"task_id":$T}`, []string{"task", "show", "$T"}},
 	"answer_task": {`{"task_id":$T,"text":"  "}`, []string{"task", "answer", "$T", "  "}, `{"task_id":$T,"text":"yes"}`, []string{"task", "answer", "$T", "yes"}},
 	"cancel_task": {`{"task_id":$C}`, []string{"task", "cancel", "$C"}, `{"task_id":$T}`, []string{"task", "cancel", "$T"}},

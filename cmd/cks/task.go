@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/ops"
 )
 
@@ -33,12 +35,19 @@ var taskGroup = group{name: "task", commands: []command{
 			return nil
 		},
 	}),
+	opCommand("unclaimed", ops.ListUnclaimedTypes, opSpec[cks.UnclaimedTypesInput, cks.UnclaimedTypes]{
+		table: func(x *reply[cks.UnclaimedTypesInput, cks.UnclaimedTypes]) error {
+			printUnclaimed(x.w, x.out, time.Now())
+			return nil
+		},
+	}),
 	opCommand("show", ops.GetTask, opSpec[cks.TaskInput, cks.Task]{
 		summary: "one task: its current attempt, earlier attempts, aborts and events; without a hub, read from the data " +
 			"directory's database",
 		offline: true,
 		table: func(x *reply[cks.TaskInput, cks.Task]) error {
 			printTask(x.w, x.out)
+			printUnclaimedType(x.ctx, x.c, x.w, x.out)
 			return nil
 		},
 	}),
@@ -506,4 +515,43 @@ func moreHint(p cks.TaskPage) string {
 		return fmt.Sprintf("more: --cursor %d --cursor-key %s", p.Next, p.NextKey)
 	}
 	return fmt.Sprintf("more: --cursor %d", p.Next)
+}
+
+// printUnclaimed prints list_unclaimed_types a type a line, or that every
+// type with due tasks has a worker.
+func printUnclaimed(w io.Writer, u cks.UnclaimedTypes, now time.Time) {
+	if len(u.Types) == 0 {
+		fmt.Fprintf(w, "every task type with tasks due for over %s has a worker\n", age(time.Duration(u.AfterS*float64(time.Second))))
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tWAITING\tFOR")
+	for _, t := range u.Types {
+		fmt.Fprintf(tw, "%q\t%d\t%s\n", t.Type, t.Waiting, age(now.Sub(t.Since)))
+	}
+	tw.Flush()
+	if u.Total > len(u.Types) {
+		fmt.Fprintf(w, "… and %d more types\n", u.Total-len(u.Types))
+	}
+	fmt.Fprintln(w, "no live worker claims these types: start one (cks agent exec --types TYPE -- COMMAND), or check the type's spelling")
+}
+
+// printUnclaimedType warns under an OPEN task whose type no worker claims
+// (list_unclaimed_types), which would otherwise wait without a word. It
+// says nothing offline, or when the token may not ask.
+func printUnclaimedType(ctx context.Context, c *client.Client, w io.Writer, t cks.Task) {
+	if c == nil || t.State != cks.TaskOpen {
+		return
+	}
+	u, err := c.UnclaimedTypes(ctx, cks.UnclaimedTypesInput{})
+	if err != nil {
+		return
+	}
+	for _, x := range u.Types {
+		if x.Type == t.Type {
+			fmt.Fprintf(w, "warning: no live worker claims type %q: %d tasks of it waiting, the oldest since %s; start one "+
+				"(cks agent exec --types %s -- COMMAND) or check the type's spelling\n", t.Type, x.Waiting,
+				x.Since.Local().Format(time.DateTime), t.Type)
+		}
+	}
 }

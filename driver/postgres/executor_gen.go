@@ -1967,6 +1967,25 @@ func eachTaskEventList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each f
 	return rows.Err()
 }
 
+// eachTaskEventStoppedMany runs dbsqlc's TaskEventStoppedMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskEvent)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskEventStoppedMany, taskIds)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskEvent
+	dest := []any{&i.EventID, &i.TaskID, &i.At, &i.Actor, &i.FromState, &i.ToState, &i.Attempt, &i.Reason, &i.Changes, &i.ClaimedAt, &i.StartedAt, &i.Worker}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTaskGet runs dbsqlc's TaskGet, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
@@ -2552,6 +2571,20 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 	err := eachTaskEventList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("task event list ", taskID), err)
+	}
+	return out, nil
+}
+
+// TaskEventStoppedMany implements driver.Executor with dbsqlc's TaskEventStoppedMany.
+func (e *executor) TaskEventStoppedMany(ctx context.Context, taskIDs []int64) ([]driver.TaskEventRow, error) {
+	if len(taskIDs) == 0 {
+		return nil, nil
+	}
+	out := make([]driver.TaskEventRow, 0, len(taskIDs))
+	add := func(r *dbsqlc.CksTaskEvent) { out = append(out, taskEventRowOf(*r)) }
+	err := eachTaskEventStoppedMany(ctx, e.db, nonNil(taskIDs), add)
+	if err != nil {
+		return nil, mapErr("task event stopped many", err)
 	}
 	return out, nil
 }

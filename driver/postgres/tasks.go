@@ -340,3 +340,22 @@ func (e *executor) TaskCountByState(ctx context.Context, p driver.TaskCountParam
 	}
 	return driver.InStates(out, p.States), nil
 }
+
+// TaskTypesDue implements driver.TaskExecutor.
+func (e *executor) TaskTypesDue(ctx context.Context, now time.Time) ([]driver.TaskTypeDue, error) {
+	rows, err := e.d.q.TaskTypesDue(ctx, e.db, nullTime(now))
+	if err != nil {
+		return nil, mapErr("task types due", err)
+	}
+	out := make([]driver.TaskTypeDue, len(rows))
+	for i, r := range rows {
+		out[i] = driver.TaskTypeDue{Type: r.Type, Due: int(r.Due), Since: driver.Time(r.DueSince)}
+	}
+	return out, nil
+}
+
+// TaskTypesHeld implements driver.TaskExecutor.
+func (e *executor) TaskTypesHeld(ctx context.Context) ([]string, error) {
+	types, err := e.d.q.TaskTypesHeld(ctx, e.db)
+	return types, mapErr("task types held", err)
+}

@@ -1290,6 +1290,18 @@ func (e *executor) TaskEventList(ctx context.Context, taskID int64) ([]driver.Ta
 	return taskEventRowsOf(x)
 }
 
+// TaskEventStoppedMany implements driver.Executor with dbsqlc's TaskEventStoppedMany.
+func (e *executor) TaskEventStoppedMany(ctx context.Context, taskIDs []int64) ([]driver.TaskEventRow, error) {
+	if len(taskIDs) == 0 {
+		return nil, nil
+	}
+	x, err := e.d.q.TaskEventStoppedMany(ctx, e.read, jsonList(taskIDs))
+	if err != nil {
+		return nil, mapErr("task event stopped many", err)
+	}
+	return taskEventRowsOf(x)
+}
+
 // TaskPurgeCandidates implements driver.Executor with dbsqlc's TaskPurgeCandidates.
 func (e *executor) TaskPurgeCandidates(ctx context.Context, p driver.TaskPurgeCandidatesParams) ([]int64, error) {
 	x, err := e.d.q.TaskPurgeCandidates(ctx, e.read, taskPurgeCandidatesParams(p))

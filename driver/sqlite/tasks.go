@@ -370,3 +370,26 @@ func (e *executor) TaskEventMinutes(ctx context.Context, p driver.TaskEventWindo
 	}
 	return out, nil
 }
+
+// TaskTypesDue implements driver.TaskExecutor.
+func (e *executor) TaskTypesDue(ctx context.Context, now time.Time) ([]driver.TaskTypeDue, error) {
+	rows, err := e.d.q.TaskTypesDue(ctx, e.read, fmtNullTime(now))
+	if err != nil {
+		return nil, mapErr("task types due", err)
+	}
+	out := make([]driver.TaskTypeDue, len(rows))
+	for i, r := range rows {
+		since, err := parseTime(r.DueSince)
+		if err != nil {
+			return nil, fmt.Errorf("task types due: %w", err)
+		}
+		out[i] = driver.TaskTypeDue{Type: r.Type, Due: int(r.Due), Since: since}
+	}
+	return out, nil
+}
+
+// TaskTypesHeld implements driver.TaskExecutor.
+func (e *executor) TaskTypesHeld(ctx context.Context) ([]string, error) {
+	types, err := e.d.q.TaskTypesHeld(ctx, e.read)
+	return types, mapErr("task types held", err)
+}

@@ -743,6 +743,11 @@ WHERE a.abort_id = u.abort_id;
 -- name: AbortList :many
 SELECT * FROM cks_task_aborts WHERE task_id = @task_id ORDER BY abort_id;
 
+-- name: TaskEventStoppedMany :many
+SELECT DISTINCT ON (task_id) * FROM cks_task_events
+WHERE task_id = ANY(@task_ids::bigint[]) AND to_state = 'STOPPED'
+ORDER BY task_id, event_id DESC;
+
 -- name: AbortLatestMany :many
 SELECT DISTINCT ON (task_id) * FROM cks_task_aborts
 WHERE task_id = ANY(@task_ids::bigint[])
@@ -826,3 +831,20 @@ SELECT c.claimed_at::timestamptz AS claimed_at,
 FROM claims c
 ORDER BY c.claimed_at DESC, c.task_id DESC
 LIMIT @max;
+
+-- The task types with OPEN tasks due now: per type how many, and since
+-- when the longest-waiting one has been OPEN (for the signal of a type no
+-- worker claims, ledger.UnclaimedTypes).
+-- name: TaskTypesDue :many
+SELECT type, count(*) AS due, min(COALESCE(state_changed_at, created_at))::timestamptz AS due_since
+FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= @now)
+GROUP BY type
+ORDER BY type;
+
+-- The task types some worker holds a task of now (CLAIMED or RUNNING),
+-- from idx_outbox_tasks_leased's rows.
+-- name: TaskTypesHeld :many
+SELECT DISTINCT type FROM cks_outbox_tasks
+WHERE state IN ('CLAIMED', 'RUNNING')
+ORDER BY type;

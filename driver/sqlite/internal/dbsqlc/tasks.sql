@@ -451,6 +451,13 @@ WHERE abort_id = @abort_id;
 -- name: AbortList :many
 SELECT * FROM cks_task_aborts WHERE task_id = @task_id ORDER BY abort_id;
 
+-- name: TaskEventStoppedMany :many
+SELECT * FROM cks_task_events
+WHERE event_id IN (SELECT max(e.event_id) FROM cks_task_events e
+    WHERE e.task_id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT))) AND e.to_state = 'STOPPED'
+    GROUP BY e.task_id)
+ORDER BY task_id;
+
 -- name: AbortLatestMany :many
 SELECT * FROM cks_task_aborts
 WHERE abort_id IN (SELECT max(a.abort_id) FROM cks_task_aborts a
@@ -536,3 +543,19 @@ SELECT CAST(c.claimed_at AS TEXT) AS claimed_at,
 FROM claims c
 ORDER BY c.claimed_at DESC, c.task_id DESC
 LIMIT @max;
+
+-- The task types with OPEN tasks due now: per type how many, and since
+-- when the longest-waiting one has been OPEN (for the signal of a type no
+-- worker claims, ledger.UnclaimedTypes).
+-- name: TaskTypesDue :many
+SELECT type, count(*) AS due, CAST(min(COALESCE(state_changed_at, created_at)) AS TEXT) AS due_since
+FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= @now)
+GROUP BY type
+ORDER BY type;
+
+-- The task types some worker holds a task of now (CLAIMED or RUNNING).
+-- name: TaskTypesHeld :many
+SELECT DISTINCT type FROM cks_outbox_tasks
+WHERE state IN ('CLAIMED', 'RUNNING')
+ORDER BY type;

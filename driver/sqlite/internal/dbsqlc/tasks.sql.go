@@ -1421,6 +1421,50 @@ func (q *Queries) TaskEventMinutes(ctx context.Context, db DBTX, arg TaskEventMi
 	return items, nil
 }
 
+const taskEventStoppedMany = `-- name: TaskEventStoppedMany :many
+SELECT event_id, task_id, at, actor, from_state, to_state, attempt, reason, changes, claimed_at, started_at, worker FROM cks_task_events
+WHERE event_id IN (SELECT max(e.event_id) FROM cks_task_events e
+    WHERE e.task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND e.to_state = 'STOPPED'
+    GROUP BY e.task_id)
+ORDER BY task_id
+`
+
+func (q *Queries) TaskEventStoppedMany(ctx context.Context, db DBTX, taskIds string) ([]CksTaskEvent, error) {
+	rows, err := db.QueryContext(ctx, taskEventStoppedMany, taskIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskEvent
+	for rows.Next() {
+		var i CksTaskEvent
+		if err := rows.Scan(
+			&i.EventID,
+			&i.TaskID,
+			&i.At,
+			&i.Actor,
+			&i.FromState,
+			&i.ToState,
+			&i.Attempt,
+			&i.Reason,
+			&i.Changes,
+			&i.ClaimedAt,
+			&i.StartedAt,
+			&i.Worker,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskGet = `-- name: TaskGet :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ?1
 `
@@ -2513,6 +2557,76 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const taskTypesDue = `-- name: TaskTypesDue :many
+SELECT type, count(*) AS due, CAST(min(COALESCE(state_changed_at, created_at)) AS TEXT) AS due_since
+FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= ?1)
+GROUP BY type
+ORDER BY type
+`
+
+type TaskTypesDueRow struct {
+	Type     string
+	Due      int64
+	DueSince string
+}
+
+// The task types with OPEN tasks due now: per type how many, and since
+// when the longest-waiting one has been OPEN (for the signal of a type no
+// worker claims, ledger.UnclaimedTypes).
+func (q *Queries) TaskTypesDue(ctx context.Context, db DBTX, now *string) ([]TaskTypesDueRow, error) {
+	rows, err := db.QueryContext(ctx, taskTypesDue, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskTypesDueRow
+	for rows.Next() {
+		var i TaskTypesDueRow
+		if err := rows.Scan(&i.Type, &i.Due, &i.DueSince); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskTypesHeld = `-- name: TaskTypesHeld :many
+SELECT DISTINCT type FROM cks_outbox_tasks
+WHERE state IN ('CLAIMED', 'RUNNING')
+ORDER BY type
+`
+
+// The task types some worker holds a task of now (CLAIMED or RUNNING).
+func (q *Queries) TaskTypesHeld(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.QueryContext(ctx, taskTypesHeld)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var type_ string
+		if err := rows.Scan(&type_); err != nil {
+			return nil, err
+		}
+		items = append(items, type_)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const taskUpdate = `-- name: TaskUpdate :execrows
