@@ -147,7 +147,7 @@ func TestBrowserEditHistory(t *testing.T) {
 		waitVisible(chromedp.ID("edit-acceptance_criteria")),
 		chromedp.SetValue(chromedp.ID("edit-acceptance_criteria"), "the new criteria"))
 	js[bool](tb, `document.getElementById("edit-acceptance_criteria").dispatchEvent(new Event("input", {bubbles: true}))`)
-	tb.do(click(chromedp.CSS(`form[data-task-action=update] button`)))
+	tb.reloads(click(chromedp.CSS(`form[data-task-action=update] button`)))
 	h.waitTask(t, task.ID, "edited", func(t cks.Task) bool { return t.AcceptanceCriteria == "the new criteria" })
 	tb.waitTrue("the edit history shows the change",
 		`document.readyState === "complete" && !!document.querySelector("#edit-history [data-revision] .diff__del") && document.querySelector("#edit-history [data-revision] .diff__del").textContent.includes("the old criteria")`)

@@ -327,6 +327,18 @@ func js[T any](tb *tab, expr string) T {
 
 // waitTrue polls the JavaScript condition expr (every 50 ms, within
 // browserWait) until it is true; what says what was waited for.
+// reloads runs steps that end in a reload of the page (a task action that
+// succeeds reloads it) and waits for the new page to be complete: a step
+// taken on the old page meanwhile — a click on its Start button, which it
+// shows as well — is lost to the reload (the CI flake of
+// TestBrowserAddDependencyThenStart).
+func (tb *tab) reloads(steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	js[bool](tb, `(window.cksOldPage = true)`)
+	tb.do(steps...)
+	tb.waitTrue("the page reloaded", `!window.cksOldPage && document.readyState === "complete"`)
+}
+
 func (tb *tab) waitTrue(what, expr string) {
 	tb.t.Helper()
 	if err := tb.poll(expr); err != nil {

@@ -44,7 +44,7 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 			t.Fatalf("created: %+v", created)
 		}
 
-		tb.do(
+		tb.reloads(
 			chromedp.SendKeys(chromedp.ID("stop-reason"), "freeze window"),
 			click(chromedp.CSS(`form[data-task-action=stop] button`)),
 		)
@@ -53,7 +53,7 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 			t.Errorf("stop event %+v", last)
 		}
 		tb.waitTrue("the Start button", `document.readyState === "complete" && !!document.querySelector("form[data-task-action=start] button")`)
-		tb.do(click(chromedp.CSS(`form[data-task-action=start] button`)))
+		tb.reloads(click(chromedp.CSS(`form[data-task-action=start] button`)))
 		started := h.waitTask(t, id, "started", func(t cks.Task) bool { return t.State == cks.TaskOpen })
 		if started.Restarts != 1 || started.Attempts != 0 {
 			t.Errorf("started: restarts %d attempts %d, want 1 and 0", started.Restarts, started.Attempts)
@@ -73,7 +73,7 @@ func TestBrowserTaskLifecycleFromForms(t *testing.T) {
 			t.Fatal("a dismissed cancel was sent anyway")
 		}
 		dl.setAccept(true)
-		tb.do(click(chromedp.CSS(`form[data-task-action=cancel] button`)))
+		tb.reloads(click(chromedp.CSS(`form[data-task-action=cancel] button`)))
 		dl.wait(t, 2)
 		h.waitTask(t, id, "cancelled", func(t cks.Task) bool { return t.State == cks.TaskCancelled && t.LastError == "superseded" })
 		tb.waitTrue("the page shows it CANCELLED", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "CANCELLED"`)
@@ -147,7 +147,7 @@ func TestBrowserAddDependencyThenStart(t *testing.T) {
 		if got := h.getTask(t, task.ID); got.Revision != task.Revision || len(got.DependsOn) != 0 {
 			t.Fatalf("a refused edit changed the task: %+v", got)
 		}
-		tb.do(
+		tb.reloads(
 			chromedp.SetValue(chromedp.ID("edit-add_depends_on"), strconv.FormatInt(dep.ID, 10)),
 			click(chromedp.CSS(`form[data-task-action=update] [data-task-action-button]`)),
 		)
@@ -156,7 +156,7 @@ func TestBrowserAddDependencyThenStart(t *testing.T) {
 			t.Fatalf("edited: %+v", edited)
 		}
 		tb.waitTrue("the Start button", `document.readyState === "complete" && !!document.querySelector("form[data-task-action=start] button")`)
-		tb.do(click(chromedp.CSS(`form[data-task-action=start] button`)))
+		tb.reloads(click(chromedp.CSS(`form[data-task-action=start] button`)))
 		h.waitTask(t, task.ID, "started", func(t cks.Task) bool { return t.State == cks.TaskWaiting })
 		tb.waitTrue("the page shows it WAITING", `document.readyState === "complete" && document.querySelector("h1 .state").textContent === "WAITING"`)
 	})
