@@ -284,9 +284,10 @@ func (n NewTask) Validate() (NewTask, error) {
 	if n.Payload, n.Metadata, err = storedJSONFields(n.Payload, n.Metadata); err != nil {
 		return n, err
 	}
+	if err := ValidateTaskType("type", n.Type); err != nil {
+		return n, err
+	}
 	switch {
-	case ValidateTaskType("type", n.Type) != nil:
-		return n, ValidateTaskType("type", n.Type)
 	case n.Priority < 0 || n.Priority > MaxPriority:
 		return n, fieldError("priority", fmt.Sprintf("an integer from 0 to %d", MaxPriority))
 	case n.MaxAttempts < 0 || n.MaxAttempts > MaxMaxAttempts:

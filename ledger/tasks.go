@@ -515,21 +515,23 @@ func (s *Service) ListTasks(ctx context.Context, f cks.TaskFilter) (cks.TaskPage
 			ab := toAbort(a)
 			byTask[a.TaskID] = &ab
 		}
-		var stopped []int64
 		for i := range page.Tasks {
 			page.Tasks[i].LastAbort = byTask[page.Tasks[i].ID]
-			if page.Tasks[i].State == cks.TaskStopped {
-				stopped = append(stopped, page.Tasks[i].ID)
-			}
 		}
-		return fillStops(ctx, ex, page.Tasks, stopped)
+		return fillStops(ctx, ex, page.Tasks)
 	})
 	return page, err
 }
 
-// fillStops sets the Stop of the tasks of ids (STOPPED ones of tasks): the
-// event that stopped each, one read for all of them.
-func fillStops(ctx context.Context, ex driver.Executor, tasks []cks.Task, ids []int64) error {
+// fillStops sets the Stop of the STOPPED tasks of tasks: the event that
+// stopped each, one read for all of them.
+func fillStops(ctx context.Context, ex driver.Executor, tasks []cks.Task) error {
+	var ids []int64
+	for _, t := range tasks {
+		if t.State == cks.TaskStopped {
+			ids = append(ids, t.ID)
+		}
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -546,7 +548,7 @@ func fillStops(ctx context.Context, ex driver.Executor, tasks []cks.Task, ids []
 		byTask[r.TaskID] = &ev
 	}
 	for i := range tasks {
-		if ev := byTask[tasks[i].ID]; ev != nil && tasks[i].State == cks.TaskStopped {
+		if ev := byTask[tasks[i].ID]; ev != nil {
 			tasks[i].Stop = ev
 		}
 	}

@@ -23,14 +23,17 @@ func (s *Service) UnclaimedTypes(ctx context.Context, after time.Duration, decla
 	now := s.clock.Now()
 	var (
 		due  []driver.TaskTypeDue
-		held []string
+		held = map[string]bool{} // the types of the CLAIMED and RUNNING tasks
 	)
 	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
 		var err error
 		if due, err = ex.TaskTypesDue(ctx, now); err != nil {
 			return err
 		}
-		held, err = ex.TaskTypesHeld(ctx)
+		types, err := ex.TaskTypesHeld(ctx)
+		for _, t := range types {
+			held[t] = true
+		}
 		return err
 	})
 	out := cks.UnclaimedTypes{Types: []cks.UnclaimedType{}, AfterS: after.Seconds()}
@@ -38,7 +41,7 @@ func (s *Service) UnclaimedTypes(ctx context.Context, after time.Duration, decla
 		return out, err
 	}
 	for _, d := range due {
-		if now.Sub(d.Since) > after && !declared[d.Type] && !slices.Contains(held, d.Type) {
+		if now.Sub(d.Since) > after && !declared[d.Type] && !held[d.Type] {
 			out.Types = append(out.Types, cks.UnclaimedType{Type: d.Type, Waiting: d.Due, Since: d.Since})
 		}
 	}
