@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +118,7 @@ func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver
 	log = log.With("process_kind", set.Kind, "instance_id", rep.InstanceID())
 	log.Info("agent started", "types", set.Types, "poll_interval", set.PollInterval.String(),
 		"liveness_interval", set.LivenessInterval.String(), "heartbeat_interval", set.HeartbeatInterval.String(),
-		"lease", set.Lease.String(), "drain_timeout", set.DrainTimeout.String())
+		"lease", set.Lease.String(), "drain_timeout", set.DrainTimeout.String(), "concurrency", max(set.Concurrency, 1))
 	if msg := set.MaxRetriesDeprecation(); msg != "" && resolve != nil {
 		log.Warn(msg)
 	}
@@ -274,13 +276,16 @@ func watchReady(ctx context.Context, st Services, wake chan<- struct{}) {
 	})
 }
 
-// claimLoop claims tasks of set.Types one at a time and works each with ex
-// until ctx or run ends, waiting set.PollInterval of c (or a wake) when
-// there is nothing to claim or the claim failed. A task in hand is finished
-// even when they end meanwhile (drain); only an abort of the task itself
-// cancels its resolver. run is read as well as ctx because the loop's own
-// context ends only when its Stop is called, a moment after run ends: a
-// task finished in that moment must not be followed by another claim.
+// claimLoop claims tasks of set.Types and works each with ex, up to
+// set.Concurrency at once, until ctx or run ends, waiting
+// set.PollInterval of c (or a wake) when there is nothing to claim or the
+// claim failed. One claim takes as many tasks as there are free slots.
+// Tasks in hand are finished even when ctx or run end meanwhile (drain):
+// claimLoop returns once they are; only an abort of a task itself cancels
+// its resolver. run is read as well as ctx because the loop's own context
+// ends only when its Stop is called, a moment after run ends: a slot freed
+// in that moment must not be followed by another claim. A resolver that
+// panics panics the loop (the agent stops), as if it ran in the loop.
 func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resolve worker.Resolver, wake <-chan struct{},
 	rep *liveness.Reporter, ex *worker.Executor, c clock.Clock, log *slog.Logger) {
 	name := ExecutorName(set.Kind, rep.InstanceID())
@@ -288,31 +293,88 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 	// before each claim spares each run its own lease read (worker.RunParams).
 	release := ex.Watch(ctx)
 	defer release()
-	for ctx.Err() == nil && run.Err() == nil {
+	resolve = capRetries(resolve, set.MaxRetries)
+	slots := max(set.Concurrency, 1)
+	free := make(chan struct{}, slots) // a token per free slot
+	for range slots {
+		free <- struct{}{}
+	}
+	// A task's panic, with its stack, for the loop to raise; sent before
+	// the task's slot is freed, so the loop sees it before it claims again,
+	// and ending the loop's waits (lctx).
+	panics := make(chan string, slots)
+	lctx, endWaits := context.WithCancel(ctx)
+	defer endWaits()
+	raise := func() {
+		select {
+		case p := <-panics:
+			panic(p)
+		default:
+		}
+	}
+	var tasks sync.WaitGroup
+	defer func() {
+		tasks.Wait() // the drain: every task in hand finishes (or is given back) first
+		raise()
+	}()
+	for {
+		select {
+		case <-free:
+		case <-lctx.Done():
+			return
+		case <-run.Done():
+			return
+		}
+		raise()
+		if ctx.Err() != nil || run.Err() != nil {
+			return
+		}
+		n := 1
+		for more := true; more; {
+			select {
+			case <-free:
+				n++
+			default:
+				more = false
+			}
+		}
 		mark := ex.Mark()
 		// Claimed straight to RUNNING (the executor then skips
 		// MarkRunning): claim and start are one commit.
-		tasks, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: 1, Lease: set.Lease, Running: true})
+		claimed, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: n, Lease: set.Lease, Running: true})
+		for range n - len(claimed) {
+			free <- struct{}{}
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("claim failed; retrying after the poll interval", "err", err)
 			}
-			clock.Sleep(ctx, c, set.PollInterval, nil) //nolint:errcheck // the loop reads ctx
+			clock.Sleep(lctx, c, set.PollInterval, nil) //nolint:errcheck // the loop reads lctx
 			continue
 		}
-		if len(tasks) == 0 {
-			clock.Sleep(ctx, c, set.PollInterval, wake) //nolint:errcheck // woken, polled or stopped: the loop reads ctx
+		if len(claimed) == 0 {
+			clock.Sleep(lctx, c, set.PollInterval, wake) //nolint:errcheck // woken, polled, stopped or a panic: the loop reads lctx
 			continue
 		}
-		t := tasks[0]
-		rep.SetCurrentTask(t.ID, t.Type)
-		r, err := ex.RunWith(hurry, t, capRetries(resolve, set.MaxRetries), worker.RunParams{Mark: mark})
-		rep.ClearCurrentTask()
-		if err != nil {
-			log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)
-			continue
+		for _, t := range claimed {
+			rep.HoldTask(t.ID, t.Type)
+			tasks.Go(func() {
+				defer func() { free <- struct{}{} }()
+				defer func() {
+					if v := recover(); v != nil {
+						panics <- fmt.Sprintf("%v (task %d)\n%s", v, t.ID, debug.Stack())
+						endWaits()
+					}
+				}()
+				r, err := ex.RunWith(hurry, t, resolve, worker.RunParams{Mark: mark})
+				rep.ReleaseTask(t.ID)
+				if err != nil {
+					log.Error("writing a task outcome failed", "task_id", t.ID, "err", err)
+					return
+				}
+				log.Info("task done", "task_id", t.ID, "type", t.Type, "attempt", t.Attempts, "outcome", r.Outcome)
+			})
 		}
-		log.Info("task done", "task_id", t.ID, "type", t.Type, "attempt", t.Attempts, "outcome", r.Outcome)
 	}
 }
 

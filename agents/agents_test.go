@@ -70,6 +70,11 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"exec", map[string]string{"CKS_EXEC_DRAIN_TIMEOUT": "2.5"},
 			func(s agents.Settings) bool { return s.DrainTimeout == 2500*time.Millisecond }, ""},
 		{"exec", map[string]string{"CKS_EXEC_DRAIN_TIMEOUT": "soon"}, nil, "CKS_EXEC_DRAIN_TIMEOUT"},
+		{"exec", nil, func(s agents.Settings) bool { return s.Concurrency == 1 }, ""},
+		{"exec", map[string]string{"CKS_EXEC_CONCURRENCY": "8"}, func(s agents.Settings) bool { return s.Concurrency == 8 }, ""},
+		{"exec", map[string]string{"CKS_EXEC_CONCURRENCY": "0"}, nil, "CKS_EXEC_CONCURRENCY"},
+		{"exec", map[string]string{"CKS_EXEC_CONCURRENCY": "257"}, nil, "CKS_EXEC_CONCURRENCY"},
+		{"critic", map[string]string{"CKS_CRITIC_CONCURRENCY": "two"}, nil, "CKS_CRITIC_CONCURRENCY"},
 		{"critic", map[string]string{"CKS_CRITIC_LIVENESS_INTERVAL": "soon"}, nil, "CKS_CRITIC_LIVENESS_INTERVAL"},
 		{"critic", map[string]string{"CKS_CRITIC_POLL_INTERVAL": "-1"}, nil, "CKS_CRITIC_POLL_INTERVAL"},
 		{"fork_resolution", map[string]string{"CKS_FORK_AGENT_MAX_RETRIES": "many"}, nil, "CKS_FORK_AGENT_MAX_RETRIES"},
@@ -95,18 +100,20 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	s.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--poll-interval", "1s", "--heartbeat-interval", "20", "--types", "a,b"}); err != nil {
+	if err := fs.Parse([]string{"--poll-interval", "1s", "--heartbeat-interval", "20", "--types", "a,b", "--concurrency", "4"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	if s.PollInterval != time.Second || s.HeartbeatInterval != 20*time.Second || strings.Join(s.Types, ",") != "a,b" ||
-		s.Lease != time.Minute {
+		s.Lease != time.Minute || s.Concurrency != 4 {
 		t.Fatalf("settings %+v", s)
 	}
-	if err := fs.Parse([]string{"--liveness-interval", "never"}); err == nil || !strings.Contains(err.Error(), "liveness-interval") {
-		t.Fatalf("bad flag: %v", err)
+	for _, bad := range [][]string{{"--liveness-interval", "never"}, {"--concurrency", "0"}, {"--concurrency", "1000"}} {
+		if err := fs.Parse(bad); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "--")) {
+			t.Fatalf("bad flag %q: %v", bad, err)
+		}
 	}
 }
 

@@ -54,7 +54,15 @@ type Settings struct {
 	// not counted — and the agent exits. 0 waits for the task without
 	// bound.
 	DrainTimeout time.Duration
+	// Concurrency is how many tasks the agent works at once (1 to
+	// MaxConcurrency): one process, one liveness row, up to this many
+	// leases, claimed together when several slots are free.
+	Concurrency int
 }
+
+// MaxConcurrency bounds Settings.Concurrency: more tasks at once belong in
+// more processes (each holds leases, heartbeats and, for exec, children).
+const MaxConcurrency = 256
 
 // EnvStaleWindow is the default lease's variable, shared with the hub.
 const EnvStaleWindow = ledger.EnvStaleWindow
@@ -86,7 +94,7 @@ func Defaults(kind string) (Settings, error) {
 	}
 	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: defaultHeartbeat,
 		LivenessInterval: liveness.DefaultInterval, MaxRetries: -1, StaleWindow: ledger.DefaultLease,
-		DrainTimeout: DefaultDrainTimeout}
+		DrainTimeout: DefaultDrainTimeout, Concurrency: 1}
 	if kind == "fork_resolution" {
 		s.PollInterval = 30 * time.Second
 	}
@@ -109,8 +117,8 @@ func leaseFor(heartbeat time.Duration) time.Duration {
 }
 
 // EnvName is the variable that sets field (POLL_INTERVAL, HEARTBEAT_INTERVAL,
-// LIVENESS_INTERVAL, MAX_RETRIES, TYPES) for kind, e.g.
-// CKS_FORK_AGENT_POLL_INTERVAL.
+// LIVENESS_INTERVAL, DRAIN_TIMEOUT, CONCURRENCY, MAX_RETRIES, TYPES) for
+// kind, e.g. CKS_FORK_AGENT_POLL_INTERVAL.
 func EnvName(kind, field string) string { return envPrefix[kind] + field }
 
 // SettingsFromEnv returns kind's defaults overridden by its environment
@@ -147,6 +155,11 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 			return s, fmt.Errorf("%s: expected a non-negative integer, got %q", EnvName(kind, "MAX_RETRIES"), v)
 		}
 		s.MaxRetries = n
+	}
+	if v := getenv(EnvName(kind, "CONCURRENCY")); v != "" {
+		if s.Concurrency, err = parseConcurrency(v); err != nil {
+			return s, fmt.Errorf("%s: %w", EnvName(kind, "CONCURRENCY"), err)
+		}
 	}
 	if v := getenv(EnvName(kind, "TYPES")); v != "" {
 		s.Types = SplitTypes(v)
@@ -236,6 +249,34 @@ func (f retriesFlag) Set(v string) error {
 	return nil
 }
 
+// parseConcurrency reads Settings.Concurrency: 1 to MaxConcurrency.
+func parseConcurrency(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > MaxConcurrency {
+		return 0, fmt.Errorf("expected a whole number of tasks at once from 1 to %d, got %q", MaxConcurrency, v)
+	}
+	return n, nil
+}
+
+// concurrencyFlag is a flag.Value over Settings.Concurrency.
+type concurrencyFlag struct{ n *int }
+
+func (f concurrencyFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f concurrencyFlag) Set(v string) error {
+	n, err := parseConcurrency(v)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
+}
+
 // typesFlag is a flag.Value over Settings.Types.
 type typesFlag struct{ ts *[]string }
 
@@ -253,8 +294,8 @@ func (f typesFlag) Set(v string) error {
 
 // RegisterFlags adds flags that override s (already filled from the
 // environment, so the defaults shown are the effective ones): --poll-interval,
-// --heartbeat-interval, --liveness-interval, --drain-timeout, --types, and
-// the deprecated --max-retries. Call Finish after parsing.
+// --heartbeat-interval, --liveness-interval, --drain-timeout, --types,
+// --concurrency, and the deprecated --max-retries. Call Finish after parsing.
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(intervalFlag{d: &s.PollInterval}, "poll-interval", "wait `DURATION` between claims when idle (env "+EnvName(s.Kind, "POLL_INTERVAL")+")")
 	fs.Var(intervalFlag{d: &s.HeartbeatInterval}, "heartbeat-interval",
@@ -267,6 +308,8 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(retriesFlag{&s.MaxRetries}, "max-retries", "DEPRECATED: a task's max_attempts decides its retries; `N` makes a failure permanent "+
 		"from attempt N+1 on (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
 	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types `T1,T2` to claim (env "+EnvName(s.Kind, "TYPES")+")")
+	fs.Var(concurrencyFlag{&s.Concurrency}, "concurrency", fmt.Sprintf("work up to `N` tasks at once in this one process, 1 to %d (env %s)",
+		MaxConcurrency, EnvName(s.Kind, "CONCURRENCY")))
 }
 
 // Finish validates s after flags were applied and derives the lease

@@ -93,7 +93,8 @@ type Reporter struct {
 
 	mu   sync.Mutex
 	row  cks.AgentLiveness
-	once sync.Once // OnStopRequested
+	held []heldTask // the tasks in hand, oldest first (HoldTask)
+	once sync.Once  // OnStopRequested
 
 	poke chan struct{} // the current task changed: write soon
 	base *lifecycle.Base
@@ -252,22 +253,42 @@ func (r *Reporter) checkStop(ctx context.Context) {
 	}
 }
 
-// SetCurrentTask records the task the process now holds; it is written
-// with the next heartbeat, which comes at once (best effort: the ledger, not
-// this row, is the truth about tasks).
-func (r *Reporter) SetCurrentTask(id int64, taskType string) {
+// HoldTask records a task the process now holds; it is written with the
+// next heartbeat, which comes at once (best effort: the ledger, not this
+// row, is the truth about tasks). A process working several tasks at once
+// (an agent's --concurrency) shows the oldest it holds as its current
+// task; the ledger's claimed_by names them all.
+func (r *Reporter) HoldTask(id int64, taskType string) {
 	r.mu.Lock()
-	r.row.CurrentTaskID, r.row.CurrentTaskType = &id, taskType
+	r.held = append(r.held, heldTask{id: id, typ: taskType})
+	r.showHeldLocked()
 	r.mu.Unlock()
 	r.nudge()
 }
 
-// ClearCurrentTask records that the process holds no task.
-func (r *Reporter) ClearCurrentTask() {
+// ReleaseTask records that the process no longer holds task id.
+func (r *Reporter) ReleaseTask(id int64) {
 	r.mu.Lock()
-	r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
+	r.held = slices.DeleteFunc(r.held, func(h heldTask) bool { return h.id == id })
+	r.showHeldLocked()
 	r.mu.Unlock()
 	r.nudge()
+}
+
+// heldTask is a task the process holds, in the order it took them.
+type heldTask struct {
+	id  int64
+	typ string
+}
+
+// showHeldLocked puts the oldest held task on the row (none when idle).
+func (r *Reporter) showHeldLocked() {
+	if len(r.held) == 0 {
+		r.row.CurrentTaskID, r.row.CurrentTaskType = nil, ""
+		return
+	}
+	id := r.held[0].id
+	r.row.CurrentTaskID, r.row.CurrentTaskType = &id, r.held[0].typ
 }
 
 func (r *Reporter) nudge() {

@@ -98,11 +98,26 @@ func TestReporterLifecycle(t *testing.T) {
 		if !slices.Equal(first.TaskTypes, []string{"critique", "a,b"}) {
 			t.Fatalf("task types %q, want [critique a,b]", first.TaskTypes)
 		}
-		r.SetCurrentTask(42, "critique")
-		waitUntil(t, "the current task written", func() bool {
-			got := row(t, st, r.InstanceID())
-			return got.CurrentTaskID != nil && *got.CurrentTaskID == 42 && got.CurrentTaskType == "critique"
-		})
+		// Several tasks in hand (--concurrency): the row shows the oldest,
+		// then the next once that is released, then none.
+		current := func(want int64, wantType string) func() bool {
+			return func() bool {
+				got := row(t, st, r.InstanceID())
+				if want == 0 {
+					return got.CurrentTaskID == nil && got.CurrentTaskType == ""
+				}
+				return got.CurrentTaskID != nil && *got.CurrentTaskID == want && got.CurrentTaskType == wantType
+			}
+		}
+		r.HoldTask(42, "critique")
+		r.HoldTask(43, "a,b")
+		waitUntil(t, "the oldest task in hand written", current(42, "critique"))
+		r.ReleaseTask(42)
+		waitUntil(t, "the next task in hand written", current(43, "a,b"))
+		r.ReleaseTask(43)
+		waitUntil(t, "no task in hand written", current(0, ""))
+		r.HoldTask(42, "critique")
+		waitUntil(t, "the current task written", current(42, "critique"))
 		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0) {
 			t.Fatalf("heartbeat %v before the clock moved", got.LastHeartbeatAt)
 		}
@@ -223,7 +238,7 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 		st.down.Store(true)
 		tick(t, c, time.Minute)
 		recv(t, st.failed, "the failed tick")
-		r.SetCurrentTask(1, "x") // forces a write attempt now
+		r.HoldTask(1, "x") // forces a write attempt now
 		recv(t, st.failed, "the failed write of the current task")
 		st.down.Store(false)
 		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0) {

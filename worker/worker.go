@@ -272,8 +272,10 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	if err != nil {
 		return Report{}, fmt.Errorf("worker: task %d: %w", t.ID, err)
 	}
-	res, rerr := resolve(kctx, &Attempt{e: e, task: t, token: token})
-	hb.Stop()
+	res, rerr := func() (Result, error) {
+		defer hb.Stop() // also when resolve panics: nothing of the run is left running
+		return resolve(kctx, &Attempt{e: e, task: t, token: token})
+	}()
 
 	// The outcome is written even when ctx has ended: it must not be lost.
 	wctx := context.WithoutCancel(ctx)

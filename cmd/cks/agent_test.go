@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,6 +169,59 @@ func TestAgentStopPaths(t *testing.T) {
 					t.Fatalf("task created during the run: %s, %d attempts; want OPEN, never claimed", task.State, task.Attempts)
 				}
 			})
+		}
+	})
+}
+
+// TestExecAgentConcurrency: `cks agent exec --concurrency 3` is one
+// process, one row, running three commands at once; stopped, it finishes
+// them and claims no fourth.
+func TestExecAgentConcurrency(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHub(t, "serve", "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		var ids []int64
+		for i := range 4 {
+			ids = append(ids, newTask(t, api, "par", fmt.Sprint("task ", i)))
+		}
+		a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", "par", "--concurrency", "3"},
+			append(fastAgent, "--", "sh", "-c", blockUntilGo)...)...)
+		var running []int64
+		waitFor(t, "three commands running at once", func() bool {
+			running = running[:0]
+			for _, id := range ids {
+				if _, err := os.Stat(filepath.Join(dir, fmt.Sprint("pid.", id))); err == nil {
+					running = append(running, id)
+				}
+			}
+			return len(running) == 3
+		})
+		for _, id := range running {
+			if task := getTask(t, api, id); task.State != cks.TaskRunning {
+				t.Fatalf("task %d is %s while its command runs", id, task.State)
+			}
+		}
+		n := 0
+		for _, p := range processes(t, h) {
+			if p.PID == a.cmd.Process.Pid && p.Status == cks.ProcessAlive {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d alive rows of the agent's process, want 1", n)
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM)
+		a.waitLog(t, agents.MsgDraining)
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+		if code := a.wait(t); code != 0 {
+			t.Fatalf("agent exit status %d, want 0\n%s", code, a.stderr.String())
+		}
+		for _, id := range ids {
+			task := getTask(t, api, id)
+			if slices.Contains(running, id) != (task.State == cks.TaskCompleted) || (task.State != cks.TaskCompleted && task.Attempts != 0) {
+				t.Fatalf("task %d: %s, %d attempts; running at the stop: %v", id, task.State, task.Attempts, slices.Contains(running, id))
+			}
 		}
 	})
 }
@@ -366,6 +420,7 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"agent", "exec", "--types", "x"}, "a command after --"},
 		{[]string{"agent", "critic", "--", "true"}, "only agent exec takes a command"},
 		{[]string{"agent", "critic", "--liveness-interval", "-1"}, "positive"},
+		{[]string{"agent", "exec", "--types", "x", "--concurrency", "0", "--", "true"}, "concurrency"},
 		{[]string{"dev", "--exec-types", "x"}, "command after --"},
 		{[]string{"dev", "--", "true"}, "needs --exec-types"},
 		// A command that cannot be run is refused at start, not by every

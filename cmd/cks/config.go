@@ -323,6 +323,9 @@ func agentSettings() []setting {
 				meaning: "on stop, how long the task in hand may finish before it is interrupted and given back (OPEN, its " +
 					"attempt not counted); 0 waits without bound",
 				value: func(v *configValues) string { return dur(v.agent[k].DrainTimeout) }},
+			setting{env: name("CONCURRENCY"), flag: "concurrency", readers: r,
+				meaning: fmt.Sprintf("how many tasks the agent works at once, in its one process (1 to %d)", agents.MaxConcurrency),
+				value:   func(v *configValues) string { return strconv.Itoa(v.agent[k].Concurrency) }},
 			setting{env: name("MAX_RETRIES"), flag: "max-retries", readers: r,
 				meaning: "DEPRECATED (a task's max_attempts decides its retries): when set, a failure from attempt N+1 on is " +
 					"made permanent; unset, max_attempts alone decides",

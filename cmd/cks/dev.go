@@ -44,10 +44,10 @@ const devAgentStartTimeout = 15 * time.Second
 // it serves, the four seed agents — and an exec agent when asked — as child
 // processes of this binary against the same database. On SIGINT/SIGTERM it
 // stops the agents (SIGTERM, a bounded wait, then SIGKILL) before the hub.
-// It launches, it does not supervise: an agent that dies is logged, not
-// restarted (ADR-016 §4); but one that could not say it exited (killed
-// after the grace period, or dead) is recorded as exited, its leases
-// released (devFleet.recordExit). A closed stderr (`cks dev 2>&1 | tee`,
+// An agent that crashes is restarted after a backoff; one that exits as
+// asked (`cks process stop`: status 0) stays stopped (devFleet.reap). One
+// that could not say it exited (killed after the grace period, or dead) is
+// recorded as exited, its leases released (devFleet.recordExit). A closed stderr (`cks dev 2>&1 | tee`,
 // the tee stopped by the same Ctrl-C) neither kills it nor loses the log:
 // SIGPIPE is caught, and the log goes on in the data directory (logSink).
 func cmdDev(ctx context.Context, args []string, e env) error {
@@ -83,7 +83,7 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 	case err := <-hubDone:
 		return err
 	}
-	fleet := &devFleet{log: log, stderr: sink}
+	fleet := &devFleet{log: log, stderr: sink, quit: make(chan struct{})}
 	if !d.noAgents {
 		st, err := openBackend(ctx, dbURL, e)
 		if err != nil {
@@ -258,6 +258,8 @@ type devAgent struct {
 // devChild is a started agent process.
 type devChild struct {
 	kind    string
+	spec    devAgent // how it was started, to restart it
+	crashes int      // the crashes in a row before this start (restartWait)
 	cmd     *exec.Cmd
 	started time.Time     // just before it was started
 	done    chan struct{} // closed once the process was reaped (and recorded)
@@ -274,8 +276,11 @@ type devFleet struct {
 	rec  *agents.ExitRecorder
 	rows func(context.Context) ([]cks.AgentLiveness, error)
 
+	self string        // this binary, which the agents are
+	quit chan struct{} // closed by stop: a restart waiting its backoff gives up
+
 	mu       sync.Mutex
-	children []*devChild
+	children []*devChild // every agent started, the exited and the restarted included
 	stopping bool
 }
 
@@ -289,30 +294,67 @@ func (f *devFleet) start(specs []devAgent) error {
 	if err != nil {
 		return fmt.Errorf("dev: cannot find this binary to start the agents: %w", err)
 	}
+	f.self = self
 	for _, s := range specs {
-		cmd := exec.Command(self, s.args...)
-		w := &prefixWriter{mu: &f.outMu, w: f.stderr, prefix: fmt.Sprintf("%-15s | ", s.kind)}
-		cmd.Stdout, cmd.Stderr = w, w
-		// Own process group: a Ctrl-C at the terminal reaches only cks dev,
-		// which then stops each agent once (a second signal would make an
-		// agent skip its drain).
-		cmd.SysProcAttr = devSysProcAttr()
-		c := &devChild{kind: s.kind, cmd: cmd, started: time.Now(), done: make(chan struct{})}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("dev: start agent %s: %w", s.kind, err)
+		if _, err := f.startOne(s, 0); err != nil {
+			return err
 		}
-		f.mu.Lock()
-		f.children = append(f.children, c)
-		f.mu.Unlock()
-		go f.reap(c, w)
 	}
 	return nil
 }
 
+// startOne starts the agent of spec, the crashes-th restart of a run of
+// crashes (0 for its first start), unless the fleet is stopping (then it
+// returns nil, nil): under f.mu, so stop, which sets stopping under it,
+// signals every child started.
+func (f *devFleet) startOne(s devAgent, crashes int) (*devChild, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return nil, nil
+	}
+	cmd := exec.Command(f.self, s.args...)
+	w := &prefixWriter{mu: &f.outMu, w: f.stderr, prefix: fmt.Sprintf("%-15s | ", s.kind)}
+	cmd.Stdout, cmd.Stderr = w, w
+	// Own process group: a Ctrl-C at the terminal reaches only cks dev,
+	// which then stops each agent once (a second signal would make an
+	// agent skip its drain).
+	cmd.SysProcAttr = devSysProcAttr()
+	c := &devChild{kind: s.kind, spec: s, crashes: crashes, cmd: cmd, started: time.Now(), done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("dev: start agent %s: %w", s.kind, err)
+	}
+	f.children = append(f.children, c)
+	go f.reap(c, w)
+	return c, nil
+}
+
+// The restart backoff of an agent that crashed: devRestartFirst after its
+// first crash, doubling with each crash that follows within devStableRun
+// of its start, at most devRestartMax.
+const (
+	devRestartFirst = time.Second
+	devRestartMax   = 30 * time.Second
+	devStableRun    = time.Minute
+)
+
+// restartWait is the wait before the restart that follows the crashes-th
+// crash in a row.
+func restartWait(crashes int) time.Duration {
+	d := devRestartFirst
+	for i := 1; i < crashes && d < devRestartMax; i++ {
+		d *= 2
+	}
+	return min(d, devRestartMax)
+}
+
 // reap waits for child c to exit, records it as exited when it could not
-// say so itself, and logs an exit that was not asked for: at info when
-// the agent exited with status 0 (it was asked to stop: `cks process
-// stop`), else as an error. cks dev does not restart it.
+// say so itself, and decides what follows an exit that was not asked for
+// by cks dev: an agent that exited with status 0 was asked to stop (`cks
+// process stop`) and stays stopped (info); one that exited 2 was refused
+// its flags or settings, which a restart cannot mend (error); any other
+// exit — a crash, kill -9 — is restarted after a backoff (restartWait),
+// the crash logged as an error.
 func (f *devFleet) reap(c *devChild, w *prefixWriter) {
 	err := c.cmd.Wait()
 	w.flush()
@@ -321,14 +363,39 @@ func (f *devFleet) reap(c *devChild, w *prefixWriter) {
 	stopping := f.stopping
 	f.mu.Unlock()
 	close(c.done)
+	pid, status := c.cmd.Process.Pid, exitStatus(err)
+	var ee *exec.ExitError
 	switch {
 	case stopping:
+		return
 	case err == nil:
-		f.log.Info("agent process exited; not restarted (cks dev does not supervise)",
-			"process_kind", c.kind, "pid", c.cmd.Process.Pid, "status", exitStatus(err))
-	default:
-		f.log.Error("agent process exited unexpectedly; not restarted (cks dev does not supervise)",
-			"process_kind", c.kind, "pid", c.cmd.Process.Pid, "status", exitStatus(err))
+		f.log.Info("agent process exited as asked; not restarted", "process_kind", c.kind, "pid", pid, "status", status)
+		return
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		f.log.Error("agent process refused its settings; not restarted (fix them and restart cks dev)",
+			"process_kind", c.kind, "pid", pid, "status", status)
+		return
+	}
+	crashes := c.crashes + 1
+	if time.Since(c.started) >= devStableRun {
+		crashes = 1 // it ran well before this crash: start the backoff over
+	}
+	wait := restartWait(crashes)
+	f.log.Error("agent process exited unexpectedly; restarting it", "process_kind", c.kind, "pid", pid, "status", status,
+		"in", wait.String(), "crashes_in_a_row", crashes)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.quit:
+		return
+	}
+	n, err := f.startOne(c.spec, crashes)
+	switch {
+	case err != nil:
+		f.log.Error("cannot restart the agent", "process_kind", c.kind, "err", err)
+	case n != nil:
+		f.log.Info("agent process restarted", "process_kind", c.kind, "pid", n.cmd.Process.Pid)
 	}
 }
 
@@ -440,6 +507,7 @@ func (f *devFleet) stop(timeout time.Duration) {
 	f.stopping = true
 	children := append([]*devChild(nil), f.children...)
 	f.mu.Unlock()
+	close(f.quit)
 	if len(children) == 0 {
 		return
 	}

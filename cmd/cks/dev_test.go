@@ -42,7 +42,7 @@ func parentPID(pid int) int {
 // TestDevStartsAgents: `cks dev` starts the four seed agents and an exec
 // agent as its children on the same database; they read alive, the exec
 // agent works a task, a child that dies is logged, recorded as exited and
-// not restarted, and
+// restarted, and
 // SIGTERM to cks dev stops the others gracefully (exited_at) before the
 // hub exits, leaving no child behind.
 func TestDevStartsAgents(t *testing.T) {
@@ -75,11 +75,11 @@ func TestDevStartsAgents(t *testing.T) {
 			t.Fatalf("exec agent of cks dev: result %q", task.Result)
 		}
 
-		// No supervision: a child that dies is logged, not restarted; its
-		// row, which it could not write, is recorded exited at once.
+		// A child that crashes is logged and restarted; its row, which it
+		// could not write, is recorded exited at once.
 		syscall.Kill(pids["pipeline"], syscall.SIGKILL)
 		waitFor(t, "cks dev to log the dead pipeline agent", func() bool {
-			return strings.Contains(h.stderr.String(), "agent process exited unexpectedly") &&
+			return strings.Contains(h.stderr.String(), `msg="agent process exited unexpectedly; restarting it" process_kind=pipeline`) &&
 				strings.Contains(h.stderr.String(), `msg="agent recorded as exited, its leases released" process_kind=pipeline`)
 		})
 		for _, p := range processes(t, h) {
@@ -87,6 +87,17 @@ func TestDevStartsAgents(t *testing.T) {
 				t.Fatalf("the killed pipeline agent reads %s (exited %s), want exited at once", p.Status, p.ExitedAt)
 			}
 		}
+		restarted := 0
+		waitFor(t, "cks dev to restart the pipeline agent", func() bool {
+			for _, p := range processes(t, h) {
+				if p.ProcessKind == "pipeline" && p.Status == cks.ProcessAlive && p.InstanceID != ids["pipeline"] &&
+					parentPID(p.PID) == h.cmd.Process.Pid {
+					restarted = p.PID
+				}
+			}
+			return restarted != 0
+		})
+		pids["pipeline (restarted)"] = restarted
 
 		h.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -114,8 +125,8 @@ func TestDevStartsAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != len(kinds) {
-			t.Fatalf("%d liveness rows, want one per agent (none restarted): %+v", len(rows), rows)
+		if len(rows) != len(kinds)+1 {
+			t.Fatalf("%d liveness rows, want one per agent and the restarted pipeline agent's: %+v", len(rows), rows)
 		}
 		for _, r := range rows {
 			// Every row reads exited: the killed pipeline agent's recorded by
@@ -248,7 +259,7 @@ func TestDevShutdownNeverLies(t *testing.T) {
 			t.Fatalf("process stop critic: exit %d %s", r.code, r.stderr)
 		}
 		waitFor(t, "cks dev to log the critic's exit", func() bool {
-			return strings.Contains(tee.String(), `level=INFO msg="agent process exited; not restarted (cks dev does not supervise)" process_kind=critic`)
+			return strings.Contains(tee.String(), `level=INFO msg="agent process exited as asked; not restarted" process_kind=critic`)
 		})
 		for _, line := range strings.Split(tee.String(), "\n") {
 			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "critic") {
@@ -316,4 +327,15 @@ func TestDevShutdownNeverLies(t *testing.T) {
 			t.Fatalf("process list after cks dev exited: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	})
+}
+
+// TestRestartWait: a crashed agent of cks dev waits 1 s before its
+// restart, doubling with each crash in a row, at most 30 s.
+func TestRestartWait(t *testing.T) {
+	for crashes, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second,
+		5: 16 * time.Second, 6: 30 * time.Second, 100: 30 * time.Second} {
+		if got := restartWait(crashes); got != want {
+			t.Errorf("restartWait(%d) = %s, want %s", crashes, got, want)
+		}
+	}
 }
