@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -51,4 +52,14 @@ func MoveRow(ctx context.Context, s *Service, row driver.TaskRow, to cks.TaskSta
 // and calls waiting each time a caller starts waiting for another's read.
 func WrapStatsRead(s *Service, wrap func(read func(ctx context.Context, w StatsWindow) (cks.TaskStats, error)) func(ctx context.Context, w StatsWindow) (cks.TaskStats, error), waiting func()) {
 	s.stats.read, s.stats.waiting = wrap(s.stats.read), waiting
+}
+
+// CountTypesReads makes UnclaimedTypes' cache of s count its reads of the
+// store in n.
+func CountTypesReads(s *Service, n *atomic.Int64) {
+	read := s.types.read
+	s.types.read = func(ctx context.Context, k struct{}) (typesRead, error) {
+		n.Add(1)
+		return read(ctx, k)
+	}
 }

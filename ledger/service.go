@@ -42,7 +42,9 @@ type Service struct {
 	moves MovesNoter
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
-	stats statsCache
+	stats readCache[StatsWindow, cks.TaskStats]
+	// types keeps UnclaimedTypes' read of the ledger for TypesTTL.
+	types readCache[struct{}, typesRead]
 	// settings are the default lease and the retry backoff (Configure).
 	settings Settings
 }
@@ -76,7 +78,8 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		// one commit for them all).
 		s.completer.Max, s.serial = 1, true
 	}
-	s.stats.read = s.readStats
+	s.stats = readCache[StatsWindow, cks.TaskStats]{read: s.readStats, ttl: StatsWindow.ttl, clone: cloneStats}
+	s.types = readCache[struct{}, typesRead]{read: s.readTypes, ttl: func(struct{}) time.Duration { return TypesTTL }}
 	return s
 }
 

@@ -41,7 +41,7 @@ func (w StatsWindow) steps() int { return (w.Minutes + w.Step - 1) / w.Step }
 // bounded to the window: the depth is today's count of each state, walked
 // back through the window's transitions, so it needs no history of counts.
 // An answer is kept for StatsTTL per minute of its step and shared by the
-// callers of the same window meanwhile (statsCache): its Until, the time of
+// callers of the same window meanwhile (readCache): its Until, the time of
 // its read, may be up to that long before the call.
 func (s *Service) TaskStats(ctx context.Context, in cks.TaskStatsInput) (cks.TaskStats, error) {
 	w := StatsWindow{Minutes: cmp.Or(in.Minutes, cks.DefaultStatsMinutes), Step: cmp.Or(in.StepMinutes, 1)}

@@ -19,27 +19,18 @@ import (
 // worker that claims over HTTP without reporting liveness is seen by the
 // tasks it holds; one that is idle with nothing held takes the due tasks
 // before they wait that long.
+//
+// The ledger's part is read at most once per TypesTTL, shared by every
+// caller meanwhile (readCache): the studio's board asks at each of its
+// live updates, in every open tab.
 func (s *Service) UnclaimedTypes(ctx context.Context, after time.Duration, declared map[string]bool) (cks.UnclaimedTypes, error) {
 	now := s.clock.Now()
-	var (
-		due  []driver.TaskTypeDue
-		held = map[string]bool{} // the types of the CLAIMED and RUNNING tasks
-	)
-	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
-		var err error
-		if due, err = ex.TaskTypesDue(ctx, now); err != nil {
-			return err
-		}
-		types, err := ex.TaskTypesHeld(ctx)
-		for _, t := range types {
-			held[t] = true
-		}
-		return err
-	})
+	r, err := s.types.get(ctx, struct{}{}, now)
 	out := cks.UnclaimedTypes{Types: []cks.UnclaimedType{}, AfterS: after.Seconds()}
 	if err != nil {
 		return out, err
 	}
+	due, held := r.due, r.held
 	for _, d := range due {
 		if now.Sub(d.Since) > after && !declared[d.Type] && !held[d.Type] {
 			out.Types = append(out.Types, cks.UnclaimedType{Type: d.Type, Waiting: d.Due, Since: d.Since})
@@ -53,4 +44,37 @@ func (s *Service) UnclaimedTypes(ctx context.Context, after time.Duration, decla
 		out.Types = out.Types[:cks.MaxUnclaimedTypes]
 	}
 	return out, nil
+}
+
+// TypesTTL is how long one read of the types due and held answers every
+// caller of UnclaimedTypes: the signal is about types that waited a
+// minute, so seconds of delay change nothing, and the read groups every
+// OPEN task by type.
+const TypesTTL = 2 * time.Second
+
+// typesRead is UnclaimedTypes' read of the ledger: the due OPEN tasks'
+// types with their longest wait, and the types of the CLAIMED and RUNNING
+// tasks.
+type typesRead struct {
+	due  []driver.TaskTypeDue
+	held map[string]bool
+}
+
+// readTypes is UnclaimedTypes' read of the store, behind its cache: one
+// read transaction, so the two agree.
+func (s *Service) readTypes(ctx context.Context, _ struct{}) (typesRead, error) {
+	now := s.clock.Now()
+	r := typesRead{held: map[string]bool{}}
+	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		if r.due, err = ex.TaskTypesDue(ctx, now); err != nil {
+			return err
+		}
+		types, err := ex.TaskTypesHeld(ctx)
+		for _, t := range types {
+			r.held[t] = true
+		}
+		return err
+	})
+	return r, err
 }
