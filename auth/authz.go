@@ -347,7 +347,7 @@ func createToken(ctx context.Context, s *Service, c clock.Clock, p cks.Principal
 
 // IssueTaskToken creates the task-scoped agent credential of claim c (the
 // grants of TaskTokenGrants on c's task), named "task/ID worker", bound to
-// c's lease (store.LeaseBinding), and returns its token. The credential
+// c's lease (cks.LeaseBinding), and returns its token. The credential
 // authenticates only while that lease is current: it stops working in the
 // transaction that ends the lease, however it ends (a re-claim issues a new
 // one).

@@ -414,7 +414,7 @@ func OnlyMoved(before, after TaskRow) bool {
 // TaskClaimableParams selects the tasks a claim may take. The service fills
 // the states from package ledger; the driver only filters by them.
 type TaskClaimableParams struct {
-	// State is the state a claimable task is in (ledger.Open).
+	// State is the state a claimable task is in (cks.TaskOpen).
 	State string
 	// Excluded are states never claimed (ledger.DispatchExcluded); a
 	// driver applies them even though State already excludes them, so
@@ -731,7 +731,7 @@ type AbortFindLatestParams struct {
 
 // AbortPendingDueParams selects aborts past their deadline.
 type AbortPendingDueParams struct {
-	Outcome string // store.AbortPending
+	Outcome string // cks.AbortPending
 	Now     time.Time
 	Limit   int
 }

@@ -18,7 +18,7 @@ import (
 // MaxConnsPerIP connections at once. The event stream (/v1/events) and /mcp
 // are exempt from both timeouts (they stream for as long as their client
 // stays), and a stop or update that waits for an abort confirmation gets its
-// wait (up to store.MaxAbortDeadline) on top of WriteTimeout.
+// wait (up to cks.MaxAbortDeadline) on top of WriteTimeout.
 type HTTPSettings struct {
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
 	ReadHeaderTimeout time.Duration

@@ -1,8 +1,8 @@
 // Package knowledge is the knowledge store of ADR-007 (DESIGN §8): Service
-// implements knowledge.Service and knowledge.Service over a driver.Driver —
-// objects, their statuses and append-only transition logs, edges, the
-// claims of pipeline steps, and the version DAG of every object, with every
-// rule written once for both dialects — and the pure algorithms of the Fork
+// is the store over a driver.Driver — objects, their statuses and
+// append-only transition logs, edges, the claims of pipeline steps, and the
+// version DAG of every object, with every rule written once for both
+// dialects — and the pure algorithms of the Fork
 // Resolution agent (issue 8): finding the merge base of the heads of a
 // forked object in its version DAG, and merging JSON object contents three
 // ways, field by field, against that base.

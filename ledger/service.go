@@ -14,9 +14,9 @@ import (
 	"github.com/cks-dev/cks/driver"
 )
 
-// Service is the task ledger over a driver: it implements Service and
-// Service, every rule once for both dialects. Each operation is
-// one driver transaction; every state change goes through transition (the
+// Service is the task ledger over a driver: every rule of the tasks,
+// written once for both dialects. Each operation is one driver
+// transaction; every state change goes through transition (the
 // table's Check, the event, TopicTasksReady), every executor call is fenced
 // by the hash of its lease token, and the plain token exists only in what
 // Claim and ClaimReview return (cks.ClaimedTask). Every string and JSON

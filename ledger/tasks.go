@@ -709,7 +709,7 @@ func (s *Service) CountTasksByState(ctx context.Context, f cks.TaskFilter) (cks.
 }
 
 // lease gives r a fresh lease held by holder for d and returns its plain
-// token (ledger.NewLeaseToken); only its hash is written.
+// token (driver.NewLeaseToken); only its hash is written.
 func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) string {
 	token := driver.NewLeaseToken()
 	r.ClaimedBy, r.ClaimedAt, r.LeaseTokenHash = holder, now, driver.HashLeaseToken(token)

@@ -144,7 +144,7 @@ func processStopResource(ctx context.Context, s *Services, in *cks.ProcessInput)
 // readOnly are the hints of an operation that changes nothing.
 var readOnly = Hints{ReadOnly: true, Idempotent: true, OpenWorld: new(false)}
 
-// processFieldDocs describe each property of a liveness.Process.
+// processFieldDocs describe each property of a cks.Process.
 var processFieldDocs = map[string]string{
 	"instance_id":         "unique id of the process instance, generated once at process start",
 	"process_kind":        "which standalone agent this is",

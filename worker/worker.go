@@ -239,7 +239,7 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 		e.checkRun(rctx, r)
 	}
 
-	// The move to RUNNING, unless the claim made it (store.ClaimParams.Running):
+	// The move to RUNNING, unless the claim made it (ledger.ClaimParams.Running):
 	// the table has no RUNNING → RUNNING.
 	if ledger.Allowed(t.State, cks.TaskRunning) {
 		var cur cks.Task
