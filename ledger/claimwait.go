@@ -70,6 +70,11 @@ func (r *waitRoom) enter(p ClaimParams) (*claimWaiter, bool) {
 		r.kick = make(chan struct{}, 1)
 	}
 	r.waiters[w] = struct{}{}
+	if len(r.waiters) == 1 && r.started {
+		// The room read nothing while it was empty, so it does not know
+		// when the next task not yet due becomes due: one read now.
+		r.poke()
+	}
 	if !r.started {
 		r.started = true
 		// Both end when the listener does (the backend closes); its first

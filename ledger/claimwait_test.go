@@ -43,6 +43,13 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// armedWithin waits up to a minute for n timers armed on c.
+func armedWithin(c *clock.Fake, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return c.WaitArmed(ctx, n)
+}
+
 // answer waits for a waiting claim's answer.
 func answer(t *testing.T, what string, done <-chan claimResult) claimResult {
 	t.Helper()
@@ -151,8 +158,8 @@ func TestClaimWaitForRetry(t *testing.T) {
 		armed := c.Armed()
 		done := waitingClaim(ctx, s, ledger.ClaimParams{Worker: "waiter", Types: []string{"x"}, N: 1, Wait: ledger.MaxClaimWait})
 		// The claim's deadline and the room's timer for the retry.
-		if err := c.WaitArmed(ctx, armed+2); err != nil {
-			t.Fatal(err)
+		if err := armedWithin(c, armed+2); err != nil {
+			t.Fatalf("the claim's deadline and the room's timer for the retry: %v", err)
 		}
 		select {
 		case r := <-done:
@@ -163,6 +170,22 @@ func TestClaimWaitForRetry(t *testing.T) {
 		r := answer(t, "the waiter of the retry", done)
 		if r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != task.ID || r.tasks[0].Attempts != 2 {
 			t.Fatalf("waiter: %+v, %v; want task %d's second attempt", r.tasks, r.err, task.ID)
+		}
+
+		// Again with the room empty when the retry is made (it reads
+		// nothing then): the next waiter learns of the due time all the same.
+		retried, err = s.Tasks.Fail(ctx, task.ID, r.tasks[0].LeaseToken, true, "try again")
+		if err != nil || retried.State != cks.TaskOpen || !retried.RunAfter.After(c.Now()) {
+			t.Fatalf("failed task: %s run_after %s, %v; want OPEN, due later", retried.State, retried.RunAfter, err)
+		}
+		armed = c.Armed()
+		done = waitingClaim(ctx, s, ledger.ClaimParams{Worker: "waiter", Types: []string{"x"}, N: 1, Wait: ledger.MaxClaimWait})
+		if err := armedWithin(c, armed+2); err != nil {
+			t.Fatalf("the claim's deadline and the room's timer for the retry: %v", err)
+		}
+		c.Set(retried.RunAfter)
+		if r := answer(t, "the waiter of the second retry", done); r.err != nil || len(r.tasks) != 1 || r.tasks[0].Attempts != 3 {
+			t.Fatalf("waiter: %+v, %v; want task %d's third attempt", r.tasks, r.err, task.ID)
 		}
 	})
 }
