@@ -150,11 +150,9 @@ func SettingsFromEnv(kind string, getenv func(string) string) (Settings, error) 
 		}
 	}
 	if v := getenv(EnvName(kind, "MAX_RETRIES")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return s, fmt.Errorf("%s: expected a non-negative integer, got %q", EnvName(kind, "MAX_RETRIES"), v)
+		if s.MaxRetries, err = parseRetries(v); err != nil {
+			return s, fmt.Errorf("%s: %w", EnvName(kind, "MAX_RETRIES"), err)
 		}
-		s.MaxRetries = n
 	}
 	if v := getenv(EnvName(kind, "CONCURRENCY")); v != "" {
 		if s.Concurrency, err = parseConcurrency(v); err != nil {
@@ -229,24 +227,13 @@ func (f intervalFlag) Set(v string) error {
 	return nil
 }
 
-// retriesFlag is a flag.Value over the deprecated Settings.MaxRetries,
-// shown empty when unset (-1).
-type retriesFlag struct{ n *int }
-
-func (f retriesFlag) String() string {
-	if f.n == nil || *f.n < 0 {
-		return ""
-	}
-	return strconv.Itoa(*f.n)
-}
-
-func (f retriesFlag) Set(v string) error {
+// parseRetries reads the deprecated Settings.MaxRetries: 0 or more.
+func parseRetries(v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return fmt.Errorf("expected a non-negative integer, got %q", v)
+		return 0, fmt.Errorf("expected a non-negative integer, got %q", v)
 	}
-	*f.n = n
-	return nil
+	return n, nil
 }
 
 // parseConcurrency reads Settings.Concurrency: 1 to MaxConcurrency.
@@ -258,18 +245,22 @@ func parseConcurrency(v string) (int, error) {
 	return n, nil
 }
 
-// concurrencyFlag is a flag.Value over Settings.Concurrency.
-type concurrencyFlag struct{ n *int }
+// intFlag is a flag.Value over an integer setting read by parse (the
+// variable's parser), shown empty when unset (below 0: MaxRetries' -1).
+type intFlag struct {
+	n     *int
+	parse func(string) (int, error)
+}
 
-func (f concurrencyFlag) String() string {
-	if f.n == nil {
+func (f intFlag) String() string {
+	if f.n == nil || *f.n < 0 {
 		return ""
 	}
 	return strconv.Itoa(*f.n)
 }
 
-func (f concurrencyFlag) Set(v string) error {
-	n, err := parseConcurrency(v)
+func (f intFlag) Set(v string) error {
+	n, err := f.parse(v)
 	if err != nil {
 		return err
 	}
@@ -305,10 +296,10 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(intervalFlag{d: &s.DrainTimeout, zero: true}, "drain-timeout",
 		"on stop, let the task in hand finish for up to `DURATION`, then interrupt it and give it back (OPEN, its attempt not counted); "+
 			"0 waits without bound (env "+EnvName(s.Kind, "DRAIN_TIMEOUT")+")")
-	fs.Var(retriesFlag{&s.MaxRetries}, "max-retries", "DEPRECATED: a task's max_attempts decides its retries; `N` makes a failure permanent "+
+	fs.Var(intFlag{&s.MaxRetries, parseRetries}, "max-retries", "DEPRECATED: a task's max_attempts decides its retries; `N` makes a failure permanent "+
 		"from attempt N+1 on (env "+EnvName(s.Kind, "MAX_RETRIES")+")")
 	fs.Var(typesFlag{&s.Types}, "types", "comma-separated task types `T1,T2` to claim (env "+EnvName(s.Kind, "TYPES")+")")
-	fs.Var(concurrencyFlag{&s.Concurrency}, "concurrency", fmt.Sprintf("work up to `N` tasks at once in this one process, 1 to %d (env %s)",
+	fs.Var(intFlag{&s.Concurrency, parseConcurrency}, "concurrency", fmt.Sprintf("work up to `N` tasks at once in this one process, 1 to %d (env %s)",
 		MaxConcurrency, EnvName(s.Kind, "CONCURRENCY")))
 }
 

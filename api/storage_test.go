@@ -61,8 +61,8 @@ func TestReadOnlyStorageIs503(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 
-	srv := mcpserver.New(liveness.NewService(s.Driver(), c), "test")
-	mcpserver.AddTaskTools(srv, s.Tasks)
+	srv := mcpserver.NewServer("test", &ops.Services{Liveness: liveness.NewService(s.Driver(), c)})
+	mcpserver.Register(srv, &ops.Services{Tasks: s.Tasks})
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Principals: s.Principals, Clock: c}, Health: s.StorageHealth, MCP: mcpserver.HTTPHandler(srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })

@@ -30,9 +30,8 @@ func (s *Service) UnclaimedTypes(ctx context.Context, after time.Duration, decla
 	if err != nil {
 		return out, err
 	}
-	due, held := r.due, r.held
-	for _, d := range due {
-		if now.Sub(d.Since) > after && !declared[d.Type] && !held[d.Type] {
+	for _, d := range r.due {
+		if now.Sub(d.Since) > after && !declared[d.Type] && !r.held[d.Type] {
 			out.Types = append(out.Types, cks.UnclaimedType{Type: d.Type, Waiting: d.Due, Since: d.Since})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 // TestToolAnswersAreNotEscaped: a tool's answer carries <, > and & as they
@@ -18,8 +19,8 @@ func TestToolAnswersAreNotEscaped(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		clk := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(clk))
-		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
-		mcpserver.AddTaskTools(srv, s.Tasks)
+		srv := mcpserver.NewServer("v-test", &ops.Services{Liveness: liveness.NewService(s.Driver(), clk)})
+		mcpserver.Register(srv, &ops.Services{Tasks: s.Tasks})
 		cs := connectInMemory(t, srv)
 		text := strings.Repeat("<&>", 10<<10)
 		res := call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "t", "payload": map[string]any{"s": text}})

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 // TestToolsRefuseBadText: a tool argument that reaches the store with text
@@ -22,9 +23,9 @@ func TestToolsRefuseBadText(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		clk := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(clk))
-		srv := mcpserver.New(liveness.NewService(s.Driver(), clk), "v-test")
-		mcpserver.AddTaskTools(srv, s.Tasks)
-		mcpserver.AddObjectTools(srv, s.Objects)
+		srv := mcpserver.NewServer("v-test", &ops.Services{Liveness: liveness.NewService(s.Driver(), clk)})
+		mcpserver.Register(srv, &ops.Services{Tasks: s.Tasks})
+		mcpserver.Register(srv, &ops.Services{Objects: s.Objects})
 		cs := connectInMemory(t, srv)
 
 		open1, _ := backendtest.Into(t, s, cks.TaskOpen, "mcp-open")

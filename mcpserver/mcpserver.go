@@ -30,11 +30,7 @@ import (
 
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/sweeper"
 )
 
 // Tool names: the names of the table's MCP operations.
@@ -157,22 +153,6 @@ func NewServerWith(version string, svc *ops.Services, o ServerOptions) *mcp.Serv
 	states.Store(srv, &serverState{svc: svc, subs: subs})
 	return srv
 }
-
-// New returns an MCP server serving the process tools from svc.
-func New(svc *liveness.Service, version string) *mcp.Server {
-	return NewServer(version, &ops.Services{Liveness: svc})
-}
-
-// AddTaskTools registers the task tools over tasks on srv.
-func AddTaskTools(srv *mcp.Server, tasks *ledger.Service) { Register(srv, &ops.Services{Tasks: tasks}) }
-
-// AddSweeperTools registers the sweeper tools over ctl on srv.
-func AddSweeperTools(srv *mcp.Server, ctl *sweeper.Controller) {
-	Register(srv, &ops.Services{Sweepers: ctl})
-}
-
-// AddObjectTools registers the knowledge-store tools over k on srv.
-func AddObjectTools(srv *mcp.Server, k *knowledge.Service) { Register(srv, &ops.Services{Objects: k}) }
 
 // Register adds to srv a tool for every MCP operation svc offers, and the
 // resources and prompts of those operations (resources.go).

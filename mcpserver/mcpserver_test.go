@@ -23,6 +23,7 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -42,7 +43,7 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(backendtest.T0)
-	return &env{store: st, clock: clk, srv: mcpserver.New(liveness.NewService(st.Driver(), clk), "v-test")}
+	return &env{store: st, clock: clk, srv: mcpserver.NewServer("v-test", &ops.Services{Liveness: liveness.NewService(st.Driver(), clk)})}
 }
 
 func ctx(t testing.TB) context.Context {

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 // TestStateIsOneOrAList: list_tasks takes what a model naturally sends for
@@ -18,7 +19,7 @@ import (
 // error naming the field, as is a value that is neither.
 func TestStateIsOneOrAList(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
+	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks})
 	cs := connectInMemory(t, e.srv)
 	open, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "names"})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/corpus"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 )
 
@@ -20,7 +21,7 @@ import (
 // rationale of the chain. Bad input is a tool error naming the field.
 func TestObjectTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddObjectTools(e.srv, e.store.Objects)
+	mcpserver.Register(e.srv, &ops.Services{Objects: e.store.Objects})
 	cs := connectInMemory(t, e.srv)
 
 	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "How does cks stop a running task?"}))
@@ -108,7 +109,7 @@ func TestObjectToolsReadOnly(t *testing.T) {
 // fields.
 func TestGetObjectHeads(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddObjectTools(e.srv, e.store.Objects)
+	mcpserver.Register(e.srv, &ops.Services{Objects: e.store.Objects})
 	cs := connectInMemory(t, e.srv)
 	q := structured[cks.Object](t, call(t, cs, mcpserver.ToolSubmitResearch, map[string]any{"question": "Which head wins?"}))
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 func TestSweeperTools(t *testing.T) {
@@ -18,7 +19,7 @@ func TestSweeperTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := startRuntime(t, e, hub.RuntimeConfig{Settings: set})
-	mcpserver.AddSweeperTools(e.srv, rt.Sweepers)
+	mcpserver.Register(e.srv, &ops.Services{Sweepers: rt.Sweepers})
 	cs := connectInMemory(t, e.srv)
 
 	type status struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 )
 
 // toolText returns the text content of a tool result.
@@ -54,7 +55,7 @@ type taskOut struct {
 
 func TestTaskTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
+	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks})
 	cs := connectInMemory(t, e.srv)
 
 	created := structured[struct {
@@ -164,7 +165,7 @@ func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 
 func TestStopStartUpdateTools(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
+	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks})
 	cs := connectInMemory(t, e.srv)
 
 	// Stop of a running task whose executor never answers: the call waits
@@ -249,7 +250,7 @@ func TestStopStartUpdateTools(t *testing.T) {
 
 func TestTaskControlBadInputChangesNothing(t *testing.T) {
 	e := newEnv(t)
-	mcpserver.AddTaskTools(e.srv, e.store.Tasks)
+	mcpserver.Register(e.srv, &ops.Services{Tasks: e.store.Tasks})
 	cs := connectInMemory(t, e.srv)
 
 	a := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: "a", Title: "a"})

@@ -34,6 +34,7 @@ import (
 	"github.com/cks-dev/cks/hub"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/pipeline"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -77,10 +78,10 @@ func newToolHub(tb testing.TB) *toolHub {
 	if err := rt.Leader.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	srv := mcpserver.New(liveness.NewService(st.Driver(), clk), "fuzz")
-	mcpserver.AddTaskTools(srv, st.Tasks)
-	mcpserver.AddSweeperTools(srv, rt.Sweepers)
-	mcpserver.AddObjectTools(srv, st.Objects)
+	srv := mcpserver.NewServer("fuzz", &ops.Services{Liveness: liveness.NewService(st.Driver(), clk)})
+	mcpserver.Register(srv, &ops.Services{Tasks: st.Tasks})
+	mcpserver.Register(srv, &ops.Services{Sweepers: rt.Sweepers})
+	mcpserver.Register(srv, &ops.Services{Objects: st.Objects})
 	reader, _, err := auth.CreateToken(c, st.Principals, clk, "reader", []cks.Grant{{Permission: auth.PermRead, Resource: auth.ResourceRoot}})
 	if err != nil {
 		tb.Fatal(err)

@@ -47,9 +47,10 @@ const devAgentStartTimeout = 15 * time.Second
 // An agent that crashes is restarted after a backoff; one that exits as
 // asked (`cks process stop`: status 0) stays stopped (devFleet.reap). One
 // that could not say it exited (killed after the grace period, or dead) is
-// recorded as exited, its leases released (devFleet.recordExit). A closed stderr (`cks dev 2>&1 | tee`,
-// the tee stopped by the same Ctrl-C) neither kills it nor loses the log:
-// SIGPIPE is caught, and the log goes on in the data directory (logSink).
+// recorded as exited, its leases released (devFleet.recordExit). A closed
+// stderr (`cks dev 2>&1 | tee`, the tee stopped by the same Ctrl-C)
+// neither kills it nor loses the log: SIGPIPE is caught, and the log goes
+// on in the data directory (logSink).
 func cmdDev(ctx context.Context, args []string, e env) error {
 	d, err := parseDev(args, e)
 	if err != nil {
@@ -257,12 +258,11 @@ type devAgent struct {
 
 // devChild is a started agent process.
 type devChild struct {
-	kind    string
-	spec    devAgent // how it was started, to restart it
-	crashes int      // the crashes in a row before this start (restartWait)
-	cmd     *exec.Cmd
-	started time.Time     // just before it was started
-	done    chan struct{} // closed once the process was reaped (and recorded)
+	devAgent     // how it was started, to restart it
+	crashes  int // the crashes in a row before this start (restartWait)
+	cmd      *exec.Cmd
+	started  time.Time     // just before it was started
+	done     chan struct{} // closed once the process was reaped (and recorded)
 }
 
 // devFleet is the agents of one `cks dev`.
@@ -320,7 +320,7 @@ func (f *devFleet) startOne(s devAgent, crashes int) (*devChild, error) {
 	// which then stops each agent once (a second signal would make an
 	// agent skip its drain).
 	cmd.SysProcAttr = devSysProcAttr()
-	c := &devChild{kind: s.kind, spec: s, crashes: crashes, cmd: cmd, started: time.Now(), done: make(chan struct{})}
+	c := &devChild{devAgent: s, crashes: crashes, cmd: cmd, started: time.Now(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("dev: start agent %s: %w", s.kind, err)
 	}
@@ -390,7 +390,7 @@ func (f *devFleet) reap(c *devChild, w *prefixWriter) {
 	case <-f.quit:
 		return
 	}
-	n, err := f.startOne(c.spec, crashes)
+	n, err := f.startOne(c.devAgent, crashes)
 	switch {
 	case err != nil:
 		f.log.Error("cannot restart the agent", "process_kind", c.kind, "err", err)
