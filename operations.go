@@ -371,6 +371,18 @@ type ClaimTasksInput struct {
 	// after the claim would (its start is the claim's instant): one request
 	// and one commit less for an executor that starts the work at once.
 	Running bool `json:"running,omitempty" jsonschema:"claim each task straight into RUNNING, as mark_running right after the claim would: then skip mark_running"`
+	// WaitS is the long poll: with nothing to claim, the call is held up
+	// to this many seconds (at most 60) and answers the moment a task of
+	// the types becomes claimable, or empty at the end.
+	WaitS float64 `json:"wait_s,omitempty" jsonschema:"with nothing to claim, hold the call up to this many seconds (0 to 60; default 0, answer at once) and claim the moment a task of the types becomes claimable; empty tasks at the end"`
+}
+
+// MaxWait implements Waiter: a claim may be held for its wait_s.
+func (in ClaimTasksInput) MaxWait() time.Duration {
+	if !(in.WaitS > 0 && in.WaitS <= 60) {
+		return 0
+	}
+	return time.Duration(in.WaitS * float64(time.Second))
 }
 
 // ClaimedTasks is the output of claim_tasks: the only answer that carries

@@ -267,6 +267,9 @@ type TaskExecutor interface {
 	// is not after now, how many there are and since when the oldest has
 	// been OPEN; ordered by type.
 	TaskTypesDue(ctx context.Context, now time.Time) ([]TaskTypeDue, error)
+	// TaskNextDue returns the earliest run_after after now of an OPEN task,
+	// the zero time when no OPEN task waits to become due.
+	TaskNextDue(ctx context.Context, now time.Time) (time.Time, error)
 	// TaskTypesHeld returns the task types of the CLAIMED and RUNNING
 	// tasks, ordered.
 	TaskTypesHeld(ctx context.Context) ([]string, error)

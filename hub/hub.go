@@ -230,7 +230,8 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		URL:      url,
 		Collectors: append([]prometheus.Collector{sweepRuns, newUnclaimedCollector(svc), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
 			Help: "The MCP sessions /mcp holds open (at most CKS_MCP_MAX_SESSIONS, CKS_MCP_MAX_SESSIONS_PER_TOKEN a token)."},
-			func() float64 { return float64(mcpHTTP.Open()) })}, clockGauges(st)...),
+			func() float64 { return float64(mcpHTTP.Open()) }),
+			claimsWaiting(st.Tasks)}, clockGauges(st)...),
 		Health: st.StorageHealth,
 		Leader: rt.Leader,
 

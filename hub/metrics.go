@@ -41,3 +41,11 @@ func (c *unclaimedCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.tasks, prometheus.GaugeValue, float64(t.Waiting), t.Type)
 	}
 }
+
+// claimsWaiting exports how many claims the ledger holds for work (the
+// long poll, claim_tasks' wait_s): the idle agents waiting on this hub.
+func claimsWaiting(tasks interface{ ClaimsWaiting() int }) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_claims_waiting",
+		Help: "The claim_tasks calls held for work now (wait_s: the long poll of idle agents)."},
+		func() float64 { return float64(tasks.ClaimsWaiting()) })
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/ops"
 )
@@ -49,5 +50,36 @@ cks_task_types_unclaimed 2
 cks_tasks_unclaimed{type="build"} 2
 cks_tasks_unclaimed{type="lint"} 1
 `)
+	})
+}
+
+// TestClaimsWaitingMetric: cks_claims_waiting counts the claims held for
+// work, on both backends.
+func TestClaimsWaitingMetric(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(claimsWaiting(s.Tasks))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "idle", N: 1, Wait: ledger.MaxClaimWait})
+			done <- err
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for s.Tasks.ClaimsWaiting() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the claim is not held")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP cks_claims_waiting The claim_tasks calls held for work now (wait_s: the long poll of idle agents).
+# TYPE cks_claims_waiting gauge
+cks_claims_waiting 1
+`), "cks_claims_waiting"); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-done
 	})
 }

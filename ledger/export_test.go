@@ -63,3 +63,6 @@ func CountTypesReads(s *Service, n *atomic.Int64) {
 		return read(ctx, k)
 	}
 }
+
+// RoomReads is how often the waiting room of s read the ledger.
+func RoomReads(s *Service) int64 { return s.room.reads.Load() }

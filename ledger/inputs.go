@@ -19,6 +19,11 @@ type ClaimParams struct {
 	// Running moves each claimed task on to RUNNING at once, as a
 	// MarkRunning right after the claim would, in the claim's transaction.
 	Running bool
+	// Wait, up to MaxClaimWait, holds a claim that finds nothing to claim
+	// until a task it can take becomes claimable (then claims it) or Wait
+	// has passed (then answers none): a long poll that costs the database
+	// nothing while it waits (waitRoom).
+	Wait time.Duration
 }
 
 // DependencyRelease is the outcome of Tasks.ReleaseDependencies.

@@ -43,6 +43,8 @@ type Service struct {
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
 	stats readCache[StatsWindow, cks.TaskStats]
+	// room holds the claims that wait for work (ClaimParams.Wait).
+	room waitRoom
 	// types keeps UnclaimedTypes' read of the ledger for TypesTTL.
 	types readCache[struct{}, typesRead]
 	// settings are the default lease and the retry backoff (Configure).
@@ -78,6 +80,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 		// one commit for them all).
 		s.completer.Max, s.serial = 1, true
 	}
+	s.room.s = s
 	s.stats = readCache[StatsWindow, cks.TaskStats]{read: s.readStats, ttl: StatsWindow.ttl, clone: cloneStats}
 	s.types = readCache[struct{}, typesRead]{read: s.readTypes, ttl: func(struct{}) time.Duration { return TypesTTL }}
 	return s

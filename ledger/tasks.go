@@ -744,7 +744,8 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // (history reads the claim and the start from there). The lease tokens are made here, one per task
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
-// statement (claimer).
+// statement (claimer). With p.Wait and nothing to claim, the claim waits
+// up to that long for a task it can take (claimWaiting).
 func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTaskTypes("types", p.Types); err != nil {
 		return nil, err
@@ -764,6 +765,17 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 			return nil, err
 		}
 	}
+	if err := validateWait(p.Wait); err != nil {
+		return nil, err
+	}
+	if p.Wait > 0 {
+		return s.claimWaiting(ctx, p)
+	}
+	return s.claimNow(ctx, p)
+}
+
+// claimNow is ClaimWith's claim, p checked.
+func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
 	for i := range c.tokens {
 		c.tokens[i] = driver.NewLeaseToken()

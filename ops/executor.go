@@ -62,7 +62,9 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			"credential per task (read, append and create on /tasks/ID, bound to the lease) for whatever the executor runs " +
 			"to work that task with. running true claims each task straight into RUNNING (its start recorded at the claim), as " +
 			"mark_running right after the claim would: for an executor that starts at once, one call less. No OPEN task: tasks " +
-			"is empty. Needs append on /tasks. " + WorkerProtocol,
+			"is empty, at once, or with wait_s (up to 60) the call is held until a task of the types becomes claimable and " +
+			"then claims it (a long poll: an idle worker waits without polling, and hears of new work at once), empty when " +
+			"wait_s passes. Needs append on /tasks. " + WorkerProtocol,
 		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks | NeedPrincipals,
 		Secret: true, Hints: leaseCall,
 	},
@@ -75,7 +77,8 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			n = 1
 		}
 		lease := leaseOf(in.LeaseS)
-		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running},
+		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
+			Wait: in.MaxWait()},
 			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
 				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
 			})

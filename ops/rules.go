@@ -150,6 +150,7 @@ var declared = map[reflect.Type]fields{
 		"limit": num(1, ledger.MaxBulk, ledger.MaxBulk)},
 	typeOf[cks.BulkStopTasksInput](): {"reason": {nonBlank: true, is: ledger.ValidateStopReason}},
 	typeOf[cks.ClaimTasksInput](): {"types": taskTypes, "n": num(1, cks.MaxListLimit, 1),
+		"wait_s":  num(0, ledger.MaxClaimWait.Seconds(), 0).with(fmt.Sprintf("a wait of 0 to %.0f seconds", ledger.MaxClaimWait.Seconds())),
 		"lease_s": leaseRange.with(fmt.Sprintf("a lease of %.0f to %.0f seconds", ledger.MinLease.Seconds(), ledger.MaxLease.Seconds()))},
 	typeOf[cks.LeaseInput](): {"task_id": id,
 		"lease_token": rule{nonEmpty: true}.with("the lease token the claim (or review claim) answered")},

@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -352,6 +353,15 @@ func (e *executor) TaskTypesDue(ctx context.Context, now time.Time) ([]driver.Ta
 		out[i] = driver.TaskTypeDue{Type: r.Type, Due: int(r.Due), Since: driver.Time(r.DueSince)}
 	}
 	return out, nil
+}
+
+// TaskNextDue implements driver.TaskExecutor.
+func (e *executor) TaskNextDue(ctx context.Context, now time.Time) (time.Time, error) {
+	t, err := e.d.q.TaskNextDue(ctx, e.db, nullTime(now))
+	if err = mapErr("task next due", err); errors.Is(err, driver.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	return fromNullTime(t), err
 }
 
 // TaskTypesHeld implements driver.TaskExecutor.

@@ -388,6 +388,22 @@ func (e *executor) TaskTypesDue(ctx context.Context, now time.Time) ([]driver.Ta
 	return out, nil
 }
 
+// TaskNextDue implements driver.TaskExecutor.
+func (e *executor) TaskNextDue(ctx context.Context, now time.Time) (time.Time, error) {
+	t, err := e.d.q.TaskNextDue(ctx, e.read, fmtNullTime(now))
+	if err = mapErr("task next due", err); errors.Is(err, driver.ErrNoRows) || (err == nil && t == nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	next, err := parseTime(*t)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("task next due: %w", err)
+	}
+	return next, nil
+}
+
 // TaskTypesHeld implements driver.TaskExecutor.
 func (e *executor) TaskTypesHeld(ctx context.Context) ([]string, error) {
 	types, err := e.d.q.TaskTypesHeld(ctx, e.read)

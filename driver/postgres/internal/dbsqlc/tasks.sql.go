@@ -3853,6 +3853,23 @@ func (q *Queries) TaskMoveMany(ctx context.Context, db DBTX, arg TaskMoveManyPar
 	return result.RowsAffected(), nil
 }
 
+const TaskNextDue = `-- name: TaskNextDue :one
+SELECT run_after FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND run_after > $1
+ORDER BY run_after
+LIMIT 1
+`
+
+// When the next OPEN task not yet due becomes due: the earliest run_after
+// after now (no row when none waits), for the claims that wait for work
+// (ledger's waiting room), which no notification wakes at that moment.
+func (q *Queries) TaskNextDue(ctx context.Context, db DBTX, now pgtype.Timestamptz) (pgtype.Timestamptz, error) {
+	row := db.QueryRow(ctx, TaskNextDue, now)
+	var run_after pgtype.Timestamptz
+	err := row.Scan(&run_after)
+	return run_after, err
+}
+
 const TaskTypesDue = `-- name: TaskTypesDue :many
 SELECT type, count(*) AS due, min(COALESCE(state_changed_at, created_at))::timestamptz AS due_since
 FROM cks_outbox_tasks

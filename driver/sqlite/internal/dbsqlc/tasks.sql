@@ -554,6 +554,15 @@ WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= @now)
 GROUP BY type
 ORDER BY type;
 
+-- When the next OPEN task not yet due becomes due: the earliest run_after
+-- after now (no row when none waits), for the claims that wait for work
+-- (ledger's waiting room), which no notification wakes at that moment.
+-- name: TaskNextDue :one
+SELECT run_after FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND run_after > @now
+ORDER BY run_after
+LIMIT 1;
+
 -- The task types some worker holds a task of now (CLAIMED or RUNNING).
 -- name: TaskTypesHeld :many
 SELECT DISTINCT type FROM cks_outbox_tasks

@@ -2559,6 +2559,23 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 	return result.RowsAffected()
 }
 
+const taskNextDue = `-- name: TaskNextDue :one
+SELECT run_after FROM cks_outbox_tasks
+WHERE state = 'OPEN' AND run_after > ?1
+ORDER BY run_after
+LIMIT 1
+`
+
+// When the next OPEN task not yet due becomes due: the earliest run_after
+// after now (no row when none waits), for the claims that wait for work
+// (ledger's waiting room), which no notification wakes at that moment.
+func (q *Queries) TaskNextDue(ctx context.Context, db DBTX, now *string) (*string, error) {
+	row := db.QueryRowContext(ctx, taskNextDue, now)
+	var run_after *string
+	err := row.Scan(&run_after)
+	return run_after, err
+}
+
 const taskTypesDue = `-- name: TaskTypesDue :many
 SELECT type, count(*) AS due, CAST(min(COALESCE(state_changed_at, created_at)) AS TEXT) AS due_since
 FROM cks_outbox_tasks
