@@ -491,6 +491,25 @@ type ProcessInput struct {
 	ProcessKind string `json:"process_kind" jsonschema:"the kind of standalone agent process, for example critic or pipeline (the description lists the known kinds)"`
 }
 
+// ReportProcessInput is the input of report_process: one heartbeat of a
+// process that reports its liveness over the API (any language, any
+// host) rather than on the database, as liveness.Reporter does.
+type ReportProcessInput struct {
+	ProcessKind string `json:"process_kind" jsonschema:"the process's kind, for example summarizer: letters, digits and _ - . : (from a letter or digit, at most 100 bytes); process_status and request_process_stop name it"`
+	InstanceID  string `json:"instance_id" jsonschema:"the id of this run of the process, made once at its start (a random UUID) and sent with every report; a new run takes a new id"`
+	Hostname    string `json:"hostname,omitempty" jsonschema:"the host the process runs on (default: unknown)"`
+	PID         int    `json:"pid,omitempty" jsonschema:"its operating-system process id on that host (default 1)"`
+	// LivenessIntervalS is how often the process reports; it reads
+	// stopped after three intervals without one.
+	LivenessIntervalS float64 `json:"liveness_interval_s,omitempty" jsonschema:"seconds between this process's reports, 1 to 3600 (default 30); it reads stopped once three intervals pass without one"`
+	CurrentTaskID     int64   `json:"current_task_id,omitempty" jsonschema:"the task the process works on now; absent when idle"`
+	CurrentTaskType   string  `json:"current_task_type,omitempty" jsonschema:"that task's type"`
+	TaskTypes         Names   `json:"task_types,omitempty" jsonschema:"the task types the process claims, shown on its card and counted as claimed by list_unclaimed_types"`
+	// Exited is the last report of a process that exits: its row reads
+	// stopped at once and takes no report after it.
+	Exited bool `json:"exited,omitempty" jsonschema:"true in the last report of a process that exits cleanly: it reads stopped at once, and the instance takes no report after it"`
+}
+
 // The sweeper operations (ADR-015).
 
 // SweeperList is the output of list_agents.

@@ -30,6 +30,10 @@ type AgentLiveness struct {
 	// none for an agent that claims no tasks, and for rows written by a
 	// cks from before the column.
 	TaskTypes []string `json:"task_types,omitempty"`
+	// ReportedBy is the id of the principal whose report_process calls
+	// write the row (only they may write it again); empty for a process
+	// on the database, which writes its own row.
+	ReportedBy string `json:"reported_by,omitempty"`
 }
 
 // DesiredStopRequested is the desired_state of a process asked to stop.

@@ -65,6 +65,8 @@ var (
 	OpProcessStatus = endpoint[ProcessInput, Process]("process_status", "GET", "/v1/processes/{process_kind}")
 	// OpRequestProcessStop is request_process_stop.
 	OpRequestProcessStop = endpoint[ProcessInput, ProcessStopResult]("request_process_stop", "POST", "/v1/processes/{process_kind}/stop")
+	// OpReportProcess is report_process.
+	OpReportProcess = endpoint[ReportProcessInput, Process]("report_process", "POST", "/v1/processes/{process_kind}/report")
 	// OpCreateTask is create_task.
 	OpCreateTask = endpoint[NewTask, CreatedTask]("create_task", "POST", "/v1/tasks")
 	// OpListTasks is list_tasks.
@@ -172,6 +174,7 @@ func Operations() []Operation {
 		OpListProcesses,
 		OpProcessStatus,
 		OpRequestProcessStop,
+		OpReportProcess,
 		OpCreateTask,
 		OpListTasks,
 		OpCountTasks,

@@ -30,17 +30,46 @@ var ExpectedTaskType = fmt.Sprintf("a task type: letters, digits and _ - . : / (
 // type (TaskTypePattern, at most MaxTaskTypeLen bytes). It is the rule of
 // every type a task is created with or a worker claims.
 func ValidateTaskType(field, s string) error {
+	return validateName(field, s, taskTypeRE, MaxTaskTypeLen, ExpectedTaskType)
+}
+
+// validateName reports a FieldError naming field unless s is text every
+// store takes, of at most maxLen bytes, that re matches.
+func validateName(field, s string, re *regexp.Regexp, maxLen int, expected string) error {
 	if err := ValidateText(field, s); err != nil {
 		return err // what text every store takes, said as for every field
 	}
-	if len(s) <= MaxTaskTypeLen && taskTypeRE.MatchString(s) {
+	if len(s) <= maxLen && re.MatchString(s) {
 		return nil
 	}
 	got := fmt.Sprintf("%q", s)
-	if len(s) > MaxTaskTypeLen {
+	if len(s) > maxLen {
 		got = fmt.Sprintf("%d bytes", len(s))
 	}
-	return fieldError(field, ExpectedTaskType+", got "+got)
+	return fieldError(field, expected+", got "+got)
+}
+
+// A process kind names what a process is (critic, summarizer) and is
+// one segment of the paths that name it (/v1/processes/KIND): a task
+// type's character set without "/".
+const (
+	// MaxProcessKindLen bounds a process kind.
+	MaxProcessKindLen = 100
+	// ProcessKindPattern is the rule of a process kind, as the input
+	// schemas state it.
+	ProcessKindPattern = `^[A-Za-z0-9][A-Za-z0-9_.:-]*$`
+)
+
+var processKindRE = regexp.MustCompile(ProcessKindPattern)
+
+// ExpectedProcessKind is what a refused process kind was expected to be.
+var ExpectedProcessKind = fmt.Sprintf("a process kind: letters, digits and _ - . : (starting with a letter or digit, at most %d bytes)", MaxProcessKindLen)
+
+// ValidateProcessKind reports a FieldError naming field unless s is a
+// process kind (ProcessKindPattern, at most MaxProcessKindLen bytes). An
+// instance id is held to it too: a UUID is one.
+func ValidateProcessKind(field, s string) error {
+	return validateName(field, s, processKindRE, MaxProcessKindLen, ExpectedProcessKind)
 }
 
 // ValidateTaskTypes is ValidateTaskType of every type of types, naming
@@ -54,4 +83,15 @@ func ValidateTaskTypes(field string, types []string) error {
 		}
 	}
 	return nil
+}
+
+// ExpectedInstanceID is what a refused process instance id was expected
+// to be.
+var ExpectedInstanceID = fmt.Sprintf("a process instance id such as a UUID: letters, digits and _ - . : (starting with a letter or digit, at most %d bytes)", MaxProcessKindLen)
+
+// ValidateInstanceID reports a FieldError naming field unless s can be
+// the id of a process instance: a process kind's character set, as a
+// UUID is written.
+func ValidateInstanceID(field, s string) error {
+	return validateName(field, s, processKindRE, MaxProcessKindLen, ExpectedInstanceID)
 }

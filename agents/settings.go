@@ -85,12 +85,23 @@ var envPrefix = map[string]string{
 // Kinds lists the agent kinds, sorted (liveness.KnownKinds).
 func Kinds() []string { return liveness.KnownKinds() }
 
+// UnknownKindError is returned for an agent kind outside Kinds. It
+// matches cks.ErrInvalid.
+type UnknownKindError struct{ Kind string }
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("unknown agent kind %q; expected one of %s", e.Kind, strings.Join(Kinds(), ", "))
+}
+
+// Unwrap makes errors.Is(err, cks.ErrInvalid) hold.
+func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
+
 // Defaults returns the seed defaults for kind: poll 5 s (30 s for
 // fork_resolution), heartbeat 60 s, liveness 30 s, drain 20 s, no retry
 // cap of the agent's own.
 func Defaults(kind string) (Settings, error) {
 	if _, ok := envPrefix[kind]; !ok {
-		return Settings{}, &liveness.UnknownKindError{Kind: kind}
+		return Settings{}, &UnknownKindError{Kind: kind}
 	}
 	s := Settings{Kind: kind, PollInterval: 5 * time.Second, HeartbeatInterval: defaultHeartbeat,
 		LivenessInterval: liveness.DefaultInterval, MaxRetries: -1, StaleWindow: ledger.DefaultLease,

@@ -226,6 +226,13 @@ func (c *Client) ProcessStatus(ctx context.Context, kind string) (cks.Process, e
 	return Do(ctx, c, cks.OpProcessStatus, cks.ProcessInput{ProcessKind: kind})
 }
 
+// ReportProcess is one heartbeat of a process that reports its liveness
+// over the API (report_process): the answer's DesiredState is
+// cks.DesiredStopRequested once it is asked to stop.
+func (c *Client) ReportProcess(ctx context.Context, in cks.ReportProcessInput) (cks.Process, error) {
+	return Do(ctx, c, cks.OpReportProcess, in)
+}
+
 // StopProcess asks a standalone agent process to finish its current task and
 // exit (ADR-016): target is a process kind (its newest instance) or an
 // instance id. Found is false, with no error, when no alive instance was

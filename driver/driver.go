@@ -975,6 +975,9 @@ type LivenessRow struct {
 	// once it exited (and for rows written before the column existed and
 	// not backfilled).
 	AliveUntil time.Time
+	// ReportedBy is the id of the principal that reports the instance
+	// over report_process; "" for a process on the database.
+	ReportedBy string
 }
 
 // LivenessKindCount is how many instances of a kind ever reported.
@@ -1022,8 +1025,9 @@ type LivenessPruneParams struct {
 // LivenessExecutor holds the primitives of process liveness.
 type LivenessExecutor interface {
 	// LivenessUpsert inserts the row or updates every column except
-	// StartedAt and DesiredState.
-	LivenessUpsert(ctx context.Context, r LivenessRow) error
+	// StartedAt, DesiredState and ReportedBy, and reports whether it did:
+	// a row whose ReportedBy differs from r's is left as it is (false).
+	LivenessUpsert(ctx context.Context, r LivenessRow) (bool, error)
 	// LivenessList returns every row, newest-started first.
 	LivenessList(ctx context.Context) ([]LivenessRow, error)
 	// LivenessGet returns one instance (ErrNoRows).

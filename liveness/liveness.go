@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,21 +21,12 @@ import (
 // an instance reads as stopped: one missed tick is absorbed without flapping.
 const TTLFactor = 3
 
-// KnownKinds returns the process kinds cks runs, sorted.
+// KnownKinds returns the kinds of the agent processes cks itself runs
+// (cks agent KIND), sorted. A process of any other kind reports over the
+// API (Report), and every kind is listed, read and stopped alike.
 func KnownKinds() []string {
 	return []string{"critic", "enrichment", "exec", "fork_resolution", "pipeline"}
 }
-
-// UnknownKindError is returned for a process kind outside KnownKinds. It
-// matches cks.ErrInvalid.
-type UnknownKindError struct{ Kind string }
-
-func (e *UnknownKindError) Error() string {
-	return fmt.Sprintf("unknown process kind %q; expected one of %s", e.Kind, strings.Join(KnownKinds(), ", "))
-}
-
-// Unwrap makes errors.Is(err, cks.ErrInvalid) hold.
-func (e *UnknownKindError) Unwrap() error { return cks.ErrInvalid }
 
 // StatusAt applies the TTL rule: alive iff the instance has not exited and
 // now - last_heartbeat_at <= 3 × interval, that is now <= AliveUntil(r).
@@ -104,11 +94,12 @@ func (s *Service) ListProcesses(ctx context.Context) ([]cks.Process, error) {
 }
 
 // ProcessStatus returns the most recently started instance of kind with its
-// status. A known kind that never reported yields Status NotFound, not an error;
-// a kind cks does not know is an *UnknownKindError.
+// status. A kind that never reported yields Status NotFound, not an error;
+// a text that cannot be a kind (cks.ValidateProcessKind) is a FieldError
+// naming process_kind.
 func (s *Service) ProcessStatus(ctx context.Context, kind string) (cks.Process, error) {
-	if !slices.Contains(KnownKinds(), kind) {
-		return cks.Process{}, &UnknownKindError{Kind: kind}
+	if err := cks.ValidateProcessKind("process_kind", kind); err != nil {
+		return cks.Process{}, err
 	}
 	r, err := s.LatestAgentLiveness(ctx, kind)
 	if errors.Is(err, cks.ErrNotFound) {
@@ -121,17 +112,18 @@ func (s *Service) ProcessStatus(ctx context.Context, kind string) (cks.Process, 
 }
 
 // ResolveProcess names the instance a stop request for target would go to:
-// target is a process kind (its newest instance, as ProcessStatus reads it)
-// or an instance id. A kind cks does not know that is not the id of a
-// reported instance either is an *UnknownKindError. The Process is returned
-// with Status NotFound when the kind never reported.
+// the newest instance of the kind target when that kind ever reported,
+// else the instance whose id is target. A kind goes first, so that no
+// instance id a reporter chose can stand for a kind's processes. With
+// neither, the Process of kind target is returned with Status NotFound.
 func (s *Service) ResolveProcess(ctx context.Context, target string) (cks.Process, error) {
-	if slices.Contains(KnownKinds(), target) {
-		return s.ProcessStatus(ctx, target)
+	p, err := s.ProcessStatus(ctx, target)
+	if err != nil || p.Status != cks.ProcessNotFound {
+		return p, err
 	}
 	r, err := s.GetAgentLiveness(ctx, target)
 	if errors.Is(err, cks.ErrNotFound) {
-		return cks.Process{}, &UnknownKindError{Kind: target}
+		return p, nil
 	}
 	if err != nil {
 		return cks.Process{}, err

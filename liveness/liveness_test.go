@@ -110,10 +110,14 @@ func TestProcessStatus(t *testing.T) {
 		t.Fatalf("enrichment = %+v, want not_found", p)
 	}
 
-	_, err = svc.ProcessStatus(context.Background(), "critc")
-	var uk *liveness.UnknownKindError
-	if !errors.As(err, &uk) || !errors.Is(err, cks.ErrInvalid) {
-		t.Fatalf("unknown kind: err = %v, want UnknownKindError matching ErrInvalid", err)
+	// Any kind may report (report_process): one that never did is not
+	// found; a text that cannot be a kind is a FieldError.
+	if p, err := svc.ProcessStatus(context.Background(), "summarizer"); err != nil || p.Status != cks.ProcessNotFound {
+		t.Fatalf("summarizer = %+v, %v; want not_found", p, err)
+	}
+	_, err = svc.ProcessStatus(context.Background(), "a/b")
+	if fe, ok := errors.AsType[*cks.FieldError](err); !ok || fe.Field != "process_kind" || !errors.Is(err, cks.ErrInvalid) {
+		t.Fatalf("a/b: err = %v, want a FieldError naming process_kind", err)
 	}
 }
 
@@ -162,8 +166,9 @@ func TestWatchSignalsRowAndStatusChanges(t *testing.T) {
 }
 
 // TestRequestStop: a stop goes to the newest alive instance of a kind, or to
-// an instance by id; anything not alive is found:false (nothing written); an
-// unknown kind is an error listing the kinds. Both backends.
+// an instance by id; anything not alive is found:false (nothing written), a
+// kind that never reported too; a text that is no kind is an error. Both
+// backends.
 func TestRequestStop(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		st := open(t)
@@ -193,9 +198,11 @@ func TestRequestStop(t *testing.T) {
 				t.Errorf("%s desired_state %q, want %q", id, r.DesiredState, want)
 			}
 		}
-		var unknown *liveness.UnknownKindError
-		if _, err := svc.RequestStop(ctx, "critics"); !errors.As(err, &unknown) || !errors.Is(err, cks.ErrInvalid) {
-			t.Errorf("unknown kind: %v", err)
+		if got, err := svc.RequestStop(ctx, "critics"); err != nil || got != (cks.ProcessStopResult{ProcessKind: "critics"}) {
+			t.Errorf("a kind that never reported: %+v, %v", got, err)
+		}
+		if _, err := svc.RequestStop(ctx, "critic/x"); !errors.Is(err, cks.ErrInvalid) {
+			t.Errorf("no kind: %v", err)
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -25,13 +24,13 @@ type processFilter struct {
 	limit   int
 }
 
-// filterOf validates in: each kind known, the cursor one Page wrote, the
+// filterOf validates in: each kind a process kind, the cursor one Page wrote, the
 // limit in range; a bad field is a cks.FieldError naming it.
 func filterOf(in cks.ListProcessesInput) (processFilter, error) {
 	f := processFilter{history: in.History, alive: in.Alive, limit: in.Limit}
 	for _, k := range in.Kind {
-		if !slices.Contains(KnownKinds(), k) {
-			return f, &cks.FieldError{Field: "kind", Expected: "process kinds among " + strings.Join(KnownKinds(), ", ")}
+		if err := cks.ValidateProcessKind("kind", k); err != nil {
+			return f, err
 		}
 		if !slices.Contains(f.kinds, k) {
 			f.kinds = append(f.kinds, k)
@@ -95,9 +94,9 @@ func (s *Service) Page(ctx context.Context, in cks.ListProcessesInput) (cks.Proc
 }
 
 // live reads up to want rows of the live view after the cursor: the alive
-// rows and the newest row of each kind (of f's kinds, or every known one),
-// without duplicates, in the listing's order; with Alive false, the newest
-// rows that are stopped.
+// rows and the newest row of each kind (of f's kinds, or every one that
+// reported), without duplicates, in the listing's order; with Alive false,
+// the newest rows that are stopped.
 func (s *Service) live(ctx context.Context, f processFilter, now, after time.Time, afterID string, want int) ([]driver.LivenessRow, error) {
 	ex := s.db.Executor()
 	var rows []driver.LivenessRow
@@ -111,7 +110,14 @@ func (s *Service) live(ctx context.Context, f processFilter, now, after time.Tim
 	}
 	kinds := f.kinds
 	if len(kinds) == 0 {
-		kinds = KnownKinds()
+		// Every kind that ever reported (index only).
+		counts, err := ex.LivenessCountByKind(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range counts {
+			kinds = append(kinds, c.ProcessKind)
+		}
 	}
 	cursor := cks.ProcessCursor{StartedAt: after, InstanceID: afterID}
 	for _, k := range kinds {

@@ -2,7 +2,6 @@ package liveness_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +192,7 @@ func testBadProcessFilters(t *testing.T, open backendtest.Opener) {
 		field string
 		in    cks.ListProcessesInput
 	}{
-		{"kind", cks.ListProcessesInput{Kind: cks.Names{"critic", "nope"}}},
+		{"kind", cks.ListProcessesInput{Kind: cks.Names{"critic", "no pe"}}},
 		{"cursor", cks.ListProcessesInput{Cursor: "yesterday"}},
 		{"cursor", cks.ListProcessesInput{Cursor: "12."}},
 		{"cursor", cks.ListProcessesInput{Cursor: "x.c-new", History: true}},
@@ -205,8 +204,8 @@ func testBadProcessFilters(t *testing.T, open backendtest.Opener) {
 			t.Errorf("%+v: %v, want a field error naming %s", c.in, err, c.field)
 		}
 	}
-	if _, err := svc.Page(ctx(t), cks.ListProcessesInput{Kind: cks.Names{"nope"}}); err == nil ||
-		!slices.ContainsFunc(liveness.KnownKinds(), func(k string) bool { return strings.Contains(err.Error(), k) }) {
-		t.Errorf("an unknown kind's error %v names no known kind", err)
+	// Any kind may report: one that never did lists nothing.
+	if got, err := svc.Page(ctx(t), cks.ListProcessesInput{Kind: cks.Names{"nope"}}); err != nil || len(got.Processes) != 0 {
+		t.Errorf("a kind that never reported lists %+v, %v", got, err)
 	}
 }

@@ -18,12 +18,22 @@ func (s *Service) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) 
 		return err
 	}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-		return ex.LivenessUpsert(ctx, rowOf(r))
+		return upsert(ctx, ex, r)
 	})
 	if err != nil {
 		return fmt.Errorf("upsert liveness %s: %w", r.InstanceID, err)
 	}
 	return nil
+}
+
+// upsert writes r's row, which only whoever wrote it first may write
+// again (its ReportedBy).
+func upsert(ctx context.Context, ex driver.Executor, r cks.AgentLiveness) error {
+	wrote, err := ex.LivenessUpsert(ctx, rowOf(r))
+	if err == nil && !wrote {
+		err = fmt.Errorf("process instance %q is reported by another principal: %w", r.InstanceID, cks.ErrConflict)
+	}
+	return err
 }
 
 // ListAgentLiveness returns every row, newest-started first.
@@ -118,7 +128,7 @@ func (s *Service) RecordExited(ctx context.Context, instanceID string) (cks.Agen
 			return err
 		}
 		out, found = Exited(livenessOf(r), driver.Time(s.clock.Now())), true
-		return ex.LivenessUpsert(ctx, rowOf(out))
+		return upsert(ctx, ex, out)
 	})
 	if err != nil {
 		return cks.AgentLiveness{}, false, fmt.Errorf("record %s exited: %w", instanceID, err)
@@ -142,7 +152,7 @@ func (s *Service) RecordAllExited(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, r := range rows {
-				if err := ex.LivenessUpsert(ctx, rowOf(Exited(livenessOf(r), now))); err != nil {
+				if err := upsert(ctx, ex, Exited(livenessOf(r), now)); err != nil {
 					return err
 				}
 			}
@@ -162,7 +172,7 @@ func (s *Service) RecordAllExited(ctx context.Context) (int, error) {
 func rowOf(r cks.AgentLiveness) driver.LivenessRow {
 	row := driver.LivenessRow{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: driver.Time(r.StartedAt), LastHeartbeatAt: driver.Time(r.LastHeartbeatAt),
-		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt), AliveUntil: AliveUntil(r)}
+		CurrentTaskType: r.CurrentTaskType, ExitedAt: driver.Time(r.ExitedAt), AliveUntil: AliveUntil(r), ReportedBy: r.ReportedBy}
 	if r.CurrentTaskID != nil {
 		row.CurrentTaskID = *r.CurrentTaskID
 	}
@@ -180,7 +190,7 @@ func livenessOf(r driver.LivenessRow) cks.AgentLiveness {
 	}
 	a := cks.AgentLiveness{InstanceID: r.InstanceID, ProcessKind: r.ProcessKind, Hostname: r.Hostname, PID: r.PID,
 		LivenessIntervalS: r.LivenessIntervalS, StartedAt: r.StartedAt, LastHeartbeatAt: r.LastHeartbeatAt,
-		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState, ExitedAt: r.ExitedAt}
+		CurrentTaskType: r.CurrentTaskType, DesiredState: r.DesiredState, ExitedAt: r.ExitedAt, ReportedBy: r.ReportedBy}
 	if r.CurrentTaskID != 0 {
 		id := r.CurrentTaskID
 		a.CurrentTaskID = &id

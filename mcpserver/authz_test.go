@@ -88,6 +88,7 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolListProcesses:      nil,
 		mcpserver.ToolProcessStatus:      {"process_kind": "critic"},
 		mcpserver.ToolRequestProcessStop: {"process_kind": "critic"},
+		mcpserver.ToolReportProcess:      {"process_kind": "summarize", "instance_id": "i-matrix"},
 		mcpserver.ToolListAgents:         nil,
 		mcpserver.ToolAgentStatus:        {"agent_id": sweeper.LeaseReaperID},
 		mcpserver.ToolStartAgent:         {"agent_id": sweeper.LeaseReaperID},

@@ -52,6 +52,9 @@ func TestIdempotentHintsHold(t *testing.T) {
 			return map[string]any{"process_kind": "exec"}
 		},
 		mcpserver.ToolStartAgent: func() map[string]any { return map[string]any{"agent_id": "lease_reaper"} },
+		mcpserver.ToolReportProcess: func() map[string]any {
+			return map[string]any{"process_kind": "summarize", "instance_id": "i-report", "current_task_id": 3, "current_task_type": "summarize"}
+		},
 		mcpserver.ToolMarkRunning: func() map[string]any {
 			c := claimed("run")
 			return map[string]any{"task_id": c.ID, "lease_token": c.LeaseToken}

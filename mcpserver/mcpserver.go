@@ -38,6 +38,7 @@ const (
 	ToolListProcesses      = "list_processes"
 	ToolProcessStatus      = "process_status"
 	ToolRequestProcessStop = "request_process_stop"
+	ToolReportProcess      = "report_process"
 	ToolListTasks          = "list_tasks"
 	ToolGetTask            = "get_task"
 	ToolCreateTask         = "create_task"

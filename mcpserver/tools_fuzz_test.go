@@ -41,7 +41,7 @@ import (
 
 // fuzzTools is every tool the hub serves, in a fixed order.
 var fuzzTools = []string{
-	mcpserver.ToolListProcesses, mcpserver.ToolProcessStatus, mcpserver.ToolRequestProcessStop,
+	mcpserver.ToolListProcesses, mcpserver.ToolProcessStatus, mcpserver.ToolRequestProcessStop, mcpserver.ToolReportProcess,
 	mcpserver.ToolListTasks, mcpserver.ToolGetTask, mcpserver.ToolCreateTask, mcpserver.ToolAnswerTask,
 	mcpserver.ToolCancelTask, mcpserver.ToolStopTask, mcpserver.ToolStartTask, mcpserver.ToolUpdateTask,
 	mcpserver.ToolListAgents, mcpserver.ToolAgentStatus, mcpserver.ToolStartAgent, mcpserver.ToolStopAgent,
@@ -192,6 +192,9 @@ func FuzzToolArguments(f *testing.F) {
 	seeds := map[string][]string{
 		mcpserver.ToolProcessStatus:      {`{"process_kind":"critic"}`, `{"process_kind":""}`},
 		mcpserver.ToolRequestProcessStop: {`{"process_kind":"exec"}`, `{"process_kind":"a/b"}`},
+		mcpserver.ToolReportProcess: {`{"process_kind":"summarize","instance_id":"i-1","task_types":["summarize"]}`,
+			`{"process_kind":"summarize","instance_id":"i 1"}`, `{"process_kind":"summarize","instance_id":"i-2","liveness_interval_s":1e9}`,
+			`{"process_kind":"summarize","instance_id":"i-3","current_task_type":"t"}`},
 		mcpserver.ToolListTasks: {`{}`, `{"state":["open"],"type":["t"],"cursor":1,"limit":1000}`, `{"limit":-1}`, `{"limit":0}`,
 			`{"sort":"priority","cursor_key":"5"}`, `{"parent_id":$ID,"limit":2}`, `{"parent_id":$ID,"sort":"-id"}`,
 			`{"state":` + list(`"OPEN"`, cks.MaxNames+1) + `}`, `{"type":` + list(`"t"`, cks.MaxNames) + `}`},

@@ -26,7 +26,8 @@ import (
 // filter (filterBases).
 var bases = map[string]string{
 	"list_processes": `{}`, "process_status": `{"process_kind":"critic"}`, "request_process_stop": `{"process_kind":"critic"}`,
-	"create_task": `{"type":"t"}`, "list_tasks": `{}`, "count_tasks": `{}`, "task_stats": `{}`, "list_unclaimed_types": `{}`, "get_task": `{"task_id":1}`,
+	"report_process": `{"process_kind":"summarize","instance_id":"i-1"}`,
+	"create_task":    `{"type":"t"}`, "list_tasks": `{}`, "count_tasks": `{}`, "task_stats": `{}`, "list_unclaimed_types": `{}`, "get_task": `{"task_id":1}`,
 	"answer_task": `{"task_id":1,"text":"a"}`, "cancel_task": `{"task_id":1}`, "stop_task": `{"task_id":1,"reason":"r"}`,
 	"start_task": `{"task_id":1}`, "retry_task": `{"task_id":1}`, "update_task": `{"task_id":1,"title":"t"}`,
 	"bulk_stop_tasks": `{"task_ids":[1],"reason":"r"}`, "bulk_start_tasks": `{"task_ids":[1]}`,
@@ -168,6 +169,8 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "a/b", set: set})
 	case cks.TaskTypePattern:
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "build ", at: "build", set: set})
+	case cks.ProcessKindPattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "a/b", at: "a-b", set: set})
 	default:
 		panic("a pattern the test does not probe: " + b.Pattern)
 	}
@@ -352,9 +355,12 @@ func TestEveryRefusalIsAdmits(t *testing.T) {
 			{"create_task", `{"type":"t","dedupe_once":true}`, "dedupe_once"},
 			{"create_task", `{"type":"t","payload":{"n":1e999999}}`, "payload"},
 			{"create_task", `{"type":"t","max_attempts":0}`, "max_attempts"},
-			{"list_processes", `{"kind":"nope"}`, "kind"},
+			{"list_processes", `{"kind":"no pe"}`, "kind"},
 			{"list_processes", `{"cursor":"not-a-cursor"}`, "cursor"},
-			{"process_status", `{"process_kind":"nope"}`, "process_kind"},
+			{"process_status", `{"process_kind":"no/pe"}`, "process_kind"},
+			{"report_process", `{"process_kind":"summarize","instance_id":"a b"}`, "instance_id"},
+			{"report_process", `{"process_kind":"summarize","instance_id":"i","liveness_interval_s":0.5}`, "liveness_interval_s"},
+			{"report_process", `{"process_kind":"summarize","instance_id":"i","current_task_id":1,"current_task_type":"a b"}`, "current_task_type"},
 			{"request_process_stop", `{"process_kind":"a/b"}`, "process_kind"},
 			{"agent_status", `{"agent_id":"no_such"}`, "agent_id"},
 			{"submit_research", `{"question":" "}`, "question"},

@@ -23,7 +23,7 @@ import (
 // knowledge store's, and retry_task and the bulk operations (issue 24); the
 // table must keep them exactly.
 var mcpTools = []string{
-	"list_processes", "process_status", "request_process_stop",
+	"list_processes", "process_status", "request_process_stop", "report_process",
 	"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
 	"retry_task", "bulk_stop_tasks", "bulk_start_tasks", "bulk_cancel_tasks", "bulk_retry_tasks",
 	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",

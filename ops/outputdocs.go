@@ -144,6 +144,7 @@ var outputDocs = map[string]string{
 	"current_task_id":     "the task it is working on; null when idle",
 	"current_task_type":   "that task's type",
 	"desired_state":       "stop_requested once a stop was asked for (request_process_stop)",
+	"reported_by":         "the id of the principal whose report_process calls write the instance's row; absent for a cks agent on the database",
 	"exited_at":           "when it exited gracefully; absent while it runs or when it died",
 	"status":              "alive (it heartbeated within 3 × its liveness interval) or stopped (it exited, or its heartbeat is older)",
 	"heartbeat_age_s":     "seconds since its last heartbeat, at read time",

@@ -2,9 +2,7 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -33,11 +31,11 @@ var ListProcesses = define(cks.OpListProcesses, &Op[cks.ListProcessesInput, cks.
 			"under \"processes\". By default the live instances: the newest instance of each kind (what process_status " +
 			"reports, alive or not) and every alive instance; history=true lists every instance that ever reported. " +
 			"alive=true or alive=false keeps only the alive or the stopped ones, kind only the instances of the kinds " +
-			"named (" + kinds + "). A page holds up to limit rows (default 100, at most 1000); next_cursor, when " +
+			"named (cks's own agents are " + kinds + "; a process that reports over report_process names its own). A page holds up to limit rows (default 100, at most 1000); next_cursor, when " +
 			"present, is the cursor of the following page. " + ttlRule + ". " +
 			"Each row has instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, " +
 			"last_heartbeat_at, heartbeat_age_s and the best-effort current_task_id/current_task_type. " +
-			"An unknown kind, a bad cursor or limit is an invalid_argument error naming the field. " +
+			"A kind that is no process kind, a bad cursor or limit is an invalid_argument error naming the field. " +
 			"Use process_status for the current state of one kind. These are OS processes, not the in-process " +
 			"sweepers that list_agents reports.",
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses,
@@ -61,11 +59,10 @@ var ProcessStatus = define(cks.OpProcessStatus, &Op[cks.ProcessInput, cks.Proces
 		Description: "Report whether a kind of standalone cks agent process is running: the most recently started " +
 			"instance of process_kind, in the same row shape as list_processes. " + ttlRule +
 			"; \"not_found\" (a normal answer, not an error) means no instance of that kind has ever reported. " +
-			"Known kinds: " + kinds + ". Any other kind is an invalid_argument error naming them.",
+			"cks's own agents are " + kinds + "; a process that reports over report_process names its own kind.",
 		Permission: auth.PermRead, Resource: auth.ResourceProcesses + "/{process_kind}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness, Hints: readOnly,
 	},
-	fields: fields{"process_kind": oneOf(processKinds...)},
 	call: func(ctx context.Context, s *Services, in *cks.ProcessInput) (cks.Process, error) {
 		return s.Liveness.ProcessStatus(ctx, in.ProcessKind)
 	},
@@ -79,7 +76,7 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[cks.ProcessInput, 
 	spec: Spec{
 		Title: "Request process stop",
 		Summary: "ask a process (a kind's newest instance, or an instance id) to finish its current task and exit (ADR-016); " +
-			`{"found":false} (200) when none is alive; an unknown kind is a 400 listing the kinds; there is no start`,
+			`{"found":false} (200) when none is alive; there is no start`,
 		Description: "Ask a standalone cks agent process to stop gracefully: the current alive instance of process_kind " +
 			"(the most recently started one, as process_status reports it), or the instance whose instance_id is given " +
 			"as process_kind, is asked to finish its current task, if any, " +
@@ -90,8 +87,9 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[cks.ProcessInput, 
 			"instance asked, or {\"found\": false} (a normal answer, not an error) when the kind has no alive instance: " +
 			"never started, or its newest instance already stopped. There is no start: cks cannot launch an agent " +
 			"process; restarting one is up to whatever launched it (systemd, a container orchestrator, a shell). " +
-			"There is no pause or resume either; a stop is the graceful drain. Known kinds: " + kinds +
-			". Anything that is neither a kind nor an instance id is an invalid_argument error naming the kinds. " +
+			"There is no pause or resume either; a stop is the graceful drain. A process that reports over " +
+			"report_process learns of the request in the answer to its next report (desired_state). A kind is read " +
+			"first: a target is an instance id only when no process of that kind ever reported. " +
 			"Needs control on /processes/KIND of the process it names.",
 		Permission: auth.PermControl, Resource: auth.ResourceProcesses + "/{process_kind}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness,
@@ -119,27 +117,57 @@ var RequestProcessStop = define(cks.OpRequestProcessStop, &Op[cks.ProcessInput, 
 	},
 })
 
-// processStopResource is the resource of a stop request: /processes/KIND for
-// a kind, and for an instance id /processes/KIND of that instance's kind. A
-// target that is neither is checked as /processes/TARGET (so only a caller who
-// may control it learns, from the call's answer, that it names nothing).
+// processStopResource is the resource of a stop request: /processes/KIND
+// of the instance the target resolves to (ResolveProcess: a kind, or an
+// instance's kind), or /processes/TARGET when it names nothing (so only a
+// caller who may control it learns, from the call's answer, that it names
+// nothing).
 func processStopResource(ctx context.Context, s *Services, in *cks.ProcessInput) (string, error) {
-	target := in.ProcessKind
 	if _, err := expand(auth.ResourceProcesses+"/{process_kind}", in); err != nil {
 		return "", err
 	}
-	if slices.Contains(liveness.KnownKinds(), target) {
-		return auth.ProcessResource(target), nil
-	}
-	p, err := s.Liveness.ResolveProcess(ctx, target)
-	if _, unknown := errors.AsType[*liveness.UnknownKindError](err); unknown {
-		return auth.ProcessResource(target), nil
-	}
+	p, err := s.Liveness.ResolveProcess(ctx, in.ProcessKind)
 	if err != nil {
 		return "", err
 	}
 	return auth.ProcessResource(p.ProcessKind), nil
 }
+
+// ReportProcess is report_process.
+var ReportProcess = define(cks.OpReportProcess, &Op[cks.ReportProcessInput, cks.Process]{
+	spec: Spec{
+		Title: "Report a process",
+		Summary: "a process's heartbeat over the API (any language): starts or renews its liveness row and answers " +
+			"its desired_state, stop_requested once it is asked to stop",
+		Description: "Report that a process is alive, for a process that is not a cks agent on the database: a worker in " +
+			"Python or TypeScript, a script, any program with an HTTP or MCP client. The first report of an " +
+			"instance_id (a random UUID the process makes at its start) adds the instance to list_processes, the Agent " +
+			"Panel and process_status under process_kind; each later report is a heartbeat, with the task in hand " +
+			"(current_task_id, current_task_type) and the types it claims (task_types). " + ttlRule + ": report at " +
+			"least every liveness_interval_s (default 30). The answer is the instance's row with its status and " +
+			"desired_state: \"stop_requested\" once request_process_stop (cks process stop) asked it to stop — then " +
+			"finish the task in hand, claim nothing more, and send a last report with exited true, after which the " +
+			"instance reads stopped and takes no more reports. Only the principal that made an instance's row may " +
+			"report it again (a conflict otherwise), and the instance's kind is fixed by its first report. " +
+			"Needs update on /processes/KIND: a credential granted that on its own kind may report its processes and " +
+			"nothing else's.",
+		Permission: auth.PermUpdate, Resource: auth.ResourceProcesses + "/{process_kind}",
+		Surfaces: HTTP | MCP | CLI, Needs: NeedLiveness,
+		// A repeat renews the same row: its answer is the first's but for
+		// the heartbeat's time. It adds a row, never takes one away.
+		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
+	},
+	call: func(ctx context.Context, s *Services, in *cks.ReportProcessInput) (cks.Process, error) {
+		reporter := ""
+		if p, ok := auth.PrincipalFrom(ctx); ok {
+			reporter = p.ID
+		}
+		return s.Liveness.Report(ctx, reporter, *in)
+	},
+	outSchema: func(s *jsonschema.Schema) {
+		*s = *processSchema(cks.ProcessAlive, cks.ProcessStopped)
+	},
+})
 
 // readOnly are the hints of an operation that changes nothing.
 var readOnly = Hints{ReadOnly: true, Idempotent: true, OpenWorld: new(false)}

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/cks-dev/cks"
@@ -87,6 +86,18 @@ var taskType = rule{nonEmpty: true, maxLen: cks.MaxTaskTypeLen, pattern: cks.Tas
 // single "" is none: any type).
 var taskTypes = func() rule { r := taskType; r.items, r.nonEmpty = cks.MaxNames, false; return r }()
 
+// processKind is the rule of a process kind; processKinds of a list of
+// them (a filter).
+var (
+	processKind = rule{nonEmpty: true, maxLen: cks.MaxProcessKindLen, pattern: cks.ProcessKindPattern,
+		is: func(s string) error { return cks.ValidateProcessKind("process_kind", s) }}
+	processKinds = func() rule { r := processKind; r.items, r.nonEmpty = cks.MaxNames, false; return r }()
+)
+
+// instanceID is the rule of a process instance id.
+var instanceID = rule{nonEmpty: true, maxLen: cks.MaxProcessKindLen, pattern: cks.ProcessKindPattern,
+	is: func(s string) error { return cks.ValidateInstanceID("instance_id", s) }}
+
 // states is the rule of a list of task states, in either case.
 var states = rule{items: cks.MaxNames, enum: taskStates, fold: true}
 
@@ -112,9 +123,8 @@ var (
 		}
 		return out
 	}()
-	taskOrders   = []string{string(cks.TaskOrderByID), string(cks.TaskOrderStoppedFirst)}
-	processKinds = liveness.KnownKinds()
-	sweeperIDs   = sweeper.IDs()
+	taskOrders = []string{string(cks.TaskOrderByID), string(cks.TaskOrderStoppedFirst)}
+	sweeperIDs = sweeper.IDs()
 )
 
 // leaseRange is the rule of a lease in seconds (lease_s).
@@ -162,10 +172,20 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.QuestionInput](): {"question": {nonBlank: true, is: ledger.ValidateQuestion}},
 	typeOf[cks.ClaimReviewInput](): {"task_id": id,
 		"lease_s": leaseRange.with(fmt.Sprintf("a lease of %.0f to %.0f seconds", ledger.MinLease.Seconds(), ledger.MaxLease.Seconds()))},
-	typeOf[cks.ListProcessesInput](): {"kind": names(processKinds...), "limit": listLimit},
+	typeOf[cks.ListProcessesInput](): {"kind": processKinds, "limit": listLimit},
 	typeOf[cks.SweeperInput]():       {"agent_id": oneOf(sweeperIDs...)},
-	typeOf[cks.ProcessInput](): {"process_kind": rule{segment: true}.with("a process kind (" + strings.Join(processKinds, ", ") +
-		") or an instance id")},
+	typeOf[cks.ProcessInput]():       {"process_kind": processKind.with("a process kind or an instance id")},
+	typeOf[cks.ReportProcessInput](): {"process_kind": processKind, "instance_id": instanceID,
+		"pid":                 from(1).with("a positive process id"),
+		"liveness_interval_s": num(1, liveness.MaxReportInterval.Seconds(), liveness.DefaultInterval.Seconds()),
+		"current_task_id":     id.with("a positive task id, or none when idle"),
+		"current_task_type": rule{maxLen: cks.MaxTaskTypeLen, pattern: cks.TaskTypePattern, is: func(s string) error {
+			if s == "" {
+				return nil // idle
+			}
+			return cks.ValidateTaskType("current_task_type", s)
+		}},
+		"task_types": taskTypes},
 	typeOf[cks.SubmitResearchInput](): {"question": rule{nonBlank: true, maxLen: pipeline.MaxQuestionLen}.with("a non-empty question")},
 	typeOf[cks.ObjectInput]():         {"object_id": id},
 	typeOf[cks.ListObjectsInput](): {"status": names(), "kind": names(), "q": {maxLen: cks.MaxSearchText},

@@ -35,7 +35,7 @@ var (
 // table is every operation, in the order the surfaces list them.
 var table = []Operation{
 	Metrics,
-	ListProcesses, ProcessStatus, RequestProcessStop,
+	ListProcesses, ProcessStatus, RequestProcessStop, ReportProcess,
 	Events, OpenAPIDocument,
 	CreateTask, ListTasks, CountTasks, TaskStats, ListUnclaimedTypes, GetTask, AnswerTask, CancelTask, StopTask, StartTask, RetryTask, UpdateTask,
 	BulkStopTasks, BulkStartTasks, BulkCancelTasks, BulkRetryTasks,

@@ -46,10 +46,13 @@ type parityCase struct {
 // parityCases are the cases of every operation of the table, by name, with
 // $T an OPEN task, $C a cancelled one, $O an object.
 var parityCases = map[string]parityCase{
-	"list_processes":       {`{"kind":"janitor"}`, []string{"process", "list", "--kind", "janitor", "--history"}, `{"history":true,"alive":false}`, []string{"process", "list", "--history", "--alive=false"}},
-	"process_status":       {`{"process_kind":"janitor"}`, []string{"process", "status", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "status", "critic"}},
-	"request_process_stop": {`{"process_kind":"janitor"}`, []string{"process", "stop", "janitor"}, `{"process_kind":"critic"}`, []string{"process", "stop", "critic"}},
-	"create_task":          {`{"type":""}`, []string{"task", "create"}, `{"type":"t"}`, []string{"task", "create", "--type", "t"}},
+	"list_processes":       {`{"kind":"jani tor"}`, []string{"process", "list", "--kind", "jani tor", "--history"}, `{"history":true,"alive":false}`, []string{"process", "list", "--history", "--alive=false"}},
+	"process_status":       {`{"process_kind":"jani tor"}`, []string{"process", "status", "jani tor"}, `{"process_kind":"critic"}`, []string{"process", "status", "critic"}},
+	"request_process_stop": {`{"process_kind":"jani tor"}`, []string{"process", "stop", "jani tor"}, `{"process_kind":"critic"}`, []string{"process", "stop", "critic"}},
+	"report_process": {`{"process_kind":"summarize","instance_id":"i-1","liveness_interval_s":0.5}`,
+		[]string{"process", "report", "summarize", "--instance-id", "i-1", "--liveness-interval-s", "0.5"},
+		`{"process_kind":"summarize","instance_id":"i-1"}`, []string{"process", "report", "summarize", "--instance-id", "i-1"}},
+	"create_task": {`{"type":""}`, []string{"task", "create"}, `{"type":"t"}`, []string{"task", "create", "--type", "t"}},
 	"list_tasks": {`{"q":"build","created_by":"op","sort":"newest"}`, []string{"task", "list", "--q", "build", "--created-by", "op", "--sort", "newest"},
 		`{"q":"build","unconfirmed_abort":true,"sort":"-updated"}`, []string{"task", "list", "--q", "build", "--unconfirmed-abort", "--sort", "-updated"}},
 	"count_tasks": {`{"state":["DONE"]}`, nil, `{}`, nil},

@@ -71,6 +71,20 @@ var processGroup = group{name: "process", commands: []command{
 			return nil
 		},
 	}),
+	// report: a heartbeat from a script; an agent in another language
+	// calls report_process itself (or its SDK does).
+	opCommand("report", ops.ReportProcess, opSpec[cks.ReportProcessInput, cks.Process]{
+		table: func(x *reply[cks.ReportProcessInput, cks.Process]) error {
+			if err := printProcesses(x.w, []cks.Process{x.out}); err != nil {
+				return err
+			}
+			if x.out.DesiredState == cks.DesiredStopRequested {
+				_, err := fmt.Fprintln(x.w, "stop requested: finish the task in hand and report --exited")
+				return err
+			}
+			return nil
+		},
+	}),
 }}
 
 // printStopResult says what a stop request did, for people.

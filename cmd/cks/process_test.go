@@ -15,7 +15,6 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/liveness"
 )
 
 // TestProcessStopCLI: `cks process stop KIND|ID` against a real hub, with
@@ -75,15 +74,10 @@ func TestProcessStopCLI(t *testing.T) {
 		t.Fatalf("stopped pipeline desired_state %q, want none", got)
 	}
 
-	// Unknown kind: the hub's refusal, listing the kinds, as it says it.
-	r = run(nil, "process", "stop", "janitor")
-	if r.code != 1 || !strings.Contains(r.stderr, `cks: unknown process kind "janitor"`) || !strings.Contains(r.stderr, "(invalid_argument, HTTP 400)") {
-		t.Fatalf("process stop janitor: exit %d %s, want 1 with the hub's message", r.code, r.stderr)
-	}
-	for _, k := range liveness.KnownKinds() {
-		if !strings.Contains(r.stderr, k) {
-			t.Errorf("process stop janitor: %q does not list %s", r.stderr, k)
-		}
+	// No kind: the hub's refusal, naming the field, as it says it.
+	r = run(nil, "process", "stop", "jani tor")
+	if r.code != 1 || !strings.Contains(r.stderr, `process_kind`) || !strings.Contains(r.stderr, "(invalid_argument, HTTP 400)") {
+		t.Fatalf("process stop 'jani tor': exit %d %s, want 1 with the hub's message", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"process", "stop"}, {"process", "stop", "critic", "pipeline"}} {
 		if r := run(nil, args...); r.code != 2 || !strings.Contains(r.stderr, "exactly one KIND") {
@@ -106,6 +100,32 @@ func TestProcessStopCLI(t *testing.T) {
 	}
 	if r = run([]string{"CKS_TOKEN=" + pipeTok}, "process", "stop", "pipeline"); r.code != 0 || !strings.Contains(r.stdout, "nothing to stop") {
 		t.Fatalf("process stop pipeline with control on it: exit %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestProcessReportCLI: a script is a process too: `cks process report`
+// heartbeats it, `cks process stop` reaches it in the next report's
+// answer, and --exited ends it.
+func TestProcessReportCLI(t *testing.T) {
+	h := startHub(t, "serve")
+	run := func(args ...string) result {
+		t.Helper()
+		return runCKS(t, nil, append(args, "--data-dir", string(h.dir))...)
+	}
+	report := []string{"process", "report", "nightly-backup", "--instance-id", "sh-1", "--liveness-interval-s", "60"}
+	if r := run(report...); r.code != 0 || !strings.Contains(r.stdout, "nightly-backup") || !strings.Contains(r.stdout, "alive") {
+		t.Fatalf("first report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := run("process", "stop", "nightly-backup"); r.code != 0 || !strings.Contains(r.stdout, "stop requested: nightly-backup instance sh-1") {
+		t.Fatalf("stop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := run(report...); r.code != 0 || !strings.Contains(r.stdout, "stop requested: finish the task in hand and report --exited") {
+		t.Fatalf("report after the stop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := run(append(report, "--exited", "--json")...)
+	var p cks.Process
+	if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil || p.Status != cks.ProcessStopped || p.ExitedAt.IsZero() {
+		t.Fatalf("last report: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 }
 
@@ -156,9 +176,9 @@ func TestProcessListWithoutHub(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.stdout), &p); r.code != 0 || err != nil || p.Status != cks.ProcessAlive || !strings.HasSuffix(r.stderr, note) {
 				t.Fatalf("process status without a hub: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
 			}
-			if r := run("process", "status", "janitor"); r.code != 1 || !strings.Contains(r.stderr, `invalid process_kind: expected one of critic,`) ||
-				!strings.Contains(r.stderr, `"janitor"`) {
-				t.Fatalf("process status janitor without a hub: exit %d %s, want the operation's refusal", r.code, r.stderr)
+			if r := run("process", "status", "jani/tor"); r.code != 1 || !strings.Contains(r.stderr, `invalid process_kind: expected a process kind`) ||
+				!strings.Contains(r.stderr, `"jani/tor"`) {
+				t.Fatalf("process status jani/tor without a hub: exit %d %s, want the operation's refusal", r.code, r.stderr)
 			}
 			if r := run("process", "list", "--url", url, "--token", h.token); r.code != 1 || !strings.Contains(r.stderr, "cannot reach the hub") ||
 				strings.Contains(r.stderr, "directly") {

@@ -140,7 +140,7 @@ func CheckReadOnly(t testing.TB, d driver.Driver) error {
 	ex := d.Executor()
 	_, err := ex.TaskInsertMany(ctx, []driver.TaskRow{SeedTask()})
 	WantFault(t, "TaskInsertMany", err, cks.ErrStorageReadOnly)
-	WantFault(t, "LivenessUpsert", ex.LivenessUpsert(ctx, row("i", "k", 0)), cks.ErrStorageReadOnly)
+	WantFault(t, "LivenessUpsert", ErrOnly(ex.LivenessUpsert(ctx, row("i", "k", 0))), cks.ErrStorageReadOnly)
 	err = d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: []int64{1}, Lock: driver.LockUpdate})
 		if err != nil {

@@ -23,18 +23,18 @@ func Liveness(t *testing.T, newDB NewDB) {
 		d, _ := open(t, newDB)
 		ex, ctx := d.Executor(), Ctx(t)
 		r := row("i-1", "agent", 0)
-		must(t, "insert", ex.LivenessUpsert(ctx, r))
+		must(t, "insert", ErrOnly(ex.LivenessUpsert(ctx, r)))
 		got, err := ex.LivenessGet(ctx, "i-1")
 		must(t, "get", err)
 		if got != r {
 			t.Fatalf("inserted row reads %+v, want %+v", got, r)
 		}
 		// Every column but started_at and desired_state is updated.
-		must(t, "stop", ignore(ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")))
+		must(t, "stop", ErrOnly(ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")))
 		u := driver.LivenessRow{InstanceID: "i-1", ProcessKind: "pipeline", Hostname: "h2", PID: 7,
 			LivenessIntervalS: 2.5, StartedAt: T0.Add(time.Hour), LastHeartbeatAt: T0.Add(time.Minute),
 			CurrentTaskID: 42, CurrentTaskType: "critique", TaskTypes: `["critique","fork"]`}
-		must(t, "update", ex.LivenessUpsert(ctx, u))
+		must(t, "update", ErrOnly(ex.LivenessUpsert(ctx, u)))
 		got, err = ex.LivenessGet(ctx, "i-1")
 		must(t, "get", err)
 		want := u
@@ -44,15 +44,46 @@ func Liveness(t *testing.T, newDB NewDB) {
 		}
 		// Idle again: 0 and "" are NULL and read back as 0 and "".
 		u.CurrentTaskID, u.CurrentTaskType = 0, ""
-		must(t, "idle", ex.LivenessUpsert(ctx, u))
+		must(t, "idle", ErrOnly(ex.LivenessUpsert(ctx, u)))
 		if got, _ := ex.LivenessGet(ctx, "i-1"); got.CurrentTaskID != 0 || got.CurrentTaskType != "" || !got.ExitedAt.IsZero() {
 			t.Fatalf("idle row reads task %d %q, exited at %v", got.CurrentTaskID, got.CurrentTaskType, got.ExitedAt)
 		}
 		// The exit is written with the last heartbeat, and read back.
 		u.ExitedAt, u.LastHeartbeatAt = T0.Add(2*time.Minute), T0.Add(2*time.Minute)
-		must(t, "exit", ex.LivenessUpsert(ctx, u))
+		must(t, "exit", ErrOnly(ex.LivenessUpsert(ctx, u)))
 		if got, _ := ex.LivenessGet(ctx, "i-1"); !got.ExitedAt.Equal(u.ExitedAt) || !got.LastHeartbeatAt.Equal(u.LastHeartbeatAt) {
 			t.Fatalf("exited row reads exited %v, heartbeat %v; want both %v", got.ExitedAt, got.LastHeartbeatAt, u.ExitedAt)
+		}
+	})
+	t.Run("UpsertKeepsItsReporter", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		mine := row("i-1", "summarize", 0)
+		mine.ReportedBy = "p-1"
+		theirs := row("i-2", "agent", 0) // a process on the database
+		for _, r := range []driver.LivenessRow{mine, theirs} {
+			if wrote, err := ex.LivenessUpsert(ctx, r); err != nil || !wrote {
+				t.Fatalf("insert %s = %v, %v", r.InstanceID, wrote, err)
+			}
+		}
+		// Another reporter, or none, leaves a row as it is; its own
+		// writes it again.
+		for _, c := range []struct {
+			id, by string
+			wrote  bool
+		}{{"i-1", "p-2", false}, {"i-1", "", false}, {"i-2", "p-1", false}, {"i-1", "p-1", true}, {"i-2", "", true}} {
+			u := row(c.id, "other", 30)
+			u.ReportedBy = c.by
+			wrote, err := ex.LivenessUpsert(ctx, u)
+			must(t, "upsert", err)
+			got, _ := ex.LivenessGet(ctx, c.id)
+			if wrote != c.wrote || (got.ProcessKind == "other") != c.wrote {
+				t.Fatalf("upsert of %s by %q wrote %v (kind %q), want %v", c.id, c.by, wrote, got.ProcessKind, c.wrote)
+			}
+			if want := map[string]string{"i-1": "p-1", "i-2": ""}[c.id]; got.ReportedBy != want {
+				t.Fatalf("%s reported by %q after an upsert by %q, want %q", c.id, got.ReportedBy, c.by, want)
+			}
 		}
 	})
 	t.Run("GetUnknown", func(t *testing.T) {
@@ -72,7 +103,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 		}
 		// Newest started first; ties by instance id in byte order ("B" < "a").
 		for _, r := range []driver.LivenessRow{row("a", "x", 0), row("B", "x", 0), row("c", "y", 5)} {
-			must(t, "upsert", ex.LivenessUpsert(ctx, r))
+			must(t, "upsert", ErrOnly(ex.LivenessUpsert(ctx, r)))
 		}
 		got, err := ex.LivenessList(ctx)
 		must(t, "list", err)
@@ -90,7 +121,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 		tie1.LastHeartbeatAt = late.LastHeartbeatAt.Add(time.Second)
 		tie2.LastHeartbeatAt = tie1.LastHeartbeatAt
 		for _, r := range []driver.LivenessRow{old, late, tie1, tie2, row("other", "pipeline", 20)} {
-			must(t, "upsert", ex.LivenessUpsert(ctx, r))
+			must(t, "upsert", ErrOnly(ex.LivenessUpsert(ctx, r)))
 		}
 		// Newest started, then latest heartbeat, then instance id.
 		got, err := ex.LivenessLatest(ctx, "agent")
@@ -104,7 +135,7 @@ func Liveness(t *testing.T, newDB NewDB) {
 		d, _ := open(t, newDB)
 		ex, ctx := d.Executor(), Ctx(t)
 		r := row("i-1", "agent", 0)
-		must(t, "upsert", ex.LivenessUpsert(ctx, r))
+		must(t, "upsert", ErrOnly(ex.LivenessUpsert(ctx, r)))
 		found, err := ex.LivenessSetDesiredState(ctx, "i-1", "stop_requested")
 		if err != nil || !found {
 			t.Fatalf("set on a row = %v, %v", found, err)
@@ -138,7 +169,7 @@ func LivenessHistory(t *testing.T, newDB NewDB) {
 			withUntil(row("B", "critic", 20), 150), withExit(row("d", "exec", 30)),
 			withUntil(row("e", "exec", 40), 50), row("f", "critic", 5),
 		} {
-			must(t, "upsert "+r.InstanceID, ex.LivenessUpsert(Ctx(t), r))
+			must(t, "upsert "+r.InstanceID, ErrOnly(ex.LivenessUpsert(Ctx(t), r)))
 		}
 	}
 	end := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
@@ -259,5 +290,6 @@ func livenessIDs(rows []driver.LivenessRow) string {
 	return s
 }
 
-// ignore drops the first result of a (value, error) call.
-func ignore[T any](_ T, err error) error { return err }
+// ErrOnly drops the first result of a (value, error) call, for a check
+// of the error alone.
+func ErrOnly[T any](_ T, err error) error { return err }

@@ -167,7 +167,7 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // started_at, worker), the alive_until of a process and the indexes of the
 // history and the alive instances, the children index of the retention
 // sweeper (issue 26), the sweepers' passes (issue 24: their table, key and
-// indexes); and for what was retired since (Retired,
+// indexes), the reporter of a process (issue 41); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -177,7 +177,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"index|idx_object_versions_version|", trigger,
 		"column|cks_sessions|", "fk|cks_sessions|", "constraint|cks_sessions|", "index|idx_sessions_", "index|cks_sessions_",
 		"index|sqlite_autoindex_cks_sessions_", "column|cks_agent_liveness|exited_at|", "column|cks_agent_liveness|task_types|",
-		"column|cks_agent_liveness|alive_until|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|", "index|idx_outbox_tasks_updated|",
+		"column|cks_agent_liveness|alive_until|", "column|cks_agent_liveness|reported_by|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|", "index|idx_outbox_tasks_updated|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",
@@ -226,11 +226,11 @@ func (s Scratch) CheckUpgradesOlderLiveness(t *testing.T) {
 	}
 	got := fmt.Sprintf("%+v", all)
 	want := "[{InstanceID:old-2 ProcessKind:pipeline Hostname:h PID:11 LivenessIntervalS:15 StartedAt:2026-11-30 12:01:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:01:45 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:01:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:01:45 +0000 UTC ReportedBy:} " +
 		"{InstanceID:old-1 ProcessKind:critic Hostname:h PID:10 LivenessIntervalS:30 StartedAt:2026-11-30 12:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:02:00 +0000 UTC} " +
+		"LastHeartbeatAt:2026-11-30 12:00:30 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:0001-01-01 00:00:00 +0000 UTC TaskTypes: AliveUntil:2026-11-30 12:02:00 +0000 UTC ReportedBy:} " +
 		"{InstanceID:old-exited ProcessKind:critic Hostname:h PID:9 LivenessIntervalS:30 StartedAt:2026-11-30 11:00:00 +0000 UTC " +
-		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC TaskTypes: AliveUntil:0001-01-01 00:00:00 +0000 UTC}]"
+		"LastHeartbeatAt:2026-11-30 11:00:00 +0000 UTC CurrentTaskID:0 CurrentTaskType: DesiredState: ExitedAt:2026-11-30 11:00:00 +0000 UTC TaskTypes: AliveUntil:0001-01-01 00:00:00 +0000 UTC ReportedBy:}]"
 	if got != want {
 		t.Fatalf("upgraded rows\n got: %s\nwant: %s", got, want)
 	}

@@ -19,7 +19,7 @@ func Tx(t *testing.T, newDB NewDB) {
 		ctx := Ctx(t)
 		boom := errors.New("boom")
 		err := d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-			if err := ex.LivenessUpsert(ctx, row("gone", "agent", 0)); err != nil {
+			if err := ErrOnly(ex.LivenessUpsert(ctx, row("gone", "agent", 0))); err != nil {
 				return err
 			}
 			// The transaction sees its own write.
@@ -34,15 +34,15 @@ func Tx(t *testing.T, newDB NewDB) {
 		_, err = d.Executor().LivenessGet(ctx, "gone")
 		isNoRows(t, "row of a rolled-back transaction", err)
 		must(t, "commit", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, row("kept", "agent", 0))
+			return ErrOnly(ex.LivenessUpsert(ctx, row("kept", "agent", 0)))
 		}))
-		must(t, "row of a committed transaction", ignore(d.Executor().LivenessGet(ctx, "kept")))
+		must(t, "row of a committed transaction", ErrOnly(d.Executor().LivenessGet(ctx, "kept")))
 	})
 	t.Run("ReadOnlySnapshot", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)
 		ctx := Ctx(t)
-		must(t, "upsert", d.Executor().LivenessUpsert(ctx, row("a", "agent", 0)))
+		must(t, "upsert", ErrOnly(d.Executor().LivenessUpsert(ctx, row("a", "agent", 0))))
 		err := d.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
 			before, err := ex.LivenessGet(ctx, "a")
 			if err != nil {
@@ -51,10 +51,10 @@ func Tx(t *testing.T, newDB NewDB) {
 			// A write committed meanwhile, outside the transaction.
 			changed := row("a", "other", 0)
 			changed.PID = 9
-			if err := d.Executor().LivenessUpsert(ctx, changed); err != nil {
+			if err := ErrOnly(d.Executor().LivenessUpsert(ctx, changed)); err != nil {
 				return err
 			}
-			if err := d.Executor().LivenessUpsert(ctx, row("b", "agent", 0)); err != nil {
+			if err := ErrOnly(d.Executor().LivenessUpsert(ctx, row("b", "agent", 0))); err != nil {
 				return err
 			}
 			after, err := ex.LivenessGet(ctx, "a")
@@ -80,7 +80,7 @@ func Tx(t *testing.T, newDB NewDB) {
 		d, _ := open(t, newDB)
 		ctx := Ctx(t)
 		err := d.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, row("a", "agent", 0))
+			return ErrOnly(ex.LivenessUpsert(ctx, row("a", "agent", 0)))
 		})
 		if err == nil {
 			t.Fatal("a write in a read-only transaction succeeded")
@@ -101,7 +101,7 @@ func Tx(t *testing.T, newDB NewDB) {
 				for i := range each {
 					id := fmt.Sprintf("h%d-%02d", h, i)
 					errs <- d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-						if err := ex.LivenessUpsert(ctx, row(id, "agent", i)); err != nil {
+						if err := ErrOnly(ex.LivenessUpsert(ctx, row(id, "agent", i))); err != nil {
 							return err
 						}
 						_, err := ex.LivenessSetDesiredState(ctx, id, "stop_requested")

@@ -33,6 +33,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) driver.LivenessRow {
 		ExitedAt:          fromNullTime(r.ExitedAt),
 		TaskTypes:         nullable.Deref(r.TaskTypes),
 		AliveUntil:        fromNullTime(r.AliveUntil),
+		ReportedBy:        nullable.Deref(r.ReportedBy),
 	}
 }
 
@@ -513,6 +514,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		ExitedAt:          nullTime(p.ExitedAt),
 		TaskTypes:         nullable.String(p.TaskTypes),
 		AliveUntil:        nullTime(p.AliveUntil),
+		ReportedBy:        nullable.String(p.ReportedBy),
 	}
 }
 
@@ -1406,7 +1408,7 @@ func eachLivenessAlive(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessA
 	}
 	defer rows.Close()
 	var i dbsqlc.CksAgentLiveness
-	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil, &i.ReportedBy}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1444,7 +1446,7 @@ func eachLivenessList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Cks
 	}
 	defer rows.Close()
 	var i dbsqlc.CksAgentLiveness
-	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil, &i.ReportedBy}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1463,7 +1465,7 @@ func eachLivenessPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessPa
 	}
 	defer rows.Close()
 	var i dbsqlc.CksAgentLiveness
-	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil}
+	dest := []any{&i.InstanceID, &i.ProcessKind, &i.Hostname, &i.Pid, &i.LivenessIntervalS, &i.StartedAt, &i.LastHeartbeatAt, &i.CurrentTaskID, &i.CurrentTaskType, &i.DesiredState, &i.ExitedAt, &i.TaskTypes, &i.AliveUntil, &i.ReportedBy}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2971,8 +2973,12 @@ func (e *executor) TransitionPurgeCandidates(ctx context.Context, p driver.Trans
 }
 
 // LivenessUpsert implements driver.Executor with dbsqlc's LivenessUpsert.
-func (e *executor) LivenessUpsert(ctx context.Context, arg driver.LivenessRow) error {
-	return mapErr("liveness upsert", e.d.q.LivenessUpsert(ctx, e.db, livenessUpsertParams(arg)))
+func (e *executor) LivenessUpsert(ctx context.Context, arg driver.LivenessRow) (bool, error) {
+	x, err := e.d.q.LivenessUpsert(ctx, e.db, livenessUpsertParams(arg))
+	if err != nil {
+		return false, mapErr("liveness upsert", err)
+	}
+	return x > 0, nil
 }
 
 // LivenessList implements driver.Executor with dbsqlc's LivenessList.

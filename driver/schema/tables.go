@@ -82,6 +82,10 @@ func agentLiveness() Table {
 			// it exited. Derived, so that the alive instances are a range of
 			// an index, not a scan of the history (issue 26).
 			{Name: "alive_until", Type: Time},
+			// The principal whose report_process calls write the row (issue
+			// 41): only it may write the row again. NULL for a process on
+			// the database, which writes its row itself.
+			{Name: "reported_by", Type: Text},
 		},
 		Indexes: []Index{
 			{Name: "idx_agent_liveness_kind", Keys: []Key{K("process_kind"), K("last_heartbeat_at")}},

@@ -47,6 +47,7 @@ func livenessRowOf(r dbsqlc.CksAgentLiveness) (driver.LivenessRow, error) {
 		ExitedAt:          exitedAt,
 		TaskTypes:         nullable.Deref(r.TaskTypes),
 		AliveUntil:        aliveUntil,
+		ReportedBy:        nullable.Deref(r.ReportedBy),
 	}, nil
 }
 
@@ -751,6 +752,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 		ExitedAt:          fmtNullTime(p.ExitedAt),
 		TaskTypes:         nullable.String(p.TaskTypes),
 		AliveUntil:        fmtNullTime(p.AliveUntil),
+		ReportedBy:        nullable.String(p.ReportedBy),
 	}
 }
 
@@ -1661,10 +1663,17 @@ func (e *executor) TransitionPurgeCandidates(ctx context.Context, p driver.Trans
 }
 
 // LivenessUpsert implements driver.Executor with dbsqlc's LivenessUpsert.
-func (e *executor) LivenessUpsert(ctx context.Context, arg driver.LivenessRow) error {
-	return e.write(ctx, "liveness upsert", func(w *wtx) error {
-		return mapErr("liveness upsert", e.d.q.LivenessUpsert(ctx, w, livenessUpsertParams(arg)))
+func (e *executor) LivenessUpsert(ctx context.Context, arg driver.LivenessRow) (bool, error) {
+	var out bool
+	err := e.write(ctx, "liveness upsert", func(w *wtx) error {
+		x, err := e.d.q.LivenessUpsert(ctx, w, livenessUpsertParams(arg))
+		if err != nil {
+			return mapErr("liveness upsert", err)
+		}
+		out = x > 0
+		return nil
 	})
+	return out, err
 }
 
 // LivenessList implements driver.Executor with dbsqlc's LivenessList.

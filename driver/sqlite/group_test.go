@@ -49,7 +49,7 @@ func holdWriter(t testing.TB, d *sqlite.Driver) (release func() error) {
 		done <- d.WithTx(context.Background(), driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			close(started)
 			<-proceed
-			return ex.LivenessUpsert(ctx, liveRow("held"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("held")))
 		})
 	}()
 	<-started
@@ -112,7 +112,7 @@ func TestGroupCommit(t *testing.T) {
 			id := fmt.Sprintf("w-%d", i)
 			ids = append(ids, id)
 			dones = append(dones, queue(t, ctx, d, i, func(ctx context.Context, ex driver.Executor) error {
-				if err := ex.LivenessUpsert(ctx, liveRow(id)); err != nil {
+				if err := drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow(id))); err != nil {
 					return err
 				}
 				if i == failing {
@@ -149,7 +149,7 @@ func TestGroupCommit(t *testing.T) {
 		d := open(t, filepath.Join(t.TempDir(), "cks.db"))
 		release := holdWriter(t, d)
 		a := queue(t, ctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("a"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("a")))
 		})
 		// A dependency edge of no task: with the check deferred, the
 		// commit fails.
@@ -160,7 +160,7 @@ func TestGroupCommit(t *testing.T) {
 			return ex.TaskDepInsertMany(ctx, []driver.TaskDep{{TaskID: 998, DependsOn: 999}})
 		})
 		c := queue(t, ctx, d, 2, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		if err := release(); err == nil {
 			t.Error("held: nil error from a failed commit")
@@ -174,7 +174,7 @@ func TestGroupCommit(t *testing.T) {
 			t.Errorf("rows after the failed group: %v, want none", got)
 		}
 		// The writer is usable again, with its foreign keys checked at once.
-		if err := d.Executor().LivenessUpsert(ctx, liveRow("after")); err != nil {
+		if err := drivertest.ErrOnly(d.Executor().LivenessUpsert(ctx, liveRow("after"))); err != nil {
 			t.Fatalf("write after the failed group: %v", err)
 		}
 		err := d.Executor().TaskDepInsertMany(ctx, []driver.TaskDep{{TaskID: 998, DependsOn: 999}})
@@ -190,12 +190,12 @@ func TestGroupCommit(t *testing.T) {
 		defer cancel()
 		b := queue(t, ctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
 			cancel() // the next member's caller gives up while the group runs
-			return ex.LivenessUpsert(ctx, liveRow("b"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("b")))
 		})
 		ran := false
 		c := queue(t, cctx, d, 1, func(ctx context.Context, ex driver.Executor) error {
 			ran = true
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		if err := release(); err != nil {
 			t.Fatal(err)
@@ -216,7 +216,7 @@ func TestGroupCommit(t *testing.T) {
 		release := holdWriter(t, d)
 		cctx, cancel := context.WithCancel(ctx)
 		c := queue(t, cctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		cancel()
 		if err := <-c; !errors.Is(err, context.Canceled) {
@@ -241,15 +241,15 @@ func TestGroupCommit(t *testing.T) {
 		// the member after it commits.
 		var second error
 		b := queue(t, cctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
-			if err := ex.LivenessUpsert(ctx, liveRow("b1")); err != nil {
+			if err := drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("b1"))); err != nil {
 				return err
 			}
 			cancel()
-			second = ex.LivenessUpsert(ctx, liveRow("b2"))
+			second = drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("b2")))
 			return second
 		})
 		c := queue(t, ctx, d, 1, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		if err := release(); err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func TestGroupCommit(t *testing.T) {
 		cancelHook.Store(&hook)
 		defer cancelHook.Store(nil)
 		a := queue(t, ctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("a"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("a")))
 		})
 		b := queue(t, cctx, d, 1, func(ctx context.Context, ex driver.Executor) error {
 			return sqlite.ExecInTx(ctx, ex, `INSERT INTO cks_changes(topic, seq)
@@ -288,7 +288,7 @@ func TestGroupCommit(t *testing.T) {
 				SELECT 'long-' || x, cks_test_cancel() FROM n`)
 		})
 		c := queue(t, ctx, d, 2, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		if err := release(); err != nil {
 			t.Fatal(err)
@@ -308,7 +308,7 @@ func TestGroupCommit(t *testing.T) {
 		if got := strs(t, rawDB(t, d.Path()), "SELECT count(*) FROM cks_changes WHERE topic LIKE 'long-%'"); len(got) != 1 || got[0] != "0" {
 			t.Errorf("rows of the canceled statement: %v, want 0", got)
 		}
-		if err := d.Executor().LivenessUpsert(ctx, liveRow("after")); err != nil {
+		if err := drivertest.ErrOnly(d.Executor().LivenessUpsert(ctx, liveRow("after"))); err != nil {
 			t.Errorf("write after: %v", err)
 		}
 	})
@@ -332,7 +332,7 @@ func TestGroupCommit(t *testing.T) {
 				}
 				r := liveRow(name)
 				r.PID = pid
-				return ex.LivenessUpsert(ctx, r)
+				return drivertest.ErrOnly(ex.LivenessUpsert(ctx, r))
 			}))
 		}
 		if err := release(); err != nil {
@@ -385,13 +385,13 @@ func TestGroupCommit(t *testing.T) {
 		// The held transaction's caller leads the group, so p's fn panics
 		// in that goroutine unless the group hands the panic back to p.
 		c := queue(t, ctx, d, 0, func(ctx context.Context, ex driver.Executor) error {
-			return ex.LivenessUpsert(ctx, liveRow("c"))
+			return drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("c")))
 		})
 		panicked := make(chan any, 1)
 		go func() {
 			defer func() { panicked <- recover() }()
 			d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
-				if err := ex.LivenessUpsert(ctx, liveRow("p")); err != nil {
+				if err := drivertest.ErrOnly(ex.LivenessUpsert(ctx, liveRow("p"))); err != nil {
 					return err
 				}
 				panic("member panic")

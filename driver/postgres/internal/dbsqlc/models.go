@@ -24,6 +24,7 @@ type CksAgentLiveness struct {
 	ExitedAt          pgtype.Timestamptz
 	TaskTypes         *string
 	AliveUntil        pgtype.Timestamptz
+	ReportedBy        *string
 }
 
 type CksEdge struct {

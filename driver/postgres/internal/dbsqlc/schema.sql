@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS cks_agent_liveness (
     desired_state TEXT,
     exited_at TIMESTAMPTZ,
     task_types TEXT,
-    alive_until TIMESTAMPTZ
+    alive_until TIMESTAMPTZ,
+    reported_by TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_principals (

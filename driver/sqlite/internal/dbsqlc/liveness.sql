@@ -1,10 +1,13 @@
 -- Process liveness (ADR-014) and remote stop (ADR-016).
 
--- name: LivenessUpsert :exec
+-- A row is written again only by whoever wrote it first (reported_by:
+-- the principal of report_process, NULL for a process on the database);
+-- no row changes otherwise.
+-- name: LivenessUpsert :execrows
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until, reported_by)
 VALUES (@instance_id, @process_kind, @hostname, @pid, @liveness_interval_s,
-    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type, @exited_at, @task_types, @alive_until)
+    @started_at, @last_heartbeat_at, @current_task_id, @current_task_type, @exited_at, @task_types, @alive_until, @reported_by)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -15,7 +18,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     current_task_type = excluded.current_task_type,
     exited_at = excluded.exited_at,
     task_types = excluded.task_types,
-    alive_until = excluded.alive_until;
+    alive_until = excluded.alive_until
+WHERE cks_agent_liveness.reported_by IS excluded.reported_by;
 
 -- name: LivenessList :many
 SELECT * FROM cks_agent_liveness

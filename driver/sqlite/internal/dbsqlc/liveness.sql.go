@@ -10,7 +10,7 @@ import (
 )
 
 const livenessAlive = `-- name: LivenessAlive :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until, reported_by FROM cks_agent_liveness
 WHERE alive_until >= ?1
     AND started_at <= ?2
     AND (started_at < ?2 OR instance_id > ?3)
@@ -58,6 +58,7 @@ func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveP
 			&i.ExitedAt,
 			&i.TaskTypes,
 			&i.AliveUntil,
+			&i.ReportedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -108,7 +109,7 @@ func (q *Queries) LivenessCountByKind(ctx context.Context, db DBTX) ([]LivenessC
 }
 
 const livenessGet = `-- name: LivenessGet :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE instance_id = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until, reported_by FROM cks_agent_liveness WHERE instance_id = ?1
 `
 
 func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (CksAgentLiveness, error) {
@@ -128,12 +129,13 @@ func (q *Queries) LivenessGet(ctx context.Context, db DBTX, instanceID string) (
 		&i.ExitedAt,
 		&i.TaskTypes,
 		&i.AliveUntil,
+		&i.ReportedBy,
 	)
 	return i, err
 }
 
 const livenessLatest = `-- name: LivenessLatest :one
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness WHERE process_kind = ?1
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until, reported_by FROM cks_agent_liveness WHERE process_kind = ?1
 ORDER BY started_at DESC, last_heartbeat_at DESC, instance_id
 LIMIT 1
 `
@@ -156,12 +158,13 @@ func (q *Queries) LivenessLatest(ctx context.Context, db DBTX, processKind strin
 		&i.ExitedAt,
 		&i.TaskTypes,
 		&i.AliveUntil,
+		&i.ReportedBy,
 	)
 	return i, err
 }
 
 const livenessList = `-- name: LivenessList :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until, reported_by FROM cks_agent_liveness
 ORDER BY started_at DESC, instance_id
 `
 
@@ -188,6 +191,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 			&i.ExitedAt,
 			&i.TaskTypes,
 			&i.AliveUntil,
+			&i.ReportedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -203,7 +207,7 @@ func (q *Queries) LivenessList(ctx context.Context, db DBTX) ([]CksAgentLiveness
 }
 
 const livenessPage = `-- name: LivenessPage :many
-SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until FROM cks_agent_liveness
+SELECT instance_id, process_kind, hostname, pid, liveness_interval_s, started_at, last_heartbeat_at, current_task_id, current_task_type, desired_state, exited_at, task_types, alive_until, reported_by FROM cks_agent_liveness
 WHERE true
     AND started_at <= ?1
     AND (started_at < ?1 OR instance_id > ?2)
@@ -257,6 +261,7 @@ func (q *Queries) LivenessPage(ctx context.Context, db DBTX, arg LivenessPagePar
 			&i.ExitedAt,
 			&i.TaskTypes,
 			&i.AliveUntil,
+			&i.ReportedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -313,12 +318,12 @@ func (q *Queries) LivenessSetDesiredState(ctx context.Context, db DBTX, arg Live
 	return result.RowsAffected()
 }
 
-const livenessUpsert = `-- name: LivenessUpsert :exec
+const livenessUpsert = `-- name: LivenessUpsert :execrows
 
 INSERT INTO cks_agent_liveness (instance_id, process_kind, hostname, pid, liveness_interval_s,
-    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until)
+    started_at, last_heartbeat_at, current_task_id, current_task_type, exited_at, task_types, alive_until, reported_by)
 VALUES (?1, ?2, ?3, ?4, ?5,
-    ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+    ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT (instance_id) DO UPDATE SET
     process_kind = excluded.process_kind,
     hostname = excluded.hostname,
@@ -330,6 +335,7 @@ ON CONFLICT (instance_id) DO UPDATE SET
     exited_at = excluded.exited_at,
     task_types = excluded.task_types,
     alive_until = excluded.alive_until
+WHERE cks_agent_liveness.reported_by IS excluded.reported_by
 `
 
 type LivenessUpsertParams struct {
@@ -345,11 +351,15 @@ type LivenessUpsertParams struct {
 	ExitedAt          *string
 	TaskTypes         *string
 	AliveUntil        *string
+	ReportedBy        *string
 }
 
 // Process liveness (ADR-014) and remote stop (ADR-016).
-func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpsertParams) error {
-	_, err := db.ExecContext(ctx, livenessUpsert,
+// A row is written again only by whoever wrote it first (reported_by:
+// the principal of report_process, NULL for a process on the database);
+// no row changes otherwise.
+func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpsertParams) (int64, error) {
+	result, err := db.ExecContext(ctx, livenessUpsert,
 		arg.InstanceID,
 		arg.ProcessKind,
 		arg.Hostname,
@@ -362,6 +372,10 @@ func (q *Queries) LivenessUpsert(ctx context.Context, db DBTX, arg LivenessUpser
 		arg.ExitedAt,
 		arg.TaskTypes,
 		arg.AliveUntil,
+		arg.ReportedBy,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

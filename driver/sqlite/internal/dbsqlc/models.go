@@ -18,6 +18,7 @@ type CksAgentLiveness struct {
 	ExitedAt          *string
 	TaskTypes         *string
 	AliveUntil        *string
+	ReportedBy        *string
 }
 
 type CksChange struct {
