@@ -126,6 +126,11 @@ func processStopResource(ctx context.Context, s *Services, in *cks.ProcessInput)
 	if _, err := expand(auth.ResourceProcesses+"/{process_kind}", in); err != nil {
 		return "", err
 	}
+	if s.Liveness == nil {
+		// No process to resolve (a caller weighing the operation, such
+		// as the studio asking whether to offer it): the target's own.
+		return auth.ProcessResource(in.ProcessKind), nil
+	}
 	p, err := s.Liveness.ResolveProcess(ctx, in.ProcessKind)
 	if err != nil {
 		return "", err

@@ -587,11 +587,14 @@ func (s *server) cards(ps []cks.Process) []card {
 			c.StartedAge = humanAge(p.HeartbeatAgeS + p.LastHeartbeatAt.Sub(p.StartedAt).Seconds())
 		}
 		if !c.Alive {
-			c.stoppedFor = p.HeartbeatAgeS
+			c.stoppedFor = max(p.HeartbeatAgeS, 0)
 		}
 		if !p.ExitedAt.IsZero() {
 			c.ExitedAt = p.ExitedAt.UTC().Format(time.RFC3339)
-			c.stoppedFor = p.HeartbeatAgeS - p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds()
+			// A listing reads its time before its rows: an exit written
+			// in between is "just now", not in the future (where it
+			// read as no recent stop, and its card went to the history).
+			c.stoppedFor = max(p.HeartbeatAgeS-p.ExitedAt.Sub(p.LastHeartbeatAt).Seconds(), 0)
 			c.ExitedAge = humanAge(c.stoppedFor)
 		}
 		c.StopRequested = c.Alive && p.DesiredState == cks.DesiredStopRequested

@@ -446,13 +446,13 @@ func TestMCPStdio(t *testing.T) {
 	sess := connectMCP(t, &mcp.CommandTransport{Command: cmd})
 	assertMCPListsAlive(t, sess, "stdio-1")
 	res, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "process_status",
-		Arguments: map[string]any{"process_kind": "nonsense"}})
+		Arguments: map[string]any{"process_kind": "non sense"}})
 	if err != nil || !res.IsError {
-		t.Fatalf("process_status(nonsense): err %v, IsError %v; want a tool error", err, res != nil && res.IsError)
+		t.Fatalf("process_status(non sense): err %v, IsError %v; want a tool error", err, res != nil && res.IsError)
 	}
 	text := res.Content[0].(*mcp.TextContent).Text
-	if !strings.Contains(text, "critic") || !strings.Contains(text, "fork_resolution") {
-		t.Fatalf("unknown-kind error does not name the known kinds: %s", text)
+	if !strings.Contains(text, "process_kind") || !strings.Contains(text, "a process kind") {
+		t.Fatalf("no kind's error does not name the field and its rule: %s", text)
 	}
 }
 
@@ -533,8 +533,8 @@ func TestBadInput(t *testing.T) {
 
 func TestClientErrorsFromHub(t *testing.T) {
 	h := startHub(t, "serve")
-	res := runCKS(t, nil, "process", "status", "bogus", "--data-dir", string(h.dir))
-	if res.code == 0 || !strings.Contains(res.stderr, `invalid process_kind: expected one of critic,`) || !strings.Contains(res.stderr, `"bogus"`) ||
+	res := runCKS(t, nil, "process", "status", "bo gus", "--data-dir", string(h.dir))
+	if res.code == 0 || !strings.Contains(res.stderr, `invalid process_kind: expected a process kind`) || !strings.Contains(res.stderr, `"bo gus"`) ||
 		!strings.Contains(res.stderr, "HTTP 400") {
 		t.Fatalf("status bogus: exit %d: %s", res.code, res.stderr)
 	}
