@@ -287,7 +287,7 @@ class Client:
         })
 
     def process_status(self, process_kind: str) -> dict[str, Any]:
-        """The current instance of a process kind (or an instance by its id): its row."""
+        """The newest instance of a process kind: its row (status "not_found", not an error, when none ever reported)."""
         return self.call("process_status", {"process_kind": process_kind})
 
     def list_processes(
