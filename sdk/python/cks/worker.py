@@ -333,15 +333,19 @@ class Worker:
             return  # not ours any more: whatever we write would be refused
         if held.ctx.handed_off:
             return
+        error: BaseException | None
+        error = asyncio.CancelledError("the handler was cancelled") if job.cancelled() else job.exception()
+        result = ""
+        if error is None:
+            try:
+                result = _result_text(job.result())
+            except (TypeError, ValueError) as e:
+                error = PermanentFailure(f"the handler's result is not JSON: {e}")
         try:
-            if job.cancelled():  # cancelled by something other than an abort: give the task back
-                await self._io(self.client.fail_task, task.id, task.lease_token, "the handler was cancelled",
-                               retryable=True)
-            elif job.exception() is None:
-                await self._io(self.client.complete_task, task.id, task.lease_token, _result_text(job.result()))
+            if error is None:
+                await self._io(self.client.complete_task, task.id, task.lease_token, result)
                 log.info("cks worker %s: task %d completed", self.kind, task.id)
             else:
-                error = job.exception()
                 reason = f"{type(error).__name__}: {error}"
                 await self._io(self.client.fail_task, task.id, task.lease_token, reason,
                                retryable=not isinstance(error, PermanentFailure))
@@ -419,7 +423,8 @@ class Worker:
 
 
 def _result_text(value: Any) -> str:
-    """A handler's return value as complete_task's result: a str as is, None as "", anything else as JSON."""
+    """A handler's return value as complete_task's result: a str as is, None as "", anything else
+    as JSON (TypeError or ValueError when it is not JSON)."""
     if value is None:
         return ""
     if isinstance(value, str):

@@ -163,6 +163,24 @@ class WorkerTest(unittest.TestCase):
         wait_for("the task FAILED", lambda: self.state(task_id) == "FAILED")
         self.assertEqual(self.client.get_task(task_id)["last_error"], "PermanentFailure: bad input")
 
+    def test_request_input_hands_the_task_to_a_person(self) -> None:
+        """A handler that asks a question leaves the task in NEEDS_INPUT, with its evidence; the worker writes nothing after."""
+        t = unique("sdk-ask")
+        worker = Worker(self.client, kind=self.kind, **FAST)
+
+        @worker.task(t)
+        async def handle(task: Task, ctx: TaskContext) -> str:
+            await asyncio.to_thread(ctx.add_evidence, "log", "looked at it")
+            await asyncio.to_thread(ctx.request_input, "which file?")
+            return "not a result"
+
+        self.start(worker)
+        task_id = self.client.create_task(t)["task"]["task_id"]
+        wait_for("the task NEEDS_INPUT", lambda: self.state(task_id) == "NEEDS_INPUT")
+        got = self.client.get_task(task_id)
+        self.assertEqual(got["question"], "which file?")
+        self.assertNotEqual(got.get("result"), "not a result")
+
 
 if __name__ == "__main__":
     unittest.main()
