@@ -261,7 +261,11 @@ class Worker:
                 continue
             failures = 0
             for raw in answer["tasks"]:
-                work = asyncio.create_task(self._work(Task.from_claim(raw)))
+                # In hand from here, before the next round counts free slots.
+                task = Task.from_claim(raw)
+                held = _InHand(task, TaskContext(self.client, task), time.monotonic())
+                self._in_hand[task.id] = held
+                work = asyncio.create_task(self._work(held))
                 works.add(work)
                 work.add_done_callback(works.discard)
 
@@ -274,12 +278,10 @@ class Worker:
             pass
         self._wake.clear()
 
-    async def _work(self, task: Task) -> None:
+    async def _work(self, held: _InHand) -> None:
         """Run one task's handler under a heartbeat, then end the attempt as it went."""
         assert self._wake is not None and self._loop is not None
-        ctx = TaskContext(self.client, task)
-        held = _InHand(task, ctx, time.monotonic())
-        self._in_hand[task.id] = held
+        task, ctx = held.task, held.ctx
         log.info("cks worker %s: task %d (%s) claimed", self.kind, task.id, task.type)
         heartbeat = asyncio.create_task(self._heartbeat(held))
         try:

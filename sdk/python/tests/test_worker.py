@@ -57,6 +57,26 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((row["status"], row["instance_id"]), ("stopped", worker.instance_id))
         self.assertIn("exited_at", row)
 
+    def test_claims_no_more_than_its_slots(self) -> None:
+        t = unique("sdk-slots")
+        ids = [self.client.create_task(t)["task"]["task_id"] for _ in range(4)]
+        started, release = threading.Semaphore(0), threading.Event()
+        worker = Worker(self.client, kind=self.kind, concurrency=2, **FAST)
+
+        @worker.task(t)
+        def handle(task: Task, ctx: TaskContext) -> None:
+            started.release()
+            release.wait(DEADLINE_S)
+
+        self.start(worker)
+        for _ in range(2):
+            self.assertTrue(started.acquire(timeout=DEADLINE_S), "two handlers did not start")
+        # Both slots are taken, so the worker claims nothing until one frees.
+        states = sorted(self.state(i) for i in ids)
+        self.assertEqual(states, ["OPEN", "OPEN", "RUNNING", "RUNNING"])
+        release.set()
+        wait_for("four tasks COMPLETED", lambda: all(self.state(i) == "COMPLETED" for i in ids))
+
     def test_appears_in_list_processes(self) -> None:
         t = unique("sdk-seen")
         worker = Worker(self.client, kind=self.kind, **FAST)
