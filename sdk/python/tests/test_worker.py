@@ -5,6 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import unittest
 from typing import Any
@@ -117,6 +122,26 @@ class WorkerTest(unittest.TestCase):
         row = self.client.process_status(self.kind)
         self.assertEqual((row["instance_id"], row["status"], row["desired_state"]),
                          (worker.instance_id, "stopped", "stop_requested"))
+        self.assertIn("exited_at", row)
+
+    def test_sigterm_drains_a_worker_process(self) -> None:
+        """A worker run in a process's main thread drains on SIGTERM: run() returns, the process exits 0, the row reads exited."""
+        script = textwrap.dedent(f"""
+            from cks import Worker
+            worker = Worker(kind={self.kind!r}, liveness_interval_s=1, claim_wait_s=2)
+            worker.task({unique("sdk-sig")!r})(lambda task, ctx: None)
+            worker.run()
+            print("run returned")
+        """)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        wait_for("the worker process alive", lambda: self.client.process_status(self.kind).get("status") == "alive")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=DEADLINE_S)
+        self.assertEqual((proc.returncode, out), (0, "run returned\n"), err)
+        row = self.client.process_status(self.kind)
+        self.assertEqual((row["pid"], row["status"]), (proc.pid, "stopped"))
         self.assertIn("exited_at", row)
 
     def test_stop_task_aborts_a_sync_handler(self) -> None:
