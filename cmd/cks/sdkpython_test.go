@@ -56,6 +56,7 @@ func TestPythonSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("mypy", func(t *testing.T) { checkTypes(t, sdk) })
 	forBackends(t, func(t *testing.T, db testDB) {
 		h := startHub(t, "serve", "--database", db.url)
 		if db.backend == "sqlite" {
@@ -90,4 +91,21 @@ func checkOperationTable(t *testing.T, py, sdk string, h *hubProc) {
 		t.Fatalf("sdk/python/cks/_operations.py differs from the hub's operations; regenerate it:\n"+
 			"  python3 sdk/python/tools/gen_operations.py URL-or-openapi.json > sdk/python/cks/_operations.py\nwant:\n%s", want)
 	}
+}
+
+// checkTypes runs mypy in strict mode over the package: Debian's
+// python3-mypy, on whichever python3 has it (.ci/run installs it). Without
+// one the check is skipped, saying so, or fails under CI=true.
+func checkTypes(t *testing.T, sdk string) {
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-m", "mypy", "--version").Run() != nil {
+			continue
+		}
+		runPython(t, py, sdk, nil, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", t.TempDir(), "cks")
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true: no python3 with mypy (Debian's python3-mypy) for sdk/python's types")
+	}
+	t.Skip("no python3 with mypy: sdk/python's types are not checked")
 }

@@ -112,7 +112,7 @@ class Client:
 
     def _backoff(self, attempt: int) -> float:
         """The wait before retry number attempt+1: exponential, capped, with jitter (half to all of it)."""
-        return min(self.max_backoff_s, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+        return min(self.max_backoff_s, self.backoff_s * 2.0**attempt) * random.uniform(0.5, 1.0)
 
     def _once(self, method: str, path: str, body: bytes | None, timeout: float) -> dict[str, Any]:
         req = urllib.request.Request(self.url + path, data=body, method=method)
