@@ -1,0 +1,77 @@
+"""Client against a real hub: typed errors, query encoding, the generic call, fencing."""
+
+from __future__ import annotations
+
+import unittest
+
+from cks import Conflict, InvalidArgument, NotFound, Unauthorized
+from hubtest import hub_client, unique
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.client = hub_client(self)
+
+    def test_create_and_get(self) -> None:
+        t = unique("sdk-get")
+        created = self.client.create_task(t, title="hello", payload={"k": [1, 2]}, priority=7)
+        self.assertTrue(created["created"])
+        task = created["task"]
+        got = self.client.get_task(task["task_id"])
+        self.assertEqual((got["type"], got["title"], got["payload"], got["priority"], got["state"]),
+                         (t, "hello", {"k": [1, 2]}, 7, "OPEN"))
+        self.assertEqual(self.client.call("get_task", {"task_id": task["task_id"]})["task_id"], task["task_id"])
+
+    def test_invalid_type_names_the_field(self) -> None:
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task("a b")
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "invalid_argument", "type"))
+
+    def test_priority_out_of_range_names_the_field(self) -> None:
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task(unique("sdk-prio"), priority=5000)
+        self.assertEqual(cm.exception.field, "priority")
+
+    def test_not_found(self) -> None:
+        with self.assertRaises(NotFound) as cm:
+            self.client.get_task(10**12)
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_unknown_token(self) -> None:
+        from cks import Client
+
+        with self.assertRaises(Unauthorized) as cm:
+            Client(self.client.url, "cks_" + "A" * 43).get_task(1)
+        self.assertEqual(cm.exception.status, 401)
+
+    def test_list_tasks_repeats_list_filters(self) -> None:
+        t = unique("sdk-list")
+        a = self.client.create_task(t)["task"]["task_id"]
+        b = self.client.create_task(t)["task"]["task_id"]
+        self.client.cancel_task(b, "not needed")
+        both = self.client.list_tasks(type=[t], state=["OPEN", "CANCELLED"])
+        self.assertEqual(sorted(x["task_id"] for x in both["tasks"]), [a, b])
+        open_only = self.client.list_tasks(type=t, state="OPEN")
+        self.assertEqual([x["task_id"] for x in open_only["tasks"]], [a])
+
+    def test_zombie_completion_is_refused(self) -> None:
+        """A completion under a lease the hub revoked (the task was stopped) raises Conflict, lease_lost."""
+        t = unique("sdk-zombie")
+        task_id = self.client.create_task(t)["task"]["task_id"]
+        claimed = self.client.claim_tasks([t], lease_s=60, running=True)
+        self.assertEqual([x["task_id"] for x in claimed["tasks"]], [task_id])
+        token = claimed["tasks"][0]["lease_token"]
+        self.assertEqual(self.client.touch_task(task_id, token), {"held": True, "abort_requested": False})
+        stop = self.client.stop_task(task_id, "operator stop", wait=False)
+        self.assertEqual(stop["task"]["state"], "STOPPED")
+        self.assertEqual(self.client.touch_task(task_id, token), {"held": False, "abort_requested": True})
+        with self.assertRaises(Conflict) as cm:
+            self.client.complete_task(task_id, token, "late result")
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "lease_lost"))
+        got = self.client.get_task(task_id)
+        self.assertEqual(got["state"], "STOPPED")
+        self.assertNotEqual(got.get("result"), "late result")
+
+
+if __name__ == "__main__":
+    unittest.main()
