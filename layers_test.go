@@ -20,6 +20,8 @@ var layers = []struct {
 	pkgs      []string
 	testsAlso []string // layers the package's tests may import besides
 }{
+	// The tests' waits on a condition (every layer's tests share them).
+	{name: "test waits", pkgs: []string{"internal/waitfor"}},
 	{name: "leaf", pkgs: []string{""}},
 	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit", "jsonlines", "studio/chart",
 		"cmd/cks/internal/shutdown"}},

@@ -30,7 +30,7 @@ import (
 
 // Options are the optional parts of Run.
 type Options struct {
-	// Logger receives the agent's log; nil discards it.
+	// Logger receives the agent's log; nil is slog.Default().
 	Logger *slog.Logger
 	// Clock tells liveness times and times the agent's waits (the idle
 	// poll, the liveness interval, the task-lease heartbeat); the system
@@ -93,7 +93,7 @@ func ServicesOf(b *backend.Backend) Services {
 func Run(ctx context.Context, st Services, set Settings, resolve worker.Resolver, opts Options) (err error) {
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}

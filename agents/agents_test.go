@@ -23,6 +23,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/worker"
@@ -257,17 +258,6 @@ func startDraining(t testing.TB, ctx context.Context, st agents.Services, set ag
 	}, drain.ch
 }
 
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func taskState(t testing.TB, st *backend.Backend, id int64) cks.Task {
 	t.Helper()
 	got, err := st.Tasks.GetTask(context.Background(), id)
@@ -336,7 +326,7 @@ func TestWakesOnNewWork(t *testing.T) {
 		defer wait()
 		defer cancel()
 		task := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
-		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
+		waitfor.Until(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
 	})
 }
 
@@ -372,7 +362,7 @@ func TestMaxRetries(t *testing.T) {
 		})
 		defer wait()
 		defer cancel()
-		waitUntil(t, "the task failed", func() bool { return taskState(t, st, task.ID).State == cks.TaskFailed })
+		waitfor.Until(t, "the task failed", func() bool { return taskState(t, st, task.ID).State == cks.TaskFailed })
 		if got := taskState(t, st, task.ID); got.Attempts != 1 || !strings.Contains(got.LastError, "after 0 retries: boom") {
 			t.Fatalf("task %+v", got)
 		}
@@ -503,7 +493,7 @@ func TestExecAbortKillsEverything(t *testing.T) {
 				}
 				done <- r
 			}()
-			waitUntil(t, "the command and its children to start", func() bool {
+			waitfor.Until(t, "the command and its children to start", func() bool {
 				return pidIn(dir, "leader") > 0 && sleeping(pidIn(dir, "ingroup")) && sleeping(pidIn(dir, "escaped"))
 			})
 			res, err := op.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "runaway", Deadline: 30 * time.Second, Wait: true})
@@ -546,7 +536,7 @@ wait`
 		}
 		done <- r
 	}()
-	waitUntil(t, "the child to start", func() bool { return pidIn(dir, "child") > 0 })
+	waitfor.Until(t, "the child to start", func() bool { return pidIn(dir, "child") > 0 })
 	res, err := st.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "wind down", Deadline: time.Minute, Wait: true})
 	if err != nil || res.Abort == nil || res.Abort.Outcome != cks.AbortConfirmed {
 		t.Fatalf("stop = %+v / %+v, %v", res.Task.State, res.Abort, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/worker"
 )
@@ -67,7 +68,7 @@ func TestConcurrency(t *testing.T) {
 				mu.Unlock()
 				return worker.Result{Output: "done"}, nil
 			})
-		waitUntil(t, "three tasks in hand at once", func() bool {
+		waitfor.Until(t, "three tasks in hand at once", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(inHand) == 3
@@ -81,7 +82,7 @@ func TestConcurrency(t *testing.T) {
 		if len(running) != 3 {
 			t.Fatalf("%d tasks RUNNING, want 3", len(running))
 		}
-		waitUntil(t, "the row shows a task in hand", func() bool {
+		waitfor.Until(t, "the row shows a task in hand", func() bool {
 			row, err := op.Liveness.GetAgentLiveness(context.Background(), rep.InstanceID())
 			return err == nil && row.CurrentTaskID != nil && slices.Contains(running, *row.CurrentTaskID) && row.CurrentTaskType == "par"
 		})
@@ -137,7 +138,7 @@ func TestConcurrencyRefillsFreeSlots(t *testing.T) {
 		})
 		defer wait()
 		defer cancel()
-		waitUntil(t, "every task completed", func() bool {
+		waitfor.Until(t, "every task completed", func() bool {
 			for _, id := range ids {
 				if taskState(t, op, id).State != cks.TaskCompleted {
 					return false

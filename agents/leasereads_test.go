@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/worker"
@@ -78,7 +79,7 @@ func TestClaimLoopReadsNoLease(t *testing.T) {
 		for range n {
 			backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich", Title: "quick"})
 		}
-		waitUntil(t, "the quick tasks done", func() bool { return done.Load() == n })
+		waitfor.Until(t, "the quick tasks done", func() bool { return done.Load() == n })
 		// No abort was requested, so a run reads its lease only when its mark
 		// cannot rule a missed abort out: a mark taken before the watch was
 		// established (the loop's first claim may have begun before; at most

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/liveness"
 	"github.com/cks-dev/cks/notifier"
@@ -88,7 +89,7 @@ func TestPollsOnItsClock(t *testing.T) {
 			t.Fatalf("task %s a second before the poll", got.State)
 		}
 		c.Advance(time.Second)
-		waitUntil(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
+		waitfor.Until(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
 		cancel()
 		if err := result(t, done); err != nil {
 			t.Fatal(err)
@@ -187,7 +188,7 @@ func TestRunStopsEverything(t *testing.T) {
 			}})
 		bgRunning.Wait()
 		want := []string{cks.TopicAgentStop, cks.TopicTaskAborts, cks.TopicTasksReady}
-		waitUntil(t, "the agent's watches", func() bool {
+		waitfor.Until(t, "the agent's watches", func() bool {
 			running, _ := w.inProgress()
 			return slices.Equal(running, want)
 		})

@@ -8,19 +8,13 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-
-func waitCtx(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // fired returns the value waiting on ch, if any.
 func fired(ch <-chan time.Time) (time.Time, bool) {
@@ -153,7 +147,7 @@ func TestWaitArmed(t *testing.T) {
 		close(woke)
 	}()
 	for i := 1; i <= 3; i++ {
-		if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil {
 			t.Fatal(err)
 		}
 		c.Advance(time.Minute)
@@ -196,7 +190,7 @@ func TestSleep(t *testing.T) {
 	ctx, cancel2 := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- clock.Sleep(ctx, c, time.Hour, nil) }()
-	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+	if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil {
 		t.Fatal(err)
 	}
 	cancel2()

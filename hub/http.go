@@ -32,11 +32,14 @@ type HTTPSettings struct {
 	// for this long (CKS_HTTP_IDLE_TIMEOUT, default 2 m).
 	IdleTimeout time.Duration
 	// MaxConnsPerIP caps the open connections of one client IP address
-	// (CKS_HTTP_MAX_CONNS_PER_IP, default 256; 0 in the environment, or a
-	// negative value here, turns the cap off). A connection over the cap is
-	// answered 503 too_many_connections and closed. Every local agent and
-	// browser tab of `cks dev` comes from 127.0.0.1, hence the generous
-	// default.
+	// (CKS_HTTP_MAX_CONNS_PER_IP, default 4096; 0 in the environment, or
+	// a negative value here, turns the cap off). A connection over the cap
+	// is answered 503 too_many_connections and closed. A fleet of agents on
+	// one host shares one address, and each of its long-polling agents
+	// holds a connection while it waits (and a second while it heartbeats),
+	// hence a default that admits a fleet of 2,000 on one host; a few
+	// thousand idle connections cost the hub a few MB (docs/benchmarks.md,
+	// "A fleet on one hub").
 	MaxConnsPerIP int
 	// EventKeepAlive is the interval of the keep-alive comments of every
 	// event stream: /v1/events and /mcp's (default 15 s, well under the
@@ -79,7 +82,7 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultMaxConnsPerIP     = 256
+	DefaultMaxConnsPerIP     = 4096
 )
 
 // ParseHTTPSettings reads HTTPSettings with getenv (nil: none set); a bad

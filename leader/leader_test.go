@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/leader"
 )
 
@@ -40,18 +41,6 @@ func started(t testing.TB, open backendtest.Opener, id string, cfg leader.Config
 	}
 	t.Cleanup(func() { e.Stop(context.Background()) })
 	return e, st
-}
-
-// waitUntil waits for cond, failing the test after a minute.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within a minute", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // hour makes an elector whose lease and interval are far longer than a
@@ -135,7 +124,7 @@ func TestKilledLeaderReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := started(t, open, "hub-b", leader.Config{TTL: time.Hour, Interval: 20 * time.Millisecond})
-		waitUntil(t, "takeover of the lapsed leadership", b.IsLeader)
+		waitfor.Until(t, "takeover of the lapsed leadership", b.IsLeader)
 
 		// While a live leader renews, a second hub never takes over.
 		c, _ := started(t, open, "hub-c", leader.Config{TTL: time.Hour, Interval: 20 * time.Millisecond})

@@ -31,7 +31,7 @@ type Config struct {
 	// Clock times the periods; nil means clock.System.
 	Clock clock.Clock
 	// Logger receives failed renewals, with the caller's attributes (the
-	// task or object id); nil discards them.
+	// task or object id); nil is slog.Default().
 	Logger *slog.Logger
 }
 
@@ -62,7 +62,7 @@ func Keep(ctx context.Context, cfg Config) (*Keeper, context.Context, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	k := &Keeper{cfg: cfg, log: log, cancel: cancel}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/lifecycle"
 )
@@ -21,13 +22,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 const every = time.Minute
-
-func waitCtx(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // renewals is a renew function that reports each call on a channel and
 // answers with the next error of errs (nil once they run out).
@@ -62,7 +56,7 @@ func (r *renewals) next(t testing.TB) int {
 // tick waits until the keeper waits on c, then moves c one period.
 func tick(t testing.TB, c *clock.Fake) {
 	t.Helper()
-	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+	if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil {
 		t.Fatalf("the keeper never waited on the clock: %v", err)
 	}
 	c.Advance(every)
@@ -85,7 +79,7 @@ func TestRenewsEveryPeriod(t *testing.T) {
 	c := clock.NewFake(t0)
 	r := newRenewals(nil, errors.New("conn reset"))
 	k, lctx := keep(t, context.Background(), c, r)
-	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+	if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(every - time.Nanosecond)

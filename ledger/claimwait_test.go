@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/ledger"
 )
 
@@ -29,18 +30,6 @@ func waitingClaim(ctx context.Context, s *backend.Backend, p ledger.ClaimParams)
 		done <- claimResult{ts, err}
 	}()
 	return done
-}
-
-// until waits for cond with a deadline.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // armedWithin waits up to a minute for n timers armed on c.
@@ -74,10 +63,10 @@ func TestClaimWaitWakesOnNewWork(t *testing.T) {
 			return waitingClaim(ctx, s, ledger.ClaimParams{Worker: worker, Types: types, N: 1, Wait: ledger.MaxClaimWait})
 		}
 		first := claim("first", "x")
-		until(t, "the first waiter in the room", func() bool { return s.Tasks.ClaimsWaiting() == 1 })
+		waitfor.Until(t, "the first waiter in the room", func() bool { return s.Tasks.ClaimsWaiting() == 1 })
 		second := claim("second", "x")
 		other := claim("other", "y")
-		until(t, "three waiters in the room", func() bool { return s.Tasks.ClaimsWaiting() == 3 })
+		waitfor.Until(t, "three waiters in the room", func() bool { return s.Tasks.ClaimsWaiting() == 3 })
 
 		x1 := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "x"})
 		r := answer(t, "the first waiter", first)
@@ -95,7 +84,7 @@ func TestClaimWaitWakesOnNewWork(t *testing.T) {
 		if r := answer(t, "the second waiter", second); r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != x2.ID {
 			t.Fatalf("second waiter: %+v, %v; want task %d", r.tasks, r.err, x2.ID)
 		}
-		until(t, "the room empty", func() bool { return s.Tasks.ClaimsWaiting() == 0 })
+		waitfor.Until(t, "the room empty", func() bool { return s.Tasks.ClaimsWaiting() == 0 })
 	})
 }
 
@@ -114,14 +103,14 @@ func TestClaimWaitIdle(t *testing.T) {
 		}
 		gone, leave := context.WithCancel(ctx)
 		left := waitingClaim(gone, s, ledger.ClaimParams{Worker: "leaving", N: 1, Wait: 30 * time.Second})
-		until(t, "51 waiters in the room, read once", func() bool {
+		waitfor.Until(t, "51 waiters in the room, read once", func() bool {
 			return s.Tasks.ClaimsWaiting() == 51 && ledger.RoomReads(s.Tasks) >= 1
 		})
 		leave()
 		if r := answer(t, "the claim whose caller left", left); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("claim of a caller that left: %+v, %v; want context.Canceled", r.tasks, r.err)
 		}
-		until(t, "the leaving claim out of the room", func() bool { return s.Tasks.ClaimsWaiting() == 50 })
+		waitfor.Until(t, "the leaving claim out of the room", func() bool { return s.Tasks.ClaimsWaiting() == 50 })
 		reads := ledger.RoomReads(s.Tasks)
 		c.Advance(30 * time.Second)
 		for i, w := range waiting {

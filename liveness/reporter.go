@@ -73,8 +73,8 @@ type ReporterConfig struct {
 	// the database's on Postgres), since hubs on other hosts judge the
 	// heartbeats.
 	Clock clock.Clock
-	// Logger receives failed ticks (the process keeps running); nil
-	// discards them.
+	// Logger receives failed ticks (the process keeps running); nil is
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -111,7 +111,7 @@ func NewReporter(st ReporterStore, cfg ReporterConfig) *Reporter {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {

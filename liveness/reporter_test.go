@@ -15,34 +15,16 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/waitfor"
 	"github.com/cks-dev/cks/liveness"
 )
-
-// waitUntil polls cond until it holds or a minute passes.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func waitCtx(t testing.TB) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // tick waits until the reporter waits on c for its next tick, then moves c
 // by d. Once the tick it fires has written and read back the row, the
 // reporter waits on c again (WaitArmed(1) returns).
 func tick(t testing.TB, c *clock.Fake, d time.Duration) {
 	t.Helper()
-	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+	if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil {
 		t.Fatalf("the reporter never waited on its clock: %v", err)
 	}
 	c.Advance(d)
@@ -111,18 +93,18 @@ func TestReporterLifecycle(t *testing.T) {
 		}
 		r.HoldTask(42, "critique")
 		r.HoldTask(43, "a,b")
-		waitUntil(t, "the oldest task in hand written", current(42, "critique"))
+		waitfor.Until(t, "the oldest task in hand written", current(42, "critique"))
 		r.ReleaseTask(42)
-		waitUntil(t, "the next task in hand written", current(43, "a,b"))
+		waitfor.Until(t, "the next task in hand written", current(43, "a,b"))
 		r.ReleaseTask(43)
-		waitUntil(t, "no task in hand written", current(0, ""))
+		waitfor.Until(t, "no task in hand written", current(0, ""))
 		r.HoldTask(42, "critique")
-		waitUntil(t, "the current task written", current(42, "critique"))
+		waitfor.Until(t, "the current task written", current(42, "critique"))
 		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0) {
 			t.Fatalf("heartbeat %v before the clock moved", got.LastHeartbeatAt)
 		}
-		tick(t, c, time.Minute)                            // the interval (20ms) is on c: the tick comes when c passes it
-		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
+		tick(t, c, time.Minute)                                // the interval (20ms) is on c: the tick comes when c passes it
+		if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil { // the tick is done
 			t.Fatal(err)
 		}
 		if got := row(t, st, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0.Add(time.Minute)) {
@@ -192,7 +174,7 @@ func TestReporterStopRequest(t *testing.T) {
 				// Later wakes and ticks do not call it again.
 				op.Liveness.RequestAgentStop(context.Background(), r.InstanceID())
 				tick(t, c, tc.interval)
-				if err := c.WaitArmed(waitCtx(t), 1); err != nil { // that tick is done
+				if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil { // that tick is done
 					t.Fatal(err)
 				}
 				if err := r.Stop(context.Background()); err != nil {
@@ -245,7 +227,7 @@ func TestReporterSurvivesStoreOutage(t *testing.T) {
 			t.Fatalf("heartbeat %v during the outage", got.LastHeartbeatAt)
 		}
 		tick(t, c, time.Minute)
-		if err := c.WaitArmed(waitCtx(t), 1); err != nil { // the tick is done
+		if err := c.WaitArmed(waitfor.Ctx(t), 1); err != nil { // the tick is done
 			t.Fatal(err)
 		}
 		if got := row(t, b, r.InstanceID()); !got.LastHeartbeatAt.Equal(backendtest.T0.Add(2*time.Minute)) ||

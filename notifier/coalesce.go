@@ -56,7 +56,7 @@ type CoalescerConfig struct {
 	Interval time.Duration
 	// Clock times the intervals; nil: the system clock.
 	Clock clock.Clock
-	// Logger receives the failed publications; nil discards them.
+	// Logger receives the failed publications; nil is slog.Default().
 	Logger *slog.Logger
 	// Topic names the topic in the log.
 	Topic string
@@ -69,7 +69,7 @@ func NewCoalescer(cfg CoalescerConfig) *Coalescer {
 		cfg.Clock = clock.System{}
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	c := &Coalescer{cfg: cfg, wake: make(chan struct{}, 1)}
 	c.base = lifecycle.New(lifecycle.Config{Run: c.run, OnPanic: func(v any, stack []byte) {

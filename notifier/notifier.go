@@ -50,10 +50,10 @@ type Notifier struct {
 
 // New returns a Notifier over the listeners newListener makes (a driver's
 // Listener method); nothing connects until the first WatchChanges. log
-// receives the connection's losses; nil discards them.
+// receives the connection's losses; nil is slog.Default().
 func New(newListener func() driver.Listener, log *slog.Logger) *Notifier {
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	n := &Notifier{listener: newListener, log: log, watchers: map[*watcher]struct{}{}, closing: make(chan struct{})}
 	n.base = lifecycle.New(lifecycle.Config{Run: n.run, OnPanic: func(v any, stack []byte) {

@@ -109,7 +109,7 @@ type Config struct {
 	Name string
 	// Bus, when set, receives AgentStepStarted/AgentStepCompleted.
 	Bus *events.Bus
-	// Logger receives the orchestrator's log; nil discards it.
+	// Logger receives the orchestrator's log; nil is slog.Default().
 	Logger *slog.Logger
 }
 
@@ -226,7 +226,7 @@ func New(cfg Config) (*Orchestrator, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	env := &Env{Store: cfg.Store, Model: cfg.Model, Corpus: cfg.Corpus, MaxRounds: cfg.MaxRounds,
 		Passages: cfg.Passages, MaxFailures: cfg.MaxFailures, Log: log}

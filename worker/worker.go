@@ -124,7 +124,7 @@ type Options struct {
 	// lost, so a period set here must be at most a third of the leases
 	// the tasks are claimed with (cks agent claims three of its own).
 	Heartbeat time.Duration
-	// Logger receives warnings (a failed heartbeat); nil discards them.
+	// Logger receives warnings (a failed heartbeat); nil is slog.Default().
 	Logger *slog.Logger
 	// RetryWait is the first wait before a write of the attempt that failed
 	// on the connection is tried again (see write); 0 means 100ms.
@@ -195,7 +195,7 @@ type RunParams struct {
 func New(st Store, opts Options) *Executor {
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/waitfor"
 )
 
 // The suite's states are plain strings: the driver knows none of them, it
@@ -836,7 +837,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 			})
 		}()
 		// Wait until the second one is seen waiting for the lock.
-		waitFor(t, "a waiter on the advisory lock", func() bool {
+		waitfor.Until(t, "a waiter on the advisory lock", func() bool {
 			return db.Exec(t, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)
 THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		})
@@ -1139,16 +1140,4 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("latest of no tasks = %v, %v", none, err)
 		}
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after 10 seconds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
+	"github.com/cks-dev/cks/internal/waitfor"
 )
 
 // listenerPIDs returns the server processes of url's database that are
@@ -77,22 +78,10 @@ func TestOneConnectionPerListener(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool {
+	waitfor.Until(t, "closed listeners to disconnect", func() bool {
 		left := listenerPIDs(t, url)
 		return !slices.ContainsFunc(pids, func(pid uint32) bool { return slices.Contains(left, pid) })
-	}, "closed listeners to disconnect")
-}
-
-// waitFor polls cond until it holds or the test's deadline.
-func waitFor(t testing.TB, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
 }
 
 // TestListenerConnectionKilled: when the server ends the listener's

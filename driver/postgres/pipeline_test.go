@@ -17,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/driver/drivertest"
 	"github.com/cks-dev/cks/driver/postgres"
 	"github.com/cks-dev/cks/driver/postgres/internal/dbsqlc"
+	"github.com/cks-dev/cks/internal/waitfor"
 )
 
 // tripConn counts round trips on a connection: a read after a write is
@@ -382,12 +383,12 @@ func TestTxCanceledFirstStatement(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- postgres.WithTxDB(cctx, d, driver.TxOptions{}, update) }()
 	watch := conn(t, url)
-	waitFor(t, func() bool {
+	waitfor.Until(t, "the first statement to wait for the row lock", func() bool {
 		var n int
 		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
 			AND query LIKE 'UPDATE locked%'`).Scan(&n)
 		return err == nil && n == 1
-	}, "the first statement to wait for the row lock")
+	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("WithTx = %v, want the cancellation", err)
@@ -402,12 +403,12 @@ func TestTxCanceledFirstStatement(t *testing.T) {
 	// moment later (the backend sees the socket close in its own time): wait
 	// for it to go. A connection handed out again in its transaction would
 	// stay idle in transaction and fail the wait.
-	waitFor(t, func() bool {
+	waitfor.Until(t, "no session of the pool left idle in transaction", func() bool {
 		var idle int
 		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND state LIKE 'idle in transaction%'`).Scan(&idle)
 		return err == nil && idle == 0
-	}, "no session of the pool left idle in transaction")
+	})
 }
 
 // TestTxPurgeSavepoint: the purges' nested transaction (a savepoint) works

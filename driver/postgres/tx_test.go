@@ -13,6 +13,7 @@ import (
 
 	"github.com/cks-dev/cks/driver"
 	"github.com/cks-dev/cks/driver/drivertest"
+	"github.com/cks-dev/cks/internal/waitfor"
 )
 
 func liveness(id string) driver.LivenessRow {
@@ -136,12 +137,12 @@ func TestGrantCountLocksHolders(t *testing.T) {
 	wg.Go(func() { bErr = deleteSelf("b", func() {}) })
 	// b's count waits for a's locks.
 	c := conn(t, url)
-	waitFor(t, func() bool {
+	waitfor.Until(t, "the second count to wait for the first's locks", func() bool {
 		var n int
 		err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND query LIKE '%GrantHoldersLock%'`).Scan(&n)
 		return err == nil && n == 1
-	}, "the second count to wait for the first's locks")
+	})
 	letGo()
 	wg.Wait()
 	if aErr != nil || !errors.Is(bErr, errLast) {
