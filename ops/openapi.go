@@ -47,7 +47,10 @@ func OpenAPI(ops []Operation, version, server string) ([]byte, error) {
 		paths[sp.Path][strings.ToLower(sp.Method)] = item
 		used[tagOf(sp)] = true
 	}
-	errSchema, err := toMap(outputSchema[cks.ErrorBody]("error"))
+	es := outputSchema[cks.ErrorBody]("error")
+	// "field" of an error is the input's, not an edit's (outputDocs).
+	es.Properties["error"].Properties["field"].Description = "the input field at fault, for an invalid_argument error"
+	errSchema, err := toMap(es)
 	if err != nil {
 		return nil, err
 	}

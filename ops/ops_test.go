@@ -269,6 +269,27 @@ func TestOpenAPI(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "test" || len(doc.Servers) != 1 || doc.Servers[0].URL != "http://127.0.0.1:7433" {
 		t.Fatalf("openapi %q version %q servers %v", doc.OpenAPI, doc.Info.Version, doc.Servers)
 	}
+	var comps struct {
+		Components struct {
+			Schemas struct {
+				Error struct {
+					Properties struct {
+						Error struct {
+							Properties map[string]struct {
+								Description string `json:"description"`
+							} `json:"properties"`
+						} `json:"error"`
+					} `json:"properties"`
+				} `json:"Error"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &comps); err != nil {
+		t.Fatal(err)
+	}
+	if d := comps.Components.Schemas.Error.Properties.Error.Properties["field"].Description; !strings.Contains(d, "input field") {
+		t.Errorf("the Error schema's field says %q; want the input field at fault", d)
+	}
 	if n := strings.Count(string(b), `"lease_expires_at"`); n != 2 {
 		t.Errorf("a task's schema is written %d times, want twice (components/schemas/Task and ClaimedTask)", n)
 	}
