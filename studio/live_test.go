@@ -281,7 +281,7 @@ func TestPanelGroupsByKind(t *testing.T) {
 		}
 	}
 	// A bad cursor or kind is a 400 naming the field.
-	for q, field := range map[string]string{"?cursor=nope": "cursor", "?kind=janitor": "kind"} {
+	for q, field := range map[string]string{"?cursor=nope": "cursor", "?kind=jani%20tor": "kind"} {
 		p := get(t, e.h, studio.HistoryPath+q)
 		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "invalid "+field) {
 			t.Errorf("%s: %d, want 400 naming %s", q, p.status, field)

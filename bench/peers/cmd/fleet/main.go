@@ -52,6 +52,7 @@ type config struct {
 	window   time.Duration
 	wakes    int
 	database string
+	conns    string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.window, "window", 60*time.Second, "how long the waiting fleet is measured")
 	fs.IntVar(&c.wakes, "wakes", 20, "tasks created one at a time to time how soon a waiting agent has one")
 	fs.StringVar(&c.database, "database", "", "postgres://… URL for the hub (default: its embedded SQLite)")
+	fs.StringVar(&c.conns, "conns-per-ip", "", "the hub's CKS_HTTP_MAX_CONNS_PER_IP (default: the hub's default; 0: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build cks: %w", err)
 	}
-	h, err := startHub(ctx, bin, filepath.Join(dir, "data"), c.database, stderr)
+	h, err := startHub(ctx, bin, filepath.Join(dir, "data"), c, stderr)
 	if err != nil {
 		return err
 	}
@@ -114,12 +116,16 @@ type hub struct {
 	done  chan struct{}
 }
 
-func startHub(ctx context.Context, bin, dataDir, database string, stderr io.Writer) (*hub, error) {
+func startHub(ctx context.Context, bin, dataDir string, c config, stderr io.Writer) (*hub, error) {
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir}
-	if database != "" {
-		args = append(args, "--database", database)
+	if c.database != "" {
+		args = append(args, "--database", c.database)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = os.Environ()
+	if c.conns != "" {
+		cmd.Env = append(cmd.Env, "CKS_HTTP_MAX_CONNS_PER_IP="+c.conns)
+	}
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
