@@ -1,0 +1,82 @@
+// Client against a real hub: typed errors, query encoding, the generic call, fencing.
+
+import assert from "node:assert/strict";
+import { Client, Conflict, InvalidArgument, NotFound, Unauthorized } from "../src/index.js";
+import { hubClient, hubTest, unique } from "./hub.js";
+
+const client = hubClient();
+
+hubTest("create and get", async () => {
+  const t = unique("ts-get");
+  const created = await client.createTask(t, { title: "hello", payload: { k: [1, 2] }, priority: 7 });
+  assert.equal(created.created, true);
+  const got = await client.getTask(created.task.task_id);
+  assert.deepEqual([got.type, got.title, got.payload, got.priority, got.state], [t, "hello", { k: [1, 2] }, 7, "OPEN"]);
+  const viaCall = await client.call("get_task", { task_id: created.task.task_id });
+  assert.equal(viaCall.task_id, created.task.task_id);
+});
+
+hubTest("an invalid type names the field", async () => {
+  await assert.rejects(client.createTask("a b"), (err: unknown) => {
+    assert.ok(err instanceof InvalidArgument);
+    assert.deepEqual([err.status, err.code, err.field], [400, "invalid_argument", "type"]);
+    return true;
+  });
+});
+
+hubTest("a priority out of range names the field", async () => {
+  await assert.rejects(client.createTask(unique("ts-prio"), { priority: 5000 }), (err: unknown) => {
+    assert.ok(err instanceof InvalidArgument);
+    assert.equal(err.field, "priority");
+    return true;
+  });
+});
+
+hubTest("not found", async () => {
+  await assert.rejects(client.getTask(10 ** 12), (err: unknown) => {
+    assert.ok(err instanceof NotFound);
+    assert.equal(err.status, 404);
+    return true;
+  });
+});
+
+hubTest("an unknown token", async () => {
+  const stranger = new Client({ url: client.url, token: "cks_" + "A".repeat(43) });
+  await assert.rejects(stranger.getTask(1), (err: unknown) => {
+    assert.ok(err instanceof Unauthorized);
+    assert.equal(err.status, 401);
+    return true;
+  });
+});
+
+hubTest("list_tasks repeats list filters", async () => {
+  const t = unique("ts-list");
+  const a = (await client.createTask(t)).task.task_id;
+  const b = (await client.createTask(t)).task.task_id;
+  await client.cancelTask(b, "not needed");
+  const both = await client.listTasks({ type: [t], state: ["OPEN", "CANCELLED"] });
+  assert.deepEqual((both.tasks ?? []).map((x) => x.task_id).sort((x, y) => x - y), [a, b]);
+  const openOnly = await client.listTasks({ type: t, state: "OPEN" });
+  assert.deepEqual((openOnly.tasks ?? []).map((x) => x.task_id), [a]);
+});
+
+hubTest("a zombie's completion is refused", async () => {
+  // A completion under a lease the hub revoked (the task was stopped) rejects with Conflict, lease_lost.
+  const t = unique("ts-zombie");
+  const taskId = (await client.createTask(t)).task.task_id;
+  const claimed = await client.claimTasks({ types: [t], lease_s: 60, running: true });
+  assert.deepEqual(claimed.tasks.map((x) => x.task_id), [taskId]);
+  const token = claimed.tasks[0]!.lease_token;
+  assert.deepEqual(await client.touchTask(taskId, token), { held: true, abort_requested: false });
+  const stop = await client.stopTask(taskId, "operator stop", { wait: false });
+  assert.equal(stop.task.state, "STOPPED");
+  assert.deepEqual(await client.touchTask(taskId, token), { held: false, abort_requested: true });
+  await assert.rejects(client.completeTask(taskId, token, "late result"), (err: unknown) => {
+    assert.ok(err instanceof Conflict);
+    assert.deepEqual([err.status, err.code], [409, "lease_lost"]);
+    return true;
+  });
+  const got = await client.getTask(taskId);
+  assert.equal(got.state, "STOPPED");
+  assert.notEqual(got.result, "late result");
+});
