@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/mcpserver"
 )
 
@@ -146,7 +147,7 @@ func TestUpdateImpliesNeitherCancelNorCreate(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		f := newHubFixture(t, open)
 		parent, other := f.enqueue(t), f.enqueue(t)
-		res, err := f.store.Tasks.Update(context.Background(), parent.ID, "admin", cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "c"}}}, 0)
+		res, err := f.store.Tasks.UpdateTask(context.Background(), ledger.UpdateParams{ID: parent.ID, Actor: "admin", Patch: cks.TaskPatch{AddChildren: []cks.NewTask{{Type: "c"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}

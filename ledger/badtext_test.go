@@ -8,6 +8,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // TestBadText: the ledger's writes and reads refuse text Postgres cannot
@@ -52,8 +53,14 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		return backendtest.BadInput{Op: op, Field: field, JSON: true, Call: call}
 	}
 	enqueue := func(n cks.NewTask) error { _, _, err := s.Tasks.Enqueue(ctx(t), n); return err }
-	update := func(p cks.TaskPatch) error { _, err := s.Tasks.Update(ctx(t), open1.ID, "op", p, 0); return err }
-	updateRunning := func(p cks.TaskPatch) error { _, err := s.Tasks.Update(ctx(t), running.ID, "op", p, 0); return err }
+	update := func(p cks.TaskPatch) error {
+		_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: open1.ID, Actor: "op", Patch: p})
+		return err
+	}
+	updateRunning := func(p cks.TaskPatch) error {
+		_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: running.ID, Actor: "op", Patch: p})
+		return err
+	}
 	principal := func(p cks.Principal, hash string, gs ...cks.Grant) error {
 		if p.ID == "" {
 			p.ID = "bt-new"
@@ -132,7 +139,7 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		c("Start", "reason", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, "op", v); return err }),
 		c("Start", "actor", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, v, "go"); return err }),
 		c("Update", "actor", func(v string) error {
-			_, err := s.Tasks.Update(ctx(t), open1.ID, v, cks.TaskPatch{Title: ptr("t")}, 0)
+			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: open1.ID, Actor: v, Patch: cks.TaskPatch{Title: ptr("t")}})
 			return err
 		}),
 		c("Update", "title", func(v string) error { return update(cks.TaskPatch{Title: &v}) }),

@@ -104,7 +104,7 @@ func TestUpdateKeepsOldAndNew(t *testing.T) {
 					t.Fatalf("%s: claim = %v, %v", tc.name, got, err)
 				}
 			}
-			res, err := s.Update(ctx, task.ID, "op", tc.patch, time.Second)
+			res, err := s.UpdateTask(ctx, ledger.UpdateParams{ID: task.ID, Actor: "op", Patch: tc.patch, Deadline: time.Second})
 			if err != nil {
 				t.Fatalf("%s: update: %v", tc.name, err)
 			}
@@ -138,8 +138,8 @@ func TestUpdateEventIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Update(ctx, task.ID, "op", cks.TaskPatch{Description: new("short"), AcceptanceCriteria: new("c"),
-			Payload: json.RawMessage(`{}`)}, 0); err != nil {
+		if _, err := s.UpdateTask(ctx, ledger.UpdateParams{ID: task.ID, Actor: "op", Patch: cks.TaskPatch{Description: new("short"), AcceptanceCriteria: new("c"),
+			Payload: json.RawMessage(`{}`)}}); err != nil {
 			t.Fatal(err)
 		}
 		ev := edited(t, s, task.ID, "update: ")

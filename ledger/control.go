@@ -72,7 +72,7 @@ func (s *Service) UpdateTask(ctx context.Context, p UpdateParams) (cks.UpdateRes
 	if err != nil {
 		return cks.UpdateResult{}, err
 	}
-	res, err := s.Update(ctx, p.ID, p.Actor, p.Patch, deadline)
+	res, err := s.update(ctx, p.ID, p.Actor, p.Patch, deadline)
 	if err != nil || res.Abort == nil || !p.Wait {
 		return res, err
 	}

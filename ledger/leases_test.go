@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/ledger"
 )
 
 // TestLeases: lease tokens (shown only to the
@@ -154,7 +155,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 			must(t, "Stop", err)
 		}},
 		{"restarting Update", func(t *testing.T, c cks.ClaimedTask) {
-			_, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: c.ID, Actor: "op", Patch: cks.TaskPatch{Description: ptr("new")}})
 			must(t, "Update", err)
 		}},
 		{"Cancel", func(t *testing.T, c cks.ClaimedTask) {

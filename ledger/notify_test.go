@@ -99,8 +99,8 @@ func TestNotifyOncePerCommit(t *testing.T) {
 
 			parent := claimN(t, s, "p", 1)[0]
 			c.take()
-			if _, err := s.Update(ctx, parent.ID, "op", cks.TaskPatch{AddChildren: []cks.NewTask{
-				{Type: "c", Title: "1"}, {Type: "c", Title: "2"}, {Type: "c", Title: "3"}}}, time.Minute); err != nil {
+			if _, err := s.UpdateTask(ctx, ledger.UpdateParams{ID: parent.ID, Actor: "op", Patch: cks.TaskPatch{AddChildren: []cks.NewTask{
+				{Type: "c", Title: "1"}, {Type: "c", Title: "2"}, {Type: "c", Title: "3"}}}, Deadline: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 			// The update revokes the running parent's lease (an abort) and

@@ -80,7 +80,7 @@ func TestStorageFaults(t *testing.T) {
 				"Cancel":  func() error { _, err := s.Cancel(ctx, 1, "op", "no"); return err },
 				"Update": func() error {
 					title := "x"
-					_, err := s.Update(ctx, 1, "op", cks.TaskPatch{Title: &title}, 0)
+					_, err := s.UpdateTask(ctx, ledger.UpdateParams{ID: 1, Actor: "op", Patch: cks.TaskPatch{Title: &title}})
 					return err
 				},
 			}

@@ -125,7 +125,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
 }
 
-// Update applies p (validated with TaskPatch.Validate) as one
+// update applies p (validated with TaskPatch.Validate) as one
 // operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
 // edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
 // task is evaluated by Start). CLAIMED/RUNNING with a material patch:
@@ -146,7 +146,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // the task's state, reason "update: FIELDS", and each field's old and new
 // value, editChanges), so every edit is in the task's log; a restart
 // records the edit in its stop and start events, the values on the start's.
-func (s *Service) Update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
+func (s *Service) update(ctx context.Context, id int64, actor string, p cks.TaskPatch, deadline time.Duration) (cks.UpdateResult, error) {
 	if err := cks.ValidateText("actor", actor); err != nil {
 		return cks.UpdateResult{}, err
 	}

@@ -85,7 +85,7 @@ func mustStart(t testing.TB, s *backend.Backend, id int64) cks.Task {
 // mustUpdate applies p to task id or fails the test.
 func mustUpdate(t testing.TB, s *backend.Backend, id int64, p cks.TaskPatch) cks.UpdateResult {
 	t.Helper()
-	res, err := s.Tasks.Update(ctx(t), id, "op", p, 0)
+	res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: p})
 	if err != nil {
 		t.Fatalf("Update(%d, %+v): %v", id, p, err)
 	}
@@ -223,11 +223,11 @@ var allActions = []actionCall{
 		return err
 	}},
 	{cks.ActionUpdate, func(t testing.TB, s *backend.Backend, id int64) error {
-		_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Priority: new(9)}, time.Minute)
+		_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Priority: new(9)}, Deadline: time.Minute})
 		return err
 	}},
 	{cks.ActionUpdateMaterial, func(t testing.TB, s *backend.Backend, id int64) error {
-		_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Description: new("redone")}, time.Minute)
+		_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Description: new("redone")}, Deadline: time.Minute})
 		return err
 	}},
 	{cks.ActionReview, func(t testing.TB, s *backend.Backend, id int64) error {
@@ -603,7 +603,7 @@ func testTaskUpdateRecorded(t *testing.T, open backendtest.Opener) {
 	edit := func(actor string, p cks.TaskPatch, want cks.UpdatePath) time.Time {
 		t.Helper()
 		clk.Advance(time.Minute)
-		res, err := s.Tasks.Update(ctx(t), task.ID, actor, p, 0)
+		res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: task.ID, Actor: actor, Patch: p})
 		if err != nil || res.Path != want {
 			t.Fatalf("Update by %s = %+v, %v; want path %s", actor, res, err, want)
 		}
@@ -674,7 +674,7 @@ func testTaskUpdateInPlace(t *testing.T, open backendtest.Opener) {
 	// Parked and reviewed tasks take non-material edits in place.
 	for _, st := range []cks.TaskState{cks.TaskNeedsInput, cks.TaskNeedsReview, cks.TaskReviewing} {
 		task, tok := backendtest.Into(t, s, st, strings.ToLower(string(st)))
-		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}, 0)
+		res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: task.ID, Actor: "op", Patch: cks.TaskPatch{Priority: ptr(3), Title: ptr("renamed")}})
 		if err != nil || res.Path != cks.UpdateInPlace || res.Abort != nil {
 			t.Errorf("non-material edit of a %s task: %+v, %v; want in place", st, res, err)
 			continue
@@ -702,7 +702,7 @@ func testTaskUpdateRunning(t *testing.T, open backendtest.Opener) {
 		task, tok := backendtest.Into(t, s, st, typ)
 		clk.Advance(time.Second)
 		now := clk.Now()
-		res, err := s.Tasks.Update(ctx(t), task.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, 45*time.Second)
+		res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: task.ID, Actor: "op", Patch: cks.TaskPatch{AcceptanceCriteria: ptr("rewritten")}, Deadline: 45 * time.Second})
 		if err != nil {
 			t.Fatalf("material edit of a %s task: %v", st, err)
 		}
@@ -738,8 +738,8 @@ func testTaskUpdateRunning(t *testing.T, open backendtest.Opener) {
 
 	// Non-material edits of a running task are live.
 	c := mustRunning(t, s, "live", "w")
-	res, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
-		Metadata: json.RawMessage(`{"owner": "bob"}`)}, 0)
+	res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: c.ID, Actor: "op", Patch: cks.TaskPatch{Priority: ptr(9), Title: ptr("renamed"),
+		Metadata: json.RawMessage(`{"owner": "bob"}`)}})
 	if err != nil || res.Path != cks.UpdateLive || res.Abort != nil || res.Task.State != cks.TaskRunning {
 		t.Fatalf("non-material edit of a RUNNING task = %+v, %v; want live, still RUNNING", res, err)
 	}
@@ -805,7 +805,7 @@ func testTaskUpdateDependencies(t *testing.T, open backendtest.Opener) {
 
 	// A running task given an incomplete dependency comes back WAITING.
 	r, tok := backendtest.Into(t, s, cks.TaskRunning, "r")
-	res, err := s.Tasks.Update(ctx(t), r.ID, "op", cks.TaskPatch{AddDependsOn: []int64{dep.ID}}, 0)
+	res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: r.ID, Actor: "op", Patch: cks.TaskPatch{AddDependsOn: []int64{dep.ID}}})
 	if err != nil || res.Path != cks.UpdateRestart || res.Abort == nil || res.Task.State != cks.TaskWaiting {
 		t.Fatalf("adding an incomplete dependency to a RUNNING task = %+v, %v; want a restart into WAITING", res, err)
 	}
@@ -869,7 +869,7 @@ func testTaskUpdateRefused(t *testing.T, open backendtest.Opener) {
 	}
 	for _, tc := range invalid {
 		before := snapshot(t, s, all...)
-		res, err := s.Tasks.Update(ctx(t), tc.id, "op", tc.p, 0)
+		res, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: tc.id, Actor: "op", Patch: tc.p})
 		if !cks.IsFieldError(err, tc.field) || !errors.Is(err, cks.ErrInvalid) {
 			t.Errorf("%s: Update = %+v, err = %v; want a FieldError naming %s", tc.name, res, err, tc.field)
 		}
@@ -889,7 +889,7 @@ func testTaskUpdateRefused(t *testing.T, open backendtest.Opener) {
 	}
 	for _, tc := range conflicts {
 		before := snapshot(t, s, all...)
-		if _, err := s.Tasks.Update(ctx(t), tc.id, "op", tc.p, 0); !errors.Is(err, cks.ErrConflict) {
+		if _, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: tc.id, Actor: "op", Patch: tc.p}); !errors.Is(err, cks.ErrConflict) {
 			t.Errorf("%s: err = %v, want ErrConflict", tc.name, err)
 		}
 		unchanged(t, s, tc.name, before)
@@ -897,7 +897,7 @@ func testTaskUpdateRefused(t *testing.T, open backendtest.Opener) {
 	if held, err := s.Tasks.LeaseHeld(ctx(t), run.ID, tok); !held || err != nil {
 		t.Fatalf("the running task's lease after refused edits: %v, %v; want held", held, err)
 	}
-	_, err := s.Tasks.Update(ctx(t), missing, "op", cks.TaskPatch{Title: ptr("x")}, 0)
+	_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: missing, Actor: "op", Patch: cks.TaskPatch{Title: ptr("x")}})
 	backendtest.WantErr(t, "Update of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -1176,7 +1176,7 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 			return err
 		}},
 		{"Update with a restart", func() error {
-			_, err := s.Tasks.Update(ctx(t), updated.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: updated.ID, Actor: "op", Patch: cks.TaskPatch{Description: ptr("new")}})
 			return err
 		}},
 		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
@@ -1207,7 +1207,7 @@ func testTaskLeaseHeld(t *testing.T, open backendtest.Opener) {
 			return err
 		}},
 		{"restarting Update", func(c cks.ClaimedTask) error {
-			_, err := s.Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{Description: ptr("new")}, 0)
+			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: c.ID, Actor: "op", Patch: cks.TaskPatch{Description: ptr("new")}})
 			return err
 		}},
 	}
@@ -1431,7 +1431,7 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 		{"Stop", func() error { _, _, err := s.Tasks.Stop(ctx(t), id, "op", "x", 0); return err }},
 		{"Start", func() error { _, err := s.Tasks.Start(ctx(t), id, "op", "x"); return err }},
 		{"Update", func() error {
-			_, err := s.Tasks.Update(ctx(t), id, "op", cks.TaskPatch{Title: ptr("x")}, 0)
+			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Title: ptr("x")}})
 			return err
 		}},
 		{"GetAbort", func() error { _, err := s.Tasks.GetAbort(ctx(t), id); return err }},
@@ -1488,7 +1488,7 @@ func testTaskControlConcurrent(t *testing.T, open backendtest.Opener) {
 		})
 		wg.Go(func() {
 			<-begin
-			upd, updErr = handles[2].Tasks.Update(ctx(t), c.ID, "op", cks.TaskPatch{AcceptanceCriteria: ptr("raced")}, 0)
+			upd, updErr = handles[2].Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: c.ID, Actor: "op", Patch: cks.TaskPatch{AcceptanceCriteria: ptr("raced")}})
 		})
 		wg.Go(func() {
 			<-begin
@@ -1551,11 +1551,11 @@ func testTaskUpdateConcurrentCycle(t *testing.T, open backendtest.Opener) {
 		b := backendtest.MustEnqueue(t, s1, cks.NewTask{Type: "b"})
 		errs := make(chan error, 2)
 		go func() {
-			_, err := s1.Tasks.Update(ctx(t), a.ID, "op", cks.TaskPatch{AddDependsOn: []int64{b.ID}}, 0)
+			_, err := s1.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: a.ID, Actor: "op", Patch: cks.TaskPatch{AddDependsOn: []int64{b.ID}}})
 			errs <- err
 		}()
 		go func() {
-			_, err := s2.Tasks.Update(ctx(t), b.ID, "op", cks.TaskPatch{AddDependsOn: []int64{a.ID}}, 0)
+			_, err := s2.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: b.ID, Actor: "op", Patch: cks.TaskPatch{AddDependsOn: []int64{a.ID}}})
 			errs <- err
 		}()
 		e1, e2 := <-errs, <-errs
@@ -1585,8 +1585,8 @@ func testTaskUpdateChildDedupe(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("the child's key again: children %+v, want task %d", again.Children, first.Children[0].ID)
 	}
 	before := backendtest.MustGet(t, s, x.ID)
-	_, err := s.Tasks.Update(ctx(t), x.ID, "op", cks.TaskPatch{Title: ptr("renamed"),
-		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}, 0)
+	_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: x.ID, Actor: "op", Patch: cks.TaskPatch{Title: ptr("renamed"),
+		AddChildren: []cks.NewTask{{Type: "sub", Title: "fresh"}, {Type: "sub", Title: "peek", DedupeKey: "k-secret"}}}})
 	if !cks.IsFieldError(err, "add_children[1].dedupe_key") {
 		t.Fatalf("another task's key: %v, want a FieldError naming add_children[1].dedupe_key", err)
 	}

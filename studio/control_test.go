@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/studio"
 )
 
@@ -155,7 +156,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	crit := "the new criteria"
-	if _, err := e.store.Tasks.Update(ctx, id, "operator", cks.TaskPatch{AcceptanceCriteria: &crit}, 0); err != nil {
+	if _, err := e.store.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: id, Actor: "operator", Patch: cks.TaskPatch{AcceptanceCriteria: &crit}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -200,11 +200,11 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatal(err)
 		}
 		criteria := "sign in with a passkey; no passwords"
-		up, err := ctl.Update(ctx(t), a.ID, "operator", cks.TaskPatch{
+		up, err := ctl.UpdateTask(ctx(t), ledger.UpdateParams{ID: a.ID, Actor: "operator", Patch: cks.TaskPatch{
 			AcceptanceCriteria: &criteria,
 			AddChildren:        []cks.NewTask{{Type: "sub", Title: "passkey ceremony"}},
 			CancelChildren:     []int64{oldChild.ID},
-		}, 0)
+		}})
 		if err != nil || up.Path != cks.UpdateInPlace || up.Task.Revision != 2 || len(up.Children) != 1 {
 			t.Fatalf("update = %+v, %v", up, err)
 		}
