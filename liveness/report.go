@@ -42,7 +42,7 @@ func (s *Service) Report(ctx context.Context, reporter string, in cks.ReportProc
 		case err != nil:
 			return err
 		case old.ReportedBy != reporter:
-			return fmt.Errorf("process instance %q is reported by another principal: %w", rec.InstanceID, cks.ErrConflict)
+			return reportedByAnother(rec.InstanceID)
 		case old.ProcessKind != rec.ProcessKind:
 			return &cks.FieldError{Field: "process_kind", Expected: fmt.Sprintf("%q, the kind instance %s reported first", old.ProcessKind, rec.InstanceID)}
 		case !livenessOf(old).ExitedAt.IsZero():

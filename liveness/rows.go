@@ -31,9 +31,15 @@ func (s *Service) UpsertAgentLiveness(ctx context.Context, r cks.AgentLiveness) 
 func upsert(ctx context.Context, ex driver.Executor, r cks.AgentLiveness) error {
 	wrote, err := ex.LivenessUpsert(ctx, rowOf(r))
 	if err == nil && !wrote {
-		err = fmt.Errorf("process instance %q is reported by another principal: %w", r.InstanceID, cks.ErrConflict)
+		err = reportedByAnother(r.InstanceID)
 	}
 	return err
+}
+
+// reportedByAnother is the conflict of a write of instance id's row by
+// someone other than whoever wrote it first.
+func reportedByAnother(id string) error {
+	return fmt.Errorf("process instance %q is reported by another principal: %w", id, cks.ErrConflict)
 }
 
 // ListAgentLiveness returns every row, newest-started first.

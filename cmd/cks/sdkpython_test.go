@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // python3 is the interpreter for sdk/python's tests; without one the test is
@@ -25,22 +22,11 @@ func python3(t testing.TB) string {
 	return py
 }
 
-// runPython runs python3 args in dir with PYTHONPATH=dir plus env, and
-// returns its standard output and error, failing t with them on a non-zero
-// exit. No bytecode is written into the repository.
+// runPython runs python3 args in dir (runIn) with PYTHONPATH=dir plus env;
+// no bytecode is written into the repository.
 func runPython(t testing.TB, py, dir string, env []string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, args...)
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), append([]string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}, env...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("python3 %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String(), errb.String()
+	return runIn(t, dir, append([]string{"PYTHONPATH=" + dir, "PYTHONDONTWRITEBYTECODE=1"}, env...), py, args...)
 }
 
 // TestPythonSDK runs sdk/python's unittest suite against a real hub, on
