@@ -23,6 +23,9 @@ var layers = []struct {
 	// The tests' waits on a condition (every layer's tests share them).
 	{name: "test waits", pkgs: []string{"internal/waitfor"}},
 	{name: "leaf", pkgs: []string{""}},
+	// Every CKS_* setting: its name, default, bounds and parser, one
+	// struct per component, which the commands hand down.
+	{name: "configuration", pkgs: []string{"internal/config"}},
 	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit", "jsonlines", "studio/chart",
 		"cmd/cks/internal/shutdown"}},
 	{name: "driver", pkgs: []string{"driver"}},

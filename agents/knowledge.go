@@ -20,22 +20,6 @@ const (
 	AuthorEnrichment     = "enrichment"
 )
 
-// DefaultTypes returns the task types agent kind claims unless
-// CKS_<AGENT>_TYPES or --types say otherwise: critic → critique, enrichment
-// → rederive and enrich, fork_resolution → resolve_fork; none for the other
-// kinds (pipeline works objects, not tasks; exec needs --types).
-func DefaultTypes(kind string) []string {
-	switch kind {
-	case "critic":
-		return []string{cks.TaskTypeCritique}
-	case "enrichment":
-		return []string{cks.TaskTypeRederive, cks.TaskTypeEnrich}
-	case "fork_resolution":
-		return []string{cks.TaskTypeResolveFork}
-	}
-	return nil
-}
-
 // VersionedStore is what the Fork Resolution and Enrichment resolvers need:
 // the knowledge store with its version history.
 type VersionedStore interface {

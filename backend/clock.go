@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/lifecycle"
 )
 
@@ -30,36 +30,20 @@ const ClockSamples = 5
 // is stepped.
 const ClockRemeasure = time.Minute
 
-// The test-only environment variables of the clock correction (EnvOptions).
-const (
-	// EnvTestClockSkew is a duration ("-30s") the host's clock is moved by:
-	// a process playing a host whose clock is wrong.
-	EnvTestClockSkew = "CKS_TEST_CLOCK_SKEW"
-	// EnvTestClockCorrection "off" leaves the host's clock uncorrected.
-	EnvTestClockCorrection = "CKS_TEST_CLOCK_CORRECTION"
-)
-
-// EnvOptions are the options of Open that the test-only variables
-// CKS_TEST_CLOCK_SKEW and CKS_TEST_CLOCK_CORRECTION set: the process-level
-// tests of the correction run hubs and agents whose host clocks are off.
-// A bad value is an error naming the variable.
-func EnvOptions(getenv func(string) string) ([]driver.Option, error) {
+// ClockOptions are the options of Open that make a host's clock wrong on
+// purpose, as c says (config.ParseTestClock reads it from the test-only
+// variables CKS_TEST_CLOCK_SKEW and CKS_TEST_CLOCK_CORRECTION): the
+// process-level tests of the correction run hubs and agents whose host
+// clocks are off. The zero TestClock gives none.
+func ClockOptions(c config.TestClock) []driver.Option {
 	var opts []driver.Option
-	if v := getenv(EnvTestClockSkew); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want a duration such as -30s: %w", EnvTestClockSkew, v, cks.ErrInvalid)
-		}
-		opts = append(opts, driver.WithHostClockSkew(d))
+	if c.Skew != 0 {
+		opts = append(opts, driver.WithHostClockSkew(c.Skew))
 	}
-	switch v := getenv(EnvTestClockCorrection); v {
-	case "", "on":
-	case "off":
+	if c.Uncorrected {
 		opts = append(opts, driver.WithoutClockCorrection())
-	default:
-		return nil, fmt.Errorf("%s=%q: want on or off: %w", EnvTestClockCorrection, v, cks.ErrInvalid)
 	}
-	return opts, nil
+	return opts
 }
 
 // correction keeps a backend's clock corrected to the database's.

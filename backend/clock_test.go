@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // TestDatabaseNow: Postgres answers its own clock (the test's server runs
@@ -116,21 +117,26 @@ func within(t testing.TB, what string, got, want time.Time) {
 }
 
 // TestEnvOptions: the test-only variables set the skew and turn the
-// correction off; a bad value names its variable and is invalid.
+// correction off (config.ParseTestClock, ClockOptions); a bad value names
+// its variable and is invalid.
 func TestEnvOptions(t *testing.T) {
+	envOptions := func(getenv func(string) string) ([]driver.Option, error) {
+		c, err := config.ParseTestClock(getenv)
+		return backend.ClockOptions(c), err
+	}
 	for _, tc := range []struct {
 		env     map[string]string
 		want    driver.Options
 		wantErr string
 	}{
 		{env: nil},
-		{env: map[string]string{backend.EnvTestClockSkew: "-30s", backend.EnvTestClockCorrection: "off"},
+		{env: map[string]string{config.EnvTestClockSkew: "-30s", config.EnvTestClockCorrection: "off"},
 			want: driver.Options{HostClockSkew: -30 * time.Second, NoClockCorrection: true}},
-		{env: map[string]string{backend.EnvTestClockCorrection: "on"}},
-		{env: map[string]string{backend.EnvTestClockSkew: "30"}, wantErr: backend.EnvTestClockSkew},
-		{env: map[string]string{backend.EnvTestClockCorrection: "no"}, wantErr: backend.EnvTestClockCorrection},
+		{env: map[string]string{config.EnvTestClockCorrection: "on"}},
+		{env: map[string]string{config.EnvTestClockSkew: "30"}, wantErr: config.EnvTestClockSkew},
+		{env: map[string]string{config.EnvTestClockCorrection: "no"}, wantErr: config.EnvTestClockCorrection},
 	} {
-		opts, err := backend.EnvOptions(func(k string) string { return tc.env[k] })
+		opts, err := envOptions(func(k string) string { return tc.env[k] })
 		if tc.wantErr != "" {
 			if !errors.Is(err, cks.ErrInvalid) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: %v, want an invalid %s", tc.env, err, tc.wantErr)

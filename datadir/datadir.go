@@ -14,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // Default is the data directory used when none is given and Find finds
-// none: ./.cks, which a hub creates.
-const Default = ".cks"
+// none: ./.cks, which a hub creates (CKS_DATA_DIR's default).
+const Default = config.DefaultDataDir
 
 // Find is the data directory of a command run in directory dir that names
 // none: the nearest directory named .cks in dir or above it, as git finds

@@ -10,10 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +21,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // testHub is a hub.Run serving in this process on a fresh data directory.
@@ -45,9 +43,6 @@ func runHub(t testing.TB, cfg hub.Config) testHub {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = func(string) string { return "" }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan hub.Ready, 1)
@@ -149,7 +144,7 @@ func waitClosed(t testing.TB, c net.Conn, limit time.Duration) time.Duration {
 // has passed, and its request does nothing.
 func TestSlowBodyIsCutAtReadTimeout(t *testing.T) {
 	const readTimeout = time.Second
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{ReadTimeout: readTimeout}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{ReadTimeout: readTimeout}})
 	c := h.dial(t)
 	fmt.Fprintf(c, "POST /v1/tasks HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{",
 		h.addr, h.token)
@@ -187,7 +182,7 @@ func TestSlowBodyIsCutAtReadTimeout(t *testing.T) {
 // TestIdleConnectionIsClosed: a keep-alive connection that sends no further
 // request is closed after the idle timeout.
 func TestIdleConnectionIsClosed(t *testing.T) {
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{IdleTimeout: 300 * time.Millisecond}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{IdleTimeout: 300 * time.Millisecond}})
 	c := h.dial(t)
 	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", h.addr)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -202,7 +197,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 // timeout: it still delivers keep-alives long after the timeout has passed.
 func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 	const writeTimeout = 200 * time.Millisecond
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{WriteTimeout: writeTimeout, EventKeepAlive: 20 * time.Millisecond}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{WriteTimeout: writeTimeout, EventKeepAlive: 20 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", h.url+"/v1/events", nil)
@@ -227,7 +222,7 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 // unconfirmed abort), not a cut connection.
 func TestStopWaitOutlivesWriteTimeout(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{WriteTimeout: writeTimeout}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{WriteTimeout: writeTimeout}})
 	id := h.claimedTask(t)
 	var out struct {
 		Abort struct {
@@ -258,7 +253,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // although the write timeout is far shorter.
 func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{WriteTimeout: writeTimeout}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{WriteTimeout: writeTimeout}})
 	id := h.claimedTask(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -284,7 +279,7 @@ func TestMCPCallOutlivesWriteTimeout(t *testing.T) {
 // connections closes, it may open another.
 func TestConnectionCapPerClient(t *testing.T) {
 	const cap = 3
-	h := runHub(t, hub.Config{HTTP: hub.HTTPSettings{MaxConnsPerIP: cap}})
+	h := runHub(t, hub.Config{HTTP: config.HTTP{MaxConnsPerIP: cap}})
 	var held []net.Conn
 	for range cap {
 		c := h.dial(t)
@@ -322,48 +317,5 @@ func TestConnectionCapPerClient(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after closing a connection: %d %s, want 200", st, body)
 		}
-	}
-}
-
-func TestParseHTTPSettings(t *testing.T) {
-	cases := []struct {
-		env     map[string]string
-		want    hub.HTTPSettings
-		wantErr string
-	}{
-		{env: nil, want: hub.HTTPSettings{}},
-		{env: map[string]string{"CKS_HTTP_READ_TIMEOUT": "5s", "CKS_HTTP_WRITE_TIMEOUT": "2m", "CKS_HTTP_IDLE_TIMEOUT": "1m", "CKS_HTTP_MAX_CONNS_PER_IP": "10"},
-			want: hub.HTTPSettings{ReadTimeout: 5 * time.Second, WriteTimeout: 2 * time.Minute, IdleTimeout: time.Minute, MaxConnsPerIP: 10}},
-		{env: map[string]string{"CKS_HTTP_MAX_CONNS_PER_IP": "0"}, want: hub.HTTPSettings{MaxConnsPerIP: -1}},
-		{env: map[string]string{"CKS_HTTP_MAX_CONNS_PER_IP": "-3"}, wantErr: "CKS_HTTP_MAX_CONNS_PER_IP"},
-		{env: map[string]string{"CKS_HTTP_WRITE_TIMEOUT": "soon"}, wantErr: "CKS_HTTP_WRITE_TIMEOUT"},
-		{env: map[string]string{"CKS_HTTP_READ_TIMEOUT": "0s"}, wantErr: "CKS_HTTP_READ_TIMEOUT"},
-		{env: map[string]string{"CKS_HTTP_SECURE_COOKIE": "true", "CKS_HTTP_TRUSTED_PROXIES": " 10.0.0.5, 192.168.0.0/16,::1"},
-			want: hub.HTTPSettings{SecureCookie: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"),
-				netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("::1/128")}}},
-		{env: map[string]string{"CKS_HTTP_SECURE_COOKIE": "sometimes"}, wantErr: "CKS_HTTP_SECURE_COOKIE"},
-		{env: map[string]string{"CKS_HTTP_TRUSTED_PROXIES": "10.0.0.5,proxy.internal"}, wantErr: "CKS_HTTP_TRUSTED_PROXIES"},
-	}
-	for _, c := range cases {
-		got, err := hub.ParseHTTPSettings(env(c.env))
-		if c.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("%v: err %v, want one naming %s", c.env, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%v: %+v %v, want %+v", c.env, got, err, c.want)
-		}
-	}
-	// A bad value stops the hub before it listens or writes anything.
-	dir := datadir.Dir(t.TempDir() + "/never")
-	err := hub.Run(context.Background(), hub.Config{DataDir: dir, Listen: "127.0.0.1:0",
-		Getenv: env(map[string]string{"CKS_HTTP_IDLE_TIMEOUT": "x"})}, nil)
-	if err == nil || !strings.Contains(err.Error(), "CKS_HTTP_IDLE_TIMEOUT") {
-		t.Fatalf("hub.Run with a bad CKS_HTTP_IDLE_TIMEOUT: %v", err)
-	}
-	if _, err := os.Stat(string(dir)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("data directory created despite the bad setting: %v", err)
 	}
 }

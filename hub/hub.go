@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -23,13 +22,15 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/studio"
 )
 
-// DefaultListen is the address a hub listens on unless told otherwise.
-const DefaultListen = "127.0.0.1:7433"
+// DefaultListen is the address a hub listens on unless told otherwise
+// (CKS_LISTEN's default).
+const DefaultListen = config.DefaultListen
 
 // Config is how one hub runs.
 type Config struct {
@@ -45,13 +46,21 @@ type Config struct {
 	// WatchInterval is how often process liveness is re-read to publish
 	// change events (default 1 s).
 	WatchInterval time.Duration
-	// Getenv reads sweeper settings (see ParseSettings); nil means os.Getenv.
-	Getenv func(string) string
 	// ShutdownTimeout bounds the graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
-	// HTTP bounds client connections; its non-zero fields win over the
-	// CKS_HTTP_* environment (ParseHTTPSettings), the rest take defaults.
-	HTTP HTTPSettings
+	// Settings are the hub's sweepers', ledger's, retention's, leadership's
+	// and pipeline's (config.ParseHub); zero: every default
+	// (config.DefaultHub).
+	Settings config.Hub
+	// HTTP bounds client connections (config.ParseHTTP); its zero fields
+	// take their defaults (config.HTTP.WithDefaults).
+	HTTP config.HTTP
+	// LLM is the model of the pipeline when Settings.Pipeline.InProcess
+	// (config.ParseLLM; zero: the offline model).
+	LLM config.LLM
+	// TestClock makes the hub's host clock wrong on purpose, for the
+	// tests of the clock correction (config.ParseTestClock); zero: none.
+	TestClock config.TestClock
 }
 
 // Ready describes a hub that has started serving.
@@ -81,26 +90,19 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = os.Getenv
-	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	log := cfg.Logger
 
-	settings, err := ParseSettings(cfg.Getenv)
-	if err != nil {
-		return err
+	settings := cfg.Settings
+	if settings.Sweepers == nil {
+		settings = config.DefaultHub()
 	}
 	if settings.RetentionArchive == "" {
-		settings.RetentionArchive = filepath.Join(string(cfg.DataDir), DefaultArchive)
+		settings.RetentionArchive = filepath.Join(string(cfg.DataDir), config.DefaultArchive)
 	}
-	httpSet, err := ParseHTTPSettings(cfg.Getenv)
-	if err != nil {
-		return err
-	}
-	httpSet = httpSet.over(cfg.HTTP).withDefaults()
+	httpSet := cfg.HTTP.WithDefaults()
 	ln, err := Listen(cfg.Listen)
 	if err != nil {
 		return err
@@ -108,10 +110,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	defer ln.Close()
 	ln = LimitConns(ln, httpSet.MaxConnsPerIP, log)
 
-	clockOpts, err := backend.EnvOptions(cfg.Getenv)
-	if err != nil {
-		return err
-	}
+	clockOpts := backend.ClockOptions(cfg.TestClock)
 	if cfg.Clock != nil {
 		// An injected clock is the clock of everything the hub runs, the
 		// services' writes included: a stop stamped by one clock and judged
@@ -196,7 +195,8 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if settings.Pipeline.InProcess {
 		// The research pipeline in this process (ADR-007 §5): its step
 		// events go on the hub's bus, so /v1/events carries them.
-		orch, err := NewPipeline(st.Objects, st.Changes, settings.Pipeline, cfg.Getenv, rt.Bus, log.With("component", "pipeline"), "hub")
+		orch, err := NewPipeline(PipelineConfig{Store: st.Objects, Changes: st.Changes, Settings: settings.Pipeline, LLM: cfg.LLM,
+			DefaultLease: settings.Ledger.DefaultLease, Bus: rt.Bus, Logger: log.With("component", "pipeline"), Name: "hub"})
 		if err != nil {
 			return err
 		}

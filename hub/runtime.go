@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/leader"
 	"github.com/cks-dev/cks/ledger"
@@ -24,110 +23,13 @@ import (
 	"github.com/cks-dev/cks/sweeper"
 )
 
-// SweeperSetting is one sweeper's configured enablement and interval.
-type SweeperSetting struct {
-	Enabled  bool
-	Interval time.Duration
-}
-
-// Settings are a hub's sweeper settings, read from the environment.
-type Settings struct {
-	// Sweepers by id: CKS_<ID>_SWEEPER_ENABLED and CKS_<ID>_SWEEPER_INTERVAL.
-	Sweepers map[string]SweeperSetting
-	// Ledger are the ledger's settings: the default lease
-	// (CKS_STALE_WINDOW, default 5m), also the lease of a pipeline object
-	// claim, and the retry backoff (CKS_RETRY_BACKOFF, default 1s); the
-	// agents read the same variables (ledger.SettingsFromEnv).
-	Ledger ledger.Settings
-	// StaleStopThreshold is when a STOPPED task is reported
-	// (CKS_STALE_STOP_THRESHOLD, default 24h).
-	StaleStopThreshold time.Duration
-	// Pipeline is where the research pipeline runs (CKS_PIPELINE_*); a hub
-	// runs it in-process when Pipeline.InProcess is set.
-	Pipeline PipelineSettings
-	// Retention is the age of the operational history the retention
-	// sweeper prunes (CKS_RETENTION, default sweeper.DefaultRetention; 0
-	// keeps it), RetentionTasks that of the terminal tasks it archives
-	// and deletes (CKS_RETENTION_TASKS, default 0: every task kept),
-	// RetentionKnowledge that of the transition-log rows of final
-	// knowledge objects (CKS_RETENTION_KNOWLEDGE, default 0: kept).
-	Retention, RetentionTasks, RetentionKnowledge time.Duration
-	// RetentionArchive is the file the tasks are archived to before they
-	// are deleted (CKS_RETENTION_ARCHIVE; Run's default is
-	// DefaultArchive under the data directory); the knowledge log goes to
-	// KnowledgeArchive in the same directory.
-	RetentionArchive string
-	// LeaderTTL is the lease of the maintenance leadership (CKS_LEADER_TTL,
-	// default leader.DefaultTTL): when the leader hub is killed, another
-	// hub's sweepers take over within it plus a third of it.
-	LeaderTTL time.Duration
-}
-
-// sweeperDefaults are each sweeper's default enablement and interval.
-func sweeperDefaults() map[string]SweeperSetting {
-	return map[string]SweeperSetting{
-		sweeper.LeaseReaperID:       {true, 30 * time.Second},
-		sweeper.DependencyReleaseID: {true, time.Minute},
-		sweeper.StaleStopReportID:   {true, 5 * time.Minute},
-		// The knowledge sweepers (issue 8).
-		sweeper.ForkDetectionID:      {true, time.Minute},
-		sweeper.ContradictionID:      {true, 5 * time.Minute},
-		sweeper.InferenceStalenessID: {true, 5 * time.Minute},
-		sweeper.GraphHealthID:        {true, 10 * time.Minute},
-		// Issue 26: on by default; with the default ages it prunes only
-		// operational history (liveness rows), never a task.
-		sweeper.RetentionID: {true, 10 * time.Minute},
-	}
-}
-
-// ParseSettings reads Settings with getenv; a bad value is an error naming the
-// variable and what was expected.
-func ParseSettings(getenv func(string) string) (Settings, error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	s := Settings{Sweepers: map[string]SweeperSetting{}}
-	for id, def := range sweeperDefaults() {
-		enabled, interval, err := sweeper.FromEnv(id, def.Enabled, def.Interval, getenv)
-		if err != nil {
-			return s, err
-		}
-		s.Sweepers[id] = SweeperSetting{enabled, interval}
-	}
-	var err error
-	// The agents read the same variables (and derive their heartbeat from
-	// the default lease).
-	if s.Ledger, err = ledger.SettingsFromEnv(getenv); err != nil {
-		return s, err
-	}
-	if s.StaleStopThreshold, err = durationSetting(getenv, "CKS_STALE_STOP_THRESHOLD", sweeper.DefaultStaleStopThreshold); err != nil {
-		return s, err
-	}
-	if s.Retention, err = retentionSetting(getenv, "CKS_RETENTION", sweeper.DefaultRetention); err != nil {
-		return s, err
-	}
-	if s.RetentionTasks, err = retentionSetting(getenv, "CKS_RETENTION_TASKS", 0); err != nil {
-		return s, err
-	}
-	if s.RetentionKnowledge, err = retentionSetting(getenv, "CKS_RETENTION_KNOWLEDGE", 0); err != nil {
-		return s, err
-	}
-	s.RetentionArchive = strings.TrimSpace(getenv("CKS_RETENTION_ARCHIVE"))
-	if s.LeaderTTL, err = durationSetting(getenv, "CKS_LEADER_TTL", leader.DefaultTTL); err != nil {
-		return s, err
-	}
-	if s.Pipeline, err = ParsePipelineSettings(getenv); err != nil {
-		return s, err
-	}
-	return s, nil
-}
-
 // RuntimeConfig configures the in-process machinery of a hub.
 type RuntimeConfig struct {
 	// Clock is the hub's clock; nil: the store's (backend.Backend.Clock).
-	Clock    clock.Clock
-	Logger   *slog.Logger
-	Settings Settings
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Settings are the hub's (config.ParseHub); zero: every default.
+	Settings config.Hub
 	// WatchInterval is how often process liveness is re-read to publish
 	// change events (default 1 s).
 	WatchInterval time.Duration
@@ -163,7 +65,7 @@ type Runtime struct {
 }
 
 // NewRuntime registers the sweepers with cfg.Settings (zero Settings: every
-// default). Nothing runs until Start.
+// default, config.DefaultHub). Nothing runs until Start.
 func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = st.Clock() // the database's on Postgres
@@ -179,10 +81,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	}
 	set := cfg.Settings
 	if set.Sweepers == nil {
-		var err error
-		if set, err = ParseSettings(nil); err != nil {
-			return nil, err
-		}
+		set = config.DefaultHub()
 	}
 	bus := &events.Bus{}
 	onRun := func(id string, d time.Duration, count int, err error) {
@@ -221,7 +120,9 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	} {
 		conf, ok := set.Sweepers[sw.ID()]
 		if !ok { // Settings built by hand without this sweeper: its defaults
-			conf = sweeperDefaults()[sw.ID()]
+			if conf, ok = config.DefaultSweepers()[sw.ID()]; !ok {
+				return nil, fmt.Errorf("sweeper %s has no settings in config.DefaultSweepers", sw.ID())
+			}
 		}
 		if _, err := reg.Register(sw, sweeper.Options{Interval: conf.Interval, ConfigEnabled: conf.Enabled, Overrides: st.Sweepers,
 			Clock: cfg.Clock, Logger: cfg.Logger, OnRun: onRun, Leader: elector, Passes: st.Sweepers, Hub: elector.ID()}); err != nil {
@@ -241,9 +142,6 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	}})
 	return rt, nil
 }
-
-// DefaultArchive is the task archive's path under the data directory.
-const DefaultArchive = "archive/tasks.jsonl"
 
 // taskArchive is the retention sweeper's archive-then-delete of tasks into
 // the file at path; nil (tasks kept) without a path.
@@ -272,39 +170,6 @@ func knowledgeArchive(objects *knowledge.Service, taskPath string, c clock.Clock
 	return sweeper.KnowledgeArchiverFunc(func(ctx context.Context, before time.Time, maxRows int) (int, error) {
 		return objects.ArchiveFinalLogs(ctx, before, maxRows, archive)
 	})
-}
-
-// retentionSetting reads an age of the retention sweeper: a Go duration
-// (168h), a number of days (7d), or 0 or off, which keep what it would
-// prune (0 is returned).
-func retentionSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := strings.TrimSpace(getenv(name))
-	switch strings.ToLower(v) {
-	case "":
-		return def, nil
-	case "0", "off":
-		return 0, nil
-	}
-	if days, ok := strings.CutSuffix(v, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 && n < 100_000 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	} else if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, fmt.Errorf("%s=%q: expected an age such as 7d or 168h, or 0 (off) to keep everything", name, v)
-}
-
-func durationSetting(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := cks.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: expected a positive duration such as 5m or 24h, or a number of seconds", name, v)
-	}
-	return d, nil
 }
 
 // Start starts every config-enabled sweeper whose stored override is not

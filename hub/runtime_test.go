@@ -2,8 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"maps"
+	"path/filepath"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +17,8 @@ import (
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/ledger"
 	"github.com/cks-dev/cks/notifier"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -41,7 +42,7 @@ func newRuntime(t testing.TB, st *backend.Backend, vars map[string]string, noWat
 // newRuntimeWith is newRuntime with cfg, whose Settings are vars'.
 func newRuntimeWith(t testing.TB, st *backend.Backend, vars map[string]string, cfg hub.RuntimeConfig) *hub.Runtime {
 	t.Helper()
-	set, err := hub.ParseSettings(env(vars))
+	set, err := config.ParseHub(env(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,27 @@ func waitStopped(t testing.TB, rt *hub.Runtime, id string, from time.Time) time.
 		time.Sleep(time.Millisecond)
 	}
 	return time.Since(from)
+}
+
+// TestEverySweeperIsConfigured: the sweepers a hub registers are the ones
+// the configuration has settings for (config.DefaultSweepers), so each has
+// its documented CKS_<ID>_SWEEPER_* variables and none is documented for
+// nothing.
+func TestEverySweeperIsConfigured(t *testing.T) {
+	st, err := backend.Open(context.Background(), filepath.Join(t.TempDir(), "cks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := hub.NewRuntime(st, hub.RuntimeConfig{NoChangeWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rt.Sweepers.Registry().IDs()
+	slices.Sort(got)
+	if want := slices.Sorted(maps.Keys(config.DefaultSweepers())); !slices.Equal(got, want) {
+		t.Fatalf("the hub registers %v, the configuration has settings for %v", got, want)
+	}
 }
 
 func TestOverridePersistsAcrossRestarts(t *testing.T) {
@@ -397,75 +419,6 @@ func TestObjectChangesReachTheBus(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestRetentionSettings: CKS_RETENTION, CKS_RETENTION_TASKS and
-// CKS_RETENTION_KNOWLEDGE take days, Go durations, or 0/off; the defaults
-// keep tasks and the knowledge log and prune liveness rows
-// after 7 days; a bad value names its variable.
-func TestRetentionSettings(t *testing.T) {
-	for _, c := range []struct {
-		env                   map[string]string
-		age, tasks, knowledge time.Duration
-		errContains           string
-	}{
-		{env: nil, age: sweeper.DefaultRetention},
-		{env: map[string]string{"CKS_RETENTION": "30d", "CKS_RETENTION_TASKS": "90d"}, age: 30 * 24 * time.Hour, tasks: 90 * 24 * time.Hour},
-		{env: map[string]string{"CKS_RETENTION": "off", "CKS_RETENTION_TASKS": "36h"}, tasks: 36 * time.Hour},
-		{env: map[string]string{"CKS_RETENTION": "0"}},
-		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "365d"}, age: sweeper.DefaultRetention, knowledge: 365 * 24 * time.Hour},
-		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "off"}, age: sweeper.DefaultRetention},
-		{env: map[string]string{"CKS_RETENTION_KNOWLEDGE": "soon"}, errContains: "CKS_RETENTION_KNOWLEDGE="},
-		{env: map[string]string{"CKS_RETENTION": "a week"}, errContains: "CKS_RETENTION="},
-		{env: map[string]string{"CKS_RETENTION_TASKS": "-1d"}, errContains: "CKS_RETENTION_TASKS="},
-	} {
-		s, err := hub.ParseSettings(func(k string) string { return c.env[k] })
-		switch {
-		case c.errContains != "":
-			if err == nil || !strings.Contains(err.Error(), c.errContains) {
-				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
-			}
-		case err != nil || s.Retention != c.age || s.RetentionTasks != c.tasks || s.RetentionKnowledge != c.knowledge:
-			t.Errorf("%v: %v %v %v, %v; want %v %v %v", c.env, s.Retention, s.RetentionTasks, s.RetentionKnowledge, err, c.age, c.tasks, c.knowledge)
-		}
-	}
-}
-
-// TestDurationSettingsOneParser (issue 39): the hub reads its durations
-// as every agent interval is read — seconds or a Go duration — so
-// CKS_STALE_WINDOW=30 is 30 s, not a refusal; a bad one names its variable.
-func TestDurationSettingsOneParser(t *testing.T) {
-	for _, c := range []struct {
-		env         map[string]string
-		check       func(hub.Settings) bool
-		errContains string
-	}{
-		{env: nil, check: func(s hub.Settings) bool {
-			return s.Ledger.DefaultLease == ledger.DefaultLease && s.Ledger.RetryBackoff == ledger.BackoffBase
-		}},
-		{env: map[string]string{"CKS_STALE_WINDOW": "30"}, check: func(s hub.Settings) bool { return s.Ledger.DefaultLease == 30*time.Second }},
-		{env: map[string]string{"CKS_STALE_WINDOW": "1m30s"}, check: func(s hub.Settings) bool { return s.Ledger.DefaultLease == 90*time.Second }},
-		{env: map[string]string{"CKS_RETRY_BACKOFF": "0"}, check: func(s hub.Settings) bool { return s.Ledger.RetryBackoff == 0 }},
-		{env: map[string]string{"CKS_RETRY_BACKOFF": "2.5"}, check: func(s hub.Settings) bool { return s.Ledger.RetryBackoff == 2500*time.Millisecond }},
-		{env: map[string]string{"CKS_LEADER_TTL": "12"}, check: func(s hub.Settings) bool { return s.LeaderTTL == 12*time.Second }},
-		{env: map[string]string{"CKS_STALE_STOP_THRESHOLD": "3600"}, check: func(s hub.Settings) bool { return s.StaleStopThreshold == time.Hour }},
-		{env: map[string]string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL": "10"},
-			check: func(s hub.Settings) bool { return s.Sweepers["lease_reaper"].Interval == 10*time.Second }},
-		{env: map[string]string{"CKS_STALE_WINDOW": "soon"}, errContains: "CKS_STALE_WINDOW"},
-		{env: map[string]string{"CKS_STALE_WINDOW": "0"}, errContains: "CKS_STALE_WINDOW"},
-		{env: map[string]string{"CKS_RETRY_BACKOFF": "2h"}, errContains: "CKS_RETRY_BACKOFF"},
-		{env: map[string]string{"CKS_LEADER_TTL": "-5"}, errContains: "CKS_LEADER_TTL"},
-	} {
-		s, err := hub.ParseSettings(func(k string) string { return c.env[k] })
-		switch {
-		case c.errContains != "":
-			if err == nil || !strings.Contains(err.Error(), c.errContains) {
-				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
-			}
-		case err != nil || !c.check(s):
-			t.Errorf("%v: %+v, %v", c.env, s, err)
-		}
-	}
 }
 
 // watchCalls is the change notifications of a Runtime under test: each

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // TestStaleStopThresholdIsOneSetting: CKS_STALE_STOP_THRESHOLD is the one
@@ -20,12 +21,16 @@ func TestStaleStopThresholdIsOneSetting(t *testing.T) {
 	// The hub's one clock (services included) stamps the stop; two hours
 	// later the task has been held for two hours.
 	c := clock.NewFake(time.Now())
-	h := runHub(t, hub.Config{Clock: c, Getenv: func(k string) string {
+	set, err := config.ParseHub(func(k string) string {
 		if k == "CKS_STALE_STOP_THRESHOLD" {
 			return "1h"
 		}
 		return ""
-	}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := runHub(t, hub.Config{Clock: c, Settings: set})
 	var created struct {
 		Task struct {
 			ID int64 `json:"task_id"`

@@ -28,7 +28,6 @@ func serveOnce(t testing.TB, cfg hub.Config) (bool, error) {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Getenv = func(string) string { return "" }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ready := false

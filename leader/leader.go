@@ -23,13 +23,14 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/lifecycle"
 )
 
 // DefaultTTL is how long a leadership holds without renewal: a killed
 // leader's maintenance resumes on another hub within DefaultTTL plus one
-// renewal interval (DefaultTTL/3).
-const DefaultTTL = 15 * time.Second
+// renewal interval (DefaultTTL/3): CKS_LEADER_TTL's default.
+const DefaultTTL = config.DefaultLeaderTTL
 
 // Watcher delivers change notifications (notifier.Notifier).
 type Watcher interface {

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/ledger"
 )
 
@@ -303,7 +304,7 @@ func testDefaultLeaseIsTheWindow(t *testing.T, open backendtest.Opener) {
 	if got := leaseOf(claim("a", 0)); got != ledger.DefaultLease {
 		t.Fatalf("a claim naming no lease, unconfigured: %s; want %s", got, ledger.DefaultLease)
 	}
-	set, err := ledger.SettingsFromEnv(func(k string) string { return map[string]string{ledger.EnvStaleWindow: "42"}[k] })
+	set, err := config.ParseLedger(func(k string) string { return map[string]string{config.EnvStaleWindow: "42"}[k] })
 	if err != nil || s.Tasks.Configure(set) != nil {
 		t.Fatalf("CKS_STALE_WINDOW=42: %+v, %v", set, err)
 	}
@@ -322,10 +323,10 @@ func testDefaultLeaseIsTheWindow(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("a claim naming %s got %s", d, got)
 		}
 	}
-	for _, bad := range []map[string]string{{ledger.EnvStaleWindow: "0.5"}, {ledger.EnvStaleWindow: "25h"},
-		{ledger.EnvStaleWindow: "later"}, {ledger.EnvRetryBackoff: "-1"}, {ledger.EnvRetryBackoff: "2h"}} {
-		if _, err := ledger.SettingsFromEnv(func(k string) string { return bad[k] }); !errors.Is(err, cks.ErrInvalid) {
-			t.Errorf("SettingsFromEnv(%v): %v; want ErrInvalid", bad, err)
+	for _, bad := range []map[string]string{{config.EnvStaleWindow: "0.5"}, {config.EnvStaleWindow: "25h"},
+		{config.EnvStaleWindow: "later"}, {config.EnvRetryBackoff: "-1"}, {config.EnvRetryBackoff: "2h"}} {
+		if _, err := config.ParseLedger(func(k string) string { return bad[k] }); !errors.Is(err, cks.ErrInvalid) {
+			t.Errorf("ParseLedger(%v): %v; want ErrInvalid", bad, err)
 		}
 	}
 	if err := s.Tasks.Configure(ledger.Settings{DefaultLease: time.Millisecond}); !errors.Is(err, cks.ErrInvalid) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // All lists the twelve states in lifecycle order.
@@ -114,10 +115,10 @@ func (e *TransitionError) Unwrap() error { return cks.ErrConflict }
 const (
 	// BackoffBase is the delay after the first failed attempt when
 	// Settings.RetryBackoff is not set (CKS_RETRY_BACKOFF).
-	BackoffBase = time.Second
+	BackoffBase = config.BackoffBase
 	// BackoffMax caps the delay before jitter, and bounds
 	// Settings.RetryBackoff.
-	BackoffMax = time.Hour
+	BackoffMax = config.BackoffMax
 	// BackoffJitter is the largest extra fraction added to the base delay.
 	BackoffJitter = 0.25
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // Service is the task ledger over a driver: every rule of the tasks,
@@ -72,7 +73,7 @@ func (s *Service) NoteMovesTo(n MovesNoter) { s.moves = n }
 func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Service {
 	s := &Service{db: db, changes: changes, clock: driver.ApplyOptions(opts).Clock, jitter: mrand.Float64,
 		completer: completer{Max: maxFlushes, MaxBatch: maxFinishBatch},
-		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}, settings: DefaultSettings()}
+		claimer:   claimer{Max: maxClaims, MaxBatch: maxClaimBatch}, settings: config.DefaultLedger()}
 	s.completer.Run, s.claimer.Run = s.flush, s.claimBatch
 	if _, ok := db.(driver.SerialWriter); ok {
 		// A second flush could only queue behind the first's transaction:

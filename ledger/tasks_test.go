@@ -16,6 +16,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/ledger"
 )
 
@@ -436,7 +437,7 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 // quarter of jitter); 0 retries at once.
 func testTaskBackoffConfigured(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
-	set, err := ledger.SettingsFromEnv(func(k string) string { return map[string]string{ledger.EnvRetryBackoff: "10"}[k] })
+	set, err := config.ParseLedger(func(k string) string { return map[string]string{config.EnvRetryBackoff: "10"}[k] })
 	if err != nil || s.Tasks.Configure(set) != nil {
 		t.Fatalf("CKS_RETRY_BACKOFF=10: %+v, %v", set, err)
 	}

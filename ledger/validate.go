@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // The bound of a lease, the one every claim and review claim meets on every
 // surface, and the default of the lease of a claim that names none
-// (Settings.DefaultLease, CKS_STALE_WINDOW).
+// (Settings.DefaultLease, CKS_STALE_WINDOW): the configuration's, which
+// bounds the setting by them.
 const (
-	MinLease     = time.Second
-	MaxLease     = 24 * time.Hour
-	DefaultLease = 5 * time.Minute
+	MinLease     = config.MinLease
+	MaxLease     = config.MaxLease
+	DefaultLease = config.DefaultLease
 )
 
 // ValidateClaim reports the first bad argument of a claim: an empty worker, a

@@ -14,12 +14,14 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/lifecycle"
 )
 
 // DefaultInterval is the liveness interval of a process that names none
-// (ADR-014 §2: 30 s, independent of the lease heartbeat).
-const DefaultInterval = 30 * time.Second
+// (ADR-014 §2: 30 s, independent of the lease heartbeat): the agents'
+// default (config.DefaultLivenessInterval).
+const DefaultInterval = config.DefaultLivenessInterval
 
 // Exited is row r as an exited process leaves it: exited at at (ADR-016 §3:
 // it reads stopped at once, `exited` in a listing), its last heartbeat kept,

@@ -10,19 +10,19 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // Defaults of OpenAIConfig.
 const (
-	DefaultOpenAIBaseURL     = "https://api.openai.com/v1"
-	DefaultOpenAITimeout     = 60 * time.Second
+	DefaultOpenAIBaseURL     = config.DefaultLLMBaseURL
+	DefaultOpenAITimeout     = config.DefaultLLMTimeout
 	DefaultOpenAIMaxAttempts = 4
 )
 
@@ -84,7 +84,7 @@ func NewOpenAI(cfg OpenAIConfig) (Model, error) {
 	if base == "" {
 		base = DefaultOpenAIBaseURL
 	}
-	if err := checkBaseURL(base); err != nil {
+	if err := config.CheckBaseURL(base); err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
 	if cfg.Timeout < 0 {
@@ -104,14 +104,6 @@ func NewOpenAI(cfg OpenAIConfig) (Model, error) {
 	}
 	cfg.BaseURL = strings.TrimRight(base, "/")
 	return &openAI{cfg: cfg, backoff: jitteredBackoff, sleep: systemSleep}, nil
-}
-
-func checkBaseURL(base string) error {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("base URL %q is not an http(s) URL", base)
-	}
-	return nil
 }
 
 type openAI struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // HTTPOptions bound the sessions of the streamable HTTP endpoint.
@@ -47,12 +48,13 @@ type HTTPOptions struct {
 	Clock clock.Clock
 }
 
-// Defaults of HTTPOptions.
+// Defaults of HTTPOptions (the first four are the settings' of the hub's
+// MCP endpoint: config.HTTP).
 const (
-	DefaultMaxSessions             = 256
-	DefaultMaxSessionsPerToken     = 32
-	DefaultSessionIdle             = 30 * time.Minute
-	DefaultUnsubscribedSessionIdle = 5 * time.Minute
+	DefaultMaxSessions             = config.DefaultMCPMaxSessions
+	DefaultMaxSessionsPerToken     = config.DefaultMCPMaxSessionsPerToken
+	DefaultSessionIdle             = config.DefaultMCPSessionIdle
+	DefaultUnsubscribedSessionIdle = config.DefaultMCPUnsubscribedSessionIdle
 	DefaultKeepAlive               = 15 * time.Second
 )
 

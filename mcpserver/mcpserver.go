@@ -30,6 +30,7 @@ import (
 
 	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/ops"
 )
 
@@ -95,8 +96,9 @@ type ServerOptions struct {
 }
 
 // DefaultProgressEvery is ServerOptions.ProgressEvery's default: well
-// under the 60 s a client's request times out after by default.
-const DefaultProgressEvery = 10 * time.Second
+// under the 60 s a client's request times out after by default
+// (CKS_MCP_PROGRESS_INTERVAL's default).
+const DefaultProgressEvery = config.DefaultMCPProgressInterval
 
 // serverState is what NewServerWith knows of a server that its HTTP
 // endpoint needs (NewHTTP): its services (their principals' revocations)

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/mcpserver"
 	"github.com/cks-dev/cks/ops"
 )
 
 func TestSweeperTools(t *testing.T) {
 	e := newEnv(t)
-	set, err := hub.ParseSettings(func(k string) string {
+	set, err := config.ParseHub(func(k string) string {
 		return map[string]string{"CKS_STALE_STOP_REPORT_SWEEPER_ENABLED": "false"}[k]
 	})
 	if err != nil {

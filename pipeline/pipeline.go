@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/events"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/lease"
 	"github.com/cks-dev/cks/lifecycle"
@@ -61,10 +62,11 @@ type Watcher interface {
 	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
-// Defaults of Config.
+// Defaults of Config (DefaultPoll and DefaultMaxRounds are those of the
+// settings CKS_PIPELINE_OBJECT_POLL and CKS_PIPELINE_MAX_ROUNDS).
 const (
-	DefaultPoll        = 30 * time.Second
-	DefaultMaxRounds   = 3
+	DefaultPoll        = config.DefaultPipelinePoll
+	DefaultMaxRounds   = config.DefaultPipelineMaxRounds
 	DefaultPassages    = 5
 	DefaultMaxFailures = 3
 	DefaultClaimTouch  = time.Minute

@@ -36,6 +36,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // browserWait bounds each step of a browser test (a navigation, a wait for an
@@ -457,8 +458,8 @@ type consoleHub struct {
 
 // startHub runs hub.Run on a fresh data directory and a fresh database of
 // the named backend ("sqlite" or "postgres": a scratch schema, skipped
-// without CKS_TEST_DATABASE_URL) with the environment env, and stops it
-// when t ends.
+// without CKS_TEST_DATABASE_URL) with the settings of the environment env
+// (config.ParseHub, config.ParseHTTP), and stops it when t ends.
 func startHub(t testing.TB, backendName string, env map[string]string) consoleHub {
 	t.Helper()
 	dir := datadir.Dir(t.TempDir())
@@ -467,8 +468,16 @@ func startHub(t testing.TB, backendName string, env map[string]string) consoleHu
 		db = backendtest.PostgresURL(t)
 	}
 	cfg := hub.Config{DataDir: dir, DatabaseURL: db, Listen: "127.0.0.1:0", Version: "v-test",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(k string) string { return env[k] },
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ShutdownTimeout: 5 * time.Second, WatchInterval: 200 * time.Millisecond}
+	getenv := func(k string) string { return env[k] }
+	var err error
+	if cfg.Settings, err = config.ParseHub(getenv); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTP, err = config.ParseHTTP(getenv); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan hub.Ready, 1)
 	done := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // browserBackends runs f once per backend, as subtests (one after the
@@ -100,11 +101,11 @@ func startPipeline(t testing.TB, h consoleHub) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	set, err := hub.ParsePipelineSettings(nil)
+	set, err := config.ParsePipeline(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := hub.NewPipeline(b.Objects, b.Changes, set, func(string) string { return "" }, nil, nil, "agent")
+	o, err := hub.NewPipeline(hub.PipelineConfig{Store: b.Objects, Changes: b.Changes, Settings: set, Name: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/ops"
 	"github.com/cks-dev/cks/studio"
@@ -52,11 +53,11 @@ func knowledgeStudio(b *backend.Backend) http.Handler {
 // shipped corpus), in order, and returns the question's id.
 func ask(t testing.TB, b *backend.Backend, question string) int64 {
 	t.Helper()
-	set, err := hub.ParsePipelineSettings(nil)
+	set, err := config.ParsePipeline(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := hub.NewPipeline(b.Objects, b.Changes, set, func(string) string { return "" }, nil, nil, "test")
+	o, err := hub.NewPipeline(hub.PipelineConfig{Store: b.Objects, Changes: b.Changes, Settings: set, Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

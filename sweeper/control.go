@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/leader"
 )
 
@@ -126,7 +127,7 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (cks.Swee
 		return cks.SweeperStatus{}, err
 	}
 	if !r.ConfigEnabled() {
-		name, _ := EnvNames(id)
+		name, _ := config.SweeperEnv(id)
 		return cks.SweeperStatus{}, fmt.Errorf("%w: %s is off (%s); the override table never enables it", ErrDisabledByConfig, id, name)
 	}
 	if err := c.SetSweeperDesiredRunning(ctx, id, running); err != nil {

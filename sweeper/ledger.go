@@ -8,6 +8,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/ledger"
 )
 
@@ -19,8 +20,8 @@ const (
 )
 
 // DefaultStaleStopThreshold is how long a task may stay STOPPED before the
-// stale_stop_report sweeper reports it.
-const DefaultStaleStopThreshold = 24 * time.Hour
+// stale_stop_report sweeper reports it: CKS_STALE_STOP_THRESHOLD's default.
+const DefaultStaleStopThreshold = config.DefaultStaleStopThreshold
 
 // LeaseReaper reclaims the task leases that expired unrenewed: back to
 // OPEN, or FAILED ("max attempts") when attempts are used up. The next

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // RetentionID is the id of the retention sweeper.
@@ -15,8 +16,8 @@ const RetentionID = "retention"
 const (
 	// DefaultRetention is the age past which operational history (the
 	// liveness rows of instances that stopped, the sweepers' passes) is
-	// pruned: CKS_RETENTION.
-	DefaultRetention = 7 * 24 * time.Hour
+	// pruned: CKS_RETENTION's default.
+	DefaultRetention = config.DefaultRetention
 	// RetentionMaxRows bounds what one pass deletes of each kind of
 	// history, so that a pass over a long backlog stays short; the next
 	// pass goes on.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/clock"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/lifecycle"
 )
 
@@ -127,7 +128,8 @@ func (r *Runner) Status() cks.SweeperStatus {
 // runner is never started: Start returns an error matching ErrDisabledByConfig.
 func (r *Runner) Start(ctx context.Context) error {
 	if !r.enabled {
-		return fmt.Errorf("start sweeper %s: %w (enable it with %s=true)", r.id, ErrDisabledByConfig, envName(r.id, "ENABLED"))
+		enabled, _ := config.SweeperEnv(r.id)
+		return fmt.Errorf("start sweeper %s: %w (enable it with %s=true)", r.id, ErrDisabledByConfig, enabled)
 	}
 	if err := r.base.Start(ctx); err != nil {
 		return fmt.Errorf("start sweeper %s: %w", r.id, err)
@@ -359,4 +361,18 @@ func (r *Runner) overrideStops(ctx context.Context) bool {
 		return false
 	}
 	return true
+}
+
+// validID accepts lower-case letters, digits and underscores, so that every id
+// maps to its own environment variable names.
+func validID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	}
+	for _, c := range id {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return fmt.Errorf("%w: %q: expected lower-case letters, digits and underscores", ErrInvalidID, id)
+		}
+	}
+	return nil
 }

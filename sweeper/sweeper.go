@@ -62,8 +62,6 @@ var (
 	ErrDuplicateSweeper = errors.New("sweeper already registered")
 	// ErrSweepPanicked: SweepOnce panicked; the panic was recovered.
 	ErrSweepPanicked = errors.New("sweep panicked")
-	// ErrBadSetting: an environment setting has a value that cannot be parsed.
-	ErrBadSetting = errors.New("bad sweeper setting")
 	// ErrInvalidID: a sweeper id is empty or has characters other than
 	// lower-case letters, digits and underscores.
 	ErrInvalidID = errors.New("invalid sweeper id")

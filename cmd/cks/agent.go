@@ -15,16 +15,18 @@ import (
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/llm"
 	"github.com/cks-dev/cks/worker"
 )
 
 // agentRun is what `cks agent KIND` was asked to run.
 type agentRun struct {
-	kind       string
-	set        agents.Settings
-	ps         hub.PipelineSettings
+	kind string
+	set  agents.Settings
+	ps   config.Pipeline
+	// llm is the pipeline's model (CKS_LLM_*), read by check.
+	llm        config.LLM
 	sf         storeFlags
 	noFastStop bool
 	// create lets the agent create a SQLite database that does not exist
@@ -34,19 +36,20 @@ type agentRun struct {
 }
 
 // openBackend opens the database at url as a process of this host does:
-// with the test-only clock options of its environment (backend.EnvOptions),
-// and the ledger's settings of its environment (ledger.SettingsFromEnv: the
-// default lease and the retry backoff, as the hubs read them).
+// with the test-only clock options of its environment
+// (config.ParseTestClock), and the ledger's settings of its environment
+// (config.ParseLedger: the default lease and the retry backoff, as the
+// hubs read them).
 func openBackend(ctx context.Context, url string, e env) (*backend.Backend, error) {
-	opts, err := backend.EnvOptions(e.getenv)
+	tc, err := config.ParseTestClock(e.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	set, err := ledger.SettingsFromEnv(e.getenv)
+	set, err := config.ParseLedger(e.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	st, err := backend.Open(ctx, url, opts...)
+	st, err := backend.Open(ctx, url, backend.ClockOptions(tc)...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +81,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 		// The model decides when it implements the agents' optional
 		// methods (agents.ContradictionJudge, agents.ConflictModel); the
 		// offline model does not, so the documented rules decide.
-		if model, err = llm.FromEnv(e.getenv); err != nil {
+		if model, err = envModel(e); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
@@ -98,7 +101,7 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	}
 	defer st.Close()
 	log.Info("agent database opened", "process_kind", a.kind, "database", name, "backend", st.Dialect())
-	resolve, background, err := a.work(st, model, log, e)
+	resolve, background, err := a.work(st, model, log)
 	if err != nil {
 		return err
 	}
@@ -148,13 +151,8 @@ func parseAgent(args []string, e env) (*agentRun, error) {
 	}
 	a := &agentRun{kind: args[0]}
 	var err error
-	if a.set, err = agents.SettingsFromEnv(a.kind, e.getenv); err != nil {
+	if a.set, err = config.ParseAgent(a.kind, e.getenv); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if len(a.set.Types) == 0 {
-		// critic → critique, enrichment → rederive and enrich,
-		// fork_resolution → resolve_fork, unless CKS_<AGENT>_TYPES says.
-		a.set.Types = agents.DefaultTypes(a.kind)
 	}
 	fs := flagSet("agent "+a.kind, e)
 	a.sf.register(fs)
@@ -162,7 +160,7 @@ func parseAgent(args []string, e env) (*agentRun, error) {
 	if a.kind == "pipeline" {
 		// The pipeline agent runs the research orchestrator (ADR-007) for
 		// its lifetime; its knobs come from CKS_PIPELINE_*, flags win.
-		if a.ps, err = hub.ParsePipelineSettings(e.getenv); err != nil {
+		if a.ps, err = config.ParsePipeline(e.getenv); err != nil {
 			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		a.ps.RegisterFlags(fs)
@@ -209,18 +207,28 @@ func (a *agentRun) check(e env) error {
 	if a.ps.Corpus != "" {
 		// A missing corpus is a usage error.
 		if st, err := os.Stat(a.ps.Corpus); err != nil || !st.IsDir() {
-			return fmt.Errorf("%w: pipeline corpus %q (--corpus / %s): not an existing directory", errUsage, a.ps.Corpus, hub.EnvPipelineCorpus)
+			return fmt.Errorf("%w: pipeline corpus %q (--corpus / %s): not an existing directory", errUsage, a.ps.Corpus, config.EnvPipelineCorpus)
 		}
 	}
-	if _, err := llm.FromEnv(e.getenv); err != nil {
+	var err error
+	if a.llm, err = config.ParseLLM(e.getenv); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return nil
 }
 
+// envModel is the model the environment names (CKS_LLM_*).
+func envModel(e env) (llm.Model, error) {
+	s, err := config.ParseLLM(e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return llm.New(s)
+}
+
 // work is what the agent does with the tasks it claims (nil: it claims
 // none) and, for the pipeline, beside them.
-func (a *agentRun) work(st *backend.Backend, model llm.Model, log *slog.Logger, e env) (worker.Resolver, func(context.Context) error, error) {
+func (a *agentRun) work(st *backend.Backend, model llm.Model, log *slog.Logger) (worker.Resolver, func(context.Context) error, error) {
 	switch a.kind {
 	case "exec":
 		return agents.Exec(agents.ExecConfig{Command: a.command}), nil, nil
@@ -232,7 +240,9 @@ func (a *agentRun) work(st *backend.Backend, model llm.Model, log *slog.Logger, 
 		return agents.ForkResolver(st.Objects, agents.ForkConfig{Model: model}), nil, nil
 	case "pipeline":
 		host, _ := os.Hostname()
-		orch, err := hub.NewPipeline(st.Objects, st.Changes, a.ps, e.getenv, nil, log.With("component", "pipeline"), fmt.Sprintf("pipeline@%s:%d", host, os.Getpid()))
+		orch, err := hub.NewPipeline(hub.PipelineConfig{Store: st.Objects, Changes: st.Changes, Settings: a.ps, LLM: a.llm,
+			DefaultLease: st.Tasks.Settings().DefaultLease, Logger: log.With("component", "pipeline"),
+			Name: fmt.Sprintf("pipeline@%s:%d", host, os.Getpid())})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}

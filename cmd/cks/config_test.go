@@ -2,97 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cks-dev/cks/internal/config"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/configuration.md from the configuration table")
-
-// notSettings are CKS_ names in the source that configure nothing: what an
-// exec agent hands its command, the exec guard's marker, the tests'
-// database and pooler, the tests' skewed host clocks (backend.EnvOptions),
-// the early-signal test's marker (package shutdown).
-var notSettings = []string{"CKS_TASK_ID", "CKS_TASK_TYPE", "CKS_TASK_ATTEMPT", "CKS_TASK_RESTART", "CKS_TASK_REVISION",
-	"CKS_EXEC_GUARD", "CKS_TEST_DATABASE_URL", "CKS_TEST_POOLER_URL", "CKS_TEST_CLOCK_SKEW", "CKS_TEST_CLOCK_CORRECTION",
-	"CKS_TEST_SIGNALS_READY"}
-
-// sourceNames are the CKS_ names written in the module's non-test Go
-// source (prefixes such as CKS_CRITIC_ left out), but for config.go's own.
-func sourceNames(t testing.TB) map[string]bool {
-	t.Helper()
-	re := regexp.MustCompile(`"(CKS_[A-Z0-9_]*[A-Z0-9])[="]`)
-	names := map[string]bool{}
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "../.." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || path == "config.go" ||
-			filepath.Base(path) == "config.go" && filepath.Base(filepath.Dir(path)) == "cks" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			names[m[1]] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
-
-// TestConfigTableMatchesParsers: the table names every variable the
-// parsers read (run with a recording environment that takes every branch)
-// and every CKS_ name in the source, and names none that nothing reads.
-func TestConfigTableMatchesParsers(t *testing.T) {
-	read := map[string]bool{}
-	values := map[string]string{"CKS_LLM_PROVIDER": "openai", "CKS_LLM_MODEL": "m"} // reach every LLM variable
-	parseConfig(func(k string) string { read[k] = true; return values[k] })
-	inTable := map[string]bool{}
-	for _, s := range configTable() {
-		if s.env != "" {
-			if inTable[s.env] {
-				t.Errorf("%s is in the table twice", s.env)
-			}
-			inTable[s.env] = true
-		}
-		if s.env == "" && s.flag == "" || s.meaning == "" || len(s.readers) == 0 {
-			t.Errorf("entry %+v lacks a name, a meaning or its readers", s)
-		}
-	}
-	src := sourceNames(t)
-	for name := range read {
-		if !inTable[name] {
-			t.Errorf("a parser reads %s, which the configuration table lacks", name)
-		}
-	}
-	for name := range src {
-		if !inTable[name] && !slices.Contains(notSettings, name) {
-			t.Errorf("the source names %s, which the configuration table lacks (or add it to notSettings)", name)
-		}
-	}
-	for name := range inTable {
-		if !read[name] && !src[name] {
-			t.Errorf("the table has %s, which no parser reads and the source never names", name)
-		}
-	}
-	if len(read) < 40 {
-		t.Errorf("the parsers read only %d variables: the recording environment missed them", len(read))
-	}
-}
 
 // readerWords are the command words whose flags a reader of the table
 // stands for ("client": every command calling a hub, as process status, which has no flags of its own).
@@ -110,7 +31,7 @@ func readerWords(r string) []string {
 func TestConfigTableMatchesFlags(t *testing.T) {
 	readers := []string{"serve", "dev", "mcp", "client", "backup", "restore", "config"}
 	readers = append(readers, agentWords(agentKinds()...)...)
-	table := configTable()
+	table := config.Table()
 	for _, r := range readers {
 		flags := probeFlags(readerWords(r))
 		if len(flags) == 0 {
@@ -122,17 +43,17 @@ func TestConfigTableMatchesFlags(t *testing.T) {
 		}
 		want := map[string]bool{}
 		for _, s := range table {
-			if s.flag == "" || !slices.Contains(s.readers, r) || s.flagOn != nil && !slices.Contains(s.flagOn, r) {
+			if s.Flag == "" || !slices.Contains(s.Readers, r) || s.FlagOn != nil && !slices.Contains(s.FlagOn, r) {
 				continue
 			}
-			want[s.flag] = true
-			def, ok := byName[s.flag]
+			want[s.Flag] = true
+			def, ok := byName[s.Flag]
 			if !ok {
-				t.Errorf("the table gives %s --%s, which it does not have", r, s.flag)
+				t.Errorf("the table gives %s --%s, which it does not have", r, s.Flag)
 				continue
 			}
-			if def != "" && def != s.defaultOf() {
-				t.Errorf("%s --%s defaults to %q, the table says %q", r, s.flag, def, s.defaultOf())
+			if def != "" && def != s.DefaultOf() {
+				t.Errorf("%s --%s defaults to %q, the table says %q", r, s.Flag, def, s.DefaultOf())
 			}
 		}
 		for name := range byName {
@@ -141,6 +62,15 @@ func TestConfigTableMatchesFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// agentWords are the readers "agent KIND" of kinds.
+func agentWords(kinds ...string) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, "agent "+k)
+	}
+	return out
 }
 
 func agentKinds() []string {
@@ -164,7 +94,7 @@ func TestConfigNamesABadValueOnce(t *testing.T) {
 // TestConfigDoc: docs/configuration.md is the table's (-update rewrites it).
 func TestConfigDoc(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "configuration.md")
-	want := configMarkdown()
+	want := config.Markdown()
 	if *updateDocs {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -250,5 +180,32 @@ func TestConfigCommand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServeRefusesABadSettingFirst: a bad setting of the hub stops `cks
+// serve` and `cks dev` before they listen or write anything, naming its
+// variable (exit 1): the hub's, its HTTP server's, the model of a pipeline
+// in the hub, the tests' clock hook.
+func TestServeRefusesABadSettingFirst(t *testing.T) {
+	for _, c := range []struct {
+		cmd string
+		env []string
+		bad string
+	}{
+		{"serve", []string{"CKS_HTTP_IDLE_TIMEOUT=x"}, "CKS_HTTP_IDLE_TIMEOUT"},
+		{"serve", []string{"CKS_LEADER_TTL=soon"}, "CKS_LEADER_TTL"},
+		{"serve", []string{"CKS_PIPELINE_IN_PROCESS=true", "CKS_LLM_PROVIDER=bogus"}, "CKS_LLM_PROVIDER"},
+		{"serve", []string{"CKS_TEST_CLOCK_SKEW=x"}, "CKS_TEST_CLOCK_SKEW"},
+		{"dev", []string{"CKS_MCP_MAX_SESSIONS=0"}, "CKS_MCP_MAX_SESSIONS"},
+	} {
+		dir := filepath.Join(t.TempDir(), "never")
+		res := runCKSIn(t, t.TempDir(), c.env, c.cmd, "--data-dir", dir, "--listen", "127.0.0.1:0")
+		if res.code != 1 || !strings.Contains(res.stderr, c.bad) {
+			t.Errorf("%s %v: exit %d, stderr %q; want 1 naming %s", c.cmd, c.env, res.code, res.stderr, c.bad)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s %v: the data directory was created despite the bad setting: %v", c.cmd, c.env, err)
+		}
 	}
 }

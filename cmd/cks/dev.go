@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // devAgentKinds are the seed agents `cks dev` starts.
@@ -63,13 +64,11 @@ func cmdDev(ctx context.Context, args []string, e env) error {
 	defer sink.Close()
 	e.stderr = sink
 	log := logger(sink)
-	cfg := hub.Config{
-		DatabaseURL: dbURL,
-		DataDir:     dir,
-		Listen:      or(d.listen, e.getenv("CKS_LISTEN"), hub.DefaultListen),
-		Version:     version,
-		Logger:      log,
+	cfg, err := hubConfig(e, dir, dbURL, d.listen)
+	if err != nil {
+		return err
 	}
+	cfg.Logger = log
 
 	// The hub runs under its own context so that it outlives the agents at
 	// shutdown: they stop first, while the hub still serves.
@@ -157,7 +156,7 @@ func parseDev(args []string, e env) (*devRun, error) {
 	fs.StringVar(&d.listen, "listen", "", "address `HOST:PORT` to listen on (env CKS_LISTEN; default "+hub.DefaultListen+")")
 	fs.BoolVar(&d.noAgents, "no-agents", false, "start only the hub, no agent processes")
 	d.grace = devAgentStopTimeout
-	fs.Var(agents.IntervalFlag(&d.grace), "agent-grace", "how long the agents have at Ctrl-C to finish their tasks "+
+	fs.Var(config.IntervalFlag(&d.grace), "agent-grace", "how long the agents have at Ctrl-C to finish their tasks "+
 		"and exit; then they interrupt them and give them back (OPEN, attempts not counted), and are killed "+
 		"(recorded as exited, their tasks released) if they have not exited "+devInterruptTimeout.String()+" later; a `DURATION`")
 	execTypes := fs.String("exec-types", "", "also start an exec agent (cks agent exec) for these comma-separated task types `T1,T2`, running the COMMAND after --")
@@ -168,7 +167,7 @@ func parseDev(args []string, e env) (*devRun, error) {
 	if len(pos) > 0 {
 		return nil, fmt.Errorf("%w: dev takes no arguments (an exec agent's command goes after --), got %q", errUsage, pos)
 	}
-	d.types = agents.SplitTypes(*execTypes)
+	d.types = config.SplitTypes(*execTypes)
 	switch {
 	case d.grace <= 0:
 		return nil, fmt.Errorf("%w: dev --agent-grace: expected a positive duration, got %s", errUsage, d.grace)

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/clock"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // `cks doctor` checks a deployment, one finding per check, in this order:
@@ -116,7 +117,7 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 	}
 	d := &doctorRun{r: &doctorReport{Findings: []finding{}, Stored: cks.StoredCheck{Problems: []cks.StoredProblem{}}}}
 	dir := dataDir(cf.dataDir, e)
-	d.database(ctx, or(*database, e.getenv("CKS_DATABASE_URL")), dir, e)
+	d.database(ctx, or(*database, e.common().DatabaseURL), dir, e)
 	refused := d.hub(ctx, &cf, e)
 
 	var failed []string
@@ -223,7 +224,7 @@ func (d *doctorRun) clock(ctx context.Context, st *backend.Backend) {
 		d.fail("clock", err.Error(), "check that the database answers queries")
 		return
 	}
-	skew, corrected := left.Offset, "not corrected ("+backend.EnvTestClockCorrection+"=off)"
+	skew, corrected := left.Offset, "not corrected ("+config.EnvTestClockCorrection+"=off)"
 	if m, ok := st.ClockCorrection(); ok {
 		skew += m.Offset
 		corrected = fmt.Sprintf("cks corrects it by %s (measured to ±%s), so heartbeats, leases and liveness are on the "+
@@ -275,7 +276,7 @@ func (d *doctorRun) hub(ctx context.Context, cf *clientFlags, e env) error {
 		return nil
 	}
 	if err != nil { // a hub URL but no token
-		d.hubHealth(ctx, or(cf.url, e.getenv("CKS_URL")))
+		d.hubHealth(ctx, or(cf.url, e.common().URL))
 		d.fail("token", err.Error(), "pass --token or set CKS_TOKEN (cks token create on the hub makes one)")
 		for _, c := range later[1:] {
 			d.skip(c, "no token")

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -26,7 +27,7 @@ func knowledgeHub(t testing.TB, db testDB, id string) *hubProc {
 	t.Helper()
 	var env []string
 	for _, s := range []string{sweeper.ForkDetectionID, sweeper.ContradictionID, sweeper.InferenceStalenessID, sweeper.GraphHealthID} {
-		enabled, interval := sweeper.EnvNames(s)
+		enabled, interval := config.SweeperEnv(s)
 		if s == id {
 			env = append(env, enabled+"=true", interval+"=100ms")
 		} else {

@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -44,6 +45,10 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// common is the environment's locations: CKS_DATA_DIR, CKS_DATABASE_URL,
+// CKS_LISTEN, CKS_URL and CKS_TOKEN (config.ParseCommon).
+func (e env) common() config.Common { return config.ParseCommon(e.getenv) }
 
 // errUsage marks an error caused by how the command was called (exit status 2).
 var errUsage = errors.New("usage")
@@ -190,14 +195,14 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 
 func (f *storeFlags) resolve(e env) (datadir.Dir, string) {
 	dir := dataDir(f.dataDir, e)
-	return dir, or(f.database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL())
+	return dir, or(f.database, e.common().DatabaseURL, dir.DatabaseURL())
 }
 
 // dataDir is the data directory of a command: the one named by --data-dir
 // (given) or CKS_DATA_DIR, else the nearest .cks in the working directory
 // or above it (datadir.Find), else ./.cks.
 func dataDir(given string, e env) datadir.Dir {
-	if d := or(given, e.getenv("CKS_DATA_DIR")); d != "" {
+	if d := or(given, e.common().DataDir); d != "" {
 		return datadir.Dir(d)
 	}
 	return datadir.Find(".")

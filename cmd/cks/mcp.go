@@ -53,8 +53,9 @@ func cmdMCP(ctx context.Context, args []string, e env) error {
 		if flagGiven(fs, "url", "token", "all-tools") {
 			return fmt.Errorf("%w: mcp --embedded serves from the database, not a hub, as the local operator: drop --url, --token and --all-tools", errUsage)
 		}
-		dir := datadir.Dir(or(cf.dataDir, e.getenv("CKS_DATA_DIR"), datadir.Default))
-		return mcpEmbedded(ctx, e, or(*database, e.getenv("CKS_DATABASE_URL"), dir.DatabaseURL()))
+		loc := e.common()
+		dir := datadir.Dir(or(cf.dataDir, loc.DataDir, datadir.Default))
+		return mcpEmbedded(ctx, e, or(*database, loc.DatabaseURL, dir.DatabaseURL()))
 	}
 	if flagGiven(fs, "database") {
 		return fmt.Errorf("%w: mcp relays to a hub, which has the database: --database goes with --embedded", errUsage)

@@ -19,6 +19,7 @@ import (
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/knowledge"
 	"github.com/cks-dev/cks/sweeper"
 )
@@ -456,8 +457,8 @@ func orphans(t testing.TB, st *backend.Backend, tag string, n int) []int64 {
 func TestThreeHubs(t *testing.T) {
 	db := backendtest.PostgresURL(t)
 	begin := time.Now()
-	reaperEnabled, reaperInterval := sweeper.EnvNames(sweeper.LeaseReaperID)
-	_, graphInterval := sweeper.EnvNames(sweeper.GraphHealthID)
+	reaperEnabled, reaperInterval := config.SweeperEnv(sweeper.LeaseReaperID)
+	_, graphInterval := config.SweeperEnv(sweeper.GraphHealthID)
 	env := []string{
 		"CKS_LEADER_TTL=" + mhLeaderTTL.String(),
 		"CKS_STALE_WINDOW=" + mhStaleWindow.String(),

@@ -28,7 +28,7 @@ import (
 // embedded database when it exists (never created here); "" when there is
 // none to read.
 func offlineStore(dir datadir.Dir, e env) (url, name string) {
-	if u := e.getenv("CKS_DATABASE_URL"); u != "" {
+	if u := e.common().DatabaseURL; u != "" {
 		return u, "of CKS_DATABASE_URL"
 	}
 	db := filepath.Join(string(dir), "cks.db")
@@ -42,7 +42,7 @@ func offlineStore(dir datadir.Dir, e env) (url, name string) {
 // finding it (err of cf.client) or of calling it; "" when one answered, or
 // the URL was given (the caller asked for that hub).
 func noHub(cf *clientFlags, e env, dir datadir.Dir, err error) string {
-	if err == nil || or(cf.url, e.getenv("CKS_URL")) != "" {
+	if err == nil || or(cf.url, e.common().URL) != "" {
 		return ""
 	}
 	if _, uerr := dir.ReadURL(); uerr != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cks-dev/cks/internal/config"
 )
 
 const packagingDir = "../../packaging"
@@ -93,8 +95,8 @@ func TestSystemdUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string]bool{}
-	for _, s := range configTable() {
-		known[s.env] = true
+	for _, s := range config.Table() {
+		known[s.Env] = true
 	}
 	for _, m := range regexp.MustCompile(`(?m)^#? ?(CKS_[A-Z0-9_]+)=`).FindAllStringSubmatch(string(env), -1) {
 		if !known[m[1]] {
@@ -190,8 +192,8 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("USER %v: want a non-root user", user)
 	}
 	known := map[string]bool{}
-	for _, s := range configTable() {
-		known[s.env] = true
+	for _, s := range config.Table() {
+		known[s.Env] = true
 	}
 	for _, m := range regexp.MustCompile(`(CKS_[A-Z0-9_]+)=`).FindAllStringSubmatch(df, -1) {
 		if !known[m[1]] {

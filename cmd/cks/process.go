@@ -30,7 +30,8 @@ func (f *clientFlags) register(fs *flag.FlagSet) {
 
 func (f *clientFlags) client(e env) (*client.Client, error) {
 	dir := dataDir(f.dataDir, e)
-	url, tok, err := client.Discover(or(f.url, e.getenv("CKS_URL")), or(f.token, e.getenv("CKS_TOKEN")), dir)
+	loc := e.common()
+	url, tok, err := client.Discover(or(f.url, loc.URL), or(f.token, loc.Token), dir)
 	if err != nil {
 		return nil, err
 	}

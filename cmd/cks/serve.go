@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cks-dev/cks/datadir"
 	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // cmdServe runs a hub. dev mode is `cks dev` (dev.go): a hub on the embedded
@@ -26,12 +28,36 @@ func cmdServe(ctx context.Context, args []string, e env, dev bool) error {
 	}
 	catchSIGPIPE()
 	dir, dbURL := sf.resolve(e)
-	cfg := hub.Config{
-		DatabaseURL: dbURL,
-		DataDir:     dir,
-		Listen:      or(*listen, e.getenv("CKS_LISTEN"), hub.DefaultListen),
-		Version:     version,
-		Logger:      logger(e.stderr),
+	cfg, err := hubConfig(e, dir, dbURL, *listen)
+	if err != nil {
+		return err
 	}
+	cfg.Logger = logger(e.stderr)
 	return hub.Run(ctx, cfg, nil)
+}
+
+// hubConfig is the configuration of the hub `cks serve` and `cks dev`
+// run: on the database dbURL of the data directory dir, listening on
+// listen (the flag, else CKS_LISTEN, else hub.DefaultListen), with the
+// settings of the environment. A bad value is an error naming its
+// variable, before anything is written.
+func hubConfig(e env, dir datadir.Dir, dbURL, listen string) (hub.Config, error) {
+	cfg := hub.Config{DatabaseURL: dbURL, DataDir: dir, Version: version,
+		Listen: or(listen, e.common().Listen, hub.DefaultListen)}
+	var err error
+	if cfg.Settings, err = config.ParseHub(e.getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.HTTP, err = config.ParseHTTP(e.getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.TestClock, err = config.ParseTestClock(e.getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.Settings.Pipeline.InProcess { // the model of the pipeline in the hub
+		if cfg.LLM, err = config.ParseLLM(e.getenv); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
 }

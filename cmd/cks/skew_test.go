@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/sweeper"
 )
 
@@ -37,18 +37,18 @@ const skewTask = "2"
 // far below the 60 s the clocks disagree by, and far above a loaded
 // machine's stalls.
 func TestSkewedClocks(t *testing.T) {
-	reaperEnabled, reaperInterval := sweeper.EnvNames(sweeper.LeaseReaperID)
+	reaperEnabled, reaperInterval := config.SweeperEnv(sweeper.LeaseReaperID)
 	for _, tc := range []struct {
 		correction string
 		wantRight  bool
 	}{{"on", true}, {"off", false}} {
 		t.Run("correction "+tc.correction, func(t *testing.T) {
 			db := backendtest.PostgresURL(t)
-			both := []string{backend.EnvTestClockCorrection + "=" + tc.correction, "CKS_STALE_WINDOW=10s"}
+			both := []string{config.EnvTestClockCorrection + "=" + tc.correction, "CKS_STALE_WINDOW=10s"}
 			h := startHubDir(t, "serve", datadir.Dir(t.TempDir()),
-				append([]string{backend.EnvTestClockSkew + "=30s", reaperEnabled + "=true", reaperInterval + "=200ms"}, both...),
+				append([]string{config.EnvTestClockSkew + "=30s", reaperEnabled + "=true", reaperInterval + "=200ms"}, both...),
 				"--database", db)
-			a := startAgent(t, append([]string{backend.EnvTestClockSkew + "=-30s"}, both...),
+			a := startAgent(t, append([]string{config.EnvTestClockSkew + "=-30s"}, both...),
 				"exec", "--types", "skewed", "--database", db, "--liveness-interval", "2", "--poll-interval", "0.2",
 				"--", "sleep", skewTask)
 			api := client.New(h.url, h.token)

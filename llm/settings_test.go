@@ -4,8 +4,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cks-dev/cks/internal/config"
 )
 
+// fromEnv is the model an environment asks for, as the commands build it.
+func fromEnv(getenv func(string) string) (Model, error) {
+	s, err := config.ParseLLM(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return New(s)
+}
+
+// TestFromEnv: CKS_LLM_* make the model they name; a bad value is an
+// error naming its variable.
 func TestFromEnv(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -42,7 +55,7 @@ func TestFromEnv(t *testing.T) {
 		{name: "bad base URL", env: map[string]string{"CKS_LLM_PROVIDER": "openai", "CKS_LLM_MODEL": "m", "CKS_LLM_BASE_URL": "localhost:8080"}, wantErr: "CKS_LLM_BASE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := FromEnv(func(k string) string { return tc.env[k] })
+			m, err := fromEnv(func(k string) string { return tc.env[k] })
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)

@@ -1,4 +1,4 @@
-package agents_test
+package config_test
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/internal/config"
 )
 
 // FuzzParseInterval is every CKS_<AGENT>_*_INTERVAL value: seconds or a Go
@@ -21,7 +21,7 @@ func FuzzParseInterval(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := agents.ParseInterval(v)
+		got, err := config.ParseInterval(v)
 		if err != nil {
 			if !strings.Contains(err.Error(), strconv.Quote(v)) {
 				t.Fatalf("ParseInterval(%q): error %q does not quote the input", v, err)

@@ -1,4 +1,4 @@
-package sweeper
+package config
 
 import (
 	"errors"
@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-func TestFromEnv(t *testing.T) {
+// TestParseSweeper: a sweeper's switch takes true/false, 1/0, yes/no,
+// on/off; its interval seconds or a Go duration, positive; a bad value
+// names its variable.
+func TestParseSweeper(t *testing.T) {
 	const (
 		enabledVar  = "CKS_LEASE_REAPER_SWEEPER_ENABLED"
 		intervalVar = "CKS_LEASE_REAPER_SWEEPER_INTERVAL"
@@ -43,13 +46,14 @@ func TestFromEnv(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			getenv := func(k string) string { return c.env[k] }
-			enabled, interval, err := FromEnv("lease_reaper", true, time.Minute, getenv)
+			got, err := parseSweeper("lease_reaper", Sweeper{true, time.Minute}, getenv)
+			enabled, interval := got.Enabled, got.Interval
 			if c.wantErr != nil {
 				if err == nil {
-					t.Fatalf("FromEnv = %v, %v, nil; want an error", enabled, interval)
+					t.Fatalf("parseSweeper = %v, %v, nil; want an error", enabled, interval)
 				}
-				if !errors.Is(err, ErrBadSetting) {
-					t.Errorf("err = %v, want ErrBadSetting", err)
+				if !errors.Is(err, ErrBadSweeperSetting) {
+					t.Errorf("err = %v, want ErrBadSweeperSetting", err)
 				}
 				for _, s := range c.wantErr {
 					if !strings.Contains(err.Error(), s) {
@@ -59,21 +63,18 @@ func TestFromEnv(t *testing.T) {
 				return
 			}
 			if err != nil || enabled != c.wantEnabled || interval != c.wantInterval {
-				t.Fatalf("FromEnv = %v, %v, %v; want %v, %v, nil", enabled, interval, err, c.wantEnabled, c.wantInterval)
+				t.Fatalf("parseSweeper = %v, %v, %v; want %v, %v, nil", enabled, interval, err, c.wantEnabled, c.wantInterval)
 			}
 		})
 	}
 }
 
-func TestFromEnvDefaultsOffAndBadID(t *testing.T) {
-	enabled, interval, err := FromEnv("graph_health", false, 5*time.Minute, func(string) string { return "" })
-	if err != nil || enabled || interval != 5*time.Minute {
-		t.Fatalf("FromEnv = %v, %v, %v; want false, 5m, nil", enabled, interval, err)
+func TestParseSweeperDefaultsOff(t *testing.T) {
+	got, err := parseSweeper("graph_health", Sweeper{false, 5 * time.Minute}, func(string) string { return "" })
+	if err != nil || got.Enabled || got.Interval != 5*time.Minute {
+		t.Fatalf("parseSweeper = %+v, %v; want false, 5m, nil", got, err)
 	}
-	if _, _, err := FromEnv("Graph-Health", true, time.Minute, func(string) string { return "" }); !errors.Is(err, ErrInvalidID) {
-		t.Fatalf("FromEnv with a bad id = %v, want ErrInvalidID", err)
-	}
-	if e, i := EnvNames("inference_staleness"); e != "CKS_INFERENCE_STALENESS_SWEEPER_ENABLED" || i != "CKS_INFERENCE_STALENESS_SWEEPER_INTERVAL" {
-		t.Fatalf("EnvNames = %q, %q", e, i)
+	if e, i := SweeperEnv("inference_staleness"); e != "CKS_INFERENCE_STALENESS_SWEEPER_ENABLED" || i != "CKS_INFERENCE_STALENESS_SWEEPER_INTERVAL" {
+		t.Fatalf("SweeperEnv = %q, %q", e, i)
 	}
 }
