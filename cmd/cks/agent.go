@@ -22,17 +22,17 @@ import (
 
 // agentRun is what `cks agent KIND` was asked to run.
 type agentRun struct {
-	kind string
-	set  agents.Settings
-	ps   config.Pipeline
-	// llm is the pipeline's model (CKS_LLM_*), read by check.
-	llm        config.LLM
+	kind       string
+	set        agents.Settings
+	ps         config.Pipeline
 	sf         storeFlags
 	noFastStop bool
 	// create lets the agent create a SQLite database that does not exist
 	// (--create); without it a missing one is refused.
 	create  bool
 	command []string // exec's command, after --
+	// llm is the pipeline's model (CKS_LLM_*), read by check.
+	llm config.LLM
 }
 
 // openBackend opens the database at url as a process of this host does:
