@@ -49,8 +49,8 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	// Settings are the hub's sweepers', ledger's, retention's, leadership's
-	// and pipeline's (config.ParseHub); zero: every default
-	// (config.DefaultHub).
+	// and pipeline's (config.ParseHub); Settings without Sweepers (the zero
+	// value) are taken for none given: every default (config.DefaultHub).
 	Settings config.Hub
 	// HTTP bounds client connections (config.ParseHTTP); its zero fields
 	// take their defaults (config.HTTP.WithDefaults).

@@ -28,7 +28,8 @@ type RuntimeConfig struct {
 	// Clock is the hub's clock; nil: the store's (backend.Backend.Clock).
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// Settings are the hub's (config.ParseHub); zero: every default.
+	// Settings are the hub's (config.ParseHub); without Sweepers (the
+	// zero value), every default.
 	Settings config.Hub
 	// WatchInterval is how often process liveness is re-read to publish
 	// change events (default 1 s).
