@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/internal/runtime/pipeline"
 )
 
 // startHubWith is startHub (`cks serve`) with env added to its environment.
