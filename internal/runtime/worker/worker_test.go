@@ -351,7 +351,12 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, time.Second)
+		// A lease long enough to outlive any load: the store reads it on
+		// the real clock, and a lease of a second ran out under load 20
+		// before the abort watch's first check, which then found it lost
+		// and stopped the heartbeat before it ever armed its clock. The
+		// test's reclaim takes it all the same (expired before now+1h).
+		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, 30*time.Minute)
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}
