@@ -703,8 +703,8 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Keep:    int32(p.Keep),
 		Max:     int32(p.Limit),
+		Keep:    int32(p.Keep),
 	}
 }
 
@@ -720,9 +720,9 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
-		Max:   int32(p.Limit),
 		Since: driver.Time(p.Since),
 		Until: driver.Time(p.Until),
+		Max:   int32(p.Limit),
 	}
 }
 
@@ -1211,8 +1211,8 @@ func eachAbortGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64,
 
 // eachAbortLatestMany runs dbsqlc's AbortLatestMany, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
-func eachAbortLatestMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskAbort)) error {
-	rows, err := db.Query(ctx, dbsqlc.AbortLatestMany, taskIds)
+func eachAbortLatestMany(ctx context.Context, db dbsqlc.DBTX, taskIDs []int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortLatestMany, taskIDs)
 	if err != nil {
 		return err
 	}
@@ -1763,7 +1763,7 @@ func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCl
 // eachTaskClaimWaits runs dbsqlc's TaskClaimWaits, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimWaits(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimWaitsParams, each func(*dbsqlc.TaskClaimWaitsRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Max, arg.Since, arg.Until)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Since, arg.Until, arg.Max)
 	if err != nil {
 		return err
 	}
@@ -1971,8 +1971,8 @@ func eachTaskEventList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each f
 
 // eachTaskEventStoppedMany runs dbsqlc's TaskEventStoppedMany, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
-func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskEvent)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskEventStoppedMany, taskIds)
+func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIDs []int64, each func(*dbsqlc.CksTaskEvent)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskEventStoppedMany, taskIDs)
 	if err != nil {
 		return err
 	}

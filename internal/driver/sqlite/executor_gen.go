@@ -909,8 +909,8 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Keep:    int64(p.Keep),
 		Max:     int64(p.Limit),
+		Keep:    int64(p.Keep),
 	}
 }
 
@@ -926,9 +926,9 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
-		Max:   int64(p.Limit),
 		Since: fmtTime(p.Since),
 		Until: fmtTime(p.Until),
+		Max:   int64(p.Limit),
 	}
 }
 
