@@ -163,3 +163,50 @@ func copyTree(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestVariants: a family is written once and rendered per variant; a
+// fragment is included where a query names it; a malformed marker is an
+// error.
+func TestVariants(t *testing.T) {
+	file := `-- fragment: mine
+AND created_by = @me;
+
+-- The doc.
+-- name: TaskGet :many
+-- variants: ForUpdate Desc Old
+SELECT * FROM cks_outbox_tasks WHERE task_id > @after /*include mine*/
+ORDER BY task_id /*if Desc Old*/DESC/*elif ForUpdate*/ASC/*else*/NULLS LAST/*end*/ /*lock*/;
+`
+	qs, err := parseQueryFile("f.sql", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"TaskGet":          "SELECT * FROM cks_outbox_tasks WHERE task_id > @after AND created_by = @me ORDER BY task_id NULLS LAST",
+		"TaskGetForUpdate": "SELECT * FROM cks_outbox_tasks WHERE task_id > @after AND created_by = @me ORDER BY task_id ASC FOR UPDATE",
+		"TaskGetDesc":      "SELECT * FROM cks_outbox_tasks WHERE task_id > @after AND created_by = @me ORDER BY task_id DESC",
+		"TaskGetOld":       "SELECT * FROM cks_outbox_tasks WHERE task_id > @after AND created_by = @me ORDER BY task_id DESC",
+	}
+	if len(qs) != len(want) {
+		t.Fatalf("%d queries, want %d", len(qs), len(want))
+	}
+	for _, q := range qs {
+		got := strings.Join(strings.Fields(joinText(q.toks)), " ")
+		if got != want[q.name] {
+			t.Errorf("%s:\n got %s\nwant %s", q.name, got, want[q.name])
+		}
+		if strings.Join(q.doc, "|") != "The doc." {
+			t.Errorf("%s: doc %q", q.name, q.doc)
+		}
+	}
+	for _, bad := range []string{
+		"-- name: Q :one\nSELECT 1 /*if A*/x/*end*/;\n",                          // no variants declared
+		"-- name: Q :one\n-- variants: A\nSELECT 1 /*if A*/x;\n",                 // no end
+		"-- name: Q :one\n-- variants: A\nSELECT 1 /*if A*/x/*if A*/y/*end*/;\n", // nested
+		"-- name: Q :one\nSELECT 1 /*include nope*/;\n",                          // no such fragment
+	} {
+		if _, err := parseQueryFile("f.sql", bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -543,6 +543,7 @@ const ObjectGetMany = `-- name: ObjectGetMany :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id = ANY($1::bigint[])
 ORDER BY object_id
+
 `
 
 const ObjectGetManyForUpdate = `-- name: ObjectGetManyForUpdate :many
@@ -703,7 +704,11 @@ func (b *ObjectUpdateWithContentBatchResults) Close() error {
 
 const ObjectList = `-- name: ObjectList :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE object_id > $1 AND (NOT $2::boolean OR claimed_by = '')
+WHERE object_id > $1
+    
+    
+    AND (NOT $2::boolean OR claimed_by = '')
+    
 ORDER BY object_id
 LIMIT $3
 `
@@ -716,45 +721,57 @@ type ObjectListParams struct {
 
 const ObjectListByStatus = `-- name: ObjectListByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE current_status = ANY($1::text[]) AND object_id > $2
+WHERE object_id > $1
+    AND current_status = ANY($2::text[])
+    
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
+    
+    
 ORDER BY object_id
 LIMIT $4
 `
 
 type ObjectListByStatusParams struct {
-	Statuses []string
 	After    int64
+	Statuses []string
 	Kinds    []string
 	Lim      int32
 }
 
 const ObjectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE current_status = ANY($1::text[]) AND claimed_by = '' AND object_id > $2
+WHERE object_id > $1
+    AND current_status = ANY($2::text[])
+    
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
+    AND claimed_by = ''
+    
 ORDER BY object_id
 LIMIT $4
 `
 
 type ObjectListUnclaimedByStatusParams struct {
-	Statuses []string
 	After    int64
+	Statuses []string
 	Kinds    []string
 	Lim      int32
 }
 
 const ObjectListByKind = `-- name: ObjectListByKind :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE kind = ANY($1::text[]) AND object_id > $2
+WHERE object_id > $1
+    
+    AND kind = ANY($2::text[])
+    
     AND (NOT $3::boolean OR claimed_by = '')
+    
 ORDER BY object_id
 LIMIT $4
 `
 
 type ObjectListByKindParams struct {
-	Kinds     []string
 	After     int64
+	Kinds     []string
 	Unclaimed bool
 	Lim       int32
 }
@@ -765,7 +782,8 @@ WHERE object_id > $1
     AND (cardinality($2::text[]) = 0 OR current_status = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR kind = ANY($3::text[]))
     AND (NOT $4::boolean OR claimed_by = '')
-    AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0 OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0)
+    AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0
+        OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), $5::text) > 0)
 ORDER BY object_id
 LIMIT $6
 `
@@ -1880,7 +1898,7 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 }
 
 const TaskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 
 `
 
 const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
@@ -1942,6 +1960,7 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (in
 
 const TaskGetMany = `-- name: TaskGetMany :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+
 `
 
 const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
@@ -2253,6 +2272,7 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 const TaskClaimable = `-- name: TaskClaimable :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
+    
     AND (run_after IS NULL OR run_after <= $3)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $4
@@ -2268,7 +2288,8 @@ type TaskClaimableParams struct {
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = $3
+WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
+    AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
@@ -2285,7 +2306,8 @@ type TaskClaimableOfTypeParams struct {
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[]) AND type = ANY($3::text[])
+WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
+    AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
@@ -2304,6 +2326,7 @@ const TaskClaim = `-- name: TaskClaim :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
+        
         AND (o.run_after IS NULL OR o.run_after <= $3)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $4
@@ -2383,7 +2406,8 @@ type TaskClaimRow struct {
 const TaskClaimOfType = `-- name: TaskClaimOfType :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = $3
+    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
+        AND o.type = $3
         AND (o.run_after IS NULL OR o.run_after <= $4)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -2464,7 +2488,8 @@ type TaskClaimOfTypeRow struct {
 const TaskClaimOfTypes = `-- name: TaskClaimOfTypes :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[]) AND o.type = ANY($3::text[])
+    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
+        AND o.type = ANY($3::text[])
         AND (o.run_after IS NULL OR o.run_after <= $4)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -2563,7 +2588,7 @@ type TaskLeaseExpiredParams struct {
 const TaskList = `-- name: TaskList :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
-    AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
+AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
@@ -2576,6 +2601,7 @@ WHERE cks_outbox_tasks.task_id > $1
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id
 LIMIT $8
+
 `
 
 type TaskListParams struct {
@@ -2592,7 +2618,7 @@ type TaskListParams struct {
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
-    AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
+AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
@@ -2622,7 +2648,8 @@ type TaskListForUpdateParams struct {
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
-    AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
+    
+AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
     AND ($4::timestamptz IS NULL
         OR state_changed_at <= $4::timestamptz)
@@ -2635,6 +2662,7 @@ WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY task_id DESC
 LIMIT $8
+
 `
 
 type TaskListIDDescParams struct {
@@ -2652,7 +2680,8 @@ const TaskListUpdated = `-- name: TaskListUpdated :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
         ELSE $2::timestamptz END, $1::bigint)
-    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    
+AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
     AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
@@ -2665,6 +2694,7 @@ WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY updated_at, task_id
 LIMIT $9
+
 `
 
 type TaskListUpdatedParams struct {
@@ -2684,7 +2714,8 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
         ELSE $2::timestamptz END,
         CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
-    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    
+AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
     AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
@@ -2696,7 +2727,9 @@ WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'i
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY updated_at DESC, task_id DESC
+    
 LIMIT $9
+
 `
 
 type TaskListUpdatedDescParams struct {
@@ -2715,7 +2748,8 @@ const TaskListPriority = `-- name: TaskListPriority :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
-    AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
+    
+AND (cardinality($3::text[]) = 0 OR state = ANY($3::text[]))
     AND (cardinality($4::text[]) = 0 OR type = ANY($4::text[]))
     AND ($5::timestamptz IS NULL
         OR state_changed_at <= $5::timestamptz)
@@ -2728,6 +2762,7 @@ WHERE ($1::bigint = 0 OR priority < $2::integer
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY priority DESC, task_id
 LIMIT $9
+
 `
 
 type TaskListPriorityParams struct {
@@ -2744,7 +2779,8 @@ type TaskListPriorityParams struct {
 
 const TaskCount = `-- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
-WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
+WHERE true
+AND (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
@@ -2775,7 +2811,8 @@ func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (
 
 const TaskCountByState = `-- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
-WHERE (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
+WHERE true
+AND (cardinality($1::text[]) = 0 OR state = ANY($1::text[]))
     AND (cardinality($2::text[]) = 0 OR type = ANY($2::text[]))
     AND ($3::timestamptz IS NULL
         OR state_changed_at <= $3::timestamptz)
@@ -2994,6 +3031,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
+
 `
 
 type TaskDependantsParams struct {
@@ -3207,7 +3245,7 @@ func (q *Queries) AbortInsert(ctx context.Context, db DBTX, arg AbortInsertParam
 }
 
 const AbortGet = `-- name: AbortGet :one
-SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = $1
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = $1 
 `
 
 func (q *Queries) AbortGet(ctx context.Context, db DBTX, abortID int64) (CksTaskAbort, error) {
@@ -3229,7 +3267,7 @@ func (q *Queries) AbortGetForUpdate(ctx context.Context, db DBTX, abortID int64)
 }
 
 const AbortGetMany = `-- name: AbortGetMany :many
-SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id
+SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requested_by, reason, requested_at, deadline_at, outcome, resolved_at FROM cks_task_aborts WHERE abort_id = ANY($1::bigint[]) ORDER BY abort_id 
 `
 
 const AbortGetManyForUpdate = `-- name: AbortGetManyForUpdate :many
@@ -3241,6 +3279,7 @@ SELECT abort_id, task_id, lease_token_hash, executor, attempt, restart, requeste
 WHERE task_id = $1 AND lease_token_hash = $2 AND lease_token_hash <> ''
 ORDER BY abort_id DESC
 LIMIT 1
+
 `
 
 type AbortFindLatestParams struct {

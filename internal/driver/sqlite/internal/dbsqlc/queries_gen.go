@@ -635,7 +635,11 @@ func (q *Queries) ObjectUpdateWithContent(ctx context.Context, db DBTX, arg Obje
 
 const objectList = `-- name: ObjectList :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE object_id > ?1 AND (NOT CAST(?2 AS BOOLEAN) OR claimed_by = '')
+WHERE object_id > ?1
+    
+    
+    AND (NOT CAST(?2 AS BOOLEAN) OR claimed_by = '')
+    
 ORDER BY object_id
 LIMIT ?3
 `
@@ -646,6 +650,12 @@ type ObjectListParams struct {
 	Lim       int64
 }
 
+// The objects after the cursor, by id; ObjectList filters by claim alone,
+// its variants also by status (ByStatus, UnclaimedByStatus), by kind
+// (ByKind), each served by its index, and by text (Matching: @match,
+// lower-cased by the service; it reads every object after the cursor until
+// the page is full, since no index serves a substring, and a console's search
+// of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectList(ctx context.Context, db DBTX, arg ObjectListParams) ([]CksObject, error) {
 	rows, err := db.QueryContext(ctx, objectList, arg.After, arg.Unclaimed, arg.Lim)
 	if err != nil {
@@ -671,22 +681,32 @@ func (q *Queries) ObjectList(ctx context.Context, db DBTX, arg ObjectListParams)
 
 const objectListByStatus = `-- name: ObjectListByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE current_status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
-    AND object_id > ?2
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+WHERE object_id > ?1
+    AND current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+    
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    
+    
 ORDER BY object_id
 LIMIT ?4
 `
 
 type ObjectListByStatusParams struct {
-	Statuses string
 	After    int64
+	Statuses string
 	Kinds    string
 	Lim      int64
 }
 
+// The objects after the cursor, by id; ObjectList filters by claim alone,
+// its variants also by status (ByStatus, UnclaimedByStatus), by kind
+// (ByKind), each served by its index, and by text (Matching: @match,
+// lower-cased by the service; it reads every object after the cursor until
+// the page is full, since no index serves a substring, and a console's search
+// of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectListByStatusParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -710,22 +730,32 @@ func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectLis
 
 const objectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE current_status IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND claimed_by = ''
-    AND object_id > ?2
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+WHERE object_id > ?1
+    AND current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+    
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND claimed_by = ''
+    
 ORDER BY object_id
 LIMIT ?4
 `
 
 type ObjectListUnclaimedByStatusParams struct {
-	Statuses string
 	After    int64
+	Statuses string
 	Kinds    string
 	Lim      int64
 }
 
+// The objects after the cursor, by id; ObjectList filters by claim alone,
+// its variants also by status (ByStatus, UnclaimedByStatus), by kind
+// (ByKind), each served by its index, and by text (Matching: @match,
+// lower-cased by the service; it reads every object after the cursor until
+// the page is full, since no index serves a substring, and a console's search
+// of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListUnclaimedByStatus(ctx context.Context, db DBTX, arg ObjectListUnclaimedByStatusParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListUnclaimedByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -749,21 +779,31 @@ func (q *Queries) ObjectListUnclaimedByStatus(ctx context.Context, db DBTX, arg 
 
 const objectListByKind = `-- name: ObjectListByKind :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
-WHERE kind IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND object_id > ?2
+WHERE object_id > ?1
+    
+    AND kind IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+    
     AND (NOT CAST(?3 AS BOOLEAN) OR claimed_by = '')
+    
 ORDER BY object_id
 LIMIT ?4
 `
 
 type ObjectListByKindParams struct {
-	Kinds     string
 	After     int64
+	Kinds     string
 	Unclaimed bool
 	Lim       int64
 }
 
+// The objects after the cursor, by id; ObjectList filters by claim alone,
+// its variants also by status (ByStatus, UnclaimedByStatus), by kind
+// (ByKind), each served by its index, and by text (Matching: @match,
+// lower-cased by the service; it reads every object after the cursor until
+// the page is full, since no index serves a substring, and a console's search
+// of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListByKind(ctx context.Context, db DBTX, arg ObjectListByKindParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListByKind, arg.Kinds, arg.After, arg.Unclaimed, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -788,8 +828,10 @@ func (q *Queries) ObjectListByKind(ctx context.Context, db DBTX, arg ObjectListB
 const objectListMatching = `-- name: ObjectListMatching :many
 SELECT object_id, kind, title, content, content_hash, current_status, claimed_by, claim_token, claimed_at, round, created_by, created_at, updated_at, head_version, heads FROM cks_objects
 WHERE object_id > ?1
-    AND (json_array_length(CAST(?2 AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
+    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+        OR current_status IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
+    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+        OR kind IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (NOT CAST(?4 AS BOOLEAN) OR claimed_by = '')
     AND (instr(cks_fold(title), CAST(?5 AS TEXT)) > 0 OR instr(cks_fold(content), CAST(?5 AS TEXT)) > 0)
 ORDER BY object_id
@@ -805,10 +847,12 @@ type ObjectListMatchingParams struct {
 	Lim       int64
 }
 
-// A search (@match, lower-cased by the service) reads every object after the
-// cursor until the page is full: no index serves a substring, and a console's
-// search of titles and contents may cost a scan. The other filters are those
-// of the queries above, an empty list selecting any.
+// The objects after the cursor, by id; ObjectList filters by claim alone,
+// its variants also by status (ByStatus, UnclaimedByStatus), by kind
+// (ByKind), each served by its index, and by text (Matching: @match,
+// lower-cased by the service; it reads every object after the cursor until
+// the page is full, since no index serves a substring, and a console's search
+// of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectListMatchingParams) ([]CksObject, error) {
 	rows, err := db.QueryContext(ctx, objectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Lim)
 	if err != nil {
@@ -2477,7 +2521,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE cks_outbox_tasks.task_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
@@ -2502,13 +2546,13 @@ type TaskListParams struct {
 	Max                int64
 }
 
-// An empty @states or @types selects every state or type; an empty
-// @state_changed_before no time, an empty @created_by every creator, an
-// empty @match every text (else a substring of the title, description or
-// criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
-// tasks whose latest abort is not confirmed. TaskList pages by task_id; its
-// sorted forms below by their key, then task_id, each after the cursor row
-// (@after 0: from the start).
+// TaskList pages by task_id; its sorted forms by their key, then task_id,
+// each after the cursor row (@after 0: from the start). The sorts by
+// updated_at read idx_outbox_tasks_updated from the cursor on, in its
+// order, and stop at the page's end (issue 38.9: they sorted the table):
+// the cursor is one row value the index ranges over (the first page's is
+// before, or after, every row). TaskListPriority: highest priority first,
+// then oldest, the order of a claim.
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2535,9 +2579,10 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 const taskListIDDesc = `-- name: TaskListIDDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER))
+    
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
@@ -2562,6 +2607,13 @@ type TaskListIDDescParams struct {
 	Max                int64
 }
 
+// TaskList pages by task_id; its sorted forms by their key, then task_id,
+// each after the cursor row (@after 0: from the start). The sorts by
+// updated_at read idx_outbox_tasks_updated from the cursor on, in its
+// order, and stop at the page's end (issue 38.9: they sorted the table):
+// the cursor is one row value the index ranges over (the first page's is
+// before, or after, every row). TaskListPriority: highest priority first,
+// then oldest, the order of a claim.
 func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDescParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2589,9 +2641,10 @@ const taskListUpdated = `-- name: TaskListUpdated :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '' ELSE CAST(?2 AS TEXT) END,
         CAST(?1 AS INTEGER))
+    
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
-    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+AND (json_array_length(CAST(?4 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
@@ -2617,10 +2670,13 @@ type TaskListUpdatedParams struct {
 	Max                int64
 }
 
-// The sorts by updated_at read idx_outbox_tasks_updated from the cursor
-// on, in its order, and stop at the page's end (issue 38.9: they sorted
-// the table): the cursor is one row value the index ranges over (the
-// first page's is before, or after, every row).
+// TaskList pages by task_id; its sorted forms by their key, then task_id,
+// each after the cursor row (@after 0: from the start). The sorts by
+// updated_at read idx_outbox_tasks_updated from the cursor on, in its
+// order, and stop at the page's end (issue 38.9: they sorted the table):
+// the cursor is one row value the index ranges over (the first page's is
+// before, or after, every row). TaskListPriority: highest priority first,
+// then oldest, the order of a claim.
 func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2648,9 +2704,10 @@ const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '9999' ELSE CAST(?2 AS TEXT) END,
         CASE WHEN CAST(?1 AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(?1 AS INTEGER) END)
+    
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
-    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+AND (json_array_length(CAST(?4 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
@@ -2661,6 +2718,7 @@ WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
 ORDER BY updated_at DESC, task_id DESC
+    
 LIMIT ?9
 `
 
@@ -2676,6 +2734,13 @@ type TaskListUpdatedDescParams struct {
 	Max                int64
 }
 
+// TaskList pages by task_id; its sorted forms by their key, then task_id,
+// each after the cursor row (@after 0: from the start). The sorts by
+// updated_at read idx_outbox_tasks_updated from the cursor on, in its
+// order, and stop at the page's end (issue 38.9: they sorted the table):
+// the cursor is one row value the index ranges over (the first page's is
+// before, or after, every row). TaskListPriority: highest priority first,
+// then oldest, the order of a claim.
 func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskListUpdatedDescParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2703,9 +2768,10 @@ const taskListPriority = `-- name: TaskListPriority :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
         OR (priority = CAST(?2 AS INTEGER) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
+    
     AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
-    AND (json_array_length(CAST(?4 AS TEXT)) = 0
+AND (json_array_length(CAST(?4 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (CAST(?5 AS TEXT) = '' OR state_changed_at <= CAST(?5 AS TEXT))
     AND (CAST(?6 AS TEXT) = '' OR created_by = CAST(?6 AS TEXT))
@@ -2731,7 +2797,13 @@ type TaskListPriorityParams struct {
 	Max                int64
 }
 
-// Highest priority first, then oldest: the order of a claim.
+// TaskList pages by task_id; its sorted forms by their key, then task_id,
+// each after the cursor row (@after 0: from the start). The sorts by
+// updated_at read idx_outbox_tasks_updated from the cursor on, in its
+// order, and stop at the page's end (issue 38.9: they sorted the table):
+// the cursor is one row value the index ranges over (the first page's is
+// before, or after, every row). TaskListPriority: highest priority first,
+// then oldest, the order of a claim.
 func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPriorityParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2757,9 +2829,10 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 
 const taskCount = `-- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
-WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
+WHERE true
+    AND (json_array_length(CAST(?1 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
-    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
     AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
@@ -2789,9 +2862,10 @@ func (q *Queries) TaskCount(ctx context.Context, db DBTX, arg TaskCountParams) (
 
 const taskCountByState = `-- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
-WHERE (json_array_length(CAST(?1 AS TEXT)) = 0
+WHERE true
+    AND (json_array_length(CAST(?1 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
-    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
     AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))
@@ -2844,8 +2918,9 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 
 const taskListInState = `-- name: TaskListInState :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
-WHERE state <> 'OPEN' AND state = ?1 AND cks_outbox_tasks.task_id > ?2
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+WHERE state <> 'OPEN' AND state = ?1
+    AND cks_outbox_tasks.task_id > ?2
+AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
@@ -2855,7 +2930,7 @@ WHERE state <> 'OPEN' AND state = ?1 AND cks_outbox_tasks.task_id > ?2
     AND (NOT CAST(?7 AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id
+ORDER BY task_id 
 LIMIT ?8
 `
 
@@ -2902,7 +2977,8 @@ const taskListInStateDesc = `-- name: TaskListInStateDesc :many
 SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND (CAST(?2 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?2 AS INTEGER))
-    AND (json_array_length(CAST(?3 AS TEXT)) = 0
+    
+AND (json_array_length(CAST(?3 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?3 AS TEXT))))
     AND (CAST(?4 AS TEXT) = '' OR state_changed_at <= CAST(?4 AS TEXT))
     AND (CAST(?5 AS TEXT) = '' OR created_by = CAST(?5 AS TEXT))
@@ -2927,6 +3003,11 @@ type TaskListInStateDescParams struct {
 	Max                int64
 }
 
+// The listings and counts of one state but OPEN (the board's STOPPED and
+// NEEDS_INPUT lists, the stale-stop count): the literal state <> 'OPEN' is
+// idx_outbox_tasks_state's WHERE, which lets SQLite's planner read that
+// state's entries alone, in id order, instead of the table (TaskList's
+// JSON list of states matches no index). The other filters are TaskList's.
 func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskListInStateDescParams) ([]CksOutboxTask, error) {
 	rows, err := db.QueryContext(ctx, taskListInStateDesc, arg.State, arg.After, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
 	if err != nil {
@@ -2953,7 +3034,7 @@ func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskList
 const taskCountInState = `-- name: TaskCountInState :one
 SELECT count(*) FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
-    AND (json_array_length(CAST(?2 AS TEXT)) = 0
+AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND (CAST(?3 AS TEXT) = '' OR state_changed_at <= CAST(?3 AS TEXT))
     AND (CAST(?4 AS TEXT) = '' OR created_by = CAST(?4 AS TEXT))

@@ -1,17 +1,14 @@
 package main
 
-// The query files: each query is a "-- name: Name :kind" line, the comment
-// lines right above it (its doc), and the SQL up to the next query. Their
-// text is read as tokens, just enough to number the parameters, expand the
-// stars and find what each parameter and result column is.
+// A query's text is read as tokens, just enough to number the parameters,
+// expand the stars and find what each parameter and result column is.
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/cks-dev/cks/internal/driver/internal/querytext"
 )
 
 // tokKind is what a tok is.
@@ -148,105 +145,41 @@ func isWord(c byte) bool {
 	return c == '_' || c < 0x80 && (unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c)))
 }
 
-// sqlQuery is one query of a query file.
+// sqlQuery is one query of a query file, as tokens.
 type sqlQuery struct {
 	name string // TaskList
-	kind string // :one, :many, :exec, :execrows, :batchone, :batchexec
+	kind string // :one, :many, :exec, :execrows, :execlastid, :batchone, :batchexec
 	doc  []string
 	file string // the file's base name
 	toks []tok
 }
 
-// readQueryFiles reads the .sql files of dir but schema.sql, in name order.
+// readQueryFiles reads the queries of the .sql files of dir (querytext).
 func readQueryFiles(dir string) ([]*sqlQuery, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "*.sql"))
+	qs, err := querytext.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
-	var out []*sqlQuery
-	for _, name := range names {
-		if filepath.Base(name) == "schema.sql" {
-			continue
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		qs, err := parseQueryFile(filepath.Base(name), string(b))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, qs...)
-	}
-	return out, nil
+	return lexQueries(qs)
 }
 
-// parseQueryFile splits a query file's text into its queries.
+// parseQueryFile reads the queries of one query file's text.
 func parseQueryFile(file, text string) ([]*sqlQuery, error) {
-	lines := strings.SplitAfter(text, "\n")
-	var out []*sqlQuery
-	var cur *sqlQuery
-	var body strings.Builder
-	var comments []string // the comment lines since the last blank or SQL line
-	flush := func() error {
-		if cur == nil {
-			return nil
-		}
-		sql := strings.TrimSpace(body.String())
-		sql = strings.TrimSuffix(sql, ";")
-		toks, err := lex(sql)
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", file, cur.name, err)
-		}
-		cur.toks = toks
-		out = append(out, cur)
-		cur = nil
-		body.Reset()
-		return nil
-	}
-	for _, line := range lines {
-		trimmed := strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(trimmed, "-- name:"); ok {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			f := strings.Fields(rest)
-			if len(f) != 2 || !strings.HasPrefix(f[1], ":") {
-				return nil, fmt.Errorf("%s: malformed %q", file, trimmed)
-			}
-			cur = &sqlQuery{name: f[0], kind: f[1], file: file, doc: comments}
-			comments = nil
-			continue
-		}
-		switch {
-		case strings.HasPrefix(trimmed, "--"):
-			// A comment after a query's SQL ends belongs to the next one;
-			// inside the SQL (before its end) it stays in the SQL.
-			if cur != nil && !strings.HasSuffix(strings.TrimSpace(body.String()), ";") && strings.TrimSpace(body.String()) != "" {
-				body.WriteString(line)
-				continue
-			}
-			if cur != nil && strings.TrimSpace(body.String()) == "" {
-				// Comments between the name line and the SQL: the doc too.
-				cur.doc = append(cur.doc, strings.TrimSpace(strings.TrimPrefix(trimmed, "--")))
-				continue
-			}
-			comments = append(comments, strings.TrimSpace(strings.TrimPrefix(trimmed, "--")))
-		case trimmed == "":
-			comments = nil
-			if cur != nil {
-				body.WriteString(line)
-			}
-		default:
-			if cur == nil {
-				return nil, fmt.Errorf("%s: SQL before the first -- name: line: %q", file, trimmed)
-			}
-			body.WriteString(line)
-		}
-	}
-	if err := flush(); err != nil {
+	qs, err := querytext.Parse(file, text)
+	if err != nil {
 		return nil, err
+	}
+	return lexQueries(qs)
+}
+
+func lexQueries(qs []querytext.Query) ([]*sqlQuery, error) {
+	var out []*sqlQuery
+	for _, q := range qs {
+		toks, err := lex(q.Text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", q.File, q.Name, err)
+		}
+		out = append(out, &sqlQuery{name: q.Name, kind: q.Kind, doc: q.Doc, file: q.File, toks: toks})
 	}
 	return out, nil
 }
