@@ -93,11 +93,11 @@ func render(dir string) (map[string][]byte, error) {
 	// What calls the queries: the driver's own files (tests too) and the
 	// executor adapt writes.
 	var callers bytes.Buffer
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
+	for _, name := range files {
 		if filepath.Base(name) == genFile {
 			continue
 		}
@@ -113,10 +113,11 @@ func render(dir string) (map[string][]byte, error) {
 	// (e.d.q.TaskGet(…), or a method value e.d.q.TaskPurgeDeps); a query
 	// whose method nothing calls may still run, by its SQL's name
 	// (dbsqlc.TaskList in a scan of executor_gen.go).
-	called := func(q string) bool { return regexp.MustCompile(`(^|\W)q\.` + q + `\b`).MatchString(text) }
+	calls, sqls := matches(text, `(?:^|\W)q\.(\w+)`), matches(text, `\bdbsqlc\.(\w+)`)
+	called := func(q string) bool { return calls[q] }
 	var unused []string
 	for _, a := range as {
-		if !called(a.q.name) && !regexp.MustCompile(`\bdbsqlc\.`+a.q.name+`\b`).MatchString(text) {
+		if !calls[a.q.name] && !sqls[a.q.name] {
 			unused = append(unused, a.q.name)
 		}
 	}
@@ -132,6 +133,15 @@ func render(dir string) (map[string][]byte, error) {
 		filepath.Join("internal", "dbsqlc", queriesFile):  queries,
 		genFile: exec,
 	}, nil
+}
+
+// names is the set of the first submatches of pattern in text.
+func matches(text, pattern string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	return out
 }
 
 // dialectOf is the dialect of the driver in dir.
