@@ -90,10 +90,10 @@ func (c *catalog) analyze(q *sqlQuery) (*analyzed, error) {
 		i := start + 1
 		for {
 			i = skipSpace(toks, i)
-			name := toks[i].text
+			name := at(toks, i).text
 			i = skipSpace(toks, i+1)
 			var named []string // WITH name (a, b) AS: the columns' names
-			if toks[i].text == "(" {
+			if at(toks, i).text == "(" {
 				end := matchParen(toks, i)
 				for _, t := range words(toks[i+1 : end]) {
 					if t.kind == tWord {
@@ -102,11 +102,11 @@ func (c *catalog) analyze(q *sqlQuery) (*analyzed, error) {
 				}
 				i = skipSpace(toks, end+1)
 			}
-			if toks[i].lower() != "as" {
+			if at(toks, i).lower() != "as" {
 				return nil, fmt.Errorf("%s: expected AS after WITH %s", q.name, name)
 			}
 			i = skipSpace(toks, i+1)
-			if toks[i].text != "(" {
+			if at(toks, i).text != "(" {
 				return nil, fmt.Errorf("%s: expected ( after %s AS", q.name, name)
 			}
 			end := matchParen(toks, i)
@@ -114,12 +114,13 @@ func (c *catalog) analyze(q *sqlQuery) (*analyzed, error) {
 			// A CTE whose columns cannot be told is fine until a star or
 			// a reference needs them.
 			cols, _ := inner.result(toks[i+1 : end])
+			cols = slices.Clone(cols) // a table's own columns, maybe: renamed below
 			for n := range min(len(named), len(cols)) {
 				cols[n].name = named[n]
 			}
 			sc.aliases[name] = cols
 			i = skipSpace(toks, end+1)
-			if toks[i].text != "," {
+			if at(toks, i).text != "," {
 				start = i
 				break
 			}
@@ -178,7 +179,7 @@ func (sc *scope) collect(toks []tok) {
 		case toks[j].lower() == "rows":
 			f := skipSpace(toks, j+1)
 			open := skipSpace(toks, f+1)
-			if toks[f].lower() != "from" || toks[open].text != "(" {
+			if at(toks, f).lower() != "from" || at(toks, open).text != "(" {
 				continue
 			}
 			end := matchParen(toks, open)
@@ -373,7 +374,6 @@ func (sc *scope) item(item []tok, n int) ([]column, error) {
 		if len(w) > 0 && w[0].lower() == "on" && len(w) > 1 && w[1].text == "(" {
 			w = w[matchParen(w, 1)+1:]
 		}
-		item = w
 	}
 	// sqlc.embed(alias): the row of alias's table as one field.
 	if len(w) == 6 && w[0].lower() == "sqlc" && w[2].lower() == "embed" {
@@ -756,7 +756,7 @@ func (sc *scope) insertColumn(toks []tok, i int) (column, bool) {
 	// The values: the list after VALUES ( or SELECT, at depth 0 of it.
 	k := skipSpace(toks, end+1)
 	var from int
-	switch toks[k].lower() {
+	switch at(toks, k).lower() {
 	case "values":
 		from = skipSpace(toks, k+1) + 1
 	case "select":
@@ -786,7 +786,7 @@ func (sc *scope) insertColumn(toks []tok, i int) (column, bool) {
 	if depth != 0 || pos >= len(names) {
 		return column{}, false
 	}
-	cols := sc.cat.tables[toks[tbl].text]
+	cols := sc.cat.tables[at(toks, tbl).text]
 	for _, c := range cols {
 		if c.name == names[pos] {
 			return c, true
@@ -906,6 +906,14 @@ func quote(name string) string {
 		return `"` + name + `"`
 	}
 	return name
+}
+
+// at is toks[i], or an empty token past the end.
+func at(toks []tok, i int) tok {
+	if i < 0 || i >= len(toks) {
+		return tok{}
+	}
+	return toks[i]
 }
 
 func skipSpace(toks []tok, i int) int {
