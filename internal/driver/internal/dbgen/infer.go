@@ -139,7 +139,9 @@ func (c *catalog) analyze(q *sqlQuery) (*analyzed, error) {
 		return nil, err
 	}
 	a.model = c.modelOf(cols)
-	a.sql = a.render(sc)
+	if a.sql, err = a.render(sc); err != nil {
+		return nil, fmt.Errorf("%s: %w", q.name, err)
+	}
 	return a, nil
 }
 
@@ -811,7 +813,7 @@ func (c *catalog) modelOf(cols []column) string {
 
 // render is the SQL a sends: its stars expanded to the columns they stand
 // for and its parameters numbered ($n, or ?n on SQLite).
-func (a *analyzed) render(sc *scope) string {
+func (a *analyzed) render(sc *scope) (string, error) {
 	var b strings.Builder
 	number := map[string]int{}
 	for i, p := range a.params {
@@ -838,12 +840,12 @@ func (a *analyzed) render(sc *scope) string {
 				fmt.Fprintf(&b, "?%d", number[t.name])
 			}
 		case t.text == "*" && a.isStar(toks, i):
-			alias := ""
-			cols := sc.aliases[sc.tables[0]]
 			if p := skipSpaceBack(toks, i-1); p >= 0 && toks[p].text == "." {
-				al := skipSpaceBack(toks, p-1)
-				alias = toks[al].text
-				cols = sc.aliases[alias]
+				alias := at(toks, skipSpaceBack(toks, p-1)).text
+				cols, ok := sc.aliases[alias]
+				if !ok {
+					return "", fmt.Errorf("%s.* names no table", alias)
+				}
 				// "alias." is written already; the first column follows it.
 				for n, c := range cols {
 					if n > 0 {
@@ -853,7 +855,10 @@ func (a *analyzed) render(sc *scope) string {
 				}
 				continue
 			}
-			for n, c := range cols {
+			if len(sc.tables) == 0 {
+				return "", fmt.Errorf("* without a table")
+			}
+			for n, c := range sc.aliases[sc.tables[0]] {
 				if n > 0 {
 					b.WriteString(", ")
 				}
@@ -863,7 +868,7 @@ func (a *analyzed) render(sc *scope) string {
 			b.WriteString(t.text)
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // isStar reports whether the * at toks[i] is a result item (not a product

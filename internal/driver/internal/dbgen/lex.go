@@ -44,6 +44,29 @@ func (t tok) lower() string {
 // lex splits sql into tokens; joined, their texts are sql again but for
 // the parameters, which are their names.
 func lex(sql string) ([]tok, error) {
+	out, err := lexTokens(sql)
+	if err != nil {
+		return nil, err
+	}
+	depth := 0
+	for _, t := range out {
+		switch t.text {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth < 0 {
+				return nil, fmt.Errorf("a ) without its (")
+			}
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("a ( without its )")
+	}
+	return out, nil
+}
+
+// lexTokens splits sql into tokens.
+func lexTokens(sql string) ([]tok, error) {
 	var out []tok
 	for i := 0; i < len(sql); {
 		c := sql[i]
