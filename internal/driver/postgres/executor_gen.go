@@ -558,8 +558,8 @@ func objectListParams(p driver.ObjectListParams) dbsqlc.ObjectListParams {
 // objectListByKindParams writes a driver.ObjectListParams as dbsqlc.ObjectListByKindParams.
 func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindParams {
 	return dbsqlc.ObjectListByKindParams{
-		Kinds:     nonNil(p.Kinds),
 		After:     p.After,
+		Kinds:     nonNil(p.Kinds),
 		Unclaimed: p.Unclaimed,
 		Lim:       int32(p.Limit),
 	}
@@ -568,8 +568,8 @@ func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindPa
 // objectListByStatusParams writes a driver.ObjectListParams as dbsqlc.ObjectListByStatusParams.
 func objectListByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListByStatusParams {
 	return dbsqlc.ObjectListByStatusParams{
-		Statuses: nonNil(p.Statuses),
 		After:    p.After,
+		Statuses: nonNil(p.Statuses),
 		Kinds:    nonNil(p.Kinds),
 		Lim:      int32(p.Limit),
 	}
@@ -590,8 +590,8 @@ func objectListMatchingParams(p driver.ObjectListParams) dbsqlc.ObjectListMatchi
 // objectListUnclaimedByStatusParams writes a driver.ObjectListParams as dbsqlc.ObjectListUnclaimedByStatusParams.
 func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListUnclaimedByStatusParams {
 	return dbsqlc.ObjectListUnclaimedByStatusParams{
-		Statuses: nonNil(p.Statuses),
 		After:    p.After,
+		Statuses: nonNil(p.Statuses),
 		Kinds:    nonNil(p.Kinds),
 		Lim:      int32(p.Limit),
 	}
@@ -703,8 +703,8 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Keep:    int32(p.Keep),
 		Max:     int32(p.Limit),
+		Keep:    int32(p.Keep),
 	}
 }
 
@@ -720,9 +720,9 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
-		Max:   int32(p.Limit),
 		Since: driver.Time(p.Since),
 		Until: driver.Time(p.Until),
+		Max:   int32(p.Limit),
 	}
 }
 
@@ -1211,8 +1211,8 @@ func eachAbortGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64,
 
 // eachAbortLatestMany runs dbsqlc's AbortLatestMany, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
-func eachAbortLatestMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskAbort)) error {
-	rows, err := db.Query(ctx, dbsqlc.AbortLatestMany, taskIds)
+func eachAbortLatestMany(ctx context.Context, db dbsqlc.DBTX, taskIDs []int64, each func(*dbsqlc.CksTaskAbort)) error {
+	rows, err := db.Query(ctx, dbsqlc.AbortLatestMany, taskIDs)
 	if err != nil {
 		return err
 	}
@@ -1573,7 +1573,7 @@ func eachObjectList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListPa
 // eachObjectListByKind runs dbsqlc's ObjectListByKind, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListByKind(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByKindParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListByKind, arg.Kinds, arg.After, arg.Unclaimed, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Lim)
 	if err != nil {
 		return err
 	}
@@ -1592,7 +1592,7 @@ func eachObjectListByKind(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Object
 // eachObjectListByStatus runs dbsqlc's ObjectListByStatus, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByStatusParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
 	if err != nil {
 		return err
 	}
@@ -1630,7 +1630,7 @@ func eachObjectListMatching(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Obje
 // eachObjectListUnclaimedByStatus runs dbsqlc's ObjectListUnclaimedByStatus, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListUnclaimedByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListUnclaimedByStatusParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListUnclaimedByStatus, arg.Statuses, arg.After, arg.Kinds, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
 	if err != nil {
 		return err
 	}
@@ -1763,7 +1763,7 @@ func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCl
 // eachTaskClaimWaits runs dbsqlc's TaskClaimWaits, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimWaits(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimWaitsParams, each func(*dbsqlc.TaskClaimWaitsRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Max, arg.Since, arg.Until)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Since, arg.Until, arg.Max)
 	if err != nil {
 		return err
 	}
@@ -1971,8 +1971,8 @@ func eachTaskEventList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each f
 
 // eachTaskEventStoppedMany runs dbsqlc's TaskEventStoppedMany, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
-func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIds []int64, each func(*dbsqlc.CksTaskEvent)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskEventStoppedMany, taskIds)
+func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIDs []int64, each func(*dbsqlc.CksTaskEvent)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskEventStoppedMany, taskIDs)
 	if err != nil {
 		return err
 	}

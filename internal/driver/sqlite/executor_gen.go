@@ -796,8 +796,8 @@ func objectListParams(p driver.ObjectListParams) dbsqlc.ObjectListParams {
 // objectListByKindParams writes a driver.ObjectListParams as dbsqlc.ObjectListByKindParams.
 func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindParams {
 	return dbsqlc.ObjectListByKindParams{
-		Kinds:     jsonList(p.Kinds),
 		After:     p.After,
+		Kinds:     jsonList(p.Kinds),
 		Unclaimed: p.Unclaimed,
 		Lim:       int64(p.Limit),
 	}
@@ -806,8 +806,8 @@ func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindPa
 // objectListByStatusParams writes a driver.ObjectListParams as dbsqlc.ObjectListByStatusParams.
 func objectListByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListByStatusParams {
 	return dbsqlc.ObjectListByStatusParams{
-		Statuses: jsonList(p.Statuses),
 		After:    p.After,
+		Statuses: jsonList(p.Statuses),
 		Kinds:    jsonList(p.Kinds),
 		Lim:      int64(p.Limit),
 	}
@@ -828,8 +828,8 @@ func objectListMatchingParams(p driver.ObjectListParams) dbsqlc.ObjectListMatchi
 // objectListUnclaimedByStatusParams writes a driver.ObjectListParams as dbsqlc.ObjectListUnclaimedByStatusParams.
 func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListUnclaimedByStatusParams {
 	return dbsqlc.ObjectListUnclaimedByStatusParams{
-		Statuses: jsonList(p.Statuses),
 		After:    p.After,
+		Statuses: jsonList(p.Statuses),
 		Kinds:    jsonList(p.Kinds),
 		Lim:      int64(p.Limit),
 	}
@@ -909,8 +909,8 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Keep:    int64(p.Keep),
 		Max:     int64(p.Limit),
+		Keep:    int64(p.Keep),
 	}
 }
 
@@ -926,9 +926,9 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 // taskClaimWaitsParams writes a driver.TaskEventWindowParams as dbsqlc.TaskClaimWaitsParams.
 func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsParams {
 	return dbsqlc.TaskClaimWaitsParams{
-		Max:   int64(p.Limit),
 		Since: fmtTime(p.Since),
 		Until: fmtTime(p.Until),
+		Max:   int64(p.Limit),
 	}
 }
 

@@ -1,12 +1,13 @@
 package main
 
 // adapt writes a driver's executor_gen.go: the mapping between package
-// driver's rows and params and the dialect's sqlc types, written once here
+// driver's rows and params and the dialect's dbsqlc types, written once here
 // instead of once per driver, and every primitive whose query maps onto it
 // one to one. It reads, as source (go/ast, no type checking):
 //
 //   - internal/driver/driver.go: the rows, the params and the executor interfaces;
-//   - the driver's internal/dbsqlc: sqlc's models, params and queries;
+//   - the driver's dbsqlc (queries_gen.go, as emitQueries renders it with
+//     every method): its models, params and queries;
 //   - the driver's hand-written files: a primitive written there (because
 //     its dialect has a reason: a lock chooses the query, a bulk form sends
 //     arrays, …) is not generated.
@@ -39,7 +40,7 @@ import (
 // genFile is the file adapt writes in a driver's directory.
 const genFile = "executor_gen.go"
 
-// rowOf names the driver row each sqlc model (or query row) is read into.
+// rowOf names the driver row each dbsqlc model (or query row) is read into.
 // A new table's model is added here.
 var rowOf = map[string]string{
 	"CksOutboxTask":          "TaskRow",
@@ -98,19 +99,24 @@ type source struct {
 	models    map[string][]field // dbsqlc's structs
 	queries   map[string]fn
 	sql       map[string]string // the const of a query's SQL → its SQL
-	scans     map[string]scan   // query → how its sqlc method reads rows
+	scans     map[string]scan   // query → how its dbsqlc method reads rows
 	written   map[string]bool   // executor methods written by hand
 	hand      []byte            // the hand-written files' text
 	jsonNames map[string]bool   // normalised names of JSON columns
 }
 
-// scan is how sqlc's method of a query that returns rows runs it: the
+// scan is how dbsqlc's method of a query that returns rows runs it: the
 // arguments of its db.Query after ctx (the first is the SQL's const), as
 // written, and the destinations of its rows.Scan.
 type scan struct{ args, dests []string }
 
 // adapt renders executor_gen.go of the driver in dir.
-func adapt(dir string) ([]byte, error) {
+func adapt(dir string) ([]byte, error) { return adaptSource(dir, nil) }
+
+// adaptSource renders executor_gen.go of the driver in dir, reading the
+// queries from queries (a dbsqlc Go file) or, when nil, from the files of
+// the driver's internal/dbsqlc.
+func adaptSource(dir string, queries []byte) ([]byte, error) {
 	d := schema.Dialect(filepath.Base(dir))
 	if !slices.Contains(schema.Dialects[:], d) {
 		return nil, fmt.Errorf("%s is no driver directory", dir)
@@ -127,7 +133,13 @@ func adapt(dir string) ([]byte, error) {
 	if err := s.readDriver(filepath.Join(dir, "..", "driver.go")); err != nil {
 		return nil, err
 	}
-	if err := s.readDir(filepath.Join(dir, "internal", "dbsqlc"), s.readQueries); err != nil {
+	if queries != nil {
+		f, err := parser.ParseFile(token.NewFileSet(), queriesFile, queries, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		s.readQueries(f, queries)
+	} else if err := s.readDir(filepath.Join(dir, "internal", "dbsqlc"), s.readQueries); err != nil {
 		return nil, err
 	}
 	if err := s.readDir(dir, s.readWritten); err != nil {
@@ -310,7 +322,7 @@ func (s *source) readQueries(f *ast.File, _ []byte) {
 	}
 }
 
-// scanOf reads how sqlc's method d runs its query and scans its rows: its
+// scanOf reads how dbsqlc's method d runs its query and scans its rows: its
 // db.Query(ctx, SQL, args...) and its rows.Scan(dests...).
 func scanOf(d *ast.FuncDecl) (sc scan, ok bool) {
 	var queried, scanned bool
@@ -360,8 +372,8 @@ func recvType(d *ast.FuncDecl) string {
 	return types.ExprString(d.Recv.List[0].Type)
 }
 
-// sqlOf is query q's SQL, its const exported (Postgres: sqlc.yaml's
-// emit_exported_queries) or not.
+// sqlOf is query q's SQL, its const exported (Postgres, as emitQueries names
+// it) or not.
 func (s *source) sqlOf(q string) string {
 	if text, ok := s.sql[q]; ok {
 		return text
@@ -811,7 +823,7 @@ func (s *source) driverArg(q string) (typ string, slice bool) {
 	return strings.TrimPrefix(elem, "driver."), slice
 }
 
-// kind is query q's sqlc kind (":one", ":many", ":exec", ":batchone", …).
+// kind is query q's kind (":one", ":many", ":exec", ":batchone", …).
 func (s *source) kind(q string) string {
 	first, _, _ := strings.Cut(s.sqlOf(q), "\n")
 	fields := strings.Fields(first)
@@ -823,7 +835,7 @@ func (s *source) kind(q string) string {
 
 // eachAll writes, in Postgres, eachQ for every query Q that returns rows:
 // Q run, and its rows scanned one by one into one model value that each is
-// handed, through one list of destinations. sqlc's method makes a model
+// handed, through one list of destinations. dbsqlc's :many method makes a model
 // value (it escapes: pgx scans into its fields) and a list of destinations
 // for every row, and gathers the rows in a slice of its own, grown by
 // appends, that the driver then copies into its rows; with eachQ a
@@ -1334,7 +1346,7 @@ func (g *gen) emit(m string, sig fn, vs []variant, lock string) bool {
 	}
 	if straight {
 		// A list read by its ids has as many rows at most (a nil result
-		// is an empty list, as sqlc's).
+		// is an empty list, as dbsqlc's).
 		if guard != "" {
 			g.p("out := make(%s, 0, len(%s))\n", sig.results[0], guard)
 		} else {
@@ -1510,13 +1522,4 @@ func lowerFirst(s string) string {
 		r[i] = unicode.ToLower(r[i])
 	}
 	return string(r)
-}
-
-// writeAdapt writes executor_gen.go in dir.
-func writeAdapt(dir string) error {
-	src, err := adapt(dir)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, genFile), src, 0o644)
 }

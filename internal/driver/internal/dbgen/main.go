@@ -1,82 +1,54 @@
-// Command dbgen makes and checks the generated code of the drivers' queries.
-// go generate in internal/driver/sqlite and internal/driver/postgres runs
+// Command dbgen writes and checks the generated code of the drivers: the one
+// generator between the table list, the query files and the Go that runs
+// them. go generate in internal/driver/sqlite and internal/driver/postgres
+// runs
 //
-//	go run ../internal/dbgen schema -dialect sqlite -out internal/dbsqlc/schema.sql
-//	go tool -modfile=../../tools/go.mod sqlc generate -f internal/dbsqlc/sqlc.yaml
-//	go run ../internal/dbgen sum -dir internal/dbsqlc
-//	go run ../internal/dbgen adapt
+//	go run ../internal/dbgen generate
 //
-// schema writes the DDL of an empty database of the dialect, as package
-// internal/driver/schema renders it: the schema.sql sqlc types the queries with.
-// sum records, in internal/dbsqlc/generated.sum, the SHA-256 of every input
-// of sqlc (its config, the schema, the query files), of every file it
-// wrote, and the sqlc version pinned in tools/go.mod. adapt writes the
-// driver's executor_gen.go (adapt.go): the primitives that map onto a query
-// one to one, and the mapping of rows and params, for both dialects from one
-// generator.
+// which writes, in the driver's directory,
+//
+//   - internal/dbsqlc/schema.sql: the DDL of an empty database of the
+//     dialect, as package internal/driver/schema renders it (to read, and
+//     for scripts/index-cost);
+//   - internal/dbsqlc/queries_gen.go (emit.go): per table its row type, per
+//     query of the .sql files there its SQL (stars expanded, parameters
+//     numbered), its parameter and result types (infer.go: what each
+//     parameter is cast to, compared with, assigned or inserted into; what
+//     each result column names or is cast to) and the method that runs it;
+//   - executor_gen.go (adapt.go): the primitives that map onto a query one
+//     to one, and the mapping of rows and params, for both dialects from
+//     one generator.
 //
 // check, run by scripts/test from the module root, proves the committed code
-// is current without building sqlc (a cgo build of minutes): each dialect's
-// schema.sql must be what internal/driver/schema renders now, executor_gen.go what
-// adapt writes now, and generated.sum must
-// match the files as they are — a query edited without regenerating, a
-// generated file edited by hand, or a new sqlc pin without a new run all
-// fail it, naming the file.
+// is current: each file must be what generate writes now, so a query edited
+// without regenerating, or a generated file edited by hand, fails it,
+// naming the file.
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/cks-dev/cks/internal/driver/schema"
 )
 
-const sumFile = "generated.sum"
-
 func main() {
-	if len(os.Args) < 2 {
+	if len(os.Args) != 2 {
 		usage()
 	}
 	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "schema":
-		fs := flag.NewFlagSet("schema", flag.ExitOnError)
-		dialect := fs.String("dialect", "", "sqlite or postgres")
-		out := fs.String("out", "", "file to write")
-		fs.Parse(args) //nolint:errcheck // ExitOnError
-		d := schema.Dialect(*dialect)
-		if !slices.Contains(schema.Dialects[:], d) || *out == "" {
-			usage()
-		}
-		err = os.WriteFile(*out, schemaSQL(d), 0o644)
-	case "sum":
-		fs := flag.NewFlagSet("sum", flag.ExitOnError)
-		dir := fs.String("dir", "", "the internal/dbsqlc directory")
-		tools := fs.String("tools", "../../../tools/go.mod", "the tools module pinning sqlc")
-		fs.Parse(args) //nolint:errcheck // ExitOnError
-		if *dir == "" {
-			usage()
-		}
-		var sum []byte
-		if sum, err = manifest(*dir, *tools); err == nil {
-			err = os.WriteFile(filepath.Join(*dir, sumFile), sum, 0o644)
-		}
-	case "adapt":
-		fs := flag.NewFlagSet("adapt", flag.ExitOnError)
-		dir := fs.String("dir", ".", "the driver's directory (internal/driver/sqlite or internal/driver/postgres)")
-		fs.Parse(args) //nolint:errcheck // ExitOnError
-		var abs string
-		if abs, err = filepath.Abs(*dir); err == nil {
-			err = writeAdapt(abs)
+	switch os.Args[1] {
+	case "generate":
+		var dir string
+		if dir, err = os.Getwd(); err == nil {
+			err = generate(dir)
 		}
 	case "check":
 		err = check()
@@ -90,8 +62,109 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: dbgen schema -dialect sqlite|postgres -out FILE | dbgen sum -dir DIR | dbgen adapt [-dir DIR] | dbgen check")
+	fmt.Fprintln(os.Stderr, "usage: dbgen generate (in a driver's directory) | dbgen check (in the module root)")
 	os.Exit(2)
+}
+
+// render renders the generated files of the driver in dir, by their paths
+// in it: schema.sql; queries_gen.go, every query's SQL and types and the
+// method of each query something calls; executor_gen.go, which adapt
+// writes from the driver's interfaces, its hand-written files and the
+// queries (all their methods, so that what it generates does not depend
+// on what it generated before). A query that nothing uses — no method
+// called, no SQL run — is an error: it is to be deleted.
+func render(dir string) (map[string][]byte, error) {
+	d, err := dialectOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	as, cat, err := analyzeDir(d, filepath.Join(dir, "internal", "dbsqlc"))
+	if err != nil {
+		return nil, err
+	}
+	all, err := emitQueries(d, cat, as, func(string) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	exec, err := adaptSource(dir, all)
+	if err != nil {
+		return nil, err
+	}
+	// What calls the queries: the driver's own files (tests too) and the
+	// executor adapt writes.
+	var callers bytes.Buffer
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range files {
+		if filepath.Base(name) == genFile {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		callers.Write(b)
+	}
+	callers.Write(exec)
+	text := callers.String()
+	// A method is called through the Queries, which its callers name q
+	// (e.d.q.TaskGet(…), or a method value e.d.q.TaskPurgeDeps); a query
+	// whose method nothing calls may still run, by its SQL's name
+	// (dbsqlc.TaskList in a scan of executor_gen.go).
+	calls, sqls := matches(text, `(?:^|\W)q\.(\w+)`), matches(text, `\bdbsqlc\.(\w+)`)
+	called := func(q string) bool { return calls[q] }
+	var unused []string
+	for _, a := range as {
+		if !calls[a.q.name] && !sqls[a.q.name] {
+			unused = append(unused, a.q.name)
+		}
+	}
+	if len(unused) > 0 {
+		return nil, fmt.Errorf("%s: queries nothing uses (delete them): %s", dir, strings.Join(unused, ", "))
+	}
+	queries, err := emitQueries(d, cat, as, called)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		filepath.Join("internal", "dbsqlc", "schema.sql"): schemaSQL(d),
+		filepath.Join("internal", "dbsqlc", queriesFile):  queries,
+		genFile: exec,
+	}, nil
+}
+
+// names is the set of the first submatches of pattern in text.
+func matches(text, pattern string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// dialectOf is the dialect of the driver in dir.
+func dialectOf(dir string) (schema.Dialect, error) {
+	d := schema.Dialect(filepath.Base(dir))
+	if !slices.Contains(schema.Dialects[:], d) {
+		return "", fmt.Errorf("%s is no driver directory", dir)
+	}
+	return d, nil
+}
+
+// generate writes the generated files of the driver in dir.
+func generate(dir string) error {
+	files, err := render(dir)
+	if err != nil {
+		return err
+	}
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(dir, path), files[path], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // schemaSQL is the schema.sql of dialect d.
@@ -100,109 +173,28 @@ func schemaSQL(d schema.Dialect) []byte {
 		schema.Script(schema.Fresh(d)))
 }
 
-// manifest returns the generated.sum of dir: the sqlc version, then one line
-// per input and output file, "sha256  name", sorted by name.
-func manifest(dir, toolsMod string) ([]byte, error) {
-	version, err := sqlcVersion(toolsMod)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Code generated by internal/driver/internal/dbgen (go generate). DO NOT EDIT.\n")
-	fmt.Fprintf(&b, "# The inputs and outputs of sqlc here; scripts/test checks them with dbgen check.\n")
-	fmt.Fprintf(&b, "sqlc %s\n", version)
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || name == sumFile || !(strings.HasSuffix(name, ".sql") || strings.HasSuffix(name, ".go") || name == "sqlc.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		h := sha256.Sum256(data)
-		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(h[:]), name)
-	}
-	return b.Bytes(), nil
-}
-
-// sqlcVersion reads the sqlc version the tools module pins.
-func sqlcVersion(toolsMod string) (string, error) {
-	f, err := os.Open(toolsMod)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		for i, w := range fields {
-			if w == "github.com/sqlc-dev/sqlc" && i+1 < len(fields) {
-				return fields[i+1], nil
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", fmt.Errorf("%s pins no github.com/sqlc-dev/sqlc", toolsMod)
-}
-
-// check verifies both dialects' generated code against their sources, from
+// check verifies both dialects' generated files against their sources, from
 // the module root.
 func check() error {
 	var errs []error
 	for _, d := range schema.Dialects {
-		dir := filepath.Join("internal", "driver", string(d), "internal", "dbsqlc")
-		have, err := os.ReadFile(filepath.Join(dir, "schema.sql"))
+		dir, err := filepath.Abs(filepath.Join("internal", "driver", string(d)))
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(have, schemaSQL(d)) {
-			errs = append(errs, fmt.Errorf("%s/schema.sql is not what internal/driver/schema renders", dir))
-		}
-		gen, err := adapt(filepath.Join("internal", "driver", string(d)))
+		files, err := render(dir)
 		if err != nil {
 			return err
 		}
-		if have, err := os.ReadFile(filepath.Join("internal", "driver", string(d), genFile)); err != nil || !bytes.Equal(have, gen) {
-			errs = append(errs, fmt.Errorf("internal/driver/%s/%s is not what dbgen adapt writes", d, genFile))
-		}
-		want, err := os.ReadFile(filepath.Join(dir, sumFile))
-		if err != nil {
-			return err
-		}
-		got, err := manifest(dir, filepath.Join("tools", "go.mod"))
-		if err != nil {
-			return err
-		}
-		for _, line := range diffLines(string(want), string(got)) {
-			errs = append(errs, fmt.Errorf("%s: %s", dir, line))
+		for _, path := range slices.Sorted(maps.Keys(files)) {
+			rel := filepath.Join("internal", "driver", string(d), path)
+			if have, err := os.ReadFile(rel); err != nil || !bytes.Equal(have, files[path]) {
+				errs = append(errs, fmt.Errorf("%s is not what dbgen generate writes", rel))
+			}
 		}
 	}
 	if len(errs) > 0 {
-		errs = append(errs, errors.New("run go generate ./internal/driver/... (sqlc from tools/go.mod) and commit what it changes"))
+		errs = append(errs, errors.New("run go generate ./internal/driver/... and commit what it changes"))
 	}
 	return errors.Join(errs...)
-}
-
-// diffLines names the lines of want missing from got and the other way round.
-func diffLines(want, got string) []string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var out []string
-	for _, l := range w {
-		if !slices.Contains(g, l) {
-			out = append(out, "recorded, not found now: "+l)
-		}
-	}
-	for _, l := range g {
-		if !slices.Contains(w, l) {
-			out = append(out, "found now, not recorded: "+l)
-		}
-	}
-	return out
 }

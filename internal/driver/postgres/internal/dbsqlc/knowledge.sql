@@ -13,15 +13,11 @@ VALUES (@kind, @title, @content, @content_hash, @current_status, @claimed_by, @c
 RETURNING object_id;
 
 -- name: ObjectGetMany :many
-SELECT * FROM cks_objects
-WHERE object_id = ANY(@ids::bigint[])
-ORDER BY object_id;
-
--- name: ObjectGetManyForUpdate :many
+-- variants: ForUpdate
 SELECT * FROM cks_objects
 WHERE object_id = ANY(@ids::bigint[])
 ORDER BY object_id
-FOR NO KEY UPDATE;
+/*if ForUpdate*/FOR NO KEY UPDATE/*end*/;
 
 -- name: ObjectExistMany :many
 SELECT object_id FROM cks_objects
@@ -51,44 +47,23 @@ RETURNING object_id;
 -- (idx_objects_status), by kind (idx_objects_kind), or neither (the
 -- primary key). An empty @kinds selects any kind.
 
+-- The objects after the cursor, by id; ObjectList filters by claim alone,
+-- its variants also by status (ByStatus, UnclaimedByStatus), by kind
+-- (ByKind), each served by its index, and by text (Matching: @match,
+-- lower-cased by the service; it reads every object after the cursor until
+-- the page is full, since no index serves a substring, and a console's search
+-- of titles and contents may cost a scan). An empty list selects any.
 -- name: ObjectList :many
-SELECT * FROM cks_objects
-WHERE object_id > @after AND (NOT @unclaimed::boolean OR claimed_by = '')
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListByStatus :many
-SELECT * FROM cks_objects
-WHERE current_status = ANY(@statuses::text[]) AND object_id > @after
-    AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListUnclaimedByStatus :many
-SELECT * FROM cks_objects
-WHERE current_status = ANY(@statuses::text[]) AND claimed_by = '' AND object_id > @after
-    AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListByKind :many
-SELECT * FROM cks_objects
-WHERE kind = ANY(@kinds::text[]) AND object_id > @after
-    AND (NOT @unclaimed::boolean OR claimed_by = '')
-ORDER BY object_id
-LIMIT @lim;
-
--- A search (@match, lower-cased by the service) reads every object after the
--- cursor until the page is full: no index serves a substring, and a console's
--- search of titles and contents may cost a scan. The other filters are those
--- of the queries above, an empty list selecting any.
--- name: ObjectListMatching :many
+-- variants: ByStatus UnclaimedByStatus ByKind Matching
 SELECT * FROM cks_objects
 WHERE object_id > @after
-    AND (cardinality(@statuses::text[]) = 0 OR current_status = ANY(@statuses::text[]))
-    AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))
-    AND (NOT @unclaimed::boolean OR claimed_by = '')
-    AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0 OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
+    /*if ByStatus UnclaimedByStatus*/AND current_status = ANY(@statuses::text[])
+    /*elif Matching*/AND (cardinality(@statuses::text[]) = 0 OR current_status = ANY(@statuses::text[]))/*end*/
+    /*if ByKind*/AND kind = ANY(@kinds::text[])
+    /*elif ByStatus UnclaimedByStatus Matching*/AND (cardinality(@kinds::text[]) = 0 OR kind = ANY(@kinds::text[]))/*end*/
+    /*if UnclaimedByStatus*/AND claimed_by = ''/*elif ByStatus*//*else*/AND (NOT @unclaimed::boolean OR claimed_by = '')/*end*/
+    /*if Matching*/AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
+        OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)/*end*/
 ORDER BY object_id
 LIMIT @lim;
 

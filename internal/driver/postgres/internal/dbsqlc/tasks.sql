@@ -94,16 +94,8 @@ RETURNING *;
 -- would pay the planner each time.
 
 -- name: TaskGet :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id;
-
--- name: TaskGetForUpdate :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE;
-
--- name: TaskGetForUpdateSkip :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR UPDATE SKIP LOCKED;
-
--- name: TaskGetForShare :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id FOR SHARE;
+-- variants: ForUpdate ForUpdateSkip ForShare
+SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id /*lock*/;
 
 -- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 -- name: TaskChildren :many
@@ -116,19 +108,9 @@ LIMIT @max;
 SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = @parent::bigint;
 
 -- name: TaskGetMany :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id;
-
--- name: TaskGetManyForUpdate :many
+-- variants: ForUpdate ForUpdateSkip ForShare
 SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
-FOR UPDATE;
-
--- name: TaskGetManyForUpdateSkip :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
-FOR UPDATE SKIP LOCKED;
-
--- name: TaskGetManyForShare :many
-SELECT * FROM cks_outbox_tasks WHERE task_id = ANY(@ids::bigint[]) ORDER BY task_id
-FOR SHARE;
+/*lock*/;
 
 -- Every column but task_id, type, created_at and created_by, by primary key.
 -- name: TaskUpdateMany :execrows
@@ -275,24 +257,10 @@ WHERE t.task_id = @task_id::bigint;
 -- passed another state would claim nothing.
 
 -- name: TaskClaimable :many
+-- variants: OfType OfTypes
 SELECT * FROM cks_outbox_tasks
 WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[])
-    AND (run_after IS NULL OR run_after <= @now)
-ORDER BY priority DESC, created_at, task_id
-LIMIT @max
-FOR UPDATE SKIP LOCKED;
-
--- name: TaskClaimableOfType :many
-SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[]) AND type = @type
-    AND (run_after IS NULL OR run_after <= @now)
-ORDER BY priority DESC, created_at, task_id
-LIMIT @max
-FOR UPDATE SKIP LOCKED;
-
--- name: TaskClaimableOfTypes :many
-SELECT * FROM cks_outbox_tasks
-WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[]) AND type = ANY(@types::text[])
+    /*if OfType*/AND type = @type/*elif OfTypes*/AND type = ANY(@types::text[])/*end*/
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
 LIMIT @max
@@ -313,67 +281,11 @@ FOR UPDATE SKIP LOCKED;
 -- a 2,500-row claim (BenchmarkClaimRows, docs/benchmarks.md).
 
 -- name: TaskClaim :many
+-- variants: OfType OfTypes
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
     WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[])
-        AND (o.run_after IS NULL OR o.run_after <= @now)
-    ORDER BY o.priority DESC, o.created_at, o.task_id
-    LIMIT @max
-    FOR UPDATE SKIP LOCKED
-), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
-    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
-        unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
-), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
-        claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
-        lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
-        updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
-    FROM picked p
-    WHERE t.task_id = p.task_id
-    RETURNING t.*
-)
-SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
-        ORDER BY d.depends_on)::bigint[] AS depends_on
-FROM claimed c
-ORDER BY c.priority DESC, c.created_at, c.task_id;
-
--- name: TaskClaimOfType :many
-WITH locked AS (
-    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[]) AND o.type = @type
-        AND (o.run_after IS NULL OR o.run_after <= @now)
-    ORDER BY o.priority DESC, o.created_at, o.task_id
-    LIMIT @max
-    FOR UPDATE SKIP LOCKED
-), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
-    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
-        unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
-), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
-        claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
-        lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
-        lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
-        updated_at = @now::timestamptz, state_changed_at = @now::timestamptz
-    FROM picked p
-    WHERE t.task_id = p.task_id
-    RETURNING t.*
-)
-SELECT c.*, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
-        ORDER BY d.depends_on)::bigint[] AS depends_on
-FROM claimed c
-ORDER BY c.priority DESC, c.created_at, c.task_id;
-
--- name: TaskClaimOfTypes :many
-WITH locked AS (
-    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[]) AND o.type = ANY(@types::text[])
+        /*if OfType*/AND o.type = @type/*elif OfTypes*/AND o.type = ANY(@types::text[])/*end*/
         AND (o.run_after IS NULL OR o.run_after <= @now)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @max
@@ -408,129 +320,14 @@ ORDER BY task_id
 LIMIT @max
 FOR UPDATE SKIP LOCKED;
 
--- An empty @states or @types selects every state or type; a null
--- @state_changed_before no time, an empty @created_by every creator, an
--- empty @match every text (else a substring of the title, description or
--- criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
--- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
--- sorted forms below by their key, then task_id, each after the cursor row
--- (@after 0: from the start).
--- name: TaskList :many
-SELECT * FROM cks_outbox_tasks
-WHERE cks_outbox_tasks.task_id > @after
+-- The filters of the task listings and counts: an empty @states or @types
+-- selects every state or type; a null @state_changed_before no time, an
+-- empty @created_by every creator, an empty @match every text (else a
+-- substring of the title, description or criteria, case-folded as
+-- cks.SearchKey folds it); @unconfirmed_abort keeps the tasks whose latest
+-- abort is not confirmed.
+-- fragment: task_filters
     AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id
-LIMIT @max;
-
--- The selection of a bulk operation: the page, locked.
--- name: TaskListForUpdate :many
-SELECT * FROM cks_outbox_tasks
-WHERE cks_outbox_tasks.task_id > @after
-    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id
-LIMIT @max
-FOR UPDATE;
-
--- name: TaskListIDDesc :many
-SELECT * FROM cks_outbox_tasks
-WHERE (@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::bigint)
-    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id DESC
-LIMIT @max;
-
--- The sorts by updated_at read idx_outbox_tasks_updated from the cursor
--- on, in its order, and stop at the page's end (issue 38.9: they sorted
--- the table): the cursor is one row value the index ranges over (the
--- first page's is before, or after, every row).
--- name: TaskListUpdated :many
-SELECT * FROM cks_outbox_tasks
-WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN @after::bigint = 0 THEN '-infinity'::timestamptz
-        ELSE sqlc.narg(after_updated)::timestamptz END, @after::bigint)
-    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY updated_at, task_id
-LIMIT @max;
-
--- name: TaskListUpdatedDesc :many
-SELECT * FROM cks_outbox_tasks
-WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN @after::bigint = 0 THEN 'infinity'::timestamptz
-        ELSE sqlc.narg(after_updated)::timestamptz END,
-        CASE WHEN @after::bigint = 0 THEN 9223372036854775807 ELSE @after::bigint END)
-    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY updated_at DESC, task_id DESC
-LIMIT @max;
-
--- Highest priority first, then oldest: the order of a claim.
--- name: TaskListPriority :many
-SELECT * FROM cks_outbox_tasks
-WHERE (@after::bigint = 0 OR priority < @after_priority::integer
-        OR (priority = @after_priority::integer AND cks_outbox_tasks.task_id > @after::bigint))
-    AND (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY priority DESC, task_id
-LIMIT @max;
-
--- name: TaskCount :one
-SELECT count(*) FROM cks_outbox_tasks
-WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
     AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
     AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
         OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
@@ -542,19 +339,41 @@ WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
 
+-- TaskList pages by task_id
+-- (TaskListForUpdate: the selection of a bulk operation, the page locked);
+-- its sorted forms by their key, then task_id, each after the cursor row
+-- (@after 0: from the start). The sorts by updated_at read
+-- idx_outbox_tasks_updated from the cursor on, in its order, and stop at the
+-- page's end (issue 38.9: they sorted the table): the cursor is one row value
+-- the index ranges over (the first page's is before, or after, every row).
+-- TaskListPriority: highest priority first, then oldest, the order of a claim.
+-- name: TaskList :many
+-- variants: ForUpdate IDDesc Updated UpdatedDesc Priority
+SELECT * FROM cks_outbox_tasks
+WHERE /*if IDDesc*/(@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::bigint)
+    /*elif Updated*/(updated_at, cks_outbox_tasks.task_id) > (CASE WHEN @after::bigint = 0 THEN '-infinity'::timestamptz
+        ELSE sqlc.narg(after_updated)::timestamptz END, @after::bigint)
+    /*elif UpdatedDesc*/(updated_at, cks_outbox_tasks.task_id) < (CASE WHEN @after::bigint = 0 THEN 'infinity'::timestamptz
+        ELSE sqlc.narg(after_updated)::timestamptz END,
+        CASE WHEN @after::bigint = 0 THEN 9223372036854775807 ELSE @after::bigint END)
+    /*elif Priority*/(@after::bigint = 0 OR priority < @after_priority::integer
+        OR (priority = @after_priority::integer AND cks_outbox_tasks.task_id > @after::bigint))
+    /*else*/cks_outbox_tasks.task_id > @after/*end*/
+/*include task_filters*/
+ORDER BY /*if IDDesc*/task_id DESC/*elif Updated*/updated_at, task_id/*elif UpdatedDesc*/updated_at DESC, task_id DESC
+    /*elif Priority*/priority DESC, task_id/*else*/task_id/*end*/
+LIMIT @max
+/*lock*/;
+
+-- name: TaskCount :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE true
+/*include task_filters*/;
+
 -- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
-WHERE (cardinality(@states::text[]) = 0 OR state = ANY(@states::text[]))
-    AND (cardinality(@types::text[]) = 0 OR type = ANY(@types::text[]))
-    AND (sqlc.narg(state_changed_before)::timestamptz IS NULL
-        OR state_changed_at <= sqlc.narg(state_changed_before)::timestamptz)
-    AND (@created_by::text = '' OR created_by = @created_by::text)
-    AND (@match::text = '' OR strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(description COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
-        OR strpos(translate(lower(acceptance_criteria COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)
-    AND (NOT @unconfirmed_abort::boolean OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+WHERE true
+/*include task_filters*/
 GROUP BY state
 ORDER BY state;
 
@@ -624,31 +443,12 @@ ORDER BY task_id, depends_on;
 -- completion) instead.
 
 -- name: TaskDependants :many
-SELECT * FROM cks_outbox_tasks
-WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
-    AND (state || '') = @state::text
-ORDER BY task_id;
-
--- name: TaskDependantsForUpdate :many
+-- variants: ForUpdate ForUpdateSkip ForShare
 SELECT * FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
     AND (state || '') = @state::text
 ORDER BY task_id
-FOR UPDATE;
-
--- name: TaskDependantsForUpdateSkip :many
-SELECT * FROM cks_outbox_tasks
-WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
-    AND (state || '') = @state::text
-ORDER BY task_id
-FOR UPDATE SKIP LOCKED;
-
--- name: TaskDependantsForShare :many
-SELECT * FROM cks_outbox_tasks
-WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
-    AND (state || '') = @state::text
-ORDER BY task_id
-FOR SHARE;
+/*lock*/;
 
 -- One lock per schema, held until the transaction ends.
 -- name: TaskLockDependencyGraph :exec
@@ -707,29 +507,20 @@ VALUES (@task_id, @lease_token_hash, @executor, @attempt, @restart, @requested_b
 RETURNING *;
 
 -- name: AbortGet :one
-SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id;
-
--- name: AbortGetForUpdate :one
-SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id FOR UPDATE;
+-- variants: ForUpdate
+SELECT * FROM cks_task_aborts WHERE abort_id = @abort_id /*lock*/;
 
 -- name: AbortGetMany :many
-SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id;
-
--- name: AbortGetManyForUpdate :many
-SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id FOR UPDATE;
+-- variants: ForUpdate
+SELECT * FROM cks_task_aborts WHERE abort_id = ANY(@ids::bigint[]) ORDER BY abort_id /*lock*/;
 
 -- name: AbortFindLatest :one
-SELECT * FROM cks_task_aborts
-WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''
-ORDER BY abort_id DESC
-LIMIT 1;
-
--- name: AbortFindLatestForUpdate :one
+-- variants: ForUpdate
 SELECT * FROM cks_task_aborts
 WHERE task_id = @task_id AND lease_token_hash = @lease_token_hash AND lease_token_hash <> ''
 ORDER BY abort_id DESC
 LIMIT 1
-FOR UPDATE;
+/*lock*/;
 
 -- name: AbortUpdateMany :execrows
 UPDATE cks_task_aborts a SET outcome = u.outcome,

@@ -39,46 +39,24 @@ WHERE object_id = @object_id;
 -- object_id), by kind (idx_objects_kind), or neither (the primary key).
 -- @kinds and @statuses are JSON arrays; an empty @kinds selects any kind.
 
+-- The objects after the cursor, by id; ObjectList filters by claim alone,
+-- its variants also by status (ByStatus, UnclaimedByStatus), by kind
+-- (ByKind), each served by its index, and by text (Matching: @match,
+-- lower-cased by the service; it reads every object after the cursor until
+-- the page is full, since no index serves a substring, and a console's search
+-- of titles and contents may cost a scan). An empty list selects any.
 -- name: ObjectList :many
-SELECT * FROM cks_objects
-WHERE object_id > @after AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListByStatus :many
-SELECT * FROM cks_objects
-WHERE current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT)))
-    AND object_id > @after
-    AND (json_array_length(CAST(@kinds AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListUnclaimedByStatus :many
-SELECT * FROM cks_objects
-WHERE current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT))) AND claimed_by = ''
-    AND object_id > @after
-    AND (json_array_length(CAST(@kinds AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
-ORDER BY object_id
-LIMIT @lim;
-
--- name: ObjectListByKind :many
-SELECT * FROM cks_objects
-WHERE kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))) AND object_id > @after
-    AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')
-ORDER BY object_id
-LIMIT @lim;
-
--- A search (@match, lower-cased by the service) reads every object after the
--- cursor until the page is full: no index serves a substring, and a console's
--- search of titles and contents may cost a scan. The other filters are those
--- of the queries above, an empty list selecting any.
--- name: ObjectListMatching :many
+-- variants: ByStatus UnclaimedByStatus ByKind Matching
 SELECT * FROM cks_objects
 WHERE object_id > @after
-    AND (json_array_length(CAST(@statuses AS TEXT)) = 0 OR current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT))))
-    AND (json_array_length(CAST(@kinds AS TEXT)) = 0 OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
-    AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')
-    AND (instr(cks_fold(title), CAST(@match AS TEXT)) > 0 OR instr(cks_fold(content), CAST(@match AS TEXT)) > 0)
+    /*if ByStatus UnclaimedByStatus*/AND current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT)))
+    /*elif Matching*/AND (json_array_length(CAST(@statuses AS TEXT)) = 0
+        OR current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT))))/*end*/
+    /*if ByKind*/AND kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT)))
+    /*elif ByStatus UnclaimedByStatus Matching*/AND (json_array_length(CAST(@kinds AS TEXT)) = 0
+        OR kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))/*end*/
+    /*if UnclaimedByStatus*/AND claimed_by = ''/*elif ByStatus*//*else*/AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')/*end*/
+    /*if Matching*/AND (instr(cks_fold(title), CAST(@match AS TEXT)) > 0 OR instr(cks_fold(content), CAST(@match AS TEXT)) > 0)/*end*/
 ORDER BY object_id
 LIMIT @lim;
 

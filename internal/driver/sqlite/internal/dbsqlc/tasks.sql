@@ -141,115 +141,13 @@ WHERE state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
 ORDER BY task_id
 LIMIT @max;
 
--- An empty @states or @types selects every state or type; an empty
--- @state_changed_before no time, an empty @created_by every creator, an
--- empty @match every text (else a substring of the title, description or
--- criteria, case-folded as cks.SearchKey folds it); @unconfirmed_abort keeps the
--- tasks whose latest abort is not confirmed. TaskList pages by task_id; its
--- sorted forms below by their key, then task_id, each after the cursor row
--- (@after 0: from the start).
--- name: TaskList :many
-SELECT * FROM cks_outbox_tasks
-WHERE cks_outbox_tasks.task_id > @after
-    AND (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id
-LIMIT @max;
-
--- name: TaskListIDDesc :many
-SELECT * FROM cks_outbox_tasks
-WHERE (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
-    AND (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id DESC
-LIMIT @max;
-
--- The sorts by updated_at read idx_outbox_tasks_updated from the cursor
--- on, in its order, and stop at the page's end (issue 38.9: they sorted
--- the table): the cursor is one row value the index ranges over (the
--- first page's is before, or after, every row).
--- name: TaskListUpdated :many
-SELECT * FROM cks_outbox_tasks
-WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '' ELSE CAST(@after_updated AS TEXT) END,
-        CAST(@after AS INTEGER))
-    AND (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY updated_at, task_id
-LIMIT @max;
-
--- name: TaskListUpdatedDesc :many
-SELECT * FROM cks_outbox_tasks
-WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '9999' ELSE CAST(@after_updated AS TEXT) END,
-        CASE WHEN CAST(@after AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(@after AS INTEGER) END)
-    AND (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY updated_at DESC, task_id DESC
-LIMIT @max;
-
--- Highest priority first, then oldest: the order of a claim.
--- name: TaskListPriority :many
-SELECT * FROM cks_outbox_tasks
-WHERE (CAST(@after AS INTEGER) = 0 OR priority < CAST(@after_priority AS INTEGER)
-        OR (priority = CAST(@after_priority AS INTEGER) AND cks_outbox_tasks.task_id > CAST(@after AS INTEGER)))
-    AND (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY priority DESC, task_id
-LIMIT @max;
-
--- name: TaskCount :one
-SELECT count(*) FROM cks_outbox_tasks
-WHERE (json_array_length(CAST(@states AS TEXT)) = 0
-        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+-- The filters of the task listings and counts (but the state): an empty
+-- @types selects every type, an empty @state_changed_before no time, an
+-- empty @created_by every creator, an empty @match every text (else a
+-- substring of the title, description or criteria, case-folded as
+-- cks.SearchKey folds it); @unconfirmed_abort keeps the tasks whose latest
+-- abort is not confirmed. An empty @states selects every state.
+-- fragment: task_filters
     AND (json_array_length(CAST(@types AS TEXT)) = 0
         OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
@@ -261,20 +159,44 @@ WHERE (json_array_length(CAST(@states AS TEXT)) = 0
         WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
             AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
 
+-- TaskList pages by task_id; its sorted forms by their key, then task_id,
+-- each after the cursor row (@after 0: from the start). The sorts by
+-- updated_at read idx_outbox_tasks_updated from the cursor on, in its
+-- order, and stop at the page's end (issue 38.9: they sorted the table):
+-- the cursor is one row value the index ranges over (the first page's is
+-- before, or after, every row). TaskListPriority: highest priority first,
+-- then oldest, the order of a claim.
+-- name: TaskList :many
+-- variants: IDDesc Updated UpdatedDesc Priority
+SELECT * FROM cks_outbox_tasks
+WHERE /*if IDDesc*/(CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
+    /*elif Updated*/(updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '' ELSE CAST(@after_updated AS TEXT) END,
+        CAST(@after AS INTEGER))
+    /*elif UpdatedDesc*/(updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(@after AS INTEGER) = 0 THEN '9999' ELSE CAST(@after_updated AS TEXT) END,
+        CASE WHEN CAST(@after AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(@after AS INTEGER) END)
+    /*elif Priority*/(CAST(@after AS INTEGER) = 0 OR priority < CAST(@after_priority AS INTEGER)
+        OR (priority = CAST(@after_priority AS INTEGER) AND cks_outbox_tasks.task_id > CAST(@after AS INTEGER)))
+    /*else*/cks_outbox_tasks.task_id > @after/*end*/
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+/*include task_filters*/
+ORDER BY /*if IDDesc*/task_id DESC/*elif Updated*/updated_at, task_id/*elif UpdatedDesc*/updated_at DESC, task_id DESC
+    /*elif Priority*/priority DESC, task_id/*else*/task_id/*end*/
+LIMIT @max;
+
+-- name: TaskCount :one
+SELECT count(*) FROM cks_outbox_tasks
+WHERE true
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
+        OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
+/*include task_filters*/;
+
 -- name: TaskCountByState :many
 SELECT state, count(*) AS count FROM cks_outbox_tasks
-WHERE (json_array_length(CAST(@states AS TEXT)) = 0
+WHERE true
+    AND (json_array_length(CAST(@states AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
+/*include task_filters*/
 GROUP BY state
 ORDER BY state;
 
@@ -284,51 +206,19 @@ ORDER BY state;
 -- state's entries alone, in id order, instead of the table (TaskList's
 -- JSON list of states matches no index). The other filters are TaskList's.
 -- name: TaskListInState :many
-SELECT * FROM cks_outbox_tasks
-WHERE state <> 'OPEN' AND state = @state AND cks_outbox_tasks.task_id > @after
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id
-LIMIT @max;
-
--- name: TaskListInStateDesc :many
+-- variants: Desc
 SELECT * FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = @state
-    AND (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)))
-ORDER BY task_id DESC
+    /*if Desc*/AND (CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(@after AS INTEGER))
+    /*else*/AND cks_outbox_tasks.task_id > @after/*end*/
+/*include task_filters*/
+ORDER BY task_id /*if Desc*/DESC/*end*/
 LIMIT @max;
 
 -- name: TaskCountInState :one
 SELECT count(*) FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = @state
-    AND (json_array_length(CAST(@types AS TEXT)) = 0
-        OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
-    AND (CAST(@state_changed_before AS TEXT) = '' OR state_changed_at <= CAST(@state_changed_before AS TEXT))
-    AND (CAST(@created_by AS TEXT) = '' OR created_by = CAST(@created_by AS TEXT))
-    AND (CAST(@match AS TEXT) = '' OR instr(cks_fold(title), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(description), CAST(@match AS TEXT)) > 0
-        OR instr(cks_fold(acceptance_criteria), CAST(@match AS TEXT)) > 0)
-    AND (NOT CAST(@unconfirmed_abort AS BOOLEAN) OR EXISTS (SELECT 1 FROM cks_task_aborts a
-        WHERE a.task_id = cks_outbox_tasks.task_id AND a.outcome <> 'abort_confirmed'
-            AND a.abort_id = (SELECT max(b.abort_id) FROM cks_task_aborts b WHERE b.task_id = a.task_id)));
+/*include task_filters*/;
 
 -- Every task's count by state, unfiltered (the board's chips, the charts):
 -- from the indexes alone: idx_outbox_tasks_state for every state but
