@@ -150,9 +150,9 @@ func (e counted) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([]i
 	return e.ke.EdgeInsertMany(ctx, rows)
 }
 
-func (e counted) EdgeListOf(ctx context.Context, objectID int64) ([]driver.EdgeRow, error) {
+func (e counted) EdgeListOfMany(ctx context.Context, objectIDs []int64) ([]driver.EdgeRow, error) {
 	e.read()
-	return e.ke.EdgeListOf(ctx, objectID)
+	return e.ke.EdgeListOfMany(ctx, objectIDs)
 }
 
 func (e counted) EdgeList(ctx context.Context, p driver.EdgeListParams) ([]driver.EdgeRow, error) {
@@ -164,9 +164,9 @@ func (e counted) TransitionInsertMany(ctx context.Context, rows []driver.Transit
 	return e.ke.TransitionInsertMany(ctx, rows)
 }
 
-func (e counted) TransitionList(ctx context.Context, objectID int64) ([]driver.TransitionRow, error) {
+func (e counted) TransitionListMany(ctx context.Context, objectIDs []int64) ([]driver.TransitionRow, error) {
 	e.read()
-	return e.ke.TransitionList(ctx, objectID)
+	return e.ke.TransitionListMany(ctx, objectIDs)
 }
 
 func (e counted) TransitionPurgeCandidates(ctx context.Context, p driver.TransitionPurgeCandidatesParams) ([]driver.TransitionRow, error) {

@@ -85,6 +85,42 @@ func (q *Queries) EdgeListOf(ctx context.Context, db DBTX, objectID int64) ([]Ck
 	return items, nil
 }
 
+const EdgeListOfMany = `-- name: EdgeListOfMany :many
+SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
+WHERE src = ANY($1::bigint[]) OR dst = ANY($1::bigint[])
+ORDER BY edge_id
+`
+
+// The edges at either end of many objects: a BitmapOr of idx_edges_src
+// and idx_edges_dst; EdgeListOf is the same for one object.
+func (q *Queries) EdgeListOfMany(ctx context.Context, db DBTX, objectIds []int64) ([]CksEdge, error) {
+	rows, err := db.Query(ctx, EdgeListOfMany, objectIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksEdge
+	for rows.Next() {
+		var i CksEdge
+		if err := rows.Scan(
+			&i.EdgeID,
+			&i.Src,
+			&i.Dst,
+			&i.BaseType,
+			&i.SemanticType,
+			&i.Weight,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ForkList = `-- name: ForkList :many
 SELECT o.object_id, ARRAY(SELECT v.version FROM cks_object_versions v
         WHERE v.object_id = o.object_id AND v.is_head ORDER BY v.version)::bigint[] AS heads
@@ -630,6 +666,44 @@ ORDER BY seq
 
 func (q *Queries) TransitionList(ctx context.Context, db DBTX, objectID int64) ([]CksTransitionLog, error) {
 	rows, err := db.Query(ctx, TransitionList, objectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTransitionLog
+	for rows.Next() {
+		var i CksTransitionLog
+		if err := rows.Scan(
+			&i.Seq,
+			&i.ObjectID,
+			&i.Ts,
+			&i.Agent,
+			&i.Action,
+			&i.TransitionedTo,
+			&i.ReasoningNodeID,
+			&i.ContentHash,
+			&i.Round,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const TransitionListMany = `-- name: TransitionListMany :many
+SELECT seq, object_id, ts, agent, action, transitioned_to, reasoning_node_id, content_hash, round FROM cks_transition_log
+WHERE object_id = ANY($1::bigint[])
+ORDER BY object_id, seq
+`
+
+// The logs of many objects, read from idx_transition_log_object;
+// TransitionList is the same for one object.
+func (q *Queries) TransitionListMany(ctx context.Context, db DBTX, objectIds []int64) ([]CksTransitionLog, error) {
+	rows, err := db.Query(ctx, TransitionListMany, objectIds)
 	if err != nil {
 		return nil, err
 	}
