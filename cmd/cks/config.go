@@ -12,14 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/hub"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/ledger"
+	"github.com/cks-dev/cks/internal/service/llm"
+	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
 // The configuration of cks is one table (configTable): every environment

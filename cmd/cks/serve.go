@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/hub"
 )
 
 // cmdServe runs a hub. dev mode is `cks dev` (dev.go): a hub on the embedded
