@@ -878,16 +878,18 @@ type KnowledgeExecutor interface {
 	// EdgeInsertMany writes edges (every column but ID) and returns their
 	// ids in input order.
 	EdgeInsertMany(ctx context.Context, rows []EdgeRow) ([]int64, error)
-	// EdgeListOf returns every edge from or to an object, ascending by id.
-	EdgeListOf(ctx context.Context, objectID int64) ([]EdgeRow, error)
+	// EdgeListOfMany returns every edge from or to any of the objects
+	// objectIDs, each once, ascending by id.
+	EdgeListOfMany(ctx context.Context, objectIDs []int64) ([]EdgeRow, error)
 	// EdgeList reads up to Limit edges with id > After, ascending.
 	EdgeList(ctx context.Context, p EdgeListParams) ([]EdgeRow, error)
 
 	// TransitionInsertMany appends log entries (every column but Seq, which
 	// grows in input order; append-only table).
 	TransitionInsertMany(ctx context.Context, rows []TransitionRow) error
-	// TransitionList returns an object's log, oldest (lowest seq) first.
-	TransitionList(ctx context.Context, objectID int64) ([]TransitionRow, error)
+	// TransitionListMany returns the logs of the objects objectIDs,
+	// ascending by object, each oldest (lowest seq) first.
+	TransitionListMany(ctx context.Context, objectIDs []int64) ([]TransitionRow, error)
 	// TransitionPurgeCandidates returns up to p.Limit log rows
 	// TransitionPurge may delete, oldest seq first: older than p.Before,
 	// of an object in one of p.Statuses last changed before p.Before.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/runtime/pipeline"
@@ -48,44 +47,42 @@ var SubmitResearch = define(cks.OpSubmitResearch, &Op[cks.SubmitResearchInput, c
 	},
 })
 
-// ViewObject reads object id and resolves its linked objects (ObjectView).
-// Claim tokens are left out: they are the claiming worker's secret.
+// ViewObject reads object id and resolves its linked objects (ObjectView),
+// in one read transaction (knowledge.Service.View). Claim tokens are left
+// out: they are the claiming worker's secret.
 func ViewObject(ctx context.Context, k *knowledge.Service, id int64) (cks.ObjectView, error) {
-	o, err := k.GetObject(ctx, id)
+	v, err := k.View(ctx, id)
+	return withoutClaimTokens(v), err
+}
+
+// withoutClaimTokens is v with the claim tokens of its objects cleared.
+func withoutClaimTokens(v cks.ObjectView) cks.ObjectView {
+	v.ClaimToken = ""
+	for i := range v.Reasoning {
+		v.Reasoning[i].ClaimToken = ""
+	}
+	return v
+}
+
+// ObjectPage reads what get_object and list_object_versions answer for
+// object id, in one read transaction (knowledge.Service.ViewWithVersions):
+// the studio's object page. The caller needs what both need, checked as
+// Do checks it.
+func ObjectPage(ctx context.Context, s *Services, id int64) (cks.ObjectView, cks.VersionList, error) {
+	in := &cks.ObjectInput{ObjectID: id}
+	for _, op := range []Operation{GetObject, ListObjectVersionsOp} {
+		if err := Authorize(ctx, s, op, in); err != nil {
+			return cks.ObjectView{}, cks.VersionList{}, err
+		}
+		if err := op.admitInput(ctx, s, in, nil); err != nil {
+			return cks.ObjectView{}, cks.VersionList{}, err
+		}
+	}
+	v, all, err := s.Objects.ViewWithVersions(ctx, id)
 	if err != nil {
-		return cks.ObjectView{}, err
+		return cks.ObjectView{}, cks.VersionList{}, err
 	}
-	o.ClaimToken = ""
-	v := cks.ObjectView{Object: o, Heads: []cks.Version{}, Reasoning: []cks.Object{}}
-	heads, err := k.Heads(ctx, id)
-	if err != nil {
-		return cks.ObjectView{}, fmt.Errorf("heads of object %d: %w", id, err)
-	}
-	if heads != nil {
-		v.Heads = heads
-	}
-	v.Forked = len(v.Heads) > 1 || o.Forked
-	v.Object.Forked = v.Forked
-	var ids []int64
-	for _, e := range o.Edges {
-		other := e.Src
-		if other == id {
-			other = e.Dst
-		}
-		if other != id && !slices.Contains(ids, other) {
-			ids = append(ids, other)
-		}
-	}
-	slices.Sort(ids)
-	for _, oid := range ids {
-		l, err := k.GetObject(ctx, oid)
-		if err != nil {
-			return cks.ObjectView{}, fmt.Errorf("object %d, linked to %d: %w", oid, id, err)
-		}
-		l.ClaimToken = ""
-		v.Reasoning = append(v.Reasoning, l)
-	}
-	return v, nil
+	return withoutClaimTokens(v), versionList(id, all), nil
 }
 
 // GetObject is get_object.
@@ -140,13 +137,15 @@ var ListObjects = define(cks.OpListObjects, &Op[cks.ListObjectsInput, cks.Object
 
 // ListObjectVersions returns the version DAG of object id (VersionList).
 func ListObjectVersions(ctx context.Context, vs *knowledge.Service, id int64) (cks.VersionList, error) {
-	if _, err := vs.Heads(ctx, id); err != nil {
-		return cks.VersionList{}, err
-	}
-	all, err := vs.ObjectVersions(ctx, id)
+	all, err := vs.ObjectVersions(ctx, id) // none: ErrNotFound
 	if err != nil {
 		return cks.VersionList{}, err
 	}
+	return versionList(id, all), nil
+}
+
+// versionList is the VersionList of object id's versions all, ascending.
+func versionList(id int64, all []cks.Version) cks.VersionList {
 	l := cks.VersionList{ObjectID: id, Versions: all, Heads: []int64{}}
 	if l.Versions == nil {
 		l.Versions = []cks.Version{}
@@ -164,7 +163,7 @@ func ListObjectVersions(ctx context.Context, vs *knowledge.Service, id int64) (c
 		}
 	}
 	l.Forked = len(l.Heads) > 1
-	return l, nil
+	return l
 }
 
 // ListObjectVersionsOp is list_object_versions.

@@ -167,4 +167,25 @@ func BenchKnowledge(b *testing.B, newStore NewStore) {
 			}
 		}
 	})
+	// get_object's read: the object, its heads and its 10 linked objects
+	// with their logs and edges, in one read transaction.
+	b.Run("View", func(b *testing.B) {
+		s := newStore(b)
+		o := MustCreateObject(b, s.Objects, knowledge.NewObject{Kind: "question", Status: "todo"})
+		edges := make([]knowledge.NewEdge, 10)
+		for i := range edges {
+			c := MustCreateObject(b, s.Objects, knowledge.NewObject{Kind: "claim", Status: "proposed"})
+			edges[i] = knowledge.NewEdge{Src: c.ID, Dst: o.ID, BaseType: "supports"}
+		}
+		if _, err := s.Objects.AddEdges(Ctx(b), edges); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if v, err := s.Objects.View(Ctx(b), o.ID); err != nil || len(v.Reasoning) != 10 {
+				b.Fatal(len(v.Reasoning), err)
+			}
+		}
+	})
 }

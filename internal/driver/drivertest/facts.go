@@ -150,7 +150,7 @@ func Purge(t *testing.T, newDB NewDB) {
 		p := driver.TransitionPurgeCandidatesParams{Statuses: final, Before: T0.Add(time.Second), Limit: 10}
 		cands, err := ex.TransitionPurgeCandidates(ctx, p)
 		must(t, "candidates", err)
-		log0, err := ex.TransitionList(ctx, o[0])
+		log0, err := ex.TransitionListMany(ctx, []int64{o[0]})
 		must(t, "log", err)
 		if len(cands) != 2 || cands[0] != log0[0] || cands[1] != log0[1] {
 			t.Fatalf("candidates %+v, want the two old entries of %d %+v", cands, o[0], log0[:2])
@@ -166,7 +166,7 @@ func Purge(t *testing.T, newDB NewDB) {
 		if !errors.Is(err, rollback) {
 			t.Fatalf("purge in a rolled back transaction: %v", err)
 		}
-		if got, _ := ex.TransitionList(ctx, o[0]); len(got) != 3 {
+		if got, _ := ex.TransitionListMany(ctx, []int64{o[0]}); len(got) != 3 {
 			t.Fatalf("after the rollback object %d has %d entries, want 3", o[0], len(got))
 		}
 		refused := func(when string) {
@@ -178,7 +178,7 @@ func Purge(t *testing.T, newDB NewDB) {
 			}
 		}
 		refused("after a rolled back purge")
-		log1, _ := ex.TransitionList(ctx, o[1])
+		log1, _ := ex.TransitionListMany(ctx, []int64{o[1]})
 		var deleted []int64
 		must(t, "purge", d.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 			deleted, err = ex.TransitionPurge(ctx, driver.TransitionPurgeParams{Seqs: append(seqs, log1[0].Seq), Statuses: final, Before: p.Before})
@@ -188,7 +188,7 @@ func Purge(t *testing.T, newDB NewDB) {
 			t.Fatalf("purged %v, want %v (the entry of the open object is not a candidate)", deleted, seqs)
 		}
 		for i, want := range []int{1, 1, 1} {
-			if got, _ := ex.TransitionList(ctx, o[i]); len(got) != want {
+			if got, _ := ex.TransitionListMany(ctx, []int64{o[i]}); len(got) != want {
 				t.Errorf("object %d keeps %d entries, want %d", o[i], len(got), want)
 			}
 		}

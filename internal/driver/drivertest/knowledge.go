@@ -515,10 +515,24 @@ func Knowledge(t *testing.T, newDB NewDB) {
 			}
 			return b.String()
 		}
-		of, err := ex.EdgeListOf(ctx, o[0])
-		must(t, "edges of", err)
-		if show(of) != show([]driver.EdgeRow{in[0], in[1]}) {
-			t.Fatalf("edges of %d:\n %s\nwant %s", o[0], show(of), show(in[:2]))
+		// The edges at either end of the objects, each once (in[0] joins
+		// o[0] and o[1]), ascending by id; unknown ids add none.
+		for _, c := range []struct {
+			ids  []int64
+			want []driver.EdgeRow
+		}{
+			{[]int64{o[0]}, in[:2]},
+			{[]int64{o[1]}, []driver.EdgeRow{in[0], in[2]}},
+			{[]int64{o[1], o[0], 424242}, in},
+			{[]int64{o[2], o[2]}, in[1:]},
+			{[]int64{424242}, nil},
+			{nil, nil},
+		} {
+			of, err := ex.EdgeListOfMany(ctx, c.ids)
+			must(t, "edges of", err)
+			if show(of) != show(c.want) {
+				t.Errorf("EdgeListOfMany(%v):\n %s\nwant %s", c.ids, show(of), show(c.want))
+			}
 		}
 		for _, c := range []struct {
 			p    driver.EdgeListParams
@@ -560,7 +574,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		}
 		err := ex.TransitionInsertMany(ctx, in)
 		skipUnsupported(t, "transition insert", err)
-		got, err := ex.TransitionList(ctx, o[0])
+		got, err := ex.TransitionListMany(ctx, []int64{o[0]})
 		must(t, "transition list", err)
 		want := []driver.TransitionRow{in[0], in[2], in[3]}
 		if len(got) != 3 || !(got[0].Seq > 0 && got[1].Seq > got[0].Seq && got[2].Seq > got[1].Seq) {
@@ -572,11 +586,28 @@ func Knowledge(t *testing.T, newDB NewDB) {
 				t.Fatalf("entry %d reads %+v, want %+v", i, got[i], want[i])
 			}
 		}
-		if got, _ := ex.TransitionList(ctx, o[1]); len(got) != 1 || got[0].ReasoningNodeID != 0 || got[0].Agent != "" {
-			t.Fatalf("log of %d: %+v", o[1], got)
+		other, _ := ex.TransitionListMany(ctx, []int64{o[1]})
+		if len(other) != 1 || other[0].ReasoningNodeID != 0 || other[0].Agent != "" {
+			t.Fatalf("log of %d: %+v", o[1], other)
 		}
-		if got, _ := ex.TransitionList(ctx, 424242); len(got) != 0 {
-			t.Fatalf("log of no object: %+v", got)
+		// The logs of several objects: by object, each oldest first, each
+		// entry once; unknown ids add none.
+		for _, ids := range [][]int64{{o[1], o[0], 424242}, {o[0], o[1], o[0]}} {
+			both, err := ex.TransitionListMany(ctx, ids)
+			must(t, "transition list many", err)
+			var seqs []int64
+			for _, r := range both {
+				seqs = append(seqs, r.Seq)
+			}
+			if wantSeqs := []int64{got[0].Seq, got[1].Seq, got[2].Seq, other[0].Seq}; fmt.Sprint(seqs) != fmt.Sprint(wantSeqs) ||
+				both[3] != other[0] {
+				t.Fatalf("logs of %v: seqs %v, want %v (o[0]'s log, then o[1]'s)", ids, seqs, wantSeqs)
+			}
+		}
+		for _, ids := range [][]int64{{424242}, nil} {
+			if got, err := ex.TransitionListMany(ctx, ids); err != nil || len(got) != 0 {
+				t.Fatalf("logs of %v: %+v, %v; want none", ids, got, err)
+			}
 		}
 	})
 }

@@ -100,13 +100,13 @@ func checkLegacyKnowledge(t testing.TB, ex driver.Executor) {
 	if vs, err := ex.VersionList(ctx, driver.VersionListParams{ObjectID: c.ID, HeadsOnly: true}); err != nil || len(vs) != 1 || vs[0].Version != 1 {
 		t.Errorf("heads of the claim %+v, %v; want its version 1", vs, err)
 	}
-	edges, err := ex.EdgeListOf(ctx, q.ID)
+	edges, err := ex.EdgeListOfMany(ctx, []int64{q.ID})
 	must(t, "edges", err)
 	if len(edges) != 1 || edges[0].Src != c.ID || edges[0].Dst != q.ID || edges[0].BaseType != "supports" ||
 		edges[0].Weight == nil || *edges[0].Weight != 0.5 || edges[0].CreatedAt != T0 {
 		t.Errorf("edges of the question %+v", edges)
 	}
-	log, err := ex.TransitionList(ctx, q.ID)
+	log, err := ex.TransitionListMany(ctx, []int64{q.ID})
 	must(t, "log", err)
 	if len(log) != 1 || log[0].Action != "created" || log[0].Agent != "cli" || log[0].TransitionedTo != "awaiting_research" || log[0].TS != T0 {
 		t.Errorf("log of the question %+v", log)

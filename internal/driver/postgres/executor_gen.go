@@ -1323,6 +1323,25 @@ func eachEdgeListOf(ctx context.Context, db dbsqlc.DBTX, objectID int64, each fu
 	return rows.Err()
 }
 
+// eachEdgeListOfMany runs dbsqlc's EdgeListOfMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachEdgeListOfMany(ctx context.Context, db dbsqlc.DBTX, objectIDs []int64, each func(*dbsqlc.CksEdge)) error {
+	rows, err := db.Query(ctx, dbsqlc.EdgeListOfMany, objectIDs)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksEdge
+	dest := []any{&i.EdgeID, &i.Src, &i.Dst, &i.BaseType, &i.SemanticType, &i.Weight, &i.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachEvidenceList runs dbsqlc's EvidenceList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachEvidenceList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskEvidence)) error {
@@ -2311,6 +2330,25 @@ func eachTransitionList(ctx context.Context, db dbsqlc.DBTX, objectID int64, eac
 	return rows.Err()
 }
 
+// eachTransitionListMany runs dbsqlc's TransitionListMany, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTransitionListMany(ctx context.Context, db dbsqlc.DBTX, objectIDs []int64, each func(*dbsqlc.CksTransitionLog)) error {
+	rows, err := db.Query(ctx, dbsqlc.TransitionListMany, objectIDs)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTransitionLog
+	dest := []any{&i.Seq, &i.ObjectID, &i.Ts, &i.Agent, &i.Action, &i.TransitionedTo, &i.ReasoningNodeID, &i.ContentHash, &i.Round}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTransitionPurgeCandidates runs dbsqlc's TransitionPurgeCandidates, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTransitionPurgeCandidates(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TransitionPurgeCandidatesParams, each func(*dbsqlc.CksTransitionLog)) error {
@@ -2914,13 +2952,22 @@ func (e *executor) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([
 	return batchIDs(len(args), "edge insert many", e.d.q.EdgeInsert(ctx, e.db, args).QueryRow)
 }
 
-// EdgeListOf implements driver.Executor with dbsqlc's EdgeListOf.
-func (e *executor) EdgeListOf(ctx context.Context, objectID int64) ([]driver.EdgeRow, error) {
-	out := []driver.EdgeRow{}
+// EdgeListOfMany implements driver.Executor with the query its params choose.
+func (e *executor) EdgeListOfMany(ctx context.Context, objectIDs []int64) ([]driver.EdgeRow, error) {
+	if len(objectIDs) == 0 {
+		return nil, nil
+	}
+	out := make([]driver.EdgeRow, 0, len(objectIDs))
 	add := func(r *dbsqlc.CksEdge) { out = append(out, edgeRowOf(*r)) }
-	err := eachEdgeListOf(ctx, e.db, objectID, add)
+	var err error
+	switch {
+	case len(objectIDs) == 1:
+		err = eachEdgeListOf(ctx, e.db, objectIDs[0], add)
+	default:
+		err = eachEdgeListOfMany(ctx, e.db, nonNil(objectIDs), add)
+	}
 	if err != nil {
-		return nil, mapErr(fmt.Sprint("edge list of ", objectID), err)
+		return nil, mapErr("edge list of many", err)
 	}
 	return out, nil
 }
@@ -2950,13 +2997,22 @@ func (e *executor) TransitionInsertMany(ctx context.Context, rows []driver.Trans
 	return mapErr("transition insert many", firstErr(errs))
 }
 
-// TransitionList implements driver.Executor with dbsqlc's TransitionList.
-func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver.TransitionRow, error) {
-	out := []driver.TransitionRow{}
+// TransitionListMany implements driver.Executor with the query its params choose.
+func (e *executor) TransitionListMany(ctx context.Context, objectIDs []int64) ([]driver.TransitionRow, error) {
+	if len(objectIDs) == 0 {
+		return nil, nil
+	}
+	out := make([]driver.TransitionRow, 0, len(objectIDs))
 	add := func(r *dbsqlc.CksTransitionLog) { out = append(out, transitionRowOf(*r)) }
-	err := eachTransitionList(ctx, e.db, objectID, add)
+	var err error
+	switch {
+	case len(objectIDs) == 1:
+		err = eachTransitionList(ctx, e.db, objectIDs[0], add)
+	default:
+		err = eachTransitionListMany(ctx, e.db, nonNil(objectIDs), add)
+	}
 	if err != nil {
-		return nil, mapErr(fmt.Sprint("transition list ", objectID), err)
+		return nil, mapErr("transition list many", err)
 	}
 	return out, nil
 }

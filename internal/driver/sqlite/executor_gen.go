@@ -1611,11 +1611,23 @@ func (e *executor) EdgeInsertMany(ctx context.Context, rows []driver.EdgeRow) ([
 	return out, nil
 }
 
-// EdgeListOf implements driver.Executor with dbsqlc's EdgeListOf.
-func (e *executor) EdgeListOf(ctx context.Context, objectID int64) ([]driver.EdgeRow, error) {
-	x, err := e.d.q.EdgeListOf(ctx, e.read, objectID)
+// EdgeListOfMany implements driver.Executor with the query its params choose.
+func (e *executor) EdgeListOfMany(ctx context.Context, objectIDs []int64) ([]driver.EdgeRow, error) {
+	if len(objectIDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksEdge
+		err error
+	)
+	switch {
+	case len(objectIDs) == 1:
+		x, err = e.d.q.EdgeListOf(ctx, e.read, objectIDs[0])
+	default:
+		x, err = e.d.q.EdgeListOfMany(ctx, e.read, jsonList(objectIDs))
+	}
 	if err != nil {
-		return nil, mapErr(fmt.Sprint("edge list of ", objectID), err)
+		return nil, mapErr("edge list of many", err)
 	}
 	return edgeRowsOf(x)
 }
@@ -1644,11 +1656,23 @@ func (e *executor) TransitionInsertMany(ctx context.Context, rows []driver.Trans
 	})
 }
 
-// TransitionList implements driver.Executor with dbsqlc's TransitionList.
-func (e *executor) TransitionList(ctx context.Context, objectID int64) ([]driver.TransitionRow, error) {
-	x, err := e.d.q.TransitionList(ctx, e.read, objectID)
+// TransitionListMany implements driver.Executor with the query its params choose.
+func (e *executor) TransitionListMany(ctx context.Context, objectIDs []int64) ([]driver.TransitionRow, error) {
+	if len(objectIDs) == 0 {
+		return nil, nil
+	}
+	var (
+		x   []dbsqlc.CksTransitionLog
+		err error
+	)
+	switch {
+	case len(objectIDs) == 1:
+		x, err = e.d.q.TransitionList(ctx, e.read, objectIDs[0])
+	default:
+		x, err = e.d.q.TransitionListMany(ctx, e.read, jsonList(objectIDs))
+	}
 	if err != nil {
-		return nil, mapErr(fmt.Sprint("transition list ", objectID), err)
+		return nil, mapErr("transition list many", err)
 	}
 	return transitionRowsOf(x)
 }

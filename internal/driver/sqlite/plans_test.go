@@ -82,6 +82,12 @@ func TestQueriesUseIndexes(t *testing.T) {
 			[]string{"idx_objects_claimed_at"}, []string{"SCAN cks_objects"}},
 		{"edges of an object", "EdgeListOf", []any{sql.Named("object_id", 1)},
 			[]string{"idx_edges_src", "idx_edges_dst"}, nil},
+		// get_object's reads of the objects linked to one: their edges
+		// and their logs from the indexes, never a scan.
+		{"edges of objects", "EdgeListOfMany", []any{sql.Named("object_ids", `[1,2,3]`)},
+			[]string{"idx_edges_src", "idx_edges_dst"}, []string{"SCAN cks_edges"}},
+		{"logs of objects", "TransitionListMany", []any{sql.Named("object_ids", `[1,2,3]`)},
+			[]string{"idx_transition_log_object"}, []string{"SCAN cks_transition_log"}},
 		{"fork listing", "ForkList", []any{sql.Named("after", 0), sql.Named("lim", 100)},
 			[]string{"idx_objects_forked", "idx_object_versions_head"}, []string{"SCAN cks_objects", "SCAN v", "SCAN cks_object_versions"}},
 		// The edges at both ends of the tasks a completion ends: the

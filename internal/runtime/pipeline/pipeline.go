@@ -47,6 +47,8 @@ const (
 // back a claim, and write a step's transition.
 type Store interface {
 	GetObject(ctx context.Context, id int64) (cks.Object, error)
+	// GetObjects reads many objects at once, each once, ascending by id.
+	GetObjects(ctx context.Context, ids []int64) ([]cks.Object, error)
 	ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.ObjectPage, error)
 	ClaimObject(ctx context.Context, id int64, worker string, statuses []string) (cks.Object, error)
 	ClaimObjects(ctx context.Context, status, worker string, n int) ([]cks.Object, error)

@@ -95,20 +95,30 @@ func QuestionText(obj cks.Object) (string, error) {
 }
 
 // linked returns the objects linked to obj by an edge src → obj of the
-// semantic type, oldest first, read from the store.
+// semantic type, oldest first (one per edge), read from the store at once.
 func (e *Env) linked(ctx context.Context, obj cks.Object, semantic string) ([]cks.Object, error) {
-	var out []cks.Object
+	var ids []int64
 	for _, ed := range obj.Edges {
-		if ed.Dst != obj.ID || ed.SemanticType != semantic {
-			continue
+		if ed.Dst == obj.ID && ed.SemanticType == semantic {
+			ids = append(ids, ed.Src)
 		}
-		o, err := e.Store.GetObject(ctx, ed.Src)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b cks.Object) int { return int(a.ID - b.ID) })
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	objs, err := e.Store.GetObjects(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]cks.Object, len(objs))
+	for _, o := range objs {
+		byID[o.ID] = o
+	}
+	slices.Sort(ids)
+	out := make([]cks.Object, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
 	return out, nil
 }
 

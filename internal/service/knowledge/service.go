@@ -283,37 +283,138 @@ func (s *Service) CreateObject(ctx context.Context, n NewObject) (cks.Object, er
 //
 // It reads the object, its log and its edges in one read-only snapshot.
 func (s *Service) GetObject(ctx context.Context, id int64) (cks.Object, error) {
-	var out cks.Object
-	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
-		rows, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: []int64{id}})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return fmt.Errorf("object %d: %w", id, cks.ErrNotFound)
-		}
-		o := view(rows[0])
-		log, err := ex.TransitionList(ctx, id)
-		if err != nil {
-			return err
-		}
-		for _, r := range log {
-			o.Log = append(o.Log, entryView(r))
-		}
-		edges, err := ex.EdgeListOf(ctx, id)
-		if err != nil {
-			return err
-		}
-		for _, e := range edges {
-			o.Edges = append(o.Edges, edgeView(e))
-		}
-		out = o
-		return nil
-	})
+	objs, err := s.GetObjects(ctx, []int64{id})
 	if err != nil {
 		return cks.Object{}, err
 	}
+	return objs[0], nil
+}
+
+// GetObjects returns the objects ids, each once, ascending by id, with
+// their logs and edges, read in one read-only snapshot in three reads
+// however many they are; an unknown id is ErrNotFound naming it.
+func (s *Service) GetObjects(ctx context.Context, ids []int64) ([]cks.Object, error) {
+	var out []cks.Object
+	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		out, err = readObjects(ctx, ex, ids)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// readObjects reads the objects ids, each once, ascending by id, with
+// their logs and edges (each edge under both its ends), in three reads; an
+// unknown id is ErrNotFound naming it.
+func readObjects(ctx context.Context, ex driver.Executor, ids []int64) ([]cks.Object, error) {
+	ids = sortedUnique(ids)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cks.Object, len(rows))
+	at := make(map[int64]int, len(rows))
+	for i, r := range rows {
+		out[i], at[r.ID] = view(r), i
+	}
+	for _, id := range ids {
+		if _, ok := at[id]; !ok {
+			return nil, fmt.Errorf("object %d: %w", id, cks.ErrNotFound)
+		}
+	}
+	log, err := ex.TransitionListMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range log {
+		o := &out[at[r.ObjectID]]
+		o.Log = append(o.Log, entryView(r))
+	}
+	edges, err := ex.EdgeListOfMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range edges {
+		if i, ok := at[e.Src]; ok {
+			out[i].Edges = append(out[i].Edges, edgeView(e))
+		}
+		if i, ok := at[e.Dst]; ok && e.Dst != e.Src {
+			out[i].Edges = append(out[i].Edges, edgeView(e))
+		}
+	}
+	return out, nil
+}
+
+// View returns object id as get_object shows it: with its log and edges,
+// its head versions, and every object linked to it by an edge (ascending by
+// id, each with its log and edges) — read in one read-only snapshot, in
+// seven reads however many objects are linked.
+func (s *Service) View(ctx context.Context, id int64) (cks.ObjectView, error) {
+	v, _, err := s.view(ctx, id, false)
+	return v, err
+}
+
+// ViewWithVersions is View with every version of the object besides,
+// ascending by number (the studio's object page draws the version graph),
+// read in the same snapshot and as many reads.
+func (s *Service) ViewWithVersions(ctx context.Context, id int64) (cks.ObjectView, []cks.Version, error) {
+	return s.view(ctx, id, true)
+}
+
+// view reads View, and every version of the object when all.
+func (s *Service) view(ctx context.Context, id int64, all bool) (cks.ObjectView, []cks.Version, error) {
+	var (
+		out      cks.ObjectView
+		versions []cks.Version
+	)
+	err := s.db.WithTx(ctx, driver.TxOptions{ReadOnly: true}, func(ctx context.Context, ex driver.Executor) error {
+		objs, err := readObjects(ctx, ex, []int64{id})
+		if err != nil {
+			return err
+		}
+		o := objs[0]
+		v := cks.ObjectView{Object: o, Heads: []cks.Version{}, Reasoning: []cks.Object{}}
+		rows, err := ex.VersionList(ctx, driver.VersionListParams{ObjectID: id, HeadsOnly: !all})
+		if err != nil {
+			return fmt.Errorf("heads of object %d: %w", id, err)
+		}
+		versions = nil
+		for _, r := range rows {
+			if all {
+				versions = append(versions, versionView(r))
+			}
+			if r.IsHead {
+				v.Heads = append(v.Heads, versionView(r))
+			}
+		}
+		v.Forked = len(v.Heads) > 1 || o.Forked
+		v.Object.Forked = v.Forked
+		var linked []int64
+		for _, e := range o.Edges {
+			for _, end := range []int64{e.Src, e.Dst} {
+				if end != id {
+					linked = append(linked, end)
+				}
+			}
+		}
+		reasoning, err := readObjects(ctx, ex, linked)
+		if err != nil {
+			return fmt.Errorf("objects linked to %d: %w", id, err)
+		}
+		v.Reasoning = append(v.Reasoning, reasoning...)
+		out = v
+		return nil
+	})
+	if err != nil {
+		return cks.ObjectView{}, nil, err
+	}
+	return out, versions, nil
 }
 
 // ListObjects returns one page of objects (without log and edges).

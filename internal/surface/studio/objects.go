@@ -178,15 +178,10 @@ func (s *server) objectAt(w http.ResponseWriter, r *http.Request) (cks.ObjectVie
 }
 
 // readObject reads object id (get_object) and its version DAG
-// (list_object_versions), or answers the refusal, the 404 or the failure
-// and returns false.
+// (list_object_versions) in one read transaction (ops.ObjectPage), or
+// answers the refusal, the 404 or the failure and returns false.
 func (s *server) readObject(w http.ResponseWriter, r *http.Request, id int64) (cks.ObjectView, cks.VersionList, bool) {
-	ctx := r.Context()
-	v, err := ops.GetObject.Do(ctx, s.ops, &cks.ObjectInput{ObjectID: id})
-	var vl cks.VersionList
-	if err == nil {
-		vl, err = ops.ListObjectVersionsOp.Do(ctx, s.ops, &cks.ObjectInput{ObjectID: id})
-	}
+	v, vl, err := ops.ObjectPage(r.Context(), s.ops, id)
 	switch {
 	case err == nil:
 		return v, vl, true

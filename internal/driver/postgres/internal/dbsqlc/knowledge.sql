@@ -123,6 +123,13 @@ SELECT * FROM cks_edges
 WHERE src = @object_id OR dst = @object_id
 ORDER BY edge_id;
 
+-- The edges at either end of many objects: a BitmapOr of idx_edges_src
+-- and idx_edges_dst; EdgeListOf is the same for one object.
+-- name: EdgeListOfMany :many
+SELECT * FROM cks_edges
+WHERE src = ANY(@object_ids::bigint[]) OR dst = ANY(@object_ids::bigint[])
+ORDER BY edge_id;
+
 -- name: EdgeList :many
 SELECT * FROM cks_edges
 WHERE edge_id > @after
@@ -138,3 +145,10 @@ VALUES (@object_id, @ts, @agent, @action, @transitioned_to, @reasoning_node_id, 
 SELECT * FROM cks_transition_log
 WHERE object_id = @object_id
 ORDER BY seq;
+
+-- The logs of many objects, read from idx_transition_log_object;
+-- TransitionList is the same for one object.
+-- name: TransitionListMany :many
+SELECT * FROM cks_transition_log
+WHERE object_id = ANY(@object_ids::bigint[])
+ORDER BY object_id, seq;

@@ -982,6 +982,12 @@ WHERE src = $1 OR dst = $1
 ORDER BY edge_id
 `
 
+const EdgeListOfMany = `-- name: EdgeListOfMany :many
+SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
+WHERE src = ANY($1::bigint[]) OR dst = ANY($1::bigint[])
+ORDER BY edge_id
+`
+
 const EdgeList = `-- name: EdgeList :many
 SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
 WHERE edge_id > $1
@@ -1052,6 +1058,12 @@ const TransitionList = `-- name: TransitionList :many
 SELECT seq, object_id, ts, agent, "action", transitioned_to, reasoning_node_id, content_hash, round FROM cks_transition_log
 WHERE object_id = $1
 ORDER BY seq
+`
+
+const TransitionListMany = `-- name: TransitionListMany :many
+SELECT seq, object_id, ts, agent, "action", transitioned_to, reasoning_node_id, content_hash, round FROM cks_transition_log
+WHERE object_id = ANY($1::bigint[])
+ORDER BY object_id, seq
 `
 
 const LivenessUpsert = `-- name: LivenessUpsert :execrows

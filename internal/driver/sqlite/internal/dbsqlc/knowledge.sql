@@ -117,6 +117,15 @@ SELECT * FROM cks_edges
 WHERE src = @object_id OR dst = @object_id
 ORDER BY edge_id;
 
+-- The edges at either end of many objects: idx_edges_src and
+-- idx_edges_dst (SQLite's OR optimisation reads each and drops a row seen
+-- twice); EdgeListOf is the same for one object.
+-- name: EdgeListOfMany :many
+SELECT * FROM cks_edges
+WHERE src IN (SELECT value FROM json_each(CAST(@object_ids AS TEXT)))
+    OR dst IN (SELECT value FROM json_each(CAST(@object_ids AS TEXT)))
+ORDER BY edge_id;
+
 -- name: EdgeList :many
 SELECT * FROM cks_edges
 WHERE edge_id > @after
@@ -132,3 +141,10 @@ VALUES (@object_id, @ts, @agent, @action, @transitioned_to, @reasoning_node_id, 
 SELECT * FROM cks_transition_log
 WHERE object_id = @object_id
 ORDER BY seq;
+
+-- The logs of many objects, read from idx_transition_log_object;
+-- TransitionList is the same for one object.
+-- name: TransitionListMany :many
+SELECT * FROM cks_transition_log
+WHERE object_id IN (SELECT value FROM json_each(CAST(@object_ids AS TEXT)))
+ORDER BY object_id, seq;

@@ -1142,6 +1142,39 @@ func (q *Queries) EdgeListOf(ctx context.Context, db DBTX, objectID int64) ([]Ck
 	return items, nil
 }
 
+const edgeListOfMany = `-- name: EdgeListOfMany :many
+SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
+WHERE src IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+    OR dst IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY edge_id
+`
+
+// The edges at either end of many objects: idx_edges_src and
+// idx_edges_dst (SQLite's OR optimisation reads each and drops a row seen
+// twice); EdgeListOf is the same for one object.
+func (q *Queries) EdgeListOfMany(ctx context.Context, db DBTX, objectIDs string) ([]CksEdge, error) {
+	rows, err := db.QueryContext(ctx, edgeListOfMany, objectIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksEdge
+	for rows.Next() {
+		var i CksEdge
+		if err := rows.Scan(&i.EdgeID, &i.Src, &i.Dst, &i.BaseType, &i.SemanticType, &i.Weight, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const edgeList = `-- name: EdgeList :many
 SELECT edge_id, src, dst, base_type, semantic_type, weight, created_at FROM cks_edges
 WHERE edge_id > ?1
@@ -1207,6 +1240,37 @@ ORDER BY seq
 
 func (q *Queries) TransitionList(ctx context.Context, db DBTX, objectID int64) ([]CksTransitionLog, error) {
 	rows, err := db.QueryContext(ctx, transitionList, objectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTransitionLog
+	for rows.Next() {
+		var i CksTransitionLog
+		if err := rows.Scan(&i.Seq, &i.ObjectID, &i.Ts, &i.Agent, &i.Action, &i.TransitionedTo, &i.ReasoningNodeID, &i.ContentHash, &i.Round); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const transitionListMany = `-- name: TransitionListMany :many
+SELECT seq, object_id, ts, agent, "action", transitioned_to, reasoning_node_id, content_hash, round FROM cks_transition_log
+WHERE object_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY object_id, seq
+`
+
+// The logs of many objects, read from idx_transition_log_object;
+// TransitionList is the same for one object.
+func (q *Queries) TransitionListMany(ctx context.Context, db DBTX, objectIDs string) ([]CksTransitionLog, error) {
+	rows, err := db.QueryContext(ctx, transitionListMany, objectIDs)
 	if err != nil {
 		return nil, err
 	}
