@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -64,7 +65,9 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			"mark_running right after the claim would: for an executor that starts at once, one call less. No OPEN task: tasks " +
 			"is empty, at once, or with wait_s (up to 60) the call is held until a task of the types becomes claimable and " +
 			"then claims it (a long poll: an idle worker waits without polling, and hears of new work at once), empty when " +
-			"wait_s passes. Needs append on /tasks. " + WorkerProtocol,
+			"wait_s passes. instance_id names the process the claim is for, one this caller reports (report_process): once that " +
+			"process is asked to stop, the claim takes nothing and a waiting claim ends at once, with stop_requested true. " +
+			"Needs append on /tasks. " + WorkerProtocol,
 		Permission: auth.PermAppend, Resource: auth.ResourceTasks, Surfaces: HTTP | MCP | CLI, Needs: NeedTasks | NeedPrincipals,
 		Secret: true, Hints: leaseCall,
 	},
@@ -77,13 +80,21 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			n = 1
 		}
 		lease := leaseOf(in.LeaseS)
+		stop, err := processStop(ctx, s, in)
+		if err != nil || stop.requested() {
+			return cks.ClaimedTasks{Tasks: []cks.ClaimedTask{}, AgentTokens: map[string]string{}, StopRequested: stop.requested()}, err
+		}
+		defer stop.end()
 		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
-			Wait: in.MaxWait()},
+			Wait: in.MaxWait(), Interrupt: stop.asked},
 			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
 				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
 			})
 		if err != nil {
 			return cks.ClaimedTasks{}, err
+		}
+		if len(ts) == 0 && stop.requested() {
+			return cks.ClaimedTasks{Tasks: []cks.ClaimedTask{}, AgentTokens: map[string]string{}, StopRequested: true}, nil
 		}
 		if ts == nil {
 			ts = []cks.ClaimedTask{}
@@ -95,6 +106,66 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		return cks.ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
 	},
 })
+
+// claimStop is what a claim for a process (claim_tasks' instance_id) knows
+// of that process's stop request: asked closes once it is made.
+type claimStop struct {
+	asked chan struct{}
+	once  sync.Once
+	// end stops the watch and waits for it (a no-op without one).
+	end func()
+}
+
+func (c *claimStop) requested() bool {
+	select {
+	case <-c.asked:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *claimStop) ask() { c.once.Do(func() { close(c.asked) }) }
+
+// processStop reads whether the process a claim is for was asked to stop
+// (liveness.Service.StopRequested, for the caller as its reporter) and,
+// for a claim that may wait, watches for the request (cks.TopicAgentStop,
+// the row read again at each) until end. A claim for no process knows of
+// no stop.
+func processStop(ctx context.Context, s *Services, in *cks.ClaimTasksInput) (*claimStop, error) {
+	c := &claimStop{asked: make(chan struct{}), end: func() {}}
+	if in.InstanceID == "" || s.Liveness == nil {
+		return c, nil
+	}
+	reporter := ""
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		reporter = p.ID
+	}
+	asked, err := s.Liveness.StopRequested(ctx, reporter, in.InstanceID)
+	if err != nil || asked {
+		if asked {
+			c.ask()
+		}
+		return c, err
+	}
+	if in.MaxWait() == 0 || s.Changes == nil {
+		return c, nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The first call comes once the watch is up: a request made since
+		// the read above is heard there.
+		_ = s.Changes.WatchChanges(wctx, []string{cks.TopicAgentStop}, func(string) {
+			if asked, err := s.Liveness.StopRequested(wctx, reporter, in.InstanceID); err == nil && asked {
+				c.ask()
+			}
+		})
+	}()
+	c.end = func() { cancel(); <-done }
+	return c, nil
+}
 
 // leaseCall are the hints of a call under a lease: it changes the task
 // (never destructively: it records, or moves the attempt on), and a

@@ -75,11 +75,21 @@ type Services struct {
 	// Bus, when set, hears of changes a call makes that the hub's viewers
 	// should see at once (a process asked to stop).
 	Bus *events.Bus
+	// Changes, when set, tells a waiting call of the changes it waits on
+	// (a claim for a process, of that process asked to stop); without it
+	// such a claim hears of the stop at its next call.
+	Changes ChangeWatcher
 	// Clock tells the time of time-relative inputs (stopped_longer_than,
 	// token creation); nil means the system clock.
 	Clock clock.Clock
 	// Logger receives the errors Failure logs; nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// ChangeWatcher tells of the changes committed to the database, by any
+// process (notifier.Notifier's WatchChanges).
+type ChangeWatcher interface {
+	WatchChanges(ctx context.Context, topics []string, f func(topic string)) error
 }
 
 func (s *Services) clock() clock.Clock {

@@ -123,6 +123,7 @@ var outputDocs = map[string]string{
 	"path":               "how the update was applied: in_place, live (the executor sees it at its next heartbeat) or stop_apply_start (a running attempt aborted and the task restarted)",
 	"children":           "the tasks the update created",
 	"agent_tokens":       "a task-scoped credential per claimed task id (read, append and create on /tasks/ID while the lease holds), shown this once",
+	"stop_requested":     "true when the claim's process (instance_id) was asked to stop: nothing was claimed; drain and exit",
 	"BulkResult.action":  "the operation applied",
 	"BulkTask.outcome":   "done or refused",
 	"BulkTask.state":     "the state the task is in now (as before when refused)",

@@ -252,6 +252,8 @@ func (s *Service) claimWaiting(ctx context.Context, p ClaimParams) ([]cks.Claime
 				return out, nil // every task made OPEN meanwhile was announced
 			}
 			return s.claimNow(ctx, p) // no listener: one last look
+		case <-p.Interrupt:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -24,6 +24,11 @@ type ClaimParams struct {
 	// has passed (then answers none): a long poll that costs the database
 	// nothing while it waits (waitRoom).
 	Wait time.Duration
+	// Interrupt, when it closes while the claim waits, ends the wait with
+	// nothing claimed (claim_tasks: the claimer's process was asked to
+	// stop). A claim under way is not interrupted: what it took is handed
+	// back to the caller.
+	Interrupt <-chan struct{}
 }
 
 // DependencyRelease is the outcome of Tasks.ReleaseDependencies.
