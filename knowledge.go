@@ -111,7 +111,7 @@ const MaxSearchText = 200
 // K (Kelvin)→k, and İ→i̇, i and a combining dot), then the final sigma ς
 // as σ — so ΣΊΣΥΦΟΣ, Σίσυφος and σίσυφος fold alike. Nothing else: no
 // accent is removed, ß stays ß (not ss), ſ stays ſ. SQLite calls it as
-// cks_fold (driver/sqlite/functions.go); Postgres computes the same with
+// cks_fold (internal/driver/sqlite/functions.go); Postgres computes the same with
 // translate(lower(text COLLATE "und-x-icu"), chr(962), chr(963)), which a test holds
 // to it for every character (TestFoldIsSearchKey).
 func SearchKey(s string) string {

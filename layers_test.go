@@ -3,54 +3,60 @@ package cks_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// layers is the module's layering, lowest first (docs/architecture.md): a
-// package imports only packages of lower layers — never one of its own
-// layer (sideways) or of a higher one (upward). Its tests may import what
-// it may, itself, and the layers named in testsAlso. A package of the
-// module that is in no layer fails the test, so a new one is placed on
-// purpose.
+// layers is the module's layering, lowest first (docs/architecture.md), as
+// folders: a package is in the layer of the longest folder of the table that
+// is its directory or holds it (internal/driver/postgres/internal/dbsqlc is
+// in "dialect queries", internal/driver/postgres/x would be in "dialects"),
+// so the folder a package sits in says its layer, and a new package under
+// internal/service is a service without an edit here. The root package is
+// the leaf alone. A package imports only packages of lower layers — never
+// one of its own layer (sideways) or of a higher one (upward). Its tests may
+// import what it may, itself, and the layers named in testsAlso. A package
+// in no folder of the table fails the test, so a new folder is placed on
+// purpose; a folder of the table that does not exist fails it too.
 var layers = []struct {
 	name      string
-	pkgs      []string
+	dirs      []string
 	testsAlso []string // layers the package's tests may import besides
 }{
 	// The tests' waits on a condition (every layer's tests share them).
-	{name: "test waits", pkgs: []string{"internal/waitfor"}},
-	{name: "leaf", pkgs: []string{""}},
+	{name: "test waits", dirs: []string{"internal/waitfor"}},
+	{name: "leaf", dirs: []string{""}},
 	// Every CKS_* setting: its name, default, bounds and parser, one
 	// struct per component, which the commands hand down.
-	{name: "configuration", pkgs: []string{"internal/config"}},
-	{name: "primitives", pkgs: []string{"clock", "corpus", "events", "lifecycle", "datadir", "client", "groupcommit", "jsonlines", "studio/chart",
-		"cmd/cks/internal/shutdown"}},
-	{name: "driver", pkgs: []string{"driver"}},
-	{name: "driver support", pkgs: []string{"driver/schema", "driver/internal/dberr", "driver/internal/nullable",
-		"driver/internal/scratch"}},
+	{name: "configuration", dirs: []string{"internal/config"}},
+	{name: "primitives", dirs: []string{"internal/base", "client", "cmd/cks/internal/shutdown"}},
+	{name: "driver", dirs: []string{"internal/driver"}},
+	{name: "driver support", dirs: []string{"internal/driver/schema", "internal/driver/internal"}},
 	// The drivers' conformance suite and the test databases every test
-	// shares (backend/backendtest builds on them).
-	{name: "driver test support", pkgs: []string{"driver/drivertest"}},
-	{name: "driver generator", pkgs: []string{"driver/internal/dbgen"}},
-	{name: "dialect queries", pkgs: []string{"driver/postgres/internal/dbsqlc", "driver/sqlite/internal/dbsqlc"}},
-	{name: "dialects", pkgs: []string{"driver/postgres", "driver/sqlite"}},
-	{name: "services", pkgs: []string{"ledger", "knowledge", "liveness", "auth", "lease", "notifier", "llm", "leader"},
-		testsAlso: testSupport},
-	{name: "services over services", pkgs: []string{"sweeper", "pipeline", "worker"}, testsAlso: testSupport},
+	// shares (internal/backend/backendtest builds on them).
+	{name: "driver test support", dirs: []string{"internal/driver/drivertest"}},
+	{name: "driver generator", dirs: []string{"internal/driver/internal/dbgen"}},
+	{name: "dialect queries", dirs: []string{"internal/driver/postgres/internal/dbsqlc", "internal/driver/sqlite/internal/dbsqlc"}},
+	{name: "dialects", dirs: []string{"internal/driver/postgres", "internal/driver/sqlite"}},
+	{name: "services", dirs: []string{"internal/service"}, testsAlso: testSupport},
+	// The loops that run over the services: the sweepers, the research
+	// pipeline, the worker of a task.
+	{name: "services over services", dirs: []string{"internal/runtime"}, testsAlso: testSupport},
 	// One database's services over the driver its URL names.
-	{name: "backend", pkgs: []string{"backend"}, testsAlso: testSupport},
+	{name: "backend", dirs: []string{"internal/backend"}, testsAlso: testSupport},
 	// The test support: fresh databases of both backends, the services'
 	// behaviour tables run on them, and the fixtures tests above share.
-	{name: "test support: both backends", pkgs: []string{"backend/backendtest"}},
-	{name: "programs over the services", pkgs: []string{"agents", "bench"}, testsAlso: testSupport},
-	{name: "operations", pkgs: []string{"ops"}, testsAlso: testSupport},
+	{name: "test support: both backends", dirs: []string{"internal/backend/backendtest"}},
+	{name: "programs over the services", dirs: []string{"internal/agents", "internal/bench"}, testsAlso: testSupport},
+	{name: "operations", dirs: []string{"internal/ops"}, testsAlso: testSupport},
 	// A surface's end-to-end tests serve what a hub serves.
-	{name: "surfaces", pkgs: []string{"api", "mcpserver", "studio"}, testsAlso: append([]string{"surfaces", "hub"}, testSupport...)},
-	{name: "hub", pkgs: []string{"hub"}, testsAlso: testSupport},
-	{name: "commands", pkgs: []string{"cmd/cks"}, testsAlso: testSupport},
+	{name: "surfaces", dirs: []string{"internal/surface"}, testsAlso: append([]string{"surfaces", "hub"}, testSupport...)},
+	{name: "hub", dirs: []string{"internal/hub"}, testsAlso: testSupport},
+	{name: "commands", dirs: []string{"cmd/cks"}, testsAlso: testSupport},
 }
 
 // testSupport are the layers of the stores and fixtures tests share.
@@ -71,10 +77,11 @@ func TestLayers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	rank := map[string]int{}
-	for i, l := range layers {
-		for _, p := range l.pkgs {
-			rank[p] = i
+	for _, l := range layers {
+		for _, d := range l.dirs {
+			if fi, err := os.Stat(filepath.Join(".", d)); err != nil || !fi.IsDir() {
+				t.Errorf("layer %q names folder %q, which is no directory: remove or fix it", l.name, d)
+			}
 		}
 	}
 	short := func(path string) (string, bool) {
@@ -104,7 +111,7 @@ func TestLayers(t *testing.T) {
 		if strings.HasPrefix(p, "tools") || strings.HasPrefix(p, "bench/peers") {
 			continue // modules of their own
 		}
-		r, ok := rank[p]
+		r, ok := layerIndex(p)
 		if !ok {
 			t.Errorf("package %s is in no layer of layers_test.go: place it", name(p))
 			continue
@@ -115,7 +122,7 @@ func TestLayers(t *testing.T) {
 				if !ok || (test && d == p) {
 					continue
 				}
-				dr, known := rank[d]
+				dr, known := layerIndex(d)
 				if !known {
 					continue // reported as its own package
 				}
@@ -150,15 +157,29 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// layerIndex is the index in layers of the layer of the package p (its path
+// in the module, "" for the leaf): the layer of the longest folder that is p
+// or holds it.
+func layerIndex(p string) (int, bool) {
+	at, best := -1, -1
+	for i, l := range layers {
+		for _, d := range l.dirs {
+			holds := d == p || (d != "" && strings.HasPrefix(p, d+"/"))
+			if holds && len(d) > best {
+				at, best = i, len(d)
+			}
+		}
+	}
+	return at, at >= 0
+}
+
 // layerOf is the name of the layer of the package p ("cks" for the leaf).
 func layerOf(p string) string {
 	if p == "cks" {
 		p = ""
 	}
-	for _, l := range layers {
-		if slices.Contains(l.pkgs, p) {
-			return l.name
-		}
+	if i, ok := layerIndex(p); ok {
+		return layers[i].name
 	}
 	return "none"
 }

@@ -375,6 +375,10 @@ type ClaimTasksInput struct {
 	// to this many seconds (at most 60) and answers the moment a task of
 	// the types becomes claimable, or empty at the end.
 	WaitS float64 `json:"wait_s,omitempty" jsonschema:"with nothing to claim, hold the call up to this many seconds (0 to 60; default 0, answer at once) and claim the moment a task of the types becomes claimable; empty tasks at the end"`
+	// InstanceID names the process the claim is for, one this caller
+	// reports (report_process): once it is asked to stop, a claim takes
+	// nothing and a waiting claim ends at once, with StopRequested.
+	InstanceID string `json:"instance_id,omitempty" jsonschema:"the process this claim is for, as this caller reports it (report_process): once the process is asked to stop (cks process stop), the claim takes nothing and a waiting claim ends at once, with stop_requested"`
 }
 
 // MaxWait implements Waiter: a claim may be held for its wait_s.
@@ -396,6 +400,9 @@ type ClaimedTasks struct {
 	// could not be issued is absent (the hub logs why); the claim stands
 	// regardless.
 	AgentTokens map[string]string `json:"agent_tokens"`
+	// StopRequested: the claim's process (InstanceID) was asked to stop, so
+	// the claim took nothing; the process drains and exits.
+	StopRequested bool `json:"stop_requested,omitempty"`
 }
 
 // LeaseInput names a leased task and the lease: the input of the executor

@@ -84,7 +84,7 @@ func TestValidateJSON(t *testing.T) {
 }
 
 // TestStoredJSON: numbers written with an exponent, and negative zeros, are
-// stored in the plain form a Postgres numeric prints (driver/postgres's
+// stored in the plain form a Postgres numeric prints (internal/driver/postgres's
 // TestTextRuleMatchesPostgres holds it to Postgres itself); the rest of the
 // text is kept byte for byte.
 func TestStoredJSON(t *testing.T) {

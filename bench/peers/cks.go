@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/ledger"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/bench"
+	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // cksType is the task type of every cks benchmark task.

@@ -14,14 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/api"
-	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/liveness"
+	"github.com/cks-dev/cks/internal/surface/api"
+	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
 // hubServer is a hub's HTTP surface served in this process over one

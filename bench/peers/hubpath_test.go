@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/internal/backend"
 )
 
 // countingConn counts an agent's lease renewals and mark_running calls.

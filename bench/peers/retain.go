@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/ledger"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // The kinds of the retained rows: neither system's benchmark claims or

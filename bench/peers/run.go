@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/internal/backend"
 )
 
 // Config is one benchmark: which systems, how many rounds and jobs.

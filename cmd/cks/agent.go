@@ -10,14 +10,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
-	"github.com/cks-dev/cks/llm"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/llm"
 )
 
 // agentRun is what `cks agent KIND` was asked to run.

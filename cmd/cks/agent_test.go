@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/liveness"
 )
 
 // fastAgent are agent flags that make a test quick: liveness every 0.3 s

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/driver/sqlite"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/driver/sqlite"
 )
 
 // pgDumpHint is what cks backup and restore say of a Postgres database.

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // taskCount is the number of tasks `cks task list` lists on dir's hub.

@@ -14,11 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/bench"
-	"github.com/cks-dev/cks/corpus"
-	driverpostgres "github.com/cks-dev/cks/driver/postgres"
-	"github.com/cks-dev/cks/llm"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/corpus"
+	"github.com/cks-dev/cks/internal/bench"
+	driverpostgres "github.com/cks-dev/cks/internal/driver/postgres"
+	"github.com/cks-dev/cks/internal/service/llm"
 )
 
 // cmdBench runs a load benchmark against a scratch store: a fresh SQLite file

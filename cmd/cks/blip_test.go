@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/internal/backend"
 )
 
 // blipCommand is the exec agent's command of TestExecOutputSurvivesRestart:

@@ -13,10 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/driver"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/clock"
+	"github.com/cks-dev/cks/internal/driver"
 )
 
 // claimRunning claims one task of type typ as worker w, straight into

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // TestOneHubPerDataDirectory: a second `cks serve` on a data directory a

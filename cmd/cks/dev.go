@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
+	"github.com/cks-dev/cks/internal/hub"
 )
 
 // devAgentKinds are the seed agents `cks dev` starts.

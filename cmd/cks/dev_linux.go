@@ -10,7 +10,7 @@ import "syscall"
 // (runtime.LockOSThread) returns without unlocking, and cks dev starts its
 // agents from goroutines that never lock one, so the forking thread lives
 // as long as cks dev. (The exec guard, which must not rely on that, locks
-// its thread for good: agents/exec_linux.go.)
+// its thread for good: internal/agents/exec_linux.go.)
 func devSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/liveness"
 )
 
 // parentPID is the parent of process pid, from /proc (0 when unknown).

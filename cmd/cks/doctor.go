@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/clock"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/clock"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/driver/sqlite"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/driver/sqlite"
 )
 
 // doctorJSON runs `cks doctor --json` and returns its exit status and its

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 )
 
 // The fault-injection test (issue 12, "Suites that keep it fixed"): real hub

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cks-dev/cks/agents"
+	"github.com/cks-dev/cks/internal/agents"
 )
 
 // The commands of cks and their help. `cks --help` is generated: each

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // cliRun runs the CLI in this process with an empty environment and no

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // The flags and positional arguments of an operation's input come from the

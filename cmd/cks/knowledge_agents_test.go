@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/config"
-	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/knowledge"
 )
 
 // The acceptance tests of the knowledge agents (issue 8): real `cks serve`

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cks-dev/cks/agents"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
 )
 

@@ -21,9 +21,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // cksBin is the cks binary the process-level tests run, built once.

@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/liveness"
-	"github.com/cks-dev/cks/mcpserver"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/liveness"
+	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
 // cmdMCP serves MCP over stdio for desktop LLM clients. It is a client of a

@@ -11,9 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/mcpserver"
+	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
 // readJSON reads uri over cs and decodes its one JSON content into out.

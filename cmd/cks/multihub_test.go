@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
-	"github.com/cks-dev/cks/knowledge"
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/knowledge"
 )
 
 // The three-hub deployment (issue 26, item 4): three `cks serve` hubs on one

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/runtime/pipeline"
 )
 
 // objectGroup is `cks object`: the knowledge store. `show` prints an

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/auth"
 )
 
 // A read a command may answer without a hub (opSpec.offline: the process

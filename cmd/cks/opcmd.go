@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // The commands of the operations table: `cks task stop ID --reason R` is

@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // maxFuncLines bounds the length of a function of the command.

@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/internal/service/auth"
 )
 
 // The contracts a hub publishes, checked by pinned outside validators

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // clientFlags are the flags of commands that talk to a hub.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
-	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/service/auth"
 )
 
 // TestProcessStopCLI: `cks process stop KIND|ID` against a real hub, with

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/auth"
 	"github.com/cks-dev/cks/client"
+	"github.com/cks-dev/cks/internal/service/auth"
 )
 
 // pyWorker is examples/python-worker/worker.py running with args against

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // readmeNotRun are the README's example commands that TestREADMEExamples

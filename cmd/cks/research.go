@@ -17,9 +17,9 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/events"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/internal/base/events"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/runtime/pipeline"
 )
 
 // errParked marks a research question that ended in needs_input (exit

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/pipeline"
+	"github.com/cks-dev/cks/internal/runtime/pipeline"
 )
 
 // startHubWith is startHub (`cks serve`) with env added to its environment.
@@ -125,12 +125,12 @@ func TestResearchCLI(t *testing.T) {
 
 			if mode == "agent process" {
 				// A question naming its own corpus is researched there.
-				corpus, err := filepath.Abs("../../pipeline/testdata/corpus")
+				corpus, err := filepath.Abs("../../internal/runtime/pipeline/testdata/corpus")
 				if err != nil {
 					t.Fatal(err)
 				}
 				r = runCKS(t, nil, "research", "How does the waggle dance tell foragers the direction of the flowers?",
-					"--corpus", "../../pipeline/testdata/corpus", "--wait", "--json", "--data-dir", dir)
+					"--corpus", "../../internal/runtime/pipeline/testdata/corpus", "--wait", "--json", "--data-dir", dir)
 				if r.code != 0 {
 					t.Fatalf("research --corpus: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 				}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/hub"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
+	"github.com/cks-dev/cks/internal/hub"
 )
 
 // cmdServe runs a hub. dev mode is `cks dev` (dev.go): a hub on the embedded

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // sessionGroup is `cks session`: the studio's sessions (admin on /).

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/agents"
-	"github.com/cks-dev/cks/backend"
 	"github.com/cks-dev/cks/client"
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
-	"github.com/cks-dev/cks/datadir"
-	"github.com/cks-dev/cks/worker"
+	"github.com/cks-dev/cks/internal/agents"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/base/datadir"
+	"github.com/cks-dev/cks/internal/runtime/worker"
 )
 
 // TestAgentEarlySIGTERM (issue 38 item 9): a SIGTERM sent as soon as an

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/backend/backendtest"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
 )
 
 // skewTask is how long the exec agent works the task of TestSkewedClocks:

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/backend"
-	"github.com/cks-dev/cks/backend/backendtest"
+	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 )
 
 // TestServeRefusesReadOnlyDatabase: `cks serve` on a database it cannot

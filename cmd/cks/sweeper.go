@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ops"
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
 )
 
 // sweeperGroup is `cks sweeper`: the hub's in-process sweepers (ADR-015).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cks-dev/cks/sweeper"
+	"github.com/cks-dev/cks/internal/runtime/sweeper"
 )
 
 func TestSweeperCLI(t *testing.T) {

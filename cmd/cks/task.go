@@ -13,7 +13,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // taskGroup is `cks task`: the operator operations of the task ledger.

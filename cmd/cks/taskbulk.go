@@ -11,7 +11,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/client"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // bulkGroup is `cks task bulk`: the bulk operations, each over --ids or a

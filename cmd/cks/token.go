@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/ops"
+	"github.com/cks-dev/cks/internal/ops"
 )
 
 // grantFlags collects repeated --grant PERMISSION:RESOURCE flags.

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/datadir"
+	"github.com/cks-dev/cks/internal/base/datadir"
 )
 
 // TestStoppedPostgresAnswers503 (issue 38.9): while the hub's Postgres is

@@ -22,11 +22,11 @@ const moduleRoot = "../.."
 var notSettings = map[string]string{
 	// The test databases every package's tests share (test support, in no
 	// product binary).
-	"driver/drivertest/databases.go CKS_TEST_DATABASE_URL": "the tests' Postgres",
-	"driver/drivertest/databases.go CKS_TEST_POOLER_URL":   "the tests' connection pooler",
+	"internal/driver/drivertest/databases.go CKS_TEST_DATABASE_URL": "the tests' Postgres",
+	"internal/driver/drivertest/databases.go CKS_TEST_POOLER_URL":   "the tests' connection pooler",
 	// A marker the exec agent sets for its own binary, started again as
 	// the guard of a command; read before main, configures nothing.
-	"agents/exec_linux.go CKS_EXEC_GUARD": "the exec guard's marker",
+	"internal/agents/exec_linux.go CKS_EXEC_GUARD": "the exec guard's marker",
 	// Read in the init of a package that may import nothing but the
 	// standard library (it catches signals before any other package is
 	// initialised); a process-level test's marker.

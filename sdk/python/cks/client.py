@@ -214,17 +214,22 @@ class Client:
         running: bool = False,
         wait_s: float = 0,
         worker: str | None = None,
+        instance_id: str | None = None,
     ) -> dict[str, Any]:
         """Lease up to n OPEN tasks of the types: ``{"tasks": [... each with "lease_token"], "agent_tokens": {...}}``.
 
         With nothing to claim the hub holds the call up to wait_s (0 to 60)
         seconds; the HTTP timeout is the client's plus wait_s. running claims
-        straight into RUNNING (no mark_running call after it). ``tasks`` is
-        always a list here (the hub may answer null).
+        straight into RUNNING (no mark_running call after it). instance_id
+        names the process the claim is for (as report_process reports it):
+        once that process is asked to stop, the claim takes nothing and a
+        waiting one ends at once, with ``"stop_requested": true``. ``tasks``
+        is always a list here (the hub may answer null).
         """
         answer = self.call("claim_tasks", {
             "types": list(types) if isinstance(types, (list, tuple)) else types,
             "n": n, "lease_s": lease_s, "running": running or None, "wait_s": wait_s or None, "worker": worker,
+            "instance_id": instance_id,
         }, timeout=self.timeout + wait_s)
         answer["tasks"] = answer.get("tasks") or []
         return answer

@@ -252,7 +252,8 @@ class Worker:
                 continue
             try:
                 answer = await self._io(self.client.claim_tasks, sorted(self._handlers), n=free, lease_s=self.lease_s,
-                                        running=True, wait_s=self.claim_wait_s, worker=self.name)
+                                        running=True, wait_s=self.claim_wait_s, worker=self.name,
+                                        instance_id=self.instance_id)
             except CksError as e:
                 failures += 1
                 delay = min(30.0, 2.0**failures)
@@ -260,6 +261,10 @@ class Worker:
                 await self._pause(delay)
                 continue
             failures = 0
+            if answer.get("stop_requested") and not self._draining.is_set():
+                # The hub ended the claim: this process was asked to stop.
+                log.info("cks worker %s: stop requested: draining", self.kind)
+                self.stop()
             for raw in answer["tasks"]:
                 # In hand from here, before the next round counts free slots.
                 task = Task.from_claim(raw)

@@ -124,6 +124,18 @@ class WorkerTest(unittest.TestCase):
                          (worker.instance_id, "stopped", "stop_requested"))
         self.assertIn("exited_at", row)
 
+    def test_stop_ends_a_waiting_claim(self) -> None:
+        """A worker long-polling for work hears of its stop from the claim itself (stop_requested): with its next
+        liveness report an hour away, run() returns once the process is asked to stop. (The hub ends the waiting
+        claim at once, TestClaimForAProcessAskedToStop; were it not to, the next claim would say so, a wait later.)"""
+        worker = Worker(self.client, kind=self.kind, lease_s=3.0, liveness_interval_s=3600, claim_wait_s=60)
+        worker.task(unique("sdk-idle"))(lambda task, ctx: None)
+        running = self.start(worker)
+        wait_for("the worker's first report", lambda: self.client.list_processes(kind=self.kind)["processes"])
+        self.client.request_process_stop(self.kind)
+        running.join(DEADLINE_S + 60)
+        self.assertTrue(worker.draining)
+
     def test_sigterm_drains_a_worker_process(self) -> None:
         """A worker run in a process's main thread drains on SIGTERM: run() returns, the process exits 0, the row reads exited."""
         script = textwrap.dedent(f"""

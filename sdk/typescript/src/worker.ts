@@ -257,6 +257,7 @@ export class Worker {
       try {
         answer = await this.client.claimTasks({
           types: this.types(), n: free, lease_s: this.leaseS, running: true, wait_s: this.claimWaitS, worker: this.name,
+          instance_id: this.instanceId,
         });
       } catch (e) {
         if (!(e instanceof CksError)) throw e;
@@ -267,6 +268,11 @@ export class Worker {
         continue;
       }
       failures = 0;
+      if (answer.stop_requested && !this.draining_) {
+        // The hub ended the claim: this process was asked to stop.
+        this.log.info(`worker ${this.kind}: stop requested: draining`);
+        this.stop();
+      }
       for (const raw of answer.tasks) {
         // In hand from here, before the next round counts free slots.
         const task = taskFromClaim(raw);

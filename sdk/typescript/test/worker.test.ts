@@ -107,6 +107,18 @@ hubTest("request_process_stop drains and resolves run()", async (t) => {
   assert.ok(row.exited_at, "exited_at is set");
 });
 
+hubTest("a stop ends a waiting claim", async (t) => {
+  // A worker long-polling for work hears of its stop from the claim itself (stop_requested): with its next liveness
+  // report an hour away, run() resolves once the process is asked to stop. (The hub ends the waiting claim at once,
+  // TestClaimForAProcessAskedToStop; were it not to, the next claim would say so, a wait later.)
+  const worker = newWorker(client, { livenessIntervalS: 3600, claimWaitS: 60 }).task(unique("ts-idle"), async () => "never");
+  const running = start(t, worker);
+  await waitFor("the worker's first report", async () => ((await client.listProcesses({ kind: worker.kind })).processes ?? []).length > 0);
+  await client.requestProcessStop(worker.kind);
+  await within("run() to resolve", running, DEADLINE_MS + 60_000);
+  assert.ok(worker.draining);
+});
+
 hubTest("SIGTERM drains a worker process", async (t) => {
   // A worker in a process of its own drains on SIGTERM: run() resolves, the process exits 0, the row reads stopped.
   const kind = unique("ts-worker");
