@@ -73,12 +73,17 @@ func (a *API) serveOp(op ops.Operation) http.Handler {
 			a.fail(w, r, err)
 			return
 		}
+		waited := false
 		out, err := ops.Call(r.Context(), a.svc, op, ops.Request{Args: body, PathValue: r.PathValue, Query: q,
 			Ready: func(in any) {
-				if d := op.Wait(in); d > 0 {
-					a.allowWait(w, d)
+				if op.Wait(in) > 0 {
+					waited = true
+					a.holdWrite(w)
 				}
 			}})
+		if waited {
+			a.resumeWrite(w)
+		}
 		if err != nil {
 			a.fail(w, r, err)
 			return
@@ -122,14 +127,23 @@ func (a *API) serveStream(op ops.Operation, h http.Handler) http.Handler {
 	})
 }
 
-// allowWait extends the write deadline of a request that waits up to wait
-// (a stop or update awaiting an abort confirmation) by wait, so the
-// server's write timeout does not cut the wait short.
-func (a *API) allowWait(w http.ResponseWriter, wait time.Duration) {
-	if a.cfg.WriteTimeout <= 0 {
-		return // the server has no write timeout to extend
+// holdWrite lifts the write deadline of a request that may wait (a stop or
+// update awaiting an abort confirmation, a long-poll claim: each bounded by
+// its own wait), so the server's write timeout does not cut the wait
+// short; resumeWrite sets it again, a write timeout from the moment the
+// answer is ready. (A deadline of the wait plus the write timeout, set
+// before the wait, left the answer only the write timeout's slack after a
+// timer that fires late on a loaded machine: the answer was cut, EOF.)
+func (a *API) holdWrite(w http.ResponseWriter) {
+	if a.cfg.WriteTimeout > 0 {
+		http.NewResponseController(w).SetWriteDeadline(time.Time{}) //nolint:errcheck // as in clearDeadlines
 	}
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
+}
+
+func (a *API) resumeWrite(w http.ResponseWriter) {
+	if a.cfg.WriteTimeout > 0 {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(a.cfg.WriteTimeout)) //nolint:errcheck // as in clearDeadlines
+	}
 }
 
 // ParseTaskFilter reads the query of GET /v1/tasks (list_tasks) into the
