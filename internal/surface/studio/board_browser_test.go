@@ -59,8 +59,11 @@ func TestBrowserBulkStopByFilter(t *testing.T) {
 		if loc := tb.location(); !strings.Contains(loc, "q=NIGHTLY+REPORT") {
 			t.Errorf("the board's URL %q does not keep the search", loc)
 		}
-		if n := js[int](tb, `document.querySelectorAll("#board [data-task-row]").length`); n != 21 {
-			t.Errorf("the search lists %d tasks, want the 21 that match", n)
+		// The bands fill as the board's live fragments arrive: wait for all
+		// 21 (counted at the first paint, 19 once, on a CI run).
+		if err := tb.poll(`document.querySelectorAll("#board [data-task-row]").length === 21`); err != nil {
+			t.Errorf("the search lists %d tasks, want the 21 that match: %v",
+				js[int](tb, `document.querySelectorAll("#board [data-task-row]").length`), err)
 		}
 		for _, o := range others {
 			if js[bool](tb, fmt.Sprintf(`!!document.querySelector('[data-task-row="%d"]')`, o.ID)) {
