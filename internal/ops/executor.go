@@ -80,9 +80,13 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			n = 1
 		}
 		lease := leaseOf(in.LeaseS)
+		stopped := cks.ClaimedTasks{Tasks: []cks.ClaimedTask{}, AgentTokens: map[string]string{}, StopRequested: true}
 		stop, err := processStop(ctx, s, in)
-		if err != nil || stop.requested() {
-			return cks.ClaimedTasks{Tasks: []cks.ClaimedTask{}, AgentTokens: map[string]string{}, StopRequested: stop.requested()}, err
+		if err != nil {
+			return cks.ClaimedTasks{}, err
+		}
+		if stop.requested() {
+			return stopped, nil
 		}
 		defer stop.end()
 		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
@@ -94,7 +98,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			return cks.ClaimedTasks{}, err
 		}
 		if len(ts) == 0 && stop.requested() {
-			return cks.ClaimedTasks{Tasks: []cks.ClaimedTask{}, AgentTokens: map[string]string{}, StopRequested: true}, nil
+			return stopped, nil
 		}
 		if ts == nil {
 			ts = []cks.ClaimedTask{}
@@ -137,10 +141,7 @@ func processStop(ctx context.Context, s *Services, in *cks.ClaimTasksInput) (*cl
 	if in.InstanceID == "" || s.Liveness == nil {
 		return c, nil
 	}
-	reporter := ""
-	if p, ok := auth.PrincipalFrom(ctx); ok {
-		reporter = p.ID
-	}
+	reporter := reporterOf(ctx)
 	asked, err := s.Liveness.StopRequested(ctx, reporter, in.InstanceID)
 	if err != nil || asked {
 		if asked {

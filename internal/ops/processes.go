@@ -163,11 +163,7 @@ var ReportProcess = define(cks.OpReportProcess, &Op[cks.ReportProcessInput, cks.
 		Hints: Hints{Idempotent: true, Destructive: new(false), OpenWorld: new(false)},
 	},
 	call: func(ctx context.Context, s *Services, in *cks.ReportProcessInput) (cks.Process, error) {
-		reporter := ""
-		if p, ok := auth.PrincipalFrom(ctx); ok {
-			reporter = p.ID
-		}
-		return s.Liveness.Report(ctx, reporter, *in)
+		return s.Liveness.Report(ctx, reporterOf(ctx), *in)
 	},
 	outSchema: func(s *jsonschema.Schema) {
 		*s = *processSchema(cks.ProcessAlive, cks.ProcessStopped)
@@ -205,4 +201,14 @@ func processSchema(statuses ...cks.ProcessStatus) *jsonschema.Schema {
 		}
 	}
 	return s
+}
+
+// reporterOf is the principal a process's liveness row is reported by: the
+// caller's id, "" for a caller that is none (report_process writes it, a
+// claim for a process reads by it).
+func reporterOf(ctx context.Context) string {
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return p.ID
+	}
+	return ""
 }
