@@ -16,6 +16,7 @@ import (
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
 	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 func enqueue(t testing.TB, st *backend.Backend, n cks.NewTask) cks.Task {
@@ -109,7 +110,8 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
-		_, ab, err := st.Tasks.Stop(ctx, claimed[0].ID, "operator", "halt", 30*time.Second)
+		stopped, err := st.Tasks.StopTask(ctx, ledger.StopParams{ID: claimed[0].ID, Actor: "operator", Reason: "halt", Deadline: 30 * time.Second})
+		ab := stopped.Abort
 		if err != nil || ab == nil {
 			t.Fatal(ab, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // ClaimType claims exactly one task of type typ for worker or fails the test.
@@ -89,7 +90,7 @@ func Into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.T
 		_, err = s.Tasks.Cancel(Ctx(t), id, "op", "dropped")
 	case cks.TaskStopped:
 		id = enq().ID
-		_, _, err = s.Tasks.Stop(Ctx(t), id, "op", "setup", 0)
+		_, err = s.Tasks.StopTask(Ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "setup"})
 	default:
 		t.Fatalf("into(%s): no recipe", st)
 	}

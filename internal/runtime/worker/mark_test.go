@@ -106,7 +106,7 @@ func drain(c *counted) {
 // without waiting for the confirmation.
 func stopTask(t testing.TB, op *backend.Backend, task cks.ClaimedTask) {
 	t.Helper()
-	if _, _, err := op.Tasks.Stop(ctx(t), task.ID, "operator", "between claim and run", 30*time.Second); err != nil {
+	if _, err := op.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "between claim and run", Deadline: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 }

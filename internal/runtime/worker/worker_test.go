@@ -550,7 +550,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 
 		// A lost lease is an answer: one call, no retry.
 		lost := claim(t, st, cks.NewTask{Title: "stopped"}, "w")
-		if _, _, err := st.Tasks.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
+		if _, err := st.Tasks.StopTask(ctx(t), ledger.StopParams{ID: lost.ID, Actor: "op", Reason: "hold", Deadline: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		f.calls = map[string]int{}

@@ -134,8 +134,14 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		c("Approve", "lease_token", func(v string) error { _, err := s.Tasks.Approve(ctx(t), reviewing.ID, reviewTok+v, "ok"); return err }),
 		c("Cancel", "reason", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, "op", v); return err }),
 		c("Cancel", "actor", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, v, "why"); return err }),
-		c("Stop", "reason", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), running.ID, "op", v, 0); return err }),
-		c("Stop", "actor", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), open1.ID, v, "why", 0); return err }),
+		c("Stop", "reason", func(v string) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: running.ID, Actor: "op", Reason: v})
+			return err
+		}),
+		c("Stop", "actor", func(v string) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: open1.ID, Actor: v, Reason: "why"})
+			return err
+		}),
 		c("Start", "reason", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, "op", v); return err }),
 		c("Start", "actor", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, v, "go"); return err }),
 		c("Update", "actor", func(v string) error {

@@ -280,7 +280,8 @@ func TestBulkEachTaskAsItIs(t *testing.T) {
 		})
 
 		held := claimOne(t, s, "each-held")
-		_, ab, err := s.Tasks.Stop(ctx, held.ID, "op", "hold", time.Second)
+		stopped, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: held.ID, Actor: "op", Reason: "hold", Deadline: time.Second})
+		ab := stopped.Abort
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,24 +43,22 @@ type UpdateParams struct {
 }
 
 // StopTask is the operator's stop (ADR 0020): it holds the task in STOPPED
-// (Stop) and, when that revoked a running executor's lease and p.Wait is
-// set, waits up to the deadline for the executor to confirm the abort. The
-// returned abort is then AbortConfirmed or AbortUnconfirmed, and so is the
-// stored one. Without Wait the abort is returned pending; its outcome is
-// settled later by the executor's confirmation or by ExpireAborts. The API,
-// MCP server and CLI all call it, so the wait and its outcome behave the
-// same everywhere.
+// (stop: a running executor's lease revoked, its attempt given back, an
+// abort requested of it) and, when that revoked a running executor's lease
+// and p.Wait is set, waits up to the deadline for the executor to confirm
+// the abort. The returned abort is then AbortConfirmed or
+// AbortUnconfirmed, and so is the stored one. Without Wait the abort is
+// returned pending; its outcome is settled later by the executor's
+// confirmation or by ExpireAborts. The API, MCP server and CLI all call
+// it, so the wait and its outcome behave the same everywhere.
 func (s *Service) StopTask(ctx context.Context, p StopParams) (cks.TaskStopResult, error) {
-	deadline, err := cks.ValidateDeadline(p.Deadline)
-	if err != nil {
-		return cks.TaskStopResult{}, err
+	res, deadline, err := s.stop(ctx, p)
+	if err != nil || res.Abort == nil || !p.Wait {
+		return res, err
 	}
-	t, ab, from, err := s.stop(ctx, p.ID, p.Actor, p.Reason, deadline)
-	if err != nil || ab == nil || !p.Wait {
-		return cks.TaskStopResult{Task: t, From: from, Abort: ab}, err
-	}
-	got, err := s.WaitAbort(ctx, ab.ID, deadline)
-	return cks.TaskStopResult{Task: t, From: from, Abort: &got}, err
+	got, err := s.WaitAbort(ctx, res.Abort.ID, deadline)
+	res.Abort = &got
+	return res, err
 }
 
 // UpdateTask is the operator's update: Update, and when that restarted a

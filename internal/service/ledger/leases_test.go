@@ -151,7 +151,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 			must(t, "RequestInput", err)
 		}},
 		{"Stop", func(t *testing.T, c cks.ClaimedTask) {
-			_, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0)
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"})
 			must(t, "Stop", err)
 		}},
 		{"restarting Update", func(t *testing.T, c cks.ClaimedTask) {
@@ -270,7 +270,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
 		}
 	}
-	if _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); err != nil {
+	if _, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	mustStart(t, s, c.ID)

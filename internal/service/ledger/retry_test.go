@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // failed enqueues n and fails its only attempt (max_attempts 1), having
@@ -108,7 +109,7 @@ func TestRetryRefused(t *testing.T) {
 		ctx := context.Background()
 		opened, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-open"})
 		stopped, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-stopped"})
-		if _, _, err := s.Tasks.Stop(ctx, stopped.ID, "op", "hold", time.Second); err != nil {
+		if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold", Deadline: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		done, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-done"})

@@ -26,34 +26,31 @@ func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toAbort(a), ex.Notify(ctx, cks.TopicTaskAborts)
 }
 
-// Stop holds task id in STOPPED. For CLAIMED/RUNNING it revokes the
-// lease, gives the attempt back (attempts-1: a stop must not consume the
-// retry budget), records a pending Abort naming the executor with
-// deadline_at = now+deadline, and publishes TopicTaskAborts, all in one
-// transaction; the Abort is returned. For OPEN, WAITING, BLOCKED,
-// NEEDS_INPUT, NEEDS_REVIEW and REVIEWING it only moves the task (a
-// reviewer's lease is revoked without an abort request). A terminal or
-// already STOPPED task is ErrConflict naming its state. reason must be
-// non-empty (FieldError reason); deadline as ValidateDeadline.
-func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
-	t, ab, _, err := s.stop(ctx, id, actor, reason, deadline)
-	return t, ab, err
-}
-
-// stop is Stop that also returns the state the task was stopped from.
-func (s *Service) stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, cks.TaskState, error) {
-	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateStopReason(reason)); err != nil {
-		return cks.Task{}, nil, "", err
+// stop holds task p.ID in STOPPED (StopTask without the wait). For
+// CLAIMED/RUNNING it revokes the lease, gives the attempt back
+// (attempts-1: a stop must not consume the retry budget), records a
+// pending Abort naming the executor with deadline_at = now+deadline, and
+// publishes TopicTaskAborts, all in one transaction; the Abort is
+// returned. For OPEN, WAITING, BLOCKED, NEEDS_INPUT, NEEDS_REVIEW and
+// REVIEWING it only moves the task (a reviewer's lease is revoked without
+// an abort request). A terminal or already STOPPED task is ErrConflict
+// naming its state. The reason must be non-empty (FieldError reason), the
+// deadline as ValidateDeadline; the deadline used is returned with the
+// task, the abort and the state the task was stopped from.
+func (s *Service) stop(ctx context.Context, p StopParams) (cks.TaskStopResult, time.Duration, error) {
+	if err := cmp.Or(cks.ValidateText("actor", p.Actor), ValidateStopReason(p.Reason)); err != nil {
+		return cks.TaskStopResult{}, 0, err
 	}
-	deadline, err := cks.ValidateDeadline(deadline)
+	deadline, err := cks.ValidateDeadline(p.Deadline)
 	if err != nil {
-		return cks.Task{}, nil, "", err
+		return cks.TaskStopResult{}, 0, err
 	}
+	actor, reason := p.Actor, p.Reason
 	var (
 		ab   *cks.Abort
 		from cks.TaskState
 	)
-	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+	t, err := s.onTask(ctx, p.ID, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		var (
 			out driver.TaskRow
 			err error
@@ -63,9 +60,9 @@ func (s *Service) stop(ctx context.Context, id int64, actor, reason string, dead
 		return out, err
 	})
 	if err != nil {
-		return t, nil, "", err
+		return cks.TaskStopResult{Task: t}, deadline, err
 	}
-	return t, ab, from, nil
+	return cks.TaskStopResult{Task: t, From: from, Abort: ab}, deadline, nil
 }
 
 // stopTx moves cur (read and locked) to STOPPED, revoking any lease. A
@@ -129,7 +126,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
 // edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
 // task is evaluated by Start). CLAIMED/RUNNING with a material patch:
-// stop (as Stop, with an Abort) → apply → start (as Start), one
+// stop (as StopTask, with an Abort) → apply → start (as Start), one
 // transaction, so no reader sees the task STOPPED; with a non-material
 // patch: live. NEEDS_INPUT, NEEDS_REVIEW, REVIEWING: non-material edits
 // in place, material ones ErrConflict ("stop it first"). Terminal:

@@ -65,11 +65,11 @@ func mustRunning(t testing.TB, s *backend.Backend, typ, worker string) cks.Claim
 // mustStop stops task id or fails the test.
 func mustStop(t testing.TB, s *backend.Backend, id int64, deadline time.Duration) (cks.Task, *cks.Abort) {
 	t.Helper()
-	task, ab, err := s.Tasks.Stop(ctx(t), id, "op", "hold it", deadline)
+	res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "hold it", Deadline: deadline})
 	if err != nil {
 		t.Fatalf("Stop(%d): %v", id, err)
 	}
-	return task, ab
+	return res.Task, res.Abort
 }
 
 // mustStart starts task id or fails the test.
@@ -207,7 +207,7 @@ type actionCall struct {
 // allActions are the operator verbs of package cks.
 var allActions = []actionCall{
 	{cks.ActionStop, func(t testing.TB, s *backend.Backend, id int64) error {
-		_, _, err := s.Tasks.Stop(ctx(t), id, "op", "hold", time.Minute)
+		_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "hold", Deadline: time.Minute})
 		return err
 	}},
 	{cks.ActionStart, func(t testing.TB, s *backend.Backend, id int64) error {
@@ -283,7 +283,8 @@ func testTaskStopEachState(t *testing.T, open backendtest.Opener) {
 		before, tok := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		clk.Advance(time.Second)
 		now := clk.Now()
-		got, ab, err := s.Tasks.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
+		res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: before.ID, Actor: "op", Reason: "hold " + string(st), Deadline: 2 * time.Minute})
+		got, ab := res.Task, res.Abort
 		if err != nil {
 			t.Errorf("Stop of a %s task: %v", st, err)
 			continue
@@ -400,9 +401,9 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 	for _, st := range []cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped} {
 		task, _ := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
-		_, ab, err := s.Tasks.Stop(ctx(t), task.ID, "op", "again", 0)
-		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
-			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, ab, err, st)
+		res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "op", Reason: "again"})
+		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || res.Abort != nil {
+			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, res.Abort, err, st)
 		}
 		unchanged(t, s, "Stop of a "+string(st)+" task", before)
 	}
@@ -420,7 +421,7 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 	for _, b := range bad {
 		before := snapshot(t, s, open1.ID, run.ID)
 		for _, id := range []int64{open1.ID, run.ID} {
-			if _, _, err := s.Tasks.Stop(ctx(t), id, "op", b.reason, b.deadline); !cks.IsFieldError(err, b.field) {
+			if _, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: b.reason, Deadline: b.deadline}); !cks.IsFieldError(err, b.field) {
 				t.Errorf("Stop(%d, reason %q, deadline %v): err = %v, want a FieldError naming %s", id, b.reason, b.deadline, err, b.field)
 			}
 		}
@@ -430,10 +431,10 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("after refused stops LeaseHeld = %v, %v; want the executor's lease intact", held, err)
 	}
 	// The largest deadline is allowed.
-	if _, ab, err := s.Tasks.Stop(ctx(t), run.ID, "op", "r", cks.MaxAbortDeadline); err != nil || ab == nil {
-		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
+	if res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: run.ID, Actor: "op", Reason: "r", Deadline: cks.MaxAbortDeadline}); err != nil || res.Abort == nil {
+		t.Fatalf("Stop with the maximum deadline: %v, %v", res.Abort, err)
 	}
-	_, _, err := s.Tasks.Stop(ctx(t), run.ID+1000, "op", "r", 0)
+	_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: run.ID + 1000, Actor: "op", Reason: "r"})
 	backendtest.WantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -1169,9 +1170,9 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 		do   func() error
 	}{
 		{"Stop", func() error {
-			_, ab, err := s.Tasks.Stop(ctx(t), stopped.ID, "op", "hold", 0)
-			if ab != nil {
-				abortID = ab.ID
+			res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold"})
+			if res.Abort != nil {
+				abortID = res.Abort.ID
 			}
 			return err
 		}},
@@ -1200,7 +1201,10 @@ func testTaskLeaseHeld(t *testing.T, open backendtest.Opener) {
 		name string
 		end  func(c cks.ClaimedTask) error
 	}{
-		{"Stop", func(c cks.ClaimedTask) error { _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Stop", func(c cks.ClaimedTask) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"})
+			return err
+		}},
 		{"Cancel", func(c cks.ClaimedTask) error { _, err := s.Tasks.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
 		{"Complete", func(c cks.ClaimedTask) error {
 			_, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
@@ -1428,7 +1432,10 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 		name string
 		call func() error
 	}{
-		{"Stop", func() error { _, _, err := s.Tasks.Stop(ctx(t), id, "op", "x", 0); return err }},
+		{"Stop", func() error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "x"})
+			return err
+		}},
 		{"Start", func() error { _, err := s.Tasks.Start(ctx(t), id, "op", "x"); return err }},
 		{"Update", func() error {
 			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Title: ptr("x")}})
@@ -1480,7 +1487,9 @@ func testTaskControlConcurrent(t *testing.T, open backendtest.Opener) {
 		begin := make(chan struct{})
 		wg.Go(func() {
 			<-begin
-			_, stopAbort, stopErr = handles[0].Tasks.Stop(ctx(t), c.ID, "op", "race", 0)
+			var res cks.TaskStopResult
+			res, stopErr = handles[0].Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "race"})
+			stopAbort = res.Abort
 		})
 		wg.Go(func() {
 			<-begin

@@ -41,6 +41,7 @@ import (
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/runtime/pipeline"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/api"
 )
@@ -182,13 +183,13 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	switch st {
 	case open:
 	case stopped:
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "held for the fuzz input", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 	case claimed:
 		claim()
 	case aborting:
 		claim()
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "held for the fuzz input", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 	case running:
 		run()
@@ -210,7 +211,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 		tg.ws = fmt.Sprintf("/tmp/fuzz-workspace-%d", h.n)
 		_, err = h.store.Tasks.AddEvidence(ctx, tg.id, tg.lease, cks.EvidenceWorkspace, tg.ws)
 		must(err)
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "rerun", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "rerun", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 		_, err = h.store.Tasks.ConfirmAbort(ctx, tg.id, tg.lease)
 		must(err)

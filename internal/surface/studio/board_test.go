@@ -21,6 +21,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver/sqlite"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/studio"
 )
@@ -604,7 +605,7 @@ func TestTaskBoardNamesUnclaimedTypes(t *testing.T) {
 func TestTaskBoardRowSaysWhoStopped(t *testing.T) {
 	e := newFullEnv(t)
 	held := enqueue(t, e.store, "plain", "Held by an operator")
-	if _, _, err := e.store.Tasks.Stop(context.Background(), held.ID, "ops-alice", "waiting on the <vendor>", time.Minute); err != nil {
+	if _, err := e.store.Tasks.StopTask(context.Background(), ledger.StopParams{ID: held.ID, Actor: "ops-alice", Reason: "waiting on the <vendor>", Deadline: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	enqueue(t, e.store, "plain", "Still open")

@@ -35,7 +35,8 @@ func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.Cl
 
 func stop(t *testing.T, s *backend.Backend, id int64, reason string) *cks.Abort {
 	t.Helper()
-	_, ab, err := s.Tasks.Stop(context.Background(), id, "operator", reason, time.Minute)
+	stopped, err := s.Tasks.StopTask(context.Background(), ledger.StopParams{ID: id, Actor: "operator", Reason: reason, Deadline: time.Minute})
+	ab := stopped.Abort
 	if err != nil {
 		t.Fatalf("stop %d: %v", id, err)
 	}
@@ -324,7 +325,7 @@ func TestTaskPageSaysWhoMovedIt(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend.Backend) {
 		h := taskStudio(b)
 		held := backendtest.MustEnqueue(t, b, cks.NewTask{Type: "build", Title: "held"})
-		if _, _, err := b.Tasks.Stop(context.Background(), held.ID, "night-operator", "freeze window", cks.DefaultAbortDeadline); err != nil {
+		if _, err := b.Tasks.StopTask(context.Background(), ledger.StopParams{ID: held.ID, Actor: "night-operator", Reason: "freeze window", Deadline: cks.DefaultAbortDeadline}); err != nil {
 			t.Fatal(err)
 		}
 		r := get(t, h, fmt.Sprintf("/tasks/%d", held.ID))
