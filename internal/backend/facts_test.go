@@ -160,7 +160,7 @@ func eventLoad(ctx context.Context, s *ledger.Service, worker string, rounds int
 				return err
 			}
 		}
-		claimed, err := s.Claim(ctx, worker, nil, 3, time.Minute)
+		claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: worker, N: 3, Lease: time.Minute})
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,7 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 		for i := range 20 {
 			backendtest.MustEnqueue(t, agent, cks.NewTask{Type: "burst", Title: fmt.Sprint(i), MaxAttempts: 1})
 		}
-		claimed, err := agent.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"burst"}, N: 20,
+		claimed, err := agent.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"burst"}, N: 20,
 			Lease: backendtest.Lease, Running: true})
 		if err != nil || len(claimed) != 20 {
 			t.Fatalf("claim: %d tasks, %v", len(claimed), err)

@@ -65,7 +65,7 @@ func TestLeaseReaper(t *testing.T) {
 		held := enqueue(t, st, cks.NewTask{Type: "v"})
 		leases := map[string]string{}
 		for _, typ := range []string{"t", "u", "v"} {
-			ts, err := st.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Minute})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
@@ -106,7 +106,7 @@ func TestLeaseReaperSettlesAborts(t *testing.T) {
 		c := clock.NewFake(backendtest.T0)
 		st := open(t, driver.WithClock(c))
 		enqueue(t, st, cks.NewTask{Type: "t"})
-		claimed, err := st.Tasks.Claim(ctx, "agent-gone", []string{"t"}, 1, time.Hour)
+		claimed, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "agent-gone", Types: []string{"t"}, N: 1, Lease: time.Hour})
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
@@ -247,7 +247,7 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 		st := open(t, driver.WithClock(c))
 		claim := func(typ, worker string) cks.ClaimedTask {
 			t.Helper()
-			ts, err := st.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+			ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}

@@ -15,7 +15,7 @@ import (
 // ClaimType claims exactly one task of type typ for worker or fails the test.
 func ClaimType(t testing.TB, s *backend.Backend, worker, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(Ctx(t), worker, []string{typ}, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: Lease})
 	if err != nil {
 		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
 	}
@@ -136,7 +136,7 @@ func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
 func MustClaimOne(t testing.TB, s *backend.Backend, worker string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(Ctx(t), worker, nil, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: worker, N: 1, Lease: Lease})
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", worker, err)
 	}

@@ -63,9 +63,9 @@ func claimRunning(t testing.TB, st *backend.Backend, title, worker string) cks.C
 	if _, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: title}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
+	got, err := st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
 	if err != nil || len(got) != 1 {
-		t.Fatalf("ClaimWith = %v, %v", got, err)
+		t.Fatalf("Claim = %v, %v", got, err)
 	}
 	return got[0]
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 func TestCovers(t *testing.T) {
@@ -101,7 +102,7 @@ func TestCheckAndRequire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claimed, err := s.Tasks.Claim(ctx, "worker", []string{"mine"}, 1, time.Minute)
+	claimed, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "worker", Types: []string{"mine"}, N: 1, Lease: time.Minute})
 	if err != nil || len(claimed) != 1 || claimed[0].ID != 7 {
 		t.Fatalf("claim of task 7: %+v, %v", claimed, err)
 	}
@@ -166,7 +167,7 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	}
 	claim := func(typ string) cks.ClaimedTask {
 		t.Helper()
-		cs, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+		cs, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Minute})
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim %s: %v, %v", typ, cs, err)
 		}

@@ -90,11 +90,11 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		j("Enqueue", "metadata", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
 		// Tasks: executor calls.
 		c("Claim", "worker", func(v string) error {
-			_, err := s.Tasks.Claim(ctx(t), v, []string{"bt-open"}, 1, backendtest.Lease)
+			_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: v, Types: []string{"bt-open"}, N: 1, Lease: backendtest.Lease})
 			return err
 		}),
 		c("Claim", "types", func(v string) error {
-			_, err := s.Tasks.Claim(ctx(t), "w", []string{"bt-open", v}, 1, backendtest.Lease)
+			_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"bt-open", v}, N: 1, Lease: backendtest.Lease})
 			return err
 		}),
 		c("MarkRunning", "lease_token", func(v string) error { _, err := s.Tasks.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),

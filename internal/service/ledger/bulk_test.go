@@ -21,7 +21,7 @@ func claimOne(t testing.TB, s *backend.Backend, typ string) cks.ClaimedTask {
 	if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Tasks.Claim(ctx, "w-"+typ, []string{typ}, 1, time.Minute)
+	got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w-" + typ, Types: []string{typ}, N: 1, Lease: time.Minute})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim %s: %+v, %v", typ, got, err)
 	}

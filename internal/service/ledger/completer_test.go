@@ -158,7 +158,7 @@ func claimN(t testing.TB, s *ledger.Service, typ string, n int) []cks.ClaimedTas
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Claim(ctx, "w", []string{typ}, n, time.Hour)
+	got, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: n, Lease: time.Hour})
 	if err != nil || len(got) != n {
 		t.Fatalf("claim: %d of %d, %v", len(got), n, err)
 	}

@@ -86,7 +86,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 	// to RUNNING in the claim).
 	claim := func(typ, worker string, running bool) cks.ClaimedTask {
 		t.Helper()
-		cs, err := tasks.ClaimWith(c, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1,
+		cs, err := tasks.Claim(c, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1,
 			Lease: backendtest.Lease, Running: running})
 		must("claim "+typ, err)
 		if len(cs) != 1 {

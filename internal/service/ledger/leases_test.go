@@ -35,7 +35,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open backendtest.Opener) {
 		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	}
 	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r"})
-	claimed, err := s.Tasks.Claim(ctx(t), "w", []string{"t"}, 3, backendtest.Lease)
+	claimed, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"t"}, N: 3, Lease: backendtest.Lease})
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
 	}

@@ -160,7 +160,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Minute})
 			if err != nil || len(claimed) != 1 || claimed[0].ID != a.ID {
 				t.Fatalf("%s: claim = %+v, %v", c.name, claimed, err)
 			}
@@ -290,7 +290,7 @@ func TestHotPathRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := s.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1,
+			claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1,
 				Lease: time.Minute, Running: c.running})
 			if err != nil || len(claimed) != 1 {
 				t.Fatalf("%s: claim = %+v, %v", c.name, claimed, err)

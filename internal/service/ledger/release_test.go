@@ -33,7 +33,7 @@ func TestReleaseExecutor(t *testing.T) {
 		}
 		claim := func(worker, typ string) cks.ClaimedTask {
 			t.Helper()
-			ts, err := s.ClaimWith(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour, Running: true})
+			ts, err := s.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour, Running: true})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s by %s: %v %v", typ, worker, ts, err)
 			}

@@ -68,7 +68,7 @@ func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	}
 	check("enqueue", backendtest.T0)
 	clk.Advance(time.Minute)
-	cs, err := s.Tasks.Claim(ctx(t), "w", nil, 1, time.Hour) // a lease that outlives the steps below
+	cs, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Hour}) // a lease that outlives the steps below
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("Claim = %+v, %v", cs, err)
 	}
@@ -256,7 +256,7 @@ func testTaskReleaseDependencies(t *testing.T, open backendtest.Opener) {
 	if again, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || again != (ledger.DependencyRelease{}) {
 		t.Errorf("second ReleaseDependencies = %+v, %v; want nothing to do", again, err)
 	}
-	ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, backendtest.Lease)
+	ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 10, Lease: backendtest.Lease})
 	var claimed []int64
 	for _, task := range ts {
 		claimed = append(claimed, task.ID)

@@ -482,10 +482,10 @@ func testTaskDispatchExclusion(t *testing.T, open backendtest.Opener) {
 
 	for _, far := range []time.Duration{backendtest.Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
 		clk.Advance(far)
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 100, backendtest.Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", N: 100, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim with only excluded tasks = %d tasks (%+v), %v; want none", len(ts), ts, err)
 		}
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, backendtest.Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", Types: []string{"x"}, N: 100, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
 		}
 		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
@@ -817,7 +817,7 @@ func testTaskUpdateDependencies(t *testing.T, open backendtest.Opener) {
 	}
 	checkEventChain(t, got)
 	wantFenced(t, s, r.ID, tok, "after a dependency edit of a RUNNING task")
-	if ts, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r"}, N: 1, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of the WAITING task = %+v, %v", ts, err)
 	}
 }

@@ -717,27 +717,21 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim leases up to n claimable tasks of the given types (any type when
-// types is empty) to worker: state OPEN, run_after passed, not in the
+// Claim leases up to p.N claimable tasks of the types p.Types (any type
+// when empty) to p.Worker: state OPEN, run_after passed, not in the
 // dispatch-exclusion set — or CLAIMED or RUNNING under a lease that expired
 // unrenewed, which the claim takes back first as the reaper would (the
 // attempt counted; FAILED "max attempts" when none is left) —; highest
 // priority first, then oldest. Each gets CLAIMED, claimed_by, claimed_at,
 // a fresh lease token (NewLeaseToken, stored as its hash), lease_expires_at
-// = now+lease (d; 0: the default lease) and attempts+1. The tasks are
-// returned in that order, each with its plain token.
+// = now+p.Lease (0: the default lease) and attempts+1 — and with
+// p.Running moves on to RUNNING in the same transaction, as MarkRunning
+// would (one commit less for an executor that starts at once;
+// worker.Executor skips MarkRunning for a RUNNING task). The tasks are
+// returned in that order, each with its plain token. It is claim_tasks'
+// entry point, and every executor in this process claims through it too.
 //
-// ClaimWith without Running.
-func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]cks.ClaimedTask, error) {
-	return s.ClaimWith(ctx, ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
-}
-
-// ClaimWith is Claim with its arguments in p, and the choice of
-// p.Running: each claimed task moves on to RUNNING in the same
-// transaction, as MarkRunning would (one commit less for an executor that
-// starts at once; worker.Executor skips MarkRunning for a RUNNING task).
-//
-// in one driver statement (TaskClaim): the claimable tasks are locked (SKIP
+// In one driver statement (TaskClaim): the claimable tasks are locked (SKIP
 // LOCKED: another claimer's are passed over) and leased at once — and,
 // with p.Running, moved on to RUNNING. Neither writes an event: the
 // attempt lives on the row until the event that ends it records it whole
@@ -745,8 +739,10 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer). With p.Wait and nothing to claim, the claim waits
-// up to that long for a task it can take (claimWaiting).
-func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
+// up to that long for a task it can take (claimWaiting). With p.Issue,
+// each claimed task is given its credential before the claim returns, or
+// the claim is given back whole (issue).
+func (s *Service) Claim(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTaskTypes("types", p.Types); err != nil {
 		return nil, err
 	}
@@ -768,13 +764,18 @@ func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTa
 	if err := validateWait(p.Wait); err != nil {
 		return nil, err
 	}
+	claim := s.claimNow
 	if p.Wait > 0 {
-		return s.claimWaiting(ctx, p)
+		claim = s.claimWaiting
 	}
-	return s.claimNow(ctx, p)
+	ts, err := claim(ctx, p)
+	if err != nil || p.Issue == nil {
+		return ts, err
+	}
+	return s.issue(ctx, ts, p.Issue)
 }
 
-// claimNow is ClaimWith's claim, p checked.
+// claimNow is Claim's claim, p checked.
 func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
 	for i := range c.tokens {

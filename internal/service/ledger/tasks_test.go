@@ -157,7 +157,7 @@ func testTaskBadInput(t *testing.T, open backendtest.Opener) {
 		{"lease_s", "w", 1, ledger.MaxLease + time.Second},
 	}
 	for _, c := range claims {
-		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
+		_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: c.worker, N: c.n, Lease: c.lease})
 		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("Claim(%q, %d, %v): err = %v, want a FieldError naming %s", c.worker, c.n, c.lease, err, c.field)
 		}
@@ -296,7 +296,7 @@ func testTaskClaimOrder(t *testing.T, open backendtest.Opener) {
 	}
 	clk.Advance(time.Second)
 	now := clk.Now()
-	got, err := s.Tasks.Claim(ctx(t), "w1", []string{"build"}, 2, backendtest.Lease)
+	got, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w1", Types: []string{"build"}, N: 2, Lease: backendtest.Lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,11 +316,11 @@ func testTaskClaimOrder(t *testing.T, open backendtest.Opener) {
 	if got[0].LeaseToken == got[1].LeaseToken {
 		t.Fatal("two claims share a lease token")
 	}
-	rest, err := s.Tasks.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, backendtest.Lease)
+	rest, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", Types: []string{"build", "nothing"}, N: 10, Lease: backendtest.Lease})
 	if err != nil || len(rest) != 1 || rest[0].ID != low.ID {
 		t.Fatalf("second claim = %+v, %v; want only %d (the parked task is excluded)", rest, err, low.ID)
 	}
-	any, err := s.Tasks.Claim(ctx(t), "w3", nil, 10, backendtest.Lease)
+	any, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w3", N: 10, Lease: backendtest.Lease})
 	if err != nil || len(any) != 1 || any[0].ID != other.ID {
 		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
 	}
@@ -423,7 +423,7 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
 		t.Fatalf("dead letter: %+v, event %+v", got, e)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 5, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
 	}
 	blocked := backendtest.WantState(t, s, dependant.ID, cks.TaskBlocked)
@@ -476,7 +476,7 @@ func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 1, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 1, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim before run_after = %+v, %v", ts, err)
 	}
 	clk.Set(hi)
@@ -624,7 +624,7 @@ func testTaskAskAnswer(t *testing.T, open backendtest.Opener) {
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
 	backendtest.WantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
-	if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", N: 5, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
 	if _, err := s.Tasks.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
@@ -744,7 +744,7 @@ func testTaskList(t *testing.T, open backendtest.Opener) {
 		}
 		ids = append(ids, backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
 	}
-	c, err := s.Tasks.Claim(ctx(t), "w", []string{"b"}, 1, backendtest.Lease)
+	c, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"b"}, N: 1, Lease: backendtest.Lease})
 	if err != nil || len(c) != 1 {
 		t.Fatal(err)
 	}
@@ -847,7 +847,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open backendtest.Opener) 
 		h := open(t, driver.WithClock(clk))
 		wg.Go(func() {
 			for {
-				ts, err := h.Tasks.Claim(ctx(t), "w-"+typ, []string{typ}, 1, backendtest.Lease)
+				ts, err := h.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w-" + typ, Types: []string{typ}, N: 1, Lease: backendtest.Lease})
 				if err != nil || len(ts) == 0 {
 					errs <- err
 					return

@@ -167,7 +167,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	tg := target{id: tk.ID}
 	claim := func() {
 		t.Helper()
-		ts, err := h.store.Tasks.Claim(ctx, "fuzz-worker", []string{typ}, 1, time.Hour)
+		ts, err := h.store.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "fuzz-worker", Types: []string{typ}, N: 1, Lease: time.Hour})
 		must(err)
 		if len(ts) != 1 || ts[0].ID != tg.id {
 			t.Fatalf("set up a %s task: claimed %d tasks of type %s, want task %d", st, len(ts), typ, tg.id)

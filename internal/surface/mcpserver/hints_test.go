@@ -37,7 +37,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 		if _, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: typ, Title: typ}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.store.Tasks.Claim(ctx(t), "w", []string{typ}, 1, time.Hour)
+		c, err := e.store.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Hour})
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim: %v %v", c, err)
 		}

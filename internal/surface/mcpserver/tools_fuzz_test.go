@@ -149,7 +149,7 @@ func (h *toolHub) task(t testing.TB, state string) (int64, string) {
 		must(err)
 		return tk.ID, ""
 	}
-	ts, err := h.store.Tasks.Claim(c, "fuzz-worker", []string{typ}, 1, time.Hour)
+	ts, err := h.store.Tasks.Claim(c, ledger.ClaimParams{Worker: "fuzz-worker", Types: []string{typ}, N: 1, Lease: time.Hour})
 	must(err)
 	if len(ts) != 1 {
 		t.Fatalf("set up a %s task: claimed %d", state, len(ts))

@@ -214,7 +214,7 @@ func enqueue(t *testing.T, s *backend.Backend, typ, title string) cks.Task {
 
 func claim(t *testing.T, s *backend.Backend, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "worker-1", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim %s: %v, %d tasks", typ, err, len(ts))
 	}

@@ -123,7 +123,7 @@ func TestBrowserContrast(t *testing.T) {
 			taskIn(t, b, st)
 		}
 		enqueue(t, b, "aborted", "a task whose abort is pending")
-		claimed, err := b.Tasks.Claim(context.Background(), "worker-1", []string{"aborted"}, 1, time.Hour)
+		claimed, err := b.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "worker-1", Types: []string{"aborted"}, N: 1, Lease: time.Hour})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}

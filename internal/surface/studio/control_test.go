@@ -23,7 +23,7 @@ func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.Cl
 	t.Helper()
 	ctx := context.Background()
 	task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
-	ts, err := s.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
 		t.Fatalf("claim %s: %v, %+v", typ, err, ts)
 	}
@@ -172,7 +172,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	ts, err := e.store.Tasks.Claim(ctx, "worker-2", []string{"build"}, 1, time.Hour)
+	ts, err := e.store.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "worker-2", Types: []string{"build"}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim after start: %v %+v", err, ts)
 	}
