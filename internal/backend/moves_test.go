@@ -132,8 +132,8 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 			t.Fatal(err)
 		}
 		published("the claim")
-		if _, err := agent.Tasks.Touch(ctx, last.ID, lease.LeaseToken); err != nil {
-			t.Fatal(err)
+		if res, err := agent.Tasks.Heartbeat(ctx, last.ID, lease.LeaseToken); err != nil || !res.Held {
+			t.Fatal(res, err)
 		}
 		if err := agent.FlushMoves(ctx); err != nil {
 			t.Fatal(err)

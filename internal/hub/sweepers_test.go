@@ -78,8 +78,8 @@ func TestLeaseReaper(t *testing.T) {
 		}
 		// Keep one lease alive, let the others run out: they are reaped
 		// at once (the stale window is no grace under a task's lease).
-		if ok, err := st.Tasks.Touch(ctx, held.ID, leases["v"]); !ok || err != nil {
-			t.Fatalf("touch: %v %v", ok, err)
+		if res, err := st.Tasks.Heartbeat(ctx, held.ID, leases["v"]); !res.Held || err != nil {
+			t.Fatalf("touch: %v %v", res.Held, err)
 		}
 		c.Advance(time.Millisecond)
 		if n := sweep(t, reaper); n != 2 {

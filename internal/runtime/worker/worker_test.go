@@ -439,7 +439,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 		}
 		c.Advance(time.Nanosecond)
 		for i := 1; i <= 2; i++ {
-			// The next wait is armed once this beat's Touch returned.
+			// The next wait is armed once this beat's Heartbeat returned.
 			if err := c.WaitArmed(ctx(t), 1); err != nil {
 				t.Fatal(err)
 			}

@@ -1,5 +1,5 @@
 // Package lease keeps a lease alive while work runs under it. The task
-// ledger's leases (worker: Touch every third of the lease, ADR 0020) and the
+// ledger's leases (worker: Heartbeat every third of the lease, ADR 0020) and the
 // knowledge store's object claims (pipeline: TouchClaim, ADR-007) are the
 // same mechanism: renew every period, and when a renewal finds the lease
 // gone, cancel the work. A Keeper is that mechanism, once.

@@ -98,7 +98,7 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 			return err
 		}),
 		c("MarkRunning", "lease_token", func(v string) error { _, err := s.Tasks.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),
-		c("Touch", "lease_token", func(v string) error { _, err := s.Tasks.Touch(ctx(t), running.ID, runTok+v); return err }),
+		c("Heartbeat", "lease_token", func(v string) error { _, err := s.Tasks.Heartbeat(ctx(t), running.ID, runTok+v); return err }),
 		c("AddEvidence", "lease_token", func(v string) error {
 			_, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok+v, "log", "b")
 			return err

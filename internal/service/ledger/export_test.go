@@ -9,7 +9,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 )
 
-// Queued reports how many Complete, Fail and Touch calls of s wait for the
+// Queued reports how many Complete, Fail and Heartbeat calls of s wait for the
 // next flush of its completer.
 func Queued(s *Service) int { return s.completer.Queued() }
 

@@ -15,7 +15,7 @@ type ClaimParams struct {
 	Types []string
 	// N is the most tasks the claim takes.
 	N int
-	// Lease is each lease's duration, MinLease to MaxLease (Touch renews
+	// Lease is each lease's duration, MinLease to MaxLease (Heartbeat renews
 	// it by as much); 0 is the service's default lease
 	// (Settings.DefaultLease, CKS_STALE_WINDOW). Once it has run out
 	// unrenewed, every call under it is ErrLeaseLost and the next claim

@@ -130,14 +130,14 @@ func testLateTouchRefused(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	c := claimShort(t, s, "touch", "w", true)
 	clk.Advance(shortLease / 2)
-	if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-		t.Fatalf("Touch within the lease = %v, %v; want held", held, err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+		t.Fatalf("Heartbeat within the lease = %v, %v; want held", res.Held, err)
 	}
 	clk.Advance(shortLease) // exactly the renewed lease
 	before := snapshot(t, s, c.ID)
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("Touch after the lease ran out = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("Heartbeat after the lease ran out = %+v, %v; want not held", res, err)
 	}
 	clk.Advance(time.Hour)
 	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); err != nil || res.Held || res.AbortRequested {
@@ -342,8 +342,8 @@ func testRenewedLeaseRunsFromRenewal(t *testing.T, open backendtest.Opener) {
 	c := claimShort(t, s, "job", "w", true)
 	for range 5 {
 		clk.Advance(shortLease / 3)
-		if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-			t.Fatalf("Touch every third of the lease = %v, %v", held, err)
+		if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+			t.Fatalf("Heartbeat every third of the lease = %v, %v", res.Held, err)
 		}
 	}
 	clk.Advance(shortLease - time.Millisecond)

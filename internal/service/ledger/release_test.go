@@ -91,7 +91,7 @@ func TestReleaseExecutor(t *testing.T) {
 			if _, err := s.Complete(ctx, id, tok, false, "zombie"); !errors.Is(err, cks.ErrLeaseLost) {
 				t.Errorf("a zombie completes task %d: %v, want ErrLeaseLost", id, err)
 			}
-			if ok, _ := s.Touch(ctx, id, tok); ok {
+			if res, _ := s.Heartbeat(ctx, id, tok); res.Held {
 				t.Errorf("a zombie renews the lease of task %d", id)
 			}
 		}

@@ -28,7 +28,7 @@ type Service struct {
 	clock clock.Clock
 	// jitter is the random fraction of a retry's backoff (Backoff's r).
 	jitter func() float64
-	// completer groups the Complete, Fail and Touch calls of this
+	// completer groups the Complete, Fail and Heartbeat calls of this
 	// process, claimer its claims.
 	completer completer
 	claimer   claimer
@@ -170,7 +170,7 @@ func holds(r driver.TaskRow, token string) bool {
 // service's clock (the database's on Postgres), is before its
 // lease_expires_at. A lease is exactly as long as its claim asked (or the
 // default lease, Settings.DefaultLease), renewed by as much by every
-// Touch. Every call under a lease needs it live (fence), LeaseHeld reports
+// Heartbeat. Every call under a lease needs it live (fence), LeaseHeld reports
 // it, and a lease that is not live is the next claim's to take back
 // (claimBatch), or the reaper's (ReclaimExpired) if nobody claims.
 func leaseLive(r driver.TaskRow, now time.Time) bool {

@@ -51,7 +51,7 @@ func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState)
 }
 
 // testTaskStateChangedAt: enqueue and every state change set
-// state_changed_at; writes that keep the state (Touch, AddEvidence) do not.
+// state_changed_at; writes that keep the state (Heartbeat, AddEvidence) do not.
 func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "timed"})
@@ -78,8 +78,8 @@ func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	}
 	claimed := clk.Now()
 	clk.Advance(time.Minute)
-	if _, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); err != nil {
-		t.Fatal(err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); err != nil || !res.Held {
+		t.Fatal(res, err)
 	}
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "x"); err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func wantEditEvent(t testing.TB, task cks.Task, actor string, st cks.TaskState, 
 }
 
 // wantFenced fails the test unless every executor write with token is
-// refused with ErrLeaseLost.
+// refused with ErrLeaseLost and its heartbeat finds the lease gone.
 func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) {
 	t.Helper()
 	calls := []struct {
@@ -183,7 +183,6 @@ func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) 
 		call func() error
 	}{
 		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, token, false, "zombie"); return err }},
-		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, token); return err }},
 		{"AddEvidence", func() error { _, err := s.Tasks.AddEvidence(ctx(t), id, token, "log", "zombie"); return err }},
 		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, token, "atomic", "zombie", 1); return err }},
 		{"MarkRunning", func() error { _, err := s.Tasks.MarkRunning(ctx(t), id, token); return err }},
@@ -192,6 +191,9 @@ func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) 
 		if err := c.call(); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s: %s with the revoked token: err = %v, want ErrLeaseLost", what, c.name, err)
 		}
+	}
+	if res, err := s.Tasks.Heartbeat(ctx(t), id, token); res.Held || err != nil {
+		t.Errorf("%s: Heartbeat with the revoked token = %+v, %v; want not held", what, res, err)
 	}
 	if held, err := s.Tasks.LeaseHeld(ctx(t), id, token); held || err != nil {
 		t.Errorf("%s: LeaseHeld(revoked token) = %v, %v; want false, nil", what, held, err)
@@ -753,8 +755,8 @@ func testTaskUpdateRunning(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, got); e.Attempt != 1 {
 		t.Fatalf("the live edit's event carries attempt %d, want the running one (1)", e.Attempt)
 	}
-	if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-		t.Fatalf("Touch after a live edit = %v, %v; want the lease intact", held, err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+		t.Fatalf("Heartbeat after a live edit = %v, %v; want the lease intact", res.Held, err)
 	}
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
 		t.Fatalf("AddEvidence after a live edit: %v", err)
@@ -1457,7 +1459,7 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, "tok", "k", "x", 1); return err }},
 		{"ReuseWorkspace", func() error { _, err := s.Tasks.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
 	} {
-		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Touch).
+		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Heartbeat).
 		if err := c.call(); !errors.Is(err, cks.ErrNotFound) && !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound or ErrLeaseLost", c.name, id, err)
 		}

@@ -798,16 +798,16 @@ func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.
 	})
 }
 
-// Touch is the lease heartbeat: it renews the lease for the duration given
-// at claim and reports whether the lease is still held (the seed's
-// touch_outbox_task convention). held is false exactly when err wraps
-// ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that is
-// not text), so callers may test either.
+// touch is the lease heartbeat's renewal: it renews the lease for the
+// duration given at claim and reports whether the lease is still held (the
+// seed's touch_outbox_task convention). held is false exactly when err
+// wraps ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that
+// is not text).
 //
 // Heartbeats go through the completer with Complete and Fail: the leases one
 // process renews concurrently are renewed in one transaction, each fenced by
 // its own token.
-func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
+func (s *Service) touch(ctx context.Context, id int64, token string) (bool, error) {
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
@@ -815,15 +815,16 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	return err == nil, err
 }
 
-// Heartbeat is Touch answered for an executor that knows nothing of the
-// ledger's notifications (an agent over HTTP or MCP): whether the lease is
-// still held and, when it is not, whether an abort names it — an
-// operator's stop, update or cancel revoked it and waits for the executor
-// to confirm (ConfirmAbort with the same token) — or it ended some other
-// way (it ran out unrenewed, the task finished), with nothing to confirm. A
-// lost lease is an answer, not an error.
+// Heartbeat is the lease heartbeat (touch_task's, and every executor's in
+// this process, worker.Executor): it renews the lease for the duration
+// given at claim (touch) and answers whether the lease is still held and,
+// when it is not, whether an abort names it — an operator's stop, update or
+// cancel revoked it and waits for the executor to confirm (ConfirmAbort
+// with the same token) — or it ended some other way (it ran out unrenewed,
+// the task finished), with nothing to confirm. A lost lease is an answer,
+// not an error; an unknown task is ErrNotFound.
 func (s *Service) Heartbeat(ctx context.Context, id int64, token string) (cks.TouchResult, error) {
-	held, err := s.Touch(ctx, id, token)
+	held, err := s.touch(ctx, id, token)
 	switch {
 	case !errors.Is(err, cks.ErrLeaseLost):
 		return cks.TouchResult{Held: held}, err
@@ -1203,7 +1204,7 @@ func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver
 	return out, ab, err
 }
 
-// leasedStates are the states that have a lease: a Touch renews it, and
+// leasedStates are the states that have a lease: a Heartbeat renews it, and
 // once it expired a claim or the reaper reclaims it (the schema's
 // LeasedStates, its index of them on Postgres).
 var leasedStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}

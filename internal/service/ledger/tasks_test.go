@@ -190,7 +190,7 @@ func testTaskNotFound(t *testing.T, open backendtest.Opener) {
 		{"Answer", func() error { _, err := s.Tasks.Answer(ctx(t), id, "op", "x"); return err }},
 		{"ClaimReview", func() error { _, err := s.Tasks.ClaimReview(ctx(t), id, "r", backendtest.Lease); return err }},
 		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, "tok", false, ""); return err }},
-		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, "tok"); return err }},
+		{"Heartbeat", func() error { _, err := s.Tasks.Heartbeat(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
 		err := c.call()
@@ -363,9 +363,9 @@ func testTaskFencing(t *testing.T, open backendtest.Opener) {
 	for _, z := range zombie {
 		backendtest.WantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
 	}
-	held, err := s.Tasks.Touch(ctx(t), a.ID, a.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), a.ID, a.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("zombie Heartbeat = %+v, %v; want not held", res, err)
 	}
 	done, err := s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
 	if err != nil || done.State != cks.TaskCompleted || hasLease(done) {
@@ -386,9 +386,9 @@ func testTaskTouchRenewsLease(t *testing.T, open backendtest.Opener) {
 	backendtest.MustEnqueue(t, s, cks.NewTask{Title: "long"})
 	c := backendtest.MustClaimOne(t, s, "w")
 	clk.Advance(50 * time.Second)
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if !held || err != nil {
-		t.Fatalf("Touch = %v, %v", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if !res.Held || err != nil {
+		t.Fatalf("Heartbeat = %v, %v", res.Held, err)
 	}
 	got := backendtest.MustGet(t, s, c.ID)
 	if !got.LeaseExpiresAt.Equal(clk.Now().Add(backendtest.Lease)) || !got.LeaseRenewedAt.Equal(clk.Now()) {
@@ -719,9 +719,9 @@ func testTaskCancel(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, backendtest.MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
 		t.Fatalf("cancel event %+v", e)
 	}
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("Heartbeat after cancel = %+v, %v; want not held", res, err)
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
 	backendtest.WantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
