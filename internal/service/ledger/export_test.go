@@ -66,3 +66,13 @@ func CountTypesReads(s *Service, n *atomic.Int64) {
 
 // RoomReads is how often the waiting room of s read the ledger.
 func RoomReads(s *Service) int64 { return s.room.reads.Load() }
+
+// Transition moves task id of s to state to through the transition table,
+// recording an event by actor with reason, and nothing else: no lease,
+// dependency or attempt effects (the table's own test, and the setups that
+// must reach a state behind the operations' back).
+func Transition(ctx context.Context, s *Service, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
+	})
+}

@@ -36,7 +36,7 @@ type Service struct {
 	// (driver.SerialWriter): a flush then takes in the calls that queued
 	// while it waited for the writer (flush).
 	serial bool
-	// changes wakes WaitAbort; nil in a service that never waits.
+	// changes wakes waitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).

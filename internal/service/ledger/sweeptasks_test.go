@@ -29,13 +29,6 @@ func TestSweepTasks(t *testing.T) {
 	})
 }
 
-// transitioner returns s's low-level Transition or fails the test.
-func transitioner(t testing.TB, s *backend.Backend) Transitioner {
-	t.Helper()
-	var tr Transitioner = s.Tasks
-	return tr
-}
-
 // mustMove moves task id through the states path with the low-level
 // Transition (no dependency, lease or attempt effects).
 func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState) cks.Task {
@@ -43,7 +36,7 @@ func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState)
 	var out cks.Task
 	for _, st := range path {
 		var err error
-		if out, err = transitioner(t, s).Transition(ctx(t), id, st, "suite", "setup"); err != nil {
+		if out, err = ledger.Transition(ctx(t), s.Tasks, id, st, "suite", "setup"); err != nil {
 			t.Fatalf("task %d → %s: %v", id, st, err)
 		}
 	}

@@ -393,18 +393,6 @@ func formatPath(ids []int64) string {
 	return strings.Join(parts, " → ")
 }
 
-// GetAbort returns one abort request.
-func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	a, err := s.db.Executor().AbortGet(ctx, driver.AbortGetParams{ID: abortID})
-	if errors.Is(err, driver.ErrNoRows) {
-		return cks.Abort{}, fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-	}
-	if err != nil {
-		return cks.Abort{}, err
-	}
-	return toAbort(a), nil
-}
-
 // ConfirmAbort is the executor's confirmation that the work of the
 // revoked lease leaseToken has stopped: the task's abort for that token
 // becomes AbortConfirmed (also after it was declared unconfirmed) and
@@ -443,23 +431,11 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 	return out, err
 }
 
-// ResolveAbort declares a pending abort unconfirmed (the stop's
-// deadline passed) and publishes TopicTaskAborts; an abort that is no
-// longer pending is returned as it is. It is ResolveAborts of one.
-func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	got, err := s.ResolveAborts(ctx, []int64{abortID})
-	a, ok := got[abortID]
-	if !ok && err == nil {
-		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-	}
-	return a, err
-}
-
-// ResolveAborts declares the pending ones of the aborts ids unconfirmed,
+// resolveAborts declares the pending ones of the aborts ids unconfirmed,
 // in one transaction (read and locked in one statement, written in one),
 // and publishes TopicTaskAborts when it resolved any. It returns every one
 // of them as it now stands, by id; an id that is no abort is absent.
-func (s *Service) ResolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
+func (s *Service) resolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
 	var out map[int64]cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		out = map[int64]cks.Abort{}

@@ -320,8 +320,8 @@ func testTaskStopEachState(t *testing.T, open backendtest.Opener) {
 				after.LastAbort.Outcome != cks.AbortPending {
 				t.Errorf("Stop of a %s task: GetTask shows aborts %+v, last %+v", st, after.Aborts, after.LastAbort)
 			}
-			if stored, err := s.Tasks.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
-				t.Errorf("GetAbort(%d) = %+v, %v; want %+v", ab.ID, stored, err, *ab)
+			if stored := after.Aborts[len(after.Aborts)-1]; diffAbort(stored, *ab) != "" {
+				t.Errorf("GetTask shows abort %+v; want %+v", stored, *ab)
 			}
 			wantFenced(t, s, before.ID, tok, "after Stop of a "+string(st)+" task")
 			wantAbortOf(t, s, *ab, tok)
@@ -1003,7 +1003,7 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	t4 := mustRunning(t, s, "a4", "w4")
 	quiet := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "quiet", Title: "never aborted"})
 	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
-	_, a2 := mustStop(t, s, t2.ID, time.Minute)
+	_, a2 := mustStop(t, s, t2.ID, 15*time.Second)
 	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
 	cancelled, err := s.Tasks.Cancel(ctx(t), t3.ID, "op", "abandoned")
 	if err != nil || cancelled.State != cks.TaskCancelled {
@@ -1020,13 +1020,17 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	if n, err := s.Tasks.ExpireAborts(ctx(t), backendtest.T0.Add(9*time.Second)); n != 0 || err != nil {
 		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
 	}
+	// getAbort reads abort a as GetTask shows it, among its task's aborts.
+	taskOf := map[int64]int64{a1.ID: t1.ID, a2.ID: t2.ID, a3.ID: t3.ID, a4.ID: t4.ID}
 	getAbort := func(id int64) cks.Abort {
 		t.Helper()
-		a, err := s.Tasks.GetAbort(ctx(t), id)
-		if err != nil {
-			t.Fatalf("GetAbort(%d): %v", id, err)
+		for _, a := range backendtest.MustGet(t, s, taskOf[id]).Aborts {
+			if a.ID == id {
+				return a
+			}
 		}
-		return a
+		t.Fatalf("task %d shows no abort %d", taskOf[id], id)
+		return cks.Abort{}
 	}
 	for _, a := range []*cks.Abort{a1, a2, a3, a4} {
 		if got := getAbort(a.ID); got.Outcome != cks.AbortPending || !got.ResolvedAt.IsZero() {
@@ -1041,12 +1045,15 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("ConfirmAbort = %+v, %v; want a1 confirmed at %v", conf, err, clk.Now())
 	}
 	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
-		t.Fatalf("GetAbort after confirm = %+v, want %+v", got, conf)
+		t.Fatalf("the abort after confirm = %+v, want %+v", got, conf)
 	}
-	// A confirmed abort stays confirmed when resolved.
-	clk.Advance(time.Second)
-	if got, err := s.Tasks.ResolveAbort(ctx(t), a1.ID); err != nil || diffAbort(got, conf) != "" {
-		t.Fatalf("ResolveAbort of a confirmed abort = %+v, %v; want it unchanged %+v", got, err, conf)
+	// A confirmed abort stays confirmed when its deadline passes.
+	clk.Set(a1.DeadlineAt)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+		t.Fatalf("ExpireAborts at a confirmed abort's deadline = %d, %v; want 0", n, err)
+	}
+	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
+		t.Fatalf("a confirmed abort past its deadline = %+v; want it unchanged %+v", got, conf)
 	}
 	// Nothing to confirm: a token no abort names.
 	done := mustRunning(t, s, "done", "wd")
@@ -1067,13 +1074,20 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	}
 
 	// The deadline passes without a confirmation; a late one still counts.
-	unconf, err := s.Tasks.ResolveAbort(ctx(t), a2.ID)
-	if err != nil || unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
-		t.Fatalf("ResolveAbort of a pending abort = %+v, %v; want unconfirmed naming w2", unconf, err)
+	clk.Set(a2.DeadlineAt)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("ExpireAborts at a2's deadline = %d, %v; want 1", n, err)
+	}
+	unconf := getAbort(a2.ID)
+	if unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
+		t.Fatalf("a pending abort past its deadline = %+v; want unconfirmed naming w2", unconf)
 	}
 	clk.Advance(time.Second)
-	if got, err := s.Tasks.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
-		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+		t.Fatalf("ExpireAborts again = %d, %v; want 0", n, err)
+	}
+	if got := getAbort(a2.ID); diffAbort(got, unconf) != "" {
+		t.Fatalf("an unconfirmed abort expired again = %+v; want it unchanged %+v", got, unconf)
 	}
 	if got := backendtest.WantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
@@ -1166,16 +1180,12 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 	watched := open(t, driver.WithClock(clk), driver.WithChangePollInterval(backendtest.FastPoll))
 	w := backendtest.Watch(t, watched, cks.TopicTaskAborts)
 	w.Ready(t, cks.TopicTaskAborts)
-	var abortID int64
 	steps := []struct {
 		name string
 		do   func() error
 	}{
 		{"Stop", func() error {
-			res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold"})
-			if res.Abort != nil {
-				abortID = res.Abort.ID
-			}
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold"})
 			return err
 		}},
 		{"Update with a restart", func() error {
@@ -1183,7 +1193,10 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 			return err
 		}},
 		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
-		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), abortID); return err }},
+		{"ExpireAborts", func() error {
+			_, err := s.Tasks.ExpireAborts(ctx(t), clk.Now().Add(time.Hour))
+			return err
+		}},
 		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), stopped.ID, stopped.LeaseToken); return err }},
 	}
 	for _, st := range steps {
@@ -1443,8 +1456,6 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Title: ptr("x")}})
 			return err
 		}},
-		{"GetAbort", func() error { _, err := s.Tasks.GetAbort(ctx(t), id); return err }},
-		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), id); return err }},
 		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {

@@ -1355,13 +1355,3 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 	}
 	return out, nil
 }
-
-// Transition moves task id to state to through the table, recording an
-// event by actor with reason, and nothing else: no lease, dependency or
-// attempt effects. It exists for the conformance suite and repair tools;
-// the operations of Service are what callers use.
-func (s *Service) Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
-	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
-	})
-}

@@ -1,7 +1,6 @@
 package ledger_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,12 +53,6 @@ func ptr[T any](v T) *T { return &v }
 
 // ctx bounds a test's calls: backendtest.Ctx.
 var ctx = backendtest.Ctx
-
-// Transitioner is the low-level state change every backend exposes for
-// these tests: one transition through the ledger's table with its event, nothing else.
-type Transitioner interface {
-	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
-}
 
 // hasLease reports whether task shows a lease (a holder or an expiry); the
 // token itself is never part of a Task.
@@ -232,7 +225,6 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 // nothing.
 func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 	s, _ := backendtest.FakeStore(t, open)
-	var tr Transitioner = s.Tasks
 	into := func(target cks.TaskState) cks.Task {
 		t.Helper()
 		task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
@@ -241,7 +233,7 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("%s is unreachable from OPEN in the table", target)
 		}
 		for _, st := range path {
-			if _, err := tr.Transition(ctx(t), task.ID, st, "suite", "setup"); err != nil {
+			if _, err := ledger.Transition(ctx(t), s.Tasks, task.ID, st, "suite", "setup"); err != nil {
 				t.Fatalf("setup of task %d towards %s: %s: %v", task.ID, target, st, err)
 			}
 		}
@@ -253,7 +245,7 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 			if ledger.Allowed(from, to) {
 				continue
 			}
-			_, err := tr.Transition(ctx(t), task.ID, to, "suite", "illegal")
+			_, err := ledger.Transition(ctx(t), s.Tasks, task.ID, to, "suite", "illegal")
 			if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), string(from)) ||
 				!strings.Contains(err.Error(), string(to)) {
 				t.Errorf("%s → %s: err = %v, want ErrConflict naming both states", from, to, err)
@@ -265,7 +257,7 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 		}
 		for _, to := range ledger.Transitions()[from] {
 			task := into(from)
-			got, err := tr.Transition(ctx(t), task.ID, to, "suite", "legal")
+			got, err := ledger.Transition(ctx(t), s.Tasks, task.ID, to, "suite", "legal")
 			if err != nil {
 				t.Errorf("%s → %s: %v", from, to, err)
 				continue

@@ -43,6 +43,20 @@ func stop(t *testing.T, s *backend.Backend, id int64, reason string) *cks.Abort 
 	return ab
 }
 
+// expire lets the deadline of the abort ab of task id pass unconfirmed, as
+// the lease reaper settles it (ExpireAborts at the deadline, which settles
+// every abort due by then), and checks that the task shows it unconfirmed.
+func expire(t *testing.T, s *backend.Backend, id int64, ab *cks.Abort) {
+	t.Helper()
+	if _, err := s.Tasks.ExpireAborts(context.Background(), ab.DeadlineAt); err != nil {
+		t.Fatalf("expire the abort of task %d: %v", id, err)
+	}
+	task, err := s.Tasks.GetTask(context.Background(), id)
+	if err != nil || task.LastAbort == nil || task.LastAbort.ID != ab.ID || task.LastAbort.Outcome != cks.AbortUnconfirmed {
+		t.Fatalf("task %d after its abort's deadline: last abort %+v, %v; want %d unconfirmed", id, task.LastAbort, err, ab.ID)
+	}
+}
+
 // before reports whether a occurs in body before b (both must occur).
 func before(t *testing.T, body, a, b string) bool {
 	t.Helper()
@@ -71,7 +85,6 @@ func rowOf(t *testing.T, body string, id int64) string {
 // executor that may still be running) or still pending.
 func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	e := newFullEnv(t)
-	ctx := context.Background()
 	open := enqueue(t, e.store, "plain", "Still open")
 	idle := enqueue(t, e.store, "plain", "Held before it ran")
 	stop(t, e.store, idle.ID, "wait for the quarter")
@@ -81,9 +94,7 @@ func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	if ab == nil || ab.Outcome != cks.AbortPending {
 		t.Fatalf("stop of a running task: abort %+v, want pending", ab)
 	}
-	if got, err := e.store.Tasks.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
-		t.Fatalf("resolve: %+v, %v", got, err)
-	}
+	expire(t, e.store, gone.ID, ab)
 	e.clock.Advance(90 * time.Minute)
 	slow := running(t, e.store, "slow", "Executor still answering", "worker-slow")
 	stop(t, e.store, slow.ID, "pause")
