@@ -154,7 +154,7 @@ type Task struct {
 	Events []TaskEvent `json:"events,omitempty"`
 	// Current is what the current attempt recorded (evidence, decisions,
 	// workspace); History every earlier attempt, oldest first, including
-	// aborted ones. Filled by GetTask only (see ledger.GroupAttempts).
+	// aborted ones. Filled by GetTask only (the ledger groups them by attempt).
 	Current *AttemptView  `json:"current,omitempty"`
 	History []AttemptView `json:"history,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.

@@ -38,7 +38,7 @@ const WorkerProtocol = "The worker protocol, in order: " +
 
 // leaseOf reads lease_s: 0 (omitted) is the ledger's default lease
 // (ledger.Settings.DefaultLease, the hub's CKS_STALE_WINDOW). The bound is
-// the ledger's (ValidateClaim, naming lease_s): a number of seconds past it
+// the ledger's (a claim's validation, naming lease_s): a number of seconds past it
 // (or not a number) is given as -1, which the ledger refuses, rather than
 // converted past what a Duration holds.
 func leaseOf(seconds float64) time.Duration {

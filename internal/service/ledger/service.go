@@ -18,7 +18,7 @@ import (
 // Service is the task ledger over a driver: every rule of the tasks,
 // written once for both dialects. Each operation is one driver
 // transaction; every state change goes through transition (the
-// table's Check, the event, TopicTasksReady), every executor call is fenced
+// table's check, the event, TopicTasksReady), every executor call is fenced
 // by the hash of its lease token, and the plain token exists only in what
 // Claim and ClaimReview return (cks.ClaimedTask). Every string and JSON
 // argument is checked (cks.ValidateText, ValidateJSON, through the shared
@@ -26,7 +26,7 @@ import (
 type Service struct {
 	db    driver.Driver
 	clock clock.Clock
-	// jitter is the random fraction of a retry's backoff (Backoff's r).
+	// jitter is the random fraction of a retry's backoff (backoff's r).
 	jitter func() float64
 	// completer groups the Complete, Fail and Heartbeat calls of this
 	// process, claimer its claims.
@@ -335,7 +335,7 @@ type move struct {
 }
 
 // transition is the one function through which every state change goes.
-// It checks each move against the table (Check), applies it, and writes the
+// It checks each move against the table (check), applies it, and writes the
 // rows by primary key with the moves' events (eventOf: one per move but
 // the start of an attempt, which the row holds until the attempt's end
 // records it): when every move changed only
@@ -356,7 +356,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	ready, narrow := false, true
 	for i, m := range moves {
 		from := cks.TaskState(m.row.State)
-		if err := Check(from, m.to); err != nil {
+		if err := check(from, m.to); err != nil {
 			return nil, fmt.Errorf("task %d: %w", m.row.ID, err)
 		}
 		// The move is made in place in rows: a copy handed to m.set would
@@ -477,9 +477,10 @@ func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex d
 	return out, err
 }
 
-// wrongState is WrongState for a row.
+// wrongState is the conflict of operation op, which needs task r in state
+// want; it wraps cks.ErrConflict and names the task, its state and want.
 func wrongState(r driver.TaskRow, op string, want cks.TaskState) error {
-	return WrongState(cks.Task{ID: r.ID, State: cks.TaskState(r.State)}, op, want)
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", r.ID, r.State, op, want, cks.ErrConflict)
 }
 
 // isUnique reports whether err is a unique violation of the driver.

@@ -108,7 +108,7 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (ck
 // dependencies call for now: restarts+1, run_after cleared. changes are
 // its event's: those of the edit that restarted the task, or "".
 func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, changes string) (driver.TaskRow, error) {
-	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
+	if !admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
 	to, why, err := stateNow(ctx, ex, cur.ID, "depends_on")
@@ -186,7 +186,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	summary := "update: " + fields
 	running := state == cks.TaskClaimed || state == cks.TaskRunning
 	switch {
-	case !Admits(state, cks.ActionUpdate):
+	case !admits(state, cks.ActionUpdate):
 		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, cks.ErrConflict)
 	case running && material:
 		// stop → apply → start in this one transaction: no reader sees STOPPED.
@@ -213,7 +213,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	case running:
 		out.Path = cks.UpdateLive
-	case material && !Admits(state, cks.ActionUpdateMaterial):
+	case material && !admits(state, cks.ActionUpdateMaterial):
 		return out, fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
 			id, state, fields, cks.ErrConflict)
 	default:
@@ -289,7 +289,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, err
 		}
 		var qerr error
-		cycle := Cycle(cur.ID, added, func(id int64) []int64 {
+		cycle := findCycle(cur.ID, added, func(id int64) []int64 {
 			if qerr != nil {
 				return nil
 			}
@@ -345,7 +345,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, err
 		}
 		for i, c := range created {
-			if err := CheckChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
+			if err := checkChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
 				return cur, nil, err
 			}
 			children = append(children, c.Task)

@@ -24,7 +24,7 @@ const maxUniqueRetries = 3
 // with created false and no error. A missing dependency or parent is a
 // FieldError naming depends_on or parent_id. A new task cannot close a
 // dependency cycle (nothing depends on it yet); dependency edits (next
-// issue) check with ledger.Cycle.
+// issue) check with findCycle.
 //
 // Two enqueues racing on one dedupe key meet at the unique index; the loser
 // runs again and returns the winner's task.
@@ -443,7 +443,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		for _, a := range abRows {
 			aborts = append(aborts, toAbort(a))
 		}
-		GroupAttempts(&t, evidence, decisions, aborts)
+		groupAttempts(&t, evidence, decisions, aborts)
 		return nil
 	})
 	return t, err
@@ -749,15 +749,15 @@ func (s *Service) Claim(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, 
 	if p.Lease == 0 {
 		p.Lease = s.settings.DefaultLease
 	}
-	if err := ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
+	if err := validateClaim(p.Worker, p.N, p.Lease); err != nil {
 		return nil, err
 	}
 	// The moves a claim makes, checked against the table once.
-	if err := Check(cks.TaskOpen, cks.TaskClaimed); err != nil {
+	if err := check(cks.TaskOpen, cks.TaskClaimed); err != nil {
 		return nil, err
 	}
 	if p.Running {
-		if err := Check(cks.TaskClaimed, cks.TaskRunning); err != nil {
+		if err := check(cks.TaskClaimed, cks.TaskRunning); err != nil {
 			return nil, err
 		}
 	}
@@ -783,7 +783,7 @@ func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTas
 		c.hashes[i] = driver.HashLeaseToken(c.tokens[i])
 	}
 	out, err := s.claimer.Do(ctx, c)
-	SortClaimed(out)
+	sortClaimed(out)
 	return out, err
 }
 
@@ -993,7 +993,7 @@ func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow,
 	}
 	var moves []move
 	for _, r := range waiting {
-		if cks.TaskState(r.State) != cks.TaskWaiting || IsDispatchExcluded(cks.TaskState(r.State)) {
+		if cks.TaskState(r.State) != cks.TaskWaiting || isDispatchExcluded(cks.TaskState(r.State)) {
 			continue
 		}
 		if !slices.ContainsFunc(deps[r.ID], func(d int64) bool { return !done[d] }) {
@@ -1043,7 +1043,7 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 
 // Fail ends the attempt unsuccessfully. When retryable and attempts <
 // max_attempts the task goes back to OPEN with run_after = now + backoff
-// with jitter (ledger.Backoff); otherwise it is FAILED (reason "max
+// with jitter (backoff); otherwise it is FAILED (reason "max
 // attempts: …" when retryable but exhausted) and its WAITING dependants
 // become BLOCKED. The lease is revoked.
 //
@@ -1083,7 +1083,7 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if !Admits(cks.TaskState(cur.State), cks.ActionAnswer) {
+		if !admits(cks.TaskState(cur.State), cks.ActionAnswer) {
 			return cur, wrongState(cur, "answer", cks.TaskNeedsInput)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: actor, reason: "answered: " + text,
@@ -1103,7 +1103,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	if d == 0 {
 		d = s.settings.DefaultLease
 	}
-	if err := ValidateClaim(reviewer, 1, d); err != nil {
+	if err := validateClaim(reviewer, 1, d); err != nil {
 		return cks.ClaimedTask{}, err
 	}
 	var token string
@@ -1115,7 +1115,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 			}
 			cur = back[0]
 		}
-		if !Admits(cks.TaskState(cur.State), cks.ActionReview) {
+		if !admits(cks.TaskState(cur.State), cks.ActionReview) {
 			return cur, wrongState(cur, "claim review", cks.TaskNeedsReview)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskReviewing, actor: reviewer, reason: "review claimed",
@@ -1308,7 +1308,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 			}
 			after = page[len(page)-1].ID
 		}
-		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return IsDispatchExcluded(cks.TaskState(r.State)) })
+		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return isDispatchExcluded(cks.TaskState(r.State)) })
 		if len(waiting) == 0 {
 			return nil
 		}

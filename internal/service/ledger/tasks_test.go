@@ -196,7 +196,6 @@ func testTaskNotFound(t *testing.T, open backendtest.Opener) {
 // pathTo returns the shortest sequence of allowed transitions from OPEN to
 // target (empty for OPEN), or nil when target is unreachable.
 func pathTo(target cks.TaskState) []cks.TaskState {
-	table := ledger.Transitions()
 	prev := map[cks.TaskState]cks.TaskState{cks.TaskOpen: ""}
 	queue := []cks.TaskState{cks.TaskOpen}
 	for len(queue) > 0 {
@@ -209,8 +208,8 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 			}
 			return path
 		}
-		for _, next := range table[cur] {
-			if _, seen := prev[next]; !seen {
+		for _, next := range ledger.All {
+			if _, seen := prev[next]; !ledger.Allowed(cur, next) || seen {
 				prev[next] = cur
 				queue = append(queue, next)
 			}
@@ -255,7 +254,10 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 		if after.State != from || len(after.Events) != len(task.Events) || !after.UpdatedAt.Equal(task.UpdatedAt) {
 			t.Errorf("illegal transitions from %s changed the task: %+v", from, after)
 		}
-		for _, to := range ledger.Transitions()[from] {
+		for _, to := range ledger.All {
+			if !ledger.Allowed(from, to) {
+				continue
+			}
 			task := into(from)
 			got, err := ledger.Transition(ctx(t), s.Tasks, task.ID, to, "suite", "legal")
 			if err != nil {
@@ -464,7 +466,8 @@ func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
-	lo, hi := now.Add(ledger.Backoff(ledger.BackoffBase, 1, 0)), now.Add(ledger.Backoff(ledger.BackoffBase, 1, 1))
+	// The first retry waits BackoffBase plus up to BackoffJitter of it.
+	lo, hi := now.Add(ledger.BackoffBase), now.Add(ledger.BackoffBase+time.Duration(ledger.BackoffJitter*float64(ledger.BackoffBase)))
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
