@@ -45,7 +45,7 @@ func NewRegistry() *Registry { return &Registry{} }
 // Register adds a runner for s: registering a sweeper is this one call. The
 // runner is not started; see StartAll.
 func (g *Registry) Register(s Sweeper, opts Options) (*Runner, error) {
-	r, err := NewRunner(s, opts)
+	r, err := newRunner(s, opts)
 	if err != nil {
 		return nil, fmt.Errorf("register sweeper: %w", err)
 	}
@@ -104,13 +104,13 @@ func (g *Registry) List() []cks.SweeperStatus {
 	return out
 }
 
-// StartAll applies the start-up rule (StartIfAllowed) to every runner in
+// StartAll applies the start-up rule (startIfAllowed) to every runner in
 // registration order. A runner that fails does not keep the others from
 // starting; the failures are returned joined.
 func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
 	var errs []error
 	for _, r := range g.Runners() {
-		if _, err := StartIfAllowed(ctx, r, o); err != nil {
+		if _, err := startIfAllowed(ctx, r, o); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -134,7 +134,7 @@ func (g *Registry) Follow(ctx context.Context, o Overrides) error {
 			r.Poke()
 			continue
 		}
-		if !r.ConfigEnabled() || o == nil {
+		if !r.enabled || o == nil {
 			continue
 		}
 		want, err := o.GetSweeperDesiredRunning(ctx, r.id)
@@ -168,13 +168,13 @@ func (g *Registry) StopAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// StartIfAllowed is the start-up rule of ADR-015 §2. A config-disabled runner
+// startIfAllowed is the start-up rule of ADR-015 §2. A config-disabled runner
 // is never started, whatever the override says; otherwise the override is read
 // once (o may be nil: no override store) and the runner is started unless it
 // is explicitly false. It reports whether the runner is running afterwards. A
 // failed override read is returned as an error and the runner is left stopped.
-func StartIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, err error) {
-	if !r.ConfigEnabled() {
+func startIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, err error) {
+	if !r.enabled {
 		r.log.Info("sweeper disabled by configuration; not started")
 		return false, nil
 	}

@@ -48,7 +48,7 @@ func TestStartIfAllowed(t *testing.T) {
 					return c.row, c.readErr
 				})
 			}
-			started, err := StartIfAllowed(context.Background(), r, o)
+			started, err := startIfAllowed(context.Background(), r, o)
 			if started != c.wantStarted || !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
 				t.Fatalf("StartIfAllowed = %v, %v; want %v, %v", started, err, c.wantStarted, c.wantErr)
 			}
@@ -107,7 +107,7 @@ func TestRegistry(t *testing.T) {
 	}
 
 	r, err := g.Get("stale_stop_report")
-	if err != nil || r.ID() != "stale_stop_report" {
+	if err != nil || r.id != "stale_stop_report" {
 		t.Fatalf("Get = %v, %v", r, err)
 	}
 	_, err = g.Get("graph_health")

@@ -59,8 +59,8 @@ type hooks struct {
 	selfStop  func()          // on the loop goroutine, before selfStop takes the control lock
 }
 
-// NewRunner returns a stopped Runner for s.
-func NewRunner(s Sweeper, opts Options) (*Runner, error) {
+// newRunner returns a stopped Runner for s.
+func newRunner(s Sweeper, opts Options) (*Runner, error) {
 	if s == nil {
 		return nil, fmt.Errorf("new runner: nil sweeper")
 	}
@@ -104,12 +104,6 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 		}})
 	return r, nil
 }
-
-// ID returns the sweeper's id.
-func (r *Runner) ID() string { return r.id }
-
-// ConfigEnabled reports whether configuration enables the sweeper.
-func (r *Runner) ConfigEnabled() bool { return r.enabled }
 
 // Interval returns the wait between passes.
 func (r *Runner) Interval() time.Duration { return r.interval }

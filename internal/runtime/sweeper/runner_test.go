@@ -33,7 +33,7 @@ func TestNewRunnerRejectsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := NewRunner(c.s, c.opts)
+			r, err := newRunner(c.s, c.opts)
 			if err == nil {
 				t.Fatalf("NewRunner = %v, nil; want an error", r)
 			}
