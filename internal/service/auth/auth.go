@@ -72,8 +72,8 @@ func HashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CheckFormat reports whether tok has the shape NewToken produces.
-func CheckFormat(tok string) error {
+// checkFormat reports whether tok has the shape NewToken produces.
+func checkFormat(tok string) error {
 	if tok == "" {
 		return fmt.Errorf("missing token: expected an Authorization: Bearer %s… header: %w", tokenPrefix, ErrUnauthenticated)
 	}
@@ -88,7 +88,7 @@ func CheckFormat(tok string) error {
 // ErrUnauthenticated and says whether the token was missing, malformed or
 // unknown (a claim's credential whose lease has ended is unknown).
 func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, error) {
-	if err := CheckFormat(tok); err != nil {
+	if err := checkFormat(tok); err != nil {
 		return cks.Principal{}, err
 	}
 	p, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
@@ -104,7 +104,7 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, 
 // permissions against (WithPrincipalGrants), so that an authenticated
 // request reads the database once, not twice.
 func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.Principal, []cks.Grant, error) {
-	if err := CheckFormat(tok); err != nil {
+	if err := checkFormat(tok); err != nil {
 		return cks.Principal{}, nil, err
 	}
 	p, grants, err := s.principalAuth(ctx, HashToken(tok))
@@ -120,7 +120,7 @@ func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.P
 // hash is stored, and the token is written with mode 0600. It reports whether a
 // token was created.
 func EnsureAdminToken(ctx context.Context, s *Service, dir datadir.Dir, c clock.Clock) (bool, error) {
-	if tok, err := dir.ReadToken(); err == nil && CheckFormat(tok) == nil {
+	if tok, err := dir.ReadToken(); err == nil && checkFormat(tok) == nil {
 		_, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
 		if err == nil {
 			return false, nil

@@ -36,11 +36,11 @@ const MaxSessionsPerPrincipal = 16
 // malformed token.
 const sessionPrefix = "ckss_"
 
-// NewSessionSecret returns a fresh random session secret (256 bits, as a
+// newSessionSecret returns a fresh random session secret (256 bits, as a
 // bearer token's).
-func NewSessionSecret() (string, error) { return newSecret(sessionPrefix) }
+func newSessionSecret() (string, error) { return newSecret(sessionPrefix) }
 
-// checkSessionFormat reports whether secret has the shape NewSessionSecret
+// checkSessionFormat reports whether secret has the shape newSessionSecret
 // produces.
 func checkSessionFormat(secret string) error {
 	if secret == "" {
@@ -66,7 +66,7 @@ func (s *Service) Login(ctx context.Context, tok string, now time.Time) (string,
 	if p.Lease != nil {
 		return "", cks.Session{}, fmt.Errorf("a claim'sess task credential cannot sign in to the studio: %w", ErrUnauthenticated)
 	}
-	secret, err := NewSessionSecret()
+	secret, err := newSessionSecret()
 	if err != nil {
 		return "", cks.Session{}, err
 	}

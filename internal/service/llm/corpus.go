@@ -222,8 +222,8 @@ func (c *Corpus) Len() int { return len(c.passages) }
 // Root is the directory the corpus was loaded from.
 func (c *Corpus) Root() string { return c.root }
 
-// Passage returns the passage with the given ID (without a Score).
-func (c *Corpus) Passage(id string) (Passage, bool) {
+// passage returns the passage with the given ID (without a Score).
+func (c *Corpus) passage(id string) (Passage, bool) {
 	i, ok := c.byID[id]
 	if !ok {
 		return Passage{}, false

@@ -126,7 +126,7 @@ func (w *watcher) all() []string {
 // ctx ends (nil) or the Notifier is closed (ErrClosed). Calls of f are
 // sequential and made on the caller's goroutine.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
-	set, err := ValidateTopics(topics)
+	set, err := validateTopics(topics)
 	if err != nil {
 		return err
 	}
