@@ -42,7 +42,7 @@ func NewController(db driver.Driver, clk clock.Clock) *Controller {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Controller{db: db, clock: clk, reg: NewRegistry()}
+	return &Controller{db: db, clock: clk, reg: newRegistry()}
 }
 
 // Registry returns the controlled registry.

@@ -39,8 +39,8 @@ type Registry struct {
 	byID    map[string]*Runner
 }
 
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry { return &Registry{} }
+// newRegistry returns an empty Registry.
+func newRegistry() *Registry { return &Registry{} }
 
 // Register adds a runner for s: registering a sweeper is this one call. The
 // runner is not started; see StartAll.
@@ -72,8 +72,8 @@ func (g *Registry) Get(id string) (*Runner, error) {
 	return nil, &UnknownSweeperError{ID: id, Known: g.idsLocked()}
 }
 
-// IDs returns the registered ids in registration order.
-func (g *Registry) IDs() []string {
+// ids returns the registered ids in registration order.
+func (g *Registry) ids() []string {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.idsLocked()
@@ -119,7 +119,7 @@ func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
 
 // Follow applies the overrides another node may have changed (a process
 // calls it on every cks.TopicSweeperControl notification): a running
-// runner re-reads its override at once (Poke: a stop stops it), and a
+// runner re-reads its override at once (wake: a stop stops it), and a
 // stopped, config-enabled runner whose override is now explicitly true is
 // started. So a start through any hub starts the sweeper on every hub, the
 // maintenance leader among them — without it a start through a hub that
@@ -131,7 +131,7 @@ func (g *Registry) Follow(ctx context.Context, o Overrides) error {
 	var errs []error
 	for _, r := range g.Runners() {
 		if r.Status().Running {
-			r.Poke()
+			r.wake()
 			continue
 		}
 		if !r.enabled || o == nil {

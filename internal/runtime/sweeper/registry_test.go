@@ -77,7 +77,7 @@ func equalPtr[T comparable](a, b *T) bool {
 
 func TestRegistry(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	g := NewRegistry()
+	g := newRegistry()
 	if _, err := g.Get("lease_reaper"); err == nil || !strings.Contains(err.Error(), "known sweepers: none") {
 		t.Fatalf("Get on an empty registry = %v", err)
 	}
@@ -95,7 +95,7 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	wantIDs := []string{"lease_reaper", "dependency_release", "stale_stop_report", "contradiction"}
-	if got := g.IDs(); !slices.Equal(got, wantIDs) {
+	if got := g.ids(); !slices.Equal(got, wantIDs) {
 		t.Fatalf("IDs = %v, want registration order %v", got, wantIDs)
 	}
 

@@ -105,9 +105,6 @@ func newRunner(s Sweeper, opts Options) (*Runner, error) {
 	return r, nil
 }
 
-// Interval returns the wait between passes.
-func (r *Runner) Interval() time.Duration { return r.interval }
-
 // Status returns a snapshot of the sweeper's status.
 func (r *Runner) Status() cks.SweeperStatus {
 	r.mu.Lock()
@@ -142,11 +139,11 @@ func (r *Runner) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Poke wakes a waiting loop to read its override now instead of at the end of
+// wake wakes a waiting loop to read its override now instead of at the end of
 // the interval, e.g. on a notification that another node recorded a stop. It
 // does not trigger an extra pass, never blocks, and coalesces with pokes not
 // yet seen.
-func (r *Runner) Poke() {
+func (r *Runner) wake() {
 	select {
 	case r.poke <- struct{}{}:
 	default:
@@ -295,7 +292,7 @@ func (r *Runner) sweepOnce(ctx context.Context) (count int, err error) {
 }
 
 // waitInterval waits one interval on the runner's clock, reading the
-// override early on every Poke and once more at the end. It reports whether
+// override early on every wake and once more at the end. It reports whether
 // the loop should run another pass.
 func (r *Runner) waitInterval(ctx context.Context) bool {
 	t := r.clock.NewTimer(r.interval)
