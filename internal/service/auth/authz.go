@@ -361,11 +361,4 @@ func IssueTaskToken(ctx context.Context, s *Service, c cks.ClaimedTask, worker s
 	return tok, err
 }
 
-// RevokeEndedClaimTokens deletes the credentials IssueTaskToken made whose
-// lease has ended (Principals.DeleteEndedLeasePrincipals) and returns
-// how many. They no longer authenticate already; this keeps the principals
-// table from growing with every claim. Credentials made with `cks token
-// create --task` are not bound to a lease and are left alone.
-func RevokeEndedClaimTokens(ctx context.Context, ps *Service) (int, error) {
-	return ps.DeleteEndedLeasePrincipals(ctx)
-}
+

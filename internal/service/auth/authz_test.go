@@ -10,6 +10,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
@@ -151,7 +152,7 @@ func TestCheckAndRequire(t *testing.T) {
 
 // TestTaskTokenEndsWithItsLease: the credential IssueTaskToken makes for a
 // claim authenticates while the lease runs and not a moment after it ends;
-// RevokeEndedClaimTokens then deletes it, and leaves alone a credential an
+// DeleteEndedCredentials then deletes it, and leaves alone a credential an
 // operator made for the same task (unbound) and one of a live lease.
 func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	ctx := context.Background()
@@ -206,8 +207,8 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 			t.Fatalf("after another lease ended: %v", err)
 		}
 	}
-	if n, err := auth.RevokeEndedClaimTokens(ctx, s.Principals); err != nil || n != 1 {
-		t.Fatalf("RevokeEndedClaimTokens = %d, %v; want 1", n, err)
+	if n, err := auth.DeleteEndedCredentials(ctx, s.Principals, backendtest.T0); err != nil || n != 1 {
+		t.Fatalf("DeleteEndedCredentials = %d, %v; want 1", n, err)
 	}
 	ps, err := s.Principals.ListPrincipals(ctx)
 	if err != nil || len(ps) != 2 {

@@ -100,10 +100,10 @@ func grantsOf(rows []driver.GrantRow) []cks.Grant {
 	return out
 }
 
-// DeleteEndedLeasePrincipals deletes, with their grants, the principals
+// deleteEndedLeasePrincipals deletes, with their grants, the principals
 // bound to leases that are no longer current (they no longer
 // authenticate; this only removes the rows), and returns how many.
-func (s *Service) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+func (s *Service) deleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -173,7 +174,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 
 // testLeasePrincipalEndsWithItsLease: a principal bound to a lease
 // authenticates while the lease is current and is refused (ErrNotFound) the
-// moment any operation ends it — before DeleteEndedLeasePrincipals runs,
+// moment any operation ends it — before DeleteEndedCredentials runs,
 // which then removes exactly the ended ones.
 func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
@@ -213,11 +214,11 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
 		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
-		t.Fatalf("DeleteEndedLeasePrincipals = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
+	if n, err := auth.DeleteEndedCredentials(ctx(t), s.Principals, clk.Now()); err != nil || n != len(leaseEnders(s, clk)) {
+		t.Fatalf("DeleteEndedCredentials = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
 	}
-	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 0 {
-		t.Fatalf("second DeleteEndedLeasePrincipals = %d, %v; want 0", n, err)
+	if n, err := auth.DeleteEndedCredentials(ctx(t), s.Principals, clk.Now()); err != nil || n != 0 {
+		t.Fatalf("second DeleteEndedCredentials = %d, %v; want 0", n, err)
 	}
 	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
