@@ -88,10 +88,6 @@ func (k *Keeper) Stop() {
 	k.cancel(lifecycle.ErrStopped)
 }
 
-// Done is closed once the keeper has stopped renewing: after Stop, or after
-// the lease was lost.
-func (k *Keeper) Done() <-chan struct{} { return k.base.Stopped() }
-
 func (k *Keeper) run(ctx context.Context) {
 	for {
 		if clock.Sleep(ctx, k.cfg.Clock, k.cfg.Every, nil) != nil {
