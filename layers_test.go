@@ -51,7 +51,7 @@ var layers = []struct {
 	// The test support: fresh databases of both backends, the services'
 	// behaviour tables run on them, and the fixtures tests above share.
 	{name: "test support: both backends", dirs: []string{"internal/backend/backendtest"}},
-	{name: "programs over the services", dirs: []string{"internal/agents", "internal/bench"}, testsAlso: testSupport},
+	{name: "programs over the services", dirs: []string{"internal/agents"}, testsAlso: testSupport},
 	{name: "operations", dirs: []string{"internal/ops"}, testsAlso: testSupport},
 	// A surface's end-to-end tests serve what a hub serves.
 	{name: "surfaces", dirs: []string{"internal/surface"}, testsAlso: append([]string{"surfaces", "hub"}, testSupport...)},
@@ -108,8 +108,8 @@ func TestLayers(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, _ := short(pkg.ImportPath)
-		if strings.HasPrefix(p, "tools") || strings.HasPrefix(p, "bench/peers") {
-			continue // modules of their own
+		if strings.HasPrefix(p, "tools") || strings.HasPrefix(p, "bench") {
+			continue // modules of their own (bench/: the benchmark harness)
 		}
 		r, ok := layerIndex(p)
 		if !ok {

@@ -21,6 +21,9 @@ const (
 	// watch it to take the leadership over at once instead of when the
 	// resigned lease would have run out.
 	TopicLeader = "leader"
+	// TopicPrincipals: a principal was deleted (its token revoked). The
+	// hubs' token caches drop what they hold when it arrives.
+	TopicPrincipals = "principals"
 )
 
 // MaintenanceLeadership names the leadership of the hub that runs the

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/internal/backend"
-	"github.com/cks-dev/cks/internal/bench"
 	"github.com/cks-dev/cks/internal/runtime/worker"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
@@ -20,7 +20,7 @@ import (
 // cksType is the task type of every cks benchmark task.
 const cksType = "peers"
 
-// cksThroughput is `cks bench ledger --concurrent`'s run: enqueue jobs
+// cksThroughput is `cksbench ledger --concurrent`'s run: enqueue jobs
 // (four writers), then workers claim batches of batch and complete the
 // batch's tasks concurrently, as River runs each job of a fetch on a
 // goroutine of its own.

@@ -1,13 +1,14 @@
 package peers
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cks-dev/cks/bench/internal/proc"
 )
 
 // processCPU is this process's user+system CPU time so far.
@@ -19,10 +20,6 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
-// every Linux architecture Go supports here).
-const clockTick = 10 * time.Millisecond
-
 // serverCPU reads the CPU time of a PostgreSQL server from /proc: the
 // postmaster's own, the time of its children that have exited (the kernel
 // adds it to the postmaster's cutime/cstime when it reaps them), and that
@@ -32,24 +29,24 @@ type serverCPU struct{ postmaster int }
 // findServer finds the postmaster of backend pid; nil when /proc does not
 // show one (another machine, another PID namespace).
 func findServer(backend int) *serverCPU {
-	st, ok := readStat(backend)
-	if !ok {
+	st, err := proc.ReadStat(backend)
+	if err != nil {
 		return nil
 	}
-	comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "comm"))
+	comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.PPID), "comm"))
 	if err != nil || !strings.HasPrefix(string(comm), "postgres") {
 		return nil
 	}
-	return &serverCPU{postmaster: st.ppid}
+	return &serverCPU{postmaster: st.PPID}
 }
 
 // total is the server's CPU time so far; false when the postmaster is gone.
 func (s *serverCPU) total() (time.Duration, bool) {
-	pm, ok := readStat(s.postmaster)
-	if !ok {
+	pm, err := proc.ReadStat(s.postmaster)
+	if err != nil {
 		return 0, false
 	}
-	ticks := pm.utime + pm.stime + pm.cutime + pm.cstime
+	ticks := pm.UTime + pm.STime + pm.CUTime + pm.CSTime
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, false
@@ -59,36 +56,11 @@ func (s *serverCPU) total() (time.Duration, bool) {
 		if err != nil {
 			continue
 		}
-		if st, ok := readStat(pid); ok && st.ppid == s.postmaster {
-			ticks += st.utime + st.stime
+		if st, err := proc.ReadStat(pid); err == nil && st.PPID == s.postmaster {
+			ticks += st.UTime + st.STime
 		}
 	}
-	return time.Duration(ticks) * clockTick, true
-}
-
-type procStat struct {
-	ppid                         int
-	utime, stime, cutime, cstime int64
-}
-
-// readStat parses /proc/PID/stat: the fields after the command name (which
-// is in parentheses and may itself hold spaces and parentheses).
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime 14..17.
-	if len(f) < 15 {
-		return procStat{}, false
-	}
-	n := func(k int) int64 { v, _ := strconv.ParseInt(f[k-3], 10, 64); return v }
-	return procStat{ppid: int(n(4)), utime: n(14), stime: n(15), cutime: n(16), cstime: n(17)}, true
+	return time.Duration(ticks) * proc.ClockTick, true
 }
 
 // loadAverage is /proc/loadavg's 1-minute figure (0 when unreadable).

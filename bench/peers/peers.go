@@ -22,7 +22,7 @@ const (
 	// SystemRiver is River with no-op workers.
 	SystemRiver = "river"
 	// SystemCks is cks claim→complete through backend.Backend with batch
-	// claims (bench.Ledger, as `cks bench ledger` runs it).
+	// claims (bench.Ledger, as `cksbench ledger` runs it).
 	SystemCks = "cks"
 	// SystemCksAgent is cks's agent path: claim one task straight to
 	// RUNNING, then worker.Executor.Run (the heartbeat, Complete), as `cks

@@ -26,7 +26,7 @@ type topCommand struct {
 	// does.
 	args, summary string
 	// subs, when set, are the words one of which must follow the name
-	// (agent KIND, bench NAME), each with its own flags.
+	// (agent KIND, completion SHELL), each with its own flags.
 	subs []subCommand
 	// bare: it takes no flags (version, help).
 	bare bool
@@ -67,7 +67,6 @@ func topCommands() []topCommand {
 		}},
 		{name: "api", args: "OP [JSON|-]", summary: "call any operation by name with JSON as its input (default {}, " +
 			`"-" reads stdin) and print its output; --list lists the operations`, run: cmdAPI},
-		{name: "bench", subs: benchSubs, run: cmdBench},
 		{name: "version", bare: true, summary: "print the version", run: func(_ context.Context, _ []string, e env) error {
 			fmt.Fprintln(e.stdout, "cks", version)
 			return nil
@@ -315,15 +314,14 @@ func describe(name string) (args []string, summary string) {
 	return nil, ""
 }
 
-// subsHelp is `cks agent --help`, `cks bench --help`: the section of help
+// subsHelp is `cks agent --help`, `cks completion --help`: the section of help
 // of c's subcommands.
 func subsHelp(w io.Writer, c topCommand) {
 	var entries []helpEntry
 	for _, s := range c.subs {
 		entries = append(entries, helpEntry{words: c.name + " " + s.name, args: s.args, summary: s.summary})
 	}
-	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind", "completion": "shell"}[c.name]+
-		map[string]string{"bench": "name"}[c.name]))
+	fmt.Fprintf(w, "Usage: cks %s %s [FLAGS]\n", c.name, strings.ToUpper(map[string]string{"agent": "kind", "completion": "shell"}[c.name]))
 	printSection(w, helpSection{heading: "Commands:", entries: entries})
 }
 
@@ -333,7 +331,7 @@ func subsHelp(w io.Writer, c topCommand) {
 var globalFlags = map[string]bool{"url": true, "token": true, "data-dir": true, "database": true, "json": false}
 
 // hoistGlobals moves the global flags given before a command's words (its
-// name, and the subcommand, kind or benchmark name after it) to just after
+// name, and the subcommand, kind or shell after it) to just after
 // them, so that the command reads them as its own: `cks --url U process
 // list` is `cks process list --url U`. A command that does not take one
 // says so as for any flag it does not define. Any other flag before the
@@ -380,7 +378,7 @@ func hoistGlobals(args []string) ([]string, error) {
 }
 
 // takesSub reports whether command name is followed by a word of its own
-// (a group's subcommand, an agent's kind, a benchmark's name).
+// (a group's subcommand, an agent's kind, a completion's shell).
 func takesSub(name string) bool {
 	if slices.ContainsFunc(groups, func(g group) bool { return g.name == name }) {
 		return true

@@ -26,7 +26,7 @@ func cliRun(t testing.TB, args ...string) (int, string, string) {
 
 // nouns are the first words of every command line cks takes, with the
 // words that may follow them (a group's subcommands, an agent's kinds, a
-// benchmark's names).
+// completion's shells).
 func nouns() map[string][]string {
 	out := map[string][]string{}
 	for _, g := range commandGroups() {
@@ -44,7 +44,7 @@ func nouns() map[string][]string {
 }
 
 // TestNounHelp: `cks NOUN --help` (and -h, and `cks help NOUN`) exits 0
-// with help for every noun — agent and bench as well as the groups, each
+// with help for every noun — agent and completion as well as the groups, each
 // naming every word that may follow it — and so does `cks NOUN WORD
 // --help` for every word, with the command's usage line. No hub is needed.
 func TestNounHelp(t *testing.T) {
@@ -74,6 +74,15 @@ func TestNounHelp(t *testing.T) {
 	}
 	if code, _, errOut := cliRun(t, "agent"); code != 2 || !strings.Contains(errOut, "agent needs a kind") {
 		t.Errorf("cks agent: exit %d %q, want the usage error naming the kinds", code, errOut)
+	}
+}
+
+// TestNoBenchCommand (issue 40): the load benchmarks are not in the shipped
+// binary — `cks bench` is an unknown command; they are cksbench of the
+// benchmark module (bench/cmd/cksbench, docs/benchmarks.md).
+func TestNoBenchCommand(t *testing.T) {
+	if code, _, errOut := cliRun(t, "bench", "ledger", "--tasks", "1"); code != 2 || !strings.Contains(errOut, `unknown command "bench"`) {
+		t.Errorf("cks bench ledger: exit %d, %q; want 2, unknown command", code, errOut)
 	}
 }
 
@@ -121,7 +130,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	want := map[string][]string{
 		"serve": {"--listen", "--database", "--data-dir"}, "dev": {"--no-agents", "--exec-types", "--listen", "-- COMMAND"},
 		"mcp": {"--database"}, "agent exec": {"--types", "--poll-interval", "-- COMMAND"}, "agent pipeline": {"--corpus", "--workers", "--max-rounds"},
-		"research": {"--wait", "--timeout", "--corpus"}, "api": {"--list"}, "bench ledger": {"--cpuprofile", "--workers"},
+		"research": {"--wait", "--timeout", "--corpus"}, "api": {"--list"},
 		"task create": {"--criteria", "--description", "--max-attempts", "--type TEXT", "--payload JSON|@FILE"},
 		"task stop":   {"--reason TEXT", "--deadline DURATION"}, "object edit": {"--set FIELD=VALUE", "[--base N]"},
 		"version": nil, "help": nil,

@@ -130,36 +130,6 @@ func TestTaskCLI(t *testing.T) {
 	}
 }
 
-func TestBenchLedgerSmoke(t *testing.T) {
-	dir := t.TempDir()
-	profile, allocs := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
-	r := runCKS(t, nil, "bench", "ledger", "--tasks", "300", "--workers", "1,3", "--json", "--cpuprofile", profile,
-		"--memprofile", allocs)
-	if r.code != 0 {
-		t.Fatalf("bench: exit %d: %s", r.code, r.stderr)
-	}
-	// A pprof profile is gzipped protobuf.
-	for flag, path := range map[string]string{"--cpuprofile": profile, "--memprofile": allocs} {
-		if b, err := os.ReadFile(path); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-			t.Errorf("%s wrote no profile: %v, %d bytes", flag, err, len(b))
-		}
-	}
-	var out struct {
-		Backend string `json:"backend"`
-		Results []struct {
-			Workers      int     `json:"workers"`
-			CompleteRate float64 `json:"complete_per_s"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Backend != "sqlite" || len(out.Results) != 2 ||
-		out.Results[1].Workers != 3 || out.Results[1].CompleteRate <= 0 {
-		t.Fatalf("bench output: %v\n%s", err, r.stdout)
-	}
-	if !strings.Contains(r.stderr, "work") || !strings.Contains(r.stderr, "300/300") {
-		t.Fatalf("bench shows no progress:\n%s", r.stderr)
-	}
-}
-
 // TestTaskViewWithoutHub (issue 39.10): the default `task list` puts what
 // just happened on its first page — a task that failed after 120 others
 // were created (in id order, main's, it was past the first hundred) — and

@@ -180,11 +180,13 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 			return d.Executor().Notify(ctx, cks.TopicTasksMoved)
 		}})
 	tasks.NoteMovesTo(moves)
+	principals := auth.NewService(d)
+	principals.CacheTokens(changes, clk)
 	return &Backend{
 		Tasks:      tasks,
 		Objects:    knowledge.New(d, clk),
 		Liveness:   liveness.NewService(d, clk),
-		Principals: auth.NewService(d),
+		Principals: principals,
 		Sweepers:   sweeper.NewController(d, clk),
 		Changes:    changes,
 		moves:      moves,

@@ -294,7 +294,9 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		reaper := sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: c, StaleWindow: time.Hour,
-			ClaimTokens: func(ctx context.Context) (int, error) { return auth.DeleteEndedCredentials(ctx, st.Principals, c.Now()) }}
+			ClaimTokens: func(ctx context.Context) (int, error) {
+				return st.Principals.DeleteEndedCredentials(ctx, c.Now())
+			}}
 		if n := sweep(t, reaper); n != 3 {
 			t.Fatalf("revoked %d, want 3 (w1's on the completed, the reopened and the moved task)", n)
 		}

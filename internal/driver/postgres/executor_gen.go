@@ -384,7 +384,7 @@ func abortPendingDueParams(p driver.AbortPendingDueParams) dbsqlc.AbortPendingDu
 	return dbsqlc.AbortPendingDueParams{
 		Outcome: p.Outcome,
 		Now:     driver.Time(p.Now),
-		Max:     int32(p.Limit),
+		Limit:   int32(p.Limit),
 	}
 }
 
@@ -430,7 +430,7 @@ func edgeInsertParams(p driver.EdgeRow) dbsqlc.EdgeInsertParams {
 func edgeListParams(p driver.EdgeListParams) dbsqlc.EdgeListParams {
 	return dbsqlc.EdgeListParams{
 		After: p.After,
-		Lim:   int32(p.Limit),
+		Limit: int32(p.Limit),
 	}
 }
 
@@ -452,7 +452,7 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 func forkListParams(p driver.ForkListParams) dbsqlc.ForkListParams {
 	return dbsqlc.ForkListParams{
 		After: p.After,
-		Lim:   int32(p.Limit),
+		Limit: int32(p.Limit),
 	}
 }
 
@@ -474,7 +474,7 @@ func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParam
 		AfterStartedAt:  driver.Time(p.AfterStartedAt),
 		AfterInstanceID: p.AfterInstanceID,
 		Kinds:           nonNil(p.Kinds),
-		Max:             int32(p.Limit),
+		Limit:           int32(p.Limit),
 	}
 }
 
@@ -486,7 +486,7 @@ func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
 		Kinds:           nonNil(p.Kinds),
 		StoppedOnly:     p.StoppedOnly,
 		Now:             nullTime(p.Now),
-		Max:             int32(p.Limit),
+		Limit:           int32(p.Limit),
 	}
 }
 
@@ -495,7 +495,7 @@ func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParam
 	return dbsqlc.LivenessPruneParams{
 		Before: driver.Time(p.Before),
 		Now:    nullTime(p.Now),
-		Max:    int32(p.Limit),
+		Limit:  int32(p.Limit),
 	}
 }
 
@@ -522,7 +522,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 func objectClaimableParams(p driver.ObjectClaimableParams) dbsqlc.ObjectClaimableParams {
 	return dbsqlc.ObjectClaimableParams{
 		Status: p.Status,
-		Lim:    int32(p.Limit),
+		Limit:  int32(p.Limit),
 	}
 }
 
@@ -551,7 +551,7 @@ func objectListParams(p driver.ObjectListParams) dbsqlc.ObjectListParams {
 	return dbsqlc.ObjectListParams{
 		After:     p.After,
 		Unclaimed: p.Unclaimed,
-		Lim:       int32(p.Limit),
+		Limit:     int32(p.Limit),
 	}
 }
 
@@ -561,7 +561,7 @@ func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindPa
 		After:     p.After,
 		Kinds:     nonNil(p.Kinds),
 		Unclaimed: p.Unclaimed,
-		Lim:       int32(p.Limit),
+		Limit:     int32(p.Limit),
 	}
 }
 
@@ -571,7 +571,7 @@ func objectListByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListByStat
 		After:    p.After,
 		Statuses: nonNil(p.Statuses),
 		Kinds:    nonNil(p.Kinds),
-		Lim:      int32(p.Limit),
+		Limit:    int32(p.Limit),
 	}
 }
 
@@ -583,7 +583,7 @@ func objectListMatchingParams(p driver.ObjectListParams) dbsqlc.ObjectListMatchi
 		Kinds:     nonNil(p.Kinds),
 		Unclaimed: p.Unclaimed,
 		Match:     p.Match,
-		Lim:       int32(p.Limit),
+		Limit:     int32(p.Limit),
 	}
 }
 
@@ -593,7 +593,7 @@ func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectL
 		After:    p.After,
 		Statuses: nonNil(p.Statuses),
 		Kinds:    nonNil(p.Kinds),
-		Lim:      int32(p.Limit),
+		Limit:    int32(p.Limit),
 	}
 }
 
@@ -657,7 +657,7 @@ func sessionPageParams(p driver.SessionPageParams) dbsqlc.SessionPageParams {
 	return dbsqlc.SessionPageParams{
 		AfterCreatedAt: driver.Time(p.AfterCreatedAt),
 		AfterSessionID: p.AfterSessionID,
-		Max:            int32(p.Limit),
+		Limit:          int32(p.Limit),
 	}
 }
 
@@ -687,7 +687,7 @@ func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertPa
 func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassPruneParams {
 	return dbsqlc.SweeperPassPruneParams{
 		Before: driver.Time(p.Before),
-		Max:    int32(p.Limit),
+		Limit:  int32(p.Limit),
 	}
 }
 
@@ -695,7 +695,7 @@ func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassP
 func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPassRecentParams {
 	return dbsqlc.SweeperPassRecentParams{
 		AgentID: p.AgentID,
-		Max:     int32(p.Limit),
+		Limit:   int32(p.Limit),
 	}
 }
 
@@ -703,7 +703,7 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Max:     int32(p.Limit),
+		Limit:   int32(p.Limit),
 		Keep:    int32(p.Keep),
 	}
 }
@@ -713,7 +713,7 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
 		Parent: p.Parent,
 		After:  p.After,
-		Max:    int32(p.Limit),
+		Limit:  int32(p.Limit),
 	}
 }
 
@@ -722,7 +722,7 @@ func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsP
 	return dbsqlc.TaskClaimWaitsParams{
 		Since: driver.Time(p.Since),
 		Until: driver.Time(p.Until),
-		Max:   int32(p.Limit),
+		Limit: int32(p.Limit),
 	}
 }
 
@@ -732,7 +732,7 @@ func taskClaimableParams(p driver.TaskClaimableParams) dbsqlc.TaskClaimableParam
 		State:    p.State,
 		Excluded: nonNil(p.Excluded),
 		Now:      nullTime(p.Now),
-		Max:      int32(p.Limit),
+		Limit:    int32(p.Limit),
 	}
 }
 
@@ -743,7 +743,7 @@ func taskClaimableOfTypesParams(p driver.TaskClaimableParams) dbsqlc.TaskClaimab
 		Excluded: nonNil(p.Excluded),
 		Types:    nonNil(p.Types),
 		Now:      nullTime(p.Now),
-		Max:      int32(p.Limit),
+		Limit:    int32(p.Limit),
 	}
 }
 
@@ -792,7 +792,7 @@ func taskDepDeleteManyParams(rows []driver.TaskDep) dbsqlc.TaskDepDeleteManyPara
 	var a dbsqlc.TaskDepDeleteManyParams
 	for _, r := range rows {
 		a.TaskIds = append(a.TaskIds, r.TaskID)
-		a.DependsOns = append(a.DependsOns, r.DependsOn)
+		a.DependsOn = append(a.DependsOn, r.DependsOn)
 	}
 	return a
 }
@@ -802,7 +802,7 @@ func taskDepInsertManyParams(rows []driver.TaskDep) dbsqlc.TaskDepInsertManyPara
 	var a dbsqlc.TaskDepInsertManyParams
 	for _, r := range rows {
 		a.TaskIds = append(a.TaskIds, r.TaskID)
-		a.DependsOns = append(a.DependsOns, r.DependsOn)
+		a.DependsOn = append(a.DependsOn, r.DependsOn)
 	}
 	return a
 }
@@ -810,32 +810,32 @@ func taskDepInsertManyParams(rows []driver.TaskDep) dbsqlc.TaskDepInsertManyPara
 // taskDependantsParams writes a driver.TaskDependantsParams as dbsqlc.TaskDependantsParams.
 func taskDependantsParams(p driver.TaskDependantsParams) dbsqlc.TaskDependantsParams {
 	return dbsqlc.TaskDependantsParams{
-		DependsOns: nonNil(p.DependsOn),
-		State:      p.State,
+		DependsOn: nonNil(p.DependsOn),
+		State:     p.State,
 	}
 }
 
 // taskDependantsForShareParams writes a driver.TaskDependantsParams as dbsqlc.TaskDependantsForShareParams.
 func taskDependantsForShareParams(p driver.TaskDependantsParams) dbsqlc.TaskDependantsForShareParams {
 	return dbsqlc.TaskDependantsForShareParams{
-		DependsOns: nonNil(p.DependsOn),
-		State:      p.State,
+		DependsOn: nonNil(p.DependsOn),
+		State:     p.State,
 	}
 }
 
 // taskDependantsForUpdateParams writes a driver.TaskDependantsParams as dbsqlc.TaskDependantsForUpdateParams.
 func taskDependantsForUpdateParams(p driver.TaskDependantsParams) dbsqlc.TaskDependantsForUpdateParams {
 	return dbsqlc.TaskDependantsForUpdateParams{
-		DependsOns: nonNil(p.DependsOn),
-		State:      p.State,
+		DependsOn: nonNil(p.DependsOn),
+		State:     p.State,
 	}
 }
 
 // taskDependantsForUpdateSkipParams writes a driver.TaskDependantsParams as dbsqlc.TaskDependantsForUpdateSkipParams.
 func taskDependantsForUpdateSkipParams(p driver.TaskDependantsParams) dbsqlc.TaskDependantsForUpdateSkipParams {
 	return dbsqlc.TaskDependantsForUpdateSkipParams{
-		DependsOns: nonNil(p.DependsOn),
-		State:      p.State,
+		DependsOn: nonNil(p.DependsOn),
+		State:     p.State,
 	}
 }
 
@@ -956,7 +956,7 @@ func taskLeaseExpiredParams(p driver.TaskLeaseExpiredParams) dbsqlc.TaskLeaseExp
 		Excluded:      nonNil(p.Excluded),
 		ExpiredAt:     nullTime(p.ExpiredAt),
 		RenewedBefore: nullTime(p.RenewedBefore),
-		Max:           int32(p.Limit),
+		Limit:         int32(p.Limit),
 	}
 }
 
@@ -970,7 +970,7 @@ func taskListParams(p driver.TaskListParams) dbsqlc.TaskListParams {
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -984,7 +984,7 @@ func taskListForUpdateParams(p driver.TaskListParams) dbsqlc.TaskListForUpdatePa
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -998,7 +998,7 @@ func taskListIDDescParams(p driver.TaskListParams) dbsqlc.TaskListIDDescParams {
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -1013,7 +1013,7 @@ func taskListPriorityParams(p driver.TaskListParams) dbsqlc.TaskListPriorityPara
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -1028,7 +1028,7 @@ func taskListUpdatedParams(p driver.TaskListParams) dbsqlc.TaskListUpdatedParams
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -1043,7 +1043,7 @@ func taskListUpdatedDescParams(p driver.TaskListParams) dbsqlc.TaskListUpdatedDe
 		CreatedBy:          p.CreatedBy,
 		Match:              p.Match,
 		UnconfirmedAbort:   p.UnconfirmedAbort,
-		Max:                int32(p.Limit),
+		Limit:              int32(p.Limit),
 	}
 }
 
@@ -1052,7 +1052,7 @@ func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPu
 	return dbsqlc.TaskPurgeCandidatesParams{
 		Before: nullTime(p.Before),
 		States: nonNil(p.States),
-		Max:    int32(p.Limit),
+		Limit:  int32(p.Limit),
 	}
 }
 
@@ -1145,7 +1145,7 @@ func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) d
 	return dbsqlc.TransitionPurgeCandidatesParams{
 		Before:   driver.Time(p.Before),
 		Statuses: nonNil(p.Statuses),
-		Max:      int32(p.Limit),
+		Limit:    int32(p.Limit),
 	}
 }
 
@@ -1250,7 +1250,7 @@ func eachAbortList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(
 // eachAbortPendingDue runs dbsqlc's AbortPendingDue, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachAbortPendingDue(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.AbortPendingDueParams, each func(*dbsqlc.CksTaskAbort)) error {
-	rows, err := db.Query(ctx, dbsqlc.AbortPendingDue, arg.Outcome, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.AbortPendingDue, arg.Outcome, arg.Now, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1288,7 +1288,7 @@ func eachDecisionList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each fu
 // eachEdgeList runs dbsqlc's EdgeList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachEdgeList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.EdgeListParams, each func(*dbsqlc.CksEdge)) error {
-	rows, err := db.Query(ctx, dbsqlc.EdgeList, arg.After, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.EdgeList, arg.After, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1364,7 +1364,7 @@ func eachEvidenceList(ctx context.Context, db dbsqlc.DBTX, taskID int64, each fu
 // eachForkList runs dbsqlc's ForkList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachForkList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ForkListParams, each func(*dbsqlc.ForkListRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.ForkList, arg.After, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ForkList, arg.After, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1421,7 +1421,7 @@ func eachGrantListAll(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Cks
 // eachLivenessAlive runs dbsqlc's LivenessAlive, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachLivenessAlive(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessAliveParams, each func(*dbsqlc.CksAgentLiveness)) error {
-	rows, err := db.Query(ctx, dbsqlc.LivenessAlive, arg.Now, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.LivenessAlive, arg.Now, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1478,7 +1478,7 @@ func eachLivenessList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Cks
 // eachLivenessPage runs dbsqlc's LivenessPage, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachLivenessPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessPageParams, each func(*dbsqlc.CksAgentLiveness)) error {
-	rows, err := db.Query(ctx, dbsqlc.LivenessPage, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.StoppedOnly, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.LivenessPage, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.StoppedOnly, arg.Now, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1497,7 +1497,7 @@ func eachLivenessPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.LivenessPa
 // eachObjectClaimable runs dbsqlc's ObjectClaimable, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectClaimableParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectClaimable, arg.Status, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectClaimable, arg.Status, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1573,7 +1573,7 @@ func eachObjectGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64
 // eachObjectList runs dbsqlc's ObjectList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectList, arg.After, arg.Unclaimed, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectList, arg.After, arg.Unclaimed, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1592,7 +1592,7 @@ func eachObjectList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListPa
 // eachObjectListByKind runs dbsqlc's ObjectListByKind, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListByKind(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByKindParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1611,7 +1611,7 @@ func eachObjectListByKind(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Object
 // eachObjectListByStatus runs dbsqlc's ObjectListByStatus, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListByStatusParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1630,7 +1630,7 @@ func eachObjectListByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Obje
 // eachObjectListMatching runs dbsqlc's ObjectListMatching, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListMatching(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListMatchingParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1649,7 +1649,7 @@ func eachObjectListMatching(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Obje
 // eachObjectListUnclaimedByStatus runs dbsqlc's ObjectListUnclaimedByStatus, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachObjectListUnclaimedByStatus(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.ObjectListUnclaimedByStatusParams, each func(*dbsqlc.CksObject)) error {
-	rows, err := db.Query(ctx, dbsqlc.ObjectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
+	rows, err := db.Query(ctx, dbsqlc.ObjectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1687,7 +1687,7 @@ func eachPrincipalList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Ck
 // eachSessionPage runs dbsqlc's SessionPage, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachSessionPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.SessionPageParams, each func(*dbsqlc.CksSession)) error {
-	rows, err := db.Query(ctx, dbsqlc.SessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.SessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1706,7 +1706,7 @@ func eachSessionPage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.SessionPage
 // eachSweeperPassRecent runs dbsqlc's SweeperPassRecent, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachSweeperPassRecent(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.SweeperPassRecentParams, each func(*dbsqlc.CksSweeperPass)) error {
-	rows, err := db.Query(ctx, dbsqlc.SweeperPassRecent, arg.AgentID, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.SweeperPassRecent, arg.AgentID, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1725,7 +1725,7 @@ func eachSweeperPassRecent(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Sweep
 // eachTaskClaim runs dbsqlc's TaskClaim, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimParams, each func(*dbsqlc.TaskClaimRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaim, arg.State, arg.Excluded, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaim, arg.State, arg.Excluded, arg.Now, arg.Limit, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
 	if err != nil {
 		return err
 	}
@@ -1744,7 +1744,7 @@ func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimPara
 // eachTaskClaimOfType runs dbsqlc's TaskClaimOfType, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimOfTypeParams, each func(*dbsqlc.TaskClaimOfTypeRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Limit, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
 	if err != nil {
 		return err
 	}
@@ -1763,7 +1763,7 @@ func eachTaskClaimOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCla
 // eachTaskClaimOfTypes runs dbsqlc's TaskClaimOfTypes, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimOfTypesParams, each func(*dbsqlc.TaskClaimOfTypesRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Max, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Limit, arg.LeaseTokenHashes, arg.ClaimedBys, arg.LeaseExpiresAts, arg.LeaseMss, arg.ThenTo, arg.ToState, arg.AttemptsAdded, arg.RunAfter)
 	if err != nil {
 		return err
 	}
@@ -1782,7 +1782,7 @@ func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCl
 // eachTaskClaimWaits runs dbsqlc's TaskClaimWaits, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimWaits(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimWaitsParams, each func(*dbsqlc.TaskClaimWaitsRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Since, arg.Until, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimWaits, arg.Since, arg.Until, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1801,7 +1801,7 @@ func eachTaskClaimWaits(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClai
 // eachTaskClaimable runs dbsqlc's TaskClaimable, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimable, arg.State, arg.Excluded, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimable, arg.State, arg.Excluded, arg.Now, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1820,7 +1820,7 @@ func eachTaskClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaim
 // eachTaskClaimableOfType runs dbsqlc's TaskClaimableOfType, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimableOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableOfTypeParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1839,7 +1839,7 @@ func eachTaskClaimableOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 // eachTaskClaimableOfTypes runs dbsqlc's TaskClaimableOfTypes, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaimableOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimableOfTypesParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskClaimableOfTypes, arg.State, arg.Excluded, arg.Types, arg.Now, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -1896,7 +1896,7 @@ func eachTaskDepListAdjacent(ctx context.Context, db dbsqlc.DBTX, ids []int64, e
 // eachTaskDependants runs dbsqlc's TaskDependants, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskDependants(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskDependants, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, dbsqlc.TaskDependants, arg.DependsOn, arg.State)
 	if err != nil {
 		return err
 	}
@@ -1915,7 +1915,7 @@ func eachTaskDependants(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDepe
 // eachTaskDependantsForShare runs dbsqlc's TaskDependantsForShare, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskDependantsForShare(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForShareParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForShare, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForShare, arg.DependsOn, arg.State)
 	if err != nil {
 		return err
 	}
@@ -1934,7 +1934,7 @@ func eachTaskDependantsForShare(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.
 // eachTaskDependantsForUpdate runs dbsqlc's TaskDependantsForUpdate, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskDependantsForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForUpdateParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdate, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdate, arg.DependsOn, arg.State)
 	if err != nil {
 		return err
 	}
@@ -1953,7 +1953,7 @@ func eachTaskDependantsForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc
 // eachTaskDependantsForUpdateSkip runs dbsqlc's TaskDependantsForUpdateSkip, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskDependantsForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDependantsForUpdateSkipParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdateSkip, arg.DependsOns, arg.State)
+	rows, err := db.Query(ctx, dbsqlc.TaskDependantsForUpdateSkip, arg.DependsOn, arg.State)
 	if err != nil {
 		return err
 	}
@@ -2181,7 +2181,7 @@ func eachTaskInsertManyNew(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskI
 // eachTaskLeaseExpired runs dbsqlc's TaskLeaseExpired, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskLeaseExpired(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLeaseExpiredParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskLeaseExpired, arg.States, arg.Excluded, arg.ExpiredAt, arg.RenewedBefore, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskLeaseExpired, arg.States, arg.Excluded, arg.ExpiredAt, arg.RenewedBefore, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2200,7 +2200,7 @@ func eachTaskLeaseExpired(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLe
 // eachTaskList runs dbsqlc's TaskList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2219,7 +2219,7 @@ func eachTaskList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListParams
 // eachTaskListForUpdate runs dbsqlc's TaskListForUpdate, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskListForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListForUpdateParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskListForUpdate, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskListForUpdate, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2238,7 +2238,7 @@ func eachTaskListForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskL
 // eachTaskListIDDesc runs dbsqlc's TaskListIDDesc, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskListIDDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListIDDescParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2257,7 +2257,7 @@ func eachTaskListIDDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskList
 // eachTaskListPriority runs dbsqlc's TaskListPriority, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskListPriority(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListPriorityParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2276,7 +2276,7 @@ func eachTaskListPriority(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLi
 // eachTaskListUpdated runs dbsqlc's TaskListUpdated, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskListUpdated(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListUpdatedParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2295,7 +2295,7 @@ func eachTaskListUpdated(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLis
 // eachTaskListUpdatedDesc runs dbsqlc's TaskListUpdatedDesc, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskListUpdatedDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListUpdatedDescParams, each func(*dbsqlc.CksOutboxTask)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TaskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return err
 	}
@@ -2352,7 +2352,7 @@ func eachTransitionListMany(ctx context.Context, db dbsqlc.DBTX, objectIDs []int
 // eachTransitionPurgeCandidates runs dbsqlc's TransitionPurgeCandidates, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTransitionPurgeCandidates(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TransitionPurgeCandidatesParams, each func(*dbsqlc.CksTransitionLog)) error {
-	rows, err := db.Query(ctx, dbsqlc.TransitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	rows, err := db.Query(ctx, dbsqlc.TransitionPurgeCandidates, arg.Before, arg.Statuses, arg.Limit)
 	if err != nil {
 		return err
 	}

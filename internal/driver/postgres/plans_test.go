@@ -152,7 +152,7 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 	deps := ids(`SELECT depends_on FROM cks_task_deps ORDER BY depends_on DESC LIMIT 10`)
 	now := time.Now().UTC()
 	excluded := []string{"NEEDS_INPUT", "STOPPED"}
-	claim := map[string]any{"state": "OPEN", "excluded": excluded, "now": now, "max": int64(10), "type": "a",
+	claim := map[string]any{"state": "OPEN", "excluded": excluded, "now": now, "limit": int64(10), "type": "a",
 		"types": []string{"a", "b"}}
 	byID := []string{"cks_outbox_tasks_pkey"}
 	// Reaching tasks by id: no state index (an outer state term would
@@ -212,27 +212,27 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// The lease reaper: the expired leases from the partial index of
 		// leased tasks, not every task by id.
 		{"expired leases", "TaskLeaseExpired", map[string]any{"states": []string{"CLAIMED", "RUNNING", "REVIEWING"},
-			"excluded": excluded, "expired_at": now, "renewed_before": now, "max": int64(100)},
+			"excluded": excluded, "expired_at": now, "renewed_before": now, "limit": int64(100)},
 			[]string{"idx_outbox_tasks_leased"}, []string{"Seq Scan", "cks_outbox_tasks_pkey"}},
 		// Listing: a page in id order from the primary key.
 		{"listing", "TaskList", map[string]any{"after": int64(100), "states": []string{}, "types": []string{},
-			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
 		// The board's default listing, newest first: the primary key
 		// backwards, no sort of the table.
 		{"listing newest first", "TaskListIDDesc", map[string]any{"after": int64(0), "states": []string{}, "types": []string{},
-			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, byID, []string{"Seq Scan", "Sort"}},
 		// The board's "recently changed" order, either way, first page
 		// and a later one: a range of idx_outbox_tasks_updated from the
 		// cursor, no sort of the table (issue 38.9).
 		{"listing by updated, newest first", "TaskListUpdatedDesc", map[string]any{"after": int64(0), "after_updated": nil,
 			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
-			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
+			"unconfirmed_abort": false, "limit": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
 		{"listing by updated, newest first, a later page", "TaskListUpdatedDesc", map[string]any{"after": int64(5000), "after_updated": now,
 			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
-			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
+			"unconfirmed_abort": false, "limit": int64(101)}, []string{"Index Scan Backward using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
 		{"listing by updated", "TaskListUpdated", map[string]any{"after": int64(0), "after_updated": nil,
 			"states": []string{}, "types": []string{}, "state_changed_before": nil, "created_by": "", "match": "",
-			"unconfirmed_abort": false, "max": int64(101)}, []string{"Index Scan using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
+			"unconfirmed_abort": false, "limit": int64(101)}, []string{"Index Scan using idx_outbox_tasks_updated"}, []string{"Seq Scan", "Sort"}},
 		// The stale-stop report's count: the STOPPED tasks only, from
 		// their partial index or from the settled states' index, whose
 		// first key is the state (under stale statistics the planner may
@@ -245,7 +245,7 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// the index of the states off the hot path (the WAITING tasks
 		// alone, sorted), or, when they are not rare, the primary key.
 		{"waiting tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"WAITING"}, "types": []string{},
-			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, nil, []string{"Seq Scan"}},
 		{"failed count", "TaskCount", map[string]any{"states": []string{"FAILED"}, "types": []string{},
 			"state_changed_before": nil}, []string{"idx_outbox_tasks_settled"}, []string{"Seq Scan"}},
 		// The board's chips and the charts: every state's count from the
@@ -258,9 +258,9 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// A listing of a state on the hot path: its own partial index, or
 		// (COMPLETED, most of the table) the primary key; no scan.
 		{"open tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"OPEN"}, "types": []string{},
-			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, nil, []string{"Seq Scan"}},
 		{"running tasks", "TaskList", map[string]any{"after": int64(0), "states": []string{"RUNNING"}, "types": []string{},
-			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "max": int64(101)}, nil, []string{"Seq Scan"}},
+			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, nil, []string{"Seq Scan"}},
 	}
 	// The queries checked only once the table has statistics (see the
 	// claim of any type).

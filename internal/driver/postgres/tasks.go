@@ -195,7 +195,7 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 		err = eachTaskClaimable(ctx, e.db, taskClaimableParams(p), add)
 	case 1:
 		err = eachTaskClaimableOfType(ctx, e.db, dbsqlc.TaskClaimableOfTypeParams{
-			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now), Max: int32(p.Limit)}, add)
+			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now), Limit: int32(p.Limit)}, add)
 	default:
 		err = eachTaskClaimableOfTypes(ctx, e.db, taskClaimableOfTypesParams(p), add)
 	}
@@ -213,7 +213,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		return nil, nil
 	}
 	q := dbsqlc.TaskClaimParams{State: p.State, Excluded: nonNil(p.Excluded),
-		Now: pgtype.Timestamptz{Time: driver.Time(p.Now), Valid: true}, Max: int32(limit),
+		Now: pgtype.Timestamptz{Time: driver.Time(p.Now), Valid: true}, Limit: int32(limit),
 		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter),
 		ThenTo: p.Then.To}
 	q.LeaseTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit)
@@ -231,13 +231,13 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		err = eachTaskClaim(ctx, e.db, q, func(r *dbsqlc.TaskClaimRow) { c.add(*r, limit) })
 	case 1:
 		err = eachTaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
-			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
+			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
 			func(r *dbsqlc.TaskClaimOfTypeRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })
 	default:
 		err = eachTaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
-			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Max: q.Max, LeaseTokenHashes: q.LeaseTokenHashes,
+			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
 			func(r *dbsqlc.TaskClaimOfTypesRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })

@@ -643,7 +643,7 @@ func abortPendingDueParams(p driver.AbortPendingDueParams) dbsqlc.AbortPendingDu
 	return dbsqlc.AbortPendingDueParams{
 		Outcome: p.Outcome,
 		Now:     fmtTime(p.Now),
-		Max:     int64(p.Limit),
+		Limit:   int64(p.Limit),
 	}
 }
 
@@ -687,7 +687,7 @@ func edgeInsertParams(p driver.EdgeRow) dbsqlc.EdgeInsertParams {
 func edgeListParams(p driver.EdgeListParams) dbsqlc.EdgeListParams {
 	return dbsqlc.EdgeListParams{
 		After: p.After,
-		Lim:   int64(p.Limit),
+		Limit: int64(p.Limit),
 	}
 }
 
@@ -712,7 +712,7 @@ func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParam
 		AfterStartedAt:  fmtTime(p.AfterStartedAt),
 		AfterInstanceID: p.AfterInstanceID,
 		Kinds:           jsonList(p.Kinds),
-		Max:             int64(p.Limit),
+		Limit:           int64(p.Limit),
 	}
 }
 
@@ -724,7 +724,7 @@ func livenessPageParams(p driver.LivenessPageParams) dbsqlc.LivenessPageParams {
 		Kinds:           jsonList(p.Kinds),
 		StoppedOnly:     p.StoppedOnly,
 		Now:             fmtNullTime(p.Now),
-		Max:             int64(p.Limit),
+		Limit:           int64(p.Limit),
 	}
 }
 
@@ -733,7 +733,7 @@ func livenessPruneParams(p driver.LivenessPruneParams) dbsqlc.LivenessPruneParam
 	return dbsqlc.LivenessPruneParams{
 		Before: fmtTime(p.Before),
 		Now:    fmtNullTime(p.Now),
-		Max:    int64(p.Limit),
+		Limit:  int64(p.Limit),
 	}
 }
 
@@ -760,7 +760,7 @@ func livenessUpsertParams(p driver.LivenessRow) dbsqlc.LivenessUpsertParams {
 func objectClaimableParams(p driver.ObjectClaimableParams) dbsqlc.ObjectClaimableParams {
 	return dbsqlc.ObjectClaimableParams{
 		Status: p.Status,
-		Lim:    int64(p.Limit),
+		Limit:  int64(p.Limit),
 	}
 }
 
@@ -789,7 +789,7 @@ func objectListParams(p driver.ObjectListParams) dbsqlc.ObjectListParams {
 	return dbsqlc.ObjectListParams{
 		After:     p.After,
 		Unclaimed: p.Unclaimed,
-		Lim:       int64(p.Limit),
+		Limit:     int64(p.Limit),
 	}
 }
 
@@ -799,7 +799,7 @@ func objectListByKindParams(p driver.ObjectListParams) dbsqlc.ObjectListByKindPa
 		After:     p.After,
 		Kinds:     jsonList(p.Kinds),
 		Unclaimed: p.Unclaimed,
-		Lim:       int64(p.Limit),
+		Limit:     int64(p.Limit),
 	}
 }
 
@@ -809,7 +809,7 @@ func objectListByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectListByStat
 		After:    p.After,
 		Statuses: jsonList(p.Statuses),
 		Kinds:    jsonList(p.Kinds),
-		Lim:      int64(p.Limit),
+		Limit:    int64(p.Limit),
 	}
 }
 
@@ -821,7 +821,7 @@ func objectListMatchingParams(p driver.ObjectListParams) dbsqlc.ObjectListMatchi
 		Kinds:     jsonList(p.Kinds),
 		Unclaimed: p.Unclaimed,
 		Match:     p.Match,
-		Lim:       int64(p.Limit),
+		Limit:     int64(p.Limit),
 	}
 }
 
@@ -831,7 +831,7 @@ func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectL
 		After:    p.After,
 		Statuses: jsonList(p.Statuses),
 		Kinds:    jsonList(p.Kinds),
-		Lim:      int64(p.Limit),
+		Limit:    int64(p.Limit),
 	}
 }
 
@@ -863,7 +863,7 @@ func sessionPageParams(p driver.SessionPageParams) dbsqlc.SessionPageParams {
 	return dbsqlc.SessionPageParams{
 		AfterCreatedAt: fmtTime(p.AfterCreatedAt),
 		AfterSessionID: p.AfterSessionID,
-		Max:            int64(p.Limit),
+		Limit:          int64(p.Limit),
 	}
 }
 
@@ -893,7 +893,7 @@ func sweeperPassInsertParams(p driver.SweeperPassRow) dbsqlc.SweeperPassInsertPa
 func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassPruneParams {
 	return dbsqlc.SweeperPassPruneParams{
 		Before: fmtTime(p.Before),
-		Max:    int64(p.Limit),
+		Limit:  int64(p.Limit),
 	}
 }
 
@@ -901,7 +901,7 @@ func sweeperPassPruneParams(p driver.SweeperPassPruneParams) dbsqlc.SweeperPassP
 func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPassRecentParams {
 	return dbsqlc.SweeperPassRecentParams{
 		AgentID: p.AgentID,
-		Max:     int64(p.Limit),
+		Limit:   int64(p.Limit),
 	}
 }
 
@@ -909,7 +909,7 @@ func sweeperPassRecentParams(p driver.SweeperPassRecentParams) dbsqlc.SweeperPas
 func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTrimParams {
 	return dbsqlc.SweeperPassTrimParams{
 		AgentID: p.AgentID,
-		Max:     int64(p.Limit),
+		Limit:   int64(p.Limit),
 		Keep:    int64(p.Keep),
 	}
 }
@@ -919,7 +919,7 @@ func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
 		Parent: nullable.Int(p.Parent),
 		After:  p.After,
-		Max:    int64(p.Limit),
+		Limit:  int64(p.Limit),
 	}
 }
 
@@ -928,7 +928,7 @@ func taskClaimWaitsParams(p driver.TaskEventWindowParams) dbsqlc.TaskClaimWaitsP
 	return dbsqlc.TaskClaimWaitsParams{
 		Since: fmtTime(p.Since),
 		Until: fmtTime(p.Until),
-		Max:   int64(p.Limit),
+		Limit: int64(p.Limit),
 	}
 }
 
@@ -1015,7 +1015,7 @@ func taskLeaseExpiredParams(p driver.TaskLeaseExpiredParams) dbsqlc.TaskLeaseExp
 		Excluded:      jsonList(p.Excluded),
 		ExpiredAt:     fmtNullTime(p.ExpiredAt),
 		RenewedBefore: fmtNullTime(p.RenewedBefore),
-		Max:           int64(p.Limit),
+		Limit:         int64(p.Limit),
 	}
 }
 
@@ -1024,7 +1024,7 @@ func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPu
 	return dbsqlc.TaskPurgeCandidatesParams{
 		Before: fmtNullTime(p.Before),
 		States: jsonList(p.States),
-		Max:    int64(p.Limit),
+		Limit:  int64(p.Limit),
 	}
 }
 
@@ -1081,7 +1081,7 @@ func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) d
 	return dbsqlc.TransitionPurgeCandidatesParams{
 		Before:   fmtTime(p.Before),
 		Statuses: jsonList(p.Statuses),
-		Max:      int64(p.Limit),
+		Limit:    int64(p.Limit),
 	}
 }
 

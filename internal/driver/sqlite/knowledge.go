@@ -92,7 +92,7 @@ func (e *executor) ObjectUpdateMany(ctx context.Context, rows []driver.ObjectRow
 
 // ForkList implements driver.KnowledgeExecutor.
 func (e *executor) ForkList(ctx context.Context, p driver.ForkListParams) ([]driver.ForkRow, error) {
-	rows, err := e.d.q.ForkList(ctx, e.read, dbsqlc.ForkListParams{After: p.After, Lim: int64(p.Limit)})
+	rows, err := e.d.q.ForkList(ctx, e.read, dbsqlc.ForkListParams{After: p.After, Limit: int64(p.Limit)})
 	if err != nil {
 		return nil, mapErr("fork list", err)
 	}

@@ -63,20 +63,20 @@ func TestQueriesUseIndexes(t *testing.T) {
 		bad         []string
 	}{
 		{"claim of any type", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", true),
-			sql.Named("types", `[]`), sql.Named("now", now), sql.Named("max", 3)},
+			sql.Named("types", `[]`), sql.Named("now", now), sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim of two types", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", false),
-			sql.Named("types", `["a","b"]`), sql.Named("now", now), sql.Named("max", 3)},
+			sql.Named("types", `["a","b"]`), sql.Named("now", now), sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim of one type", "TaskClaimableOfType", []any{sql.Named("state", "OPEN"), excluded, sql.Named("type", "a"),
-			sql.Named("now", now), sql.Named("max", 3)},
+			sql.Named("now", now), sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim_type"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"lease reaper", "TaskLeaseExpired", []any{sql.Named("states", `["CLAIMED","RUNNING","REVIEWING"]`), excluded,
-			sql.Named("expired_at", now), sql.Named("renewed_before", now), sql.Named("max", 500)},
+			sql.Named("expired_at", now), sql.Named("renewed_before", now), sql.Named("limit", 500)},
 			[]string{"idx_outbox_tasks_lease_expires"}, []string{"SCAN cks_outbox_tasks"}},
 		{"claim's update", "TaskUpdate", nil, []string{"INTEGER PRIMARY KEY"}, []string{"SCAN", "idx_outbox_tasks"}},
 		{"a move's update", "TaskMove", nil, []string{"INTEGER PRIMARY KEY"}, []string{"SCAN", "idx_outbox_tasks"}},
-		{"claim of objects", "ObjectClaimable", []any{sql.Named("status", "awaiting_critique"), sql.Named("lim", 10)},
+		{"claim of objects", "ObjectClaimable", []any{sql.Named("status", "awaiting_critique"), sql.Named("limit", 10)},
 			[]string{"idx_objects_claim"}, []string{"SCAN cks_objects", "TEMP B-TREE"}},
 		{"stale claims", "ObjectClaimedBefore", []any{sql.Named("before", now)},
 			[]string{"idx_objects_claimed_at"}, []string{"SCAN cks_objects"}},
@@ -88,7 +88,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 			[]string{"idx_edges_src", "idx_edges_dst"}, []string{"SCAN cks_edges"}},
 		{"logs of objects", "TransitionListMany", []any{sql.Named("object_ids", `[1,2,3]`)},
 			[]string{"idx_transition_log_object"}, []string{"SCAN cks_transition_log"}},
-		{"fork listing", "ForkList", []any{sql.Named("after", 0), sql.Named("lim", 100)},
+		{"fork listing", "ForkList", []any{sql.Named("after", 0), sql.Named("limit", 100)},
 			[]string{"idx_objects_forked", "idx_object_versions_head"}, []string{"SCAN cks_objects", "SCAN v", "SCAN cks_object_versions"}},
 		// The edges at both ends of the tasks a completion ends: the
 		// primary key for task_id, the dependency index for depends_on,
@@ -154,8 +154,8 @@ func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 		query, index string
 		args         []any
 	}{
-		{"TaskClaimable", "idx_outbox_tasks_claim_open", []any{excluded, sql.Named("any_type", true), sql.Named("types", `[]`), now, sql.Named("max", 3)}},
-		{"TaskClaimableOfType", "idx_outbox_tasks_claim_type", []any{excluded, sql.Named("type", "a"), now, sql.Named("max", 3)}},
+		{"TaskClaimable", "idx_outbox_tasks_claim_open", []any{excluded, sql.Named("any_type", true), sql.Named("types", `[]`), now, sql.Named("limit", 3)}},
+		{"TaskClaimableOfType", "idx_outbox_tasks_claim_type", []any{excluded, sql.Named("type", "a"), now, sql.Named("limit", 3)}},
 	}
 	for _, c := range cases {
 		var open string
@@ -281,11 +281,11 @@ func TestBoardQueriesUseIndexes(t *testing.T) {
 		{"count by state", "TaskCountByStateAll", nil,
 			[]string{"SCAN cks_outbox_tasks USING COVERING INDEX idx_outbox_tasks_state",
 				"USING COVERING INDEX idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks\n", "TEMP B-TREE"}},
-		{"the STOPPED tasks", "TaskListInState", args(sql.Named("state", "STOPPED"), sql.Named("after", 0), sql.Named("max", 201)),
+		{"the STOPPED tasks", "TaskListInState", args(sql.Named("state", "STOPPED"), sql.Named("after", 0), sql.Named("limit", 201)),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=? AND rowid>?)"},
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"the NEEDS_INPUT tasks, newest first", "TaskListInStateDesc",
-			args(sql.Named("state", "NEEDS_INPUT"), sql.Named("after", 0), sql.Named("max", 201)),
+			args(sql.Named("state", "NEEDS_INPUT"), sql.Named("after", 0), sql.Named("limit", 201)),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=?"},
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"stale-stop count", "TaskCountInState", args(sql.Named("state", "STOPPED")),
@@ -294,15 +294,15 @@ func TestBoardQueriesUseIndexes(t *testing.T) {
 		// one: a range of idx_outbox_tasks_updated, no sort of the table
 		// (issue 38.9: 1.8 s over 50,000 tasks).
 		{"by updated, newest first", "TaskListUpdatedDesc", args(sql.Named("states", `[]`), sql.Named("after", 0),
-			sql.Named("after_updated", nil), sql.Named("max", 101)),
+			sql.Named("after_updated", nil), sql.Named("limit", 101)),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_updated (updated_at<?)"},
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"by updated, newest first, a later page", "TaskListUpdatedDesc", args(sql.Named("states", `[]`), sql.Named("after", 1500),
-			sql.Named("after_updated", "2026-11-30T12:00:00.000000000Z"), sql.Named("max", 101)),
+			sql.Named("after_updated", "2026-11-30T12:00:00.000000000Z"), sql.Named("limit", 101)),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_updated (updated_at<?)"},
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"by updated", "TaskListUpdated", args(sql.Named("states", `[]`), sql.Named("after", 0),
-			sql.Named("after_updated", nil), sql.Named("max", 101)),
+			sql.Named("after_updated", nil), sql.Named("limit", 101)),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_updated (updated_at>?)"},
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 	}

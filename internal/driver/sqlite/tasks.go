@@ -95,11 +95,11 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 	)
 	if len(p.Types) == 1 {
 		rows, err = e.d.q.TaskClaimableOfType(ctx, e.read, dbsqlc.TaskClaimableOfTypeParams{
-			State: p.State, Excluded: jsonList(p.Excluded), Type: p.Types[0], Now: &now, Max: int64(p.Limit)})
+			State: p.State, Excluded: jsonList(p.Excluded), Type: p.Types[0], Now: &now, Limit: int64(p.Limit)})
 	} else {
 		rows, err = e.d.q.TaskClaimable(ctx, e.read, dbsqlc.TaskClaimableParams{
 			State: p.State, Excluded: jsonList(p.Excluded), AnyType: len(p.Types) == 0,
-			Types: jsonList(p.Types), Now: &now, Max: int64(p.Limit)})
+			Types: jsonList(p.Types), Now: &now, Limit: int64(p.Limit)})
 	}
 	if err != nil {
 		return nil, mapErr("task claimable", err)
@@ -213,13 +213,13 @@ func (e *executor) TaskList(ctx context.Context, p driver.TaskListParams) ([]dri
 	// Every sort's params are the same fields but for the cursor's key.
 	b := dbsqlc.TaskListParams{After: p.After, States: jsonList(p.States), Types: jsonList(p.Types),
 		StateChangedBefore: optTime(fmtNullTime(p.StateChangedBefore)), CreatedBy: p.CreatedBy, Match: p.Match,
-		UnconfirmedAbort: p.UnconfirmedAbort, Max: int64(p.Limit)}
+		UnconfirmedAbort: p.UnconfirmedAbort, Limit: int64(p.Limit)}
 	updated := optTime(fmtNullTime(p.AfterUpdated))
 	one := oneIndexedState(p.States)
 	switch {
 	case one != "" && (p.Sort == driver.TaskSortID || p.Sort == driver.TaskSortIDDesc):
 		in := dbsqlc.TaskListInStateParams{State: one, After: b.After, Types: b.Types, StateChangedBefore: b.StateChangedBefore,
-			CreatedBy: b.CreatedBy, Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max}
+			CreatedBy: b.CreatedBy, Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Limit: b.Limit}
 		if p.Sort == driver.TaskSortID {
 			rows, err = e.d.q.TaskListInState(ctx, e.read, in)
 		} else {
@@ -252,15 +252,15 @@ func (e *executor) listSorted(ctx context.Context, p driver.TaskListParams, b db
 	case driver.TaskSortUpdated:
 		rows, err = e.d.q.TaskListUpdated(ctx, e.read, dbsqlc.TaskListUpdatedParams{After: b.After, AfterUpdated: updated,
 			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
-			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Limit: b.Limit})
 	case driver.TaskSortUpdatedDesc:
 		rows, err = e.d.q.TaskListUpdatedDesc(ctx, e.read, dbsqlc.TaskListUpdatedDescParams{After: b.After, AfterUpdated: updated,
 			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
-			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Limit: b.Limit})
 	case driver.TaskSortPriority:
 		rows, err = e.d.q.TaskListPriority(ctx, e.read, dbsqlc.TaskListPriorityParams{After: b.After, AfterPriority: int64(p.AfterPriority),
 			States: b.States, Types: b.Types, StateChangedBefore: b.StateChangedBefore, CreatedBy: b.CreatedBy,
-			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Max: b.Max})
+			Match: b.Match, UnconfirmedAbort: b.UnconfirmedAbort, Limit: b.Limit})
 	default:
 		rows, err = e.d.q.TaskList(ctx, e.read, b)
 	}

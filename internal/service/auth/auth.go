@@ -88,27 +88,22 @@ func checkFormat(tok string) error {
 // ErrUnauthenticated and says whether the token was missing, malformed or
 // unknown (a claim's credential whose lease has ended is unknown).
 func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, error) {
-	if err := checkFormat(tok); err != nil {
-		return cks.Principal{}, err
-	}
-	p, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
-	if errors.Is(err, cks.ErrNotFound) {
-		// Also the credential of a claim whose lease has ended.
-		return p, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
-	}
+	p, _, err := s.AuthenticateWithGrants(ctx, tok)
 	return p, err
 }
 
 // AuthenticateWithGrants is Authenticate that also returns the principal's
-// grants, read with it in one statement: what a request checks its
-// permissions against (WithPrincipalGrants), so that an authenticated
-// request reads the database once, not twice.
+// grants, read with it in one statement (or from the token cache, see
+// cache.go): what a request checks its permissions against
+// (WithPrincipalGrants), so that an authenticated request reads the
+// database once at most. The grants are shared: not to be modified.
 func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.Principal, []cks.Grant, error) {
 	if err := checkFormat(tok); err != nil {
 		return cks.Principal{}, nil, err
 	}
 	p, grants, err := s.principalAuth(ctx, HashToken(tok))
 	if errors.Is(err, cks.ErrNotFound) {
+		// Also the credential of a claim whose lease has ended.
 		return p, nil, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
 	}
 	return p, grants, err

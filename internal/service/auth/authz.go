@@ -360,5 +360,3 @@ func IssueTaskToken(ctx context.Context, s *Service, c cks.ClaimedTask, worker s
 	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
 	return tok, err
 }
-
-

@@ -25,6 +25,7 @@ import (
 type Service struct {
 	db      driver.Driver
 	revoked revocations
+	tokens  *tokenCache // nil: none (CacheTokens)
 }
 
 // NewService returns the principals, grants and sessions of db.
@@ -79,8 +80,17 @@ func (s *Service) PrincipalByTokenHash(ctx context.Context, tokenHash string) (c
 }
 
 // principalAuth is PrincipalByTokenHash with the principal's grants, read
-// together (driver.PrincipalAuth: on Postgres one statement).
+// together (driver.PrincipalAuth: on Postgres one statement), or taken from
+// the token cache when s keeps one (CacheTokens).
 func (s *Service) principalAuth(ctx context.Context, tokenHash string) (cks.Principal, []cks.Grant, error) {
+	var gen uint64
+	if s.tokens != nil {
+		e, ok, g := s.tokens.get(tokenHash)
+		if ok {
+			return e.p, e.grants, nil
+		}
+		gen = g
+	}
 	r, err := s.db.Executor().PrincipalAuth(ctx, tokenHash)
 	if errors.Is(err, driver.ErrNoRows) {
 		return cks.Principal{}, nil, fmt.Errorf("token: %w", cks.ErrNotFound)
@@ -88,7 +98,11 @@ func (s *Service) principalAuth(ctx context.Context, tokenHash string) (cks.Prin
 	if err != nil {
 		return cks.Principal{}, nil, fmt.Errorf("principal by token: %w", err)
 	}
-	return principalOf(r.PrincipalRow), grantsOf(r.Grants), nil
+	p, grants := principalOf(r.PrincipalRow), grantsOf(r.Grants)
+	if s.tokens != nil {
+		s.tokens.put(tokenHash, gen, p, grants)
+	}
+	return p, grants, nil
 }
 
 // grantsOf are rows as grants (never nil).
@@ -205,12 +219,15 @@ func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error
 		if !found {
 			return fmt.Errorf("principal %q: %w", principalID, cks.ErrNotFound)
 		}
-		return nil
+		return ex.Notify(ctx, cks.TopicPrincipals) // the other processes' token caches
 	})
 	if err != nil && !errors.Is(err, cks.ErrConflict) && !errors.Is(err, cks.ErrNotFound) {
 		return fmt.Errorf("delete principal %s: %w", principalID, err)
 	}
 	if err == nil {
+		if s.tokens != nil {
+			s.tokens.drop(false)
+		}
 		s.noteRevoked()
 	}
 	return err

@@ -327,7 +327,7 @@ func testSessionsExpire(t *testing.T, open backendtest.Opener) {
 	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 2 {
 		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
 	}
-	if n, err := auth.DeleteEndedCredentials(ctx(t), s.Principals, backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("DeleteEndedCredentials = %d, %v; want 1 (idle)", n, err)
 	}
 	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 1 || list.Sessions[0] != long {

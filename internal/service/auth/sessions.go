@@ -138,12 +138,12 @@ func (s *Service) Logout(ctx context.Context, secret string, now time.Time) erro
 // create --task` are not bound to a lease and are left alone) and the
 // sessions expired at now (deleteExpiredSessions). It returns how many
 // rows of both it deleted.
-func DeleteEndedCredentials(ctx context.Context, ps *Service, now time.Time) (int, error) {
-	n, err := ps.deleteEndedLeasePrincipals(ctx)
+func (s *Service) DeleteEndedCredentials(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.deleteEndedLeasePrincipals(ctx)
 	if err != nil {
 		return n, err
 	}
-	m, err := ps.deleteExpiredSessions(ctx, now)
+	m, err := s.deleteExpiredSessions(ctx, now)
 	return n + m, err
 }
 

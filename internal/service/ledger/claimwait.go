@@ -23,6 +23,12 @@ const MaxClaimWait = 60 * time.Second
 // (the database away): its waiters keep waiting meanwhile.
 const roomRetry = time.Second
 
+// roomKnowsFor bounds how long what the room read may spare a claim its
+// first look (waitRoom.nothingDue): past it the claim looks, and the room
+// reads again, in case the change listener lost a notification without
+// noticing.
+const roomKnowsFor = 30 * time.Second
+
 // waitRoom holds the claims that wait for work (ClaimParams.Wait) of one
 // service. A waiting claim costs the database nothing: the room watches
 // cks.TopicTasksReady through the process's one change listener, and only
@@ -33,6 +39,12 @@ const roomRetry = time.Second
 // as any claim does. A waiter enters the room before its first claim, so a
 // task made OPEN after that claim read the ledger is announced by a
 // notification the room hears with the waiter inside.
+//
+// What the room read also spares a waiting claim its first look: an agent
+// re-polls when its wait ends, and while nothing was announced since the
+// room's last read found none of its types due, that claim would find
+// nothing, so it goes straight to waiting (an idle fleet's re-polls cost
+// the database nothing).
 type waitRoom struct {
 	s *Service
 
@@ -41,8 +53,21 @@ type waitRoom struct {
 	seq     uint64
 	started bool          // the watch runs (or ran: it ends with the listener)
 	kick    chan struct{} // a task became OPEN, or a waiter came: read
+	pokes   uint64        // counts the kicks: a read kicked during is stale
+	known   roomKnows     // what the last read found, while it holds
 
-	reads atomic.Int64 // the room's reads of the ledger (tests)
+	reads  atomic.Int64 // the room's reads of the ledger (tests)
+	spared atomic.Int64 // the claims its knowledge spared a look (tests)
+}
+
+// roomKnows is what the room's last read found: the types with due tasks
+// at, and when the next task not yet due becomes due (zero: none). It
+// holds (valid) until the next kick, or the room empties.
+type roomKnows struct {
+	valid bool
+	at    time.Time
+	due   map[string]bool
+	next  time.Time
 }
 
 // claimWaiter is one waiting claim.
@@ -73,7 +98,7 @@ func (r *waitRoom) enter(p ClaimParams) (*claimWaiter, bool) {
 	if len(r.waiters) == 1 && r.started {
 		// The room read nothing while it was empty, so it does not know
 		// when the next task not yet due becomes due: one read now.
-		r.poke()
+		r.pokeLocked()
 	}
 	if !r.started {
 		r.started = true
@@ -98,15 +123,54 @@ func (r *waitRoom) idle(w *claimWaiter, idle bool) {
 	r.mu.Unlock()
 }
 
-// leave takes w out of the room.
+// leave takes w out of the room. An empty room stops knowing: it reads
+// nothing while empty.
 func (r *waitRoom) leave(w *claimWaiter) {
 	r.mu.Lock()
 	delete(r.waiters, w)
+	if len(r.waiters) == 0 {
+		r.known.valid = false
+	}
 	r.mu.Unlock()
+}
+
+// nothingDue reports whether the room knows that a claim of w would find
+// nothing now: its last read, not kicked since and younger than
+// roomKnowsFor, found none of w's types due (none at all, for a claim of
+// any type) and no task becomes due before now. A read too old to say is
+// renewed.
+func (r *waitRoom) nothingDue(w *claimWaiter) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, now := r.known, r.s.clock.Now()
+	if !k.valid {
+		return false
+	}
+	if now.Sub(k.at) >= roomKnowsFor || !k.next.IsZero() && !now.Before(k.next) {
+		r.pokeLocked()
+		return false
+	}
+	none := len(k.due) == 0
+	if len(w.types) > 0 {
+		none = !slices.ContainsFunc(w.types, func(t string) bool { return k.due[t] })
+	}
+	if none {
+		r.spared.Add(1)
+	}
+	return none
 }
 
 // poke asks the room to read (without blocking: one read covers many).
 func (r *waitRoom) poke() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pokeLocked()
+}
+
+// pokeLocked is poke with r.mu held; what the room knew no longer holds.
+func (r *waitRoom) pokeLocked() {
+	r.pokes++
+	r.known.valid = false
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -150,7 +214,7 @@ func (r *waitRoom) run(watched <-chan struct{}) {
 // reads nothing.
 func (r *waitRoom) read() time.Time {
 	r.mu.Lock()
-	empty := len(r.waiters) == 0
+	empty, pokes := len(r.waiters) == 0, r.pokes
 	r.mu.Unlock()
 	if empty {
 		return time.Time{}
@@ -175,13 +239,18 @@ func (r *waitRoom) read() time.Time {
 		return now.Add(roomRetry)
 	}
 	left := make(map[string]int, len(due)) // due tasks per type not yet promised to a waiter
+	known := roomKnows{valid: true, at: now, due: make(map[string]bool, len(due)), next: next}
 	total := 0
 	for _, d := range due {
 		left[d.Type] = d.Due
+		known.due[d.Type] = d.Due > 0
 		total += d.Due
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.pokes == pokes && len(r.waiters) > 0 {
+		r.known = known
+	}
 	queue := make([]*claimWaiter, 0, len(r.waiters))
 	for w := range r.waiters {
 		queue = append(queue, w)
@@ -223,10 +292,11 @@ func validateWait(d time.Duration) error {
 	return nil
 }
 
-// claimWaiting is Claim for a claim that waits (p.Wait > 0): it claims,
-// and with nothing to claim waits in the room until a task it could take
-// is announced, then claims again, until it has tasks, p.Wait of the
-// service's clock has passed (an empty answer) or ctx ends.
+// claimWaiting is Claim for a claim that waits (p.Wait > 0): it claims
+// (unless the room knows it would find nothing), and with nothing to claim
+// waits in the room until a task it could take is announced, then claims
+// again, until it has tasks, p.Wait of the service's clock has passed (an
+// empty answer) or ctx ends.
 func (s *Service) claimWaiting(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	w, ok := s.room.enter(p)
 	if ok {
@@ -234,11 +304,16 @@ func (s *Service) claimWaiting(ctx context.Context, p ClaimParams) ([]cks.Claime
 	}
 	deadline := s.clock.NewTimer(p.Wait)
 	defer deadline.Stop()
+	look := !ok || !s.room.nothingDue(w)
 	for {
-		out, err := s.claimNow(ctx, p)
-		if err != nil || len(out) > 0 {
-			return out, err
+		var out []cks.ClaimedTask
+		if look {
+			var err error
+			if out, err = s.claimNow(ctx, p); err != nil || len(out) > 0 {
+				return out, err
+			}
 		}
+		look = true
 		var wake chan struct{}
 		if ok {
 			wake = w.wake

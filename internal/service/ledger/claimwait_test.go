@@ -247,3 +247,66 @@ func BenchmarkClaimWaiters(b *testing.B) {
 		})
 	}
 }
+
+// TestClaimWaitSparesTheFirstLook (both backends): a waiting claim whose
+// types the room's last read found nothing due of goes straight to waiting
+// (an idle agent's re-poll costs no claim), while one whose type is due
+// claims at once; what the room knows lapses when a task is announced and
+// after a while (so a notification the listener lost unnoticed delays a
+// claim at most that long).
+func TestClaimWaitSparesTheFirstLook(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		wait := func(worker string, types ...string) <-chan claimResult {
+			return waitingClaim(ctx, s, ledger.ClaimParams{Worker: worker, Types: types, N: 1, Wait: ledger.MaxClaimWait})
+		}
+		first := wait("first", "x")
+		waitfor.Until(t, "the first waiter in, the room read", func() bool {
+			return s.Tasks.ClaimsWaiting() == 1 && ledger.RoomKnows(s.Tasks)
+		})
+		spared := ledger.RoomSpared(s.Tasks)
+		second := wait("second", "x")
+		waitfor.Until(t, "the second waiter in", func() bool { return s.Tasks.ClaimsWaiting() == 2 })
+		if n := ledger.RoomSpared(s.Tasks) - spared; n != 1 {
+			t.Fatalf("a claim of a type known not due looked %d times spared, want 1", n)
+		}
+
+		// A task of y announced: the room reads, knows y due; a claim of y
+		// takes it at once, a claim of x is still spared.
+		reads := ledger.RoomReads(s.Tasks)
+		y, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "y", Title: "y"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Until(t, "the room's read after y", func() bool {
+			return ledger.RoomReads(s.Tasks) > reads && ledger.RoomKnows(s.Tasks)
+		})
+		spared = ledger.RoomSpared(s.Tasks)
+		if r := answer(t, "the claim of y", wait("third", "y")); r.err != nil || len(r.tasks) != 1 || r.tasks[0].ID != y.ID {
+			t.Fatalf("claim of y: %+v, %v; want task %d", r.tasks, r.err, y.ID)
+		}
+		fourth := wait("fourth", "x")
+		waitfor.Until(t, "the fourth waiter in", func() bool { return s.Tasks.ClaimsWaiting() == 3 })
+		if n := ledger.RoomSpared(s.Tasks) - spared; n != 1 {
+			t.Fatalf("spared %d claims, want 1 (x, not the due y)", n)
+		}
+
+		// What the room knows lapses: a claim looks, and the room reads.
+		c.Advance(31 * time.Second)
+		spared, reads = ledger.RoomSpared(s.Tasks), ledger.RoomReads(s.Tasks)
+		fifth := wait("fifth", "x")
+		waitfor.Until(t, "the fifth waiter in, the room read again", func() bool {
+			return s.Tasks.ClaimsWaiting() == 4 && ledger.RoomReads(s.Tasks) > reads && ledger.RoomKnows(s.Tasks)
+		})
+		if n := ledger.RoomSpared(s.Tasks) - spared; n != 0 {
+			t.Fatalf("spared %d claims on what the room read 31 s ago, want 0", n)
+		}
+		cancel()
+		for _, w := range []<-chan claimResult{first, second, fourth, fifth} {
+			answer(t, "a waiter", w)
+		}
+	})
+}

@@ -67,6 +67,18 @@ func CountTypesReads(s *Service, n *atomic.Int64) {
 // RoomReads is how often the waiting room of s read the ledger.
 func RoomReads(s *Service) int64 { return s.room.reads.Load() }
 
+// RoomSpared is how many waiting claims of s went straight to waiting,
+// their first look spared by what the room knew.
+func RoomSpared(s *Service) int64 { return s.room.spared.Load() }
+
+// RoomKnows reports whether the waiting room of s holds what its last read
+// found.
+func RoomKnows(s *Service) bool {
+	s.room.mu.Lock()
+	defer s.room.mu.Unlock()
+	return s.room.known.valid
+}
+
 // Transition moves task id of s to state to through the transition table,
 // recording an event by actor with reason, and nothing else: no lease,
 // dependency or attempt effects (the table's own test, and the setups that

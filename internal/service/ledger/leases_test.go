@@ -11,7 +11,6 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/driver"
-	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -214,10 +213,10 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
 		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := auth.DeleteEndedCredentials(ctx(t), s.Principals, clk.Now()); err != nil || n != len(leaseEnders(s, clk)) {
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), clk.Now()); err != nil || n != len(leaseEnders(s, clk)) {
 		t.Fatalf("DeleteEndedCredentials = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
 	}
-	if n, err := auth.DeleteEndedCredentials(ctx(t), s.Principals, clk.Now()); err != nil || n != 0 {
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), clk.Now()); err != nil || n != 0 {
 		t.Fatalf("second DeleteEndedCredentials = %d, %v; want 0", n, err)
 	}
 	ps, err := s.Principals.ListPrincipals(ctx(t))

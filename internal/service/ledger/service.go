@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cks-dev/cks"
@@ -36,6 +37,10 @@ type Service struct {
 	// (driver.SerialWriter): a flush then takes in the calls that queued
 	// while it waited for the writer (flush).
 	serial bool
+	// leasesLiveUntil (Unix ns) is when a lease may next have expired
+	// unrenewed, as far as the claim's last probe knows
+	// (leaseMayHaveExpired).
+	leasesLiveUntil atomic.Int64
 	// changes wakes waitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no

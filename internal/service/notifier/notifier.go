@@ -112,19 +112,14 @@ func (w *watcher) all() []string {
 
 // WatchChanges calls f with the topic each time a change to one of topics
 // is committed, by this or any other process on the same database, until
-// ctx ends; then it returns nil. Calls to f are sequential (several
-// changes may be coalesced into one call). f is called once for every
-// topic when the watch is established, and again after every reconnect,
-// since changes may have been missed before or meanwhile; a caller can
-// therefore read its state in f instead of before the watch. A lost
-// connection is retried with backoff, not returned. An empty topics list
-// or an empty topic is a FieldError naming topics.
-//
-// f runs for every topic once the shared listener is connected (at once when
-// it already is), again for every topic after each reconnect (changes may
-// have been missed), and for each topic published meanwhile, coalesced, until
-// ctx ends (nil) or the Notifier is closed (ErrClosed). Calls of f are
-// sequential and made on the caller's goroutine.
+// ctx ends (then it returns nil) or the Notifier is closed (ErrClosed).
+// Calls of f are sequential, on the caller's goroutine, several changes
+// of a topic coalesced into one. f also runs for every topic once the
+// shared listener is connected (at once when it already is) and again
+// after every reconnect, since changes may have been missed before or
+// meanwhile: a caller can read its state in f instead of before the watch.
+// A lost connection is retried with backoff, not returned. An empty topics
+// list or an empty topic is a FieldError naming topics.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
 	set, err := validateTopics(topics)
 	if err != nil {

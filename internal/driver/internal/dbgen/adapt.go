@@ -69,18 +69,12 @@ var rowOf = map[string]string{
 // aliases are the other names a driver field has in the queries
 // ("Type.Field" or, for every type, "Field").
 var aliases = map[string][]string{
-	"Limit":                          {"Max", "Lim"},
-	"TaskEventRow.ID":                {"EventID"},
-	"TaskEventRow.From":              {"FromState"},
-	"TaskEventRow.To":                {"ToState"},
-	"TaskEventMinute.From":           {"FromState"},
-	"TaskEventMinute.To":             {"ToState"},
-	"ObjectRow.Status":               {"CurrentStatus"},
-	"ObjectRow.ClaimTokenHash":       {"ClaimToken"},
-	"PrincipalRow.LeaseTaskID":       {"TaskID"},
-	"LivenessRow.PID":                {"Pid"},
-	"TransitionRow.TS":               {"Ts"},
-	"TaskDependantsParams.DependsOn": {"DependsOns"},
+	"TaskEventRow.ID":          {"EventID"},
+	"TaskEventRow.From":        {"FromState"},
+	"TaskEventRow.To":          {"ToState"},
+	"ObjectRow.Status":         {"CurrentStatus"},
+	"ObjectRow.ClaimTokenHash": {"ClaimToken"},
+	"PrincipalRow.LeaseTaskID": {"TaskID"},
 }
 
 type field struct{ name, typ string }

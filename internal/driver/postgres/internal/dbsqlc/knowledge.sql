@@ -65,7 +65,7 @@ WHERE object_id > @after
     /*if Matching*/AND (strpos(translate(lower(title COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0
         OR strpos(translate(lower(content COLLATE "und-x-icu"), chr(962), chr(963)), @match::text) > 0)/*end*/
 ORDER BY object_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- The partial idx_objects_claim serves it in claim order; rows another
 -- claimer holds are skipped, never waited for.
@@ -73,7 +73,7 @@ LIMIT @lim;
 SELECT * FROM cks_objects
 WHERE current_status = @status AND claimed_by = ''
 ORDER BY object_id
-LIMIT @lim
+LIMIT @limit
 FOR NO KEY UPDATE SKIP LOCKED;
 
 -- idx_objects_claimed_at holds the claimed objects only. A claim locked by
@@ -91,7 +91,7 @@ SELECT o.object_id, ARRAY(SELECT v.version FROM cks_object_versions v
 FROM cks_objects o
 WHERE o.heads > 1 AND o.object_id > @after
 ORDER BY o.object_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- name: VersionInsert :batchone
 INSERT INTO cks_object_versions (object_id, version, parents, content, content_hash, author, created_at, is_head)
@@ -134,7 +134,7 @@ ORDER BY edge_id;
 SELECT * FROM cks_edges
 WHERE edge_id > @after
 ORDER BY edge_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- name: TransitionInsert :batchexec
 INSERT INTO cks_transition_log (object_id, ts, agent, action, transitioned_to, reasoning_node_id,

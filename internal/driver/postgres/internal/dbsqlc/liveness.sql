@@ -49,7 +49,7 @@ WHERE true
     AND (cardinality(@kinds::text[]) = 0 OR process_kind = ANY(@kinds::text[]))
     AND (NOT @stopped_only::boolean OR alive_until IS NULL OR alive_until < @now)
 ORDER BY started_at DESC, instance_id COLLATE "C"
-LIMIT @max;
+LIMIT @limit;
 
 -- The alive instances (idx_agent_liveness_alive), in LivenessPage's order.
 -- name: LivenessAlive :many
@@ -59,7 +59,7 @@ WHERE alive_until >= @now
     AND (started_at < @after_started_at OR instance_id COLLATE "C" > @after_instance_id)
     AND (cardinality(@kinds::text[]) = 0 OR process_kind = ANY(@kinds::text[]))
 ORDER BY started_at DESC, instance_id COLLATE "C"
-LIMIT @max;
+LIMIT @limit;
 
 -- Old history, a bounded batch at a time: instances that last reported
 -- before the cutoff (so started before it too: idx_agent_liveness_started)
@@ -69,7 +69,7 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
     SELECT o.instance_id FROM cks_agent_liveness o
     WHERE o.started_at < @before AND o.last_heartbeat_at < @before
         AND (o.alive_until IS NULL OR o.alive_until < @now)
-    LIMIT @max);
+    LIMIT @limit);
 
 -- The instances of each kind (idx_agent_liveness_kind, index only).
 -- name: LivenessCountByKind :many

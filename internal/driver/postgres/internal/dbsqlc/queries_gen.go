@@ -402,7 +402,7 @@ LIMIT $2
 
 type SweeperPassRecentParams struct {
 	AgentID string
-	Max     int32
+	Limit   int32
 }
 
 const SweeperPassPrune = `-- name: SweeperPassPrune :execrows
@@ -414,13 +414,13 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 
 type SweeperPassPruneParams struct {
 	Before time.Time
-	Max    int32
+	Limit  int32
 }
 
 // The passes older than the cutoff, a bounded batch at a time
 // (idx_sweeper_passes_started).
 func (q *Queries) SweeperPassPrune(ctx context.Context, db DBTX, arg SweeperPassPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, SweeperPassPrune, arg.Before, arg.Max)
+	result, err := db.Exec(ctx, SweeperPassPrune, arg.Before, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -437,14 +437,14 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 
 type SweeperPassTrimParams struct {
 	AgentID string
-	Max     int32
+	Limit   int32
 	Keep    int32
 }
 
 // A sweeper's passes beyond its newest keep, a bounded batch at a time: the
 // offset walks keep entries of idx_sweeper_passes_agent.
 func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassTrimParams) (int64, error) {
-	result, err := db.Exec(ctx, SweeperPassTrim, arg.AgentID, arg.Max, arg.Keep)
+	result, err := db.Exec(ctx, SweeperPassTrim, arg.AgentID, arg.Limit, arg.Keep)
 	if err != nil {
 		return 0, err
 	}
@@ -716,7 +716,7 @@ LIMIT $3
 type ObjectListParams struct {
 	After     int64
 	Unclaimed bool
-	Lim       int32
+	Limit     int32
 }
 
 const ObjectListByStatus = `-- name: ObjectListByStatus :many
@@ -735,7 +735,7 @@ type ObjectListByStatusParams struct {
 	After    int64
 	Statuses []string
 	Kinds    []string
-	Lim      int32
+	Limit    int32
 }
 
 const ObjectListUnclaimedByStatus = `-- name: ObjectListUnclaimedByStatus :many
@@ -754,7 +754,7 @@ type ObjectListUnclaimedByStatusParams struct {
 	After    int64
 	Statuses []string
 	Kinds    []string
-	Lim      int32
+	Limit    int32
 }
 
 const ObjectListByKind = `-- name: ObjectListByKind :many
@@ -773,7 +773,7 @@ type ObjectListByKindParams struct {
 	After     int64
 	Kinds     []string
 	Unclaimed bool
-	Lim       int32
+	Limit     int32
 }
 
 const ObjectListMatching = `-- name: ObjectListMatching :many
@@ -794,7 +794,7 @@ type ObjectListMatchingParams struct {
 	Kinds     []string
 	Unclaimed bool
 	Match     string
-	Lim       int32
+	Limit     int32
 }
 
 const ObjectClaimable = `-- name: ObjectClaimable :many
@@ -807,7 +807,7 @@ FOR NO KEY UPDATE SKIP LOCKED
 
 type ObjectClaimableParams struct {
 	Status string
-	Lim    int32
+	Limit  int32
 }
 
 const ObjectClaimedBefore = `-- name: ObjectClaimedBefore :many
@@ -828,7 +828,7 @@ LIMIT $2
 
 type ForkListParams struct {
 	After int64
-	Lim   int32
+	Limit int32
 }
 
 type ForkListRow struct {
@@ -997,7 +997,7 @@ LIMIT $2
 
 type EdgeListParams struct {
 	After int64
-	Lim   int32
+	Limit int32
 }
 
 const TransitionInsert = `-- name: TransitionInsert :batchexec
@@ -1176,7 +1176,7 @@ type LivenessPageParams struct {
 	Kinds           []string
 	StoppedOnly     bool
 	Now             pgtype.Timestamptz
-	Max             int32
+	Limit           int32
 }
 
 const LivenessAlive = `-- name: LivenessAlive :many
@@ -1194,7 +1194,7 @@ type LivenessAliveParams struct {
 	AfterStartedAt  time.Time
 	AfterInstanceID string
 	Kinds           []string
-	Max             int32
+	Limit           int32
 }
 
 const LivenessPrune = `-- name: LivenessPrune :execrows
@@ -1208,14 +1208,14 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
 type LivenessPruneParams struct {
 	Before time.Time
 	Now    pgtype.Timestamptz
-	Max    int32
+	Limit  int32
 }
 
 // Old history, a bounded batch at a time: instances that last reported
 // before the cutoff (so started before it too: idx_agent_liveness_started)
 // and are not alive.
 func (q *Queries) LivenessPrune(ctx context.Context, db DBTX, arg LivenessPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, LivenessPrune, arg.Before, arg.Now, arg.Max)
+	result, err := db.Exec(ctx, LivenessPrune, arg.Before, arg.Now, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -1446,7 +1446,7 @@ LIMIT $3
 type SessionPageParams struct {
 	AfterCreatedAt time.Time
 	AfterSessionID string
-	Max            int32
+	Limit          int32
 }
 
 const SessionCount = `-- name: SessionCount :one
@@ -1525,13 +1525,13 @@ LIMIT $3
 type TaskPurgeCandidatesParams struct {
 	Before pgtype.Timestamptz
 	States []string
-	Max    int32
+	Limit  int32
 }
 
 // The old terminal tasks that nothing live refers to, oldest id first
 // (@states: the terminal states).
 func (q *Queries) TaskPurgeCandidates(ctx context.Context, db DBTX, arg TaskPurgeCandidatesParams) ([]int64, error) {
-	rows, err := db.Query(ctx, TaskPurgeCandidates, arg.Before, arg.States, arg.Max)
+	rows, err := db.Query(ctx, TaskPurgeCandidates, arg.Before, arg.States, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1668,7 +1668,7 @@ LIMIT $3
 type TransitionPurgeCandidatesParams struct {
 	Before   time.Time
 	Statuses []string
-	Max      int32
+	Limit    int32
 }
 
 const TransitionPurgeEligible = `-- name: TransitionPurgeEligible :many
@@ -1935,12 +1935,12 @@ LIMIT $3
 type TaskChildrenParams struct {
 	Parent int64
 	After  int64
-	Max    int32
+	Limit  int32
 }
 
 // The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 func (q *Queries) TaskChildren(ctx context.Context, db DBTX, arg TaskChildrenParams) ([]int64, error) {
-	rows, err := db.Query(ctx, TaskChildren, arg.Parent, arg.After, arg.Max)
+	rows, err := db.Query(ctx, TaskChildren, arg.Parent, arg.After, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2295,7 +2295,7 @@ type TaskClaimableParams struct {
 	State    string
 	Excluded []string
 	Now      pgtype.Timestamptz
-	Max      int32
+	Limit    int32
 }
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
@@ -2313,7 +2313,7 @@ type TaskClaimableOfTypeParams struct {
 	Excluded []string
 	Type     string
 	Now      pgtype.Timestamptz
-	Max      int32
+	Limit    int32
 }
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
@@ -2331,7 +2331,7 @@ type TaskClaimableOfTypesParams struct {
 	Excluded []string
 	Types    []string
 	Now      pgtype.Timestamptz
-	Max      int32
+	Limit    int32
 }
 
 const TaskClaim = `-- name: TaskClaim :many
@@ -2369,7 +2369,7 @@ type TaskClaimParams struct {
 	State            string
 	Excluded         []string
 	Now              pgtype.Timestamptz
-	Max              int32
+	Limit            int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
@@ -2451,7 +2451,7 @@ type TaskClaimOfTypeParams struct {
 	Excluded         []string
 	Type             string
 	Now              pgtype.Timestamptz
-	Max              int32
+	Limit            int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
@@ -2533,7 +2533,7 @@ type TaskClaimOfTypesParams struct {
 	Excluded         []string
 	Types            []string
 	Now              pgtype.Timestamptz
-	Max              int32
+	Limit            int32
 	LeaseTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
@@ -2594,7 +2594,7 @@ type TaskLeaseExpiredParams struct {
 	Excluded      []string
 	ExpiredAt     pgtype.Timestamptz
 	RenewedBefore pgtype.Timestamptz
-	Max           int32
+	Limit         int32
 }
 
 const TaskList = `-- name: TaskList :many
@@ -2624,7 +2624,7 @@ type TaskListParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
@@ -2654,7 +2654,7 @@ type TaskListForUpdateParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
@@ -2685,7 +2685,7 @@ type TaskListIDDescParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
@@ -2718,7 +2718,7 @@ type TaskListUpdatedParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
@@ -2753,7 +2753,7 @@ type TaskListUpdatedDescParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskListPriority = `-- name: TaskListPriority :many
@@ -2786,7 +2786,7 @@ type TaskListPriorityParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int32
+	Limit              int32
 }
 
 const TaskCount = `-- name: TaskCount :one
@@ -2999,12 +2999,12 @@ SELECT unnest($1::bigint[]), unnest($2::bigint[])
 `
 
 type TaskDepInsertManyParams struct {
-	TaskIds    []int64
-	DependsOns []int64
+	TaskIds   []int64
+	DependsOn []int64
 }
 
 func (q *Queries) TaskDepInsertMany(ctx context.Context, db DBTX, arg TaskDepInsertManyParams) error {
-	_, err := db.Exec(ctx, TaskDepInsertMany, arg.TaskIds, arg.DependsOns)
+	_, err := db.Exec(ctx, TaskDepInsertMany, arg.TaskIds, arg.DependsOn)
 	return err
 }
 
@@ -3017,12 +3017,12 @@ WHERE d.task_id = u.task_id AND d.depends_on = u.depends_on
 `
 
 type TaskDepDeleteManyParams struct {
-	TaskIds    []int64
-	DependsOns []int64
+	TaskIds   []int64
+	DependsOn []int64
 }
 
 func (q *Queries) TaskDepDeleteMany(ctx context.Context, db DBTX, arg TaskDepDeleteManyParams) error {
-	_, err := db.Exec(ctx, TaskDepDeleteMany, arg.TaskIds, arg.DependsOns)
+	_, err := db.Exec(ctx, TaskDepDeleteMany, arg.TaskIds, arg.DependsOn)
 	return err
 }
 
@@ -3047,8 +3047,8 @@ ORDER BY task_id
 `
 
 type TaskDependantsParams struct {
-	DependsOns []int64
-	State      string
+	DependsOn []int64
+	State     string
 }
 
 const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
@@ -3060,8 +3060,8 @@ FOR UPDATE
 `
 
 type TaskDependantsForUpdateParams struct {
-	DependsOns []int64
-	State      string
+	DependsOn []int64
+	State     string
 }
 
 const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
@@ -3073,8 +3073,8 @@ FOR UPDATE SKIP LOCKED
 `
 
 type TaskDependantsForUpdateSkipParams struct {
-	DependsOns []int64
-	State      string
+	DependsOn []int64
+	State     string
 }
 
 const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
@@ -3086,8 +3086,8 @@ FOR SHARE
 `
 
 type TaskDependantsForShareParams struct {
-	DependsOns []int64
-	State      string
+	DependsOn []int64
+	State     string
 }
 
 const TaskLockDependencyGraph = `-- name: TaskLockDependencyGraph :exec
@@ -3377,7 +3377,7 @@ FOR UPDATE SKIP LOCKED
 type AbortPendingDueParams struct {
 	Outcome string
 	Now     time.Time
-	Max     int32
+	Limit   int32
 }
 
 const TaskEventMinutes = `-- name: TaskEventMinutes :many
@@ -3485,7 +3485,7 @@ LIMIT $3
 type TaskClaimWaitsParams struct {
 	Since time.Time
 	Until time.Time
-	Max   int32
+	Limit int32
 }
 
 type TaskClaimWaitsRow struct {

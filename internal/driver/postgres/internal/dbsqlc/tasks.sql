@@ -102,7 +102,7 @@ SELECT * FROM cks_outbox_tasks WHERE task_id = @task_id /*lock*/;
 SELECT task_id FROM cks_outbox_tasks
 WHERE parent_id = @parent::bigint AND task_id > @after::bigint
 ORDER BY task_id
-LIMIT @max;
+LIMIT @limit;
 
 -- name: TaskChildCount :one
 SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = @parent::bigint;
@@ -263,7 +263,7 @@ WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[])
     /*if OfType*/AND type = @type/*elif OfTypes*/AND type = ANY(@types::text[])/*end*/
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
-LIMIT @max
+LIMIT @limit
 FOR UPDATE SKIP LOCKED;
 
 -- A claim in one statement: the claimable rows are locked as
@@ -288,7 +288,7 @@ WITH locked AS (
         /*if OfType*/AND o.type = @type/*elif OfTypes*/AND o.type = ANY(@types::text[])/*end*/
         AND (o.run_after IS NULL OR o.run_after <= @now)
     ORDER BY o.priority DESC, o.created_at, o.task_id
-    LIMIT @max
+    LIMIT @limit
     FOR UPDATE SKIP LOCKED
 ), picked AS (
     SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
@@ -317,7 +317,7 @@ WHERE state = ANY(@states::text[]) AND state <> ALL(@excluded::text[])
     AND lease_expires_at <= @expired_at
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= @renewed_before)
 ORDER BY task_id
-LIMIT @max
+LIMIT @limit
 FOR UPDATE SKIP LOCKED;
 
 -- The filters of the task listings and counts: an empty @states or @types
@@ -362,7 +362,7 @@ WHERE /*if IDDesc*/(@after::bigint = 0 OR cks_outbox_tasks.task_id < @after::big
 /*include task_filters*/
 ORDER BY /*if IDDesc*/task_id DESC/*elif Updated*/updated_at, task_id/*elif UpdatedDesc*/updated_at DESC, task_id DESC
     /*elif Priority*/priority DESC, task_id/*else*/task_id/*end*/
-LIMIT @max
+LIMIT @limit
 /*lock*/;
 
 -- name: TaskCount :one
@@ -415,13 +415,13 @@ ORDER BY dedupe_key, state = ANY(@terminal::text[]), task_id DESC;
 
 -- name: TaskDepInsertMany :exec
 INSERT INTO cks_task_deps (task_id, depends_on)
-SELECT unnest(@task_ids::bigint[]), unnest(@depends_ons::bigint[]);
+SELECT unnest(@task_ids::bigint[]), unnest(@depends_on::bigint[]);
 
 -- name: TaskDepDeleteMany :exec
 DELETE FROM cks_task_deps d
 USING (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
-    unnest(@depends_ons::bigint[]) AS depends_on) AS u
+    unnest(@depends_on::bigint[]) AS depends_on) AS u
 WHERE d.task_id = u.task_id AND d.depends_on = u.depends_on;
 
 -- name: TaskDepList :many
@@ -445,7 +445,7 @@ ORDER BY task_id, depends_on;
 -- name: TaskDependants :many
 -- variants: ForUpdate ForUpdateSkip ForShare
 SELECT * FROM cks_outbox_tasks
-WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_ons::bigint[])))
+WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY(@depends_on::bigint[])))
     AND (state || '') = @state::text
 ORDER BY task_id
 /*lock*/;
@@ -548,7 +548,7 @@ ORDER BY task_id, abort_id DESC;
 SELECT * FROM cks_task_aborts
 WHERE outcome = @outcome AND deadline_at <= @now
 ORDER BY abort_id
-LIMIT @max
+LIMIT @limit
 FOR UPDATE SKIP LOCKED;
 
 -- The moves of a window counted per minute and transition, for task_stats.
@@ -621,7 +621,7 @@ SELECT c.claimed_at::timestamptz AS claimed_at,
         (SELECT t.created_at FROM cks_outbox_tasks t WHERE t.task_id = c.task_id), c.claimed_at)::timestamptz AS opened_at
 FROM claims c
 ORDER BY c.claimed_at DESC, c.task_id DESC
-LIMIT @max;
+LIMIT @limit;
 
 -- The task types with OPEN tasks due now: per type how many, and since
 -- when the longest-waiting one has been OPEN (for the signal of a type no

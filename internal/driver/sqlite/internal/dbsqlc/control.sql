@@ -46,7 +46,7 @@ VALUES (@agent_id, @hub_id, @started_at, @duration_ms, @result_count, @error, @d
 SELECT * FROM cks_sweeper_passes
 WHERE agent_id = @agent_id
 ORDER BY started_at DESC, pass_id DESC
-LIMIT @max;
+LIMIT @limit;
 
 -- The passes older than the cutoff, a bounded batch at a time
 -- (idx_sweeper_passes_started).
@@ -54,7 +54,7 @@ LIMIT @max;
 DELETE FROM cks_sweeper_passes WHERE pass_id IN (
     SELECT o.pass_id FROM cks_sweeper_passes o
     WHERE o.started_at < @before
-    LIMIT @max);
+    LIMIT @limit);
 
 -- A sweeper's passes beyond its newest keep, a bounded batch at a time: the
 -- offset walks keep entries of idx_sweeper_passes_agent.
@@ -63,4 +63,4 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
     SELECT o.pass_id FROM cks_sweeper_passes o
     WHERE o.agent_id = @agent_id
     ORDER BY o.started_at DESC, o.pass_id DESC
-    LIMIT @max OFFSET @keep);
+    LIMIT @limit OFFSET @keep);

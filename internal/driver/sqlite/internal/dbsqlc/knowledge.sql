@@ -58,14 +58,14 @@ WHERE object_id > @after
     /*if UnclaimedByStatus*/AND claimed_by = ''/*elif ByStatus*//*else*/AND (NOT CAST(@unclaimed AS BOOLEAN) OR claimed_by = '')/*end*/
     /*if Matching*/AND (instr(cks_fold(title), CAST(@match AS TEXT)) > 0 OR instr(cks_fold(content), CAST(@match AS TEXT)) > 0)/*end*/
 ORDER BY object_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- idx_objects_claim serves it in claim order.
 -- name: ObjectClaimable :many
 SELECT * FROM cks_objects
 WHERE current_status = @status AND claimed_by = ''
 ORDER BY object_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- idx_objects_claimed_at holds the claimed objects only.
 -- name: ObjectClaimedBefore :many
@@ -84,7 +84,7 @@ SELECT o.object_id, CAST((SELECT json_group_array(v.version) FROM cks_object_ver
 FROM cks_objects o INDEXED BY idx_objects_forked
 WHERE o.heads > 1 AND o.object_id > @after
 ORDER BY o.object_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- name: VersionInsert :one
 INSERT INTO cks_object_versions (object_id, version, parents, content, content_hash, author, created_at, is_head)
@@ -130,7 +130,7 @@ ORDER BY edge_id;
 SELECT * FROM cks_edges
 WHERE edge_id > @after
 ORDER BY edge_id
-LIMIT @lim;
+LIMIT @limit;
 
 -- name: TransitionInsert :exec
 INSERT INTO cks_transition_log (object_id, ts, agent, action, transitioned_to, reasoning_node_id,

@@ -50,7 +50,7 @@ WHERE true
         OR process_kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
     AND (NOT CAST(@stopped_only AS BOOLEAN) OR alive_until IS NULL OR alive_until < @now)
 ORDER BY started_at DESC, instance_id
-LIMIT @max;
+LIMIT @limit;
 
 -- The alive instances (idx_agent_liveness_alive), in LivenessPage's order.
 -- name: LivenessAlive :many
@@ -61,7 +61,7 @@ WHERE alive_until >= @now
     AND (json_array_length(CAST(@kinds AS TEXT)) = 0
         OR process_kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT))))
 ORDER BY started_at DESC, instance_id
-LIMIT @max;
+LIMIT @limit;
 
 -- Old history, a bounded batch at a time: instances that last reported
 -- before the cutoff (so started before it too: idx_agent_liveness_started)
@@ -71,7 +71,7 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
     SELECT o.instance_id FROM cks_agent_liveness o
     WHERE o.started_at < @before AND o.last_heartbeat_at < @before
         AND (o.alive_until IS NULL OR o.alive_until < @now)
-    LIMIT @max);
+    LIMIT @limit);
 
 -- The instances of each kind (idx_agent_liveness_kind, index only).
 -- name: LivenessCountByKind :many

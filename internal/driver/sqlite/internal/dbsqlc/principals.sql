@@ -68,7 +68,7 @@ SELECT * FROM cks_sessions
 WHERE created_at <= @after_created_at
     AND (created_at < @after_created_at OR session_id > @after_session_id)
 ORDER BY created_at DESC, session_id
-LIMIT @max;
+LIMIT @limit;
 
 -- name: SessionCount :one
 SELECT count(*) FROM cks_sessions;

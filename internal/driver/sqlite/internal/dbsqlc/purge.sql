@@ -16,7 +16,7 @@ WHERE t.state_changed_at < @before
     AND NOT EXISTS (SELECT 1 FROM cks_task_deps d JOIN cks_outbox_tasks x ON x.task_id = d.task_id
         WHERE d.depends_on = t.task_id AND x.state NOT IN (SELECT value FROM json_each(CAST(@states AS TEXT))))
 ORDER BY t.task_id
-LIMIT @max;
+LIMIT @limit;
 
 -- Of @ids, those still eligible, in the purge's transaction.
 -- name: TaskPurgeEligible :many
@@ -65,7 +65,7 @@ FROM cks_transition_log l JOIN cks_objects o ON o.object_id = l.object_id
 WHERE l.ts < @before AND o.updated_at < @before
     AND o.current_status IN (SELECT value FROM json_each(CAST(@statuses AS TEXT)))
 ORDER BY l.seq
-LIMIT @max;
+LIMIT @limit;
 
 -- Of @seqs, those still eligible, in the purge's transaction.
 -- name: TransitionPurgeEligible :many

@@ -414,11 +414,11 @@ LIMIT ?2
 
 type SweeperPassRecentParams struct {
 	AgentID string
-	Max     int64
+	Limit   int64
 }
 
 func (q *Queries) SweeperPassRecent(ctx context.Context, db DBTX, arg SweeperPassRecentParams) ([]CksSweeperPass, error) {
-	rows, err := db.QueryContext(ctx, sweeperPassRecent, arg.AgentID, arg.Max)
+	rows, err := db.QueryContext(ctx, sweeperPassRecent, arg.AgentID, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -449,13 +449,13 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 
 type SweeperPassPruneParams struct {
 	Before string
-	Max    int64
+	Limit  int64
 }
 
 // The passes older than the cutoff, a bounded batch at a time
 // (idx_sweeper_passes_started).
 func (q *Queries) SweeperPassPrune(ctx context.Context, db DBTX, arg SweeperPassPruneParams) (int64, error) {
-	result, err := db.ExecContext(ctx, sweeperPassPrune, arg.Before, arg.Max)
+	result, err := db.ExecContext(ctx, sweeperPassPrune, arg.Before, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -472,14 +472,14 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 
 type SweeperPassTrimParams struct {
 	AgentID string
-	Max     int64
+	Limit   int64
 	Keep    int64
 }
 
 // A sweeper's passes beyond its newest keep, a bounded batch at a time: the
 // offset walks keep entries of idx_sweeper_passes_agent.
 func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassTrimParams) (int64, error) {
-	result, err := db.ExecContext(ctx, sweeperPassTrim, arg.AgentID, arg.Max, arg.Keep)
+	result, err := db.ExecContext(ctx, sweeperPassTrim, arg.AgentID, arg.Limit, arg.Keep)
 	if err != nil {
 		return 0, err
 	}
@@ -647,7 +647,7 @@ LIMIT ?3
 type ObjectListParams struct {
 	After     int64
 	Unclaimed bool
-	Lim       int64
+	Limit     int64
 }
 
 // The objects after the cursor, by id; ObjectList filters by claim alone,
@@ -657,7 +657,7 @@ type ObjectListParams struct {
 // the page is full, since no index serves a substring, and a console's search
 // of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectList(ctx context.Context, db DBTX, arg ObjectListParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectList, arg.After, arg.Unclaimed, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectList, arg.After, arg.Unclaimed, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -696,7 +696,7 @@ type ObjectListByStatusParams struct {
 	After    int64
 	Statuses string
 	Kinds    string
-	Lim      int64
+	Limit    int64
 }
 
 // The objects after the cursor, by id; ObjectList filters by claim alone,
@@ -706,7 +706,7 @@ type ObjectListByStatusParams struct {
 // the page is full, since no index serves a substring, and a console's search
 // of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListByStatus(ctx context.Context, db DBTX, arg ObjectListByStatusParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -745,7 +745,7 @@ type ObjectListUnclaimedByStatusParams struct {
 	After    int64
 	Statuses string
 	Kinds    string
-	Lim      int64
+	Limit    int64
 }
 
 // The objects after the cursor, by id; ObjectList filters by claim alone,
@@ -755,7 +755,7 @@ type ObjectListUnclaimedByStatusParams struct {
 // the page is full, since no index serves a substring, and a console's search
 // of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListUnclaimedByStatus(ctx context.Context, db DBTX, arg ObjectListUnclaimedByStatusParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListUnclaimedByStatus, arg.After, arg.Statuses, arg.Kinds, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -793,7 +793,7 @@ type ObjectListByKindParams struct {
 	After     int64
 	Kinds     string
 	Unclaimed bool
-	Lim       int64
+	Limit     int64
 }
 
 // The objects after the cursor, by id; ObjectList filters by claim alone,
@@ -803,7 +803,7 @@ type ObjectListByKindParams struct {
 // the page is full, since no index serves a substring, and a console's search
 // of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListByKind(ctx context.Context, db DBTX, arg ObjectListByKindParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListByKind, arg.After, arg.Kinds, arg.Unclaimed, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -844,7 +844,7 @@ type ObjectListMatchingParams struct {
 	Kinds     string
 	Unclaimed bool
 	Match     string
-	Lim       int64
+	Limit     int64
 }
 
 // The objects after the cursor, by id; ObjectList filters by claim alone,
@@ -854,7 +854,7 @@ type ObjectListMatchingParams struct {
 // the page is full, since no index serves a substring, and a console's search
 // of titles and contents may cost a scan). An empty list selects any.
 func (q *Queries) ObjectListMatching(ctx context.Context, db DBTX, arg ObjectListMatchingParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectListMatching, arg.After, arg.Statuses, arg.Kinds, arg.Unclaimed, arg.Match, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -885,12 +885,12 @@ LIMIT ?2
 
 type ObjectClaimableParams struct {
 	Status string
-	Lim    int64
+	Limit  int64
 }
 
 // idx_objects_claim serves it in claim order.
 func (q *Queries) ObjectClaimable(ctx context.Context, db DBTX, arg ObjectClaimableParams) ([]CksObject, error) {
-	rows, err := db.QueryContext(ctx, objectClaimable, arg.Status, arg.Lim)
+	rows, err := db.QueryContext(ctx, objectClaimable, arg.Status, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -953,7 +953,7 @@ LIMIT ?2
 
 type ForkListParams struct {
 	After int64
-	Lim   int64
+	Limit int64
 }
 
 type ForkListRow struct {
@@ -967,7 +967,7 @@ type ForkListRow struct {
 // the cursor when forks are common in its sample, which is a scan of the
 // whole table on a large store.
 func (q *Queries) ForkList(ctx context.Context, db DBTX, arg ForkListParams) ([]ForkListRow, error) {
-	rows, err := db.QueryContext(ctx, forkList, arg.After, arg.Lim)
+	rows, err := db.QueryContext(ctx, forkList, arg.After, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1184,11 +1184,11 @@ LIMIT ?2
 
 type EdgeListParams struct {
 	After int64
-	Lim   int64
+	Limit int64
 }
 
 func (q *Queries) EdgeList(ctx context.Context, db DBTX, arg EdgeListParams) ([]CksEdge, error) {
-	rows, err := db.QueryContext(ctx, edgeList, arg.After, arg.Lim)
+	rows, err := db.QueryContext(ctx, edgeList, arg.After, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1426,7 +1426,7 @@ type LivenessPageParams struct {
 	Kinds           string
 	StoppedOnly     bool
 	Now             *string
-	Max             int64
+	Limit           int64
 }
 
 // A page of the history, newest-started first, from the cursor (the
@@ -1434,7 +1434,7 @@ type LivenessPageParams struct {
 // idx_agent_liveness_started, so a deep page does not walk the ones
 // before it).
 func (q *Queries) LivenessPage(ctx context.Context, db DBTX, arg LivenessPageParams) ([]CksAgentLiveness, error) {
-	rows, err := db.QueryContext(ctx, livenessPage, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.StoppedOnly, arg.Now, arg.Max)
+	rows, err := db.QueryContext(ctx, livenessPage, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.StoppedOnly, arg.Now, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1472,12 +1472,12 @@ type LivenessAliveParams struct {
 	AfterStartedAt  string
 	AfterInstanceID string
 	Kinds           string
-	Max             int64
+	Limit           int64
 }
 
 // The alive instances (idx_agent_liveness_alive), in LivenessPage's order.
 func (q *Queries) LivenessAlive(ctx context.Context, db DBTX, arg LivenessAliveParams) ([]CksAgentLiveness, error) {
-	rows, err := db.QueryContext(ctx, livenessAlive, arg.Now, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.Max)
+	rows, err := db.QueryContext(ctx, livenessAlive, arg.Now, arg.AfterStartedAt, arg.AfterInstanceID, arg.Kinds, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1510,14 +1510,14 @@ DELETE FROM cks_agent_liveness WHERE instance_id IN (
 type LivenessPruneParams struct {
 	Before string
 	Now    *string
-	Max    int64
+	Limit  int64
 }
 
 // Old history, a bounded batch at a time: instances that last reported
 // before the cutoff (so started before it too: idx_agent_liveness_started)
 // and are not alive.
 func (q *Queries) LivenessPrune(ctx context.Context, db DBTX, arg LivenessPruneParams) (int64, error) {
-	result, err := db.ExecContext(ctx, livenessPrune, arg.Before, arg.Now, arg.Max)
+	result, err := db.ExecContext(ctx, livenessPrune, arg.Before, arg.Now, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -1792,13 +1792,13 @@ LIMIT ?3
 type SessionPageParams struct {
 	AfterCreatedAt string
 	AfterSessionID string
-	Max            int64
+	Limit          int64
 }
 
 // A page of the sessions, newest first (ties by id), after the last row
 // of the previous page (idx_sessions_created).
 func (q *Queries) SessionPage(ctx context.Context, db DBTX, arg SessionPageParams) ([]CksSession, error) {
-	rows, err := db.QueryContext(ctx, sessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Max)
+	rows, err := db.QueryContext(ctx, sessionPage, arg.AfterCreatedAt, arg.AfterSessionID, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1896,13 +1896,13 @@ LIMIT ?3
 type TaskPurgeCandidatesParams struct {
 	Before *string
 	States string
-	Max    int64
+	Limit  int64
 }
 
 // The old terminal tasks that nothing live refers to, oldest id first
 // (@states: the terminal states).
 func (q *Queries) TaskPurgeCandidates(ctx context.Context, db DBTX, arg TaskPurgeCandidatesParams) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, taskPurgeCandidates, arg.Before, arg.States, arg.Max)
+	rows, err := db.QueryContext(ctx, taskPurgeCandidates, arg.Before, arg.States, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2045,7 +2045,7 @@ LIMIT ?3
 type TransitionPurgeCandidatesParams struct {
 	Before   string
 	Statuses string
-	Max      int64
+	Limit    int64
 }
 
 // The retention sweeper's deletion of old transition-log rows of objects in
@@ -2053,7 +2053,7 @@ type TransitionPurgeCandidatesParams struct {
 // edges stay. A row goes when it and its object's last change are older
 // than @before and the object is in one of @statuses, oldest seq first.
 func (q *Queries) TransitionPurgeCandidates(ctx context.Context, db DBTX, arg TransitionPurgeCandidatesParams) ([]CksTransitionLog, error) {
-	rows, err := db.QueryContext(ctx, transitionPurgeCandidates, arg.Before, arg.Statuses, arg.Max)
+	rows, err := db.QueryContext(ctx, transitionPurgeCandidates, arg.Before, arg.Statuses, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2227,12 +2227,12 @@ LIMIT ?3
 type TaskChildrenParams struct {
 	Parent *int64
 	After  int64
-	Max    int64
+	Limit  int64
 }
 
 // The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 func (q *Queries) TaskChildren(ctx context.Context, db DBTX, arg TaskChildrenParams) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, taskChildren, arg.Parent, arg.After, arg.Max)
+	rows, err := db.QueryContext(ctx, taskChildren, arg.Parent, arg.After, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2469,11 +2469,11 @@ type TaskClaimableParams struct {
 	AnyType  bool
 	Types    string
 	Now      *string
-	Max      int64
+	Limit    int64
 }
 
 func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskClaimable, arg.State, arg.Excluded, arg.AnyType, arg.Types, arg.Now, arg.Max)
+	rows, err := db.QueryContext(ctx, taskClaimable, arg.State, arg.Excluded, arg.AnyType, arg.Types, arg.Now, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2509,11 +2509,11 @@ type TaskClaimableOfTypeParams struct {
 	Excluded string
 	Type     string
 	Now      *string
-	Max      int64
+	Limit    int64
 }
 
 func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClaimableOfTypeParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskClaimableOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Max)
+	rows, err := db.QueryContext(ctx, taskClaimableOfType, arg.State, arg.Excluded, arg.Type, arg.Now, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2550,7 +2550,7 @@ type TaskLeaseExpiredParams struct {
 	Excluded      string
 	ExpiredAt     *string
 	RenewedBefore *string
-	Max           int64
+	Limit         int64
 }
 
 // The leases come from idx_outbox_tasks_lease_expires (leased tasks only,
@@ -2558,7 +2558,7 @@ type TaskLeaseExpiredParams struct {
 // because without statistics the planner would rather walk a state index
 // or the table in task_id order.
 func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseExpiredParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskLeaseExpired, arg.States, arg.Excluded, arg.ExpiredAt, arg.RenewedBefore, arg.Max)
+	rows, err := db.QueryContext(ctx, taskLeaseExpired, arg.States, arg.Excluded, arg.ExpiredAt, arg.RenewedBefore, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2607,7 +2607,7 @@ type TaskListParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // TaskList pages by task_id; its sorted forms by their key, then task_id,
@@ -2618,7 +2618,7 @@ type TaskListParams struct {
 // before, or after, every row). TaskListPriority: highest priority first,
 // then oldest, the order of a claim.
 func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskList, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2668,7 +2668,7 @@ type TaskListIDDescParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // TaskList pages by task_id; its sorted forms by their key, then task_id,
@@ -2679,7 +2679,7 @@ type TaskListIDDescParams struct {
 // before, or after, every row). TaskListPriority: highest priority first,
 // then oldest, the order of a claim.
 func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDescParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListIDDesc, arg.After, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2731,7 +2731,7 @@ type TaskListUpdatedParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // TaskList pages by task_id; its sorted forms by their key, then task_id,
@@ -2742,7 +2742,7 @@ type TaskListUpdatedParams struct {
 // before, or after, every row). TaskListPriority: highest priority first,
 // then oldest, the order of a claim.
 func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpdatedParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListUpdated, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2795,7 +2795,7 @@ type TaskListUpdatedDescParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // TaskList pages by task_id; its sorted forms by their key, then task_id,
@@ -2806,7 +2806,7 @@ type TaskListUpdatedDescParams struct {
 // before, or after, every row). TaskListPriority: highest priority first,
 // then oldest, the order of a claim.
 func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskListUpdatedDescParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListUpdatedDesc, arg.After, arg.AfterUpdated, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -2858,7 +2858,7 @@ type TaskListPriorityParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // TaskList pages by task_id; its sorted forms by their key, then task_id,
@@ -2869,7 +2869,7 @@ type TaskListPriorityParams struct {
 // before, or after, every row). TaskListPriority: highest priority first,
 // then oldest, the order of a claim.
 func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPriorityParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListPriority, arg.After, arg.AfterPriority, arg.States, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -3006,7 +3006,7 @@ type TaskListInStateParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // The listings and counts of one state but OPEN (the board's STOPPED and
@@ -3015,7 +3015,7 @@ type TaskListInStateParams struct {
 // state's entries alone, in id order, instead of the table (TaskList's
 // JSON list of states matches no index). The other filters are TaskList's.
 func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInStateParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListInState, arg.State, arg.After, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListInState, arg.State, arg.After, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -3064,7 +3064,7 @@ type TaskListInStateDescParams struct {
 	CreatedBy          string
 	Match              string
 	UnconfirmedAbort   bool
-	Max                int64
+	Limit              int64
 }
 
 // The listings and counts of one state but OPEN (the board's STOPPED and
@@ -3073,7 +3073,7 @@ type TaskListInStateDescParams struct {
 // state's entries alone, in id order, instead of the table (TaskList's
 // JSON list of states matches no index). The other filters are TaskList's.
 func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskListInStateDescParams) ([]CksOutboxTask, error) {
-	rows, err := db.QueryContext(ctx, taskListInStateDesc, arg.State, arg.After, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Max)
+	rows, err := db.QueryContext(ctx, taskListInStateDesc, arg.State, arg.After, arg.Types, arg.StateChangedBefore, arg.CreatedBy, arg.Match, arg.UnconfirmedAbort, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -3758,11 +3758,11 @@ LIMIT ?3
 type AbortPendingDueParams struct {
 	Outcome string
 	Now     string
-	Max     int64
+	Limit   int64
 }
 
 func (q *Queries) AbortPendingDue(ctx context.Context, db DBTX, arg AbortPendingDueParams) ([]CksTaskAbort, error) {
-	rows, err := db.QueryContext(ctx, abortPendingDue, arg.Outcome, arg.Now, arg.Max)
+	rows, err := db.QueryContext(ctx, abortPendingDue, arg.Outcome, arg.Now, arg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -3893,7 +3893,7 @@ LIMIT ?3
 type TaskClaimWaitsParams struct {
 	Since string
 	Until string
-	Max   int64
+	Limit int64
 }
 
 type TaskClaimWaitsRow struct {
@@ -3906,7 +3906,7 @@ type TaskClaimWaitsRow struct {
 // from the events that ended them, of running ones from their rows (as
 // TaskEventMinutes), and claim events of their own (before issue 27).
 func (q *Queries) TaskClaimWaits(ctx context.Context, db DBTX, arg TaskClaimWaitsParams) ([]TaskClaimWaitsRow, error) {
-	rows, err := db.QueryContext(ctx, taskClaimWaits, arg.Since, arg.Until, arg.Max)
+	rows, err := db.QueryContext(ctx, taskClaimWaits, arg.Since, arg.Until, arg.Limit)
 	if err != nil {
 		return nil, err
 	}

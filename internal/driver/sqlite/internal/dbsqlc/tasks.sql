@@ -38,7 +38,7 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
 SELECT task_id FROM cks_outbox_tasks
 WHERE parent_id = @parent AND task_id > @after
 ORDER BY task_id
-LIMIT @max;
+LIMIT @limit;
 
 -- name: TaskChildCount :one
 SELECT count(*) FROM cks_outbox_tasks WHERE parent_id = @parent;
@@ -105,7 +105,7 @@ WHERE task_id = @task_id;
 -- at a binding. The re-prepare was a fifth of the CPU of the agent path,
 -- where a claim statement carries a task or two (docs/benchmarks.md).
 -- TestClaimsPlanWithoutTheirBinding holds the plans to it. The LIMIT is
--- CAST(@max AS INTEGER) too: with a bare LIMIT parameter SQLite still
+-- CAST(@limit AS INTEGER) too: with a bare LIMIT parameter SQLite still
 -- prepared a claim again at some executions (the rest of the re-preparing,
 -- 3 % of the agent path's CPU); with the CAST it does not. The other
 -- queries compare the state as CAST(@state AS TEXT) too, which SQLite does
@@ -118,7 +118,7 @@ WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT v
     AND (CAST(@any_type AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
-LIMIT CAST(@max AS INTEGER);
+LIMIT CAST(@limit AS INTEGER);
 
 -- name: TaskClaimableOfType :many
 SELECT * FROM cks_outbox_tasks
@@ -126,7 +126,7 @@ WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT v
     AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
 ORDER BY priority DESC, created_at, task_id
-LIMIT CAST(@max AS INTEGER);
+LIMIT CAST(@limit AS INTEGER);
 
 -- The leases come from idx_outbox_tasks_lease_expires (leased tasks only,
 -- by expiry; lease_expires_at <= @expired_at implies its WHERE), named
@@ -139,7 +139,7 @@ WHERE state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
     AND lease_expires_at <= @expired_at
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= @renewed_before)
 ORDER BY task_id
-LIMIT @max;
+LIMIT @limit;
 
 -- The filters of the task listings and counts (but the state): an empty
 -- @types selects every type, an empty @state_changed_before no time, an
@@ -182,7 +182,7 @@ WHERE /*if IDDesc*/(CAST(@after AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CA
 /*include task_filters*/
 ORDER BY /*if IDDesc*/task_id DESC/*elif Updated*/updated_at, task_id/*elif UpdatedDesc*/updated_at DESC, task_id DESC
     /*elif Priority*/priority DESC, task_id/*else*/task_id/*end*/
-LIMIT @max;
+LIMIT @limit;
 
 -- name: TaskCount :one
 SELECT count(*) FROM cks_outbox_tasks
@@ -213,7 +213,7 @@ WHERE state <> 'OPEN' AND state = @state
     /*else*/AND cks_outbox_tasks.task_id > @after/*end*/
 /*include task_filters*/
 ORDER BY task_id /*if Desc*/DESC/*end*/
-LIMIT @max;
+LIMIT @limit;
 
 -- name: TaskCountInState :one
 SELECT count(*) FROM cks_outbox_tasks
@@ -359,7 +359,7 @@ ORDER BY task_id;
 SELECT * FROM cks_task_aborts
 WHERE outcome = @outcome AND deadline_at <= @now
 ORDER BY abort_id
-LIMIT @max;
+LIMIT @limit;
 
 -- The moves of a window counted per minute and transition, for task_stats.
 -- History is written per attempt (issue 27), so the moves no event row
@@ -432,7 +432,7 @@ SELECT CAST(c.claimed_at AS TEXT) AS claimed_at,
         (SELECT t.created_at FROM cks_outbox_tasks t WHERE t.task_id = c.task_id), c.claimed_at) AS TEXT) AS opened_at
 FROM claims c
 ORDER BY c.claimed_at DESC, c.task_id DESC
-LIMIT @max;
+LIMIT @limit;
 
 -- The task types with OPEN tasks due now: per type how many, and since
 -- when the longest-waiting one has been OPEN (for the signal of a type no

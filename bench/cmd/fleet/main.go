@@ -4,7 +4,7 @@
 // command reads the hub's CPU time and resident memory from /proc while
 // they wait, then how soon a task created meanwhile reaches one of them.
 //
-//	cd bench/peers && go run ./cmd/fleet [--agents 10000] [--database postgres://…]
+//	cd bench && go run ./cmd/fleet [--agents 10000] [--database postgres://…]
 //
 // Without --database the hub runs on its embedded SQLite in a temporary
 // data directory. It prints one Markdown table row per run (docs/benchmarks.md,
@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cks-dev/cks/bench/internal/proc"
 )
 
 func main() {
@@ -73,12 +75,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "cks")
 	say(stderr, "building cks")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/cks-dev/cks/cmd/cks")
-	build.Stderr = stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build cks: %w", err)
+	bin, err := proc.BuildCKS(ctx, dir, stderr)
+	if err != nil {
+		return err
 	}
 	h, err := startHub(ctx, bin, filepath.Join(dir, "data"), c, stderr)
 	if err != nil {
@@ -206,13 +206,10 @@ func (h *hub) metric(ctx context.Context, name string) (float64, error) {
 // usage is the hub process's CPU time and resident memory.
 func (h *hub) usage() (cpu time.Duration, rss int64, err error) {
 	pid := h.cmd.Process.Pid
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14
-	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
@@ -223,7 +220,7 @@ func (h *hub) usage() (cpu time.Duration, rss int64, err error) {
 			rss = kb * 1024
 		}
 	}
-	return time.Duration(ut+st) * 10 * time.Millisecond, rss, nil
+	return st.CPU(), rss, nil
 }
 
 type result struct {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/base/corpus"
-	"github.com/cks-dev/cks/internal/bench"
 	"github.com/cks-dev/cks/internal/service/llm"
 )
 

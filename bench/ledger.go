@@ -1,4 +1,4 @@
-// Package bench holds cks's load benchmarks, run by `cks bench`. They drive a
+// Package bench holds cks's load benchmarks, run by cmd/cksbench. They drive a
 // real store the way a fleet would and report throughput and latency; they
 // assert nothing.
 package bench

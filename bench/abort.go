@@ -24,8 +24,8 @@ type AbortConfig struct {
 }
 
 // AbortResult is what one run measured. Every latency is one operator call
-// as the API makes it (ledger.Control with wait): from the call to its
-// return with a definite outcome.
+// as the API makes it (ledger.Service.StopTask or UpdateTask with Wait):
+// from the call to its return with a definite outcome.
 type AbortResult struct {
 	Rounds int `json:"rounds"`
 	// Stop: stop of a RUNNING task until the executor's abort is confirmed.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/bench"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
-	"github.com/cks-dev/cks/internal/bench"
 )
 
 // TestLedger runs the ledger benchmark small on both backends, with each

@@ -1,4 +1,4 @@
-module github.com/cks-dev/cks/bench/peers
+module github.com/cks-dev/cks/bench
 
 go 1.26.8
 
@@ -10,6 +10,7 @@ require (
 	github.com/riverqueue/river/riverdriver v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
+	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -51,4 +52,4 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-replace github.com/cks-dev/cks => ../..
+replace github.com/cks-dev/cks => ..

@@ -1,7 +1,7 @@
 // Command peers runs cks and River side by side (package peers) and writes
 // the tables and charts into docs/benchmarks.md and docs/peers-*.svg.
 //
-//	cd bench/peers && go run ./cmd/peers [flags]
+//	cd bench && go run ./cmd/peers [flags]
 //
 // Without --database it starts a throwaway, durable PostgreSQL cluster of
 // its own (fsync, synchronous_commit and full_page_writes on,
@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	asJSON := fs.Bool("json", false, "print the raw figures as JSON instead of the Markdown tables")
 	render := fs.String("render", "", "measure nothing: read the figures from this --json output and write the docs from them")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: go run ./cmd/peers [flags]   (from bench/peers)\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: go run ./cmd/peers [flags]   (from bench)\n\n"+
 			"Runs River and cks side by side on one PostgreSQL (interleaved rounds), measures idle latency,\n"+
 			"and compares the embedded SQLite ledgers; prints the tables and writes them into docs/benchmarks.md.\n\n")
 		fs.PrintDefaults()

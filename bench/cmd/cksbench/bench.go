@@ -14,38 +14,31 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cks-dev/cks/bench"
+	"github.com/cks-dev/cks/bench/internal/proc"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/corpus"
-	"github.com/cks-dev/cks/internal/bench"
 	driverpostgres "github.com/cks-dev/cks/internal/driver/postgres"
 	"github.com/cks-dev/cks/internal/service/llm"
 )
 
-// cmdBench runs a load benchmark against a scratch store: a fresh SQLite file
-// in a temp directory, or a fresh schema in the given Postgres database.
-func cmdBench(ctx context.Context, args []string, e env) error {
-	benches := map[string]func(context.Context, []string, env) error{
-		"ledger": cmdBenchLedger, "abort": cmdBenchAbort, "liveness": cmdBenchLiveness, "stop": cmdBenchStop,
-		"pipeline": cmdBenchPipeline, "knowledge": cmdBenchKnowledge,
+// benchmarks are the benchmarks of `cksbench NAME`, in the order help
+// lists them (docs/benchmarks.md); set by init, as their help (flagSet)
+// reads the table.
+var benchmarks []benchmark
+
+func init() {
+	benchmarks = []benchmark{
+		{name: "ledger", run: cmdBenchLedger, summary: "ledger throughput: enqueue and work tasks with each number of workers, on a scratch store"},
+		{name: "abort", run: cmdBenchAbort, summary: "stop and update latency of running tasks, with the abort confirmed"},
+		{name: "liveness", run: cmdBenchLiveness, summary: "the liveness store: heartbeats, status reads and list_processes over a history of rows"},
+		{name: "stop", run: cmdBenchStop, summary: "remote process stop: agent processes started and stopped, by notification and at the tick"},
+		{name: "pipeline", run: cmdBenchPipeline, summary: "the research pipeline: questions answered per second with each number of workers"},
+		{name: "knowledge", run: cmdBenchKnowledge, summary: "merges of large objects with long histories, and the knowledge sweepers' passes"},
 	}
-	if len(args) == 0 || benches[args[0]] == nil {
-		return fmt.Errorf("%w: bench needs a benchmark name: ledger, abort, liveness, stop, pipeline or knowledge", errUsage)
-	}
-	return benches[args[0]](ctx, args[1:], e)
 }
 
-// benchSubs are the benchmarks of `cks bench NAME`, for help
-// (docs/benchmarks.md).
-var benchSubs = []subCommand{
-	{name: "ledger", summary: "ledger throughput: enqueue and work tasks with each number of workers, on a scratch store"},
-	{name: "abort", summary: "stop and update latency of running tasks, with the abort confirmed"},
-	{name: "liveness", summary: "the liveness store: heartbeats, status reads and list_processes over a history of rows"},
-	{name: "stop", summary: "remote process stop: agent processes started and stopped, by notification and at the tick"},
-	{name: "pipeline", summary: "the research pipeline: questions answered per second with each number of workers"},
-	{name: "knowledge", summary: "merges of large objects with long histories, and the knowledge sweepers' passes"},
-}
-
-// cmdBenchLedger is `cks bench ledger`: enqueue and work tasks with each
+// cmdBenchLedger is `cksbench ledger`: enqueue and work tasks with each
 // number of workers, on a scratch store.
 func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench ledger", e)
@@ -296,24 +289,22 @@ func cmdBenchLiveness(ctx context.Context, args []string, e env) error {
 }
 
 // cmdBenchStop measures remote stop latency (bench.ProcessStop): it starts
-// idle `cks agent pipeline` processes of this binary and times each from
-// the stop request to the process's exit, with the notification fast path
-// and with the liveness tick only.
+// idle `cks agent pipeline` processes of a cks binary (--cks, or one built
+// from this checkout) and times each from the stop request to the
+// process's exit, with the notification fast path and with the liveness
+// tick only.
 func cmdBenchStop(ctx context.Context, args []string, e env) error {
 	fs := flagSet("bench stop", e)
 	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
 	rounds := fs.Int("rounds", 20, "processes started and stopped per path")
 	interval := fs.Duration("liveness-interval", time.Second, "the agents' liveness interval (the tick-only path waits up to one)")
+	cksBin := fs.String("cks", "", "the cks `BINARY` whose `cks agent pipeline` processes are stopped; default: cks built from this checkout (go build, run in the bench module)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
 	if *rounds < 1 || *interval <= 0 {
 		return fmt.Errorf("%w: --rounds and --liveness-interval must be positive", errUsage)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
 	}
 	url, cleanup, err := scratchStore(ctx, *database)
 	if err != nil {
@@ -325,6 +316,18 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer st.Close()
+	bin := *cksBin
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "cksbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(e.stderr, "bench stop: building cks")
+		if bin, err = proc.BuildCKS(ctx, dir, e.stderr); err != nil {
+			return err
+		}
+	}
 	results := map[string]bench.StopResult{}
 	paths := []string{"fast path", "tick only"}
 	for _, path := range paths {
@@ -334,7 +337,7 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 			if path == "tick only" {
 				cmdArgs = append(cmdArgs, "--no-fast-stop")
 			}
-			return launchAgent(ctx, self, cmdArgs)
+			return launchAgent(ctx, bin, cmdArgs)
 		}
 		r, err := bench.ProcessStop(ctx, st.Liveness, bench.StopConfig{Rounds: *rounds, Launch: launch, Settle: *interval,
 			Progress: func(done, total int) { progressLine(e)(path, done, total) }})
@@ -356,11 +359,11 @@ func cmdBenchStop(ctx context.Context, args []string, e env) error {
 	return tw.Flush()
 }
 
-// launchAgent starts `self args…` and returns, once the agent has logged its
+// launchAgent starts `bin args…` and returns, once the agent has logged its
 // start, its instance id and a function waiting for its exit. The process is
 // killed if ctx ends first.
-func launchAgent(ctx context.Context, self string, args []string) (string, func() error, error) {
-	cmd := exec.CommandContext(ctx, self, args...)
+func launchAgent(ctx context.Context, bin string, args []string) (string, func() error, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err
