@@ -42,6 +42,8 @@ var knownUnused = []string{
 	"internal/runtime/sweeper.Runner.Start",
 	"internal/runtime/sweeper.Runner.Status",
 	"internal/runtime/sweeper.Runner.Stop",
+	// The resolver's calls of ADR 0020 (decisions, workspaces), which no
+	// resolver of the product makes yet: to be used, or deleted.
 	"internal/runtime/worker.Attempt.Decide",
 	"internal/runtime/worker.Attempt.PreviousWorkspaces",
 	"internal/runtime/worker.Attempt.ReuseWorkspace",
@@ -71,7 +73,7 @@ var knownUnused = []string{
 // TestServicesExportOnlyWhatIsUsed (issue 40): every exported function, and
 // every exported method of an exported type, of a package under
 // entryPointFolders is used by a non-test file of another package of this
-// repository's modules (bench/peers and any other go.mod under it too) —
+// repository's modules (the bench module and any other go.mod under it too) —
 // called, taken as a value, or reached through an interface the caller
 // uses that the type satisfies. One kept only for tests is a second way in
 // that the operations do not take (a Stop beside StopTask); it is
